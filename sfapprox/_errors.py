@@ -1,0 +1,47 @@
+"""One family of errors for the whole project.
+
+Every error that a user can cause (a bad file, a bad option, a budget that is
+too small) is raised as a subclass of :class:`SfapproxError`.  The CLI turns
+these into a one-line message and exit code 2; anything else is a bug and
+keeps its traceback.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "SfapproxError",
+    "InputError",
+    "ParameterError",
+    "BudgetError",
+    "ResourceError",
+    "DeviceError",
+    "ConvergenceWarning",
+]
+
+
+class SfapproxError(Exception):
+    """Base class of every error sfapprox raises on purpose."""
+
+
+class InputError(SfapproxError, ValueError):
+    """A matrix file or array cannot be used (unreadable, malformed, not square, ...)."""
+
+
+class ParameterError(SfapproxError, ValueError):
+    """An option or parameter has an invalid value."""
+
+
+class BudgetError(SfapproxError, ValueError):
+    """A budget of stored numbers is too small (or invalid) for a method."""
+
+
+class ResourceError(SfapproxError, MemoryError):
+    """The work would need more memory than allowed; raised before allocating."""
+
+
+class DeviceError(SfapproxError, RuntimeError):
+    """A requested compute device is not available."""
+
+
+class ConvergenceWarning(UserWarning):
+    """A fit stopped on its iteration or time limit before its tolerances were met."""
