@@ -4,6 +4,7 @@ from ._errors import (
     ConvergenceWarning,
     DeviceError,
     InputError,
+    NotApplicableError,
     ParameterError,
     ResourceError,
     SfapproxError,

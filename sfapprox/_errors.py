@@ -15,6 +15,7 @@ __all__ = [
     "BudgetError",
     "ResourceError",
     "DeviceError",
+    "NotApplicableError",
     "ConvergenceWarning",
 ]
 
@@ -41,6 +42,14 @@ class ResourceError(SfapproxError, MemoryError):
 
 class DeviceError(SfapproxError, RuntimeError):
     """A requested compute device is not available."""
+
+
+class NotApplicableError(SfapproxError, ValueError):
+    """A method does not apply to this matrix (e.g. NMF on a matrix with negative entries).
+
+    ``compare`` records such a method with status "not applicable" and the
+    message as its reason; the run itself succeeds.
+    """
 
 
 class ConvergenceWarning(UserWarning):

@@ -1,0 +1,53 @@
+"""Choosing the torch device and dtype at run time (CI and most laptops have no GPU)."""
+
+from __future__ import annotations
+
+from ._errors import DeviceError, ParameterError
+
+__all__ = ["resolve_device", "resolve_dtype"]
+
+_DTYPES = ("float64", "float32")
+
+
+def resolve_device(device: str | None = "auto"):
+    """Map ``"auto" | "cpu" | "cuda" | "cuda:N"`` to a :class:`torch.device`.
+
+    ``"auto"`` picks CUDA when a GPU is available, else the CPU.  Asking for
+    CUDA without one raises :class:`DeviceError` rather than failing later
+    inside torch.
+    """
+    import torch
+
+    name = (device or "auto").strip().lower()
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cpu":
+        return torch.device("cpu")
+    if name == "cuda" or name.startswith("cuda:"):
+        if not torch.cuda.is_available():
+            raise DeviceError(
+                f"device {device!r} was requested but no CUDA GPU is available "
+                "(torch.cuda.is_available() is False); use --device cpu or auto"
+            )
+        dev = torch.device(name)
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise DeviceError(
+                f"device {device!r} does not exist: {torch.cuda.device_count()} GPU(s) visible"
+            )
+        return dev
+    raise ParameterError(f"unknown device {device!r}; choose auto, cpu, cuda or cuda:N")
+
+
+def resolve_dtype(dtype: str | None, device) -> "torch.dtype":  # noqa: F821
+    """Map ``"float64" | "float32" | None`` to a torch dtype.
+
+    ``None`` means float64 on the CPU (exact enough for every test) and
+    float32 on a GPU (where float64 throughput is a fraction of float32's).
+    """
+    import torch
+
+    if dtype is None or dtype == "auto":
+        return torch.float64 if device.type == "cpu" else torch.float32
+    if dtype not in _DTYPES:
+        raise ParameterError(f"unknown dtype {dtype!r}; choose one of {', '.join(_DTYPES)}")
+    return getattr(torch, dtype)

@@ -1,0 +1,92 @@
+"""Declared parameter constraints, checked once when ``fit`` runs (sklearn's habit).
+
+A class lists ``_parameter_constraints = {"max_iter": Interval(int, 1, None), ...}``
+and calls :func:`check_params` at the top of ``fit``; every violation gets the
+same message shape: "The 'max_iter' parameter of ChordSF must be an int in the
+range [1, inf). Got 0 instead."
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+from ._errors import ParameterError
+
+__all__ = ["Interval", "Options", "check_params"]
+
+
+@dataclass(frozen=True)
+class Interval:
+    """Numbers of ``kind`` (int or float) in ``[low, high]``; ``None`` bounds are open-ended."""
+
+    kind: type
+    low: float | None = None
+    high: float | None = None
+    allow_none: bool = False
+
+    def accepts(self, value: Any) -> bool:
+        if value is None:
+            return self.allow_none
+        if isinstance(value, bool):
+            return False
+        if self.kind is int and not isinstance(value, numbers.Integral):
+            return False
+        if not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
+            return False
+        return (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
+
+    def describe(self) -> str:
+        kind = "an int" if self.kind is int else "a float"
+        low = "-inf" if self.low is None else f"{self.low:g}"
+        high = "inf" if self.high is None else f"{self.high:g}"
+        text = f"{kind} in the range [{low}, {high}]"
+        return text + " or None" if self.allow_none else text
+
+
+@dataclass(frozen=True)
+class Options:
+    """One of a fixed set of values."""
+
+    values: tuple[Any, ...]
+
+    def accepts(self, value: Any) -> bool:
+        return value in self.values
+
+    def describe(self) -> str:
+        return "one of " + ", ".join(repr(v) for v in self.values)
+
+
+def check_params(owner: object, constraints: dict[str, Any]) -> None:
+    """Check ``owner``'s attributes against ``constraints``; raise :class:`ParameterError`.
+
+    A constraint is an :class:`Interval`, :class:`Options`, a type, or a
+    tuple of those (any may match).
+    """
+    for name, constraint in constraints.items():
+        value = getattr(owner, name)
+        options = constraint if isinstance(constraint, tuple) else (constraint,)
+        if any(_accepts(c, value) for c in options):
+            continue
+        wanted = " or ".join(_describe(c) for c in options)
+        raise ParameterError(
+            f"The {name!r} parameter of {type(owner).__name__} must be {wanted}. Got {value!r} instead."
+        )
+
+
+def _accepts(constraint: Any, value: Any) -> bool:
+    if isinstance(constraint, type):
+        return isinstance(value, constraint)
+    if constraint is None:
+        return value is None
+    return constraint.accepts(value)
+
+
+def _describe(constraint: Any) -> str:
+    if isinstance(constraint, type):
+        return f"an instance of {constraint.__name__}"
+    if constraint is None:
+        return "None"
+    return constraint.describe()

@@ -1,0 +1,1 @@
+"""Baselines compared with SF at an equal budget of stored numbers."""

@@ -1,0 +1,150 @@
+"""Truncated SVD: the best rank-r approximation (Eckart–Young), at a budget.
+
+Stored numbers: ``r * (2N + 1)`` (U, V and the singular values).  Exact SVD
+(LAPACK through numpy) up to ``EXACT_MAX_N``; above it a seeded randomized
+SVD (Halko, Martinsson & Tropp 2011, with power iterations), which is
+accurate for the leading singular triplets and costs ``O(N^2 r)``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from scipy.sparse.linalg import LinearOperator
+
+from .._params import Interval, Options, check_params
+from ..budget import tsvd_count, tsvd_rank_for_budget
+
+__all__ = ["TruncatedSVD", "EXACT_MAX_N"]
+
+#: Largest N for which the exact (full LAPACK) SVD is used with ``solver="auto"``.
+EXACT_MAX_N = 2048
+
+
+def _exact_svd(X: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    U, s, Vt = np.linalg.svd(X, full_matrices=False)
+    return U[:, :rank], s[:rank], Vt[:rank]
+
+
+def _randomized_svd(
+    X, rank: int, n_oversamples: int, n_iter: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Randomized range finder + small exact SVD; works for dense and sparse ``X``."""
+    n = X.shape[0]
+    width = min(n, rank + n_oversamples)
+    rng = np.random.default_rng(seed)
+    Q = X @ rng.standard_normal((n, width))
+    Q, _ = np.linalg.qr(Q)
+    for _ in range(n_iter):
+        # Re-orthonormalise after every product so the smaller singular directions
+        # are not lost to round-off.
+        Q, _ = np.linalg.qr(X.T @ Q)
+        Q, _ = np.linalg.qr(X @ Q)
+    B = np.asarray((X.T @ Q).T)
+    Ub, s, Vt = np.linalg.svd(B, full_matrices=False)
+    U = Q @ Ub
+    return U[:, :rank], s[:rank], Vt[:rank]
+
+
+class TruncatedSVD:
+    """Best rank-``r`` approximation ``U diag(s) V^T``.
+
+    Parameters
+    ----------
+    rank : int or None, default=None
+        Rank ``r``.  When None, the largest rank that fits ``budget``.
+    budget : int or None, default=None
+        Stored-number budget (used when ``rank`` is None).
+    solver : {"auto", "exact", "randomized"}, default="auto"
+        ``auto``: exact for ``N <= EXACT_MAX_N``, randomized above.
+    n_oversamples, n_iter : int
+        Randomized SVD's extra columns and power iterations.
+    random_state : int, default=0
+
+    Attributes
+    ----------
+    U_, s_, Vt_ : ndarray
+    rank_, n_stored_ : int
+    seconds_ : float
+    params_ : dict
+        What was fitted (rank, solver), for reports.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.outer(np.arange(4.0), np.ones(4))
+    >>> t = TruncatedSVD(rank=1).fit(X)
+    >>> t.n_stored_, bool(np.allclose(t.to_dense(), X))
+    (9, True)
+    """
+
+    _parameter_constraints = {
+        "rank": Interval(int, 0, None, allow_none=True),
+        "budget": Interval(int, 0, None, allow_none=True),
+        "solver": Options(("auto", "exact", "randomized")),
+        "n_oversamples": Interval(int, 0, None),
+        "n_iter": Interval(int, 0, None),
+        "random_state": Interval(int, 0, None),
+    }
+
+    def __init__(
+        self,
+        rank: int | None = None,
+        *,
+        budget: int | None = None,
+        solver: str = "auto",
+        n_oversamples: int = 10,
+        n_iter: int = 7,
+        random_state: int = 0,
+    ):
+        self.rank = rank
+        self.budget = budget
+        self.solver = solver
+        self.n_oversamples = n_oversamples
+        self.n_iter = n_iter
+        self.random_state = random_state
+
+    def fit(self, X) -> "TruncatedSVD":
+        """Compute the truncated SVD of the square matrix ``X`` (dense or sparse)."""
+        from .._errors import ParameterError
+        from .._validation import check_square_matrix
+
+        check_params(self, self._parameter_constraints)
+        X = check_square_matrix(X, source="X")
+        n = X.shape[0]
+        if self.rank is None and self.budget is None:
+            raise ParameterError("TruncatedSVD needs a rank or a budget")
+        rank = tsvd_rank_for_budget(n, self.budget) if self.rank is None else min(self.rank, n)
+        solver = self.solver
+        if solver == "auto":
+            solver = "exact" if n <= EXACT_MAX_N else "randomized"
+        start = time.perf_counter()
+        if rank == 0:
+            U, s, Vt = np.zeros((n, 0)), np.zeros(0), np.zeros((0, n))
+        elif solver == "exact":
+            U, s, Vt = _exact_svd(X.toarray() if hasattr(X, "toarray") else X, rank)
+        else:
+            U, s, Vt = _randomized_svd(X, rank, self.n_oversamples, self.n_iter, self.random_state)
+        self.seconds_ = time.perf_counter() - start
+        self.U_, self.s_, self.Vt_ = U, s, Vt
+        self.rank_ = rank
+        self.n_stored_ = tsvd_count(n, rank)
+        self.params_ = {"rank": rank, "solver": solver}
+        return self
+
+    def to_dense(self) -> np.ndarray:
+        """The rank-``r`` approximation as a dense array."""
+        return (self.U_ * self.s_) @ self.Vt_
+
+    def to_operator(self) -> LinearOperator:
+        """The approximation as a LinearOperator, ``O(N r)`` per matvec."""
+        U, s, Vt = self.U_, self.s_, self.Vt_
+        n = U.shape[0]
+        return LinearOperator(
+            (n, n),
+            matvec=lambda x: U @ (s * (Vt @ x)),
+            rmatvec=lambda x: Vt.T @ (s * (U.T @ x)),
+            matmat=lambda B: U @ (s[:, None] * (Vt @ B)),
+            dtype=np.float64,
+        )

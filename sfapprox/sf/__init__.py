@@ -1,0 +1,1 @@
+"""Chord sparse factorization: kernels, solver and the ChordSF estimator."""

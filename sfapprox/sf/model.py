@@ -1,0 +1,300 @@
+"""The Chord sparse-factorization estimator.
+
+``ChordSF(...).fit(X)`` minimises ``0.5 * ||X - W1 ... WM||_F^2`` over the
+values of ``M`` Chord-structured factors with L-BFGS (see ``_solver``), on
+the CPU or a CUDA GPU.  ``fit_sf`` is the function form.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+
+from .._errors import ConvergenceWarning, ParameterError
+from .._params import Interval, Options, check_params
+from ..chord import chord_offsets, default_n_factors, support_is_full
+from ..linop import ChordOperator
+
+__all__ = ["ChordSF", "fit_sf", "estimate_fit_memory"]
+
+
+def estimate_fit_memory(n: int, n_factors: int, n_offsets: int, itemsize: int, history_size: int) -> int:
+    """Peak bytes of one fit: the target, ``M`` partial products, the residual and a
+    temporary, plus L-BFGS's ``2 * history_size`` vectors of ``N * K * M`` values."""
+    dense = (n_factors + 3) * n * n
+    params = (2 * history_size + 8) * n * n_offsets * n_factors
+    return (dense + params) * itemsize
+
+
+def _reference_init(rng: np.random.Generator, shape: tuple[int, int, int], noise: float) -> np.ndarray:
+    """Values 1/K plus small uniform noise, as in the reference implementation."""
+    k = shape[2]
+    return (1.0 + noise * rng.uniform(-1.0, 1.0, size=shape)) / k
+
+
+class ChordSF:
+    """Sparse factorization of a square matrix with Chord-structured factors.
+
+    Parameters
+    ----------
+    n_factors : int or None, default=None
+        Number of factors ``M``; ``None`` is the reference ``ceil(log2 N)``.
+    base : int, default=2
+        Chord base: offsets ``{0} ∪ {base^k < N}``.
+    max_iter : int, default=5000
+        Maximum L-BFGS iterations.
+    time_limit : float or None, default=None
+        Wall-clock limit of the optimizer, in seconds.
+    ftol : float, default=1e-10
+        Stop when the loss falls by a relative ``ftol`` or less over 20 iterations.
+    gtol : float, default=1e-12
+        Stop when ``max |grad| <= gtol * max(1, loss)`` (scale-free units).
+    history_size : int, default=50
+        L-BFGS memory.
+    init_noise : float, default=0.01
+        Relative amplitude of the uniform noise added to the 1/K start.
+    random_state : int, default=0
+        Seed of the initial noise.
+    device : {"auto", "cpu", "cuda"}, default="auto"
+    dtype : {"float64", "float32"} or None, default=None
+        None: float64 on CPU, float32 on GPU.
+    max_memory : int or None, default=None
+        Refuse fits whose estimated peak memory exceeds this many bytes
+        (default: 80% of the free memory of the device).
+    callback : callable or None
+        Called after each iteration with a dict (``iteration``, ``fro_error``,
+        ``elapsed``); returning True stops the fit.
+
+    Attributes
+    ----------
+    operator_ : ChordOperator
+        The fitted product, usable as a LinearOperator.
+    factors_ : ndarray of shape (M, N, K)
+    offsets_ : ndarray of shape (K,)
+    n_stored_ : int
+    n_iter_, n_evals_ : int
+    loss_curve_ : list of float
+        ``0.5 * ||X - product||_F^2`` after each iteration (index 0: the start).
+    stop_reason_ : str
+    seconds_ : float
+        Optimizer wall time.
+    fro_error_, rel_error_ : float
+        Frobenius error of the returned factors, evaluated in float64.
+    device_, dtype_ : str
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.eye(8)
+    >>> sf = ChordSF(max_iter=200, device="cpu").fit(X)
+    >>> sf.n_stored_
+    96
+    >>> bool(sf.rel_error_ < 1e-3)
+    True
+    """
+
+    _parameter_constraints = {
+        "n_factors": Interval(int, 1, None, allow_none=True),
+        "base": Interval(int, 2, None),
+        "max_iter": Interval(int, 0, None),
+        "time_limit": Interval(float, 0, None, allow_none=True),
+        "ftol": Interval(float, 0, None),
+        "gtol": Interval(float, 0, None),
+        "history_size": Interval(int, 1, None),
+        "init_noise": Interval(float, 0, None),
+        "random_state": Interval(int, 0, None),
+        "device": str,
+        "dtype": (Options(("float64", "float32", "auto")), None),
+        "max_memory": Interval(int, 1, None, allow_none=True),
+    }
+
+    def __init__(
+        self,
+        *,
+        n_factors: int | None = None,
+        base: int = 2,
+        max_iter: int = 5000,
+        time_limit: float | None = None,
+        ftol: float = 1e-10,
+        gtol: float = 1e-12,
+        history_size: int = 50,
+        init_noise: float = 0.01,
+        random_state: int = 0,
+        device: str = "auto",
+        dtype: str | None = None,
+        max_memory: int | None = None,
+        callback: Callable[[dict], bool | None] | None = None,
+    ):
+        self.n_factors = n_factors
+        self.base = base
+        self.max_iter = max_iter
+        self.time_limit = time_limit
+        self.ftol = ftol
+        self.gtol = gtol
+        self.history_size = history_size
+        self.init_noise = init_noise
+        self.random_state = random_state
+        self.device = device
+        self.dtype = dtype
+        self.max_memory = max_memory
+        self.callback = callback
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X) -> "ChordSF":
+        """Fit the factors to the square matrix ``X`` (ndarray or scipy sparse).
+
+        A ``KeyboardInterrupt`` during the optimisation stops it at once: the
+        best factors found so far are kept and ``stop_reason_`` is
+        ``"interrupted"`` (the CLI then saves them and exits 130).
+        """
+        import torch
+
+        from .._device import resolve_device, resolve_dtype
+        from .._validation import check_memory, check_square_matrix
+        from . import _kernels, _solver
+
+        check_params(self, self._parameter_constraints)
+        X = check_square_matrix(X, source="X")
+        n = X.shape[0]
+        device = resolve_device(self.device)
+        dtype = resolve_dtype(self.dtype, device)
+        offsets = chord_offsets(n, self.base)
+        n_factors = default_n_factors(n) if self.n_factors is None else self.n_factors
+        self._check_support(n, offsets, n_factors)
+        itemsize = torch.empty((), dtype=dtype).element_size()
+        check_memory(
+            estimate_fit_memory(n, n_factors, len(offsets), itemsize, self.history_size),
+            what=f"fitting SF to an {n} x {n} matrix on {device.type} in {dtype}".replace("torch.", ""),
+            limit=self._memory_limit(device),
+        )
+        dense = X.toarray() if hasattr(X, "toarray") else X
+        fro = float(np.linalg.norm(dense))
+        self.offsets_ = offsets
+        self.device_ = str(device)
+        self.dtype_ = str(dtype).replace("torch.", "")
+        rng = np.random.default_rng(self.random_state)
+        init = _reference_init(rng, (n_factors, n, len(offsets)), self.init_noise)
+        if fro == 0.0:
+            return self._finish_zero(init, fro)
+
+        # Fit X / s with s = ||X||_F / sqrt(N): the loss is then O(N) for every
+        # input, so tolerances and the line search's first step mean the same
+        # thing for a 0/1 graph and for trade volumes of 1e5 (scale invariance).
+        scale = fro / math.sqrt(n)
+        target = torch.as_tensor(dense / scale, dtype=dtype, device=device)
+        offs = offsets.tolist()
+        shape = init.shape
+
+        kernel = _kernels.loss_and_grad_dense if n <= _kernels.DENSE_MAX_N else _kernels.loss_and_grad
+
+        def fun(x: torch.Tensor) -> tuple[float, torch.Tensor]:
+            loss, grad = kernel(x.view(shape), offs, target)
+            return float(loss), grad.view(-1)
+
+        state = _solver.new_state(torch.as_tensor(init, dtype=dtype, device=device).reshape(-1))
+        options = _solver.LBFGSOptions(
+            max_iter=self.max_iter,
+            time_limit=self.time_limit,
+            ftol=self.ftol,
+            gtol=self.gtol,
+            history_size=self.history_size,
+        )
+        start = time.perf_counter()
+        try:
+            reason = _solver.lbfgs(fun, state, options, self._progress(scale, start))
+        except KeyboardInterrupt:
+            reason = _solver.StopReason.INTERRUPTED
+        self.seconds_ = time.perf_counter() - start
+        best = state["best_x"].view(shape).to(torch.float64).cpu().numpy()
+        # Give each factor an equal share of the scale: the product is then X's scale.
+        values = best * scale ** (1.0 / n_factors)
+        self.loss_curve_ = [float(v) * scale**2 for v in state["history"]]
+        self.n_iter_ = int(state["n_iter"])
+        self.n_evals_ = int(state["func_evals"])
+        self.stop_reason_ = reason
+        self._set_result(values, dense, fro)
+        if reason in (_solver.StopReason.MAX_ITER, _solver.StopReason.TIME_LIMIT):
+            warnings.warn(
+                f"SF stopped on its {reason.replace('_', ' ')} ({self.n_iter_} iterations) before "
+                "its tolerances were met; increase max_iter / time_limit for a closer fit",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        return self
+
+    # ------------------------------------------------------------- helpers
+    @staticmethod
+    def _check_support(n: int, offsets: np.ndarray, n_factors: int) -> None:
+        if not support_is_full(n, offsets, n_factors):
+            raise ParameterError(
+                f"{n_factors} Chord factors cannot cover every entry of a {n} x {n} matrix "
+                f"(offsets {offsets.tolist()}); use at least {default_n_factors(n)} factors"
+            )
+
+    def _memory_limit(self, device) -> int | None:
+        if self.max_memory is not None:
+            return self.max_memory
+        if device.type == "cuda":
+            import torch
+
+            free, _ = torch.cuda.mem_get_info(device)
+            return int(0.9 * free)
+        return None  # check_memory's default: a share of the physical memory
+
+    def _progress(self, scale: float, start: float):
+        if self.callback is None:
+            return None
+        user = self.callback
+
+        def report(state: dict) -> bool:
+            info = {
+                "iteration": state["n_iter"],
+                "max_iter": self.max_iter,
+                "fro_error": scale * math.sqrt(2.0 * max(state["loss"], 0.0)),
+                "elapsed": time.perf_counter() - start,
+            }
+            return bool(user(info))
+
+        return report
+
+    def _finish_zero(self, init: np.ndarray, fro: float) -> "ChordSF":
+        # The zero matrix is reproduced exactly by zero factors: no optimisation.
+        self.seconds_ = 0.0
+        self.loss_curve_ = [0.0]
+        self.n_iter_ = 0
+        self.n_evals_ = 0
+        self.stop_reason_ = "zero_matrix"
+        self._set_result(np.zeros_like(init), None, fro)
+        return self
+
+    def _set_result(self, values: np.ndarray, dense: np.ndarray | None, fro: float) -> None:
+        from ..metrics import frobenius_error
+
+        self.factors_ = values
+        self.operator_ = ChordOperator(values, self.offsets_)
+        self.n_stored_ = self.operator_.n_stored
+        if dense is None:
+            self.fro_error_, self.rel_error_ = 0.0, None
+        else:
+            self.fro_error_, self.rel_error_ = frobenius_error(dense, self.operator_.to_dense(), fro)
+
+    def to_dense(self) -> np.ndarray:
+        """The fitted product as a dense ``N x N`` array."""
+        return self.operator_.to_dense()
+
+
+def fit_sf(X, **params) -> ChordSF:
+    """Fit a :class:`ChordSF` to ``X``; keyword arguments are ChordSF's parameters.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sf = fit_sf(np.eye(4), max_iter=100, device="cpu")
+    >>> sf.factors_.shape
+    (2, 4, 3)
+    """
+    return ChordSF(**params).fit(X)
