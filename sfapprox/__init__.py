@@ -1,4 +1,21 @@
-"""sfapprox: Chord sparse factorization of square matrices, compared at equal budget."""
+"""sfapprox: Chord sparse factorization of square matrices, compared at equal budget.
+
+The public API (imported lazily, so ``import sfapprox`` and ``sfapprox --help``
+stay fast and do not load torch):
+
+* loading: :func:`load_matrix`, :class:`LoadedMatrix`
+* fitting: :class:`ChordSF`, :func:`fit_sf`, :func:`fit_matrix`
+* baselines: :class:`TruncatedSVD`, :class:`RobustPCA`, :class:`NMF`
+* comparing: :func:`compare`, :func:`compare_matrix`, :class:`RunOptions`
+* using a fit: :class:`ChordOperator`, :func:`save_factors`, :func:`load_factors`
+* accounting: :mod:`sfapprox.budget`, :func:`frobenius_error`
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from ._errors import (
     BudgetError,
     ConvergenceWarning,
@@ -11,3 +28,46 @@ from ._errors import (
 )
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "load_matrix": "sfapprox.io",
+    "LoadedMatrix": "sfapprox.io",
+    "ChordSF": "sfapprox.sf.model",
+    "fit_sf": "sfapprox.sf.model",
+    "fit_matrix": "sfapprox.api",
+    "compare_matrix": "sfapprox.api",
+    "compare": "sfapprox.comparison",
+    "RunOptions": "sfapprox.comparison",
+    "TruncatedSVD": "sfapprox.baselines.tsvd",
+    "RobustPCA": "sfapprox.baselines.rpca",
+    "NMF": "sfapprox.baselines.nmf",
+    "ChordOperator": "sfapprox.linop",
+    "save_factors": "sfapprox.results",
+    "load_factors": "sfapprox.results",
+    "frobenius_error": "sfapprox.metrics",
+}
+
+__all__ = sorted(
+    list(_LAZY)
+    + [
+        "SfapproxError",
+        "InputError",
+        "ParameterError",
+        "BudgetError",
+        "ResourceError",
+        "DeviceError",
+        "NotApplicableError",
+        "ConvergenceWarning",
+        "__version__",
+    ]
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'sfapprox' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return __all__

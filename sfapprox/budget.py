@@ -31,6 +31,8 @@ __all__ = [
     "parse_budget",
     "resolve_budget",
     "Budget",
+    "SFConfig",
+    "sf_config_for_budget",
 ]
 
 
@@ -133,3 +135,74 @@ def resolve_budget(spec: str | int | float | None, n: int) -> Budget:
     if count < 1:
         raise BudgetError(f"budget {spec!r} is less than one stored number for N={n}")
     return Budget(count, text)
+
+
+@dataclass(frozen=True)
+class SFConfig:
+    """A Chord structure: base ``b``, ``M`` factors, ``K`` offsets per row, and its count."""
+
+    base: int
+    n_factors: int
+    n_offsets: int
+    count: int
+
+
+def _min_full_factors(n: int, base: int, limit: int) -> int | None:
+    """Fewest factors whose product has full support with base-``b`` offsets (None if > limit)."""
+    from .chord import chord_offsets, support_is_full
+
+    offsets = chord_offsets(n, base)
+    m = default_n_factors(n) if base == 2 else 1
+    while m <= limit:
+        if support_is_full(n, offsets, m):
+            return m
+        m += 1
+    return None
+
+
+def sf_config_for_budget(n: int, budget: int, *, max_base: int = 16) -> SFConfig:
+    """The Chord structure that fills ``budget`` as closely as possible without exceeding it.
+
+    Rule (documented in the README): for each base ``b = 2 .. max_base``
+    (offsets ``{0} ∪ {b^k < N}``, ``K_b`` of them) take the fewest factors
+    ``M_b`` whose product covers every entry, then as many factors as the
+    budget allows, ``M = floor(B / (N K_b))`` (more factors, more freedom);
+    bases with ``M < M_b`` do not fit.  The structure with the largest count
+    wins; ties go to the smaller base, then to fewer factors.  The reference
+    structure (``b = 2``, ``M = ceil(log2 N)``) is chosen exactly when
+    ``B`` equals its count.
+
+    Raises
+    ------
+    BudgetError
+        When no full-support structure fits in ``budget``.
+
+    Examples
+    --------
+    >>> sf_config_for_budget(36, 1512)
+    SFConfig(base=2, n_factors=6, n_offsets=7, count=1512)
+    """
+    from .chord import chord_offsets
+
+    best: SFConfig | None = None
+    smallest: int | None = None
+    for base in range(2, max(2, min(max_base, n)) + 1):
+        k = len(chord_offsets(n, base))
+        # Search only as far as any budget could reach (bounded: at most N factors).
+        m_min = _min_full_factors(n, base, limit=max(1, n))
+        if m_min is None:
+            continue
+        need = n * k * m_min
+        smallest = need if smallest is None else min(smallest, need)
+        m = budget // (n * k)
+        if m < m_min:
+            continue
+        cand = SFConfig(base, int(m), k, n * k * int(m))
+        if best is None or cand.count > best.count:
+            best = cand
+    if best is None:
+        raise BudgetError(
+            f"budget {budget} is too small for any full-support Chord factorization of a "
+            f"{n} x {n} matrix (the smallest needs {smallest} stored numbers)"
+        )
+    return best

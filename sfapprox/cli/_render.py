@@ -1,0 +1,86 @@
+"""Rich rendering of results (tables to stdout) and progress (to stderr)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+out = Console()
+err = Console(stderr=True)
+
+
+def _fmt(value: float | None, digits: int = 4) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.{digits}g}"
+
+
+def comparison_table(data: dict[str, Any]) -> Table:
+    """The compare table: one row per method, the winner in bold green."""
+    matrix, budget = data["matrix"], data["budget"]
+    table = Table(title=f"{matrix.get('name', 'matrix')}  (N={matrix['n']}, budget {budget:,} stored numbers)")
+    for col, justify in (("method", "left"), ("stored", "right"), ("budget", "right"), ("‖X−X̂‖_F", "right"),
+                         ("relative", "right"), ("seconds", "right"), ("status", "left"), ("details", "left")):
+        table.add_column(col, justify=justify, no_wrap=col != "details")
+    for row in data["results"]:
+        used = f"{100 * row['nnz'] / budget:.1f}%" if row.get("nnz") is not None else "–"
+        style = "bold green" if row["method"] == data.get("winner") else None
+        table.add_row(
+            row["method"],
+            f"{row['nnz']:,}" if row.get("nnz") is not None else "–",
+            used,
+            _fmt(row.get("fro_error")),
+            _fmt(row.get("rel_error")),
+            _fmt(row.get("seconds"), 3),
+            row["status"],
+            row.get("reason") or _details(row),
+            style=style,
+        )
+    return table
+
+
+_SHORT = {"rank": "r", "n_sparse": "s", "index_storage": "indices", "n_factors": "M", "base": "b",
+          "iterations": "it", "stop_reason": "stop"}
+
+
+def _details(row: dict[str, Any]) -> str:
+    params = row.get("params", {})
+    return " ".join(f"{short}={params[key]}" for key, short in _SHORT.items() if key in params)
+
+
+def key_value_table(title: str, rows: list[tuple[str, Any]]) -> Table:
+    table = Table(title=title, show_header=False)
+    table.add_column(style="bold")
+    table.add_column()
+    for key, value in rows:
+        table.add_row(key, str(value))
+    return table
+
+
+@contextlib.contextmanager
+def fit_progress(label: str, total: int, quiet: bool) -> Iterator[Any]:
+    """A progress bar with the current error; a no-op callback when quiet or piped."""
+    if quiet or not err.is_terminal:
+        yield lambda info: None
+        return
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("it {task.completed:.0f}/{task.total:.0f}"),
+        TextColumn("error {task.fields[error]}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
+    with progress:
+        task = progress.add_task(label, total=max(total, 1), error="–")
+
+        def update(info: dict) -> None:
+            progress.update(task, completed=info["iteration"], error=_fmt(info["fro_error"]))
+
+        yield update

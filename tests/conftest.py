@@ -1,0 +1,28 @@
+"""Shared fixtures: the real matrices of ../shared/realdata (skipped when absent)."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+
+REALDATA = (Path(__file__).resolve().parents[1] / ".." / "shared" / "realdata").resolve()
+
+
+@pytest.fixture(scope="session")
+def realdata() -> Path:
+    """Folder of the paper's real matrices; skips the test when it is absent."""
+    if not REALDATA.is_dir():
+        pytest.skip(f"{REALDATA} not present (real-data tests run only where it is)")
+    return REALDATA
+
+
+@pytest.fixture(autouse=True)
+def _no_convergence_warnings():
+    # Short fits in tests stop on max_iter by design; the warning is tested on its own.
+    from sfapprox import ConvergenceWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        yield

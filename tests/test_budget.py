@@ -1,0 +1,78 @@
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sfapprox import BudgetError, ParameterError
+from sfapprox.budget import (
+    nmf_count,
+    nmf_rank_for_budget,
+    resolve_budget,
+    rpca_count,
+    sf_config_for_budget,
+    sf_count,
+    tsvd_count,
+    tsvd_rank_for_budget,
+)
+from sfapprox.chord import chord_offsets, support_is_full
+
+
+def test_formulas():
+    assert sf_count(36) == 36 * 7 * 6
+    assert tsvd_count(36, 18) == 18 * 73
+    assert nmf_count(36, 4) == 288
+    assert rpca_count(36, 2, 10) == 2 * 73 + 10
+    assert rpca_count(36, 2, 10, count_indices=True) == 2 * 73 + 20
+
+
+def test_paper_tsvd_rank_fits_sf_budget():
+    # The paper's TSVD rank ceil(M^2/2) stores a little less than SF's N*K*M.
+    for n, m in ((24, 5), (36, 6), (80, 7), (306, 9)):
+        r = -(-m * m // 2)
+        assert tsvd_count(n, r) <= sf_count(n)
+
+
+@given(n=st.integers(1, 3000), budget=st.integers(0, 10**7))
+def test_ranks_never_exceed_budget(n, budget):
+    r = tsvd_rank_for_budget(n, budget)
+    assert tsvd_count(n, r) <= budget and r <= n
+    assert r == n or tsvd_count(n, r + 1) > budget
+    q = nmf_rank_for_budget(n, budget)
+    assert nmf_count(n, q) <= budget and (q == n or nmf_count(n, q + 1) > budget)
+
+
+def test_resolve_budget_forms():
+    assert resolve_budget("sf", 36).value == 1512
+    assert resolve_budget(None, 36).value == 1512
+    assert resolve_budget("0.05", 100).value == 500
+    assert resolve_budget(1, 10).value == 100
+    assert resolve_budget("12000", 100).value == 12000
+    for bad in ("abc", "-3", "0", "2.5", "nan"):
+        with pytest.raises(ParameterError):
+            resolve_budget(bad, 10)
+    with pytest.raises(BudgetError, match="less than one"):
+        resolve_budget(0.001, 10)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(2, 200), frac=st.floats(0.05, 1.0))
+def test_sf_adapts_within_budget_with_full_support(n, frac):
+    budget = int(frac * n * n)
+    try:
+        config = sf_config_for_budget(n, budget)
+    except BudgetError:
+        return
+    assert config.count <= budget
+    offsets = chord_offsets(n, config.base)
+    assert len(offsets) == config.n_offsets
+    assert support_is_full(n, offsets, config.n_factors)
+
+
+def test_sf_reference_budget_gives_reference_structure():
+    for n in (24, 36, 48, 80, 195, 306):
+        c = sf_config_for_budget(n, sf_count(n))
+        assert (c.base, c.count) == (2, sf_count(n))
+
+
+def test_sf_budget_too_small_is_clear():
+    with pytest.raises(BudgetError, match="too small .* smallest needs"):
+        sf_config_for_budget(300, 4000)

@@ -1,0 +1,55 @@
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sfapprox import ParameterError
+from sfapprox.chord import chord_indices, chord_offsets, default_n_factors, n_stored, support_is_full
+
+
+def test_offsets_reference_protocol():
+    assert chord_offsets(1).tolist() == [0]
+    assert chord_offsets(2).tolist() == [0, 1]
+    assert chord_offsets(24).tolist() == [0, 1, 2, 4, 8, 16]
+    assert chord_offsets(32).tolist() == [0, 1, 2, 4, 8, 16]
+    assert chord_offsets(33).tolist() == [0, 1, 2, 4, 8, 16, 32]
+    assert chord_offsets(100, base=3).tolist() == [0, 1, 3, 9, 27, 81]
+
+
+def test_default_factors():
+    assert [default_n_factors(n) for n in (1, 2, 3, 4, 5, 24, 36, 1024, 1025)] == [1, 1, 2, 2, 3, 5, 6, 10, 11]
+
+
+@pytest.mark.parametrize("bad", [0, -3])
+def test_bad_size(bad):
+    with pytest.raises(ParameterError, match="at least 1"):
+        chord_offsets(bad)
+
+
+def test_full_support_for_every_n_up_to_600():
+    """The reference structure covers every entry, for N = 2..600 (shift reachability)."""
+    for n in range(2, 601):
+        assert support_is_full(n, chord_offsets(n), default_n_factors(n)), n
+
+
+def test_one_factor_fewer_is_not_full_for_powers_of_two():
+    for n in (8, 64, 512):
+        assert not support_is_full(n, chord_offsets(n), default_n_factors(n) - 1)
+
+
+@pytest.mark.parametrize("n", [2, 3, 7, 24, 36, 48, 80, 129])
+def test_support_matches_sparse_pattern_product(n):
+    """Cross-check reachability against an explicit sparse boolean product."""
+    offsets = chord_offsets(n)
+    idx = chord_indices(n, offsets)
+    rows = np.repeat(np.arange(n), len(offsets))
+    W = sp.csr_array((np.ones(idx.size), (rows, idx.ravel())), shape=(n, n))
+    P = W.copy()
+    for _ in range(default_n_factors(n) - 1):
+        P = (P @ W).astype(bool).astype(float)
+    assert P.nnz == n * n
+
+
+def test_indices_and_count():
+    idx = chord_indices(5, chord_offsets(5))
+    assert idx[4].tolist() == [4, 0, 1, 3]
+    assert n_stored(36, 6, 7) == 1512

@@ -1,0 +1,116 @@
+"""The CLI through Typer's test runner: output, JSON shape, errors and exit codes."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from sfapprox.cli import app
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+runner = CliRunner()
+
+
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture
+def small_mtx(tmp_path):
+    path = tmp_path / "small.mtx"
+    rng = np.random.default_rng(0)
+    A = (rng.random((12, 12)) < 0.3) * rng.random((12, 12))
+    import scipy.io
+
+    scipy.io.mmwrite(path, A)
+    return path
+
+
+def test_info_on_example():
+    res = invoke("info", EXAMPLES / "karate_like.net")
+    assert res.exit_code == 0, res.output
+    for text in ("SF factors M", "symmetric", "stored entries", "TSVD rank"):
+        assert text in res.output
+
+
+def test_fit_writes_h5_and_json(tmp_path, small_mtx):
+    out, js = tmp_path / "f.h5", tmp_path / "f.json"
+    res = invoke("fit", small_mtx, "--out", out, "--json", js, "--iters", "40", "--device", "cpu")
+    assert res.exit_code == 0, res.output
+    data = json.loads(js.read_text())
+    assert set(data) >= {"fro_error", "rel_error", "iterations", "evaluations", "seconds", "stop_reason",
+                         "device", "dtype", "nnz"}
+    assert data["iterations"] <= 40 and data["device"] == "cpu" and data["dtype"] == "float64"
+    from sfapprox import load_factors
+
+    saved = load_factors(out)
+    assert saved.source["name"] == "small" and len(saved.source["sha256"]) == 64
+    assert saved.fit["fro_error"] == pytest.approx(data["fro_error"])
+    # No overwrite without --force, and nothing is lost.
+    again = invoke("fit", small_mtx, "--out", out, "--iters", "5")
+    assert again.exit_code == 2 and "already exists" in again.output and "--force" in again.output
+    assert load_factors(out).fit["iterations"] == data["iterations"]
+
+
+def test_compare_json_shape(tmp_path, small_mtx):
+    js = tmp_path / "c.json"
+    res = invoke("compare", small_mtx, "--methods", "sf,tsvd", "--iters", "30", "--json", js, "--device", "cpu")
+    assert res.exit_code == 0, res.output
+    data = json.loads(js.read_text())
+    assert set(data["matrix"]) >= {"name", "n", "nnz", "fro_norm"}
+    assert data["matrix"]["name"] == "small" and data["matrix"]["n"] == 12
+    assert [r["method"] for r in data["results"]] == ["sf", "tsvd"]
+    for row in data["results"]:
+        assert set(row) >= {"method", "status", "nnz", "fro_error", "rel_error", "seconds", "params"}
+        assert row["status"] == "ok" and row["nnz"] <= data["budget"]
+    assert data["budget"] == 12 * 5 * 4
+    assert "sf" in res.output and "tsvd" in res.output
+
+
+def test_compare_budget_fraction(small_mtx):
+    res = invoke("compare", small_mtx, "--methods", "tsvd", "--budget", "0.5")
+    assert res.exit_code == 0, res.output
+    assert "budget 72 stored" in res.output
+
+
+@pytest.mark.parametrize(
+    "content,name,message",
+    [
+        (None, "missing.mtx", "missing.mtx"),
+        ("1,2,3\n4,5,6\n", "rect.csv", "not square"),
+        ("1 nan\n2 3\n", "nan.txt", "NaN"),
+        ("hello", "x.unknownext", "unknownext"),
+        ("%%MatrixMarket matrix coordinate real general\n3 3 1\n9 9 1.0\n", "bad.mtx", "bad.mtx"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(tmp_path, content, name, message):
+    path = tmp_path / name
+    if content is not None:
+        path.write_text(content)
+    res = invoke("info", path)
+    assert res.exit_code == 2
+    assert "Traceback" not in res.output
+    lines = [line for line in res.output.strip().splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:"), res.output
+    assert message in res.output
+
+
+def test_cuda_without_gpu_is_clear(small_mtx):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    res = invoke("fit", small_mtx, "--device", "cuda")
+    assert res.exit_code == 2 and "no CUDA GPU" in res.output
+
+
+def test_debug_shows_traceback(tmp_path):
+    res = runner.invoke(app, ["--debug", "info", str(tmp_path / "missing.mtx")])
+    assert res.exit_code == 2 and "Traceback" in res.output
+
+
+def test_version():
+    res = invoke("--version")
+    assert res.exit_code == 0 and res.output.startswith("sfapprox ")

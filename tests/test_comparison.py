@@ -1,0 +1,65 @@
+import numpy as np
+import pytest
+
+from sfapprox import ParameterError, RunOptions, compare
+from sfapprox.comparison import available_methods, run_method
+
+CPU = RunOptions(device="cpu", sf={"max_iter": 30})
+
+
+def test_every_method_within_budget_and_scored_alike():
+    X = np.random.default_rng(0).random((20, 20))
+    for budget in ("sf", 0.3, 150):
+        c = compare(X, ["sf", "tsvd"], budget=budget, options=CPU)
+        assert c.results[1].status == "ok"
+        for r in c.results:
+            assert r.status in ("ok", "not applicable")
+            if r.status == "ok":
+                assert r.nnz <= c.budget
+                assert r.fro_error == pytest.approx(r.rel_error * np.linalg.norm(X))
+
+
+def test_sf_too_small_budget_is_not_applicable():
+    X = np.random.default_rng(1).random((40, 40))
+    c = compare(X, ["sf", "tsvd"], budget=500, options=CPU)
+    sf, tsvd = c.results
+    assert sf.status == "not applicable" and "too small" in sf.reason and sf.fro_error is None
+    assert tsvd.status == "ok" and c.winner() == "tsvd"
+
+
+def test_sf_adapts_to_larger_budget():
+    X = np.random.default_rng(2).random((24, 24))
+    c = compare(X, ["sf"], budget=0.9, options=CPU)
+    r = c.results[0]
+    assert r.status == "ok" and int(0.9 * 24 * 24) * 0.9 <= r.nnz <= int(0.9 * 24 * 24)
+
+
+def test_unknown_method():
+    with pytest.raises(ParameterError, match="unknown method"):
+        compare(np.eye(4), ["svd++"])
+    with pytest.raises(ParameterError, match="unknown method"):
+        run_method("nope", np.eye(4), 10, CPU)
+    assert {"sf", "tsvd"} <= set(available_methods())
+
+
+def test_interrupted_sf_stops_the_comparison():
+    def interrupt(info):
+        raise KeyboardInterrupt
+
+    opts = RunOptions(device="cpu", sf={"max_iter": 50}, callback=interrupt)
+    seen = []
+    c = compare(np.random.default_rng(3).random((16, 16)), ["sf", "tsvd"], options=opts, on_result=seen.append)
+    assert [r.status for r in c.results] == ["interrupted"] and seen == c.results
+    assert c.results[0].fro_error is not None
+
+
+def test_paper_protocol_uses_reference_structure_and_paper_rank():
+    from sfapprox.comparison import paper_tsvd_rank
+
+    assert [paper_tsvd_rank(n) for n in (24, 36, 80, 306)] == [13, 18, 25, 41]
+    X = np.random.default_rng(5).random((24, 24))
+    opts = RunOptions(device="cpu", sf={"max_iter": 5}, protocol="paper")
+    c = compare(X, ["sf", "tsvd"], budget="sf", options=opts)
+    assert c.results[1].params["rank"] == 13 and c.results[0].params["n_factors"] == 5
+    with pytest.raises(ParameterError, match="protocol"):
+        compare(X, ["tsvd"], options=RunOptions(protocol="fast"))

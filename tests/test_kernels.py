@@ -1,0 +1,89 @@
+import numpy as np
+import pytest
+import torch
+
+from sfapprox.chord import chord_offsets, default_n_factors
+from sfapprox.sf import _kernels as K
+
+
+def _stack(n, seed=0, m=None):
+    offs = chord_offsets(n).tolist()
+    m = m or default_n_factors(n)
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(m, n, len(offs), dtype=torch.float64, generator=g), offs
+
+
+def _dense_product(ws, offs):
+    P = K.factor_to_dense(ws[0], offs)
+    for m in range(1, ws.shape[0]):
+        P = P @ K.factor_to_dense(ws[m], offs)
+    return P
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 8, 13, 24, 33])
+def test_product_matches_dense_factors(n):
+    ws, offs = _stack(n)
+    assert torch.allclose(K.chord_product(ws, offs), _dense_product(ws, offs), atol=1e-12)
+
+
+def test_factor_to_dense_positions():
+    w = torch.arange(1.0, 1 + 5 * 4, dtype=torch.float64).reshape(5, 4)
+    D = K.factor_to_dense(w, [0, 1, 2, 4])
+    assert D[4, 4] == w[4, 0] and D[4, 0] == w[4, 1] and D[4, 1] == w[4, 2] and D[4, 3] == w[4, 3]
+    assert int((D != 0).sum()) == 20
+
+
+@pytest.mark.parametrize("n", [3, 6, 9])
+def test_gradcheck(n):
+    """The hand-written gradient is checked against finite differences (torch.autograd.gradcheck)."""
+    ws, offs = _stack(n, seed=1)
+    X = torch.randn(n, n, dtype=torch.float64)
+
+    class Loss(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, w):
+            loss, grad = K.loss_and_grad(w, offs, X)
+            ctx.save_for_backward(grad)
+            return loss
+
+        @staticmethod
+        def backward(ctx, out):
+            (grad,) = ctx.saved_tensors
+            return out * grad
+
+    assert torch.autograd.gradcheck(Loss.apply, (ws.clone().requires_grad_(True),), eps=1e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("n", [2, 7, 24, 40, 64])
+def test_gradient_matches_autograd_and_dense_path(n):
+    ws, offs = _stack(n, seed=2)
+    X = torch.randn(n, n, dtype=torch.float64)
+    w = ws.clone().requires_grad_(True)
+    P = K.chord_product(w, offs)
+    ref = 0.5 * ((P - X) ** 2).sum()
+    ref.backward()
+    loss, grad = K.loss_and_grad(ws, offs, X)
+    loss_d, grad_d = K.loss_and_grad_dense(ws, offs, X)
+    assert torch.allclose(loss, ref, rtol=1e-12)
+    assert torch.allclose(grad, w.grad, rtol=1e-10, atol=1e-10)
+    # The small-N dense path gives the same loss and gradient to 1e-10.
+    assert torch.allclose(loss_d, loss, rtol=1e-12)
+    assert torch.allclose(grad_d, grad, rtol=1e-10, atol=1e-10)
+
+
+def test_transpose_and_block_products():
+    n = 20
+    ws, offs = _stack(n, seed=3)
+    P = _dense_product(ws, offs)
+    B = torch.randn(n, 4, dtype=torch.float64)
+    assert torch.allclose(K.apply_product(ws, offs, B), P @ B)
+    assert torch.allclose(K.apply_product_t(ws, offs, B), P.T @ B)
+
+
+def test_no_dense_masks_in_large_apply():
+    # A factor applied to a thin block costs O(K N c): works for N far beyond dense reach.
+    n = 200_000
+    offs = chord_offsets(n).tolist()
+    w = torch.full((n, len(offs)), 1.0 / len(offs), dtype=torch.float64)
+    y = K.apply_factor(w, offs, torch.ones(n, 1, dtype=torch.float64))
+    assert torch.allclose(y, torch.ones_like(y))

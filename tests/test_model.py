@@ -1,0 +1,124 @@
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from sfapprox import ChordSF, ConvergenceWarning, DeviceError, ParameterError, ResourceError, fit_sf
+from sfapprox.chord import chord_offsets
+from sfapprox.sf._kernels import chord_product
+
+
+def _planted(n, seed=0):
+    rng = np.random.default_rng(seed)
+    offs = chord_offsets(n)
+    m = int(np.ceil(np.log2(n)))
+    ws = (1 + 0.3 * rng.standard_normal((m, n, len(offs)))) / len(offs)
+    return chord_product(torch.from_numpy(ws), offs.tolist()).numpy()
+
+
+@pytest.mark.parametrize("n,tol", [(8, 1e-6), (12, 1e-3), (16, 1e-3)])
+def test_exact_recovery_of_a_chord_product(n, tol):
+    # Starting from rel. error ~0.3, the fit drives the error of a planted product to ~0
+    # (N=12, 16 approach 0 slowly along nearly flat directions: 7e-5 after 3000 iterations).
+    X = _planted(n)
+    sf = ChordSF(max_iter=3000, device="cpu").fit(X)
+    assert sf.rel_error_ < tol, sf.rel_error_
+    assert sf.n_stored_ == sf.factors_.size
+    assert np.allclose(sf.to_dense(), sf.operator_.to_dense())
+
+
+def test_scale_invariance():
+    """A matrix with entries ~1e5 fits as well as its normalised copy (relative error)."""
+    rng = np.random.default_rng(1)
+    X = (rng.random((24, 24)) < 0.15).astype(float)
+    small = ChordSF(max_iter=300, device="cpu").fit(X)
+    large = ChordSF(max_iter=300, device="cpu").fit(X * 1e5)
+    assert large.rel_error_ == pytest.approx(small.rel_error_, rel=1e-6)
+    assert large.fro_error_ == pytest.approx(small.fro_error_ * 1e5, rel=1e-6)
+
+
+def test_result_attributes_and_stop_reason():
+    X = np.random.default_rng(2).random((20, 20))
+    sf = ChordSF(max_iter=25, device="cpu").fit(X)
+    assert sf.stop_reason_ == "max_iter" and sf.n_iter_ == 25
+    assert len(sf.loss_curve_) == 26 and sf.loss_curve_[-1] <= sf.loss_curve_[0]
+    assert sf.n_evals_ >= 25
+    assert sf.device_ == "cpu" and sf.dtype_ == "float64"
+    assert sf.fro_error_ == pytest.approx(np.linalg.norm(X - sf.to_dense()))
+    assert sf.fro_error_ == pytest.approx(np.sqrt(2 * sf.loss_curve_[-1]), rel=1e-8)
+
+
+def test_convergence_warning_names_the_knob():
+    with pytest.warns(ConvergenceWarning, match="increase max_iter"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", ConvergenceWarning)
+            ChordSF(max_iter=2, device="cpu").fit(np.random.default_rng(0).random((10, 10)))
+
+
+def test_seeded():
+    X = np.random.default_rng(3).random((16, 16))
+    a = ChordSF(max_iter=20, random_state=5, device="cpu").fit(X)
+    b = ChordSF(max_iter=20, random_state=5, device="cpu").fit(X)
+    c = ChordSF(max_iter=20, random_state=6, device="cpu").fit(X)
+    assert np.array_equal(a.factors_, b.factors_)
+    assert not np.array_equal(a.factors_, c.factors_)
+
+
+def test_interrupt_keeps_best_factors():
+    X = np.random.default_rng(4).random((16, 16))
+    seen = []
+
+    def stop_on_fifth(info):
+        seen.append(info["fro_error"])
+        if info["iteration"] == 5:
+            raise KeyboardInterrupt
+
+    sf = ChordSF(max_iter=100, device="cpu", callback=stop_on_fifth).fit(X)
+    assert sf.stop_reason_ == "interrupted"
+    assert sf.fro_error_ == pytest.approx(min(seen), rel=1e-8)
+
+
+def test_zero_matrix_and_tiny_sizes():
+    sf = ChordSF(device="cpu").fit(np.zeros((7, 7)))
+    assert sf.fro_error_ == 0.0 and sf.rel_error_ is None and sf.stop_reason_ == "zero_matrix"
+    assert not np.isnan(sf.factors_).any()
+    one = ChordSF(device="cpu", max_iter=50).fit(np.array([[3.0]]))
+    assert one.fro_error_ < 1e-8
+    two = ChordSF(device="cpu", max_iter=200).fit(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    assert two.fro_error_ < 1e-6
+
+
+def test_float32():
+    X = _planted(16, seed=2)
+    sf = ChordSF(max_iter=500, device="cpu", dtype="float32").fit(X)
+    assert sf.dtype_ == "float32" and sf.rel_error_ < 1e-2
+
+
+def test_bad_parameters_and_devices():
+    X = np.eye(8)
+    with pytest.raises(ParameterError, match="'max_iter' parameter of ChordSF must be an int"):
+        ChordSF(max_iter=-1).fit(X)
+    with pytest.raises(ParameterError, match="cannot cover every entry"):
+        ChordSF(n_factors=1, device="cpu").fit(X)
+    if not torch.cuda.is_available():
+        with pytest.raises(DeviceError, match="no CUDA GPU"):
+            ChordSF(device="cuda").fit(X)
+
+
+def test_memory_guard_refuses_before_allocating():
+    with pytest.raises(ResourceError, match="max-memory"):
+        ChordSF(device="cpu", max_memory=10_000).fit(np.eye(64))
+
+
+def test_fit_sf_function_form():
+    sf = fit_sf(np.eye(8), max_iter=10, device="cpu")
+    assert isinstance(sf, ChordSF) and sf.n_iter_ <= 10
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_matches_cpu():
+    X = _planted(32, seed=3)
+    cpu = ChordSF(max_iter=200, device="cpu").fit(X)
+    gpu = ChordSF(max_iter=200, device="cuda", dtype="float64").fit(X)
+    assert gpu.fro_error_ == pytest.approx(cpu.fro_error_, rel=1e-3, abs=1e-8)

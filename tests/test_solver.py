@@ -1,0 +1,84 @@
+import math
+
+import numpy as np
+import torch
+
+from sfapprox.sf import _solver
+
+
+def _rosenbrock(x):
+    x = x.detach()
+    a, b = x[:-1], x[1:]
+    f = ((1 - a) ** 2 + 100 * (b - a * a) ** 2).sum()
+    g = torch.zeros_like(x)
+    g[:-1] = -2 * (1 - a) - 400 * a * (b - a * a)
+    g[1:] += 200 * (b - a * a)
+    return float(f), g
+
+
+def test_minimises_rosenbrock():
+    state = _solver.new_state(torch.full((10,), -1.0, dtype=torch.float64))
+    reason = _solver.lbfgs(_rosenbrock, state, _solver.LBFGSOptions(max_iter=2000, gtol=1e-10, history_size=10))
+    assert reason in ("gtol", "ftol")
+    assert torch.allclose(state["best_x"], torch.ones(10, dtype=torch.float64), atol=1e-5)
+
+
+def _plain_two_loop(S, Y, g, h0):
+    """Textbook two-loop recursion (torch.optim.LBFGS's), for comparison."""
+    q = -g.clone()
+    ro = [1.0 / float(y.dot(s)) for s, y in zip(S, Y)]
+    al = [0.0] * len(S)
+    for i in range(len(S) - 1, -1, -1):
+        al[i] = float(S[i].dot(q)) * ro[i]
+        q -= al[i] * Y[i]
+    r = q * h0
+    for i in range(len(S)):
+        be = float(Y[i].dot(r)) * ro[i]
+        r += (al[i] - be) * S[i]
+    return r
+
+
+def test_cached_gram_direction_equals_two_loop():
+    rng = torch.Generator().manual_seed(0)
+    n, hist = 30, 5
+    A = torch.randn(n, n, dtype=torch.float64, generator=rng)
+    H = A @ A.T + n * torch.eye(n, dtype=torch.float64)  # SPD: all pairs accepted
+    state = _solver.new_state(torch.zeros(n, dtype=torch.float64))
+    pairs = []
+    for _ in range(8):  # more pairs than the history: exercises the ring buffer
+        s = torch.randn(n, dtype=torch.float64, generator=rng)
+        y = H @ s
+        _solver._update_history(state, y, s, hist)
+        pairs.append((s, y))
+    S = [p[0] for p in pairs[-hist:]]
+    Y = [p[1] for p in pairs[-hist:]]
+    g = torch.randn(n, dtype=torch.float64, generator=rng)
+    h0 = float(S[-1].dot(Y[-1]) / Y[-1].dot(Y[-1]))
+    assert math.isclose(state["H_diag"], h0, rel_tol=1e-12)
+    assert torch.allclose(_solver._direction(state, g), _plain_two_loop(S, Y, g, h0), rtol=1e-9, atol=1e-12)
+
+
+def test_stopping_rules_are_reported():
+    quad = lambda x: (float(0.5 * x.dot(x)), x.clone())  # noqa: E731
+    x0 = torch.ones(4, dtype=torch.float64)
+    assert _solver.lbfgs(quad, _solver.new_state(x0), _solver.LBFGSOptions(max_iter=0)) == "max_iter"
+    assert _solver.lbfgs(quad, _solver.new_state(x0), _solver.LBFGSOptions(gtol=1e-8)) == "gtol"
+    stop = _solver.lbfgs(quad, _solver.new_state(x0), _solver.LBFGSOptions(), callback=lambda s: True)
+    assert stop == "callback"
+    slow = lambda x: (float(np.sum(np.sin(x.numpy())) + 0.001 * x.dot(x)), torch.cos(x) + 0.002 * x)  # noqa: E731
+    assert _solver.lbfgs(slow, _solver.new_state(x0), _solver.LBFGSOptions(time_limit=0.0)) == "time_limit"
+
+
+def test_non_finite_objective_returns_best_point():
+    calls = {"n": 0}
+
+    def blows_up(x):
+        calls["n"] += 1
+        if calls["n"] > 3:
+            return math.nan, torch.full_like(x, math.nan)
+        return float(0.5 * x.dot(x)), x.clone()
+
+    state = _solver.new_state(torch.ones(3, dtype=torch.float64) * 5)
+    reason = _solver.lbfgs(blows_up, state, _solver.LBFGSOptions(gtol=0))
+    assert reason in ("non_finite", "no_progress")
+    assert math.isfinite(state["best_loss"]) and torch.isfinite(state["best_x"]).all()
