@@ -1,0 +1,440 @@
+"""Loading square matrices from files: one entry point, one reader per format.
+
+:func:`load_matrix` picks a reader by extension (:func:`detect_format`, or
+``format=``), reads headers before allocating, validates the result once with
+:func:`~sfapprox._validation.check_square_matrix`, and returns a
+:class:`LoadedMatrix` that records *how* the file became a matrix (``notes``)
+and the file's SHA-256.  Every problem with the input is an
+:class:`~sfapprox.InputError` whose one-line message starts with the path;
+memory refusals are :class:`~sfapprox.ResourceError`; bad options are
+:class:`~sfapprox.ParameterError`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._errors import ParameterError
+from .._validation import check_memory, check_square_matrix, estimate_dense_bytes
+from ._common import Options, ReadResult, Source, fail
+from ._covariance import read_covariance
+from ._hb import read_hb
+from ._image import read_image
+from ._linqs import companion, read_linqs
+from ._matlab import read_mat
+from ._mtx import read_mtx
+from ._numpy import read_npy, read_npz
+from ._pajek import read_pajek
+from ._text import read_csv, read_ijv
+
+__all__ = ["LoadedMatrix", "load_matrix", "as_loaded", "detect_format", "available_formats"]
+
+
+# ---------------------------------------------------------------------------
+# format registry
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Format:
+    description: str
+    extensions: tuple[str, ...]
+    reader: Callable[[Source, Options], ReadResult] | None
+
+
+def _needs_covariance(src: Source, opts: Options) -> ReadResult:
+    raise src.fail(
+        "LIBSVM files hold a samples x features table, not a square matrix",
+        "use covariance=True (--covariance) to load the feature covariance",
+    )
+
+
+_FORMATS: dict[str, _Format] = {
+    "mtx": _Format("Matrix Market (.mtx, .mtx.gz); a .mtx without header is read as 'i j value' triplets", (".mtx",), read_mtx),
+    "hb": _Format("Harwell-Boeing / Rutherford-Boeing, real assembled (.rb, .rua, .rsa, .rza, .hb)", (".rb", ".rua", ".rsa", ".rza", ".hb"), read_hb),
+    "mat": _Format("MATLAB .mat v4-v7 and v7.3 (HDF5); var= picks a variable ('Problem.A' for fields)", (".mat",), read_mat),
+    "pajek": _Format("Pajek network (.net, .paj); network= picks one, two_mode= rows|cols|bipartite", (".net", ".paj"), read_pajek),
+    "npy": _Format("NumPy array (.npy), no pickles", (".npy",), read_npy),
+    "npz": _Format("NumPy archive or scipy.sparse save_npz (.npz); var= picks an array", (".npz",), read_npz),
+    "csv": _Format("dense text table (.csv ',', .tsv tab, .txt/.dat whitespace); header row skipped", (".csv", ".tsv", ".txt", ".dat"), read_csv),
+    "ijv": _Format("header-less 'i j [value]' triplets (.ijv, .coo, .edges); mirror= auto|none|mirror", (".ijv", ".coo", ".edges"), read_ijv),
+    "linqs": _Format("LINQS citations (.cites with .content beside it)", (".cites", ".content"), read_linqs),
+    "image": _Format(
+        "grayscale image in [0, 1] (.png, .jpg, .pgm, .tif, ...); resize=, square=crop|resize, gradient=",
+        (".png", ".jpg", ".jpeg", ".pgm", ".ppm", ".pbm", ".bmp", ".tif", ".tiff", ".gif", ".webp"),
+        read_image,
+    ),
+    "libsvm": _Format("LIBSVM/svmlight table (.svm, .libsvm); only with covariance=True", (".svm", ".libsvm"), _needs_covariance),
+    "covariance": _Format("features x features sample covariance of a table (.csv/.tsv/.txt/.dat, .npy, .libsvm)", (), None),
+}
+
+#: Formats whose samples x features tables ``covariance=True`` accepts.
+_TABLE_FORMATS = {"csv": "csv", "npy": "npy", "libsvm": "libsvm"}
+
+#: Which options each format understands; others are refused, not ignored.
+_OPTION_FORMATS = {
+    "var": {"mat", "npz"},
+    "network": {"pajek"},
+    "two_mode": {"pajek"},
+    "gradient": {"image"},
+    "resize": {"image"},
+    "square": {"image"},
+}
+
+
+def available_formats() -> dict[str, str]:
+    """Format keys accepted by ``load_matrix(format=...)`` with a description each.
+
+    Returns
+    -------
+    dict of str to str
+        Format key -> one-line description (used by ``--help``).
+
+    Examples
+    --------
+    >>> "mtx" in available_formats()
+    True
+    """
+    return {key: f.description for key, f in _FORMATS.items()}
+
+
+def _known_extensions() -> str:
+    return ", ".join(e for f in _FORMATS.values() for e in f.extensions)
+
+
+def detect_format(path: str | os.PathLike) -> str:
+    """Format key for ``path``, by extension (``.gz`` looked through).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A file name; the file need not exist.
+
+    Returns
+    -------
+    str
+        One of the keys of :func:`available_formats`.
+
+    Raises
+    ------
+    InputError
+        For an unknown extension; the message lists the known ones and
+        suggests ``format=``.
+
+    Examples
+    --------
+    >>> detect_format("mesh.mtx.gz")
+    'mtx'
+    >>> detect_format("Sawmill.net")
+    'pajek'
+    """
+    name = os.path.basename(os.fspath(path)).lower()
+    inner = name[:-3] if name.endswith(".gz") else name
+    ext = os.path.splitext(inner)[1]
+    for key, fmt in _FORMATS.items():
+        if ext and ext in fmt.extensions:
+            return key
+    shown = f"extension {ext!r}" if ext else "no extension"
+    raise fail(
+        os.fspath(path),
+        f"unknown file type ({shown}); known extensions: {_known_extensions()}",
+        f"pass format= (one of {', '.join(_FORMATS)})",
+    )
+
+
+def _stem(path: str | os.PathLike) -> str:
+    """File name without ``.gz`` and without its format extension."""
+    name = os.path.basename(os.fspath(path))
+    if name.lower().endswith(".gz"):
+        name = name[:-3]
+    stem, ext = os.path.splitext(name)
+    return stem if ext else name
+
+
+# ---------------------------------------------------------------------------
+# the result
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class LoadedMatrix:
+    """A validated square matrix and a record of how it was loaded.
+
+    Attributes
+    ----------
+    matrix : numpy.ndarray or scipy.sparse.csr_array
+        Square, finite, float64 (dense C-contiguous or canonical CSR).
+    name : str
+        File stem (``"Sawmill"``; ``"foo"`` for ``foo.mtx.gz``) or the given name.
+    path : str or None
+        The file as given, None for in-memory arrays.
+    format : str
+        Format key ("mtx", "hb", "mat", "pajek", "npy", "npz", "csv", "ijv",
+        "linqs", "image", "covariance", "array").
+    notes : list of str
+        Human-readable lines on how the file became this matrix.
+    sha256 : str or None
+        SHA-256 of the input file's bytes (for LINQS: of ``.cites`` then
+        ``.content``); None for in-memory arrays.
+    """
+
+    matrix: np.ndarray | sp.csr_array = field(repr=False)
+    name: str
+    path: str | None
+    format: str
+    notes: list[str] = field(default_factory=list)
+    sha256: str | None = field(default=None, repr=False)
+
+    @property
+    def n(self) -> int:
+        """Matrix order N."""
+        return int(self.matrix.shape[0])
+
+    @property
+    def is_sparse(self) -> bool:
+        """True for a ``csr_array``."""
+        return sp.issparse(self.matrix)
+
+    @property
+    def nnz(self) -> int:
+        """Number of nonzero entries (sparse: stored entries, explicit zeros are dropped on load)."""
+        if self.is_sparse:
+            return int(self.matrix.nnz)
+        return int(np.count_nonzero(self.matrix))
+
+    def to_dense(self, *, max_memory: int | None = None) -> np.ndarray:
+        """The matrix as a float64 C-contiguous ndarray (the stored array if already dense).
+
+        Parameters
+        ----------
+        max_memory : int or None, default=None
+            Memory limit in bytes for densifying a sparse matrix (None: 80% of RAM).
+
+        Returns
+        -------
+        numpy.ndarray
+
+        Raises
+        ------
+        ResourceError
+            If the dense copy would exceed ``max_memory``.
+        """
+        if not self.is_sparse:
+            return self.matrix
+        check_memory(estimate_dense_bytes(self.n), what=f"{self.name}: dense copy of {self.n} x {self.n} matrix", limit=max_memory)
+        return np.ascontiguousarray(self.matrix.toarray(), dtype=np.float64)
+
+    def _symmetric(self) -> bool:
+        A = self.matrix
+        if self.is_sparse:
+            return (A != A.T).nnz == 0
+        return bool(np.array_equal(A, A.T))
+
+    def summary(self) -> dict:
+        """Facts about the matrix, for reports and ``sfapprox info``.
+
+        Returns
+        -------
+        dict
+            Keys "name", "path", "format", "n", "nnz", "density", "symmetric"
+            (exact), "nonnegative", "fro_norm", "min", "max", "sha256", "notes".
+            Sparse matrices are never densified.
+        """
+        A = self.matrix
+        n, nnz = self.n, self.nnz
+        if self.is_sparse:
+            values = A.data
+            has_zero = nnz < n * n
+            lo = float(min(values.min(), 0.0)) if values.size and has_zero else float(values.min()) if values.size else 0.0
+            hi = float(max(values.max(), 0.0)) if values.size and has_zero else float(values.max()) if values.size else 0.0
+        else:
+            values = A
+            lo, hi = float(A.min()), float(A.max())
+        return {
+            "name": self.name,
+            "path": self.path,
+            "format": self.format,
+            "n": n,
+            "nnz": nnz,
+            "density": nnz / float(n * n),
+            "symmetric": self._symmetric(),
+            "nonnegative": lo >= 0.0,
+            "fro_norm": float(np.linalg.norm(np.ravel(values))),
+            "min": lo,
+            "max": hi,
+            "sha256": self.sha256,
+            "notes": list(self.notes),
+        }
+
+
+def as_loaded(X, name: str = "array") -> LoadedMatrix:
+    """Wrap an in-memory numpy array or scipy sparse matrix as a LoadedMatrix.
+
+    Parameters
+    ----------
+    X : array_like or scipy.sparse matrix/array
+        A square, finite, real matrix.
+    name : str, default="array"
+        Name used in messages and reports.
+
+    Returns
+    -------
+    LoadedMatrix
+        With ``format="array"``, ``path=None``, ``sha256=None``.
+
+    Raises
+    ------
+    InputError
+        If ``X`` fails :func:`~sfapprox._validation.check_square_matrix`.
+
+    Examples
+    --------
+    >>> as_loaded([[1.0, 2.0], [2.0, 1.0]]).summary()["symmetric"]
+    True
+    """
+    return LoadedMatrix(check_square_matrix(X, source=name), name, None, "array", [], None)
+
+
+# ---------------------------------------------------------------------------
+# load_matrix
+# ---------------------------------------------------------------------------
+
+
+def _check_options(format: str | None, opts: Options) -> None:
+    """ParameterError for option values that are wrong whatever the file."""
+    if format is not None and format not in _FORMATS:
+        raise ParameterError(f"format={format!r} is not one of: {', '.join(_FORMATS)}")
+    if opts.two_mode not in (None, "rows", "cols", "bipartite"):
+        raise ParameterError(f"two_mode={opts.two_mode!r} must be 'rows', 'cols' or 'bipartite'")
+    if opts.square not in (None, "crop", "resize"):
+        raise ParameterError(f"square={opts.square!r} must be 'crop' or 'resize'")
+    if opts.mirror not in ("auto", "none", "mirror"):
+        raise ParameterError(f"mirror={opts.mirror!r} must be 'auto', 'none' or 'mirror'")
+    for name in ("network", "resize", "max_memory"):
+        value = getattr(opts, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
+            raise ParameterError(f"{name}={value!r} must be a positive integer")
+    if opts.var is not None and not isinstance(opts.var, str):
+        raise ParameterError(f"var={opts.var!r} must be a string")
+
+
+def _check_option_use(path: str, fmt: str, opts: Options, covariance: bool) -> None:
+    """Refuse options that the chosen format would silently ignore."""
+    defaults = Options()
+    for name, formats in _OPTION_FORMATS.items():
+        if getattr(opts, name) != getattr(defaults, name) and fmt not in formats:
+            raise ParameterError(f"{path}: option {name}= applies to {'/'.join(sorted(formats))} files, not {fmt!r}")
+    if opts.mirror != "auto" and fmt not in ("mtx", "ijv"):
+        raise ParameterError(f"{path}: option mirror= applies to header-less triplet files (ijv, .mtx without header), not {fmt!r}")
+    if covariance and fmt not in _TABLE_FORMATS:
+        raise ParameterError(
+            f"{path}: covariance=True needs a samples x features table (.csv/.tsv/.txt/.dat, .npy, .libsvm), not {fmt!r}"
+        )
+
+
+def _sha256(src: Source, fmt: str) -> str:
+    if fmt != "linqs":
+        return src.sha256()
+    # A LINQS matrix depends on both files (node order comes from .content).
+    cites, content = companion(src)
+    digest = hashlib.sha256()
+    for part in (cites, content):
+        digest.update(part.path.read_bytes())
+    return digest.hexdigest()
+
+
+def load_matrix(
+    path: str | os.PathLike,
+    *,
+    format: str | None = None,
+    var: str | None = None,
+    network: int | None = None,
+    two_mode: str | None = None,
+    gradient: bool = False,
+    resize: int | None = None,
+    square: str | None = None,
+    covariance: bool = False,
+    mirror: str = "auto",
+    max_memory: int | None = None,
+) -> LoadedMatrix:
+    """Load a square matrix from a file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file. ``.gz`` files are decompressed (``.mtx.gz`` by scipy).
+    format : str or None, default=None
+        Format key (see :func:`available_formats`); None detects it from the
+        extension.  ``"covariance"`` is the same as ``covariance=True``.
+    var : str or None, default=None
+        MATLAB variable (``"Problem.A"`` for a struct field) or ``.npz`` array.
+        Default: the only square numeric one (SuiteSparse ``Problem.A``).
+    network : int or None, default=None
+        Pajek: which network of a multi-network ``.paj`` (1-based; default 1).
+    two_mode : {"rows", "cols", "bipartite"} or None, default=None
+        Pajek 2-mode networks (B is n1 x n2): ``"rows"`` gives B·Bᵀ,
+        ``"cols"`` BᵀB, ``"bipartite"`` the n x n adjacency as written.
+        None: a declared 2-mode network is projected to rows (noted).
+    gradient : bool, default=False
+        Image: use the gradient magnitude sqrt(gx² + gy²) (numpy.gradient).
+    resize : int or None, default=None
+        Image: resample to ``resize x resize`` (LANCZOS).
+    square : {"crop", "resize"} or None, default=None
+        Image: make a non-square image square by a centre crop to the shorter
+        side, or by resampling to the shorter side.
+    covariance : bool, default=False
+        Treat the file as a samples x features table (rows are samples) and
+        load the features x features sample covariance (ddof=1).
+    mirror : {"auto", "none", "mirror"}, default="auto"
+        Triplet files: ``"auto"`` mirrors entries that all lie in one
+        triangle, ``"none"`` keeps them, ``"mirror"`` adds (j, i) for every
+        off-diagonal (i, j).
+    max_memory : int or None, default=None
+        Memory limit in bytes (None: 80% of physical RAM); larger inputs are
+        refused before they are allocated.
+
+    Returns
+    -------
+    LoadedMatrix
+        Sparse inputs as ``csr_array``, dense ones as ``ndarray``.
+
+    Raises
+    ------
+    InputError
+        For any problem with the file (one line, starting with the path).
+    ResourceError
+        If the matrix would exceed ``max_memory``.
+    ParameterError
+        For invalid options or options that do not apply to the format.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "tiny.csv"
+    >>> _ = p.write_text("2,1\\n1,2\\n")
+    >>> m = load_matrix(p)
+    >>> (m.n, m.format, m.summary()["symmetric"])
+    (2, 'csv', True)
+    """
+    opts = Options(var, network, two_mode, gradient, resize, square, covariance, mirror, max_memory)
+    _check_options(format, opts)
+    display = os.fspath(path)
+    src = Source(path, max_memory)
+    src.check_exists()
+    fmt = format or detect_format(path)
+    if fmt == "covariance":
+        covariance, fmt = True, detect_format(path)
+    _check_option_use(display, fmt, opts, covariance)
+    with src.guard():
+        if covariance:
+            result = read_covariance(src, opts, _TABLE_FORMATS[fmt])
+        else:
+            result = _FORMATS[fmt].reader(src, opts)
+    matrix = check_square_matrix(result.matrix, source=result.source or display)
+    return LoadedMatrix(matrix, _stem(path), display, result.format, result.notes, _sha256(src, fmt))

@@ -1,0 +1,246 @@
+"""Shared plumbing for the readers: file access, one-line errors, decoding.
+
+Every reader gets a :class:`Source` (the file, opened lazily, gzip handled)
+and a :class:`Options` (the user's loading options) and returns a
+:class:`ReadResult`.  Readers raise :class:`~sfapprox.InputError` through
+:func:`fail` so that every message is one line starting with the path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import io
+import os
+import struct
+import zipfile
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from .._errors import InputError, ResourceError, SfapproxError
+from .._validation import check_memory
+
+#: Chunk size for hashing and bounded decompression.
+_CHUNK = 1 << 16
+
+#: Largest matrix order accepted from any header; beyond it even the index
+#: arrays of a sparse matrix would not fit a workstation.
+MAX_DIM = 10**8
+
+
+def check_order(n: int, src: "Source", what: str = "matrix") -> None:
+    """Refuse an order beyond :data:`MAX_DIM` with a ResourceError, before allocating."""
+    if n > MAX_DIM:
+        raise ResourceError(
+            f"{src.display}: {what} of order {n} is beyond the supported maximum of {MAX_DIM:.0e}; "
+            "even its index arrays would not fit in memory"
+        )
+
+
+def one_line(text: str) -> str:
+    """Collapse ``text`` to a single line (third-party messages may hold newlines)."""
+    return " ".join(str(text).split())
+
+
+def fail(path: str, what: str, hint: str | None = None) -> InputError:
+    """Build the standard one-line ``"{path}: {what}[; {hint}]"`` InputError."""
+    msg = f"{path}: {one_line(what)}"
+    if hint:
+        msg += f"; {one_line(hint)}"
+    return InputError(msg)
+
+
+@dataclass
+class Options:
+    """Loading options, as given to ``load_matrix`` (validated there)."""
+
+    var: str | None = None
+    network: int | None = None
+    two_mode: str | None = None
+    gradient: bool = False
+    resize: int | None = None
+    square: str | None = None
+    covariance: bool = False
+    mirror: str = "auto"
+    max_memory: int | None = None
+
+
+@dataclass
+class ReadResult:
+    """What a reader hands back: the raw matrix (or table), its format key, notes.
+
+    ``source`` overrides the path in validation messages (e.g. naming the
+    MATLAB variable); it must still start with the path.
+    """
+
+    matrix: object
+    format: str
+    notes: list[str] = field(default_factory=list)
+    source: str | None = None
+
+
+class Source:
+    """An input file: path for messages, lazy (gzip-aware) access to its bytes.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+    max_memory : int or None
+        Memory limit for decompressed data (guards against gzip bombs).
+    """
+
+    def __init__(self, path: str | os.PathLike, max_memory: int | None = None) -> None:
+        self.path = Path(path)
+        self.display = os.fspath(path)
+        self.max_memory = max_memory
+        self.gz = self.path.name.lower().endswith(".gz")
+        self._data: bytes | None = None
+
+    # -- errors ------------------------------------------------------------
+    def fail(self, what: str, hint: str | None = None) -> InputError:
+        """An InputError whose message starts with this file's path."""
+        return fail(self.display, what, hint)
+
+    # -- access ------------------------------------------------------------
+    def check_exists(self) -> None:
+        """Raise InputError for a missing file, a directory or an empty file."""
+        if self.path.is_dir():
+            raise self.fail("is a directory, not a matrix file")
+        if not self.path.exists():
+            raise self.fail("no such file")
+        try:
+            size = self.path.stat().st_size
+        except OSError as exc:
+            raise self.fail(f"cannot read file ({exc.strerror})") from None
+        if size == 0:
+            raise self.fail("file is empty")
+
+    def sha256(self) -> str:
+        """SHA-256 of the file's bytes as stored (compressed, for ``.gz``)."""
+        digest = hashlib.sha256()
+        with self.guard(), open(self.path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(_CHUNK), b""):
+                digest.update(chunk)
+        return digest.hexdigest()
+
+    def read_bytes(self) -> bytes:
+        """The file's content, decompressed for ``.gz``; cached."""
+        if self._data is None:
+            with self.guard():
+                if self.gz:
+                    self._data = self._gunzip()
+                else:
+                    self._data = self.path.read_bytes()
+            if not self._data:
+                raise self.fail("file is empty" + (" after decompression" if self.gz else ""))
+        return self._data
+
+    def _gunzip(self) -> bytes:
+        # Decompress in chunks so that a gzip bomb is refused at the memory
+        # limit instead of after exhausting RAM.
+        out = io.BytesIO()
+        try:
+            with gzip.open(self.path, "rb") as fh:
+                for chunk in iter(lambda: fh.read(_CHUNK * 16), b""):
+                    out.write(chunk)
+                    if out.tell() > 4 * _CHUNK * 16:  # cheap: check only once it matters
+                        check_memory(out.tell(), what=f"{self.display}: decompressed data", limit=self.max_memory)
+        except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+            raise self.fail(f"not a valid gzip file ({one_line(exc)})") from None
+        return out.getvalue()
+
+    def file_arg(self):
+        """A path string for readers that open files themselves, or a BytesIO for ``.gz``."""
+        if self.gz:
+            return io.BytesIO(self.read_bytes())
+        return os.fspath(self.path)
+
+    def head(self, n_bytes: int = 4096) -> bytes:
+        """The first bytes of the (decompressed) content, without reading it all."""
+        with self.guard():
+            if self.gz:
+                try:
+                    with gzip.open(self.path, "rb") as fh:
+                        return fh.read(n_bytes)
+                except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+                    raise self.fail(f"not a valid gzip file ({one_line(exc)})") from None
+            with open(self.path, "rb") as fh:
+                return fh.read(n_bytes)
+
+    def read_text(self) -> str:
+        """The content decoded as text (UTF-8, else Latin-1); binary files refused."""
+        return decode_text(self.read_bytes(), self)
+
+    @contextlib.contextmanager
+    def guard(self) -> Iterator[None]:
+        """Turn third-party exceptions raised inside into one-line InputErrors."""
+        try:
+            yield
+        except SfapproxError:
+            raise
+        except MemoryError:
+            raise
+        except gzip.BadGzipFile as exc:
+            raise self.fail(f"not a valid gzip file ({one_line(exc)})") from None
+        except (EOFError, zlib.error) as exc:
+            if self.gz:
+                raise self.fail(f"not a valid gzip file ({one_line(exc) or 'truncated'})") from None
+            raise self.fail(f"file is truncated or corrupt ({type(exc).__name__}: {one_line(exc)})") from None
+        except UnicodeDecodeError as exc:
+            raise self.fail(f"file is not valid text ({one_line(exc)})") from None
+        except OSError as exc:
+            reason = exc.strerror or one_line(exc) or type(exc).__name__
+            raise self.fail(f"cannot read file ({reason})") from None
+        except (ValueError, TypeError, KeyError, IndexError, struct.error, zipfile.BadZipFile, RuntimeError) as exc:
+            # Broad on purpose: parsers (scipy.io, numpy, h5py, zipfile) report
+            # malformed input with any of these.
+            raise self.fail(f"cannot parse file ({type(exc).__name__}: {one_line(exc)})") from None
+
+
+def decode_text(data: bytes, src: Source) -> str:
+    """Decode bytes as UTF-8 (BOM dropped), falling back to Latin-1.
+
+    Pajek files from the 1990s are often Latin-1 (Scotland.net is), and
+    Latin-1 decodes any byte string, so binary garbage is caught by looking
+    for NUL bytes instead.
+    """
+    if b"\x00" in data[:65536]:
+        raise src.fail("looks like a binary file, not text", "check the file or pass format=")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("latin-1")
+    return text.lstrip("\ufeff")
+
+
+def parse_float(token: str) -> float | None:
+    """``float(token)`` or None when the token is not a number."""
+    try:
+        return float(token)
+    except ValueError:
+        return None
+
+
+def is_int_token(token: str) -> bool:
+    """True for tokens such as ``"12"`` or ``"-3"``."""
+    t = token[1:] if token[:1] in "+-" else token
+    return t.isdigit()
+
+
+def as_float_table(rows: list[list[str]], line_numbers: list[int], src: Source) -> np.ndarray:
+    """Convert equal-length rows of strings to float64, naming the first bad cell."""
+    try:
+        return np.array(rows, dtype=np.float64)
+    except ValueError:
+        pass
+    for row, line_no in zip(rows, line_numbers):
+        for col, cell in enumerate(row, start=1):
+            if parse_float(cell) is None:
+                raise src.fail(f"line {line_no}, column {col}: non-numeric cell {cell.strip()!r}")
+    raise src.fail("cannot convert cells to numbers")  # pragma: no cover - defensive

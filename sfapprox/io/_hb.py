@@ -1,0 +1,88 @@
+"""Harwell-Boeing / Rutherford-Boeing reader (scipy.io.hb_read).
+
+scipy's reader handles assembled real *unsymmetric* files only.  Symmetric
+(``RSA``) and skew-symmetric (``RZA``) files store one triangle; we present
+them to scipy as ``RUA`` (the body layout is identical) and expand the
+triangle ourselves.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import scipy.io
+import scipy.sparse as sp
+
+from .._validation import check_memory
+from ._common import Options, ReadResult, Source, check_order
+
+
+def _parse_header(src: Source, lines: list[str]) -> tuple[str, int, int, int]:
+    """(mxtype, nrow, ncol, nnz) from header line 3."""
+    if len(lines) < 4:
+        raise src.fail("not a Harwell-Boeing file (header needs 4 lines)")
+    mxtype = lines[2][:3].upper()
+    fields = lines[2][3:].split()
+    try:
+        nrow, ncol, nnz = (int(x) for x in fields[:3])
+    except ValueError:
+        raise src.fail(f"not a Harwell-Boeing file (line 3 should give type, rows, cols, nonzeros: {lines[2].strip()[:60]!r})") from None
+    if len(mxtype) != 3 or mxtype[0] not in "RCPI" or mxtype[1] not in "USHZR" or mxtype[2] not in "AE":
+        raise src.fail(f"not a Harwell-Boeing file (unknown matrix type {mxtype!r} on line 3)")
+    return mxtype, nrow, ncol, nnz
+
+
+def _expand(L: sp.csr_array, skew: bool, notes: list[str], kind: str) -> sp.csr_array:
+    """Expand one stored triangle to the full (skew-)symmetric matrix."""
+    coo = L.tocoo()
+    off = coo.row != coo.col
+    lower = (coo.row[off] > coo.col[off]).all()
+    upper = (coo.row[off] < coo.col[off]).all()
+    if off.any() and not (lower or upper):
+        notes.append(f"{kind} type but both triangles are stored: kept as stored")
+        return L
+    sign = -1.0 if skew else 1.0
+    full = L + sign * sp.csr_array(sp.triu(L, 1) if upper else sp.tril(L, -1)).T
+    full = sp.csr_array(full)
+    full.sum_duplicates()
+    notes.append(f"{kind} storage expanded: {L.nnz} stored -> {full.nnz} entries")
+    return full
+
+
+def read_hb(src: Source, opts: Options) -> ReadResult:
+    """Reader for format "hb" (``.rb``, ``.rua``, ``.rsa``, ``.rza``, ``.hb``)."""
+    text = src.read_text()
+    lines = text.splitlines(keepends=True)
+    mxtype, nrow, ncol, nnz = _parse_header(src, lines)
+    if mxtype[0] == "C":
+        raise src.fail("complex matrices are not supported")
+    if mxtype[1] == "H":
+        raise src.fail("complex (Hermitian) matrices are not supported")
+    if mxtype[0] == "P":
+        raise src.fail(
+            "pattern-only Harwell-Boeing files are not supported (scipy's reader needs values)",
+            "convert it to Matrix Market (.mtx)",
+        )
+    if mxtype[2] == "E":
+        raise src.fail("elemental (unassembled) Harwell-Boeing files are not supported", "assemble it first")
+    if nrow != ncol:
+        raise src.fail(f"matrix is not square ({nrow} x {ncol})", "only square matrices can be approximated")
+    check_order(nrow, src)
+    check_memory(
+        2 * 16 * nnz * (2 if mxtype[1] in "SZ" else 1) + 8 * nrow,
+        what=f"{src.display}: sparse {nrow} x {ncol} matrix with {nnz} stored entries",
+        limit=opts.max_memory,
+    )
+    symmetric = mxtype[1] in "SZ"
+    if symmetric:
+        lines[2] = lines[2][:1] + "U" + lines[2][2:]
+    with src.guard():
+        M = scipy.io.hb_read(io.StringIO("".join(lines)))
+    A = sp.csr_array(M, dtype=np.float64)
+    A.sum_duplicates()
+    notes: list[str] = [f"Harwell-Boeing type {mxtype}"]
+    if symmetric:
+        kind = "skew-symmetric" if mxtype[1] == "Z" else "symmetric"
+        A = _expand(A, mxtype[1] == "Z", notes, kind)
+    return ReadResult(A, "hb", notes)

@@ -1,0 +1,79 @@
+"""LINQS citation data (``name.cites`` + ``name.content``, e.g. WebKB, Cora).
+
+Nodes are ordered as the rows of ``.content`` (first token of each line is
+the node id); each ``.cites`` line ``cited citing`` sets A[citing, cited] = 1.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._common import Options, ReadResult, Source
+
+
+def companion(src: Source) -> tuple[Source, Source]:
+    """(cites, content) sources for a path naming either file (``.gz`` allowed)."""
+    name = src.path.name
+    gz = name.lower().endswith(".gz")
+    base = name[:-3] if gz else name
+    stem, _, ext = base.rpartition(".")
+    other = "content" if ext.lower() == "cites" else "cites"
+    candidates = [src.path.with_name(f"{stem}.{other}"), src.path.with_name(f"{stem}.{other}.gz")]
+    found = next((p for p in candidates if p.is_file()), None)
+    if found is None:
+        raise src.fail(
+            f"LINQS data needs {stem}.{other} beside it (not found in {src.path.parent or Path('.')})",
+            "keep the .cites and .content files together",
+        )
+    partner = Source(found, src.max_memory)
+    partner.check_exists()
+    return (src, partner) if other == "content" else (partner, src)
+
+
+def _node_order(content: Source) -> dict[str, int]:
+    index: dict[str, int] = {}
+    for line_no, line in enumerate(content.read_text().splitlines(), start=1):
+        tokens = line.split()
+        if not tokens:
+            continue
+        if tokens[0] in index:
+            raise content.fail(f"line {line_no}: node {tokens[0]!r} appears twice")
+        index[tokens[0]] = len(index)
+    if not index:
+        raise content.fail("no nodes (no non-blank lines)")
+    return index
+
+
+def read_linqs(src: Source, opts: Options) -> ReadResult:
+    """Reader for format "linqs"."""
+    cites, content = companion(src)
+    index = _node_order(content)
+    rows: list[int] = []
+    cols: list[int] = []
+    unknown = 0
+    for line_no, line in enumerate(cites.read_text().splitlines(), start=1):
+        tokens = line.split()
+        if not tokens:
+            continue
+        if len(tokens) != 2:
+            raise cites.fail(f"line {line_no}: expected 'cited citing', got {len(tokens)} fields")
+        cited, citing = tokens
+        if cited not in index or citing not in index:
+            unknown += 1
+            continue
+        rows.append(index[citing])
+        cols.append(index[cited])
+    n = len(index)
+    notes = [f"LINQS: {n} nodes in the order of {content.path.name}; A[citing, cited] = 1"]
+    if unknown:
+        notes.append(f"LINQS: {unknown} citations naming nodes missing from {content.path.name} skipped")
+    A = sp.csr_array((np.ones(len(rows)), (np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64))), shape=(n, n))
+    A.sum_duplicates()
+    repeated = len(rows) - A.nnz
+    if repeated:
+        A.data[:] = 1.0
+        notes.append(f"LINQS: {repeated} repeated citations counted once")
+    return ReadResult(A, "linqs", notes)

@@ -1,0 +1,203 @@
+"""MATLAB ``.mat`` reader: v4/v5/v7 via scipy.io.loadmat, v7.3 (HDF5) via h5py.
+
+Variable choice: ``var="name"`` (or dotted ``"Problem.A"`` for a struct
+field); by default the only square numeric variable, where a SuiteSparse
+``Problem`` struct counts as the candidate ``Problem.A``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import h5py
+import numpy as np
+import scipy.io
+import scipy.sparse as sp
+
+from .._errors import SfapproxError
+from .._validation import check_memory
+from ._common import Options, ReadResult, Source, one_line
+
+try:  # public location since scipy 1.8
+    from scipy.io.matlab import MatReadError
+except ImportError:  # pragma: no cover - old scipy
+    MatReadError = ValueError  # type: ignore[misc,assignment]
+
+_NUMERIC = {"double", "single", "logical", "sparse"} | {f"{s}int{b}" for s in ("", "u") for b in (8, 16, 32, 64)}
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+
+
+@dataclass
+class _Var:
+    """One variable (or struct field) as listed before loading."""
+
+    name: str
+    shape: tuple[int, ...]
+    cls: str
+    fields: tuple[str, ...] = ()
+
+    @property
+    def square_numeric(self) -> bool:
+        return self.cls in _NUMERIC and len(self.shape) == 2 and self.shape[0] == self.shape[1] > 0
+
+    def describe(self) -> str:
+        return f"{self.name} ({' x '.join(map(str, self.shape))} {self.cls})"
+
+
+def _is_hdf5(src: Source) -> bool:
+    # MATLAB v7.3 puts a 512-byte text header before the HDF5 superblock.
+    head = src.head(2048 + 8)
+    return any(head[k : k + 8] == _HDF5_SIGNATURE for k in (0, 512, 1024, 2048))
+
+
+def _choose(src: Source, variables: list[_Var], var: str | None) -> tuple[str, str | None]:
+    """Pick (top-level name, struct field or None) following the module rules."""
+    listing = ", ".join(v.describe() for v in variables) or "none"
+    by_name = {v.name: v for v in variables}
+    if var is not None:
+        top, _, fld = var.partition(".")
+        if top not in by_name:
+            raise src.fail(f"no variable {top!r}; variables: {listing}", "pick one with var=")
+        if fld and fld not in by_name[top].fields and by_name[top].cls == "struct" and by_name[top].fields:
+            raise src.fail(
+                f"struct {top!r} has no field {fld!r}; fields: {', '.join(by_name[top].fields)}",
+                f"pick one with var='{top}.<field>'",
+            )
+        return top, (fld or None)
+    candidates = [(v.name, None) for v in variables if v.square_numeric]
+    problem = by_name.get("Problem")
+    if problem is not None and problem.cls == "struct" and "A" in problem.fields:
+        candidates.append(("Problem", "A"))
+    if len(candidates) == 1:
+        return candidates[0]
+    if not candidates:
+        raise src.fail(f"no square numeric variable; variables: {listing}", "pick one with var=")
+    names = ", ".join(n if f is None else f"{n}.{f}" for n, f in candidates)
+    raise src.fail(f"several square numeric variables: {names}", "pick one with var=")
+
+
+# ---------------------------------------------------------------------------
+# v4 - v7 (scipy)
+# ---------------------------------------------------------------------------
+
+
+_V5_ERRORS = (ValueError, OSError, TypeError, MatReadError, EOFError, IndexError, KeyError)
+
+
+def _read_v5(src: Source, opts: Options) -> ReadResult:
+    # whosmat lists shapes without loading; structs must be loaded to see
+    # their fields, so those are kept to avoid reading them twice.
+    structs: dict[str, object] = {}
+    try:
+        variables = [_Var(n, tuple(s), c) for n, s, c in scipy.io.whosmat(src.file_arg())]
+        for v in variables:
+            if v.cls == "struct" and (v.name == "Problem" or (opts.var or "").split(".")[0] == v.name):
+                structs[v.name] = scipy.io.loadmat(src.file_arg(), variable_names=[v.name])[v.name]
+                v.fields = tuple(structs[v.name].dtype.names or ())
+    except _V5_ERRORS as exc:
+        raise src.fail(f"not a readable MATLAB file ({one_line(exc) or type(exc).__name__})") from None
+    top, fld = _choose(src, variables, opts.var)
+    info = next(v for v in variables if v.name == top)
+    if info.cls not in ("sparse", "struct", "cell") and len(info.shape) == 2:
+        check_memory(8 * int(np.prod(info.shape)), what=f"{src.display}: variable {top}", limit=opts.max_memory)
+    try:
+        value = structs[top] if top in structs else scipy.io.loadmat(src.file_arg(), variable_names=[top])[top]
+    except _V5_ERRORS as exc:
+        raise src.fail(f"cannot read variable {top!r} ({one_line(exc) or type(exc).__name__})") from None
+    name = top
+    if fld is not None:
+        value = _v5_field(src, value, top, fld)
+        name = f"{top}.{fld}"
+    return _finish(src, value, name, "MATLAB v5")
+
+
+def _v5_field(src: Source, value, top: str, fld: str):
+    names = getattr(getattr(value, "dtype", None), "names", None)
+    if not names:
+        raise src.fail(f"variable {top!r} is not a struct, so it has no field {fld!r}")
+    if fld not in names:
+        raise src.fail(f"struct {top!r} has no field {fld!r}; fields: {', '.join(names)}")
+    if value.size != 1:
+        raise src.fail(f"struct {top!r} is a {value.shape} struct array; only 1x1 structs are supported")
+    return value[fld].flat[0]
+
+
+# ---------------------------------------------------------------------------
+# v7.3 (HDF5)
+# ---------------------------------------------------------------------------
+
+
+def _attr_str(obj, key: str) -> str:
+    raw = obj.attrs.get(key, b"")
+    return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+
+def _h5_var(name: str, obj) -> _Var:
+    cls = _attr_str(obj, "MATLAB_class") or "unknown"
+    if isinstance(obj, h5py.Group):
+        if "MATLAB_sparse" in obj.attrs:
+            ncols = obj["jc"].shape[0] - 1 if "jc" in obj else 0
+            return _Var(name, (int(obj.attrs["MATLAB_sparse"]), ncols), "sparse")
+        return _Var(name, (1, 1), "struct" if cls in ("struct", "unknown") else cls, tuple(obj.keys()))
+    if "MATLAB_empty" in obj.attrs and obj.attrs["MATLAB_empty"]:
+        return _Var(name, (0, 0), cls)
+    return _Var(name, tuple(reversed(obj.shape)), cls)  # stored column-major
+
+
+def _h5_read(src: Source, obj, name: str, opts: Options):
+    """Read one v7.3 variable: dense dataset (transposed) or sparse group."""
+    if isinstance(obj, h5py.Group) and "MATLAB_sparse" in obj.attrs:
+        nrows = int(obj.attrs["MATLAB_sparse"])
+        jc = obj["jc"][()].astype(np.int64)
+        ir = obj["ir"][()].astype(np.int64) if "ir" in obj else np.zeros(0, np.int64)
+        if "data" in obj:
+            data = obj["data"][()]
+            if data.dtype.names:
+                raise src.fail(f"variable {name!r}: complex matrices are not supported")
+        else:  # MATLAB omits data for an all-zero sparse matrix
+            data = np.ones(ir.shape[0])
+        return sp.csc_array((data.astype(np.float64), ir, jc), shape=(nrows, jc.shape[0] - 1))
+    if isinstance(obj, h5py.Group):
+        raise src.fail(f"variable {name!r} is a struct or object, not a matrix", "pick a field with var='name.field'")
+    var = _h5_var(name, obj)
+    if var.cls not in _NUMERIC:
+        raise src.fail(f"variable {name!r} is of MATLAB class {var.cls!r}, not numeric")
+    check_memory(8 * int(np.prod(obj.shape)), what=f"{src.display}: variable {name}", limit=opts.max_memory)
+    data = obj[()]
+    if data.dtype.names:
+        raise src.fail(f"variable {name!r}: complex matrices are not supported")
+    return np.asarray(data).T
+
+
+def _read_v73(src: Source, opts: Options) -> ReadResult:
+    try:
+        with h5py.File(src.file_arg(), "r") as f:
+            variables = [_h5_var(k, f[k]) for k in f.keys() if not k.startswith("#")]
+            top, fld = _choose(src, variables, opts.var)
+            obj = f[top]
+            name = top
+            if fld is not None:
+                if not isinstance(obj, h5py.Group) or fld not in obj:
+                    raise src.fail(f"variable {top!r} has no field {fld!r}")
+                obj, name = obj[fld], f"{top}.{fld}"
+            value = _h5_read(src, obj, name, opts)
+    except SfapproxError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+        raise src.fail(f"not a readable MATLAB v7.3 (HDF5) file ({one_line(exc) or type(exc).__name__})") from None
+    return _finish(src, value, name, "MATLAB v7.3 (HDF5)")
+
+
+def _finish(src: Source, value, name: str, kind: str) -> ReadResult:
+    if not sp.issparse(value):
+        value = np.asarray(value)
+        if value.dtype.kind in "OUSV":
+            raise src.fail(f"variable {name!r} is not numeric (MATLAB cell, char or struct)", "pick another with var=")
+    return ReadResult(value, "mat", [f"{kind}: variable {name}"], source=f"{src.display} (variable {name})")
+
+
+def read_mat(src: Source, opts: Options) -> ReadResult:
+    """Reader for format "mat"."""
+    if _is_hdf5(src):
+        return _read_v73(src, opts)
+    return _read_v5(src, opts)

@@ -1,0 +1,113 @@
+"""NumPy ``.npy`` / ``.npz`` readers (always ``allow_pickle=False``).
+
+``.npz`` holds either named arrays (``var=`` picks one; default the only
+square 2-D one) or a ``scipy.sparse.save_npz`` matrix (keys ``format``,
+``shape``, ``data``, ...).
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._validation import check_memory
+from ._common import Options, ReadResult, Source, one_line
+
+_PICKLE_HINT = "contains Python objects (pickle); refusing to load untrusted pickles"
+_SPARSE_KEYS = {"format", "shape", "data"}
+
+
+def _header(fh) -> tuple[tuple[int, ...], np.dtype]:
+    """Shape and dtype from an open ``.npy`` stream, without reading the data."""
+    version = np.lib.format.read_magic(fh)
+    if version == (1, 0):
+        shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
+    else:
+        shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
+    return shape, dtype
+
+
+def _load_npy(src: Source, fh, what: str, opts: Options) -> np.ndarray:
+    """Check header (pickle, memory), then load an array from a ``.npy`` stream."""
+    start = fh.tell()
+    try:
+        shape, dtype = _header(fh)
+    except (ValueError, OSError, EOFError) as exc:
+        raise src.fail(f"{what}: not a valid .npy array ({one_line(exc)})") from None
+    if dtype.hasobject:
+        raise src.fail(f"{what} {_PICKLE_HINT}")
+    check_memory(int(np.prod(shape)) * max(dtype.itemsize, 8), what=f"{src.display}: {what} of shape {shape}", limit=opts.max_memory)
+    fh.seek(start)
+    with src.guard():
+        return np.load(fh, allow_pickle=False)
+
+
+def read_table_npy(src: Source, opts: Options) -> np.ndarray:
+    """A 2-D array from ``.npy`` (also used for covariance tables)."""
+    with src.guard():
+        fh = open(src.path, "rb") if not src.gz else io.BytesIO(src.read_bytes())
+    with fh:
+        return _load_npy(src, fh, "array", opts)
+
+
+def read_npy(src: Source, opts: Options) -> ReadResult:
+    """Reader for format "npy"."""
+    return ReadResult(read_table_npy(src, opts), "npy", [])
+
+
+def _members(src: Source, zf: zipfile.ZipFile) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    out = {}
+    for info in zf.infolist():
+        if not info.filename.endswith(".npy"):
+            continue
+        with zf.open(info) as fh:
+            try:
+                out[info.filename[:-4]] = _header(fh)
+            except (ValueError, OSError, EOFError) as exc:
+                raise src.fail(f"member {info.filename!r} is not a valid .npy array ({one_line(exc)})") from None
+    return out
+
+
+def _describe(members) -> str:
+    return ", ".join(f"{k} {'x'.join(map(str, s))} {d}" for k, (s, d) in members.items()) or "none"
+
+
+def read_npz(src: Source, opts: Options) -> ReadResult:
+    """Reader for format "npz"."""
+    try:
+        zf = zipfile.ZipFile(src.file_arg())
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise src.fail(f"not a valid .npz (zip) file ({one_line(exc)})") from None
+    with zf:
+        members = _members(src, zf)
+        if _SPARSE_KEYS <= members.keys() and opts.var is None:
+            return _read_sparse_npz(src, zf, members)
+        if opts.var is not None:
+            if opts.var not in members:
+                raise src.fail(f"no array {opts.var!r}; arrays: {_describe(members)}", "pick one with var=")
+            key = opts.var
+        else:
+            square = [k for k, (s, d) in members.items() if len(s) == 2 and s[0] == s[1] > 0]
+            if len(square) != 1:
+                what = "no square 2-D array" if not square else f"several square 2-D arrays ({', '.join(square)})"
+                raise src.fail(f"{what}; arrays: {_describe(members)}", "pick one with var=")
+            key = square[0]
+        with zf.open(key + ".npy") as raw:
+            fh = io.BytesIO(raw.read()) if not raw.seekable() else raw
+            array = _load_npy(src, fh, f"array {key!r}", opts)
+    return ReadResult(array, "npz", [f"npz array {key!r}"], source=f"{src.display} (array {key})")
+
+
+def _read_sparse_npz(src: Source, zf: zipfile.ZipFile, members) -> ReadResult:
+    for key, (_, dtype) in members.items():
+        if dtype.hasobject:
+            raise src.fail(f"array {key!r} {_PICKLE_HINT}")
+    with src.guard():
+        with zf.open("format.npy") as fh:
+            fmt = np.load(io.BytesIO(fh.read()), allow_pickle=False).item()
+        M = sp.load_npz(src.file_arg())  # load_npz itself uses allow_pickle=False
+    fmt = fmt.decode() if isinstance(fmt, bytes) else str(fmt)
+    return ReadResult(M, "npz", [f"scipy.sparse save_npz file ({fmt} format)"])

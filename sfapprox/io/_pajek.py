@@ -1,0 +1,359 @@
+"""Pajek ``.net`` / ``.paj`` reader (own parser; keywords case-insensitive).
+
+Supported: ``*Network``, ``*Vertices n [n1]`` (vertex lines: only the id is
+checked), ``*Arcs`` / ``*Edges`` with optional weight and relation
+(``*Arcs :2 "label"``), ``*Arcslist`` / ``*Edgeslist``, a dense ``*Matrix``,
+several networks per ``.paj`` (``network=``), and 2-mode networks
+(``two_mode=``).  ``*Partition``, ``*Vector``, ``*Permutation`` and unknown
+sections end the network's edge sections and are skipped.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._errors import ParameterError
+from .._validation import check_memory
+from ._common import Options, ReadResult, Source, check_order, is_int_token, parse_float
+
+_EDGE_SECTIONS = {"*arcs": "arcs", "*edges": "edges", "*arcslist": "arcslist", "*edgeslist": "edgeslist"}
+_AUX_SECTIONS = {"*partition", "*vector", "*permutation", "*cluster", "*hierarchy"}
+_ORDINALS = {1: "first", 2: "second", 3: "third"}
+
+
+@dataclass
+class _Network:
+    """One network block as parsed (1-based vertex ids, as written)."""
+
+    name: str
+    line_no: int
+    two_mode_header: bool = False
+    n: int | None = None
+    n1: int | None = None
+    src_i: list[int] = field(default_factory=list)
+    src_j: list[int] = field(default_factory=list)
+    weight: list[float] = field(default_factory=list)
+    undirected: list[bool] = field(default_factory=list)
+    line_of: list[int] = field(default_factory=list)
+    relations: list[str] = field(default_factory=list)
+    repeats: Counter = field(default_factory=Counter)
+    matrix_values: list[float] | None = None
+    matrix_line: int = 0
+    _seen: set = field(default_factory=set)
+
+    def add(self, i: int, j: int, w: float, undirected: bool, line_no: int, relation: str) -> None:
+        key = (relation, undirected, min(i, j) if undirected else i, max(i, j) if undirected else j)
+        if key in self._seen:
+            self.repeats["edges" if undirected else "arcs"] += 1
+        self._seen.add(key)
+        self.src_i.append(i)
+        self.src_j.append(j)
+        self.weight.append(w)
+        self.undirected.append(undirected)
+        self.line_of.append(line_no)
+
+
+class _Parser:
+    """Line-by-line state machine over a Pajek file."""
+
+    def __init__(self, src: Source, opts: Options) -> None:
+        self.src = src
+        self.opts = opts
+        self.networks: list[_Network] = []
+        self.state: str | None = None
+        self.relation = ""
+        self.in_aux = False
+
+    @property
+    def net(self) -> _Network | None:
+        return self.networks[-1] if self.networks else None
+
+    def parse(self, text: str) -> list[_Network]:
+        for line_no, raw in enumerate(text.splitlines(), start=1):
+            s = raw.strip()
+            if not s or s.startswith("%"):
+                continue
+            if s.startswith("*"):
+                self._keyword(s, line_no)
+            elif self.state in ("arcs", "edges"):
+                self._edge_line(s, line_no)
+            elif self.state in ("arcslist", "edgeslist"):
+                self._list_line(s, line_no)
+            elif self.state == "vertices":
+                self._vertex_line(s, line_no)
+            elif self.state == "matrix":
+                self._matrix_line(s, line_no)
+            elif self.state is None:
+                raise self.src.fail(
+                    f"line {line_no}: data before any section keyword: {s[:50]!r}",
+                    "a Pajek network starts with '*Vertices n'",
+                )
+        if not self.networks or all(n.n is None for n in self.networks):
+            raise self.src.fail("no '*Vertices n' line: not a Pajek network file", "check the file or pass format=")
+        return [n for n in self.networks if n.n is not None]
+
+    # -- keywords ------------------------------------------------------------
+    def _keyword(self, s: str, line_no: int) -> None:
+        kw, _, rest = s.partition(" ")
+        kw = kw.lower()
+        if kw == "*network":
+            self.networks.append(_Network(rest.strip(), line_no, "[2-mode]" in rest.lower()))
+            self.in_aux, self.state = False, None
+        elif kw == "*vertices":
+            self._vertices(rest, line_no)
+        elif kw in _EDGE_SECTIONS or kw == "*matrix":
+            if self.in_aux or self.net is None or self.net.n is None:
+                raise self.src.fail(
+                    f"line {line_no}: {s.split()[0]} before '*Vertices n'", "a Pajek network needs '*Vertices n' first"
+                )
+            self.state = _EDGE_SECTIONS.get(kw, "matrix")
+            self.relation = self._relation(rest)
+            if kw == "*matrix":
+                self._start_matrix(line_no)
+        elif kw in _AUX_SECTIONS:
+            self.in_aux, self.state = True, "skip"
+        else:
+            self.state = "skip"  # unknown section: skipped, ends the edge sections
+
+    def _vertices(self, rest: str, line_no: int) -> None:
+        if self.in_aux:  # the vertex count of a *Partition / *Vector
+            self.state = "skip"
+            return
+        tokens = rest.split()
+        if not tokens or not all(is_int_token(t) for t in tokens[:2]):
+            raise self.src.fail(f"line {line_no}: expected '*Vertices n' with an integer n, got {rest.strip()!r}")
+        if self.net is None or self.net.n is not None:
+            # A second *Vertices without *Network starts a new network.
+            self.networks.append(_Network("", line_no))
+        net = self.net
+        net.n = int(tokens[0])
+        check_order(net.n, self.src, "network")
+        if len(tokens) > 1:
+            net.n1 = int(tokens[1])
+            if not 0 < net.n1 < net.n:
+                raise self.src.fail(f"line {line_no}: 2-mode '*Vertices {net.n} {net.n1}' needs 0 < n1 < n")
+        self.state = "vertices"
+
+    def _relation(self, rest: str) -> str:
+        rest = rest.strip()
+        if not rest.startswith(":"):
+            return ""
+        label = rest.split(None, 1)
+        name = label[1].strip().strip('"') if len(label) > 1 else ""
+        tag = f"{label[0][1:]} {name!r}".strip() if name else label[0][1:]
+        if tag not in self.net.relations:
+            self.net.relations.append(tag)
+        return tag
+
+    def _start_matrix(self, line_no: int) -> None:
+        net = self.net
+        rows, cols = (net.n, net.n) if net.n1 is None else (net.n1, net.n - net.n1)
+        check_memory(8 * rows * cols, what=f"{self.src.display}: *Matrix {rows} x {cols}", limit=self.opts.max_memory)
+        if net.matrix_values is None:
+            net.matrix_values, net.matrix_line = [], line_no
+        else:
+            raise self.src.fail(f"line {line_no}: a second *Matrix section in one network is not supported")
+
+    # -- data lines ----------------------------------------------------------
+    def _vertex_id(self, token: str, line_no: int, what: str = "vertex id") -> int:
+        if not is_int_token(token):
+            raise self.src.fail(f"line {line_no}: expected an integer {what}, got {token!r}")
+        v = int(token)
+        if not 1 <= v <= self.net.n:
+            raise self.src.fail(f"line {line_no}: {what} {v} is out of range 1..{self.net.n}", "check '*Vertices n'")
+        return v
+
+    def _vertex_line(self, s: str, line_no: int) -> None:
+        self._vertex_id(s.split(None, 1)[0], line_no)
+
+    def _edge_line(self, s: str, line_no: int) -> None:
+        tokens = s.split()
+        if len(tokens) < 2:
+            raise self.src.fail(f"line {line_no}: expected 'i j [weight]', got {s[:50]!r}")
+        i, j = self._vertex_id(tokens[0], line_no), self._vertex_id(tokens[1], line_no)
+        w = 1.0
+        if len(tokens) > 2:
+            value = parse_float(tokens[2])
+            if value is not None:  # else an attribute such as 'c Red' or '[1-*]'
+                if not np.isfinite(value):
+                    raise self.src.fail(f"line {line_no}: weight {tokens[2]!r} is not finite")
+                w = value
+        self.net.add(i, j, w, self.state == "edges", line_no, self.relation)
+
+    def _list_line(self, s: str, line_no: int) -> None:
+        tokens = s.split()
+        i = self._vertex_id(tokens[0], line_no)
+        for t in tokens[1:]:
+            if not is_int_token(t):
+                break
+            self.net.add(i, self._vertex_id(t, line_no), 1.0, self.state == "edgeslist", line_no, self.relation)
+
+    def _matrix_line(self, s: str, line_no: int) -> None:
+        for t in s.split():
+            value = parse_float(t)
+            if value is None or not np.isfinite(value):
+                raise self.src.fail(f"line {line_no}: *Matrix value {t!r} is not a finite number")
+            self.net.matrix_values.append(value)
+
+
+# ---------------------------------------------------------------------------
+# assembling the matrix
+# ---------------------------------------------------------------------------
+
+
+def _adjacency(net: _Network) -> sp.csr_array | np.ndarray:
+    """The n x n adjacency as written: arcs i->j, edges both ways (self-loops once)."""
+    n = net.n
+    i = np.asarray(net.src_i, dtype=np.int64) - 1
+    j = np.asarray(net.src_j, dtype=np.int64) - 1
+    w = np.asarray(net.weight, dtype=np.float64)
+    mirror = np.asarray(net.undirected, dtype=bool) & (i != j)
+    rows = np.concatenate([i, j[mirror]])
+    cols = np.concatenate([j, i[mirror]])
+    vals = np.concatenate([w, w[mirror]])
+    A = sp.csr_array((vals, (rows, cols)), shape=(n, n))
+    A.sum_duplicates()
+    if net.matrix_values is not None:
+        return A.toarray() + np.asarray(net.matrix_values).reshape(n, n)
+    return A
+
+
+def _check_matrix_size(src: Source, net: _Network, rows: int, cols: int) -> None:
+    if net.matrix_values is not None and len(net.matrix_values) != rows * cols:
+        raise src.fail(
+            f"line {net.matrix_line}: *Matrix section holds {len(net.matrix_values)} values, "
+            f"expected {rows} x {cols} = {rows * cols}"
+        )
+
+
+def _infer_split(net: _Network) -> int | None:
+    """n1 such that every line joins 1..n1 to n1+1..n, or None."""
+    if not net.src_i:
+        return None
+    i, j = np.asarray(net.src_i), np.asarray(net.src_j)
+    lo, hi = np.minimum(i, j), np.maximum(i, j)
+    n1 = int(lo.max())
+    return n1 if int(hi.min()) > n1 else None
+
+
+def _bipartite_block(src: Source, net: _Network, n1: int) -> sp.csr_array | np.ndarray:
+    """B (n1 x n2): rows are vertices 1..n1, columns n1+1..n."""
+    n2 = net.n - n1
+    i, j = np.asarray(net.src_i, dtype=np.int64), np.asarray(net.src_j, dtype=np.int64)
+    lo, hi = np.minimum(i, j), np.maximum(i, j)
+    bad = np.flatnonzero((lo > n1) | (hi <= n1))
+    if bad.size:
+        k = int(bad[0])
+        raise src.fail(
+            f"line {net.line_of[k]}: in a 2-mode network every line must join a row vertex (1..{n1}) "
+            f"and a column vertex ({n1 + 1}..{net.n}), got {i[k]} {j[k]}"
+        )
+    B = sp.csr_array((np.asarray(net.weight, dtype=np.float64), (lo - 1, hi - 1 - n1)), shape=(n1, n2))
+    B.sum_duplicates()
+    if net.matrix_values is not None:
+        _check_matrix_size(src, net, n1, n2)
+        return B.toarray() + np.asarray(net.matrix_values).reshape(n1, n2)
+    return B
+
+
+def _check_projection_memory(src: Source, B, mode: str, limit: int | None) -> None:
+    """Bound the projection's stored entries before multiplying.
+
+    Entry (a, b) of B·Bᵀ is nonzero only if rows a and b share a column, so
+    the sum over columns of (column count)² bounds its entries (and
+    symmetrically for BᵀB); hubs can make this huge.
+    """
+    pattern = sp.csr_array(B) if sp.issparse(B) else sp.csr_array(np.asarray(B))
+    counts = np.diff(pattern.tocsc().indptr) if mode == "rows" else np.diff(pattern.indptr)
+    bound = int(np.sum(counts.astype(np.int64) ** 2))
+    side = B.shape[0] if mode == "rows" else B.shape[1]
+    check_memory(min(16 * bound, 8 * side * side) * 2, what=f"{src.display}: 2-mode projection ({mode})", limit=limit)
+
+
+def _resolve_split(src: Source, net: _Network, mode: str | None, notes: list[str]) -> int | None:
+    """n1 of a 2-mode network (declared, or inferred when needed); None for 1-mode."""
+    declared = net.n1 is not None or net.two_mode_header
+    if net.n1 is not None or not (declared or mode in ("rows", "cols")):
+        return net.n1
+    n1 = _infer_split(net)
+    if n1 is None and declared:
+        raise src.fail(
+            "network is declared 2-mode but '*Vertices n' gives no n1 and the lines do not split into two modes",
+            "write '*Vertices n n1'",
+        )
+    if n1 is None:
+        raise src.fail(
+            f"two_mode={mode!r} needs a 2-mode network ('*Vertices n n1'), and the lines do not split into "
+            "two vertex ranges", "drop two_mode",
+        )
+    how = "declared 2-mode" if declared else "file does not declare 2-mode"
+    notes.append(f"{how}; split inferred from the lines: rows 1..{n1}, columns {n1 + 1}..{net.n}")
+    return n1
+
+
+def _one_mode(src: Source, net: _Network, mode: str | None, notes: list[str]):
+    """The adjacency as written, with a hint when the lines look 2-mode."""
+    _check_matrix_size(src, net, net.n, net.n)
+    if mode == "bipartite":
+        notes.append("network is 1-mode: two_mode='bipartite' loads it as written")
+    else:
+        guess = _infer_split(net)
+        if guess is not None and guess >= 2 and net.n - guess >= 2:
+            notes.append(
+                f"every line joins 1..{guess} to {guess + 1}..{net.n}: this looks like a 2-mode network; "
+                "two_mode='rows' or 'cols' projects it"
+            )
+    return _adjacency(net)
+
+
+def _two_mode(src: Source, net: _Network, mode: str | None, notes: list[str], limit: int | None = None):
+    """The matrix for ``two_mode=mode``: 1-mode adjacency, B·Bᵀ, BᵀB or the bipartite adjacency."""
+    n1 = _resolve_split(src, net, mode, notes)
+    if n1 is None:
+        return _one_mode(src, net, mode, notes)
+    B = _bipartite_block(src, net, n1)
+    n2 = net.n - n1
+    if mode is None:
+        mode = "rows"
+        notes.append(
+            f"2-mode network {n1}x{n2} projected to rows (B·Bᵀ), as the file declares; "
+            "use two_mode=... to change ('rows', 'cols', 'bipartite')"
+        )
+    else:
+        notes.append(f"2-mode network {n1}x{n2}: two_mode={mode!r}")
+    if mode in ("rows", "cols"):
+        _check_projection_memory(src, B, mode, limit)
+        return B @ B.T if mode == "rows" else B.T @ B
+    if sp.issparse(B):
+        return sp.csr_array(sp.bmat([[None, B], [B.T, None]], format="csr"))
+    return np.block([[np.zeros((n1, n1)), B], [B.T, np.zeros((n2, n2))]])
+
+
+def read_pajek(src: Source, opts: Options) -> ReadResult:
+    """Reader for format "pajek" (``.net``, ``.paj``)."""
+    networks = _Parser(src, opts).parse(src.read_text())
+    which = opts.network or 1
+    if which > len(networks):
+        count = len(networks)
+        raise ParameterError(
+            f"{src.display}: network={which} but the file holds {count} network{'s' if count > 1 else ''}; "
+            f"use network=1..{count}"
+        )
+    net = networks[which - 1]
+    notes: list[str] = []
+    if len(networks) > 1:
+        ordinal = _ORDINALS.get(which, f"number {which}")
+        notes.append(f"file holds {len(networks)} networks; loaded the {ordinal} (network=...)")
+    if net.name:
+        notes.append(f"Pajek network {net.name!r}")
+    if net.relations:
+        notes.append(f"Pajek: {len(net.relations)} relations summed: {', '.join(net.relations)}")
+    for kind in ("arcs", "edges"):
+        if net.repeats[kind]:
+            notes.append(f"Pajek: {net.repeats[kind]} repeated {kind} summed")
+    matrix = _two_mode(src, net, opts.two_mode, notes, opts.max_memory)
+    return ReadResult(matrix, "pajek", notes)

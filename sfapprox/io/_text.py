@@ -1,0 +1,250 @@
+"""Text readers: dense tables (CSV/TSV/whitespace) and ``i j value`` triplets."""
+
+from __future__ import annotations
+
+import csv
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._validation import check_memory
+from ._common import Options, ReadResult, Source, as_float_table, check_order, parse_float
+
+_COMMENT = ("#", "%")
+
+
+# ---------------------------------------------------------------------------
+# dense tables
+# ---------------------------------------------------------------------------
+
+
+def _delimiter(src: Source, text: str) -> str | None:
+    """Delimiter by extension: csv ',', tsv tab, others whitespace (None).
+
+    A file forced to format="csv" with another extension is sniffed from its
+    first line instead.
+    """
+    name = src.path.name.lower().removesuffix(".gz")
+    if name.endswith(".csv"):
+        return ","
+    if name.endswith(".tsv"):
+        return "\t"
+    if name.endswith((".txt", ".dat")):
+        return None
+    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    return "," if "," in first else "\t" if "\t" in first else None
+
+
+def _split_rows(text: str, delimiter: str | None) -> tuple[list[list[str]], list[int]]:
+    """Non-blank, non-comment rows split into cells, with their 1-based line numbers."""
+    lines = text.splitlines()
+    keep = [(i, ln) for i, ln in enumerate(lines, start=1) if ln.strip() and not ln.lstrip().startswith(_COMMENT)]
+    numbers = [i for i, _ in keep]
+    if delimiter is None:
+        rows = [ln.split() for _, ln in keep]
+    else:
+        # csv handles quoted cells ("1.5") and embedded delimiters in headers.
+        rows = [[c.strip() for c in r] for r in csv.reader([ln for _, ln in keep], delimiter=delimiter)]
+        # A trailing delimiter gives an empty last cell; drop it when every row has one.
+        if rows and all(r and r[-1] == "" for r in rows):
+            rows = [r[:-1] for r in rows]
+    return rows, numbers
+
+
+def _split_line(line: str, delimiter: str | None) -> list[str]:
+    if delimiter is None:
+        return line.split()
+    return [c.strip() for c in next(csv.reader([line], delimiter=delimiter))]
+
+
+def _header_note(header: list[str]) -> str:
+    shown = ", ".join(header[:4]) + (", ..." if len(header) > 4 else "")
+    return f"first row is a header (skipped): {shown}"
+
+
+def _fast_table(lines: list[str], delimiter: str | None) -> np.ndarray | None:
+    """numpy's C parser for well-formed tables; None sends us to the slow, precise path."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # e.g. "input contained no data"
+            return np.loadtxt(lines, delimiter=delimiter, comments="#", ndmin=2, dtype=np.float64, quotechar='"')
+    except (ValueError, TypeError, UserWarning):
+        return None
+
+
+def read_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]]:
+    """Read a dense numeric table; returns (table, notes). Not necessarily square.
+
+    Well-formed files go through ``numpy.loadtxt``; anything it rejects is
+    re-parsed row by row to name the offending line and cell.
+    """
+    text = src.read_text()
+    delimiter = _delimiter(src, text)
+    lines = text.splitlines()
+    first = next((k for k, ln in enumerate(lines) if ln.strip() and not ln.lstrip().startswith(_COMMENT)), None)
+    if first is None:
+        raise src.fail("no data rows (only blank or comment lines)")
+    width = len(_split_line(lines[first], delimiter))
+    # The first row's width bounds the table: refuse before parsing it all.
+    check_memory(8 * width * len(lines), what=f"{src.display}: dense {len(lines)} x {width} table", limit=opts.max_memory)
+    notes: list[str] = []
+    header = _split_line(lines[first], delimiter)
+    has_header = any(parse_float(c) is None for c in header)
+    if has_header:
+        notes.append(_header_note(header))
+    table = _fast_table(lines[first + 1 :] if has_header else lines[first:], delimiter)
+    if table is not None and table.size:
+        return table, notes
+    # Slow path: Python strings cost ~10x the float64 table.
+    check_memory(80 * width * len(lines), what=f"{src.display}: parsing a {len(lines)} x {width} table", limit=opts.max_memory)
+    return _slow_table(src, text, delimiter, has_header, notes)
+
+
+def _slow_table(src: Source, text: str, delimiter: str | None, has_header: bool, notes: list[str]):
+    rows, numbers = _split_rows(text, delimiter)
+    if has_header:
+        header = rows[0]
+        rows, numbers = rows[1:], numbers[1:]
+        if not rows:
+            raise src.fail("only a header row, no data")
+        # A header with an empty corner cell and a non-numeric first column:
+        # row labels, as in labelled similarity tables.
+        if header and header[0] == "" and all(r and parse_float(r[0]) is None for r in rows):
+            rows = [r[1:] for r in rows]
+            notes.append("first column holds row labels (skipped)")
+    expected = len(rows[0])
+    for row, line_no in zip(rows, numbers):
+        if len(row) != expected:
+            raise src.fail(
+                f"line {line_no} has {len(row)} fields, expected {expected} (ragged rows)",
+                "every row of a dense table needs the same number of values",
+            )
+    return as_float_table(rows, numbers, src), notes
+
+
+def read_csv(src: Source, opts: Options) -> ReadResult:
+    """Reader for format "csv": a dense square table."""
+    table, notes = read_table(src, opts)
+    return ReadResult(table, "csv", notes)
+
+
+# ---------------------------------------------------------------------------
+# i j value triplets
+# ---------------------------------------------------------------------------
+
+
+def _parse_triplets(src: Source, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """Parse ``i j [value]`` lines into index/value arrays (indices as written)."""
+    table = _fast_triplets(text)
+    if table is None:
+        table = _slow_triplets(src, text)
+    idx = table[:, :2]
+    bad = np.flatnonzero((idx != np.round(idx)).any(axis=1) | (idx < 0).any(axis=1))
+    if bad.size:
+        k = int(bad[0])
+        raise src.fail(
+            f"line {_data_line_number(text, k)}: indices must be non-negative integers, got "
+            f"{idx[k, 0]:g} {idx[k, 1]:g}"
+        )
+    values = table[:, 2] if table.shape[1] == 3 else np.ones(len(table))
+    notes = [] if table.shape[1] == 3 else ["two columns: pattern entries set to 1.0"]
+    return idx[:, 0].astype(np.int64), idx[:, 1].astype(np.int64), values, notes
+
+
+def _data_line_number(text: str, k: int) -> int:
+    """1-based line number of the k-th (0-based) data line."""
+    seen = -1
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        s = line.strip()
+        if s and not s.startswith(_COMMENT):
+            seen += 1
+            if seen == k:
+                return line_no
+    return 0  # pragma: no cover - k is always a data line
+
+
+def _fast_triplets(text: str) -> np.ndarray | None:
+    """numpy's C parser for clean files; None sends us to the precise slow path."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            table = np.loadtxt(text.splitlines(), comments=_COMMENT, ndmin=2, dtype=np.float64)
+    except (ValueError, TypeError, UserWarning):
+        return None
+    return table if table.shape[0] and table.shape[1] in (2, 3) else None
+
+
+def _slow_triplets(src: Source, text: str) -> np.ndarray:
+    rows: list[list[str]] = []
+    numbers: list[int] = []
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        s = line.strip()
+        if not s or s.startswith(_COMMENT):
+            continue
+        parts = s.replace(",", " ").split()
+        if len(parts) not in (2, 3):
+            raise src.fail(
+                f"line {line_no}: expected 'i j' or 'i j value', got {len(parts)} fields: {s[:60]!r}"
+            )
+        if rows and len(parts) != len(rows[0]):
+            raise src.fail(
+                f"line {line_no} has {len(parts)} fields but line {numbers[0]} has {len(rows[0])}",
+                "use the same number of columns on every line",
+            )
+        rows.append(parts)
+        numbers.append(line_no)
+    if not rows:
+        raise src.fail("no entries (only blank or comment lines)")
+    return as_float_table(rows, numbers, src)
+
+
+def _triangle(i: np.ndarray, j: np.ndarray) -> str | None:
+    """"lower"/"upper" if all off-diagonal entries lie in one triangle, else None."""
+    off = i != j
+    if not off.any():
+        return None
+    if (i[off] > j[off]).all():
+        return "lower"
+    if (i[off] < j[off]).all():
+        return "upper"
+    return None
+
+
+def triplets_to_matrix(i, j, v, n: int, mirror: str, notes: list[str]) -> sp.csr_array:
+    """Assemble 0-based triplets into an n x n csr_array, mirroring as asked."""
+    dup = len(i) - len(np.unique(i * n + j))
+    if dup:
+        notes.append(f"{dup} repeated entries summed")
+    tri = _triangle(i, j)
+    do_mirror = mirror == "mirror" or (mirror == "auto" and tri is not None)
+    if do_mirror:
+        off = i != j
+        i, j, v = np.concatenate([i, j[off]]), np.concatenate([j, i[off]]), np.concatenate([v, v[off]])
+        if mirror == "auto":
+            notes.append(
+                f"entries only in the {tri} triangle: mirrored to a symmetric matrix "
+                "(mirror='none' keeps it triangular)"
+            )
+        else:
+            notes.append("mirror='mirror': every off-diagonal entry (i, j) also added at (j, i)")
+    return sp.csr_array((v, (i, j)), shape=(n, n))
+
+
+def read_ijv(src: Source, opts: Options, *, text: str | None = None) -> ReadResult:
+    """Reader for format "ijv": header-less ``i j [value]`` lines, 1-based unless a 0 appears."""
+    if text is None:
+        text = src.read_text()
+    if text.lstrip().lower().startswith("%%matrixmarket"):
+        raise src.fail("file has a %%MatrixMarket header, so it is not header-less triplets", "use format='mtx'")
+    check_memory(8 * len(text), what=f"{src.display}: triplets", limit=opts.max_memory)
+    i, j, v, notes = _parse_triplets(src, text)
+    zero_based = min(i.min(), j.min()) == 0
+    if zero_based:
+        notes.append("an index 0 appears: indices read as 0-based")
+    else:
+        i, j = i - 1, j - 1
+    n = int(max(i.max(), j.max())) + 1
+    check_order(n, src, "largest index gives a matrix")
+    notes.insert(0, f"size {n} x {n} taken from the largest index")
+    return ReadResult(triplets_to_matrix(i, j, v, n, opts.mirror, notes), "ijv", notes)

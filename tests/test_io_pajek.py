@@ -1,0 +1,201 @@
+"""Tests for the Pajek (.net/.paj) and LINQS (.cites/.content) readers."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from sfapprox._errors import InputError, ParameterError
+from sfapprox.io import load_matrix
+
+
+def input_error(path, match, **kwargs) -> str:
+    with pytest.raises(InputError, match=match) as info:
+        load_matrix(path, **kwargs)
+    msg = str(info.value)
+    assert "\n" not in msg and msg.startswith(str(path)), msg
+    return msg
+
+
+def write(path, text: str, encoding: str = "utf-8"):
+    path.write_bytes(text.encode(encoding))
+    return path
+
+
+VERTICES4 = '*Vertices 4\n1 "a" 0.1 0.2 0.5 box\n2 "b c" 0.3 0.4 0.5\n3 "d"\n4 "e"\n'
+
+
+class TestPajek:
+    def test_arcs_and_edges(self, tmp_path):
+        p = write(tmp_path / "g.net", VERTICES4 + "*Arcs\n1 2 2.5\n*Edges\n3 4\n2 2 7\n")
+        m = load_matrix(p)
+        expected = np.zeros((4, 4))
+        expected[0, 1] = 2.5
+        expected[2, 3] = expected[3, 2] = 1.0
+        expected[1, 1] = 7.0  # self-loop edge added once
+        np.testing.assert_array_equal(m.to_dense(), expected)
+        assert (m.format, m.name, m.is_sparse) == ("pajek", "g", True)
+
+    def test_case_insensitive_comments_crlf_and_attributes(self, tmp_path):
+        text = "% comment\r\n*network X\r\n*VERTICES 3\r\n*arcs\r\n1 2 3 c Red\r\n2 3 l \"lbl\"\r\n\r\n*EDGES\r\n1 3 [1-*]\r\n"
+        m = load_matrix(write(tmp_path / "g.net", text))
+        d = m.to_dense()
+        assert d[0, 1] == 3 and d[1, 2] == 1 and d[0, 2] == d[2, 0] == 1
+
+    def test_repeated_lines_summed_and_noted(self, tmp_path):
+        p = write(tmp_path / "r.net", "*Vertices 3\n*Arcs\n1 2 5\n1 2 6\n*Edges\n2 3\n3 2\n")
+        m = load_matrix(p)
+        d = m.to_dense()
+        assert d[0, 1] == 11 and d[1, 2] == d[2, 1] == 2
+        assert "Pajek: 1 repeated arcs summed" in m.notes
+        assert "Pajek: 1 repeated edges summed" in m.notes
+
+    def test_relations_summed(self, tmp_path):
+        p = write(tmp_path / "rel.net", '*Vertices 3\n*Arcs :1 "likes"\n1 2\n*Edges :2 "knows"\n1 2\n*Arcs :1 "likes"\n2 3 4\n')
+        m = load_matrix(p)
+        d = m.to_dense()
+        assert d[0, 1] == 2 and d[1, 0] == 1 and d[1, 2] == 4
+        assert any("2 relations summed: 1 'likes', 2 'knows'" in n for n in m.notes)
+        assert not any("repeated" in n for n in m.notes)
+
+    def test_lists(self, tmp_path):
+        p = write(tmp_path / "l.net", "*Vertices 4\n*Arcslist\n1 2 3 4\n*Edgeslist\n2 4\n")
+        d = load_matrix(p).to_dense()
+        assert d[0, 1:].tolist() == [1, 1, 1] and d[1, 3] == d[3, 1] == 1 and d.sum() == 5
+
+    def test_matrix_section(self, tmp_path):
+        p = write(tmp_path / "m.net", "*Vertices 3\n*Matrix\n0 1 2\n1 0 0\n2 0 0.5\n")
+        m = load_matrix(p)
+        assert not m.is_sparse
+        np.testing.assert_array_equal(m.matrix, [[0, 1, 2], [1, 0, 0], [2, 0, 0.5]])
+
+    def test_matrix_section_wrong_size(self, tmp_path):
+        input_error(write(tmp_path / "m.net", "*Vertices 3\n*Matrix\n0 1\n1 0\n"), r"line 2: \*Matrix section holds 4 values, expected 3 x 3")
+
+    def test_partition_and_vector_sections_ignored(self, tmp_path):
+        text = "*Network A\n*Vertices 2\n*Edges\n1 2\n*Partition p.clu\n*Vertices 2\n1\n2\n*Vector v\n*Vertices 2\n0.5\n0.7\n"
+        m = load_matrix(write(tmp_path / "a.paj", text))
+        assert m.n == 2 and m.nnz == 2 and not any("networks" in n for n in m.notes)
+
+    def test_several_networks(self, tmp_path):
+        text = "*Network one\n*Vertices 2\n*Edges\n1 2\n*Partition p\n*Vertices 2\n1\n1\n" \
+               "*Network two\n*Vertices 3\n*Arcs\n1 3 9\n*Network three\n*Vertices 4\n"
+        p = write(tmp_path / "multi.paj", text)
+        m = load_matrix(p)
+        assert m.n == 2
+        assert "file holds 3 networks; loaded the first (network=...)" in m.notes
+        m2 = load_matrix(p, network=2)
+        assert m2.n == 3 and m2.to_dense()[0, 2] == 9 and "loaded the second" in m2.notes[0]
+        with pytest.raises(ParameterError, match="network=4 but the file holds 3 networks"):
+            load_matrix(p, network=4)
+
+    def test_vertex_out_of_range(self, tmp_path):
+        input_error(write(tmp_path / "o.net", "*Vertices 3\n*Edges\n1 2\n2 4\n"), r"line 4: vertex id 4 is out of range 1\.\.3")
+        input_error(write(tmp_path / "z.net", "*Vertices 3\n*Arcs\n0 1\n"), r"line 3: vertex id 0 is out of range")
+        input_error(write(tmp_path / "v.net", "*Vertices 2\n1 \"a\"\n7 \"b\"\n"), r"line 3: vertex id 7 is out of range")
+
+    def test_missing_vertices(self, tmp_path):
+        input_error(write(tmp_path / "nv.net", "*Edges\n1 2\n"), r"line 1: \*Edges before '\*Vertices n'")
+        input_error(write(tmp_path / "nothing.net", "% just a comment\n"), r"no '\*Vertices n' line")
+        input_error(write(tmp_path / "text.net", "hello\n"), r"line 1: data before any section keyword")
+
+    @pytest.mark.parametrize(
+        "text, match",
+        [
+            ("*Vertices many\n", r"line 1: expected '\*Vertices n'"),
+            ("*Vertices 3\n*Edges\n1\n", r"line 3: expected 'i j \[weight\]'"),
+            ("*Vertices 3\n*Edges\n1 x\n", r"line 3: expected an integer vertex id, got 'x'"),
+            ("*Vertices 3\n*Edges\n1 2 inf\n", r"line 3: weight 'inf' is not finite"),
+            ("*Vertices 3 5\n", r"line 1: 2-mode"),
+        ],
+    )
+    def test_malformed(self, tmp_path, text, match):
+        input_error(write(tmp_path / "bad.net", text), match)
+
+    def test_latin1_labels(self, tmp_path):
+        p = write(tmp_path / "l1.net", '*Vertices 2\n1 "Müller"\n2 "Ørsted"\n*Edges\n1 2\n', encoding="latin-1")
+        assert load_matrix(p).nnz == 2
+
+    def test_sha256(self, tmp_path):
+        p = write(tmp_path / "h.net", "*Vertices 2\n*Edges\n1 2\n")
+        assert load_matrix(p).sha256 == hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+class TestTwoMode:
+    # rows 1..2, columns 3..5: B = [[1,1,0],[0,1,2]]
+    TEXT = "*Vertices 5 2\n*Edges\n1 3\n1 4\n2 4\n5 2 2\n"
+    B = np.array([[1.0, 1, 0], [0, 1, 2]])
+
+    def test_default_rows_projection_with_note(self, tmp_path):
+        m = load_matrix(write(tmp_path / "t.net", self.TEXT))
+        np.testing.assert_array_equal(m.to_dense(), self.B @ self.B.T)
+        assert any("2-mode network 2x3 projected to rows (B·Bᵀ), as the file declares" in n for n in m.notes)
+
+    def test_cols_and_bipartite(self, tmp_path):
+        p = write(tmp_path / "t.net", self.TEXT)
+        np.testing.assert_array_equal(load_matrix(p, two_mode="cols").to_dense(), self.B.T @ self.B)
+        full = load_matrix(p, two_mode="bipartite").to_dense()
+        assert full.shape == (5, 5)
+        np.testing.assert_array_equal(full[:2, 2:], self.B)
+        np.testing.assert_array_equal(full, full.T)
+
+    def test_two_mode_header_infers_split(self, tmp_path):
+        text = "*Network firms [2-Mode]\n*Vertices 5\n*Edges\n1 3\n1 4\n2 4\n5 2 2\n"
+        m = load_matrix(write(tmp_path / "h.paj", text))
+        np.testing.assert_array_equal(m.to_dense(), self.B @ self.B.T)
+        assert any("split inferred from the lines: rows 1..2, columns 3..5" in n for n in m.notes)
+
+    def test_undeclared_is_one_mode_with_hint(self, tmp_path):
+        p = write(tmp_path / "u.net", "*Vertices 5\n*Edges\n1 3\n1 4\n2 4\n5 2 2\n")
+        m = load_matrix(p)
+        assert m.n == 5 and any("looks like a 2-mode network" in n for n in m.notes)
+        rows = load_matrix(p, two_mode="rows")
+        np.testing.assert_array_equal(rows.to_dense(), self.B @ self.B.T)
+        assert any("file does not declare 2-mode" in n for n in rows.notes)
+
+    def test_not_two_mode(self, tmp_path):
+        p = write(tmp_path / "o.net", "*Vertices 3\n*Edges\n1 2\n2 3\n1 3\n")
+        input_error(p, "two_mode='rows' needs a 2-mode network", two_mode="rows")
+        assert load_matrix(p, two_mode="bipartite").n == 3
+
+    def test_line_within_one_mode(self, tmp_path):
+        input_error(write(tmp_path / "w.net", "*Vertices 5 2\n*Edges\n1 3\n1 2\n"), r"line 4: in a 2-mode network every line must join")
+
+    def test_two_mode_matrix(self, tmp_path):
+        p = write(tmp_path / "m.net", "*Vertices 5 2\n*Matrix\n1 1 0\n0 1 2\n")
+        np.testing.assert_array_equal(load_matrix(p).to_dense(), self.B @ self.B.T)
+
+
+class TestLinqs:
+    CONTENT = "n1\t0\t1\tA\nn2\t1\t0\tB\nn3\t1\t1\tA\n"
+
+    def test_order_and_direction(self, tmp_path):
+        write(tmp_path / "w.content", self.CONTENT)
+        p = write(tmp_path / "w.cites", "n1 n2\nn1 n3\nn2 n3\nn2 n3\nghost n1\n")
+        m = load_matrix(p)
+        expected = np.zeros((3, 3))
+        expected[1, 0] = expected[2, 0] = expected[2, 1] = 1  # A[citing, cited]
+        np.testing.assert_array_equal(m.to_dense(), expected)
+        text = " ".join(m.notes)
+        assert "1 citations naming nodes missing" in text and "1 repeated citations counted once" in text
+        assert m.format == "linqs" and m.name == "w"
+        assert m.sha256 == hashlib.sha256((tmp_path / "w.cites").read_bytes() + (tmp_path / "w.content").read_bytes()).hexdigest()
+
+    def test_content_path_also_works(self, tmp_path):
+        write(tmp_path / "w.cites", "n1 n2\n")
+        assert load_matrix(write(tmp_path / "w.content", self.CONTENT)).nnz == 1
+
+    def test_missing_content(self, tmp_path):
+        input_error(write(tmp_path / "x.cites", "a b\n"), r"needs x.content beside it")
+
+    def test_bad_cites_line(self, tmp_path):
+        write(tmp_path / "w.content", self.CONTENT)
+        input_error(write(tmp_path / "w.cites", "n1 n2 n3\n"), r"line 1: expected 'cited citing'")
+
+    def test_duplicate_node(self, tmp_path):
+        write(tmp_path / "d.content", "a 1\na 2\n")
+        p = write(tmp_path / "d.cites", "a a\n")
+        with pytest.raises(InputError, match=r"d.content: line 2: node 'a' appears twice"):
+            load_matrix(p)

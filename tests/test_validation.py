@@ -1,0 +1,152 @@
+"""Tests for sfapprox._validation: square-matrix checks and memory refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sfapprox._errors import InputError, ResourceError
+from sfapprox._validation import (
+    check_memory,
+    check_square_matrix,
+    default_memory_limit,
+    estimate_dense_bytes,
+    format_bytes,
+)
+
+
+def _one_line_error(exc_info, source="array"):
+    msg = str(exc_info.value)
+    assert "\n" not in msg
+    assert msg.startswith(source)
+    return msg
+
+
+class TestDense:
+    def test_int_list_becomes_float64_c_contiguous(self):
+        out = check_square_matrix([[1, 2], [3, 4]])
+        assert out.dtype == np.float64 and out.flags.c_contiguous
+        np.testing.assert_array_equal(out, [[1, 2], [3, 4]])
+
+    def test_float64_c_array_is_not_copied(self):
+        X = np.eye(3)
+        assert check_square_matrix(X) is X
+
+    def test_fortran_order_made_c_contiguous(self):
+        X = np.asfortranarray(np.arange(9.0).reshape(3, 3))
+        out = check_square_matrix(X)
+        assert out.flags.c_contiguous
+        np.testing.assert_array_equal(out, X)
+
+    def test_bool_and_float32_accepted(self):
+        assert check_square_matrix(np.eye(2, dtype=bool)).dtype == np.float64
+        assert check_square_matrix(np.eye(2, dtype=np.float32)).dtype == np.float64
+
+    def test_not_square(self):
+        with pytest.raises(InputError, match=r"matrix is not square \(3 x 5\)") as info:
+            check_square_matrix(np.zeros((3, 5)), source="data.csv")
+        assert "covariance" in _one_line_error(info, "data.csv")
+
+    @pytest.mark.parametrize("shape", [(3,), (2, 2, 2), ()])
+    def test_not_2d(self, shape):
+        with pytest.raises(InputError, match="must be 2-D") as info:
+            check_square_matrix(np.zeros(shape))
+        _one_line_error(info)
+
+    @pytest.mark.parametrize("shape", [(0, 0), (0, 3)])
+    def test_empty(self, shape):
+        with pytest.raises(InputError, match="empty") as info:
+            check_square_matrix(np.zeros(shape))
+        _one_line_error(info)
+
+    def test_complex(self):
+        with pytest.raises(InputError, match="complex matrices are not supported"):
+            check_square_matrix(np.eye(2) * 1j)
+
+    def test_object(self):
+        with pytest.raises(InputError, match="object dtype"):
+            check_square_matrix(np.array([[1, None], [2, 3]], dtype=object))
+
+    def test_strings(self):
+        with pytest.raises(InputError, match="non-numeric dtype"):
+            check_square_matrix(np.array([["a", "b"], ["c", "d"]]))
+
+    def test_ragged_list(self):
+        with pytest.raises(InputError, match="cannot convert"):
+            check_square_matrix([[1, 2], [3]])
+
+    def test_nan_inf_count_and_first_position(self):
+        X = np.zeros((4, 9))[:, :4].copy()
+        X[2, 3] = np.nan
+        X[3, 0] = np.inf
+        X[2, 1] = -np.inf
+        with pytest.raises(InputError, match=r"matrix has 3 NaN/Inf entries \(first at row 2, col 1") as info:
+            check_square_matrix(X, source="m.npy")
+        _one_line_error(info, "m.npy")
+
+
+class TestSparse:
+    def test_canonical_csr_array(self):
+        # Duplicates, unsorted indices, an explicit zero.
+        coo = sp.coo_matrix(([1.0, 2.0, 3.0, 0.0], ([1, 0, 0, 2], [0, 1, 1, 2])), shape=(3, 3))
+        out = check_square_matrix(coo)
+        assert isinstance(out, sp.csr_array)
+        assert out.dtype == np.float64
+        assert out.has_canonical_format
+        assert out.nnz == 2  # duplicates summed, explicit zero dropped
+        assert out[0, 1] == 5.0
+
+    def test_input_not_modified(self):
+        A = sp.csr_array(([1.0, 0.0], ([0, 1], [1, 0])), shape=(2, 2))
+        check_square_matrix(A)
+        assert A.nnz == 2
+
+    def test_integer_sparse_matrix(self):
+        out = check_square_matrix(sp.csc_matrix(np.eye(3, dtype=np.int32)))
+        assert isinstance(out, sp.csr_array) and out.dtype == np.float64
+
+    def test_not_square(self):
+        with pytest.raises(InputError, match=r"not square \(2 x 4\)"):
+            check_square_matrix(sp.csr_array((2, 4)))
+
+    def test_nan_position(self):
+        A = sp.csr_array(([1.0, np.nan, np.inf], ([0, 2, 3], [1, 7, 0])), shape=(8, 8))
+        with pytest.raises(InputError, match=r"2 NaN/Inf entries \(first at row 2, col 7"):
+            check_square_matrix(A)
+
+    def test_complex_sparse(self):
+        with pytest.raises(InputError, match="complex"):
+            check_square_matrix(sp.csr_array(np.eye(2) * 1j))
+
+    def test_allow_sparse_false(self):
+        with pytest.raises(InputError, match="sparse input is not accepted"):
+            check_square_matrix(sp.eye(2), allow_sparse=False)
+
+
+class TestMemory:
+    def test_estimate(self):
+        assert estimate_dense_bytes(1000) == 8_000_000
+        assert estimate_dense_bytes(10, np.float32) == 400
+
+    def test_under_limit_passes(self):
+        check_memory(100, what="x", limit=100)
+
+    def test_over_limit_raises_with_estimate_and_limit(self):
+        with pytest.raises(ResourceError, match="max-memory") as info:
+            check_memory(3 * 2**30, what="big.mtx: dense matrix", limit=2**30)
+        msg = str(info.value)
+        assert msg.startswith("big.mtx: dense matrix")
+        assert "3.0 GiB" in msg and "1.0 GiB" in msg
+        assert isinstance(info.value, MemoryError)
+
+    def test_default_limit_is_fraction_of_ram(self):
+        limit = default_memory_limit()
+        assert limit is None or limit > 2**20
+        if limit is not None:
+            with pytest.raises(ResourceError):
+                check_memory(limit + 1, what="x")
+
+    def test_format_bytes(self):
+        assert format_bytes(512) == "512 B"
+        assert format_bytes(1536) == "1.5 KiB"
