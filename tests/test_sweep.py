@@ -1,0 +1,41 @@
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from sfapprox import ParameterError, RunOptions
+from sfapprox.cli import app
+from sfapprox.sweep import parse_budget_list, sweep
+
+
+def test_every_method_at_every_budget():
+    X = np.random.default_rng(0).random((24, 24))
+    s = sweep(X, ["0.5", "sf", 100], ["sf", "tsvd"], options=RunOptions(device="cpu", sf={"max_iter": 10}))
+    assert [p.budget for p in s.points] == [288, 720, 100]
+    for point in s.points:
+        assert [r.method for r in point.results] == ["sf", "tsvd"]
+        assert all(r.nnz is None or r.nnz <= point.budget for r in point.results)
+    d = s.to_dict()
+    assert d["methods"] == ["sf", "tsvd"] and len(d["points"]) == 3 and "matrix" not in d["points"][0]
+    assert s.table()[720]["sf"].status == "ok"
+
+
+def test_parse_budget_list():
+    assert parse_budget_list(" 0.01, 0.1 ,sf") == ["0.01", "0.1", "sf"]
+    with pytest.raises(ParameterError):
+        parse_budget_list(" , ")
+
+
+def test_cli_sweep_table_json_and_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "m.npy"
+    np.save(path, np.random.default_rng(1).random((16, 16)))
+    js, png = tmp_path / "s.json", tmp_path / "s.png"
+    res = CliRunner().invoke(app, ["sweep", str(path), "--budgets", "0.3,0.6", "--methods", "tsvd",
+                                   "--json", str(js), "--plot", str(png)])
+    assert res.exit_code == 0, res.output
+    assert "% of N²" in res.output
+    data = json.loads(js.read_text())
+    assert [p["budget"] for p in data["points"]] == [76, 153]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
