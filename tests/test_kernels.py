@@ -87,3 +87,21 @@ def test_no_dense_masks_in_large_apply():
     w = torch.full((n, len(offs)), 1.0 / len(offs), dtype=torch.float64)
     y = K.apply_factor(w, offs, torch.ones(n, 1, dtype=torch.float64))
     assert torch.allclose(y, torch.ones_like(y))
+
+
+@pytest.mark.parametrize("n,panel", [(2, 1), (5, 2), (24, 7), (100, 64), (300, 256), (257, 256)])
+def test_panel_path_matches_plain_path(n, panel):
+    """Column panels give the same loss and gradient as whole-matrix passes (1e-10, float64)."""
+    ws, offs = _stack(n, seed=4)
+    X = torch.randn(n, n, dtype=torch.float64)
+    loss, grad = K.loss_and_grad(ws, offs, X)
+    loss_p, grad_p = K.loss_and_grad_panels(ws, offs, X, panel=panel)
+    assert torch.allclose(loss_p, loss, rtol=1e-12)
+    assert torch.allclose(grad_p, grad, rtol=1e-10, atol=1e-10)
+
+
+def test_kernel_selection():
+    assert K.select_kernel(100, "cpu")[1] == "dense"
+    assert K.select_kernel(1000, "cpu")[1] == "panels"
+    assert K.select_kernel(1000, "cuda")[1] == "shifts"
+    assert K.workspace_numbers(4096, 12, "panels") < K.workspace_numbers(4096, 12, "shifts") / 10

@@ -35,13 +35,16 @@ def _split(n: int, d: int) -> tuple[slice, slice, slice, slice]:
     return slice(0, n - d), slice(d, n), slice(n - d, n), slice(0, d)
 
 
-def apply_factor(w: torch.Tensor, offsets: Sequence[int], P: torch.Tensor) -> torch.Tensor:
+def apply_factor(
+    w: torch.Tensor, offsets: Sequence[int], P: torch.Tensor, out: torch.Tensor | None = None
+) -> torch.Tensor:
     """Return ``W @ P``: ``out[i] = sum_k w[i, k] * P[(i + d_k) mod N]``.
 
     ``P`` has ``N`` rows and any number of columns; ``offsets[0]`` must be 0.
+    ``out`` (same shape as ``P``, not overlapping it) is reused when given.
     """
     n = P.shape[0]
-    out = P * w[:, :1]
+    out = torch.mul(P, w[:, :1], out=out) if out is not None else P * w[:, :1]
     for k in range(1, len(offsets)):
         head, head_src, tail, tail_src = _split(n, int(offsets[k]))
         wk = w[:, k : k + 1]
@@ -50,10 +53,12 @@ def apply_factor(w: torch.Tensor, offsets: Sequence[int], P: torch.Tensor) -> to
     return out
 
 
-def apply_factor_t(w: torch.Tensor, offsets: Sequence[int], G: torch.Tensor) -> torch.Tensor:
+def apply_factor_t(
+    w: torch.Tensor, offsets: Sequence[int], G: torch.Tensor, out: torch.Tensor | None = None
+) -> torch.Tensor:
     """Return ``W.T @ G``: row ``i`` of ``G`` is sent, times ``w[i, k]``, to row ``(i + d_k) mod N``."""
     n = G.shape[0]
-    out = G * w[:, :1]
+    out = torch.mul(G, w[:, :1], out=out) if out is not None else G * w[:, :1]
     for k in range(1, len(offsets)):
         head, head_dst, tail, tail_dst = _split(n, int(offsets[k]))
         wk = w[:, k : k + 1]
@@ -67,18 +72,21 @@ def _rowdot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.einsum("ij,ij->i", a, b)
 
 
-def factor_grad(G: torch.Tensor, P: torch.Tensor, offsets: Sequence[int]) -> torch.Tensor:
+def factor_grad(
+    G: torch.Tensor, P: torch.Tensor, offsets: Sequence[int], acc: torch.Tensor | None = None
+) -> torch.Tensor:
     """Gradient of ``<G, W @ P>`` with respect to the values ``w``.
 
-    ``grad[i, k] = <G[i], P[(i + d_k) mod N]>``.
+    ``grad[i, k] = <G[i], P[(i + d_k) mod N]>``; added into ``acc`` when given
+    (column panels add their share of the sum over columns).
     """
     n = G.shape[0]
-    grad = torch.empty((n, len(offsets)), dtype=G.dtype, device=G.device)
-    grad[:, 0] = _rowdot(G, P)
+    grad = torch.zeros((n, len(offsets)), dtype=G.dtype, device=G.device) if acc is None else acc
+    grad[:, 0] += _rowdot(G, P)
     for k in range(1, len(offsets)):
         head, head_src, tail, tail_src = _split(n, int(offsets[k]))
-        grad[head, k] = _rowdot(G[head], P[head_src])
-        grad[tail, k] = _rowdot(G[tail], P[tail_src])
+        grad[head, k] += _rowdot(G[head], P[head_src])
+        grad[tail, k] += _rowdot(G[tail], P[tail_src])
     return grad
 
 
@@ -188,4 +196,83 @@ def loss_and_grad_dense(
     return loss, torch.gather(grads, 2, idx)
 
 
+#: Up to this N the dense-factor path is used: fewer, larger BLAS calls win there.
 DENSE_MAX_N = 200
+#: Column-block width of the CPU path for larger N (blocks stay in cache).
+PANEL = 256
+
+
+def select_kernel(n: int, device_type: str):
+    """The loss+gradient routine for an ``n x n`` fit on a device, and its name.
+
+    Small N: dense factors (BLAS).  CPU: column panels (cache-resident, small
+    workspace).  GPU: whole-matrix shifted adds (large kernels keep the GPU busy).
+    """
+    if n <= DENSE_MAX_N:
+        return loss_and_grad_dense, "dense"
+    if device_type == "cpu":
+        return loss_and_grad_panels, "panels"
+    return loss_and_grad, "shifts"
+
+
+def workspace_numbers(n: int, n_factors: int, kind: str) -> int:
+    """Numbers of scratch memory a kernel needs for one evaluation (beyond X and the parameters)."""
+    if kind == "panels":
+        return (n_factors + 2) * n * min(PANEL, n)
+    if kind == "dense":
+        return (3 * n_factors + 2) * n * n
+    return (n_factors + 2) * n * n
+
+
+def _first_factor_panel(w: torch.Tensor, offsets: Sequence[int], j0: int, j1: int, out: torch.Tensor):
+    """Columns ``j0:j1`` of the rightmost factor, and the (row, k) index pairs they hold.
+
+    Column ``j`` holds ``w[(j - d_k) mod N, k]`` at row ``(j - d_k) mod N``.
+    """
+    n, k = w.shape
+    width = j1 - j0
+    offs = torch.as_tensor(list(offsets), device=w.device)
+    cols = torch.arange(j0, j1, device=w.device)
+    rows = (cols[None, :] - offs[:, None]) % n  # (K, width)
+    ks = torch.arange(k, device=w.device)[:, None].expand(k, width)
+    local = torch.arange(width, device=w.device).expand(k, width)
+    out.zero_()
+    out.index_put_((rows, local), w[rows, ks], accumulate=True)
+    return rows, ks, local
+
+
+def loss_and_grad_panels(
+    ws: torch.Tensor, offsets: Sequence[int], X: torch.Tensor, panel: int = 256
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Same objective and gradient as :func:`loss_and_grad`, one block of columns at a time.
+
+    Columns of the product are independent: ``P[:, J] = W1 (W2 (... WM[:, J]))``
+    and the residual, the backward pass and each factor's gradient (a sum
+    over columns) split the same way.  Working on ``N x panel`` blocks keeps
+    the ``M`` partial products of a block in cache instead of streaming
+    ``M`` dense ``N x N`` buffers through memory, and cuts the workspace from
+    ``(M + 2) N^2`` to ``(M + 2) N * panel`` numbers — what lets large ``N``
+    fit.  The buffers are allocated once per call and reused by every block.
+    """
+    n_factors, n, _ = ws.shape
+    width = min(panel, n)
+    bufs = [torch.empty((n, width), dtype=ws.dtype, device=ws.device) for _ in range(n_factors + 1)]
+    grad = torch.zeros_like(ws)
+    loss = torch.zeros((), dtype=ws.dtype, device=ws.device)
+    for j0 in range(0, n, width):
+        j1 = min(n, j0 + width)
+        views = [b[:, : j1 - j0] for b in bufs]
+        rows, ks, local = _first_factor_panel(ws[-1], offsets, j0, j1, views[0])
+        partials = [views[0]]
+        for i, m in enumerate(range(n_factors - 2, -1, -1)):
+            partials.append(apply_factor(ws[m], offsets, partials[-1], out=views[i + 1]))
+        G = partials.pop()
+        G.sub_(X[:, j0:j1])
+        flat = G.reshape(-1)
+        loss += 0.5 * torch.dot(flat, flat)
+        spare = views[n_factors]
+        for m in range(n_factors - 1):
+            factor_grad(G, partials.pop(), offsets, acc=grad[m])
+            G, spare = apply_factor_t(ws[m], offsets, G, out=spare), G
+        grad[-1].index_put_((rows, ks), G[rows, local], accumulate=True)
+    return loss, grad

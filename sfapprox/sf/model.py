@@ -22,18 +22,40 @@ from ..linop import ChordOperator
 __all__ = ["ChordSF", "fit_sf", "estimate_fit_memory"]
 
 
-def estimate_fit_memory(n: int, n_factors: int, n_offsets: int, itemsize: int, history_size: int) -> int:
-    """Peak bytes of one fit: the target, ``M`` partial products, the residual and a
-    temporary, plus L-BFGS's ``2 * history_size`` vectors of ``N * K * M`` values."""
-    dense = (n_factors + 3) * n * n
-    params = (2 * history_size + 8) * n * n_offsets * n_factors
-    return (dense + params) * itemsize
+def estimate_fit_memory(
+    n: int, n_factors: int, n_offsets: int, itemsize: int, history_size: int, device_type: str = "cpu"
+) -> int:
+    """Peak bytes of one fit, known before any allocation.
+
+    The target ``X`` (``N^2``), the kernel's workspace (see
+    :func:`~sfapprox.sf._kernels.workspace_numbers`: ``(M + 2) N^2`` for
+    whole-matrix passes, ``(M + 2) N * 256`` for CPU column panels), and
+    L-BFGS's ``2 * history_size`` pairs plus a few vectors of ``N K M`` values.
+    """
+    from ._kernels import select_kernel, workspace_numbers
+
+    _, kind = select_kernel(n, device_type)
+    numbers = n * n + workspace_numbers(n, n_factors, kind)
+    numbers += (2 * history_size + 8) * n * n_offsets * n_factors
+    return numbers * itemsize
 
 
-def _reference_init(rng: np.random.Generator, shape: tuple[int, int, int], noise: float) -> np.ndarray:
-    """Values 1/K plus small uniform noise, as in the reference implementation."""
+def _initial_values(init: str, rng: np.random.Generator, shape: tuple[int, int, int], noise: float) -> np.ndarray:
+    """Starting factor values.
+
+    ``"reference"``: every value 1/K times (1 + uniform noise), as in the
+    reference implementation (each factor starts as a local average).
+    ``"identity"``: the offset-0 value 1, the others noise of size
+    ``noise`` (each factor starts near the identity, the product near I),
+    which suits sparse graphs whose best surrogate is far from an average.
+    """
     k = shape[2]
-    return (1.0 + noise * rng.uniform(-1.0, 1.0, size=shape)) / k
+    jitter = rng.uniform(-1.0, 1.0, size=shape)
+    if init == "identity":
+        values = noise * jitter
+        values[:, :, 0] += 1.0
+        return values
+    return (1.0 + noise * jitter) / k
 
 
 class ChordSF:
@@ -55,8 +77,15 @@ class ChordSF:
         Stop when ``max |grad| <= gtol * max(1, loss)`` (scale-free units).
     history_size : int, default=50
         L-BFGS memory.
+    init : {"reference", "identity"}, default="reference"
+        Starting point: every value 1/K (the reference code's) or each
+        factor near the identity.
     init_noise : float, default=0.01
-        Relative amplitude of the uniform noise added to the 1/K start.
+        Amplitude of the uniform noise added to the start (relative to 1/K
+        for ``"reference"``).
+    scale : {"sqrt_n", "n", "fro"} or float, default="sqrt_n"
+        X is divided by ``||X||_F / sqrt(N)`` (``/ N``, ``/ 1``, or this number)
+        before fitting, and the factors scaled back afterwards.
     random_state : int, default=0
         Seed of the initial noise.
     device : {"auto", "cpu", "cuda"}, default="auto"
@@ -105,7 +134,9 @@ class ChordSF:
         "ftol": Interval(float, 0, None),
         "gtol": Interval(float, 0, None),
         "history_size": Interval(int, 1, None),
+        "init": Options(("reference", "identity")),
         "init_noise": Interval(float, 0, None),
+        "scale": (Options(("sqrt_n", "n", "fro")), Interval(float, 0, None)),
         "random_state": Interval(int, 0, None),
         "device": str,
         "dtype": (Options(("float64", "float32", "auto")), None),
@@ -122,7 +153,9 @@ class ChordSF:
         ftol: float = 1e-10,
         gtol: float = 1e-12,
         history_size: int = 50,
+        init: str = "reference",
         init_noise: float = 0.01,
+        scale: str | float = "sqrt_n",
         random_state: int = 0,
         device: str = "auto",
         dtype: str | None = None,
@@ -136,7 +169,9 @@ class ChordSF:
         self.ftol = ftol
         self.gtol = gtol
         self.history_size = history_size
+        self.init = init
         self.init_noise = init_noise
+        self.scale = scale
         self.random_state = random_state
         self.device = device
         self.dtype = dtype
@@ -167,7 +202,7 @@ class ChordSF:
         self._check_support(n, offsets, n_factors)
         itemsize = torch.empty((), dtype=dtype).element_size()
         check_memory(
-            estimate_fit_memory(n, n_factors, len(offsets), itemsize, self.history_size),
+            estimate_fit_memory(n, n_factors, len(offsets), itemsize, self.history_size, device.type),
             what=f"fitting SF to an {n} x {n} matrix on {device.type} in {dtype}".replace("torch.", ""),
             limit=self._memory_limit(device),
         )
@@ -177,19 +212,19 @@ class ChordSF:
         self.device_ = str(device)
         self.dtype_ = str(dtype).replace("torch.", "")
         rng = np.random.default_rng(self.random_state)
-        init = _reference_init(rng, (n_factors, n, len(offsets)), self.init_noise)
+        init = _initial_values(self.init, rng, (n_factors, n, len(offsets)), self.init_noise)
         if fro == 0.0:
             return self._finish_zero(init, fro)
 
         # Fit X / s with s = ||X||_F / sqrt(N): the loss is then O(N) for every
         # input, so tolerances and the line search's first step mean the same
         # thing for a 0/1 graph and for trade volumes of 1e5 (scale invariance).
-        scale = fro / math.sqrt(n)
+        scale = self._scale(fro, n)
         target = torch.as_tensor(dense / scale, dtype=dtype, device=device)
         offs = offsets.tolist()
         shape = init.shape
 
-        kernel = _kernels.loss_and_grad_dense if n <= _kernels.DENSE_MAX_N else _kernels.loss_and_grad
+        kernel, self.kernel_ = _kernels.select_kernel(n, device.type)
 
         def fun(x: torch.Tensor) -> tuple[float, torch.Tensor]:
             loss, grad = kernel(x.view(shape), offs, target)
@@ -227,6 +262,11 @@ class ChordSF:
         return self
 
     # ------------------------------------------------------------- helpers
+    def _scale(self, fro: float, n: int) -> float:
+        if isinstance(self.scale, str):
+            return fro / {"sqrt_n": math.sqrt(n), "n": float(n), "fro": 1.0}[self.scale]
+        return float(self.scale)
+
     @staticmethod
     def _check_support(n: int, offsets: np.ndarray, n_factors: int) -> None:
         if not support_is_full(n, offsets, n_factors):
