@@ -33,6 +33,8 @@ __all__ = [
     "Budget",
     "SFConfig",
     "sf_config_for_budget",
+    "rpca_sparse_for_budget",
+    "rpca_rank_for_budget",
 ]
 
 
@@ -149,15 +151,9 @@ class SFConfig:
 
 def _min_full_factors(n: int, base: int, limit: int) -> int | None:
     """Fewest factors whose product has full support with base-``b`` offsets (None if > limit)."""
-    from .chord import chord_offsets, support_is_full
+    from .chord import chord_offsets, min_full_factors
 
-    offsets = chord_offsets(n, base)
-    m = default_n_factors(n) if base == 2 else 1
-    while m <= limit:
-        if support_is_full(n, offsets, m):
-            return m
-        m += 1
-    return None
+    return min_full_factors(n, chord_offsets(n, base), limit)
 
 
 def sf_config_for_budget(n: int, budget: int, *, max_base: int = 16) -> SFConfig:
@@ -206,3 +202,50 @@ def sf_config_for_budget(n: int, budget: int, *, max_base: int = 16) -> SFConfig
             f"{n} x {n} matrix (the smallest needs {smallest} stored numbers)"
         )
     return best
+
+
+def rpca_sparse_for_budget(n: int, budget: int, rank: int, *, count_indices: bool = False) -> int:
+    """Most sparse entries that fit in ``budget`` next to a rank-``r`` part, capped at ``N^2``.
+
+    Raises
+    ------
+    BudgetError
+        When the rank-``r`` part alone is over the budget.
+
+    Examples
+    --------
+    >>> rpca_sparse_for_budget(10, 100, 3)
+    37
+    >>> rpca_sparse_for_budget(10, 100, 3, count_indices=True)
+    18
+    """
+    left = int(budget) - tsvd_count(n, rank)
+    if left < 0:
+        raise BudgetError(
+            f"a rank-{rank} part of a {n} x {n} matrix stores {tsvd_count(n, rank)} numbers, "
+            f"over the budget of {budget}; choose a rank of at most {tsvd_rank_for_budget(n, budget)}"
+        )
+    per_entry = 2 if count_indices else 1
+    return min(int(n) * int(n), left // per_entry)
+
+
+def rpca_rank_for_budget(n: int, budget: int, n_sparse: int, *, count_indices: bool = False) -> int:
+    """Largest rank that fits in ``budget`` next to ``n_sparse`` sparse entries, capped at ``N``.
+
+    Raises
+    ------
+    BudgetError
+        When the sparse entries alone are over the budget.
+
+    Examples
+    --------
+    >>> rpca_rank_for_budget(10, 100, 16)
+    4
+    """
+    left = int(budget) - rpca_count(n, 0, n_sparse, count_indices=count_indices)
+    if left < 0:
+        raise BudgetError(
+            f"{n_sparse} sparse entries store {rpca_count(n, 0, n_sparse, count_indices=count_indices)} "
+            f"numbers, over the budget of {budget}; choose fewer sparse entries"
+        )
+    return tsvd_rank_for_budget(n, left)

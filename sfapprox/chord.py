@@ -15,6 +15,9 @@ import numpy as np
 from ._errors import ParameterError
 
 __all__ = [
+    "SUPPORTS",
+    "support_offsets",
+    "min_full_factors",
     "chord_offsets",
     "default_n_factors",
     "chord_indices",
@@ -95,3 +98,45 @@ def support_is_full(n: int, offsets: np.ndarray, n_factors: int) -> bool:
             nxt |= np.roll(reach, int(d))
         reach = nxt
     return bool(reach.all())
+
+
+#: Support protocols of the shift family, with the offsets each row holds.
+SUPPORTS = {
+    "chord": "offsets {0} ∪ {b^k < N} (the reference protocol with b = 2)",
+    "symmetric": "offsets {0} ∪ {±b^k mod N}: each row also reaches back (about 2 log_b N + 1 per row)",
+}
+
+
+def support_offsets(n: int, support: str = "chord", base: int = 2) -> np.ndarray:
+    """Offsets of a support protocol (see :data:`SUPPORTS`).
+
+    Examples
+    --------
+    >>> support_offsets(8, "symmetric").tolist()
+    [0, 1, 2, 4, 6, 7]
+    """
+    forward = chord_offsets(n, base)
+    if support == "chord":
+        return forward
+    if support == "symmetric":
+        return np.unique(np.concatenate([forward, (-forward) % n])).astype(np.int64)
+    raise ParameterError(f"unknown support {support!r}; choose one of {', '.join(SUPPORTS)}")
+
+
+def min_full_factors(n: int, offsets: np.ndarray, limit: int | None = None) -> int | None:
+    """Fewest factors whose product covers every entry (None if more than ``limit``).
+
+    Grows the reachable shift set one factor at a time: ``O(M K N)`` in all.
+    """
+    limit = n if limit is None else limit
+    reach = np.zeros(n, dtype=bool)
+    reach[0] = True
+    offs = np.asarray(offsets, dtype=np.int64) % n
+    for m in range(1, limit + 1):
+        nxt = np.zeros(n, dtype=bool)
+        for d in offs:
+            nxt |= np.roll(reach, int(d))
+        reach = nxt
+        if reach.all():
+            return m
+    return None

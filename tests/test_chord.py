@@ -53,3 +53,25 @@ def test_indices_and_count():
     idx = chord_indices(5, chord_offsets(5))
     assert idx[4].tolist() == [4, 0, 1, 3]
     assert n_stored(36, 6, 7) == 1512
+
+
+def test_symmetric_support_coverage_and_fewest_factors():
+    from sfapprox.chord import min_full_factors, support_offsets
+
+    assert support_offsets(8, "symmetric").tolist() == [0, 1, 2, 4, 6, 7]
+    for n in range(2, 300):
+        offs = support_offsets(n, "symmetric")
+        m = min_full_factors(n, offs)
+        assert support_is_full(n, offs, m) and (m == 1 or not support_is_full(n, offs, m - 1))
+        assert m <= default_n_factors(n)
+    with pytest.raises(ParameterError, match="unknown support"):
+        support_offsets(8, "hexagonal")
+
+
+def test_base_b_coverage():
+    from sfapprox.chord import min_full_factors
+
+    for base in (3, 4, 5):
+        for n in (10, 50, 123):
+            m = min_full_factors(n, chord_offsets(n, base))
+            assert m is not None and support_is_full(n, chord_offsets(n, base), m)

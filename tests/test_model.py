@@ -122,3 +122,12 @@ def test_cuda_matches_cpu():
     cpu = ChordSF(max_iter=200, device="cpu").fit(X)
     gpu = ChordSF(max_iter=200, device="cuda", dtype="float64").fit(X)
     assert gpu.fro_error_ == pytest.approx(cpu.fro_error_, rel=1e-3, abs=1e-8)
+
+
+def test_symmetric_support_fits_with_fewer_factors():
+    X = np.random.default_rng(7).random((24, 24))
+    sf = ChordSF(support="symmetric", max_iter=50, device="cpu").fit(X)
+    assert sf.factors_.shape == (3, 24, 9) and sf.n_stored_ == 3 * 24 * 9
+    assert np.allclose(sf.to_dense(), sf.operator_.to_dense())
+    with pytest.raises(ParameterError, match="'support' parameter"):
+        ChordSF(support="butterfly").fit(X)

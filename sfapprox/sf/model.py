@@ -16,7 +16,7 @@ import numpy as np
 
 from .._errors import ConvergenceWarning, ParameterError
 from .._params import Interval, Options, check_params
-from ..chord import chord_offsets, default_n_factors, support_is_full
+from ..chord import SUPPORTS, default_n_factors, min_full_factors, support_is_full, support_offsets
 from ..linop import ChordOperator
 
 __all__ = ["ChordSF", "fit_sf", "estimate_fit_memory"]
@@ -67,6 +67,10 @@ class ChordSF:
         Number of factors ``M``; ``None`` is the reference ``ceil(log2 N)``.
     base : int, default=2
         Chord base: offsets ``{0} ∪ {base^k < N}``.
+    support : {"chord", "symmetric"}, default="chord"
+        Support protocol (:data:`sfapprox.chord.SUPPORTS`); ``"symmetric"``
+        adds the offsets ``-base^k``.  The default number of factors is the
+        fewest with full support (``ceil(log2 N)`` for the reference).
     max_iter : int, default=5000
         Maximum L-BFGS iterations.
     time_limit : float or None, default=None
@@ -129,6 +133,7 @@ class ChordSF:
     _parameter_constraints = {
         "n_factors": Interval(int, 1, None, allow_none=True),
         "base": Interval(int, 2, None),
+        "support": Options(tuple(SUPPORTS)),
         "max_iter": Interval(int, 0, None),
         "time_limit": Interval(float, 0, None, allow_none=True),
         "ftol": Interval(float, 0, None),
@@ -148,6 +153,7 @@ class ChordSF:
         *,
         n_factors: int | None = None,
         base: int = 2,
+        support: str = "chord",
         max_iter: int = 5000,
         time_limit: float | None = None,
         ftol: float = 1e-10,
@@ -164,6 +170,7 @@ class ChordSF:
     ):
         self.n_factors = n_factors
         self.base = base
+        self.support = support
         self.max_iter = max_iter
         self.time_limit = time_limit
         self.ftol = ftol
@@ -197,8 +204,8 @@ class ChordSF:
         n = X.shape[0]
         device = resolve_device(self.device)
         dtype = resolve_dtype(self.dtype, device)
-        offsets = chord_offsets(n, self.base)
-        n_factors = default_n_factors(n) if self.n_factors is None else self.n_factors
+        offsets = support_offsets(n, self.support, self.base)
+        n_factors = self.n_factors if self.n_factors is not None else self._default_factors(n, offsets)
         self._check_support(n, offsets, n_factors)
         itemsize = torch.empty((), dtype=dtype).element_size()
         check_memory(
@@ -267,12 +274,19 @@ class ChordSF:
             return fro / {"sqrt_n": math.sqrt(n), "n": float(n), "fro": 1.0}[self.scale]
         return float(self.scale)
 
+    def _default_factors(self, n: int, offsets: np.ndarray) -> int:
+        # The reference protocol's M = ceil(log2 N); otherwise the fewest factors with full support.
+        if self.support == "chord" and self.base == 2:
+            return default_n_factors(n)
+        return min_full_factors(n, offsets) or n
+
     @staticmethod
     def _check_support(n: int, offsets: np.ndarray, n_factors: int) -> None:
         if not support_is_full(n, offsets, n_factors):
+            fewest = min_full_factors(n, offsets)
             raise ParameterError(
-                f"{n_factors} Chord factors cannot cover every entry of a {n} x {n} matrix "
-                f"(offsets {offsets.tolist()}); use at least {default_n_factors(n)} factors"
+                f"{n_factors} factors with offsets {offsets.tolist()} cannot cover every entry of a "
+                f"{n} x {n} matrix; use at least {fewest} factors"
             )
 
     def _memory_limit(self, device) -> int | None:
