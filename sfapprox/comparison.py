@@ -130,12 +130,21 @@ def _importable(name: str) -> bool:
     return importlib.util.find_spec(f"sfapprox.baselines.{module}") is not None
 
 
-def run_method(name: str, X, budget: int, opts: RunOptions, fro_norm: float | None = None) -> MethodResult:
+def run_method(
+    name: str,
+    X,
+    budget: int,
+    opts: RunOptions,
+    fro_norm: float | None = None,
+    keep: dict[str, Any] | None = None,
+) -> MethodResult:
     """Fit one method at ``budget`` and score it; soft failures become statuses.
 
     ``NotApplicableError`` (e.g. NMF on negative data) and ``BudgetError``
     (e.g. a budget below the smallest full-support SF) give a row with status
     ``"not applicable"`` and the reason; ``KeyboardInterrupt`` propagates.
+    When ``keep`` is a dict, the fitted estimator is stored in
+    ``keep["estimator"]`` (the batch runner saves SF's factors from it).
     """
     if name not in _METHODS:
         raise ParameterError(f"unknown method {name!r}; choose from {', '.join(available_methods())}")
@@ -146,6 +155,8 @@ def run_method(name: str, X, budget: int, opts: RunOptions, fro_norm: float | No
         est = make(n, budget, opts).fit(X)
     except (NotApplicableError, BudgetError) as exc:
         return MethodResult(name, "not applicable", reason=str(exc), seconds=time.perf_counter() - start)
+    if keep is not None:
+        keep["estimator"] = est
     if est.n_stored_ > budget:  # a broken promise is a bug, never a silent excess
         raise AssertionError(f"{name} stored {est.n_stored_} numbers over the budget {budget}")
     fro, rel = frobenius_error(X, est.to_dense(), fro_norm)

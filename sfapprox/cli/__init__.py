@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._app import app
-from . import compare, fit, info, sweep  # noqa: F401  (registers the commands)
+from . import batch, compare, datasets, fit, info, sweep  # noqa: F401  (registers the commands)
 
 __all__ = ["app", "main"]
 

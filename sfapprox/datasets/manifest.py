@@ -1,0 +1,399 @@
+"""Dataset manifests: TOML files listing matrices, where they come from, how to load them.
+
+A manifest is a list of ``[[matrix]]`` tables (the schema is documented in
+``data_manifests/README.md``).  :func:`load_manifest` parses and validates it
+once; every problem is a :class:`ManifestError` whose one-line message names
+the manifest file, the entry and the field, e.g.::
+
+    paper-table1.toml: entry 'strike': unknown field 'catgory' (known: name, category, ...)
+
+The result is plain frozen dataclasses (picklable, so batch workers get them
+as they are).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+from urllib.parse import urlparse
+
+from .._errors import InputError
+
+__all__ = [
+    "CATEGORIES",
+    "ENTRY_FIELDS",
+    "LOAD_OPTIONS",
+    "ARCHIVE_SUFFIXES",
+    "COMPRESSED_SUFFIXES",
+    "ManifestError",
+    "Entry",
+    "Manifest",
+    "load_manifest",
+    "parse_manifest",
+]
+
+
+class ManifestError(InputError):
+    """A manifest file is not valid TOML or does not follow the schema."""
+
+
+#: Categories an entry may have (reports group by them).
+CATEGORIES = (
+    "dense graph",
+    "network",
+    "surface mesh",
+    "covariance",
+    "image",
+    "gradient image",
+    "synthetic",
+    "attention",
+    "other",
+)
+
+#: Fields of a ``[[matrix]]`` entry, with their meaning (README and error messages).
+ENTRY_FIELDS = {
+    "name": "unique name: letters, digits, '_', '-', '.', '+' (used for factors/<name>.h5)",
+    "category": "one of the CATEGORIES",
+    "description": "free text",
+    "file": "relative path of the matrix file (under --data-dir, or in the download cache)",
+    "companions": "other files the loader needs beside 'file' (e.g. LINQS .content)",
+    "url": "http(s) URL of the file, of a compressed copy (.gz/.bz2/.xz) or of an archive",
+    "member": "path of 'file' inside the archive at 'url' (companions are its siblings)",
+    "sha256": "SHA-256 of 'file' (hex), or a list of accepted ones",
+    "homepage": "where a person can find the data (shown when it cannot be fetched)",
+    "generator": "name of a generator in sfapprox.datasets.synthetic (instead of a file)",
+    "params": "table of the generator's parameters",
+    "load": "table of load_matrix options",
+    "reference": "table of published figures, e.g. {tsvd = 2.73, sf = 1.04}",
+    "reproducible": "true when our loading is known to reproduce the reference figures",
+    "note": "free text shown in listings",
+}
+
+#: ``load_matrix`` keyword arguments allowed in ``[matrix.load]`` and their types.
+LOAD_OPTIONS: dict[str, tuple[type, ...]] = {
+    "format": (str,),
+    "var": (str,),
+    "network": (int,),
+    "two_mode": (str,),
+    "gradient": (bool,),
+    "resize": (int,),
+    "square": (str,),
+    "covariance": (bool,),
+    "mirror": (str,),
+    "max_memory": (int, str),
+}
+
+TOP_FIELDS = {"title", "description", "reference_source", "matrix"}
+
+ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
+COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz")
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+_SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One matrix of a manifest.
+
+    Exactly one source: ``generator`` (synthetic), or ``file`` (optionally with
+    ``url`` to download it from).  ``load`` holds ``load_matrix`` options.
+    """
+
+    name: str
+    category: str
+    manifest: str
+    file: str | None = None
+    url: str | None = None
+    member: str | None = None
+    companions: tuple[str, ...] = ()
+    sha256: tuple[str, ...] = ()
+    homepage: str | None = None
+    generator: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    load: dict[str, Any] = field(default_factory=dict)
+    reference: dict[str, float] = field(default_factory=dict)
+    reproducible: bool = False
+    description: str | None = None
+    note: str | None = None
+
+    @property
+    def kind(self) -> str:
+        """``"generator"``, ``"archive"``, ``"download"`` or ``"local"``."""
+        if self.generator:
+            return "generator"
+        if self.url and self.member:
+            return "archive"
+        return "download" if self.url else "local"
+
+    @property
+    def where(self) -> str:
+        """``"manifest.toml: entry 'name'"``, the prefix of every message about the entry."""
+        return f"{self.manifest}: entry {self.name!r}"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A validated manifest: its path, header fields and entries in file order."""
+
+    path: str
+    title: str | None
+    description: str | None
+    reference_source: str | None
+    entries: tuple[Entry, ...]
+
+    @property
+    def folder(self) -> Path:
+        return Path(self.path).parent
+
+    def names(self) -> list[str]:
+        return [e.name for e in self.entries]
+
+    def select(self, only: list[str] | None) -> list[Entry]:
+        """Entries named in ``only`` (all when None), in manifest order.
+
+        Raises
+        ------
+        ManifestError
+            For a name that is not in the manifest (the message lists them).
+        """
+        if not only:
+            return list(self.entries)
+        unknown = [n for n in only if n not in self.names()]
+        if unknown:
+            raise ManifestError(
+                f"{self.path}: no entry named {', '.join(map(repr, unknown))} (entries: {', '.join(self.names())})"
+            )
+        return [e for e in self.entries if e.name in only]
+
+
+# ---------------------------------------------------------------------------
+# loading
+# ---------------------------------------------------------------------------
+
+
+def load_manifest(path: str | os.PathLike) -> Manifest:
+    """Read and validate a manifest file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A ``.toml`` manifest.
+
+    Returns
+    -------
+    Manifest
+
+    Raises
+    ------
+    ManifestError
+        If the file is missing, not TOML, or breaks the schema; the message
+        names the file, the entry and the field.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "m.toml"
+    >>> _ = p.write_text('[[matrix]]\\nname = "a"\\ncategory = "synthetic"\\n'
+    ...                  'generator = "banded"\\nparams = {n = 8}\\n')
+    >>> load_manifest(p).entries[0].kind
+    'generator'
+    """
+    display = os.fspath(path)
+    p = Path(path)
+    if not p.is_file():
+        raise ManifestError(f"{display}: no such manifest file")
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ManifestError(f"{display}: not valid TOML ({exc})") from None
+    return parse_manifest(data, display)
+
+
+def parse_manifest(data: dict[str, Any], path: str = "<manifest>") -> Manifest:
+    """Validate the parsed TOML ``data`` of the manifest at ``path``.
+
+    Examples
+    --------
+    >>> m = parse_manifest({"matrix": [{"name": "x", "category": "network", "file": "x.net"}]}, "m.toml")
+    >>> m.entries[0].kind
+    'local'
+    """
+    unknown = sorted(set(data) - TOP_FIELDS)
+    if unknown:
+        raise ManifestError(
+            f"{path}: unknown top-level field {', '.join(map(repr, unknown))} "
+            f"(known: {', '.join(sorted(TOP_FIELDS))}; entries are [[matrix]] tables)"
+        )
+    raw = data.get("matrix", [])
+    if not isinstance(raw, list) or not all(isinstance(e, dict) for e in raw):
+        raise ManifestError(f"{path}: 'matrix' must be an array of tables ([[matrix]])")
+    if not raw:
+        raise ManifestError(f"{path}: no [[matrix]] entries")
+    entries: list[Entry] = []
+    seen: set[str] = set()
+    for index, item in enumerate(raw, start=1):
+        entry = _parse_entry(item, path, index)
+        if entry.name in seen:
+            raise ManifestError(f"{path}: entry {entry.name!r}: duplicate name (entry #{index})")
+        seen.add(entry.name)
+        entries.append(entry)
+    header = {k: _optional_str(data, k, path) for k in ("title", "description", "reference_source")}
+    return Manifest(path, entries=tuple(entries), **header)
+
+
+def _optional_str(data: dict[str, Any], key: str, where: str) -> str | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ManifestError(f"{where}: field {key!r} must be a string, got {value!r}")
+    return value
+
+
+def _parse_entry(item: dict[str, Any], path: str, index: int) -> Entry:
+    name = item.get("name")
+    if not isinstance(name, str) or not _NAME.match(name):
+        shown = "missing required field 'name'" if name is None else f"field 'name' = {name!r} is not a valid name"
+        raise ManifestError(f"{path}: entry #{index}: {shown} ({ENTRY_FIELDS['name']})")
+    where = f"{path}: entry {name!r}"
+    unknown = sorted(set(item) - set(ENTRY_FIELDS))
+    if unknown:
+        raise ManifestError(f"{where}: unknown field {', '.join(map(repr, unknown))} (known: {', '.join(ENTRY_FIELDS)})")
+    category = item.get("category")
+    if category not in CATEGORIES:
+        shown = "missing required field 'category'" if category is None else f"category {category!r} is not known"
+        raise ManifestError(f"{where}: {shown} (known: {', '.join(CATEGORIES)})")
+    strings = {k: _string(item, k, where) for k in ("file", "url", "member", "homepage", "generator", "description", "note")}
+    entry = Entry(
+        name=name,
+        category=category,
+        manifest=path,
+        companions=_paths(item, "companions", where),
+        sha256=_hashes(item, where),
+        params=_table(item, "params", where),
+        load=_load_options(item, where),
+        reference=_reference(item, where),
+        reproducible=_bool(item, "reproducible", where),
+        **strings,
+    )
+    _check_source(entry, where)
+    return entry
+
+
+def _string(item: dict[str, Any], key: str, where: str) -> str | None:
+    value = item.get(key)
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise ManifestError(f"{where}: field {key!r} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _bool(item: dict[str, Any], key: str, where: str) -> bool:
+    value = item.get(key, False)
+    if not isinstance(value, bool):
+        raise ManifestError(f"{where}: field {key!r} must be true or false, got {value!r}")
+    return value
+
+
+def _table(item: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    value = item.get(key, {})
+    if not isinstance(value, dict):
+        raise ManifestError(f"{where}: field {key!r} must be a table, e.g. {key} = {{n = 64}}")
+    return dict(value)
+
+
+def _paths(item: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
+    value = item.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ManifestError(f"{where}: field {key!r} must be a list of relative paths")
+    for v in value:
+        _check_relative(v, key, where)
+    return tuple(value)
+
+
+def _hashes(item: dict[str, Any], where: str) -> tuple[str, ...]:
+    value = item.get("sha256", [])
+    values = [value] if isinstance(value, str) else value
+    if not isinstance(values, list) or not all(isinstance(v, str) and _SHA256.match(v) for v in values):
+        raise ManifestError(f"{where}: field 'sha256' must be 64 hex digits (or a list of such), got {value!r}")
+    return tuple(v.lower() for v in values)
+
+
+def _load_options(item: dict[str, Any], where: str) -> dict[str, Any]:
+    options = _table(item, "load", where)
+    for key, value in options.items():
+        if key not in LOAD_OPTIONS:
+            raise ManifestError(f"{where}: unknown load option {key!r} (known: {', '.join(LOAD_OPTIONS)})")
+        types = LOAD_OPTIONS[key]
+        wrong_bool = isinstance(value, bool) and bool not in types
+        if wrong_bool or not isinstance(value, types):
+            names = " or ".join(t.__name__ for t in types)
+            raise ManifestError(f"{where}: load option {key!r} must be {names}, got {value!r}")
+    return options
+
+
+def _reference(item: dict[str, Any], where: str) -> dict[str, float]:
+    ref = _table(item, "reference", where)
+    for key, value in ref.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ManifestError(f"{where}: reference figure {key!r} must be a number, got {value!r}")
+    return {k: float(v) for k, v in ref.items()}
+
+
+def _check_relative(value: str, key: str, where: str) -> None:
+    pure = PurePosixPath(value.replace("\\", "/"))
+    if pure.is_absolute() or ".." in pure.parts or re.match(r"^[A-Za-z]:", value):
+        raise ManifestError(f"{where}: field {key!r} = {value!r} must be a relative path without '..'")
+
+
+def is_archive(url_or_name: str) -> bool:
+    """True for names ending in an archive suffix (``.zip``, ``.tar.gz``, ``.tgz``, ...)."""
+    path = urlparse(url_or_name).path.lower() if "://" in url_or_name else url_or_name.lower()
+    return path.endswith(ARCHIVE_SUFFIXES)
+
+
+def _check_source(entry: Entry, where: str) -> None:
+    if entry.generator is not None:
+        _check_generator(entry, where)
+        return
+    if entry.params:
+        raise ManifestError(f"{where}: field 'params' needs 'generator'")
+    if entry.file is None:
+        raise ManifestError(f"{where}: no source; give 'file' (with 'url' to download it) or 'generator'")
+    _check_relative(entry.file, "file", where)
+    if entry.url is not None:
+        _check_url(entry, where)
+    elif entry.member is not None:
+        raise ManifestError(f"{where}: field 'member' needs 'url' (an archive)")
+
+
+def _check_url(entry: Entry, where: str) -> None:
+    parsed = urlparse(entry.url)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise ManifestError(f"{where}: field 'url' = {entry.url!r} must be an http:// or https:// URL")
+    if is_archive(entry.url) and entry.member is None:
+        raise ManifestError(f"{where}: 'url' is an archive; name the file inside it with 'member'")
+    if entry.member is not None:
+        if not is_archive(entry.url):
+            raise ManifestError(f"{where}: field 'member' needs an archive URL (ending in {', '.join(ARCHIVE_SUFFIXES)})")
+        _check_relative(entry.member, "member", where)
+
+
+def _check_generator(entry: Entry, where: str) -> None:
+    from .._errors import ParameterError
+    from .synthetic import generator_params
+
+    clash = [k for k in ("file", "url", "member") if getattr(entry, k) is not None]
+    if clash:
+        raise ManifestError(f"{where}: 'generator' and {', '.join(map(repr, clash))} exclude each other; give one source")
+    try:
+        known = generator_params(entry.generator)
+    except ParameterError as exc:
+        raise ManifestError(f"{where}: field 'generator': {exc}") from None
+    unknown = sorted(set(entry.params) - set(known))
+    if unknown:
+        raise ManifestError(f"{where}: unknown generator parameter {', '.join(map(repr, unknown))} (known: {', '.join(known)})")
+    if "n" not in entry.params:
+        raise ManifestError(f"{where}: generator parameter 'n' (the matrix order) is required in 'params'")

@@ -1,0 +1,288 @@
+"""Batch runs: whole-line results, resume (even after kill -9), failure isolation, workers, Dask, Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sfapprox.datasets import batch as B
+from sfapprox.datasets.batch import BatchOptions, ResultsWriter, read_results, repair_results, run_batch
+
+ROOT = Path(__file__).resolve().parents[1]
+REALDATA = (ROOT / ".." / "shared" / "realdata").resolve()
+FAST = BatchOptions(methods=("sf", "tsvd"), iters=15, device="cpu")
+
+pytestmark = pytest.mark.filterwarnings("ignore::sfapprox.ConvergenceWarning")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    # Two threads on two busy cores are many times slower than one for these tiny fits.
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def gen_entry(name: str, generator: str = "banded", category: str = "synthetic", **params) -> str:
+    params.setdefault("n", 16)
+    body = ", ".join(f"{k} = {json.dumps(v)}" for k, v in params.items())
+    return f'[[matrix]]\nname = "{name}"\ncategory = "{category}"\ngenerator = "{generator}"\nparams = {{{body}}}\n\n'
+
+
+def write_manifest(path: Path, *entries: str) -> Path:
+    path.write_text("".join(entries), encoding="utf-8")
+    return path
+
+
+def lines(out: Path) -> list[dict]:
+    raw = (out / "results.jsonl").read_bytes()
+    assert raw.endswith(b"\n")
+    return [json.loads(line) for line in raw.splitlines()]
+
+
+def pairs(records: list[dict]) -> list[tuple[str, str]]:
+    return sorted((r["matrix"], r["method"]) for r in records)
+
+
+# ------------------------------------------------------------------ results file
+
+
+def test_writer_appends_whole_lines_and_reader_skips_a_partial_tail(tmp_path):
+    path = tmp_path / "results.jsonl"
+    with ResultsWriter(path) as w:
+        w.write({"matrix": "a", "method": "sf", "status": "ok", "fro_error": float("nan")})
+        w.write({"matrix": "b", "method": "sf", "status": "ok"})
+    with open(path, "ab") as f:
+        f.write(b'{"matrix": "c", "meth')  # what a crash inside a write could leave
+    parsed = read_results(path)
+    assert [r["matrix"] for r in parsed.records] == ["a", "b"]
+    assert parsed.records[0]["fro_error"] is None  # JSON has no NaN
+    assert parsed.tail_bytes == len(b'{"matrix": "c", "meth')
+    assert repair_results(path) == [f"cut an incomplete last line ({parsed.tail_bytes} bytes)"]
+    assert path.read_bytes().endswith(b'"status": "ok"}\n')
+    assert read_results(path).tail_bytes == 0
+
+
+def test_repair_drops_invalid_and_requested_lines(tmp_path):
+    path = tmp_path / "results.jsonl"
+    path.write_bytes(b'{"matrix": "a", "method": "sf", "status": "failed"}\nnot json\n'
+                     b'{"matrix": "b", "method": "sf", "status": "ok"}\n["x"]\n')
+    assert read_results(path).bad_lines == [2, 4]
+    repair_results(path, drop={("a", "sf")})
+    assert [r["matrix"] for r in read_results(path).records] == ["b"]
+    assert read_results(path).bad_lines == []
+
+
+# ------------------------------------------------------------------ runs and resume
+
+
+def test_batch_writes_records_and_factors_and_resumes(tmp_path):
+    m = write_manifest(tmp_path / "m.toml", gen_entry("band", bandwidth=2),
+                       gen_entry("att", "attention", "attention", beta=4.0))
+    out = tmp_path / "out"
+    s = run_batch(m, out, FAST)
+    assert (s.written, s.skipped, dict(s.statuses)) == (4, 0, {"ok": 4})
+    recs = lines(out)
+    assert pairs(recs) == [("att", "sf"), ("att", "tsvd"), ("band", "sf"), ("band", "tsvd")]
+    sf = next(r for r in recs if r["matrix"] == "att" and r["method"] == "sf")
+    assert sf["factors"] == "factors/att.h5" and (out / "factors" / "att.h5").is_file()
+    assert sf["nnz"] <= sf["budget"] and sf["params"]["iterations"] <= 15
+    assert sf["matrix_info"]["mean_row_entropy"] > 0 and sf["matrix_info"]["beta"] == 4.0
+    assert sf["settings"]["iters"] == 15 and sf["category"] == "attention"
+    from sfapprox.results import load_factors
+
+    assert load_factors(out / "factors" / "att.h5").n == 16
+
+    again = run_batch(m, out, FAST)
+    assert (again.written, again.skipped) == (0, 4)
+    forced = run_batch(m, out, FAST, force=True, only=["band"])
+    assert (forced.written, forced.skipped) == (2, 0)
+    assert pairs(lines(out)) == pairs(recs)  # each pair exactly once
+
+
+def test_failures_are_isolated_and_retried(tmp_path, monkeypatch):
+    m = write_manifest(
+        tmp_path / "m.toml",
+        '[[matrix]]\nname = "gone"\ncategory = "network"\nfile = "nowhere/x.net"\n\n',
+        gen_entry("boom", n=17),  # the only 17 x 17 matrix: its TSVD will raise
+        gen_entry("fine", bandwidth=1),
+        '[[matrix]]\nname = "broken"\ncategory = "network"\nfile = "broken.mtx"\n\n',
+    )
+    (tmp_path / "broken.mtx").write_text("%%MatrixMarket matrix coordinate real general\n3 4 1\n1 1 1\n")
+    import sfapprox.comparison as comparison
+
+    real = comparison.run_method
+
+    def flaky(name, X, *args, **kwargs):
+        if X.shape[0] == 17:
+            raise RuntimeError("solver exploded")
+        return real(name, X, *args, **kwargs)
+
+    monkeypatch.setattr(comparison, "run_method", flaky)
+    out = tmp_path / "out"
+    s = run_batch(m, out, BatchOptions(methods=("tsvd",)), only=None)
+    by = {r["matrix"]: r for r in lines(out)}
+    assert by["gone"]["status"] == "unavailable"
+    assert "entry 'gone': file 'nowhere/x.net' not found; put it at DATA_DIR/nowhere/x.net" in by["gone"]["error"]
+    assert by["broken"]["status"] == "unavailable" and "broken.mtx" in by["broken"]["error"]
+    assert by["boom"]["status"] == "failed" and by["boom"]["error"] == "RuntimeError: solver exploded"
+    assert by["fine"]["status"] == "ok"
+    assert s.statuses == {"unavailable": 2, "failed": 1, "ok": 1}
+
+    # Fix the cause: a re-run retries only the unfinished pairs and replaces their lines.
+    monkeypatch.setattr(comparison, "run_method", real)
+    (tmp_path / "nowhere").mkdir()
+    (tmp_path / "nowhere" / "x.net").write_text("*Vertices 3\n*Edges\n1 2\n2 3\n")
+    s2 = run_batch(m, out, BatchOptions(methods=("tsvd",)))
+    assert (s2.skipped, s2.written) == (1, 3)
+    by = {r["matrix"]: r for r in lines(out)}
+    assert len(lines(out)) == 4
+    assert by["gone"]["status"] == by["boom"]["status"] == "ok"
+    assert by["broken"]["status"] == "unavailable"
+
+
+def test_bad_options_are_refused_before_any_work(tmp_path):
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"))
+    from sfapprox import ParameterError
+    from sfapprox.datasets import ManifestError
+
+    with pytest.raises(ParameterError, match="unknown method.*svd"):
+        run_batch(m, tmp_path / "o", BatchOptions(methods=("svd",)))
+    with pytest.raises(ParameterError, match="needs --scheduler"):
+        run_batch(m, tmp_path / "o", executor="dask")
+    with pytest.raises(ManifestError, match="no entry named 'b'"):
+        run_batch(m, tmp_path / "o", only=["b"])
+    assert not (tmp_path / "o").exists()
+
+
+def test_process_pool_gives_the_same_records(tmp_path):
+    m = write_manifest(tmp_path / "m.toml", *(gen_entry(f"c{i}", "circulant", seed=i) for i in range(3)))
+    out = tmp_path / "out"
+    s = run_batch(m, out, BatchOptions(methods=("tsvd",)), jobs=2)
+    assert s.written == 3 and not s.interrupted
+    serial = tmp_path / "serial"
+    run_batch(m, serial, BatchOptions(methods=("tsvd",)))
+    key = lambda r: r["matrix"]  # noqa: E731
+    for a, b in zip(sorted(lines(out), key=key), sorted(lines(serial), key=key)):
+        assert a["fro_error"] == pytest.approx(b["fro_error"])
+
+
+def test_dask_local_cluster(tmp_path):
+    distributed = pytest.importorskip("dask.distributed")
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"), gen_entry("b", "circulant"))
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        s = run_batch(m, tmp_path / "out", BatchOptions(methods=("tsvd",)), executor="dask",
+                      scheduler=cluster.scheduler_address)
+    assert s.written == 2 and dict(s.statuses) == {"ok": 2}
+
+
+def test_dask_missing_is_a_clear_error(tmp_path, monkeypatch):
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"))
+    monkeypatch.setitem(sys.modules, "dask.distributed", None)  # import fails as if not installed
+    from sfapprox import ParameterError
+
+    with pytest.raises(ParameterError, match=r"needs dask.distributed, an optional extra: pip install 'sfapprox\[dask\]'"):
+        run_batch(m, tmp_path / "out", BatchOptions(methods=("tsvd",)), executor="dask", scheduler="tcp://127.0.0.1:1")
+
+
+@pytest.mark.skipif(not REALDATA.is_dir(), reason="../shared/realdata not present")
+def test_paper_protocol_reproduces_tsvd_within_one_percent(tmp_path):
+    from sfapprox.datasets import load_manifest
+
+    manifest = ROOT / "data_manifests" / "paper-table1.toml"
+    reproducible = [e.name for e in load_manifest(manifest).entries if e.reproducible]
+    opts = BatchOptions(methods=("tsvd",), protocol="paper", data_dir=str(REALDATA))
+    run_batch(manifest, tmp_path / "out", opts, only=reproducible + ["protein"])
+    by = {r["matrix"]: r for r in lines(tmp_path / "out")}
+    assert len(reproducible) == 8
+    for name in reproducible:
+        r = by[name]
+        assert r["status"] == "ok" and r["matrix_info"]["verified"] in (True, False)
+        assert r["fro_error"] == pytest.approx(r["reference"]["tsvd"], rel=0.01), name
+    assert by["protein"]["status"] == "unavailable"
+    assert f"put it at {REALDATA / 'chen2009_similarity' / 'protein.mat'}" in by["protein"]["error"]
+
+
+# ------------------------------------------------------------------ CLI, kill -9 and Ctrl-C
+
+
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-c", "import sys; from sfapprox.cli import main; sys.argv[0] = 'sfapprox'; main()", *args]
+
+
+def env() -> dict[str, str]:
+    return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+
+
+def wait_for_lines(path: Path, count: int, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_bytes().count(b"\n") >= count:
+            return
+        if proc.poll() is not None:
+            pytest.fail(f"batch ended early: {proc.communicate()}")
+        time.sleep(0.05)
+    proc.kill()
+    pytest.fail(f"no {count} lines within {timeout} s")
+
+
+def test_kill_9_part_way_then_resume_gives_every_pair_once(tmp_path):
+    entries = [gen_entry(f"m{i}", "circulant" if i % 2 else "banded", n=24, seed=i) for i in range(6)]
+    m = write_manifest(tmp_path / "m.toml", *entries)
+    out = tmp_path / "out"
+    args = cli("batch", str(m), "--out", str(out), "--methods", "sf,tsvd", "--iters", "40", "--device", "cpu", "--quiet")
+    proc = subprocess.Popen(args, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wait_for_lines(out / "results.jsonl", 3, proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    killed = read_results(out / "results.jsonl")
+    assert 3 <= len(killed.records) < 12
+    with open(out / "results.jsonl", "ab") as f:  # as if killed inside a write
+        f.write(b'{"matrix": "m5", "method": "s')
+    done = subprocess.run(args, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "cut an incomplete last line" in done.stderr
+    recs = lines(out)  # every line parses as JSON
+    assert pairs(recs) == sorted((f"m{i}", meth) for i in range(6) for meth in ("sf", "tsvd"))
+    assert all(r["status"] == "ok" for r in recs)
+    assert (out / "report.md").is_file() and (out / "report.csv").is_file() and (out / "report.tex").is_file()
+
+
+def test_ctrl_c_keeps_finished_lines_and_exits_130(tmp_path):
+    m = write_manifest(tmp_path / "m.toml", gen_entry("big", "attention", "attention", n=96, beta=3.0), gen_entry("next"))
+    out = tmp_path / "out"
+    args = cli("batch", str(m), "--out", str(out), "--methods", "tsvd,sf", "--iters", "100000", "--device", "cpu")
+    proc = subprocess.Popen(args, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_lines(out / "results.jsonl", 1, proc)
+    time.sleep(0.5)  # SF is running now
+    start = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert time.monotonic() - start < 5
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr and "run the same command again to resume" in stderr
+    assert pairs(lines(out)) == [("big", "tsvd")]
+
+
+def test_cli_batch_and_report_in_process(tmp_path):
+    from sfapprox.cli import app
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"), '[[matrix]]\nname = "gone"\ncategory = "network"\nfile = "x.net"\n')
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["batch", str(m), "--out", str(out), "--methods", "tsvd", "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert "synthetic" in result.output and "unavailable gone/tsvd" in result.output
+    assert "2 line(s) written (ok 1, unavailable 1)" in " ".join(result.output.split())
+    bad = CliRunner().invoke(app, ["batch", str(m), "--out", str(out), "--methods", "tsvd", "--protocol", "papr"])
+    assert bad.exit_code == 2 and "protocol 'papr' must be 'default' or 'paper'" in bad.output

@@ -1,0 +1,256 @@
+"""Downloads through pooch from a local HTTP server, checksums, --data-dir, safe archive extraction."""
+
+from __future__ import annotations
+
+import bz2
+import functools
+import hashlib
+import http.server
+import io
+import re
+import tarfile
+import threading
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from sfapprox import InputError
+from sfapprox.datasets.fetch import (
+    ChecksumError,
+    UnavailableError,
+    check_archive_members,
+    extract_member,
+    fetch_entry,
+    verify_entry,
+)
+from sfapprox.datasets.manifest import load_manifest
+
+STRIKE = b"*Vertices 3\n1 \"a\"\n2 \"b\"\n3 \"c\"\n*Edges\n1 2\n2 3\n"
+SHA = hashlib.sha256(STRIKE).hexdigest()
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:  # keep test output clean
+        pass
+
+
+@pytest.fixture
+def server(tmp_path):
+    """An HTTP server on 127.0.0.1 serving tmp_path/www; yields (base_url, folder, request log)."""
+    www = tmp_path / "www"
+    www.mkdir()
+    requests: list[str] = []
+
+    class Logged(_Handler):
+        def do_GET(self):
+            requests.append(self.path)
+            super().do_GET()
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Logged, directory=str(www)))
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}", www, requests
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def manifest(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "m.toml"
+    path.write_text('[[matrix]]\nname = "strike"\ncategory = "network"\n' + body, encoding="utf-8")
+    return path
+
+
+def entry(tmp_path: Path, body: str):
+    return load_manifest(manifest(tmp_path, body)).entries[0]
+
+
+# ------------------------------------------------------------------ downloads
+
+
+def test_download_verifies_and_is_cached(tmp_path, server):
+    base, www, requests = server
+    (www / "strike.paj").write_bytes(STRIKE)
+    e = entry(tmp_path, f'file = "pajek/strike.paj"\nurl = "{base}/strike.paj"\nsha256 = "{SHA}"\n')
+    cache = tmp_path / "cache"
+    got = fetch_entry(e, cache=cache)
+    assert got.origin == "download" and got.verified
+    assert got.path == cache / "m" / "pajek" / "strike.paj"
+    assert got.path.read_bytes() == STRIKE
+    again = fetch_entry(e, cache=cache)
+    assert again.origin == "cache" and again.verified
+    assert requests == ["/strike.paj"]  # the second call did not download
+
+
+def test_wrong_checksum_is_refused_and_nothing_is_kept(tmp_path, server):
+    base, www, _ = server
+    (www / "strike.paj").write_bytes(STRIKE)
+    e = entry(tmp_path, f'file = "pajek/strike.paj"\nurl = "{base}/strike.paj"\nsha256 = "{"0" * 64}"\n')
+    cache = tmp_path / "cache"
+    with pytest.raises(ChecksumError, match=r"m\.toml: entry 'strike': download from http://127\.0\.0\.1.*hash"):
+        fetch_entry(e, cache=cache)
+    assert not (cache / "m" / "pajek" / "strike.paj").exists()
+    assert not list((cache / "m" / ".downloads").iterdir())
+
+
+def test_wrong_checksum_after_decompression(tmp_path, server):
+    base, www, _ = server
+    (www / "strike.paj.bz2").write_bytes(bz2.compress(STRIKE))
+    e = entry(tmp_path, f'file = "pajek/strike.paj"\nurl = "{base}/strike.paj.bz2"\nsha256 = "{"1" * 64}"\n')
+    with pytest.raises(ChecksumError, match=f"SHA-256 mismatch \\(expected {'1' * 64}, got {SHA}\\)"):
+        fetch_entry(e, cache=tmp_path / "cache")
+    assert not (tmp_path / "cache" / "m" / "pajek" / "strike.paj").exists()
+
+
+def test_compressed_download_is_decompressed(tmp_path, server):
+    base, www, _ = server
+    (www / "strike.paj.bz2").write_bytes(bz2.compress(STRIKE))
+    e = entry(tmp_path, f'file = "pajek/strike.paj"\nurl = "{base}/strike.paj.bz2"\nsha256 = "{SHA}"\n')
+    got = fetch_entry(e, cache=tmp_path / "cache")
+    assert got.path.read_bytes() == STRIKE and got.verified
+
+
+def test_failed_download_says_where_to_put_the_file(tmp_path, server):
+    base, _, _ = server
+    e = entry(tmp_path, f'file = "pajek/strike.paj"\nurl = "{base}/missing.paj"\n')
+    with pytest.raises(UnavailableError) as info:
+        fetch_entry(e, data_dir=tmp_path / "data", cache=tmp_path / "cache")
+    msg = str(info.value)
+    assert "entry 'strike': file 'pajek/strike.paj' not found" in msg
+    assert f"download from {base}/missing.paj failed (HTTPError" in msg
+    assert f"put it at {tmp_path / 'data' / 'pajek' / 'strike.paj'}" in msg
+
+
+def test_no_url_no_file(tmp_path):
+    e = entry(tmp_path, 'file = "pajek/strike.paj"\nhomepage = "http://example.org/strike"\n')
+    with pytest.raises(UnavailableError, match=r"put it at DATA_DIR/pajek/strike.paj and pass --data-dir DATA_DIR; "
+                                               r"it is available from http://example.org/strike"):
+        fetch_entry(e, cache=tmp_path / "cache")
+    assert verify_entry(e, cache=tmp_path / "cache")[0] == "missing"
+
+
+# ------------------------------------------------------------------ --data-dir
+
+
+def test_data_dir_file_is_used_and_verified_without_download(tmp_path, server):
+    base, _, requests = server
+    data = tmp_path / "data"
+    (data / "pajek").mkdir(parents=True)
+    (data / "pajek" / "strike.paj").write_bytes(STRIKE)
+    e = entry(tmp_path, f'file = "pajek/strike.paj"\nurl = "{base}/strike.paj"\nsha256 = "{SHA}"\n')
+    got = fetch_entry(e, data_dir=data, cache=tmp_path / "cache")
+    assert (got.origin, got.verified, got.path) == ("data-dir", True, data / "pajek" / "strike.paj")
+    assert requests == []
+    assert verify_entry(e, data_dir=data, cache=tmp_path / "cache")[0] == "ok"
+
+
+def test_data_dir_file_with_wrong_hash_is_an_error(tmp_path):
+    data = tmp_path / "data"
+    (data / "pajek").mkdir(parents=True)
+    (data / "pajek" / "strike.paj").write_bytes(STRIKE + b"2 1\n")
+    e = entry(tmp_path, f'file = "pajek/strike.paj"\nsha256 = "{SHA}"\n')
+    with pytest.raises(ChecksumError, match=r"entry 'strike': .*strike\.paj: SHA-256 mismatch \(expected "):
+        fetch_entry(e, data_dir=data, cache=tmp_path / "cache")
+    status, detail = verify_entry(e, data_dir=data, cache=tmp_path / "cache")
+    assert status == "mismatch" and "SHA-256 mismatch" in detail
+
+
+def test_file_without_hash_is_unchecked(tmp_path):
+    data = tmp_path / "data"
+    (data / "pajek").mkdir(parents=True)
+    (data / "pajek" / "strike.paj").write_bytes(STRIKE)
+    e = entry(tmp_path, 'file = "pajek/strike.paj"\n')
+    assert fetch_entry(e, data_dir=data, cache=tmp_path / "cache").verified is False
+    assert verify_entry(e, data_dir=data, cache=tmp_path / "cache")[0] == "unchecked"
+
+
+# ------------------------------------------------------------------ archives
+
+
+def make_tar(path: Path, members: dict[str, bytes], links: dict[str, str] | None = None) -> Path:
+    with tarfile.open(path, "w:gz") as t:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+        for name, target in (links or {}).items():
+            info = tarfile.TarInfo(name)
+            info.type = tarfile.SYMTYPE
+            info.linkname = target
+            t.addfile(info)
+    return path
+
+
+def test_archive_member_and_companion_are_extracted(tmp_path, server):
+    base, www, _ = server
+    make_tar(www / "WebKB.tgz", {"WebKB/cornell.cites": b"a b\n", "WebKB/cornell.content": b"a 1 x\nb 0 y\n"})
+    e = entry(tmp_path, f'file = "linqs/cornell.cites"\ncompanions = ["linqs/cornell.content"]\n'
+                        f'url = "{base}/WebKB.tgz"\nmember = "WebKB/cornell.cites"\n')
+    got = fetch_entry(e, cache=tmp_path / "cache")
+    assert got.path.read_bytes() == b"a b\n"
+    assert (got.path.parent / "cornell.content").read_bytes() == b"a 1 x\nb 0 y\n"
+
+
+def test_zip_member_is_extracted(tmp_path, server):
+    base, www, _ = server
+    with zipfile.ZipFile(www / "scotland.zip", "w") as z:
+        z.writestr("Scotland.paj", STRIKE)
+    e = entry(tmp_path, f'file = "pajek/Scotland.paj"\nurl = "{base}/scotland.zip"\nmember = "Scotland.paj"\nsha256 = "{SHA}"\n')
+    got = fetch_entry(e, cache=tmp_path / "cache")
+    assert got.verified and got.path.name == "Scotland.paj"
+
+
+def test_missing_member_is_reported(tmp_path, server):
+    base, www, _ = server
+    make_tar(www / "a.tar.gz", {"a/x.mtx": b"x"})
+    e = entry(tmp_path, f'file = "x.mtx"\nurl = "{base}/a.tar.gz"\nmember = "a/y.mtx"\n')
+    with pytest.raises(UnavailableError, match=r"no file member 'a/y\.mtx' \(files: a/x\.mtx\); put it at"):
+        fetch_entry(e, cache=tmp_path / "cache")
+
+
+@pytest.mark.parametrize(
+    "members, links, why",
+    [
+        ({"ok.txt": b"1", "../evil.txt": b"2"}, None, "member '../evil.txt' contains '..'"),
+        ({"a/../../evil.txt": b"2"}, None, "contains '..'"),
+        ({"/etc/evil.txt": b"2"}, None, "member '/etc/evil.txt' is an absolute path"),
+        ({"ok.txt": b"1"}, {"link": "../../outside"}, "member 'link' is a link"),
+    ],
+)
+def test_tar_path_traversal_is_refused(tmp_path, members, links, why):
+    archive = make_tar(tmp_path / "bad.tar.gz", members, links)
+    with pytest.raises(InputError, match=re.escape(why) + r"; refusing the archive"):
+        check_archive_members(archive)
+    with pytest.raises(InputError, match="refusing the archive"):
+        extract_member(archive, "ok.txt", tmp_path / "out" / "ok.txt")
+    assert not (tmp_path / "out" / "ok.txt").exists()
+    assert not (tmp_path.parent / "evil.txt").exists()
+
+
+def test_zip_path_traversal_and_symlinks_are_refused(tmp_path):
+    bad = tmp_path / "bad.zip"
+    with zipfile.ZipFile(bad, "w") as z:
+        z.writestr("ok.txt", b"1")
+        z.writestr("../../evil.txt", b"2")
+    with pytest.raises(InputError, match=r"member '\.\./\.\./evil\.txt' contains '\.\.'"):
+        check_archive_members(bad)
+    link = tmp_path / "link.zip"
+    with zipfile.ZipFile(link, "w") as z:
+        info = zipfile.ZipInfo("escape")
+        info.external_attr = (0o120777 << 16)  # a symlink entry
+        z.writestr(info, "../../outside")
+    with pytest.raises(InputError, match="member 'escape' is a link"):
+        check_archive_members(link)
+
+
+def test_unsafe_archive_from_server_leaves_nothing(tmp_path, server):
+    base, www, _ = server
+    make_tar(www / "bad.tgz", {"x/strike.paj": STRIKE, "../../escape.txt": b"!"})
+    e = entry(tmp_path, f'file = "pajek/strike.paj"\nurl = "{base}/bad.tgz"\nmember = "x/strike.paj"\n')
+    with pytest.raises(UnavailableError, match=r"member '\.\./\.\./escape\.txt' contains '\.\.'; refusing the archive"):
+        fetch_entry(e, cache=tmp_path / "cache")
+    assert not (tmp_path / "cache" / "m" / "pajek" / "strike.paj").exists()
+    assert not list(tmp_path.rglob("escape.txt"))
+

@@ -1,0 +1,167 @@
+"""Manifest schema: the shipped manifests load, and every mistake gets a clear one-line error."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from sfapprox import InputError
+from sfapprox.datasets.fetch import file_sha256
+from sfapprox.datasets.manifest import CATEGORIES, ManifestError, load_manifest, parse_manifest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER = ROOT / "data_manifests" / "paper-table1.toml"
+SYNTHETIC = ROOT / "data_manifests" / "synthetic.toml"
+REALDATA = (ROOT / ".." / "shared" / "realdata").resolve()
+
+# The paper's figures that realdata/README.md states (name: (TSVD, SF)).
+KNOWN = {
+    "strike": (2.73, 1.04), "sawmill": (3.24, 1.03), "mexican-power": (3.85, 1.71), "worldtrade": (8.65e4, 4.47e4),
+    "mesh1e1": (18.7, 9.82), "mesh2e1": (248, 347), "webkb-cornell": (6.98, 4.80), "aurasonar": (8.54, 8.68),
+    "a99m": (14.7, 10.1), "scotland": (5.90, 3.76),
+}
+
+
+def write(tmp_path: Path, text: str, name: str = "paper-table1.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+ENTRY = '[[matrix]]\nname = "strike"\ncategory = "network"\nfile = "pajek/strike.paj"\n'
+
+
+# ------------------------------------------------------------------ shipped manifests
+
+
+def test_paper_manifest_lists_the_table_with_its_reference_figures():
+    m = load_manifest(PAPER)
+    names = m.names()
+    assert len(names) == len(set(names)) == 45
+    cats = {c: sum(e.category == c for e in m.entries) for c in CATEGORIES}
+    assert cats["dense graph"] == 3 and cats["network"] == 7 and cats["surface mesh"] == 3
+    assert cats["covariance"] == 8 and cats["image"] == 12 and cats["gradient image"] == 12
+    refs = {e.name: (e.reference["tsvd"], e.reference["sf"]) for e in m.entries if e.reference}
+    assert refs == pytest.approx(KNOWN)
+    assert {e.name for e in m.entries if e.reproducible} == set(KNOWN) - {"a99m", "scotland"}
+    for e in m.entries:
+        assert e.file and (e.url or e.homepage), e.name
+        if e.url:
+            assert e.url.startswith(("http://", "https://"))
+    archives = {e.name: e.member for e in m.entries if e.kind == "archive"}
+    assert archives["mesh1e1"] == "mesh1e1/mesh1e1.mtx"
+    assert "suitesparse-collection-website.herokuapp.com/MM/Pothen/mesh2e1.tar.gz" in m.entries[names.index("mesh2e1")].url
+
+
+@pytest.mark.skipif(not REALDATA.is_dir(), reason="../shared/realdata not present")
+def test_paper_manifest_files_and_hashes_match_the_local_copies():
+    m = load_manifest(PAPER)
+    present = [e for e in m.entries if (REALDATA / e.file).is_file()]
+    assert {e.name for e in present} >= set(KNOWN)
+    for e in present:
+        if e.sha256:
+            assert file_sha256(REALDATA / e.file) in e.sha256, e.name
+        for c in e.companions:
+            assert (REALDATA / c).is_file()
+
+
+def test_synthetic_manifest_is_all_generators():
+    m = load_manifest(SYNTHETIC)
+    assert all(e.kind == "generator" for e in m.entries)
+    assert {"attention", "synthetic", "covariance", "image", "gradient image"} <= {e.category for e in m.entries}
+    generators = {e.generator for e in m.entries}
+    assert {"random_sparse", "low_rank_plus_sparse", "banded", "circulant", "chord_product", "covariance",
+            "edge_image", "attention"} <= generators
+
+
+# ------------------------------------------------------------------ errors
+
+
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        (ENTRY.replace("category", "catgory"),
+         "paper-table1.toml: entry 'strike': unknown field 'catgory' (known: name, category, "),
+        (ENTRY.replace('"network"', '"netwrk"'),
+         "entry 'strike': category 'netwrk' is not known (known: dense graph, network, "),
+        (ENTRY.replace('category = "network"\n', ""), "entry 'strike': missing required field 'category'"),
+        (ENTRY + ENTRY, "entry 'strike': duplicate name (entry #2)"),
+        (ENTRY + '[[matrix]]\ncategory = "network"\n', "entry #2: missing required field 'name'"),
+        (ENTRY.replace('"strike"', '"a b"'), "entry #1: field 'name' = 'a b' is not a valid name"),
+        ('[[matrix]]\nname = "x"\ncategory = "network"\n', "entry 'x': no source; give 'file'"),
+        (ENTRY + 'url = "file:///etc/passwd"\n', "entry 'strike': field 'url' = 'file:///etc/passwd' must be an http:// or https:// URL"),
+        (ENTRY + 'url = "ftp://h/x.paj"\n', "must be an http:// or https:// URL"),
+        (ENTRY + 'url = "https://h/x.tar.gz"\n', "'url' is an archive; name the file inside it with 'member'"),
+        (ENTRY + 'member = "x.paj"\n', "field 'member' needs 'url'"),
+        (ENTRY + 'url = "https://h/x.paj"\nmember = "x.paj"\n', "field 'member' needs an archive URL"),
+        (ENTRY + 'url = "https://h/x.zip"\nmember = "../x.paj"\n', "field 'member' = '../x.paj' must be a relative path without '..'"),
+        (ENTRY.replace("pajek/strike.paj", "/etc/passwd"), "field 'file' = '/etc/passwd' must be a relative path"),
+        (ENTRY.replace("pajek/strike.paj", "../../x.paj"), "must be a relative path without '..'"),
+        (ENTRY + 'sha256 = "abc"\n', "field 'sha256' must be 64 hex digits"),
+        (ENTRY + "load = {netwrk = 1}\n", "entry 'strike': unknown load option 'netwrk' (known: format, var, network, "),
+        (ENTRY + 'load = {network = "1"}\n', "load option 'network' must be int, got '1'"),
+        (ENTRY + "load = {gradient = 1}\n", "load option 'gradient' must be bool, got 1"),
+        (ENTRY + 'reference = {tsvd = "2.73"}\n', "reference figure 'tsvd' must be a number"),
+        (ENTRY + 'reproducible = "yes"\n', "field 'reproducible' must be true or false"),
+        (ENTRY + 'generator = "banded"\nparams = {n = 8}\n', "'generator' and 'file' exclude each other"),
+        ('[[matrix]]\nname = "g"\ncategory = "synthetic"\ngenerator = "bandd"\nparams = {n = 8}\n',
+         "entry 'g': field 'generator': unknown generator 'bandd'; known: random_sparse"),
+        ('[[matrix]]\nname = "g"\ncategory = "synthetic"\ngenerator = "banded"\nparams = {n = 8, width = 1}\n',
+         "entry 'g': unknown generator parameter 'width' (known: n, bandwidth, seed)"),
+        ('[[matrix]]\nname = "g"\ncategory = "synthetic"\ngenerator = "banded"\n', "generator parameter 'n'"),
+        (ENTRY + "params = {n = 8}\n", "field 'params' needs 'generator'"),
+        ('titel = "x"\n' + ENTRY, "unknown top-level field 'titel' (known: description, matrix, reference_source, title"),
+        ("", "no [[matrix]] entries"),
+        ('matrix = "x"\n', "'matrix' must be an array of tables"),
+    ],
+)
+def test_schema_errors_name_file_entry_and_field(tmp_path, text, match):
+    path = write(tmp_path, text)
+    with pytest.raises(ManifestError, match=re.escape(match)) as info:
+        load_manifest(path)
+    message = str(info.value)
+    assert message.startswith(str(path)) and "\n" not in message
+
+
+def test_invalid_toml_names_the_line(tmp_path):
+    path = write(tmp_path, ENTRY + "note = unquoted text\n")
+    with pytest.raises(ManifestError, match=r"paper-table1.toml: not valid TOML \(.*line 5"):
+        load_manifest(path)
+
+
+def test_missing_manifest_file(tmp_path):
+    with pytest.raises(ManifestError, match="nope.toml: no such manifest file"):
+        load_manifest(tmp_path / "nope.toml")
+
+
+def test_manifest_errors_are_input_errors():
+    assert issubclass(ManifestError, InputError)
+
+
+def test_select_by_name_and_unknown_names(tmp_path):
+    path = write(tmp_path, ENTRY + ENTRY.replace("strike", "other"))
+    m = load_manifest(path)
+    assert [e.name for e in m.select(["other"])] == ["other"]
+    assert len(m.select(None)) == 2
+    with pytest.raises(ManifestError, match=r"no entry named 'strik' \(entries: strike, other\)"):
+        m.select(["strik"])
+
+
+def test_entry_fields_are_parsed(tmp_path):
+    text = ENTRY + ('url = "https://h/a.tgz"\nmember = "a/strike.paj"\ncompanions = ["pajek/x.clu"]\n'
+                    'sha256 = ["' + "a" * 64 + '", "' + "B" * 64 + '"]\nload = {network = 2, max_memory = "1G"}\n'
+                    "reference = {tsvd = 3, sf = 1.5}\nreproducible = true\n")
+    e = load_manifest(write(tmp_path, text)).entries[0]
+    assert e.kind == "archive" and e.companions == ("pajek/x.clu",)
+    assert e.sha256 == ("a" * 64, "b" * 64)
+    assert e.load == {"network": 2, "max_memory": "1G"}
+    assert e.reference == {"tsvd": 3.0, "sf": 1.5} and e.reproducible
+    assert e.where == f"{tmp_path / 'paper-table1.toml'}: entry 'strike'"
+
+
+def test_parse_manifest_from_a_dict():
+    m = parse_manifest({"title": "t", "matrix": [{"name": "g", "category": "attention", "generator": "attention",
+                                                  "params": {"n": 16, "beta": 2.0}}]}, "x.toml")
+    assert m.title == "t" and m.entries[0].kind == "generator"

@@ -1,0 +1,151 @@
+"""Reports: per-category tables, wins, and the Markdown / CSV / LaTeX renderers and the CLI."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from sfapprox.datasets.report import (
+    ReportFormat,
+    build_report,
+    latex_escape,
+    render_csv,
+    render_latex,
+    render_markdown,
+    table_cells,
+)
+
+
+def rec(matrix, method, status="ok", fro=None, category="network", n=24, **extra):
+    r = {"matrix": matrix, "category": category, "method": method, "status": status, "fro_error": fro, "n": n,
+         "nnz": 100, "budget": 120, "rel_error": None if fro is None else fro / 10, "seconds": 0.5, "params": {},
+         "reference": {}, "matrix_info": {}, "error": None, "reason": None}
+    r.update(extra)
+    return r
+
+
+RECORDS = [
+    rec("strike", "sf", fro=1.1, reference={"tsvd": 2.73, "sf": 1.04}, params={"stop_reason": "max_iter", "iterations": 300}),
+    rec("strike", "tsvd", fro=2.727, reference={"tsvd": 2.73, "sf": 1.04}),
+    rec("sawmill", "sf", fro=3.5),
+    rec("sawmill", "tsvd", fro=3.236),
+    rec("gone_1", "sf", status="unavailable", n=None, error="m.toml: entry 'gone_1': file 'x' not found; put it at DATA_DIR/x"),
+    rec("gone_1", "tsvd", status="unavailable", n=None, error="same"),
+    rec("att", "sf", fro=0.9, category="attention", n=128, matrix_info={"mean_row_entropy": 2.8226, "beta": 2.0}),
+    rec("att", "tsvd", fro=1.04, category="attention", n=128, matrix_info={"mean_row_entropy": 2.8226, "beta": 2.0}),
+    rec("neg", "nmf", status="not applicable", category="attention", n=128, reason="negative entries"),
+]
+
+
+def test_tables_by_category_with_wins():
+    report = build_report(RECORDS)
+    assert [t.category for t in report.tables] == ["network", "attention"]
+    network, attention = report.tables
+    assert network.wins == {"sf": 1, "tsvd": 1}
+    assert [r.winner for r in network.rows] == ["sf", "tsvd", None]
+    assert attention.wins == {"sf": 1, "tsvd": 0, "nmf": 0}
+    assert report.total_wins() == {"sf": 2, "tsvd": 1, "nmf": 0}
+    assert report.statuses() == {"ok": 6, "unavailable": 2, "not applicable": 1}
+
+
+def test_last_record_of_a_pair_wins():
+    report = build_report([rec("a", "sf", status="failed"), rec("a", "sf", fro=1.0), rec("a", "tsvd", fro=2.0)])
+    assert report.tables[0].rows[0].winner == "sf" and len(report.records) == 2
+
+
+def test_cells_show_errors_statuses_reference_and_deviation():
+    header, rows = table_cells(build_report(RECORDS).tables[0])
+    assert header == ["matrix", "N", "sf", "tsvd", "paper tsvd", "paper sf", "Δ sf", "Δ tsvd", "winner"]
+    assert rows[0] == ["strike", "24", "1.1", "2.727", "2.73", "1.04", "+5.8%", "-0.1%", "sf"]
+    assert rows[2] == ["gone_1", "–", "unavailable", "unavailable", "", "", "", "", ""]
+    header, rows = table_cells(build_report(RECORDS).tables[1])
+    assert header == ["matrix", "N", "sf", "tsvd", "nmf", "entropy", "β", "winner"]
+    assert rows[1][4] == "n/a" and rows[0][5:7] == ["2.82", "2"]
+
+
+def test_markdown():
+    text = render_markdown(build_report(RECORDS))
+    assert "## network" in text and "## attention" in text
+    assert "| strike | 24 | 1.1 | 2.727 | 2.73 | 1.04 | +5.8% | -0.1% | sf |" in text
+    assert "wins: sf 1, tsvd 1" in text and "Total wins: sf 2, tsvd 1, nmf 0" in text
+    assert text.endswith("\n")
+
+
+def test_markdown_escapes_pipes():
+    text = render_markdown(build_report([rec("a|b", "sf", fro=1.0)]))
+    assert "| a\\|b |" in text
+
+
+def test_csv_one_row_per_record_full_precision():
+    rows = list(csv.DictReader(io.StringIO(render_csv(build_report(RECORDS)))))
+    assert len(rows) == len(RECORDS)
+    first = rows[0]
+    assert (first["matrix"], first["method"], first["fro_error"], first["stop_reason"], first["iterations"]) == (
+        "strike", "sf", "1.1", "max_iter", "300")
+    assert first["reference"] == "tsvd=2.73;sf=1.04"
+    gone = next(r for r in rows if r["matrix"] == "gone_1")
+    assert gone["fro_error"] == "" and "put it at DATA_DIR/x" in gone["error"]
+    assert next(r for r in rows if r["matrix"] == "neg")["error"] == "negative entries"
+
+
+def test_latex_tables_are_escaped_and_balanced():
+    text = render_latex(build_report(RECORDS))
+    assert text.count("\\begin{tabular}") == text.count("\\end{tabular}") == 2
+    assert "gone\\_1 & -- & unavailable" in text
+    assert "\\toprule" in text and "+5.8\\%" in text and "$\\Delta$ sf" in text
+    assert latex_escape("a_b & 50% #1 {x} ~^\\") == "a\\_b \\& 50\\% \\#1 \\{x\\} \\textasciitilde{}\\textasciicircum{}\\textbackslash{}"
+
+
+@pytest.mark.parametrize("fmt", list(ReportFormat))
+def test_every_format_renders(fmt):
+    assert ReportFormat(fmt.value).render(build_report(RECORDS)).strip()
+
+
+def test_empty_report_renders():
+    report = build_report([])
+    assert report.tables == [] and render_markdown(report).startswith("# Batch report")
+    assert render_csv(report).startswith("matrix,category,method")
+
+
+def test_report_command_prints_and_exports(tmp_path):
+    from sfapprox.cli import app
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RECORDS) + '{"matrix": "cut', encoding="utf-8")
+    md, cs, tex = tmp_path / "r.md", tmp_path / "r.csv", tmp_path / "r.tex"
+    result = CliRunner().invoke(app, ["report", str(out), "--markdown", str(md), "--csv", str(cs), "--latex", str(tex)])
+    assert result.exit_code == 0, result.output
+    assert "network" in result.output and "wins: sf 1, tsvd 1" in result.output
+    assert "incomplete last line ignored" in " ".join(result.output.split())
+    assert md.read_text().startswith("# Batch report") and cs.read_text().count("\n") == len(RECORDS) + 1
+    assert "\\begin{table}" in tex.read_text()
+    again = CliRunner().invoke(app, ["report", str(out), "--csv", str(cs)])
+    assert again.exit_code == 2 and "already exists; use --force" in again.output
+    assert CliRunner().invoke(app, ["report", str(out), "--csv", str(cs), "--force"]).exit_code == 0
+    missing = CliRunner().invoke(app, ["report", str(tmp_path / "nothing")])
+    assert missing.exit_code == 2 and "no results.jsonl; run 'sfapprox batch MANIFEST --out" in missing.output
+
+
+def test_datasets_commands(tmp_path):
+    from sfapprox.cli import app
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "x.net").write_text("*Vertices 2\n*Edges\n1 2\n")
+    m = tmp_path / "m.toml"
+    m.write_text('[[matrix]]\nname = "x"\ncategory = "network"\nfile = "x.net"\nsha256 = "' + "0" * 64 + '"\n\n'
+                 '[[matrix]]\nname = "g"\ncategory = "attention"\ngenerator = "attention"\nparams = {n = 8}\n')
+    runner = CliRunner()
+    listed = runner.invoke(app, ["datasets", "list", str(m)])
+    assert listed.exit_code == 0 and "attention(n=8)" in listed.output and "missing" in listed.output
+    verified = runner.invoke(app, ["datasets", "verify", str(m), "--data-dir", str(data)])
+    assert verified.exit_code == 1 and "mismatch" in verified.output
+    fetched = runner.invoke(app, ["datasets", "fetch", str(m), "--data-dir", str(data)])
+    assert fetched.exit_code == 1 and "SHA-256 mismatch" in fetched.output
+    bad = runner.invoke(app, ["datasets", "list", str(tmp_path / "none.toml")])
+    assert bad.exit_code == 2 and "no such manifest file" in bad.output
