@@ -1,0 +1,52 @@
+"""Small torch helpers shared by the iterative baselines (RPCA, NMF)."""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Iterator
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["few_threads", "as_tensor", "SMALL_N"]
+
+#: Up to this order the CPU work runs on one thread: the iterations are many
+#: tiny kernels, and a second BLAS/OpenMP thread that the OS has descheduled
+#: (any other busy process) can make each of them 100x slower than serial.
+SMALL_N = 512
+
+
+@contextlib.contextmanager
+def few_threads(n: int, device) -> Iterator[None]:
+    """Run torch's CPU kernels on one thread for small ``n``; restore the setting after."""
+    import torch
+
+    if device.type != "cpu" or n > SMALL_N:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def as_tensor(X, device, dtype):
+    """A dense ndarray as a dense tensor, a scipy sparse matrix as a sparse-CSR tensor."""
+    import torch
+
+    if sp.issparse(X):
+        A = sp.csr_array(X)
+        with warnings.catch_warnings():
+            # torch flags sparse CSR as "beta"; matmul with a dense block is all we use.
+            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+            return torch.sparse_csr_tensor(
+                torch.as_tensor(A.indptr.astype(np.int64), device=device),
+                torch.as_tensor(A.indices.astype(np.int64), device=device),
+                torch.as_tensor(A.data, dtype=dtype, device=device),
+                size=A.shape,
+                check_invariants=False,  # scipy's canonical CSR is valid by construction
+            )
+    return torch.as_tensor(np.asarray(X), dtype=dtype, device=device)

@@ -1,0 +1,608 @@
+"""Robust PCA: ``X ≈ L + S`` with ``L`` of rank ``r`` and ``S`` with ``s`` nonzeros, at a budget.
+
+Stored numbers (:func:`~sfapprox.budget.rpca_count`): ``r (2N + 1)`` for
+``L = U diag(sigma) V^T`` plus ``s`` values of ``S`` (``2 s`` when the
+positions are charged too, ``count_indices=True``).
+
+Two methods:
+
+``"godec"`` (CLI ``rpca``)
+    Fixed rank and cardinality, alternating exact projections (GoDec, Zhou &
+    Tao 2011): ``L <- best rank-r approximation of X - S``, then
+    ``S <- the s largest-magnitude entries of X - L``.  Each step is an exact
+    minimisation, so ``||X - L - S||_F`` never increases.  The rank-``r`` step
+    is an exact SVD when the subspace would not be much smaller than ``N``;
+    otherwise a Rayleigh–Ritz step on a warm-started subspace that contains
+    the previous ``L``'s column space (so it stays monotone and converges to
+    the exact projection along with the outer loop).  With only a budget, the
+    split between ``r`` and ``s`` is chosen as the best over a grid of ranks
+    that includes the largest rank that fits (TSVD's) and ``r = 0``: at an
+    equal budget RPCA is never worse than TSVD.
+
+``"pcp"`` (CLI ``rpca-pcp``)
+    Principal Component Pursuit, ``min ||L||_* + lambda ||S||_1`` subject to
+    ``L + S = X``, by the inexact augmented Lagrangian method (Lin, Chen & Ma
+    2010) with ``lambda = 1/sqrt(N)``.  Its solution has a natural rank and
+    number of nonzeros; it is cut to the budget (largest singular values,
+    largest ``|S|`` entries, best split over the rank grid) and refitted with
+    GoDec from there.  Each ALM iteration is a full SVD, ``O(N^3)``.
+
+Both run in torch on the CPU or a CUDA GPU; the returned factors and the
+choice among grid points are evaluated in float64.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.linalg import LinearOperator
+
+from .._params import Interval, Options, check_params
+from ..budget import (
+    rpca_count,
+    rpca_rank_for_budget,
+    rpca_sparse_for_budget,
+    tsvd_rank_for_budget,
+)
+
+__all__ = ["RobustPCA", "RANK_FRACTIONS", "PCP_MU_GROWTH"]
+
+#: Default rank grid with only a budget: these fractions of the largest rank
+#: that fits (rounded, deduplicated); each rank gives the rest of the budget to S.
+RANK_FRACTIONS = (1.0, 0.75, 0.5, 0.25, 0.0)
+
+#: Extra basis vectors of the warm-started subspace step.
+OVERSAMPLE = 10
+
+#: Growth factor ``rho`` of the ALM penalty ``mu`` (Lin, Chen & Ma's choice for
+#: general matrices) and the cap ``mu_bar = PCP_MU_CAP * mu_0``.
+PCP_MU_GROWTH = 1.5
+PCP_MU_CAP = 1e7
+
+#: Dense ``N x N`` float64 arrays alive at once (X, its tensor, residual, X - S, |R|, scoring).
+_WORK_ARRAYS = 6
+
+
+# --------------------------------------------------------------------------- projections
+def _top_entries(R, n_sparse: int):
+    """Flat indices and signed values of the ``n_sparse`` largest ``|R|`` entries."""
+    import torch
+
+    flat = R.reshape(-1)
+    if n_sparse >= flat.numel():
+        idx = torch.arange(flat.numel(), device=R.device)
+        return idx, flat.clone()
+    _, idx = torch.topk(flat.abs(), n_sparse, sorted=False)
+    return idx, flat[idx]
+
+
+def _exact_lowrank(A, rank: int):
+    """Best rank-``r`` approximation of ``A`` (Eckart–Young) as ``U, sigma, Vt``."""
+    import torch
+
+    U, sig, Vt = torch.linalg.svd(A, full_matrices=False)
+    return U[:, :rank], sig[:rank], Vt[:rank]
+
+
+def _subspace_lowrank(A, rank: int, U_prev, Q):
+    """Rank-``r`` Rayleigh–Ritz approximation of ``A`` on ``span([U_prev, A A^T Q])``.
+
+    The span contains the previous ``L``'s column space, so the result is at
+    least as close to ``A`` as any rank-``r`` matrix with those columns (the
+    GoDec objective cannot increase); one power step on the basis ``Q``
+    moves it toward the leading singular subspace.  Returns
+    ``U, sigma, Vt, Q_next`` (``Q_next``: the ``rank + OVERSAMPLE`` leading
+    Ritz vectors).
+    """
+    import torch
+
+    Z = A @ (A.T @ Q)
+    B, _ = torch.linalg.qr(torch.cat([U_prev, Z], dim=1))
+    Uc, sig, Vt = torch.linalg.svd(B.T @ A, full_matrices=False)
+    U = B @ Uc
+    return U[:, :rank], sig[:rank], Vt[:rank], U[:, : rank + OVERSAMPLE]
+
+
+def _use_exact_svd(n: int, rank: int) -> bool:
+    """Exact SVD when the warm-started subspace (``2r + OVERSAMPLE`` columns) is not small."""
+    return 4 * (2 * rank + OVERSAMPLE) >= n
+
+
+# --------------------------------------------------------------------------- GoDec
+def _godec(X, rank: int, n_sparse: int, U, sig, Vt, *, max_iter: int, tol: float) -> tuple:
+    """GoDec at fixed ``rank`` (>= 1) and ``n_sparse`` from the start ``L = U diag(sig) Vt``.
+
+    ``X`` is a dense tensor.  Each iteration is an S-step (the ``n_sparse``
+    largest ``|X - L|`` entries) then an L-step (rank-``r`` projection of
+    ``X - S``).  Stops when the objective ``||X - L - S||_F`` changed by a
+    relative ``tol`` or less, when it is at round-off level, or after
+    ``max_iter`` L-steps.  Returns the ``L`` of the best iterate (the
+    objective is monotone; keeping the best guards round-off) as
+    ``U, sig, Vt, n_iter, converged``; its best ``S`` is recomputed by the caller.
+    """
+    import torch
+
+    floor = 10 * torch.finfo(X.dtype).eps * float(torch.linalg.vector_norm(X))
+    exact = _use_exact_svd(X.shape[0], rank)
+    Q = U
+    best, best_err, last, converged = (U, sig, Vt), math.inf, math.inf, False
+    for it in range(max_iter + 1):
+        R = X - (U * sig) @ Vt
+        idx, vals = _top_entries(R, n_sparse)
+        err = math.sqrt(max(float(torch.sum(R * R)) - float(torch.sum(vals * vals)), 0.0))
+        if err < best_err:
+            best, best_err = (U, sig, Vt), err
+        if n_sparse == 0 or err <= floor or (it > 0 and last - err <= tol * last):
+            # (Without a sparse part the start, the best rank-r of X, is final.)
+            converged = True
+            break
+        last = err
+        if it == max_iter:
+            break
+        A = X.clone()
+        A.view(-1)[idx] -= vals
+        if exact:
+            U, sig, Vt = _exact_lowrank(A, rank)
+        else:
+            U, sig, Vt, Q = _subspace_lowrank(A, rank, U, Q)
+    return (*best, it, converged)
+
+
+# --------------------------------------------------------------------------- PCP
+def _shrink(T, threshold: float):
+    """Soft thresholding, the proximal map of ``threshold * ||.||_1``."""
+    import torch
+
+    return torch.sign(T) * torch.clamp(T.abs() - threshold, min=0.0)
+
+
+def _pcp_ialm(D, *, lam: float, tol: float, max_iter: int) -> tuple:
+    """Principal Component Pursuit by inexact ALM (Lin, Chen & Ma 2010, Algorithm 5).
+
+    Returns ``U, sigma, Vt`` of the low-rank part (singular values after
+    shrinkage, descending), the sparse part ``E`` (dense tensor), the
+    iterations and whether ``||D - A - E||_F / ||D||_F < tol`` was reached.
+    """
+    import torch
+
+    norm_fro = float(torch.linalg.vector_norm(D))
+    U, sig, Vt = D.new_zeros((D.shape[0], 0)), D.new_zeros(0), D.new_zeros((0, D.shape[1]))
+    if norm_fro == 0.0:
+        return U, sig, Vt, torch.zeros_like(D), 0, True
+    norm_two = float(torch.linalg.matrix_norm(D, ord=2))
+    norm_inf = float(D.abs().max()) / lam
+    Y = D / max(norm_two, norm_inf)
+    mu = 1.25 / norm_two
+    mu_bar = mu * PCP_MU_CAP
+    converged = False
+    for it in range(1, max_iter + 1):
+        E = _shrink(D - (U * sig) @ Vt + Y / mu, lam / mu)
+        Uf, sf, Vtf = torch.linalg.svd(D - E + Y / mu, full_matrices=False)
+        keep = int((sf > 1.0 / mu).sum())
+        U, sig, Vt = Uf[:, :keep], sf[:keep] - 1.0 / mu, Vtf[:keep]
+        Z = D - (U * sig) @ Vt - E
+        Y = Y + mu * Z
+        mu = min(mu * PCP_MU_GROWTH, mu_bar)
+        if float(torch.linalg.vector_norm(Z)) < tol * norm_fro:
+            converged = True
+            break
+    return U, sig, Vt, E, it, converged
+
+
+# --------------------------------------------------------------------------- float64 scoring
+def _score(X: np.ndarray, U: np.ndarray, sig: np.ndarray, Vt: np.ndarray, n_sparse: int):
+    """Best ``S`` for this ``L`` and the error, in float64 numpy.
+
+    Re-doing the S-step in float64 makes a float32 (GPU) fit's ``S`` exactly
+    optimal for its ``L``, and puts every candidate on the same scale.
+    Returns ``error, flat indices, values``.
+    """
+    R = X - (U * sig) @ Vt
+    flat = R.reshape(-1)
+    if n_sparse >= flat.size:
+        idx = np.arange(flat.size)
+    elif n_sparse == 0:
+        idx = np.zeros(0, dtype=np.int64)
+    else:
+        idx = np.argpartition(np.abs(flat), flat.size - n_sparse)[flat.size - n_sparse :]
+    vals = flat[idx].copy()
+    flat[idx] = 0.0
+    return float(np.linalg.norm(flat)), idx, vals
+
+
+def _to_numpy(*tensors) -> list[np.ndarray]:
+    return [t.detach().double().cpu().numpy() for t in tensors]
+
+
+# --------------------------------------------------------------------------- budget splits
+def _grid_ranks(r_max: int, rank_grid) -> list[int]:
+    """Ranks tried with only a budget, largest first, each at most ``r_max``."""
+    if rank_grid is None:
+        ranks = {int(round(f * r_max)) for f in RANK_FRACTIONS}
+    else:
+        ranks = {min(int(r), r_max) for r in rank_grid}
+    return sorted(ranks, reverse=True)
+
+
+def _resolve_splits(
+    n: int,
+    rank: int | None,
+    n_sparse: int | None,
+    budget: int | None,
+    *,
+    count_indices: bool,
+    rank_grid=None,
+    max_rank: int | None = None,
+) -> list[tuple[int, int]]:
+    """The ``(rank, n_sparse)`` pairs to try, each within the budget.
+
+    ``max_rank`` caps every rank (PCP's natural rank); with a budget, the
+    sparse part then gets what the smaller rank leaves.
+    """
+    from .._errors import BudgetError, ParameterError
+
+    cap = n if max_rank is None else min(n, max_rank)
+    rank = None if rank is None else min(rank, cap)
+    n_sparse = None if n_sparse is None else min(n_sparse, n * n)
+    ci = count_indices
+    if budget is None:
+        if rank is None or n_sparse is None:
+            raise ParameterError("RobustPCA needs rank and n_sparse, or a budget")
+        return [(rank, n_sparse)]
+    if rank is not None and n_sparse is not None:
+        count = rpca_count(n, rank, n_sparse, count_indices=ci)
+        if count > budget:
+            raise BudgetError(
+                f"rank {rank} with {n_sparse} sparse entries stores {count} numbers, "
+                f"over the budget of {budget}; lower rank or n_sparse"
+            )
+        return [(rank, n_sparse)]
+    if rank is not None:
+        return [(rank, rpca_sparse_for_budget(n, budget, rank, count_indices=ci))]
+    if n_sparse is not None:
+        return [(min(cap, rpca_rank_for_budget(n, budget, n_sparse, count_indices=ci)), n_sparse)]
+    ranks = _grid_ranks(min(cap, tsvd_rank_for_budget(n, budget)), rank_grid)
+    return [(r, rpca_sparse_for_budget(n, budget, r, count_indices=ci)) for r in ranks]
+
+
+# --------------------------------------------------------------------------- one split
+def _start_svd(dense: np.ndarray, rank: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Leading ``rank`` singular triplets of ``X``, computed exactly as TruncatedSVD does,
+    so that the largest-rank grid point starts from TSVD's own answer."""
+    from .tsvd import EXACT_MAX_N, _exact_svd, _randomized_svd
+
+    n = dense.shape[0]
+    if rank == 0:
+        return np.zeros((n, 0)), np.zeros(0), np.zeros((0, n))
+    if n <= EXACT_MAX_N:
+        return _exact_svd(dense, rank)
+    return _randomized_svd(dense, rank, 10, 7, seed)
+
+
+@dataclass
+class _Candidate:
+    """One fitted split, scored in float64: ``L = U diag(sig) Vt``, ``S`` at flat ``idx``."""
+
+    error: float
+    U: np.ndarray
+    sig: np.ndarray
+    Vt: np.ndarray
+    idx: np.ndarray
+    vals: np.ndarray
+    n_iter: int = 0
+    converged: bool = True
+
+    def record(self) -> dict:
+        """The grid entry of ``params_``."""
+        return {
+            "rank": int(self.U.shape[1]),
+            "n_sparse": int(self.idx.size),
+            "fro_error": self.error,
+            "iterations": self.n_iter,
+        }
+
+
+def _scored(dense: np.ndarray, U, sig, Vt, n_sparse: int, n_iter: int = 0, converged: bool = True) -> _Candidate:
+    error, idx, vals = _score(dense, U, sig, Vt, n_sparse)
+    return _Candidate(error, U, sig, Vt, idx, vals, n_iter, converged)
+
+
+def _fit_split(dense: np.ndarray, Xt, rank: int, n_sparse: int, start, *, max_iter: int, tol: float) -> _Candidate:
+    """GoDec at one split from the float64 start ``(U, sigma, Vt)`` (at least ``rank`` wide).
+
+    The start itself (TSVD's ``L`` with its best ``S`` for the largest rank)
+    is a candidate too, so that a float32 (GPU) fit cannot lose to it by
+    round-off: the result is never worse than the start.
+    """
+    import torch
+
+    U0, s0, Vt0 = start[0][:, :rank], start[1][:rank], start[2][:rank]
+    first = _scored(dense, U0, s0, Vt0, n_sparse)
+    if rank == 0 or n_sparse == 0:
+        # r = 0: S = the s largest entries of X; s = 0: L = the start. Both exact.
+        return first
+    U, sig, Vt = (torch.as_tensor(np.ascontiguousarray(a), dtype=Xt.dtype, device=Xt.device) for a in (U0, s0, Vt0))
+    U, sig, Vt, n_iter, converged = _godec(Xt, rank, n_sparse, U, sig, Vt, max_iter=max_iter, tol=tol)
+    fitted = _scored(dense, *_to_numpy(U, sig, Vt), n_sparse, n_iter, converged)
+    if first.error < fitted.error:
+        first.n_iter, first.converged = n_iter, converged
+        return first
+    return fitted
+
+
+def _fit_grid(dense: np.ndarray, Xt, splits, *, seed: int, **options) -> tuple[_Candidate, list[dict]]:
+    """GoDec at every split from one shared start SVD; the smallest error wins."""
+    start = _start_svd(dense, max(rank for rank, _ in splits), seed)
+    best, grid = None, []
+    for rank, n_sparse in splits:
+        cand = _fit_split(dense, Xt, rank, n_sparse, start, **options)
+        grid.append(cand.record())
+        if best is None or cand.error < best.error:
+            best = cand
+    return best, grid
+
+
+def _cut_error(X: np.ndarray, U, sig, Vt, E: np.ndarray, kept: int) -> float:
+    """``||X - L_r - E_kept||_F`` for PCP's ``r`` leading triplets and ``kept`` largest ``|E|``."""
+    R = X - (U * sig) @ Vt
+    if kept:
+        flat = np.abs(E).reshape(-1)
+        idx = np.argpartition(flat, flat.size - kept)[flat.size - kept :]
+        R.reshape(-1)[idx] -= E.reshape(-1)[idx]
+    return float(np.linalg.norm(R))
+
+
+def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int, tol: float) -> tuple:
+    """PCP, cut to the best split of its solution, refitted with GoDec.
+
+    ``split_for(max_rank)`` gives the ``(rank, n_sparse)`` splits allowed with
+    ranks at most PCP's natural rank.  Returns the candidate, its grid
+    record list and the PCP entries of ``params_``.
+    """
+    import torch
+
+    n = dense.shape[0]
+    # Float32 cannot reach a residual of 1e-7 relative: stop at its round-off instead.
+    ptol = max(pcp_tol, 10 * torch.finfo(Xt.dtype).eps)
+    U, sig, Vt, E, pcp_iter, pcp_converged = _pcp_ialm(Xt, lam=1.0 / math.sqrt(n), tol=ptol, max_iter=max_iter)
+    natural_rank, natural_nnz = int(sig.numel()), int(torch.count_nonzero(E))
+    U, sig, Vt, E = _to_numpy(U, sig, Vt, E)
+    cuts = []
+    for rank, n_sparse in split_for(natural_rank):
+        kept = min(n_sparse, natural_nnz)
+        cuts.append((_cut_error(dense, U[:, :rank], sig[:rank], Vt[:rank], E, kept), rank, n_sparse, kept))
+    cut_error, rank, n_sparse, kept = min(cuts, key=lambda c: c[0])
+    best = _fit_split(dense, Xt, rank, n_sparse, (U, sig, Vt), max_iter=max_iter, tol=tol)
+    extra = {
+        "natural_rank": natural_rank,
+        "natural_nnz": natural_nnz,
+        "cut": {"rank": [natural_rank, rank], "nnz": [natural_nnz, kept]},
+        "cut_error": cut_error,
+        "pcp_iterations": pcp_iter,
+        "pcp_converged": pcp_converged,
+    }
+    return best, [best.record()], extra
+
+
+class RobustPCA:
+    """Low rank plus sparse: ``X ≈ U diag(sigma) V^T + S`` at a budget of stored numbers.
+
+    Parameters
+    ----------
+    rank : int or None, default=None
+        Rank ``r`` of the low-rank part.
+    n_sparse : int or None, default=None
+        Number ``s`` of nonzeros of the sparse part.
+    budget : int or None, default=None
+        Stored-number budget.  With only a budget the split between ``r`` and
+        ``s`` is the best over the rank grid; with a budget and one of
+        ``rank`` / ``n_sparse``, the other takes the rest of the budget.
+        Without a budget both ``rank`` and ``n_sparse`` are needed.
+    count_indices : bool, default=False
+        Charge each sparse entry for its position too (2 numbers per entry).
+    method : {"godec", "pcp"}, default="godec"
+        GoDec at fixed rank and cardinality, or Principal Component Pursuit
+        cut to the budget and refitted with GoDec.
+    max_iter : int, default=200
+        Maximum iterations of each GoDec run, and of PCP's ALM.
+    tol : float, default=1e-6
+        GoDec stops when ``||X - L - S||_F`` changes by a relative ``tol`` or less.
+    pcp_tol : float, default=1e-7
+        PCP stops when ``||X - L - S||_F / ||X||_F < pcp_tol`` (Lin, Chen & Ma's value).
+    rank_grid : sequence of int or None, default=None
+        Ranks tried with only a budget (capped at the largest that fits);
+        None: ``RANK_FRACTIONS`` of the largest rank that fits.
+    random_state : int, default=0
+        Seed of the randomized SVD start (``N > tsvd.EXACT_MAX_N``).
+    device : {"auto", "cpu", "cuda"}, default="auto"
+    dtype : {"float64", "float32"} or None, default=None
+        None: float64 on CPU, float32 on GPU.
+
+    Attributes
+    ----------
+    L_ : tuple of ndarray
+        ``(U, sigma, Vt)`` with shapes ``(N, r)``, ``(r,)``, ``(r, N)``.
+    S_ : scipy.sparse.csr_array
+        The sparse part (float64, ``n_sparse_`` stored entries).
+    rank_, n_sparse_ : int
+    n_stored_ : int
+        ``rpca_count(N, rank_, n_sparse_, count_indices=count_indices)``.
+    index_storage_ : int
+        Positions ``S`` needs (``n_sparse_``), reported whatever ``count_indices`` is.
+    seconds_ : float
+    params_ : dict
+        ``rank``, ``n_sparse``, ``count_indices``, ``index_storage``, ``method``,
+        ``iterations``, ``converged``, ``svd``, ``grid`` (one record per split
+        tried: ``rank``, ``n_sparse``, ``fro_error``, ``iterations``),
+        ``device``, ``dtype``; for PCP also ``natural_rank``, ``natural_nnz``,
+        ``cut`` (``{"rank": [natural, kept], "nnz": [natural, kept]}``),
+        ``pcp_iterations``, ``pcp_converged``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.outer(rng.random(30), rng.random(30))
+    >>> X[3, 7] += 5.0
+    >>> rp = RobustPCA(rank=1, n_sparse=1, device="cpu").fit(X)
+    >>> rp.n_stored_, bool(np.allclose(rp.to_dense(), X))
+    (62, True)
+    """
+
+    _parameter_constraints = {
+        "rank": Interval(int, 0, None, allow_none=True),
+        "n_sparse": Interval(int, 0, None, allow_none=True),
+        "budget": Interval(int, 0, None, allow_none=True),
+        "count_indices": bool,
+        "method": Options(("godec", "pcp")),
+        "max_iter": Interval(int, 1, None),
+        "tol": Interval(float, 0, None),
+        "pcp_tol": Interval(float, 0, None),
+        "rank_grid": (None, list, tuple),
+        "random_state": Interval(int, 0, None),
+        "device": str,
+        "dtype": (Options(("float64", "float32", "auto")), None),
+    }
+
+    def __init__(
+        self,
+        rank: int | None = None,
+        n_sparse: int | None = None,
+        *,
+        budget: int | None = None,
+        count_indices: bool = False,
+        method: str = "godec",
+        max_iter: int = 200,
+        tol: float = 1e-6,
+        pcp_tol: float = 1e-7,
+        rank_grid: list[int] | tuple[int, ...] | None = None,
+        random_state: int = 0,
+        device: str = "auto",
+        dtype: str | None = None,
+    ):
+        self.rank = rank
+        self.n_sparse = n_sparse
+        self.budget = budget
+        self.count_indices = count_indices
+        self.method = method
+        self.max_iter = max_iter
+        self.tol = tol
+        self.pcp_tol = pcp_tol
+        self.rank_grid = rank_grid
+        self.random_state = random_state
+        self.device = device
+        self.dtype = dtype
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X) -> "RobustPCA":
+        """Fit ``L + S`` to the square matrix ``X`` (dense or sparse; worked on densely)."""
+        import torch
+
+        from .._device import resolve_device, resolve_dtype
+        from .._validation import check_memory, check_square_matrix, estimate_dense_bytes
+        from ._torch import few_threads
+
+        check_params(self, self._parameter_constraints)
+        X = check_square_matrix(X, source="X")
+        n = X.shape[0]
+        splits = self._splits(n)  # checks the budget before any work
+        check_memory(
+            _WORK_ARRAYS * estimate_dense_bytes(n),
+            what=f"RobustPCA ({self.method}) on a {n} x {n} matrix (dense work arrays)",
+        )
+        dense = X.toarray() if sp.issparse(X) else X
+        device = resolve_device(self.device)
+        dtype = resolve_dtype(self.dtype, device)
+        options = {"max_iter": self.max_iter, "tol": self.tol}
+        start = time.perf_counter()
+        with few_threads(n, device):
+            Xt = torch.as_tensor(dense, dtype=dtype, device=device)
+            if self.method == "pcp":
+                split_for = lambda max_rank: self._splits(n, max_rank)  # noqa: E731
+                best, grid, extra = _fit_pcp(dense, Xt, split_for, pcp_tol=self.pcp_tol, **options)
+            else:
+                best, grid = _fit_grid(dense, Xt, splits, seed=self.random_state, **options)
+                extra = {}
+        self.seconds_ = time.perf_counter() - start
+        self._store(n, best, grid, extra, device, dtype)
+        return self
+
+    def _splits(self, n: int, max_rank: int | None = None) -> list[tuple[int, int]]:
+        return _resolve_splits(
+            n,
+            self.rank,
+            self.n_sparse,
+            self.budget,
+            count_indices=self.count_indices,
+            rank_grid=self.rank_grid,
+            max_rank=max_rank,
+        )
+
+    def _store(self, n: int, best: _Candidate, grid: list[dict], extra: dict, device, dtype) -> None:
+        """Set the fitted attributes from the chosen candidate."""
+        from .._errors import ConvergenceWarning
+
+        # Exact zeros (singular values of a rank-deficient X, entries where X - L
+        # is already 0) add nothing to the approximation and are not stored.
+        used = best.sig > 0
+        nonzero = best.vals != 0
+        idx, vals = best.idx[nonzero], best.vals[nonzero]
+        rank, n_sparse = int(used.sum()), int(idx.size)
+        rows, cols = np.divmod(idx.astype(np.int64), n)
+        self.L_ = (best.U[:, used], best.sig[used], best.Vt[used])
+        self.S_ = sp.csr_array((vals.astype(np.float64), (rows, cols)), shape=(n, n))
+        self.rank_, self.n_sparse_ = rank, n_sparse
+        self.n_stored_ = rpca_count(n, rank, n_sparse, count_indices=self.count_indices)
+        self.index_storage_ = n_sparse
+        self.params_ = {
+            "rank": rank,
+            "n_sparse": n_sparse,
+            "count_indices": self.count_indices,
+            "index_storage": n_sparse,
+            "method": self.method,
+            "iterations": best.n_iter,
+            "converged": best.converged,
+            "svd": "exact" if _use_exact_svd(n, rank) else "subspace",
+            "grid": grid,
+            "device": str(device),
+            "dtype": str(dtype).replace("torch.", ""),
+            **extra,
+        }
+        if not best.converged:
+            warnings.warn(
+                f"RobustPCA ({self.method}) stopped after max_iter={self.max_iter} GoDec iterations "
+                f"before the error settled to tol={self.tol:g}; increase max_iter (or tol)",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        if extra and not extra["pcp_converged"]:
+            warnings.warn(
+                f"PCP stopped after max_iter={self.max_iter} ALM iterations before "
+                f"||X - L - S|| / ||X|| < pcp_tol={self.pcp_tol:g}; increase max_iter",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+
+    # ------------------------------------------------------------------ use
+    def to_dense(self) -> np.ndarray:
+        """The approximation ``L + S`` as a dense array."""
+        U, sig, Vt = self.L_
+        return (U * sig) @ Vt + self.S_.toarray()
+
+    def to_operator(self) -> LinearOperator:
+        """The approximation as a LinearOperator, ``O(N r + s)`` per matvec."""
+        U, sig, Vt = self.L_
+        S, St = self.S_, self.S_.T.tocsr()
+        n = U.shape[0]
+        return LinearOperator(
+            (n, n),
+            matvec=lambda x: U @ (sig * (Vt @ x)) + S @ x,
+            rmatvec=lambda x: Vt.T @ (sig * (U.T @ x)) + St @ x,
+            matmat=lambda B: U @ (sig[:, None] * (Vt @ B)) + S @ B,
+            dtype=np.float64,
+        )

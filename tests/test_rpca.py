@@ -1,0 +1,177 @@
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+
+from sfapprox import BudgetError, ConvergenceWarning, ParameterError
+from sfapprox.baselines._torch import few_threads
+from sfapprox.baselines.rpca import RobustPCA, _godec, _pcp_ialm, _use_exact_svd
+from sfapprox.baselines.tsvd import TruncatedSVD
+from sfapprox.budget import rpca_count, rpca_rank_for_budget, rpca_sparse_for_budget, tsvd_rank_for_budget
+
+
+def _planted(n: int, rank: int, n_sparse: int, seed: int = 0, scale: float = 10.0):
+    """Low rank ``L0`` plus ``n_sparse`` large entries at random positions."""
+    rng = np.random.default_rng(seed)
+    L0 = rng.standard_normal((n, rank)) @ rng.standard_normal((rank, n))
+    S0 = np.zeros(n * n)
+    S0[rng.choice(n * n, n_sparse, replace=False)] = scale * rng.standard_normal(n_sparse)
+    return L0 + S0.reshape(n, n)
+
+
+def _graph(n: int, p: float, seed: int) -> np.ndarray:
+    upper = np.triu(np.random.default_rng(seed).random((n, n)) < p, 1)
+    return (upper | upper.T).astype(float)
+
+
+def _spiky(n: int, seed: int) -> np.ndarray:
+    """Uniform entries plus a few large positive spikes."""
+    rng = np.random.default_rng(seed)
+    return rng.random((n, n)) + 5.0 * (rng.random((n, n)) < 0.02)
+
+
+def _err(X, est) -> float:
+    return float(np.linalg.norm(X - est.to_dense()))
+
+
+MATRICES = {
+    "gaussian": lambda: np.random.default_rng(0).standard_normal((40, 40)),
+    "uniform+spikes": lambda: _spiky(40, seed=1),
+    "graph": lambda: _graph(45, 0.1, 3),
+    "planted": lambda: _planted(40, 3, 60),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MATRICES))
+@pytest.mark.parametrize("count_indices", [False, True])
+@pytest.mark.parametrize("budget", [100, 500, 1300])
+def test_never_worse_than_tsvd_and_within_budget(name, count_indices, budget):
+    X = MATRICES[name]()
+    n = X.shape[0]
+    rp = RobustPCA(budget=budget, count_indices=count_indices, max_iter=30, device="cpu").fit(X)
+    tsvd = TruncatedSVD(budget=budget).fit(X)
+    assert rp.n_stored_ <= budget
+    assert rp.n_stored_ == rpca_count(n, rp.rank_, rp.n_sparse_, count_indices=count_indices)
+    assert rp.index_storage_ == rp.n_sparse_ == rp.S_.nnz == rp.params_["index_storage"]
+    assert _err(X, rp) <= _err(X, tsvd) * (1 + 1e-12)
+    ranks = [g["rank"] for g in rp.params_["grid"]]
+    assert ranks[0] == tsvd_rank_for_budget(n, budget) and ranks[-1] == 0  # TSVD's rank and pure sparse
+
+
+@pytest.mark.parametrize("n", [7, 30, 61])
+@pytest.mark.parametrize("budget", [0, 1, 29, 400, 4000, 10**6])
+def test_budget_never_exceeded(n, budget):
+    X = np.random.default_rng(n).standard_normal((n, n))
+    for ci in (False, True):
+        rp = RobustPCA(budget=budget, count_indices=ci, max_iter=5, device="cpu").fit(X)
+        assert rp.n_stored_ <= budget
+        assert rp.params_["count_indices"] is ci
+
+
+def test_budget_helpers():
+    assert rpca_sparse_for_budget(10, 100, 3) == 100 - 63
+    assert rpca_sparse_for_budget(10, 100, 3, count_indices=True) == (100 - 63) // 2
+    assert rpca_sparse_for_budget(3, 10**6, 0) == 9  # capped at N^2
+    assert rpca_rank_for_budget(10, 100, 16) == 4
+    with pytest.raises(BudgetError, match="over the budget"):
+        rpca_sparse_for_budget(10, 100, 5)
+    with pytest.raises(BudgetError, match="over the budget"):
+        rpca_rank_for_budget(10, 100, 60, count_indices=True)
+
+
+@pytest.mark.parametrize("n, rank, n_sparse", [(60, 3, 100), (150, 2, 300)])
+def test_godec_recovers_planted(n, rank, n_sparse):
+    X = _planted(n, rank, n_sparse, seed=n)
+    rp = RobustPCA(rank, n_sparse, device="cpu").fit(X)
+    assert _err(X, rp) < 1e-8 * np.linalg.norm(X)
+    assert rp.rank_ == rank and rp.n_sparse_ == n_sparse and rp.params_["converged"]
+    # both rank-r steps are exercised: exact SVD at n=60, warm subspace at n=150
+    assert rp.params_["svd"] == ("exact" if _use_exact_svd(n, rank) else "subspace")
+
+
+def _godec_error(X, start, max_iter: int, n_sparse: int = 50) -> float:
+    """``||X - L - S||_F`` after ``max_iter`` GoDec iterations (S: best for the returned L)."""
+    U, s, Vt, _, _ = _godec(X, 4, n_sparse, *start, max_iter=max_iter, tol=0.0)
+    R = (X - (U * s) @ Vt).reshape(-1)
+    return float(torch.sqrt(torch.sum(R**2) - torch.sum(torch.topk(R.abs(), n_sparse).values ** 2)))
+
+
+def test_godec_objective_monotone():
+    X = torch.as_tensor(np.random.default_rng(4).standard_normal((30, 30)))
+    U, s, Vt = torch.linalg.svd(X)
+    start = (U[:, :4], s[:4], Vt[:4])
+    with few_threads(30, torch.device("cpu")):
+        errors = [_godec_error(X, start, it) for it in (1, 2, 4, 8, 16)]
+    assert all(b <= a * (1 + 1e-12) for a, b in zip(errors, errors[1:]))
+    assert errors[-1] < errors[0]
+
+
+def test_pcp_recovers_planted():
+    X = _planted(40, 2, 80, seed=5, scale=5.0)
+    rp = RobustPCA(budget=10**6, method="pcp", device="cpu").fit(X)
+    p = rp.params_
+    # (PCP's S may keep a few round-off-sized entries beyond the planted ones)
+    assert p["pcp_converged"] and p["natural_rank"] == 2 and 80 <= p["natural_nnz"] <= 84
+    assert p["cut"]["rank"] == [2, 2] and p["cut"]["nnz"] == [p["natural_nnz"]] * 2
+    assert _err(X, rp) < 1e-6 * np.linalg.norm(X)
+    # the ALM itself, without the GoDec refit, already separates the two parts
+    U, s, Vt, E, _, converged = _pcp_ialm(torch.as_tensor(X), lam=1 / np.sqrt(40), tol=1e-7, max_iter=200)
+    assert converged and s.numel() == 2
+    assert int(torch.count_nonzero(E.abs() > 1e-6)) == 80
+
+
+def test_pcp_cut_to_budget():
+    X = np.random.default_rng(6).random((30, 30))
+    budget = 300
+    rp = RobustPCA(budget=budget, method="pcp", max_iter=50, device="cpu").fit(X)
+    natural_rank, kept_rank = rp.params_["cut"]["rank"]
+    natural_nnz, kept_nnz = rp.params_["cut"]["nnz"]
+    assert rp.n_stored_ <= budget and kept_rank == rp.rank_ <= natural_rank
+    assert kept_nnz <= natural_nnz and kept_nnz <= rp.n_sparse_ + 1
+    assert rp.params_["natural_rank"] == natural_rank and rp.params_["method"] == "pcp"
+    assert _err(X, rp) <= rp.params_["cut_error"] * (1 + 1e-12)  # the refit only improves the cut
+
+
+def test_explicit_splits_and_errors():
+    X = _planted(20, 2, 10)
+    rp = RobustPCA(rank=2, budget=200, device="cpu").fit(X)
+    assert (rp.rank_, rp.n_stored_) == (2, 2 * 41 + rp.n_sparse_) and rp.n_sparse_ <= 200 - 82
+    rp = RobustPCA(n_sparse=10, budget=200, count_indices=True, device="cpu").fit(X)
+    assert rp.rank_ == (200 - 20) // 41 and rp.n_sparse_ <= 10
+    with pytest.raises(ParameterError, match="rank and n_sparse, or a budget"):
+        RobustPCA(rank=2).fit(X)
+    with pytest.raises(BudgetError, match="over the budget of 100"):
+        RobustPCA(2, 30, budget=100).fit(X)
+    with pytest.raises(BudgetError, match="over the budget"):
+        RobustPCA(rank=3, budget=100).fit(X)
+    with pytest.raises(ParameterError, match="The 'method' parameter of RobustPCA must be one of"):
+        RobustPCA(1, 1, method="ialm").fit(X)
+    with pytest.warns(ConvergenceWarning, match="max_iter=1 "):
+        RobustPCA(1, 30, max_iter=1, tol=0.0, device="cpu").fit(np.random.default_rng(0).random((20, 20)))
+
+
+def test_operator_sparse_input_and_rank_grid():
+    X = _graph(30, 0.2, 7)
+    rp = RobustPCA(budget=400, rank_grid=[5, 2, 0, 99], device="cpu").fit(sp.csr_array(X))
+    assert [g["rank"] for g in rp.params_["grid"]] == [6, 5, 2, 0]  # 99 capped at the largest fit, 6
+    assert isinstance(rp.S_, sp.csr_array) and rp.S_.dtype == np.float64
+    U, s, Vt = rp.L_
+    assert U.shape == (30, rp.rank_) and s.shape == (rp.rank_,) and Vt.shape == (rp.rank_, 30)
+    op, x = rp.to_operator(), np.arange(30.0)
+    assert np.allclose(op.matvec(x), rp.to_dense() @ x)
+    assert np.allclose(op.rmatvec(x), rp.to_dense().T @ x)
+    assert np.allclose(op.matmat(np.eye(30)), rp.to_dense())
+    again = RobustPCA(budget=400, rank_grid=[5, 2, 0, 99], device="cpu").fit(X)
+    assert np.array_equal(again.to_dense(), rp.to_dense())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("method", ["godec", "pcp"])
+def test_gpu_matches_cpu(method):
+    X = _planted(80, 3, 150, seed=8)
+    budget = 2000
+    cpu = RobustPCA(budget=budget, method=method, device="cpu").fit(X)
+    gpu = RobustPCA(budget=budget, method=method, device="cuda").fit(X)
+    assert gpu.params_["dtype"] == "float32" and gpu.n_stored_ <= budget
+    assert _err(X, gpu) <= _err(X, TruncatedSVD(budget=budget).fit(X)) * (1 + 1e-12)
+    assert _err(X, gpu) <= _err(X, cpu) + 1e-3 * np.linalg.norm(X)
