@@ -17,6 +17,7 @@ from ._errors import InputError, ResourceError
 
 __all__ = [
     "check_square_matrix",
+    "check_sparse_structure",
     "estimate_dense_bytes",
     "check_memory",
     "default_memory_limit",
@@ -26,6 +27,17 @@ __all__ = [
 #: Fraction of physical RAM that a single matrix may use when no explicit
 #: ``max_memory`` is given.  The rest is left for the solvers' work arrays.
 MEMORY_FRACTION = 0.8
+
+#: Largest accepted ``||X||_F**2``.  Errors, norms and losses everywhere are
+#: sums of squares in float64 (``np.linalg.norm`` squares without rescaling), so
+#: ``||X||_F`` must stay below ``sqrt(max float64) ~ 1.3e154``; the factor 4
+#: leaves room for ``||X - approx||_F <= 2 ||X||_F``.  Entries of 1e150 are fine.
+MAX_SQUARED_NORM = float(np.finfo(np.float64).max) / 4
+
+#: Smallest accepted ``||X||_F**2`` of a nonzero matrix: below the smallest
+#: normal float64 the sum of squares loses its digits (and then becomes 0, so a
+#: nonzero matrix would be scored as the zero matrix).  Entries of 1e-150 are fine.
+MIN_SQUARED_NORM = float(np.finfo(np.float64).tiny)
 
 
 def format_bytes(n_bytes: float) -> str:
@@ -47,11 +59,13 @@ def format_bytes(n_bytes: float) -> str:
     '3.0 GiB'
     """
     size = float(n_bytes)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(size) < 1024 or unit == "TiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if abs(size) < 1024 or unit == "EiB":
+            if unit == "B":
+                return f"{size:.0f} {unit}"
+            return f"{size:.1f} {unit}" if abs(size) < 1e4 else f"{size:.3g} {unit}"
         size /= 1024
-    return f"{size:.1f} TiB"  # pragma: no cover - loop always returns
+    return f"{size:.1f} EiB"  # pragma: no cover - loop always returns
 
 
 def default_memory_limit() -> int | None:
@@ -175,9 +189,107 @@ def _raise_nonfinite(count: int, row: int, col: int, source: str) -> None:
     )
 
 
-def _check_sparse(X, source: str) -> sp.csr_array:
+def _check_magnitude(values: np.ndarray, source: str) -> None:
+    """Refuse finite values whose sum of squares over- or underflows float64.
+
+    ``values`` is a 1-D view of every stored entry.  The dot product costs one
+    pass and no temporary; the extremes are only looked up to word the error.
+    """
+    with np.errstate(over="ignore", under="ignore"):
+        squared = float(np.dot(values, values)) if values.size else 0.0
+    if squared <= MAX_SQUARED_NORM and (squared >= MIN_SQUARED_NORM or squared == 0.0 and not values.any()):
+        return
+    largest = float(max(values.max(), -values.min()))
+    if squared > MAX_SQUARED_NORM:
+        raise InputError(
+            f"{source}: values too large (largest |entry| {largest:.3g}): ||X||_F**2 overflows float64, "
+            "so errors cannot be computed; divide the matrix by a constant (e.g. its largest entry)"
+        )
+    raise InputError(
+        f"{source}: values too small (largest |entry| {largest:.3g}): ||X||_F**2 underflows float64, "
+        "so errors cannot be computed; multiply the matrix by a constant (e.g. 1 / its largest entry)"
+    )
+
+
+def check_sparse_structure(X, *, source: str = "array") -> None:
+    """Refuse sparse index arrays that point outside the matrix, before any conversion.
+
+    scipy's constructors check only lengths, and its C++ routines (format
+    conversion, ``sum_duplicates``) trust the indices: a corrupt file
+    (``.npz``, ``.mat``, Harwell-Boeing) with an index out of range makes them
+    read and write out of bounds (a segfault, or worse).  Read-only, unlike
+    ``check_format(full_check=True)``, which may recast the caller's index
+    arrays in place.
+
+    Parameters
+    ----------
+    X : scipy.sparse matrix or array
+        CSR, CSC, COO and BSR are checked; other formats are built through
+        scipy's checked Python code and pass.
+    source : str, default="array"
+        Starts the error message.
+
+    Raises
+    ------
+    InputError
+        For an index pointer of the wrong length, not starting at 0, or
+        decreasing, or an index outside the shape.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> check_sparse_structure(sp.eye(3, format="csr"))
+    """
+    fmt = X.format
+    if fmt in ("csr", "csc"):
+        major, minor = X.shape if fmt == "csr" else X.shape[::-1]
+        what = ("row", "column") if fmt == "csr" else ("column", "row")
+        indptr, indices = np.asarray(X.indptr), np.asarray(X.indices)
+        if indptr.ndim != 1 or indptr.size != major + 1:
+            raise InputError(
+                f"{source}: invalid sparse matrix: index pointer has {indptr.size} entries, expected {major + 1}"
+            )
+        if indptr[0] != 0 or (np.diff(indptr) < 0).any():
+            raise InputError(f"{source}: invalid sparse matrix: index pointer must start at 0 and never decrease")
+        nnz = int(indptr[-1])
+        if nnz > min(indices.size, np.size(X.data)):
+            raise InputError(
+                f"{source}: invalid sparse matrix: index pointer ends at {nnz}, but only "
+                f"{min(indices.size, np.size(X.data))} entries are stored"
+            )
+        used = indices[:nnz]
+        if used.size and (used.min() < 0 or used.max() >= minor):
+            bad = int(used[(used < 0) | (used >= minor)][0])
+            raise InputError(
+                f"{source}: invalid sparse matrix: {what[1]} index {bad} out of range 0..{minor - 1}"
+            )
+    elif fmt == "coo":
+        coords = X.coords if hasattr(X, "coords") else (X.row, X.col)
+        for axis, (idx, size) in enumerate(zip(coords, X.shape)):
+            idx = np.asarray(idx)
+            if idx.size and (idx.min() < 0 or idx.max() >= size):
+                bad = int(idx[(idx < 0) | (idx >= size)][0])
+                raise InputError(
+                    f"{source}: invalid sparse matrix: {('row', 'column')[axis]} index {bad} out of range 0..{size - 1}"
+                )
+    elif fmt == "bsr":
+        try:
+            X.copy().check_format(full_check=True)  # on a copy: it may recast index arrays in place
+        except ValueError as exc:
+            raise InputError(f"{source}: invalid sparse matrix ({' '.join(str(exc).split())})") from None
+
+
+def _check_sparse(X, source: str, max_memory: int | None) -> sp.csr_array:
     _check_dtype(np.dtype(X.dtype), source)
     _check_shape(X.shape, source)
+    check_sparse_structure(X, source=source)
+    n = X.shape[0]
+    # The canonical copy: row pointers, column indices and values (+ scipy's temporaries).
+    check_memory(
+        2 * (8 * (n + 1) + 16 * int(X.nnz)),
+        what=f"{source}: sparse {n} x {n} matrix with {int(X.nnz)} stored entries",
+        limit=max_memory,
+    )
     # copy=True: canonicalising works in place and must not touch the caller's arrays.
     A = sp.csr_array(X, dtype=np.float64, copy=True)
     A.sum_duplicates()  # also sorts indices
@@ -189,25 +301,30 @@ def _check_sparse(X, source: str) -> sp.csr_array:
         first = int(np.flatnonzero(bad)[0])
         row = int(np.searchsorted(A.indptr, first, side="right") - 1)
         _raise_nonfinite(int(bad.sum()), row, int(A.indices[first]), source)
+    _check_magnitude(A.data, source)
     return A
 
 
-def _check_dense(X, source: str) -> np.ndarray:
+def _check_dense(X, source: str, max_memory: int | None) -> np.ndarray:
     try:
         arr = np.asarray(X)
     except (ValueError, TypeError) as exc:  # ragged nested lists and the like
         raise InputError(f"{source}: cannot convert input to an array ({exc})".replace("\n", " ")) from None
     _check_dtype(arr.dtype, source)
     _check_shape(arr.shape, source)
+    if arr.dtype != np.float64 or not arr.flags.c_contiguous:
+        n = arr.shape[0]
+        check_memory(estimate_dense_bytes(n), what=f"{source}: float64 copy of the {n} x {n} matrix", limit=max_memory)
     arr = np.ascontiguousarray(arr, dtype=np.float64)
     finite = np.isfinite(arr)
     if not finite.all():
         rows, cols = np.nonzero(~finite)
         _raise_nonfinite(int(rows.size), int(rows[0]), int(cols[0]), source)
+    _check_magnitude(arr.ravel(), source)
     return arr
 
 
-def check_square_matrix(X, *, source: str = "array", allow_sparse: bool = True):
+def check_square_matrix(X, *, source: str = "array", allow_sparse: bool = True, max_memory: int | None = None):
     """Validate a square, finite, real matrix and return it as float64.
 
     Parameters
@@ -219,6 +336,9 @@ def check_square_matrix(X, *, source: str = "array", allow_sparse: bool = True):
         starts with it.
     allow_sparse : bool, default=True
         If False, sparse input is refused with a hint to densify it.
+    max_memory : int or None, default=None
+        Memory limit in bytes for the float64 / canonical CSR copy (None: 80%
+        of physical RAM).
 
     Returns
     -------
@@ -231,7 +351,11 @@ def check_square_matrix(X, *, source: str = "array", allow_sparse: bool = True):
     ------
     InputError
         If ``X`` is not 2-D, not square, empty, complex, of object or
-        non-numeric dtype, or holds NaN/Inf entries.
+        non-numeric dtype, holds NaN/Inf entries, has sparse indices out of
+        range, or has values so large or small that ``||X||_F**2`` over- or
+        underflows float64 (see :data:`MAX_SQUARED_NORM`).
+    ResourceError
+        If the float64 / CSR copy would exceed ``max_memory``.
 
     Examples
     --------
@@ -243,5 +367,5 @@ def check_square_matrix(X, *, source: str = "array", allow_sparse: bool = True):
             raise InputError(
                 f"{source}: sparse input is not accepted here; pass a dense array (X.toarray())"
             )
-        return _check_sparse(X, source)
-    return _check_dense(X, source)
+        return _check_sparse(X, source, max_memory)
+    return _check_dense(X, source, max_memory)

@@ -620,3 +620,57 @@ def test_csv_fast_and_slow_paths_agree(tmp_path):
     assert _fast_table(["1,2", "3"], ",") is None  # ragged: the slow path names the line
     m = load_matrix(write(tmp_path / "q.csv", '"1",2\n3,"4"\n'))
     np.testing.assert_array_equal(m.matrix, [[1, 2], [3, 4]])
+
+
+class TestHardening:
+    """Bounds checked before parsing, and inputs scipy's readers would misread."""
+
+    def test_text_parsing_cost_refused_before_splitting(self, tmp_path):
+        p = write(tmp_path / "long.txt", "1\n" * 5000)
+        with pytest.raises(ResourceError, match=r"parsing 5,001 lines of text .* --max-memory"):
+            load_matrix(p, max_memory=100_000)
+
+    def test_file_size_checked_before_reading(self, tmp_path):
+        p = write(tmp_path / "big.mtx", "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 1.0")  # no final newline
+        with pytest.raises(ResourceError, match="reading the file"):
+            load_matrix(p, max_memory=16)
+
+    def test_no_final_newline_loads(self, tmp_path):
+        p = write(tmp_path / "m.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n3 1 7")
+        np.testing.assert_array_equal(load_matrix(p).to_dense(), [[0, 1, 0], [0, 0, 0], [1, 0, 0]])
+
+    def test_integer_field_with_fraction_refused(self, tmp_path):
+        p = write(tmp_path / "i.mtx", "%%MatrixMarket matrix coordinate integer general\n2 2 2\n1 1 3\n2 2 2.5\n")
+        input_error(p, r"line 4: the header declares an integer field .* '2 2 2.5'")
+
+    def test_array_one_value_per_line(self, tmp_path):
+        p = write(tmp_path / "a.mtx", "%%MatrixMarket matrix array real general\n% two\n2 2\n1\n2\n3 4\n")
+        input_error(p, r"line 6: an array-format Matrix Market file holds one value per line, got '3 4'")
+
+    def test_empty_array_refused_from_header(self, tmp_path):
+        input_error(write(tmp_path / "e.mtx", "%%MatrixMarket matrix array real general\n0 0\n"), r"empty \(0 x 0\)")
+
+    def test_size_beyond_int64(self, tmp_path):
+        p = write(tmp_path / "o.mtx", "%%MatrixMarket matrix coordinate real general\n9223372036854775808\n")
+        input_error(p, "invalid Matrix Market file")
+
+    def test_ijv_index_beyond_int64_refused_before_cast(self, tmp_path):
+        with pytest.raises(ResourceError, match="beyond the supported maximum"):
+            load_matrix(write(tmp_path / "t.ijv", "1e20 1 1.0\n"))
+        input_error(write(tmp_path / "u.ijv", "inf 1 1.0\n"), "non-negative integers")
+
+    def test_pajek_order_memory_from_header(self, tmp_path):
+        p = write(tmp_path / "g.net", "*Vertices 50000000\n*Arcs\n1 2\n")
+        with pytest.raises(ResourceError, match=r"network of order 50,000,000 \(its sparse row pointers alone\)"):
+            load_matrix(p, max_memory=2**26)
+
+    def test_sparse_npz_shape_checked_before_loading(self, tmp_path):
+        p = tmp_path / "s.npz"
+        sp.save_npz(p, sp.coo_array((np.ones(1), ([0], [0])), shape=(3 * 10**8, 3 * 10**8)))
+        with pytest.raises(ResourceError, match="beyond the supported maximum"):
+            load_matrix(p)
+
+    def test_image_decoders_limited_to_image_formats(self, tmp_path):
+        p = tmp_path / "x.png"
+        p.write_bytes(b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 10 10\n")
+        input_error(p, "cannot identify image file .*PNG, JPEG")

@@ -9,6 +9,7 @@ import scipy.sparse as sp
 from sfapprox._errors import InputError, ResourceError
 from sfapprox._validation import (
     check_memory,
+    check_sparse_structure,
     check_square_matrix,
     default_memory_limit,
     estimate_dense_bytes,
@@ -150,3 +151,79 @@ class TestMemory:
     def test_format_bytes(self):
         assert format_bytes(512) == "512 B"
         assert format_bytes(1536) == "1.5 KiB"
+
+
+class TestSparseStructure:
+    """Corrupt index arrays are refused before scipy's C++ code trusts them (it would write out of bounds)."""
+
+    def _csr(self, indices, indptr=(0, 1, 2, 3), shape=(3, 3)):
+        # The (data, indices, indptr) constructor checks lengths only, not index values.
+        return sp.csr_array((np.ones(len(indices)), np.asarray(indices, dtype=np.int32),
+                             np.asarray(indptr, dtype=np.int32)), shape=shape)
+
+    def test_csr_column_out_of_range(self):
+        with pytest.raises(InputError, match="column index 7 out of range 0..2") as info:
+            check_square_matrix(self._csr([0, 7, 2]), source="f.npz")
+        _one_line_error(info, "f.npz")
+
+    def test_negative_index(self):
+        with pytest.raises(InputError, match="column index -1 out of range"):
+            check_square_matrix(self._csr([0, -1, 2]))
+
+    def test_csc_row_out_of_range(self):
+        A = sp.csc_matrix((np.ones(3), np.array([0, 9, 2]), np.array([0, 1, 2, 3])), shape=(3, 3))
+        with pytest.raises(InputError, match="row index 9 out of range"):
+            check_square_matrix(A)
+
+    def test_decreasing_index_pointer(self):
+        with pytest.raises(InputError, match="index pointer must start at 0 and never decrease"):
+            check_square_matrix(self._csr([0, 1, 2], indptr=(0, 2, 1, 3)))
+
+    def test_coo_out_of_range(self):
+        A = sp.coo_array((np.ones(1), (np.array([0]), np.array([0]))), shape=(3, 3))
+        A.col[0] = 5  # after construction: scipy checked it then
+        with pytest.raises(InputError, match="column index 5 out of range"):
+            check_square_matrix(A)
+
+    def test_valid_input_untouched(self):
+        A = self._csr([2, 0, 1])
+        before = (A.indices.copy(), A.indices.dtype, A.indptr.copy())
+        check_sparse_structure(A, source="x")
+        check_square_matrix(A)
+        assert (A.indices == before[0]).all() and A.indices.dtype == before[1] and (A.indptr == before[2]).all()
+
+    def test_memory_of_the_canonical_copy(self):
+        A = sp.coo_array((np.ones(1), (np.array([0]), np.array([0]))), shape=(10**7, 10**7))
+        with pytest.raises(ResourceError, match="max-memory"):
+            check_square_matrix(A, max_memory=2**20)
+
+
+class TestMagnitude:
+    """||X||_F**2 must be a normal float64: beyond, errors and norms are inf, NaN or 0."""
+
+    @pytest.mark.parametrize("scale", [1e150, 1e-150, 1e-300 * 1e150])
+    def test_extreme_but_representable_accepted(self, scale):
+        X = np.random.default_rng(0).standard_normal((20, 20)) * scale
+        np.testing.assert_array_equal(check_square_matrix(X), X)
+        np.testing.assert_array_equal(check_square_matrix(sp.csr_array(X)).toarray(), X)
+
+    @pytest.mark.parametrize("value, word", [(1e155, "too large"), (1e300, "too large"), (1e-160, "too small"),
+                                             (5e-324, "too small")])
+    def test_out_of_range_refused(self, value, word):
+        X = np.zeros((3, 3))
+        X[1, 2] = value
+        for A in (X, sp.csr_array(X)):
+            with pytest.raises(InputError, match=word) as info:
+                check_square_matrix(A, source="m.csv")
+            msg = _one_line_error(info, "m.csv")
+            assert f"{value:.3g}" in msg and ("divide" in msg or "multiply" in msg)
+
+    def test_zero_matrix_accepted(self):
+        assert not check_square_matrix(np.zeros((4, 4))).any()
+        assert check_square_matrix(sp.csr_array((4, 4))).nnz == 0
+
+
+def test_format_bytes_large():
+    assert format_bytes(2.0**61) == "2.0 EiB"
+    assert format_bytes(8.0 * (2 * 10**9) ** 2) == "27.8 EiB"
+    assert format_bytes(1e30).endswith(" EiB")

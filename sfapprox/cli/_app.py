@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from .._errors import SfapproxError
 from ._render import err
@@ -49,18 +51,38 @@ def error_boundary() -> Iterator[None]:
     """Turn project errors into one stderr line + exit 2, and Ctrl-C into exit 130.
 
     Catches :class:`SfapproxError` specifically: ``typer.Exit`` is a
-    RuntimeError and must pass through untouched.
+    RuntimeError and must pass through untouched.  An ``OSError`` (a full
+    disk, a folder without write permission while writing outputs) and a
+    ``MemoryError`` that no estimate foresaw are also one line, since neither
+    is a bug the user can act on from a traceback; ``--debug`` shows it.
+    Commands that can keep partial work (``fit``, ``compare``) catch Ctrl-C
+    themselves; reaching this handler means nothing more was written.
     """
     try:
         yield
     except SfapproxError as exc:
+        _fail(str(exc))
+    except MemoryError as exc:
+        _fail(f"out of memory ({exc or 'MemoryError'}); lower --max-memory so that oversize work is refused "
+              "before it starts, or use a smaller input")
+    except OSError as exc:
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        _fail(f"{where}{exc.strerror or exc}")
+    except KeyboardInterrupt:
         if _state["debug"]:
             traceback.print_exc()
-        err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-        raise typer.Exit(EXIT_ERROR) from None
-    except KeyboardInterrupt:
-        err.print("[bold yellow]interrupted[/]: nothing more was written", highlight=False)
+        err.print("[bold yellow]interrupted[/] (Ctrl-C): stopped; only outputs reported as written above exist",
+                  highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def _fail(message: str) -> None:
+    if _state["debug"]:
+        traceback.print_exc()
+    # One line, whatever a third-party message held; escaped so that "[...]" in
+    # a path or message is printed, not read as rich markup.
+    err.print(f"[bold red]error:[/] {escape(' '.join(message.split()))}", highlight=False, soft_wrap=True)
+    raise typer.Exit(EXIT_ERROR) from None
 
 
 def load(path: Path, **options: Any):
@@ -73,6 +95,54 @@ def load(path: Path, **options: Any):
 
 
 def check_output(path: Path | None, force: bool) -> None:
-    """Refuse, before any work, to overwrite an existing output without --force."""
-    if path is not None and path.exists() and not force:
+    """Refuse, before any work, an output that could not be written or would overwrite a file.
+
+    Checks that ``path`` is not a folder, does not exist (unless ``force``),
+    and that its folder exists and is writable, so that a long fit never ends
+    in "cannot write".
+    """
+    if path is None:
+        return
+    if path.is_dir():
+        raise SfapproxError(f"{path}: is a folder; give a file name for the output")
+    if path.exists() and not force:
         raise SfapproxError(f"{path}: already exists; use --force to overwrite it")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise SfapproxError(f"{path}: folder {parent} does not exist; create it first")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise SfapproxError(f"{path}: folder {parent} is not writable")
+
+
+def check_distinct(*paths: Path | None) -> None:
+    """Refuse the same file named for two outputs (one would silently replace the other)."""
+    seen: dict[Path, Path] = {}
+    for path in paths:
+        if path is None:
+            continue
+        key = path.resolve()
+        if key in seen:
+            raise SfapproxError(f"{path}: named for two outputs ({seen[key]} and {path}); give each its own file")
+        seen[key] = path
+
+
+def announce_start(callback: Callable[[dict], Any], what: str, quiet: bool) -> Callable[[dict], Any]:
+    """Wrap a progress callback: when no progress bar is shown, say once that the optimizer runs.
+
+    Logs (stderr not a terminal) then tell "loading" from "optimizing", and
+    that Ctrl-C keeps the best factors; nothing is added under ``--quiet`` or
+    when the bar is shown.
+    """
+    if quiet or err.is_terminal:
+        return callback
+    started = False
+
+    def wrapped(info: dict) -> Any:
+        nonlocal started
+        if not started:
+            started = True
+            err.print(f"{what}: optimizer running (Ctrl-C stops it and keeps the best factors found)",
+                      highlight=False, soft_wrap=True)
+        return callback(info)
+
+    return wrapped

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 
 from . import _options as o
-from ._app import EXIT_INTERRUPTED, app, check_output, error_boundary, load
+from ._app import EXIT_INTERRUPTED, announce_start, app, check_output, error_boundary, load
 from ._render import comparison_table, err, fit_progress, out
+
+if TYPE_CHECKING:
+    from ..budget import Budget
+    from ..io import LoadedMatrix
+    from ..results import Comparison, MethodResult
 
 
 @app.command()
@@ -38,30 +44,66 @@ def compare(
 ) -> None:
     """Compare SF with the baselines at an equal budget of stored numbers.
 
+    Ctrl-C stops the method that is running: the methods finished so far (and
+    SF's best factors, if SF was running) are shown and written to --json,
+    and the command exits with code 130.
+
     Example: sfapprox compare image.png --methods sf,tsvd --json r.json
     """
-    from ..api import compare_matrix
-    from ..comparison import RunOptions
-    from ..results import Comparison, write_json
-
     with error_boundary():
+        from .._validation import check_memory, estimate_dense_bytes
+        from ..api import compare_matrix
+        from ..budget import resolve_budget
+        from ..comparison import RunOptions
+        from ..results import write_json
+
         check_output(json_path, force)
         names = [m.strip() for m in methods.split(",") if m.strip()]
+        limit = o.parse_size(max_memory)
         loaded = load(path, format=format, var=var, network=network, two_mode=two_mode, gradient=gradient,
                       resize=resize, square=square, covariance=covariance, mirror=mirror, max_memory=max_memory)
         for note in loaded.notes:
-            err.print(f"note: {note}", highlight=False)
-        with fit_progress(f"SF {loaded.name}", iters, quiet) as progress:
-            options = RunOptions(random_state=seed, device=device, dtype=dtype, count_indices=count_indices,
-                                 sf={"max_iter": iters, "time_limit": time_limit, "max_memory": o.parse_size(max_memory)},
-                                 callback=progress)
-            comparison: Comparison = compare_matrix(loaded, names, budget=budget, options=options)
+            err.print(f"note: {escape(note)}", highlight=False, soft_wrap=True)
+        resolved = resolve_budget(budget, loaded.n)  # a bad --budget fails here, before any work
+        # Every method is scored on dense N x N arrays (approximation, residual and,
+        # for sparse input, X itself): refuse before the first fit, not after it.
+        copies = 3 if loaded.is_sparse else 2
+        check_memory(copies * estimate_dense_bytes(loaded.n),
+                     what=f"{loaded.name}: scoring each method ({copies} dense {loaded.n} x {loaded.n} arrays)",
+                     limit=limit)
+        finished: list[MethodResult] = []
+        try:
+            with fit_progress(f"SF {loaded.name}", iters, quiet) as progress:
+                options = RunOptions(random_state=seed, device=device, dtype=dtype, count_indices=count_indices,
+                                     sf={"max_iter": iters, "time_limit": time_limit, "max_memory": limit},
+                                     callback=announce_start(progress, f"SF {loaded.name}", quiet))
+                comparison = compare_matrix(loaded, names, budget=budget, options=options, on_result=finished.append)
+        except KeyboardInterrupt:
+            # Ctrl-C outside SF's optimizer (which keeps its best factors itself):
+            # keep the rows that were finished.
+            comparison = _partial(loaded, names, resolved, finished)
         data = comparison.to_dict()
         out.print(comparison_table(data))
         if json_path is not None:
             write_json(json_path, data)
-            err.print(f"wrote {json_path}", highlight=False)
-        if any(r.status == "interrupted" for r in comparison.results):
-            err.print("[bold yellow]interrupted[/]: results so far are shown" + (" and saved" if json_path else ""),
-                      highlight=False)
+            err.print(f"wrote {escape(str(json_path))}", highlight=False, soft_wrap=True)
+        stopped = next((r for r in comparison.results if r.status == "interrupted"), None)
+        if stopped is not None:
+            kept = "the rows so far are shown" + (f" and saved to {escape(str(json_path))}" if json_path else "")
+            if stopped.fro_error is not None:
+                kept += f" ({stopped.method}: the best factors found before the stop)"
+            err.print(f"[bold yellow]interrupted[/] (Ctrl-C) during {stopped.method}: {kept}; "
+                      "later methods were not run", highlight=False, soft_wrap=True)
             raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _partial(loaded: LoadedMatrix, names: list[str], resolved: Budget, finished: list[MethodResult]) -> Comparison:
+    """The comparison as far as it got: finished rows plus an "interrupted" row for the running method."""
+    from ..results import Comparison, MethodResult
+
+    info = {"name": loaded.name, "n": loaded.n}
+    info.update(loaded.summary())
+    results = list(finished)
+    if len(results) < len(names) and not (results and results[-1].status == "interrupted"):
+        results.append(MethodResult(names[len(results)], "interrupted", reason="stopped by Ctrl-C before it finished"))
+    return Comparison(info, resolved.value, resolved.spec, results)

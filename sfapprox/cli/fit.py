@@ -6,9 +6,10 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.markup import escape
 
 from . import _options as o
-from ._app import EXIT_INTERRUPTED, app, check_output, error_boundary, load
+from ._app import EXIT_INTERRUPTED, announce_start, app, check_distinct, check_output, error_boundary, load
 from ._render import err, fit_progress, key_value_table, out
 
 
@@ -41,18 +42,24 @@ def fit(
 ) -> None:
     """Fit SF to a matrix; print the error, optionally save factors (--out) and a JSON summary.
 
+    Ctrl-C stops the optimizer at once: the best factors found so far are
+    still written to --out / --json, and the command exits with code 130.
+
     Example: sfapprox fit mesh.mtx --out mesh-sf.h5
     """
-    from ..api import fit_matrix
-
     with error_boundary():
+        from ..api import fit_matrix
+
         check_output(out_path, force)
         check_output(json_path, force)
+        check_distinct(out_path, json_path)
         loaded = load(path, format=format, var=var, network=network, two_mode=two_mode, gradient=gradient,
                       resize=resize, square=square, covariance=covariance, mirror=mirror, max_memory=max_memory)
         for note in loaded.notes:
-            err.print(f"note: {note}", highlight=False)
+            err.print(f"note: {escape(note)}", highlight=False, soft_wrap=True)
         with fit_progress(f"SF {loaded.name}", iters, quiet) as progress:
+            # A Ctrl-C inside the optimizer is caught by ChordSF.fit (stop_reason
+            # "interrupted", best factors kept); fit_matrix then writes the outputs.
             run = fit_matrix(
                 loaded,
                 budget=budget,
@@ -67,17 +74,20 @@ def fit(
                 dtype=dtype,
                 random_state=seed,
                 max_memory=o.parse_size(max_memory),
-                callback=progress,
+                callback=announce_start(progress, f"SF {loaded.name}", quiet),
             )
         summary = run.summary
         rows = [(k, summary[k]) for k in ("fro_error", "rel_error", "nnz", "iterations", "evaluations",
                                            "seconds", "stop_reason", "device", "dtype")]
         out.print(key_value_table(f"SF fit of {loaded.name}", [(k, _show(v)) for k, v in rows]))
-        for written in (out_path, json_path):
-            if written is not None:
-                err.print(f"wrote {written}", highlight=False)
+        written = [str(p) for p in (out_path, json_path) if p is not None]
+        for name in written:
+            err.print(f"wrote {escape(name)}", highlight=False, soft_wrap=True)
         if summary["stop_reason"] == "interrupted":
-            err.print("[bold yellow]interrupted[/]: kept the best factors found so far", highlight=False)
+            kept = ("the best factors found so far were written" if out_path is not None else
+                    "the error above is that of the best factors found so far (pass --out to keep them)")
+            err.print(f"[bold yellow]interrupted[/] (Ctrl-C) after {summary['iterations']} iterations: {kept}",
+                      highlight=False, soft_wrap=True)
             raise typer.Exit(EXIT_INTERRUPTED)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from rich.markup import escape
+
 from .. import budget as budget_mod
 from ..chord import chord_offsets, default_n_factors
 from . import _options as o
@@ -37,7 +39,7 @@ def info(
         count = budget_mod.sf_count(n)
         rank = budget_mod.tsvd_rank_for_budget(n, count)
         rows = [
-            ("file", summary.get("path")),
+            ("file", escape(str(summary.get("path")))),
             ("format", summary["format"]),
             ("size", f"{n} x {n}"),
             ("stored entries", f"{summary['nnz']:,} ({100 * summary['density']:.2f}% of N²)"),
@@ -51,6 +53,6 @@ def info(
             ("SF stored numbers N·K·M", f"{count:,} ({100 * count / n**2:.2f}% of N²)"),
             ("TSVD rank at that budget", f"{rank} ({budget_mod.tsvd_count(n, rank):,} numbers)"),
         ]
-        out.print(key_value_table(f"{loaded.name}", rows))
+        out.print(key_value_table(escape(loaded.name), rows))
         for note in summary.get("notes", []):
-            err.print(f"note: {note}", highlight=False)
+            err.print(f"note: {escape(note)}", highlight=False, soft_wrap=True)

@@ -436,5 +436,5 @@ def load_matrix(
             result = read_covariance(src, opts, _TABLE_FORMATS[fmt])
         else:
             result = _FORMATS[fmt].reader(src, opts)
-    matrix = check_square_matrix(result.matrix, source=result.source or display)
+    matrix = check_square_matrix(result.matrix, source=result.source or display, max_memory=max_memory)
     return LoadedMatrix(matrix, _stem(path), display, result.format, result.notes, _sha256(src, fmt))

@@ -14,7 +14,7 @@ import numpy as np
 import scipy.io
 import scipy.sparse as sp
 
-from .._validation import check_memory
+from .._validation import check_memory, check_sparse_structure
 from ._common import Options, ReadResult, Source, check_order
 
 
@@ -79,6 +79,9 @@ def read_hb(src: Source, opts: Options) -> ReadResult:
         lines[2] = lines[2][:1] + "U" + lines[2][2:]
     with src.guard():
         M = scipy.io.hb_read(io.StringIO("".join(lines)))
+    # Pointers and row indices come straight from the file: check them before
+    # scipy's conversion trusts them.
+    check_sparse_structure(M, source=src.display)
     A = sp.csr_array(M, dtype=np.float64)
     A.sum_duplicates()
     notes: list[str] = [f"Harwell-Boeing type {mxtype}"]

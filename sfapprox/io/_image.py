@@ -18,6 +18,12 @@ from ._common import Options, ReadResult, Source, one_line
 
 _SIXTEEN_BIT = {"I;16", "I;16L", "I;16B", "I;16N"}
 
+#: Pillow decoders tried, matching the registered extensions.  Pillow picks a
+#: decoder from the file's *content*, not its name: without this list a file
+#: named ``x.png`` holding PostScript would be rendered by Ghostscript (EPS).
+#: (Multi-picture camera JPEGs come through the "JPEG" decoder.)
+PILLOW_FORMATS = ("PNG", "JPEG", "PPM", "BMP", "TIFF", "GIF", "WEBP")
+
 
 def _to_gray(img: Image.Image, notes: list[str]) -> np.ndarray:
     """Grayscale float64 in [0, 1] from any Pillow mode."""
@@ -77,7 +83,7 @@ def read_image(src: Source, opts: Options) -> ReadResult:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            with Image.open(src.file_arg()) as img:
+            with Image.open(src.file_arg(), formats=PILLOW_FORMATS) as img:
                 w, h = img.size
                 # Header size first: refuse before decoding the pixels.
                 check_memory(2 * 8 * w * h, what=f"{src.display}: {w} x {h} image", limit=opts.max_memory)
@@ -86,9 +92,14 @@ def read_image(src: Source, opts: Options) -> ReadResult:
                 img.load()
                 arr = _to_gray(img, notes)
     except Image.DecompressionBombError as exc:
-        raise src.fail(f"image refused as a possible decompression bomb ({one_line(exc)})") from None
+        raise src.fail(
+            f"image refused as a possible decompression bomb ({one_line(exc)})",
+            "shrink it with an image tool first",
+        ) from None
     except UnidentifiedImageError:
-        raise src.fail("cannot identify image file (unreadable or not an image)") from None
+        raise src.fail(
+            f"cannot identify image file (unreadable, or not one of {', '.join(PILLOW_FORMATS)})"
+        ) from None
     except (OSError, ValueError, SyntaxError, EOFError) as exc:  # truncated/corrupt images
         raise src.fail(f"cannot read image ({one_line(exc) or type(exc).__name__})") from None
     if arr.ndim != 2:

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 from .._errors import SfapproxError
 from .._validation import check_memory
-from ._common import Options, ReadResult, Source, one_line
+from ._common import Options, ReadResult, Source, check_order, one_line
 
 try:  # public location since scipy 1.8
     from scipy.io.matlab import MatReadError
@@ -98,7 +98,9 @@ def _read_v5(src: Source, opts: Options) -> ReadResult:
         raise src.fail(f"not a readable MATLAB file ({one_line(exc) or type(exc).__name__})") from None
     top, fld = _choose(src, variables, opts.var)
     info = next(v for v in variables if v.name == top)
-    if info.cls not in ("sparse", "struct", "cell") and len(info.shape) == 2:
+    if info.cls == "sparse" and len(info.shape) == 2:
+        check_order(max(info.shape), src, f"sparse variable {top}")
+    elif info.cls not in ("struct", "cell") and len(info.shape) == 2:
         check_memory(8 * int(np.prod(info.shape)), what=f"{src.display}: variable {top}", limit=opts.max_memory)
     try:
         value = structs[top] if top in structs else scipy.io.loadmat(src.file_arg(), variable_names=[top])[top]
@@ -148,6 +150,12 @@ def _h5_read(src: Source, obj, name: str, opts: Options):
     """Read one v7.3 variable: dense dataset (transposed) or sparse group."""
     if isinstance(obj, h5py.Group) and "MATLAB_sparse" in obj.attrs:
         nrows = int(obj.attrs["MATLAB_sparse"])
+        # Sizes from the headers before reading (HDF5 compression makes small
+        # files that expand hugely); index validity is checked by
+        # check_square_matrix before scipy converts anything.
+        check_order(max(nrows, obj["jc"].shape[0] - 1), src, f"sparse variable {name}")
+        stored = sum(int(np.prod(obj[k].shape)) for k in ("jc", "ir", "data") if k in obj)
+        check_memory(2 * 8 * stored, what=f"{src.display}: sparse variable {name}", limit=opts.max_memory)
         jc = obj["jc"][()].astype(np.int64)
         ir = obj["ir"][()].astype(np.int64) if "ir" in obj else np.zeros(0, np.int64)
         if "data" in obj:

@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_memory
-from ._common import Options, ReadResult, Source, one_line
+from ._common import Options, ReadResult, Source, check_order, one_line
 
 _PICKLE_HINT = "contains Python objects (pickle); refusing to load untrusted pickles"
 _SPARSE_KEYS = {"format", "shape", "data"}
@@ -84,7 +84,7 @@ def read_npz(src: Source, opts: Options) -> ReadResult:
     with zf:
         members = _members(src, zf)
         if _SPARSE_KEYS <= members.keys() and opts.var is None:
-            return _read_sparse_npz(src, zf, members)
+            return _read_sparse_npz(src, zf, members, opts)
         if opts.var is not None:
             if opts.var not in members:
                 raise src.fail(f"no array {opts.var!r}; arrays: {_describe(members)}", "pick one with var=")
@@ -101,10 +101,19 @@ def read_npz(src: Source, opts: Options) -> ReadResult:
     return ReadResult(array, "npz", [f"npz array {key!r}"], source=f"{src.display} (array {key})")
 
 
-def _read_sparse_npz(src: Source, zf: zipfile.ZipFile, members) -> ReadResult:
+def _read_sparse_npz(src: Source, zf: zipfile.ZipFile, members, opts: Options) -> ReadResult:
     for key, (_, dtype) in members.items():
         if dtype.hasobject:
             raise src.fail(f"array {key!r} {_PICKLE_HINT}")
+    # Sizes before loading: the declared shape (a coo file of shape 2e9 x 2e9
+    # with one entry would become 16 GB of CSR row pointers) and the members.
+    with zf.open("shape.npy") as raw:
+        shape = _load_npy(src, io.BytesIO(raw.read(1024)), "array 'shape'", opts).ravel()
+    if shape.size != 2 or shape.dtype.kind not in "iu":
+        raise src.fail(f"scipy.sparse file with an invalid 'shape' array {shape.tolist()[:4]}")
+    check_order(int(max(shape)), src)
+    stored = sum(int(np.prod(s)) * max(d.itemsize, 8) for s, d in members.values())
+    check_memory(2 * stored, what=f"{src.display}: sparse arrays", limit=opts.max_memory)
     with src.guard():
         with zf.open("format.npy") as fh:
             fmt = np.load(io.BytesIO(fh.read()), allow_pickle=False).item()

@@ -131,6 +131,8 @@ class _Parser:
             self.networks.append(_Network("", line_no))
         net = self.net
         net.n = int(tokens[0])
+        if net.n < 1:
+            raise self.src.fail(f"line {line_no}: '*Vertices {net.n}' needs at least one vertex")
         check_order(net.n, self.src, "network")
         if len(tokens) > 1:
             net.n1 = int(tokens[1])

@@ -9,7 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_memory
-from ._common import Options, ReadResult, Source, as_float_table, check_order, parse_float
+from ._common import MAX_DIM, Options, ReadResult, Source, as_float_table, check_order, parse_float
 
 _COMMENT = ("#", "%")
 
@@ -140,13 +140,16 @@ def _parse_triplets(src: Source, text: str) -> tuple[np.ndarray, np.ndarray, np.
     if table is None:
         table = _slow_triplets(src, text)
     idx = table[:, :2]
-    bad = np.flatnonzero((idx != np.round(idx)).any(axis=1) | (idx < 0).any(axis=1))
+    bad = np.flatnonzero((~np.isfinite(idx) | (idx != np.round(idx)) | (idx < 0)).any(axis=1))
     if bad.size:
         k = int(bad[0])
         raise src.fail(
             f"line {_data_line_number(text, k)}: indices must be non-negative integers, got "
             f"{idx[k, 0]:g} {idx[k, 1]:g}"
         )
+    largest = float(idx.max())
+    if largest > MAX_DIM:  # refused before the int64 cast (1e20 would wrap around)
+        check_order(int(largest), src, "largest index gives a matrix")
     values = table[:, 2] if table.shape[1] == 3 else np.ones(len(table))
     notes = [] if table.shape[1] == 3 else ["two columns: pattern entries set to 1.0"]
     return idx[:, 0].astype(np.int64), idx[:, 1].astype(np.int64), values, notes

@@ -1,0 +1,407 @@
+"""A corpus of malformed and hostile input files, each run through ``sfapprox info``.
+
+Every file must give exit code 2 and exactly one line on stderr, starting with
+"error:", naming the file and the problem, and no traceback (``--debug``
+shows one).  Resource bombs (headers declaring giant matrices) must be refused
+before anything of that size is allocated, with the estimate and the limit.
+The files are written by the tests, so the corpus documents itself.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import struct
+import zipfile
+import zlib
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import scipy.io
+from PIL import Image
+from typer.testing import CliRunner
+
+from sfapprox.cli import app
+
+runner = CliRunner()
+
+MM = "%%MatrixMarket matrix coordinate real general\n"
+
+
+# ---------------------------------------------------------------------------
+# writers for the less obvious files
+# ---------------------------------------------------------------------------
+
+
+def _npy_bytes(array: np.ndarray, allow_pickle: bool = False) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, array, allow_pickle=allow_pickle)
+    return buf.getvalue()
+
+
+def _npy_header(shape: tuple[int, ...]) -> bytes:
+    """A .npy header declaring ``shape`` with (almost) no data behind it."""
+    header = f"{{'descr': '<f8', 'fortran_order': False, 'shape': {shape}, }}"
+    header += " " * (127 - 10 - len(header)) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + b"\0" * 16
+
+
+def _png_header(width: int, height: int) -> bytes:
+    """A PNG whose IHDR declares ``width x height`` pixels, with a tiny body."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 8)) + chunk(b"IEND", b"")
+
+
+def _png(path: Path) -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(np.random.default_rng(0).integers(0, 255, (64, 64), dtype=np.uint8)).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _zip(path: Path, members: dict[str, bytes]) -> None:
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+
+
+def _npz_corrupt_sparse(path: Path) -> None:
+    """A scipy save_npz file whose CSR column index 7 lies outside the 3 x 3 shape."""
+    _zip(path, {
+        "format.npy": _npy_bytes(np.array("csr")),
+        "shape.npy": _npy_bytes(np.array([3, 3])),
+        "data.npy": _npy_bytes(np.ones(3)),
+        "indices.npy": _npy_bytes(np.array([0, 7, 2], dtype=np.int32)),
+        "indptr.npy": _npy_bytes(np.array([0, 1, 2, 3], dtype=np.int32)),
+    })
+
+
+def _npz_giant_coo(path: Path) -> None:
+    """A save_npz COO file of shape 2e9 x 2e9 holding a single entry."""
+    _zip(path, {
+        "format.npy": _npy_bytes(np.array("coo")),
+        "shape.npy": _npy_bytes(np.array([2_000_000_000, 2_000_000_000])),
+        "data.npy": _npy_bytes(np.ones(1)),
+        "row.npy": _npy_bytes(np.zeros(1, dtype=np.int64)),
+        "col.npy": _npy_bytes(np.zeros(1, dtype=np.int64)),
+    })
+
+
+def _mat73_sparse(path: Path, rows: int, ir: list[int]) -> None:
+    """A MATLAB v7.3 (HDF5) sparse variable A with the given row count and row indices."""
+    with h5py.File(path, "w") as f:
+        g = f.create_group("A")
+        g.attrs["MATLAB_class"] = np.bytes_("double")
+        g.attrs["MATLAB_sparse"] = np.uint64(rows)
+        g["jc"] = np.arange(len(ir) + 1, dtype=np.uint64)
+        g["ir"] = np.asarray(ir, dtype=np.uint64)
+        g["data"] = np.ones(len(ir))
+
+
+def _hb(pointers: str, rows: str) -> str:
+    """A 3 x 3 Harwell-Boeing (RUA) file with the given pointer and row-index lines."""
+    return (
+        "Corrupt                                                                 0       \n"
+        "             3             1             1             1\n"
+        "RUA                        3             3             3             0\n"
+        "(40I2)          (40I2)          (3E25.16)           \n"
+        f"{pointers}\n{rows}\n"
+        "  1.0000000000000000E+00  1.0000000000000000E+00  1.0000000000000000E+00\n"
+    )
+
+
+def _text_mat(path: Path) -> None:
+    scipy.io.savemat(path, {"rect": np.ones((2, 3)), "label": "not a matrix"})
+
+
+def _directory(path: Path) -> None:
+    path.mkdir()
+
+
+def _truncated_gzip() -> bytes:
+    return gzip.compress((MM + "3 3 3\n1 1 1\n2 2 2\n3 3 3\n").encode())[:-12]
+
+
+# ---------------------------------------------------------------------------
+# the corpus: file name, content (None: no file; callable: writes the path),
+# and a fragment the message must contain
+# ---------------------------------------------------------------------------
+
+CORPUS = [
+    ("missing.mtx", None, "no such file"),
+    ("folder.mtx", _directory, "is a directory"),
+    ("data.xyz", "1 2\n3 4\n", "unknown file type"),
+    ("empty.mtx", "", "file is empty"),
+    ("blank.csv", "\n   \n\n", "no data rows"),
+    ("garbage.mtx", bytes(range(256)) * 4, "binary file"),
+    ("corrupt.mtx.gz", b"this is not gzip data", "not a valid gzip file"),
+    ("truncated.mtx.gz", _truncated_gzip(), "not a valid gzip file"),
+    ("truncated.mtx", MM + "3 3 3\n1 1 1.0\n", "Truncated file"),
+    ("header_only.mtx", MM, "Premature EOF"),
+    ("counts_mismatch.mtx", MM + "3 3 1\n1 1 1\n2 2 2\n3 3 3\n", "Too many lines"),
+    ("size_line_text.mtx", MM + "three 3 1\n1 1 1\n", "Invalid integer"),
+    ("index_out_of_range.mtx", MM + "3 3 1\n9 9 1.0\n", "out of bounds"),
+    ("complex.mtx", "%%MatrixMarket matrix coordinate complex general\n2 2 1\n1 1 1.0 2.0\n", "complex"),
+    ("not_square.mtx", MM + "2 3 1\n1 1 1\n", "not square (2 x 3)"),
+    ("nan_entry.mtx", MM + "2 2 1\n1 2 nan\n", "NaN/Inf"),
+    ("garbage_value.mtx", MM + "2 2 1\n1 1 abc\n", "Invalid floating-point"),
+    ("array_short.mtx", "%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n", "Truncated file"),
+    # Both kill scipy 1.17's reader (SIGFPE, segfault): refused from the header first.
+    ("empty_array.mtx", "%%MatrixMarket matrix array real general\n0 0\n", "matrix is empty (0 x 0)"),
+    ("symmetric_rect_array.mtx", "%%MatrixMarket matrix array real symmetric\n2 3\n" + "1\n" * 10, "not square"),
+    ("array_two_per_line.mtx", "%%MatrixMarket matrix array real general\n2 2\n1 2\n3 4\n", "one value per line"),
+    ("integer_fraction.mtx", "%%MatrixMarket matrix coordinate integer general\n2 2 1\n1 1 1.5\n",
+     "declares an integer field"),
+    ("non_numeric.csv", "1,2\n3,x\n", "line 2, column 2: non-numeric cell 'x'"),
+    ("ragged.csv", "1,2,3\n4,5\n6,7,8\n", "ragged rows"),
+    ("infinite.csv", "1,inf\n2,3\n", "NaN/Inf"),
+    ("overflowing.csv", "1e999,1\n1,1\n", "NaN/Inf"),
+    ("rectangular.csv", "1,2,3\n4,5,6\n", "not square (2 x 3)"),
+    ("huge_values.csv", "1e200,1\n1,1\n", "values too large"),
+    ("tiny_values.csv", "1e-170,0\n0,1e-170\n", "values too small"),
+    ("nul_bytes.tsv", b"1\t2\n\x00\x00\x00\n", "binary file"),
+    ("vector.npy", _npy_bytes(np.arange(4.0)), "must be 2-D"),
+    ("cube.npy", _npy_bytes(np.zeros((2, 2, 2))), "must be 2-D"),
+    ("pickled.npy", _npy_bytes(np.array([[1, None], [None, 1]], dtype=object), allow_pickle=True), "pickle"),
+    ("complex.npy", _npy_bytes(np.eye(2) * 1j), "complex"),
+    ("strings.npy", _npy_bytes(np.array([["a", "b"], ["c", "d"]])), "non-numeric dtype"),
+    ("truncated.npy", _npy_bytes(np.eye(20))[:300], "Failed to read all data"),
+    ("garbage.npy", b"NUMPY? no, just text\n" * 10, "not a valid .npy array"),
+    ("not_a_zip.npz", b"PK but not really a zip file", "not a valid .npz"),
+    ("pickled.npz", lambda p: _zip(p, {"a.npy": _npy_bytes(np.array([[None]], dtype=object), allow_pickle=True)}), "pickle"),
+    ("corrupt_sparse.npz", _npz_corrupt_sparse, "column index 7 out of range 0..2"),
+    ("no_square_variable.mat", _text_mat, "no square numeric variable"),
+    ("garbage.mat", b"MATLAB 5.0 MAT-file? " + bytes(range(200)), "not a readable MATLAB file"),
+    ("corrupt_sparse_v73.mat", lambda p: _mat73_sparse(p, 3, [0, 7, 1]), "row index 7 out of range 0..2"),
+    ("no_vertices.net", "*Arcs\n1 2\n", "'*Vertices n'"),
+    ("prose.net", "this is not a network\n", "'*Vertices n'"),
+    ("vertex_out_of_range.net", "*Vertices 3\n*Edges\n1 4\n", "vertex id 4 is out of range 1..3"),
+    ("negative_vertices.net", "*Vertices -3\n", "needs at least one vertex"),
+    ("nan_weight.net", "*Vertices 2\n*Arcs\n1 2 nan\n", "not finite"),
+    ("negative_index.ijv", "1 2 1.0\n-1 2 3.0\n", "non-negative integers"),
+    ("fractional_index.edges", "1.5 2\n", "non-negative integers"),
+    ("garbage.rua", "just\nsome\nwords\nhere\n", "not a Harwell-Boeing file"),
+    ("corrupt_index.rua", _hb(" 1 2 3 4", " 1 9 3"), "row index 8 out of range 0..2"),
+    ("corrupt_pointer.rua", _hb(" 1 0 3 4", " 1 2 3"), "index pointer"),
+    ("lonely.cites", "a b\n", "lonely.content"),
+    ("garbage.png", b"\x89PNG but then nothing sensible" * 4, "cannot identify image"),
+    ("truncated.png", lambda p: p.write_bytes(_png(p)[:200]), "cannot read image"),
+    ("postscript.png", b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 10 10\nshowpage\n", "cannot identify image"),
+    ("text.jpg", "not a jpeg at all", "cannot identify image"),
+]
+
+
+def _write(path: Path, content) -> None:
+    if content is None:
+        return
+    if callable(content):
+        content(path)
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+
+
+def _run(*args: str):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def _assert_one_line_error(res, name: str, fragment: str) -> str:
+    assert res.exit_code == 2, (res.exit_code, res.output, res.exception)
+    assert "Traceback" not in res.output
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert len(lines) == 1, res.output
+    line = lines[0]
+    assert line.startswith("error:"), line
+    assert name in line, line
+    assert fragment in line, line
+    return line
+
+
+def test_corpus_is_large_and_unique():
+    names = [name for name, _, _ in CORPUS]
+    assert len(names) >= 25 and len(set(names)) == len(names)
+
+
+@pytest.mark.parametrize("name, content, fragment", CORPUS, ids=[c[0] for c in CORPUS])
+def test_malformed_file_is_one_line_exit_2(tmp_path, name, content, fragment):
+    path = tmp_path / name
+    _write(path, content)
+    _assert_one_line_error(_run("info", path), name, fragment)
+
+
+#: Inputs that kill scipy 1.17's Matrix Market reader (fast_matrix_market) with
+#: SIGSEGV/SIGFPE when handed over as they are: a last line without newline that
+#: holds something scipy skips, or an empty "array" matrix.  The loader must
+#: survive each (loading it, or refusing it in one line).
+SCIPY_CRASHERS = [
+    "%%MatrixMarket matrix coordinate pattern general\n5 5 1\n3 4 1",
+    "%%MatrixMarket matrix coordinate real general\n5 5 1\n3 4 1 1",
+    "%%MatrixMarket matrix coordinate real symmetric\n5 5 1\n3 4 1e",
+    "%%MatrixMarket matrix coordinate real general\n5 5 1\n3 4 0x1",
+    "%%MatrixMarket matrix coordinate integer general\n5 5 1\n3 4 1e200",
+    "%%MatrixMarket matrix array real general\n1 1\n1 x",
+    "%%MatrixMarket matrix array real general\n0 0\n",
+    "%%MatrixMarket matrix array real symmetric\n2 3\n1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n",
+]
+
+
+@pytest.mark.parametrize("text", SCIPY_CRASHERS)
+@pytest.mark.parametrize("suffix", [".mtx", ".mtx.gz"])
+def test_scipy_reader_crashers_are_kept_away(tmp_path, text, suffix):
+    path = tmp_path / f"crasher{suffix}"
+    path.write_bytes(gzip.compress(text.encode()) if suffix.endswith(".gz") else text.encode())
+    res = _run("info", path)
+    assert res.exit_code in (0, 2) and "Traceback" not in res.output, res.output
+    if res.exit_code == 2:
+        _assert_one_line_error(res, path.name, "")
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    path = tmp_path / "corrupt_index.rua"
+    path.write_text(_hb(" 1 2 3 4", " 1 9 3"))
+    res = runner.invoke(app, ["--debug", "info", str(path)])
+    assert res.exit_code == 2
+    assert "Traceback" in res.output and "InputError" in res.output
+    assert "error:" in res.output and "corrupt_index.rua" in res.output
+
+
+def test_brackets_in_a_path_are_not_markup(tmp_path):
+    folder = tmp_path / "[bold]data"
+    folder.mkdir()
+    path = folder / "x.csv"
+    path.write_text("1,2,3\n")
+    line = _assert_one_line_error(_run("info", path), "x.csv", "not square")
+    assert "[bold]data" in line
+
+
+# ---------------------------------------------------------------------------
+# resource bombs: refused from the header, with the estimate and the limit
+# ---------------------------------------------------------------------------
+
+GIANT = 2_000_000_000
+
+BOMBS = [
+    ("giant.mtx", MM + f"{GIANT} {GIANT} 1\n1 1 1.0\n", "beyond the supported maximum"),
+    ("giant_array.mtx", "%%MatrixMarket matrix array real general\n60000 60000\n1\n", "--max-memory"),
+    ("many_entries.mtx", MM + "1000 1000 9000000000000\n1 1 1\n", "--max-memory"),
+    ("giant.mtx.gz", gzip.compress((MM + f"{GIANT} {GIANT} 1\n1 1 1.0\n").encode()), "beyond the supported maximum"),
+    ("giant.net", f"*Vertices {GIANT}\n*Arcs\n1 2\n", "beyond the supported maximum"),
+    ("giant_matrix.net", "*Vertices 90000000\n*Matrix\n1\n", "--max-memory"),
+    ("giant.ijv", f"1 1 1.0\n{GIANT} 1 2.0\n", "beyond the supported maximum"),
+    ("overflowing_index.coo", "1e20 1 1.0\n", "beyond the supported maximum"),
+    ("giant.npy", _npy_header((GIANT, GIANT)), "--max-memory"),
+    ("giant_coo.npz", _npz_giant_coo, "beyond the supported maximum"),
+    ("giant_header.rua", _hb(" 1 2 3 4", " 1 2 3").replace(
+        "RUA                        3             3",
+        f"RUA               {GIANT}    {GIANT}"), "beyond the supported maximum"),
+    ("giant.png", _png_header(GIANT, GIANT), "decompression bomb"),
+    ("giant.pgm", f"P5 {GIANT} {GIANT} 255\n".encode() + b"\0" * 16, "decompression bomb"),
+]
+
+
+@pytest.mark.parametrize("name, content, fragment", BOMBS, ids=[b[0] for b in BOMBS])
+def test_giant_header_refused_before_allocating(tmp_path, name, content, fragment):
+    path = tmp_path / name
+    _write(path, content)
+    # A 64 MiB cap: had anything of the declared size been allocated first,
+    # the process would be gone, not answering with exit 2.
+    line = _assert_one_line_error(_run("info", path, "--max-memory", "64M"), name, fragment)
+    if "--max-memory" in fragment:
+        assert "needs about" in line and "64.0 MiB" in line
+    elif "supported maximum" in fragment:
+        assert "EiB" in line and "100,000,000" in line  # the estimate and the limit
+    else:
+        assert "pixels" in line
+
+
+def test_giant_matlab_sparse_refused_before_reading(tmp_path):
+    path = tmp_path / "giant_sparse_v73.mat"
+    _mat73_sparse(path, GIANT, [0])
+    line = _assert_one_line_error(_run("info", path, "--var", "A"), path.name, "beyond the supported maximum")
+    assert "sparse variable A" in line
+
+
+def test_max_memory_option_lowers_the_limit(tmp_path):
+    path = tmp_path / "dense.csv"
+    path.write_text("\n".join(",".join(["1.5"] * 300) for _ in range(300)) + "\n")
+    line = _assert_one_line_error(_run("info", path, "--max-memory", "100K"), "dense.csv", "over the memory limit")
+    assert "100.0 KiB" in line and "--max-memory" in line
+    assert _run("info", path).exit_code == 0
+
+
+@pytest.fixture
+def big_sparse(tmp_path) -> Path:
+    """60000 x 60000 with three entries: tiny on disk and as CSR, 27 GiB dense."""
+    path = tmp_path / "big_sparse.mtx"
+    path.write_text(MM + "60000 60000 3\n1 1 1.0\n2 5 2.0\n60000 60000 3.0\n")
+    return path
+
+
+def test_big_sparse_loads_but_fit_is_refused_before_densifying(big_sparse, tmp_path):
+    assert _run("info", big_sparse).exit_code == 0
+    out = tmp_path / "f.h5"
+    line = _assert_one_line_error(
+        _run("fit", big_sparse, "--device", "cpu", "--out", out, "--max-memory", "2G"), "60000 x 60000", "needs about"
+    )
+    assert "2.0 GiB" in line and "--max-memory" in line
+    assert not out.exists()
+
+
+def test_compare_refuses_dense_scoring_before_any_method(big_sparse):
+    line = _assert_one_line_error(
+        _run("compare", big_sparse, "--methods", "tsvd", "--max-memory", "2G"), "big_sparse", "needs about"
+    )
+    assert "scoring" in line and "2.0 GiB" in line
+
+
+def test_to_dense_of_large_sparse_is_checked(big_sparse):
+    from sfapprox import ResourceError, load_matrix
+
+    loaded = load_matrix(big_sparse)
+    with pytest.raises(ResourceError, match="dense copy of 60000 x 60000"):
+        loaded.to_dense(max_memory=2**30)
+
+
+# ---------------------------------------------------------------------------
+# outputs that cannot be written are refused before any work
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_csv(tmp_path) -> Path:
+    path = tmp_path / "small.csv"
+    path.write_text("2,1\n1,2\n")
+    return path
+
+
+@pytest.mark.parametrize("command", ["fit", "compare"])
+def test_output_in_missing_folder_refused_up_front(small_csv, tmp_path, command):
+    target = tmp_path / "no" / "such" / "r.json"
+    line = _assert_one_line_error(_run(command, small_csv, "--json", target, "--iters", "1"), "r.json", "does not exist")
+    assert "create it first" in line
+
+
+def test_output_that_is_a_folder_refused(small_csv, tmp_path):
+    _assert_one_line_error(_run("fit", small_csv, "--json", tmp_path, "--iters", "1"), str(tmp_path), "is a folder")
+
+
+def test_same_file_for_two_outputs_refused(small_csv, tmp_path):
+    target = tmp_path / "both.out"
+    _assert_one_line_error(_run("fit", small_csv, "--out", target, "--json", target, "--iters", "1"),
+                           "both.out", "two outputs")
+    assert not target.exists()
+
+
+def test_existing_output_needs_force(small_csv, tmp_path):
+    target = tmp_path / "r.json"
+    target.write_text("{}")
+    _assert_one_line_error(_run("compare", small_csv, "--methods", "tsvd", "--json", target), "r.json", "--force")
+    assert target.read_text() == "{}"
+    assert _run("compare", small_csv, "--methods", "tsvd", "--json", target, "--force").exit_code == 0
+    assert target.read_text() != "{}"
