@@ -107,12 +107,30 @@ def _make_nmf(n: int, budget: int, opts: RunOptions):
     return NMF(budget=budget, random_state=opts.random_state, device=opts.device, dtype=opts.dtype)
 
 
+def _make_hybrid(kind: str):
+    def make(n: int, budget: int, opts: RunOptions):
+        from .hybrid import ChordLowRank, ChordSparse
+
+        params = dict(opts.sf)
+        if opts.protocol == "paper":
+            params.setdefault("base", 2)  # its plain-SF end is then the paper's reference structure, as "sf"
+        common = dict(budget=budget, sf_params=params, random_state=opts.random_state, device=opts.device,
+                      dtype=opts.dtype, callback=opts.callback)
+        if kind == "sf+s":
+            return ChordSparse(count_indices=opts.count_indices, **common)
+        return ChordLowRank(**common)
+
+    return make
+
+
 _METHODS: dict[str, tuple[Callable, str]] = {
     "sf": (_make_sf, "Chord sparse factorization (L-BFGS)"),
     "tsvd": (_make_tsvd, "truncated SVD (best rank r)"),
     "rpca": (_make_rpca("godec"), "Robust PCA: low rank + sparse, GoDec at fixed rank/cardinality"),
     "rpca-pcp": (_make_rpca("pcp"), "Robust PCA: Principal Component Pursuit, cut to the budget"),
     "nmf": (_make_nmf, "non-negative matrix factorization (HALS)"),
+    "sf+lr": (_make_hybrid("sf+lr"), "Chord factors + low rank, budget split chosen on a grid (ends: sf, tsvd)"),
+    "sf+s": (_make_hybrid("sf+s"), "Chord factors + sparse entries at free positions, split chosen on a grid"),
 }
 
 
@@ -164,8 +182,8 @@ def run_method(
     status = "ok"
     if name == "sf":
         params.update(_sf_params(est))
-        if est.stop_reason_ == "interrupted":
-            status = "interrupted"
+    if getattr(est, "stop_reason_", None) == "interrupted":  # sf and the hybrids
+        status = "interrupted"
     return MethodResult(
         method=name,
         status=status,

@@ -2,7 +2,9 @@
 
 :class:`ChordOperator` is a :class:`scipy.sparse.linalg.LinearOperator`, so
 it composes with scipy's iterative solvers and eigensolvers, and it adds
-``to_dense()`` and the stored-number count.
+``to_dense()`` and the stored-number count.  :class:`HybridOperator` is the
+sum of such a product and a low-rank and/or sparse correction (the sf+lr and
+sf+s surrogates), ``O(N·K·M + N·r + s)`` per column.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from scipy.sparse.linalg import LinearOperator
 
 from .chord import chord_offsets
 
-__all__ = ["ChordOperator"]
+__all__ = ["ChordOperator", "HybridOperator"]
 
 
 class ChordOperator(LinearOperator):
@@ -104,3 +106,109 @@ class _TransposedChord(LinearOperator):
 
     def _adjoint(self):
         return self._op
+
+
+class HybridOperator(LinearOperator):
+    """``W1 ... WM + U diag(s) V^T + S``: Chord factors plus low-rank and sparse corrections.
+
+    Each part is optional; every product costs ``O(N K M + N r + nnz(S))``
+    per column and nothing ``N x N`` is formed.
+
+    Parameters
+    ----------
+    n : int
+        Order of the matrix.
+    chord : ChordOperator or None
+        The Chord product (None: no factors).
+    low_rank : tuple of ndarray (U, s, Vt) or None
+        Shapes ``(N, r)``, ``(r,)``, ``(r, N)``.
+    sparse : scipy sparse array or None
+        The free-position entries.
+    count_indices : bool, default=False
+        Whether each sparse entry is charged for its position too (2 numbers).
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> U = np.ones((8, 1)) / np.sqrt(8)
+    >>> S = sp.csr_array(([2.0], ([0], [3])), shape=(8, 8))
+    >>> chord = ChordOperator(np.ones((3, 8, 4)) / 4)
+    >>> op = HybridOperator(8, chord=chord, low_rank=(U, np.array([8.0]), U.T), sparse=S)
+    >>> y = op.matvec(np.ones(8))
+    >>> np.round(y[:2], 9).tolist(), op.n_stored
+    ([11.0, 9.0], 114)
+    """
+
+    def __init__(
+        self,
+        n: int,
+        *,
+        chord: ChordOperator | None = None,
+        low_rank: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+        sparse=None,
+        count_indices: bool = False,
+    ):
+        import scipy.sparse as sp
+
+        if chord is not None and chord.shape != (n, n):
+            raise ValueError(f"Chord part has shape {chord.shape}, expected {(n, n)}")
+        if low_rank is None:
+            low_rank = (np.zeros((n, 0)), np.zeros(0), np.zeros((0, n)))
+        U, sig, Vt = (np.asarray(a, dtype=np.float64) for a in low_rank)
+        if U.shape != (n, sig.size) or Vt.shape != (sig.size, n):
+            raise ValueError(f"low-rank part shapes {U.shape}, {sig.shape}, {Vt.shape} do not match N={n}")
+        if sparse is None:
+            sparse = sp.csr_array((n, n))
+        if sparse.shape != (n, n):
+            raise ValueError(f"sparse part has shape {sparse.shape}, expected {(n, n)}")
+        self.chord = chord
+        self.U, self.s, self.Vt = U, sig, Vt
+        self.sparse = sp.csr_array(sparse, dtype=np.float64)
+        self.count_indices = bool(count_indices)
+        super().__init__(dtype=np.float64, shape=(n, n))
+
+    @property
+    def rank(self) -> int:
+        return int(self.s.size)
+
+    @property
+    def n_factors(self) -> int:
+        return 0 if self.chord is None else self.chord.n_factors
+
+    @property
+    def n_stored(self) -> int:
+        """Stored numbers, by :func:`sfapprox.budget.hybrid_count`."""
+        from .budget import hybrid_count
+
+        k = 0 if self.chord is None else len(self.chord.offsets)
+        return hybrid_count(
+            self.shape[0], self.n_factors, k, rank=self.rank, n_sparse=int(self.sparse.nnz),
+            count_indices=self.count_indices,
+        )
+
+    def _matmat(self, B: np.ndarray) -> np.ndarray:
+        B = np.asarray(B, dtype=np.float64)
+        out = self.U @ (self.s[:, None] * (self.Vt @ B)) + self.sparse @ B
+        if self.chord is not None:
+            out += self.chord.matmat(B)
+        return out
+
+    def _rmatmat(self, B: np.ndarray) -> np.ndarray:
+        B = np.asarray(B, dtype=np.float64)
+        out = self.Vt.T @ (self.s[:, None] * (self.U.T @ B)) + self.sparse.T @ B
+        if self.chord is not None:
+            out += self.chord.rmatmat(B)
+        return out
+
+    def _matvec(self, x: np.ndarray) -> np.ndarray:
+        return self._matmat(np.reshape(x, (-1, 1))).ravel()
+
+    def _rmatvec(self, x: np.ndarray) -> np.ndarray:
+        return self._rmatmat(np.reshape(x, (-1, 1))).ravel()
+
+    def to_dense(self) -> np.ndarray:
+        """The full ``N x N`` sum."""
+        out = (self.U * self.s) @ self.Vt + self.sparse.toarray()
+        if self.chord is not None:
+            out += self.chord.to_dense()
+        return out

@@ -4,7 +4,8 @@
   ``to_dict()`` giving the documented JSON shape.
 * :func:`write_json`: atomic JSON output (temporary file in the destination
   folder, then ``os.replace``), so a reader never sees half a file.
-* :func:`save_factors` / :func:`load_factors`: an SF fit in HDF5 (h5py).
+* :func:`save_factors` / :func:`load_factors`: an SF fit in HDF5 (h5py), or a
+  hybrid one (sf+lr, sf+s: the factors plus a low-rank or sparse part).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ._errors import InputError, SfapproxError
-from .linop import ChordOperator
+from .linop import ChordOperator, HybridOperator
 
 __all__ = [
     "MethodResult",
@@ -36,6 +37,9 @@ __all__ = [
 
 FACTORS_FORMAT = "sfapprox-chord-factors"
 FACTORS_VERSION = 1
+#: Files of hybrid fits (kind "sf+lr" / "sf+s") carry version 2: a version-1 reader
+#: would see only their factors, so they say that they hold more.
+HYBRID_VERSION = 2
 
 
 @dataclass
@@ -153,19 +157,22 @@ def library_versions() -> dict[str, str]:
 
 @dataclass
 class SavedFactors:
-    """An SF fit read back from HDF5: the operator plus how it was made.
+    """An SF (or hybrid) fit read back from HDF5: the operator plus how it was made.
 
     ``matvec``/``rmatvec``/``matmat``/``to_dense`` delegate to
-    :attr:`operator`, a :class:`~sfapprox.linop.ChordOperator` (a scipy
-    LinearOperator).
+    :attr:`operator`, a scipy LinearOperator: a
+    :class:`~sfapprox.linop.ChordOperator` for ``kind == "sf"``, a
+    :class:`~sfapprox.linop.HybridOperator` (factors plus low-rank / sparse
+    part) for ``"sf+lr"`` and ``"sf+s"``.
     """
 
-    operator: ChordOperator
+    operator: ChordOperator | HybridOperator
     loss_history: np.ndarray
     fit: dict[str, Any]
     settings: dict[str, Any]
     source: dict[str, Any]
     versions: dict[str, str]
+    kind: str = "sf"
 
     @property
     def n(self) -> int:
@@ -187,38 +194,53 @@ class SavedFactors:
     def to_dense(self) -> np.ndarray:
         return self.operator.to_dense()
 
-    def aslinearoperator(self) -> ChordOperator:
+    def aslinearoperator(self) -> ChordOperator | HybridOperator:
         return self.operator
 
 
 def save_factors(
     path: str | os.PathLike,
-    operator: ChordOperator,
+    operator: ChordOperator | HybridOperator,
     *,
+    kind: str | None = None,
     loss_history: list[float] | np.ndarray = (),
     fit: dict[str, Any] | None = None,
     settings: dict[str, Any] | None = None,
     source: dict[str, Any] | None = None,
     force: bool = True,
 ) -> None:
-    """Write an SF fit to an HDF5 file, atomically.
+    """Write an SF (or hybrid) fit to an HDF5 file, atomically.
 
     Layout: datasets ``values`` (M, N, K) and ``offsets`` (K,) and
     ``loss_history``; attributes ``format``, ``format_version``, ``n``,
-    ``n_factors`` and JSON strings ``fit``, ``settings``, ``source``,
-    ``versions``.
+    ``n_factors``, ``kind`` and JSON strings ``fit``, ``settings``,
+    ``source``, ``versions``.  A :class:`~sfapprox.linop.HybridOperator`
+    (``kind`` "sf+lr" or "sf+s", ``format_version`` 2) adds ``lr_U`` (N, r),
+    ``lr_s`` (r,), ``lr_Vt`` (r, N), ``sparse_rows``, ``sparse_cols``,
+    ``sparse_vals`` and the attribute ``count_indices``; its ``values`` has
+    ``M = 0`` rows when it has no factors.  ``kind`` names the method (default:
+    ``"sf"`` for a ChordOperator; for a HybridOperator ``"sf+s"`` when it has
+    sparse entries, else ``"sf+lr"``).
     """
     import h5py
 
+    hybrid = isinstance(operator, HybridOperator)
+    chord = operator.chord if hybrid else operator
+    n = operator.shape[0]
     with atomic_path(path, force=force) as tmp:
         with h5py.File(tmp, "w") as f:
             f.attrs["format"] = FACTORS_FORMAT
-            f.attrs["format_version"] = FACTORS_VERSION
-            f.attrs["n"] = operator.shape[0]
-            f.attrs["n_factors"] = operator.n_factors
-            f.create_dataset("values", data=operator.values, compression="gzip")
-            f.create_dataset("offsets", data=operator.offsets)
+            f.attrs["format_version"] = HYBRID_VERSION if hybrid else FACTORS_VERSION
+            f.attrs["kind"] = kind or _kind(operator)
+            f.attrs["n"] = n
+            f.attrs["n_factors"] = 0 if chord is None else chord.n_factors
+            values = np.zeros((0, n, 0)) if chord is None else chord.values
+            # gzip needs chunks, which an empty dataset cannot have.
+            f.create_dataset("values", data=values, compression="gzip" if values.size else None)
+            f.create_dataset("offsets", data=np.zeros(0, np.int64) if chord is None else chord.offsets)
             f.create_dataset("loss_history", data=np.asarray(loss_history, dtype=np.float64))
+            if hybrid:
+                _write_corrections(f, operator)
             for key, value in (
                 ("fit", fit or {}),
                 ("settings", settings or {}),
@@ -228,8 +250,40 @@ def save_factors(
                 f.attrs[key] = json.dumps(_jsonable(value))
 
 
+def _kind(operator: ChordOperator | HybridOperator) -> str:
+    if not isinstance(operator, HybridOperator):
+        return "sf"
+    return "sf+s" if operator.sparse.nnz else "sf+lr"
+
+
+def _write_corrections(f, op: HybridOperator) -> None:
+    f.attrs["count_indices"] = op.count_indices
+    f.create_dataset("lr_U", data=op.U)
+    f.create_dataset("lr_s", data=op.s)
+    f.create_dataset("lr_Vt", data=op.Vt)
+    coo = op.sparse.tocoo()
+    f.create_dataset("sparse_rows", data=coo.row.astype(np.int64))
+    f.create_dataset("sparse_cols", data=coo.col.astype(np.int64))
+    f.create_dataset("sparse_vals", data=coo.data.astype(np.float64))
+
+
+def _read_operator(f) -> ChordOperator | HybridOperator:
+    """The operator in an open factors file: plain Chord factors, or their sum with the corrections."""
+    import scipy.sparse as sp
+
+    values, offsets = f["values"][()], f["offsets"][()]
+    if "lr_U" not in f:  # version-1 files and plain SF fits
+        return ChordOperator(values, offsets)
+    n = int(f.attrs["n"])
+    chord = ChordOperator(values, offsets) if values.shape[0] else None
+    rows, cols, vals = (f[k][()] for k in ("sparse_rows", "sparse_cols", "sparse_vals"))
+    sparse = sp.csr_array((vals, (rows, cols)), shape=(n, n))
+    return HybridOperator(n, chord=chord, low_rank=(f["lr_U"][()], f["lr_s"][()], f["lr_Vt"][()]),
+                          sparse=sparse, count_indices=bool(f.attrs.get("count_indices", False)))
+
+
 def load_factors(path: str | os.PathLike) -> SavedFactors:
-    """Read an SF fit written by :func:`save_factors`.
+    """Read an SF (or hybrid) fit written by :func:`save_factors`.
 
     Examples
     --------
@@ -250,12 +304,12 @@ def load_factors(path: str | os.PathLike) -> SavedFactors:
         with h5py.File(path, "r") as f:
             if f.attrs.get("format") != FACTORS_FORMAT:
                 raise InputError(f"{path}: not an sfapprox factors file (written by 'sfapprox fit --out')")
-            values = f["values"][()]
-            offsets = f["offsets"][()]
+            operator = _read_operator(f)
+            kind = str(f.attrs.get("kind", "sf"))
             history = f["loss_history"][()]
             meta = {k: json.loads(f.attrs[k]) for k in ("fit", "settings", "source", "versions")}
     except InputError:
         raise
     except (OSError, KeyError, ValueError) as exc:
         raise InputError(f"{path}: cannot read sfapprox factors ({exc})") from None
-    return SavedFactors(ChordOperator(values, offsets), history, **meta)
+    return SavedFactors(operator, history, **meta, kind=kind)

@@ -1,0 +1,265 @@
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+
+from sfapprox import BudgetError, ParameterError, RunOptions, compare, load_factors, save_factors
+from sfapprox.budget import (
+    hybrid_count,
+    sf_config_for_budget,
+    sf_count,
+    sf_lr_count,
+    sf_lr_splits,
+    sf_s_count,
+    sf_s_splits,
+    tsvd_rank_for_budget,
+)
+from sfapprox.chord import chord_offsets
+from sfapprox.hybrid import ChordLowRank, ChordSparse, _lr_objective, _sparse_objective
+from sfapprox.linop import HybridOperator
+from sfapprox.sf import _kernels as K
+
+FAST = {"max_iter": 60}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    # Many tiny kernels: a second thread that the OS deschedules makes each of them far slower.
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _planted(n: int, n_factors: int, rank: int, seed: int = 0) -> np.ndarray:
+    """Product of near-identity Chord factors plus a rank-``r`` part of the same norm."""
+    rng = np.random.default_rng(seed)
+    offs = chord_offsets(n)
+    w = 0.5 * rng.standard_normal((n_factors, n, len(offs))) / math.sqrt(len(offs))
+    w[:, :, 0] += 1.0
+    P = K.chord_product(torch.from_numpy(w), offs.tolist()).numpy()
+    L = rng.standard_normal((n, rank)) @ rng.standard_normal((rank, n))
+    return P + L * np.linalg.norm(P) / np.linalg.norm(L)
+
+
+def _by_method(c):
+    return {r.method: r for r in c.results}
+
+
+# --------------------------------------------------------------------------- the guarantee
+@pytest.mark.parametrize("budget", ["sf", 1300])
+def test_never_worse_than_sf_and_tsvd_at_equal_budget(budget):
+    X = np.random.default_rng(0).random((32, 32)) + np.eye(32)
+    opts = RunOptions(device="cpu", sf=FAST)
+    r = _by_method(compare(X, ["sf", "tsvd", "sf+lr", "sf+s"], budget=budget, options=opts))
+    best_end = min(r["sf"].fro_error, r["tsvd"].fro_error)
+    assert r["sf+lr"].fro_error <= best_end * (1 + 1e-3)
+    assert r["sf+s"].fro_error <= r["sf"].fro_error * (1 + 1e-3)
+    # Both ends of the grid are those methods, computed the same way (same settings and seed).
+    grid = {p["split"]: p for p in r["sf+lr"].params["grid"]}
+    assert grid["sf"]["fro_error"] == pytest.approx(r["sf"].fro_error, rel=1e-12)
+    assert grid["lr"]["fro_error"] == pytest.approx(r["tsvd"].fro_error, rel=1e-12)
+    assert grid["lr"]["rank"] == r["tsvd"].params["rank"]
+
+
+def test_strictly_better_on_a_planted_chord_plus_low_rank_matrix():
+    n, m, rank = 16, 3, 2
+    X = _planted(n, m, rank)
+    budget = sf_lr_count(n, m, len(chord_offsets(n)), rank)
+    h = ChordLowRank(budget=budget, max_splits=1, sf_params={"max_iter": 600}, device="cpu").fit(X)
+    grid = {p["split"]: p for p in h.params_["grid"]}
+    assert (h.params_["n_factors"], h.params_["rank"]) == (m, rank)  # the planted split
+    assert h.rel_error_ < 0.05 and h.rel_error_ < 0.25 * min(grid["sf"]["rel_error"], grid["lr"]["rel_error"])
+
+
+def test_sparse_hybrid_recovers_planted_spikes():
+    n = 16
+    rng = np.random.default_rng(3)
+    X = K.chord_product(torch.from_numpy(rng.standard_normal((4, n, 5)) * 0.3 + (np.arange(5) == 0)),
+                        chord_offsets(n).tolist()).numpy()
+    spikes = rng.choice(n * n, 12, replace=False)
+    X.ravel()[spikes] += 5.0
+    budget = sf_s_count(n, 4, 5, 12, count_indices=True)
+    h = ChordSparse(budget=budget, count_indices=True, max_splits=1, sf_params={"max_iter": 600},
+                    device="cpu").fit(X)
+    grid = {p["split"]: p for p in h.params_["grid"]}
+    assert h.params_["split"] == "split" and h.n_sparse_ == 12
+    # A short fit finds most spikes (the last few are found with more iterations).
+    assert len(set(np.flatnonzero(h.sparse_.toarray())) & set(spikes)) >= 8
+    assert h.rel_error_ < 0.2 * min(grid["sparse"]["rel_error"], grid["sf"]["rel_error"])
+
+
+# --------------------------------------------------------------------------- budget accounting
+def test_counts_and_splits_never_exceed_the_budget():
+    n = 24
+    k = len(chord_offsets(n))
+    assert sf_lr_count(n, 3, k, 2) == n * k * 3 + 2 * (2 * n + 1)
+    assert sf_s_count(n, 3, k, 10) == n * k * 3 + 10 and sf_s_count(n, 3, k, 10, count_indices=True) == n * k * 3 + 20
+    assert hybrid_count(n, 0, 0, rank=1, n_sparse=1) == 2 * n + 2
+    for budget in (50, 300, 720, 2000, n * n):
+        try:
+            plain = sf_config_for_budget(n, budget)
+        except BudgetError:
+            plain = None
+        lr = sf_lr_splits(n, budget, plain)
+        ss = sf_s_splits(n, budget, plain, count_indices=True)
+        for s in lr + ss:
+            assert s.count <= budget
+            assert s.count == hybrid_count(n, s.n_factors, s.n_offsets, rank=s.rank, n_sparse=s.n_sparse,
+                                           count_indices=s in ss)
+        roles = [s.role for s in lr]
+        assert ("sf" in roles) == (plain is not None)
+        if budget >= 2 * n + 1:
+            end = [s for s in lr if s.role == "lr"][0]
+            assert end.rank == tsvd_rank_for_budget(n, budget) and end.n_factors == 0
+    # The default "sf" budget: the plain end is the reference structure.
+    first = sf_lr_splits(n, sf_count(n), sf_config_for_budget(n, sf_count(n)))[0]
+    assert (first.role, first.n_factors, first.rank) == ("sf", 5, 0)
+
+
+@pytest.mark.parametrize("count_indices", [False, True])
+def test_estimators_stay_within_budget_and_show_index_storage(count_indices):
+    X = np.random.default_rng(1).standard_normal((16, 16))
+    for budget in (40, 150, 330):
+        h = ChordSparse(budget=budget, count_indices=count_indices, sf_params=FAST, device="cpu").fit(X)
+        assert h.n_stored_ <= budget
+        assert h.n_stored_ == h.factors_.size + (2 if count_indices else 1) * h.n_sparse_
+        assert h.params_["index_storage"] == h.n_sparse_ == h.index_storage_
+        assert h.params_["count_indices"] is count_indices
+        assert all("index_storage" in p and p["count"] <= budget for p in h.params_["grid"])
+        lr = ChordLowRank(budget=budget, sf_params=FAST, device="cpu").fit(X)
+        assert lr.n_stored_ <= budget
+        assert lr.n_stored_ == lr.factors_.size + lr.rank_ * (2 * 16 + 1) == lr.params_["count"]
+        assert lr.params_["sf_count"] + lr.params_["lr_count"] == lr.n_stored_
+
+
+def test_too_small_budget():
+    X = np.random.default_rng(2).random((20, 20))
+    with pytest.raises(BudgetError, match="too small for sf\\+lr"):
+        ChordLowRank(budget=40, device="cpu").fit(X)
+    c = compare(X, ["sf+lr", "sf+s"], budget=40, options=RunOptions(device="cpu", sf=FAST))
+    lr, s = c.results
+    assert lr.status == "not applicable" and "too small" in lr.reason
+    assert s.status == "ok" and s.params["split"] == "sparse" and s.nnz <= 40
+
+
+def test_parameters_are_checked_at_fit():
+    h = ChordLowRank(max_splits=-1)  # the constructor only stores
+    with pytest.raises(ParameterError, match="'max_splits' parameter of ChordLowRank"):
+        h.fit(np.eye(4))
+    with pytest.raises(ParameterError, match="'count_indices' parameter of ChordSparse"):
+        ChordSparse(count_indices="yes").fit(np.eye(4))
+
+
+# --------------------------------------------------------------------------- the joint gradient
+def _autograd(ws, offs, X, correction):
+    ws = ws.clone().requires_grad_(True)
+    P = K.factor_to_dense(ws[0], offs)
+    for m in range(1, ws.shape[0]):
+        P = P @ K.factor_to_dense(ws[m], offs)
+    C, leaves = correction()
+    loss = 0.5 * ((X - P - C) ** 2).sum()
+    loss.backward()
+    return float(loss.detach()), torch.cat([ws.grad.reshape(-1)] + [t.grad.reshape(-1) for t in leaves])
+
+
+@pytest.mark.parametrize("kernel", [K.loss_and_grad, K.loss_and_grad_dense, K.loss_and_grad_panels])
+@pytest.mark.parametrize("n,m", [(9, 2), (16, 4)])
+@pytest.mark.parametrize("thin", ["dense", "shifts"])
+def test_joint_gradients_match_autograd(kernel, n, m, thin, monkeypatch):
+    if thin == "shifts":  # the thin products' large-N path (shifted adds), on a small N
+        monkeypatch.setattr(K, "DENSE_MAX_N", 0)
+    g = torch.Generator().manual_seed(n)
+    offs = chord_offsets(n).tolist()
+    shape = (m, n, len(offs))
+    ws = torch.randn(shape, dtype=torch.float64, generator=g)
+    X = torch.randn(n, n, dtype=torch.float64, generator=g)
+    rank = 3
+    U = torch.randn(n, rank, dtype=torch.float64, generator=g)
+    V = torch.randn(n, rank, dtype=torch.float64, generator=g)
+
+    def low_rank():
+        u, v = U.clone().requires_grad_(True), V.clone().requires_grad_(True)
+        return u @ v.T, [u, v]
+
+    loss, grad = _lr_objective(kernel, offs, X, shape, rank)(torch.cat([ws.reshape(-1), U.reshape(-1), V.reshape(-1)]))
+    ref_loss, ref_grad = _autograd(ws, offs, X, low_rank)
+    assert loss == pytest.approx(ref_loss, rel=1e-12)
+    assert torch.allclose(grad, ref_grad, rtol=0, atol=1e-10 * max(1.0, float(ref_grad.abs().max())))
+
+    flat = torch.as_tensor(np.sort(np.random.default_rng(n).choice(n * n, 2 * n, replace=False)))
+    vals = torch.randn(flat.numel(), dtype=torch.float64, generator=g)
+
+    def sparse():
+        v = vals.clone().requires_grad_(True)
+        S = torch.zeros(n * n, dtype=torch.float64).index_put((flat,), v).view(n, n)
+        return S, [v]
+
+    loss, grad = _sparse_objective(kernel, offs, X, shape, flat)(torch.cat([ws.reshape(-1), vals]))
+    ref_loss, ref_grad = _autograd(ws, offs, X, sparse)
+    assert loss == pytest.approx(ref_loss, rel=1e-12)
+    assert torch.allclose(grad, ref_grad, rtol=0, atol=1e-10 * max(1.0, float(ref_grad.abs().max())))
+
+
+# --------------------------------------------------------------------------- results and files
+@pytest.mark.parametrize("cls,budget", [(ChordLowRank, 400), (ChordSparse, 400), (ChordLowRank, 100),
+                                        (ChordSparse, 60)])
+def test_save_load_matvec_round_trip(tmp_path, cls, budget):
+    X = np.random.default_rng(4).standard_normal((16, 16))
+    h = cls(budget=budget, sf_params=FAST, device="cpu").fit(X)
+    path = tmp_path / "h.h5"
+    kind = "sf+lr" if cls is ChordLowRank else "sf+s"
+    save_factors(path, h.operator_, kind=kind, fit={"fro_error": h.fro_error_}, settings=h.params_)
+    saved = load_factors(path)
+    assert saved.kind == kind
+    assert isinstance(saved.operator, HybridOperator) and saved.n_stored == h.n_stored_
+    D = h.to_dense()
+    x = np.random.default_rng(5).standard_normal(16)
+    B = np.random.default_rng(6).standard_normal((16, 3))
+    assert np.allclose(saved.matvec(x), D @ x) and np.allclose(saved.rmatvec(x), D.T @ x)
+    assert np.allclose(saved.matmat(B), D @ B) and np.allclose(saved.to_dense(), D)
+    assert np.allclose(h.to_operator() @ x, D @ x)
+    assert np.linalg.norm(X - D) == pytest.approx(h.fro_error_)
+    assert saved.settings["grid"][0]["split"] == h.params_["grid"][0]["split"]
+
+
+def test_low_rank_part_is_orthonormal_and_operator_counts():
+    X = _planted(16, 2, 2, seed=1)
+    h = ChordLowRank(budget=sf_lr_count(16, 2, 5, 2), max_splits=1, sf_params=FAST, device="cpu").fit(X)
+    U, s, Vt = h.low_rank_
+    assert np.allclose(U.T @ U, np.eye(h.rank_)) and np.allclose(Vt @ Vt.T, np.eye(h.rank_))
+    assert np.all(np.diff(s) <= 0) and h.operator_.n_stored == h.n_stored_
+
+
+def test_interrupt_keeps_the_best_point_and_marks_the_row():
+    calls = []
+
+    def interrupt(info):
+        calls.append(info)
+        if len(calls) > 5:
+            raise KeyboardInterrupt
+
+    X = np.random.default_rng(7).random((16, 16))
+    c = compare(X, ["sf+lr", "tsvd"], budget=300, options=RunOptions(device="cpu", sf=FAST, callback=interrupt))
+    assert [r.status for r in c.results] == ["interrupted"]
+    assert c.results[0].fro_error is not None and c.results[0].nnz <= 300
+
+
+def test_zero_matrix_and_sparse_input():
+    h = ChordLowRank(budget=200, sf_params=FAST, device="cpu").fit(np.zeros((12, 12)))
+    assert h.fro_error_ == 0.0 and h.rel_error_ is None
+    X = sp.random(20, 20, density=0.1, random_state=0, format="csr")
+    s = ChordSparse(budget=int(X.nnz), device="cpu", sf_params=FAST).fit(X)
+    assert s.fro_error_ == pytest.approx(0.0, abs=1e-12) and s.params_["split"] == "sparse"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_joint_fit_scores_like_cpu():
+    X = _planted(32, 3, 2)
+    budget = sf_lr_count(32, 3, 6, 2)
+    gpu = ChordLowRank(budget=budget, max_splits=1, sf_params={"max_iter": 300}, device="cuda", dtype="float64").fit(X)
+    cpu = ChordLowRank(budget=budget, max_splits=1, sf_params={"max_iter": 300}, device="cpu").fit(X)
+    assert gpu.device_.startswith("cuda") and gpu.n_stored_ == cpu.n_stored_
+    assert gpu.rel_error_ == pytest.approx(cpu.rel_error_, rel=0.05, abs=1e-3)
