@@ -40,8 +40,8 @@ def test_scale_invariance():
 
 def test_result_attributes_and_stop_reason():
     X = np.random.default_rng(2).random((20, 20))
-    sf = ChordSF(max_iter=25, device="cpu").fit(X)
-    assert sf.stop_reason_ == "max_iter" and sf.n_iter_ == 25
+    sf = ChordSF(max_iter=25, init="reference", device="cpu").fit(X)
+    assert sf.stop_reason_ == "max_iter" and sf.n_iter_ == 25 and sf.init_ == "reference"
     assert len(sf.loss_curve_) == 26 and sf.loss_curve_[-1] <= sf.loss_curve_[0]
     assert sf.n_evals_ >= 25
     assert sf.device_ == "cpu" and sf.dtype_ == "float64"
@@ -131,3 +131,24 @@ def test_symmetric_support_fits_with_fewer_factors():
     assert np.allclose(sf.to_dense(), sf.operator_.to_dense())
     with pytest.raises(ParameterError, match="'support' parameter"):
         ChordSF(support="butterfly").fit(X)
+
+
+def test_auto_init_probes_both_starts_within_the_iteration_budget():
+    X = np.random.default_rng(7).random((24, 24))
+    seen = []
+    sf = ChordSF(max_iter=40, probe=0.25, device="cpu", callback=lambda info: seen.append(info["iteration"])).fit(X)
+    # 10 iterations per probe, the winner continues: 40 in all, counted once each.
+    assert sf.n_iter_ == 40 and sf.init_ in ("reference", "identity")
+    assert seen == list(range(1, 41))
+    alone = {
+        name: ChordSF(max_iter=10, init=name, device="cpu").fit(X).fro_error_ for name in ("reference", "identity")
+    }
+    # The winner is the start that was better after its probe, and continuing only helps.
+    assert sf.init_ == min(alone, key=alone.get)
+    assert sf.fro_error_ <= min(alone.values()) + 1e-12
+
+
+def test_callback_stop_during_a_probe_ends_the_fit():
+    X = np.random.default_rng(8).random((16, 16))
+    sf = ChordSF(max_iter=100, device="cpu", callback=lambda info: info["iteration"] >= 3).fit(X)
+    assert sf.stop_reason_ == "callback" and sf.n_iter_ == 3

@@ -81,12 +81,16 @@ class ChordSF:
         Stop when ``max |grad| <= gtol * max(1, loss)`` (scale-free units).
     history_size : int, default=50
         L-BFGS memory.
-    init : {"reference", "identity"}, default="reference"
-        Starting point: every value 1/K (the reference code's) or each
-        factor near the identity.
-    init_noise : float, default=0.01
+    init : {"auto", "reference", "identity"}, default="auto"
+        Starting point: every value 1/K (the reference code's), each factor
+        near the identity (better for sparse graphs such as citation and
+        trade networks), or ``"auto"``: both, each for ``probe * max_iter``
+        iterations, then the better one continues.
+    init_noise : float or None, default=None
         Amplitude of the uniform noise added to the start (relative to 1/K
-        for ``"reference"``).
+        for ``"reference"``); None: 0.01 for reference, 0.1 for identity.
+    probe : float, default=0.1
+        Share of ``max_iter`` (and ``time_limit``) each start gets with ``init="auto"``.
     scale : {"sqrt_n", "n", "fro"} or float, default="sqrt_n"
         X is divided by ``||X||_F / sqrt(N)`` (``/ N``, ``/ 1``, or this number)
         before fitting, and the factors scaled back afterwards.
@@ -118,6 +122,10 @@ class ChordSF:
     fro_error_, rel_error_ : float
         Frobenius error of the returned factors, evaluated in float64.
     device_, dtype_ : str
+    init_ : str
+        The start the returned factors came from.
+    kernel_ : str
+        The loss+gradient path used ("dense", "panels" or "shifts").
 
     Examples
     --------
@@ -139,8 +147,9 @@ class ChordSF:
         "ftol": Interval(float, 0, None),
         "gtol": Interval(float, 0, None),
         "history_size": Interval(int, 1, None),
-        "init": Options(("reference", "identity")),
-        "init_noise": Interval(float, 0, None),
+        "init": Options(("auto", "reference", "identity")),
+        "init_noise": Interval(float, 0, None, allow_none=True),
+        "probe": Interval(float, 0, 1),
         "scale": (Options(("sqrt_n", "n", "fro")), Interval(float, 0, None)),
         "random_state": Interval(int, 0, None),
         "device": str,
@@ -159,8 +168,9 @@ class ChordSF:
         ftol: float = 1e-10,
         gtol: float = 1e-12,
         history_size: int = 50,
-        init: str = "reference",
-        init_noise: float = 0.01,
+        init: str = "auto",
+        init_noise: float | None = None,
+        probe: float = 0.1,
         scale: str | float = "sqrt_n",
         random_state: int = 0,
         device: str = "auto",
@@ -178,6 +188,7 @@ class ChordSF:
         self.history_size = history_size
         self.init = init
         self.init_noise = init_noise
+        self.probe = probe
         self.scale = scale
         self.random_state = random_state
         self.device = device
@@ -218,10 +229,15 @@ class ChordSF:
         self.offsets_ = offsets
         self.device_ = str(device)
         self.dtype_ = str(dtype).replace("torch.", "")
-        rng = np.random.default_rng(self.random_state)
-        init = _initial_values(self.init, rng, (n_factors, n, len(offsets)), self.init_noise)
+        shape = (n_factors, n, len(offsets))
+        # One stream per kind of start, so init="auto" and init="identity" start identically.
+        starts = {
+            name: _initial_values(name, np.random.default_rng([self.random_state, i]), shape, self._noise(name))
+            for i, name in enumerate(("reference", "identity"))
+            if name in self._inits()
+        }
         if fro == 0.0:
-            return self._finish_zero(init, fro)
+            return self._finish_zero(next(iter(starts.values())), fro)
 
         # Fit X / s with s = ||X||_F / sqrt(N): the loss is then O(N) for every
         # input, so tolerances and the line search's first step mean the same
@@ -229,34 +245,26 @@ class ChordSF:
         scale = self._scale(fro, n)
         target = torch.as_tensor(dense / scale, dtype=dtype, device=device)
         offs = offsets.tolist()
-        shape = init.shape
-
         kernel, self.kernel_ = _kernels.select_kernel(n, device.type)
 
         def fun(x: torch.Tensor) -> tuple[float, torch.Tensor]:
             loss, grad = kernel(x.view(shape), offs, target)
             return float(loss), grad.view(-1)
 
-        state = _solver.new_state(torch.as_tensor(init, dtype=dtype, device=device).reshape(-1))
-        options = _solver.LBFGSOptions(
-            max_iter=self.max_iter,
-            time_limit=self.time_limit,
-            ftol=self.ftol,
-            gtol=self.gtol,
-            history_size=self.history_size,
-        )
+        states = {
+            name: _solver.new_state(torch.as_tensor(v, dtype=dtype, device=device).reshape(-1))
+            for name, v in starts.items()
+        }
         start = time.perf_counter()
-        try:
-            reason = _solver.lbfgs(fun, state, options, self._progress(scale, start))
-        except KeyboardInterrupt:
-            reason = _solver.StopReason.INTERRUPTED
+        name, state, reason = self._optimize(fun, states, self._progress(scale, start))
         self.seconds_ = time.perf_counter() - start
+        self.init_ = name
         best = state["best_x"].view(shape).to(torch.float64).cpu().numpy()
         # Give each factor an equal share of the scale: the product is then X's scale.
         values = best * scale ** (1.0 / n_factors)
         self.loss_curve_ = [float(v) * scale**2 for v in state["history"]]
-        self.n_iter_ = int(state["n_iter"])
-        self.n_evals_ = int(state["func_evals"])
+        self.n_iter_ = sum(int(st["n_iter"]) for st in states.values())
+        self.n_evals_ = sum(int(st["func_evals"]) for st in states.values())
         self.stop_reason_ = reason
         self._set_result(values, dense, fro)
         if reason in (_solver.StopReason.MAX_ITER, _solver.StopReason.TIME_LIMIT):
@@ -269,6 +277,63 @@ class ChordSF:
         return self
 
     # ------------------------------------------------------------- helpers
+    def _inits(self) -> list[str]:
+        return ["reference", "identity"] if self.init == "auto" else [self.init]
+
+    def _noise(self, init: str) -> float:
+        # The identity start needs larger noise to break the symmetry between offsets.
+        if self.init_noise is not None:
+            return self.init_noise
+        return 0.1 if init == "identity" else 0.01
+
+    def _options(self, max_iter: int, time_limit: float | None):
+        from ._solver import LBFGSOptions
+
+        return LBFGSOptions(max_iter=max_iter, time_limit=time_limit, ftol=self.ftol, gtol=self.gtol,
+                            history_size=self.history_size)
+
+    def _optimize(self, fun, states: dict, callback) -> tuple[str, dict, str]:
+        """Run L-BFGS from each start; with several, probe each briefly and continue the best.
+
+        The probes share the iteration and time budgets: iterations spent on a
+        losing start count against ``max_iter``.  A Ctrl-C or a callback asking
+        to stop ends the whole fit; either way the best point seen by any run
+        is returned.
+        """
+        from ._solver import StopReason, lbfgs
+
+        begin = time.perf_counter()
+        done = {"iterations": 0}  # iterations of runs already finished, for progress reports
+
+        def remaining() -> float | None:
+            return None if self.time_limit is None else max(0.0, self.time_limit - (time.perf_counter() - begin))
+
+        def run(st: dict, max_iter: int, time_limit: float | None) -> str:
+            first = st["n_iter"]
+            report = None if callback is None else (lambda s: callback(s, done["iterations"] + s["n_iter"] - first))
+            try:
+                return lbfgs(fun, st, self._options(max_iter, time_limit), report)
+            finally:
+                done["iterations"] += st["n_iter"] - first
+
+        reason = StopReason.MAX_ITER
+        try:
+            if len(states) > 1:
+                probe = max(1, int(self.probe * self.max_iter))
+                share = None if self.time_limit is None else self.probe * self.time_limit
+                for st in states.values():
+                    reason = run(st, probe, share)
+                    if reason == StopReason.CALLBACK:
+                        break
+            if reason != StopReason.CALLBACK:
+                name = min(states, key=lambda k: states[k]["best_loss"])
+                spent = sum(st["n_iter"] for k, st in states.items() if k != name)
+                reason = run(states[name], max(0, self.max_iter - spent), remaining())
+        except KeyboardInterrupt:
+            reason = StopReason.INTERRUPTED
+        name = min(states, key=lambda k: states[k]["best_loss"])
+        return name, states[name], reason
+
     def _scale(self, fro: float, n: int) -> float:
         if isinstance(self.scale, str):
             return fro / {"sqrt_n": math.sqrt(n), "n": float(n), "fro": 1.0}[self.scale]
@@ -304,9 +369,9 @@ class ChordSF:
             return None
         user = self.callback
 
-        def report(state: dict) -> bool:
+        def report(state: dict, iteration: int) -> bool:
             info = {
-                "iteration": state["n_iter"],
+                "iteration": iteration,
                 "max_iter": self.max_iter,
                 "fro_error": scale * math.sqrt(2.0 * max(state["loss"], 0.0)),
                 "elapsed": time.perf_counter() - start,
