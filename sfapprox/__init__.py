@@ -6,8 +6,12 @@ stay fast and do not load torch):
 * loading: :func:`load_matrix`, :class:`LoadedMatrix`
 * fitting: :class:`ChordSF`, :func:`fit_sf`, :func:`fit_matrix`
 * baselines: :class:`TruncatedSVD`, :class:`RobustPCA`, :class:`NMF`
-* comparing: :func:`compare`, :func:`compare_matrix`, :class:`RunOptions`
-* using a fit: :class:`ChordOperator`, :func:`save_factors`, :func:`load_factors`
+* hybrids: :class:`ChordLowRank` (``sf+lr``), :class:`ChordSparse` (``sf+s``)
+* comparing: :func:`compare`, :func:`compare_matrix`, :class:`RunOptions`;
+  budget sweeps: :func:`sfapprox.sweep.sweep`
+* using a fit: :class:`ChordOperator`, :class:`HybridOperator`, :func:`save_factors`,
+  :func:`load_factors`
+* collections: :mod:`sfapprox.datasets` (manifests, downloads, batch runs, reports)
 * accounting: :mod:`sfapprox.budget`, :func:`frobenius_error`
 """
 
@@ -41,7 +45,10 @@ _LAZY = {
     "TruncatedSVD": "sfapprox.baselines.tsvd",
     "RobustPCA": "sfapprox.baselines.rpca",
     "NMF": "sfapprox.baselines.nmf",
+    "ChordLowRank": "sfapprox.hybrid",
+    "ChordSparse": "sfapprox.hybrid",
     "ChordOperator": "sfapprox.linop",
+    "HybridOperator": "sfapprox.linop",
     "save_factors": "sfapprox.results",
     "load_factors": "sfapprox.results",
     "frobenius_error": "sfapprox.metrics",

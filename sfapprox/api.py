@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from ._errors import ParameterError
 from .budget import resolve_budget, sf_config_for_budget
 from .comparison import RunOptions, compare
 from .results import Comparison, save_factors, write_json
@@ -71,6 +72,11 @@ def fit_matrix(
 
     loaded = _as_loaded(matrix)
     if budget is not None:
+        chosen = [k for k, default in (("n_factors", None), ("base", 2), ("support", "chord"))
+                  if sf_params.get(k, default) != default]
+        if chosen:
+            raise ParameterError(f"a budget chooses SF's structure itself; leave out {', '.join(chosen)} "
+                                 "(or drop the budget)")
         config = sf_config_for_budget(loaded.n, resolve_budget(budget, loaded.n).value)
         sf_params.update(n_factors=config.n_factors, base=config.base)
     model = ChordSF(**sf_params).fit(loaded.matrix)
@@ -81,6 +87,8 @@ def fit_matrix(
         "evaluations": model.n_evals_,
         "seconds": model.seconds_,
         "stop_reason": model.stop_reason_,
+        "init": model.init_,
+        "kernel": model.kernel_,
         "device": model.device_,
         "dtype": model.dtype_,
         "nnz": model.n_stored_,
@@ -112,8 +120,12 @@ def compare_matrix(
     budget: str | int | float | None = "sf",
     options: RunOptions | None = None,
     on_result=None,
+    approximations: dict | None = None,
 ) -> Comparison:
     """:func:`~sfapprox.comparison.compare` on a loaded matrix, with its summary as the report header.
+
+    ``matrix`` is an array, a sparse matrix, a :class:`~sfapprox.io.LoadedMatrix`
+    or a path; the other arguments are :func:`~sfapprox.comparison.compare`'s.
 
     Examples
     --------
@@ -124,4 +136,4 @@ def compare_matrix(
     """
     loaded = _as_loaded(matrix)
     return compare(loaded.matrix, methods, budget=budget, matrix_info=loaded.summary(),
-                   options=options, on_result=on_result)
+                   options=options, on_result=on_result, approximations=approximations)

@@ -203,6 +203,7 @@ def _sf_params(est) -> dict[str, Any]:
         "iterations": est.n_iter_,
         "evaluations": est.n_evals_,
         "stop_reason": est.stop_reason_,
+        "init": est.init_,
         "device": est.device_,
         "dtype": est.dtype_,
     }
@@ -216,6 +217,7 @@ def compare(
     matrix_info: dict[str, Any] | None = None,
     options: RunOptions | None = None,
     on_result: Callable[[MethodResult], None] | None = None,
+    approximations: dict[str, np.ndarray] | None = None,
 ) -> Comparison:
     """Fit every method in ``methods`` to ``X`` at the same budget and score them.
 
@@ -232,12 +234,16 @@ def compare(
     options : RunOptions, optional
     on_result : callable, optional
         Called with each :class:`MethodResult` as soon as it is ready.
+    approximations : dict, optional
+        When given, filled with each fitted method's dense N x N approximation,
+        keyed by method name (for figures; costs N² numbers per method).
 
     Returns
     -------
     Comparison
         With ``status == "interrupted"`` on the row that a Ctrl-C cut short
-        (the remaining methods are not run).
+        (the remaining methods are not run; rows already finished are kept,
+        and an interrupted SF keeps its best factors).
 
     Examples
     --------
@@ -263,7 +269,17 @@ def compare(
     info.update(matrix_info or {})
     results: list[MethodResult] = []
     for name in methods:
-        result = run_method(name, X, resolved.value, opts, fro_norm)
+        keep: dict[str, Any] | None = {} if approximations is not None else None
+        start = time.perf_counter()
+        try:
+            result = run_method(name, X, resolved.value, opts, fro_norm, keep=keep)
+        except KeyboardInterrupt:
+            # SF catches Ctrl-C itself and returns its best factors; any other
+            # method has nothing worth keeping, but the finished rows are.
+            result = MethodResult(name, "interrupted", reason="stopped by Ctrl-C before it finished",
+                                  seconds=time.perf_counter() - start)
+        if keep and result.fro_error is not None:
+            approximations[name] = keep["estimator"].to_dense()
         results.append(result)
         if on_result is not None:
             on_result(result)

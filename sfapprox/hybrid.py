@@ -222,7 +222,7 @@ def _plain_sf(X, dense: np.ndarray, params: dict[str, Any]):
     from .sf.model import ChordSF
 
     key = None
-    if params.get("time_limit") is None:
+    if params.get("time_limit", ChordSF().time_limit) is None:
         settings = tuple(sorted((k, repr(v)) for k, v in params.items() if k != "callback"))
         digest = hashlib.sha256(np.ascontiguousarray(dense).tobytes()).hexdigest()
         key = (dense.shape, digest, settings)

@@ -125,10 +125,32 @@ def atomic_path(path: str | os.PathLike, *, force: bool = True) -> Iterator[Path
     os.close(fd)
     try:
         yield Path(tmp)
+        # mkstemp creates the file 0600; give it the mode a plain open() would have.
+        os.chmod(tmp, 0o666 & ~_umask())
+        _fsync(tmp)  # the rename must not land before the data on a crash
         os.replace(tmp, target)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+
+
+def _umask() -> int:
+    # Linux reports the umask without changing it (os.umask would, for a moment, in every thread).
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _fsync(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def write_json(path: str | os.PathLike, data: Any, *, force: bool = True) -> None:

@@ -114,3 +114,56 @@ def test_debug_shows_traceback(tmp_path):
 def test_version():
     res = invoke("--version")
     assert res.exit_code == 0 and res.output.startswith("sfapprox ")
+
+
+def test_compare_plot_shows_each_approximation(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    import sfapprox.plotting as plotting
+
+    seen = {}
+    real = plotting.plot_approximations
+
+    def spy(X, approximations, path, title=""):
+        seen.update(X=X, approximations=approximations, title=title)
+        real(X, approximations, path, title=title)
+
+    monkeypatch.setattr(plotting, "plot_approximations", spy)
+    png = tmp_path / "side.png"
+    res = invoke("compare", EXAMPLES / "shapes.png", "--resize", "32", "--methods", "sf,tsvd", "--iters", "20",
+                 "--device", "cpu", "--plot", png, "-q")
+    assert res.exit_code == 0, res.output
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [label.split()[0] for label in seen["approximations"]] == ["sf", "tsvd"]
+    for approx in seen["approximations"].values():
+        assert approx.shape == seen["X"].shape == (32, 32)
+    # The same file again needs --force, and says so before fitting anything.
+    again = invoke("compare", EXAMPLES / "shapes.png", "--resize", "32", "--plot", png)
+    assert again.exit_code == 2 and "--force" in again.output
+
+
+def test_compare_api_keeps_finished_rows_on_ctrl_c(monkeypatch):
+    import sfapprox.comparison as comparison
+
+    real = comparison.run_method
+
+    def interrupt_tsvd(name, *args, **kwargs):
+        if name == "tsvd":
+            raise KeyboardInterrupt
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(comparison, "run_method", interrupt_tsvd)
+    X = np.random.default_rng(0).random((12, 12))
+    c = comparison.compare(X, ["sf", "tsvd", "nmf"], options=comparison.RunOptions(sf={"max_iter": 5}))
+    assert [(r.method, r.status) for r in c.results] == [("sf", "ok"), ("tsvd", "interrupted")]
+
+
+def test_fit_structure_options(tmp_path, small_mtx):
+    js = tmp_path / "f.json"
+    res = invoke("fit", small_mtx, "--json", js, "--iters", "10", "--device", "cpu", "--init", "identity",
+                 "--support", "symmetric", "-q")
+    assert res.exit_code == 0, res.output
+    summary = json.loads(js.read_text())
+    assert summary["init"] == "identity"
+    assert summary["offsets"] == [0, 1, 2, 4, 8, 10, 11]  # -2, -1 mod 12 (-4, -8 coincide with 8, 4)
+    clash = invoke("fit", small_mtx, "--budget", "0.5", "--base", "3")
+    assert clash.exit_code == 2 and "leave out base" in clash.output

@@ -23,10 +23,21 @@ Device = Annotated[str, typer.Option("--device", help="auto (CUDA when available
 Dtype = Annotated[Optional[str], typer.Option("--dtype", help="float64 or float32 (default: float64 on CPU, float32 on GPU).")]
 Seed = Annotated[int, typer.Option("--seed", min=0, help="Random seed (SF's initial noise, randomized solvers).")]
 Iters = Annotated[int, typer.Option("--iters", min=0, help="SF: maximum L-BFGS iterations.")]
-TimeLimit = Annotated[Optional[float], typer.Option("--time-limit", min=0, help="SF: optimizer wall-clock limit in seconds.")]
+TimeLimit = Annotated[float, typer.Option("--time-limit", min=0, help="SF: optimizer wall-clock limit in seconds; 0 for none (the fit then depends on --iters alone: reproducible on any machine).")]
+ITERS = 20000  # ChordSF's defaults, repeated here so --help can show them
+TIME_LIMIT = 60.0
+
+
+def time_limit_or_none(seconds: float | None) -> float | None:
+    """``--time-limit 0`` means no limit."""
+    return None if not seconds else seconds
 Ftol = Annotated[float, typer.Option("--ftol", min=0, help="SF: stop when the loss falls by a relative amount below this over 20 iterations.")]
 Gtol = Annotated[float, typer.Option("--gtol", min=0, help="SF: stop when max |gradient| falls below this (scale-free units).")]
 Factors = Annotated[Optional[int], typer.Option("--factors", min=1, help="SF: number of factors M (default ceil(log2 N)).")]
+Methods = Annotated[str, typer.Option("--methods", help="Comma-separated methods: sf, tsvd, rpca (GoDec sparse + low rank), rpca-pcp (Principal Component Pursuit), nmf (non-negative input only), sf+lr (SF + low rank), sf+s (SF + sparse).")]
+Init = Annotated[str, typer.Option("--init", help="SF start: auto (try both, keep the better), reference (values 1/K) or identity (near-identity factors).")]
+Support = Annotated[str, typer.Option("--support", help="SF support: chord (offsets 0, b^k) or symmetric (also -b^k).")]
+Base = Annotated[int, typer.Option("--base", min=2, help="SF Chord base b: offsets {0} ∪ {b^k < N}.")]
 Budget = Annotated[str, typer.Option("--budget", help="Stored numbers per method: 'sf' (SF's own count), an integer, or a fraction of N² (0.05).")]
 JsonOut = Annotated[Optional[Path], typer.Option("--json", help="Also write the results as JSON to this file.")]
 Force = Annotated[bool, typer.Option("--force", help="Overwrite existing output files.")]

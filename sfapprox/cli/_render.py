@@ -63,24 +63,31 @@ def key_value_table(title: str, rows: list[tuple[str, Any]]) -> Table:
 
 
 @contextlib.contextmanager
-def fit_progress(label: str, total: int, quiet: bool) -> Iterator[Any]:
-    """A progress bar with the current error; a no-op callback when quiet or piped."""
+def fit_progress(label: str, total: int, quiet: bool, time_limit: float | None = None) -> Iterator[Any]:
+    """A progress bar with the current error; a no-op callback when quiet or piped.
+
+    The bar fills with whichever limit is nearer: iterations or the time limit.
+    """
     if quiet or not err.is_terminal:
         yield lambda info: None
         return
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
-        TextColumn("it {task.completed:.0f}/{task.total:.0f}"),
+        TextColumn("it {task.fields[iteration]}"),
         TextColumn("error {task.fields[error]}"),
         TimeElapsedColumn(),
         console=err,
         transient=True,
     )
     with progress:
-        task = progress.add_task(label, total=max(total, 1), error="–")
+        task = progress.add_task(label, total=1.0, iteration=0, error="–")
 
         def update(info: dict) -> None:
-            progress.update(task, completed=info["iteration"], error=_fmt(info["fro_error"]))
+            done = info["iteration"] / max(total, 1)
+            if time_limit:
+                done = max(done, info["elapsed"] / time_limit)
+            progress.update(task, completed=min(done, 1.0), iteration=info["iteration"],
+                            error=_fmt(info["fro_error"]))
 
         yield update

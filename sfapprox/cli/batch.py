@@ -123,13 +123,13 @@ def batch_progress(quiet: bool) -> Iterator[Any]:
 def batch(
     manifest: ManifestPath,
     out_dir: OutDir,
-    methods: Annotated[str, typer.Option("--methods", help="Comma-separated methods: sf, tsvd, rpca, rpca-pcp, nmf.")] = "sf,tsvd",
+    methods: o.Methods = "sf,tsvd",
     budget: o.Budget = "sf",
     protocol: Annotated[str, typer.Option("--protocol", help="default, or paper: TSVD rank ceil(M²/2) and SF's reference structure (Table 1).")] = "default",
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Matrices run in parallel processes.")] = 1,
     data_dir: Annotated[Optional[Path], typer.Option("--data-dir", help="Folder searched first for manifest files.")] = None,
-    iters: Annotated[Optional[int], typer.Option("--iters", min=0, help="SF: maximum L-BFGS iterations (default 5000).")] = None,
-    time_limit: o.TimeLimit = None,
+    iters: Annotated[Optional[int], typer.Option("--iters", min=0, help="SF: maximum L-BFGS iterations (default 20000).")] = None,
+    time_limit: o.TimeLimit = o.TIME_LIMIT,
     seed: o.Seed = 0,
     device: o.Device = "auto",
     only: Annotated[Optional[str], typer.Option("--only", help="Comma-separated entry names (default: all).")] = None,
@@ -152,7 +152,7 @@ def batch(
     with error_boundary():
         options = BatchOptions(
             methods=tuple(m.strip() for m in methods.split(",") if m.strip()), budget=budget, protocol=protocol,
-            iters=iters, time_limit=time_limit, seed=seed, device=device,
+            iters=iters, time_limit=o.time_limit_or_none(time_limit), seed=seed, device=device,
             data_dir=str(data_dir) if data_dir else None,
         )
         names = [n.strip() for n in only.split(",") if n.strip()] if only else None

@@ -18,11 +18,14 @@ def fit(
     path: o.MatrixPath,
     out_path: Annotated[Optional[Path], typer.Option("--out", help="Write the factors to this HDF5 file.")] = None,
     json_path: o.JsonOut = None,
-    iters: o.Iters = 5000,
-    time_limit: o.TimeLimit = None,
+    iters: o.Iters = o.ITERS,
+    time_limit: o.TimeLimit = o.TIME_LIMIT,
     ftol: o.Ftol = 1e-10,
     gtol: o.Gtol = 1e-12,
     factors: o.Factors = None,
+    init: o.Init = "auto",
+    support: o.Support = "chord",
+    base: o.Base = 2,
     budget: Annotated[Optional[str], typer.Option("--budget", help="Fit the Chord structure that best fills this budget (count or fraction of N²) instead of the reference one.")] = None,
     device: o.Device = "auto",
     dtype: o.Dtype = None,
@@ -57,7 +60,7 @@ def fit(
                       resize=resize, square=square, covariance=covariance, mirror=mirror, max_memory=max_memory)
         for note in loaded.notes:
             err.print(f"note: {escape(note)}", highlight=False, soft_wrap=True)
-        with fit_progress(f"SF {loaded.name}", iters, quiet) as progress:
+        with fit_progress(f"SF {loaded.name}", iters, quiet, o.time_limit_or_none(time_limit)) as progress:
             # A Ctrl-C inside the optimizer is caught by ChordSF.fit (stop_reason
             # "interrupted", best factors kept); fit_matrix then writes the outputs.
             run = fit_matrix(
@@ -66,10 +69,13 @@ def fit(
                 out=out_path,
                 json_path=json_path,
                 max_iter=iters,
-                time_limit=time_limit,
+                time_limit=o.time_limit_or_none(time_limit),
                 ftol=ftol,
                 gtol=gtol,
                 n_factors=factors,
+                init=init,
+                support=support,
+                base=base,
                 device=device,
                 dtype=dtype,
                 random_state=seed,

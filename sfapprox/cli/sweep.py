@@ -17,12 +17,12 @@ from ._render import _fmt, err, fit_progress, out
 def sweep(
     path: o.MatrixPath,
     budgets: Annotated[str, typer.Option("--budgets", help="Comma-separated budgets: fractions of N², counts or 'sf'.")] = "0.01,0.02,0.05,0.1",
-    methods: Annotated[str, typer.Option("--methods", help="Comma-separated methods.")] = "sf,tsvd",
+    methods: o.Methods = "sf,tsvd",
     json_path: o.JsonOut = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write an error-vs-budget chart (PNG/PDF/SVG; needs matplotlib).")] = None,
     count_indices: Annotated[bool, typer.Option("--count-indices", help="Charge sparse entries 2 numbers (value + position).")] = False,
-    iters: o.Iters = 5000,
-    time_limit: o.TimeLimit = None,
+    iters: o.Iters = o.ITERS,
+    time_limit: o.TimeLimit = o.TIME_LIMIT,
     device: o.Device = "auto",
     dtype: o.Dtype = None,
     seed: o.Seed = 0,
@@ -60,9 +60,9 @@ def sweep(
                       resize=resize, square=square, covariance=covariance, mirror=mirror, max_memory=max_memory)
         for note in loaded.notes:
             err.print(f"note: {note}", highlight=False)
-        with fit_progress(f"SF {loaded.name}", iters, quiet) as progress:
+        with fit_progress(f"SF {loaded.name}", iters, quiet, o.time_limit_or_none(time_limit)) as progress:
             options = RunOptions(random_state=seed, device=device, dtype=dtype, count_indices=count_indices,
-                                 sf={"max_iter": iters, "time_limit": time_limit, "max_memory": o.parse_size(max_memory)},
+                                 sf={"max_iter": iters, "time_limit": o.time_limit_or_none(time_limit), "max_memory": o.parse_size(max_memory)},
                                  callback=progress)
             result = run_sweep(loaded.matrix, specs, names, matrix_info=loaded.summary(), options=options)
         out.print(_sweep_table(result))

@@ -75,8 +75,9 @@ class BatchOptions:
         ``"paper"``: TSVD at rank ``ceil(M²/2)`` and SF's reference structure.
     iters : int or None
         SF's ``max_iter`` (None: ChordSF's default).
-    time_limit : float or None
-        SF's optimizer time limit per fit, in seconds.
+    time_limit : float or None, default=60.0
+        SF's optimizer time limit per fit, in seconds (ChordSF's default);
+        None: no limit, so results depend on ``iters`` alone.
     seed : int
     device : str
     data_dir : str or None
@@ -89,7 +90,7 @@ class BatchOptions:
     budget: str = "sf"
     protocol: str = "default"
     iters: int | None = None
-    time_limit: float | None = None
+    time_limit: float | None = 60.0
     seed: int = 0
     device: str = "auto"
     data_dir: str | None = None
@@ -360,8 +361,7 @@ def _run_one(task: MatrixTask, method: str, loaded, info: dict[str, Any], budget
     sf: dict[str, Any] = {}
     if opts.iters is not None:
         sf["max_iter"] = opts.iters
-    if opts.time_limit is not None:
-        sf["time_limit"] = opts.time_limit
+    sf["time_limit"] = opts.time_limit
     run_opts = RunOptions(random_state=opts.seed, device=opts.device, sf=sf, callback=callback, protocol=opts.protocol)
     record = _base_record(task, method)
     record.update(n=loaded.n, budget=budget.value, budget_spec=budget.spec, matrix_info=info)

@@ -168,8 +168,9 @@ def _evaluate(fun: Objective, state: dict, x: torch.Tensor) -> tuple[float, torc
     state["func_evals"] += 1
     loss = float(loss)
     if math.isfinite(loss) and loss < state["best_loss"]:
-        state["best_loss"] = loss
+        # Copy first: a Ctrl-C between the two lines must not pair a new loss with an old point.
         state["best_x"] = x.detach().clone()
+        state["best_loss"] = loss
     return loss, grad
 
 

@@ -71,10 +71,14 @@ class ChordSF:
         Support protocol (:data:`sfapprox.chord.SUPPORTS`); ``"symmetric"``
         adds the offsets ``-base^k``.  The default number of factors is the
         fewest with full support (``ceil(log2 N)`` for the reference).
-    max_iter : int, default=5000
+    max_iter : int, default=20000
         Maximum L-BFGS iterations.
-    time_limit : float or None, default=None
-        Wall-clock limit of the optimizer, in seconds.
+    time_limit : float or None, default=60.0
+        Wall-clock limit of the optimizer, in seconds; None for none.  With
+        the default, a fit takes at most about a minute, and stops earlier on
+        ``max_iter`` or a tolerance; a fit cut by the clock depends on the
+        machine's speed, so set ``time_limit=None`` for results that depend
+        on ``max_iter`` alone (reproducible on every machine).
     ftol : float, default=1e-10
         Stop when the loss falls by a relative ``ftol`` or less over 20 iterations.
     gtol : float, default=1e-12
@@ -123,7 +127,7 @@ class ChordSF:
         Frobenius error of the returned factors, evaluated in float64.
     device_, dtype_ : str
     init_ : str
-        The start the returned factors came from.
+        The start the returned factors came from ("none" for the zero matrix).
     kernel_ : str
         The loss+gradient path used ("dense", "panels" or "shifts").
 
@@ -163,8 +167,8 @@ class ChordSF:
         n_factors: int | None = None,
         base: int = 2,
         support: str = "chord",
-        max_iter: int = 5000,
-        time_limit: float | None = None,
+        max_iter: int = 20000,
+        time_limit: float | None = 60.0,
         ftol: float = 1e-10,
         gtol: float = 1e-12,
         history_size: int = 50,
@@ -387,6 +391,7 @@ class ChordSF:
         self.n_iter_ = 0
         self.n_evals_ = 0
         self.stop_reason_ = "zero_matrix"
+        self.init_ = self.kernel_ = "none"
         self._set_result(np.zeros_like(init), None, fro)
         return self
 
