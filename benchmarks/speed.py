@@ -1,0 +1,176 @@
+"""Per-evaluation speed of SF's loss+gradient: our kernels against the dense-masked formulation.
+
+Run by hand (not part of the tests):
+
+    python benchmarks/speed.py [--sizes 256,512,1024,2048,4096] [--dense-max 2048] [--device cpu]
+
+Each (N, kernel) runs in its own subprocess so that its peak memory (max RSS on CPU,
+torch.cuda.max_memory_allocated on GPU) is its own. Writes benchmarks/results/speed-<device>.json
+and .md. "dense" is the reference code's formulation: M masked N x N factors multiplied as
+dense matrices, gradient by autograd (O(M N^3)).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "results"
+
+
+def _one(n: int, kind: str, device: str, dtype: str, reps: int) -> dict:
+    import numpy as np
+    import torch
+
+    sys.path.insert(0, str(ROOT))
+    from sfapprox.chord import chord_offsets, default_n_factors
+    from sfapprox.sf import _kernels as K
+
+    dt = getattr(torch, dtype)
+    baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # the interpreter + torch
+    offs = chord_offsets(n).tolist()
+    m = default_n_factors(n)
+    g = torch.Generator().manual_seed(0)
+    ws = (torch.rand(m, n, len(offs), generator=g, dtype=dt) / len(offs)).to(device)
+    X = torch.randn(n, n, generator=g, dtype=dt).to(device)
+    if kind == "dense-masked":
+        idx = K._column_index(n, offs, ws.device)
+        mask = torch.zeros(n, n, dtype=dt, device=ws.device).scatter_(1, idx, 1.0)
+
+        def run():
+            W = torch.zeros(m, n, n, dtype=dt, device=ws.device)
+            W.scatter_(2, idx.expand(m, n, len(offs)), ws)
+            W.requires_grad_(True)
+            P = W[0] * mask
+            for j in range(1, m):
+                P = P @ (W[j] * mask)
+            loss = 0.5 * ((P - X) ** 2).sum()
+            loss.backward()
+            return loss, torch.gather(W.grad, 2, idx.expand(m, n, len(offs)))
+    else:
+        fn = {"panels": K.loss_and_grad_panels, "shifts": K.loss_and_grad, "dense": K.loss_and_grad_dense}[kind]
+
+        def run():
+            return fn(ws, offs, X)
+
+    def sync():
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+
+    run()
+    sync()
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        run()
+        sync()
+        times.append(time.perf_counter() - t)
+    if device.startswith("cuda"):
+        peak = torch.cuda.max_memory_allocated()
+    else:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - baseline
+    return {"n": n, "kernel": kind, "seconds": min(times), "peak_bytes": int(peak), "M": m, "K": len(offs)}
+
+
+def _bandwidth(device: str) -> float:
+    """Bytes per second moved by a large tensor copy (read + write), the best of 5."""
+    import torch
+
+    a = torch.ones(2**25, dtype=torch.float64, device=device)  # 256 MiB
+    b = torch.empty_like(a)
+    best = float("inf")
+    for _ in range(5):
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        t = time.perf_counter()
+        b.copy_(a)
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - t)
+    return 2 * a.numel() * a.element_size() / best
+
+
+def traffic_bound(n: int, m: int, itemsize: int, bandwidth: float) -> float:
+    """Seconds to stream the evaluation's unavoidable memory traffic.
+
+    Forward: each of the M factor passes reads and writes an N x N block; the
+    backward pass makes two such passes per factor (the adjoint product and
+    the gradient's row sums): 3·M passes of 2·N²·itemsize bytes.
+    """
+    return 3 * m * 2 * n * n * itemsize / bandwidth
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="256,512,1024,2048,4096")
+    ap.add_argument("--dense-max", type=int, default=2048, help="largest N for the dense-masked formulation")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--dtype", default="float64")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--kernels", default="")
+    ap.add_argument("--one", default="", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.one:
+        n, kind = args.one.split(":")
+        print(json.dumps(_one(int(n), kind, args.device, args.dtype, args.reps)))
+        return 0
+    ours = "panels" if args.device == "cpu" else "shifts"
+    kernels = args.kernels.split(",") if args.kernels else [ours, "dense-masked"]
+    rows = []
+    for n in [int(s) for s in args.sizes.split(",")]:
+        for kind in kernels:
+            if kind == "dense-masked" and n > args.dense_max:
+                continue
+            cmd = [sys.executable, __file__, "--one", f"{n}:{kind}", "--device", args.device,
+                   "--dtype", args.dtype, "--reps", str(args.reps)]
+            res = subprocess.run(cmd, capture_output=True, text=True)
+            if res.returncode != 0:
+                row = {"n": n, "kernel": kind, "error": res.stderr.strip().splitlines()[-1:]}
+            else:
+                row = json.loads(res.stdout.strip().splitlines()[-1])
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    import torch
+
+    bandwidth = _bandwidth(args.device)
+    itemsize = torch.empty(0, dtype=getattr(torch, args.dtype)).element_size()
+    meta = {"bandwidth_bytes_per_s": bandwidth, "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__} "
+                       f"({torch.get_num_threads()} threads)", "device": args.device, "dtype": args.dtype,
+            "date": time.strftime("%Y-%m-%d")}
+    if args.device.startswith("cuda"):
+        meta["gpu"] = torch.cuda.get_device_name()
+    OUT.mkdir(parents=True, exist_ok=True)
+    tag = f"speed-{args.device.split(':')[0]}"
+    (OUT / f"{tag}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
+    by = {(r["n"], r["kernel"]): r for r in rows if "seconds" in r}
+    lines = [f"# SF loss+gradient per evaluation ({meta['date']}, {args.device}, {args.dtype})", "",
+             f"Machine: {meta['machine']}{', ' + meta['gpu'] if 'gpu' in meta else ''}. "
+             f"Command: `python benchmarks/speed.py --sizes {args.sizes} --device {args.device}`", "",
+             f"Memory-traffic bound: 3·M passes (forward, adjoint, gradient) each reading and writing "
+             f"N² values, at the measured copy bandwidth {bandwidth / 1e9:.1f} GB/s.", "",
+             f"| N | M | K | {ours} s/eval | {ours} peak MiB | traffic bound s | {ours} / bound | "
+             "dense-masked s/eval | dense peak MiB | speed-up |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for n in sorted({r["n"] for r in rows}):
+        a, b = by.get((n, ours)), by.get((n, "dense-masked"))
+        if a is None:
+            continue
+        speed = f"{b['seconds'] / a['seconds']:.1f}x" if b else "–"
+        bound = traffic_bound(n, a["M"], itemsize, bandwidth)
+        lines.append(f"| {n} | {a['M']} | {a['K']} | {a['seconds']:.3f} | {a['peak_bytes'] / 2**20:.0f} | "
+                     f"{bound:.3f} | {a['seconds'] / bound:.1f}x | "
+                     f"{b['seconds'] if b else float('nan'):.3f} | {b['peak_bytes'] / 2**20 if b else float('nan'):.0f} | {speed} |")
+    (OUT / f"{tag}.md").write_text("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
