@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -286,3 +287,23 @@ def test_cli_batch_and_report_in_process(tmp_path):
     assert "2 line(s) written (ok 1, unavailable 1)" in " ".join(result.output.split())
     bad = CliRunner().invoke(app, ["batch", str(m), "--out", str(out), "--methods", "tsvd", "--protocol", "papr"])
     assert bad.exit_code == 2 and "protocol 'papr' must be 'default' or 'paper'" in bad.output
+
+
+def test_hybrid_fits_are_saved_and_load_back(tmp_path):
+    from dataclasses import replace
+
+    from sfapprox.results import load_factors
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("band", bandwidth=2))
+    out = tmp_path / "out"
+    run_batch(m, out, replace(FAST, methods=("sf+lr",)))
+    rec = next(r for r in lines(out) if r["method"] == "sf+lr")
+    assert rec["status"] == "ok" and rec["factors"] == "factors/band.sf+lr.h5"
+    saved = load_factors(out / rec["factors"])
+    assert saved.kind == "sf+lr" and saved.n == rec["n"]
+    # What was saved is what was scored.
+    from sfapprox.datasets.synthetic import generate
+
+    X = generate("banded", {"n": 16, "bandwidth": 2}).matrix
+    X = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+    assert np.linalg.norm(X - saved.to_dense()) == pytest.approx(rec["fro_error"], rel=1e-9)

@@ -83,7 +83,8 @@ class BatchOptions:
     data_dir : str or None
         Folder searched first for manifest files.
     save_factors : bool
-        Write each SF fit to ``OUT/factors/<name>.h5``.
+        Write each SF fit to ``OUT/factors/<name>.h5`` (``sf+lr`` and ``sf+s``
+        fits to ``OUT/factors/<name>.<method>.h5``).
     """
 
     methods: tuple[str, ...] = ("sf", "tsvd")
@@ -338,14 +339,21 @@ def _matrix_info(loaded, extra: dict[str, Any]) -> dict[str, Any]:
     return info
 
 
-def _save_sf(task: MatrixTask, est, record: dict[str, Any], loaded) -> str:
+#: Methods whose fits are saved to ``factors/`` (HDF5, loadable with :func:`~sfapprox.results.load_factors`).
+SAVED_METHODS = ("sf", "sf+lr", "sf+s")
+
+
+def _save_sf(task: MatrixTask, est, record: dict[str, Any], loaded, method: str = "sf") -> str:
     from ..results import save_factors
 
-    relative = f"factors/{task.entry.name}.h5"
+    # Plain SF keeps the historical name; the hybrids get the method in theirs.
+    suffix = "" if method == "sf" else f".{method}"
+    relative = f"factors/{task.entry.name}{suffix}.h5"
     save_factors(
         Path(task.out_dir) / relative,
         est.operator_,
-        loss_history=est.loss_curve_,
+        kind=method,
+        loss_history=getattr(est, "loss_curve_", ()),
         fit={k: record[k] for k in ("fro_error", "rel_error", "seconds", "nnz", "n")} | record["params"],
         settings=task.options.settings(),
         source={"name": task.entry.name, "manifest": task.entry.manifest, "path": loaded.path,
@@ -375,9 +383,9 @@ def _run_one(task: MatrixTask, method: str, loaded, info: dict[str, Any], budget
         record.update(status="failed", error=_one_line(exc))
         return _stamp(record)
     record.update({k: v for k, v in result.to_dict().items() if k != "method"})
-    if method == "sf" and result.status == "ok" and opts.save_factors and "estimator" in keep:
+    if method in SAVED_METHODS and result.status == "ok" and opts.save_factors and "estimator" in keep:
         try:
-            record["factors"] = _save_sf(task, keep["estimator"], record, loaded)
+            record["factors"] = _save_sf(task, keep["estimator"], record, loaded, method)
         except (OSError, SfapproxError) as exc:
             record["error"] = f"factors not saved: {_one_line(exc)}"
     return _stamp(record)
