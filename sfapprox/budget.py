@@ -7,6 +7,7 @@ fit a budget ``B`` takes the largest configuration whose count is ``<= B``.
 method    stored numbers                          notes
 ========  ======================================  =============================
 sf        ``N * K * M``                           positions implied by Chord
+butterfly ``2 * N * M``                           ``M = log2 N``, N a power of two
 tsvd      ``r * (2N + 1)``                        U, V and the singular values
 nmf       ``2 * N * r``                           W and H
 rpca      ``r * (2N + 1) + s * c``                ``c = 2`` with ``count_indices``
@@ -19,10 +20,11 @@ import math
 from dataclasses import dataclass
 
 from ._errors import BudgetError, ParameterError
-from .chord import chord_offsets, default_n_factors, n_stored
+from .chord import butterfly_n_factors, chord_offsets, default_n_factors, n_stored
 
 __all__ = [
     "sf_count",
+    "butterfly_count",
     "tsvd_count",
     "nmf_count",
     "rpca_count",
@@ -49,6 +51,21 @@ def sf_count(n: int, n_factors: int | None = None, n_offsets: int | None = None)
     m = default_n_factors(n) if n_factors is None else n_factors
     k = len(chord_offsets(n)) if n_offsets is None else n_offsets
     return n_stored(n, m, k)
+
+
+def butterfly_count(n: int, n_factors: int | None = None) -> int:
+    """Stored numbers of SF with the butterfly support: ``2 * N * M`` (default ``M = log2 N``).
+
+    Two values per row and factor (columns ``i`` and ``i XOR 2^m``); the
+    positions are implied by the protocol.
+
+    Examples
+    --------
+    >>> butterfly_count(16)
+    128
+    """
+    m = butterfly_n_factors(n) if n_factors is None else n_factors
+    return 2 * int(n) * int(m)
 
 
 def tsvd_count(n: int, rank: int) -> int:

@@ -1,9 +1,15 @@
-"""The Chord sparsity protocol: which entries each sparse factor may hold.
+"""Support protocols: which entries each sparse factor may hold.
 
-Row ``i`` of every factor holds values only at columns ``(i + d) mod N`` for
-``d`` in the offsets ``{0} ∪ {b^k : b^k < N}`` (``b = 2`` is the reference
-protocol).  Positions are implied by the protocol, so only the values are
-stored: ``N * K`` per factor and ``N * K * M`` in total.
+Chord (the reference): row ``i`` of every factor holds values only at
+columns ``(i + d) mod N`` for ``d`` in the offsets ``{0} ∪ {b^k : b^k < N}``
+(``b = 2`` is the reference protocol).  Positions are implied by the
+protocol, so only the values are stored: ``N * K`` per factor and
+``N * K * M`` in total.  ``"symmetric"`` adds the offsets ``-b^k``.
+
+Butterfly (the FAµST toolbox's structure): ``N`` is a power of two and there
+are ``M = log2 N`` factors; row ``i`` of factor ``m`` (``m = 0`` the leftmost)
+holds values at columns ``i`` and ``i XOR 2^m`` only: ``2 N`` values per
+factor, ``2 N M`` in total.  It is not a shift pattern, so it has no offsets.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from ._errors import ParameterError
 
 __all__ = [
     "SUPPORTS",
+    "OFFSET_SUPPORTS",
     "support_offsets",
     "min_full_factors",
     "chord_offsets",
@@ -23,6 +30,11 @@ __all__ = [
     "chord_indices",
     "n_stored",
     "support_is_full",
+    "is_power_of_two",
+    "check_butterfly_size",
+    "butterfly_n_factors",
+    "butterfly_columns",
+    "butterfly_is_full",
 ]
 
 
@@ -100,11 +112,14 @@ def support_is_full(n: int, offsets: np.ndarray, n_factors: int) -> bool:
     return bool(reach.all())
 
 
-#: Support protocols of the shift family, with the offsets each row holds.
+#: Support protocols: two of the shift family (with the offsets each row holds) and butterfly.
 SUPPORTS = {
     "chord": "offsets {0} ∪ {b^k < N} (the reference protocol with b = 2)",
     "symmetric": "offsets {0} ∪ {±b^k mod N}: each row also reaches back (about 2 log_b N + 1 per row)",
+    "butterfly": "columns i and i XOR 2^m in factor m; N a power of two, M = log2 N, 2 N M stored",
 }
+#: The supports whose positions are cyclic offsets (:func:`support_offsets` applies to them).
+OFFSET_SUPPORTS = ("chord", "symmetric")
 
 
 def support_offsets(n: int, support: str = "chord", base: int = 2) -> np.ndarray:
@@ -120,6 +135,11 @@ def support_offsets(n: int, support: str = "chord", base: int = 2) -> np.ndarray
         return forward
     if support == "symmetric":
         return np.unique(np.concatenate([forward, (-forward) % n])).astype(np.int64)
+    if support == "butterfly":
+        raise ParameterError(
+            "the butterfly support has no offsets: row i of factor m holds columns i and i XOR 2^m "
+            "(see butterfly_columns)"
+        )
     raise ParameterError(f"unknown support {support!r}; choose one of {', '.join(SUPPORTS)}")
 
 
@@ -140,3 +160,90 @@ def min_full_factors(n: int, offsets: np.ndarray, limit: int | None = None) -> i
         if reach.all():
             return m
     return None
+
+
+# --------------------------------------------------------------------------- butterfly
+
+
+def is_power_of_two(n: int) -> bool:
+    """Whether ``n`` is ``2^k`` for some ``k >= 0``.
+
+    Examples
+    --------
+    >>> is_power_of_two(64), is_power_of_two(48), is_power_of_two(1)
+    (True, False, True)
+    """
+    n = int(n)
+    return n >= 1 and n & (n - 1) == 0
+
+
+def check_butterfly_size(n: int) -> None:
+    """Raise :class:`ParameterError` unless an ``n x n`` matrix can take butterfly factors.
+
+    The butterfly pairs row ``i`` with row ``i XOR 2^m``, so ``N`` must be a
+    power of two, at least 2.
+
+    Examples
+    --------
+    >>> check_butterfly_size(16)
+    >>> check_butterfly_size(12)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    sfapprox._errors.ParameterError: the butterfly support needs N to be a power of two ..., got N = 12; ...
+    """
+    if n >= 2 and is_power_of_two(n):
+        return
+    lower = 1 << max(1, int(n).bit_length() - 1)
+    upper = max(2, 1 << int(n - 1).bit_length()) if n > 1 else 2
+    sizes = f"{lower} or {upper}" if lower != upper else f"{upper}"
+    raise ParameterError(
+        f"the butterfly support needs N to be a power of two (at least 2), got N = {n}; resize the "
+        f"input to {sizes} (--resize for images, or zero-pad the matrix), or use support 'chord' or "
+        "'symmetric', which take any N"
+    )
+
+
+def butterfly_n_factors(n: int) -> int:
+    """Number of butterfly factors of an ``n x n`` matrix: ``M = log2 N``.
+
+    Examples
+    --------
+    >>> butterfly_n_factors(1024)
+    10
+    """
+    check_butterfly_size(n)
+    return int(n).bit_length() - 1
+
+
+def butterfly_columns(n: int, m: int) -> np.ndarray:
+    """Column of every stored value of butterfly factor ``m``: ``idx[i] = [i, i XOR 2^m]``.
+
+    Examples
+    --------
+    >>> butterfly_columns(4, 1).tolist()
+    [[0, 2], [1, 3], [2, 0], [3, 1]]
+    """
+    rows = np.arange(n, dtype=np.int64)
+    return np.stack([rows, rows ^ (1 << int(m))], axis=1)
+
+
+def butterfly_is_full(n: int, n_factors: int) -> bool:
+    """Whether the product of the first ``n_factors`` butterfly factors can fill every entry.
+
+    Pattern only, as :func:`support_is_full`: entry ``(i, j)`` is in the
+    support iff ``i XOR j`` is a sum of distinct ``2^m``, ``m < n_factors``;
+    reachability over XOR differences costs ``O(M N)``.
+
+    Examples
+    --------
+    >>> butterfly_is_full(16, 4), butterfly_is_full(16, 3)
+    (True, False)
+    """
+    if not is_power_of_two(n):
+        return False
+    reach = np.zeros(n, dtype=bool)
+    reach[0] = True
+    diffs = np.arange(n)
+    for m in range(min(int(n_factors), max(0, int(n).bit_length() - 1))):
+        reach = reach | reach[diffs ^ (1 << m)]
+    return bool(reach.all())

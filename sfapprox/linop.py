@@ -2,7 +2,9 @@
 
 :class:`ChordOperator` is a :class:`scipy.sparse.linalg.LinearOperator`, so
 it composes with scipy's iterative solvers and eigensolvers, and it adds
-``to_dense()`` and the stored-number count.  :class:`HybridOperator` is the
+``to_dense()`` and the stored-number count.  It holds the factors of any SF
+support: offset-based (``"chord"``, ``"symmetric"``) or ``"butterfly"``
+(``O(N·M)`` per column, two values per row).  :class:`HybridOperator` is the
 sum of such a product and a low-rank and/or sparse correction (the sf+lr and
 sf+s surrogates), ``O(N·K·M + N·r + s)`` per column.
 """
@@ -12,21 +14,34 @@ from __future__ import annotations
 import numpy as np
 from scipy.sparse.linalg import LinearOperator
 
-from .chord import chord_offsets
+from .chord import OFFSET_SUPPORTS, SUPPORTS, is_power_of_two, support_offsets
 
 __all__ = ["ChordOperator", "HybridOperator"]
 
 
 class ChordOperator(LinearOperator):
-    """The product ``W1 @ W2 @ ... @ WM`` of Chord factors, never formed densely.
+    """The product ``W1 @ W2 @ ... @ WM`` of SF factors, never formed densely.
 
     Parameters
     ----------
     values : ndarray of shape (M, N, K)
-        Factor values; ``values[m, i, k]`` sits at column ``(i + offsets[k]) % N``
-        of factor ``m`` (``m = 0`` is the leftmost factor).
+        Factor values (``m = 0`` is the leftmost factor).  Offset-based
+        supports: ``values[m, i, k]`` sits at column ``(i + offsets[k]) % N``
+        of factor ``m``.  Butterfly: ``K = 2``, ``values[m, i, 0]`` sits at
+        column ``i`` and ``values[m, i, 1]`` at column ``i XOR 2^m``.
     offsets : ndarray of shape (K,), optional
-        Chord offsets (default: the reference protocol for ``N``).
+        Offsets of an offset-based support (default: the support's offsets
+        with base 2, e.g. the reference Chord protocol for ``N``).  Must be
+        left out (or empty) for the butterfly.
+    support : {"chord", "symmetric", "butterfly"}, default="chord"
+        The support protocol (:data:`sfapprox.chord.SUPPORTS`).  For the
+        offset-based ones it is a label (the offsets define the positions);
+        ``"butterfly"`` needs ``N`` a power of two and ``1 <= M <= log2 N``.
+
+    Attributes
+    ----------
+    values, offsets, support
+        As given (``offsets`` is empty for the butterfly).
 
     Examples
     --------
@@ -35,18 +50,37 @@ class ChordOperator(LinearOperator):
     >>> y = op.matvec(np.ones(8))
     >>> bool(np.allclose(y, 1.0))
     True
+    >>> bf = ChordOperator(np.full((3, 8, 2), 0.5), support="butterfly")
+    >>> bool(np.allclose(bf.matvec(np.ones(8)), 1.0)), bf.n_stored
+    (True, 48)
     """
 
-    def __init__(self, values: np.ndarray, offsets: np.ndarray | None = None):
+    def __init__(self, values: np.ndarray, offsets: np.ndarray | None = None, *, support: str = "chord"):
         values = np.ascontiguousarray(values, dtype=np.float64)
         if values.ndim != 3:
             raise ValueError(f"values must have shape (M, N, K), got {values.shape}")
+        if support not in SUPPORTS:
+            raise ValueError(f"unknown support {support!r}; choose one of {', '.join(SUPPORTS)}")
         n = values.shape[1]
-        offsets = chord_offsets(n) if offsets is None else np.asarray(offsets, dtype=np.int64)
-        if offsets.shape != (values.shape[2],):
-            raise ValueError(f"{len(offsets)} offsets for {values.shape[2]} values per row")
+        if support in OFFSET_SUPPORTS:
+            offsets = support_offsets(n, support) if offsets is None else np.asarray(offsets, dtype=np.int64)
+            if offsets.shape != (values.shape[2],):
+                raise ValueError(f"{len(offsets)} offsets for {values.shape[2]} values per row")
+        else:
+            if offsets is not None and np.size(offsets):
+                raise ValueError("the butterfly support has no offsets; leave offsets out")
+            offsets = np.zeros(0, dtype=np.int64)
+            n_max = n.bit_length() - 1
+            if n < 2 or not is_power_of_two(n):
+                raise ValueError(f"butterfly factors need N a power of two (at least 2), got N = {n}")
+            if values.shape[2] != 2 or not 1 <= values.shape[0] <= n_max:
+                raise ValueError(
+                    f"butterfly values must have shape (M, {n}, 2) with 1 <= M <= log2 N = {n_max}, "
+                    f"got {values.shape}"
+                )
         self.values = values
         self.offsets = offsets
+        self.support = support
         super().__init__(dtype=np.float64, shape=(n, n))
 
     @property
@@ -55,16 +89,29 @@ class ChordOperator(LinearOperator):
 
     @property
     def n_stored(self) -> int:
-        """Stored numbers: ``N * K * M`` (positions are implied by the protocol)."""
+        """Stored numbers (positions are implied by the protocol).
+
+        ``N * K * M`` for offset-based supports; ``2 * N * M`` for the
+        butterfly (:func:`sfapprox.budget.butterfly_count`).
+        """
+        if self.support == "butterfly":
+            from .budget import butterfly_count
+
+            return butterfly_count(self.shape[0], self.n_factors)
         return int(self.values.size)
 
     def _run(self, B: np.ndarray, transpose: bool) -> np.ndarray:
         import torch
 
-        from .sf._kernels import apply_product, apply_product_t
-
         ws = torch.from_numpy(self.values)
         block = torch.from_numpy(np.ascontiguousarray(B, dtype=np.float64))
+        if self.support == "butterfly":
+            from .sf import _butterfly
+
+            out = _butterfly.apply_product_t(ws, block) if transpose else _butterfly.apply_product(ws, block)
+            return out.numpy()
+        from .sf._kernels import apply_product, apply_product_t
+
         offs = self.offsets.tolist()
         out = apply_product_t(ws, offs, block) if transpose else apply_product(ws, offs, block)
         return out.numpy()
@@ -88,6 +135,10 @@ class ChordOperator(LinearOperator):
         """The full ``N x N`` product, built with ``O(M K N^2)`` work."""
         import torch
 
+        if self.support == "butterfly":
+            from .sf._butterfly import butterfly_product
+
+            return butterfly_product(torch.from_numpy(self.values)).numpy()
         from .sf._kernels import chord_product
 
         return chord_product(torch.from_numpy(self.values), self.offsets.tolist()).numpy()
@@ -180,7 +231,8 @@ class HybridOperator(LinearOperator):
         """Stored numbers, by :func:`sfapprox.budget.hybrid_count`."""
         from .budget import hybrid_count
 
-        k = 0 if self.chord is None else len(self.chord.offsets)
+        # Values per row: len(offsets) for offset-based factors, 2 for the butterfly.
+        k = 0 if self.chord is None else self.chord.values.shape[2]
         return hybrid_count(
             self.shape[0], self.n_factors, k, rank=self.rank, n_sparse=int(self.sparse.nnz),
             count_indices=self.count_indices,

@@ -22,6 +22,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ._errors import InputError, SfapproxError
+from .chord import SUPPORTS
 from .linop import ChordOperator, HybridOperator
 
 __all__ = [
@@ -40,6 +41,9 @@ FACTORS_VERSION = 1
 #: Files of hybrid fits (kind "sf+lr" / "sf+s") carry version 2: a version-1 reader
 #: would see only their factors, so they say that they hold more.
 HYBRID_VERSION = 2
+#: Files of butterfly factors carry version 3: their ``values`` are not offset-based
+#: (the ``support`` attribute says so), which no earlier reader knows.
+BUTTERFLY_VERSION = 3
 
 
 @dataclass
@@ -183,7 +187,8 @@ class SavedFactors:
 
     ``matvec``/``rmatvec``/``matmat``/``to_dense`` delegate to
     :attr:`operator`, a scipy LinearOperator: a
-    :class:`~sfapprox.linop.ChordOperator` for ``kind == "sf"``, a
+    :class:`~sfapprox.linop.ChordOperator` for ``kind == "sf"`` (its
+    ``support`` says which support protocol the factors have), a
     :class:`~sfapprox.linop.HybridOperator` (factors plus low-rank / sparse
     part) for ``"sf+lr"`` and ``"sf+s"``.
     """
@@ -235,8 +240,14 @@ def save_factors(
 
     Layout: datasets ``values`` (M, N, K) and ``offsets`` (K,) and
     ``loss_history``; attributes ``format``, ``format_version``, ``n``,
-    ``n_factors``, ``kind`` and JSON strings ``fit``, ``settings``,
-    ``source``, ``versions``.  A :class:`~sfapprox.linop.HybridOperator`
+    ``n_factors``, ``kind``, ``support`` and JSON strings ``fit``,
+    ``settings``, ``source``, ``versions``.  ``support`` is the factors'
+    support protocol (:data:`sfapprox.chord.SUPPORTS`): for ``"chord"`` and
+    ``"symmetric"`` the ``offsets`` give the positions; for ``"butterfly"``
+    ``values`` is (M, N, 2), ``values[m, i, 0]`` at column ``i`` and
+    ``values[m, i, 1]`` at column ``i XOR 2^m``, ``offsets`` is empty and
+    ``format_version`` is 3.  Files without ``support`` (written before it
+    existed) are offset-based and read as ``"chord"``.  A :class:`~sfapprox.linop.HybridOperator`
     (``kind`` "sf+lr" or "sf+s", ``format_version`` 2) adds ``lr_U`` (N, r),
     ``lr_s`` (r,), ``lr_Vt`` (r, N), ``sparse_rows``, ``sparse_cols``,
     ``sparse_vals`` and the attribute ``count_indices``; its ``values`` has
@@ -252,8 +263,12 @@ def save_factors(
     with atomic_path(path, force=force) as tmp:
         with h5py.File(tmp, "w") as f:
             f.attrs["format"] = FACTORS_FORMAT
-            f.attrs["format_version"] = HYBRID_VERSION if hybrid else FACTORS_VERSION
+            support = "chord" if chord is None else chord.support
+            f.attrs["format_version"] = (
+                BUTTERFLY_VERSION if support == "butterfly" else HYBRID_VERSION if hybrid else FACTORS_VERSION
+            )
             f.attrs["kind"] = kind or _kind(operator)
+            f.attrs["support"] = support
             f.attrs["n"] = n
             f.attrs["n_factors"] = 0 if chord is None else chord.n_factors
             values = np.zeros((0, n, 0)) if chord is None else chord.values
@@ -289,15 +304,28 @@ def _write_corrections(f, op: HybridOperator) -> None:
     f.create_dataset("sparse_vals", data=coo.data.astype(np.float64))
 
 
-def _read_operator(f) -> ChordOperator | HybridOperator:
-    """The operator in an open factors file: plain Chord factors, or their sum with the corrections."""
+def _read_operator(f, path: Path) -> ChordOperator | HybridOperator:
+    """The operator in an open factors file: plain SF factors, or their sum with the corrections."""
     import scipy.sparse as sp
 
     values, offsets = f["values"][()], f["offsets"][()]
+    # Files written before the attribute existed hold offset-based (Chord) factors.
+    support = str(f.attrs.get("support", "chord"))
+    if support not in SUPPORTS:
+        raise InputError(
+            f"{path}: unknown factor support {support!r} (known: {', '.join(SUPPORTS)}); "
+            "the file may come from a newer sfapprox"
+        )
+
+    def factors() -> ChordOperator:
+        if support == "butterfly":
+            return ChordOperator(values, support="butterfly")
+        return ChordOperator(values, offsets, support=support)
+
     if "lr_U" not in f:  # version-1 files and plain SF fits
-        return ChordOperator(values, offsets)
+        return factors()
     n = int(f.attrs["n"])
-    chord = ChordOperator(values, offsets) if values.shape[0] else None
+    chord = factors() if values.shape[0] else None
     rows, cols, vals = (f[k][()] for k in ("sparse_rows", "sparse_cols", "sparse_vals"))
     sparse = sp.csr_array((vals, (rows, cols)), shape=(n, n))
     return HybridOperator(n, chord=chord, low_rank=(f["lr_U"][()], f["lr_s"][()], f["lr_Vt"][()]),
@@ -326,7 +354,7 @@ def load_factors(path: str | os.PathLike) -> SavedFactors:
         with h5py.File(path, "r") as f:
             if f.attrs.get("format") != FACTORS_FORMAT:
                 raise InputError(f"{path}: not an sfapprox factors file (written by 'sfapprox fit --out')")
-            operator = _read_operator(f)
+            operator = _read_operator(f, path)
             kind = str(f.attrs.get("kind", "sf"))
             history = f["loss_history"][()]
             meta = {k: json.loads(f.attrs[k]) for k in ("fit", "settings", "source", "versions")}

@@ -130,7 +130,7 @@ def test_symmetric_support_fits_with_fewer_factors():
     assert sf.factors_.shape == (3, 24, 9) and sf.n_stored_ == 3 * 24 * 9
     assert np.allclose(sf.to_dense(), sf.operator_.to_dense())
     with pytest.raises(ParameterError, match="'support' parameter"):
-        ChordSF(support="butterfly").fit(X)
+        ChordSF(support="hexagonal").fit(X)
 
 
 def test_auto_init_probes_both_starts_within_the_iteration_budget():

@@ -63,3 +63,19 @@ def test_comparison_shape_and_winner():
     assert d["winner"] == "sf" and d["budget"] == 10
     assert set(d["results"][0]) == {"method", "status", "nnz", "fro_error", "rel_error", "seconds", "params", "reason"}
     assert d["results"][2]["fro_error"] is None
+
+
+def test_files_without_a_support_attribute_load_as_chord(tmp_path):
+    # Files written before the butterfly support existed have no "support": offset-based.
+    from sfapprox import ChordOperator
+
+    op = ChordOperator(np.random.default_rng(0).random((3, 8, 4)))
+    path = tmp_path / "old.h5"
+    save_factors(path, op)
+    with h5py.File(path, "a") as f:
+        assert f.attrs["support"] == "chord" and f.attrs["format_version"] == 1
+        del f.attrs["support"]
+    saved = load_factors(path)
+    assert saved.operator.support == "chord"
+    assert np.array_equal(saved.operator.offsets, [0, 1, 2, 4])
+    assert np.allclose(saved.to_dense(), op.to_dense())

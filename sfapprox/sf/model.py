@@ -1,8 +1,11 @@
 """The Chord sparse-factorization estimator.
 
 ``ChordSF(...).fit(X)`` minimises ``0.5 * ||X - W1 ... WM||_F^2`` over the
-values of ``M`` Chord-structured factors with L-BFGS (see ``_solver``), on
-the CPU or a CUDA GPU.  ``fit_sf`` is the function form.
+values of ``M`` sparse factors with L-BFGS (see ``_solver``), on the CPU or
+a CUDA GPU.  The factors' support is pluggable: the offset-based Chord
+protocols (kernels in ``_kernels``) or the butterfly (kernels in
+``_butterfly``); the optimizer, the starts and the scaling are shared.
+``fit_sf`` is the function form.
 """
 
 from __future__ import annotations
@@ -16,26 +19,51 @@ import numpy as np
 
 from .._errors import ConvergenceWarning, ParameterError
 from .._params import Interval, Options, check_params
-from ..chord import SUPPORTS, default_n_factors, min_full_factors, support_is_full, support_offsets
+from ..chord import (
+    SUPPORTS,
+    butterfly_n_factors,
+    check_butterfly_size,
+    default_n_factors,
+    min_full_factors,
+    support_is_full,
+    support_offsets,
+)
 from ..linop import ChordOperator
 
 __all__ = ["ChordSF", "fit_sf", "estimate_fit_memory"]
 
 
 def estimate_fit_memory(
-    n: int, n_factors: int, n_offsets: int, itemsize: int, history_size: int, device_type: str = "cpu"
+    n: int,
+    n_factors: int,
+    n_offsets: int,
+    itemsize: int,
+    history_size: int,
+    device_type: str = "cpu",
+    *,
+    support: str = "chord",
 ) -> int:
     """Peak bytes of one fit, known before any allocation.
 
     The target ``X`` (``N^2``), the kernel's workspace (see
-    :func:`~sfapprox.sf._kernels.workspace_numbers`: ``(M + 2) N^2`` for
+    :func:`~sfapprox.sf._kernels.workspace_numbers` and
+    :func:`~sfapprox.sf._butterfly.workspace_numbers`: ``(M + 2) N^2`` for
     whole-matrix passes, ``(M + 2) N * 256`` for CPU column panels), and
-    L-BFGS's ``2 * history_size`` pairs plus a few vectors of ``N K M`` values.
+    L-BFGS's ``2 * history_size`` pairs plus a few vectors of ``N K M`` values
+    (``n_offsets`` is the number of values per row: 2 for ``support="butterfly"``).
     """
-    from ._kernels import select_kernel, workspace_numbers
+    if support == "butterfly":
+        from ._butterfly import select_kernel as select_butterfly
+        from ._butterfly import workspace_numbers as butterfly_workspace
 
-    _, kind = select_kernel(n, device_type)
-    numbers = n * n + workspace_numbers(n, n_factors, kind)
+        _, kind = select_butterfly(device_type)
+        workspace = butterfly_workspace(n, n_factors, kind)
+    else:
+        from ._kernels import select_kernel, workspace_numbers
+
+        _, kind = select_kernel(n, device_type)
+        workspace = workspace_numbers(n, n_factors, kind)
+    numbers = n * n + workspace
     numbers += (2 * history_size + 8) * n * n_offsets * n_factors
     return numbers * itemsize
 
@@ -48,6 +76,8 @@ def _initial_values(init: str, rng: np.random.Generator, shape: tuple[int, int, 
     ``"identity"``: the offset-0 value 1, the others noise of size
     ``noise`` (each factor starts near the identity, the product near I),
     which suits sparse graphs whose best surrogate is far from an average.
+    Both apply to the butterfly (``K = 2``, value 0 the diagonal one): every
+    value 1/2 (times 1 + noise), or ``v0 = 1`` and ``v1 = 0`` plus noise.
     """
     k = shape[2]
     jitter = rng.uniform(-1.0, 1.0, size=shape)
@@ -67,10 +97,15 @@ class ChordSF:
         Number of factors ``M``; ``None`` is the reference ``ceil(log2 N)``.
     base : int, default=2
         Chord base: offsets ``{0} ∪ {base^k < N}``.
-    support : {"chord", "symmetric"}, default="chord"
+    support : {"chord", "symmetric", "butterfly"}, default="chord"
         Support protocol (:data:`sfapprox.chord.SUPPORTS`); ``"symmetric"``
         adds the offsets ``-base^k``.  The default number of factors is the
         fewest with full support (``ceil(log2 N)`` for the reference).
+        ``"butterfly"`` (the FAµST toolbox's structure) needs ``N`` a power
+        of two and has exactly ``M = log2 N`` factors; row ``i`` of factor
+        ``m`` (``m = 0`` the leftmost) holds columns ``i`` and
+        ``i XOR 2^m``: ``2 N M`` stored numbers.  ``n_factors`` (if given)
+        must be ``log2 N`` and ``base`` does not apply.
     max_iter : int, default=20000
         Maximum L-BFGS iterations.
     time_limit : float or None, default=60.0
@@ -115,7 +150,10 @@ class ChordSF:
     operator_ : ChordOperator
         The fitted product, usable as a LinearOperator.
     factors_ : ndarray of shape (M, N, K)
+        ``K = 2`` for the butterfly: ``factors_[m, i, 0]`` at column ``i``,
+        ``factors_[m, i, 1]`` at column ``i XOR 2^m``.
     offsets_ : ndarray of shape (K,)
+        Empty for the butterfly, whose positions are not offsets.
     n_stored_ : int
     n_iter_, n_evals_ : int
     loss_curve_ : list of float
@@ -129,7 +167,8 @@ class ChordSF:
     init_ : str
         The start the returned factors came from ("none" for the zero matrix).
     kernel_ : str
-        The loss+gradient path used ("dense", "panels" or "shifts").
+        The loss+gradient path used ("dense", "panels" or "shifts"; for the
+        butterfly "butterfly-panels" on the CPU, "butterfly" on a GPU).
 
     Examples
     --------
@@ -212,19 +251,27 @@ class ChordSF:
 
         from .._device import resolve_device, resolve_dtype
         from .._validation import check_memory, check_square_matrix
-        from . import _kernels, _solver
+        from . import _butterfly, _kernels, _solver
 
         check_params(self, self._parameter_constraints)
         X = check_square_matrix(X, source="X")
         n = X.shape[0]
         device = resolve_device(self.device)
         dtype = resolve_dtype(self.dtype, device)
-        offsets = support_offsets(n, self.support, self.base)
-        n_factors = self.n_factors if self.n_factors is not None else self._default_factors(n, offsets)
-        self._check_support(n, offsets, n_factors)
+        butterfly = self.support == "butterfly"
+        if butterfly:
+            n_factors = self._check_butterfly(n)
+            offsets = np.zeros(0, dtype=np.int64)  # positions are i and i XOR 2^m, not offsets
+            n_values = 2
+        else:
+            offsets = support_offsets(n, self.support, self.base)
+            n_factors = self.n_factors if self.n_factors is not None else self._default_factors(n, offsets)
+            self._check_support(n, offsets, n_factors)
+            n_values = len(offsets)
         itemsize = torch.empty((), dtype=dtype).element_size()
         check_memory(
-            estimate_fit_memory(n, n_factors, len(offsets), itemsize, self.history_size, device.type),
+            estimate_fit_memory(n, n_factors, n_values, itemsize, self.history_size, device.type,
+                                support=self.support),
             what=f"fitting SF to an {n} x {n} matrix on {device.type} in {dtype}".replace("torch.", ""),
             limit=self._memory_limit(device),
         )
@@ -233,7 +280,7 @@ class ChordSF:
         self.offsets_ = offsets
         self.device_ = str(device)
         self.dtype_ = str(dtype).replace("torch.", "")
-        shape = (n_factors, n, len(offsets))
+        shape = (n_factors, n, n_values)
         # One stream per kind of start, so init="auto" and init="identity" start identically.
         starts = {
             name: _initial_values(name, np.random.default_rng([self.random_state, i]), shape, self._noise(name))
@@ -249,10 +296,13 @@ class ChordSF:
         scale = self._scale(fro, n)
         target = torch.as_tensor(dense / scale, dtype=dtype, device=device)
         offs = offsets.tolist()
-        kernel, self.kernel_ = _kernels.select_kernel(n, device.type)
+        if butterfly:
+            kernel, self.kernel_ = _butterfly.select_kernel(device.type)
+        else:
+            kernel, self.kernel_ = _kernels.select_kernel(n, device.type)
 
         def fun(x: torch.Tensor) -> tuple[float, torch.Tensor]:
-            loss, grad = kernel(x.view(shape), offs, target)
+            loss, grad = kernel(x.view(shape), target) if butterfly else kernel(x.view(shape), offs, target)
             return float(loss), grad.view(-1)
 
         states = {
@@ -349,6 +399,22 @@ class ChordSF:
             return default_n_factors(n)
         return min_full_factors(n, offsets) or n
 
+    def _check_butterfly(self, n: int) -> int:
+        """The number of butterfly factors for N (``log2 N``); ParameterError for what does not apply."""
+        check_butterfly_size(n)
+        m = butterfly_n_factors(n)
+        if self.n_factors is not None and self.n_factors != m:
+            raise ParameterError(
+                f"the butterfly support of a {n} x {n} matrix has exactly log2 N = {m} factors, "
+                f"got n_factors={self.n_factors}; leave n_factors out (--factors)"
+            )
+        if self.base != 2:
+            raise ParameterError(
+                f"base={self.base} does not apply to the butterfly support (its positions are i and "
+                "i XOR 2^m); leave base out (--base) or use support 'chord' or 'symmetric'"
+            )
+        return m
+
     @staticmethod
     def _check_support(n: int, offsets: np.ndarray, n_factors: int) -> None:
         if not support_is_full(n, offsets, n_factors):
@@ -399,7 +465,10 @@ class ChordSF:
         from ..metrics import frobenius_error
 
         self.factors_ = values
-        self.operator_ = ChordOperator(values, self.offsets_)
+        if self.support == "butterfly":
+            self.operator_ = ChordOperator(values, support="butterfly")
+        else:
+            self.operator_ = ChordOperator(values, self.offsets_, support=self.support)
         self.n_stored_ = self.operator_.n_stored
         if dense is None:
             self.fro_error_, self.rel_error_ = 0.0, None
