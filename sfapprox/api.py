@@ -94,7 +94,10 @@ def fit_matrix(
         "nnz": model.n_stored_,
         "matrix": loaded.name,
         "n": loaded.n,
+        "support": model.support,
+        "base": model.base,
         "n_factors": int(model.factors_.shape[0]),
+        # butterfly positions are i and i XOR 2^m, not offsets: the list is empty there
         "offsets": model.offsets_.tolist(),
     }
     if out is not None:

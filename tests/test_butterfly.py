@@ -260,7 +260,8 @@ def test_cli_fit_butterfly_writes_a_loadable_file(tmp_path):
     assert res.exit_code == 0, res.output
     saved = load_factors(out)
     assert saved.operator.support == "butterfly" and saved.operator.values.shape == (4, 16, 2)
-    assert saved.n_stored == 128 == json.loads(js.read_text())["nnz"]
+    summary = json.loads(js.read_text())
+    assert saved.n_stored == 128 == summary["nnz"] and summary["support"] == "butterfly"
     assert saved.settings["support"] == "butterfly"
     bad = tmp_path / "odd.mtx"
     scipy.io.mmwrite(bad, np.random.default_rng(0).random((12, 12)))

@@ -163,7 +163,7 @@ def test_fit_structure_options(tmp_path, small_mtx):
                  "--support", "symmetric", "-q")
     assert res.exit_code == 0, res.output
     summary = json.loads(js.read_text())
-    assert summary["init"] == "identity"
+    assert summary["init"] == "identity" and summary["support"] == "symmetric" and summary["base"] == 2
     assert summary["offsets"] == [0, 1, 2, 4, 8, 10, 11]  # -2, -1 mod 12 (-4, -8 coincide with 8, 4)
     clash = invoke("fit", small_mtx, "--budget", "0.5", "--base", "3")
     assert clash.exit_code == 2 and "leave out base" in clash.output
