@@ -23,7 +23,7 @@ Device = Annotated[str, typer.Option("--device", help="auto (CUDA when available
 Dtype = Annotated[Optional[str], typer.Option("--dtype", help="float64 or float32 (default: float64 on CPU, float32 on GPU).")]
 Seed = Annotated[int, typer.Option("--seed", min=0, help="Random seed (SF's initial noise, randomized solvers).")]
 Iters = Annotated[int, typer.Option("--iters", min=0, help="SF: maximum L-BFGS iterations.")]
-TimeLimit = Annotated[float, typer.Option("--time-limit", min=0, help="SF: optimizer wall-clock limit in seconds; 0 for none (the fit then depends on --iters alone: reproducible on any machine).")]
+TimeLimit = Annotated[float, typer.Option("--time-limit", min=0, help="SF: optimizer wall-clock limit in seconds (sf+lr and sf+s: per point of their budget-split grid); 0 for none (the fit then depends on --iters alone: reproducible on any machine).")]
 ITERS = 20000  # ChordSF's defaults, repeated here so --help can show them
 TIME_LIMIT = 60.0
 

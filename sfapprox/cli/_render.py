@@ -50,7 +50,8 @@ _SHORT = {"rank": "r", "n_sparse": "s", "index_storage": "indices", "n_factors":
 
 def _details(row: dict[str, Any]) -> str:
     params = row.get("params", {})
-    return " ".join(f"{short}={params[key]}" for key, short in _SHORT.items() if key in params)
+    # None marks a part the method did not use (sf+s that kept no factors has no base)
+    return " ".join(f"{short}={params[key]}" for key, short in _SHORT.items() if params.get(key) is not None)
 
 
 def key_value_table(title: str, rows: list[tuple[str, Any]]) -> Table:

@@ -323,7 +323,7 @@ def _two_mode(src: Source, net: _Network, mode: str | None, notes: list[str], li
         mode = "rows"
         notes.append(
             f"2-mode network {n1}x{n2} projected to rows (B·Bᵀ), as the file declares; "
-            "use two_mode=... to change ('rows', 'cols', 'bipartite')"
+            "change with --two-mode (CLI) or two_mode= (Python): 'rows', 'cols' or 'bipartite'"
         )
     else:
         notes.append(f"2-mode network {n1}x{n2}: two_mode={mode!r}")
