@@ -19,8 +19,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ._errors import BudgetError, ParameterError
-from .chord import butterfly_n_factors, chord_offsets, default_n_factors, n_stored
+from ._errors import BudgetError, NotApplicableError, ParameterError
+from .chord import (
+    SUPPORTS,
+    butterfly_n_factors,
+    chord_offsets,
+    default_n_factors,
+    is_power_of_two,
+    min_full_factors,
+    n_stored,
+    support_offsets,
+)
 
 __all__ = [
     "sf_count",
@@ -34,6 +43,7 @@ __all__ = [
     "resolve_budget",
     "Budget",
     "SFConfig",
+    "sf_structure",
     "sf_config_for_budget",
     "rpca_sparse_for_budget",
     "rpca_rank_for_budget",
@@ -164,51 +174,77 @@ def resolve_budget(spec: str | int | float | None, n: int) -> Budget:
 
 @dataclass(frozen=True)
 class SFConfig:
-    """A Chord structure: base ``b``, ``M`` factors, ``K`` offsets per row, and its count."""
+    """An SF structure: base ``b``, ``M`` factors, ``K`` values per row, its count and its support."""
 
     base: int
     n_factors: int
     n_offsets: int
     count: int
+    support: str = "chord"
 
 
-def _min_full_factors(n: int, base: int, limit: int) -> int | None:
-    """Fewest factors whose product has full support with base-``b`` offsets (None if > limit)."""
-    from .chord import chord_offsets, min_full_factors
+def sf_structure(n: int, *, support: str = "chord", base: int = 2, n_factors: int | None = None) -> SFConfig:
+    """The structure :class:`~sfapprox.sf.model.ChordSF` fits for these parameters, and its count.
 
-    return min_full_factors(n, chord_offsets(n, base), limit)
+    Defaults as ChordSF's: the reference ``M = ceil(log2 N)`` for the Chord
+    support with base 2, ``M = log2 N`` for the butterfly, otherwise the
+    fewest factors whose product covers every entry.
+
+    Examples
+    --------
+    >>> sf_structure(36)
+    SFConfig(base=2, n_factors=6, n_offsets=7, count=1512, support='chord')
+    >>> sf_structure(16, support="butterfly").count
+    128
+    """
+    if support == "butterfly":
+        m = butterfly_n_factors(n) if n_factors is None else int(n_factors)
+        return SFConfig(2, m, 2, butterfly_count(n, m), support)
+    offsets = support_offsets(n, support, base)
+    k = len(offsets)
+    if n_factors is None:
+        reference = support == "chord" and base == 2
+        n_factors = default_n_factors(n) if reference else (min_full_factors(n, offsets) or n)
+    return SFConfig(int(base), int(n_factors), k, n_stored(n, int(n_factors), k), support)
 
 
-def sf_config_for_budget(n: int, budget: int, *, max_base: int = 16) -> SFConfig:
-    """The Chord structure that fills ``budget`` as closely as possible without exceeding it.
+def sf_config_for_budget(n: int, budget: int, *, max_base: int = 16, support: str = "chord") -> SFConfig:
+    """The SF structure that fills ``budget`` as closely as possible without exceeding it.
 
-    Rule (documented in the README): for each base ``b = 2 .. max_base``
-    (offsets ``{0} ∪ {b^k < N}``, ``K_b`` of them) take the fewest factors
-    ``M_b`` whose product covers every entry, then as many factors as the
-    budget allows, ``M = floor(B / (N K_b))`` (more factors, more freedom);
-    bases with ``M < M_b`` do not fit.  The structure with the largest count
-    wins; ties go to the smaller base, then to fewer factors.  The reference
-    structure (``b = 2``, ``M = ceil(log2 N)``) is chosen exactly when
-    ``B`` equals its count.
+    Rule (documented in the README), for the offset supports (``"chord"``,
+    ``"symmetric"``): for each base ``b = 2 .. max_base`` (offsets
+    ``{0} ∪ {b^k < N}``, and their negatives for ``"symmetric"``; ``K_b`` of
+    them) take the fewest factors ``M_b`` whose product covers every entry,
+    then as many factors as the budget allows, ``M = floor(B / (N K_b))``
+    (more factors, more freedom); bases with ``M < M_b`` do not fit.  The
+    structure with the largest count wins; ties go to the smaller base, then
+    to fewer factors.  The reference structure (``b = 2``, ``M = ceil(log2 N)``)
+    is chosen exactly when ``B`` equals its count.  The butterfly support has
+    one structure (``M = log2 N``, ``2 N M`` numbers): it fits or it does not.
 
     Raises
     ------
     BudgetError
         When no full-support structure fits in ``budget``.
+    NotApplicableError
+        For the butterfly support when ``N`` is not a power of two.
 
     Examples
     --------
     >>> sf_config_for_budget(36, 1512)
-    SFConfig(base=2, n_factors=6, n_offsets=7, count=1512)
+    SFConfig(base=2, n_factors=6, n_offsets=7, count=1512, support='chord')
     """
-    from .chord import chord_offsets
-
+    if support not in SUPPORTS:
+        raise ParameterError(f"unknown support {support!r}; choose one of {', '.join(SUPPORTS)}")
+    if support == "butterfly":
+        return _butterfly_for_budget(n, budget)
     best: SFConfig | None = None
     smallest: int | None = None
     for base in range(2, max(2, min(max_base, n)) + 1):
-        k = len(chord_offsets(n, base))
+        offsets = support_offsets(n, support, base)
+        k = len(offsets)
         # Search only as far as any budget could reach (bounded: at most N factors).
-        m_min = _min_full_factors(n, base, limit=max(1, n))
+        m_min = min_full_factors(n, offsets, limit=max(1, n))
         if m_min is None:
             continue
         need = n * k * m_min
@@ -216,15 +252,28 @@ def sf_config_for_budget(n: int, budget: int, *, max_base: int = 16) -> SFConfig
         m = budget // (n * k)
         if m < m_min:
             continue
-        cand = SFConfig(base, int(m), k, n * k * int(m))
+        cand = SFConfig(base, int(m), k, n * k * int(m), support)
         if best is None or cand.count > best.count:
             best = cand
     if best is None:
+        kind = "Chord" if support == "chord" else f"{support} Chord"
         raise BudgetError(
-            f"budget {budget} is too small for any full-support Chord factorization of a "
+            f"budget {budget} is too small for any full-support {kind} factorization of a "
             f"{n} x {n} matrix (the smallest needs {smallest} stored numbers)"
         )
     return best
+
+
+def _butterfly_for_budget(n: int, budget: int) -> SFConfig:
+    if not (n >= 2 and is_power_of_two(n)):
+        raise NotApplicableError(f"the butterfly support needs N to be a power of two (at least 2); N = {n}")
+    config = sf_structure(n, support="butterfly")
+    if config.count > budget:
+        raise BudgetError(
+            f"budget {budget} is below the butterfly support's {config.count} stored numbers "
+            f"(2·N·log2 N for N = {n})"
+        )
+    return config
 
 
 def rpca_sparse_for_budget(n: int, budget: int, rank: int, *, count_indices: bool = False) -> int:

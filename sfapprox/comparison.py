@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ._errors import BudgetError, NotApplicableError, ParameterError
-from .budget import resolve_budget, sf_config_for_budget
+from .budget import resolve_budget, sf_config_for_budget, sf_structure
 from .chord import default_n_factors
 from .metrics import frobenius_error
 from .results import Comparison, MethodResult
@@ -61,20 +61,33 @@ def paper_tsvd_rank(n: int) -> int:
     return -(-m * m // 2)
 
 
-def _make_sf(n: int, budget: int, opts: RunOptions):
-    from .sf.model import ChordSF
+def _make_sf(support: str):
+    """SF with ``support``, in the largest structure of that support that fits the budget.
 
-    params = dict(opts.sf)
-    if opts.protocol != "paper" and "n_factors" not in params and "base" not in params:
-        config = sf_config_for_budget(n, budget)
-        params.update(n_factors=config.n_factors, base=config.base)
-    return ChordSF(
-        random_state=opts.random_state,
-        device=opts.device,
-        dtype=opts.dtype,
-        callback=opts.callback,
-        **params,
-    )
+    ``"sf"`` under the paper protocol keeps the reference structure (its count
+    is the paper budget); a structure fixed in ``opts.sf`` (``n_factors`` or
+    ``base``) is kept as given, and refused when it stores more than the budget.
+    """
+
+    def make(n: int, budget: int, opts: RunOptions):
+        from .sf.model import ChordSF
+
+        params = dict(opts.sf)
+        params["support"] = support
+        fixed = "n_factors" in params or "base" in params
+        if fixed or (opts.protocol == "paper" and support == "chord"):
+            config = sf_structure(n, support=support, base=params.get("base", 2),
+                                  n_factors=params.get("n_factors"))
+            if config.count > budget:
+                raise BudgetError(f"SF with {config.n_factors} factors of {config.n_offsets} values per row "
+                                  f"stores {config.count} numbers, over the budget {budget}")
+        else:
+            config = sf_config_for_budget(n, budget, support=support)
+            params.update(n_factors=config.n_factors, base=config.base)
+        return ChordSF(random_state=opts.random_state, device=opts.device, dtype=opts.dtype,
+                       callback=opts.callback, **params)
+
+    return make
 
 
 def _make_tsvd(n: int, budget: int, opts: RunOptions):
@@ -124,7 +137,9 @@ def _make_hybrid(kind: str):
 
 
 _METHODS: dict[str, tuple[Callable, str]] = {
-    "sf": (_make_sf, "Chord sparse factorization (L-BFGS)"),
+    "sf": (_make_sf("chord"), "Chord sparse factorization (L-BFGS)"),
+    "sf-symmetric": (_make_sf("symmetric"), "SF on the symmetric Chord support (offsets 0, ±b^k)"),
+    "sf-butterfly": (_make_sf("butterfly"), "SF on the butterfly support (FAµST's; N a power of two)"),
     "tsvd": (_make_tsvd, "truncated SVD (best rank r)"),
     "rpca": (_make_rpca("godec"), "Robust PCA: low rank + sparse, GoDec at fixed rank/cardinality"),
     "rpca-pcp": (_make_rpca("pcp"), "Robust PCA: Principal Component Pursuit, cut to the budget"),
@@ -180,7 +195,7 @@ def run_method(
     fro, rel = frobenius_error(X, est.to_dense(), fro_norm)
     params = dict(getattr(est, "params_", {}))
     status = "ok"
-    if name == "sf":
+    if name in _SF_METHODS:
         params.update(_sf_params(est))
     if getattr(est, "stop_reason_", None) == "interrupted":  # sf and the hybrids
         status = "interrupted"
@@ -195,8 +210,13 @@ def run_method(
     )
 
 
+#: The plain-SF methods, one per support: their rows carry the fit's structure and stop reason.
+_SF_METHODS = ("sf", "sf-symmetric", "sf-butterfly")
+
+
 def _sf_params(est) -> dict[str, Any]:
     return {
+        "support": est.support,
         "n_factors": int(est.factors_.shape[0]),
         "offsets": est.offsets_.tolist(),
         "base": est.base,

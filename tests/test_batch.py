@@ -307,3 +307,18 @@ def test_hybrid_fits_are_saved_and_load_back(tmp_path):
     X = generate("banded", {"n": 16, "bandwidth": 2}).matrix
     X = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
     assert np.linalg.norm(X - saved.to_dense()) == pytest.approx(rec["fro_error"], rel=1e-9)
+
+
+def test_other_supports_are_saved_under_their_method(tmp_path):
+    from dataclasses import replace
+
+    from sfapprox.results import load_factors
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("band", bandwidth=2))
+    out = tmp_path / "out"
+    run_batch(m, out, replace(FAST, methods=("sf-butterfly",)))
+    rec = next(r for r in lines(out) if r["method"] == "sf-butterfly")
+    assert rec["status"] == "ok" and rec["factors"] == "factors/band.sf-butterfly.h5"
+    saved = load_factors(out / rec["factors"])
+    assert saved.kind == "sf-butterfly" and saved.operator.support == "butterfly"
+    assert saved.n_stored == rec["nnz"] == 2 * 16 * 4

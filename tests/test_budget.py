@@ -2,18 +2,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sfapprox import BudgetError, ParameterError
+from sfapprox import BudgetError, NotApplicableError, ParameterError
 from sfapprox.budget import (
+    butterfly_count,
     nmf_count,
     nmf_rank_for_budget,
     resolve_budget,
     rpca_count,
     sf_config_for_budget,
     sf_count,
+    sf_structure,
     tsvd_count,
     tsvd_rank_for_budget,
 )
-from sfapprox.chord import chord_offsets, support_is_full
+from sfapprox.chord import chord_offsets, min_full_factors, support_is_full, support_offsets
 
 
 def test_formulas():
@@ -76,3 +78,46 @@ def test_sf_reference_budget_gives_reference_structure():
 def test_sf_budget_too_small_is_clear():
     with pytest.raises(BudgetError, match="too small .* smallest needs"):
         sf_config_for_budget(300, 4000)
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(2, 150), frac=st.floats(0.1, 1.0))
+def test_symmetric_support_adapts_within_budget_with_full_support(n, frac):
+    budget = int(frac * n * n)
+    try:
+        config = sf_config_for_budget(n, budget, support="symmetric")
+    except BudgetError:
+        # nothing fits: even the cheapest base's fewest factors are over the budget
+        for base in range(2, min(16, n) + 1):
+            offsets = support_offsets(n, "symmetric", base)
+            m = min_full_factors(n, offsets)
+            assert m is None or n * len(offsets) * m > budget
+        return
+    offsets = support_offsets(n, "symmetric", config.base)
+    assert config.support == "symmetric" and config.count <= budget
+    assert len(offsets) == config.n_offsets and config.count == n * config.n_offsets * config.n_factors
+    assert support_is_full(n, offsets, config.n_factors)
+
+
+def test_butterfly_for_budget_fits_or_says_why():
+    config = sf_config_for_budget(64, 5000, support="butterfly")
+    assert (config.n_factors, config.n_offsets, config.count) == (6, 2, butterfly_count(64)) == (6, 2, 768)
+    with pytest.raises(BudgetError, match="below the butterfly support's 768"):
+        sf_config_for_budget(64, 767, support="butterfly")
+    with pytest.raises(NotApplicableError, match="power of two"):
+        sf_config_for_budget(48, 10**6, support="butterfly")
+    with pytest.raises(ParameterError, match="unknown support"):
+        sf_config_for_budget(48, 10**6, support="hexagonal")
+
+
+def test_sf_structure_is_what_chordsf_fits():
+    import numpy as np
+
+    from sfapprox.sf.model import ChordSF
+
+    X = np.random.default_rng(0).random((16, 16))
+    for params in ({}, {"support": "symmetric"}, {"support": "butterfly"}, {"base": 3}, {"n_factors": 6}):
+        config = sf_structure(16, **params)
+        est = ChordSF(max_iter=2, device="cpu", **params).fit(X)
+        assert (est.n_stored_, est.factors_.shape[0]) == (config.count, config.n_factors), params
+    assert sf_structure(36) == sf_config_for_budget(36, sf_count(36))

@@ -63,3 +63,27 @@ def test_paper_protocol_uses_reference_structure_and_paper_rank():
     assert c.results[1].params["rank"] == 13 and c.results[0].params["n_factors"] == 5
     with pytest.raises(ParameterError, match="protocol"):
         compare(X, ["tsvd"], options=RunOptions(protocol="fast"))
+
+
+def test_each_support_is_a_method_at_the_same_budget():
+    X = np.random.default_rng(6).random((32, 32))
+    c = compare(X, ["sf", "sf-symmetric", "sf-butterfly"], options=CPU)
+    assert [r.status for r in c.results] == ["ok"] * 3
+    assert [r.params["support"] for r in c.results] == ["chord", "symmetric", "butterfly"]
+    assert all(r.nnz <= c.budget for r in c.results)
+    assert c.results[0].nnz == c.budget  # the reference structure is SF's own budget
+    assert c.results[2].nnz == 2 * 32 * 5  # the butterfly has one structure: 2 N log2 N
+    odd = compare(X[:30, :30], ["sf-butterfly", "tsvd"], options=CPU)
+    assert odd.results[0].status == "not applicable" and "power of two" in odd.results[0].reason
+    small = compare(X, ["sf-butterfly", "sf-symmetric"], budget=200, options=CPU)
+    assert [r.status for r in small.results] == ["not applicable"] * 2
+
+
+def test_fixed_structure_over_budget_is_not_applicable():
+    X = np.random.default_rng(7).random((24, 24))
+    paper = RunOptions(device="cpu", sf={"max_iter": 5}, protocol="paper")
+    r = compare(X, ["sf"], budget=0.5, options=paper).results[0]
+    assert r.status == "not applicable" and "over the budget 288" in r.reason
+    fixed = RunOptions(device="cpu", sf={"max_iter": 5, "n_factors": 9})
+    r = compare(X, ["sf"], budget=0.5, options=fixed).results[0]
+    assert r.status == "not applicable" and "9 factors" in r.reason

@@ -34,7 +34,7 @@ def time_limit_or_none(seconds: float | None) -> float | None:
 Ftol = Annotated[float, typer.Option("--ftol", min=0, help="SF: stop when the loss falls by a relative amount below this over 20 iterations.")]
 Gtol = Annotated[float, typer.Option("--gtol", min=0, help="SF: stop when max |gradient| falls below this (scale-free units).")]
 Factors = Annotated[Optional[int], typer.Option("--factors", min=1, help="SF: number of factors M (default ceil(log2 N)).")]
-Methods = Annotated[str, typer.Option("--methods", help="Comma-separated methods: sf, tsvd, rpca (GoDec sparse + low rank), rpca-pcp (Principal Component Pursuit), nmf (non-negative input only), sf+lr (SF + low rank), sf+s (SF + sparse).")]
+Methods = Annotated[str, typer.Option("--methods", help="Comma-separated methods: sf, sf-symmetric, sf-butterfly (SF on the other supports, see fit --support), tsvd, rpca (GoDec sparse + low rank), rpca-pcp (Principal Component Pursuit), nmf (non-negative input only), sf+lr (SF + low rank), sf+s (SF + sparse).")]
 Init = Annotated[str, typer.Option("--init", help="SF start: auto (try both, keep the better), reference (values 1/K) or identity (near-identity factors).")]
 Support = Annotated[str, typer.Option("--support", help="SF support: chord (offsets 0, b^k; N·K·M numbers), symmetric (also -b^k) or butterfly (FAµST's: columns i and i XOR 2^m; N a power of two, M = log2 N, 2·N·M numbers).")]
 Base = Annotated[int, typer.Option("--base", min=2, help="SF Chord base b: offsets {0} ∪ {b^k < N}.")]

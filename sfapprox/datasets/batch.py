@@ -340,13 +340,13 @@ def _matrix_info(loaded, extra: dict[str, Any]) -> dict[str, Any]:
 
 
 #: Methods whose fits are saved to ``factors/`` (HDF5, loadable with :func:`~sfapprox.results.load_factors`).
-SAVED_METHODS = ("sf", "sf+lr", "sf+s")
+SAVED_METHODS = ("sf", "sf-symmetric", "sf-butterfly", "sf+lr", "sf+s")
 
 
 def _save_sf(task: MatrixTask, est, record: dict[str, Any], loaded, method: str = "sf") -> str:
     from ..results import save_factors
 
-    # Plain SF keeps the historical name; the hybrids get the method in theirs.
+    # Plain SF keeps the historical name; the other supports and the hybrids get the method in theirs.
     suffix = "" if method == "sf" else f".{method}"
     relative = f"factors/{task.entry.name}{suffix}.h5"
     save_factors(

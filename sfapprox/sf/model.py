@@ -19,11 +19,11 @@ import numpy as np
 
 from .._errors import ConvergenceWarning, ParameterError
 from .._params import Interval, Options, check_params
+from ..budget import sf_structure
 from ..chord import (
     SUPPORTS,
     butterfly_n_factors,
     check_butterfly_size,
-    default_n_factors,
     min_full_factors,
     support_is_full,
     support_offsets,
@@ -265,7 +265,7 @@ class ChordSF:
             n_values = 2
         else:
             offsets = support_offsets(n, self.support, self.base)
-            n_factors = self.n_factors if self.n_factors is not None else self._default_factors(n, offsets)
+            n_factors = sf_structure(n, support=self.support, base=self.base, n_factors=self.n_factors).n_factors
             self._check_support(n, offsets, n_factors)
             n_values = len(offsets)
         itemsize = torch.empty((), dtype=dtype).element_size()
@@ -392,12 +392,6 @@ class ChordSF:
         if isinstance(self.scale, str):
             return fro / {"sqrt_n": math.sqrt(n), "n": float(n), "fro": 1.0}[self.scale]
         return float(self.scale)
-
-    def _default_factors(self, n: int, offsets: np.ndarray) -> int:
-        # The reference protocol's M = ceil(log2 N); otherwise the fewest factors with full support.
-        if self.support == "chord" and self.base == 2:
-            return default_n_factors(n)
-        return min_full_factors(n, offsets) or n
 
     def _check_butterfly(self, n: int) -> int:
         """The number of butterfly factors for N (``log2 N``); ParameterError for what does not apply."""
