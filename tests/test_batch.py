@@ -289,36 +289,24 @@ def test_cli_batch_and_report_in_process(tmp_path):
     assert bad.exit_code == 2 and "protocol 'papr' must be 'default' or 'paper'" in bad.output
 
 
-def test_hybrid_fits_are_saved_and_load_back(tmp_path):
+@pytest.mark.parametrize("method", ["sf+lr", "sf-butterfly"])
+def test_non_reference_sf_fits_are_saved_under_their_method(tmp_path, method):
     from dataclasses import replace
 
     from sfapprox.results import load_factors
 
     m = write_manifest(tmp_path / "m.toml", gen_entry("band", bandwidth=2))
     out = tmp_path / "out"
-    run_batch(m, out, replace(FAST, methods=("sf+lr",)))
-    rec = next(r for r in lines(out) if r["method"] == "sf+lr")
-    assert rec["status"] == "ok" and rec["factors"] == "factors/band.sf+lr.h5"
+    run_batch(m, out, replace(FAST, methods=(method,)))
+    rec = next(r for r in lines(out) if r["method"] == method)
+    assert rec["status"] == "ok" and rec["factors"] == f"factors/band.{method}.h5"
     saved = load_factors(out / rec["factors"])
-    assert saved.kind == "sf+lr" and saved.n == rec["n"]
+    assert saved.kind == method and saved.n == rec["n"] and saved.n_stored == rec["nnz"]
+    if method == "sf-butterfly":
+        assert saved.operator.support == "butterfly" and rec["nnz"] == 2 * 16 * 4
     # What was saved is what was scored.
     from sfapprox.datasets.synthetic import generate
 
     X = generate("banded", {"n": 16, "bandwidth": 2}).matrix
     X = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
     assert np.linalg.norm(X - saved.to_dense()) == pytest.approx(rec["fro_error"], rel=1e-9)
-
-
-def test_other_supports_are_saved_under_their_method(tmp_path):
-    from dataclasses import replace
-
-    from sfapprox.results import load_factors
-
-    m = write_manifest(tmp_path / "m.toml", gen_entry("band", bandwidth=2))
-    out = tmp_path / "out"
-    run_batch(m, out, replace(FAST, methods=("sf-butterfly",)))
-    rec = next(r for r in lines(out) if r["method"] == "sf-butterfly")
-    assert rec["status"] == "ok" and rec["factors"] == "factors/band.sf-butterfly.h5"
-    saved = load_factors(out / rec["factors"])
-    assert saved.kind == "sf-butterfly" and saved.operator.support == "butterfly"
-    assert saved.n_stored == rec["nnz"] == 2 * 16 * 4
