@@ -219,7 +219,7 @@ def _sf_params(est) -> dict[str, Any]:
         "support": est.support,
         "n_factors": int(est.factors_.shape[0]),
         "offsets": est.offsets_.tolist(),
-        "base": est.base,
+        "base": None if est.support == "butterfly" else est.base,  # its positions use no base
         "iterations": est.n_iter_,
         "evaluations": est.n_evals_,
         "stop_reason": est.stop_reason_,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,7 +11,17 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-out = Console()
+
+def _table_console() -> Console:
+    console = Console()
+    # Piped or redirected, rich assumes 80 columns and squeezes the details column
+    # to a few letters; a log file has no width, so give the tables room (COLUMNS still wins).
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(width=160)
+    return console
+
+
+out = _table_console()
 err = Console(stderr=True)
 
 
