@@ -89,7 +89,7 @@ def test_no_dense_masks_in_large_apply():
     assert torch.allclose(y, torch.ones_like(y))
 
 
-@pytest.mark.parametrize("n,panel", [(2, 1), (5, 2), (24, 7), (100, 64), (300, 256), (257, 256)])
+@pytest.mark.parametrize("n,panel", [(2, 1), (5, 2), (24, 7), (100, 64), (300, 256), (257, 256), (600, None)])
 def test_panel_path_matches_plain_path(n, panel):
     """Column panels give the same loss and gradient as whole-matrix passes (1e-10, float64)."""
     ws, offs = _stack(n, seed=4)
@@ -98,6 +98,17 @@ def test_panel_path_matches_plain_path(n, panel):
     loss_p, grad_p = K.loss_and_grad_panels(ws, offs, X, panel=panel)
     assert torch.allclose(loss_p, loss, rtol=1e-12)
     assert torch.allclose(grad_p, grad, rtol=1e-10, atol=1e-10)
+
+
+def test_panel_width_covers_n_in_equal_blocks():
+    for n in range(1, 5000, 7):
+        width = K.panel_width(n)
+        count = -(-n // width)
+        assert 1 <= width <= n
+        if n <= K.SINGLE_PANEL_MAX_N:
+            assert width == n
+        else:
+            assert width <= K.PANEL and n - (count - 1) * width > width - count  # last block nearly full
 
 
 def test_kernel_selection():

@@ -1,6 +1,7 @@
 import math
 
 import numpy as np
+import pytest
 import torch
 
 from sfapprox.sf import _solver
@@ -38,14 +39,16 @@ def _plain_two_loop(S, Y, g, h0):
     return r
 
 
-def test_cached_gram_direction_equals_two_loop():
+@pytest.mark.parametrize("n_pairs", [3, 8])
+def test_cached_gram_direction_equals_two_loop(n_pairs):
     rng = torch.Generator().manual_seed(0)
     n, hist = 30, 5
     A = torch.randn(n, n, dtype=torch.float64, generator=rng)
     H = A @ A.T + n * torch.eye(n, dtype=torch.float64)  # SPD: all pairs accepted
     state = _solver.new_state(torch.zeros(n, dtype=torch.float64))
     pairs = []
-    for _ in range(8):  # more pairs than the history: exercises the ring buffer
+    # 3: empty slots left in the buffer; 8: more pairs than the history, the ring wraps
+    for _ in range(n_pairs):
         s = torch.randn(n, dtype=torch.float64, generator=rng)
         y = H @ s
         _solver._update_history(state, y, s, hist)

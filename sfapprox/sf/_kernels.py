@@ -200,6 +200,24 @@ def loss_and_grad_dense(
 DENSE_MAX_N = 200
 #: Column-block width of the CPU path for larger N (blocks stay in cache).
 PANEL = 256
+#: Up to this N the CPU path takes all columns as one block: a second, narrow block
+#: (306 = 256 + 50) costs as many small kernel calls as a full one for little work.
+SINGLE_PANEL_MAX_N = 448
+
+
+def panel_width(n: int) -> int:
+    """Column-block width of the CPU path: all of ``n`` up to :data:`SINGLE_PANEL_MAX_N`,
+    else equal blocks of at most :data:`PANEL` columns (no narrow remainder block).
+
+    Examples
+    --------
+    >>> panel_width(306), panel_width(600), panel_width(2048)
+    (306, 200, 256)
+    """
+    if n <= SINGLE_PANEL_MAX_N:
+        return n
+    count = -(-n // PANEL)
+    return -(-n // count)
 
 
 def select_kernel(n: int, device_type: str):
@@ -218,7 +236,7 @@ def select_kernel(n: int, device_type: str):
 def workspace_numbers(n: int, n_factors: int, kind: str) -> int:
     """Numbers of scratch memory a kernel needs for one evaluation (beyond X and the parameters)."""
     if kind == "panels":
-        return (n_factors + 2) * n * min(PANEL, n)
+        return (n_factors + 2) * n * panel_width(n)
     if kind == "dense":
         return (3 * n_factors + 2) * n * n
     return (n_factors + 2) * n * n
@@ -242,7 +260,7 @@ def _first_factor_panel(w: torch.Tensor, offsets: Sequence[int], j0: int, j1: in
 
 
 def loss_and_grad_panels(
-    ws: torch.Tensor, offsets: Sequence[int], X: torch.Tensor, panel: int = 256
+    ws: torch.Tensor, offsets: Sequence[int], X: torch.Tensor, panel: int | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Same objective and gradient as :func:`loss_and_grad`, one block of columns at a time.
 
@@ -255,7 +273,7 @@ def loss_and_grad_panels(
     fit.  The buffers are allocated once per call and reused by every block.
     """
     n_factors, n, _ = ws.shape
-    width = min(panel, n)
+    width = panel_width(n) if panel is None else min(panel, n)
     bufs = [torch.empty((n, width), dtype=ws.dtype, device=ws.device) for _ in range(n_factors + 1)]
     grad = torch.zeros_like(ws)
     loss = torch.zeros((), dtype=ws.dtype, device=ws.device)

@@ -83,18 +83,21 @@ def _direction(state: dict, g: torch.Tensor) -> torch.Tensor:
     The two loops of torch's LBFGS make ``4m`` vector operations per
     iteration (``m`` pairs); here the scalars of both loops come from
     ``S @ g``, ``Y @ g`` and the cached ``S Y^T`` and ``Y Y^T`` (``m x m``,
-    updated once per pair), so an iteration costs three matrix-vector
-    products whatever ``m`` is.  Same arithmetic, far fewer kernel launches.
+    updated once per pair), so an iteration costs two passes over the pair
+    buffer whatever ``m`` is: one product with ``g``, one to assemble ``d``.
     """
     order = state["order"]
     if not order:
         return g.neg()
-    S, Y = state["S"][order], state["Y"][order]
+    size = len(state["ro"])
+    slots = np.asarray(order)
     SY = state["SY"][np.ix_(order, order)]  # SY[i, j] = s_i . y_j
     YY = state["YY"][np.ix_(order, order)]
     ro = state["ro"][order]
-    sg = (S @ g).double().cpu().numpy()
-    yg = (Y @ g).double().cpu().numpy()
+    # Products with the whole ring buffer (empty slots are zero rows): selecting the
+    # pairs first would copy the buffer, which costs more than the products themselves.
+    proj = (state["pairs"] @ g).double().cpu().numpy()
+    sg, yg = proj[:size][slots], proj[size:][slots]
     m = len(order)
     al = np.zeros(m)
     for i in range(m - 1, -1, -1):  # newest to oldest: al_i = ro_i s_i . q
@@ -105,10 +108,12 @@ def _direction(state: dict, g: torch.Tensor) -> torch.Tensor:
     for i in range(m):  # oldest to newest: be_i = ro_i y_i . r
         be = ro[i] * (h0 * yq[i] + SY[:i, i] @ coef[:i])
         coef[i] = al[i] - be
-    # d = -h0 g - h0 Y^T al + S^T coef
+    # d = -h0 g + S^T coef - h0 Y^T al, as one product with the buffer
+    weights = np.zeros(2 * size)
+    weights[slots] = coef
+    weights[size + slots] = -h0 * al
     d = g.mul(-h0)
-    d.add_(Y.T @ torch.as_tensor(-h0 * al, dtype=g.dtype, device=g.device))
-    d.add_(S.T @ torch.as_tensor(coef, dtype=g.dtype, device=g.device))
+    d.addmv_(state["pairs"].T, torch.as_tensor(weights, dtype=g.dtype, device=g.device))
     return d
 
 
@@ -116,9 +121,10 @@ def _update_history(state: dict, y: torch.Tensor, s: torch.Tensor, history_size:
     ys = float(y.dot(s))
     if ys <= 1e-10 * max(1.0, float(s.dot(s))):
         return  # curvature condition failed: skip the pair, keep H positive definite
-    if state["S"] is None:
-        state["S"] = torch.zeros((history_size, s.numel()), dtype=s.dtype, device=s.device)
-        state["Y"] = torch.zeros_like(state["S"])
+    if state["pairs"] is None:
+        # One (2m, P) buffer: rows [0, m) hold the steps s, rows [m, 2m) the gradient changes y.
+        state["pairs"] = torch.zeros((2 * history_size, s.numel()), dtype=s.dtype, device=s.device)
+        state["S"], state["Y"] = state["pairs"][:history_size], state["pairs"][history_size:]
         state["SY"] = np.zeros((history_size, history_size))
         state["YY"] = np.zeros((history_size, history_size))
         state["ro"] = np.zeros(history_size)
@@ -146,7 +152,8 @@ def new_state(x0: torch.Tensor) -> dict:
     """Fresh solver state for the starting point ``x0`` (copied)."""
     return {
         "x": x0.detach().clone(),
-        "S": None,  # (history_size, P) ring buffers of steps and gradient changes
+        "pairs": None,  # (2 history_size, P) ring buffer: steps, then gradient changes
+        "S": None,  # views of its two halves
         "Y": None,
         "SY": None,  # cached Gram matrices by slot (numpy, history_size^2)
         "YY": None,
