@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from scipy.linalg import solve_triangular
 
 # The strong-Wolfe line search of torch.optim.LBFGS.  It is a private helper,
 # but a pure function with a stable signature since torch 1.2; the torch
@@ -98,16 +99,15 @@ def _direction(state: dict, g: torch.Tensor) -> torch.Tensor:
     # pairs first would copy the buffer, which costs more than the products themselves.
     proj = (state["pairs"] @ g).double().cpu().numpy()
     sg, yg = proj[:size][slots], proj[size:][slots]
-    m = len(order)
-    al = np.zeros(m)
-    for i in range(m - 1, -1, -1):  # newest to oldest: al_i = ro_i s_i . q
-        al[i] = ro[i] * (-sg[i] - SY[i, i + 1 :] @ al[i + 1 :])
+    # First loop, newest to oldest: al_i = ro_i (-s_i.g - sum_{j>i} (s_i.y_j) al_j), i.e. the
+    # upper-triangular system (I + diag(ro) triu(SY, 1)) al = -ro * sg, solved in one call.
+    eye = np.eye(len(order))
+    al = solve_triangular(eye + ro[:, None] * np.triu(SY, 1), -ro * sg, lower=False)
     h0 = state["H_diag"]
     yq = -yg - YY @ al  # y_i . q after the first loop
-    coef = np.zeros(m)  # coefficients of s_j in the second loop: al_j - be_j
-    for i in range(m):  # oldest to newest: be_i = ro_i y_i . r
-        be = ro[i] * (h0 * yq[i] + SY[:i, i] @ coef[:i])
-        coef[i] = al[i] - be
+    # Second loop, oldest to newest: coef_i = al_i - ro_i (h0 y_i.q + sum_{j<i} (s_j.y_i) coef_j),
+    # the coefficients of s_i in d: (I + diag(ro) tril(SY^T, -1)) coef = al - ro h0 yq.
+    coef = solve_triangular(eye + ro[:, None] * np.tril(SY.T, -1), al - ro * h0 * yq, lower=True)
     # d = -h0 g + S^T coef - h0 Y^T al, as one product with the buffer
     weights = np.zeros(2 * size)
     weights[slots] = coef
