@@ -67,8 +67,15 @@ def apply_factor_t(
     return out
 
 
+#: Up to this many entries per operand, row dot products go through torch.linalg.vecdot,
+#: which writes an elementwise-product temporary but runs 1.3-2x faster than einsum's
+#: batched dots (measured at 306 x 306 and 2048 x 256); above it, einsum (no temporary).
+ROWDOT_TEMP_MAX = 1 << 22
+
+
 def _rowdot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    # einsum lowers to a batched dot product: no N x N temporary, unlike (a * b).sum(1).
+    if a.numel() <= ROWDOT_TEMP_MAX:
+        return torch.linalg.vecdot(a, b, dim=1)
     return torch.einsum("ij,ij->i", a, b)
 
 
@@ -234,12 +241,16 @@ def select_kernel(n: int, device_type: str):
 
 
 def workspace_numbers(n: int, n_factors: int, kind: str) -> int:
-    """Numbers of scratch memory a kernel needs for one evaluation (beyond X and the parameters)."""
+    """Numbers of scratch memory a kernel needs for one evaluation (beyond X and the parameters).
+
+    Block buffers, plus the row-dot temporary of at most :data:`ROWDOT_TEMP_MAX` numbers.
+    """
     if kind == "panels":
-        return (n_factors + 2) * n * panel_width(n)
+        block = n * panel_width(n)
+        return (n_factors + 2) * block + min(block, ROWDOT_TEMP_MAX)
     if kind == "dense":
         return (3 * n_factors + 2) * n * n
-    return (n_factors + 2) * n * n
+    return (n_factors + 2) * n * n + min(n * n, ROWDOT_TEMP_MAX)
 
 
 def _first_factor_panel(w: torch.Tensor, offsets: Sequence[int], j0: int, j1: int, out: torch.Tensor):
