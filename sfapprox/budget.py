@@ -23,9 +23,9 @@ from ._errors import BudgetError, NotApplicableError, ParameterError
 from .chord import (
     SUPPORTS,
     butterfly_n_factors,
+    check_butterfly_size,
     chord_offsets,
     default_n_factors,
-    is_power_of_two,
     min_full_factors,
     n_stored,
     support_offsets,
@@ -265,8 +265,10 @@ def sf_config_for_budget(n: int, budget: int, *, max_base: int = 16, support: st
 
 
 def _butterfly_for_budget(n: int, budget: int) -> SFConfig:
-    if not (n >= 2 and is_power_of_two(n)):
-        raise NotApplicableError(f"the butterfly support needs N to be a power of two (at least 2); N = {n}")
+    try:
+        check_butterfly_size(n)
+    except ParameterError as exc:  # in a comparison, a size the support cannot take is not a user error
+        raise NotApplicableError(str(exc)) from None
     config = sf_structure(n, support="butterfly")
     if config.count > budget:
         raise BudgetError(
