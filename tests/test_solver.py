@@ -85,3 +85,22 @@ def test_non_finite_objective_returns_best_point():
     reason = _solver.lbfgs(blows_up, state, _solver.LBFGSOptions(gtol=0))
     assert reason in ("non_finite", "no_progress")
     assert math.isfinite(state["best_loss"]) and torch.isfinite(state["best_x"]).all()
+
+
+def test_reset_leaves_no_stale_pair_in_the_direction():
+    rng = torch.Generator().manual_seed(1)
+    n = 12
+    state = _solver.new_state(torch.zeros(n, dtype=torch.float64))
+    for _ in range(3):
+        s = torch.randn(n, dtype=torch.float64, generator=rng)
+        _solver._update_history(state, 2 * s, s, 5)
+    state["pairs"][2] = float("nan")  # a slot that the reset abandons
+    _solver._reset_history(state)
+    s = torch.randn(n, dtype=torch.float64, generator=rng)
+    y = 3 * s
+    _solver._update_history(state, y, s, 5)
+    g = torch.randn(n, dtype=torch.float64, generator=rng)
+    h0 = float(s.dot(y) / y.dot(y))
+    d = _solver._direction(state, g)
+    assert torch.isfinite(d).all()
+    assert torch.allclose(d, _plain_two_loop([s], [y], g, h0), rtol=1e-12, atol=1e-14)

@@ -146,6 +146,9 @@ def _update_history(state: dict, y: torch.Tensor, s: torch.Tensor, history_size:
 def _reset_history(state: dict) -> None:
     state["order"].clear()
     state["H_diag"] = 1.0
+    if state["pairs"] is not None:
+        # _direction multiplies the whole buffer (unused slots by 0): leave no stale values in it.
+        state["pairs"].zero_()
 
 
 def new_state(x0: torch.Tensor) -> dict:
