@@ -104,10 +104,11 @@ def test_negative_input_not_applicable():
         NMF(2).fit(sp.csr_array(X))
 
 
-def test_sparse_input_matches_dense():
+@pytest.mark.parametrize("rank", [3, 12])
+def test_sparse_input_matches_dense(rank):
     X = _graph(40, 0.15, 3)
-    dense = NMF(3, device="cpu").fit(X)
-    sparse = NMF(3, device="cpu").fit(sp.csr_array(X))
+    dense = NMF(rank, device="cpu").fit(X)
+    sparse = NMF(rank, device="cpu").fit(sp.csr_array(X))
     # Same iterations up to round-off in the products (the stopping check may fall differently).
     assert np.linalg.norm(X - sparse.to_dense()) == pytest.approx(np.linalg.norm(X - dense.to_dense()), rel=1e-6)
 
@@ -152,3 +153,18 @@ def test_gpu_matches_cpu():
     assert np.linalg.norm(X - gpu.to_dense()) <= SINGLE_START_BAR * np.linalg.norm(X - cpu.to_dense())
     gpu64 = NMF(5, device="cuda", dtype="float64").fit(sp.csr_array(X))
     assert np.linalg.norm(X - gpu64.to_dense()) == pytest.approx(np.linalg.norm(X - cpu.to_dense()), rel=1e-4)
+
+
+def test_sawmill_at_its_budget_rank_as_loaded(realdata):
+    """The acceptance case: Sawmill as the loader gives it (sparse), at SF's budget, within 2 % of sklearn."""
+    from sfapprox import load_matrix
+    from sfapprox.budget import sf_count
+
+    path = realdata / "pajek" / "Sawmill.net"
+    if not path.is_file():
+        pytest.skip(f"{path} not present")
+    loaded = load_matrix(path)
+    X = loaded.to_dense()
+    nmf = NMF(budget=sf_count(loaded.n), device="cpu").fit(loaded.matrix)
+    assert sp.issparse(loaded.matrix) and nmf.rank_ == 21
+    assert np.linalg.norm(X - nmf.to_dense()) <= 1.02 * _sklearn_best(X, nmf.rank_)

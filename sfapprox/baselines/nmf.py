@@ -220,17 +220,16 @@ def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, **o
     best, errors = None, {}
     for init in inits:
         start = _initialize(X, rank, init, seed)
-        W, H, n_iter, converged = _fit_from(Xd, Xt, start, device, dtype, norm_x2=norm_x2, nnz=_nnz(X), **options)
+        # The inner-sweep rule is given the dense product cost whatever the storage: the
+        # number of sweeps changes the HALS path and so the local minimum reached, and one
+        # matrix must give one answer (Sawmill: 3.43 stored sparse with the sparse cost,
+        # against 3.24 dense; scikit-learn's best is 3.23).
+        W, H, n_iter, converged = _fit_from(Xd, Xt, start, device, dtype, norm_x2=norm_x2, nnz=n * n, **options)
         W, H = W.double().cpu().numpy(), H.double().cpu().numpy()
         errors[init] = _error_of(X, W, H) if len(inits) > 1 else 0.0
         if best is None or errors[init] < best[-1]:
             best = (W, H, n_iter, converged, errors[init])
     return (*best[:4], errors if len(inits) > 1 else None)
-
-
-def _nnz(X) -> int:
-    """Stored entries of ``X`` (all ``N^2`` for a dense array)."""
-    return int(X.nnz) if hasattr(X, "nnz") else int(X.size)
 
 
 class NMF:
