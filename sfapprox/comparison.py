@@ -136,10 +136,15 @@ def _make_hybrid(kind: str):
     return make
 
 
+#: The plain-SF methods, one per support (their rows carry the fit's structure and stop reason).
+SF_METHODS: dict[str, tuple[str, str]] = {
+    "sf": ("chord", "Chord sparse factorization (L-BFGS)"),
+    "sf-symmetric": ("symmetric", "SF on the symmetric Chord support (offsets 0, ±b^k)"),
+    "sf-butterfly": ("butterfly", "SF on the butterfly support (FAµST's; N a power of two)"),
+}
+
 _METHODS: dict[str, tuple[Callable, str]] = {
-    "sf": (_make_sf("chord"), "Chord sparse factorization (L-BFGS)"),
-    "sf-symmetric": (_make_sf("symmetric"), "SF on the symmetric Chord support (offsets 0, ±b^k)"),
-    "sf-butterfly": (_make_sf("butterfly"), "SF on the butterfly support (FAµST's; N a power of two)"),
+    **{name: (_make_sf(support), desc) for name, (support, desc) in SF_METHODS.items()},
     "tsvd": (_make_tsvd, "truncated SVD (best rank r)"),
     "rpca": (_make_rpca("godec"), "Robust PCA: low rank + sparse, GoDec at fixed rank/cardinality"),
     "rpca-pcp": (_make_rpca("pcp"), "Robust PCA: Principal Component Pursuit, cut to the budget"),
@@ -195,7 +200,7 @@ def run_method(
     fro, rel = frobenius_error(X, est.to_dense(), fro_norm)
     params = dict(getattr(est, "params_", {}))
     status = "ok"
-    if name in _SF_METHODS:
+    if name in SF_METHODS:
         params.update(_sf_params(est))
     if getattr(est, "stop_reason_", None) == "interrupted":  # sf and the hybrids
         status = "interrupted"
@@ -208,10 +213,6 @@ def run_method(
         seconds=float(getattr(est, "seconds_", time.perf_counter() - start)),
         params=params,
     )
-
-
-#: The plain-SF methods, one per support: their rows carry the fit's structure and stop reason.
-_SF_METHODS = ("sf", "sf-symmetric", "sf-butterfly")
 
 
 def _sf_params(est) -> dict[str, Any]:

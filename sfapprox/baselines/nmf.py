@@ -148,10 +148,16 @@ def _hals_sweeps(F, XG, GG, max_sweeps: int) -> int:
     return sweep
 
 
-def _max_sweeps(n: int, rank: int, nnz: int) -> int:
+def _max_sweeps(n: int, rank: int) -> int:
     """``1 + ALPHA * rho`` (the sweeps that cost about as much as forming the products),
-    at most ``MAX_SWEEPS``."""
-    rho = 1.0 + (nnz * rank + n * rank) / (n * rank * (rank + 1))
+    at most ``MAX_SWEEPS``.
+
+    ``rho`` takes the dense product cost (``N^2`` entries) whatever the storage: the
+    number of sweeps changes the HALS path and so the local minimum reached, and one
+    matrix must give one answer (Sawmill at rank 21: 3.43 with the sparse cost, 3.24
+    with the dense one; scikit-learn's best is 3.23).
+    """
+    rho = 1.0 + (n * n * rank + n * rank) / (n * rank * (rank + 1))
     return max(1, min(MAX_SWEEPS, int(1 + ALPHA * rho)))
 
 
@@ -161,7 +167,7 @@ def _squared_error(norm_x2: float, H, XtW, WtW) -> float:
     return max(value, 0.0)
 
 
-def _fit_hals(X, Xt, W, H, *, max_iter: int, tol: float, norm_x2: float, nnz: int) -> tuple:
+def _fit_hals(X, Xt, W, H, *, max_iter: int, tol: float, norm_x2: float) -> tuple:
     """Accelerated HALS from ``(W, H)``; ``X`` and ``Xt = X^T`` are dense or sparse-CSR tensors.
 
     Stops when the Frobenius error fell by a relative ``tol`` or less since
@@ -173,7 +179,7 @@ def _fit_hals(X, Xt, W, H, *, max_iter: int, tol: float, norm_x2: float, nnz: in
 
     floor = math.sqrt(torch.finfo(W.dtype).eps * norm_x2)
     n, rank = W.shape
-    sweeps = _max_sweeps(n, rank, nnz)
+    sweeps = _max_sweeps(n, rank)
     last = math.sqrt(_squared_error(norm_x2, H, Xt @ W, W.T @ W))
     Ht = H.T.contiguous()  # rows of H are updated as columns of H^T (contiguous writes)
     for it in range(1, max_iter + 1):
@@ -220,11 +226,7 @@ def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, **o
     best, errors = None, {}
     for init in inits:
         start = _initialize(X, rank, init, seed)
-        # The inner-sweep rule is given the dense product cost whatever the storage: the
-        # number of sweeps changes the HALS path and so the local minimum reached, and one
-        # matrix must give one answer (Sawmill: 3.43 stored sparse with the sparse cost,
-        # against 3.24 dense; scikit-learn's best is 3.23).
-        W, H, n_iter, converged = _fit_from(Xd, Xt, start, device, dtype, norm_x2=norm_x2, nnz=n * n, **options)
+        W, H, n_iter, converged = _fit_from(Xd, Xt, start, device, dtype, norm_x2=norm_x2, **options)
         W, H = W.double().cpu().numpy(), H.double().cpu().numpy()
         errors[init] = _error_of(X, W, H) if len(inits) > 1 else 0.0
         if best is None or errors[init] < best[-1]:

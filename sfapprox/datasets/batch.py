@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import ConvergenceWarning, ParameterError, SfapproxError
+from ..comparison import SF_METHODS
 from .manifest import Entry, load_manifest
 
 __all__ = [
@@ -340,7 +341,7 @@ def _matrix_info(loaded, extra: dict[str, Any]) -> dict[str, Any]:
 
 
 #: Methods whose fits are saved to ``factors/`` (HDF5, loadable with :func:`~sfapprox.results.load_factors`).
-SAVED_METHODS = ("sf", "sf-symmetric", "sf-butterfly", "sf+lr", "sf+s")
+SAVED_METHODS = (*SF_METHODS, "sf+lr", "sf+s")
 
 
 def _save_sf(task: MatrixTask, est, record: dict[str, Any], loaded, method: str = "sf") -> str:
