@@ -6,7 +6,7 @@ Run by hand (not part of the tests); about 10-15 minutes on 2 cores:
 
 Every (matrix, budget) cell is one ``sfapprox.compare`` call with the methods that
 ``available_methods()`` lists among sf, tsvd, rpca, nmf, sf+lr, sf+s, all sharing one
-``RunOptions``: CPU, one torch thread per worker (many tiny kernels; a descheduled second
+``FitSettings``: CPU, one torch thread per worker (many tiny kernels; a descheduled second
 thread makes them far slower on a shared machine), ``count_indices=True`` (a sparse entry
 costs its value and its position, for RPCA and sf+s alike), and an SF iteration cap that
 shrinks with N so that the run fits in its time (no time limit, so every fit is deterministic
@@ -119,9 +119,9 @@ def run_cell(name: str, budget: str, max_iter: int | None = None) -> dict:
     spec = str(count) if budget == "match" else budget
     methods = [m for m in METHODS if m in available_methods()]
     max_iter = max_iter or max_iter_for(n)
-    opts = sfapprox.RunOptions(device="cpu", count_indices=True, sf={"max_iter": max_iter})
+    settings = sfapprox.FitSettings(device="cpu", max_iter=max_iter, time_limit=None)
     start = time.perf_counter()
-    c = sfapprox.compare(X, methods, budget=spec, matrix_info=info, options=opts)
+    c = sfapprox.compare(X, methods, budget=spec, matrix_info=info, settings=settings, count_indices=True)
     out = c.to_dict()
     out["budget_label"] = budget
     out["wall_seconds"] = time.perf_counter() - start

@@ -52,7 +52,7 @@ def main() -> int:
         print(f"{REAL} not found", file=sys.stderr)
         return 1
     only = {s for s in args.only.split(",") if s}
-    opts = sfapprox.RunOptions(device="cpu", sf={"time_limit": args.time_limit})
+    settings = sfapprox.FitSettings(device="cpu", time_limit=args.time_limit)
     warnings.simplefilter("ignore")
     rows = []
     for name, rel, load_opts, *_ in [*CASES, *EXTRA]:
@@ -60,7 +60,7 @@ def main() -> int:
             continue
         loaded = sfapprox.load_matrix(REAL / rel, **load_opts)
         start = time.perf_counter()
-        c = sfapprox.compare_matrix(loaded, METHODS, budget="sf", options=opts)
+        c = sfapprox.compare(loaded, METHODS, budget="sf", settings=settings)
         record = {"matrix": name, "n": loaded.n, "budget": c.budget, "wall_seconds": time.perf_counter() - start,
                   "results": [r.to_dict() for r in c.results]}
         rows.append(record)

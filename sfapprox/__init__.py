@@ -7,8 +7,8 @@ stay fast and do not load torch):
 * fitting: :class:`ChordSF`, :func:`fit_sf`, :func:`fit_matrix`
 * baselines: :class:`TruncatedSVD`, :class:`RobustPCA`, :class:`NMF`
 * hybrids: :class:`ChordLowRank` (``sf+lr``), :class:`ChordSparse` (``sf+s``)
-* comparing: :func:`compare`, :func:`compare_matrix`, :class:`RunOptions`;
-  budget sweeps: :func:`sfapprox.sweep.sweep`
+* comparing: :func:`compare` (settings: :class:`FitSettings`, :class:`LoadOptions`),
+  :func:`available_methods`; budget sweeps: :func:`sfapprox.sweep.sweep`
 * using a fit: :class:`ChordOperator`, :class:`HybridOperator`, :func:`save_factors`,
   :func:`load_factors`
 * collections: :mod:`sfapprox.datasets` (manifests, downloads, batch runs, reports)
@@ -39,9 +39,10 @@ _LAZY = {
     "ChordSF": "sfapprox.sf.model",
     "fit_sf": "sfapprox.sf.model",
     "fit_matrix": "sfapprox.api",
-    "compare_matrix": "sfapprox.api",
     "compare": "sfapprox.comparison",
-    "RunOptions": "sfapprox.comparison",
+    "available_methods": "sfapprox.comparison",
+    "FitSettings": "sfapprox._settings",
+    "LoadOptions": "sfapprox._settings",
     "TruncatedSVD": "sfapprox.baselines.tsvd",
     "RobustPCA": "sfapprox.baselines.rpca",
     "NMF": "sfapprox.baselines.nmf",
@@ -49,8 +50,8 @@ _LAZY = {
     "ChordSparse": "sfapprox.hybrid",
     "ChordOperator": "sfapprox.linop",
     "HybridOperator": "sfapprox.linop",
-    "save_factors": "sfapprox.results",
-    "load_factors": "sfapprox.results",
+    "save_factors": "sfapprox.factors",
+    "load_factors": "sfapprox.factors",
     "frobenius_error": "sfapprox.metrics",
 }
 

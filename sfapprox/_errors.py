@@ -17,6 +17,7 @@ __all__ = [
     "DeviceError",
     "NotApplicableError",
     "ConvergenceWarning",
+    "one_line",
 ]
 
 
@@ -54,3 +55,10 @@ class NotApplicableError(SfapproxError, ValueError):
 
 class ConvergenceWarning(UserWarning):
     """A fit stopped on its iteration or time limit before its tolerances were met."""
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line: its message, prefixed by its type when it is not one of ours
+    (a foreign message alone, e.g. "4", would not say what happened)."""
+    text = " ".join(str(exc).split())
+    return text if isinstance(exc, SfapproxError) else f"{type(exc).__name__}: {text}"

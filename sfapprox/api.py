@@ -1,8 +1,7 @@
 """Task-level functions: what a CLI command does, callable from Python.
 
-``fit_matrix`` fits SF to a loaded matrix and writes its outputs;
-``compare_matrix`` compares methods on a loaded matrix.  Both accept a
-:class:`~sfapprox.io.LoadedMatrix` or a plain array.
+``fit_matrix`` fits SF to a loaded matrix (or a path, or an array) and writes
+its outputs.  Comparing is :func:`sfapprox.compare`, which takes the same inputs.
 """
 
 from __future__ import annotations
@@ -11,12 +10,12 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from ._atomic import write_json
 from ._errors import ParameterError
-from .budget import resolve_budget, sf_config_for_budget
-from .comparison import RunOptions, compare
-from .results import Comparison, save_factors, write_json
+from ._settings import FitSettings, LoadOptions
+from .budget import parse_budget, resolve_budget, sf_config_for_budget
 
-__all__ = ["FitRun", "fit_matrix", "compare_matrix"]
+__all__ = ["FitRun", "fit_matrix"]
 
 
 @dataclass
@@ -27,26 +26,25 @@ class FitRun:
     summary: dict[str, Any]
 
 
-def _as_loaded(matrix):
-    from .io import LoadedMatrix, as_loaded
-
-    return matrix if isinstance(matrix, LoadedMatrix) else as_loaded(matrix)
-
-
 def fit_matrix(
     matrix,
     *,
+    settings: FitSettings | None = None,
     budget: str | int | float | None = None,
     out: str | os.PathLike | None = None,
     json_path: str | os.PathLike | None = None,
     force: bool = True,
+    load: LoadOptions | None = None,
+    callback=None,
     **sf_params: Any,
 ) -> FitRun:
     """Fit SF to ``matrix`` and optionally save the factors (HDF5) and a JSON summary.
 
     Parameters
     ----------
-    matrix : LoadedMatrix or array
+    matrix : LoadedMatrix, path or array
+    settings : FitSettings, optional
+        Iterations, time limit, seed, device, dtype, threads, memory limit.
     budget : optional
         When given, the Chord structure that best fills this budget
         (:func:`~sfapprox.budget.sf_config_for_budget`); otherwise the
@@ -54,8 +52,13 @@ def fit_matrix(
     out, json_path : path, optional
         Output files (written atomically, even after a Ctrl-C that stopped
         the fit: the best factors found are saved).
+    load : LoadOptions, optional
+        How ``matrix`` is read when it is a path.
+    callback : callable, optional
+        Progress callback (ChordSF's).
     **sf_params
-        :class:`~sfapprox.sf.model.ChordSF` parameters.
+        Further :class:`~sfapprox.sf.model.ChordSF` parameters (``support``,
+        ``n_factors``, ``base``, ``init``, ``ftol``, ...).
 
     Returns
     -------
@@ -64,22 +67,27 @@ def fit_matrix(
     Examples
     --------
     >>> import numpy as np
-    >>> run = fit_matrix(np.eye(8), max_iter=50, device="cpu")
+    >>> run = fit_matrix(np.eye(8), settings=FitSettings(max_iter=50, device="cpu"))
     >>> sorted(run.summary)[:3]
-    ['device', 'dtype', 'evaluations']
+    ['base', 'device', 'dtype']
     """
+    from .comparison import as_loaded_matrix
+    from .factors import save_factors
     from .sf.model import ChordSF
 
-    loaded = _as_loaded(matrix)
+    settings = settings or FitSettings()
     if budget is not None:
+        parse_budget(budget)
         chosen = [k for k, default in (("n_factors", None), ("base", 2), ("support", "chord"))
                   if sf_params.get(k, default) != default]
         if chosen:
             raise ParameterError(f"a budget chooses SF's structure itself; leave out {', '.join(chosen)} "
                                  "(or drop the budget)")
+    loaded = as_loaded_matrix(matrix, load)
+    if budget is not None:
         config = sf_config_for_budget(loaded.n, resolve_budget(budget, loaded.n).value)
         sf_params.update(n_factors=config.n_factors, base=config.base)
-    model = ChordSF(**sf_params).fit(loaded.matrix)
+    model = ChordSF(**settings.apply_to(ChordSF, callback=callback, **sf_params)).fit(loaded.matrix, check_input=False)
     summary = {
         "fro_error": model.fro_error_,
         "rel_error": model.rel_error_,
@@ -100,43 +108,19 @@ def fit_matrix(
         # butterfly positions are i and i XOR 2^m, not offsets: the list is empty there
         "offsets": model.offsets_.tolist(),
     }
+    recorded = {k: v for k, v in model.get_params().items() if k != "callback"}
     if out is not None:
-        settings = {k: v for k, v in model.__dict__.items() if not k.endswith("_") and k != "callback"}
         save_factors(
             out,
             model.operator_,
             loss_history=model.loss_curve_,
             fit=summary,
-            settings=settings,
+            settings=recorded,
             source={"name": loaded.name, "path": loaded.path, "sha256": loaded.sha256, "format": loaded.format},
             force=force,
         )
     if json_path is not None:
-        write_json(json_path, summary, force=force)
+        from .results import library_versions
+
+        write_json(json_path, {**summary, "settings": recorded, "versions": library_versions()}, force=force)
     return FitRun(model, summary)
-
-
-def compare_matrix(
-    matrix,
-    methods=("sf", "tsvd"),
-    *,
-    budget: str | int | float | None = "sf",
-    options: RunOptions | None = None,
-    on_result=None,
-    approximations: dict | None = None,
-) -> Comparison:
-    """:func:`~sfapprox.comparison.compare` on a loaded matrix, with its summary as the report header.
-
-    ``matrix`` is an array, a sparse matrix, a :class:`~sfapprox.io.LoadedMatrix`
-    or a path; the other arguments are :func:`~sfapprox.comparison.compare`'s.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> c = compare_matrix(np.eye(6), ["tsvd"], budget=13)
-    >>> c.results[0].params["rank"]
-    1
-    """
-    loaded = _as_loaded(matrix)
-    return compare(loaded.matrix, methods, budget=budget, matrix_info=loaded.summary(),
-                   options=options, on_result=on_result, approximations=approximations)

@@ -38,6 +38,7 @@ __all__ = [
     "nmf_count",
     "rpca_count",
     "tsvd_rank_for_budget",
+    "paper_tsvd_rank",
     "nmf_rank_for_budget",
     "parse_budget",
     "resolve_budget",
@@ -45,6 +46,7 @@ __all__ = [
     "SFConfig",
     "sf_structure",
     "sf_config_for_budget",
+    "sf_min_budget",
     "rpca_sparse_for_budget",
     "rpca_rank_for_budget",
     "hybrid_count",
@@ -97,6 +99,18 @@ def rpca_count(n: int, rank: int, n_sparse: int, *, count_indices: bool = False)
 def tsvd_rank_for_budget(n: int, budget: int) -> int:
     """Largest rank whose TSVD fits the budget, capped at ``N`` (0 if none fits)."""
     return min(int(n), int(budget) // (2 * int(n) + 1))
+
+
+def paper_tsvd_rank(n: int) -> int:
+    """The SF paper's TSVD rank ``ceil(M^2 / 2)`` with ``M = ceil(log2 N)`` (Table 1's protocol).
+
+    Examples
+    --------
+    >>> paper_tsvd_rank(36)
+    18
+    """
+    m = default_n_factors(n)
+    return -(-m * m // 2)
 
 
 def nmf_rank_for_budget(n: int, budget: int) -> int:
@@ -240,13 +254,7 @@ def sf_config_for_budget(n: int, budget: int, *, max_base: int = 16, support: st
         return _butterfly_for_budget(n, budget)
     best: SFConfig | None = None
     smallest: int | None = None
-    for base in range(2, max(2, min(max_base, n)) + 1):
-        offsets = support_offsets(n, support, base)
-        k = len(offsets)
-        # Search only as far as any budget could reach (bounded: at most N factors).
-        m_min = min_full_factors(n, offsets, limit=max(1, n))
-        if m_min is None:
-            continue
+    for base, k, m_min in _full_structures(n, support, max_base):
         need = n * k * m_min
         smallest = need if smallest is None else min(smallest, need)
         m = budget // (n * k)
@@ -262,6 +270,38 @@ def sf_config_for_budget(n: int, budget: int, *, max_base: int = 16, support: st
             f"{n} x {n} matrix (the smallest needs {smallest} stored numbers)"
         )
     return best
+
+
+def _full_structures(n: int, support: str, max_base: int):
+    """``(base, K, fewest factors with full support)`` for each base ``2 .. max_base`` that has one."""
+    for base in range(2, max(2, min(max_base, n)) + 1):
+        offsets = support_offsets(n, support, base)
+        # Search only as far as any budget could reach (bounded: at most N factors).
+        m_min = min_full_factors(n, offsets, limit=max(1, n))
+        if m_min is not None:
+            yield base, len(offsets), m_min
+
+
+def sf_min_budget(n: int, *, support: str = "chord", max_base: int = 16) -> int | None:
+    """The smallest budget at which SF with ``support`` applies to an ``n x n`` matrix.
+
+    The smallest count of a full-support structure over the bases that
+    :func:`sf_config_for_budget` considers; for the butterfly its one
+    structure's count, or None when ``N`` is not a power of two.
+
+    Examples
+    --------
+    >>> sf_min_budget(36), sf_min_budget(36, support="butterfly"), sf_min_budget(32, support="butterfly")
+    (972, None, 320)
+    """
+    if support == "butterfly":
+        try:
+            check_butterfly_size(n)
+        except ParameterError:
+            return None
+        return sf_structure(n, support="butterfly").count
+    counts = [n * k * m for _, k, m in _full_structures(n, support, max_base)]
+    return min(counts) if counts else None
 
 
 def _butterfly_for_budget(n: int, budget: int) -> SFConfig:
@@ -331,12 +371,21 @@ def rpca_rank_for_budget(n: int, budget: int, n_sparse: int, *, count_indices: b
 
 
 def hybrid_count(
-    n: int, n_factors: int, n_offsets: int, *, rank: int = 0, n_sparse: int = 0, count_indices: bool = False
+    n: int,
+    n_factors: int,
+    n_offsets: int,
+    *,
+    rank: int = 0,
+    n_sparse: int = 0,
+    count_indices: bool = False,
+    singular_values: bool = True,
 ) -> int:
     """Stored numbers of Chord factors plus a rank-``r`` part plus ``s`` sparse entries.
 
     ``N K M + r (2N + 1) + s`` (``2s`` with ``count_indices``): each part is
-    counted as its method alone is (SF, TSVD, the sparse part of RPCA).
+    counted as its method alone is (SF, TSVD, the sparse part of RPCA).  A
+    low-rank part without singular values (``U V^T``, NMF's ``W H``) stores
+    ``2 N r`` instead of ``r (2N + 1)``.
 
     Examples
     --------
@@ -345,7 +394,8 @@ def hybrid_count(
     >>> hybrid_count(16, 3, 5, n_sparse=10, count_indices=True)
     260
     """
-    return n_stored(n, n_factors, n_offsets) + rpca_count(n, rank, n_sparse, count_indices=count_indices)
+    low = tsvd_count(n, rank) if singular_values else nmf_count(n, rank)
+    return n_stored(n, n_factors, n_offsets) + low + rpca_count(n, 0, n_sparse, count_indices=count_indices)
 
 
 def sf_lr_count(n: int, n_factors: int, n_offsets: int, rank: int) -> int:

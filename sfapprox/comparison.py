@@ -1,309 +1,247 @@
 """Run several methods on one matrix at one budget of stored numbers.
 
 ``compare`` never prints: it returns a :class:`~sfapprox.results.Comparison`
-whose rows the CLI (or a notebook) renders.  Every method is scored by the
-same :func:`~sfapprox.metrics.frobenius_error`, and every method reports its
-stored-number count, which is never above the budget.
+whose rows the CLI (or a notebook) renders.  It owns everything a
+comparison needs: it checks every argument before any work, loads the
+matrix when given a path, resolves the budget, refuses (before the first
+fit) a comparison whose scoring would not fit in memory, validates the
+matrix once for all methods, and keeps the finished rows when Ctrl-C stops
+it.  Every method is scored by the same
+:func:`~sfapprox.metrics.frobenius_error`, and every method reports its
+stored-number count, which is never above the budget.  The methods come
+from the registry (:func:`sfapprox._base.methods`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
-from ._errors import BudgetError, NotApplicableError, ParameterError
-from .budget import resolve_budget, sf_config_for_budget, sf_structure
-from .chord import default_n_factors
+from ._base import RunContext, get_method, methods, parse_methods
+from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceError, one_line
+from ._settings import FitSettings, LoadOptions
+from .budget import Budget, parse_budget, resolve_budget
 from .metrics import frobenius_error
 from .results import Comparison, MethodResult
 
-__all__ = ["compare", "available_methods", "RunOptions", "run_method", "paper_tsvd_rank"]
+__all__ = ["compare", "available_methods", "run_method", "run_all", "PROTOCOLS"]
 
-
-@dataclass
-class RunOptions:
-    """Settings shared by every method of a comparison.
-
-    Attributes
-    ----------
-    random_state : int
-    device : str
-        ``"auto"``, ``"cpu"`` or ``"cuda"``.
-    dtype : str or None
-    count_indices : bool
-        Charge sparse entries for their positions (RPCA, sf+s).
-    sf : dict
-        Extra :class:`~sfapprox.sf.model.ChordSF` parameters (``max_iter``, ``time_limit``, ...).
-    callback : callable or None
-        Progress callback passed to iterative methods (SF).
-    protocol : {"default", "paper"}
-        ``"paper"`` reproduces the SF paper's Table 1 settings: SF with the
-        reference structure and TSVD at rank ``ceil(M^2 / 2)``,
-        ``M = ceil(log2 N)`` (which fits SF's budget).
-    """
-
-    random_state: int = 0
-    device: str = "auto"
-    dtype: str | None = None
-    count_indices: bool = False
-    sf: dict[str, Any] = field(default_factory=dict)
-    callback: Callable[[dict], bool | None] | None = None
-    protocol: str = "default"
-
-
-def paper_tsvd_rank(n: int) -> int:
-    """The paper's TSVD rank ``ceil(M^2 / 2)`` with ``M = ceil(log2 N)``."""
-    m = default_n_factors(n)
-    return -(-m * m // 2)
-
-
-def _make_sf(support: str):
-    """SF with ``support``, in the largest structure of that support that fits the budget.
-
-    ``"sf"`` under the paper protocol keeps the reference structure (its count
-    is the paper budget); a structure fixed in ``opts.sf`` (``n_factors`` or
-    ``base``) is kept as given, and refused when it stores more than the budget.
-    """
-
-    def make(n: int, budget: int, opts: RunOptions):
-        from .sf.model import ChordSF
-
-        params = dict(opts.sf)
-        params["support"] = support
-        fixed = "n_factors" in params or "base" in params
-        if fixed or (opts.protocol == "paper" and support == "chord"):
-            config = sf_structure(n, support=support, base=params.get("base", 2),
-                                  n_factors=params.get("n_factors"))
-            if config.count > budget:
-                raise BudgetError(f"SF with {config.n_factors} factors of {config.n_offsets} values per row "
-                                  f"stores {config.count} numbers, over the budget {budget}")
-        else:
-            config = sf_config_for_budget(n, budget, support=support)
-            params.update(n_factors=config.n_factors, base=config.base)
-        return ChordSF(random_state=opts.random_state, device=opts.device, dtype=opts.dtype,
-                       callback=opts.callback, **params)
-
-    return make
-
-
-def _make_tsvd(n: int, budget: int, opts: RunOptions):
-    from .baselines.tsvd import TruncatedSVD
-
-    if opts.protocol == "paper":
-        return TruncatedSVD(rank=min(paper_tsvd_rank(n), n), random_state=opts.random_state)
-    return TruncatedSVD(budget=budget, random_state=opts.random_state)
-
-
-def _make_rpca(method: str):
-    def make(n: int, budget: int, opts: RunOptions):
-        from .baselines.rpca import RobustPCA
-
-        return RobustPCA(
-            budget=budget,
-            method=method,
-            count_indices=opts.count_indices,
-            random_state=opts.random_state,
-            device=opts.device,
-            dtype=opts.dtype,
-        )
-
-    return make
-
-
-def _make_nmf(n: int, budget: int, opts: RunOptions):
-    from .baselines.nmf import NMF
-
-    return NMF(budget=budget, random_state=opts.random_state, device=opts.device, dtype=opts.dtype)
-
-
-def _make_hybrid(kind: str):
-    def make(n: int, budget: int, opts: RunOptions):
-        from .hybrid import ChordLowRank, ChordSparse
-
-        params = dict(opts.sf)
-        if opts.protocol == "paper":
-            params.setdefault("base", 2)  # its plain-SF end is then the paper's reference structure, as "sf"
-        common = dict(budget=budget, sf_params=params, random_state=opts.random_state, device=opts.device,
-                      dtype=opts.dtype, callback=opts.callback)
-        if kind == "sf+s":
-            return ChordSparse(count_indices=opts.count_indices, **common)
-        return ChordLowRank(**common)
-
-    return make
-
-
-#: The plain-SF methods, one per support (their rows carry the fit's structure and stop reason).
-SF_METHODS: dict[str, tuple[str, str]] = {
-    "sf": ("chord", "Chord sparse factorization (L-BFGS)"),
-    "sf-symmetric": ("symmetric", "SF on the symmetric Chord support (offsets 0, ±b^k)"),
-    "sf-butterfly": ("butterfly", "SF on the butterfly support (FAµST's; N a power of two)"),
-}
-
-_METHODS: dict[str, tuple[Callable, str]] = {
-    **{name: (_make_sf(support), desc) for name, (support, desc) in SF_METHODS.items()},
-    "tsvd": (_make_tsvd, "truncated SVD (best rank r)"),
-    "rpca": (_make_rpca("godec"), "Robust PCA: low rank + sparse, GoDec at fixed rank/cardinality"),
-    "rpca-pcp": (_make_rpca("pcp"), "Robust PCA: Principal Component Pursuit, cut to the budget"),
-    "nmf": (_make_nmf, "non-negative matrix factorization (HALS)"),
-    "sf+lr": (_make_hybrid("sf+lr"), "Chord factors + low rank, budget split chosen on a grid (ends: sf, tsvd)"),
-    "sf+s": (_make_hybrid("sf+s"), "Chord factors + sparse entries at free positions, split chosen on a grid"),
-}
+#: ``"paper"`` reproduces the SF paper's Table 1 settings: SF with the reference
+#: structure and TSVD at rank ``ceil(M^2 / 2)``, ``M = ceil(log2 N)``.
+PROTOCOLS = ("default", "paper")
 
 
 def available_methods() -> dict[str, str]:
-    """Method names accepted by :func:`compare`, with one-line descriptions."""
-    return {name: desc for name, (_, desc) in _METHODS.items() if _importable(name)}
+    """Method names accepted by :func:`compare`, with one-line descriptions.
+
+    Examples
+    --------
+    >>> "tsvd" in available_methods()
+    True
+    """
+    return {name: spec.summary for name, spec in methods().items()}
 
 
-def _importable(name: str) -> bool:
-    module = {"rpca": "rpca", "rpca-pcp": "rpca", "nmf": "nmf"}.get(name)
-    if module is None:
-        return True
-    import importlib.util
-
-    return importlib.util.find_spec(f"sfapprox.baselines.{module}") is not None
-
-
-def run_method(
-    name: str,
-    X,
-    budget: int,
-    opts: RunOptions,
-    fro_norm: float | None = None,
-    keep: dict[str, Any] | None = None,
-) -> MethodResult:
-    """Fit one method at ``budget`` and score it; soft failures become statuses.
+def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float | None = None) -> MethodResult:
+    """Fit one method to the validated matrix ``X`` at ``budget`` and score it.
 
     ``NotApplicableError`` (e.g. NMF on negative data) and ``BudgetError``
     (e.g. a budget below the smallest full-support SF) give a row with status
-    ``"not applicable"`` and the reason; ``KeyboardInterrupt`` propagates.
-    When ``keep`` is a dict, the fitted estimator is stored in
-    ``keep["estimator"]`` (the batch runner saves SF's factors from it).
+    ``"not applicable"`` and the reason; ``KeyboardInterrupt`` propagates
+    (methods that keep partial work catch it themselves and return a row
+    with status ``"interrupted"``).
     """
-    if name not in _METHODS:
-        raise ParameterError(f"unknown method {name!r}; choose from {', '.join(available_methods())}")
-    make, _ = _METHODS[name]
+    spec = get_method(name)
     n = X.shape[0]
     start = time.perf_counter()
     try:
-        est = make(n, budget, opts).fit(X)
+        est = spec.make(n, budget, context).fit(X, check_input=False)
     except (NotApplicableError, BudgetError) as exc:
         return MethodResult(name, "not applicable", reason=str(exc), seconds=time.perf_counter() - start)
-    if keep is not None:
-        keep["estimator"] = est
     if est.n_stored_ > budget:  # a broken promise is a bug, never a silent excess
         raise AssertionError(f"{name} stored {est.n_stored_} numbers over the budget {budget}")
     fro, rel = frobenius_error(X, est.to_dense(), fro_norm)
-    params = dict(getattr(est, "params_", {}))
-    status = "ok"
-    if name in SF_METHODS:
-        params.update(_sf_params(est))
-    if getattr(est, "stop_reason_", None) == "interrupted":  # sf and the hybrids
-        status = "interrupted"
     return MethodResult(
         method=name,
-        status=status,
+        status="interrupted" if est.stop_reason_ == "interrupted" else "ok",
         nnz=int(est.n_stored_),
         fro_error=fro,
         rel_error=rel,
-        seconds=float(getattr(est, "seconds_", time.perf_counter() - start)),
-        params=params,
+        seconds=float(est.seconds_),
+        params=dict(est.params_),
+        operator=est.operator_,
+        estimator=est,
     )
 
 
-def _sf_params(est) -> dict[str, Any]:
-    return {
-        "support": est.support,
-        "n_factors": int(est.factors_.shape[0]),
-        "offsets": est.offsets_.tolist(),
-        "base": None if est.support == "butterfly" else est.base,  # its positions use no base
-        "iterations": est.n_iter_,
-        "evaluations": est.n_evals_,
-        "stop_reason": est.stop_reason_,
-        "init": est.init_,
-        "device": est.device_,
-        "dtype": est.dtype_,
-    }
+def as_loaded_matrix(matrix, load: LoadOptions | None):
+    """A :class:`~sfapprox.io.LoadedMatrix` (validated once) from a path, a LoadedMatrix or an array."""
+    from .io import LoadedMatrix, as_loaded, load_matrix
+
+    if isinstance(matrix, LoadedMatrix):
+        return matrix
+    if isinstance(matrix, (str, os.PathLike)):
+        return load_matrix(matrix, **(load or LoadOptions()).keywords())
+    if load is not None:
+        raise ParameterError("load options apply to a file path, not to an array or a loaded matrix")
+    return as_loaded(matrix, "X")
+
+
+def check_scoring_memory(loaded, limit: int | None) -> None:
+    """Every method is scored on dense N x N arrays (approximation, residual and, for sparse
+    input, X itself): refuse before the first fit, not after it."""
+    from ._validation import check_memory, estimate_dense_bytes
+
+    copies = 3 if loaded.is_sparse else 2
+    check_memory(copies * estimate_dense_bytes(loaded.n),
+                 what=f"{loaded.name}: scoring each method ({copies} dense {loaded.n} x {loaded.n} arrays)",
+                 limit=limit)
+
+
+@contextlib.contextmanager
+def warnings_at_caller(stacklevel: int = 4) -> Iterator[None]:
+    """Re-issue the warnings raised inside (e.g. ConvergenceWarning) so they point at the caller.
+
+    ``stacklevel`` counts from this generator's frame: 4 is the caller of the
+    function whose ``with`` statement uses it.
+    """
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield
+    finally:  # also when the work inside raised: its warnings still reach the user
+        for w in caught:
+            warnings.warn(w.message, w.category, stacklevel=stacklevel)
 
 
 def compare(
-    X,
-    methods: Sequence[str] = ("sf", "tsvd"),
+    matrix,
+    methods: str | Sequence[str] = ("sf", "tsvd"),
     *,
     budget: str | int | float | None = "sf",
-    matrix_info: dict[str, Any] | None = None,
-    options: RunOptions | None = None,
+    settings: FitSettings | None = None,
+    count_indices: bool = False,
+    protocol: str = "default",
+    structure: Mapping[str, Any] | None = None,
+    callback: Callable[[dict], bool | None] | None = None,
     on_result: Callable[[MethodResult], None] | None = None,
-    approximations: dict[str, np.ndarray] | None = None,
+    load: LoadOptions | None = None,
+    matrix_info: Mapping[str, Any] | None = None,
+    **setting_changes: Any,
 ) -> Comparison:
-    """Fit every method in ``methods`` to ``X`` at the same budget and score them.
+    """Fit every method in ``methods`` to ``matrix`` at the same budget and score them.
 
     Parameters
     ----------
-    X : ndarray or scipy sparse array
-        Square matrix.
-    methods : sequence of str
-        Names from :func:`available_methods`.
+    matrix : LoadedMatrix, path, ndarray or scipy sparse array
+        The square matrix: what :func:`~sfapprox.load_matrix` returns, a file
+        (loaded with ``load``), or an array.
+    methods : str or sequence of str, default=("sf", "tsvd")
+        Names from :func:`available_methods` (``"sf,tsvd"`` works too).
     budget : "sf", int or float, default="sf"
         Stored-number budget: SF's own reference count, a count, or a fraction of ``N**2``.
-    matrix_info : dict, optional
-        Description of the matrix for the report (e.g. ``LoadedMatrix.summary()``).
-    options : RunOptions, optional
+    settings : FitSettings, optional
+        How every method is fitted; ``setting_changes`` (e.g. ``time_limit=2``,
+        ``seed=1``) override its fields.
+    count_indices : bool, default=False
+        Charge sparse entries (RPCA, sf+s) for their positions too.
+    protocol : {"default", "paper"}, default="default"
+        ``"paper"``: the SF paper's Table 1 settings (:data:`PROTOCOLS`).
+    structure : mapping, optional
+        An SF structure fixed by hand (``n_factors``, ``base``) and further
+        ChordSF parameters for the SF methods and hybrids.
+    callback : callable, optional
+        Progress callback of the iterative methods (a dict per iteration).
     on_result : callable, optional
         Called with each :class:`MethodResult` as soon as it is ready.
-    approximations : dict, optional
-        When given, filled with each fitted method's dense N x N approximation,
-        keyed by method name (for figures; costs N² numbers per method).
+    load : LoadOptions, optional
+        How ``matrix`` is read when it is a path.
+    matrix_info : mapping, optional
+        Extra facts for the report header (merged into the matrix summary).
 
     Returns
     -------
     Comparison
-        With ``status == "interrupted"`` on the row that a Ctrl-C cut short
-        (the remaining methods are not run; rows already finished are kept,
-        and an interrupted SF keeps its best factors).
+        One row per method, each with its fitted ``operator``.  A Ctrl-C ends
+        the comparison with the rows finished so far and an ``"interrupted"``
+        row for the method it cut short (an interrupted SF keeps its best
+        factors); the later methods are not run.
 
     Examples
     --------
     >>> import numpy as np
     >>> X = np.random.default_rng(0).random((16, 16))
     >>> c = compare(X, ["tsvd"], budget=200)
-    >>> c.results[0].nnz <= 200
-    True
+    >>> c.results[0].nnz <= 200, c.results[0].operator.shape
+    (True, (16, 16))
     """
-    from ._validation import check_square_matrix
+    # Every argument is checked before anything is loaded or fitted.
+    settings = (settings or FitSettings()).replace(**setting_changes) if setting_changes else settings or FitSettings()
+    names = parse_methods(methods)
+    if protocol not in PROTOCOLS:
+        raise ParameterError(f"unknown protocol {protocol!r}; choose {' or '.join(PROTOCOLS)}")
+    parse_budget(budget)
+    loaded = as_loaded_matrix(matrix, load)
+    resolved = resolve_budget(budget, loaded.n)
+    check_scoring_memory(loaded, settings.max_memory)
+    X = loaded.matrix
+    info = {**loaded.summary(), **(matrix_info or {})}
+    context = RunContext(settings, count_indices, protocol, callback, dict(structure or {}))
+    with warnings_at_caller():
+        results = run_all(names, X, resolved, context, info["fro_norm"], on_result)
+    return build_comparison(info, resolved, results, context)
 
-    X = check_square_matrix(X, source=(matrix_info or {}).get("name", "X"))
-    opts = options or RunOptions()
-    if opts.protocol not in ("default", "paper"):
-        raise ParameterError(f"unknown protocol {opts.protocol!r}; choose default or paper")
-    unknown = [m for m in methods if m not in _METHODS]
-    if unknown:
-        raise ParameterError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(available_methods())}")
-    n = X.shape[0]
-    resolved = resolve_budget(budget, n)
-    fro_norm = float(np.linalg.norm(X.data if hasattr(X, "data") and hasattr(X, "tocsr") else X))
-    info = {"name": "array", "n": n, "fro_norm": fro_norm}
-    info.update(matrix_info or {})
+
+def run_all(
+    names: Sequence[str],
+    X,
+    budget: Budget,
+    context: RunContext,
+    fro_norm: float | None = None,
+    on_result: Callable[[MethodResult], None] | None = None,
+    *,
+    isolate: bool = False,
+) -> list[MethodResult]:
+    """Run the methods one after the other; a Ctrl-C keeps the finished rows and stops.
+
+    ``X`` must be validated already (a LoadedMatrix's matrix is).  A method
+    that needs more memory than allowed gives a ``"failed"`` row with the
+    reason (the others still run); with ``isolate`` (batches) so does any
+    other exception, which otherwise propagates.
+    """
     results: list[MethodResult] = []
-    for name in methods:
-        keep: dict[str, Any] | None = {} if approximations is not None else None
+    for name in names:
         start = time.perf_counter()
         try:
-            result = run_method(name, X, resolved.value, opts, fro_norm, keep=keep)
+            result = run_method(name, X, budget.value, context, fro_norm)
+        except ResourceError as exc:
+            result = MethodResult(name, "failed", reason=str(exc), seconds=time.perf_counter() - start)
+        except Exception as exc:
+            if not isolate:
+                raise
+            result = MethodResult(name, "failed", reason=one_line(exc), seconds=time.perf_counter() - start)
         except KeyboardInterrupt:
-            # SF catches Ctrl-C itself and returns its best factors; any other
-            # method has nothing worth keeping, but the finished rows are.
+            # Methods with partial work catch Ctrl-C themselves; the others have
+            # nothing worth keeping, but the finished rows are.
             result = MethodResult(name, "interrupted", reason="stopped by Ctrl-C before it finished",
                                   seconds=time.perf_counter() - start)
-        if keep and result.fro_error is not None:
-            approximations[name] = keep["estimator"].to_dense()
         results.append(result)
         if on_result is not None:
             on_result(result)
         if result.status == "interrupted":
             break
-    return Comparison(info, resolved.value, resolved.spec, results)
+    return results
+
+
+def build_comparison(info: dict[str, Any], budget: Budget, results: list[MethodResult], context: RunContext) -> Comparison:
+    from .results import library_versions
+
+    settings = {**context.settings.to_dict(), "protocol": context.protocol, "count_indices": context.count_indices}
+    if context.structure:
+        settings["structure"] = dict(context.structure)
+    return Comparison(info, budget.value, budget.spec, results, settings=settings, versions=library_versions())

@@ -51,12 +51,23 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import LinearOperator
 
+from ._base import Approximation, MethodSpec, RunContext, register
 from ._errors import BudgetError, ConvergenceWarning
-from ._params import Interval, check_params
-from .budget import HybridSplit, SFConfig, sf_config_for_budget, sf_count, sf_lr_splits, sf_s_splits, tsvd_count
+from ._params import Interval
+from .budget import (
+    HybridSplit,
+    SFConfig,
+    rpca_count,
+    sf_config_for_budget,
+    sf_count,
+    sf_lr_splits,
+    sf_min_budget,
+    sf_s_splits,
+    tsvd_count,
+)
 from .linop import ChordOperator, HybridOperator
+from .sf.model import ChordSF
 
 __all__ = ["ChordLowRank", "ChordSparse"]
 
@@ -219,8 +230,6 @@ def _largest(R: np.ndarray, count: int) -> np.ndarray:
 
 def _plain_sf(X, dense: np.ndarray, params: dict[str, Any]):
     """``ChordSF(**params).fit(X)``, memoised when it is deterministic (no time limit)."""
-    from .sf.model import ChordSF
-
     key = None
     if params.get("time_limit", ChordSF().time_limit) is None:
         settings = tuple(sorted((k, repr(v)) for k, v in params.items() if k != "callback"))
@@ -229,7 +238,7 @@ def _plain_sf(X, dense: np.ndarray, params: dict[str, Any]):
         if key in _PLAIN_CACHE:
             _PLAIN_CACHE.move_to_end(key)
             return _PLAIN_CACHE[key]
-    est = ChordSF(**params).fit(X)
+    est = ChordSF(**params).fit(X, check_input=False)
     if key is not None and est.stop_reason_ != _INTERRUPTED:
         _PLAIN_CACHE[key] = est
         while len(_PLAIN_CACHE) > PLAIN_CACHE_SIZE:
@@ -335,7 +344,7 @@ def _score(dense: np.ndarray, split: HybridSplit, op: HybridOperator, begin: flo
 
 
 # =============================================================================== estimators
-class _ChordHybrid:
+class _ChordHybrid(Approximation):
     """What sf+lr and sf+s share: validation, the plain SF end, the grid loop, the joint fits, the result.
 
     Subclasses supply the grid (``_grid``), the other end (``_fit_end``) and
@@ -354,17 +363,15 @@ class _ChordHybrid:
     }
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X):
+    def fit(self, X, *, check_input: bool = True):
         """Fit every split of the grid to the square matrix ``X`` and keep the best.
 
         A ``KeyboardInterrupt`` stops the grid at once: the best point so far
         (for the fit it cut short, its best iterate) is kept and
-        ``stop_reason_`` is ``"interrupted"``.
+        ``stop_reason_`` is ``"interrupted"``.  ``check_input=False`` skips
+        validating ``X`` (the caller did).
         """
-        from ._validation import check_square_matrix
-
-        check_params(self, self._parameter_constraints)
-        X = check_square_matrix(X, source="X")
+        X = self._validate(X, check_input)
         n = X.shape[0]
         budget = sf_count(n) if self.budget is None else int(self.budget)
         dense = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
@@ -425,7 +432,7 @@ class _ChordHybrid:
         from ._validation import check_memory
         from .chord import chord_offsets, default_n_factors
         from .sf._kernels import select_kernel
-        from .sf.model import ChordSF, estimate_fit_memory
+        from .sf.model import estimate_fit_memory
 
         # ChordSF's own defaults (max_iter, tolerances, init, memory limit), not repeated here.
         ref = ChordSF(**{k: v for k, v in (params or self.sf_params or {}).items() if k != "callback"})
@@ -538,13 +545,6 @@ class _ChordHybrid:
         }
 
     # ------------------------------------------------------------------ use
-    def to_dense(self) -> np.ndarray:
-        """The fitted surrogate as a dense ``N x N`` array."""
-        return self.operator_.to_dense()
-
-    def to_operator(self) -> LinearOperator:
-        """The fitted surrogate as a LinearOperator, ``O(N K M + N r + s)`` per matvec."""
-        return self.operator_
 
 
 class ChordLowRank(_ChordHybrid):
@@ -647,7 +647,7 @@ class ChordLowRank(_ChordHybrid):
         from .baselines.tsvd import TruncatedSVD
 
         begin = time.perf_counter()
-        t = TruncatedSVD(budget=budget, random_state=self.random_state).fit(X)
+        t = TruncatedSVD(budget=budget, random_state=self.random_state).fit(X, check_input=False)
         return _score(dense, split, HybridOperator(dense.shape[0], low_rank=(t.U_, t.s_, t.Vt_)), begin)
 
     def _begin(self, pb: _Problem, split: HybridSplit, x_w, shape, offsets):
@@ -655,7 +655,7 @@ class ChordLowRank(_ChordHybrid):
         from .baselines.tsvd import TruncatedSVD
 
         residual = pb.residual(x_w, shape, offsets).double().cpu().numpy()
-        t = TruncatedSVD(rank=split.rank, random_state=self.random_state).fit(residual)
+        t = TruncatedSVD(rank=split.rank, random_state=self.random_state).fit(residual, check_input=False)
         root = np.sqrt(t.s_)
         return split.rank, _cat(x_w, pb.tensor(t.U_ * root), pb.tensor(t.Vt_.T * root))
 
@@ -811,3 +811,40 @@ class ChordSparse(_ChordHybrid):
         self.sparse_ = self.operator_.sparse
         self.n_sparse_ = int(self.sparse_.nnz)
         self.index_storage_ = self.n_sparse_
+
+
+# =============================================================================== registration
+def _maker(cls: type):
+    def make(n: int, budget: int, context: RunContext):
+        # The plain SF end and the joint fits take ChordSF's settings (iterations, time, memory).
+        sf = {k: v for k, v in context.settings.apply_to(ChordSF).items() if k in ("max_iter", "time_limit", "max_memory")}
+        sf.update(context.structure)
+        if context.protocol == "paper":
+            sf.setdefault("base", 2)  # its plain-SF end is then the paper's reference structure, as "sf"
+        extra = {"count_indices": context.count_indices} if cls is ChordSparse else {}
+        return cls(budget=budget, sf_params=sf, callback=context.callback,
+                   **context.settings.apply_to(cls, exclude=("max_iter", "time_limit", "max_memory")), **extra)
+
+    return make
+
+
+register(
+    MethodSpec(
+        name="sf+lr",
+        summary="Chord factors + low rank, budget split chosen on a grid (ends: sf, tsvd)",
+        stores="N·K·M′ + r·(2N + 1)",
+        make=_maker(ChordLowRank),
+        min_budget=lambda n, context: min(b for b in (sf_min_budget(n), tsvd_count(n, 1)) if b is not None),
+        order=50,
+    )
+)
+register(
+    MethodSpec(
+        name="sf+s",
+        summary="Chord factors + sparse entries at free positions, budget split chosen on a grid",
+        stores="N·K·M′ + s",
+        make=_maker(ChordSparse),
+        min_budget=lambda n, context: rpca_count(n, 0, 1, count_indices=context.count_indices),
+        order=51,
+    )
+)

@@ -171,8 +171,10 @@ class HybridOperator(LinearOperator):
         Order of the matrix.
     chord : ChordOperator or None
         The Chord product (None: no factors).
-    low_rank : tuple of ndarray (U, s, Vt) or None
-        Shapes ``(N, r)``, ``(r,)``, ``(r, N)``.
+    low_rank : tuple (U, s, Vt) or None
+        Shapes ``(N, r)``, ``(r,)``, ``(r, N)``: an SVD-like part
+        ``U diag(s) V^T`` storing ``r (2N + 1)`` numbers; with ``s`` None, a
+        factored part ``U V^T`` (e.g. NMF's ``W H``) storing ``2 N r``.
     sparse : scipy sparse array or None
         The free-position entries.
     count_indices : bool, default=False
@@ -205,6 +207,10 @@ class HybridOperator(LinearOperator):
             raise ValueError(f"Chord part has shape {chord.shape}, expected {(n, n)}")
         if low_rank is None:
             low_rank = (np.zeros((n, 0)), np.zeros(0), np.zeros((0, n)))
+        #: whether the low-rank part stores its singular values (U diag(s) V^T) or is U V^T
+        self.singular_values = low_rank[1] is not None
+        if not self.singular_values:
+            low_rank = (low_rank[0], np.ones(np.shape(low_rank[0])[1]), low_rank[2])
         U, sig, Vt = (np.asarray(a, dtype=np.float64) for a in low_rank)
         if U.shape != (n, sig.size) or Vt.shape != (sig.size, n):
             raise ValueError(f"low-rank part shapes {U.shape}, {sig.shape}, {Vt.shape} do not match N={n}")
@@ -235,7 +241,7 @@ class HybridOperator(LinearOperator):
         k = 0 if self.chord is None else self.chord.values.shape[2]
         return hybrid_count(
             self.shape[0], self.n_factors, k, rank=self.rank, n_sparse=int(self.sparse.nnz),
-            count_indices=self.count_indices,
+            count_indices=self.count_indices, singular_values=self.singular_values,
         )
 
     def _matmat(self, B: np.ndarray) -> np.ndarray:

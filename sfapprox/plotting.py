@@ -1,4 +1,16 @@
-"""Figures (matplotlib, an optional extra: ``pip install 'sfapprox[plot]'``)."""
+"""Figures (matplotlib, an optional extra: ``pip install 'sfapprox[plot]'``).
+
+* :func:`plot_comparison`: the original, each method's approximation and,
+  below it, its residual ``X - X̂``; each panel titled with the method, its
+  stored numbers and its relative error, each row with a colorbar.
+* :func:`plot_sweep`: relative error against budget, one line per method;
+  methods with no result at any budget are named on the figure.
+
+Colors: signed matrices use a diverging map centred on 0; non-negative ones
+a sequential map; residuals are always diverging.  ``scale="log"`` shows
+``log10 |x|`` (sparse graphs, whose few non-zeros vanish on a linear scale);
+``"auto"`` picks it for matrices with fewer than 10% non-zeros.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +19,14 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ._errors import SfapproxError
-from .results import atomic_path
+from ._atomic import atomic_path
+from ._errors import ParameterError, SfapproxError
 
-__all__ = ["plot_sweep", "plot_approximations"]
+__all__ = ["plot_sweep", "plot_comparison", "plot_approximations", "SCALES"]
+
+SCALES = ("auto", "linear", "log")
+#: Below this share of non-zeros, ``scale="auto"`` shows magnitudes on a log scale.
+SPARSE_DENSITY = 0.1
 
 
 def _pyplot():
@@ -26,47 +42,136 @@ def _pyplot():
     return plt
 
 
-def _save(fig, path: str | os.PathLike, plt) -> None:
-    suffix = os.path.splitext(str(path))[1].lstrip(".") or "png"
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format=suffix, dpi=120, bbox_inches="tight")
-    plt.close(fig)
+def _save(fig, path: str | os.PathLike, plt, force: bool = True) -> None:
+    suffix = os.path.splitext(str(path))[1].lstrip(".").lower() or "png"
+    try:
+        with atomic_path(path, force=force) as tmp:
+            fig.savefig(tmp, format=suffix, dpi=120, bbox_inches="tight")
+    finally:
+        plt.close(fig)
 
 
-def plot_sweep(sweep, path: str | os.PathLike) -> None:
-    """Relative error against budget (fraction of N²), one line per method."""
+def _display(A: np.ndarray, log: bool, floor: float) -> np.ndarray:
+    """What a panel shows: the values, or ``log10 |x|`` clipped at ``floor`` (zeros at the floor)."""
+    if not log:
+        return A
+    with np.errstate(divide="ignore"):
+        return np.maximum(np.log10(np.abs(A)), floor)
+
+
+def _value_style(X: np.ndarray, scale: str) -> tuple[dict, bool, float, str]:
+    """``imshow`` keywords for X and its approximations, whether the scale is log, its floor, the colorbar label."""
+    if scale not in SCALES:
+        raise ParameterError(f"scale={scale!r}; choose one of {', '.join(SCALES)}")
+    density = np.count_nonzero(X) / max(X.size, 1)
+    log = scale == "log" or (scale == "auto" and density < SPARSE_DENSITY)
+    big = float(np.max(np.abs(X))) if X.size else 0.0
+    if log:
+        top = np.log10(big) if big > 0 else 0.0
+        floor = top - 4.0  # four decades below the largest entry
+        return {"cmap": "magma", "vmin": floor, "vmax": top}, True, floor, "log10 |value|"
+    if float(np.min(X)) < 0:
+        return {"cmap": "RdBu_r", "vmin": -big, "vmax": big}, False, 0.0, "value"
+    return {"cmap": "viridis", "vmin": 0.0, "vmax": big or 1.0}, False, 0.0, "value"
+
+
+def plot_approximations(
+    X: np.ndarray,
+    approximations: Mapping[str, np.ndarray],
+    path: str | os.PathLike,
+    *,
+    title: str = "",
+    scale: str = "auto",
+    force: bool = True,
+) -> None:
+    """The original and each approximation side by side, and each residual below it.
+
+    Parameters
+    ----------
+    X : ndarray
+        The original (dense).
+    approximations : mapping
+        Panel title -> dense approximation.
+    path : path
+        PNG, PDF, SVG, ... (by its suffix), written atomically.
+    title : str
+    scale : {"auto", "linear", "log"}, default="auto"
+    force : bool, default=True
+        Overwrite an existing file.
+    """
     plt = _pyplot()
-    n = sweep.matrix["n"]
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for method in sweep.methods:
-        xs, ys = [], []
-        for point in sweep.points:
-            for r in point.results:
-                if r.method == method and r.status == "ok" and r.rel_error is not None:
-                    xs.append(point.budget / n**2)
-                    ys.append(r.rel_error)
-        if xs:
-            ax.plot(xs, ys, marker="o", label=method)
-    ax.set_xlabel("budget (stored numbers / N²)")
-    ax.set_ylabel("relative Frobenius error")
-    ax.set_title(f"{sweep.matrix.get('name', 'matrix')} (N={n})")
-    ax.grid(True, alpha=0.3)
-    ax.legend()
-    _save(fig, path, plt)
-
-
-def plot_approximations(X: np.ndarray, approximations: Mapping[str, np.ndarray], path: str | os.PathLike,
-                        title: str = "") -> None:
-    """The original and each method's approximation side by side, on one gray scale."""
-    plt = _pyplot()
+    style, log, floor, label = _value_style(X, scale)
     panels = [("original", X), *approximations.items()]
-    fig, axes = plt.subplots(1, len(panels), figsize=(2.6 * len(panels), 2.9), squeeze=False)
-    lo, hi = float(np.min(X)), float(np.max(X))
-    for ax, (label, img) in zip(axes[0], panels):
-        ax.imshow(np.asarray(img), cmap="gray", vmin=lo, vmax=hi, interpolation="nearest")
-        ax.set_title(label, fontsize=9)
+    residuals = {name: X - np.asarray(A) for name, A in approximations.items()}
+    worst = max((float(np.max(np.abs(R))) for R in residuals.values()), default=0.0) or 1.0
+    rows = 2 if residuals else 1
+    fig, axes = plt.subplots(rows, len(panels), figsize=(2.7 * len(panels) + 0.8, 2.9 * rows), squeeze=False)
+    image = None
+    for ax, (name, A) in zip(axes[0], panels):
+        image = ax.imshow(_display(np.asarray(A), log, floor), interpolation="nearest", **style)
+        ax.set_title(name, fontsize=8)
+    fig.colorbar(image, ax=list(axes[0]), shrink=0.85, label=label)
+    if residuals:
+        axes[1][0].axis("off")
+        axes[1][0].text(0.5, 0.5, "residual\nX − X̂", ha="center", va="center", fontsize=9)
+        residual_image = None
+        for ax, (name, R) in zip(axes[1][1:], residuals.items()):
+            residual_image = ax.imshow(R, cmap="RdBu_r", vmin=-worst, vmax=worst, interpolation="nearest")
+            ax.set_title(f"{name.split()[0]}: residual", fontsize=8)
+        fig.colorbar(residual_image, ax=list(axes[1]), shrink=0.85, label="X − X̂")
+    for ax in axes.ravel():
         ax.set_xticks([])
         ax.set_yticks([])
     if title:
         fig.suptitle(title, fontsize=10)
-    _save(fig, path, plt)
+    _save(fig, path, plt, force)
+
+
+def plot_comparison(loaded, comparison, path: str | os.PathLike, *, scale: str = "auto", force: bool = True) -> None:
+    """:func:`plot_approximations` of a :class:`~sfapprox.results.Comparison`'s fitted rows.
+
+    Each panel's title gives the method, its stored numbers and its relative error.
+    """
+    panels = {}
+    for r in comparison.results:
+        if r.operator is not None and r.rel_error is not None:
+            panels[f"{r.method}\n{r.nnz:,} numbers, rel {r.rel_error:.3g}"] = r.operator.to_dense()
+    title = f"{loaded.name} (N={loaded.n}), budget {comparison.budget:,} numbers"
+    plot_approximations(loaded.to_dense(), panels, path, title=title, scale=scale, force=force)
+
+
+def plot_sweep(sweep, path: str | os.PathLike, *, force: bool = True) -> None:
+    """Relative error against budget (fraction of N²), one line per method, by increasing budget.
+
+    Methods without a result at some budgets are named on the figure with
+    why (e.g. "sf: not applicable below 1,152 numbers").
+    """
+    plt = _pyplot()
+    n = sweep.matrix["n"]
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    missing = []
+    for method in sweep.methods:
+        xs, ys, reasons = [], [], []
+        for point in sorted(sweep.points, key=lambda p: p.budget):
+            for r in point.results:
+                if r.method != method:
+                    continue
+                if r.status == "ok" and r.rel_error is not None:
+                    xs.append(point.budget / n**2)
+                    ys.append(r.rel_error)
+                else:
+                    reasons.append(r.status)
+        if xs:
+            ax.plot(xs, ys, marker="o", label=method)
+        if reasons:
+            where = "at every budget" if not xs else f"at {len(reasons)} of {len(sweep.points)} budgets"
+            missing.append(f"{method}: {reasons[0]} {where}")
+    ax.set_xlabel("budget (stored numbers / N²)")
+    ax.set_ylabel("relative Frobenius error")
+    ax.set_title(f"{sweep.matrix.get('name', 'matrix')} (N={n})")
+    ax.grid(True, alpha=0.3)
+    if ax.lines:
+        ax.legend()
+    if missing:
+        ax.text(0.01, 0.01, "\n".join(missing), transform=ax.transAxes, fontsize=7, va="bottom", color="0.3")
+    _save(fig, path, plt, force)

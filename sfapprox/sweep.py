@@ -3,83 +3,170 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from .comparison import RunOptions, compare
-from .results import Comparison, MethodResult, _jsonable
+from ._base import RunContext, parse_methods
+from ._errors import ParameterError
+from ._settings import FitSettings, LoadOptions
+from .budget import parse_budget, resolve_budget
+from .comparison import PROTOCOLS, as_loaded_matrix, build_comparison, check_scoring_memory, run_all, warnings_at_caller
+from .formats import Column, Table, fmt_number, jsonable
+from .results import Comparison, MethodResult
 
-__all__ = ["Sweep", "sweep", "parse_budget_list"]
+__all__ = ["Sweep", "sweep", "parse_budget_list", "default_budgets"]
 
 
-def parse_budget_list(text: str) -> list[str]:
-    """``"0.01,0.02,sf,5000"`` → ``["0.01", "0.02", "sf", "5000"]`` (each validated later)."""
-    from ._errors import ParameterError
+def parse_budget_list(text: str | Sequence[str | int | float]) -> list[str]:
+    """``"0.01,0.02,sf,5000"`` → ``["0.01", "0.02", "sf", "5000"]``, each checked for its form.
 
-    items = [part.strip() for part in str(text).split(",") if part.strip()]
+    Examples
+    --------
+    >>> parse_budget_list("0.05, sf,100")
+    ['0.05', 'sf', '100']
+    """
+    items = [str(part).strip() for part in (text.split(",") if isinstance(text, str) else text)]
+    items = [item for item in items if item]
     if not items:
         raise ParameterError("--budgets needs at least one budget, e.g. 0.01,0.02,0.05")
-    return items
+    return [parse_budget(item) for item in items]
+
+
+#: Multiples of the smallest common budget that ``sweep`` runs when no budgets are given.
+DEFAULT_FACTORS = (0.5, 1.0, 1.5, 2.0, 3.0)
+
+
+def default_budgets(n: int, methods: Sequence[str], *, count_indices: bool = False) -> list[str]:
+    """Budgets around where the methods start to apply: 0.5, 1, 1.5, 2 and 3 times the largest
+    of their smallest budgets (:attr:`~sfapprox._base.MethodSpec.min_budget`), capped at ``N^2``.
+
+    At 0.5x some method is "not applicable" (which shows where it starts);
+    from 1x on every method runs.  SF on a 234 x 234 graph needs about 30%
+    of N², so fixed fractions such as 1%-10% would leave it out everywhere.
+
+    Examples
+    --------
+    >>> default_budgets(36, ["sf", "tsvd"])
+    ['486', '972', '1296']
+    >>> default_budgets(100, ["sf", "tsvd"])
+    ['1750', '3500', '5250', '7000', '10000']
+    """
+    from ._base import RunContext, get_method
+
+    context = RunContext(count_indices=count_indices)
+    needs = [get_method(m).min_budget(n, context) for m in methods]
+    known = [b for b in needs if b is not None]
+    base = max(known) if known else n * n
+    values = sorted({max(1, min(n * n, int(round(f * base)))) for f in DEFAULT_FACTORS})
+    return [str(v) for v in values]
 
 
 @dataclass
 class Sweep:
-    """One :class:`~sfapprox.results.Comparison` per budget, in the order asked."""
+    """One :class:`~sfapprox.results.Comparison` per budget, by increasing budget."""
 
     matrix: dict[str, Any]
     methods: list[str]
     points: list[Comparison]
+    settings: dict[str, Any] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
 
     def table(self) -> dict[int, dict[str, MethodResult]]:
         """``{budget: {method: result}}``."""
         return {p.budget: {r.method: r for r in p.results} for p in self.points}
 
+    def tables(self) -> list[Table]:
+        """The sweep as one table: a row per budget, a column per method (relative errors)
+        with the row's smallest in bold and each method's stop reason where it did not converge."""
+        n = self.matrix["n"]
+        columns = [Column("budget", "budget"), Column("share", "% of N²")]
+        columns += [Column(m, m) for m in self.methods]
+        table = Table(f"{self.matrix.get('name', 'matrix')} (N={n}): relative error by budget", columns)
+        reasons: dict[str, str] = {}
+        for point in self.points:
+            rows = {r.method: r for r in point.results}
+            winner = point.winner()
+            cells = {"budget": f"{point.budget:,}", "share": f"{100 * point.budget / n**2:.2f}%"}
+            for m in self.methods:
+                r = rows.get(m)
+                if r is None:
+                    cells[m] = "–"
+                elif r.status != "ok":
+                    cells[m] = r.status
+                    if r.reason:
+                        reasons.setdefault(m, r.reason)
+                else:
+                    stop = r.params.get("stop_reason")
+                    flag = f" ({stop})" if stop in ("time_limit", "max_iter") else ""
+                    cells[m] = fmt_number(r.rel_error) + flag
+            table.add(cells, best={winner} if winner else set())
+        table.notes.extend(f"{m}: {why}" for m, why in reasons.items())
+        return [table]
+
     def to_dict(self) -> dict[str, Any]:
-        return _jsonable(
+        return jsonable(
             {
                 "matrix": self.matrix,
                 "methods": self.methods,
                 "points": [
-                    {k: v for k, v in p.to_dict().items() if k != "matrix"} for p in self.points
+                    {k: v for k, v in p.to_dict().items() if k not in ("matrix", "settings", "versions")}
+                    for p in self.points
                 ],
+                "settings": self.settings,
+                "versions": self.versions,
             }
         )
 
 
 def sweep(
-    X,
-    budgets: Sequence[str | int | float],
-    methods: Sequence[str] = ("sf", "tsvd"),
+    matrix,
+    budgets: str | Sequence[str | int | float],
+    methods: str | Sequence[str] = ("sf", "tsvd"),
     *,
-    matrix_info: dict[str, Any] | None = None,
-    options: RunOptions | None = None,
+    settings: FitSettings | None = None,
+    count_indices: bool = False,
+    protocol: str = "default",
+    callback: Callable[[dict], bool | None] | None = None,
     on_result: Callable[[int, MethodResult], None] | None = None,
+    load: LoadOptions | None = None,
+    matrix_info: dict[str, Any] | None = None,
+    **setting_changes: Any,
 ) -> Sweep:
-    """Run :func:`~sfapprox.comparison.compare` at each budget.
+    """Run every method at each budget (as :func:`~sfapprox.compare` does at one).
 
-    A Ctrl-C that interrupts SF ends the sweep after that point (the point
-    is kept, with its interrupted row); other exceptions propagate.
+    The budgets are run and reported by increasing size (equal budgets once).
+    A Ctrl-C ends the sweep after the point it interrupted (that point is
+    kept, with its interrupted row); other exceptions propagate.  The other
+    parameters are :func:`~sfapprox.compare`'s.
 
     Examples
     --------
     >>> import numpy as np
-    >>> s = sweep(np.random.default_rng(0).random((10, 10)), [0.5, 1.0], ["tsvd"])
+    >>> s = sweep(np.random.default_rng(0).random((10, 10)), [1.0, 0.5], ["tsvd"])
     >>> [p.budget for p in s.points]
     [50, 100]
     """
+    settings = (settings or FitSettings()).replace(**setting_changes) if setting_changes else settings or FitSettings()
+    names = parse_methods(methods)
+    if protocol not in PROTOCOLS:
+        raise ParameterError(f"unknown protocol {protocol!r}; choose {' or '.join(PROTOCOLS)}")
+    specs = parse_budget_list(budgets)
+    loaded = as_loaded_matrix(matrix, load)
+    resolved = {}
+    for spec in specs:
+        b = resolve_budget(spec, loaded.n)
+        resolved.setdefault(b.value, b)
+    check_scoring_memory(loaded, settings.max_memory)
+    info = {**loaded.summary(), **(matrix_info or {})}
+    context = RunContext(settings, count_indices, protocol, callback)
     points: list[Comparison] = []
-    info = dict(matrix_info or {})
-    for spec in budgets:
-        point = compare(
-            X,
-            methods,
-            budget=spec,
-            matrix_info=info,
-            options=options,
-            on_result=(lambda r, b=spec: on_result(b, r)) if on_result else None,
-        )
-        points.append(point)
-        info = point.matrix
-        if any(r.status == "interrupted" for r in point.results):
-            break
-    return Sweep(info, list(methods), points)
+    with warnings_at_caller():
+        for value in sorted(resolved):
+            budget = resolved[value]
+            report = (lambda r, b=value: on_result(b, r)) if on_result else None
+            results = run_all(names, loaded.matrix, budget, context, info["fro_norm"], report)
+            points.append(build_comparison(info, budget, results, context))
+            if any(r.status == "interrupted" for r in results):
+                break
+    first = points[0] if points else build_comparison(info, next(iter(resolved.values())), [], context)
+    return Sweep(info, names, points, settings=first.settings, versions=first.versions)

@@ -14,12 +14,13 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from sfapprox.datasets import batch as B
-from sfapprox.datasets.batch import BatchOptions, ResultsWriter, read_results, repair_results, run_batch
+from sfapprox import FitSettings
+from sfapprox.datasets.batch import BatchOptions, run_batch
+from sfapprox.datasets.results_file import ResultsWriter, read_results, repair_results
 
 ROOT = Path(__file__).resolve().parents[1]
 REALDATA = (ROOT / ".." / "shared" / "realdata").resolve()
-FAST = BatchOptions(methods=("sf", "tsvd"), iters=15, device="cpu")
+FAST = BatchOptions(methods=("sf", "tsvd"), settings=FitSettings(max_iter=15, device="cpu"))
 
 pytestmark = pytest.mark.filterwarnings("ignore::sfapprox.ConvergenceWarning")
 
@@ -100,8 +101,8 @@ def test_batch_writes_records_and_factors_and_resumes(tmp_path):
     assert sf["factors"] == "factors/att.h5" and (out / "factors" / "att.h5").is_file()
     assert sf["nnz"] <= sf["budget"] and sf["params"]["iterations"] <= 15
     assert sf["matrix_info"]["mean_row_entropy"] > 0 and sf["matrix_info"]["beta"] == 4.0
-    assert sf["settings"]["iters"] == 15 and sf["category"] == "attention"
-    from sfapprox.results import load_factors
+    assert sf["settings"]["max_iter"] == 15 and sf["category"] == "attention"
+    from sfapprox.factors import load_factors
 
     assert load_factors(out / "factors" / "att.h5").n == 16
 
@@ -242,7 +243,7 @@ def test_kill_9_part_way_then_resume_gives_every_pair_once(tmp_path):
     entries = [gen_entry(f"m{i}", "circulant" if i % 2 else "banded", n=24, seed=i) for i in range(6)]
     m = write_manifest(tmp_path / "m.toml", *entries)
     out = tmp_path / "out"
-    args = cli("batch", str(m), "--out", str(out), "--methods", "sf,tsvd", "--iters", "40", "--device", "cpu", "--quiet")
+    args = cli("batch", str(m), "--out-dir", str(out), "--methods", "sf,tsvd", "--iters", "40", "--device", "cpu", "--quiet")
     proc = subprocess.Popen(args, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     wait_for_lines(out / "results.jsonl", 3, proc)
     proc.send_signal(signal.SIGKILL)
@@ -263,7 +264,7 @@ def test_kill_9_part_way_then_resume_gives_every_pair_once(tmp_path):
 def test_ctrl_c_keeps_finished_lines_and_exits_130(tmp_path):
     m = write_manifest(tmp_path / "m.toml", gen_entry("big", "attention", "attention", n=96, beta=3.0), gen_entry("next"))
     out = tmp_path / "out"
-    args = cli("batch", str(m), "--out", str(out), "--methods", "tsvd,sf", "--iters", "100000", "--device", "cpu")
+    args = cli("batch", str(m), "--out-dir", str(out), "--methods", "tsvd,sf", "--iters", "100000", "--device", "cpu")
     proc = subprocess.Popen(args, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_for_lines(out / "results.jsonl", 1, proc)
     time.sleep(0.5)  # SF is running now
@@ -281,19 +282,19 @@ def test_cli_batch_and_report_in_process(tmp_path):
 
     m = write_manifest(tmp_path / "m.toml", gen_entry("a"), '[[matrix]]\nname = "gone"\ncategory = "network"\nfile = "x.net"\n')
     out = tmp_path / "out"
-    result = CliRunner().invoke(app, ["batch", str(m), "--out", str(out), "--methods", "tsvd", "--quiet"])
+    result = CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(out), "--methods", "tsvd", "--quiet"])
     assert result.exit_code == 0, result.output
     assert "synthetic" in result.output and "unavailable gone/tsvd" in result.output
     assert "2 line(s) written (ok 1, unavailable 1)" in " ".join(result.output.split())
-    bad = CliRunner().invoke(app, ["batch", str(m), "--out", str(out), "--methods", "tsvd", "--protocol", "papr"])
-    assert bad.exit_code == 2 and "protocol 'papr' must be 'default' or 'paper'" in bad.output
+    bad = CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(out), "--methods", "tsvd", "--protocol", "papr"])
+    assert bad.exit_code == 2 and "papr" in bad.output and "default" in bad.output
 
 
 @pytest.mark.parametrize("method", ["sf+lr", "sf-butterfly"])
 def test_non_reference_sf_fits_are_saved_under_their_method(tmp_path, method):
     from dataclasses import replace
 
-    from sfapprox.results import load_factors
+    from sfapprox.factors import load_factors
 
     m = write_manifest(tmp_path / "m.toml", gen_entry("band", bandwidth=2))
     out = tmp_path / "out"

@@ -123,9 +123,9 @@ def test_compare_plot_shows_each_approximation(tmp_path, monkeypatch):
     seen = {}
     real = plotting.plot_approximations
 
-    def spy(X, approximations, path, title=""):
+    def spy(X, approximations, path, title="", **kwargs):
         seen.update(X=X, approximations=approximations, title=title)
-        real(X, approximations, path, title=title)
+        real(X, approximations, path, title=title, **kwargs)
 
     monkeypatch.setattr(plotting, "plot_approximations", spy)
     png = tmp_path / "side.png"
@@ -153,7 +153,7 @@ def test_compare_api_keeps_finished_rows_on_ctrl_c(monkeypatch):
 
     monkeypatch.setattr(comparison, "run_method", interrupt_tsvd)
     X = np.random.default_rng(0).random((12, 12))
-    c = comparison.compare(X, ["sf", "tsvd", "nmf"], options=comparison.RunOptions(sf={"max_iter": 5}))
+    c = comparison.compare(X, ["sf", "tsvd", "nmf"], max_iter=5)
     assert [(r.method, r.status) for r in c.results] == [("sf", "ok"), ("tsvd", "interrupted")]
 
 

@@ -1,16 +1,17 @@
 import numpy as np
 import pytest
 
-from sfapprox import ParameterError, RunOptions, compare
+from sfapprox import FitSettings, ParameterError, compare
+from sfapprox._base import RunContext
 from sfapprox.comparison import available_methods, run_method
 
-CPU = RunOptions(device="cpu", sf={"max_iter": 30})
+CPU = FitSettings(device="cpu", max_iter=30)
 
 
 def test_every_method_within_budget_and_scored_alike():
     X = np.random.default_rng(0).random((20, 20))
     for budget in ("sf", 0.3, 150):
-        c = compare(X, ["sf", "tsvd"], budget=budget, options=CPU)
+        c = compare(X, ["sf", "tsvd"], budget=budget, settings=CPU)
         assert c.results[1].status == "ok"
         for r in c.results:
             assert r.status in ("ok", "not applicable")
@@ -21,7 +22,7 @@ def test_every_method_within_budget_and_scored_alike():
 
 def test_sf_too_small_budget_is_not_applicable():
     X = np.random.default_rng(1).random((40, 40))
-    c = compare(X, ["sf", "tsvd"], budget=500, options=CPU)
+    c = compare(X, ["sf", "tsvd"], budget=500, settings=CPU)
     sf, tsvd = c.results
     assert sf.status == "not applicable" and "too small" in sf.reason and sf.fro_error is None
     assert tsvd.status == "ok" and c.winner() == "tsvd"
@@ -29,7 +30,7 @@ def test_sf_too_small_budget_is_not_applicable():
 
 def test_sf_adapts_to_larger_budget():
     X = np.random.default_rng(2).random((24, 24))
-    c = compare(X, ["sf"], budget=0.9, options=CPU)
+    c = compare(X, ["sf"], budget=0.9, settings=CPU)
     r = c.results[0]
     assert r.status == "ok" and int(0.9 * 24 * 24) * 0.9 <= r.nnz <= int(0.9 * 24 * 24)
 
@@ -38,7 +39,7 @@ def test_unknown_method():
     with pytest.raises(ParameterError, match="unknown method"):
         compare(np.eye(4), ["svd++"])
     with pytest.raises(ParameterError, match="unknown method"):
-        run_method("nope", np.eye(4), 10, CPU)
+        run_method("nope", np.eye(4), 10, RunContext(CPU))
     assert {"sf", "tsvd"} <= set(available_methods())
 
 
@@ -46,44 +47,41 @@ def test_interrupted_sf_stops_the_comparison():
     def interrupt(info):
         raise KeyboardInterrupt
 
-    opts = RunOptions(device="cpu", sf={"max_iter": 50}, callback=interrupt)
     seen = []
-    c = compare(np.random.default_rng(3).random((16, 16)), ["sf", "tsvd"], options=opts, on_result=seen.append)
+    c = compare(np.random.default_rng(3).random((16, 16)), ["sf", "tsvd"], device="cpu", max_iter=50,
+                callback=interrupt, on_result=seen.append)
     assert [r.status for r in c.results] == ["interrupted"] and seen == c.results
     assert c.results[0].fro_error is not None
 
 
 def test_paper_protocol_uses_reference_structure_and_paper_rank():
-    from sfapprox.comparison import paper_tsvd_rank
+    from sfapprox.budget import paper_tsvd_rank
 
     assert [paper_tsvd_rank(n) for n in (24, 36, 80, 306)] == [13, 18, 25, 41]
     X = np.random.default_rng(5).random((24, 24))
-    opts = RunOptions(device="cpu", sf={"max_iter": 5}, protocol="paper")
-    c = compare(X, ["sf", "tsvd"], budget="sf", options=opts)
+    c = compare(X, ["sf", "tsvd"], budget="sf", device="cpu", max_iter=5, protocol="paper")
     assert c.results[1].params["rank"] == 13 and c.results[0].params["n_factors"] == 5
     with pytest.raises(ParameterError, match="protocol"):
-        compare(X, ["tsvd"], options=RunOptions(protocol="fast"))
+        compare(X, ["tsvd"], protocol="fast")
 
 
 def test_each_support_is_a_method_at_the_same_budget():
     X = np.random.default_rng(6).random((32, 32))
-    c = compare(X, ["sf", "sf-symmetric", "sf-butterfly"], options=CPU)
+    c = compare(X, ["sf", "sf-symmetric", "sf-butterfly"], settings=CPU)
     assert [r.status for r in c.results] == ["ok"] * 3
     assert [r.params["support"] for r in c.results] == ["chord", "symmetric", "butterfly"]
     assert all(r.nnz <= c.budget for r in c.results)
     assert c.results[0].nnz == c.budget  # the reference structure is SF's own budget
     assert c.results[2].nnz == 2 * 32 * 5  # the butterfly has one structure: 2 N log2 N
-    odd = compare(X[:30, :30], ["sf-butterfly", "tsvd"], options=CPU)
+    odd = compare(X[:30, :30], ["sf-butterfly", "tsvd"], settings=CPU)
     assert odd.results[0].status == "not applicable" and "power of two" in odd.results[0].reason
-    small = compare(X, ["sf-butterfly", "sf-symmetric"], budget=200, options=CPU)
+    small = compare(X, ["sf-butterfly", "sf-symmetric"], budget=200, settings=CPU)
     assert [r.status for r in small.results] == ["not applicable"] * 2
 
 
 def test_fixed_structure_over_budget_is_not_applicable():
     X = np.random.default_rng(7).random((24, 24))
-    paper = RunOptions(device="cpu", sf={"max_iter": 5}, protocol="paper")
-    r = compare(X, ["sf"], budget=0.5, options=paper).results[0]
+    r = compare(X, ["sf"], budget=0.5, device="cpu", max_iter=5, protocol="paper").results[0]
     assert r.status == "not applicable" and "over the budget 288" in r.reason
-    fixed = RunOptions(device="cpu", sf={"max_iter": 5, "n_factors": 9})
-    r = compare(X, ["sf"], budget=0.5, options=fixed).results[0]
+    r = compare(X, ["sf"], budget=0.5, device="cpu", max_iter=5, structure={"n_factors": 9}).results[0]
     assert r.status == "not applicable" and "9 factors" in r.reason

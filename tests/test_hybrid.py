@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 import torch
 
-from sfapprox import BudgetError, ParameterError, RunOptions, compare, load_factors, save_factors
+from sfapprox import BudgetError, FitSettings, ParameterError, compare, load_factors, save_factors
 from sfapprox.budget import (
     hybrid_count,
     sf_config_for_budget,
@@ -52,8 +52,7 @@ def _by_method(c):
 @pytest.mark.parametrize("budget", ["sf", 1300])
 def test_never_worse_than_sf_and_tsvd_at_equal_budget(budget):
     X = np.random.default_rng(0).random((32, 32)) + np.eye(32)
-    opts = RunOptions(device="cpu", sf=FAST)
-    r = _by_method(compare(X, ["sf", "tsvd", "sf+lr", "sf+s"], budget=budget, options=opts))
+    r = _by_method(compare(X, ["sf", "tsvd", "sf+lr", "sf+s"], budget=budget, settings=FitSettings(device="cpu", **FAST)))
     best_end = min(r["sf"].fro_error, r["tsvd"].fro_error)
     assert r["sf+lr"].fro_error <= best_end * (1 + 1e-3)
     assert r["sf+s"].fro_error <= r["sf"].fro_error * (1 + 1e-3)
@@ -139,7 +138,7 @@ def test_too_small_budget():
     X = np.random.default_rng(2).random((20, 20))
     with pytest.raises(BudgetError, match="too small for sf\\+lr"):
         ChordLowRank(budget=40, device="cpu").fit(X)
-    c = compare(X, ["sf+lr", "sf+s"], budget=40, options=RunOptions(device="cpu", sf=FAST))
+    c = compare(X, ["sf+lr", "sf+s"], budget=40, settings=FitSettings(device="cpu", **FAST))
     lr, s = c.results
     assert lr.status == "not applicable" and "too small" in lr.reason
     assert s.status == "ok" and s.params["split"] == "sparse" and s.nnz <= 40
@@ -242,7 +241,7 @@ def test_interrupt_keeps_the_best_point_and_marks_the_row():
             raise KeyboardInterrupt
 
     X = np.random.default_rng(7).random((16, 16))
-    c = compare(X, ["sf+lr", "tsvd"], budget=300, options=RunOptions(device="cpu", sf=FAST, callback=interrupt))
+    c = compare(X, ["sf+lr", "tsvd"], budget=300, settings=FitSettings(device="cpu", **FAST), callback=interrupt)
     assert [r.status for r in c.results] == ["interrupted"]
     assert c.results[0].fro_error is not None and c.results[0].nnz <= 300
 

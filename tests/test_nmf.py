@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 import torch
 
-from sfapprox import ConvergenceWarning, NotApplicableError, ParameterError
+from sfapprox import BudgetError, ConvergenceWarning, NotApplicableError, ParameterError
 from sfapprox.baselines.nmf import NMF
 from sfapprox.budget import nmf_count, nmf_rank_for_budget
 
@@ -89,6 +89,10 @@ def test_recovers_nonnegative_low_rank():
 @pytest.mark.parametrize("budget", [0, 19, 150, 1000, 5000])
 def test_budget_never_exceeded(n, budget):
     X = np.random.default_rng(n).random((n, n))
+    if nmf_rank_for_budget(n, budget) == 0:  # not even one rank fits: refused, never a zero "fit"
+        with pytest.raises(BudgetError, match="below one rank"):
+            NMF(budget=budget, max_iter=20, device="cpu").fit(X)
+        return
     nmf = NMF(budget=budget, max_iter=20, device="cpu").fit(X)
     assert nmf.n_stored_ <= budget
     assert nmf.rank_ == nmf_rank_for_budget(n, budget)

@@ -9,15 +9,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from sfapprox.datasets.report import (
-    ReportFormat,
-    build_report,
-    latex_escape,
-    render_csv,
-    render_latex,
-    render_markdown,
-    table_cells,
-)
+from sfapprox.datasets.report import build_report, table_cells
+from sfapprox.formats import OutputFormat
 
 
 def rec(matrix, method, status="ok", fro=None, category="network", n=24, **extra):
@@ -43,8 +36,8 @@ RECORDS = [
 
 def test_tables_by_category_with_wins():
     report = build_report(RECORDS)
-    assert [t.category for t in report.tables] == ["network", "attention"]
-    network, attention = report.tables
+    assert [t.category for t in report.tables_by_category] == ["network", "attention"]
+    network, attention = report.tables_by_category
     assert network.wins == {"sf": 1, "tsvd": 1}
     assert [r.winner for r in network.rows] == ["sf", "tsvd", None]
     assert attention.wins == {"sf": 1, "tsvd": 0, "nmf": 0}
@@ -54,61 +47,61 @@ def test_tables_by_category_with_wins():
 
 def test_last_record_of_a_pair_wins():
     report = build_report([rec("a", "sf", status="failed"), rec("a", "sf", fro=1.0), rec("a", "tsvd", fro=2.0)])
-    assert report.tables[0].rows[0].winner == "sf" and len(report.records) == 2
+    assert report.tables_by_category[0].rows[0].winner == "sf" and len(report.records) == 2
 
 
 def test_cells_show_errors_statuses_reference_and_deviation():
-    header, rows = table_cells(build_report(RECORDS).tables[0])
+    header, rows = table_cells(build_report(RECORDS).tables_by_category[0])
     assert header == ["matrix", "N", "sf", "tsvd", "paper tsvd", "paper sf", "Δ sf", "Δ tsvd", "winner"]
     assert rows[0] == ["strike", "24", "1.1", "2.727", "2.73", "1.04", "+5.8%", "-0.1%", "sf"]
     assert rows[2] == ["gone_1", "–", "unavailable", "unavailable", "", "", "", "", ""]
-    header, rows = table_cells(build_report(RECORDS).tables[1])
+    header, rows = table_cells(build_report(RECORDS).tables_by_category[1])
     assert header == ["matrix", "N", "sf", "tsvd", "nmf", "entropy", "β", "winner"]
     assert rows[1][4] == "n/a" and rows[0][5:7] == ["2.82", "2"]
 
 
 def test_markdown():
-    text = render_markdown(build_report(RECORDS))
-    assert "## network" in text and "## attention" in text
-    assert "| strike | 24 | 1.1 | 2.727 | 2.73 | 1.04 | +5.8% | -0.1% | sf |" in text
-    assert "wins: sf 1, tsvd 1" in text and "Total wins: sf 2, tsvd 1, nmf 0" in text
+    text = OutputFormat.MARKDOWN.render(build_report(RECORDS).tables(), {})
+    assert "### network" in text and "### attention" in text
+    assert "| strike | 24 | **1.1** | 2.727 | 2.73 | 1.04 | +5.8% | -0.1% | sf |" in text
+    assert "wins: sf 1, tsvd 1" in text and "total wins: sf 2, tsvd 1, nmf 0" in text
     assert text.endswith("\n")
 
 
 def test_markdown_escapes_pipes():
-    text = render_markdown(build_report([rec("a|b", "sf", fro=1.0)]))
+    text = OutputFormat.MARKDOWN.render(build_report([rec("a|b", "sf", fro=1.0)]).tables(), {})
     assert "| a\\|b |" in text
 
 
-def test_csv_one_row_per_record_full_precision():
-    rows = list(csv.DictReader(io.StringIO(render_csv(build_report(RECORDS)))))
-    assert len(rows) == len(RECORDS)
-    first = rows[0]
-    assert (first["matrix"], first["method"], first["fro_error"], first["stop_reason"], first["iterations"]) == (
-        "strike", "sf", "1.1", "max_iter", "300")
-    assert first["reference"] == "tsvd=2.73;sf=1.04"
-    gone = next(r for r in rows if r["matrix"] == "gone_1")
-    assert gone["fro_error"] == "" and "put it at DATA_DIR/x" in gone["error"]
-    assert next(r for r in rows if r["matrix"] == "neg")["error"] == "negative entries"
+def test_csv_has_every_category_row():
+    rows = list(csv.DictReader(io.StringIO(OutputFormat.CSV.render(build_report(RECORDS).tables(), {}))))
+    assert [r["matrix"] for r in rows] == ["strike", "sawmill", "gone_1", "att", "neg"]
+    assert rows[0]["sf"] == "1.1" and rows[0]["table"].startswith("network")
+
+
+def test_json_keeps_every_record_at_full_precision():
+    data = json.loads(OutputFormat.JSON.render([], build_report(RECORDS).to_dict()))
+    assert len(data["records"]) == len(RECORDS) and data["total_wins"] == {"sf": 2, "tsvd": 1, "nmf": 0}
+    assert data["records"][0]["params"] == {"stop_reason": "max_iter", "iterations": 300}
 
 
 def test_latex_tables_are_escaped_and_balanced():
-    text = render_latex(build_report(RECORDS))
+    text = OutputFormat.LATEX.render(build_report(RECORDS).tables(), {})
     assert text.count("\\begin{tabular}") == text.count("\\end{tabular}") == 2
     assert "gone\\_1 & -- & unavailable" in text
     assert "\\toprule" in text and "+5.8\\%" in text and "$\\Delta$ sf" in text
-    assert latex_escape("a_b & 50% #1 {x} ~^\\") == "a\\_b \\& 50\\% \\#1 \\{x\\} \\textasciitilde{}\\textasciicircum{}\\textbackslash{}"
 
 
-@pytest.mark.parametrize("fmt", list(ReportFormat))
+@pytest.mark.parametrize("fmt", list(OutputFormat))
 def test_every_format_renders(fmt):
-    assert ReportFormat(fmt.value).render(build_report(RECORDS)).strip()
+    report = build_report(RECORDS)
+    assert fmt.render(report.tables(), report.to_dict()).strip()
 
 
 def test_empty_report_renders():
     report = build_report([])
-    assert report.tables == [] and render_markdown(report).startswith("# Batch report")
-    assert render_csv(report).startswith("matrix,category,method")
+    assert report.tables() == [] and report.to_dict()["records"] == []
+    assert OutputFormat.CSV.render(report.tables(), {}) == ""
 
 
 def test_report_command_prints_and_exports(tmp_path):
@@ -121,14 +114,14 @@ def test_report_command_prints_and_exports(tmp_path):
     result = CliRunner().invoke(app, ["report", str(out), "--markdown", str(md), "--csv", str(cs), "--latex", str(tex)])
     assert result.exit_code == 0, result.output
     assert "network" in result.output and "wins: sf 1, tsvd 1" in result.output
-    assert "incomplete last line ignored" in " ".join(result.output.split())
-    assert md.read_text().startswith("# Batch report") and cs.read_text().count("\n") == len(RECORDS) + 1
-    assert "\\begin{table}" in tex.read_text()
+    assert "bytes of an incomplete last line" in " ".join(result.output.split())
+    assert md.read_text().startswith("### network") and cs.read_text().count("\n") == 5 + 1
+    assert "\\begin{tabular}" in tex.read_text()
     again = CliRunner().invoke(app, ["report", str(out), "--csv", str(cs)])
     assert again.exit_code == 2 and "already exists; use --force" in again.output
     assert CliRunner().invoke(app, ["report", str(out), "--csv", str(cs), "--force"]).exit_code == 0
     missing = CliRunner().invoke(app, ["report", str(tmp_path / "nothing")])
-    assert missing.exit_code == 2 and "no results.jsonl; run 'sfapprox batch MANIFEST --out" in missing.output
+    assert missing.exit_code == 2 and "no results.jsonl; run 'sfapprox batch MANIFEST --out-dir" in missing.output
 
 
 def test_datasets_commands(tmp_path):

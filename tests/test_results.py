@@ -1,56 +1,6 @@
-import json
-import os
+"""Result records: JSON shape, winner, tables."""
 
-import h5py
-import numpy as np
-import pytest
-
-from sfapprox import ChordSF, InputError, SfapproxError, load_factors, save_factors
-from sfapprox.results import Comparison, MethodResult, write_json
-
-
-def test_h5_round_trip_and_matvec(tmp_path):
-    X = np.random.default_rng(0).random((24, 24))
-    sf = ChordSF(max_iter=30, device="cpu").fit(X)
-    path = tmp_path / "f.h5"
-    save_factors(path, sf.operator_, loss_history=sf.loss_curve_, fit={"fro_error": sf.fro_error_},
-                 settings={"max_iter": 30}, source={"name": "x", "sha256": "abc"})
-    saved = load_factors(path)
-    assert np.array_equal(saved.operator.values, sf.factors_)
-    assert np.array_equal(saved.operator.offsets, sf.offsets_)
-    assert np.allclose(saved.loss_history, sf.loss_curve_)
-    assert saved.fit["fro_error"] == pytest.approx(sf.fro_error_)
-    assert saved.source == {"name": "x", "sha256": "abc"}
-    assert "torch" in saved.versions and saved.n == 24 and saved.n_stored == sf.n_stored_
-    x = np.random.default_rng(1).random(24)
-    D = sf.to_dense()
-    assert np.allclose(saved.matvec(x), D @ x) and np.allclose(saved.rmatvec(x), D.T @ x)
-    assert np.allclose(saved.to_dense(), D)
-    assert np.allclose(saved.aslinearoperator() @ x, D @ x)
-    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
-
-
-def test_load_factors_rejects_other_files(tmp_path):
-    with pytest.raises(InputError, match="no such file"):
-        load_factors(tmp_path / "none.h5")
-    other = tmp_path / "other.h5"
-    with h5py.File(other, "w") as f:
-        f["x"] = 1
-    with pytest.raises(InputError, match="not an sfapprox factors file"):
-        load_factors(other)
-    garbage = tmp_path / "garbage.h5"
-    garbage.write_bytes(b"not hdf5 at all")
-    with pytest.raises(InputError, match="garbage.h5"):
-        load_factors(garbage)
-
-
-def test_atomic_json_and_no_overwrite(tmp_path):
-    path = tmp_path / "r.json"
-    write_json(path, {"a": float("nan"), "b": np.float64(2.5), "c": np.arange(2)})
-    assert json.loads(path.read_text()) == {"a": None, "b": 2.5, "c": [0, 1]}
-    with pytest.raises(SfapproxError, match="already exists"):
-        write_json(path, {}, force=False)
-    assert json.loads(path.read_text())["b"] == 2.5
+from sfapprox.results import Comparison, MethodResult
 
 
 def test_comparison_shape_and_winner():
@@ -65,17 +15,11 @@ def test_comparison_shape_and_winner():
     assert d["results"][2]["fro_error"] is None
 
 
-def test_files_without_a_support_attribute_load_as_chord(tmp_path):
-    # Files written before the butterfly support existed have no "support": offset-based.
-    from sfapprox import ChordOperator
-
-    op = ChordOperator(np.random.default_rng(0).random((3, 8, 4)))
-    path = tmp_path / "old.h5"
-    save_factors(path, op)
-    with h5py.File(path, "a") as f:
-        assert f.attrs["support"] == "chord" and f.attrs["format_version"] == 1
-        del f.attrs["support"]
-    saved = load_factors(path)
-    assert saved.operator.support == "chord"
-    assert np.array_equal(saved.operator.offsets, [0, 1, 2, 4])
-    assert np.allclose(saved.to_dense(), op.to_dense())
+def test_comparison_table_marks_the_winner():
+    c = Comparison({"name": "m", "n": 4}, 10, "sf", [
+        MethodResult("sf", "ok", 10, 1.0, 0.1, 0.5, {"n_factors": 2, "stop_reason": "ftol"}),
+        MethodResult("tsvd", "ok", 9, 2.0, 0.2, 0.1, {"rank": 1}),
+    ])
+    (table,) = c.tables()
+    assert table.rows[0]["method"] == "sf ★" and table.best[0] and not table.best[1]
+    assert table.rows[0]["details"] == "M=2 stop=ftol" and table.rows[1]["seconds"] == "0.10"

@@ -4,15 +4,15 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from sfapprox import ParameterError, RunOptions
+from sfapprox import ParameterError
 from sfapprox.cli import app
 from sfapprox.sweep import parse_budget_list, sweep
 
 
 def test_every_method_at_every_budget():
     X = np.random.default_rng(0).random((24, 24))
-    s = sweep(X, ["0.5", "sf", 100], ["sf", "tsvd"], options=RunOptions(device="cpu", sf={"max_iter": 10}))
-    assert [p.budget for p in s.points] == [288, 720, 100]
+    s = sweep(X, ["0.5", "sf", 100], ["sf", "tsvd"], device="cpu", max_iter=10)
+    assert [p.budget for p in s.points] == [100, 288, 720]  # by increasing budget
     for point in s.points:
         assert [r.method for r in point.results] == ["sf", "tsvd"]
         assert all(r.nnz is None or r.nnz <= point.budget for r in point.results)

@@ -21,9 +21,10 @@ import time
 import warnings
 
 import numpy as np
-from scipy.sparse.linalg import LinearOperator
 
-from .._params import Interval, Options, check_params
+from .._base import Approximation, MethodSpec, RunContext, register
+from .._params import Interval, Options
+from .._settings import DEFAULT_TIME_LIMIT
 from ..budget import nmf_count, nmf_rank_for_budget
 from ._torch import as_tensor, few_threads
 
@@ -49,8 +50,8 @@ DELTA = 0.1
 #: the uncapped flop rule (which allowed ten).
 MAX_SWEEPS = 3
 
-#: Starts tried by ``init="best"``.
-BEST_INITS = ("nndsvd", "nndsvda", "nndsvdar", "random")
+#: Starts tried by ``init="best"`` and ``init="auto"`` (the first is the usual one).
+BEST_INITS = ("nndsvda", "nndsvd", "nndsvdar", "random")
 
 
 # --------------------------------------------------------------------------- starts
@@ -167,13 +168,14 @@ def _squared_error(norm_x2: float, H, XtW, WtW) -> float:
     return max(value, 0.0)
 
 
-def _fit_hals(X, Xt, W, H, *, max_iter: int, tol: float, norm_x2: float) -> tuple:
+def _fit_hals(X, Xt, W, H, *, max_iter: int, tol: float, norm_x2: float, deadline: float | None = None) -> tuple:
     """Accelerated HALS from ``(W, H)``; ``X`` and ``Xt = X^T`` are dense or sparse-CSR tensors.
 
     Stops when the Frobenius error fell by a relative ``tol`` or less since
     the previous check (checks every ``CHECK_EVERY`` iterations), when it is
-    below what the small-product formula resolves (``sqrt(eps) ||X||``), or
-    after ``max_iter`` outer iterations.  Returns ``W, H, n_iter, converged``.
+    below what the small-product formula resolves (``sqrt(eps) ||X||``),
+    after ``max_iter`` outer iterations, or at a check after ``deadline``
+    (a ``time.perf_counter()`` value).  Returns ``W, H, n_iter, stop_reason``.
     """
     import torch
 
@@ -190,9 +192,11 @@ def _fit_hals(X, Xt, W, H, *, max_iter: int, tol: float, norm_x2: float) -> tupl
         if it % CHECK_EVERY == 0 or it == max_iter:
             err = math.sqrt(_squared_error(norm_x2, Ht.T, XtW, WtW))
             if last - err <= tol * last or err <= floor:
-                return W, Ht.T, it, True
+                return W, Ht.T, it, "converged"
             last = err
-    return W, Ht.T, max_iter, False
+            if deadline is not None and time.perf_counter() >= deadline:
+                return W, Ht.T, it, "time_limit"
+    return W, Ht.T, max_iter, "max_iter"
 
 
 def _fit_from(X, Xt, start, device, dtype, **options) -> tuple:
@@ -210,31 +214,48 @@ def _error_of(X, W: np.ndarray, H: np.ndarray) -> float:
     return float(np.linalg.norm(dense - W @ H))
 
 
-def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, **options) -> tuple:
-    """HALS from each start in ``inits``; the smallest error wins.
+def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, time_limit: float | None,
+             all_starts: bool, **options) -> tuple:
+    """HALS from the starts in ``inits``; the smallest error wins.
 
-    ``X`` is the validated float64 ndarray or CSR array.  Returns
-    ``W, H, n_iter, converged, errors`` (``errors``: per start, None for one start).
+    ``X`` is the validated float64 ndarray or CSR array.  It is fitted as
+    ``X / c`` with ``c = ||X||_F / sqrt(N)`` (and ``W``, ``H`` scaled back by
+    ``sqrt(c)`` each): the floor ``EPS`` of the factor entries and the
+    tolerances then mean the same for every positive multiple of ``X``.
+    The first start gets the whole ``time_limit``; the others run only in
+    the time it leaves, unless ``all_starts`` (``init="best"``).  Returns
+    ``W, H, n_iter, stop_reason, errors`` (``errors``: per start tried, None for one start).
     """
     n = X.shape[0]
-    norm_x2 = float(np.sum((X.data if hasattr(X, "toarray") else X) ** 2))
-    if rank == 0 or norm_x2 == 0.0:
+    values = X.data if hasattr(X, "toarray") else X
+    norm = float(np.linalg.norm(values))
+    if rank == 0 or norm == 0.0:
         # Nothing to fit: the zero matrix is the exact (or only) answer.
-        return np.zeros((n, rank)), np.zeros((rank, n)), 0, True, None
+        return np.zeros((n, rank)), np.zeros((rank, n)), 0, "exact", None
+    scale = norm / math.sqrt(n)
+    X = X / scale
+    norm_x2 = float(n)  # ||X / scale||_F^2
     Xd = as_tensor(X, device, dtype)
     Xt = as_tensor(X.T.tocsr(), device, dtype) if hasattr(X, "toarray") else Xd.T
+    begin = time.perf_counter()
+    deadline = None if time_limit is None else begin + time_limit
     best, errors = None, {}
-    for init in inits:
+    for i, init in enumerate(inits):
+        if i and not all_starts and deadline is not None and time.perf_counter() >= deadline:
+            break  # the later starts are extras: only in the time the first one left
         start = _initialize(X, rank, init, seed)
-        W, H, n_iter, converged = _fit_from(Xd, Xt, start, device, dtype, norm_x2=norm_x2, **options)
+        W, H, n_iter, reason = _fit_from(Xd, Xt, start, device, dtype, norm_x2=norm_x2, deadline=deadline, **options)
         W, H = W.double().cpu().numpy(), H.double().cpu().numpy()
         errors[init] = _error_of(X, W, H) if len(inits) > 1 else 0.0
         if best is None or errors[init] < best[-1]:
-            best = (W, H, n_iter, converged, errors[init])
-    return (*best[:4], errors if len(inits) > 1 else None)
+            best = (W, H, n_iter, reason, errors[init])
+    W, H, n_iter, reason, _ = best
+    root = math.sqrt(scale)
+    errors = {k: v * scale for k, v in errors.items()} if len(inits) > 1 else None
+    return W * root, H * root, n_iter, reason, errors
 
 
-class NMF:
+class NMF(Approximation):
     """Non-negative matrix factorization ``X ≈ W H`` with ``W, H >= 0``, rank ``r``.
 
     Parameters
@@ -244,19 +265,23 @@ class NMF:
         (:func:`~sfapprox.budget.nmf_rank_for_budget`).
     budget : int or None, default=None
         Stored-number budget (used when ``rank`` is None); NMF stores ``2 N r``.
-    init : {"nndsvda", "nndsvd", "nndsvdar", "random", "best"}, default="nndsvda"
-        Start.  ``"best"`` runs every start in ``BEST_INITS`` to convergence and
-        keeps the one with the smallest error (NMF has local minima; four
-        times the work).
+    init : {"auto", "nndsvda", "nndsvd", "nndsvdar", "random", "best"}, default="auto"
+        Start.  NMF has local minima, and which start wins depends on the
+        matrix (Sawmill at rank 21: NNDSVDa 3.33, NNDSVD 3.23).  ``"auto"``
+        runs NNDSVDa, then the other starts of ``BEST_INITS`` in the time
+        ``time_limit`` leaves (all of them when it is None), and keeps the
+        smallest error; ``"best"`` runs every start whatever the time limit.
     solver : {"hals"}, default="hals"
         Accelerated hierarchical alternating least squares.
     max_iter : int, default=1000
-        Maximum outer iterations (one W and one H update each).
+        Maximum outer iterations (one W and one H update each) of each start.
     tol : float, default=1e-7
         Stop when the Frobenius error fell by a relative ``tol`` or less over
         the last ``CHECK_EVERY`` iterations.  From the same start this ends
         within about 1e-7 (relative) of scikit-learn's fully converged
         coordinate descent; large matrices may need ``max_iter`` raised.
+    time_limit : float or None, default=DEFAULT_TIME_LIMIT
+        Wall-clock limit of the whole fit (every start), in seconds; None for none.
     random_state : int, default=0
         Seed of the random starts and of the randomized SVD (large ``N``).
     device : {"auto", "cpu", "cuda"}, default="auto"
@@ -265,6 +290,8 @@ class NMF:
 
     Attributes
     ----------
+    operator_ : HybridOperator
+        ``W H`` as a LinearOperator, ``O(N r)`` per matvec.
     W_ : ndarray of shape (N, r)
     H_ : ndarray of shape (r, N)
     rank_ : int
@@ -273,9 +300,13 @@ class NMF:
     n_iter_ : int
         Outer iterations of the kept run.
     seconds_ : float
+    stop_reason_ : str
+        The kept run's: ``"converged"``, ``"max_iter"``, ``"time_limit"`` or
+        ``"exact"`` (rank 0 or the zero matrix).
     params_ : dict
-        ``rank``, ``init``, ``solver``, ``iterations``, ``converged``,
-        ``tol``, ``device``, ``dtype`` (and ``errors`` per start for ``init="best"``).
+        ``rank``, ``init`` (the start kept), ``solver``, ``iterations``,
+        ``converged``, ``tol``, ``device``, ``dtype`` (and ``errors`` per start
+        tried, when several were).
 
     Raises
     ------
@@ -295,10 +326,11 @@ class NMF:
     _parameter_constraints = {
         "rank": Interval(int, 0, None, allow_none=True),
         "budget": Interval(int, 0, None, allow_none=True),
-        "init": Options(("nndsvda", "nndsvd", "nndsvdar", "random", "best")),
+        "init": Options(("auto", "nndsvda", "nndsvd", "nndsvdar", "random", "best")),
         "solver": Options(("hals",)),
         "max_iter": Interval(int, 1, None),
         "tol": Interval(float, 0, None),
+        "time_limit": Interval(float, 0, None, allow_none=True),
         "random_state": Interval(int, 0, None),
         "device": str,
         "dtype": (Options(("float64", "float32", "auto")), None),
@@ -309,10 +341,11 @@ class NMF:
         rank: int | None = None,
         *,
         budget: int | None = None,
-        init: str = "nndsvda",
+        init: str = "auto",
         solver: str = "hals",
         max_iter: int = 1000,
         tol: float = 1e-7,
+        time_limit: float | None = DEFAULT_TIME_LIMIT,
         random_state: int = 0,
         device: str = "auto",
         dtype: str | None = None,
@@ -323,18 +356,21 @@ class NMF:
         self.solver = solver
         self.max_iter = max_iter
         self.tol = tol
+        self.time_limit = time_limit
         self.random_state = random_state
         self.device = device
         self.dtype = dtype
 
-    def fit(self, X) -> "NMF":
-        """Fit ``W`` and ``H`` to the non-negative square matrix ``X`` (dense or sparse)."""
-        from .._device import resolve_device, resolve_dtype
-        from .._errors import ConvergenceWarning, NotApplicableError, ParameterError
-        from .._validation import check_square_matrix
+    def fit(self, X, *, check_input: bool = True) -> "NMF":
+        """Fit ``W`` and ``H`` to the non-negative square matrix ``X`` (dense or sparse).
 
-        check_params(self, self._parameter_constraints)
-        X = check_square_matrix(X, source="X")
+        ``check_input=False`` skips validating ``X`` (the caller did).
+        """
+        from .._device import resolve_device, resolve_dtype
+        from .._errors import BudgetError, ConvergenceWarning, NotApplicableError, ParameterError
+        from ..linop import HybridOperator
+
+        X = self._validate(X, check_input)
         n = X.shape[0]
         if self.rank is None and self.budget is None:
             raise ParameterError("NMF needs a rank or a budget")
@@ -344,19 +380,25 @@ class NMF:
                 f"matrix has negative entries (min {low:.3g}); NMF needs a non-negative matrix"
             )
         rank = nmf_rank_for_budget(n, self.budget) if self.rank is None else min(self.rank, n)
+        if self.rank is None and rank == 0:
+            raise BudgetError(f"budget {self.budget} is below one rank of a {n} x {n} NMF "
+                              f"({nmf_count(n, 1)} numbers)")
         device = resolve_device(self.device)
         dtype = resolve_dtype(self.dtype, device)
         start = time.perf_counter()
-        inits = BEST_INITS if self.init == "best" else (self.init,)
+        inits = BEST_INITS if self.init in ("auto", "best") else (self.init,)
         with few_threads(n, device):
-            W, H, n_iter, converged, errors = _fit_nmf(
-                X, rank, inits, self.random_state, device, dtype, max_iter=self.max_iter, tol=self.tol
+            W, H, n_iter, reason, errors = _fit_nmf(
+                X, rank, inits, self.random_state, device, dtype, time_limit=self.time_limit,
+                all_starts=self.init == "best", max_iter=self.max_iter, tol=self.tol,
             )
         self.seconds_ = time.perf_counter() - start
-        if not converged:
+        if reason in ("max_iter", "time_limit"):
+            limit = f"max_iter={self.max_iter} iterations" if reason == "max_iter" else (
+                f"time_limit={self.time_limit:g} s ({n_iter} iterations)")
             warnings.warn(
-                f"NMF stopped after max_iter={self.max_iter} iterations before the error "
-                f"settled to tol={self.tol:g}; increase max_iter (or tol)",
+                f"NMF stopped after {limit} before the error settled to tol={self.tol:g}; "
+                f"increase {reason} for a closer fit",
                 ConvergenceWarning,
                 stacklevel=2,
             )
@@ -364,32 +406,41 @@ class NMF:
         self.rank_ = rank
         self.n_stored_ = nmf_count(n, rank)
         self.n_iter_ = n_iter
+        self.stop_reason_ = reason
+        kept = min(errors, key=errors.get) if errors else inits[0]
         self.params_ = {
             "rank": rank,
-            "init": self.init,
+            "init": kept,
             "solver": self.solver,
             "iterations": n_iter,
-            "converged": converged,
+            "converged": reason in ("converged", "exact"),
             "tol": self.tol,
             "device": str(device),
             "dtype": str(dtype).replace("torch.", ""),
         }
         if errors is not None:
             self.params_["errors"] = errors
+        self.operator_ = HybridOperator(n, low_rank=(W, None, H))
         return self
 
     def to_dense(self) -> np.ndarray:
         """The approximation ``W H`` as a dense array."""
         return self.W_ @ self.H_
 
-    def to_operator(self) -> LinearOperator:
-        """The approximation as a LinearOperator, ``O(N r)`` per matvec."""
-        W, H = self.W_, self.H_
-        n = W.shape[0]
-        return LinearOperator(
-            (n, n),
-            matvec=lambda x: W @ (H @ x),
-            rmatvec=lambda x: H.T @ (W.T @ x),
-            matmat=lambda B: W @ (H @ B),
-            dtype=np.float64,
-        )
+
+# --------------------------------------------------------------------------- registration
+def _make(n: int, budget: int, context: RunContext) -> NMF:
+    # NMF's iterations are outer HALS sweeps, not L-BFGS steps: --iters is SF's, not NMF's.
+    return NMF(**context.settings.apply_to(NMF, exclude=("max_iter",), budget=budget))
+
+
+register(
+    MethodSpec(
+        name="nmf",
+        summary="non-negative matrix factorization (HALS; non-negative input only)",
+        stores="2·N·r",
+        make=_make,
+        min_budget=lambda n, context: nmf_count(n, 1),
+        order=40,
+    )
+)

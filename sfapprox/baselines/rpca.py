@@ -40,9 +40,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import LinearOperator
 
-from .._params import Interval, Options, check_params
+from .._base import Approximation, MethodSpec, RunContext, register
+from .._params import Interval, Options
+from .._settings import DEFAULT_TIME_LIMIT
 from ..budget import (
     rpca_count,
     rpca_rank_for_budget,
@@ -114,23 +115,24 @@ def _use_exact_svd(n: int, rank: int) -> bool:
 
 
 # --------------------------------------------------------------------------- GoDec
-def _godec(X, rank: int, n_sparse: int, U, sig, Vt, *, max_iter: int, tol: float) -> tuple:
+def _godec(X, rank: int, n_sparse: int, U, sig, Vt, *, max_iter: int, tol: float, deadline: float | None = None) -> tuple:
     """GoDec at fixed ``rank`` (>= 1) and ``n_sparse`` from the start ``L = U diag(sig) Vt``.
 
     ``X`` is a dense tensor.  Each iteration is an S-step (the ``n_sparse``
     largest ``|X - L|`` entries) then an L-step (rank-``r`` projection of
     ``X - S``).  Stops when the objective ``||X - L - S||_F`` changed by a
-    relative ``tol`` or less, when it is at round-off level, or after
-    ``max_iter`` L-steps.  Returns the ``L`` of the best iterate (the
+    relative ``tol`` or less, when it is at round-off level, after
+    ``max_iter`` L-steps, or once ``deadline`` (a ``time.perf_counter()``
+    value) has passed.  Returns the ``L`` of the best iterate (the
     objective is monotone; keeping the best guards round-off) as
-    ``U, sig, Vt, n_iter, converged``; its best ``S`` is recomputed by the caller.
+    ``U, sig, Vt, n_iter, stop_reason``; its best ``S`` is recomputed by the caller.
     """
     import torch
 
     floor = 10 * torch.finfo(X.dtype).eps * float(torch.linalg.vector_norm(X))
     exact = _use_exact_svd(X.shape[0], rank)
     Q = U
-    best, best_err, last, converged = (U, sig, Vt), math.inf, math.inf, False
+    best, best_err, last, reason = (U, sig, Vt), math.inf, math.inf, "max_iter"
     for it in range(max_iter + 1):
         R = X - (U * sig) @ Vt
         idx, vals = _top_entries(R, n_sparse)
@@ -139,10 +141,13 @@ def _godec(X, rank: int, n_sparse: int, U, sig, Vt, *, max_iter: int, tol: float
             best, best_err = (U, sig, Vt), err
         if n_sparse == 0 or err <= floor or (it > 0 and last - err <= tol * last):
             # (Without a sparse part the start, the best rank-r of X, is final.)
-            converged = True
+            reason = "converged"
             break
         last = err
         if it == max_iter:
+            break
+        if deadline is not None and time.perf_counter() >= deadline:
+            reason = "time_limit"
             break
         A = X.clone()
         A.view(-1)[idx] -= vals
@@ -150,7 +155,7 @@ def _godec(X, rank: int, n_sparse: int, U, sig, Vt, *, max_iter: int, tol: float
             U, sig, Vt = _exact_lowrank(A, rank)
         else:
             U, sig, Vt, Q = _subspace_lowrank(A, rank, U, Q)
-    return (*best, it, converged)
+    return (*best, it, reason)
 
 
 # --------------------------------------------------------------------------- PCP
@@ -161,12 +166,13 @@ def _shrink(T, threshold: float):
     return torch.sign(T) * torch.clamp(T.abs() - threshold, min=0.0)
 
 
-def _pcp_ialm(D, *, lam: float, tol: float, max_iter: int) -> tuple:
+def _pcp_ialm(D, *, lam: float, tol: float, max_iter: int, deadline: float | None = None) -> tuple:
     """Principal Component Pursuit by inexact ALM (Lin, Chen & Ma 2010, Algorithm 5).
 
     Returns ``U, sigma, Vt`` of the low-rank part (singular values after
     shrinkage, descending), the sparse part ``E`` (dense tensor), the
-    iterations and whether ``||D - A - E||_F / ||D||_F < tol`` was reached.
+    iterations and whether ``||D - A - E||_F / ||D||_F < tol`` was reached
+    (it stops unconverged after ``max_iter`` iterations or past ``deadline``).
     """
     import torch
 
@@ -190,6 +196,8 @@ def _pcp_ialm(D, *, lam: float, tol: float, max_iter: int) -> tuple:
         mu = min(mu * PCP_MU_GROWTH, mu_bar)
         if float(torch.linalg.vector_norm(Z)) < tol * norm_fro:
             converged = True
+            break
+        if deadline is not None and time.perf_counter() >= deadline:
             break
     return U, sig, Vt, E, it, converged
 
@@ -295,7 +303,7 @@ class _Candidate:
     idx: np.ndarray
     vals: np.ndarray
     n_iter: int = 0
-    converged: bool = True
+    stop_reason: str = "exact"
 
     def record(self) -> dict:
         """The grid entry of ``params_``."""
@@ -307,12 +315,13 @@ class _Candidate:
         }
 
 
-def _scored(dense: np.ndarray, U, sig, Vt, n_sparse: int, n_iter: int = 0, converged: bool = True) -> _Candidate:
+def _scored(dense: np.ndarray, U, sig, Vt, n_sparse: int, n_iter: int = 0, stop_reason: str = "exact") -> _Candidate:
     error, idx, vals = _score(dense, U, sig, Vt, n_sparse)
-    return _Candidate(error, U, sig, Vt, idx, vals, n_iter, converged)
+    return _Candidate(error, U, sig, Vt, idx, vals, n_iter, stop_reason)
 
 
-def _fit_split(dense: np.ndarray, Xt, rank: int, n_sparse: int, start, *, max_iter: int, tol: float) -> _Candidate:
+def _fit_split(dense: np.ndarray, Xt, rank: int, n_sparse: int, start, *, max_iter: int, tol: float,
+               deadline: float | None = None) -> _Candidate:
     """GoDec at one split from the float64 start ``(U, sigma, Vt)`` (at least ``rank`` wide).
 
     The start itself (TSVD's ``L`` with its best ``S`` for the largest rank)
@@ -327,24 +336,36 @@ def _fit_split(dense: np.ndarray, Xt, rank: int, n_sparse: int, start, *, max_it
         # r = 0: S = the s largest entries of X; s = 0: L = the start. Both exact.
         return first
     U, sig, Vt = (torch.as_tensor(np.ascontiguousarray(a), dtype=Xt.dtype, device=Xt.device) for a in (U0, s0, Vt0))
-    U, sig, Vt, n_iter, converged = _godec(Xt, rank, n_sparse, U, sig, Vt, max_iter=max_iter, tol=tol)
-    fitted = _scored(dense, *_to_numpy(U, sig, Vt), n_sparse, n_iter, converged)
+    U, sig, Vt, n_iter, reason = _godec(Xt, rank, n_sparse, U, sig, Vt, max_iter=max_iter, tol=tol, deadline=deadline)
+    fitted = _scored(dense, *_to_numpy(U, sig, Vt), n_sparse, n_iter, reason)
     if first.error < fitted.error:
-        first.n_iter, first.converged = n_iter, converged
+        first.n_iter, first.stop_reason = n_iter, reason
         return first
     return fitted
 
 
-def _fit_grid(dense: np.ndarray, Xt, splits, *, seed: int, **options) -> tuple[_Candidate, list[dict]]:
-    """GoDec at every split from one shared start SVD; the smallest error wins."""
+def _fit_grid(dense: np.ndarray, Xt, splits, *, seed: int, deadline: float | None = None,
+              **options) -> tuple[_Candidate, list[dict]]:
+    """GoDec at every split from one shared start SVD; the smallest error wins.
+
+    The splits with an exact answer (rank 0: the largest entries; no sparse
+    part: TSVD) run first and always; the GoDec splits share what is left
+    before ``deadline``, and those it leaves no time for are skipped (their
+    grid records say so).
+    """
     start = _start_svd(dense, max(rank for rank, _ in splits), seed)
-    best, grid = None, []
-    for rank, n_sparse in splits:
-        cand = _fit_split(dense, Xt, rank, n_sparse, start, **options)
-        grid.append(cand.record())
+    exact = [split for split in splits if split[0] == 0 or split[1] == 0]
+    best, records = None, {}
+    for rank, n_sparse in exact + [split for split in splits if split not in exact]:
+        if best is not None and deadline is not None and time.perf_counter() >= deadline:
+            records[rank, n_sparse] = {"rank": rank, "n_sparse": n_sparse, "fro_error": None, "iterations": 0,
+                                       "skipped": "time_limit"}
+            continue
+        cand = _fit_split(dense, Xt, rank, n_sparse, start, deadline=deadline, **options)
+        records[rank, n_sparse] = cand.record()
         if best is None or cand.error < best.error:
             best = cand
-    return best, grid
+    return best, [records[split] for split in splits]  # reported in the grid's order
 
 
 def _cut_error(X: np.ndarray, U, sig, Vt, E: np.ndarray, kept: int) -> float:
@@ -357,7 +378,8 @@ def _cut_error(X: np.ndarray, U, sig, Vt, E: np.ndarray, kept: int) -> float:
     return float(np.linalg.norm(R))
 
 
-def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int, tol: float) -> tuple:
+def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int, tol: float,
+             deadline: float | None = None) -> tuple:
     """PCP, cut to the best split of its solution, refitted with GoDec.
 
     ``split_for(max_rank)`` gives the ``(rank, n_sparse)`` splits allowed with
@@ -369,7 +391,8 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
     n = dense.shape[0]
     # Float32 cannot reach a residual of 1e-7 relative: stop at its round-off instead.
     ptol = max(pcp_tol, 10 * torch.finfo(Xt.dtype).eps)
-    U, sig, Vt, E, pcp_iter, pcp_converged = _pcp_ialm(Xt, lam=1.0 / math.sqrt(n), tol=ptol, max_iter=max_iter)
+    U, sig, Vt, E, pcp_iter, pcp_converged = _pcp_ialm(Xt, lam=1.0 / math.sqrt(n), tol=ptol, max_iter=max_iter,
+                                                        deadline=deadline)
     natural_rank, natural_nnz = int(sig.numel()), int(torch.count_nonzero(E))
     U, sig, Vt, E = _to_numpy(U, sig, Vt, E)
     cuts = []
@@ -377,7 +400,7 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
         kept = min(n_sparse, natural_nnz)
         cuts.append((_cut_error(dense, U[:, :rank], sig[:rank], Vt[:rank], E, kept), rank, n_sparse, kept))
     cut_error, rank, n_sparse, kept = min(cuts, key=lambda c: c[0])
-    best = _fit_split(dense, Xt, rank, n_sparse, (U, sig, Vt), max_iter=max_iter, tol=tol)
+    best = _fit_split(dense, Xt, rank, n_sparse, (U, sig, Vt), max_iter=max_iter, tol=tol, deadline=deadline)
     extra = {
         "natural_rank": natural_rank,
         "natural_nnz": natural_nnz,
@@ -389,7 +412,7 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
     return best, [best.record()], extra
 
 
-class RobustPCA:
+class RobustPCA(Approximation):
     """Low rank plus sparse: ``X ≈ U diag(sigma) V^T + S`` at a budget of stored numbers.
 
     Parameters
@@ -410,6 +433,10 @@ class RobustPCA:
         cut to the budget and refitted with GoDec.
     max_iter : int, default=200
         Maximum iterations of each GoDec run, and of PCP's ALM.
+    time_limit : float or None, default=DEFAULT_TIME_LIMIT
+        Wall-clock limit of the whole fit (every grid point, PCP and its
+        refit), in seconds; None for none.  The grid points with an exact
+        answer (rank 0, or no sparse part) always run.
     tol : float, default=1e-6
         GoDec stops when ``||X - L - S||_F`` changes by a relative ``tol`` or less.
     pcp_tol : float, default=1e-7
@@ -422,9 +449,14 @@ class RobustPCA:
     device : {"auto", "cpu", "cuda"}, default="auto"
     dtype : {"float64", "float32"} or None, default=None
         None: float64 on CPU, float32 on GPU.
+    max_memory : int or None, default=None
+        Bytes the dense work arrays may take; refused before any work above it
+        (None: a share of the physical memory).
 
     Attributes
     ----------
+    operator_ : HybridOperator
+        ``L + S`` as a LinearOperator, ``O(N r + s)`` per matvec.
     L_ : tuple of ndarray
         ``(U, sigma, Vt)`` with shapes ``(N, r)``, ``(r,)``, ``(r, N)``.
     S_ : scipy.sparse.csr_array
@@ -435,6 +467,8 @@ class RobustPCA:
     index_storage_ : int
         Positions ``S`` needs (``n_sparse_``), reported whatever ``count_indices`` is.
     seconds_ : float
+    stop_reason_ : str
+        The chosen split's: ``"exact"``, ``"converged"``, ``"max_iter"`` or ``"time_limit"``.
     params_ : dict
         ``rank``, ``n_sparse``, ``count_indices``, ``index_storage``, ``method``,
         ``iterations``, ``converged``, ``svd``, ``grid`` (one record per split
@@ -463,10 +497,12 @@ class RobustPCA:
         "max_iter": Interval(int, 1, None),
         "tol": Interval(float, 0, None),
         "pcp_tol": Interval(float, 0, None),
+        "time_limit": Interval(float, 0, None, allow_none=True),
         "rank_grid": (None, list, tuple),
         "random_state": Interval(int, 0, None),
         "device": str,
         "dtype": (Options(("float64", "float32", "auto")), None),
+        "max_memory": Interval(int, 1, None, allow_none=True),
     }
 
     def __init__(
@@ -480,10 +516,12 @@ class RobustPCA:
         max_iter: int = 200,
         tol: float = 1e-6,
         pcp_tol: float = 1e-7,
+        time_limit: float | None = DEFAULT_TIME_LIMIT,
         rank_grid: list[int] | tuple[int, ...] | None = None,
         random_state: int = 0,
         device: str = "auto",
         dtype: str | None = None,
+        max_memory: int | None = None,
     ):
         self.rank = rank
         self.n_sparse = n_sparse
@@ -493,33 +531,39 @@ class RobustPCA:
         self.max_iter = max_iter
         self.tol = tol
         self.pcp_tol = pcp_tol
+        self.time_limit = time_limit
         self.rank_grid = rank_grid
         self.random_state = random_state
         self.device = device
         self.dtype = dtype
+        self.max_memory = max_memory
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X) -> "RobustPCA":
-        """Fit ``L + S`` to the square matrix ``X`` (dense or sparse; worked on densely)."""
+    def fit(self, X, *, check_input: bool = True) -> "RobustPCA":
+        """Fit ``L + S`` to the square matrix ``X`` (dense or sparse; worked on densely).
+
+        ``check_input=False`` skips validating ``X`` (the caller did).
+        """
         import torch
 
         from .._device import resolve_device, resolve_dtype
-        from .._validation import check_memory, check_square_matrix, estimate_dense_bytes
+        from .._validation import check_memory, estimate_dense_bytes
         from ._torch import few_threads
 
-        check_params(self, self._parameter_constraints)
-        X = check_square_matrix(X, source="X")
+        X = self._validate(X, check_input)
         n = X.shape[0]
         splits = self._splits(n)  # checks the budget before any work
         check_memory(
             _WORK_ARRAYS * estimate_dense_bytes(n),
             what=f"RobustPCA ({self.method}) on a {n} x {n} matrix (dense work arrays)",
+            limit=self.max_memory,
         )
         dense = X.toarray() if sp.issparse(X) else X
         device = resolve_device(self.device)
         dtype = resolve_dtype(self.dtype, device)
-        options = {"max_iter": self.max_iter, "tol": self.tol}
         start = time.perf_counter()
+        deadline = None if self.time_limit is None else start + self.time_limit
+        options = {"max_iter": self.max_iter, "tol": self.tol, "deadline": deadline}
         with few_threads(n, device):
             Xt = torch.as_tensor(dense, dtype=dtype, device=device)
             if self.method == "pcp":
@@ -546,6 +590,7 @@ class RobustPCA:
     def _store(self, n: int, best: _Candidate, grid: list[dict], extra: dict, device, dtype) -> None:
         """Set the fitted attributes from the chosen candidate."""
         from .._errors import ConvergenceWarning
+        from ..linop import HybridOperator
 
         # Exact zeros (singular values of a rank-deficient X, entries where X - L
         # is already 0) add nothing to the approximation and are not stored.
@@ -566,17 +611,21 @@ class RobustPCA:
             "index_storage": n_sparse,
             "method": self.method,
             "iterations": best.n_iter,
-            "converged": best.converged,
+            "converged": best.stop_reason in ("exact", "converged"),
             "svd": "exact" if _use_exact_svd(n, rank) else "subspace",
             "grid": grid,
             "device": str(device),
             "dtype": str(dtype).replace("torch.", ""),
             **extra,
         }
-        if not best.converged:
+        self.stop_reason_ = best.stop_reason
+        self.operator_ = HybridOperator(n, low_rank=self.L_, sparse=self.S_, count_indices=self.count_indices)
+        if best.stop_reason in ("max_iter", "time_limit"):
+            limit = f"max_iter={self.max_iter} GoDec iterations" if best.stop_reason == "max_iter" else (
+                f"time_limit={self.time_limit:g} s ({best.n_iter} GoDec iterations)")
             warnings.warn(
-                f"RobustPCA ({self.method}) stopped after max_iter={self.max_iter} GoDec iterations "
-                f"before the error settled to tol={self.tol:g}; increase max_iter (or tol)",
+                f"RobustPCA ({self.method}) stopped after {limit} before the error settled to "
+                f"tol={self.tol:g}; increase {best.stop_reason} for a closer fit",
                 ConvergenceWarning,
                 stacklevel=3,
             )
@@ -594,15 +643,38 @@ class RobustPCA:
         U, sig, Vt = self.L_
         return (U * sig) @ Vt + self.S_.toarray()
 
-    def to_operator(self) -> LinearOperator:
-        """The approximation as a LinearOperator, ``O(N r + s)`` per matvec."""
-        U, sig, Vt = self.L_
-        S, St = self.S_, self.S_.T.tocsr()
-        n = U.shape[0]
-        return LinearOperator(
-            (n, n),
-            matvec=lambda x: U @ (sig * (Vt @ x)) + S @ x,
-            rmatvec=lambda x: Vt.T @ (sig * (U.T @ x)) + St @ x,
-            matmat=lambda B: U @ (sig[:, None] * (Vt @ B)) + S @ B,
-            dtype=np.float64,
-        )
+
+# --------------------------------------------------------------------------- registration
+def _maker(method: str):
+    def make(n: int, budget: int, context: RunContext) -> RobustPCA:
+        # GoDec/ALM iterations are not SF's L-BFGS steps: --iters does not apply.
+        return RobustPCA(**context.settings.apply_to(RobustPCA, exclude=("max_iter",), budget=budget,
+                                                     method=method, count_indices=context.count_indices))
+
+    return make
+
+
+def _min_budget(n: int, context: RunContext) -> int:
+    return rpca_count(n, 0, 1, count_indices=context.count_indices)  # one sparse entry
+
+
+register(
+    MethodSpec(
+        name="rpca",
+        summary="Robust PCA (GoDec): low rank + sparse, best split over a rank grid that includes s = 0",
+        stores="r·(2N + 1) + s",
+        make=_maker("godec"),
+        min_budget=_min_budget,
+        order=30,
+    )
+)
+register(
+    MethodSpec(
+        name="rpca-pcp",
+        summary="Robust PCA by Principal Component Pursuit, cut to the budget and refitted",
+        stores="r·(2N + 1) + s",
+        make=_maker("pcp"),
+        min_budget=_min_budget,
+        order=31,
+    )
+)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from scipy.sparse.linalg import LinearOperator
 
-from .._params import Interval, Options, check_params
-from ..budget import tsvd_count, tsvd_rank_for_budget
+from .._base import Approximation, MethodSpec, RunContext, register
+from .._params import Interval, Options
+from ..budget import paper_tsvd_rank, tsvd_count, tsvd_rank_for_budget
 
 __all__ = ["TruncatedSVD", "EXACT_MAX_N"]
 
@@ -47,7 +47,7 @@ def _randomized_svd(
     return U[:, :rank], s[:rank], Vt[:rank]
 
 
-class TruncatedSVD:
+class TruncatedSVD(Approximation):
     """Best rank-``r`` approximation ``U diag(s) V^T``.
 
     Parameters
@@ -64,9 +64,13 @@ class TruncatedSVD:
 
     Attributes
     ----------
+    operator_ : HybridOperator
+        ``U diag(s) V^T`` as a LinearOperator, ``O(N r)`` per matvec.
     U_, s_, Vt_ : ndarray
     rank_, n_stored_ : int
     seconds_ : float
+    stop_reason_ : str
+        ``"exact"`` (the best rank-r approximation; randomized above ``EXACT_MAX_N``).
     params_ : dict
         What was fitted (rank, solver), for reports.
 
@@ -105,17 +109,22 @@ class TruncatedSVD:
         self.n_iter = n_iter
         self.random_state = random_state
 
-    def fit(self, X) -> "TruncatedSVD":
-        """Compute the truncated SVD of the square matrix ``X`` (dense or sparse)."""
-        from .._errors import ParameterError
-        from .._validation import check_square_matrix
+    def fit(self, X, *, check_input: bool = True) -> "TruncatedSVD":
+        """Compute the truncated SVD of the square matrix ``X`` (dense or sparse).
 
-        check_params(self, self._parameter_constraints)
-        X = check_square_matrix(X, source="X")
+        ``check_input=False`` skips validating ``X`` (the caller did).
+        """
+        from .._errors import BudgetError, ParameterError
+        from ..linop import HybridOperator
+
+        X = self._validate(X, check_input)
         n = X.shape[0]
         if self.rank is None and self.budget is None:
             raise ParameterError("TruncatedSVD needs a rank or a budget")
         rank = tsvd_rank_for_budget(n, self.budget) if self.rank is None else min(self.rank, n)
+        if self.rank is None and rank == 0:
+            raise BudgetError(f"budget {self.budget} is below one rank of a {n} x {n} TSVD "
+                              f"({tsvd_count(n, 1)} numbers)")
         solver = self.solver
         if solver == "auto":
             solver = "exact" if n <= EXACT_MAX_N else "randomized"
@@ -131,20 +140,30 @@ class TruncatedSVD:
         self.rank_ = rank
         self.n_stored_ = tsvd_count(n, rank)
         self.params_ = {"rank": rank, "solver": solver}
+        self.stop_reason_ = "exact"
+        self.operator_ = HybridOperator(n, low_rank=(U, s, Vt))
         return self
 
     def to_dense(self) -> np.ndarray:
         """The rank-``r`` approximation as a dense array."""
         return (self.U_ * self.s_) @ self.Vt_
 
-    def to_operator(self) -> LinearOperator:
-        """The approximation as a LinearOperator, ``O(N r)`` per matvec."""
-        U, s, Vt = self.U_, self.s_, self.Vt_
-        n = U.shape[0]
-        return LinearOperator(
-            (n, n),
-            matvec=lambda x: U @ (s * (Vt @ x)),
-            rmatvec=lambda x: Vt.T @ (s * (U.T @ x)),
-            matmat=lambda B: U @ (s[:, None] * (Vt @ B)),
-            dtype=np.float64,
-        )
+
+# --------------------------------------------------------------------------- registration
+def _make(n: int, budget: int, context: RunContext) -> TruncatedSVD:
+    if context.protocol == "paper":
+        # The paper's rank ceil(M^2 / 2), which fits SF's reference budget.
+        return TruncatedSVD(**context.settings.apply_to(TruncatedSVD, rank=min(paper_tsvd_rank(n), n)))
+    return TruncatedSVD(**context.settings.apply_to(TruncatedSVD, budget=budget))
+
+
+register(
+    MethodSpec(
+        name="tsvd",
+        summary="truncated SVD (best rank r)",
+        stores="r·(2N + 1)",
+        make=_make,
+        min_budget=lambda n, context: tsvd_count(n, 1),
+        order=20,
+    )
+)

@@ -14,7 +14,7 @@ __all__ = ["app", "main"]
 
 def _load_app():
     from ._app import app
-    from . import batch, compare, datasets, fit, info, sweep  # noqa: F401  (registers the commands)
+    from . import batch, compare, datasets, fit, formats, info, sweep  # noqa: F401  (registers the commands)
 
     return app
 

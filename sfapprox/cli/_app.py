@@ -22,6 +22,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 _state: dict[str, Any] = {"debug": False}
@@ -40,8 +41,8 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _main(
-    debug: Annotated[bool, typer.Option("--debug", help="Show full tracebacks for errors.")] = False,
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show full tracebacks for errors.", metavar=" ")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.", metavar=" ")] = False,
 ) -> None:
     _state["debug"] = debug
 
@@ -85,13 +86,34 @@ def _fail(message: str) -> None:
     raise typer.Exit(EXIT_ERROR) from None
 
 
-def load(path: Path, **options: Any):
-    """Load the command's matrix through the public loader API."""
+def read_matrix(path: Path, options):
+    """Load the command's matrix through the public loader API (``options``: a LoadOptions)."""
     from ..io import load_matrix
-    from ._options import parse_size
 
-    options["max_memory"] = parse_size(options.get("max_memory"))
-    return load_matrix(path, **options)
+    return load_matrix(path, **options.keywords())
+
+
+def show_notes(loaded) -> None:
+    """Print how the file became a matrix (one ``note:`` line each) on stderr."""
+    for line in loaded.notes:
+        err.print(f"note: {escape(line)}", highlight=False, soft_wrap=True)
+
+
+#: Figure formats matplotlib writes without extra packages.
+PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp")
+
+
+def check_plot(path: Path | None, force: bool) -> None:
+    """Refuse, before any work, a figure that could not be written (type, matplotlib, folder)."""
+    if path is None:
+        return
+    if path.suffix.lower() not in PLOT_SUFFIXES:
+        raise SfapproxError(f"{path}: cannot write a figure of type {path.suffix or '(none)'!r}; "
+                            f"use one of {', '.join(PLOT_SUFFIXES)}")
+    check_output(path, force)
+    from ..plotting import _pyplot
+
+    _pyplot()  # fail now, not after the fits, when matplotlib is missing
 
 
 def check_output(path: Path | None, force: bool) -> None:

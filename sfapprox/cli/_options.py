@@ -1,63 +1,163 @@
-"""Options shared by several commands, declared once (Annotated Typer options)."""
+"""Options shared by several commands, declared once, as option groups.
+
+A group is a list of Typer options that together fill one object of the
+library: :data:`LOAD` fills a :class:`~sfapprox.LoadOptions`, :data:`FIT` a
+:class:`~sfapprox.FitSettings`, :data:`OUTPUTS` the output files of a table.
+``@options(LOAD, FIT)`` adds a group's options to a command's signature and
+hands the command the built object (``load=``, ``settings=``, ``outputs=``),
+so no command repeats an option or a default: the defaults shown by
+``--help`` are read from the library's classes.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Literal, Optional
 
 import typer
 
-MatrixPath = Annotated[Path, typer.Argument(help="Matrix file (.mtx, .net/.paj, .mat, .npy, .csv, image, ...).", show_default=False)]
-Format = Annotated[Optional[str], typer.Option("--format", help="Input format, overriding the file extension (see 'sfapprox formats').")]
-Var = Annotated[Optional[str], typer.Option("--var", help="Variable to read from a .mat/.npz file (e.g. Problem.A).")]
-Network = Annotated[Optional[int], typer.Option("--network", min=1, help="Which network of a multi-network Pajek .paj file (1-based).")]
-TwoMode = Annotated[Optional[str], typer.Option("--two-mode", help="2-mode Pajek network: rows (B·Bᵀ), cols (BᵀB) or bipartite.")]
-Gradient = Annotated[bool, typer.Option("--gradient", help="Image: use its gradient magnitude instead of the intensities.")]
-Resize = Annotated[Optional[int], typer.Option("--resize", min=1, help="Image: resize to N x N.")]
-Square = Annotated[Optional[str], typer.Option("--square", help="Non-square image: crop (center) or resize.")]
-Covariance = Annotated[bool, typer.Option("--covariance", help="Input is a data table (rows = samples): use the features x features covariance.")]
-Mirror = Annotated[str, typer.Option("--mirror", help="Header-less triplets: auto (mirror a one-triangle file), none or mirror.")]
-MaxMemory = Annotated[Optional[str], typer.Option("--max-memory", help="Memory limit, e.g. 8G or 500M (default: 80% of RAM).")]
+from .._settings import DEFAULT_TIME_LIMIT, FitSettings, LoadOptions, parse_size
 
-Device = Annotated[str, typer.Option("--device", help="auto (CUDA when available), cpu or cuda.")]
-Dtype = Annotated[Optional[str], typer.Option("--dtype", help="float64 or float32 (default: float64 on CPU, float32 on GPU).")]
-Seed = Annotated[int, typer.Option("--seed", min=0, help="Random seed (SF's initial noise, randomized solvers).")]
-Iters = Annotated[int, typer.Option("--iters", min=0, help="SF: maximum L-BFGS iterations.")]
-TimeLimit = Annotated[float, typer.Option("--time-limit", min=0, help="SF: optimizer wall-clock limit in seconds (sf+lr and sf+s: per point of their budget-split grid); 0 for none (the fit then depends on --iters alone: reproducible on any machine).")]
-ITERS = 20000  # ChordSF's defaults, repeated here so --help can show them
-TIME_LIMIT = 60.0
+__all__ = ["MatrixPath", "options", "LOAD", "FIT", "OUTPUTS", "Methods", "Budget", "Force", "Quiet", "flag"]
 
 
-def time_limit_or_none(seconds: float | None) -> float | None:
-    """``--time-limit 0`` means no limit."""
-    return None if not seconds else seconds
-Ftol = Annotated[float, typer.Option("--ftol", min=0, help="SF: stop when the loss falls by a relative amount below this over 20 iterations.")]
-Gtol = Annotated[float, typer.Option("--gtol", min=0, help="SF: stop when max |gradient| falls below this (scale-free units).")]
-Factors = Annotated[Optional[int], typer.Option("--factors", min=1, help="SF: number of factors M (default ceil(log2 N)).")]
-Methods = Annotated[str, typer.Option("--methods", help="Comma-separated methods: sf, sf-symmetric, sf-butterfly (SF on the other supports, see fit --support), tsvd, rpca (GoDec sparse + low rank), rpca-pcp (Principal Component Pursuit), nmf (non-negative input only), sf+lr (SF + low rank), sf+s (SF + sparse).")]
-Init = Annotated[str, typer.Option("--init", help="SF start: auto (try both, keep the better), reference (values 1/K) or identity (near-identity factors).")]
-Support = Annotated[str, typer.Option("--support", help="SF support: chord (offsets 0, b^k; N·K·M numbers), symmetric (also -b^k) or butterfly (FAµST's: columns i and i XOR 2^m; N a power of two, M = log2 N, 2·N·M numbers).")]
-Base = Annotated[int, typer.Option("--base", min=2, help="SF Chord base b: offsets {0} ∪ {b^k < N}.")]
-Budget = Annotated[str, typer.Option("--budget", help="Stored numbers per method: 'sf' (SF's own count), an integer, or a fraction of N² (0.05).")]
-JsonOut = Annotated[Optional[Path], typer.Option("--json", help="Also write the results as JSON to this file.")]
-Force = Annotated[bool, typer.Option("--force", help="Overwrite existing output files.")]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
+def flag(*names: str, help: str) -> Any:
+    """A boolean flag; shown without a ``<bool>`` value (it takes none)."""
+    return typer.Option(*names, help=help, metavar=" ")
 
 
-def parse_size(text: str | None) -> int | None:
-    """``"8G"``, ``"500M"``, ``"1.5g"``, ``"123456"`` → bytes."""
-    from .._errors import ParameterError
+MatrixPath = Annotated[Path, typer.Argument(help="Matrix file (.mtx, .net/.paj, .mat, .npy, .csv, image, ...; see 'sfapprox formats').", show_default=False)]
+def _method_names() -> str:
+    from .._base import methods
 
-    if text is None:
-        return None
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-    raw = text.strip().lower().removesuffix("b").removesuffix("i")
-    scale = units.get(raw[-1:], 1)
-    number = raw[:-1] if raw[-1:] in units else raw
-    try:
-        value = float(number)
-    except ValueError:
-        raise ParameterError(f"--max-memory: cannot read {text!r}; use e.g. 8G, 500M or a byte count") from None
-    if value <= 0:
-        raise ParameterError(f"--max-memory must be positive, got {text!r}")
-    return int(value * scale)
+    return ", ".join(methods())
+
+
+Methods = Annotated[str, typer.Option("--methods", help=f"Comma-separated methods (see 'sfapprox methods'): {_method_names()}.", metavar="LIST")]
+Budget = Annotated[str, typer.Option("--budget", help="Stored numbers per method: 'sf' (SF's own count), a whole number, or a fraction of N² (0.05).", metavar="BUDGET")]
+Force = Annotated[bool, flag("--force", help="Overwrite existing output files.")]
+Quiet = Annotated[bool, flag("--quiet", "-q", help="No progress display (it is also off when stderr is not a terminal).")]
+
+
+# ----------------------------------------------------------------------------- groups
+@dataclass(frozen=True)
+class Group:
+    """Typer options that together build one object, handed to the command as ``target``."""
+
+    target: str
+    params: tuple[inspect.Parameter, ...]
+    build: Callable[[dict[str, Any]], Any]
+
+
+def _param(name: str, annotation: Any, default: Any) -> inspect.Parameter:
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+
+
+def _field_default(cls: type, name: str) -> Any:
+    return {f.name: f.default for f in dataclasses.fields(cls)}[name]
+
+
+def _sf_iterations() -> int:
+    from ..sf.model import ChordSF
+
+    return inspect.signature(ChordSF).parameters["max_iter"].default
+
+
+def options(*groups: Group) -> Callable:
+    """Add the groups' options to a command; the command receives each group's object.
+
+    The objects are built (and so checked) inside the error boundary, before
+    the command runs: a bad value is one line and exit code 2, before any work.
+    """
+    from ._app import error_boundary
+
+    def decorate(func: Callable) -> Callable:
+        sig = inspect.signature(func, eval_str=True)
+        targets = {g.target for g in groups}
+        own = [p for p in sig.parameters.values() if p.name not in targets]
+        added: dict[str, inspect.Parameter] = {}
+        for group in groups:
+            for p in group.params:
+                added.setdefault(p.name, p)  # --max-memory feeds two groups, declared once
+
+        @functools.wraps(func)
+        def command(**kwargs: Any) -> Any:
+            values = {name: kwargs.pop(name) for name in added}
+            with error_boundary():
+                built = {g.target: g.build(values) for g in groups}
+            return func(**kwargs, **built)
+
+        command.__signature__ = sig.replace(parameters=own + list(added.values()))
+        command.__annotations__ = {}  # Typer reads the (evaluated) signature instead
+        return command
+
+    return decorate
+
+
+# ---------------------------------------------------------------- LoadOptions
+_MAX_MEMORY = _param(
+    "max_memory",
+    Annotated[Optional[str], typer.Option("--max-memory", help="Memory limit for loading and fitting, e.g. 8G or 500M (default: 80% of RAM); larger work is refused before it starts.", metavar="SIZE")],
+    None,
+)
+
+LOAD = Group(
+    "load",
+    (
+        _param("format", Annotated[Optional[str], typer.Option("--format", help="Input format, overriding the file extension (see 'sfapprox formats').", metavar="FORMAT")], None),
+        _param("var", Annotated[Optional[str], typer.Option("--var", help="Variable to read from a .mat/.npz file (e.g. Problem.A).", metavar="NAME")], None),
+        _param("network", Annotated[Optional[int], typer.Option("--network", min=1, help="Which network of a multi-network Pajek .paj file (1-based).", metavar="K")], None),
+        _param("two_mode", Annotated[Optional[Literal["rows", "cols", "bipartite"]], typer.Option("--two-mode", help="2-mode Pajek network: rows (B·Bᵀ), cols (BᵀB) or bipartite.")], None),
+        _param("gradient", Annotated[bool, flag("--gradient", help="Image: use its gradient magnitude instead of the intensities.")], False),
+        _param("resize", Annotated[Optional[int], typer.Option("--resize", min=1, help="Image: resize to N x N.", metavar="N")], None),
+        _param("square", Annotated[Optional[Literal["crop", "resize"]], typer.Option("--square", help="Non-square image: crop (center) or resize.")], None),
+        _param("covariance", Annotated[bool, flag("--covariance", help="Input is a data table (rows = samples): use the features x features covariance.")], False),
+        _param("mirror", Annotated[Literal["auto", "none", "mirror"], typer.Option("--mirror", help="Header-less triplets: mirror a one-triangle file (auto), never (none) or always (mirror).")], _field_default(LoadOptions, "mirror")),
+        _MAX_MEMORY,
+    ),
+    lambda v: LoadOptions(
+        format=v["format"], var=v["var"], network=v["network"], two_mode=v["two_mode"], gradient=v["gradient"],
+        resize=v["resize"], square=v["square"], covariance=v["covariance"], mirror=v["mirror"],
+        max_memory=parse_size(v["max_memory"]),
+    ),
+)
+
+# ---------------------------------------------------------------- FitSettings
+FIT = Group(
+    "settings",
+    (
+        _param("iters", Annotated[Optional[int], typer.Option("--iters", min=0, help=f"SF (and sf+lr, sf+s): maximum L-BFGS iterations (default {_sf_iterations()}).", metavar="N", show_default=False)], None),
+        _param("time_limit", Annotated[float, typer.Option("--time-limit", min=0, help="Seconds each method may take as a whole (grids and starts share them); 0 for none (results then depend on the iteration limits alone: the same on any machine).", metavar="SECONDS")], DEFAULT_TIME_LIMIT),
+        _param("seed", Annotated[int, typer.Option("--seed", min=0, help="Random seed (random starts, randomized solvers).", metavar="N")], _field_default(FitSettings, "seed")),
+        _param("device", Annotated[str, typer.Option("--device", help="auto (CUDA when available), cpu, cuda or cuda:N.", metavar="DEVICE")], _field_default(FitSettings, "device")),
+        _param("dtype", Annotated[Optional[Literal["float64", "float32"]], typer.Option("--dtype", help="Floating point of the fits (default: float64 on CPU, float32 on GPU).")], None),
+        _param("threads", Annotated[Optional[int], typer.Option("--threads", min=1, help="CPU threads of the fits (default: chosen from the work size).", metavar="N")], None),
+        _MAX_MEMORY,
+    ),
+    lambda v: FitSettings(
+        max_iter=v["iters"], time_limit=v["time_limit"] or None, seed=v["seed"], device=v["device"],
+        dtype=v["dtype"], threads=v["threads"], max_memory=parse_size(v["max_memory"]),
+    ),
+)
+
+
+# ---------------------------------------------------------------- outputs
+def _output(name: str, what: str) -> inspect.Parameter:
+    return _param(name, Annotated[Optional[Path], typer.Option(f"--{name}", help=f"Also write the {what} to this file ('-': standard output).", metavar="FILE")], None)
+
+
+OUTPUTS = Group(
+    "outputs",
+    (
+        _output("json", "results as JSON (with the settings and versions)"),
+        _output("csv", "table as CSV"),
+        _output("markdown", "table as Markdown"),
+        _output("latex", "table as LaTeX (booktabs)"),
+    ),
+    lambda v: {fmt: v[fmt] for fmt in ("json", "csv", "markdown", "latex") if v[fmt] is not None},
+)

@@ -1,15 +1,26 @@
-"""Rich rendering of results (tables to stdout) and progress (to stderr)."""
+"""Where output goes: tables to stdout (or stderr when stdout carries data), files, progress.
+
+Tables are built by the library (:mod:`sfapprox.formats`); this module only
+prints them with rich and writes the requested files.  Machine output goes
+to stdout only when asked for with ``-`` (``--json -``); the human tables then
+go to stderr, so that a pipe receives clean JSON/CSV.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from rich.table import Table as RichTable
+
+from ..formats import OutputFormat, Table, fmt_number, render_rich
 
 
 def _table_console() -> Console:
@@ -25,48 +36,54 @@ out = _table_console()
 err = Console(stderr=True)
 
 
-def _fmt(value: float | None, digits: int = 4) -> str:
-    if value is None:
-        return "–"
-    return f"{value:.{digits}g}"
+def note(message: str, *, style: str = "") -> None:
+    """One line on stderr (markup in ``message`` is printed as is)."""
+    text = escape(message)
+    err.print(f"[{style}]{text}[/]" if style else text, highlight=False, soft_wrap=True)
 
 
-def comparison_table(data: dict[str, Any]) -> Table:
-    """The compare table: one row per method, the winner in bold green."""
-    matrix, budget = data["matrix"], data["budget"]
-    table = Table(title=f"{matrix.get('name', 'matrix')}  (N={matrix['n']}, budget {budget:,} stored numbers)")
-    for col, justify in (("method", "left"), ("stored", "right"), ("budget", "right"), ("‖X−X̂‖_F", "right"),
-                         ("relative", "right"), ("seconds", "right"), ("status", "left"), ("details", "left")):
-        table.add_column(col, justify=justify, no_wrap=col != "details")
-    for row in data["results"]:
-        used = f"{100 * row['nnz'] / budget:.1f}%" if row.get("nnz") is not None else "–"
-        style = "bold green" if row["method"] == data.get("winner") else None
-        table.add_row(
-            row["method"],
-            f"{row['nnz']:,}" if row.get("nnz") is not None else "–",
-            used,
-            _fmt(row.get("fro_error")),
-            _fmt(row.get("rel_error")),
-            _fmt(row.get("seconds"), 3),
-            row["status"],
-            row.get("reason") or _details(row),
-            style=style,
-        )
-    return table
+def stdout_claimed(outputs: dict[str, Path]) -> bool:
+    """True when some output goes to standard output (``-``)."""
+    return any(str(p) == "-" for p in outputs.values())
 
 
-_SHORT = {"rank": "r", "n_sparse": "s", "index_storage": "indices", "n_factors": "M", "base": "b",
-          "iterations": "it", "stop_reason": "stop"}
+def check_outputs(outputs: dict[str, Path], force: bool) -> None:
+    """Refuse, before any work, outputs that could not be written or would overwrite a file."""
+    from .._errors import ParameterError
+    from ._app import check_distinct, check_output
+
+    dashes = [fmt for fmt, p in outputs.items() if str(p) == "-"]
+    if len(dashes) > 1:
+        raise ParameterError(f"only one output can go to standard output ('-'); got {', '.join('--' + d for d in dashes)}")
+    files = [p for p in outputs.values() if str(p) != "-"]
+    for path in files:
+        check_output(path, force)
+    check_distinct(*files)
 
 
-def _details(row: dict[str, Any]) -> str:
-    params = row.get("params", {})
-    # None marks a part the method did not use (sf+s that kept no factors has no base)
-    return " ".join(f"{short}={params[key]}" for key, short in _SHORT.items() if params.get(key) is not None)
+def show_tables(tables: list[Table], outputs: dict[str, Path]) -> None:
+    """Print the tables for a person: stdout, or stderr when stdout carries machine output."""
+    console = err if stdout_claimed(outputs) else out
+    for item in render_rich(tables):
+        console.print(item)
 
 
-def key_value_table(title: str, rows: list[tuple[str, Any]]) -> Table:
-    table = Table(title=title, show_header=False)
+def write_outputs(tables: list[Table], data: Any, outputs: dict[str, Path], *, force: bool) -> None:
+    """Write each requested format (atomically) to its file, or to stdout for ``-``."""
+    from .._atomic import write_text
+
+    for fmt, path in outputs.items():
+        text = OutputFormat(fmt).render(tables, data)
+        if str(path) == "-":
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            write_text(path, text, force=force)
+            note(f"wrote {path}")
+
+
+def key_value_table(title: str, rows: list[tuple[str, Any]]) -> RichTable:
+    table = RichTable(title=title, show_header=False)
     table.add_column(style="bold")
     table.add_column()
     for key, value in rows:
@@ -75,10 +92,12 @@ def key_value_table(title: str, rows: list[tuple[str, Any]]) -> Table:
 
 
 @contextlib.contextmanager
-def fit_progress(label: str, total: int, quiet: bool, time_limit: float | None = None) -> Iterator[Any]:
-    """A progress bar with the current error; a no-op callback when quiet or piped.
+def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float | None = None) -> Iterator[Any]:
+    """A progress bar with the current method, start and error; a no-op callback when quiet or piped.
 
     The bar fills with whichever limit is nearer: iterations or the time limit.
+    The callback receives the iterative methods' progress dicts (``iteration``,
+    ``max_iter``, ``fro_error``, ``elapsed`` and, when a method says so, ``start``).
     """
     if quiet or not err.is_terminal:
         yield lambda info: None
@@ -86,6 +105,7 @@ def fit_progress(label: str, total: int, quiet: bool, time_limit: float | None =
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
+        TextColumn("{task.fields[start]}"),
         TextColumn("it {task.fields[iteration]}"),
         TextColumn("error {task.fields[error]}"),
         TimeElapsedColumn(),
@@ -93,13 +113,15 @@ def fit_progress(label: str, total: int, quiet: bool, time_limit: float | None =
         transient=True,
     )
     with progress:
-        task = progress.add_task(label, total=1.0, iteration=0, error="–")
+        task = progress.add_task(label, total=1.0, iteration=0, error="–", start="")
 
         def update(info: dict) -> None:
-            done = info["iteration"] / max(total, 1)
+            limit = info.get("max_iter") or total
+            done = info["iteration"] / max(limit or 1, 1)
             if time_limit:
                 done = max(done, info["elapsed"] / time_limit)
+            start = info.get("start")
             progress.update(task, completed=min(done, 1.0), iteration=info["iteration"],
-                            error=_fmt(info["fro_error"]))
+                            error=fmt_number(info["fro_error"]), start=f"start {start}" if start else "")
 
         yield update

@@ -2,99 +2,99 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Literal, Optional
 
 import typer
-from rich.markup import escape
 
 from . import _options as o
-from ._app import EXIT_INTERRUPTED, announce_start, app, check_distinct, check_output, error_boundary, load
-from ._render import err, fit_progress, key_value_table, out
+from ._app import EXIT_INTERRUPTED, announce_start, app, check_distinct, check_output, error_boundary, read_matrix, show_notes
+from ._render import err, fit_progress, key_value_table, note, out
+
+
+def _sf_default(name: str):
+    import inspect
+
+    from ..sf.model import ChordSF
+
+    return inspect.signature(ChordSF).parameters[name].default
 
 
 @app.command()
+@o.options(o.LOAD, o.FIT)
 def fit(
     path: o.MatrixPath,
-    out_path: Annotated[Optional[Path], typer.Option("--out", help="Write the factors to this HDF5 file.")] = None,
-    json_path: o.JsonOut = None,
-    iters: o.Iters = o.ITERS,
-    time_limit: o.TimeLimit = o.TIME_LIMIT,
-    ftol: o.Ftol = 1e-10,
-    gtol: o.Gtol = 1e-12,
-    factors: o.Factors = None,
-    init: o.Init = "auto",
-    support: o.Support = "chord",
-    base: o.Base = 2,
-    budget: Annotated[Optional[str], typer.Option("--budget", help="Fit the Chord structure that best fills this budget (count or fraction of N²) instead of the reference one.")] = None,
-    device: o.Device = "auto",
-    dtype: o.Dtype = None,
-    seed: o.Seed = 0,
+    out_path: Annotated[Optional[Path], typer.Option("--out", help="Write the factors to this HDF5 file (see the README's 'Output files' for its layout).", metavar="FILE")] = None,
+    json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write a JSON summary to this file ('-': standard output).", metavar="FILE")] = None,
+    ftol: Annotated[float, typer.Option("--ftol", min=0, help="Stop when the loss falls by a relative amount below this over 20 iterations.", metavar="X")] = _sf_default("ftol"),
+    gtol: Annotated[float, typer.Option("--gtol", min=0, help="Stop when max |gradient| falls below this (scale-free units).", metavar="X")] = _sf_default("gtol"),
+    factors: Annotated[Optional[int], typer.Option("--factors", min=1, help="Number of factors M (default: ceil(log2 N) for the reference support).", metavar="M")] = None,
+    init: Annotated[Literal["auto", "reference", "identity"], typer.Option("--init", help="Start: auto (probe both, continue the better), reference (values 1/K) or identity (near-identity factors).")] = _sf_default("init"),
+    support: Annotated[Literal["chord", "symmetric", "butterfly"], typer.Option("--support", help="chord (offsets 0, b^k; N·K·M numbers), symmetric (also -b^k) or butterfly (FAµST's: N a power of two, 2·N·log2 N numbers).")] = _sf_default("support"),
+    base: Annotated[int, typer.Option("--base", min=2, help="Chord base b: offsets {0} ∪ {b^k < N}.", metavar="B")] = _sf_default("base"),
+    budget: Annotated[Optional[str], typer.Option("--budget", help="Fit the Chord structure that best fills this budget (count or fraction of N²) instead of the reference one.", metavar="BUDGET")] = None,
     quiet: o.Quiet = False,
     force: o.Force = False,
-    format: o.Format = None,
-    var: o.Var = None,
-    network: o.Network = None,
-    two_mode: o.TwoMode = None,
-    gradient: o.Gradient = False,
-    resize: o.Resize = None,
-    square: o.Square = None,
-    covariance: o.Covariance = False,
-    mirror: o.Mirror = "auto",
-    max_memory: o.MaxMemory = None,
+    *,
+    load,
+    settings,
 ) -> None:
     """Fit SF to a matrix; print the error, optionally save factors (--out) and a JSON summary.
 
-    Ctrl-C stops the optimizer at once: the best factors found so far are
-    still written to --out / --json, and the command exits with code 130.
+    Ctrl-C (or SIGTERM) stops the optimizer at once: the best factors found so
+    far are still written to --out / --json, and the command exits with code 130.
 
     Example: sfapprox fit mesh.mtx --out mesh-sf.h5
     """
     with error_boundary():
         from ..api import fit_matrix
+        from ..budget import parse_budget
 
+        if budget is not None:
+            parse_budget(budget)
+        to_stdout = json_path is not None and str(json_path) == "-"
         check_output(out_path, force)
-        check_output(json_path, force)
-        check_distinct(out_path, json_path)
-        loaded = load(path, format=format, var=var, network=network, two_mode=two_mode, gradient=gradient,
-                      resize=resize, square=square, covariance=covariance, mirror=mirror, max_memory=max_memory)
-        for note in loaded.notes:
-            err.print(f"note: {escape(note)}", highlight=False, soft_wrap=True)
-        with fit_progress(f"SF {loaded.name}", iters, quiet, o.time_limit_or_none(time_limit)) as progress:
+        if not to_stdout:
+            check_output(json_path, force)
+        check_distinct(out_path, None if to_stdout else json_path)
+        loaded = read_matrix(path, load)
+        show_notes(loaded)
+        with fit_progress(f"SF {loaded.name}", settings.max_iter, quiet, settings.time_limit) as progress:
             # A Ctrl-C inside the optimizer is caught by ChordSF.fit (stop_reason
             # "interrupted", best factors kept); fit_matrix then writes the outputs.
             run = fit_matrix(
-                loaded,
-                budget=budget,
-                out=out_path,
-                json_path=json_path,
-                max_iter=iters,
-                time_limit=o.time_limit_or_none(time_limit),
-                ftol=ftol,
-                gtol=gtol,
-                n_factors=factors,
-                init=init,
-                support=support,
-                base=base,
-                device=device,
-                dtype=dtype,
-                random_state=seed,
-                max_memory=o.parse_size(max_memory),
-                callback=announce_start(progress, f"SF {loaded.name}", quiet),
+                loaded, settings=settings, budget=budget, out=out_path, json_path=None if to_stdout else json_path,
+                force=force, callback=announce_start(progress, f"SF {loaded.name}", quiet),
+                ftol=ftol, gtol=gtol, n_factors=factors, init=init, support=support, base=base,
             )
         summary = run.summary
         rows = [(k, summary[k]) for k in ("fro_error", "rel_error", "nnz", "iterations", "evaluations",
-                                           "seconds", "stop_reason", "device", "dtype")]
-        out.print(key_value_table(f"SF fit of {loaded.name}", [(k, _show(v)) for k, v in rows]))
-        written = [str(p) for p in (out_path, json_path) if p is not None]
-        for name in written:
-            err.print(f"wrote {escape(name)}", highlight=False, soft_wrap=True)
+                                           "seconds", "stop_reason", "init", "device", "dtype")]
+        (err if to_stdout else out).print(key_value_table(f"SF fit of {loaded.name}", [(k, _show(v)) for k, v in rows]))
+        if to_stdout:
+            from ..formats import jsonable
+
+            sys.stdout.write(json.dumps(jsonable(summary), indent=2) + "\n")
+        for written in (p for p in (out_path, None if to_stdout else json_path) if p is not None):
+            note(f"wrote {written}")
+        _advise(summary, settings)
         if summary["stop_reason"] == "interrupted":
             kept = ("the best factors found so far were written" if out_path is not None else
                     "the error above is that of the best factors found so far (pass --out to keep them)")
-            err.print(f"[bold yellow]interrupted[/] (Ctrl-C) after {summary['iterations']} iterations: {kept}",
-                      highlight=False, soft_wrap=True)
+            note(f"interrupted after {summary['iterations']} iterations: {kept}", style="bold yellow")
             raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _advise(summary: dict, settings) -> None:
+    """Say on stderr when the fit stopped on a limit, with the knob to turn."""
+    if summary["stop_reason"] == "time_limit":
+        note(f"note: the fit stopped on its time limit ({settings.time_limit:g} s) after {summary['iterations']} "
+             "iterations, before its tolerances were met; --time-limit (0 for none) allows a closer fit")
+    elif summary["stop_reason"] == "max_iter":
+        note(f"note: the fit stopped after its {summary['iterations']} iterations before its tolerances were met; "
+             "--iters allows a closer fit")
 
 
 def _show(value) -> str:

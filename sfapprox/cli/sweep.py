@@ -1,4 +1,4 @@
-"""`sfapprox sweep`: every method at every budget (table, JSON, plot)."""
+"""`sfapprox sweep`: every method at every budget (table, JSON/CSV/Markdown/LaTeX, plot)."""
 
 from __future__ import annotations
 
@@ -6,101 +6,56 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
 
 from . import _options as o
-from ._app import EXIT_INTERRUPTED, app, check_output, error_boundary, load
-from ._render import _fmt, err, fit_progress, out
+from ._app import EXIT_INTERRUPTED, announce_start, app, check_plot, error_boundary, read_matrix, show_notes
+from ._render import check_outputs, fit_progress, note, show_tables, write_outputs
 
 
 @app.command()
+@o.options(o.LOAD, o.FIT, o.OUTPUTS)
 def sweep(
     path: o.MatrixPath,
-    budgets: Annotated[str, typer.Option("--budgets", help="Comma-separated budgets: fractions of N², counts or 'sf'.")] = "0.01,0.02,0.05,0.1",
+    budgets: Annotated[Optional[str], typer.Option("--budgets", help="Comma-separated budgets: fractions of N², counts or 'sf' (default: 0.5 to 3 times the smallest budget at which every method applies).", metavar="LIST", show_default=False)] = None,
     methods: o.Methods = "sf,tsvd",
-    json_path: o.JsonOut = None,
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write an error-vs-budget chart (PNG/PDF/SVG; needs matplotlib).")] = None,
-    count_indices: Annotated[bool, typer.Option("--count-indices", help="Charge sparse entries 2 numbers (value + position).")] = False,
-    iters: o.Iters = o.ITERS,
-    time_limit: o.TimeLimit = o.TIME_LIMIT,
-    device: o.Device = "auto",
-    dtype: o.Dtype = None,
-    seed: o.Seed = 0,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write an error-vs-budget chart (PNG/PDF/SVG; needs matplotlib).", metavar="FILE")] = None,
+    count_indices: Annotated[bool, o.flag("--count-indices", help="Charge sparse entries 2 numbers (value + position).")] = False,
     quiet: o.Quiet = False,
     force: o.Force = False,
-    format: o.Format = None,
-    var: o.Var = None,
-    network: o.Network = None,
-    two_mode: o.TwoMode = None,
-    gradient: o.Gradient = False,
-    resize: o.Resize = None,
-    square: o.Square = None,
-    covariance: o.Covariance = False,
-    mirror: o.Mirror = "auto",
-    max_memory: o.MaxMemory = None,
+    *,
+    load,
+    settings,
+    outputs,
 ) -> None:
     """Run every method at every budget: rows are budgets, columns methods (relative errors).
 
-    Example: sfapprox sweep graph.net --budgets 0.01,0.02,0.05,0.1 --plot sweep.png
+    Example: sfapprox sweep graph.net --methods sf,tsvd,rpca --plot sweep.png
     """
-    from ..comparison import RunOptions
-    from ..sweep import parse_budget_list
-    from ..sweep import sweep as run_sweep
-
     with error_boundary():
-        check_output(json_path, force)
-        check_output(plot, force)
-        if plot is not None:
-            from ..plotting import _pyplot
+        from .._base import parse_methods
+        from ..sweep import default_budgets, parse_budget_list
+        from ..sweep import sweep as run_sweep
 
-            _pyplot()  # fail now, not after an hour of fitting, when matplotlib is missing
-        names = [m.strip() for m in methods.split(",") if m.strip()]
-        specs = parse_budget_list(budgets)
-        loaded = load(path, format=format, var=var, network=network, two_mode=two_mode, gradient=gradient,
-                      resize=resize, square=square, covariance=covariance, mirror=mirror, max_memory=max_memory)
-        for note in loaded.notes:
-            err.print(f"note: {note}", highlight=False)
-        with fit_progress(f"SF {loaded.name}", iters, quiet, o.time_limit_or_none(time_limit)) as progress:
-            options = RunOptions(random_state=seed, device=device, dtype=dtype, count_indices=count_indices,
-                                 sf={"max_iter": iters, "time_limit": o.time_limit_or_none(time_limit), "max_memory": o.parse_size(max_memory)},
-                                 callback=progress)
-            result = run_sweep(loaded.matrix, specs, names, matrix_info=loaded.summary(), options=options)
-        out.print(_sweep_table(result))
-        if json_path is not None:
-            from ..results import write_json
-
-            write_json(json_path, result.to_dict())
-            err.print(f"wrote {json_path}", highlight=False)
+        names = parse_methods(methods)
+        specs = None if budgets is None else parse_budget_list(budgets)
+        check_outputs(outputs, force)
+        check_plot(plot, force)
+        loaded = read_matrix(path, load)
+        show_notes(loaded)
+        if specs is None:
+            specs = default_budgets(loaded.n, names, count_indices=count_indices)
+            note(f"budgets: {', '.join(specs)} (0.5 to 3 times the smallest at which {', '.join(names)} all apply)")
+        with fit_progress(loaded.name, settings.max_iter, quiet, settings.time_limit) as progress:
+            result = run_sweep(loaded, specs, names, settings=settings, count_indices=count_indices,
+                               callback=announce_start(progress, loaded.name, quiet))
+        tables = result.tables()
+        show_tables(tables, outputs)
+        write_outputs(tables, result.to_dict(), outputs, force=force)
         if plot is not None:
             from ..plotting import plot_sweep
 
-            plot_sweep(result, plot)
-            err.print(f"wrote {plot}", highlight=False)
+            plot_sweep(result, plot, force=force)
+            note(f"wrote {plot}")
         if any(r.status == "interrupted" for p in result.points for r in p.results):
-            err.print("[bold yellow]interrupted[/]: budgets not reached were skipped", highlight=False)
+            note("interrupted: budgets not reached were skipped", style="bold yellow")
             raise typer.Exit(EXIT_INTERRUPTED)
-
-
-def _sweep_table(result) -> Table:
-    n = result.matrix["n"]
-    table = Table(title=f"{result.matrix.get('name', 'matrix')} (N={n}): relative error by budget")
-    table.add_column("budget", justify="right")
-    table.add_column("% of N²", justify="right")
-    for method in result.methods:
-        table.add_column(method, justify="right")
-    for point in result.points:
-        rows = {r.method: r for r in point.results}
-        ok = [r for r in point.results if r.status == "ok" and r.rel_error is not None]
-        best = min(ok, key=lambda r: r.rel_error).method if ok else None
-        cells = []
-        for method in result.methods:
-            r = rows.get(method)
-            if r is None:
-                cells.append("–")
-            elif r.status != "ok":
-                cells.append(r.status)
-            else:
-                text = _fmt(r.rel_error)
-                cells.append(f"[bold green]{text}[/]" if method == best else text)
-        table.add_row(f"{point.budget:,}", f"{100 * point.budget / n**2:.2f}%", *cells)
-    return table

@@ -23,7 +23,6 @@ says where to put the file.
 from __future__ import annotations
 
 import bz2
-import contextlib
 import gzip
 import hashlib
 import lzma
@@ -31,12 +30,12 @@ import os
 import shutil
 import stat
 import tarfile
-import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlparse
 
+from .._atomic import atomic_path
 from .._errors import InputError
 from .manifest import COMPRESSED_SUFFIXES, Entry, is_archive
 
@@ -264,18 +263,9 @@ def _needs_decompression(entry: Entry) -> bool:
     )
 
 
-@contextlib.contextmanager
 def _temporary_beside(final: Path):
-    """A temporary file in ``final``'s folder, moved onto ``final`` on success (pooch's way)."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        os.replace(tmp, final)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+    """A temporary file in ``final``'s folder, fsync'ed and moved onto ``final`` on success (pooch's way)."""
+    return atomic_path(final, make_parents=True)
 
 
 def _atomic_copy(src: Path, final: Path) -> None:

@@ -1,33 +1,21 @@
 """Reports of batch results: per-category tables with wins per method.
 
 :func:`build_report` groups the records of a ``results.jsonl`` by category
-and matrix; the renderers are pure functions from that report to text
-(Markdown, CSV, LaTeX), chosen by :class:`ReportFormat`.  The CLI builds
-its rich tables from the same :func:`table_cells`.
+and matrix; :meth:`Report.tables` gives one :class:`~sfapprox.formats.Table`
+per category, which every output format renders (rich, JSON, CSV, Markdown,
+LaTeX; :mod:`sfapprox.formats`).
 """
 
 from __future__ import annotations
 
-import csv
-import enum
-import io
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..formats import Column, Table
 from .manifest import CATEGORIES
 
-__all__ = [
-    "MatrixRow",
-    "CategoryTable",
-    "Report",
-    "build_report",
-    "table_cells",
-    "render_markdown",
-    "render_csv",
-    "render_latex",
-    "ReportFormat",
-]
+__all__ = ["MatrixRow", "CategoryTable", "Report", "build_report", "table_cells", "wins_line"]
 
 #: Matrix facts shown as extra columns when present (key -> column title).
 INFO_COLUMNS = {"mean_row_entropy": "entropy", "beta": "β"}
@@ -72,16 +60,44 @@ class Report:
 
     records: list[dict[str, Any]]
     methods: list[str]
-    tables: list[CategoryTable] = field(default_factory=list)
+    tables_by_category: list[CategoryTable] = field(default_factory=list)
 
     def total_wins(self) -> dict[str, int]:
-        return {m: sum(t.wins.get(m, 0) for t in self.tables) for m in self.methods}
+        return {m: sum(t.wins.get(m, 0) for t in self.tables_by_category) for m in self.methods}
 
     def statuses(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for r in self.records:
             out[r["status"]] = out.get(r["status"], 0) + 1
         return out
+
+    def tables(self) -> list[Table]:
+        """One table per category: Frobenius errors by method, the winner of each row marked,
+        the paper's figures and the deviation from them where the manifest has them."""
+        out = []
+        for cat in self.tables_by_category:
+            header, rows = table_cells(cat)
+            table = Table(f"{cat.category}: ‖X − X̂‖_F by method ({wins_line(cat)})",
+                          [Column(f"c{i}", h, "left" if i == 0 or h == "winner" else "right")
+                           for i, h in enumerate(header)])
+            for row, cells in zip(cat.rows, rows):
+                best = {f"c{i}" for i, h in enumerate(header) if h == row.winner}
+                table.add({f"c{i}": c for i, c in enumerate(cells)}, best=best)
+            out.append(table)
+        totals = self.total_wins()
+        if out and totals:
+            out[-1].notes.append("total wins: " + ", ".join(f"{m} {n}" for m, n in totals.items()))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON: wins per category and in total, statuses, and every record."""
+        return {
+            "categories": [{"category": c.category, "methods": c.methods, "wins": c.wins,
+                            "matrices": [r.name for r in c.rows]} for c in self.tables_by_category],
+            "total_wins": self.total_wins(),
+            "statuses": self.statuses(),
+            "records": self.records,
+        }
 
 
 def _winner(results: dict[str, dict[str, Any]]) -> str | None:
@@ -109,7 +125,7 @@ def build_report(records: list[dict[str, Any]]) -> Report:
     --------
     >>> recs = [{"matrix": "a", "category": "network", "method": m, "status": "ok", "fro_error": e, "n": 4}
     ...         for m, e in (("sf", 1.0), ("tsvd", 2.0))]
-    >>> build_report(recs).tables[0].wins
+    >>> build_report(recs).tables_by_category[0].wins
     {'sf': 1, 'tsvd': 0}
     """
     latest = {(r["matrix"], r["method"]): r for r in records}
@@ -126,7 +142,7 @@ def build_report(records: list[dict[str, Any]]) -> Report:
         ref_keys = list(dict.fromkeys(k for row in rows for k in row.reference))
         info_keys = [k for k in INFO_COLUMNS if any(k in row.info for row in rows)]
         wins = {m: sum(row.winner == m for row in rows) for m in present}
-        report.tables.append(CategoryTable(category, present, ref_keys, info_keys, rows, wins))
+        report.tables_by_category.append(CategoryTable(category, present, ref_keys, info_keys, rows, wins))
     return report
 
 
@@ -177,111 +193,3 @@ def table_cells(table: CategoryTable) -> tuple[list[str], list[list[str]]]:
 def wins_line(table: CategoryTable) -> str:
     """``"wins: sf 3, tsvd 1"`` (only matrices with two or more scored methods count)."""
     return "wins: " + ", ".join(f"{m} {table.wins.get(m, 0)}" for m in table.methods)
-
-
-# ---------------------------------------------------------------------------
-# renderers
-# ---------------------------------------------------------------------------
-
-
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
-def render_markdown(report: Report) -> str:
-    """Markdown: a heading, a table and a wins line per category.
-
-    Examples
-    --------
-    >>> recs = [{"matrix": "a", "category": "network", "method": "tsvd", "status": "ok",
-    ...          "fro_error": 2.7271, "n": 24, "reference": {"tsvd": 2.73}}]
-    >>> print(render_markdown(build_report(recs)).splitlines()[6])
-    | a | 24 | 2.727 | 2.73 | -0.1% |  |
-    """
-    lines = ["# Batch report", ""]
-    for table in report.tables:
-        header, rows = table_cells(table)
-        lines += [f"## {table.category}", ""]
-        lines.append("| " + " | ".join(map(_md_escape, header)) + " |")
-        lines.append("|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|")
-        lines += ["| " + " | ".join(map(_md_escape, cells)) + " |" for cells in rows]
-        lines += ["", wins_line(table), ""]
-    totals = report.total_wins()
-    if totals:
-        lines.append("Total " + wins_line(CategoryTable("all", report.methods, [], [], [], totals)))
-    return "\n".join(lines).rstrip() + "\n"
-
-
-CSV_COLUMNS = ["matrix", "category", "method", "status", "n", "nnz", "budget", "fro_error", "rel_error", "seconds",
-               "stop_reason", "iterations", "reference", "error"]
-
-
-def render_csv(report: Report) -> str:
-    """CSV: one row per (matrix, method) record, numbers at full precision.
-
-    ``reference`` is ``key=value`` pairs separated by ``;``; ``error`` holds
-    the failure message or the not-applicable reason.
-    """
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
-    for r in report.records:
-        params = r.get("params") or {}
-        reference = ";".join(f"{k}={v}" for k, v in (r.get("reference") or {}).items())
-        writer.writerow([
-            r["matrix"], r.get("category", ""), r["method"], r["status"],
-            *("" if r.get(k) is None else r[k] for k in ("n", "nnz", "budget", "fro_error", "rel_error", "seconds")),
-            params.get("stop_reason", ""), params.get("iterations", ""), reference,
-            r.get("error") or r.get("reason") or "",
-        ])
-    return buffer.getvalue()
-
-
-_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-                  "‖": r"$\|$", "−": "-", "Δ": r"$\Delta$", "β": r"$\beta$", "–": "--"}
-
-
-def latex_escape(text: str) -> str:
-    """Escape LaTeX's special characters (and the few non-ASCII symbols used in headers)."""
-    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
-
-
-def render_latex(report: Report) -> str:
-    """LaTeX: one booktabs ``table`` per category (needs ``\\usepackage{booktabs}``)."""
-    parts = ["% Generated by sfapprox report; needs \\usepackage{booktabs}", ""]
-    for table in report.tables:
-        header, rows = table_cells(table)
-        spec = "l" + "r" * (len(header) - 2) + "l"
-        parts += [
-            "\\begin{table}[ht]",
-            "\\centering",
-            f"\\caption{{{latex_escape(table.category)}: Frobenius error $\\|X - \\hat X\\|_F$ ({latex_escape(wins_line(table))})}}",
-            f"\\begin{{tabular}}{{{spec}}}",
-            "\\toprule",
-            " & ".join(latex_escape(h) for h in header) + r" \\",
-            "\\midrule",
-            *(" & ".join(latex_escape(c) for c in cells) + r" \\" for cells in rows),
-            "\\bottomrule",
-            "\\end{tabular}",
-            "\\end{table}",
-            "",
-        ]
-    return "\n".join(parts)
-
-
-class ReportFormat(str, enum.Enum):
-    """Export formats of ``sfapprox report``; ``render`` dispatches to the pure renderer."""
-
-    MARKDOWN = "markdown"
-    CSV = "csv"
-    LATEX = "latex"
-
-    def render(self, report: Report) -> str:
-        if self is ReportFormat.MARKDOWN:
-            return render_markdown(report)
-        if self is ReportFormat.CSV:
-            return render_csv(report)
-        if self is ReportFormat.LATEX:
-            return render_latex(report)
-        raise AssertionError(self)  # unreachable: every member is handled above

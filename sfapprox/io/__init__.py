@@ -33,7 +33,7 @@ from ._numpy import read_npy, read_npz
 from ._pajek import read_pajek
 from ._text import read_csv, read_ijv
 
-__all__ = ["LoadedMatrix", "load_matrix", "as_loaded", "detect_format", "available_formats"]
+__all__ = ["LoadedMatrix", "load_matrix", "as_loaded", "detect_format", "available_formats", "format_extensions"]
 
 
 # ---------------------------------------------------------------------------
@@ -102,6 +102,17 @@ def available_formats() -> dict[str, str]:
     True
     """
     return {key: f.description for key, f in _FORMATS.items()}
+
+
+def format_extensions(key: str) -> tuple[str, ...]:
+    """The file extensions read as format ``key`` (none for options-only formats).
+
+    Examples
+    --------
+    >>> format_extensions("pajek")
+    ('.net', '.paj')
+    """
+    return _FORMATS[key].extensions
 
 
 def _known_extensions() -> str:

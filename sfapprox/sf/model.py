@@ -17,8 +17,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .._base import Approximation
 from .._errors import ConvergenceWarning, ParameterError
-from .._params import Interval, Options, check_params
+from .._params import Interval, Options
 from ..budget import sf_structure
 from ..chord import (
     SUPPORTS,
@@ -88,7 +89,7 @@ def _initial_values(init: str, rng: np.random.Generator, shape: tuple[int, int, 
     return (1.0 + noise * jitter) / k
 
 
-class ChordSF:
+class ChordSF(Approximation):
     """Sparse factorization of a square matrix with Chord-structured factors.
 
     Parameters
@@ -169,6 +170,10 @@ class ChordSF:
     kernel_ : str
         The loss+gradient path used ("dense", "panels" or "shifts"; for the
         butterfly "butterfly-panels" on the CPU, "butterfly" on a GPU).
+    params_ : dict
+        The fitted structure and run, for reports: ``support``, ``n_factors``,
+        ``offsets``, ``base`` (None for the butterfly), ``iterations``,
+        ``evaluations``, ``stop_reason``, ``init``, ``device``, ``dtype``.
 
     Examples
     --------
@@ -240,21 +245,21 @@ class ChordSF:
         self.callback = callback
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X) -> "ChordSF":
+    def fit(self, X, *, check_input: bool = True) -> "ChordSF":
         """Fit the factors to the square matrix ``X`` (ndarray or scipy sparse).
 
         A ``KeyboardInterrupt`` during the optimisation stops it at once: the
         best factors found so far are kept and ``stop_reason_`` is
         ``"interrupted"`` (the CLI then saves them and exits 130).
+        ``check_input=False`` skips validating ``X`` (the caller did).
         """
         import torch
 
         from .._device import resolve_device, resolve_dtype
-        from .._validation import check_memory, check_square_matrix
+        from .._validation import check_memory
         from . import _butterfly, _kernels, _solver
 
-        check_params(self, self._parameter_constraints)
-        X = check_square_matrix(X, source="X")
+        X = self._validate(X, check_input)
         n = X.shape[0]
         device = resolve_device(self.device)
         dtype = resolve_dtype(self.dtype, device)
@@ -464,6 +469,18 @@ class ChordSF:
         else:
             self.operator_ = ChordOperator(values, self.offsets_, support=self.support)
         self.n_stored_ = self.operator_.n_stored
+        self.params_ = {
+            "support": self.support,
+            "n_factors": int(values.shape[0]),
+            "offsets": self.offsets_.tolist(),
+            "base": None if self.support == "butterfly" else self.base,  # its positions use no base
+            "iterations": self.n_iter_,
+            "evaluations": self.n_evals_,
+            "stop_reason": self.stop_reason_,
+            "init": self.init_,
+            "device": self.device_,
+            "dtype": self.dtype_,
+        }
         if dense is None:
             self.fro_error_, self.rel_error_ = 0.0, None
         else:

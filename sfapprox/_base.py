@@ -1,0 +1,266 @@
+"""The method contract every approximation implements, and the registry of methods.
+
+**Contract** (checked over every registered method by ``tests/test_common.py``,
+as scikit-learn's common tests do).  An approximation is a class whose
+constructor only stores its keyword parameters, and whose
+``fit(X, *, check_input=True)`` returns ``self`` with
+
+* ``operator_``: the surrogate as a :class:`scipy.sparse.linalg.LinearOperator`
+  with ``to_dense()`` and ``n_stored``;
+* ``n_stored_``: the stored numbers (never above the budget it was given);
+* ``params_``: what was fitted (rank, structure, ...), plain JSON values;
+* ``seconds_``: the fit's wall time;
+* ``stop_reason_``: why it stopped (``"converged"``, ``"exact"``,
+  ``"max_iter"``, ``"time_limit"``, ``"interrupted"``, ...).
+
+``check_input=False`` skips validating ``X`` for callers that already did
+(:func:`sfapprox.compare` validates once for all methods).  :class:`Approximation`
+gives every method scikit-learn's ``get_params`` / ``set_params`` / ``repr``
+and the shared ``to_dense`` / ``to_operator``.
+
+**Registry.**  Each method module declares its method once, at import, with
+:func:`register` (name, one-line summary, the stored-number formula, the
+factory that builds the estimator for an ``N x N`` matrix at a budget — the
+budget's inverse — and the smallest budget at which it applies).  The
+modules are found by walking :data:`METHOD_PACKAGES`, so a new method is one
+new file there: ``--methods`` help, ``compare``, ``sweep``, ``batch``,
+``info`` and factor saving all derive from :func:`methods`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ._errors import ParameterError
+from ._settings import FitSettings
+
+__all__ = [
+    "Approximation",
+    "RunContext",
+    "MethodSpec",
+    "register",
+    "methods",
+    "get_method",
+    "parse_methods",
+    "METHOD_PACKAGES",
+]
+
+#: Packages (or modules) whose public modules declare methods with :func:`register`.
+METHOD_PACKAGES = ("sfapprox.sf", "sfapprox.baselines", "sfapprox.hybrid")
+
+
+# =============================================================================== the contract
+class Approximation:
+    """Base of every approximation method: parameters, validation, the shared results.
+
+    Subclasses list their keyword parameters in ``__init__`` (which only
+    stores them), declare ``_parameter_constraints`` and implement ``fit``;
+    :meth:`_validate` checks both the parameters and ``X`` once.
+    """
+
+    _parameter_constraints: ClassVar[dict[str, Any]] = {}
+
+    # ------------------------------------------------------------------ parameters
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        return [p.name for p in sig.parameters.values() if p.name != "self" and p.kind != p.VAR_KEYWORD]
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor parameters and their current values (scikit-learn's API).
+
+        Examples
+        --------
+        >>> from sfapprox.baselines.tsvd import TruncatedSVD
+        >>> TruncatedSVD(rank=3).get_params()["rank"]
+        3
+        """
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params: Any) -> "Approximation":
+        """Change parameters (checked when ``fit`` runs); unknown names are an error."""
+        known = self._param_names()
+        for name, value in params.items():
+            if name not in known:
+                raise ParameterError(
+                    f"{type(self).__name__} has no parameter {name!r}; its parameters are {', '.join(known)}"
+                )
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self) -> str:
+        # Like scikit-learn: only the parameters that differ from their defaults.
+        sig = inspect.signature(type(self).__init__)
+        shown = []
+        for name in self._param_names():
+            default = sig.parameters[name].default
+            value = getattr(self, name, default)
+            if not _same(value, default):
+                shown.append(f"{name}={value!r}")
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+    # ------------------------------------------------------------------ fitting
+    def _validate(self, X, check_input: bool = True):
+        """Check the parameters, and ``X`` unless the caller already did; returns ``X``."""
+        from ._params import check_params
+        from ._validation import check_square_matrix
+
+        check_params(self, self._parameter_constraints)
+        return check_square_matrix(X, source="X") if check_input else X
+
+    def fit(self, X, *, check_input: bool = True) -> "Approximation":  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ using the fit
+    def to_dense(self) -> np.ndarray:
+        """The fitted surrogate as a dense ``N x N`` array."""
+        return self.operator_.to_dense()
+
+    def to_operator(self):
+        """The fitted surrogate as a LinearOperator (the same object as ``operator_``)."""
+        return self.operator_
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a is b or a == b)
+    except (TypeError, ValueError):  # arrays and the like: shown whenever given
+        return False
+
+
+# =============================================================================== the registry
+@dataclass(frozen=True)
+class RunContext:
+    """What a method's factory needs besides ``N`` and the budget.
+
+    Attributes
+    ----------
+    settings : FitSettings
+    count_indices : bool
+        Charge each sparse entry for its position too (2 numbers).
+    protocol : {"default", "paper"}
+        ``"paper"``: the SF paper's Table 1 settings (SF's reference
+        structure, TSVD at rank ``ceil(M^2 / 2)``).
+    callback : callable or None
+        Progress callback for iterative methods (a dict per iteration).
+    structure : mapping
+        An SF structure fixed by hand (``n_factors``, ``base``) and other
+        extra ChordSF parameters, for the SF methods and the hybrids.
+    """
+
+    settings: FitSettings = field(default_factory=FitSettings)
+    count_indices: bool = False
+    protocol: str = "default"
+    callback: Callable[[dict], bool | None] | None = None
+    structure: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One method's declaration.
+
+    Attributes
+    ----------
+    name : str
+        The name used in ``--methods``, tables and result files.
+    summary : str
+        One line for help texts.
+    stores : str
+        The stored-number formula, e.g. ``"r·(2N + 1)"``.
+    make : callable
+        ``make(n, budget, context) -> Approximation``: the estimator that fits
+        the largest configuration of this method within ``budget`` numbers
+        for an ``n x n`` matrix.  It raises :class:`~sfapprox.BudgetError`
+        (or :class:`~sfapprox.NotApplicableError`) when none fits.
+    min_budget : callable
+        ``min_budget(n, context) -> int | None``: the smallest budget at which
+        the method applies to an ``n x n`` matrix (None: at none).
+    saves : bool
+        Its ``operator_`` can be written to a factors file.
+    order : int
+        Position in listings (then by name).
+    """
+
+    name: str
+    summary: str
+    stores: str
+    make: Callable[[int, int, RunContext], Approximation]
+    min_budget: Callable[[int, RunContext], int | None]
+    saves: bool = True
+    order: int = 100
+
+
+_REGISTRY: dict[str, MethodSpec] = {}
+_DISCOVERED = False
+
+
+def register(spec: MethodSpec) -> MethodSpec:
+    """Declare a method (called once, at import of the module that defines it)."""
+    known = _REGISTRY.get(spec.name)
+    if known is not None and known.make.__module__ != spec.make.__module__:
+        raise RuntimeError(f"method {spec.name!r} is declared twice ({known.make.__module__}, {spec.make.__module__})")
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def _discover() -> None:
+    """Import every public module of :data:`METHOD_PACKAGES` (each registers its methods)."""
+    global _DISCOVERED
+    if _DISCOVERED:
+        return
+    for name in METHOD_PACKAGES:
+        package = importlib.import_module(name)
+        for info in pkgutil.iter_modules(getattr(package, "__path__", [])):
+            if not info.name.startswith("_"):
+                importlib.import_module(f"{name}.{info.name}")
+    _DISCOVERED = True
+
+
+def methods() -> dict[str, MethodSpec]:
+    """Every registered method, in listing order.
+
+    Examples
+    --------
+    >>> {"sf", "tsvd", "nmf"} <= set(methods())
+    True
+    """
+    _discover()
+    return dict(sorted(_REGISTRY.items(), key=lambda item: (item[1].order, item[0])))
+
+
+def get_method(name: str) -> MethodSpec:
+    """The method called ``name``; :class:`~sfapprox.ParameterError` listing the choices otherwise."""
+    known = methods()
+    if name not in known:
+        raise ParameterError(f"unknown method {name!r}; choose from {', '.join(known)}")
+    return known[name]
+
+
+def parse_methods(spec: str | Iterable[str]) -> list[str]:
+    """``"sf, tsvd"`` or ``["sf", "tsvd"]`` → validated names, in order, without repeats.
+
+    Raises
+    ------
+    ParameterError
+        For an empty list or an unknown name (all unknown names are listed).
+
+    Examples
+    --------
+    >>> parse_methods("sf, tsvd,sf")
+    ['sf', 'tsvd']
+    """
+    items = spec.split(",") if isinstance(spec, str) else list(spec)
+    names = list(dict.fromkeys(str(m).strip() for m in items if str(m).strip()))
+    if not names:
+        raise ParameterError(f"no method given (got {spec!r}); choose from {', '.join(methods())}")
+    unknown = [m for m in names if m not in methods()]
+    if unknown:
+        raise ParameterError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(methods())}")
+    return names

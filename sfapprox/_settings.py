@@ -1,0 +1,227 @@
+"""The settings that travel through every layer, declared once.
+
+:class:`FitSettings` is how every method is fitted (iterations, time limit,
+seed, device, dtype, threads, memory limit); :class:`LoadOptions` is how a
+file becomes a matrix.  The CLI fills each from one option group, ``compare``,
+``sweep`` and ``batch`` take them as they are, and each method's factory maps
+a :class:`FitSettings` to its own parameters (:meth:`FitSettings.apply_to`).
+No default is repeated anywhere else: the CLI's ``--help`` reads the defaults
+from these classes, and ``max_iter=None`` means "the method's own default".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._errors import ParameterError
+
+__all__ = ["FitSettings", "LoadOptions", "DEFAULT_TIME_LIMIT", "parse_size"]
+
+#: Default wall-clock limit of one method's fit, in seconds.  Every method stays
+#: within it as a whole (grids and multi-start searches share it), so a compare of
+#: k methods takes at most about k minutes whatever the matrix.
+DEFAULT_TIME_LIMIT = 60.0
+
+_DEVICES = ("auto", "cpu", "cuda")
+_DTYPES = (None, "float64", "float32")
+
+
+@dataclass(frozen=True)
+class FitSettings:
+    """How every method of a run is fitted.
+
+    Attributes
+    ----------
+    max_iter : int or None, default=None
+        Iteration limit of the iterative methods that take one (SF and its
+        hybrids: L-BFGS iterations); None: each method's own default.
+    time_limit : float or None, default=DEFAULT_TIME_LIMIT
+        Wall-clock limit of each method as a whole, in seconds; None (or 0 on
+        the command line) for none, so that results depend on the iteration
+        limits alone and are the same on every machine.
+    seed : int, default=0
+        Seed of every random start and randomized solver (``random_state``).
+    device : str, default="auto"
+        ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
+    dtype : {"float64", "float32"} or None, default=None
+        None: float64 on the CPU, float32 on a GPU.
+    threads : int or None, default=None
+        CPU threads of the torch kernels; None chooses from the work size.
+    max_memory : int or None, default=None
+        Bytes a fit may use; work estimated above it is refused before it
+        starts.  None: a share of the free memory.
+
+    Examples
+    --------
+    >>> s = FitSettings(time_limit=5)
+    >>> s.replace(seed=3).seed, s.time_limit
+    (3, 5.0)
+    """
+
+    max_iter: int | None = None
+    time_limit: float | None = DEFAULT_TIME_LIMIT
+    seed: int = 0
+    device: str = "auto"
+    dtype: str | None = None
+    threads: int | None = None
+    max_memory: int | None = None
+
+    def __post_init__(self) -> None:
+        # Checked here, at the boundary, so a bad value fails before any loading or fitting.
+        if self.time_limit is not None:
+            limit = _number("time_limit", self.time_limit, low=0.0)
+            object.__setattr__(self, "time_limit", None if limit == 0 else limit)
+        for name, low in (("max_iter", 0), ("seed", 0), ("threads", 1), ("max_memory", 1)):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
+                raise ParameterError(f"{name} must be a whole number >= {low} or None, got {value!r}")
+        device = str(self.device).strip().lower()
+        if device not in _DEVICES and not device.startswith("cuda:"):
+            raise ParameterError(f"device must be one of {', '.join(_DEVICES)} or cuda:N, got {self.device!r}")
+        object.__setattr__(self, "device", device)
+        if self.dtype not in _DTYPES:
+            raise ParameterError(f"dtype must be float64, float32 or None, got {self.dtype!r}")
+
+    def replace(self, **changes: Any) -> "FitSettings":
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The settings as plain JSON values (recorded in every result file)."""
+        return dataclasses.asdict(self)
+
+    def apply_to(self, cls: type, *, exclude: tuple[str, ...] = (), **params: Any) -> dict[str, Any]:
+        """Constructor keywords of ``cls`` from these settings, plus ``params``.
+
+        Each setting goes to the parameter of the same meaning that ``cls``
+        accepts (``seed`` → ``random_state``), except the settings named in
+        ``exclude`` (e.g. ``max_iter`` for a method whose iterations mean
+        something else); ``max_iter=None`` is left out, so the class keeps its
+        own default.  ``params`` win over the settings.
+
+        Examples
+        --------
+        >>> from sfapprox.baselines.tsvd import TruncatedSVD
+        >>> FitSettings(seed=4).apply_to(TruncatedSVD, rank=2)
+        {'random_state': 4, 'rank': 2}
+        """
+        accepted = inspect.signature(cls).parameters
+        out: dict[str, Any] = {}
+        for setting, param in _PARAMETER_NAMES.items():
+            value = getattr(self, setting)
+            if setting in exclude:
+                continue
+            if param in accepted and not (setting == "max_iter" and value is None):
+                out[param] = value
+        out.update(params)
+        return out
+
+
+#: FitSettings field -> the estimator parameter that means the same.
+_PARAMETER_NAMES = {
+    "max_iter": "max_iter",
+    "time_limit": "time_limit",
+    "seed": "random_state",
+    "device": "device",
+    "dtype": "dtype",
+    "threads": "threads",
+    "max_memory": "max_memory",
+}
+
+
+def _number(name: str, value: Any, *, low: float) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be a number, got {value!r}") from None
+    if not math.isfinite(number) or number < low:
+        raise ParameterError(f"{name} must be a finite number >= {low:g}, got {value!r}")
+    return number
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """How a file becomes a square matrix (the keywords of :func:`sfapprox.load_matrix`).
+
+    Attributes
+    ----------
+    format : str or None
+        Reader key overriding the extension (see ``sfapprox formats``).
+    var : str or None
+        MATLAB / npz variable (``Problem.A`` for a struct field).
+    network : int or None
+        Which network of a multi-network Pajek file (1-based).
+    two_mode : {"rows", "cols", "bipartite"} or None
+        How a 2-mode Pajek network becomes square.
+    gradient : bool
+        Image: its gradient magnitude instead of the intensities.
+    resize : int or None
+        Image: resize to N x N.
+    square : {"crop", "resize"} or None
+        Non-square image: crop (center) or resize.
+    covariance : bool
+        The file is a samples x features table; use its feature covariance.
+    mirror : {"auto", "none", "mirror"}
+        Header-less triplets: mirror a one-triangle file?
+    max_memory : int or None
+        Bytes the loaded matrix (and its dense copy) may take.
+    extra : dict
+        Further reader keywords (e.g. ones a newer reader adds).
+
+    Examples
+    --------
+    >>> LoadOptions(var="Problem.A").keywords()["var"]
+    'Problem.A'
+    """
+
+    format: str | None = None
+    var: str | None = None
+    network: int | None = None
+    two_mode: str | None = None
+    gradient: bool = False
+    resize: int | None = None
+    square: str | None = None
+    covariance: bool = False
+    mirror: str = "auto"
+    max_memory: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def keywords(self) -> dict[str, Any]:
+        """The options as :func:`~sfapprox.io.load_matrix` keywords."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
+        out.update(self.extra)
+        return out
+
+
+def parse_size(text: str | int | None, *, what: str = "--max-memory") -> int | None:
+    """``"8G"``, ``"500M"``, ``"1.5g"``, ``"123456"`` (or an int) → bytes; None stays None.
+
+    Examples
+    --------
+    >>> parse_size("1.5K"), parse_size("2G"), parse_size(None)
+    (1536, 2147483648, None)
+    """
+    if text is None:
+        return None
+    if isinstance(text, int) and not isinstance(text, bool):
+        if text <= 0:
+            raise ParameterError(f"{what} must be positive, got {text}")
+        return text
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+    raw = str(text).strip().lower().removesuffix("b").removesuffix("i")
+    scale = units.get(raw[-1:], 1)
+    number = raw[:-1] if raw[-1:] in units else raw
+    try:
+        value = float(number)
+    except ValueError:
+        raise ParameterError(f"{what}: cannot read {text!r}; use e.g. 8G, 500M or a byte count") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ParameterError(f"{what} must be a positive, finite size such as 8G, got {text!r}")
+    size = value * scale
+    if size > 1 << 62:
+        raise ParameterError(f"{what} {text!r} is beyond any machine's memory; use e.g. 8G")
+    return max(1, int(size))

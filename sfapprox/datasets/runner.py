@@ -1,0 +1,231 @@
+"""One matrix of a batch: load or generate it, run the methods through the comparison engine,
+turn every outcome into a results-file record, and save the fitted surrogates.
+
+A matrix that cannot be loaded gives ``unavailable`` records, a method that
+raises gives a ``failed`` record; neither stops the batch.  Everything here
+is picklable and runs the same in the parent process, a spawned worker or a
+Dask worker.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .._base import RunContext, get_method
+from .._errors import ConvergenceWarning, SfapproxError, one_line
+from .._settings import FitSettings, parse_size
+from .manifest import Entry
+from .results_file import RECORD_FORMAT, RECORD_VERSION
+
+__all__ = ["BatchOptions", "MatrixTask", "run_matrix", "base_record", "stamp"]
+
+Event = Callable[..., None]
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """How every matrix of a batch is run.
+
+    Attributes
+    ----------
+    methods : tuple of str
+        Method names (:func:`sfapprox.available_methods`).
+    budget : str
+        Budget spec for every method ("sf", a count, or a fraction of N²).
+    protocol : {"default", "paper"}
+        ``"paper"``: TSVD at rank ``ceil(M²/2)`` and SF's reference structure.
+    settings : FitSettings
+        Iterations, time limit, seed, device, dtype, threads, memory limit of every fit.
+    count_indices : bool
+        Charge sparse entries for their positions too.
+    data_dir : str or None
+        Folder searched first for manifest files.
+    save_factors : bool
+        Write each fitted surrogate to ``OUT/factors/<name>.<method>.h5``
+        (plain SF: ``OUT/factors/<name>.h5``).
+    """
+
+    methods: tuple[str, ...] = ("sf", "tsvd")
+    budget: str = "sf"
+    protocol: str = "default"
+    settings: FitSettings = field(default_factory=FitSettings)
+    count_indices: bool = False
+    data_dir: str | None = None
+    save_factors: bool = True
+
+    def recorded(self) -> dict[str, Any]:
+        """The options recorded in every line (what makes two runs comparable)."""
+        return {"budget": self.budget, "protocol": self.protocol, "count_indices": self.count_indices,
+                **self.settings.to_dict()}
+
+
+@dataclass(frozen=True)
+class MatrixTask:
+    """One unit of work: the methods still to run on one entry (picklable)."""
+
+    entry: Entry
+    methods: tuple[str, ...]
+    options: BatchOptions
+    out_dir: str
+    cache: str | None = None
+
+
+def stamp(record: dict[str, Any]) -> dict[str, Any]:
+    record["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return record
+
+
+def base_record(task: MatrixTask, method: str) -> dict[str, Any]:
+    """A record with every field present (the ones not yet known are None)."""
+    entry = task.entry
+    return {
+        "format": RECORD_FORMAT,
+        "version": RECORD_VERSION,
+        "matrix": entry.name,
+        "category": entry.category,
+        "method": method,
+        "status": None,
+        "n": None,
+        "nnz": None,
+        "budget": None,
+        "fro_error": None,
+        "rel_error": None,
+        "seconds": None,
+        "params": {},
+        "settings": task.options.recorded(),
+        "reference": dict(entry.reference),
+        "reproducible": entry.reproducible,
+        "matrix_info": {},
+        "factors": None,
+        "reason": None,
+        "error": None,
+    }
+
+
+def _materialize(task: MatrixTask):
+    """The entry's matrix as a LoadedMatrix plus extra info (generator facts, file origin)."""
+    from ..io import as_loaded, load_matrix
+    from .fetch import fetch_entry
+    from .synthetic import generate
+
+    entry = task.entry
+    if entry.generator:
+        generated = generate(entry.generator, entry.params)
+        return as_loaded(generated.matrix, entry.name), generated.info
+    cache = Path(task.cache) if task.cache else None
+    found = fetch_entry(entry, data_dir=task.options.data_dir, cache=cache)
+    options = dict(entry.load)
+    options["max_memory"] = parse_size(options.get("max_memory"), what=f"{entry.name}: max_memory")
+    loaded = load_matrix(found.path, **options)
+    return loaded, {"origin": found.origin, "verified": found.verified}
+
+
+def _factors_name(task: MatrixTask, method: str) -> str:
+    # Plain SF keeps the historical name; the other methods get theirs in the file name.
+    suffix = "" if method == "sf" else f".{method}"
+    return f"factors/{task.entry.name}{suffix}.h5"
+
+
+def _save(task: MatrixTask, result, record: dict[str, Any], loaded) -> str:
+    from ..factors import save_factors
+
+    relative = _factors_name(task, result.method)
+    save_factors(
+        Path(task.out_dir) / relative,
+        result.operator,
+        kind=result.method,
+        loss_history=getattr(result.estimator, "loss_curve_", ()),
+        fit={k: record[k] for k in ("fro_error", "rel_error", "seconds", "nnz", "n")} | record["params"],
+        settings=task.options.recorded(),
+        source={"name": task.entry.name, "manifest": task.entry.manifest, "path": loaded.path,
+                "sha256": loaded.sha256, "format": loaded.format},
+    )
+    return relative
+
+
+def _record(task: MatrixTask, result, loaded, info: dict[str, Any], budget) -> dict[str, Any]:
+    record = base_record(task, result.method)
+    record.update(n=loaded.n, budget=budget.value, budget_spec=budget.spec, matrix_info=info)
+    record.update({k: v for k, v in result.to_dict().items() if k != "method"})
+    if result.status == "failed":
+        record["error"] = result.reason
+    saves = get_method(result.method).saves
+    if saves and result.status == "ok" and task.options.save_factors and result.operator is not None:
+        try:
+            record["factors"] = _save(task, result, record, loaded)
+        except (OSError, SfapproxError) as exc:
+            # Not "ok": a re-run must redo this pair, or its factors would never be written.
+            record.update(status="failed", error=f"factors not saved: {one_line(exc)}")
+    return stamp(record)
+
+
+def _unavailable(task: MatrixTask, exc: BaseException) -> list[dict[str, Any]]:
+    out = []
+    for method in task.methods:
+        record = base_record(task, method)
+        record.update(status="unavailable", error=one_line(exc))
+        out.append(stamp(record))
+    return out
+
+
+def run_matrix(task: MatrixTask, on_record: Callable[[dict], None] | None = None,
+               on_event: Event | None = None) -> list[dict[str, Any]]:
+    """Run the task's methods on its matrix; every outcome becomes a record.
+
+    Parameters
+    ----------
+    task : MatrixTask
+    on_record : callable, optional
+        Called with each record as soon as it is ready (the serial runner
+        writes it at once).
+    on_event : callable, optional
+        Progress events ``on_event("method", matrix=..., method=...)`` and
+        ``on_event("iteration", ...)`` from the iterative methods.
+
+    Returns
+    -------
+    list of dict
+        One record per method run.  A ``KeyboardInterrupt`` inside a method
+        gives an ``"interrupted"`` record and stops (that record is returned
+        but not passed to ``on_record``: an interrupted pair is redone).
+    """
+    from ..budget import resolve_budget
+    from ..comparison import run_all
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # stop_reason is in the record
+        try:
+            loaded, extra = _materialize(task)
+            budget = resolve_budget(task.options.budget, loaded.n)
+        except Exception as exc:  # a missing or bad file (or a loader bug) must not stop the batch
+            records = _unavailable(task, exc)
+            for record in records:
+                if on_record is not None:
+                    on_record(record)
+            return records
+        emit = on_event or (lambda *a, **k: None)
+        name = task.entry.name
+        info = {**loaded.summary(), **extra}
+        options = task.options
+        callback = (lambda it: emit("iteration", matrix=name, **it)) if on_event else None
+        context = RunContext(options.settings, options.count_indices, options.protocol, callback)
+        records: list[dict[str, Any]] = []
+
+        def done(result) -> None:
+            record = _record(task, result, loaded, info, budget)
+            records.append(record)
+            if on_record is not None and record["status"] != "interrupted":
+                on_record(record)
+
+        for method in task.methods:
+            emit("method", matrix=name, method=method)
+            results = run_all([method], loaded.matrix, budget, context, info["fro_norm"], done, isolate=True)
+            if results and results[-1].status == "interrupted":
+                break
+        return records
+

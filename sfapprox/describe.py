@@ -1,0 +1,88 @@
+"""What a matrix is and what each method can do with it (``sfapprox info``, as a library call)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._base import RunContext, methods
+from .budget import sf_count, sf_structure, tsvd_count, tsvd_rank_for_budget
+from .formats import Column, Table
+
+__all__ = ["MatrixDescription", "describe"]
+
+
+@dataclass
+class MatrixDescription:
+    """Facts about a matrix (``facts``: label/value pairs), the methods table and the JSON dict."""
+
+    facts: list[tuple[str, Any]]
+    tables: list[Table]
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+def describe(matrix, *, count_indices: bool = False) -> MatrixDescription:
+    """Describe a matrix: shape, storage, symmetry, sign, SF's reference structure and budget,
+    and the smallest budget at which each registered method applies.
+
+    Parameters
+    ----------
+    matrix : LoadedMatrix, path or array
+    count_indices : bool, default=False
+        Charge sparse entries for their positions (changes RPCA's and sf+s's smallest budget).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> d = describe(np.eye(36))
+    >>> d.data["sf"]["count"], d.data["methods"]["tsvd"]["min_budget"]
+    (1512, 73)
+    """
+    from .comparison import as_loaded_matrix
+
+    loaded = as_loaded_matrix(matrix, None)
+    summary = loaded.summary()
+    n = summary["n"]
+    ref = sf_structure(n)
+    count = sf_count(n)
+    dense = n * n
+    rank = tsvd_rank_for_budget(n, count)
+    facts: list[tuple[str, Any]] = [
+        ("file", summary.get("path") or "(array)"),
+        ("format", summary["format"]),
+        ("size", f"{n} x {n}"),
+        ("stored entries", f"{summary['nnz']:,} ({100 * summary['density']:.2f}% of N²)"),
+        ("storage", "sparse" if loaded.is_sparse else "dense"),
+        ("symmetric", "yes" if summary["symmetric"] else "no"),
+        ("sign", "non-negative" if summary["nonnegative"] else "has negative entries"),
+        ("values", f"min {summary['min']:.4g}, max {summary['max']:.4g}, ‖X‖_F {summary['fro_norm']:.4g}"),
+        ("sha256", summary.get("sha256") or "–"),
+        ("SF factors M", ref.n_factors),
+        ("SF offsets (K)", f"{ref.n_offsets} per row"),
+        ("SF stored numbers N·K·M", f"{count:,} ({100 * count / dense:.2f}% of N²)"),
+        ("TSVD rank at that budget", f"{rank} ({tsvd_count(n, rank):,} numbers)"),
+    ]
+    context = RunContext(count_indices=count_indices)
+    table = Table(f"{loaded.name}: where each method applies (N² = {dense:,})",
+                  [Column("method", "method", "left"), Column("stores", "stores", "left"),
+                   Column("min_budget", "smallest budget"), Column("share", "% of N²"),
+                   Column("summary", "what", "left")])
+    per_method: dict[str, Any] = {}
+    for name, spec in methods().items():
+        need = spec.min_budget(n, context)
+        per_method[name] = {"stores": spec.stores, "min_budget": need, "summary": spec.summary}
+        table.add({"method": name, "stores": spec.stores,
+                   "min_budget": "never" if need is None else f"{need:,}",
+                   "share": "–" if need is None else f"{100 * need / dense:.1f}%",
+                   "summary": spec.summary})
+    if count > dense:
+        table.notes.append(f"SF's reference structure stores {count:,} numbers, more than the dense "
+                           f"matrix's {dense:,}: at this size storing X itself is cheaper")
+    nnz = summary["nnz"]
+    if 2 * nnz < count:
+        table.notes.append(f"X has {nnz:,} non-zeros: stored as values + positions (2 numbers each) it takes "
+                           f"{2 * nnz:,} numbers, less than SF's budget")
+    data = {"matrix": summary, "sf": {"n_factors": ref.n_factors, "n_offsets": ref.n_offsets, "count": count,
+                                      "share_of_dense": count / dense},
+            "tsvd_rank_at_sf_budget": rank, "methods": per_method, "notes": table.notes}
+    return MatrixDescription(facts, [table], data)

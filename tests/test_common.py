@@ -1,0 +1,118 @@
+"""The method contract, run over every registered method (scikit-learn's common-tests habit).
+
+A new method registers itself and is tested here without a line added.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from sfapprox import BudgetError, FitSettings, NotApplicableError, ParameterError
+from sfapprox._base import Approximation, RunContext, methods, parse_methods
+from sfapprox.budget import sf_count
+from sfapprox.formats import jsonable
+
+N = 16  # a power of two, so that the butterfly support applies too
+CONTEXT = RunContext(FitSettings(max_iter=25, time_limit=10, device="cpu"))
+pytestmark = pytest.mark.filterwarnings("ignore::sfapprox.ConvergenceWarning")
+
+
+@pytest.fixture(scope="module")
+def X():
+    rng = np.random.default_rng(0)
+    return rng.random((N, 3)) @ rng.random((3, N)) + 0.1 * rng.random((N, N))
+
+
+@pytest.fixture(scope="module")
+def fitted(X):
+    out = {}
+    for name, spec in methods().items():
+        est = spec.make(N, sf_count(N), CONTEXT)
+        out[name] = (est, est.fit(X))
+    return out
+
+
+NAMES = list(methods())
+
+
+def test_registry_lists_the_known_methods():
+    assert {"sf", "sf-symmetric", "sf-butterfly", "tsvd", "rpca", "rpca-pcp", "nmf", "sf+lr", "sf+s"} <= set(NAMES)
+    for spec in methods().values():
+        assert spec.summary and spec.stores and callable(spec.make) and callable(spec.min_budget)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_fit_returns_self_with_the_contract_attributes(fitted, X, name):
+    est, result = fitted[name]
+    assert result is est and isinstance(est, Approximation)
+    assert est.operator_.shape == (N, N)
+    assert 0 < est.n_stored_ <= sf_count(N)
+    assert est.operator_.n_stored == est.n_stored_
+    assert isinstance(est.stop_reason_, str) and est.stop_reason_
+    assert est.seconds_ >= 0
+    json.dumps(jsonable(est.params_))  # plain JSON values
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_operator_matches_the_dense_surrogate(fitted, name):
+    est, _ = fitted[name]
+    D = est.to_dense()
+    assert D.shape == (N, N) and np.allclose(est.operator_.to_dense(), D)
+    x = np.random.default_rng(1).random(N)
+    B = np.random.default_rng(2).random((N, 3))
+    assert np.allclose(est.operator_ @ x, D @ x)
+    assert np.allclose(est.operator_.matmat(B), D @ B)
+    assert np.allclose(est.operator_.rmatvec(x), D.T @ x)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_check_input_false_gives_the_same_fit(X, name):
+    spec = methods()[name]
+    quick = RunContext(FitSettings(max_iter=5, time_limit=None, device="cpu"))
+    a = spec.make(N, sf_count(N), quick).fit(X)
+    b = spec.make(N, sf_count(N), quick).fit(X, check_input=False)
+    assert np.allclose(a.to_dense(), b.to_dense())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_constructor_only_stores_and_params_round_trip(name):
+    est = methods()[name].make(N, sf_count(N), CONTEXT)
+    assert not [k for k in vars(est) if k.endswith("_")]
+    params = est.get_params()
+    clone = type(est)(**params)
+    assert clone.get_params() == params
+    assert "object at" not in repr(est) and repr(est).startswith(type(est).__name__ + "(")
+    with pytest.raises(ParameterError, match="has no parameter"):
+        est.set_params(no_such_parameter=1)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_smallest_budget_is_where_the_method_starts(X, name):
+    spec = methods()[name]
+    need = spec.min_budget(N, CONTEXT)
+    assert need is not None
+    est = spec.make(N, need, CONTEXT).fit(X)
+    assert est.n_stored_ <= need
+    if need > 1:
+        with pytest.raises((BudgetError, NotApplicableError)):
+            spec.make(N, need - 1, CONTEXT).fit(X)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_bad_input_is_refused_with_our_error(name):
+    from sfapprox import InputError
+
+    est = methods()[name].make(N, sf_count(N), CONTEXT)
+    with pytest.raises(InputError):
+        est.fit(np.ones((N, N + 1)))
+
+
+def test_parse_methods():
+    assert parse_methods(" sf ,tsvd, sf") == ["sf", "tsvd"]
+    with pytest.raises(ParameterError, match="no method given"):
+        parse_methods(" , ")
+    with pytest.raises(ParameterError, match="unknown method.*svd2"):
+        parse_methods("sf,svd2")

@@ -1,0 +1,46 @@
+"""FitSettings and LoadOptions: one object each, checked at the boundary."""
+
+import pytest
+
+from sfapprox import FitSettings, LoadOptions, ParameterError
+from sfapprox._settings import parse_size
+from sfapprox.baselines.nmf import NMF
+from sfapprox.sf.model import ChordSF
+
+
+def test_defaults_and_zero_time_limit():
+    assert FitSettings().time_limit == 60.0 and FitSettings(time_limit=0).time_limit is None
+    assert FitSettings(device="CPU").device == "cpu"
+
+
+@pytest.mark.parametrize("field,value", [("time_limit", -1), ("time_limit", float("nan")), ("max_iter", -2),
+                                         ("seed", 1.5), ("threads", 0), ("device", "tpu"), ("dtype", "float16"),
+                                         ("max_memory", True)])
+def test_bad_values_are_refused(field, value):
+    with pytest.raises(ParameterError, match=field):
+        FitSettings(**{field: value})
+
+
+def test_apply_to_maps_names_and_keeps_class_defaults():
+    s = FitSettings(seed=3, time_limit=5, device="cpu")
+    params = s.apply_to(ChordSF, n_factors=2)
+    assert params["random_state"] == 3 and params["time_limit"] == 5 and params["n_factors"] == 2
+    assert "max_iter" not in params  # None: ChordSF keeps its own default
+    assert "max_iter" not in FitSettings(max_iter=7).apply_to(NMF, exclude=("max_iter",))
+    assert FitSettings(max_iter=7).apply_to(ChordSF)["max_iter"] == 7
+
+
+def test_load_options_keywords():
+    kw = LoadOptions(var="A", extra={"relation": 2}).keywords()
+    assert kw["var"] == "A" and kw["relation"] == 2 and "extra" not in kw
+
+
+@pytest.mark.parametrize("text,expected", [("8G", 8 << 30), ("500m", 500 << 20), ("1.5KiB", 1536), ("123", 123)])
+def test_parse_size(text, expected):
+    assert parse_size(text) == expected
+
+
+@pytest.mark.parametrize("text", ["nan", "inf", "1e400", "-5", "0", "lots", "1e30G"])
+def test_parse_size_refuses_nonsense(text):
+    with pytest.raises(ParameterError, match="max-memory"):
+        parse_size(text)
