@@ -132,6 +132,7 @@ def compare(
     on_result: Callable[[MethodResult], None] | None = None,
     load: LoadOptions | None = None,
     matrix_info: Mapping[str, Any] | None = None,
+    include: Mapping[str, Any] | None = None,
     **setting_changes: Any,
 ) -> Comparison:
     """Fit every method in ``methods`` to ``matrix`` at the same budget and score them.
@@ -163,6 +164,9 @@ def compare(
         How ``matrix`` is read when it is a path.
     matrix_info : mapping, optional
         Extra facts for the report header (merged into the matrix summary).
+    include : mapping, optional
+        Surrogates fitted earlier (e.g. ``load_factors(path)``), by row name:
+        each is scored like the methods and must fit the budget too.
 
     Returns
     -------
@@ -194,7 +198,25 @@ def compare(
     context = RunContext(settings, count_indices, protocol, callback, dict(structure or {}))
     with warnings_at_caller():
         results = run_all(names, X, resolved, context, info["fro_norm"], on_result)
+    for name, surrogate in (include or {}).items():
+        results.append(score_surrogate(name, surrogate, X, resolved.value, info["fro_norm"]))
     return build_comparison(info, resolved, results, context)
+
+
+def score_surrogate(name: str, surrogate, X, budget: int, fro_norm: float | None = None) -> MethodResult:
+    """A row for a surrogate fitted earlier (an operator, or what :func:`~sfapprox.load_factors` returns)."""
+    operator = getattr(surrogate, "operator", surrogate)
+    if operator.shape != X.shape:
+        raise ParameterError(f"{name}: a {operator.shape[0]} x {operator.shape[1]} surrogate cannot approximate "
+                             f"this {X.shape[0]} x {X.shape[1]} matrix")
+    stored = int(operator.n_stored)
+    params = {"kind": getattr(surrogate, "kind", None), **dict(getattr(surrogate, "fit", {}) or {})}
+    if stored > budget:
+        return MethodResult(name, "not applicable", nnz=stored, params=params,
+                            reason=f"stores {stored} numbers, over the budget {budget}")
+    fro, rel = frobenius_error(X, operator.to_dense(), fro_norm)
+    return MethodResult(name, "ok", nnz=stored, fro_error=fro, rel_error=rel, seconds=params.get("seconds"),
+                        params=params, operator=operator)
 
 
 def run_all(

@@ -9,7 +9,7 @@ from ._base import RunContext, methods
 from .budget import sf_count, sf_structure, tsvd_count, tsvd_rank_for_budget
 from .formats import Column, Table
 
-__all__ = ["MatrixDescription", "describe"]
+__all__ = ["MatrixDescription", "describe", "describe_factors"]
 
 
 @dataclass
@@ -86,3 +86,43 @@ def describe(matrix, *, count_indices: bool = False) -> MatrixDescription:
                                       "share_of_dense": count / dense},
             "tsvd_rank_at_sf_budget": rank, "methods": per_method, "notes": table.notes}
     return MatrixDescription(facts, [table], data)
+
+
+def describe_factors(path) -> MatrixDescription:
+    """Describe a saved fit (:func:`~sfapprox.load_factors` validates it first).
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile, os
+    >>> from sfapprox import ChordOperator, save_factors
+    >>> p = os.path.join(tempfile.mkdtemp(), "f.h5")
+    >>> save_factors(p, ChordOperator(np.full((3, 8, 4), 0.25)))
+    >>> describe_factors(p).data["n_stored"]
+    96
+    """
+    from .factors import load_factors
+
+    saved = load_factors(path)
+    n, stored = saved.n, saved.n_stored
+    fit, source = saved.fit, saved.source
+    op = saved.operator
+    facts: list[tuple[str, Any]] = [
+        ("file", str(path)),
+        ("holds", f"a saved {saved.kind} fit ({type(op).__name__})"),
+        ("size", f"{n} x {n}"),
+        ("stored numbers", f"{stored:,} ({100 * stored / (n * n):.2f}% of N²)"),
+    ]
+    for key, label in (("fro_error", "‖X−X̂‖_F"), ("rel_error", "relative error"), ("iterations", "iterations"),
+                       ("stop_reason", "stop reason"), ("seconds", "seconds")):
+        if fit.get(key) is not None:
+            facts.append((label, f"{fit[key]:.6g}" if isinstance(fit[key], float) else fit[key]))
+    if source:
+        facts.append(("fitted to", f"{source.get('name', '?')} ({source.get('path') or 'array'})"))
+        if source.get("sha256"):
+            facts.append(("its sha256", source["sha256"]))
+    if saved.versions:
+        facts.append(("written by", ", ".join(f"{k} {v}" for k, v in saved.versions.items())))
+    data = {"kind": saved.kind, "operator": type(op).__name__, "n": n, "n_stored": stored, "fit": fit,
+            "source": source, "settings": saved.settings, "versions": saved.versions,
+            "loss_history_length": int(saved.loss_history.size)}
+    return MatrixDescription(facts, [], data)

@@ -223,7 +223,7 @@ def test_h5_round_trip(tmp_path):
     path = tmp_path / "bf.h5"
     save_factors(path, sf.operator_, loss_history=sf.loss_curve_)
     with h5py.File(path, "r") as f:
-        assert f.attrs["support"] == "butterfly" and f.attrs["format_version"] == 3
+        assert f.attrs["support"] == "butterfly" and f.attrs["format_version"] == 4
     saved = load_factors(path)
     assert saved.operator.support == "butterfly"
     assert np.array_equal(saved.operator.values, sf.factors_)

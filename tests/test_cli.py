@@ -167,3 +167,55 @@ def test_fit_structure_options(tmp_path, small_mtx):
     assert summary["offsets"] == [0, 1, 2, 4, 8, 10, 11]  # -2, -1 mod 12 (-4, -8 coincide with 8, 4)
     clash = invoke("fit", small_mtx, "--budget", "0.5", "--base", "3")
     assert clash.exit_code == 2 and "leave out base" in clash.output
+
+
+def test_json_dash_goes_to_stdout_alone(small_mtx):
+    res = runner.invoke(app, ["compare", str(small_mtx), "--methods", "tsvd", "--json", "-"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)  # stdout is JSON only; the table went to stderr
+    assert data["results"][0]["method"] == "tsvd" and data["settings"]["seed"] == 0
+    assert "numpy" in data["versions"] and not Path("-").exists()
+
+
+def test_every_table_format_from_one_command(tmp_path, small_mtx):
+    outs = {fmt: tmp_path / f"c.{fmt}" for fmt in ("csv", "markdown", "latex")}
+    args = ["compare", small_mtx, "--methods", "tsvd,rpca"]
+    for fmt, path in outs.items():
+        args += [f"--{fmt}", path]
+    res = invoke(*args)
+    assert res.exit_code == 0, res.output
+    assert outs["csv"].read_text().startswith("method,stored")
+    assert "| tsvd" in outs["markdown"].read_text() and "\\toprule" in outs["latex"].read_text()
+    two = invoke("compare", small_mtx, "--json", "-", "--csv", "-")
+    assert two.exit_code == 2 and "only one output can go to standard output" in two.output
+
+
+def test_formats_and_methods_commands():
+    res = invoke("formats")
+    assert res.exit_code == 0 and "mtx" in res.output and "--markdown" in res.output
+    res = invoke("methods", "--json", "-")
+    assert res.exit_code == 0 and {"sf", "tsvd", "nmf"} <= set(json.loads(res.stdout)["methods"])
+
+
+def test_info_and_compare_with_a_saved_fit(tmp_path, small_mtx):
+    h5 = tmp_path / "f.h5"
+    assert invoke("fit", small_mtx, "--out", h5, "--iters", "10", "--device", "cpu", "-q").exit_code == 0
+    res = invoke("info", h5)
+    assert res.exit_code == 0 and "saved sf fit" in res.output and "small" in res.output
+    res = invoke("compare", small_mtx, "--with", h5, "--methods", "tsvd", "--json", "-")
+    assert res.exit_code == 0, res.output
+    rows = {r["method"]: r for r in json.loads(res.stdout)["results"]}
+    assert rows["saved:f"]["status"] == "ok" and rows["saved:f"]["nnz"] == 240
+    res = invoke("compare", h5)
+    assert res.exit_code == 2 and "is a saved fit, not a matrix" in res.output
+
+
+def test_help_flags_and_module_entry_point():
+    import subprocess
+    import sys
+
+    assert invoke("-h").exit_code == 0
+    done = subprocess.run([sys.executable, "-m", "sfapprox", "--version"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("sfapprox ")
+    text = invoke("compare", "--help").output
+    assert "<bool>" not in text.split("--help")[0]  # flags take no value

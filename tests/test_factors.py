@@ -44,17 +44,123 @@ def test_load_factors_rejects_other_files(tmp_path):
         load_factors(garbage)
 
 
-def test_files_without_a_support_attribute_load_as_chord(tmp_path):
-    # Files written before the butterfly support existed have no "support": offset-based.
+def _legacy(path, values, offsets, **attrs):
+    """A file as sfapprox wrote it before format version 4."""
+    with h5py.File(path, "w") as f:
+        f.attrs["format"] = "sfapprox-chord-factors"
+        f.attrs["format_version"] = 1
+        f.attrs["n"] = values.shape[1]
+        f.attrs["n_factors"] = values.shape[0]
+        for key, value in attrs.items():
+            f.attrs[key] = value
+        f["values"], f["offsets"], f["loss_history"] = values, offsets, np.zeros(0)
+        for key in ("fit", "settings", "source", "versions"):
+            f.attrs[key] = "{}"
+
+
+def test_files_of_earlier_versions_still_load(tmp_path):
+    # Version 1 had no "support" attribute: its factors are offset-based (Chord).
     from sfapprox import ChordOperator
 
     op = ChordOperator(np.random.default_rng(0).random((3, 8, 4)))
-    path = tmp_path / "old.h5"
-    save_factors(path, op)
-    with h5py.File(path, "a") as f:
-        assert f.attrs["support"] == "chord" and f.attrs["format_version"] == 1
-        del f.attrs["support"]
-    saved = load_factors(path)
-    assert saved.operator.support == "chord"
+    _legacy(tmp_path / "old.h5", op.values, op.offsets)
+    saved = load_factors(tmp_path / "old.h5")
+    assert saved.operator.support == "chord" and saved.kind == "sf"
     assert np.array_equal(saved.operator.offsets, [0, 1, 2, 4])
     assert np.allclose(saved.to_dense(), op.to_dense())
+
+
+def test_files_describe_themselves_and_the_readme_rebuilds_them(tmp_path):
+    X = np.random.default_rng(3).random((12, 12))
+    sf = ChordSF(max_iter=20, device="cpu").fit(X)
+    path = tmp_path / "f.h5"
+    save_factors(path, sf.operator_, loss_history=sf.loss_curve_)
+    with h5py.File(path) as f:
+        assert "W[0] @ W[1]" in f.attrs["description"] and f.attrs["operator"] == "chord"
+        assert all("description" in f[name].attrs for name in ("values", "offsets", "loss_history"))
+    # The README's snippet (h5py + numpy only), run as written there.
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    snippet = re.search(r"```python\n(# rebuild a saved fit.*?)```", readme, re.S).group(1)
+    namespace = {"path": str(path)}
+    exec(snippet, namespace)
+    assert np.allclose(namespace["A"], sf.to_dense())
+
+
+def _saved(tmp_path, name="f.h5"):
+    from sfapprox import ChordOperator
+
+    path = tmp_path / name
+    save_factors(path, ChordOperator(np.random.default_rng(0).random((3, 8, 4))))
+    return path
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda f: f["values"].__setitem__((0, 0, 0), np.nan), "NaN or infinite"),
+    (lambda f: f["offsets"].__setitem__(1, 9), "not distinct positions in 0..7"),
+    (lambda f: f["offsets"].__setitem__(1, -1), "not distinct positions"),
+    (lambda f: f.attrs.__setitem__("format_version", 99), "newer sfapprox"),
+    (lambda f: f.attrs.__setitem__("n_stored", 5), "says it stores 5 numbers but holds 96"),
+    (lambda f: f.attrs.__setitem__("n", 9), "has shape"),
+    (lambda f: f.attrs.__setitem__("fit", "{not json"), "not valid JSON"),
+    (lambda f: f.attrs.__setitem__("operator", "quantum"), "unknown operator kind 'quantum'"),
+])
+def test_edited_files_are_refused_in_one_line(tmp_path, edit, message):
+    path = _saved(tmp_path)
+    with h5py.File(path, "a") as f:
+        edit(f)
+    with pytest.raises(InputError, match=message) as info:
+        load_factors(path)
+    assert "\n" not in str(info.value) and str(path) in str(info.value)
+
+
+def test_data_outside_the_file_is_never_read(tmp_path):
+    secret = tmp_path / "secret.bin"
+    np.full((3, 8, 4), 7.0).tofile(secret)
+    path = _saved(tmp_path)
+    with h5py.File(path, "a") as f:
+        del f["values"]
+        f.create_dataset("values", shape=(3, 8, 4), dtype="f8", external=[(str(secret), 0, 3 * 8 * 4 * 8)])
+    with pytest.raises(InputError, match="external storage"):
+        load_factors(path)
+    other = _saved(tmp_path, "other.h5")
+    with h5py.File(path, "a") as f:
+        del f["values"]
+        f["values"] = h5py.ExternalLink(str(other), "values")
+    with pytest.raises(InputError, match="link"):
+        load_factors(path)
+    with h5py.File(path, "a") as f:
+        del f["values"]
+        layout = h5py.VirtualLayout(shape=(3, 8, 4), dtype="f8")
+        layout[:] = h5py.VirtualSource(str(other), "values", shape=(3, 8, 4))
+        f.create_virtual_dataset("values", layout)
+    with pytest.raises(InputError, match="virtual dataset"):
+        load_factors(path)
+
+
+def test_a_huge_declared_dataset_is_refused_before_reading(tmp_path):
+    path = _saved(tmp_path)
+    with h5py.File(path, "a") as f:
+        del f["values"]
+        f.create_dataset("values", shape=(40, 1 << 20, 4), dtype="f8", fillvalue=1.0)  # no storage: 1.3 GB when read
+        f.attrs["n"] = 1 << 20
+    from sfapprox import ResourceError
+
+    with pytest.raises(ResourceError, match="reading its datasets"):
+        load_factors(path, max_memory=100 << 20)
+
+
+def test_every_method_saves_and_loads(tmp_path):
+    from sfapprox import compare
+    from sfapprox.factors import save_results
+
+    X = np.abs(np.random.default_rng(5).random((16, 16)))
+    c = compare(X, ["sf", "tsvd", "rpca", "nmf", "sf+lr", "sf+s", "sf-butterfly"], max_iter=10, device="cpu")
+    files = save_results(c, tmp_path / "saved")
+    assert len(files) == 7
+    for r, path in zip(c.results, files):
+        saved = load_factors(path)
+        assert saved.kind == r.method and saved.n_stored == r.nnz
+        assert np.allclose(saved.to_dense(), r.operator.to_dense())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Literal, Optional
 
 import typer
 
@@ -21,6 +21,8 @@ def compare(
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the original, each method's approximation and its residual (PNG/PDF/SVG; needs matplotlib).", metavar="FILE")] = None,
     count_indices: Annotated[bool, o.flag("--count-indices", help="Charge sparse entries 2 numbers (value + position).")] = False,
     save_factors: Annotated[Optional[Path], typer.Option("--save-factors", help="Write each fitted surrogate to FOLDER/<name>.<method>.h5 (the folder is created).", metavar="FOLDER")] = None,
+    saved: Annotated[Optional[list[Path]], typer.Option("--with", help="A saved fit (fit --out, --save-factors) to score beside the methods; repeatable.", metavar="FILE")] = None,
+    plot_scale: Annotated[Literal["auto", "linear", "log"], typer.Option("--plot-scale", help="--plot colors: linear values, log10 |values| (sparse graphs), or auto (log below 10% non-zeros).")] = "auto",
     quiet: o.Quiet = False,
     force: o.Force = False,
     *,
@@ -48,18 +50,28 @@ def compare(
         check_plot(plot, force)
         if save_factors is not None and save_factors.exists() and not save_factors.is_dir():
             raise ParameterError(f"{save_factors}: --save-factors needs a folder, and this is a file")
+        from ..factors import is_factors_file, load_factors
+
+        if is_factors_file(path):
+            raise ParameterError(f"{path} is a saved fit, not a matrix; compare it with the matrix it approximates: "
+                                 f"sfapprox compare MATRIX --with {path}")
+        surrogates = {f"saved:{p.stem}": load_factors(p, max_memory=settings.max_memory) for p in saved or []}
         loaded = read_matrix(path, load)
         show_notes(loaded)
+        for name, fit in surrogates.items():
+            if fit.source.get("sha256") and fit.source["sha256"] != loaded.sha256:
+                note(f"note: {name} was fitted to {fit.source.get('path') or 'another input'} "
+                     f"(sha256 {fit.source['sha256'][:12]}…), not to this file", style="yellow")
         with fit_progress(f"{loaded.name}", settings.max_iter, quiet, settings.time_limit) as progress:
             comparison = run_compare(loaded, names, budget=budget, settings=settings, count_indices=count_indices,
-                                     callback=announce_start(progress, loaded.name, quiet))
+                                     callback=announce_start(progress, loaded.name, quiet), include=surrogates)
         tables = comparison.tables()
         show_tables(tables, outputs)
         write_outputs(tables, comparison.to_dict(), outputs, force=force)
         if plot is not None:
             from ..plotting import plot_comparison
 
-            plot_comparison(loaded, comparison, plot, force=force)
+            plot_comparison(loaded, comparison, plot, scale=plot_scale, force=force)
             note(f"wrote {plot}")
         if save_factors is not None:
             from ..factors import save_results

@@ -6,7 +6,7 @@ from rich.markup import escape
 
 from . import _options as o
 from ._app import app, error_boundary, read_matrix, show_notes
-from ._render import check_outputs, key_value_table, out, show_tables, write_outputs
+from ._render import check_outputs, key_value_table, out, show_tables, stdout_claimed, write_outputs
 
 
 @app.command()
@@ -20,16 +20,23 @@ def info(
 ) -> None:
     """Show a matrix's shape, entries, symmetry, sign, SF's budget and where each method applies.
 
+    Given a saved fit (a factors file from fit --out), show what it holds and how it was made.
+
     Example: sfapprox info graph.net --json -
     """
     with error_boundary():
-        from ..describe import describe
+        from ..describe import describe, describe_factors
+        from ..factors import is_factors_file
 
         check_outputs(outputs, force)
-        loaded = read_matrix(path, load)
-        report = describe(loaded)
-        if not any(str(p) == "-" for p in outputs.values()):
-            out.print(key_value_table(escape(loaded.name), [(k, escape(str(v))) for k, v in report.facts]))
+        if is_factors_file(path):
+            report, title, loaded = describe_factors(path), escape(path.name), None
+        else:
+            loaded = read_matrix(path, load)
+            report, title = describe(loaded), escape(loaded.name)
+        if not stdout_claimed(outputs):
+            out.print(key_value_table(title, [(k, escape(str(v))) for k, v in report.facts]))
         show_tables(report.tables, outputs)
         write_outputs(report.tables, report.data, outputs, force=force)
-        show_notes(loaded)
+        if loaded is not None:
+            show_notes(loaded)
