@@ -66,6 +66,13 @@ class Approximation:
     """
 
     _parameter_constraints: ClassVar[dict[str, Any]] = {}
+    #: The registry name of the method this estimator is (``"tsvd"``, ...).
+    _method: ClassVar[str] = ""
+
+    @property
+    def method_name(self) -> str:
+        """The method's registry name (what ``--methods`` and result files call it)."""
+        return self._method or type(self).__name__.lower()
 
     # ------------------------------------------------------------------ parameters
     @classmethod
@@ -79,7 +86,7 @@ class Approximation:
         Examples
         --------
         >>> from sfapprox.baselines.tsvd import TruncatedSVD
-        >>> TruncatedSVD(rank=3).get_params()["rank"]
+        >>> TruncatedSVD(n_components=3).get_params()["n_components"]
         3
         """
         return {name: getattr(self, name) for name in self._param_names()}

@@ -106,8 +106,8 @@ class FitSettings:
         Examples
         --------
         >>> from sfapprox.baselines.tsvd import TruncatedSVD
-        >>> FitSettings(seed=4).apply_to(TruncatedSVD, rank=2)
-        {'random_state': 4, 'rank': 2}
+        >>> FitSettings(seed=4).apply_to(TruncatedSVD, n_components=2)
+        {'random_state': 4, 'n_components': 2}
         """
         accepted = inspect.signature(cls).parameters
         out: dict[str, Any] = {}

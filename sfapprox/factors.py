@@ -215,7 +215,9 @@ def save_factors(
     Parameters
     ----------
     path : path
-    operator : ChordOperator, HybridOperator or a registered operator
+    operator : fitted estimator, ChordOperator, HybridOperator or a registered operator
+        A fitted estimator (e.g. ``ChordSF().fit(X)``) records its fit, settings and
+        loss history itself.
     kind : str, optional
         The method that made it (default: ``"sf"`` for a ChordOperator, ``"sf+s"``
         or ``"sf+lr"`` for a HybridOperator, the operator's kind otherwise).
@@ -235,6 +237,13 @@ def save_factors(
     """
     import h5py
 
+    if hasattr(operator, "operator_"):  # a fitted estimator: record what it is and how it was made
+        estimator = operator
+        operator = estimator.operator_
+        kind = kind or estimator.method_name
+        loss_history = loss_history if len(loss_history) else getattr(estimator, "loss_curve_", ())
+        fit = fit or _fit_record(estimator)
+        settings = settings or {k: v for k, v in estimator.get_params().items() if not callable(v)}
     n = operator.shape[0]
     op_kind = _operator_kind(operator)
     with atomic_path(path, force=force) as tmp:
@@ -265,6 +274,16 @@ def save_factors(
             for key, value in (("fit", fit or {}), ("settings", settings or {}), ("source", source or {}),
                                ("versions", library_versions())):
                 f.attrs[key] = json.dumps(jsonable(value))
+
+
+def _fit_record(est) -> dict[str, Any]:
+    """What a fitted estimator reached: its stored count, errors, time, stop reason and parameters."""
+    record = {"method": est.method_name, "nnz": int(est.n_stored_), "seconds": float(est.seconds_),
+              "stop_reason": est.stop_reason_}
+    for name in ("fro_error_", "rel_error_", "n_iter_"):
+        if getattr(est, name, None) is not None:
+            record[name.rstrip("_")] = getattr(est, name)
+    return {**record, **est.params_}
 
 
 def save_results(comparison, folder: str | os.PathLike, *, source=None, force: bool = False) -> list[Path]:

@@ -655,7 +655,7 @@ class ChordLowRank(_ChordHybrid):
         from .baselines.tsvd import TruncatedSVD
 
         residual = pb.residual(x_w, shape, offsets).double().cpu().numpy()
-        t = TruncatedSVD(rank=split.rank, random_state=self.random_state).fit(residual, check_input=False)
+        t = TruncatedSVD(n_components=split.rank, random_state=self.random_state).fit(residual, check_input=False)
         root = np.sqrt(t.s_)
         return split.rank, _cat(x_w, pb.tensor(t.U_ * root), pb.tensor(t.Vt_.T * root))
 

@@ -116,3 +116,8 @@ def test_parse_methods():
         parse_methods(" , ")
     with pytest.raises(ParameterError, match="unknown method.*svd2"):
         parse_methods("sf,svd2")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_estimators_know_their_method_name(name):
+    assert methods()[name].make(N, sf_count(N), CONTEXT).method_name == name

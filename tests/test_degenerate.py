@@ -132,7 +132,7 @@ def test_api_fits_are_finite(name):
     sf = ChordSF(max_iter=ITERS, device="cpu").fit(X)
     assert np.isfinite(sf.factors_).all() and np.isfinite(sf.loss_curve_).all()
     _check_errors(sf.fro_error_, sf.rel_error_, name)
-    tsvd = TruncatedSVD(rank=1).fit(X)
+    tsvd = TruncatedSVD(n_components=1).fit(X)
     assert np.isfinite(tsvd.to_dense()).all()
     _check_errors(*frobenius_error(X, tsvd.to_dense()), name)
 
@@ -156,7 +156,7 @@ def test_exact_cases():
         sf = ChordSF(max_iter=150, device="cpu").fit(CASES[name])
         assert sf.rel_error_ < 1e-3, (name, sf.rel_error_)
     # A rank-1 single nonzero is exact for TSVD at rank 1.
-    assert frobenius_error(CASES["single_nonzero"], TruncatedSVD(rank=1).fit(CASES["single_nonzero"]).to_dense())[0] < 1e-12
+    assert frobenius_error(CASES["single_nonzero"], TruncatedSVD(n_components=1).fit(CASES["single_nonzero"]).to_dense())[0] < 1e-12
 
 
 @pytest.mark.parametrize("scale", [1e150, 1e-150])
@@ -167,8 +167,8 @@ def test_scaled_matrix_has_the_same_relative_errors(scale):
     assert sf.rel_error_ == pytest.approx(ref_sf.rel_error_, rel=1e-6)
     assert sf.fro_error_ == pytest.approx(ref_sf.fro_error_ * scale, rel=1e-6)
     assert np.isfinite(sf.loss_curve_).all() and sf.loss_curve_[-1] > 0
-    ref_rel = frobenius_error(_BASE, TruncatedSVD(rank=3).fit(_BASE).to_dense())[1]
-    rel = frobenius_error(_BASE * scale, TruncatedSVD(rank=3).fit(_BASE * scale).to_dense())[1]
+    ref_rel = frobenius_error(_BASE, TruncatedSVD(n_components=3).fit(_BASE).to_dense())[1]
+    rel = frobenius_error(_BASE * scale, TruncatedSVD(n_components=3).fit(_BASE * scale).to_dense())[1]
     assert rel == pytest.approx(ref_rel, rel=1e-9)
 
 
@@ -176,7 +176,7 @@ def test_scaled_matrix_has_the_same_relative_errors(scale):
 def test_beyond_float64_range_is_refused_not_nan(tmp_path, scale, word):
     """Past ~1e154 (||X||_F**2 overflows) or ~1e-154 (it underflows) the errors are not computable."""
     X = _BASE * scale
-    for fit in (lambda: ChordSF(max_iter=5, device="cpu").fit(X), lambda: TruncatedSVD(rank=1).fit(X)):
+    for fit in (lambda: ChordSF(max_iter=5, device="cpu").fit(X), lambda: TruncatedSVD(n_components=1).fit(X)):
         with pytest.raises(InputError, match=word):
             fit()
     path = tmp_path / "scaled.npy"

@@ -164,3 +164,19 @@ def test_every_method_saves_and_loads(tmp_path):
         saved = load_factors(path)
         assert saved.kind == r.method and saved.n_stored == r.nnz
         assert np.allclose(saved.to_dense(), r.operator.to_dense())
+
+
+def test_saving_a_fitted_estimator_records_its_fit(tmp_path):
+    from sfapprox import NMF
+
+    X = np.random.default_rng(4).random((12, 12))
+    sf = ChordSF(max_iter=15, device="cpu", support="symmetric").fit(X)
+    save_factors(tmp_path / "sf.h5", sf)
+    saved = load_factors(tmp_path / "sf.h5")
+    assert saved.kind == "sf-symmetric" and saved.fit["fro_error"] == pytest.approx(sf.fro_error_)
+    assert saved.settings["max_iter"] == 15 and len(saved.loss_history) == len(sf.loss_curve_)
+    nmf = NMF(2, device="cpu").fit(X)
+    save_factors(tmp_path / "nmf.h5", nmf)
+    saved = load_factors(tmp_path / "nmf.h5")
+    assert saved.kind == "nmf" and saved.n_stored == nmf.n_stored_ == 2 * 12 * 2
+    assert np.allclose(saved.to_dense(), nmf.to_dense())

@@ -128,7 +128,7 @@ def test_operator_matches_dense():
 
 def test_parameters_and_warnings():
     X = np.random.default_rng(5).random((12, 12))
-    with pytest.raises(ParameterError, match="rank or a budget"):
+    with pytest.raises(ParameterError, match="n_components \\(the rank\\) or a budget"):
         NMF().fit(X)
     with pytest.raises(ParameterError, match="The 'init' parameter of NMF must be one of"):
         NMF(2, init="svd").fit(X)

@@ -14,7 +14,7 @@ def _best_error(X, r):
 @pytest.mark.parametrize("rank", [0, 1, 5, 20, 30])
 def test_exact_matches_numpy_svd(rank):
     X = np.random.default_rng(0).standard_normal((30, 30))
-    t = TruncatedSVD(rank=rank, solver="exact").fit(X)
+    t = TruncatedSVD(n_components=rank, solver="exact").fit(X)
     assert np.linalg.norm(X - t.to_dense()) == pytest.approx(_best_error(X, rank), abs=1e-9)
     assert t.n_stored_ == tsvd_count(30, rank) == rank * 61
 
@@ -24,8 +24,8 @@ def test_randomized_close_to_exact_and_seeded():
     U, _ = np.linalg.qr(rng.standard_normal((200, 200)))
     X = (U * np.exp(-np.arange(200) / 10.0)) @ U.T  # decaying spectrum
     r = 15
-    a = TruncatedSVD(rank=r, solver="randomized", random_state=3).fit(X)
-    b = TruncatedSVD(rank=r, solver="randomized", random_state=3).fit(X)
+    a = TruncatedSVD(n_components=r, solver="randomized", random_state=3).fit(X)
+    b = TruncatedSVD(n_components=r, solver="randomized", random_state=3).fit(X)
     assert np.array_equal(a.to_dense(), b.to_dense())
     assert np.linalg.norm(X - a.to_dense()) == pytest.approx(_best_error(X, r), rel=1e-6)
 
@@ -41,14 +41,14 @@ def test_budget_picks_largest_rank_and_sparse_input():
 
 def test_operator_and_errors():
     X = np.random.default_rng(3).random((12, 12))
-    t = TruncatedSVD(rank=3).fit(X)
+    t = TruncatedSVD(n_components=3).fit(X)
     x = np.arange(12.0)
     assert np.allclose(t.to_operator().matvec(x), t.to_dense() @ x)
     assert np.allclose(t.to_operator().rmatvec(x), t.to_dense().T @ x)
-    with pytest.raises(ParameterError, match="rank or a budget"):
+    with pytest.raises(ParameterError, match="n_components \\(the rank\\) or a budget"):
         TruncatedSVD().fit(X)
     with pytest.raises(ParameterError, match="'solver' parameter"):
-        TruncatedSVD(rank=1, solver="magic").fit(X)
+        TruncatedSVD(n_components=1, solver="magic").fit(X)
 
 
 def test_paper_tsvd_figures(realdata):
@@ -61,6 +61,6 @@ def test_paper_tsvd_figures(realdata):
         X = load_matrix(realdata / rel).to_dense()
         n = X.shape[0]
         m = int(np.ceil(np.log2(n)))
-        t = TruncatedSVD(rank=-(-m * m // 2)).fit(X)
+        t = TruncatedSVD(n_components=-(-m * m // 2)).fit(X)
         err = np.linalg.norm(X - t.to_dense())
         assert float(f"{err:.3g}") == paper, (rel, err)

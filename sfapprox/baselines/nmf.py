@@ -260,8 +260,8 @@ class NMF(Approximation):
 
     Parameters
     ----------
-    rank : int or None, default=None
-        Inner dimension ``r``.  When None, the largest rank that fits ``budget``
+    n_components : int or None, default=None
+        Inner dimension ``r`` (scikit-learn's name).  When None, the largest rank that fits ``budget``
         (:func:`~sfapprox.budget.nmf_rank_for_budget`).
     budget : int or None, default=None
         Stored-number budget (used when ``rank`` is None); NMF stores ``2 N r``.
@@ -294,6 +294,8 @@ class NMF(Approximation):
         ``W H`` as a LinearOperator, ``O(N r)`` per matvec.
     W_ : ndarray of shape (N, r)
     H_ : ndarray of shape (r, N)
+    components_ : ndarray of shape (r, N)
+        ``H_``, as scikit-learn names it.
     rank_ : int
     n_stored_ : int
         ``2 N r``.
@@ -318,13 +320,14 @@ class NMF(Approximation):
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> X = rng.random((20, 2)) @ rng.random((2, 20))
-    >>> nmf = NMF(rank=2, device="cpu").fit(X)
+    >>> nmf = NMF(n_components=2, device="cpu").fit(X)
     >>> nmf.n_stored_, bool(np.linalg.norm(X - nmf.to_dense()) < 1e-3 * np.linalg.norm(X))
     (80, True)
     """
 
+    _method = "nmf"
     _parameter_constraints = {
-        "rank": Interval(int, 0, None, allow_none=True),
+        "n_components": Interval(int, 0, None, allow_none=True),
         "budget": Interval(int, 0, None, allow_none=True),
         "init": Options(("auto", "nndsvda", "nndsvd", "nndsvdar", "random", "best")),
         "solver": Options(("hals",)),
@@ -338,7 +341,7 @@ class NMF(Approximation):
 
     def __init__(
         self,
-        rank: int | None = None,
+        n_components: int | None = None,
         *,
         budget: int | None = None,
         init: str = "auto",
@@ -350,7 +353,7 @@ class NMF(Approximation):
         device: str = "auto",
         dtype: str | None = None,
     ):
-        self.rank = rank
+        self.n_components = n_components
         self.budget = budget
         self.init = init
         self.solver = solver
@@ -372,15 +375,15 @@ class NMF(Approximation):
 
         X = self._validate(X, check_input)
         n = X.shape[0]
-        if self.rank is None and self.budget is None:
-            raise ParameterError("NMF needs a rank or a budget")
+        if self.n_components is None and self.budget is None:
+            raise ParameterError("NMF needs n_components (the rank) or a budget")
         low = float(X.data.min(initial=0.0) if hasattr(X, "toarray") else X.min())
         if low < 0:
             raise NotApplicableError(
                 f"matrix has negative entries (min {low:.3g}); NMF needs a non-negative matrix"
             )
-        rank = nmf_rank_for_budget(n, self.budget) if self.rank is None else min(self.rank, n)
-        if self.rank is None and rank == 0:
+        rank = nmf_rank_for_budget(n, self.budget) if self.n_components is None else min(self.n_components, n)
+        if self.n_components is None and rank == 0:
             raise BudgetError(f"budget {self.budget} is below one rank of a {n} x {n} NMF "
                               f"({nmf_count(n, 1)} numbers)")
         device = resolve_device(self.device)
@@ -403,6 +406,7 @@ class NMF(Approximation):
                 stacklevel=2,
             )
         self.W_, self.H_ = W, H
+        self.components_ = H
         self.rank_ = rank
         self.n_stored_ = nmf_count(n, rank)
         self.n_iter_ = n_iter

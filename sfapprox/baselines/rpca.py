@@ -488,6 +488,10 @@ class RobustPCA(Approximation):
     (62, True)
     """
 
+    @property
+    def method_name(self) -> str:
+        return "rpca-pcp" if self.method == "pcp" else "rpca"
+
     _parameter_constraints = {
         "rank": Interval(int, 0, None, allow_none=True),
         "n_sparse": Interval(int, 0, None, allow_none=True),

@@ -52,8 +52,8 @@ class TruncatedSVD(Approximation):
 
     Parameters
     ----------
-    rank : int or None, default=None
-        Rank ``r``.  When None, the largest rank that fits ``budget``.
+    n_components : int or None, default=None
+        Rank ``r`` (scikit-learn's name).  When None, the largest rank that fits ``budget``.
     budget : int or None, default=None
         Stored-number budget (used when ``rank`` is None).
     solver : {"auto", "exact", "randomized"}, default="auto"
@@ -67,6 +67,8 @@ class TruncatedSVD(Approximation):
     operator_ : HybridOperator
         ``U diag(s) V^T`` as a LinearOperator, ``O(N r)`` per matvec.
     U_, s_, Vt_ : ndarray
+    components_ : ndarray of shape (r, N)
+        ``Vt_``, as scikit-learn names the right singular vectors.
     rank_, n_stored_ : int
     seconds_ : float
     stop_reason_ : str
@@ -78,13 +80,14 @@ class TruncatedSVD(Approximation):
     --------
     >>> import numpy as np
     >>> X = np.outer(np.arange(4.0), np.ones(4))
-    >>> t = TruncatedSVD(rank=1).fit(X)
+    >>> t = TruncatedSVD(n_components=1).fit(X)
     >>> t.n_stored_, bool(np.allclose(t.to_dense(), X))
     (9, True)
     """
 
+    _method = "tsvd"
     _parameter_constraints = {
-        "rank": Interval(int, 0, None, allow_none=True),
+        "n_components": Interval(int, 0, None, allow_none=True),
         "budget": Interval(int, 0, None, allow_none=True),
         "solver": Options(("auto", "exact", "randomized")),
         "n_oversamples": Interval(int, 0, None),
@@ -94,7 +97,7 @@ class TruncatedSVD(Approximation):
 
     def __init__(
         self,
-        rank: int | None = None,
+        n_components: int | None = None,
         *,
         budget: int | None = None,
         solver: str = "auto",
@@ -102,7 +105,7 @@ class TruncatedSVD(Approximation):
         n_iter: int = 7,
         random_state: int = 0,
     ):
-        self.rank = rank
+        self.n_components = n_components
         self.budget = budget
         self.solver = solver
         self.n_oversamples = n_oversamples
@@ -119,10 +122,10 @@ class TruncatedSVD(Approximation):
 
         X = self._validate(X, check_input)
         n = X.shape[0]
-        if self.rank is None and self.budget is None:
-            raise ParameterError("TruncatedSVD needs a rank or a budget")
-        rank = tsvd_rank_for_budget(n, self.budget) if self.rank is None else min(self.rank, n)
-        if self.rank is None and rank == 0:
+        if self.n_components is None and self.budget is None:
+            raise ParameterError("TruncatedSVD needs n_components (the rank) or a budget")
+        rank = tsvd_rank_for_budget(n, self.budget) if self.n_components is None else min(self.n_components, n)
+        if self.n_components is None and rank == 0:
             raise BudgetError(f"budget {self.budget} is below one rank of a {n} x {n} TSVD "
                               f"({tsvd_count(n, 1)} numbers)")
         solver = self.solver
@@ -137,6 +140,7 @@ class TruncatedSVD(Approximation):
             U, s, Vt = _randomized_svd(X, rank, self.n_oversamples, self.n_iter, self.random_state)
         self.seconds_ = time.perf_counter() - start
         self.U_, self.s_, self.Vt_ = U, s, Vt
+        self.components_ = Vt
         self.rank_ = rank
         self.n_stored_ = tsvd_count(n, rank)
         self.params_ = {"rank": rank, "solver": solver}
@@ -153,7 +157,7 @@ class TruncatedSVD(Approximation):
 def _make(n: int, budget: int, context: RunContext) -> TruncatedSVD:
     if context.protocol == "paper":
         # The paper's rank ceil(M^2 / 2), which fits SF's reference budget.
-        return TruncatedSVD(**context.settings.apply_to(TruncatedSVD, rank=min(paper_tsvd_rank(n), n)))
+        return TruncatedSVD(**context.settings.apply_to(TruncatedSVD, n_components=min(paper_tsvd_rank(n), n)))
     return TruncatedSVD(**context.settings.apply_to(TruncatedSVD, budget=budget))
 
 

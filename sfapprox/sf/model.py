@@ -186,6 +186,10 @@ class ChordSF(Approximation):
     True
     """
 
+    @property
+    def method_name(self) -> str:
+        return "sf" if self.support == "chord" else f"sf-{self.support}"
+
     _parameter_constraints = {
         "n_factors": Interval(int, 1, None, allow_none=True),
         "base": Interval(int, 2, None),
