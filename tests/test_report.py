@@ -21,9 +21,11 @@ def rec(matrix, method, status="ok", fro=None, category="network", n=24, **extra
     return r
 
 
+PAPER = {"protocol": "paper", "budget": "sf"}
 RECORDS = [
-    rec("strike", "sf", fro=1.1, reference={"tsvd": 2.73, "sf": 1.04}, params={"stop_reason": "max_iter", "iterations": 300}),
-    rec("strike", "tsvd", fro=2.727, reference={"tsvd": 2.73, "sf": 1.04}),
+    rec("strike", "sf", fro=1.1, reference={"tsvd": 2.73, "sf": 1.04}, params={"stop_reason": "max_iter", "iterations": 300},
+        settings=PAPER),
+    rec("strike", "tsvd", fro=2.727, reference={"tsvd": 2.73, "sf": 1.04}, settings=PAPER),
     rec("sawmill", "sf", fro=3.5),
     rec("sawmill", "tsvd", fro=3.236),
     rec("gone_1", "sf", status="unavailable", n=None, error="m.toml: entry 'gone_1': file 'x' not found; put it at DATA_DIR/x"),
@@ -58,6 +60,17 @@ def test_cells_show_errors_statuses_reference_and_deviation():
     header, rows = table_cells(build_report(RECORDS).tables_by_category[1])
     assert header == ["matrix", "N", "sf", "tsvd", "nmf", "entropy", "β", "winner"]
     assert rows[1][4] == "n/a" and rows[0][5:7] == ["2.82", "2"]
+
+
+def test_published_figures_only_where_the_settings_match():
+    # Default protocol: TSVD took the largest rank that fits SF's budget, not the paper's rank,
+    # so the paper's TSVD figure is no yardstick; SF at budget "sf" is the paper's structure.
+    default = {"protocol": "default", "budget": "sf"}
+    recs = [rec("strike", m, fro=e, reference={"tsvd": 2.73, "sf": 1.04}, settings=default, budget_spec="sf")
+            for m, e in (("sf", 1.1), ("tsvd", 2.6))]
+    header, rows = table_cells(build_report(recs).tables_by_category[0])
+    assert "paper tsvd" not in header and "Δ tsvd" not in header
+    assert "paper sf" in header and "Δ sf" in header
 
 
 def test_markdown():

@@ -105,6 +105,19 @@ def _winner(results: dict[str, dict[str, Any]]) -> str | None:
     return min(scored)[1] if len(scored) >= 2 else None
 
 
+def comparable(record: dict[str, Any], method: str) -> bool:
+    """Whether a published figure for ``method`` was made under the settings of ``record``.
+
+    The paper protocol reproduces Table 1's settings for every method; under the
+    default protocol only SF at budget "sf" fits the paper's structure (TSVD
+    then takes the largest rank that fits, not the paper's rank ceil(M²/2)).
+    """
+    settings = record.get("settings") or {}
+    if settings.get("protocol") == "paper":
+        return True
+    return method == "sf" and record.get("budget_spec", settings.get("budget")) == "sf"
+
+
 def _row(name: str, records: list[dict[str, Any]]) -> MatrixRow:
     results = {r["method"]: r for r in records}
     first = records[0]
@@ -112,7 +125,9 @@ def _row(name: str, records: list[dict[str, Any]]) -> MatrixRow:
     info: dict[str, Any] = {}
     n = None
     for r in records:
-        reference.update(r.get("reference") or {})
+        # A figure published for another setting would be a false yardstick: only comparable ones.
+        reference.update({k: v for k, v in (r.get("reference") or {}).items()
+                          if k not in results or comparable(results[k], k)})
         info.update(r.get("matrix_info") or {})
         n = n if n is not None else r.get("n")
     return MatrixRow(first["matrix"], n, results, reference, info, _winner(results))
