@@ -75,6 +75,9 @@ __all__ = ["ChordLowRank", "ChordSparse"]
 PROBE_SHARE = 0.1
 #: sf+s: shares of the iterations after which the support is re-chosen from the residual.
 RESELECT_AT = (0.4, 0.7)
+#: Share of the time limit the plain SF end gets; the joint fits share the rest (the whole
+#: grid stays within the limit, as every method does).
+PLAIN_SHARE = 0.4
 #: Plain SF fits kept for reuse (each holds only its factors, ``N K M`` numbers).
 PLAIN_CACHE_SIZE = 4
 
@@ -270,7 +273,8 @@ class _Problem:
     scale: float
     target: Any
     kernel: Callable
-    options: dict[str, Any]  # max_iter, time_limit, ftol, gtol, history_size
+    options: dict[str, Any]  # max_iter, ftol, gtol, history_size
+    seconds: float | None  # time of the grid point being fitted (None: no limit)
     inits: list[str]
     callback: Callable | None
     seed: int
@@ -301,7 +305,7 @@ class _Problem:
         o = self.options
         options = _solver.LBFGSOptions(
             max_iter=max(0, int(round(share * o["max_iter"]))),
-            time_limit=None if o["time_limit"] is None else share * o["time_limit"],
+            time_limit=None if self.seconds is None else share * self.seconds,
             ftol=o["ftol"], gtol=o["gtol"], history_size=o["history_size"],
         )
         state = _solver.new_state(x0)
@@ -377,7 +381,11 @@ class _ChordHybrid(Approximation):
         dense = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
         self._resolve_device()
         begin = time.perf_counter()
+        limit = self._time_limit()
+        deadline = None if limit is None else begin + limit
         params = self._plain_params(n, budget)
+        if params is not None and limit is not None:
+            params["time_limit"] = PLAIN_SHARE * limit
         plain = None if params is None else self._fit_plain(X, dense, params, budget)
         points = [] if plain is None else [plain]
         config = None if plain is None else _config(plain.split)
@@ -385,6 +393,9 @@ class _ChordHybrid(Approximation):
         if not splits and not points:
             raise BudgetError(self._too_small(n, budget))
         problem = None
+        # The closed-form end first, then the joint fits, each with an equal share of the time left.
+        splits.sort(key=lambda s: s.role not in ("lr", "sparse"))
+        joint = [s for s in splits if s.role not in ("lr", "sparse")]
         for split in splits:
             if points and points[-1].stop_reason == _INTERRUPTED:
                 break
@@ -392,9 +403,20 @@ class _ChordHybrid(Approximation):
                 points.append(self._fit_end(X, dense, budget, split))
             elif np.any(dense):  # (for the zero matrix both ends are exact already)
                 problem = problem or self._problem(n, dense, params)
+                left = len(joint) - joint.index(split)
+                problem.seconds = None if deadline is None else max(0.0, deadline - time.perf_counter()) / left
                 points.append(self._fit_split(problem, split, plain if split.role == "sf+rest" else None))
         self._set_result(n, budget, points, time.perf_counter() - begin)
         return self
+
+    def _time_limit(self) -> float | None:
+        """The whole fit's time limit: ``sf_params["time_limit"]`` or ChordSF's default."""
+        import inspect
+
+        params = self.sf_params or {}
+        if "time_limit" in params:
+            return params["time_limit"]
+        return inspect.signature(ChordSF).parameters["time_limit"].default
 
     def _resolve_device(self) -> None:
         from ._device import resolve_device, resolve_dtype
@@ -448,8 +470,8 @@ class _ChordHybrid(Approximation):
         target = torch.as_tensor(dense / scale, dtype=self._dtype, device=self._device)
         kernel, _ = select_kernel(n, self._device.type)
         inits = [ref.init] if ref.init in ("reference", "identity") else ["reference", "identity"]
-        options = {k: getattr(ref, k) for k in ("max_iter", "time_limit", "ftol", "gtol", "history_size")}
-        return _Problem(n, dense, fro, scale, target, kernel, options, inits, self.callback, self.random_state)
+        options = {k: getattr(ref, k) for k in ("max_iter", "ftol", "gtol", "history_size")}
+        return _Problem(n, dense, fro, scale, target, kernel, options, None, inits, self.callback, self.random_state)
 
     def _fit_split(self, pb: _Problem, split: HybridSplit, warm: _Point | None) -> _Point:
         """Joint fit of one split: probe the starts, continue the best, in phases."""
@@ -567,7 +589,10 @@ class ChordLowRank(_ChordHybrid):
         Extra :class:`~sfapprox.sf.model.ChordSF` parameters (``max_iter``,
         ``time_limit``, ``init``, ``ftol``, ...): the plain SF point gets them
         as the ``sf`` method does, and every joint fit stops by the same
-        rules (``max_iter`` and ``time_limit`` apply to each grid point).
+        rules (``max_iter`` applies to each grid point).  ``time_limit``
+        bounds the whole fit: the plain SF point gets ``PLAIN_SHARE`` of it
+        and the joint fits share the rest equally (with ``time_limit=None``
+        the plain point is exactly the ``sf`` method's fit).
     random_state : int, default=0
     device : {"auto", "cpu", "cuda"}, default="auto"
     dtype : {"float64", "float32"} or None, default=None
