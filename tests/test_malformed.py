@@ -337,35 +337,52 @@ def test_max_memory_option_lowers_the_limit(tmp_path):
 
 @pytest.fixture
 def big_sparse(tmp_path) -> Path:
-    """60000 x 60000 with three entries: tiny on disk and as CSR, 27 GiB dense."""
+    """60000 x 60000 with three entries: tiny on disk and as CSR, 26.8 GiB dense."""
     path = tmp_path / "big_sparse.mtx"
     path.write_text(MM + "60000 60000 3\n1 1 1.0\n2 5 2.0\n60000 60000 3.0\n")
     return path
 
 
-def test_big_sparse_loads_but_fit_is_refused_before_densifying(big_sparse, tmp_path):
-    assert _run("info", big_sparse).exit_code == 0
+def test_big_sparse_refused_from_the_header_when_its_dense_form_exceeds_the_limit(big_sparse, tmp_path):
+    # Every method works on the dense form: a header declaring an order whose
+    # dense form is over the limit is refused before the matrix is read.
+    line = _assert_one_line_error(_run("info", big_sparse, "--max-memory", "2G"), "big_sparse.mtx", "needs about 26.8 GiB")
+    assert "order 60,000" in line and "dense form" in line and "2.0 GiB" in line and "--max-memory" in line
     out = tmp_path / "f.h5"
     line = _assert_one_line_error(
-        _run("fit", big_sparse, "--device", "cpu", "--out", out, "--max-memory", "2G"), "60000 x 60000", "needs about"
+        _run("fit", big_sparse, "--device", "cpu", "--out", out, "--max-memory", "2G"), "order 60,000", "needs about"
     )
-    assert "2.0 GiB" in line and "--max-memory" in line
     assert not out.exists()
+    # With room for one dense copy it loads, sparse.
+    assert _run("info", big_sparse, "--max-memory", "30G").exit_code == 0
 
 
 def test_compare_refuses_dense_scoring_before_any_method(big_sparse):
+    # One dense copy fits under 40G, the three of scoring do not.
     line = _assert_one_line_error(
-        _run("compare", big_sparse, "--methods", "tsvd", "--max-memory", "2G"), "big_sparse", "needs about"
+        _run("compare", big_sparse, "--methods", "tsvd", "--max-memory", "40G"), "big_sparse", "needs about"
     )
-    assert "scoring" in line and "2.0 GiB" in line
+    assert "scoring" in line and "40.0 GiB" in line
 
 
 def test_to_dense_of_large_sparse_is_checked(big_sparse):
     from sfapprox import ResourceError, load_matrix
 
-    loaded = load_matrix(big_sparse)
+    loaded = load_matrix(big_sparse, max_memory=2**35)
+    assert loaded.is_sparse and loaded.nnz == 3
     with pytest.raises(ResourceError, match="dense copy of 60000 x 60000"):
         loaded.to_dense(max_memory=2**30)
+
+
+def test_huge_order_with_two_entries_refused_from_the_header(tmp_path):
+    """The 90,000,000-order header took 16 s and 1.2 GB before fit refused it (benchmarks measure the time)."""
+    path = tmp_path / "huge.mtx"
+    path.write_text(MM + "90000000 90000000 2\n1 1 1.0\n2 2 1.0\n")
+    # A 64 MiB cap: the row pointers alone would be 1.4 GiB, so exit 2 here
+    # shows the refusal came from the header, before anything was allocated.
+    line = _assert_one_line_error(_run("info", path, "--max-memory", "64M"), "huge.mtx",
+                                  "matrix of order 90,000,000 (its dense form")
+    assert " an 90" not in line and "PiB" in line
 
 
 # ---------------------------------------------------------------------------
