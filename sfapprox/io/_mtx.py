@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import mmap
+import os
 import re
 from dataclasses import dataclass
 from typing import Iterator
@@ -32,8 +34,9 @@ import scipy.sparse as sp
 from .._validation import check_memory
 from ._common import Options, ReadResult, Source, check_order, decode_text, one_line
 
-#: Bytes of the file read to find the header (banner, comments, size line).
-_HEAD_BYTES = 1 << 20
+#: Bytes of the file read to find the header (banner, comments, size line);
+#: a longer header is parsed from the whole file.
+_HEAD_BYTES = 1 << 16
 
 _OBJECTS = ("matrix",)
 _FORMATS = ("coordinate", "array")
@@ -43,27 +46,34 @@ _SYMMETRIES = ("general", "symmetric", "skew-symmetric", "hermitian")
 _BANNER = re.compile(r"^%+[ \t]*matrixmarket\b(.*)$", re.IGNORECASE)
 _EXAMPLE = "'%%MatrixMarket matrix coordinate real general'"
 
-# One line of the body, by kind.  Written without nested quantifiers over the
-# same characters, so that a hostile line costs linear time.
-_INDEX = rb"\d+"
-_REAL = rb"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?:[nN][aA][nN]|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?)"
-_INTEGER = rb"[+-]?\d+"
-_SEP = rb"[ \t]+"
+# One line of the body, by kind.  Possessive quantifiers and atomic groups:
+# no backtracking, so a hostile line costs linear time, and a 55 MB body is
+# checked in about twice the time scipy takes to parse it.
+_INDEX = rb"\d++"
+_REAL = (rb"(?>[+-]?+(?>\d++(?>\.\d*+)?+|\.\d++)(?>[eE][+-]?+\d++)?+"
+         rb"|[+-]?+(?>[nN][aA][nN]|[iI][nN][fF](?>[iI][nN][iI][tT][yY])?+))")
+_INTEGER = rb"[+-]?+\d++"
+_SEP = rb"[ \t]++"
 _LINE_PATTERNS = {
-    ("coordinate", "real"): _INDEX + _SEP + _INDEX + _SEP + rb"(?:" + _REAL + rb")",
+    ("coordinate", "real"): _INDEX + _SEP + _INDEX + _SEP + _REAL,
     ("coordinate", "integer"): _INDEX + _SEP + _INDEX + _SEP + _INTEGER,
     ("coordinate", "pattern"): _INDEX + _SEP + _INDEX,
-    ("array", "real"): rb"(?:" + _REAL + rb")",
+    ("array", "real"): _REAL,
     ("array", "integer"): _INTEGER,
 }
 
 
-def _bad_line_regex(fmt: str, field: str) -> re.Pattern:
-    """A regex whose first match is the first body line that is not a valid entry, comment or blank."""
+def _body_regexes(fmt: str, field: str) -> tuple[re.Pattern, re.Pattern]:
+    """(run of plain entry lines, one valid line of any kind) for a canonical body.
+
+    The first matches the common case fast; the second also takes blank
+    lines and entries followed by a ``%`` comment.  (Comment lines were
+    blanked and line ends made LF by :func:`_canonical`.)
+    """
     good = _LINE_PATTERNS[(fmt, field)]
-    return re.compile(
-        rb"^(?![ \t]*(?:(?:" + good + rb")(?:[ \t]+%[^\r\n]*)?|%[^\r\n]*)?[ \t]*\r?$)[^\n]*", re.MULTILINE
-    )
+    run = re.compile(rb"(?>[ \t]*+" + good + rb"[ \t]*+\n)*+")
+    line = re.compile(rb"[ \t]*+(?>" + good + rb"(?>[ \t]++%[^\n]*+)?+)?+[ \t]*+(?:\n|\Z)")
+    return run, line
 
 
 @dataclass
@@ -281,32 +291,86 @@ def _bad_line_message(line: str, fmt: str, field: str) -> tuple[str, str | None]
     return "Invalid floating-point value", None
 
 
+#: A comment line in the body (the standard allows comments only before the size line).
+_BODY_COMMENT = re.compile(rb"^[ \t]*%[^\n]*", re.MULTILINE)
+
+
 def _canonical(data: bytes, h: _Header) -> tuple[bytes, int]:
     """The bytes scipy reads, and where their body starts.
 
-    A canonical banner and size line, then the body with LF line ends and a
-    final newline: scipy 1.17's reader refuses a byte-order mark, one-percent
-    banners and CR-only line ends, and reads past the end of its buffer when
-    the last line has no newline and holds anything it skips (a segfault).
-    One copy of the body is made.
+    A canonical banner and size line on the lines where the file has them
+    (comment lines pad the header, so scipy's line numbers are the file's),
+    then the body with LF line ends, comment lines blanked, and a final
+    newline.  scipy 1.17's reader refuses a byte-order mark, one-percent
+    banners, CR-only line ends and comments after the size line (which the
+    permissive readers skip), and reads past the end of its buffer when the
+    last line has no newline and holds anything it skips (a segfault).
     """
     size = f"{h.rows} {h.cols}" + (f" {h.entries}" if h.entries is not None else "")
-    head = f"%%MatrixMarket matrix {h.fmt} {h.field} {h.symmetry}\n{size}\n".encode()
+    pad = "%\n" * max(h.body_line - 3, 0)
+    head = _banner(h) + f"{pad}{size}\n".encode()
     out = b"".join([head, memoryview(data)[h.body_offset:], b"" if data.endswith((b"\n", b"\r")) else b"\n"])
     if b"\r" in out:
         out = out.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    if out.find(b"%", len(head)) >= 0 and _BODY_COMMENT.search(out, len(head)):  # find: a fast scan
+        out = out[: len(head)] + _BODY_COMMENT.sub(b"", out[len(head):])
     return out, len(head)
 
 
-def _check_body(src: Source, data: bytes, start: int, h: _Header) -> None:
-    """Refuse the first body line that is not an entry, a comment or blank (one regex pass)."""
-    match = _bad_line_regex(h.fmt, h.field).search(data, start)
-    if match is None:
-        return
-    line_no = h.body_line + data.count(b"\n", start, match.start())
-    line = match.group().decode("latin-1").strip()
-    what, hint = _bad_line_message(line, h.fmt, h.field)
-    raise src.fail(f"line {line_no}: {what}, got {line[:40]!r}", hint)
+def _check_body(src: Source, data, start: int, h: _Header) -> None:
+    """Refuse the first body line that is not an entry (or blank), naming its line.
+
+    ``data`` is canonical (LF line ends, no comment lines in the body): bytes
+    or a memory map of a file that already is.
+    """
+    run, line = _body_regexes(h.fmt, h.field)
+    pos, end = start, len(data)
+    while True:
+        pos = run.match(data, pos).end()
+        if pos >= end:
+            return
+        match = line.match(data, pos)
+        if match is None or match.end() == pos:
+            break
+        pos = match.end()
+    # Line numbers are the file's: _canonical keeps the header's line count.
+    line_no = data[:pos].count(b"\n") + 1
+    stop = data.find(b"\n", pos)
+    text = data[pos:stop if stop >= 0 else end][:200].decode("latin-1").strip()
+    what, hint = _bad_line_message(text, h.fmt, h.field)
+    raise src.fail(f"line {line_no}: {what}, got {text[:40]!r}", hint)
+
+
+def _banner(h: _Header) -> bytes:
+    return f"%%MatrixMarket matrix {h.fmt} {h.field} {h.symmetry}\n".encode()
+
+
+def _already_canonical(data, h: _Header) -> bool:
+    """True when scipy can read the file as it is: what :func:`_canonical` would change is absent."""
+    banner = _banner(h)
+    return (data[: len(banner)] == banner and data[-1:] == b"\n" and data.find(b"\r") < 0
+            and data.find(b"%", h.body_offset) < 0)
+
+
+@contextlib.contextmanager
+def _scipy_source(src: Source, h: _Header) -> Iterator[str | io.BytesIO]:
+    """What scipy reads, its body checked first: the path itself, or canonical bytes.
+
+    A plain uncompressed file is checked through a read-only memory map and
+    read by scipy from its path, so no copy of it is held in memory; any
+    other file is rewritten by :func:`_canonical` (one copy).
+    """
+    if not src.compressed:
+        with src.guard(), open(src.path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            plain = _already_canonical(mapped, h)
+            if plain:
+                _check_body(src, mapped, h.body_offset, h)
+        if plain:
+            yield os.fspath(src.path)
+            return
+    data, start = _canonical(src.read_bytes(), h)
+    _check_body(src, data, start, h)
+    yield io.BytesIO(data)
 
 
 def _to_float(M, h: _Header, src: Source, notes: list[str]):
@@ -342,11 +406,8 @@ def read_mtx(src: Source, opts: Options) -> ReadResult:
     if header is None:  # a header longer than the head: parse it from the whole file
         header = _parse_header(src, src.read_bytes(), complete=True)
     _check_sizes(src, header, opts)
-    data, start = _canonical(src.read_bytes(), header)
-    _check_body(src, data, start, header)
-    with _mm_errors(src):
-        M = scipy.io.mmread(io.BytesIO(data))
-    del data
+    with _scipy_source(src, header) as target, _mm_errors(src):
+        M = scipy.io.mmread(target)
     notes = list(header.notes)
     M = _to_float(M, header, src, notes)
     if header.symmetry in ("symmetric", "skew-symmetric"):

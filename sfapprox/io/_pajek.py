@@ -243,7 +243,9 @@ class _Parser:
                     )
                 self.comma_weights += 1
                 value = float(f"{sign}{whole}.{frac}")
-            elif token[:1].isdigit() or token[:1] in "+-." and token[1:2].isdigit() or token[:2] in ("+.", "-."):
+            elif token[:1].isdigit() or token[:1] in ("+", "-", "."):
+                # Attributes are keywords ('c Red'), quoted labels or '[1-*]' intervals:
+                # a token starting like a number was meant as one.
                 raise self.src.fail(f"line {line_no}: {what} {token!r} is not a number", "write numbers like 0.25 or 1e-3")
             else:
                 return None
