@@ -47,6 +47,7 @@ class TestDetectFormat:
             ("a.npz", "npz"), ("a.csv", "csv"), ("a.tsv", "csv"), ("a.txt.gz", "csv"), ("a.dat", "csv"),
             ("a.ijv", "ijv"), ("a.coo", "ijv"), ("a.edges", "ijv"), ("a.cites", "linqs"), ("a.png", "image"),
             ("a.JPG", "image"), ("a.tiff", "image"), ("a.libsvm", "libsvm"), ("a.svm", "libsvm"),
+            ("a.mtx.bz2", "mtx"), ("a.MTX.XZ", "mtx"), ("a.net.xz", "pajek"), ("a.npy.bz2", "npy"),
         ],
     )
     def test_known(self, name, key):
@@ -616,6 +617,11 @@ def test_ijv_reads_a_matrix_market_file_as_what_it_declares(tmp_path):
 def test_ijv_refuses_a_damaged_matrix_market_banner(tmp_path, banner):
     input_error(write(tmp_path / "m.ijv", f"{banner}\n3 3 3\n1 1 1\n2 2 1\n3 3 1\n"),
                 r"damaged Matrix Market banner .* its size line would become an entry")
+
+
+def test_ijv_comment_mentioning_a_matrix_is_a_comment(tmp_path):
+    m = load_matrix(write(tmp_path / "m.ijv", "% matrix of distances, general\n1 2 1.5\n2 1 1.5\n"))
+    assert m.format == "ijv" and m.nnz == 2
 
 
 def test_gzipped_formats(tmp_path):

@@ -407,8 +407,8 @@ def test_two_mode_network_checked_at_its_projected_order(tmp_path):
     path.write_text("*Vertices 100003 3\n*Edges\n1 4\n2 4\n3 100003\n")
     res = _run("info", path, "--max-memory", "64M")
     assert res.exit_code == 0, res.output
-    line = _assert_one_line_error(_run("info", path, "--max-memory", "64M", "--two-mode", "bipartite"),
-                                  "two_mode.net", "of order 100,003 (its dense form")
+    _assert_one_line_error(_run("info", path, "--max-memory", "64M", "--two-mode", "bipartite"),
+                           "two_mode.net", "of order 100,003 (its dense form")
 
 
 def test_headerless_mtx_loads_with_format_ijv(tmp_path):

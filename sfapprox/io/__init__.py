@@ -372,7 +372,9 @@ def load_matrix(
         (standard library codecs, under the memory limit).
     format : str or None, default=None
         Format key (see :func:`available_formats`); None detects it from the
-        extension.  ``"covariance"`` is the same as ``covariance=True``.
+        extension.  ``"covariance"`` is the same as ``covariance=True``.  A
+        ``.mtx`` is always Matrix Market; header-less ``i j value`` lines in
+        a ``.mtx`` need ``format="ijv"``.
     var : str or None, default=None
         MATLAB variable (``"Problem.A"`` for a struct field) or ``.npz`` array.
         Default: the only square numeric one (SuiteSparse ``Problem.A``).
@@ -402,7 +404,10 @@ def load_matrix(
         off-diagonal (i, j).
     max_memory : int or None, default=None
         Memory limit in bytes (None: 80% of physical RAM); larger inputs are
-        refused before they are allocated.
+        refused before they are allocated.  Every method works on the dense
+        ``n x n`` form, so a matrix whose dense form exceeds the limit is
+        refused from its header (size line, ``*Vertices``, shapes), even when
+        it is stored sparse.
 
     Returns
     -------
@@ -412,9 +417,11 @@ def load_matrix(
     Raises
     ------
     InputError
-        For any problem with the file (one line, starting with the path).
+        For any problem with the file (one line, starting with the path),
+        including HDF5 data stored outside the file itself (external storage,
+        external links, virtual datasets), which is never read.
     ResourceError
-        If the matrix would exceed ``max_memory``.
+        If the matrix, or its dense form, would exceed ``max_memory``.
     ParameterError
         For invalid options or options that do not apply to the format.
 

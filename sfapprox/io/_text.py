@@ -14,6 +14,13 @@ from ._common import MAX_DIM, Options, ReadResult, Source, as_float_table, check
 
 _COMMENT = ("#", "%")
 
+#: A Matrix Market banner (one or two percent signs, any case).
+_BANNER = re.compile(r"%+[ \t]*matrixmarket\b", re.IGNORECASE)
+#: A comment line that reads like a damaged banner ("%%MatrixMarkt matrix coordinate real general").
+_DAMAGED_BANNER = re.compile(
+    r"%.*\bmatrix.*\b(?:coordinate|array)\b.*\b(?:real|integer|pattern|complex|double)\b", re.IGNORECASE
+)
+
 
 # ---------------------------------------------------------------------------
 # dense tables
@@ -246,9 +253,10 @@ def _matrix_market_banner(src: Source, opts: Options, text: str) -> ReadResult |
     A line that looks like a damaged banner is refused.  None: no banner.
     """
     first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    if not re.match(r"%+[ \t]*matrix", first, re.IGNORECASE):
-        return None
-    if not re.match(r"%+[ \t]*matrixmarket\b", first, re.IGNORECASE):
+    valid = _BANNER.match(first) is not None
+    if not valid and _DAMAGED_BANNER.match(first) is None:
+        return None  # no banner; a comment such as "% matrix of distances" is fine
+    if not valid:
         raise src.fail(
             f"the first line looks like a damaged Matrix Market banner ({first[:50]!r}): read as triplets, "
             "its size line would become an entry",
