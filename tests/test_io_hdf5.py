@@ -98,7 +98,7 @@ class TestCheckSelfContained:
         with h5py.File(path, "w") as f:
             f.create_virtual_dataset("v", layout, fillvalue=0)
         with h5py.File(path, "r") as f:
-            with pytest.raises(InputError, match=r"/v is a virtual dataset: its data comes from other files \('.*other.h5'\)"):
+            with pytest.raises(InputError, match=r"/v is a virtual dataset: its data is mapped from other datasets, in \('.*other.h5'\)"):
                 check_self_contained(f, path)
             with pytest.raises(InputError, match="virtual dataset"):
                 check_dataset(f["v"], path)

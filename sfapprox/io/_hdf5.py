@@ -35,7 +35,7 @@ from ._common import fail, one_line
 
 __all__ = ["check_self_contained", "check_dataset", "read_dataset", "open_self_contained"]
 
-_HINT = "sfapprox reads only data stored in the file itself; copy the data into the file (h5repack) first"
+_HINT = "sfapprox reads only data stored in the file itself; save the data into the file (e.g. re-save it from MATLAB or h5py)"
 
 
 def _describe_shape(shape) -> str:
@@ -65,7 +65,8 @@ def check_dataset(ds: h5py.Dataset, path: str | os.PathLike, name: str | None = 
     if ds.is_virtual:
         sources = sorted({vs.file_name for vs in ds.virtual_sources()})
         shown = ", ".join(repr(s) for s in sources[:3]) + (", ..." if len(sources) > 3 else "")
-        raise fail(display, f"{name} is a virtual dataset: its data comes from other files ({shown})", _HINT)
+        # Same-file sources (".") are refused too: no writer sfapprox reads makes them.
+        raise fail(display, f"{name} is a virtual dataset: its data is mapped from other datasets, in ({shown})", _HINT)
     external = ds.external
     if external:
         files = sorted({os.fsdecode(e[0]) for e in external})
