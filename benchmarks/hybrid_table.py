@@ -54,6 +54,8 @@ REAL_CASES = [
     ("aural_sonar", "chen2009_similarity/aural_sonar.mat", "dense"),
     ("skyscraper", "sf_repo_images/skyscraper.png", "dense"),
 ]
+#: Loader options by file: the local mesh2e1 copy is header-less 'i j value' lines.
+LOAD_OPTIONS = {"suitesparse/mesh2e1.mtx": {"format": "ijv"}}
 # name, generator parameters (n, n_factors, rank or spikes)
 PLANTED_CASES = [
     ("planted_lr", {"n": 48, "n_factors": 4, "rank": 3}),
@@ -97,7 +99,7 @@ def load_case(name: str) -> tuple[np.ndarray, dict, int | None]:
 
     for case, rel, category in REAL_CASES:
         if case == name:
-            m = sfapprox.load_matrix(REAL / rel)
+            m = sfapprox.load_matrix(REAL / rel, **LOAD_OPTIONS.get(rel, {}))
             info = {"name": name, "file": rel, "category": category, "n": m.n}
             return m.matrix, info, None
     params = dict(PLANTED_CASES)[name]

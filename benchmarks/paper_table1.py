@@ -36,7 +36,7 @@ CASES = [
     ("mexican_power", "pajek/mexican_power.paj", {}, 3.85, 1.71),
     ("world_trade", "pajek/world_trade.paj", {}, 8.65e4, 4.47e4),
     ("mesh1e1", "suitesparse/mesh1e1_structural_48_48_177.mtx", {}, 18.7, 9.82),
-    ("mesh2e1", "suitesparse/mesh2e1.mtx", {}, 248, 347),
+    ("mesh2e1", "suitesparse/mesh2e1.mtx", {"format": "ijv"}, 248, 347),  # the local copy is header-less
     ("webkb_cornell", "linqs_webkb/cornell.cites", {}, 6.98, 4.80),
     ("aura_sonar", "chen2009_similarity/aural_sonar.mat", {}, 8.54, 8.68),
 ]

@@ -290,6 +290,11 @@ def _check_sparse(X, source: str, max_memory: int | None) -> sp.csr_array:
         what=f"{source}: sparse {n} x {n} matrix with {int(X.nnz)} stored entries",
         limit=max_memory,
     )
+    if np.dtype(X.dtype).kind in "biu":
+        # Values become float64 before any duplicates are summed: scipy sums a
+        # COO's duplicates in its own dtype, and int64 wraps around (two
+        # entries of 6e18 would give -6.4e18).
+        X = X.astype(np.float64)
     # copy=True: canonicalising works in place and must not touch the caller's arrays.
     A = sp.csr_array(X, dtype=np.float64, copy=True)
     A.sum_duplicates()  # also sorts indices

@@ -47,6 +47,7 @@ class TestDetectFormat:
             ("a.npz", "npz"), ("a.csv", "csv"), ("a.tsv", "csv"), ("a.txt.gz", "csv"), ("a.dat", "csv"),
             ("a.ijv", "ijv"), ("a.coo", "ijv"), ("a.edges", "ijv"), ("a.cites", "linqs"), ("a.png", "image"),
             ("a.JPG", "image"), ("a.tiff", "image"), ("a.libsvm", "libsvm"), ("a.svm", "libsvm"),
+            ("a.mtx.bz2", "mtx"), ("a.MTX.XZ", "mtx"), ("a.net.xz", "pajek"), ("a.npy.bz2", "npy"),
         ],
     )
     def test_known(self, name, key):
@@ -239,24 +240,39 @@ class TestMatrixMarket:
             load_matrix(p)
 
     def test_big_coordinate_stays_sparse(self, tmp_path):
-        # Dense would be 8e10 bytes; the coordinate file is tiny and stays sparse.
+        # Dense would be 8e10 bytes; the coordinate file is tiny and stays sparse
+        # when the limit leaves room for the dense form every method needs.
         p = write(tmp_path / "wide.mtx", "%%MatrixMarket matrix coordinate real general\n100000 100000 2\n1 1 1\n100000 5 2\n")
-        m = load_matrix(p, max_memory=10**7)
+        m = load_matrix(p, max_memory=10**11)
         assert m.is_sparse and m.n == 100000 and m.nnz == 2
+
+    def test_order_whose_dense_form_exceeds_the_limit_refused_from_header(self, tmp_path):
+        p = write(tmp_path / "wide.mtx", "%%MatrixMarket matrix coordinate real general\n100000 100000 2\n1 1 1\n100000 5 2\n")
+        with pytest.raises(ResourceError, match=r"wide.mtx: matrix of order 100,000 \(its dense form, which every "
+                                                r"method works on\) needs about 74.5 GiB, over the memory limit of 9.5 MiB"):
+            load_matrix(p, max_memory=10**7)
 
 
 class TestHeaderlessTriplets:
     LOWER = "1 1 4.0\n2 1 -1.0\n2 2 4.0\n3 2 -1.0\n3 3 4.0\n"
 
-    def test_mtx_without_header_is_mirrored(self, tmp_path):
-        m = load_matrix(write(tmp_path / "mesh.mtx", self.LOWER))
+    def test_mtx_without_header_refused_with_the_ijv_hint(self, tmp_path):
+        # A file named .mtx is Matrix Market: header-less lines are never guessed.
+        msg = input_error(write(tmp_path / "mesh.mtx", self.LOWER), r"line 1: no %%MatrixMarket banner")
+        assert "header-less 'i j value' lines" in msg and "format='ijv' (CLI: --format ijv)" in msg
+
+    def test_format_ijv_reads_a_headerless_mtx_mirrored(self, tmp_path):
+        m = load_matrix(write(tmp_path / "mesh.mtx", self.LOWER), format="ijv")
         assert m.format == "ijv" and m.n == 3 and m.nnz == 7 and m.summary()["symmetric"]
-        assert any("no %%MatrixMarket header" in n for n in m.notes)
         assert any("entries only in the lower triangle: mirrored" in n for n in m.notes)
 
     def test_mirror_none_keeps_triangle(self, tmp_path):
-        m = load_matrix(write(tmp_path / "mesh.mtx", self.LOWER), mirror="none")
+        m = load_matrix(write(tmp_path / "mesh.mtx", self.LOWER), format="ijv", mirror="none")
         assert m.nnz == 5 and not m.summary()["symmetric"]
+
+    def test_mirror_refused_for_matrix_market(self, tmp_path):
+        with pytest.raises(ParameterError, match="mirror= applies to header-less triplet files"):
+            load_matrix(write(tmp_path / "g.mtx", MTX_GENERAL), mirror="none")
 
     def test_mirror_forced_on_general(self, tmp_path):
         m = load_matrix(write(tmp_path / "g.ijv", "1 2 1\n3 1 2\n"), mirror="mirror")
@@ -297,7 +313,7 @@ class TestHeaderlessTriplets:
         # mesh2e1 is 1162 lower-triangle lines -> 2018 entries; a small analogue here.
         i, j = np.tril_indices(10)
         lines = "".join(f"{a + 1} {b + 1} {a + b + 1}\n" for a, b in zip(i, j))
-        m = load_matrix(write(tmp_path / "m.mtx", lines))
+        m = load_matrix(write(tmp_path / "m.mtx", lines), format="ijv")
         assert m.nnz == 100
 
 
@@ -590,8 +606,22 @@ class TestExamples:
         assert (tmp_path / "features.csv").read_text() == (EXAMPLES / "features.csv").read_text()
 
 
-def test_ijv_refuses_matrix_market_header(tmp_path):
-    input_error(write(tmp_path / "m.ijv", MTX_GENERAL), "use format='mtx'")
+def test_ijv_reads_a_matrix_market_file_as_what_it_declares(tmp_path):
+    # Read as triplets, the size line "3 3 3" would become an entry.
+    m = load_matrix(write(tmp_path / "m.ijv", MTX_GENERAL))
+    assert m.format == "mtx" and m.nnz == 3 and "read as Matrix Market" in m.notes[0]
+    assert load_matrix(write(tmp_path / "m.txt", MTX_GENERAL), format="ijv").nnz == 3
+
+
+@pytest.mark.parametrize("banner", ["%%MatrixMarkt matrix coordinate real general", "% matrix market coordinate real"])
+def test_ijv_refuses_a_damaged_matrix_market_banner(tmp_path, banner):
+    input_error(write(tmp_path / "m.ijv", f"{banner}\n3 3 3\n1 1 1\n2 2 1\n3 3 1\n"),
+                r"damaged Matrix Market banner .* its size line would become an entry")
+
+
+def test_ijv_comment_mentioning_a_matrix_is_a_comment(tmp_path):
+    m = load_matrix(write(tmp_path / "m.ijv", "% matrix of distances, general\n1 2 1.5\n2 1 1.5\n"))
+    assert m.format == "ijv" and m.nnz == 2
 
 
 def test_gzipped_formats(tmp_path):
@@ -631,13 +661,18 @@ class TestHardening:
             load_matrix(p, max_memory=100_000)
 
     def test_file_size_checked_before_reading(self, tmp_path):
-        p = write(tmp_path / "big.mtx", "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 1.0")  # no final newline
+        text = "%%MatrixMarket matrix coordinate real general\n" + "%" * 300 + "\n2 2 1\n1 1 1.0"  # no final newline
         with pytest.raises(ResourceError, match="reading the file"):
-            load_matrix(p, max_memory=16)
+            load_matrix(write(tmp_path / "big.mtx", text), max_memory=200)
 
     def test_no_final_newline_loads(self, tmp_path):
-        p = write(tmp_path / "m.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n3 1 7")
+        p = write(tmp_path / "m.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n3 1")
         np.testing.assert_array_equal(load_matrix(p).to_dense(), [[0, 1, 0], [0, 0, 0], [1, 0, 0]])
+
+    def test_value_in_a_pattern_file_refused(self, tmp_path):
+        # scipy drops the 7; the file contradicts its banner.
+        p = write(tmp_path / "m.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n3 1 7")
+        input_error(p, r"line 4: expected 'i j' \(a pattern file has no values\), got '3 1 7'; declare the field 'real'")
 
     def test_integer_field_with_fraction_refused(self, tmp_path):
         p = write(tmp_path / "i.mtx", "%%MatrixMarket matrix coordinate integer general\n2 2 2\n1 1 3\n2 2 2.5\n")
@@ -652,7 +687,7 @@ class TestHardening:
 
     def test_size_beyond_int64(self, tmp_path):
         p = write(tmp_path / "o.mtx", "%%MatrixMarket matrix coordinate real general\n9223372036854775808\n")
-        input_error(p, "invalid Matrix Market file")
+        input_error(p, r"line 2: Invalid integer size line '9223372036854775808'")
 
     def test_ijv_index_beyond_int64_refused_before_cast(self, tmp_path):
         with pytest.raises(ResourceError, match="beyond the supported maximum"):

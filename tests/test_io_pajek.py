@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 
 import numpy as np
 import pytest
@@ -199,3 +200,118 @@ class TestLinqs:
         p = write(tmp_path / "d.cites", "a a\n")
         with pytest.raises(InputError, match=r"d.content: line 2: node 'a' appears twice"):
             load_matrix(p)
+
+
+# ---------------------------------------------------------------------------
+# weights are never guessed; multi-relational networks
+# ---------------------------------------------------------------------------
+
+
+class TestPajekWeights:
+    def test_decimal_comma_read_with_a_note(self, tmp_path):
+        # Before: '0,25' was taken for an attribute and the weight became 1.0.
+        p = write(tmp_path / "c.net", "*Vertices 3\n*Arcs\n1 2 0,25\n2 3 -1,5 c Red\n*Edges\n1 3 12,0625\n")
+        m = load_matrix(p)
+        d = m.to_dense()
+        assert d[0, 1] == 0.25 and d[1, 2] == -1.5 and d[0, 2] == d[2, 0] == 12.0625
+        assert "Pajek: 3 numbers written with a decimal comma (0,25) read as 0.25" in m.notes
+
+    @pytest.mark.parametrize("token", ["1,000", "-12,500"])
+    def test_thousands_or_decimal_comma_refused(self, tmp_path, token):
+        p = write(tmp_path / "c.net", f"*Vertices 2\n*Arcs\n1 2 {token}\n")
+        input_error(p, rf"line 3: weight '{token}' is ambiguous: a decimal comma .* or a thousands separator")
+
+    def test_leading_zero_three_decimals_is_not_ambiguous(self, tmp_path):
+        p = write(tmp_path / "c.net", "*Vertices 2\n*Arcs\n1 2 0,125\n")
+        assert load_matrix(p).to_dense()[0, 1] == 0.125
+
+    @pytest.mark.parametrize("token", ["1.2.3", "0x10", "1/2", "5abc", "-", ".5e"])
+    def test_number_like_token_that_is_no_number_refused(self, tmp_path, token):
+        p = write(tmp_path / "c.net", f"*Vertices 2\n*Arcs\n1 2 {token}\n")
+        input_error(p, rf"line 3: weight '{re.escape(token)}' is not a number")
+
+    def test_attributes_still_mean_weight_one(self, tmp_path):
+        p = write(tmp_path / "a.net", '*Vertices 2\n*Arcs\n1 2 c Red\n2 1 [1-*]\n*Edges\n1 1 "x"\n')
+        assert load_matrix(p).to_dense().tolist() == [[1, 1], [1, 0]]
+
+    def test_matrix_decimal_comma(self, tmp_path):
+        p = write(tmp_path / "m.net", "*Vertices 2\n*Matrix\n0 0,5\n0,5 0\n")
+        np.testing.assert_array_equal(load_matrix(p).matrix, [[0, 0.5], [0.5, 0]])
+
+
+class TestPajekRelations:
+    PREFIXED = '*Vertices 4\n*Arcs :1 "likes"\n*Arcs :2 "knows"\n*Arcs\n1: 1 2\n2: 1 2 3\n10: 3 4 5\n2:2 3\n'
+
+    def test_relation_prefixed_lines_summed_by_default(self, tmp_path):
+        # Before: '10: 263 264' was refused ("expected an integer vertex id").
+        m = load_matrix(write(tmp_path / "p.net", self.PREFIXED))
+        d = m.to_dense()
+        assert d[0, 1] == 4 and d[2, 3] == 5 and d[1, 2] == 1
+        assert any("3 relations summed: 1 'likes', 2 'knows', 10 (relation= picks one)" in n for n in m.notes)
+
+    @pytest.mark.parametrize("k, entries", [(1, {(0, 1): 1}), (2, {(0, 1): 3, (1, 2): 1}), (10, {(2, 3): 5})])
+    def test_relation_picks_one(self, tmp_path, k, entries):
+        m = load_matrix(write(tmp_path / "p.net", self.PREFIXED), relation=k)
+        expected = np.zeros((4, 4))
+        for (i, j), v in entries.items():
+            expected[i, j] = v
+        np.testing.assert_array_equal(m.to_dense(), expected)
+        assert any(n.startswith(f"Pajek: relation {k}") and "of 3" in n for n in m.notes)
+
+    def test_section_relations_pick_one(self, tmp_path):
+        p = write(tmp_path / "rel.net", '*Vertices 3\n*Arcs :1 "likes"\n1 2\n*Edges :2 "knows"\n1 2\n*Arcs :1 "likes"\n2 3 4\n')
+        d = load_matrix(p, relation=2).to_dense()
+        assert d[0, 1] == d[1, 0] == 1 and d.sum() == 2
+
+    def test_several_matrix_sections(self, tmp_path):
+        # Before: "a second *Matrix section in one network is not supported".
+        text = '*Vertices 2\n*Matrix :1 "a"\n0 1\n2 0\n*Matrix :2 "b"\n0 10\n0 0\n'
+        p = write(tmp_path / "m.paj", text)
+        m = load_matrix(p)
+        np.testing.assert_array_equal(m.matrix, [[0, 11], [2, 0]])
+        assert any("2 relations summed: 1 'a', 2 'b'" in n for n in m.notes)
+        np.testing.assert_array_equal(load_matrix(p, relation=2).matrix, [[0, 10], [0, 0]])
+
+    def test_matrix_and_arcs_of_one_relation(self, tmp_path):
+        text = '*Vertices 2\n*Matrix :1\n0 1\n0 0\n*Arcs :1\n2 1 3\n*Arcs :2\n2 1 7\n'
+        np.testing.assert_array_equal(load_matrix(write(tmp_path / "m.net", text), relation=1).to_dense(), [[0, 1], [3, 0]])
+
+    def test_two_unnumbered_matrix_sections_refused(self, tmp_path):
+        p = write(tmp_path / "m.net", "*Vertices 2\n*Matrix\n0 1\n1 0\n*Matrix\n0 1\n1 0\n")
+        input_error(p, r"line 5: a second \*Matrix section without a relation number .* \(the first at line 2\)")
+
+    def test_unknown_relation_lists_the_relations(self, tmp_path):
+        with pytest.raises(ParameterError, match=r"relation=7 does not exist; the network's relations are 1 'likes', 2 'knows', 10"):
+            load_matrix(write(tmp_path / "p.net", self.PREFIXED), relation=7)
+
+    def test_relation_on_a_network_without_relations(self, tmp_path):
+        with pytest.raises(ParameterError, match="relation=1 but the network has no numbered relations"):
+            load_matrix(write(tmp_path / "g.net", "*Vertices 2\n*Arcs\n1 2\n"), relation=1)
+
+    def test_unnumbered_lines_make_relation_ambiguous(self, tmp_path):
+        p = write(tmp_path / "g.net", "*Vertices 3\n*Arcs :1\n1 2\n*Arcs\n2 3\n")
+        input_error(p, r"line 5: relation=1 asked, but this line has no relation number", relation=1)
+        assert load_matrix(p).nnz == 2  # summed without relation=
+
+    @pytest.mark.parametrize("value", [0, -1, True, 1.5, "1"])
+    def test_relation_value_validated(self, tmp_path, value):
+        with pytest.raises(ParameterError, match="relation=.* must be a positive integer"):
+            load_matrix(write(tmp_path / "p.net", self.PREFIXED), relation=value)
+
+    def test_relation_refused_for_other_formats(self, tmp_path):
+        p = tmp_path / "t.csv"
+        p.write_text("1,2\n3,4\n")
+        with pytest.raises(ParameterError, match="option relation= applies to pajek files"):
+            load_matrix(p, relation=1)
+
+    def test_bad_relation_numbers(self, tmp_path):
+        input_error(write(tmp_path / "a.net", "*Vertices 2\n*Arcs :x\n1 2\n"), r"line 2: relation ':x' must be ':k'")
+        input_error(write(tmp_path / "b.net", "*Vertices 2\n*Arcs\n0: 1 2\n"), r"line 3: relation number 0 must be a positive")
+
+    def test_relation_in_a_manifest(self, tmp_path):
+        from sfapprox.datasets.manifest import load_manifest
+
+        (tmp_path / "p.net").write_text(self.PREFIXED)
+        man = tmp_path / "m.toml"
+        man.write_text('[[matrix]]\nname = "p"\ncategory = "network"\nfile = "p.net"\nload = {relation = 2}\n')
+        assert load_manifest(man).entries[0].load == {"relation": 2}

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sfapprox import InputError
 from sfapprox.io import load_matrix
 
 REALDATA = (Path(__file__).parents[1] / ".." / "shared" / "realdata").resolve()
@@ -26,7 +27,7 @@ CASES = [
     ("pajek/mexican_power.paj", {}, 35, 234, 3.845),
     ("pajek/world_trade.paj", {}, 80, 998, 8.652e4),
     ("suitesparse/mesh1e1_structural_48_48_177.mtx", {}, 48, 306, 18.69),
-    ("suitesparse/mesh2e1.mtx", {}, 306, 2018, 247.8),
+    ("suitesparse/mesh2e1.mtx", {"format": "ijv"}, 306, 2018, 247.8),  # header-less 'i j value' lines
     ("linqs_webkb/cornell.cites", {}, 195, 304, 6.978),
     ("chen2009_similarity/aural_sonar.mat", {}, 100, None, 8.545),
 ]
@@ -69,9 +70,12 @@ def test_world_trade_notes_and_values():
 
 def test_mesh_notes():
     assert "symmetric storage expanded: 177 stored -> 306 entries" in _load("suitesparse/mesh1e1_structural_48_48_177.mtx").notes
-    m = _load("suitesparse/mesh2e1.mtx")
+    m = _load("suitesparse/mesh2e1.mtx", format="ijv")
     assert m.format == "ijv" and m.summary()["symmetric"]
     assert any("mirrored to a symmetric matrix" in n for n in m.notes)
+    # Named .mtx, it is Matrix Market: without format="ijv" it is refused, with the hint.
+    with pytest.raises(InputError, match=r"line 1: no %%MatrixMarket banner.*--format ijv"):
+        _load("suitesparse/mesh2e1.mtx")
 
 
 def test_aural_sonar():

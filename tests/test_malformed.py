@@ -115,6 +115,23 @@ def _hb(pointers: str, rows: str) -> str:
     )
 
 
+def _mat73_external(path: Path) -> None:
+    """A MATLAB v7.3 variable whose bytes live in another local file (external storage)."""
+    other = path.with_name("not_named_by_the_user.bin")
+    other.write_bytes(np.arange(4.0).tobytes())
+    with h5py.File(path, "w", userblock_size=512) as f:
+        d = f.create_dataset("A", shape=(2, 2), dtype="<f8", external=[(str(other), 0, 32)])
+        d.attrs["MATLAB_class"] = np.bytes_("double")
+
+
+def _mat73_external_link(path: Path) -> None:
+    other = path.with_name("other.h5")
+    with h5py.File(other, "w") as f:
+        f["A"] = np.eye(2)
+    with h5py.File(path, "w", userblock_size=512) as f:
+        f["A"] = h5py.ExternalLink(str(other), "/A")
+
+
 def _text_mat(path: Path) -> None:
     scipy.io.savemat(path, {"rect": np.ones((2, 3)), "label": "not a matrix"})
 
@@ -193,6 +210,22 @@ CORPUS = [
     ("truncated.png", lambda p: p.write_bytes(_png(p)[:200]), "cannot read image"),
     ("postscript.png", b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 10 10\nshowpage\n", "cannot identify image"),
     ("text.jpg", "not a jpeg at all", "cannot identify image"),
+    # issue 18: reading never reaches outside the file given
+    ("external_storage_v73.mat", _mat73_external, "/A uses external storage"),
+    ("external_link_v73.mat", _mat73_external_link, "/A is an external link"),
+    # issue 18: values are never silently wrong
+    ("misspelled_banner.mtx", "%%MatrixMarkt matrix coordinate real general\n3 3 3\n1 1 1\n2 2 1\n3 3 1\n",
+     "line 1: damaged or missing Matrix Market banner"),
+    ("headerless.mtx", "1 1 4.0\n2 1 -1.0\n2 2 4.0\n", "--format ijv"),
+    ("decimal_comma.mtx", MM + "2 2 1\n1 1 0,25\n", "line 3: Invalid floating-point value (a decimal comma?)"),
+    ("fortran_exponent.mtx", MM + "2 2 1\n1 1 1.5D+03\n", "a Fortran 'D' exponent"),
+    ("pattern_with_values.mtx", "%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 1 7\n",
+     "line 3: expected 'i j' (a pattern file has no values)"),
+    ("skew_diagonal.mtx", "%%MatrixMarket matrix coordinate real skew-symmetric\n2 2 1\n1 1 4\n", "nonzero diagonal entry"),
+    ("ambiguous_comma.net", "*Vertices 2\n*Arcs\n1 2 1,000\n", "line 3: weight '1,000' is ambiguous"),
+    ("not_a_number.net", "*Vertices 2\n*Arcs\n1 2 1.2.3\n", "line 3: weight '1.2.3' is not a number"),
+    ("corrupt.mtx.bz2", b"BZh9 but not really bzip2", "not a valid bzip2 file"),
+    ("corrupt.mtx.xz", b"\xfd7zXZ\x00 but not really xz", "not a valid xz file"),
 ]
 
 
@@ -320,6 +353,71 @@ def test_giant_header_refused_before_allocating(tmp_path, name, content, fragmen
         assert "pixels" in line
 
 
+def _mat_sparse(path: Path, n: int) -> None:
+    scipy.io.savemat(path, {"A": __import__("scipy.sparse").sparse.csc_array(([1.0], ([0], [0])), shape=(n, n))})
+
+
+def _mat73_square_sparse(path: Path, n: int) -> None:
+    """A MATLAB v7.3 sparse n x n variable A holding one entry."""
+    with h5py.File(path, "w", userblock_size=512) as f:
+        g = f.create_group("A")
+        g.attrs["MATLAB_class"] = np.bytes_("double")
+        g.attrs["MATLAB_sparse"] = np.uint64(n)
+        g["jc"] = np.concatenate([[0], np.ones(n, dtype=np.uint64)]).astype(np.uint64)
+        g["ir"] = np.zeros(1, dtype=np.uint64)
+        g["data"] = np.ones(1)
+
+
+def _npz_sparse(path: Path, n: int) -> None:
+    import scipy.sparse
+
+    scipy.sparse.save_npz(path, scipy.sparse.csr_array(([1.0], ([0], [n - 1])), shape=(n, n)))
+
+
+#: Files declaring an order of 5,000 with one or two entries: tiny on disk and
+#: as CSR, 190.7 MiB dense.  Every method works on the dense form, so each is
+#: refused from its header (size line, *Vertices, shapes) under a 64 MiB limit.
+ORDER = 5000
+HEADER_ORDERS = [
+    ("order.mtx", MM + f"{ORDER} {ORDER} 2\n1 1 1.0\n{ORDER} {ORDER} 1.0\n"),
+    ("order.mtx.xz", __import__("lzma").compress((MM + f"{ORDER} {ORDER} 1\n1 1 1.0\n").encode())),
+    ("order.rua", _hb(" 1 2 3 4", " 1 2 3").replace("RUA                        3             3",
+                                                       f"RUA                     {ORDER}          {ORDER}")),
+    ("order.net", f"*Vertices {ORDER}\n*Arcs\n1 2\n"),
+    ("order.ijv", f"1 1 1.0\n{ORDER} {ORDER} 2.0\n"),
+    ("order.npz", lambda p: _npz_sparse(p, ORDER)),
+    ("order.mat", lambda p: _mat_sparse(p, ORDER)),
+    ("order_v73.mat", lambda p: _mat73_square_sparse(p, ORDER)),
+]
+
+
+@pytest.mark.parametrize("name, content", HEADER_ORDERS, ids=[h[0] for h in HEADER_ORDERS])
+def test_order_whose_dense_form_exceeds_the_limit_refused_from_the_header(tmp_path, name, content):
+    path = tmp_path / name
+    _write(path, content)
+    line = _assert_one_line_error(_run("info", path, "--max-memory", "64M"), name, "of order 5,000 (its dense form")
+    assert "needs about 190.7 MiB, over the memory limit of 64.0 MiB" in line
+    if not name.endswith(".rua"):  # (its body is that of a 3 x 3 matrix)
+        assert _run("info", path, "--max-memory", "1G").exit_code == 0
+
+
+def test_two_mode_network_checked_at_its_projected_order(tmp_path):
+    # 100,003 vertices, but rows x rows is 3 x 3: the header's n is not the matrix's order.
+    path = tmp_path / "two_mode.net"
+    path.write_text("*Vertices 100003 3\n*Edges\n1 4\n2 4\n3 100003\n")
+    res = _run("info", path, "--max-memory", "64M")
+    assert res.exit_code == 0, res.output
+    _assert_one_line_error(_run("info", path, "--max-memory", "64M", "--two-mode", "bipartite"),
+                           "two_mode.net", "of order 100,003 (its dense form")
+
+
+def test_headerless_mtx_loads_with_format_ijv(tmp_path):
+    path = tmp_path / "mesh.mtx"
+    path.write_text("1 1 4.0\n2 1 -1.0\n2 2 4.0\n")
+    res = _run("info", path, "--format", "ijv")
+    assert res.exit_code == 0, res.output
+
+
 def test_giant_matlab_sparse_refused_before_reading(tmp_path):
     path = tmp_path / "giant_sparse_v73.mat"
     _mat73_sparse(path, GIANT, [0])
@@ -337,35 +435,52 @@ def test_max_memory_option_lowers_the_limit(tmp_path):
 
 @pytest.fixture
 def big_sparse(tmp_path) -> Path:
-    """60000 x 60000 with three entries: tiny on disk and as CSR, 27 GiB dense."""
+    """60000 x 60000 with three entries: tiny on disk and as CSR, 26.8 GiB dense."""
     path = tmp_path / "big_sparse.mtx"
     path.write_text(MM + "60000 60000 3\n1 1 1.0\n2 5 2.0\n60000 60000 3.0\n")
     return path
 
 
-def test_big_sparse_loads_but_fit_is_refused_before_densifying(big_sparse, tmp_path):
-    assert _run("info", big_sparse).exit_code == 0
+def test_big_sparse_refused_from_the_header_when_its_dense_form_exceeds_the_limit(big_sparse, tmp_path):
+    # Every method works on the dense form: a header declaring an order whose
+    # dense form is over the limit is refused before the matrix is read.
+    line = _assert_one_line_error(_run("info", big_sparse, "--max-memory", "2G"), "big_sparse.mtx", "needs about 26.8 GiB")
+    assert "order 60,000" in line and "dense form" in line and "2.0 GiB" in line and "--max-memory" in line
     out = tmp_path / "f.h5"
     line = _assert_one_line_error(
-        _run("fit", big_sparse, "--device", "cpu", "--out", out, "--max-memory", "2G"), "60000 x 60000", "needs about"
+        _run("fit", big_sparse, "--device", "cpu", "--out", out, "--max-memory", "2G"), "order 60,000", "needs about"
     )
-    assert "2.0 GiB" in line and "--max-memory" in line
     assert not out.exists()
+    # With room for one dense copy it loads, sparse.
+    assert _run("info", big_sparse, "--max-memory", "30G").exit_code == 0
 
 
 def test_compare_refuses_dense_scoring_before_any_method(big_sparse):
+    # One dense copy fits under 40G, the three of scoring do not.
     line = _assert_one_line_error(
-        _run("compare", big_sparse, "--methods", "tsvd", "--max-memory", "2G"), "big_sparse", "needs about"
+        _run("compare", big_sparse, "--methods", "tsvd", "--max-memory", "40G"), "big_sparse", "needs about"
     )
-    assert "scoring" in line and "2.0 GiB" in line
+    assert "scoring" in line and "40.0 GiB" in line
 
 
 def test_to_dense_of_large_sparse_is_checked(big_sparse):
     from sfapprox import ResourceError, load_matrix
 
-    loaded = load_matrix(big_sparse)
+    loaded = load_matrix(big_sparse, max_memory=2**35)
+    assert loaded.is_sparse and loaded.nnz == 3
     with pytest.raises(ResourceError, match="dense copy of 60000 x 60000"):
         loaded.to_dense(max_memory=2**30)
+
+
+def test_huge_order_with_two_entries_refused_from_the_header(tmp_path):
+    """The 90,000,000-order header took 16 s and 1.2 GB before fit refused it (benchmarks measure the time)."""
+    path = tmp_path / "huge.mtx"
+    path.write_text(MM + "90000000 90000000 2\n1 1 1.0\n2 2 1.0\n")
+    # A 64 MiB cap: the row pointers alone would be 1.4 GiB, so exit 2 here
+    # shows the refusal came from the header, before anything was allocated.
+    line = _assert_one_line_error(_run("info", path, "--max-memory", "64M"), "huge.mtx",
+                                  "matrix of order 90,000,000 (its dense form")
+    assert " an 90" not in line and "PiB" in line
 
 
 # ---------------------------------------------------------------------------

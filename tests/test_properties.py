@@ -133,8 +133,67 @@ def test_mtx_structured(workdir, text):
 @SETTINGS
 @given(body=lines_of(st.one_of(small_int.map(str), number), max_lines=15, max_tokens=4))
 def test_mtx_headerless_triplets(workdir, body):
-    # Without a banner, a .mtx is read as "i j value" triplets.
-    load_or_refuse(workdir / "triplets.mtx", "\n".join(body), "mtx")
+    # Without a banner, a .mtx is refused (never guessed to be triplets); format="ijv" reads them.
+    assert load_or_refuse(workdir / "triplets.mtx", "\n".join(body), "mtx") is None
+    load_or_refuse(workdir / "triplets.mtx", "\n".join(body), "ijv")
+
+
+finite = st.floats(min_value=-1e100, max_value=1e100, allow_nan=False, allow_infinity=False, width=64)
+spelling = st.sampled_from([repr, lambda v: f"{v:.17e}", lambda v: f"{v:.17E}", lambda v: f"{v:.17g}"])
+line_end = st.sampled_from(["\n", "\r\n", "\r"])
+
+
+@SETTINGS
+@given(
+    n=st.integers(1, 5),
+    entries=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 4), finite, spelling), max_size=10),
+    end=line_end,
+    bom=st.booleans(),
+    banner=st.sampled_from(["%%MatrixMarket", "%MatrixMarket", "%%matrixmarket", "  %%MatrixMarket"]),
+)
+def test_mtx_values_are_never_silently_wrong(workdir, n, entries, end, bom, banner):
+    """Whatever the spelling and line ends, each entry is float(token), duplicates summed in float64."""
+    entries = [(i % n, j % n, v, spell) for i, j, v, spell in entries]
+    lines = [f"{banner} matrix coordinate real general", "% comment", f"{n} {n} {len(entries)}"]
+    lines += [f"{i + 1} {j + 1} {spell(v)}" for i, j, v, spell in entries]
+    text = ("\ufeff" if bom else "") + end.join(lines) + end
+    expected = np.zeros((n, n))
+    for i, j, v, spell in entries:
+        expected[i, j] += float(spell(v))
+    path = workdir / "values.mtx"
+    path.write_bytes(text.encode())
+    try:
+        loaded = load_matrix(path, max_memory=LIMIT)
+    except SfapproxError as exc:  # only the documented refusals of tiny or huge norms
+        assert "values too" in str(exc) or "NaN/Inf" in str(exc), str(exc)
+        return
+    np.testing.assert_array_equal(loaded.to_dense(), expected)
+
+
+@SETTINGS
+@given(
+    weights=st.lists(st.tuples(st.integers(1, 4), st.integers(1, 4),
+                               st.floats(-1e6, 1e6, allow_nan=False).map(lambda v: round(v, 4))), max_size=8),
+    comma=st.booleans(),
+)
+def test_pajek_weights_are_never_silently_wrong(workdir, weights, comma):
+    """Weights written with a decimal point or a decimal comma load as written, or are refused."""
+    def spell(v: float) -> str:
+        text = f"{v:.4f}"
+        return text.replace(".", ",") if comma else text
+
+    lines = ["*Vertices 4", "*Arcs"] + [f"{i} {j} {spell(w)}" for i, j, w in weights]
+    path = workdir / "weights.net"
+    path.write_text("\n".join(lines) + "\n")
+    expected = np.zeros((4, 4))
+    for i, j, w in weights:
+        expected[i - 1, j - 1] += float(f"{w:.4f}")
+    try:
+        loaded = load_matrix(path, max_memory=LIMIT)
+    except SfapproxError as exc:
+        assert comma and "ambiguous" in str(exc) or "values too" in str(exc), str(exc)
+        return
+    np.testing.assert_array_equal(loaded.to_dense(), expected)
 
 
 # ---------------------------------------------------------------------------

@@ -107,6 +107,23 @@ class TestSparse:
         out = check_square_matrix(sp.csc_matrix(np.eye(3, dtype=np.int32)))
         assert isinstance(out, sp.csr_array) and out.dtype == np.float64
 
+    @pytest.mark.parametrize("fmt", ["coo", "csr", "csc"])
+    def test_integer_duplicates_summed_in_float(self, fmt):
+        # Two int64 entries of 6e18 sum beyond 2^63: summed in int64 they wrap to -6.4e18.
+        coo = sp.coo_array((np.array([6 * 10**18] * 2, dtype=np.int64), ([0, 0], [0, 0])), shape=(2, 2))
+        X = coo if fmt == "coo" else sp.csr_array((coo.data, coo.coords[1], [0, 2, 2]), shape=(2, 2)) if fmt == "csr" \
+            else sp.csc_array((coo.data, coo.coords[0], [0, 2, 2]), shape=(2, 2))
+        out = check_square_matrix(X)
+        assert out[0, 0] == 1.2e19 and out.nnz == 1
+        assert X.dtype == np.int64  # the caller's matrix is untouched
+
+    def test_npz_integer_duplicates(self, tmp_path):
+        from sfapprox.io import load_matrix
+
+        coo = sp.coo_array((np.array([6 * 10**18] * 2, dtype=np.int64), ([1, 1], [0, 0])), shape=(2, 2))
+        sp.save_npz(tmp_path / "d.npz", coo, compressed=False)
+        assert load_matrix(tmp_path / "d.npz").to_dense()[1, 0] == 1.2e19
+
     def test_not_square(self):
         with pytest.raises(InputError, match=r"not square \(2 x 4\)"):
             check_square_matrix(sp.csr_array((2, 4)))

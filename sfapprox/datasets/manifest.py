@@ -78,6 +78,7 @@ LOAD_OPTIONS: dict[str, tuple[type, ...]] = {
     "format": (str,),
     "var": (str,),
     "network": (int,),
+    "relation": (int,),
     "two_mode": (str,),
     "gradient": (bool,),
     "resize": (int,),

@@ -22,7 +22,7 @@ import scipy.sparse as sp
 
 from .._errors import ParameterError
 from .._validation import check_memory, check_square_matrix, estimate_dense_bytes
-from ._common import Options, ReadResult, Source, fail
+from ._common import Options, ReadResult, Source, check_order, fail, strip_compression
 from ._covariance import read_covariance
 from ._hb import read_hb
 from ._image import read_image
@@ -56,10 +56,10 @@ def _needs_covariance(src: Source, opts: Options) -> ReadResult:
 
 
 _FORMATS: dict[str, _Format] = {
-    "mtx": _Format("Matrix Market (.mtx, .mtx.gz); a .mtx without header is read as 'i j value' triplets", (".mtx",), read_mtx),
+    "mtx": _Format("Matrix Market (.mtx, .mtx.gz/.bz2/.xz); header-less 'i j value' files need format ijv", (".mtx",), read_mtx),
     "hb": _Format("Harwell-Boeing / Rutherford-Boeing, real assembled (.rb, .rua, .rsa, .rza, .hb)", (".rb", ".rua", ".rsa", ".rza", ".hb"), read_hb),
     "mat": _Format("MATLAB .mat v4-v7 and v7.3 (HDF5); var= picks a variable ('Problem.A' for fields)", (".mat",), read_mat),
-    "pajek": _Format("Pajek network (.net, .paj); network= picks one, two_mode= rows|cols|bipartite", (".net", ".paj"), read_pajek),
+    "pajek": _Format("Pajek network (.net, .paj); network= and relation= pick one, two_mode= rows|cols|bipartite", (".net", ".paj"), read_pajek),
     "npy": _Format("NumPy array (.npy), no pickles", (".npy",), read_npy),
     "npz": _Format("NumPy archive or scipy.sparse save_npz (.npz); var= picks an array", (".npz",), read_npz),
     "csv": _Format("dense text table (.csv ',', .tsv tab, .txt/.dat whitespace); header row skipped", (".csv", ".tsv", ".txt", ".dat"), read_csv),
@@ -81,6 +81,7 @@ _TABLE_FORMATS = {"csv": "csv", "npy": "npy", "libsvm": "libsvm"}
 _OPTION_FORMATS = {
     "var": {"mat", "npz"},
     "network": {"pajek"},
+    "relation": {"pajek"},
     "two_mode": {"pajek"},
     "gradient": {"image"},
     "resize": {"image"},
@@ -120,7 +121,7 @@ def _known_extensions() -> str:
 
 
 def detect_format(path: str | os.PathLike) -> str:
-    """Format key for ``path``, by extension (``.gz`` looked through).
+    """Format key for ``path``, by extension (``.gz``, ``.bz2``, ``.xz`` looked through).
 
     Parameters
     ----------
@@ -146,7 +147,7 @@ def detect_format(path: str | os.PathLike) -> str:
     'pajek'
     """
     name = os.path.basename(os.fspath(path)).lower()
-    inner = name[:-3] if name.endswith(".gz") else name
+    inner = strip_compression(name)
     ext = os.path.splitext(inner)[1]
     for key, fmt in _FORMATS.items():
         if ext and ext in fmt.extensions:
@@ -160,10 +161,8 @@ def detect_format(path: str | os.PathLike) -> str:
 
 
 def _stem(path: str | os.PathLike) -> str:
-    """File name without ``.gz`` and without its format extension."""
-    name = os.path.basename(os.fspath(path))
-    if name.lower().endswith(".gz"):
-        name = name[:-3]
+    """File name without its compressed suffix and without its format extension."""
+    name = strip_compression(os.path.basename(os.fspath(path)))
     stem, ext = os.path.splitext(name)
     return stem if ext else name
 
@@ -182,7 +181,7 @@ class LoadedMatrix:
     matrix : numpy.ndarray or scipy.sparse.csr_array
         Square, finite, float64 (dense C-contiguous or canonical CSR).
     name : str
-        File stem (``"Sawmill"``; ``"foo"`` for ``foo.mtx.gz``) or the given name.
+        File stem (``"Sawmill"``; ``"foo"`` for ``foo.mtx.gz``, ``.bz2``, ``.xz``) or the given name.
     path : str or None
         The file as given, None for in-memory arrays.
     format : str
@@ -327,7 +326,7 @@ def _check_options(format: str | None, opts: Options) -> None:
         raise ParameterError(f"square={opts.square!r} must be 'crop' or 'resize'")
     if opts.mirror not in ("auto", "none", "mirror"):
         raise ParameterError(f"mirror={opts.mirror!r} must be 'auto', 'none' or 'mirror'")
-    for name in ("network", "resize", "max_memory"):
+    for name in ("network", "relation", "resize", "max_memory"):
         value = getattr(opts, name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
             raise ParameterError(f"{name}={value!r} must be a positive integer")
@@ -341,8 +340,8 @@ def _check_option_use(path: str, fmt: str, opts: Options, covariance: bool) -> N
     for name, formats in _OPTION_FORMATS.items():
         if getattr(opts, name) != getattr(defaults, name) and fmt not in formats:
             raise ParameterError(f"{path}: option {name}= applies to {'/'.join(sorted(formats))} files, not {fmt!r}")
-    if opts.mirror != "auto" and fmt not in ("mtx", "ijv"):
-        raise ParameterError(f"{path}: option mirror= applies to header-less triplet files (ijv, .mtx without header), not {fmt!r}")
+    if opts.mirror != "auto" and fmt != "ijv":
+        raise ParameterError(f"{path}: option mirror= applies to header-less triplet files (format 'ijv'), not {fmt!r}")
     if covariance and fmt not in _TABLE_FORMATS:
         raise ParameterError(
             f"{path}: covariance=True needs a samples x features table (.csv/.tsv/.txt/.dat, .npy, .libsvm), not {fmt!r}"
@@ -373,21 +372,29 @@ def load_matrix(
     covariance: bool = False,
     mirror: str = "auto",
     max_memory: int | None = None,
+    relation: int | None = None,
 ) -> LoadedMatrix:
     """Load a square matrix from a file.
 
     Parameters
     ----------
     path : str or os.PathLike
-        The file. ``.gz`` files are decompressed (``.mtx.gz`` by scipy).
+        The file.  ``.gz``, ``.bz2`` and ``.xz`` files are decompressed
+        (standard library codecs, under the memory limit).
     format : str or None, default=None
         Format key (see :func:`available_formats`); None detects it from the
-        extension.  ``"covariance"`` is the same as ``covariance=True``.
+        extension.  ``"covariance"`` is the same as ``covariance=True``.  A
+        ``.mtx`` is always Matrix Market; header-less ``i j value`` lines in
+        a ``.mtx`` need ``format="ijv"``.
     var : str or None, default=None
         MATLAB variable (``"Problem.A"`` for a struct field) or ``.npz`` array.
         Default: the only square numeric one (SuiteSparse ``Problem.A``).
     network : int or None, default=None
         Pajek: which network of a multi-network ``.paj`` (1-based; default 1).
+    relation : int or None, default=None
+        Pajek: which relation of a multi-relational network (the ``k`` of
+        ``*Arcs :k``, ``*Edges :k``, ``*Matrix :k`` or of ``k: i j`` lines).
+        None sums all relations (noted).
     two_mode : {"rows", "cols", "bipartite"} or None, default=None
         Pajek 2-mode networks (B is n1 x n2): ``"rows"`` gives B·Bᵀ,
         ``"cols"`` BᵀB, ``"bipartite"`` the n x n adjacency as written.
@@ -408,7 +415,10 @@ def load_matrix(
         off-diagonal (i, j).
     max_memory : int or None, default=None
         Memory limit in bytes (None: 80% of physical RAM); larger inputs are
-        refused before they are allocated.
+        refused before they are allocated.  Every method works on the dense
+        ``n x n`` form, so a matrix whose dense form exceeds the limit is
+        refused from its header (size line, ``*Vertices``, shapes), even when
+        it is stored sparse.
 
     Returns
     -------
@@ -418,9 +428,11 @@ def load_matrix(
     Raises
     ------
     InputError
-        For any problem with the file (one line, starting with the path).
+        For any problem with the file (one line, starting with the path),
+        including HDF5 data stored outside the file itself (external storage,
+        external links, virtual datasets), which is never read.
     ResourceError
-        If the matrix would exceed ``max_memory``.
+        If the matrix, or its dense form, would exceed ``max_memory``.
     ParameterError
         For invalid options or options that do not apply to the format.
 
@@ -433,7 +445,7 @@ def load_matrix(
     >>> (m.n, m.format, m.summary()["symmetric"])
     (2, 'csv', True)
     """
-    opts = Options(var, network, two_mode, gradient, resize, square, covariance, mirror, max_memory)
+    opts = Options(var, network, two_mode, gradient, resize, square, covariance, mirror, max_memory, relation)
     _check_options(format, opts)
     display = os.fspath(path)
     src = Source(path, max_memory)
@@ -447,5 +459,10 @@ def load_matrix(
             result = read_covariance(src, opts, _TABLE_FORMATS[fmt])
         else:
             result = _FORMATS[fmt].reader(src, opts)
+    shape = getattr(result.matrix, "shape", ())
+    if sp.issparse(result.matrix) and len(shape) == 2 and shape[0] == shape[1]:
+        # Readers refuse from their headers; this catches the matrices whose
+        # order is known only now (projections, LINQS), before the CSR copies.
+        check_order(int(shape[0]), src)
     matrix = check_square_matrix(result.matrix, source=result.source or display, max_memory=max_memory)
     return LoadedMatrix(matrix, _stem(path), display, result.format, result.notes, _sha256(src, fmt))

@@ -1,6 +1,7 @@
 """Shared plumbing for the readers: file access, one-line errors, decoding.
 
-Every reader gets a :class:`Source` (the file, opened lazily, gzip handled)
+Every reader gets a :class:`Source` (the file, opened lazily, ``.gz``,
+``.bz2`` and ``.xz`` decompressed)
 and a :class:`Options` (the user's loading options) and returns a
 :class:`ReadResult`.  Readers raise :class:`~sfapprox.InputError` through
 :func:`fail` so that every message is one line starting with the path.
@@ -8,10 +9,12 @@ and a :class:`Options` (the user's loading options) and returns a
 
 from __future__ import annotations
 
+import bz2
 import contextlib
 import gzip
 import hashlib
 import io
+import lzma
 import os
 import struct
 import zipfile
@@ -23,7 +26,7 @@ from typing import Iterator
 import numpy as np
 
 from .._errors import InputError, ResourceError, SfapproxError
-from .._validation import check_memory, format_bytes
+from .._validation import check_memory, estimate_dense_bytes, format_bytes
 
 #: Chunk size for hashing and bounded decompression.
 _CHUNK = 1 << 16
@@ -33,14 +36,19 @@ _CHUNK = 1 << 16
 MAX_DIM = 10**8
 
 
-def check_order(n: int, src: "Source", what: str = "matrix") -> None:
+def check_order(n: int, src: "Source", what: str = "matrix", *, dense: bool = True) -> None:
     """Refuse an order from a header before anything of that size is allocated.
 
-    Even a sparse matrix of order ``n`` needs its row pointers (``8 (n + 1)``
-    bytes, twice while converting), and a fit needs its dense form (``8 n²``):
-    orders beyond :data:`MAX_DIM` are refused outright, others whose row
-    pointers exceed the memory limit (``src.max_memory``) too.  Both messages
-    give the estimate and the limit.
+    Every method works on the dense ``n x n`` form (SF, TSVD, RPCA and NMF
+    densify, and every error is scored on dense arrays), so a matrix whose
+    dense form exceeds the memory limit (``src.max_memory``) is of no use:
+    it is refused here, from the header, instead of after seconds and
+    gigabytes of loading a sparse matrix that ``fit`` then refuses
+    (``dense=False`` where the header's order is not yet the final one, e.g.
+    a 2-mode network to be projected).  Orders beyond :data:`MAX_DIM` are
+    refused whatever the limit, as are orders whose sparse row pointers
+    (``8 (n + 1)`` bytes, twice while converting) exceed it.  Every message
+    gives the estimate and the limit.
     """
     index_bytes = 2 * 8 * (n + 1)
     if n > MAX_DIM:
@@ -48,6 +56,14 @@ def check_order(n: int, src: "Source", what: str = "matrix") -> None:
             f"{src.display}: {what} of order {n:,} is beyond the supported maximum order {MAX_DIM:,}: "
             f"its dense form would need about {format_bytes(8.0 * n * n)} and even its sparse row "
             f"pointers about {format_bytes(index_bytes)}; check the file"
+        )
+    if dense:
+        # Worded without an article: "a"/"an" before a number depends on how
+        # the number is read aloud ("an 80000", "a 90000000").
+        check_memory(
+            estimate_dense_bytes(n),
+            what=f"{src.display}: {what} of order {n:,} (its dense form, which every method works on)",
+            limit=src.max_memory,
         )
     check_memory(index_bytes, what=f"{src.display}: {what} of order {n:,} (its sparse row pointers alone)",
                  limit=src.max_memory)
@@ -79,6 +95,7 @@ class Options:
     covariance: bool = False
     mirror: str = "auto"
     max_memory: int | None = None
+    relation: int | None = None
 
 
 @dataclass
@@ -95,28 +112,60 @@ class ReadResult:
     source: str | None = None
 
 
+#: Compressed suffixes read transparently, with the module that opens them.
+COMPRESSIONS = {".gz": gzip, ".bz2": bz2, ".xz": lzma}
+
+#: Names of the codecs, for messages.
+_CODEC_NAMES = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz"}
+
+#: What each codec raises for data it cannot decompress.
+_CODEC_ERRORS = (gzip.BadGzipFile, EOFError, zlib.error, lzma.LZMAError)
+
+
+def compression_of(name: str) -> str | None:
+    """The compressed suffix of a file name (``".gz"``, ``".bz2"``, ``".xz"``) or None."""
+    lower = name.lower()
+    return next((suffix for suffix in COMPRESSIONS if lower.endswith(suffix)), None)
+
+
+def strip_compression(name: str) -> str:
+    """``name`` without its compressed suffix, if any (``a.mtx.xz`` -> ``a.mtx``)."""
+    suffix = compression_of(name)
+    return name[: -len(suffix)] if suffix else name
+
+
 class Source:
-    """An input file: path for messages, lazy (gzip-aware) access to its bytes.
+    """An input file: path for messages, lazy access to its (decompressed) bytes.
 
     Parameters
     ----------
     path : str or os.PathLike
-        The file.
+        The file.  ``.gz``, ``.bz2`` and ``.xz`` files are decompressed
+        (standard library codecs).
     max_memory : int or None
-        Memory limit for decompressed data (guards against gzip bombs).
+        Memory limit for decompressed data (guards against decompression bombs).
     """
 
     def __init__(self, path: str | os.PathLike, max_memory: int | None = None) -> None:
         self.path = Path(path)
         self.display = os.fspath(path)
         self.max_memory = max_memory
-        self.gz = self.path.name.lower().endswith(".gz")
+        self.compression = compression_of(self.path.name)
         self._data: bytes | None = None
+
+    @property
+    def compressed(self) -> bool:
+        """True for ``.gz``, ``.bz2`` and ``.xz`` files."""
+        return self.compression is not None
 
     # -- errors ------------------------------------------------------------
     def fail(self, what: str, hint: str | None = None) -> InputError:
         """An InputError whose message starts with this file's path."""
         return fail(self.display, what, hint)
+
+    def _codec_error(self, exc: BaseException) -> InputError:
+        kind = _CODEC_NAMES.get(self.compression or ".gz", "gzip")
+        return self.fail(f"not a valid {kind} file ({one_line(exc) or 'truncated'})")
 
     # -- access ------------------------------------------------------------
     def check_exists(self) -> None:
@@ -133,7 +182,7 @@ class Source:
             raise self.fail("file is empty")
 
     def sha256(self) -> str:
-        """SHA-256 of the file's bytes as stored (compressed, for ``.gz``)."""
+        """SHA-256 of the file's bytes as stored (compressed, for compressed files)."""
         digest = hashlib.sha256()
         with self.guard(), open(self.path, "rb") as fh:
             for chunk in iter(lambda: fh.read(_CHUNK), b""):
@@ -141,48 +190,59 @@ class Source:
         return digest.hexdigest()
 
     def read_bytes(self) -> bytes:
-        """The file's content, decompressed for ``.gz``; cached."""
+        """The file's content, decompressed for compressed files; cached."""
         if self._data is None:
             with self.guard():
-                if self.gz:
-                    self._data = self._gunzip()
+                if self.compressed:
+                    self._data = self._decompress()
                 else:
                     size = self.path.stat().st_size
                     check_memory(size, what=f"{self.display}: reading the file", limit=self.max_memory)
                     self._data = self.path.read_bytes()
             if not self._data:
-                raise self.fail("file is empty" + (" after decompression" if self.gz else ""))
+                raise self.fail("file is empty" + (" after decompression" if self.compressed else ""))
         return self._data
 
-    def _gunzip(self) -> bytes:
-        # Decompress in chunks so that a gzip bomb is refused at the memory
-        # limit instead of after exhausting RAM.
+    def _open_compressed(self):
+        return COMPRESSIONS[self.compression].open(self.path, "rb")
+
+    def _decompress(self) -> bytes:
+        # Decompress in chunks so that a decompression bomb is refused at the
+        # memory limit instead of after exhausting RAM.
         out = io.BytesIO()
         try:
-            with gzip.open(self.path, "rb") as fh:
+            with self._open_compressed() as fh:
                 for chunk in iter(lambda: fh.read(_CHUNK * 16), b""):
                     out.write(chunk)
                     if out.tell() > 4 * _CHUNK * 16:  # cheap: check only once it matters
                         check_memory(out.tell(), what=f"{self.display}: decompressed data", limit=self.max_memory)
-        except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
-            raise self.fail(f"not a valid gzip file ({one_line(exc)})") from None
+        except _CODEC_ERRORS as exc:
+            raise self._codec_error(exc) from None
+        except OSError as exc:
+            if exc.errno is None:  # bz2 reports bad data as a bare OSError ("Invalid data stream")
+                raise self._codec_error(exc) from None
+            raise
         return out.getvalue()
 
     def file_arg(self):
-        """A path string for readers that open files themselves, or a BytesIO for ``.gz``."""
-        if self.gz:
+        """A path string for readers that open files themselves, or a BytesIO for compressed files."""
+        if self.compressed:
             return io.BytesIO(self.read_bytes())
         return os.fspath(self.path)
 
     def head(self, n_bytes: int = 4096) -> bytes:
         """The first bytes of the (decompressed) content, without reading it all."""
         with self.guard():
-            if self.gz:
+            if self.compressed:
                 try:
-                    with gzip.open(self.path, "rb") as fh:
+                    with self._open_compressed() as fh:
                         return fh.read(n_bytes)
-                except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
-                    raise self.fail(f"not a valid gzip file ({one_line(exc)})") from None
+                except _CODEC_ERRORS as exc:
+                    raise self._codec_error(exc) from None
+                except OSError as exc:
+                    if exc.errno is None:
+                        raise self._codec_error(exc) from None
+                    raise
             with open(self.path, "rb") as fh:
                 return fh.read(n_bytes)
 
@@ -212,11 +272,11 @@ class Source:
             raise
         except MemoryError:
             raise
-        except gzip.BadGzipFile as exc:
-            raise self.fail(f"not a valid gzip file ({one_line(exc)})") from None
+        except (gzip.BadGzipFile, lzma.LZMAError) as exc:
+            raise self._codec_error(exc) from None
         except (EOFError, zlib.error) as exc:
-            if self.gz:
-                raise self.fail(f"not a valid gzip file ({one_line(exc) or 'truncated'})") from None
+            if self.compressed:
+                raise self._codec_error(exc) from None
             raise self.fail(f"file is truncated or corrupt ({type(exc).__name__}: {one_line(exc)})") from None
         except UnicodeDecodeError as exc:
             raise self.fail(f"file is not valid text ({one_line(exc)})") from None

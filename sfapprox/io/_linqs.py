@@ -11,17 +11,15 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ._common import Options, ReadResult, Source
+from ._common import COMPRESSIONS, Options, ReadResult, Source, strip_compression
 
 
 def companion(src: Source) -> tuple[Source, Source]:
-    """(cites, content) sources for a path naming either file (``.gz`` allowed)."""
-    name = src.path.name
-    gz = name.lower().endswith(".gz")
-    base = name[:-3] if gz else name
+    """(cites, content) sources for a path naming either file (compressed allowed)."""
+    base = strip_compression(src.path.name)
     stem, _, ext = base.rpartition(".")
     other = "content" if ext.lower() == "cites" else "cites"
-    candidates = [src.path.with_name(f"{stem}.{other}"), src.path.with_name(f"{stem}.{other}.gz")]
+    candidates = [src.path.with_name(f"{stem}.{other}{suffix}") for suffix in ("", *COMPRESSIONS)]
     found = next((p for p in candidates if p.is_file()), None)
     if found is None:
         raise src.fail(

@@ -17,6 +17,7 @@ import scipy.sparse as sp
 from .._errors import SfapproxError
 from .._validation import check_memory
 from ._common import Options, ReadResult, Source, check_order, one_line
+from ._hdf5 import check_self_contained, read_dataset
 
 try:  # public location since scipy 1.8
     from scipy.io.matlab import MatReadError
@@ -147,19 +148,26 @@ def _h5_var(name: str, obj) -> _Var:
 
 
 def _h5_read(src: Source, obj, name: str, opts: Options):
-    """Read one v7.3 variable: dense dataset (transposed) or sparse group."""
+    """Read one v7.3 variable: dense dataset (transposed) or sparse group.
+
+    Every dataset goes through :func:`~sfapprox.io._hdf5.read_dataset`: sizes
+    are checked from the headers before reading (HDF5 compression and
+    fill-value-only datasets make small files that expand hugely).
+    """
     if isinstance(obj, h5py.Group) and "MATLAB_sparse" in obj.attrs:
         nrows = int(obj.attrs["MATLAB_sparse"])
-        # Sizes from the headers before reading (HDF5 compression makes small
-        # files that expand hugely); index validity is checked by
-        # check_square_matrix before scipy converts anything.
+        if "jc" not in obj or not isinstance(obj["jc"], h5py.Dataset):
+            raise src.fail(f"sparse variable {name!r} has no column pointers ('jc')")
+        # Index validity is checked by check_square_matrix before scipy converts anything.
         check_order(max(nrows, obj["jc"].shape[0] - 1), src, f"sparse variable {name}")
         stored = sum(int(np.prod(obj[k].shape)) for k in ("jc", "ir", "data") if k in obj)
         check_memory(2 * 8 * stored, what=f"{src.display}: sparse variable {name}", limit=opts.max_memory)
-        jc = obj["jc"][()].astype(np.int64)
-        ir = obj["ir"][()].astype(np.int64) if "ir" in obj else np.zeros(0, np.int64)
-        if "data" in obj:
-            data = obj["data"][()]
+        parts = {k: read_dataset(obj[k], src.display, max_memory=opts.max_memory, name=f"{name}.{k}", copies=2)
+                 for k in ("jc", "ir", "data") if k in obj}
+        jc = np.asarray(parts["jc"]).astype(np.int64)
+        ir = np.asarray(parts["ir"]).astype(np.int64) if "ir" in parts else np.zeros(0, np.int64)
+        if "data" in parts:
+            data = np.asarray(parts["data"])
             if data.dtype.names:
                 raise src.fail(f"variable {name!r}: complex matrices are not supported")
         else:  # MATLAB omits data for an all-zero sparse matrix
@@ -170,8 +178,9 @@ def _h5_read(src: Source, obj, name: str, opts: Options):
     var = _h5_var(name, obj)
     if var.cls not in _NUMERIC:
         raise src.fail(f"variable {name!r} is of MATLAB class {var.cls!r}, not numeric")
-    check_memory(8 * int(np.prod(obj.shape)), what=f"{src.display}: variable {name}", limit=opts.max_memory)
-    data = obj[()]
+    if len(var.shape) == 2 and var.shape[0] == var.shape[1]:
+        check_order(var.shape[0], src, f"variable {name}")
+    data = read_dataset(obj, src.display, max_memory=opts.max_memory, name=f"variable {name}")
     if data.dtype.names:
         raise src.fail(f"variable {name!r}: complex matrices are not supported")
     return np.asarray(data).T
@@ -180,6 +189,9 @@ def _h5_read(src: Source, obj, name: str, opts: Options):
 def _read_v73(src: Source, opts: Options) -> ReadResult:
     try:
         with h5py.File(src.file_arg(), "r") as f:
+            # Before anything is listed: opening a variable behind an external
+            # link would already read another file.
+            check_self_contained(f, src.display)
             variables = [_h5_var(k, f[k]) for k in f.keys() if not k.startswith("#")]
             top, fld = _choose(src, variables, opts.var)
             obj = f[top]

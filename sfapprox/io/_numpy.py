@@ -48,7 +48,7 @@ def _load_npy(src: Source, fh, what: str, opts: Options) -> np.ndarray:
 def read_table_npy(src: Source, opts: Options) -> np.ndarray:
     """A 2-D array from ``.npy`` (also used for covariance tables)."""
     with src.guard():
-        fh = open(src.path, "rb") if not src.gz else io.BytesIO(src.read_bytes())
+        fh = open(src.path, "rb") if not src.compressed else io.BytesIO(src.read_bytes())
     with fh:
         return _load_npy(src, fh, "array", opts)
 

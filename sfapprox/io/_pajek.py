@@ -1,15 +1,24 @@
 """Pajek ``.net`` / ``.paj`` reader (own parser; keywords case-insensitive).
 
 Supported: ``*Network``, ``*Vertices n [n1]`` (vertex lines: only the id is
-checked), ``*Arcs`` / ``*Edges`` with optional weight and relation
-(``*Arcs :2 "label"``), ``*Arcslist`` / ``*Edgeslist``, a dense ``*Matrix``,
-several networks per ``.paj`` (``network=``), and 2-mode networks
-(``two_mode=``).  ``*Partition``, ``*Vector``, ``*Permutation`` and unknown
-sections end the network's edge sections and are skipped.
+checked), ``*Arcs`` / ``*Edges`` with optional weight, ``*Arcslist`` /
+``*Edgeslist``, dense ``*Matrix`` sections, several networks per ``.paj``
+(``network=``), 2-mode networks (``two_mode=``), and multi-relational
+networks: a relation is named by its section (``*Arcs :2 "label"``,
+``*Matrix :2 "label"``) or by a line prefix (``2: 1 3``, which overrides the
+section's).  Relations are summed unless ``relation=k`` picks one.
+``*Partition``, ``*Vector``, ``*Permutation`` and unknown sections end the
+network's edge sections and are skipped.
+
+Weights are never guessed: a decimal comma (``0,25``, written by some
+locales) is read as a decimal point when that is the only reading, a token
+that is neither a number nor an attribute is refused, and so is ``1,000``
+(a thousand, or one?).
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -24,6 +33,20 @@ _EDGE_SECTIONS = {"*arcs": "arcs", "*edges": "edges", "*arcslist": "arcslist", "
 _AUX_SECTIONS = {"*partition", "*vector", "*permutation", "*cluster", "*hierarchy"}
 _ORDINALS = {1: "first", 2: "second", 3: "third"}
 
+#: ``10: 263 264``: a data line prefixed by its relation number.
+_RELATION_PREFIX = re.compile(r"^(\d+)[ \t]*:[ \t]*(.*)$")
+#: ``0,25``: a number written with a decimal comma.
+_DECIMAL_COMMA = re.compile(r"^([+-]?)(\d+),(\d+)$")
+
+
+@dataclass
+class _MatrixBlock:
+    """One ``*Matrix`` section: its relation, values (row by row) and first line."""
+
+    relation: int | None
+    line_no: int
+    values: list[float] = field(default_factory=list)
+
 
 @dataclass
 class _Network:
@@ -31,6 +54,7 @@ class _Network:
 
     name: str
     line_no: int
+    index: int
     two_mode_header: bool = False
     n: int | None = None
     n1: int | None = None
@@ -39,13 +63,14 @@ class _Network:
     weight: list[float] = field(default_factory=list)
     undirected: list[bool] = field(default_factory=list)
     line_of: list[int] = field(default_factory=list)
-    relations: list[str] = field(default_factory=list)
+    relation_of: list[int] = field(default_factory=list)  # 0: no relation number
+    relations: dict[int, str] = field(default_factory=dict)  # number -> label ("" if none)
+    unnumbered_line: int | None = None  # first data line without a relation number
     repeats: Counter = field(default_factory=Counter)
-    matrix_values: list[float] | None = None
-    matrix_line: int = 0
+    matrices: list[_MatrixBlock] = field(default_factory=list)
     _seen: set = field(default_factory=set)
 
-    def add(self, i: int, j: int, w: float, undirected: bool, line_no: int, relation: str) -> None:
+    def add(self, i: int, j: int, w: float, undirected: bool, line_no: int, relation: int | None) -> None:
         key = (relation, undirected, min(i, j) if undirected else i, max(i, j) if undirected else j)
         if key in self._seen:
             self.repeats["edges" if undirected else "arcs"] += 1
@@ -55,6 +80,17 @@ class _Network:
         self.weight.append(w)
         self.undirected.append(undirected)
         self.line_of.append(line_no)
+        self.relation_of.append(relation or 0)
+
+    def note_relation(self, relation: int | None, line_no: int, label: str = "") -> None:
+        if relation is None:
+            if self.unnumbered_line is None:
+                self.unnumbered_line = line_no
+        elif label or relation not in self.relations:
+            self.relations[relation] = label or self.relations.get(relation, "")
+
+    def describe_relations(self) -> str:
+        return ", ".join(f"{k} {v!r}" if v else str(k) for k, v in sorted(self.relations.items()))
 
 
 class _Parser:
@@ -65,8 +101,9 @@ class _Parser:
         self.opts = opts
         self.networks: list[_Network] = []
         self.state: str | None = None
-        self.relation = ""
+        self.relation: int | None = None
         self.in_aux = False
+        self.comma_weights = 0
 
     @property
     def net(self) -> _Network | None:
@@ -101,7 +138,7 @@ class _Parser:
         kw, _, rest = s.partition(" ")
         kw = kw.lower()
         if kw == "*network":
-            self.networks.append(_Network(rest.strip(), line_no, "[2-mode]" in rest.lower()))
+            self.networks.append(_Network(rest.strip(), line_no, self._next_index(), "[2-mode]" in rest.lower()))
             self.in_aux, self.state = False, None
         elif kw == "*vertices":
             self._vertices(rest, line_no)
@@ -111,13 +148,17 @@ class _Parser:
                     f"line {line_no}: {s.split()[0]} before '*Vertices n'", "a Pajek network needs '*Vertices n' first"
                 )
             self.state = _EDGE_SECTIONS.get(kw, "matrix")
-            self.relation = self._relation(rest)
+            self.relation = self._relation(rest, line_no)
             if kw == "*matrix":
                 self._start_matrix(line_no)
         elif kw in _AUX_SECTIONS:
             self.in_aux, self.state = True, "skip"
         else:
             self.state = "skip"  # unknown section: skipped, ends the edge sections
+
+    def _next_index(self) -> int:
+        """1-based index of the next network that has vertices (as ``network=`` counts them)."""
+        return sum(1 for n in self.networks if n.n is not None) + 1
 
     def _vertices(self, rest: str, line_no: int) -> None:
         if self.in_aux:  # the vertex count of a *Partition / *Vector
@@ -128,39 +169,90 @@ class _Parser:
             raise self.src.fail(f"line {line_no}: expected '*Vertices n' with an integer n, got {rest.strip()!r}")
         if self.net is None or self.net.n is not None:
             # A second *Vertices without *Network starts a new network.
-            self.networks.append(_Network("", line_no))
+            self.networks.append(_Network("", line_no, self._next_index()))
         net = self.net
         net.n = int(tokens[0])
         if net.n < 1:
             raise self.src.fail(f"line {line_no}: '*Vertices {net.n}' needs at least one vertex")
-        check_order(net.n, self.src, "network")
         if len(tokens) > 1:
             net.n1 = int(tokens[1])
             if not 0 < net.n1 < net.n:
                 raise self.src.fail(f"line {line_no}: 2-mode '*Vertices {net.n} {net.n1}' needs 0 < n1 < n")
+        self._check_order(net)
         self.state = "vertices"
 
-    def _relation(self, rest: str) -> str:
+    def _check_order(self, net: _Network) -> None:
+        """Refuse from '*Vertices n' what could not be loaded, before any line is stored.
+
+        The dense form is checked for the network that will be loaded when its
+        order is the matrix's: a 1-mode network, or 2-mode as written
+        (bipartite).  Projections of 2-mode networks are checked once their
+        size is known.
+        """
+        selected = net.index == (self.opts.network or 1)
+        mode = self.opts.two_mode
+        one_mode = net.n1 is None and not net.two_mode_header and mode not in ("rows", "cols")
+        final = net.n if (one_mode or mode == "bipartite") else None
+        if final is None and net.n1 is not None:
+            final = {"cols": net.n - net.n1}.get(mode or "rows", net.n1)
+        check_order(net.n, self.src, "network", dense=False)
+        if selected and final is not None:
+            check_order(final, self.src, "network matrix")
+
+    def _relation(self, rest: str, line_no: int) -> int | None:
+        """The relation number of a section (``*Arcs :2 "label"``), or None."""
         rest = rest.strip()
         if not rest.startswith(":"):
-            return ""
-        label = rest.split(None, 1)
-        name = label[1].strip().strip('"') if len(label) > 1 else ""
-        tag = f"{label[0][1:]} {name!r}".strip() if name else label[0][1:]
-        if tag not in self.net.relations:
-            self.net.relations.append(tag)
-        return tag
+            return None
+        head = rest.split(None, 1)
+        number = head[0][1:]
+        if not number.isdigit() or int(number) < 1:
+            raise self.src.fail(f"line {line_no}: relation {head[0]!r} must be ':k' with a positive integer k")
+        label = head[1].strip().strip('"') if len(head) > 1 else ""
+        self.net.note_relation(int(number), line_no, label)
+        return int(number)
 
     def _start_matrix(self, line_no: int) -> None:
         net = self.net
         rows, cols = (net.n, net.n) if net.n1 is None else (net.n1, net.n - net.n1)
-        check_memory(8 * rows * cols, what=f"{self.src.display}: *Matrix {rows} x {cols}", limit=self.opts.max_memory)
-        if net.matrix_values is None:
-            net.matrix_values, net.matrix_line = [], line_no
-        else:
-            raise self.src.fail(f"line {line_no}: a second *Matrix section in one network is not supported")
+        check_memory(8 * rows * cols * (len(net.matrices) + 1),
+                     what=f"{self.src.display}: *Matrix {rows} x {cols}", limit=self.opts.max_memory)
+        for block in net.matrices:
+            if block.relation == self.relation:
+                which = "without a relation number" if self.relation is None else f"for relation {self.relation}"
+                raise self.src.fail(
+                    f"line {line_no}: a second *Matrix section {which} in one network (the first at line {block.line_no})",
+                    "number the relations: '*Matrix :1', '*Matrix :2', ...",
+                )
+        net.note_relation(self.relation, line_no)
+        net.matrices.append(_MatrixBlock(self.relation, line_no))
 
     # -- data lines ----------------------------------------------------------
+    def _number(self, token: str, line_no: int, what: str) -> float | None:
+        """``token`` as a finite number, None if it is not number-like (an attribute); refuses the rest."""
+        value = parse_float(token)
+        if value is None:
+            comma = _DECIMAL_COMMA.match(token)
+            if comma is not None:
+                sign, whole, frac = comma.groups()
+                if len(frac) == 3 and whole.lstrip("0"):
+                    raise self.src.fail(
+                        f"line {line_no}: {what} {token!r} is ambiguous: a decimal comma ({sign}{whole}.{frac}) "
+                        f"or a thousands separator ({sign}{whole}{frac})?",
+                        "write numbers with a decimal point",
+                    )
+                self.comma_weights += 1
+                value = float(f"{sign}{whole}.{frac}")
+            elif token[:1].isdigit() or token[:1] in ("+", "-", "."):
+                # Attributes are keywords ('c Red'), quoted labels or '[1-*]' intervals:
+                # a token starting like a number was meant as one.
+                raise self.src.fail(f"line {line_no}: {what} {token!r} is not a number", "write numbers like 0.25 or 1e-3")
+            else:
+                return None
+        if not np.isfinite(value):
+            raise self.src.fail(f"line {line_no}: {what} {token!r} is not finite")
+        return value
+
     def _vertex_id(self, token: str, line_no: int, what: str = "vertex id") -> int:
         if not is_int_token(token):
             raise self.src.fail(f"line {line_no}: expected an integer {what}, got {token!r}")
@@ -172,34 +264,49 @@ class _Parser:
     def _vertex_line(self, s: str, line_no: int) -> None:
         self._vertex_id(s.split(None, 1)[0], line_no)
 
+    def _line_relation(self, s: str, line_no: int) -> tuple[str, int | None]:
+        """Split a ``k: ...`` relation prefix off a data line; else the section's relation."""
+        match = _RELATION_PREFIX.match(s)
+        if match is None:
+            self.net.note_relation(self.relation, line_no)
+            return s, self.relation
+        number = int(match.group(1))
+        if number < 1:
+            raise self.src.fail(f"line {line_no}: relation number {number} must be a positive integer")
+        self.net.note_relation(number, line_no)
+        return match.group(2), number
+
     def _edge_line(self, s: str, line_no: int) -> None:
+        s, relation = self._line_relation(s, line_no)
         tokens = s.split()
         if len(tokens) < 2:
             raise self.src.fail(f"line {line_no}: expected 'i j [weight]', got {s[:50]!r}")
         i, j = self._vertex_id(tokens[0], line_no), self._vertex_id(tokens[1], line_no)
         w = 1.0
         if len(tokens) > 2:
-            value = parse_float(tokens[2])
+            value = self._number(tokens[2], line_no, "weight")
             if value is not None:  # else an attribute such as 'c Red' or '[1-*]'
-                if not np.isfinite(value):
-                    raise self.src.fail(f"line {line_no}: weight {tokens[2]!r} is not finite")
                 w = value
-        self.net.add(i, j, w, self.state == "edges", line_no, self.relation)
+        self.net.add(i, j, w, self.state == "edges", line_no, relation)
 
     def _list_line(self, s: str, line_no: int) -> None:
+        s, relation = self._line_relation(s, line_no)
         tokens = s.split()
+        if not tokens:
+            raise self.src.fail(f"line {line_no}: expected 'i j k ...', got nothing after the relation number")
         i = self._vertex_id(tokens[0], line_no)
         for t in tokens[1:]:
             if not is_int_token(t):
                 break
-            self.net.add(i, self._vertex_id(t, line_no), 1.0, self.state == "edgeslist", line_no, self.relation)
+            self.net.add(i, self._vertex_id(t, line_no), 1.0, self.state == "edgeslist", line_no, relation)
 
     def _matrix_line(self, s: str, line_no: int) -> None:
+        block = self.net.matrices[-1]
         for t in s.split():
-            value = parse_float(t)
-            if value is None or not np.isfinite(value):
+            value = self._number(t, line_no, "*Matrix value")
+            if value is None:
                 raise self.src.fail(f"line {line_no}: *Matrix value {t!r} is not a finite number")
-            self.net.matrix_values.append(value)
+            block.values.append(value)
 
 
 # ---------------------------------------------------------------------------
@@ -207,7 +314,57 @@ class _Parser:
 # ---------------------------------------------------------------------------
 
 
-def _adjacency(net: _Network) -> sp.csr_array | np.ndarray:
+def _select_relation(src: Source, net: _Network, relation: int | None, notes: list[str]) -> None:
+    """Keep only relation ``relation`` of ``net`` (None: all, summed), with notes."""
+    if relation is None:
+        if len(net.relations) > 1:
+            notes.append(f"Pajek: {len(net.relations)} relations summed: {net.describe_relations()} "
+                         "(relation= picks one)")
+        elif net.relations:
+            notes.append(f"Pajek: relation {net.describe_relations()}")
+        return
+    if not net.relations:
+        raise ParameterError(
+            f"{src.display}: relation={relation} but the network has no numbered relations "
+            "('*Arcs :k', '*Edges :k', '*Matrix :k' or 'k: i j' lines); drop relation="
+        )
+    if relation not in net.relations:
+        raise ParameterError(
+            f"{src.display}: relation={relation} does not exist; the network's relations are "
+            f"{net.describe_relations()}"
+        )
+    if net.unnumbered_line is not None:
+        raise src.fail(
+            f"line {net.unnumbered_line}: relation={relation} asked, but this line has no relation number "
+            "(neither '*Arcs :k' nor a 'k:' prefix), so it belongs to no known relation",
+            "drop relation= to sum all lines",
+        )
+    keep = np.asarray(net.relation_of) == relation
+    for name in ("src_i", "src_j", "weight", "undirected", "line_of", "relation_of"):
+        setattr(net, name, [x for x, k in zip(getattr(net, name), keep) if k])
+    net.matrices = [b for b in net.matrices if b.relation == relation]
+    label = net.relations[relation]
+    notes.append(f"Pajek: relation {relation}{f' {label!r}' if label else ''} of {len(net.relations)} "
+                 f"({net.describe_relations()})")
+
+
+def _matrix_sum(src: Source, net: _Network, rows: int, cols: int) -> np.ndarray | None:
+    """The sum of the network's ``*Matrix`` sections (one per relation), or None."""
+    if not net.matrices:
+        return None
+    check_memory(8 * rows * cols * 2, what=f"{src.display}: *Matrix {rows} x {cols}", limit=src.max_memory)
+    total = np.zeros((rows, cols))
+    for block in net.matrices:
+        if len(block.values) != rows * cols:
+            raise src.fail(
+                f"line {block.line_no}: *Matrix section holds {len(block.values)} values, "
+                f"expected {rows} x {cols} = {rows * cols}"
+            )
+        total += np.asarray(block.values).reshape(rows, cols)
+    return total
+
+
+def _adjacency(src: Source, net: _Network) -> sp.csr_array | np.ndarray:
     """The n x n adjacency as written: arcs i->j, edges both ways (self-loops once)."""
     n = net.n
     i = np.asarray(net.src_i, dtype=np.int64) - 1
@@ -219,17 +376,8 @@ def _adjacency(net: _Network) -> sp.csr_array | np.ndarray:
     vals = np.concatenate([w, w[mirror]])
     A = sp.csr_array((vals, (rows, cols)), shape=(n, n))
     A.sum_duplicates()
-    if net.matrix_values is not None:
-        return A.toarray() + np.asarray(net.matrix_values).reshape(n, n)
-    return A
-
-
-def _check_matrix_size(src: Source, net: _Network, rows: int, cols: int) -> None:
-    if net.matrix_values is not None and len(net.matrix_values) != rows * cols:
-        raise src.fail(
-            f"line {net.matrix_line}: *Matrix section holds {len(net.matrix_values)} values, "
-            f"expected {rows} x {cols} = {rows * cols}"
-        )
+    dense = _matrix_sum(src, net, n, n)
+    return A if dense is None else A.toarray() + dense
 
 
 def _infer_split(net: _Network) -> int | None:
@@ -256,10 +404,8 @@ def _bipartite_block(src: Source, net: _Network, n1: int) -> sp.csr_array | np.n
         )
     B = sp.csr_array((np.asarray(net.weight, dtype=np.float64), (lo - 1, hi - 1 - n1)), shape=(n1, n2))
     B.sum_duplicates()
-    if net.matrix_values is not None:
-        _check_matrix_size(src, net, n1, n2)
-        return B.toarray() + np.asarray(net.matrix_values).reshape(n1, n2)
-    return B
+    dense = _matrix_sum(src, net, n1, n2)
+    return B if dense is None else B.toarray() + dense
 
 
 def _check_projection_memory(src: Source, B, mode: str, limit: int | None) -> None:
@@ -299,7 +445,6 @@ def _resolve_split(src: Source, net: _Network, mode: str | None, notes: list[str
 
 def _one_mode(src: Source, net: _Network, mode: str | None, notes: list[str]):
     """The adjacency as written, with a hint when the lines look 2-mode."""
-    _check_matrix_size(src, net, net.n, net.n)
     if mode == "bipartite":
         notes.append("network is 1-mode: two_mode='bipartite' loads it as written")
     else:
@@ -309,7 +454,7 @@ def _one_mode(src: Source, net: _Network, mode: str | None, notes: list[str]):
                 f"every line joins 1..{guess} to {guess + 1}..{net.n}: this looks like a 2-mode network; "
                 "two_mode='rows' or 'cols' projects it"
             )
-    return _adjacency(net)
+    return _adjacency(src, net)
 
 
 def _two_mode(src: Source, net: _Network, mode: str | None, notes: list[str], limit: int | None = None):
@@ -337,7 +482,8 @@ def _two_mode(src: Source, net: _Network, mode: str | None, notes: list[str], li
 
 def read_pajek(src: Source, opts: Options) -> ReadResult:
     """Reader for format "pajek" (``.net``, ``.paj``)."""
-    networks = _Parser(src, opts).parse(src.read_text())
+    parser = _Parser(src, opts)
+    networks = parser.parse(src.read_text())
     which = opts.network or 1
     if which > len(networks):
         count = len(networks)
@@ -352,8 +498,9 @@ def read_pajek(src: Source, opts: Options) -> ReadResult:
         notes.append(f"file holds {len(networks)} networks; loaded the {ordinal} (network=...)")
     if net.name:
         notes.append(f"Pajek network {net.name!r}")
-    if net.relations:
-        notes.append(f"Pajek: {len(net.relations)} relations summed: {', '.join(net.relations)}")
+    _select_relation(src, net, opts.relation, notes)
+    if parser.comma_weights:
+        notes.append(f"Pajek: {parser.comma_weights} numbers written with a decimal comma (0,25) read as 0.25")
     for kind in ("arcs", "edges"):
         if net.repeats[kind]:
             notes.append(f"Pajek: {net.repeats[kind]} repeated {kind} summed")

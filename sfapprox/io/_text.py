@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import csv
+import re
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_memory
-from ._common import MAX_DIM, Options, ReadResult, Source, as_float_table, check_order, parse_float
+from ._common import MAX_DIM, Options, ReadResult, Source, as_float_table, check_order, parse_float, strip_compression
 
 _COMMENT = ("#", "%")
+
+#: A Matrix Market banner (one or two percent signs, any case).
+_BANNER = re.compile(r"%+[ \t]*matrixmarket\b", re.IGNORECASE)
+#: A comment line that reads like a damaged banner ("%%MatrixMarkt matrix coordinate real general").
+_DAMAGED_BANNER = re.compile(
+    r"%.*\bmatrix.*\b(?:coordinate|array)\b.*\b(?:real|integer|pattern|complex|double)\b", re.IGNORECASE
+)
 
 
 # ---------------------------------------------------------------------------
@@ -25,7 +33,7 @@ def _delimiter(src: Source, text: str) -> str | None:
     A file forced to format="csv" with another extension is sniffed from its
     first line instead.
     """
-    name = src.path.name.lower().removesuffix(".gz")
+    name = strip_compression(src.path.name.lower())
     if name.endswith(".csv"):
         return ","
     if name.endswith(".tsv"):
@@ -234,12 +242,42 @@ def triplets_to_matrix(i, j, v, n: int, mirror: str, notes: list[str]) -> sp.csr
     return sp.csr_array((v, (i, j)), shape=(n, n))
 
 
-def read_ijv(src: Source, opts: Options, *, text: str | None = None) -> ReadResult:
+def _matrix_market_banner(src: Source, opts: Options, text: str) -> ReadResult | None:
+    """A Matrix Market file given as triplets: read it as what it declares, or refuse a damaged one.
+
+    Read as triplets, a Matrix Market file's size line ``3 3 3`` would become
+    an entry (the banner and comments are comment lines here).  A valid
+    banner declares the file's layout unambiguously, so it is honoured, with
+    a note: a manifest entry may name a header-stripped local copy that needs
+    format "ijv" and a download that keeps its header (SuiteSparse's mesh2e1).
+    A line that looks like a damaged banner is refused.  None: no banner.
+    """
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    valid = _BANNER.match(first) is not None
+    if not valid and _DAMAGED_BANNER.match(first) is None:
+        return None  # no banner; a comment such as "% matrix of distances" is fine
+    if not valid:
+        raise src.fail(
+            f"the first line looks like a damaged Matrix Market banner ({first[:50]!r}): read as triplets, "
+            "its size line would become an entry",
+            "fix the banner (%%MatrixMarket matrix coordinate real general) and read it as format='mtx'",
+        )
+    if opts.mirror != "auto":
+        raise src.fail(f"mirror={opts.mirror!r} applies to header-less triplets, but the file has a Matrix Market "
+                       "banner, which declares its symmetry", "drop mirror=")
+    from ._mtx import read_mtx  # here, not at the top: _mtx is the judge of its own header
+
+    result = read_mtx(src, opts)
+    result.notes.insert(0, "format 'ijv' asked, but the file starts with a Matrix Market banner: read as Matrix Market")
+    return result
+
+
+def read_ijv(src: Source, opts: Options) -> ReadResult:
     """Reader for format "ijv": header-less ``i j [value]`` lines, 1-based unless a 0 appears."""
-    if text is None:
-        text = src.read_text()
-    if text.lstrip().lower().startswith("%%matrixmarket"):
-        raise src.fail("file has a %%MatrixMarket header, so it is not header-less triplets", "use format='mtx'")
+    text = src.read_text()
+    banner = _matrix_market_banner(src, opts, text)
+    if banner is not None:
+        return banner
     check_memory(8 * len(text), what=f"{src.display}: triplets", limit=opts.max_memory)
     i, j, v, notes = _parse_triplets(src, text)
     zero_based = min(i.min(), j.min()) == 0
