@@ -155,6 +155,8 @@ class LoadOptions:
         MATLAB / npz variable (``Problem.A`` for a struct field).
     network : int or None
         Which network of a multi-network Pajek file (1-based).
+    relation : int or None
+        Pajek: only this relation (``*Arcs :k``, ``k: i j``, ``*Matrix :k``); default: all, summed.
     two_mode : {"rows", "cols", "bipartite"} or None
         How a 2-mode Pajek network becomes square.
     gradient : bool
@@ -181,6 +183,7 @@ class LoadOptions:
     format: str | None = None
     var: str | None = None
     network: int | None = None
+    relation: int | None = None
     two_mode: str | None = None
     gradient: bool = False
     resize: int | None = None

@@ -337,10 +337,16 @@ class _Reader:
     def array(self, name: str, *, ndim: int, kind: str = "f", shape: tuple | None = None, where=None) -> np.ndarray:
         from ._validation import check_memory
 
+        import h5py
+
+        from .io._hdf5 import check_dataset
+
         node = (where or self.f).get(name)
         if node is None:
             raise self.fail(f"dataset {name!r} is missing")
-        _check_self_contained(node, self.path, name)
+        if not isinstance(node, h5py.Dataset):
+            raise self.fail(f"{name!r} is not a dataset")
+        check_dataset(node, self.path, name)
         if len(node.shape) != ndim or (shape is not None and any(s is not None and s != d for s, d in zip(shape, node.shape))):
             raise self.fail(f"dataset {name!r} has shape {node.shape}, expected {shape or f'{ndim} dimensions'}")
         if node.dtype.kind not in ("f", "i", "u") or (kind == "i" and node.dtype.kind == "f"):
@@ -356,31 +362,6 @@ class _Reader:
         else:
             data = np.asarray(data, dtype=np.int64)
         return data
-
-
-def _check_self_contained(node, path: Path, name: str) -> None:
-    """Only data stored in the file itself: no external storage, no virtual datasets."""
-    import h5py
-
-    if not isinstance(node, h5py.Dataset):
-        raise InputError(f"{path}: {name!r} is not a dataset")
-    plist = node.id.get_create_plist()
-    if plist.get_external_count() > 0:
-        raise InputError(f"{path}: dataset {name!r} keeps its data in another file (HDF5 external storage); "
-                         "sfapprox reads only data stored in the file itself")
-    if node.is_virtual:
-        raise InputError(f"{path}: dataset {name!r} is a virtual dataset mapping other files; "
-                         "sfapprox reads only data stored in the file itself")
-
-
-def _check_links(f, path: Path) -> None:
-    import h5py
-
-    for name in f:
-        link = f.get(name, getlink=True)
-        if isinstance(link, (h5py.ExternalLink, h5py.SoftLink)):
-            raise InputError(f"{path}: {name!r} is a link ({type(link).__name__}); sfapprox reads only data "
-                             "stored in the file itself")
 
 
 def _attr_int(f, name: str, path: Path, low: int = 0) -> int:
@@ -470,7 +451,9 @@ def _read(f, path: Path, max_memory: int | None) -> tuple[Any, np.ndarray, str]:
     if version > FACTORS_VERSION:
         raise InputError(f"{path}: written by a newer sfapprox (format version {version}; this one reads "
                          f"up to {FACTORS_VERSION}); upgrade sfapprox to read it")
-    _check_links(f, path)
+    from .io._hdf5 import check_self_contained
+
+    check_self_contained(f, path)  # no data from outside the file: external storage, links, virtual datasets
     n = _attr_int(f, "n", path, low=1)
     r = _Reader(f, path, max_memory)
     if fmt == LEGACY_FORMAT:

@@ -462,7 +462,7 @@ class _ChordHybrid(Approximation):
         check_memory(
             estimate_fit_memory(n, default_n_factors(n), len(chord_offsets(n)), itemsize, ref.history_size,
                                 self._device.type) + 3 * n * n * itemsize,
-            what=f"fitting {self._method} to an {n} x {n} matrix on {self._device.type}",
+            what=f"fitting {self._method} to the {n} x {n} matrix on {self._device.type}",
             limit=ref.max_memory,
         )
         fro = float(np.linalg.norm(dense))

@@ -112,6 +112,7 @@ LOAD = Group(
         _param("format", Annotated[Optional[str], typer.Option("--format", help="Input format, overriding the file extension (see 'sfapprox formats').", metavar="FORMAT")], None),
         _param("var", Annotated[Optional[str], typer.Option("--var", help="Variable to read from a .mat/.npz file (e.g. Problem.A).", metavar="NAME")], None),
         _param("network", Annotated[Optional[int], typer.Option("--network", min=1, help="Which network of a multi-network Pajek .paj file (1-based).", metavar="K")], None),
+        _param("relation", Annotated[Optional[int], typer.Option("--relation", min=1, help="Pajek: only relation K (*Arcs :K, 'K: i j' lines, *Matrix :K); default: all relations, summed.", metavar="K")], None),
         _param("two_mode", Annotated[Optional[Literal["rows", "cols", "bipartite"]], typer.Option("--two-mode", help="2-mode Pajek network: rows (B·Bᵀ), cols (BᵀB) or bipartite.")], None),
         _param("gradient", Annotated[bool, flag("--gradient", help="Image: use its gradient magnitude instead of the intensities.")], False),
         _param("resize", Annotated[Optional[int], typer.Option("--resize", min=1, help="Image: resize to N x N.", metavar="N")], None),
@@ -121,7 +122,8 @@ LOAD = Group(
         _MAX_MEMORY,
     ),
     lambda v: LoadOptions(
-        format=v["format"], var=v["var"], network=v["network"], two_mode=v["two_mode"], gradient=v["gradient"],
+        format=v["format"], var=v["var"], network=v["network"], relation=v["relation"], two_mode=v["two_mode"],
+        gradient=v["gradient"],
         resize=v["resize"], square=v["square"], covariance=v["covariance"], mirror=v["mirror"],
         max_memory=parse_size(v["max_memory"]),
     ),
