@@ -662,23 +662,9 @@ def _min_budget(n: int, context: RunContext) -> int:
     return rpca_count(n, 0, 1, count_indices=context.count_indices)  # one sparse entry
 
 
-register(
-    MethodSpec(
-        name="rpca",
-        summary="Robust PCA (GoDec): low rank + sparse, best split over a rank grid that includes s = 0",
-        stores="r·(2N + 1) + s",
-        make=_maker("godec"),
-        min_budget=_min_budget,
-        order=30,
-    )
-)
-register(
-    MethodSpec(
-        name="rpca-pcp",
-        summary="Robust PCA by Principal Component Pursuit, cut to the budget and refitted",
-        stores="r·(2N + 1) + s",
-        make=_maker("pcp"),
-        min_budget=_min_budget,
-        order=31,
-    )
-)
+for _name, _method, _summary, _order in (
+    ("rpca", "godec", "Robust PCA (GoDec): low rank + sparse, best split over a rank grid that includes s = 0", 30),
+    ("rpca-pcp", "pcp", "Robust PCA by Principal Component Pursuit, cut to the budget and refitted", 31),
+):
+    register(MethodSpec(name=_name, summary=_summary, stores="r·(2N + 1) + s", make=_maker(_method),
+                        min_budget=_min_budget, order=_order))

@@ -82,6 +82,12 @@ def write_outputs(tables: list[Table], data: Any, outputs: dict[str, Path], *, f
             note(f"wrote {path}")
 
 
+def emit(tables: list[Table], data: Any, outputs: dict[str, Path], *, force: bool) -> None:
+    """Show the tables to the person and write every requested format (the end of each table command)."""
+    show_tables(tables, outputs)
+    write_outputs(tables, data, outputs, force=force)
+
+
 def key_value_table(title: str, rows: list[tuple[str, Any]]) -> RichTable:
     table = RichTable(title=title, show_header=False)
     table.add_column(style="bold")

@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ..formats import OutputFormat
 from . import _options as o
 from ._app import EXIT_INTERRUPTED, app, error_boundary
-from ._render import check_outputs, err, note, show_tables, write_outputs
+from ._render import check_outputs, emit, err, note, show_tables, write_outputs
 
 ManifestPath = Annotated[Path, typer.Argument(help="Dataset manifest (.toml), e.g. data_manifests/synthetic.toml.", show_default=False)]
 OutDir = Annotated[Path, typer.Option("--out-dir", help="Output folder: results.jsonl, factors/, report.md/.csv/.tex/.json.", show_default=False, metavar="DIR")]
@@ -167,8 +167,7 @@ def report(
                  f"{_line_list(parsed.bad_lines)}and {parsed.tail_bytes} bytes of an incomplete last line")
         rep = build_report(parsed.records)
         tables = rep.tables()
-        show_tables(tables, outputs)
-        write_outputs(tables, rep.to_dict(), outputs, force=force)
+        emit(tables, rep.to_dict(), outputs, force=force)
 
 
 def _line_list(numbers: list[int]) -> str:

@@ -9,7 +9,7 @@ import typer
 
 from . import _options as o
 from ._app import EXIT_INTERRUPTED, announce_start, app, check_plot, error_boundary, read_matrix, show_notes
-from ._render import check_outputs, fit_progress, note, show_tables, write_outputs
+from ._render import check_outputs, emit, fit_progress, note
 
 
 @app.command()
@@ -66,8 +66,7 @@ def compare(
             comparison = run_compare(loaded, names, budget=budget, settings=settings, count_indices=count_indices,
                                      callback=announce_start(progress, loaded.name, quiet), include=surrogates)
         tables = comparison.tables()
-        show_tables(tables, outputs)
-        write_outputs(tables, comparison.to_dict(), outputs, force=force)
+        emit(tables, comparison.to_dict(), outputs, force=force)
         if plot is not None:
             from ..plotting import plot_comparison
 

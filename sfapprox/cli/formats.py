@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from . import _options as o
 from ._app import app, error_boundary
-from ._render import check_outputs, show_tables, write_outputs
+from ._render import check_outputs, emit
 
 
 @app.command()
@@ -31,8 +31,7 @@ def formats(force: o.Force = False, *, outputs) -> None:
         tables = [inputs, outputs_table]
         data = {"inputs": {k: {"extensions": format_extensions(k), "description": d} for k, d in available_formats().items()},
                 "outputs": [f.value for f in OutputFormat]}
-        show_tables(tables, outputs)
-        write_outputs(tables, data, outputs, force=force)
+        emit(tables, data, outputs, force=force)
 
 
 @app.command()
@@ -53,5 +52,4 @@ def methods(force: o.Force = False, *, outputs) -> None:
                        Column("summary", "what", "left")])
         for name, spec in registered().items():
             table.add({"name": name, "stores": spec.stores, "summary": spec.summary})
-        show_tables([table], outputs)
-        write_outputs([table], {"methods": available_methods()}, outputs, force=force)
+        emit([table], {"methods": available_methods()}, outputs, force=force)

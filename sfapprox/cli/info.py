@@ -6,7 +6,7 @@ from rich.markup import escape
 
 from . import _options as o
 from ._app import app, error_boundary, read_matrix, show_notes
-from ._render import check_outputs, key_value_table, out, show_tables, stdout_claimed, write_outputs
+from ._render import check_outputs, emit, key_value_table, out, stdout_claimed
 
 
 @app.command()
@@ -36,7 +36,6 @@ def info(
             report, title = describe(loaded), escape(loaded.name)
         if not stdout_claimed(outputs):
             out.print(key_value_table(title, [(k, escape(str(v))) for k, v in report.facts]))
-        show_tables(report.tables, outputs)
-        write_outputs(report.tables, report.data, outputs, force=force)
+        emit(report.tables, report.data, outputs, force=force)
         if loaded is not None:
             show_notes(loaded)

@@ -445,7 +445,8 @@ def load_matrix(
     >>> (m.n, m.format, m.summary()["symmetric"])
     (2, 'csv', True)
     """
-    opts = Options(var, network, two_mode, gradient, resize, square, covariance, mirror, max_memory, relation)
+    opts = Options(format=format, var=var, network=network, relation=relation, two_mode=two_mode, gradient=gradient,
+                   resize=resize, square=square, covariance=covariance, mirror=mirror, max_memory=max_memory)
     _check_options(format, opts)
     display = os.fspath(path)
     src = Source(path, max_memory)

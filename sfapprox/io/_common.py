@@ -26,6 +26,7 @@ from typing import Iterator
 import numpy as np
 
 from .._errors import InputError, ResourceError, SfapproxError
+from .._settings import LoadOptions
 from .._validation import check_memory, estimate_dense_bytes, format_bytes
 
 #: Chunk size for hashing and bounded decompression.
@@ -82,20 +83,9 @@ def fail(path: str, what: str, hint: str | None = None) -> InputError:
     return InputError(msg)
 
 
-@dataclass
-class Options:
-    """Loading options, as given to ``load_matrix`` (validated there)."""
-
-    var: str | None = None
-    network: int | None = None
-    two_mode: str | None = None
-    gradient: bool = False
-    resize: int | None = None
-    square: str | None = None
-    covariance: bool = False
-    mirror: str = "auto"
-    max_memory: int | None = None
-    relation: int | None = None
+#: Loading options as the readers see them: the public :class:`~sfapprox.LoadOptions`
+#: (validated by ``load_matrix`` before any reader runs).
+Options = LoadOptions
 
 
 @dataclass
