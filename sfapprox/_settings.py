@@ -19,12 +19,16 @@ from typing import Any
 
 from ._errors import ParameterError
 
-__all__ = ["FitSettings", "LoadOptions", "DEFAULT_TIME_LIMIT", "parse_size"]
+__all__ = ["FitSettings", "LoadOptions", "DEFAULT_TIME_LIMIT", "DEFAULT_TOTAL_TIME", "parse_size"]
 
 #: Default wall-clock limit of one method's fit, in seconds.  Every method stays
-#: within it as a whole (grids and multi-start searches share it), so a compare of
-#: k methods takes at most about k minutes whatever the matrix.
+#: within its limit as a whole (grids and multi-start searches share it).
 DEFAULT_TIME_LIMIT = 60.0
+#: Default wall-clock budget of a whole comparison (a compare, each point of a sweep,
+#: each matrix of a batch): with ``time_limit="auto"`` its k methods get
+#: ``min(DEFAULT_TIME_LIMIT, DEFAULT_TOTAL_TIME / k)`` seconds each, so that comparing
+#: every method at the defaults takes about two minutes, whatever the matrix.
+DEFAULT_TOTAL_TIME = 120.0
 
 _DEVICES = ("auto", "cpu", "cuda")
 _DTYPES = (None, "float64", "float32")
@@ -39,10 +43,12 @@ class FitSettings:
     max_iter : int or None, default=None
         Iteration limit of the iterative methods that take one (SF and its
         hybrids: L-BFGS iterations); None: each method's own default.
-    time_limit : float or None, default=DEFAULT_TIME_LIMIT
-        Wall-clock limit of each method as a whole, in seconds; None (or 0 on
-        the command line) for none, so that results depend on the iteration
-        limits alone and are the same on every machine.
+    time_limit : float, None or "auto", default="auto"
+        Wall-clock limit of each method as a whole, in seconds; None (or 0)
+        for none, so that results depend on the iteration limits alone and
+        are the same on every machine.  ``"auto"``: ``DEFAULT_TIME_LIMIT``
+        for one method, and a share of ``DEFAULT_TOTAL_TIME`` for each of the
+        methods compared together (:meth:`per_method`).
     seed : int, default=0
         Seed of every random start and randomized solver (``random_state``).
     device : str, default="auto"
@@ -60,10 +66,12 @@ class FitSettings:
     >>> s = FitSettings(time_limit=5)
     >>> s.replace(seed=3).seed, s.time_limit
     (3, 5.0)
+    >>> FitSettings().per_method(4).time_limit, FitSettings().per_method(1).time_limit
+    (30.0, 60.0)
     """
 
     max_iter: int | None = None
-    time_limit: float | None = DEFAULT_TIME_LIMIT
+    time_limit: float | str | None = "auto"
     seed: int = 0
     device: str = "auto"
     dtype: str | None = None
@@ -72,7 +80,7 @@ class FitSettings:
 
     def __post_init__(self) -> None:
         # Checked here, at the boundary, so a bad value fails before any loading or fitting.
-        if self.time_limit is not None:
+        if self.time_limit is not None and self.time_limit != "auto":
             limit = _number("time_limit", self.time_limit, low=0.0)
             object.__setattr__(self, "time_limit", None if limit == 0 else limit)
         for name, low in (("max_iter", 0), ("seed", 0), ("threads", 1), ("max_memory", 1)):
@@ -85,6 +93,12 @@ class FitSettings:
         object.__setattr__(self, "device", device)
         if self.dtype not in _DTYPES:
             raise ParameterError(f"dtype must be float64, float32 or None, got {self.dtype!r}")
+
+    def per_method(self, count: int) -> "FitSettings":
+        """The settings of one of ``count`` methods fitted together ("auto" time limits resolved)."""
+        if self.time_limit != "auto":
+            return self
+        return self.replace(time_limit=min(DEFAULT_TIME_LIMIT, DEFAULT_TOTAL_TIME / max(1, count)))
 
     def replace(self, **changes: Any) -> "FitSettings":
         """A copy with some fields changed (validated again)."""
@@ -110,9 +124,10 @@ class FitSettings:
         {'random_state': 4, 'n_components': 2}
         """
         accepted = inspect.signature(cls).parameters
+        resolved = self.per_method(1)
         out: dict[str, Any] = {}
         for setting, param in _PARAMETER_NAMES.items():
-            value = getattr(self, setting)
+            value = getattr(resolved, setting)
             if setting in exclude:
                 continue
             if param in accepted and not (setting == "max_iter" and value is None):

@@ -195,7 +195,7 @@ def compare(
     check_scoring_memory(loaded, settings.max_memory)
     X = loaded.matrix
     info = {**loaded.summary(), **(matrix_info or {})}
-    context = RunContext(settings, count_indices, protocol, callback, dict(structure or {}))
+    context = RunContext(settings.per_method(len(names)), count_indices, protocol, callback, dict(structure or {}))
     with warnings_at_caller():
         results = run_all(names, X, resolved, context, info["fro_norm"], on_result)
     for name, surrogate in (include or {}).items():

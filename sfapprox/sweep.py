@@ -158,7 +158,7 @@ def sweep(
         resolved.setdefault(b.value, b)
     check_scoring_memory(loaded, settings.max_memory)
     info = {**loaded.summary(), **(matrix_info or {})}
-    context = RunContext(settings, count_indices, protocol, callback)
+    context = RunContext(settings.per_method(len(names)), count_indices, protocol, callback)
     points: list[Comparison] = []
     with warnings_at_caller():
         for value in sorted(resolved):

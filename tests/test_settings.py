@@ -9,11 +9,15 @@ from sfapprox.sf.model import ChordSF
 
 
 def test_defaults_and_zero_time_limit():
-    assert FitSettings().time_limit == 60.0 and FitSettings(time_limit=0).time_limit is None
+    assert FitSettings().time_limit == "auto" and FitSettings(time_limit=0).time_limit is None
+    # One method gets 60 s; the methods of a comparison share 120 s (60 s at most each).
+    assert [FitSettings().per_method(k).time_limit for k in (1, 2, 3, 8)] == [60.0, 60.0, 40.0, 15.0]
+    assert FitSettings(time_limit=7).per_method(8).time_limit == 7.0
+    assert FitSettings().apply_to(ChordSF)["time_limit"] == 60.0
     assert FitSettings(device="CPU").device == "cpu"
 
 
-@pytest.mark.parametrize("field,value", [("time_limit", -1), ("time_limit", float("nan")), ("max_iter", -2),
+@pytest.mark.parametrize("field,value", [("time_limit", -1), ("time_limit", float("nan")), ("time_limit", "soon"), ("max_iter", -2),
                                          ("seed", 1.5), ("threads", 0), ("device", "tpu"), ("dtype", "float16"),
                                          ("max_memory", True)])
 def test_bad_values_are_refused(field, value):

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal, Optional
 
 import typer
 
-from .._settings import DEFAULT_TIME_LIMIT, FitSettings, LoadOptions, parse_size
+from .._settings import DEFAULT_TIME_LIMIT, DEFAULT_TOTAL_TIME, FitSettings, LoadOptions, parse_size
 
 __all__ = ["MatrixPath", "options", "LOAD", "FIT", "OUTPUTS", "Methods", "Budget", "Force", "Quiet", "flag"]
 
@@ -134,7 +134,7 @@ FIT = Group(
     "settings",
     (
         _param("iters", Annotated[Optional[int], typer.Option("--iters", min=0, help=f"SF (and sf+lr, sf+s): maximum L-BFGS iterations (default {_sf_iterations()}).", metavar="N", show_default=False)], None),
-        _param("time_limit", Annotated[float, typer.Option("--time-limit", min=0, help="Seconds each method may take as a whole (grids and starts share them); 0 for none (results then depend on the iteration limits alone: the same on any machine).", metavar="SECONDS")], DEFAULT_TIME_LIMIT),
+        _param("time_limit", Annotated[Optional[float], typer.Option("--time-limit", min=0, help=f"Seconds each method may take as a whole (grids and starts share them); 0 for none (results then depend on the iteration limits alone: the same on any machine). Default: {DEFAULT_TIME_LIMIT:g} for one method; the methods of a comparison share {DEFAULT_TOTAL_TIME:g} (at most {DEFAULT_TIME_LIMIT:g} each).", metavar="SECONDS", show_default=False)], None),
         _param("seed", Annotated[int, typer.Option("--seed", min=0, help="Random seed (random starts, randomized solvers).", metavar="N")], _field_default(FitSettings, "seed")),
         _param("device", Annotated[str, typer.Option("--device", help="auto (CUDA when available), cpu, cuda or cuda:N.", metavar="DEVICE")], _field_default(FitSettings, "device")),
         _param("dtype", Annotated[Optional[Literal["float64", "float32"]], typer.Option("--dtype", help="Floating point of the fits (default: float64 on CPU, float32 on GPU).")], None),
@@ -142,7 +142,8 @@ FIT = Group(
         _MAX_MEMORY,
     ),
     lambda v: FitSettings(
-        max_iter=v["iters"], time_limit=v["time_limit"] or None, seed=v["seed"], device=v["device"],
+        max_iter=v["iters"], time_limit="auto" if v["time_limit"] is None else v["time_limit"] or None,
+        seed=v["seed"], device=v["device"],
         dtype=v["dtype"], threads=v["threads"], max_memory=parse_size(v["max_memory"]),
     ),
 )

@@ -62,7 +62,7 @@ def compare(
             if fit.source.get("sha256") and fit.source["sha256"] != loaded.sha256:
                 note(f"note: {name} was fitted to {fit.source.get('path') or 'another input'} "
                      f"(sha256 {fit.source['sha256'][:12]}…), not to this file", style="yellow")
-        with fit_progress(f"{loaded.name}", settings.max_iter, quiet, settings.time_limit) as progress:
+        with fit_progress(f"{loaded.name}", settings.max_iter, quiet, settings.per_method(len(names)).time_limit) as progress:
             comparison = run_compare(loaded, names, budget=budget, settings=settings, count_indices=count_indices,
                                      callback=announce_start(progress, loaded.name, quiet), include=surrogates)
         tables = comparison.tables()

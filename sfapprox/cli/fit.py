@@ -61,7 +61,7 @@ def fit(
         check_distinct(out_path, None if to_stdout else json_path)
         loaded = read_matrix(path, load)
         show_notes(loaded)
-        with fit_progress(f"SF {loaded.name}", settings.max_iter, quiet, settings.time_limit) as progress:
+        with fit_progress(f"SF {loaded.name}", settings.max_iter, quiet, settings.per_method(1).time_limit) as progress:
             # A Ctrl-C inside the optimizer is caught by ChordSF.fit (stop_reason
             # "interrupted", best factors kept); fit_matrix then writes the outputs.
             run = fit_matrix(
@@ -90,7 +90,7 @@ def fit(
 def _advise(summary: dict, settings) -> None:
     """Say on stderr when the fit stopped on a limit, with the knob to turn."""
     if summary["stop_reason"] == "time_limit":
-        note(f"note: the fit stopped on its time limit ({settings.time_limit:g} s) after {summary['iterations']} "
+        note(f"note: the fit stopped on its time limit ({settings.per_method(1).time_limit:g} s) after {summary['iterations']} "
              "iterations, before its tolerances were met; --time-limit (0 for none) allows a closer fit")
     elif summary["stop_reason"] == "max_iter":
         note(f"note: the fit stopped after its {summary['iterations']} iterations before its tolerances were met; "

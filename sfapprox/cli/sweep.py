@@ -45,7 +45,7 @@ def sweep(
         if specs is None:
             specs = default_budgets(loaded.n, names, count_indices=count_indices)
             note(f"budgets: {', '.join(specs)} (0.5 to 3 times the smallest at which {', '.join(names)} all apply)")
-        with fit_progress(loaded.name, settings.max_iter, quiet, settings.time_limit) as progress:
+        with fit_progress(loaded.name, settings.max_iter, quiet, settings.per_method(len(names)).time_limit) as progress:
             result = run_sweep(loaded, specs, names, settings=settings, count_indices=count_indices,
                                callback=announce_start(progress, loaded.name, quiet))
         tables = result.tables()

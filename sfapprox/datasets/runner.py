@@ -213,7 +213,8 @@ def run_matrix(task: MatrixTask, on_record: Callable[[dict], None] | None = None
         info = {**loaded.summary(), **extra}
         options = task.options
         callback = (lambda it: emit("iteration", matrix=name, **it)) if on_event else None
-        context = RunContext(options.settings, options.count_indices, options.protocol, callback)
+        settings = options.settings.per_method(len(options.methods))
+        context = RunContext(settings, options.count_indices, options.protocol, callback)
         records: list[dict[str, Any]] = []
 
         def done(result) -> None:
