@@ -53,6 +53,8 @@ def _numba_kernels():
             from . import _apply_numba
         except ImportError:  # numba not installed, or installed against another numpy
             _NUMBA = False
+        except Exception as exc:  # e.g. no writable folder for numba's cache
+            _numba_failed(exc)
         else:
             _NUMBA = _apply_numba
     return _NUMBA
@@ -91,6 +93,21 @@ def backend() -> str:
 
         raise ParameterError("the 'numba' apply backend was requested but numba is not available")
     return "scipy"
+
+
+def vector_columns_max(n: int) -> int:
+    """Blocks narrower than this go through the vector kernel column by column (offset supports).
+
+    The block kernel pays a fixed cost per row and offset that only wide
+    blocks amortise; measured crossovers: 4 columns at N = 64, 8 at 256,
+    16-32 at 1024 and 4096.
+
+    Examples
+    --------
+    >>> vector_columns_max(64), vector_columns_max(256), vector_columns_max(4096)
+    (4, 8, 24)
+    """
+    return min(24, max(4, n // 32))
 
 
 def pack(values: np.ndarray) -> np.ndarray:
@@ -200,11 +217,13 @@ class FactorStack:
         if self.butterfly:
             run = kernels.butterfly_vec if B.ndim == 1 else kernels.butterfly_mat
             return run(self.packed, B, transpose)
+        if B.ndim == 2 and B.shape[1] >= vector_columns_max(self.n):
+            return kernels.offset_mat(self.packed, self.offsets, B, transpose)
+        if self._plans is None:
+            self._plans = tuple(offset_plan(self.n, self.offsets, t) for t in (False, True))
         if B.ndim == 1:
-            if self._plans is None:
-                self._plans = tuple(offset_plan(self.n, self.offsets, t) for t in (False, True))
             return kernels.offset_vec(self.packed, self._plans[transpose], B, transpose)
-        return kernels.offset_mat(self.packed, self.offsets, B, transpose)
+        return kernels.offset_cols(self.packed, self._plans[transpose], np.ascontiguousarray(B.T), transpose).T
 
     def _apply_scipy(self, B: np.ndarray, transpose: bool) -> np.ndarray:
         if self._csr is None:

@@ -35,6 +35,7 @@ import numpy as np
 
 __all__ = [
     "offset_vec",
+    "offset_cols",
     "offset_mat",
     "butterfly_vec",
     "butterfly_mat",
@@ -116,6 +117,15 @@ def offset_vec(W, plan, x, transpose):
         _offset_factor_vec(W[m], plan, src, dst)
         src = dst
     return src
+
+
+@nb.njit(**_JIT)
+def offset_cols(W, plan, xt, transpose):
+    """:func:`offset_vec` for each row of ``xt`` (c, N): a narrow block's columns, one at a time."""
+    out = np.empty_like(xt)
+    for j in range(xt.shape[0]):
+        out[j] = offset_vec(W, plan, xt[j], transpose)
+    return out
 
 
 @nb.njit(inline="always", **_JIT)
