@@ -1,12 +1,20 @@
-"""Using a fitted Chord factorization: matvec / rmatvec / matmat in O(N·K·M) per column.
+"""Using a fitted Chord factorization: apply it fast, export it to scipy or torch.
 
 :class:`ChordOperator` is a :class:`scipy.sparse.linalg.LinearOperator`, so
-it composes with scipy's iterative solvers and eigensolvers, and it adds
-``to_dense()`` and the stored-number count.  It holds the factors of any SF
-support: offset-based (``"chord"``, ``"symmetric"``) or ``"butterfly"``
-(``O(N·M)`` per column, two values per row).  :class:`HybridOperator` is the
-sum of such a product and a low-rank and/or sparse correction (the sf+lr and
-sf+s surrogates), ``O(N·K·M + N·r + s)`` per column.
+it composes with scipy's iterative solvers and eigensolvers.  It holds the
+factors of any SF support: offset-based (``"chord"``, ``"symmetric"``,
+``N·K·M`` values) or ``"butterfly"`` (two values per row, ``2·N·M``).
+Every product (``op @ x``, ``op @ B``, ``op.T @ x``, ``rmatvec``) costs one
+multiply-add per stored value and column, in one call into compiled code
+(:mod:`sfapprox.sf._apply`: numba, with scipy sparse factors as the
+fallback), on values stored once, at construction, in the kernels' layout.
+:class:`HybridOperator` is the sum of such a product and a low-rank and/or
+sparse correction (the sf+lr and sf+s surrogates), ``O(N·K·M + N·r + s)``
+per column (BLAS for the low-rank part, CSR for the sparse one).
+
+Exports: ``to_dense()``; ``ChordOperator.to_sparse_factors()`` (one
+``scipy.sparse.csr_array`` per factor); ``to_torch()`` (a trainable
+``torch.nn.Module`` that replaces ``nn.Linear(N, N, bias=False)``).
 """
 
 from __future__ import annotations
@@ -41,8 +49,16 @@ class ChordOperator(LinearOperator):
 
     Attributes
     ----------
-    values, offsets, support
+    values : ndarray of shape (M, N, K)
+        The values (float64), a read-through view of the ``(M, K, N)`` copy
+        that the apply kernels read with unit stride.
+    offsets, support
         As given (``offsets`` is empty for the butterfly).
+
+    See Also
+    --------
+    HybridOperator : the product plus low-rank and sparse corrections.
+    sfapprox.load_factors : an operator read back from a saved fit.
 
     Examples
     --------
