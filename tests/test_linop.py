@@ -280,3 +280,18 @@ def test_readme_round_trip(tmp_path, monkeypatch):
     np.testing.assert_allclose(z, A.T @ X[:, 0], rtol=1e-10, atol=1e-10)
     assert sum(f.nnz for f in factors) == op.n_stored == sf.n_stored_
     assert out.shape == (8, 64) and out.dtype == torch.float32
+
+
+def test_operator_algebra_still_scipy(backend):
+    rng = np.random.default_rng(17)
+    op = _chord("chord", 12, rng)
+    D = op.to_dense()
+    x = rng.standard_normal(12)
+    np.testing.assert_allclose((op @ op) @ x, D @ D @ x, rtol=1e-10)
+    np.testing.assert_allclose((op.T @ op) @ x, D.T @ D @ x, rtol=1e-10)
+    np.testing.assert_allclose(op.dot(2.0) @ x, 2 * D @ x, rtol=1e-10)
+    with pytest.raises(ValueError, match="[Ss]calar"):
+        op @ 2.0
+    with pytest.raises(ValueError, match="mismatch"):
+        op @ np.ones(11)
+    assert op.T is op.T and op.T.T is op

@@ -32,7 +32,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["BACKEND", "BACKENDS", "FactorStack", "backend", "offset_plan", "pack", "unpack_view"]
+__all__ = ["BACKEND", "BACKENDS", "FactorStack", "backend", "offset_plan", "pack", "unpack_view", "vector_columns_max"]
 
 #: Backends known to :func:`backend`.
 BACKENDS = ("auto", "numba", "scipy")
