@@ -332,6 +332,7 @@ class HybridOperator(LinearOperator):
         self.sparse = sp.csr_array(sparse, dtype=np.float64)
         self.count_indices = bool(count_indices)
         self._sparse_t = None  # (sparse, its transpose as CSR), made on the first transposed product
+        self._transposed = None
         super().__init__(dtype=np.float64, shape=(n, n))
 
     @property
@@ -390,8 +391,21 @@ class HybridOperator(LinearOperator):
     def _rmatmat(self, B: np.ndarray) -> np.ndarray:
         return self._apply(B, transpose=True)
 
+    def dot(self, x):
+        """``A @ x`` for a vector or block (anything else: scipy's rules)."""
+        if type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[0] == self.shape[1]:
+            return self._apply(x, transpose=False)  # skips scipy's per-call checks, as ChordOperator
+        return super().dot(x)
+
+    def __matmul__(self, x):
+        if type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[0] == self.shape[1]:
+            return self._apply(x, transpose=False)
+        return super().__matmul__(x)
+
     def _adjoint(self) -> LinearOperator:
-        return _TransposedHybrid(self)
+        if self._transposed is None:
+            self._transposed = _TransposedHybrid(self)
+        return self._transposed
 
     _transpose = _adjoint
 
@@ -446,6 +460,16 @@ class _TransposedHybrid(LinearOperator):
     def __init__(self, op: HybridOperator):
         self._op = op
         super().__init__(dtype=op.dtype, shape=op.shape)
+
+    def dot(self, x):
+        if type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[0] == self.shape[1]:
+            return self._op._apply(x, transpose=True)
+        return super().dot(x)
+
+    def __matmul__(self, x):
+        if type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[0] == self.shape[1]:
+            return self._op._apply(x, transpose=True)
+        return super().__matmul__(x)
 
     def _matvec(self, x):
         return self._op._rmatvec(x)

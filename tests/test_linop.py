@@ -282,9 +282,10 @@ def test_readme_round_trip(tmp_path, monkeypatch):
     assert out.shape == (8, 64) and out.dtype == torch.float32
 
 
-def test_operator_algebra_still_scipy(backend):
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_operator_algebra_still_scipy(backend, hybrid):
     rng = np.random.default_rng(17)
-    op = _chord("chord", 12, rng)
+    op = _hybrid(12, rng) if hybrid else _chord("chord", 12, rng)
     D = op.to_dense()
     x = rng.standard_normal(12)
     np.testing.assert_allclose((op @ op) @ x, D @ D @ x, rtol=1e-10)
