@@ -211,3 +211,18 @@ def test_docstring_examples_run(module):
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+def test_threaded_blocks_match(monkeypatch):
+    if not _apply._numba_kernels():
+        pytest.skip("numba is not available")
+    monkeypatch.setattr(_apply, "BACKEND", "numba")
+    monkeypatch.setattr(_apply, "THREADS", 2)
+    monkeypatch.setattr(_apply, "PARALLEL_MIN_WORK", 0)
+    assert _apply._threads_for(1, np.ones(5)) == 1  # a vector never goes to threads
+    for support, n in (("chord", 40), ("butterfly", 32)):
+        stack, D = _stack(support, n, np.random.default_rng(n))
+        B = np.random.default_rng(1).standard_normal((n, 70))
+        assert _apply._threads_for(1, B) == 2
+        np.testing.assert_allclose(stack.apply(B), D @ B, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(stack.apply(B, transpose=True), D.T @ B, rtol=1e-10, atol=1e-10)
