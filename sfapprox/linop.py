@@ -50,7 +50,7 @@ class ChordOperator(LinearOperator):
     Attributes
     ----------
     values : ndarray of shape (M, N, K)
-        The values (float64), a read-through view of the ``(M, K, N)`` copy
+        The values (float64), a read-only view of the ``(M, K, N)`` copy
         that the apply kernels read with unit stride.
     offsets, support
         As given (``offsets`` is empty for the butterfly).
@@ -105,8 +105,15 @@ class ChordOperator(LinearOperator):
 
     @property
     def values(self) -> np.ndarray:
-        """The factor values, shape ``(M, N, K)`` (a view of the kernels' ``(M, K, N)`` copy)."""
-        return unpack_view(self._stack.packed)
+        """The factor values, shape ``(M, N, K)``: a read-only view of the kernels' ``(M, K, N)`` copy.
+
+        Read-only because what the products derive from the values (the
+        fallback's sparse factors) is made once; build a new operator for
+        new values (``to_torch()`` to fine-tune them).
+        """
+        view = unpack_view(self._stack.packed)
+        view.flags.writeable = False
+        return view
 
     @property
     def n_factors(self) -> int:

@@ -135,6 +135,8 @@ def test_values_view_and_layout():
     np.testing.assert_array_equal(op.values, values)
     assert not np.shares_memory(op.values, values)  # a copy, in the kernels' layout
     assert op._stack.packed.flags.c_contiguous and op._stack.packed.shape == (4, 5, 12)
+    with pytest.raises(ValueError, match="read-only"):
+        op.values[0, 0, 0] = 1.0
 
 
 @pytest.mark.parametrize("name", OPERATORS)

@@ -122,7 +122,8 @@ class ChordLinear(nn.Module):
         from ..chord import support_offsets
 
         dtype = torch.get_default_dtype() if dtype is None else dtype
-        values = torch.as_tensor(np.asarray(values) if not torch.is_tensor(values) else values)
+        # np.array copies: ChordOperator.values is a read-only view (torch warns on those).
+        values = values if torch.is_tensor(values) else torch.from_numpy(np.array(values, dtype=np.float64))
         n_factors, n, _ = values.shape
         if support != "butterfly" and offsets is None:
             offsets = support_offsets(n, support)
