@@ -12,13 +12,15 @@ Backends, chosen per call by :func:`backend` (measured in
 ``benchmarks/apply.py``):
 
 ``"numba"``
-    Compiled loops (:mod:`._apply_numba`), the default when numba imports:
-    4-20x faster than the dense product from ``N = 1024`` on, and near the
-    memory bound of reading the values for large ``N``.
+    Compiled loops (:mod:`._apply_numba`), the default when numba imports,
+    single-threaded: one vector 1.6-4.6x faster than the dense product at
+    ``N = 1024`` and 12-57x at ``N = 4096``; 70-85 % of the one-core memory
+    bound of reading the values at ``N = 65536`` (offset supports).
 ``"scipy"``
     One ``scipy.sparse.csr_array`` per factor, built on first use: the
     fallback when numba is missing or fails to compile (a
-    ``RuntimeWarning`` says so once), 2-6x slower than numba.
+    ``RuntimeWarning`` says so once); 2-5x slower than numba on vectors,
+    1.2-2.5x on 64-column blocks.
 
 The backend can be forced with :data:`BACKEND` (or the environment variable
 ``SFAPPROX_APPLY_BACKEND``) -- tests run both.  On a GPU, use the torch

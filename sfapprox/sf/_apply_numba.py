@@ -24,7 +24,7 @@ is a combination of ``K`` rows of the input, again four at a time.
 
 No kernel starts threads: on a shared two-core machine a second thread that
 is descheduled stalls every factor's join (measured: up to 25x slower), and
-one thread already reads the values near memory speed (see
+one thread already reads the values at 70-85 % of memory speed for large N (see
 ``benchmarks/results/apply.md``).
 """
 
