@@ -25,7 +25,8 @@ is a combination of ``K`` rows of the input, again four at a time.
 No kernel starts threads: on a shared two-core machine a second thread that
 is descheduled stalls every factor's join (measured: up to 25x slower), and
 one thread already reads the values at 70-85 % of memory speed for large N (see
-``benchmarks/results/apply.md``).
+``benchmarks/results/apply.md``).  (Column-chunk threads for large blocks are
+an opt-in of :mod:`._apply`: ``THREADS``.)
 """
 
 from __future__ import annotations
