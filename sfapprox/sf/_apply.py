@@ -34,7 +34,18 @@ import warnings
 
 import numpy as np
 
-__all__ = ["BACKEND", "BACKENDS", "FactorStack", "backend", "offset_plan", "pack", "unpack_view", "vector_columns_max", "THREADS", "PARALLEL_MIN_WORK"]
+__all__ = [
+    "BACKEND",
+    "BACKENDS",
+    "PARALLEL_MIN_WORK",
+    "THREADS",
+    "FactorStack",
+    "backend",
+    "offset_plan",
+    "pack",
+    "unpack_view",
+    "vector_columns_max",
+]
 
 #: Backends known to :func:`backend`.
 BACKENDS = ("auto", "numba", "scipy")
@@ -67,7 +78,7 @@ def _numba_failed(exc: Exception) -> None:
     _NUMBA = False
     warnings.warn(
         f"sfapprox: the compiled apply kernels failed ({type(exc).__name__}: {exc}); "
-        "falling back to scipy sparse factors (correct, 2-6x slower). Reinstall numba to restore them.",
+        "falling back to scipy sparse factors (correct, 1.2-5x slower). Reinstall numba to restore them.",
         RuntimeWarning,
         stacklevel=4,
     )
@@ -100,8 +111,10 @@ def backend() -> str:
 #: Most threads one block product may use (the kernels release the GIL, so Python threads run
 #: them side by side on column chunks).  Default 1: on the shared 2-core machine these kernels
 #: were measured on, a second thread made 64-column products 1.2-2.2x *slower* (the other core
-#: was busy); on a dedicated multi-core machine, set it to the number of free cores.
-THREADS: int = int(os.environ.get("SFAPPROX_APPLY_THREADS", "1"))
+#: was busy); on a dedicated multi-core machine, set it to the number of free cores (read when
+#: the thread pool starts, on the first threaded product).
+THREADS: int = int(os.environ.get("SFAPPROX_APPLY_THREADS", "1")) if os.environ.get(
+    "SFAPPROX_APPLY_THREADS", "1").isdigit() else 1
 
 #: Multiply-adds below which a product runs on the calling thread only: a single vector never
 #: starts threads, and a block only when each thread gets at least a few milliseconds of work.
