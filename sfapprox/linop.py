@@ -19,6 +19,8 @@ Exports: ``to_dense()``; ``ChordOperator.to_sparse_factors()`` (one
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from scipy.sparse.linalg import LinearOperator
 
@@ -168,7 +170,7 @@ class ChordOperator(LinearOperator):
     _transpose = _adjoint
 
     def to_dense(self) -> np.ndarray:
-        """The full ``N x N`` product, built with ``O(M K N^2)`` work (the operator applied to ``I``).
+        """The full ``N x N`` product, built with ``O(M K N^2)`` work.
 
         Examples
         --------
@@ -176,7 +178,22 @@ class ChordOperator(LinearOperator):
         >>> ChordOperator(np.full((2, 4, 3), 0.5)).to_dense()[0].tolist()
         [0.5, 0.5, 0.75, 0.5]
         """
-        return self._stack.apply(np.eye(self.shape[0]))
+        n = self.shape[0]
+        kernel_form = self.support == "butterfly" or (self.offsets.size and self.offsets[0] % n == 0)
+        if "torch" in sys.modules and self.n_factors and kernel_form:
+            # Right after a fit (torch loaded): the fitting kernels, so that a small fit does not
+            # also import and load the compiled apply kernels (about a second) just to score itself.
+            import torch
+
+            values = torch.from_numpy(np.ascontiguousarray(self.values))
+            if self.support == "butterfly":
+                from .sf._butterfly import butterfly_product
+
+                return butterfly_product(values).numpy()
+            from .sf._kernels import chord_product
+
+            return chord_product(values, (self.offsets % n).tolist()).numpy()
+        return self._stack.apply(np.eye(n))  # the operator applied to I
 
     def to_sparse_factors(self) -> list:
         """The factors as scipy sparse matrices whose product is the operator.

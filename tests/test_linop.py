@@ -114,6 +114,21 @@ def test_every_product_matches_dense(backend, name, dtype):
     assert (op @ x).dtype == np.float64
 
 
+@pytest.mark.parametrize("name", [n for n in OPERATORS if not n.startswith("hybrid")])
+def test_both_dense_paths_agree(backend, name):
+    """to_dense runs the fitting kernels when torch is loaded, else the apply kernels on I."""
+    op = OPERATORS[name](np.random.default_rng(18))
+    np.testing.assert_allclose(op._stack.apply(np.eye(op.shape[0])), op.to_dense(), rtol=1e-10, atol=1e-12)
+    hand = ChordOperator(np.random.default_rng(19).standard_normal((2, 9, 3)), np.array([2, 0, 10]))
+    expected = np.eye(9)
+    for m in range(2):
+        W = np.zeros((9, 9))
+        for k, d in enumerate([2, 0, 10]):
+            W[np.arange(9), (np.arange(9) + d) % 9] += hand.values[m, :, k]
+        expected = expected @ W
+    np.testing.assert_allclose(hand.to_dense(), expected, rtol=1e-10)
+
+
 def test_dense_is_the_product_of_the_factors():
     rng = np.random.default_rng(8)
     for op in (_chord("chord", 10, rng), _chord("symmetric", 9, rng), _chord("butterfly", 8, rng)):
