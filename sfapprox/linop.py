@@ -185,7 +185,7 @@ class ChordOperator(LinearOperator):
             # also import and load the compiled apply kernels (about a second) just to score itself.
             import torch
 
-            values = torch.from_numpy(np.ascontiguousarray(self.values))
+            values = torch.from_numpy(np.array(self.values, order="C"))  # a writable copy
             if self.support == "butterfly":
                 from .sf._butterfly import butterfly_product
 
