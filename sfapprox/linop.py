@@ -1,20 +1,31 @@
-"""Using a fitted Chord factorization: matvec / rmatvec / matmat in O(N·K·M) per column.
+"""Using a fitted Chord factorization: apply it fast, export it to scipy or torch.
 
 :class:`ChordOperator` is a :class:`scipy.sparse.linalg.LinearOperator`, so
-it composes with scipy's iterative solvers and eigensolvers, and it adds
-``to_dense()`` and the stored-number count.  It holds the factors of any SF
-support: offset-based (``"chord"``, ``"symmetric"``) or ``"butterfly"``
-(``O(N·M)`` per column, two values per row).  :class:`HybridOperator` is the
-sum of such a product and a low-rank and/or sparse correction (the sf+lr and
-sf+s surrogates), ``O(N·K·M + N·r + s)`` per column.
+it composes with scipy's iterative solvers and eigensolvers.  It holds the
+factors of any SF support: offset-based (``"chord"``, ``"symmetric"``,
+``N·K·M`` values) or ``"butterfly"`` (two values per row, ``2·N·M``).
+Every product (``op @ x``, ``op @ B``, ``op.T @ x``, ``rmatvec``) costs one
+multiply-add per stored value and column, in one call into compiled code
+(:mod:`sfapprox.sf._apply`: numba, with scipy sparse factors as the
+fallback), on values stored once, at construction, in the kernels' layout.
+:class:`HybridOperator` is the sum of such a product and a low-rank and/or
+sparse correction (the sf+lr and sf+s surrogates), ``O(N·K·M + N·r + s)``
+per column (BLAS for the low-rank part, CSR for the sparse one).
+
+Exports: ``to_dense()``; ``ChordOperator.to_sparse_factors()`` (one
+``scipy.sparse.csr_array`` per factor); ``to_torch()`` (a trainable
+``torch.nn.Module`` that replaces ``nn.Linear(N, N, bias=False)``).
 """
 
 from __future__ import annotations
+
+import sys
 
 import numpy as np
 from scipy.sparse.linalg import LinearOperator
 
 from .chord import OFFSET_SUPPORTS, SUPPORTS, is_power_of_two, support_offsets
+from .sf._apply import FactorStack, pack, unpack_view
 
 __all__ = ["ChordOperator", "HybridOperator"]
 
@@ -40,8 +51,16 @@ class ChordOperator(LinearOperator):
 
     Attributes
     ----------
-    values, offsets, support
+    values : ndarray of shape (M, N, K)
+        The values (float64), a read-only view of the ``(M, K, N)`` copy
+        that the apply kernels read with unit stride.
+    offsets, support
         As given (``offsets`` is empty for the butterfly).
+
+    See Also
+    --------
+    HybridOperator : the product plus low-rank and sparse corrections.
+    sfapprox.load_factors : an operator read back from a saved fit.
 
     Examples
     --------
@@ -56,7 +75,7 @@ class ChordOperator(LinearOperator):
     """
 
     def __init__(self, values: np.ndarray, offsets: np.ndarray | None = None, *, support: str = "chord"):
-        values = np.ascontiguousarray(values, dtype=np.float64)
+        values = np.asarray(values, dtype=np.float64)
         if values.ndim != 3:
             raise ValueError(f"values must have shape (M, N, K), got {values.shape}")
         if support not in SUPPORTS:
@@ -78,14 +97,29 @@ class ChordOperator(LinearOperator):
                     f"butterfly values must have shape (M, {n}, 2) with 1 <= M <= log2 N = {n_max}, "
                     f"got {values.shape}"
                 )
-        self.values = values
+        # The values are kept once, in the layout the apply kernels read with unit stride
+        # ((M, K, N): one offset's values contiguous over the rows); ``values`` is a view of it.
+        self._stack = FactorStack(pack(values), offsets % max(n, 1))
         self.offsets = offsets
         self.support = support
+        self._transposed = None
         super().__init__(dtype=np.float64, shape=(n, n))
 
     @property
+    def values(self) -> np.ndarray:
+        """The factor values, shape ``(M, N, K)``: a read-only view of the kernels' ``(M, K, N)`` copy.
+
+        Read-only because what the products derive from the values (the
+        fallback's sparse factors) is made once; build a new operator for
+        new values (``to_torch()`` to fine-tune them).
+        """
+        view = unpack_view(self._stack.packed)
+        view.flags.writeable = False
+        return view
+
+    @property
     def n_factors(self) -> int:
-        return self.values.shape[0]
+        return self._stack.packed.shape[0]
 
     @property
     def n_stored(self) -> int:
@@ -98,56 +132,156 @@ class ChordOperator(LinearOperator):
             from .budget import butterfly_count
 
             return butterfly_count(self.shape[0], self.n_factors)
-        return int(self.values.size)
+        return int(self._stack.packed.size)
 
-    def _run(self, B: np.ndarray, transpose: bool) -> np.ndarray:
-        import torch
-
-        ws = torch.from_numpy(self.values)
-        block = torch.from_numpy(np.ascontiguousarray(B, dtype=np.float64))
-        if self.support == "butterfly":
-            from .sf import _butterfly
-
-            out = _butterfly.apply_product_t(ws, block) if transpose else _butterfly.apply_product(ws, block)
-            return out.numpy()
-        from .sf._kernels import apply_product, apply_product_t
-
-        offs = self.offsets.tolist()
-        out = apply_product_t(ws, offs, block) if transpose else apply_product(ws, offs, block)
-        return out.numpy()
-
-    def _matmat(self, B: np.ndarray) -> np.ndarray:
-        return self._run(B, transpose=False)
-
+    # scipy's LinearOperator calls these; all four go to one compiled kernel call
+    # (sfapprox.sf._apply: numba, or scipy sparse factors when numba is unavailable).
     def _matvec(self, x: np.ndarray) -> np.ndarray:
-        return self._run(np.reshape(x, (-1, 1)), transpose=False).ravel()
-
-    def _rmatmat(self, B: np.ndarray) -> np.ndarray:
-        return self._run(B, transpose=True)
+        return self._stack.apply(np.reshape(x, -1))
 
     def _rmatvec(self, x: np.ndarray) -> np.ndarray:
-        return self._run(np.reshape(x, (-1, 1)), transpose=True).ravel()
+        return self._stack.apply(np.reshape(x, -1), transpose=True)
+
+    def _matmat(self, B: np.ndarray) -> np.ndarray:
+        return self._stack.apply(B)
+
+    def _rmatmat(self, B: np.ndarray) -> np.ndarray:
+        return self._stack.apply(B, transpose=True)
+
+    def dot(self, x):
+        """``A @ x`` for a vector or block (anything else: scipy's rules, e.g. operator products)."""
+        if type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[0] == self.shape[1]:
+            # The kernel returns the shapes scipy's matvec/matmat would ((N,), (N, 1), (N, c)),
+            # without their ~3 µs of Python checks: a third of a product at N = 256.
+            return self._stack.apply(x)
+        return super().dot(x)
+
+    def __matmul__(self, x):
+        if type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[0] == self.shape[1]:
+            return self._stack.apply(x)
+        return super().__matmul__(x)  # scalars refused, operators composed, as scipy does
 
     def _adjoint(self) -> LinearOperator:
-        return _TransposedChord(self)
+        if self._transposed is None:  # made once: `op.T @ x` in a loop should not rebuild it
+            self._transposed = _TransposedChord(self)
+        return self._transposed
+
+    # Real: the transpose is the adjoint (scipy's default would conjugate twice per product).
+    _transpose = _adjoint
 
     def to_dense(self) -> np.ndarray:
-        """The full ``N x N`` product, built with ``O(M K N^2)`` work."""
-        import torch
+        """The full ``N x N`` product, built with ``O(M K N^2)`` work.
 
-        if self.support == "butterfly":
-            from .sf._butterfly import butterfly_product
+        Examples
+        --------
+        >>> import numpy as np
+        >>> ChordOperator(np.full((2, 4, 3), 0.5)).to_dense()[0].tolist()
+        [0.5, 0.5, 0.75, 0.5]
+        """
+        n = self.shape[0]
+        kernel_form = self.support == "butterfly" or (self.offsets.size and self.offsets[0] % n == 0)
+        if "torch" in sys.modules and self.n_factors and kernel_form:
+            # Right after a fit (torch loaded): the fitting kernels, so that a small fit does not
+            # also import and load the compiled apply kernels (about a second) just to score itself.
+            import torch
 
-            return butterfly_product(torch.from_numpy(self.values)).numpy()
-        from .sf._kernels import chord_product
+            values = torch.from_numpy(np.array(self.values, order="C"))  # a writable copy
+            if self.support == "butterfly":
+                from .sf._butterfly import butterfly_product
 
-        return chord_product(torch.from_numpy(self.values), self.offsets.tolist()).numpy()
+                return butterfly_product(values).numpy()
+            from .sf._kernels import chord_product
+
+            return chord_product(values, (self.offsets % n).tolist()).numpy()
+        return self._stack.apply(np.eye(n))  # the operator applied to I
+
+    def to_sparse_factors(self) -> list:
+        """The factors as scipy sparse matrices whose product is the operator.
+
+        Returns
+        -------
+        list of scipy.sparse.csr_array
+            ``[W_1, ..., W_M]`` (``W_1`` leftmost), each ``N x N`` with
+            exactly one stored entry per value (explicit zeros included,
+            columns sorted within each row), so their total ``nnz`` is
+            :attr:`n_stored`; ``W_1 @ W_2 @ ... @ W_M`` equals the operator.
+            For ``M = 0`` the list is empty (the operator is the identity).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from functools import reduce
+        >>> op = ChordOperator(np.random.default_rng(0).standard_normal((3, 8, 4)))
+        >>> factors = op.to_sparse_factors()
+        >>> [f.nnz for f in factors], sum(f.nnz for f in factors) == op.n_stored
+        ([32, 32, 32], True)
+        >>> bool(np.allclose(reduce(lambda a, b: a @ b, factors).toarray(), op.to_dense()))
+        True
+        """
+        return self._stack.sparse_factors()
+
+    def to_torch(self, dtype=None, device=None):
+        """A trainable ``torch.nn.Module`` that applies this matrix as ``nn.Linear(N, N, bias=False)`` does.
+
+        ``module(x)`` is ``x @ A.T`` over the last dimension of ``x``
+        (any leading batch dimensions); the factor values are one
+        ``nn.Parameter`` of shape ``(M, N, K)``, so a fitted surrogate can
+        replace a dense weight and be fine-tuned.  Each factor costs a
+        gather of ``K`` entries per row: ``O(batch N K M)`` time and a
+        ``batch x N x K`` temporary per factor (kept for backward).
+
+        Parameters
+        ----------
+        dtype : torch.dtype, optional
+            Parameter dtype (default: ``torch.get_default_dtype()``, as
+            ``nn.Linear``).
+        device : torch.device or str, optional
+            Where the parameters live (default: CPU); ``"cuda"`` works.
+
+        Returns
+        -------
+        sfapprox.sf._torch_module.ChordLinear
+            ``.to_operator()`` turns it back into a :class:`ChordOperator`.
+
+        Examples
+        --------
+        >>> import numpy as np, torch
+        >>> op = ChordOperator(np.random.default_rng(0).standard_normal((3, 8, 4)))
+        >>> layer = op.to_torch(dtype=torch.float64)
+        >>> x = torch.randn(5, 8, dtype=torch.float64)
+        >>> bool(torch.allclose(layer(x), x @ torch.from_numpy(op.to_dense()).T))
+        True
+        >>> layer(x).sum().backward(); tuple(layer.values.grad.shape)
+        (3, 8, 4)
+        """
+        from .sf._torch_module import ChordLinear
+
+        return ChordLinear(self.values, None if self.support == "butterfly" else self.offsets,
+                           support=self.support, dtype=dtype, device=device)
 
 
 class _TransposedChord(LinearOperator):
+    """``A.T`` of a :class:`ChordOperator`, sharing its values."""
+
     def __init__(self, op: ChordOperator):
         self._op = op
         super().__init__(dtype=op.dtype, shape=op.shape)
+
+    def dot(self, x):
+        if type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[0] == self.shape[1]:
+            return self._op._stack.apply(x, transpose=True)
+        return super().dot(x)
+
+    def __matmul__(self, x):
+        if type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[0] == self.shape[1]:
+            return self._op._stack.apply(x, transpose=True)
+        return super().__matmul__(x)
+
+    def _matvec(self, x):
+        return self._op._rmatvec(x)
+
+    def _rmatvec(self, x):
+        return self._op._matvec(x)
 
     def _matmat(self, B):
         return self._op._rmatmat(B)
@@ -157,6 +291,11 @@ class _TransposedChord(LinearOperator):
 
     def _adjoint(self):
         return self._op
+
+    _transpose = _adjoint
+
+    def to_dense(self) -> np.ndarray:
+        return self._op.to_dense().T
 
 
 class HybridOperator(LinearOperator):
@@ -222,6 +361,8 @@ class HybridOperator(LinearOperator):
         self.U, self.s, self.Vt = U, sig, Vt
         self.sparse = sp.csr_array(sparse, dtype=np.float64)
         self.count_indices = bool(count_indices)
+        self._sparse_t = None  # (sparse, its transpose as CSR), made on the first transposed product
+        self._transposed = None
         super().__init__(dtype=np.float64, shape=(n, n))
 
     @property
@@ -244,25 +385,59 @@ class HybridOperator(LinearOperator):
             count_indices=self.count_indices, singular_values=self.singular_values,
         )
 
-    def _matmat(self, B: np.ndarray) -> np.ndarray:
-        B = np.asarray(B, dtype=np.float64)
-        out = self.U @ (self.s[:, None] * (self.Vt @ B)) + self.sparse @ B
+    def _apply(self, B: np.ndarray, transpose: bool) -> np.ndarray:
+        """``A @ B`` or ``A.T @ B``: the Chord kernel, two BLAS products and one CSR product."""
+        B = np.asarray(B)
         if self.chord is not None:
-            out += self.chord.matmat(B)
+            out = self.chord._stack.apply(B, transpose)  # a fresh array: added into below
+        else:
+            out = np.zeros(B.shape, dtype=np.result_type(B.dtype, np.float64))
+        if self.rank:
+            scale = self.s if B.ndim == 1 else self.s[:, None]
+            if transpose:
+                out += self.Vt.T @ (scale * (self.U.T @ B))
+            else:
+                out += self.U @ (scale * (self.Vt @ B))
+        if self.sparse.nnz:
+            out += self._sparse_for(transpose) @ B
         return out
 
-    def _rmatmat(self, B: np.ndarray) -> np.ndarray:
-        B = np.asarray(B, dtype=np.float64)
-        out = self.Vt.T @ (self.s[:, None] * (self.U.T @ B)) + self.sparse.T @ B
-        if self.chord is not None:
-            out += self.chord.rmatmat(B)
-        return out
+    def _sparse_for(self, transpose: bool):
+        if not transpose:
+            return self.sparse
+        if self._sparse_t is None or self._sparse_t[0] is not self.sparse:
+            self._sparse_t = (self.sparse, self.sparse.T.tocsr())  # CSR of the transpose, made once
+        return self._sparse_t[1]
 
     def _matvec(self, x: np.ndarray) -> np.ndarray:
-        return self._matmat(np.reshape(x, (-1, 1))).ravel()
+        return self._apply(np.reshape(x, -1), transpose=False)
 
     def _rmatvec(self, x: np.ndarray) -> np.ndarray:
-        return self._rmatmat(np.reshape(x, (-1, 1))).ravel()
+        return self._apply(np.reshape(x, -1), transpose=True)
+
+    def _matmat(self, B: np.ndarray) -> np.ndarray:
+        return self._apply(B, transpose=False)
+
+    def _rmatmat(self, B: np.ndarray) -> np.ndarray:
+        return self._apply(B, transpose=True)
+
+    def dot(self, x):
+        """``A @ x`` for a vector or block (anything else: scipy's rules)."""
+        if type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[0] == self.shape[1]:
+            return self._apply(x, transpose=False)  # skips scipy's per-call checks, as ChordOperator
+        return super().dot(x)
+
+    def __matmul__(self, x):
+        if type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[0] == self.shape[1]:
+            return self._apply(x, transpose=False)
+        return super().__matmul__(x)
+
+    def _adjoint(self) -> LinearOperator:
+        if self._transposed is None:
+            self._transposed = _TransposedHybrid(self)
+        return self._transposed
+
+    _transpose = _adjoint
 
     def to_dense(self) -> np.ndarray:
         """The full ``N x N`` sum."""
@@ -270,3 +445,78 @@ class HybridOperator(LinearOperator):
         if self.chord is not None:
             out += self.chord.to_dense()
         return out
+
+    def to_torch(self, dtype=None, device=None):
+        """A trainable ``torch.nn.Module`` applying this sum as ``nn.Linear(N, N, bias=False)`` does.
+
+        ``module(x) = x @ A.T`` over the last dimension; the Chord values,
+        ``U``, ``s``, ``Vt`` and the sparse part's values are parameters
+        (the sparse positions are fixed buffers).  See
+        :meth:`ChordOperator.to_torch`.
+
+        Parameters
+        ----------
+        dtype : torch.dtype, optional
+            Default: ``torch.get_default_dtype()``.
+        device : torch.device or str, optional
+            Default: CPU.
+
+        Returns
+        -------
+        sfapprox.sf._torch_module.HybridLinear
+            ``.to_operator()`` turns it back into a :class:`HybridOperator`.
+
+        Examples
+        --------
+        >>> import numpy as np, scipy.sparse as sp, torch
+        >>> rng = np.random.default_rng(0)
+        >>> U, _ = np.linalg.qr(rng.standard_normal((8, 2)))
+        >>> op = HybridOperator(8, chord=ChordOperator(rng.standard_normal((3, 8, 4))),
+        ...                     low_rank=(U, np.array([3.0, 1.0]), U.T),
+        ...                     sparse=sp.csr_array(([2.0], ([0], [3])), shape=(8, 8)))
+        >>> layer = op.to_torch(dtype=torch.float64)
+        >>> x = torch.randn(2, 5, 8, dtype=torch.float64)
+        >>> bool(torch.allclose(layer(x), x @ torch.from_numpy(op.to_dense()).T))
+        True
+        """
+        from .sf._torch_module import HybridLinear
+
+        return HybridLinear.from_operator(self, dtype=dtype, device=device)
+
+
+class _TransposedHybrid(LinearOperator):
+    """``A.T`` of a :class:`HybridOperator`."""
+
+    def __init__(self, op: HybridOperator):
+        self._op = op
+        super().__init__(dtype=op.dtype, shape=op.shape)
+
+    def dot(self, x):
+        if type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[0] == self.shape[1]:
+            return self._op._apply(x, transpose=True)
+        return super().dot(x)
+
+    def __matmul__(self, x):
+        if type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[0] == self.shape[1]:
+            return self._op._apply(x, transpose=True)
+        return super().__matmul__(x)
+
+    def _matvec(self, x):
+        return self._op._rmatvec(x)
+
+    def _rmatvec(self, x):
+        return self._op._matvec(x)
+
+    def _matmat(self, B):
+        return self._op._rmatmat(B)
+
+    def _rmatmat(self, B):
+        return self._op._matmat(B)
+
+    def _adjoint(self):
+        return self._op
+
+    _transpose = _adjoint
+
+    def to_dense(self) -> np.ndarray:
+        return self._op.to_dense().T

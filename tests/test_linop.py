@@ -37,3 +37,279 @@ def test_bad_shapes():
         ChordOperator(np.ones((3, 4)))
     with pytest.raises(ValueError, match="offsets"):
         ChordOperator(np.ones((3, 8, 4)), offsets=np.array([0, 1]))
+
+
+# --------------------------------------------------------------------------- fast apply and exports
+
+from functools import reduce  # noqa: E402
+
+import scipy.sparse as sp  # noqa: E402
+
+from sfapprox import HybridOperator  # noqa: E402
+from sfapprox.chord import default_n_factors, support_offsets  # noqa: E402
+from sfapprox.sf import _apply  # noqa: E402
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture(params=["numba", "scipy"])
+def backend(request, monkeypatch):
+    if request.param == "numba" and not _apply._numba_kernels():
+        pytest.skip("numba is not available")
+    monkeypatch.setattr(_apply, "BACKEND", request.param)
+    return request.param
+
+
+def _chord(support, n, rng, n_factors=None):
+    if support == "butterfly":
+        return ChordOperator(rng.standard_normal((n_factors or n.bit_length() - 1, n, 2)) / 1.5, support="butterfly")
+    offsets = support_offsets(n, support)
+    m = default_n_factors(n) if n_factors is None else n_factors
+    return ChordOperator(rng.standard_normal((m, n, offsets.size)) / np.sqrt(offsets.size), offsets, support=support)
+
+
+def _hybrid(n, rng, *, chord=True, rank=3, nnz=5):
+    U = np.linalg.qr(rng.standard_normal((n, rank)))[0] if rank else np.zeros((n, 0))
+    V = np.linalg.qr(rng.standard_normal((n, rank)))[0] if rank else np.zeros((n, 0))
+    S = sp.csr_array((rng.standard_normal(nnz), (rng.integers(0, n, nnz), rng.integers(0, n, nnz))), shape=(n, n))
+    return HybridOperator(n, chord=_chord("chord", n, rng) if chord else None,
+                          low_rank=(U, np.arange(1.0, rank + 1), V.T), sparse=S)
+
+
+OPERATORS = {
+    "chord-odd": lambda rng: _chord("chord", 23, rng),
+    "chord-100": lambda rng: _chord("chord", 100, rng),
+    "symmetric-odd": lambda rng: _chord("symmetric", 15, rng),
+    "butterfly-32": lambda rng: _chord("butterfly", 32, rng),
+    "butterfly-partial": lambda rng: _chord("butterfly", 16, rng, n_factors=2),
+    "hybrid": lambda rng: _hybrid(21, rng),
+    "hybrid-no-chord": lambda rng: _hybrid(12, rng, chord=False),
+    "hybrid-rank-0": lambda rng: _hybrid(17, rng, rank=0),
+    "hybrid-no-sparse": lambda rng: _hybrid(16, rng, nnz=0),
+}
+
+
+@pytest.mark.parametrize("name", OPERATORS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_every_product_matches_dense(backend, name, dtype):
+    rng = np.random.default_rng(7)
+    op = OPERATORS[name](rng)
+    D = op.to_dense()
+    n = D.shape[0]
+    x = rng.standard_normal(n).astype(dtype)
+    B = rng.standard_normal((n, 4)).astype(dtype)
+    tol = dict(rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(op @ x, D @ x, **tol)
+    np.testing.assert_allclose(op.matvec(x), D @ x, **tol)
+    np.testing.assert_allclose(op.matvec(x[:, None]), (D @ x)[:, None], **tol)
+    np.testing.assert_allclose(op.rmatvec(x), D.T @ x, **tol)
+    np.testing.assert_allclose(op.T @ x, D.T @ x, **tol)
+    np.testing.assert_allclose(op.H @ x, D.T @ x, **tol)
+    np.testing.assert_allclose(op @ B, D @ B, **tol)
+    np.testing.assert_allclose(op.matmat(B), D @ B, **tol)
+    np.testing.assert_allclose(op.rmatmat(B), D.T @ B, **tol)
+    np.testing.assert_allclose(op.T @ B, D.T @ B, **tol)
+    np.testing.assert_allclose(op.T.T @ x, D @ x, **tol)
+    np.testing.assert_allclose(op.T.to_dense(), D.T)
+    assert (op @ x).dtype == np.float64
+
+
+@pytest.mark.parametrize("name", [n for n in OPERATORS if not n.startswith("hybrid")])
+def test_both_dense_paths_agree(backend, name):
+    """to_dense runs the fitting kernels when torch is loaded, else the apply kernels on I."""
+    op = OPERATORS[name](np.random.default_rng(18))
+    np.testing.assert_allclose(op._stack.apply(np.eye(op.shape[0])), op.to_dense(), rtol=1e-10, atol=1e-12)
+    hand = ChordOperator(np.random.default_rng(19).standard_normal((2, 9, 3)), np.array([2, 0, 10]))
+    expected = np.eye(9)
+    for m in range(2):
+        W = np.zeros((9, 9))
+        for k, d in enumerate([2, 0, 10]):
+            W[np.arange(9), (np.arange(9) + d) % 9] += hand.values[m, :, k]
+        expected = expected @ W
+    np.testing.assert_allclose(hand.to_dense(), expected, rtol=1e-10)
+
+
+def test_dense_is_the_product_of_the_factors():
+    rng = np.random.default_rng(8)
+    for op in (_chord("chord", 10, rng), _chord("symmetric", 9, rng), _chord("butterfly", 8, rng)):
+        factors = op.to_sparse_factors()
+        assert all(isinstance(f, sp.csr_array) and f.shape == op.shape for f in factors)
+        assert len(factors) == op.n_factors
+        assert sum(f.nnz for f in factors) == op.n_stored
+        np.testing.assert_allclose(reduce(lambda a, b: a @ b, factors).toarray(), op.to_dense(), atol=1e-12)
+    # Explicit zeros are still stored: the count does not depend on the values.
+    zero = ChordOperator(np.zeros((3, 8, 4)))
+    assert sum(f.nnz for f in zero.to_sparse_factors()) == zero.n_stored == 96
+    assert ChordOperator(np.zeros((0, 5, 4))).to_sparse_factors() == []
+
+
+def test_values_view_and_layout():
+    values = np.random.default_rng(9).standard_normal((4, 12, 5))
+    op = ChordOperator(values)
+    assert op.values.shape == (4, 12, 5)
+    np.testing.assert_array_equal(op.values, values)
+    assert not np.shares_memory(op.values, values)  # a copy, in the kernels' layout
+    assert op._stack.packed.flags.c_contiguous and op._stack.packed.shape == (4, 5, 12)
+    with pytest.raises(ValueError, match="read-only"):
+        op.values[0, 0, 0] = 1.0
+
+
+@pytest.mark.parametrize("name", OPERATORS)
+def test_saved_and_loaded_operator_is_the_fast_one(tmp_path, name):
+    import sfapprox
+
+    rng = np.random.default_rng(10)
+    op = OPERATORS[name](rng)
+    path = tmp_path / "f.h5"
+    sfapprox.save_factors(path, op)
+    back = sfapprox.load_factors(path).operator
+    assert type(back) is type(op)
+    chord = back.chord if isinstance(back, HybridOperator) else back
+    if chord is not None:
+        assert isinstance(chord._stack, _apply.FactorStack)
+    x = rng.standard_normal(op.shape[0])
+    np.testing.assert_allclose(back @ x, op @ x, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(back.T @ x, op.T @ x, rtol=1e-12, atol=1e-12)
+    assert back.n_stored == op.n_stored
+
+
+# --------------------------------------------------------------------------- torch modules
+
+
+@pytest.mark.parametrize("name", OPERATORS)
+def test_torch_module_is_linear_with_the_operator_as_weight(name):
+    rng = np.random.default_rng(11)
+    op = OPERATORS[name](rng)
+    layer = op.to_torch(dtype=torch.float64)
+    A = torch.from_numpy(op.to_dense())
+    n = op.shape[0]
+    for shape in [(n,), (3, n), (2, 3, n), (1, 1, 1, n)]:
+        x = torch.randn(*shape, dtype=torch.float64)
+        y = layer(x)
+        assert y.shape == x.shape
+        torch.testing.assert_close(y, x @ A.T, rtol=1e-10, atol=1e-10)
+    back = layer.to_operator()
+    np.testing.assert_allclose(back.to_dense(), op.to_dense(), atol=1e-12)
+    assert back.n_stored == op.n_stored
+
+
+SMALL = {  # gradcheck perturbs every input: a few hundred numbers keep it to a second each
+    "chord-odd": lambda rng: _chord("chord", 7, rng),
+    "symmetric-odd": lambda rng: _chord("symmetric", 9, rng),
+    "butterfly": lambda rng: _chord("butterfly", 8, rng),
+    "hybrid": lambda rng: _hybrid(7, rng, rank=2, nnz=3),
+    "hybrid-no-chord": lambda rng: _hybrid(6, rng, chord=False, rank=2, nnz=3),
+}
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_torch_module_gradcheck(name):
+    from torch.func import functional_call
+
+    rng = np.random.default_rng(12)
+    op = SMALL[name](rng)
+    layer = op.to_torch(dtype=torch.float64)
+    params = {k: v.detach().clone().requires_grad_() for k, v in layer.named_parameters()}
+    keys = sorted(params)
+    x = torch.randn(2, op.shape[0], dtype=torch.float64, requires_grad=True)
+
+    def f(x, *values):
+        return functional_call(layer, dict(zip(keys, values)), (x,))
+
+    assert torch.autograd.gradcheck(f, (x, *(params[k] for k in keys)))
+
+
+def test_torch_module_defaults_and_training():
+    rng = np.random.default_rng(13)
+    op = _chord("chord", 16, rng)
+    layer = op.to_torch()
+    assert layer.values.dtype == torch.get_default_dtype()
+    assert layer.values.is_contiguous()
+    assert [name for name, _ in layer.named_parameters()] == ["values"]
+    # Fine-tuning moves the values: one SGD step on a least-squares target lowers the loss.
+    target = torch.randn(8, 16)
+    x = torch.randn(8, 16)
+    opt = torch.optim.SGD(layer.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(3):
+        opt.zero_grad()
+        loss = ((layer(x) - target) ** 2).mean()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0]
+    assert not np.allclose(layer.to_operator().to_dense(), op.to_dense())
+    with pytest.raises(ValueError, match="last dimension 16"):
+        layer(torch.ones(3, 15))
+
+
+def test_torch_module_hand_made_offsets():
+    """Without a zero offset the module gathers; with 0 not first it reorders for the kernels."""
+    rng = np.random.default_rng(14)
+    for offsets in ([1, 2, 5], [3, 0, 1]):
+        op = ChordOperator(rng.standard_normal((3, 10, 3)) / 2, np.array(offsets))
+        x = torch.randn(4, 10, dtype=torch.float64)
+        y = op.to_torch(dtype=torch.float64)(x)
+        torch.testing.assert_close(y, x @ torch.from_numpy(op.to_dense()).T)
+
+
+def test_dense_weight():
+    op = _chord("symmetric", 12, np.random.default_rng(15))
+    np.testing.assert_allclose(op.to_torch(dtype=torch.float64).dense_weight().detach().numpy(), op.to_dense(),
+                               atol=1e-12)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("name", ["chord-odd", "butterfly-32", "hybrid"])
+def test_torch_module_on_cuda(name):
+    op = OPERATORS[name](np.random.default_rng(16))
+    layer = op.to_torch(dtype=torch.float64, device="cuda")
+    x = torch.randn(5, op.shape[0], dtype=torch.float64, device="cuda")
+    y = layer(x)
+    torch.testing.assert_close(y.cpu(), x.cpu() @ torch.from_numpy(op.to_dense()).T)
+    y.sum().backward()
+    assert all(p.grad is not None and p.grad.is_cuda for p in layer.parameters())
+
+
+# --------------------------------------------------------------------------- README round trip
+
+
+def test_readme_round_trip(tmp_path, monkeypatch):
+    """Fit, save, load, apply, export: the snippet proposed for README.md's Python API section."""
+    monkeypatch.chdir(tmp_path)
+    # --- snippet ---
+    import numpy as np
+    import torch
+
+    import sfapprox
+
+    X = np.random.default_rng(0).standard_normal((64, 64))
+    sf = sfapprox.ChordSF(max_iter=100, device="cpu").fit(X)
+    sfapprox.save_factors("f.h5", sf.operator_)
+    op = sfapprox.load_factors("f.h5").operator       # ChordOperator: compiled O(N·K·M) apply
+    y, z = op @ X[:, 0], op.T @ X[:, 0]               # also op @ B, op.rmatvec, scipy's solvers
+    factors = op.to_sparse_factors()                   # [W1, ..., WM], scipy CSR; W1 @ ... @ WM == op
+    layer = op.to_torch()                              # nn.Module: layer(x) == x @ A.T, values trainable
+    out = layer(torch.randn(8, 64))
+    # --- end ---
+    A = sf.operator_.to_dense()
+    np.testing.assert_allclose(y, A @ X[:, 0], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(z, A.T @ X[:, 0], rtol=1e-10, atol=1e-10)
+    assert sum(f.nnz for f in factors) == op.n_stored == sf.n_stored_
+    assert out.shape == (8, 64) and out.dtype == torch.float32
+
+
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_operator_algebra_still_scipy(backend, hybrid):
+    rng = np.random.default_rng(17)
+    op = _hybrid(12, rng) if hybrid else _chord("chord", 12, rng)
+    D = op.to_dense()
+    x = rng.standard_normal(12)
+    np.testing.assert_allclose((op @ op) @ x, D @ D @ x, rtol=1e-10)
+    np.testing.assert_allclose((op.T @ op) @ x, D.T @ D @ x, rtol=1e-10)
+    np.testing.assert_allclose(op.dot(2.0) @ x, 2 * D @ x, rtol=1e-10)
+    with pytest.raises(ValueError, match="[Ss]calar"):
+        op @ 2.0
+    with pytest.raises(ValueError, match="mismatch"):
+        op @ np.ones(11)
+    assert op.T is op.T and op.T.T is op
