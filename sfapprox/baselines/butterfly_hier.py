@@ -23,9 +23,11 @@ J. Math. Data Sci. 2023: the hierarchical algorithm, whose every step is
 such a split; the same argument gives the Monarch projection,
 :mod:`sfapprox.baselines.monarch`).
 
-**The algorithm** ("left-to-right" hierarchical order with orthonormalised
-factors, as in Le, Zheng, Riccietti & Gribonval, "Butterfly factorization
-with error guarantees", 2024): ``A_0 = X``; for ``t = 0 .. L-2`` split
+**The algorithm** (the "left-to-right" hierarchical order, with the factor
+split off at each step orthonormalised, in the spirit of Le, Zheng, Riccietti
+& Gribonval, "Butterfly factorization with error guarantees", arXiv:2411.04506,
+2024, whose orthonormalised butterfly algorithm has a bound of this kind;
+the bound below is proved for this variant): ``A_0 = X``; for ``t = 0 .. L-2`` split
 ``A_t ≈ W_t · A_{t+1}`` block by block, with the left singular vector
 (unit norm) as column ``j`` of ``W_t`` and ``sigma · v`` as row ``j`` of
 ``A_{t+1}``; the last remainder ``A_{L-1}`` is the last factor.  Every step

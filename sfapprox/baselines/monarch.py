@@ -25,8 +25,9 @@ nearest Monarch matrix to ``X`` in the Frobenius norm is obtained slab by
 slab: reshape ``X`` to the 4-way array ``X[a, q, k, l]``, take the best
 rank-1 approximation (leading singular triplet) of each slab ``X[:, q, k, :]``
 and read ``L`` and ``R`` off the singular vectors.  This is the paper's
-closed-form projection (its Algorithm 1 / Theorem: the non-convex projection
-onto the Monarch class is solved exactly by block-wise rank-1 SVDs).
+closed-form projection ("approximating a dense weight matrix with a Monarch
+matrix, though nonconvex, has an analytical optimal solution": block-wise
+rank-1 SVDs after a reshape of ``X`` to a 4-way array).
 
 **Block rank r** (our generalisation, to use larger budgets): keep the best
 rank-``r`` approximation of every slab, i.e. ``M = Σ_{t<r} P L^(t) P^T R^(t)``
