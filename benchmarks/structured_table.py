@@ -294,7 +294,7 @@ def plot(cells: list[dict], path: Path) -> None:
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=6, fontsize=8)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=90)
     plt.close(fig)
 
 
@@ -348,7 +348,9 @@ def main() -> int:
                 if v and not (k == "jobs" and v == 2) and not (k == "factors" and v == "0.5,1,2")),
             "data_dir": str(REAL), "time_limits": {"N <= 64": 2.0, "N <= 128": 3.0, "N > 128": 5.0}}
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / f"{args.tag}.json").write_text(json.dumps({"meta": meta, "cells": cells}, indent=1) + "\n")
+    # One line per cell: small, and a re-run diffs cell by cell.
+    (OUT / f"{args.tag}.json").write_text(
+        "{\"meta\": " + json.dumps(meta) + ", \"cells\": [\n" + ",\n".join(json.dumps(c) for c in cells) + "\n]}\n")
     write_report(cells, meta, args.tag)
     print(f"wrote {OUT / args.tag}.json, .md and .png in {meta['seconds']:.0f} s", file=sys.stderr)
     return 0
