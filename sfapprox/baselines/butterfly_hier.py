@@ -1,0 +1,473 @@
+"""Hierarchical butterfly factorization: the butterfly support fitted by block rank-one SVDs.
+
+**The support** is sfapprox's butterfly support (:mod:`sfapprox.sf._butterfly`,
+the FAµST toolbox's structure): ``N = 2^L``, ``L`` factors, row ``i`` of
+factor ``m`` (``m = 0`` the leftmost) holds columns ``i`` and ``i XOR 2^m``,
+and the surrogate is ``W_0 @ W_1 @ ... @ W_{L-1}``; ``2 N L`` stored numbers
+(:func:`sfapprox.budget.butterfly_count`).  The result is a
+:class:`~sfapprox.linop.ChordOperator` with ``support="butterfly"``, the same
+object ``sf-butterfly`` (L-BFGS on the same support) returns.
+
+**Why one split is a set of rank-one problems.**  A partial product
+``W_a ⋯ W_{b-1}`` can only be non-zero at ``(i, l)`` when ``i`` and ``l``
+agree outside the bits ``a .. b-1``.  In a product ``A = Left · Right`` of a
+factor on bit ``t`` and a product on bits ``t+1 .. L-1``, the inner index
+``j`` of ``Σ_j Left[i, j] Right[j, l]`` is pinned to one value (bit ``t`` of
+``l``, the other bits of ``i``), so ``A[i, l] = Left[i, j] Right[j, l]``: for
+each ``j`` the ``2 x 2^(L-t-1)`` block of the entries that use ``j`` is the
+outer product of column ``j`` of ``Left`` and row ``j`` of ``Right``.  The
+``N`` blocks partition the support, so the nearest such two-factor product is
+the best rank-one approximation of every block (Zheng, Riccietti & Gribonval,
+"Efficient identification of butterfly sparse matrix factorizations", SIAM
+J. Math. Data Sci. 2023: the hierarchical algorithm, whose every step is
+such a split; the same argument gives the Monarch projection,
+:mod:`sfapprox.baselines.monarch`).
+
+**The algorithm** (the "left-to-right" hierarchical order, with the factor
+split off at each step orthonormalised, in the spirit of Le, Zheng, Riccietti
+& Gribonval, "Butterfly factorization with error guarantees", arXiv:2411.04506,
+2024, whose orthonormalised butterfly algorithm has a bound of this kind;
+the bound below is proved for this variant): ``A_0 = X``; for ``t = 0 .. L-2`` split
+``A_t ≈ W_t · A_{t+1}`` block by block, with the left singular vector
+(unit norm) as column ``j`` of ``W_t`` and ``sigma · v`` as row ``j`` of
+``A_{t+1}``; the last remainder ``A_{L-1}`` is the last factor.  Every step
+is ``O(size of A_t)``, ``O(N^2)`` in all (``2 N^2`` entries visited).
+
+**Guarantee** (proved in :func:`factorize`'s notes; tested).  With unit
+columns in ``W_t`` the residuals of the steps are orthogonal, so
+``||X - W_0 ⋯ W_{L-1}||_F^2 = Σ_t e_t^2`` (``e_t``: the rank-one error of
+step ``t``), and each ``e_t`` is at most the error ``ε*`` of the best
+butterfly approximation of ``X``.  Hence
+
+    ``||X - X̂||_F <= sqrt(L - 1) · min_{butterfly B} ||X - B||_F``,
+
+and a matrix that *is* a butterfly product is recovered to round-off.
+``"right-to-left"`` is the mirror image (peel ``W_{L-1}`` first: the
+left-to-right algorithm on ``P X^T P``, ``P`` the bit reversal), with the same
+guarantee; ``order="best"`` (default) runs both and keeps the smaller error.
+
+**Any N.** ``X`` is padded with zero rows and columns to the next power of
+two ``N'``; the surrogate is the leading ``N x N`` block of the ``N' x N'``
+product (:class:`PaddedButterflyOperator`), storing ``2 N' log2 N'`` numbers.
+The guarantee then holds for the padded matrix.
+
+The budget rule is that of ``sf-butterfly``: the one structure fits the
+budget or the method does not apply (a larger budget buys nothing more).
+``time_limit`` bounds the whole fit (the second order of ``"best"`` is
+skipped once it has passed), and a Ctrl-C during the second order keeps the
+first (``stop_reason_ == "interrupted"``); during the first it propagates.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, ClassVar
+
+import numpy as np
+from scipy.sparse.linalg import LinearOperator
+
+from .._base import Approximation, MethodSpec, RunContext, register
+from .._params import Interval, Options
+from .._settings import DEFAULT_TIME_LIMIT
+from ..linop import ChordOperator
+
+__all__ = [
+    "HierarchicalButterfly",
+    "PaddedButterflyOperator",
+    "factorize",
+    "padded_size",
+    "butterfly_hier_count",
+    "ORDERS",
+]
+
+#: Hierarchical orders: which end of the product is peeled first.
+ORDERS = ("left-to-right", "right-to-left")
+
+#: Relative error below which a fit counts as reproducing ``X`` (round-off).
+EXACT_TOL = 1e-12
+
+
+# --------------------------------------------------------------------------- accounting
+def padded_size(n: int) -> int:
+    """The power of two the butterfly works at: the smallest ``2^L >= max(N, 2)``.
+
+    Examples
+    --------
+    >>> padded_size(16), padded_size(17), padded_size(1)
+    (16, 32, 2)
+    """
+    return 1 << max(1, (int(n) - 1).bit_length())
+
+
+def butterfly_hier_count(n: int) -> int:
+    """Stored numbers: ``2 N' log2 N'`` with ``N' = padded_size(N)`` (``2 N log2 N`` for a power of two).
+
+    Examples
+    --------
+    >>> butterfly_hier_count(16), butterfly_hier_count(36)
+    (128, 768)
+    """
+    big = padded_size(n)
+    return 2 * big * (big.bit_length() - 1)
+
+
+# --------------------------------------------------------------------------- the algorithm
+def _left_to_right(A: np.ndarray) -> tuple[np.ndarray, list[float]]:
+    """Factor values ``(L, N, 2)`` and the per-step errors ``e_t`` of the left-to-right algorithm.
+
+    The remainder ``A_t`` (support: bits ``t .. L-1``) is kept as a batch
+    ``T[q, p, p'] = A_t[p 2^t + q, p' 2^t + q]`` of ``2^t`` dense matrices
+    (``q``: the ``t`` low bits that row and column share).
+    """
+    n = A.shape[0]
+    n_factors = n.bit_length() - 1
+    values = np.zeros((n_factors, n, 2))
+    T = A[None]
+    errors = []
+    for t in range(n_factors - 1):
+        batch, half = 1 << t, n >> (t + 1)
+        # p = 2 p_hi + x (x: bit t of the row); block j = (q, h, lo) holds rows x, columns p'_hi.
+        blocks = T.reshape(batch, half, 2, half, 2).transpose(0, 1, 4, 2, 3)  # [q, h, lo, x, p'_hi]
+        U, s, Vt = np.linalg.svd(blocks, full_matrices=False)
+        u = U[..., 0]  # [q, h, lo, x], unit columns of W_t
+        errors.append(float(np.sqrt(np.sum(s[..., 1] ** 2))))
+        # Row i = (2h + x) 2^t + q of W_t: W[i, i] = u[q, h, x, x], W[i, i ^ 2^t] = u[q, h, 1 - x, x].
+        values[t, :, 0] = u[:, :, [0, 1], [0, 1]].transpose(1, 2, 0).reshape(n)
+        values[t, :, 1] = u[:, :, [1, 0], [0, 1]].transpose(1, 2, 0).reshape(n)
+        sv = s[..., 0, None] * Vt[..., 0, :]  # [q, h, lo, p'_hi]: rows j of A_{t+1}
+        T = sv.transpose(2, 0, 1, 3).reshape(2 * batch, half, half)  # new q = lo 2^t + q
+    # The last remainder is the last factor: T[q, x, y] on bit L-1, row i = x 2^(L-1) + q.
+    values[-1, :, 0] = T[:, [0, 1], [0, 1]].T.reshape(n)
+    values[-1, :, 1] = T[:, [0, 1], [1, 0]].T.reshape(n)
+    return values, errors
+
+
+def _bit_reversal(n: int) -> np.ndarray:
+    bits = n.bit_length() - 1
+    idx = np.arange(n)
+    rev = np.zeros(n, dtype=np.int64)
+    for b in range(bits):
+        rev |= ((idx >> b) & 1) << (bits - 1 - b)
+    return rev
+
+
+def _right_to_left(A: np.ndarray) -> tuple[np.ndarray, list[float]]:
+    """The mirror algorithm: left-to-right on ``A' = P A^T P`` (``P``: bit reversal), mapped back.
+
+    ``A = P A'^T P = Π_m P W'^T_{L-1-m} P`` and ``P W'^T_k P`` sits on bit
+    ``L-1-k``: factor ``m`` of ``A`` has ``values[m, a, 0] = w'[k, rev a, 0]``
+    and ``values[m, a, 1] = w'[k, rev(a) ^ 2^k, 1]`` with ``k = L-1-m``.
+    """
+    n = A.shape[0]
+    rev = _bit_reversal(n)
+    mirrored, errors = _left_to_right(np.ascontiguousarray(A.T[np.ix_(rev, rev)]))
+    n_factors = mirrored.shape[0]
+    values = np.empty_like(mirrored)
+    for m in range(n_factors):
+        k = n_factors - 1 - m
+        values[m, :, 0] = mirrored[k, rev, 0]
+        values[m, :, 1] = mirrored[k, rev ^ (1 << k), 1]
+    return values, errors[::-1]
+
+
+def factorize(X: np.ndarray, order: str = "left-to-right") -> tuple[np.ndarray, list[float]]:
+    """Hierarchical butterfly factorization of a ``2^L x 2^L`` matrix.
+
+    Parameters
+    ----------
+    X : ndarray of shape (N, N)
+        ``N`` a power of two, at least 2.
+    order : {"left-to-right", "right-to-left"}
+        Peel ``W_0`` first (``X ≈ W_0 A_1``, ...) or ``W_{L-1}`` first.
+
+    Returns
+    -------
+    values : ndarray of shape (L, N, 2)
+        Butterfly factor values (:class:`~sfapprox.linop.ChordOperator` layout).
+    step_errors : list of float
+        ``e_t``, the rank-one error of each of the ``L - 1`` splits.
+
+    Notes
+    -----
+    Proof of the guarantee (left-to-right; the other order is its mirror).
+    Write ``B_j`` for the block of ``A_t`` whose entries use inner index
+    ``j``, ``u_j`` (unit) and ``sigma_j v_j`` its leading singular pair, so
+    ``W_t[:, j] = u_j`` and ``A_{t+1}[j, :] = u_j^T B_j``.
+
+    1. *Pythagoras.*  For any ``Â`` on the support of ``A_{t+1}``, block
+       ``j`` of ``W_t Â`` is ``u_j Â[j, :]``; the step's residual
+       ``B_j - u_j u_j^T B_j`` is orthogonal to it (``u_j^T`` annihilates
+       it) and ``||W_t Δ||_F = ||Δ||_F`` (unit, non-overlapping columns).  So
+       ``||A_t - W_t Â||^2 = e_t^2 + ||A_{t+1} - Â||^2`` and, unrolled,
+       ``||X - X̂||^2 = Σ_t e_t^2``.
+    2. *Each step is within ε*.*  Let ``C_0 = B*``, the best butterfly
+       approximation of ``X``, and ``C_{t+1}[j, :] = u_j^T (C_t)_j``.  Block
+       ``j`` of ``C_t`` is rank one, ``c_j w_j^T`` with ``w_j`` row ``j`` of
+       a butterfly on bits ``t+1 ..``, so ``C_{t+1} = D W_{t+1} ⋯`` (``D``
+       diagonal) is a butterfly on those bits: ``e_{t+1} <= ||A_{t+1} -
+       C_{t+1}||``, and ``||A_{t+1} - C_{t+1}|| = (Σ_j ||u_j^T (A_t -
+       C_t)_j||^2)^(1/2) <= ||A_t - C_t|| <= ... <= ||X - B*|| = ε*``.
+
+    Hence ``||X - X̂|| <= sqrt(L - 1) ε*`` (and 0 when ``ε* = 0``).
+
+    Examples
+    --------
+    >>> H = np.array([[1.0, 1.0], [1.0, -1.0]])
+    >>> W = np.kron(np.kron(H, H), H)  # the 8 x 8 Walsh-Hadamard matrix
+    >>> values, errors = factorize(W)
+    >>> bool(np.allclose(ChordOperator(values, support="butterfly").to_dense(), W)), max(errors) < 1e-12
+    (True, True)
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n = X.shape[0]
+    if X.shape != (n, n) or n < 2 or n & (n - 1):
+        raise ValueError(f"factorize needs a square matrix of a power-of-two order >= 2, got {X.shape}")
+    if order == "left-to-right":
+        return _left_to_right(X)
+    if order == "right-to-left":
+        return _right_to_left(X)
+    raise ValueError(f"unknown order {order!r}; choose one of {', '.join(ORDERS)}")
+
+
+# --------------------------------------------------------------------------- the operator
+class PaddedButterflyOperator(LinearOperator):
+    """The leading ``n x n`` block of a butterfly product of order ``N' = 2^L > n``.
+
+    Layout
+    ------
+    ``kind = "butterfly-padded"``.  Array ``values`` of shape ``(L, N', 2)``
+    (factor ``m`` holds ``values[m, i, 0]`` at ``(i, i)`` and
+    ``values[m, i, 1]`` at ``(i, i XOR 2^m)``); attribute ``n``.  The dense
+    matrix, with numpy alone::
+
+        D = np.eye(big)
+        for m in range(L):
+            W = np.zeros((big, big)); i = np.arange(big)
+            W[i, i] = values[m, :, 0]; W[i, i ^ (1 << m)] = values[m, :, 1]
+            D = D @ W
+        D = D[:n, :n]
+
+    ``n_stored = values.size = 2 N' L``.
+
+    Examples
+    --------
+    >>> op = PaddedButterflyOperator(np.full((2, 4, 2), 0.5), 3)
+    >>> op.to_dense().round(2).tolist(), op.n_stored
+    ([[0.25, 0.25, 0.25], [0.25, 0.25, 0.25], [0.25, 0.25, 0.25]], 16)
+    """
+
+    kind: ClassVar[str] = "butterfly-padded"
+
+    def __init__(self, values: np.ndarray, n: int):
+        self.inner = ChordOperator(values, support="butterfly")
+        big = self.inner.shape[0]
+        n = int(n)
+        if not 1 <= n <= big:
+            raise ValueError(f"n = {n} must be between 1 and the factors' order {big}")
+        super().__init__(dtype=np.float64, shape=(n, n))
+
+    @property
+    def values(self) -> np.ndarray:
+        return self.inner.values
+
+    @property
+    def padded_n(self) -> int:
+        return self.inner.shape[0]
+
+    @property
+    def n_factors(self) -> int:
+        return self.inner.n_factors
+
+    @property
+    def n_stored(self) -> int:
+        """``2 N' L``: every stored factor value (:func:`butterfly_hier_count`)."""
+        return int(self.inner.values.size)
+
+    def _padded(self, B: np.ndarray) -> np.ndarray:
+        out = np.zeros((self.padded_n, B.shape[1]))
+        out[: self.shape[0]] = B
+        return out
+
+    def _matmat(self, B: np.ndarray) -> np.ndarray:
+        return self.inner.matmat(self._padded(np.asarray(B, dtype=np.float64)))[: self.shape[0]]
+
+    def _rmatmat(self, B: np.ndarray) -> np.ndarray:
+        return self.inner.rmatmat(self._padded(np.asarray(B, dtype=np.float64)))[: self.shape[0]]
+
+    def _matvec(self, x: np.ndarray) -> np.ndarray:
+        return self._matmat(np.reshape(x, (-1, 1))).ravel()
+
+    def _rmatvec(self, x: np.ndarray) -> np.ndarray:
+        return self._rmatmat(np.reshape(x, (-1, 1))).ravel()
+
+    def to_dense(self) -> np.ndarray:
+        """The ``n x n`` block of the product, ``O(L N'^2)``."""
+        n = self.shape[0]
+        return self.inner.to_dense()[:n, :n]
+
+    def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """``{"values"}`` and ``{"n": n}`` (see the class docstring's layout)."""
+        return {"values": self.inner.values}, {"n": int(self.shape[0])}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "PaddedButterflyOperator":
+        """Rebuild from :meth:`to_arrays`; :class:`~sfapprox.InputError` for inconsistent arrays."""
+        from .._errors import InputError
+
+        try:
+            values, n = np.asarray(arrays["values"]), int(attrs["n"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"padded butterfly operator: missing or unreadable part ({exc})") from None
+        if not np.issubdtype(values.dtype, np.number) or np.iscomplexobj(values) or not np.all(np.isfinite(values)):
+            raise InputError("padded butterfly operator: values must be finite real numbers")
+        try:
+            return cls(values, n)
+        except ValueError as exc:
+            raise InputError(f"padded butterfly operator: {exc}") from None
+
+
+# --------------------------------------------------------------------------- the method
+class HierarchicalButterfly(Approximation):
+    """Butterfly factorization by the hierarchical block rank-one algorithm (closed form, ``O(N^2)``).
+
+    Parameters
+    ----------
+    order : {"best", "left-to-right", "right-to-left"}, default="best"
+        Which end of the product is peeled first; ``"best"`` runs both and
+        keeps the smaller error.
+    budget : int or None, default=None
+        Stored-number budget; the fit is refused when ``2 N' log2 N'``
+        (:func:`butterfly_hier_count`) is above it.  None: no check.
+    time_limit : float or None, default=DEFAULT_TIME_LIMIT
+        Wall-clock limit of the whole fit; ``"best"`` skips its second order
+        once it has passed.
+
+    Attributes
+    ----------
+    operator_ : ChordOperator or PaddedButterflyOperator
+        ``support="butterfly"`` factors; padded when ``N`` is not a power of two.
+    values_ : ndarray of shape (L, N', 2)
+    n_stored_ : int
+        ``2 N' L``.
+    seconds_ : float
+    stop_reason_ : str
+        ``"closed_form"``, ``"exact"`` (it reproduces ``X``), ``"time_limit"``
+        (``"best"`` ran one order) or ``"interrupted"``.
+    params_ : dict
+        ``order``, ``n_factors``, ``padded_n``, ``count``, ``exact``,
+        ``step_errors`` (``e_t``), ``bound_factor`` (``sqrt(L - 1)``),
+        ``errors`` (per order tried, with ``"best"``); ``note`` when padded.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X = ChordOperator(rng.standard_normal((4, 16, 2)), support="butterfly").to_dense()
+    >>> b = HierarchicalButterfly().fit(X)
+    >>> b.n_stored_, bool(np.allclose(b.to_dense(), X))
+    (128, True)
+    """
+
+    _parameter_constraints = {
+        "order": Options(("best",) + ORDERS),
+        "budget": Interval(int, 0, None, allow_none=True),
+        "time_limit": Interval(float, 0, None, allow_none=True),
+    }
+
+    def __init__(self, order: str = "best", *, budget: int | None = None,
+                 time_limit: float | None = DEFAULT_TIME_LIMIT):
+        self.order = order
+        self.budget = budget
+        self.time_limit = time_limit
+
+    def fit(self, X, *, check_input: bool = True) -> "HierarchicalButterfly":
+        """Factorize the square matrix ``X`` (dense or sparse; padded to a power of two).
+
+        ``check_input=False`` skips validating ``X`` (the caller did).
+
+        Raises
+        ------
+        BudgetError
+            When ``2 N' log2 N'`` numbers are over the budget.
+        """
+        from .._errors import BudgetError
+
+        X = self._validate(X, check_input)
+        n = X.shape[0]
+        big, count = padded_size(n), butterfly_hier_count(n)
+        if self.budget is not None and count > self.budget:
+            raise BudgetError(f"budget {self.budget} is below the butterfly's {count} stored numbers "
+                              f"(2·N'·log2 N' with N' = {big} for N = {n})")
+        dense = X.toarray() if hasattr(X, "toarray") else X
+        padded = np.zeros((big, big))
+        padded[:n, :n] = dense
+        norm = float(np.linalg.norm(dense))
+        orders = ORDERS if self.order == "best" else (self.order,)
+        start = time.perf_counter()
+        deadline = None if self.time_limit is None else start + self.time_limit
+        best, errors, reason = None, {}, None
+        try:
+            for order in orders:
+                if best is not None and deadline is not None and time.perf_counter() >= deadline:
+                    reason = "time_limit"
+                    break
+                values, steps = factorize(padded, order)
+                op = self._operator(values, n)
+                err = float(np.linalg.norm(dense - op.to_dense()))
+                errors[order] = err
+                if best is None or err < best[0] * (1 - 1e-12):
+                    best = (err, order, values, steps, op)
+        except KeyboardInterrupt:
+            if best is None:
+                raise
+            reason = "interrupted"
+        self.seconds_ = time.perf_counter() - start
+        err, order, values, steps, op = best
+        exact = err <= EXACT_TOL * norm
+        n_factors = values.shape[0]
+        self.values_ = values
+        self.operator_ = op
+        self.n_stored_ = count
+        self.stop_reason_ = reason or ("exact" if exact else "closed_form")
+        self.params_ = {
+            "order": order,
+            "n_factors": n_factors,
+            "padded_n": big,
+            "count": count,
+            "exact": bool(exact),
+            "step_errors": steps,
+            "bound_factor": math.sqrt(max(n_factors - 1, 0)),
+        }
+        if len(orders) > 1:
+            self.params_["errors"] = errors
+        if big > n:
+            self.params_["note"] = f"N = {n} padded with {big - n} zero rows and columns to {big}"
+        return self
+
+    @staticmethod
+    def _operator(values: np.ndarray, n: int):
+        if values.shape[1] == n:
+            return ChordOperator(values, support="butterfly")
+        return PaddedButterflyOperator(values, n)
+
+    def to_dense(self) -> np.ndarray:
+        """The fitted product as a dense ``N x N`` array."""
+        return self.operator_.to_dense()
+
+
+# --------------------------------------------------------------------------- registration
+def _make(n: int, budget: int, context: RunContext) -> HierarchicalButterfly:
+    return HierarchicalButterfly(**context.settings.apply_to(HierarchicalButterfly, budget=budget))
+
+
+register(
+    MethodSpec(
+        name="butterfly-hier",
+        summary="butterfly factors by the hierarchical block rank-one algorithm "
+                "(Zheng, Riccietti & Gribonval 2023; closed form; N padded to a power of two)",
+        stores="2·N′·log₂N′, N′ = 2^⌈log₂N⌉",
+        make=_make,
+        min_budget=lambda n, context: butterfly_hier_count(n),
+        order=61,
+    )
+)

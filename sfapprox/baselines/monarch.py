@@ -1,0 +1,543 @@
+"""Monarch matrices: two block-diagonal factors and a permutation, fitted in closed form.
+
+**The class** (Dao, Chen, Sohoni, Desai, Poli, Grogan, Liu, Rao, Rudra & Ré,
+"Monarch: Expressive Structured Matrices for Efficient and Accurate
+Training", ICML 2022): ``M = P L P^T R`` where, for ``N = b1·b2``,
+
+* ``R`` is block diagonal with ``b1`` blocks ``R_k`` of size ``b2 x b2``:
+  it mixes the entries of the input viewed as a ``b1 x b2`` array ``x[k, l]``
+  along ``l``;
+* ``P^T`` transposes that array (the "reshape, transpose, flatten"
+  permutation of the paper);
+* ``L`` is block diagonal with ``b2`` blocks ``L_q`` of size ``b1 x b1``,
+  mixing along ``k``; ``P`` transposes back.
+
+The paper's Monarch takes ``b1 = b2 = sqrt(N)``: ``2 N sqrt(N)`` numbers.
+Written entry by entry, with row ``i = a·b2 + q`` and column ``j = k·b2 + l``,
+
+    ``M[(a, q), (k, l)] = L_q[a, k] · R_k[q, l]``,
+
+so for each pair ``(q, k)`` the ``b1 x b2`` slab ``S_qk[a, l] = M[(a, q), (k, l)]``
+is the outer product of column ``k`` of ``L_q`` and row ``q`` of ``R_k`` —
+numbers that appear in no other slab.  The ``N`` slabs partition the matrix,
+so ``M`` is Monarch exactly when every slab has rank at most one, and the
+nearest Monarch matrix to ``X`` in the Frobenius norm is obtained slab by
+slab: reshape ``X`` to the 4-way array ``X[a, q, k, l]``, take the best
+rank-1 approximation (leading singular triplet) of each slab ``X[:, q, k, :]``
+and read ``L`` and ``R`` off the singular vectors.  This is the paper's
+closed-form projection ("approximating a dense weight matrix with a Monarch
+matrix, though nonconvex, has an analytical optimal solution": block-wise
+rank-1 SVDs after a reshape of ``X`` to a 4-way array).
+
+**Block rank r** (our generalisation, to use larger budgets): keep the best
+rank-``r`` approximation of every slab, i.e. ``M = Σ_{t<r} P L^(t) P^T R^(t)``
+(equivalently, ``L`` and ``R`` block diagonal with rectangular ``b1 x r·b1``
+and ``r·b2 x b2`` blocks).  By Eckart–Young slab by slab, this is again the
+exact projection onto its class.  ``r = min(b1, b2)`` reproduces ``X``.
+
+**Any N.** ``X`` is padded with zero rows and columns to ``N' = b1·b2 >= N``
+(the smallest ``b2`` for each ``b1``) and the surrogate is the leading
+``N x N`` block of the padded Monarch matrix; ``params_["padded_n"]`` and
+``params_["note"]`` say when that happened.  The projection is then exact for
+the padded matrix, not for the crop (the padding's zeros are fitted too).
+
+**Stored numbers** (:func:`monarch_count`): ``r · N' · (b1 + b2)``: the
+blocks of ``L`` (``r · b2 · b1^2``) and of ``R`` (``r · b1 · b2^2``).
+**Budget rule**: the candidate shapes ``(b1, b2)`` (:func:`monarch_shapes`)
+each take the largest block rank that fits (:func:`monarch_rank_for_budget`,
+at most ``min(b1, b2)``); up to ``max_shapes`` of them, the most nearly
+square first, are projected, and the smallest Frobenius error (of the
+``N x N`` crop) wins.  Each projection costs ``O(N'^2 min(b1, b2))``;
+``time_limit`` bounds the whole grid (the first shape always runs), and a
+Ctrl-C keeps the best shape projected so far (``stop_reason_ ==
+"interrupted"``) or, before the first one ends, propagates.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from scipy.sparse.linalg import LinearOperator
+
+from .._base import Approximation, MethodSpec, RunContext, register
+from .._params import Interval
+from .._settings import DEFAULT_TIME_LIMIT
+
+__all__ = [
+    "Monarch",
+    "MonarchOperator",
+    "MonarchShape",
+    "monarch_count",
+    "monarch_shapes",
+    "monarch_rank_for_budget",
+    "monarch_min_budget",
+    "monarch_configs_for_budget",
+    "monarch_project",
+    "MAX_SHAPES",
+]
+
+#: Shapes ``(b1, b2)`` projected at most when the budget admits several.
+MAX_SHAPES = 12
+
+#: Relative error below which a fit counts as reproducing ``X`` (round-off).
+EXACT_TOL = 1e-12
+
+
+# --------------------------------------------------------------------------- accounting
+def monarch_count(n: int, left_block: int, right_block: int, rank: int = 1) -> int:
+    """Stored numbers of a block-rank-``r`` Monarch matrix: ``r · N' · (b1 + b2)``, ``N' = b1 · b2``.
+
+    Parameters
+    ----------
+    n : int
+        Order of the matrix; ``b1 · b2`` must be at least ``n`` (padding).
+    left_block, right_block : int
+        ``b1`` (size of ``L``'s blocks) and ``b2`` (size of ``R``'s blocks).
+    rank : int, default=1
+
+    Examples
+    --------
+    >>> monarch_count(64, 8, 8)  # the paper's 2 N sqrt(N)
+    1024
+    >>> monarch_count(36, 4, 9, rank=2)
+    936
+    """
+    from .._errors import ParameterError
+
+    b1, b2 = int(left_block), int(right_block)
+    if b1 < 1 or b2 < 1 or b1 * b2 < n:
+        raise ParameterError(f"Monarch blocks {b1} x {b2} do not cover N = {n} (need b1·b2 >= N)")
+    return int(rank) * b1 * b2 * (b1 + b2)
+
+
+def monarch_shapes(n: int) -> list[tuple[int, int]]:
+    """Every shape ``(b1, b2)`` with the least padding for its ``b1`` or for its ``b2``.
+
+    ``(b1, ceil(N / b1))`` and ``(ceil(N / b2), b2)`` for ``b1, b2 = 1 .. N``,
+    sorted most nearly square first (``|log(b1 / b2)|``), then by padding
+    ``b1 b2 - N``, then by ``b1``.
+
+    Examples
+    --------
+    >>> monarch_shapes(16)[:3]
+    [(4, 4), (4, 5), (5, 4)]
+    """
+    sizes = range(1, max(1, n) + 1)
+    shapes = {(b, -(-n // b)) for b in sizes} | {(-(-n // b), b) for b in sizes}
+    return sorted(shapes, key=lambda s: (round(abs(math.log(s[0] / s[1])), 12), s[0] * s[1] - n, s[0]))
+
+
+def monarch_rank_for_budget(n: int, left_block: int, right_block: int, budget: int) -> int:
+    """Largest block rank of shape ``(b1, b2)`` that fits ``budget``, at most ``min(b1, b2)`` (0: none).
+
+    Examples
+    --------
+    >>> monarch_rank_for_budget(64, 8, 8, 2100), monarch_rank_for_budget(64, 8, 8, 1000)
+    (2, 0)
+    """
+    unit = monarch_count(n, left_block, right_block, 1)
+    return max(0, min(min(left_block, right_block), int(budget) // unit))
+
+
+def monarch_min_budget(n: int) -> int:
+    """The smallest Monarch (rank 1, the cheapest shape) for an ``n x n`` matrix.
+
+    Examples
+    --------
+    >>> monarch_min_budget(64), monarch_min_budget(36)
+    (1024, 432)
+    """
+    return min(monarch_count(n, b1, b2) for b1, b2 in monarch_shapes(n))
+
+
+@dataclass(frozen=True)
+class MonarchShape:
+    """One candidate structure: blocks ``b1 x b1`` (L) and ``b2 x b2`` (R), block rank, its count."""
+
+    left_block: int
+    right_block: int
+    rank: int
+    count: int
+
+    @property
+    def padded_n(self) -> int:
+        return self.left_block * self.right_block
+
+
+def monarch_configs_for_budget(n: int, budget: int, max_shapes: int = MAX_SHAPES) -> list[MonarchShape]:
+    """The shapes the grid projects at ``budget``: each at its largest rank, most nearly square first.
+
+    Examples
+    --------
+    >>> [(c.left_block, c.right_block, c.rank) for c in monarch_configs_for_budget(64, 2100, 3)]
+    [(8, 8, 2), (8, 9, 1), (9, 8, 1)]
+    """
+    out = []
+    for b1, b2 in monarch_shapes(n):
+        r = monarch_rank_for_budget(n, b1, b2, budget)
+        if r >= 1:
+            out.append(MonarchShape(b1, b2, r, monarch_count(n, b1, b2, r)))
+        if len(out) >= max_shapes:
+            break
+    return out
+
+
+# --------------------------------------------------------------------------- the projection
+def _slabs(X, b1: int, b2: int) -> np.ndarray:
+    """``X`` padded to ``N' = b1 b2`` as its slabs ``S[q, k, a, l] = X[a b2 + q, k b2 + l]``."""
+    n = X.shape[0]
+    big = b1 * b2
+    Xp = np.zeros((big, big))
+    Xp[:n, :n] = X.toarray() if hasattr(X, "toarray") else X
+    return Xp.reshape(b1, b2, b1, b2).transpose(1, 2, 0, 3)
+
+
+def _from_slabs(slabs: np.ndarray, n: int) -> np.ndarray:
+    """The inverse of :func:`_slabs`, cropped to ``n x n``."""
+    b2, b1 = slabs.shape[0], slabs.shape[1]
+    return slabs.transpose(2, 0, 1, 3).reshape(b1 * b2, b1 * b2)[:n, :n]
+
+
+def monarch_project(X, left_block: int, right_block: int, rank: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """The nearest block-rank-``r`` Monarch matrix to ``X`` (zero-padded to ``b1 b2``), as its blocks.
+
+    Returns
+    -------
+    left : ndarray of shape (b2, b1, b1, r)
+        ``left[q, a, k, t]``: entry ``(a, k)`` of block ``q`` of ``L^(t)``.
+    right : ndarray of shape (b1, r, b2, b2)
+        ``right[k, t, q, l]``: entry ``(q, l)`` of block ``k`` of ``R^(t)``.
+
+    The singular values are split evenly (``sqrt(sigma)`` into each side),
+    which keeps both factors' scales alike.
+
+    Examples
+    --------
+    >>> X = np.kron(np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([[1.0, -1.0], [0.5, 2.0]]))
+    >>> left, right = monarch_project(X, 2, 2)
+    >>> bool(np.allclose(MonarchOperator(left, right, 4).to_dense(), X))  # a Kronecker product is Monarch
+    True
+    """
+    b1, b2 = int(left_block), int(right_block)
+    S = _slabs(X, b1, b2)
+    U, s, Vt = np.linalg.svd(S, full_matrices=False)
+    r = int(rank)
+    root = np.sqrt(s[..., :r])
+    left = (U[..., :r] * root[..., None, :]).transpose(0, 2, 1, 3)
+    right = (Vt[..., :r, :] * root[..., :, None]).transpose(1, 2, 0, 3)
+    return np.ascontiguousarray(left), np.ascontiguousarray(right)
+
+
+def _monarch_slabs(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """The slabs ``S[q, k] = L-columns @ R-rows`` of a Monarch matrix, ``(b2, b1, b1, b2)``."""
+    return left.transpose(0, 2, 1, 3) @ right.transpose(2, 0, 1, 3)
+
+
+# --------------------------------------------------------------------------- the operator
+class MonarchOperator(LinearOperator):
+    """A block-rank-``r`` Monarch matrix ``Σ_t P L^(t) P^T R^(t)``, cropped to ``n x n``.
+
+    Layout
+    ------
+    ``kind = "monarch"``.  Arrays ``left`` of shape ``(b2, b1, b1, r)``
+    (``left[q, a, k, t]`` = entry ``(a, k)`` of the ``q``-th ``b1 x b1`` block
+    of ``L^(t)``) and ``right`` of shape ``(b1, r, b2, b2)``
+    (``right[k, t, q, l]`` = entry ``(q, l)`` of the ``k``-th ``b2 x b2``
+    block of ``R^(t)``); attribute ``n`` (``<= b1 b2``).  The dense matrix,
+    with numpy alone::
+
+        D = np.einsum("qakt,ktql->aqkl", left, right).reshape(b1 * b2, b1 * b2)[:n, :n]
+
+    i.e. ``D[a b2 + q, k b2 + l] = Σ_t left[q, a, k, t] right[k, t, q, l]``.
+    ``n_stored = left.size + right.size = r (b1 b2) (b1 + b2)``.  A product
+    with ``c`` columns costs ``O(r N' (b1 + b2) c)`` (two batched matmuls).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> op = MonarchOperator(rng.random((3, 2, 2, 1)), rng.random((2, 1, 3, 3)), 6)
+    >>> D = op.to_dense()
+    >>> bool(np.allclose(op.matvec(np.ones(6)), D.sum(1))), op.n_stored
+    (True, 30)
+    """
+
+    kind: ClassVar[str] = "monarch"
+
+    def __init__(self, left: np.ndarray, right: np.ndarray, n: int):
+        left = np.ascontiguousarray(left, dtype=np.float64)
+        right = np.ascontiguousarray(right, dtype=np.float64)
+        if left.ndim != 4 or right.ndim != 4:
+            raise ValueError(f"left and right must be 4-way arrays, got shapes {left.shape} and {right.shape}")
+        b2, b1, b1b, r = left.shape
+        if b1b != b1 or right.shape != (b1, r, b2, b2):
+            raise ValueError(f"left {left.shape} must be (b2, b1, b1, r) and right {right.shape} (b1, r, b2, b2)")
+        n = int(n)
+        if not 1 <= n <= b1 * b2:
+            raise ValueError(f"n = {n} must be between 1 and b1·b2 = {b1 * b2}")
+        self.left, self.right = left, right
+        self.left_block, self.right_block, self.rank = b1, b2, r
+        super().__init__(dtype=np.float64, shape=(n, n))
+
+    @property
+    def padded_n(self) -> int:
+        return self.left_block * self.right_block
+
+    @property
+    def n_stored(self) -> int:
+        """``r N' (b1 + b2)`` (:func:`monarch_count`)."""
+        return int(self.left.size + self.right.size)
+
+    def _padded(self, B: np.ndarray) -> np.ndarray:
+        B = np.asarray(B, dtype=np.float64)
+        out = np.zeros((self.padded_n, B.shape[1]))
+        out[: self.shape[0]] = B
+        return out
+
+    def _matmat(self, B: np.ndarray) -> np.ndarray:
+        b1, b2, r = self.left_block, self.right_block, self.rank
+        c = B.shape[1]
+        x = self._padded(B).reshape(b1, b2, c)
+        y = self.right.reshape(b1, r * b2, b2) @ x  # R: (k, (t, q), c)
+        y = y.reshape(b1, r, b2, c).transpose(2, 0, 1, 3).reshape(b2, b1 * r, c)  # P^T: (q, (k, t), c)
+        z = self.left.reshape(b2, b1, b1 * r) @ y  # L: (q, a, c)
+        return z.transpose(1, 0, 2).reshape(b1 * b2, c)[: self.shape[0]]  # P: rows a b2 + q
+
+    def _rmatmat(self, G: np.ndarray) -> np.ndarray:
+        b1, b2, r = self.left_block, self.right_block, self.rank
+        c = G.shape[1]
+        g = self._padded(G).reshape(b1, b2, c).transpose(1, 0, 2)  # (q, a, c)
+        z = self.left.reshape(b2, b1, b1 * r).transpose(0, 2, 1) @ g  # (q, (k, t), c)
+        z = z.reshape(b2, b1, r, c).transpose(1, 2, 0, 3).reshape(b1, r * b2, c)  # (k, (t, q), c)
+        x = self.right.reshape(b1, r * b2, b2).transpose(0, 2, 1) @ z  # (k, l, c)
+        return x.reshape(b1 * b2, c)[: self.shape[0]]
+
+    def _matvec(self, x: np.ndarray) -> np.ndarray:
+        return self._matmat(np.reshape(x, (-1, 1))).ravel()
+
+    def _rmatvec(self, x: np.ndarray) -> np.ndarray:
+        return self._rmatmat(np.reshape(x, (-1, 1))).ravel()
+
+    def to_dense(self) -> np.ndarray:
+        """The ``n x n`` matrix, ``O(r N'^2)``."""
+        return _from_slabs(_monarch_slabs(self.left, self.right), self.shape[0])
+
+    def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """``{"left", "right"}`` and ``{"n": n}`` (see the class docstring's layout)."""
+        return {"left": self.left, "right": self.right}, {"n": int(self.shape[0])}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "MonarchOperator":
+        """Rebuild from :meth:`to_arrays`; :class:`~sfapprox.InputError` for inconsistent arrays."""
+        from .._errors import InputError
+
+        try:
+            left, right, n = np.asarray(arrays["left"]), np.asarray(arrays["right"]), int(attrs["n"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"Monarch operator: missing or unreadable part ({exc})") from None
+        for name, a in (("left", left), ("right", right)):
+            if not np.issubdtype(a.dtype, np.number) or np.iscomplexobj(a) or not np.all(np.isfinite(a)):
+                raise InputError(f"Monarch operator: {name} must hold finite real numbers")
+        try:
+            return cls(left, right, n)
+        except ValueError as exc:
+            raise InputError(f"Monarch operator: {exc}") from None
+
+
+# --------------------------------------------------------------------------- the method
+class Monarch(Approximation):
+    """The nearest Monarch matrix of block rank ``r`` (Dao et al. 2022), at a budget.
+
+    Parameters
+    ----------
+    rank : int or None, default=None
+        Block rank ``r`` (the paper's Monarch: 1).  None: for each shape, the
+        largest that fits ``budget``.
+    left_block, right_block : int or None, default=None
+        A fixed shape ``(b1, b2)`` with ``b1 b2 >= N`` (both or neither).
+        None: the grid of :func:`monarch_configs_for_budget`.
+    budget : int or None, default=None
+        Stored-number budget (:func:`monarch_count`); needed unless ``rank``
+        is given.
+    max_shapes : int, default=MAX_SHAPES
+        Shapes projected at most (the most nearly square first).
+    time_limit : float or None, default=DEFAULT_TIME_LIMIT
+        Wall-clock limit of the whole grid, in seconds; the first shape always runs.
+
+    Attributes
+    ----------
+    operator_ : MonarchOperator
+    left_, right_ : ndarray
+        The blocks (layout of :class:`MonarchOperator`).
+    n_stored_ : int
+        ``r N' (b1 + b2)``.
+    seconds_ : float
+    stop_reason_ : str
+        ``"closed_form"`` (the exact projection of the chosen shape),
+        ``"exact"`` (it reproduces ``X``), ``"time_limit"`` (shapes left
+        untried) or ``"interrupted"``.
+    params_ : dict
+        ``left_block``, ``right_block``, ``rank``, ``padded_n``, ``count``,
+        ``exact``, ``shapes_tried``, ``shapes`` and the ``grid`` (per shape
+        tried: ``blocks``, ``rank``, ``count``, ``fro_error``); ``note`` when
+        ``N`` was padded.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> left, right = rng.standard_normal((4, 4, 4, 1)), rng.standard_normal((4, 1, 4, 4))
+    >>> X = MonarchOperator(left, right, 16).to_dense()
+    >>> m = Monarch(budget=128).fit(X)
+    >>> (m.params_["left_block"], m.params_["rank"], m.n_stored_), bool(np.allclose(m.to_dense(), X))
+    ((4, 1, 128), True)
+    """
+
+    _parameter_constraints = {
+        "rank": Interval(int, 1, None, allow_none=True),
+        "left_block": Interval(int, 1, None, allow_none=True),
+        "right_block": Interval(int, 1, None, allow_none=True),
+        "budget": Interval(int, 0, None, allow_none=True),
+        "max_shapes": Interval(int, 1, None),
+        "time_limit": Interval(float, 0, None, allow_none=True),
+    }
+
+    def __init__(
+        self,
+        rank: int | None = None,
+        *,
+        left_block: int | None = None,
+        right_block: int | None = None,
+        budget: int | None = None,
+        max_shapes: int = MAX_SHAPES,
+        time_limit: float | None = DEFAULT_TIME_LIMIT,
+    ):
+        self.rank = rank
+        self.left_block = left_block
+        self.right_block = right_block
+        self.budget = budget
+        self.max_shapes = max_shapes
+        self.time_limit = time_limit
+
+    def _candidates(self, n: int) -> list[MonarchShape]:
+        """The shapes to project, each with its rank and count; errors name what does not fit."""
+        from .._errors import BudgetError, ParameterError
+
+        if (self.left_block is None) != (self.right_block is None):
+            raise ParameterError("give both left_block and right_block, or neither")
+        if self.rank is None and self.budget is None:
+            raise ParameterError("Monarch needs a rank or a budget")
+        if self.left_block is not None:
+            b1, b2 = self.left_block, self.right_block
+            unit = monarch_count(n, b1, b2)  # checks b1 b2 >= N
+            if self.rank is not None and self.rank > min(b1, b2):
+                raise ParameterError(f"block rank {self.rank} is above min(b1, b2) = {min(b1, b2)}, "
+                                     "where every slab is already exact")
+            r = self.rank if self.rank is not None else monarch_rank_for_budget(n, b1, b2, self.budget)
+            if r < 1 or (self.budget is not None and r * unit > self.budget):
+                raise BudgetError(f"budget {self.budget} is below a {b1} x {b2} Monarch of rank "
+                                  f"{max(r, 1)} ({max(r, 1) * unit} numbers)")
+            return [MonarchShape(b1, b2, r, r * unit)]
+        if self.rank is None:
+            shapes = monarch_configs_for_budget(n, self.budget, self.max_shapes)
+        else:
+            shapes = [MonarchShape(b1, b2, self.rank, monarch_count(n, b1, b2, self.rank))
+                      for b1, b2 in monarch_shapes(n) if self.rank <= min(b1, b2)]
+            if self.budget is not None:
+                shapes = [s for s in shapes if s.count <= self.budget]
+            shapes = shapes[: self.max_shapes]
+        if not shapes:
+            raise BudgetError(f"budget {self.budget} is below the smallest Monarch matrix of a {n} x {n} "
+                              f"matrix ({monarch_min_budget(n)} numbers)")
+        return shapes
+
+    def fit(self, X, *, check_input: bool = True) -> "Monarch":
+        """Project the square matrix ``X`` (dense or sparse) onto the Monarch class.
+
+        ``check_input=False`` skips validating ``X`` (the caller did).
+
+        Raises
+        ------
+        BudgetError
+            When no Monarch shape fits the budget.
+        """
+        from .._errors import ConvergenceWarning
+
+        X = self._validate(X, check_input)
+        n = X.shape[0]
+        shapes = self._candidates(n)
+        dense = X.toarray() if hasattr(X, "toarray") else X
+        norm = float(np.linalg.norm(dense))
+        start = time.perf_counter()
+        deadline = None if self.time_limit is None else start + self.time_limit
+        best, grid, reason = None, [], None
+        try:
+            for shape in shapes:
+                if best is not None and deadline is not None and time.perf_counter() >= deadline:
+                    reason = "time_limit"
+                    break
+                left, right = monarch_project(dense, shape.left_block, shape.right_block, shape.rank)
+                err = float(np.linalg.norm(dense - _from_slabs(_monarch_slabs(left, right), n)))
+                grid.append({"blocks": [shape.left_block, shape.right_block], "rank": shape.rank,
+                             "count": shape.count, "fro_error": err})
+                # Smallest error; a tie goes to the earlier (squarer) shape.
+                if best is None or err < best[0] * (1 - 1e-12):
+                    best = (err, shape, left, right)
+        except KeyboardInterrupt:
+            if best is None:
+                raise
+            reason = "interrupted"
+        self.seconds_ = time.perf_counter() - start
+        err, shape, left, right = best
+        exact = err <= EXACT_TOL * norm
+        if reason == "time_limit":
+            warnings.warn(
+                f"Monarch projected {len(grid)} of {len(shapes)} block shapes within time_limit="
+                f"{self.time_limit:g} s; increase it to try them all",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        self.left_, self.right_ = left, right
+        self.operator_ = MonarchOperator(left, right, n)
+        self.n_stored_ = shape.count
+        self.stop_reason_ = reason or ("exact" if exact else "closed_form")
+        self.params_ = {
+            "left_block": shape.left_block,
+            "right_block": shape.right_block,
+            "rank": shape.rank,
+            "padded_n": shape.padded_n,
+            "count": shape.count,
+            "exact": bool(exact),
+            "shapes_tried": len(grid),
+            "shapes": len(shapes),
+            "grid": grid,
+        }
+        if shape.padded_n > n:
+            self.params_["note"] = (f"N = {n} padded with {shape.padded_n - n} zero rows and columns to "
+                                    f"{shape.left_block}·{shape.right_block} = {shape.padded_n}")
+        return self
+
+    def to_dense(self) -> np.ndarray:
+        """The fitted Monarch matrix as a dense ``N x N`` array."""
+        return self.operator_.to_dense()
+
+
+# --------------------------------------------------------------------------- registration
+def _make(n: int, budget: int, context: RunContext) -> Monarch:
+    return Monarch(**context.settings.apply_to(Monarch, budget=budget))
+
+
+register(
+    MethodSpec(
+        name="monarch",
+        summary="Monarch matrices (Dao et al. 2022): block-diagonal · permutation · block-diagonal, "
+                "closed-form projection; block rank r, any N (padded)",
+        stores="r·N′·(b₁ + b₂), N′ = b₁·b₂ ≥ N (2·N·√N at rank 1, b₁ = b₂ = √N)",
+        make=_make,
+        min_budget=lambda n, context: monarch_min_budget(n),
+        order=60,
+    )
+)

@@ -1,0 +1,185 @@
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sfapprox import BudgetError, InputError
+from sfapprox._base import RunContext, get_method
+from sfapprox.baselines import butterfly_hier as mod
+from sfapprox.baselines.butterfly_hier import (
+    ORDERS,
+    HierarchicalButterfly,
+    PaddedButterflyOperator,
+    butterfly_hier_count,
+    factorize,
+    padded_size,
+)
+from sfapprox.budget import butterfly_count
+from sfapprox.linop import ChordOperator
+
+
+def dense_factor(values: np.ndarray, m: int) -> np.ndarray:
+    """Factor ``m`` built entry by entry: (i, i) and (i, i XOR 2^m)."""
+    n = values.shape[1]
+    W = np.zeros((n, n))
+    for i in range(n):
+        W[i, i] = values[m, i, 0]
+        W[i, i ^ (1 << m)] = values[m, i, 1]
+    return W
+
+
+def product(values: np.ndarray) -> np.ndarray:
+    out = np.eye(values.shape[1])
+    for m in range(values.shape[0]):
+        out = out @ dense_factor(values, m)
+    return out
+
+
+def random_butterfly(n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return product(rng.standard_normal((n.bit_length() - 1, n, 2)))
+
+
+@pytest.mark.parametrize("n", [2, 4, 8, 32, 128])
+@pytest.mark.parametrize("order", ORDERS)
+def test_a_butterfly_product_is_recovered(n, order):
+    B = random_butterfly(n, seed=n)
+    values, errors = factorize(B, order)
+    assert values.shape == (n.bit_length() - 1, n, 2) and len(errors) == max(n.bit_length() - 2, 0)
+    assert np.linalg.norm(product(values) - B) <= 1e-10 * np.linalg.norm(B)
+    assert max(errors, default=0.0) <= 1e-10 * np.linalg.norm(B)
+
+
+def test_walsh_hadamard_is_recovered_and_the_result_is_a_butterfly_chord_operator():
+    H = np.array([[1.0, 1.0], [1.0, -1.0]])
+    W = H
+    for _ in range(5):
+        W = np.kron(W, H)  # 64 x 64
+    b = HierarchicalButterfly().fit(W)
+    assert isinstance(b.operator_, ChordOperator) and b.operator_.support == "butterfly"
+    assert b.n_stored_ == butterfly_count(64) == 2 * 64 * 6 == b.operator_.n_stored
+    assert np.linalg.norm(b.to_dense() - W) <= 1e-10 * np.linalg.norm(W)
+    assert b.stop_reason_ == "exact" and b.params_["exact"] and b.params_["n_factors"] == 6
+    # The values are in ChordOperator's layout: the dense product built by hand agrees.
+    assert np.allclose(product(b.values_), W)
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_guarantee_and_pythagoras_on_a_noisy_butterfly(order):
+    """||X - X^|| <= sqrt(L - 1) eps* <= sqrt(L - 1) ||E||, each step within ||E||, errors add in squares."""
+    n = 64
+    B = random_butterfly(n, seed=1)
+    for level in (1e-6, 1e-2, 0.3, 3.0):
+        E = np.random.default_rng(2).standard_normal((n, n))
+        E *= level * np.linalg.norm(B) / np.linalg.norm(E)
+        X = B + E
+        values, steps = factorize(X, order)
+        err = np.linalg.norm(X - product(values))
+        noise = np.linalg.norm(E)
+        assert err <= math.sqrt(5) * noise
+        assert max(steps) <= noise * (1 + 1e-12)
+        assert err == pytest.approx(math.sqrt(sum(e * e for e in steps)), rel=1e-9)
+        # And nothing is lost: the fit is closer to X than the planted butterfly is, at small noise.
+        if level <= 1e-2:
+            assert np.linalg.norm(product(values) - B) <= 3 * noise
+
+
+def test_best_order_keeps_the_smaller_error():
+    X = np.random.default_rng(3).standard_normal((32, 32))
+    best = HierarchicalButterfly().fit(X)
+    errors = best.params_["errors"]
+    assert set(errors) == set(ORDERS)
+    assert np.linalg.norm(X - best.to_dense()) == pytest.approx(min(errors.values()))
+    for order in ORDERS:
+        one = HierarchicalButterfly(order=order).fit(X)
+        assert np.linalg.norm(X - one.to_dense()) == pytest.approx(errors[order])
+        assert "errors" not in one.params_
+    assert best.stop_reason_ == "closed_form" and best.params_["bound_factor"] == pytest.approx(2.0)
+
+
+def test_padding_to_the_next_power_of_two():
+    assert [padded_size(n) for n in (1, 2, 3, 8, 9, 306)] == [2, 2, 4, 8, 16, 512]
+    assert butterfly_hier_count(306) == 2 * 512 * 9 and butterfly_hier_count(16) == 128
+    X = np.random.default_rng(4).standard_normal((12, 12))
+    b = HierarchicalButterfly().fit(X)
+    op = b.operator_
+    assert isinstance(op, PaddedButterflyOperator) and op.shape == (12, 12) and op.padded_n == 16
+    assert b.n_stored_ == op.n_stored == 128 and "padded" in b.params_["note"]
+    D = b.to_dense()
+    assert np.allclose(D, product(b.values_)[:12, :12])
+    B = np.random.default_rng(5).standard_normal((12, 3))
+    assert np.allclose(op.matmat(B), D @ B) and np.allclose(op.rmatmat(B), D.T @ B)
+    assert np.allclose(op.matvec(B[:, 0]), D @ B[:, 0]) and np.allclose(op.rmatvec(B[:, 0]), D.T @ B[:, 0])
+    # The guarantee is for the zero-padded matrix; its crop is never further from X.
+    padded = np.zeros((16, 16))
+    padded[:12, :12] = X
+    assert np.linalg.norm(X - D) <= np.linalg.norm(padded - product(factorize(padded, b.params_["order"])[0])) + 1e-12
+
+
+def test_padded_operator_arrays_round_trip_and_refusals():
+    op = HierarchicalButterfly().fit(np.random.default_rng(6).standard_normal((5, 5))).operator_
+    arrays, attrs = op.to_arrays()
+    assert set(arrays) == {"values"} and attrs == {"n": 5} and PaddedButterflyOperator.kind == "butterfly-padded"
+    back = PaddedButterflyOperator.from_arrays(arrays, attrs)
+    assert np.array_equal(back.to_dense(), op.to_dense())
+    # The docstring's recipe, numpy alone.
+    values, big = arrays["values"], arrays["values"].shape[1]
+    D = np.eye(big)
+    for m in range(values.shape[0]):
+        W = np.zeros((big, big))
+        i = np.arange(big)
+        W[i, i] = values[m, :, 0]
+        W[i, i ^ (1 << m)] = values[m, :, 1]
+        D = D @ W
+    assert np.allclose(D[:5, :5], op.to_dense())
+    for bad_arrays, bad_attrs, match in [
+        ({}, attrs, "missing"),
+        ({"values": values[:, :6]}, attrs, "power of two"),
+        ({"values": values}, {"n": 9}, "between"),
+        ({"values": np.full_like(values, np.nan)}, attrs, "finite"),
+    ]:
+        with pytest.raises(InputError, match=match):
+            PaddedButterflyOperator.from_arrays(bad_arrays, bad_attrs)
+
+
+def test_budget_rule_and_sparse_input():
+    X = sp.random_array((16, 16), density=0.3, random_state=7, format="csr")
+    with pytest.raises(BudgetError, match="below the butterfly"):
+        HierarchicalButterfly(budget=127).fit(X)
+    a = HierarchicalButterfly(budget=128).fit(X)
+    b = HierarchicalButterfly().fit(X.toarray())
+    assert np.allclose(a.to_dense(), b.to_dense()) and a.n_stored_ == 128
+    spec = get_method("butterfly-hier")
+    assert spec.min_budget(16, RunContext()) == 128 and spec.min_budget(20, RunContext()) == 2 * 32 * 5
+
+
+def test_time_limit_and_ctrl_c(monkeypatch):
+    X = np.random.default_rng(8).standard_normal((16, 16))
+    b = HierarchicalButterfly(time_limit=0).fit(X)
+    assert b.stop_reason_ == "time_limit" and list(b.params_["errors"]) == ["left-to-right"]
+    real = mod.factorize
+    calls = []
+
+    def interrupted_at(k):
+        def run(*args, **kwargs):
+            calls.append(1)
+            if len(calls) == k:
+                raise KeyboardInterrupt
+            return real(*args, **kwargs)
+        return run
+
+    monkeypatch.setattr(mod, "factorize", interrupted_at(2))
+    kept = HierarchicalButterfly(time_limit=None).fit(X)
+    assert kept.stop_reason_ == "interrupted" and kept.params_["order"] == "left-to-right"
+    calls.clear()
+    monkeypatch.setattr(mod, "factorize", interrupted_at(1))
+    with pytest.raises(KeyboardInterrupt):
+        HierarchicalButterfly().fit(X)
+
+
+def test_factorize_refuses_other_sizes():
+    with pytest.raises(ValueError, match="power-of-two"):
+        factorize(np.ones((6, 6)))
+    with pytest.raises(ValueError, match="unknown order"):
+        factorize(np.ones((4, 4)), "sideways")

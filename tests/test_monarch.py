@@ -1,0 +1,223 @@
+import numpy as np
+import pytest
+import scipy.linalg as sla
+import scipy.sparse as sp
+
+from sfapprox import BudgetError, ConvergenceWarning, InputError, ParameterError
+from sfapprox._base import RunContext, get_method
+from sfapprox.baselines import monarch as mod
+from sfapprox.baselines.monarch import (
+    Monarch,
+    MonarchOperator,
+    monarch_configs_for_budget,
+    monarch_count,
+    monarch_min_budget,
+    monarch_project,
+    monarch_shapes,
+)
+
+
+def transpose_permutation(b1: int, b2: int) -> np.ndarray:
+    """``P^T`` of Dao et al.: view x as a b1 x b2 array, transpose it, flatten."""
+    n = b1 * b2
+    Pt = np.zeros((n, n))
+    for k in range(b1):
+        for l in range(b2):
+            Pt[l * b1 + k, k * b2 + l] = 1.0
+    return Pt
+
+
+def monarch_by_definition(Ls, Rs) -> np.ndarray:
+    """``M = P L P^T R`` from the blocks, built with dense permutation and block-diagonal matrices."""
+    b1, b2 = Ls[0].shape[0], Rs[0].shape[0]
+    Pt = transpose_permutation(b1, b2)
+    return Pt.T @ sla.block_diag(*Ls) @ Pt @ sla.block_diag(*Rs)
+
+
+def random_blocks(b1, b2, seed):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((b1, b1)) for _ in range(b2)], [rng.standard_normal((b2, b2)) for _ in range(b1)]
+
+
+@pytest.mark.parametrize("b1, b2", [(4, 4), (8, 8), (3, 5), (6, 2)])
+def test_a_monarch_product_is_recovered(b1, b2):
+    Ls, Rs = random_blocks(b1, b2, seed=b1 * 10 + b2)
+    M = monarch_by_definition(Ls, Rs)
+    m = Monarch(rank=1, left_block=b1, right_block=b2).fit(M)
+    assert np.linalg.norm(m.to_dense() - M) <= 1e-10 * np.linalg.norm(M)
+    assert m.n_stored_ == monarch_count(b1 * b2, b1, b2) == b1 * b2 * (b1 + b2)
+    assert m.stop_reason_ == "exact" and m.params_["exact"]
+    # With only a budget, the grid finds it too (the square shape first when there is one).
+    auto = Monarch(budget=m.n_stored_).fit(M)
+    assert np.linalg.norm(auto.to_dense() - M) <= 1e-10 * np.linalg.norm(M)
+
+
+def test_operator_layout_matches_the_definition():
+    b1, b2 = 3, 5
+    Ls, Rs = random_blocks(b1, b2, seed=1)
+    left = np.stack(Ls)[..., None]  # left[q, a, k, 0] = L_q[a, k]
+    right = np.stack(Rs)[:, None]  # right[k, 0, q, l] = R_k[q, l]
+    op = MonarchOperator(left, right, b1 * b2)
+    M = monarch_by_definition(Ls, Rs)
+    assert np.allclose(op.to_dense(), M)
+    # The docstring's numpy recipe.
+    recipe = np.einsum("qakt,ktql->aqkl", left, right).reshape(b1 * b2, b1 * b2)
+    assert np.allclose(recipe, M)
+    B = np.random.default_rng(2).standard_normal((15, 4))
+    assert np.allclose(op.matmat(B), M @ B) and np.allclose(op.rmatmat(B), M.T @ B)
+    assert np.allclose(op.matvec(B[:, 0]), M @ B[:, 0]) and np.allclose(op.rmatvec(B[:, 1]), M.T @ B[:, 1])
+    assert op.n_stored == left.size + right.size == 15 * 8
+
+
+def _slab_svd_error(X, b1, b2, r):
+    """The error of the best block-rank-r approximation, slab by slab with explicit loops."""
+    total = 0.0
+    for q in range(b2):
+        for k in range(b1):
+            S = np.array([[X[a * b2 + q, k * b2 + l] for l in range(b2)] for a in range(b1)])
+            s = np.linalg.svd(S, compute_uv=False)
+            total += np.sum(s[r:] ** 2)
+    return np.sqrt(total)
+
+
+@pytest.mark.parametrize("b1, b2, r", [(4, 4, 1), (3, 4, 1), (4, 6, 2), (5, 5, 5)])
+def test_projection_is_the_per_slab_svd(b1, b2, r):
+    X = np.random.default_rng(3).standard_normal((b1 * b2, b1 * b2))
+    m = Monarch(rank=r, left_block=b1, right_block=b2).fit(X)
+    assert np.linalg.norm(X - m.to_dense()) == pytest.approx(_slab_svd_error(X, b1, b2, r), rel=1e-10, abs=1e-10)
+    assert m.n_stored_ == r * b1 * b2 * (b1 + b2)
+
+
+def test_no_perturbation_of_the_projection_does_better():
+    b1, b2 = 4, 4
+    X = np.random.default_rng(4).standard_normal((16, 16))
+    left, right = monarch_project(X, b1, b2)
+    best = np.linalg.norm(X - MonarchOperator(left, right, 16).to_dense())
+    rng = np.random.default_rng(5)
+    for scale in (1e-4, 1e-2, 1e-1, 1.0):
+        for _ in range(50):
+            dl = scale * rng.standard_normal(left.shape)
+            dr = scale * rng.standard_normal(right.shape)
+            err = np.linalg.norm(X - MonarchOperator(left + dl, right + dr, 16).to_dense())
+            assert err >= best - 1e-12
+    # Nor does any other Monarch matrix built from random blocks.
+    for _ in range(50):
+        Ls, Rs = random_blocks(b1, b2, seed=int(rng.integers(1 << 30)))
+        assert np.linalg.norm(X - monarch_by_definition(Ls, Rs)) >= best
+
+
+def test_block_rank_errors_fall_and_full_rank_is_exact():
+    X = np.random.default_rng(6).standard_normal((16, 16))
+    errors = [np.linalg.norm(X - Monarch(rank=r, left_block=4, right_block=4).fit(X).to_dense()) for r in (1, 2, 3, 4)]
+    assert errors[0] > errors[1] > errors[2] > errors[3] and errors[3] < 1e-10
+    with pytest.raises(ParameterError, match="above min"):
+        Monarch(rank=5, left_block=4, right_block=4).fit(X)
+
+
+def test_kronecker_products_and_walsh_hadamard_are_monarch():
+    H = np.array([[1.0, 1.0], [1.0, -1.0]])
+    W = H
+    for _ in range(5):
+        W = np.kron(W, H)  # 64 x 64
+    m = Monarch(budget=monarch_count(64, 8, 8)).fit(W)
+    assert m.params_["left_block"] == 8 and m.params_["rank"] == 1
+    assert np.linalg.norm(m.to_dense() - W) <= 1e-10 * np.linalg.norm(W)
+
+
+def test_padding_for_any_n():
+    X = np.random.default_rng(7).standard_normal((10, 10))
+    m = Monarch(rank=1, left_block=3, right_block=4).fit(X)
+    assert m.operator_.shape == (10, 10) and m.params_["padded_n"] == 12 and "padded" in m.params_["note"]
+    assert m.n_stored_ == 12 * 7
+    # The crop of the padded fit is never worse than the padded projection's error.
+    assert np.linalg.norm(X - m.to_dense()) <= _slab_svd_error(np.pad(X, (0, 2)), 3, 4, 1) + 1e-12
+    x = np.arange(10.0)
+    assert np.allclose(m.operator_.matvec(x), m.to_dense() @ x)
+    assert np.allclose(m.operator_.rmatvec(x), m.to_dense().T @ x)
+    with pytest.raises(ParameterError, match="do not cover"):
+        Monarch(rank=1, left_block=3, right_block=3).fit(X)
+    with pytest.raises(ParameterError, match="both"):
+        Monarch(rank=1, left_block=3).fit(X)
+    # Prime N: the grid pads and stays within the budget.
+    P = np.random.default_rng(8).standard_normal((37, 37))
+    g = Monarch(budget=3000).fit(P)
+    assert g.n_stored_ <= 3000 and g.params_["padded_n"] >= 37
+
+
+def test_budget_grid_accounting():
+    n = 36
+    assert monarch_min_budget(n) == min(monarch_count(n, a, b) for a, b in monarch_shapes(n)) == 432
+    for budget in (432, 1000, 1512, 3024):
+        configs = monarch_configs_for_budget(n, budget)
+        assert configs and all(c.count <= budget and c.rank <= min(c.left_block, c.right_block) for c in configs)
+        assert all(monarch_count(n, c.left_block, c.right_block, c.rank + 1) > budget
+                   or c.rank == min(c.left_block, c.right_block) for c in configs)
+    X = np.random.default_rng(9).standard_normal((n, n))
+    m = Monarch(budget=1512).fit(X)
+    grid = m.params_["grid"]
+    assert m.n_stored_ <= 1512 and len(grid) == m.params_["shapes_tried"] == m.params_["shapes"]
+    assert np.linalg.norm(X - m.to_dense()) == pytest.approx(min(g["fro_error"] for g in grid))
+    with pytest.raises(BudgetError, match="smallest Monarch"):
+        Monarch(budget=431).fit(X)
+    with pytest.raises(BudgetError):
+        Monarch(rank=1, left_block=6, right_block=6, budget=431).fit(X)
+    with pytest.raises(ParameterError, match="rank or a budget"):
+        Monarch().fit(X)
+    spec = get_method("monarch")
+    assert spec.min_budget(n, RunContext()) == 432
+
+
+def test_sparse_input_gives_the_dense_fit():
+    X = sp.random_array((20, 20), density=0.2, random_state=10, format="csr")
+    a = Monarch(budget=2000).fit(X)
+    b = Monarch(budget=2000).fit(X.toarray())
+    assert np.allclose(a.to_dense(), b.to_dense()) and a.params_ == b.params_
+
+
+def test_time_limit_keeps_the_first_shape():
+    X = np.random.default_rng(11).standard_normal((36, 36))
+    with pytest.warns(ConvergenceWarning, match="block shapes within time_limit"):
+        m = Monarch(budget=3000, time_limit=0).fit(X)
+    assert m.stop_reason_ == "time_limit" and m.params_["shapes_tried"] == 1 < m.params_["shapes"]
+
+
+def test_ctrl_c_keeps_the_best_shape_or_propagates(monkeypatch):
+    X = np.random.default_rng(12).standard_normal((36, 36))
+    real = mod.monarch_project
+    calls = []
+
+    def interrupted_at(k):
+        def project(*args, **kwargs):
+            calls.append(1)
+            if len(calls) == k:
+                raise KeyboardInterrupt
+            return real(*args, **kwargs)
+        return project
+
+    monkeypatch.setattr(mod, "monarch_project", interrupted_at(3))
+    m = Monarch(budget=3000, time_limit=None).fit(X)
+    assert m.stop_reason_ == "interrupted" and m.params_["shapes_tried"] == 2
+    calls.clear()
+    monkeypatch.setattr(mod, "monarch_project", interrupted_at(1))
+    with pytest.raises(KeyboardInterrupt):
+        Monarch(budget=3000).fit(X)
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda a, t: a.pop("left"), "missing"),
+    (lambda a, t: a.update(right=a["right"][:, :, :1]), "must be"),
+    (lambda a, t: a.update(left=a["left"][..., 0]), "4-way"),
+    (lambda a, t: t.update(n=17), "between"),
+    (lambda a, t: a["left"].__setitem__((0, 0, 0, 0), np.inf), "finite"),
+])
+def test_from_arrays_round_trip_and_refusals(change, match):
+    X = np.random.default_rng(13).standard_normal((14, 14))
+    op = Monarch(rank=2, left_block=4, right_block=4).fit(X).operator_
+    arrays, attrs = op.to_arrays()
+    back = MonarchOperator.from_arrays(arrays, attrs)
+    assert np.array_equal(back.to_dense(), op.to_dense()) and back.n_stored == op.n_stored
+    assert MonarchOperator.kind == "monarch"
+    arrays = {k: v.copy() for k, v in arrays.items()}
+    change(arrays, attrs)
+    with pytest.raises(InputError, match=match):
+        MonarchOperator.from_arrays(arrays, attrs)

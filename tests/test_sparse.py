@@ -1,0 +1,148 @@
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sfapprox import BudgetError, InputError, ParameterError, compare
+from sfapprox._base import RunContext, get_method
+from sfapprox.baselines.sparse import (
+    SparseApproximation,
+    SparseOperator,
+    sparse_count,
+    sparse_entries_for_budget,
+    top_entries,
+)
+
+
+def _random_sparse(n=30, density=0.1, seed=0):
+    return sp.random_array((n, n), density=density, random_state=seed, format="csr",
+                           data_sampler=np.random.default_rng(seed).standard_normal)
+
+
+def test_count_and_its_inverse():
+    assert sparse_count(10, 0) == 11 and sparse_count(10, 7) == 25
+    for n in (1, 5, 40):
+        for budget in range(n + 1, n + 60):
+            s = sparse_entries_for_budget(n, budget)
+            assert sparse_count(n, s) <= budget or s == 0
+            assert s == min(n * n, s) and (s == n * n or sparse_count(n, s + 1) > budget)
+    assert sparse_entries_for_budget(3, 10**6) == 9
+    assert get_method("sparse").stores == "2·s + N + 1"
+    assert get_method("sparse").min_budget(10, RunContext()) == 13
+
+
+def test_exact_when_every_nonzero_fits():
+    X = _random_sparse()
+    nnz = X.nnz
+    need = 2 * nnz + 30 + 1
+    a = SparseApproximation(budget=need).fit(X)
+    assert a.stop_reason_ == "exact" and a.params_["exact"] is True
+    assert a.n_stored_ == need == a.params_["exact_budget"] == a.operator_.n_stored
+    assert a.params_["index_storage"] == nnz + 31 and a.params_["nnz"] == nnz
+    assert np.array_equal(a.to_dense(), X.toarray())
+    # A larger budget keeps the same entries and stores no more.
+    b = SparseApproximation(budget=10 * need).fit(X)
+    assert b.n_stored_ == need and b.stop_reason_ == "exact"
+    # One number short: the smallest entry goes.
+    c = SparseApproximation(budget=need - 1).fit(X)
+    assert c.stop_reason_ == "closed_form" and c.params_["exact"] is False
+    assert c.n_sparse_ == nnz - 1 and c.n_stored_ == need - 2
+    dropped = np.min(np.abs(X.data))
+    assert np.linalg.norm(X.toarray() - c.to_dense()) == pytest.approx(dropped)
+
+
+def test_keeps_the_largest_entries_best_s_sparse():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((20, 20))
+    for s in (1, 7, 150, 399, 400):
+        a = SparseApproximation(n_sparse=s).fit(X)
+        mags = np.sort(np.abs(X).ravel())[::-1]
+        assert a.n_sparse_ == s and a.n_stored_ == 2 * s + 21
+        assert np.linalg.norm(X - a.to_dense()) == pytest.approx(np.sqrt(np.sum(mags[s:] ** 2)), abs=1e-12)
+        kept = a.to_dense() != 0
+        assert np.all(np.abs(X[kept]).min() >= np.abs(X[~kept]).max(initial=0))
+
+
+def test_ties_go_to_row_major_order_and_sparse_input_agrees():
+    X = np.array([[0.0, 2.0, -2.0], [2.0, 0.0, 1.0], [-2.0, 3.0, 0.0]])
+    a = SparseApproximation(n_sparse=3).fit(X)
+    assert np.argwhere(a.to_dense()).tolist() == [[0, 1], [0, 2], [2, 1]]
+    b = SparseApproximation(n_sparse=3).fit(sp.csr_array(X))
+    assert np.array_equal(a.to_dense(), b.to_dense())
+    assert top_entries(np.array([1.0, 1.0, 1.0]), 2).tolist() == [0, 1]
+    assert top_entries(np.array([1.0, 2.0]), 0).size == 0
+
+
+def test_dense_and_sparse_input_give_the_same_fit_and_zeros_are_not_entries():
+    X = _random_sparse(seed=4)
+    X.data[:3] = 0.0  # explicit zeros are not entries of X
+    a = SparseApproximation(budget=120).fit(X)
+    b = SparseApproximation(budget=120).fit(X.toarray())
+    assert np.array_equal(a.to_dense(), b.to_dense()) and a.params_ == b.params_
+    assert a.params_["nnz"] == np.count_nonzero(X.toarray())
+
+
+def test_budget_below_one_entry_and_missing_parameters():
+    X = np.eye(6)
+    with pytest.raises(BudgetError, match="below one entry"):
+        SparseApproximation(budget=8).fit(X)
+    assert SparseApproximation(budget=9).fit(X).n_stored_ == 9
+    with pytest.raises(ParameterError, match="n_sparse or a budget"):
+        SparseApproximation().fit(X)
+    with pytest.raises(ParameterError, match="'n_sparse' parameter"):
+        SparseApproximation(n_sparse=-1).fit(X)
+    # The zero matrix: nothing to keep, exact with the row pointers alone.
+    z = SparseApproximation(budget=50).fit(np.zeros((6, 6)))
+    assert z.stop_reason_ == "exact" and z.n_stored_ == 7 and not z.to_dense().any()
+
+
+def test_operator_products_and_arrays_round_trip():
+    X = _random_sparse(n=17, seed=5)
+    op = SparseApproximation(n_sparse=25).fit(X).operator_
+    D = op.to_dense()
+    B = np.random.default_rng(6).standard_normal((17, 3))
+    assert np.allclose(op.matmat(B), D @ B) and np.allclose(op.rmatmat(B), D.T @ B)
+    assert np.allclose(op.rmatvec(B[:, 0]), D.T @ B[:, 0])
+    arrays, attrs = op.to_arrays()
+    assert set(arrays) == {"data", "indices", "indptr"} and attrs == {"n": 17}
+    assert sum(a.size for a in arrays.values()) == op.n_stored == 2 * 25 + 18
+    back = SparseOperator.from_arrays(arrays, attrs)
+    assert np.array_equal(back.to_dense(), D) and back.n_stored == op.n_stored
+    # The docstring's recipe, numpy alone.
+    n, data, indices, indptr = attrs["n"], arrays["data"], arrays["indices"], arrays["indptr"]
+    R = np.zeros((n, n))
+    R[np.repeat(np.arange(n), np.diff(indptr)), indices] = data
+    assert np.array_equal(R, D)
+    assert SparseOperator.kind == "csr"
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda a, t: a.pop("data"), "missing"),
+    (lambda a, t: a.update(indptr=a["indptr"][:-1]), "shapes"),
+    (lambda a, t: a.update(indices=a["indices"][:-1]), "shapes"),
+    (lambda a, t: a["indices"].__setitem__(0, 99), "outside"),
+    (lambda a, t: a.update(data=np.where(np.arange(a["data"].size) == 0, np.nan, a["data"])), "finite"),
+    (lambda a, t: a.update(indptr=a["indptr"][::-1].copy()), "indptr"),
+    (lambda a, t: a.update(indices=a["indices"].astype(float)), "integers"),
+    (lambda a, t: t.update(n=0), "at least 1"),
+])
+def test_from_arrays_refuses_inconsistent_arrays(change, match):
+    op = SparseApproximation(n_sparse=10).fit(_random_sparse(n=8, density=0.5, seed=7)).operator_
+    arrays, attrs = op.to_arrays()
+    arrays = {k: v.copy() for k, v in arrays.items()}
+    change(arrays, attrs)
+    with pytest.raises(InputError, match=match):
+        SparseOperator.from_arrays(arrays, attrs)
+
+
+def test_in_a_comparison_plain_storage_is_exact_on_a_sparse_network():
+    # A ring graph with a few chords: far fewer non-zeros than SF's budget stores.
+    n = 40
+    X = np.zeros((n, n))
+    i = np.arange(n)
+    X[i, (i + 1) % n] = X[(i + 1) % n, i] = 1.0
+    X[0, 20] = X[20, 0] = 2.0
+    c = compare(X, ["sparse", "tsvd"], budget="sf")
+    row = {r.method: r for r in c.results}
+    assert row["sparse"].fro_error == 0 and row["sparse"].params["exact"] is True
+    assert row["sparse"].nnz == 2 * np.count_nonzero(X) + n + 1 <= c.budget
+    assert row["tsvd"].fro_error > 0
