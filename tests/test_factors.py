@@ -180,3 +180,19 @@ def test_saving_a_fitted_estimator_records_its_fit(tmp_path):
     saved = load_factors(tmp_path / "nmf.h5")
     assert saved.kind == "nmf" and saved.n_stored == nmf.n_stored_ == 2 * 12 * 2
     assert np.allclose(saved.to_dense(), nmf.to_dense())
+
+
+def test_the_structured_methods_save_and_load_too(tmp_path):
+    from sfapprox import compare
+    from sfapprox.factors import save_results
+
+    X = np.random.default_rng(6).random((12, 12))  # not a power of two: butterfly-hier pads
+    c = compare(X, ["sparse", "monarch", "butterfly-hier"], budget=0.9, device="cpu")
+    files = save_results(c, tmp_path / "saved")
+    assert len(files) == 3
+    for r, path in zip(c.results, files):
+        saved = load_factors(path)
+        assert saved.kind == r.method and saved.n_stored == r.nnz
+        assert np.allclose(saved.to_dense(), r.operator.to_dense())
+        with h5py.File(path) as f:
+            assert "parts" in f and f.attrs["description"].startswith("An sfapprox fit")

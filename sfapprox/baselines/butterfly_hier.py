@@ -70,6 +70,7 @@ from scipy.sparse.linalg import LinearOperator
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._params import Interval, Options
 from .._settings import DEFAULT_TIME_LIMIT
+from ..factors import register_operator
 from ..linop import ChordOperator
 
 __all__ = [
@@ -231,6 +232,7 @@ def factorize(X: np.ndarray, order: str = "left-to-right") -> tuple[np.ndarray, 
 
 
 # --------------------------------------------------------------------------- the operator
+@register_operator  # save_factors / load_factors handle it
 class PaddedButterflyOperator(LinearOperator):
     """The leading ``n x n`` block of a butterfly product of order ``N' = 2^L > n``.
 
@@ -367,6 +369,8 @@ class HierarchicalButterfly(Approximation):
     >>> b.n_stored_, bool(np.allclose(b.to_dense(), X))
     (128, True)
     """
+
+    _method = "butterfly-hier"
 
     _parameter_constraints = {
         "order": Options(("best",) + ORDERS),

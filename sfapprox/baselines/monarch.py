@@ -67,6 +67,7 @@ from scipy.sparse.linalg import LinearOperator
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._params import Interval
 from .._settings import DEFAULT_TIME_LIMIT
+from ..factors import register_operator
 
 __all__ = [
     "Monarch",
@@ -239,6 +240,7 @@ def _monarch_slabs(left: np.ndarray, right: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- the operator
+@register_operator  # save_factors / load_factors handle it
 class MonarchOperator(LinearOperator):
     """A block-rank-``r`` Monarch matrix ``Σ_t P L^(t) P^T R^(t)``, cropped to ``n x n``.
 
@@ -395,6 +397,8 @@ class Monarch(Approximation):
     >>> (m.params_["left_block"], m.params_["rank"], m.n_stored_), bool(np.allclose(m.to_dense(), X))
     ((4, 1, 128), True)
     """
+
+    _method = "monarch"
 
     _parameter_constraints = {
         "rank": Interval(int, 1, None, allow_none=True),

@@ -370,7 +370,12 @@ class NMF(Approximation):
         ``check_input=False`` skips validating ``X`` (the caller did).
         """
         from .._device import resolve_device, resolve_dtype
-        from .._errors import BudgetError, ConvergenceWarning, NotApplicableError, ParameterError
+        from .._errors import (
+            BudgetError,
+            ConvergenceWarning,
+            NotApplicableError,
+            ParameterError,
+        )
         from ..linop import HybridOperator
 
         X = self._validate(X, check_input)

@@ -36,6 +36,7 @@ from scipy.sparse.linalg import LinearOperator
 
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._params import Interval
+from ..factors import register_operator
 
 __all__ = ["SparseApproximation", "SparseOperator", "sparse_count", "sparse_entries_for_budget", "top_entries"]
 
@@ -105,6 +106,7 @@ def _nonzeros(X) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 # --------------------------------------------------------------------------- the operator
+@register_operator  # save_factors / load_factors handle it
 class SparseOperator(LinearOperator):
     """An ``N x N`` CSR matrix as a LinearOperator that counts its stored numbers.
 
@@ -242,6 +244,8 @@ class SparseApproximation(Approximation):
     >>> SparseApproximation(budget=10).fit(X).stop_reason_
     'exact'
     """
+
+    _method = "sparse"
 
     _parameter_constraints = {
         "n_sparse": Interval(int, 0, None, allow_none=True),
