@@ -193,6 +193,9 @@ class MethodSpec:
         Its ``operator_`` can be written to a factors file.
     order : int
         Position in listings (then by name).
+    label : str
+        What the method is, in a verdict ("low rank (TSVD)"); default: its name.
+        Labels starting with "SF" mark the Chord family.
     """
 
     name: str
@@ -202,6 +205,7 @@ class MethodSpec:
     min_budget: Callable[[int, RunContext], int | None]
     saves: bool = True
     order: int = 100
+    label: str = ""
 
 
 _REGISTRY: dict[str, MethodSpec] = {}

@@ -119,9 +119,14 @@ def warnings_at_caller(stacklevel: int = 4) -> Iterator[None]:
             warnings.warn(w.message, w.category, stacklevel=stacklevel)
 
 
+#: The methods :func:`compare` runs when none are named: SF, the best low-rank
+#: surrogate, and plain sparse storage (which is exact and cheapest for many graphs).
+DEFAULT_METHODS = ("sf", "tsvd", "sparse")
+
+
 def compare(
     matrix,
-    methods: str | Sequence[str] = ("sf", "tsvd"),
+    methods: str | Sequence[str] = DEFAULT_METHODS,
     *,
     budget: str | int | float | None = "sf",
     settings: FitSettings | None = None,
@@ -142,8 +147,9 @@ def compare(
     matrix : LoadedMatrix, path, ndarray or scipy sparse array
         The square matrix: what :func:`~sfapprox.load_matrix` returns, a file
         (loaded with ``load``), or an array.
-    methods : str or sequence of str, default=("sf", "tsvd")
-        Names from :func:`available_methods` (``"sf,tsvd"`` works too).
+    methods : str or sequence of str, default=DEFAULT_METHODS
+        Names from :func:`available_methods` (``"sf,tsvd"`` works too);
+        by default SF, TSVD and plain sparse storage.
     budget : "sf", int or float, default="sf"
         Stored-number budget: SF's own reference count, a count, or a fraction of ``N**2``.
     settings : FitSettings, optional
@@ -239,6 +245,7 @@ def run_all(
     results: list[MethodResult] = []
     for name in names:
         start = time.perf_counter()
+        need = get_method(name).min_budget(X.shape[0], context)
         try:
             result = run_method(name, X, budget.value, context, fro_norm)
         except ResourceError as exc:
@@ -252,6 +259,7 @@ def run_all(
             # nothing worth keeping, but the finished rows are.
             result = MethodResult(name, "interrupted", reason="stopped by Ctrl-C before it finished",
                                   seconds=time.perf_counter() - start)
+        result.min_budget = need
         results.append(result)
         if on_result is not None:
             on_result(result)

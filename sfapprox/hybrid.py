@@ -861,6 +861,7 @@ register(
         make=_maker(ChordLowRank),
         min_budget=lambda n, context: min(b for b in (sf_min_budget(n), tsvd_count(n, 1)) if b is not None),
         order=50,
+        label="SF + low rank",
     )
 )
 register(
@@ -871,5 +872,6 @@ register(
         make=_maker(ChordSparse),
         min_budget=lambda n, context: rpca_count(n, 0, 1, count_indices=context.count_indices),
         order=51,
+        label="SF + sparse",
     )
 )

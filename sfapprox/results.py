@@ -24,7 +24,8 @@ class MethodResult:
 
     ``status`` is ``"ok"``, ``"not applicable"`` (``reason`` says why),
     ``"failed"`` or ``"interrupted"``; errors are None unless there is an
-    approximation to score.  ``operator`` is the fitted surrogate (a
+    approximation to score.  ``min_budget`` is the smallest budget at which
+    the method applies to this matrix.  ``operator`` is the fitted surrogate (a
     LinearOperator with ``to_dense()`` and ``n_stored``) and ``estimator`` the
     fitted method object; neither is part of :meth:`to_dict`.
     """
@@ -37,6 +38,7 @@ class MethodResult:
     seconds: float | None = None
     params: dict[str, Any] = field(default_factory=dict)
     reason: str | None = None
+    min_budget: int | None = None
     operator: Any = field(default=None, repr=False, compare=False)
     estimator: Any = field(default=None, repr=False, compare=False)
 
@@ -73,6 +75,45 @@ class Comparison:
                 return r
         raise KeyError(method)
 
+    def verdict(self) -> dict[str, Any] | None:
+        """What the rows say, in one line: which kind of surrogate wins, and by how much.
+
+        Returns ``{"winner", "text", "ratio", "exact"}`` (None without a scored row):
+        ``"exact sparse storage is cheapest"`` when storing X's non-zeros fits the
+        budget, ``"SF wins by 3.2x"`` (the next best error over SF's), or ``"low rank
+        (TSVD) wins: SF's error is 2.1x larger"``.
+        """
+        scored = sorted((r for r in self.results if r.status == "ok" and r.fro_error is not None),
+                        key=lambda r: r.fro_error)
+        if not scored:
+            return None
+        best = scored[0]
+        label = _label(best.method)
+        exact = best.fro_error == 0.0 or (best.rel_error is not None and best.rel_error < 1e-12)
+        sparse = next((r for r in scored if r.method == "sparse" and r.params.get("exact")), None)
+        sf = next((r for r in scored if r.method == "sf"), None)
+        ratio = None
+        if sparse is not None:
+            text = (f"exact sparse storage is cheapest: X's {sparse.params.get('nnz', sparse.params.get('n_sparse'))} "
+                    f"non-zeros take {sparse.nnz:,} numbers ({100 * sparse.nnz / self.budget:.0f}% of the budget) "
+                    "and reproduce it exactly")
+            best, exact = sparse, True
+        elif exact:
+            text = f"{label} reproduces X exactly within the budget"
+        elif label.startswith("SF"):
+            runner = next((r for r in scored[1:] if not _label(r.method).startswith("SF")), None)
+            if runner is None:
+                text = f"{label} wins (no other kind of method ran)"
+            else:
+                ratio = runner.fro_error / best.fro_error
+                text = f"{label} wins by {ratio:.3g}x over {_label(runner.method)}"
+        elif sf is not None:
+            ratio = sf.fro_error / best.fro_error
+            text = f"{label} wins: SF's error is {ratio:.3g}x larger"
+        else:
+            text = f"{label} wins"
+        return {"winner": best.method, "text": text, "ratio": ratio, "exact": exact}
+
     def to_dict(self) -> dict[str, Any]:
         return jsonable(
             {
@@ -80,6 +121,7 @@ class Comparison:
                 "budget": self.budget,
                 "budget_spec": self.budget_spec,
                 "winner": self.winner(),
+                "verdict": self.verdict(),
                 "results": [r.to_dict() for r in self.results],
                 "settings": self.settings,
                 "versions": self.versions,
@@ -92,6 +134,7 @@ class Comparison:
         table = Table(
             f"{name}  (N={n}, budget {self.budget:,} stored numbers = {100 * self.budget / n**2:.2f}% of N²)",
             [Column("method", "method", "left"), Column("stored", "stored"), Column("of_budget", "of budget"),
+             Column("min_budget", "needs at least"),
              Column("fro_error", "‖X−X̂‖_F"), Column("rel_error", "relative"), Column("seconds", "seconds"),
              Column("status", "status", "left"), Column("details", "details", "left")],
         )
@@ -103,6 +146,7 @@ class Comparison:
                     "method": r.method + (" ★" if mark else ""),
                     "stored": "–" if r.nnz is None else f"{r.nnz:,}",
                     "of_budget": "–" if r.nnz is None else f"{100 * r.nnz / self.budget:.1f}%",
+                    "min_budget": "–" if r.min_budget is None else f"{r.min_budget:,}",
                     "fro_error": fmt_number(r.fro_error),
                     "rel_error": fmt_number(r.rel_error),
                     "seconds": fmt_seconds(r.seconds),
@@ -113,7 +157,17 @@ class Comparison:
             )
         if winner is not None:
             table.notes.append(f"★ smallest error at this budget: {winner}")
+        verdict = self.verdict()
+        if verdict is not None:
+            table.notes.append(f"verdict: {verdict['text']}")
         return [table]
+
+
+def _label(method: str) -> str:
+    from ._base import methods
+
+    spec = methods().get(method)
+    return (spec.label or spec.name) if spec is not None else method
 
 
 #: Short names of the fitted parameters shown in the details column.

@@ -11,7 +11,8 @@ def test_comparison_shape_and_winner():
     ])
     d = c.to_dict()
     assert d["winner"] == "sf" and d["budget"] == 10
-    assert set(d["results"][0]) == {"method", "status", "nnz", "fro_error", "rel_error", "seconds", "params", "reason"}
+    assert set(d["results"][0]) == {"method", "status", "nnz", "fro_error", "rel_error", "seconds", "params", "reason",
+                                    "min_budget"}
     assert d["results"][2]["fro_error"] is None
 
 
@@ -23,3 +24,20 @@ def test_comparison_table_marks_the_winner():
     (table,) = c.tables()
     assert table.rows[0]["method"] == "sf ★" and table.best[0] and not table.best[1]
     assert table.rows[0]["details"] == "M=2 stop=ftol" and table.rows[1]["seconds"] == "0.10"
+
+
+def _row(method, fro, **params):
+    return MethodResult(method, "ok", 10, fro, fro / 10, 0.1, params)
+
+
+def test_verdicts():
+    info = {"name": "m", "n": 8}
+    exact_sparse = Comparison(info, 100, "sf", [_row("sf", 1.0), _row("sparse", 0.0, exact=True, nnz=12)])
+    assert exact_sparse.verdict()["text"].startswith("exact sparse storage is cheapest: X's 12 non-zeros")
+    sf_wins = Comparison(info, 100, "sf", [_row("sf", 1.0), _row("tsvd", 3.2), _row("sf-symmetric", 1.5)])
+    v = sf_wins.verdict()
+    assert v["winner"] == "sf" and v["text"] == "SF wins by 3.2x over low rank (TSVD)" and v["ratio"] == 3.2
+    low_rank = Comparison(info, 100, "sf", [_row("sf", 2.1), _row("tsvd", 1.0)])
+    assert low_rank.verdict()["text"] == "low rank (TSVD) wins: SF's error is 2.1x larger"
+    assert Comparison(info, 100, "sf", []).verdict() is None
+    assert "verdict" in low_rank.to_dict() and low_rank.tables()[0].notes[-1].startswith("verdict: low rank")

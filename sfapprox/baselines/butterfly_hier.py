@@ -473,5 +473,6 @@ register(
         make=_make,
         min_budget=lambda n, context: butterfly_hier_count(n),
         order=61,
+        label="hierarchical butterfly",
     )
 )

@@ -543,5 +543,6 @@ register(
         make=_make,
         min_budget=lambda n, context: monarch_min_budget(n),
         order=60,
+        label="Monarch",
     )
 )

@@ -451,5 +451,6 @@ register(
         make=_make,
         min_budget=lambda n, context: nmf_count(n, 1),
         order=40,
+        label="non-negative low rank (NMF)",
     )
 )

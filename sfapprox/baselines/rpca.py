@@ -667,4 +667,4 @@ for _name, _method, _summary, _order in (
     ("rpca-pcp", "pcp", "Robust PCA by Principal Component Pursuit, cut to the budget and refitted", 31),
 ):
     register(MethodSpec(name=_name, summary=_summary, stores="r·(2N + 1) + s", make=_maker(_method),
-                        min_budget=_min_budget, order=_order))
+                        min_budget=_min_budget, order=_order, label="low rank + sparse (RPCA)"))

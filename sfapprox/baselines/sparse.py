@@ -320,5 +320,6 @@ register(
         make=_make,
         min_budget=_min_budget,
         order=25,
+        label="sparse storage",
     )
 )

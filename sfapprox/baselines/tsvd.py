@@ -169,5 +169,6 @@ register(
         make=_make,
         min_budget=lambda n, context: tsvd_count(n, 1),
         order=20,
+        label="low rank (TSVD)",
     )
 )

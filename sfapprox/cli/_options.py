@@ -38,6 +38,14 @@ def _method_names() -> str:
     return ", ".join(methods())
 
 
+def _default_methods() -> str:
+    from ..comparison import DEFAULT_METHODS
+
+    return ",".join(DEFAULT_METHODS)
+
+
+#: The methods compare/sweep/batch run when --methods is not given.
+DEFAULT_METHODS = _default_methods()
 Methods = Annotated[str, typer.Option("--methods", help=f"Comma-separated methods (see 'sfapprox methods'): {_method_names()}.", metavar="LIST")]
 Budget = Annotated[str, typer.Option("--budget", help="Stored numbers per method: 'sf' (SF's own count), a whole number, or a fraction of N² (0.05).", metavar="BUDGET")]
 Force = Annotated[bool, flag("--force", help="Overwrite existing output files.")]

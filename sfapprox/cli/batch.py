@@ -84,7 +84,7 @@ def batch_progress(quiet: bool) -> Iterator[Any]:
 def batch(
     manifest: ManifestPath,
     out_dir: OutDir,
-    methods: o.Methods = "sf,tsvd",
+    methods: o.Methods = o.DEFAULT_METHODS,
     budget: o.Budget = "sf",
     protocol: Annotated[Literal["default", "paper"], typer.Option("--protocol", help="default, or paper: TSVD rank ceil(M²/2) and SF's reference structure (Table 1).")] = "default",
     count_indices: Annotated[bool, o.flag("--count-indices", help="Charge sparse entries 2 numbers (value + position).")] = False,

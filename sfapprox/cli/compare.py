@@ -16,7 +16,7 @@ from ._render import check_outputs, emit, fit_progress, note
 @o.options(o.LOAD, o.FIT, o.OUTPUTS)
 def compare(
     path: o.MatrixPath,
-    methods: o.Methods = "sf,tsvd",
+    methods: o.Methods = o.DEFAULT_METHODS,
     budget: o.Budget = "sf",
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the original, each method's approximation and its residual (PNG/PDF/SVG; needs matplotlib).", metavar="FILE")] = None,
     count_indices: Annotated[bool, o.flag("--count-indices", help="Charge sparse entries 2 numbers (value + position).")] = False,

@@ -17,7 +17,7 @@ from ._render import check_outputs, emit, fit_progress, note
 def sweep(
     path: o.MatrixPath,
     budgets: Annotated[Optional[str], typer.Option("--budgets", help="Comma-separated budgets: fractions of N², counts or 'sf' (default: 0.5 to 3 times the smallest budget at which every method applies).", metavar="LIST", show_default=False)] = None,
-    methods: o.Methods = "sf,tsvd",
+    methods: o.Methods = o.DEFAULT_METHODS,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write an error-vs-budget chart (PNG/PDF/SVG; needs matplotlib).", metavar="FILE")] = None,
     count_indices: Annotated[bool, o.flag("--count-indices", help="Charge sparse entries 2 numbers (value + position).")] = False,
     quiet: o.Quiet = False,

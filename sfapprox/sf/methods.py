@@ -58,6 +58,7 @@ def _register(name: str, support: str, summary: str, stores: str, order: int) ->
             make=lambda n, budget, context: sf_estimator(n, budget, context, support=support),
             min_budget=lambda n, context: sf_min_budget(n, support=support),
             order=order,
+            label="SF" if support == "chord" else f"SF ({support})",
         )
     )
 
