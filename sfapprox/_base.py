@@ -134,6 +134,28 @@ class Approximation:
         """The fitted surrogate as a LinearOperator (the same object as ``operator_``)."""
         return self.operator_
 
+    def to_scipy(self) -> list:
+        """The fitted factors as ``scipy.sparse.csr_array`` matrices whose product is the surrogate.
+
+        For SF (and the butterfly methods) the M Chord factors, ``W1 @ ... @ WM``,
+        one stored entry per value.  Methods whose surrogate is not a product of
+        sparse factors (low rank, sums of parts) raise ParameterError: use
+        ``operator_`` (or ``to_dense()``) instead.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sfapprox import ChordSF
+        >>> W = ChordSF(max_iter=5, device="cpu").fit(np.eye(8)).to_scipy()
+        >>> len(W), W[0].shape, sum(w.nnz for w in W)
+        (3, (8, 8), 96)
+        """
+        export = getattr(self.operator_, "to_sparse_factors", None)
+        if export is None:
+            raise ParameterError(f"{type(self).__name__}'s surrogate ({type(self.operator_).__name__}) is not a "
+                                 "product of sparse factors; use operator_ or to_dense()")
+        return export()
+
 
 def _same(a: Any, b: Any) -> bool:
     try:
