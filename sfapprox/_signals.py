@@ -67,7 +67,17 @@ def stop_signal() -> int | None:
 
 
 def exit_code(code: int) -> int:
-    """The process exit code: an interruption (130) caused by SIGTERM becomes 143 (128 + 15)."""
+    """The process exit code: an interruption (130) caused by SIGTERM becomes 143 (128 + 15).
+
+    After a stop signal, further ones are ignored from here on: the program
+    is exiting, and one arriving during interpreter shutdown (when Python
+    has put the default actions back) would otherwise end it with a signal
+    instead of this code.
+    """
+    if stop_signal() is not None and threading.current_thread() is threading.main_thread():
+        for signum in STOP_SIGNALS:
+            with contextlib.suppress(ValueError, OSError):
+                signal.signal(signum, signal.SIG_IGN)
     if code == 130 and stop_signal() == signal.SIGTERM:
         return 128 + signal.SIGTERM
     return code
