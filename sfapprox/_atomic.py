@@ -1,15 +1,26 @@
-"""Writing files so that a reader never sees half of one: temporary file, fsync, rename.
+"""Writing files so that a reader never sees half of one, and no file is replaced unasked.
 
 Every file sfapprox writes (JSON, tables, factors, plots, downloads) goes
-through :func:`atomic_path` (pooch's habit): the data is written to a
+through :func:`atomic_path` (pooch's habit): the data is written to a hidden
 temporary file in the destination folder, flushed to disk, and only then
-renamed onto the target.  A crash, Ctrl-C or full disk while writing
-leaves the old file (or nothing) in place and no temporary behind.
+moved onto the target.  A crash, Ctrl-C, SIGTERM or full disk while writing
+leaves the old file (or nothing) in place and no temporary behind (only a
+``kill -9`` can leave a hidden ``.<name>.*.tmp``).
+
+Without ``force`` the move itself refuses to replace a file: the target is
+created with a hard link (or an exclusive create where the file system has no
+hard links), so a file that appeared while a long fit ran is never
+overwritten; the finished result is then kept beside it under a new name
+(:class:`OutputExistsError` says which), never lost.  SIGINT and SIGTERM are held back
+while an output is written and delivered once it is complete
+(:func:`sfapprox._signals.deferred`).
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import errno
 import json
 import os
 import tempfile
@@ -18,36 +29,162 @@ from pathlib import Path
 from typing import Any
 
 from ._errors import SfapproxError
+from ._signals import deferred
 
-__all__ = ["atomic_path", "write_text", "write_json"]
+__all__ = ["atomic_path", "write_text", "write_json", "write_bytes", "OutputError", "OutputExistsError",
+           "written_outputs"]
+
+#: errnos of a file system that cannot make hard links (FAT, exFAT, some FUSE and SMB mounts).
+_NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK, errno.EXDEV}
+
+#: Outputs this process has finished writing, the latest last (for "what exists" after an interruption).
+_written: collections.deque[Path] = collections.deque(maxlen=1000)
+
+
+class OutputError(SfapproxError):
+    """An output file could not be written (full disk, no permission, ...); nothing partial was left.
+
+    Attributes
+    ----------
+    path : Path
+        The output file.
+    errno : int or None
+        The operating system's error number (``errno.ENOSPC`` for a full disk).
+    """
+
+    def __init__(self, message: str, path: Path, errno_: int | None = None):
+        super().__init__(message)
+        self.path = path
+        self.errno = errno_
+
+
+class OutputExistsError(SfapproxError):
+    """An output's name was taken (e.g. by a file created while a fit ran); the result was kept elsewhere.
+
+    Attributes
+    ----------
+    path : Path
+        The output name, left untouched.
+    kept : Path
+        Where the finished result was saved instead.
+    """
+
+    def __init__(self, message: str, path: Path, kept: Path):
+        super().__init__(message)
+        self.path = path
+        self.kept = kept
+
+
+def written_outputs() -> list[Path]:
+    """The files :func:`atomic_path` has put in place in this process (the last 1000), oldest first."""
+    return list(_written)
 
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, *, force: bool = True, make_parents: bool = False) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; move it into place only on success.
 
-    With ``force=False`` an existing file is an error raised before anything
-    is written.  ``make_parents`` creates the destination folder (caches).
+    Parameters
+    ----------
+    path : path
+        The output file.
+    force : bool, default=True
+        Replace an existing file.  With False an existing file is never
+        replaced: the check is the final move itself (atomic, so a file that
+        appeared while the result was computed counts too), and the finished
+        result is then kept as ``<stem>.<pid>.new<suffix>`` beside it
+        (:class:`OutputExistsError` says where).  Commands refuse existing
+        outputs before they start work (``check_output``); this is the last
+        line of defence, and it never loses a result.
+    make_parents : bool, default=False
+        Create the destination folder (caches).
+
+    Raises
+    ------
+    OutputError
+        When the file cannot be written (full disk, permissions): one line
+        naming ``path`` and the cause; no temporary is left behind.
     """
     target = Path(path)
-    if target.exists() and not force:
-        raise SfapproxError(f"{target}: already exists; use --force to overwrite it")
     parent = target.parent if str(target.parent) else Path(".")
     if make_parents:
         parent.mkdir(parents=True, exist_ok=True)
     if not parent.is_dir():
         raise SfapproxError(f"{target}: folder {parent} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+    except OSError as exc:
+        raise _output_error(target, exc) from exc
     os.close(fd)
     try:
-        yield Path(tmp)
-        # mkstemp creates the file 0600; give it the mode a plain open() would have.
-        os.chmod(tmp, 0o666 & ~_umask())
-        _fsync(tmp)  # the rename must not land before the data on a crash
-        os.replace(tmp, target)
+        # A Ctrl-C or SIGTERM while the file is written waits until it is complete.
+        with deferred():
+            try:
+                yield Path(tmp)
+                # mkstemp creates the file 0600; give it the mode a plain open() would have.
+                os.chmod(tmp, 0o666 & ~_umask())
+                _fsync(tmp)  # the rename must not land before the data on a crash
+                if force:
+                    os.replace(tmp, target)
+                else:
+                    _place_new(Path(tmp), target)
+            except OSError as exc:
+                raise _output_error(target, exc) from exc
+            _written.append(target)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+
+
+def _output_error(target: Path, exc: OSError) -> OutputError:
+    cause = exc.strerror or " ".join(str(exc).split()) or type(exc).__name__
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        cause += f" (the file system holding {target.parent if str(target.parent) else '.'} is full; free some space)"
+    return OutputError(f"{target}: not written: {cause}; no partial file was left", target, exc.errno)
+
+
+def _place_new(tmp: Path, target: Path) -> None:
+    """Move ``tmp`` onto ``target`` only if ``target`` does not exist, atomically; never replace."""
+    try:
+        os.link(tmp, target)  # fails with EEXIST if the name was taken meanwhile, whoever took it
+        return
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        if exc.errno not in _NO_HARD_LINKS:
+            raise
+        # No hard links here: reserve the name with an exclusive create, then
+        # rename over our own empty reservation.
+        try:
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            pass
+        else:
+            os.replace(tmp, target)
+            return
+    kept = _keep_aside(tmp, target)
+    raise OutputExistsError(
+        f"{target}: already exists, so it was left untouched; this result was saved as {kept} instead "
+        "(use --force to overwrite)", target, kept)
+
+
+def _keep_aside(tmp: Path, target: Path) -> Path:
+    """Give the finished temporary a visible, unused name beside ``target``."""
+    for attempt in range(100):
+        extra = f".{attempt}" if attempt else ""
+        kept = target.with_name(f"{target.stem}.{os.getpid()}{extra}.new{target.suffix}")
+        try:
+            os.link(tmp, kept)
+            return kept
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            if exc.errno not in _NO_HARD_LINKS:
+                raise
+            if not os.path.lexists(kept):
+                os.replace(tmp, kept)
+                return kept
+    raise FileExistsError(errno.EEXIST, "no free name to keep the result", str(target))
 
 
 def _umask() -> int:
@@ -69,10 +206,16 @@ def _fsync(path: str | os.PathLike) -> None:
         os.close(fd)
 
 
+def write_bytes(path: str | os.PathLike, data: bytes | memoryview, *, force: bool = True) -> None:
+    """Write ``data``, atomically (a full disk is a clean :class:`OutputError`, never a partial file)."""
+    with atomic_path(path, force=force) as tmp:
+        with open(tmp, "wb") as f:
+            f.write(data)
+
+
 def write_text(path: str | os.PathLike, text: str, *, force: bool = True) -> None:
     """Write ``text`` (UTF-8), atomically."""
-    with atomic_path(path, force=force) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+    write_bytes(path, text.encode("utf-8"), force=force)
 
 
 def write_json(path: str | os.PathLike, data: Any, *, force: bool = True) -> None:

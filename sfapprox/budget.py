@@ -127,11 +127,23 @@ class Budget:
     value : int
         Maximum number of stored numbers any method may use.
     spec : str
-        What the user asked for (``"sf"``, ``"0.05"``, ``"12000"``).
+        What the user asked for (``"sf"``, ``"0.05"``, ``"12000"``); a budget
+        clamped to ``N^2`` says so: ``"1e30 (clamped to N^2 = 256)"``.
+    requested : int or None
+        The count asked for when it was above ``N^2`` and clamped (else None).
     """
 
     value: int
     spec: str
+    requested: int | None = None
+
+    @property
+    def note(self) -> str | None:
+        """A sentence for the user when the budget was clamped (None otherwise)."""
+        if self.requested is None:
+            return None
+        return (f"budget {self.spec.split(' (')[0]} ({self.requested:.3g} stored numbers) is above the "
+                f"{self.value:,} entries of the matrix; using {self.value:,} (a dense copy costs no more)")
 
 
 def parse_budget(spec: str | int | float | None) -> str:
@@ -163,6 +175,13 @@ def parse_budget(spec: str | int | float | None) -> str:
 def resolve_budget(spec: str | int | float | None, n: int) -> Budget:
     """Turn a budget specification into a number of stored values for an ``n x n`` matrix.
 
+    A count above ``N^2`` is clamped to ``N^2``: the dense matrix itself
+    stores that many numbers, so no compact surrogate has a use for more
+    (and SF would otherwise grow its number of factors without bound).  The
+    clamped budget keeps what was asked in ``requested`` and says so in its
+    ``spec``.  ``"sf"`` is SF's own count, which for very small ``N`` can
+    exceed ``N^2``; it is never clamped.
+
     Examples
     --------
     >>> resolve_budget("sf", 36).value
@@ -171,6 +190,8 @@ def resolve_budget(spec: str | int | float | None, n: int) -> Budget:
     50
     >>> resolve_budget("100", 10).value
     100
+    >>> resolve_budget("1e30", 16)
+    Budget(value=256, spec='1e30 (clamped to N^2 = 256)', requested=1000000000000000019884624838656)
     """
     text = parse_budget(spec)
     if text == "sf":
@@ -183,6 +204,9 @@ def resolve_budget(spec: str | int | float | None, n: int) -> Budget:
         count = int(value)
     if count < 1:
         raise BudgetError(f"budget {spec!r} is less than one stored number for N={n}")
+    dense = int(n) * int(n)
+    if count > dense:
+        return Budget(dense, f"{text} (clamped to N^2 = {dense})", count)
     return Budget(count, text)
 
 
@@ -235,6 +259,9 @@ def sf_config_for_budget(n: int, budget: int, *, max_base: int = 16, support: st
     to fewer factors.  The reference structure (``b = 2``, ``M = ceil(log2 N)``)
     is chosen exactly when ``B`` equals its count.  The butterfly support has
     one structure (``M = log2 N``, ``2 N M`` numbers): it fits or it does not.
+    At most ``max(N, M_b)`` factors are taken, whatever the budget, so a huge
+    budget cannot ask for an endless structure (user budgets are clamped to
+    ``N^2`` before they get here, :func:`resolve_budget`).
 
     Raises
     ------
@@ -257,7 +284,7 @@ def sf_config_for_budget(n: int, budget: int, *, max_base: int = 16, support: st
     for base, k, m_min in _full_structures(n, support, max_base):
         need = n * k * m_min
         smallest = need if smallest is None else min(smallest, need)
-        m = budget // (n * k)
+        m = min(int(budget) // (n * k), max(int(n), m_min))
         if m < m_min:
             continue
         cand = SFConfig(base, int(m), k, n * k * int(m), support)

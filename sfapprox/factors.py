@@ -34,6 +34,7 @@ virtual datasets).  Anything else is an :class:`~sfapprox.InputError`.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from collections.abc import Callable
@@ -43,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from ._atomic import atomic_path
+from ._atomic import write_bytes
 from ._errors import InputError, SfapproxError
 from .chord import SUPPORTS
 from .formats import jsonable
@@ -246,34 +247,37 @@ def save_factors(
         settings = settings or {k: v for k, v in estimator.get_params().items() if not callable(v)}
     n = operator.shape[0]
     op_kind = _operator_kind(operator)
-    with atomic_path(path, force=force) as tmp:
-        with h5py.File(tmp, "w") as f:
-            f.attrs["format"] = FACTORS_FORMAT
-            f.attrs["format_version"] = FACTORS_VERSION
-            f.attrs["kind"] = kind or _default_method(operator)
-            f.attrs["operator"] = op_kind
-            f.attrs["n"] = n
-            f.attrs["n_stored"] = int(operator.n_stored)
-            if op_kind == "chord":
-                _write_chord(f, operator, n)
-                f.attrs["description"] = f"An sfapprox fit of a {n} x {n} matrix A. " + _CHORD_TEXT
-            elif op_kind == "hybrid":
-                _write_hybrid(f, operator)
-                f.attrs["description"] = f"An sfapprox fit of a {n} x {n} matrix A. " + _HYBRID_TEXT
-            else:
-                arrays, attrs = operator.to_arrays()
-                group = f.create_group("parts")
-                for name, value in attrs.items():
-                    group.attrs[name] = value
-                for name, array in arrays.items():
-                    group.create_dataset(name, data=np.asarray(array))
-                layout = " ".join((type(operator).__doc__ or "").strip().split("\n\n")[0].split())
-                f.attrs["description"] = f"An sfapprox fit of a {n} x {n} matrix A (group 'parts'): {layout}"
-            f.create_dataset("loss_history", data=np.asarray(loss_history, dtype=np.float64))
-            _describe(f.items())
-            for key, value in (("fit", fit or {}), ("settings", settings or {}), ("source", source or {}),
-                               ("versions", library_versions())):
-                f.attrs[key] = json.dumps(jsonable(value))
+    # Built in memory, then written by one checked write: HDF5 writing straight to a full disk
+    # can crash inside the library; a full disk must be one error line, with no partial file.
+    buffer = io.BytesIO()
+    with h5py.File(buffer, "w") as f:
+        f.attrs["format"] = FACTORS_FORMAT
+        f.attrs["format_version"] = FACTORS_VERSION
+        f.attrs["kind"] = kind or _default_method(operator)
+        f.attrs["operator"] = op_kind
+        f.attrs["n"] = n
+        f.attrs["n_stored"] = int(operator.n_stored)
+        if op_kind == "chord":
+            _write_chord(f, operator, n)
+            f.attrs["description"] = f"An sfapprox fit of a {n} x {n} matrix A. " + _CHORD_TEXT
+        elif op_kind == "hybrid":
+            _write_hybrid(f, operator)
+            f.attrs["description"] = f"An sfapprox fit of a {n} x {n} matrix A. " + _HYBRID_TEXT
+        else:
+            arrays, attrs = operator.to_arrays()
+            group = f.create_group("parts")
+            for name, value in attrs.items():
+                group.attrs[name] = value
+            for name, array in arrays.items():
+                group.create_dataset(name, data=np.asarray(array))
+            layout = " ".join((type(operator).__doc__ or "").strip().split("\n\n")[0].split())
+            f.attrs["description"] = f"An sfapprox fit of a {n} x {n} matrix A (group 'parts'): {layout}"
+        f.create_dataset("loss_history", data=np.asarray(loss_history, dtype=np.float64))
+        _describe(f.items())
+        for key, value in (("fit", fit or {}), ("settings", settings or {}), ("source", source or {}),
+                           ("versions", library_versions())):
+            f.attrs[key] = json.dumps(jsonable(value))
+    write_bytes(path, buffer.getbuffer(), force=force)
 
 
 def _fit_record(est) -> dict[str, Any]:

@@ -1,18 +1,241 @@
-"""Atomic writes: whole files or none, never an overwrite without force."""
+"""Atomic writes: whole files or none, never an overwrite without force, nothing left on a full disk."""
 
+from __future__ import annotations
+
+import errno
 import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from sfapprox import SfapproxError
-from sfapprox._atomic import write_json
+from sfapprox._atomic import OutputError, OutputExistsError, atomic_path, write_json, write_text, written_outputs
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
 
 
 def test_atomic_json_and_no_overwrite(tmp_path):
     path = tmp_path / "r.json"
     write_json(path, {"a": float("nan"), "b": np.float64(2.5), "c": np.arange(2)})
     assert json.loads(path.read_text()) == {"a": None, "b": 2.5, "c": [0, 1]}
-    with pytest.raises(SfapproxError, match="already exists"):
-        write_json(path, {}, force=False)
+    assert written_outputs()[-1] == path
+    with pytest.raises(SfapproxError, match="already exists, so it was left untouched; this result was saved as"):
+        write_json(path, {"new": 1}, force=False)
     assert json.loads(path.read_text())["b"] == 2.5
+    assert json.loads((tmp_path / f"r.{os.getpid()}.new.json").read_text()) == {"new": 1}
+
+
+# ------------------------------------------------------------------ no clobbering at the final move
+
+
+def test_a_file_created_during_the_write_is_kept_and_so_is_the_result(tmp_path):
+    path = tmp_path / "f.json"
+    with pytest.raises(OutputExistsError) as info:
+        with atomic_path(path, force=False) as tmp:
+            tmp.write_text("the finished result")
+            path.write_text("the user's file")  # another program, while we worked
+    assert path.read_text() == "the user's file"
+    kept = info.value.kept
+    assert kept == tmp_path / f"f.{os.getpid()}.new.json" and kept.read_text() == "the finished result"
+    message = str(info.value)
+    assert str(path) in message and str(kept) in message and "left untouched" in message and "\n" not in message
+    assert leftovers(tmp_path) == []
+
+
+def test_a_kept_result_never_replaces_an_earlier_one(tmp_path):
+    path = tmp_path / "f.txt"
+    earlier = tmp_path / f"f.{os.getpid()}.new.txt"
+    earlier.write_text("kept by an earlier run")
+    with pytest.raises(OutputExistsError) as info:
+        with atomic_path(path, force=False) as tmp:
+            tmp.write_text("result")
+            path.write_text("theirs")
+    assert info.value.kept == tmp_path / f"f.{os.getpid()}.1.new.txt" and info.value.kept.read_text() == "result"
+    assert earlier.read_text() == "kept by an earlier run" and path.read_text() == "theirs"
+
+
+@pytest.mark.parametrize("appears", [False, True])
+def test_file_systems_without_hard_links(tmp_path, monkeypatch, appears):
+    def no_links(src, dst, *args, **kwargs):
+        raise OSError(errno.EPERM, "Operation not permitted", str(src))
+
+    monkeypatch.setattr(os, "link", no_links)
+    path = tmp_path / "f.txt"
+    if not appears:
+        write_text(path, "mine", force=False)
+        assert path.read_text() == "mine"
+    else:
+        with pytest.raises(OutputExistsError) as info:
+            with atomic_path(path, force=False) as tmp:
+                tmp.write_text("mine")
+                path.write_text("theirs")
+        assert path.read_text() == "theirs" and info.value.kept.read_text() == "mine"
+    assert leftovers(tmp_path) == []
+
+
+def test_force_replaces(tmp_path):
+    path = tmp_path / "f.txt"
+    path.write_text("old")
+    with atomic_path(path, force=True) as tmp:
+        tmp.write_text("new")
+        path.write_text("appeared")
+    assert path.read_text() == "new"
+
+
+# ------------------------------------------------------------------ write errors (full disk)
+
+
+def test_full_disk_while_writing_is_one_line_and_leaves_nothing(tmp_path, monkeypatch):
+    path = tmp_path / "r.json"
+    path.write_text("previous")
+
+    import sfapprox._atomic
+
+    class Full:
+        """A file that takes 10 bytes, then reports a full disk (as the OS does)."""
+
+        def __init__(self, name, mode):
+            self.f = open(name, mode)
+
+        def write(self, data):
+            self.f.write(data[:10])
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+    monkeypatch.setattr(sfapprox._atomic, "open", Full, raising=False)
+    with pytest.raises(OutputError) as info:
+        write_text(path, "x" * 1000)
+    message = str(info.value)
+    assert message.startswith(f"{path}: not written: No space left on device") and "is full" in message
+    assert info.value.errno == errno.ENOSPC and info.value.path == path
+    assert path.read_text() == "previous" and leftovers(tmp_path) == []
+
+
+def test_failing_rename_is_one_line_and_leaves_nothing(tmp_path, monkeypatch):
+    path = tmp_path / "f.txt"
+
+    def quota(src, dst):
+        raise OSError(errno.EDQUOT, "Disk quota exceeded", str(src))
+
+    monkeypatch.setattr(os, "replace", quota)
+    with pytest.raises(OutputError, match=r"f\.txt: not written: Disk quota exceeded \(the file system .* is full"):
+        write_text(path, "x")
+    assert not path.exists() and leftovers(tmp_path) == []
+
+
+@pytest.fixture
+def tiny_fs(tmp_path):
+    """A 64 KiB tmpfs (needs root and a kernel that allows the mount; skipped elsewhere)."""
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    if os.name != "posix" or not hasattr(os, "geteuid") or os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace').strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def test_real_full_file_system(tiny_fs):
+    (tiny_fs / "small.json").write_text("{}")
+    with pytest.raises(OutputError, match=r"big\.json: not written: No space left on device"):
+        write_json(tiny_fs / "big.json", {"rows": list(range(100_000))})
+    assert sorted(p.name for p in tiny_fs.iterdir()) == ["small.json"]  # no partial file, the other kept
+
+
+SAVE_ON_FULL_DISK = """
+import sys
+import numpy as np
+import sfapprox.factors
+from sfapprox._atomic import OutputError
+from sfapprox.linop import ChordOperator
+
+sfapprox.factors.library_versions = lambda: {"sfapprox": "test"}  # no torch import (seconds per start)
+try:
+    sfapprox.factors.save_factors(sys.argv[1], ChordOperator(np.random.default_rng(0).random((8, 256, 9))))
+except OutputError as exc:
+    print(exc)
+    sys.exit(2)
+"""
+
+
+def test_factors_on_a_full_file_system_are_one_error(tiny_fs, tmp_path):
+    script = tmp_path / "save.py"
+    script.write_text(SAVE_ON_FULL_DISK)
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, str(script), str(tiny_fs / "f.h5")], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.returncode == 2, (done.returncode, done.stderr[-2000:])  # -11: a segmentation fault
+    [line] = done.stdout.strip().splitlines()
+    assert line.startswith(f"{tiny_fs / 'f.h5'}: not written: No space left on device")
+    assert done.stderr == "" and list(tiny_fs.iterdir()) == []
+
+
+# ------------------------------------------------------------------ signals while writing
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_the_write_waits_for_the_file(tmp_path, signum):
+    """Ctrl-C / SIGTERM (handled as Ctrl-C by the CLI) inside a write: the file is finished, then the stop comes."""
+    from sfapprox import _signals
+
+    previous = {s: signal.getsignal(s) for s in _signals.STOP_SIGNALS}
+    _signals.install_stop_handlers()
+    try:
+        path = tmp_path / "f.txt"
+        with pytest.raises(KeyboardInterrupt):
+            with atomic_path(path) as tmp:
+                tmp.write_text("first half, ")
+                signal.raise_signal(signum)  # delivered now, acted on after the move
+                with open(tmp, "a") as f:
+                    f.write("second half")
+        assert path.read_text() == "first half, second half" and leftovers(tmp_path) == []
+        assert _signals.stop_signal() == signum
+        assert _signals.exit_code(130) == (143 if signum == signal.SIGTERM else 130)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        _signals._received.clear()
+
+
+def test_fit_keeps_a_file_created_while_it_ran_and_its_own_result(tmp_path, monkeypatch):
+    """`fit --json f.json`: f.json appears during the fit; it is kept, and so is the summary (beside it)."""
+    from typer.testing import CliRunner
+
+    import sfapprox.io
+    from sfapprox.cli import app
+
+    matrix, js = tmp_path / "m.npy", tmp_path / "f.json"
+    np.save(matrix, np.random.default_rng(0).random((8, 8)))
+    real = sfapprox.io.load_matrix
+
+    def load_and_meanwhile(*args, **kwargs):
+        js.write_text("the user's own file")  # after the start-up check, before the result is written
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sfapprox.io, "load_matrix", load_and_meanwhile)
+    result = CliRunner().invoke(app, ["fit", str(matrix), "--iters", "3", "--device", "cpu", "--json", str(js)])
+    assert result.exit_code == 2, result.output
+    [error] = [line for line in result.output.splitlines() if line.startswith("error:")]
+    kept = tmp_path / f"f.{os.getpid()}.new.json"
+    assert js.read_text() == "the user's own file"
+    assert json.loads(kept.read_text())["n"] == 8
+    assert "left untouched" in " ".join(result.output.split()) and kept.name in " ".join(result.output.split())

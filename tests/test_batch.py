@@ -311,3 +311,87 @@ def test_non_reference_sf_fits_are_saved_under_their_method(tmp_path, method):
     X = generate("banded", {"n": 16, "bandwidth": 2}).matrix
     X = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
     assert np.linalg.norm(X - saved.to_dense()) == pytest.approx(rec["fro_error"], rel=1e-9)
+
+
+# ------------------------------------------------------------------ a full disk
+
+
+def test_factors_that_cannot_be_written_fail_the_pair_and_a_rerun_redoes_it(tmp_path, monkeypatch):
+    import errno
+
+    import sfapprox._atomic as atomic
+
+    real_fsync = atomic._fsync
+
+    def full_for_factors(path):
+        if ".h5." in Path(path).name:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_fsync(path)
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("band", bandwidth=2))
+    out = tmp_path / "out"
+    monkeypatch.setattr(atomic, "_fsync", full_for_factors)
+    s = run_batch(m, out, FAST)
+    by = {r["method"]: r for r in lines(out)}
+    assert by["sf"]["status"] == "failed" and by["sf"]["factors"] is None
+    assert by["sf"]["error"].startswith("factors not saved: ") and "band.h5: not written: No space left" in by["sf"]["error"]
+    assert by["tsvd"]["status"] == "failed" and s.statuses == {"failed": 2}
+    assert list((out / "factors").iterdir()) == []  # no partial file, no temporary
+
+    monkeypatch.setattr(atomic, "_fsync", real_fsync)  # space freed
+    again = run_batch(m, out, FAST)
+    assert (again.written, again.skipped, dict(again.statuses)) == (2, 0, {"ok": 2})
+    assert pairs(lines(out)) == [("band", "sf"), ("band", "tsvd")]  # each pair once
+    assert (out / "factors" / "band.h5").is_file()
+
+
+def test_results_file_on_a_full_disk_stops_with_one_line_and_keeps_the_lines(tmp_path, monkeypatch):
+    import errno
+
+    import sfapprox.datasets.results_file as results_file
+    from sfapprox.cli import app
+
+    m = write_manifest(tmp_path / "m.toml", *(gen_entry(f"m{i}", seed=i) for i in range(3)))
+    out = tmp_path / "out"
+    real_write, calls = os.write, []
+
+    def full_after_one(fd, data):
+        calls.append(len(data))
+        if len(calls) >= 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(results_file.os, "write", full_after_one)
+    result = CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(out), "--methods", "tsvd", "--quiet"])
+    assert result.exit_code == 2, result.output
+    [error] = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert f"{out / 'results.jsonl'}: could not append a line (No space left on device; the file system is full)" in \
+        " ".join(result.output.split())
+    assert "Traceback" not in result.output
+    assert [r["matrix"] for r in lines(out)] == ["m0"]  # the complete line is kept, nothing partial
+    monkeypatch.setattr(results_file.os, "write", real_write)
+    assert run_batch(m, out, BatchOptions(methods=("tsvd",))).written == 2  # resumes
+
+
+def test_real_full_file_system_keeps_whole_lines(tmp_path):
+    """A 16 KiB tmpfs (root only): the batch stops with one line; every line in the file is whole."""
+    if os.name != "posix" or not hasattr(os, "geteuid") or os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(mnt)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace').strip()}")
+    try:
+        from dataclasses import replace
+
+        from sfapprox._atomic import OutputError
+
+        m = write_manifest(tmp_path / "m.toml", *(gen_entry(f"m{i}", n=8, seed=i) for i in range(40)))
+        with pytest.raises(OutputError, match=r"results\.jsonl: could not append a line \(No space left on device"):
+            run_batch(m, mnt / "out", replace(BatchOptions(methods=("tsvd",)), save_factors=False))
+        parsed = read_results(mnt / "out" / "results.jsonl")
+        assert parsed.tail_bytes == 0 and parsed.bad_lines == [] and 1 <= len(parsed.records) < 40
+        assert not list((mnt / "out").rglob("*.tmp"))
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)

@@ -47,7 +47,7 @@ def test_resolve_budget_forms():
     assert resolve_budget(None, 36).value == 1512
     assert resolve_budget("0.05", 100).value == 500
     assert resolve_budget(1, 10).value == 100
-    assert resolve_budget("12000", 100).value == 12000
+    assert resolve_budget("9000", 100).value == 9000
     for bad in ("abc", "-3", "0", "2.5", "nan"):
         with pytest.raises(ParameterError):
             resolve_budget(bad, 10)
@@ -121,3 +121,73 @@ def test_sf_structure_is_what_chordsf_fits():
         est = ChordSF(max_iter=2, device="cpu", **params).fit(X)
         assert (est.n_stored_, est.factors_.shape[0]) == (config.count, config.n_factors), params
     assert sf_structure(36) == sf_config_for_budget(36, sf_count(36))
+
+
+# --------------------------------------------------------------------------- budgets above N^2
+
+
+def test_budgets_above_n_squared_are_clamped_and_say_so():
+    b = resolve_budget("1e30", 16)
+    assert b.value == 256 and b.requested == int(1e30)
+    assert b.spec == "1e30 (clamped to N^2 = 256)"
+    assert "above the 256 entries" in b.note
+    assert resolve_budget("256", 16).value == resolve_budget(1.0, 16).value == 256  # exactly N^2: untouched
+    assert resolve_budget("256", 16).note is None and resolve_budget("257", 16).value == 256
+    assert resolve_budget("sf", 16).value == sf_count(16) > 256  # SF's own count is never clamped
+
+
+def test_huge_budgets_give_bounded_structures_at_once():
+    import time
+
+    from sfapprox.budget import sf_lr_splits, sf_s_splits
+
+    start = time.perf_counter()
+    for n in (4, 16, 100):
+        config = sf_config_for_budget(n, 10**30)
+        assert config.n_factors <= max(n, 1) and config.count <= n * n * len(chord_offsets(n))
+        for splits in (sf_lr_splits(n, 10**30, config), sf_s_splits(n, 10**30, config, count_indices=True)):
+            assert all(s.count <= 10**30 and s.rank <= n and s.n_sparse <= n * n for s in splits)
+    assert time.perf_counter() - start < 5
+
+
+@pytest.fixture
+def small(tmp_path):
+    import numpy as np
+
+    path = tmp_path / "m.npy"
+    np.save(path, np.random.default_rng(0).random((16, 16)))
+    return path
+
+
+@pytest.mark.parametrize("budget", ["1e30", "1e7"])
+def test_every_entry_point_clamps_a_huge_budget(tmp_path, small, budget):
+    import json
+
+    from typer.testing import CliRunner
+
+    from sfapprox.cli import app
+
+    run = CliRunner().invoke
+    common = ["--iters", "3", "--device", "cpu", "--quiet"]
+    res = run(app, ["compare", str(small), "--methods", "sf,tsvd,sf+lr", "--budget", budget, *common,
+                    "--json", str(tmp_path / "c.json")])
+    assert res.exit_code == 0, res.output
+    data = json.loads((tmp_path / "c.json").read_text())
+    assert data["budget"] == 256 and data["budget_spec"] == f"{budget} (clamped to N^2 = 256)"
+    assert all(r["nnz"] <= 256 for r in data["results"] if r["status"] == "ok")
+
+    res = run(app, ["sweep", str(small), "--budgets", f"{budget},0.9", *common, "--json", str(tmp_path / "s.json")])
+    assert res.exit_code == 0, res.output
+    assert "256" in res.output
+
+    res = run(app, ["fit", str(small), "--budget", budget, *common, "--json", str(tmp_path / "f.json")])
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "f.json").read_text())["nnz"] <= 256
+
+    manifest = tmp_path / "m.toml"
+    manifest.write_text('[[matrix]]\nname = "a"\ncategory = "synthetic"\ngenerator = "banded"\nparams = {n = 16}\n')
+    res = run(app, ["batch", str(manifest), "--out-dir", str(tmp_path / "out"), "--methods", "tsvd",
+                    "--budget", budget, *common])
+    assert res.exit_code == 0, res.output
+    record = json.loads((tmp_path / "out" / "results.jsonl").read_text().splitlines()[0])
+    assert record["status"] == "ok" and record["budget"] == 256 and "clamped" in record["budget_spec"]

@@ -119,7 +119,7 @@ def test_failed_download_says_where_to_put_the_file(tmp_path, server):
         fetch_entry(e, data_dir=tmp_path / "data", cache=tmp_path / "cache")
     msg = str(info.value)
     assert "entry 'strike': file 'pajek/strike.paj' not found" in msg
-    assert f"download from {base}/missing.paj failed (HTTPError" in msg
+    assert f"download from {base}/missing.paj failed (HTTP 404 " in msg
     assert f"put it at {tmp_path / 'data' / 'pajek' / 'strike.paj'}" in msg
 
 
@@ -254,3 +254,133 @@ def test_unsafe_archive_from_server_leaves_nothing(tmp_path, server):
     assert not (tmp_path / "cache" / "m" / "pajek" / "strike.paj").exists()
     assert not list(tmp_path.rglob("escape.txt"))
 
+
+
+# ------------------------------------------------------------------ bounded, verified before placed, offline
+
+
+def test_cache_folder_of_a_manifest_stays_inside_the_cache(tmp_path, server):
+    from sfapprox.datasets.fetch import cache_folder_name
+
+    assert cache_folder_name("...toml") == "manifest" and cache_folder_name("/x/..toml") == "manifest"
+    assert cache_folder_name("a b/c d.toml") == "c_d" and cache_folder_name("paper-table1.toml") == "paper-table1"
+    base, www, _ = server
+    (www / "strike.paj").write_bytes(STRIKE)
+    sneaky = tmp_path / "...toml"
+    sneaky.write_text(f'[[matrix]]\nname = "strike"\ncategory = "network"\nfile = "strike.paj"\n'
+                      f'url = "{base}/strike.paj"\nsha256 = "{SHA}"\n', encoding="utf-8")
+    cache = tmp_path / "deep" / "cache"
+    got = fetch_entry(load_manifest(sneaky).entries[0], cache=cache)
+    assert got.path == cache / "manifest" / "strike.paj" and got.path.resolve().is_relative_to(cache.resolve())
+    assert not (tmp_path / "deep" / "strike.paj").exists()
+
+
+def test_a_wrong_member_never_appears_under_the_entry_name(tmp_path, server, monkeypatch):
+    """The hash is checked on the stream, before the file is moved into place."""
+    import os
+
+    base, www, _ = server
+    make_tar(www / "a.tgz", {"x/strike.paj": STRIKE + b"tampered\n"})
+    e = entry(tmp_path, f'file = "pajek/strike.paj"\nurl = "{base}/a.tgz"\nmember = "x/strike.paj"\nsha256 = "{SHA}"\n')
+    placed = []
+    real_replace = os.replace
+    monkeypatch.setattr(os, "replace", lambda src, dst: (placed.append(str(dst)), real_replace(src, dst))[1])
+    with pytest.raises(ChecksumError, match=r"a\.tgz: member 'x/strike\.paj': SHA-256 mismatch .* nothing was kept"):
+        fetch_entry(e, cache=tmp_path / "cache")
+    assert not [p for p in placed if p.endswith("strike.paj")]
+    folder = tmp_path / "cache" / "m" / "pajek"
+    assert not folder.exists() or not list(folder.iterdir())  # no file, no temporary
+
+
+def test_a_member_larger_than_allowed_is_refused_before_extraction(tmp_path, server):
+    base, www, _ = server
+    make_tar(www / "big.tgz", {"x/big.mtx": b"0" * 200_000})
+    e = entry(tmp_path, f'file = "big.mtx"\nurl = "{base}/big.tgz"\nmember = "x/big.mtx"\n')
+    with pytest.raises(UnavailableError, match=r"member 'x/big\.mtx' is 195\.3 KiB, more than the 97\.7 KiB allowed"):
+        fetch_entry(e, cache=tmp_path / "cache", max_bytes=100_000)
+    assert not (tmp_path / "cache" / "m" / "big.mtx").exists()
+
+
+def test_decompression_is_bounded_by_the_bytes_it_produces(tmp_path, server):
+    """A small compressed file that expands a lot (no size to check beforehand): stopped while streaming."""
+    base, www, _ = server
+    (www / "bomb.mtx.bz2").write_bytes(bz2.compress(b"0" * 5_000_000))  # about 50 bytes
+    e = entry(tmp_path, f'file = "bomb.mtx"\nurl = "{base}/bomb.mtx.bz2"\n')
+    with pytest.raises(UnavailableError, match=r"decompressed .*bomb\.mtx\.bz2: larger than the 97\.7 KiB allowed"):
+        fetch_entry(e, cache=tmp_path / "cache", max_bytes=100_000)
+    folder = tmp_path / "cache" / "m"
+    assert not [p.name for p in folder.iterdir() if p.is_file()]
+
+
+def test_downloads_are_bounded(tmp_path, server):
+    base, www, _ = server
+    (www / "big.paj").write_bytes(b"%" * 300_000)
+    e = entry(tmp_path, f'file = "big.paj"\nurl = "{base}/big.paj"\n')
+    with pytest.raises(UnavailableError, match=r"download from .*big\.paj: larger than the 97\.7 KiB allowed"):
+        fetch_entry(e, cache=tmp_path / "cache", max_bytes=100_000)
+    assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+
+
+def test_size_limit_leaves_a_reserve_of_free_space(tmp_path):
+    import shutil
+
+    from sfapprox.datasets.fetch import DISK_RESERVE, size_limit
+
+    usage = shutil.disk_usage(tmp_path)
+    assert size_limit(tmp_path) <= usage.free - min(DISK_RESERVE, usage.total // 20) + 1_000_000
+    assert size_limit(tmp_path, max_bytes=10) == 10
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # nothing listens there once the socket is closed
+
+
+def test_offline_download_is_one_plain_line(tmp_path):
+    e = entry(tmp_path, f'file = "pajek/strike.paj"\nurl = "http://127.0.0.1:{_closed_port()}/strike.paj"\n')
+    with pytest.raises(UnavailableError) as info:
+        fetch_entry(e, cache=tmp_path / "cache")
+    msg = str(info.value)
+    assert "entry 'strike': file 'pajek/strike.paj' not found; no network: could not reach 127.0.0.1 (connection refused); put it at" in msg
+    assert "HTTPConnectionPool" not in msg and "Max retries" not in msg and "\n" not in msg
+
+
+def test_download_problems_in_a_few_words():
+    import requests
+
+    from sfapprox.datasets.fetch import download_problem
+
+    url = "https://sparse.tamu.edu/x.tar.gz"
+    dns = requests.ConnectionError("HTTPSConnectionPool(host='sparse.tamu.edu', port=443): Max retries exceeded with url: "
+                                   "/x.tar.gz (Caused by NameResolutionError(\"<urllib3.connection.HTTPSConnection object "
+                                   "at 0x7f>: Failed to resolve 'sparse.tamu.edu' ([Errno -3] Temporary failure in name resolution)\"))")
+    assert download_problem(dns, url) == "no network: could not reach sparse.tamu.edu (its name could not be resolved)"
+    assert download_problem(requests.Timeout("read timed out"), url) == "no network: sparse.tamu.edu did not answer in time"
+    assert download_problem(requests.ConnectionError("something else"), url) == "no network: could not reach sparse.tamu.edu"
+    assert download_problem(RuntimeError("odd"), url) == f"download from {url} failed (RuntimeError: odd)"
+
+
+def test_fetch_command_offline_one_line_per_entry_and_counts(tmp_path):
+    from typer.testing import CliRunner
+
+    from sfapprox.cli import app
+
+    port = _closed_port()
+    m = tmp_path / "m.toml"
+    m.write_text(f'[[matrix]]\nname = "a"\ncategory = "network"\nfile = "a.paj"\nurl = "http://127.0.0.1:{port}/a.paj"\n\n'
+                 f'[[matrix]]\nname = "b"\ncategory = "network"\nfile = "b.paj"\nurl = "http://127.0.0.1:{port}/b.paj"\n\n'
+                 f'[[matrix]]\nname = "here"\ncategory = "network"\nfile = "here.paj"\n\n'
+                 '[[matrix]]\nname = "g"\ncategory = "synthetic"\ngenerator = "banded"\nparams = {n = 8}\n')
+    (tmp_path / "here.paj").write_bytes(STRIKE)
+    result = CliRunner(env={"SFAPPROX_CACHE": str(tmp_path / "cache"), "COLUMNS": "400"}).invoke(
+        app, ["datasets", "fetch", str(m)])
+    assert result.exit_code == 1, result.output
+    lines = result.output.strip().splitlines()
+    failures = [line for line in lines if line.startswith("✗")]
+    assert len(failures) == 2 and all("no network: could not reach 127.0.0.1 (connection refused)" in f for f in failures)
+    assert "entry 'a'" in failures[0] and "entry 'b'" in failures[1]
+    assert lines[-1].startswith("1 present, 2 missing (1 generated, nothing to fetch); download cache: ")
+    assert "Traceback" not in result.output and "urllib3" not in result.output

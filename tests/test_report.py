@@ -155,3 +155,99 @@ def test_datasets_commands(tmp_path):
     assert fetched.exit_code == 1 and "SHA-256 mismatch" in fetched.output
     bad = runner.invoke(app, ["datasets", "list", str(tmp_path / "none.toml")])
     assert bad.exit_code == 2 and "no such manifest file" in bad.output
+
+
+# ------------------------------------------------------------------ malformed and odd lines
+
+
+MALFORMED = [
+    '{"matrix": ["strike"], "method": "sf", "status": "ok", "fro_error": 1.0}',  # a list where a name should be
+    '{"matrix": "strike", "method": "sf", "status": "ok", "fro_error": "1.0"}',  # a number as text
+    '{"matrix": "strike", "method": "sf", "status": "ok", "reference": {"sf": "big"}}',
+    '{"matrix": "strike", "method": "sf", "status": 3}',
+    '{"matrix": "strike", "method": "", "status": "ok"}',
+    '{"matrix": "strike", "status": "ok"}',
+    '["strike", "sf", "ok"]',
+    '{"matrix": "strike", "method": "sf", "status": "ok", "matrix_info": [1, 2]}',
+    'not json at all',
+]
+
+
+def test_malformed_lines_are_skipped_with_their_number_and_why(tmp_path):
+    from sfapprox.datasets.results_file import read_results
+
+    path = tmp_path / "results.jsonl"
+    good = [json.dumps(r) for r in RECORDS[:2]]
+    path.write_text("\n".join([good[0], *MALFORMED, good[1]]) + "\n", encoding="utf-8")
+    parsed = read_results(path)
+    assert [r["method"] for r in parsed.records] == ["sf", "tsvd"]
+    assert parsed.bad_lines == list(range(2, 2 + len(MALFORMED)))
+    assert parsed.problems[2] == "field 'matrix' must be a non-empty string, got list"
+    assert parsed.problems[3] == "field 'fro_error' must be a number, got str"
+    assert parsed.problems[4] == "field 'reference' must be a table of numbers, got dict"
+    assert parsed.problems[7] == "no field 'method'" and parsed.problems[8] == "not a JSON object (a list)"
+    assert parsed.problems[10] == "not valid JSON"
+
+
+def test_report_command_warns_about_malformed_lines_and_reports_the_rest(tmp_path):
+    from sfapprox.cli import app
+
+    out = tmp_path / "run"
+    out.mkdir()
+    body = [json.dumps(r) for r in RECORDS]
+    body.insert(2, MALFORMED[0])
+    (out / "results.jsonl").write_text("\n".join(body) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["report", str(out), "--json", str(tmp_path / "r.json")])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "results.jsonl: line 3 skipped: field 'matrix' must be a non-empty string, got list" in text
+    assert "Traceback" not in result.output and "wins: sf 1, tsvd 1" in text
+    assert len(json.loads((tmp_path / "r.json").read_text())["records"]) == len(RECORDS)
+
+
+def test_a_resumed_batch_removes_malformed_lines_and_redoes_their_pairs(tmp_path):
+    from sfapprox.datasets.batch import BatchOptions, run_batch
+    from sfapprox.datasets.results_file import read_results
+
+    m = tmp_path / "m.toml"
+    m.write_text('[[matrix]]\nname = "a"\ncategory = "synthetic"\ngenerator = "banded"\nparams = {n = 8}\n')
+    out = tmp_path / "out"
+    run_batch(m, out, BatchOptions(methods=("tsvd",)))
+    line = json.loads((out / "results.jsonl").read_text())
+    line["fro_error"] = [line["fro_error"]]  # damaged by hand
+    (out / "results.jsonl").write_text(json.dumps(line) + "\n")
+    again = run_batch(m, out, BatchOptions(methods=("tsvd",)))
+    assert again.written == 1 and any("removed 1 invalid line(s)" in x for x in again.repaired)
+    assert len(read_results(out / "results.jsonl").records) == 1
+
+
+def test_odd_but_valid_records_never_break_a_report():
+    """Records that pass validation, with any mix of missing, null, unusual and non-finite values."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from sfapprox.datasets.results_file import record_problem
+    from sfapprox.formats import render_rich
+
+    scalar = st.one_of(st.none(), st.booleans(), st.integers(-5, 10**12), st.floats(), st.text(max_size=4))
+    value = st.recursive(scalar, lambda c: st.one_of(st.lists(c, max_size=3), st.dictionaries(st.text(max_size=3), c, max_size=3)),
+                         max_leaves=5)
+    fields = ["category", "n", "nnz", "budget", "fro_error", "rel_error", "seconds", "params", "settings",
+              "matrix_info", "reference", "factors", "error", "reason", "budget_spec", "extra"]
+    record = st.fixed_dictionaries(
+        {"matrix": st.text(min_size=1, max_size=4), "method": st.sampled_from(["sf", "tsvd", "a|b", "[x]", "é"]),
+         "status": st.sampled_from(["ok", "failed", "not applicable", "unavailable", "interrupted", "new-status"])},
+        optional={k: st.one_of(value, st.floats(), st.dictionaries(st.text(max_size=3), st.floats(), max_size=2))
+                  for k in fields})
+
+    @settings(max_examples=100, deadline=None)
+    @given(st.lists(record, max_size=6))
+    def check(records):
+        records = [r for r in records if record_problem(r) is None]
+        report = build_report(records)
+        tables = report.tables()
+        for fmt in OutputFormat:
+            fmt.render(tables, report.to_dict())
+        list(render_rich(tables))
+
+    check()

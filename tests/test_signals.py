@@ -1,4 +1,4 @@
-"""Interruptions: Ctrl-C (SIGINT) during fit and compare, SIGKILL while writing outputs.
+"""Interruptions: Ctrl-C (SIGINT) and SIGTERM during fit, compare and batch, SIGKILL while writing outputs.
 
 The CLI runs in a real subprocess (``python -m sfapprox.cli``) so that the
 signal arrives the way a terminal sends it.  Timings are loose on purpose
@@ -69,10 +69,13 @@ class Cli:
                 pytest.fail(f"never saw {text!r}; stderr: {''.join(self.stderr)}")
             time.sleep(0.05)
 
-    def interrupt(self) -> float:
-        """SIGINT, then wait for the exit; returns the seconds it took."""
+    def interrupt(self, signum: int = signal.SIGINT, again_after: float | None = None) -> float:
+        """Send ``signum`` (and once more after ``again_after`` s), then wait for the exit; returns the seconds it took."""
         start = time.monotonic()
-        self.proc.send_signal(signal.SIGINT)
+        self.proc.send_signal(signum)
+        if again_after is not None:
+            time.sleep(again_after)
+            self.proc.send_signal(signum)
         try:
             self.proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
@@ -126,6 +129,29 @@ def test_sigint_during_fit_writes_best_factors_and_exits_130(slow_runs):
     X = np.load(out.parent / "gauss300.npy")
     # The saved factors are the ones scored in the summary.
     assert np.linalg.norm(X - saved.to_dense()) == pytest.approx(summary["fro_error"], rel=1e-9)
+    assert not [p.name for p in out.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_sigterm_twice_during_fit_still_writes_best_factors_and_exits_143(slow_runs):
+    """What timeout/systemd/Slurm send; a second one follows while the first stop saves or exits."""
+    folder = next(iter(slow_runs.values()))[1].parent / "term"
+    folder.mkdir()
+    js, out = folder / "f.json", folder / "f.h5"
+    # Started now (the SIGINT fit has ended): two fits at a time at most on small CI machines.
+    cli = Cli("fit", folder.parent / "gauss300.npy", "--iters", "100000", "--device", "cpu", "--out", out, "--json", js)
+    slow_runs["fit-term"] = (cli, js, out)
+    cli.wait_for("optimizer running")
+    time.sleep(0.5)
+    took = cli.interrupt(signal.SIGTERM, again_after=0.02)
+    print(f"fit stopped and saved {took:.2f} s after SIGTERM")
+    stderr = "".join(cli.stderr)
+    assert cli.proc.returncode == 143, stderr
+    assert took < STOP_WITHIN, f"took {took:.1f} s to stop"
+    assert "Traceback" not in stderr
+    summary = json.loads(js.read_text())
+    assert summary["stop_reason"] == "interrupted" and np.isfinite(summary["fro_error"])
+    saved = load_factors(out)
+    assert saved.fit["stop_reason"] == "interrupted" and saved.n == 300
     assert not [p.name for p in out.parent.iterdir() if p.name.endswith(".tmp")]
 
 
@@ -239,3 +265,101 @@ def test_sigkill_while_writing_leaves_whole_files_or_none(tmp_path):
     # Leftover temporaries are hidden and end in ".tmp": globs for outputs never match them.
     assert sorted(p.name for p in folder.glob("*.json")) == ["out.json"]
     assert sorted(p.name for p in folder.glob("*.h5")) == ["f.h5"]
+
+
+# ---------------------------------------------------------------------------
+# SIGTERM of a parallel batch: the parent stops its workers, keeps its lines
+# ---------------------------------------------------------------------------
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to see the worker processes")
+def test_sigterm_stops_a_parallel_batch_and_its_workers(tmp_path):
+    manifest = tmp_path / "m.toml"
+    manifest.write_text("".join(
+        f'[[matrix]]\nname = "{name}"\ncategory = "attention"\ngenerator = "attention"\n'
+        f'params = {{n = 96, beta = {beta}}}\n\n' for name, beta in (("a", 2.0), ("b", 3.0), ("c", 4.0))))
+    out = tmp_path / "out"
+    cli = Cli("batch", manifest, "--out-dir", out, "--methods", "tsvd,sf", "--iters", "100000", "--device", "cpu",
+              "-j", "2")
+    deadline = time.monotonic() + 120
+    while len([p for p in _children(cli.proc.pid) if "spawn_main" in Path(f"/proc/{p}/cmdline").read_text()]) < 2:
+        if cli.proc.poll() is not None or time.monotonic() > deadline:
+            cli.proc.kill()
+            pytest.fail(f"workers never started; stderr: {''.join(cli.stderr)}")
+        time.sleep(0.1)
+    workers = _children(cli.proc.pid)
+    time.sleep(3.0)  # the workers are fitting
+    took = cli.interrupt(signal.SIGTERM)
+    print(f"batch -j 2 stopped {took:.2f} s after SIGTERM")
+    stderr = "".join(cli.stderr)
+    assert cli.proc.returncode == 143, stderr
+    assert took < STOP_WITHIN and "Traceback" not in stderr
+    assert "run the same command again to resume" in stderr
+    time.sleep(0.5)
+    assert not [p for p in workers if _alive(p)], "worker processes outlived the batch"
+    raw = (out / "results.jsonl").read_bytes()
+    assert not raw or raw.endswith(b"\n")
+    assert all(json.loads(line)["status"] == "ok" for line in raw.splitlines())  # no "worker failed" lines
+    assert not [p.name for p in out.rglob("*.tmp")]
+
+
+def test_second_stop_signal_is_noted_and_a_third_obeyed(capfd):
+    """The first signal stops; a second (an impatient Ctrl-C while the best factors are saved) must not."""
+    from sfapprox import _signals
+
+    previous = {s: signal.getsignal(s) for s in _signals.STOP_SIGNALS}
+    _signals.install_stop_handlers()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGTERM)
+        signal.raise_signal(signal.SIGINT)  # no exception: the stop already under way goes on
+        assert "already stopping, saving what was finished" in capfd.readouterr().err
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)  # the user insists
+        assert _signals.stop_signal() == signal.SIGTERM and _signals.exit_code(130) == 143
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN  # exiting: late signals cannot change the code
+        assert _signals.exit_code(2) == 2
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        _signals._received.clear()
+
+
+def test_interrupt_messages_name_the_outputs(tmp_path):
+    import typer
+
+    from sfapprox._atomic import write_text, written_outputs
+    from sfapprox.cli import _render
+    from sfapprox.cli._app import _state, error_boundary
+
+    lines = []
+    for write in (True, False):
+        _state["written_before"] = len(written_outputs())
+        with _render.err.capture() as captured, pytest.raises(typer.Exit):
+            with error_boundary():
+                if write:
+                    write_text(tmp_path / "a.md", "done")
+                raise KeyboardInterrupt
+        lines.append(" ".join(captured.get().split()))
+    assert lines[0] == f"interrupted (Ctrl-C): stopped; outputs written: {tmp_path / 'a.md'}"
+    assert lines[1] == "interrupted (Ctrl-C): stopped; no output was written"

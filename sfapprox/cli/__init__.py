@@ -2,6 +2,13 @@
 
 Importing this package is cheap: the Typer app and its commands load inside
 :func:`main`, so a Ctrl-C while they load is an ordinary interruption.
+
+Exit codes (the one place they are decided): 0 success; 1 a command that
+checks several items found some bad (``datasets fetch``, ``datasets verify``);
+2 an error, reported in one line (bad input or option, an output that
+cannot be written, a busy batch folder); 130 stopped by Ctrl-C (SIGINT) and
+143 stopped by SIGTERM (``timeout``, systemd, Slurm, ``kill``), both after
+saving what was finished.
 """
 
 from __future__ import annotations
@@ -30,12 +37,20 @@ def main() -> None:
     import warnings
 
     from .._errors import ConvergenceWarning
+    from .._signals import exit_code, install_stop_handlers
 
     # The stop reason is in every table and JSON file; the warning would only repeat it.
     warnings.simplefilter("ignore", ConvergenceWarning)
+    # SIGTERM stops like Ctrl-C: the commands keep what was finished either way.
+    install_stop_handlers()
     try:
         app = _load_app()
-    except KeyboardInterrupt:
+        app()
+    except KeyboardInterrupt:  # while starting, before the commands' own handling
         sys.stderr.write("sfapprox: interrupted while starting; nothing was written\n")
-        raise SystemExit(130) from None
-    app()
+        raise SystemExit(exit_code(130)) from None
+    except SystemExit as exc:
+        # Commands end an interruption with 130; SIGTERM as the cause makes it 143.
+        if isinstance(exc.code, int):
+            raise SystemExit(exit_code(exc.code)) from None
+        raise

@@ -28,6 +28,7 @@ app = typer.Typer(
 _state: dict[str, Any] = {"debug": False}
 
 EXIT_ERROR = 2
+#: Stopped by Ctrl-C; main() turns it into 143 when SIGTERM was the cause (sfapprox/_signals.py).
 EXIT_INTERRUPTED = 130
 
 
@@ -44,12 +45,15 @@ def _main(
     debug: Annotated[bool, typer.Option("--debug", help="Show full tracebacks for errors.", metavar=" ")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.", metavar=" ")] = False,
 ) -> None:
+    from .._atomic import written_outputs
+
     _state["debug"] = debug
+    _state["written_before"] = len(written_outputs())
 
 
 @contextlib.contextmanager
 def error_boundary() -> Iterator[None]:
-    """Turn project errors into one stderr line + exit 2, and Ctrl-C into exit 130.
+    """Turn project errors into one stderr line + exit 2, and Ctrl-C (or SIGTERM) into exit 130 (143).
 
     Catches :class:`SfapproxError` specifically: ``typer.Exit`` is a
     RuntimeError and must pass through untouched.  An ``OSError`` (a full
@@ -72,9 +76,27 @@ def error_boundary() -> Iterator[None]:
     except KeyboardInterrupt:
         if _state["debug"]:
             traceback.print_exc()
-        err.print("[bold yellow]interrupted[/] (Ctrl-C): stopped; only outputs reported as written above exist",
+        err.print(f"[bold yellow]interrupted[/] ({stop_cause()}): stopped; {escape(_written_since_start())}",
                   highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def stop_cause() -> str:
+    """``"Ctrl-C"`` or ``"SIGTERM"``: what stopped the command (for messages)."""
+    import signal
+
+    from .._signals import stop_signal
+
+    return "SIGTERM" if stop_signal() == signal.SIGTERM else "Ctrl-C"
+
+
+def _written_since_start() -> str:
+    from .._atomic import written_outputs
+
+    done = written_outputs()[_state.get("written_before", 0):]
+    if not done:
+        return "no output was written"
+    return "outputs written: " + ", ".join(map(str, done))
 
 
 def _fail(message: str) -> None:

@@ -89,6 +89,7 @@ def batch(
     protocol: Annotated[Literal["default", "paper"], typer.Option("--protocol", help="default, or paper: TSVD rank ceil(M²/2) and SF's reference structure (Table 1).")] = "default",
     count_indices: Annotated[bool, o.flag("--count-indices", help="Charge sparse entries 2 numbers (value + position).")] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Matrices run in parallel processes.", metavar="N")] = 1,
+    wait: Annotated[bool, o.flag("--wait", help="When another batch is using the output folder, wait for it to end instead of refusing.")] = False,
     data_dir: Annotated[Optional[Path], typer.Option("--data-dir", help="Folder searched first for manifest files.", metavar="DIR")] = None,
     only: Annotated[Optional[str], typer.Option("--only", help="Comma-separated entry names (default: all).", metavar="NAMES")] = None,
     redo: Annotated[bool, o.flag("--redo", help="Recompute (matrix, method) pairs that already have a finished line.")] = False,
@@ -103,7 +104,9 @@ def batch(
     Re-running the same command skips finished pairs and retries failed or
     unavailable ones (--redo recomputes them all).  At the end: a table per
     category, and OUT/report.md, report.csv, report.tex, report.json.
-    Ctrl-C stops within seconds, keeps every finished line and exits 130.
+    Ctrl-C stops within seconds, keeps every finished line and exits 130
+    (SIGTERM: the same, exit 143).  One batch at a time per output folder:
+    a second one refuses, naming the first, or waits for it with --wait.
 
     Example: sfapprox batch data_manifests/paper-table1.toml --data-dir ../shared/realdata --out runs/t1 --methods tsvd --protocol paper
     """
@@ -116,9 +119,17 @@ def batch(
             count_indices=count_indices, data_dir=str(data_dir) if data_dir else None,
         )
         names = [n.strip() for n in only.split(",") if n.strip()] if only else None
-        with batch_progress(quiet) as on_event:
+        with batch_progress(quiet) as progress:
+
+            def on_event(kind: str, **info: Any) -> None:
+                if kind == "waiting":  # said even when quiet: otherwise a wait looks like a hang
+                    note(f"waiting: {out_dir} is in use by another batch ({info['holder']}); "
+                         "this one starts when it ends (Ctrl-C gives up)", style="yellow")
+                elif progress is not None:
+                    progress(kind, **info)
+
             summary = run_batch(manifest, out_dir, options, only=names, force=redo, jobs=jobs,
-                                executor=executor, scheduler=scheduler, on_event=on_event)
+                                executor=executor, scheduler=scheduler, on_event=on_event, wait=wait)
         for line in summary.repaired:
             note(f"note: results.jsonl: {line}")
         for line in summary.warnings:
@@ -162,16 +173,18 @@ def report(
         if not results.is_file():
             raise InputError(f"{out_dir}: no {RESULTS_FILE}; run 'sfapprox batch MANIFEST --out-dir {out_dir}' first")
         parsed = read_results(results)
-        if parsed.bad_lines or parsed.tail_bytes:
-            note(f"note: {results}: skipped {len(parsed.bad_lines)} invalid line(s) "
-                 f"{_line_list(parsed.bad_lines)}and {parsed.tail_bytes} bytes of an incomplete last line")
+        for number in parsed.bad_lines[:5]:
+            note(f"warning: {results}: line {number} skipped: {parsed.problems.get(number, 'invalid')}", style="yellow")
+        if len(parsed.bad_lines) > 5:
+            note(f"warning: {results}: {len(parsed.bad_lines) - 5} more invalid line(s) skipped "
+                 f"({_line_list(parsed.bad_lines[5:])})", style="yellow")
+        if parsed.tail_bytes:
+            note(f"note: {results}: skipped {parsed.tail_bytes} bytes of an incomplete last line")
         rep = build_report(parsed.records)
         tables = rep.tables()
         emit(tables, rep.to_dict(), outputs, force=force)
 
 
 def _line_list(numbers: list[int]) -> str:
-    if not numbers:
-        return ""
     shown = ", ".join(map(str, numbers[:5])) + (", …" if len(numbers) > 5 else "")
-    return f"(line {shown}) "
+    return f"line {shown}"

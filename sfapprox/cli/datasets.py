@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ._app import app, error_boundary
@@ -69,7 +70,9 @@ def list_entries(manifest: ManifestPath, data_dir: DataDir = None, only: Only = 
 def fetch(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None) -> None:
     """Download the entries' files into the cache (or find them in --data-dir) and verify them.
 
-    Exit code 1 when some entry could not be fetched (each one says where to put its file).
+    One line per entry (✓ present, ✗ missing with the cause and where to put
+    the file), then the counts.  Exit code 1 when some entry could not be
+    fetched; entries already present stay usable (e.g. offline).
 
     Example: sfapprox datasets fetch data_manifests/paper-table1.toml --only scotland,ijcnn1
     """
@@ -78,23 +81,37 @@ def fetch(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None) -
 
     with error_boundary():
         m = load_manifest(manifest)
-        failures = 0
+        counts = {"present": 0, "missing": 0, "bad checksum": 0}
+        generated = 0
         for entry in m.select(_names(only)):
             if entry.generator:
+                generated += 1
                 continue
             try:
                 with err.status(f"fetching {entry.name}"):
                     found = fetch_entry(entry, data_dir=data_dir)
-            except (UnavailableError, ChecksumError) as exc:
-                failures += 1
-                err.print(f"[red]✗[/] {exc}", highlight=False, soft_wrap=True)
+            except ChecksumError as exc:
+                counts["bad checksum"] += 1
+                err.print(f"[red]✗[/] {escape(_one_line(exc))}", highlight=False, soft_wrap=True)
                 continue
+            except UnavailableError as exc:
+                counts["missing"] += 1
+                err.print(f"[red]✗[/] {escape(_one_line(exc))}", highlight=False, soft_wrap=True)
+                continue
+            counts["present"] += 1
             check = "sha256 ok" if found.verified else "no sha256 in the manifest"
-            err.print(f"[green]✓[/] {entry.name}: {found.path} ({found.origin}, {check})", highlight=False, soft_wrap=True)
-        err.print(f"download cache: {cache_dir()}", highlight=False)
-        if failures:
-            err.print(f"[bold red]{failures} entr{'y' if failures == 1 else 'ies'} could not be fetched[/]", highlight=False)
+            err.print(f"[green]✓[/] {escape(entry.name)}: {escape(str(found.path))} ({found.origin}, {check})",
+                      highlight=False, soft_wrap=True)
+        summary = ", ".join(f"{n} {what}" for what, n in counts.items() if n or what != "bad checksum")
+        if generated:
+            summary += f" ({generated} generated, nothing to fetch)"
+        err.print(f"{summary}; download cache: {escape(str(cache_dir()))}", highlight=False, soft_wrap=True)
+        if counts["missing"] or counts["bad checksum"]:
             raise typer.Exit(1)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
 
 
 @datasets_app.command("verify")

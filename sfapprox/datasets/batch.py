@@ -11,10 +11,16 @@ than the lines already there is reported (``BatchSummary.warnings``).
 Matrices (:mod:`~sfapprox.datasets.runner`) run one after the other, in
 parallel processes (:class:`~concurrent.futures.ProcessPoolExecutor`,
 "spawn"), or on a Dask cluster; the parent process does all the writing.
+
+One batch at a time per output folder: :func:`run_batch` holds the folder's
+lock (:mod:`~sfapprox.datasets.folder_lock`) while it runs; a second one
+refuses at once, naming the holder, or waits (``wait``).  Holding it, a
+batch also removes the hidden temporaries a killed run left behind.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import time
@@ -25,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import ParameterError, one_line
+from .folder_lock import HOLDER_FILE, folder_lock
 from .manifest import Entry, load_manifest
 from .results_file import (
     DONE_STATUSES,
@@ -65,16 +72,42 @@ class BatchSummary:
 
 
 def _worker_init(threads: int) -> None:
-    """Process-pool workers: the parent handles Ctrl-C; share the cores; die with the parent."""
+    """Process-pool workers: the parent handles Ctrl-C; share the cores; die with the parent.
+
+    SIGINT (a terminal's Ctrl-C reaches the whole process group) is ignored:
+    the parent decides.  SIGTERM keeps its default (stop), which is how the
+    parent stops its workers after a Ctrl-C or SIGTERM of its own; a factors
+    file being written is finished first (sfapprox._atomic holds the signal).
+    When the parent dies without stopping them (``kill -9``), the workers
+    stop too: at once on Linux (``PR_SET_PDEATHSIG``), else within a second.
+    """
     import sys
     import threading
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = str(max(1, threads))  # read by torch/BLAS when first imported
     if "torch" in sys.modules:  # a fork-like start that inherited torch
         sys.modules["torch"].set_num_threads(max(1, threads))
-    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
+    parent = os.getppid()
+    _die_with_parent()
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
+
+
+def _die_with_parent() -> None:
+    """Ask Linux for SIGTERM when the parent exits (a no-op elsewhere)."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass
 
 
 def _exit_with_parent(parent: int) -> None:
@@ -85,7 +118,8 @@ def _exit_with_parent(parent: int) -> None:
             os._exit(1)
 
 
-def _check_options(options: BatchOptions, jobs: int, executor: str, scheduler: str | None) -> None:
+def _check_options(options: BatchOptions, jobs: int, executor: str, scheduler: str | None,
+                   wait: bool | float = False) -> None:
     from .._base import parse_methods
     from ..budget import parse_budget
     from ..comparison import PROTOCOLS
@@ -101,6 +135,8 @@ def _check_options(options: BatchOptions, jobs: int, executor: str, scheduler: s
         raise ParameterError(f"executor {executor!r} must be 'process' or 'dask'")
     if executor == "dask" and not scheduler:
         raise ParameterError("--executor dask needs --scheduler ADDRESS (e.g. tcp://127.0.0.1:8786)")
+    if not isinstance(wait, bool) and not (isinstance(wait, (int, float)) and math.isfinite(wait) and wait >= 0):
+        raise ParameterError(f"wait={wait!r} must be True, False or a number of seconds >= 0")
 
 
 def settings_changes(existing: ResultsFile, options: BatchOptions) -> list[str]:
@@ -148,6 +184,7 @@ def run_batch(
     executor: str = "process",
     scheduler: str | None = None,
     on_event: Event | None = None,
+    wait: bool | float = False,
 ) -> BatchSummary:
     """Run ``options.methods`` on every selected matrix of a manifest, resumably.
 
@@ -168,14 +205,24 @@ def run_batch(
     scheduler : str, optional
         Dask scheduler address (``executor="dask"``).
     on_event : callable, optional
-        Progress events: ``("start", total=, skipped=, pairs=)``,
+        Progress events: ``("waiting", holder=)`` (once, when ``wait`` lets it
+        wait for another batch on the folder), ``("start", total=, skipped=, pairs=)``,
         ``("matrix", name=)``, ``("method", matrix=, method=)``,
         ``("iteration", ...)``, ``("record", record=)``, ``("matrix_done", name=)``.
+    wait : bool or float, default=False
+        When another batch holds ``out_dir``: False refuses at once, True
+        waits for it to end, a number waits at most that many seconds.
 
     Returns
     -------
     BatchSummary
         ``interrupted`` is True after a Ctrl-C (finished lines are kept).
+
+    Raises
+    ------
+    FolderBusyError
+        When another process is running a batch on ``out_dir`` (one line
+        naming it: pid, host, start time, command) and ``wait`` is False.
 
     Examples
     --------
@@ -187,12 +234,34 @@ def run_batch(
     >>> s.written, dict(s.statuses)
     (1, {'ok': 1})
     """
-    _check_options(options, jobs, executor, scheduler)
+    _check_options(options, jobs, executor, scheduler, wait)
     manifest = load_manifest(manifest_path)
     entries = manifest.select(only)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "factors").mkdir(exist_ok=True)
+    emit = on_event or (lambda *a, **k: None)
+    with folder_lock(out, wait=wait, on_wait=lambda holder: emit("waiting", holder=holder)):
+        (out / "factors").mkdir(exist_ok=True)
+        _remove_stale_temporaries(out)
+        return _run_locked(out, entries, options, force, jobs, executor, scheduler, on_event)
+
+
+def _remove_stale_temporaries(out: Path) -> None:
+    """Hidden temporaries that a killed batch left of the files written under the lock (so none is in use now).
+
+    The reports are written after the lock is released (a finishing batch may
+    be writing them while this one starts): their temporaries are left alone.
+    """
+    names = (RESULTS_FILE, HOLDER_FILE)
+    candidates = [p for name in names for p in out.glob(f".{name}.*.tmp")]
+    candidates += list((out / "factors").glob(".*.h5.*.tmp"))
+    for path in candidates:
+        if path.is_file() and not path.is_symlink():
+            path.unlink(missing_ok=True)
+
+
+def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: bool, jobs: int,
+                executor: str, scheduler: str | None, on_event: Event | None) -> BatchSummary:
     results = out / RESULTS_FILE
     existing = read_results(results)
     todo, drop, skipped = plan(entries, options.methods, existing, force)
@@ -254,6 +323,7 @@ def _run_processes(tasks: list[MatrixTask], jobs: int, write: Callable[[dict], N
     pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
                                initializer=_worker_init, initargs=(threads,))
     interrupted = False
+    finished = False
     try:
         futures = {pool.submit(run_matrix, task): task for task in tasks}
         for task in tasks[:jobs]:
@@ -268,14 +338,18 @@ def _run_processes(tasks: list[MatrixTask], jobs: int, write: Callable[[dict], N
                 if record["status"] != "interrupted":
                     write(record)
             emit("matrix_done", name=task.entry.name)
+        finished = True
     except KeyboardInterrupt:
         interrupted = True
     finally:
-        _stop_pool(pool, interrupted)
+        # After Ctrl-C/SIGTERM, or an error such as a full disk while writing a
+        # line, stop the workers now instead of waiting for their fits.
+        _stop_pool(pool, interrupted or not finished)
     return interrupted
 
 
 def _stop_pool(pool, interrupted: bool) -> None:
+    """Shut the pool down: wait for it normally, terminate the workers (SIGTERM) when stopping early."""
     if not interrupted:
         pool.shutdown(wait=True)
         return
@@ -320,6 +394,9 @@ def _run_dask(tasks: list[MatrixTask], scheduler: str, write: Callable[[dict], N
     except KeyboardInterrupt:
         client.cancel(futures)
         return True
+    except BaseException:  # e.g. a full disk while writing a line: stop the cluster's work too
+        client.cancel(futures)
+        raise
     finally:
         client.close()
     return False

@@ -5,16 +5,23 @@ Where a file is looked for, in order:
 1. ``DATA_DIR/<file>`` when a data folder is given (``--data-dir``): used and
    verified, nothing is downloaded;
 2. ``<manifest folder>/<file>``;
-3. the download cache ``pooch.os_cache("sfapprox")/<manifest stem>/<file>``;
+3. the download cache ``pooch.os_cache("sfapprox")/<manifest name>/<file>`` (the name made safe,
+   :func:`cache_folder_name`);
 4. a download from ``url`` with pooch into that cache (a compressed copy is
    decompressed; an archive has its ``member`` extracted).
 
 Every file with a ``sha256`` is verified wherever it came from.  Downloads
 are atomic (pooch writes to a temporary file and moves it into place only
-after its hash matched) and extraction is too (a temporary file in the
-target folder, then ``os.replace``).  Archives are checked member by member
-first: absolute names, ``..`` components and link members refuse the whole
-archive, so nothing can be written outside the cache folder.
+after its hash matched) and extraction is too: the member is streamed into a
+temporary file in the target folder while its SHA-256 is computed, and is
+moved into place only when the hash matches, so a wrong file never appears
+under the entry's name.  Archives are checked member by member first:
+absolute names, ``..`` components and link members refuse the whole
+archive, so nothing can be written outside the cache folder.  What is
+downloaded, decompressed or extracted is bounded (:func:`size_limit`: the
+free disk space less a reserve, and ``max_bytes``), so a small archive that
+expands without end cannot fill the disk.  The cache folder of a manifest is
+named after its file name, made safe (:func:`cache_folder_name`).
 
 When nothing works the entry raises :class:`UnavailableError`, whose message
 says where to put the file.
@@ -27,6 +34,7 @@ import gzip
 import hashlib
 import lzma
 import os
+import re
 import shutil
 import stat
 import tarfile
@@ -50,6 +58,9 @@ __all__ = [
     "verify_entry",
     "check_archive_members",
     "extract_member",
+    "cache_folder_name",
+    "size_limit",
+    "download_problem",
 ]
 
 _CHUNK = 1 << 16
@@ -93,8 +104,50 @@ def file_sha256(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
+def cache_folder_name(manifest: str | os.PathLike) -> str:
+    """The cache sub-folder of a manifest: its file name without ``.toml``, made a safe folder name.
+
+    Only letters, digits, ``_``, ``-``, ``+`` and inner dots are kept, so the
+    folder always lies inside the cache (a manifest named ``...toml`` would
+    otherwise give ``..``).
+
+    Examples
+    --------
+    >>> cache_folder_name("data_manifests/paper-table1.toml"), cache_folder_name("...toml"), cache_folder_name("a b.toml")
+    ('paper-table1', 'manifest', 'a_b')
+    """
+    stem = Path(manifest).name
+    if stem.lower().endswith(".toml"):
+        stem = stem[: -len(".toml")]
+    safe = re.sub(r"[^A-Za-z0-9_.+-]", "_", stem).strip(".")
+    return safe or "manifest"
+
+
 def _entry_cache(entry: Entry, cache: Path | None) -> Path:
-    return (cache or cache_dir()) / Path(entry.manifest).stem
+    return (cache or cache_dir()) / cache_folder_name(entry.manifest)
+
+
+#: Space left free on the cache's file system (at most this, or 5% of a small one).
+DISK_RESERVE = 256 * 1024**2
+
+
+def size_limit(folder: str | os.PathLike, max_bytes: int | None = None) -> int:
+    """The most bytes a file written to ``folder`` may have: the free space less a reserve, and ``max_bytes``.
+
+    The reserve is ``min(DISK_RESERVE, 5% of the file system)``, so fetching
+    never leaves the disk full for everything else.
+    """
+    usage = shutil.disk_usage(folder)
+    limit = usage.free - min(DISK_RESERVE, usage.total // 20)
+    if max_bytes is not None:
+        limit = min(limit, int(max_bytes))
+    return max(0, limit)
+
+
+def _nearest_folder(path: Path) -> Path:
+    while not path.is_dir() and path != path.parent:
+        path = path.parent
+    return path
 
 
 def _verify(entry: Entry, path: Path) -> bool:
@@ -154,6 +207,7 @@ def fetch_entry(
     data_dir: str | os.PathLike | None = None,
     cache: Path | None = None,
     download: bool = True,
+    max_bytes: int | None = None,
 ) -> Located:
     """The entry's file: found locally (and verified) or downloaded into the cache.
 
@@ -167,6 +221,9 @@ def fetch_entry(
         Download cache (default :func:`cache_dir`).
     download : bool, default=True
         Allow downloading from the entry's ``url``.
+    max_bytes : int, optional
+        Largest download or extracted file accepted; the free disk space
+        (less a reserve) bounds it in any case (:func:`size_limit`).
 
     Returns
     -------
@@ -186,23 +243,52 @@ def fetch_entry(
         raise UnavailableError(_missing_message(entry, data_dir, None))
     target = _entry_cache(entry, cache)
     try:
-        path = _download(entry, target)
+        path, verified = _download(entry, target, max_bytes)
     except (ChecksumError, UnavailableError):
         raise
-    except InputError as exc:  # unsafe archive and similar: say so, keep the hint
+    except InputError as exc:  # unsafe or oversized archive and similar: say so, keep the hint
         raise UnavailableError(_missing_message(entry, data_dir, str(exc))) from None
     except Exception as exc:  # network errors come in many types (requests, OSError, ...)
-        reason = " ".join(f"{type(exc).__name__}: {exc}".split())
-        raise UnavailableError(_missing_message(entry, data_dir, f"download from {entry.url} failed ({reason})")) from None
-    return Located(path, "download", _verify_or_remove(entry, path))
+        raise UnavailableError(_missing_message(entry, data_dir, download_problem(exc, entry.url))) from None
+    return Located(path, "download", verified)
 
 
-def _verify_or_remove(entry: Entry, path: Path) -> bool:
+def download_problem(exc: BaseException, url: str) -> str:
+    """A download failure in a few words: ``"no network: could not reach example.org"``, ``"HTTP 404 ..."``.
+
+    requests wraps the cause in layers of urllib3 text (``HTTPSConnectionPool(host=...):
+    Max retries exceeded ... NewConnectionError(...)``); the user needs the host and what went wrong.
+    """
+    from urllib.parse import urlparse as _urlparse
+
+    host = _urlparse(url).hostname or url
+    text = " ".join(str(exc).split())
     try:
-        return _verify(entry, path)
-    except ChecksumError:
-        path.unlink(missing_ok=True)  # never leave a bad file where the next run would trust it
-        raise
+        import requests
+    except ImportError:  # pragma: no cover - pooch depends on requests
+        requests = None
+    if requests is not None:
+        if isinstance(exc, requests.HTTPError) and exc.response is not None:
+            return f"download from {url} failed (HTTP {exc.response.status_code} {exc.response.reason or ''})".replace(" )", ")")
+        if isinstance(exc, requests.Timeout):
+            return f"no network: {host} did not answer in time"
+        if isinstance(exc, requests.ConnectionError):
+            low = text.lower()
+            if "name" in low and ("resolution" in low or "not known" in low or "resolve" in low):
+                why = " (its name could not be resolved)"
+            elif "refused" in low:
+                why = " (connection refused)"
+            elif "unreachable" in low:
+                why = " (network unreachable)"
+            else:
+                why = ""
+            return f"no network: could not reach {host}{why}"
+        if isinstance(exc, requests.RequestException):
+            return f"download from {url} failed ({type(exc).__name__})"
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f"{exc.filename}: " if exc.filename else ""
+        return f"download from {url} failed ({where}{exc.strerror})"
+    return f"download from {url} failed ({type(exc).__name__}: {text})"
 
 
 def _missing_message(entry: Entry, data_dir, problem: str | None) -> str:
@@ -225,8 +311,8 @@ def _missing_message(entry: Entry, data_dir, problem: str | None) -> str:
 # ---------------------------------------------------------------------------
 
 
-def _download(entry: Entry, target: Path) -> Path:
-    """Download ``entry.url`` into ``target`` (the entry's cache folder); return the file path."""
+def _download(entry: Entry, target: Path, max_bytes: int | None) -> tuple[Path, bool]:
+    """Download ``entry.url`` into ``target`` (the entry's cache folder); return the file path and whether it was verified."""
     import pooch
 
     pooch.get_logger().setLevel("WARNING")  # no "Downloading ..." chatter on stderr
@@ -235,8 +321,10 @@ def _download(entry: Entry, target: Path) -> Path:
     known = f"sha256:{entry.sha256[0]}" if direct and len(entry.sha256) == 1 else None
     downloads = target / ".downloads"
     downloads.mkdir(parents=True, exist_ok=True)
+    limit = size_limit(downloads, max_bytes)
     try:
-        fetched = Path(pooch.retrieve(entry.url, known_hash=known, fname=f"{entry.name}-{name}", path=downloads, progressbar=False))
+        fetched = Path(pooch.retrieve(entry.url, known_hash=known, fname=f"{entry.name}-{name}", path=downloads,
+                                      downloader=_bounded_downloader(entry, limit), progressbar=False))
     except ValueError as exc:  # pooch's hash mismatch (the temporary file is already gone)
         if "hash" in str(exc).lower():
             raise ChecksumError(f"{entry.where}: download from {entry.url}: {' '.join(str(exc).split())}") from None
@@ -245,15 +333,88 @@ def _download(entry: Entry, target: Path) -> Path:
     final.parent.mkdir(parents=True, exist_ok=True)
     if entry.member is not None:
         check_archive_members(fetched)
-        extract_member(fetched, entry.member, final)
+        # Companions first: the entry's file appears last, once everything it needs is there.
         for companion in entry.companions:
             sibling = str(PurePosixPath(entry.member).parent / PurePosixPath(companion).name)
-            extract_member(fetched, sibling, target / companion)
-    elif _needs_decompression(entry):
-        _decompress(fetched, final)
-    else:
-        _atomic_copy(fetched, final)
-    return final
+            _extract(fetched, sibling, target / companion, (), max_bytes, entry.where)
+        return final, _extract(fetched, entry.member, final, entry.sha256, max_bytes, entry.where)
+    sink = _Sink(entry.sha256, final, max_bytes, entry.where)
+    if _needs_decompression(entry):
+        opener = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}[fetched.suffix.lower()]
+        with opener(fetched, "rb") as src:
+            return final, sink.fill(src, f"decompressed {fetched.name}")
+    with open(fetched, "rb") as src:
+        return final, sink.fill(src, fetched.name)
+
+
+class _Counting:
+    """A file object for pooch's downloader that refuses to grow past ``limit`` bytes."""
+
+    def __init__(self, f, limit: int, what: str):
+        self._f, self._limit, self._what, self.size = f, limit, what, 0
+
+    def write(self, data: bytes) -> int:
+        self.size += len(data)
+        if self.size > self._limit:
+            raise InputError(f"{self._what}: larger than the {_bytes(self._limit)} allowed "
+                             "(free disk space less a reserve, or max_bytes); nothing was kept")
+        return self._f.write(data)
+
+    def __getattr__(self, name: str):
+        return getattr(self._f, name)
+
+
+def _bounded_downloader(entry: Entry, limit: int):
+    import pooch
+
+    base = pooch.HTTPDownloader(progressbar=False)
+
+    def download(url, output_file, pooch_obj, check_only=False):
+        if check_only:
+            return base(url, output_file, pooch_obj, check_only=True)
+        with open(output_file, "w+b") as f:
+            return base(url, _Counting(f, limit, f"{entry.where}: download from {url}"), pooch_obj)
+
+    return download
+
+
+def _bytes(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} bytes"
+
+
+class _Sink:
+    """Streams data into ``final`` atomically: bounded in size, hashed, placed only when the hash matches."""
+
+    def __init__(self, hashes: tuple[str, ...], final: Path, max_bytes: int | None, where: str = ""):
+        self.hashes, self.final, self.max_bytes, self.where = tuple(hashes), Path(final), max_bytes, where
+
+    def fill(self, src, what: str) -> bool:
+        """Copy ``src`` into place; True when it was checked against a hash."""
+        self.final.parent.mkdir(parents=True, exist_ok=True)
+        limit = size_limit(self.final.parent, self.max_bytes)
+        digest = hashlib.sha256()
+        size = 0
+        prefix = f"{self.where}: " if self.where else ""
+        with _temporary_beside(self.final) as tmp, open(tmp, "wb") as out:
+            for chunk in iter(lambda: src.read(_CHUNK), b""):
+                size += len(chunk)
+                if size > limit:
+                    raise InputError(f"{prefix}{what}: larger than the {_bytes(limit)} allowed for {self.final.name} "
+                                     "(free disk space less a reserve, or max_bytes); nothing was kept")
+                digest.update(chunk)
+                out.write(chunk)
+            out.flush()
+            got = digest.hexdigest()
+            if self.hashes and got not in self.hashes:
+                expected = self.hashes[0] if len(self.hashes) == 1 else " or ".join(self.hashes)
+                # Raised inside the block: the temporary is removed, nothing is placed.
+                raise ChecksumError(f"{prefix}{what}: SHA-256 mismatch (expected {expected}, got {got}); the file "
+                                    "is corrupted or a different version (or the manifest's hash is outdated); nothing was kept")
+        return bool(self.hashes)
 
 
 def _needs_decompression(entry: Entry) -> bool:
@@ -266,17 +427,6 @@ def _needs_decompression(entry: Entry) -> bool:
 def _temporary_beside(final: Path):
     """A temporary file in ``final``'s folder, fsync'ed and moved onto ``final`` on success (pooch's way)."""
     return atomic_path(final, make_parents=True)
-
-
-def _atomic_copy(src: Path, final: Path) -> None:
-    with _temporary_beside(final) as tmp:
-        shutil.copyfile(src, tmp)
-
-
-def _decompress(src: Path, final: Path) -> None:
-    opener = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}[src.suffix.lower()]
-    with _temporary_beside(final) as tmp, opener(src, "rb") as fin, open(tmp, "wb") as fout:
-        shutil.copyfileobj(fin, fout, _CHUNK)
 
 
 # ---------------------------------------------------------------------------
@@ -295,22 +445,28 @@ def _unsafe_name(name: str) -> str | None:
     return None
 
 
-def _members(archive: Path) -> list[tuple[str, str]]:
-    """``(name, kind)`` of every member; kind is ``"file"``, ``"dir"``, ``"link"`` or ``"other"``."""
+def _members(archive: Path) -> list[tuple[str, str, int]]:
+    """``(name, kind, declared size)`` of every member; kind is ``"file"``, ``"dir"``, ``"link"`` or ``"other"``."""
     if zipfile.is_zipfile(archive):
         with zipfile.ZipFile(archive) as z:
             out = []
             for info in z.infolist():
                 mode = info.external_attr >> 16
                 kind = "link" if stat.S_ISLNK(mode) else "dir" if info.is_dir() else "file"
-                out.append((info.filename, kind))
+                out.append((info.filename, kind, info.file_size))
             return out
     try:
         with tarfile.open(archive) as t:
-            return [(m.name, "file" if m.isfile() else "dir" if m.isdir() else "link" if (m.issym() or m.islnk()) else "other")
-                    for m in t.getmembers()]
-    except tarfile.TarError as exc:
-        raise InputError(f"{archive}: not a readable zip or tar archive ({exc})") from None
+            return [(m.name, "file" if m.isfile() else "dir" if m.isdir() else "link" if (m.issym() or m.islnk()) else "other",
+                     m.size) for m in t.getmembers()]
+    except (tarfile.TarError, EOFError, OSError, zlib_error()) as exc:
+        raise InputError(f"{archive}: not a readable zip or tar archive ({' '.join(str(exc).split())})") from None
+
+
+def zlib_error() -> type[Exception]:
+    import zlib
+
+    return zlib.error
 
 
 def check_archive_members(archive: str | os.PathLike) -> list[str]:
@@ -336,7 +492,7 @@ def check_archive_members(archive: str | os.PathLike) -> list[str]:
     """
     archive = Path(archive)
     files = []
-    for name, kind in _members(archive):
+    for name, kind, _ in _members(archive):
         why = _unsafe_name(name)
         if why is None and kind == "link":
             why = "is a link"
@@ -349,26 +505,60 @@ def check_archive_members(archive: str | os.PathLike) -> list[str]:
     return files
 
 
-def extract_member(archive: str | os.PathLike, member: str, final: str | os.PathLike) -> Path:
-    """Extract one regular-file member of a zip/tar archive to ``final``, atomically.
+def extract_member(
+    archive: str | os.PathLike,
+    member: str,
+    final: str | os.PathLike,
+    *,
+    sha256: tuple[str, ...] | str = (),
+    max_bytes: int | None = None,
+    where: str = "",
+) -> Path:
+    """Extract one regular-file member of a zip/tar archive to ``final``, atomically, bounded and verified.
 
-    The member is read as a stream and written to a temporary file beside
-    ``final``; the member's own name never becomes a path.
+    The member is read as a stream into a temporary file beside ``final``
+    (its own name never becomes a path), hashed on the way, and moved into
+    place only when its SHA-256 is one of ``sha256`` (when given).  A member
+    larger than :func:`size_limit` (free disk space less a reserve, and
+    ``max_bytes``) is refused, by its declared size before anything is
+    written and by the bytes actually read (an archive may lie).
+
+    Returns
+    -------
+    Path
+        ``final``.
+
+    Raises
+    ------
+    InputError
+        For an unsafe archive, a missing member or one too large.
+    ChecksumError
+        When the member's hash does not match (nothing is placed).
     """
-    archive, final = Path(archive), Path(final)
+    hashes = (sha256,) if isinstance(sha256, str) else tuple(sha256)
+    _extract(Path(archive), member, Path(final), hashes, max_bytes, where)
+    return Path(final)
+
+
+def _extract(archive: Path, member: str, final: Path, hashes: tuple[str, ...], max_bytes: int | None, where: str) -> bool:
+    """:func:`extract_member`'s work; True when the member was checked against a hash."""
     files = check_archive_members(archive)
     if member not in files:
         shown = ", ".join(files[:10]) + (" ..." if len(files) > 10 else "")
         raise InputError(f"{archive}: no file member {member!r} (files: {shown})")
-    with _temporary_beside(final) as tmp, open(tmp, "wb") as out:
-        if zipfile.is_zipfile(archive):
-            with zipfile.ZipFile(archive) as z, z.open(member) as src:
-                shutil.copyfileobj(src, out, _CHUNK)
-        else:
-            with tarfile.open(archive) as t:
-                src = t.extractfile(t.getmember(member))
-                shutil.copyfileobj(src, out, _CHUNK)
-    return final
+    declared = next(size for name, _, size in _members(archive) if name == member)
+    limit = size_limit(_nearest_folder(final.parent), max_bytes)
+    if declared > limit:
+        prefix = f"{where}: " if where else ""
+        raise InputError(f"{prefix}{archive.name}: member {member!r} is {_bytes(declared)}, more than the {_bytes(limit)} "
+                         "allowed (free disk space less a reserve, or max_bytes); nothing was extracted")
+    sink = _Sink(hashes, final, max_bytes, where)
+    what = f"{archive.name}: member {member!r}"
+    if zipfile.is_zipfile(archive):
+        with zipfile.ZipFile(archive) as z, z.open(member) as src:
+            return sink.fill(src, what)
+    with tarfile.open(archive) as t:
+        return sink.fill(t.extractfile(t.getmember(member)), what)
 
 
 # ---------------------------------------------------------------------------

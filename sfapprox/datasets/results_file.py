@@ -9,9 +9,10 @@ cut away when a run resumes.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ __all__ = [
     "ResultsFile",
     "read_results",
     "repair_results",
+    "record_problem",
 ]
 
 RESULTS_FILE = "results.jsonl"
@@ -52,15 +54,31 @@ class ResultsWriter:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise self._error("cannot be opened for writing", exc) from exc
 
     def write(self, record: dict[str, Any]) -> None:
+        """Append one line; on failure (full disk) nothing of it stays and :class:`~sfapprox._atomic.OutputError` says so."""
         data = encode_record(record)
-        written = os.write(self._fd, data)
-        if written != len(data):  # disk full: a short write; cut it back off
-            os.ftruncate(self._fd, os.lseek(self._fd, 0, os.SEEK_END) - written)
-            raise OSError(f"{self.path}: short write ({written} of {len(data)} bytes); is the disk full?")
-        os.fsync(self._fd)
+        try:
+            written = os.write(self._fd, data)
+            if written != len(data):  # disk full: a short write; cut it back off
+                os.ftruncate(self._fd, os.lseek(self._fd, 0, os.SEEK_END) - written)
+                raise OSError(errno.ENOSPC, f"No space left on device (only {written} of {len(data)} bytes written)")
+            os.fsync(self._fd)
+        except OSError as exc:
+            raise self._error("could not append a line", exc) from exc
+
+    def _error(self, what: str, exc: OSError):
+        from .._atomic import OutputError
+
+        cause = exc.strerror or str(exc)
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            cause += "; the file system is full"
+        return OutputError(f"{self.path}: {what} ({cause}); the complete lines already there are kept, "
+                           "run the same command again to resume", self.path, exc.errno)
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -76,19 +94,74 @@ class ResultsWriter:
 
 @dataclass
 class ResultsFile:
-    """Parsed results: complete valid records, numbers of bad complete lines, partial tail bytes."""
+    """Parsed results: complete valid records, numbers of bad complete lines (and why), partial tail bytes."""
 
     records: list[dict[str, Any]]
     bad_lines: list[int]
     tail_bytes: int
+    problems: dict[int, str] = field(default_factory=dict)
 
     def latest(self) -> dict[tuple[str, str], dict[str, Any]]:
         """The last record of each (matrix, method)."""
         return {(r["matrix"], r["method"]): r for r in self.records}
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+#: Type checks of a record's fields beyond the three required strings (None is always allowed).
+_FIELD_CHECKS: dict[str, tuple[str, Any]] = {
+    "category": ("a string", lambda v: isinstance(v, str)),
+    "n": ("a whole number", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    "nnz": ("a whole number", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    "budget": ("a whole number", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    "fro_error": ("a number", _number),
+    "rel_error": ("a number", _number),
+    "seconds": ("a number", _number),
+    "params": ("a table", lambda v: isinstance(v, dict)),
+    "settings": ("a table", lambda v: isinstance(v, dict)),
+    "matrix_info": ("a table", lambda v: isinstance(v, dict)),
+    "reference": ("a table of numbers", lambda v: isinstance(v, dict) and all(_number(x) for x in v.values())),
+    "factors": ("a string", lambda v: isinstance(v, str)),
+    "error": ("a string", lambda v: isinstance(v, str)),
+    "reason": ("a string", lambda v: isinstance(v, str)),
+}
+
+
+def record_problem(record: Any) -> str | None:
+    """Why a parsed line is not a usable record (None when it is).
+
+    Checks the types of the fields that readers use, not only that the
+    required ones are there: ``matrix``, ``method`` and ``status`` must be
+    strings; the optional fields, when present and not null, must have their
+    type (a number for ``fro_error``, a table for ``reference``, ...).
+
+    Examples
+    --------
+    >>> record_problem({"matrix": ["a"], "method": "sf", "status": "ok"})
+    "field 'matrix' must be a non-empty string, got list"
+    """
+    if not isinstance(record, dict):
+        return f"not a JSON object (a {type(record).__name__})"
+    for key in ("matrix", "method", "status"):
+        if key not in record:
+            return f"no field {key!r}"
+        if not isinstance(record[key], str) or not record[key]:
+            got = "an empty string" if record[key] == "" else type(record[key]).__name__
+            return f"field {key!r} must be a non-empty string, got {got}"
+    for key, (kind, ok) in _FIELD_CHECKS.items():
+        value = record.get(key)
+        if value is not None and not ok(value):
+            return f"field {key!r} must be {kind}, got {type(value).__name__}"
+    return None
+
+
 def read_results(path: str | os.PathLike) -> ResultsFile:
     """Read a results file, skipping a trailing incomplete line and invalid lines.
+
+    A line is invalid when it is not JSON or not a usable record
+    (:func:`record_problem`); ``problems`` says why, by line number.
 
     Examples
     --------
@@ -104,21 +177,23 @@ def read_results(path: str | os.PathLike) -> ResultsFile:
         return ResultsFile([], [], 0)
     data = path.read_bytes()
     complete, _, tail = data.rpartition(b"\n")
-    records, bad = [], []
+    records, bad, problems = [], [], {}
     if complete or data.startswith(b"\n"):
         for number, line in enumerate(complete.split(b"\n"), start=1):
             if not line.strip():
                 continue
             try:
                 record = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                bad.append(number)
-                continue
-            if isinstance(record, dict) and {"matrix", "method", "status"} <= set(record):
+            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+                problem = "not valid JSON"
+            else:
+                problem = record_problem(record)
+            if problem is None:
                 records.append(record)
             else:
                 bad.append(number)
-    return ResultsFile(records, bad, len(tail))
+                problems[number] = problem
+    return ResultsFile(records, bad, len(tail), problems)
 
 
 def repair_results(path: str | os.PathLike, drop: set[tuple[str, str]] = frozenset()) -> list[str]:

@@ -1,0 +1,120 @@
+"""Stop signals: SIGTERM is handled like Ctrl-C, and no signal cuts an output in half.
+
+``timeout``, systemd, Slurm and ``kill`` stop a program with SIGTERM, a
+terminal with SIGINT (Ctrl-C).  The command line installs
+:func:`install_stop_handlers`, which turns the first of either into a
+``KeyboardInterrupt`` in the main thread, so every path that keeps partial
+work on Ctrl-C (the best SF factors, finished comparison rows, finished batch
+lines) keeps it on SIGTERM too; :func:`stop_signal` tells the exit code
+(130 after SIGINT, 143 after SIGTERM: 128 + the signal number).
+
+While an output file is written and moved into place
+(:func:`sfapprox._atomic.atomic_path`), :func:`deferred` holds both signals
+back and delivers them once the file is complete, so a second Ctrl-C during
+the save of a stopped fit does not throw the fit away.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+
+__all__ = ["STOP_SIGNALS", "install_stop_handlers", "stop_signal", "deferred", "exit_code"]
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+#: Signals received by the handlers of :func:`install_stop_handlers`, in order.
+_received: list[int] = []
+_depth = 0  # nesting of deferred() in the main thread
+
+
+def _on_stop(signum: int, frame) -> None:
+    """First signal: stop (KeyboardInterrupt).  Second: say that the stop is under way.  Third: stop again."""
+    _received.append(signum)
+    if len(_received) == 2:
+        # The first stop is still saving what was finished (a stopped fit's best
+        # factors); a second impatient Ctrl-C must not throw that away.
+        sys.stderr.write("sfapprox: already stopping, saving what was finished; "
+                         "send the signal once more to abandon that\n")
+        sys.stderr.flush()
+        return
+    raise KeyboardInterrupt
+
+
+def install_stop_handlers() -> None:
+    """Make SIGINT and SIGTERM stop the program the way Ctrl-C does (main thread only).
+
+    A signal ignored when the program started (``nohup``, a shell's background
+    job) stays ignored, as Python does for SIGINT.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    _received.clear()
+    for signum in STOP_SIGNALS:
+        with contextlib.suppress(ValueError, OSError):
+            if signal.getsignal(signum) is not signal.SIG_IGN:
+                signal.signal(signum, _on_stop)
+
+
+def stop_signal() -> int | None:
+    """SIGTERM if one was received by the stop handlers, else SIGINT if one was, else None."""
+    if signal.SIGTERM in _received:
+        return signal.SIGTERM
+    return signal.SIGINT if _received else None
+
+
+def exit_code(code: int) -> int:
+    """The process exit code: an interruption (130) caused by SIGTERM becomes 143 (128 + 15).
+
+    After a stop signal, further ones are ignored from here on: the program
+    is exiting, and one arriving during interpreter shutdown (when Python
+    has put the default actions back) would otherwise end it with a signal
+    instead of this code.
+    """
+    if stop_signal() is not None and threading.current_thread() is threading.main_thread():
+        for signum in STOP_SIGNALS:
+            with contextlib.suppress(ValueError, OSError):
+                signal.signal(signum, signal.SIG_IGN)
+    if code == 130 and stop_signal() == signal.SIGTERM:
+        return 128 + signal.SIGTERM
+    return code
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back inside the block; deliver them, in order, when it ends.
+
+    Delivery calls the handler that was in place (a ``KeyboardInterrupt``
+    after the block for Ctrl-C, the default action for an unhandled SIGTERM),
+    also when the block raised.  Outside the main thread (where no Python
+    handler runs) and in nested blocks this is a no-op.
+    """
+    global _depth
+    if threading.current_thread() is not threading.main_thread() or _depth:
+        yield
+        return
+    pending: list[int] = []
+    previous: dict[int, object] = {}
+
+    def hold(signum: int, frame) -> None:
+        pending.append(signum)
+
+    for signum in STOP_SIGNALS:
+        with contextlib.suppress(ValueError, OSError):
+            handler = signal.getsignal(signum)
+            if handler in (signal.SIG_IGN, None):  # ignored, or a handler not set from Python
+                continue
+            signal.signal(signum, hold)
+            previous[signum] = handler
+    _depth += 1
+    try:
+        yield
+    finally:
+        _depth -= 1
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for signum in pending:
+            signal.raise_signal(signum)  # runs the restored handler now

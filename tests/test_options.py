@@ -1,0 +1,84 @@
+"""Every option is checked before anything is loaded or fitted: one line, exit code 2, no work done.
+
+The loaders are replaced by functions that fail the test when called, so a
+check that only happens after loading (or never) is caught.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from sfapprox.cli import app
+
+
+@pytest.fixture
+def no_loading(monkeypatch):
+    import sfapprox.datasets.batch
+    import sfapprox.io
+
+    def loader_called(*args, **kwargs):
+        pytest.fail("a matrix or manifest was loaded before the options were checked")
+
+    monkeypatch.setattr(sfapprox.io, "load_matrix", loader_called)
+    monkeypatch.setattr(sfapprox.datasets.batch, "load_manifest", loader_called)
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    matrix = tmp_path / "m.npy"
+    np.save(matrix, np.eye(4))
+    manifest = tmp_path / "m.toml"
+    manifest.write_text('[[matrix]]\nname = "a"\ncategory = "synthetic"\ngenerator = "banded"\nparams = {n = 8}\n')
+    return {"MATRIX": str(matrix), "MANIFEST": str(manifest), "OUT": str(tmp_path / "out"),
+            "FIG": str(tmp_path / "fig.xyz")}
+
+
+COMMANDS = {
+    "fit": ["fit", "MATRIX"],
+    "compare": ["compare", "MATRIX"],
+    "sweep": ["sweep", "MATRIX"],
+    "batch": ["batch", "MANIFEST", "--out-dir", "OUT"],
+}
+
+CASES = [
+    # (commands, extra arguments, what the one line must say)
+    (("fit", "compare", "sweep", "batch"), ["--max-memory", "nan"], "--max-memory"),
+    (("fit", "compare", "sweep", "batch"), ["--max-memory", "1e400"], "--max-memory"),
+    (("fit", "compare", "sweep", "batch"), ["--max-memory", "-5G"], "--max-memory"),
+    (("compare", "sweep", "batch"), ["--methods", " , "], "no method given"),
+    (("compare", "sweep", "batch"), ["--methods", "sf,svd"], "unknown method(s) svd"),
+    (("compare", "batch"), ["--budget", "abc"], "budget"),
+    (("compare", "batch"), ["--budget", "-3"], "budget must be positive"),
+    (("compare", "batch"), ["--budget", "nan"], "budget must be positive"),
+    (("compare", "batch"), ["--budget", "2.5"], "neither a fraction"),
+    (("fit",), ["--budget", "inf"], "budget must be positive"),
+    (("sweep",), ["--budgets", "0.1,zero"], "budget"),
+    (("compare", "sweep"), ["--plot", "FIG"], "cannot write a figure of type '.xyz'"),
+]
+
+
+@pytest.mark.parametrize("commands, extra, says", CASES, ids=[" ".join(c[1]) for c in CASES])
+def test_bad_options_are_refused_before_any_loading(no_loading, inputs, commands, extra, says):
+    for command in commands:
+        args = [inputs.get(a, a) for a in COMMANDS[command] + extra]
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 2, (command, result.output)
+        errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and says in result.output, (command, result.output)
+        assert "Traceback" not in result.output
+
+
+def test_an_existing_output_is_refused_before_loading(no_loading, inputs, tmp_path):
+    taken = tmp_path / "taken.json"
+    taken.write_text("{}")
+    for command in ("fit", "compare", "sweep"):
+        result = CliRunner().invoke(app, [*[inputs.get(a, a) for a in COMMANDS[command]], "--json", str(taken)])
+        assert result.exit_code == 2 and "already exists; use --force" in result.output, result.output
+    assert taken.read_text() == "{}"
+
+
+def test_a_missing_output_folder_is_refused_before_loading(no_loading, inputs, tmp_path):
+    result = CliRunner().invoke(app, ["fit", inputs["MATRIX"], "--out", str(tmp_path / "no" / "f.h5")])
+    assert result.exit_code == 2 and "does not exist; create it first" in result.output
