@@ -8,7 +8,17 @@ from typing import Annotated, Literal, Optional
 import typer
 
 from . import _options as o
-from ._app import EXIT_INTERRUPTED, announce_start, app, check_plot, error_boundary, read_matrix, show_notes
+from ._app import (
+    EXIT_INTERRUPTED,
+    announce_start,
+    app,
+    check_output,
+    check_plot,
+    error_boundary,
+    read_matrix,
+    show_notes,
+    stop_cause,
+)
 from ._render import check_outputs, emit, fit_progress, note
 
 
@@ -32,9 +42,9 @@ def compare(
 ) -> None:
     """Compare SF with the baselines at an equal budget of stored numbers.
 
-    Ctrl-C stops the method that is running: the methods finished so far (and
-    SF's best factors, if SF was running) are shown and written to the
-    outputs, and the command exits with code 130.
+    Ctrl-C (or SIGTERM) stops the method that is running: the methods finished
+    so far (and SF's best factors, if SF was running) are shown and written to
+    the outputs, and the command exits with code 130 (143 for SIGTERM).
 
     Example: sfapprox compare image.png --methods sf,tsvd --json r.json --plot side-by-side.png
     """
@@ -58,6 +68,9 @@ def compare(
         surrogates = {f"saved:{p.stem}": load_factors(p, max_memory=settings.max_memory) for p in saved or []}
         loaded = read_matrix(path, load)
         show_notes(loaded)
+        if save_factors is not None:  # each file it would write, before any fitting
+            for name in names:
+                check_output(save_factors / f"{loaded.name}.{name}.h5", force)
         for name, fit in surrogates.items():
             if fit.source.get("sha256") and fit.source["sha256"] != loaded.sha256:
                 note(f"note: {name} was fitted to {fit.source.get('path') or 'another input'} "
@@ -65,6 +78,8 @@ def compare(
         with fit_progress(f"{loaded.name}", settings.max_iter, quiet, settings.per_method(len(names)).time_limit) as progress:
             comparison = run_compare(loaded, names, budget=budget, settings=settings, count_indices=count_indices,
                                      callback=announce_start(progress, loaded.name, quiet), include=surrogates)
+        if "clamped" in comparison.budget_spec:
+            note(f"note: budget {comparison.budget_spec}: no method can use more than the dense N² numbers")
         tables = comparison.tables()
         emit(tables, comparison.to_dict(), outputs, force=force)
         if plot is not None:
@@ -82,7 +97,7 @@ def compare(
             kept = "the rows so far are shown" + (" and written" if outputs else "")
             if stopped.fro_error is not None:
                 kept += f" ({stopped.method}: the best factors found before the stop)"
-            note(f"interrupted (Ctrl-C) during {stopped.method}: {kept}; later methods were not run",
+            note(f"interrupted ({stop_cause()}) during {stopped.method}: {kept}; later methods were not run",
                  style="bold yellow")
             raise typer.Exit(EXIT_INTERRUPTED)
 

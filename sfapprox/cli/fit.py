@@ -10,7 +10,17 @@ from typing import Annotated, Literal, Optional
 import typer
 
 from . import _options as o
-from ._app import EXIT_INTERRUPTED, announce_start, app, check_distinct, check_output, error_boundary, read_matrix, show_notes
+from ._app import (
+    EXIT_INTERRUPTED,
+    announce_start,
+    app,
+    check_distinct,
+    check_output,
+    error_boundary,
+    read_matrix,
+    show_notes,
+    stop_cause,
+)
 from ._render import err, fit_progress, key_value_table, note, out
 
 
@@ -44,7 +54,8 @@ def fit(
     """Fit SF to a matrix; print the error, optionally save factors (--out) and a JSON summary.
 
     Ctrl-C (or SIGTERM) stops the optimizer at once: the best factors found so
-    far are still written to --out / --json, and the command exits with code 130.
+    far are still written to --out / --json, and the command exits with code 130
+    (143 for SIGTERM).
 
     Example: sfapprox fit mesh.mtx --out mesh-sf.h5
     """
@@ -83,7 +94,7 @@ def fit(
         if summary["stop_reason"] == "interrupted":
             kept = ("the best factors found so far were written" if out_path is not None else
                     "the error above is that of the best factors found so far (pass --out to keep them)")
-            note(f"interrupted after {summary['iterations']} iterations: {kept}", style="bold yellow")
+            note(f"interrupted ({stop_cause()}) after {summary['iterations']} iterations: {kept}", style="bold yellow")
             raise typer.Exit(EXIT_INTERRUPTED)
 
 

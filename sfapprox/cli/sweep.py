@@ -48,6 +48,9 @@ def sweep(
         with fit_progress(loaded.name, settings.max_iter, quiet, settings.per_method(len(names)).time_limit) as progress:
             result = run_sweep(loaded, specs, names, settings=settings, count_indices=count_indices,
                                callback=announce_start(progress, loaded.name, quiet))
+        for point in result.points:
+            if "clamped" in point.budget_spec:
+                note(f"note: budget {point.budget_spec}: no method can use more than the dense N² numbers")
         tables = result.tables()
         emit(tables, result.to_dict(), outputs, force=force)
         if plot is not None:
