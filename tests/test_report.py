@@ -148,7 +148,13 @@ def test_datasets_commands(tmp_path):
                  '[[matrix]]\nname = "g"\ncategory = "attention"\ngenerator = "attention"\nparams = {n = 8}\n')
     runner = CliRunner()
     listed = runner.invoke(app, ["datasets", "list", str(m)])
-    assert listed.exit_code == 0 and "attention(n=8)" in listed.output and "missing" in listed.output
+    assert listed.exit_code == 0 and "(generated: attention)" in listed.output and "missing" in listed.output
+    assert "1 missing, 1 generated" in listed.output and "attention(n=8)" not in listed.output  # compact
+    verbose = runner.invoke(app, ["datasets", "list", str(m), "--verbose", "--json", "-"])
+    assert verbose.exit_code == 0 and "attention(n=8)" in verbose.output
+    import json as _json
+
+    assert [e["status"] for e in _json.loads(verbose.stdout)["entries"]] == ["missing", "generated"]
     verified = runner.invoke(app, ["datasets", "verify", str(m), "--data-dir", str(data)])
     assert verified.exit_code == 1 and "mismatch" in verified.output
     fetched = runner.invoke(app, ["datasets", "fetch", str(m), "--data-dir", str(data)])

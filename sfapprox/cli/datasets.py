@@ -7,10 +7,10 @@ from typing import Annotated, Optional
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
+from . import _options as o
 from ._app import app, error_boundary
-from ._render import err, out
+from ._render import check_outputs, emit, err
 
 datasets_app = typer.Typer(
     name="datasets",
@@ -22,10 +22,6 @@ app.add_typer(datasets_app)
 ManifestPath = Annotated[Path, typer.Argument(help="Dataset manifest (.toml), e.g. data_manifests/paper-table1.toml.", show_default=False)]
 DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="Folder searched first for the files (used and verified, nothing downloaded).")]
 Only = Annotated[Optional[str], typer.Option("--only", help="Comma-separated entry names (default: all).")]
-
-_STYLE = {"ok": "green", "unchecked": "yellow", "generated": "cyan", "downloaded": "green", "found": "green",
-          "missing": "red", "mismatch": "bold red", "unavailable": "red"}
-
 
 def _names(only: str | None) -> list[str] | None:
     return [n.strip() for n in only.split(",") if n.strip()] if only else None
@@ -44,26 +40,56 @@ def _reference(entry) -> str:
     return " ".join(f"{k}={v:.4g}" for k, v in entry.reference.items())
 
 
+def _status_table(title: str, rows: list[dict], columns: list[tuple[str, str]]):
+    from ..formats import Column, Table
+
+    table = Table(title, [Column(key, name, "left") for key, name in columns])
+    for row in rows:
+        table.add({key: str(row.get(key) if row.get(key) is not None else "–") for key, _ in columns})
+    return table
+
+
+def _counts(rows: list[dict]) -> str:
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["status"]] = counts.get(row["status"], 0) + 1
+    return ", ".join(f"{n} {status}" for status, n in counts.items())
+
+
 @datasets_app.command("list")
-def list_entries(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None) -> None:
-    """Show a manifest's entries: category, source, file, status, reference figures.
+@o.options(o.OUTPUTS)
+def list_entries(
+    manifest: ManifestPath,
+    data_dir: DataDir = None,
+    only: Only = None,
+    verbose: Annotated[bool, o.flag("--verbose", "-v", help="Also show each entry's source (URL or generator).")] = False,
+    force: o.Force = False,
+    *,
+    outputs,
+) -> None:
+    """Show a manifest's entries: category, status (present, missing, ...), file, reference figures.
 
     Example: sfapprox datasets list data_manifests/paper-table1.toml --data-dir ../shared/realdata
     """
     from ..datasets import load_manifest, verify_entry
 
     with error_boundary():
+        check_outputs(outputs, force)
         m = load_manifest(manifest)
-        table = Table(title=m.title or str(manifest))
-        for col in ("name", "category", "file", "source", "status", "reference", "✓"):
-            table.add_column(col, overflow="fold", no_wrap=col in ("name", "status", "✓"))
+        rows = []
         for entry in m.select(_names(only)):
             status, _ = verify_entry(entry, data_dir=data_dir)
-            table.add_row(entry.name, entry.category, entry.file or "–", _source(entry),
-                          f"[{_STYLE.get(status, '')}]{status}[/]", _reference(entry), "✓" if entry.reproducible else "")
-        out.print(table)
-        if m.reference_source:
-            err.print(f"reference figures: {m.reference_source}; ✓ = reproducible", highlight=False)
+            rows.append({"name": entry.name, "category": entry.category, "status": status,
+                         "file": entry.file or f"(generated: {entry.generator})", "source": _source(entry),
+                         "reference": _reference(entry) or None, "reproducible": "✓" if entry.reproducible else ""})
+        columns = [("name", "name"), ("category", "category"), ("status", "status"), ("file", "file"),
+                   ("reference", "reference"), ("reproducible", "✓")]
+        if verbose:
+            columns.insert(4, ("source", "source"))
+        table = _status_table(m.title or str(manifest), rows, columns)
+        table.notes.append(_counts(rows) + (f"; reference figures: {m.reference_source}; ✓ = reproducible"
+                                            if m.reference_source else ""))
+        emit([table], {"manifest": str(manifest), "entries": rows}, outputs, force=force)
 
 
 @datasets_app.command("fetch")
@@ -115,7 +141,9 @@ def _one_line(exc: BaseException) -> str:
 
 
 @datasets_app.command("verify")
-def verify(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None) -> None:
+@o.options(o.OUTPUTS)
+def verify(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None, force: o.Force = False, *,
+           outputs) -> None:
     """Check the SHA-256 of every file present (in --data-dir or the cache); downloads nothing.
 
     Exit code 1 on a checksum mismatch.
@@ -125,16 +153,14 @@ def verify(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None) 
     from ..datasets import load_manifest, verify_entry
 
     with error_boundary():
+        check_outputs(outputs, force)
         m = load_manifest(manifest)
-        table = Table(title=f"verify {manifest}")
-        for col in ("name", "status", "detail"):
-            table.add_column(col, overflow="fold", no_wrap=col != "detail")
-        counts: dict[str, int] = {}
+        rows = []
         for entry in m.select(_names(only)):
             status, detail = verify_entry(entry, data_dir=data_dir)
-            counts[status] = counts.get(status, 0) + 1
-            table.add_row(entry.name, f"[{_STYLE.get(status, '')}]{status}[/]", detail)
-        out.print(table)
-        err.print(", ".join(f"{n} {s}" for s, n in counts.items()), highlight=False)
-        if counts.get("mismatch"):
+            rows.append({"name": entry.name, "status": status, "detail": detail})
+        table = _status_table(f"verify {manifest}", rows, [("name", "name"), ("status", "status"), ("detail", "detail")])
+        table.notes.append(_counts(rows))
+        emit([table], {"manifest": str(manifest), "entries": rows}, outputs, force=force)
+        if any(row["status"] == "mismatch" for row in rows):
             raise typer.Exit(1)
