@@ -1,4 +1,4 @@
-"""`sfapprox batch MANIFEST --out DIR` (resumable runs) and `sfapprox report DIR` (tables, exports)."""
+"""`sfapprox batch MANIFEST --out-dir DIR` (resumable runs) and `sfapprox report DIR` (tables, exports)."""
 
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ def batch(
     (SIGTERM: the same, exit 143).  One batch at a time per output folder:
     a second one refuses, naming the first, or waits for it with --wait.
 
-    Example: sfapprox batch data_manifests/paper-table1.toml --data-dir ../shared/realdata --out runs/t1 --methods tsvd --protocol paper
+    Example: sfapprox batch data_manifests/paper-table1.toml --data-dir ../shared/realdata --out-dir runs/t1 --methods tsvd --protocol paper
     """
     from .._base import parse_methods
     from ..datasets import BatchOptions, build_report, read_results, run_batch
