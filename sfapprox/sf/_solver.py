@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from scipy.linalg import solve_triangular
+from scipy.linalg.lapack import dtrtri
 
 # The strong-Wolfe line search of torch.optim.LBFGS.  It is a private helper,
 # but a pure function with a stable signature since torch 1.2; the torch
@@ -79,45 +79,53 @@ class LBFGSOptions:
 
 
 def _direction(state: dict, g: torch.Tensor) -> torch.Tensor:
-    """``-H g`` by the two-loop recursion, with its inner products taken from cached Gram matrices.
+    """``-H g`` for the L-BFGS matrix ``H`` of the stored pairs, in two passes over the pair buffer.
 
-    The two loops of torch's LBFGS make ``4m`` vector operations per
-    iteration (``m`` pairs); here the scalars of both loops come from
-    ``S @ g``, ``Y @ g`` and the cached ``S Y^T`` and ``Y Y^T`` (``m x m``,
-    updated once per pair), so an iteration costs two passes over the pair
-    buffer whatever ``m`` is: one product with ``g``, one to assemble ``d``.
+    ``H`` is taken in its compact form (Byrd, Nocedal & Schnabel 1994):
+    ``H = h0 I + [S Y] Q [S Y]^T`` with a ``2m x 2m`` matrix ``Q`` built from
+    the cached inner products when a pair is stored (:func:`_update_history`),
+    so a direction is one product of the buffer with ``g``, one small ``Q``
+    product and one product to assemble ``d``: the same ``d`` as torch's
+    two-loop recursion, without its ``4m`` vector operations or any
+    host round trip.
     """
-    order = state["order"]
-    if not order:
+    if not state["order"]:
         return g.neg()
-    size = len(state["ro"])
-    slots = np.asarray(order)
-    SY = state["SY"][np.ix_(order, order)]  # SY[i, j] = s_i . y_j
-    YY = state["YY"][np.ix_(order, order)]
-    ro = state["ro"][order]
-    # Products with the whole ring buffer (empty slots are zero rows): selecting the
-    # pairs first would copy the buffer, which costs more than the products themselves.
-    proj = (state["pairs"] @ g).double().cpu().numpy()
-    sg, yg = proj[:size][slots], proj[size:][slots]
-    # First loop, newest to oldest: al_i = ro_i (-s_i.g - sum_{j>i} (s_i.y_j) al_j), i.e. the
-    # upper-triangular system (I + diag(ro) triu(SY, 1)) al = -ro * sg, solved in one call.
-    eye = np.eye(len(order))
-    al = solve_triangular(eye + ro[:, None] * np.triu(SY, 1), -ro * sg, lower=False)
-    h0 = state["H_diag"]
-    yq = -yg - YY @ al  # y_i . q after the first loop
-    # Second loop, oldest to newest: coef_i = al_i - ro_i (h0 y_i.q + sum_{j<i} (s_j.y_i) coef_j),
-    # the coefficients of s_i in d: (I + diag(ro) tril(SY^T, -1)) coef = al - ro h0 yq.
-    coef = solve_triangular(eye + ro[:, None] * np.tril(SY.T, -1), al - ro * h0 * yq, lower=True)
-    # d = -h0 g + S^T coef - h0 Y^T al, as one product with the buffer
-    weights = np.zeros(2 * size)
-    weights[slots] = coef
-    weights[size + slots] = -h0 * al
-    d = g.mul(-h0)
-    d.addmv_(state["pairs"].T, torch.as_tensor(weights, dtype=g.dtype, device=g.device))
-    return d
+    weights = torch.mv(state["Q"], torch.mv(state["pairs"], g))
+    # d = -h0 g - [S Y] (Q [S Y]^T g)
+    return torch.addmv(g, state["pairs"].T, weights, beta=-state["H_diag"], alpha=-1.0)
+
+
+def _compact_matrix(SY: np.ndarray, YY: np.ndarray, h0: float) -> np.ndarray:
+    """The middle matrix ``Q`` of the compact form, for pairs in age order.
+
+    With ``R = triu(S^T Y)`` (upper triangle with the diagonal),
+    ``D = diag(S^T Y)`` and ``h0 = H_diag``,
+    ``-H g = -h0 g - S a - Y b`` with ``[a; b] = Q [S^T g; Y^T g]`` and
+    ``Q = [[R^-T (D + h0 Y^T Y) R^-1, -h0 R^-T], [-h0 R^-1, 0]]``.
+    ``R`` is triangular with a positive diagonal (the curvature condition),
+    and inverting it is exactly the two-loop recursion's substitution.
+    """
+    k = len(SY)
+    Rinv, info = dtrtri(np.triu(SY), lower=0)
+    if info != 0:
+        raise np.linalg.LinAlgError("singular L-BFGS curvature matrix")
+    middle = h0 * YY
+    middle[np.diag_indices(k)] += np.diagonal(SY)
+    Q = np.zeros((2 * k, 2 * k))
+    Q[:k, :k] = Rinv.T @ middle @ Rinv
+    Q[:k, k:] = -h0 * Rinv.T
+    Q[k:, :k] = -h0 * Rinv
+    return Q
 
 
 def _update_history(state: dict, y: torch.Tensor, s: torch.Tensor, history_size: int) -> None:
+    """Store the pair ``(s, y)`` (unless it fails the curvature condition) and rebuild ``Q``.
+
+    The new pair's inner products with the stored pairs are three products
+    with half the buffer; the Gram matrices ``S^T Y`` and ``Y^T Y`` are kept
+    in age order (the oldest pair first), ``Q`` by buffer slot.
+    """
     ys = float(y.dot(s))
     if ys <= 1e-10 * max(1.0, float(s.dot(s))):
         return  # curvature condition failed: skip the pair, keep H positive definite
@@ -125,22 +133,38 @@ def _update_history(state: dict, y: torch.Tensor, s: torch.Tensor, history_size:
         # One (2m, P) buffer: rows [0, m) hold the steps s, rows [m, 2m) the gradient changes y.
         state["pairs"] = torch.zeros((2 * history_size, s.numel()), dtype=s.dtype, device=s.device)
         state["S"], state["Y"] = state["pairs"][:history_size], state["pairs"][history_size:]
-        state["SY"] = np.zeros((history_size, history_size))
-        state["YY"] = np.zeros((history_size, history_size))
-        state["ro"] = np.zeros(history_size)
     order = state["order"]
-    slot = order.pop(0) if len(order) == history_size else len(order)
+    full = len(order) == history_size
+    slot = order.pop(0) if full else len(order)
     state["S"][slot] = s
     state["Y"][slot] = y
     order.append(slot)
-    # Refresh the Gram entries of the new pair against every stored pair.
-    state["SY"][slot, :] = (state["Y"] @ s).double().cpu().numpy()
-    state["SY"][:, slot] = (state["S"] @ y).double().cpu().numpy()
-    yy = (state["Y"] @ y).double().cpu().numpy()
-    state["YY"][slot, :] = yy
-    state["YY"][:, slot] = yy
-    state["ro"][slot] = 1.0 / ys
-    state["H_diag"] = ys / float(yy[slot])
+    # The new pair against every stored pair (slot order), then in age order.
+    ages = np.asarray(order)
+    Ys = (state["Y"] @ s).double().cpu().numpy()[ages]  # s . y_i
+    Sy = (state["S"] @ y).double().cpu().numpy()[ages]  # s_i . y
+    Yy = (state["Y"] @ y).double().cpu().numpy()[ages]
+    k = len(order)
+    keep = slice(1, None) if full else slice(None)
+    SY, YY = np.empty((k, k)), np.empty((k, k))
+    if k > 1:
+        SY[:-1, :-1] = state["SY"][keep, keep]
+        YY[:-1, :-1] = state["YY"][keep, keep]
+    SY[-1, :], SY[:, -1] = Ys, Sy
+    YY[-1, :] = YY[:, -1] = Yy
+    state["SY"], state["YY"] = SY, YY
+    state["H_diag"] = ys / float(Yy[-1])
+    try:
+        Qc = _compact_matrix(SY, YY, state["H_diag"])
+    except np.linalg.LinAlgError:
+        Qc = None
+    if Qc is None or not np.isfinite(Qc).all():
+        _reset_history(state)  # numerical breakdown: start the memory afresh
+        return
+    index = np.concatenate([ages, history_size + ages])
+    Q = np.zeros((2 * history_size, 2 * history_size))
+    Q[np.ix_(index, index)] = Qc
+    state["Q"] = torch.as_tensor(Q, dtype=s.dtype, device=s.device)
 
 
 def _reset_history(state: dict) -> None:
@@ -158,9 +182,9 @@ def new_state(x0: torch.Tensor) -> dict:
         "pairs": None,  # (2 history_size, P) ring buffer: steps, then gradient changes
         "S": None,  # views of its two halves
         "Y": None,
-        "SY": None,  # cached Gram matrices by slot (numpy, history_size^2)
+        "SY": None,  # Gram matrices S^T Y and Y^T Y of the stored pairs, oldest first (numpy)
         "YY": None,
-        "ro": None,
+        "Q": None,  # compact-form middle matrix by slot (2 history_size square, on the device)
         "order": [],  # slots from oldest to newest pair
         "H_diag": 1.0,
         "n_iter": 0,
@@ -182,6 +206,38 @@ def _evaluate(fun: Objective, state: dict, x: torch.Tensor) -> tuple[float, torc
         state["best_x"] = x.detach().clone()
         state["best_loss"] = loss
     return loss, grad
+
+
+#: Strong-Wolfe constants of torch.optim.LBFGS (sufficient decrease, curvature).
+C1, C2 = 1e-4, 0.9
+
+
+def _line_search(obj, x: torch.Tensor, t: float, d: torch.Tensor, loss: float, g: torch.Tensor,
+                 gtd: float) -> tuple[float, torch.Tensor, float]:
+    """Strong-Wolfe step along ``d``: the first trial, if it passes, else torch's ``_strong_wolfe``.
+
+    L-BFGS's unit step passes the strong-Wolfe conditions in the great
+    majority of iterations; checking them here with two float comparisons
+    skips ``_strong_wolfe``'s bookkeeping (clones, tensor comparisons).  When
+    the trial fails, ``_strong_wolfe`` runs from the same first step and is
+    handed the evaluation already made, so it takes exactly the path it would
+    have taken alone.
+    """
+    f_new, g_new = obj(x, t, d)
+    gtd_new = float(g_new.dot(d))
+    if f_new <= loss + C1 * t * gtd and abs(gtd_new) <= -C2 * gtd:
+        return f_new, g_new, t
+    first = [(t, f_new, g_new)]
+
+    def cached(x_: torch.Tensor, t_: float, d_: torch.Tensor) -> tuple[float, torch.Tensor]:
+        if first and first[0][0] == t_:
+            _, f_, g_ = first.pop()
+            return f_, g_
+        first.clear()
+        return obj(x_, t_, d_)
+
+    f_new, g_new, t, _ = _strong_wolfe(cached, x, t, d, loss, g, gtd, c1=C1, c2=C2)
+    return f_new, g_new, float(t)
 
 
 def lbfgs(
@@ -220,7 +276,7 @@ def lbfgs(
 
     while True:
         # ---- check conditions before stepping
-        if float(g.abs().max()) <= options.gtol * max(1.0, abs(loss)):
+        if float(torch.linalg.vector_norm(g, math.inf)) <= options.gtol * max(1.0, abs(loss)):
             return StopReason.GTOL
         if state["n_iter"] >= options.max_iter:
             return StopReason.MAX_ITER
@@ -241,13 +297,12 @@ def lbfgs(
             t = 1.0
 
         # ---- line search
-        f_new, g_new, t, _ = _strong_wolfe(obj, x, t, d, loss, g, gtd)
-        t = float(t)
+        f_new, g_new, t = _line_search(obj, x, t, d, loss, g, gtd)
         if not math.isfinite(f_new) or not math.isfinite(t):
             state["x"] = state["best_x"].clone()
             return StopReason.NON_FINITE
         step = d.mul(t)
-        if f_new > loss or float(step.abs().max()) == 0.0:
+        if f_new > loss or t * float(torch.linalg.vector_norm(d, math.inf)) == 0.0:
             return StopReason.NO_PROGRESS
         _update_history(state, g_new.sub(g), step, options.history_size)
         x = x.add(step)
