@@ -17,7 +17,10 @@ thread.  So:
 * and, during a long fit, the choice is revisited every second or so
   (:class:`AdaptiveThreads`), since competing work comes and goes.
 
-:func:`torch_threads` sets torch's intra-op thread count and restores it.
+:func:`torch_threads` sets torch's intra-op thread count and restores it.  Both
+also limit the BLAS pools of numpy and scipy (through threadpoolctl), which run
+inside the fits too (SF's dense small-N kernel, the baselines' SVDs) and
+collapse in the same way.
 Everything here is a no-op off Linux's ``/proc`` (the monitor then reports
 nothing and the work-size rule alone decides).
 """
@@ -41,7 +44,7 @@ __all__ = [
     "AdaptiveThreads",
 ]
 
-#: Operations on fewer numbers than this run on one thread: below it a second
+#: Operations on at most this many numbers run on one thread: below it a second
 #: thread gains little even on an idle machine (measured with SF's kernels and
 #: the RPCA/NMF iterations, ``benchmarks/contention.py``), and costs a time
 #: slice per operation on a busy one.
@@ -122,7 +125,7 @@ def choose_threads(work: float, cores: int, free: float | None = None, cap: int 
     >>> choose_threads(2048 * 256, cores=2, free=1.1)
     1
     """
-    if work < PARALLEL_MIN_WORK or cores <= 1:
+    if work <= PARALLEL_MIN_WORK or cores <= 1:
         return 1
     threads = min(cores, max(1, int(work // WORK_PER_THREAD)))
     if cap is not None:
@@ -132,11 +135,37 @@ def choose_threads(work: float, cores: int, free: float | None = None, cap: int 
     return max(1, threads)
 
 
+_CONTROLLER: object = None
+
+
+def _blas():
+    """threadpoolctl's controller of the BLAS libraries loaded (numpy's, scipy's), made once; None without it."""
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            _CONTROLLER = ThreadpoolController()
+        except Exception:  # not installed, or an unusual platform: torch's setting alone
+            _CONTROLLER = False
+    return _CONTROLLER or None
+
+
+def _limit_blas(threads: int):
+    """Limit the BLAS pools (numpy's OpenBLAS, ...) to ``threads``; returns an object that restores them."""
+    controller = _blas()
+    if controller is None:
+        return None
+    return controller.limit(limits=threads, user_api="blas")
+
+
 @contextlib.contextmanager
 def torch_threads(threads: int | None) -> Iterator[None]:
-    """Run the block with torch's intra-op thread count set to ``threads``; restore it after.
+    """Run the block with ``threads`` threads for torch's kernels and the BLAS pools; restore them after.
 
-    ``None`` leaves the setting alone.
+    The BLAS pools (numpy's and scipy's OpenBLAS, through threadpoolctl) are
+    limited too: numpy's matrix products and solves run inside the fits and
+    collapse in the same way.  ``None`` leaves the settings alone.
     """
     import torch
 
@@ -146,9 +175,12 @@ def torch_threads(threads: int | None) -> Iterator[None]:
     before = torch.get_num_threads()
     if threads != before:
         torch.set_num_threads(threads)
+    blas = _limit_blas(threads)
     try:
         yield
     finally:
+        if blas is not None:
+            blas.restore_original_limits()
         if torch.get_num_threads() != before:
             torch.set_num_threads(before)
 
@@ -253,6 +285,7 @@ class AdaptiveThreads:
         self._monitor: CpuMonitor | None = None
         self._cores = 1
         self._cap: int | None = None
+        self._blas_restore = None
 
     # ---------------------------------------------------------------- context
     def __enter__(self) -> "AdaptiveThreads":
@@ -282,6 +315,9 @@ class AdaptiveThreads:
         if not self.active or self._before is None:
             return
         self._account()
+        if self._blas_restore is not None:
+            self._blas_restore.restore_original_limits()
+            self._blas_restore = None
         if torch.get_num_threads() != self._before:
             torch.set_num_threads(self._before)
 
@@ -316,6 +352,10 @@ class AdaptiveThreads:
         self._account()
         if torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
+        if threads != self.current:
+            limiter = _limit_blas(threads)
+            if self._blas_restore is None:
+                self._blas_restore = limiter  # restores the settings found on entry
         self.current = threads
         self._checked = time.perf_counter()
 

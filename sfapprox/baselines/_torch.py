@@ -3,34 +3,36 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import warnings
 from collections.abc import Iterator
 
 import numpy as np
 import scipy.sparse as sp
 
+from .._threads import PARALLEL_MIN_WORK, AdaptiveThreads
+
 __all__ = ["few_threads", "as_tensor", "SMALL_N"]
 
 #: Up to this order the CPU work runs on one thread: the iterations are many
 #: tiny kernels, and a second BLAS/OpenMP thread that the OS has descheduled
 #: (any other busy process) can make each of them 100x slower than serial.
-SMALL_N = 512
+#: It is the order whose ``N x N`` operations reach :data:`sfapprox._threads.PARALLEL_MIN_WORK`.
+SMALL_N = math.isqrt(PARALLEL_MIN_WORK)
 
 
 @contextlib.contextmanager
 def few_threads(n: int, device) -> Iterator[None]:
-    """Run torch's CPU kernels on one thread for small ``n``; restore the setting after."""
-    import torch
+    """Run torch's (and the BLAS pools') CPU kernels on the threads the work of an ``n x n`` fit pays for.
 
-    if device.type != "cpu" or n > SMALL_N:
+    The rule is SF's (:class:`sfapprox._threads.AdaptiveThreads` with
+    ``N x N`` operations): one thread up to :data:`SMALL_N`, above it one
+    per free core (cores another process keeps busy are left alone), never
+    more than torch's current setting; the settings are restored after.
+    Nothing changes on a GPU.
+    """
+    with AdaptiveThreads(n * n, device_type=device.type):
         yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def as_tensor(X, device, dtype):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 __all__ = [
@@ -181,9 +182,18 @@ def loss_and_grad_dense(
     about ``3MK`` small kernels: for small ``N`` the per-call overhead
     dominates and this path is faster (the solver picks it up to
     ``DENSE_MAX_N``).  Never used for large ``N``.
+
+    On the CPU the products run in numpy, on the same memory (no copies):
+    numpy's per-call overhead is about half of torch's, and on the CPUs
+    measured its OpenBLAS multiplies 64 x 64 blocks 1.6x faster than
+    torch's MKL — 1.4 to 2.2x faster evaluations for N = 24..100
+    (``benchmarks/results/speed-iteration.md``).
     """
     n_factors, n, k = ws.shape
     plan = _dense_plan(n_factors, n, tuple(int(d) for d in offsets), str(ws.device))
+    if ws.device.type == "cpu":
+        loss, grad = _dense_numpy(ws.detach().numpy(), plan["flat_np"], X.detach().numpy())
+        return torch.tensor(loss, dtype=ws.dtype), torch.from_numpy(grad)
     dense = torch.zeros((n_factors, n * n), dtype=ws.dtype, device=ws.device)
     dense.index_copy_(1, plan["flat"], ws.reshape(n_factors, n * k))
     dense = dense.view(n_factors, n, n)
@@ -209,17 +219,44 @@ def loss_and_grad_dense(
     return loss, grad.view(n_factors, n, k)
 
 
+def _dense_numpy(ws: np.ndarray, flat: np.ndarray, X: np.ndarray) -> tuple[float, np.ndarray]:
+    """:func:`loss_and_grad_dense`'s arithmetic on numpy arrays (the CPU path)."""
+    n_factors, n, k = ws.shape
+    dense = np.zeros((n_factors, n * n), dtype=ws.dtype)
+    dense[:, flat] = ws.reshape(n_factors, n * k)
+    dense = dense.reshape(n_factors, n, n)
+    suffix: list[np.ndarray | None] = [None] * n_factors
+    acc = dense[-1]
+    for m in range(n_factors - 2, -1, -1):
+        suffix[m] = acc
+        acc = dense[m] @ acc
+    G = acc - X
+    loss = 0.5 * float(np.vdot(G, G))
+    grads = np.empty((n_factors, n, n), dtype=ws.dtype)
+    left_t = G
+    for m in range(n_factors):
+        if suffix[m] is None:
+            grads[m] = left_t
+        else:
+            np.matmul(left_t, suffix[m].T, out=grads[m])
+        if m + 1 < n_factors:
+            left_t = dense[m].T @ left_t
+    return loss, np.take(grads.reshape(n_factors, n * n), flat, axis=1).reshape(n_factors, n, k)
+
+
 @functools.lru_cache(maxsize=32)
 def _dense_plan(n_factors: int, n: int, offsets: tuple[int, ...], device: str) -> dict:
     """Flat positions ``i * N + (i + d_k) mod N`` of the Chord values in an ``N x N`` factor."""
     dev = torch.device(device)
     rows = torch.arange(n, device=dev)[:, None]
     cols = (rows + torch.as_tensor(offsets, device=dev)[None, :]) % n
-    return {"flat": (rows * n + cols).reshape(-1)}
+    flat = (rows * n + cols).reshape(-1)
+    return {"flat": flat, "flat_np": flat.cpu().numpy()}
 
 
-#: Up to this N the dense-factor path is used: fewer, larger BLAS calls win there.
-DENSE_MAX_N = 200
+#: Up to this N the dense-factor path is used on the CPU: fewer, larger BLAS calls win
+#: there (crossover with the column panels at N = 128 on one thread, measured).
+DENSE_MAX_N = 128
 #: Column-block width of the CPU path for larger N (blocks stay in cache).
 PANEL = 256
 #: Up to this N the CPU path takes all columns as one block: a second, narrow block

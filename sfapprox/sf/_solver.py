@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from scipy.linalg.lapack import dtrtri
 
 # The strong-Wolfe line search of torch.optim.LBFGS.  It is a private helper,
 # but a pure function with a stable signature since torch 1.2; the torch
@@ -79,97 +78,163 @@ class LBFGSOptions:
 
 
 def _direction(state: dict, g: torch.Tensor) -> torch.Tensor:
-    """``-H g`` for the L-BFGS matrix ``H`` of the stored pairs, in two passes over the pair buffer.
+    """``-H g`` for the L-BFGS matrix ``H`` of the stored pairs (see :func:`_direction_parts`)."""
+    return _direction_parts(state, g)[0]
 
-    ``H`` is taken in its compact form (Byrd, Nocedal & Schnabel 1994):
-    ``H = h0 I + [S Y] Q [S Y]^T`` with a ``2m x 2m`` matrix ``Q`` built from
-    the cached inner products when a pair is stored (:func:`_update_history`),
-    so a direction is one product of the buffer with ``g``, one small ``Q``
-    product and one product to assemble ``d``: the same ``d`` as torch's
-    two-loop recursion, without its ``4m`` vector operations or any
-    host round trip.
+
+def _direction_parts(state: dict, g: torch.Tensor) -> tuple[torch.Tensor, np.ndarray | None, np.ndarray | None]:
+    """``-H g``, and the buffer's projections of ``g`` and the weights it was assembled with.
+
+    ``H`` is taken in its compact form (Byrd, Nocedal & Schnabel 1994): with
+    the pairs in age order, ``R = triu(S^T Y)`` (upper triangle with the
+    diagonal), ``D = diag(S^T Y)`` and ``h0 = H_diag``,
+    ``-H g = -h0 g - S a - Y b`` where, from ``p = S^T g`` and ``q = Y^T g``,
+    ``u = R^-1 p``, ``a = R^-T ((D + h0 Y^T Y) u - h0 q)`` and ``b = -h0 u``.
+    So a direction is one product of the pair buffer with ``g`` (made by the
+    last pair update when ``g`` is the gradient it was given), a few
+    ``m x m`` products on the host with the cached ``R^-1`` and
+    ``D + h0 Y^T Y``, and one product to assemble ``d``: the same ``d`` as
+    torch's two-loop recursion, without its ``4m`` vector operations.
     """
     if not state["order"]:
-        return g.neg()
-    weights = torch.mv(state["Q"], torch.mv(state["pairs"], g))
-    # d = -h0 g - [S Y] (Q [S Y]^T g)
-    return torch.addmv(g, state["pairs"].T, weights, beta=-state["H_diag"], alpha=-1.0)
+        return g.neg(), None, None
+    size = len(state["S"])
+    ages = state["ages"]
+    proj = state["proj"] if state["proj_of"] is g else _host(torch.mv(state["pairs"], g))
+    h0, Rinv = state["H_diag"], state["Rinv"]
+    u = Rinv @ proj[ages]
+    weights = np.zeros(2 * size)
+    weights[ages] = Rinv.T @ (state["middle"] @ u - h0 * proj[size + ages])
+    weights[size + ages] = -h0 * u
+    w = torch.from_numpy(weights) if g.device.type == "cpu" else torch.as_tensor(weights, device=g.device)
+    # d = -h0 g - [S Y] weights
+    d = torch.addmv(g, state["pairs"].T, w.to(g.dtype), beta=-h0, alpha=-1.0)
+    return d, proj, weights
 
 
-def _compact_matrix(SY: np.ndarray, YY: np.ndarray, h0: float) -> np.ndarray:
-    """The middle matrix ``Q`` of the compact form, for pairs in age order.
+def _host(t: torch.Tensor) -> np.ndarray:
+    """A small tensor as a float64 numpy array (no copy for a float64 CPU tensor)."""
+    return t.detach().double().cpu().numpy()
 
-    With ``R = triu(S^T Y)`` (upper triangle with the diagonal),
-    ``D = diag(S^T Y)`` and ``h0 = H_diag``,
-    ``-H g = -h0 g - S a - Y b`` with ``[a; b] = Q [S^T g; Y^T g]`` and
-    ``Q = [[R^-T (D + h0 Y^T Y) R^-1, -h0 R^-T], [-h0 R^-1, 0]]``.
-    ``R`` is triangular with a positive diagonal (the curvature condition),
-    and inverting it is exactly the two-loop recursion's substitution.
+
+def _append_inverse(Rinv: np.ndarray, column: np.ndarray) -> np.ndarray:
+    """Inverse of the upper-triangular ``[[R, r], [0, rho]]`` from ``R^-1`` and ``column = [r; rho]``.
+
+    ``[[R^-1, -R^-1 r / rho], [0, 1 / rho]]``: the new column is one
+    back-substitution with the inverse already known, which is how the
+    two-loop recursion would treat the new pair.  (Dropping the oldest pair,
+    the first row and column of ``R``, leaves ``R^-1[1:, 1:]``: no arithmetic.)
     """
-    k = len(SY)
-    Rinv, info = dtrtri(np.triu(SY), lower=0)
-    if info != 0:
-        raise np.linalg.LinAlgError("singular L-BFGS curvature matrix")
-    middle = h0 * YY
-    middle[np.diag_indices(k)] += np.diagonal(SY)
-    Q = np.zeros((2 * k, 2 * k))
-    Q[:k, :k] = Rinv.T @ middle @ Rinv
-    Q[:k, k:] = -h0 * Rinv.T
-    Q[k:, :k] = -h0 * Rinv
-    return Q
+    k = len(column)
+    out = np.zeros((k, k))
+    out[:-1, :-1] = Rinv
+    rho = column[-1]
+    out[:-1, -1] = -(Rinv @ column[:-1]) / rho
+    out[-1, -1] = 1.0 / rho
+    return out
 
 
-def _update_history(state: dict, y: torch.Tensor, s: torch.Tensor, history_size: int) -> None:
-    """Store the pair ``(s, y)`` (unless it fails the curvature condition) and rebuild ``Q``.
+@dataclass
+class _Step:
+    """How the step ``s = t d`` was made, so that its inner products need no pass over the buffer.
 
-    The new pair's inner products with the stored pairs are three products
-    with half the buffer; the Gram matrices ``S^T Y`` and ``Y^T Y`` are kept
-    in age order (the oldest pair first), ``Q`` by buffer slot.
+    ``proj`` and ``weights`` are those of :func:`_direction_parts` (None for a
+    steepest-descent step); ``gtd`` and ``gtd_new`` are ``g . d`` and ``g_new . d``.
     """
-    ys = float(y.dot(s))
-    if ys <= 1e-10 * max(1.0, float(s.dot(s))):
-        return  # curvature condition failed: skip the pair, keep H positive definite
+
+    t: float
+    d: torch.Tensor
+    gtd: float
+    gtd_new: float
+    proj: np.ndarray | None
+    weights: np.ndarray | None
+
+
+def _update_history(
+    state: dict,
+    y: torch.Tensor,
+    s: torch.Tensor,
+    history_size: int,
+    g_next: torch.Tensor | None = None,
+    step: _Step | None = None,
+) -> None:
+    """Store the pair ``(s, y)`` (unless it fails the curvature condition) and update the caches.
+
+    ``S^T Y``, ``Y^T Y``, the inverse of ``triu(S^T Y)`` and
+    ``D + h0 Y^T Y`` (see :func:`_direction_parts`) are kept in age order
+    (the oldest pair first) and updated, not recomputed.  The new pair's
+    inner products with the stored pairs need, in general, three products
+    with half the buffer.  From the loop (``step`` and ``g_next``, the next
+    gradient, given) they come from one product of the buffer with
+    ``g_next`` — which the next direction needs anyway — and the cached
+    values: ``s_i . y = s_i . g_next - s_i . g``, likewise ``y_i . y``, and
+    ``s . y_i = t d . y_i`` with ``d = -h0 g - [S Y] weights`` expanded in the
+    cached Gram matrices.  One pass over the buffer instead of two and a half.
+    """
+    if step is not None:
+        ys = step.t * (step.gtd_new - step.gtd)
+        ss = step.t * step.t * float(step.d.dot(step.d))
+    else:
+        ys, ss = float(y.dot(s)), float(s.dot(s))
+    if not ys > 1e-10 * max(1.0, ss):
+        # Curvature condition failed: skip the pair, keep H positive definite.
+        if g_next is not None and state["order"]:
+            state["proj"], state["proj_of"] = _host(torch.mv(state["pairs"], g_next)), g_next
+        return
     if state["pairs"] is None:
         # One (2m, P) buffer: rows [0, m) hold the steps s, rows [m, 2m) the gradient changes y.
         state["pairs"] = torch.zeros((2 * history_size, s.numel()), dtype=s.dtype, device=s.device)
         state["S"], state["Y"] = state["pairs"][:history_size], state["pairs"][history_size:]
     order = state["order"]
+    old_ages = state["ages"] if order else np.zeros(0, dtype=np.int64)
     full = len(order) == history_size
+    keep = slice(1, None) if full else slice(None)
+    yd = None
+    if step is not None and len(old_ages) and step.weights is not None:
+        # y_i . d over the old pairs, from d = -h0 g - [S Y] weights (before the oldest is dropped).
+        ws_, wy_ = step.weights[old_ages], step.weights[history_size + old_ages]
+        yd = -state["H_diag"] * step.proj[history_size + old_ages] - state["SY"].T @ ws_ - state["YY"] @ wy_
     slot = order.pop(0) if full else len(order)
     state["S"][slot] = s
     state["Y"][slot] = y
     order.append(slot)
-    # The new pair against every stored pair (slot order), then in age order.
     ages = np.asarray(order)
-    Ys = (state["Y"] @ s).double().cpu().numpy()[ages]  # s . y_i
-    Sy = (state["S"] @ y).double().cpu().numpy()[ages]  # s_i . y
-    Yy = (state["Y"] @ y).double().cpu().numpy()[ages]
     k = len(order)
-    keep = slice(1, None) if full else slice(None)
+    if step is not None and g_next is not None and (k == 1 or yd is not None):
+        proj = _host(torch.mv(state["pairs"], g_next))
+        kept = ages[:-1]
+        yy = float(y.dot(y))
+        Sy = np.append(proj[kept] - step.proj[kept], ys) if k > 1 else np.array([ys])
+        Yy = np.append(proj[history_size + kept] - step.proj[history_size + kept], yy) if k > 1 else np.array([yy])
+        Ys = np.append(step.t * yd[keep], ys) if k > 1 else np.array([ys])
+        state["proj"], state["proj_of"] = proj, g_next
+    else:
+        Ys = _host(state["Y"] @ s)[ages]  # s . y_i
+        Sy = _host(state["S"] @ y)[ages]  # s_i . y
+        Yy = _host(state["Y"] @ y)[ages]
+        state["proj"] = state["proj_of"] = None
     SY, YY = np.empty((k, k)), np.empty((k, k))
-    if k > 1:
-        SY[:-1, :-1] = state["SY"][keep, keep]
-        YY[:-1, :-1] = state["YY"][keep, keep]
+    SY[:-1, :-1] = state["SY"][keep, keep]
+    YY[:-1, :-1] = state["YY"][keep, keep]
     SY[-1, :], SY[:, -1] = Ys, Sy
     YY[-1, :] = YY[:, -1] = Yy
-    state["SY"], state["YY"] = SY, YY
-    state["H_diag"] = ys / float(Yy[-1])
-    try:
-        Qc = _compact_matrix(SY, YY, state["H_diag"])
-    except np.linalg.LinAlgError:
-        Qc = None
-    if Qc is None or not np.isfinite(Qc).all():
+    Rinv = _append_inverse(state["Rinv"][keep, keep], Sy)
+    h0 = ys / float(Yy[-1])
+    if not (np.isfinite(Rinv).all() and math.isfinite(h0) and h0 > 0):
         _reset_history(state)  # numerical breakdown: start the memory afresh
         return
-    index = np.concatenate([ages, history_size + ages])
-    Q = np.zeros((2 * history_size, 2 * history_size))
-    Q[np.ix_(index, index)] = Qc
-    state["Q"] = torch.as_tensor(Q, dtype=s.dtype, device=s.device)
+    middle = h0 * YY
+    middle[np.diag_indices(k)] += np.diagonal(SY)
+    state["SY"], state["YY"], state["Rinv"], state["H_diag"] = SY, YY, Rinv, h0
+    state["middle"], state["ages"] = middle, ages
 
 
 def _reset_history(state: dict) -> None:
     state["order"].clear()
     state["H_diag"] = 1.0
+    state["SY"], state["YY"], state["Rinv"] = np.zeros((0, 0)), np.zeros((0, 0)), np.zeros((0, 0))
+    state["ages"] = None
+    state["proj"] = state["proj_of"] = None
     if state["pairs"] is not None:
         # _direction multiplies the whole buffer (unused slots by 0): leave no stale values in it.
         state["pairs"].zero_()
@@ -182,9 +247,13 @@ def new_state(x0: torch.Tensor) -> dict:
         "pairs": None,  # (2 history_size, P) ring buffer: steps, then gradient changes
         "S": None,  # views of its two halves
         "Y": None,
-        "SY": None,  # Gram matrices S^T Y and Y^T Y of the stored pairs, oldest first (numpy)
-        "YY": None,
-        "Q": None,  # compact-form middle matrix by slot (2 history_size square, on the device)
+        "SY": np.zeros((0, 0)),  # Gram matrices S^T Y and Y^T Y of the stored pairs, oldest first
+        "YY": np.zeros((0, 0)),
+        "Rinv": np.zeros((0, 0)),  # inverse of triu(S^T Y), oldest first
+        "middle": None,  # D + H_diag Y^T Y, oldest first
+        "ages": None,  # buffer slots of the pairs, oldest first (numpy)
+        "proj": None,  # pairs @ proj_of (numpy), made by the last pair update for the next direction
+        "proj_of": None,
         "order": [],  # slots from oldest to newest pair
         "H_diag": 1.0,
         "n_iter": 0,
@@ -213,7 +282,7 @@ C1, C2 = 1e-4, 0.9
 
 
 def _line_search(obj, x: torch.Tensor, t: float, d: torch.Tensor, loss: float, g: torch.Tensor,
-                 gtd: float) -> tuple[float, torch.Tensor, float]:
+                 gtd: float) -> tuple[float, torch.Tensor, float, float]:
     """Strong-Wolfe step along ``d``: the first trial, if it passes, else torch's ``_strong_wolfe``.
 
     L-BFGS's unit step passes the strong-Wolfe conditions in the great
@@ -226,7 +295,7 @@ def _line_search(obj, x: torch.Tensor, t: float, d: torch.Tensor, loss: float, g
     f_new, g_new = obj(x, t, d)
     gtd_new = float(g_new.dot(d))
     if f_new <= loss + C1 * t * gtd and abs(gtd_new) <= -C2 * gtd:
-        return f_new, g_new, t
+        return f_new, g_new, t, gtd_new
     first = [(t, f_new, g_new)]
 
     def cached(x_: torch.Tensor, t_: float, d_: torch.Tensor) -> tuple[float, torch.Tensor]:
@@ -237,7 +306,7 @@ def _line_search(obj, x: torch.Tensor, t: float, d: torch.Tensor, loss: float, g
         return obj(x_, t_, d_)
 
     f_new, g_new, t, _ = _strong_wolfe(cached, x, t, d, loss, g, gtd, c1=C1, c2=C2)
-    return f_new, g_new, float(t)
+    return f_new, g_new, float(t), float(g_new.dot(d))
 
 
 def lbfgs(
@@ -284,12 +353,12 @@ def lbfgs(
             return StopReason.MAX_EVALS
 
         # ---- compute direction and initial step
-        d = _direction(state, g)
+        d, proj, weights = _direction_parts(state, g)
         gtd = float(g.dot(d))
         if not gtd < 0:
             # Not a descent direction (numerical breakdown): restart from steepest descent.
             _reset_history(state)
-            d = g.neg()
+            d, proj, weights = g.neg(), None, None
             gtd = float(g.dot(d))
         if not state["order"]:
             t = min(1.0, 1.0 / float(g.abs().sum()))
@@ -297,14 +366,15 @@ def lbfgs(
             t = 1.0
 
         # ---- line search
-        f_new, g_new, t = _line_search(obj, x, t, d, loss, g, gtd)
+        f_new, g_new, t, gtd_new = _line_search(obj, x, t, d, loss, g, gtd)
         if not math.isfinite(f_new) or not math.isfinite(t):
             state["x"] = state["best_x"].clone()
             return StopReason.NON_FINITE
         step = d.mul(t)
         if f_new > loss or t * float(torch.linalg.vector_norm(d, math.inf)) == 0.0:
             return StopReason.NO_PROGRESS
-        _update_history(state, g_new.sub(g), step, options.history_size)
+        _update_history(state, g_new.sub(g), step, options.history_size, g_next=g_new,
+                        step=_Step(t, d, gtd, gtd_new, proj, weights))
         x = x.add(step)
         state["x"], state["loss"], state["grad"] = x, f_new, g_new
         state["n_iter"] += 1
