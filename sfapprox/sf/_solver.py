@@ -98,7 +98,7 @@ def _direction_parts(state: dict, g: torch.Tensor) -> tuple[torch.Tensor, np.nda
     """
     if not state["order"]:
         return g.neg(), None, None
-    size = len(state["S"])
+    size = state["size"]
     ages = state["ages"]
     proj = state["proj"] if state["proj_of"] is g else _host(torch.mv(state["pairs"], g))
     h0, Rinv = state["H_diag"], state["Rinv"]
@@ -138,12 +138,15 @@ def _append_inverse(Rinv: np.ndarray, column: np.ndarray) -> np.ndarray:
 class _Step:
     """How the step ``s = t d`` was made, so that its inner products need no pass over the buffer.
 
-    ``proj`` and ``weights`` are those of :func:`_direction_parts` (None for a
+    ``g`` is the gradient the step started from, ``dd = d . d``; ``proj`` and
+    ``weights`` are those of :func:`_direction_parts` (None for a
     steepest-descent step); ``gtd`` and ``gtd_new`` are ``g . d`` and ``g_new . d``.
     """
 
     t: float
     d: torch.Tensor
+    g: torch.Tensor
+    dd: float
     gtd: float
     gtd_new: float
     proj: np.ndarray | None
@@ -152,8 +155,8 @@ class _Step:
 
 def _update_history(
     state: dict,
-    y: torch.Tensor,
-    s: torch.Tensor,
+    y: torch.Tensor | None,
+    s: torch.Tensor | None,
     history_size: int,
     g_next: torch.Tensor | None = None,
     step: _Step | None = None,
@@ -170,10 +173,12 @@ def _update_history(
     values: ``s_i . y = s_i . g_next - s_i . g``, likewise ``y_i . y``, and
     ``s . y_i = t d . y_i`` with ``d = -h0 g - [S Y] weights`` expanded in the
     cached Gram matrices.  One pass over the buffer instead of two and a half.
+    With ``s`` and ``y`` None (the loop's call), ``s = t d`` and
+    ``y = g_next - g`` are written straight into the buffer.
     """
     if step is not None:
         ys = step.t * (step.gtd_new - step.gtd)
-        ss = step.t * step.t * float(step.d.dot(step.d))
+        ss = step.t * step.t * step.dd
     else:
         ys, ss = float(y.dot(s)), float(s.dot(s))
     if not ys > 1e-10 * max(1.0, ss):
@@ -183,8 +188,10 @@ def _update_history(
         return
     if state["pairs"] is None:
         # One (2m, P) buffer: rows [0, m) hold the steps s, rows [m, 2m) the gradient changes y.
-        state["pairs"] = torch.zeros((2 * history_size, s.numel()), dtype=s.dtype, device=s.device)
+        like = step.d if s is None else s
+        state["pairs"] = torch.zeros((2 * history_size, like.numel()), dtype=like.dtype, device=like.device)
         state["S"], state["Y"] = state["pairs"][:history_size], state["pairs"][history_size:]
+        state["size"] = history_size
     order = state["order"]
     old_ages = state["ages"] if order else np.zeros(0, dtype=np.int64)
     full = len(order) == history_size
@@ -195,18 +202,24 @@ def _update_history(
         ws_, wy_ = step.weights[old_ages], step.weights[history_size + old_ages]
         yd = -state["H_diag"] * step.proj[history_size + old_ages] - state["SY"].T @ ws_ - state["YY"] @ wy_
     slot = order.pop(0) if full else len(order)
-    state["S"][slot] = s
-    state["Y"][slot] = y
+    if s is None:
+        s = torch.mul(step.d, step.t, out=state["S"][slot])
+        y = torch.sub(g_next, step.g, out=state["Y"][slot])
+    else:
+        state["S"][slot].copy_(s)
+        state["Y"][slot].copy_(y)
     order.append(slot)
     ages = np.asarray(order)
     k = len(order)
     if step is not None and g_next is not None and (k == 1 or yd is not None):
         proj = _host(torch.mv(state["pairs"], g_next))
         kept = ages[:-1]
-        yy = float(y.dot(y))
-        Sy = np.append(proj[kept] - step.proj[kept], ys) if k > 1 else np.array([ys])
-        Yy = np.append(proj[history_size + kept] - step.proj[history_size + kept], yy) if k > 1 else np.array([yy])
-        Ys = np.append(step.t * yd[keep], ys) if k > 1 else np.array([ys])
+        Sy, Yy, Ys = np.empty(k), np.empty(k), np.empty(k)
+        Sy[:-1] = proj[kept] - step.proj[kept] if k > 1 else ()
+        Yy[:-1] = proj[history_size + kept] - step.proj[history_size + kept] if k > 1 else ()
+        Ys[:-1] = step.t * yd[keep] if k > 1 else ()
+        Sy[-1] = Ys[-1] = ys
+        Yy[-1] = float(y.dot(y))
         state["proj"], state["proj_of"] = proj, g_next
     else:
         Ys = _host(state["Y"] @ s)[ages]  # s . y_i
@@ -220,11 +233,11 @@ def _update_history(
     YY[-1, :] = YY[:, -1] = Yy
     Rinv = _append_inverse(state["Rinv"][keep, keep], Sy)
     h0 = ys / float(Yy[-1])
-    if not (np.isfinite(Rinv).all() and math.isfinite(h0) and h0 > 0):
+    if not (math.isfinite(float(Rinv[:, -1].sum())) and math.isfinite(h0) and h0 > 0):
         _reset_history(state)  # numerical breakdown: start the memory afresh
         return
     middle = h0 * YY
-    middle[np.diag_indices(k)] += np.diagonal(SY)
+    middle.ravel()[:: k + 1] += np.diagonal(SY)
     state["SY"], state["YY"], state["Rinv"], state["H_diag"] = SY, YY, Rinv, h0
     state["middle"], state["ages"] = middle, ages
 
@@ -246,6 +259,7 @@ def new_state(x0: torch.Tensor) -> dict:
         "x": x0.detach().clone(),
         "pairs": None,  # (2 history_size, P) ring buffer: steps, then gradient changes
         "S": None,  # views of its two halves
+        "size": 0,  # history size (rows of S and of Y)
         "Y": None,
         "SY": np.zeros((0, 0)),  # Gram matrices S^T Y and Y^T Y of the stored pairs, oldest first
         "YY": np.zeros((0, 0)),
@@ -370,12 +384,12 @@ def lbfgs(
         if not math.isfinite(f_new) or not math.isfinite(t):
             state["x"] = state["best_x"].clone()
             return StopReason.NON_FINITE
-        step = d.mul(t)
-        if f_new > loss or t * float(torch.linalg.vector_norm(d, math.inf)) == 0.0:
+        dd = float(d.dot(d))
+        if f_new > loss or t * t * dd == 0.0:
             return StopReason.NO_PROGRESS
-        _update_history(state, g_new.sub(g), step, options.history_size, g_next=g_new,
-                        step=_Step(t, d, gtd, gtd_new, proj, weights))
-        x = x.add(step)
+        _update_history(state, None, None, options.history_size, g_next=g_new,
+                        step=_Step(t, d, g, dd, gtd, gtd_new, proj, weights))
+        x = x.add(d, alpha=t)
         state["x"], state["loss"], state["grad"] = x, f_new, g_new
         state["n_iter"] += 1
         state["history"].append(f_new)
