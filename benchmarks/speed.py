@@ -177,29 +177,10 @@ def _iteration_row(n: int, budget: float) -> dict:
 
 def _torch_dense(ws, offs, X):
     """The dense-factor evaluation in torch (the path a GPU takes), for comparison on the CPU."""
-    import torch
-
-    n_factors, n, k = ws.shape
     from sfapprox.sf import _kernels as K
 
-    plan = K._dense_plan(n_factors, n, tuple(offs), "cpu")
-    dense = torch.zeros((n_factors, n * n), dtype=ws.dtype)
-    dense.index_copy_(1, plan["flat"], ws.reshape(n_factors, n * k))
-    dense = dense.view(n_factors, n, n)
-    suffix = [None] * n_factors
-    acc = dense[-1]
-    for m in range(n_factors - 2, -1, -1):
-        suffix[m] = acc
-        acc = torch.mm(dense[m], acc)
-    G = acc - X
-    loss = 0.5 * torch.dot(G.reshape(-1), G.reshape(-1))
-    grads = torch.empty((n_factors, n, n), dtype=ws.dtype)
-    left = G
-    for m in range(n_factors):
-        grads[m] = left if suffix[m] is None else left @ suffix[m].T
-        if m + 1 < n_factors:
-            left = dense[m].T @ left
-    return loss, grads.view(n_factors, n * n).index_select(1, plan["flat"])
+    plan = K._dense_plan(ws.shape[0], ws.shape[1], tuple(offs), "cpu")
+    return K._dense_torch(ws, plan["flat"], X)
 
 
 def iteration_main(sizes: list[int], budget: float) -> int:

@@ -194,8 +194,14 @@ def loss_and_grad_dense(
     if ws.device.type == "cpu":
         loss, grad = _dense_numpy(ws.detach().numpy(), plan["flat_np"], X.detach().numpy())
         return torch.tensor(loss, dtype=ws.dtype), torch.from_numpy(grad)
+    return _dense_torch(ws, plan["flat"], X)
+
+
+def _dense_torch(ws: torch.Tensor, flat_index: torch.Tensor, X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`loss_and_grad_dense`'s arithmetic in torch (the GPU path)."""
+    n_factors, n, k = ws.shape
     dense = torch.zeros((n_factors, n * n), dtype=ws.dtype, device=ws.device)
-    dense.index_copy_(1, plan["flat"], ws.reshape(n_factors, n * k))
+    dense.index_copy_(1, flat_index, ws.reshape(n_factors, n * k))
     dense = dense.view(n_factors, n, n)
     # suffix[m] = D_{m+1} ... D_{M-1} (None for the last), built right to left
     suffix: list[torch.Tensor | None] = [None] * n_factors
@@ -215,7 +221,7 @@ def loss_and_grad_dense(
             torch.mm(left_t, suffix[m].T, out=grads[m])
         if m + 1 < n_factors:
             left_t = torch.mm(dense[m].T, left_t)
-    grad = grads.view(n_factors, n * n).index_select(1, plan["flat"])
+    grad = grads.view(n_factors, n * n).index_select(1, flat_index)
     return loss, grad.view(n_factors, n, k)
 
 

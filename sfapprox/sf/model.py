@@ -181,6 +181,10 @@ class ChordSF:
     device_, dtype_ : str
     init_ : str
         The start the returned factors came from ("none" for the zero matrix).
+    starts_ : dict
+        Per start tried: ``{"iterations": int, "fro_error": float}`` (its best
+        error in X's units); with ``init="auto"`` the losing start's iterations
+        show how long the race ran.
     kernel_ : str
         The loss+gradient path used ("dense", "panels" or "shifts"; for the
         butterfly "butterfly-panels" on the CPU, "butterfly" on a GPU).
@@ -337,6 +341,10 @@ class ChordSF:
         self.threads_ = governor.used
         self.seconds_ = time.perf_counter() - start
         self.init_ = name
+        self.starts_ = {k: {"iterations": int(st["n_iter"]),
+                            "fro_error": scale * math.sqrt(2.0 * max(st["best_loss"], 0.0))
+                            if math.isfinite(st["best_loss"]) else math.inf}
+                        for k, st in states.items()}
         best = state["best_x"].view(shape).to(torch.float64).cpu().numpy()
         # Give each factor an equal share of the scale: the product is then X's scale.
         values = best * scale ** (1.0 / n_factors)
@@ -520,6 +528,7 @@ class ChordSF:
         self.stop_reason_ = "zero_matrix"
         self.init_ = self.kernel_ = "none"
         self.threads_ = None
+        self.starts_ = {}
         self._set_result(np.zeros_like(init), None, fro)
         return self
 
