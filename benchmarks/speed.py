@@ -186,9 +186,13 @@ def _torch_dense(ws, offs, X):
 def iteration_main(sizes: list[int], budget: float) -> int:
     import torch
 
+    sys.path.insert(0, str(ROOT))
+    from sfapprox._threads import torch_threads
+
     rows = []
     for n in sizes:
-        row = _iteration_row(n, budget)
+        with torch_threads(1):  # torch and the BLAS pools (numpy's) on one thread
+            row = _iteration_row(n, budget)
         rows.append(row)
         print(json.dumps(row), flush=True)
     meta = {"machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, one thread",

@@ -260,9 +260,9 @@ def _dense_plan(n_factors: int, n: int, offsets: tuple[int, ...], device: str) -
     return {"flat": flat, "flat_np": flat.cpu().numpy()}
 
 
-#: Up to this N the dense-factor path is used on the CPU: fewer, larger BLAS calls win
-#: there (crossover with the column panels at N = 128 on one thread, measured).
-DENSE_MAX_N = 128
+#: Up to this N the dense-factor path is used: fewer, larger BLAS calls win there
+#: (on one CPU thread the column panels catch up between N = 112 and 128, measured).
+DENSE_MAX_N = 112
 #: Column-block width of the CPU path for larger N (blocks stay in cache).
 PANEL = 256
 #: Up to this N the CPU path takes all columns as one block: a second, narrow block
