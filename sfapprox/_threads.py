@@ -44,13 +44,15 @@ __all__ = [
     "AdaptiveThreads",
 ]
 
-#: Operations on at most this many numbers run on one thread: below it a second
-#: thread gains little even on an idle machine (measured with SF's kernels and
-#: the RPCA/NMF iterations, ``benchmarks/contention.py``), and costs a time
-#: slice per operation on a busy one.
-PARALLEL_MIN_WORK = 1 << 18
+#: Operations on at most this many numbers run on one thread: torch does not
+#: split a CPU operation below 32768 elements (its grain size), so a second
+#: thread gains nothing there even on an idle machine, and costs a time slice
+#: per parallel operation on a busy one.  Measured with SF's column panels on
+#: 2 cores: 1.0x at N = 113..160, 1.3x at N = 195..256, 1.5x at 512..1024,
+#: 1.75x at 2048 (``N x N`` blocks up to N = 448, ``N x 256`` above).
+PARALLEL_MIN_WORK = 1 << 15
 #: Numbers per operation each further thread needs to pay for itself.
-WORK_PER_THREAD = 1 << 17
+WORK_PER_THREAD = 1 << 14
 
 
 def _cgroup_quota_cores() -> float | None:
@@ -93,7 +95,8 @@ def available_cores() -> int:
     return max(1, cores)
 
 
-def choose_threads(work: float, cores: int, free: float | None = None, cap: int | None = None) -> int:
+def choose_threads(work: float, cores: int, free: float | None = None, cap: int | None = None,
+                   min_work: float = PARALLEL_MIN_WORK) -> int:
     """Intra-op threads for operations on ``work`` numbers each.
 
     Parameters
@@ -108,6 +111,10 @@ def choose_threads(work: float, cores: int, free: float | None = None, cap: int 
         the work size alone decides.
     cap : int or None
         Never more than this (e.g. the thread count a user or a batch worker set).
+    min_work : float
+        Work up to which one thread is used (:data:`PARALLEL_MIN_WORK`; a
+        caller whose operations gain from threads only when larger, like the
+        baselines' iterations, passes its own measured figure).
 
     Returns
     -------
@@ -125,7 +132,7 @@ def choose_threads(work: float, cores: int, free: float | None = None, cap: int 
     >>> choose_threads(2048 * 256, cores=2, free=1.1)
     1
     """
-    if work <= PARALLEL_MIN_WORK or cores <= 1:
+    if work <= min_work or cores <= 1:
         return 1
     threads = min(cores, max(1, int(work // WORK_PER_THREAD)))
     if cap is not None:
@@ -272,8 +279,9 @@ class AdaptiveThreads:
     """
 
     def __init__(self, work: float, *, threads: int | None = None, interval: float = 1.0,
-                 device_type: str = "cpu") -> None:
+                 device_type: str = "cpu", min_work: float = PARALLEL_MIN_WORK) -> None:
         self.work = work
+        self.min_work = min_work
         self.forced = threads
         self.interval = interval
         self.active = device_type == "cpu"
@@ -299,12 +307,11 @@ class AdaptiveThreads:
             return self
         self._cores = available_cores()
         self._cap = self._before
-        start = choose_threads(self.work, self._cores, cap=self._cap)
+        start = self._choose()
         if start > 1:
             # Worth more than one thread: only on cores nobody else wants now, and watched.
             others = runnable_others()
-            free = None if others is None else float(self._cores - others)
-            start = choose_threads(self.work, self._cores, free=free, cap=self._cap)
+            start = self._choose(None if others is None else float(self._cores - others))
             self._monitor = CpuMonitor()
         self._set(start)
         return self
@@ -332,7 +339,7 @@ class AdaptiveThreads:
         self._checked = now
         free = self._monitor.free_cores()
         if free is not None:
-            want = choose_threads(self.work, self._cores, free=free, cap=self._cap)
+            want = self._choose(free)
             if want != self.current:
                 self._set(want)
         return self.current
@@ -346,6 +353,9 @@ class AdaptiveThreads:
         return max(self.seconds, key=self.seconds.get) if self.seconds else self.current
 
     # ------------------------------------------------------------- helpers
+    def _choose(self, free: float | None = None) -> int:
+        return choose_threads(self.work, self._cores, free=free, cap=self._cap, min_work=self.min_work)
+
     def _set(self, threads: int) -> None:
         import torch
 

@@ -28,6 +28,8 @@ def test_large_work_uses_free_cores_only():
     assert T.choose_threads(big, cores=2, free=0.2) == 1
     # One thread per WORK_PER_THREAD numbers, never fewer than one.
     assert T.choose_threads(T.PARALLEL_MIN_WORK + 1, cores=8) == (T.PARALLEL_MIN_WORK + 1) // T.WORK_PER_THREAD
+    # SF's panels on 2 cores: one thread up to N = 181 (torch's grain), two from N = 195 when free.
+    assert T.choose_threads(160 * 160, cores=2) == 1 and T.choose_threads(195 * 195, cores=2) == 2
 
 
 def test_available_cores_respects_the_affinity_mask():
@@ -105,6 +107,7 @@ def test_chordsf_threads_parameter_and_attribute():
     before = torch.get_num_threads()
     sf = ChordSF(max_iter=20, device="cpu").fit(X)
     assert sf.threads_ == 1  # small work: one thread
+    assert ChordSF()._work(1024, 10) == 1024 * 256 and ChordSF()._work(64, 6) == 64 * 64
     sf = ChordSF(max_iter=20, device="cpu", threads=2).fit(X)
     assert sf.threads_ == 2
     assert torch.get_num_threads() == before
@@ -126,4 +129,6 @@ def test_baselines_share_the_rule():
     assert torch.get_num_threads() == before
     with few_threads(SMALL_N, torch.device("cuda")):
         assert torch.get_num_threads() == before
-    assert SMALL_N * SMALL_N == T.PARALLEL_MIN_WORK
+    # Their own threshold: more than one thread only above SMALL_N (when cores are free).
+    assert T.choose_threads(SMALL_N * SMALL_N, cores=2, min_work=SMALL_N * SMALL_N) == 1
+    assert T.choose_threads((SMALL_N + 1) ** 2, cores=2, min_work=SMALL_N * SMALL_N) == 2

@@ -3,35 +3,37 @@
 from __future__ import annotations
 
 import contextlib
-import math
 import warnings
 from collections.abc import Iterator
 
 import numpy as np
 import scipy.sparse as sp
 
-from .._threads import PARALLEL_MIN_WORK, AdaptiveThreads
+from .._threads import AdaptiveThreads
 
 __all__ = ["few_threads", "as_tensor", "SMALL_N"]
 
 #: Up to this order the CPU work runs on one thread: the iterations are many
-#: tiny kernels, and a second BLAS/OpenMP thread that the OS has descheduled
+#: small kernels, and a second BLAS/OpenMP thread that the OS has descheduled
 #: (any other busy process) can make each of them 100x slower than serial.
-#: It is the order whose ``N x N`` operations reach :data:`sfapprox._threads.PARALLEL_MIN_WORK`.
-SMALL_N = math.isqrt(PARALLEL_MIN_WORK)
+#: Measured on 2 idle cores, a second thread does not speed NMF or RPCA up
+#: below it (NMF rank 20 at N = 200 / 300 / 512: 0.86x / 0.94x / 1.15x;
+#: GoDec RPCA: 0.46x / 0.53x / 0.90x).
+SMALL_N = 512
 
 
 @contextlib.contextmanager
 def few_threads(n: int, device) -> Iterator[None]:
     """Run torch's (and the BLAS pools') CPU kernels on the threads the work of an ``n x n`` fit pays for.
 
-    The rule is SF's (:class:`sfapprox._threads.AdaptiveThreads` with
-    ``N x N`` operations): one thread up to :data:`SMALL_N`, above it one
-    per free core (cores another process keeps busy are left alone), never
-    more than torch's current setting; the settings are restored after.
-    Nothing changes on a GPU.
+    The rule is SF's (:func:`sfapprox._threads.choose_threads` through
+    :class:`~sfapprox._threads.AdaptiveThreads`, with ``N x N`` operations
+    and these iterations' own threshold): one thread up to :data:`SMALL_N`,
+    above it one per free core (cores another process keeps busy are left
+    alone), never more than torch's current setting; the settings (torch's
+    and the BLAS pools') are restored after.  Nothing changes on a GPU.
     """
-    with AdaptiveThreads(n * n, device_type=device.type):
+    with AdaptiveThreads(n * n, device_type=device.type, min_work=SMALL_N * SMALL_N):
         yield
 
 
