@@ -36,7 +36,7 @@ __all__ = ["ChordSF", "fit_sf", "estimate_fit_memory"]
 #: With ``init="auto"`` the starts race in rounds of this many iterations, doubling after each.
 PROBE_FIRST = 100
 #: A start whose Frobenius error is this many times the best start's after a round drops out.
-PROBE_MARGIN = 1.2
+PROBE_MARGIN = 1.15
 
 
 def estimate_fit_memory(
@@ -131,13 +131,15 @@ class ChordSF:
     init : {"auto", "reference", "identity"}, default="auto"
         Starting point: every value 1/K (the reference code's), each factor
         near the identity (better for sparse graphs such as citation and
-        trade networks), or ``"auto"``: both, each for ``probe * max_iter``
-        iterations, then the better one continues.
+        trade networks), or ``"auto"``: both race, in rounds of 100, 200,
+        400, ... iterations, until one is ahead by 15% in error or each has
+        had its probe share; then the better one continues.
     init_noise : float or None, default=None
         Amplitude of the uniform noise added to the start (relative to 1/K
         for ``"reference"``); None: 0.01 for reference, 0.1 for identity.
     probe : float, default=0.1
-        Share of ``max_iter`` (and ``time_limit``) each start gets with ``init="auto"``.
+        Share of ``max_iter`` (and ``time_limit``) each start gets at most in
+        ``init="auto"``'s race (a clearly worse start stops after 100 iterations).
     scale : {"sqrt_n", "n", "fro"} or float, default="sqrt_n"
         X is divided by ``||X||_F / sqrt(N)`` (``/ N``, ``/ 1``, or this number)
         before fitting, and the factors scaled back afterwards.
