@@ -1,11 +1,17 @@
 """A limited-memory BFGS loop over one flat tensor, with explicit stopping rules.
 
-The method is torch.optim.LBFGS's (two-loop recursion, strong-Wolfe line
-search — the line search itself is torch's ``_strong_wolfe``), rewritten as a
-plain loop so that every stopping rule is explicit and reported, the best
-iterate is always kept, and all cross-iteration state lives in one dict
-(``state``), as in torch's optimizer: checkpointing and Ctrl-C handling
-become a copy of that dict.
+The method is torch.optim.LBFGS's (the two-loop recursion's direction,
+strong-Wolfe line search — torch's ``_strong_wolfe``, entered only when the
+first trial step fails), rewritten as a plain loop so that every stopping rule
+is explicit and reported, the best iterate is always kept, and all
+cross-iteration state lives in one dict (``state``), as in torch's optimizer:
+checkpointing and Ctrl-C handling become a copy of that dict.
+
+Small fits are dominated by per-iteration overhead, not arithmetic, so the
+direction is computed from the compact form of the L-BFGS matrix with cached
+``m x m`` matrices, and each iteration makes two passes over the pair buffer
+(one product with the new gradient, one to assemble the direction) where the
+two-loop recursion makes ``4m`` vector operations.
 
 The objective is an injected callable ``fun(x) -> (loss: float, grad: Tensor)``,
 so the loop is testable on any function.
@@ -78,7 +84,10 @@ class LBFGSOptions:
 
 
 def _direction(state: dict, g: torch.Tensor) -> torch.Tensor:
-    """``-H g`` for the L-BFGS matrix ``H`` of the stored pairs (see :func:`_direction_parts`)."""
+    """``-H g`` for the L-BFGS matrix ``H`` of the stored pairs (see :func:`_direction_parts`).
+
+    The same vector as torch.optim.LBFGS's two-loop recursion (up to rounding).
+    """
     return _direction_parts(state, g)[0]
 
 
@@ -213,11 +222,12 @@ def _update_history(
     k = len(order)
     if step is not None and g_next is not None and (k == 1 or yd is not None):
         proj = _host(torch.mv(state["pairs"], g_next))
-        kept = ages[:-1]
         Sy, Yy, Ys = np.empty(k), np.empty(k), np.empty(k)
-        Sy[:-1] = proj[kept] - step.proj[kept] if k > 1 else ()
-        Yy[:-1] = proj[history_size + kept] - step.proj[history_size + kept] if k > 1 else ()
-        Ys[:-1] = step.t * yd[keep] if k > 1 else ()
+        if k > 1:
+            kept = ages[:-1]  # the older pairs, whose slots this step did not touch
+            Sy[:-1] = proj[kept] - step.proj[kept]
+            Yy[:-1] = proj[history_size + kept] - step.proj[history_size + kept]
+            Ys[:-1] = step.t * yd[keep]
         Sy[-1] = Ys[-1] = ys
         Yy[-1] = float(y.dot(y))
         state["proj"], state["proj_of"] = proj, g_next
