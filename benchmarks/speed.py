@@ -158,8 +158,11 @@ def _iteration_row(n: int, budget: float) -> dict:
     for name, fn in kernels.items():
         if name.startswith("dense") and n > 256:
             continue
-        evals[name] = {"wall": _clock_best(lambda: fn(ws, offs, Xt), budget, time.perf_counter),
-                       "cpu": _clock_best(lambda: fn(ws, offs, Xt), budget, time.process_time)}
+        def call(fn=fn):
+            return fn(ws, offs, Xt)
+
+        evals[name] = {"wall": _clock_best(call, budget, time.perf_counter),
+                       "cpu": _clock_best(call, budget, time.process_time)}
     cheapest = min(evals, key=lambda k: evals[k]["cpu"])
     iters = max(50, int(2.0 / evals[cheapest]["wall"]))
     warnings.simplefilter("ignore")

@@ -138,7 +138,7 @@ def choose_threads(work: float, cores: int, free: float | None = None, cap: int 
     if cap is not None:
         threads = min(threads, cap)
     if free is not None:
-        threads = min(threads, int(math.floor(free + 0.25)))
+        threads = min(threads, math.floor(free + 0.25))
     return max(1, threads)
 
 
@@ -153,7 +153,7 @@ def _blas():
             from threadpoolctl import ThreadpoolController
 
             _CONTROLLER = ThreadpoolController()
-        except Exception:  # not installed, or an unusual platform: torch's setting alone
+        except (ImportError, OSError, RuntimeError, ValueError):  # not installed or an unusual platform
             _CONTROLLER = False
     return _CONTROLLER or None
 

@@ -189,7 +189,7 @@ def loss_and_grad_dense(
     torch's MKL — 1.4 to 2.2x faster evaluations for N = 24..100
     (``benchmarks/results/speed-iteration.md``).
     """
-    n_factors, n, k = ws.shape
+    n_factors, n, _ = ws.shape
     plan = _dense_plan(n_factors, n, tuple(int(d) for d in offsets), str(ws.device))
     if ws.device.type == "cpu":
         loss, grad = _dense_numpy(ws.detach().numpy(), plan["flat_np"], X.detach().numpy())
