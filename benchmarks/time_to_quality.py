@@ -232,6 +232,12 @@ def plot(rows: list[dict], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def _json(meta: dict, rows: list[dict]) -> str:
+    """The results, one matrix per line (the curves make the rows long)."""
+    body = ",\n".join("  " + json.dumps(r) for r in rows)
+    return f'{{"meta": {json.dumps(meta)},\n "rows": [\n{body}\n ]}}\n'
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data-dir", default=os.environ.get("SFAPPROX_REALDATA", str(ROOT / ".." / "shared" / "realdata")))
@@ -274,7 +280,7 @@ def main() -> int:
         print(json.dumps(brief), flush=True)
     before = json.loads(Path(args.before).read_text()) if args.before else None
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / f"{args.tag}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+    (OUT / f"{args.tag}.json").write_text(_json(meta, rows))
     (OUT / f"{args.tag}.md").write_text(render(rows, meta, before))
     try:
         plot(rows, OUT / f"{args.tag}.png")
