@@ -61,7 +61,7 @@ GOAL_SECONDS = 5.0
 
 class Timeline:
     """(seconds, error) points of one run, thinned: a point is kept when the best error falls
-    by 0.2 % or 0.05 s have passed; the first point at or below ``target`` is kept exactly."""
+    by 1 % or 0.1 s have passed; the first point at or below ``target`` is kept exactly."""
 
     def __init__(self, target: float, t0: float):
         self.target, self.t0 = target, t0
@@ -78,11 +78,12 @@ class Timeline:
             return
         last_t = self.points[-1][0] if self.points else -1.0
         last_e = self.points[-1][1] if self.points else math.inf
-        if (new_best and self.best < last_e * 0.998) or seconds - last_t >= 0.05:
+        if (new_best and self.best < last_e * 0.99) or seconds - last_t >= 0.1:
             self.points.append((seconds, self.best))
 
     def summary(self) -> dict:
-        return {"hit": self.hit, "final_error": self.best, "points": [[round(t, 4), e] for t, e in self.points]}
+        return {"hit": self.hit, "final_error": self.best,
+                "points": [[round(t, 4), float(f"{e:.6g}")] for t, e in self.points]}
 
 
 def run_sf(X, target: float, horizon: float) -> dict:
