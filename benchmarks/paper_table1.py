@@ -3,6 +3,7 @@
 Run by hand (not part of the tests):
 
     python benchmarks/paper_table1.py [--iters N] [--time-limit S] [--only strike,sawmill] [--set key=value]
+                                      [--data-dir ../shared/realdata]
 
 Without options SF runs with ChordSF's defaults (the figures users get); --time-limit 0 removes
 the time limit.
@@ -26,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-REAL = (ROOT / ".." / "shared" / "realdata").resolve()
+REAL = Path(os.environ.get("SFAPPROX_REALDATA", ROOT / ".." / "shared" / "realdata")).resolve()
 OUT = ROOT / "benchmarks" / "results"
 
 # name, file, loader options, paper TSVD, paper SF
@@ -57,11 +58,14 @@ def main() -> int:
     ap.add_argument("--time-limit", type=float, default=None, help="seconds, 0 for none (default: ChordSF's)")
     ap.add_argument("--only", default="")
     ap.add_argument("--tag", default="paper_table1")
+    ap.add_argument("--data-dir", default=str(REAL), help="the real matrices (default ../shared/realdata, "
+                    "or $SFAPPROX_REALDATA)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="extra ChordSF parameter, e.g. --set history_size=20 --set init=identity")
     args = ap.parse_args()
-    if not REAL.is_dir():
-        print(f"{REAL} not found", file=sys.stderr)
+    real = Path(args.data_dir).resolve()
+    if not real.is_dir():
+        print(f"{real} not found", file=sys.stderr)
         return 1
     only = {s for s in args.only.split(",") if s}
     extra = {}
@@ -80,7 +84,7 @@ def main() -> int:
     for name, rel, opts, paper_tsvd, paper_sf in CASES:
         if only and name not in only:
             continue
-        m = sfapprox.load_matrix(REAL / rel, **opts)
+        m = sfapprox.load_matrix(real / rel, **opts)
         X = m.to_dense()
         n = X.shape[0]
         M = math.ceil(math.log2(n))
@@ -94,7 +98,8 @@ def main() -> int:
             "tsvd": tsvd_err, "paper_tsvd": paper_tsvd,
             "sf": sf.fro_error_, "paper_sf": paper_sf, "ratio": sf.fro_error_ / paper_sf,
             "seconds": sf.seconds_, "wall_seconds": wall, "iterations": sf.n_iter_,
-            "stop_reason": sf.stop_reason_, "init": sf.init_,
+            "stop_reason": sf.stop_reason_, "init": sf.init_, "threads": getattr(sf, "threads_", None),
+            "loadavg": os.getloadavg()[0],
         }
         rows.append(row)
         print(json.dumps(row), flush=True)
@@ -112,7 +117,9 @@ def main() -> int:
              + (f" --time-limit {args.time_limit:g}" if args.time_limit is not None else "")
              + "".join(f" --set {item}" for item in args.set)
              + (f" --tag {args.tag}" if args.tag != "paper_table1" else "")
-             + "`", "",
+             + "`. Load average (1 min) during the rows: "
+             + (f"{min(r['loadavg'] for r in rows):.2f}–{max(r['loadavg'] for r in rows):.2f}" if rows else "–")
+             + ".", "",
              "| matrix | N | TSVD (ours) | TSVD (paper) | SF (ours) | SF (paper) | ours/paper | seconds | iterations | stop | start |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:

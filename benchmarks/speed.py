@@ -3,6 +3,11 @@
 Run by hand (not part of the tests):
 
     python benchmarks/speed.py [--sizes 256,512,1024,2048,4096] [--dense-max 2048] [--device cpu]
+    python benchmarks/speed.py --iteration [--sizes 64,128,256]
+
+``--iteration`` compares one L-BFGS iteration of a real fit with one bare evaluation of the
+loss and gradient (the cheapest of the kernels, each timed alone), on one thread; it writes
+benchmarks/results/speed-iteration.json and .md.
 
 Each (N, kernel) runs in its own subprocess so that its peak memory (max RSS on CPU,
 torch.cuda.max_memory_allocated on GPU) is its own. Writes benchmarks/results/speed-<device>.json
@@ -112,6 +117,114 @@ def traffic_bound(n: int, m: int, itemsize: int, bandwidth: float) -> float:
     return 3 * m * 2 * n * n * itemsize / bandwidth
 
 
+def _clock_best(fn, budget: float, clock) -> float:
+    """Least time of one call of ``fn`` over about ``budget`` seconds of repeats (at least 5)."""
+    fn()
+    t = clock()
+    fn()
+    one = max(clock() - t, 1e-6)
+    best = float("inf")
+    for _ in range(max(5, int(budget / one))):
+        t = clock()
+        fn()
+        best = min(best, clock() - t)
+    return best
+
+
+def _iteration_row(n: int, budget: float) -> dict:
+    """One bare evaluation by every kernel, and one iteration of a ChordSF fit, wall and CPU time."""
+    import warnings
+
+    import numpy as np
+    import torch
+
+    sys.path.insert(0, str(ROOT))
+    import sfapprox
+    from sfapprox.chord import chord_offsets, default_n_factors
+    from sfapprox.sf import _kernels as K
+
+    torch.set_num_threads(1)
+    offs = chord_offsets(n).tolist()
+    m = default_n_factors(n)
+    g = torch.Generator().manual_seed(0)
+    ws = torch.rand(m, n, len(offs), generator=g, dtype=torch.float64) / len(offs)
+    X = np.random.default_rng(n).standard_normal((n, n))
+    Xt = torch.as_tensor(X)
+    _, selected = K.select_kernel(n, "cpu")
+    kernels = {"dense (numpy BLAS)": K.loss_and_grad_dense,
+               "dense (torch BLAS)": _torch_dense,
+               "panels": K.loss_and_grad_panels, "shifts": K.loss_and_grad}
+    evals = {}
+    for name, fn in kernels.items():
+        if name.startswith("dense") and n > 256:
+            continue
+        def call(fn=fn):
+            return fn(ws, offs, Xt)
+
+        evals[name] = {"wall": _clock_best(call, budget, time.perf_counter),
+                       "cpu": _clock_best(call, budget, time.process_time)}
+    cheapest = min(evals, key=lambda k: evals[k]["cpu"])
+    iters = max(50, int(2.0 / evals[cheapest]["wall"]))
+    warnings.simplefilter("ignore")
+    best = {"wall": float("inf"), "cpu": float("inf")}
+    for _ in range(3):
+        c0 = time.process_time()
+        sf = sfapprox.ChordSF(device="cpu", init="identity", max_iter=iters, time_limit=None, threads=1).fit(X)
+        cpu = (time.process_time() - c0) / sf.n_iter_
+        best = {"wall": min(best["wall"], sf.seconds_ / sf.n_iter_), "cpu": min(best["cpu"], cpu)}
+    return {"n": n, "M": m, "K": len(offs), "selected": selected, "evals": evals, "cheapest": cheapest,
+            "iteration": best, "evals_per_iteration": sf.n_evals_ / sf.n_iter_, "iterations": iters,
+            "ratio_wall": best["wall"] / evals[cheapest]["wall"], "ratio_cpu": best["cpu"] / evals[cheapest]["cpu"],
+            "loadavg": os.getloadavg()[0]}
+
+
+def _torch_dense(ws, offs, X):
+    """The dense-factor evaluation in torch (the path a GPU takes), for comparison on the CPU."""
+    from sfapprox.sf import _kernels as K
+
+    plan = K._dense_plan(ws.shape[0], ws.shape[1], tuple(offs), "cpu")
+    return K._dense_torch(ws, plan["flat"], X)
+
+
+def iteration_main(sizes: list[int], budget: float) -> int:
+    import torch
+
+    sys.path.insert(0, str(ROOT))
+    from sfapprox._threads import torch_threads
+
+    rows = []
+    for n in sizes:
+        with torch_threads(1):  # torch and the BLAS pools (numpy's) on one thread
+            row = _iteration_row(n, budget)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    meta = {"machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, one thread",
+            "date": time.strftime("%Y-%m-%d"), "command": "python benchmarks/speed.py --iteration --sizes "
+            + ",".join(str(n) for n in sizes)}
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "speed-iteration.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
+    names = list(rows[0]["evals"])
+    lines = [f"# One L-BFGS iteration against one bare loss+gradient evaluation ({meta['date']})", "",
+             f"Machine: {meta['machine']}. Command: `{meta['command']}`. Load average during the rows: "
+             f"{min(r['loadavg'] for r in rows):.2f}–{max(r['loadavg'] for r in rows):.2f}.", "",
+             "Bare evaluation: each kernel called alone on the same factors, the least time over repeats. "
+             "Iteration: a ChordSF fit (`init=\"identity\"`, `threads=1`, no time limit), seconds / iterations, "
+             "the best of 3 fits; it includes the line search's extra evaluations, the L-BFGS update and "
+             "direction, and the per-iteration callback. Times in microseconds, CPU time of the process "
+             "(wall time in parentheses; on a shared machine the CPU time is the steadier figure).", "",
+             "| N | M | K | " + " | ".join(f"{k} eval" for k in names) + " | cheapest | iteration | "
+             "evals / iteration | iteration / cheapest eval |",
+             "|---|---|---|" + "---|" * len(names) + "---|---|---|---|"]
+    for r in rows:
+        cells = [f"{r['evals'][k]['cpu'] * 1e6:.0f} ({r['evals'][k]['wall'] * 1e6:.0f})" if k in r["evals"] else "–"
+                 for k in names]
+        lines.append(f"| {r['n']} | {r['M']} | {r['K']} | " + " | ".join(cells) + f" | {r['cheapest']} | "
+                     f"{r['iteration']['cpu'] * 1e6:.0f} ({r['iteration']['wall'] * 1e6:.0f}) | "
+                     f"{r['evals_per_iteration']:.2f} | {r['ratio_cpu']:.2f}x ({r['ratio_wall']:.2f}x) |")
+    (OUT / "speed-iteration.md").write_text("\n".join(lines) + "\n")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="256,512,1024,2048,4096")
@@ -121,7 +234,12 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=3, help="fewest timed repeats (short evaluations get more)")
     ap.add_argument("--kernels", default="")
     ap.add_argument("--one", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--iteration", action="store_true", help="iteration against bare evaluation (one thread)")
+    ap.add_argument("--budget", type=float, default=2.0, help="--iteration: seconds of repeats per kernel")
     args = ap.parse_args()
+    if args.iteration:
+        sizes = [int(s) for s in args.sizes.split(",")] if args.sizes != ap.get_default("sizes") else [64, 128, 256]
+        return iteration_main(sizes, args.budget)
     if args.one:
         n, kind = args.one.split(":")
         print(json.dumps(_one(int(n), kind, args.device, args.dtype, args.reps)))

@@ -111,8 +111,50 @@ def test_panel_width_covers_n_in_equal_blocks():
             assert width <= K.PANEL and n - (count - 1) * width > width - count  # last block nearly full
 
 
+@pytest.mark.parametrize("n,m", [(2, 1), (24, 5), (64, 6), (33, 1)])
+def test_dense_cpu_path_matches_the_torch_path(n, m):
+    """The CPU's numpy arithmetic and the torch arithmetic (a GPU's) give the same loss and gradient."""
+    ws, offs = _stack(n, seed=6, m=m)
+    X = torch.randn(n, n, dtype=torch.float64)
+    loss, grad = K.loss_and_grad_dense(ws, offs, X)
+    plan = K._dense_plan(ws.shape[0], n, tuple(offs), "cpu")
+    loss_t, grad_t = K._dense_torch(ws, plan["flat"], X)
+    ref_loss, ref_grad = K.loss_and_grad(ws, offs, X)
+    assert loss.dtype == grad.dtype == torch.float64 and grad.shape == ws.shape
+    assert torch.allclose(loss, loss_t, rtol=1e-12) and torch.allclose(loss, ref_loss, rtol=1e-12)
+    assert torch.allclose(grad, grad_t, rtol=1e-10, atol=1e-10)
+    assert torch.allclose(grad, ref_grad, rtol=1e-10, atol=1e-10)
+
+
+def test_dense_path_keeps_float32():
+    ws, offs = _stack(16, seed=7)
+    loss, grad = K.loss_and_grad_dense(ws.float(), offs, torch.randn(16, 16))
+    assert loss.dtype == grad.dtype == torch.float32
+
+
+@pytest.mark.parametrize("support", ["chord", "symmetric"])
+@pytest.mark.parametrize("n,panel", [(40, None), (40, 16), (130, 50)])
+def test_panels_with_any_offsets(support, n, panel):
+    """The wrapped buffers handle offsets up to N - 1 (the symmetric support's -b^k mod N)."""
+    from sfapprox.chord import support_offsets
+
+    offs = support_offsets(n, support, 2).tolist()
+    g = torch.Generator().manual_seed(8)
+    ws = torch.randn(3, n, len(offs), dtype=torch.float64, generator=g)
+    X = torch.randn(n, n, dtype=torch.float64, generator=g)
+    loss, grad = K.loss_and_grad(ws, offs, X)
+    loss_p, grad_p = K.loss_and_grad_panels(ws, offs, X, panel=panel)
+    assert torch.allclose(loss_p, loss, rtol=1e-12)
+    assert torch.allclose(grad_p, grad, rtol=1e-10, atol=1e-10)
+
+
 def test_kernel_selection():
     assert K.select_kernel(100, "cpu")[1] == "dense"
+    assert K.select_kernel(K.DENSE_MAX_N + 1, "cpu")[1] == "panels"
     assert K.select_kernel(1000, "cpu")[1] == "panels"
     assert K.select_kernel(1000, "cuda")[1] == "shifts"
     assert K.workspace_numbers(4096, 12, "panels") < K.workspace_numbers(4096, 12, "shifts") / 10
+    # Buffers of N + reach rows: the symmetric support's offsets reach N - 1.
+    assert K.workspace_numbers(4096, 12, "panels", reach=4095) > K.workspace_numbers(4096, 12, "panels")
+    assert K.operation_numbers(4096, "panels") == 4096 * K.panel_width(4096)
+    assert K.operation_numbers(64, "dense") == 64 * 64

@@ -153,3 +153,25 @@ def test_callback_stop_during_a_probe_ends_the_fit():
     X = np.random.default_rng(8).random((16, 16))
     sf = ChordSF(max_iter=100, device="cpu", callback=lambda info: info["iteration"] >= 3).fit(X)
     assert sf.stop_reason_ == "callback" and sf.n_iter_ == 3
+
+
+def test_auto_init_race_drops_a_clearly_worse_start_early():
+    """On a 2-D grid Laplacian the identity start is far ahead after the first round: the
+    reference start stops there instead of using its whole probe share (10% of max_iter)."""
+    from sfapprox.sf.model import PROBE_FIRST, PROBE_MARGIN
+
+    n = 36
+    grid = np.zeros((n, n))
+    for i in range(n):
+        grid[i, i] = 4.0
+        for j in (i + 1, i + 6):
+            if j < n and (j != i + 1 or (i + 1) % 6):
+                grid[i, j] = grid[j, i] = -1.0
+    sf = ChordSF(max_iter=3000, time_limit=None, device="cpu").fit(grid)
+    assert sf.init_ == "identity"
+    assert sf.starts_["reference"]["iterations"] == PROBE_FIRST
+    assert sf.starts_["identity"]["iterations"] == sf.n_iter_ - PROBE_FIRST
+    assert sf.starts_["reference"]["fro_error"] > PROBE_MARGIN * sf.fro_error_
+    # Where the starts stay within the margin, each gets its whole share (as test above).
+    close = ChordSF(max_iter=40, probe=0.25, device="cpu").fit(np.random.default_rng(7).random((24, 24)))
+    assert {v["iterations"] for v in close.starts_.values()} >= {10}

@@ -104,3 +104,31 @@ def test_reset_leaves_no_stale_pair_in_the_direction():
     d = _solver._direction(state, g)
     assert torch.isfinite(d).all()
     assert torch.allclose(d, _plain_two_loop([s], [y], g, h0), rtol=1e-12, atol=1e-14)
+
+
+def test_cached_inner_products_match_the_stored_pairs():
+    """The one-pass update (inner products derived from cached values) keeps S^T Y, Y^T Y and
+    R^-1 equal to those of the vectors in the buffer, also after the ring wraps."""
+    rng = torch.Generator().manual_seed(5)
+    n = 40
+    A = torch.randn(n, n, dtype=torch.float64, generator=rng)
+    H = A @ A.T / n + torch.eye(n, dtype=torch.float64)
+    b = torch.randn(n, dtype=torch.float64, generator=rng)
+
+    def fun(x):  # a quadratic plus a quartic term: curvature changes along the path
+        q = H @ x - b
+        return float(0.5 * x.dot(H @ x) - b.dot(x) + 0.25 * (x**4).sum()), q + x**3
+
+    state = _solver.new_state(torch.zeros(n, dtype=torch.float64))
+    _solver.lbfgs(fun, state, _solver.LBFGSOptions(max_iter=17, ftol=0, gtol=0, history_size=6))
+    assert state["n_iter"] == 17 and len(state["order"]) == 6
+    S = state["S"][state["ages"]]
+    Y = state["Y"][state["ages"]]
+    SY = (S @ Y.T).numpy()
+    assert np.allclose(state["SY"], SY, rtol=1e-9, atol=1e-12 * np.abs(SY).max())
+    assert np.allclose(state["YY"], (Y @ Y.T).numpy(), rtol=1e-9, atol=1e-12)
+    assert np.allclose(state["Rinv"] @ np.triu(SY), np.eye(6), atol=1e-8)
+    # The direction from the caches is the textbook two-loop recursion's.
+    g = state["grad"]
+    assert torch.allclose(_solver._direction(state, g), _plain_two_loop(list(S), list(Y), g, state["H_diag"]),
+                          rtol=1e-8, atol=1e-12)

@@ -14,8 +14,10 @@ functions are pure: tensors in, tensors out.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 __all__ = [
@@ -176,35 +178,91 @@ def loss_and_grad_dense(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Same objective and gradient as :func:`loss_and_grad`, through dense factors.
 
-    ``O(M N^3)`` work in about ``4M`` BLAS calls instead of ``O(M K N^2)`` in
-    about ``5MK`` small kernels: for small ``N`` the per-call overhead
-    dominates and this path is several times faster (the solver picks it
-    below ``DENSE_MAX_N``).  Never used for large ``N``.
+    ``O(M N^3)`` work in about ``3M`` BLAS calls instead of ``O(M K N^2)`` in
+    about ``3MK`` small kernels: for small ``N`` the per-call overhead
+    dominates and this path is faster (the solver picks it up to
+    ``DENSE_MAX_N``).  Never used for large ``N``.
+
+    On the CPU the products run in numpy, on the same memory (no copies):
+    numpy's per-call overhead is about half of torch's, and on the CPUs
+    measured its OpenBLAS multiplies 64 x 64 blocks 1.6x faster than
+    torch's MKL — 1.4 to 2.2x faster evaluations for N = 24..100
+    (``benchmarks/results/speed-iteration.md``).
     """
+    n_factors, n, _ = ws.shape
+    plan = _dense_plan(n_factors, n, tuple(int(d) for d in offsets), str(ws.device))
+    if ws.device.type == "cpu":
+        loss, grad = _dense_numpy(ws.detach().numpy(), plan["flat_np"], X.detach().numpy())
+        return torch.tensor(loss, dtype=ws.dtype), torch.from_numpy(grad)
+    return _dense_torch(ws, plan["flat"], X)
+
+
+def _dense_torch(ws: torch.Tensor, flat_index: torch.Tensor, X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`loss_and_grad_dense`'s arithmetic in torch (the GPU path)."""
     n_factors, n, k = ws.shape
-    idx = _column_index(n, offsets, ws.device).expand(n_factors, n, k)
-    dense = torch.zeros((n_factors, n, n), dtype=ws.dtype, device=ws.device)
-    dense.scatter_add_(2, idx, ws)
-    # suffix[m] = D_{m+1} ... D_{M-1} (identity for the last), built right to left
-    suffix = [None] * n_factors
-    acc = None
-    for m in range(n_factors - 1, -1, -1):
+    dense = torch.zeros((n_factors, n * n), dtype=ws.dtype, device=ws.device)
+    dense.index_copy_(1, flat_index, ws.reshape(n_factors, n * k))
+    dense = dense.view(n_factors, n, n)
+    # suffix[m] = D_{m+1} ... D_{M-1} (None for the last), built right to left
+    suffix: list[torch.Tensor | None] = [None] * n_factors
+    acc = dense[-1]
+    for m in range(n_factors - 2, -1, -1):
         suffix[m] = acc
-        acc = dense[m] if acc is None else dense[m] @ acc
-    G = acc - X
+        acc = torch.mm(dense[m], acc)
+    G = acc.sub_(X) if n_factors > 1 else acc - X
     flat = G.reshape(-1)
     loss = 0.5 * torch.dot(flat, flat)
-    grads = torch.empty_like(dense)
+    grads = torch.empty((n_factors, n, n), dtype=ws.dtype, device=ws.device)
     left_t = G  # (D_0 ... D_{m-1})^T G, updated left to right
     for m in range(n_factors):
-        grads[m] = left_t if suffix[m] is None else left_t @ suffix[m].T
+        if suffix[m] is None:
+            grads[m] = left_t
+        else:
+            torch.mm(left_t, suffix[m].T, out=grads[m])
+        if m + 1 < n_factors:
+            left_t = torch.mm(dense[m].T, left_t)
+    grad = grads.view(n_factors, n * n).index_select(1, flat_index)
+    return loss, grad.view(n_factors, n, k)
+
+
+def _dense_numpy(ws: np.ndarray, flat: np.ndarray, X: np.ndarray) -> tuple[float, np.ndarray]:
+    """:func:`loss_and_grad_dense`'s arithmetic on numpy arrays (the CPU path)."""
+    n_factors, n, k = ws.shape
+    dense = np.zeros((n_factors, n * n), dtype=ws.dtype)
+    dense[:, flat] = ws.reshape(n_factors, n * k)
+    dense = dense.reshape(n_factors, n, n)
+    suffix: list[np.ndarray | None] = [None] * n_factors
+    acc = dense[-1]
+    for m in range(n_factors - 2, -1, -1):
+        suffix[m] = acc
+        acc = dense[m] @ acc
+    G = acc - X
+    loss = 0.5 * float(np.vdot(G, G))
+    grads = np.empty((n_factors, n, n), dtype=ws.dtype)
+    left_t = G
+    for m in range(n_factors):
+        if suffix[m] is None:
+            grads[m] = left_t
+        else:
+            np.matmul(left_t, suffix[m].T, out=grads[m])
         if m + 1 < n_factors:
             left_t = dense[m].T @ left_t
-    return loss, torch.gather(grads, 2, idx)
+    return loss, np.take(grads.reshape(n_factors, n * n), flat, axis=1).reshape(n_factors, n, k)
 
 
-#: Up to this N the dense-factor path is used: fewer, larger BLAS calls win there.
-DENSE_MAX_N = 200
+@functools.lru_cache(maxsize=32)
+def _dense_plan(n_factors: int, n: int, offsets: tuple[int, ...], device: str) -> dict:
+    """Flat positions ``i * N + (i + d_k) mod N`` of the Chord values in an ``N x N`` factor."""
+    dev = torch.device(device)
+    rows = torch.arange(n, device=dev)[:, None]
+    cols = (rows + torch.as_tensor(offsets, device=dev)[None, :]) % n
+    flat = (rows * n + cols).reshape(-1)
+    return {"flat": flat, "flat_np": flat.cpu().numpy()}
+
+
+#: Up to this N the dense-factor path is used: fewer, larger BLAS calls win there
+#: (on one CPU thread the column panels catch up between N = 112 and 128, measured).
+DENSE_MAX_N = 112
 #: Column-block width of the CPU path for larger N (blocks stay in cache).
 PANEL = 256
 #: Up to this N the CPU path takes all columns as one block: a second, narrow block
@@ -240,34 +298,59 @@ def select_kernel(n: int, device_type: str):
     return loss_and_grad, "shifts"
 
 
-def workspace_numbers(n: int, n_factors: int, kind: str) -> int:
+def operation_numbers(n: int, kind: str) -> int:
+    """Numbers one operation of the kernel ``kind`` touches (a block, or a whole ``N x N`` matrix).
+
+    This is what decides whether more than one CPU thread pays (:mod:`sfapprox._threads`).
+    """
+    return n * panel_width(n) if kind == "panels" else n * n
+
+
+def workspace_numbers(n: int, n_factors: int, kind: str, reach: int | None = None) -> int:
     """Numbers of scratch memory a kernel needs for one evaluation (beyond X and the parameters).
 
     Block buffers, plus the row-dot temporary of at most :data:`ROWDOT_TEMP_MAX` numbers.
+    The panels' ``M + 1`` buffers have ``N + reach`` rows, ``reach`` the largest
+    offset (default: the reference Chord's, the largest power of two below ``N``).
     """
     if kind == "panels":
-        block = n * panel_width(n)
-        return (n_factors + 2) * block + min(block, ROWDOT_TEMP_MAX)
+        if reach is None:
+            reach = 1 << max(0, (n - 1).bit_length() - 1) if n > 1 else 0
+        width = panel_width(n)
+        block = (n + reach) * width
+        return (n_factors + 1) * block + 2 * n * n_factors + min(n * width, ROWDOT_TEMP_MAX)
     if kind == "dense":
         return (3 * n_factors + 2) * n * n
     return (n_factors + 2) * n * n + min(n * n, ROWDOT_TEMP_MAX)
 
 
-def _first_factor_panel(w: torch.Tensor, offsets: Sequence[int], j0: int, j1: int, out: torch.Tensor):
-    """Columns ``j0:j1`` of the rightmost factor, and the (row, k) index pairs they hold.
+@functools.lru_cache(maxsize=32)
+def _plan(n: int, offsets: tuple[int, ...], width: int, device: str) -> dict:
+    """Index tensors of one ``(N, offsets, block width, device)``, made once and reused by every call.
 
-    Column ``j`` holds ``w[(j - d_k) mod N, k]`` at row ``(j - d_k) mod N``.
+    ``cols[i, k] = (i + d_k) mod N`` (where row ``i`` of a factor holds its
+    value ``k``), ``rows_t[j, k] = (j - d_k) mod N`` (the row whose value
+    ``k`` lands in column ``j``: ``W^T``'s row ``j`` reads them), and, per
+    column block, the (row, k, local column) triples of the rightmost factor.
     """
-    n, k = w.shape
-    width = j1 - j0
-    offs = torch.as_tensor(list(offsets), device=w.device)
-    cols = torch.arange(j0, j1, device=w.device)
-    rows = (cols[None, :] - offs[:, None]) % n  # (K, width)
-    ks = torch.arange(k, device=w.device)[:, None].expand(k, width)
-    local = torch.arange(width, device=w.device).expand(k, width)
-    out.zero_()
-    out.index_put_((rows, local), w[rows, ks], accumulate=True)
-    return rows, ks, local
+    dev = torch.device(device)
+    offs = torch.as_tensor(offsets, device=dev)
+    ks = torch.arange(len(offsets), device=dev)
+    i = torch.arange(n, device=dev)[:, None]
+    blocks = []
+    for j0 in range(0, n, width):
+        j1 = min(n, j0 + width)
+        cols = torch.arange(j0, j1, device=dev)
+        rows = (cols[None, :] - offs[:, None]) % n  # (K, width): who holds column j via value k
+        local = torch.arange(j1 - j0, device=dev).expand(len(offsets), -1)
+        blocks.append((j0, j1, rows, ks[:, None].expand(-1, j1 - j0), local))
+    return {
+        "cols": (i + offs) % n,
+        "rows_t": (i - offs) % n,
+        "ks": ks.expand(n, -1),
+        "blocks": blocks,
+        "reach": max(offsets),
+    }
 
 
 def loss_and_grad_panels(
@@ -280,28 +363,99 @@ def loss_and_grad_panels(
     over columns) split the same way.  Working on ``N x panel`` blocks keeps
     the ``M`` partial products of a block in cache instead of streaming
     ``M`` dense ``N x N`` buffers through memory, and cuts the workspace from
-    ``(M + 2) N^2`` to ``(M + 2) N * panel`` numbers — what lets large ``N``
-    fit.  The buffers are allocated once per call and reused by every block.
+    ``(M + 2) N^2`` to about ``(M + 2) 2N * panel`` numbers — what lets large
+    ``N`` fit.  The buffers are allocated once per call and reused by every block.
+
+    Fewer, larger operations than the plain path (their count, not their
+    arithmetic, is what costs at N of a few hundred): each buffer carries a
+    copy of its first rows after its last (``P``, for ``W P``) or of its last
+    rows before its first (``G``, for ``W^T G``), so the cyclic shift by any
+    offset is one contiguous view — one ``addcmul`` and one row dot per
+    offset instead of two — and ``W^T G`` is computed as a gather
+    (``sum_k w[(j - d_k) mod N, k] G[(j - d_k) mod N]``) with the values
+    ``w[(j - d_k) mod N, k]`` of all factors gathered once per call.
     """
-    n_factors, n, _ = ws.shape
+    n_factors, n, n_offsets = ws.shape
     width = panel_width(n) if panel is None else min(panel, n)
-    bufs = [torch.empty((n, width), dtype=ws.dtype, device=ws.device) for _ in range(n_factors + 1)]
-    grad = torch.zeros_like(ws)
+    plan = _plan(n, tuple(int(d) for d in offsets), width, str(ws.device))
+    reach = plan["reach"]
+    offs = [int(d) for d in offsets]
+    # w_t[m, j, k] = w_m[(j - d_k) mod N, k]: the values W_m^T's row j reads.
+    w_t = ws[:, plan["rows_t"], plan["ks"]]
+    # Forward buffers: n rows + `reach` wrapped rows after them; backward: `reach` before.
+    fwd = [torch.empty((n + reach, width), dtype=ws.dtype, device=ws.device) for _ in range(max(1, n_factors - 1))]
+    bwd = [torch.empty((reach + n, width), dtype=ws.dtype, device=ws.device) for _ in range(2)]
+    grad_t = torch.zeros((n_factors, n_offsets, n), dtype=ws.dtype, device=ws.device)  # grad[m, i, k] at [m, k, i]
+    last = torch.zeros((n, n_offsets), dtype=ws.dtype, device=ws.device)
     loss = torch.zeros((), dtype=ws.dtype, device=ws.device)
-    for j0 in range(0, n, width):
-        j1 = min(n, j0 + width)
-        views = [b[:, : j1 - j0] for b in bufs]
-        rows, ks, local = _first_factor_panel(ws[-1], offsets, j0, j1, views[0])
-        partials = [views[0]]
-        for i, m in enumerate(range(n_factors - 2, -1, -1)):
-            partials.append(apply_factor(ws[m], offsets, partials[-1], out=views[i + 1]))
-        G = partials.pop()
+    for j0, j1, rows, ks, local in plan["blocks"]:
+        c = j1 - j0
+        # ---- forward: partial products P_M, ..., P_2 (each with its wrapped rows), then P_1 into G
+        P = fwd[0][:, :c]
+        P[:n].zero_()
+        P[:n].index_put_((rows, local), ws[-1][rows, ks], accumulate=True)
+        partials = [P]
+        for i, m in enumerate(range(n_factors - 2, 0, -1)):
+            _wrap_tail(partials[-1], n, reach)
+            nxt = fwd[i + 1][:, :c]
+            _apply_wrapped(ws[m], offs, partials[-1], nxt, n)
+            partials.append(nxt)
+        _wrap_tail(partials[-1], n, reach)
+        Gb = bwd[0][:, :c]
+        G = _apply_wrapped(ws[0], offs, partials[-1], Gb[reach:], n) if n_factors > 1 else partials[-1][:n]
         G.sub_(X[:, j0:j1])
         flat = G.reshape(-1)
         loss += 0.5 * torch.dot(flat, flat)
-        spare = views[n_factors]
+        if n_factors == 1:
+            last.index_put_((rows, ks), G[rows, local], accumulate=True)
+            continue
+        # ---- backward: G_{m+1} = W_m^T G_m, and factor m's gradient <G_m, shifted P_{m+1}>
+        spare = bwd[1][:, :c]
         for m in range(n_factors - 1):
-            factor_grad(G, partials.pop(), offsets, acc=grad[m])
-            G, spare = apply_factor_t(ws[m], offsets, G, out=spare), G
-        grad[-1].index_put_((rows, ks), G[rows, local], accumulate=True)
+            right = partials.pop()
+            for k, d in enumerate(offs):
+                grad_t[m, k] += _rowdot(G, right[d : d + n])
+            _wrap_head(Gb, n, reach)
+            G = _apply_t_wrapped(w_t[m], offs, Gb, spare[reach:], n, reach)
+            Gb, spare = spare, Gb
+        last.index_put_((rows, ks), G[rows, local], accumulate=True)
+    grad = grad_t.transpose(1, 2).contiguous()
+    grad[-1] = last
     return loss, grad
+
+
+def _wrap_tail(P: torch.Tensor, n: int, reach: int) -> None:
+    """Rows ``n .. n + reach`` of ``P`` become copies of its rows ``0 .. reach``."""
+    if reach:
+        P[n : n + reach].copy_(P[:reach])
+
+
+def _wrap_head(G: torch.Tensor, n: int, reach: int) -> None:
+    """Rows ``0 .. reach`` of ``G`` become copies of its last ``reach`` rows."""
+    if reach:
+        G[:reach].copy_(G[n : n + reach])
+
+
+def _apply_wrapped(w: torch.Tensor, offsets: list[int], P: torch.Tensor, out: torch.Tensor, n: int) -> torch.Tensor:
+    """``W @ P`` into ``out[:n]``, from ``P`` with its first rows repeated after row ``n``."""
+    out = out[:n]
+    torch.mul(P[:n], w[:, :1], out=out)
+    for k in range(1, len(offsets)):
+        d = offsets[k]
+        out.addcmul_(w[:, k : k + 1], P[d : d + n])
+    return out
+
+
+def _apply_t_wrapped(
+    w_t: torch.Tensor, offsets: list[int], G: torch.Tensor, out: torch.Tensor, n: int, reach: int
+) -> torch.Tensor:
+    """``W^T @ G`` into ``out[:n]``, from ``G`` with its last rows repeated before row ``reach``.
+
+    Row ``j`` of ``W^T G`` is ``sum_k w_t[j, k] G[(j - d_k) mod N]``.
+    """
+    out = out[:n]
+    torch.mul(G[reach : reach + n], w_t[:, :1], out=out)
+    for k in range(1, len(offsets)):
+        start = reach - offsets[k]
+        out.addcmul_(w_t[:, k : k + 1], G[start : start + n])
+    return out

@@ -20,6 +20,7 @@ import numpy as np
 from .._base import Approximation
 from .._errors import ConvergenceWarning, ParameterError
 from .._params import Interval, Options
+from .._threads import AdaptiveThreads
 from ..budget import sf_structure
 from ..chord import (
     SUPPORTS,
@@ -33,6 +34,11 @@ from ..linop import ChordOperator
 
 __all__ = ["ChordSF", "fit_sf", "estimate_fit_memory"]
 
+#: With ``init="auto"`` the starts race in rounds of this many iterations, doubling after each.
+PROBE_FIRST = 100
+#: A start whose Frobenius error is this many times the best start's after a round drops out.
+PROBE_MARGIN = 1.15
+
 
 def estimate_fit_memory(
     n: int,
@@ -43,15 +49,17 @@ def estimate_fit_memory(
     device_type: str = "cpu",
     *,
     support: str = "chord",
+    reach: int | None = None,
 ) -> int:
     """Peak bytes of one fit, known before any allocation.
 
     The target ``X`` (``N^2``), the kernel's workspace (see
     :func:`~sfapprox.sf._kernels.workspace_numbers` and
     :func:`~sfapprox.sf._butterfly.workspace_numbers`: ``(M + 2) N^2`` for
-    whole-matrix passes, ``(M + 2) N * 256`` for CPU column panels), and
-    L-BFGS's ``2 * history_size`` pairs plus a few vectors of ``N K M`` values
-    (``n_offsets`` is the number of values per row: 2 for ``support="butterfly"``).
+    whole-matrix passes, ``(M + 1) (N + reach) * 256`` for CPU column panels,
+    ``reach`` the largest offset), and L-BFGS's ``2 * history_size`` pairs
+    plus a few vectors of ``N K M`` values (``n_offsets`` is the number of
+    values per row: 2 for ``support="butterfly"``).
     """
     if support == "butterfly":
         from ._butterfly import select_kernel as select_butterfly
@@ -63,7 +71,7 @@ def estimate_fit_memory(
         from ._kernels import select_kernel, workspace_numbers
 
         _, kind = select_kernel(n, device_type)
-        workspace = workspace_numbers(n, n_factors, kind)
+        workspace = workspace_numbers(n, n_factors, kind, reach)
     numbers = n * n + workspace
     numbers += (2 * history_size + 8) * n * n_offsets * n_factors
     return numbers * itemsize
@@ -124,13 +132,15 @@ class ChordSF(Approximation):
     init : {"auto", "reference", "identity"}, default="auto"
         Starting point: every value 1/K (the reference code's), each factor
         near the identity (better for sparse graphs such as citation and
-        trade networks), or ``"auto"``: both, each for ``probe * max_iter``
-        iterations, then the better one continues.
+        trade networks), or ``"auto"``: both race, in rounds of 100, 200,
+        400, ... iterations, until one is ahead by 15% in error or each has
+        had its probe share; then the better one continues.
     init_noise : float or None, default=None
         Amplitude of the uniform noise added to the start (relative to 1/K
         for ``"reference"``); None: 0.01 for reference, 0.1 for identity.
     probe : float, default=0.1
-        Share of ``max_iter`` (and ``time_limit``) each start gets with ``init="auto"``.
+        Share of ``max_iter`` (and ``time_limit``) each start gets at most in
+        ``init="auto"``'s race (a clearly worse start stops after 100 iterations).
     scale : {"sqrt_n", "n", "fro"} or float, default="sqrt_n"
         X is divided by ``||X||_F / sqrt(N)`` (``/ N``, ``/ 1``, or this number)
         before fitting, and the factors scaled back afterwards.
@@ -145,6 +155,13 @@ class ChordSF(Approximation):
     callback : callable or None
         Called after each iteration with a dict (``iteration``, ``fro_error``,
         ``elapsed``); returning True stops the fit.
+    threads : int or None, default=None
+        CPU threads of torch's kernels during the fit (torch's setting is
+        restored afterwards).  None: chosen from the work size and the free
+        cores (:mod:`sfapprox._threads`): one thread for matrices whose kernel
+        operations are small, more only on cores no other process is using,
+        revisited about every second; never more than torch's current
+        setting.  An int forces that count.  Ignored on a GPU.
 
     Attributes
     ----------
@@ -167,13 +184,20 @@ class ChordSF(Approximation):
     device_, dtype_ : str
     init_ : str
         The start the returned factors came from ("none" for the zero matrix).
+    starts_ : dict
+        Per start tried: ``{"iterations": int, "fro_error": float}`` (its best
+        error in X's units); with ``init="auto"`` the losing start's iterations
+        show how long the race ran.
     kernel_ : str
         The loss+gradient path used ("dense", "panels" or "shifts"; for the
         butterfly "butterfly-panels" on the CPU, "butterfly" on a GPU).
     params_ : dict
         The fitted structure and run, for reports: ``support``, ``n_factors``,
         ``offsets``, ``base`` (None for the butterfly), ``iterations``,
-        ``evaluations``, ``stop_reason``, ``init``, ``device``, ``dtype``.
+        ``evaluations``, ``stop_reason``, ``init``, ``device``, ``dtype``, ``threads``.
+    threads_ : int or None
+        CPU threads the optimizer ran on (the count that ran longest when it
+        changed during the fit); None on a GPU.
 
     Examples
     --------
@@ -207,6 +231,7 @@ class ChordSF(Approximation):
         "device": str,
         "dtype": (Options(("float64", "float32", "auto")), None),
         "max_memory": Interval(int, 1, None, allow_none=True),
+        "threads": Interval(int, 1, None, allow_none=True),
     }
 
     def __init__(
@@ -229,6 +254,7 @@ class ChordSF(Approximation):
         dtype: str | None = None,
         max_memory: int | None = None,
         callback: Callable[[dict], bool | None] | None = None,
+        threads: int | None = None,
     ):
         self.n_factors = n_factors
         self.base = base
@@ -247,6 +273,7 @@ class ChordSF(Approximation):
         self.dtype = dtype
         self.max_memory = max_memory
         self.callback = callback
+        self.threads = threads
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, *, check_input: bool = True) -> "ChordSF":
@@ -280,7 +307,7 @@ class ChordSF(Approximation):
         itemsize = torch.empty((), dtype=dtype).element_size()
         check_memory(
             estimate_fit_memory(n, n_factors, n_values, itemsize, self.history_size, device.type,
-                                support=self.support),
+                                support=self.support, reach=int(offsets.max()) if len(offsets) else 0),
             what=f"fitting SF to an {n} x {n} matrix on {device.type} in {dtype}".replace("torch.", ""),
             limit=self._memory_limit(device),
         )
@@ -319,9 +346,16 @@ class ChordSF(Approximation):
             for name, v in starts.items()
         }
         start = time.perf_counter()
-        name, state, reason = self._optimize(fun, states, self._progress(scale, start))
+        governor = AdaptiveThreads(self._work(n, n_factors), threads=self.threads, device_type=device.type)
+        with governor:
+            name, state, reason = self._optimize(fun, states, self._progress(scale, start), governor.poll)
+        self.threads_ = governor.used
         self.seconds_ = time.perf_counter() - start
         self.init_ = name
+        self.starts_ = {k: {"iterations": int(st["n_iter"]),
+                            "fro_error": scale * math.sqrt(2.0 * max(st["best_loss"], 0.0))
+                            if math.isfinite(st["best_loss"]) else math.inf}
+                        for k, st in states.items()}
         best = state["best_x"].view(shape).to(torch.float64).cpu().numpy()
         # Give each factor an equal share of the scale: the product is then X's scale.
         values = best * scale ** (1.0 / n_factors)
@@ -340,6 +374,14 @@ class ChordSF(Approximation):
         return self
 
     # ------------------------------------------------------------- helpers
+    def _work(self, n: int, n_factors: int) -> int:
+        """Numbers one kernel operation touches: what decides whether threads pay (see ``_threads``)."""
+        from . import _butterfly, _kernels
+
+        if self.support == "butterfly":
+            return n * min(_butterfly.PANEL, n)
+        return _kernels.operation_numbers(n, _kernels.select_kernel(n, "cpu")[1])
+
     def _inits(self) -> list[str]:
         return ["reference", "identity"] if self.init == "auto" else [self.init]
 
@@ -355,13 +397,19 @@ class ChordSF(Approximation):
         return LBFGSOptions(max_iter=max_iter, time_limit=time_limit, ftol=self.ftol, gtol=self.gtol,
                             history_size=self.history_size)
 
-    def _optimize(self, fun, states: dict, callback) -> tuple[str, dict, str]:
-        """Run L-BFGS from each start; with several, probe each briefly and continue the best.
+    def _optimize(self, fun, states: dict, callback, poll=None) -> tuple[str, dict, str]:
+        """Run L-BFGS from each start; with several, race them briefly and continue the best.
 
-        The probes share the iteration and time budgets: iterations spent on a
-        losing start count against ``max_iter``.  A Ctrl-C or a callback asking
-        to stop ends the whole fit; either way the best point seen by any run
-        is returned.
+        The starts run in rounds, 100 iterations each, then 200, 400, ...
+        (:data:`PROBE_FIRST`), each within its probe share (``probe`` of
+        ``max_iter`` and of ``time_limit``); after each round a start whose
+        error is :data:`PROBE_MARGIN` times the best one's drops out.  Where
+        one start is clearly better (most matrices) the loser costs a few
+        hundred iterations instead of a whole probe share; where they stay
+        close, each gets its full share, as before.  Iterations spent on a
+        losing start count against ``max_iter``.  A Ctrl-C or a callback
+        asking to stop ends the whole fit; either way the best point seen by
+        any run is returned.
         """
         from ._solver import StopReason, lbfgs
 
@@ -373,7 +421,12 @@ class ChordSF(Approximation):
 
         def run(st: dict, max_iter: int, time_limit: float | None) -> str:
             first = st["n_iter"]
-            report = None if callback is None else (lambda s: callback(s, done["iterations"] + s["n_iter"] - first))
+            report = None
+            if callback is not None or poll is not None:
+                def report(s):
+                    if poll is not None:
+                        poll()
+                    return callback is not None and callback(s, done["iterations"] + s["n_iter"] - first)
             try:
                 return lbfgs(fun, st, self._options(max_iter, time_limit), report)
             finally:
@@ -382,12 +435,7 @@ class ChordSF(Approximation):
         reason = StopReason.MAX_ITER
         try:
             if len(states) > 1:
-                probe = max(1, int(self.probe * self.max_iter))
-                share = None if self.time_limit is None else self.probe * self.time_limit
-                for st in states.values():
-                    reason = run(st, probe, share)
-                    if reason == StopReason.CALLBACK:
-                        break
+                reason = self._race(states, run)
             if reason != StopReason.CALLBACK:
                 name = min(states, key=lambda k: states[k]["best_loss"])
                 spent = sum(st["n_iter"] for k, st in states.items() if k != name)
@@ -396,6 +444,35 @@ class ChordSF(Approximation):
             reason = StopReason.INTERRUPTED
         name = min(states, key=lambda k: states[k]["best_loss"])
         return name, states[name], reason
+
+    def _race(self, states: dict, run) -> str:
+        """The probe rounds of :meth:`_optimize`; returns the last stop reason (``callback`` ends all)."""
+        from ._solver import StopReason
+
+        share = max(1, int(self.probe * self.max_iter))
+        share_time = None if self.time_limit is None else self.probe * self.time_limit
+        used = {name: 0.0 for name in states}
+        alive = list(states)
+        reason = StopReason.MAX_ITER
+        checkpoint = min(PROBE_FIRST, share)
+        while True:
+            for name in alive:
+                st = states[name]
+                left = None if share_time is None else share_time - used[name]
+                if st["n_iter"] >= checkpoint or (left is not None and left <= 0):
+                    continue
+                t0 = time.perf_counter()
+                reason = run(st, checkpoint, left)
+                used[name] += time.perf_counter() - t0
+                if reason == StopReason.CALLBACK:
+                    return reason
+            best = min(states[k]["best_loss"] for k in alive)
+            # Losses are half squared errors: an error ratio r is a loss ratio r^2.
+            alive = [k for k in alive if states[k]["best_loss"] <= best * PROBE_MARGIN**2]
+            out_of_time = share_time is not None and all(used[k] >= share_time for k in alive)
+            if len(alive) == 1 or checkpoint >= share or out_of_time:
+                return reason
+            checkpoint = min(2 * checkpoint, share)
 
     def _scale(self, fro: float, n: int) -> float:
         if isinstance(self.scale, str):
@@ -461,6 +538,8 @@ class ChordSF(Approximation):
         self.n_evals_ = 0
         self.stop_reason_ = "zero_matrix"
         self.init_ = self.kernel_ = "none"
+        self.threads_ = None
+        self.starts_ = {}
         self._set_result(np.zeros_like(init), None, fro)
         return self
 
@@ -484,6 +563,7 @@ class ChordSF(Approximation):
             "init": self.init_,
             "device": self.device_,
             "dtype": self.dtype_,
+            "threads": self.threads_,
         }
         if dense is None:
             self.fro_error_, self.rel_error_ = 0.0, None

@@ -1,0 +1,134 @@
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from sfapprox import ChordSF, ParameterError
+from sfapprox import _threads as T
+from sfapprox.baselines._torch import SMALL_N, few_threads
+
+
+def test_small_work_runs_on_one_thread():
+    assert T.choose_threads(64 * 64, cores=2) == 1
+    assert T.choose_threads(T.PARALLEL_MIN_WORK, cores=16) == 1
+    assert T.choose_threads(10**9, cores=1) == 1
+
+
+def test_large_work_uses_free_cores_only():
+    big = 64 * T.WORK_PER_THREAD
+    assert T.choose_threads(big, cores=8) == 8
+    assert T.choose_threads(big, cores=8, cap=3) == 3
+    # Cores that other processes keep busy are left alone (with a quarter core of slack).
+    assert T.choose_threads(big, cores=8, free=2.9) == 3
+    assert T.choose_threads(big, cores=8, free=2.7) == 2
+    assert T.choose_threads(big, cores=2, free=0.2) == 1
+    # One thread per WORK_PER_THREAD numbers, never fewer than one.
+    assert T.choose_threads(T.PARALLEL_MIN_WORK + 1, cores=8) == (T.PARALLEL_MIN_WORK + 1) // T.WORK_PER_THREAD
+    # SF's panels on 2 cores: one thread up to N = 181 (torch's grain), two from N = 195 when free.
+    assert T.choose_threads(160 * 160, cores=2) == 1 and T.choose_threads(195 * 195, cores=2) == 2
+
+
+def test_available_cores_respects_the_affinity_mask():
+    cores = T.available_cores()
+    assert 1 <= cores <= (os.cpu_count() or 1)
+    if hasattr(os, "sched_getaffinity"):
+        assert cores <= len(os.sched_getaffinity(0))
+
+
+def test_torch_threads_sets_and_restores():
+    before = torch.get_num_threads()
+    with T.torch_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with pytest.raises(RuntimeError):
+        with T.torch_threads(1):
+            raise RuntimeError("boom")
+    assert torch.get_num_threads() == before
+    with T.torch_threads(None):
+        assert torch.get_num_threads() == before
+
+
+def test_adaptive_threads_small_work_and_forced_count():
+    before = torch.get_num_threads()
+    with T.AdaptiveThreads(100) as gov:
+        assert torch.get_num_threads() == 1 and gov.poll() == 1
+    assert gov.used == 1 and torch.get_num_threads() == before
+    with T.AdaptiveThreads(100, threads=2) as gov:
+        assert torch.get_num_threads() == 2
+    assert gov.used == 2 and torch.get_num_threads() == before
+    with T.AdaptiveThreads(100, device_type="cuda") as gov:
+        assert torch.get_num_threads() == before
+    assert gov.used is None
+
+
+def test_adaptive_threads_never_exceed_the_current_setting():
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)  # a user (or a batch worker) asked for one thread
+        with T.AdaptiveThreads(10**9) as gov:
+            assert torch.get_num_threads() == 1
+        assert gov.used == 1
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/loadavg"), reason="needs Linux /proc")
+def test_a_busy_process_is_seen_and_avoided():
+    """A CPU-bound competitor is counted by runnable_others and takes the core it uses away."""
+    proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        others = T.runnable_others(samples=5, pause=0.002)
+        assert others is not None and others >= 1
+        monitor = T.CpuMonitor()
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 0.4:  # this process busy on one core meanwhile
+            pass
+        free = monitor.free_cores()
+        cores = T.available_cores()
+        # The competitor uses about a core: what is left for us is at most cores - 0.5.
+        assert free is not None and free <= cores - 0.5
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_cpu_monitor_needs_an_interval():
+    monitor = T.CpuMonitor()
+    assert monitor.free_cores() is None  # too short to tell (ticks of 10 ms)
+
+
+def test_chordsf_threads_parameter_and_attribute():
+    X = np.random.default_rng(0).random((16, 16))
+    before = torch.get_num_threads()
+    sf = ChordSF(max_iter=20, device="cpu").fit(X)
+    assert sf.threads_ == 1  # small work: one thread
+    assert ChordSF()._work(1024, 10) == 1024 * 256 and ChordSF()._work(64, 6) == 64 * 64
+    sf = ChordSF(max_iter=20, device="cpu", threads=2).fit(X)
+    assert sf.threads_ == 2
+    assert torch.get_num_threads() == before
+    with pytest.raises(ParameterError, match="'threads' parameter"):
+        ChordSF(threads=0).fit(X)
+
+
+def test_forced_thread_counts_give_the_same_fit():
+    X = np.random.default_rng(1).random((20, 20))
+    one = ChordSF(max_iter=60, device="cpu", threads=1).fit(X)
+    two = ChordSF(max_iter=60, device="cpu", threads=2).fit(X)
+    assert two.fro_error_ == pytest.approx(one.fro_error_, rel=1e-6)
+
+
+def test_baselines_share_the_rule():
+    before = torch.get_num_threads()
+    with few_threads(SMALL_N, torch.device("cpu")):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with few_threads(SMALL_N, torch.device("cuda")):
+        assert torch.get_num_threads() == before
+    # Their own threshold: more than one thread only above SMALL_N (when cores are free).
+    assert T.choose_threads(SMALL_N * SMALL_N, cores=2, min_work=SMALL_N * SMALL_N) == 1
+    assert T.choose_threads((SMALL_N + 1) ** 2, cores=2, min_work=SMALL_N * SMALL_N) == 2
