@@ -148,13 +148,150 @@ def test_panels_with_any_offsets(support, n, panel):
     assert torch.allclose(grad_p, grad, rtol=1e-10, atol=1e-10)
 
 
-def test_kernel_selection():
+def test_kernel_selection(monkeypatch):
+    # Without numba (or with a broken one): dense factors for small N, panels above, on the CPU.
+    monkeypatch.setattr(K, "_NUMBA", False)
     assert K.select_kernel(100, "cpu")[1] == "dense"
     assert K.select_kernel(K.DENSE_MAX_N + 1, "cpu")[1] == "panels"
     assert K.select_kernel(1000, "cpu")[1] == "panels"
     assert K.select_kernel(1000, "cuda")[1] == "shifts"
+    assert K.select_kernel(64, "cuda")[1] == "dense"
     assert K.workspace_numbers(4096, 12, "panels") < K.workspace_numbers(4096, 12, "shifts") / 10
     # Buffers of N + reach rows: the symmetric support's offsets reach N - 1.
     assert K.workspace_numbers(4096, 12, "panels", reach=4095) > K.workspace_numbers(4096, 12, "panels")
     assert K.operation_numbers(4096, "panels") == 4096 * K.panel_width(4096)
     assert K.operation_numbers(64, "dense") == 64 * 64
+    assert K.workspace_numbers(4096, 12, "numba") == 13 * 4096 * K.NUMBA_PANEL
+    assert K.operation_numbers(64, "numba") == 64 * 64
+
+
+# ---------------------------------------------------------------- the compiled (numba) kernel
+needs_numba = pytest.mark.skipif(not K._numba_module(), reason="numba is not available")
+
+
+@needs_numba
+def test_numba_kernel_is_chosen_on_the_cpu_only():
+    for n in (2, 64, 113, 1000, 5000):
+        assert K.select_kernel(n, "cpu") == (K.loss_and_grad_numba, "numba")
+    assert K.select_kernel(1000, "cuda")[1] == "shifts"
+
+
+@needs_numba
+@pytest.mark.parametrize("support", ["chord", "symmetric"])
+@pytest.mark.parametrize("n,m", [(2, 1), (3, 2), (7, 3), (24, 5), (33, 1), (45, 6), (64, 6), (100, 4)])
+def test_numba_kernel_matches_the_torch_kernel(support, n, m):
+    """Same loss and gradient as loss_and_grad (float64, 1e-12): odd N, N not a power of two, M = 1."""
+    from sfapprox.chord import support_offsets
+
+    offs = support_offsets(n, support, 2).tolist()
+    g = torch.Generator().manual_seed(n + m)
+    ws = torch.randn(m, n, len(offs), dtype=torch.float64, generator=g)
+    X = torch.randn(n, n, dtype=torch.float64, generator=g)
+    loss, grad = K.loss_and_grad(ws, offs, X)
+    loss_n, grad_n = K.loss_and_grad_numba(ws, offs, X)
+    assert loss_n.dtype == grad_n.dtype == torch.float64 and grad_n.shape == ws.shape
+    assert torch.allclose(loss_n, loss, rtol=1e-12)
+    assert torch.allclose(grad_n, grad, rtol=1e-11, atol=1e-11 * float(grad.abs().max()))
+
+
+@needs_numba
+@pytest.mark.parametrize("n,width", [(5, 1), (24, 7), (40, 16), (130, 64), (130, 50)])
+def test_numba_column_blocks_match_one_block(n, width):
+    """Blocks of columns (large N) sum to the same gradient as one block, narrow last block included."""
+    from sfapprox.chord import support_offsets
+
+    offs = support_offsets(n, "symmetric", 2).tolist()
+    g = torch.Generator().manual_seed(9)
+    ws = torch.randn(3, n, len(offs), dtype=torch.float64, generator=g)
+    X = torch.randn(n, n, dtype=torch.float64, generator=g)
+    fwd, bwd = K._numba_plan(n, tuple(offs))
+    kern = K._numba_module().loss_and_grad
+    grad_one, grad_blocks = np.empty(ws.shape), np.empty(ws.shape)
+    loss_one = kern(ws.numpy(), X.numpy(), fwd, bwd, n, grad_one)
+    loss_blocks = kern(ws.numpy(), X.numpy(), fwd, bwd, width, grad_blocks)
+    assert loss_blocks == pytest.approx(loss_one, rel=1e-12)
+    assert np.allclose(grad_blocks, grad_one, rtol=1e-11, atol=1e-11 * np.abs(grad_one).max())
+
+
+@needs_numba
+def test_numba_kernel_blocks_for_large_n(monkeypatch):
+    """The blocked path as select_kernel runs it beyond NUMBA_SINGLE_BLOCK_MAX_N (made small here)."""
+    monkeypatch.setattr(K, "NUMBA_SINGLE_BLOCK_MAX_N", 16)
+    monkeypatch.setattr(K, "NUMBA_PANEL", 8)
+    ws, offs = _stack(50, seed=10)
+    X = torch.randn(50, 50, dtype=torch.float64)
+    assert K.numba_width(50) == 8
+    loss, grad = K.loss_and_grad(ws, offs, X)
+    loss_n, grad_n = K.loss_and_grad_numba(ws, offs, X)
+    assert torch.allclose(loss_n, loss, rtol=1e-12)
+    assert torch.allclose(grad_n, grad, rtol=1e-11, atol=1e-11)
+
+
+@needs_numba
+@pytest.mark.parametrize("n", [3, 6, 9])
+def test_numba_gradcheck(n):
+    """The compiled gradient against finite differences (torch.autograd.gradcheck)."""
+    ws, offs = _stack(n, seed=11)
+    X = torch.randn(n, n, dtype=torch.float64)
+
+    class Loss(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, w):
+            loss, grad = K.loss_and_grad_numba(w, offs, X)
+            ctx.save_for_backward(grad)
+            return loss
+
+        @staticmethod
+        def backward(ctx, out):
+            (grad,) = ctx.saved_tensors
+            return out * grad
+
+    assert torch.autograd.gradcheck(Loss.apply, (ws.clone().requires_grad_(True),), eps=1e-6, atol=1e-5)
+
+
+@needs_numba
+def test_numba_kernel_float32_and_strided_input():
+    ws, offs = _stack(20, seed=12)
+    X = torch.randn(40, 40, dtype=torch.float64)[::2, ::2]  # not contiguous
+    loss, grad = K.loss_and_grad(ws, offs, X)
+    loss32, grad32 = K.loss_and_grad_numba(ws.float(), offs, X.float())
+    assert loss32.dtype == grad32.dtype == torch.float32
+    assert torch.allclose(loss32.double(), loss, rtol=1e-5)
+    assert torch.allclose(grad32.double(), grad, rtol=1e-4, atol=1e-4 * float(grad.abs().max()))
+    loss64, _ = K.loss_and_grad_numba(ws, offs, X)
+    assert torch.allclose(loss64, loss, rtol=1e-12)
+
+
+@needs_numba
+def test_numba_kernel_returns_non_finite_loss():
+    ws, offs = _stack(8, seed=13)
+    ws[1, 3, 2] = float("nan")
+    loss, _ = K.loss_and_grad_numba(ws, offs, torch.zeros(8, 8, dtype=torch.float64))
+    assert not torch.isfinite(loss)
+
+
+def test_numba_kernel_falls_back_when_numba_is_missing(monkeypatch):
+    monkeypatch.setattr(K, "_NUMBA", False)
+    ws, offs = _stack(24, seed=14)
+    X = torch.randn(24, 24, dtype=torch.float64)
+    loss, grad = K.loss_and_grad(ws, offs, X)
+    loss_n, grad_n = K.loss_and_grad_numba(ws, offs, X)
+    assert torch.allclose(loss_n, loss, rtol=1e-12) and torch.allclose(grad_n, grad, rtol=1e-10, atol=1e-10)
+
+
+def test_numba_kernel_falls_back_when_it_fails_to_compile(monkeypatch):
+    """A failed compile warns once and the numpy/torch kernels take over (same values)."""
+
+    class Broken:
+        @staticmethod
+        def loss_and_grad(*args):
+            raise RuntimeError("LLVM ERROR: simulated")
+
+    monkeypatch.setattr(K, "_NUMBA", Broken)
+    ws, offs = _stack(130, seed=15, m=3)
+    X = torch.randn(130, 130, dtype=torch.float64)
+    with pytest.warns(RuntimeWarning, match="compiled SF fitting kernel failed"):
+        loss_n, grad_n = K.loss_and_grad_numba(ws, offs, X)
+    assert K._NUMBA is False and K.select_kernel(130, "cpu")[1] == "panels"
+    loss, grad = K.loss_and_grad(ws, offs, X)
+    assert torch.allclose(loss_n, loss, rtol=1e-12) and torch.allclose(grad_n, grad, rtol=1e-10, atol=1e-10)

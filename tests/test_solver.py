@@ -7,6 +7,30 @@ import torch
 from sfapprox.sf import _solver
 
 
+def _hosts():
+    hosts = [pytest.param(_solver._NumpyHost, id="numpy-host")]
+    try:
+        from sfapprox.sf import _solver_numba
+    except ImportError:
+        return hosts
+    return hosts + [pytest.param(_solver_numba, id="numba-host")]
+
+
+@pytest.fixture(params=[pytest.param(_solver._NumpyOps, id="numpy-vectors"),
+                        pytest.param(_solver._TorchOps, id="torch-vectors")])
+def cpu_ops(request, monkeypatch):
+    """Run the loop's vector work in numpy (the CPU path) or in torch (the GPU path, here on the CPU)."""
+    monkeypatch.setattr(_solver, "_CPU_OPS", request.param)
+    return request.param
+
+
+@pytest.fixture(params=_hosts())
+def host(request, monkeypatch):
+    """The m x m arithmetic in numpy (reference, fallback) or compiled (numba)."""
+    monkeypatch.setattr(_solver, "_HOST", request.param)
+    return request.param
+
+
 def _rosenbrock(x):
     x = x.detach()
     a, b = x[:-1], x[1:]
@@ -17,7 +41,7 @@ def _rosenbrock(x):
     return float(f), g
 
 
-def test_minimises_rosenbrock():
+def test_minimises_rosenbrock(cpu_ops, host):
     state = _solver.new_state(torch.full((10,), -1.0, dtype=torch.float64))
     reason = _solver.lbfgs(_rosenbrock, state, _solver.LBFGSOptions(max_iter=2000, gtol=1e-10, history_size=10))
     assert reason in ("gtol", "ftol")
@@ -40,7 +64,7 @@ def _plain_two_loop(S, Y, g, h0):
 
 
 @pytest.mark.parametrize("n_pairs", [3, 8])
-def test_cached_gram_direction_equals_two_loop(n_pairs):
+def test_cached_gram_direction_equals_two_loop(n_pairs, host):
     rng = torch.Generator().manual_seed(0)
     n, hist = 30, 5
     A = torch.randn(n, n, dtype=torch.float64, generator=rng)
@@ -61,7 +85,7 @@ def test_cached_gram_direction_equals_two_loop(n_pairs):
     assert torch.allclose(_solver._direction(state, g), _plain_two_loop(S, Y, g, h0), rtol=1e-9, atol=1e-12)
 
 
-def test_stopping_rules_are_reported():
+def test_stopping_rules_are_reported(cpu_ops):
     quad = lambda x: (float(0.5 * x.dot(x)), x.clone())  # noqa: E731
     x0 = torch.ones(4, dtype=torch.float64)
     assert _solver.lbfgs(quad, _solver.new_state(x0), _solver.LBFGSOptions(max_iter=0)) == "max_iter"
@@ -72,7 +96,7 @@ def test_stopping_rules_are_reported():
     assert _solver.lbfgs(slow, _solver.new_state(x0), _solver.LBFGSOptions(time_limit=0.0)) == "time_limit"
 
 
-def test_non_finite_objective_returns_best_point():
+def test_non_finite_objective_returns_best_point(cpu_ops):
     calls = {"n": 0}
 
     def blows_up(x):
@@ -87,7 +111,7 @@ def test_non_finite_objective_returns_best_point():
     assert math.isfinite(state["best_loss"]) and torch.isfinite(state["best_x"]).all()
 
 
-def test_reset_leaves_no_stale_pair_in_the_direction():
+def test_reset_leaves_no_stale_pair_in_the_direction(host):
     rng = torch.Generator().manual_seed(1)
     n = 12
     state = _solver.new_state(torch.zeros(n, dtype=torch.float64))
@@ -106,7 +130,7 @@ def test_reset_leaves_no_stale_pair_in_the_direction():
     assert torch.allclose(d, _plain_two_loop([s], [y], g, h0), rtol=1e-12, atol=1e-14)
 
 
-def test_cached_inner_products_match_the_stored_pairs():
+def test_cached_inner_products_match_the_stored_pairs(cpu_ops, host):
     """The one-pass update (inner products derived from cached values) keeps S^T Y, Y^T Y and
     R^-1 equal to those of the vectors in the buffer, also after the ring wraps."""
     rng = torch.Generator().manual_seed(5)
@@ -122,13 +146,98 @@ def test_cached_inner_products_match_the_stored_pairs():
     state = _solver.new_state(torch.zeros(n, dtype=torch.float64))
     _solver.lbfgs(fun, state, _solver.LBFGSOptions(max_iter=17, ftol=0, gtol=0, history_size=6))
     assert state["n_iter"] == 17 and len(state["order"]) == 6
-    S = state["S"][state["ages"]]
-    Y = state["Y"][state["ages"]]
+    # The buffer is of the loop's kind (numpy on the CPU); x, grad and best_x stay tensors.
+    assert isinstance(state["pairs"], np.ndarray if cpu_ops is _solver._NumpyOps else torch.Tensor)
+    assert all(isinstance(state[k], torch.Tensor) for k in ("x", "grad", "best_x"))
+    S = torch.as_tensor(state["S"][state["ages"]])
+    Y = torch.as_tensor(state["Y"][state["ages"]])
     SY = (S @ Y.T).numpy()
     assert np.allclose(state["SY"], SY, rtol=1e-9, atol=1e-12 * np.abs(SY).max())
     assert np.allclose(state["YY"], (Y @ Y.T).numpy(), rtol=1e-9, atol=1e-12)
     assert np.allclose(state["Rinv"] @ np.triu(SY), np.eye(6), atol=1e-8)
     # The direction from the caches is the textbook two-loop recursion's.
     g = state["grad"]
-    assert torch.allclose(_solver._direction(state, g), _plain_two_loop(list(S), list(Y), g, state["H_diag"]),
-                          rtol=1e-8, atol=1e-12)
+    d = torch.as_tensor(_solver._direction(state, cpu_ops.array(g)))
+    assert torch.allclose(d, _plain_two_loop(list(S), list(Y), g, state["H_diag"]), rtol=1e-8, atol=1e-12)
+
+
+def test_numpy_and_torch_vectors_take_the_same_path(monkeypatch):
+    """The CPU's numpy loop and the GPU's torch loop are the same arithmetic: same iterates (to rounding)."""
+    rng = torch.Generator().manual_seed(7)
+    n = 30
+    A = torch.randn(n, n, dtype=torch.float64, generator=rng)
+    H = A @ A.T / n + torch.eye(n, dtype=torch.float64)
+
+    def fun(x):
+        return float(0.5 * x.dot(H @ x) + 0.25 * (x**4).sum() - x.sum()), H @ x + x**3 - 1
+
+    runs = {}
+    for ops in (_solver._NumpyOps, _solver._TorchOps):
+        monkeypatch.setattr(_solver, "_CPU_OPS", ops)
+        state = _solver.new_state(torch.zeros(n, dtype=torch.float64))
+        _solver.lbfgs(fun, state, _solver.LBFGSOptions(max_iter=12, ftol=0, gtol=0, history_size=5))
+        runs[ops] = state
+    a, b = runs.values()
+    assert a["n_iter"] == b["n_iter"] == 12 and a["func_evals"] == b["func_evals"]
+    assert torch.allclose(a["x"], b["x"], rtol=1e-9, atol=1e-12)
+    assert np.allclose(a["history"], b["history"], rtol=1e-12)
+
+
+@pytest.mark.skipif(len(_hosts()) < 2, reason="numba is not available")
+def test_compiled_host_arithmetic_equals_numpy():
+    """Each compiled host function returns what its numpy reference returns (full and filling memory)."""
+    from sfapprox.sf import _solver_numba as compiled
+
+    rng = np.random.default_rng(3)
+    size = 5
+    for k_old, full in [(0, False), (1, False), (3, False), (5, True)]:
+        S, Y = rng.standard_normal((k_old, 12)), rng.standard_normal((k_old, 12))
+        Y = S + 0.3 * Y  # s . y > 0
+        SY, YY = S @ Y.T, Y @ Y.T
+        Rinv = np.linalg.inv(np.triu(SY)) if k_old else np.zeros((0, 0))
+        ages = rng.permutation(size)[:k_old].astype(np.int64)
+        proj_old, proj_new, w_old = (rng.standard_normal(2 * size) for _ in range(3))
+        args = (SY, YY, Rinv, 0.7, ages, full, proj_new, proj_old, w_old, 0.9, 1.3, 2.1, size)
+        ref, got = _solver._NumpyHost.step_update(*args), compiled.step_update(*args)
+        assert ref[0] == got[0]
+        for r, g in zip(ref[1:], got[1:]):
+            assert np.allclose(r, g, rtol=1e-13, atol=1e-13)
+        if k_old and not full:
+            middle = ref[4]
+            ages_new = np.append(ages, k_old)
+            w_ref = _solver._NumpyHost.weights(proj_new, ages_new, size, ref[5], ref[3], middle)
+            w_got = compiled.weights(proj_new, ages_new, size, ref[5], ref[3], middle)
+            assert np.allclose(w_ref, w_got, rtol=1e-13, atol=1e-13)
+
+
+def test_compiled_host_failure_falls_back_to_numpy(monkeypatch):
+    class Broken:
+        @staticmethod
+        def weights(*args):
+            raise RuntimeError("simulated compile failure")
+
+        step_update = append = weights
+
+    monkeypatch.setattr(_solver, "_HOST", Broken)
+    with pytest.warns(RuntimeWarning, match="compiled L-BFGS bookkeeping failed"):
+        state = _solver.new_state(torch.full((10,), -1.0, dtype=torch.float64))
+        _solver.lbfgs(_rosenbrock, state, _solver.LBFGSOptions(max_iter=50, history_size=5))
+    assert _solver._HOST is _solver._NumpyHost and state["n_iter"] == 50
+
+
+def test_interrupt_keeps_the_best_point(cpu_ops):
+    """A KeyboardInterrupt from the objective escapes with best_x/best_loss a consistent evaluated pair."""
+    calls = {"n": 0}
+
+    def fun(x):
+        calls["n"] += 1
+        if calls["n"] == 40:
+            raise KeyboardInterrupt
+        return _rosenbrock(x)
+
+    state = _solver.new_state(torch.full((10,), -1.0, dtype=torch.float64))
+    with pytest.raises(KeyboardInterrupt):
+        _solver.lbfgs(fun, state, _solver.LBFGSOptions(max_iter=1000, history_size=5))
+    assert isinstance(state["best_x"], torch.Tensor)
+    assert _rosenbrock(state["best_x"])[0] == state["best_loss"] < _rosenbrock(torch.full((10,), -1.0,
+                                                                                         dtype=torch.float64))[0]

@@ -15,6 +15,7 @@ functions are pure: tensors in, tensors out.
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -29,6 +30,7 @@ __all__ = [
     "apply_product",
     "apply_product_t",
     "loss_and_grad",
+    "loss_and_grad_numba",
 ]
 
 
@@ -285,12 +287,105 @@ def panel_width(n: int) -> int:
     return -(-n // count)
 
 
+#: Column-block width of the compiled kernel for larger N; up to :data:`NUMBA_SINGLE_BLOCK_MAX_N`
+#: it takes all columns at once (measured: 64 is the best width at N = 512 and 1024, within
+#: 10 % of the best at 2048; one block is as fast or faster up to N = 306).
+NUMBA_PANEL = 64
+NUMBA_SINGLE_BLOCK_MAX_N = 384
+
+
+def numba_width(n: int) -> int:
+    """Column-block width of :func:`loss_and_grad_numba` for an ``n x n`` fit.
+
+    Examples
+    --------
+    >>> numba_width(64), numba_width(306), numba_width(2048)
+    (64, 306, 64)
+    """
+    return n if n <= NUMBA_SINGLE_BLOCK_MAX_N else NUMBA_PANEL
+
+
+# None: not tried yet; False: unavailable (missing, or failed to import or compile); else the module.
+_NUMBA = None
+
+
+def _numba_module():
+    """The compiled-kernel module, or False when numba is missing or broken (imported once per process)."""
+    global _NUMBA
+    if _NUMBA is None:
+        try:
+            from . import _kernels_numba
+        except ImportError:  # numba not installed, or installed against another numpy
+            _NUMBA = False
+        except Exception as exc:  # e.g. an llvmlite that does not load
+            _numba_failed(exc)
+        else:
+            _NUMBA = _kernels_numba
+    return _NUMBA
+
+
+def _numba_failed(exc: Exception) -> None:
+    global _NUMBA
+    _NUMBA = False
+    warnings.warn(
+        f"sfapprox: the compiled SF fitting kernel failed ({type(exc).__name__}: {exc}); "
+        "falling back to the numpy/torch kernels (same results, 2-10x slower). "
+        "Reinstall numba to restore it.",
+        RuntimeWarning,
+        stacklevel=4,
+    )
+
+
+@functools.lru_cache(maxsize=32)
+def _numba_plan(n: int, offsets: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """``fwd[i, k] = (i + d_k) mod N`` and ``bwd[j, k] = (j - d_k) mod N`` (int64, C order)."""
+    i = np.arange(n, dtype=np.int64)[:, None]
+    offs = np.asarray(offsets, dtype=np.int64)[None, :]
+    fwd, bwd = np.mod(i + offs, n), np.mod(i - offs, n)
+    fwd.flags.writeable = bwd.flags.writeable = False
+    return fwd, bwd
+
+
+def loss_and_grad_numba(
+    ws: torch.Tensor, offsets: Sequence[int], X: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Same objective and gradient as :func:`loss_and_grad`, in one call into compiled code (CPU tensors).
+
+    :mod:`._kernels_numba` works on the sparse structure (``O(M K N^2)``, each
+    product a sum of whole shifted rows) in one call: no per-offset kernel
+    launches, no dense factors.  When numba is missing or fails to compile
+    (a ``RuntimeWarning`` says so once), the numpy/torch kernel that
+    :func:`select_kernel` would choose without it computes the same values.
+    """
+    module = _numba_module()
+    if module:
+        n_factors, n, _ = ws.shape
+        w = np.ascontiguousarray(ws.detach().numpy())
+        target = np.ascontiguousarray(X.detach().numpy())
+        fwd, bwd = _numba_plan(n, tuple(int(d) for d in offsets))
+        grad = np.empty_like(w)
+        try:
+            loss = module.loss_and_grad(w, target, fwd, bwd, numba_width(n), grad)
+        except Exception as exc:  # a failed compile (broken llvmlite, unwritable cache, ...)
+            _numba_failed(exc)
+        else:
+            return torch.tensor(loss, dtype=ws.dtype), torch.from_numpy(grad)
+    fallback = loss_and_grad_dense if ws.shape[1] <= DENSE_MAX_N else loss_and_grad_panels
+    return fallback(ws, offsets, X)
+
+
 def select_kernel(n: int, device_type: str):
     """The loss+gradient routine for an ``n x n`` fit on a device, and its name.
 
-    Small N: dense factors (BLAS).  CPU: column panels (cache-resident, small
-    workspace).  GPU: whole-matrix shifted adds (large kernels keep the GPU busy).
+    CPU: the compiled kernel (:func:`loss_and_grad_numba`) when numba is
+    available — 5-15x faster than the torch and numpy paths at every N
+    measured (24 to 2048, ``benchmarks/results/speed-iteration.md``);
+    without numba, dense factors (numpy BLAS) for small N and column panels
+    above.  GPU: dense factors for small N, whole-matrix shifted adds above
+    (large kernels keep the GPU busy).
     """
+    if device_type == "cpu" and _numba_module():
+        return loss_and_grad_numba, "numba"
     if n <= DENSE_MAX_N:
         return loss_and_grad_dense, "dense"
     if device_type == "cpu":
@@ -303,7 +398,11 @@ def operation_numbers(n: int, kind: str) -> int:
 
     This is what decides whether more than one CPU thread pays (:mod:`sfapprox._threads`).
     """
-    return n * panel_width(n) if kind == "panels" else n * n
+    if kind == "panels":
+        return n * panel_width(n)
+    if kind == "numba":
+        return n * numba_width(n)
+    return n * n
 
 
 def workspace_numbers(n: int, n_factors: int, kind: str, reach: int | None = None) -> int:
@@ -321,6 +420,9 @@ def workspace_numbers(n: int, n_factors: int, kind: str, reach: int | None = Non
         return (n_factors + 1) * block + 2 * n * n_factors + min(n * width, ROWDOT_TEMP_MAX)
     if kind == "dense":
         return (3 * n_factors + 2) * n * n
+    if kind == "numba":
+        # M + 1 column blocks (the transposed values, N K M numbers, count among the solver's vectors)
+        return (n_factors + 1) * n * numba_width(n)
     return (n_factors + 2) * n * n + min(n * n, ROWDOT_TEMP_MAX)
 
 

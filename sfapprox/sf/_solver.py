@@ -13,6 +13,13 @@ direction is computed from the compact form of the L-BFGS matrix with cached
 (one product with the new gradient, one to assemble the direction) where the
 two-loop recursion makes ``4m`` vector operations.
 
+On the CPU the loop's vector work runs in numpy on views of the same memory
+(:class:`_NumpyOps`): the arithmetic is the same, and numpy's per-call
+overhead is a third of torch's, which at ``N = 64`` (a few thousand values,
+an evaluation of tens of microseconds) is most of an iteration.  On a GPU it
+runs in torch (:class:`_TorchOps`).  The state's ``x``, ``grad`` and
+``best_x`` are tensors either way.
+
 The objective is an injected callable ``fun(x) -> (loss: float, grad: Tensor)``,
 so the loop is testable on any function.
 """
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -83,7 +91,223 @@ class LBFGSOptions:
     window: int = 20
 
 
-def _direction(state: dict, g: torch.Tensor) -> torch.Tensor:
+class _TorchOps:
+    """The loop's vector operations on tensors (any device)."""
+
+    @staticmethod
+    def host(t) -> np.ndarray:
+        """A small array as a float64 numpy array (no copy for a float64 CPU tensor)."""
+        return t.detach().double().cpu().numpy()
+
+    @staticmethod
+    def from_host(w: np.ndarray, like):
+        w = torch.from_numpy(w) if like.device.type == "cpu" else torch.as_tensor(w, device=like.device)
+        return w.to(like.dtype)
+
+    @staticmethod
+    def zeros(shape, like):
+        return torch.zeros(shape, dtype=like.dtype, device=like.device)
+
+    @staticmethod
+    def assemble(pairs, w, g, h0: float):
+        """``-h0 g - pairs^T w``."""
+        return torch.addmv(g, pairs.T, w, beta=-h0, alpha=-1.0)
+
+    @staticmethod
+    def axpy(x, t: float, d):
+        """``x + t d`` (a new array)."""
+        return x.add(d, alpha=t)
+
+    @staticmethod
+    def scale_into(out, d, t: float) -> None:
+        torch.mul(d, t, out=out)
+
+    @staticmethod
+    def sub_into(out, a, b) -> None:
+        torch.sub(a, b, out=out)
+
+    @staticmethod
+    def max_abs(g) -> float:
+        return float(torch.linalg.vector_norm(g, math.inf))
+
+    @staticmethod
+    def copy(a):
+        return a.detach().clone()
+
+    @staticmethod
+    def tensor(a) -> torch.Tensor:
+        return a
+
+    @staticmethod
+    def array(t: torch.Tensor):
+        return t
+
+
+class _NumpyOps:
+    """The same operations on numpy arrays: the CPU path (views of the tensors' memory, no copies)."""
+
+    @staticmethod
+    def host(a: np.ndarray) -> np.ndarray:
+        return a if a.dtype == np.float64 else a.astype(np.float64)
+
+    @staticmethod
+    def from_host(w: np.ndarray, like: np.ndarray) -> np.ndarray:
+        return w if like.dtype == np.float64 else w.astype(like.dtype)
+
+    @staticmethod
+    def zeros(shape, like: np.ndarray) -> np.ndarray:
+        return np.zeros(shape, dtype=like.dtype)
+
+    @staticmethod
+    def assemble(pairs: np.ndarray, w: np.ndarray, g: np.ndarray, h0: float) -> np.ndarray:
+        d = np.dot(w, pairs)
+        d += h0 * g
+        return np.negative(d, out=d)
+
+    @staticmethod
+    def axpy(x: np.ndarray, t: float, d: np.ndarray) -> np.ndarray:
+        out = np.multiply(d, t)
+        out += x
+        return out
+
+    @staticmethod
+    def scale_into(out: np.ndarray, d: np.ndarray, t: float) -> None:
+        np.multiply(d, t, out=out)
+
+    @staticmethod
+    def sub_into(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+        np.subtract(a, b, out=out)
+
+    @staticmethod
+    def max_abs(g: np.ndarray) -> float:
+        return float(max(g.max(), -g.min()))
+
+    @staticmethod
+    def copy(a: np.ndarray) -> np.ndarray:
+        return a.copy()
+
+    @staticmethod
+    def tensor(a: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(a)
+
+    @staticmethod
+    def array(t: torch.Tensor) -> np.ndarray:
+        return t.detach().numpy()
+
+
+#: The vector operations of CPU fits (tests switch to :class:`_TorchOps` to run the GPU's code on the CPU).
+_CPU_OPS = _NumpyOps
+
+
+def _ops(a):
+    """The operations for arrays like ``a``: numpy for numpy arrays, torch for tensors."""
+    return _NumpyOps if isinstance(a, np.ndarray) else _TorchOps
+
+
+class _NumpyHost:
+    """The ``m x m`` arithmetic of the compact form on the host, in numpy.
+
+    The reference implementation; :mod:`._solver_numba` has the same
+    functions compiled (one call each instead of about twenty small numpy
+    calls), used when numba is available (:func:`_host_math`).  Arrays are
+    float64 and in age order (the oldest pair first); ``ages`` holds the
+    pairs' buffer slots and ``size`` is the history size.
+    """
+
+    @staticmethod
+    def weights(proj, ages, size, h0, Rinv, middle) -> np.ndarray:
+        """The weights ``[a; b]`` (by buffer slot) of ``-H g = -h0 g - S a - Y b``, from ``proj = [S Y]^T g``."""
+        u = Rinv @ proj[ages]
+        weights = np.zeros(2 * size)
+        weights[ages] = Rinv.T @ (middle @ u - h0 * proj[size + ages])
+        weights[size + ages] = -h0 * u
+        return weights
+
+    @staticmethod
+    def step_update(SY, YY, Rinv, h0, old_ages, full, proj_new, proj_old, w_old, t, ys, yy, size):
+        """:meth:`append` of the pair ``s = t d``, ``y = g_new - g``, its inner products from cached values.
+
+        ``proj_old`` and ``w_old`` are the projections of ``g`` and the
+        weights ``d`` was assembled with, ``proj_new`` the projections of
+        ``g_new`` on the buffer (with the new pair in it), ``h0`` the
+        ``H_diag`` of the old pairs: ``s_i . y = s_i . g_new - s_i . g``,
+        likewise ``y_i . y``, and ``s . y_i = t d . y_i`` with
+        ``d = -h0 g - [S Y] w_old`` expanded in the old Gram matrices.
+        """
+        kept = old_ages[1:] if full else old_ages
+        keep = slice(1, None) if full else slice(None)
+        k = len(kept) + 1
+        Sy, Yy, Ys = np.empty(k), np.empty(k), np.empty(k)
+        if k > 1:
+            # y_i . d over the old pairs, from d = -h0 g - [S Y] w_old (before the oldest is dropped).
+            ws_, wy_ = w_old[old_ages], w_old[size + old_ages]
+            yd = -h0 * proj_old[size + old_ages] - SY.T @ ws_ - YY @ wy_
+            Sy[:-1] = proj_new[kept] - proj_old[kept]
+            Yy[:-1] = proj_new[size + kept] - proj_old[size + kept]
+            Ys[:-1] = t * yd[keep]
+        Sy[-1] = Ys[-1] = ys
+        Yy[-1] = yy
+        return _NumpyHost.append(SY, YY, Rinv, full, Sy, Yy, Ys, ys)
+
+    @staticmethod
+    def append(SY, YY, Rinv, full, Sy, Yy, Ys, ys):
+        """The caches with a new pair, the oldest dropped first when ``full``.
+
+        ``Sy[i] = s_i . y``, ``Yy[i] = y_i . y``, ``Ys[i] = s . y_i`` over
+        the kept pairs, then the new one (``ys = s . y``).  Returns ``(ok,
+        S^T Y, Y^T Y, R^-1, D + h0 Y^T Y, h0)``; ``ok`` False on a
+        numerical breakdown (the caller starts the memory afresh).
+        """
+        keep = slice(1, None) if full else slice(None)
+        k = len(Sy)
+        SY_new, YY_new = np.empty((k, k)), np.empty((k, k))
+        SY_new[:-1, :-1] = SY[keep, keep]
+        YY_new[:-1, :-1] = YY[keep, keep]
+        SY_new[-1, :], SY_new[:, -1] = Ys, Sy
+        YY_new[-1, :] = YY_new[:, -1] = Yy
+        R_new = _append_inverse(Rinv[keep, keep], Sy)
+        h0 = ys / float(Yy[-1])
+        if not (math.isfinite(float(R_new[:, -1].sum())) and math.isfinite(h0) and h0 > 0):
+            return False, SY_new, YY_new, R_new, None, h0
+        middle = h0 * YY_new
+        middle.ravel()[:: k + 1] += np.diagonal(SY_new)
+        return True, SY_new, YY_new, R_new, middle, h0
+
+
+# None: not tried yet; else the host-arithmetic implementation in use.
+_HOST = None
+
+
+def _host_math():
+    """:mod:`._solver_numba` when numba imports (and, on first use, compiles), else :class:`_NumpyHost`."""
+    global _HOST
+    if _HOST is None:
+        from ._kernels import _numba_module  # the same import discipline (and warning) as the kernels
+
+        _HOST = _NumpyHost
+        if _numba_module():
+            try:
+                from . import _solver_numba
+            except Exception:  # noqa: BLE001 - a broken numba must not break the fit
+                pass
+            else:
+                _HOST = _solver_numba
+    return _HOST
+
+
+def _host_failed(exc: Exception) -> None:
+    """A compiled host function failed (on its first call, when it compiles): numpy from now on."""
+    global _HOST
+    _HOST = _NumpyHost
+    warnings.warn(
+        f"sfapprox: the compiled L-BFGS bookkeeping failed ({type(exc).__name__}: {exc}); "
+        "falling back to numpy (same results, slower iterations).",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+
+
+def _direction(state: dict, g):
     """``-H g`` for the L-BFGS matrix ``H`` of the stored pairs (see :func:`_direction_parts`).
 
     The same vector as torch.optim.LBFGS's two-loop recursion (up to rounding).
@@ -91,7 +315,7 @@ def _direction(state: dict, g: torch.Tensor) -> torch.Tensor:
     return _direction_parts(state, g)[0]
 
 
-def _direction_parts(state: dict, g: torch.Tensor) -> tuple[torch.Tensor, np.ndarray | None, np.ndarray | None]:
+def _direction_parts(state: dict, g, ops=None) -> tuple:
     """``-H g``, and the buffer's projections of ``g`` and the weights it was assembled with.
 
     ``H`` is taken in its compact form (Byrd, Nocedal & Schnabel 1994): with
@@ -104,26 +328,35 @@ def _direction_parts(state: dict, g: torch.Tensor) -> tuple[torch.Tensor, np.nda
     ``m x m`` products on the host with the cached ``R^-1`` and
     ``D + h0 Y^T Y``, and one product to assemble ``d``: the same ``d`` as
     torch's two-loop recursion, without its ``4m`` vector operations.
+    ``g`` is a tensor or a numpy array (``ops``: its operations, found from it by default).
     """
     if not state["order"]:
-        return g.neg(), None, None
+        return -g, None, None
+    ops = ops or _ops(g)
     size = state["size"]
     ages = state["ages"]
-    proj = state["proj"] if state["proj_of"] is g else _host(torch.mv(state["pairs"], g))
-    h0, Rinv = state["H_diag"], state["Rinv"]
-    u = Rinv @ proj[ages]
-    weights = np.zeros(2 * size)
-    weights[ages] = Rinv.T @ (state["middle"] @ u - h0 * proj[size + ages])
-    weights[size + ages] = -h0 * u
-    w = torch.from_numpy(weights) if g.device.type == "cpu" else torch.as_tensor(weights, device=g.device)
+    proj = state["proj"] if state["proj_of"] is g else ops.host(state["pairs"] @ g)
+    h0 = state["H_diag"]
+    weights = _call_host("weights", proj, ages, size, h0, state["Rinv"], state["middle"])
     # d = -h0 g - [S Y] weights
-    d = torch.addmv(g, state["pairs"].T, w.to(g.dtype), beta=-h0, alpha=-1.0)
+    d = ops.assemble(state["pairs"], ops.from_host(weights, g), g, h0)
     return d, proj, weights
 
 
-def _host(t: torch.Tensor) -> np.ndarray:
-    """A small tensor as a float64 numpy array (no copy for a float64 CPU tensor)."""
-    return t.detach().double().cpu().numpy()
+def _call_host(name: str, *args):
+    """``name`` of the host arithmetic in use (:func:`_host_math`), numpy's if the compiled one fails."""
+    try:
+        return getattr(_host_math(), name)(*args)
+    except Exception as exc:
+        if _HOST is _NumpyHost:
+            raise
+        _host_failed(exc)
+        return getattr(_NumpyHost, name)(*args)
+
+
+def _host(t) -> np.ndarray:
+    """A small tensor or array as a float64 numpy array (no copy for float64 CPU data)."""
+    return _ops(t).host(t)
 
 
 def _append_inverse(Rinv: np.ndarray, column: np.ndarray) -> np.ndarray:
@@ -153,8 +386,8 @@ class _Step:
     """
 
     t: float
-    d: torch.Tensor
-    g: torch.Tensor
+    d: object
+    g: object
     dd: float
     gtd: float
     gtd_new: float
@@ -164,10 +397,10 @@ class _Step:
 
 def _update_history(
     state: dict,
-    y: torch.Tensor | None,
-    s: torch.Tensor | None,
+    y,
+    s,
     history_size: int,
-    g_next: torch.Tensor | None = None,
+    g_next=None,
     step: _Step | None = None,
 ) -> None:
     """Store the pair ``(s, y)`` (unless it fails the curvature condition) and update the caches.
@@ -183,8 +416,11 @@ def _update_history(
     ``s . y_i = t d . y_i`` with ``d = -h0 g - [S Y] weights`` expanded in the
     cached Gram matrices.  One pass over the buffer instead of two and a half.
     With ``s`` and ``y`` None (the loop's call), ``s = t d`` and
-    ``y = g_next - g`` are written straight into the buffer.
+    ``y = g_next - g`` are written straight into the buffer.  The vectors
+    are all tensors or all numpy arrays; the buffer is made of their kind.
     """
+    like = step.d if s is None else s
+    ops = _ops(like)
     if step is not None:
         ys = step.t * (step.gtd_new - step.gtd)
         ss = step.t * step.t * step.dd
@@ -193,63 +429,50 @@ def _update_history(
     if not ys > 1e-10 * max(1.0, ss):
         # Curvature condition failed: skip the pair, keep H positive definite.
         if g_next is not None and state["order"]:
-            state["proj"], state["proj_of"] = _host(torch.mv(state["pairs"], g_next)), g_next
+            state["proj"], state["proj_of"] = ops.host(state["pairs"] @ g_next), g_next
         return
     if state["pairs"] is None:
         # One (2m, P) buffer: rows [0, m) hold the steps s, rows [m, 2m) the gradient changes y.
-        like = step.d if s is None else s
-        state["pairs"] = torch.zeros((2 * history_size, like.numel()), dtype=like.dtype, device=like.device)
+        state["pairs"] = ops.zeros((2 * history_size, like.shape[0]), like)
         state["S"], state["Y"] = state["pairs"][:history_size], state["pairs"][history_size:]
         state["size"] = history_size
     order = state["order"]
-    old_ages = state["ages"] if order else np.zeros(0, dtype=np.int64)
+    old_ages = state["ages"] if order else _NO_AGES
     full = len(order) == history_size
-    keep = slice(1, None) if full else slice(None)
-    yd = None
-    if step is not None and len(old_ages) and step.weights is not None:
-        # y_i . d over the old pairs, from d = -h0 g - [S Y] weights (before the oldest is dropped).
-        ws_, wy_ = step.weights[old_ages], step.weights[history_size + old_ages]
-        yd = -state["H_diag"] * step.proj[history_size + old_ages] - state["SY"].T @ ws_ - state["YY"] @ wy_
     slot = order.pop(0) if full else len(order)
     if s is None:
-        s = torch.mul(step.d, step.t, out=state["S"][slot])
-        y = torch.sub(g_next, step.g, out=state["Y"][slot])
+        s, y = state["S"][slot], state["Y"][slot]
+        ops.scale_into(s, step.d, step.t)
+        ops.sub_into(y, g_next, step.g)
     else:
-        state["S"][slot].copy_(s)
-        state["Y"][slot].copy_(y)
+        state["S"][slot] = s
+        state["Y"][slot] = y
     order.append(slot)
     ages = np.asarray(order)
-    k = len(order)
-    if step is not None and g_next is not None and (k == 1 or yd is not None):
-        proj = _host(torch.mv(state["pairs"], g_next))
-        Sy, Yy, Ys = np.empty(k), np.empty(k), np.empty(k)
-        if k > 1:
-            kept = ages[:-1]  # the older pairs, whose slots this step did not touch
-            Sy[:-1] = proj[kept] - step.proj[kept]
-            Yy[:-1] = proj[history_size + kept] - step.proj[history_size + kept]
-            Ys[:-1] = step.t * yd[keep]
-        Sy[-1] = Ys[-1] = ys
-        Yy[-1] = float(y.dot(y))
+    if step is not None and g_next is not None and (len(order) == 1 or step.weights is not None):
+        proj = ops.host(state["pairs"] @ g_next)
+        w_old, proj_old = (step.weights, step.proj) if step.weights is not None else (_NO_VALUES, _NO_VALUES)
+        ok, SY, YY, Rinv, middle, h0 = _call_host(
+            "step_update", state["SY"], state["YY"], state["Rinv"], state["H_diag"], old_ages, full,
+            proj, proj_old, w_old, step.t, ys, float(y.dot(y)), history_size)
         state["proj"], state["proj_of"] = proj, g_next
     else:
-        Ys = _host(state["Y"] @ s)[ages]  # s . y_i
-        Sy = _host(state["S"] @ y)[ages]  # s_i . y
-        Yy = _host(state["Y"] @ y)[ages]
+        Ys = ops.host(state["Y"] @ s)[ages]  # s . y_i
+        Sy = ops.host(state["S"] @ y)[ages]  # s_i . y
+        Yy = ops.host(state["Y"] @ y)[ages]
+        ok, SY, YY, Rinv, middle, h0 = _call_host("append", state["SY"], state["YY"], state["Rinv"], full,
+                                                  Sy, Yy, Ys, ys)
         state["proj"] = state["proj_of"] = None
-    SY, YY = np.empty((k, k)), np.empty((k, k))
-    SY[:-1, :-1] = state["SY"][keep, keep]
-    YY[:-1, :-1] = state["YY"][keep, keep]
-    SY[-1, :], SY[:, -1] = Ys, Sy
-    YY[-1, :] = YY[:, -1] = Yy
-    Rinv = _append_inverse(state["Rinv"][keep, keep], Sy)
-    h0 = ys / float(Yy[-1])
-    if not (math.isfinite(float(Rinv[:, -1].sum())) and math.isfinite(h0) and h0 > 0):
+    if not ok:
         _reset_history(state)  # numerical breakdown: start the memory afresh
         return
-    middle = h0 * YY
-    middle.ravel()[:: k + 1] += np.diagonal(SY)
     state["SY"], state["YY"], state["Rinv"], state["H_diag"] = SY, YY, Rinv, h0
     state["middle"], state["ages"] = middle, ages
+
+
+# Placeholders for "no pairs yet" (typed arrays, so that the compiled host functions accept them).
+_NO_AGES = np.zeros(0, dtype=np.int64)
+_NO_VALUES = np.zeros(0)
 
 
 def _reset_history(state: dict) -> None:
@@ -260,14 +483,14 @@ def _reset_history(state: dict) -> None:
     state["proj"] = state["proj_of"] = None
     if state["pairs"] is not None:
         # _direction multiplies the whole buffer (unused slots by 0): leave no stale values in it.
-        state["pairs"].zero_()
+        state["pairs"][:] = 0
 
 
 def new_state(x0: torch.Tensor) -> dict:
     """Fresh solver state for the starting point ``x0`` (copied)."""
     return {
         "x": x0.detach().clone(),
-        "pairs": None,  # (2 history_size, P) ring buffer: steps, then gradient changes
+        "pairs": None,  # (2 history_size, P) ring buffer: steps, then gradient changes (numpy on the CPU)
         "S": None,  # views of its two halves
         "size": 0,  # history size (rows of S and of Y)
         "Y": None,
@@ -290,23 +513,23 @@ def new_state(x0: torch.Tensor) -> dict:
     }
 
 
-def _evaluate(fun: Objective, state: dict, x: torch.Tensor) -> tuple[float, torch.Tensor]:
-    loss, grad = fun(x)
+def _evaluate(fun: Objective, state: dict, x, ops=_TorchOps) -> tuple[float, object]:
+    """``fun`` at ``x`` (a tensor, or a numpy array for ``ops=_NumpyOps``), keeping the best point."""
+    loss, grad = fun(ops.tensor(x))
     state["func_evals"] += 1
     loss = float(loss)
     if math.isfinite(loss) and loss < state["best_loss"]:
         # Copy first: a Ctrl-C between the two lines must not pair a new loss with an old point.
-        state["best_x"] = x.detach().clone()
+        state["best_x"] = ops.tensor(ops.copy(x))
         state["best_loss"] = loss
-    return loss, grad
+    return loss, ops.array(grad)
 
 
 #: Strong-Wolfe constants of torch.optim.LBFGS (sufficient decrease, curvature).
 C1, C2 = 1e-4, 0.9
 
 
-def _line_search(obj, x: torch.Tensor, t: float, d: torch.Tensor, loss: float, g: torch.Tensor,
-                 gtd: float) -> tuple[float, torch.Tensor, float, float]:
+def _line_search(obj, x, t: float, d, loss: float, g, gtd: float, ops=_TorchOps) -> tuple[float, object, float, float]:
     """Strong-Wolfe step along ``d``: the first trial, if it passes, else torch's ``_strong_wolfe``.
 
     L-BFGS's unit step passes the strong-Wolfe conditions in the great
@@ -314,22 +537,26 @@ def _line_search(obj, x: torch.Tensor, t: float, d: torch.Tensor, loss: float, g
     skips ``_strong_wolfe``'s bookkeeping (clones, tensor comparisons).  When
     the trial fails, ``_strong_wolfe`` runs from the same first step and is
     handed the evaluation already made, so it takes exactly the path it would
-    have taken alone.
+    have taken alone.  Numpy arrays (``ops=_NumpyOps``) go to it as tensors
+    sharing their memory.
     """
     f_new, g_new = obj(x, t, d)
     gtd_new = float(g_new.dot(d))
     if f_new <= loss + C1 * t * gtd and abs(gtd_new) <= -C2 * gtd:
         return f_new, g_new, t, gtd_new
-    first = [(t, f_new, g_new)]
+    first = [(t, f_new, ops.tensor(g_new))]
 
     def cached(x_: torch.Tensor, t_: float, d_: torch.Tensor) -> tuple[float, torch.Tensor]:
         if first and first[0][0] == t_:
             _, f_, g_ = first.pop()
             return f_, g_
         first.clear()
-        return obj(x_, t_, d_)
+        f_, g_ = obj(x, float(t_), d)  # _strong_wolfe's interpolated steps may be 0-d tensors
+        return f_, ops.tensor(g_)
 
-    f_new, g_new, t, _ = _strong_wolfe(cached, x, t, d, loss, g, gtd, c1=C1, c2=C2)
+    f_new, g_new, t, _ = _strong_wolfe(cached, ops.tensor(x), t, ops.tensor(d), loss, ops.tensor(g), gtd,
+                                       c1=C1, c2=C2)
+    g_new = ops.array(g_new)
     return f_new, g_new, float(t), float(g_new.dot(d))
 
 
@@ -344,7 +571,9 @@ def lbfgs(
     ``state`` is updated in place; ``state["best_x"]`` always holds the best
     point evaluated so far, also when a ``KeyboardInterrupt`` escapes (the
     caller catches it and uses the best point).  ``callback(state)`` runs after
-    each iteration; returning True stops the loop.
+    each iteration; returning True stops the loop.  On the CPU the vector
+    work runs in numpy on the tensors' memory (``state["x"]``,
+    ``state["grad"]`` and ``state["best_x"]`` stay tensors).
 
     Returns
     -------
@@ -352,24 +581,26 @@ def lbfgs(
         The stop reason (a :class:`StopReason` value).
     """
     start = time.perf_counter()
-    x = state["x"]
+    ops = _CPU_OPS if state["x"].device.type == "cpu" else _TorchOps
+    x = ops.array(state["x"])
     if state["grad"] is None:
-        state["loss"], state["grad"] = _evaluate(fun, state, x)
+        state["loss"], g = _evaluate(fun, state, x, ops)
+        state["grad"] = ops.tensor(g)
         state["history"].append(state["loss"])
-    loss, g = state["loss"], state["grad"]
+    loss, g = state["loss"], ops.array(state["grad"])
     if not math.isfinite(loss):
         return StopReason.NON_FINITE
 
-    def obj(x_: torch.Tensor, t: float, d: torch.Tensor) -> tuple[float, torch.Tensor]:
-        f_new, g_new = _evaluate(fun, state, x_.add(d, alpha=t))
+    def obj(x_, t: float, d) -> tuple[float, object]:
+        f_new, g_new = _evaluate(fun, state, ops.axpy(x_, t, d), ops)
         if not math.isfinite(f_new):
             # Make the line search backtrack instead of interpolating with NaN.
-            return math.inf, torch.zeros_like(g_new)
+            return math.inf, ops.zeros(g_new.shape, g_new)
         return f_new, g_new
 
     while True:
         # ---- check conditions before stepping
-        if float(torch.linalg.vector_norm(g, math.inf)) <= options.gtol * max(1.0, abs(loss)):
+        if ops.max_abs(g) <= options.gtol * max(1.0, abs(loss)):
             return StopReason.GTOL
         if state["n_iter"] >= options.max_iter:
             return StopReason.MAX_ITER
@@ -377,20 +608,20 @@ def lbfgs(
             return StopReason.MAX_EVALS
 
         # ---- compute direction and initial step
-        d, proj, weights = _direction_parts(state, g)
+        d, proj, weights = _direction_parts(state, g, ops)
         gtd = float(g.dot(d))
         if not gtd < 0:
             # Not a descent direction (numerical breakdown): restart from steepest descent.
             _reset_history(state)
-            d, proj, weights = g.neg(), None, None
+            d, proj, weights = -g, None, None
             gtd = float(g.dot(d))
         if not state["order"]:
-            t = min(1.0, 1.0 / float(g.abs().sum()))
+            t = min(1.0, 1.0 / float(abs(g).sum()))
         else:
             t = 1.0
 
         # ---- line search
-        f_new, g_new, t, gtd_new = _line_search(obj, x, t, d, loss, g, gtd)
+        f_new, g_new, t, gtd_new = _line_search(obj, x, t, d, loss, g, gtd, ops)
         if not math.isfinite(f_new) or not math.isfinite(t):
             state["x"] = state["best_x"].clone()
             return StopReason.NON_FINITE
@@ -399,8 +630,8 @@ def lbfgs(
             return StopReason.NO_PROGRESS
         _update_history(state, None, None, options.history_size, g_next=g_new,
                         step=_Step(t, d, g, dd, gtd, gtd_new, proj, weights))
-        x = x.add(d, alpha=t)
-        state["x"], state["loss"], state["grad"] = x, f_new, g_new
+        x = ops.axpy(x, t, d)
+        state["x"], state["loss"], state["grad"] = ops.tensor(x), f_new, ops.tensor(g_new)
         state["n_iter"] += 1
         state["history"].append(f_new)
         loss, g = f_new, g_new

@@ -1,0 +1,160 @@
+"""Compiled (numba) loss+gradient of the offset supports; imported only by :mod:`._kernels`.
+
+The same objective and gradient as :func:`._kernels.loss_and_grad`, computed
+in one call into compiled code on the sparse structure: for small ``N`` the
+arithmetic of one evaluation (``3 (M - 1) K N^2`` multiply-adds, about 0.4
+million at ``N = 64``) takes tens of microseconds, while the torch and numpy
+paths spend most of their time in per-call overhead (one call per offset
+and factor, or ``3 M`` dense ``N x N`` BLAS products).
+
+Layout: the factor values ``w`` of shape ``(M, N, K)`` (row ``i`` of factor
+``m`` holds ``w[m, i, k]`` at column ``(i + d_k) mod N``), ``X`` ``(N, N)``,
+both C-contiguous, float64 or float32 (one specialisation each).  The plan
+holds ``fwd[i, k] = (i + d_k) mod N`` (the row of the right operand that
+term ``k`` of row ``i`` of ``W P`` reads) and ``bwd[j, k] = (j - d_k) mod N``
+(the row of ``G`` that term ``k`` of row ``j`` of ``W^T G`` reads, with the
+value ``w[bwd[j, k], k]``).  Every product is a combination of whole rows,
+so the cyclic wrap-around is in the row index only and every inner loop is a
+unit-stride loop over ``N`` columns, four terms at a time (the output row is
+read and written once per four terms).
+
+Importing this module imports numba and compiles nothing: the kernel is
+compiled on its first call, once per process and dtype, or loaded from
+numba's on-disk cache (``cache=True``).  No threads are started (see
+:mod:`._apply_numba` for why, on a shared machine).
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+__all__ = ["loss_and_grad"]
+
+# error_model="numpy": no ZeroDivisionError checks; boundscheck off (the plan is built by the
+# caller).  "reassoc" lets LLVM vectorise the row dot products and the loss (sums in another
+# order: the gradient agrees with the torch kernels to rounding, ~1e-15 relative in float64).
+# No "nnan"/"ninf": a non-finite loss must come out as such (the solver backtracks on it).
+_JIT = dict(nogil=True, cache=True, boundscheck=False, error_model="numpy", fastmath={"contract", "reassoc"})
+
+
+@nb.njit(inline="always", **_JIT)
+def _combine(out, i, coef, rows, src, c):
+    """``out[i, :c] = sum_k coef[k] * src[rows[k], :c]`` (a row of ``W P`` or ``W^T G``), four terms per pass."""
+    n_terms = rows.shape[0]
+    k = 0
+    if n_terms >= 4:
+        r0, r1, r2, r3 = rows[0], rows[1], rows[2], rows[3]
+        c0, c1, c2, c3 = coef[0], coef[1], coef[2], coef[3]
+        for j in range(c):
+            out[i, j] = (c0 * src[r0, j] + c1 * src[r1, j]) + (c2 * src[r2, j] + c3 * src[r3, j])
+        k = 4
+    else:
+        r0, c0 = rows[0], coef[0]
+        for j in range(c):
+            out[i, j] = c0 * src[r0, j]
+        k = 1
+    while k + 4 <= n_terms:
+        r0, r1, r2, r3 = rows[k], rows[k + 1], rows[k + 2], rows[k + 3]
+        c0, c1, c2, c3 = coef[k], coef[k + 1], coef[k + 2], coef[k + 3]
+        for j in range(c):
+            out[i, j] += (c0 * src[r0, j] + c1 * src[r1, j]) + (c2 * src[r2, j] + c3 * src[r3, j])
+        k += 4
+    while k + 2 <= n_terms:
+        r0, r1 = rows[k], rows[k + 1]
+        c0, c1 = coef[k], coef[k + 1]
+        for j in range(c):
+            out[i, j] += c0 * src[r0, j] + c1 * src[r1, j]
+        k += 2
+    while k < n_terms:
+        r0, c0 = rows[k], coef[k]
+        for j in range(c):
+            out[i, j] += c0 * src[r0, j]
+        k += 1
+
+
+@nb.njit(inline="always", **_JIT)
+def _row_dots(grad, G, i, rows, P, c):
+    """``grad[i, k] += <G[i, :c], P[rows[k], :c]>`` for every ``k``, four dot products per pass over ``G[i]``."""
+    n_terms = rows.shape[0]
+    k = 0
+    while k + 4 <= n_terms:
+        r0, r1, r2, r3 = rows[k], rows[k + 1], rows[k + 2], rows[k + 3]
+        s0 = s1 = s2 = s3 = 0.0
+        for j in range(c):
+            g = G[i, j]
+            s0 += g * P[r0, j]
+            s1 += g * P[r1, j]
+            s2 += g * P[r2, j]
+            s3 += g * P[r3, j]
+        grad[i, k] += s0
+        grad[i, k + 1] += s1
+        grad[i, k + 2] += s2
+        grad[i, k + 3] += s3
+        k += 4
+    while k < n_terms:
+        r0 = rows[k]
+        s0 = 0.0
+        for j in range(c):
+            s0 += G[i, j] * P[r0, j]
+        grad[i, k] += s0
+        k += 1
+
+
+@nb.njit(**_JIT)
+def loss_and_grad(ws, X, fwd, bwd, width, grad):
+    """``0.5 * ||X - W_0 ... W_{M-1}||_F^2``, returned, and its gradient, written into ``grad`` (M, N, K).
+
+    Columns of the product are independent, so the work runs on blocks of
+    ``width`` columns (all of them for small ``N``): the buffers of a block
+    stay in cache, and the workspace is ``M + 1`` buffers of ``N x width``.
+    Per block: forward ``Q_{M-1} = W_{M-1}`` (the block's columns, dense),
+    ``Q_m = W_m Q_{m+1}`` kept for ``m >= 1``, ``G_0 = W_0 Q_1 - X`` (the
+    residual); backward, the gradient of factor ``m < M - 1`` gains
+    ``<G_m[i], Q_{m+1}[fwd[i, k]]>`` and ``G_{m+1} = W_m^T G_m``; the last
+    factor's is ``G_{M-1}[i, fwd[i, k]]`` where that column is in the block.
+    """
+    n_factors, n, n_offsets = ws.shape
+    width = min(width, n)
+    Q = np.empty((n_factors + 1, n, width), dtype=ws.dtype)  # Q[m] for 1 <= m < M; Q[0], Q[M]: G
+    coef_t = np.empty((n_factors, n, n_offsets), dtype=ws.dtype)  # W_m^T's row j reads coef_t[m, j]
+    for m in range(n_factors):
+        for j in range(n):
+            for k in range(n_offsets):
+                coef_t[m, j, k] = ws[m, bwd[j, k], k]
+    grad[:, :, :] = 0.0
+    loss = 0.0
+    for j0 in range(0, n, width):
+        c = min(width, n - j0)
+        # ---- forward
+        last = Q[n_factors - 1] if n_factors > 1 else Q[0]
+        last[:, :] = 0.0
+        for i in range(n):
+            for k in range(n_offsets):
+                col = fwd[i, k] - j0
+                if 0 <= col < c:
+                    last[i, col] += ws[n_factors - 1, i, k]
+        for m in range(n_factors - 2, -1, -1):
+            for i in range(n):
+                _combine(Q[m], i, ws[m, i], fwd[i], Q[m + 1], c)
+        G = Q[0]
+        for i in range(n):
+            for j in range(c):
+                r = G[i, j] - X[i, j0 + j]
+                G[i, j] = r
+                loss += r * r
+        # ---- backward
+        spare = Q[n_factors]
+        for m in range(n_factors - 1):
+            for i in range(n):
+                _row_dots(grad[m], G, i, fwd[i], Q[m + 1], c)
+            for j in range(n):
+                _combine(spare, j, coef_t[m, j], bwd[j], G, c)
+            # G_{m+1} replaces G_m; Q[m + 1], read above for the last time, is the next spare
+            G, spare = spare, Q[m + 1]
+        for i in range(n):
+            for k in range(n_offsets):
+                col = fwd[i, k] - j0
+                if 0 <= col < c:
+                    grad[n_factors - 1, i, k] += G[i, col]
+    return 0.5 * loss
