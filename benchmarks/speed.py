@@ -3,11 +3,13 @@
 Run by hand (not part of the tests):
 
     python benchmarks/speed.py [--sizes 256,512,1024,2048,4096] [--dense-max 2048] [--device cpu]
-    python benchmarks/speed.py --iteration [--sizes 64,128,256]
+    python benchmarks/speed.py --iteration [--sizes 64,128,256] [--readme-runs 5]
 
 ``--iteration`` compares one L-BFGS iteration of a real fit with one bare evaluation of the
-loss and gradient (the cheapest of the kernels, each timed alone), on one thread; it writes
-benchmarks/results/speed-iteration.json and .md.
+loss and gradient (the cheapest of the kernels, each timed alone), on one thread, and times
+the README's first command (``sfapprox compare examples/mesh_small.mtx --methods sf,tsvd``:
+SF's fit seconds and relative error, a few runs, the first with an empty numba cache so that
+it includes compiling the kernels); it writes benchmarks/results/speed-iteration.json and .md.
 
 Each (N, kernel) runs in its own subprocess so that its peak memory (max RSS on CPU,
 torch.cuda.max_memory_allocated on GPU) is its own. Writes benchmarks/results/speed-<device>.json
@@ -61,7 +63,8 @@ def _one(n: int, kind: str, device: str, dtype: str, reps: int) -> dict:
             loss.backward()
             return loss, torch.gather(W.grad, 2, idx.expand(m, n, len(offs)))
     else:
-        fn = {"panels": K.loss_and_grad_panels, "shifts": K.loss_and_grad, "dense": K.loss_and_grad_dense}[kind]
+        fn = {"panels": K.loss_and_grad_panels, "shifts": K.loss_and_grad, "dense": K.loss_and_grad_dense,
+              "numba": K.loss_and_grad_numba}[kind]
 
         def run():
             return fn(ws, offs, X)
@@ -151,9 +154,12 @@ def _iteration_row(n: int, budget: float) -> dict:
     X = np.random.default_rng(n).standard_normal((n, n))
     Xt = torch.as_tensor(X)
     _, selected = K.select_kernel(n, "cpu")
-    kernels = {"dense (numpy BLAS)": K.loss_and_grad_dense,
+    kernels = {"numba (compiled)": K.loss_and_grad_numba,
+               "dense (numpy BLAS)": K.loss_and_grad_dense,
                "dense (torch BLAS)": _torch_dense,
                "panels": K.loss_and_grad_panels, "shifts": K.loss_and_grad}
+    if not K._numba_module():
+        del kernels["numba (compiled)"]
     evals = {}
     for name, fn in kernels.items():
         if name.startswith("dense") and n > 256:
@@ -186,7 +192,43 @@ def _torch_dense(ws, offs, X):
     return K._dense_torch(ws, plan["flat"], X)
 
 
-def iteration_main(sizes: list[int], budget: float) -> int:
+README_COMMAND = ["compare", "examples/mesh_small.mtx", "--methods", "sf,tsvd"]
+
+
+def _readme_run(cache_dir: str | None) -> dict:
+    """The README's first command in a fresh process: SF's fit seconds, relative error, the process's wall time.
+
+    ``cache_dir``: a numba cache folder for this run only (empty: the run compiles the kernels).
+    """
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    if cache_dir is not None:
+        env["NUMBA_CACHE_DIR"] = cache_dir
+    load = os.getloadavg()[0]
+    t = time.perf_counter()
+    res = subprocess.run([sys.executable, "-m", "sfapprox", *README_COMMAND, "--json", "-"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, check=True)
+    wall = time.perf_counter() - t
+    sf = next(r for r in json.loads(res.stdout)["results"] if r["method"] == "sf")
+    return {"seconds": sf["seconds"], "rel_error": sf["rel_error"], "iterations": sf["params"]["iterations"],
+            "wall": wall, "loadavg_before": load, "loadavg_after": os.getloadavg()[0],
+            "cold_numba_cache": cache_dir is not None}
+
+
+def readme_runs(runs: int) -> list[dict]:
+    """One run with an empty numba cache (what the first run after installing pays), then ``runs`` warm ones."""
+    import tempfile
+
+    out = []
+    with tempfile.TemporaryDirectory() as cold:
+        out.append(_readme_run(cold))
+    for _ in range(runs):
+        out.append(_readme_run(None))
+    for row in out:
+        print(json.dumps(row), flush=True)
+    return out
+
+
+def iteration_main(sizes: list[int], budget: float, runs: int = 5) -> int:
     import torch
 
     sys.path.insert(0, str(ROOT))
@@ -198,11 +240,13 @@ def iteration_main(sizes: list[int], budget: float) -> int:
             row = _iteration_row(n, budget)
         rows.append(row)
         print(json.dumps(row), flush=True)
+    readme = readme_runs(runs) if runs else []
     meta = {"machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, one thread",
             "date": time.strftime("%Y-%m-%d"), "command": "python benchmarks/speed.py --iteration --sizes "
             + ",".join(str(n) for n in sizes)}
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "speed-iteration.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
+    (OUT / "speed-iteration.json").write_text(json.dumps({"meta": meta, "rows": rows, "readme": readme}, indent=2)
+                                              + "\n")
     names = list(rows[0]["evals"])
     lines = [f"# One L-BFGS iteration against one bare loss+gradient evaluation ({meta['date']})", "",
              f"Machine: {meta['machine']}. Command: `{meta['command']}`. Load average during the rows: "
@@ -221,6 +265,24 @@ def iteration_main(sizes: list[int], budget: float) -> int:
         lines.append(f"| {r['n']} | {r['M']} | {r['K']} | " + " | ".join(cells) + f" | {r['cheapest']} | "
                      f"{r['iteration']['cpu'] * 1e6:.0f} ({r['iteration']['wall'] * 1e6:.0f}) | "
                      f"{r['evals_per_iteration']:.2f} | {r['ratio_cpu']:.2f}x ({r['ratio_wall']:.2f}x) |")
+    if readme:
+        warm = [r for r in readme if not r["cold_numba_cache"]]
+        cold = [r for r in readme if r["cold_numba_cache"]]
+        lines += ["", f"README first command (`sfapprox {' '.join(README_COMMAND)}`), each run a fresh process: "
+                  "SF's fit seconds (the `seconds` column), its relative error, and the whole command's wall "
+                  "time; the first run with an empty numba cache (it compiles the kernels, as the first run "
+                  "after installing does), then warm runs.", "",
+                  "| run | numba cache | SF fit s | SF rel. error | iterations | command wall s | load average (1 min) |",
+                  "|---|---|---|---|---|---|---|"]
+        for i, r in enumerate(readme, 1):
+            lines.append(f"| {i} | {'empty' if r['cold_numba_cache'] else 'warm'} | {r['seconds']:.2f} | "
+                         f"{r['rel_error']:.4f} | {r['iterations']} | {r['wall']:.2f} | "
+                         f"{r['loadavg_before']:.2f}–{r['loadavg_after']:.2f} |")
+        if warm:
+            secs = sorted(r["seconds"] for r in warm)
+            lines += ["", f"Warm runs: SF fit {secs[0]:.2f}–{secs[-1]:.2f} s (median {secs[len(secs) // 2]:.2f} s), "
+                      f"relative error {warm[0]['rel_error']:.4f}"
+                      + (f"; with an empty cache {cold[0]['seconds']:.2f} s." if cold else ".")]
     (OUT / "speed-iteration.md").write_text("\n".join(lines) + "\n")
     return 0
 
@@ -236,15 +298,20 @@ def main() -> int:
     ap.add_argument("--one", default="", help=argparse.SUPPRESS)
     ap.add_argument("--iteration", action="store_true", help="iteration against bare evaluation (one thread)")
     ap.add_argument("--budget", type=float, default=2.0, help="--iteration: seconds of repeats per kernel")
+    ap.add_argument("--readme-runs", type=int, default=5,
+                    help="--iteration: warm runs of the README's first command (0: none)")
     args = ap.parse_args()
     if args.iteration:
         sizes = [int(s) for s in args.sizes.split(",")] if args.sizes != ap.get_default("sizes") else [64, 128, 256]
-        return iteration_main(sizes, args.budget)
+        return iteration_main(sizes, args.budget, args.readme_runs)
     if args.one:
         n, kind = args.one.split(":")
         print(json.dumps(_one(int(n), kind, args.device, args.dtype, args.reps)))
         return 0
-    ours = "panels" if args.device == "cpu" else "shifts"
+    sys.path.insert(0, str(ROOT))
+    from sfapprox.sf import _kernels as K
+
+    ours = K.select_kernel(args.sizes and int(args.sizes.split(",")[-1]), args.device)[1]
     kernels = args.kernels.split(",") if args.kernels else [ours, "dense-masked"]
     rows = []
     for n in [int(s) for s in args.sizes.split(",")]:

@@ -362,14 +362,15 @@ def loss_and_grad_numba(
         n_factors, n, _ = ws.shape
         w = np.ascontiguousarray(ws.detach().numpy())
         target = np.ascontiguousarray(X.detach().numpy())
-        fwd, bwd = _numba_plan(n, tuple(int(d) for d in offsets))
+        fwd, bwd = _numba_plan(n, tuple(offsets))  # ints or numpy ints: the same hash and key
         grad = np.empty_like(w)
         try:
             loss = module.loss_and_grad(w, target, fwd, bwd, numba_width(n), grad)
         except Exception as exc:  # a failed compile (broken llvmlite, unwritable cache, ...)
             _numba_failed(exc)
         else:
-            return torch.tensor(loss, dtype=ws.dtype), torch.from_numpy(grad)
+            # from_numpy: a third of torch.tensor's cost, which counts at tens of microseconds per call
+            return torch.from_numpy(np.array(loss, dtype=w.dtype)), torch.from_numpy(grad)
     fallback = loss_and_grad_dense if ws.shape[1] <= DENSE_MAX_N else loss_and_grad_panels
     return fallback(ws, offsets, X)
 
