@@ -158,7 +158,8 @@ def test_callback_stop_during_a_probe_ends_the_fit():
 def test_auto_init_race_drops_a_clearly_worse_start_early():
     """On a 2-D grid Laplacian the identity start is far ahead after the first round: the
     reference start stops there instead of using its whole probe share (10% of max_iter)."""
-    from sfapprox.sf.model import PROBE_FIRST, PROBE_MARGIN
+    from sfapprox.sf._multistart import FIRST as PROBE_FIRST
+    from sfapprox.sf._multistart import MARGIN as PROBE_MARGIN
 
     n = 36
     grid = np.zeros((n, n))

@@ -24,8 +24,8 @@ import sys
 import numpy as np
 from scipy.sparse.linalg import LinearOperator
 
-from .chord import OFFSET_SUPPORTS, SUPPORTS, is_power_of_two, support_offsets
-from .sf._apply import FactorStack, pack, unpack_view
+from ..chord import OFFSET_SUPPORTS, SUPPORTS, is_power_of_two, support_offsets
+from ._apply import FactorStack, pack, unpack_view
 
 __all__ = ["ChordOperator", "HybridOperator"]
 
@@ -129,7 +129,7 @@ class ChordOperator(LinearOperator):
         butterfly (:func:`sfapprox.budget.butterfly_count`).
         """
         if self.support == "butterfly":
-            from .budget import butterfly_count
+            from ..budget import butterfly_count
 
             return butterfly_count(self.shape[0], self.n_factors)
         return int(self._stack.packed.size)
@@ -187,10 +187,10 @@ class ChordOperator(LinearOperator):
 
             values = torch.from_numpy(np.array(self.values, order="C"))  # a writable copy
             if self.support == "butterfly":
-                from .sf._butterfly import butterfly_product
+                from ._butterfly import butterfly_product
 
                 return butterfly_product(values).numpy()
-            from .sf._kernels import chord_product
+            from ._kernels import chord_product
 
             return chord_product(values, (self.offsets % n).tolist()).numpy()
         return self._stack.apply(np.eye(n))  # the operator applied to I
@@ -254,7 +254,7 @@ class ChordOperator(LinearOperator):
         >>> layer(x).sum().backward(); tuple(layer.values.grad.shape)
         (3, 8, 4)
         """
-        from .sf._torch_module import ChordLinear
+        from ._torch_module import ChordLinear
 
         return ChordLinear(self.values, None if self.support == "butterfly" else self.offsets,
                            support=self.support, dtype=dtype, device=device)
@@ -376,7 +376,7 @@ class HybridOperator(LinearOperator):
     @property
     def n_stored(self) -> int:
         """Stored numbers, by :func:`sfapprox.budget.hybrid_count`."""
-        from .budget import hybrid_count
+        from ..budget import hybrid_count
 
         # Values per row: len(offsets) for offset-based factors, 2 for the butterfly.
         k = 0 if self.chord is None else self.chord.values.shape[2]
@@ -479,7 +479,7 @@ class HybridOperator(LinearOperator):
         >>> bool(torch.allclose(layer(x), x @ torch.from_numpy(op.to_dense()).T))
         True
         """
-        from .sf._torch_module import HybridLinear
+        from ._torch_module import HybridLinear
 
         return HybridLinear.from_operator(self, dtype=dtype, device=device)
 
