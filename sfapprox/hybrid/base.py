@@ -297,9 +297,12 @@ class _ChordHybrid(Approximation):
         # ChordSF's own defaults (max_iter, tolerances, init, memory limit), not repeated here.
         ref = ChordSF(**{k: v for k, v in (params or self.sf_params or {}).items() if k != "callback"})
         itemsize = torch.empty((), dtype=self._dtype).element_size()
+        starts = 1 if ref.init in START_KINDS else len(START_KINDS)
+        # The joint fits hold the correction's target copies (3 N^2) besides what a plain fit holds.
         check_memory(
             estimate_fit_memory(n, default_n_factors(n), len(chord_offsets(n)), itemsize, ref.history_size,
-                                self._device.type) + 3 * n * n * itemsize,
+                                self._device.type, n_starts=starts, input_bytes=dense.nbytes)
+            + 3 * n * n * itemsize,
             what=f"fitting {self._method} to the {n} x {n} matrix on {self._device.type}",
             limit=ref.max_memory,
         )

@@ -78,6 +78,13 @@ def start_values(kinds, seed: int, shape: tuple[int, int, int], init_noise: floa
     return out
 
 
+def release_history(state: dict) -> None:
+    """Drop a solver state's L-BFGS pairs (``2 m`` vectors): a start that lost needs only its best point."""
+    for key in ("pairs", "S", "Y"):
+        if key in state:
+            state[key] = None
+
+
 def best_run(runs: dict[str, Run]) -> str:
     """The name of the run whose state holds the lowest loss seen."""
     return min(runs, key=lambda k: runs[k][1]["best_loss"])
@@ -153,6 +160,9 @@ def multistart(
                           callback=callback)
         if reason != StopReason.CALLBACK:
             name = best_run(runs)
+            for other, (_, st) in runs.items():
+                if other != name:  # a losing start keeps only its best point: free its L-BFGS history
+                    release_history(st)
             spent = sum(st["n_iter"] for k, (_, st) in runs.items() if k != name)
             left = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - begin))
             fun, st = runs[name]

@@ -36,6 +36,11 @@ from .linop import ChordOperator
 __all__ = ["ChordSF", "fit_sf", "estimate_fit_memory"]
 
 
+#: Bytes torch and the BLAS libraries take on first use beyond what importing them took
+#: (thread pools, allocator caches; measured about 35 MB on the CPU), counted in every estimate.
+LIBRARY_WORKING_SET = 64 << 20
+
+
 def estimate_fit_memory(
     n: int,
     n_factors: int,
@@ -46,16 +51,22 @@ def estimate_fit_memory(
     *,
     support: str = "chord",
     reach: int | None = None,
+    n_starts: int = 1,
+    input_bytes: int = 0,
 ) -> int:
-    """Peak bytes of one fit, known before any allocation.
+    """Peak bytes of one fit, known before any allocation (what ``max_memory`` is checked against).
 
-    The target ``X`` (``N^2``), the kernel's workspace (see
+    Everything the fit holds at once: the input matrix (``input_bytes``, as
+    given), the scaled target (``N^2``), the kernel's workspace (see
     :func:`~sfapprox.sf._kernels.workspace_numbers` and
     :func:`~sfapprox.sf._butterfly.workspace_numbers`: ``(M + 2) N^2`` for
     whole-matrix passes, ``(M + 1) (N + reach) * 256`` for CPU column panels,
-    ``reach`` the largest offset), and L-BFGS's ``2 * history_size`` pairs
-    plus a few vectors of ``N K M`` values (``n_offsets`` is the number of
-    values per row: 2 for ``support="butterfly"``).
+    ``reach`` the largest offset), L-BFGS's ``2 * history_size`` pairs plus
+    a few vectors of ``N K M`` values for each of the ``n_starts`` starts
+    that race (``n_offsets`` is the number of values per row: 2 for
+    ``support="butterfly"``), the scoring of the result in float64 (the
+    product and the residual, ``2 N^2``), and :data:`LIBRARY_WORKING_SET`.
+    Measured against the peak resident memory in ``benchmarks/memory.py``.
     """
     if support == "butterfly":
         from ._butterfly import select_kernel as select_butterfly
@@ -69,8 +80,15 @@ def estimate_fit_memory(
         _, kind = select_kernel(n, device_type)
         workspace = workspace_numbers(n, n_factors, kind, reach)
     numbers = n * n + workspace
-    numbers += (2 * history_size + 8) * n * n_offsets * n_factors
-    return numbers * itemsize
+    numbers += max(1, n_starts) * (2 * history_size + 8) * n * n_offsets * n_factors
+    return numbers * itemsize + 2 * n * n * 8 + int(input_bytes) + LIBRARY_WORKING_SET
+
+
+def _nbytes(X) -> int:
+    """Bytes an ndarray or a scipy sparse matrix holds."""
+    if hasattr(X, "toarray"):
+        return int(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes)
+    return int(X.nbytes)
 
 
 class ChordSF(Approximation):
@@ -283,8 +301,10 @@ class ChordSF(Approximation):
         itemsize = torch.empty((), dtype=dtype).element_size()
         check_memory(
             estimate_fit_memory(n, n_factors, n_values, itemsize, self.history_size, device.type,
-                                support=self.support, reach=int(offsets.max()) if len(offsets) else 0),
-            what=f"fitting SF to an {n} x {n} matrix on {device.type} in {dtype}".replace("torch.", ""),
+                                support=self.support, reach=int(offsets.max()) if len(offsets) else 0,
+                                n_starts=len(self._inits()), input_bytes=_nbytes(X)
+                                + (8 * n * n if hasattr(X, "toarray") else 0)),  # sparse input: its dense copy too
+            what=f"fitting SF to the {n} x {n} matrix on {device.type} in {dtype}".replace("torch.", ""),
             limit=self._memory_limit(device),
         )
         dense = X.toarray() if hasattr(X, "toarray") else X
