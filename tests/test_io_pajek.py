@@ -86,7 +86,7 @@ class TestPajek:
         p = write(tmp_path / "multi.paj", text)
         m = load_matrix(p)
         assert m.n == 2
-        assert "file holds 3 networks; loaded the first (network=...)" in m.notes
+        assert "file holds 3 networks; loaded the first (network=K, --network K, picks another)" in m.notes
         m2 = load_matrix(p, network=2)
         assert m2.n == 3 and m2.to_dense()[0, 2] == 9 and "loaded the second" in m2.notes[0]
         with pytest.raises(ParameterError, match="network=4 but the file holds 3 networks"):
