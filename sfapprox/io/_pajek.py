@@ -319,7 +319,7 @@ def _select_relation(src: Source, net: _Network, relation: int | None, notes: li
     if relation is None:
         if len(net.relations) > 1:
             notes.append(f"Pajek: {len(net.relations)} relations summed: {net.describe_relations()} "
-                         "(relation= picks one)")
+                         "(relation=K, --relation K, picks one)")
         elif net.relations:
             notes.append(f"Pajek: relation {net.describe_relations()}")
         return
