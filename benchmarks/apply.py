@@ -54,7 +54,7 @@ def make_operator(kind: str, n: int, rng):
     import scipy.sparse as sp
 
     from sfapprox.chord import default_n_factors, support_offsets
-    from sfapprox.linop import ChordOperator, HybridOperator
+    from sfapprox.sf.linop import ChordOperator, HybridOperator
 
     if kind == "butterfly":
         m = n.bit_length() - 1
@@ -170,7 +170,7 @@ def measure(kind: str, n: int, repeats: int, rng) -> dict:
 COMPILE_SCRIPT = r"""
 import json, time, numpy as np
 t0 = time.perf_counter()
-from sfapprox.linop import ChordOperator
+from sfapprox.sf.linop import ChordOperator
 from sfapprox.sf import _apply
 _apply._numba_kernels()
 out = {"import_numba_kernels": time.perf_counter() - t0}

@@ -285,7 +285,7 @@ def initial_point(init: str, X: np.ndarray, n_factors: int, seed: int = 0) -> tu
     left to right): the first factor to be updated (``S_1``) zero, the others
     the identity, ``λ = 1``.
     ``"reference"`` / ``"identity"``: exactly ChordSF's starting point of that
-    name (``sfapprox.sf.model._initial_values`` with ChordSF's seeds and noise):
+    name (``sfapprox.sf._multistart.start_values`` with ChordSF's seeds and noise):
     ChordSF fits ``X / s`` with ``s = ‖X‖_F / √N``, so its start ``W_1 ⋯ W_M``
     is ``λ S_1 ⋯ S_M`` with ``S_j = W_j`` and ``λ = s``.
     """
@@ -294,12 +294,10 @@ def initial_point(init: str, X: np.ndarray, n_factors: int, seed: int = 0) -> tu
         factors = [np.zeros((n, n))] + [np.eye(n) for _ in range(n_factors - 1)]
         return factors, 1.0
     from sfapprox.chord import chord_offsets
-    from sfapprox.sf.model import _initial_values
+    from sfapprox.sf._multistart import start_values
 
-    stream = {"reference": 0, "identity": 1}[init]  # ChordSF's per-start seed streams
-    noise = 0.01 if init == "reference" else 0.1  # ChordSF's default init_noise
     shape = (n_factors, n, len(chord_offsets(n)))
-    values = _initial_values(init, np.random.default_rng([seed, stream]), shape, noise)
+    values = start_values([init], seed, shape)[init]  # ChordSF's own start, seeds and noise
     scale = float(np.linalg.norm(X)) / math.sqrt(n)
     return [values_to_dense(v, n) for v in values], scale
 

@@ -72,7 +72,7 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
         fro_error=fro,
         rel_error=rel,
         seconds=float(est.seconds_),
-        params=dict(est.params_),
+        params={**est.params_, "stop_reason": est.stop_reason_},
         operator=est.operator_,
         estimator=est,
     )

@@ -1,7 +1,7 @@
 """Fitted surrogates in HDF5 files: :func:`save_factors`, :func:`load_factors`, :func:`save_results`.
 
-Any fitted method's operator can be saved: SF's factors (:class:`~sfapprox.linop.ChordOperator`),
-a sum of factors, low-rank and sparse parts (:class:`~sfapprox.linop.HybridOperator`:
+Any fitted method's operator can be saved: SF's factors (:class:`~sfapprox.sf.linop.ChordOperator`),
+a sum of factors, low-rank and sparse parts (:class:`~sfapprox.sf.linop.HybridOperator`:
 sf+lr, sf+s, TSVD, RPCA, NMF), or an operator class a method module registers with
 :func:`register_operator` (it supplies ``kind``, ``to_arrays()`` and ``from_arrays()``).
 
@@ -48,7 +48,7 @@ from ._atomic import write_bytes
 from ._errors import InputError, SfapproxError
 from .chord import SUPPORTS
 from .formats import jsonable
-from .linop import ChordOperator, HybridOperator
+from .sf.linop import ChordOperator, HybridOperator
 from .results import library_versions
 
 __all__ = [
@@ -89,8 +89,8 @@ class SavedFactors:
     """A fit read back from HDF5: the operator plus how it was made.
 
     ``matvec``/``rmatvec``/``matmat``/``to_dense`` delegate to :attr:`operator`,
-    a scipy LinearOperator (a :class:`~sfapprox.linop.ChordOperator` for SF
-    factors, a :class:`~sfapprox.linop.HybridOperator` for sums of parts, or a
+    a scipy LinearOperator (a :class:`~sfapprox.sf.linop.ChordOperator` for SF
+    factors, a :class:`~sfapprox.sf.linop.HybridOperator` for sums of parts, or a
     registered operator).
     """
 

@@ -181,7 +181,7 @@ def test_numba_missing_in_a_fresh_process():
     code = (
         "import sys, warnings; sys.modules['numba'] = None; warnings.simplefilter('error')\n"
         "import numpy as np\n"
-        "from sfapprox.linop import ChordOperator\n"
+        "from sfapprox.sf.linop import ChordOperator\n"
         "from sfapprox.sf import _apply\n"
         "op = ChordOperator(np.random.default_rng(0).standard_normal((4, 12, 5)))\n"
         "D = op.to_dense(); x = np.arange(12.0)\n"
@@ -197,14 +197,14 @@ def test_numba_missing_in_a_fresh_process():
 
 
 def test_import_does_not_load_numba():
-    code = "import sys; import sfapprox.linop; print('numba' in sys.modules)"
+    code = "import sys; import sfapprox.sf.linop; print('numba' in sys.modules)"
     res = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)},
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "False"
 
 
-@pytest.mark.parametrize("module", ["sfapprox.sf._apply", "sfapprox.sf._torch_module", "sfapprox.linop"])
+@pytest.mark.parametrize("module", ["sfapprox.sf._apply", "sfapprox.sf._torch_module", "sfapprox.sf.linop"])
 def test_docstring_examples_run(module):
     import importlib
 

@@ -139,7 +139,7 @@ def test_budgets_above_n_squared_are_clamped_and_say_so():
 def test_huge_budgets_give_bounded_structures_at_once():
     import time
 
-    from sfapprox.budget import sf_lr_splits, sf_s_splits
+    from sfapprox.hybrid.grid import sf_lr_splits, sf_s_splits
 
     start = time.perf_counter()
     for n in (4, 16, 100):

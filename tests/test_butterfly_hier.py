@@ -16,7 +16,7 @@ from sfapprox.baselines.butterfly_hier import (
     padded_size,
 )
 from sfapprox.budget import butterfly_count
-from sfapprox.linop import ChordOperator
+from sfapprox.sf.linop import ChordOperator
 
 
 def dense_factor(values: np.ndarray, m: int) -> np.ndarray:

@@ -219,3 +219,10 @@ def test_help_flags_and_module_entry_point():
     assert done.returncode == 0 and done.stdout.startswith("sfapprox ")
     text = invoke("compare", "--help").output
     assert "<bool>" not in text.split("--help")[0]  # flags take no value
+
+
+def test_a_fit_cut_by_its_time_limit_is_said(small_mtx):
+    res = invoke("compare", small_mtx, "--methods", "sf,tsvd", "--time-limit", "0.05", "--device", "cpu")
+    assert res.exit_code == 0, res.output
+    assert "sf stopped on the time limit (0.05 s each)" in " ".join(res.output.split())
+    assert "--time-limit" in res.output

@@ -11,14 +11,14 @@ from sfapprox.budget import (
     sf_config_for_budget,
     sf_count,
     sf_lr_count,
-    sf_lr_splits,
     sf_s_count,
-    sf_s_splits,
     tsvd_rank_for_budget,
 )
 from sfapprox.chord import chord_offsets
-from sfapprox.hybrid import ChordLowRank, ChordSparse, _lr_objective, _sparse_objective
-from sfapprox.linop import HybridOperator
+from sfapprox.hybrid import ChordLowRank, ChordSparse
+from sfapprox.hybrid.grid import sf_lr_splits, sf_s_splits
+from sfapprox.hybrid.objectives import _lr_objective, _sparse_objective
+from sfapprox.sf.linop import HybridOperator
 from sfapprox.sf import _kernels as K
 
 FAST = {"max_iter": 60}

@@ -1,4 +1,6 @@
+import os
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -158,7 +160,8 @@ def test_callback_stop_during_a_probe_ends_the_fit():
 def test_auto_init_race_drops_a_clearly_worse_start_early():
     """On a 2-D grid Laplacian the identity start is far ahead after the first round: the
     reference start stops there instead of using its whole probe share (10% of max_iter)."""
-    from sfapprox.sf.model import PROBE_FIRST, PROBE_MARGIN
+    from sfapprox.sf._multistart import FIRST as PROBE_FIRST
+    from sfapprox.sf._multistart import MARGIN as PROBE_MARGIN
 
     n = 36
     grid = np.zeros((n, n))
@@ -175,3 +178,32 @@ def test_auto_init_race_drops_a_clearly_worse_start_early():
     # Where the starts stay within the margin, each gets its whole share (as test above).
     close = ChordSF(max_iter=40, probe=0.25, device="cpu").fit(np.random.default_rng(7).random((24, 24)))
     assert {v["iterations"] for v in close.starts_.values()} >= {10}
+
+
+def test_memory_estimate_covers_what_a_fit_allocates(tmp_path):
+    """The estimate checked against max_memory is at least what the fit really allocates (peak RSS)."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json, numpy as np, torch, sfapprox\n"
+        "def st(k):\n"
+        "    return next(int(l.split()[1]) * 1024 for l in open('/proc/self/status') if l.startswith(k + ':'))\n"
+        "from sfapprox.sf.model import estimate_fit_memory\n"
+        "from sfapprox.chord import chord_offsets, default_n_factors\n"
+        "n = 512\n"
+        "base = st('VmRSS')\n"
+        "X = np.random.default_rng(0).random((n, n))\n"
+        "sfapprox.ChordSF(max_iter=3, time_limit=None, device='cpu').fit(X)\n"
+        "est = estimate_fit_memory(n, default_n_factors(n), len(chord_offsets(n)), 8, 50, 'cpu',\n"
+        "                          reach=int(chord_offsets(n).max()), n_starts=2, input_bytes=X.nbytes)\n"
+        "print(json.dumps({'used': st('VmHWM') - base, 'estimate': est}))\n"
+    )
+    if not Path("/proc/self/status").exists():
+        pytest.skip("needs /proc (Linux) to read the peak resident memory")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert 0 < out["used"] <= out["estimate"], out

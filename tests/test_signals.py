@@ -217,7 +217,7 @@ WRITER = textwrap.dedent("""
     import sfapprox.factors
     from sfapprox._atomic import write_json
     from sfapprox.factors import save_factors
-    from sfapprox.linop import ChordOperator
+    from sfapprox.sf.linop import ChordOperator
 
     # library_versions() imports torch (seconds per start); the attribute it
     # fills does not matter to atomicity.

@@ -5,7 +5,7 @@ the FAµST toolbox's structure): ``N = 2^L``, ``L`` factors, row ``i`` of
 factor ``m`` (``m = 0`` the leftmost) holds columns ``i`` and ``i XOR 2^m``,
 and the surrogate is ``W_0 @ W_1 @ ... @ W_{L-1}``; ``2 N L`` stored numbers
 (:func:`sfapprox.budget.butterfly_count`).  The result is a
-:class:`~sfapprox.linop.ChordOperator` with ``support="butterfly"``, the same
+:class:`~sfapprox.sf.linop.ChordOperator` with ``support="butterfly"``, the same
 object ``sf-butterfly`` (L-BFGS on the same support) returns.
 
 **Why one split is a set of rank-one problems.**  A partial product
@@ -71,7 +71,7 @@ from .._base import Approximation, MethodSpec, RunContext, register
 from .._params import Interval, Options
 from .._settings import DEFAULT_TIME_LIMIT
 from ..factors import register_operator
-from ..linop import ChordOperator
+from ..sf.linop import ChordOperator
 
 __all__ = [
     "HierarchicalButterfly",
@@ -185,7 +185,7 @@ def factorize(X: np.ndarray, order: str = "left-to-right") -> tuple[np.ndarray, 
     Returns
     -------
     values : ndarray of shape (L, N, 2)
-        Butterfly factor values (:class:`~sfapprox.linop.ChordOperator` layout).
+        Butterfly factor values (:class:`~sfapprox.sf.linop.ChordOperator` layout).
     step_errors : list of float
         ``e_t``, the rank-one error of each of the ``L - 1`` splits.
 

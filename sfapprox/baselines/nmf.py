@@ -376,7 +376,7 @@ class NMF(Approximation):
             NotApplicableError,
             ParameterError,
         )
-        from ..linop import HybridOperator
+        from ..sf.linop import HybridOperator
 
         X = self._validate(X, check_input)
         n = X.shape[0]

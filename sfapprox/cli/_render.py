@@ -88,6 +88,14 @@ def emit(tables: list[Table], data: Any, outputs: dict[str, Path], *, force: boo
     write_outputs(tables, data, outputs, force=force)
 
 
+def advise_limits(results, time_limit: float | None) -> None:
+    """One stderr line naming the methods that stopped on their time limit, with the knob to turn."""
+    cut = [r.method for r in results if r.params.get("stop_reason") == "time_limit"]
+    if cut and time_limit:
+        note(f"note: {', '.join(dict.fromkeys(cut))} stopped on the time limit ({time_limit:g} s each) before "
+             "converging; --time-limit SECONDS (0 for none) allows closer fits")
+
+
 def key_value_table(title: str, rows: list[tuple[str, Any]]) -> RichTable:
     table = RichTable(title=title, show_header=False)
     table.add_column(style="bold")

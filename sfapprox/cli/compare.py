@@ -19,7 +19,7 @@ from ._app import (
     show_notes,
     stop_cause,
 )
-from ._render import check_outputs, emit, fit_progress, note
+from ._render import advise_limits, check_outputs, emit, fit_progress, note
 
 
 @app.command()
@@ -80,6 +80,7 @@ def compare(
                                      callback=announce_start(progress, loaded.name, quiet), include=surrogates)
         if "clamped" in comparison.budget_spec:
             note(f"note: budget {comparison.budget_spec}: no method can use more than the dense N² numbers")
+        advise_limits(comparison.results, settings.per_method(len(names)).time_limit)
         tables = comparison.tables()
         emit(tables, comparison.to_dict(), outputs, force=force)
         if plot is not None:

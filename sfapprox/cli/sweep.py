@@ -9,7 +9,7 @@ import typer
 
 from . import _options as o
 from ._app import EXIT_INTERRUPTED, announce_start, app, check_plot, error_boundary, read_matrix, show_notes
-from ._render import check_outputs, emit, fit_progress, note
+from ._render import advise_limits, check_outputs, emit, fit_progress, note
 
 
 @app.command()
@@ -51,6 +51,7 @@ def sweep(
         for point in result.points:
             if "clamped" in point.budget_spec:
                 note(f"note: budget {point.budget_spec}: no method can use more than the dense N² numbers")
+        advise_limits([r for p in result.points for r in p.results], settings.per_method(len(names)).time_limit)
         tables = result.tables()
         emit(tables, result.to_dict(), outputs, force=force)
         if plot is not None:

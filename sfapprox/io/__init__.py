@@ -156,7 +156,7 @@ def detect_format(path: str | os.PathLike) -> str:
     raise fail(
         os.fspath(path),
         f"unknown file type ({shown}); known extensions: {_known_extensions()}",
-        f"pass format= (one of {', '.join(_FORMATS)})",
+        f"pass format= (--format KEY): one of {', '.join(_FORMATS)}",
     )
 
 

@@ -288,7 +288,7 @@ def decode_text(data: bytes, src: Source) -> str:
     for NUL bytes instead.
     """
     if b"\x00" in data[:65536]:
-        raise src.fail("looks like a binary file, not text", "check the file or pass format=")
+        raise src.fail("looks like a binary file, not text", "check the file or pass format= (--format KEY)")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

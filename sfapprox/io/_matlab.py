@@ -58,11 +58,11 @@ def _choose(src: Source, variables: list[_Var], var: str | None) -> tuple[str, s
     if var is not None:
         top, _, fld = var.partition(".")
         if top not in by_name:
-            raise src.fail(f"no variable {top!r}; variables: {listing}", "pick one with var=")
+            raise src.fail(f"no variable {top!r}; variables: {listing}", "pick one with var= (--var NAME)")
         if fld and fld not in by_name[top].fields and by_name[top].cls == "struct" and by_name[top].fields:
             raise src.fail(
                 f"struct {top!r} has no field {fld!r}; fields: {', '.join(by_name[top].fields)}",
-                f"pick one with var='{top}.<field>'",
+                f"pick one with var='{top}.<field>' (--var {top}.<field>)",
             )
         return top, (fld or None)
     candidates = [(v.name, None) for v in variables if v.square_numeric]
@@ -72,9 +72,9 @@ def _choose(src: Source, variables: list[_Var], var: str | None) -> tuple[str, s
     if len(candidates) == 1:
         return candidates[0]
     if not candidates:
-        raise src.fail(f"no square numeric variable; variables: {listing}", "pick one with var=")
+        raise src.fail(f"no square numeric variable; variables: {listing}", "pick one with var= (--var NAME)")
     names = ", ".join(n if f is None else f"{n}.{f}" for n, f in candidates)
-    raise src.fail(f"several square numeric variables: {names}", "pick one with var=")
+    raise src.fail(f"several square numeric variables: {names}", "pick one with var= (--var NAME)")
 
 
 # ---------------------------------------------------------------------------
@@ -174,7 +174,7 @@ def _h5_read(src: Source, obj, name: str, opts: Options):
             data = np.ones(ir.shape[0])
         return sp.csc_array((data.astype(np.float64), ir, jc), shape=(nrows, jc.shape[0] - 1))
     if isinstance(obj, h5py.Group):
-        raise src.fail(f"variable {name!r} is a struct or object, not a matrix", "pick a field with var='name.field'")
+        raise src.fail(f"variable {name!r} is a struct or object, not a matrix", "pick a field with var='name.field' (--var name.field)")
     var = _h5_var(name, obj)
     if var.cls not in _NUMERIC:
         raise src.fail(f"variable {name!r} is of MATLAB class {var.cls!r}, not numeric")
@@ -212,7 +212,7 @@ def _finish(src: Source, value, name: str, kind: str) -> ReadResult:
     if not sp.issparse(value):
         value = np.asarray(value)
         if value.dtype.kind in "OUSV":
-            raise src.fail(f"variable {name!r} is not numeric (MATLAB cell, char or struct)", "pick another with var=")
+            raise src.fail(f"variable {name!r} is not numeric (MATLAB cell, char or struct)", "pick another with var= (--var NAME)")
     return ReadResult(value, "mat", [f"{kind}: variable {name}"], source=f"{src.display} (variable {name})")
 
 

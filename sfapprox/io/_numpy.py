@@ -87,13 +87,13 @@ def read_npz(src: Source, opts: Options) -> ReadResult:
             return _read_sparse_npz(src, zf, members, opts)
         if opts.var is not None:
             if opts.var not in members:
-                raise src.fail(f"no array {opts.var!r}; arrays: {_describe(members)}", "pick one with var=")
+                raise src.fail(f"no array {opts.var!r}; arrays: {_describe(members)}", "pick one with var= (--var NAME)")
             key = opts.var
         else:
             square = [k for k, (s, d) in members.items() if len(s) == 2 and s[0] == s[1] > 0]
             if len(square) != 1:
                 what = "no square 2-D array" if not square else f"several square 2-D arrays ({', '.join(square)})"
-                raise src.fail(f"{what}; arrays: {_describe(members)}", "pick one with var=")
+                raise src.fail(f"{what}; arrays: {_describe(members)}", "pick one with var= (--var NAME)")
             key = square[0]
         with zf.open(key + ".npy") as raw:
             fh = io.BytesIO(raw.read()) if not raw.seekable() else raw

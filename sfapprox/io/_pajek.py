@@ -130,7 +130,7 @@ class _Parser:
                     "a Pajek network starts with '*Vertices n'",
                 )
         if not self.networks or all(n.n is None for n in self.networks):
-            raise self.src.fail("no '*Vertices n' line: not a Pajek network file", "check the file or pass format=")
+            raise self.src.fail("no '*Vertices n' line: not a Pajek network file", "check the file or pass format= (--format KEY)")
         return [n for n in self.networks if n.n is not None]
 
     # -- keywords ------------------------------------------------------------
@@ -319,7 +319,7 @@ def _select_relation(src: Source, net: _Network, relation: int | None, notes: li
     if relation is None:
         if len(net.relations) > 1:
             notes.append(f"Pajek: {len(net.relations)} relations summed: {net.describe_relations()} "
-                         "(relation= picks one)")
+                         "(relation=K, --relation K, picks one)")
         elif net.relations:
             notes.append(f"Pajek: relation {net.describe_relations()}")
         return
@@ -489,13 +489,13 @@ def read_pajek(src: Source, opts: Options) -> ReadResult:
         count = len(networks)
         raise ParameterError(
             f"{src.display}: network={which} but the file holds {count} network{'s' if count > 1 else ''}; "
-            f"use network=1..{count}"
+            f"use network=1..{count} (--network K)"
         )
     net = networks[which - 1]
     notes: list[str] = []
     if len(networks) > 1:
         ordinal = _ORDINALS.get(which, f"number {which}")
-        notes.append(f"file holds {len(networks)} networks; loaded the {ordinal} (network=...)")
+        notes.append(f"file holds {len(networks)} networks; loaded the {ordinal} (network=K, --network K, picks another)")
     if net.name:
         notes.append(f"Pajek network {net.name!r}")
     _select_relation(src, net, opts.relation, notes)

@@ -89,7 +89,7 @@ class ChordLinear(nn.Module):
     Parameters
     ----------
     values : array_like of shape (M, N, K)
-        Factor values, as :attr:`sfapprox.linop.ChordOperator.values`
+        Factor values, as :attr:`sfapprox.sf.linop.ChordOperator.values`
         (``values[0]`` is the leftmost factor).
     offsets : array_like of shape (K,), optional
         Offsets of an offset-based support (default: the support's own);
@@ -172,8 +172,8 @@ class ChordLinear(nn.Module):
         return self(eye).T  # row j of eye @ A.T is column j of A
 
     def to_operator(self):
-        """The current values as a :class:`sfapprox.linop.ChordOperator` (float64, on the CPU)."""
-        from ..linop import ChordOperator
+        """The current values as a :class:`sfapprox.sf.linop.ChordOperator` (float64, on the CPU)."""
+        from .linop import ChordOperator
 
         values = self.values.detach().to(device="cpu", dtype=torch.float64).numpy()
         return ChordOperator(values, self.offsets, support=self.support)
@@ -226,7 +226,7 @@ class HybridLinear(nn.Module):
 
     @classmethod
     def from_operator(cls, op, *, dtype=None, device=None) -> HybridLinear:
-        """The module of a :class:`sfapprox.linop.HybridOperator`."""
+        """The module of a :class:`sfapprox.sf.linop.HybridOperator`."""
         coo = op.sparse.tocoo()
         chord = None if op.chord is None else op.chord.to_torch(dtype=dtype, device=device)
         return cls(op.shape[0], chord=chord, U=op.U, s=op.s, Vt=op.Vt, rows=coo.row.astype(np.int64),
@@ -247,10 +247,10 @@ class HybridLinear(nn.Module):
         return y.reshape(x.shape)
 
     def to_operator(self):
-        """The current values as a :class:`sfapprox.linop.HybridOperator` (float64, on the CPU)."""
+        """The current values as a :class:`sfapprox.sf.linop.HybridOperator` (float64, on the CPU)."""
         import scipy.sparse as sp
 
-        from ..linop import HybridOperator
+        from .linop import HybridOperator
 
         def host(t):
             return t.detach().to(device="cpu", dtype=torch.float64).numpy()

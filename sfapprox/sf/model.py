@@ -21,6 +21,7 @@ from .._base import Approximation
 from .._errors import ConvergenceWarning, ParameterError
 from .._params import Interval, Options
 from .._threads import AdaptiveThreads
+from ._multistart import multistart, start_values
 from ..budget import sf_structure
 from ..chord import (
     SUPPORTS,
@@ -30,14 +31,14 @@ from ..chord import (
     support_is_full,
     support_offsets,
 )
-from ..linop import ChordOperator
+from .linop import ChordOperator
 
 __all__ = ["ChordSF", "fit_sf", "estimate_fit_memory"]
 
-#: With ``init="auto"`` the starts race in rounds of this many iterations, doubling after each.
-PROBE_FIRST = 100
-#: A start whose Frobenius error is this many times the best start's after a round drops out.
-PROBE_MARGIN = 1.15
+
+#: Bytes torch and the BLAS libraries take on first use beyond what importing them took
+#: (thread pools, allocator caches; measured about 35 MB on the CPU), counted in every estimate.
+LIBRARY_WORKING_SET = 64 << 20
 
 
 def estimate_fit_memory(
@@ -50,16 +51,22 @@ def estimate_fit_memory(
     *,
     support: str = "chord",
     reach: int | None = None,
+    n_starts: int = 1,
+    input_bytes: int = 0,
 ) -> int:
-    """Peak bytes of one fit, known before any allocation.
+    """Peak bytes of one fit, known before any allocation (what ``max_memory`` is checked against).
 
-    The target ``X`` (``N^2``), the kernel's workspace (see
+    Everything the fit holds at once: the input matrix (``input_bytes``, as
+    given), the scaled target (``N^2``), the kernel's workspace (see
     :func:`~sfapprox.sf._kernels.workspace_numbers` and
     :func:`~sfapprox.sf._butterfly.workspace_numbers`: ``(M + 2) N^2`` for
     whole-matrix passes, ``(M + 1) (N + reach) * 256`` for CPU column panels,
-    ``reach`` the largest offset), and L-BFGS's ``2 * history_size`` pairs
-    plus a few vectors of ``N K M`` values (``n_offsets`` is the number of
-    values per row: 2 for ``support="butterfly"``).
+    ``reach`` the largest offset), L-BFGS's ``2 * history_size`` pairs plus
+    a few vectors of ``N K M`` values for each of the ``n_starts`` starts
+    that race (``n_offsets`` is the number of values per row: 2 for
+    ``support="butterfly"``), the scoring of the result in float64 (the
+    product and the residual, ``2 N^2``), and :data:`LIBRARY_WORKING_SET`.
+    Measured against the peak resident memory in ``benchmarks/memory.py``.
     """
     if support == "butterfly":
         from ._butterfly import select_kernel as select_butterfly
@@ -73,28 +80,15 @@ def estimate_fit_memory(
         _, kind = select_kernel(n, device_type)
         workspace = workspace_numbers(n, n_factors, kind, reach)
     numbers = n * n + workspace
-    numbers += (2 * history_size + 8) * n * n_offsets * n_factors
-    return numbers * itemsize
+    numbers += max(1, n_starts) * (2 * history_size + 8) * n * n_offsets * n_factors
+    return numbers * itemsize + 2 * n * n * 8 + int(input_bytes) + LIBRARY_WORKING_SET
 
 
-def _initial_values(init: str, rng: np.random.Generator, shape: tuple[int, int, int], noise: float) -> np.ndarray:
-    """Starting factor values.
-
-    ``"reference"``: every value 1/K times (1 + uniform noise), as in the
-    reference implementation (each factor starts as a local average).
-    ``"identity"``: the offset-0 value 1, the others noise of size
-    ``noise`` (each factor starts near the identity, the product near I),
-    which suits sparse graphs whose best surrogate is far from an average.
-    Both apply to the butterfly (``K = 2``, value 0 the diagonal one): every
-    value 1/2 (times 1 + noise), or ``v0 = 1`` and ``v1 = 0`` plus noise.
-    """
-    k = shape[2]
-    jitter = rng.uniform(-1.0, 1.0, size=shape)
-    if init == "identity":
-        values = noise * jitter
-        values[:, :, 0] += 1.0
-        return values
-    return (1.0 + noise * jitter) / k
+def _nbytes(X) -> int:
+    """Bytes an ndarray or a scipy sparse matrix holds."""
+    if hasattr(X, "toarray"):
+        return int(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes)
+    return int(X.nbytes)
 
 
 class ChordSF(Approximation):
@@ -307,8 +301,10 @@ class ChordSF(Approximation):
         itemsize = torch.empty((), dtype=dtype).element_size()
         check_memory(
             estimate_fit_memory(n, n_factors, n_values, itemsize, self.history_size, device.type,
-                                support=self.support, reach=int(offsets.max()) if len(offsets) else 0),
-            what=f"fitting SF to an {n} x {n} matrix on {device.type} in {dtype}".replace("torch.", ""),
+                                support=self.support, reach=int(offsets.max()) if len(offsets) else 0,
+                                n_starts=len(self._inits()), input_bytes=_nbytes(X)
+                                + (8 * n * n if hasattr(X, "toarray") else 0)),  # sparse input: its dense copy too
+            what=f"fitting SF to the {n} x {n} matrix on {device.type} in {dtype}".replace("torch.", ""),
             limit=self._memory_limit(device),
         )
         dense = X.toarray() if hasattr(X, "toarray") else X
@@ -317,12 +313,7 @@ class ChordSF(Approximation):
         self.device_ = str(device)
         self.dtype_ = str(dtype).replace("torch.", "")
         shape = (n_factors, n, n_values)
-        # One stream per kind of start, so init="auto" and init="identity" start identically.
-        starts = {
-            name: _initial_values(name, np.random.default_rng([self.random_state, i]), shape, self._noise(name))
-            for i, name in enumerate(("reference", "identity"))
-            if name in self._inits()
-        }
+        starts = start_values(self._inits(), self.random_state, shape, self.init_noise)
         if fro == 0.0:
             return self._finish_zero(next(iter(starts.values())), fro)
 
@@ -341,14 +332,17 @@ class ChordSF(Approximation):
             loss, grad = kernel(x.view(shape), target) if butterfly else kernel(x.view(shape), offs, target)
             return float(loss), grad.view(-1)
 
-        states = {
-            name: _solver.new_state(torch.as_tensor(v, dtype=dtype, device=device).reshape(-1))
+        runs = {
+            name: (fun, _solver.new_state(torch.as_tensor(v, dtype=dtype, device=device).reshape(-1)))
             for name, v in starts.items()
         }
+        states = {name: st for name, (_, st) in runs.items()}
         start = time.perf_counter()
         governor = AdaptiveThreads(self._work(n, n_factors), threads=self.threads, device_type=device.type)
         with governor:
-            name, state, reason = self._optimize(fun, states, self._progress(scale, start), governor.poll)
+            name, reason = multistart(runs, self._options, max_iter=self.max_iter, time_limit=self.time_limit,
+                                      probe=self.probe, callback=self._progress(scale, start, states, governor.poll))
+        state = states[name]
         self.threads_ = governor.used
         self.seconds_ = time.perf_counter() - start
         self.init_ = name
@@ -385,94 +379,11 @@ class ChordSF(Approximation):
     def _inits(self) -> list[str]:
         return ["reference", "identity"] if self.init == "auto" else [self.init]
 
-    def _noise(self, init: str) -> float:
-        # The identity start needs larger noise to break the symmetry between offsets.
-        if self.init_noise is not None:
-            return self.init_noise
-        return 0.1 if init == "identity" else 0.01
-
     def _options(self, max_iter: int, time_limit: float | None):
         from ._solver import LBFGSOptions
 
         return LBFGSOptions(max_iter=max_iter, time_limit=time_limit, ftol=self.ftol, gtol=self.gtol,
                             history_size=self.history_size)
-
-    def _optimize(self, fun, states: dict, callback, poll=None) -> tuple[str, dict, str]:
-        """Run L-BFGS from each start; with several, race them briefly and continue the best.
-
-        The starts run in rounds, 100 iterations each, then 200, 400, ...
-        (:data:`PROBE_FIRST`), each within its probe share (``probe`` of
-        ``max_iter`` and of ``time_limit``); after each round a start whose
-        error is :data:`PROBE_MARGIN` times the best one's drops out.  Where
-        one start is clearly better (most matrices) the loser costs a few
-        hundred iterations instead of a whole probe share; where they stay
-        close, each gets its full share, as before.  Iterations spent on a
-        losing start count against ``max_iter``.  A Ctrl-C or a callback
-        asking to stop ends the whole fit; either way the best point seen by
-        any run is returned.
-        """
-        from ._solver import StopReason, lbfgs
-
-        begin = time.perf_counter()
-        done = {"iterations": 0}  # iterations of runs already finished, for progress reports
-
-        def remaining() -> float | None:
-            return None if self.time_limit is None else max(0.0, self.time_limit - (time.perf_counter() - begin))
-
-        def run(st: dict, max_iter: int, time_limit: float | None) -> str:
-            first = st["n_iter"]
-            report = None
-            if callback is not None or poll is not None:
-                def report(s):
-                    if poll is not None:
-                        poll()
-                    return callback is not None and callback(s, done["iterations"] + s["n_iter"] - first)
-            try:
-                return lbfgs(fun, st, self._options(max_iter, time_limit), report)
-            finally:
-                done["iterations"] += st["n_iter"] - first
-
-        reason = StopReason.MAX_ITER
-        try:
-            if len(states) > 1:
-                reason = self._race(states, run)
-            if reason != StopReason.CALLBACK:
-                name = min(states, key=lambda k: states[k]["best_loss"])
-                spent = sum(st["n_iter"] for k, st in states.items() if k != name)
-                reason = run(states[name], max(0, self.max_iter - spent), remaining())
-        except KeyboardInterrupt:
-            reason = StopReason.INTERRUPTED
-        name = min(states, key=lambda k: states[k]["best_loss"])
-        return name, states[name], reason
-
-    def _race(self, states: dict, run) -> str:
-        """The probe rounds of :meth:`_optimize`; returns the last stop reason (``callback`` ends all)."""
-        from ._solver import StopReason
-
-        share = max(1, int(self.probe * self.max_iter))
-        share_time = None if self.time_limit is None else self.probe * self.time_limit
-        used = {name: 0.0 for name in states}
-        alive = list(states)
-        reason = StopReason.MAX_ITER
-        checkpoint = min(PROBE_FIRST, share)
-        while True:
-            for name in alive:
-                st = states[name]
-                left = None if share_time is None else share_time - used[name]
-                if st["n_iter"] >= checkpoint or (left is not None and left <= 0):
-                    continue
-                t0 = time.perf_counter()
-                reason = run(st, checkpoint, left)
-                used[name] += time.perf_counter() - t0
-                if reason == StopReason.CALLBACK:
-                    return reason
-            best = min(states[k]["best_loss"] for k in alive)
-            # Losses are half squared errors: an error ratio r is a loss ratio r^2.
-            alive = [k for k in alive if states[k]["best_loss"] <= best * PROBE_MARGIN**2]
-            out_of_time = share_time is not None and all(used[k] >= share_time for k in alive)
-            if len(alive) == 1 or checkpoint >= share or out_of_time:
-                return reason
-            checkpoint = min(2 * checkpoint, share)
 
     def _scale(self, fro: float, n: int) -> float:
         if isinstance(self.scale, str):
@@ -514,17 +425,21 @@ class ChordSF(Approximation):
             return int(0.9 * free)
         return None  # check_memory's default: a share of the physical memory
 
-    def _progress(self, scale: float, start: float):
-        if self.callback is None:
-            return None
+    def _progress(self, scale: float, start: float, states: dict, poll):
+        """The per-iteration callback of the starts: the thread governor's poll, then the user's
+        callback with the iterations of every start so far and which start is running."""
         user = self.callback
 
-        def report(state: dict, iteration: int) -> bool:
+        def report(name: str, state: dict) -> bool:
+            poll()
+            if user is None:
+                return False
             info = {
-                "iteration": iteration,
+                "iteration": sum(int(st["n_iter"]) for st in states.values()),
                 "max_iter": self.max_iter,
                 "fro_error": scale * math.sqrt(2.0 * max(state["loss"], 0.0)),
                 "elapsed": time.perf_counter() - start,
+                "start": name,
             }
             return bool(user(info))
 

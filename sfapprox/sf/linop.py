@@ -24,13 +24,78 @@ import sys
 import numpy as np
 from scipy.sparse.linalg import LinearOperator
 
-from .chord import OFFSET_SUPPORTS, SUPPORTS, is_power_of_two, support_offsets
-from .sf._apply import FactorStack, pack, unpack_view
+from ..chord import OFFSET_SUPPORTS, SUPPORTS, is_power_of_two, support_offsets
+from ._apply import FactorStack, pack, unpack_view
 
 __all__ = ["ChordOperator", "HybridOperator"]
 
 
-class ChordOperator(LinearOperator):
+class _FastApply(LinearOperator):
+    """Products through one ``_apply(B, transpose)`` call, without scipy's per-call checks for arrays.
+
+    scipy's ``matvec``/``rmatvec``/``matmat``/``rmatmat`` and ``dot``/``@`` all
+    land in ``_apply``; for a 1-D or 2-D ndarray of the right length ``@``
+    and ``dot`` call it directly (scipy's checks are a third of a product at
+    N = 256), anything else follows scipy's rules (scalars refused, operators
+    composed).  The transpose is made once and shares the values.
+    """
+
+    _transposed = None
+
+    def _apply(self, B: np.ndarray, transpose: bool) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _matvec(self, x: np.ndarray) -> np.ndarray:
+        return self._apply(np.reshape(x, -1), False)
+
+    def _rmatvec(self, x: np.ndarray) -> np.ndarray:
+        return self._apply(np.reshape(x, -1), True)
+
+    def _matmat(self, B: np.ndarray) -> np.ndarray:
+        return self._apply(B, False)
+
+    def _rmatmat(self, B: np.ndarray) -> np.ndarray:
+        return self._apply(B, True)
+
+    def _fast(self, x) -> bool:
+        return type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[0] == self.shape[1]
+
+    def dot(self, x):
+        """``A @ x`` for a vector or block (anything else: scipy's rules, e.g. operator products)."""
+        return self._apply(x, False) if self._fast(x) else super().dot(x)
+
+    def __matmul__(self, x):
+        return self._apply(x, False) if self._fast(x) else super().__matmul__(x)
+
+    def _adjoint(self) -> LinearOperator:
+        if self._transposed is None:  # made once: `op.T @ x` in a loop should not rebuild it
+            self._transposed = _Transposed(self)
+        return self._transposed
+
+    # Real: the transpose is the adjoint (scipy's default would conjugate twice per product).
+    _transpose = _adjoint
+
+
+class _Transposed(_FastApply):
+    """``A.T`` of a :class:`ChordOperator` or :class:`HybridOperator`, sharing its values."""
+
+    def __init__(self, op: _FastApply):
+        self._op = op
+        super().__init__(dtype=op.dtype, shape=op.shape)
+
+    def _apply(self, B: np.ndarray, transpose: bool) -> np.ndarray:
+        return self._op._apply(B, not transpose)
+
+    def _adjoint(self) -> LinearOperator:
+        return self._op
+
+    _transpose = _adjoint
+
+    def to_dense(self) -> np.ndarray:
+        return self._op.to_dense().T
+
+
+class ChordOperator(_FastApply):
     """The product ``W1 @ W2 @ ... @ WM`` of SF factors, never formed densely.
 
     Parameters
@@ -129,45 +194,15 @@ class ChordOperator(LinearOperator):
         butterfly (:func:`sfapprox.budget.butterfly_count`).
         """
         if self.support == "butterfly":
-            from .budget import butterfly_count
+            from ..budget import butterfly_count
 
             return butterfly_count(self.shape[0], self.n_factors)
         return int(self._stack.packed.size)
 
-    # scipy's LinearOperator calls these; all four go to one compiled kernel call
-    # (sfapprox.sf._apply: numba, or scipy sparse factors when numba is unavailable).
-    def _matvec(self, x: np.ndarray) -> np.ndarray:
-        return self._stack.apply(np.reshape(x, -1))
-
-    def _rmatvec(self, x: np.ndarray) -> np.ndarray:
-        return self._stack.apply(np.reshape(x, -1), transpose=True)
-
-    def _matmat(self, B: np.ndarray) -> np.ndarray:
-        return self._stack.apply(B)
-
-    def _rmatmat(self, B: np.ndarray) -> np.ndarray:
-        return self._stack.apply(B, transpose=True)
-
-    def dot(self, x):
-        """``A @ x`` for a vector or block (anything else: scipy's rules, e.g. operator products)."""
-        if type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[0] == self.shape[1]:
-            # The kernel returns the shapes scipy's matvec/matmat would ((N,), (N, 1), (N, c)),
-            # without their ~3 µs of Python checks: a third of a product at N = 256.
-            return self._stack.apply(x)
-        return super().dot(x)
-
-    def __matmul__(self, x):
-        if type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[0] == self.shape[1]:
-            return self._stack.apply(x)
-        return super().__matmul__(x)  # scalars refused, operators composed, as scipy does
-
-    def _adjoint(self) -> LinearOperator:
-        if self._transposed is None:  # made once: `op.T @ x` in a loop should not rebuild it
-            self._transposed = _TransposedChord(self)
-        return self._transposed
-
-    # Real: the transpose is the adjoint (scipy's default would conjugate twice per product).
-    _transpose = _adjoint
+    def _apply(self, B: np.ndarray, transpose: bool) -> np.ndarray:
+        # One compiled kernel call (sfapprox.sf._apply: numba, or scipy sparse factors when
+        # numba is unavailable); it returns the shapes scipy's matvec/matmat would.
+        return self._stack.apply(B, transpose)
 
     def to_dense(self) -> np.ndarray:
         """The full ``N x N`` product, built with ``O(M K N^2)`` work.
@@ -187,10 +222,10 @@ class ChordOperator(LinearOperator):
 
             values = torch.from_numpy(np.array(self.values, order="C"))  # a writable copy
             if self.support == "butterfly":
-                from .sf._butterfly import butterfly_product
+                from ._butterfly import butterfly_product
 
                 return butterfly_product(values).numpy()
-            from .sf._kernels import chord_product
+            from ._kernels import chord_product
 
             return chord_product(values, (self.offsets % n).tolist()).numpy()
         return self._stack.apply(np.eye(n))  # the operator applied to I
@@ -254,51 +289,13 @@ class ChordOperator(LinearOperator):
         >>> layer(x).sum().backward(); tuple(layer.values.grad.shape)
         (3, 8, 4)
         """
-        from .sf._torch_module import ChordLinear
+        from ._torch_module import ChordLinear
 
         return ChordLinear(self.values, None if self.support == "butterfly" else self.offsets,
                            support=self.support, dtype=dtype, device=device)
 
 
-class _TransposedChord(LinearOperator):
-    """``A.T`` of a :class:`ChordOperator`, sharing its values."""
-
-    def __init__(self, op: ChordOperator):
-        self._op = op
-        super().__init__(dtype=op.dtype, shape=op.shape)
-
-    def dot(self, x):
-        if type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[0] == self.shape[1]:
-            return self._op._stack.apply(x, transpose=True)
-        return super().dot(x)
-
-    def __matmul__(self, x):
-        if type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[0] == self.shape[1]:
-            return self._op._stack.apply(x, transpose=True)
-        return super().__matmul__(x)
-
-    def _matvec(self, x):
-        return self._op._rmatvec(x)
-
-    def _rmatvec(self, x):
-        return self._op._matvec(x)
-
-    def _matmat(self, B):
-        return self._op._rmatmat(B)
-
-    def _rmatmat(self, B):
-        return self._op._matmat(B)
-
-    def _adjoint(self):
-        return self._op
-
-    _transpose = _adjoint
-
-    def to_dense(self) -> np.ndarray:
-        return self._op.to_dense().T
-
-
-class HybridOperator(LinearOperator):
+class HybridOperator(_FastApply):
     """``W1 ... WM + U diag(s) V^T + S``: Chord factors plus low-rank and sparse corrections.
 
     Each part is optional; every product costs ``O(N K M + N r + nnz(S))``
@@ -376,7 +373,7 @@ class HybridOperator(LinearOperator):
     @property
     def n_stored(self) -> int:
         """Stored numbers, by :func:`sfapprox.budget.hybrid_count`."""
-        from .budget import hybrid_count
+        from ..budget import hybrid_count
 
         # Values per row: len(offsets) for offset-based factors, 2 for the butterfly.
         k = 0 if self.chord is None else self.chord.values.shape[2]
@@ -409,35 +406,6 @@ class HybridOperator(LinearOperator):
             self._sparse_t = (self.sparse, self.sparse.T.tocsr())  # CSR of the transpose, made once
         return self._sparse_t[1]
 
-    def _matvec(self, x: np.ndarray) -> np.ndarray:
-        return self._apply(np.reshape(x, -1), transpose=False)
-
-    def _rmatvec(self, x: np.ndarray) -> np.ndarray:
-        return self._apply(np.reshape(x, -1), transpose=True)
-
-    def _matmat(self, B: np.ndarray) -> np.ndarray:
-        return self._apply(B, transpose=False)
-
-    def _rmatmat(self, B: np.ndarray) -> np.ndarray:
-        return self._apply(B, transpose=True)
-
-    def dot(self, x):
-        """``A @ x`` for a vector or block (anything else: scipy's rules)."""
-        if type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[0] == self.shape[1]:
-            return self._apply(x, transpose=False)  # skips scipy's per-call checks, as ChordOperator
-        return super().dot(x)
-
-    def __matmul__(self, x):
-        if type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[0] == self.shape[1]:
-            return self._apply(x, transpose=False)
-        return super().__matmul__(x)
-
-    def _adjoint(self) -> LinearOperator:
-        if self._transposed is None:
-            self._transposed = _TransposedHybrid(self)
-        return self._transposed
-
-    _transpose = _adjoint
 
     def to_dense(self) -> np.ndarray:
         """The full ``N x N`` sum."""
@@ -479,44 +447,6 @@ class HybridOperator(LinearOperator):
         >>> bool(torch.allclose(layer(x), x @ torch.from_numpy(op.to_dense()).T))
         True
         """
-        from .sf._torch_module import HybridLinear
+        from ._torch_module import HybridLinear
 
         return HybridLinear.from_operator(self, dtype=dtype, device=device)
-
-
-class _TransposedHybrid(LinearOperator):
-    """``A.T`` of a :class:`HybridOperator`."""
-
-    def __init__(self, op: HybridOperator):
-        self._op = op
-        super().__init__(dtype=op.dtype, shape=op.shape)
-
-    def dot(self, x):
-        if type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[0] == self.shape[1]:
-            return self._op._apply(x, transpose=True)
-        return super().dot(x)
-
-    def __matmul__(self, x):
-        if type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[0] == self.shape[1]:
-            return self._op._apply(x, transpose=True)
-        return super().__matmul__(x)
-
-    def _matvec(self, x):
-        return self._op._rmatvec(x)
-
-    def _rmatvec(self, x):
-        return self._op._matvec(x)
-
-    def _matmat(self, B):
-        return self._op._rmatmat(B)
-
-    def _rmatmat(self, B):
-        return self._op._matmat(B)
-
-    def _adjoint(self):
-        return self._op
-
-    _transpose = _adjoint
-
-    def to_dense(self) -> np.ndarray:
-        return self._op.to_dense().T

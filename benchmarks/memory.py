@@ -1,0 +1,124 @@
+"""Peak memory of `sfapprox fit` against `--max-memory`, at N = 1024, 2048, 4096.
+
+Run by hand (not part of the tests); about 2 minutes on 2 cores:
+
+    python benchmarks/memory.py [--sizes 1024,2048,4096]
+
+For each N a random dense N x N matrix is written as .npy; then, in a fresh
+process each, `sfapprox fit FILE --iters 3 --time-limit 0` runs with:
+
+* no `--max-memory`: the fit's peak resident memory (VmHWM) and the
+  interpreter's own (VmRSS after importing sfapprox, torch, numpy and scipy,
+  before loading anything) are measured; their difference is what the tool
+  allocated for this fit, against the estimate it checks before loading
+  (:func:`sfapprox.sf.model.estimate_fit_memory` plus the input and scoring
+  copies, as `fit` counts them);
+* `--max-memory` set to the estimate and to 0.9 of it: the first must run,
+  the second must be refused (exit 2) before anything large is allocated.
+
+Writes benchmarks/results/memory.json and memory.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "results"
+
+CHILD = r"""
+import json, sys
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+import numpy, scipy, torch, h5py
+import sfapprox.cli
+from sfapprox.cli import _load_app
+_load_app()
+base = status("VmRSS")
+sys.argv = ["sfapprox", *sys.argv[1:]]
+code = 0
+try:
+    sfapprox.cli.main()
+except SystemExit as exc:
+    code = exc.code or 0
+print(json.dumps({"base": base, "peak": status("VmHWM"), "code": code}), file=sys.stderr)
+"""
+
+
+def run(args: list[str]) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", CHILD, *args], capture_output=True, text=True, env=env, timeout=900)
+    last = done.stderr.strip().splitlines()[-1]
+    out = json.loads(last)
+    out["stderr"] = " ".join(done.stderr.strip().splitlines()[:-1])[-300:]
+    return out
+
+
+def estimate(n: int) -> int:
+    """What `fit` checks against --max-memory for a dense N x N float64 input (bytes)."""
+    from sfapprox.chord import chord_offsets, default_n_factors
+    from sfapprox.sf.model import estimate_fit_memory
+
+    # init="auto" races two starts; the input is the dense N x N float64 array itself.
+    return estimate_fit_memory(n, default_n_factors(n), len(chord_offsets(n)), 8, 50, "cpu",
+                               reach=int(chord_offsets(n).max()), n_starts=2, input_bytes=8 * n * n)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="1024,2048,4096")
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in sizes:
+            path = Path(tmp) / f"x{n}.npy"
+            np.save(path, np.random.default_rng(n).random((n, n)))
+            est = estimate(n)
+            common = ["fit", str(path), "--iters", "3", "--time-limit", "0", "--device", "cpu", "--quiet"]
+            t0 = time.perf_counter()
+            free = run(common)
+            seconds = time.perf_counter() - t0
+            at = run([*common, "--max-memory", str(est)])
+            below = run([*common, "--max-memory", str(int(0.9 * est))])
+            used = free["peak"] - free["base"]
+            rows.append({"n": n, "estimate": est, "peak": free["peak"], "base": free["base"], "used": used,
+                         "used_over_estimate": used / est, "seconds": seconds,
+                         "at_estimate_exit": at["code"], "below_estimate_exit": below["code"],
+                         "below_estimate_peak_over_base": below["peak"] - below["base"],
+                         "below_message": below["stderr"]})
+            print(json.dumps(rows[-1]), flush=True)
+    OUT.mkdir(parents=True, exist_ok=True)
+    meta = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "date": time.strftime("%Y-%m-%d"),
+            "command": "python benchmarks/memory.py" + ("" if args.sizes == "1024,2048,4096" else f" --sizes {args.sizes}")}
+    (OUT / "memory.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+    mb = lambda b: f"{b / 2**20:,.0f} MB"  # noqa: E731
+    lines = [f"# Peak memory of `sfapprox fit` against `--max-memory` ({meta['date']})", "",
+             f"Machine: {meta['machine']}. Command: `{meta['command']}`. Input: a random dense N x N float64 "
+             "`.npy`; `fit --iters 3 --time-limit 0 --device cpu`, one fresh process per row.", "",
+             "| N | estimate (what --max-memory is checked against) | allocated by the fit (peak − interpreter) "
+             "| allocated / estimate | interpreter + libraries | `--max-memory` = estimate | = 0.9 × estimate |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['n']:,} | {mb(r['estimate'])} | {mb(r['used'])} | {r['used_over_estimate']:.2f} | "
+                     f"{mb(r['base'])} | exit {r['at_estimate_exit']} | exit {r['below_estimate_exit']} "
+                     f"(allocated {mb(r['below_estimate_peak_over_base'])} before refusing) |")
+    lines += ["", "## Findings (written by hand after the run)", ""]
+    (OUT / "memory.md").write_text("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,437 @@
+"""What sf+lr and sf+s share: the plain SF end, the grid loop, the joint fits and the result."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+import warnings
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._base import Approximation
+from .._errors import BudgetError, ConvergenceWarning
+from .._params import Interval
+from ..budget import SFConfig, sf_config_for_budget, sf_count
+from ..sf.linop import ChordOperator, HybridOperator
+from ..sf._multistart import START_KINDS, best_run, race, start_values
+from ..sf.model import ChordSF
+from .grid import HybridSplit
+
+__all__ = ["PROBE_SHARE", "RESELECT_AT", "PLAIN_SHARE", "PLAIN_CACHE_SIZE", "hybrid_estimator"]
+
+#: Share of a split's iterations (and time limit) each start is probed for, when there are two.
+PROBE_SHARE = 0.1
+#: sf+s: shares of the iterations after which the support is re-chosen from the residual.
+RESELECT_AT = (0.4, 0.7)
+#: Share of the time limit the plain SF end gets; the joint fits share the rest (the whole
+#: grid stays within the limit, as every method does).
+PLAIN_SHARE = 0.4
+#: Plain SF fits kept for reuse (each holds only its factors, ``N K M`` numbers).
+PLAIN_CACHE_SIZE = 4
+
+_PLAIN_CACHE: OrderedDict[tuple, Any] = OrderedDict()
+_INTERRUPTED = "interrupted"
+
+
+# =============================================================================== small helpers
+def _orthonormal(U: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``U V^T`` as ``(Q_u A) diag(s) (Q_v B)^T`` (two QRs and an ``r x r`` SVD): orthonormal factors."""
+    Qu, Ru = np.linalg.qr(U)
+    Qv, Rv = np.linalg.qr(V)
+    A, s, Bt = np.linalg.svd(Ru @ Rv.T)
+    return Qu @ A, s, (Qv @ Bt.T).T
+
+
+def _largest(R: np.ndarray, count: int) -> np.ndarray:
+    """Flat indices of the ``count`` entries of largest magnitude, sorted."""
+    flat = np.abs(R).ravel()
+    if count >= flat.size:
+        return np.arange(flat.size)
+    return np.sort(np.argpartition(-flat, count - 1)[:count])
+
+
+def _plain_sf(X, dense: np.ndarray, params: dict[str, Any]):
+    """``ChordSF(**params).fit(X)``, memoised when it is deterministic (no time limit)."""
+    key = None
+    if params.get("time_limit", ChordSF().time_limit) is None:
+        settings = tuple(sorted((k, repr(v)) for k, v in params.items() if k != "callback"))
+        digest = hashlib.sha256(np.ascontiguousarray(dense).tobytes()).hexdigest()
+        key = (dense.shape, digest, settings)
+        if key in _PLAIN_CACHE:
+            _PLAIN_CACHE.move_to_end(key)
+            return _PLAIN_CACHE[key]
+    est = ChordSF(**params).fit(X, check_input=False)
+    if key is not None and est.stop_reason_ != _INTERRUPTED:
+        _PLAIN_CACHE[key] = est
+        while len(_PLAIN_CACHE) > PLAIN_CACHE_SIZE:
+            _PLAIN_CACHE.popitem(last=False)
+    return est
+
+
+@dataclass
+class _Point:
+    """One fitted grid point, scored in float64."""
+
+    split: HybridSplit
+    operator: HybridOperator
+    fro_error: float
+    rel_error: float | None
+    seconds: float
+    n_iter: int = 0
+    stop_reason: str = "exact"
+    start: str = "-"
+
+
+@dataclass
+class _Problem:
+    """What every joint fit of one ``fit`` call shares (``target = X / scale`` on the device)."""
+
+    n: int
+    dense: np.ndarray
+    fro: float
+    scale: float
+    target: Any
+    kernel: Callable
+    options: dict[str, Any]  # max_iter, ftol, gtol, history_size
+    seconds: float | None  # time of the grid point being fitted (None: no limit)
+    inits: list[str]
+    init_noise: float | None
+    callback: Callable | None
+    seed: int
+    deadline: float | None = None  # when the grid point being fitted must end (perf_counter)
+
+    def tensor(self, a):
+        import torch
+
+        return torch.as_tensor(np.ascontiguousarray(a), dtype=self.target.dtype, device=self.target.device)
+
+    def factor_starts(self, shape: tuple[int, int, int]) -> dict[str, Any]:
+        """ChordSF's own starts (the same routine, seeds and noise), as flat tensors."""
+        values = start_values(self.inits, self.seed, shape, self.init_noise)
+        return {kind: self.tensor(v).reshape(-1) for kind, v in values.items()}
+
+    def lbfgs_options(self, max_iter: int, time_limit: float | None):
+        """Solver options of one leg: ChordSF's tolerances, at most until the point's deadline."""
+        from ..sf import _solver
+
+        o = self.options
+        if self.deadline is not None:
+            left = max(0.0, self.deadline - time.perf_counter())
+            time_limit = left if time_limit is None else min(time_limit, left)
+        return _solver.LBFGSOptions(max_iter=max(0, int(max_iter)), time_limit=time_limit,
+                                    ftol=o["ftol"], gtol=o["gtol"], history_size=o["history_size"])
+
+    def residual(self, x, shape, offsets: list[int]):
+        """``X / scale - P(W)`` for the flat factor values at the front of ``x``."""
+        from ..sf._kernels import chord_product
+
+        return self.target - chord_product(x[: math.prod(shape)].view(shape), offsets)
+
+    def minimize(self, fun, x0, share: float, begin: float) -> tuple[Any, str, int, float]:
+        """L-BFGS from ``x0`` for ``share`` of the iterations (and time limit).
+
+        Returns the best point, the stop reason, the iterations and the best
+        loss; a Ctrl-C ends it with reason ``"interrupted"`` and the best point kept.
+        """
+        from ..sf import _solver
+
+        options = self.lbfgs_options(round(share * self.options["max_iter"]),
+                                     None if self.seconds is None else share * self.seconds)
+        state = _solver.new_state(x0)
+        try:
+            reason = _solver.lbfgs(fun, state, options, self._progress(begin))
+        except KeyboardInterrupt:
+            reason = _INTERRUPTED
+        return state["best_x"], reason, int(state["n_iter"]), state["best_loss"]
+
+    def _progress(self, begin: float, start: str | None = None):
+        if self.callback is None:
+            return None
+        user, scale, max_iter = self.callback, self.scale, self.options["max_iter"]
+
+        def report(state: dict) -> bool:
+            info = {"iteration": state["n_iter"], "max_iter": max_iter,
+                    "fro_error": scale * math.sqrt(2.0 * max(state["loss"], 0.0)),
+                    "elapsed": time.perf_counter() - begin}
+            if start is not None:
+                info["start"] = start
+            return bool(user(info))
+
+        return report
+
+    def chord(self, x, shape, offsets: list[int]) -> ChordOperator:
+        """The factor part of ``x`` in ``X``'s units (each factor takes an equal share of the scale)."""
+        import torch
+
+        values = x[: math.prod(shape)].view(shape).to(torch.float64).cpu().numpy()
+        return ChordOperator(values * self.scale ** (1.0 / shape[0]), np.asarray(offsets))
+
+
+def _config(split: HybridSplit) -> SFConfig:
+    return SFConfig(split.base, split.n_factors, split.n_offsets, split.count)
+
+
+def _score(dense: np.ndarray, split: HybridSplit, op: HybridOperator, begin: float, **info) -> _Point:
+    from ..metrics import frobenius_error
+
+    fro, rel = frobenius_error(dense, op.to_dense(), float(np.linalg.norm(dense)))
+    return _Point(split, op, fro, rel, time.perf_counter() - begin, **info)
+
+
+# =============================================================================== estimators
+class _ChordHybrid(Approximation):
+    """What sf+lr and sf+s share: validation, the plain SF end, the grid loop, the joint fits, the result.
+
+    Subclasses supply the grid (``_grid``), the other end (``_fit_end``) and
+    the correction: ``_begin`` (its start next to given factors),
+    ``_objective``, ``_phases`` / ``_refresh`` and ``_operator``.
+    """
+
+    _method = ""
+    _parameter_constraints = {
+        "budget": Interval(int, 1, None, allow_none=True),
+        "max_splits": Interval(int, 0, None),
+        "sf_params": (dict, None),
+        "random_state": Interval(int, 0, None),
+        "device": str,
+        "dtype": (str, None),
+    }
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, *, check_input: bool = True):
+        """Fit every split of the grid to the square matrix ``X`` and keep the best.
+
+        A ``KeyboardInterrupt`` stops the grid at once: the best point so far
+        (for the fit it cut short, its best iterate) is kept and
+        ``stop_reason_`` is ``"interrupted"``.  ``check_input=False`` skips
+        validating ``X`` (the caller did).
+        """
+        X = self._validate(X, check_input)
+        n = X.shape[0]
+        budget = sf_count(n) if self.budget is None else int(self.budget)
+        dense = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
+        self._resolve_device()
+        begin = time.perf_counter()
+        limit = self._time_limit()
+        deadline = None if limit is None else begin + limit
+        params = self._plain_params(n, budget)
+        if params is not None and limit is not None:
+            params["time_limit"] = PLAIN_SHARE * limit
+        plain = None if params is None else self._fit_plain(X, dense, params, budget)
+        points = [] if plain is None else [plain]
+        config = None if plain is None else _config(plain.split)
+        splits = [s for s in self._grid(n, budget, config) if s.role != "sf"]
+        if not splits and not points:
+            raise BudgetError(self._too_small(n, budget))
+        problem = None
+        # The closed-form end first, then the joint fits, each with an equal share of the time left.
+        splits.sort(key=lambda s: s.role not in ("lr", "sparse"))
+        joint = [s for s in splits if s.role not in ("lr", "sparse")]
+        for split in splits:
+            if points and points[-1].stop_reason == _INTERRUPTED:
+                break
+            if split.role in ("lr", "sparse"):
+                points.append(self._fit_end(X, dense, budget, split))
+            elif np.any(dense):  # (for the zero matrix both ends are exact already)
+                problem = problem or self._problem(n, dense, params)
+                left = len(joint) - joint.index(split)
+                problem.seconds = None if deadline is None else max(0.0, deadline - time.perf_counter()) / left
+                problem.deadline = None if deadline is None else time.perf_counter() + problem.seconds
+                points.append(self._fit_split(problem, split, plain if split.role == "sf+rest" else None))
+        self._set_result(n, budget, points, time.perf_counter() - begin)
+        return self
+
+    def _time_limit(self) -> float | None:
+        """The whole fit's time limit: ``sf_params["time_limit"]`` or ChordSF's default."""
+        import inspect
+
+        params = self.sf_params or {}
+        if "time_limit" in params:
+            return params["time_limit"]
+        return inspect.signature(ChordSF).parameters["time_limit"].default
+
+    def _resolve_device(self) -> None:
+        from .._device import resolve_device, resolve_dtype
+
+        device = resolve_device(self.device)
+        self._device, self._dtype = device, resolve_dtype(self.dtype, device)
+        self.device_, self.dtype_ = str(device), str(self._dtype).replace("torch.", "")
+
+    def _plain_params(self, n: int, budget: int) -> dict[str, Any] | None:
+        """``ChordSF`` keywords of the ``sf`` method at this budget (None: no structure fits)."""
+        params = dict(self.sf_params or {})
+        if not ({"n_factors", "base"} & params.keys()):
+            try:
+                config = sf_config_for_budget(n, budget)
+            except BudgetError:
+                return None
+            params.update(n_factors=config.n_factors, base=config.base)
+        return dict(random_state=self.random_state, device=self.device, dtype=self.dtype,
+                    callback=self.callback, **params)
+
+    def _fit_plain(self, X, dense: np.ndarray, params: dict[str, Any], budget: int) -> _Point | None:
+        est = _plain_sf(X, dense, params)
+        if est.n_stored_ > budget:
+            return None  # a structure forced through sf_params that does not fit is no grid point
+        m, _, k = est.factors_.shape
+        split = HybridSplit("sf", int(est.base), m, k, 0, 0, int(est.n_stored_))
+        point = _score(dense, split, HybridOperator(dense.shape[0], chord=est.operator_), 0.0,
+                       n_iter=int(est.n_iter_), stop_reason=est.stop_reason_, start="sf")
+        point.seconds = float(est.seconds_)  # its own fit time, also when reused
+        return point
+
+    def _problem(self, n: int, dense: np.ndarray, params: dict[str, Any] | None) -> _Problem:
+        import torch
+
+        from .._validation import check_memory
+        from ..chord import chord_offsets, default_n_factors
+        from ..sf._kernels import select_kernel
+        from ..sf.model import estimate_fit_memory
+
+        # ChordSF's own defaults (max_iter, tolerances, init, memory limit), not repeated here.
+        ref = ChordSF(**{k: v for k, v in (params or self.sf_params or {}).items() if k != "callback"})
+        itemsize = torch.empty((), dtype=self._dtype).element_size()
+        starts = 1 if ref.init in START_KINDS else len(START_KINDS)
+        # The joint fits hold the correction's target copies (3 N^2) besides what a plain fit holds.
+        check_memory(
+            estimate_fit_memory(n, default_n_factors(n), len(chord_offsets(n)), itemsize, ref.history_size,
+                                self._device.type, n_starts=starts, input_bytes=dense.nbytes)
+            + 3 * n * n * itemsize,
+            what=f"fitting {self._method} to the {n} x {n} matrix on {self._device.type}",
+            limit=ref.max_memory,
+        )
+        fro = float(np.linalg.norm(dense))
+        scale = fro / math.sqrt(n)  # ChordSF's "sqrt_n" scale: the loss is O(N) whatever X's units
+        target = torch.as_tensor(dense / scale, dtype=self._dtype, device=self._device)
+        kernel, _ = select_kernel(n, self._device.type)
+        inits = [ref.init] if ref.init in START_KINDS else list(START_KINDS)
+        options = {k: getattr(ref, k) for k in ("max_iter", "ftol", "gtol", "history_size")}
+        return _Problem(n, dense, fro, scale, target, kernel, options, None, inits, ref.init_noise, self.callback,
+                        self.random_state)
+
+    def _fit_split(self, pb: _Problem, split: HybridSplit, warm: _Point | None) -> _Point:
+        """Joint fit of one split: probe the starts, continue the best, in phases."""
+        from ..chord import chord_offsets
+
+        begin = time.perf_counter()
+        shape = (split.n_factors, pb.n, split.n_offsets)
+        if warm is not None:
+            offsets = warm.operator.chord.offsets.tolist()
+            values = warm.operator.chord.values / pb.scale ** (1.0 / split.n_factors)
+            starts = {"sf": pb.tensor(values).reshape(-1)}
+        else:
+            offsets = chord_offsets(pb.n).tolist()
+            starts = pb.factor_starts(shape)
+        name, corr, x, reason, n_iter = self._probe(pb, split, starts, shape, offsets, begin)
+        used = min(1.0, n_iter / pb.options["max_iter"]) if pb.options["max_iter"] else 0.0
+        for k, share in enumerate(self._phases(used)):
+            if reason == _INTERRUPTED:
+                break
+            if k:
+                corr, x = self._refresh(pb, corr, x, shape, offsets)
+            x, reason, it, _ = pb.minimize(self._objective(pb, corr, shape, offsets), x, share, begin)
+            n_iter += it
+        op = self._operator(pb, corr, x, shape, offsets)
+        return _score(pb.dense, split, op, begin, n_iter=n_iter, stop_reason=reason,
+                      start=f"{name} + {self._start_label}")
+
+    def _probe(self, pb: _Problem, split: HybridSplit, starts: dict, shape, offsets, begin: float):
+        """The start to continue: the only one, or the winner of ChordSF's race between the starts
+        (:func:`sfapprox.sf._multistart.race`, each within ``PROBE_SHARE`` of the point's budgets).
+
+        Returns the start's name, its correction, its best point, the stop reason and the iterations spent.
+        """
+        from ..sf import _solver
+
+        corrs, runs = {}, {}
+        for name, x_w in starts.items():
+            corrs[name], x0 = self._begin(pb, split, x_w, shape, offsets)
+            runs[name] = (self._objective(pb, corrs[name], shape, offsets), _solver.new_state(x0))
+        if len(runs) == 1:
+            (name, (_, state)), = runs.items()
+            return name, corrs[name], state["x"], "max_iter", 0
+        reason = "max_iter"
+        progress = {name: pb._progress(begin, name) for name in runs}
+        try:
+            reason = race(runs, pb.lbfgs_options, share_iter=max(1, round(PROBE_SHARE * pb.options["max_iter"])),
+                          share_time=None if pb.seconds is None else PROBE_SHARE * pb.seconds,
+                          callback=None if pb.callback is None else (lambda name, st: progress[name](st)))
+        except KeyboardInterrupt:
+            reason = _INTERRUPTED
+        name = best_run(runs)
+        n_iter = sum(int(st["n_iter"]) for _, st in runs.values())
+        return name, corrs[name], runs[name][1]["best_x"], reason, n_iter
+
+    @staticmethod
+    def _phases(used: float) -> list[float]:
+        return [1.0 - used]
+
+    def _refresh(self, pb, corr, x, shape, offsets):
+        return corr, x
+
+    # ------------------------------------------------------------------ result
+    def _set_result(self, n: int, budget: int, points: list[_Point], seconds: float) -> None:
+        best = min(points, key=lambda p: p.fro_error)
+        chord = best.operator.chord
+        self.operator_ = best.operator
+        self.n_stored_ = int(best.operator.n_stored)
+        self.fro_error_, self.rel_error_ = best.fro_error, best.rel_error
+        self.factors_ = np.zeros((0, n, 0)) if chord is None else chord.values
+        self.offsets_ = np.zeros(0, dtype=np.int64) if chord is None else chord.offsets
+        # Compute of the whole search: every grid point's own time (a reused plain fit counts its time).
+        self.seconds_ = float(sum(p.seconds for p in points))
+        self.wall_seconds_ = seconds
+        self.n_iter_ = int(sum(p.n_iter for p in points))
+        interrupted = any(p.stop_reason == _INTERRUPTED for p in points)
+        self.stop_reason_ = _INTERRUPTED if interrupted else best.stop_reason
+        self.grid_ = [self._record(p) for p in points]
+        chosen = {k: v for k, v in self._record(best).items() if k not in ("seconds", "fro_error", "rel_error")}
+        self.params_ = {**chosen, "budget": budget, "offsets": self.offsets_.tolist(),
+                        "max_splits": self.max_splits, "device": self.device_, "dtype": self.dtype_,
+                        "grid": self.grid_}
+        if best.stop_reason in ("max_iter", "time_limit") and best.split.role in ("split", "sf+rest"):
+            warnings.warn(
+                f"{self._method}: the chosen split stopped on its {best.stop_reason.replace('_', ' ')} "
+                "before its tolerances were met; increase max_iter / time_limit (sf_params) for a closer fit",
+                ConvergenceWarning,
+                stacklevel=4,  # this frame, the subclass's _set_result, fit, then the caller
+            )
+
+    def _common_record(self, p: _Point) -> dict[str, Any]:
+        s, chord = p.split, p.operator.chord
+        return {
+            "split": s.role,
+            "n_factors": s.n_factors,
+            "base": s.base if s.n_factors else None,
+            "sf_count": 0 if chord is None else chord.n_stored,
+            "count": int(p.operator.n_stored),
+            "fro_error": p.fro_error,
+            "rel_error": p.rel_error,
+            "seconds": p.seconds,
+            "iterations": p.n_iter,
+            "stop_reason": p.stop_reason,
+            "start": p.start,
+        }
+
+    # ------------------------------------------------------------------ use
+
+
+def hybrid_estimator(cls: type, budget: int, context, **extra: Any) -> "_ChordHybrid":
+    """The hybrid estimator a method registration makes: ``cls`` at ``budget`` with the run's settings.
+
+    The plain SF end and the joint fits take ChordSF's settings (iterations,
+    time, memory) through ``sf_params``; the paper protocol keeps base 2, so
+    the plain end is then the paper's reference structure, as the ``sf`` method's.
+    """
+    sf = {k: v for k, v in context.settings.apply_to(ChordSF).items() if k in ("max_iter", "time_limit", "max_memory")}
+    sf.update(context.structure)
+    if context.protocol == "paper":
+        sf.setdefault("base", 2)
+    return cls(budget=budget, sf_params=sf, callback=context.callback,
+               **context.settings.apply_to(cls, exclude=("max_iter", "time_limit", "max_memory")), **extra)

@@ -1,0 +1,170 @@
+"""sf+lr: Chord sparse factors plus a rank-r correction, fitted jointly at one budget."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from .._base import MethodSpec, register
+from ..budget import SFConfig, sf_min_budget, tsvd_count
+from ..sf.linop import HybridOperator
+from .base import _ChordHybrid, _orthonormal, _Point, _Problem, _score, hybrid_estimator
+from .grid import HybridSplit, sf_lr_splits
+from .objectives import _cat, _lr_objective
+
+__all__ = ["ChordLowRank"]
+
+
+class ChordLowRank(_ChordHybrid):
+    """sf+lr: Chord sparse factors plus a rank-``r`` correction, at one budget of stored numbers.
+
+    ``X ≈ W1 ... WM + U diag(s) V^T``, fitted jointly; the split of the budget
+    between the factors and the rank is chosen on the grid of
+    :func:`sfapprox.budget.sf_lr_splits`, whose ends are the ``sf`` method's
+    fit and TSVD at the same budget, so the result is never worse than the
+    better of the two.  Stored: ``N K M + r (2N + 1)``.
+
+    Parameters
+    ----------
+    budget : int or None, default=None
+        Stored-number budget; None is SF's reference count ``N K ceil(log2 N)``.
+    max_splits : int, default=3
+        Most ``"split"`` points (fewer factors, larger rank) tried besides the
+        two ends and ``"sf+rest"``; 0 tries only those.
+    sf_params : dict or None, default=None
+        Extra :class:`~sfapprox.sf.model.ChordSF` parameters (``max_iter``,
+        ``time_limit``, ``init``, ``ftol``, ...): the plain SF point gets them
+        as the ``sf`` method does, and every joint fit stops by the same
+        rules (``max_iter`` applies to each grid point).  ``time_limit``
+        bounds the whole fit: the plain SF point gets ``PLAIN_SHARE`` of it
+        and the joint fits share the rest equally (with ``time_limit=None``
+        the plain point is exactly the ``sf`` method's fit).
+    random_state : int, default=0
+    device : {"auto", "cpu", "cuda"}, default="auto"
+    dtype : {"float64", "float32"} or None, default=None
+        None: float64 on the CPU, float32 on a GPU.
+    callback : callable or None
+        Progress callback, as ChordSF's (called by every iterative fit).
+
+    Attributes
+    ----------
+    operator_ : HybridOperator
+        The surrogate (Chord part, ``U``, ``s``, ``Vt``).
+    factors_ : ndarray of shape (M, N, K)
+        The Chord part (``M = 0`` when TSVD alone won).
+    offsets_ : ndarray of shape (K,)
+    low_rank_ : tuple of ndarray
+        ``(U, s, Vt)``, ``U`` and ``V`` with orthonormal columns.
+    rank_ : int
+    n_stored_ : int
+        ``sf_lr_count(N, M, K, r)``, never above the budget.
+    fro_error_, rel_error_ : float
+    seconds_ : float
+        Compute time of the whole grid (each point's own time; a reused plain
+        SF fit counts its original time).
+    wall_seconds_ : float
+        Wall time of this ``fit`` call.
+    n_iter_ : int
+        L-BFGS iterations of the whole grid.
+    stop_reason_ : str
+        The chosen point's (``"exact"`` for TSVD; ``"interrupted"`` after a Ctrl-C).
+    grid_ : list of dict
+        Every point tried: split, counts, error, seconds, iterations, start.
+    params_ : dict
+        The chosen split (``split``, ``n_factors``, ``base``, ``rank``,
+        ``sf_count``, ``lr_count``, ``count``, ...) and the ``grid``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).random((16, 16))
+    >>> h = ChordLowRank(budget=200, sf_params={"max_iter": 50}, device="cpu").fit(X)
+    >>> h.n_stored_ <= 200, [p["split"] for p in h.params_["grid"]]
+    (True, ['lr', 'split', 'split'])
+    """
+
+    _method = "sf+lr"
+    _start_label = "tsvd(X - P)"
+
+    def __init__(
+        self,
+        *,
+        budget: int | None = None,
+        max_splits: int = 3,
+        sf_params: dict[str, Any] | None = None,
+        random_state: int = 0,
+        device: str = "auto",
+        dtype: str | None = None,
+        callback: Callable[[dict], bool | None] | None = None,
+    ):
+        self.budget = budget
+        self.max_splits = max_splits
+        self.sf_params = sf_params
+        self.random_state = random_state
+        self.device = device
+        self.dtype = dtype
+        self.callback = callback
+
+    def _grid(self, n: int, budget: int, plain: SFConfig | None) -> list[HybridSplit]:
+        return sf_lr_splits(n, budget, plain, max_splits=self.max_splits)
+
+    @staticmethod
+    def _too_small(n: int, budget: int) -> str:
+        return (f"budget {budget} is too small for sf+lr on a {n} x {n} matrix: neither a full-support "
+                f"Chord factorization nor one rank ({tsvd_count(n, 1)} numbers) fits")
+
+    def _fit_end(self, X, dense: np.ndarray, budget: int, split: HybridSplit) -> _Point:
+        """TSVD at the budget, exactly as the ``tsvd`` method fits it."""
+        from ..baselines.tsvd import TruncatedSVD
+
+        begin = time.perf_counter()
+        t = TruncatedSVD(budget=budget, random_state=self.random_state).fit(X, check_input=False)
+        return _score(dense, split, HybridOperator(dense.shape[0], low_rank=(t.U_, t.s_, t.Vt_)), begin)
+
+    def _begin(self, pb: _Problem, split: HybridSplit, x_w, shape, offsets):
+        """``U, V`` from the TSVD of ``X - P(W)`` (balanced: each takes ``sqrt(s)``)."""
+        from ..baselines.tsvd import TruncatedSVD
+
+        residual = pb.residual(x_w, shape, offsets).double().cpu().numpy()
+        t = TruncatedSVD(n_components=split.rank, random_state=self.random_state).fit(residual, check_input=False)
+        root = np.sqrt(t.s_)
+        return split.rank, _cat(x_w, pb.tensor(t.U_ * root), pb.tensor(t.Vt_.T * root))
+
+    def _objective(self, pb: _Problem, rank: int, shape, offsets):
+        return _lr_objective(pb.kernel, offsets, pb.target, shape, rank)
+
+    def _operator(self, pb: _Problem, rank: int, x, shape, offsets) -> HybridOperator:
+        import torch
+
+        tail = x[math.prod(shape) :].to(torch.float64).cpu().numpy()
+        U = tail[: pb.n * rank].reshape(pb.n, rank) * pb.scale
+        V = tail[pb.n * rank :].reshape(pb.n, rank)
+        return HybridOperator(pb.n, chord=pb.chord(x, shape, offsets), low_rank=_orthonormal(U, V))
+
+    def _record(self, p: _Point) -> dict[str, Any]:
+        rank = p.operator.rank
+        return {**self._common_record(p), "rank": rank, "lr_count": tsvd_count(p.operator.shape[0], rank)}
+
+    def _set_result(self, n, budget, points, seconds) -> None:
+        super()._set_result(n, budget, points, seconds)
+        self.low_rank_ = (self.operator_.U, self.operator_.s, self.operator_.Vt)
+        self.rank_ = self.operator_.rank
+
+
+
+
+# =============================================================================== registration
+register(
+    MethodSpec(
+        name="sf+lr",
+        summary="Chord factors + low rank, budget split chosen on a grid (ends: sf, tsvd)",
+        stores="N·K·M′ + r·(2N + 1)",
+        make=lambda n, budget, context: hybrid_estimator(ChordLowRank, budget, context),
+        min_budget=lambda n, context: min(b for b in (sf_min_budget(n), tsvd_count(n, 1)) if b is not None),
+        order=50,
+        label="SF + low rank",
+    )
+)

@@ -1,0 +1,173 @@
+"""Several starts, one fit: the start routine and the race between starts.
+
+Used by :class:`~sfapprox.sf.model.ChordSF` (``init="auto"``) and by the hybrids
+(sf+lr, sf+s), so that both draw the same starts from the same seeds and pick
+the one to continue by the same rule.
+
+* :func:`start_values` is the one start routine: ``"reference"`` (every value
+  ``1/K`` times ``1 + noise``, the reference code's) or ``"identity"`` (each
+  factor near the identity), with one random stream per kind of start
+  (``[seed, i]``), so ``init="auto"`` and ``init="identity"`` start alike.
+* :func:`race` runs L-BFGS from each start in rounds (100 iterations, then
+  200, 400, ...) within a probe share of the iteration and time budgets; a
+  start whose error is :data:`MARGIN` times the best one's drops out.
+* :func:`multistart` races, then continues the best start with what is left.
+
+Runs are ``{name: (objective, solver state)}`` (:func:`~sfapprox.sf._solver.new_state`);
+a Ctrl-C propagates from :func:`race` and is turned into the stop reason
+``"interrupted"`` by :func:`multistart`, with every state's best point kept.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from ._solver import LBFGSOptions, StopReason, lbfgs
+
+__all__ = ["START_KINDS", "FIRST", "MARGIN", "start_noise", "start_values", "race", "multistart", "best_run"]
+
+#: The kinds of start, in the order of their random streams.
+START_KINDS = ("reference", "identity")
+#: Iterations of each start in the first round of a race (then doubled each round).
+FIRST = 100
+#: A start whose error is this many times the best start's drops out of the race.
+MARGIN = 1.15
+
+Run = tuple[Callable, dict]
+
+
+def start_noise(kind: str, init_noise: float | None = None) -> float:
+    """Noise amplitude of a start: ``init_noise`` when given; 0.01 for reference, 0.1 for identity
+    (the identity start needs larger noise to break the symmetry between offsets)."""
+    if init_noise is not None:
+        return init_noise
+    return 0.1 if kind == "identity" else 0.01
+
+
+def start_values(kinds, seed: int, shape: tuple[int, int, int], init_noise: float | None = None) -> dict[str, np.ndarray]:
+    """Starting factor values of each kind in ``kinds``, shape ``(M, N, K)``.
+
+    ``"reference"``: every value ``1/K`` times ``(1 + uniform noise)`` (each
+    factor starts as a local average).  ``"identity"``: the offset-0 value 1,
+    the others noise (each factor starts near the identity, the product near
+    ``I``), which suits sparse graphs whose best surrogate is far from an
+    average.  Both apply to the butterfly (``K = 2``).
+
+    Examples
+    --------
+    >>> v = start_values(["identity"], 0, (2, 4, 3))["identity"]
+    >>> v.shape, bool(abs(v[:, :, 0] - 1).max() <= 0.1)
+    ((2, 4, 3), True)
+    """
+    out = {}
+    for i, kind in enumerate(START_KINDS):
+        if kind not in kinds:
+            continue
+        rng = np.random.default_rng([seed, i])  # one stream per kind of start
+        jitter = rng.uniform(-1.0, 1.0, size=shape)
+        noise = start_noise(kind, init_noise)
+        if kind == "identity":
+            values = noise * jitter
+            values[:, :, 0] += 1.0
+        else:
+            values = (1.0 + noise * jitter) / shape[2]
+        out[kind] = values
+    return out
+
+
+def release_history(state: dict) -> None:
+    """Drop a solver state's L-BFGS pairs (``2 m`` vectors): a start that lost needs only its best point."""
+    for key in ("pairs", "S", "Y"):
+        if key in state:
+            state[key] = None
+
+
+def best_run(runs: dict[str, Run]) -> str:
+    """The name of the run whose state holds the lowest loss seen."""
+    return min(runs, key=lambda k: runs[k][1]["best_loss"])
+
+
+def race(
+    runs: dict[str, Run],
+    options: Callable[[int, float | None], LBFGSOptions],
+    *,
+    share_iter: int,
+    share_time: float | None,
+    callback: Callable[[str, dict], bool | None] | None = None,
+) -> str:
+    """Run the starts in rounds until one is clearly best or each used its share.
+
+    Round r runs each live start up to ``FIRST * 2**r`` iterations (at most
+    ``share_iter``), within ``share_time`` seconds per start; after each
+    round a start whose error is :data:`MARGIN` times the best one's drops
+    out.  Where one start is clearly better (most matrices) the loser costs a
+    few hundred iterations instead of a whole share; where they stay close,
+    each gets its full share.  ``options(max_iter, time_limit)`` makes the
+    solver options of one leg; ``callback(name, state)`` is called after each
+    iteration (True stops everything).  Returns the last stop reason
+    (``"callback"`` when asked to stop).
+    """
+    used = {name: 0.0 for name in runs}
+    alive = list(runs)
+    reason = StopReason.MAX_ITER
+    checkpoint = min(FIRST, share_iter)
+    while True:
+        for name in alive:
+            fun, st = runs[name]
+            left = None if share_time is None else share_time - used[name]
+            if st["n_iter"] >= checkpoint or (left is not None and left <= 0):
+                continue
+            report = None if callback is None else (lambda s, name=name: callback(name, s))
+            t0 = time.perf_counter()
+            reason = lbfgs(fun, st, options(checkpoint, left), report)
+            used[name] += time.perf_counter() - t0
+            if reason == StopReason.CALLBACK:
+                return reason
+        best = min(runs[k][1]["best_loss"] for k in alive)
+        # Losses are half squared errors: an error ratio r is a loss ratio r^2.
+        alive = [k for k in alive if runs[k][1]["best_loss"] <= best * MARGIN**2]
+        out_of_time = share_time is not None and all(used[k] >= share_time for k in alive)
+        if len(alive) == 1 or checkpoint >= share_iter or out_of_time:
+            return reason
+        checkpoint = min(2 * checkpoint, share_iter)
+
+
+def multistart(
+    runs: dict[str, Run],
+    options: Callable[[int, float | None], LBFGSOptions],
+    *,
+    max_iter: int,
+    time_limit: float | None,
+    probe: float,
+    callback: Callable[[str, dict], bool | None] | None = None,
+) -> tuple[str, str]:
+    """Race the starts (each within ``probe`` of the budgets), then continue the best one.
+
+    Iterations spent on a losing start count against ``max_iter``; the time
+    of the whole fit stays within ``time_limit``.  A Ctrl-C or a callback
+    asking to stop ends the whole fit; either way every state keeps the best
+    point it saw.  Returns ``(name of the best run, stop reason)``.
+    """
+    begin = time.perf_counter()
+    reason = StopReason.MAX_ITER
+    try:
+        if len(runs) > 1:
+            share_time = None if time_limit is None else probe * time_limit
+            reason = race(runs, options, share_iter=max(1, int(probe * max_iter)), share_time=share_time,
+                          callback=callback)
+        if reason != StopReason.CALLBACK:
+            name = best_run(runs)
+            for other, (_, st) in runs.items():
+                if other != name:  # a losing start keeps only its best point: free its L-BFGS history
+                    release_history(st)
+            spent = sum(st["n_iter"] for k, (_, st) in runs.items() if k != name)
+            left = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - begin))
+            fun, st = runs[name]
+            report = None if callback is None else (lambda s: callback(name, s))
+            reason = lbfgs(fun, st, options(max(0, max_iter - spent), left), report)
+    except KeyboardInterrupt:
+        reason = StopReason.INTERRUPTED
+    return best_run(runs), reason

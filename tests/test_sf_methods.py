@@ -1,0 +1,46 @@
+"""The SF methods' structure choice: the budget's largest structure, capped by what the time allows."""
+
+import numpy as np
+import pytest
+
+from sfapprox import FitSettings, compare
+from sfapprox._base import RunContext
+from sfapprox.budget import sf_config_for_budget, sf_count
+from sfapprox.chord import min_full_factors, support_offsets
+from sfapprox.sf import methods as M
+
+
+def test_without_a_time_limit_the_budget_alone_decides():
+    config = sf_config_for_budget(300, 2 * sf_count(300))
+    assert M.affordable_structure(300, config, None) == config
+    est = M.sf_estimator(300, 2 * sf_count(300), RunContext(FitSettings(time_limit=None, device="cpu")))
+    assert est.n_factors == config.n_factors
+
+
+def test_a_tight_time_limit_caps_the_factors(monkeypatch):
+    config = sf_config_for_budget(300, 2 * sf_count(300))
+    fewest = min_full_factors(300, support_offsets(300, "chord", config.base))
+    monkeypatch.setattr(M, "_evaluation_seconds", lambda n, offsets, m: 1e-3 * m)  # 1 ms per factor
+    capped = M.affordable_structure(300, config, time_limit=1e-3 * M.MIN_EVALS * (fewest + 1))
+    assert capped.n_factors == fewest + 1 < config.n_factors
+    assert capped.count == 300 * config.n_offsets * capped.n_factors and capped.base == config.base
+    never_below = M.affordable_structure(300, config, time_limit=1e-6)
+    assert never_below.n_factors == fewest  # full support is kept, whatever the time
+    roomy = M.affordable_structure(300, config, time_limit=1e6)
+    assert roomy == config
+
+
+def test_the_cap_is_measured_and_within_budget():
+    X = np.random.default_rng(0).random((200, 200))
+    c = compare(X, ["sf"], budget=2 * sf_count(200), time_limit=0.05, max_iter=3, device="cpu")
+    row = c.results[0]
+    assert row.status == "ok" and row.nnz <= c.budget
+    assert row.params["n_factors"] < sf_config_for_budget(200, 2 * sf_count(200)).n_factors
+
+
+@pytest.mark.parametrize("support", ["symmetric", "butterfly"])
+def test_other_supports(support):
+    n = 64
+    config = sf_config_for_budget(n, 2 * sf_count(n), support=support)
+    out = M.affordable_structure(n, config, 1e-9)
+    assert out.support == support and out.n_factors <= config.n_factors
