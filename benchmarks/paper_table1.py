@@ -88,7 +88,7 @@ def main() -> int:
         X = m.to_dense()
         n = X.shape[0]
         M = math.ceil(math.log2(n))
-        tsvd = TruncatedSVD(rank=math.ceil(M * M / 2)).fit(X)
+        tsvd = TruncatedSVD(n_components=math.ceil(M * M / 2)).fit(X)
         tsvd_err = float(np.linalg.norm(X - tsvd.to_dense()))
         t0 = time.perf_counter()
         sf = sfapprox.ChordSF(device="cpu", **extra).fit(X)

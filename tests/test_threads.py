@@ -107,7 +107,12 @@ def test_chordsf_threads_parameter_and_attribute():
     before = torch.get_num_threads()
     sf = ChordSF(max_iter=20, device="cpu").fit(X)
     assert sf.threads_ == 1  # small work: one thread
-    assert ChordSF()._work(1024, 10) == 1024 * 256 and ChordSF()._work(64, 6) == 64 * 64
+    # The work that decides threads is one kernel operation: a 256-column panel at N = 1024, the
+    # whole matrix at N = 64 (whichever kernel runs: compiled, dense or panels).
+    from sfapprox.sf import _kernels
+
+    assert _kernels.operation_numbers(1024, "panels") == 1024 * 256 and ChordSF()._work(64, 6) == 64 * 64
+    assert ChordSF()._work(1024, 10) == _kernels.operation_numbers(1024, _kernels.select_kernel(1024, "cpu")[1])
     sf = ChordSF(max_iter=20, device="cpu", threads=2).fit(X)
     assert sf.threads_ == 2
     assert torch.get_num_threads() == before
