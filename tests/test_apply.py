@@ -148,7 +148,7 @@ def test_unknown_backend(monkeypatch):
 
 
 def test_numba_requested_but_missing(monkeypatch):
-    monkeypatch.setattr(_apply, "_NUMBA", False)
+    monkeypatch.setattr(_apply._COMPILED, "module", False)
     monkeypatch.setattr(_apply, "BACKEND", "numba")
     with pytest.raises(ParameterError, match="numba is not available"):
         _apply.backend()
@@ -163,7 +163,7 @@ def test_failed_compile_falls_back_with_a_warning(monkeypatch):
                 raise RuntimeError("LLVM exploded")
             return kernel
 
-    monkeypatch.setattr(_apply, "_NUMBA", Broken())
+    monkeypatch.setattr(_apply._COMPILED, "module", Broken())
     monkeypatch.setattr(_apply, "BACKEND", "auto")
     stack, D = _stack("chord", 9, np.random.default_rng(6))
     x = np.ones(9)
