@@ -24,15 +24,6 @@ CASES = [
 ]
 
 
-@pytest.fixture(params=["numba", "scipy"])
-def backend(request, monkeypatch):
-    """Run a test once per backend (scipy's mmio/fmm habit: both implementations, the same tests)."""
-    if request.param == "numba" and not _apply._numba_kernels():
-        pytest.skip("numba is not available")
-    monkeypatch.setattr(_apply, "BACKEND", request.param)
-    return request.param
-
-
 def _stack(support, n, rng, n_factors=None):
     """A random FactorStack and its dense matrix (built factor by factor, independently of the kernels)."""
     if support == "butterfly":
