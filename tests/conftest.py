@@ -26,3 +26,14 @@ def _no_convergence_warnings():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         yield
+
+
+@pytest.fixture(params=["numba", "scipy"])
+def backend(request, monkeypatch):
+    """Run a test once per apply backend (scipy's mmio/fmm habit: both implementations, the same tests)."""
+    from sfapprox.sf import _apply
+
+    if request.param == "numba" and not _apply._numba_kernels():
+        pytest.skip("numba is not available")
+    monkeypatch.setattr(_apply, "BACKEND", request.param)
+    return request.param

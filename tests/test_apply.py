@@ -24,15 +24,6 @@ CASES = [
 ]
 
 
-@pytest.fixture(params=["numba", "scipy"])
-def backend(request, monkeypatch):
-    """Run a test once per backend (scipy's mmio/fmm habit: both implementations, the same tests)."""
-    if request.param == "numba" and not _apply._numba_kernels():
-        pytest.skip("numba is not available")
-    monkeypatch.setattr(_apply, "BACKEND", request.param)
-    return request.param
-
-
 def _stack(support, n, rng, n_factors=None):
     """A random FactorStack and its dense matrix (built factor by factor, independently of the kernels)."""
     if support == "butterfly":
@@ -148,7 +139,7 @@ def test_unknown_backend(monkeypatch):
 
 
 def test_numba_requested_but_missing(monkeypatch):
-    monkeypatch.setattr(_apply, "_NUMBA", False)
+    monkeypatch.setattr(_apply._COMPILED, "module", False)
     monkeypatch.setattr(_apply, "BACKEND", "numba")
     with pytest.raises(ParameterError, match="numba is not available"):
         _apply.backend()
@@ -163,7 +154,7 @@ def test_failed_compile_falls_back_with_a_warning(monkeypatch):
                 raise RuntimeError("LLVM exploded")
             return kernel
 
-    monkeypatch.setattr(_apply, "_NUMBA", Broken())
+    monkeypatch.setattr(_apply._COMPILED, "module", Broken())
     monkeypatch.setattr(_apply, "BACKEND", "auto")
     stack, D = _stack("chord", 9, np.random.default_rng(6))
     x = np.ones(9)

@@ -33,16 +33,20 @@ def test_factor_to_dense_positions():
     assert int((D != 0).sum()) == 20
 
 
+@pytest.mark.parametrize("kernel", ["shifts", "numba"])
 @pytest.mark.parametrize("n", [3, 6, 9])
-def test_gradcheck(n):
-    """The hand-written gradient is checked against finite differences (torch.autograd.gradcheck)."""
+def test_gradcheck(n, kernel):
+    """The hand-written gradients (torch shifts, compiled) against finite differences (torch.autograd.gradcheck)."""
+    if kernel == "numba" and not K._numba_module():
+        pytest.skip("numba is not available")
+    fn = K.loss_and_grad_numba if kernel == "numba" else K.loss_and_grad
     ws, offs = _stack(n, seed=1)
     X = torch.randn(n, n, dtype=torch.float64)
 
     class Loss(torch.autograd.Function):
         @staticmethod
         def forward(ctx, w):
-            loss, grad = K.loss_and_grad(w, offs, X)
+            loss, grad = fn(w, offs, X)
             ctx.save_for_backward(grad)
             return loss
 
@@ -150,7 +154,7 @@ def test_panels_with_any_offsets(support, n, panel):
 
 def test_kernel_selection(monkeypatch):
     # Without numba (or with a broken one): dense factors for small N, panels above, on the CPU.
-    monkeypatch.setattr(K, "_NUMBA", False)
+    monkeypatch.setattr(K._COMPILED, "module", False)
     assert K.select_kernel(100, "cpu")[1] == "dense"
     assert K.select_kernel(K.DENSE_MAX_N + 1, "cpu")[1] == "panels"
     assert K.select_kernel(1000, "cpu")[1] == "panels"
@@ -228,28 +232,6 @@ def test_numba_kernel_blocks_for_large_n(monkeypatch):
 
 
 @needs_numba
-@pytest.mark.parametrize("n", [3, 6, 9])
-def test_numba_gradcheck(n):
-    """The compiled gradient against finite differences (torch.autograd.gradcheck)."""
-    ws, offs = _stack(n, seed=11)
-    X = torch.randn(n, n, dtype=torch.float64)
-
-    class Loss(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, w):
-            loss, grad = K.loss_and_grad_numba(w, offs, X)
-            ctx.save_for_backward(grad)
-            return loss
-
-        @staticmethod
-        def backward(ctx, out):
-            (grad,) = ctx.saved_tensors
-            return out * grad
-
-    assert torch.autograd.gradcheck(Loss.apply, (ws.clone().requires_grad_(True),), eps=1e-6, atol=1e-5)
-
-
-@needs_numba
 def test_numba_kernel_float32_and_strided_input():
     ws, offs = _stack(20, seed=12)
     X = torch.randn(40, 40, dtype=torch.float64)[::2, ::2]  # not contiguous
@@ -271,7 +253,7 @@ def test_numba_kernel_returns_non_finite_loss():
 
 
 def test_numba_kernel_falls_back_when_numba_is_missing(monkeypatch):
-    monkeypatch.setattr(K, "_NUMBA", False)
+    monkeypatch.setattr(K._COMPILED, "module", False)
     ws, offs = _stack(24, seed=14)
     X = torch.randn(24, 24, dtype=torch.float64)
     loss, grad = K.loss_and_grad(ws, offs, X)
@@ -287,11 +269,11 @@ def test_numba_kernel_falls_back_when_it_fails_to_compile(monkeypatch):
         def loss_and_grad(*args):
             raise RuntimeError("LLVM ERROR: simulated")
 
-    monkeypatch.setattr(K, "_NUMBA", Broken)
+    monkeypatch.setattr(K._COMPILED, "module", Broken)
     ws, offs = _stack(130, seed=15, m=3)
     X = torch.randn(130, 130, dtype=torch.float64)
     with pytest.warns(RuntimeWarning, match="compiled SF fitting kernel failed"):
         loss_n, grad_n = K.loss_and_grad_numba(ws, offs, X)
-    assert K._NUMBA is False and K.select_kernel(130, "cpu")[1] == "panels"
+    assert K._COMPILED.module is False and K.select_kernel(130, "cpu")[1] == "panels"
     loss, grad = K.loss_and_grad(ws, offs, X)
     assert torch.allclose(loss_n, loss, rtol=1e-12) and torch.allclose(grad_n, grad, rtol=1e-10, atol=1e-10)

@@ -52,14 +52,6 @@ from sfapprox.sf import _apply  # noqa: E402
 torch = pytest.importorskip("torch")
 
 
-@pytest.fixture(params=["numba", "scipy"])
-def backend(request, monkeypatch):
-    if request.param == "numba" and not _apply._numba_kernels():
-        pytest.skip("numba is not available")
-    monkeypatch.setattr(_apply, "BACKEND", request.param)
-    return request.param
-
-
 def _chord(support, n, rng, n_factors=None):
     if support == "butterfly":
         return ChordOperator(rng.standard_normal((n_factors or n.bit_length() - 1, n, 2)) / 1.5, support="butterfly")

@@ -30,9 +30,10 @@ module from ``ChordOperator.to_torch`` instead.
 from __future__ import annotations
 
 import os
-import warnings
 
 import numpy as np
+
+from ._compiled import CompiledModule
 
 __all__ = [
     "BACKEND",
@@ -54,34 +55,13 @@ BACKENDS = ("auto", "numba", "scipy")
 #: scipy), ``"numba"`` or ``"scipy"``.  Read on every call, so tests and users can switch it.
 BACKEND: str = os.environ.get("SFAPPROX_APPLY_BACKEND", "auto")
 
-# None: not tried yet; False: unavailable (missing or failed to compile); else the module.
-_NUMBA = None
+_COMPILED = CompiledModule("sfapprox.sf._apply_numba", "apply kernels",
+                           "scipy sparse factors (correct, 1.2-5x slower)")
 
 
 def _numba_kernels():
-    """The compiled-kernel module, or False when numba is missing (imported once per process)."""
-    global _NUMBA
-    if _NUMBA is None:
-        try:
-            from . import _apply_numba
-        except ImportError:  # numba not installed, or installed against another numpy
-            _NUMBA = False
-        except Exception as exc:  # e.g. no writable folder for numba's cache
-            _numba_failed(exc)
-        else:
-            _NUMBA = _apply_numba
-    return _NUMBA
-
-
-def _numba_failed(exc: Exception) -> None:
-    global _NUMBA
-    _NUMBA = False
-    warnings.warn(
-        f"sfapprox: the compiled apply kernels failed ({type(exc).__name__}: {exc}); "
-        "falling back to scipy sparse factors (correct, 1.2-5x slower). Reinstall numba to restore them.",
-        RuntimeWarning,
-        stacklevel=4,
-    )
+    """The compiled-kernel module, or False when numba is missing or broken (imported once per process)."""
+    return _COMPILED.get()
 
 
 def backend() -> str:
@@ -255,7 +235,7 @@ class FactorStack:
             try:
                 return self._apply_numba(B, transpose)
             except Exception as exc:  # a failed compile (broken llvmlite, ...) must not break apply
-                _numba_failed(exc)
+                _COMPILED.failed(exc)
         return self._apply_scipy(B, transpose)
 
     def _apply_numba(self, B: np.ndarray, transpose: bool) -> np.ndarray:

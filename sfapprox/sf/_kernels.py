@@ -15,11 +15,12 @@ functions are pure: tensors in, tensors out.
 from __future__ import annotations
 
 import functools
-import warnings
 from collections.abc import Sequence
 
 import numpy as np
 import torch
+
+from ._compiled import CompiledModule
 
 __all__ = [
     "apply_factor",
@@ -305,35 +306,13 @@ def numba_width(n: int) -> int:
     return n if n <= NUMBA_SINGLE_BLOCK_MAX_N else NUMBA_PANEL
 
 
-# None: not tried yet; False: unavailable (missing, or failed to import or compile); else the module.
-_NUMBA = None
+_COMPILED = CompiledModule("sfapprox.sf._kernels_numba", "SF fitting kernel",
+                           "the numpy/torch kernels (same results, 2-10x slower)")
 
 
 def _numba_module():
     """The compiled-kernel module, or False when numba is missing or broken (imported once per process)."""
-    global _NUMBA
-    if _NUMBA is None:
-        try:
-            from . import _kernels_numba
-        except ImportError:  # numba not installed, or installed against another numpy
-            _NUMBA = False
-        except Exception as exc:  # e.g. an llvmlite that does not load
-            _numba_failed(exc)
-        else:
-            _NUMBA = _kernels_numba
-    return _NUMBA
-
-
-def _numba_failed(exc: Exception) -> None:
-    global _NUMBA
-    _NUMBA = False
-    warnings.warn(
-        f"sfapprox: the compiled SF fitting kernel failed ({type(exc).__name__}: {exc}); "
-        "falling back to the numpy/torch kernels (same results, 2-10x slower). "
-        "Reinstall numba to restore it.",
-        RuntimeWarning,
-        stacklevel=4,
-    )
+    return _COMPILED.get()
 
 
 @functools.lru_cache(maxsize=32)
@@ -367,7 +346,7 @@ def loss_and_grad_numba(
         try:
             loss = module.loss_and_grad(w, target, fwd, bwd, numba_width(n), grad)
         except Exception as exc:  # a failed compile (broken llvmlite, unwritable cache, ...)
-            _numba_failed(exc)
+            _COMPILED.failed(exc)
         else:
             # from_numpy: a third of torch.tensor's cost, which counts at tens of microseconds per call
             return torch.from_numpy(np.array(loss, dtype=w.dtype)), torch.from_numpy(grad)

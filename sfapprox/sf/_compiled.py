@@ -1,0 +1,63 @@
+"""Optional compiled (numba) modules: imported on first use, given up for the process when they fail.
+
+The compiled kernels (:mod:`._apply_numba`, :mod:`._kernels_numba`) are an
+optimisation, never a requirement: numba may be missing, built against
+another numpy, or unable to compile (a broken llvmlite, an unwritable cache
+folder).  Each user holds one :class:`CompiledModule`; a failure on import or
+on the first call (when numba compiles) warns once and switches that user to
+its pure numpy/torch/scipy path for the rest of the process.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from types import ModuleType
+
+
+class CompiledModule:
+    """One optional compiled module and the path its user falls back to.
+
+    Parameters
+    ----------
+    name : str
+        The module's import name.
+    what : str
+        What it computes, for the warning ("apply kernels").
+    fallback : str
+        What runs instead, for the warning ("scipy sparse factors (correct, 1.2-5x slower)").
+
+    Examples
+    --------
+    >>> missing = CompiledModule("sfapprox.no_such_module", "demo kernels", "numpy")
+    >>> missing.get()
+    False
+    """
+
+    def __init__(self, name: str, what: str, fallback: str):
+        self.name = name
+        self.what = what
+        self.fallback = fallback
+        # None: not tried yet; False: unavailable; else the module (tests set False to force the fallback).
+        self.module: ModuleType | bool | None = None
+
+    def get(self) -> ModuleType | bool:
+        """The module, or False when it is missing or broken (imported once per process)."""
+        if self.module is None:
+            try:
+                self.module = importlib.import_module(self.name)
+            except ImportError:  # numba not installed, or installed against another numpy
+                self.module = False
+            except Exception as exc:  # e.g. an llvmlite that does not load
+                self.failed(exc)
+        return self.module
+
+    def failed(self, exc: Exception) -> None:
+        """Give the module up for this process, with one warning saying what runs instead."""
+        self.module = False
+        warnings.warn(
+            f"sfapprox: the compiled {self.what} failed ({type(exc).__name__}: {exc}); "
+            f"falling back to {self.fallback}. Reinstall numba to restore them.",
+            RuntimeWarning,
+            stacklevel=4,
+        )
