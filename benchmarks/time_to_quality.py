@@ -44,17 +44,10 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-#: name, file under the data folder, paper SF (Table 1) — the rows marked ✓ in realdata/README.md.
-CASES = [
-    ("strike", "pajek/strike.paj", 1.04),
-    ("sawmill", "pajek/Sawmill.net", 1.03),
-    ("mexican_power", "pajek/mexican_power.paj", 1.71),
-    ("world_trade", "pajek/world_trade.paj", 4.47e4),
-    ("mesh1e1", "suitesparse/mesh1e1_structural_48_48_177.mtx", 9.82),
-    ("mesh2e1", "suitesparse/mesh2e1.mtx", 347),
-    ("webkb_cornell", "linqs_webkb/cornell.cites", 4.80),
-    ("aura_sonar", "chen2009_similarity/aural_sonar.mat", 8.68),
-]
+# The 8 reproducible Table 1 matrices (the rows marked ✓ in realdata/README.md): name, file under the
+# data folder, loader options, paper TSVD, paper SF — one list, paper_table1.py's.
+from paper_table1 import CASES  # noqa: E402
+
 #: The goal of issue 12: every matrix at the paper's SF figure within this many seconds.
 GOAL_SECONDS = 5.0
 
@@ -263,10 +256,10 @@ def main() -> int:
             "command": "python " + " ".join([Path(sys.argv[0]).as_posix()] + sys.argv[1:]),
             "sfapprox": str(Path(sfapprox.__file__).resolve().parent), "methods": methods}
     rows = []
-    for name, rel, paper_sf in CASES:
+    for name, rel, opts, _, paper_sf in CASES:
         if only and name not in only:
             continue
-        X = sfapprox.load_matrix(data / rel).to_dense()
+        X = sfapprox.load_matrix(data / rel, **opts).to_dense()
         row = {"matrix": name, "n": X.shape[0], "paper_sf": paper_sf, "horizon": args.horizon,
                "loadavg": os.getloadavg()[0]}
         if "sf" in methods:
