@@ -79,6 +79,9 @@ def estimate(n: int) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="1024,2048,4096")
+    ap.add_argument("--iters", type=int, default=3,
+                    help="iterations per fit; 150 or more fills both racing starts' L-BFGS histories (the "
+                         "CPU loop writes its pair buffer as it goes, so a short fit touches only part of it)")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     rows = []
@@ -87,7 +90,7 @@ def main() -> int:
             path = Path(tmp) / f"x{n}.npy"
             np.save(path, np.random.default_rng(n).random((n, n)))
             est = estimate(n)
-            common = ["fit", str(path), "--iters", "3", "--time-limit", "0", "--device", "cpu", "--quiet"]
+            common = ["fit", str(path), "--iters", str(args.iters), "--time-limit", "0", "--device", "cpu", "--quiet"]
             t0 = time.perf_counter()
             free = run(common)
             seconds = time.perf_counter() - t0
@@ -102,12 +105,13 @@ def main() -> int:
             print(json.dumps(rows[-1]), flush=True)
     OUT.mkdir(parents=True, exist_ok=True)
     meta = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "date": time.strftime("%Y-%m-%d"),
-            "command": "python benchmarks/memory.py" + ("" if args.sizes == "1024,2048,4096" else f" --sizes {args.sizes}")}
+            "command": "python benchmarks/memory.py" + ("" if args.sizes == "1024,2048,4096" else f" --sizes {args.sizes}")
+            + ("" if args.iters == 3 else f" --iters {args.iters}"), "iters": args.iters}
     (OUT / "memory.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
     mb = lambda b: f"{b / 2**20:,.0f} MB"  # noqa: E731
     lines = [f"# Peak memory of `sfapprox fit` against `--max-memory` ({meta['date']})", "",
              f"Machine: {meta['machine']}. Command: `{meta['command']}`. Input: a random dense N x N float64 "
-             "`.npy`; `fit --iters 3 --time-limit 0 --device cpu`, one fresh process per row.", "",
+             f"`.npy`; `fit --iters {args.iters} --time-limit 0 --device cpu`, one fresh process per row.", "",
              "| N | estimate (what --max-memory is checked against) | allocated by the fit (peak − interpreter) "
              "| allocated / estimate | interpreter + libraries | `--max-memory` = estimate | = 0.9 × estimate |",
              "|---|---|---|---|---|---|---|"]
