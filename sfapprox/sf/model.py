@@ -40,6 +40,12 @@ __all__ = ["ChordSF", "fit_sf", "estimate_fit_memory"]
 #: (thread pools, allocator caches; measured about 35 MB on the CPU), counted in every estimate.
 LIBRARY_WORKING_SET = 64 << 20
 
+#: Bytes numba and llvmlite take on the first compiled fit of a process: importing them and compiling
+#: the kernels (first run after installing) or loading them from numba's cache.  Measured beyond
+#: LIBRARY_WORKING_SET at N = 64: 44 MB from the cache, 88 MB compiling; counted when the compiled
+#: kernel is the one that will run.
+COMPILED_WORKING_SET = 128 << 20
+
 
 def estimate_fit_memory(
     n: int,
@@ -65,7 +71,8 @@ def estimate_fit_memory(
     a few vectors of ``N K M`` values for each of the ``n_starts`` starts
     that race (``n_offsets`` is the number of values per row: 2 for
     ``support="butterfly"``), the scoring of the result in float64 (the
-    product and the residual, ``2 N^2``), and :data:`LIBRARY_WORKING_SET`.
+    product and the residual, ``2 N^2``), :data:`LIBRARY_WORKING_SET`, and
+    :data:`COMPILED_WORKING_SET` when the compiled kernel will run.
     Measured against the peak resident memory in ``benchmarks/memory.py``.
     """
     if support == "butterfly":
@@ -81,7 +88,8 @@ def estimate_fit_memory(
         workspace = workspace_numbers(n, n_factors, kind, reach)
     numbers = n * n + workspace
     numbers += max(1, n_starts) * (2 * history_size + 8) * n * n_offsets * n_factors
-    return numbers * itemsize + 2 * n * n * 8 + int(input_bytes) + LIBRARY_WORKING_SET
+    libraries = LIBRARY_WORKING_SET + (COMPILED_WORKING_SET if kind == "numba" else 0)
+    return numbers * itemsize + 2 * n * n * 8 + int(input_bytes) + libraries
 
 
 def _nbytes(X) -> int:
