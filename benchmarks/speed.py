@@ -34,7 +34,6 @@ OUT = ROOT / "benchmarks" / "results"
 
 
 def _one(n: int, kind: str, device: str, dtype: str, reps: int) -> dict:
-    import numpy as np
     import torch
 
     sys.path.insert(0, str(ROOT))

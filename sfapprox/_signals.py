@@ -22,7 +22,7 @@ import sys
 import threading
 from collections.abc import Iterator
 
-__all__ = ["STOP_SIGNALS", "install_stop_handlers", "stop_signal", "deferred", "exit_code"]
+__all__ = ["STOP_SIGNALS", "install_stop_handlers", "stop_requested", "stop_signal", "deferred", "exit_code"]
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -57,6 +57,20 @@ def install_stop_handlers() -> None:
         with contextlib.suppress(ValueError, OSError):
             if signal.getsignal(signum) is not signal.SIG_IGN:
                 signal.signal(signum, _on_stop)
+
+
+def stop_requested() -> bool:
+    """Whether a stop signal has been received (by the handlers of :func:`install_stop_handlers`).
+
+    The handler's ``KeyboardInterrupt`` is raised wherever the main thread
+    is; when that is Python code run from C — an import made while numba
+    compiles a kernel or torch loads a submodule — the C caller may print the
+    exception and carry on, and the stop would be lost.  Long loops (every SF
+    iteration, every method of a comparison) check this flag so that a stop
+    is acted on even then.  Always False where the handlers are not
+    installed (the library used from Python).
+    """
+    return bool(_received)
 
 
 def stop_signal() -> int | None:

@@ -25,6 +25,7 @@ from ._base import RunContext, get_method, methods, parse_methods
 from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceError, one_line
 from ._settings import FitSettings, LoadOptions
 from .budget import Budget, parse_budget, resolve_budget
+from ._signals import stop_requested
 from .metrics import frobenius_error
 from .results import Comparison, MethodResult
 
@@ -247,6 +248,8 @@ def run_all(
         start = time.perf_counter()
         need = get_method(name).min_budget(X.shape[0], context)
         try:
+            if stop_requested():  # a stop whose KeyboardInterrupt was swallowed (see _signals)
+                raise KeyboardInterrupt
             result = run_method(name, X, budget.value, context, fro_norm)
         except ResourceError as exc:
             result = MethodResult(name, "failed", reason=str(exc), seconds=time.perf_counter() - start)

@@ -345,6 +345,22 @@ def test_second_stop_signal_is_noted_and_a_third_obeyed(capfd):
         _signals._received.clear()
 
 
+def test_a_stop_whose_interrupt_was_swallowed_still_stops(monkeypatch):
+    """A KeyboardInterrupt raised in Python code run from C (an import while numba compiles) can be
+    printed and dropped there; the SF loop and the comparison loop still act on the received signal."""
+    from sfapprox import ChordSF, _signals, compare
+
+    X = np.random.default_rng(0).random((24, 24))
+    monkeypatch.setattr(_signals, "_received", [signal.SIGINT])  # received, its exception lost
+    t = time.perf_counter()
+    sf = ChordSF(max_iter=10**6, time_limit=30, device="cpu").fit(X)
+    assert sf.stop_reason_ == "interrupted" and sf.n_iter_ <= 1 and time.perf_counter() - t < 10
+    c = compare(X, ["tsvd", "sparse"], device="cpu")
+    assert [r.status for r in c.results] == ["interrupted"]  # stopped before the first method
+    monkeypatch.setattr(_signals, "_received", [])
+    assert ChordSF(max_iter=30, device="cpu").fit(X).stop_reason_ != "interrupted"  # library use: no flag
+
+
 def test_interrupt_messages_name_the_outputs(tmp_path):
     import typer
 

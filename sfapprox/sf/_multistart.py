@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .._signals import stop_requested
 from ._solver import LBFGSOptions, StopReason, lbfgs
 
 __all__ = ["START_KINDS", "FIRST", "MARGIN", "start_noise", "start_values", "race", "multistart", "best_run"]
@@ -135,6 +136,17 @@ def race(
         checkpoint = min(2 * checkpoint, share_iter)
 
 
+def _stoppable(callback: Callable[[str, dict], bool | None] | None) -> Callable[[str, dict], bool]:
+    """``callback`` preceded by a check that no stop signal went unseen (see :func:`.._signals.stop_requested`)."""
+
+    def report(name: str, state: dict) -> bool:
+        if stop_requested():
+            raise KeyboardInterrupt
+        return bool(callback(name, state)) if callback is not None else False
+
+    return report
+
+
 def multistart(
     runs: dict[str, Run],
     options: Callable[[int, float | None], LBFGSOptions],
@@ -153,6 +165,7 @@ def multistart(
     """
     begin = time.perf_counter()
     reason = StopReason.MAX_ITER
+    callback = _stoppable(callback)
     try:
         if len(runs) > 1:
             share_time = None if time_limit is None else probe * time_limit

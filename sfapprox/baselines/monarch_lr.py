@@ -1,0 +1,434 @@
+"""Monarch plus low rank (``monarch+lr``): ``X ≈ M + U diag(s) Vᵀ`` at a budget.
+
+``M`` is a block-rank-``r`` Monarch matrix (:mod:`.monarch`) and the second
+term a rank-``k`` matrix; both are fitted by alternating their exact
+projections:
+
+* the Monarch part: the nearest Monarch matrix of the chosen shape to
+  ``X - L`` (:func:`~.monarch.monarch_project`, closed form);
+* the low-rank part: the best rank-``k`` approximation of ``X - M`` within
+  the column space ``orth((X - M) Vᵀ)`` of the previous ``V`` (one block
+  power step, ``O(N² k)``; the first is a full truncated SVD).
+
+Each step can only lower ``‖X - M - L‖_F``: the Monarch step is an exact
+minimiser over ``M``, and the low-rank step's candidate set contains the
+previous ``L`` (whose rows lie in the span of ``V``), so the alternation is
+monotone.  It starts from the plain Monarch projection of ``X`` (``L = 0``),
+so every grid point is at least as close as plain Monarch of its shape.
+
+**Budget** (stored numbers): ``monarch_count(N, b1, b2, r) + k (2N + 1)``.
+The grid gives the low-rank term ``0`` and up to ``max_splits`` shares of
+the budget (a quarter, a half, three quarters), the Monarch part the largest
+block rank of each of its ``max_shapes`` most nearly square shapes that fits
+the rest (plain Monarch: the shapes ``monarch`` tries), and adds the point "all to the low rank" (TSVD).  So the result is
+never worse than ``monarch`` or ``tsvd`` at the same budget (their grids are
+contained): those closed-form points run first, then the alternating ones,
+each with an equal share of the time left.  ``time_limit`` bounds the whole
+grid (the first point always completes); Ctrl-C keeps the best point so far.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from scipy.sparse.linalg import LinearOperator
+
+from .._base import Approximation, MethodSpec, RunContext, register
+from .._params import Interval
+from .._settings import DEFAULT_TIME_LIMIT
+from ..budget import tsvd_count, tsvd_rank_for_budget
+from ..factors import register_operator
+from .monarch import (
+    EXACT_TOL,
+    MonarchOperator,
+    MonarchShape,
+    monarch_configs_for_budget,
+    monarch_min_budget,
+    monarch_project,
+)
+from .tsvd import EXACT_MAX_N, _exact_svd, _randomized_svd
+
+__all__ = ["MonarchLowRank", "MonarchLowRankOperator", "monarch_lr_min_budget"]
+
+#: Shares of the budget the grid gives the low-rank term (besides none and all).
+LOW_RANK_SHARES = (0.25, 0.5, 0.75)
+
+
+def monarch_lr_min_budget(n: int) -> int:
+    """The smallest ``monarch+lr`` fit: the cheaper of a rank-1 Monarch and a rank-1 matrix.
+
+    Examples
+    --------
+    >>> monarch_lr_min_budget(64)  # rank one: 2 N + 1
+    129
+    """
+    return min(monarch_min_budget(n), tsvd_count(n, 1))
+
+
+# --------------------------------------------------------------------------- the operator
+@register_operator  # save_factors / load_factors handle it
+class MonarchLowRankOperator(LinearOperator):
+    """A Monarch matrix plus a low-rank matrix, ``M + U diag(s) Vt`` (either part may be absent).
+
+    Layout
+    ------
+    ``kind = "monarch+lr"``.  Arrays ``left`` and ``right`` (the Monarch part,
+    layout of :class:`~sfapprox.baselines.monarch.MonarchOperator`; absent
+    when there is none), ``U`` ``(n, k)``, ``s`` ``(k,)`` and ``Vt`` ``(k, n)``
+    (``k`` may be 0); attribute ``n``.  With numpy alone::
+
+        D = U @ np.diag(s) @ Vt (+ the Monarch part's dense matrix)
+
+    ``n_stored`` = the Monarch part's + ``k (2n + 1)``.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> U, Vt = rng.random((6, 1)), rng.random((1, 6))
+    >>> op = MonarchLowRankOperator(6, left=rng.random((3, 2, 2, 1)), right=rng.random((2, 1, 3, 3)),
+    ...                             U=U, s=np.ones(1), Vt=Vt)
+    >>> bool(np.allclose(op.matvec(np.ones(6)), op.to_dense().sum(1))), op.n_stored
+    (True, 43)
+    """
+
+    kind: ClassVar[str] = "monarch+lr"
+
+    def __init__(self, n: int, *, left=None, right=None, U=None, s=None, Vt=None):
+        n = int(n)
+        self.monarch = None if left is None else MonarchOperator(left, right, n)
+        k = 0 if s is None else len(s)
+        self.U = np.zeros((n, 0)) if U is None else np.ascontiguousarray(U, dtype=np.float64)
+        self.s = np.zeros(0) if s is None else np.ascontiguousarray(s, dtype=np.float64).ravel()
+        self.Vt = np.zeros((0, n)) if Vt is None else np.ascontiguousarray(Vt, dtype=np.float64)
+        if self.U.shape != (n, k) or self.Vt.shape != (k, n):
+            raise ValueError(f"U {self.U.shape}, s ({k},) and Vt {self.Vt.shape} do not make a rank-{k} "
+                             f"{n} x {n} matrix")
+        super().__init__(dtype=np.float64, shape=(n, n))
+
+    @property
+    def n_stored(self) -> int:
+        """The Monarch part's numbers plus ``k (2n + 1)``."""
+        return (0 if self.monarch is None else self.monarch.n_stored) + tsvd_count(self.shape[0], len(self.s))
+
+    def _matmat(self, B: np.ndarray) -> np.ndarray:
+        B = np.asarray(B, dtype=np.float64)
+        out = self.U @ (self.s[:, None] * (self.Vt @ B))
+        return out if self.monarch is None else out + self.monarch.matmat(B)
+
+    def _rmatmat(self, G: np.ndarray) -> np.ndarray:
+        G = np.asarray(G, dtype=np.float64)
+        out = self.Vt.T @ (self.s[:, None] * (self.U.T @ G))
+        return out if self.monarch is None else out + self.monarch.rmatmat(G)
+
+    def _matvec(self, x: np.ndarray) -> np.ndarray:
+        return self._matmat(np.reshape(x, (-1, 1))).ravel()
+
+    def _rmatvec(self, x: np.ndarray) -> np.ndarray:
+        return self._rmatmat(np.reshape(x, (-1, 1))).ravel()
+
+    def to_dense(self) -> np.ndarray:
+        """The ``n x n`` matrix."""
+        out = (self.U * self.s) @ self.Vt
+        return out if self.monarch is None else out + self.monarch.to_dense()
+
+    def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """``{"U", "s", "Vt"}`` plus ``{"left", "right"}`` when there is a Monarch part; ``{"n": n}``."""
+        arrays = {"U": self.U, "s": self.s, "Vt": self.Vt}
+        if self.monarch is not None:
+            arrays.update(left=self.monarch.left, right=self.monarch.right)
+        return arrays, {"n": int(self.shape[0])}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> MonarchLowRankOperator:
+        """Rebuild from :meth:`to_arrays`; :class:`~sfapprox.InputError` for inconsistent arrays."""
+        from .._errors import InputError
+
+        try:
+            parts = {name: np.asarray(arrays[name]) for name in ("U", "s", "Vt")}
+            for name in ("left", "right"):
+                parts[name] = np.asarray(arrays[name]) if name in arrays else None
+            n = int(attrs["n"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"Monarch + low-rank operator: missing or unreadable part ({exc})") from None
+        if (parts["left"] is None) != (parts["right"] is None):
+            raise InputError("Monarch + low-rank operator: left and right come together")
+        for name, a in parts.items():
+            if a is not None and (not np.issubdtype(a.dtype, np.number) or np.iscomplexobj(a)
+                                  or not np.all(np.isfinite(a))):
+                raise InputError(f"Monarch + low-rank operator: {name} must hold finite real numbers")
+        try:
+            return cls(n, **parts)
+        except ValueError as exc:
+            raise InputError(f"Monarch + low-rank operator: {exc}") from None
+
+
+# --------------------------------------------------------------------------- the alternation
+@dataclass
+class _Point:
+    """One grid point's fit: its shape (None: low rank only), low rank ``k``, parts, error, history."""
+
+    shape: MonarchShape | None
+    k: int
+    left: np.ndarray | None
+    right: np.ndarray | None
+    low_rank: tuple[np.ndarray, np.ndarray, np.ndarray]
+    fro_error: float
+    iterations: int
+    reason: str
+
+    @property
+    def count(self) -> int:
+        n = self.low_rank[0].shape[0]
+        return (0 if self.shape is None else self.shape.count) + tsvd_count(n, self.k)
+
+
+def _first_low_rank(R: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The best rank-``k`` approximation of ``R`` (randomized above :data:`EXACT_MAX_N`), as U, s, Vt."""
+    if R.shape[0] <= EXACT_MAX_N:
+        return _exact_svd(R, k)
+    return _randomized_svd(R, k, 10, 4, seed)
+
+
+def _power_step(R: np.ndarray, Vt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The best approximation of ``R`` with columns in ``orth(R Vtᵀ)``: never worse than ``(., ., Vt)``."""
+    Q, _ = np.linalg.qr(R @ Vt.T)
+    Ub, s, Vt_new = np.linalg.svd(Q.T @ R, full_matrices=False)
+    return Q @ Ub, s, Vt_new
+
+
+def _monarch_dense(left: np.ndarray, right: np.ndarray, n: int) -> np.ndarray:
+    return MonarchOperator(left, right, n).to_dense()
+
+
+def _fit_point(X: np.ndarray, shape: MonarchShape | None, k: int, *, max_iter: int, tol: float,
+               deadline: float | None, seed: int) -> _Point:
+    """Alternate the two exact projections from the plain Monarch fit (or fit the low rank alone)."""
+    n = X.shape[0]
+    if shape is None:  # low rank only: TSVD
+        U, s, Vt = _first_low_rank(X, k, seed)
+        err = float(np.linalg.norm(X - (U * s) @ Vt))
+        return _Point(None, k, None, None, (U, s, Vt), err, 1, "closed_form")
+    left, right = monarch_project(X, shape.left_block, shape.right_block, shape.rank)
+    M = _monarch_dense(left, right, n)
+    empty = (np.zeros((n, 0)), np.zeros(0), np.zeros((0, n)))
+    err = float(np.linalg.norm(X - M))
+    if k == 0:
+        return _Point(shape, 0, left, right, empty, err, 1, "closed_form")
+    low, reason, it = None, "max_iter", 0
+    for it in range(1, max(1, max_iter) + 1):
+        R = X - M
+        low = _first_low_rank(R, k, seed) if low is None else _power_step(R, low[2])
+        L = (low[0] * low[1]) @ low[2]
+        left, right = monarch_project(X - L, shape.left_block, shape.right_block, shape.rank)
+        M = _monarch_dense(left, right, n)
+        new = float(np.linalg.norm(X - M - L))
+        done = err - new <= tol * err  # less than tol of the error gained by this alternation
+        err = min(err, new)
+        if new <= EXACT_TOL * float(np.linalg.norm(X)):
+            reason = "exact"
+            break
+        if done:
+            reason = "converged"
+            break
+        if deadline is not None and time.perf_counter() >= deadline:
+            reason = "time_limit"
+            break
+    return _Point(shape, k, left, right, low, err, it, reason)
+
+
+# --------------------------------------------------------------------------- the method
+class MonarchLowRank(Approximation):
+    """A Monarch matrix plus a low-rank matrix at a budget, by alternating exact projections.
+
+    Parameters
+    ----------
+    budget : int
+        Stored-number budget: the Monarch part's numbers plus ``k (2N + 1)``.
+    max_splits : int, default=3
+        Shares of the budget tried for the low-rank term (of 1/4, 1/2, 3/4),
+        besides none (plain Monarch) and all (TSVD).
+    max_shapes : int, default=2
+        Monarch shapes tried per split with a low-rank term (the most nearly
+        square first); plain Monarch tries as many as ``monarch`` does.
+    max_iter : int, default=1000
+        Alternations per grid point (they converge linearly: a planted
+        Monarch + rank-1 matrix of order 16 needs about 600).
+    tol : float, default=1e-6
+        Stop a grid point when an alternation lowers the error by less than
+        this fraction.
+    time_limit : float or None, default=DEFAULT_TIME_LIMIT
+        Wall-clock limit of the whole grid, in seconds.
+    random_state : int, default=0
+        Seed of the randomized SVD (only for N above the exact-SVD limit).
+
+    Attributes
+    ----------
+    operator_ : MonarchLowRankOperator
+    n_stored_ : int
+    seconds_ : float
+    stop_reason_ : str
+        ``"exact"``, ``"converged"``, ``"max_iter"``, ``"closed_form"``
+        (a point with one part only), ``"time_limit"`` or ``"interrupted"``.
+    params_ : dict
+        The winner's ``left_block``, ``right_block``, ``monarch_rank`` (None
+        without a Monarch part), ``rank`` (of the low-rank term), ``count``,
+        ``iterations``, and the ``grid`` (per point tried: ``blocks``,
+        ``monarch_rank``, ``rank``, ``count``, ``fro_error``, ``iterations``).
+
+    Examples
+    --------
+    >>> from sfapprox.baselines.monarch import MonarchOperator
+    >>> rng = np.random.default_rng(0)
+    >>> M = MonarchOperator(rng.standard_normal((4, 4, 4, 1)), rng.standard_normal((4, 1, 4, 4)), 16).to_dense()
+    >>> X = M + np.outer(rng.standard_normal(16), rng.standard_normal(16))
+    >>> fit = MonarchLowRank(budget=128 + 33).fit(X)
+    >>> fit.params_["rank"], fit.n_stored_, bool(np.linalg.norm(X - fit.to_dense()) < 1e-6 * np.linalg.norm(X))
+    (1, 161, True)
+    """
+
+    _method = "monarch+lr"
+
+    _parameter_constraints = {
+        "budget": Interval(int, 1, None),
+        "max_splits": Interval(int, 0, len(LOW_RANK_SHARES)),
+        "max_shapes": Interval(int, 1, None),
+        "max_iter": Interval(int, 1, None),
+        "tol": Interval(float, 0, None),
+        "time_limit": Interval(float, 0, None, allow_none=True),
+        "random_state": Interval(int, 0, None),
+    }
+
+    def __init__(
+        self,
+        *,
+        budget: int | None = None,
+        max_splits: int = 3,
+        max_shapes: int = 2,
+        max_iter: int = 1000,
+        tol: float = 1e-6,
+        time_limit: float | None = DEFAULT_TIME_LIMIT,
+        random_state: int = 0,
+    ):
+        self.budget = budget
+        self.max_splits = max_splits
+        self.max_shapes = max_shapes
+        self.max_iter = max_iter
+        self.tol = tol
+        self.time_limit = time_limit
+        self.random_state = random_state
+
+    def _grid(self, n: int) -> list[tuple[MonarchShape | None, int]]:
+        """(shape, low rank) points: plain Monarch, the shares, then all to the low rank."""
+        from .._errors import BudgetError
+
+        budget = int(self.budget)
+        # Plain Monarch over monarch's own shapes (closed form, cheap): never worse than `monarch`.
+        points = [(shape, 0) for shape in monarch_configs_for_budget(n, budget)]
+        for share in LOW_RANK_SHARES[: self.max_splits]:
+            k = tsvd_rank_for_budget(n, int(share * budget))
+            if k >= 1:
+                rest = budget - tsvd_count(n, k)
+                points += [(shape, k) for shape in monarch_configs_for_budget(n, rest, self.max_shapes)]
+        k_all = min(n, tsvd_rank_for_budget(n, budget))
+        if k_all >= 1:
+            points.append((None, k_all))
+        # The closed-form points first (plain Monarch, TSVD), so a time limit never drops them.
+        points.sort(key=lambda p: p[1] > 0 and p[0] is not None)
+        if not points:
+            raise BudgetError(f"budget {budget} is below the smallest Monarch + low-rank fit of a {n} x {n} "
+                              f"matrix ({monarch_lr_min_budget(n)} numbers)")
+        return list(dict.fromkeys(points))  # a split whose rank repeats another's adds nothing
+
+    def fit(self, X, *, check_input: bool = True) -> MonarchLowRank:
+        """Fit ``M + L`` to the square matrix ``X`` (dense or sparse).
+
+        Raises
+        ------
+        BudgetError
+            When neither part fits the budget.
+        """
+        from .._errors import ConvergenceWarning
+
+        X = self._validate(X, check_input)
+        n = X.shape[0]
+        grid = self._grid(n)
+        dense = np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=np.float64)
+        norm = float(np.linalg.norm(dense))
+        start = time.perf_counter()
+        deadline = None if self.time_limit is None else start + self.time_limit
+        best, tried, reason = None, [], None
+        alternating = sum(1 for shape, k in grid if shape is not None and k > 0)
+        try:
+            for shape, k in grid:
+                now = time.perf_counter()
+                if best is not None and deadline is not None and now >= deadline:
+                    reason = "time_limit"
+                    break
+                share = deadline
+                if deadline is not None and shape is not None and k > 0:
+                    # Each alternating point gets an equal share of the time left, so all are tried.
+                    share = now + (deadline - now) / alternating
+                    alternating -= 1
+                point = _fit_point(dense, shape, k, max_iter=self.max_iter, tol=self.tol, deadline=share,
+                                   seed=self.random_state)
+                tried.append({"blocks": None if shape is None else [shape.left_block, shape.right_block],
+                              "monarch_rank": None if shape is None else shape.rank, "rank": k,
+                              "count": point.count, "fro_error": point.fro_error, "iterations": point.iterations})
+                if best is None or point.fro_error < best.fro_error * (1 - 1e-12):
+                    best = point
+                if best.fro_error <= EXACT_TOL * norm:
+                    break  # nothing beats reproducing X
+        except KeyboardInterrupt:
+            if best is None:
+                raise
+            reason = "interrupted"
+        self.seconds_ = time.perf_counter() - start
+        if reason == "time_limit":
+            warnings.warn(f"monarch+lr fitted {len(tried)} of {len(grid)} grid points within time_limit="
+                          f"{self.time_limit:g} s; increase it to try them all", ConvergenceWarning, stacklevel=2)
+        U, s, Vt = best.low_rank
+        self.operator_ = MonarchLowRankOperator(n, left=best.left, right=best.right, U=U, s=s, Vt=Vt)
+        self.n_stored_ = self.operator_.n_stored
+        exact = best.fro_error <= EXACT_TOL * norm
+        self.stop_reason_ = reason or ("exact" if exact else best.reason)
+        shape = best.shape
+        self.params_ = {
+            "left_block": None if shape is None else shape.left_block,
+            "right_block": None if shape is None else shape.right_block,
+            "monarch_rank": None if shape is None else shape.rank,
+            "rank": best.k,
+            "count": self.n_stored_,
+            "iterations": best.iterations,
+            "exact": bool(exact),
+            "points_tried": len(tried),
+            "points": len(grid),
+            "grid": tried,
+        }
+        if shape is not None and shape.padded_n > n:
+            self.params_["note"] = (f"N = {n} padded with {shape.padded_n - n} zero rows and columns to "
+                                    f"{shape.left_block}·{shape.right_block} = {shape.padded_n}")
+        return self
+
+
+# --------------------------------------------------------------------------- registration
+def _make(n: int, budget: int, context: RunContext) -> MonarchLowRank:
+    # Its iterations are alternations, not L-BFGS steps: --iters is SF's, not this method's.
+    return MonarchLowRank(**context.settings.apply_to(MonarchLowRank, exclude=("max_iter",), budget=budget))
+
+
+register(
+    MethodSpec(
+        name="monarch+lr",
+        summary="Monarch plus low rank: alternating exact projections over a budget split "
+                "(never worse than monarch or tsvd at the same budget)",
+        stores="r·N′·(b₁ + b₂) + k·(2N + 1)",
+        make=_make,
+        min_budget=lambda n, context: monarch_lr_min_budget(n),
+        order=62,
+        label="Monarch + low rank",
+    )
+)
