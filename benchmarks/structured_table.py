@@ -2,7 +2,7 @@
 
 Methods: sf, sf-symmetric, sf-butterfly, tsvd, rpca, nmf, sf+lr, sf+s, and the plain and
 structured competitors sparse (CSR storage of the largest entries), monarch (closed-form
-Monarch projection) and butterfly-hier (hierarchical butterfly factorization).  Matrices: the
+Monarch projection), monarch+lr (Monarch plus a low-rank term) and butterfly-hier (hierarchical butterfly factorization).  Matrices: the
 entries of data_manifests/paper-table1.toml whose files are in ../shared/realdata (graphs,
 meshes, the dense similarity, the image and its gradient) and every entry of
 data_manifests/synthetic.toml (random sparse, planted low rank + sparse, banded, circulant,
@@ -46,7 +46,7 @@ REAL = (ROOT / ".." / "shared" / "realdata").resolve()
 OUT = ROOT / "benchmarks" / "results"
 MANIFESTS = [ROOT / "data_manifests" / "paper-table1.toml", ROOT / "data_manifests" / "synthetic.toml"]
 METHODS = ["sf", "sf-symmetric", "sf-butterfly", "tsvd", "rpca", "nmf", "sf+lr", "sf+s",
-           "sparse", "monarch", "butterfly-hier"]
+           "sparse", "monarch", "monarch+lr", "butterfly-hier"]
 SF_FAMILY = ("sf", "sf-symmetric", "sf-butterfly", "sf+lr", "sf+s")
 FACTORS = (0.5, 1.0, 2.0)
 TIE = 1e-9  # relative tolerance of a tie for the lowest error
@@ -268,7 +268,7 @@ def plot(cells: list[dict], path: Path) -> None:
     fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
     colors = plt.get_cmap("tab20").colors
     styles = {m: ("-" if m in SF_FAMILY else "--") for m in METHODS}
-    markers = dict(zip(METHODS, "ovs^<>DPX*p"))
+    markers = dict(zip(METHODS, "ovs^<>DPX*ph"))
     for ax, cat in zip(axes.flat, cats):
         group = [c for c in cells if _category(c) == cat]
         factors = sorted({c["factor"] for c in group})
@@ -280,7 +280,7 @@ def plot(cells: list[dict], path: Path) -> None:
                 ys.append(vals[len(vals) // 2] if vals else math.nan)
             if not all(math.isnan(y) for y in ys):
                 ax.plot(factors, ys, styles[m], marker=markers[m], ms=4, label=m,
-                        color=colors[(2 * METHODS.index(m)) % 20 + (METHODS.index(m) >= 10)])
+                        color=colors[(2 * METHODS.index(m)) % 20 + ((2 * METHODS.index(m)) // 20) % 2])
         n_mat = len({c["matrix"]["name"] for c in group})
         ax.set(title=f"{cat} ({n_mat} matrices)", xlabel="budget / SF's", ylabel="median rel. error",
                yscale="log", xscale="log")
