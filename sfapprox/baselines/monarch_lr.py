@@ -227,7 +227,7 @@ def _fit_point(X: np.ndarray, shape: MonarchShape | None, k: int, *, max_iter: i
         M = _monarch_dense(left, right, n)
         new = float(np.linalg.norm(X - M - L))
         done = err - new <= tol * err  # less than tol of the error gained by this alternation
-        err = min(err, new)
+        err = new  # the error of the parts kept (monotone up to round-off)
         if new <= EXACT_TOL * float(np.linalg.norm(X)):
             reason = "exact"
             break
