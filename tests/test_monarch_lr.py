@@ -70,6 +70,15 @@ def test_budgets_and_parameters_are_checked():
         MonarchLowRank(budget=1000, max_splits=4).fit(X)
 
 
+def test_memory_limit_is_checked_before_any_work():
+    from sfapprox import ResourceError
+
+    X = np.random.default_rng(11).standard_normal((40, 40))
+    with pytest.raises(ResourceError, match="monarch\\+lr: 16 dense"):
+        MonarchLowRank(budget=2000, max_memory=16 * 8 * 40 * 40 - 1).fit(X)
+    assert MonarchLowRank(budget=2000, max_memory=16 * 8 * 60 * 60).fit(X).n_stored_ <= 2000
+
+
 def test_time_limit_bounds_the_grid_and_says_so():
     X = np.random.default_rng(5).standard_normal((48, 48))
     with pytest.warns(ConvergenceWarning, match="grid points within time_limit"):
