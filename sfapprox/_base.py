@@ -218,6 +218,11 @@ class MethodSpec:
     label : str
         What the method is, in a verdict ("low rank (TSVD)"); default: its name.
         Labels starting with "SF" mark the Chord family.
+    working_memory : callable or None
+        ``working_memory(n) -> bytes``: the peak memory its fit allocates for an
+        ``n x n`` matrix (measured), which :func:`sfapprox.compare` checks against
+        the memory limit before the fit.  None: the method checks its own (SF,
+        the hybrids, RPCA) or needs little.
     """
 
     name: str
@@ -228,6 +233,7 @@ class MethodSpec:
     saves: bool = True
     order: int = 100
     label: str = ""
+    working_memory: Callable[[int], int] | None = None
 
 
 _REGISTRY: dict[str, MethodSpec] = {}

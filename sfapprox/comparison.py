@@ -59,6 +59,11 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
     spec = get_method(name)
     n = X.shape[0]
     start = time.perf_counter()
+    if spec.working_memory is not None:
+        from ._validation import check_memory
+
+        check_memory(spec.working_memory(n), what=f"{name}: its fit of a {n} x {n} matrix",
+                     limit=context.settings.max_memory)
     try:
         est = spec.make(n, budget, context).fit(X, check_input=False)
     except (NotApplicableError, BudgetError) as exc:

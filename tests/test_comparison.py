@@ -85,3 +85,15 @@ def test_fixed_structure_over_budget_is_not_applicable():
     assert r.status == "not applicable" and "over the budget 288" in r.reason
     r = compare(X, ["sf"], budget=0.5, device="cpu", max_iter=5, structure={"n_factors": 9}).results[0]
     assert r.status == "not applicable" and "9 factors" in r.reason
+
+
+def test_a_method_whose_fit_would_pass_the_memory_limit_is_refused_before_it_runs():
+    """The closed-form baselines declare their measured working memory; compare checks it first."""
+    from sfapprox import FitSettings, compare
+
+    X = np.random.default_rng(0).random((40, 40))
+    limit = 3 * 8 * 40 * 40  # the scoring's 2 dense copies and TSVD's 3 fit; Monarch's 5 padded do not
+    c = compare(X, ["tsvd", "monarch"], settings=FitSettings(max_memory=limit, device="cpu"))
+    tsvd, monarch = c.results
+    assert tsvd.status == "ok"
+    assert monarch.status == "failed" and "monarch: its fit of a 40 x 40 matrix" in monarch.reason

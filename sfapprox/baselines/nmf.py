@@ -452,5 +452,7 @@ register(
         min_budget=lambda n, context: nmf_count(n, 1),
         order=40,
         label="non-negative low rank (NMF)",
+        # dense X, its products and the candidates: 3.3-3.8 N^2 float64 measured (N = 300-1000)
+        working_memory=lambda n: 9 * 4 * n * n,
     )
 )
