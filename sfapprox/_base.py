@@ -222,7 +222,7 @@ class MethodSpec:
         ``working_memory(n) -> bytes``: the peak memory its fit allocates for an
         ``n x n`` matrix (measured), which :func:`sfapprox.compare` checks against
         the memory limit before the fit.  None: the method checks its own (SF,
-        the hybrids, RPCA) or needs little.
+        the hybrids, RPCA, monarch+lr) or needs little.
     """
 
     name: str

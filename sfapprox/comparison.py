@@ -24,8 +24,8 @@ from typing import Any
 from ._base import RunContext, get_method, methods, parse_methods
 from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceError, one_line
 from ._settings import FitSettings, LoadOptions
-from .budget import Budget, parse_budget, resolve_budget
 from ._signals import stop_requested
+from .budget import Budget, parse_budget, resolve_budget
 from .metrics import frobenius_error
 from .results import Comparison, MethodResult
 

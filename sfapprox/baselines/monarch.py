@@ -169,6 +169,13 @@ class MonarchShape:
     def padded_n(self) -> int:
         return self.left_block * self.right_block
 
+    def padding_note(self, n: int) -> str | None:
+        """What padding an ``n x n`` matrix to this shape did, for ``params_["note"]`` (None: none)."""
+        if self.padded_n <= n:
+            return None
+        return (f"N = {n} padded with {self.padded_n - n} zero rows and columns to "
+                f"{self.left_block}·{self.right_block} = {self.padded_n}")
+
 
 def monarch_configs_for_budget(n: int, budget: int, max_shapes: int = MAX_SHAPES) -> list[MonarchShape]:
     """The shapes the grid projects at ``budget``: each at its largest rank, most nearly square first.
@@ -519,9 +526,8 @@ class Monarch(Approximation):
             "shapes": len(shapes),
             "grid": grid,
         }
-        if shape.padded_n > n:
-            self.params_["note"] = (f"N = {n} padded with {shape.padded_n - n} zero rows and columns to "
-                                    f"{shape.left_block}·{shape.right_block} = {shape.padded_n}")
+        if shape.padding_note(n):
+            self.params_["note"] = shape.padding_note(n)
         return self
 
     def to_dense(self) -> np.ndarray:

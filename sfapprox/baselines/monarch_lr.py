@@ -154,17 +154,17 @@ class MonarchLowRankOperator(LinearOperator):
 
         try:
             parts = {name: np.asarray(arrays[name]) for name in ("U", "s", "Vt")}
-            for name in ("left", "right"):
-                parts[name] = np.asarray(arrays[name]) if name in arrays else None
             n = int(attrs["n"])
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"Monarch + low-rank operator: missing or unreadable part ({exc})") from None
-        if (parts["left"] is None) != (parts["right"] is None):
+        if ("left" in arrays) != ("right" in arrays):
             raise InputError("Monarch + low-rank operator: left and right come together")
         for name, a in parts.items():
-            if a is not None and (not np.issubdtype(a.dtype, np.number) or np.iscomplexobj(a)
-                                  or not np.all(np.isfinite(a))):
+            if not np.issubdtype(a.dtype, np.number) or np.iscomplexobj(a) or not np.all(np.isfinite(a)):
                 raise InputError(f"Monarch + low-rank operator: {name} must hold finite real numbers")
+        if "left" in arrays:  # the Monarch part: MonarchOperator's own checks
+            monarch = MonarchOperator.from_arrays(arrays, {"n": n})
+            parts.update(left=monarch.left, right=monarch.right)
         try:
             return cls(n, **parts)
         except ValueError as exc:
@@ -426,9 +426,8 @@ class MonarchLowRank(Approximation):
             "points": len(grid),
             "grid": tried,
         }
-        if shape is not None and shape.padded_n > n:
-            self.params_["note"] = (f"N = {n} padded with {shape.padded_n - n} zero rows and columns to "
-                                    f"{shape.left_block}·{shape.right_block} = {shape.padded_n}")
+        if shape is not None and shape.padding_note(n):
+            self.params_["note"] = shape.padding_note(n)
         return self
 
 

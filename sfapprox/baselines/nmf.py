@@ -453,6 +453,6 @@ register(
         order=40,
         label="non-negative low rank (NMF)",
         # dense X, its products and the candidates: 3.3-3.8 N^2 float64 measured (N = 300-1000)
-        working_memory=lambda n: 9 * 4 * n * n,
+        working_memory=lambda n: int(4.5 * 8 * n * n),
     )
 )
