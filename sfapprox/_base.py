@@ -29,6 +29,7 @@ new file there: ``--methods`` help, ``compare``, ``sweep``, ``batch``,
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import inspect
 import pkgutil
@@ -39,7 +40,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ._errors import ParameterError
-from ._settings import FitSettings
+from ._settings import COUNT_INDICES, FitSettings
 
 __all__ = [
     "Approximation",
@@ -185,7 +186,7 @@ class RunContext:
     """
 
     settings: FitSettings = field(default_factory=FitSettings)
-    count_indices: bool = False
+    count_indices: bool = COUNT_INDICES
     protocol: str = "default"
     callback: Callable[[dict], bool | None] | None = None
     structure: Mapping[str, Any] = field(default_factory=dict)
@@ -218,6 +219,12 @@ class MethodSpec:
     label : str
         What the method is, in a verdict ("low rank (TSVD)"); default: its name.
         Labels starting with "SF" mark the Chord family.
+    iterative : bool
+        The fit improves until its time limit or its tolerances (SF, RPCA,
+        NMF, the hybrids).  False: it finishes in closed form, usually in a
+        small part of its time (TSVD, sparse, Monarch, butterfly-hier); a
+        comparison runs those first, so that the time they leave goes to the
+        iterative methods.
     working_memory : callable or None
         ``working_memory(n) -> bytes``: the peak memory its fit allocates for an
         ``n x n`` matrix (measured), which :func:`sfapprox.compare` checks against
@@ -233,6 +240,7 @@ class MethodSpec:
     saves: bool = True
     order: int = 100
     label: str = ""
+    iterative: bool = True
     working_memory: Callable[[int], int] | None = None
 
 
@@ -301,5 +309,8 @@ def parse_methods(spec: str | Iterable[str]) -> list[str]:
         raise ParameterError(f"no method given (got {spec!r}); choose from {', '.join(methods())}")
     unknown = [m for m in names if m not in methods()]
     if unknown:
-        raise ParameterError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(methods())}")
+        guesses = [f"{m!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(m, methods(), n=1)) else repr(m)
+                   for m in unknown]
+        raise ParameterError(f"unknown method(s) {', '.join(guesses)}; choose from {', '.join(methods())} "
+                             "('sfapprox methods' says what each one stores)")
     return names

@@ -14,12 +14,13 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from ._errors import ParameterError
 
-__all__ = ["FitSettings", "LoadOptions", "DEFAULT_TIME_LIMIT", "DEFAULT_TOTAL_TIME", "parse_size"]
+__all__ = ["FitSettings", "LoadOptions", "DEFAULT_TIME_LIMIT", "DEFAULT_TOTAL_TIME", "COUNT_INDICES", "parse_size"]
 
 #: Default wall-clock limit of one method's fit, in seconds.  Every method stays
 #: within its limit as a whole (grids and multi-start searches share it).
@@ -29,6 +30,11 @@ DEFAULT_TIME_LIMIT = 60.0
 #: ``min(DEFAULT_TIME_LIMIT, DEFAULT_TOTAL_TIME / k)`` seconds each, so that comparing
 #: every method at the defaults takes about two minutes, whatever the matrix.
 DEFAULT_TOTAL_TIME = 120.0
+
+#: Whether a sparse entry stored at a free position (RPCA's and sf+s's sparse parts) is charged its
+#: position too (2 numbers: value and flat index).  A position is information the surrogate must
+#: store, so it is charged by default; False is the SF paper's convention (values only).
+COUNT_INDICES = True
 
 _DEVICES = ("auto", "cpu", "cuda")
 _DTYPES = (None, "float64", "float32")
@@ -100,6 +106,10 @@ class FitSettings:
             return self
         return self.replace(time_limit=min(DEFAULT_TIME_LIMIT, DEFAULT_TOTAL_TIME / max(1, count)))
 
+    def share_time(self, count: int) -> "TimeShare":
+        """A :class:`TimeShare` handing each of ``count`` methods compared together its limit."""
+        return TimeShare(self, count)
+
     def replace(self, **changes: Any) -> "FitSettings":
         """A copy with some fields changed (validated again)."""
         return dataclasses.replace(self, **changes)
@@ -134,6 +144,44 @@ class FitSettings:
                 out[param] = value
         out.update(params)
         return out
+
+
+#: The least time a method of a comparison is given, even when the methods before it took the
+#: whole shared time (a limit of 0 would mean "none").
+MIN_SHARE = 1.0
+
+
+class TimeShare:
+    """The time limits of the methods of one comparison, handed out as they start.
+
+    With ``time_limit="auto"`` the methods share ``DEFAULT_TOTAL_TIME`` from
+    the moment this object is made: each gets ``min(DEFAULT_TIME_LIMIT, time
+    left / methods left)`` (at least :data:`MIN_SHARE`), so time that a fast
+    method leaves goes to the methods after it.  Any other ``time_limit`` is
+    every method's own and is handed out unchanged.
+
+    Examples
+    --------
+    >>> share = FitSettings(time_limit=5).share_time(3)
+    >>> share.next_limit(), share.next_limit()
+    (5.0, 5.0)
+    >>> FitSettings().share_time(4).next_limit()
+    30.0
+    """
+
+    def __init__(self, settings: FitSettings, count: int) -> None:
+        self.settings = settings
+        self.left = max(1, int(count))
+        self.deadline = time.monotonic() + DEFAULT_TOTAL_TIME
+
+    def next_limit(self) -> float | None:
+        """The limit of the next method to start (the methods left count down)."""
+        if self.settings.time_limit != "auto":
+            return self.settings.time_limit
+        remaining = max(0.0, self.deadline - time.monotonic())
+        limit = max(MIN_SHARE, min(DEFAULT_TIME_LIMIT, remaining / self.left))
+        self.left = max(1, self.left - 1)
+        return limit
 
 
 #: FitSettings field -> the estimator parameter that means the same.

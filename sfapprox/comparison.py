@@ -15,6 +15,7 @@ from the registry (:func:`sfapprox._base.methods`).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import time
 import warnings
@@ -23,7 +24,7 @@ from typing import Any
 
 from ._base import RunContext, get_method, methods, parse_methods
 from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceError, one_line
-from ._settings import FitSettings, LoadOptions
+from ._settings import COUNT_INDICES, FitSettings, LoadOptions
 from ._signals import stop_requested
 from .budget import Budget, parse_budget, resolve_budget
 from .metrics import frobenius_error
@@ -136,7 +137,7 @@ def compare(
     *,
     budget: str | int | float | None = "sf",
     settings: FitSettings | None = None,
-    count_indices: bool = False,
+    count_indices: bool = COUNT_INDICES,
     protocol: str = "default",
     structure: Mapping[str, Any] | None = None,
     callback: Callable[[dict], bool | None] | None = None,
@@ -161,8 +162,10 @@ def compare(
     settings : FitSettings, optional
         How every method is fitted; ``setting_changes`` (e.g. ``time_limit=2``,
         ``seed=1``) override its fields.
-    count_indices : bool, default=False
-        Charge sparse entries (RPCA, sf+s) for their positions too.
+    count_indices : bool, default=True
+        Charge sparse entries at free positions (RPCA, sf+s) for their
+        positions too (2 numbers each); False: values only, the SF paper's
+        convention.
     protocol : {"default", "paper"}, default="default"
         ``"paper"``: the SF paper's Table 1 settings (:data:`PROTOCOLS`).
     structure : mapping, optional
@@ -207,7 +210,7 @@ def compare(
     check_scoring_memory(loaded, settings.max_memory)
     X = loaded.matrix
     info = {**loaded.summary(), **(matrix_info or {})}
-    context = RunContext(settings.per_method(len(names)), count_indices, protocol, callback, dict(structure or {}))
+    context = RunContext(settings, count_indices, protocol, callback, dict(structure or {}))
     with warnings_at_caller():
         results = run_all(names, X, resolved, context, info["fro_norm"], on_result)
     for name, surrogate in (include or {}).items():
@@ -248,14 +251,19 @@ def run_all(
     reason (the others still run); with ``isolate`` (batches) so does any
     other exception, which otherwise propagates.
     """
-    results: list[MethodResult] = []
-    for name in names:
+    by_name: dict[str, MethodResult] = {}
+    share = context.settings.share_time(len(names))
+    # Closed-form methods first: the time they leave of a shared limit goes to the iterative ones.
+    for name in sorted(names, key=lambda m: get_method(m).iterative):
         start = time.perf_counter()
-        need = get_method(name).min_budget(X.shape[0], context)
+        limit = share.next_limit()
+        own = dataclasses.replace(context, settings=context.settings.replace(time_limit=limit),
+                                  callback=_tagged(context.callback, name, limit))
+        need = get_method(name).min_budget(X.shape[0], own)
         try:
             if stop_requested():  # a stop whose KeyboardInterrupt was swallowed (see _signals)
                 raise KeyboardInterrupt
-            result = run_method(name, X, budget.value, context, fro_norm)
+            result = run_method(name, X, budget.value, own, fro_norm)
         except ResourceError as exc:
             result = MethodResult(name, "failed", reason=str(exc), seconds=time.perf_counter() - start)
         except Exception as exc:
@@ -268,12 +276,20 @@ def run_all(
             result = MethodResult(name, "interrupted", reason="stopped by Ctrl-C before it finished",
                                   seconds=time.perf_counter() - start)
         result.min_budget = need
-        results.append(result)
+        result.time_limit = limit
+        by_name[name] = result
         if on_result is not None:
             on_result(result)
         if result.status == "interrupted":
             break
-    return results
+    return [by_name[name] for name in names if name in by_name]
+
+
+def _tagged(callback: Callable[[dict], Any] | None, method: str, limit: float | None) -> Callable[[dict], Any] | None:
+    """The progress callback with the method's name and time limit added to each report."""
+    if callback is None:
+        return None
+    return lambda info: callback({**info, "method": method, "time_limit": limit})
 
 
 def build_comparison(info: dict[str, Any], budget: Budget, results: list[MethodResult], context: RunContext) -> Comparison:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._base import RunContext, methods
+from ._settings import COUNT_INDICES
 from .budget import sf_count, sf_structure, tsvd_count, tsvd_rank_for_budget
 from .formats import Column, Table
 
@@ -21,14 +22,14 @@ class MatrixDescription:
     data: dict[str, Any] = field(default_factory=dict)
 
 
-def describe(matrix, *, count_indices: bool = False) -> MatrixDescription:
+def describe(matrix, *, count_indices: bool = COUNT_INDICES) -> MatrixDescription:
     """Describe a matrix: shape, storage, symmetry, sign, SF's reference structure and budget,
     and the smallest budget at which each registered method applies.
 
     Parameters
     ----------
     matrix : LoadedMatrix, path or array
-    count_indices : bool, default=False
+    count_indices : bool, default=True
         Charge sparse entries for their positions (changes RPCA's and sf+s's smallest budget).
 
     Examples
@@ -65,7 +66,7 @@ def describe(matrix, *, count_indices: bool = False) -> MatrixDescription:
     context = RunContext(count_indices=count_indices)
     table = Table(f"{loaded.name}: where each method applies (N² = {dense:,})",
                   [Column("method", "method", "left"), Column("stores", "stores", "left"),
-                   Column("min_budget", "smallest budget"), Column("share", "% of N²"),
+                   Column("min_budget", "smallest budget"), Column("share", "% of N²", priority=10),
                    Column("summary", "what", "left")])
     per_method: dict[str, Any] = {}
     for name, spec in methods().items():

@@ -18,16 +18,35 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Column", "Table", "OutputFormat", "fmt_number", "fmt_seconds", "jsonable"]
+__all__ = ["Column", "Table", "OutputFormat", "Layout", "layout", "render_rich", "fmt_number", "fmt_seconds", "jsonable"]
 
 
 @dataclass(frozen=True)
 class Column:
-    """A column: its key in the rows, its title, its alignment."""
+    """A column: its key in the rows, its title, its alignment, and how it gives way to a narrow window.
+
+    Attributes
+    ----------
+    key : str
+        The cell's key in each row.
+    title : str
+    align : {"right", "left", "center"}
+    wrap : bool or None, default=None
+        Free text (details, descriptions) that may wrap onto several lines;
+        other cells are never cut or wrapped (their titles may wrap at
+        spaces).  None: a left-aligned column other than the first whose
+        cells hold spaces is free text.
+    priority : int or None, default=None
+        Columns that may be left out of a terminal table too narrow for all
+        of them, lowest priority first (the table's notes then name them;
+        every other format keeps them).  None: never left out.
+    """
 
     key: str
     title: str
     align: str = "right"
+    wrap: bool | None = None
+    priority: int | None = None
 
 
 @dataclass
@@ -173,22 +192,138 @@ def render_json(data: Any) -> str:
     return json.dumps(jsonable(data), indent=2) + "\n"
 
 
-def render_rich(tables: list[Table]) -> list[Any]:
-    """Rich tables for a terminal (the winner in bold green), then their notes."""
+#: Text columns wrap, in a narrow window, down to this width (a longer word is folded).
+WRAP_MIN_WIDTH = 16
+#: The compact table style's gap between columns, and the boxed style's cost per column
+#: (two padding spaces and a rule) plus its closing rule.
+_GAP, _BOX_PER_COLUMN = 2, 3
+
+
+def _words(text: str) -> list[str]:
+    return text.split() or [""]
+
+
+def _wraps(table: Table, index: int) -> bool:
+    column = table.columns[index]
+    if column.wrap is not None:
+        return column.wrap
+    return index > 0 and column.align == "left" and any(" " in row.get(column.key, "") for row in table.rows)
+
+
+def _column_widths(table: Table, index: int) -> tuple[int, int]:
+    """(natural, minimum) width of a column: its widest cell or title line, and the least it can take.
+
+    A cell that is not free text is never cut (its minimum is its width); a
+    title may wrap at spaces; free text wraps down to :data:`WRAP_MIN_WIDTH`.
+    """
+    from rich.cells import cell_len
+
+    column = table.columns[index]
+    cells = [row.get(column.key, "–") for row in table.rows]
+    widest_cell = max((cell_len(line) for c in cells for line in (c.splitlines() or [""])), default=0)
+    natural = max(widest_cell, cell_len(column.title))
+    title_min = max(cell_len(w) for w in _words(column.title))
+    if _wraps(table, index):
+        return natural, max(title_min, min(natural, WRAP_MIN_WIDTH))
+    return natural, max(title_min, widest_cell)
+
+
+@dataclass
+class Layout:
+    """How one table is shown in a window: which columns, how wide, in which style.
+
+    ``parts`` are lists of column indices: one part when the table fits,
+    several (each repeating the first column) when even its essential
+    columns do not; ``hidden`` are the optional columns left out.
+    """
+
+    parts: list[list[int]]
+    widths: list[int]
+    boxed: bool
+    hidden: list[str]
+
+
+def layout(table: Table, width: int | None) -> Layout:
+    """Choose the columns and widths that show ``table`` within ``width`` characters (None: unbounded).
+
+    In order: every column at its natural width in the boxed style; the
+    compact style with free text wrapped; optional columns left out, lowest
+    priority first; finally the remaining columns split into several parts,
+    each repeating the first column, so that no name is ever cut.
+    """
+    sizes = [_column_widths(table, i) for i in range(len(table.columns))]
+    wraps = [_wraps(table, i) for i in range(len(table.columns))]
+    natural = [n for n, _ in sizes]
+    every = list(range(len(table.columns)))
+    if width is None or sum(natural) + _BOX_PER_COLUMN * len(every) + 1 <= width:
+        return Layout([every], natural, True, [])
+    least = [m for _, m in sizes]
+
+    def need(cols: list[int]) -> int:
+        return sum(least[i] for i in cols) + _GAP * (len(cols) - 1)
+
+    shown = list(every)
+    optional = sorted((i for i, c in enumerate(table.columns) if c.priority is not None and i != 0),
+                      key=lambda i: table.columns[i].priority)
+    hidden: list[str] = []
+    while need(shown) > width and optional:
+        drop = optional.pop(0)
+        shown.remove(drop)
+        hidden.append(table.columns[drop].title)
+    parts = [shown]
+    if need(shown) > width and len(shown) > 2:
+        parts, current = [], [shown[0]]
+        for i in shown[1:]:
+            if len(current) > 1 and need(current + [i]) > width:
+                parts.append(current)
+                current = [shown[0]]
+            current.append(i)
+        parts.append(current)
+    widths = list(least)
+    for part in parts:
+        spare = width - need(part)
+        if spare < 0:  # one column wider than the window on its own: it folds (never the first)
+            widest = max(part[1:], key=lambda i: widths[i])
+            widths[widest] = max(4, widths[widest] + spare)
+        free = [i for i in part if wraps[i]]
+        short = sum(natural[i] - least[i] for i in free)
+        for i in free:  # free text shares what is left of the window, by how much each lacks
+            widths[i] += min(natural[i] - least[i], max(0, spare) * (natural[i] - least[i]) // max(short, 1))
+    return Layout(parts, widths, False, hidden)
+
+
+def render_rich(tables: list[Table], width: int | None = None) -> list[Any]:
+    """Rich tables for a terminal ``width`` characters wide (None: as wide as their content).
+
+    The winner is in bold green; names are never cut: a narrow window wraps
+    free text, then leaves out optional columns (said in a note), then splits
+    the table into parts that each repeat the first column.
+    """
+    from rich import box
     from rich.table import Table as RichTable
     from rich.text import Text
 
     out: list[Any] = []
     for table in tables:
-        rich = RichTable(title=table.title, title_justify="left")
-        for c in table.columns:
-            rich.add_column(c.title, justify=c.align if c.align in ("left", "right", "center") else "left",
-                            no_wrap=c.key not in ("details", "reason", "source"), overflow="fold")
-        for cells, best in zip(table.cells(), table.best):
-            rich.add_row(*[Text(v, style="bold green") if c.key in best else Text(v)
-                           for c, v in zip(table.columns, cells)])
-        out.append(rich)
-        out.extend(Text(n) for n in table.notes)
+        plan = layout(table, width)
+        for number, part in enumerate(plan.parts):
+            title = table.title if number == 0 else f"{table.title} (continued)"
+            style = (dict(box=box.HEAVY_HEAD) if plan.boxed else
+                     dict(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True))
+            rich = RichTable(title=title, title_justify="left", **style)
+            for i in part:
+                c = table.columns[i]
+                rich.add_column(Text(c.title, overflow="fold"), justify=c.align if c.align in ("left", "right", "center") else "left",
+                                width=plan.widths[i], overflow="fold", no_wrap=False)
+            for cells, best in zip(table.cells(), table.best):
+                rich.add_row(*[Text(cells[i], style="bold green" if table.columns[i].key in best else "",
+                                    no_wrap=not (plan.boxed or _wraps(table, i)), overflow="fold") for i in part])
+            out.append(rich)
+        notes = list(table.notes)
+        if plan.hidden:
+            notes.append(f"(left out to fit the window: {', '.join(plan.hidden)}; a wider window, "
+                         "--json or --csv shows every column)")
+        out.extend(Text(n) for n in notes)
     return out
 
 

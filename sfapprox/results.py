@@ -25,7 +25,8 @@ class MethodResult:
     ``status`` is ``"ok"``, ``"not applicable"`` (``reason`` says why),
     ``"failed"`` or ``"interrupted"``; errors are None unless there is an
     approximation to score.  ``min_budget`` is the smallest budget at which
-    the method applies to this matrix.  ``operator`` is the fitted surrogate (a
+    the method applies to this matrix; ``time_limit`` the seconds it was
+    given (None: none).  ``operator`` is the fitted surrogate (a
     LinearOperator with ``to_dense()`` and ``n_stored``) and ``estimator`` the
     fitted method object; neither is part of :meth:`to_dict`.
     """
@@ -39,6 +40,7 @@ class MethodResult:
     params: dict[str, Any] = field(default_factory=dict)
     reason: str | None = None
     min_budget: int | None = None
+    time_limit: float | None = None
     operator: Any = field(default=None, repr=False, compare=False)
     estimator: Any = field(default=None, repr=False, compare=False)
 
@@ -63,10 +65,17 @@ class Comparison:
     settings: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
 
-    def winner(self) -> str | None:
-        """The ``ok`` method with the smallest Frobenius error (None if none)."""
+    def ranked(self) -> list[MethodResult]:
+        """The scored rows, best first: the smallest error; among rows that reproduce X
+        exactly (or tie), the fewest stored numbers.  The winner, the ★ and the verdict
+        all come from this one order."""
         scored = [r for r in self.results if r.status == "ok" and r.fro_error is not None]
-        return min(scored, key=lambda r: r.fro_error).method if scored else None
+        return sorted(scored, key=lambda r: (0.0 if _is_exact(r) else r.fro_error, r.nnz if r.nnz is not None else 0))
+
+    def winner(self) -> str | None:
+        """The best ``ok`` method (:meth:`ranked`'s first; None if no row was scored)."""
+        ranked = self.ranked()
+        return ranked[0].method if ranked else None
 
     def result(self, method: str) -> MethodResult:
         """The row of ``method`` (KeyError when it was not run)."""
@@ -78,30 +87,33 @@ class Comparison:
     def verdict(self) -> dict[str, Any] | None:
         """What the rows say, in one line: which kind of surrogate wins, and by how much.
 
-        Returns ``{"winner", "text", "ratio", "exact"}`` (None without a scored row):
-        ``"exact sparse storage is cheapest"`` when storing X's non-zeros fits the
-        budget, ``"SF wins by 3.2x"`` (the next best error over SF's), or ``"low rank
-        (TSVD) wins: SF's error is 2.1x larger"``.
+        Returns ``{"winner", "text", "ratio", "exact", "suggest"}`` (None without a
+        scored row).  ``winner`` is always :meth:`winner`.  The text says
+        ``"exact sparse storage is cheapest"`` when the winner stores X's
+        non-zeros exactly, ``"SF wins by 3.2x over low rank (TSVD)"`` (the next
+        best kind's error over SF's), or ``"low rank (TSVD) wins: SF's error is
+        2.1x larger"``.  When plain sparse storage was not run but would hold X
+        exactly within the budget, the text says so and ``suggest`` names the
+        methods to add (``["sparse"]``), whatever the methods that ran.
         """
-        scored = sorted((r for r in self.results if r.status == "ok" and r.fro_error is not None),
-                        key=lambda r: r.fro_error)
-        if not scored:
+        ranked = self.ranked()
+        if not ranked:
             return None
-        best = scored[0]
+        best = ranked[0]
         label = _label(best.method)
-        exact = best.fro_error == 0.0 or (best.rel_error is not None and best.rel_error < 1e-12)
-        sparse = next((r for r in scored if r.method == "sparse" and r.params.get("exact")), None)
-        sf = next((r for r in scored if r.method == "sf"), None)
+        exact = _is_exact(best)
+        sf = next((r for r in ranked if r.method == "sf"), None)
         ratio = None
-        if sparse is not None:
-            text = (f"exact sparse storage is cheapest: X's {sparse.params.get('nnz', sparse.params.get('n_sparse'))} "
-                    f"non-zeros take {sparse.nnz:,} numbers ({100 * sparse.nnz / self.budget:.0f}% of the budget) "
-                    "and reproduce it exactly")
-            best, exact = sparse, True
+        if exact and _stores_entries_only(best):
+            how = "" if best.method == "sparse" else f" with their positions ({best.method}, {details(best.params)})"
+            entries = best.params.get("nnz", best.params.get("n_sparse", self.matrix.get("nnz")))
+            text = (f"exact sparse storage is cheapest: X's {_count(entries)} non-zeros take {_count(best.nnz)} "
+                    f"numbers{how} ({_share(best.nnz, self.budget)} of the budget) and reproduce it exactly")
         elif exact:
-            text = f"{label} reproduces X exactly within the budget"
+            text = (f"{label} reproduces X exactly with {_count(best.nnz)} numbers "
+                    f"({_share(best.nnz, self.budget)} of the budget)")
         elif label.startswith("SF"):
-            runner = next((r for r in scored[1:] if not _label(r.method).startswith("SF")), None)
+            runner = next((r for r in ranked[1:] if not _label(r.method).startswith("SF")), None)
             if runner is None:
                 text = f"{label} wins (no other kind of method ran)"
             else:
@@ -112,7 +124,23 @@ class Comparison:
             text = f"{label} wins: SF's error is {ratio:.3g}x larger"
         else:
             text = f"{label} wins"
-        return {"winner": best.method, "text": text, "ratio": ratio, "exact": exact}
+        suggest = []
+        csr = self._exact_sparse_count()
+        if not exact and csr is not None and not any(r.method == "sparse" for r in self.results):
+            text += (f"; but X has only {self.matrix['nnz']:,} non-zeros: plain sparse storage ('sparse') "
+                     f"holds it exactly in {csr:,} numbers ({_share(csr, self.budget)} of the budget)")
+            suggest = ["sparse"]
+        return {"winner": best.method, "text": text, "ratio": ratio, "exact": exact, "suggest": suggest}
+
+    def _exact_sparse_count(self) -> int | None:
+        """CSR's stored numbers for X's non-zeros when they fit the budget (None otherwise)."""
+        from .baselines.sparse import sparse_count
+
+        n, nnz = self.matrix.get("n"), self.matrix.get("nnz")
+        if n is None or nnz is None:
+            return None
+        count = sparse_count(int(n), int(nnz))
+        return count if count <= self.budget else None
 
     def to_dict(self) -> dict[str, Any]:
         return jsonable(
@@ -133,10 +161,11 @@ class Comparison:
         name, n = self.matrix.get("name", "matrix"), self.matrix.get("n")
         table = Table(
             f"{name}  (N={n}, budget {self.budget:,} stored numbers = {100 * self.budget / n**2:.2f}% of N²)",
-            [Column("method", "method", "left"), Column("stored", "stored"), Column("of_budget", "of budget"),
-             Column("min_budget", "needs at least"),
-             Column("fro_error", "‖X−X̂‖_F"), Column("rel_error", "relative"), Column("seconds", "seconds"),
-             Column("status", "status", "left"), Column("details", "details", "left")],
+            # In a narrow window the least telling columns give way first (priority).
+            [Column("method", "method", "left"), Column("stored", "stored", priority=60),
+             Column("of_budget", "of budget", priority=10), Column("min_budget", "needs at least", priority=20),
+             Column("fro_error", "‖X−X̂‖_F"), Column("rel_error", "relative"), Column("seconds", "seconds", priority=30),
+             Column("status", "status", "left", priority=40), Column("details", "details", "left", wrap=True, priority=50)],
         )
         winner = self.winner()
         for r in self.results:
@@ -160,7 +189,34 @@ class Comparison:
         verdict = self.verdict()
         if verdict is not None:
             table.notes.append(f"verdict: {verdict['text']}")
+        for r in self.results:
+            if r.params.get("structure_reason"):
+                table.notes.append(f"{r.method}: {r.params['structure_reason']}")
         return [table]
+
+
+#: Relative error below which a row reproduces X exactly (floating-point round-off).
+EXACT_REL_ERROR = 1e-12
+
+
+def _is_exact(r: MethodResult) -> bool:
+    return r.fro_error == 0.0 or (r.rel_error is not None and r.rel_error < EXACT_REL_ERROR)
+
+
+def _stores_entries_only(r: MethodResult) -> bool:
+    """True for a row whose surrogate is X's entries alone (sparse, or a low-rank + sparse split of rank 0)."""
+    if r.method == "sparse":
+        return True
+    p = r.params
+    return bool(p.get("n_sparse")) and not p.get("rank") and not p.get("n_factors") and not p.get("monarch_rank")
+
+
+def _share(count: int | None, budget: int) -> str:
+    return f"{100 * count / budget:.0f}%" if budget and count is not None else "–"
+
+
+def _count(value: int | None) -> str:
+    return "–" if value is None else f"{value:,}"
 
 
 def _label(method: str) -> str:
@@ -184,7 +240,15 @@ def details(params: dict[str, Any]) -> str:
     'r=3 stop=exact'
     """
     # None marks a part the method did not use (sf+s that kept no factors has no base)
-    return " ".join(f"{short}={params[key]}" for key, short in _SHORT.items() if params.get(key) is not None)
+    shown = []
+    for key, short in _SHORT.items():
+        if params.get(key) is None:
+            continue
+        value = params[key]
+        if key == "n_factors" and params.get("n_factors_budget"):  # fewer than the budget allows
+            value = f"{value}/{params['n_factors_budget']}"
+        shown.append(f"{short}={value}")
+    return " ".join(shown)
 
 
 def library_versions() -> dict[str, str]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from ._base import RunContext, parse_methods
 from ._errors import ParameterError
-from ._settings import FitSettings, LoadOptions
+from ._settings import COUNT_INDICES, FitSettings, LoadOptions
 from .budget import parse_budget, resolve_budget
 from .comparison import PROTOCOLS, as_loaded_matrix, build_comparison, check_scoring_memory, run_all, warnings_at_caller
 from .formats import Column, Table, fmt_number, jsonable
@@ -36,7 +36,7 @@ def parse_budget_list(text: str | Sequence[str | int | float]) -> list[str]:
 DEFAULT_FACTORS = (0.5, 1.0, 1.5, 2.0, 3.0)
 
 
-def default_budgets(n: int, methods: Sequence[str], *, count_indices: bool = False) -> list[str]:
+def default_budgets(n: int, methods: Sequence[str], *, count_indices: bool = COUNT_INDICES) -> list[str]:
     """Budgets around where the methods start to apply: 0.5, 1, 1.5, 2 and 3 times the largest
     of their smallest budgets (:attr:`~sfapprox._base.MethodSpec.min_budget`), capped at ``N^2``.
 
@@ -79,7 +79,7 @@ class Sweep:
         """The sweep as one table: a row per budget, a column per method (relative errors)
         with the row's smallest in bold and each method's stop reason where it did not converge."""
         n = self.matrix["n"]
-        columns = [Column("budget", "budget"), Column("share", "% of N²")]
+        columns = [Column("budget", "budget"), Column("share", "% of N²", priority=10)]
         columns += [Column(m, m) for m in self.methods]
         table = Table(f"{self.matrix.get('name', 'matrix')} (N={n}): relative error by budget", columns)
         reasons: dict[str, str] = {}
@@ -124,7 +124,7 @@ def sweep(
     methods: str | Sequence[str] = ("sf", "tsvd"),
     *,
     settings: FitSettings | None = None,
-    count_indices: bool = False,
+    count_indices: bool = COUNT_INDICES,
     protocol: str = "default",
     callback: Callable[[dict], bool | None] | None = None,
     on_result: Callable[[int, MethodResult], None] | None = None,
@@ -158,7 +158,7 @@ def sweep(
         resolved.setdefault(b.value, b)
     check_scoring_memory(loaded, settings.max_memory)
     info = {**loaded.summary(), **(matrix_info or {})}
-    context = RunContext(settings.per_method(len(names)), count_indices, protocol, callback)
+    context = RunContext(settings, count_indices, protocol, callback)
     points: list[Comparison] = []
     with warnings_at_caller():
         for value in sorted(resolved):

@@ -145,16 +145,22 @@ def test_compare_api_keeps_finished_rows_on_ctrl_c(monkeypatch):
     import sfapprox.comparison as comparison
 
     real = comparison.run_method
+    stop_at = {"name": "tsvd"}
 
-    def interrupt_tsvd(name, *args, **kwargs):
-        if name == "tsvd":
+    def interrupt(name, *args, **kwargs):
+        if name == stop_at["name"]:
             raise KeyboardInterrupt
         return real(name, *args, **kwargs)
 
-    monkeypatch.setattr(comparison, "run_method", interrupt_tsvd)
+    monkeypatch.setattr(comparison, "run_method", interrupt)
     X = np.random.default_rng(0).random((12, 12))
-    c = comparison.compare(X, ["sf", "tsvd", "nmf"], max_iter=5)
-    assert [(r.method, r.status) for r in c.results] == [("sf", "ok"), ("tsvd", "interrupted")]
+    # Closed-form tsvd runs first: interrupted there, nothing else ran.
+    c = comparison.compare(X, ["sf", "nmf", "tsvd", "rpca"], max_iter=5)
+    assert [(r.method, r.status) for r in c.results] == [("tsvd", "interrupted")]
+    # Then the iterative ones in the order asked: the rows finished before nmf are kept, rpca never ran.
+    stop_at["name"] = "nmf"
+    c = comparison.compare(X, ["sf", "nmf", "tsvd", "rpca"], max_iter=5)
+    assert [(r.method, r.status) for r in c.results] == [("sf", "ok"), ("nmf", "interrupted"), ("tsvd", "ok")]
 
 
 def test_fit_structure_options(tmp_path, small_mtx):
@@ -224,5 +230,5 @@ def test_help_flags_and_module_entry_point():
 def test_a_fit_cut_by_its_time_limit_is_said(small_mtx):
     res = invoke("compare", small_mtx, "--methods", "sf,tsvd", "--time-limit", "0.05", "--device", "cpu")
     assert res.exit_code == 0, res.output
-    assert "sf stopped on the time limit (0.05 s each)" in " ".join(res.output.split())
+    assert "stopped on the time limit before converging: sf 0.05 s" in " ".join(res.output.split())
     assert "--time-limit" in res.output

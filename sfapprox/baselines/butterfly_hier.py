@@ -474,6 +474,7 @@ register(
         min_budget=lambda n, context: butterfly_hier_count(n),
         order=61,
         label="hierarchical butterfly",
+        iterative=False,
         # the padded matrix and its block SVDs: 4.3 N'^2 float64 measured (N = 256, 1000; N' = padded_size)
         working_memory=lambda n: 5 * 8 * padded_size(n) ** 2,
     )

@@ -550,6 +550,7 @@ register(
         min_budget=lambda n, context: monarch_min_budget(n),
         order=60,
         label="Monarch",
+        iterative=False,
         # the padded slabs and their SVDs: 3.4-4.5 N'^2 float64 measured (N = 256-1000), N' the largest
         # padded order among the shapes tried
         working_memory=lambda n: 5 * 8 * max(b1 * b2 for b1, b2 in monarch_shapes(n)[:MAX_SHAPES]) ** 2,

@@ -321,6 +321,7 @@ register(
         min_budget=_min_budget,
         order=25,
         label="sparse storage",
+        iterative=False,
         # the magnitudes, their selection and the kept entries: 5.0 N^2 float64 measured (N = 256-1000)
         working_memory=lambda n: 6 * 8 * n * n,
     )

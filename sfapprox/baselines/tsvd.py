@@ -170,6 +170,7 @@ register(
         min_budget=lambda n, context: tsvd_count(n, 1),
         order=20,
         label="low rank (TSVD)",
+        iterative=False,
         # the dense SVD's factors and workspace: 2.0 N^2 float64 measured (tracemalloc, N = 256-1000)
         working_memory=lambda n: 3 * 8 * n * n,
     )

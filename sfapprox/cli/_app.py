@@ -177,7 +177,7 @@ def announce_start(callback: Callable[[dict], Any], what: str, quiet: bool) -> C
     that Ctrl-C keeps the best factors; nothing is added under ``--quiet`` or
     when the bar is shown.
     """
-    if quiet or err.is_terminal:
+    if quiet or err.is_interactive:
         return callback
     started = False
 

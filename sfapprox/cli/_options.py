@@ -21,9 +21,9 @@ from typing import Annotated, Any, Literal, Optional
 
 import typer
 
-from .._settings import DEFAULT_TIME_LIMIT, DEFAULT_TOTAL_TIME, FitSettings, LoadOptions, parse_size
+from .._settings import COUNT_INDICES, DEFAULT_TIME_LIMIT, DEFAULT_TOTAL_TIME, FitSettings, LoadOptions, parse_size
 
-__all__ = ["MatrixPath", "options", "LOAD", "FIT", "OUTPUTS", "Methods", "Budget", "Force", "Quiet", "flag"]
+__all__ = ["MatrixPath", "options", "LOAD", "FIT", "OUTPUTS", "Methods", "Budget", "CountIndices", "Force", "Quiet", "flag"]
 
 
 def flag(*names: str, help: str) -> Any:
@@ -49,6 +49,12 @@ DEFAULT_METHODS = _default_methods()
 Methods = Annotated[str, typer.Option("--methods", help=f"Comma-separated methods (see 'sfapprox methods'): {_method_names()}.", metavar="LIST")]
 Budget = Annotated[str, typer.Option("--budget", help="Stored numbers per method: 'sf' (SF's own count), a whole number, or a fraction of N² (0.05).", metavar="BUDGET")]
 Force = Annotated[bool, flag("--force", help="Overwrite existing output files.")]
+#: Default of :data:`CountIndices`, from the library.
+COUNT_INDICES_DEFAULT = COUNT_INDICES
+CountIndices = Annotated[bool, typer.Option(
+    "--count-indices/--no-count-indices", metavar=" ",
+    help="Charge each sparse entry at a free position (rpca, rpca-pcp, sf+s) its position too, 2 numbers: "
+         "honest storage, the default. --no-count-indices charges values only (the SF paper's convention).")]
 Quiet = Annotated[bool, flag("--quiet", "-q", help="No progress display (it is also off when stderr is not a terminal).")]
 
 

@@ -23,17 +23,26 @@ from rich.table import Table as RichTable
 from ..formats import OutputFormat, Table, fmt_number, render_rich
 
 
-def _table_console() -> Console:
-    console = Console()
-    # Piped or redirected, rich assumes 80 columns and squeezes the details column
-    # to a few letters; a log file has no width, so give the tables room (COLUMNS still wins).
+#: Width of a console that writes to a pipe or a file: tables there are as wide as their content.
+UNBOUNDED = 100_000
+
+
+def _console(stderr: bool = False) -> Console:
+    console = Console(stderr=stderr)
+    # Piped or redirected, rich assumes 80 columns; a log file has no width, so tables are
+    # drawn as wide as their content there (COLUMNS, when set, still wins).
     if not console.is_terminal and "COLUMNS" not in os.environ:
-        console = Console(width=160)
+        console = Console(stderr=stderr, width=UNBOUNDED)
     return console
 
 
-out = _table_console()
-err = Console(stderr=True)
+def table_width(console: Console) -> int | None:
+    """The width tables must fit on ``console``: the window's, or None (unbounded) for a pipe."""
+    return None if console.width >= UNBOUNDED else console.width
+
+
+out = _console()
+err = _console(stderr=True)
 
 
 def note(message: str, *, style: str = "") -> None:
@@ -64,7 +73,7 @@ def check_outputs(outputs: dict[str, Path], force: bool) -> None:
 def show_tables(tables: list[Table], outputs: dict[str, Path]) -> None:
     """Print the tables for a person: stdout, or stderr when stdout carries machine output."""
     console = err if stdout_claimed(outputs) else out
-    for item in render_rich(tables):
+    for item in render_rich(tables, table_width(console)):
         console.print(item)
 
 
@@ -88,12 +97,23 @@ def emit(tables: list[Table], data: Any, outputs: dict[str, Path], *, force: boo
     write_outputs(tables, data, outputs, force=force)
 
 
-def advise_limits(results, time_limit: float | None) -> None:
+def advise_limits(results) -> None:
     """One stderr line naming the methods that stopped on their time limit, with the knob to turn."""
-    cut = [r.method for r in results if r.params.get("stop_reason") == "time_limit"]
-    if cut and time_limit:
-        note(f"note: {', '.join(dict.fromkeys(cut))} stopped on the time limit ({time_limit:g} s each) before "
-             "converging; --time-limit SECONDS (0 for none) allows closer fits")
+    cut = {r.method: r.time_limit for r in results if r.params.get("stop_reason") == "time_limit" and r.time_limit}
+    if cut:
+        limits = ", ".join(f"{m} {t:.3g} s" for m, t in cut.items())
+        note(f"note: stopped on the time limit before converging: {limits}; --time-limit SECONDS (each method's; "
+             "0 for none) allows closer fits")
+
+
+def suggest_next(comparison, path: Path, names: list[str]) -> None:
+    """The next command, when the verdict says a method that was not run would do better."""
+    import shlex
+
+    verdict = comparison.verdict()
+    if verdict and verdict.get("suggest"):
+        methods = ",".join(list(names) + [m for m in verdict["suggest"] if m not in names])
+        note(f"next: sfapprox compare {shlex.quote(str(path))} --methods {methods}", style="bold")
 
 
 def key_value_table(title: str, rows: list[tuple[str, Any]]) -> RichTable:
@@ -111,15 +131,16 @@ def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float |
 
     The bar fills with whichever limit is nearer: iterations or the time limit.
     The callback receives the iterative methods' progress dicts (``iteration``,
-    ``max_iter``, ``fro_error``, ``elapsed`` and, when a method says so, ``start``).
+    ``max_iter``, ``fro_error``, ``elapsed`` and, when they are known,
+    ``start``, ``method`` and the method's own ``time_limit``).
     """
-    if quiet or not err.is_terminal:
+    if quiet or not err.is_interactive:
         yield lambda info: None
         return
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
-        TextColumn("{task.fields[start]}"),
+        TextColumn("{task.fields[phase]}"),
         TextColumn("it {task.fields[iteration]}"),
         TextColumn("error {task.fields[error]}"),
         TimeElapsedColumn(),
@@ -127,15 +148,18 @@ def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float |
         transient=True,
     )
     with progress:
-        task = progress.add_task(label, total=1.0, iteration=0, error="–", start="")
+        task = progress.add_task(label, total=1.0, iteration=0, error="–", phase="")
 
         def update(info: dict) -> None:
             limit = info.get("max_iter") or total
             done = info["iteration"] / max(limit or 1, 1)
-            if time_limit:
-                done = max(done, info["elapsed"] / time_limit)
+            seconds = info.get("time_limit", time_limit)
+            if seconds:
+                done = max(done, info["elapsed"] / seconds)
             start = info.get("start")
+            method = info.get("method")
             progress.update(task, completed=min(done, 1.0), iteration=info["iteration"],
-                            error=fmt_number(info["fro_error"]), start=f"start {start}" if start else "")
+                            error=fmt_number(info["fro_error"]), phase=f"start {start}" if start else "",
+                            description=f"{label} {method}" if method else label)
 
         yield update

@@ -19,7 +19,7 @@ from ._app import (
     show_notes,
     stop_cause,
 )
-from ._render import advise_limits, check_outputs, emit, fit_progress, note
+from ._render import advise_limits, check_outputs, emit, fit_progress, note, suggest_next
 
 
 @app.command()
@@ -29,7 +29,7 @@ def compare(
     methods: o.Methods = o.DEFAULT_METHODS,
     budget: o.Budget = "sf",
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the original, each method's approximation and its residual (PNG/PDF/SVG; needs matplotlib).", metavar="FILE")] = None,
-    count_indices: Annotated[bool, o.flag("--count-indices", help="Charge sparse entries 2 numbers (value + position).")] = False,
+    count_indices: o.CountIndices = o.COUNT_INDICES_DEFAULT,
     save_factors: Annotated[Optional[Path], typer.Option("--save-factors", help="Write each fitted surrogate to FOLDER/<name>.<method>.h5 (the folder is created).", metavar="FOLDER")] = None,
     saved: Annotated[Optional[list[Path]], typer.Option("--with", help="A saved fit (fit --out, --save-factors) to score beside the methods; repeatable.", metavar="FILE")] = None,
     plot_scale: Annotated[Literal["auto", "linear", "log"], typer.Option("--plot-scale", help="--plot colors: linear values, log10 |values| (sparse graphs), or auto (log below 10% non-zeros).")] = "auto",
@@ -80,9 +80,10 @@ def compare(
                                      callback=announce_start(progress, loaded.name, quiet), include=surrogates)
         if "clamped" in comparison.budget_spec:
             note(f"note: budget {comparison.budget_spec}: no method can use more than the dense N² numbers")
-        advise_limits(comparison.results, settings.per_method(len(names)).time_limit)
+        advise_limits(comparison.results)
         tables = comparison.tables()
         emit(tables, comparison.to_dict(), outputs, force=force)
+        suggest_next(comparison, path, names)
         if plot is not None:
             from ..plotting import plot_comparison
 
@@ -98,7 +99,7 @@ def compare(
             kept = "the rows so far are shown" + (" and written" if outputs else "")
             if stopped.fro_error is not None:
                 kept += f" ({stopped.method}: the best factors found before the stop)"
-            note(f"interrupted ({stop_cause()}) during {stopped.method}: {kept}; later methods were not run",
+            note(f"interrupted ({stop_cause()}) during {stopped.method}: {kept}; the methods not yet run were skipped",
                  style="bold yellow")
             raise typer.Exit(EXIT_INTERRUPTED)
 

@@ -19,7 +19,7 @@ def sweep(
     budgets: Annotated[Optional[str], typer.Option("--budgets", help="Comma-separated budgets: fractions of N², counts or 'sf' (default: 0.5 to 3 times the smallest budget at which every method applies).", metavar="LIST", show_default=False)] = None,
     methods: o.Methods = o.DEFAULT_METHODS,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write an error-vs-budget chart (PNG/PDF/SVG; needs matplotlib).", metavar="FILE")] = None,
-    count_indices: Annotated[bool, o.flag("--count-indices", help="Charge sparse entries 2 numbers (value + position).")] = False,
+    count_indices: o.CountIndices = o.COUNT_INDICES_DEFAULT,
     quiet: o.Quiet = False,
     force: o.Force = False,
     *,
@@ -44,14 +44,15 @@ def sweep(
         show_notes(loaded)
         if specs is None:
             specs = default_budgets(loaded.n, names, count_indices=count_indices)
-            note(f"budgets: {', '.join(specs)} (0.5 to 3 times the smallest at which {', '.join(names)} all apply)")
+            which = f"{names[0]} applies" if len(names) == 1 else f"all of {', '.join(names)} apply"
+            note(f"budgets: {', '.join(specs)} (0.5 to 3 times the smallest budget at which {which})")
         with fit_progress(loaded.name, settings.max_iter, quiet, settings.per_method(len(names)).time_limit) as progress:
             result = run_sweep(loaded, specs, names, settings=settings, count_indices=count_indices,
                                callback=announce_start(progress, loaded.name, quiet))
         for point in result.points:
             if "clamped" in point.budget_spec:
                 note(f"note: budget {point.budget_spec}: no method can use more than the dense N² numbers")
-        advise_limits([r for p in result.points for r in p.results], settings.per_method(len(names)).time_limit)
+        advise_limits([r for p in result.points for r in p.results])
         tables = result.tables()
         emit(tables, result.to_dict(), outputs, force=force)
         if plot is not None:

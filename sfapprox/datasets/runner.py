@@ -18,7 +18,7 @@ from typing import Any
 
 from .._base import RunContext, get_method
 from .._errors import ConvergenceWarning, SfapproxError, one_line
-from .._settings import FitSettings, parse_size
+from .._settings import COUNT_INDICES, FitSettings, parse_size
 from .manifest import Entry
 from .results_file import RECORD_FORMAT, RECORD_VERSION
 
@@ -54,7 +54,7 @@ class BatchOptions:
     budget: str = "sf"
     protocol: str = "default"
     settings: FitSettings = field(default_factory=FitSettings)
-    count_indices: bool = False
+    count_indices: bool = COUNT_INDICES
     data_dir: str | None = None
     save_factors: bool = True
 

@@ -120,6 +120,21 @@ def _known_extensions() -> str:
     return ", ".join(e for f in _FORMATS.values() for e in f.extensions)
 
 
+def _folder_hint(path: str | os.PathLike) -> str:
+    """What to do with a folder given as a matrix: name one of its matrix files, or run a batch."""
+    known = {e for f in _FORMATS.values() for e in f.extensions}
+    try:
+        names = sorted(e.name for e in os.scandir(path) if e.is_file()
+                       and os.path.splitext(strip_compression(e.name.lower()))[1] in known)
+    except OSError:
+        names = []
+    if not names:
+        return "name a matrix file (see 'sfapprox formats' for the types read)"
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return (f"name one of its {len(names)} matrix file(s), e.g. {os.path.join(os.fspath(path), names[0])} ({shown}); "
+            "for all of them, list them in a manifest and run 'sfapprox batch'")
+
+
 def detect_format(path: str | os.PathLike) -> str:
     """Format key for ``path``, by extension (``.gz``, ``.bz2``, ``.xz`` looked through).
 
@@ -449,6 +464,8 @@ def load_matrix(
                    resize=resize, square=square, covariance=covariance, mirror=mirror, max_memory=max_memory)
     _check_options(format, opts)
     display = os.fspath(path)
+    if os.path.isdir(path):
+        raise fail(display, "is a folder, not a matrix file", _folder_hint(path))
     src = Source(path, max_memory)
     src.check_exists()
     fmt = format or detect_format(path)

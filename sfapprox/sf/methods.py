@@ -58,11 +58,20 @@ def sf_estimator(n: int, budget: int, context: RunContext, *, support: str = "ch
             raise BudgetError(f"SF with {config.n_factors} factors of {config.n_offsets} values per row "
                               f"stores {config.count} numbers, over the budget {budget}")
     else:
-        config = sf_config_for_budget(n, budget, support=support)
+        full = sf_config_for_budget(n, budget, support=support)
         settings = context.settings.per_method(1)
-        config = affordable_structure(n, config, settings.time_limit, settings.device)
+        config = affordable_structure(n, full, settings.time_limit, settings.device)
         params.update(n_factors=config.n_factors, base=config.base)
-    return ChordSF(**context.settings.apply_to(ChordSF, callback=context.callback, **params))
+    est = ChordSF(**context.settings.apply_to(ChordSF, callback=context.callback, **params))
+    if not fixed and context.protocol != "paper" and config.n_factors < full.n_factors:
+        # Said in the row (details "M=10/12") and its reason, never silent: the result then
+        # depends on this machine's speed, which --time-limit 0 avoids.
+        est._structure_choice = {
+            "n_factors_budget": full.n_factors,
+            "count_budget": full.count,
+            "structure_reason": structure_reason(n, full, config, settings.time_limit),
+        }
+    return est
 
 
 def _evaluation_seconds(n: int, offsets, n_factors: int) -> float:
@@ -112,6 +121,17 @@ def affordable_structure(n: int, config: SFConfig, time_limit: float | None, dev
     if m == config.n_factors:
         return config
     return SFConfig(config.base, m, config.n_offsets, n * config.n_offsets * m, config.support)
+
+
+def structure_reason(n: int, full: SFConfig, config: SFConfig, time_limit: float) -> str:
+    """Why ``config`` has fewer factors than ``full``, the structure its budget allows (one line)."""
+    fewest = min_full_factors(n, support_offsets(n, config.support, config.base))
+    why = (f"{full.n_factors} would get fewer than {MIN_EVALS} loss evaluations in the {time_limit:g} s limit "
+           "on this machine")
+    if config.n_factors == fewest:
+        why += f" ({config.n_factors} is the fewest that reach every entry)"
+    return (f"{config.n_factors} of the {full.n_factors} factors its budget allows ({config.count:,} of "
+            f"{full.count:,} numbers): {why}; --time-limit 0 or a longer limit fits them all")
 
 
 def _register(name: str, support: str, summary: str, stores: str, order: int) -> None:

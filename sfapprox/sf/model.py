@@ -212,6 +212,10 @@ class ChordSF(Approximation):
     True
     """
 
+    #: How a comparison chose this structure when it took fewer factors than its budget allows
+    #: (:func:`sfapprox.sf.methods.sf_estimator` sets it; merged into ``params_``): None otherwise.
+    _structure_choice: dict | None = None
+
     @property
     def method_name(self) -> str:
         return "sf" if self.support == "chord" else f"sf-{self.support}"
@@ -487,6 +491,7 @@ class ChordSF(Approximation):
             "device": self.device_,
             "dtype": self.dtype_,
             "threads": self.threads_,
+            **(self._structure_choice or {}),
         }
         if dense is None:
             self.fro_error_, self.rel_error_ = 0.0, None
