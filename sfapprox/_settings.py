@@ -20,7 +20,8 @@ from typing import Any
 
 from ._errors import ParameterError
 
-__all__ = ["FitSettings", "LoadOptions", "DEFAULT_TIME_LIMIT", "DEFAULT_TOTAL_TIME", "COUNT_INDICES", "parse_size"]
+__all__ = ["FitSettings", "LoadOptions", "TimeShare", "DEFAULT_TIME_LIMIT", "DEFAULT_TOTAL_TIME", "DEFAULT_METHODS",
+           "COUNT_INDICES", "SF_MAX_ITER", "SF_FTOL", "SF_GTOL", "SF_INIT", "SF_SUPPORT", "SF_BASE", "parse_size"]
 
 #: Default wall-clock limit of one method's fit, in seconds.  Every method stays
 #: within its limit as a whole (grids and multi-start searches share it).
@@ -30,6 +31,22 @@ DEFAULT_TIME_LIMIT = 60.0
 #: ``min(DEFAULT_TIME_LIMIT, DEFAULT_TOTAL_TIME / k)`` seconds each, so that comparing
 #: every method at the defaults takes about two minutes, whatever the matrix.
 DEFAULT_TOTAL_TIME = 120.0
+
+#: The methods a comparison (compare, sweep, batch) runs when none are named: SF, the best
+#: low-rank surrogate, and plain sparse storage (exact and cheapest for many graphs).
+DEFAULT_METHODS = ("sf", "tsvd", "sparse")
+
+# SF's defaults (ChordSF's signature, the CLI's --help and the hybrids read them from here).
+#: L-BFGS iterations of one SF fit.
+SF_MAX_ITER = 20000
+#: Stop when the loss falls by a relative amount below this over 20 iterations.
+SF_FTOL = 1e-10
+#: Stop when max |gradient| <= SF_GTOL * max(1, loss) (scale-free units).
+SF_GTOL = 1e-12
+#: The start: "auto" races the reference start (values 1/K) and the near-identity one.
+SF_INIT = "auto"
+#: The support protocol and the Chord base of the reference structure.
+SF_SUPPORT, SF_BASE = "chord", 2
 
 #: Whether a sparse entry stored at a free position (RPCA's and sf+s's sparse parts) is charged its
 #: position too (2 numbers: value and flat index).  A position is information the surrogate must
@@ -165,7 +182,7 @@ class TimeShare:
     >>> share = FitSettings(time_limit=5).share_time(3)
     >>> share.next_limit(), share.next_limit()
     (5.0, 5.0)
-    >>> FitSettings().share_time(4).next_limit()
+    >>> round(FitSettings().share_time(4).next_limit(), 3)
     30.0
     """
 

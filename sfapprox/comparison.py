@@ -24,7 +24,7 @@ from typing import Any
 
 from ._base import RunContext, get_method, methods, parse_methods
 from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceError, one_line
-from ._settings import COUNT_INDICES, FitSettings, LoadOptions
+from ._settings import COUNT_INDICES, DEFAULT_METHODS, FitSettings, LoadOptions
 from ._signals import stop_requested
 from .budget import Budget, parse_budget, resolve_budget
 from .metrics import frobenius_error
@@ -126,9 +126,6 @@ def warnings_at_caller(stacklevel: int = 4) -> Iterator[None]:
             warnings.warn(w.message, w.category, stacklevel=stacklevel)
 
 
-#: The methods :func:`compare` runs when none are named: SF, the best low-rank
-#: surrogate, and plain sparse storage (which is exact and cheapest for many graphs).
-DEFAULT_METHODS = ("sf", "tsvd", "sparse")
 
 
 def compare(

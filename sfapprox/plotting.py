@@ -22,11 +22,14 @@ import numpy as np
 from ._atomic import atomic_path
 from ._errors import ParameterError, SfapproxError
 
-__all__ = ["plot_sweep", "plot_comparison", "plot_approximations", "SCALES"]
+__all__ = ["plot_sweep", "plot_comparison", "plot_approximations", "choose_scale", "SCALES"]
 
 SCALES = ("auto", "linear", "log")
 #: Below this share of non-zeros, ``scale="auto"`` shows magnitudes on a log scale.
 SPARSE_DENSITY = 0.1
+#: ``--plot-scale auto`` also takes the log scale when half of the non-zeros are below this share
+#: of the largest |value| (a few values dominate: a linear scale shows a few bright pixels).
+DOMINATED = 0.02
 
 
 def _pyplot():
@@ -59,17 +62,41 @@ def _display(A: np.ndarray, log: bool, floor: float) -> np.ndarray:
         return np.maximum(np.log10(np.abs(A)), floor)
 
 
-def _value_style(X: np.ndarray, scale: str) -> tuple[dict, bool, float, str]:
-    """``imshow`` keywords for X and its approximations, whether the scale is log, its floor, the colorbar label."""
+def choose_scale(X: np.ndarray, scale: str = "auto") -> tuple[bool, str]:
+    """Whether X's panels use a log colour scale, and why (said on the figure and by the CLI).
+
+    ``"auto"`` takes the log scale when a linear one would show almost
+    nothing: below :data:`SPARSE_DENSITY` non-zeros, or when one value
+    dominates (half of the non-zeros are below :data:`DOMINATED` of the largest).
+
+    Examples
+    --------
+    >>> X = np.ones((4, 4)); X[0, 0] = 1e4; X[1, :2] = 2e3
+    >>> choose_scale(X)
+    (True, 'log: half of the non-zeros are below 2% of the largest')
+    >>> choose_scale(np.ones((4, 4)))[0]
+    False
+    """
     if scale not in SCALES:
         raise ParameterError(f"scale={scale!r}; choose one of {', '.join(SCALES)}")
-    density = np.count_nonzero(X) / max(X.size, 1)
-    log = scale == "log" or (scale == "auto" and density < SPARSE_DENSITY)
+    if scale != "auto":
+        return scale == "log", f"{scale}: as asked"
+    magnitudes = np.abs(X[X != 0])
+    if magnitudes.size < SPARSE_DENSITY * max(X.size, 1):
+        return True, f"log: {100 * magnitudes.size / max(X.size, 1):.1f}% of the entries are non-zero"
+    if magnitudes.size and np.median(magnitudes) < DOMINATED * magnitudes.max():
+        return True, f"log: half of the non-zeros are below {100 * DOMINATED:g}% of the largest"
+    return False, "linear: the values spread over their range"
+
+
+def _value_style(X: np.ndarray, scale: str) -> tuple[dict, bool, float, str]:
+    """``imshow`` keywords for X and its approximations, whether the scale is log, its floor, the colorbar label."""
+    log, _ = choose_scale(X, scale)
     big = float(np.max(np.abs(X))) if X.size else 0.0
     if log:
         top = np.log10(big) if big > 0 else 0.0
         floor = top - 4.0  # four decades below the largest entry
-        return {"cmap": "magma", "vmin": floor, "vmax": top}, True, floor, "log10 |value|"
+        return {"cmap": "magma", "vmin": floor, "vmax": top}, True, floor, "log10 |value| (4 decades)"
     if float(np.min(X)) < 0:
         return {"cmap": "RdBu_r", "vmin": -big, "vmax": big}, False, 0.0, "value"
     return {"cmap": "viridis", "vmin": 0.0, "vmax": big or 1.0}, False, 0.0, "value"
@@ -127,17 +154,20 @@ def plot_approximations(
     _save(fig, path, plt, force)
 
 
-def plot_comparison(loaded, comparison, path: str | os.PathLike, *, scale: str = "auto", force: bool = True) -> None:
+def plot_comparison(loaded, comparison, path: str | os.PathLike, *, scale: str = "auto", force: bool = True) -> str:
     """:func:`plot_approximations` of a :class:`~sfapprox.results.Comparison`'s fitted rows.
 
-    Each panel's title gives the method, its stored numbers and its relative error.
+    Each panel's title gives the method, its stored numbers and its relative
+    error.  Returns the colour scale used and why (:func:`choose_scale`).
     """
     panels = {}
     for r in comparison.results:
         if r.operator is not None and r.rel_error is not None:
             panels[f"{r.method}\n{r.nnz:,} numbers, rel {r.rel_error:.3g}"] = r.operator.to_dense()
     title = f"{loaded.name} (N={loaded.n}), budget {comparison.budget:,} numbers"
-    plot_approximations(loaded.to_dense(), panels, path, title=title, scale=scale, force=force)
+    X = loaded.to_dense()
+    plot_approximations(X, panels, path, title=title, scale=scale, force=force)
+    return choose_scale(X, scale)[1]
 
 
 def plot_sweep(sweep, path: str | os.PathLike, *, force: bool = True) -> None:

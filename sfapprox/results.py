@@ -105,7 +105,7 @@ class Comparison:
         sf = next((r for r in ranked if r.method == "sf"), None)
         ratio = None
         if exact and _stores_entries_only(best):
-            how = "" if best.method == "sparse" else f" with their positions ({best.method}, {details(best.params)})"
+            how = "" if best.method == "sparse" else f" with their positions ({best.method} at rank 0)"
             entries = best.params.get("nnz", best.params.get("n_sparse", self.matrix.get("nnz")))
             text = (f"exact sparse storage is cheapest: X's {_count(entries)} non-zeros take {_count(best.nnz)} "
                     f"numbers{how} ({_share(best.nnz, self.budget)} of the budget) and reproduce it exactly")
@@ -163,7 +163,7 @@ class Comparison:
             f"{name}  (N={n}, budget {self.budget:,} stored numbers = {100 * self.budget / n**2:.2f}% of N²)",
             # In a narrow window the least telling columns give way first (priority).
             [Column("method", "method", "left"), Column("stored", "stored", priority=60),
-             Column("of_budget", "of budget", priority=10), Column("min_budget", "needs at least", priority=20),
+             Column("of_budget", "of budget", priority=10), Column("min_budget", "min budget", priority=20),
              Column("fro_error", "‖X−X̂‖_F"), Column("rel_error", "relative"), Column("seconds", "seconds", priority=30),
              Column("status", "status", "left", priority=40), Column("details", "details", "left", wrap=True, priority=50)],
         )

@@ -232,3 +232,26 @@ def test_a_fit_cut_by_its_time_limit_is_said(small_mtx):
     assert res.exit_code == 0, res.output
     assert "stopped on the time limit before converging: sf 0.05 s" in " ".join(res.output.split())
     assert "--time-limit" in res.output
+
+
+def test_first_command_tells_the_truth_and_names_the_next(small_mtx):
+    res = invoke("compare", small_mtx, "--methods", "sf,tsvd", "--iters", "30", "--device", "cpu")
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "but X has only" in text and "plain sparse storage ('sparse') holds it exactly" in text
+    assert f"next: sfapprox compare {small_mtx} --methods sf,tsvd,sparse" in text
+    ran = invoke("compare", small_mtx, "--methods", "sf,tsvd,sparse", "--iters", "30", "--device", "cpu")
+    assert ran.exit_code == 0 and "next:" not in ran.output and "but X has only" not in ran.output
+
+
+def test_count_indices_is_on_by_default_and_can_be_turned_off(tmp_path, small_mtx):
+    for flag, charged in ((None, True), ("--no-count-indices", False), ("--count-indices", True)):
+        js = tmp_path / f"{flag}.json"
+        res = invoke("compare", small_mtx, "--methods", "rpca", "--time-limit", "2", "--json", js,
+                     *([flag] if flag else []))
+        assert res.exit_code == 0, res.output
+        data = json.loads(js.read_text())
+        [row] = data["results"]
+        assert data["settings"]["count_indices"] is charged and row["params"]["count_indices"] is charged
+        per_entry = 2 if charged else 1
+        assert row["nnz"] == per_entry * row["params"]["n_sparse"] + row["params"]["rank"] * 25

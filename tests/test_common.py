@@ -116,6 +116,8 @@ def test_parse_methods():
         parse_methods(" , ")
     with pytest.raises(ParameterError, match="unknown method.*svd2"):
         parse_methods("sf,svd2")
+    with pytest.raises(ParameterError, match=r"'tsdv' \(did you mean 'tsvd'\?\), 'zzz';"):
+        parse_methods("sf,tsdv,zzz")
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -99,3 +99,27 @@ def test_a_method_whose_fit_would_pass_the_memory_limit_is_refused_before_it_run
     tsvd, monarch = c.results
     assert tsvd.status == "ok"
     assert monarch.status == "failed" and "monarch: its fit of a 40 x 40 matrix" in monarch.reason
+
+
+def test_closed_form_methods_run_first_and_leave_their_time_to_the_others():
+    seen = []
+    X = np.random.default_rng(5).random((16, 16))
+    c = compare(X, ["sf", "tsvd", "rpca", "sparse"], settings=FitSettings(device="cpu", max_iter=20),
+                on_result=seen.append)
+    assert [r.method for r in seen] == ["tsvd", "sparse", "sf", "rpca"]  # closed form first, then as asked
+    assert [r.method for r in c.results] == ["sf", "tsvd", "rpca", "sparse"]  # rows in the order asked
+    limits = {r.method: r.time_limit for r in c.results}
+    # 120 s shared by 4: the closed-form pair took ~0 s of their 30 each, so sf gets the 60 s cap.
+    assert limits["tsvd"] == pytest.approx(30.0, abs=0.5) and limits["sf"] == pytest.approx(60.0, abs=0.5)
+    assert c.settings["time_limit"] == "auto"
+    fixed = compare(X, ["sf", "tsvd"], settings=FitSettings(device="cpu", max_iter=20, time_limit=3))
+    assert {r.time_limit for r in fixed.results} == {3.0}
+
+
+def test_positions_are_charged_by_default():
+    X = np.zeros((12, 12))
+    X[np.arange(12), (np.arange(12) * 5) % 12] = np.arange(1, 13)
+    charged = compare(X, ["rpca"], budget=60, settings=CPU).results[0]
+    free = compare(X, ["rpca"], budget=60, settings=CPU, count_indices=False).results[0]
+    assert charged.params["count_indices"] is True and charged.nnz == 2 * charged.params["n_sparse"]
+    assert free.params["count_indices"] is False and free.nnz == free.params["n_sparse"] + free.params["rank"] * 25

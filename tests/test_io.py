@@ -73,7 +73,12 @@ class TestFileProblems:
     def test_directory(self, tmp_path):
         d = tmp_path / "dir.mtx"
         d.mkdir()
-        input_error(d, "is a directory")
+        assert "name a matrix file" in input_error(d, "is a folder, not a matrix file")
+        for name in ("b.mtx", "a.net", "c.csv.gz", "d.mtx", "notes.doc"):
+            write(d / name, "x")
+        msg = input_error(d, "is a folder")
+        assert f"its 4 matrix file(s), e.g. {d / 'a.net'} (a.net, b.mtx, c.csv.gz and 1 more)" in msg
+        assert "sfapprox batch" in msg and "notes.doc" not in msg
 
     def test_empty(self, tmp_path):
         input_error(write(tmp_path / "e.csv", ""), "file is empty")

@@ -151,7 +151,7 @@ def _truncated_gzip() -> bytes:
 
 CORPUS = [
     ("missing.mtx", None, "no such file"),
-    ("folder.mtx", _directory, "is a directory"),
+    ("folder.mtx", _directory, "is a folder, not a matrix file"),
     ("data.xyz", "1 2\n3 4\n", "unknown file type"),
     ("empty.mtx", "", "file is empty"),
     ("blank.csv", "\n   \n\n", "no data rows"),

@@ -48,7 +48,7 @@ CASES = [
     (("fit", "compare", "sweep", "batch"), ["--max-memory", "1e400"], "--max-memory"),
     (("fit", "compare", "sweep", "batch"), ["--max-memory", "-5G"], "--max-memory"),
     (("compare", "sweep", "batch"), ["--methods", " , "], "no method given"),
-    (("compare", "sweep", "batch"), ["--methods", "sf,svd"], "unknown method(s) svd"),
+    (("compare", "sweep", "batch"), ["--methods", "sf,svd"], "unknown method(s) 'svd' (did you mean 'tsvd'?)"),
     (("compare", "batch"), ["--budget", "abc"], "budget"),
     (("compare", "batch"), ["--budget", "-3"], "budget must be positive"),
     (("compare", "batch"), ["--budget", "nan"], "budget must be positive"),

@@ -1,6 +1,6 @@
 """Result records: JSON shape, winner, tables."""
 
-from sfapprox.results import Comparison, MethodResult
+from sfapprox.results import Comparison, MethodResult, details
 
 
 def test_comparison_shape_and_winner():
@@ -41,3 +41,37 @@ def test_verdicts():
     assert low_rank.verdict()["text"] == "low rank (TSVD) wins: SF's error is 2.1x larger"
     assert Comparison(info, 100, "sf", []).verdict() is None
     assert "verdict" in low_rank.to_dict() and low_rank.tables()[0].notes[-1].startswith("verdict: low rank")
+
+
+def test_one_order_decides_the_star_the_verdict_and_the_json_winner():
+    info = {"name": "m", "n": 8, "nnz": 12}
+    # Two exact rows: the one that stores fewer numbers wins, everywhere.
+    rows = [_row("sf", 1.0), MethodResult("sparse", "ok", 33, 0.0, 0.0, 0.1, {"exact": True, "n_sparse": 12}),
+            MethodResult("rpca", "ok", 24, 1e-15, 1e-17, 0.1, {"rank": 0, "n_sparse": 12})]
+    c = Comparison(info, 100, "sf", rows)
+    [table] = c.tables()
+    starred = [row["method"] for row in table.rows if row["method"].endswith("★")]
+    assert c.winner() == c.verdict()["winner"] == c.to_dict()["winner"] == "rpca" and starred == ["rpca ★"]
+    assert c.verdict()["text"].startswith("exact sparse storage is cheapest: X's 12 non-zeros take 24 numbers "
+                                          "with their positions (rpca at rank 0)")
+    # Not exact: the smallest error wins whatever it stores.
+    c = Comparison(info, 100, "sf", [_row("sf", 1.0), _row("tsvd", 0.5)])
+    assert c.winner() == c.verdict()["winner"] == "tsvd"
+
+
+def test_verdict_says_when_unrun_sparse_storage_would_be_exact():
+    info = {"name": "m", "n": 8, "nnz": 12}
+    c = Comparison(info, 100, "sf", [_row("sf", 1.0), _row("tsvd", 3.0)])
+    v = c.verdict()
+    assert v["suggest"] == ["sparse"] and "X has only 12 non-zeros" in v["text"] and "33 numbers" in v["text"]
+    # ... but not when sparse ran, or when X's non-zeros do not fit the budget.
+    ran = Comparison(info, 100, "sf", [_row("sf", 1.0), MethodResult("sparse", "ok", 33, 0.0, 0.0, 0.1, {})])
+    assert ran.verdict()["suggest"] == []
+    assert Comparison({**info, "nnz": 60}, 100, "sf", [_row("sf", 1.0)]).verdict()["suggest"] == []
+
+
+def test_a_smaller_sf_structure_than_the_budget_allows_is_shown():
+    assert details({"n_factors": 9, "n_factors_budget": 11, "base": 2}) == "M=9/11 b=2"
+    row = _row("sf", 1.0, n_factors=9, n_factors_budget=11, structure_reason="9 of the 11 factors its budget allows")
+    [table] = Comparison({"name": "m", "n": 8}, 100, "sf", [row]).tables()
+    assert "sf: 9 of the 11 factors its budget allows" in table.notes

@@ -63,6 +63,10 @@ def test_never_worse_than_tsvd_and_within_budget(name, count_indices, budget):
 def test_budget_never_exceeded(n, budget):
     X = np.random.default_rng(n).standard_normal((n, n))
     for ci in (False, True):
+        if budget < rpca_count(n, 0, 1, count_indices=ci):  # not even one entry: refused, never an empty fit
+            with pytest.raises(BudgetError, match="no sparse entry"):
+                RobustPCA(budget=budget, count_indices=ci, max_iter=5, device="cpu").fit(X)
+            continue
         rp = RobustPCA(budget=budget, count_indices=ci, max_iter=5, device="cpu").fit(X)
         assert rp.n_stored_ <= budget
         assert rp.params_["count_indices"] is ci

@@ -48,3 +48,21 @@ def test_parse_size(text, expected):
 def test_parse_size_refuses_nonsense(text):
     with pytest.raises(ParameterError, match="max-memory"):
         parse_size(text)
+
+
+def test_time_share_passes_unused_time_on(monkeypatch):
+    import sfapprox._settings as S
+
+    clock = {"now": 1000.0}
+    monkeypatch.setattr(S.time, "monotonic", lambda: clock["now"])
+    share = FitSettings().share_time(4)  # 120 s for 4 methods
+    assert share.next_limit() == 30.0
+    clock["now"] += 0.5  # the first method took half a second of its 30
+    assert share.next_limit() == pytest.approx(min(S.DEFAULT_TIME_LIMIT, 119.5 / 3))
+    clock["now"] += 59.5
+    assert share.next_limit() == pytest.approx(30.0)  # 60 s left for the last two
+    clock["now"] += 200  # over the shared time: the last still gets a little, never "no limit"
+    assert share.next_limit() == S.MIN_SHARE
+    own = FitSettings(time_limit=7).share_time(3)
+    assert [own.next_limit() for _ in range(3)] == [7.0, 7.0, 7.0]
+    assert FitSettings(time_limit=0).share_time(2).next_limit() is None

@@ -275,7 +275,14 @@ def _resolve_splits(
     if n_sparse is not None:
         return [(min(cap, rpca_rank_for_budget(n, budget, n_sparse, count_indices=ci)), n_sparse)]
     ranks = _grid_ranks(min(cap, tsvd_rank_for_budget(n, budget)), rank_grid)
-    return [(r, rpca_sparse_for_budget(n, budget, r, count_indices=ci)) for r in ranks]
+    splits = [(r, rpca_sparse_for_budget(n, budget, r, count_indices=ci)) for r in ranks]
+    splits = [(r, s) for r, s in splits if r or s]  # a split that stores nothing is no approximation
+    if not splits:
+        need = rpca_count(n, 0, 1, count_indices=ci)
+        each = "2 numbers each: value and position" if ci else "1 number each"
+        raise BudgetError(f"the budget {budget} holds no sparse entry ({each}) and no rank-1 term; "
+                          f"RPCA needs at least {need}")
+    return splits
 
 
 # --------------------------------------------------------------------------- one split

@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 
 from .._errors import SfapproxError
-from ._render import err
+from ._render import err, one_line
 
 app = typer.Typer(
     name="sfapprox",
@@ -77,7 +77,7 @@ def error_boundary() -> Iterator[None]:
         if _state["debug"]:
             traceback.print_exc()
         err.print(f"[bold yellow]interrupted[/] ({stop_cause()}): stopped; {escape(_written_since_start())}",
-                  highlight=False, soft_wrap=True)
+                  highlight=False, soft_wrap=one_line())
         raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
@@ -104,7 +104,7 @@ def _fail(message: str) -> None:
         traceback.print_exc()
     # One line, whatever a third-party message held; escaped so that "[...]" in
     # a path or message is printed, not read as rich markup.
-    err.print(f"[bold red]error:[/] {escape(' '.join(message.split()))}", highlight=False, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {escape(' '.join(message.split()))}", highlight=False, soft_wrap=one_line())
     raise typer.Exit(EXIT_ERROR) from None
 
 
@@ -118,7 +118,7 @@ def read_matrix(path: Path, options):
 def show_notes(loaded) -> None:
     """Print how the file became a matrix (one ``note:`` line each) on stderr."""
     for line in loaded.notes:
-        err.print(f"note: {escape(line)}", highlight=False, soft_wrap=True)
+        err.print(f"note: {escape(line)}", highlight=False, soft_wrap=one_line())
 
 
 #: Figure formats matplotlib writes without extra packages.
@@ -186,7 +186,7 @@ def announce_start(callback: Callable[[dict], Any], what: str, quiet: bool) -> C
         if not started:
             started = True
             err.print(f"{what}: optimizer running (Ctrl-C stops it and keeps the best factors found)",
-                      highlight=False, soft_wrap=True)
+                      highlight=False, soft_wrap=one_line())
         return callback(info)
 
     return wrapped

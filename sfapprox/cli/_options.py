@@ -21,7 +21,16 @@ from typing import Annotated, Any, Literal, Optional
 
 import typer
 
-from .._settings import COUNT_INDICES, DEFAULT_TIME_LIMIT, DEFAULT_TOTAL_TIME, FitSettings, LoadOptions, parse_size
+from .._settings import (
+    COUNT_INDICES,
+    DEFAULT_TIME_LIMIT,
+    DEFAULT_TOTAL_TIME,
+    SF_MAX_ITER,
+    FitSettings,
+    LoadOptions,
+    parse_size,
+)
+from .._settings import DEFAULT_METHODS as _DEFAULT_METHODS
 
 __all__ = ["MatrixPath", "options", "LOAD", "FIT", "OUTPUTS", "Methods", "Budget", "CountIndices", "Force", "Quiet", "flag"]
 
@@ -32,21 +41,10 @@ def flag(*names: str, help: str) -> Any:
 
 
 MatrixPath = Annotated[Path, typer.Argument(help="Matrix file (.mtx, .net/.paj, .mat, .npy, .csv, image, ...; see 'sfapprox formats').", show_default=False)]
-def _method_names() -> str:
-    from .._base import methods
-
-    return ", ".join(methods())
-
-
-def _default_methods() -> str:
-    from ..comparison import DEFAULT_METHODS
-
-    return ",".join(DEFAULT_METHODS)
-
-
 #: The methods compare/sweep/batch run when --methods is not given.
-DEFAULT_METHODS = _default_methods()
-Methods = Annotated[str, typer.Option("--methods", help=f"Comma-separated methods (see 'sfapprox methods'): {_method_names()}.", metavar="LIST")]
+DEFAULT_METHODS = ",".join(_DEFAULT_METHODS)
+# The names are not listed here: that would import every method (and torch) for --help.
+Methods = Annotated[str, typer.Option("--methods", help="Comma-separated method names; 'sfapprox methods' lists them all and what each stores.", metavar="LIST")]
 Budget = Annotated[str, typer.Option("--budget", help="Stored numbers per method: 'sf' (SF's own count), a whole number, or a fraction of N² (0.05).", metavar="BUDGET")]
 Force = Annotated[bool, flag("--force", help="Overwrite existing output files.")]
 #: Default of :data:`CountIndices`, from the library.
@@ -74,12 +72,6 @@ def _param(name: str, annotation: Any, default: Any) -> inspect.Parameter:
 
 def _field_default(cls: type, name: str) -> Any:
     return {f.name: f.default for f in dataclasses.fields(cls)}[name]
-
-
-def _sf_iterations() -> int:
-    from ..sf.model import ChordSF
-
-    return inspect.signature(ChordSF).parameters["max_iter"].default
 
 
 def options(*groups: Group) -> Callable:
@@ -147,7 +139,7 @@ LOAD = Group(
 FIT = Group(
     "settings",
     (
-        _param("iters", Annotated[Optional[int], typer.Option("--iters", min=0, help=f"SF (and sf+lr, sf+s): maximum L-BFGS iterations (default {_sf_iterations()}).", metavar="N", show_default=False)], None),
+        _param("iters", Annotated[Optional[int], typer.Option("--iters", min=0, help=f"SF (and sf+lr, sf+s): maximum L-BFGS iterations (default {SF_MAX_ITER}).", metavar="N", show_default=False)], None),
         _param("time_limit", Annotated[Optional[float], typer.Option("--time-limit", min=0, help=f"Seconds each method may take as a whole (grids and starts share them); 0 for none (results then depend on the iteration limits alone: the same on any machine). Default: {DEFAULT_TIME_LIMIT:g} for one method; the methods of a comparison share {DEFAULT_TOTAL_TIME:g} (at most {DEFAULT_TIME_LIMIT:g} each).", metavar="SECONDS", show_default=False)], None),
         _param("seed", Annotated[int, typer.Option("--seed", min=0, help="Random seed (random starts, randomized solvers).", metavar="N")], _field_default(FitSettings, "seed")),
         _param("device", Annotated[str, typer.Option("--device", help="auto (CUDA when available), cpu, cuda or cuda:N.", metavar="DEVICE")], _field_default(FitSettings, "device")),

@@ -45,10 +45,15 @@ out = _console()
 err = _console(stderr=True)
 
 
+def one_line() -> bool:
+    """Messages on stderr stay one line each in a pipe or a log; in a terminal they wrap at words."""
+    return not err.is_terminal
+
+
 def note(message: str, *, style: str = "") -> None:
     """One line on stderr (markup in ``message`` is printed as is)."""
     text = escape(message)
-    err.print(f"[{style}]{text}[/]" if style else text, highlight=False, soft_wrap=True)
+    err.print(f"[{style}]{text}[/]" if style else text, highlight=False, soft_wrap=one_line())
 
 
 def stdout_claimed(outputs: dict[str, Path]) -> bool:
@@ -113,7 +118,9 @@ def suggest_next(comparison, path: Path, names: list[str]) -> None:
     verdict = comparison.verdict()
     if verdict and verdict.get("suggest"):
         methods = ",".join(list(names) + [m for m in verdict["suggest"] if m not in names])
-        note(f"next: sfapprox compare {shlex.quote(str(path))} --methods {methods}", style="bold")
+        # Never wrapped: a command to copy.
+        err.print(f"[bold]next: {escape(f'sfapprox compare {shlex.quote(str(path))} --methods {methods}')}[/]",
+                  highlight=False, soft_wrap=True)
 
 
 def key_value_table(title: str, rows: list[tuple[str, Any]]) -> RichTable:

@@ -32,7 +32,7 @@ def compare(
     count_indices: o.CountIndices = o.COUNT_INDICES_DEFAULT,
     save_factors: Annotated[Optional[Path], typer.Option("--save-factors", help="Write each fitted surrogate to FOLDER/<name>.<method>.h5 (the folder is created).", metavar="FOLDER")] = None,
     saved: Annotated[Optional[list[Path]], typer.Option("--with", help="A saved fit (fit --out, --save-factors) to score beside the methods; repeatable.", metavar="FILE")] = None,
-    plot_scale: Annotated[Literal["auto", "linear", "log"], typer.Option("--plot-scale", help="--plot colors: linear values, log10 |values| (sparse graphs), or auto (log below 10% non-zeros).")] = "auto",
+    plot_scale: Annotated[Literal["auto", "linear", "log"], typer.Option("--plot-scale", help="--plot colors: linear values, log10 |values| (sparse graphs), or auto: log below 10% non-zeros or when a few values dominate (half of the non-zeros below 2% of the largest).")] = "auto",
     quiet: o.Quiet = False,
     force: o.Force = False,
     *,
@@ -87,8 +87,8 @@ def compare(
         if plot is not None:
             from ..plotting import plot_comparison
 
-            plot_comparison(loaded, comparison, plot, scale=plot_scale, force=force)
-            note(f"wrote {plot}")
+            how = plot_comparison(loaded, comparison, plot, scale=plot_scale, force=force)
+            note(f"wrote {plot} (colour scale {how}; --plot-scale linear|log to choose)")
         if save_factors is not None:
             from ..factors import save_results
 

@@ -9,6 +9,7 @@ from typing import Annotated, Literal, Optional
 
 import typer
 
+from .._settings import SF_BASE, SF_FTOL, SF_GTOL, SF_INIT, SF_SUPPORT
 from . import _options as o
 from ._app import (
     EXIT_INTERRUPTED,
@@ -24,26 +25,18 @@ from ._app import (
 from ._render import err, fit_progress, key_value_table, note, out
 
 
-def _sf_default(name: str):
-    import inspect
-
-    from ..sf.model import ChordSF
-
-    return inspect.signature(ChordSF).parameters[name].default
-
-
 @app.command()
 @o.options(o.LOAD, o.FIT)
 def fit(
     path: o.MatrixPath,
     out_path: Annotated[Optional[Path], typer.Option("--out", help="Write the factors to this HDF5 file (see the README's 'Output files' for its layout).", metavar="FILE")] = None,
     json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write a JSON summary to this file ('-': standard output).", metavar="FILE")] = None,
-    ftol: Annotated[float, typer.Option("--ftol", min=0, help="Stop when the loss falls by a relative amount below this over 20 iterations.", metavar="X")] = _sf_default("ftol"),
-    gtol: Annotated[float, typer.Option("--gtol", min=0, help="Stop when max |gradient| falls below this (scale-free units).", metavar="X")] = _sf_default("gtol"),
+    ftol: Annotated[float, typer.Option("--ftol", min=0, help="Stop when the loss falls by a relative amount below this over 20 iterations.", metavar="X")] = SF_FTOL,
+    gtol: Annotated[float, typer.Option("--gtol", min=0, help="Stop when max |gradient| falls below this (scale-free units).", metavar="X")] = SF_GTOL,
     factors: Annotated[Optional[int], typer.Option("--factors", min=1, help="Number of factors M (default: ceil(log2 N) for the reference support).", metavar="M")] = None,
-    init: Annotated[Literal["auto", "reference", "identity"], typer.Option("--init", help="Start: auto (probe both, continue the better), reference (values 1/K) or identity (near-identity factors).")] = _sf_default("init"),
-    support: Annotated[Literal["chord", "symmetric", "butterfly"], typer.Option("--support", help="chord (offsets 0, b^k; N·K·M numbers), symmetric (also -b^k) or butterfly (FAµST's: N a power of two, 2·N·log2 N numbers).")] = _sf_default("support"),
-    base: Annotated[int, typer.Option("--base", min=2, help="Chord base b: offsets {0} ∪ {b^k < N}.", metavar="B")] = _sf_default("base"),
+    init: Annotated[Literal["auto", "reference", "identity"], typer.Option("--init", help="Start: auto (probe both, continue the better), reference (values 1/K) or identity (near-identity factors).")] = SF_INIT,
+    support: Annotated[Literal["chord", "symmetric", "butterfly"], typer.Option("--support", help="chord (offsets 0, b^k; N·K·M numbers), symmetric (also -b^k) or butterfly (FAµST's: N a power of two, 2·N·log2 N numbers).")] = SF_SUPPORT,
+    base: Annotated[int, typer.Option("--base", min=2, help="Chord base b: offsets {0} ∪ {b^k < N}.", metavar="B")] = SF_BASE,
     budget: Annotated[Optional[str], typer.Option("--budget", help="Fit the Chord structure that best fills this budget (count or fraction of N²) instead of the reference one.", metavar="BUDGET")] = None,
     quiet: o.Quiet = False,
     force: o.Force = False,

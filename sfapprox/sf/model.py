@@ -20,6 +20,7 @@ import numpy as np
 from .._base import Approximation
 from .._errors import ConvergenceWarning, ParameterError
 from .._params import Interval, Options
+from .._settings import DEFAULT_TIME_LIMIT, SF_BASE, SF_FTOL, SF_GTOL, SF_INIT, SF_MAX_ITER, SF_SUPPORT
 from .._threads import AdaptiveThreads
 from ._multistart import multistart, start_values
 from ..budget import sf_structure
@@ -244,14 +245,14 @@ class ChordSF(Approximation):
         self,
         *,
         n_factors: int | None = None,
-        base: int = 2,
-        support: str = "chord",
-        max_iter: int = 20000,
-        time_limit: float | None = 60.0,
-        ftol: float = 1e-10,
-        gtol: float = 1e-12,
+        base: int = SF_BASE,
+        support: str = SF_SUPPORT,
+        max_iter: int = SF_MAX_ITER,
+        time_limit: float | None = DEFAULT_TIME_LIMIT,
+        ftol: float = SF_FTOL,
+        gtol: float = SF_GTOL,
         history_size: int = 50,
-        init: str = "auto",
+        init: str = SF_INIT,
         init_noise: float | None = None,
         probe: float = 0.1,
         scale: str | float = "sqrt_n",

@@ -1,0 +1,168 @@
+"""The CLI where users run it: a real (pseudo-)terminal, a narrow window, a dumb terminal, a pipe.
+
+Typer's test runner gives the commands no terminal, so the progress bars never
+drew there; these tests start ``python -m sfapprox`` on a pseudo-terminal of a
+given width, as a person's shell would, and read what it shows.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import select
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.io
+from rich.cells import cell_len
+
+ROOT = Path(__file__).resolve().parents[1]
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-JL-Za-z]|\x1b\][^\x07]*\x07")
+REDRAW = re.compile(r"\x1b\[[0-9]*K|\r")  # a progress bar redrawing its line
+
+
+def run_in_terminal(args, *, columns: int = 80, env: dict | None = None, timeout: float = 120) -> tuple[int, str]:
+    """Run ``python -m sfapprox ARGS`` with stdin, stdout and stderr on a pseudo-terminal."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    environment = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR")}
+    environment.update({"TERM": "xterm-256color", **(env or {})})
+    proc = subprocess.Popen([sys.executable, "-m", "sfapprox", *map(str, args)], stdin=slave, stdout=slave,
+                            stderr=slave, env=environment, cwd=ROOT, close_fds=True)
+    os.close(slave)
+    chunks, deadline = [], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.5)
+        if ready:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the terminal's last writer is gone
+                break
+            if not data:
+                break
+            chunks.append(data)
+        elif proc.poll() is not None:
+            break
+    else:
+        proc.kill()
+        pytest.fail(f"sfapprox {' '.join(map(str, args))} did not finish in {timeout} s")
+    os.close(master)
+    return proc.wait(timeout=30), b"".join(chunks).decode("utf-8", "replace")
+
+
+def plain(text: str) -> str:
+    """The screen's text without colour and cursor codes, each redraw of a line on a line of its own."""
+    return ANSI.sub("", REDRAW.sub("\n", text))
+
+
+@pytest.fixture(scope="module")
+def matrix(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("terminal") / "graph.mtx"
+    rng = np.random.default_rng(0)
+    A = (rng.random((24, 24)) < 0.2) * rng.random((24, 24))
+    scipy.io.mmwrite(path, A)
+    return path
+
+
+FIT = ("--iters", "300", "--time-limit", "5", "--device", "cpu")
+
+
+@pytest.mark.parametrize("command", ["compare", "fit", "sweep"])
+def test_fitting_commands_draw_progress_and_finish(matrix, tmp_path, command):
+    args = {"compare": ["compare", matrix, "--methods", "sf,tsvd"],
+            "fit": ["fit", matrix, "--out", tmp_path / "f.h5"],
+            "sweep": ["sweep", matrix, "--methods", "sf,tsvd", "--budgets", "0.5,0.9"]}[command]
+    code, screen = run_in_terminal([*args, *FIT])
+    text = plain(screen)
+    assert code == 0, text
+    assert "Traceback" not in text and "Error" not in text
+    assert "\x1b[" in screen  # it drew for a terminal: colours and the progress bar
+    assert ("fro_error" if command == "fit" else "tsvd") in text
+    for line in text.splitlines():
+        assert cell_len(line) <= 80 or line.startswith("next: sfapprox"), line
+    if command == "fit":
+        assert (tmp_path / "f.h5").is_file()
+
+
+def test_batch_in_a_terminal(tmp_path):
+    matrix = tmp_path / "m.npy"
+    np.save(matrix, np.random.default_rng(1).random((16, 16)))
+    manifest = tmp_path / "one.toml"
+    manifest.write_text('[[matrix]]\nname = "m"\ncategory = "other"\nfile = "m.npy"\n')
+    code, screen = run_in_terminal(["batch", manifest, "--out-dir", tmp_path / "out", "--methods", "sf,tsvd", *FIT])
+    text = plain(screen)
+    assert code == 0, text
+    assert "Traceback" not in text and (tmp_path / "out" / "results.jsonl").is_file()
+
+
+@pytest.mark.parametrize("env", [{"TERM": "dumb"}, {"NO_COLOR": "1"}])
+def test_dumb_and_colourless_terminals(matrix, env):
+    code, screen = run_in_terminal(["compare", matrix, "--methods", "sf,tsvd", *FIT], env=env)
+    assert code == 0, plain(screen)
+    assert "Traceback" not in screen and "tsvd" in screen
+    if "NO_COLOR" in env:
+        assert not re.search(r"\x1b\[[0-9;]*3[0-9]m", screen)  # no foreground colours
+
+
+def test_quiet_in_a_terminal_draws_no_bar(matrix):
+    code, screen = run_in_terminal(["compare", matrix, "--methods", "sf,tsvd", "--quiet", *FIT])
+    assert code == 0, plain(screen)
+    assert "━" not in screen.split("method")[0]  # no bar before the table
+
+
+@pytest.mark.parametrize("columns", [60, 80, 120])
+def test_listings_keep_their_names_in_narrow_windows(columns):
+    from sfapprox._base import methods
+
+    code, screen = run_in_terminal(["methods"], columns=columns, timeout=60)
+    text = plain(screen)
+    assert code == 0, text
+    for name in methods():
+        assert re.search(rf"^{re.escape(name)}\s", text, re.M), f"{name} missing at {columns} columns:\n{text}"
+    assert max(map(cell_len, text.splitlines())) <= columns
+
+
+def test_info_table_keeps_names_and_budgets_at_80_columns(matrix):
+    from sfapprox._base import methods
+
+    code, screen = run_in_terminal(["info", matrix], columns=80, timeout=60)
+    text = plain(screen)
+    assert code == 0, text
+    for name in methods():
+        # the name, its formula, and its smallest budget (a count, or "never")
+        assert re.search(rf"^{re.escape(name)}\s+\S+.*\s([\d,]+|never)\s", text, re.M), f"{name}:\n{text}"
+    assert max(map(cell_len, text.splitlines())) <= 80
+
+
+def test_piped_tables_are_as_wide_as_their_content(matrix):
+    done = subprocess.run([sys.executable, "-m", "sfapprox", "methods"], capture_output=True, text=True, cwd=ROOT,
+                          env={k: v for k, v in os.environ.items() if k != "COLUMNS"}, timeout=60)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0
+    widest = max(len(line.rstrip()) for line in lines)
+    assert all(len(line) <= widest + 1 for line in lines)  # no padding to an assumed width
+    assert any("monarch+lr" in line and "Monarch plus low rank" in line for line in lines)  # nothing wrapped
+
+
+def _imported_modules(*argv: str) -> set[str]:
+    code = ("import sys\nfrom sfapprox.cli import main\nsys.argv = ['sfapprox', *%r]\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\nprint('MODULES', ' '.join(sorted(sys.modules)))" % (argv,))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    line = next(l for l in done.stdout.splitlines() if l.startswith("MODULES"))
+    return set(line.split()[1:])
+
+
+@pytest.mark.parametrize("argv", [("--help",), ("--version",), ("compare", "--help"), ("compar",), ("fit",)])
+def test_starting_the_cli_loads_no_heavy_library(argv):
+    # --help, --version and usage errors answer at once: torch, numba, numpy and scipy load
+    # only when a command does work (benchmarks/startup.py times it).
+    loaded = _imported_modules(*argv)
+    assert not {"torch", "numba", "numpy", "scipy", "h5py", "matplotlib"} & loaded, argv
