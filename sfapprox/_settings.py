@@ -14,11 +14,13 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
+import re
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ._errors import ParameterError
+from ._params import Interval, Options, check_params
 
 __all__ = ["FitSettings", "LoadOptions", "TimeShare", "DEFAULT_TIME_LIMIT", "DEFAULT_TOTAL_TIME", "DEFAULT_METHODS",
            "COUNT_INDICES", "SF_MAX_ITER", "SF_FTOL", "SF_GTOL", "SF_INIT", "SF_SUPPORT", "SF_BASE", "parse_size"]
@@ -54,7 +56,6 @@ SF_SUPPORT, SF_BASE = "chord", 2
 COUNT_INDICES = True
 
 _DEVICES = ("auto", "cpu", "cuda")
-_DTYPES = (None, "float64", "float32")
 
 
 @dataclass(frozen=True)
@@ -101,21 +102,27 @@ class FitSettings:
     threads: int | None = None
     max_memory: int | None = None
 
+    #: Checked at construction (the boundary), by the same declared constraints the
+    #: estimators use, so a bad value fails before any loading or fitting.
+    _parameter_constraints: ClassVar[dict[str, Any]] = {
+        "max_iter": Interval(int, 0, None, allow_none=True),
+        "time_limit": (Options(("auto",)), Interval(float, 0, None, allow_none=True)),
+        "seed": Interval(int, 0, None),
+        "device": str,
+        "dtype": (Options(("float64", "float32")), None),
+        "threads": Interval(int, 1, None, allow_none=True),
+        "max_memory": Interval(int, 1, None, allow_none=True),
+    }
+
     def __post_init__(self) -> None:
-        # Checked here, at the boundary, so a bad value fails before any loading or fitting.
-        if self.time_limit is not None and self.time_limit != "auto":
-            limit = _number("time_limit", self.time_limit, low=0.0)
-            object.__setattr__(self, "time_limit", None if limit == 0 else limit)
-        for name, low in (("max_iter", 0), ("seed", 0), ("threads", 1), ("max_memory", 1)):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
-                raise ParameterError(f"{name} must be a whole number >= {low} or None, got {value!r}")
-        device = str(self.device).strip().lower()
-        if device not in _DEVICES and not device.startswith("cuda:"):
-            raise ParameterError(f"device must be one of {', '.join(_DEVICES)} or cuda:N, got {self.device!r}")
+        check_params(self, self._parameter_constraints)
+        if self.time_limit not in (None, "auto"):
+            object.__setattr__(self, "time_limit", None if self.time_limit == 0 else float(self.time_limit))
+        device = self.device.strip().lower()
+        if device not in _DEVICES and not re.fullmatch(r"cuda:\d+", device):
+            raise ParameterError(f"The 'device' parameter of FitSettings must be one of {', '.join(_DEVICES)} "
+                                 f"or cuda:N. Got {self.device!r} instead.")
         object.__setattr__(self, "device", device)
-        if self.dtype not in _DTYPES:
-            raise ParameterError(f"dtype must be float64, float32 or None, got {self.dtype!r}")
 
     def per_method(self, count: int) -> "FitSettings":
         """The settings of one of ``count`` methods fitted together ("auto" time limits resolved)."""
@@ -211,16 +218,6 @@ _PARAMETER_NAMES = {
     "threads": "threads",
     "max_memory": "max_memory",
 }
-
-
-def _number(name: str, value: Any, *, low: float) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name} must be a number, got {value!r}") from None
-    if not math.isfinite(number) or number < low:
-        raise ParameterError(f"{name} must be a finite number >= {low:g}, got {value!r}")
-    return number
 
 
 @dataclass(frozen=True)

@@ -92,7 +92,7 @@ class Sweep:
                 if r is None:
                     cells[m] = "–"
                 elif r.status != "ok":
-                    cells[m] = r.status
+                    cells[m] = "n/a" if r.status == "not applicable" else r.status  # the why is in the notes
                     if r.reason:
                         reasons.setdefault(m, r.reason)
                 else:
@@ -101,6 +101,8 @@ class Sweep:
                     cells[m] = fmt_number(r.rel_error) + flag
             table.add(cells, best={winner} if winner else set())
         table.notes.extend(f"{m}: {why}" for m, why in reasons.items())
+        if any("(time_limit)" in row.get(m, "") or "(max_iter)" in row.get(m, "") for row in table.rows for m in self.methods):
+            table.notes.append("(time_limit) / (max_iter): the fit stopped on that limit before converging")
         return [table]
 
     def to_dict(self) -> dict[str, Any]:
