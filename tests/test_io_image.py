@@ -99,3 +99,12 @@ class TestImage:
         p = save(tmp_path / "m.png", np.zeros((64, 64), dtype=np.uint8))
         with pytest.raises(ResourceError):
             load_matrix(p, max_memory=1000)
+
+
+class TestHardening:
+    """Inputs Pillow would misread."""
+
+    def test_image_decoders_limited_to_image_formats(self, tmp_path):
+        p = tmp_path / "x.png"
+        p.write_bytes(b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 10 10\n")
+        input_error(p, "cannot identify image file .*PNG, JPEG")

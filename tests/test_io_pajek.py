@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from sfapprox._errors import InputError, ParameterError
+from sfapprox._errors import InputError, ParameterError, ResourceError
 from sfapprox.io import load_matrix
 
 
@@ -315,3 +315,12 @@ class TestPajekRelations:
         man = tmp_path / "m.toml"
         man.write_text('[[matrix]]\nname = "p"\ncategory = "network"\nfile = "p.net"\nload = {relation = 2}\n')
         assert load_manifest(man).entries[0].load == {"relation": 2}
+
+
+class TestHardening:
+    """Bounds checked before parsing."""
+
+    def test_pajek_order_memory_from_header(self, tmp_path):
+        p = write(tmp_path / "g.net", "*Vertices 50000000\n*Arcs\n1 2\n")
+        with pytest.raises(ResourceError, match=r"network of order 50,000,000 \(its sparse row pointers alone\)"):
+            load_matrix(p, max_memory=2**26)

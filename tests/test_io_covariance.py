@@ -1,0 +1,48 @@
+"""Tests for covariance tables from csv, npy and libsvm files (sfapprox/io/_covariance.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from _io_helpers import input_error, write
+from sfapprox.io import load_matrix
+
+
+class TestCovariance:
+    def test_covariance_of_a_csv_table(self, tmp_path):
+        rng = np.random.default_rng(0)
+        T = rng.standard_normal((30, 5))
+        p = tmp_path / "t.csv"
+        p.write_text("a,b,c,d,e\n" + "\n".join(",".join(repr(float(v)) for v in row) for row in T) + "\n")
+        m = load_matrix(p, covariance=True)
+        assert m.format == "covariance" and m.n == 5
+        np.testing.assert_allclose(m.matrix, np.cov(T, rowvar=False, ddof=1))
+        assert "sample covariance of 30 samples x 5 features" in m.notes
+
+    def test_format_covariance_reads_a_text_table(self, tmp_path):
+        p = write(tmp_path / "t.txt", "1 2 3\n2 4 7\n")
+        assert load_matrix(p, format="covariance").n == 3
+
+    def test_covariance_of_an_npy_table(self, tmp_path):
+        p = tmp_path / "t.npy"
+        T = np.arange(12.0).reshape(4, 3) ** 2
+        np.save(p, T)
+        np.testing.assert_allclose(load_matrix(p, covariance=True).matrix, np.cov(T, rowvar=False))
+
+    def test_covariance_of_a_libsvm_file(self, tmp_path):
+        p = write(tmp_path / "d.libsvm", "+1 1:0.5 3:2\n-1 2:1 # comment\n1 qid:3 1:1 2:2 3:3\n")
+        T = np.array([[0.5, 0, 2], [0, 1, 0], [1, 2, 3]])
+        m = load_matrix(p, covariance=True)
+        np.testing.assert_allclose(m.matrix, np.cov(T, rowvar=False))
+
+    def test_libsvm_without_covariance_refused(self, tmp_path):
+        input_error(write(tmp_path / "d.svm", "1 1:2\n"), "covariance=True")
+
+    def test_libsvm_bad_token_refused(self, tmp_path):
+        input_error(write(tmp_path / "d.svm", "1 1:2\n1 x:3\n"), r"line 2: expected 'index:value'", covariance=True)
+
+    def test_one_sample_refused(self, tmp_path):
+        input_error(write(tmp_path / "t.csv", "a,b\n1,2\n"), "at least 2 samples", covariance=True)
+
+    def test_nan_in_table_refused(self, tmp_path):
+        input_error(write(tmp_path / "t.csv", "1,2\nnan,3\n4,5\n"), "NaN/Inf", covariance=True)

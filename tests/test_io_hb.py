@@ -1,0 +1,69 @@
+"""Tests for the Harwell-Boeing / Rutherford-Boeing reader (sfapprox/io/_hb.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.io
+import scipy.sparse as sp
+
+from _io_helpers import input_error, write
+from sfapprox.io import load_matrix
+
+
+def _sym_fixture():
+    A = sp.random(6, 6, density=0.4, random_state=np.random.default_rng(1), format="csc")
+    return (A + A.T + sp.eye(6)).tocsc()
+
+
+class TestHarwellBoeing:
+    def test_rua_roundtrip_stays_sparse(self, tmp_path):
+        A = sp.random(5, 5, density=0.5, random_state=np.random.default_rng(0), format="csc")
+        p = tmp_path / "m.rua"
+        scipy.io.hb_write(str(p), A)
+        m = load_matrix(p)
+        assert m.format == "hb" and m.is_sparse
+        np.testing.assert_allclose(m.to_dense(), A.toarray())
+
+    def test_rsa_lower_triangle_expanded(self, tmp_path):
+        A = _sym_fixture()
+        p = tmp_path / "s.rsa"
+        scipy.io.hb_write(str(p), sp.tril(A).tocsc())
+        text = p.read_text().splitlines(keepends=True)
+        text[2] = "RSA" + text[2][3:]  # hb_write only writes RUA; symmetric files store one triangle
+        p.write_text("".join(text))
+        m = load_matrix(p)
+        np.testing.assert_allclose(m.to_dense(), A.toarray())
+        assert any("symmetric storage expanded" in n for n in m.notes)
+
+    def test_rza_skew_symmetric_expanded(self, tmp_path):
+        p = tmp_path / "k.rb"
+        scipy.io.hb_write(str(p), sp.csc_matrix(np.array([[0, 0.0], [3.0, 0]])))
+        text = p.read_text().splitlines(keepends=True)
+        text[2] = "RZA" + text[2][3:]
+        p.write_text("".join(text))
+        np.testing.assert_allclose(load_matrix(p).to_dense(), [[0, -3], [3, 0]])
+
+    @pytest.mark.parametrize("mxtype, match", [("CUA", "complex"), ("PUA", "pattern-only"), ("RUE", "elemental"), ("XYZ", "unknown matrix type")])
+    def test_unsupported_matrix_types_refused(self, tmp_path, mxtype, match):
+        p = tmp_path / "m.rua"
+        scipy.io.hb_write(str(p), sp.csc_matrix(np.eye(3)))
+        text = p.read_text().splitlines(keepends=True)
+        text[2] = mxtype + text[2][3:]
+        p.write_text("".join(text))
+        input_error(p, match)
+
+    def test_hb_not_square_refused(self, tmp_path):
+        p = tmp_path / "r.rua"
+        scipy.io.hb_write(str(p), sp.csc_matrix(np.ones((2, 3))))
+        input_error(p, r"not square \(2 x 3\)")
+
+    def test_hb_garbage_header_refused(self, tmp_path):
+        input_error(write(tmp_path / "g.hb", "just\nsome\ntext here\nand more\n"), "not a Harwell-Boeing file")
+
+    def test_truncated_body_refused(self, tmp_path):
+        p = tmp_path / "t.rua"
+        scipy.io.hb_write(str(p), sp.random(8, 8, density=0.5, random_state=np.random.default_rng(2), format="csc"))
+        lines = p.read_text().splitlines(keepends=True)
+        p.write_text("".join(lines[:-2]))
+        input_error(p, "cannot parse file")

@@ -1,0 +1,146 @@
+"""Tests for the Matrix Market reader (sfapprox/io/_mtx.py)."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from _io_helpers import MTX_GENERAL, input_error, write
+from sfapprox._errors import ResourceError
+from sfapprox.io import load_matrix
+
+
+class TestMatrixMarket:
+    def test_general_stays_sparse(self, tmp_path):
+        m = load_matrix(write(tmp_path / "g.mtx", MTX_GENERAL))
+        assert isinstance(m.matrix, sp.csr_array) and m.notes == []
+
+    def test_symmetric_expanded_with_note(self, tmp_path):
+        p = write(tmp_path / "s.mtx", "%%MatrixMarket matrix coordinate real symmetric\n3 3 3\n1 1 2\n2 1 -1\n3 2 -1\n")
+        m = load_matrix(p)
+        assert m.nnz == 5 and m.summary()["symmetric"]
+        assert "symmetric storage expanded: 3 stored -> 5 entries" in m.notes
+
+    def test_skew_symmetric_expanded_negated(self, tmp_path):
+        p = write(tmp_path / "k.mtx", "%%MatrixMarket matrix coordinate real skew-symmetric\n2 2 1\n2 1 3\n")
+        np.testing.assert_array_equal(load_matrix(p).to_dense(), [[0, -3], [3, 0]])
+
+    def test_pattern_read_as_ones_and_integer_as_float64(self, tmp_path):
+        p = write(tmp_path / "p.mtx", "%%MatrixMarket matrix coordinate pattern general\n2 2 2\n1 2\n2 1\n")
+        m = load_matrix(p)
+        np.testing.assert_array_equal(m.to_dense(), [[0, 1], [1, 0]])
+        assert any("pattern" in n for n in m.notes)
+        q = write(tmp_path / "i.mtx", "%%MatrixMarket matrix coordinate integer general\n2 2 1\n1 2 7\n")
+        assert load_matrix(q).matrix.dtype == np.float64
+
+    def test_array_format_read_column_major(self, tmp_path):
+        p = write(tmp_path / "a.mtx", "%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n")
+        m = load_matrix(p)
+        assert isinstance(m.matrix, np.ndarray)
+        np.testing.assert_array_equal(m.matrix, [[1, 3], [2, 4]])  # column-major
+
+    def test_gzipped_mtx_named_without_suffix_hash_of_compressed_bytes(self, tmp_path):
+        p = tmp_path / "foo.mtx.gz"
+        p.write_bytes(gzip.compress(MTX_GENERAL.encode()))
+        m = load_matrix(p)
+        assert (m.name, m.format, m.nnz) == ("foo", "mtx", 3)
+        assert m.sha256 == hashlib.sha256(p.read_bytes()).hexdigest()
+
+    def test_corrupt_gzipped_mtx_refused(self, tmp_path):
+        p = tmp_path / "bad.mtx.gz"
+        p.write_bytes(b"this is not gzip at all")
+        input_error(p, "not a valid gzip file")
+
+    def test_truncated_gzipped_mtx_refused(self, tmp_path):
+        p = tmp_path / "trunc.mtx.gz"
+        p.write_bytes(gzip.compress((MTX_GENERAL * 200).encode())[:60])
+        input_error(p, "not a valid gzip file")
+
+    def test_complex_field_refused(self, tmp_path):
+        p = write(tmp_path / "c.mtx", "%%MatrixMarket matrix coordinate complex general\n2 2 1\n1 1 1 2\n")
+        input_error(p, "complex matrices are not supported")
+
+    def test_not_square_refused_from_header(self, tmp_path):
+        p = write(tmp_path / "r.mtx", "%%MatrixMarket matrix coordinate real general\n3 5 1\n1 1 1\n")
+        input_error(p, r"not square \(3 x 5\)")
+
+    @pytest.mark.parametrize(
+        "body, match",
+        [
+            ("3 3 2\n1 1 1.0\n4 2 2.0\n", "out of bounds"),
+            ("3 3 3\n1 1 1.0\n2 2 2.0\n", "Truncated"),
+            ("3 3 1\n1 1 1\n2 2 2\n", "Too many lines"),
+            ("3 3 1\n1 1 abc\n", "Invalid"),
+            ("3 3 1\n0 1 1\n", "out of bounds"),
+        ],
+    )
+    def test_malformed_body_refused(self, tmp_path, body, match):
+        p = write(tmp_path / "b.mtx", "%%MatrixMarket matrix coordinate real general\n" + body)
+        input_error(p, match)
+
+    def test_nan_entry_refused_with_its_position(self, tmp_path):
+        p = write(tmp_path / "n.mtx", "%%MatrixMarket matrix coordinate real general\n3 3 1\n3 2 nan\n")
+        input_error(p, r"1 NaN/Inf entries \(first at row 2, col 1")
+
+    def test_array_over_memory_refused(self, tmp_path):
+        p = write(tmp_path / "big.mtx", "%%MatrixMarket matrix array real general\n1000 1000\n1\n")
+        with pytest.raises(ResourceError, match="max-memory"):
+            load_matrix(p, max_memory=10**6)
+
+    def test_huge_header_refused_before_reading(self, tmp_path):
+        p = write(tmp_path / "huge.mtx", "%%MatrixMarket matrix coordinate real general\n1000000000 1000000000 1\n1 1 1\n")
+        with pytest.raises(ResourceError, match="beyond the supported maximum"):
+            load_matrix(p)
+
+    def test_big_coordinate_stays_sparse(self, tmp_path):
+        # Dense would be 8e10 bytes; the coordinate file is tiny and stays sparse
+        # when the limit leaves room for the dense form every method needs.
+        p = write(tmp_path / "wide.mtx", "%%MatrixMarket matrix coordinate real general\n100000 100000 2\n1 1 1\n100000 5 2\n")
+        m = load_matrix(p, max_memory=10**11)
+        assert m.is_sparse and m.n == 100000 and m.nnz == 2
+
+    def test_order_whose_dense_form_exceeds_the_limit_refused_from_header(self, tmp_path):
+        p = write(tmp_path / "wide.mtx", "%%MatrixMarket matrix coordinate real general\n100000 100000 2\n1 1 1\n100000 5 2\n")
+        with pytest.raises(ResourceError, match=r"wide.mtx: matrix of order 100,000 \(its dense form, which every "
+                                                r"method works on\) needs about 74.5 GiB, over the memory limit of 9.5 MiB"):
+            load_matrix(p, max_memory=10**7)
+
+    def test_garbage_first_line_refused_as_not_matrix_market(self, tmp_path):
+        input_error(write(tmp_path / "junk.mtx", "hello world\n"), "not a Matrix Market file")
+
+
+class TestHardening:
+    """Bounds checked before parsing, and inputs scipy's readers would misread."""
+
+    def test_file_size_checked_before_reading(self, tmp_path):
+        text = "%%MatrixMarket matrix coordinate real general\n" + "%" * 300 + "\n2 2 1\n1 1 1.0"  # no final newline
+        with pytest.raises(ResourceError, match="reading the file"):
+            load_matrix(write(tmp_path / "big.mtx", text), max_memory=200)
+
+    def test_no_final_newline_loads(self, tmp_path):
+        p = write(tmp_path / "m.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n3 1")
+        np.testing.assert_array_equal(load_matrix(p).to_dense(), [[0, 1, 0], [0, 0, 0], [1, 0, 0]])
+
+    def test_value_in_a_pattern_file_refused(self, tmp_path):
+        # scipy drops the 7; the file contradicts its banner.
+        p = write(tmp_path / "m.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n3 1 7")
+        input_error(p, r"line 4: expected 'i j' \(a pattern file has no values\), got '3 1 7'; declare the field 'real'")
+
+    def test_integer_field_with_fraction_refused(self, tmp_path):
+        p = write(tmp_path / "i.mtx", "%%MatrixMarket matrix coordinate integer general\n2 2 2\n1 1 3\n2 2 2.5\n")
+        input_error(p, r"line 4: the header declares an integer field .* '2 2 2.5'")
+
+    def test_array_two_values_on_a_line_refused(self, tmp_path):
+        p = write(tmp_path / "a.mtx", "%%MatrixMarket matrix array real general\n% two\n2 2\n1\n2\n3 4\n")
+        input_error(p, r"line 6: an array-format Matrix Market file holds one value per line, got '3 4'")
+
+    def test_empty_array_refused_from_header(self, tmp_path):
+        input_error(write(tmp_path / "e.mtx", "%%MatrixMarket matrix array real general\n0 0\n"), r"empty \(0 x 0\)")
+
+    def test_size_line_beyond_int64_refused(self, tmp_path):
+        p = write(tmp_path / "o.mtx", "%%MatrixMarket matrix coordinate real general\n9223372036854775808\n")
+        input_error(p, r"line 2: Invalid integer size line '9223372036854775808'")

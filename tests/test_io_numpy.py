@@ -1,0 +1,80 @@
+"""Tests for the NumPy .npy/.npz readers (sfapprox/io/_numpy.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from _io_helpers import input_error, write
+from sfapprox._errors import ResourceError
+from sfapprox.io import load_matrix
+
+
+class TestNumpy:
+    def test_npy_integer_array_read_as_float64(self, tmp_path):
+        p = tmp_path / "a.npy"
+        np.save(p, np.arange(9, dtype=np.int32).reshape(3, 3))
+        m = load_matrix(p)
+        assert m.format == "npy" and m.matrix.dtype == np.float64 and m.nnz == 8
+
+    def test_npy_object_refused(self, tmp_path):
+        p = tmp_path / "o.npy"
+        np.save(p, np.array([[1, None], [None, 2]], dtype=object), allow_pickle=True)
+        input_error(p, r"contains Python objects \(pickle\); refusing to load untrusted pickles")
+
+    def test_npy_not_2d_refused(self, tmp_path):
+        p = tmp_path / "v.npy"
+        np.save(p, np.arange(4.0))
+        input_error(p, "must be 2-D")
+
+    def test_npy_garbage_refused(self, tmp_path):
+        input_error(write(tmp_path / "g.npy", "not numpy"), "not a valid .npy")
+
+    def test_npy_truncated_refused(self, tmp_path):
+        p = tmp_path / "t.npy"
+        np.save(p, np.eye(50))
+        p.write_bytes(p.read_bytes()[:500])
+        input_error(p, "cannot parse file|truncated")
+
+    def test_npy_over_memory_refused(self, tmp_path):
+        p = tmp_path / "a.npy"
+        np.save(p, np.eye(100))
+        with pytest.raises(ResourceError):
+            load_matrix(p, max_memory=1000)
+
+    def test_npz_default_array_and_var_choice(self, tmp_path):
+        p = tmp_path / "z.npz"
+        np.savez(p, labels=np.arange(5), W=np.eye(4), V=np.ones((2, 3)))
+        m = load_matrix(p)
+        assert m.n == 4 and m.format == "npz"
+        np.savez(p, A=np.eye(2), B=np.eye(3))
+        input_error(p, r"several square 2-D arrays \(A, B\).*var=")
+        assert load_matrix(p, var="B").n == 3
+        input_error(p, r"no array 'C'; arrays: A 2x2", var="C")
+
+    def test_npz_object_member_refused(self, tmp_path):
+        p = tmp_path / "o.npz"
+        np.savez(p, A=np.array([[None, 1], [2, 3]], dtype=object))
+        input_error(p, "pickle")
+
+    def test_npz_sparse_matrix_stays_sparse(self, tmp_path):
+        p = tmp_path / "s.npz"
+        A = sp.random(20, 20, density=0.1, random_state=np.random.default_rng(3), format="csc")
+        sp.save_npz(p, A)
+        m = load_matrix(p)
+        assert m.is_sparse and m.nnz == A.nnz
+        np.testing.assert_allclose(m.to_dense(), A.toarray())
+
+    def test_npz_garbage_refused(self, tmp_path):
+        input_error(write(tmp_path / "g.npz", "not a zip"), "not a valid .npz")
+
+
+class TestHardening:
+    """Bounds checked before parsing, and inputs scipy's readers would misread."""
+
+    def test_sparse_npz_shape_checked_before_loading(self, tmp_path):
+        p = tmp_path / "s.npz"
+        sp.save_npz(p, sp.coo_array((np.ones(1), ([0], [0])), shape=(3 * 10**8, 3 * 10**8)))
+        with pytest.raises(ResourceError, match="beyond the supported maximum"):
+            load_matrix(p)

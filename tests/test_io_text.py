@@ -1,0 +1,181 @@
+"""Tests for the text readers: header-less i j v triplets and dense tables (sfapprox/io/_text.py)."""
+
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+import pytest
+
+from _io_helpers import MTX_GENERAL, input_error, write
+from sfapprox._errors import ParameterError, ResourceError
+from sfapprox.io import load_matrix
+
+
+# ---------------------------------------------------------------------------
+# header-less i j value triplets
+# ---------------------------------------------------------------------------
+
+
+class TestHeaderlessTriplets:
+    LOWER = "1 1 4.0\n2 1 -1.0\n2 2 4.0\n3 2 -1.0\n3 3 4.0\n"
+
+    def test_mtx_without_header_refused_with_the_ijv_hint(self, tmp_path):
+        # A file named .mtx is Matrix Market: header-less lines are never guessed.
+        msg = input_error(write(tmp_path / "mesh.mtx", self.LOWER), r"line 1: no %%MatrixMarket banner")
+        assert "header-less 'i j value' lines" in msg and "format='ijv' (CLI: --format ijv)" in msg
+
+    def test_format_ijv_reads_a_headerless_mtx_mirrored(self, tmp_path):
+        m = load_matrix(write(tmp_path / "mesh.mtx", self.LOWER), format="ijv")
+        assert m.format == "ijv" and m.n == 3 and m.nnz == 7 and m.summary()["symmetric"]
+        assert any("entries only in the lower triangle: mirrored" in n for n in m.notes)
+
+    def test_mirror_none_keeps_triangle(self, tmp_path):
+        m = load_matrix(write(tmp_path / "mesh.mtx", self.LOWER), format="ijv", mirror="none")
+        assert m.nnz == 5 and not m.summary()["symmetric"]
+
+    def test_mirror_refused_for_matrix_market(self, tmp_path):
+        with pytest.raises(ParameterError, match="mirror= applies to header-less triplet files"):
+            load_matrix(write(tmp_path / "g.mtx", MTX_GENERAL), mirror="none")
+
+    def test_mirror_forced_on_general(self, tmp_path):
+        m = load_matrix(write(tmp_path / "g.ijv", "1 2 1\n3 1 2\n"), mirror="mirror")
+        np.testing.assert_array_equal(m.to_dense(), [[0, 1, 2], [1, 0, 0], [2, 0, 0]])
+
+    def test_mirror_auto_keeps_general(self, tmp_path):
+        m = load_matrix(write(tmp_path / "g.ijv", "1 2 1\n3 1 2\n"))
+        assert m.nnz == 2 and not any("mirrored" in n for n in m.notes)
+
+    def test_upper_triangle_mirrored(self, tmp_path):
+        m = load_matrix(write(tmp_path / "u.coo", "1 2 5\n1 3 6\n"))
+        assert m.nnz == 4 and any("upper triangle" in n for n in m.notes)
+
+    def test_pattern_zero_based_and_duplicates_summed(self, tmp_path):
+        m = load_matrix(write(tmp_path / "e.edges", "# edge list\n0 1\n1 2\n0 1\n"), mirror="none")
+        np.testing.assert_array_equal(m.to_dense(), [[0, 2, 0], [0, 0, 1], [0, 0, 0]])
+        text = " ".join(m.notes)
+        assert "0-based" in text and "pattern" in text and "1 repeated entries summed" in text
+
+    @pytest.mark.parametrize(
+        "text, match",
+        [
+            ("1 2 3\n1 2 3 4\n", "line 2: expected 'i j' or 'i j value'"),
+            ("1 2 3\n2 1\n", "line 2 has 2 fields but line 1 has 3"),
+            ("1 2 3\n2 x 1\n", "line 2, column 2: non-numeric cell 'x'"),
+            ("1.5 2 3\n", "line 1: indices must be non-negative integers"),
+            ("-1 2 3\n", "indices must be non-negative"),
+            ("% only comments\n", "no entries"),
+        ],
+    )
+    def test_malformed_ijv_refused(self, tmp_path, text, match):
+        input_error(write(tmp_path / "t.ijv", text), match)
+
+    def test_lower_triangle_mesh_mirrored_nnz(self, tmp_path):
+        # mesh2e1 is 1162 lower-triangle lines -> 2018 entries; a small analogue here.
+        i, j = np.tril_indices(10)
+        lines = "".join(f"{a + 1} {b + 1} {a + b + 1}\n" for a, b in zip(i, j))
+        m = load_matrix(write(tmp_path / "m.mtx", lines), format="ijv")
+        assert m.nnz == 100
+
+
+def test_ijv_reads_a_matrix_market_file_as_what_it_declares(tmp_path):
+    # Read as triplets, the size line "3 3 3" would become an entry.
+    m = load_matrix(write(tmp_path / "m.ijv", MTX_GENERAL))
+    assert m.format == "mtx" and m.nnz == 3 and "read as Matrix Market" in m.notes[0]
+    assert load_matrix(write(tmp_path / "m.txt", MTX_GENERAL), format="ijv").nnz == 3
+
+
+@pytest.mark.parametrize("banner", ["%%MatrixMarkt matrix coordinate real general", "% matrix market coordinate real"])
+def test_ijv_refuses_a_damaged_matrix_market_banner(tmp_path, banner):
+    input_error(write(tmp_path / "m.ijv", f"{banner}\n3 3 3\n1 1 1\n2 2 1\n3 3 1\n"),
+                r"damaged Matrix Market banner .* its size line would become an entry")
+
+
+def test_ijv_comment_mentioning_a_matrix_is_a_comment(tmp_path):
+    m = load_matrix(write(tmp_path / "m.ijv", "% matrix of distances, general\n1 2 1.5\n2 1 1.5\n"))
+    assert m.format == "ijv" and m.nnz == 2
+
+
+# ---------------------------------------------------------------------------
+# dense text
+# ---------------------------------------------------------------------------
+
+
+class TestDenseText:
+    def test_csv_header_row_skipped(self, tmp_path):
+        m = load_matrix(write(tmp_path / "m.csv", "a,b\n1,2\n3,4\n"))
+        assert m.format == "csv" and isinstance(m.matrix, np.ndarray)
+        np.testing.assert_array_equal(m.matrix, [[1, 2], [3, 4]])
+        assert any("header" in n for n in m.notes)
+
+    def test_csv_row_and_column_labels_skipped(self, tmp_path):
+        m = load_matrix(write(tmp_path / "m.csv", ",x,y\nx,1,0.5\ny,0.5,1\n"))
+        np.testing.assert_array_equal(m.matrix, [[1, 0.5], [0.5, 1]])
+
+    def test_tsv_and_whitespace_separated(self, tmp_path):
+        assert load_matrix(write(tmp_path / "m.tsv", "1\t2\n3\t4\n")).n == 2
+        m = load_matrix(write(tmp_path / "m.txt", "# comment\n1  2 \n\n 3 4\n"))
+        np.testing.assert_array_equal(m.matrix, [[1, 2], [3, 4]])
+
+    def test_gzipped_csv_loads(self, tmp_path):
+        p = tmp_path / "m.csv.gz"
+        p.write_bytes(gzip.compress(b"1,2\n3,4\n"))
+        m = load_matrix(p)
+        assert (m.name, m.n) == ("m", 2)
+
+    def test_corrupt_gzipped_csv_refused(self, tmp_path):
+        p = tmp_path / "m.csv.gz"
+        p.write_bytes(b"\x1f\x8b\x08garbage")
+        input_error(p, "not a valid gzip file")
+
+    def test_non_numeric_cell_refused(self, tmp_path):
+        input_error(write(tmp_path / "m.csv", "1,2,3\n4,five,6\n7,8,9\n"), r"line 2, column 2: non-numeric cell 'five'")
+
+    def test_ragged_row_refused(self, tmp_path):
+        input_error(write(tmp_path / "m.csv", "1,2,3\n4,5\n7,8,9\n"), r"line 2 has 2 fields, expected 3")
+
+    def test_empty_cell_refused(self, tmp_path):
+        input_error(write(tmp_path / "m.csv", "1,2\n3,\n"), r"line 2, column 2: non-numeric cell ''")
+
+    def test_nan_cell_refused_with_its_position(self, tmp_path):
+        input_error(write(tmp_path / "m.csv", "1,2\nnan,4\n"), r"1 NaN/Inf entries \(first at row 1, col 0")
+
+    def test_not_square_suggests_covariance(self, tmp_path):
+        msg = input_error(write(tmp_path / "m.csv", "1,2,3\n4,5,6\n"), r"not square \(2 x 3\)")
+        assert "covariance" in msg
+
+    def test_binary_file_refused(self, tmp_path):
+        p = tmp_path / "m.csv"
+        p.write_bytes(bytes(range(256)) * 4)
+        input_error(p, "binary file")
+
+    def test_latin1_header_decodes(self, tmp_path):
+        p = tmp_path / "m.csv"
+        p.write_bytes("caf\xe9,b\n1,2\n3,4\n".encode("latin-1"))
+        assert load_matrix(p).n == 2
+
+    def test_header_row_only_refused(self, tmp_path):
+        input_error(write(tmp_path / "m.csv", "a,b\n"), "only a header row")
+
+
+def test_csv_fast_and_slow_paths_agree(tmp_path):
+    from sfapprox.io._text import _fast_table
+
+    assert _fast_table(["1,2", "3,4"], ",").tolist() == [[1, 2], [3, 4]]
+    assert _fast_table(["1,2", "3"], ",") is None  # ragged: the slow path names the line
+    m = load_matrix(write(tmp_path / "q.csv", '"1",2\n3,"4"\n'))
+    np.testing.assert_array_equal(m.matrix, [[1, 2], [3, 4]])
+
+
+class TestHardening:
+    """Bounds checked before parsing, and inputs scipy's readers would misread."""
+
+    def test_text_parsing_cost_refused_before_splitting(self, tmp_path):
+        p = write(tmp_path / "long.txt", "1\n" * 5000)
+        with pytest.raises(ResourceError, match=r"parsing 5,001 lines of text .* --max-memory"):
+            load_matrix(p, max_memory=100_000)
+
+    def test_ijv_index_beyond_int64_refused_before_cast(self, tmp_path):
+        with pytest.raises(ResourceError, match="beyond the supported maximum"):
+            load_matrix(write(tmp_path / "t.ijv", "1e20 1 1.0\n"))
+        input_error(write(tmp_path / "u.ijv", "inf 1 1.0\n"), "non-negative integers")
