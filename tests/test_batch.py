@@ -168,6 +168,22 @@ def test_bad_options_are_refused_before_any_work(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_a_data_dir_that_is_no_folder_is_refused_before_any_work(tmp_path):
+    from sfapprox import InputError
+    from sfapprox.cli import app
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"))
+    none = tmp_path / "shared" / "realdata"
+    with pytest.raises(InputError, match=r"^data_dir .*realdata: no such folder; point it at the folder that holds"):
+        run_batch(m, tmp_path / "o", BatchOptions(methods=("tsvd",), data_dir=str(none)))
+    result = CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(tmp_path / "o"), "--data-dir", str(none)])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines() == [
+        f"error: --data-dir {none}: no such folder; point it at the folder that holds the manifest's files, "
+        "or leave it out to download them into the cache"]
+    assert not (tmp_path / "o").exists() and not none.exists()
+
+
 def test_process_pool_gives_the_same_records(tmp_path):
     m = write_manifest(tmp_path / "m.toml", *(gen_entry(f"c{i}", "circulant", seed=i) for i in range(3)))
     out = tmp_path / "out"

@@ -166,6 +166,35 @@ def test_file_without_hash_is_unchecked(tmp_path):
     assert verify_entry(e, data_dir=data, cache=tmp_path / "cache")[0] == "unchecked"
 
 
+def test_a_data_dir_must_be_a_folder(tmp_path):
+    from sfapprox.datasets.fetch import check_data_dir
+
+    assert check_data_dir(None) is None and check_data_dir(tmp_path) == tmp_path
+    with pytest.raises(InputError, match=r"^--data-dir \.\./shared/nope: no such folder; point it at the folder that "
+                                         r"holds the manifest's files, or leave it out to download them into the cache$"):
+        check_data_dir("../shared/nope", name="--data-dir")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(InputError, match=r"^data_dir .*file: not a folder; point it at"):
+        check_data_dir(tmp_path / "file")
+
+
+@pytest.mark.parametrize("command", ["list", "fetch", "verify"])
+def test_datasets_commands_refuse_a_data_dir_that_is_no_folder(tmp_path, command):
+    from typer.testing import CliRunner
+
+    from sfapprox.cli import app
+
+    m = manifest(tmp_path, 'file = "pajek/strike.paj"\nurl = "http://127.0.0.1:9/strike.paj"\n')
+    missing = tmp_path / "no" / "such"
+    result = CliRunner(env={"SFAPPROX_CACHE": str(tmp_path / "cache"), "COLUMNS": "400"}).invoke(
+        app, ["datasets", command, str(m), "--data-dir", str(missing)])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines() == [
+        f"error: --data-dir {missing}: no such folder; point it at the folder that holds the manifest's files, "
+        "or leave it out to download them into the cache"]  # one line, before any work (no download tried)
+    assert not (tmp_path / "cache").exists() and not missing.exists()
+
+
 # ------------------------------------------------------------------ archives
 
 

@@ -90,7 +90,7 @@ def batch(
     count_indices: Annotated[bool, o.flag("--count-indices", help="Charge sparse entries 2 numbers (value + position).")] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Matrices run in parallel processes.", metavar="N")] = 1,
     wait: Annotated[bool, o.flag("--wait", help="When another batch is using the output folder, wait for it to end instead of refusing.")] = False,
-    data_dir: Annotated[Optional[Path], typer.Option("--data-dir", help="Folder searched first for manifest files.", metavar="DIR")] = None,
+    data_dir: Annotated[Optional[Path], typer.Option("--data-dir", help="Folder searched first for manifest files (it must exist).", metavar="DIR")] = None,
     only: Annotated[Optional[str], typer.Option("--only", help="Comma-separated entry names (default: all).", metavar="NAMES")] = None,
     redo: Annotated[bool, o.flag("--redo", help="Recompute (matrix, method) pairs that already have a finished line.")] = False,
     executor: Annotated[Literal["process", "dask"], typer.Option("--executor", help="process (local processes) or dask (an existing Dask cluster).")] = "process",
@@ -112,8 +112,10 @@ def batch(
     """
     from .._base import parse_methods
     from ..datasets import BatchOptions, build_report, read_results, run_batch
+    from ..datasets.fetch import check_data_dir
 
     with error_boundary():
+        check_data_dir(data_dir, name="--data-dir")
         options = BatchOptions(
             methods=tuple(parse_methods(methods)), budget=budget, protocol=protocol, settings=settings,
             count_indices=count_indices, data_dir=str(data_dir) if data_dir else None,

@@ -20,7 +20,7 @@ datasets_app = typer.Typer(
 app.add_typer(datasets_app)
 
 ManifestPath = Annotated[Path, typer.Argument(help="Dataset manifest (.toml), e.g. data_manifests/paper-table1.toml.", show_default=False)]
-DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="Folder searched first for the files (used and verified, nothing downloaded).")]
+DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="Folder searched first for the files (used and verified, nothing downloaded); it must exist.")]
 Only = Annotated[Optional[str], typer.Option("--only", help="Comma-separated entry names (default: all).")]
 
 def _names(only: str | None) -> list[str] | None:
@@ -72,8 +72,10 @@ def list_entries(
     Example: sfapprox datasets list data_manifests/paper-table1.toml --data-dir ../shared/realdata
     """
     from ..datasets import load_manifest, verify_entry
+    from ..datasets.fetch import check_data_dir
 
     with error_boundary():
+        check_data_dir(data_dir, name="--data-dir")
         check_outputs(outputs, force)
         m = load_manifest(manifest)
         rows = []
@@ -103,9 +105,10 @@ def fetch(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None) -
     Example: sfapprox datasets fetch data_manifests/paper-table1.toml --only scotland,ijcnn1
     """
     from ..datasets import cache_dir, fetch_entry, load_manifest
-    from ..datasets.fetch import ChecksumError, UnavailableError
+    from ..datasets.fetch import ChecksumError, UnavailableError, check_data_dir
 
     with error_boundary():
+        check_data_dir(data_dir, name="--data-dir")
         m = load_manifest(manifest)
         counts = {"present": 0, "missing": 0, "bad checksum": 0}
         generated = 0
@@ -151,8 +154,10 @@ def verify(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None, 
     Example: sfapprox datasets verify data_manifests/paper-table1.toml --data-dir ../shared/realdata
     """
     from ..datasets import load_manifest, verify_entry
+    from ..datasets.fetch import check_data_dir
 
     with error_boundary():
+        check_data_dir(data_dir, name="--data-dir")
         check_outputs(outputs, force)
         m = load_manifest(manifest)
         rows = []

@@ -123,6 +123,7 @@ def _check_options(options: BatchOptions, jobs: int, executor: str, scheduler: s
     from .._base import parse_methods
     from ..budget import parse_budget
     from ..comparison import PROTOCOLS
+    from .fetch import check_data_dir
 
     if list(parse_methods(options.methods)) != list(options.methods):
         raise ParameterError(f"methods {', '.join(options.methods)}: each method may be named once")
@@ -137,6 +138,7 @@ def _check_options(options: BatchOptions, jobs: int, executor: str, scheduler: s
         raise ParameterError("--executor dask needs --scheduler ADDRESS (e.g. tcp://127.0.0.1:8786)")
     if not isinstance(wait, bool) and not (isinstance(wait, (int, float)) and math.isfinite(wait) and wait >= 0):
         raise ParameterError(f"wait={wait!r} must be True, False or a number of seconds >= 0")
+    check_data_dir(options.data_dir)  # a mistyped --data-dir would make every file entry "unavailable"
 
 
 def settings_changes(existing: ResultsFile, options: BatchOptions) -> list[str]:
@@ -223,6 +225,8 @@ def run_batch(
     FolderBusyError
         When another process is running a batch on ``out_dir`` (one line
         naming it: pid, host, start time, command) and ``wait`` is False.
+    InputError
+        When ``options.data_dir`` is not a folder (before any work).
 
     Examples
     --------

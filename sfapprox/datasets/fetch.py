@@ -52,6 +52,7 @@ __all__ = [
     "ChecksumError",
     "Located",
     "cache_dir",
+    "check_data_dir",
     "file_sha256",
     "locate",
     "fetch_entry",
@@ -142,6 +143,37 @@ def size_limit(folder: str | os.PathLike, max_bytes: int | None = None) -> int:
     if max_bytes is not None:
         limit = min(limit, int(max_bytes))
     return max(0, limit)
+
+
+def check_data_dir(data_dir: str | os.PathLike | None, *, name: str = "data_dir") -> Path | None:
+    """``data_dir`` as a Path once it is known to be a folder (None stays None).
+
+    A data folder holds files that are already there: nothing is downloaded
+    into it (downloads go to :func:`cache_dir`), so a folder that does not
+    exist is a mistyped path or a folder of another machine, refused before
+    any work.  ``name`` is how the message names the setting (``"--data-dir"``
+    in the CLI).
+
+    Raises
+    ------
+    InputError
+        When ``data_dir`` does not exist or is not a folder (one line saying what to do).
+
+    Examples
+    --------
+    >>> check_data_dir("no/such/folder", name="--data-dir")
+    Traceback (most recent call last):
+    ...
+    sfapprox._errors.InputError: --data-dir no/such/folder: no such folder; point it at the folder that holds the manifest's files, or leave it out to download them into the cache
+    """
+    if data_dir is None:
+        return None
+    path = Path(data_dir)
+    if path.is_dir():
+        return path
+    what = "not a folder" if path.exists() else "no such folder"
+    raise InputError(f"{name} {os.fspath(data_dir)}: {what}; point it at the folder that holds the manifest's files, "
+                     "or leave it out to download them into the cache")
 
 
 def _nearest_folder(path: Path) -> Path:
