@@ -184,6 +184,49 @@ def test_a_data_dir_that_is_no_folder_is_refused_before_any_work(tmp_path):
     assert not (tmp_path / "o").exists() and not none.exists()
 
 
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # nothing listens there once the socket is closed: "no network", as in test_fetch
+
+
+def offline_manifest(path: Path) -> Path:
+    """One generated matrix, three files to download from hosts that cannot be reached, one file without a URL."""
+    port = _closed_port()
+    urls = "".join(f'[[matrix]]\nname = "{name}"\ncategory = "network"\nfile = "{name}.paj"\n'
+                   f'url = "http://{host}:{port}/{name}.paj"\n\n'
+                   for name, host in (("a", "127.0.0.1"), ("b", "localhost"), ("c", "127.0.0.1")))
+    return write_manifest(path, gen_entry("fine"), urls, '[[matrix]]\nname = "local"\ncategory = "network"\nfile = "l.net"\n')
+
+
+def test_offline_batch_tries_one_host_and_still_writes_every_line(tmp_path, monkeypatch):
+    from sfapprox.datasets import fetch
+
+    monkeypatch.setenv("SFAPPROX_CACHE", str(tmp_path / "cache"))
+    tried = []
+    real = fetch._download
+    monkeypatch.setattr(fetch, "_download", lambda e, *args: (tried.append(e.name), real(e, *args))[1])
+    m = offline_manifest(tmp_path / "m.toml")
+    out = tmp_path / "out"
+    options = BatchOptions(methods=("tsvd", "sparse"))
+    s = run_batch(m, out, options)
+    assert tried == ["a"]  # the network was found unreachable: no other host tried
+    assert s.no_network == "no network: could not reach 127.0.0.1 (connection refused)"
+    assert s.downloads_skipped == ["b", "c"]
+    recs = lines(out)
+    assert pairs(recs) == [(name, method) for name in ("a", "b", "c", "fine", "local") for method in ("sparse", "tsvd")]
+    gone = [r for r in recs if r["status"] == "unavailable"]
+    assert sorted({r["matrix"] for r in gone}) == ["a", "b", "c", "local"] and len(gone) == 8
+    assert all(r["reason"] == "file missing" and r["matrix_info"] == {"manifest": str(m), "data_dir": None} for r in gone)
+    b = next(r for r in gone if r["matrix"] == "b")
+    assert "file 'b.paj' not found; download not tried (no network: could not reach 127.0.0.1" in b["error"]
+    again = run_batch(m, out, options)  # unavailable pairs are retried; a new run tries the network once again
+    assert (again.skipped, again.written, tried) == (2, 8, ["a", "a"])
+    assert pairs(lines(out)) == pairs(recs)
+
+
 def test_process_pool_gives_the_same_records(tmp_path):
     m = write_manifest(tmp_path / "m.toml", *(gen_entry(f"c{i}", "circulant", seed=i) for i in range(3)))
     out = tmp_path / "out"

@@ -62,6 +62,8 @@ def batch_progress(quiet: bool) -> Iterator[Any]:
             state["task"] = progress.add_task("matrices", total=max(info["total"], 1), current="")
         elif kind == "matrix":
             progress.update(task, current=info["name"])
+        elif kind == "fetch":
+            progress.update(task, current=f"downloading {info['name']}")
         elif kind == "method":
             progress.update(task, current=f"{info['matrix']}: {info['method']}")
         elif kind == "iteration" and time.monotonic() - state["last"] > 0.2:
@@ -142,9 +144,15 @@ def batch(
         tables = report.tables()
         show_tables(tables, {})
         _problems([r for r in records if r["status"] in ("failed", "unavailable")])
+        if summary.no_network:
+            skipped = len(summary.downloads_skipped)
+            more = f"; skipped the downloads of {skipped} more entr{'y' if skipped == 1 else 'ies'}" if skipped else ""
+            note(f"{summary.no_network}{more}", style="yellow")
         targets = {fmt: out_dir / f"report{OutputFormat(fmt).suffix}" for fmt in ("markdown", "csv", "latex", "json")}
         write_outputs(tables, report.to_dict(), targets, force=True)
-        counts = ", ".join(f"{s} {n}" for s, n in summary.statuses.items()) or "nothing new"
+        order = ("ok", "not applicable", "failed", "unavailable", "interrupted")
+        statuses = sorted(summary.statuses.items(), key=lambda sn: order.index(sn[0]) if sn[0] in order else len(order))
+        counts = ", ".join(f"{s} {n}" for s, n in statuses) or "nothing new"
         note(f"{summary.written} line(s) written ({counts}); {summary.skipped} finished pair(s) skipped; "
              f"results in {summary.results_path}")
         if summary.interrupted:

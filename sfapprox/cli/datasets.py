@@ -105,11 +105,12 @@ def fetch(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None) -
     Example: sfapprox datasets fetch data_manifests/paper-table1.toml --only scotland,ijcnn1
     """
     from ..datasets import cache_dir, fetch_entry, load_manifest
-    from ..datasets.fetch import ChecksumError, UnavailableError, check_data_dir
+    from ..datasets.fetch import ChecksumError, NetworkState, UnavailableError, check_data_dir
 
     with error_boundary():
         check_data_dir(data_dir, name="--data-dir")
         m = load_manifest(manifest)
+        network = NetworkState()
         counts = {"present": 0, "missing": 0, "bad checksum": 0}
         generated = 0
         for entry in m.select(_names(only)):
@@ -118,7 +119,7 @@ def fetch(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None) -
                 continue
             try:
                 with err.status(f"fetching {entry.name}"):
-                    found = fetch_entry(entry, data_dir=data_dir)
+                    found = fetch_entry(entry, data_dir=data_dir, network=network)
             except ChecksumError as exc:
                 counts["bad checksum"] += 1
                 err.print(f"[red]✗[/] {escape(_one_line(exc))}", highlight=False, soft_wrap=True)
@@ -135,6 +136,10 @@ def fetch(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None) -
         if generated:
             summary += f" ({generated} generated, nothing to fetch)"
         err.print(f"{summary}; download cache: {escape(str(cache_dir()))}", highlight=False, soft_wrap=True)
+        if network.skipped:
+            skipped = len(network.skipped)
+            err.print(f"[yellow]{escape(network.down)}; skipped the downloads of {skipped} more "
+                      f"entr{'y' if skipped == 1 else 'ies'}[/]", highlight=False, soft_wrap=True)
         if counts["missing"] or counts["bad checksum"]:
             raise typer.Exit(1)
 
