@@ -227,6 +227,40 @@ def test_offline_batch_tries_one_host_and_still_writes_every_line(tmp_path, monk
     assert pairs(lines(out)) == pairs(recs)
 
 
+def test_cli_batch_offline_shows_what_ran_and_one_line_per_cause(tmp_path):
+    from sfapprox.cli import app
+
+    m = offline_manifest(tmp_path / "m.toml")
+    with open(m, "a", encoding="utf-8") as f:
+        f.write(f'\n[[matrix]]\nname = "wrong"\ncategory = "network"\nfile = "w.net"\nsha256 = "{"0" * 64}"\n')
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "w.net").write_text("*Vertices 2\n*Edges\n1 2\n")
+    out = tmp_path / "out"
+    runner = CliRunner(env={"SFAPPROX_CACHE": str(tmp_path / "cache"), "COLUMNS": "400"})
+    result = runner.invoke(app, ["batch", str(m), "--out-dir", str(out), "--methods", "tsvd,sparse",
+                                 "--data-dir", str(data), "--quiet"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "│ fine " in result.output and "unavailable │" not in result.output  # the table shows what ran
+    assert not any(f"│ {name} " in result.output for name in ("a", "b", "c", "local", "wrong"))
+    assert (f"4 entries unavailable (files not in {data}): a, b, c, local — `sfapprox datasets list {m} "
+            f"--data-dir {data} -v` says where to get each") in text
+    assert "unavailable wrong: " in text and "SHA-256 mismatch" in text  # a wrong file: its own line
+    assert text.count("no network") == 1
+    assert "no network: could not reach 127.0.0.1 (connection refused); skipped the downloads of 2 more entries" in text
+    assert "12 line(s) written (ok 2, unavailable 10)" in text
+    assert len(result.output.strip().splitlines()) <= 16, result.output  # was 29: a row per entry and a line per failed download
+    assert len(lines(out)) == 12  # every pair has its line
+
+    report = runner.invoke(app, ["report", str(out)])
+    assert report.exit_code == 0, report.output
+    assert "unavailable │" not in report.output and "no network" not in report.output
+    assert (f"4 entries unavailable (files not in {data}): a, b, c, local — `sfapprox datasets list {m} "
+            f"--data-dir {data} -v` says where to get each") in " ".join(report.output.split())
+    assert (out / "report.md").read_text().count("4 entries unavailable") == 1
+
+
 def test_process_pool_gives_the_same_records(tmp_path):
     m = write_manifest(tmp_path / "m.toml", *(gen_entry(f"c{i}", "circulant", seed=i) for i in range(3)))
     out = tmp_path / "out"
@@ -343,7 +377,8 @@ def test_cli_batch_and_report_in_process(tmp_path):
     out = tmp_path / "out"
     result = CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(out), "--methods", "tsvd", "--quiet"])
     assert result.exit_code == 0, result.output
-    assert "synthetic" in result.output and "unavailable gone/tsvd" in result.output
+    assert "synthetic" in result.output and "gone │" not in result.output
+    assert "1 entry unavailable (files not found): gone — `sfapprox datasets list" in " ".join(result.output.split())
     assert "2 line(s) written (ok 1, unavailable 1)" in " ".join(result.output.split())
     bad = CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(out), "--methods", "tsvd", "--protocol", "papr"])
     assert bad.exit_code == 2 and "papr" in bad.output and "default" in bad.output
