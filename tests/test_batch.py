@@ -168,6 +168,99 @@ def test_bad_options_are_refused_before_any_work(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_a_data_dir_that_is_no_folder_is_refused_before_any_work(tmp_path):
+    from sfapprox import InputError
+    from sfapprox.cli import app
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"))
+    none = tmp_path / "shared" / "realdata"
+    with pytest.raises(InputError, match=r"^data_dir .*realdata: no such folder; point it at the folder that holds"):
+        run_batch(m, tmp_path / "o", BatchOptions(methods=("tsvd",), data_dir=str(none)))
+    result = CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(tmp_path / "o"), "--data-dir", str(none)])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines() == [
+        f"error: --data-dir {none}: no such folder; point it at the folder that holds the manifest's files, "
+        "or leave it out to download them into the cache"]
+    assert not (tmp_path / "o").exists() and not none.exists()
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # nothing listens there once the socket is closed: "no network", as in test_fetch
+
+
+def offline_manifest(path: Path) -> Path:
+    """One generated matrix, three files to download from hosts that cannot be reached, one file without a URL."""
+    port = _closed_port()
+    urls = "".join(f'[[matrix]]\nname = "{name}"\ncategory = "network"\nfile = "{name}.paj"\n'
+                   f'url = "http://{host}:{port}/{name}.paj"\n\n'
+                   for name, host in (("a", "127.0.0.1"), ("b", "localhost"), ("c", "127.0.0.1")))
+    return write_manifest(path, gen_entry("fine"), urls, '[[matrix]]\nname = "local"\ncategory = "network"\nfile = "l.net"\n')
+
+
+def test_offline_batch_tries_one_host_and_still_writes_every_line(tmp_path, monkeypatch):
+    from sfapprox.datasets import fetch
+
+    monkeypatch.setenv("SFAPPROX_CACHE", str(tmp_path / "cache"))
+    tried = []
+    real = fetch._download
+    monkeypatch.setattr(fetch, "_download", lambda e, *args: (tried.append(e.name), real(e, *args))[1])
+    m = offline_manifest(tmp_path / "m.toml")
+    out = tmp_path / "out"
+    options = BatchOptions(methods=("tsvd", "sparse"))
+    s = run_batch(m, out, options)
+    assert tried == ["a"]  # the network was found unreachable: no other host tried
+    assert s.no_network == "no network: could not reach 127.0.0.1 (connection refused)"
+    assert s.downloads_skipped == ["b", "c"]
+    recs = lines(out)
+    assert pairs(recs) == [(name, method) for name in ("a", "b", "c", "fine", "local") for method in ("sparse", "tsvd")]
+    gone = [r for r in recs if r["status"] == "unavailable"]
+    assert sorted({r["matrix"] for r in gone}) == ["a", "b", "c", "local"] and len(gone) == 8
+    assert all(r["reason"] == "file missing" and r["matrix_info"] == {"manifest": str(m), "data_dir": None} for r in gone)
+    b = next(r for r in gone if r["matrix"] == "b")
+    assert "file 'b.paj' not found; download not tried (no network: could not reach 127.0.0.1" in b["error"]
+    again = run_batch(m, out, options)  # unavailable pairs are retried; a new run tries the network once again
+    assert (again.skipped, again.written, tried) == (2, 8, ["a", "a"])
+    assert pairs(lines(out)) == pairs(recs)
+
+
+def test_cli_batch_offline_shows_what_ran_and_one_line_per_cause(tmp_path):
+    from sfapprox.cli import app
+
+    m = offline_manifest(tmp_path / "m.toml")
+    with open(m, "a", encoding="utf-8") as f:
+        f.write(f'\n[[matrix]]\nname = "wrong"\ncategory = "network"\nfile = "w.net"\nsha256 = "{"0" * 64}"\n')
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "w.net").write_text("*Vertices 2\n*Edges\n1 2\n")
+    out = tmp_path / "out"
+    runner = CliRunner(env={"SFAPPROX_CACHE": str(tmp_path / "cache"), "COLUMNS": "400"})
+    result = runner.invoke(app, ["batch", str(m), "--out-dir", str(out), "--methods", "tsvd,sparse",
+                                 "--data-dir", str(data), "--quiet"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "│ fine " in result.output and "unavailable │" not in result.output  # the table shows what ran
+    assert not any(f"│ {name} " in result.output for name in ("a", "b", "c", "local", "wrong"))
+    assert (f"4 entries unavailable (files not in {data}): a, b, c, local — `sfapprox datasets list {m} "
+            f"--data-dir {data} -v` says where to get each") in text
+    assert "unavailable wrong: " in text and "SHA-256 mismatch" in text  # a wrong file: its own line
+    assert text.count("no network") == 1
+    assert "no network: could not reach 127.0.0.1 (connection refused); skipped the downloads of 2 more entries" in text
+    assert "12 line(s) written (ok 2, unavailable 10)" in text
+    assert len(result.output.strip().splitlines()) <= 16, result.output  # was 29: a row per entry and a line per failed download
+    assert len(lines(out)) == 12  # every pair has its line
+
+    report = runner.invoke(app, ["report", str(out)])
+    assert report.exit_code == 0, report.output
+    assert "unavailable │" not in report.output and "no network" not in report.output
+    assert (f"4 entries unavailable (files not in {data}): a, b, c, local — `sfapprox datasets list {m} "
+            f"--data-dir {data} -v` says where to get each") in " ".join(report.output.split())
+    assert (out / "report.md").read_text().count("4 entries unavailable") == 1
+
+
 def test_process_pool_gives_the_same_records(tmp_path):
     m = write_manifest(tmp_path / "m.toml", *(gen_entry(f"c{i}", "circulant", seed=i) for i in range(3)))
     out = tmp_path / "out"
@@ -284,7 +377,8 @@ def test_cli_batch_and_report_in_process(tmp_path):
     out = tmp_path / "out"
     result = CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(out), "--methods", "tsvd", "--quiet"])
     assert result.exit_code == 0, result.output
-    assert "synthetic" in result.output and "unavailable gone/tsvd" in result.output
+    assert "synthetic" in result.output and "gone │" not in result.output
+    assert "1 entry unavailable (files not found): gone — `sfapprox datasets list" in " ".join(result.output.split())
     assert "2 line(s) written (ok 1, unavailable 1)" in " ".join(result.output.split())
     bad = CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(out), "--methods", "tsvd", "--protocol", "papr"])
     assert bad.exit_code == 2 and "papr" in bad.output and "default" in bad.output

@@ -166,6 +166,47 @@ def test_file_without_hash_is_unchecked(tmp_path):
     assert verify_entry(e, data_dir=data, cache=tmp_path / "cache")[0] == "unchecked"
 
 
+def test_a_data_dir_must_be_a_folder(tmp_path):
+    from sfapprox.datasets.fetch import check_data_dir
+
+    assert check_data_dir(None) is None and check_data_dir(tmp_path) == tmp_path
+    with pytest.raises(InputError, match=r"^--data-dir \.\./shared/nope: no such folder; point it at the folder that "
+                                         r"holds the manifest's files, or leave it out to download them into the cache$"):
+        check_data_dir("../shared/nope", name="--data-dir")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(InputError, match=r"^data_dir .*file: not a folder; point it at"):
+        check_data_dir(tmp_path / "file")
+
+
+@pytest.mark.parametrize("command", ["list", "fetch", "verify"])
+def test_datasets_commands_refuse_a_data_dir_that_is_no_folder(tmp_path, command):
+    from typer.testing import CliRunner
+
+    from sfapprox.cli import app
+
+    m = manifest(tmp_path, 'file = "pajek/strike.paj"\nurl = "http://127.0.0.1:9/strike.paj"\n')
+    missing = tmp_path / "no" / "such"
+    result = CliRunner(env={"SFAPPROX_CACHE": str(tmp_path / "cache"), "COLUMNS": "400"}).invoke(
+        app, ["datasets", command, str(m), "--data-dir", str(missing)])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines() == [
+        f"error: --data-dir {missing}: no such folder; point it at the folder that holds the manifest's files, "
+        "or leave it out to download them into the cache"]  # one line, before any work (no download tried)
+    assert not (tmp_path / "cache").exists() and not missing.exists()
+
+
+def test_is_present_looks_without_reading(tmp_path):
+    from sfapprox.datasets.fetch import is_present
+
+    data = tmp_path / "data"
+    (data / "pajek").mkdir(parents=True)
+    e = entry(tmp_path, f'file = "pajek/strike.paj"\nsha256 = "{SHA}"\n')
+    assert not is_present(e, data_dir=data, cache=tmp_path / "cache")
+    (data / "pajek" / "strike.paj").write_bytes(b"not the file")  # a wrong file is present; using it checks the hash
+    assert is_present(e, data_dir=data, cache=tmp_path / "cache")
+    assert not is_present(e, cache=tmp_path / "cache")
+
+
 # ------------------------------------------------------------------ archives
 
 
@@ -348,6 +389,50 @@ def test_offline_download_is_one_plain_line(tmp_path):
     assert "HTTPConnectionPool" not in msg and "Max retries" not in msg and "\n" not in msg
 
 
+def test_after_a_no_network_failure_no_other_host_is_tried(tmp_path, monkeypatch):
+    from sfapprox.datasets import fetch
+    from sfapprox.datasets.fetch import NetworkState
+
+    port = _closed_port()
+    m = tmp_path / "m.toml"
+    m.write_text("".join(f'[[matrix]]\nname = "{name}"\ncategory = "network"\nfile = "{name}.paj"\n'
+                         f'url = "http://{host}:{port}/{name}.paj"\n\n'
+                         for name, host in (("a", "127.0.0.1"), ("b", "localhost"), ("c", "127.0.0.1"))))
+    a, b, c = load_manifest(m).entries
+    tried = []
+    real = fetch._download
+    monkeypatch.setattr(fetch, "_download", lambda e, *args: (tried.append(e.name), real(e, *args))[1])
+    network = NetworkState()
+    with pytest.raises(UnavailableError, match=r"no network: could not reach 127\.0\.0\.1 \(connection refused\); put it at"):
+        fetch_entry(a, cache=tmp_path / "cache", network=network)
+    assert network.down == "no network: could not reach 127.0.0.1 (connection refused)"
+    for e in (b, c):
+        with pytest.raises(UnavailableError) as info:
+            fetch_entry(e, cache=tmp_path / "cache", network=network)
+        assert (f"entry '{e.name}': file '{e.name}.paj' not found; download not tried (no network: could not reach "
+                f"127.0.0.1 (connection refused), earlier in this run); put it at DATA_DIR/{e.name}.paj") in str(info.value)
+    assert tried == ["a"] and network.skipped == ["b", "c"]
+    with pytest.raises(UnavailableError, match="no network: could not reach localhost"):
+        fetch_entry(b, cache=tmp_path / "cache")  # without the run's state: tried
+    assert tried == ["a", "b"]
+
+
+def test_a_failed_download_that_is_not_the_network_tries_the_next_host(tmp_path, server):
+    from sfapprox.datasets.fetch import NetworkState
+
+    base, www, requests = server
+    (www / "b.paj").write_bytes(STRIKE)
+    m = tmp_path / "m.toml"
+    m.write_text(f'[[matrix]]\nname = "a"\ncategory = "network"\nfile = "a.paj"\nurl = "{base}/missing.paj"\n\n'
+                 f'[[matrix]]\nname = "b"\ncategory = "network"\nfile = "b.paj"\nurl = "{base}/b.paj"\n')
+    a, b = load_manifest(m).entries
+    network = NetworkState()
+    with pytest.raises(UnavailableError, match="HTTP 404"):
+        fetch_entry(a, cache=tmp_path / "cache", network=network)
+    assert fetch_entry(b, cache=tmp_path / "cache", network=network).origin == "download"
+    assert network.down is None and network.skipped == [] and requests == ["/missing.paj", "/b.paj"]
+
+
 def test_download_problems_in_a_few_words():
     import requests
 
@@ -382,5 +467,7 @@ def test_fetch_command_offline_one_line_per_entry_and_counts(tmp_path):
     failures = [line for line in lines if line.startswith("✗")]
     assert len(failures) == 2 and all("no network: could not reach 127.0.0.1 (connection refused)" in f for f in failures)
     assert "entry 'a'" in failures[0] and "entry 'b'" in failures[1]
-    assert lines[-1].startswith("1 present, 2 missing (1 generated, nothing to fetch); download cache: ")
+    assert "download not tried (no network: could not reach 127.0.0.1 (connection refused), earlier in this run)" in failures[1]
+    assert lines[-2].startswith("1 present, 2 missing (1 generated, nothing to fetch); download cache: ")
+    assert lines[-1] == "no network: could not reach 127.0.0.1 (connection refused); skipped the downloads of 1 more entry"
     assert "Traceback" not in result.output and "urllib3" not in result.output

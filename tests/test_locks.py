@@ -142,33 +142,115 @@ def test_stale_temporaries_of_a_killed_batch_are_removed(tmp_path):
     assert not [p for p in stale if p.exists()] and all(p.exists() for p in others)
 
 
-def test_two_real_batches_on_one_folder(tmp_path):
-    """The user starts the same batch twice: the second refuses at once; a third with --wait runs after."""
-    m = manifest(tmp_path, n=64)
+@pytest.fixture
+def gated_file(tmp_path):
+    """A local HTTP server whose one file is held back until the test says so.
+
+    Yields ``(url, requested, release)``: ``requested`` is set when a client
+    asks for the file; the body then trickles out a byte every half second (so
+    the client's read timeout never fires) until ``release`` is set.
+    """
+    import http.server
+    import io
+    import threading
+
+    import numpy as np
+
+    buffer = io.BytesIO()
+    np.save(buffer, np.random.default_rng(0).standard_normal((32, 32)))
+    body = buffer.getvalue()
+    requested, release = threading.Event(), threading.Event()
+
+    class Gate(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            requested.set()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            sent = 0
+            while not release.wait(0.5) and sent < len(body) - 1:
+                self.wfile.write(body[sent:sent + 1])
+                self.wfile.flush()
+                sent += 1
+            self.wfile.write(body[sent:])
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Gate)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/a.npy", requested, release
+    finally:
+        release.set()
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def _line_reader(stream):
+    """A queue that receives the lines of ``stream`` as they come (None at its end)."""
+    import queue
+    import threading
+
+    lines: queue.Queue = queue.Queue()
+
+    def pump() -> None:
+        for line in stream:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
+
+
+def test_two_real_batches_on_one_folder(tmp_path, gated_file):
+    """The user starts the same batch twice: the second refuses at once; a third with --wait runs after.
+
+    The first batch holds the folder for as long as the test needs, whatever
+    the machine's load: it downloads its matrix under the lock, from a server
+    that holds the file back until the second has been refused and the third
+    is seen waiting.  (Holding it for a fixed fit time instead was flaky: a
+    new interpreter importing torch can take longer than the fit to reach the
+    lock on a busy machine, and then found the folder free.)
+    """
+    url, requested, release = gated_file
+    m = tmp_path / "m.toml"
+    m.write_text(f'[[matrix]]\nname = "a"\ncategory = "other"\nfile = "a.npy"\nurl = "{url}"\n', encoding="utf-8")
     out = tmp_path / "out"
     args = [sys.executable, "-m", "sfapprox.cli", "batch", str(m), "--out-dir", str(out), "--methods", "sf,tsvd",
-            "--iters", "100000", "--time-limit", "6", "--device", "cpu", "--quiet"]
-    first = subprocess.Popen(args, cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            "--iters", "200", "--time-limit", "0", "--device", "cpu", "--quiet"]
+    environ = dict(env(), SFAPPROX_CACHE=str(tmp_path / "cache"))
+    first = subprocess.Popen(args, cwd=REPO, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     third = first
     try:
         deadline = time.monotonic() + 120
-        while read_holder(out).get("pid") != first.pid:
-            assert first.poll() is None and time.monotonic() < deadline, first.communicate()[1]
-            time.sleep(0.05)
-        # Started together, while the first fits for its 6 s.
-        third = subprocess.Popen([*args, "--wait"], cwd=REPO, env=env(), stdout=subprocess.PIPE,
+        while not requested.wait(0.05):  # the first holds the folder and waits for its file
+            if first.poll() is not None:
+                pytest.fail(f"the first batch ended before asking for its file: {first.communicate()[1]}")
+            assert time.monotonic() < deadline, "the first batch did not ask for its file within 120 s"
+        assert read_holder(out).get("pid") == first.pid
+        third = subprocess.Popen([*args, "--wait"], cwd=REPO, env=environ, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True)
+        third_lines = _line_reader(third.stderr)
         start = time.monotonic()
-        second = subprocess.run(args, cwd=REPO, env=env(), capture_output=True, text=True, timeout=120)
-        refused_after = time.monotonic() - start
-        print(f"second batch refused {refused_after:.2f} s after it started (interpreter start included)")
+        second = subprocess.run(args, cwd=REPO, env=environ, capture_output=True, text=True, timeout=120)
+        print(f"second batch refused {time.monotonic() - start:.2f} s after it started (interpreter start included)")
         assert second.returncode == 2, second.stderr
         [line] = second.stderr.strip().splitlines()
         assert line.startswith(f"error: {out}: another batch is using this folder (pid {first.pid} on ")
-        # (The refusal itself shows the overlap; the first one runs on undisturbed: its exit code below.)
+        third_err = []
+        while not third_err or not third_err[-1].startswith("waiting:"):
+            third_err.append(third_lines.get(timeout=120))
+            assert third_err[-1] is not None, "".join(third_err[:-1])
+        release.set()  # the first gets its file, fits, and ends undisturbed (its exit code below)
         _, first_err = first.communicate(timeout=180)
-        _, third_err = third.communicate(timeout=180)
+        third.wait(timeout=180)
+        while (line := third_lines.get(timeout=10)) is not None:
+            third_err.append(line)
+        third_err = "".join(third_err)
     finally:
+        release.set()
         for proc in (first, third):
             if proc.poll() is None:
                 proc.kill()
@@ -177,4 +259,4 @@ def test_two_real_batches_on_one_folder(tmp_path):
     assert f"waiting: {out} is in use by another batch (pid {first.pid}" in " ".join(third_err.split())
     assert "2 finished pair(s) skipped" in third_err
     lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
-    assert sorted((r["matrix"], r["method"]) for r in lines) == [("a", "sf"), ("a", "tsvd")]  # each pair once
+    assert sorted((r["matrix"], r["method"], r["status"]) for r in lines) == [("a", "sf", "ok"), ("a", "tsvd", "ok")]

@@ -41,10 +41,34 @@ def test_tables_by_category_with_wins():
     assert [t.category for t in report.tables_by_category] == ["network", "attention"]
     network, attention = report.tables_by_category
     assert network.wins == {"sf": 1, "tsvd": 1}
-    assert [r.winner for r in network.rows] == ["sf", "tsvd", None]
+    assert [r.winner for r in network.rows] == ["sf", "tsvd"]  # gone_1 ran nothing: no row
+    assert [(u.name, u.category, u.missing) for u in report.unavailable] == [("gone_1", "network", True)]
     assert attention.wins == {"sf": 1, "tsvd": 0, "nmf": 0}
     assert report.total_wins() == {"sf": 2, "tsvd": 1, "nmf": 0}
     assert report.statuses() == {"ok": 6, "unavailable": 2, "not applicable": 1}
+
+
+def test_matrices_that_ran_nothing_are_one_line_not_rows():
+    from sfapprox.datasets.report import unavailable_line
+
+    def gone(name, reason="file missing", data_dir="data", error="m.toml: entry: file 'x' not found; put it at ..."):
+        return [rec(name, m, status="unavailable", n=None, reason=reason, error=error,
+                    matrix_info={"manifest": "m.toml", "data_dir": data_dir}) for m in ("sf", "tsvd")]
+
+    records = [*(r for i in range(10) for r in gone(f"g{i}")), *gone("bad", reason="checksum mismatch", error="hash"),
+               rec("half", "sf", fro=1.0), rec("half", "tsvd", status="unavailable", error="went away")]
+    report = build_report(records)
+    assert [row.name for t in report.tables_by_category for row in t.rows] == ["half"]  # it ran something: a row
+    assert [u.name for u in report.unavailable] == [*(f"g{i}" for i in range(10)), "bad"]
+    assert unavailable_line(report.unavailable) == (
+        "10 entries unavailable (files not in data): g0, g1, g2, g3, g4, g5, g6, g7 and 2 more — "
+        "`sfapprox datasets list m.toml --data-dir data -v` says where to get each")
+    assert unavailable_line(build_report(gone("bad", reason="checksum mismatch")).unavailable) is None
+    several = build_report([*gone("a", data_dir="d1"), *gone("b", data_dir="d2")]).unavailable
+    assert unavailable_line(several).endswith("(files not found): a, b — `sfapprox datasets list m.toml --data-dir DIR -v` "
+                                              "says where to get each")
+    old = build_report(RECORDS).unavailable  # lines written before reason and matrix_info said more
+    assert unavailable_line(old) == "1 entry unavailable (files not found): gone_1 — `sfapprox datasets list MANIFEST -v` says where to get each"
 
 
 def test_last_record_of_a_pair_wins():
@@ -56,7 +80,7 @@ def test_cells_show_errors_statuses_reference_and_deviation():
     header, rows = table_cells(build_report(RECORDS).tables_by_category[0])
     assert header == ["matrix", "N", "sf", "tsvd", "paper tsvd", "paper sf", "Δ sf", "Δ tsvd", "winner"]
     assert rows[0] == ["strike", "24", "1.1", "2.727", "2.73", "1.04", "+5.8%", "-0.1%", "sf"]
-    assert rows[2] == ["gone_1", "–", "unavailable", "unavailable", "", "", "", "", ""]
+    assert len(rows) == 2  # gone_1, unavailable for every method, is no row of "unavailable" cells
     header, rows = table_cells(build_report(RECORDS).tables_by_category[1])
     assert header == ["matrix", "N", "sf", "tsvd", "nmf", "entropy", "β", "winner"]
     assert rows[1][4] == "n/a" and rows[0][5:7] == ["2.82", "2"]
@@ -88,20 +112,21 @@ def test_markdown_escapes_pipes():
 
 def test_csv_has_every_category_row():
     rows = list(csv.DictReader(io.StringIO(OutputFormat.CSV.render(build_report(RECORDS).tables(), {}))))
-    assert [r["matrix"] for r in rows] == ["strike", "sawmill", "gone_1", "att", "neg"]
+    assert [r["matrix"] for r in rows] == ["strike", "sawmill", "att", "neg"]
     assert rows[0]["sf"] == "1.1" and rows[0]["table"].startswith("network")
 
 
 def test_json_keeps_every_record_at_full_precision():
     data = json.loads(OutputFormat.JSON.render([], build_report(RECORDS).to_dict()))
     assert len(data["records"]) == len(RECORDS) and data["total_wins"] == {"sf": 2, "tsvd": 1, "nmf": 0}
+    assert data["unavailable"] == ["gone_1"] and data["statuses"]["unavailable"] == 2
     assert data["records"][0]["params"] == {"stop_reason": "max_iter", "iterations": 300}
 
 
 def test_latex_tables_are_escaped_and_balanced():
     text = OutputFormat.LATEX.render(build_report(RECORDS).tables(), {})
     assert text.count("\\begin{tabular}") == text.count("\\end{tabular}") == 2
-    assert "gone\\_1 & -- & unavailable" in text
+    assert "gone" not in text
     assert "\\toprule" in text and "+5.8\\%" in text and "$\\Delta$ sf" in text
 
 
@@ -128,7 +153,10 @@ def test_report_command_prints_and_exports(tmp_path):
     assert result.exit_code == 0, result.output
     assert "network" in result.output and "wins: sf 1, tsvd 1" in result.output
     assert "bytes of an incomplete last line" in " ".join(result.output.split())
-    assert md.read_text().startswith("### network") and cs.read_text().count("\n") == 5 + 1
+    assert md.read_text().startswith("### network") and cs.read_text().count("\n") == 4 + 1
+    assert "1 entry unavailable (files not found): gone_1 — `sfapprox datasets list MANIFEST -v` says where" in " ".join(
+        result.output.split())
+    assert "1 entry unavailable" in md.read_text() and "gone_1 |" not in md.read_text()
     assert "\\begin{tabular}" in tex.read_text()
     again = CliRunner().invoke(app, ["report", str(out), "--csv", str(cs)])
     assert again.exit_code == 2 and "already exists; use --force" in again.output

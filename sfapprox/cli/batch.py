@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ..formats import OutputFormat
 from . import _options as o
 from ._app import EXIT_INTERRUPTED, app, error_boundary
-from ._render import check_outputs, emit, err, note, show_tables, write_outputs
+from ._render import check_outputs, err, note, show_tables, write_outputs
 
 ManifestPath = Annotated[Path, typer.Argument(help="Dataset manifest (.toml), e.g. data_manifests/synthetic.toml.", show_default=False)]
 OutDir = Annotated[Path, typer.Option("--out-dir", help="Output folder: results.jsonl, factors/, report.md/.csv/.tex/.json.", show_default=False, metavar="DIR")]
@@ -26,17 +26,40 @@ OutDir = Annotated[Path, typer.Option("--out-dir", help="Output folder: results.
 
 
 def _problems(records: list[dict[str, Any]], limit: int = 8) -> None:
-    bad = [r for r in records if r["status"] in ("failed", "unavailable")]
-    seen = set()
+    """One line per failed pair (a matrix's pairs that failed alike: one line), at most ``limit``."""
+    bad = [r for r in records if r["status"] == "failed"]
+    seen: dict[tuple[str, str], list[str]] = {}
     for r in bad:
-        key = (r["matrix"], r["error"])
-        if key in seen:
-            continue
-        seen.add(key)
-        if len(seen) > limit:
-            note(f"… and {len(bad) - limit} more (see results.jsonl)")
+        seen.setdefault((r["matrix"], r["error"]), []).append(r["method"])
+    for number, ((matrix, error), methods) in enumerate(seen.items()):
+        if number == limit:
+            note(f"… and {len(seen) - limit} more (see results.jsonl)")
             break
-        note(f"{r['status']} {r['matrix']}/{r['method']}: {r['error']}", style="yellow")
+        note(f"failed {matrix}/{','.join(methods)}: {error}", style="yellow")
+
+
+def _unavailable(report) -> None:
+    """Matrices no method could run on: one line for the missing files, one per other cause."""
+    from ..datasets.report import unavailable_line
+
+    for u in report.unavailable:
+        if not u.missing:  # present but wrong or unreadable: each its own cause
+            note(f"unavailable {u.name}: {u.error}", style="yellow")
+    line = unavailable_line(report.unavailable)
+    if line:
+        note(line, style="yellow")
+
+
+def _file_tables(report, tables: list) -> list:
+    """The tables for report files: the on-screen ones, plus the missing matrices under the last one."""
+    from dataclasses import replace
+
+    from ..datasets.report import unavailable_line
+
+    line = unavailable_line(report.unavailable)
+    if not line or not tables:
+        return tables
+    return [*tables[:-1], replace(tables[-1], notes=[*tables[-1].notes, line])]
 
 
 # ---------------------------------------------------------------------------
@@ -62,6 +85,8 @@ def batch_progress(quiet: bool) -> Iterator[Any]:
             state["task"] = progress.add_task("matrices", total=max(info["total"], 1), current="")
         elif kind == "matrix":
             progress.update(task, current=info["name"])
+        elif kind == "fetch":
+            progress.update(task, current=f"downloading {info['name']}")
         elif kind == "method":
             progress.update(task, current=f"{info['matrix']}: {info['method']}")
         elif kind == "iteration" and time.monotonic() - state["last"] > 0.2:
@@ -90,7 +115,7 @@ def batch(
     count_indices: Annotated[bool, o.flag("--count-indices", help="Charge sparse entries 2 numbers (value + position).")] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Matrices run in parallel processes.", metavar="N")] = 1,
     wait: Annotated[bool, o.flag("--wait", help="When another batch is using the output folder, wait for it to end instead of refusing.")] = False,
-    data_dir: Annotated[Optional[Path], typer.Option("--data-dir", help="Folder searched first for manifest files.", metavar="DIR")] = None,
+    data_dir: Annotated[Optional[Path], typer.Option("--data-dir", help="Folder searched first for manifest files (it must exist).", metavar="DIR")] = None,
     only: Annotated[Optional[str], typer.Option("--only", help="Comma-separated entry names (default: all).", metavar="NAMES")] = None,
     redo: Annotated[bool, o.flag("--redo", help="Recompute (matrix, method) pairs that already have a finished line.")] = False,
     executor: Annotated[Literal["process", "dask"], typer.Option("--executor", help="process (local processes) or dask (an existing Dask cluster).")] = "process",
@@ -112,8 +137,10 @@ def batch(
     """
     from .._base import parse_methods
     from ..datasets import BatchOptions, build_report, read_results, run_batch
+    from ..datasets.fetch import check_data_dir
 
     with error_boundary():
+        check_data_dir(data_dir, name="--data-dir")
         options = BatchOptions(
             methods=tuple(parse_methods(methods)), budget=budget, protocol=protocol, settings=settings,
             count_indices=count_indices, data_dir=str(data_dir) if data_dir else None,
@@ -139,10 +166,17 @@ def batch(
         report = build_report(records)
         tables = report.tables()
         show_tables(tables, {})
-        _problems([r for r in records if r["status"] in ("failed", "unavailable")])
+        _problems(records)
+        _unavailable(report)
+        if summary.no_network:
+            skipped = len(summary.downloads_skipped)
+            more = f"; skipped the downloads of {skipped} more entr{'y' if skipped == 1 else 'ies'}" if skipped else ""
+            note(f"{summary.no_network}{more}", style="yellow")
         targets = {fmt: out_dir / f"report{OutputFormat(fmt).suffix}" for fmt in ("markdown", "csv", "latex", "json")}
-        write_outputs(tables, report.to_dict(), targets, force=True)
-        counts = ", ".join(f"{s} {n}" for s, n in summary.statuses.items()) or "nothing new"
+        write_outputs(_file_tables(report, tables), report.to_dict(), targets, force=True)
+        order = ("ok", "not applicable", "failed", "unavailable", "interrupted")
+        statuses = sorted(summary.statuses.items(), key=lambda sn: order.index(sn[0]) if sn[0] in order else len(order))
+        counts = ", ".join(f"{s} {n}" for s, n in statuses) or "nothing new"
         note(f"{summary.written} line(s) written ({counts}); {summary.skipped} finished pair(s) skipped; "
              f"results in {summary.results_path}")
         if summary.interrupted:
@@ -182,7 +216,9 @@ def report(
             note(f"note: {results}: skipped {parsed.tail_bytes} bytes of an incomplete last line")
         rep = build_report(parsed.records)
         tables = rep.tables()
-        emit(tables, rep.to_dict(), outputs, force=force)
+        show_tables(tables, outputs)
+        _unavailable(rep)
+        write_outputs(_file_tables(rep, tables), rep.to_dict(), outputs, force=force)
 
 
 def _line_list(numbers: list[int]) -> str:

@@ -20,7 +20,7 @@ datasets_app = typer.Typer(
 app.add_typer(datasets_app)
 
 ManifestPath = Annotated[Path, typer.Argument(help="Dataset manifest (.toml), e.g. data_manifests/paper-table1.toml.", show_default=False)]
-DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="Folder searched first for the files (used and verified, nothing downloaded).")]
+DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="Folder searched first for the files (used and verified, nothing downloaded); it must exist.")]
 Only = Annotated[Optional[str], typer.Option("--only", help="Comma-separated entry names (default: all).")]
 
 def _names(only: str | None) -> list[str] | None:
@@ -72,8 +72,10 @@ def list_entries(
     Example: sfapprox datasets list data_manifests/paper-table1.toml --data-dir ../shared/realdata
     """
     from ..datasets import load_manifest, verify_entry
+    from ..datasets.fetch import check_data_dir
 
     with error_boundary():
+        check_data_dir(data_dir, name="--data-dir")
         check_outputs(outputs, force)
         m = load_manifest(manifest)
         rows = []
@@ -103,10 +105,12 @@ def fetch(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None) -
     Example: sfapprox datasets fetch data_manifests/paper-table1.toml --only scotland,ijcnn1
     """
     from ..datasets import cache_dir, fetch_entry, load_manifest
-    from ..datasets.fetch import ChecksumError, UnavailableError
+    from ..datasets.fetch import ChecksumError, NetworkState, UnavailableError, check_data_dir
 
     with error_boundary():
+        check_data_dir(data_dir, name="--data-dir")
         m = load_manifest(manifest)
+        network = NetworkState()
         counts = {"present": 0, "missing": 0, "bad checksum": 0}
         generated = 0
         for entry in m.select(_names(only)):
@@ -115,7 +119,7 @@ def fetch(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None) -
                 continue
             try:
                 with err.status(f"fetching {entry.name}"):
-                    found = fetch_entry(entry, data_dir=data_dir)
+                    found = fetch_entry(entry, data_dir=data_dir, network=network)
             except ChecksumError as exc:
                 counts["bad checksum"] += 1
                 err.print(f"[red]✗[/] {escape(_one_line(exc))}", highlight=False, soft_wrap=True)
@@ -132,6 +136,10 @@ def fetch(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None) -
         if generated:
             summary += f" ({generated} generated, nothing to fetch)"
         err.print(f"{summary}; download cache: {escape(str(cache_dir()))}", highlight=False, soft_wrap=True)
+        if network.skipped:
+            skipped = len(network.skipped)
+            err.print(f"[yellow]{escape(network.down)}; skipped the downloads of {skipped} more "
+                      f"entr{'y' if skipped == 1 else 'ies'}[/]", highlight=False, soft_wrap=True)
         if counts["missing"] or counts["bad checksum"]:
             raise typer.Exit(1)
 
@@ -151,8 +159,10 @@ def verify(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None, 
     Example: sfapprox datasets verify data_manifests/paper-table1.toml --data-dir ../shared/realdata
     """
     from ..datasets import load_manifest, verify_entry
+    from ..datasets.fetch import check_data_dir
 
     with error_boundary():
+        check_data_dir(data_dir, name="--data-dir")
         check_outputs(outputs, force)
         m = load_manifest(manifest)
         rows = []

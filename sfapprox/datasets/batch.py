@@ -8,7 +8,11 @@ skipped; ``failed``, ``unavailable`` and ``interrupted`` pairs are tried again
 ``force=True`` recomputes everything selected; resuming with other settings
 than the lines already there is reported (``BatchSummary.warnings``).
 
-Matrices (:mod:`~sfapprox.datasets.runner`) run one after the other, in
+Files that are not on this machine yet are downloaded first, by the parent
+process, one after the other; once a download fails for want of a network,
+no further host is tried (``BatchSummary.no_network``, ``.downloads_skipped``),
+and an entry whose file cannot be had gets its ``unavailable`` lines at once.
+Matrices (:mod:`~sfapprox.datasets.runner`) then run one after the other, in
 parallel processes (:class:`~concurrent.futures.ProcessPoolExecutor`,
 "spawn"), or on a Dask cluster; the parent process does all the writing.
 
@@ -41,7 +45,7 @@ from .results_file import (
     read_results,
     repair_results,
 )
-from .runner import BatchOptions, MatrixTask, base_record, run_matrix, stamp
+from .runner import BatchOptions, MatrixTask, base_record, run_matrix, stamp, unavailable_records
 
 __all__ = ["BatchOptions", "BatchSummary", "MatrixTask", "run_batch", "run_matrix", "plan", "RESULTS_FILE"]
 
@@ -50,7 +54,12 @@ Event = Callable[..., None]
 
 @dataclass
 class BatchSummary:
-    """What a batch did: lines written, pairs skipped, statuses, whether it was cut short."""
+    """What a batch did: lines written, pairs skipped, statuses, whether it was cut short.
+
+    ``no_network`` is the download failure that showed the network to be
+    unreachable (None when downloads worked or none was needed);
+    ``downloads_skipped`` names the entries whose download was then not tried.
+    """
 
     out_dir: str
     written: int = 0
@@ -60,6 +69,8 @@ class BatchSummary:
     interrupted: bool = False
     repaired: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    no_network: str | None = None
+    downloads_skipped: list[str] = field(default_factory=list)
 
     @property
     def results_path(self) -> Path:
@@ -123,6 +134,7 @@ def _check_options(options: BatchOptions, jobs: int, executor: str, scheduler: s
     from .._base import parse_methods
     from ..budget import parse_budget
     from ..comparison import PROTOCOLS
+    from .fetch import check_data_dir
 
     if list(parse_methods(options.methods)) != list(options.methods):
         raise ParameterError(f"methods {', '.join(options.methods)}: each method may be named once")
@@ -137,6 +149,7 @@ def _check_options(options: BatchOptions, jobs: int, executor: str, scheduler: s
         raise ParameterError("--executor dask needs --scheduler ADDRESS (e.g. tcp://127.0.0.1:8786)")
     if not isinstance(wait, bool) and not (isinstance(wait, (int, float)) and math.isfinite(wait) and wait >= 0):
         raise ParameterError(f"wait={wait!r} must be True, False or a number of seconds >= 0")
+    check_data_dir(options.data_dir)  # a mistyped --data-dir would make every file entry "unavailable"
 
 
 def settings_changes(existing: ResultsFile, options: BatchOptions) -> list[str]:
@@ -207,7 +220,8 @@ def run_batch(
     on_event : callable, optional
         Progress events: ``("waiting", holder=)`` (once, when ``wait`` lets it
         wait for another batch on the folder), ``("start", total=, skipped=, pairs=)``,
-        ``("matrix", name=)``, ``("method", matrix=, method=)``,
+        ``("fetch", name=)`` (a download before the fits), ``("matrix", name=)``,
+        ``("method", matrix=, method=)``,
         ``("iteration", ...)``, ``("record", record=)``, ``("matrix_done", name=)``.
     wait : bool or float, default=False
         When another batch holds ``out_dir``: False refuses at once, True
@@ -223,6 +237,8 @@ def run_batch(
     FolderBusyError
         When another process is running a batch on ``out_dir`` (one line
         naming it: pid, host, start time, command) and ``wait`` is False.
+    InputError
+        When ``options.data_dir`` is not a folder (before any work).
 
     Examples
     --------
@@ -268,7 +284,7 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
     summary = BatchSummary(str(out), skipped=skipped, to_do=sum(len(m) for m in todo.values()))
     summary.warnings = settings_changes(existing, options) if skipped else []
     summary.repaired = repair_results(results, drop)
-    from .fetch import cache_dir
+    from .fetch import NetworkState, cache_dir
 
     cache = str(cache_dir())
     tasks = [MatrixTask(e, todo[e.name], options, str(out), cache) for e in entries if e.name in todo]
@@ -282,6 +298,14 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
             summary.statuses[record["status"]] += 1
             emit("record", record=record)
 
+        network = NetworkState()
+        try:
+            tasks = _fetch_missing(tasks, Path(cache), network, write, emit)
+        except KeyboardInterrupt:
+            summary.interrupted = True
+            return summary
+        finally:
+            summary.no_network, summary.downloads_skipped = network.down, list(network.skipped)
         if executor == "dask":
             summary.interrupted = _run_dask(tasks, scheduler, write, emit)
         elif jobs > 1 and len(tasks) > 1:
@@ -289,6 +313,38 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
         else:
             summary.interrupted = _run_serial(tasks, write, on_event)
     return summary
+
+
+def _fetch_missing(tasks: list[MatrixTask], cache: Path, network, write: Callable[[dict], None],
+                   emit: Event) -> list[MatrixTask]:
+    """Download, here and one after the other, the files not on this machine yet; return the tasks left to run.
+
+    An entry whose file cannot be had (no URL, a failed download, a wrong
+    hash) gets its ``unavailable`` lines here, with no worker started for
+    it; once a download has failed for want of a network (``network``, a
+    :class:`~sfapprox.datasets.fetch.NetworkState`), no other host is tried.
+    Files already present are left to the runs, which verify them.
+    """
+    from .fetch import fetch_entry, is_present
+
+    runnable = []
+    for task in tasks:
+        entry = task.entry
+        data_dir = task.options.data_dir
+        if entry.generator or is_present(entry, data_dir=data_dir, cache=cache):
+            runnable.append(task)
+            continue
+        if entry.url is not None and not network.down:
+            emit("fetch", name=entry.name)
+        try:
+            fetch_entry(entry, data_dir=data_dir, cache=cache, network=network)
+        except Exception as exc:  # as in run_matrix: a file that cannot be had must not stop the batch
+            for record in unavailable_records(task, exc):
+                write(record)
+            emit("matrix_done", name=entry.name)
+            continue
+        runnable.append(task)
+    return runnable
 
 
 def _run_serial(tasks: list[MatrixTask], write: Callable[[dict], None], on_event: Event | None) -> bool:

@@ -24,7 +24,9 @@ expands without end cannot fill the disk.  The cache folder of a manifest is
 named after its file name, made safe (:func:`cache_folder_name`).
 
 When nothing works the entry raises :class:`UnavailableError`, whose message
-says where to put the file.
+says where to put the file.  A run that fetches many entries passes one
+:class:`NetworkState` to every call: once a download fails for want of a
+network, no further host is tried in that run.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ import shutil
 import stat
 import tarfile
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlparse
 
@@ -51,7 +53,10 @@ __all__ = [
     "UnavailableError",
     "ChecksumError",
     "Located",
+    "NetworkState",
     "cache_dir",
+    "check_data_dir",
+    "is_present",
     "file_sha256",
     "locate",
     "fetch_entry",
@@ -68,6 +73,27 @@ _CHUNK = 1 << 16
 
 class UnavailableError(InputError):
     """An entry's file is neither present nor downloadable; the message says where to put it."""
+
+
+@dataclass
+class NetworkState:
+    """What one run learned about the network: after a download fails for want of one, no other host is tried.
+
+    Pass the same object to every :func:`fetch_entry` of a run.  A failure
+    that :func:`download_problem` calls "no network" (a name that does not
+    resolve, a host that refuses or does not answer, an unreachable network)
+    sets ``down`` to that problem; from then on downloads are not tried and
+    their entries are named in ``skipped``.
+
+    Examples
+    --------
+    >>> state = NetworkState()
+    >>> state.down is None, state.skipped
+    (True, [])
+    """
+
+    down: str | None = None
+    skipped: list[str] = field(default_factory=list)
 
 
 class ChecksumError(InputError):
@@ -144,6 +170,37 @@ def size_limit(folder: str | os.PathLike, max_bytes: int | None = None) -> int:
     return max(0, limit)
 
 
+def check_data_dir(data_dir: str | os.PathLike | None, *, name: str = "data_dir") -> Path | None:
+    """``data_dir`` as a Path once it is known to be a folder (None stays None).
+
+    A data folder holds files that are already there: nothing is downloaded
+    into it (downloads go to :func:`cache_dir`), so a folder that does not
+    exist is a mistyped path or a folder of another machine, refused before
+    any work.  ``name`` is how the message names the setting (``"--data-dir"``
+    in the CLI).
+
+    Raises
+    ------
+    InputError
+        When ``data_dir`` does not exist or is not a folder (one line saying what to do).
+
+    Examples
+    --------
+    >>> check_data_dir("no/such/folder", name="--data-dir")
+    Traceback (most recent call last):
+    ...
+    sfapprox._errors.InputError: --data-dir no/such/folder: no such folder; point it at the folder that holds the manifest's files, or leave it out to download them into the cache
+    """
+    if data_dir is None:
+        return None
+    path = Path(data_dir)
+    if path.is_dir():
+        return path
+    what = "not a folder" if path.exists() else "no such folder"
+    raise InputError(f"{name} {os.fspath(data_dir)}: {what}; point it at the folder that holds the manifest's files, "
+                     "or leave it out to download them into the cache")
+
+
 def _nearest_folder(path: Path) -> Path:
     while not path.is_dir() and path != path.parent:
         path = path.parent
@@ -181,6 +238,18 @@ def _candidates(entry: Entry, data_dir: Path | None, cache: Path | None) -> list
     return folders
 
 
+def is_present(entry: Entry, *, data_dir: str | os.PathLike | None = None, cache: Path | None = None) -> bool:
+    """Whether the entry's file (and its companions) lies in a folder :func:`locate` searches; reads nothing.
+
+    A quick look before a run: an entry that is not present needs a download
+    (:func:`fetch_entry`); one that is present is still verified when it is used.
+    """
+    if entry.file is None:
+        return False
+    folders = _candidates(entry, Path(data_dir) if data_dir else None, cache)
+    return any(_present(entry, folder) is not None for folder, _ in folders)
+
+
 def locate(entry: Entry, *, data_dir: str | os.PathLike | None = None, cache: Path | None = None) -> Located | None:
     """Find an entry's file without downloading; verify it when found.
 
@@ -208,6 +277,7 @@ def fetch_entry(
     cache: Path | None = None,
     download: bool = True,
     max_bytes: int | None = None,
+    network: NetworkState | None = None,
 ) -> Located:
     """The entry's file: found locally (and verified) or downloaded into the cache.
 
@@ -224,6 +294,9 @@ def fetch_entry(
     max_bytes : int, optional
         Largest download or extracted file accepted; the free disk space
         (less a reserve) bounds it in any case (:func:`size_limit`).
+    network : NetworkState, optional
+        Shared by the calls of one run: once a download has failed for want
+        of a network, later calls do not try theirs (their message says so).
 
     Returns
     -------
@@ -241,6 +314,9 @@ def fetch_entry(
         return found
     if not download or entry.url is None:
         raise UnavailableError(_missing_message(entry, data_dir, None))
+    if network is not None and network.down:
+        network.skipped.append(entry.name)
+        raise UnavailableError(_missing_message(entry, data_dir, f"download not tried ({network.down}, earlier in this run)"))
     target = _entry_cache(entry, cache)
     try:
         path, verified = _download(entry, target, max_bytes)
@@ -249,7 +325,10 @@ def fetch_entry(
     except InputError as exc:  # unsafe or oversized archive and similar: say so, keep the hint
         raise UnavailableError(_missing_message(entry, data_dir, str(exc))) from None
     except Exception as exc:  # network errors come in many types (requests, OSError, ...)
-        raise UnavailableError(_missing_message(entry, data_dir, download_problem(exc, entry.url))) from None
+        problem = download_problem(exc, entry.url)
+        if network is not None and problem.startswith("no network"):
+            network.down = problem
+        raise UnavailableError(_missing_message(entry, data_dir, problem)) from None
     return Located(path, "download", verified)
 
 

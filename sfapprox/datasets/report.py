@@ -3,7 +3,10 @@
 :func:`build_report` groups the records of a ``results.jsonl`` by category
 and matrix; :meth:`Report.tables` gives one :class:`~sfapprox.formats.Table`
 per category, which every output format renders (rich, JSON, CSV, Markdown,
-LaTeX; :mod:`sfapprox.formats`).
+LaTeX; :mod:`sfapprox.formats`).  The tables show what ran: a matrix none of
+whose methods could run (every record ``unavailable``: its file is missing)
+is no row but one of :attr:`Report.unavailable`, which
+:func:`unavailable_line` sums up in one line.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ from typing import Any
 
 from ..formats import Column, Table
 from .manifest import CATEGORIES
+from .results_file import FILE_MISSING
 
-__all__ = ["MatrixRow", "CategoryTable", "Report", "build_report", "table_cells", "wins_line"]
+__all__ = ["MatrixRow", "CategoryTable", "Report", "Unavailable", "build_report", "table_cells", "wins_line",
+           "unavailable_line"]
 
 #: Matrix facts shown as extra columns when present (key -> column title).
 INFO_COLUMNS = {"mean_row_entropy": "entropy", "beta": "β"}
@@ -55,12 +60,35 @@ class CategoryTable:
 
 
 @dataclass
+class Unavailable:
+    """A matrix that no method could run on (every record ``unavailable``), with why.
+
+    ``missing`` is True when its file was neither present nor downloadable
+    (rather than present but wrong or unreadable: ``error`` says what);
+    ``manifest`` and ``data_dir`` are where the batch looked (None when the
+    records do not say).
+    """
+
+    name: str
+    category: str
+    error: str
+    missing: bool
+    manifest: str | None = None
+    data_dir: str | None = None
+
+
+@dataclass
 class Report:
-    """Tables by category (in :data:`~sfapprox.datasets.manifest.CATEGORIES` order) and the records."""
+    """Tables by category (in :data:`~sfapprox.datasets.manifest.CATEGORIES` order) and the records.
+
+    ``unavailable`` lists the matrices left out of the tables because no
+    method could run on them (their records stay in ``records``).
+    """
 
     records: list[dict[str, Any]]
     methods: list[str]
     tables_by_category: list[CategoryTable] = field(default_factory=list)
+    unavailable: list[Unavailable] = field(default_factory=list)
 
     def total_wins(self) -> dict[str, int]:
         return {m: sum(t.wins.get(m, 0) for t in self.tables_by_category) for m in self.methods}
@@ -96,6 +124,7 @@ class Report:
                             "matrices": [r.name for r in c.rows]} for c in self.tables_by_category],
             "total_wins": self.total_wins(),
             "statuses": self.statuses(),
+            "unavailable": [u.name for u in self.unavailable],
             "records": self.records,
         }
 
@@ -133,6 +162,17 @@ def _row(name: str, records: list[dict[str, Any]]) -> MatrixRow:
     return MatrixRow(first["matrix"], n, results, reference, info, _winner(results))
 
 
+def _unavailable(name: str, category: str, records: list[dict[str, Any]]) -> Unavailable:
+    first = records[0]
+    error = " ".join(str(first.get("error") or "unavailable").split())
+    reason = first.get("reason")
+    # Lines written before "reason" was recorded: the missing-file message is all there is.
+    missing = reason == FILE_MISSING or (reason is None and " not found" in error)
+    info = first.get("matrix_info") if isinstance(first.get("matrix_info"), dict) else {}
+    text = {k: v if isinstance(v, str) and v else None for k, v in info.items() if k in ("manifest", "data_dir")}
+    return Unavailable(name, category, error, missing, **text)
+
+
 def build_report(records: list[dict[str, Any]]) -> Report:
     """Group records (the last one per (matrix, method) wins) into category tables.
 
@@ -152,7 +192,14 @@ def build_report(records: list[dict[str, Any]]) -> Report:
     order = [c for c in CATEGORIES if c in by_category] + sorted(c for c in by_category if c not in CATEGORIES)
     report = Report(ordered, methods)
     for category in order:
-        rows = [_row(name, recs) for name, recs in by_category[category].items()]
+        rows = []
+        for name, recs in by_category[category].items():
+            if all(r.get("status") == "unavailable" for r in recs):
+                report.unavailable.append(_unavailable(name, category, recs))
+            else:
+                rows.append(_row(name, recs))
+        if not rows:
+            continue
         present = [m for m in methods if any(m in row.results for row in rows)]
         ref_keys = list(dict.fromkeys(k for row in rows for k in row.reference))
         info_keys = [k for k in INFO_COLUMNS if any(k in row.info for row in rows)]
@@ -208,3 +255,33 @@ def table_cells(table: CategoryTable) -> tuple[list[str], list[list[str]]]:
 def wins_line(table: CategoryTable) -> str:
     """``"wins: sf 3, tsvd 1"`` (only matrices with two or more scored methods count)."""
     return "wins: " + ", ".join(f"{m} {table.wins.get(m, 0)}" for m in table.methods)
+
+
+def unavailable_line(unavailable: list[Unavailable], shown: int = 8) -> str | None:
+    """One line naming the matrices whose files are missing, and the command that says where to get each.
+
+    None when there are none.  Matrices that are unavailable for another
+    reason (a wrong hash, an unreadable file) are not in it: each deserves
+    its own message (``Unavailable.error``).
+
+    Examples
+    --------
+    >>> gone = [Unavailable(n, "network", "...", True, "m.toml", "data") for n in ("a", "b")]
+    >>> unavailable_line(gone)
+    '2 entries unavailable (files not in data): a, b — `sfapprox datasets list m.toml --data-dir data -v` says where to get each'
+    """
+    missing = [u for u in unavailable if u.missing]
+    if not missing:
+        return None
+    names = ", ".join(u.name for u in missing[:shown])
+    if len(missing) > shown:
+        names += f" and {len(missing) - shown} more"
+    manifests = {u.manifest for u in missing}
+    data_dirs = {u.data_dir for u in missing}
+    manifest = manifests.pop() if len(manifests) == 1 and None not in manifests else "MANIFEST"
+    data_dir = data_dirs.pop() if len(data_dirs) == 1 else None
+    option = f" --data-dir {data_dir}" if data_dir else " --data-dir DIR" if len(data_dirs) > 1 else ""
+    where = f"files not in {data_dir}" if data_dir else "files not found"
+    command = f"sfapprox datasets list {manifest}{option} -v"
+    count = f"{len(missing)} entr{'y' if len(missing) == 1 else 'ies'}"
+    return f"{count} unavailable ({where}): {names} — `{command}` says where to get each"

@@ -23,6 +23,7 @@ __all__ = [
     "RECORD_FORMAT",
     "RECORD_VERSION",
     "DONE_STATUSES",
+    "FILE_MISSING",
     "encode_record",
     "ResultsWriter",
     "ResultsFile",
@@ -37,6 +38,9 @@ RECORD_VERSION = 1
 
 #: Statuses that count as finished: resuming skips these pairs.
 DONE_STATUSES = ("ok", "not applicable")
+
+#: ``reason`` of an ``unavailable`` record whose file was neither present nor downloadable.
+FILE_MISSING = "file missing"
 
 
 def encode_record(record: dict[str, Any]) -> bytes:

@@ -20,9 +20,9 @@ from .._base import RunContext, get_method
 from .._errors import ConvergenceWarning, SfapproxError, one_line
 from .._settings import COUNT_INDICES, FitSettings, parse_size
 from .manifest import Entry
-from .results_file import RECORD_FORMAT, RECORD_VERSION
+from .results_file import FILE_MISSING, RECORD_FORMAT, RECORD_VERSION
 
-__all__ = ["BatchOptions", "MatrixTask", "run_matrix", "base_record", "stamp"]
+__all__ = ["BatchOptions", "MatrixTask", "run_matrix", "base_record", "stamp", "unavailable_records"]
 
 Event = Callable[..., None]
 
@@ -164,11 +164,28 @@ def _record(task: MatrixTask, result, loaded, info: dict[str, Any], budget) -> d
     return stamp(record)
 
 
-def _unavailable(task: MatrixTask, exc: BaseException) -> list[dict[str, Any]]:
+def unavailable_records(task: MatrixTask, exc: BaseException) -> list[dict[str, Any]]:
+    """One ``unavailable`` record per method of the task: its matrix could not be had (``exc`` says why).
+
+    ``reason`` is :data:`FILE_MISSING` when the file is neither present nor
+    downloadable, ``"checksum mismatch"`` for a file that differs from the
+    manifest, None otherwise (a file that does not load: ``error`` says why).
+    A file entry's records also keep, in ``matrix_info``, the manifest and the
+    data folder looked in, so a report can say where to get the file.
+    """
+    from .fetch import ChecksumError, UnavailableError
+
+    entry = task.entry
+    reason = None
+    if isinstance(exc, UnavailableError):
+        reason = FILE_MISSING
+    elif isinstance(exc, ChecksumError):
+        reason = "checksum mismatch"
+    info = {"manifest": entry.manifest, "data_dir": task.options.data_dir} if entry.file else {}
     out = []
     for method in task.methods:
         record = base_record(task, method)
-        record.update(status="unavailable", error=one_line(exc))
+        record.update(status="unavailable", error=one_line(exc), reason=reason, matrix_info=dict(info))
         out.append(stamp(record))
     return out
 
@@ -203,7 +220,7 @@ def run_matrix(task: MatrixTask, on_record: Callable[[dict], None] | None = None
             loaded, extra = _materialize(task)
             budget = resolve_budget(task.options.budget, loaded.n)
         except Exception as exc:  # a missing or bad file (or a loader bug) must not stop the batch
-            records = _unavailable(task, exc)
+            records = unavailable_records(task, exc)
             for record in records:
                 if on_record is not None:
                     on_record(record)
