@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 from ._errors import ParameterError
 from ._params import Interval, Options, check_params
 
-__all__ = ["FitSettings", "LoadOptions", "TimeShare", "DEFAULT_TIME_LIMIT", "DEFAULT_TOTAL_TIME", "DEFAULT_METHODS",
+__all__ = ["FitSettings", "LoadOptions", "TimeShare", "DEFAULT_TIME_LIMIT", "DEFAULT_TOTAL_TIME", "DEFAULT_METHODS", "PROTOCOLS",
            "COUNT_INDICES", "SF_MAX_ITER", "SF_FTOL", "SF_GTOL", "SF_INIT", "SF_SUPPORT", "SF_BASE", "parse_size"]
 
 #: Default wall-clock limit of one method's fit, in seconds.  Every method stays
@@ -33,6 +33,10 @@ DEFAULT_TIME_LIMIT = 60.0
 #: ``min(DEFAULT_TIME_LIMIT, DEFAULT_TOTAL_TIME / k)`` seconds each, so that comparing
 #: every method at the defaults takes about two minutes, whatever the matrix.
 DEFAULT_TOTAL_TIME = 120.0
+
+#: How a comparison sets its methods up: ``"default"``, or ``"paper"``, the SF paper's Table 1
+#: settings (SF with the reference structure, TSVD at rank ``ceil(M^2 / 2)``, ``M = ceil(log2 N)``).
+PROTOCOLS = ("default", "paper")
 
 #: The methods a comparison (compare, sweep, batch) runs when none are named: SF, the best
 #: low-rank surrogate, and plain sparse storage (exact and cheapest for many graphs).

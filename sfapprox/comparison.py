@@ -24,7 +24,7 @@ from typing import Any
 
 from ._base import RunContext, get_method, methods, parse_methods
 from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceError, one_line
-from ._settings import COUNT_INDICES, DEFAULT_METHODS, FitSettings, LoadOptions
+from ._settings import COUNT_INDICES, DEFAULT_METHODS, PROTOCOLS, FitSettings, LoadOptions
 from ._signals import stop_requested
 from .budget import Budget, parse_budget, resolve_budget
 from .metrics import frobenius_error
@@ -32,9 +32,6 @@ from .results import Comparison, MethodResult
 
 __all__ = ["compare", "available_methods", "run_method", "run_all", "PROTOCOLS"]
 
-#: ``"paper"`` reproduces the SF paper's Table 1 settings: SF with the reference
-#: structure and TSVD at rank ``ceil(M^2 / 2)``, ``M = ceil(log2 N)``.
-PROTOCOLS = ("default", "paper")
 
 
 def available_methods() -> dict[str, str]:

@@ -8,9 +8,9 @@ from typing import Any
 
 from ._base import RunContext, parse_methods
 from ._errors import ParameterError
-from ._settings import COUNT_INDICES, FitSettings, LoadOptions
+from ._settings import COUNT_INDICES, PROTOCOLS, FitSettings, LoadOptions
 from .budget import parse_budget, resolve_budget
-from .comparison import PROTOCOLS, as_loaded_matrix, build_comparison, check_scoring_memory, run_all, warnings_at_caller
+from .comparison import as_loaded_matrix, build_comparison, check_scoring_memory, run_all, warnings_at_caller
 from .formats import Column, Table, fmt_number, jsonable
 from .results import Comparison, MethodResult
 

@@ -184,6 +184,20 @@ def test_a_data_dir_that_is_no_folder_is_refused_before_any_work(tmp_path):
     assert not (tmp_path / "o").exists() and not none.exists()
 
 
+def test_old_option_name_out_still_works_with_a_note(tmp_path):
+    from sfapprox.cli import app
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"))
+    old = CliRunner().invoke(app, ["batch", str(m), "--out", str(tmp_path / "o"), "--methods", "tsvd", "--quiet"])
+    assert old.exit_code == 0, old.output
+    assert "--out is deprecated" in old.output and "use --out-dir" in old.output
+    assert pairs(lines(tmp_path / "o")) == [("a", "tsvd")]
+    both = CliRunner().invoke(app, ["batch", str(m), "--out", "x", "--out-dir", "y"])
+    assert both.exit_code == 2 and "give only --out-dir" in both.output
+    neither = CliRunner().invoke(app, ["batch", str(m)])
+    assert neither.exit_code == 2 and "--out-dir DIR" in neither.output
+
+
 def _closed_port() -> int:
     import socket
 

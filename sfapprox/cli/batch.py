@@ -17,12 +17,26 @@ from ._app import EXIT_INTERRUPTED, app, error_boundary
 from ._render import check_outputs, err, note, show_tables, write_outputs
 
 ManifestPath = Annotated[Path, typer.Argument(help="Dataset manifest (.toml), e.g. data_manifests/synthetic.toml.", show_default=False)]
-OutDir = Annotated[Path, typer.Option("--out-dir", help="Output folder: results.jsonl, factors/, report.md/.csv/.tex/.json.", show_default=False, metavar="DIR")]
+OutDir = Annotated[Optional[Path], typer.Option("--out-dir", help="Output folder: results.jsonl, factors/, report.md/.csv/.tex/.json (required).", show_default=False, metavar="DIR")]
 
 
 # ---------------------------------------------------------------------------
 # rendering
 # ---------------------------------------------------------------------------
+
+
+def _out_dir(out_dir: Path | None, old_out: Path | None) -> Path:
+    """``--out-dir``, or its old name ``--out`` (renamed in 0.1; kept for scripts, with a note)."""
+    from .._errors import ParameterError
+
+    if old_out is not None:
+        if out_dir is not None:
+            raise ParameterError("--out is the old name of --out-dir; give only --out-dir")
+        note("note: --out is deprecated and will be removed in a later release; use --out-dir", style="yellow")
+        return old_out
+    if out_dir is None:
+        raise ParameterError("batch needs an output folder: --out-dir DIR")
+    return out_dir
 
 
 def _problems(records: list[dict[str, Any]], limit: int = 8) -> None:
@@ -70,7 +84,7 @@ def _file_tables(report, tables: list) -> list:
 @contextlib.contextmanager
 def batch_progress(quiet: bool) -> Iterator[Any]:
     """An event handler drawing matrices done / to do, the current matrix and method, elapsed time."""
-    if quiet or not err.is_terminal:
+    if quiet or not err.is_interactive:
         yield None
         return
     progress = Progress(
@@ -108,11 +122,12 @@ def batch_progress(quiet: bool) -> Iterator[Any]:
 @o.options(o.FIT)
 def batch(
     manifest: ManifestPath,
-    out_dir: OutDir,
+    out_dir: OutDir = None,
+    old_out: Annotated[Optional[Path], typer.Option("--out", hidden=True, help="Deprecated name of --out-dir.", metavar="DIR")] = None,
     methods: o.Methods = o.DEFAULT_METHODS,
     budget: o.Budget = "sf",
-    protocol: Annotated[Literal["default", "paper"], typer.Option("--protocol", help="default, or paper: TSVD rank ceil(M²/2) and SF's reference structure (Table 1).")] = "default",
-    count_indices: Annotated[bool, o.flag("--count-indices", help="Charge sparse entries 2 numbers (value + position).")] = False,
+    protocol: o.Protocol = "default",
+    count_indices: o.CountIndices = o.COUNT_INDICES_DEFAULT,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Matrices run in parallel processes.", metavar="N")] = 1,
     wait: Annotated[bool, o.flag("--wait", help="When another batch is using the output folder, wait for it to end instead of refusing.")] = False,
     data_dir: Annotated[Optional[Path], typer.Option("--data-dir", help="Folder searched first for manifest files (it must exist).", metavar="DIR")] = None,
@@ -140,6 +155,7 @@ def batch(
     from ..datasets.fetch import check_data_dir
 
     with error_boundary():
+        out_dir = _out_dir(out_dir, old_out)
         check_data_dir(data_dir, name="--data-dir")
         options = BatchOptions(
             methods=tuple(parse_methods(methods)), budget=budget, protocol=protocol, settings=settings,

@@ -133,7 +133,7 @@ def _check_options(options: BatchOptions, jobs: int, executor: str, scheduler: s
                    wait: bool | float = False) -> None:
     from .._base import parse_methods
     from ..budget import parse_budget
-    from ..comparison import PROTOCOLS
+    from .._settings import PROTOCOLS
     from .fetch import check_data_dir
 
     if list(parse_methods(options.methods)) != list(options.methods):
