@@ -305,6 +305,7 @@ class _ChordHybrid(Approximation):
         validating ``X`` (the caller did).
         """
         begin = time.perf_counter()  # the time limit covers the whole fit
+        self._plain_estimator = None
         X = self._validate(X, check_input)
         n = X.shape[0]
         budget = sf_count(n) if self.budget is None else int(self.budget)
