@@ -17,10 +17,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .. import _timing
 from .._base import Approximation
 from .._errors import ConvergenceWarning, ParameterError
 from .._params import Interval, Options
-from .. import _timing
 from .._threads import AdaptiveThreads
 from ._multistart import multistart, start_values
 from ..budget import sf_structure
