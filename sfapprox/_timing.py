@@ -63,22 +63,9 @@ class Deadline:
         return self.end is None or now() + max(0.0, cost) <= self.end
 
     def passed(self) -> bool:
+        """Whether the deadline has come."""
         return self.end is not None and now() >= self.end
 
     def limit(self) -> float | None:
         """The time left as a ``time_limit`` for a callee (None without a limit)."""
         return None if self.end is None else self.left()
-
-    def share(self, parts: int, reserve: float = 0.0) -> "Deadline":
-        """A deadline for the next of ``parts`` equal parts of what is left after ``reserve`` seconds."""
-        if self.end is None:
-            return self
-        return Deadline(now() + max(0.0, self.left() - reserve) / max(1, parts))
-
-    def earlier(self, other: "Deadline") -> "Deadline":
-        """The earlier of two deadlines."""
-        if self.end is None:
-            return other
-        if other.end is None:
-            return self
-        return self if self.end <= other.end else other
