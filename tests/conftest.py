@@ -37,3 +37,26 @@ def backend(request, monkeypatch):
         pytest.skip("numba is not available")
     monkeypatch.setattr(_apply, "BACKEND", request.param)
     return request.param
+
+
+class FakeClock:
+    """A clock for time-limit decisions that moves only when a test says so (``advance``)."""
+
+    def __init__(self) -> None:
+        self.time = 0.0
+
+    def __call__(self) -> float:
+        return self.time
+
+    def advance(self, seconds: float) -> None:
+        self.time += seconds
+
+
+@pytest.fixture
+def fake_clock(monkeypatch) -> FakeClock:
+    """Replace the clock every time-limit decision reads (:data:`sfapprox._timing.clock`)."""
+    from sfapprox import _timing
+
+    clock = FakeClock()
+    monkeypatch.setattr(_timing, "clock", clock)
+    return clock

@@ -183,3 +183,17 @@ def test_factorize_refuses_other_sizes():
         factorize(np.ones((6, 6)))
     with pytest.raises(ValueError, match="unknown order"):
         factorize(np.ones((4, 4)), "sideways")
+
+
+@pytest.mark.parametrize("limit, orders", [(15.0, 1), (25.0, 2)])
+def test_the_second_order_runs_only_when_it_fits(fake_clock, monkeypatch, limit, orders):
+    real = mod.factorize
+
+    def slow(*args, **kwargs):  # each order "takes" 10 s on the fake clock
+        fake_clock.advance(10.0)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(mod, "factorize", slow)
+    b = HierarchicalButterfly(time_limit=limit).fit(np.random.default_rng(8).standard_normal((16, 16)))
+    assert len(b.params_["errors"]) == orders and fake_clock.time <= limit
+    assert b.stop_reason_ == ("time_limit" if orders == 1 else "closed_form")

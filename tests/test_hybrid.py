@@ -262,3 +262,53 @@ def test_cuda_joint_fit_scores_like_cpu():
     cpu = ChordLowRank(budget=budget, max_splits=1, sf_params={"max_iter": 300}, device="cpu").fit(X)
     assert gpu.device_.startswith("cuda") and gpu.n_stored_ == cpu.n_stored_
     assert gpu.rel_error_ == pytest.approx(cpu.rel_error_, rel=0.05, abs=1e-3)
+
+
+# --------------------------------------------------------------------------- time limits
+def test_split_starts_pays_for_the_least_work_or_skips():
+    from sfapprox.hybrid.base import MIN_SPLIT_EVALS, StepCosts, split_need, split_starts
+
+    c = StepCosts(begin=2.0, evaluation=1.0, score=1.5)
+    one = 2.0 + 1.0 + MIN_SPLIT_EVALS * 1.0 + 1.5
+    assert split_need(c, 1, warm=False) == one and split_need(c, 2, warm=False) == one + 3.0
+    assert split_starts(one + 3.0, c, 2, warm=False) == 2  # both starts probed
+    assert split_starts(one + 2.9, c, 2, warm=False) == 1  # only ChordSF's default start
+    assert split_starts(one - 0.1, c, 2, warm=False) == 0  # skipped
+    assert split_starts(3.5, c, 1, warm=True) == 1 and split_starts(3.4, c, 1, warm=True) == 0
+    assert split_starts(math.inf, StepCosts(1e9, 1e9, 1e9), 2, warm=False) == 2  # no time limit
+
+
+@pytest.mark.parametrize("cls", [ChordLowRank, ChordSparse])
+def test_points_the_time_left_cannot_pay_for_are_skipped_and_said(cls, monkeypatch):
+    # Steps "known" to cost a day each: under a 30 s limit no joint point fits, so each is skipped
+    # (recorded, never started) and the best of the plain ends is kept, within the budget (450 < 24^2:
+    # the largest entries alone do not reproduce X, which would end the grid).
+    from sfapprox.hybrid import base
+
+    monkeypatch.setattr(cls, "_first_costs", lambda self: base.StepCosts(86400.0, 86400.0, 86400.0))
+    X = _planted(24, 3, 2, seed=3)
+    h = cls(budget=450, sf_params={"max_iter": 40, "time_limit": 30.0}, device="cpu").fit(X)
+    skipped = [g for g in h.grid_ if g.get("skipped")]
+    assert skipped and all(g["split"] in ("split", "sf+rest") and g["fro_error"] is None for g in skipped)
+    assert h.stop_reason_ == "time_limit" and h.n_stored_ <= 450
+    assert h.params_["split"] in ("sf", "lr", "sparse")
+    # Without a time limit the same grid runs every point.
+    free = cls(budget=450, sf_params={"max_iter": 40, "time_limit": None}, device="cpu").fit(X)
+    assert not any(g.get("skipped") for g in free.grid_) and free.fro_error_ <= h.fro_error_ + 1e-9
+
+
+def test_a_reselection_runs_only_when_the_time_left_pays_for_it(monkeypatch):
+    # sf+s re-chooses its support in phases; when a re-selection would not fit before the point's
+    # deadline (reselect_fits says no), the fit goes on with the support it has.
+    from sfapprox.hybrid import base
+
+    calls = []
+    real = ChordSparse._refresh
+    monkeypatch.setattr(ChordSparse, "_refresh", lambda self, *a: calls.append(1) or real(self, *a))
+    X = _planted(24, 3, 2, seed=4)
+    fit = lambda: ChordSparse(budget=450, max_splits=1, sf_params={"max_iter": 60}, device="cpu").fit(X)  # noqa: E731
+    fit()
+    assert calls  # with time, the phases re-select
+    calls.clear()
+    monkeypatch.setattr(base, "reselect_fits", lambda left, costs: False)
+    assert fit().n_stored_ <= 450 and not calls

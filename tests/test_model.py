@@ -208,3 +208,28 @@ def test_memory_estimate_covers_what_a_fit_allocates(tmp_path):
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert 0 < out["used"] <= out["estimate"], out
+
+
+def test_the_time_limit_covers_the_fit_and_leaves_its_scoring_time(fake_clock, monkeypatch):
+    # Every loss evaluation "takes" 1 s on the fake clock.  The optimizer gets the limit less the
+    # setup and SCORING_EVALS evaluations' worth, and starts no evaluation that would pass that.
+    from sfapprox.sf import _kernels
+    from sfapprox.sf.model import SCORING_EVALS, optimizer_time_limit
+
+    real = _kernels.select_kernel
+
+    def timed_select(n, device_type):
+        kernel, name = real(n, device_type)
+
+        def timed(*args):
+            fake_clock.advance(1.0)
+            return kernel(*args)
+
+        return timed, name
+
+    monkeypatch.setattr(_kernels, "select_kernel", timed_select)
+    X = np.random.default_rng(0).random((24, 24))
+    sf = ChordSF(time_limit=8.0, init="reference", max_iter=10**6, device="cpu").fit(X)
+    assert sf.stop_reason_ == "time_limit" and sf.n_evals_ >= 2
+    assert fake_clock.time <= 8.0 - SCORING_EVALS
+    assert optimizer_time_limit(8.0, 1.0, 1.0) == 8.0 - 1.0 - SCORING_EVALS

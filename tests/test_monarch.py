@@ -221,3 +221,22 @@ def test_from_arrays_round_trip_and_refusals(change, match):
     change(arrays, attrs)
     with pytest.raises(InputError, match=match):
         MonarchOperator.from_arrays(arrays, attrs)
+
+
+def test_a_shape_runs_only_when_its_expected_projection_fits(fake_clock, monkeypatch):
+    # Each projection "takes" 10 s on the fake clock; the next one is expected to cost about as much
+    # (projection_seconds), so with a 25 s limit the third shape is not started.
+    real = mod.monarch_project
+
+    def slow(*args, **kwargs):
+        fake_clock.advance(10.0)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(mod, "monarch_project", slow)
+    X = np.random.default_rng(11).standard_normal((36, 36))
+    with pytest.warns(ConvergenceWarning, match="block shapes within time_limit"):
+        m = Monarch(budget=3000, time_limit=25.0).fit(X)
+    assert m.stop_reason_ == "time_limit" and m.params_["shapes_tried"] == 2 and fake_clock.time == 20.0
+    a, b = mod.MonarchShape(6, 6, 1, 0), mod.MonarchShape(6, 7, 2, 0)
+    assert mod.projection_seconds(a, a, 3.0) == 3.0
+    assert mod.projection_seconds(b, a, 3.0) == pytest.approx(3.0 * 42**2 * 8 / (36**2 * 7))

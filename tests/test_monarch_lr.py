@@ -144,3 +144,23 @@ def test_saved_and_loaded_through_the_factor_file(tmp_path):
     saved = load_factors(path)
     assert saved.kind == "monarch+lr" and saved.n_stored == c.results[0].nnz
     assert np.allclose(saved.to_dense(), c.results[0].operator.to_dense())
+
+
+def test_an_alternation_runs_only_when_its_expected_cost_fits(fake_clock, monkeypatch):
+    # The initial projection "takes" two hours on the fake clock: the first alternation, expected to
+    # cost ALTERNATION_PROJECTIONS of it, does not fit in an hour, and the point is plain Monarch.
+    from sfapprox._timing import Deadline
+
+    real = mod.monarch_project
+
+    def slow(*args, **kwargs):
+        fake_clock.advance(7200.0)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(mod, "monarch_project", slow)
+    X = np.random.default_rng(5).standard_normal((36, 36))
+    shape = mod.monarch_configs_for_budget(36, 1500, 1)[0]
+    point = mod._fit_point(X, shape, 3, max_iter=50, tol=0.0, deadline=Deadline.after(3600.0), seed=0)
+    assert (point.k, point.iterations, point.reason) == (0, 0, "time_limit") and point.count == shape.count
+    left, right = real(X, shape.left_block, shape.right_block, shape.rank)
+    assert np.allclose(point.left, left) and np.allclose(point.right, right)

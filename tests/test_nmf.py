@@ -172,3 +172,34 @@ def test_sawmill_at_its_budget_rank_as_loaded(realdata):
     nmf = NMF(budget=sf_count(loaded.n), device="cpu").fit(loaded.matrix)
     assert sp.issparse(loaded.matrix) and nmf.rank_ == 21
     assert np.linalg.norm(X - nmf.to_dense()) <= 1.02 * _sklearn_best(X, nmf.rank_)
+
+
+def test_hals_checks_the_time_before_every_iteration():
+    from sfapprox._timing import Deadline
+    from sfapprox.baselines.nmf import _fit_hals
+
+    rng = np.random.default_rng(3)
+    X = torch.as_tensor(rng.random((20, 20)))
+    W, H = torch.as_tensor(rng.random((20, 3))), torch.as_tensor(rng.random((3, 20)))
+    # (not only at the convergence checks, every CHECK_EVERY iterations)
+    *_, n_iter, reason = _fit_hals(X, X.T, W.clone(), H.clone(), max_iter=100, tol=0.0, norm_x2=float(X.square().sum()),
+                                   deadline=Deadline.after(0.0))
+    assert (n_iter, reason) == (1, "time_limit")  # the first iteration always runs
+
+
+@pytest.mark.parametrize("limit, starts", [(150.0, 1), (250.0, 2)])
+def test_a_further_start_runs_only_when_its_least_work_fits(fake_clock, monkeypatch, limit, starts):
+    # Each start "takes" 100 s to initialise on the fake clock: the next one runs only when the time
+    # left pays for its start (and its few iterations, which take no fake time here).
+    from sfapprox.baselines import nmf
+
+    real = nmf._initialize
+
+    def slow(*args, **kw):
+        fake_clock.advance(100.0)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(nmf, "_initialize", slow)
+    X = np.random.default_rng(4).random((20, 20))
+    fit = NMF(3, time_limit=limit, max_iter=30, device="cpu").fit(X)
+    assert len(fit.params_["errors"]) == starts and fake_clock.time <= limit

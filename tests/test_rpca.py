@@ -179,3 +179,60 @@ def test_gpu_matches_cpu(method):
     assert gpu.params_["dtype"] == "float32" and gpu.n_stored_ <= budget
     assert _err(X, gpu) <= _err(X, TruncatedSVD(budget=budget).fit(X)) * (1 + 1e-12)
     assert _err(X, gpu) <= _err(X, cpu) + 1e-3 * np.linalg.norm(X)
+
+
+# --------------------------------------------------------------------------- time limits at every size
+def test_pcp_with_partial_svds_recovers_planted_like_the_exact_one():
+    # Above tsvd.EXACT_MAX_N each ALM iteration shrinks only the leading singular values (a
+    # randomized SVD) and ||X||_2 comes from a power iteration; on a planted matrix the result
+    # is the exact path's.
+    from sfapprox.baselines.rpca import _spectral_norm
+
+    X = torch.as_tensor(_planted(60, 2, 100, seed=5, scale=5.0))
+    gen = torch.Generator().manual_seed(0)
+    assert _spectral_norm(X, gen) == pytest.approx(float(torch.linalg.matrix_norm(X, ord=2)), rel=1e-6)
+    with few_threads(60, torch.device("cpu")):
+        exact = _pcp_ialm(X, lam=1 / np.sqrt(60), tol=1e-7, max_iter=200)
+        partial = _pcp_ialm(X, lam=1 / np.sqrt(60), tol=1e-7, max_iter=200, partial=True)
+    assert exact[-1] and partial[-1] and partial[1].numel() == exact[1].numel() == 2
+    assert torch.allclose(partial[3], exact[3], atol=1e-5)
+
+
+def test_pcp_starts_no_iteration_that_would_pass_its_deadline():
+    from sfapprox._timing import Deadline
+
+    X = torch.as_tensor(_planted(40, 2, 80, seed=5, scale=5.0))
+    *_, it, converged = _pcp_ialm(X, lam=1 / np.sqrt(40), tol=1e-7, max_iter=200, deadline=Deadline.after(0.0))
+    assert it == 1 and not converged  # the first iteration always runs, then no further one fits
+
+
+def test_godec_skips_an_iteration_whose_expected_cost_would_pass_the_deadline():
+    from sfapprox._timing import Deadline
+
+    X = torch.as_tensor(np.random.default_rng(4).standard_normal((30, 30)))
+    U, s, Vt = torch.linalg.svd(X)
+    start = (U[:, :4], s[:4], Vt[:4])
+    *_, n_iter, reason = _godec(X, 4, 50, *start, max_iter=10, tol=0.0, deadline=Deadline.after(3600.0),
+                                first_step=7200.0)  # an iteration "known" to take two hours
+    assert (n_iter, reason) == (0, "time_limit")
+    *_, n_iter, reason = _godec(X, 4, 50, *start, max_iter=10, tol=0.0, deadline=Deadline.after(3600.0))
+    assert (n_iter, reason) == (10, "max_iter")
+
+
+def test_godec_grid_points_the_time_left_cannot_pay_for_are_skipped(fake_clock, monkeypatch):
+    # Scoring a split "takes" 10 s on the fake clock: after the exact points, a GoDec point needs
+    # GODEC_LEAST_SCORINGS of them; with 25 s left it is skipped (recorded), never started.
+    from sfapprox.baselines import rpca
+
+    real = rpca._scored
+
+    def slow(*args, **kw):
+        fake_clock.advance(10.0)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(rpca, "_scored", slow)
+    X = _planted(40, 3, 60)
+    rp = RobustPCA(budget=1500, rank_grid=[0, 3], time_limit=35.0, device="cpu").fit(X)
+    grid = {g["rank"]: g for g in rp.params_["grid"]}
+    assert grid[3].get("skipped") == "time_limit" and grid[0]["fro_error"] is not None
+    assert rp.rank_ == 0 and rp.n_stored_ <= 1500

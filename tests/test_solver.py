@@ -241,3 +241,58 @@ def test_interrupt_keeps_the_best_point(cpu_ops):
     assert isinstance(state["best_x"], torch.Tensor)
     assert _rosenbrock(state["best_x"])[0] == state["best_loss"] < _rosenbrock(torch.full((10,), -1.0,
                                                                                          dtype=torch.float64))[0]
+
+
+def _timed(fun, clock, seconds: float):
+    """``fun`` that moves the fake clock ``seconds`` per evaluation."""
+
+    def timed(x):
+        clock.advance(seconds)
+        return fun(x)
+
+    return timed
+
+
+def test_no_evaluation_starts_that_would_end_after_the_time_limit(cpu_ops, fake_clock):
+    # Each evaluation "takes" 1 s.  A check after each iteration only would pass the limit by a
+    # whole line search; the check before each evaluation stops at the last one that fits.
+    slow = lambda x: (float(np.sum(np.sin(x.numpy())) + 0.001 * x.dot(x)), torch.cos(x) + 0.002 * x)  # noqa: E731
+    state = _solver.new_state(torch.linspace(-2.0, 3.0, 8, dtype=torch.float64))
+    reason = _solver.lbfgs(_timed(slow, fake_clock, 1.0), state, _solver.LBFGSOptions(time_limit=5.5))
+    assert reason == "time_limit"
+    assert fake_clock.time == 5.0 and state["func_evals"] == 5 and state["eval_seconds"] == 1.0
+    assert state["best_loss"] == min(state["history"]) or state["best_loss"] <= state["loss"]
+
+
+def test_a_line_search_that_would_pass_the_limit_is_cut_and_the_best_point_kept(cpu_ops, fake_clock):
+    # The first step of a fresh state is tiny, so the line search needs several evaluations: the
+    # limit falls inside it.  The loop stops there, at its best evaluated point.
+    quad = lambda x: (float(0.5 * x.dot(x)), x.clone())  # noqa: E731
+    state = _solver.new_state(torch.full((4,), 10.0, dtype=torch.float64))
+    calls = []
+
+    def fun(x):
+        calls.append(float(0.5 * x.dot(x)))
+        return quad(x)
+
+    reason = _solver.lbfgs(_timed(fun, fake_clock, 1.0), state, _solver.LBFGSOptions(time_limit=2.5))
+    assert reason == "time_limit" and fake_clock.time == 2.0
+    assert state["best_loss"] == min(calls)
+
+
+def test_a_known_evaluation_cost_can_skip_even_the_first_evaluation(cpu_ops, fake_clock):
+    quad = lambda x: (float(0.5 * x.dot(x)), x.clone())  # noqa: E731
+    state = _solver.new_state(torch.ones(4, dtype=torch.float64))
+    state["eval_seconds"] = 2.0  # the caller knows what an evaluation costs
+    reason = _solver.lbfgs(_timed(quad, fake_clock, 2.0), state, _solver.LBFGSOptions(time_limit=1.0))
+    assert reason == "time_limit" and state["func_evals"] == 0 and fake_clock.time == 0.0
+    assert torch.equal(state["best_x"], torch.ones(4, dtype=torch.float64))
+
+
+def test_evaluate_start_is_the_loops_first_evaluation(cpu_ops):
+    quad = lambda x: (float(0.5 * x.dot(x)), x.clone())  # noqa: E731
+    primed, plain = (_solver.new_state(torch.ones(4, dtype=torch.float64)) for _ in range(2))
+    assert _solver.evaluate_start(quad, primed) == 2.0 and primed["eval_seconds"] is not None
+    _solver.lbfgs(quad, primed, _solver.LBFGSOptions(max_iter=3))
+    _solver.lbfgs(quad, plain, _solver.LBFGSOptions(max_iter=3))
+    assert primed["func_evals"] == plain["func_evals"] and primed["history"] == plain["history"]

@@ -64,6 +64,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.sparse.linalg import LinearOperator
 
+from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._params import Interval
 from .._settings import DEFAULT_TIME_LIMIT
@@ -80,6 +81,7 @@ __all__ = [
     "monarch_configs_for_budget",
     "monarch_project",
     "MAX_SHAPES",
+    "projection_seconds",
 ]
 
 #: Shapes ``(b1, b2)`` projected at most when the budget admits several.
@@ -193,6 +195,25 @@ def monarch_configs_for_budget(n: int, budget: int, max_shapes: int = MAX_SHAPES
         if len(out) >= max_shapes:
             break
     return out
+
+
+def projection_seconds(shape: MonarchShape, measured: MonarchShape, seconds: float) -> float:
+    """Expected seconds of projecting onto ``shape``, from ``seconds`` measured for ``measured``.
+
+    The projection is ``N'`` SVDs of ``b1 x b2`` slabs, ``O(N'^2 min(b1, b2))``,
+    and the product and error of the result, ``O(N'^2 r)``: the measured time
+    scales with ``N'^2 (min(b1, b2) + r)``.
+
+    Examples
+    --------
+    >>> a, b = MonarchShape(50, 60, 1, 0), MonarchShape(40, 75, 1, 0)
+    >>> round(projection_seconds(b, a, 2.0), 2)
+    1.61
+    """
+    def work(s: MonarchShape) -> float:
+        return float(s.padded_n) ** 2 * (min(s.left_block, s.right_block) + s.rank)
+
+    return seconds * work(shape) / work(measured)
 
 
 # --------------------------------------------------------------------------- the projection
@@ -375,7 +396,9 @@ class Monarch(Approximation):
     max_shapes : int, default=MAX_SHAPES
         Shapes projected at most (the most nearly square first).
     time_limit : float or None, default=DEFAULT_TIME_LIMIT
-        Wall-clock limit of the whole grid, in seconds; the first shape always runs.
+        Wall-clock limit of the whole grid, in seconds; the first shape always
+        runs, each later one only when it ends within the limit at the cost
+        the last projection predicts (:func:`projection_seconds`).
 
     Attributes
     ----------
@@ -483,17 +506,20 @@ class Monarch(Approximation):
         dense = X.toarray() if hasattr(X, "toarray") else X
         norm = float(np.linalg.norm(dense))
         start = time.perf_counter()
-        deadline = None if self.time_limit is None else start + self.time_limit
+        deadline = _timing.Deadline.after(self.time_limit)
         best, grid, reason = None, [], None
+        last = None  # (shape, seconds) of the last projection: what the next one is expected to cost
         try:
             for shape in shapes:
-                if best is not None and deadline is not None and time.perf_counter() >= deadline:
-                    reason = "time_limit"
+                if best is not None and not deadline.fits(projection_seconds(shape, *last)):
+                    reason = "time_limit"  # (the shapes are tried in order, squarest first)
                     break
+                began = _timing.now()
                 left, right = monarch_project(dense, shape.left_block, shape.right_block, shape.rank)
                 err = float(np.linalg.norm(dense - _from_slabs(_monarch_slabs(left, right), n)))
                 grid.append({"blocks": [shape.left_block, shape.right_block], "rank": shape.rank,
                              "count": shape.count, "fro_error": err})
+                last = (shape, _timing.now() - began)
                 # Smallest error; a tie goes to the earlier (squarer) shape.
                 if best is None or err < best[0] * (1 - 1e-12):
                     best = (err, shape, left, right)

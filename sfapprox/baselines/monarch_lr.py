@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.sparse.linalg import LinearOperator
 
+from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._params import Interval
 from .._settings import DEFAULT_TIME_LIMIT
@@ -49,6 +50,7 @@ from .monarch import (
     monarch_configs_for_budget,
     monarch_min_budget,
     monarch_project,
+    projection_seconds,
 )
 from .tsvd import EXACT_MAX_N, _exact_svd, _randomized_svd
 
@@ -56,6 +58,11 @@ __all__ = ["MonarchLowRank", "MonarchLowRankOperator", "monarch_lr_min_budget"]
 
 #: Shares of the budget the grid gives the low-rank term (besides none and all).
 LOW_RANK_SHARES = (0.25, 0.5, 0.75)
+
+#: The first alternation of a grid point is expected to cost this many times its initial Monarch
+#: projection (another projection, its dense matrix and error, and the low-rank step); later ones
+#: cost what the last one did.
+ALTERNATION_PROJECTIONS = 2.0
 
 #: Peak working memory of a fit, in dense ``N x N`` float64 arrays (X, the two parts, the residuals,
 #: the padded slabs and their SVD, LAPACK's workspace for the first truncated SVD; measured with
@@ -210,21 +217,33 @@ def _monarch_dense(left: np.ndarray, right: np.ndarray, n: int) -> np.ndarray:
 
 
 def _fit_point(X: np.ndarray, shape: MonarchShape | None, k: int, *, max_iter: int, tol: float,
-               deadline: float | None, seed: int) -> _Point:
-    """Alternate the two exact projections from the plain Monarch fit (or fit the low rank alone)."""
+               deadline: _timing.Deadline | None, seed: int) -> _Point:
+    """Alternate the two exact projections from the plain Monarch fit (or fit the low rank alone).
+
+    An alternation starts only when it ends by ``deadline`` at the cost of
+    the last one (the first: :data:`ALTERNATION_PROJECTIONS` times the
+    initial projection's); ``"time_limit"`` when none did.
+    """
     n = X.shape[0]
+    deadline = deadline or _timing.Deadline(None)
     if shape is None:  # low rank only: TSVD
         U, s, Vt = _first_low_rank(X, k, seed)
         err = float(np.linalg.norm(X - (U * s) @ Vt))
         return _Point(None, k, None, None, (U, s, Vt), err, 1, "closed_form")
+    began = _timing.now()
     left, right = monarch_project(X, shape.left_block, shape.right_block, shape.rank)
     M = _monarch_dense(left, right, n)
     empty = (np.zeros((n, 0)), np.zeros(0), np.zeros((0, n)))
     err = float(np.linalg.norm(X - M))
     if k == 0:
         return _Point(shape, 0, left, right, empty, err, 1, "closed_form")
+    step = ALTERNATION_PROJECTIONS * (_timing.now() - began)  # what the next alternation is expected to cost
     low, reason, it = None, "max_iter", 0
     for it in range(1, max(1, max_iter) + 1):
+        if not deadline.fits(step):
+            reason, it = "time_limit", it - 1
+            break
+        began = _timing.now()
         R = X - M
         low = _first_low_rank(R, k, seed) if low is None else _power_step(R, low[2])
         L = (low[0] * low[1]) @ low[2]
@@ -239,9 +258,9 @@ def _fit_point(X: np.ndarray, shape: MonarchShape | None, k: int, *, max_iter: i
         if done:
             reason = "converged"
             break
-        if deadline is not None and time.perf_counter() >= deadline:
-            reason = "time_limit"
-            break
+        step = _timing.now() - began
+    if low is None:  # no alternation fitted: the plain Monarch projection, with no low-rank term
+        return _Point(shape, 0, left, right, empty, err, 0, reason)
     return _Point(shape, k, left, right, low, err, it, reason)
 
 
@@ -377,24 +396,33 @@ class MonarchLowRank(Approximation):
         dense = np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=np.float64)
         norm = float(np.linalg.norm(dense))
         start = time.perf_counter()
-        deadline = None if self.time_limit is None else start + self.time_limit
+        deadline = _timing.Deadline.after(self.time_limit)
         best, tried, reason = None, [], None
         alternating = sum(1 for shape, k in grid if shape is not None and k > 0)
+        last = None  # (shape, seconds) of the last Monarch projection: the next one's expected cost
         try:
             for shape, k in grid:
-                now = time.perf_counter()
-                if best is not None and deadline is not None and now >= deadline:
+                # A point's least work: its projection (at the measured cost of the last one), and
+                # for an alternating point one alternation after it.
+                least = 0.0 if last is None or shape is None else projection_seconds(shape, *last)
+                if shape is not None and k > 0:
+                    least *= 1.0 + ALTERNATION_PROJECTIONS
+                if best is not None and not deadline.fits(least):
                     reason = "time_limit"
                     break
                 share = deadline
-                if deadline is not None and shape is not None and k > 0:
-                    # Each alternating point gets an equal share of the time left, so all are tried.
-                    share = now + (deadline - now) / alternating
+                if deadline.end is not None and shape is not None and k > 0:
+                    # Each alternating point gets an equal share of the time left (at least its least
+                    # work: then the later ones are skipped), so all are tried.
+                    share = _timing.Deadline.after(max(deadline.left() / alternating, least))
                     alternating -= 1
+                began = _timing.now()
                 point = _fit_point(dense, shape, k, max_iter=self.max_iter, tol=self.tol, deadline=share,
                                    seed=self.random_state)
+                if shape is not None and k == 0:
+                    last = (shape, _timing.now() - began)
                 tried.append({"blocks": None if shape is None else [shape.left_block, shape.right_block],
-                              "monarch_rank": None if shape is None else shape.rank, "rank": k,
+                              "monarch_rank": None if shape is None else shape.rank, "rank": point.k,
                               "count": point.count, "fro_error": point.fro_error, "iterations": point.iterations})
                 if best is None or point.fro_error < best.fro_error * (1 - 1e-12):
                     best = point

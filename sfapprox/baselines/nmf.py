@@ -22,6 +22,7 @@ import warnings
 
 import numpy as np
 
+from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._params import Interval, Options
 from .._settings import DEFAULT_TIME_LIMIT
@@ -49,6 +50,10 @@ DELTA = 0.1
 #: r = 55, three sweeps reach scikit-learn's error in about half the time of
 #: the uncapped flop rule (which allowed ten).
 MAX_SWEEPS = 3
+
+#: Under a time limit, ``init="auto"`` tries a further start only when the time left pays for
+#: about this many iterations of it (at the first start's cost), its start and its scoring.
+EXTRA_START_ITERATIONS = 20
 
 #: Starts tried by ``init="best"`` and ``init="auto"`` (the first is the usual one).
 BEST_INITS = ("nndsvda", "nndsvd", "nndsvdar", "random")
@@ -168,14 +173,17 @@ def _squared_error(norm_x2: float, H, XtW, WtW) -> float:
     return max(value, 0.0)
 
 
-def _fit_hals(X, Xt, W, H, *, max_iter: int, tol: float, norm_x2: float, deadline: float | None = None) -> tuple:
+def _fit_hals(X, Xt, W, H, *, max_iter: int, tol: float, norm_x2: float,
+              deadline: _timing.Deadline | None = None) -> tuple:
     """Accelerated HALS from ``(W, H)``; ``X`` and ``Xt = X^T`` are dense or sparse-CSR tensors.
 
     Stops when the Frobenius error fell by a relative ``tol`` or less since
     the previous check (checks every ``CHECK_EVERY`` iterations), when it is
     below what the small-product formula resolves (``sqrt(eps) ||X||``),
-    after ``max_iter`` outer iterations, or at a check after ``deadline``
-    (a ``time.perf_counter()`` value).  Returns ``W, H, n_iter, stop_reason``.
+    after ``max_iter`` outer iterations, or before an iteration that, at the
+    cost of the last one, would end after ``deadline`` (a
+    :class:`~sfapprox._timing.Deadline`; the first iteration always runs).
+    Returns ``W, H, n_iter, stop_reason``.
     """
     import torch
 
@@ -184,7 +192,13 @@ def _fit_hals(X, Xt, W, H, *, max_iter: int, tol: float, norm_x2: float, deadlin
     sweeps = _max_sweeps(n, rank)
     last = math.sqrt(_squared_error(norm_x2, H, Xt @ W, W.T @ W))
     Ht = H.T.contiguous()  # rows of H are updated as columns of H^T (contiguous writes)
+    step = 0.0  # seconds of the last iteration: what the next one is expected to cost
     for it in range(1, max_iter + 1):
+        if deadline is not None and it > 1 and not deadline.fits(step):
+            # (checked before every iteration, not only at the convergence checks: at N = 3000 an
+            # iteration takes a quarter of a second and more)
+            return W, Ht.T, it - 1, "time_limit"
+        began = _timing.now()
         H = Ht.T
         _hals_sweeps(W, X @ Ht, H @ Ht, sweeps)
         XtW, WtW = Xt @ W, W.T @ W
@@ -194,8 +208,7 @@ def _fit_hals(X, Xt, W, H, *, max_iter: int, tol: float, norm_x2: float, deadlin
             if last - err <= tol * last or err <= floor:
                 return W, Ht.T, it, "converged"
             last = err
-            if deadline is not None and time.perf_counter() >= deadline:
-                return W, Ht.T, it, "time_limit"
+        step = _timing.now() - began
     return W, Ht.T, max_iter, "max_iter"
 
 
@@ -237,16 +250,24 @@ def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, 
     norm_x2 = float(n)  # ||X / scale||_F^2
     Xd = as_tensor(X, device, dtype)
     Xt = as_tensor(X.T.tocsr(), device, dtype) if hasattr(X, "toarray") else Xd.T
-    begin = time.perf_counter()
-    deadline = None if time_limit is None else begin + time_limit
+    deadline = None if time_limit is None else _timing.Deadline.after(time_limit)
     best, errors = None, {}
+    each = 0.0  # seconds of the first start's least work (start, a few iterations, scoring)
     for i, init in enumerate(inits):
-        if i and not all_starts and deadline is not None and time.perf_counter() >= deadline:
-            break  # the later starts are extras: only in the time the first one left
+        if i and not all_starts and deadline is not None and not deadline.fits(each):
+            break  # the later starts are extras: only in the time the first one left, when theirs fits
+        began = _timing.now()
         start = _initialize(X, rank, init, seed)
+        fitting = _timing.now()
         W, H, n_iter, reason = _fit_from(Xd, Xt, start, device, dtype, norm_x2=norm_x2, deadline=deadline, **options)
+        scoring = _timing.now()
         W, H = W.double().cpu().numpy(), H.double().cpu().numpy()
         errors[init] = _error_of(X, W, H) if len(inits) > 1 else 0.0
+        if not i:
+            # A later start is worth its time only with a few iterations: its start, its scoring
+            # and EXTRA_START_ITERATIONS at the first start's cost per iteration.
+            per_iteration = (scoring - fitting) / max(1, n_iter)
+            each = (fitting - began) + (_timing.now() - scoring) + EXTRA_START_ITERATIONS * per_iteration
         if best is None or errors[init] < best[-1]:
             best = (W, H, n_iter, reason, errors[init])
     W, H, n_iter, reason, _ = best

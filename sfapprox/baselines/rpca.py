@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._params import Interval, Options
 from .._settings import DEFAULT_TIME_LIMIT
@@ -64,6 +65,21 @@ OVERSAMPLE = 10
 #: general matrices) and the cap ``mu_bar = PCP_MU_CAP * mu_0``.
 PCP_MU_GROWTH = 1.5
 PCP_MU_CAP = 1e7
+
+#: PCP above :data:`~.tsvd.EXACT_MAX_N` (partial SVDs, :func:`_pcp_ialm`): the first number of singular
+#: triplets computed, the power iterations of each randomized SVD, and the power iterations at most
+#: of the ``||X||_2`` estimate.
+PCP_FIRST_RANK = 10
+PCP_POWER_ITERATIONS = 2
+PCP_NORM_ITERATIONS = 100
+#: Time PCP leaves for what follows it under a time limit (the cut to the budget, one residual per
+#: grid rank, and the GoDec refit's start, first residual and result), in residual passes
+#: (``D - L - E`` and its norm), each of which PCP measures as it goes.  Measured at N = 3000: a
+#: pass 0.17 s, the five cuts 2.7 s, a scoring 0.18 s: about 20 passes in all.
+PCP_AFTER_PASSES = 30
+#: A GoDec grid point runs only when the time left pays for its least work (its start scored, one
+#: iteration, its result scored): this many scorings of a split, measured on the exact points first.
+GODEC_LEAST_SCORINGS = 4
 
 #: Dense ``N x N`` float64 arrays alive at once (X, its tensor, residual, X - S, |R|, scoring).
 _WORK_ARRAYS = 6
@@ -115,15 +131,17 @@ def _use_exact_svd(n: int, rank: int) -> bool:
 
 
 # --------------------------------------------------------------------------- GoDec
-def _godec(X, rank: int, n_sparse: int, U, sig, Vt, *, max_iter: int, tol: float, deadline: float | None = None) -> tuple:
+def _godec(X, rank: int, n_sparse: int, U, sig, Vt, *, max_iter: int, tol: float,
+           deadline: _timing.Deadline | None = None, first_step: float = 0.0) -> tuple:
     """GoDec at fixed ``rank`` (>= 1) and ``n_sparse`` from the start ``L = U diag(sig) Vt``.
 
     ``X`` is a dense tensor.  Each iteration is an S-step (the ``n_sparse``
     largest ``|X - L|`` entries) then an L-step (rank-``r`` projection of
     ``X - S``).  Stops when the objective ``||X - L - S||_F`` changed by a
     relative ``tol`` or less, when it is at round-off level, after
-    ``max_iter`` L-steps, or once ``deadline`` (a ``time.perf_counter()``
-    value) has passed.  Returns the ``L`` of the best iterate (the
+    ``max_iter`` L-steps, or when the next iteration, at the cost of the
+    last one (the first: ``first_step`` seconds, an estimate), would end
+    after ``deadline``.  Returns the ``L`` of the best iterate (the
     objective is monotone; keeping the best guards round-off) as
     ``U, sig, Vt, n_iter, stop_reason``; its best ``S`` is recomputed by the caller.
     """
@@ -133,7 +151,9 @@ def _godec(X, rank: int, n_sparse: int, U, sig, Vt, *, max_iter: int, tol: float
     exact = _use_exact_svd(X.shape[0], rank)
     Q = U
     best, best_err, last, reason = (U, sig, Vt), math.inf, math.inf, "max_iter"
+    step = first_step  # seconds of the last iteration: what the next one is expected to cost
     for it in range(max_iter + 1):
+        began = _timing.now()
         R = X - (U * sig) @ Vt
         idx, vals = _top_entries(R, n_sparse)
         err = math.sqrt(max(float(torch.sum(R * R)) - float(torch.sum(vals * vals)), 0.0))
@@ -146,8 +166,8 @@ def _godec(X, rank: int, n_sparse: int, U, sig, Vt, *, max_iter: int, tol: float
         last = err
         if it == max_iter:
             break
-        if deadline is not None and time.perf_counter() >= deadline:
-            reason = "time_limit"
+        if deadline is not None and not deadline.fits(step):
+            reason = "time_limit"  # the next L-step (and the S-step after it) would pass the deadline
             break
         A = X.clone()
         A.view(-1)[idx] -= vals
@@ -155,6 +175,7 @@ def _godec(X, rank: int, n_sparse: int, U, sig, Vt, *, max_iter: int, tol: float
             U, sig, Vt = _exact_lowrank(A, rank)
         else:
             U, sig, Vt, Q = _subspace_lowrank(A, rank, U, Q)
+        step = _timing.now() - began
     return (*best, it, reason)
 
 
@@ -166,38 +187,102 @@ def _shrink(T, threshold: float):
     return torch.sign(T) * torch.clamp(T.abs() - threshold, min=0.0)
 
 
-def _pcp_ialm(D, *, lam: float, tol: float, max_iter: int, deadline: float | None = None) -> tuple:
+def _spectral_norm(D, generator, *, max_iter: int = PCP_NORM_ITERATIONS, rtol: float = 1e-7) -> float:
+    """``||D||_2`` by power iteration on ``D^T D`` from a seeded start (``O(N^2)`` per iteration).
+
+    The estimate grows to the largest singular value; it stops once it changes by a
+    relative ``rtol`` or less.
+    """
+    import torch
+
+    v = torch.randn(D.shape[1], 1, generator=generator, dtype=D.dtype, device=D.device)
+    v /= torch.linalg.vector_norm(v)
+    sigma = 0.0
+    for _ in range(max_iter):
+        u = D @ v
+        new = float(torch.linalg.vector_norm(u))
+        if new == 0.0:
+            return 0.0
+        w = D.T @ u
+        v = w / torch.linalg.vector_norm(w)
+        if abs(new - sigma) <= rtol * new:
+            return new
+        sigma = new
+    return sigma
+
+
+def _partial_svd(A, k: int, generator, n_iter: int = PCP_POWER_ITERATIONS):
+    """The leading ``k`` singular triplets of ``A`` by a randomized range finder with ``n_iter``
+    power iterations (Halko, Martinsson & Tropp 2011), ``O(N^2 k)``: ``U, sigma, Vt``."""
+    import torch
+
+    width = min(A.shape[1], k + OVERSAMPLE)
+    Q, _ = torch.linalg.qr(A @ torch.randn(A.shape[1], width, generator=generator, dtype=A.dtype, device=A.device))
+    for _ in range(n_iter):
+        Q, _ = torch.linalg.qr(A.T @ Q)
+        Q, _ = torch.linalg.qr(A @ Q)
+    Ub, sig, Vt = torch.linalg.svd(Q.T @ A, full_matrices=False)
+    return (Q @ Ub)[:, :k], sig[:k], Vt[:k]
+
+
+def _pcp_ialm(D, *, lam: float, tol: float, max_iter: int, deadline: _timing.Deadline | None = None,
+              partial: bool = False, seed: int = 0) -> tuple:
     """Principal Component Pursuit by inexact ALM (Lin, Chen & Ma 2010, Algorithm 5).
 
     Returns ``U, sigma, Vt`` of the low-rank part (singular values after
     shrinkage, descending), the sparse part ``E`` (dense tensor), the
     iterations and whether ``||D - A - E||_F / ||D||_F < tol`` was reached
-    (it stops unconverged after ``max_iter`` iterations or past ``deadline``).
+    (it stops unconverged after ``max_iter`` iterations, or when the next
+    iteration and what follows PCP would not end by ``deadline``: the cut and
+    the refit get :data:`PCP_AFTER_PASSES` residual passes of time, each
+    costing what this iteration's residual did).
+
+    Each iteration shrinks the singular values of an ``N x N`` matrix.
+    ``partial=False``: a full SVD (``O(N^3)``).  ``partial=True``: only the
+    leading ``sv`` triplets, by a randomized SVD (:func:`_partial_svd`,
+    ``O(N^2 sv)``), with Lin, Chen & Ma's rule for ``sv`` (start at
+    :data:`PCP_FIRST_RANK`; one more than the values kept when fewer than
+    ``sv`` passed the threshold, else ``5 %`` of ``N`` more), and ``||D||_2``
+    by power iteration instead of an SVD.  The full SVD of a 3000 x 3000
+    matrix takes 8-35 s on 2 cores, so above :data:`~.tsvd.EXACT_MAX_N` the
+    partial one is used, as TSVD does.
     """
     import torch
 
     norm_fro = float(torch.linalg.vector_norm(D))
-    U, sig, Vt = D.new_zeros((D.shape[0], 0)), D.new_zeros(0), D.new_zeros((0, D.shape[1]))
+    n = D.shape[0]
+    U, sig, Vt = D.new_zeros((n, 0)), D.new_zeros(0), D.new_zeros((0, D.shape[1]))
     if norm_fro == 0.0:
         return U, sig, Vt, torch.zeros_like(D), 0, True
-    norm_two = float(torch.linalg.matrix_norm(D, ord=2))
+    generator = torch.Generator(device=D.device).manual_seed(seed)
+    norm_two = _spectral_norm(D, generator) if partial else float(torch.linalg.matrix_norm(D, ord=2))
     norm_inf = float(D.abs().max()) / lam
     Y = D / max(norm_two, norm_inf)
     mu = 1.25 / norm_two
     mu_bar = mu * PCP_MU_CAP
+    sv = min(n, PCP_FIRST_RANK)
     converged = False
     for it in range(1, max_iter + 1):
+        began = _timing.now()
         E = _shrink(D - (U * sig) @ Vt + Y / mu, lam / mu)
-        Uf, sf, Vtf = torch.linalg.svd(D - E + Y / mu, full_matrices=False)
+        if partial:
+            Uf, sf, Vtf = _partial_svd(D - E + Y / mu, sv, generator)
+        else:
+            Uf, sf, Vtf = torch.linalg.svd(D - E + Y / mu, full_matrices=False)
         keep = int((sf > 1.0 / mu).sum())
+        if partial:
+            sv = min(keep + 1, n) if keep < sv else min(keep + max(1, round(0.05 * n)), n)
         U, sig, Vt = Uf[:, :keep], sf[:keep] - 1.0 / mu, Vtf[:keep]
+        passed = _timing.now()
         Z = D - (U * sig) @ Vt - E
         Y = Y + mu * Z
         mu = min(mu * PCP_MU_GROWTH, mu_bar)
-        if float(torch.linalg.vector_norm(Z)) < tol * norm_fro:
+        residual = float(torch.linalg.vector_norm(Z))
+        ended = _timing.now()
+        if residual < tol * norm_fro:
             converged = True
             break
-        if deadline is not None and time.perf_counter() >= deadline:
+        if deadline is not None and not deadline.fits(ended - began + PCP_AFTER_PASSES * (ended - passed)):
             break
     return U, sig, Vt, E, it, converged
 
@@ -328,7 +413,7 @@ def _scored(dense: np.ndarray, U, sig, Vt, n_sparse: int, n_iter: int = 0, stop_
 
 
 def _fit_split(dense: np.ndarray, Xt, rank: int, n_sparse: int, start, *, max_iter: int, tol: float,
-               deadline: float | None = None) -> _Candidate:
+               deadline: _timing.Deadline | None = None, first_step: float = 0.0) -> _Candidate:
     """GoDec at one split from the float64 start ``(U, sigma, Vt)`` (at least ``rank`` wide).
 
     The start itself (TSVD's ``L`` with its best ``S`` for the largest rank)
@@ -338,12 +423,17 @@ def _fit_split(dense: np.ndarray, Xt, rank: int, n_sparse: int, start, *, max_it
     import torch
 
     U0, s0, Vt0 = start[0][:, :rank], start[1][:rank], start[2][:rank]
+    began = _timing.now()
     first = _scored(dense, U0, s0, Vt0, n_sparse)
     if rank == 0 or n_sparse == 0:
         # r = 0: S = the s largest entries of X; s = 0: L = the start. Both exact.
         return first
+    if deadline is not None and deadline.end is not None:
+        # GoDec stops early enough for its result to be scored as the start just was.
+        deadline = _timing.Deadline(deadline.end - (_timing.now() - began))
     U, sig, Vt = (torch.as_tensor(np.ascontiguousarray(a), dtype=Xt.dtype, device=Xt.device) for a in (U0, s0, Vt0))
-    U, sig, Vt, n_iter, reason = _godec(Xt, rank, n_sparse, U, sig, Vt, max_iter=max_iter, tol=tol, deadline=deadline)
+    U, sig, Vt, n_iter, reason = _godec(Xt, rank, n_sparse, U, sig, Vt, max_iter=max_iter, tol=tol, deadline=deadline,
+                                        first_step=first_step)
     fitted = _scored(dense, *_to_numpy(U, sig, Vt), n_sparse, n_iter, reason)
     if first.error < fitted.error:
         first.n_iter, first.stop_reason = n_iter, reason
@@ -351,24 +441,31 @@ def _fit_split(dense: np.ndarray, Xt, rank: int, n_sparse: int, start, *, max_it
     return fitted
 
 
-def _fit_grid(dense: np.ndarray, Xt, splits, *, seed: int, deadline: float | None = None,
+def _fit_grid(dense: np.ndarray, Xt, splits, *, seed: int, deadline: _timing.Deadline | None = None,
               **options) -> tuple[_Candidate, list[dict]]:
     """GoDec at every split from one shared start SVD; the smallest error wins.
 
     The splits with an exact answer (rank 0: the largest entries; no sparse
     part: TSVD) run first and always; the GoDec splits share what is left
-    before ``deadline``, and those it leaves no time for are skipped (their
-    grid records say so).
+    before ``deadline``, and those whose least work (:data:`GODEC_LEAST_SCORINGS`
+    scorings, at the measured cost of the exact points') would not end by it
+    are skipped (their grid records say so).
     """
     start = _start_svd(dense, max(rank for rank, _ in splits), seed)
     exact = [split for split in splits if split[0] == 0 or split[1] == 0]
-    best, records = None, {}
+    best, records, scoring = None, {}, 0.0
     for rank, n_sparse in exact + [split for split in splits if split not in exact]:
-        if best is not None and deadline is not None and time.perf_counter() >= deadline:
+        godec = rank > 0 and n_sparse > 0
+        # Its least work, at the cost of the exact points' scoring measured so far.
+        least = GODEC_LEAST_SCORINGS * scoring if godec else scoring
+        if best is not None and deadline is not None and not deadline.fits(least):
             records[rank, n_sparse] = {"rank": rank, "n_sparse": n_sparse, "fro_error": None, "iterations": 0,
                                        "skipped": "time_limit"}
             continue
+        began = _timing.now()
         cand = _fit_split(dense, Xt, rank, n_sparse, start, deadline=deadline, **options)
+        if not godec:
+            scoring = max(scoring, _timing.now() - began)
         records[rank, n_sparse] = cand.record()
         if best is None or cand.error < best.error:
             best = cand
@@ -386,7 +483,7 @@ def _cut_error(X: np.ndarray, U, sig, Vt, E: np.ndarray, kept: int) -> float:
 
 
 def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int, tol: float,
-             deadline: float | None = None) -> tuple:
+             deadline: _timing.Deadline | None = None, seed: int = 0) -> tuple:
     """PCP, cut to the best split of its solution, refitted with GoDec.
 
     ``split_for(max_rank)`` gives the ``(rank, n_sparse)`` splits allowed with
@@ -398,8 +495,14 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
     n = dense.shape[0]
     # Float32 cannot reach a residual of 1e-7 relative: stop at its round-off instead.
     ptol = max(pcp_tol, 10 * torch.finfo(Xt.dtype).eps)
+    from .tsvd import EXACT_MAX_N
+
+    began = _timing.now()
     U, sig, Vt, E, pcp_iter, pcp_converged = _pcp_ialm(Xt, lam=1.0 / math.sqrt(n), tol=ptol, max_iter=max_iter,
-                                                        deadline=deadline)
+                                                        deadline=deadline, partial=n > EXACT_MAX_N, seed=seed)
+    # A GoDec iteration of the refit costs about what a PCP iteration did (a rank-r SVD step and a
+    # residual): the refit's first one runs only when that fits.
+    per_iteration = (_timing.now() - began) / max(1, pcp_iter)
     natural_rank, natural_nnz = int(sig.numel()), int(torch.count_nonzero(E))
     U, sig, Vt, E = _to_numpy(U, sig, Vt, E)
     cuts = []
@@ -407,7 +510,8 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
         kept = min(n_sparse, natural_nnz)
         cuts.append((_cut_error(dense, U[:, :rank], sig[:rank], Vt[:rank], E, kept), rank, n_sparse, kept))
     cut_error, rank, n_sparse, kept = min(cuts, key=lambda c: c[0])
-    best = _fit_split(dense, Xt, rank, n_sparse, (U, sig, Vt), max_iter=max_iter, tol=tol, deadline=deadline)
+    best = _fit_split(dense, Xt, rank, n_sparse, (U, sig, Vt), max_iter=max_iter, tol=tol, deadline=deadline,
+                      first_step=per_iteration)
     extra = {
         "natural_rank": natural_rank,
         "natural_nnz": natural_nnz,
@@ -573,13 +677,14 @@ class RobustPCA(Approximation):
         device = resolve_device(self.device)
         dtype = resolve_dtype(self.dtype, device)
         start = time.perf_counter()
-        deadline = None if self.time_limit is None else start + self.time_limit
+        deadline = None if self.time_limit is None else _timing.Deadline.after(self.time_limit)
         options = {"max_iter": self.max_iter, "tol": self.tol, "deadline": deadline}
         with few_threads(n, device):
             Xt = torch.as_tensor(dense, dtype=dtype, device=device)
             if self.method == "pcp":
                 split_for = lambda max_rank: self._splits(n, max_rank)  # noqa: E731
-                best, grid, extra = _fit_pcp(dense, Xt, split_for, pcp_tol=self.pcp_tol, **options)
+                best, grid, extra = _fit_pcp(dense, Xt, split_for, pcp_tol=self.pcp_tol, seed=self.random_state,
+                                             **options)
             else:
                 best, grid = _fit_grid(dense, Xt, splits, seed=self.random_state, **options)
                 extra = {}
@@ -641,9 +746,11 @@ class RobustPCA(Approximation):
                 stacklevel=3,
             )
         if extra and not extra["pcp_converged"]:
+            cut = extra["pcp_iterations"] < self.max_iter  # by the time limit, not the iterations
             warnings.warn(
-                f"PCP stopped after max_iter={self.max_iter} ALM iterations before "
-                f"||X - L - S|| / ||X|| < pcp_tol={self.pcp_tol:g}; increase max_iter",
+                f"PCP stopped after {extra['pcp_iterations']} ALM iterations "
+                f"({'its time limit' if cut else 'max_iter'}) before ||X - L - S|| / ||X|| < "
+                f"pcp_tol={self.pcp_tol:g}; increase {'time_limit' if cut else 'max_iter'}",
                 ConvergenceWarning,
                 stacklevel=3,
             )

@@ -8,12 +8,13 @@ import time
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from .. import _timing
 from .._base import Approximation
 from .._errors import BudgetError, ConvergenceWarning
 from .._params import Interval
@@ -23,7 +24,8 @@ from ..sf._multistart import START_KINDS, best_run, race, start_values
 from ..sf.model import ChordSF
 from .grid import HybridSplit
 
-__all__ = ["PROBE_SHARE", "RESELECT_AT", "PLAIN_SHARE", "PLAIN_CACHE_SIZE", "hybrid_estimator"]
+__all__ = ["PROBE_SHARE", "RESELECT_AT", "PLAIN_SHARE", "PLAIN_CACHE_SIZE", "MIN_SPLIT_EVALS", "MIN_PHASE_EVALS",
+           "StepCosts", "split_starts", "split_need", "reselect_fits", "hybrid_estimator"]
 
 #: Share of a split's iterations (and time limit) each start is probed for, when there are two.
 PROBE_SHARE = 0.1
@@ -34,6 +36,16 @@ RESELECT_AT = (0.4, 0.7)
 PLAIN_SHARE = 0.4
 #: Plain SF fits kept for reuse (each holds only its factors, ``N K M`` numbers).
 PLAIN_CACHE_SIZE = 4
+#: Relative error at which a grid point reproduces X (round-off): the grid stops there.
+EXACT_TOL = 1e-12
+#: Under a time limit, a ``"split"`` point (fresh starts) runs only when the time left pays for its
+#: starts, this many joint evaluations and its scoring (:func:`split_starts`): a fresh start a few
+#: evaluations old is far from its fit, and only costs time.  The warm ``"sf+rest"`` point needs
+#: just its start and scoring (the plain fit plus the correction of its residual is a result).
+MIN_SPLIT_EVALS = 10
+#: A re-selection of sf+s's support runs only when the time left pays for it (one start's cost)
+#: and this many evaluations after it.
+MIN_PHASE_EVALS = 3
 
 _PLAIN_CACHE: OrderedDict[tuple, Any] = OrderedDict()
 _INTERRUPTED = "interrupted"
@@ -54,6 +66,66 @@ def _largest(R: np.ndarray, count: int) -> np.ndarray:
     if count >= flat.size:
         return np.arange(flat.size)
     return np.sort(np.argpartition(-flat, count - 1)[:count])
+
+
+@dataclass
+class StepCosts:
+    """Seconds of a joint fit's steps, as last measured: what the time limit expects the next to cost.
+
+    ``begin``: one start's correction (the factors' residual, its TSVD or
+    largest entries) and objective; ``evaluation``: one joint loss and
+    gradient; ``score``: scoring a grid point (its dense sum and error).
+    Before a step of a kind is measured, its estimate comes from the plain
+    SF fit's evaluations and the closed-form end's scoring.
+    """
+
+    begin: float = 0.0
+    evaluation: float = 0.0
+    score: float = 0.0
+
+
+def split_starts(left: float, costs: StepCosts, starts: int, *, warm: bool) -> int:
+    """How many of a grid point's ``starts`` the ``left`` seconds pay for (0: skip the point).
+
+    A warm point (``"sf+rest"``) needs its start and its scoring; a fresh one
+    (``"split"``) needs, for each start probed, the start and its first
+    evaluation, then :data:`MIN_SPLIT_EVALS` evaluations and its scoring.
+    Fewer starts are probed when all do not fit (the first, ChordSF's own
+    default, is kept).
+
+    Examples
+    --------
+    >>> c = StepCosts(begin=1.0, evaluation=0.5, score=1.0)
+    >>> split_starts(30.0, c, 2, warm=False), split_starts(8.0, c, 2, warm=False), split_starts(7.0, c, 2, warm=False)
+    (2, 1, 0)
+    >>> split_starts(2.0, c, 1, warm=True), split_starts(1.5, c, 1, warm=True)
+    (1, 0)
+    """
+    if math.isinf(left):
+        return starts
+    for k in range(starts, 0, -1):
+        if left >= split_need(costs, k, warm=warm):
+            return k
+    return 0
+
+
+def reselect_fits(left: float, costs: StepCosts) -> bool:
+    """Whether ``left`` seconds pay for a re-selection of the correction (one start's cost) and
+    :data:`MIN_PHASE_EVALS` evaluations after it.
+
+    Examples
+    --------
+    >>> reselect_fits(5.0, StepCosts(begin=1.0, evaluation=1.0)), reselect_fits(3.9, StepCosts(1.0, 1.0))
+    (True, False)
+    """
+    return left >= costs.begin + MIN_PHASE_EVALS * costs.evaluation
+
+
+def split_need(costs: StepCosts, starts: int, *, warm: bool) -> float:
+    """Seconds the least useful work of a grid point takes (see :func:`split_starts`)."""
+    if warm:
+        return starts * costs.begin + costs.score
+    return starts * (costs.begin + costs.evaluation) + MIN_SPLIT_EVALS * costs.evaluation + costs.score
 
 
 def _plain_sf(X, dense: np.ndarray, params: dict[str, Any]):
@@ -104,7 +176,10 @@ class _Problem:
     init_noise: float | None
     callback: Callable | None
     seed: int
-    deadline: float | None = None  # when the grid point being fitted must end (perf_counter)
+    # When the grid point being fitted must stop optimising: its end less its scoring.
+    deadline: _timing.Deadline = field(default_factory=lambda: _timing.Deadline(None))
+    costs: StepCosts = field(default_factory=StepCosts)
+    poll: Callable[[], Any] = lambda: None  # the thread governor's poll, after every iteration
 
     def tensor(self, a):
         import torch
@@ -121,17 +196,32 @@ class _Problem:
         from ..sf import _solver
 
         o = self.options
-        if self.deadline is not None:
-            left = max(0.0, self.deadline - time.perf_counter())
+        left = self.deadline.limit()
+        if left is not None:
             time_limit = left if time_limit is None else min(time_limit, left)
         return _solver.LBFGSOptions(max_iter=max(0, int(max_iter)), time_limit=time_limit,
                                     ftol=o["ftol"], gtol=o["gtol"], history_size=o["history_size"])
 
+    def new_state(self, x0):
+        """A solver state from ``x0`` that expects an evaluation to cost what the last one did
+        (so that under a time limit not even its first evaluation starts when it would not fit)."""
+        from ..sf import _solver
+
+        state = _solver.new_state(x0)
+        if self.costs.evaluation > 0:
+            state["eval_seconds"] = self.costs.evaluation
+        return state
+
+    def measured(self, state: dict) -> None:
+        """Keep the cost of the state's last evaluation as the estimate of the next ones."""
+        if state.get("eval_seconds") is not None:
+            self.costs.evaluation = float(state["eval_seconds"])
+
     def residual(self, x, shape, offsets: list[int]):
         """``X / scale - P(W)`` for the flat factor values at the front of ``x``."""
-        from ..sf._kernels import chord_product
+        from .objectives import dense_product
 
-        return self.target - chord_product(x[: math.prod(shape)].view(shape), offsets)
+        return self.target - dense_product(x[: math.prod(shape)].view(shape), offsets)
 
     def minimize(self, fun, x0, share: float, begin: float) -> tuple[Any, str, int, float]:
         """L-BFGS from ``x0`` for ``share`` of the iterations (and time limit).
@@ -143,19 +233,21 @@ class _Problem:
 
         options = self.lbfgs_options(round(share * self.options["max_iter"]),
                                      None if self.seconds is None else share * self.seconds)
-        state = _solver.new_state(x0)
+        state = self.new_state(x0)
         try:
             reason = _solver.lbfgs(fun, state, options, self._progress(begin))
         except KeyboardInterrupt:
             reason = _INTERRUPTED
+        self.measured(state)
         return state["best_x"], reason, int(state["n_iter"]), state["best_loss"]
 
     def _progress(self, begin: float, start: str | None = None):
-        if self.callback is None:
-            return None
-        user, scale, max_iter = self.callback, self.scale, self.options["max_iter"]
+        user, scale, max_iter, poll = self.callback, self.scale, self.options["max_iter"], self.poll
 
         def report(state: dict) -> bool:
+            poll()
+            if user is None:
+                return False
             info = {"iteration": state["n_iter"], "max_iter": max_iter,
                     "fro_error": scale * math.sqrt(2.0 * max(state["loss"], 0.0)),
                     "elapsed": time.perf_counter() - begin}
@@ -212,40 +304,83 @@ class _ChordHybrid(Approximation):
         ``stop_reason_`` is ``"interrupted"``.  ``check_input=False`` skips
         validating ``X`` (the caller did).
         """
+        begin = time.perf_counter()  # the time limit covers the whole fit
+        self._plain_estimator = None
         X = self._validate(X, check_input)
         n = X.shape[0]
         budget = sf_count(n) if self.budget is None else int(self.budget)
         dense = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
         self._resolve_device()
-        begin = time.perf_counter()
         limit = self._time_limit()
-        deadline = None if limit is None else begin + limit
+        deadline = _timing.Deadline.after(limit)
         params = self._plain_params(n, budget)
         if params is not None and limit is not None:
             params["time_limit"] = PLAIN_SHARE * limit
         plain = None if params is None else self._fit_plain(X, dense, params, budget)
-        points = [] if plain is None else [plain]
+        points: list[_Point | dict] = [] if plain is None else [plain]  # a dict: a point skipped for time
         config = None if plain is None else _config(plain.split)
         splits = [s for s in self._grid(n, budget, config) if s.role != "sf"]
         if not splits and not points:
             raise BudgetError(self._too_small(n, budget))
         problem = None
-        # The closed-form end first, then the joint fits, each with an equal share of the time left.
+        costs = self._first_costs()
+        # The closed-form end first, then the joint fits, each with an equal share of the time left
+        # (or, when that share would not pay for its least work, that least work: later points are
+        # then skipped, never the time limit passed).
         splits.sort(key=lambda s: s.role not in ("lr", "sparse"))
         joint = [s for s in splits if s.role not in ("lr", "sparse")]
-        for split in splits:
-            if points and points[-1].stop_reason == _INTERRUPTED:
-                break
-            if split.role in ("lr", "sparse"):
-                points.append(self._fit_end(X, dense, budget, split))
-            elif np.any(dense):  # (for the zero matrix both ends are exact already)
-                problem = problem or self._problem(n, dense, params)
-                left = len(joint) - joint.index(split)
-                problem.seconds = None if deadline is None else max(0.0, deadline - time.perf_counter()) / left
-                problem.deadline = None if deadline is None else time.perf_counter() + problem.seconds
-                points.append(self._fit_split(problem, split, plain if split.role == "sf+rest" else None))
+        from .._threads import AdaptiveThreads
+
+        floor = EXACT_TOL * float(np.linalg.norm(dense))
+        with AdaptiveThreads(self._work(n), device_type=self._device.type) as governor:
+            for split in splits:
+                if points and isinstance(points[-1], _Point) and points[-1].stop_reason == _INTERRUPTED:
+                    break
+                if any(isinstance(p, _Point) and p.fro_error <= floor for p in points):
+                    break  # a point reproduces X: nothing can beat it (e.g. every non-zero fits sf+s's budget)
+                if split.role in ("lr", "sparse"):
+                    started = _timing.now()
+                    points.append(self._fit_end(X, dense, budget, split))
+                    costs.score = max(costs.score, _timing.now() - started)  # fit and scoring: an upper estimate
+                    continue
+                if not np.any(dense):  # (for the zero matrix both ends are exact already)
+                    continue
+                warm = split.role == "sf+rest"
+                problem = problem or self._problem(n, dense, params, costs, governor.poll)
+                left = deadline.left()
+                point_time = min(left, max(left / (len(joint) - joint.index(split)),
+                                           split_need(costs, 1, warm=warm)))
+                starts = split_starts(point_time, costs, 1 if warm else len(problem.inits), warm=warm)
+                if not starts:
+                    points.append(self._skipped(split))
+                    continue
+                point_end = _timing.Deadline.after(None if deadline.end is None else point_time)
+                problem.seconds = None if deadline.end is None else point_time
+                problem.deadline = _timing.Deadline(None if point_end.end is None else point_end.end - costs.score)
+                points.append(self._fit_split(problem, split, plain if warm else None, starts))
         self._set_result(n, budget, points, time.perf_counter() - begin)
         return self
+
+    def _first_costs(self) -> StepCosts:
+        """Estimates of the joint fits' step costs before any is measured: the plain SF fit's
+        seconds per evaluation (a joint evaluation, a start's residual and a scoring each
+        cost about one dense pass over the factors; refined as they are measured)."""
+        plain = getattr(self, "_plain_estimator", None)
+        each = 0.0 if plain is None else float(plain.seconds_) / max(1, int(plain.n_evals_))
+        return StepCosts(begin=each, evaluation=each, score=each)
+
+    def _work(self, n: int) -> int:
+        """Numbers one kernel operation touches (what decides whether threads pay, see ``_threads``)."""
+        from ..sf import _kernels
+
+        return _kernels.operation_numbers(n, _kernels.select_kernel(n, "cpu")[1])
+
+    def _skipped(self, split: HybridSplit) -> dict[str, Any]:
+        """The grid record of a point the time left did not pay for."""
+        return {"split": split.role, "n_factors": split.n_factors, "base": split.base if split.n_factors else None,
+                "rank" if split.rank else "n_sparse": split.rank or split.n_sparse,
+                "count": split.count, "fro_error": None, "rel_error": None, "seconds": 0.0, "iterations": 0,
+                "stop_reason": "time_limit", "skipped": "time_limit"}
 
     def _time_limit(self) -> float | None:
         """The whole fit's time limit: ``sf_params["time_limit"]`` or ChordSF's default."""
@@ -277,16 +412,19 @@ class _ChordHybrid(Approximation):
 
     def _fit_plain(self, X, dense: np.ndarray, params: dict[str, Any], budget: int) -> _Point | None:
         est = _plain_sf(X, dense, params)
+        self._plain_estimator = est
         if est.n_stored_ > budget:
             return None  # a structure forced through sf_params that does not fit is no grid point
         m, _, k = est.factors_.shape
         split = HybridSplit("sf", int(est.base), m, k, 0, 0, int(est.n_stored_))
-        point = _score(dense, split, HybridOperator(dense.shape[0], chord=est.operator_), 0.0,
-                       n_iter=int(est.n_iter_), stop_reason=est.stop_reason_, start="sf")
-        point.seconds = float(est.seconds_)  # its own fit time, also when reused
-        return point
+        # ChordSF scored its product as _score would (frobenius_error of the dense product against
+        # X, in float64): the same numbers, without a second dense product.
+        return _Point(split, HybridOperator(dense.shape[0], chord=est.operator_), float(est.fro_error_),
+                      est.rel_error_, float(est.seconds_),  # its own fit time, also when reused
+                      n_iter=int(est.n_iter_), stop_reason=est.stop_reason_, start="sf")
 
-    def _problem(self, n: int, dense: np.ndarray, params: dict[str, Any] | None) -> _Problem:
+    def _problem(self, n: int, dense: np.ndarray, params: dict[str, Any] | None, costs: StepCosts,
+                 poll: Callable[[], Any]) -> _Problem:
         import torch
 
         from .._validation import check_memory
@@ -313,10 +451,16 @@ class _ChordHybrid(Approximation):
         inits = [ref.init] if ref.init in START_KINDS else list(START_KINDS)
         options = {k: getattr(ref, k) for k in ("max_iter", "ftol", "gtol", "history_size")}
         return _Problem(n, dense, fro, scale, target, kernel, options, None, inits, ref.init_noise, self.callback,
-                        self.random_state)
+                        self.random_state, costs=costs, poll=poll)
 
-    def _fit_split(self, pb: _Problem, split: HybridSplit, warm: _Point | None) -> _Point:
-        """Joint fit of one split: probe the starts, continue the best, in phases."""
+    def _fit_split(self, pb: _Problem, split: HybridSplit, warm: _Point | None, n_starts: int | None = None) -> _Point:
+        """Joint fit of one split: probe the (first ``n_starts``) starts, continue the best, in phases.
+
+        Under a time limit (``pb.deadline``: when the point must stop
+        optimising) a phase's re-selection of the correction runs only when
+        it and :data:`MIN_PHASE_EVALS` evaluations after it fit; otherwise the
+        fit goes on with the correction it has.
+        """
         from ..chord import chord_offsets
 
         begin = time.perf_counter()
@@ -328,18 +472,28 @@ class _ChordHybrid(Approximation):
         else:
             offsets = chord_offsets(pb.n).tolist()
             starts = pb.factor_starts(shape)
+            starts = dict(list(starts.items())[: n_starts or len(starts)])
         name, corr, x, reason, n_iter = self._probe(pb, split, starts, shape, offsets, begin)
         used = min(1.0, n_iter / pb.options["max_iter"]) if pb.options["max_iter"] else 0.0
+        fun = None
         for k, share in enumerate(self._phases(used)):
             if reason == _INTERRUPTED:
                 break
-            if k:
+            if k and reselect_fits(pb.deadline.left(), pb.costs):
+                started = _timing.now()
                 corr, x = self._refresh(pb, corr, x, shape, offsets)
-            x, reason, it, _ = pb.minimize(self._objective(pb, corr, shape, offsets), x, share, begin)
+                fun = self._objective(pb, corr, shape, offsets)
+                pb.costs.begin = _timing.now() - started
+            elif fun is None:
+                fun = self._objective(pb, corr, shape, offsets)
+            x, reason, it, _ = pb.minimize(fun, x, share, begin)
             n_iter += it
         op = self._operator(pb, corr, x, shape, offsets)
-        return _score(pb.dense, split, op, begin, n_iter=n_iter, stop_reason=reason,
-                      start=f"{name} + {self._start_label}")
+        started = _timing.now()
+        point = _score(pb.dense, split, op, begin, n_iter=n_iter, stop_reason=reason,
+                       start=f"{name} + {self._start_label}")
+        pb.costs.score = _timing.now() - started
+        return point
 
     def _probe(self, pb: _Problem, split: HybridSplit, starts: dict, shape, offsets, begin: float):
         """The start to continue: the only one, or the winner of ChordSF's race between the starts
@@ -347,12 +501,14 @@ class _ChordHybrid(Approximation):
 
         Returns the start's name, its correction, its best point, the stop reason and the iterations spent.
         """
-        from ..sf import _solver
-
         corrs, runs = {}, {}
         for name, x_w in starts.items():
+            if runs and not pb.deadline.fits(split_need(pb.costs, 1, warm=False) - pb.costs.score):
+                break  # the starts cost more than estimated: probe no further one (the first is ChordSF's default)
+            started = _timing.now()
             corrs[name], x0 = self._begin(pb, split, x_w, shape, offsets)
-            runs[name] = (self._objective(pb, corrs[name], shape, offsets), _solver.new_state(x0))
+            runs[name] = (self._objective(pb, corrs[name], shape, offsets), pb.new_state(x0))
+            pb.costs.begin = _timing.now() - started
         if len(runs) == 1:
             (name, (_, state)), = runs.items()
             return name, corrs[name], state["x"], "max_iter", 0
@@ -361,9 +517,11 @@ class _ChordHybrid(Approximation):
         try:
             reason = race(runs, pb.lbfgs_options, share_iter=max(1, round(PROBE_SHARE * pb.options["max_iter"])),
                           share_time=None if pb.seconds is None else PROBE_SHARE * pb.seconds,
-                          callback=None if pb.callback is None else (lambda name, st: progress[name](st)))
+                          callback=lambda name, st: progress[name](st))
         except KeyboardInterrupt:
             reason = _INTERRUPTED
+        for _, state in runs.values():
+            pb.measured(state)
         name = best_run(runs)
         n_iter = sum(int(st["n_iter"]) for _, st in runs.values())
         return name, corrs[name], runs[name][1]["best_x"], reason, n_iter
@@ -376,7 +534,9 @@ class _ChordHybrid(Approximation):
         return corr, x
 
     # ------------------------------------------------------------------ result
-    def _set_result(self, n: int, budget: int, points: list[_Point], seconds: float) -> None:
+    def _set_result(self, n: int, budget: int, entries: list[_Point | dict], seconds: float) -> None:
+        points = [p for p in entries if isinstance(p, _Point)]
+        skipped = len(entries) - len(points)
         best = min(points, key=lambda p: p.fro_error)
         chord = best.operator.chord
         self.operator_ = best.operator
@@ -389,13 +549,21 @@ class _ChordHybrid(Approximation):
         self.wall_seconds_ = seconds
         self.n_iter_ = int(sum(p.n_iter for p in points))
         interrupted = any(p.stop_reason == _INTERRUPTED for p in points)
-        self.stop_reason_ = _INTERRUPTED if interrupted else best.stop_reason
-        self.grid_ = [self._record(p) for p in points]
+        # Points the time limit left no time for: the grid ended on its time limit.
+        self.stop_reason_ = _INTERRUPTED if interrupted else "time_limit" if skipped else best.stop_reason
+        self.grid_ = [self._record(p) if isinstance(p, _Point) else p for p in entries]
         chosen = {k: v for k, v in self._record(best).items() if k not in ("seconds", "fro_error", "rel_error")}
         self.params_ = {**chosen, "budget": budget, "offsets": self.offsets_.tolist(),
                         "max_splits": self.max_splits, "device": self.device_, "dtype": self.dtype_,
                         "grid": self.grid_}
-        if best.stop_reason in ("max_iter", "time_limit") and best.split.role in ("split", "sf+rest"):
+        if skipped:
+            warnings.warn(
+                f"{self._method}: {skipped} of its {len(entries)} grid points did not fit in the time limit "
+                "and were skipped; increase time_limit (sf_params) to try them all",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+        elif best.stop_reason in ("max_iter", "time_limit") and best.split.role in ("split", "sf+rest"):
             warnings.warn(
                 f"{self._method}: the chosen split stopped on its {best.stop_reason.replace('_', ' ')} "
                 "before its tolerances were met; increase max_iter / time_limit (sf_params) for a closer fit",

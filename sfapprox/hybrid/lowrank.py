@@ -41,7 +41,10 @@ class ChordLowRank(_ChordHybrid):
         rules (``max_iter`` applies to each grid point).  ``time_limit``
         bounds the whole fit: the plain SF point gets ``PLAIN_SHARE`` of it
         and the joint fits share the rest equally (with ``time_limit=None``
-        the plain point is exactly the ``sf`` method's fit).
+        the plain point is exactly the ``sf`` method's fit).  A joint point
+        whose least work (:func:`~sfapprox.hybrid.base.split_starts`, at the
+        measured cost of its steps) the time left cannot pay for is skipped,
+        and its grid record says so.
     random_state : int, default=0
     device : {"auto", "cpu", "cuda"}, default="auto"
     dtype : {"float64", "float32"} or None, default=None
@@ -70,7 +73,8 @@ class ChordLowRank(_ChordHybrid):
     n_iter_ : int
         L-BFGS iterations of the whole grid.
     stop_reason_ : str
-        The chosen point's (``"exact"`` for TSVD; ``"interrupted"`` after a Ctrl-C).
+        The chosen point's (``"exact"`` for TSVD; ``"interrupted"`` after a
+        Ctrl-C; ``"time_limit"`` when grid points were skipped for time).
     grid_ : list of dict
         Every point tried: split, counts, error, seconds, iterations, start.
     params_ : dict

@@ -11,7 +11,28 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-__all__ = ["_lr_objective", "_sparse_objective", "_Thin", "_cat", "_entry_reader"]
+__all__ = ["_lr_objective", "_sparse_objective", "_Thin", "_cat", "_entry_reader", "dense_product"]
+
+
+def dense_product(ws, offsets: list[int]):
+    """``W1 ... WM`` as a dense tensor (like :func:`~sfapprox.sf._kernels.chord_product`).
+
+    On the CPU above :data:`~sfapprox.sf.linop.TORCH_DENSE_MAX_N` it comes from
+    the compiled apply kernels (``ChordOperator.to_dense``): 0.4 s instead of
+    1.3 s at N = 3000, where the hybrids form it for every start, re-selection
+    and (sf+s) evaluation.
+    """
+    import numpy as np
+    import torch
+
+    from ..sf._kernels import chord_product
+    from ..sf.linop import TORCH_DENSE_MAX_N, ChordOperator
+
+    n = ws.shape[1]
+    if ws.device.type != "cpu" or n <= TORCH_DENSE_MAX_N:
+        return chord_product(ws, offsets)
+    values = ws.detach().to(torch.float64).numpy()
+    return torch.from_numpy(ChordOperator(values, np.asarray(offsets, dtype=np.int64)).to_dense()).to(ws.dtype)
 
 
 def _lr_objective(kernel, offsets: list[int], target, shape: tuple[int, int, int], rank: int):
@@ -114,13 +135,21 @@ def _entry_reader(rows, cols, n: int) -> Callable:
 
     ``P E`` for the unit columns ``E`` of the distinct columns costs
     ``O(M K N c)``; when the distinct rows are fewer, ``P^T E`` gives those rows.
+    On the CPU above :data:`~sfapprox.sf.linop.TORCH_DENSE_MAX_N`, when they
+    are a quarter of ``N`` or more, the whole product from the compiled kernels
+    (:func:`dense_product`) is cheaper.
     """
     import torch
+
+    from ..sf.linop import TORCH_DENSE_MAX_N
 
     uc, inv_c = torch.unique(cols, return_inverse=True)
     ur, inv_r = torch.unique(rows, return_inverse=True)
     by_cols = uc.numel() <= ur.numel()
     pick, inv, other = (uc, inv_c, rows) if by_cols else (ur, inv_r, cols)
+    if rows.device.type == "cpu" and n > TORCH_DENSE_MAX_N and 4 * pick.numel() >= n:
+        flat = rows * n + cols
+        return lambda factors: dense_product(factors.ws, factors.offsets).view(-1)[flat]
     units = torch.zeros((n, pick.numel()), dtype=torch.float64, device=rows.device)
     units[pick, torch.arange(pick.numel(), device=rows.device)] = 1.0
 

@@ -27,7 +27,6 @@ so the loop is testable on any function.
 from __future__ import annotations
 
 import math
-import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,12 +34,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from .. import _timing
+
 # The strong-Wolfe line search of torch.optim.LBFGS.  It is a private helper,
 # but a pure function with a stable signature since torch 1.2; the torch
 # range in pyproject.toml is pinned below 3 and tests exercise it.
 from torch.optim.lbfgs import _strong_wolfe
 
-__all__ = ["LBFGSOptions", "StopReason", "lbfgs"]
+__all__ = ["LBFGSOptions", "StopReason", "lbfgs", "evaluate_start"]
 
 Objective = Callable[[torch.Tensor], tuple[float, torch.Tensor]]
 
@@ -70,7 +71,11 @@ class LBFGSOptions:
     max_evals : int or None
         Maximum number of objective evaluations (None: no limit).
     time_limit : float or None
-        Wall-clock limit in seconds, checked after every iteration.
+        Wall-clock limit in seconds.  Checked before every objective
+        evaluation: one that would not end within the limit, at the cost of
+        the last one measured (``state["eval_seconds"]``), is not started,
+        so a line search at a large N stops before the limit, not an
+        iteration after it.
     ftol : float
         Stop when the relative decrease of the loss over the last ``window``
         iterations is at most ``ftol``.
@@ -510,12 +515,19 @@ def new_state(x0: torch.Tensor) -> dict:
         "best_x": x0.detach().clone(),
         "best_loss": math.inf,
         "history": [],  # loss after each iteration (index 0: the start)
+        # Seconds of the last evaluation: what the time limit expects the next one to cost.  None
+        # until one ran; a caller that knows the cost beforehand may set it (then even the first
+        # evaluation is skipped when it would not fit).
+        "eval_seconds": None,
     }
 
 
 def _evaluate(fun: Objective, state: dict, x, ops=_TorchOps) -> tuple[float, object]:
-    """``fun`` at ``x`` (a tensor, or a numpy array for ``ops=_NumpyOps``), keeping the best point."""
+    """``fun`` at ``x`` (a tensor, or a numpy array for ``ops=_NumpyOps``), keeping the best point
+    and the evaluation's seconds (``state["eval_seconds"]``, what the next one is expected to cost)."""
+    began = _timing.now()
     loss, grad = fun(ops.tensor(x))
+    state["eval_seconds"] = _timing.now() - began
     state["func_evals"] += 1
     loss = float(loss)
     if math.isfinite(loss) and loss < state["best_loss"]:
@@ -523,6 +535,10 @@ def _evaluate(fun: Objective, state: dict, x, ops=_TorchOps) -> tuple[float, obj
         state["best_x"] = ops.tensor(ops.copy(x))
         state["best_loss"] = loss
     return loss, ops.array(grad)
+
+
+class _OutOfTime(Exception):
+    """Raised inside the line search when its next evaluation would pass the time limit."""
 
 
 #: Strong-Wolfe constants of torch.optim.LBFGS (sufficient decrease, curvature).
@@ -560,6 +576,20 @@ def _line_search(obj, x, t: float, d, loss: float, g, gtd: float, ops=_TorchOps)
     return f_new, g_new, float(t), float(g_new.dot(d))
 
 
+def evaluate_start(fun: Objective, state: dict) -> float:
+    """Evaluate the start of ``state`` (what :func:`lbfgs` does first, then skips), once.
+
+    Its loss, gradient and cost (``state["eval_seconds"]``) are then known
+    before the run, e.g. to keep back time for scoring the result.  Returns the loss.
+    """
+    if state["grad"] is None:
+        ops = _CPU_OPS if state["x"].device.type == "cpu" else _TorchOps
+        state["loss"], g = _evaluate(fun, state, ops.array(state["x"]), ops)
+        state["grad"] = ops.tensor(g)
+        state["history"].append(state["loss"])
+    return state["loss"]
+
+
 def lbfgs(
     fun: Objective,
     state: dict,
@@ -580,18 +610,24 @@ def lbfgs(
     str
         The stop reason (a :class:`StopReason` value).
     """
-    start = time.perf_counter()
+    deadline = _timing.Deadline.after(options.time_limit)
     ops = _CPU_OPS if state["x"].device.type == "cpu" else _TorchOps
     x = ops.array(state["x"])
+
+    def next_evaluation_fits() -> bool:
+        return deadline.fits(state.get("eval_seconds") or 0.0)
+
     if state["grad"] is None:
-        state["loss"], g = _evaluate(fun, state, x, ops)
-        state["grad"] = ops.tensor(g)
-        state["history"].append(state["loss"])
+        if state.get("eval_seconds") is not None and not next_evaluation_fits():
+            return StopReason.TIME_LIMIT  # the caller's estimate says not even the start fits
+        evaluate_start(fun, state)
     loss, g = state["loss"], ops.array(state["grad"])
     if not math.isfinite(loss):
         return StopReason.NON_FINITE
 
     def obj(x_, t: float, d) -> tuple[float, object]:
+        if not next_evaluation_fits():
+            raise _OutOfTime
         f_new, g_new = _evaluate(fun, state, ops.axpy(x_, t, d), ops)
         if not math.isfinite(f_new):
             # Make the line search backtrack instead of interpolating with NaN.
@@ -606,6 +642,8 @@ def lbfgs(
             return StopReason.MAX_ITER
         if options.max_evals is not None and state["func_evals"] >= options.max_evals:
             return StopReason.MAX_EVALS
+        if not next_evaluation_fits():
+            return StopReason.TIME_LIMIT
 
         # ---- compute direction and initial step
         d, proj, weights = _direction_parts(state, g, ops)
@@ -620,8 +658,12 @@ def lbfgs(
         else:
             t = 1.0
 
-        # ---- line search
-        f_new, g_new, t, gtd_new = _line_search(obj, x, t, d, loss, g, gtd, ops)
+        # ---- line search (cut short when its next evaluation would pass the time limit:
+        # the state stays at the last iterate, and best_x holds the best point evaluated)
+        try:
+            f_new, g_new, t, gtd_new = _line_search(obj, x, t, d, loss, g, gtd, ops)
+        except _OutOfTime:
+            return StopReason.TIME_LIMIT
         if not math.isfinite(f_new) or not math.isfinite(t):
             state["x"] = state["best_x"].clone()
             return StopReason.NON_FINITE
@@ -644,5 +686,5 @@ def lbfgs(
             before = hist[-1 - options.window]
             if before - loss <= options.ftol * max(abs(before), 1e-300):
                 return StopReason.FTOL
-        if options.time_limit is not None and time.perf_counter() - start >= options.time_limit:
+        if deadline.passed():
             return StopReason.TIME_LIMIT

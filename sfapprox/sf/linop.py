@@ -27,7 +27,14 @@ from scipy.sparse.linalg import LinearOperator
 from ..chord import OFFSET_SUPPORTS, SUPPORTS, is_power_of_two, support_offsets
 from ._apply import FactorStack, pack, unpack_view
 
-__all__ = ["ChordOperator", "HybridOperator"]
+__all__ = ["ChordOperator", "HybridOperator", "TORCH_DENSE_MAX_N"]
+
+#: Up to this order ``to_dense`` runs in the fitting kernels (torch, on one thread), above it in
+#: the compiled apply kernels.  Measured on 2 cores (seconds, torch 1 thread / 2 threads / compiled):
+#: N = 512: 0.004 / 0.012 / 0.002; 1024: 0.024 / 0.10 / 0.032; 2048: 0.39 / 0.60 / 0.10;
+#: 3000 (10 factors): 2.4 / 2.4-2.8 / 0.41.  A second torch thread never paid: every one of the
+#: M K shifted adds waits for it, and for a time slice when another process holds the core.
+TORCH_DENSE_MAX_N = 1024
 
 
 class _FastApply(LinearOperator):
@@ -215,19 +222,24 @@ class ChordOperator(_FastApply):
         """
         n = self.shape[0]
         kernel_form = self.support == "butterfly" or (self.offsets.size and self.offsets[0] % n == 0)
-        if "torch" in sys.modules and self.n_factors and kernel_form:
-            # Right after a fit (torch loaded): the fitting kernels, so that a small fit does not
-            # also import and load the compiled apply kernels (about a second) just to score itself.
+        if "torch" in sys.modules and self.n_factors and kernel_form and n <= TORCH_DENSE_MAX_N:
+            # Right after a small fit (torch loaded): the fitting kernels, so that it does not also
+            # import and load the compiled apply kernels (about a second) just to score itself.
             import torch
 
             values = torch.from_numpy(np.array(self.values, order="C"))  # a writable copy
-            if self.support == "butterfly":
-                from ._butterfly import butterfly_product
+            threads = torch.get_num_threads()
+            torch.set_num_threads(1)
+            try:
+                if self.support == "butterfly":
+                    from ._butterfly import butterfly_product
 
-                return butterfly_product(values).numpy()
-            from ._kernels import chord_product
+                    return butterfly_product(values).numpy()
+                from ._kernels import chord_product
 
-            return chord_product(values, (self.offsets % n).tolist()).numpy()
+                return chord_product(values, (self.offsets % n).tolist()).numpy()
+            finally:
+                torch.set_num_threads(threads)
         return self._stack.apply(np.eye(n))  # the operator applied to I
 
     def to_sparse_factors(self) -> list:
