@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import signal
 import warnings
 from pathlib import Path
 
 import pytest
+
+# A test run started in the background of a non-interactive shell (`pytest &`, nohup) inherits
+# SIGINT ignored, and sfapprox keeps an ignored SIGINT ignored (as Python does): the Ctrl-C tests
+# would then test nothing.  Run them as a foreground run would, here and in the CLIs they start.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REALDATA = (Path(__file__).resolve().parents[1] / ".." / "shared" / "realdata").resolve()
 

@@ -1,0 +1,194 @@
+"""The contract every surrogate operator follows, and the registry that saves and loads them.
+
+A surrogate operator is what a fit returns (``est.operator_``): a
+:class:`scipy.sparse.linalg.LinearOperator` that never forms the ``N x N``
+matrix unless asked.  Each class derives from :class:`SurrogateOperator` and
+supplies
+
+* ``_apply(B, transpose)``: ``A @ B`` or ``A.T @ B`` for a vector or a block
+  (every product — ``op @ x``, ``op @ B``, ``op.T @ x``, ``matvec``, scipy's
+  solvers — lands there);
+* ``n_stored``: the stored numbers, by :mod:`sfapprox.budget`'s formula;
+* ``to_dense()``;
+* its saved layout: the class attributes ``kind`` (the file's ``operator``
+  attribute), ``layout`` (``"parts"``: its arrays in the group ``parts``;
+  ``"root"``: at the file's root, as SF factors and hybrids have been written
+  since format version 1), ``description`` (how to rebuild the matrix with
+  numpy, written into every file) and ``dataset_descriptions``, and the
+  methods ``to_arrays() -> (arrays, attrs)`` and ``from_arrays(arrays,
+  attrs)``, which checks its parts and raises ``ValueError`` naming what is
+  inconsistent;
+* optionally ``to_torch()`` and ``to_sparse_factors()``.
+
+:func:`register_operator` (a class decorator) makes a class known to
+:func:`sfapprox.save_factors` and :func:`sfapprox.load_factors`: a new kind of
+surrogate is one new module in this package.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+from scipy.sparse.linalg import LinearOperator
+
+from .._errors import ParameterError
+
+__all__ = ["SurrogateOperator", "register_operator", "operator_class", "operator_kinds"]
+
+
+class SurrogateOperator(LinearOperator):
+    """Base of every surrogate: fast products, exports and the saved layout (see the module docstring).
+
+    Products go through one ``_apply(B, transpose)`` call, without scipy's
+    per-call checks for arrays: for a 1-D or 2-D ndarray of the right length
+    ``@`` and ``dot`` call it directly (scipy's checks are a third of a
+    product at N = 256); anything else follows scipy's rules (scalars
+    refused, operators composed).  The transpose is made once and shares
+    the values.
+    """
+
+    #: The registry key and the factor file's ``operator`` attribute.
+    kind: ClassVar[str] = ""
+    #: Where a factors file holds its arrays: ``"parts"`` (a group) or ``"root"`` (legacy kinds).
+    layout: ClassVar[str] = "parts"
+    #: How to rebuild the matrix from the saved arrays, in words (written into every file).
+    description: ClassVar[str] = ""
+    #: A description per saved array (written as each dataset's ``description`` attribute).
+    dataset_descriptions: ClassVar[dict[str, str]] = {}
+
+    _transposed = None
+
+    def __init__(self, n: int) -> None:
+        super().__init__(dtype=np.float64, shape=(int(n), int(n)))
+
+    # ------------------------------------------------------------------ what a subclass supplies
+    def _apply(self, B: np.ndarray, transpose: bool) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @property
+    def n_stored(self) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def to_dense(self) -> np.ndarray:
+        """The ``N x N`` matrix (the operator applied to the identity; subclasses do it faster)."""
+        return self._apply(np.eye(self.shape[0]), False)
+
+    def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "SurrogateOperator":  # pragma: no cover
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ exports
+    def to_sparse_factors(self) -> list:
+        """Sparse factors whose product is the operator (only surrogates that are such a product)."""
+        raise ParameterError(f"a {type(self).__name__} is not a product of sparse factors; "
+                             "use the operator itself, or to_dense()")
+
+    def to_torch(self, dtype=None, device=None):
+        """A trainable ``torch.nn.Module`` (only the surrogates that have one: Chord factors and hybrids)."""
+        raise ParameterError(f"a {type(self).__name__} has no torch export yet; "
+                             "torch.from_numpy(op.to_dense()) gives its dense matrix")
+
+    # ------------------------------------------------------------------ products
+    def _matvec(self, x: np.ndarray) -> np.ndarray:
+        return self._apply(np.reshape(x, -1), False)
+
+    def _rmatvec(self, x: np.ndarray) -> np.ndarray:
+        return self._apply(np.reshape(x, -1), True)
+
+    def _matmat(self, B: np.ndarray) -> np.ndarray:
+        return self._apply(B, False)
+
+    def _rmatmat(self, B: np.ndarray) -> np.ndarray:
+        return self._apply(B, True)
+
+    def _fast(self, x) -> bool:
+        return type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[0] == self.shape[1]
+
+    def dot(self, x):
+        """``A @ x`` for a vector or block (anything else: scipy's rules, e.g. operator products)."""
+        return self._apply(x, False) if self._fast(x) else super().dot(x)
+
+    def __matmul__(self, x):
+        return self._apply(x, False) if self._fast(x) else super().__matmul__(x)
+
+    def _adjoint(self) -> LinearOperator:
+        if self._transposed is None:  # made once: `op.T @ x` in a loop should not rebuild it
+            self._transposed = _Transposed(self)
+        return self._transposed
+
+    # Real: the transpose is the adjoint (scipy's default would conjugate twice per product).
+    _transpose = _adjoint
+
+
+class _Transposed(SurrogateOperator):
+    """``A.T`` of a surrogate, sharing its values (not a saved kind)."""
+
+    def __init__(self, op: SurrogateOperator):
+        self._op = op
+        super().__init__(op.shape[0])
+
+    def _apply(self, B: np.ndarray, transpose: bool) -> np.ndarray:
+        return self._op._apply(B, not transpose)
+
+    @property
+    def n_stored(self) -> int:
+        return self._op.n_stored
+
+    def _adjoint(self) -> LinearOperator:
+        return self._op
+
+    _transpose = _adjoint
+
+    def to_dense(self) -> np.ndarray:
+        return self._op.to_dense().T
+
+
+def padded_rows(B: np.ndarray, rows: int) -> np.ndarray:
+    """``B`` (a vector or a block, ``n`` rows) with zero rows below, up to ``rows`` (float64)."""
+    B = np.asarray(B, dtype=np.float64)
+    out = np.zeros((rows,) + B.shape[1:])
+    out[: B.shape[0]] = B
+    return out
+
+
+def check_finite(name: str, what: str, *arrays: np.ndarray) -> None:
+    """``ValueError`` unless every array holds finite real numbers."""
+    for a in arrays:
+        if not np.issubdtype(a.dtype, np.number) or np.iscomplexobj(a) or not np.all(np.isfinite(a)):
+            raise ValueError(f"{what}: {name} must hold finite real numbers")
+
+
+# =============================================================================== the registry
+_KINDS: dict[str, type[SurrogateOperator]] = {}
+
+
+def register_operator(cls: type[SurrogateOperator]) -> type[SurrogateOperator]:
+    """Make ``cls`` known to :func:`sfapprox.save_factors` and :func:`sfapprox.load_factors` (a class decorator)."""
+    if not cls.kind or cls.layout not in ("parts", "root") or not cls.description:
+        raise TypeError(f"{cls.__name__} needs a kind, a layout ('parts' or 'root') and a description")
+    known = _KINDS.get(cls.kind)
+    if known is not None and known.__qualname__ != cls.__qualname__:
+        raise TypeError(f"operator kind {cls.kind!r} is registered twice ({known.__name__}, {cls.__name__})")
+    _KINDS[cls.kind] = cls
+    return cls
+
+
+def operator_kinds() -> dict[str, type[SurrogateOperator]]:
+    """Every registered operator class, by kind.
+
+    Examples
+    --------
+    >>> from sfapprox import operators
+    >>> sorted(operators.operator_kinds())[:3]
+    ['butterfly-padded', 'chord', 'csr']
+    """
+    return dict(_KINDS)
+
+
+def operator_class(kind: str) -> type[SurrogateOperator] | None:
+    """The class registered for ``kind`` (None when there is none)."""
+    return _KINDS.get(kind)
