@@ -54,7 +54,7 @@ def make_operator(kind: str, n: int, rng):
     import scipy.sparse as sp
 
     from sfapprox.chord import default_n_factors, support_offsets
-    from sfapprox.sf.linop import ChordOperator, HybridOperator
+    from sfapprox.operators import ChordOperator, HybridOperator
 
     if kind == "butterfly":
         m = n.bit_length() - 1
@@ -115,7 +115,7 @@ def stream_seconds(nbytes: int, repeats: int) -> float:
 
 
 def measure(kind: str, n: int, repeats: int, rng) -> dict:
-    from sfapprox.sf import _apply
+    from sfapprox.operators import _chord_apply as _apply
 
     op = make_operator(kind, n, rng)
     x = rng.standard_normal(n)
@@ -170,8 +170,8 @@ def measure(kind: str, n: int, repeats: int, rng) -> dict:
 COMPILE_SCRIPT = r"""
 import json, time, numpy as np
 t0 = time.perf_counter()
-from sfapprox.sf.linop import ChordOperator
-from sfapprox.sf import _apply
+from sfapprox.operators import ChordOperator
+from sfapprox.operators import _chord_apply as _apply
 _apply._numba_kernels()
 out = {"import_numba_kernels": time.perf_counter() - t0}
 rng = np.random.default_rng(0)

@@ -1,17 +1,24 @@
-"""Stored-number accounting: the only place where the budget formulas live.
+"""Stored-number accounting: every method's count, and the inverse (what fits a budget), live here.
 
 Every method reports how many numbers it stores, and every method asked to
 fit a budget ``B`` takes the largest configuration whose count is ``<= B``.
+The operators (:mod:`sfapprox.operators`) count what they hold with these
+same formulas, and the method modules choose their configurations with them.
 
-========  ======================================  =============================
-method    stored numbers                          notes
-========  ======================================  =============================
-sf        ``N * K * M``                           positions implied by Chord
-butterfly ``2 * N * M``                           ``M = log2 N``, N a power of two
-tsvd      ``r * (2N + 1)``                        U, V and the singular values
-nmf       ``2 * N * r``                           W and H
-rpca      ``r * (2N + 1) + s * c``                ``c = 2`` with ``count_indices``
-========  ======================================  =============================
+==============  ======================================  ==================================
+method          stored numbers                          notes
+==============  ======================================  ==================================
+sf              ``N * K * M``                           positions implied by Chord
+sf-butterfly    ``2 * N * M``                           ``M = log2 N``, N a power of two
+tsvd            ``r * (2N + 1)``                        U, V and the singular values
+nmf             ``2 * N * r``                           W and H
+rpca            ``r * (2N + 1) + s * c``                ``c = 2`` with ``count_indices``
+sf+lr, sf+s     ``N K M + r (2N + 1) + s * c``          :func:`hybrid_count`
+sparse          ``2 * s + N + 1``                       CSR: values, columns, row pointers
+monarch         ``r * N' * (b1 + b2)``                  ``N' = b1 * b2 >= N`` (padding)
+monarch+lr      Monarch's + ``k * (2N + 1)``
+butterfly-hier  ``2 * N' * log2 N'``                    ``N'`` the power of two ``>= N``
+==============  ======================================  ==================================
 """
 
 from __future__ import annotations
@@ -52,6 +59,15 @@ __all__ = [
     "hybrid_count",
     "sf_lr_count",
     "sf_s_count",
+    "sparse_count",
+    "sparse_entries_for_budget",
+    "monarch_count",
+    "monarch_shapes",
+    "monarch_rank_for_budget",
+    "monarch_min_budget",
+    "monarch_lr_min_budget",
+    "padded_size",
+    "butterfly_hier_count",
 ]
 
 
@@ -430,3 +446,126 @@ def sf_lr_count(n: int, n_factors: int, n_offsets: int, rank: int) -> int:
 def sf_s_count(n: int, n_factors: int, n_offsets: int, n_sparse: int, *, count_indices: bool = False) -> int:
     """Stored numbers of sf+s: ``N K M + s`` (``N K M + 2s`` with ``count_indices``)."""
     return hybrid_count(n, n_factors, n_offsets, n_sparse=n_sparse, count_indices=count_indices)
+
+
+# =============================================================================== sparse storage
+def sparse_count(n: int, n_sparse: int) -> int:
+    """Stored numbers of ``s`` entries of an ``n x n`` matrix in CSR: ``2 s + N + 1``.
+
+    Examples
+    --------
+    >>> sparse_count(10, 4)
+    19
+    """
+    return 2 * int(n_sparse) + int(n) + 1
+
+
+def sparse_entries_for_budget(n: int, budget: int) -> int:
+    """Most entries whose CSR storage fits ``budget``, capped at ``N^2`` (0 if none fits).
+
+    Examples
+    --------
+    >>> sparse_entries_for_budget(10, 19), sparse_entries_for_budget(10, 12)
+    (4, 0)
+    """
+    return max(0, min(int(n) * int(n), (int(budget) - int(n) - 1) // 2))
+
+
+# =============================================================================== Monarch
+def monarch_count(n: int, left_block: int, right_block: int, rank: int = 1) -> int:
+    """Stored numbers of a block-rank-``r`` Monarch matrix: ``r · N' · (b1 + b2)``, ``N' = b1 · b2``.
+
+    Parameters
+    ----------
+    n : int
+        Order of the matrix; ``b1 · b2`` must be at least ``n`` (padding).
+    left_block, right_block : int
+        ``b1`` (size of ``L``'s blocks) and ``b2`` (size of ``R``'s blocks).
+    rank : int, default=1
+
+    Examples
+    --------
+    >>> monarch_count(64, 8, 8)  # the paper's 2 N sqrt(N)
+    1024
+    >>> monarch_count(36, 4, 9, rank=2)
+    936
+    """
+    b1, b2 = int(left_block), int(right_block)
+    if b1 < 1 or b2 < 1 or b1 * b2 < n:
+        raise ParameterError(f"Monarch blocks {b1} x {b2} do not cover N = {n} (need b1·b2 >= N)")
+    return int(rank) * b1 * b2 * (b1 + b2)
+
+
+def monarch_shapes(n: int) -> list[tuple[int, int]]:
+    """Every shape ``(b1, b2)`` with the least padding for its ``b1`` or for its ``b2``.
+
+    ``(b1, ceil(N / b1))`` and ``(ceil(N / b2), b2)`` for ``b1, b2 = 1 .. N``,
+    sorted most nearly square first (``|log(b1 / b2)|``), then by padding
+    ``b1 b2 - N``, then by ``b1``.
+
+    Examples
+    --------
+    >>> monarch_shapes(16)[:3]
+    [(4, 4), (4, 5), (5, 4)]
+    """
+    sizes = range(1, max(1, n) + 1)
+    shapes = {(b, -(-n // b)) for b in sizes} | {(-(-n // b), b) for b in sizes}
+    return sorted(shapes, key=lambda s: (round(abs(math.log(s[0] / s[1])), 12), s[0] * s[1] - n, s[0]))
+
+
+def monarch_rank_for_budget(n: int, left_block: int, right_block: int, budget: int) -> int:
+    """Largest block rank of shape ``(b1, b2)`` that fits ``budget``, at most ``min(b1, b2)`` (0: none).
+
+    Examples
+    --------
+    >>> monarch_rank_for_budget(64, 8, 8, 2100), monarch_rank_for_budget(64, 8, 8, 1000)
+    (2, 0)
+    """
+    unit = monarch_count(n, left_block, right_block, 1)
+    return max(0, min(min(left_block, right_block), int(budget) // unit))
+
+
+def monarch_min_budget(n: int) -> int:
+    """The smallest Monarch (rank 1, the cheapest shape) for an ``n x n`` matrix.
+
+    Examples
+    --------
+    >>> monarch_min_budget(64), monarch_min_budget(36)
+    (1024, 432)
+    """
+    return min(monarch_count(n, b1, b2) for b1, b2 in monarch_shapes(n))
+
+
+def monarch_lr_min_budget(n: int) -> int:
+    """The smallest ``monarch+lr`` fit: the cheaper of a rank-1 Monarch and a rank-1 matrix.
+
+    Examples
+    --------
+    >>> monarch_lr_min_budget(64)  # rank one: 2 N + 1
+    129
+    """
+    return min(monarch_min_budget(n), tsvd_count(n, 1))
+
+
+# =============================================================================== hierarchical butterfly
+def padded_size(n: int) -> int:
+    """The power of two the butterfly works at: the smallest ``2^L >= max(N, 2)``.
+
+    Examples
+    --------
+    >>> padded_size(16), padded_size(17), padded_size(1)
+    (16, 32, 2)
+    """
+    return 1 << max(1, (int(n) - 1).bit_length())
+
+
+def butterfly_hier_count(n: int) -> int:
+    """Stored numbers: ``2 N' log2 N'`` with ``N' = padded_size(N)`` (``2 N log2 N`` for a power of two).
+
+    Examples
+    --------
+    >>> butterfly_hier_count(16), butterfly_hier_count(36)
+    (128, 768)
+    """
+    big = padded_size(n)
+    return 2 * big * (big.bit_length() - 1)

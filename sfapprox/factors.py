@@ -1,15 +1,15 @@
 """Fitted surrogates in HDF5 files: :func:`save_factors`, :func:`load_factors`, :func:`save_results`.
 
-Any fitted method's operator can be saved: SF's factors (:class:`~sfapprox.sf.linop.ChordOperator`),
-a sum of factors, low-rank and sparse parts (:class:`~sfapprox.sf.linop.HybridOperator`:
-sf+lr, sf+s, TSVD, RPCA, NMF), or an operator class a method module registers with
-:func:`register_operator` (it supplies ``kind``, ``to_arrays()`` and ``from_arrays()``).
+Any fitted method's operator can be saved: every surrogate of :mod:`sfapprox.operators` (SF's
+factors, hybrids, sparse, Monarch, butterfly, ...) through one registry: each operator class
+supplies its ``kind``, ``layout``, ``description`` and ``to_arrays()`` / ``from_arrays()``, and this
+module writes and reads them all the same way.
 
 **The file** (format ``sfapprox-factors``, version 4) describes itself: the root
 attribute ``description`` says, in words, how to rebuild the matrix from the
 datasets, and every dataset has a ``description`` attribute.  Root attributes:
 ``format``, ``format_version``, ``kind`` (the method, e.g. ``"sf"``), ``operator``
-(``"chord"``, ``"hybrid"`` or a registered kind), ``n``, ``n_stored`` and the JSON
+(``"chord"``, ``"hybrid"``, ``"csr"``, ... : a registered kind), ``n``, ``n_stored`` and the JSON
 strings ``fit`` (what was fitted, its errors), ``settings``, ``source`` (the
 input's name, path and SHA-256) and ``versions``.  For SF factors the datasets
 are ``values`` (M, N, K) and ``offsets`` (K,) with the attributes ``support`` and
@@ -19,7 +19,8 @@ are ``values`` (M, N, K) and ``offsets`` (K,) with the attributes ``support`` an
 at column ``i XOR 2**m``).  A hybrid adds ``lr_U`` (N, r), ``lr_s`` (r,), ``lr_Vt``
 (r, N) (``U diag(s) V^T``; with the attribute ``lr_singular_values`` false the
 part is ``U V^T`` and ``lr_s`` holds ones) and ``sparse_rows``, ``sparse_cols``,
-``sparse_vals`` (COO entries).  ``loss_history`` is ``0.5 ||X - A||_F^2`` after
+``sparse_vals`` (COO entries).  Other kinds keep their arrays in the group ``parts`` (their
+layout is in the file's description).  ``loss_history`` is ``0.5 ||X - A||_F^2`` after
 each optimizer iteration of the run that was kept (SF with ``init="auto"`` also
 spent iterations probing the start it did not keep, which ``fit["iterations"]``
 counts and the history does not).  Files of versions 1-3 (format
@@ -37,7 +38,6 @@ from __future__ import annotations
 import io
 import json
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,9 +46,9 @@ import numpy as np
 
 from ._atomic import write_bytes
 from ._errors import InputError, SfapproxError
-from .chord import SUPPORTS
 from .formats import jsonable
-from .sf.linop import ChordOperator, HybridOperator
+from .operators import ChordOperator, HybridOperator, SurrogateOperator, operator_class, operator_kinds
+from .operators import register_operator as _register_operator
 from .results import library_versions
 
 __all__ = [
@@ -67,20 +67,17 @@ FACTORS_VERSION = 4
 #: Versions 1-3 were written under this name (1: SF factors, 2: hybrids, 3: butterfly factors).
 LEGACY_FORMAT = "sfapprox-chord-factors"
 
-#: Operator classes that method modules registered (kind -> class with to_arrays/from_arrays).
-_OPERATORS: dict[str, type] = {}
-
-
 def register_operator(cls: type) -> type:
-    """Let :func:`save_factors` / :func:`load_factors` handle ``cls`` (a method module calls this once).
+    """Deprecated: use :func:`sfapprox.operators.register_operator` (the registry moved there).
 
-    ``cls`` has a class attribute ``kind`` (str), a method ``to_arrays() ->
-    (datasets: dict[str, ndarray], attrs: dict)`` and a classmethod
-    ``from_arrays(datasets, attrs)`` that validates and rebuilds it; its
-    docstring's first paragraph describes the layout (written to the file).
+    Kept so that scripts that registered their own operator class keep working
+    for one release; it warns and registers ``cls``.
     """
-    _OPERATORS[cls.kind] = cls
-    return cls
+    import warnings
+
+    warnings.warn("sfapprox.factors.register_operator moved to sfapprox.operators.register_operator; "
+                  "the old name will be removed in a later release", DeprecationWarning, stacklevel=2)
+    return _register_operator(cls)
 
 
 # =============================================================================== the record
@@ -89,9 +86,9 @@ class SavedFactors:
     """A fit read back from HDF5: the operator plus how it was made.
 
     ``matvec``/``rmatvec``/``matmat``/``to_dense`` delegate to :attr:`operator`,
-    a scipy LinearOperator (a :class:`~sfapprox.sf.linop.ChordOperator` for SF
-    factors, a :class:`~sfapprox.sf.linop.HybridOperator` for sums of parts, or a
-    registered operator).
+    a :class:`~sfapprox.operators.SurrogateOperator` (a
+    :class:`~sfapprox.operators.ChordOperator` for SF factors, a
+    :class:`~sfapprox.operators.HybridOperator` for sums of parts, ...).
     """
 
     operator: Any
@@ -126,70 +123,16 @@ class SavedFactors:
         return self.operator
 
 
-# =============================================================================== descriptions
-_CHORD_TEXT = (
-    "A = W[0] @ W[1] @ ... @ W[M-1] (M = n_factors); factor m holds values[m, i, k] at row i, column "
-    "(i + offsets[k]) mod n; with support 'butterfly' it holds values[m, i, 0] at column i and "
-    "values[m, i, 1] at column i XOR 2**m (offsets empty)."
-)
-_HYBRID_TEXT = (
-    "A = P + U diag(s) V^T + S: P the Chord factor product of 'values'/'offsets' (absent when "
-    "n_factors is 0; " + _CHORD_TEXT + "), U = lr_U, s = lr_s, V^T = lr_Vt (when lr_singular_values "
-    "is false the part is U V^T and lr_s holds ones), S the sparse matrix with S[sparse_rows[j], "
-    "sparse_cols[j]] = sparse_vals[j]."
-)
-_DATASET_TEXT = {
-    "values": "factor values, shape (M, n, K): values[m, i, k] sits in row i of factor m (see the file's description)",
-    "offsets": "column offsets: values[m, i, k] sits at column (i + offsets[k]) mod n",
-    "loss_history": "0.5 ||X - A||_F^2 after each iteration of the optimizer run that was kept (index 0: its start)",
-    "lr_U": "left factor U, shape (n, r)",
-    "lr_s": "singular values s, shape (r,) (ones when the file's lr_singular_values is false)",
-    "lr_Vt": "right factor V^T, shape (r, n)",
-    "sparse_rows": "row of each sparse entry (0-based)",
-    "sparse_cols": "column of each sparse entry (0-based)",
-    "sparse_vals": "value of each sparse entry",
-}
-
-
-def _describe(datasets) -> None:
-    for name, dataset in datasets:
-        text = _DATASET_TEXT.get(name)
-        if text:
-            dataset.attrs["description"] = text
-
-
 # =============================================================================== writing
-def _write_chord(f, chord: ChordOperator | None, n: int) -> None:
-    values = np.zeros((0, n, 0)) if chord is None else chord.values
-    f.attrs["support"] = "chord" if chord is None else chord.support
-    f.attrs["n_factors"] = 0 if chord is None else chord.n_factors
-    # gzip needs chunks, which an empty dataset cannot have.
-    f.create_dataset("values", data=values, compression="gzip" if values.size else None)
-    f.create_dataset("offsets", data=np.zeros(0, np.int64) if chord is None else chord.offsets)
-
-
-def _write_hybrid(f, op: HybridOperator) -> None:
-    _write_chord(f, op.chord, op.shape[0])
-    f.attrs["count_indices"] = op.count_indices
-    f.attrs["lr_singular_values"] = op.singular_values
-    f.create_dataset("lr_U", data=op.U)
-    f.create_dataset("lr_s", data=op.s)
-    f.create_dataset("lr_Vt", data=op.Vt)
-    coo = op.sparse.tocoo()
-    f.create_dataset("sparse_rows", data=coo.row.astype(np.int64))
-    f.create_dataset("sparse_cols", data=coo.col.astype(np.int64))
-    f.create_dataset("sparse_vals", data=coo.data.astype(np.float64))
+_LOSS_HISTORY = "0.5 ||X - A||_F^2 after each iteration of the optimizer run that was kept (index 0: its start)"
 
 
 def _operator_kind(operator) -> str:
-    if isinstance(operator, ChordOperator):
-        return "chord"
-    if isinstance(operator, HybridOperator):
-        return "hybrid"
     kind = getattr(type(operator), "kind", None)
-    if kind in _OPERATORS and isinstance(operator, _OPERATORS[kind]):
+    if isinstance(operator, SurrogateOperator) and operator_class(kind) is type(operator):
         return kind
-    raise SfapproxError(f"cannot save a {type(operator).__name__}: it is not an operator sfapprox knows how to write")
+    raise SfapproxError(f"cannot save a {type(operator).__name__}: it is not an operator sfapprox knows how to "
+                        f"write (registered kinds: {', '.join(operator_kinds())})")
 
 
 def _default_method(operator) -> str:
@@ -198,6 +141,20 @@ def _default_method(operator) -> str:
     if isinstance(operator, HybridOperator):
         return "sf+s" if operator.sparse.nnz else "sf+lr"
     return _operator_kind(operator)
+
+
+def _write_arrays(f, operator) -> None:
+    """The operator's arrays and attributes, at the root or in the group ``parts`` (its ``layout``)."""
+    arrays, attrs = operator.to_arrays()
+    where = f if operator.layout == "root" else f.create_group("parts")
+    for name, value in attrs.items():
+        where.attrs[name] = value
+    for name, array in arrays.items():
+        array = np.asarray(array)
+        # gzip needs chunks, which an empty dataset cannot have.
+        dataset = where.create_dataset(name, data=array, compression="gzip" if array.size > 1024 else None)
+        if name in operator.dataset_descriptions:
+            dataset.attrs["description"] = operator.dataset_descriptions[name]
 
 
 def save_factors(
@@ -257,23 +214,11 @@ def save_factors(
         f.attrs["operator"] = op_kind
         f.attrs["n"] = n
         f.attrs["n_stored"] = int(operator.n_stored)
-        if op_kind == "chord":
-            _write_chord(f, operator, n)
-            f.attrs["description"] = f"An sfapprox fit of a {n} x {n} matrix A. " + _CHORD_TEXT
-        elif op_kind == "hybrid":
-            _write_hybrid(f, operator)
-            f.attrs["description"] = f"An sfapprox fit of a {n} x {n} matrix A. " + _HYBRID_TEXT
-        else:
-            arrays, attrs = operator.to_arrays()
-            group = f.create_group("parts")
-            for name, value in attrs.items():
-                group.attrs[name] = value
-            for name, array in arrays.items():
-                group.create_dataset(name, data=np.asarray(array))
-            layout = " ".join((type(operator).__doc__ or "").strip().split("\n\n")[0].split())
-            f.attrs["description"] = f"An sfapprox fit of a {n} x {n} matrix A (group 'parts'): {layout}"
-        f.create_dataset("loss_history", data=np.asarray(loss_history, dtype=np.float64))
-        _describe(f.items())
+        _write_arrays(f, operator)
+        where = "" if operator.layout == "root" else " (arrays in the group 'parts')"
+        f.attrs["description"] = f"An sfapprox fit of a {n} x {n} matrix A{where}. {operator.description}"
+        history = f.create_dataset("loss_history", data=np.asarray(loss_history, dtype=np.float64))
+        history.attrs["description"] = _LOSS_HISTORY
         for key, value in (("fit", fit or {}), ("settings", settings or {}), ("source", source or {}),
                            ("versions", library_versions())):
             f.attrs[key] = json.dumps(jsonable(value))
@@ -379,72 +324,28 @@ def _attr_int(f, name: str, path: Path, low: int = 0) -> int:
     return number
 
 
-def _read_chord(r: _Reader, n: int) -> ChordOperator | None:
-    f, path = r.f, r.path
-    support = str(f.attrs.get("support", "chord"))  # files older than the attribute are offset-based
-    if support not in SUPPORTS:
-        raise InputError(f"{path}: unknown factor support {support!r} (known: {', '.join(SUPPORTS)}); "
-                         "the file may come from a newer sfapprox")
-    values = r.array("values", ndim=3, shape=(None, n, None))
-    offsets = r.array("offsets", ndim=1, kind="i")
-    if values.shape[0] == 0:
-        return None
-    if support == "butterfly":
-        if offsets.size:
-            raise r.fail("butterfly factors have offsets")
-        try:
-            return ChordOperator(values, support="butterfly")
-        except ValueError as exc:
-            raise r.fail(str(exc)) from None
-    if offsets.shape != (values.shape[2],):
-        raise r.fail(f"{offsets.size} offsets for {values.shape[2]} values per row")
-    if offsets.size and (offsets.min() < 0 or offsets.max() >= n or len(set(offsets.tolist())) != offsets.size):
-        raise r.fail(f"offsets {offsets.tolist()} are not distinct positions in 0..{n - 1}")
-    return ChordOperator(values, offsets, support=support)
-
-
-def _read_hybrid(r: _Reader, n: int) -> HybridOperator:
-    import scipy.sparse as sp
-
-    chord = _read_chord(r, n)
-    U = r.array("lr_U", ndim=2, shape=(n, None))
-    rank = U.shape[1]
-    s = r.array("lr_s", ndim=1, shape=(rank,))
-    Vt = r.array("lr_Vt", ndim=2, shape=(rank, n))
-    rows = r.array("sparse_rows", ndim=1, kind="i")
-    cols = r.array("sparse_cols", ndim=1, kind="i", shape=rows.shape)
-    vals = r.array("sparse_vals", ndim=1, shape=rows.shape)
-    for name, index in (("sparse_rows", rows), ("sparse_cols", cols)):
-        if index.size and (index.min() < 0 or index.max() >= n):
-            raise r.fail(f"{name} holds positions outside 0..{n - 1}")
-    sparse = sp.csr_array((vals, (rows, cols)), shape=(n, n))
-    if sparse.nnz != rows.size:
-        raise r.fail("sparse entries repeat a position")
-    singular = bool(r.f.attrs.get("lr_singular_values", True))
-    return HybridOperator(n, chord=chord, low_rank=(U, s if singular else None, Vt), sparse=sparse,
-                          count_indices=bool(r.f.attrs.get("count_indices", False)))
-
-
-def _read_registered(r: _Reader, kind: str, n: int):
-    from ._base import methods
-
-    methods()  # importing the method modules registers their operators
-    cls = _OPERATORS.get(kind)
+def _read_operator(r: _Reader, kind: str, n: int):
+    """The registered operator of ``kind``, from its arrays (checked by the reader, then by the class)."""
+    cls = operator_class(kind)
     if cls is None:
-        raise InputError(f"{r.path}: unknown operator kind {kind!r} (known: chord, hybrid, "
-                         f"{', '.join(_OPERATORS) or 'none registered'}); the file may come from a newer sfapprox")
-    group = r.f.get("parts")
-    if group is None:
+        raise InputError(f"{r.path}: unknown operator kind {kind!r} (known: {', '.join(operator_kinds())}); "
+                         "the file may come from a newer sfapprox")
+    where = r.f if cls.layout == "root" else r.f.get("parts")
+    if where is None:
         raise r.fail("group 'parts' is missing")
-    arrays = {name: r.array(name, ndim=len(group[name].shape), where=group,
-                            kind="i" if group[name].dtype.kind in "iu" else "f") for name in group}
-    op = cls.from_arrays(arrays, dict(group.attrs))
+    import h5py
+
+    names = [name for name, node in where.items() if isinstance(node, h5py.Dataset) and name != "loss_history"]
+    arrays = {name: r.array(name, ndim=len(where[name].shape), where=where,
+                            kind="i" if where[name].dtype.kind in "iu" else "f") for name in names}
+    try:
+        op = cls.from_arrays(arrays, dict(where.attrs))
+    except (KeyError, ValueError, TypeError) as exc:
+        what = f"dataset {exc.args[0]!r} is missing" if isinstance(exc, KeyError) else str(exc)
+        raise r.fail(what) from None
     if op.shape != (n, n):
         raise r.fail(f"its parts make a {op.shape} operator, but the file says n = {n}")
     return op
-
-
-_READERS: dict[str, Callable] = {"chord": _read_chord, "hybrid": _read_hybrid}
 
 
 def _read(f, path: Path, max_memory: int | None) -> tuple[Any, np.ndarray, str]:
@@ -464,12 +365,9 @@ def _read(f, path: Path, max_memory: int | None) -> tuple[Any, np.ndarray, str]:
         op_kind = "hybrid" if "lr_U" in f else "chord"
     else:
         op_kind = str(f.attrs.get("operator", ""))
-    if op_kind in _READERS:
-        operator = _READERS[op_kind](r, n)
-        if operator is None:
-            raise r.fail("it holds no factors")
-    else:
-        operator = _read_registered(r, op_kind, n)
+    if op_kind == "chord" and "values" in f and f["values"].shape[:1] == (0,):
+        raise r.fail("it holds no factors")
+    operator = _read_operator(r, op_kind, n)
     if "n_stored" in f.attrs and _attr_int(f, "n_stored", path) != operator.n_stored:
         raise r.fail(f"it says it stores {f.attrs['n_stored']} numbers but holds {operator.n_stored}")
     history = r.array("loss_history", ndim=1) if "loss_history" in f else np.zeros(0)

@@ -38,7 +38,7 @@ def _no_convergence_warnings():
 @pytest.fixture(params=["numba", "scipy"])
 def backend(request, monkeypatch):
     """Run a test once per apply backend (scipy's mmio/fmm habit: both implementations, the same tests)."""
-    from sfapprox.sf import _apply
+    from sfapprox.operators import _chord_apply as _apply
 
     if request.param == "numba" and not _apply._numba_kernels():
         pytest.skip("numba is not available")

@@ -1,4 +1,4 @@
-"""The apply kernels (sfapprox.sf._apply): both backends, their plans, and the fallback when numba is missing."""
+"""The apply kernels (sfapprox.operators._chord_apply): both backends, their plans, and the fallback when numba is missing."""
 
 import doctest
 import os
@@ -12,7 +12,7 @@ import pytest
 
 from sfapprox import ParameterError
 from sfapprox.chord import default_n_factors, support_offsets
-from sfapprox.sf import _apply
+from sfapprox.operators import _chord_apply as _apply
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -172,8 +172,8 @@ def test_numba_missing_in_a_fresh_process():
     code = (
         "import sys, warnings; sys.modules['numba'] = None; warnings.simplefilter('error')\n"
         "import numpy as np\n"
-        "from sfapprox.sf.linop import ChordOperator\n"
-        "from sfapprox.sf import _apply\n"
+        "from sfapprox.operators import ChordOperator\n"
+        "from sfapprox.operators import _chord_apply as _apply\n"
         "op = ChordOperator(np.random.default_rng(0).standard_normal((4, 12, 5)))\n"
         "D = op.to_dense(); x = np.arange(12.0)\n"
         "assert _apply.backend() == 'scipy'\n"
@@ -188,14 +188,16 @@ def test_numba_missing_in_a_fresh_process():
 
 
 def test_import_does_not_load_numba():
-    code = "import sys; import sfapprox.sf.linop; print('numba' in sys.modules)"
+    code = "import sys; import sfapprox.operators; print('numba' in sys.modules)"
     res = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)},
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "False"
 
 
-@pytest.mark.parametrize("module", ["sfapprox.sf._apply", "sfapprox.sf._torch_module", "sfapprox.sf.linop"])
+@pytest.mark.parametrize("module", ["sfapprox.operators._chord_apply", "sfapprox.operators._torch", "sfapprox.operators.chord",
+                                    "sfapprox.operators.hybrid", "sfapprox.operators.sparse", "sfapprox.operators.monarch",
+                                    "sfapprox.operators.butterfly", "sfapprox.operators._base"])
 def test_docstring_examples_run(module):
     import importlib
 

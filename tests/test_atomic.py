@@ -165,7 +165,7 @@ import sys
 import numpy as np
 import sfapprox.factors
 from sfapprox._atomic import OutputError
-from sfapprox.sf.linop import ChordOperator
+from sfapprox.operators import ChordOperator
 
 sfapprox.factors.library_versions = lambda: {"sfapprox": "test"}  # no torch import (seconds per start)
 try:

@@ -16,7 +16,7 @@ from sfapprox.baselines.butterfly_hier import (
     padded_size,
 )
 from sfapprox.budget import butterfly_count
-from sfapprox.sf.linop import ChordOperator
+from sfapprox.operators import ChordOperator
 
 
 def dense_factor(values: np.ndarray, m: int) -> np.ndarray:
@@ -139,7 +139,7 @@ def test_padded_operator_arrays_round_trip_and_refusals():
         ({"values": values}, {"n": 9}, "between"),
         ({"values": np.full_like(values, np.nan)}, attrs, "finite"),
     ]:
-        with pytest.raises(InputError, match=match):
+        with pytest.raises(ValueError, match=match):  # load_factors makes it an InputError naming the file
             PaddedButterflyOperator.from_arrays(bad_arrays, bad_attrs)
 
 

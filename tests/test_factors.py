@@ -103,7 +103,7 @@ def _saved(tmp_path, name="f.h5"):
     (lambda f: f["offsets"].__setitem__(1, -1), "not distinct positions"),
     (lambda f: f.attrs.__setitem__("format_version", 99), "newer sfapprox"),
     (lambda f: f.attrs.__setitem__("n_stored", 5), "says it stores 5 numbers but holds 96"),
-    (lambda f: f.attrs.__setitem__("n", 9), "has shape"),
+    (lambda f: f.attrs.__setitem__("n", 9), "the file says n = 9"),
     (lambda f: f.attrs.__setitem__("fit", "{not json"), "not valid JSON"),
     (lambda f: f.attrs.__setitem__("operator", "quantum"), "unknown operator kind 'quantum'"),
 ])

@@ -18,7 +18,7 @@ from sfapprox.chord import chord_offsets
 from sfapprox.hybrid import ChordLowRank, ChordSparse
 from sfapprox.hybrid.grid import sf_lr_splits, sf_s_splits
 from sfapprox.hybrid.objectives import _lr_objective, _sparse_objective
-from sfapprox.sf.linop import HybridOperator
+from sfapprox.operators import HybridOperator
 from sfapprox.sf import _kernels as K
 
 FAST = {"max_iter": 60}

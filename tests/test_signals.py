@@ -218,7 +218,7 @@ WRITER = textwrap.dedent("""
     import sfapprox.factors
     from sfapprox._atomic import write_json
     from sfapprox.factors import save_factors
-    from sfapprox.sf.linop import ChordOperator
+    from sfapprox.operators import ChordOperator
 
     # library_versions() imports torch (seconds per start); the attribute it
     # fills does not matter to atomicity.

@@ -5,7 +5,7 @@ the FAµST toolbox's structure): ``N = 2^L``, ``L`` factors, row ``i`` of
 factor ``m`` (``m = 0`` the leftmost) holds columns ``i`` and ``i XOR 2^m``,
 and the surrogate is ``W_0 @ W_1 @ ... @ W_{L-1}``; ``2 N L`` stored numbers
 (:func:`sfapprox.budget.butterfly_count`).  The result is a
-:class:`~sfapprox.sf.linop.ChordOperator` with ``support="butterfly"``, the same
+:class:`~sfapprox.operators.ChordOperator` with ``support="butterfly"``, the same
 object ``sf-butterfly`` (L-BFGS on the same support) returns.
 
 **Why one split is a set of rank-one problems.**  A partial product
@@ -62,17 +62,16 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
-from scipy.sparse.linalg import LinearOperator
 
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._params import Interval, Options
 from .._settings import DEFAULT_TIME_LIMIT
-from ..factors import register_operator
-from ..sf.linop import ChordOperator
+from ..budget import butterfly_hier_count, padded_size
+from ..operators import ChordOperator, PaddedButterflyOperator
 
 __all__ = [
     "HierarchicalButterfly",
@@ -91,29 +90,6 @@ EXACT_TOL = 1e-12
 
 
 # --------------------------------------------------------------------------- accounting
-def padded_size(n: int) -> int:
-    """The power of two the butterfly works at: the smallest ``2^L >= max(N, 2)``.
-
-    Examples
-    --------
-    >>> padded_size(16), padded_size(17), padded_size(1)
-    (16, 32, 2)
-    """
-    return 1 << max(1, (int(n) - 1).bit_length())
-
-
-def butterfly_hier_count(n: int) -> int:
-    """Stored numbers: ``2 N' log2 N'`` with ``N' = padded_size(N)`` (``2 N log2 N`` for a power of two).
-
-    Examples
-    --------
-    >>> butterfly_hier_count(16), butterfly_hier_count(36)
-    (128, 768)
-    """
-    big = padded_size(n)
-    return 2 * big * (big.bit_length() - 1)
-
-
 # --------------------------------------------------------------------------- the algorithm
 def _left_to_right(A: np.ndarray) -> tuple[np.ndarray, list[float]]:
     """Factor values ``(L, N, 2)`` and the per-step errors ``e_t`` of the left-to-right algorithm.
@@ -186,7 +162,7 @@ def factorize(X: np.ndarray, order: str = "left-to-right") -> tuple[np.ndarray, 
     Returns
     -------
     values : ndarray of shape (L, N, 2)
-        Butterfly factor values (:class:`~sfapprox.sf.linop.ChordOperator` layout).
+        Butterfly factor values (:class:`~sfapprox.operators.ChordOperator` layout).
     step_errors : list of float
         ``e_t``, the rank-one error of each of the ``L - 1`` splits.
 
@@ -230,104 +206,6 @@ def factorize(X: np.ndarray, order: str = "left-to-right") -> tuple[np.ndarray, 
     if order == "right-to-left":
         return _right_to_left(X)
     raise ValueError(f"unknown order {order!r}; choose one of {', '.join(ORDERS)}")
-
-
-# --------------------------------------------------------------------------- the operator
-@register_operator  # save_factors / load_factors handle it
-class PaddedButterflyOperator(LinearOperator):
-    """The leading ``n x n`` block of a butterfly product of order ``N' = 2^L > n``.
-
-    Layout
-    ------
-    ``kind = "butterfly-padded"``.  Array ``values`` of shape ``(L, N', 2)``
-    (factor ``m`` holds ``values[m, i, 0]`` at ``(i, i)`` and
-    ``values[m, i, 1]`` at ``(i, i XOR 2^m)``); attribute ``n``.  The dense
-    matrix, with numpy alone::
-
-        D = np.eye(big)
-        for m in range(L):
-            W = np.zeros((big, big)); i = np.arange(big)
-            W[i, i] = values[m, :, 0]; W[i, i ^ (1 << m)] = values[m, :, 1]
-            D = D @ W
-        D = D[:n, :n]
-
-    ``n_stored = values.size = 2 N' L``.
-
-    Examples
-    --------
-    >>> op = PaddedButterflyOperator(np.full((2, 4, 2), 0.5), 3)
-    >>> op.to_dense().round(2).tolist(), op.n_stored
-    ([[0.25, 0.25, 0.25], [0.25, 0.25, 0.25], [0.25, 0.25, 0.25]], 16)
-    """
-
-    kind: ClassVar[str] = "butterfly-padded"
-
-    def __init__(self, values: np.ndarray, n: int):
-        self.inner = ChordOperator(values, support="butterfly")
-        big = self.inner.shape[0]
-        n = int(n)
-        if not 1 <= n <= big:
-            raise ValueError(f"n = {n} must be between 1 and the factors' order {big}")
-        super().__init__(dtype=np.float64, shape=(n, n))
-
-    @property
-    def values(self) -> np.ndarray:
-        return self.inner.values
-
-    @property
-    def padded_n(self) -> int:
-        return self.inner.shape[0]
-
-    @property
-    def n_factors(self) -> int:
-        return self.inner.n_factors
-
-    @property
-    def n_stored(self) -> int:
-        """``2 N' L``: every stored factor value (:func:`butterfly_hier_count`)."""
-        return int(self.inner.values.size)
-
-    def _padded(self, B: np.ndarray) -> np.ndarray:
-        out = np.zeros((self.padded_n, B.shape[1]))
-        out[: self.shape[0]] = B
-        return out
-
-    def _matmat(self, B: np.ndarray) -> np.ndarray:
-        return self.inner.matmat(self._padded(np.asarray(B, dtype=np.float64)))[: self.shape[0]]
-
-    def _rmatmat(self, B: np.ndarray) -> np.ndarray:
-        return self.inner.rmatmat(self._padded(np.asarray(B, dtype=np.float64)))[: self.shape[0]]
-
-    def _matvec(self, x: np.ndarray) -> np.ndarray:
-        return self._matmat(np.reshape(x, (-1, 1))).ravel()
-
-    def _rmatvec(self, x: np.ndarray) -> np.ndarray:
-        return self._rmatmat(np.reshape(x, (-1, 1))).ravel()
-
-    def to_dense(self) -> np.ndarray:
-        """The ``n x n`` block of the product, ``O(L N'^2)``."""
-        n = self.shape[0]
-        return self.inner.to_dense()[:n, :n]
-
-    def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """``{"values"}`` and ``{"n": n}`` (see the class docstring's layout)."""
-        return {"values": self.inner.values}, {"n": int(self.shape[0])}
-
-    @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "PaddedButterflyOperator":
-        """Rebuild from :meth:`to_arrays`; :class:`~sfapprox.InputError` for inconsistent arrays."""
-        from .._errors import InputError
-
-        try:
-            values, n = np.asarray(arrays["values"]), int(attrs["n"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(f"padded butterfly operator: missing or unreadable part ({exc})") from None
-        if not np.issubdtype(values.dtype, np.number) or np.iscomplexobj(values) or not np.all(np.isfinite(values)):
-            raise InputError("padded butterfly operator: values must be finite real numbers")
-        try:
-            return cls(values, n)
-        except ValueError as exc:
-            raise InputError(f"padded butterfly operator: {exc}") from None
 
 
 # --------------------------------------------------------------------------- the method

@@ -59,16 +59,16 @@ import math
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
-from scipy.sparse.linalg import LinearOperator
 
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._params import Interval
 from .._settings import DEFAULT_TIME_LIMIT
-from ..factors import register_operator
+from ..budget import monarch_count, monarch_min_budget, monarch_rank_for_budget, monarch_shapes
+from ..operators.monarch import MonarchOperator, from_slabs, monarch_slabs, slabs
 
 __all__ = [
     "Monarch",
@@ -92,72 +92,6 @@ EXACT_TOL = 1e-12
 
 
 # --------------------------------------------------------------------------- accounting
-def monarch_count(n: int, left_block: int, right_block: int, rank: int = 1) -> int:
-    """Stored numbers of a block-rank-``r`` Monarch matrix: ``r · N' · (b1 + b2)``, ``N' = b1 · b2``.
-
-    Parameters
-    ----------
-    n : int
-        Order of the matrix; ``b1 · b2`` must be at least ``n`` (padding).
-    left_block, right_block : int
-        ``b1`` (size of ``L``'s blocks) and ``b2`` (size of ``R``'s blocks).
-    rank : int, default=1
-
-    Examples
-    --------
-    >>> monarch_count(64, 8, 8)  # the paper's 2 N sqrt(N)
-    1024
-    >>> monarch_count(36, 4, 9, rank=2)
-    936
-    """
-    from .._errors import ParameterError
-
-    b1, b2 = int(left_block), int(right_block)
-    if b1 < 1 or b2 < 1 or b1 * b2 < n:
-        raise ParameterError(f"Monarch blocks {b1} x {b2} do not cover N = {n} (need b1·b2 >= N)")
-    return int(rank) * b1 * b2 * (b1 + b2)
-
-
-def monarch_shapes(n: int) -> list[tuple[int, int]]:
-    """Every shape ``(b1, b2)`` with the least padding for its ``b1`` or for its ``b2``.
-
-    ``(b1, ceil(N / b1))`` and ``(ceil(N / b2), b2)`` for ``b1, b2 = 1 .. N``,
-    sorted most nearly square first (``|log(b1 / b2)|``), then by padding
-    ``b1 b2 - N``, then by ``b1``.
-
-    Examples
-    --------
-    >>> monarch_shapes(16)[:3]
-    [(4, 4), (4, 5), (5, 4)]
-    """
-    sizes = range(1, max(1, n) + 1)
-    shapes = {(b, -(-n // b)) for b in sizes} | {(-(-n // b), b) for b in sizes}
-    return sorted(shapes, key=lambda s: (round(abs(math.log(s[0] / s[1])), 12), s[0] * s[1] - n, s[0]))
-
-
-def monarch_rank_for_budget(n: int, left_block: int, right_block: int, budget: int) -> int:
-    """Largest block rank of shape ``(b1, b2)`` that fits ``budget``, at most ``min(b1, b2)`` (0: none).
-
-    Examples
-    --------
-    >>> monarch_rank_for_budget(64, 8, 8, 2100), monarch_rank_for_budget(64, 8, 8, 1000)
-    (2, 0)
-    """
-    unit = monarch_count(n, left_block, right_block, 1)
-    return max(0, min(min(left_block, right_block), int(budget) // unit))
-
-
-def monarch_min_budget(n: int) -> int:
-    """The smallest Monarch (rank 1, the cheapest shape) for an ``n x n`` matrix.
-
-    Examples
-    --------
-    >>> monarch_min_budget(64), monarch_min_budget(36)
-    (1024, 432)
-    """
-    return min(monarch_count(n, b1, b2) for b1, b2 in monarch_shapes(n))
-
-
 @dataclass(frozen=True)
 class MonarchShape:
     """One candidate structure: blocks ``b1 x b1`` (L) and ``b2 x b2`` (R), block rank, its count."""
@@ -217,21 +151,6 @@ def projection_seconds(shape: MonarchShape, measured: MonarchShape, seconds: flo
 
 
 # --------------------------------------------------------------------------- the projection
-def _slabs(X, b1: int, b2: int) -> np.ndarray:
-    """``X`` padded to ``N' = b1 b2`` as its slabs ``S[q, k, a, l] = X[a b2 + q, k b2 + l]``."""
-    n = X.shape[0]
-    big = b1 * b2
-    Xp = np.zeros((big, big))
-    Xp[:n, :n] = X.toarray() if hasattr(X, "toarray") else X
-    return Xp.reshape(b1, b2, b1, b2).transpose(1, 2, 0, 3)
-
-
-def _from_slabs(slabs: np.ndarray, n: int) -> np.ndarray:
-    """The inverse of :func:`_slabs`, cropped to ``n x n``."""
-    b2, b1 = slabs.shape[0], slabs.shape[1]
-    return slabs.transpose(2, 0, 1, 3).reshape(b1 * b2, b1 * b2)[:n, :n]
-
-
 def monarch_project(X, left_block: int, right_block: int, rank: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """The nearest block-rank-``r`` Monarch matrix to ``X`` (zero-padded to ``b1 b2``), as its blocks.
 
@@ -253,129 +172,13 @@ def monarch_project(X, left_block: int, right_block: int, rank: int = 1) -> tupl
     True
     """
     b1, b2 = int(left_block), int(right_block)
-    S = _slabs(X, b1, b2)
+    S = slabs(X, b1, b2)
     U, s, Vt = np.linalg.svd(S, full_matrices=False)
     r = int(rank)
     root = np.sqrt(s[..., :r])
     left = (U[..., :r] * root[..., None, :]).transpose(0, 2, 1, 3)
     right = (Vt[..., :r, :] * root[..., :, None]).transpose(1, 2, 0, 3)
     return np.ascontiguousarray(left), np.ascontiguousarray(right)
-
-
-def _monarch_slabs(left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """The slabs ``S[q, k] = L-columns @ R-rows`` of a Monarch matrix, ``(b2, b1, b1, b2)``."""
-    return left.transpose(0, 2, 1, 3) @ right.transpose(2, 0, 1, 3)
-
-
-# --------------------------------------------------------------------------- the operator
-@register_operator  # save_factors / load_factors handle it
-class MonarchOperator(LinearOperator):
-    """A block-rank-``r`` Monarch matrix ``Σ_t P L^(t) P^T R^(t)``, cropped to ``n x n``.
-
-    Layout
-    ------
-    ``kind = "monarch"``.  Arrays ``left`` of shape ``(b2, b1, b1, r)``
-    (``left[q, a, k, t]`` = entry ``(a, k)`` of the ``q``-th ``b1 x b1`` block
-    of ``L^(t)``) and ``right`` of shape ``(b1, r, b2, b2)``
-    (``right[k, t, q, l]`` = entry ``(q, l)`` of the ``k``-th ``b2 x b2``
-    block of ``R^(t)``); attribute ``n`` (``<= b1 b2``).  The dense matrix,
-    with numpy alone::
-
-        D = np.einsum("qakt,ktql->aqkl", left, right).reshape(b1 * b2, b1 * b2)[:n, :n]
-
-    i.e. ``D[a b2 + q, k b2 + l] = Σ_t left[q, a, k, t] right[k, t, q, l]``.
-    ``n_stored = left.size + right.size = r (b1 b2) (b1 + b2)``.  A product
-    with ``c`` columns costs ``O(r N' (b1 + b2) c)`` (two batched matmuls).
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> op = MonarchOperator(rng.random((3, 2, 2, 1)), rng.random((2, 1, 3, 3)), 6)
-    >>> D = op.to_dense()
-    >>> bool(np.allclose(op.matvec(np.ones(6)), D.sum(1))), op.n_stored
-    (True, 30)
-    """
-
-    kind: ClassVar[str] = "monarch"
-
-    def __init__(self, left: np.ndarray, right: np.ndarray, n: int):
-        left = np.ascontiguousarray(left, dtype=np.float64)
-        right = np.ascontiguousarray(right, dtype=np.float64)
-        if left.ndim != 4 or right.ndim != 4:
-            raise ValueError(f"left and right must be 4-way arrays, got shapes {left.shape} and {right.shape}")
-        b2, b1, b1b, r = left.shape
-        if b1b != b1 or right.shape != (b1, r, b2, b2):
-            raise ValueError(f"left {left.shape} must be (b2, b1, b1, r) and right {right.shape} (b1, r, b2, b2)")
-        n = int(n)
-        if not 1 <= n <= b1 * b2:
-            raise ValueError(f"n = {n} must be between 1 and b1·b2 = {b1 * b2}")
-        self.left, self.right = left, right
-        self.left_block, self.right_block, self.rank = b1, b2, r
-        super().__init__(dtype=np.float64, shape=(n, n))
-
-    @property
-    def padded_n(self) -> int:
-        return self.left_block * self.right_block
-
-    @property
-    def n_stored(self) -> int:
-        """``r N' (b1 + b2)`` (:func:`monarch_count`)."""
-        return int(self.left.size + self.right.size)
-
-    def _padded(self, B: np.ndarray) -> np.ndarray:
-        B = np.asarray(B, dtype=np.float64)
-        out = np.zeros((self.padded_n, B.shape[1]))
-        out[: self.shape[0]] = B
-        return out
-
-    def _matmat(self, B: np.ndarray) -> np.ndarray:
-        b1, b2, r = self.left_block, self.right_block, self.rank
-        c = B.shape[1]
-        x = self._padded(B).reshape(b1, b2, c)
-        y = self.right.reshape(b1, r * b2, b2) @ x  # R: (k, (t, q), c)
-        y = y.reshape(b1, r, b2, c).transpose(2, 0, 1, 3).reshape(b2, b1 * r, c)  # P^T: (q, (k, t), c)
-        z = self.left.reshape(b2, b1, b1 * r) @ y  # L: (q, a, c)
-        return z.transpose(1, 0, 2).reshape(b1 * b2, c)[: self.shape[0]]  # P: rows a b2 + q
-
-    def _rmatmat(self, G: np.ndarray) -> np.ndarray:
-        b1, b2, r = self.left_block, self.right_block, self.rank
-        c = G.shape[1]
-        g = self._padded(G).reshape(b1, b2, c).transpose(1, 0, 2)  # (q, a, c)
-        z = self.left.reshape(b2, b1, b1 * r).transpose(0, 2, 1) @ g  # (q, (k, t), c)
-        z = z.reshape(b2, b1, r, c).transpose(1, 2, 0, 3).reshape(b1, r * b2, c)  # (k, (t, q), c)
-        x = self.right.reshape(b1, r * b2, b2).transpose(0, 2, 1) @ z  # (k, l, c)
-        return x.reshape(b1 * b2, c)[: self.shape[0]]
-
-    def _matvec(self, x: np.ndarray) -> np.ndarray:
-        return self._matmat(np.reshape(x, (-1, 1))).ravel()
-
-    def _rmatvec(self, x: np.ndarray) -> np.ndarray:
-        return self._rmatmat(np.reshape(x, (-1, 1))).ravel()
-
-    def to_dense(self) -> np.ndarray:
-        """The ``n x n`` matrix, ``O(r N'^2)``."""
-        return _from_slabs(_monarch_slabs(self.left, self.right), self.shape[0])
-
-    def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """``{"left", "right"}`` and ``{"n": n}`` (see the class docstring's layout)."""
-        return {"left": self.left, "right": self.right}, {"n": int(self.shape[0])}
-
-    @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "MonarchOperator":
-        """Rebuild from :meth:`to_arrays`; :class:`~sfapprox.InputError` for inconsistent arrays."""
-        from .._errors import InputError
-
-        try:
-            left, right, n = np.asarray(arrays["left"]), np.asarray(arrays["right"]), int(attrs["n"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(f"Monarch operator: missing or unreadable part ({exc})") from None
-        for name, a in (("left", left), ("right", right)):
-            if not np.issubdtype(a.dtype, np.number) or np.iscomplexobj(a) or not np.all(np.isfinite(a)):
-                raise InputError(f"Monarch operator: {name} must hold finite real numbers")
-        try:
-            return cls(left, right, n)
-        except ValueError as exc:
-            raise InputError(f"Monarch operator: {exc}") from None
 
 
 # --------------------------------------------------------------------------- the method
@@ -516,7 +319,7 @@ class Monarch(Approximation):
                     break
                 began = _timing.now()
                 left, right = monarch_project(dense, shape.left_block, shape.right_block, shape.rank)
-                err = float(np.linalg.norm(dense - _from_slabs(_monarch_slabs(left, right), n)))
+                err = float(np.linalg.norm(dense - from_slabs(monarch_slabs(left, right), n)))
                 grid.append({"blocks": [shape.left_block, shape.right_block], "rank": shape.rank,
                              "count": shape.count, "fro_error": err})
                 last = (shape, _timing.now() - began)

@@ -32,26 +32,16 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any, ClassVar
 
 import numpy as np
-from scipy.sparse.linalg import LinearOperator
 
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._params import Interval
 from .._settings import DEFAULT_TIME_LIMIT
-from ..budget import tsvd_count, tsvd_rank_for_budget
-from ..factors import register_operator
-from .monarch import (
-    EXACT_TOL,
-    MonarchOperator,
-    MonarchShape,
-    monarch_configs_for_budget,
-    monarch_min_budget,
-    monarch_project,
-    projection_seconds,
-)
+from ..budget import monarch_lr_min_budget, tsvd_count, tsvd_rank_for_budget
+from ..operators.monarch import MonarchLowRankOperator, MonarchOperator
+from .monarch import EXACT_TOL, MonarchShape, monarch_configs_for_budget, monarch_project, projection_seconds
 from .tsvd import EXACT_MAX_N, _exact_svd, _randomized_svd
 
 __all__ = ["MonarchLowRank", "MonarchLowRankOperator", "monarch_lr_min_budget"]
@@ -68,114 +58,6 @@ ALTERNATION_PROJECTIONS = 2.0
 #: the padded slabs and their SVD, LAPACK's workspace for the first truncated SVD; measured with
 #: tracemalloc: 11.5-13.8 at N = 100-1000).
 WORKING_COPIES = 16
-
-
-def monarch_lr_min_budget(n: int) -> int:
-    """The smallest ``monarch+lr`` fit: the cheaper of a rank-1 Monarch and a rank-1 matrix.
-
-    Examples
-    --------
-    >>> monarch_lr_min_budget(64)  # rank one: 2 N + 1
-    129
-    """
-    return min(monarch_min_budget(n), tsvd_count(n, 1))
-
-
-# --------------------------------------------------------------------------- the operator
-@register_operator  # save_factors / load_factors handle it
-class MonarchLowRankOperator(LinearOperator):
-    """A Monarch matrix plus a low-rank matrix, ``M + U diag(s) Vt`` (either part may be absent).
-
-    Layout
-    ------
-    ``kind = "monarch+lr"``.  Arrays ``left`` and ``right`` (the Monarch part,
-    layout of :class:`~sfapprox.baselines.monarch.MonarchOperator`; absent
-    when there is none), ``U`` ``(n, k)``, ``s`` ``(k,)`` and ``Vt`` ``(k, n)``
-    (``k`` may be 0); attribute ``n``.  With numpy alone::
-
-        D = U @ np.diag(s) @ Vt (+ the Monarch part's dense matrix)
-
-    ``n_stored`` = the Monarch part's + ``k (2n + 1)``.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> U, Vt = rng.random((6, 1)), rng.random((1, 6))
-    >>> op = MonarchLowRankOperator(6, left=rng.random((3, 2, 2, 1)), right=rng.random((2, 1, 3, 3)),
-    ...                             U=U, s=np.ones(1), Vt=Vt)
-    >>> bool(np.allclose(op.matvec(np.ones(6)), op.to_dense().sum(1))), op.n_stored
-    (True, 43)
-    """
-
-    kind: ClassVar[str] = "monarch+lr"
-
-    def __init__(self, n: int, *, left=None, right=None, U=None, s=None, Vt=None):
-        n = int(n)
-        self.monarch = None if left is None else MonarchOperator(left, right, n)
-        k = 0 if s is None else len(s)
-        self.U = np.zeros((n, 0)) if U is None else np.ascontiguousarray(U, dtype=np.float64)
-        self.s = np.zeros(0) if s is None else np.ascontiguousarray(s, dtype=np.float64).ravel()
-        self.Vt = np.zeros((0, n)) if Vt is None else np.ascontiguousarray(Vt, dtype=np.float64)
-        if self.U.shape != (n, k) or self.Vt.shape != (k, n):
-            raise ValueError(f"U {self.U.shape}, s ({k},) and Vt {self.Vt.shape} do not make a rank-{k} "
-                             f"{n} x {n} matrix")
-        super().__init__(dtype=np.float64, shape=(n, n))
-
-    @property
-    def n_stored(self) -> int:
-        """The Monarch part's numbers plus ``k (2n + 1)``."""
-        return (0 if self.monarch is None else self.monarch.n_stored) + tsvd_count(self.shape[0], len(self.s))
-
-    def _matmat(self, B: np.ndarray) -> np.ndarray:
-        B = np.asarray(B, dtype=np.float64)
-        out = self.U @ (self.s[:, None] * (self.Vt @ B))
-        return out if self.monarch is None else out + self.monarch.matmat(B)
-
-    def _rmatmat(self, G: np.ndarray) -> np.ndarray:
-        G = np.asarray(G, dtype=np.float64)
-        out = self.Vt.T @ (self.s[:, None] * (self.U.T @ G))
-        return out if self.monarch is None else out + self.monarch.rmatmat(G)
-
-    def _matvec(self, x: np.ndarray) -> np.ndarray:
-        return self._matmat(np.reshape(x, (-1, 1))).ravel()
-
-    def _rmatvec(self, x: np.ndarray) -> np.ndarray:
-        return self._rmatmat(np.reshape(x, (-1, 1))).ravel()
-
-    def to_dense(self) -> np.ndarray:
-        """The ``n x n`` matrix."""
-        out = (self.U * self.s) @ self.Vt
-        return out if self.monarch is None else out + self.monarch.to_dense()
-
-    def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """``{"U", "s", "Vt"}`` plus ``{"left", "right"}`` when there is a Monarch part; ``{"n": n}``."""
-        arrays = {"U": self.U, "s": self.s, "Vt": self.Vt}
-        if self.monarch is not None:
-            arrays.update(left=self.monarch.left, right=self.monarch.right)
-        return arrays, {"n": int(self.shape[0])}
-
-    @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> MonarchLowRankOperator:
-        """Rebuild from :meth:`to_arrays`; :class:`~sfapprox.InputError` for inconsistent arrays."""
-        from .._errors import InputError
-
-        try:
-            parts = {name: np.asarray(arrays[name]) for name in ("U", "s", "Vt")}
-            n = int(attrs["n"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(f"Monarch + low-rank operator: missing or unreadable part ({exc})") from None
-        if ("left" in arrays) != ("right" in arrays):
-            raise InputError("Monarch + low-rank operator: left and right come together")
-        for name, a in parts.items():
-            if not np.issubdtype(a.dtype, np.number) or np.iscomplexobj(a) or not np.all(np.isfinite(a)):
-                raise InputError(f"Monarch + low-rank operator: {name} must hold finite real numbers")
-        if "left" in arrays:  # the Monarch part: MonarchOperator's own checks
-            monarch = MonarchOperator.from_arrays(arrays, {"n": n})
-            parts.update(left=monarch.left, right=monarch.right)
-        try:
-            return cls(n, **parts)
-        except ValueError as exc:
-            raise InputError(f"Monarch + low-rank operator: {exc}") from None
 
 
 # --------------------------------------------------------------------------- the alternation
@@ -309,7 +191,7 @@ class MonarchLowRank(Approximation):
 
     Examples
     --------
-    >>> from sfapprox.baselines.monarch import MonarchOperator
+    >>> from sfapprox.operators import MonarchOperator
     >>> rng = np.random.default_rng(0)
     >>> M = MonarchOperator(rng.standard_normal((4, 4, 4, 1)), rng.standard_normal((4, 1, 4, 4)), 16).to_dense()
     >>> X = M + np.outer(rng.standard_normal(16), rng.standard_normal(16))

@@ -397,7 +397,7 @@ class NMF(Approximation):
             NotApplicableError,
             ParameterError,
         )
-        from ..sf.linop import HybridOperator
+        from ..operators import HybridOperator
 
         X = self._validate(X, check_input)
         n = X.shape[0]

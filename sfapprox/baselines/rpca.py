@@ -706,7 +706,7 @@ class RobustPCA(Approximation):
     def _store(self, n: int, best: _Candidate, grid: list[dict], extra: dict, device, dtype) -> None:
         """Set the fitted attributes from the chosen candidate."""
         from .._errors import ConvergenceWarning
-        from ..sf.linop import HybridOperator
+        from ..operators import HybridOperator
 
         # Exact zeros (singular values of a rank-deficient X, entries where X - L
         # is already 0) add nothing to the approximation and are not stored.

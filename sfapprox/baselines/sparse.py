@@ -32,36 +32,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import LinearOperator
 
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._params import Interval
-from ..factors import register_operator
+from ..budget import sparse_count, sparse_entries_for_budget
+from ..operators.sparse import SparseOperator
 
 __all__ = ["SparseApproximation", "SparseOperator", "sparse_count", "sparse_entries_for_budget", "top_entries"]
-
-
-# --------------------------------------------------------------------------- accounting
-def sparse_count(n: int, n_sparse: int) -> int:
-    """Stored numbers of ``s`` entries of an ``n x n`` matrix in CSR: ``2 s + N + 1``.
-
-    Examples
-    --------
-    >>> sparse_count(10, 4)
-    19
-    """
-    return 2 * int(n_sparse) + int(n) + 1
-
-
-def sparse_entries_for_budget(n: int, budget: int) -> int:
-    """Most entries whose CSR storage fits ``budget``, capped at ``N^2`` (0 if none fits).
-
-    Examples
-    --------
-    >>> sparse_entries_for_budget(10, 19), sparse_entries_for_budget(10, 12)
-    (4, 0)
-    """
-    return max(0, min(int(n) * int(n), (int(budget) - int(n) - 1) // 2))
 
 
 def _min_budget(n: int, context: RunContext) -> int:
@@ -103,105 +80,6 @@ def _nonzeros(X) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     flat = np.flatnonzero(X)
     rows, cols = np.divmod(flat, X.shape[1])
     return rows, cols, X.ravel()[flat]
-
-
-# --------------------------------------------------------------------------- the operator
-@register_operator  # save_factors / load_factors handle it
-class SparseOperator(LinearOperator):
-    """An ``N x N`` CSR matrix as a LinearOperator that counts its stored numbers.
-
-    Layout
-    ------
-    ``kind = "csr"``.  Arrays ``data`` (s,) float64, ``indices`` (s,) int64
-    and ``indptr`` (N + 1,) int64; attribute ``n``.  The dense matrix, with
-    numpy alone::
-
-        D = np.zeros((n, n))
-        rows = np.repeat(np.arange(n), np.diff(indptr))
-        D[rows, indices] = data
-
-    ``n_stored = data.size + indices.size + indptr.size = 2 s + N + 1``.
-
-    Parameters
-    ----------
-    matrix : scipy sparse array of shape (N, N)
-        Kept in canonical CSR (sorted indices, no duplicates).
-
-    Examples
-    --------
-    >>> import scipy.sparse as sp
-    >>> op = SparseOperator(sp.csr_array(([2.0], ([0], [1])), shape=(3, 3)))
-    >>> op.matvec(np.ones(3)).tolist(), op.n_stored
-    ([2.0, 0.0, 0.0], 6)
-    """
-
-    kind: ClassVar[str] = "csr"
-
-    def __init__(self, matrix):
-        matrix = sp.csr_array(matrix, dtype=np.float64)
-        if matrix.shape[0] != matrix.shape[1]:
-            raise ValueError(f"a square matrix is needed, got shape {matrix.shape}")
-        matrix.sum_duplicates()
-        matrix.sort_indices()
-        self.matrix = matrix
-        super().__init__(dtype=np.float64, shape=matrix.shape)
-
-    @property
-    def n_stored(self) -> int:
-        """``2 s + N + 1``: values, column indices and row pointers (:func:`sparse_count`)."""
-        return sparse_count(self.shape[0], self.matrix.nnz)
-
-    def _matmat(self, B: np.ndarray) -> np.ndarray:
-        return np.asarray(self.matrix @ np.asarray(B, dtype=np.float64))
-
-    def _rmatmat(self, B: np.ndarray) -> np.ndarray:
-        return np.asarray(self.matrix.T @ np.asarray(B, dtype=np.float64))
-
-    def _matvec(self, x: np.ndarray) -> np.ndarray:
-        return self._matmat(np.reshape(x, (-1, 1))).ravel()
-
-    def _rmatvec(self, x: np.ndarray) -> np.ndarray:
-        return self._rmatmat(np.reshape(x, (-1, 1))).ravel()
-
-    def to_dense(self) -> np.ndarray:
-        """The ``N x N`` matrix as a dense array."""
-        return self.matrix.toarray()
-
-    def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """The CSR arrays (``data``, ``indices``, ``indptr``) and ``{"n": N}``."""
-        m = self.matrix
-        arrays = {"data": m.data.astype(np.float64), "indices": m.indices.astype(np.int64),
-                  "indptr": m.indptr.astype(np.int64)}
-        return arrays, {"n": int(self.shape[0])}
-
-    @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "SparseOperator":
-        """Rebuild from :meth:`to_arrays`; :class:`~sfapprox.InputError` for inconsistent arrays."""
-        from .._errors import InputError
-
-        try:
-            n = int(attrs["n"])
-            data = np.asarray(arrays["data"])
-            indices = np.asarray(arrays["indices"])
-            indptr = np.asarray(arrays["indptr"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(f"CSR operator: missing or unreadable part ({exc})") from None
-        if n < 1:
-            raise InputError(f"CSR operator: n must be at least 1, got {n}")
-        if data.ndim != 1 or indices.shape != data.shape or indptr.shape != (n + 1,):
-            raise InputError(f"CSR operator: shapes data {data.shape}, indices {indices.shape}, indptr "
-                             f"{indptr.shape} do not describe an {n} x {n} matrix")
-        for name, a in (("indices", indices), ("indptr", indptr)):
-            if a.size and not np.issubdtype(a.dtype, np.integer):
-                raise InputError(f"CSR operator: {name} must be integers, got {a.dtype}")
-        if not np.issubdtype(data.dtype, np.number) or np.iscomplexobj(data) or not np.all(np.isfinite(data)):
-            raise InputError("CSR operator: data must be finite real numbers")
-        if indptr[0] != 0 or indptr[-1] != data.size or np.any(np.diff(indptr) < 0):
-            raise InputError("CSR operator: indptr must rise from 0 to the number of entries")
-        if indices.size and (indices.min() < 0 or indices.max() >= n):
-            raise InputError(f"CSR operator: column indices outside 0..{n - 1}")
-        return cls(sp.csr_array((data.astype(np.float64), indices.astype(np.int64), indptr.astype(np.int64)),
-                                shape=(n, n)))
 
 
 # --------------------------------------------------------------------------- the method

@@ -118,7 +118,7 @@ class TruncatedSVD(Approximation):
         ``check_input=False`` skips validating ``X`` (the caller did).
         """
         from .._errors import BudgetError, ParameterError
-        from ..sf.linop import HybridOperator
+        from ..operators import HybridOperator
 
         X = self._validate(X, check_input)
         n = X.shape[0]

@@ -19,7 +19,7 @@ from .._base import Approximation
 from .._errors import BudgetError, ConvergenceWarning
 from .._params import Interval
 from ..budget import SFConfig, sf_config_for_budget, sf_count
-from ..sf.linop import ChordOperator, HybridOperator
+from ..operators import ChordOperator, HybridOperator
 from ..sf._multistart import START_KINDS, best_run, race, start_values
 from ..sf.model import ChordSF
 from .grid import HybridSplit

@@ -10,7 +10,7 @@ import numpy as np
 
 from .._base import MethodSpec, register
 from ..budget import SFConfig, sf_min_budget, tsvd_count
-from ..sf.linop import HybridOperator
+from ..operators import HybridOperator
 from .base import _ChordHybrid, _orthonormal, _Point, _Problem, _score, hybrid_estimator
 from .grid import HybridSplit, sf_lr_splits
 from .objectives import _cat, _lr_objective

@@ -17,7 +17,7 @@ __all__ = ["_lr_objective", "_sparse_objective", "_Thin", "_cat", "_entry_reader
 def dense_product(ws, offsets: list[int]):
     """``W1 ... WM`` as a dense tensor (like :func:`~sfapprox.sf._kernels.chord_product`).
 
-    On the CPU above :data:`~sfapprox.sf.linop.TORCH_DENSE_MAX_N` it comes from
+    On the CPU above :data:`~sfapprox.operators.chord.TORCH_DENSE_MAX_N` it comes from
     the compiled apply kernels (``ChordOperator.to_dense``): 0.4 s instead of
     1.3 s at N = 3000, where the hybrids form it for every start, re-selection
     and (sf+s) evaluation.
@@ -26,7 +26,7 @@ def dense_product(ws, offsets: list[int]):
     import torch
 
     from ..sf._kernels import chord_product
-    from ..sf.linop import TORCH_DENSE_MAX_N, ChordOperator
+    from ..operators.chord import TORCH_DENSE_MAX_N, ChordOperator
 
     n = ws.shape[1]
     if ws.device.type != "cpu" or n <= TORCH_DENSE_MAX_N:
@@ -135,13 +135,13 @@ def _entry_reader(rows, cols, n: int) -> Callable:
 
     ``P E`` for the unit columns ``E`` of the distinct columns costs
     ``O(M K N c)``; when the distinct rows are fewer, ``P^T E`` gives those rows.
-    On the CPU above :data:`~sfapprox.sf.linop.TORCH_DENSE_MAX_N`, when they
+    On the CPU above :data:`~sfapprox.operators.chord.TORCH_DENSE_MAX_N`, when they
     are a quarter of ``N`` or more, the whole product from the compiled kernels
     (:func:`dense_product`) is cheaper.
     """
     import torch
 
-    from ..sf.linop import TORCH_DENSE_MAX_N
+    from ..operators.chord import TORCH_DENSE_MAX_N
 
     uc, inv_c = torch.unique(cols, return_inverse=True)
     ur, inv_r = torch.unique(rows, return_inverse=True)

@@ -12,7 +12,7 @@ import scipy.sparse as sp
 
 from .._base import MethodSpec, register
 from ..budget import SFConfig, rpca_count
-from ..sf.linop import HybridOperator
+from ..operators import HybridOperator
 from .base import (
     RESELECT_AT,
     _ChordHybrid,

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from ._compiled import CompiledModule
+from .._compiled import CompiledModule
 
 __all__ = [
     "apply_factor",

@@ -33,7 +33,7 @@ from ..chord import (
     support_is_full,
     support_offsets,
 )
-from .linop import ChordOperator
+from ..operators import ChordOperator
 
 __all__ = ["ChordSF", "fit_sf", "estimate_fit_memory", "optimizer_time_limit", "SCORING_EVALS"]
 

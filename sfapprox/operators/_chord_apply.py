@@ -1,6 +1,6 @@
 """Applying a stack of SF factors to vectors and blocks, fast: the kernels behind ``ChordOperator``.
 
-The fitting kernels (:mod:`._kernels`, :mod:`._butterfly`) are built for
+The fitting kernels (:mod:`sfapprox.sf._kernels`, :mod:`sfapprox.sf._butterfly`) are built for
 ``N x N`` blocks on torch; applying a fitted surrogate to one vector is a
 different job: ``N K M`` multiply-adds, a few microseconds at ``N = 256``,
 where any per-call overhead (torch dispatch, one Python call per factor)
@@ -12,7 +12,7 @@ Backends, chosen per call by :func:`backend` (measured in
 ``benchmarks/apply.py``):
 
 ``"numba"``
-    Compiled loops (:mod:`._apply_numba`), the default when numba imports,
+    Compiled loops (:mod:`._chord_apply_numba`), the default when numba imports,
     single-threaded: one vector 1.6-4.6x faster than the dense product at
     ``N = 1024`` and 12-57x at ``N = 4096``; 70-85 % of the one-core memory
     bound of reading the values at ``N = 65536`` (offset supports).
@@ -33,7 +33,7 @@ import os
 
 import numpy as np
 
-from ._compiled import CompiledModule
+from .._compiled import CompiledModule
 
 __all__ = [
     "BACKEND",
@@ -55,7 +55,7 @@ BACKENDS = ("auto", "numba", "scipy")
 #: scipy), ``"numba"`` or ``"scipy"``.  Read on every call, so tests and users can switch it.
 BACKEND: str = os.environ.get("SFAPPROX_APPLY_BACKEND", "auto")
 
-_COMPILED = CompiledModule("sfapprox.sf._apply_numba", "apply kernels",
+_COMPILED = CompiledModule("sfapprox.operators._chord_apply_numba", "apply kernels",
                            "scipy sparse factors (correct, 1.2-5x slower)")
 
 

@@ -9,7 +9,7 @@ support, the sparse part's indices) are fixed buffers that move with
 ``.to(device)``.  Built by ``ChordOperator.to_torch`` /
 ``HybridOperator.to_torch``; ``to_operator()`` goes back.
 
-Each factor runs the fitting kernels (:mod:`._kernels`, :mod:`._butterfly`:
+Each factor runs the fitting kernels (:mod:`sfapprox.sf._kernels`, :mod:`sfapprox.sf._butterfly`:
 ``K`` shifted multiply-adds over the ``N x batch`` block, large kernels
 that suit a GPU) inside a :class:`torch.autograd.Function` whose backward
 is the transposed apply and the kernels' exact value gradient:
@@ -22,8 +22,12 @@ a gather-and-sum on the CPU; ``benchmarks/apply.py``).
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 from torch import nn
+
+from ..chord import support_offsets
+from ._base import operator_class
 
 __all__ = ["ChordLinear", "HybridLinear"]
 
@@ -33,7 +37,7 @@ class _ShiftFactor(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, w, P, offsets):
-        from ._kernels import apply_factor
+        from ..sf._kernels import apply_factor
 
         ctx.save_for_backward(w, P)
         ctx.offsets = offsets
@@ -42,7 +46,7 @@ class _ShiftFactor(torch.autograd.Function):
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, G):
-        from ._kernels import apply_factor_t, factor_grad
+        from ..sf._kernels import apply_factor_t, factor_grad
 
         w, P = ctx.saved_tensors
         G = G.contiguous()
@@ -56,7 +60,7 @@ class _ButterflyFactor(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, w, P, m):
-        from ._butterfly import apply_factor
+        from ..sf._butterfly import apply_factor
 
         ctx.save_for_backward(w, P)
         ctx.m = m
@@ -65,7 +69,7 @@ class _ButterflyFactor(torch.autograd.Function):
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, G):
-        from ._butterfly import apply_factor_t, factor_grad
+        from ..sf._butterfly import apply_factor_t, factor_grad
 
         w, P = ctx.saved_tensors
         G = G.contiguous()
@@ -89,7 +93,7 @@ class ChordLinear(nn.Module):
     Parameters
     ----------
     values : array_like of shape (M, N, K)
-        Factor values, as :attr:`sfapprox.sf.linop.ChordOperator.values`
+        Factor values, as :attr:`sfapprox.operators.ChordOperator.values`
         (``values[0]`` is the leftmost factor).
     offsets : array_like of shape (K,), optional
         Offsets of an offset-based support (default: the support's own);
@@ -119,7 +123,6 @@ class ChordLinear(nn.Module):
 
     def __init__(self, values, offsets=None, *, support: str = "chord", dtype=None, device=None):
         super().__init__()
-        from ..chord import support_offsets
 
         dtype = torch.get_default_dtype() if dtype is None else dtype
         # np.array copies: ChordOperator.values is a read-only view (torch warns on those).
@@ -172,11 +175,10 @@ class ChordLinear(nn.Module):
         return self(eye).T  # row j of eye @ A.T is column j of A
 
     def to_operator(self):
-        """The current values as a :class:`sfapprox.sf.linop.ChordOperator` (float64, on the CPU)."""
-        from .linop import ChordOperator
-
+        """The current values as a :class:`~sfapprox.operators.ChordOperator` (float64, on the CPU)."""
         values = self.values.detach().to(device="cpu", dtype=torch.float64).numpy()
-        return ChordOperator(values, self.offsets, support=self.support)
+        # Through the registry: this module is imported by the operator's to_torch, not the other way.
+        return operator_class("chord")(values, self.offsets, support=self.support)
 
     def extra_repr(self) -> str:
         m, n, k = self.values.shape
@@ -226,7 +228,7 @@ class HybridLinear(nn.Module):
 
     @classmethod
     def from_operator(cls, op, *, dtype=None, device=None) -> HybridLinear:
-        """The module of a :class:`sfapprox.sf.linop.HybridOperator`."""
+        """The module of a :class:`sfapprox.operators.HybridOperator`."""
         coo = op.sparse.tocoo()
         chord = None if op.chord is None else op.chord.to_torch(dtype=dtype, device=device)
         return cls(op.shape[0], chord=chord, U=op.U, s=op.s, Vt=op.Vt, rows=coo.row.astype(np.int64),
@@ -247,18 +249,14 @@ class HybridLinear(nn.Module):
         return y.reshape(x.shape)
 
     def to_operator(self):
-        """The current values as a :class:`sfapprox.sf.linop.HybridOperator` (float64, on the CPU)."""
-        import scipy.sparse as sp
-
-        from .linop import HybridOperator
-
+        """The current values as a :class:`~sfapprox.operators.HybridOperator` (float64, on the CPU)."""
         def host(t):
             return t.detach().to(device="cpu", dtype=torch.float64).numpy()
 
         sparse = sp.csr_array((host(self.vals), (self.rows.cpu().numpy(), self.cols.cpu().numpy())),
                               shape=(self.n, self.n))
         chord = None if self.chord is None else self.chord.to_operator()
-        return HybridOperator(self.n, chord=chord, low_rank=(host(self.U), host(self.s), host(self.Vt)),
+        return operator_class("hybrid")(self.n, chord=chord, low_rank=(host(self.U), host(self.s), host(self.Vt)),
                               sparse=sparse, count_indices=self.count_indices)
 
     def extra_repr(self) -> str:

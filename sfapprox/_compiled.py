@@ -1,6 +1,6 @@
 """Optional compiled (numba) modules: imported on first use, given up for the process when they fail.
 
-The compiled kernels (:mod:`._apply_numba`, :mod:`._kernels_numba`) are an
+The compiled kernels (:mod:`sfapprox.operators._chord_apply_numba`, :mod:`sfapprox.sf._kernels_numba`) are an
 optimisation, never a requirement: numba may be missing, built against
 another numpy, or unable to compile (a broken llvmlite, an unwritable cache
 folder).  Each user holds one :class:`CompiledModule`; a failure on import or

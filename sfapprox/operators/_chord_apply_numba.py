@@ -1,4 +1,4 @@
-"""Compiled (numba) kernels that apply a stack of SF factors; imported only by :mod:`._apply`.
+"""Compiled (numba) kernels that apply a stack of SF factors; imported only by :mod:`._chord_apply`.
 
 Importing this module imports numba (about half a second) and compiles
 nothing: each kernel is compiled on its first call, once per process, or
@@ -6,7 +6,7 @@ loaded from numba's on-disk cache (``cache=True``, next to this file or in
 numba's user cache folder).  Every kernel takes C-contiguous float64 arrays
 and int64 plans, so each compiles to exactly one specialisation.
 
-Layouts (made once, by :func:`._apply.pack`):
+Layouts (made once, by :func:`._chord_apply.pack`):
 
 * offset-based supports: ``W`` of shape ``(M, K, N)``, ``W[m, k, i]`` the
   value of factor ``m`` at row ``i`` and column ``(i + d_k) mod N``; for one
@@ -17,7 +17,7 @@ Layouts (made once, by :func:`._apply.pack`):
 
 Vectors: every term is a unit-stride loop over a row segment, taken four
 offsets at a time so that ``out`` is read and written once per four terms
-(the *plan* from :func:`._apply.offset_plan` lists, for each group of four
+(the *plan* from :func:`._chord_apply.offset_plan` lists, for each group of four
 offsets, the row segments on which none of them wraps around and the shift
 of each).  Blocks of columns (row-major ``(N, c)``): row ``i`` of the output
 is a combination of ``K`` rows of the input, again four at a time.
@@ -26,7 +26,7 @@ No kernel starts threads: on a shared two-core machine a second thread that
 is descheduled stalls every factor's join (measured: up to 25x slower), and
 one thread already reads the values at 70-85 % of memory speed for large N (see
 ``benchmarks/results/apply.md``).  (Column-chunk threads for large blocks are
-an opt-in of :mod:`._apply`: ``THREADS``.)
+an opt-in of :mod:`._chord_apply`: ``THREADS``.)
 """
 
 from __future__ import annotations

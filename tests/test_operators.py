@@ -47,7 +47,7 @@ import scipy.sparse as sp  # noqa: E402
 
 from sfapprox import HybridOperator  # noqa: E402
 from sfapprox.chord import default_n_factors, support_offsets  # noqa: E402
-from sfapprox.sf import _apply  # noqa: E402
+from sfapprox.operators import _chord_apply as _apply  # noqa: E402
 
 torch = pytest.importorskip("torch")
 
@@ -311,7 +311,7 @@ def test_operator_algebra_still_scipy(backend, hybrid):
 def test_to_dense_through_the_compiled_kernels_is_the_torch_product(support, monkeypatch):
     # Above TORCH_DENSE_MAX_N the dense product comes from the compiled apply kernels (about 6x
     # faster at N = 3000 than torch's shifted adds); both give the same matrix.
-    from sfapprox.sf import linop
+    from sfapprox.operators import chord as linop
 
     rng = np.random.default_rng(3)
     op = ChordOperator(rng.random((4, 16, 2)), support="butterfly") if support == "butterfly" else \

@@ -1,0 +1,47 @@
+"""Every surrogate a fit returns, in one place: applied fast, exported, saved and loaded the same way.
+
+A fitted method's ``operator_`` is one of these: a
+:class:`scipy.sparse.linalg.LinearOperator` (so ``op @ x``, ``op.T @ x``,
+``op @ B`` and scipy's solvers work) with ``n_stored``, ``to_dense()``, its
+saved layout, and where it has them ``to_sparse_factors()`` and
+``to_torch()`` (:class:`SurrogateOperator` states the contract).
+
+================================  ==============  ===================================================
+class                             kind            made by
+================================  ==============  ===================================================
+:class:`ChordOperator`            ``chord``       sf, sf-symmetric, sf-butterfly
+:class:`HybridOperator`           ``hybrid``      sf+lr, sf+s, tsvd, rpca, rpca-pcp, nmf
+:class:`SparseOperator`           ``csr``         sparse
+:class:`MonarchOperator`          ``monarch``     monarch
+:class:`MonarchLowRankOperator`   ``monarch+lr``  monarch+lr
+:class:`PaddedButterflyOperator`  ``butterfly-padded``  butterfly-hier
+================================  ==============  ===================================================
+
+Fitting stays with the methods (:mod:`sfapprox.sf`, :mod:`sfapprox.baselines`,
+:mod:`sfapprox.hybrid`); :func:`sfapprox.save_factors` and
+:func:`sfapprox.load_factors` handle every registered kind.  A new kind of
+surrogate is one new module here: a :class:`SurrogateOperator` subclass
+decorated with :func:`register_operator`, imported below.
+"""
+
+from __future__ import annotations
+
+from ._base import SurrogateOperator, operator_class, operator_kinds, register_operator
+from .butterfly import PaddedButterflyOperator
+from .chord import ChordOperator
+from .hybrid import HybridOperator
+from .monarch import MonarchLowRankOperator, MonarchOperator
+from .sparse import SparseOperator
+
+__all__ = [
+    "SurrogateOperator",
+    "register_operator",
+    "operator_class",
+    "operator_kinds",
+    "ChordOperator",
+    "HybridOperator",
+    "SparseOperator",
+    "MonarchOperator",
+    "MonarchLowRankOperator",
+    "PaddedButterflyOperator",
+]

@@ -1,0 +1,96 @@
+"""The hierarchical butterfly's surrogate: a butterfly product of order ``N' = 2^L``, cropped to ``n x n``."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ._base import SurrogateOperator, padded_rows, register_operator
+from .chord import ChordOperator
+
+__all__ = ["PaddedButterflyOperator"]
+
+
+@register_operator
+class PaddedButterflyOperator(SurrogateOperator):
+    """The leading ``n x n`` block of a butterfly product of order ``N' = 2^L > n``.
+
+    Layout
+    ------
+    ``kind = "butterfly-padded"``.  Array ``values`` of shape ``(L, N', 2)``
+    (factor ``m`` holds ``values[m, i, 0]`` at ``(i, i)`` and
+    ``values[m, i, 1]`` at ``(i, i XOR 2^m)``); attribute ``n``.  The dense
+    matrix, with numpy alone::
+
+        D = np.eye(big)
+        for m in range(L):
+            W = np.zeros((big, big)); i = np.arange(big)
+            W[i, i] = values[m, :, 0]; W[i, i ^ (1 << m)] = values[m, :, 1]
+            D = D @ W
+        D = D[:n, :n]
+
+    ``n_stored = values.size = 2 N' L``.
+
+    Examples
+    --------
+    >>> op = PaddedButterflyOperator(np.full((2, 4, 2), 0.5), 3)
+    >>> op.to_dense().round(2).tolist(), op.n_stored
+    ([[0.25, 0.25, 0.25], [0.25, 0.25, 0.25], [0.25, 0.25, 0.25]], 16)
+    """
+
+    kind: ClassVar[str] = "butterfly-padded"
+    description: ClassVar[str] = (
+        "The leading n x n block of a butterfly product of order N' = 2^L: factor m holds values[m, i, 0] "
+        "at (i, i) and values[m, i, 1] at (i, i XOR 2^m), and A = (W[0] @ ... @ W[L-1])[:n, :n].")
+
+    def __init__(self, values: np.ndarray, n: int):
+        self.inner = ChordOperator(values, support="butterfly")
+        big = self.inner.shape[0]
+        n = int(n)
+        if not 1 <= n <= big:
+            raise ValueError(f"n = {n} must be between 1 and the factors' order {big}")
+        super().__init__(n)
+
+    @property
+    def values(self) -> np.ndarray:
+        return self.inner.values
+
+    @property
+    def padded_n(self) -> int:
+        return self.inner.shape[0]
+
+    @property
+    def n_factors(self) -> int:
+        return self.inner.n_factors
+
+    @property
+    def n_stored(self) -> int:
+        """``2 N' L``: every stored factor value (:func:`butterfly_hier_count`)."""
+        return int(self.inner.values.size)
+
+    def _apply(self, B: np.ndarray, transpose: bool) -> np.ndarray:
+        return self.inner._apply(padded_rows(B, self.padded_n), transpose)[: self.shape[0]]
+
+    def to_dense(self) -> np.ndarray:
+        """The ``n x n`` block of the product, ``O(L N'^2)``."""
+        n = self.shape[0]
+        return self.inner.to_dense()[:n, :n]
+
+    def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """``{"values"}`` and ``{"n": n}`` (see the class docstring's layout)."""
+        return {"values": self.inner.values}, {"n": int(self.shape[0])}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "PaddedButterflyOperator":
+        """Rebuild from :meth:`to_arrays`; ``ValueError`` naming what is inconsistent."""
+        try:
+            values, n = np.asarray(arrays["values"]), int(attrs["n"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"padded butterfly operator: missing or unreadable part ({exc})") from None
+        if not np.issubdtype(values.dtype, np.number) or np.iscomplexobj(values) or not np.all(np.isfinite(values)):
+            raise ValueError("padded butterfly operator: values must be finite real numbers")
+        try:
+            return cls(values, n)
+        except ValueError as exc:
+            raise ValueError(f"padded butterfly operator: {exc}") from None

@@ -1,0 +1,244 @@
+"""Monarch surrogates: a block-rank-r Monarch matrix (``monarch``), and one plus a low-rank term (``monarch+lr``).
+
+Both are fitted in :mod:`sfapprox.baselines.monarch` and
+:mod:`sfapprox.baselines.monarch_lr`; here they are applied (two batched
+matmuls per product, ``O(r N' (b1 + b2))`` per column), densified and saved.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..budget import tsvd_count
+from ._base import SurrogateOperator, register_operator
+
+__all__ = ["MonarchOperator", "MonarchLowRankOperator", "slabs", "from_slabs", "monarch_slabs"]
+
+
+def slabs(X, b1: int, b2: int) -> np.ndarray:
+    """``X`` padded to ``N' = b1 b2`` as its slabs ``S[q, k, a, l] = X[a b2 + q, k b2 + l]``."""
+    n = X.shape[0]
+    big = b1 * b2
+    Xp = np.zeros((big, big))
+    Xp[:n, :n] = X.toarray() if hasattr(X, "toarray") else X
+    return Xp.reshape(b1, b2, b1, b2).transpose(1, 2, 0, 3)
+
+
+def from_slabs(slabs: np.ndarray, n: int) -> np.ndarray:
+    """The inverse of :func:`slabs`, cropped to ``n x n``."""
+    b2, b1 = slabs.shape[0], slabs.shape[1]
+    return slabs.transpose(2, 0, 1, 3).reshape(b1 * b2, b1 * b2)[:n, :n]
+
+
+def monarch_slabs(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """The slabs ``S[q, k] = L-columns @ R-rows`` of a Monarch matrix, ``(b2, b1, b1, b2)``."""
+    return left.transpose(0, 2, 1, 3) @ right.transpose(2, 0, 1, 3)
+
+
+class _Blockwise(SurrogateOperator):
+    """Products through ``_product(B)`` / ``_product_t(B)`` on 2-D blocks (a vector is a 1-column block)."""
+
+    def _apply(self, B: np.ndarray, transpose: bool) -> np.ndarray:
+        block = np.reshape(B, (B.shape[0], -1))
+        out = self._product_t(block) if transpose else self._product(block)
+        return out.reshape(B.shape)
+
+
+@register_operator
+class MonarchOperator(_Blockwise):
+    """A block-rank-``r`` Monarch matrix ``Σ_t P L^(t) P^T R^(t)``, cropped to ``n x n``.
+
+    Layout
+    ------
+    ``kind = "monarch"``.  Arrays ``left`` of shape ``(b2, b1, b1, r)``
+    (``left[q, a, k, t]`` = entry ``(a, k)`` of the ``q``-th ``b1 x b1`` block
+    of ``L^(t)``) and ``right`` of shape ``(b1, r, b2, b2)``
+    (``right[k, t, q, l]`` = entry ``(q, l)`` of the ``k``-th ``b2 x b2``
+    block of ``R^(t)``); attribute ``n`` (``<= b1 b2``).  The dense matrix,
+    with numpy alone::
+
+        D = np.einsum("qakt,ktql->aqkl", left, right).reshape(b1 * b2, b1 * b2)[:n, :n]
+
+    i.e. ``D[a b2 + q, k b2 + l] = Σ_t left[q, a, k, t] right[k, t, q, l]``.
+    ``n_stored = left.size + right.size = r (b1 b2) (b1 + b2)``.  A product
+    with ``c`` columns costs ``O(r N' (b1 + b2) c)`` (two batched matmuls).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> op = MonarchOperator(rng.random((3, 2, 2, 1)), rng.random((2, 1, 3, 3)), 6)
+    >>> D = op.to_dense()
+    >>> bool(np.allclose(op.matvec(np.ones(6)), D.sum(1))), op.n_stored
+    (True, 30)
+    """
+
+    kind: ClassVar[str] = "monarch"
+    description: ClassVar[str] = (
+        "A Monarch matrix: D[a*b2 + q, k*b2 + l] = sum_t left[q, a, k, t] * right[k, t, q, l] "
+        "(left: (b2, b1, b1, r), right: (b1, r, b2, b2)), cropped to n x n; with numpy, "
+        "np.einsum('qakt,ktql->aqkl', left, right).reshape(b1*b2, b1*b2)[:n, :n].")
+
+    def __init__(self, left: np.ndarray, right: np.ndarray, n: int):
+        left = np.ascontiguousarray(left, dtype=np.float64)
+        right = np.ascontiguousarray(right, dtype=np.float64)
+        if left.ndim != 4 or right.ndim != 4:
+            raise ValueError(f"left and right must be 4-way arrays, got shapes {left.shape} and {right.shape}")
+        b2, b1, b1b, r = left.shape
+        if b1b != b1 or right.shape != (b1, r, b2, b2):
+            raise ValueError(f"left {left.shape} must be (b2, b1, b1, r) and right {right.shape} (b1, r, b2, b2)")
+        n = int(n)
+        if not 1 <= n <= b1 * b2:
+            raise ValueError(f"n = {n} must be between 1 and b1·b2 = {b1 * b2}")
+        self.left, self.right = left, right
+        self.left_block, self.right_block, self.rank = b1, b2, r
+        super().__init__(n)
+
+    @property
+    def padded_n(self) -> int:
+        return self.left_block * self.right_block
+
+    @property
+    def n_stored(self) -> int:
+        """``r N' (b1 + b2)`` (:func:`monarch_count`)."""
+        return int(self.left.size + self.right.size)
+
+    def _padded(self, B: np.ndarray) -> np.ndarray:
+        B = np.asarray(B, dtype=np.float64)
+        out = np.zeros((self.padded_n, B.shape[1]))
+        out[: self.shape[0]] = B
+        return out
+
+    def _product(self, B: np.ndarray) -> np.ndarray:
+        b1, b2, r = self.left_block, self.right_block, self.rank
+        c = B.shape[1]
+        x = self._padded(B).reshape(b1, b2, c)
+        y = self.right.reshape(b1, r * b2, b2) @ x  # R: (k, (t, q), c)
+        y = y.reshape(b1, r, b2, c).transpose(2, 0, 1, 3).reshape(b2, b1 * r, c)  # P^T: (q, (k, t), c)
+        z = self.left.reshape(b2, b1, b1 * r) @ y  # L: (q, a, c)
+        return z.transpose(1, 0, 2).reshape(b1 * b2, c)[: self.shape[0]]  # P: rows a b2 + q
+
+    def _product_t(self, G: np.ndarray) -> np.ndarray:
+        b1, b2, r = self.left_block, self.right_block, self.rank
+        c = G.shape[1]
+        g = self._padded(G).reshape(b1, b2, c).transpose(1, 0, 2)  # (q, a, c)
+        z = self.left.reshape(b2, b1, b1 * r).transpose(0, 2, 1) @ g  # (q, (k, t), c)
+        z = z.reshape(b2, b1, r, c).transpose(1, 2, 0, 3).reshape(b1, r * b2, c)  # (k, (t, q), c)
+        x = self.right.reshape(b1, r * b2, b2).transpose(0, 2, 1) @ z  # (k, l, c)
+        return x.reshape(b1 * b2, c)[: self.shape[0]]
+
+    def to_dense(self) -> np.ndarray:
+        """The ``n x n`` matrix, ``O(r N'^2)``."""
+        return from_slabs(monarch_slabs(self.left, self.right), self.shape[0])
+
+    def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """``{"left", "right"}`` and ``{"n": n}`` (see the class docstring's layout)."""
+        return {"left": self.left, "right": self.right}, {"n": int(self.shape[0])}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "MonarchOperator":
+        """Rebuild from :meth:`to_arrays`; ``ValueError`` naming what is inconsistent."""
+        try:
+            left, right, n = np.asarray(arrays["left"]), np.asarray(arrays["right"]), int(attrs["n"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"Monarch operator: missing or unreadable part ({exc})") from None
+        for name, a in (("left", left), ("right", right)):
+            if not np.issubdtype(a.dtype, np.number) or np.iscomplexobj(a) or not np.all(np.isfinite(a)):
+                raise ValueError(f"Monarch operator: {name} must hold finite real numbers")
+        try:
+            return cls(left, right, n)
+        except ValueError as exc:
+            raise ValueError(f"Monarch operator: {exc}") from None
+
+
+@register_operator
+class MonarchLowRankOperator(_Blockwise):
+    """A Monarch matrix plus a low-rank matrix, ``M + U diag(s) Vt`` (either part may be absent).
+
+    Layout
+    ------
+    ``kind = "monarch+lr"``.  Arrays ``left`` and ``right`` (the Monarch part,
+    layout of :class:`MonarchOperator`; absent
+    when there is none), ``U`` ``(n, k)``, ``s`` ``(k,)`` and ``Vt`` ``(k, n)``
+    (``k`` may be 0); attribute ``n``.  With numpy alone::
+
+        D = U @ np.diag(s) @ Vt (+ the Monarch part's dense matrix)
+
+    ``n_stored`` = the Monarch part's + ``k (2n + 1)``.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> U, Vt = rng.random((6, 1)), rng.random((1, 6))
+    >>> op = MonarchLowRankOperator(6, left=rng.random((3, 2, 2, 1)), right=rng.random((2, 1, 3, 3)),
+    ...                             U=U, s=np.ones(1), Vt=Vt)
+    >>> bool(np.allclose(op.matvec(np.ones(6)), op.to_dense().sum(1))), op.n_stored
+    (True, 43)
+    """
+
+    kind: ClassVar[str] = "monarch+lr"
+    description: ClassVar[str] = (
+        "A = M + U diag(s) Vt: M the Monarch matrix of 'left'/'right' (absent when there are none; "
+        "D[a*b2 + q, k*b2 + l] = sum_t left[q, a, k, t] * right[k, t, q, l], cropped to n x n), U (n, k), "
+        "s (k,), Vt (k, n).")
+
+    def __init__(self, n: int, *, left=None, right=None, U=None, s=None, Vt=None):
+        n = int(n)
+        self.monarch = None if left is None else MonarchOperator(left, right, n)
+        k = 0 if s is None else len(s)
+        self.U = np.zeros((n, 0)) if U is None else np.ascontiguousarray(U, dtype=np.float64)
+        self.s = np.zeros(0) if s is None else np.ascontiguousarray(s, dtype=np.float64).ravel()
+        self.Vt = np.zeros((0, n)) if Vt is None else np.ascontiguousarray(Vt, dtype=np.float64)
+        if self.U.shape != (n, k) or self.Vt.shape != (k, n):
+            raise ValueError(f"U {self.U.shape}, s ({k},) and Vt {self.Vt.shape} do not make a rank-{k} "
+                             f"{n} x {n} matrix")
+        super().__init__(n)
+
+    @property
+    def n_stored(self) -> int:
+        """The Monarch part's numbers plus ``k (2n + 1)``."""
+        return (0 if self.monarch is None else self.monarch.n_stored) + tsvd_count(self.shape[0], len(self.s))
+
+    def _product(self, B: np.ndarray) -> np.ndarray:
+        B = np.asarray(B, dtype=np.float64)
+        out = self.U @ (self.s[:, None] * (self.Vt @ B))
+        return out if self.monarch is None else out + self.monarch._product(B)
+
+    def _product_t(self, G: np.ndarray) -> np.ndarray:
+        G = np.asarray(G, dtype=np.float64)
+        out = self.Vt.T @ (self.s[:, None] * (self.U.T @ G))
+        return out if self.monarch is None else out + self.monarch._product_t(G)
+
+    def to_dense(self) -> np.ndarray:
+        """The ``n x n`` matrix."""
+        out = (self.U * self.s) @ self.Vt
+        return out if self.monarch is None else out + self.monarch.to_dense()
+
+    def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """``{"U", "s", "Vt"}`` plus ``{"left", "right"}`` when there is a Monarch part; ``{"n": n}``."""
+        arrays = {"U": self.U, "s": self.s, "Vt": self.Vt}
+        if self.monarch is not None:
+            arrays.update(left=self.monarch.left, right=self.monarch.right)
+        return arrays, {"n": int(self.shape[0])}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> MonarchLowRankOperator:
+        """Rebuild from :meth:`to_arrays`; ``ValueError`` naming what is inconsistent."""
+        try:
+            parts = {name: np.asarray(arrays[name]) for name in ("U", "s", "Vt")}
+            n = int(attrs["n"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"Monarch + low-rank operator: missing or unreadable part ({exc})") from None
+        if ("left" in arrays) != ("right" in arrays):
+            raise ValueError("Monarch + low-rank operator: left and right come together")
+        for name, a in parts.items():
+            if not np.issubdtype(a.dtype, np.number) or np.iscomplexobj(a) or not np.all(np.isfinite(a)):
+                raise ValueError(f"Monarch + low-rank operator: {name} must hold finite real numbers")
+        if "left" in arrays:  # the Monarch part: MonarchOperator's own checks
+            monarch = MonarchOperator.from_arrays(arrays, {"n": n})
+            parts.update(left=monarch.left, right=monarch.right)
+        try:
+            return cls(n, **parts)
+        except ValueError as exc:
+            raise ValueError(f"Monarch + low-rank operator: {exc}") from None

@@ -1,0 +1,105 @@
+"""Plain sparse storage: an ``N x N`` CSR matrix that counts its stored numbers (``sparse``'s surrogate)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..budget import sparse_count
+from ._base import SurrogateOperator, register_operator
+
+__all__ = ["SparseOperator"]
+
+
+@register_operator
+class SparseOperator(SurrogateOperator):
+    """An ``N x N`` CSR matrix as a LinearOperator that counts its stored numbers.
+
+    Layout
+    ------
+    ``kind = "csr"``.  Arrays ``data`` (s,) float64, ``indices`` (s,) int64
+    and ``indptr`` (N + 1,) int64; attribute ``n``.  The dense matrix, with
+    numpy alone::
+
+        D = np.zeros((n, n))
+        rows = np.repeat(np.arange(n), np.diff(indptr))
+        D[rows, indices] = data
+
+    ``n_stored = data.size + indices.size + indptr.size = 2 s + N + 1``.
+
+    Parameters
+    ----------
+    matrix : scipy sparse array of shape (N, N)
+        Kept in canonical CSR (sorted indices, no duplicates).
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> op = SparseOperator(sp.csr_array(([2.0], ([0], [1])), shape=(3, 3)))
+    >>> op.matvec(np.ones(3)).tolist(), op.n_stored
+    ([2.0, 0.0, 0.0], 6)
+    """
+
+    kind: ClassVar[str] = "csr"
+    description: ClassVar[str] = ("A is the n x n CSR matrix (data, indices, indptr): row i holds data[j] at column "
+                                  "indices[j] for indptr[i] <= j < indptr[i + 1].")
+
+    def __init__(self, matrix):
+        matrix = sp.csr_array(matrix, dtype=np.float64)
+        if matrix.shape[0] != matrix.shape[1]:
+            raise ValueError(f"a square matrix is needed, got shape {matrix.shape}")
+        matrix.sum_duplicates()
+        matrix.sort_indices()
+        self.matrix = matrix
+        self._matrix_t = None
+        super().__init__(matrix.shape[0])
+
+    @property
+    def n_stored(self) -> int:
+        """``2 s + N + 1``: values, column indices and row pointers (:func:`sparse_count`)."""
+        return sparse_count(self.shape[0], self.matrix.nnz)
+
+    def _apply(self, B: np.ndarray, transpose: bool) -> np.ndarray:
+        if transpose and self._matrix_t is None:
+            self._matrix_t = self.matrix.T.tocsr()  # CSR of the transpose, made once
+        return np.asarray((self._matrix_t if transpose else self.matrix) @ np.asarray(B, dtype=np.float64))
+
+    def to_dense(self) -> np.ndarray:
+        """The ``N x N`` matrix as a dense array."""
+        return self.matrix.toarray()
+
+    def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """The CSR arrays (``data``, ``indices``, ``indptr``) and ``{"n": N}``."""
+        m = self.matrix
+        arrays = {"data": m.data.astype(np.float64), "indices": m.indices.astype(np.int64),
+                  "indptr": m.indptr.astype(np.int64)}
+        return arrays, {"n": int(self.shape[0])}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "SparseOperator":
+        """Rebuild from :meth:`to_arrays`; ``ValueError`` naming what is inconsistent."""
+        try:
+            n = int(attrs["n"])
+            data = np.asarray(arrays["data"])
+            indices = np.asarray(arrays["indices"])
+            indptr = np.asarray(arrays["indptr"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"CSR operator: missing or unreadable part ({exc})") from None
+        if n < 1:
+            raise ValueError(f"CSR operator: n must be at least 1, got {n}")
+        if data.ndim != 1 or indices.shape != data.shape or indptr.shape != (n + 1,):
+            raise ValueError(f"CSR operator: shapes data {data.shape}, indices {indices.shape}, indptr "
+                             f"{indptr.shape} do not describe an {n} x {n} matrix")
+        for name, a in (("indices", indices), ("indptr", indptr)):
+            if a.size and not np.issubdtype(a.dtype, np.integer):
+                raise ValueError(f"CSR operator: {name} must be integers, got {a.dtype}")
+        if not np.issubdtype(data.dtype, np.number) or np.iscomplexobj(data) or not np.all(np.isfinite(data)):
+            raise ValueError("CSR operator: data must be finite real numbers")
+        if indptr[0] != 0 or indptr[-1] != data.size or np.any(np.diff(indptr) < 0):
+            raise ValueError("CSR operator: indptr must rise from 0 to the number of entries")
+        if indices.size and (indices.min() < 0 or indices.max() >= n):
+            raise ValueError(f"CSR operator: column indices outside 0..{n - 1}")
+        return cls(sp.csr_array((data.astype(np.float64), indices.astype(np.int64), indptr.astype(np.int64)),
+                                shape=(n, n)))
