@@ -173,9 +173,12 @@ def compare(
         How ``matrix`` is read when it is a path.
     matrix_info : mapping, optional
         Extra facts for the report header (merged into the matrix summary).
-    include : mapping, optional
-        Surrogates fitted earlier (e.g. ``load_factors(path)``), by row name:
-        each is scored like the methods and must fit the budget too.
+    include : mapping or sequence, optional
+        Surrogates fitted earlier, scored like the methods (each must fit the
+        budget too): a mapping of row name to a factors file, what
+        :func:`~sfapprox.load_factors` returns or an operator, or a sequence
+        of factors files (rows ``saved:<file stem>``).  Files are read before
+        any fitting; one fitted to another input is said in the notes.
 
     Returns
     -------
@@ -199,6 +202,7 @@ def compare(
     if protocol not in PROTOCOLS:
         raise ParameterError(f"unknown protocol {protocol!r}; choose {' or '.join(PROTOCOLS)}")
     parse_budget(budget)
+    saved = load_included(include, settings.max_memory)
     loaded = as_loaded_matrix(matrix, load)
     resolved = resolve_budget(budget, loaded.n)
     check_scoring_memory(loaded, settings.max_memory)
@@ -207,9 +211,35 @@ def compare(
     context = RunContext(settings, count_indices, protocol, callback, dict(structure or {}))
     with warnings_at_caller():
         results = run_all(names, X, resolved, context, info["fro_norm"], on_result)
-    for name, surrogate in (include or {}).items():
+    for name, surrogate in saved.items():
         results.append(score_surrogate(name, surrogate, X, resolved.value, info["fro_norm"]))
-    return build_comparison(info, resolved, results, context)
+    comparison = build_comparison(info, resolved, results, context)
+    comparison.notes.extend(n for n in [resolved.note, *_source_notes(saved, loaded)] if n)
+    return comparison
+
+
+def load_included(include, max_memory: int | None = None) -> dict[str, Any]:
+    """``compare``'s ``include``: factors files read (and checked) before any fitting, by row name."""
+    from .factors import load_factors
+
+    if include is None:
+        return {}
+    if isinstance(include, (str, os.PathLike)) or not isinstance(include, Mapping):
+        paths = [include] if isinstance(include, (str, os.PathLike)) else list(include)
+        include = {f"saved:{os.path.splitext(os.path.basename(os.fspath(p)))[0]}": p for p in paths}
+    return {name: load_factors(s, max_memory=max_memory) if isinstance(s, (str, os.PathLike)) else s
+            for name, s in include.items()}
+
+
+def _source_notes(saved: Mapping[str, Any], loaded) -> list[str]:
+    """A note for each saved fit whose recorded input is not this matrix's file."""
+    notes = []
+    for name, fit in saved.items():
+        source = getattr(fit, "source", None) or {}
+        if source.get("sha256") and loaded.sha256 and source["sha256"] != loaded.sha256:
+            notes.append(f"{name} was fitted to {source.get('path') or 'another input'} "
+                         f"(sha256 {source['sha256'][:12]}…), not to this file")
+    return notes
 
 
 def score_surrogate(name: str, surrogate, X, budget: int, fro_norm: float | None = None) -> MethodResult:

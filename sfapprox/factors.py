@@ -58,6 +58,8 @@ __all__ = [
     "save_results",
     "register_operator",
     "is_factors_file",
+    "result_path",
+    "check_results_folder",
     "FACTORS_FORMAT",
     "FACTORS_VERSION",
 ]
@@ -235,8 +237,32 @@ def _fit_record(est) -> dict[str, Any]:
     return {**record, **est.params_}
 
 
+def result_path(folder: str | os.PathLike, matrix: str, method: str) -> Path:
+    """Where :func:`save_results` writes ``method``'s fit of ``matrix``: ``folder/<matrix>.<method>.h5``."""
+    return Path(folder) / f"{matrix}.{method}.h5"
+
+
+def check_results_folder(folder: str | os.PathLike, matrix: str, methods, *, force: bool = False) -> None:
+    """Refuse, before any fitting, a :func:`save_results` folder that could not take the fits.
+
+    Raises
+    ------
+    ParameterError
+        When ``folder`` is a file, or (without ``force``) a fit's file exists already.
+    """
+    from ._errors import ParameterError
+
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ParameterError(f"{folder}: the fits need a folder, and this is a file")
+    for method in methods:
+        target = result_path(folder, matrix, method)
+        if target.exists() and not force:
+            raise ParameterError(f"{target}: already exists; use --force (force=True) to overwrite it")
+
+
 def save_results(comparison, folder: str | os.PathLike, *, source=None, force: bool = False) -> list[Path]:
-    """Write every fitted row of a comparison to ``folder/<matrix>.<method>.h5``.
+    """Write every fitted row of a comparison to ``folder/<matrix>.<method>.h5`` (:func:`result_path`).
 
     Rows without an operator (not applicable, failed) are skipped.  The
     folder is created.  ``source`` (a LoadedMatrix) is recorded in each file.
@@ -251,7 +277,7 @@ def save_results(comparison, folder: str | os.PathLike, *, source=None, force: b
     for r in comparison.results:
         if r.operator is None:
             continue
-        target = folder / f"{name}.{r.method}.h5"
+        target = result_path(folder, name, r.method)
         fit = {"method": r.method, "status": r.status, "nnz": r.nnz, "fro_error": r.fro_error,
                "rel_error": r.rel_error, "seconds": r.seconds, **r.params}
         history = getattr(r.estimator, "loss_curve_", ())

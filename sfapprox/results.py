@@ -64,6 +64,9 @@ class Comparison:
     results: list[MethodResult]
     settings: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
+    #: What the reader should know about how the rows were made (a clamped budget, a saved fit
+    #: made from another input); shown under the table and written to the JSON.
+    notes: list[str] = field(default_factory=list)
 
     def ranked(self) -> list[MethodResult]:
         """The scored rows, best first: the smallest error; among rows that reproduce X
@@ -151,6 +154,7 @@ class Comparison:
                 "winner": self.winner(),
                 "verdict": self.verdict(),
                 "results": [r.to_dict() for r in self.results],
+                "notes": self.notes,
                 "settings": self.settings,
                 "versions": self.versions,
             }
@@ -192,6 +196,7 @@ class Comparison:
         for r in self.results:
             if r.params.get("structure_reason"):
                 table.notes.append(f"{r.method}: {r.params['structure_reason']}")
+        table.notes.extend(f"note: {n}" for n in self.notes)
         return [table]
 
 

@@ -103,6 +103,7 @@ class Sweep:
         table.notes.extend(f"{m}: {why}" for m, why in reasons.items())
         if any("(time_limit)" in row.get(m, "") or "(max_iter)" in row.get(m, "") for row in table.rows for m in self.methods):
             table.notes.append("(time_limit) / (max_iter): the fit stopped on that limit before converging")
+        table.notes.extend(f"note: {n}" for p in self.points for n in p.notes)
         return [table]
 
     def to_dict(self) -> dict[str, Any]:
@@ -168,6 +169,8 @@ def sweep(
             report = (lambda r, b=value: on_result(b, r)) if on_result else None
             results = run_all(names, loaded.matrix, budget, context, info["fro_norm"], report)
             points.append(build_comparison(info, budget, results, context))
+            if budget.note:
+                points[-1].notes.append(budget.note)
             if any(r.status == "interrupted" for r in results):
                 break
     first = points[0] if points else build_comparison(info, next(iter(resolved.values())), [], context)

@@ -121,55 +121,6 @@ def show_notes(loaded) -> None:
         err.print(f"note: {escape(line)}", highlight=False, soft_wrap=one_line())
 
 
-#: Figure formats matplotlib writes without extra packages.
-PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp")
-
-
-def check_plot(path: Path | None, force: bool) -> None:
-    """Refuse, before any work, a figure that could not be written (type, matplotlib, folder)."""
-    if path is None:
-        return
-    if path.suffix.lower() not in PLOT_SUFFIXES:
-        raise SfapproxError(f"{path}: cannot write a figure of type {path.suffix or '(none)'!r}; "
-                            f"use one of {', '.join(PLOT_SUFFIXES)}")
-    check_output(path, force)
-    from ..plotting import _pyplot
-
-    _pyplot()  # fail now, not after the fits, when matplotlib is missing
-
-
-def check_output(path: Path | None, force: bool) -> None:
-    """Refuse, before any work, an output that could not be written or would overwrite a file.
-
-    Checks that ``path`` is not a folder, does not exist (unless ``force``),
-    and that its folder exists and is writable, so that a long fit never ends
-    in "cannot write".
-    """
-    if path is None:
-        return
-    if path.is_dir():
-        raise SfapproxError(f"{path}: is a folder; give a file name for the output")
-    if path.exists() and not force:
-        raise SfapproxError(f"{path}: already exists; use --force to overwrite it")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise SfapproxError(f"{path}: folder {parent} does not exist; create it first")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise SfapproxError(f"{path}: folder {parent} is not writable")
-
-
-def check_distinct(*paths: Path | None) -> None:
-    """Refuse the same file named for two outputs (one would silently replace the other)."""
-    seen: dict[Path, Path] = {}
-    for path in paths:
-        if path is None:
-            continue
-        key = path.resolve()
-        if key in seen:
-            raise SfapproxError(f"{path}: named for two outputs ({seen[key]} and {path}); give each its own file")
-        seen[key] = path
-
-
 def announce_start(callback: Callable[[dict], Any], what: str, quiet: bool) -> Callable[[dict], Any]:
     """Wrap a progress callback: when no progress bar is shown, say once that the optimizer runs.
 

@@ -48,6 +48,7 @@ DEFAULT_METHODS = ",".join(_DEFAULT_METHODS)
 Methods = Annotated[str, typer.Option("--methods", help="Comma-separated method names; 'sfapprox methods' lists them all and what each stores.", metavar="LIST")]
 Budget = Annotated[str, typer.Option("--budget", help="Stored numbers per method: 'sf' (SF's own count), a whole number, or a fraction of N² (0.05).", metavar="BUDGET")]
 Force = Annotated[bool, flag("--force", help="Overwrite existing output files.")]
+Plot = Annotated[Optional[Path], typer.Option("--plot", help="Write a figure (PNG/PDF/SVG, ...; needs matplotlib: pip install 'sfapprox[plot]').", metavar="FILE")]
 Protocol = Annotated[Literal[PROTOCOLS], typer.Option(
     "--protocol", help="default, or paper: the SF paper's Table 1 settings (TSVD at rank ceil(M²/2), SF's reference structure).")]
 #: Default of :data:`CountIndices`, from the library.

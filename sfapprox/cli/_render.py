@@ -20,6 +20,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
 
+from .._errors import ParameterError
 from ..formats import OutputFormat, Table, fmt_number, render_rich
 
 
@@ -63,9 +64,6 @@ def stdout_claimed(outputs: dict[str, Path]) -> bool:
 
 def check_outputs(outputs: dict[str, Path], force: bool) -> None:
     """Refuse, before any work, outputs that could not be written or would overwrite a file."""
-    from .._errors import ParameterError
-    from ._app import check_distinct, check_output
-
     dashes = [fmt for fmt, p in outputs.items() if str(p) == "-"]
     if len(dashes) > 1:
         raise ParameterError(f"only one output can go to standard output ('-'); got {', '.join('--' + d for d in dashes)}")
@@ -73,6 +71,55 @@ def check_outputs(outputs: dict[str, Path], force: bool) -> None:
     for path in files:
         check_output(path, force)
     check_distinct(*files)
+
+
+#: Figure formats matplotlib writes without extra packages.
+PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp")
+
+
+def check_plot(path: Path | None, force: bool) -> None:
+    """Refuse, before any work, a figure that could not be written (type, matplotlib, folder)."""
+    if path is None:
+        return
+    if path.suffix.lower() not in PLOT_SUFFIXES:
+        raise ParameterError(f"{path}: cannot write a figure of type {path.suffix or '(none)'!r}; "
+                            f"use one of {', '.join(PLOT_SUFFIXES)}")
+    check_output(path, force)
+    from ..plotting import _pyplot
+
+    _pyplot()  # fail now, not after the fits, when matplotlib is missing
+
+
+def check_output(path: Path | None, force: bool) -> None:
+    """Refuse, before any work, an output that could not be written or would overwrite a file.
+
+    Checks that ``path`` is not a folder, does not exist (unless ``force``),
+    and that its folder exists and is writable, so that a long fit never ends
+    in "cannot write".
+    """
+    if path is None:
+        return
+    if path.is_dir():
+        raise ParameterError(f"{path}: is a folder; give a file name for the output")
+    if path.exists() and not force:
+        raise ParameterError(f"{path}: already exists; use --force to overwrite it")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise ParameterError(f"{path}: folder {parent} does not exist; create it first")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ParameterError(f"{path}: folder {parent} is not writable")
+
+
+def check_distinct(*paths: Path | None) -> None:
+    """Refuse the same file named for two outputs (one would silently replace the other)."""
+    seen: dict[Path, Path] = {}
+    for path in paths:
+        if path is None:
+            continue
+        key = path.resolve()
+        if key in seen:
+            raise ParameterError(f"{path}: named for two outputs ({seen[key]} and {path}); give each its own file")
+        seen[key] = path
 
 
 def show_tables(tables: list[Table], outputs: dict[str, Path]) -> None:

@@ -11,18 +11,8 @@ import typer
 
 from .._settings import SF_BASE, SF_FTOL, SF_GTOL, SF_INIT, SF_SUPPORT
 from . import _options as o
-from ._app import (
-    EXIT_INTERRUPTED,
-    announce_start,
-    app,
-    check_distinct,
-    check_output,
-    error_boundary,
-    read_matrix,
-    show_notes,
-    stop_cause,
-)
-from ._render import err, fit_progress, key_value_table, note, out
+from ._app import EXIT_INTERRUPTED, announce_start, app, error_boundary, read_matrix, show_notes, stop_cause
+from ._render import check_distinct, check_output, err, fit_progress, key_value_table, note, out
 
 
 @app.command()

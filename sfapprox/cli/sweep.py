@@ -8,8 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from . import _options as o
-from ._app import EXIT_INTERRUPTED, announce_start, app, check_plot, error_boundary, read_matrix, show_notes
-from ._render import advise_limits, check_outputs, emit, fit_progress, note
+from ._app import EXIT_INTERRUPTED, announce_start, app, error_boundary, read_matrix, show_notes
+from ._render import advise_limits, check_outputs, check_plot, emit, fit_progress, note
 
 
 @app.command()
@@ -18,7 +18,7 @@ def sweep(
     path: o.MatrixPath,
     budgets: Annotated[Optional[str], typer.Option("--budgets", help="Comma-separated budgets: fractions of N², counts or 'sf' (default: 0.5 to 3 times the smallest budget at which every method applies).", metavar="LIST", show_default=False)] = None,
     methods: o.Methods = o.DEFAULT_METHODS,
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write an error-vs-budget chart (PNG/PDF/SVG; needs matplotlib).", metavar="FILE")] = None,
+    plot: o.Plot = None,
     count_indices: o.CountIndices = o.COUNT_INDICES_DEFAULT,
     quiet: o.Quiet = False,
     force: o.Force = False,
@@ -46,12 +46,9 @@ def sweep(
             specs = default_budgets(loaded.n, names, count_indices=count_indices)
             which = f"{names[0]} applies" if len(names) == 1 else f"all of {', '.join(names)} apply"
             note(f"budgets: {', '.join(specs)} (0.5 to 3 times the smallest budget at which {which})")
-        with fit_progress(loaded.name, settings.max_iter, quiet, settings.per_method(len(names)).time_limit) as progress:
+        with fit_progress(loaded.name, settings.max_iter, quiet) as progress:
             result = run_sweep(loaded, specs, names, settings=settings, count_indices=count_indices,
                                callback=announce_start(progress, loaded.name, quiet))
-        for point in result.points:
-            if "clamped" in point.budget_spec:
-                note(f"note: budget {point.budget_spec}: no method can use more than the dense N² numbers")
         advise_limits([r for p in result.points for r in p.results])
         tables = result.tables()
         emit(tables, result.to_dict(), outputs, force=force)

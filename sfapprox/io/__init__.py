@@ -20,7 +20,7 @@ from typing import Callable
 import numpy as np
 import scipy.sparse as sp
 
-from .._errors import ParameterError
+from .._errors import InputError, ParameterError
 from .._validation import check_memory, check_square_matrix, estimate_dense_bytes
 from ._common import Options, ReadResult, Source, check_order, fail, strip_compression
 from ._covariance import read_covariance
@@ -118,6 +118,20 @@ def format_extensions(key: str) -> tuple[str, ...]:
 
 def _known_extensions() -> str:
     return ", ".join(e for f in _FORMATS.values() for e in f.extensions)
+
+
+def _detect_input_format(path: str | os.PathLike) -> str:
+    """:func:`detect_format`, and for a saved fit (an HDF5 factors file) what to do with it instead."""
+    try:
+        return detect_format(path)
+    except InputError:
+        from ..factors import is_factors_file
+
+        if is_factors_file(path):
+            raise fail(os.fspath(path), "is a saved fit, not a matrix",
+                       f"compare it with the matrix it approximates: sfapprox compare MATRIX --with {path} "
+                       "(API: compare(matrix, include=[path]))") from None
+        raise
 
 
 def _folder_hint(path: str | os.PathLike) -> str:
@@ -468,7 +482,7 @@ def load_matrix(
         raise fail(display, "is a folder, not a matrix file", _folder_hint(path))
     src = Source(path, max_memory)
     src.check_exists()
-    fmt = format or detect_format(path)
+    fmt = format or _detect_input_format(path)
     if fmt == "covariance":
         covariance, fmt = True, detect_format(path)
     _check_option_use(display, fmt, opts, covariance)

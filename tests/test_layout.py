@@ -1,0 +1,132 @@
+"""The package's layout holds: no import cycles, one home for every surrogate, no heavy import on `import sfapprox`."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "sfapprox"
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the sfapprox modules it imports, top-level and function-local imports alike.
+
+    An import of a module's own package (``from . import _options``) is left
+    out: a package is always initialised before its submodules.
+    """
+    modules = _modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = package
+                for _ in range(max(node.level - 1, 0)):
+                    base = base.rpartition(".")[0]
+                mod = (f"{base}.{node.module}" if node.module else base) if node.level else node.module
+                targets = [mod] + [f"{mod}.{a.name}" for a in node.names]
+            else:
+                continue
+            deps.update(t for t in targets if t in modules)
+        ancestors = {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)}
+        graph[name] = deps - ancestors - {name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_import_graph_has_no_cycle():
+    graph = import_graph()
+    assert len(graph) > 80 and "sfapprox.operators" in graph["sfapprox.sf.model"]
+    assert "sfapprox.operators.chord" in graph["sfapprox.operators"]
+    assert cycles(graph) == []
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_operators_do_not_depend_on_the_methods():
+    """Surrogates are used without the code that fits them: operators import no method package."""
+    graph = import_graph()
+    for name, deps in graph.items():
+        if name.startswith("sfapprox.operators"):
+            fitting = {d for d in deps if d.startswith(("sfapprox.baselines", "sfapprox.hybrid", "sfapprox.comparison"))}
+            assert not fitting, (name, fitting)
+
+
+def test_every_method_returns_a_registered_operator():
+    from sfapprox._base import RunContext, methods
+    from sfapprox._settings import FitSettings
+    from sfapprox.operators import operator_class
+
+    X = np.random.default_rng(0).random((16, 16))
+    context = RunContext(FitSettings(device="cpu", max_iter=5, time_limit=2))
+    for name, spec in methods().items():
+        est = spec.make(16, 16 * 16, context).fit(X)
+        op = est.operator_
+        assert operator_class(type(op).kind) is type(op), name
+
+
+def test_importing_the_package_loads_no_heavy_library():
+    code = "import sys, sfapprox; print(sorted({'torch', 'numba', 'numpy', 'scipy', 'h5py'} & set(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "[]", done.stderr
+
+
+@pytest.mark.parametrize("old, new", [("sfapprox.sf.linop", "ChordOperator"), ("sfapprox.sf.linop", "HybridOperator")])
+def test_old_operator_paths_still_work_with_a_deprecation_note(old, new):
+    import importlib
+
+    import sfapprox.operators
+
+    with pytest.warns(DeprecationWarning, match=f"moved to sfapprox.operators.{new}"):
+        cls = getattr(importlib.import_module(old), new)
+    assert cls is getattr(sfapprox.operators, new)
