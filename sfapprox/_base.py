@@ -183,6 +183,9 @@ class RunContext:
     structure : mapping
         An SF structure fixed by hand (``n_factors``, ``base``) and other
         extra ChordSF parameters, for the SF methods and the hybrids.
+    fitted : mapping
+        The estimators the methods run before this one in the same
+        comparison fitted, by method name (what ``MethodSpec.reuses`` draws on).
     """
 
     settings: FitSettings = field(default_factory=FitSettings)
@@ -190,6 +193,7 @@ class RunContext:
     protocol: str = "default"
     callback: Callable[[dict], bool | None] | None = None
     structure: Mapping[str, Any] = field(default_factory=dict)
+    fitted: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -219,6 +223,11 @@ class MethodSpec:
     label : str
         What the method is, in a verdict ("low rank (TSVD)"); default: its name.
         Labels starting with "SF" mark the Chord family.
+    reuses : tuple of str
+        Methods whose fits, when they run in the same comparison, this one
+        starts from (the hybrids' grid ends: ``sf`` and ``tsvd``); a
+        comparison runs them first and hands their estimators over in
+        ``RunContext.fitted``.
     iterative : bool
         The fit improves until its time limit or its tolerances (SF, RPCA,
         NMF, the hybrids).  False: it finishes in closed form, usually in a
@@ -241,6 +250,7 @@ class MethodSpec:
     order: int = 100
     label: str = ""
     iterative: bool = True
+    reuses: tuple[str, ...] = ()
     working_memory: Callable[[int], int] | None = None
 
 

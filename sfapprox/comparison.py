@@ -277,12 +277,12 @@ def run_all(
     """
     by_name: dict[str, MethodResult] = {}
     share = context.settings.share_time(len(names))
-    # Closed-form methods first: the time they leave of a shared limit goes to the iterative ones.
-    for name in sorted(names, key=lambda m: get_method(m).iterative):
+    for name in run_order(names):
         start = time.perf_counter()
         limit = share.next_limit()
+        fitted = {m: r.estimator for m, r in by_name.items() if r.status == "ok" and r.estimator is not None}
         own = dataclasses.replace(context, settings=context.settings.replace(time_limit=limit),
-                                  callback=_tagged(context.callback, name, limit))
+                                  callback=_tagged(context.callback, name, limit), fitted=fitted)
         need = get_method(name).min_budget(X.shape[0], own)
         try:
             if stop_requested():  # a stop whose KeyboardInterrupt was swallowed (see _signals)
@@ -307,6 +307,28 @@ def run_all(
         if result.status == "interrupted":
             break
     return [by_name[name] for name in names if name in by_name]
+
+
+def run_order(names: Sequence[str]) -> list[str]:
+    """The order a comparison fits its methods in (its rows keep the order asked).
+
+    Closed-form methods first, so that the time they leave of a shared limit
+    goes to the iterative ones; then the iterative ones as asked, each after
+    the methods whose fits it reuses (``MethodSpec.reuses``).
+
+    Examples
+    --------
+    >>> run_order(["sf+lr", "nmf", "tsvd", "sf"])
+    ['tsvd', 'sf', 'sf+lr', 'nmf']
+    """
+    order = sorted(names, key=lambda m: get_method(m).iterative)
+    placed: list[str] = []
+    for name in order:
+        if name not in placed:
+            placed.extend(m for m in get_method(name).reuses if m in names and m not in placed)
+            placed.append(name)
+    # a reused method moved forward keeps its own place among its kind otherwise
+    return [m for m in placed if not get_method(m).iterative] + [m for m in placed if get_method(m).iterative]
 
 
 def _tagged(callback: Callable[[dict], Any] | None, method: str, limit: float | None) -> Callable[[dict], Any] | None:

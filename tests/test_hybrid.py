@@ -312,3 +312,19 @@ def test_a_reselection_runs_only_when_the_time_left_pays_for_it(monkeypatch):
     calls.clear()
     monkeypatch.setattr(base, "reselect_fits", lambda left, costs: False)
     assert fit().n_stored_ <= 450 and not calls
+
+
+def test_in_a_comparison_the_grid_ends_are_the_sf_and_tsvd_rows():
+    """sf+lr starts from sf's and tsvd's own fits: never worse than either, under any time limit."""
+    X = np.random.default_rng(11).random((40, 40))
+    c = compare(X, ["sf+lr", "tsvd", "sf+s", "sf"], settings=FitSettings(device="cpu", time_limit=0.5))
+    rows = {r.method: r for r in c.results}
+    assert [r.method for r in c.results] == ["sf+lr", "tsvd", "sf+s", "sf"]
+    assert rows["sf+lr"].params["reused"] == ["sf", "tsvd"] and rows["sf+s"].params["reused"] == ["sf"]
+    best_end = min(rows["sf"].fro_error, rows["tsvd"].fro_error)
+    assert rows["sf+lr"].fro_error <= best_end * (1 + 1e-12)
+    assert rows["sf+s"].fro_error <= rows["sf"].fro_error * (1 + 1e-12)
+    plain = next(g for g in rows["sf+lr"].params["grid"] if g["split"] == "sf")
+    assert plain["fro_error"] == pytest.approx(rows["sf"].fro_error) and plain["seconds"] == 0.0
+    alone = compare(X, ["sf+lr"], settings=FitSettings(device="cpu", time_limit=0.5)).results[0]
+    assert "reused" not in alone.params

@@ -18,6 +18,7 @@ from .. import _timing
 from .._base import Approximation
 from .._errors import BudgetError, ConvergenceWarning
 from .._params import Interval
+from .._settings import DEFAULT_TIME_LIMIT
 from ..budget import SFConfig, sf_config_for_budget, sf_count
 from ..operators import ChordOperator, HybridOperator
 from ..sf._multistart import START_KINDS, best_run, race, start_values
@@ -131,7 +132,7 @@ def split_need(costs: StepCosts, starts: int, *, warm: bool) -> float:
 def _plain_sf(X, dense: np.ndarray, params: dict[str, Any]):
     """``ChordSF(**params).fit(X)``, memoised when it is deterministic (no time limit)."""
     key = None
-    if params.get("time_limit", ChordSF().time_limit) is None:
+    if params.get("time_limit", DEFAULT_TIME_LIMIT) is None:
         settings = tuple(sorted((k, repr(v)) for k, v in params.items() if k != "callback"))
         digest = hashlib.sha256(np.ascontiguousarray(dense).tobytes()).hexdigest()
         key = (dense.shape, digest, settings)
@@ -384,12 +385,7 @@ class _ChordHybrid(Approximation):
 
     def _time_limit(self) -> float | None:
         """The whole fit's time limit: ``sf_params["time_limit"]`` or ChordSF's default."""
-        import inspect
-
-        params = self.sf_params or {}
-        if "time_limit" in params:
-            return params["time_limit"]
-        return inspect.signature(ChordSF).parameters["time_limit"].default
+        return (self.sf_params or {}).get("time_limit", DEFAULT_TIME_LIMIT)
 
     def _resolve_device(self) -> None:
         from .._device import resolve_device, resolve_dtype
@@ -410,8 +406,15 @@ class _ChordHybrid(Approximation):
         return dict(random_state=self.random_state, device=self.device, dtype=self.dtype,
                     callback=self.callback, **params)
 
+    #: Fits of the same matrix a comparison hands over (``"sf"``: a ChordSF, ``"tsvd"``: a
+    #: TruncatedSVD), used as the grid's ends instead of refitting them (:func:`hybrid_estimator`).
+    _reuse: dict[str, Any] = {}
+    REUSES: tuple[str, ...] = ()
+
     def _fit_plain(self, X, dense: np.ndarray, params: dict[str, Any], budget: int) -> _Point | None:
-        est = _plain_sf(X, dense, params)
+        given = self._reuse.get("sf")
+        reusable = given is not None and given.n_stored_ <= budget and given.stop_reason_ != _INTERRUPTED
+        est = given if reusable else _plain_sf(X, dense, params)
         self._plain_estimator = est
         if est.n_stored_ > budget:
             return None  # a structure forced through sf_params that does not fit is no grid point
@@ -419,9 +422,11 @@ class _ChordHybrid(Approximation):
         split = HybridSplit("sf", int(est.base), m, k, 0, 0, int(est.n_stored_))
         # ChordSF scored its product as _score would (frobenius_error of the dense product against
         # X, in float64): the same numbers, without a second dense product.
+        # Its own fit time when fitted (or cached) here; nothing when the comparison's sf row paid for it.
+        seconds = 0.0 if reusable else float(est.seconds_)
         return _Point(split, HybridOperator(dense.shape[0], chord=est.operator_), float(est.fro_error_),
-                      est.rel_error_, float(est.seconds_),  # its own fit time, also when reused
-                      n_iter=int(est.n_iter_), stop_reason=est.stop_reason_, start="sf")
+                      est.rel_error_, seconds, n_iter=int(est.n_iter_), stop_reason=est.stop_reason_,
+                      start="sf (its row's fit)" if reusable else "sf")
 
     def _problem(self, n: int, dense: np.ndarray, params: dict[str, Any] | None, costs: StepCosts,
                  poll: Callable[[], Any]) -> _Problem:
@@ -544,7 +549,8 @@ class _ChordHybrid(Approximation):
         self.fro_error_, self.rel_error_ = best.fro_error, best.rel_error
         self.factors_ = np.zeros((0, n, 0)) if chord is None else chord.values
         self.offsets_ = np.zeros(0, dtype=np.int64) if chord is None else chord.offsets
-        # Compute of the whole search: every grid point's own time (a reused plain fit counts its time).
+        # Compute of the whole search: every grid point's own time (a cached plain fit counts its time;
+        # one a comparison's sf row made counts there).
         self.seconds_ = float(sum(p.seconds for p in points))
         self.wall_seconds_ = seconds
         self.n_iter_ = int(sum(p.n_iter for p in points))
@@ -556,6 +562,8 @@ class _ChordHybrid(Approximation):
         self.params_ = {**chosen, "budget": budget, "offsets": self.offsets_.tolist(),
                         "max_splits": self.max_splits, "device": self.device_, "dtype": self.dtype_,
                         "grid": self.grid_}
+        if self._reuse:
+            self.params_["reused"] = sorted(self._reuse)  # the grid ends that are other rows' fits
         if skipped:
             warnings.warn(
                 f"{self._method}: {skipped} of its {len(entries)} grid points did not fit in the time limit "
@@ -601,5 +609,10 @@ def hybrid_estimator(cls: type, budget: int, context, **extra: Any) -> "_ChordHy
     sf.update(context.structure)
     if context.protocol == "paper":
         sf.setdefault("base", 2)
-    return cls(budget=budget, sf_params=sf, callback=context.callback,
-               **context.settings.apply_to(cls, exclude=("max_iter", "time_limit", "max_memory")), **extra)
+    est = cls(budget=budget, sf_params=sf, callback=context.callback,
+              **context.settings.apply_to(cls, exclude=("max_iter", "time_limit", "max_memory")), **extra)
+    # In a comparison that also ran sf (and tsvd), the grid's ends are their fits, not refits: the
+    # hybrid is then never worse than either, whatever the time limit, and its time goes to the
+    # joint points.  Not parameters (a fit of its own has none): what the comparison hands over.
+    est._reuse = {m: context.fitted[m] for m in cls.REUSES if m in context.fitted}
+    return est

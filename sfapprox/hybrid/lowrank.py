@@ -91,6 +91,8 @@ class ChordLowRank(_ChordHybrid):
     """
 
     _method = "sf+lr"
+    #: The comparison rows whose fits are its grid's ends (its MethodSpec's ``reuses``).
+    REUSES = ("sf", "tsvd")
     _start_label = "tsvd(X - P)"
 
     def __init__(
@@ -121,11 +123,13 @@ class ChordLowRank(_ChordHybrid):
                 f"Chord factorization nor one rank ({tsvd_count(n, 1)} numbers) fits")
 
     def _fit_end(self, X, dense: np.ndarray, budget: int, split: HybridSplit) -> _Point:
-        """TSVD at the budget, exactly as the ``tsvd`` method fits it."""
+        """TSVD at the budget, exactly as the ``tsvd`` method fits it (its fit, when a comparison ran it)."""
         from ..baselines.tsvd import TruncatedSVD
 
         begin = time.perf_counter()
-        t = TruncatedSVD(budget=budget, random_state=self.random_state).fit(X, check_input=False)
+        t = self._reuse.get("tsvd")
+        if t is None or t.n_stored_ > budget:
+            t = TruncatedSVD(budget=budget, random_state=self.random_state).fit(X, check_input=False)
         return _score(dense, split, HybridOperator(dense.shape[0], low_rank=(t.U_, t.s_, t.Vt_)), begin)
 
     def _begin(self, pb: _Problem, split: HybridSplit, x_w, shape, offsets):
@@ -170,5 +174,6 @@ register(
         min_budget=lambda n, context: min(b for b in (sf_min_budget(n), tsvd_count(n, 1)) if b is not None),
         order=50,
         label="SF + low rank",
+        reuses=ChordLowRank.REUSES,
     )
 )

@@ -72,6 +72,8 @@ class ChordSparse(_ChordHybrid):
     """
 
     _method = "sf+s"
+    #: The comparison rows whose fits are its grid's ends (its MethodSpec's ``reuses``).
+    REUSES = ("sf",)
     _start_label = "largest(X - P)"
     _parameter_constraints = {**_ChordHybrid._parameter_constraints, "count_indices": bool}
 
@@ -174,5 +176,6 @@ register(
         min_budget=lambda n, context: rpca_count(n, 0, 1, count_indices=context.count_indices),
         order=51,
         label="SF + sparse",
+        reuses=ChordSparse.REUSES,
     )
 )
