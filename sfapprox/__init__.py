@@ -5,12 +5,15 @@ stay fast and do not load torch):
 
 * loading: :func:`load_matrix`, :class:`LoadedMatrix`
 * fitting: :class:`ChordSF`, :func:`fit_sf`, :func:`fit_matrix`
-* baselines: :class:`TruncatedSVD`, :class:`RobustPCA`, :class:`NMF`
-* hybrids: :class:`ChordLowRank` (``sf+lr``), :class:`ChordSparse` (``sf+s``)
-* comparing: :func:`compare` (settings: :class:`FitSettings`, :class:`LoadOptions`),
-  :func:`available_methods`; budget sweeps: :func:`sfapprox.sweep.sweep`
-* using a fit: :class:`ChordOperator`, :class:`HybridOperator`, :func:`save_factors`,
-  :func:`load_factors`
+* the other methods, one module each: :mod:`sfapprox.baselines` (``tsvd``:
+  :class:`TruncatedSVD`, ``rpca`` / ``rpca-pcp``: :class:`RobustPCA`, ``nmf``:
+  :class:`NMF`, ``sparse``, ``monarch``, ``monarch+lr``, ``butterfly-hier``) and
+  :mod:`sfapprox.hybrid` (``sf+lr``: :class:`ChordLowRank`, ``sf+s``:
+  :class:`ChordSparse`); :func:`available_methods` lists all of them
+* comparing: :func:`compare` (settings: :class:`FitSettings`, :class:`LoadOptions`);
+  budget sweeps: :func:`sfapprox.sweep.sweep`
+* using a fit: :mod:`sfapprox.operators` (every surrogate: :class:`ChordOperator`,
+  :class:`HybridOperator`, ...), :func:`save_factors`, :func:`load_factors`
 * collections: :mod:`sfapprox.datasets` (manifests, downloads, batch runs, reports)
 * accounting: :mod:`sfapprox.budget`, :func:`frobenius_error`
 """

@@ -12,7 +12,7 @@ from typing import Any
 
 from ._atomic import write_json
 from ._errors import ParameterError
-from ._settings import FitSettings, LoadOptions
+from ._settings import SF_BASE, SF_SUPPORT, FitSettings, LoadOptions
 from .budget import parse_budget, resolve_budget, sf_config_for_budget
 
 __all__ = ["FitRun", "fit_matrix"]
@@ -78,7 +78,7 @@ def fit_matrix(
     settings = settings or FitSettings()
     if budget is not None:
         parse_budget(budget)
-        chosen = [k for k, default in (("n_factors", None), ("base", 2), ("support", "chord"))
+        chosen = [k for k, default in (("n_factors", None), ("base", SF_BASE), ("support", SF_SUPPORT))
                   if sf_params.get(k, default) != default]
         if chosen:
             raise ParameterError(f"a budget chooses SF's structure itself; leave out {', '.join(chosen)} "
@@ -99,6 +99,9 @@ def fit_matrix(
         "kernel": model.kernel_,
         "device": model.device_,
         "dtype": model.dtype_,
+        "threads": model.threads_,
+        "time_limit": model.time_limit,
+        "max_iter": model.max_iter,
         "nnz": model.n_stored_,
         "matrix": loaded.name,
         "n": loaded.n,

@@ -18,7 +18,8 @@ from ._render import err, one_line
 app = typer.Typer(
     name="sfapprox",
     help="Approximate square matrices by Chord sparse factorizations and compare them with "
-    "TSVD, Robust PCA and NMF at an equal budget of stored numbers.",
+    "truncated SVD, Robust PCA, NMF, sparse storage, Monarch, butterfly and hybrid surrogates "
+    "at an equal budget of stored numbers.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,

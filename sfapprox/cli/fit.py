@@ -64,8 +64,10 @@ def fit(
                 ftol=ftol, gtol=gtol, n_factors=factors, init=init, support=support, base=base,
             )
         summary = run.summary
-        rows = [(k, summary[k]) for k in ("fro_error", "rel_error", "nnz", "iterations", "evaluations",
-                                           "seconds", "stop_reason", "init", "device", "dtype")]
+        # What the library resolved, not only what was asked: structure, limits, device, threads.
+        rows = [(k, summary[k]) for k in ("fro_error", "rel_error", "nnz", "n_factors", "base", "iterations",
+                                           "evaluations", "seconds", "stop_reason", "init", "time_limit",
+                                           "max_iter", "device", "dtype", "threads")]
         (err if to_stdout else out).print(key_value_table(f"SF fit of {loaded.name}", [(k, _show(v)) for k, v in rows]))
         if to_stdout:
             from ..formats import jsonable
