@@ -23,7 +23,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ._errors import (
+from . import _errors
+from ._errors import (  # noqa: F401  (the public error family, listed in _errors.__all__)
     BudgetError,
     ConvergenceWarning,
     DeviceError,
@@ -53,30 +54,19 @@ _LAZY = {
     "ChordSparse": "sfapprox.hybrid",
     "ChordOperator": "sfapprox.operators",
     "HybridOperator": "sfapprox.operators",
+    "operators": "sfapprox.operators",
     "save_factors": "sfapprox.factors",
     "load_factors": "sfapprox.factors",
     "frobenius_error": "sfapprox.metrics",
 }
 
-__all__ = sorted(
-    list(_LAZY)
-    + [
-        "SfapproxError",
-        "InputError",
-        "ParameterError",
-        "BudgetError",
-        "ResourceError",
-        "DeviceError",
-        "NotApplicableError",
-        "ConvergenceWarning",
-        "__version__",
-    ]
-)
+__all__ = sorted([*_LAZY, *(name for name in _errors.__all__ if name != "one_line"), "__version__"])
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        module = importlib.import_module(_LAZY[name])
+        return module if module.__name__ == f"sfapprox.{name}" else getattr(module, name)
     raise AttributeError(f"module 'sfapprox' has no attribute {name!r}")
 
 

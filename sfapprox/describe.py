@@ -10,7 +10,7 @@ from ._settings import COUNT_INDICES
 from .budget import sf_count, sf_structure, tsvd_count, tsvd_rank_for_budget
 from .formats import Column, Table
 
-__all__ = ["MatrixDescription", "describe", "describe_factors"]
+__all__ = ["MatrixDescription", "describe", "describe_factors", "describe_methods", "describe_formats"]
 
 
 @dataclass
@@ -127,3 +127,47 @@ def describe_factors(path) -> MatrixDescription:
             "source": source, "settings": saved.settings, "versions": saved.versions,
             "loss_history_length": int(saved.loss_history.size)}
     return MatrixDescription(facts, [], data)
+
+
+def describe_methods() -> MatrixDescription:
+    """Every registered method: its name, stored-number formula and what it fits (``sfapprox methods``).
+
+    Examples
+    --------
+    >>> d = describe_methods()
+    >>> d.tables[0].rows[0]["name"], "tsvd" in d.data["methods"]
+    ('sf', True)
+    """
+    table = Table("methods (--methods NAME,NAME,...)", [Column("name", "name", "left"),
+                                                        Column("stores", "stores", "left"),
+                                                        Column("summary", "what", "left")])
+    for name, spec in methods().items():
+        table.add({"name": name, "stores": spec.stores, "summary": spec.summary})
+    return MatrixDescription([], [table], {"methods": {name: spec.summary for name, spec in methods().items()}})
+
+
+def describe_formats() -> MatrixDescription:
+    """The input formats (``--format`` keys, extensions) and the output formats (``sfapprox formats``).
+
+    Examples
+    --------
+    >>> d = describe_formats()
+    >>> "mtx" in d.data["inputs"], d.data["outputs"][0]
+    (True, 'json')
+    """
+    from .formats import OutputFormat
+    from .io import available_formats, format_extensions
+
+    inputs = Table("input formats (--format KEY overrides the extension)",
+                   [Column("key", "key", "left"), Column("extensions", "extensions", "left"),
+                    Column("what", "what", "left")])
+    for key, text in available_formats().items():
+        inputs.add({"key": key, "extensions": " ".join(format_extensions(key)) or "–", "what": text})
+    outputs = Table("output formats (compare, sweep, info, report: --json/--csv/--markdown/--latex FILE, "
+                    "'-' for stdout)", [Column("key", "option", "left"), Column("suffix", "suffix", "left")])
+    for fmt in OutputFormat:
+        outputs.add({"key": f"--{fmt.value}", "suffix": fmt.suffix})
+    data = {"inputs": {k: {"extensions": format_extensions(k), "description": d} for k, d in available_formats().items()},
+            "outputs": [f.value for f in OutputFormat]}
+    return MatrixDescription([], [inputs, outputs], data)
+

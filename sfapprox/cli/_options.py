@@ -171,6 +171,13 @@ OUTPUTS = Group(
         _output("csv", "table as CSV"),
         _output("markdown", "table as Markdown"),
         _output("latex", "table as LaTeX (booktabs)"),
+        _param("force", Force, False),
     ),
-    lambda v: {fmt: v[fmt] for fmt in ("json", "csv", "markdown", "latex") if v[fmt] is not None},
+    lambda v: _outputs({fmt: v[fmt] for fmt in ("json", "csv", "markdown", "latex") if v[fmt] is not None}, v["force"]),
 )
+
+
+def _outputs(files: dict[str, Path], force: bool):
+    from ._render import Outputs
+
+    return Outputs(files, force)

@@ -12,6 +12,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -57,19 +58,27 @@ def note(message: str, *, style: str = "") -> None:
     err.print(f"[{style}]{text}[/]" if style else text, highlight=False, soft_wrap=one_line())
 
 
-def stdout_claimed(outputs: dict[str, Path]) -> bool:
+@dataclass(frozen=True)
+class Outputs:
+    """A table command's output files by format (``"json"`` -> path, ``-`` for stdout) and ``--force``."""
+
+    files: dict[str, Path] = field(default_factory=dict)
+    force: bool = False
+
+
+def stdout_claimed(outputs: Outputs) -> bool:
     """True when some output goes to standard output (``-``)."""
-    return any(str(p) == "-" for p in outputs.values())
+    return any(str(p) == "-" for p in outputs.files.values())
 
 
-def check_outputs(outputs: dict[str, Path], force: bool) -> None:
+def check_outputs(outputs: Outputs) -> None:
     """Refuse, before any work, outputs that could not be written or would overwrite a file."""
-    dashes = [fmt for fmt, p in outputs.items() if str(p) == "-"]
+    dashes = [fmt for fmt, p in outputs.files.items() if str(p) == "-"]
     if len(dashes) > 1:
         raise ParameterError(f"only one output can go to standard output ('-'); got {', '.join('--' + d for d in dashes)}")
-    files = [p for p in outputs.values() if str(p) != "-"]
+    files = [p for p in outputs.files.values() if str(p) != "-"]
     for path in files:
-        check_output(path, force)
+        check_output(path, outputs.force)
     check_distinct(*files)
 
 
@@ -122,31 +131,31 @@ def check_distinct(*paths: Path | None) -> None:
         seen[key] = path
 
 
-def show_tables(tables: list[Table], outputs: dict[str, Path]) -> None:
+def show_tables(tables: list[Table], outputs: Outputs) -> None:
     """Print the tables for a person: stdout, or stderr when stdout carries machine output."""
     console = err if stdout_claimed(outputs) else out
     for item in render_rich(tables, table_width(console)):
         console.print(item)
 
 
-def write_outputs(tables: list[Table], data: Any, outputs: dict[str, Path], *, force: bool) -> None:
+def write_outputs(tables: list[Table], data: Any, outputs: Outputs) -> None:
     """Write each requested format (atomically) to its file, or to stdout for ``-``."""
     from .._atomic import write_text
 
-    for fmt, path in outputs.items():
+    for fmt, path in outputs.files.items():
         text = OutputFormat(fmt).render(tables, data)
         if str(path) == "-":
             sys.stdout.write(text)
             sys.stdout.flush()
         else:
-            write_text(path, text, force=force)
+            write_text(path, text, force=outputs.force)
             note(f"wrote {path}")
 
 
-def emit(tables: list[Table], data: Any, outputs: dict[str, Path], *, force: bool) -> None:
+def emit(tables: list[Table], data: Any, outputs: Outputs) -> None:
     """Show the tables to the person and write every requested format (the end of each table command)."""
     show_tables(tables, outputs)
-    write_outputs(tables, data, outputs, force=force)
+    write_outputs(tables, data, outputs)
 
 
 def advise_limits(results) -> None:

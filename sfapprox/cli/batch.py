@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ..formats import OutputFormat
 from . import _options as o
 from ._app import EXIT_INTERRUPTED, app, error_boundary
-from ._render import check_outputs, err, note, show_tables, write_outputs
+from ._render import Outputs, check_outputs, err, note, show_tables, write_outputs
 
 ManifestPath = Annotated[Path, typer.Argument(help="Dataset manifest (.toml), e.g. data_manifests/synthetic.toml.", show_default=False)]
 OutDir = Annotated[Optional[Path], typer.Option("--out-dir", help="Output folder: results.jsonl, factors/, report.md/.csv/.tex/.json (required).", show_default=False, metavar="DIR")]
@@ -181,7 +181,7 @@ def batch(
         records = read_results(summary.results_path).records
         report = build_report(records)
         tables = report.tables()
-        show_tables(tables, {})
+        show_tables(tables, Outputs())
         _problems(records)
         _unavailable(report)
         if summary.no_network:
@@ -189,7 +189,7 @@ def batch(
             more = f"; skipped the downloads of {skipped} more entr{'y' if skipped == 1 else 'ies'}" if skipped else ""
             note(f"{summary.no_network}{more}", style="yellow")
         targets = {fmt: out_dir / f"report{OutputFormat(fmt).suffix}" for fmt in ("markdown", "csv", "latex", "json")}
-        write_outputs(_file_tables(report, tables), report.to_dict(), targets, force=True)
+        write_outputs(_file_tables(report, tables), report.to_dict(), Outputs(targets, force=True))
         order = ("ok", "not applicable", "failed", "unavailable", "interrupted")
         statuses = sorted(summary.statuses.items(), key=lambda sn: order.index(sn[0]) if sn[0] in order else len(order))
         counts = ", ".join(f"{s} {n}" for s, n in statuses) or "nothing new"
@@ -205,7 +205,6 @@ def batch(
 @o.options(o.OUTPUTS)
 def report(
     out_dir: Annotated[Path, typer.Argument(help="A batch output folder (holding results.jsonl).", show_default=False)],
-    force: o.Force = False,
     *,
     outputs,
 ) -> None:
@@ -218,7 +217,7 @@ def report(
     from ..datasets.results_file import RESULTS_FILE
 
     with error_boundary():
-        check_outputs(outputs, force)
+        check_outputs(outputs)
         results = out_dir / RESULTS_FILE
         if not results.is_file():
             raise InputError(f"{out_dir}: no {RESULTS_FILE}; run 'sfapprox batch MANIFEST --out-dir {out_dir}' first")
@@ -234,7 +233,7 @@ def report(
         tables = rep.tables()
         show_tables(tables, outputs)
         _unavailable(rep)
-        write_outputs(_file_tables(rep, tables), rep.to_dict(), outputs, force=force)
+        write_outputs(_file_tables(rep, tables), rep.to_dict(), outputs)
 
 
 def _line_list(numbers: list[int]) -> str:

@@ -24,7 +24,6 @@ def compare(
     saved: Annotated[Optional[list[Path]], typer.Option("--with", help="A saved fit (fit --out, --save-factors) to score beside the methods; repeatable.", metavar="FILE")] = None,
     plot_scale: Annotated[Literal["auto", "linear", "log"], typer.Option("--plot-scale", help="--plot colors: linear values, log10 |values| (sparse graphs), or auto: log below 10% non-zeros or when a few values dominate (half of the non-zeros below 2% of the largest).")] = "auto",
     quiet: o.Quiet = False,
-    force: o.Force = False,
     *,
     load,
     settings,
@@ -47,26 +46,26 @@ def compare(
 
         names = parse_methods(methods)  # every option and output is checked before any work
         parse_budget(budget)
-        check_outputs(outputs, force)
-        check_plot(plot, force)
+        check_outputs(outputs)
+        check_plot(plot, outputs.force)
         included = load_included(saved, settings.max_memory)
         loaded = read_matrix(path, load)
         show_notes(loaded)
         if save_factors is not None:
-            check_results_folder(save_factors, loaded.name, names, force=force)
+            check_results_folder(save_factors, loaded.name, names, force=outputs.force)
         with fit_progress(loaded.name, settings.max_iter, quiet) as progress:
             comparison = run_compare(loaded, names, budget=budget, settings=settings, count_indices=count_indices,
                                      callback=announce_start(progress, loaded.name, quiet), include=included)
         advise_limits(comparison.results)
-        emit(comparison.tables(), comparison.to_dict(), outputs, force=force)
+        emit(comparison.tables(), comparison.to_dict(), outputs)
         suggest_next(comparison, path, names)
         if plot is not None:
             from ..plotting import plot_comparison
 
-            how = plot_comparison(loaded, comparison, plot, scale=plot_scale, force=force)
+            how = plot_comparison(loaded, comparison, plot, scale=plot_scale, force=outputs.force)
             note(f"wrote {plot} (colour scale {how}; --plot-scale linear|log to choose)")
         if save_factors is not None:
-            for written in save_results(comparison, save_factors, source=loaded, force=force):
+            for written in save_results(comparison, save_factors, source=loaded, force=outputs.force):
                 note(f"wrote {written}")
         stopped = next((r for r in comparison.results if r.status == "interrupted"), None)
         if stopped is not None:

@@ -63,7 +63,6 @@ def list_entries(
     data_dir: DataDir = None,
     only: Only = None,
     verbose: Annotated[bool, o.flag("--verbose", "-v", help="Also show each entry's source (URL or generator).")] = False,
-    force: o.Force = False,
     *,
     outputs,
 ) -> None:
@@ -71,16 +70,10 @@ def list_entries(
 
     Example: sfapprox datasets list data_manifests/paper-table1.toml --data-dir ../shared/realdata
     """
-    from ..datasets import load_manifest, verify_entry
-    from ..datasets.fetch import check_data_dir
-
     with error_boundary():
-        check_data_dir(data_dir, name="--data-dir")
-        check_outputs(outputs, force)
-        m = load_manifest(manifest)
+        m, checked = _checked_entries(manifest, data_dir, only, outputs)
         rows = []
-        for entry in m.select(_names(only)):
-            status, _ = verify_entry(entry, data_dir=data_dir)
+        for entry, status, _ in checked:
             rows.append({"name": entry.name, "category": entry.category, "status": status,
                          "file": entry.file or f"(generated: {entry.generator})", "source": _source(entry),
                          "reference": _reference(entry) or None, "reproducible": "✓" if entry.reproducible else ""})
@@ -91,7 +84,7 @@ def list_entries(
         table = _status_table(m.title or str(manifest), rows, columns)
         table.notes.append(_counts(rows) + (f"; reference figures: {m.reference_source}; ✓ = reproducible"
                                             if m.reference_source else ""))
-        emit([table], {"manifest": str(manifest), "entries": rows}, outputs, force=force)
+        emit([table], {"manifest": str(manifest), "entries": rows}, outputs)
 
 
 @datasets_app.command("fetch")
@@ -144,13 +137,24 @@ def fetch(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None) -
             raise typer.Exit(1)
 
 
+def _checked_entries(manifest: Path, data_dir: Path | None, only: str | None, outputs):
+    """The manifest and, for each selected entry, its status and detail (every option checked first)."""
+    from ..datasets import load_manifest, verify_entry
+    from ..datasets.fetch import check_data_dir
+
+    check_data_dir(data_dir, name="--data-dir")
+    check_outputs(outputs)
+    m = load_manifest(manifest)
+    return m, [(entry, *verify_entry(entry, data_dir=data_dir)) for entry in m.select(_names(only))]
+
+
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
 @datasets_app.command("verify")
 @o.options(o.OUTPUTS)
-def verify(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None, force: o.Force = False, *,
+def verify(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None, *,
            outputs) -> None:
     """Check the SHA-256 of every file present (in --data-dir or the cache); downloads nothing.
 
@@ -158,19 +162,11 @@ def verify(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None, 
 
     Example: sfapprox datasets verify data_manifests/paper-table1.toml --data-dir ../shared/realdata
     """
-    from ..datasets import load_manifest, verify_entry
-    from ..datasets.fetch import check_data_dir
-
     with error_boundary():
-        check_data_dir(data_dir, name="--data-dir")
-        check_outputs(outputs, force)
-        m = load_manifest(manifest)
-        rows = []
-        for entry in m.select(_names(only)):
-            status, detail = verify_entry(entry, data_dir=data_dir)
-            rows.append({"name": entry.name, "status": status, "detail": detail})
+        _, checked = _checked_entries(manifest, data_dir, only, outputs)
+        rows = [{"name": entry.name, "status": status, "detail": detail} for entry, status, detail in checked]
         table = _status_table(f"verify {manifest}", rows, [("name", "name"), ("status", "status"), ("detail", "detail")])
         table.notes.append(_counts(rows))
-        emit([table], {"manifest": str(manifest), "entries": rows}, outputs, force=force)
+        emit([table], {"manifest": str(manifest), "entries": rows}, outputs)
         if any(row["status"] == "mismatch" for row in rows):
             raise typer.Exit(1)

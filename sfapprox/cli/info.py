@@ -13,7 +13,6 @@ from ._render import check_outputs, emit, key_value_table, out, stdout_claimed
 @o.options(o.LOAD, o.OUTPUTS)
 def info(
     path: o.MatrixPath,
-    force: o.Force = False,
     *,
     load,
     outputs,
@@ -28,7 +27,7 @@ def info(
         from ..describe import describe, describe_factors
         from ..factors import is_factors_file
 
-        check_outputs(outputs, force)
+        check_outputs(outputs)
         if is_factors_file(path):
             report, title, loaded = describe_factors(path), escape(path.name), None
         else:
@@ -36,6 +35,6 @@ def info(
             report, title = describe(loaded), escape(loaded.name)
         if not stdout_claimed(outputs):
             out.print(key_value_table(title, [(k, escape(str(v))) for k, v in report.facts]))
-        emit(report.tables, report.data, outputs, force=force)
+        emit(report.tables, report.data, outputs)
         if loaded is not None:
             show_notes(loaded)

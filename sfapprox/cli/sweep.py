@@ -21,7 +21,6 @@ def sweep(
     plot: o.Plot = None,
     count_indices: o.CountIndices = o.COUNT_INDICES_DEFAULT,
     quiet: o.Quiet = False,
-    force: o.Force = False,
     *,
     load,
     settings,
@@ -38,8 +37,8 @@ def sweep(
 
         names = parse_methods(methods)
         specs = None if budgets is None else parse_budget_list(budgets)
-        check_outputs(outputs, force)
-        check_plot(plot, force)
+        check_outputs(outputs)
+        check_plot(plot, outputs.force)
         loaded = read_matrix(path, load)
         show_notes(loaded)
         if specs is None:
@@ -51,11 +50,11 @@ def sweep(
                                callback=announce_start(progress, loaded.name, quiet))
         advise_limits([r for p in result.points for r in p.results])
         tables = result.tables()
-        emit(tables, result.to_dict(), outputs, force=force)
+        emit(tables, result.to_dict(), outputs)
         if plot is not None:
             from ..plotting import plot_sweep
 
-            plot_sweep(result, plot, force=force)
+            plot_sweep(result, plot, force=outputs.force)
             note(f"wrote {plot}")
         if any(r.status == "interrupted" for p in result.points for r in p.results):
             note("interrupted: budgets not reached were skipped", style="bold yellow")

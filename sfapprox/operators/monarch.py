@@ -37,6 +37,12 @@ def monarch_slabs(left: np.ndarray, right: np.ndarray) -> np.ndarray:
     return left.transpose(0, 2, 1, 3) @ right.transpose(2, 0, 1, 3)
 
 
+#: How a saved Monarch part's arrays make the matrix (in every file's description).
+_MONARCH_FORMULA = ("D[a*b2 + q, k*b2 + l] = sum_t left[q, a, k, t] * right[k, t, q, l] (left: (b2, b1, b1, r), "
+                    "right: (b1, r, b2, b2)), cropped to n x n; with numpy, "
+                    "np.einsum('qakt,ktql->aqkl', left, right).reshape(b1*b2, b1*b2)[:n, :n]")
+
+
 class _Blockwise(SurrogateOperator):
     """Products through ``_product(B)`` / ``_product_t(B)`` on 2-D blocks (a vector is a 1-column block)."""
 
@@ -75,10 +81,7 @@ class MonarchOperator(_Blockwise):
     """
 
     kind: ClassVar[str] = "monarch"
-    description: ClassVar[str] = (
-        "A Monarch matrix: D[a*b2 + q, k*b2 + l] = sum_t left[q, a, k, t] * right[k, t, q, l] "
-        "(left: (b2, b1, b1, r), right: (b1, r, b2, b2)), cropped to n x n; with numpy, "
-        "np.einsum('qakt,ktql->aqkl', left, right).reshape(b1*b2, b1*b2)[:n, :n].")
+    description: ClassVar[str] = f"A Monarch matrix: {_MONARCH_FORMULA}."
 
     def __init__(self, left: np.ndarray, right: np.ndarray, n: int):
         left = np.ascontiguousarray(left, dtype=np.float64)
@@ -178,10 +181,8 @@ class MonarchLowRankOperator(_Blockwise):
     """
 
     kind: ClassVar[str] = "monarch+lr"
-    description: ClassVar[str] = (
-        "A = M + U diag(s) Vt: M the Monarch matrix of 'left'/'right' (absent when there are none; "
-        "D[a*b2 + q, k*b2 + l] = sum_t left[q, a, k, t] * right[k, t, q, l], cropped to n x n), U (n, k), "
-        "s (k,), Vt (k, n).")
+    description: ClassVar[str] = (f"A = M + U diag(s) Vt: M the Monarch matrix of 'left'/'right' (absent when there "
+                                  f"are none; {_MONARCH_FORMULA}), U (n, k), s (k,), Vt (k, n).")
 
     def __init__(self, n: int, *, left=None, right=None, U=None, s=None, Vt=None):
         n = int(n)
