@@ -250,7 +250,7 @@ def test_zero_matrix_and_sparse_input():
     h = ChordLowRank(budget=200, sf_params=FAST, device="cpu").fit(np.zeros((12, 12)))
     assert h.fro_error_ == 0.0 and h.rel_error_ is None
     X = sp.random(20, 20, density=0.1, random_state=0, format="csr")
-    s = ChordSparse(budget=int(X.nnz), device="cpu", sf_params=FAST).fit(X)
+    s = ChordSparse(budget=2 * int(X.nnz), device="cpu", sf_params=FAST).fit(X)  # value + position each
     assert s.fro_error_ == pytest.approx(0.0, abs=1e-12) and s.params_["split"] == "sparse"
 
 

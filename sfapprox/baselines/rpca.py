@@ -44,7 +44,7 @@ import scipy.sparse as sp
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._params import Interval, Options
-from .._settings import DEFAULT_TIME_LIMIT
+from .._settings import COUNT_INDICES, DEFAULT_TIME_LIMIT
 from ..budget import (
     rpca_count,
     rpca_rank_for_budget,
@@ -537,7 +537,7 @@ class RobustPCA(Approximation):
         ``s`` is the best over the rank grid; with a budget and one of
         ``rank`` / ``n_sparse``, the other takes the rest of the budget.
         Without a budget both ``rank`` and ``n_sparse`` are needed.
-    count_indices : bool, default=False
+    count_indices : bool, default=True
         Charge each sparse entry for its position too (2 numbers per entry).
     method : {"godec", "pcp"}, default="godec"
         GoDec at fixed rank and cardinality, or Principal Component Pursuit
@@ -594,9 +594,9 @@ class RobustPCA(Approximation):
     >>> rng = np.random.default_rng(0)
     >>> X = np.outer(rng.random(30), rng.random(30))
     >>> X[3, 7] += 5.0
-    >>> rp = RobustPCA(rank=1, n_sparse=1, device="cpu").fit(X)
+    >>> rp = RobustPCA(rank=1, n_sparse=1, device="cpu").fit(X)  # 61 numbers for rank 1, 2 for the entry
     >>> rp.n_stored_, bool(np.allclose(rp.to_dense(), X))
-    (62, True)
+    (63, True)
     """
 
     @property
@@ -626,7 +626,7 @@ class RobustPCA(Approximation):
         n_sparse: int | None = None,
         *,
         budget: int | None = None,
-        count_indices: bool = False,
+        count_indices: bool = COUNT_INDICES,
         method: str = "godec",
         max_iter: int = 200,
         tol: float = 1e-6,

@@ -296,6 +296,25 @@ class _ChordHybrid(Approximation):
         "dtype": (str, None),
     }
 
+    def __init__(
+        self,
+        *,
+        budget: int | None = None,
+        max_splits: int = 3,
+        sf_params: dict[str, Any] | None = None,
+        random_state: int = 0,
+        device: str = "auto",
+        dtype: str | None = None,
+        callback: Callable[[dict], bool | None] | None = None,
+    ):
+        self.budget = budget
+        self.max_splits = max_splits
+        self.sf_params = sf_params
+        self.random_state = random_state
+        self.device = device
+        self.dtype = dtype
+        self.callback = callback
+
     # ------------------------------------------------------------------ fit
     def fit(self, X, *, check_input: bool = True):
         """Fit every split of the grid to the square matrix ``X`` and keep the best.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -94,25 +94,6 @@ class ChordLowRank(_ChordHybrid):
     #: The comparison rows whose fits are its grid's ends (its MethodSpec's ``reuses``).
     REUSES = ("sf", "tsvd")
     _start_label = "tsvd(X - P)"
-
-    def __init__(
-        self,
-        *,
-        budget: int | None = None,
-        max_splits: int = 3,
-        sf_params: dict[str, Any] | None = None,
-        random_state: int = 0,
-        device: str = "auto",
-        dtype: str | None = None,
-        callback: Callable[[dict], bool | None] | None = None,
-    ):
-        self.budget = budget
-        self.max_splits = max_splits
-        self.sf_params = sf_params
-        self.random_state = random_state
-        self.device = device
-        self.dtype = dtype
-        self.callback = callback
 
     def _grid(self, n: int, budget: int, plain: SFConfig | None) -> list[HybridSplit]:
         return sf_lr_splits(n, budget, plain, max_splits=self.max_splits)

@@ -11,6 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._base import MethodSpec, register
+from .._settings import COUNT_INDICES
 from ..budget import SFConfig, rpca_count
 from ..operators import HybridOperator
 from .base import (
@@ -42,7 +43,7 @@ class ChordSparse(_ChordHybrid):
     ----------
     budget : int or None, default=None
         Stored-number budget; None is SF's reference count.
-    count_indices : bool, default=False
+    count_indices : bool, default=True
         Charge each sparse entry for its position too (2 numbers).
     max_splits, sf_params, random_state, device, dtype, callback
         As :class:`ChordLowRank`'s.
@@ -81,7 +82,7 @@ class ChordSparse(_ChordHybrid):
         self,
         *,
         budget: int | None = None,
-        count_indices: bool = False,
+        count_indices: bool = COUNT_INDICES,
         max_splits: int = 3,
         sf_params: dict[str, Any] | None = None,
         random_state: int = 0,
@@ -89,14 +90,9 @@ class ChordSparse(_ChordHybrid):
         dtype: str | None = None,
         callback: Callable[[dict], bool | None] | None = None,
     ):
-        self.budget = budget
+        super().__init__(budget=budget, max_splits=max_splits, sf_params=sf_params, random_state=random_state,
+                         device=device, dtype=dtype, callback=callback)
         self.count_indices = count_indices
-        self.max_splits = max_splits
-        self.sf_params = sf_params
-        self.random_state = random_state
-        self.device = device
-        self.dtype = dtype
-        self.callback = callback
 
     def _grid(self, n: int, budget: int, plain: SFConfig | None) -> list[HybridSplit]:
         return sf_s_splits(n, budget, plain, count_indices=self.count_indices, max_splits=self.max_splits)

@@ -27,55 +27,32 @@ import torch
 from torch import nn
 
 from ..chord import support_offsets
+from ..sf import _butterfly, _kernels
 from ._base import operator_class
 
 __all__ = ["ChordLinear", "HybridLinear"]
 
 
-class _ShiftFactor(torch.autograd.Function):
-    """``W @ P`` for one offset-based factor (values ``w`` (N, K), offsets with 0 first), ``P`` (N, b)."""
+class _Factor(torch.autograd.Function):
+    """``W @ P`` for one factor, ``P`` (N, b): ``kernels`` is the fitting-kernel module of its support
+    (:mod:`sfapprox.sf._kernels` with ``key`` the offsets, 0 first, and values (N, K); or
+    :mod:`sfapprox.sf._butterfly` with ``key`` the factor's index ``m`` and values (N, 2)).
+    The backward is the transposed apply and the kernels' exact value gradient."""
 
     @staticmethod
-    def forward(ctx, w, P, offsets):
-        from ..sf._kernels import apply_factor
-
+    def forward(ctx, w, P, key, kernels):
         ctx.save_for_backward(w, P)
-        ctx.offsets = offsets
-        return apply_factor(w, offsets, P)
+        ctx.key, ctx.kernels = key, kernels
+        return kernels.apply_factor(w, key, P)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, G):
-        from ..sf._kernels import apply_factor_t, factor_grad
-
         w, P = ctx.saved_tensors
         G = G.contiguous()
-        grad_w = factor_grad(G, P, ctx.offsets) if ctx.needs_input_grad[0] else None
-        grad_P = apply_factor_t(w, ctx.offsets, G) if ctx.needs_input_grad[1] else None
-        return grad_w, grad_P, None
-
-
-class _ButterflyFactor(torch.autograd.Function):
-    """``W_m @ P`` for butterfly factor ``m`` (values ``w`` (N, 2)), ``P`` (N, b)."""
-
-    @staticmethod
-    def forward(ctx, w, P, m):
-        from ..sf._butterfly import apply_factor
-
-        ctx.save_for_backward(w, P)
-        ctx.m = m
-        return apply_factor(w, m, P)
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, G):
-        from ..sf._butterfly import apply_factor_t, factor_grad
-
-        w, P = ctx.saved_tensors
-        G = G.contiguous()
-        grad_w = factor_grad(G, P, ctx.m) if ctx.needs_input_grad[0] else None
-        grad_P = apply_factor_t(w, ctx.m, G) if ctx.needs_input_grad[1] else None
-        return grad_w, grad_P, None
+        grad_w = ctx.kernels.factor_grad(G, P, ctx.key) if ctx.needs_input_grad[0] else None
+        grad_P = ctx.kernels.apply_factor_t(w, ctx.key, G) if ctx.needs_input_grad[1] else None
+        return grad_w, grad_P, None, None
 
 
 def _columns(n: int, n_factors: int, offsets, support: str) -> torch.Tensor:
@@ -163,9 +140,9 @@ class ChordLinear(nn.Module):
     def _factor(self, m: int, P: torch.Tensor) -> torch.Tensor:
         w = self.values[m]
         if self.support == "butterfly":
-            return _ButterflyFactor.apply(w, P, m)
+            return _Factor.apply(w, P, m, _butterfly)
         if self._shift_order is not None:  # the kernels want offset 0 first
-            return _ShiftFactor.apply(w[:, self._shift_order], P, self._shift_offsets)
+            return _Factor.apply(w[:, self._shift_order], P, self._shift_offsets, _kernels)
         # No zero offset (a hand-made support): gather K entries per row and sum.
         return torch.einsum("nkb,nk->nb", P[self.columns], w)
 
