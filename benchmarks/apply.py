@@ -26,27 +26,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 
-OUT = Path(__file__).resolve().parent / "results"
-ROOT = Path(__file__).resolve().parent.parent
+from _common import OUT, ROOT, machine, meta, version, write_markdown, write_results
+
 COLUMNS = 64
-
-
-def machine() -> str:
-    import numba
-    import scipy
-    import torch
-
-    return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, numpy {np.__version__}, "
-            f"scipy {scipy.__version__}, numba {numba.__version__}, torch {torch.__version__}")
 
 
 def make_operator(kind: str, n: int, rng):
@@ -318,7 +307,7 @@ def main() -> int:
     if args.render_only:
         saved = json.loads((OUT / "apply.json").read_text())
         text = render(saved["meta"], saved["rows"], saved["compile"], saved["torch"])
-        (OUT / "apply.md").write_text(text)
+        write_markdown("apply", text)
         print(text)
         return 0
     sizes = [int(s) for s in args.sizes.split(",") if s]
@@ -337,18 +326,15 @@ def main() -> int:
     command = "python benchmarks/apply.py" + "".join(
         f" --{k.replace('_', '-')} {v}" for k, v in vars(args).items()
         if k not in ("no_write", "merge", "render_only") and v != ap.get_default(k))
-    meta = {"machine": machine(), "date": time.strftime("%Y-%m-%d"), "command": command, "repeats": args.repeats,
-            "runs": 1}
+    info = meta(command, machine=machine(**{p: version(p) for p in ("numpy", "scipy", "numba", "torch")}),
+                repeats=args.repeats, runs=1)
     if args.merge and (OUT / "apply.json").exists():
-        meta, compile_, rows, torch_rows = merge(json.loads((OUT / "apply.json").read_text()), meta, compile_, rows,
+        info, compile_, rows, torch_rows = merge(json.loads((OUT / "apply.json").read_text()), info, compile_, rows,
                                                  torch_rows)
-    text = render(meta, rows, compile_, torch_rows)
+    text = render(info, rows, compile_, torch_rows)
     print(text)
     if not args.no_write:
-        OUT.mkdir(parents=True, exist_ok=True)
-        (OUT / "apply.json").write_text(json.dumps({"meta": meta, "compile": compile_, "rows": rows,
-                                                    "torch": torch_rows}, indent=2) + "\n")
-        (OUT / "apply.md").write_text(text)
+        write_results("apply", {"meta": info, "compile": compile_, "rows": rows, "torch": torch_rows}, text)
     return 0
 
 

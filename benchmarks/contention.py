@@ -23,7 +23,6 @@ Writes benchmarks/results/contention.json and contention.md.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import subprocess
@@ -32,8 +31,8 @@ import time
 import warnings
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results"
+from _common import DEFAULT_DATA_DIR, ROOT, machine, meta, write_results
+
 sys.path.insert(0, str(ROOT))
 
 BUSY = "while True:\n    pass\n"
@@ -100,8 +99,9 @@ def main() -> int:
     ap.add_argument("--sizes", default="24,64,256,1024")
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--repeats", type=int, default=3, help="alternating runs without/with the competitor; best kept")
-    ap.add_argument("--data-dir", default=os.environ.get("SFAPPROX_REALDATA", str(ROOT / ".." / "shared" / "realdata")))
+    ap.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR))
     args = ap.parse_args()
+    import numpy as np
     import torch
 
     warnings.simplefilter("ignore")  # ConvergenceWarning on the time limit is expected
@@ -136,23 +136,12 @@ def main() -> int:
             print(f"{label:16s} {name:14s} {q['rate']:9.1f} it/s alone, {b['rate']:9.1f} beside a busy process "
                   f"({row['slowdown']:.2f}x; threads {q['threads']}/{b['threads']})", flush=True)
     load["end"] = os.getloadavg()
-    meta = {"date": time.strftime("%Y-%m-%d"), "machine": f"{_cpu()}, {os.cpu_count()} cores "
-            f"(affinity {len(os.sched_getaffinity(0))}), torch {torch.__version__}, default threads {default}",
-            "command": "python " + " ".join([Path(sys.argv[0]).as_posix()] + sys.argv[1:]),
-            "seconds": args.seconds, "repeats": args.repeats, "loadavg": load, "python": platform.python_version(),
-            "control": control}
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "contention.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
-    (OUT / "contention.md").write_text(render(rows, meta))
+    info = meta(machine=machine(affinity=len(os.sched_getaffinity(0)), numpy=np.__version__,
+                                torch=torch.__version__, default_threads=default),
+                seconds=args.seconds, repeats=args.repeats, loadavg=load, python=platform.python_version(),
+                control=control)
+    write_results("contention", {"meta": info, "rows": rows}, render(rows, info))
     return 0
-
-
-def _cpu() -> str:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            return next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), platform.machine())
-    except OSError:
-        return platform.machine()
 
 
 def render(rows: list[dict], meta: dict) -> str:

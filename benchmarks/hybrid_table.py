@@ -21,21 +21,16 @@ and benchmarks/results/hybrid.md (errors, seconds, wins per category, the guaran
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import os
-import platform
 import sys
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-REAL = (ROOT / ".." / "shared" / "realdata").resolve()
-OUT = ROOT / "benchmarks" / "results"
+from _common import DEFAULT_DATA_DIR as REAL
+from _common import OUT, machine, meta, run_parallel, version, write_results
+
 METHODS = ["sf", "tsvd", "rpca", "nmf", "sf+lr", "sf+s"]
 TOLERANCE = 1e-3  # the guarantee: sf+lr <= min(SF, TSVD) * (1 + TOLERANCE)
 RECOVERY_ITERS = 4000  # planted matrices at their own budget, fitted longer
@@ -222,10 +217,9 @@ def render(all_cells: list[dict], meta: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def machine() -> str:
-    import torch
-
-    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}"
+def _progress(cell: dict) -> str:
+    ok, ratio = guarantee(cell)
+    return f"{cell['matrix']['name']} {cell['budget_label']}: winner {winner(cell)} guarantee {ok} {ratio}"
 
 
 def main() -> int:
@@ -243,26 +237,16 @@ def main() -> int:
     tasks += [(n, "match", RECOVERY_ITERS) for n in names if n.startswith("planted")]
     order = {n: i for i, n in enumerate(names)}
     start = time.perf_counter()
-    cells = []
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = {pool.submit(run_cell, *t): t for t in tasks}
-        for fut in as_completed(futures):
-            cell = fut.result()
-            cells.append(cell)
-            ok, ratio = guarantee(cell)
-            print(f"[{time.perf_counter() - start:6.0f}s] {cell['matrix']['name']} {cell['budget_label']}: "
-                  f"winner {winner(cell)} guarantee {ok} {ratio}", file=sys.stderr, flush=True)
+    cells = run_parallel(run_cell, tasks, args.jobs, _progress)
     labels = budgets + ["match"]
     cells.sort(key=lambda c: (c["recovery"], order[c["matrix"]["name"]], labels.index(c["budget_label"])))
-    meta = {"machine": machine(), "jobs": args.jobs, "date": time.strftime("%Y-%m-%d"),
-            "seconds": time.perf_counter() - start, "tolerance": TOLERANCE,
-            "command": "python benchmarks/hybrid_table.py" + "".join(
+    info = meta("python benchmarks/hybrid_table.py" + "".join(
                 f" --{k} {v}" for k, v in (("jobs", args.jobs), ("only", args.only), ("budgets", args.budgets))
-                if v and not (k == "jobs" and v == 2) and not (k == "budgets" and v == "sf,0.1,0.25"))}
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / f"{args.tag}.json").write_text(json.dumps({"meta": meta, "cells": cells}, indent=2) + "\n")
-    (OUT / f"{args.tag}.md").write_text(render(cells, meta))
-    print(f"wrote {OUT / args.tag}.json and .md in {meta['seconds']:.0f} s", file=sys.stderr)
+                if v and not (k == "jobs" and v == 2) and not (k == "budgets" and v == "sf,0.1,0.25")),
+                machine=machine(numpy=np.__version__, torch=version("torch")), jobs=args.jobs,
+                seconds=time.perf_counter() - start, tolerance=TOLERANCE)
+    write_results(args.tag, {"meta": info, "cells": cells}, render(cells, info))
+    print(f"wrote {OUT / args.tag}.json and .md in {info['seconds']:.0f} s", file=sys.stderr)
     return 0
 
 

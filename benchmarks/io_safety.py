@@ -19,9 +19,7 @@ Writes benchmarks/results/io_safety.json and benchmarks/results/io_safety.md.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -30,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results"
+from _common import ROOT, machine, meta, version, write_results
+
 ORDER = 90_000_000
 
 #: Before this check (commit 8202e8f, the loaders of issue 18's report), measured by hand on the
@@ -120,15 +118,13 @@ def main() -> int:
         # The 3 x 3 file gives the cost of starting Python and importing.
         refusals = {name: _run_info(path) for name, path in paths.items()}
         body = _body_check(args.entries, args.repeat, folder)
+    # The run's description at the top level, beside the results (this file has no "meta").
     result = {
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-        "command": "python benchmarks/io_safety.py " + " ".join(sys.argv[1:]),
+        **meta(machine=machine(numpy=np.__version__, scipy=version("scipy"))),
         "header_refusals": refusals,
         "before": BEFORE,
         "body_check": body,
     }
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "io_safety.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = [
         "# Loader safety: refusing huge headers, checking Matrix Market bodies",
         "",
@@ -157,9 +153,8 @@ def main() -> int:
         "  scipy's parse), float64 conversion, canonical CSR and SHA-256; scipy's mmread only parses.",
         "  Interleaved runs on this file, same machine: 0.57 s before this change, 1.30 s after",
         "  (best of 3 each); the regex is the difference (profiled), small beside any fit.",
-        "",
     ]
-    (OUT / "io_safety.md").write_text("\n".join(lines))
+    write_results("io_safety", result, lines)
     print("\n".join(lines))
     return 0
 

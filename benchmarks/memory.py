@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -34,8 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results"
+from _common import ROOT, machine, meta, version, write_results
 
 CHILD = r"""
 import json, sys
@@ -108,14 +106,12 @@ def main() -> int:
                          "below_estimate_peak_over_base": below["peak"] - below["base"],
                          "below_message": below["stderr"]})
             print(json.dumps(rows[-1]), flush=True)
-    OUT.mkdir(parents=True, exist_ok=True)
-    meta = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "date": time.strftime("%Y-%m-%d"),
-            "command": "python benchmarks/memory.py" + ("" if args.sizes == "1024,2048,4096" else f" --sizes {args.sizes}")
-            + ("" if args.iters == 3 else f" --iters {args.iters}"), "iters": args.iters}
-    (OUT / "memory.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+    info = meta("python benchmarks/memory.py" + ("" if args.sizes == "1024,2048,4096" else f" --sizes {args.sizes}")
+                + ("" if args.iters == 3 else f" --iters {args.iters}"),
+                machine=machine(numpy=np.__version__, torch=version("torch")), iters=args.iters)
     mb = lambda b: f"{b / 2**20:,.0f} MB"  # noqa: E731
-    lines = [f"# Peak memory of `sfapprox fit` against `--max-memory` ({meta['date']})", "",
-             f"Machine: {meta['machine']}. Command: `{meta['command']}`. Input: a random dense N x N float64 "
+    lines = [f"# Peak memory of `sfapprox fit` against `--max-memory` ({info['date']})", "",
+             f"Machine: {info['machine']}. Command: `{info['command']}`. Input: a random dense N x N float64 "
              f"`.npy`; `fit --iters {args.iters} --time-limit 0 --device cpu`, one fresh process per row, each with an "
              "empty numba cache (it compiles the kernels, as the first run after installing does).", "",
              "| N | estimate (what --max-memory is checked against) | allocated by the fit (peak − interpreter) "
@@ -126,7 +122,7 @@ def main() -> int:
                      f"{mb(r['base'])} | exit {r['at_estimate_exit']} | exit {r['below_estimate_exit']} "
                      f"(allocated {mb(r['below_estimate_peak_over_base'])} before refusing) |")
     lines += ["", "## Findings (written by hand after the run)", ""]
-    (OUT / "memory.md").write_text("\n".join(lines) + "\n")
+    write_results("memory", {"meta": info, "rows": rows}, lines)
     return 0
 
 

@@ -35,12 +35,13 @@ import itertools
 import json
 import math
 import os
-import platform
 import sys
 import time
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
+
+from _common import DEFAULT_DATA_DIR as REAL
+from _common import machine, meta, write_results
 
 
 def _set_thread_env(threads: int) -> None:
@@ -62,10 +63,6 @@ def _threads_from_argv(default: int = 2) -> int:
 _set_thread_env(_threads_from_argv())
 
 import numpy as np  # noqa: E402  (after the thread environment)
-
-ROOT = Path(__file__).resolve().parents[1]
-REAL = (ROOT / ".." / "shared" / "realdata").resolve()
-OUT = ROOT / "benchmarks" / "results"
 
 #: The 8 matrices of the paper's Table 1 whose TSVD errors reproduce (✓ in realdata/README.md).
 CASES = [
@@ -422,23 +419,6 @@ def _selftest_pyfaust(X: np.ndarray, mask: np.ndarray, n_factors: int, its: int 
 
 
 # ---------------------------------------------------------------- benchmark
-def machine(threads: int) -> dict:
-    """What the numbers were measured on."""
-    import torch
-
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), cpu)
-    except OSError:
-        pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
-            "numpy": np.__version__, "torch": torch.__version__, "threads": threads,
-            "torch_threads": torch.get_num_threads(),
-            "blas_env": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")},
-            "loadavg_at_start": os.getloadavg()}
-
-
 def bench_matrix(name: str, X: np.ndarray, seconds: float, inits: list[str], use_pyfaust: bool) -> dict:
     """One row: PALM4MSA from each start, optionally pyfaust, and ChordSF, each for ``seconds``."""
     import sfapprox
@@ -465,16 +445,8 @@ def bench_matrix(name: str, X: np.ndarray, seconds: float, inits: list[str], use
     return row
 
 
-def write_results(rows: list[dict], meta: dict) -> None:
-    """The JSON (everything) and the markdown table."""
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "palm4msa.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
-    (OUT / "palm4msa.md").write_text(render_markdown(rows, meta))
-
-
 def render_markdown(rows: list[dict], meta: dict) -> str:
     """Table of errors, iterations and ratios; the notes are added by hand below the marker."""
-    m = meta["machine"]
     solvers = [k for k in rows[0] if k.startswith("palm_") or k == "pyfaust"] if rows else []
     head = ["matrix", "N", "M", "T (s)"]
     for key in solvers:
@@ -483,8 +455,8 @@ def render_markdown(rows: list[dict], meta: dict) -> str:
     head += ["ChordSF error", "ChordSF iters", "ChordSF start"]
     lines = [f"# PALM4MSA vs ChordSF on the Chord supports, equal wall time ({meta['date']})", "",
              f"Command: `{meta['command']}`", "",
-             f"Machine: {m['cpu']}, {m['cores']} cores; numpy {m['numpy']}, torch {m['torch']}; "
-             f"{m['threads']} threads for BLAS and torch; load average at start {m['loadavg_at_start'][0]:.2f}. "
+             f"Machine: {meta['machine']}; {meta['threads']} threads for BLAS and torch; "
+             f"load average at start {meta['load_average_at_start']:.2f}. "
              f"Total wall time {meta['total_seconds']:.0f} s.", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
@@ -568,12 +540,13 @@ def main() -> int:
     only = {s for s in args.only.split(",") if s}
     times = [float(t) for t in args.times.split(",") if t]
     inits = [s for s in args.inits.split(",") if s]
-    meta = {"machine": machine(args.threads), "date": time.strftime("%Y-%m-%d"),
-            "command": "python " + " ".join([Path(sys.argv[0]).as_posix()] + sys.argv[1:]),
-            "interpreter": sys.executable, "pyfaust": _pyfaust_version() if args.pyfaust else None,
-            "times": times, "inits": inits, "alpha": ALPHA,
-            "norm2": {"max_iter": NORM2_MAX_ITER, "threshold": NORM2_THRESHOLD, "warm_start": True},
-            "chordsf": "ChordSF(device='cpu', time_limit=T, max_iter=10**7), other parameters default"}
+    info = meta(machine=machine(numpy=np.__version__, torch=torch.__version__), threads=args.threads,
+                torch_threads=torch.get_num_threads(),
+                blas_env={k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")},
+                interpreter=sys.executable, pyfaust=_pyfaust_version() if args.pyfaust else None,
+                times=times, inits=inits, alpha=ALPHA,
+                norm2={"max_iter": NORM2_MAX_ITER, "threshold": NORM2_THRESHOLD, "warm_start": True},
+                chordsf="ChordSF(device='cpu', time_limit=T, max_iter=10**7), other parameters default")
     rows = []
     begin = time.perf_counter()
     for name, rel in CASES:
@@ -584,8 +557,8 @@ def main() -> int:
             row = bench_matrix(name, X, seconds, inits, args.pyfaust)
             rows.append(row)
             print(json.dumps(row), flush=True)
-    meta["total_seconds"] = time.perf_counter() - begin
-    write_results(rows, meta)
+    info["total_seconds"] = time.perf_counter() - begin
+    write_results("palm4msa", {"meta": info, "rows": rows}, render_markdown(rows, info))
     return 0
 
 

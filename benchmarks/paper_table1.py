@@ -18,7 +18,6 @@ import argparse
 import json
 import math
 import os
-import platform
 import sys
 import time
 import warnings
@@ -26,9 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-REAL = Path(os.environ.get("SFAPPROX_REALDATA", ROOT / ".." / "shared" / "realdata")).resolve()
-OUT = ROOT / "benchmarks" / "results"
+from _common import DEFAULT_DATA_DIR, machine, meta, write_results
 
 # name, file, loader options, paper TSVD, paper SF
 CASES = [
@@ -43,13 +40,9 @@ CASES = [
 ]
 
 
-def machine() -> str:
+def main() -> int:
     import torch
 
-    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__} ({torch.get_num_threads()} threads)"
-
-
-def main() -> int:
     import sfapprox
     from sfapprox.baselines.tsvd import TruncatedSVD
 
@@ -58,7 +51,7 @@ def main() -> int:
     ap.add_argument("--time-limit", type=float, default=None, help="seconds, 0 for none (default: ChordSF's)")
     ap.add_argument("--only", default="")
     ap.add_argument("--tag", default="paper_table1")
-    ap.add_argument("--data-dir", default=str(REAL), help="the real matrices (default ../shared/realdata, "
+    ap.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR), help="the real matrices (default ../shared/realdata, "
                     "or $SFAPPROX_REALDATA)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="extra ChordSF parameter, e.g. --set history_size=20 --set init=identity")
@@ -103,21 +96,20 @@ def main() -> int:
         }
         rows.append(row)
         print(json.dumps(row), flush=True)
-    OUT.mkdir(parents=True, exist_ok=True)
     defaults = sfapprox.ChordSF()
-    meta = {"machine": machine(), "max_iter": extra.get("max_iter", defaults.max_iter),
-            "time_limit": extra.get("time_limit", defaults.time_limit), "extra": extra,
-            "date": time.strftime("%Y-%m-%d")}
-    (OUT / f"{args.tag}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
-    lines = [f"# SF vs the paper's Table 1 ({meta['date']})", "",
-             f"Machine: {meta['machine']}. Settings: ChordSF with max_iter={meta['max_iter']}, "
-             f"time_limit={meta['time_limit']}, other parameters {extra or 'default'}. "
-             "Command: `python benchmarks/paper_table1.py"
-             + (f" --iters {args.iters}" if args.iters is not None else "")
-             + (f" --time-limit {args.time_limit:g}" if args.time_limit is not None else "")
-             + "".join(f" --set {item}" for item in args.set)
-             + (f" --tag {args.tag}" if args.tag != "paper_table1" else "")
-             + "`. Load average (1 min) during the rows: "
+    command = ("python benchmarks/paper_table1.py"
+               + (f" --iters {args.iters}" if args.iters is not None else "")
+               + (f" --time-limit {args.time_limit:g}" if args.time_limit is not None else "")
+               + "".join(f" --set {item}" for item in args.set)
+               + (f" --tag {args.tag}" if args.tag != "paper_table1" else ""))
+    info = meta(command, machine=machine(numpy=np.__version__,
+                                         torch=f"{torch.__version__} ({torch.get_num_threads()} threads)"),
+                max_iter=extra.get("max_iter", defaults.max_iter),
+                time_limit=extra.get("time_limit", defaults.time_limit), extra=extra)
+    lines = [f"# SF vs the paper's Table 1 ({info['date']})", "",
+             f"Machine: {info['machine']}. Settings: ChordSF with max_iter={info['max_iter']}, "
+             f"time_limit={info['time_limit']}, other parameters {extra or 'default'}. "
+             f"Command: `{command}`. Load average (1 min) during the rows: "
              + (f"{min(r['loadavg'] for r in rows):.2f}–{max(r['loadavg'] for r in rows):.2f}" if rows else "–")
              + ".", "",
              "| matrix | N | TSVD (ours) | TSVD (paper) | SF (ours) | SF (paper) | ours/paper | seconds | iterations | stop | start |",
@@ -125,7 +117,7 @@ def main() -> int:
     for r in rows:
         lines.append(f"| {r['matrix']} | {r['n']} | {r['tsvd']:.4g} | {r['paper_tsvd']:.3g} | {r['sf']:.4g} | "
                      f"{r['paper_sf']:.3g} | {r['ratio']:.3f} | {r['seconds']:.1f} | {r['iterations']} | {r['stop_reason']} | {r['init']} |")
-    (OUT / f"{args.tag}.md").write_text("\n".join(lines) + "\n")
+    write_results(args.tag, {"meta": info, "rows": rows}, lines)
     return 0
 
 

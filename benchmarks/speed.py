@@ -22,15 +22,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results"
+from _common import ROOT, machine, meta, version, write_results
 
 
 def _one(n: int, kind: str, device: str, dtype: str, reps: int) -> dict:
@@ -240,15 +237,11 @@ def iteration_main(sizes: list[int], budget: float, runs: int = 5) -> int:
         rows.append(row)
         print(json.dumps(row), flush=True)
     readme = readme_runs(runs) if runs else []
-    meta = {"machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, one thread",
-            "date": time.strftime("%Y-%m-%d"), "command": "python benchmarks/speed.py --iteration --sizes "
-            + ",".join(str(n) for n in sizes)}
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "speed-iteration.json").write_text(json.dumps({"meta": meta, "rows": rows, "readme": readme}, indent=2)
-                                              + "\n")
+    info = meta("python benchmarks/speed.py --iteration --sizes " + ",".join(str(n) for n in sizes),
+                machine=machine(numpy=version("numpy"), torch=f"{torch.__version__}, one thread"))
     names = list(rows[0]["evals"])
-    lines = [f"# One L-BFGS iteration against one bare loss+gradient evaluation ({meta['date']})", "",
-             f"Machine: {meta['machine']}. Command: `{meta['command']}`. Load average during the rows: "
+    lines = [f"# One L-BFGS iteration against one bare loss+gradient evaluation ({info['date']})", "",
+             f"Machine: {info['machine']}. Command: `{info['command']}`. Load average during the rows: "
              f"{min(r['loadavg'] for r in rows):.2f}–{max(r['loadavg'] for r in rows):.2f}.", "",
              "Bare evaluation: each kernel called alone on the same factors, the least time over repeats. "
              "Iteration: a ChordSF fit (`init=\"identity\"`, `threads=1`, no time limit), seconds / iterations, "
@@ -282,7 +275,7 @@ def iteration_main(sizes: list[int], budget: float, runs: int = 5) -> int:
             lines += ["", f"Warm runs: SF fit {secs[0]:.2f}–{secs[-1]:.2f} s (median {secs[len(secs) // 2]:.2f} s), "
                       f"relative error {warm[0]['rel_error']:.4f}"
                       + (f"; with an empty cache {cold[0]['seconds']:.2f} s." if cold else ".")]
-    (OUT / "speed-iteration.md").write_text("\n".join(lines) + "\n")
+    write_results("speed-iteration", {"meta": info, "rows": rows, "readme": readme}, lines)
     return 0
 
 
@@ -330,18 +323,16 @@ def main() -> int:
 
     bandwidth = _bandwidth(args.device)
     itemsize = torch.empty(0, dtype=getattr(torch, args.dtype)).element_size()
-    meta = {"bandwidth_bytes_per_s": bandwidth, "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__} "
-                       f"({torch.get_num_threads()} threads)", "device": args.device, "dtype": args.dtype,
-            "date": time.strftime("%Y-%m-%d")}
+    info = meta(f"python benchmarks/speed.py --sizes {args.sizes} --device {args.device}",
+                machine=machine(torch=f"{torch.__version__} ({torch.get_num_threads()} threads)"),
+                bandwidth_bytes_per_s=bandwidth, device=args.device, dtype=args.dtype)
     if args.device.startswith("cuda"):
-        meta["gpu"] = torch.cuda.get_device_name()
-    OUT.mkdir(parents=True, exist_ok=True)
+        info["gpu"] = torch.cuda.get_device_name()
     tag = f"speed-{args.device.split(':')[0]}"
-    (OUT / f"{tag}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
     by = {(r["n"], r["kernel"]): r for r in rows if "seconds" in r}
-    lines = [f"# SF loss+gradient per evaluation ({meta['date']}, {args.device}, {args.dtype})", "",
-             f"Machine: {meta['machine']}{', ' + meta['gpu'] if 'gpu' in meta else ''}. "
-             f"Command: `python benchmarks/speed.py --sizes {args.sizes} --device {args.device}`", "",
+    lines = [f"# SF loss+gradient per evaluation ({info['date']}, {args.device}, {args.dtype})", "",
+             f"Machine: {info['machine']}{', ' + info['gpu'] if 'gpu' in info else ''}. "
+             f"Command: `{info['command']}`", "",
              f"Memory-traffic bound: 3·M passes (forward, adjoint, gradient) each reading and writing "
              f"N² values, at the measured copy bandwidth {bandwidth / 1e9:.1f} GB/s.", "",
              f"| N | M | K | {ours} s/eval | {ours} peak MiB | traffic bound s | {ours} / bound | "
@@ -357,7 +348,7 @@ def main() -> int:
         dense = f"{b['seconds']:.3f} | {b['peak_bytes'] / 2**20:.0f}" if b else "not run | –"
         lines.append(f"| {n} | {a['M']} | {a['K']} | {a['seconds']:.3f} | {a['peak_bytes'] / 2**20:.0f} | "
                      f"{bound:.3f} | {a['seconds'] / bound:.1f}x | {dense} | {speed} |")
-    (OUT / f"{tag}.md").write_text("\n".join(lines) + "\n")
+    write_results(tag, {"meta": info, "rows": rows}, lines)
     return 0
 
 

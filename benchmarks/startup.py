@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results"
+from _common import ROOT, meta, write_results
+
 GOAL = 0.5  # seconds (issue: --help, --version and a usage error in <= 0.5 s)
 
 COMMANDS = {
@@ -55,14 +53,11 @@ def main() -> int:
         times = timed(argv, args.repeats)
         rows.append({"command": label, "median": statistics.median(times), "best": min(times)})
         print(json.dumps(rows[-1]), flush=True)
-    meta = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "date": time.strftime("%Y-%m-%d"),
-            "python": platform.python_version(), "load_average": os.getloadavg()[0],
-            "command": "python benchmarks/startup.py" + (f" --repeats {args.repeats}" if args.repeats != 7 else "")}
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "startup.json").write_text(json.dumps({"meta": meta, "goal_seconds": GOAL, "rows": rows}, indent=1) + "\n")
-    lines = [f"# CLI start-up ({meta['date']})", "",
-             f"Machine: {meta['machine']}, Python {meta['python']}, load average {meta['load_average']:.2f}. "
-             f"Command: `{meta['command']}`; each line is {args.repeats} fresh processes.", "",
+    info = meta("python benchmarks/startup.py" + (f" --repeats {args.repeats}" if args.repeats != 7 else ""),
+                python=platform.python_version())
+    lines = [f"# CLI start-up ({info['date']})", "",
+             f"Machine: {info['machine']}, load average at start {info['load_average_at_start']:.2f}. "
+             f"Command: `{info['command']}`; each line is {args.repeats} fresh processes.", "",
              f"| command | median s | best s | within {GOAL:g} s |", "|---|---|---|---|"]
     for r in rows:
         ok = "" if not r["command"].startswith("sfapprox") else ("yes" if r["median"] <= GOAL else "**no**")
@@ -70,7 +65,7 @@ def main() -> int:
     lines += ["", "Before this change every command imported torch through the option declarations "
               "(on this machine, the same day, from commit efee82b: `--help` 1.59-2.22 s, `--version` 1.88-2.31 s with warm caches; about 4 s cold); the tests check that these commands load no torch, "
               "numba, numpy or scipy (`tests/test_cli_terminal.py`)."]
-    (OUT / "startup.md").write_text("\n".join(lines) + "\n")
+    write_results("startup", {"meta": info, "goal_seconds": GOAL, "rows": rows}, lines)
     return 0
 
 

@@ -31,19 +31,18 @@ import argparse
 import json
 import math
 import os
-import platform
 import sys
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
+
+from _common import DEFAULT_DATA_DIR, OUT, ROOT, machine, meta, run_parallel, version
+from _common import write_markdown, write_results
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")  # one BLAS thread per worker process
 
-ROOT = Path(__file__).resolve().parents[1]
-REAL = (ROOT / ".." / "shared" / "realdata").resolve()
-OUT = ROOT / "benchmarks" / "results"
+REAL = DEFAULT_DATA_DIR  # --data-dir
 MANIFESTS = [ROOT / "data_manifests" / "paper-table1.toml", ROOT / "data_manifests" / "synthetic.toml"]
 METHODS = ["sf", "sf-symmetric", "sf-butterfly", "tsvd", "rpca", "nmf", "sf+lr", "sf+s",
            "sparse", "monarch", "monarch+lr", "butterfly-hier"]
@@ -298,12 +297,6 @@ def plot(cells: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
-def machine() -> str:
-    import torch
-
-    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}"
-
-
 def main() -> int:
     global REAL
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -318,7 +311,8 @@ def main() -> int:
     REAL = Path(args.data_dir).resolve()
     if args.render_only:
         saved = json.loads((OUT / f"{args.tag}.json").read_text())
-        write_report(saved["cells"], saved["meta"], args.tag)
+        write_markdown(args.tag, report(saved["cells"], saved["meta"], args.tag))
+        plot(saved["cells"], OUT / f"{args.tag}.png")
         return 0
     only = {s for s in args.only.split(",") if s}
     factors = [float(f) for f in args.factors.split(",") if f]
@@ -332,38 +326,31 @@ def main() -> int:
             sizes[e.name] = matrix.n if hasattr(matrix, "n") else matrix.shape[0]
     tasks = sorted(((n, f, str(REAL)) for n in names for f in factors), key=lambda t: (-sizes[t[0]], -t[1]))
     start = time.perf_counter()
-    cells = []
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = {pool.submit(run_cell, *t): t for t in tasks}
-        for fut in as_completed(futures):
-            cell = fut.result()
-            cells.append(cell)
-            print(f"[{time.perf_counter() - start:6.0f}s] {cell['matrix']['name']} {cell['factor']:g}x "
-                  f"({cell['wall_seconds']:.0f} s): best {winners(cell)}", file=sys.stderr, flush=True)
+    cells = run_parallel(run_cell, tasks, args.jobs,
+                         lambda cell: f"{cell['matrix']['name']} {cell['factor']:g}x "
+                                      f"({cell['wall_seconds']:.0f} s): best {winners(cell)}")
     cells.sort(key=lambda c: (order[c["matrix"]["name"]], c["factor"]))
-    meta = {"machine": machine(), "jobs": args.jobs, "date": time.strftime("%Y-%m-%d"),
-            "seconds": time.perf_counter() - start, "methods": METHODS, "factors": factors,
-            "command": "python benchmarks/structured_table.py" + "".join(
+    info = meta("python benchmarks/structured_table.py" + "".join(
                 f" --{k} {v}" for k, v in (("jobs", args.jobs), ("only", args.only), ("factors", args.factors))
                 if v and not (k == "jobs" and v == 2) and not (k == "factors" and v == "0.5,1,2")),
-            "data_dir": str(REAL), "time_limits": {"N <= 64": 2.0, "N <= 128": 3.0, "N > 128": 5.0}}
-    OUT.mkdir(parents=True, exist_ok=True)
+                machine=machine(numpy=version("numpy"), torch=version("torch")), jobs=args.jobs,
+                seconds=time.perf_counter() - start, methods=METHODS, factors=factors, data_dir=str(REAL),
+                time_limits={"N <= 64": 2.0, "N <= 128": 3.0, "N > 128": 5.0})
     # One line per cell: small, and a re-run diffs cell by cell.
-    (OUT / f"{args.tag}.json").write_text(
-        "{\"meta\": " + json.dumps(meta) + ", \"cells\": [\n" + ",\n".join(json.dumps(c) for c in cells) + "\n]}\n")
-    write_report(cells, meta, args.tag)
-    print(f"wrote {OUT / args.tag}.json, .md and .png in {meta['seconds']:.0f} s", file=sys.stderr)
+    data = "{\"meta\": " + json.dumps(info) + ", \"cells\": [\n" + ",\n".join(json.dumps(c) for c in cells) + "\n]}\n"
+    write_results(args.tag, data, report(cells, info, args.tag))
+    plot(cells, OUT / f"{args.tag}.png")
+    print(f"wrote {OUT / args.tag}.json, .md and .png in {info['seconds']:.0f} s", file=sys.stderr)
     return 0
 
 
-def write_report(cells: list[dict], meta: dict, tag: str) -> None:
-    """The .md (keeping a hand-written findings section already there) and the .png."""
+def report(cells: list[dict], meta: dict, tag: str) -> str:
+    """The .md's text, keeping a hand-written findings section already in OUT/<tag>.md."""
     md = OUT / f"{tag}.md"
     text = render(cells, meta)
     if md.is_file() and FINDINGS in md.read_text():
         text += "\n" + FINDINGS + md.read_text().split(FINDINGS, 1)[1]
-    md.write_text(text)
-    plot(cells, OUT / f"{tag}.png")
+    return text
 
 
 if __name__ == "__main__":

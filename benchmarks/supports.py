@@ -19,10 +19,10 @@ import json
 import sys
 import time
 import warnings
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from paper_table1 import CASES, OUT, REAL, machine  # noqa: E402  (the same matrices and loaders)
+from _common import DEFAULT_DATA_DIR as REAL
+from _common import machine, meta, write_results
+from paper_table1 import CASES  # the same matrices and loaders
 
 METHODS = ("sf", "sf-symmetric", "sf-butterfly", "tsvd")
 EXTRA = [("skyscraper_256", "sf_repo_images/skyscraper.png", {})]
@@ -42,6 +42,8 @@ def _cell(row: dict | None) -> str:
 
 
 def main() -> int:
+    import torch
+
     import sfapprox
 
     ap = argparse.ArgumentParser()
@@ -65,12 +67,12 @@ def main() -> int:
                   "results": [r.to_dict() for r in c.results]}
         rows.append(record)
         print(json.dumps({"matrix": name, **{r.method: r.fro_error for r in c.results}}), flush=True)
-    OUT.mkdir(parents=True, exist_ok=True)
-    meta = {"machine": machine(), "date": time.strftime("%Y-%m-%d"), "time_limit": args.time_limit,
-            "command": "python benchmarks/supports.py" + (f" --time-limit {args.time_limit:g}" if args.time_limit != 30 else "")}
-    (OUT / "supports.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
-    lines = [f"# SF supports at an equal budget ({meta['date']})", "",
-             f"Machine: {meta['machine']}. Command: `{meta['command']}` (each SF fit ≤ {args.time_limit:g} s).", "",
+    command = "python benchmarks/supports.py" + (f" --time-limit {args.time_limit:g}" if args.time_limit != 30 else "")
+    info = meta(command,
+                machine=machine(torch=f"{torch.__version__} ({torch.get_num_threads()} threads)"),
+                time_limit=args.time_limit)
+    lines = [f"# SF supports at an equal budget ({info['date']})", "",
+             f"Machine: {info['machine']}. Command: `{info['command']}` (each SF fit ≤ {args.time_limit:g} s).", "",
              "Budget: the reference Chord structure's N·K·M. Cells: ‖X − X̂‖_F (stored numbers; structure). "
              "n/a: the support does not apply (butterfly: N not a power of two).", "",
              "| matrix | N | budget | " + " | ".join(METHODS) + " | best |",
@@ -81,7 +83,7 @@ def main() -> int:
         best = min(ok, key=ok.get) if ok else "–"
         lines.append(f"| {rec['matrix']} | {rec['n']} | {rec['budget']:,} | "
                      + " | ".join(_cell(by.get(m)) for m in METHODS) + f" | {best} |")
-    (OUT / "supports.md").write_text("\n".join(lines) + "\n")
+    write_results("supports", {"meta": info, "rows": rows}, lines)
     return 0
 
 

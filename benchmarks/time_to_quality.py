@@ -34,19 +34,16 @@ import argparse
 import json
 import math
 import os
-import platform
 import sys
 import time
 import warnings
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results"
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from _common import DEFAULT_DATA_DIR, OUT, ROOT, machine, meta, write_results
 
 # The 8 reproducible Table 1 matrices (the rows marked ✓ in realdata/README.md): name, file under the
 # data folder, loader options, paper TSVD, paper SF — one list, paper_table1.py's.
-from paper_table1 import CASES  # noqa: E402
+from paper_table1 import CASES
 
 #: The goal of issue 12: every matrix at the paper's SF figure within this many seconds.
 GOAL_SECONDS = 5.0
@@ -138,21 +135,6 @@ def run_palm(X, target: float, horizon: float, init: str) -> dict:
     return out
 
 
-def machine() -> dict:
-    import numpy as np
-    import torch
-
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), cpu)
-    except OSError:
-        pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
-            "torch": torch.__version__, "torch_threads_default": torch.get_num_threads(),
-            "loadavg_at_start": os.getloadavg()}
-
-
 def _seconds(entry: dict | None) -> str:
     if entry is None:
         return "–"
@@ -169,8 +151,8 @@ def render(rows: list[dict], meta: dict, before: dict | None) -> str:
     head += ["sf+lr s to paper", "PALM (FAµST start) s", "PALM (1/K start) s", "PALM best error"]
     lines = [f"# Time to the paper's SF figure ({meta['date']})", "",
              f"Command: `{meta['command']}`", "",
-             f"Machine: {meta['machine']['cpu']}, {meta['machine']['cores']} cores, torch {meta['machine']['torch']}; "
-             f"load average at start {meta['machine']['loadavg_at_start'][0]:.2f}, during the runs "
+             f"Machine: {meta['machine']}; "
+             f"load average at start {meta['load_average_at_start']:.2f}, during the runs "
              f"{min(r['loadavg'] for r in rows):.2f}–{max(r['loadavg'] for r in rows):.2f}. "
              f"Horizon {meta['horizon']:g} s per method and matrix.", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -234,7 +216,7 @@ def _json(meta: dict, rows: list[dict]) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data-dir", default=os.environ.get("SFAPPROX_REALDATA", str(ROOT / ".." / "shared" / "realdata")))
+    ap.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR))
     ap.add_argument("--horizon", type=float, default=15.0, help="seconds per method and matrix")
     ap.add_argument("--methods", default="sf,sf+lr,palm")
     ap.add_argument("--only", default="")
@@ -243,6 +225,9 @@ def main() -> int:
     ap.add_argument("--sfapprox", default=str(ROOT), help="checkout whose sfapprox package is measured")
     args = ap.parse_args()
     sys.path.insert(0, str(Path(args.sfapprox).resolve()))
+    import numpy as np
+    import torch
+
     import sfapprox
 
     data = Path(args.data_dir).resolve()
@@ -252,9 +237,9 @@ def main() -> int:
     warnings.simplefilter("ignore")  # ConvergenceWarning when the horizon cuts a fit is expected
     methods = [m for m in args.methods.split(",") if m]
     only = {s for s in args.only.split(",") if s}
-    meta = {"machine": machine(), "date": time.strftime("%Y-%m-%d"), "horizon": args.horizon,
-            "command": "python " + " ".join([Path(sys.argv[0]).as_posix()] + sys.argv[1:]),
-            "sfapprox": str(Path(sfapprox.__file__).resolve().parent), "methods": methods}
+    info = meta(machine=machine(numpy=np.__version__, torch=torch.__version__),
+                torch_threads_default=torch.get_num_threads(), horizon=args.horizon,
+                sfapprox=str(Path(sfapprox.__file__).resolve().parent), methods=methods)
     rows = []
     for name, rel, opts, _, paper_sf in CASES:
         if only and name not in only:
@@ -273,9 +258,7 @@ def main() -> int:
         brief = {k: (_seconds(v) if isinstance(v, dict) else v) for k, v in row.items()}
         print(json.dumps(brief), flush=True)
     before = json.loads(Path(args.before).read_text()) if args.before else None
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / f"{args.tag}.json").write_text(_json(meta, rows))
-    (OUT / f"{args.tag}.md").write_text(render(rows, meta, before))
+    write_results(args.tag, _json(info, rows), render(rows, info, before))
     try:
         plot(rows, OUT / f"{args.tag}.png")
     except ImportError:

@@ -69,6 +69,9 @@ class Approximation:
     _parameter_constraints: ClassVar[dict[str, Any]] = {}
     #: The registry name of the method this estimator is (``"tsvd"``, ...).
     _method: ClassVar[str] = ""
+    #: The fit works from a :class:`~sfapprox.sources.MatrixSource`'s columns (never forming it); other
+    #: methods given a source form it first, within their ``max_memory``.
+    _accepts_sources: ClassVar[bool] = False
 
     @property
     def method_name(self) -> str:
@@ -116,11 +119,19 @@ class Approximation:
 
     # ------------------------------------------------------------------ fitting
     def _validate(self, X, check_input: bool = True):
-        """Check the parameters, and ``X`` unless the caller already did; returns ``X``."""
+        """Check the parameters, and ``X`` unless the caller already did; returns ``X``.
+
+        A :class:`~sfapprox.sources.MatrixSource` is returned as it is to a
+        method that works from columns, and formed (within ``max_memory``) for
+        the others.
+        """
         from ._params import check_params
         from ._validation import check_square_matrix
+        from .sources import MatrixSource
 
         check_params(self, self._parameter_constraints)
+        if isinstance(X, MatrixSource):
+            return X if self._accepts_sources else X.to_dense(getattr(self, "max_memory", None))
         return check_square_matrix(X, source="X") if check_input else X
 
     def fit(self, X, *, check_input: bool = True) -> "Approximation":  # pragma: no cover - abstract
@@ -223,6 +234,11 @@ class MethodSpec:
     label : str
         What the method is, in a verdict ("low rank (TSVD)"); default: its name.
         Labels starting with "SF" mark the Chord family.
+    access : tuple of str
+        What the method needs of the matrix: ``("dense",)`` (the matrix in
+        memory, dense or sparse) or also ``"columns"`` (it works from a
+        :class:`~sfapprox.sources.MatrixSource`'s column blocks, so it runs on
+        matrices too big to form).
     reuses : tuple of str
         Methods whose fits, when they run in the same comparison, this one
         starts from (the hybrids' grid ends: ``sf`` and ``tsvd``); a
@@ -251,6 +267,7 @@ class MethodSpec:
     label: str = ""
     iterative: bool = True
     reuses: tuple[str, ...] = ()
+    access: tuple[str, ...] = ("dense",)
     working_memory: Callable[[int], int] | None = None
 
 

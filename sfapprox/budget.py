@@ -18,6 +18,7 @@ sparse          ``2 * s + N + 1``                       CSR: values, columns, ro
 monarch         ``r * N' * (b1 + b2)``                  ``N' = b1 * b2 >= N`` (padding)
 monarch+lr      Monarch's + ``k * (2N + 1)``
 butterfly-hier  ``2 * N' * log2 N'``                    ``N'`` the power of two ``>= N``
+nystrom         ``r * (N + r)``                         the pivots' columns and the core
 ==============  ======================================  ==================================
 """
 
@@ -68,6 +69,8 @@ __all__ = [
     "monarch_lr_min_budget",
     "padded_size",
     "butterfly_hier_count",
+    "nystrom_count",
+    "nystrom_rank_for_budget",
 ]
 
 
@@ -569,3 +572,33 @@ def butterfly_hier_count(n: int) -> int:
     """
     big = padded_size(n)
     return 2 * big * (big.bit_length() - 1)
+
+
+# =============================================================================== Nyström
+def nystrom_count(n: int, rank: int) -> int:
+    """Stored numbers of a rank-``r`` Nyström surrogate: ``r (N + r)`` (the pivots' columns and the core).
+
+    Examples
+    --------
+    >>> nystrom_count(100, 5)
+    525
+    """
+    return int(rank) * (int(n) + int(rank))
+
+
+def nystrom_rank_for_budget(n: int, budget: int) -> int:
+    """Largest ``r`` with ``r (N + r) <= budget``, at most ``N`` (0: none fits).
+
+    Examples
+    --------
+    >>> nystrom_rank_for_budget(100, 525), nystrom_rank_for_budget(100, 524)
+    (5, 4)
+    """
+    n, budget = int(n), int(budget)
+    r = int((-n + math.sqrt(n * n + 4.0 * max(budget, 0))) / 2)
+    while r > 0 and nystrom_count(n, r) > budget:
+        r -= 1
+    while r < n and nystrom_count(n, r + 1) <= budget:
+        r += 1
+    return min(r, n)
+

@@ -15,6 +15,7 @@ class                             kind            made by
 :class:`MonarchOperator`          ``monarch``     monarch
 :class:`MonarchLowRankOperator`   ``monarch+lr``  monarch+lr
 :class:`PaddedButterflyOperator`  ``butterfly-padded``  butterfly-hier
+:class:`NystromOperator`          ``nystrom``     nystrom
 ================================  ==============  ===================================================
 
 Fitting stays with the methods (:mod:`sfapprox.sf`, :mod:`sfapprox.baselines`,
@@ -31,6 +32,7 @@ from .butterfly import PaddedButterflyOperator
 from .chord import ChordOperator
 from .hybrid import HybridOperator
 from .monarch import MonarchLowRankOperator, MonarchOperator
+from .nystrom import NystromOperator
 from .sparse import SparseOperator
 
 __all__ = [
@@ -44,4 +46,5 @@ __all__ = [
     "MonarchOperator",
     "MonarchLowRankOperator",
     "PaddedButterflyOperator",
+    "NystromOperator",
 ]

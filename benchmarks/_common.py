@@ -1,0 +1,134 @@
+"""What the benchmark scripts share: where they read and write, what they say about the run, how they write it.
+
+Every script in this folder imports it as a sibling module (``from _common import ...``): run as
+``python benchmarks/<name>.py``, Python puts the script's folder first on ``sys.path``, and a
+benchmark imported by another one (``time_to_quality.py`` imports ``paper_table1.py``) finds it
+the same way.  It imports nothing but the standard library, so that a script can still set the
+BLAS thread variables before numpy is loaded (``palm4msa.py``, ``structured_table.py``).
+
+Environment variables:
+
+* ``SFAPPROX_BENCH_OUT``: the folder the results are written to (and read from, for the scripts'
+  ``--merge`` / ``--render-only`` modes) instead of ``benchmarks/results``, e.g. for a trial run
+  that must not overwrite the committed results.
+* ``SFAPPROX_REALDATA``: the folder of the real matrices instead of ``../shared/realdata`` (the
+  default of every ``--data-dir``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shlex
+import sys
+import time
+from pathlib import Path
+
+#: The repository root.
+ROOT = Path(__file__).resolve().parents[1]
+#: Where results are written: benchmarks/results, or $SFAPPROX_BENCH_OUT.
+OUT = Path(os.environ.get("SFAPPROX_BENCH_OUT") or ROOT / "benchmarks" / "results").resolve()
+#: The real matrices (the paper's Table 1 and the others): ../shared/realdata, or $SFAPPROX_REALDATA.
+DEFAULT_DATA_DIR = Path(os.environ.get("SFAPPROX_REALDATA") or ROOT / ".." / "shared" / "realdata").resolve()
+
+
+def _load_average() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):  # not on every platform
+        return None
+
+
+#: The 1-minute load average when the script started (this module is imported at its top).
+LOAD_AVERAGE_AT_START = _load_average()
+
+
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo when there is one, else ``platform.machine()``."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine()
+
+
+def machine(**extra: object) -> str:
+    """What the numbers were measured on, in one line: CPU model, cores, Python, then ``extra``.
+
+    Each extra reads ``name value`` (an underscore in the name reads as a space); ``None`` is left
+    out.  Pass the versions of what the script measures, e.g. ::
+
+        machine(numpy=np.__version__, torch=torch.__version__, default_threads=4)
+        # 'AMD EPYC, 2 cores, Python 3.11.7, numpy 2.4.6, torch 2.13.0+cpu, default threads 4'
+    """
+    parts = [cpu_model(), f"{os.cpu_count()} cores", f"Python {platform.python_version()}"]
+    parts += [f"{name.replace('_', ' ')} {value}" for name, value in extra.items() if value is not None]
+    return ", ".join(parts)
+
+
+def version(package: str) -> str | None:
+    """An installed package's version without importing it (``None`` when it is not installed)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def command_line() -> str:
+    """How this script was run: ``python benchmarks/<name>.py`` and its arguments."""
+    script = f"benchmarks/{Path(sys.argv[0]).name}"
+    return " ".join(["python", script, *map(shlex.quote, sys.argv[1:])])
+
+
+def meta(command: str | None = None, **extra: object) -> dict:
+    """The run's description for the JSON: machine, date, load average at start, command, then ``extra``.
+
+    ``command``: the command that reproduces the run (default: :func:`command_line`).  A
+    ``machine=`` in ``extra`` replaces the bare :func:`machine` (to name the script's libraries).
+    """
+    out = {"machine": extra.pop("machine", None) or machine(), "date": time.strftime("%Y-%m-%d"),
+           "load_average_at_start": LOAD_AVERAGE_AT_START, "command": command or command_line()}
+    out.update(extra)
+    return out
+
+
+def write_markdown(name: str, lines: list[str] | str) -> Path:
+    """OUT/<name>.md: ``lines`` joined by newlines, with a final newline (a string is written as it is)."""
+    OUT.mkdir(parents=True, exist_ok=True)
+    path = OUT / f"{name}.md"
+    path.write_text(lines if isinstance(lines, str) else "\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def write_results(name: str, data: dict | str, lines: list[str] | str) -> tuple[Path, Path]:
+    """OUT/<name>.json (``data`` as JSON, indent 1, final newline) and OUT/<name>.md (:func:`write_markdown`).
+
+    ``data`` may be JSON text already (a script that lays its file out one row per line).
+    """
+    OUT.mkdir(parents=True, exist_ok=True)
+    path = OUT / f"{name}.json"
+    path.write_text(data if isinstance(data, str) else json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    return path, write_markdown(name, lines)
+
+
+def run_parallel(fn, tasks: list[tuple], jobs: int, describe) -> list:
+    """``fn(*task)`` for every task in ``jobs`` worker processes; the results in the order they finish.
+
+    Each result is reported on stderr as it comes, after the seconds since the start:
+    ``[    12s] <describe(result)>``.
+    """
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    start = time.perf_counter()
+    results = []
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        for fut in as_completed([pool.submit(fn, *t) for t in tasks]):
+            results.append(fut.result())
+            print(f"[{time.perf_counter() - start:6.0f}s] {describe(results[-1])}", file=sys.stderr, flush=True)
+    return results

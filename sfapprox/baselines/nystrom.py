@@ -1,0 +1,213 @@
+"""Nyström approximation of a symmetric PSD matrix (kernel matrices above all), from a few of its columns.
+
+``A = C W^+ C^T`` with ``C = X[:, S]`` the columns at ``r`` pivots ``S`` and
+``W = X[S, S]``: the SF paper's named low-rank alternative for kernels, and the
+only surrogate here that reads ``O(N r)`` entries instead of all ``N^2``.
+Stored numbers ``r (N + r)`` (:func:`sfapprox.budget.nystrom_count`): the
+pivots' columns and the ``r x r`` core — positions of the pivots are implied
+by the columns kept.
+
+Pivots (``pivots=``):
+
+``"rpcholesky"`` (default)
+    Randomly pivoted Cholesky (Chen, Epperly, Tropp & Webber 2023, *Randomly
+    pivoted Cholesky: practical approximation of a kernel matrix with few
+    entry evaluations*): each pivot is drawn with probability proportional to
+    the diagonal of the current residual, which is then updated; near-optimal
+    error with ``r`` column evaluations.  Blocks of pivots are drawn at once
+    (each block one ``X[:, S]`` call and a small eigendecomposition).
+``"uniform"``
+    ``r`` distinct pivots drawn uniformly (the classic Nyström method).
+
+Only symmetric positive semi-definite matrices qualify: a source that says
+it is not symmetric, a diagonal with negative entries, or an array whose
+sampled entries are not symmetric give "not applicable".
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .. import _timing
+from .._base import Approximation, MethodSpec, RunContext, register
+from .._errors import BudgetError, NotApplicableError, ParameterError
+from .._params import Interval, Options
+from .._settings import DEFAULT_TIME_LIMIT
+from ..budget import nystrom_count, nystrom_rank_for_budget
+from ..operators.nystrom import NystromOperator
+from ..sources import MatrixSource, as_source
+
+__all__ = ["Nystrom", "rpcholesky_pivots", "pinvh"]
+
+#: Pivots drawn per block of randomly pivoted Cholesky (a share of the rank, at least one).
+BLOCK_SHARE = 0.1
+#: Entry pairs compared to decide that a matrix of unknown structure is symmetric.
+SYMMETRY_PAIRS = 512
+#: Relative tolerance of the symmetry check and of the PSD diagonal check.
+STRUCTURE_RTOL = 1e-8
+
+
+def pinvh(W: np.ndarray, rcond: float = 1e-12) -> np.ndarray:
+    """Pseudo-inverse of a symmetric matrix by its eigendecomposition (eigenvalues below ``rcond`` times the
+    largest dropped).
+
+    Examples
+    --------
+    >>> pinvh(np.diag([2.0, 0.0])).tolist()
+    [[0.5, 0.0], [0.0, 0.0]]
+    """
+    values, vectors = np.linalg.eigh((W + W.T) / 2)
+    keep = values > rcond * max(float(np.abs(values).max(initial=0.0)), 1e-300)
+    return (vectors[:, keep] / values[keep]) @ vectors[:, keep].T
+
+
+def rpcholesky_pivots(source: MatrixSource, rank: int, *, seed: int = 0, block: int | None = None,
+                      deadline: _timing.Deadline | None = None) -> np.ndarray:
+    """``rank`` pivots by (block) randomly pivoted Cholesky; fewer when the residual vanishes or time runs out.
+
+    Examples
+    --------
+    >>> from sfapprox.sources import ArraySource
+    >>> X = np.diag([4.0, 0.0, 1.0])
+    >>> sorted(rpcholesky_pivots(ArraySource(X), 2).tolist())  # the zero diagonal is never drawn
+    [0, 2]
+    """
+    rng = np.random.default_rng(seed)
+    n = source.n
+    block = block or max(1, int(np.ceil(BLOCK_SHARE * rank)))
+    residual = np.maximum(source.diagonal(), 0.0)
+    factor = np.zeros((n, 0))
+    chosen: list[int] = []
+    per_column = None
+    while len(chosen) < rank and residual.sum() > 0:
+        want = min(block, rank - len(chosen))
+        if deadline is not None and per_column is not None and not deadline.fits(per_column * want):
+            break
+        started = _timing.now()
+        draws = rng.choice(n, size=want, p=residual / residual.sum())
+        picked = np.array([i for i in dict.fromkeys(draws.tolist()) if i not in set(chosen)], dtype=np.int64)
+        if picked.size == 0:
+            continue
+        G = source.columns(picked) - factor @ factor[picked].T
+        values, vectors = np.linalg.eigh((G[picked] + G[picked].T) / 2)
+        keep = values > STRUCTURE_RTOL * max(float(values.max(initial=0.0)), 1e-300)
+        new = G @ (vectors[:, keep] / np.sqrt(values[keep]))
+        factor = np.hstack([factor, new])
+        residual = np.maximum(residual - np.einsum("ij,ij->i", new, new), 0.0)
+        residual[picked] = 0.0
+        chosen.extend(picked.tolist())
+        per_column = (_timing.now() - started) / picked.size
+    return np.array(chosen, dtype=np.int64)
+
+
+def _check_structure(source: MatrixSource, seed: int) -> None:
+    """NotApplicableError unless ``source`` is (as far as can be told cheaply) symmetric PSD."""
+    if source.symmetric is False:
+        raise NotApplicableError(f"{source.name} is not symmetric; Nyström needs a symmetric PSD matrix "
+                                 "(a kernel, a covariance)")
+    if source.symmetric is None:
+        rng = np.random.default_rng(seed)
+        i, j = rng.integers(0, source.n, SYMMETRY_PAIRS), rng.integers(0, source.n, SYMMETRY_PAIRS)
+        a, b = source.entries(i, j), source.entries(j, i)
+        if not np.allclose(a, b, rtol=STRUCTURE_RTOL, atol=STRUCTURE_RTOL * float(np.abs(a).max(initial=0.0))):
+            raise NotApplicableError(f"{source.name} is not symmetric; Nyström needs a symmetric PSD matrix "
+                                     "(a kernel, a covariance)")
+    diagonal = source.diagonal()
+    if diagonal.min(initial=0.0) < -STRUCTURE_RTOL * max(float(np.abs(diagonal).max(initial=0.0)), 1e-300):
+        raise NotApplicableError(f"{source.name} has negative diagonal entries (min {diagonal.min():.3g}), so it is "
+                                 "not positive semi-definite; Nyström needs a PSD matrix")
+
+
+class Nystrom(Approximation):
+    """Nyström approximation ``C W^+ C^T`` of a symmetric PSD matrix at ``r`` pivots.
+
+    Parameters
+    ----------
+    n_components : int or None, default=None
+        Rank ``r`` (the pivots); None: the largest that fits ``budget``.
+    budget : int or None, default=None
+        Stored-number budget, ``r (N + r)``.
+    pivots : {"rpcholesky", "uniform"}, default="rpcholesky"
+    random_state : int, default=0
+    time_limit : float or None, default=DEFAULT_TIME_LIMIT
+        Seconds the pivot search may take (fewer pivots when it runs out).
+
+    Attributes
+    ----------
+    pivots_ : ndarray of int
+    operator_ : NystromOperator
+
+    Examples
+    --------
+    >>> from sfapprox.sources import KernelMatrix
+    >>> K = KernelMatrix(np.random.default_rng(0).standard_normal((200, 2)))
+    >>> est = Nystrom(n_components=20).fit(K)
+    >>> est.n_stored_, est.rank_
+    (4400, 20)
+    """
+
+    _method = "nystrom"
+    _accepts_sources = True
+    _parameter_constraints = {
+        "n_components": Interval(int, 0, None, allow_none=True),
+        "budget": Interval(int, 0, None, allow_none=True),
+        "pivots": Options(("rpcholesky", "uniform")),
+        "random_state": Interval(int, 0, None),
+        "time_limit": Interval(float, 0, None, allow_none=True),
+    }
+
+    def __init__(self, n_components: int | None = None, *, budget: int | None = None, pivots: str = "rpcholesky",
+                 random_state: int = 0, time_limit: float | None = DEFAULT_TIME_LIMIT):
+        self.n_components = n_components
+        self.budget = budget
+        self.pivots = pivots
+        self.random_state = random_state
+        self.time_limit = time_limit
+
+    def fit(self, X, *, check_input: bool = True) -> "Nystrom":
+        """Choose the pivots and form ``C`` and the core from ``X``'s columns (dense, sparse, operator or source)."""
+        start = time.perf_counter()
+        source = as_source(self._validate(X, check_input))
+        n = source.n
+        if self.n_components is None and self.budget is None:
+            raise ParameterError("Nystrom needs n_components (the rank) or a budget")
+        rank = nystrom_rank_for_budget(n, self.budget) if self.n_components is None else min(self.n_components, n)
+        if rank == 0:
+            raise BudgetError(f"budget {self.budget} is below one Nyström pivot of a {n} x {n} matrix "
+                              f"({nystrom_count(n, 1)} numbers)")
+        _check_structure(source, self.random_state)
+        deadline = _timing.Deadline.after(self.time_limit)
+        if self.pivots == "uniform":
+            S = np.sort(np.random.default_rng(self.random_state).choice(n, size=rank, replace=False))
+        else:
+            S = rpcholesky_pivots(source, rank, seed=self.random_state, deadline=deadline)
+        C = source.columns(S) if S.size else np.zeros((n, 0))
+        core = pinvh(C[S]) if S.size else np.zeros((0, 0))
+        self.pivots_, self.rank_ = S, int(S.size)
+        self.operator_ = NystromOperator(C, core)
+        self.n_stored_ = self.operator_.n_stored
+        self.stop_reason_ = "closed_form" if S.size == rank else ("time_limit" if deadline.passed() else "exact")
+        self.params_ = {"rank": int(S.size), "pivots": self.pivots, "rank_budget": rank}
+        self.seconds_ = time.perf_counter() - start
+        return self
+
+
+def _make(n: int, budget: int, context: RunContext) -> Nystrom:
+    return Nystrom(**context.settings.apply_to(Nystrom, exclude=("max_iter",), budget=budget))
+
+
+register(
+    MethodSpec(
+        name="nystrom",
+        summary="Nyström C W⁺ Cᵀ at randomly pivoted Cholesky pivots (symmetric PSD matrices: kernels)",
+        stores="r·(N + r)",
+        make=_make,
+        min_budget=lambda n, context: nystrom_count(n, 1),
+        order=22,
+        label="Nyström",
+        iterative=False,
+        access=("dense", "columns"),
+    )
+)

@@ -1,0 +1,192 @@
+"""Errors you can trust at any size: exact by a streamed pass, or estimated from random columns with a 95 % interval.
+
+The error of a surrogate ``A`` of ``X`` is ``||X - A||_F = sqrt(sum_j ||x_j - a_j||^2)``,
+a sum over columns.  :func:`estimate_errors` computes it for several
+surrogates at once, on the same columns of ``X`` (each block of ``X`` is
+computed once): over every column when that pass fits the time limit (the
+error is then exact), else over a simple random sample of columns, drawn
+without replacement in random blocks until each interval is narrow enough
+(``rtol``) or the time is up.
+
+**The estimator.**  With ``m`` of the ``N`` columns sampled, ``e_j`` the
+squared column errors and ``x_j = ||x_j||^2``: the total ``T = N mean(e)`` is
+unbiased for ``||X - A||_F^2``, with standard error
+``N s_e / sqrt(m) sqrt(1 - m / N)`` (finite-population correction); the
+relative error is the ratio ``sum e / sum x`` (the same columns), whose
+standard error is the linearised one, ``sqrt(1 - m/N) s_d / (sqrt(m) mean(x))``
+with ``d_j = e_j - R x_j``.  The 95 % intervals are normal ones on the squared
+errors, square-rooted (and floored at 0).  ``benchmarks/scale_sources.py``
+checks that they hold the exact error in at least 95 % of repeats.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._errors import ParameterError
+from .sources import MatrixSource, block_columns
+
+__all__ = ["ErrorEstimate", "estimate_errors", "Z95", "DEFAULT_RTOL", "MIN_SAMPLE"]
+
+#: The normal quantile of a two-sided 95 % interval.
+Z95 = 1.959963984540054
+#: Sampling stops once every interval's half-width is at most this share of its estimate.
+DEFAULT_RTOL = 0.02
+#: Columns sampled at the least before an interval is trusted (the normal approximation).
+MIN_SAMPLE = 256
+
+
+@dataclass
+class ErrorEstimate:
+    """One surrogate's Frobenius error, exact or estimated.
+
+    Attributes
+    ----------
+    fro_error, rel_error : float, float or None
+        ``||X - A||_F`` and ``||X - A||_F / ||X||_F`` (point estimates when estimated).
+    exact : bool
+        Every column was looked at.
+    fro_interval, rel_interval : (float, float) or None
+        95 % confidence intervals (None when exact).
+    columns : int
+        Columns of ``X`` the error was computed on.
+    """
+
+    fro_error: float
+    rel_error: float | None
+    exact: bool
+    fro_interval: tuple[float, float] | None = None
+    rel_interval: tuple[float, float] | None = None
+    columns: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"exact": self.exact, "fro_interval": self.fro_interval, "rel_interval": self.rel_interval,
+                "columns": self.columns}
+
+    def half_width(self, relative: bool = False) -> float | None:
+        """Half the interval's width (None when exact)."""
+        interval = self.rel_interval if relative else self.fro_interval
+        return None if interval is None else (interval[1] - interval[0]) / 2
+
+
+def _surrogate_columns(operator, J: np.ndarray, n: int) -> np.ndarray:
+    """``A[:, J]``: the operator applied to the identity's columns ``J``."""
+    E = np.zeros((n, J.size))
+    E[J, np.arange(J.size)] = 1.0
+    return np.asarray(operator @ E, dtype=np.float64)
+
+
+def estimate_errors(
+    source: MatrixSource,
+    operators: Mapping[str, Any],
+    *,
+    time_limit: float | None = None,
+    rtol: float = DEFAULT_RTOL,
+    seed: int = 0,
+    max_memory: int | None = None,
+    fro_norm: float | None = None,
+) -> dict[str, ErrorEstimate]:
+    """The error of each surrogate in ``operators`` (name -> LinearOperator) against ``source``.
+
+    Parameters
+    ----------
+    source : MatrixSource
+    operators : mapping of str to LinearOperator
+        The fitted surrogates (``op @ B`` must work for a dense block ``B``).
+    time_limit : float or None
+        Seconds the pass may take; None: no limit (the errors are then exact).
+        A full pass that the first block says would not fit is replaced by
+        sampling, which stops at the limit or at ``rtol``.
+    rtol : float, default=DEFAULT_RTOL
+        Sampling stops when every interval's half-width is at most ``rtol``
+        times its estimate (after :data:`MIN_SAMPLE` columns).
+    seed : int, default=0
+        Seed of the column sample.
+    max_memory : int or None
+        Bytes a block (of ``X`` and of one surrogate) may take.
+    fro_norm : float or None
+        ``||X||_F`` when known exactly (the relative errors then only carry
+        the error's uncertainty).
+
+    Returns
+    -------
+    dict of str to ErrorEstimate
+
+    Examples
+    --------
+    >>> from sfapprox.sources import ArraySource
+    >>> X = np.random.default_rng(0).random((50, 50))
+    >>> est = estimate_errors(ArraySource(X), {"zero": np.zeros((50, 50))})
+    >>> est["zero"].exact, round(est["zero"].fro_error / float(np.linalg.norm(X)), 12)
+    (True, 1.0)
+    """
+    if rtol <= 0:
+        raise ParameterError(f"rtol must be positive, got {rtol}")
+    n = source.n
+    start = time.perf_counter()
+    width = source.block_width(max_memory, extra_columns=1)
+    order = np.random.default_rng(seed).permutation(n)
+    tallies: dict[str, list[np.ndarray]] = {name: [] for name in operators}  # squared column errors so far
+    norms: list[np.ndarray] = []
+    seen = 0
+    exact_pass = None  # decided after the first block: can every column be looked at in time?
+    for J in block_columns(n, width, order=order):
+        block = source.columns(J)
+        norms.append(np.einsum("ij,ij->j", block, block))
+        for name, op in operators.items():
+            R = block - _surrogate_columns(op, J, n)
+            tallies[name].append(np.einsum("ij,ij->j", R, R))
+        seen += J.size
+        elapsed = time.perf_counter() - start
+        if exact_pass is None:
+            exact_pass = time_limit is None or elapsed * n / J.size <= time_limit
+        if seen >= n or exact_pass:
+            continue
+        if (time_limit is not None and elapsed + elapsed / seen * J.size > time_limit) or \
+                (seen >= MIN_SAMPLE and _narrow_enough(tallies, norms, n, rtol, fro_norm)):
+            break
+    x = np.concatenate(norms)
+    return {name: _estimate(np.concatenate(e), x, n, fro_norm) for name, e in tallies.items()}
+
+
+def _narrow_enough(tallies, norms, n: int, rtol: float, fro_norm: float | None) -> bool:
+    x = np.concatenate(norms)
+    for errors in tallies.values():
+        est = _estimate(np.concatenate(errors), x, n, fro_norm)
+        width = est.half_width(relative=est.rel_interval is not None)
+        value = est.rel_error if est.rel_interval is not None else est.fro_error
+        if width is not None and width > rtol * max(value, 1e-300):
+            return False
+    return True
+
+
+def _estimate(e: np.ndarray, x: np.ndarray, n: int, fro_norm: float | None) -> ErrorEstimate:
+    """Point estimates and 95 % intervals from the squared column errors ``e`` and norms ``x``."""
+    m = e.size
+    if m >= n:  # every column: exact
+        fro = math.sqrt(float(e.sum()))
+        norm = math.sqrt(float(x.sum())) if fro_norm is None else fro_norm
+        return ErrorEstimate(fro, fro / norm if norm > 0 else None, True, columns=m)
+    shrink = math.sqrt(max(0.0, 1.0 - m / n)) / math.sqrt(m)
+    total = n * float(e.mean())
+    se_total = n * float(e.std(ddof=1)) * shrink if m > 1 else math.inf
+    fro = math.sqrt(total)
+    fro_interval = (math.sqrt(max(0.0, total - Z95 * se_total)), math.sqrt(total + Z95 * se_total))
+    if fro_norm is not None:  # only the error is uncertain
+        if fro_norm <= 0:
+            return ErrorEstimate(fro, None, False, fro_interval, None, m)
+        return ErrorEstimate(fro, fro / fro_norm, False, fro_interval,
+                             (fro_interval[0] / fro_norm, fro_interval[1] / fro_norm), m)
+    if float(x.sum()) <= 0:
+        return ErrorEstimate(fro, None, False, fro_interval, None, m)
+    ratio = float(e.sum() / x.sum())
+    d = e - ratio * x
+    se_ratio = float(d.std(ddof=1)) * shrink / float(x.mean()) if m > 1 else math.inf
+    rel_interval = (math.sqrt(max(0.0, ratio - Z95 * se_ratio)), math.sqrt(ratio + Z95 * se_ratio))
+    return ErrorEstimate(fro, math.sqrt(ratio), False, fro_interval, rel_interval, m)

@@ -1,0 +1,73 @@
+"""Nyström surrogates: ``A = C W^+ C^T`` from ``r`` columns ``C = X[:, S]`` of a symmetric PSD matrix."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..budget import nystrom_count
+from ._base import SurrogateOperator, check_finite, register_operator
+
+__all__ = ["NystromOperator"]
+
+
+@register_operator
+class NystromOperator(SurrogateOperator):
+    """``A = C core C^T``: the columns ``C`` (N, r) at the pivots and the core ``W^+`` (r, r).
+
+    A product costs ``O(N r)`` per column; ``n_stored = r (N + r)``
+    (:func:`sfapprox.budget.nystrom_count`): the pivots' columns and the core.
+
+    Examples
+    --------
+    >>> C = np.array([[2.0], [1.0], [0.0]])
+    >>> op = NystromOperator(C, np.array([[0.5]]))
+    >>> op.to_dense().tolist(), op.n_stored
+    ([[2.0, 1.0, 0.0], [1.0, 0.5, 0.0], [0.0, 0.0, 0.0]], 4)
+    """
+
+    kind: ClassVar[str] = "nystrom"
+    description: ClassVar[str] = ("A Nyström approximation: A = C @ core @ C.T with C (n, r) the matrix's "
+                                  "columns at the r pivots and core (r, r) the pseudo-inverse of their r x r block.")
+    dataset_descriptions: ClassVar[dict[str, str]] = {
+        "C": "the matrix's columns at the pivots, shape (n, r)",
+        "core": "the pseudo-inverse of the pivots' r x r block, shape (r, r)",
+    }
+
+    def __init__(self, C: np.ndarray, core: np.ndarray):
+        C = np.ascontiguousarray(C, dtype=np.float64)
+        core = np.ascontiguousarray(core, dtype=np.float64)
+        if C.ndim != 2 or core.shape != (C.shape[1], C.shape[1]):
+            raise ValueError(f"C {C.shape} must be (n, r) and core {core.shape} (r, r)")
+        self.C, self.core = C, core
+        super().__init__(C.shape[0])
+
+    @property
+    def rank(self) -> int:
+        return int(self.C.shape[1])
+
+    @property
+    def n_stored(self) -> int:
+        """``r (N + r)``."""
+        return nystrom_count(self.shape[0], self.rank)
+
+    def _apply(self, B: np.ndarray, transpose: bool) -> np.ndarray:
+        B = np.asarray(B, dtype=np.float64)
+        core = self.core.T if transpose else self.core
+        return self.C @ (core @ (self.C.T @ B))
+
+    def to_dense(self) -> np.ndarray:
+        """The ``N x N`` matrix, ``O(N^2 r)``."""
+        return (self.C @ self.core) @ self.C.T
+
+    def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """``C`` and ``core``."""
+        return {"C": self.C, "core": self.core}, {}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "NystromOperator":
+        """Rebuild from :meth:`to_arrays`; ``ValueError`` naming what is inconsistent."""
+        C, core = np.asarray(arrays["C"]), np.asarray(arrays["core"])
+        check_finite("C and core", "Nyström operator", C, core)
+        return cls(C, core)

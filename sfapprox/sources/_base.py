@@ -1,0 +1,188 @@
+"""What every matrix source is: a square matrix known by how to compute its columns.
+
+A :class:`MatrixSource` gives exact column blocks ``X[:, J]`` on demand, in
+memory ``O(N |J|)``, and from them everything the streaming methods need:
+``X @ B`` and ``X.T @ B`` by one pass over column blocks, single entries, and
+the whole matrix when it fits (:meth:`MatrixSource.to_dense`).  It is the
+project's answer to matrices too big to form (a kernel matrix of 70,000
+points is 36.5 GB): the methods that can work from columns run on it
+directly; the others need it formed, which :func:`sfapprox.compare` does
+when the formed size fits the memory limit.
+
+Blocks are as wide as the memory limit allows (:meth:`MatrixSource.block_width`),
+so that a pass holds one block of ``N x b`` numbers plus what its caller keeps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from .._errors import ParameterError
+from .._validation import check_memory, default_memory_limit, format_bytes
+
+__all__ = ["MatrixSource", "block_columns", "MIN_BLOCK", "MAX_BLOCK"]
+
+#: Narrowest and widest column block a pass uses: narrower blocks waste the BLAS calls
+#: (and, for a memory-mapped row-major file, read a whole page per row for a few numbers).
+MIN_BLOCK, MAX_BLOCK = 64, 4096
+#: Share of the memory limit one block of a pass may take (the caller keeps the rest).
+BLOCK_SHARE = 0.125
+
+
+class MatrixSource:
+    """A square ``N x N`` matrix given by its columns (subclasses implement :meth:`_columns`).
+
+    Attributes
+    ----------
+    n : int
+        The order.
+    name : str
+        What the matrix is called in tables and file names.
+    symmetric : bool or None
+        Known structure (None: unknown without a pass over the matrix).
+    nonnegative : bool or None
+    psd : bool or None
+        Symmetric positive semi-definite (kernel matrices of a positive
+        definite kernel): what Nyström's methods need.
+    """
+
+    kind = "source"
+    symmetric: bool | None = None
+    nonnegative: bool | None = None
+    psd: bool | None = None
+
+    def __init__(self, n: int, name: str = "X") -> None:
+        if int(n) < 1:
+            raise ParameterError(f"{name}: a matrix source needs at least one row, got N = {n}")
+        self.n = int(n)
+        self.name = name
+
+    # ------------------------------------------------------------------ what subclasses supply
+    def _columns(self, J: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def describe(self) -> dict[str, Any]:
+        """What the source is, in plain JSON values (its kind and parameters)."""
+        return {"kind": self.kind}
+
+    # ------------------------------------------------------------------ access
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.n, self.n)
+
+    def columns(self, J) -> np.ndarray:
+        """The exact columns ``X[:, J]`` as a float64 ``(N, |J|)`` array.
+
+        Parameters
+        ----------
+        J : array of int
+            Column indices (any order, repeats allowed), each in ``0..N-1``.
+        """
+        J = np.asarray(J, dtype=np.int64).reshape(-1)
+        if J.size and (J.min() < 0 or J.max() >= self.n):
+            raise ParameterError(f"{self.name}: column indices must lie in 0..{self.n - 1}")
+        out = np.asarray(self._columns(J), dtype=np.float64)
+        if out.shape != (self.n, J.size):
+            raise AssertionError(f"{type(self).__name__} gave columns of shape {out.shape}, not {(self.n, J.size)}")
+        return out
+
+    def diagonal(self) -> np.ndarray:
+        """``X[i, i]`` for every ``i`` (subclasses with a cheaper rule override it)."""
+        out = np.empty(self.n)
+        for J in block_columns(self.n, self.block_width()):
+            out[J] = self.columns(J)[J, np.arange(J.size)]
+        return out
+
+    def entries(self, rows, cols) -> np.ndarray:
+        """``X[rows[t], cols[t]]`` for each ``t`` (one column block per distinct column)."""
+        rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
+        out = np.empty(rows.shape)
+        unique, inverse = np.unique(cols, return_inverse=True)
+        width = self.block_width()
+        for start in range(0, unique.size, width):
+            J = unique[start:start + width]
+            block = self.columns(J)
+            take = (inverse >= start) & (inverse < start + J.size)
+            out[take] = block[rows[take], inverse[take] - start]
+        return out
+
+    def matmat(self, B: np.ndarray) -> np.ndarray:
+        """``X @ B`` by one pass over column blocks: ``sum_J X[:, J] @ B[J]``."""
+        B = np.asarray(B, dtype=np.float64)
+        vector = B.ndim == 1
+        B2 = B.reshape(self.n, -1)
+        out = np.zeros((self.n, B2.shape[1]))
+        for J, block in self.blocks():
+            out += block @ B2[J]
+        return out.ravel() if vector else out
+
+    def rmatmat(self, B: np.ndarray) -> np.ndarray:
+        """``X.T @ B`` by one pass over column blocks: row block ``J`` of the result is ``X[:, J].T @ B``."""
+        B = np.asarray(B, dtype=np.float64)
+        vector = B.ndim == 1
+        B2 = B.reshape(self.n, -1)
+        out = np.empty((self.n, B2.shape[1]))
+        for J, block in self.blocks():
+            out[J] = block.T @ B2
+        return out.ravel() if vector else out
+
+    # ------------------------------------------------------------------ passes
+    def block_width(self, max_memory: int | None = None, *, extra_columns: int = 0) -> int:
+        """Columns per block of a pass: a share of the memory limit, between MIN_BLOCK and MAX_BLOCK.
+
+        ``extra_columns`` counts what the caller keeps per column besides the
+        block (e.g. a second block of the surrogate's columns).
+        """
+        limit = max_memory if max_memory is not None else default_memory_limit()
+        per_column = 8 * self.n * (1 + extra_columns)
+        if limit is None:
+            return min(self.n, MAX_BLOCK)
+        width = int(BLOCK_SHARE * limit // max(per_column, 1))
+        return max(1, min(self.n, MAX_BLOCK, max(MIN_BLOCK, width)))
+
+    def blocks(self, width: int | None = None, *, order: np.ndarray | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """``(J, X[:, J])`` for consecutive column blocks covering every column once."""
+        width = width or self.block_width()
+        for J in block_columns(self.n, width, order=order):
+            yield J, self.columns(J)
+
+    # ------------------------------------------------------------------ forming it
+    @property
+    def formed_bytes(self) -> int:
+        """Bytes the matrix takes formed, dense float64: ``8 N^2``."""
+        return 8 * self.n * self.n
+
+    def to_dense(self, max_memory: int | None = None) -> np.ndarray:
+        """The whole matrix, formed block by block (refused above the memory limit, before allocating)."""
+        check_memory(self.formed_bytes, what=f"{self.name}: forming the {self.n:,} x {self.n:,} matrix",
+                     limit=max_memory)
+        out = np.empty((self.n, self.n))
+        for J, block in self.blocks(self.block_width(max_memory)):
+            out[:, J] = block
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        """Facts known without a pass over the matrix (what ``info`` and result files record)."""
+        return {"name": self.name, "n": self.n, "format": self.kind, "formed_bytes": self.formed_bytes,
+                "formed": format_bytes(self.formed_bytes), "symmetric": self.symmetric,
+                "nonnegative": self.nonnegative, "psd": self.psd, "source": self.describe()}
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.describe().items() if k != "kind")
+        return f"{type(self).__name__}(n={self.n}{', ' + params if params else ''})"
+
+
+def block_columns(n: int, width: int, *, order: np.ndarray | None = None) -> Iterator[np.ndarray]:
+    """Consecutive index blocks of ``width`` covering ``0..n-1`` (or ``order``'s permutation of it).
+
+    Examples
+    --------
+    >>> [J.tolist() for J in block_columns(5, 2)]
+    [[0, 1], [2, 3], [4]]
+    """
+    index = np.arange(n) if order is None else np.asarray(order, dtype=np.int64)
+    for start in range(0, index.size, max(1, int(width))):
+        yield index[start:start + width]

@@ -1,0 +1,159 @@
+"""Sources over matrices that exist somewhere already: an array (memory-mapped or not), a scipy
+sparse matrix, or any LinearOperator that can multiply."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.linalg import LinearOperator
+
+from .._errors import InputError, ParameterError
+from ._base import MatrixSource
+
+__all__ = ["ArraySource", "SparseSource", "OperatorSource", "open_npy", "as_source"]
+
+
+class ArraySource(MatrixSource):
+    """A dense ``N x N`` array, in memory or memory-mapped (``np.load(path, mmap_mode="r")``).
+
+    Columns are read block by block, so a memory-mapped file larger than the
+    memory is streamed, never loaded whole.  Non-finite entries are refused
+    when their block is read (one line naming the source and the entry).
+
+    Examples
+    --------
+    >>> src = ArraySource(np.arange(9.0).reshape(3, 3))
+    >>> src.columns([2, 0]).tolist()
+    [[2.0, 0.0], [5.0, 3.0], [8.0, 6.0]]
+    """
+
+    kind = "array"
+
+    def __init__(self, array, name: str = "X") -> None:
+        if getattr(array, "ndim", None) != 2 or array.shape[0] != array.shape[1]:
+            raise InputError(f"{name}: a square matrix is needed, got shape {getattr(array, 'shape', None)}")
+        if not np.issubdtype(array.dtype, np.number) or np.iscomplexobj(array):
+            raise InputError(f"{name}: the matrix must hold real numbers, got {array.dtype}")
+        self.array = array
+        super().__init__(array.shape[0], name)
+
+    def _columns(self, J: np.ndarray) -> np.ndarray:
+        block = np.asarray(self.array[:, J], dtype=np.float64)
+        if not np.isfinite(block).all():
+            i, j = np.argwhere(~np.isfinite(block))[0]
+            raise InputError(f"{self.name}: entry ({i}, {J[j]}) is {block[i, j]}; the matrix must be finite")
+        return block
+
+    def diagonal(self) -> np.ndarray:
+        return np.asarray(np.diagonal(self.array), dtype=np.float64).copy()
+
+    def describe(self) -> dict[str, Any]:
+        memmap = isinstance(self.array, np.memmap)
+        return {"kind": self.kind, "memory_mapped": memmap, "dtype": str(self.array.dtype),
+                **({"path": os.fspath(self.array.filename)} if memmap and self.array.filename else {})}
+
+
+class SparseSource(MatrixSource):
+    """A scipy sparse matrix (kept as CSC: a column block is a slice).
+
+    Examples
+    --------
+    >>> src = SparseSource(sp.eye(4, format="csr"))
+    >>> src.columns([1]).ravel().tolist()
+    [0.0, 1.0, 0.0, 0.0]
+    """
+
+    kind = "sparse"
+
+    def __init__(self, matrix, name: str = "X") -> None:
+        if matrix.shape[0] != matrix.shape[1]:
+            raise InputError(f"{name}: a square matrix is needed, got shape {matrix.shape}")
+        self.matrix = sp.csc_array(matrix, dtype=np.float64)
+        if not np.isfinite(self.matrix.data).all():
+            raise InputError(f"{name}: the matrix holds NaN or infinite values")
+        super().__init__(matrix.shape[0], name)
+        self.nonnegative = bool(self.matrix.data.size == 0 or self.matrix.data.min() >= 0)
+
+    def _columns(self, J: np.ndarray) -> np.ndarray:
+        return self.matrix[:, J].toarray()
+
+    def matmat(self, B: np.ndarray) -> np.ndarray:
+        return np.asarray(self.matrix @ np.asarray(B, dtype=np.float64))
+
+    def rmatmat(self, B: np.ndarray) -> np.ndarray:
+        return np.asarray(self.matrix.T @ np.asarray(B, dtype=np.float64))
+
+    def diagonal(self) -> np.ndarray:
+        return np.asarray(self.matrix.diagonal(), dtype=np.float64)
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "nnz": int(self.matrix.nnz)}
+
+
+class OperatorSource(MatrixSource):
+    """Any square :class:`scipy.sparse.linalg.LinearOperator`: ``X[:, J] = X @ I[:, J]``.
+
+    Examples
+    --------
+    >>> from scipy.sparse.linalg import aslinearoperator
+    >>> src = OperatorSource(aslinearoperator(np.diag([1.0, 2.0, 3.0])))
+    >>> src.columns([1]).ravel().tolist()
+    [0.0, 2.0, 0.0]
+    """
+
+    kind = "operator"
+
+    def __init__(self, operator: LinearOperator, name: str = "X") -> None:
+        if len(operator.shape) != 2 or operator.shape[0] != operator.shape[1]:
+            raise InputError(f"{name}: a square operator is needed, got shape {operator.shape}")
+        self.operator = operator
+        super().__init__(operator.shape[0], name)
+
+    def _columns(self, J: np.ndarray) -> np.ndarray:
+        E = np.zeros((self.n, J.size))
+        E[J, np.arange(J.size)] = 1.0
+        return np.asarray(self.operator.matmat(E), dtype=np.float64)
+
+    def matmat(self, B: np.ndarray) -> np.ndarray:
+        B = np.asarray(B, dtype=np.float64)
+        return np.asarray(self.operator.matvec(B) if B.ndim == 1 else self.operator.matmat(B), dtype=np.float64)
+
+    def rmatmat(self, B: np.ndarray) -> np.ndarray:
+        B = np.asarray(B, dtype=np.float64)
+        return np.asarray(self.operator.rmatvec(B) if B.ndim == 1 else self.operator.rmatmat(B), dtype=np.float64)
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "operator": type(self.operator).__name__}
+
+
+def open_npy(path: str | os.PathLike, name: str | None = None) -> ArraySource:
+    """A ``.npy`` file as a memory-mapped :class:`ArraySource` (never read whole, never unpickled).
+
+    A truncated or damaged file is an :class:`~sfapprox.InputError` naming it.
+    """
+    display = os.fspath(path)
+    try:
+        array = np.load(display, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise InputError(f"{display}: cannot memory-map it as a .npy array ({' '.join(str(exc).split())}); "
+                         "the file is damaged or truncated") from None
+    if not isinstance(array, np.ndarray):
+        raise InputError(f"{display}: not a single .npy array")
+    return ArraySource(array, name or os.path.splitext(os.path.basename(display))[0])
+
+
+def as_source(matrix, name: str = "X") -> MatrixSource:
+    """A :class:`MatrixSource` from a source, an ndarray (or memmap), a scipy sparse matrix or a LinearOperator."""
+    if isinstance(matrix, MatrixSource):
+        return matrix
+    if sp.issparse(matrix):
+        return SparseSource(matrix, name)
+    if isinstance(matrix, LinearOperator):
+        return OperatorSource(matrix, name)
+    if isinstance(matrix, np.ndarray):
+        return ArraySource(matrix, name)
+    raise ParameterError(f"{name}: cannot read columns from a {type(matrix).__name__}; give an array, a scipy "
+                         "sparse matrix, a LinearOperator or a MatrixSource")
