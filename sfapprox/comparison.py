@@ -24,11 +24,12 @@ from typing import Any
 
 from ._base import RunContext, get_method, methods, parse_methods
 from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceError, one_line
-from ._settings import COUNT_INDICES, DEFAULT_METHODS, PROTOCOLS, FitSettings, LoadOptions
+from ._settings import COUNT_INDICES, DEFAULT_METHODS, DEFAULT_TOTAL_TIME, PROTOCOLS, FitSettings, LoadOptions
 from ._signals import stop_requested
 from .budget import Budget, parse_budget, resolve_budget
 from .metrics import frobenius_error
 from .results import Comparison, MethodResult
+from .sources import MatrixSource
 
 __all__ = ["compare", "available_methods", "run_method", "run_all", "PROTOCOLS"]
 
@@ -57,7 +58,10 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
     spec = get_method(name)
     n = X.shape[0]
     start = time.perf_counter()
-    if spec.working_memory is not None:
+    streaming = isinstance(X, MatrixSource)
+    if streaming and "columns" not in spec.access:
+        return MethodResult(name, "not applicable", seconds=0.0, reason=needs_formed(X, context.settings.max_memory))
+    if spec.working_memory is not None and not streaming:
         from ._validation import check_memory
 
         check_memory(spec.working_memory(n), what=f"{name}: its fit of a {n} x {n} matrix",
@@ -68,7 +72,8 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
         return MethodResult(name, "not applicable", reason=str(exc), seconds=time.perf_counter() - start)
     if est.n_stored_ > budget:  # a broken promise is a bug, never a silent excess
         raise AssertionError(f"{name} stored {est.n_stored_} numbers over the budget {budget}")
-    fro, rel = frobenius_error(X, est.to_dense(), fro_norm)
+    # From columns, every row is scored afterwards, together, on the same columns (estimate_errors).
+    fro, rel = (None, None) if streaming else frobenius_error(X, est.to_dense(), fro_norm)
     return MethodResult(
         method=name,
         status="interrupted" if est.stop_reason_ == "interrupted" else "ok",
@@ -82,12 +87,40 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
     )
 
 
+def needs_formed(source: MatrixSource, max_memory: int | None) -> str:
+    """Why a method that needs the matrix in memory does not run on ``source`` (one line)."""
+    from ._validation import default_memory_limit, format_bytes
+
+    limit = max_memory if max_memory is not None else default_memory_limit()
+    able = [m for m, spec in methods().items() if "columns" in spec.access]
+    return (f"needs the {source.n:,} x {source.n:,} matrix in memory, and a comparison there holds {SCORING_COPIES} "
+            f"dense copies ({format_bytes(SCORING_COPIES * source.formed_bytes)}), over the memory limit"
+            f"{f' of {format_bytes(limit)}' if limit else ''}; the methods that work from columns: {', '.join(able)}")
+
+
+def formable(source: MatrixSource, max_memory: int | None) -> bool:
+    """Whether ``source`` is formed for a comparison: its dense matrix and the scoring's two copies fit."""
+    from ._validation import default_memory_limit
+
+    limit = max_memory if max_memory is not None else default_memory_limit()
+    return limit is None or SCORING_COPIES * source.formed_bytes <= limit
+
+
+#: Dense N x N arrays a comparison in memory holds for scoring (X, the approximation, the residual).
+SCORING_COPIES = 3
+#: In a comparison from columns, the joint scoring pass gets this share of the shared time
+#: (or of each method's own limit), and at least SCORE_MIN_SECONDS.
+SCORE_SHARE, SCORE_MIN_SECONDS = 0.25, 5.0
+
+
 def as_loaded_matrix(matrix, load: LoadOptions | None):
     """A :class:`~sfapprox.io.LoadedMatrix` (validated once) from a path, a LoadedMatrix or an array."""
     from .io import LoadedMatrix, as_loaded, load_matrix
 
     if isinstance(matrix, LoadedMatrix):
         return matrix
+    if isinstance(matrix, MatrixSource):  # small enough: formed (within the memory limit) and validated
+        return as_loaded(matrix.to_dense(), matrix.name)
     if isinstance(matrix, (str, os.PathLike)):
         return load_matrix(matrix, **(load or LoadOptions()).keywords())
     if load is not None:
@@ -203,6 +236,10 @@ def compare(
         raise ParameterError(f"unknown protocol {protocol!r}; choose {' or '.join(PROTOCOLS)}")
     parse_budget(budget)
     saved = load_included(include, settings.max_memory)
+    if isinstance(matrix, MatrixSource) and not formable(matrix, settings.max_memory):
+        return compare_columns(matrix, names, budget=budget, settings=settings, count_indices=count_indices,
+                               protocol=protocol, structure=structure, callback=callback, on_result=on_result,
+                               include=saved, matrix_info=matrix_info)
     loaded = as_loaded_matrix(matrix, load)
     resolved = resolve_budget(budget, loaded.n)
     check_scoring_memory(loaded, settings.max_memory)
@@ -215,6 +252,62 @@ def compare(
         results.append(score_surrogate(name, surrogate, X, resolved.value, info["fro_norm"]))
     comparison = build_comparison(info, resolved, results, context)
     comparison.notes.extend(n for n in [resolved.note, *_source_notes(saved, loaded)] if n)
+    if isinstance(matrix, MatrixSource):
+        comparison.notes.append(f"{matrix.name}: formed in memory ({loaded.n:,} x {loaded.n:,}), every method "
+                                "ran on it and was scored exactly")
+    return comparison
+
+
+def compare_columns(
+    source: MatrixSource,
+    names: Sequence[str],
+    *,
+    budget,
+    settings: FitSettings,
+    count_indices: bool = COUNT_INDICES,
+    protocol: str = "default",
+    structure: Mapping[str, Any] | None = None,
+    callback: Callable[[dict], bool | None] | None = None,
+    on_result: Callable[[MethodResult], None] | None = None,
+    include: Mapping[str, Any] | None = None,
+    matrix_info: Mapping[str, Any] | None = None,
+) -> Comparison:
+    """:func:`compare` for a source too big to form: the methods that work from columns fit on it,
+    the others get a "not applicable" row saying why, and every row is scored in one pass over the
+    same columns (exact when it fits the time, else estimated with a 95 % interval)."""
+    from .estimate import estimate_errors
+
+    resolved = resolve_budget(budget, source.n)
+    info = {**source.summary(), "path": "columns", **(matrix_info or {})}
+    context = RunContext(settings, count_indices, protocol, callback, dict(structure or {}))
+    with warnings_at_caller():
+        results = run_all(names, source, resolved, context, None, on_result)
+    for name, surrogate in (include or {}).items():
+        operator = getattr(surrogate, "operator", surrogate)
+        results.append(MethodResult(name, "ok", nnz=int(operator.n_stored), operator=operator,
+                                    params={"kind": getattr(surrogate, "kind", None)}))
+    scored = {r.method: r.operator for r in results if r.operator is not None and r.status in ("ok", "interrupted")}
+    limit = settings.time_limit
+    score_time = (max(SCORE_MIN_SECONDS, SCORE_SHARE * (DEFAULT_TOTAL_TIME if limit == "auto" else limit))
+                  if limit is not None else None)
+    started = time.perf_counter()
+    estimates = estimate_errors(source, scored, time_limit=score_time, seed=settings.seed,
+                                max_memory=settings.max_memory) if scored else {}
+    for r in results:
+        if r.method in estimates:
+            e = estimates[r.method]
+            r.fro_error, r.rel_error, r.error_estimate = e.fro_error, e.rel_error, e.to_dict()
+            if r.nnz is not None and r.nnz > resolved.value:
+                r.status, r.reason = "not applicable", f"stores {r.nnz} numbers, over the budget {resolved.value}"
+    comparison = build_comparison(info, resolved, results, context)
+    columns = max((e.columns for e in estimates.values()), default=0)
+    how = ("exactly, by a pass over every column" if columns >= source.n else
+           f"from {columns:,} random columns of {source.n:,} (95% intervals)")
+    comparison.notes.append(f"{source.name}: not formed ({source.summary()['formed']} dense); the methods that work "
+                            f"from columns ran, and every row was scored {how} in "
+                            f"{time.perf_counter() - started:.1f} s")
+    if resolved.note:
+        comparison.notes.append(resolved.note)
     return comparison
 
 

@@ -22,14 +22,15 @@ checks that they hold the exact error in at least 95 % of repeats.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from . import _timing
 from ._errors import ParameterError
+from ._threads import AdaptiveThreads
 from .sources import MatrixSource, block_columns
 
 __all__ = ["ErrorEstimate", "estimate_errors", "Z95", "DEFAULT_RTOL", "MIN_SAMPLE"]
@@ -129,11 +130,21 @@ def estimate_errors(
     if rtol <= 0:
         raise ParameterError(f"rtol must be positive, got {rtol}")
     n = source.n
-    start = time.perf_counter()
+    start = _timing.now()
     width = source.block_width(max_memory, extra_columns=1)
     order = np.random.default_rng(seed).permutation(n)
     tallies: dict[str, list[np.ndarray]] = {name: [] for name in operators}  # squared column errors so far
     norms: list[np.ndarray] = []
+    with AdaptiveThreads(float(n) * width):  # BLAS threads from the free cores
+        seen = _scoring_pass(source, operators, order, width, tallies, norms, start, time_limit, rtol, fro_norm)
+    x = np.concatenate(norms)
+    return {name: _estimate(np.concatenate(e), x, n, fro_norm) for name, e in tallies.items()}
+
+
+def _scoring_pass(source, operators, order, width, tallies, norms, start, time_limit, rtol, fro_norm) -> int:
+    """Columns of ``source`` in ``order``, block by block, into the tallies: all of them when the
+    first block says the pass fits ``time_limit``, else until the time or ``rtol`` says stop."""
+    n = source.n
     seen = 0
     exact_pass = None  # decided after the first block: can every column be looked at in time?
     for J in block_columns(n, width, order=order):
@@ -143,7 +154,7 @@ def estimate_errors(
             R = block - _surrogate_columns(op, J, n)
             tallies[name].append(np.einsum("ij,ij->j", R, R))
         seen += J.size
-        elapsed = time.perf_counter() - start
+        elapsed = _timing.now() - start
         if exact_pass is None:
             exact_pass = time_limit is None or elapsed * n / J.size <= time_limit
         if seen >= n or exact_pass:
@@ -151,8 +162,7 @@ def estimate_errors(
         if (time_limit is not None and elapsed + elapsed / seen * J.size > time_limit) or \
                 (seen >= MIN_SAMPLE and _narrow_enough(tallies, norms, n, rtol, fro_norm)):
             break
-    x = np.concatenate(norms)
-    return {name: _estimate(np.concatenate(e), x, n, fro_norm) for name, e in tallies.items()}
+    return seen
 
 
 def _narrow_enough(tallies, norms, n: int, rtol: float, fro_norm: float | None) -> bool:

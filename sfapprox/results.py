@@ -41,6 +41,9 @@ class MethodResult:
     reason: str | None = None
     min_budget: int | None = None
     time_limit: float | None = None
+    #: For a row scored from columns (a matrix too big to form): ``{"exact", "fro_interval",
+    #: "rel_interval", "columns"}``; None when scored exactly on the formed matrix.
+    error_estimate: dict[str, Any] | None = None
     operator: Any = field(default=None, repr=False, compare=False)
     estimator: Any = field(default=None, repr=False, compare=False)
 
@@ -76,9 +79,21 @@ class Comparison:
         return sorted(scored, key=lambda r: (0.0 if _is_exact(r) else r.fro_error, r.nnz if r.nnz is not None else 0))
 
     def winner(self) -> str | None:
-        """The best ``ok`` method (:meth:`ranked`'s first; None if no row was scored)."""
+        """The best ``ok`` method (:meth:`ranked`'s first), or None: no row was scored, or the best
+        row's error interval overlaps the next one's (estimated errors: no winner is declared
+        inside the intervals)."""
         ranked = self.ranked()
-        return ranked[0].method if ranked else None
+        if not ranked or self.tied() is not None:
+            return None
+        return ranked[0].method
+
+    def tied(self) -> MethodResult | None:
+        """The runner-up whose 95 % error interval overlaps the best row's (None when the best is clear)."""
+        ranked = self.ranked()
+        if len(ranked) < 2 or not any((r.error_estimate or {}).get("fro_interval") for r in ranked[:2]):
+            return None  # exact errors: the order (and its tie-break by stored numbers) decides
+        best, runner = _interval(ranked[0]), _interval(ranked[1])
+        return ranked[1] if runner[0] <= best[1] else None
 
     def result(self, method: str) -> MethodResult:
         """The row of ``method`` (KeyError when it was not run)."""
@@ -104,6 +119,12 @@ class Comparison:
             return None
         best = ranked[0]
         label = _label(best.method)
+        tied = self.tied()
+        if tied is not None:
+            text = (f"no clear winner: {best.method} ({_with_interval(best)}) and {tied.method} "
+                    f"({_with_interval(tied)}) are within each other's 95% intervals; estimate from more "
+                    "columns (a longer time limit) to tell them apart")
+            return {"winner": None, "text": text, "ratio": None, "exact": False, "suggest": []}
         exact = _is_exact(best)
         sf = next((r for r in ranked if r.method == "sf"), None)
         ratio = None
@@ -180,8 +201,8 @@ class Comparison:
                     "stored": "–" if r.nnz is None else f"{r.nnz:,}",
                     "of_budget": "–" if r.nnz is None else f"{100 * r.nnz / self.budget:.1f}%",
                     "min_budget": "–" if r.min_budget is None else f"{r.min_budget:,}",
-                    "fro_error": fmt_number(r.fro_error),
-                    "rel_error": fmt_number(r.rel_error),
+                    "fro_error": _cell(r, r.fro_error, "fro_interval"),
+                    "rel_error": _cell(r, r.rel_error, "rel_interval"),
                     "seconds": fmt_seconds(r.seconds),
                     "status": r.status,
                     "details": r.reason or details(r.params),
@@ -190,6 +211,9 @@ class Comparison:
             )
         if winner is not None:
             table.notes.append(f"★ smallest error at this budget: {winner}")
+        if any((r.error_estimate or {}).get("fro_interval") for r in self.results):
+            table.notes.append("± : half-width of a 95% interval; those errors are estimated from random columns "
+                               "(the matrix was not formed)")
         verdict = self.verdict()
         if verdict is not None:
             table.notes.append(f"verdict: {verdict['text']}")
@@ -214,6 +238,27 @@ def _stores_entries_only(r: MethodResult) -> bool:
         return True
     p = r.params
     return bool(p.get("n_sparse")) and not p.get("rank") and not p.get("n_factors") and not p.get("monarch_rank")
+
+
+def _interval(r: MethodResult) -> tuple[float, float]:
+    """A row's error interval: its 95 % interval when estimated, else the exact value twice."""
+    estimate = r.error_estimate or {}
+    if estimate.get("fro_interval"):
+        return tuple(estimate["fro_interval"])
+    value = 0.0 if _is_exact(r) else r.fro_error
+    return value, value
+
+
+def _cell(r: MethodResult, value: float | None, key: str) -> str:
+    """An error cell: ``0.3120 ± 0.0040`` when estimated (the interval's half-width), else the value."""
+    interval = (r.error_estimate or {}).get(key)
+    if value is None or not interval:
+        return fmt_number(value)
+    return f"{fmt_number(value)} ± {fmt_number(max(interval[1] - value, value - interval[0]), 2)}"
+
+
+def _with_interval(r: MethodResult) -> str:
+    return _cell(r, r.rel_error, "rel_interval") + " relative"
 
 
 def _share(count: int | None, budget: int) -> str:

@@ -123,3 +123,38 @@ def test_positions_are_charged_by_default():
     free = compare(X, ["rpca"], budget=60, settings=CPU, count_indices=False).results[0]
     assert charged.params["count_indices"] is True and charged.nnz == 2 * charged.params["n_sparse"]
     assert free.params["count_indices"] is False and free.nnz == free.params["n_sparse"] + free.params["rank"] * 25
+
+
+def test_a_source_too_big_for_the_memory_limit_is_compared_from_columns():
+    """The streaming path at small N, forced by a small memory limit, against the in-memory path."""
+    from sfapprox.sources import KernelMatrix
+
+    rng = np.random.default_rng(7)
+    P = np.concatenate([rng.standard_normal((100, 3)) * 0.5 + rng.standard_normal(3) * 3 for _ in range(4)])
+    K = KernelMatrix(P, bandwidth=0.8)
+    settings = FitSettings(device="cpu", max_iter=20, time_limit=None)
+    small = 3 * K.formed_bytes - 1  # forming it and scoring would pass this limit
+    streamed = compare(K, ["nystrom", "rsvd", "tsvd"], budget=0.1, settings=settings.replace(max_memory=small))
+    formed = compare(K, ["nystrom", "rsvd", "tsvd"], budget=0.1, settings=settings)
+    s, f = ({r.method: r for r in c.results} for c in (streamed, formed))
+    assert streamed.matrix["path"] == "columns" and "formed" in formed.notes[-1]
+    assert s["tsvd"].status == "not applicable" and "the methods that work from columns: rsvd, nystrom" in s["tsvd"].reason
+    for m in ("nystrom", "rsvd"):
+        assert s[m].error_estimate["exact"] and s[m].fro_error == pytest.approx(f[m].fro_error, rel=1e-9)
+        assert s[m].nnz == f[m].nnz <= streamed.budget
+    assert streamed.winner() == min(("nystrom", "rsvd"), key=lambda m: f[m].fro_error)
+    assert formed.winner() == "tsvd"  # the exact SVD, which needs the matrix formed
+
+
+def test_estimated_errors_overlapping_intervals_declare_no_winner():
+    from sfapprox.results import Comparison, MethodResult
+
+    rows = [MethodResult("nystrom", "ok", 10, 1.00, 0.10, 1.0, error_estimate={"fro_interval": [0.95, 1.05]}),
+            MethodResult("rsvd", "ok", 10, 1.02, 0.102, 1.0, error_estimate={"fro_interval": [0.97, 1.07]}),
+            MethodResult("sf", "ok", 10, 2.0, 0.2, 1.0, error_estimate={"fro_interval": [1.9, 2.1]})]
+    c = Comparison({"name": "k", "n": 100}, 100, "sf", rows)
+    assert c.winner() is None and c.verdict()["winner"] is None and "no clear winner" in c.verdict()["text"]
+    assert not any("★" in row["method"] for row in c.tables()[0].rows)
+    assert c.tables()[0].rows[0]["fro_error"] == "1 ± 0.05"
+    apart = Comparison({"name": "k", "n": 100}, 100, "sf", rows[::2])
+    assert apart.winner() == "nystrom"

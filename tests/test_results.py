@@ -12,7 +12,7 @@ def test_comparison_shape_and_winner():
     d = c.to_dict()
     assert d["winner"] == "sf" and d["budget"] == 10
     assert set(d["results"][0]) == {"method", "status", "nnz", "fro_error", "rel_error", "seconds", "params", "reason",
-                                    "min_budget", "time_limit"}
+                                    "min_budget", "time_limit", "error_estimate"}
     assert d["results"][2]["fro_error"] is None
 
 

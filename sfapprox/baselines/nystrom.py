@@ -35,6 +35,7 @@ from .._base import Approximation, MethodSpec, RunContext, register
 from .._errors import BudgetError, NotApplicableError, ParameterError
 from .._params import Interval, Options
 from .._settings import DEFAULT_TIME_LIMIT
+from .._threads import AdaptiveThreads
 from ..budget import nystrom_count, nystrom_rank_for_budget
 from ..operators.nystrom import NystromOperator
 from ..sources import MatrixSource, as_source
@@ -179,12 +180,13 @@ class Nystrom(Approximation):
                               f"({nystrom_count(n, 1)} numbers)")
         _check_structure(source, self.random_state)
         deadline = _timing.Deadline.after(self.time_limit)
-        if self.pivots == "uniform":
-            S = np.sort(np.random.default_rng(self.random_state).choice(n, size=rank, replace=False))
-        else:
-            S = rpcholesky_pivots(source, rank, seed=self.random_state, deadline=deadline)
-        C = source.columns(S) if S.size else np.zeros((n, 0))
-        core = pinvh(C[S]) if S.size else np.zeros((0, 0))
+        with AdaptiveThreads(float(n) * rank):  # BLAS threads from the free cores
+            if self.pivots == "uniform":
+                S = np.sort(np.random.default_rng(self.random_state).choice(n, size=rank, replace=False))
+            else:
+                S = rpcholesky_pivots(source, rank, seed=self.random_state, deadline=deadline)
+            C = source.columns(S) if S.size else np.zeros((n, 0))
+            core = pinvh(C[S]) if S.size else np.zeros((0, 0))
         self.pivots_, self.rank_ = S, int(S.size)
         self.operator_ = NystromOperator(C, core)
         self.n_stored_ = self.operator_.n_stored

@@ -22,6 +22,7 @@ from .._base import Approximation, MethodSpec, RunContext, register
 from .._errors import BudgetError, ParameterError
 from .._params import Interval
 from .._settings import DEFAULT_TIME_LIMIT
+from .._threads import AdaptiveThreads
 from ..budget import tsvd_count, tsvd_rank_for_budget
 from ..operators import HybridOperator
 from ..sources import as_source
@@ -136,8 +137,10 @@ class RandomizedSVD(Approximation):
             raise BudgetError(f"budget {self.budget} is below one rank of a {n} x {n} randomized SVD "
                               f"({tsvd_count(n, 1)} numbers)")
         deadline = _timing.Deadline.after(self.time_limit)
-        U, s, Vt, done = randomized_svd(source.matmat, source.rmatmat, n, rank, n_oversamples=self.n_oversamples,
-                                        n_iter=self.n_iter, seed=self.random_state, deadline=deadline)
+        # BLAS threads from the free cores: a second thread on a busy core made a QR 100x slower.
+        with AdaptiveThreads(float(n) * n):
+            U, s, Vt, done = randomized_svd(source.matmat, source.rmatmat, n, rank, n_oversamples=self.n_oversamples,
+                                            n_iter=self.n_iter, seed=self.random_state, deadline=deadline)
         self.U_, self.s_, self.Vt_, self.n_iter_ = U, s, Vt, done
         self.rank_ = rank
         self.n_stored_ = tsvd_count(n, rank)

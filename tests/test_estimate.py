@@ -1,0 +1,74 @@
+"""Streamed and estimated errors: exact when every column is seen, honest intervals otherwise."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sfapprox.estimate import MIN_SAMPLE, _estimate, estimate_errors
+from sfapprox.sources import ArraySource, KernelMatrix
+
+
+def _kernel_and_rank(n=800, rank=10, seed=0):
+    rng = np.random.default_rng(seed)
+    P = np.concatenate([rng.standard_normal((n // 5, 4)) * 0.6 + rng.standard_normal(4) * 3 for _ in range(5)])
+    K = KernelMatrix(P, bandwidth=1.0)
+    X = K.to_dense()
+    U, s, Vt = np.linalg.svd(X)
+    return K, X, (U[:, :rank] * s[:rank]) @ Vt[:rank]
+
+
+def test_a_full_pass_is_exact():
+    K, X, A = _kernel_and_rank(400)
+    est = estimate_errors(K, {"a": A, "zero": np.zeros_like(X)}, time_limit=None, max_memory=400 * 8 * 64 * 16)
+    assert est["a"].exact and est["a"].columns == 400 and est["a"].fro_interval is None
+    assert est["a"].fro_error == pytest.approx(np.linalg.norm(X - A), rel=1e-12)
+    assert est["a"].rel_error == pytest.approx(np.linalg.norm(X - A) / np.linalg.norm(X), rel=1e-12)
+    assert est["zero"].rel_error == pytest.approx(1.0)
+
+
+def test_sampling_stops_at_the_time_limit_or_the_tolerance(fake_clock, monkeypatch):
+    K, X, A = _kernel_and_rank()
+    import sfapprox.sources._base as base
+
+    real = base.MatrixSource.columns
+
+    def one_second_per_block(self, J):
+        fake_clock.advance(1.0)
+        return real(self, J)
+
+    monkeypatch.setattr(base.MatrixSource, "columns", one_second_per_block)
+    memory = 800 * 8 * 64 * 16  # blocks of 64 columns: a full pass would take 12.5 "seconds"
+    timed = estimate_errors(K, {"a": A}, time_limit=11.0, rtol=1e-9, max_memory=memory, seed=3)["a"]
+    assert not timed.exact and timed.columns == 11 * 64  # the 12th block would have ended after the limit
+    lo, hi = timed.fro_interval
+    assert lo <= timed.fro_error <= hi and lo <= np.linalg.norm(X - A) <= hi
+    loose = estimate_errors(K, {"a": A}, time_limit=11.0, rtol=1.0, max_memory=memory, seed=3)["a"]
+    assert loose.columns == MIN_SAMPLE  # narrow enough once the least sample is in
+    full = estimate_errors(K, {"a": A}, time_limit=13.0, max_memory=memory)["a"]
+    assert full.exact and full.columns == 800
+
+
+def test_the_intervals_hold_the_exact_error_about_95_percent_of_the_time():
+    K, X, A = _kernel_and_rank()
+    E = X - A
+    e, x = (E**2).sum(0), (X**2).sum(0)
+    fro, rel = np.sqrt(e.sum()), np.sqrt(e.sum() / x.sum())
+    rng = np.random.default_rng(0)
+    cover_f = cover_r = 0
+    repeats = 300
+    for _ in range(repeats):
+        J = rng.choice(e.size, 256, replace=False)
+        est = _estimate(e[J], x[J], e.size, None)
+        cover_f += est.fro_interval[0] <= fro <= est.fro_interval[1]
+        cover_r += est.rel_interval[0] <= rel <= est.rel_interval[1]
+    # 95 % nominal; a test that can fail: a broken standard error gives far less (or 100 %).
+    assert 0.90 <= cover_f / repeats <= 0.99 and 0.90 <= cover_r / repeats <= 0.99
+
+
+def test_a_known_norm_only_carries_the_errors_uncertainty():
+    e, x = np.full(100, 4.0), np.full(100, 16.0)
+    est = _estimate(e[:50], x[:50], 100, fro_norm=40.0)
+    assert est.fro_error == pytest.approx(20.0) and est.rel_error == pytest.approx(0.5)
+    assert est.fro_interval == pytest.approx((20.0, 20.0))  # equal columns: no spread
+    assert _estimate(e, x, 100, None).exact

@@ -1,0 +1,140 @@
+"""Matrix sources: exact columns, passes, forming, and bad input refused in one line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.sparse.linalg import aslinearoperator
+
+from sfapprox import InputError, ParameterError, ResourceError
+from sfapprox.sources import (
+    KERNELS,
+    ArraySource,
+    AttentionMatrix,
+    KernelMatrix,
+    OperatorSource,
+    SparseSource,
+    as_source,
+    block_columns,
+    median_bandwidth,
+    open_npy,
+)
+
+
+def _points(n=40, d=3, seed=0):
+    return np.random.default_rng(seed).standard_normal((n, d))
+
+
+def _dense_kernel(P, kernel, h):
+    d = np.sqrt(((P[:, None, :] - P[None, :, :]) ** 2).sum(-1))
+    inner = P @ P.T
+    if kernel == "rbf":
+        return np.exp(-d**2 / (2 * h * h))
+    if kernel == "laplacian":
+        return np.exp(-d / h)
+    if kernel == "matern32":
+        s = np.sqrt(3) * d / h
+        return (1 + s) * np.exp(-s)
+    if kernel == "matern52":
+        s = np.sqrt(5) * d / h
+        return (1 + s + s * s / 3) * np.exp(-s)
+    if kernel == "cosine":
+        norms = np.linalg.norm(P, axis=1)
+        return inner / np.outer(norms, norms)
+    return inner
+
+
+@pytest.mark.parametrize("kernel", list(KERNELS))
+def test_kernel_columns_match_the_definition(kernel):
+    P = _points()
+    h = 1.3 if KERNELS[kernel] else None
+    K = KernelMatrix(P, kernel=kernel, bandwidth=h)
+    expected = _dense_kernel(P, kernel, h)
+    J = np.array([5, 0, 39, 5])
+    assert np.allclose(K.columns(J), expected[:, J], atol=1e-12)
+    assert np.allclose(K.to_dense(), expected, atol=1e-12)
+    assert np.allclose(K.diagonal(), np.diag(expected), atol=1e-12)
+    assert K.symmetric and K.psd and np.linalg.eigvalsh(K.to_dense()).min() > -1e-9
+
+
+def test_median_heuristic_is_recorded():
+    P = _points(200)
+    K = KernelMatrix(P)
+    d = np.sqrt(((P[:, None] - P[None]) ** 2).sum(-1))[np.triu_indices(200, 1)]
+    assert K.bandwidth_ == pytest.approx(np.median(d)) and K.bandwidth_rule_ == "median heuristic"
+    assert K.summary()["source"]["bandwidth"] == K.bandwidth_
+    big = _points(5000, 2)
+    assert median_bandwidth(big) == median_bandwidth(big)  # seeded sample
+    assert KernelMatrix(P, bandwidth=2.0).bandwidth_rule_ == "given"
+
+
+@pytest.mark.parametrize("points, kwargs, error, match", [
+    (np.array([[0.0, np.nan], [1.0, 2.0]]), {}, InputError, r"point 0 has a non-finite coordinate"),
+    (np.array([[0.0, np.inf]]), {}, InputError, "non-finite"),
+    (np.zeros((3, 2)), {"bandwidth": 0.0}, ParameterError, "positive, finite"),
+    (np.zeros((3, 2)), {"bandwidth": float("nan")}, ParameterError, "positive, finite"),
+    (np.zeros((3, 2)), {"bandwidth": -1}, ParameterError, "positive, finite"),
+    (np.zeros((3, 2)), {"kernel": "linear", "bandwidth": 1.0}, ParameterError, "takes no bandwidth"),
+    (np.zeros((3, 2)), {"kernel": "gauss"}, ParameterError, "unknown kernel 'gauss'"),
+    (np.zeros(3), {}, InputError, r"shape \(N, d\)"),
+])
+def test_bad_kernel_input_is_one_line(points, kwargs, error, match):
+    with pytest.raises(error, match=match) as info:
+        KernelMatrix(points, **kwargs)
+    assert "\n" not in str(info.value)
+
+
+def test_attention_rows_are_a_softmax():
+    rng = np.random.default_rng(1)
+    q, k = rng.standard_normal((50, 8)), rng.standard_normal((50, 8))
+    A = AttentionMatrix(q, k)
+    logits = q @ k.T / np.sqrt(8)
+    expected = np.exp(logits - logits.max(1, keepdims=True))
+    expected /= expected.sum(1, keepdims=True)
+    assert np.allclose(A.to_dense(), expected) and np.allclose(A.columns([3, 7]), expected[:, [3, 7]])
+    assert not A.symmetric and A.nonnegative
+    with pytest.raises(InputError, match="same shape"):
+        AttentionMatrix(q, k[:, :4])
+    with pytest.raises(InputError, match="must be finite"):
+        AttentionMatrix(np.full((2, 2), np.nan), np.zeros((2, 2)))
+
+
+def test_sources_over_existing_matrices_agree(tmp_path):
+    X = np.random.default_rng(2).standard_normal((30, 30))
+    path = tmp_path / "x.npy"
+    np.save(path, X)
+    sources = [ArraySource(X), open_npy(path), SparseSource(sp.csr_array(X)), OperatorSource(aslinearoperator(X)),
+               as_source(X), as_source(sp.csr_array(X)), as_source(aslinearoperator(X))]
+    B = np.random.default_rng(3).standard_normal((30, 4))
+    for src in sources:
+        assert np.allclose(src.to_dense(), X) and np.allclose(src.matmat(B), X @ B) and np.allclose(src.rmatmat(B), X.T @ B)
+        assert np.allclose(src.entries([1, 2], [3, 0]), X[[1, 2], [3, 0]]) and np.allclose(src.diagonal(), np.diag(X))
+    assert open_npy(path).describe()["memory_mapped"]
+
+
+def test_passes_use_blocks_of_the_memory_limit():
+    src = ArraySource(np.random.default_rng(4).random((500, 500)))
+    width = src.block_width(max_memory=500 * 8 * 64 * 8)  # 1/8 of the limit: 64 columns
+    assert width == 64 and sum(J.size for J, _ in src.blocks(width)) == 500
+    assert [J.tolist() for J in block_columns(5, 2, order=np.array([4, 3, 2, 1, 0]))] == [[4, 3], [2, 1], [0]]
+    with pytest.raises(ResourceError, match="forming the 500 x 500 matrix"):
+        src.to_dense(max_memory=1000)
+
+
+def test_memory_mapped_files_that_are_damaged_are_refused(tmp_path):
+    path = tmp_path / "cut.npy"
+    np.save(path, np.ones((100, 100)))
+    path.write_bytes(path.read_bytes()[:4000])  # truncated
+    with pytest.raises(InputError, match="cut.npy: cannot memory-map it"):
+        open_npy(path)
+    bad = tmp_path / "nan.npy"
+    X = np.ones((10, 10))
+    X[3, 4] = np.nan
+    np.save(bad, X)
+    with pytest.raises(InputError, match=r"entry \(3, 4\) is nan"):
+        open_npy(bad).columns([4])
+    with pytest.raises(InputError, match="square"):
+        ArraySource(np.ones((3, 4)))
+    with pytest.raises(ParameterError, match="cannot read columns"):
+        as_source([[1.0]])
