@@ -22,8 +22,11 @@ pytestmark = pytest.mark.filterwarnings("ignore::sfapprox.ConvergenceWarning")
 
 @pytest.fixture(scope="module")
 def X():
+    # Low rank plus noise, and symmetric PSD and non-negative: every method applies (Nyström needs
+    # a PSD matrix, NMF a non-negative one).
     rng = np.random.default_rng(0)
-    return rng.random((N, 3)) @ rng.random((3, N)) + 0.1 * rng.random((N, N))
+    G, H = rng.random((N, 3)), rng.random((N, N))
+    return G @ G.T + 0.1 * H @ H.T / N
 
 
 @pytest.fixture(scope="module")
