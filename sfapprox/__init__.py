@@ -3,7 +3,9 @@
 The public API (imported lazily, so ``import sfapprox`` and ``sfapprox --help``
 stay fast and do not load torch):
 
-* loading: :func:`load_matrix`, :class:`LoadedMatrix`
+* loading: :func:`load_matrix`, :class:`LoadedMatrix`; matrices too big to form:
+  :mod:`sfapprox.sources` (:class:`KernelMatrix`, :class:`AttentionMatrix`, ...) and
+  :func:`open_matrix` (a file that holds or describes one)
 * fitting: :class:`ChordSF`, :func:`fit_sf`, :func:`fit_matrix`
 * the other methods, one module each: :mod:`sfapprox.baselines` (``tsvd``:
   :class:`TruncatedSVD`, ``rpca`` / ``rpca-pcp``: :class:`RobustPCA`, ``nmf``:
@@ -39,6 +41,10 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "load_matrix": "sfapprox.io",
+    "open_matrix": "sfapprox.io",
+    "KernelMatrix": "sfapprox.sources",
+    "AttentionMatrix": "sfapprox.sources",
+    "sources": "sfapprox.sources",
     "LoadedMatrix": "sfapprox.io",
     "ChordSF": "sfapprox.sf.model",
     "fit_sf": "sfapprox.sf.model",

@@ -250,6 +250,12 @@ class LoadOptions:
         The file is a samples x features table; use its feature covariance.
     mirror : {"auto", "none", "mirror"}
         Header-less triplets: mirror a one-triangle file?
+    kernel : str or None
+        The file is a table of points; the matrix is their kernel matrix
+        (rbf, laplacian, matern32, matern52, cosine, linear), computed from
+        columns and formed only when it fits.
+    bandwidth : float or None
+        The kernel's bandwidth; None: the median heuristic.
     max_memory : int or None
         Bytes the loaded matrix (and its dense copy) may take.
     extra : dict
@@ -271,12 +277,18 @@ class LoadOptions:
     square: str | None = None
     covariance: bool = False
     mirror: str = "auto"
+    kernel: str | None = None
+    bandwidth: float | None = None
     max_memory: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def keywords(self) -> dict[str, Any]:
-        """The options as :func:`~sfapprox.io.load_matrix` keywords."""
+        """The options as :func:`~sfapprox.io.open_matrix` keywords (:func:`~sfapprox.io.load_matrix`'s,
+        and ``kernel``/``bandwidth`` when set)."""
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
+        for name in ("kernel", "bandwidth"):
+            if out[name] is None:
+                del out[name]
         out.update(self.extra)
         return out
 

@@ -9,6 +9,7 @@ from ._base import RunContext, methods
 from ._settings import COUNT_INDICES
 from .budget import sf_count, sf_structure, tsvd_count, tsvd_rank_for_budget
 from .formats import Column, Table
+from .sources import MatrixSource
 
 __all__ = ["MatrixDescription", "describe", "describe_factors", "describe_methods", "describe_formats"]
 
@@ -22,7 +23,7 @@ class MatrixDescription:
     data: dict[str, Any] = field(default_factory=dict)
 
 
-def describe(matrix, *, count_indices: bool = COUNT_INDICES) -> MatrixDescription:
+def describe(matrix, *, count_indices: bool = COUNT_INDICES, max_memory: int | None = None) -> MatrixDescription:
     """Describe a matrix: shape, storage, symmetry, sign, SF's reference structure and budget,
     and the smallest budget at which each registered method applies.
 
@@ -31,6 +32,9 @@ def describe(matrix, *, count_indices: bool = COUNT_INDICES) -> MatrixDescriptio
     matrix : LoadedMatrix, path or array
     count_indices : bool, default=True
         Charge sparse entries for their positions (changes RPCA's and sf+s's smallest budget).
+    max_memory : int or None
+        The memory limit a comparison would run under (decides whether a
+        matrix source would be formed or compared from columns).
 
     Examples
     --------
@@ -39,54 +43,88 @@ def describe(matrix, *, count_indices: bool = COUNT_INDICES) -> MatrixDescriptio
     >>> d.data["sf"]["count"], d.data["methods"]["tsvd"]["min_budget"]
     (1512, 73)
     """
-    from .comparison import as_loaded_matrix
+    from .comparison import as_loaded_matrix, formable
 
-    loaded = as_loaded_matrix(matrix, None)
-    summary = loaded.summary()
+    if isinstance(matrix, MatrixSource):
+        loaded, summary = None, matrix.summary()
+        facts: list[tuple[str, Any]] = _source_facts(matrix, max_memory)
+    else:
+        loaded = as_loaded_matrix(matrix, None)
+        summary = loaded.summary()
+        facts = [
+            ("file", summary.get("path") or "(array)"),
+            ("format", summary["format"]),
+            ("size", f"{summary['n']} x {summary['n']}"),
+            ("stored entries", f"{summary['nnz']:,} ({100 * summary['density']:.2f}% of N²)"),
+            ("storage", "sparse" if loaded.is_sparse else "dense"),
+            ("symmetric", "yes" if summary["symmetric"] else "no"),
+            ("sign", "non-negative" if summary["nonnegative"] else "has negative entries"),
+            ("values", f"min {summary['min']:.4g}, max {summary['max']:.4g}, ‖X‖_F {summary['fro_norm']:.4g}"),
+            ("sha256", summary.get("sha256") or "–"),
+        ]
+    name = matrix.name if loaded is None else loaded.name
     n = summary["n"]
     ref = sf_structure(n)
     count = sf_count(n)
     dense = n * n
     rank = tsvd_rank_for_budget(n, count)
-    facts: list[tuple[str, Any]] = [
-        ("file", summary.get("path") or "(array)"),
-        ("format", summary["format"]),
-        ("size", f"{n} x {n}"),
-        ("stored entries", f"{summary['nnz']:,} ({100 * summary['density']:.2f}% of N²)"),
-        ("storage", "sparse" if loaded.is_sparse else "dense"),
-        ("symmetric", "yes" if summary["symmetric"] else "no"),
-        ("sign", "non-negative" if summary["nonnegative"] else "has negative entries"),
-        ("values", f"min {summary['min']:.4g}, max {summary['max']:.4g}, ‖X‖_F {summary['fro_norm']:.4g}"),
-        ("sha256", summary.get("sha256") or "–"),
+    facts += [
         ("SF factors M", ref.n_factors),
         ("SF offsets (K)", f"{ref.n_offsets} per row"),
         ("SF stored numbers N·K·M", f"{count:,} ({100 * count / dense:.2f}% of N²)"),
         ("TSVD rank at that budget", f"{rank} ({tsvd_count(n, rank):,} numbers)"),
     ]
     context = RunContext(count_indices=count_indices)
-    table = Table(f"{loaded.name}: where each method applies (N² = {dense:,})",
-                  [Column("method", "method", "left"), Column("stores", "stores", "left"),
-                   Column("min_budget", "smallest budget"), Column("share", "% of N²", priority=10),
-                   Column("summary", "what", "left")])
+    streamed = loaded is None and not formable(matrix, max_memory)
+    columns = [Column("method", "method", "left"), Column("stores", "stores", "left"),
+               Column("min_budget", "smallest budget"), Column("share", "% of N²", priority=10)]
+    if loaded is None:
+        columns.append(Column("runs", "runs" if streamed else "from columns", "left", priority=20))
+    table = Table(f"{name}: where each method applies (N² = {dense:,})",
+                  columns + [Column("summary", "what", "left")])
     per_method: dict[str, Any] = {}
-    for name, spec in methods().items():
+    for method, spec in methods().items():
         need = spec.min_budget(n, context)
-        per_method[name] = {"stores": spec.stores, "min_budget": need, "summary": spec.summary}
-        table.add({"method": name, "stores": spec.stores,
+        per_method[method] = {"stores": spec.stores, "min_budget": need, "summary": spec.summary,
+                              "from_columns": "columns" in spec.access}
+        runs = ("yes" if "columns" in spec.access else "no: needs it formed") if streamed else \
+            ("yes" if "columns" in spec.access else "–")
+        table.add({"method": method, "stores": spec.stores,
                    "min_budget": "never" if need is None else f"{need:,}",
                    "share": "–" if need is None else f"{100 * need / dense:.1f}%",
-                   "summary": spec.summary})
+                   "runs": runs, "summary": spec.summary})
     if count > dense:
         table.notes.append(f"SF's reference structure stores {count:,} numbers, more than the dense "
                            f"matrix's {dense:,}: at this size storing X itself is cheaper")
-    nnz = summary["nnz"]
-    if 2 * nnz < count:
+    nnz = summary.get("nnz")
+    if nnz is not None and 2 * nnz < count:
         table.notes.append(f"X has {nnz:,} non-zeros: stored as values + positions (2 numbers each) it takes "
                            f"{2 * nnz:,} numbers, less than SF's budget")
     data = {"matrix": summary, "sf": {"n_factors": ref.n_factors, "n_offsets": ref.n_offsets, "count": count,
                                       "share_of_dense": count / dense},
             "tsvd_rank_at_sf_budget": rank, "methods": per_method, "notes": table.notes}
     return MatrixDescription(facts, [table], data)
+
+
+def _source_facts(source: MatrixSource, max_memory: int | None) -> list[tuple[str, Any]]:
+    """What ``info`` says of a source: what it is, its size formed, whether it fits, its parameters."""
+    from ._validation import default_memory_limit, format_bytes
+    from .comparison import formable
+
+    limit = max_memory if max_memory is not None else default_memory_limit()
+    facts: list[tuple[str, Any]] = [("source", source.kind), ("size", f"{source.n:,} x {source.n:,}"),
+                                    ("formed", f"{format_bytes(source.formed_bytes)} dense float64"),
+                                    ("in a comparison", "formed in memory" if formable(source, max_memory) else
+                                     f"from columns (3 dense copies would pass the memory limit"
+                                     f"{f' of {format_bytes(limit)}' if limit else ''})")]
+    for key, value in source.describe().items():
+        if key != "kind":
+            facts.append((key.replace("_", " "), value))
+    for key in ("symmetric", "psd", "nonnegative"):
+        value = getattr(source, key)
+        facts.append(({"psd": "positive semi-definite", "nonnegative": "non-negative"}.get(key, key),
+                      "unknown" if value is None else "yes" if value else "no"))
+    return facts
 
 
 def describe_factors(path) -> MatrixDescription:

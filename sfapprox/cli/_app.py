@@ -110,10 +110,11 @@ def _fail(message: str) -> None:
 
 
 def read_matrix(path: Path, options):
-    """Load the command's matrix through the public loader API (``options``: a LoadOptions)."""
-    from ..io import load_matrix
+    """The command's matrix through the public API (``options``: a LoadOptions): a LoadedMatrix, or a
+    matrix source for a kernel, an attention map or a ``.npy`` too big to load (:func:`~sfapprox.io.open_matrix`)."""
+    from ..io import open_matrix
 
-    return load_matrix(path, **options.keywords())
+    return open_matrix(path, **options.keywords())
 
 
 def show_notes(loaded) -> None:

@@ -129,13 +129,15 @@ LOAD = Group(
         _param("square", Annotated[Optional[Literal["crop", "resize"]], typer.Option("--square", help="Non-square image: crop (center) or resize.")], None),
         _param("covariance", Annotated[bool, flag("--covariance", help="Input is a data table (rows = samples): use the features x features covariance.")], False),
         _param("mirror", Annotated[Literal["auto", "none", "mirror"], typer.Option("--mirror", help="Header-less triplets: mirror a one-triangle file (auto), never (none) or always (mirror).")], _field_default(LoadOptions, "mirror")),
+        _param("kernel", Annotated[Optional[str], typer.Option("--kernel", help="The file is a table of points (.csv, .npy, .libsvm): use their kernel matrix, rbf, laplacian, matern32, matern52, cosine or linear (computed from columns; formed only when it fits).", metavar="KERNEL")], None),
+        _param("bandwidth", Annotated[Optional[float], typer.Option("--bandwidth", help="The kernel's bandwidth h (rbf: exp(-d²/2h²)); default: the median distance between points (printed).", metavar="H")], None),
         _MAX_MEMORY,
     ),
     lambda v: LoadOptions(
         format=v["format"], var=v["var"], network=v["network"], relation=v["relation"], two_mode=v["two_mode"],
         gradient=v["gradient"],
         resize=v["resize"], square=v["square"], covariance=v["covariance"], mirror=v["mirror"],
-        max_memory=parse_size(v["max_memory"]),
+        kernel=v["kernel"], bandwidth=v["bandwidth"], max_memory=parse_size(v["max_memory"]),
     ),
 )
 

@@ -32,7 +32,7 @@ def info(
             report, title, loaded = describe_factors(path), escape(path.name), None
         else:
             loaded = read_matrix(path, load)
-            report, title = describe(loaded), escape(loaded.name)
+            report, title = describe(loaded, max_memory=load.max_memory), escape(loaded.name)
         if not stdout_claimed(outputs):
             out.print(key_value_table(title, [(k, escape(str(v))) for k, v in report.facts]))
         emit(report.tables, report.data, outputs)

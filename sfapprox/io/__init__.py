@@ -33,7 +33,8 @@ from ._numpy import read_npy, read_npz
 from ._pajek import read_pajek
 from ._text import read_csv, read_ijv
 
-__all__ = ["LoadedMatrix", "load_matrix", "as_loaded", "detect_format", "available_formats", "format_extensions"]
+__all__ = ["LoadedMatrix", "load_matrix", "open_matrix", "read_points", "as_loaded", "detect_format",
+           "available_formats", "format_extensions"]
 
 
 # ---------------------------------------------------------------------------
@@ -72,6 +73,8 @@ _FORMATS: dict[str, _Format] = {
     ),
     "libsvm": _Format("LIBSVM/svmlight table (.svm, .libsvm); only with covariance=True", (".svm", ".libsvm"), _needs_covariance),
     "covariance": _Format("features x features sample covariance of a table (.csv/.tsv/.txt/.dat, .npy, .libsvm)", (), None),
+    "attention": _Format("attention map softmax(Q K^T / sqrt(d)) of an .npz holding q and k (--var Q,K names others); "
+                         "read from columns, never formed unless it fits", (), None),
 }
 
 #: Formats whose samples x features tables ``covariance=True`` accepts.
@@ -474,6 +477,9 @@ def load_matrix(
     >>> (m.n, m.format, m.summary()["symmetric"])
     (2, 'csv', True)
     """
+    if format == "attention":
+        raise ParameterError("an attention map is computed from its queries and keys, not loaded: use "
+                             "sfapprox.io.open_matrix(path, format='attention') (the CLI does)")
     opts = Options(format=format, var=var, network=network, relation=relation, two_mode=two_mode, gradient=gradient,
                    resize=resize, square=square, covariance=covariance, mirror=mirror, max_memory=max_memory)
     _check_options(format, opts)
@@ -498,3 +504,6 @@ def load_matrix(
         check_order(int(shape[0]), src)
     matrix = check_square_matrix(result.matrix, source=result.source or display, max_memory=max_memory)
     return LoadedMatrix(matrix, _stem(path), display, result.format, result.notes, _sha256(src, fmt))
+
+
+from ._sources import open_matrix, read_points  # noqa: E402  (they read through load_matrix above)

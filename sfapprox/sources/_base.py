@@ -59,6 +59,8 @@ class MatrixSource:
             raise ParameterError(f"{name}: a matrix source needs at least one row, got N = {n}")
         self.n = int(n)
         self.name = name
+        #: How the matrix came about, one line each (shown by the CLI as ``note:`` lines).
+        self.notes: list[str] = []
 
     # ------------------------------------------------------------------ what subclasses supply
     def _columns(self, J: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract

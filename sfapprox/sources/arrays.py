@@ -142,7 +142,10 @@ def open_npy(path: str | os.PathLike, name: str | None = None) -> ArraySource:
                          "the file is damaged or truncated") from None
     if not isinstance(array, np.ndarray):
         raise InputError(f"{display}: not a single .npy array")
-    return ArraySource(array, name or os.path.splitext(os.path.basename(display))[0])
+    source = ArraySource(array, name or os.path.splitext(os.path.basename(display))[0])
+    source.notes.append(f"memory-mapped ({array.dtype}, {source.n:,} x {source.n:,}): read a block of columns at a "
+                        "time, never whole")
+    return source
 
 
 def as_source(matrix, name: str = "X") -> MatrixSource:

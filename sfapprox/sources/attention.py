@@ -65,6 +65,7 @@ class AttentionMatrix(MatrixSource):
         self.q, self.k, self.scale = q, k, float(scale)
         super().__init__(q.shape[0], name)
         self._row_max, self._row_sum = self._normalisers()
+        self.notes.append(f"attention map softmax(Q Kᵀ x {self.scale:.4g}) of {self.n:,} tokens, d = {q.shape[1]}")
 
     def _logits(self, J: np.ndarray) -> np.ndarray:
         return (self.q @ self.k[J].T) * self.scale

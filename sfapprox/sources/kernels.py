@@ -122,6 +122,8 @@ class KernelMatrix(MatrixSource):
             self.bandwidth_, self.bandwidth_rule_ = float(bandwidth), "given"
         super().__init__(pts.shape[0], name)
         self.nonnegative = True if KERNELS[kernel] else bool((pts >= 0).all())
+        how = "" if self.bandwidth_ is None else f"; bandwidth {self.bandwidth_:.4g} ({self.bandwidth_rule_})"
+        self.notes.append(f"{kernel} kernel matrix of {pts.shape[0]:,} points x {pts.shape[1]} features{how}")
 
     def _columns(self, J: np.ndarray) -> np.ndarray:
         x, sq = self.points, self._sq

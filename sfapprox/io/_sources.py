@@ -1,0 +1,153 @@
+"""Files that become matrix sources: kernels over a point table, attention maps, ``.npy`` too big to load.
+
+:func:`open_matrix` is what every command reads its matrix with: a
+:class:`~sfapprox.sources.MatrixSource` when the file describes a matrix
+without holding it (``kernel=``: the kernel matrix of a point table;
+``format="attention"``: ``softmax(Q K^T / sqrt(d))`` from an ``.npz`` holding
+``q`` and ``k``) or holds one too big to load (a ``.npy`` over the memory
+limit: memory-mapped, never read whole), and otherwise what
+:func:`~sfapprox.io.load_matrix` returns.
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+
+import numpy as np
+
+from .._errors import ParameterError
+from .._validation import default_memory_limit
+from ..sources import AttentionMatrix, KernelMatrix, MatrixSource, open_npy
+from ._common import Options, Source, fail, one_line, strip_compression
+from ._covariance import read_libsvm_table
+from ._numpy import _header, _load_npy, read_table_npy
+from ._text import read_table
+
+__all__ = ["open_matrix", "read_points"]
+
+#: Point-table formats a kernel reads, by extension.
+_POINT_FORMATS = {".csv": "csv", ".tsv": "csv", ".txt": "csv", ".dat": "csv", ".npy": "npy", ".svm": "libsvm",
+                  ".libsvm": "libsvm"}
+
+
+def _stem(path) -> str:
+    name = strip_compression(os.path.basename(os.fspath(path)))
+    return os.path.splitext(name)[0] or "matrix"
+
+
+def read_points(path: str | os.PathLike, *, format: str | None = None, max_memory: int | None = None) -> np.ndarray:
+    """A samples x features table from a ``.csv``/``.tsv``/``.txt``/``.dat``, ``.npy`` or LIBSVM file."""
+    src = Source(path, max_memory)
+    src.check_exists()
+    ext = os.path.splitext(strip_compression(os.path.basename(os.fspath(path)).lower()))[1]
+    kind = {"csv": "csv", "npy": "npy", "libsvm": "libsvm"}.get(format or "", _POINT_FORMATS.get(ext))
+    if kind is None:
+        raise fail(os.fspath(path), f"a kernel needs a table of points (.csv, .tsv, .txt, .dat, .npy, .libsvm), "
+                   f"not a {ext or 'file without extension'}", "pass --format csv|npy|libsvm if it is one")
+    opts = Options(max_memory=max_memory)
+    with src.guard():
+        if kind == "libsvm":
+            return read_libsvm_table(src, opts)[0]
+        if kind == "npy":
+            return read_table_npy(src, opts)
+        return read_table(src, opts)[0]
+
+
+def _attention(path, var: str | None, max_memory: int | None) -> AttentionMatrix:
+    """``q`` and ``k`` (or the two arrays named ``var="Q,K"``) of an ``.npz``."""
+    src = Source(path, max_memory)
+    src.check_exists()
+    names = [v.strip() for v in var.split(",")] if var else ["q", "k"]
+    if len(names) != 2:
+        raise ParameterError(f"--var for an attention map names the query and key arrays: 'Q,K', got {var!r}")
+    try:
+        zf = zipfile.ZipFile(src.file_arg())
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise src.fail(f"not a valid .npz (zip) file ({one_line(exc)})") from None
+    arrays = []
+    with zf:
+        present = [info.filename[:-4] for info in zf.infolist() if info.filename.endswith(".npy")]
+        for name in names:
+            if name not in present:
+                raise src.fail(f"no array {name!r} (arrays: {', '.join(present) or 'none'})",
+                               "an attention map needs the queries and keys: arrays q and k, or --var Q,K")
+            with zf.open(name + ".npy") as raw:
+                import io
+
+                arrays.append(_load_npy(src, io.BytesIO(raw.read()), f"array {name!r}", Options(max_memory=max_memory)))
+    return AttentionMatrix(arrays[0], arrays[1], name=_stem(path))
+
+
+def _big_npy(path, max_memory: int | None) -> bool:
+    """A plain ``.npy`` of a square matrix whose float64 form is over the memory limit (read from its header)."""
+    name = os.fspath(path)
+    if not name.lower().endswith(".npy") or not os.path.isfile(name):
+        return False
+    try:
+        with open(name, "rb") as fh:
+            shape, dtype = _header(fh)
+    except (ValueError, OSError, EOFError):
+        return False  # load_matrix names what is wrong
+    limit = max_memory if max_memory is not None else default_memory_limit()
+    square = len(shape) == 2 and shape[0] == shape[1]
+    return bool(square and not dtype.hasobject and limit is not None and 8 * shape[0] * shape[1] > limit)
+
+
+def open_matrix(
+    path: str | os.PathLike,
+    *,
+    kernel: str | None = None,
+    bandwidth: float | None = None,
+    format: str | None = None,
+    var: str | None = None,
+    max_memory: int | None = None,
+    **options,
+):
+    """The matrix a file holds or describes: a :class:`~sfapprox.sources.MatrixSource` or a LoadedMatrix.
+
+    Parameters
+    ----------
+    path : path
+    kernel : str or None
+        The file is a table of points (one per row); the matrix is their
+        kernel matrix (:class:`~sfapprox.sources.KernelMatrix`: rbf,
+        laplacian, matern32, matern52, cosine, linear), never formed unless
+        it fits.
+    bandwidth : float or None
+        The kernel's bandwidth (default: the median heuristic).
+    format : str or None
+        ``"attention"``: an ``.npz`` of queries ``q`` and keys ``k`` (``var="Q,K"``
+        names others); other keys as :func:`~sfapprox.io.load_matrix`.
+    var, max_memory, **options
+        As :func:`~sfapprox.io.load_matrix`.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "points.csv"
+    >>> _ = p.write_text("0,0\\n1,0\\n0,2\\n")
+    >>> K = open_matrix(p, kernel="rbf", bandwidth=1.0)
+    >>> K.n, K.name, round(float(K.columns([0])[1, 0]), 4)
+    (3, 'points', 0.6065)
+    """
+    from . import load_matrix
+
+    if bandwidth is not None and kernel is None:
+        raise ParameterError("a bandwidth needs a kernel: give --kernel (kernel=) too")
+    if kernel is not None:
+        if format == "attention" or options.get("covariance"):
+            raise ParameterError("a kernel reads a table of points; it does not combine with an attention map "
+                                 "or a covariance")
+        return KernelMatrix(read_points(path, format=format, max_memory=max_memory), kernel, bandwidth,
+                            name=_stem(path))
+    if format == "attention":
+        return _attention(path, var, max_memory)
+    if format in (None, "npy") and var is None and _big_npy(path, max_memory):
+        return open_npy(path)
+    return load_matrix(path, format=format, var=var, max_memory=max_memory, **options)
+
+
+def is_source(matrix) -> bool:
+    """Whether :func:`open_matrix` gave a source (not a loaded matrix)."""
+    return isinstance(matrix, MatrixSource)
