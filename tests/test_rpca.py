@@ -236,3 +236,22 @@ def test_godec_grid_points_the_time_left_cannot_pay_for_are_skipped(fake_clock, 
     grid = {g["rank"]: g for g in rp.params_["grid"]}
     assert grid[3].get("skipped") == "time_limit" and grid[0]["fro_error"] is not None
     assert rp.rank_ == 0 and rp.n_stored_ <= 1500
+
+
+def test_godec_from_columns_finds_the_in_memory_split():
+    """RPCA on a source (every step a pass over its columns) recovers a planted low rank + sparse matrix."""
+    from sfapprox import NotApplicableError
+    from sfapprox.sources import ArraySource
+
+    rng = np.random.default_rng(0)
+    n = 120
+    X = rng.standard_normal((n, 3)) @ rng.standard_normal((3, n))
+    X[rng.random((n, n)) < 0.01] += 10.0
+    budget = 4 * (2 * n + 1) + 2 * 200  # rank 4 and 200 entries with their positions (about 144 planted)
+    streamed = RobustPCA(budget=budget, device="cpu", time_limit=None).fit(ArraySource(X))
+    in_memory = RobustPCA(budget=budget, device="cpu", time_limit=None).fit(X)
+    assert streamed.params_["from"] == "columns" and streamed.n_stored_ <= budget
+    rel = lambda est: np.linalg.norm(X - est.to_dense()) / np.linalg.norm(X)  # noqa: E731
+    assert rel(streamed) < 1e-6 and rel(in_memory) < 1e-6 and 3 <= streamed.rank_ <= 4
+    with pytest.raises(NotApplicableError, match="Principal Component Pursuit needs the matrix formed"):
+        RobustPCA(budget=budget, method="pcp").fit(ArraySource(X))

@@ -146,3 +146,21 @@ def test_in_a_comparison_plain_storage_is_exact_on_a_sparse_network():
     assert row["sparse"].fro_error == 0 and row["sparse"].params["exact"] is True
     assert row["sparse"].nnz == 2 * np.count_nonzero(X) + n + 1 <= c.budget
     assert row["tsvd"].fro_error > 0
+
+
+def test_streamed_top_entries_are_the_in_memory_ones():
+    """From a source's columns (one pass, small blocks) the same entries, ties included, as in memory."""
+    from sfapprox.sources import ArraySource
+
+    rng = np.random.default_rng(5)
+    X = np.round(rng.standard_normal((90, 90)), 1)  # many ties
+    X[rng.random((90, 90)) < 0.3] = 0.0
+    for budget in (500, 3000, 20000):
+        streamed = SparseApproximation(budget=budget).fit(ArraySource(X))
+        in_memory = SparseApproximation(budget=budget).fit(X)
+        assert np.array_equal(streamed.S_.toarray(), in_memory.S_.toarray())
+        assert streamed.params_ == in_memory.params_ and streamed.n_stored_ == in_memory.n_stored_
+    from sfapprox.baselines.sparse import streamed_top_entries
+
+    rows, cols, vals, nnz = streamed_top_entries(ArraySource(X), 7, max_memory=90 * 8 * 64 * 8 * 4)
+    assert nnz == np.count_nonzero(X) and vals.size == 7 and np.all(np.diff(rows * 90 + cols) > 0)

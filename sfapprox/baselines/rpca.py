@@ -45,6 +45,8 @@ from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._params import Interval, Options
 from .._settings import COUNT_INDICES, DEFAULT_TIME_LIMIT
+from .._threads import AdaptiveThreads
+from ..sources import MatrixSource
 from ..budget import (
     rpca_count,
     rpca_rank_for_budget,
@@ -603,6 +605,7 @@ class RobustPCA(Approximation):
     def method_name(self) -> str:
         return "rpca-pcp" if self.method == "pcp" else "rpca"
 
+    _accepts_sources = True
     _parameter_constraints = {
         "rank": Interval(int, 0, None, allow_none=True),
         "n_sparse": Interval(int, 0, None, allow_none=True),
@@ -666,6 +669,8 @@ class RobustPCA(Approximation):
         from ._torch import few_threads
 
         X = self._validate(X, check_input)
+        if isinstance(X, MatrixSource):
+            return self._fit_columns(X)
         n = X.shape[0]
         splits = self._splits(n)  # checks the budget before any work
         check_memory(
@@ -690,6 +695,27 @@ class RobustPCA(Approximation):
                 extra = {}
         self.seconds_ = time.perf_counter() - start
         self._store(n, best, grid, extra, device, dtype)
+        return self
+
+    def _fit_columns(self, source: MatrixSource) -> "RobustPCA":
+        """GoDec from the columns of a matrix too big to form (:mod:`._rpca_columns`); PCP needs it formed."""
+        from .._errors import NotApplicableError
+        from ._rpca_columns import fit_grid_columns
+
+        if self.method != "godec":
+            raise NotApplicableError("Principal Component Pursuit needs the matrix formed (its singular value "
+                                     "thresholding works on all of it); rpca (GoDec) works from columns")
+        n = source.n
+        splits = self._splits(n)
+        start = time.perf_counter()
+        deadline = None if self.time_limit is None else _timing.Deadline.after(self.time_limit)
+        with AdaptiveThreads(float(n) * n):
+            best, grid = fit_grid_columns(source, splits, max_iter=self.max_iter, tol=self.tol,
+                                          seed=self.random_state, deadline=deadline, max_memory=self.max_memory)
+        self.seconds_ = time.perf_counter() - start
+        error, U, sig, Vt, idx, vals, n_iter, stop = best
+        self._store(n, _Candidate(error, U, sig, Vt, idx, vals, n_iter, stop), grid, {"from": "columns", "svd": "randomized"},
+                    "cpu", "float64")
         return self
 
     def _splits(self, n: int, max_rank: int | None = None) -> list[tuple[int, int]]:
@@ -745,7 +771,7 @@ class RobustPCA(Approximation):
                 ConvergenceWarning,
                 stacklevel=3,
             )
-        if extra and not extra["pcp_converged"]:
+        if "pcp_converged" in extra and not extra["pcp_converged"]:
             cut = extra["pcp_iterations"] < self.max_iter  # by the time limit, not the iterations
             warnings.warn(
                 f"PCP stopped after {extra['pcp_iterations']} ALM iterations "
@@ -781,4 +807,5 @@ for _name, _method, _summary, _order in (
     ("rpca-pcp", "pcp", "Robust PCA by Principal Component Pursuit, cut to the budget and refitted", 31),
 ):
     register(MethodSpec(name=_name, summary=_summary, stores="r·(2N + 1) + s", make=_maker(_method),
-                        min_budget=_min_budget, order=_order, label="low rank + sparse (RPCA)"))
+                        min_budget=_min_budget, order=_order, label="low rank + sparse (RPCA)",
+                        access=("dense", "columns") if _method == "godec" else ("dense",)))

@@ -37,8 +37,10 @@ from .._base import Approximation, MethodSpec, RunContext, register
 from .._params import Interval
 from ..budget import sparse_count, sparse_entries_for_budget
 from ..operators.sparse import SparseOperator
+from ..sources import MatrixSource
 
-__all__ = ["SparseApproximation", "SparseOperator", "sparse_count", "sparse_entries_for_budget", "top_entries"]
+__all__ = ["SparseApproximation", "SparseOperator", "sparse_count", "sparse_entries_for_budget", "top_entries",
+           "streamed_top_entries"]
 
 
 def _min_budget(n: int, context: RunContext) -> int:
@@ -69,6 +71,41 @@ def top_entries(values: np.ndarray, k: int) -> np.ndarray:
     ties = np.flatnonzero(mags == t)[: k - int(keep.sum())]
     keep[ties] = True
     return np.flatnonzero(keep)
+
+
+def _first_largest(mags: np.ndarray, order: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` largest ``mags``, ties to the smallest ``order`` (:func:`top_entries`'s rule)."""
+    if k >= mags.size:
+        return np.arange(mags.size)
+    t = np.partition(mags, mags.size - k)[mags.size - k]
+    keep = np.flatnonzero(mags > t)
+    ties = np.flatnonzero(mags == t)
+    ties = ties[np.argsort(order[ties], kind="stable")[: k - keep.size]]
+    return np.concatenate([keep, ties])
+
+
+def streamed_top_entries(source, k: int, max_memory: int | None = None):
+    """The ``k`` largest entries of a :class:`~sfapprox.sources.MatrixSource` by one pass over its columns.
+
+    Returns rows, columns and values (row-major order) and the number of
+    non-zeros seen; ties go to the earlier entries in row-major order, as
+    :func:`top_entries` does, so the result is the in-memory one.  Holds
+    ``O(k)`` candidates besides one block (and its selection's temporaries).
+    """
+    n = source.n
+    rows = cols = np.zeros(0, dtype=np.int64)
+    vals = np.zeros(0)
+    nnz = 0
+    for J, block in source.blocks(source.block_width(max_memory, extra_columns=3)):
+        r, c = np.nonzero(block)
+        nnz += r.size
+        rows, cols = np.concatenate([rows, r]), np.concatenate([cols, J[c]])
+        vals = np.concatenate([vals, block[r, c]])
+        if vals.size > k:
+            keep = _first_largest(np.abs(vals), rows * n + cols, k)
+            rows, cols, vals = rows[keep], cols[keep], vals[keep]
+    order = np.argsort(rows * n + cols, kind="stable")
+    return rows[order], cols[order], vals[order], nnz
 
 
 def _nonzeros(X) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -125,6 +162,7 @@ class SparseApproximation(Approximation):
 
     _method = "sparse"
 
+    _accepts_sources = True
     _parameter_constraints = {
         "n_sparse": Interval(int, 0, None, allow_none=True),
         "budget": Interval(int, 0, None, allow_none=True),
@@ -147,7 +185,7 @@ class SparseApproximation(Approximation):
         from .._errors import BudgetError, ParameterError
 
         X = self._validate(X, check_input)
-        n = X.shape[0]
+        n = X.n if isinstance(X, MatrixSource) else X.shape[0]
         if self.n_sparse is None and self.budget is None:
             raise ParameterError("SparseApproximation needs n_sparse or a budget")
         if self.n_sparse is None:
@@ -158,11 +196,16 @@ class SparseApproximation(Approximation):
         else:
             limit = min(self.n_sparse, n * n)
         start = time.perf_counter()
-        rows, cols, vals = _nonzeros(X)
-        kept = top_entries(vals, limit)
-        S = sp.csr_array((vals[kept], (rows[kept], cols[kept])), shape=(n, n))
+        if isinstance(X, MatrixSource):  # too big to form: one pass over its columns
+            rows, cols, vals, nnz = streamed_top_entries(X, limit)
+            S = sp.csr_array((vals, (rows, cols)), shape=(n, n))
+            s = int(vals.size)
+        else:
+            rows, cols, vals = _nonzeros(X)
+            kept = top_entries(vals, limit)
+            S = sp.csr_array((vals[kept], (rows[kept], cols[kept])), shape=(n, n))
+            nnz, s = int(vals.size), int(kept.size)
         self.seconds_ = time.perf_counter() - start
-        nnz, s = int(vals.size), int(kept.size)
         exact = s == nnz
         self.S_ = S
         self.n_sparse_ = s
@@ -200,6 +243,7 @@ register(
         order=25,
         label="sparse storage",
         iterative=False,
+        access=("dense", "columns"),
         # the magnitudes, their selection and the kept entries: 5.0 N^2 float64 measured (N = 256-1000)
         working_memory=lambda n: 6 * 8 * n * n,
     )

@@ -1,0 +1,127 @@
+"""RPCA (GoDec) on a matrix too big to form: every step a pass over its column blocks.
+
+GoDec alternates two exact projections: ``L <- the rank-r part of X - S`` and
+``S <- the s largest entries of X - L``.  From columns, the first is a
+randomized SVD of the operator ``X - S`` (its products are a pass over ``X``
+minus a sparse product) and the second one streamed top-``s`` pass over the
+columns of ``X - L``, which also gives the error of ``(L, S)`` exactly:
+``||X - L - S||^2 = ||X - L||^2 - sum of the kept squares``.  So every grid
+point is scored exactly, and the grid's best is chosen on exact errors.
+
+Each GoDec iteration costs ``2 + 2q`` passes for ``L`` (``q`` power
+iterations) and one for ``S``.  Under a time limit the grid's exact ends run
+first (rank 0: the largest entries, one pass; no sparse part: the randomized
+SVD), and a GoDec iteration starts only when the passes measured so far say
+it ends in time.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+
+from .. import _timing
+from ..sources import MatrixSource
+from .rsvd import randomized_svd
+from .sparse import streamed_top_entries
+
+__all__ = ["fit_grid_columns", "POWER_ITERATIONS"]
+
+#: Power iterations of each randomized SVD of ``X - S`` (two passes each).
+POWER_ITERATIONS = 1
+
+
+class _Residual(MatrixSource):
+    """``X - U diag(sig) Vt``, column by column, adding up its squared norm as it is read."""
+
+    def __init__(self, source: MatrixSource, U: np.ndarray, sig: np.ndarray, Vt: np.ndarray) -> None:
+        super().__init__(source.n, f"{source.name} - L")
+        self.source, self.left, self.right = source, U * sig, Vt
+        self.squared = 0.0
+
+    def _columns(self, J: np.ndarray) -> np.ndarray:
+        block = self.source.columns(J) - self.left @ self.right[:, J]
+        self.squared += float(np.einsum("ij,ij->", block, block))
+        return block
+
+
+def _low_rank(source: MatrixSource, S: sp.csr_array, rank: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rank-``rank`` randomized SVD of ``X - S`` from products with ``X``."""
+    St = S.T.tocsr()
+    U, sig, Vt, _ = randomized_svd(lambda B: source.matmat(B) - S @ B, lambda B: source.rmatmat(B) - St @ B,
+                                   source.n, rank, n_iter=POWER_ITERATIONS, seed=seed)
+    return U, sig, Vt
+
+
+def _sparse_part(source: MatrixSource, U, sig, Vt, n_sparse: int, max_memory: int | None):
+    """The ``n_sparse`` largest entries of ``X - L`` (flat positions, values) and the exact error after them."""
+    residual = _Residual(source, U, sig, Vt)
+    if n_sparse == 0:
+        for _ in residual.blocks(residual.block_width(max_memory)):
+            pass
+        return np.zeros(0, dtype=np.int64), np.zeros(0), math.sqrt(residual.squared)
+    rows, cols, vals, _ = streamed_top_entries(residual, n_sparse, max_memory)
+    error = math.sqrt(max(0.0, residual.squared - float(vals @ vals)))
+    return rows * source.n + cols, vals, error
+
+
+def fit_split_columns(source: MatrixSource, rank: int, n_sparse: int, *, max_iter: int, tol: float, seed: int,
+                      deadline: _timing.Deadline | None, max_memory: int | None):
+    """GoDec at one ``(rank, n_sparse)`` split from columns; returns ``(error, U, sig, Vt, idx, vals, iterations, stop)``."""
+    n = source.n
+    empty = (np.zeros((n, 0)), np.zeros(0), np.zeros((0, n)))
+    if rank == 0:  # the largest entries of X: one pass, exact
+        idx, vals, error = _sparse_part(source, *empty, n_sparse, max_memory)
+        return error, *empty, idx, vals, 0, "exact"
+    started = _timing.now()
+    U, sig, Vt = _low_rank(source, sp.csr_array((n, n)), rank, seed)
+    idx, vals, error = _sparse_part(source, U, sig, Vt, n_sparse, max_memory)
+    if n_sparse == 0:
+        return error, U, sig, Vt, idx, vals, 0, "exact"
+    per_iteration = _timing.now() - started
+    best = (error, U, sig, Vt, idx, vals)
+    stop, iterations = "max_iter", 1
+    while iterations < max_iter:
+        if deadline is not None and not deadline.fits(per_iteration):
+            stop = "time_limit"
+            break
+        started = _timing.now()
+        rows, cols = np.divmod(idx, n)
+        S = sp.csr_array((vals, (rows, cols)), shape=(n, n))
+        U, sig, Vt = _low_rank(source, S, rank, seed + iterations)
+        idx, vals, error = _sparse_part(source, U, sig, Vt, n_sparse, max_memory)
+        per_iteration = _timing.now() - started
+        iterations += 1
+        improved = best[0] - error
+        if error < best[0]:
+            best = (error, U, sig, Vt, idx, vals)
+        if improved <= tol * max(best[0], 1e-300):
+            stop = "converged"
+            break
+    return (*best, iterations, stop)
+
+
+def fit_grid_columns(source: MatrixSource, splits, *, max_iter: int, tol: float, seed: int,
+                     deadline: _timing.Deadline | None, max_memory: int | None = None):
+    """Every split of the grid from columns (exact ends first); the best ``(error, ...)`` and the grid records."""
+    exact = [split for split in splits if split[0] == 0 or split[1] == 0]
+    order = exact + [split for split in splits if split not in exact]
+    best, records, spent = None, {}, 0.0
+    for rank, n_sparse in order:
+        godec = rank > 0 and n_sparse > 0
+        if best is not None and deadline is not None and godec and not deadline.fits(2 * spent):
+            records[rank, n_sparse] = {"rank": rank, "n_sparse": n_sparse, "fro_error": None, "iterations": 0,
+                                       "skipped": "time_limit"}
+            continue
+        started = _timing.now()
+        fitted = fit_split_columns(source, rank, n_sparse, max_iter=max_iter, tol=tol, seed=seed,
+                                   deadline=deadline, max_memory=max_memory)
+        if not godec:
+            spent = max(spent, _timing.now() - started)  # a GoDec point costs at least two of these
+        records[rank, n_sparse] = {"rank": rank, "n_sparse": n_sparse, "fro_error": fitted[0],
+                                   "iterations": fitted[6]}
+        if best is None or fitted[0] < best[0]:
+            best = fitted
+    return best, [records[split] for split in splits]
