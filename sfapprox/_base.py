@@ -40,7 +40,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ._errors import ParameterError
+from ._params import check_params
 from ._settings import COUNT_INDICES, FitSettings
+from ._validation import check_square_matrix
 
 __all__ = [
     "Approximation",
@@ -117,9 +119,6 @@ class Approximation:
     # ------------------------------------------------------------------ fitting
     def _validate(self, X, check_input: bool = True):
         """Check the parameters, and ``X`` unless the caller already did; returns ``X``."""
-        from ._params import check_params
-        from ._validation import check_square_matrix
-
         check_params(self, self._parameter_constraints)
         return check_square_matrix(X, source="X") if check_input else X
 

@@ -26,9 +26,11 @@ from ._base import RunContext, get_method, methods, parse_methods
 from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceError, one_line
 from ._settings import COUNT_INDICES, DEFAULT_METHODS, PROTOCOLS, FitSettings, LoadOptions
 from ._signals import stop_requested
+from ._validation import check_memory, estimate_dense_bytes
 from .budget import Budget, parse_budget, resolve_budget
+from .factors import load_factors
 from .metrics import frobenius_error
-from .results import Comparison, MethodResult
+from .results import Comparison, MethodResult, library_versions
 
 __all__ = ["compare", "available_methods", "run_method", "run_all", "PROTOCOLS"]
 
@@ -58,8 +60,6 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
     n = X.shape[0]
     start = time.perf_counter()
     if spec.working_memory is not None:
-        from ._validation import check_memory
-
         check_memory(spec.working_memory(n), what=f"{name}: its fit of a {n} x {n} matrix",
                      limit=context.settings.max_memory)
     try:
@@ -84,7 +84,7 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
 
 def as_loaded_matrix(matrix, load: LoadOptions | None):
     """A :class:`~sfapprox.io.LoadedMatrix` (validated once) from a path, a LoadedMatrix or an array."""
-    from .io import LoadedMatrix, as_loaded, load_matrix
+    from .io import LoadedMatrix, as_loaded, load_matrix  # here: sfapprox.io loads h5py and Pillow
 
     if isinstance(matrix, LoadedMatrix):
         return matrix
@@ -98,8 +98,6 @@ def as_loaded_matrix(matrix, load: LoadOptions | None):
 def check_scoring_memory(loaded, limit: int | None) -> None:
     """Every method is scored on dense N x N arrays (approximation, residual and, for sparse
     input, X itself): refuse before the first fit, not after it."""
-    from ._validation import check_memory, estimate_dense_bytes
-
     copies = 3 if loaded.is_sparse else 2
     check_memory(copies * estimate_dense_bytes(loaded.n),
                  what=f"{loaded.name}: scoring each method ({copies} dense {loaded.n} x {loaded.n} arrays)",
@@ -220,8 +218,6 @@ def compare(
 
 def load_included(include, max_memory: int | None = None) -> dict[str, Any]:
     """``compare``'s ``include``: factors files read (and checked) before any fitting, by row name."""
-    from .factors import load_factors
-
     if include is None:
         return {}
     if isinstance(include, (str, os.PathLike)) or not isinstance(include, Mapping):
@@ -339,8 +335,6 @@ def _tagged(callback: Callable[[dict], Any] | None, method: str, limit: float | 
 
 
 def build_comparison(info: dict[str, Any], budget: Budget, results: list[MethodResult], context: RunContext) -> Comparison:
-    from .results import library_versions
-
     settings = {**context.settings.to_dict(), "protocol": context.protocol, "count_indices": context.count_indices}
     if context.structure:
         settings["structure"] = dict(context.structure)

@@ -8,7 +8,9 @@ from typing import Any
 from ._base import RunContext, methods
 from ._settings import COUNT_INDICES
 from .budget import sf_count, sf_structure, tsvd_count, tsvd_rank_for_budget
-from .formats import Column, Table
+from .comparison import as_loaded_matrix
+from .factors import load_factors
+from .formats import Column, OutputFormat, Table
 
 __all__ = ["MatrixDescription", "describe", "describe_factors", "describe_methods", "describe_formats"]
 
@@ -39,8 +41,6 @@ def describe(matrix, *, count_indices: bool = COUNT_INDICES) -> MatrixDescriptio
     >>> d.data["sf"]["count"], d.data["methods"]["tsvd"]["min_budget"]
     (1512, 73)
     """
-    from .comparison import as_loaded_matrix
-
     loaded = as_loaded_matrix(matrix, None)
     summary = loaded.summary()
     n = summary["n"]
@@ -101,8 +101,6 @@ def describe_factors(path) -> MatrixDescription:
     >>> describe_factors(p).data["n_stored"]
     96
     """
-    from .factors import load_factors
-
     saved = load_factors(path)
     n, stored = saved.n, saved.n_stored
     fit, source = saved.fit, saved.source
@@ -155,8 +153,7 @@ def describe_formats() -> MatrixDescription:
     >>> "mtx" in d.data["inputs"], d.data["outputs"][0]
     (True, 'json')
     """
-    from .formats import OutputFormat
-    from .io import available_formats, format_extensions
+    from .io import available_formats, format_extensions  # here: sfapprox.io loads h5py and Pillow
 
     inputs = Table("input formats (--format KEY overrides the extension)",
                    [Column("key", "key", "left"), Column("extensions", "extensions", "left"),
