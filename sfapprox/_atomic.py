@@ -30,6 +30,7 @@ from typing import Any
 
 from ._errors import SfapproxError
 from ._signals import deferred
+from .formats import jsonable
 
 __all__ = ["atomic_path", "write_text", "write_json", "write_bytes", "OutputError", "OutputExistsError",
            "written_outputs"]
@@ -220,6 +221,4 @@ def write_text(path: str | os.PathLike, text: str, *, force: bool = True) -> Non
 
 def write_json(path: str | os.PathLike, data: Any, *, force: bool = True) -> None:
     """Write ``data`` as indented JSON (NaN as null), atomically."""
-    from .formats import jsonable
-
     write_text(path, json.dumps(jsonable(data), indent=2) + "\n", force=force)

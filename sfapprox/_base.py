@@ -40,7 +40,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ._errors import ParameterError
+from ._params import check_params
 from ._settings import COUNT_INDICES, FitSettings
+from ._validation import check_square_matrix
+from .sources import MatrixSource
 
 __all__ = [
     "Approximation",
@@ -125,10 +128,6 @@ class Approximation:
         method that works from columns, and formed (within ``max_memory``) for
         the others.
         """
-        from ._params import check_params
-        from ._validation import check_square_matrix
-        from .sources import MatrixSource
-
         check_params(self, self._parameter_constraints)
         if isinstance(X, MatrixSource):
             return X if self._accepts_sources else X.to_dense(getattr(self, "max_memory", None))

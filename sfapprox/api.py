@@ -14,6 +14,9 @@ from ._atomic import write_json
 from ._errors import ParameterError
 from ._settings import SF_BASE, SF_SUPPORT, FitSettings, LoadOptions
 from .budget import parse_budget, resolve_budget, sf_config_for_budget
+from .comparison import as_loaded_matrix
+from .factors import save_factors
+from .results import library_versions
 
 __all__ = ["FitRun", "fit_matrix"]
 
@@ -71,8 +74,6 @@ def fit_matrix(
     >>> sorted(run.summary)[:3]
     ['base', 'device', 'dtype']
     """
-    from .comparison import as_loaded_matrix
-    from .factors import save_factors
     from .sf.model import ChordSF
 
     settings = settings or FitSettings()
@@ -123,7 +124,5 @@ def fit_matrix(
             force=force,
         )
     if json_path is not None:
-        from .results import library_versions
-
         write_json(json_path, {**summary, "settings": recorded, "versions": library_versions()}, force=force)
     return FitRun(model, summary)

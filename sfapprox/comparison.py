@@ -26,9 +26,12 @@ from ._base import RunContext, get_method, methods, parse_methods
 from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceError, one_line
 from ._settings import COUNT_INDICES, DEFAULT_METHODS, DEFAULT_TOTAL_TIME, PROTOCOLS, FitSettings, LoadOptions
 from ._signals import stop_requested
+from ._validation import check_memory, default_memory_limit, estimate_dense_bytes, format_bytes
 from .budget import Budget, parse_budget, resolve_budget
+from .factors import load_factors
 from .metrics import frobenius_error
-from .results import Comparison, MethodResult
+from .estimate import estimate_errors
+from .results import Comparison, MethodResult, library_versions
 from .sources import MatrixSource
 
 __all__ = ["compare", "available_methods", "run_method", "run_all", "PROTOCOLS"]
@@ -62,8 +65,6 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
     if streaming and "columns" not in spec.access:
         return MethodResult(name, "not applicable", seconds=0.0, reason=needs_formed(X, context.settings.max_memory))
     if spec.working_memory is not None and not streaming:
-        from ._validation import check_memory
-
         check_memory(spec.working_memory(n), what=f"{name}: its fit of a {n} x {n} matrix",
                      limit=context.settings.max_memory)
     try:
@@ -89,8 +90,6 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
 
 def needs_formed(source: MatrixSource, max_memory: int | None) -> str:
     """Why a method that needs the matrix in memory does not run on ``source`` (one line)."""
-    from ._validation import default_memory_limit, format_bytes
-
     limit = max_memory if max_memory is not None else default_memory_limit()
     able = [m for m, spec in methods().items() if "columns" in spec.access]
     return (f"needs the {source.n:,} x {source.n:,} matrix in memory, and a comparison there holds {SCORING_COPIES} "
@@ -100,8 +99,6 @@ def needs_formed(source: MatrixSource, max_memory: int | None) -> str:
 
 def formable(source: MatrixSource, max_memory: int | None) -> bool:
     """Whether ``source`` is formed for a comparison: its dense matrix and the scoring's two copies fit."""
-    from ._validation import default_memory_limit
-
     limit = max_memory if max_memory is not None else default_memory_limit()
     return limit is None or SCORING_COPIES * source.formed_bytes <= limit
 
@@ -115,7 +112,7 @@ SCORE_SHARE, SCORE_MIN_SECONDS = 0.25, 5.0
 
 def as_loaded_matrix(matrix, load: LoadOptions | None):
     """A :class:`~sfapprox.io.LoadedMatrix` (validated once) from a path, a LoadedMatrix or an array."""
-    from .io import LoadedMatrix, as_loaded, load_matrix
+    from .io import LoadedMatrix, as_loaded, load_matrix  # here: sfapprox.io loads h5py and Pillow
 
     if isinstance(matrix, LoadedMatrix):
         return matrix
@@ -131,8 +128,6 @@ def as_loaded_matrix(matrix, load: LoadOptions | None):
 def check_scoring_memory(loaded, limit: int | None) -> None:
     """Every method is scored on dense N x N arrays (approximation, residual and, for sparse
     input, X itself): refuse before the first fit, not after it."""
-    from ._validation import check_memory, estimate_dense_bytes
-
     copies = 3 if loaded.is_sparse else 2
     check_memory(copies * estimate_dense_bytes(loaded.n),
                  what=f"{loaded.name}: scoring each method ({copies} dense {loaded.n} x {loaded.n} arrays)",
@@ -275,8 +270,6 @@ def compare_columns(
     """:func:`compare` for a source too big to form: the methods that work from columns fit on it,
     the others get a "not applicable" row saying why, and every row is scored in one pass over the
     same columns (exact when it fits the time, else estimated with a 95 % interval)."""
-    from .estimate import estimate_errors
-
     resolved = resolve_budget(budget, source.n)
     info = {**source.summary(), "path": "columns", **(matrix_info or {})}
     context = RunContext(settings, count_indices, protocol, callback, dict(structure or {}))
@@ -313,8 +306,6 @@ def compare_columns(
 
 def load_included(include, max_memory: int | None = None) -> dict[str, Any]:
     """``compare``'s ``include``: factors files read (and checked) before any fitting, by row name."""
-    from .factors import load_factors
-
     if include is None:
         return {}
     if isinstance(include, (str, os.PathLike)) or not isinstance(include, Mapping):
@@ -432,8 +423,6 @@ def _tagged(callback: Callable[[dict], Any] | None, method: str, limit: float | 
 
 
 def build_comparison(info: dict[str, Any], budget: Budget, results: list[MethodResult], context: RunContext) -> Comparison:
-    from .results import library_versions
-
     settings = {**context.settings.to_dict(), "protocol": context.protocol, "count_indices": context.count_indices}
     if context.structure:
         settings["structure"] = dict(context.structure)

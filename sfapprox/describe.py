@@ -7,8 +7,11 @@ from typing import Any
 
 from ._base import RunContext, methods
 from ._settings import COUNT_INDICES
+from ._validation import default_memory_limit, format_bytes
 from .budget import sf_count, sf_structure, tsvd_count, tsvd_rank_for_budget
-from .formats import Column, Table
+from .comparison import as_loaded_matrix, formable
+from .factors import load_factors
+from .formats import Column, OutputFormat, Table
 from .sources import MatrixSource
 
 __all__ = ["MatrixDescription", "describe", "describe_factors", "describe_methods", "describe_formats"]
@@ -43,8 +46,6 @@ def describe(matrix, *, count_indices: bool = COUNT_INDICES, max_memory: int | N
     >>> d.data["sf"]["count"], d.data["methods"]["tsvd"]["min_budget"]
     (1512, 73)
     """
-    from .comparison import as_loaded_matrix, formable
-
     if isinstance(matrix, MatrixSource):
         loaded, summary = None, matrix.summary()
         facts: list[tuple[str, Any]] = _source_facts(matrix, max_memory)
@@ -108,9 +109,6 @@ def describe(matrix, *, count_indices: bool = COUNT_INDICES, max_memory: int | N
 
 def _source_facts(source: MatrixSource, max_memory: int | None) -> list[tuple[str, Any]]:
     """What ``info`` says of a source: what it is, its size formed, whether it fits, its parameters."""
-    from ._validation import default_memory_limit, format_bytes
-    from .comparison import formable
-
     limit = max_memory if max_memory is not None else default_memory_limit()
     facts: list[tuple[str, Any]] = [("source", source.kind), ("size", f"{source.n:,} x {source.n:,}"),
                                     ("formed", f"{format_bytes(source.formed_bytes)} dense float64"),
@@ -139,8 +137,6 @@ def describe_factors(path) -> MatrixDescription:
     >>> describe_factors(p).data["n_stored"]
     96
     """
-    from .factors import load_factors
-
     saved = load_factors(path)
     n, stored = saved.n, saved.n_stored
     fit, source = saved.fit, saved.source
@@ -193,8 +189,7 @@ def describe_formats() -> MatrixDescription:
     >>> "mtx" in d.data["inputs"], d.data["outputs"][0]
     (True, 'json')
     """
-    from .formats import OutputFormat
-    from .io import available_formats, format_extensions
+    from .io import available_formats, format_extensions  # here: sfapprox.io loads h5py and Pillow
 
     inputs = Table("input formats (--format KEY overrides the extension)",
                    [Column("key", "key", "left"), Column("extensions", "extensions", "left"),

@@ -38,6 +38,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,8 @@ from typing import Any
 import numpy as np
 
 from ._atomic import write_bytes
-from ._errors import InputError, SfapproxError
+from ._errors import InputError, ParameterError, SfapproxError
+from ._validation import check_memory
 from .formats import jsonable
 from .operators import ChordOperator, HybridOperator, SurrogateOperator, operator_class, operator_kinds
 from .operators import register_operator as _register_operator
@@ -75,8 +77,6 @@ def register_operator(cls: type) -> type:
     Kept so that scripts that registered their own operator class keep working
     for one release; it warns and registers ``cls``.
     """
-    import warnings
-
     warnings.warn("sfapprox.factors.register_operator moved to sfapprox.operators.register_operator; "
                   "the old name will be removed in a later release", DeprecationWarning, stacklevel=2)
     return _register_operator(cls)
@@ -250,8 +250,6 @@ def check_results_folder(folder: str | os.PathLike, matrix: str, methods, *, for
     ParameterError
         When ``folder`` is a file, or (without ``force``) a fit's file exists already.
     """
-    from ._errors import ParameterError
-
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise ParameterError(f"{folder}: the fits need a folder, and this is a file")
@@ -310,8 +308,6 @@ class _Reader:
         return InputError(f"{self.path}: {what}; the file is damaged or was edited after sfapprox wrote it")
 
     def array(self, name: str, *, ndim: int, kind: str = "f", shape: tuple | None = None, where=None) -> np.ndarray:
-        from ._validation import check_memory
-
         import h5py
 
         from .io._hdf5 import check_dataset

@@ -81,7 +81,7 @@ class Table:
 
 def jsonable(value: Any) -> Any:
     """Plain JSON types; non-finite floats become None (JSON has no NaN)."""
-    import numpy as np
+    import numpy as np  # here: the CLI imports this module, and --help loads no numpy
 
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
@@ -216,7 +216,7 @@ def _column_widths(table: Table, index: int) -> tuple[int, int]:
     A cell that is not free text is never cut (its minimum is its width); a
     title may wrap at spaces; free text wraps down to :data:`WRAP_MIN_WIDTH`.
     """
-    from rich.cells import cell_len
+    from rich.cells import cell_len  # here: only terminal tables need rich, not the file writers
 
     column = table.columns[index]
     cells = [row.get(column.key, "–") for row in table.rows]
@@ -299,6 +299,7 @@ def render_rich(tables: list[Table], width: int | None = None) -> list[Any]:
     free text, then leaves out optional columns (said in a note), then splits
     the table into parts that each repeat the first column.
     """
+    # here: only terminal tables need rich, not the file writers
     from rich import box
     from rich.table import Table as RichTable
     from rich.text import Text

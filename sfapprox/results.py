@@ -13,7 +13,11 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
+import scipy
 
+from . import __version__
+from ._base import methods
+from .baselines.sparse import sparse_count
 from .formats import Column, Table, fmt_number, fmt_seconds, jsonable
 
 __all__ = ["MethodResult", "Comparison", "library_versions", "details"]
@@ -158,8 +162,6 @@ class Comparison:
 
     def _exact_sparse_count(self) -> int | None:
         """CSR's stored numbers for X's non-zeros when they fit the budget (None otherwise)."""
-        from .baselines.sparse import sparse_count
-
         n, nnz = self.matrix.get("n"), self.matrix.get("nnz")
         if n is None or nnz is None:
             return None
@@ -270,8 +272,6 @@ def _count(value: int | None) -> str:
 
 
 def _label(method: str) -> str:
-    from ._base import methods
-
     spec = methods().get(method)
     return (spec.label or spec.name) if spec is not None else method
 
@@ -304,10 +304,7 @@ def details(params: dict[str, Any]) -> str:
 def library_versions() -> dict[str, str]:
     """Versions of sfapprox and the libraries that shaped a result."""
     import h5py
-    import scipy
     import torch
-
-    from . import __version__
 
     return {
         "sfapprox": __version__,

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._base import RunContext, parse_methods
+from ._base import RunContext, get_method, parse_methods
 from ._errors import ParameterError
 from ._settings import COUNT_INDICES, PROTOCOLS, FitSettings, LoadOptions
 from .budget import parse_budget, resolve_budget
@@ -51,8 +51,6 @@ def default_budgets(n: int, methods: Sequence[str], *, count_indices: bool = COU
     >>> default_budgets(100, ["sf", "tsvd"])
     ['1750', '3500', '5250', '7000', '10000']
     """
-    from ._base import RunContext, get_method
-
     context = RunContext(count_indices=count_indices)
     needs = [get_method(m).min_budget(n, context) for m in methods]
     known = [b for b in needs if b is not None]

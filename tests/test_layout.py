@@ -107,7 +107,8 @@ def test_every_method_returns_a_registered_operator():
     from sfapprox._settings import FitSettings
     from sfapprox.operators import operator_class
 
-    X = np.random.default_rng(0).random((16, 16))
+    G = np.random.default_rng(0).random((16, 16))
+    X = G @ G.T  # symmetric PSD and non-negative: every method applies (Nyström, NMF)
     context = RunContext(FitSettings(device="cpu", max_iter=5, time_limit=2))
     for name, spec in methods().items():
         est = spec.make(16, 16 * 16, context).fit(X)

@@ -126,7 +126,7 @@ def test_memory_mapped_files_that_are_damaged_are_refused(tmp_path):
     path = tmp_path / "cut.npy"
     np.save(path, np.ones((100, 100)))
     path.write_bytes(path.read_bytes()[:4000])  # truncated
-    with pytest.raises(InputError, match="cut.npy: cannot memory-map it"):
+    with pytest.raises(InputError, match=r"cut.npy: its header declares a 100 x 100 float64 array .* it is truncated"):
         open_npy(path)
     bad = tmp_path / "nan.npy"
     X = np.ones((10, 10))

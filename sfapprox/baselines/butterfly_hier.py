@@ -68,6 +68,7 @@ import numpy as np
 
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
+from .._errors import BudgetError
 from .._params import Interval, Options
 from .._settings import DEFAULT_TIME_LIMIT
 from ..budget import butterfly_hier_count, padded_size
@@ -273,8 +274,6 @@ class HierarchicalButterfly(Approximation):
         BudgetError
             When ``2 N' log2 N'`` numbers are over the budget.
         """
-        from .._errors import BudgetError
-
         X = self._validate(X, check_input)
         n = X.shape[0]
         big, count = padded_size(n), butterfly_hier_count(n)

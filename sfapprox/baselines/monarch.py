@@ -65,6 +65,7 @@ import numpy as np
 
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
+from .._errors import BudgetError, ConvergenceWarning, ParameterError
 from .._params import Interval
 from .._settings import DEFAULT_TIME_LIMIT
 from ..budget import monarch_count, monarch_min_budget, monarch_rank_for_budget, monarch_shapes
@@ -261,8 +262,6 @@ class Monarch(Approximation):
 
     def _candidates(self, n: int) -> list[MonarchShape]:
         """The shapes to project, each with its rank and count; errors name what does not fit."""
-        from .._errors import BudgetError, ParameterError
-
         if (self.left_block is None) != (self.right_block is None):
             raise ParameterError("give both left_block and right_block, or neither")
         if self.rank is None and self.budget is None:
@@ -301,8 +300,6 @@ class Monarch(Approximation):
         BudgetError
             When no Monarch shape fits the budget.
         """
-        from .._errors import ConvergenceWarning
-
         X = self._validate(X, check_input)
         n = X.shape[0]
         shapes = self._candidates(n)

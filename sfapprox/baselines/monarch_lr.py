@@ -37,8 +37,10 @@ import numpy as np
 
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
+from .._errors import BudgetError, ConvergenceWarning
 from .._params import Interval
 from .._settings import DEFAULT_TIME_LIMIT
+from .._validation import check_memory
 from ..budget import monarch_lr_min_budget, tsvd_count, tsvd_rank_for_budget
 from ..operators.monarch import MonarchLowRankOperator, MonarchOperator
 from .monarch import EXACT_TOL, MonarchShape, monarch_configs_for_budget, monarch_project, projection_seconds
@@ -236,8 +238,6 @@ class MonarchLowRank(Approximation):
 
     def _grid(self, n: int) -> list[tuple[MonarchShape | None, int]]:
         """(shape, low rank) points: plain Monarch, the shares, then all to the low rank."""
-        from .._errors import BudgetError
-
         budget = int(self.budget)
         # Plain Monarch over monarch's own shapes (closed form, cheap): never worse than `monarch`.
         points = [(shape, 0) for shape in monarch_configs_for_budget(n, budget)]
@@ -266,9 +266,6 @@ class MonarchLowRank(Approximation):
         ResourceError
             When its working memory exceeds ``max_memory``.
         """
-        from .._errors import ConvergenceWarning
-        from .._validation import check_memory
-
         X = self._validate(X, check_input)
         n = X.shape[0]
         grid = self._grid(n)

@@ -24,10 +24,14 @@ import numpy as np
 
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
+from .._device import resolve_device, resolve_dtype
+from .._errors import BudgetError, ConvergenceWarning, NotApplicableError, ParameterError
 from .._params import Interval, Options
 from .._settings import DEFAULT_TIME_LIMIT
 from ..budget import nmf_count, nmf_rank_for_budget
+from ..operators import HybridOperator
 from ._torch import as_tensor, few_threads
+from .tsvd import EXACT_MAX_N, _exact_svd, _randomized_svd
 
 __all__ = ["NMF"]
 
@@ -62,8 +66,6 @@ BEST_INITS = ("nndsvda", "nndsvd", "nndsvdar", "random")
 # --------------------------------------------------------------------------- starts
 def _leading_svd(X, rank: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Top-``rank`` singular triplets, with the same solver rule as TruncatedSVD."""
-    from .tsvd import EXACT_MAX_N, _exact_svd, _randomized_svd
-
     if X.shape[0] <= EXACT_MAX_N:
         return _exact_svd(X.toarray() if hasattr(X, "toarray") else X, rank)
     return _randomized_svd(X, rank, 10, 7, seed)
@@ -390,15 +392,6 @@ class NMF(Approximation):
 
         ``check_input=False`` skips validating ``X`` (the caller did).
         """
-        from .._device import resolve_device, resolve_dtype
-        from .._errors import (
-            BudgetError,
-            ConvergenceWarning,
-            NotApplicableError,
-            ParameterError,
-        )
-        from ..operators import HybridOperator
-
         X = self._validate(X, check_input)
         n = X.shape[0]
         if self.n_components is None and self.budget is None:

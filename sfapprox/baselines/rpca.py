@@ -43,16 +43,22 @@ import scipy.sparse as sp
 
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
+from .._device import resolve_device, resolve_dtype
+from .._errors import BudgetError, ConvergenceWarning, ParameterError
 from .._params import Interval, Options
 from .._settings import COUNT_INDICES, DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
 from ..sources import MatrixSource
+from .._validation import check_memory, estimate_dense_bytes
 from ..budget import (
     rpca_count,
     rpca_rank_for_budget,
     rpca_sparse_for_budget,
     tsvd_rank_for_budget,
 )
+from ..operators import HybridOperator
+from ._torch import few_threads
+from .tsvd import EXACT_MAX_N, _exact_svd, _randomized_svd
 
 __all__ = ["RobustPCA", "RANK_FRACTIONS", "PCP_MU_GROWTH"]
 
@@ -339,8 +345,6 @@ def _resolve_splits(
     ``max_rank`` caps every rank (PCP's natural rank); with a budget, the
     sparse part then gets what the smaller rank leaves.
     """
-    from .._errors import BudgetError, ParameterError
-
     cap = n if max_rank is None else min(n, max_rank)
     rank = None if rank is None else min(rank, cap)
     n_sparse = None if n_sparse is None else min(n_sparse, n * n)
@@ -376,8 +380,6 @@ def _resolve_splits(
 def _start_svd(dense: np.ndarray, rank: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Leading ``rank`` singular triplets of ``X``, computed exactly as TruncatedSVD does,
     so that the largest-rank grid point starts from TSVD's own answer."""
-    from .tsvd import EXACT_MAX_N, _exact_svd, _randomized_svd
-
     n = dense.shape[0]
     if rank == 0:
         return np.zeros((n, 0)), np.zeros(0), np.zeros((0, n))
@@ -497,8 +499,6 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
     n = dense.shape[0]
     # Float32 cannot reach a residual of 1e-7 relative: stop at its round-off instead.
     ptol = max(pcp_tol, 10 * torch.finfo(Xt.dtype).eps)
-    from .tsvd import EXACT_MAX_N
-
     began = _timing.now()
     U, sig, Vt, E, pcp_iter, pcp_converged = _pcp_ialm(Xt, lam=1.0 / math.sqrt(n), tol=ptol, max_iter=max_iter,
                                                         deadline=deadline, partial=n > EXACT_MAX_N, seed=seed)
@@ -664,10 +664,6 @@ class RobustPCA(Approximation):
         """
         import torch
 
-        from .._device import resolve_device, resolve_dtype
-        from .._validation import check_memory, estimate_dense_bytes
-        from ._torch import few_threads
-
         X = self._validate(X, check_input)
         if isinstance(X, MatrixSource):
             return self._fit_columns(X)
@@ -731,9 +727,6 @@ class RobustPCA(Approximation):
 
     def _store(self, n: int, best: _Candidate, grid: list[dict], extra: dict, device, dtype) -> None:
         """Set the fitted attributes from the chosen candidate."""
-        from .._errors import ConvergenceWarning
-        from ..operators import HybridOperator
-
         # Exact zeros (singular values of a rank-deficient X, entries where X - L
         # is already 0) add nothing to the approximation and are not stored.
         used = best.sig > 0

@@ -34,6 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._base import Approximation, MethodSpec, RunContext, register
+from .._errors import BudgetError, ParameterError
 from .._params import Interval
 from ..budget import sparse_count, sparse_entries_for_budget
 from ..operators.sparse import SparseOperator
@@ -182,8 +183,6 @@ class SparseApproximation(Approximation):
         BudgetError
             When the budget cannot hold one entry (below ``N + 3``).
         """
-        from .._errors import BudgetError, ParameterError
-
         X = self._validate(X, check_input)
         n = X.n if isinstance(X, MatrixSource) else X.shape[0]
         if self.n_sparse is None and self.budget is None:

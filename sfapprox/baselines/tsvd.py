@@ -13,8 +13,10 @@ import time
 import numpy as np
 
 from .._base import Approximation, MethodSpec, RunContext, register
+from .._errors import BudgetError, ParameterError
 from .._params import Interval, Options
 from ..budget import paper_tsvd_rank, tsvd_count, tsvd_rank_for_budget
+from ..operators import HybridOperator
 
 __all__ = ["TruncatedSVD", "EXACT_MAX_N"]
 
@@ -117,9 +119,6 @@ class TruncatedSVD(Approximation):
 
         ``check_input=False`` skips validating ``X`` (the caller did).
         """
-        from .._errors import BudgetError, ParameterError
-        from ..operators import HybridOperator
-
         X = self._validate(X, check_input)
         n = X.shape[0]
         if self.n_components is None and self.budget is None:

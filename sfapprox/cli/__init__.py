@@ -14,12 +14,17 @@ saving what was finished.
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import Any
+
+from .._errors import ConvergenceWarning
+from .._signals import exit_code, install_stop_handlers
 
 __all__ = ["app", "main"]
 
 
 def _load_app():
+    # here, not at the top: importing sfapprox.cli stays cheap, and main() handles a Ctrl-C while they load
     from ._app import app
     from . import batch, compare, datasets, fit, formats, info, sweep  # noqa: F401  (registers the commands)
 
@@ -34,11 +39,6 @@ def __getattr__(name: str) -> Any:
 
 def main() -> None:
     """Entry point of the ``sfapprox`` console script."""
-    import warnings
-
-    from .._errors import ConvergenceWarning
-    from .._signals import exit_code, install_stop_handlers
-
     # The stop reason is in every table and JSON file; the warning would only repeat it.
     warnings.simplefilter("ignore", ConvergenceWarning)
     # SIGTERM stops like Ctrl-C: the commands keep what was finished either way.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -12,7 +13,10 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
+from .. import __version__
+from .._atomic import written_outputs
 from .._errors import SfapproxError
+from .._signals import stop_signal
 from ._render import err, one_line
 
 app = typer.Typer(
@@ -35,8 +39,6 @@ EXIT_INTERRUPTED = 130
 
 def _version(value: bool) -> None:
     if value:
-        from .. import __version__
-
         typer.echo(f"sfapprox {__version__}")
         raise typer.Exit()
 
@@ -46,8 +48,6 @@ def _main(
     debug: Annotated[bool, typer.Option("--debug", help="Show full tracebacks for errors.", metavar=" ")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.", metavar=" ")] = False,
 ) -> None:
-    from .._atomic import written_outputs
-
     _state["debug"] = debug
     _state["written_before"] = len(written_outputs())
 
@@ -84,16 +84,10 @@ def error_boundary() -> Iterator[None]:
 
 def stop_cause() -> str:
     """``"Ctrl-C"`` or ``"SIGTERM"``: what stopped the command (for messages)."""
-    import signal
-
-    from .._signals import stop_signal
-
     return "SIGTERM" if stop_signal() == signal.SIGTERM else "Ctrl-C"
 
 
 def _written_since_start() -> str:
-    from .._atomic import written_outputs
-
     done = written_outputs()[_state.get("written_before", 0):]
     if not done:
         return "no output was written"
@@ -112,7 +106,7 @@ def _fail(message: str) -> None:
 def read_matrix(path: Path, options):
     """The command's matrix through the public API (``options``: a LoadOptions): a LoadedMatrix, or a
     matrix source for a kernel, an attention map or a ``.npy`` too big to load (:func:`~sfapprox.io.open_matrix`)."""
-    from ..io import open_matrix
+    from ..io import open_matrix  # here: sfapprox.io loads numpy, h5py and Pillow; --help loads none
 
     return open_matrix(path, **options.keywords())
 

@@ -32,6 +32,8 @@ from .._settings import (
     parse_size,
 )
 from .._settings import DEFAULT_METHODS as _DEFAULT_METHODS
+from ._app import error_boundary
+from ._render import Outputs
 
 __all__ = ["MatrixPath", "options", "LOAD", "FIT", "OUTPUTS", "Methods", "Budget", "CountIndices", "Force", "Quiet", "flag"]
 
@@ -84,8 +86,6 @@ def options(*groups: Group) -> Callable:
     The objects are built (and so checked) inside the error boundary, before
     the command runs: a bad value is one line and exit code 2, before any work.
     """
-    from ._app import error_boundary
-
     def decorate(func: Callable) -> Callable:
         sig = inspect.signature(func, eval_str=True)
         targets = {g.target for g in groups}
@@ -180,6 +180,4 @@ OUTPUTS = Group(
 
 
 def _outputs(files: dict[str, Path], force: bool):
-    from ._render import Outputs
-
     return Outputs(files, force)

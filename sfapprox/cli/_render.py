@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
 
+from .._atomic import write_text
 from .._errors import ParameterError
 from ..formats import OutputFormat, Table, fmt_number, render_rich
 
@@ -140,8 +142,6 @@ def show_tables(tables: list[Table], outputs: Outputs) -> None:
 
 def write_outputs(tables: list[Table], data: Any, outputs: Outputs) -> None:
     """Write each requested format (atomically) to its file, or to stdout for ``-``."""
-    from .._atomic import write_text
-
     for fmt, path in outputs.files.items():
         text = OutputFormat(fmt).render(tables, data)
         if str(path) == "-":
@@ -169,8 +169,6 @@ def advise_limits(results) -> None:
 
 def suggest_next(comparison, path: Path, names: list[str]) -> None:
     """The next command, when the verdict says a method that was not run would do better."""
-    import shlex
-
     verdict = comparison.verdict()
     if verdict and verdict.get("suggest"):
         methods = ",".join(list(names) + [m for m in verdict["suggest"] if m not in names])

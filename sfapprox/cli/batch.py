@@ -5,12 +5,14 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from .._errors import InputError, ParameterError
 from ..formats import OutputFormat
 from . import _options as o
 from ._app import EXIT_INTERRUPTED, app, error_boundary
@@ -27,8 +29,6 @@ OutDir = Annotated[Optional[Path], typer.Option("--out-dir", help="Output folder
 
 def _out_dir(out_dir: Path | None, old_out: Path | None) -> Path:
     """``--out-dir``, or its old name ``--out`` (renamed in 0.1; kept for scripts, with a note)."""
-    from .._errors import ParameterError
-
     if old_out is not None:
         if out_dir is not None:
             raise ParameterError("--out is the old name of --out-dir; give only --out-dir")
@@ -54,7 +54,7 @@ def _problems(records: list[dict[str, Any]], limit: int = 8) -> None:
 
 def _unavailable(report) -> None:
     """Matrices no method could run on: one line for the missing files, one per other cause."""
-    from ..datasets.report import unavailable_line
+    from ..datasets.report import unavailable_line  # here: --help loads no numpy
 
     for u in report.unavailable:
         if not u.missing:  # present but wrong or unreadable: each its own cause
@@ -66,9 +66,7 @@ def _unavailable(report) -> None:
 
 def _file_tables(report, tables: list) -> list:
     """The tables for report files: the on-screen ones, plus the missing matrices under the last one."""
-    from dataclasses import replace
-
-    from ..datasets.report import unavailable_line
+    from ..datasets.report import unavailable_line  # here: --help loads no numpy
 
     line = unavailable_line(report.unavailable)
     if not line or not tables:
@@ -150,6 +148,7 @@ def batch(
 
     Example: sfapprox batch data_manifests/paper-table1.toml --data-dir ../shared/realdata --out-dir runs/t1 --methods tsvd --protocol paper
     """
+    # here, not at the top: --help loads no numpy (tests/test_cli_terminal.py)
     from .._base import parse_methods
     from ..datasets import BatchOptions, build_report, read_results, run_batch
     from ..datasets.fetch import check_data_dir
@@ -212,7 +211,7 @@ def report(
 
     Example: sfapprox report runs/t1 --markdown t1.md --csv t1.csv --latex t1.tex --json -
     """
-    from .._errors import InputError
+    # here, not at the top: --help loads no numpy (tests/test_cli_terminal.py)
     from ..datasets import build_report, read_results
     from ..datasets.results_file import RESULTS_FILE
 

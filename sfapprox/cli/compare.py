@@ -38,6 +38,7 @@ def compare(
     Example: sfapprox compare image.png --methods sf,tsvd --json r.json --plot side-by-side.png
     """
     with error_boundary():
+        # here, not at the top: --help loads no numpy (tests/test_cli_terminal.py)
         from .. import compare as run_compare
         from .._base import parse_methods
         from ..budget import parse_budget

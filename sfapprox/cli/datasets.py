@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
+from ..formats import Column, Table
 from . import _options as o
 from ._app import app, error_boundary
 from ._render import check_outputs, emit, err
@@ -41,8 +42,6 @@ def _reference(entry) -> str:
 
 
 def _status_table(title: str, rows: list[dict], columns: list[tuple[str, str]]):
-    from ..formats import Column, Table
-
     table = Table(title, [Column(key, name, "left") for key, name in columns])
     for row in rows:
         table.add({key: str(row.get(key) if row.get(key) is not None else "–") for key, _ in columns})
@@ -97,6 +96,7 @@ def fetch(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None) -
 
     Example: sfapprox datasets fetch data_manifests/paper-table1.toml --only scotland,ijcnn1
     """
+    # here, not at the top: --help loads no numpy (tests/test_cli_terminal.py)
     from ..datasets import cache_dir, fetch_entry, load_manifest
     from ..datasets.fetch import ChecksumError, NetworkState, UnavailableError, check_data_dir
 
@@ -139,6 +139,7 @@ def fetch(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None) -
 
 def _checked_entries(manifest: Path, data_dir: Path | None, only: str | None, outputs):
     """The manifest and, for each selected entry, its status and detail (every option checked first)."""
+    # here, not at the top: --help loads no numpy (tests/test_cli_terminal.py)
     from ..datasets import load_manifest, verify_entry
     from ..datasets.fetch import check_data_dir
 

@@ -10,6 +10,7 @@ from typing import Annotated, Literal, Optional
 import typer
 
 from .._settings import SF_BASE, SF_FTOL, SF_GTOL, SF_INIT, SF_SUPPORT
+from ..formats import jsonable
 from . import _options as o
 from ._app import EXIT_INTERRUPTED, announce_start, app, error_boundary, read_matrix, show_notes, stop_cause
 from ._render import check_distinct, check_output, err, fit_progress, key_value_table, note, out
@@ -43,6 +44,7 @@ def fit(
     Example: sfapprox fit mesh.mtx --out mesh-sf.h5
     """
     with error_boundary():
+        # here, not at the top: --help loads no numpy (tests/test_cli_terminal.py)
         from ..api import fit_matrix
         from ..budget import parse_budget
 
@@ -70,8 +72,6 @@ def fit(
                                            "max_iter", "device", "dtype", "threads")]
         (err if to_stdout else out).print(key_value_table(f"SF fit of {loaded.name}", [(k, _show(v)) for k, v in rows]))
         if to_stdout:
-            from ..formats import jsonable
-
             sys.stdout.write(json.dumps(jsonable(summary), indent=2) + "\n")
         for written in (p for p in (out_path, None if to_stdout else json_path) if p is not None):
             note(f"wrote {written}")

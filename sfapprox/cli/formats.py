@@ -29,7 +29,7 @@ def methods(*, outputs) -> None:
 
 def _listing(what: str, outputs) -> None:
     with error_boundary():
-        from .. import describe
+        from .. import describe  # here: --help loads no numpy
 
         check_outputs(outputs)
         listing = describe.describe_formats() if what == "formats" else describe.describe_methods()

@@ -24,6 +24,7 @@ def info(
     Example: sfapprox info graph.net --json -
     """
     with error_boundary():
+        # here, not at the top: --help loads no numpy (tests/test_cli_terminal.py)
         from ..describe import describe, describe_factors
         from ..factors import is_factors_file
 

@@ -31,6 +31,7 @@ def sweep(
     Example: sfapprox sweep graph.net --methods sf,tsvd,rpca --plot sweep.png
     """
     with error_boundary():
+        # here, not at the top: --help loads no numpy (tests/test_cli_terminal.py)
         from .._base import parse_methods
         from ..sweep import default_budgets, parse_budget_list
         from ..sweep import sweep as run_sweep

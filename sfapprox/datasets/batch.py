@@ -24,17 +24,26 @@ batch also removes the hidden temporaries a killed run left behind.
 
 from __future__ import annotations
 
+import ctypes
 import math
+import multiprocessing
 import os
 import signal
+import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._base import parse_methods
 from .._errors import ParameterError, one_line
+from .._settings import PROTOCOLS
+from ..budget import parse_budget
+from .fetch import NetworkState, cache_dir, check_data_dir, fetch_entry, is_present
 from .folder_lock import HOLDER_FILE, folder_lock
 from .manifest import Entry, load_manifest
 from .results_file import (
@@ -92,9 +101,6 @@ def _worker_init(threads: int) -> None:
     When the parent dies without stopping them (``kill -9``), the workers
     stop too: at once on Linux (``PR_SET_PDEATHSIG``), else within a second.
     """
-    import sys
-    import threading
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -108,13 +114,9 @@ def _worker_init(threads: int) -> None:
 
 def _die_with_parent() -> None:
     """Ask Linux for SIGTERM when the parent exits (a no-op elsewhere)."""
-    import sys
-
     if not sys.platform.startswith("linux"):
         return
     try:
-        import ctypes
-
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
     except (OSError, AttributeError):
@@ -131,11 +133,6 @@ def _exit_with_parent(parent: int) -> None:
 
 def _check_options(options: BatchOptions, jobs: int, executor: str, scheduler: str | None,
                    wait: bool | float = False) -> None:
-    from .._base import parse_methods
-    from ..budget import parse_budget
-    from .._settings import PROTOCOLS
-    from .fetch import check_data_dir
-
     if list(parse_methods(options.methods)) != list(options.methods):
         raise ParameterError(f"methods {', '.join(options.methods)}: each method may be named once")
     parse_budget(options.budget)  # a bad budget is refused before any work
@@ -284,8 +281,6 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
     summary = BatchSummary(str(out), skipped=skipped, to_do=sum(len(m) for m in todo.values()))
     summary.warnings = settings_changes(existing, options) if skipped else []
     summary.repaired = repair_results(results, drop)
-    from .fetch import NetworkState, cache_dir
-
     cache = str(cache_dir())
     tasks = [MatrixTask(e, todo[e.name], options, str(out), cache) for e in entries if e.name in todo]
     emit = on_event or (lambda *a, **k: None)
@@ -325,8 +320,6 @@ def _fetch_missing(tasks: list[MatrixTask], cache: Path, network, write: Callabl
     :class:`~sfapprox.datasets.fetch.NetworkState`), no other host is tried.
     Files already present are left to the runs, which verify them.
     """
-    from .fetch import fetch_entry, is_present
-
     runnable = []
     for task in tasks:
         entry = task.entry
@@ -371,9 +364,6 @@ def _worker_failure(task: MatrixTask, exc: BaseException) -> list[dict[str, Any]
 
 
 def _run_processes(tasks: list[MatrixTask], jobs: int, write: Callable[[dict], None], emit: Event) -> bool:
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
     jobs = min(jobs, len(tasks))
     threads = max(1, (os.cpu_count() or 1) // jobs)
     pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),

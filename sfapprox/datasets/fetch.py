@@ -41,6 +41,7 @@ import shutil
 import stat
 import tarfile
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlparse
@@ -338,12 +339,10 @@ def download_problem(exc: BaseException, url: str) -> str:
     requests wraps the cause in layers of urllib3 text (``HTTPSConnectionPool(host=...):
     Max retries exceeded ... NewConnectionError(...)``); the user needs the host and what went wrong.
     """
-    from urllib.parse import urlparse as _urlparse
-
-    host = _urlparse(url).hostname or url
+    host = urlparse(url).hostname or url
     text = " ".join(str(exc).split())
     try:
-        import requests
+        import requests  # pooch's HTTP library: loaded with pooch, here only to name the failure
     except ImportError:  # pragma: no cover - pooch depends on requests
         requests = None
     if requests is not None:
@@ -543,8 +542,6 @@ def _members(archive: Path) -> list[tuple[str, str, int]]:
 
 
 def zlib_error() -> type[Exception]:
-    import zlib
-
     return zlib.error
 
 

@@ -21,7 +21,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlparse
 
-from .._errors import InputError
+from .._errors import InputError, ParameterError
+from .synthetic import generator_params
 
 __all__ = [
     "CATEGORIES",
@@ -383,9 +384,6 @@ def _check_url(entry: Entry, where: str) -> None:
 
 
 def _check_generator(entry: Entry, where: str) -> None:
-    from .._errors import ParameterError
-    from .synthetic import generator_params
-
     clash = [k for k in ("file", "url", "member") if getattr(entry, k) is not None]
     if clash:
         raise ManifestError(f"{where}: 'generator' and {', '.join(map(repr, clash))} exclude each other; give one source")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._atomic import OutputError, atomic_path
 from ..formats import jsonable
 
 __all__ = [
@@ -76,8 +77,6 @@ class ResultsWriter:
             raise self._error("could not append a line", exc) from exc
 
     def _error(self, what: str, exc: OSError):
-        from .._atomic import OutputError
-
         cause = exc.strerror or str(exc)
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             cause += "; the file system is full"
@@ -207,8 +206,6 @@ def repair_results(path: str | os.PathLike, drop: set[tuple[str, str]] = frozens
     drop make the file be rewritten atomically.  Returns what was done, for
     the user.
     """
-    from .._atomic import atomic_path
-
     path = Path(path)
     parsed = read_results(path)
     keep = [r for r in parsed.records if (r["matrix"], r["method"]) not in drop]

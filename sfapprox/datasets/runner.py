@@ -19,8 +19,13 @@ from typing import Any
 from .._base import RunContext, get_method
 from .._errors import ConvergenceWarning, SfapproxError, one_line
 from .._settings import COUNT_INDICES, FitSettings, parse_size
+from ..budget import resolve_budget
+from ..comparison import run_all
+from ..factors import save_factors
+from .fetch import ChecksumError, UnavailableError, fetch_entry
 from .manifest import Entry
 from .results_file import FILE_MISSING, RECORD_FORMAT, RECORD_VERSION
+from .synthetic import generate
 
 __all__ = ["BatchOptions", "MatrixTask", "run_matrix", "base_record", "stamp", "unavailable_records"]
 
@@ -109,9 +114,7 @@ def base_record(task: MatrixTask, method: str) -> dict[str, Any]:
 
 def _materialize(task: MatrixTask):
     """The entry's matrix as a LoadedMatrix plus extra info (generator facts, file origin)."""
-    from ..io import as_loaded, load_matrix
-    from .fetch import fetch_entry
-    from .synthetic import generate
+    from ..io import as_loaded, load_matrix  # here: sfapprox.io loads h5py and Pillow
 
     entry = task.entry
     if entry.generator:
@@ -132,8 +135,6 @@ def _factors_name(task: MatrixTask, method: str) -> str:
 
 
 def _save(task: MatrixTask, result, record: dict[str, Any], loaded) -> str:
-    from ..factors import save_factors
-
     relative = _factors_name(task, result.method)
     save_factors(
         Path(task.out_dir) / relative,
@@ -173,8 +174,6 @@ def unavailable_records(task: MatrixTask, exc: BaseException) -> list[dict[str, 
     A file entry's records also keep, in ``matrix_info``, the manifest and the
     data folder looked in, so a report can say where to get the file.
     """
-    from .fetch import ChecksumError, UnavailableError
-
     entry = task.entry
     reason = None
     if isinstance(exc, UnavailableError):
@@ -211,9 +210,6 @@ def run_matrix(task: MatrixTask, on_record: Callable[[dict], None] | None = None
         gives an ``"interrupted"`` record and stops (that record is returned
         but not passed to ``on_record``: an interrupted pair is redone).
     """
-    from ..budget import resolve_budget
-    from ..comparison import run_all
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # stop_reason is in the record
         try:

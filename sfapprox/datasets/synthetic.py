@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._errors import ParameterError
+from ..chord import chord_offsets, default_n_factors
 
 __all__ = [
     "Generated",
@@ -220,7 +221,6 @@ def chord_product(
     """
     import torch
 
-    from ..chord import chord_offsets, default_n_factors
     from ..sf._kernels import chord_product as product
 
     _check_n(n)

@@ -16,14 +16,20 @@ import scipy.sparse as sp
 
 from .. import _timing
 from .._base import Approximation
+from .._device import resolve_device, resolve_dtype
 from .._errors import BudgetError, ConvergenceWarning
 from .._params import Interval
 from .._settings import DEFAULT_TIME_LIMIT
+from .._threads import AdaptiveThreads
+from .._validation import check_memory
 from ..budget import SFConfig, sf_config_for_budget, sf_count
+from ..chord import chord_offsets, default_n_factors
+from ..metrics import frobenius_error
 from ..operators import ChordOperator, HybridOperator
 from ..sf._multistart import START_KINDS, best_run, race, start_values
 from ..sf.model import ChordSF
 from .grid import HybridSplit
+from .objectives import dense_product
 
 __all__ = ["PROBE_SHARE", "RESELECT_AT", "PLAIN_SHARE", "PLAIN_CACHE_SIZE", "MIN_SPLIT_EVALS", "MIN_PHASE_EVALS",
            "StepCosts", "split_starts", "split_need", "reselect_fits", "hybrid_estimator"]
@@ -220,8 +226,6 @@ class _Problem:
 
     def residual(self, x, shape, offsets: list[int]):
         """``X / scale - P(W)`` for the flat factor values at the front of ``x``."""
-        from .objectives import dense_product
-
         return self.target - dense_product(x[: math.prod(shape)].view(shape), offsets)
 
     def minimize(self, fun, x0, share: float, begin: float) -> tuple[Any, str, int, float]:
@@ -271,8 +275,6 @@ def _config(split: HybridSplit) -> SFConfig:
 
 
 def _score(dense: np.ndarray, split: HybridSplit, op: HybridOperator, begin: float, **info) -> _Point:
-    from ..metrics import frobenius_error
-
     fro, rel = frobenius_error(dense, op.to_dense(), float(np.linalg.norm(dense)))
     return _Point(split, op, fro, rel, time.perf_counter() - begin, **info)
 
@@ -349,8 +351,6 @@ class _ChordHybrid(Approximation):
         # then skipped, never the time limit passed).
         splits.sort(key=lambda s: s.role not in ("lr", "sparse"))
         joint = [s for s in splits if s.role not in ("lr", "sparse")]
-        from .._threads import AdaptiveThreads
-
         floor = EXACT_TOL * float(np.linalg.norm(dense))
         with AdaptiveThreads(self._work(n), device_type=self._device.type) as governor:
             for split in splits:
@@ -407,8 +407,6 @@ class _ChordHybrid(Approximation):
         return (self.sf_params or {}).get("time_limit", DEFAULT_TIME_LIMIT)
 
     def _resolve_device(self) -> None:
-        from .._device import resolve_device, resolve_dtype
-
         device = resolve_device(self.device)
         self._device, self._dtype = device, resolve_dtype(self.dtype, device)
         self.device_, self.dtype_ = str(device), str(self._dtype).replace("torch.", "")
@@ -451,8 +449,6 @@ class _ChordHybrid(Approximation):
                  poll: Callable[[], Any]) -> _Problem:
         import torch
 
-        from .._validation import check_memory
-        from ..chord import chord_offsets, default_n_factors
         from ..sf._kernels import select_kernel
         from ..sf.model import estimate_fit_memory
 
@@ -485,8 +481,6 @@ class _ChordHybrid(Approximation):
         it and :data:`MIN_PHASE_EVALS` evaluations after it fit; otherwise the
         fit goes on with the correction it has.
         """
-        from ..chord import chord_offsets
-
         begin = time.perf_counter()
         shape = (split.n_factors, pb.n, split.n_offsets)
         if warm is not None:

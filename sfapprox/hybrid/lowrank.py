@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .._base import MethodSpec, register
+from ..baselines.tsvd import TruncatedSVD
 from ..budget import SFConfig, sf_min_budget, tsvd_count
 from ..operators import HybridOperator
 from .base import _ChordHybrid, _orthonormal, _Point, _Problem, _score, hybrid_estimator
@@ -105,8 +106,6 @@ class ChordLowRank(_ChordHybrid):
 
     def _fit_end(self, X, dense: np.ndarray, budget: int, split: HybridSplit) -> _Point:
         """TSVD at the budget, exactly as the ``tsvd`` method fits it (its fit, when a comparison ran it)."""
-        from ..baselines.tsvd import TruncatedSVD
-
         begin = time.perf_counter()
         t = self._reuse.get("tsvd")
         if t is None or t.n_stored_ > budget:
@@ -115,8 +114,6 @@ class ChordLowRank(_ChordHybrid):
 
     def _begin(self, pb: _Problem, split: HybridSplit, x_w, shape, offsets):
         """``U, V`` from the TSVD of ``X - P(W)`` (balanced: each takes ``sqrt(s)``)."""
-        from ..baselines.tsvd import TruncatedSVD
-
         residual = pb.residual(x_w, shape, offsets).double().cpu().numpy()
         t = TruncatedSVD(n_components=split.rank, random_state=self.random_state).fit(residual, check_input=False)
         root = np.sqrt(t.s_)

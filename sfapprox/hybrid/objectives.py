@@ -11,6 +11,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import numpy as np
+
+# The module, not the constant: TORCH_DENSE_MAX_N is read at each call, as ChordOperator.to_dense reads it.
+from ..operators import chord as chord_ops
+from ..operators.chord import ChordOperator
+
 __all__ = ["_lr_objective", "_sparse_objective", "_Thin", "_cat", "_entry_reader", "dense_product"]
 
 
@@ -22,14 +28,12 @@ def dense_product(ws, offsets: list[int]):
     1.3 s at N = 3000, where the hybrids form it for every start, re-selection
     and (sf+s) evaluation.
     """
-    import numpy as np
     import torch
 
     from ..sf._kernels import chord_product
-    from ..operators.chord import TORCH_DENSE_MAX_N, ChordOperator
 
     n = ws.shape[1]
-    if ws.device.type != "cpu" or n <= TORCH_DENSE_MAX_N:
+    if ws.device.type != "cpu" or n <= chord_ops.TORCH_DENSE_MAX_N:
         return chord_product(ws, offsets)
     values = ws.detach().to(torch.float64).numpy()
     return torch.from_numpy(ChordOperator(values, np.asarray(offsets, dtype=np.int64)).to_dense()).to(ws.dtype)
@@ -141,13 +145,11 @@ def _entry_reader(rows, cols, n: int) -> Callable:
     """
     import torch
 
-    from ..operators.chord import TORCH_DENSE_MAX_N
-
     uc, inv_c = torch.unique(cols, return_inverse=True)
     ur, inv_r = torch.unique(rows, return_inverse=True)
     by_cols = uc.numel() <= ur.numel()
     pick, inv, other = (uc, inv_c, rows) if by_cols else (ur, inv_r, cols)
-    if rows.device.type == "cpu" and n > TORCH_DENSE_MAX_N and 4 * pick.numel() >= n:
+    if rows.device.type == "cpu" and n > chord_ops.TORCH_DENSE_MAX_N and 4 * pick.numel() >= n:
         flat = rows * n + cols
         return lambda factors: dense_product(factors.ws, factors.offsets).view(-1)[flat]
     units = torch.zeros((n, pick.numel()), dtype=torch.float64, device=rows.device)

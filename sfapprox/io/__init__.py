@@ -22,6 +22,7 @@ import scipy.sparse as sp
 
 from .._errors import InputError, ParameterError
 from .._validation import check_memory, check_square_matrix, estimate_dense_bytes
+from ..factors import is_factors_file
 from ._common import Options, ReadResult, Source, check_order, fail, strip_compression
 from ._covariance import read_covariance
 from ._hb import read_hb
@@ -128,8 +129,6 @@ def _detect_input_format(path: str | os.PathLike) -> str:
     try:
         return detect_format(path)
     except InputError:
-        from ..factors import is_factors_file
-
         if is_factors_file(path):
             raise fail(os.fspath(path), "is a saved fit, not a matrix",
                        f"compare it with the matrix it approximates: sfapprox compare MATRIX --with {path} "

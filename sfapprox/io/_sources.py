@@ -11,6 +11,7 @@ limit: memory-mapped, never read whole), and otherwise what
 
 from __future__ import annotations
 
+import io
 import os
 import zipfile
 
@@ -73,8 +74,6 @@ def _attention(path, var: str | None, max_memory: int | None) -> AttentionMatrix
                 raise src.fail(f"no array {name!r} (arrays: {', '.join(present) or 'none'})",
                                "an attention map needs the queries and keys: arrays q and k, or --var Q,K")
             with zf.open(name + ".npy") as raw:
-                import io
-
                 arrays.append(_load_npy(src, io.BytesIO(raw.read()), f"array {name!r}", Options(max_memory=max_memory)))
     return AttentionMatrix(arrays[0], arrays[1], name=_stem(path))
 
@@ -131,7 +130,7 @@ def open_matrix(
     >>> K.n, K.name, round(float(K.columns([0])[1, 0]), 4)
     (3, 'points', 0.6065)
     """
-    from . import load_matrix
+    from . import load_matrix  # the package's own function (this module is imported at its end)
 
     if bandwidth is not None and kernel is None:
         raise ParameterError("a bandwidth needs a kernel: give --kernel (kernel=) too")

@@ -30,10 +30,13 @@ module from ``ChordOperator.to_torch`` instead.
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._compiled import CompiledModule
+from .._errors import ParameterError
 
 __all__ = [
     "BACKEND",
@@ -74,16 +77,12 @@ def backend() -> str:
     """
     choice = BACKEND
     if choice not in BACKENDS:
-        from .._errors import ParameterError
-
         raise ParameterError(f"unknown apply backend {choice!r}; choose one of {', '.join(BACKENDS)}")
     if choice == "scipy":
         return "scipy"
     if _numba_kernels():
         return "numba"
     if choice == "numba":
-        from .._errors import ParameterError
-
         raise ParameterError("the 'numba' apply backend was requested but numba is not available")
     return "scipy"
 
@@ -115,8 +114,6 @@ def _pool():
     """The thread pool of large products (started on first use, ``THREADS`` workers)."""
     global _POOL
     if _POOL is None:
-        from concurrent.futures import ThreadPoolExecutor
-
         _POOL = ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="sfapprox-apply")
     return _POOL
 
@@ -278,8 +275,6 @@ class FactorStack:
 
     def sparse_factors(self) -> list:
         """The factors as ``scipy.sparse.csr_array``, one stored entry per value (sorted columns)."""
-        import scipy.sparse as sp
-
         n_factors, k, n = self.packed.shape
         rows = np.arange(n, dtype=np.int64)
         indptr = np.arange(0, n * k + 1, k, dtype=np.int64)

@@ -7,6 +7,7 @@ with a ``DeprecationWarning``; import from :mod:`sfapprox.operators` (or
 
 from __future__ import annotations
 
+import importlib
 import warnings
 from typing import Any
 
@@ -16,8 +17,6 @@ _MOVED = {"ChordOperator": "sfapprox.operators", "HybridOperator": "sfapprox.ope
 
 def __getattr__(name: str) -> Any:
     if name in _MOVED:
-        import importlib
-
         warnings.warn(f"sfapprox.sf.linop.{name} moved to {_MOVED[name]}.{name}; the old name will be removed "
                       "in a later release", DeprecationWarning, stacklevel=2)
         return getattr(importlib.import_module(_MOVED[name]), name)

@@ -17,6 +17,8 @@ budget — a "not applicable" row, never a run over budget.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from .._base import MethodSpec, RunContext, register
@@ -76,8 +78,6 @@ def sf_estimator(n: int, budget: int, context: RunContext, *, support: str = "ch
 
 def _evaluation_seconds(n: int, offsets, n_factors: int) -> float:
     """Seconds of one loss+gradient evaluation of this structure on the CPU (the faster of two)."""
-    import time
-
     import torch
 
     from ._kernels import select_kernel

@@ -19,11 +19,12 @@ import numpy as np
 
 from .. import _timing
 from .._base import Approximation
+from .._device import resolve_device, resolve_dtype
 from .._errors import ConvergenceWarning, ParameterError
 from .._params import Interval, Options
 from .._settings import DEFAULT_TIME_LIMIT, SF_BASE, SF_FTOL, SF_GTOL, SF_INIT, SF_MAX_ITER, SF_SUPPORT
 from .._threads import AdaptiveThreads
-from ._multistart import multistart, start_values
+from .._validation import check_memory
 from ..budget import sf_structure
 from ..chord import (
     SUPPORTS,
@@ -33,7 +34,9 @@ from ..chord import (
     support_is_full,
     support_offsets,
 )
+from ..metrics import frobenius_error
 from ..operators import ChordOperator
+from ._multistart import multistart, start_values
 
 __all__ = ["ChordSF", "fit_sf", "estimate_fit_memory", "optimizer_time_limit", "SCORING_EVALS"]
 
@@ -318,8 +321,6 @@ class ChordSF(Approximation):
         """
         import torch
 
-        from .._device import resolve_device, resolve_dtype
-        from .._validation import check_memory
         from . import _butterfly, _kernels, _solver
 
         fit_begin = _timing.now()  # the time limit covers the whole fit: setup, optimizer, scoring
@@ -503,8 +504,6 @@ class ChordSF(Approximation):
         return self
 
     def _set_result(self, values: np.ndarray, dense: np.ndarray | None, fro: float) -> None:
-        from ..metrics import frobenius_error
-
         self.factors_ = values
         if self.support == "butterfly":
             self.operator_ = ChordOperator(values, support="butterfly")
