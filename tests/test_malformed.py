@@ -349,6 +349,8 @@ def test_giant_header_refused_before_allocating(tmp_path, name, content, fragmen
         assert "needs about" in line and "64.0 MiB" in line
     elif "supported maximum" in fragment:
         assert "EiB" in line and "100,000,000" in line  # the estimate and the limit
+    elif "truncated" in fragment:
+        assert "2000000000 x 2000000000" in line and "144 bytes" in line  # what it declares, what it holds
     else:
         assert "pixels" in line
 
