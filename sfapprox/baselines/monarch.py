@@ -55,9 +55,11 @@ Ctrl-C keeps the best shape projected so far (``stop_reason_ ==
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -254,7 +256,8 @@ def monarch_project(X, left_block: int, right_block: int, rank: int = 1) -> tupl
     """
     b1, b2 = int(left_block), int(right_block)
     S = _slabs(X, b1, b2)
-    U, s, Vt = np.linalg.svd(S, full_matrices=False)
+    with _one_blas_thread():
+        U, s, Vt = np.linalg.svd(S, full_matrices=False)
     r = int(rank)
     root = np.sqrt(s[..., :r])
     left = (U[..., :r] * root[..., None, :]).transpose(0, 2, 1, 3)
@@ -264,7 +267,29 @@ def monarch_project(X, left_block: int, right_block: int, rank: int = 1) -> tupl
 
 def _monarch_slabs(left: np.ndarray, right: np.ndarray) -> np.ndarray:
     """The slabs ``S[q, k] = L-columns @ R-rows`` of a Monarch matrix, ``(b2, b1, b1, b2)``."""
-    return left.transpose(0, 2, 1, 3) @ right.transpose(2, 0, 1, 3)
+    with _one_blas_thread():
+        return left.transpose(0, 2, 1, 3) @ right.transpose(2, 0, 1, 3)
+
+
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """Run the block on one BLAS thread (restored after).
+
+    The ``N'`` slab SVDs and products are small (``b1 x b2``, about 55 x 55 at
+    N = 3000), so a second thread gains nothing, and when another process
+    holds a core it stalls every slab: one shape's projection at N = 3000
+    beside one CPU-bound process took 2.9-26 s on numpy's two BLAS threads,
+    1.1-2.9 s on one (and 0.7-0.9 s either way on an idle machine), which
+    also made the next projection's cost unpredictable for the time limit.
+    """
+    from .._threads import _limit_blas
+
+    limit = _limit_blas(1)
+    try:
+        yield
+    finally:
+        if limit is not None:
+            limit.restore_original_limits()
 
 
 # --------------------------------------------------------------------------- the operator
