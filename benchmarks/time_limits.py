@@ -5,7 +5,7 @@ Run by hand (not part of the tests); about 12 minutes on 2 cores with the defaul
 
     python benchmarks/time_limits.py [--sizes 300,3000] [--limit 5,30] [--methods sf,tsvd]
                                      [--no-together] [--data-dir ../shared/realdata]
-                                     [--sfapprox PATH] [--name time_limits]
+                                     [--sfapprox PATH] [--name time_limits] [--busy 1]
 
 For each size, each registered method (or those of ``--methods``) runs alone through
 ``sfapprox.compare(X, [name], time_limit=LIMIT, device="cpu")``: its wall time (the whole call:
@@ -22,7 +22,8 @@ process loads once (numba's compiled kernels from its on-disk cache, torch's and
 calls); its seconds are reported.  Then (unless ``--no-together``) ``sfapprox.compare`` of every
 method with the default settings on the smallest size (``time_limit="auto"``: the methods share
 120 s, at most 60 s each), timed as a whole.  ``--sfapprox PATH`` imports sfapprox from another
-checkout (to measure a "before").  Writes benchmarks/results/NAME.json and NAME.md.
+checkout (to measure a "before"); ``--busy K`` runs K CPU-bound competitor processes throughout (a
+busy machine, as when tests run beside).  Writes benchmarks/results/NAME.json and NAME.md.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import argparse
 import json
 import os
 import platform
+import subprocess
 import sys
 import time
 import warnings
@@ -109,6 +111,8 @@ def parse_args(argv=None):
     ap.add_argument("--data-dir", default=str(ROOT / ".." / "shared" / "realdata"))
     ap.add_argument("--sfapprox", default=None, help="import sfapprox from this checkout (a 'before')")
     ap.add_argument("--name", default="time_limits", help="result file name (without extension)")
+    ap.add_argument("--busy", type=int, default=0,
+                    help="run this many CPU-bound competitor processes throughout (a busy machine)")
     args = ap.parse_args(argv)
     args.sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     limits = [float(s) for s in args.limit.split(",") if s.strip()]
@@ -129,8 +133,22 @@ def main(argv=None) -> int:
     warnings.simplefilter("ignore")
     names = list(sfapprox.available_methods())
     chosen = names if args.methods is None else [m.strip() for m in args.methods.split(",") if m.strip()]
-    command = "python benchmarks/time_limits.py" + (f" {' '.join(sys.argv[1:])}" if argv is None and sys.argv[1:] else "")
+    given = sys.argv[1:] if argv is None else list(argv)
+    command = " ".join(["python benchmarks/time_limits.py", *given])
     load = os.getloadavg()[0]
+    # Competitors (a busy machine): plain CPU-bound loops, ended (by their own ids) at the end.
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
+    try:
+        return run(args, names, chosen, command, load)
+    finally:
+        for proc in busy:
+            proc.terminate()
+            proc.wait()
+
+
+def run(args, names: list[str], chosen: list[str], command: str, load: float) -> int:
+    import sfapprox
+
     warm = warm_up(names)
     print(json.dumps({"warm_up_seconds": warm, "sfapprox": sfapprox.__file__}), flush=True)
     rows, matrices = [], {}
@@ -151,7 +169,8 @@ def main(argv=None) -> int:
         print(json.dumps({"all_methods_default_seconds": total, "per_method": together["per_method"]}), flush=True)
     meta = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "date": time.strftime("%Y-%m-%d"),
             "matrices": matrices, "sizes": args.sizes, "limits": args.limits, "load_average_at_start": load,
-            "load_average_at_end": os.getloadavg()[0], "warm_up_seconds": warm, "command": command}
+            "load_average_at_end": os.getloadavg()[0], "warm_up_seconds": warm, "command": command,
+            "competitors": args.busy}
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"{args.name}.json").write_text(json.dumps({"meta": meta, "rows": rows, "all_methods": together},
                                                       indent=1) + "\n")
@@ -162,7 +181,10 @@ def main(argv=None) -> int:
 def render(meta: dict, rows: list[dict], together: dict | None, names: list[str]) -> str:
     lines = [f"# Time limits bound whole methods ({meta['date']})", "",
              f"Machine: {meta['machine']}; load average {meta['load_average_at_start']:.2f} at start, "
-             f"{meta['load_average_at_end']:.2f} at the end. Command: `{meta['command']}`.", "",
+             f"{meta['load_average_at_end']:.2f} at the end"
+             + (f", beside {meta['competitors']} CPU-bound competitor process(es) (`--busy`)"
+                if meta["competitors"] else "")
+             + f". Command: `{meta['command']}`.", "",
              "Matrices: " + "; ".join(f"N = {n}: {what}" for n, what in meta["matrices"].items()) + ".", "",
              f"Warm-up (one compare of every method on a 32 x 32 matrix first, loading what a process loads "
              f"once): {meta['warm_up_seconds']:.1f} s.", ""]

@@ -55,9 +55,11 @@ Ctrl-C keeps the best shape projected so far (``stop_reason_ ==
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +70,7 @@ from .._base import Approximation, MethodSpec, RunContext, register
 from .._errors import BudgetError, ConvergenceWarning, ParameterError
 from .._params import Interval
 from .._settings import DEFAULT_TIME_LIMIT
+from .._threads import _limit_blas
 from ..budget import monarch_count, monarch_min_budget, monarch_rank_for_budget, monarch_shapes
 from ..operators.monarch import MonarchOperator, from_slabs, monarch_slabs, slabs
 
@@ -174,12 +177,33 @@ def monarch_project(X, left_block: int, right_block: int, rank: int = 1) -> tupl
     """
     b1, b2 = int(left_block), int(right_block)
     S = slabs(X, b1, b2)
-    U, s, Vt = np.linalg.svd(S, full_matrices=False)
+    with _one_blas_thread():
+        U, s, Vt = np.linalg.svd(S, full_matrices=False)
     r = int(rank)
     root = np.sqrt(s[..., :r])
     left = (U[..., :r] * root[..., None, :]).transpose(0, 2, 1, 3)
     right = (Vt[..., :r, :] * root[..., :, None]).transpose(1, 2, 0, 3)
     return np.ascontiguousarray(left), np.ascontiguousarray(right)
+
+
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """Run the block on one BLAS thread (restored after).
+
+    The ``N'`` slab SVDs of a projection are small (``b1 x b2``, about 55 x 55
+    at N = 3000), so a second thread gains nothing, and when another process
+    holds a core it stalls every slab: one shape's projection at N = 3000
+    beside one CPU-bound process took 2.9-26 s on numpy's two BLAS threads,
+    1.1-2.9 s on one (and 0.7-0.9 s either way on an idle machine), which
+    also made the next projection's cost unpredictable for the time limit.
+    (The slab products, :func:`~sfapprox.operators.monarch.monarch_slabs`, take 0.03 s either way.)
+    """
+    limit = _limit_blas(1)
+    try:
+        yield
+    finally:
+        if limit is not None:
+            limit.restore_original_limits()
 
 
 # --------------------------------------------------------------------------- the method
