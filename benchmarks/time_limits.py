@@ -164,8 +164,9 @@ def run(args, names: list[str], chosen: list[str], command: str, load: float) ->
         start = time.perf_counter()
         full = sfapprox.compare(loaded, names, device="cpu")
         total = time.perf_counter() - start
-        together = {"n": loaded.n, "seconds": total, "time_limit_per_method": full.settings["time_limit"],
-                    "per_method": {r.method: r.seconds for r in full.results}, "verdict": full.verdict()}
+        together = {"n": loaded.n, "seconds": total, "time_limit": full.settings["time_limit"],
+                    "per_method": {r.method: r.seconds for r in full.results},
+                    "limits": {r.method: r.time_limit for r in full.results}, "verdict": full.verdict()}
         print(json.dumps({"all_methods_default_seconds": total, "per_method": together["per_method"]}), flush=True)
     meta = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "date": time.strftime("%Y-%m-%d"),
             "matrices": matrices, "sizes": args.sizes, "limits": args.limits, "load_average_at_start": load,
@@ -205,10 +206,12 @@ def render(meta: dict, rows: list[dict], together: dict | None, names: list[str]
         lines.append("")
     if together is not None:
         lines += [f"## Every method together, default settings (N = {together['n']})", "",
-                  f"`compare(matrix, [{', '.join(names)}])` with `time_limit=\"auto\"` "
-                  f"({together['time_limit_per_method']:g} s per method): **{together['seconds']:.1f} s** in all.", "",
-                  "| method | seconds |", "|---|---|"]
-        lines += [f"| {m} | {'–' if s is None else f'{s:.2f}'} |" for m, s in together["per_method"].items()]
+                  f"`compare(matrix, [{', '.join(names)}])` with `time_limit=\"auto\"` (the methods share 120 s, "
+                  f"at most 60 s each, closed-form ones first): **{together['seconds']:.1f} s** in all.", "",
+                  "| method | seconds | its limit |", "|---|---|---|"]
+        lines += [f"| {m} | {'–' if s is None else f'{s:.2f}'} | "
+                  f"{'–' if together['limits'].get(m) is None else format(together['limits'][m], '.1f')} |"
+                  for m, s in together["per_method"].items()]
         verdict = together["verdict"]
         lines += ["", f"Verdict: {verdict['text'] if verdict else '–'}", ""]
     lines += ["## Findings (written by hand after the run)", ""]
