@@ -62,8 +62,11 @@ def sf_estimator(n: int, budget: int, context: RunContext, *, support: str = "ch
     else:
         full = sf_config_for_budget(n, budget, support=support)
         settings = context.settings.per_method(1)
+        measuring = time.perf_counter()
         config = affordable_structure(n, full, settings.time_limit, settings.device)
         params.update(n_factors=config.n_factors, base=config.base)
+        if settings.time_limit is not None:  # the structure's measured evaluations are part of the method's time
+            params["time_limit"] = max(0.0, settings.time_limit - (time.perf_counter() - measuring))
     est = ChordSF(**context.settings.apply_to(ChordSF, callback=context.callback, **params))
     if not fixed and context.protocol != "paper" and config.n_factors < full.n_factors:
         # Said in the row (details "M=10/12") and its reason, never silent: the result then
