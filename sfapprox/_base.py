@@ -39,7 +39,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ._errors import ParameterError
+from ._errors import ParameterError, ResourceError
 from ._params import check_params
 from ._settings import COUNT_INDICES, FitSettings
 from ._validation import check_square_matrix
@@ -130,8 +130,17 @@ class Approximation:
         """
         check_params(self, self._parameter_constraints)
         if isinstance(X, MatrixSource):
-            return X if self._accepts_sources else X.to_dense(getattr(self, "max_memory", None))
+            return X if self._accepts_sources else self._formed(X)
         return check_square_matrix(X, source="X") if check_input else X
+
+    def _formed(self, source: MatrixSource):
+        """``source`` formed for a method that needs the matrix in memory (within its ``max_memory``)."""
+        try:
+            return source.to_dense(getattr(self, "max_memory", None))
+        except ResourceError as exc:
+            able = ", ".join(name for name, spec in methods().items() if "columns" in spec.access)
+            raise ResourceError(f"{exc}; {self.method_name} needs the matrix in memory, while {able} work from "
+                                "its columns (compare --methods ...)") from None
 
     def fit(self, X, *, check_input: bool = True) -> "Approximation":  # pragma: no cover - abstract
         raise NotImplementedError

@@ -240,3 +240,18 @@ def test_a_shape_runs_only_when_its_expected_projection_fits(fake_clock, monkeyp
     a, b = mod.MonarchShape(6, 6, 1, 0), mod.MonarchShape(6, 7, 2, 0)
     assert mod.projection_seconds(a, a, 3.0) == 3.0
     assert mod.projection_seconds(b, a, 3.0) == pytest.approx(3.0 * 42**2 * 8 / (36**2 * 7))
+
+
+@pytest.mark.parametrize("n", [50, 64])
+def test_from_columns_the_same_projection(n):
+    """One pass over a source's columns per shape gives the in-memory Monarch matrix (padded or not)."""
+    from sfapprox.baselines.monarch import monarch_project_columns
+    from sfapprox.sources import ArraySource
+
+    X = np.random.default_rng(n).random((n, n))
+    streamed = Monarch(budget=2000, time_limit=None).fit(ArraySource(X))
+    in_memory = Monarch(budget=2000, time_limit=None).fit(X)
+    assert streamed.params_["from"] == "columns" and np.allclose(streamed.to_dense(), in_memory.to_dense())
+    left, right, err, norm = monarch_project_columns(ArraySource(X), 8, 8, 2)
+    assert norm == pytest.approx(np.linalg.norm(X)) and err >= np.linalg.norm(
+        X - MonarchOperator(left, right, n).to_dense()) - 1e-9  # the padded error bounds the cropped one

@@ -73,6 +73,7 @@ from .._settings import DEFAULT_TIME_LIMIT
 from .._threads import _limit_blas
 from ..budget import monarch_count, monarch_min_budget, monarch_rank_for_budget, monarch_shapes
 from ..operators.monarch import MonarchOperator, from_slabs, monarch_slabs, slabs
+from ..sources import MatrixSource
 
 __all__ = [
     "Monarch",
@@ -84,6 +85,7 @@ __all__ = [
     "monarch_min_budget",
     "monarch_configs_for_budget",
     "monarch_project",
+    "monarch_project_columns",
     "MAX_SHAPES",
     "projection_seconds",
 ]
@@ -186,6 +188,37 @@ def monarch_project(X, left_block: int, right_block: int, rank: int = 1) -> tupl
     return np.ascontiguousarray(left), np.ascontiguousarray(right)
 
 
+def monarch_project_columns(source: MatrixSource, left_block: int, right_block: int, rank: int = 1):
+    """:func:`monarch_project` of a :class:`~sfapprox.sources.MatrixSource`, in one pass over its columns.
+
+    The slabs ``S[q, k]`` of column block ``k`` (columns ``k b2 .. k b2 + b2 - 1``)
+    all come from that block, so each block is read once, its ``b2`` slab SVDs
+    taken and dropped: ``O(N b2)`` memory besides the factors.  Also returns
+    the projection's error ``||X' - M||_F`` over the padded ``N' x N'`` matrix
+    (the discarded singular values: exact, an upper bound of the cropped
+    ``n x n`` error) and ``||X||_F``.
+    """
+    b1, b2, r = int(left_block), int(right_block), int(rank)
+    n = source.n
+    left = np.zeros((b2, b1, b1, r))
+    right = np.zeros((b1, r, b2, b2))
+    dropped = total = 0.0
+    for k in range(b1):
+        J = np.arange(k * b2, min((k + 1) * b2, n))
+        block = np.zeros((b1 * b2, b2))
+        if J.size:
+            block[:n, : J.size] = source.columns(J)
+        slab = block.reshape(b1, b2, b2).transpose(1, 0, 2)  # (q, a, l): S[q, k] for every q
+        with _one_blas_thread():
+            U, s, Vt = np.linalg.svd(slab, full_matrices=False)
+        root = np.sqrt(s[:, :r])
+        left[:, :, k, :] = U[:, :, :r] * root[:, None, :]
+        right[k] = (Vt[:, :r, :] * root[:, :, None]).transpose(1, 0, 2)
+        total += float((s**2).sum())
+        dropped += float((s[:, r:] ** 2).sum())
+    return left, right, float(np.sqrt(dropped)), float(np.sqrt(total))
+
+
 @contextlib.contextmanager
 def _one_blas_thread() -> Iterator[None]:
     """Run the block on one BLAS thread (restored after).
@@ -258,6 +291,7 @@ class Monarch(Approximation):
 
     _method = "monarch"
 
+    _accepts_sources = True
     _parameter_constraints = {
         "rank": Interval(int, 1, None, allow_none=True),
         "left_block": Interval(int, 1, None, allow_none=True),
@@ -325,10 +359,14 @@ class Monarch(Approximation):
             When no Monarch shape fits the budget.
         """
         X = self._validate(X, check_input)
-        n = X.shape[0]
+        streamed = isinstance(X, MatrixSource)
+        n = X.n if streamed else X.shape[0]
         shapes = self._candidates(n)
-        dense = X.toarray() if hasattr(X, "toarray") else X
-        norm = float(np.linalg.norm(dense))
+        if streamed:  # one pass over its columns per shape; the padded projection's error
+            norm = None
+        else:
+            dense = X.toarray() if hasattr(X, "toarray") else X
+            norm = float(np.linalg.norm(dense))
         start = time.perf_counter()
         deadline = _timing.Deadline.after(self.time_limit)
         best, grid, reason = None, [], None
@@ -339,8 +377,12 @@ class Monarch(Approximation):
                     reason = "time_limit"  # (the shapes are tried in order, squarest first)
                     break
                 began = _timing.now()
-                left, right = monarch_project(dense, shape.left_block, shape.right_block, shape.rank)
-                err = float(np.linalg.norm(dense - from_slabs(monarch_slabs(left, right), n)))
+                if streamed:
+                    left, right, err, norm = monarch_project_columns(X, shape.left_block, shape.right_block,
+                                                                     shape.rank)
+                else:
+                    left, right = monarch_project(dense, shape.left_block, shape.right_block, shape.rank)
+                    err = float(np.linalg.norm(dense - from_slabs(monarch_slabs(left, right), n)))
                 grid.append({"blocks": [shape.left_block, shape.right_block], "rank": shape.rank,
                              "count": shape.count, "fro_error": err})
                 last = (shape, _timing.now() - began)
@@ -376,6 +418,8 @@ class Monarch(Approximation):
             "shapes": len(shapes),
             "grid": grid,
         }
+        if streamed:
+            self.params_["from"] = "columns"
         if shape.padding_note(n):
             self.params_["note"] = shape.padding_note(n)
         return self
@@ -401,6 +445,7 @@ register(
         order=60,
         label="Monarch",
         iterative=False,
+        access=("dense", "columns"),
         # the padded slabs and their SVDs: 3.4-4.5 N'^2 float64 measured (N = 256-1000), N' the largest
         # padded order among the shapes tried
         working_memory=lambda n: 5 * 8 * max(b1 * b2 for b1, b2 in monarch_shapes(n)[:MAX_SHAPES]) ** 2,
