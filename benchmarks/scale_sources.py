@@ -51,15 +51,15 @@ def cloud(n: int, dim: int = 16, clusters: int = 32, seed: int = 0) -> np.ndarra
 def coverage(n: int, repeats: int, time_limit: float) -> dict:
     import warnings
 
-    import sfapprox
+    from sfapprox._base import RunContext, get_method
+    from sfapprox.budget import sf_count
     from sfapprox.estimate import estimate_errors
     from sfapprox.sources import KernelMatrix
 
     warnings.simplefilter("ignore")
     K = KernelMatrix(cloud(n), bandwidth=1.0)
-    budget = sfapprox.budget.sf_count(n)
-    fits = {m: sfapprox._base.get_method(m).make(n, budget, sfapprox._base.RunContext()).fit(K).operator_
-            for m in ("nystrom", "rsvd", "sparse")}
+    budget = sf_count(n)
+    fits = {m: get_method(m).make(n, budget, RunContext()).fit(K).operator_ for m in ("nystrom", "rsvd", "sparse")}
     exact = estimate_errors(K, fits, time_limit=None)
     rows = {m: {"exact_fro": exact[m].fro_error, "exact_rel": exact[m].rel_error, "covered": 0, "covered_rel": 0,
                 "half_width": [], "columns": []} for m in fits}
