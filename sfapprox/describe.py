@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,7 +15,8 @@ from .factors import load_factors
 from .formats import Column, OutputFormat, Table
 from .sources import MatrixSource
 
-__all__ = ["MatrixDescription", "describe", "describe_factors", "describe_methods", "describe_formats"]
+__all__ = ["MatrixDescription", "describe", "describe_factors", "describe_weights", "describe_methods",
+           "describe_formats"]
 
 
 @dataclass
@@ -123,6 +125,33 @@ def _source_facts(source: MatrixSource, max_memory: int | None) -> list[tuple[st
         facts.append(({"psd": "positive semi-definite", "nonnegative": "non-negative"}.get(key, key),
                       "unknown" if value is None else "yes" if value else "no"))
     return facts
+
+
+def describe_weights(path, fmt: str) -> MatrixDescription:
+    """The tensors of a network's weights file (``.safetensors``, ``.pt``), the square ones marked.
+
+    Examples
+    --------
+    >>> import tempfile, os, torch
+    >>> p = os.path.join(tempfile.mkdtemp(), "w.pt")
+    >>> torch.save({"attn.q": torch.ones(4, 4), "bias": torch.ones(4)}, p)
+    >>> [row["name"] for row in describe_weights(p, "torch").tables[0].rows]
+    ['attn.q', 'bias']
+    """
+    from .io import list_weights  # here: sfapprox.io loads h5py and Pillow
+
+    tensors = list_weights(path, fmt)
+    table = Table(f"{os.path.basename(os.fspath(path))}: its tensors (--var NAME picks a square one)",
+                  [Column("name", "name", "left"), Column("shape", "shape"), Column("dtype", "dtype", "left"),
+                   Column("square", "square", "left")])
+    for t in tensors:
+        table.add({"name": t["name"], "shape": " x ".join(map(str, t["shape"])) or "scalar", "dtype": t["dtype"],
+                   "square": "✓" if t["square"] else ""})
+    square = sum(t["square"] for t in tensors)
+    table.notes.append(f"{len(tensors)} tensors, {square} square: each one is a matrix sfapprox can approximate "
+                       "(sfapprox compare FILE --var NAME)")
+    facts = [("file", os.fspath(path)), ("format", fmt), ("tensors", len(tensors)), ("square matrices", square)]
+    return MatrixDescription(facts, [table], {"tensors": tensors})
 
 
 def describe_factors(path) -> MatrixDescription:

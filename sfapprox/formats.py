@@ -311,7 +311,9 @@ def render_rich(tables: list[Table], width: int | None = None) -> list[Any]:
             title = table.title if number == 0 else f"{table.title} (continued)"
             style = (dict(box=box.HEAVY_HEAD) if plan.boxed else
                      dict(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True))
-            rich = RichTable(title=title, title_justify="left", **style)
+            # The title on a line of its own: wrapped at the window, not at a narrow table's width.
+            out.append(Text(title, style="italic"))
+            rich = RichTable(**style)
             for i in part:
                 c = table.columns[i]
                 rich.add_column(Text(c.title, overflow="fold"), justify=c.align if c.align in ("left", "right", "center") else "left",

@@ -46,7 +46,7 @@ def test_every_format_has_a_suffix_and_renders(fmt):
 
 
 def test_rich_and_seconds():
-    assert len(render_rich([table()])) == 2  # the table and its note
+    assert len(render_rich([table()])) == 3  # its title, the table and its note
     assert fmt_seconds(0.0312) == "0.03" and fmt_seconds(None) == "–"
 
 

@@ -25,12 +25,15 @@ def info(
     """
     with error_boundary():
         # here, not at the top: --help loads no numpy (tests/test_cli_terminal.py)
-        from ..describe import describe, describe_factors
+        from ..describe import describe, describe_factors, describe_weights
         from ..factors import is_factors_file
 
         check_outputs(outputs)
+        weights = load.format or _weights_format(path)
         if is_factors_file(path):
             report, title, loaded = describe_factors(path), escape(path.name), None
+        elif weights in ("safetensors", "torch") and load.var is None:
+            report, title, loaded = describe_weights(path, weights), escape(path.name), None
         else:
             loaded = read_matrix(path, load)
             report, title = describe(loaded, max_memory=load.max_memory), escape(loaded.name)
@@ -39,3 +42,9 @@ def info(
         emit(report.tables, report.data, outputs)
         if loaded is not None:
             show_notes(loaded)
+
+
+def _weights_format(path) -> str | None:
+    """``"safetensors"`` or ``"torch"`` for a weights file (by its extension), else None."""
+    suffix = path.suffix.lower()
+    return "safetensors" if suffix == ".safetensors" else "torch" if suffix in (".pt", ".pth") else None

@@ -33,6 +33,7 @@ from ._mtx import read_mtx
 from ._numpy import read_npy, read_npz
 from ._pajek import read_pajek
 from ._text import read_csv, read_ijv
+from ._weights import list_weights, read_safetensors, read_torch
 
 __all__ = ["LoadedMatrix", "load_matrix", "open_matrix", "read_points", "as_loaded", "detect_format",
            "available_formats", "format_extensions"]
@@ -64,6 +65,10 @@ _FORMATS: dict[str, _Format] = {
     "pajek": _Format("Pajek network (.net, .paj); network= and relation= pick one, two_mode= rows|cols|bipartite", (".net", ".paj"), read_pajek),
     "npy": _Format("NumPy array (.npy), no pickles", (".npy",), read_npy),
     "npz": _Format("NumPy archive or scipy.sparse save_npz (.npz); var= picks an array", (".npz",), read_npz),
+    "safetensors": _Format("a network's weights (.safetensors); var= picks a square tensor", (".safetensors",),
+                           read_safetensors),
+    "torch": _Format("a PyTorch state dict (.pt, .pth), loaded with weights_only=True (no code unpickled); var= "
+                     "picks a square tensor", (".pt", ".pth"), read_torch),
     "csv": _Format("dense text table (.csv ',', .tsv tab, .txt/.dat whitespace); header row skipped", (".csv", ".tsv", ".txt", ".dat"), read_csv),
     "ijv": _Format("header-less 'i j [value]' triplets (.ijv, .coo, .edges); mirror= auto|none|mirror", (".ijv", ".coo", ".edges"), read_ijv),
     "linqs": _Format("LINQS citations (.cites with .content beside it)", (".cites", ".content"), read_linqs),
@@ -83,7 +88,7 @@ _TABLE_FORMATS = {"csv": "csv", "npy": "npy", "libsvm": "libsvm"}
 
 #: Which options each format understands; others are refused, not ignored.
 _OPTION_FORMATS = {
-    "var": {"mat", "npz"},
+    "var": {"mat", "npz", "safetensors", "torch"},
     "network": {"pajek"},
     "relation": {"pajek"},
     "two_mode": {"pajek"},

@@ -1,0 +1,180 @@
+"""A network's weights: ``.safetensors`` files and PyTorch state dicts (``.pt``/``.pth``), never unpickling code.
+
+The square weight matrices of a model (attention projections, square MLP
+layers) are natural inputs.  ``var=`` (``--var NAME``) picks one; without
+it the file must hold exactly one square 2-D tensor, and otherwise the
+error lists them (``sfapprox info`` does too).
+
+* ``.safetensors`` is read by its own rules (an 8-byte header length, a JSON
+  header of ``{name: {dtype, shape, data_offsets}}``, the raw data): no
+  package needed, only the chosen tensor read, offsets checked against the
+  file's size first.  Float (F64, F32, F16, BF16) and integer tensors.
+* ``.pt`` / ``.pth`` go through ``torch.load(weights_only=True)``: tensors,
+  dicts and lists only.  A file that holds anything else (pickled classes,
+  code) is refused, never executed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_memory
+from ._common import Options, ReadResult, Source
+
+__all__ = ["read_safetensors", "read_torch", "weight_tensors", "list_weights"]
+
+#: safetensors dtypes and their numpy types (BF16: the upper half of a float32).
+_DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": np.uint16, "I64": np.int64,
+           "I32": np.int32, "I16": np.int16, "I8": np.int8, "U8": np.uint8}
+#: Largest JSON header read (the format's own limit is 100 MB).
+_MAX_HEADER = 100 * 2**20
+
+
+def _safetensors_header(src: Source) -> tuple[dict[str, Any], int]:
+    """The header's tensors (name -> dtype, shape, offsets) and where the data starts."""
+    size = os.path.getsize(src.path)
+    with open(src.path, "rb") as fh:
+        raw = fh.read(8)
+        if len(raw) < 8:
+            raise src.fail("not a safetensors file (shorter than its 8-byte header length)")
+        (length,) = struct.unpack("<Q", raw)
+        if length > min(_MAX_HEADER, size - 8):
+            raise src.fail(f"not a safetensors file (its header claims {length:,} bytes of a {size:,}-byte file)")
+        try:
+            header = json.loads(fh.read(length))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise src.fail(f"safetensors header is not valid JSON ({exc})") from None
+    if not isinstance(header, dict):
+        raise src.fail("safetensors header is not a JSON object")
+    start = 8 + length
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        try:
+            dtype, shape, (begin, end) = info["dtype"], [int(d) for d in info["shape"]], info["data_offsets"]
+        except (KeyError, TypeError, ValueError):
+            raise src.fail(f"tensor {name!r}: its header entry is malformed") from None
+        if dtype not in _DTYPES:
+            raise src.fail(f"tensor {name!r} has dtype {dtype}, which sfapprox does not read "
+                           f"(known: {', '.join(_DTYPES)})")
+        need = int(np.prod(shape, dtype=object)) * np.dtype(_DTYPES[dtype]).itemsize
+        if not (0 <= begin <= end and end - begin == need and start + end <= size):
+            raise src.fail(f"tensor {name!r}: its data offsets {begin}..{end} do not hold a {dtype} tensor of "
+                           f"shape {shape} inside the file (truncated or edited)")
+        tensors[name] = {"dtype": dtype, "shape": shape, "offsets": (begin, end)}
+    return tensors, start
+
+
+def _choose(src: Source, shapes: dict[str, list[int]], var: str | None) -> str:
+    """The tensor ``var`` names, or the only square 2-D one."""
+    if var is not None:
+        if var not in shapes:
+            square = [n for n, s in shapes.items() if len(s) == 2 and s[0] == s[1]]
+            raise src.fail(f"no tensor {var!r}; square weight matrices: {_listing(shapes, square)}",
+                           "pick one with var= (--var NAME)")
+        return var
+    square = [n for n, s in shapes.items() if len(s) == 2 and s[0] == s[1] > 0]
+    if len(square) == 1:
+        return square[0]
+    if not square:
+        raise src.fail(f"holds no square weight matrix ({len(shapes)} tensors, e.g. "
+                       f"{_listing(shapes, list(shapes)[:5])})", "a matrix to approximate must be square")
+    raise src.fail(f"holds {len(square)} square weight matrices: {_listing(shapes, square)}",
+                   "pick one with var= (--var NAME); 'sfapprox info FILE' lists them")
+
+
+def _listing(shapes: dict[str, list[int]], names: list[str], most: int = 8) -> str:
+    shown = ", ".join(f"{n} {'x'.join(map(str, shapes[n]))}" for n in names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "") if names else "none"
+
+
+def read_safetensors(src: Source, opts: Options) -> ReadResult:
+    """Reader for format "safetensors": one square tensor, read alone, as float64."""
+    with src.guard():
+        tensors, start = _safetensors_header(src)
+    name = _choose(src, {k: v["shape"] for k, v in tensors.items()}, opts.var)
+    info = tensors[name]
+    shape = info["shape"]
+    if len(shape) != 2 or shape[0] != shape[1]:
+        raise src.fail(f"tensor {name!r} has shape {shape}, not a square matrix")
+    check_memory(8 * shape[0] * shape[1], what=f"{src.display}: tensor {name!r}", limit=opts.max_memory)
+    begin, end = info["offsets"]
+    with src.guard(), open(src.path, "rb") as fh:
+        fh.seek(start + begin)
+        data = np.frombuffer(fh.read(end - begin), dtype=np.dtype(_DTYPES[info["dtype"]]).newbyteorder("<"))
+    if info["dtype"] == "BF16":
+        data = (data.astype(np.uint32) << 16).view(np.float32)
+    return ReadResult(data.astype(np.float64).reshape(shape), "safetensors", [f"tensor {name!r} ({info['dtype']})"],
+                      source=f"{src.display} (tensor {name})")
+
+
+def _torch_state(src: Source) -> dict[str, Any]:
+    import pickle
+
+    import torch  # here: only .pt files need it
+
+    try:
+        state = torch.load(src.path, map_location="cpu", weights_only=True, mmap=True)
+    except pickle.UnpicklingError:
+        raise src.fail("holds pickled objects other than tensors (classes or code); refused, never unpickled",
+                       "save the weights alone: torch.save(model.state_dict(), path), or use .safetensors") from None
+    except (RuntimeError, OSError, EOFError, ValueError) as exc:
+        raise src.fail(f"not a readable PyTorch file ({' '.join(str(exc).split())[:200]})") from None
+    return dict(weight_tensors(state))
+
+
+def weight_tensors(state: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """``(name, tensor)`` for every tensor in a (nested) state dict or list; dotted names."""
+    import torch
+
+    if isinstance(state, torch.Tensor):
+        yield prefix, state
+    elif isinstance(state, dict):
+        for key, value in state.items():
+            yield from weight_tensors(value, f"{prefix}.{key}" if prefix else str(key))
+    elif isinstance(state, (list, tuple)):
+        for i, value in enumerate(state):
+            yield from weight_tensors(value, f"{prefix}.{i}" if prefix else str(i))
+
+
+def read_torch(src: Source, opts: Options) -> ReadResult:
+    """Reader for format "torch": one square tensor of a state dict, loaded with ``weights_only=True``."""
+    with src.guard():
+        tensors = _torch_state(src)
+    name = _choose(src, {k: list(t.shape) for k, t in tensors.items()}, opts.var)
+    tensor = tensors[name]
+    if tensor.ndim != 2 or tensor.shape[0] != tensor.shape[1]:
+        raise src.fail(f"tensor {name!r} has shape {list(tensor.shape)}, not a square matrix")
+    if tensor.is_complex() or not (tensor.is_floating_point() or tensor.dtype in _INT_DTYPES()):
+        raise src.fail(f"tensor {name!r} holds {tensor.dtype} values; a real numeric matrix is needed")
+    check_memory(8 * tensor.numel(), what=f"{src.display}: tensor {name!r}", limit=opts.max_memory)
+    import torch
+
+    return ReadResult(tensor.detach().to(torch.float64).numpy(), "torch", [f"tensor {name!r} ({tensor.dtype})"],
+                      source=f"{src.display} (tensor {name})")
+
+
+def _INT_DTYPES():
+    import torch
+
+    return (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+
+
+def list_weights(path, fmt: str) -> list[dict[str, Any]]:
+    """Every tensor of a weights file: name, shape, dtype, square (what ``info`` shows)."""
+    src = Source(path)
+    src.check_exists()
+    with src.guard():
+        if fmt == "safetensors":
+            tensors, _ = _safetensors_header(src)
+            return [{"name": k, "shape": v["shape"], "dtype": v["dtype"],
+                     "square": len(v["shape"]) == 2 and v["shape"][0] == v["shape"][1]} for k, v in tensors.items()]
+        return [{"name": k, "shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
+                 "square": t.ndim == 2 and t.shape[0] == t.shape[1]} for k, t in _torch_state(src).items()]

@@ -1,0 +1,85 @@
+"""A network's weights as matrices: .safetensors read by its own rules, .pt with weights_only, nothing unpickled."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+
+import numpy as np
+import pytest
+import torch
+from _io_helpers import input_error
+
+from sfapprox.describe import describe_weights
+from sfapprox.io import load_matrix
+
+
+def write_safetensors(path, tensors: dict) -> None:
+    """A .safetensors file by the format's rules (8-byte header length, JSON header, raw data)."""
+    header, blobs, offset = {}, b"", 0
+    for name, (dtype, array) in tensors.items():
+        raw = np.ascontiguousarray(array).tobytes()
+        header[name] = {"dtype": dtype, "shape": list(array.shape), "data_offsets": [offset, offset + len(raw)]}
+        offset += len(raw)
+        blobs += raw
+    text = json.dumps({**header, "__metadata__": {"format": "pt"}}).encode()
+    path.write_bytes(struct.pack("<Q", len(text)) + text + blobs)
+
+
+@pytest.fixture
+def model(tmp_path):
+    rng = np.random.default_rng(0)
+    weights = {"attn.q": rng.standard_normal((24, 24)).astype(np.float32),
+               "attn.k": rng.standard_normal((24, 24)).astype(np.float64),
+               "mlp.up": rng.standard_normal((24, 48)).astype(np.float32), "bias": np.zeros(24, np.float32)}
+    dtypes = {np.float32: "F32", np.float64: "F64"}
+    path = tmp_path / "model.safetensors"
+    write_safetensors(path, {k: (dtypes[v.dtype.type], v) for k, v in weights.items()})
+    return path, weights
+
+
+def test_safetensors_reads_the_tensor_named(model):
+    path, weights = model
+    m = load_matrix(path, var="attn.k")
+    assert m.n == 24 and np.array_equal(m.to_dense(), weights["attn.k"]) and m.format == "safetensors"
+    input_error(path, r"holds 2 square weight matrices: attn.q 24x24, attn.k 24x24; pick one with var=")
+    input_error(path, r"no tensor 'nope'", var="nope")
+    input_error(path, r"tensor 'mlp.up' has shape \[24, 48\], not a square matrix", var="mlp.up")
+
+
+def test_bfloat16_and_damaged_files(tmp_path):
+    W = np.random.default_rng(1).standard_normal((8, 8)).astype(np.float32)
+    bf16 = (W.view(np.uint32) >> 16).astype(np.uint16)
+    path = tmp_path / "b.safetensors"
+    write_safetensors(path, {"w": ("BF16", bf16)})
+    assert np.allclose(load_matrix(path).to_dense(), W, rtol=1e-2)
+    path.write_bytes(path.read_bytes()[:-10])
+    input_error(path, r"tensor 'w': its data offsets .* inside the file \(truncated or edited\)")
+    (tmp_path / "junk.safetensors").write_bytes(b"\xff" * 16)
+    input_error(tmp_path / "junk.safetensors", "not a safetensors file")
+
+
+def test_torch_state_dicts_with_weights_only(tmp_path):
+    torch.save({"layer": {"weight": torch.ones(5, 5)}, "bias": torch.ones(5)}, tmp_path / "w.pt")
+    m = load_matrix(tmp_path / "w.pt")
+    assert m.n == 5 and m.format == "torch" and m.notes == ["tensor 'layer.weight' (torch.float32)"]
+
+
+class _Payload:
+    def __reduce__(self):
+        return (os.system, ("touch PWNED",))
+
+
+def test_pickled_code_is_refused_never_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    torch.save({"w": torch.ones(3, 3), "x": _Payload()}, tmp_path / "evil.pt")
+    input_error(tmp_path / "evil.pt", "holds pickled objects other than tensors .* refused, never unpickled")
+    assert not (tmp_path / "PWNED").exists()
+
+
+def test_info_lists_the_tensors(model):
+    path, _ = model
+    table = describe_weights(path, "safetensors").tables[0]
+    assert [(r["name"], r["square"]) for r in table.rows] == [
+        ("attn.q", "✓"), ("attn.k", "✓"), ("mlp.up", ""), ("bias", "")]
