@@ -53,7 +53,10 @@ class Options:
     values: tuple[Any, ...]
 
     def accepts(self, value: Any) -> bool:
-        return value in self.values
+        try:
+            return bool(value in self.values)
+        except (TypeError, ValueError):  # an array compared with the options: not one of them
+            return False
 
     def describe(self) -> str:
         return "one of " + ", ".join(repr(v) for v in self.values)

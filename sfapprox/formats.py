@@ -15,6 +15,7 @@ import enum
 import io
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,6 +96,8 @@ def jsonable(value: Any) -> Any:
         return jsonable(value.tolist())
     if isinstance(value, np.bool_):
         return bool(value)
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
     return value
 
 

@@ -255,3 +255,39 @@ def test_count_indices_is_on_by_default_and_can_be_turned_off(tmp_path, small_mt
         assert data["settings"]["count_indices"] is charged and row["params"]["count_indices"] is charged
         per_entry = 2 if charged else 1
         assert row["nnz"] == per_entry * row["params"]["n_sparse"] + row["params"]["rank"] * 25
+
+
+def test_a_fit_killed_outright_resumes_from_its_checkpoint(tmp_path):
+    """kill -9 during `fit --checkpoint-every`: the file holds the last checkpoint, and --init resumes there."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import scipy.io
+
+    rng = np.random.default_rng(1)
+    path, out = tmp_path / "m.mtx", tmp_path / "f.h5"
+    scipy.io.mmwrite(path, rng.random((64, 64)))
+    proc = subprocess.Popen([sys.executable, "-m", "sfapprox", "fit", str(path), "--out", str(out),
+                             "--checkpoint-every", "0.2", "--time-limit", "60", "--iters", "1000000", "--quiet",
+                             "--device", "cpu"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not out.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.0)  # a few more checkpoints
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    from sfapprox import load_factors
+
+    saved = load_factors(out)  # complete: every checkpoint was written atomically
+    assert saved.fit["checkpoint"] and saved.fit["iterations"] > 0
+    assert not [p.name for p in tmp_path.iterdir() if ".new" in p.name or p.name.startswith(".")]
+    res = invoke("fit", path, "--init", out, "--out", out, "--force", "--iters", "5", "--device", "cpu",
+                 "--json", tmp_path / "r.json")
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "r.json").read_text())
+    assert summary["init"] == "saved" and summary["fro_error"] <= saved.fit["fro_error"] * (1 + 1e-9)

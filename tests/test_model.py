@@ -233,3 +233,31 @@ def test_the_time_limit_covers_the_fit_and_leaves_its_scoring_time(fake_clock, m
     assert sf.stop_reason_ == "time_limit" and sf.n_evals_ >= 2
     assert fake_clock.time <= 8.0 - SCORING_EVALS
     assert optimizer_time_limit(8.0, 1.0, 1.0) == 8.0 - 1.0 - SCORING_EVALS
+
+
+def test_checkpoints_and_resuming_from_them(tmp_path, fake_clock):
+    """Every checkpoint_every seconds the best factors are saved; init=<file> starts exactly there."""
+    from sfapprox import load_factors
+
+    X = np.random.default_rng(3).random((24, 24))
+    path = tmp_path / "ck.h5"
+    ticks = []
+
+    def tick(info):
+        fake_clock.advance(1.0)  # one "second" per iteration
+        ticks.append(info["iteration"])
+
+    first = ChordSF(max_iter=30, time_limit=None, checkpoint=path, checkpoint_every=10.0, callback=tick,
+                    init="reference", device="cpu").fit(X)
+    saved = load_factors(path)
+    assert saved.fit["checkpoint"] and saved.fit["iterations"] in (10, 20, 30)  # the last one written
+    assert saved.fit["fro_error"] >= first.fro_error_ - 1e-9
+    resumed = ChordSF(max_iter=3, time_limit=None, init=path, device="cpu").fit(X)
+    assert resumed.init_ == "saved" and resumed.starts_["saved"]["iterations"] == 3
+    start_error = np.sqrt(2 * resumed.loss_curve_[0])
+    assert start_error == pytest.approx(saved.fit["fro_error"], rel=1e-9)  # it starts where the file left off
+    assert resumed.fro_error_ <= start_error
+    with pytest.raises(ParameterError, match="structure is"):
+        ChordSF(n_factors=6, init=path, device="cpu").fit(X)
+    with pytest.raises(ParameterError, match=r"init: factor values of shape \(2, 24, 6\)"):
+        ChordSF(init=np.ones((2, 24, 6)), device="cpu").fit(X)

@@ -9,6 +9,7 @@ from typing import Annotated, Literal, Optional
 
 import typer
 
+from .._errors import ParameterError
 from .._settings import SF_BASE, SF_FTOL, SF_GTOL, SF_INIT, SF_SUPPORT
 from ..formats import jsonable
 from . import _options as o
@@ -25,7 +26,8 @@ def fit(
     ftol: Annotated[float, typer.Option("--ftol", min=0, help="Stop when the loss falls by a relative amount below this over 20 iterations.", metavar="X")] = SF_FTOL,
     gtol: Annotated[float, typer.Option("--gtol", min=0, help="Stop when max |gradient| falls below this (scale-free units).", metavar="X")] = SF_GTOL,
     factors: Annotated[Optional[int], typer.Option("--factors", min=1, help="Number of factors M (default: ceil(log2 N) for the reference support).", metavar="M")] = None,
-    init: Annotated[Literal["auto", "reference", "identity"], typer.Option("--init", help="Start: auto (probe both, continue the better), reference (values 1/K) or identity (near-identity factors).")] = SF_INIT,
+    init: Annotated[str, typer.Option("--init", help="Start: auto (probe both, continue the better), reference (values 1/K), identity (near-identity factors), or a saved fit FILE.h5 (a checkpoint: resume, or refine).", metavar="auto|reference|identity|FILE")] = SF_INIT,
+    checkpoint_every: Annotated[Optional[float], typer.Option("--checkpoint-every", min=0.001, help="Write the best factors so far to --out every SECONDS (atomically): a fit killed outright loses at most one interval; resume with --init FILE --out FILE --force.", metavar="SECONDS")] = None,
     support: Annotated[Literal["chord", "symmetric", "butterfly"], typer.Option("--support", help="chord (offsets 0, b^k; N·K·M numbers), symmetric (also -b^k) or butterfly (FAµST's: N a power of two, 2·N·log2 N numbers).")] = SF_SUPPORT,
     base: Annotated[int, typer.Option("--base", min=2, help="Chord base b: offsets {0} ∪ {b^k < N}.", metavar="B")] = SF_BASE,
     budget: Annotated[Optional[str], typer.Option("--budget", help="Fit the Chord structure that best fills this budget (count or fraction of N²) instead of the reference one.", metavar="BUDGET")] = None,
@@ -50,6 +52,10 @@ def fit(
 
         if budget is not None:
             parse_budget(budget)
+        if checkpoint_every is not None and out_path is None:
+            raise ParameterError("--checkpoint-every writes the factors to --out FILE; give --out too")
+        if init not in ("auto", "reference", "identity"):
+            check_saved_fit(Path(init))
         to_stdout = json_path is not None and str(json_path) == "-"
         check_output(out_path, force)
         if not to_stdout:
@@ -62,8 +68,10 @@ def fit(
             # "interrupted", best factors kept); fit_matrix then writes the outputs.
             run = fit_matrix(
                 loaded, settings=settings, budget=budget, out=out_path, json_path=None if to_stdout else json_path,
-                force=force, callback=announce_start(progress, f"SF {loaded.name}", quiet),
+                # --out was checked before the fit; with checkpoints the file there is this fit's own.
+                force=force or checkpoint_every is not None, callback=announce_start(progress, f"SF {loaded.name}", quiet),
                 ftol=ftol, gtol=gtol, n_factors=factors, init=init, support=support, base=base,
+                **({"checkpoint": out_path, "checkpoint_every": checkpoint_every} if checkpoint_every else {}),
             )
         summary = run.summary
         # What the library resolved, not only what was asked: structure, limits, device, threads.
@@ -97,3 +105,13 @@ def _show(value) -> str:
     if isinstance(value, float):
         return f"{value:.6g}"
     return "–" if value is None else str(value)
+
+
+def check_saved_fit(path: Path) -> None:
+    """Refuse, before loading the matrix, an ``--init`` that is neither a start nor a saved fit."""
+    from ..factors import is_factors_file  # here: factors loads numpy
+
+    if not path.is_file():
+        raise ParameterError(f"--init {path}: neither a start (auto, reference, identity) nor an existing file")
+    if not is_factors_file(path):
+        raise ParameterError(f"--init {path}: not a saved fit (fit --out, --checkpoint-every write one)")

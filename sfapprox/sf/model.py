@@ -11,6 +11,7 @@ protocols (kernels in ``_kernels``) or the butterfly (kernels in
 from __future__ import annotations
 
 import math
+import os
 import time
 import warnings
 from collections.abc import Callable
@@ -160,12 +161,22 @@ class ChordSF(Approximation):
         Stop when ``max |grad| <= gtol * max(1, loss)`` (scale-free units).
     history_size : int, default=50
         L-BFGS memory.
-    init : {"auto", "reference", "identity"}, default="auto"
+    init : {"auto", "reference", "identity"}, path or ndarray, default="auto"
         Starting point: every value 1/K (the reference code's), each factor
         near the identity (better for sparse graphs such as citation and
         trade networks), or ``"auto"``: both race, in rounds of 100, 200,
         400, ... iterations, until one is ahead by 15% in error or each has
-        had its probe share; then the better one continues.
+        had its probe share; then the better one continues.  A saved fit
+        (a factors file, e.g. a checkpoint) or an array of values ``(M, N, K)``
+        in X's units starts from those factors (to resume or to refine); its
+        structure must be this fit's.
+    checkpoint : path or None, default=None
+        Write the best factors so far to this file (atomically, as
+        :func:`~sfapprox.save_factors` does) every ``checkpoint_every``
+        seconds, so that a fit killed outright loses at most one interval:
+        ``init=<the file>`` resumes it.
+    checkpoint_every : float, default=300.0
+        Seconds between checkpoints.
     init_noise : float or None, default=None
         Amplitude of the uniform noise added to the start (relative to 1/K
         for ``"reference"``); None: 0.01 for reference, 0.1 for identity.
@@ -258,7 +269,9 @@ class ChordSF(Approximation):
         "ftol": Interval(float, 0, None),
         "gtol": Interval(float, 0, None),
         "history_size": Interval(int, 1, None),
-        "init": Options(("auto", "reference", "identity")),
+        "init": (Options(("auto", "reference", "identity")), str, os.PathLike, np.ndarray),
+        "checkpoint": (str, os.PathLike, None),
+        "checkpoint_every": Interval(float, 0, None),
         "init_noise": Interval(float, 0, None, allow_none=True),
         "probe": Interval(float, 0, 1),
         "scale": (Options(("sqrt_n", "n", "fro")), Interval(float, 0, None)),
@@ -290,6 +303,8 @@ class ChordSF(Approximation):
         max_memory: int | None = None,
         callback: Callable[[dict], bool | None] | None = None,
         threads: int | None = None,
+        checkpoint: str | os.PathLike | None = None,
+        checkpoint_every: float = 300.0,
     ):
         self.n_factors = n_factors
         self.base = base
@@ -309,6 +324,8 @@ class ChordSF(Approximation):
         self.max_memory = max_memory
         self.callback = callback
         self.threads = threads
+        self.checkpoint = checkpoint
+        self.checkpoint_every = checkpoint_every
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, *, check_input: bool = True) -> "ChordSF":
@@ -353,7 +370,9 @@ class ChordSF(Approximation):
         self.device_ = str(device)
         self.dtype_ = str(dtype).replace("torch.", "")
         shape = (n_factors, n, n_values)
-        starts = start_values(self._inits(), self.random_state, shape, self.init_noise)
+        saved = self._saved_start(shape, offsets)
+        starts = ({"saved": saved} if saved is not None else
+                  start_values(self._inits(), self.random_state, shape, self.init_noise))
         if fro == 0.0:
             return self._finish_zero(next(iter(starts.values())), fro)
 
@@ -372,6 +391,8 @@ class ChordSF(Approximation):
             loss, grad = kernel(x.view(shape), target) if butterfly else kernel(x.view(shape), offs, target)
             return float(loss), grad.view(-1)
 
+        if saved is not None:  # in X's units: each factor carries an equal share of the scale
+            starts = {"saved": saved / scale ** (1.0 / n_factors)}
         runs = {
             name: (fun, _solver.new_state(torch.as_tensor(v, dtype=dtype, device=device).reshape(-1)))
             for name, v in starts.items()
@@ -385,8 +406,11 @@ class ChordSF(Approximation):
             fun0, first = next(iter(runs.values()))
             _solver.evaluate_start(fun0, first)
             limit = optimizer_time_limit(self.time_limit, _timing.now() - fit_begin, first["eval_seconds"])
+            progress = self._progress(scale, start, states, governor.poll)
+            if self.checkpoint is not None:
+                progress = self._checkpointing(progress, states, shape, scale, offsets)
             name, reason = multistart(runs, self._options, max_iter=self.max_iter, time_limit=limit,
-                                      probe=self.probe, callback=self._progress(scale, start, states, governor.poll))
+                                      probe=self.probe, callback=progress)
         state = states[name]
         self.threads_ = governor.used
         self.seconds_ = time.perf_counter() - start
@@ -422,7 +446,59 @@ class ChordSF(Approximation):
         return _kernels.operation_numbers(n, _kernels.select_kernel(n, "cpu")[1])
 
     def _inits(self) -> list[str]:
-        return ["reference", "identity"] if self.init == "auto" else [self.init]
+        if isinstance(self.init, str) and self.init in ("auto", "reference", "identity"):
+            return ["reference", "identity"] if self.init == "auto" else [self.init]
+        return ["saved"]
+
+    def _saved_start(self, shape: tuple[int, int, int], offsets: np.ndarray) -> np.ndarray | None:
+        """The values ``init`` gives (a saved fit or an array), checked against this fit's structure."""
+        if isinstance(self.init, str) and self.init in ("auto", "reference", "identity"):
+            return None
+        if isinstance(self.init, np.ndarray):
+            values, what = np.asarray(self.init, dtype=np.float64), "init"
+        else:
+            from ..factors import load_factors  # here: factors loads h5py
+
+            saved = load_factors(self.init)
+            op = saved.operator
+            if not isinstance(op, ChordOperator):
+                raise ParameterError(f"init={os.fspath(self.init)!r} holds a {saved.kind} fit, not SF factors")
+            if op.support != self.support or not np.array_equal(op.offsets, offsets):
+                raise ParameterError(f"init={os.fspath(self.init)!r} has support {op.support} with offsets "
+                                     f"{op.offsets.tolist()}; this fit's are {self.support}, {offsets.tolist()}")
+            values, what = np.asarray(op.values), f"init={os.fspath(self.init)!r}"
+        if values.shape != shape:
+            raise ParameterError(f"{what}: factor values of shape {values.shape}, but this fit's structure is "
+                                 f"{shape} (M factors, N rows, K values per row)")
+        if not np.isfinite(values).all():
+            raise ParameterError(f"{what}: the factor values must be finite")
+        return values.copy()
+
+    def _checkpointing(self, report, states: dict, shape, scale: float, offsets: np.ndarray):
+        """``report``, and every ``checkpoint_every`` seconds the best factors so far saved to ``checkpoint``."""
+        from ..factors import save_factors  # here: factors loads h5py
+
+        last = [_timing.now()]
+
+        def save() -> None:
+            best = min(states.values(), key=lambda st: st["best_loss"])
+            values = best["best_x"].view(shape).double().cpu().numpy() * scale ** (1.0 / shape[0])
+            op = ChordOperator(values, support="butterfly") if self.support == "butterfly" else \
+                ChordOperator(values, offsets, support=self.support)
+            error = scale * math.sqrt(2.0 * max(best["best_loss"], 0.0))
+            save_factors(self.checkpoint, op, kind=self.method_name, force=True,
+                         fit={"checkpoint": True, "iterations": sum(int(st["n_iter"]) for st in states.values()),
+                              "fro_error": error},
+                         settings={k: v for k, v in self.get_params().items() if not callable(v) and k != "init"})
+
+        def wrapped(name: str, state: dict) -> bool:
+            stop = report(name, state)
+            if _timing.now() - last[0] >= self.checkpoint_every:
+                save()
+                last[0] = _timing.now()
+            return stop
+
+        return wrapped
 
     def _options(self, max_iter: int, time_limit: float | None):
         from ._solver import LBFGSOptions
