@@ -22,10 +22,14 @@ Fitting stays with the methods (:mod:`sfapprox.sf`, :mod:`sfapprox.baselines`,
 :mod:`sfapprox.hybrid`); :func:`sfapprox.save_factors` and
 :func:`sfapprox.load_factors` handle every registered kind.  A new kind of
 surrogate is one new module here: a :class:`SurrogateOperator` subclass
-decorated with :func:`register_operator`, imported below.
+decorated with :func:`register_operator` (every public module of this package
+is imported, so it registers itself; list it below only to export it).
 """
 
 from __future__ import annotations
+
+import importlib
+import pkgutil
 
 from ._base import SurrogateOperator, operator_class, operator_kinds, register_operator
 from .butterfly import PaddedButterflyOperator
@@ -34,6 +38,11 @@ from .hybrid import HybridOperator
 from .monarch import MonarchLowRankOperator, MonarchOperator
 from .nystrom import NystromOperator
 from .sparse import SparseOperator
+
+# Every public module registers its operator kinds on import: a new kind is one new file.
+for _module in pkgutil.iter_modules(__path__):
+    if not _module.name.startswith("_"):
+        importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = [
     "SurrogateOperator",
