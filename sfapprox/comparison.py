@@ -273,6 +273,14 @@ def compare_columns(
     resolved = resolve_budget(budget, source.n)
     info = {**source.summary(), "path": "columns", **(matrix_info or {})}
     context = RunContext(settings, count_indices, protocol, callback, dict(structure or {}))
+    previous, source.max_memory = source.max_memory, settings.max_memory  # every pass sized for the limit
+    try:
+        return _compare_columns(source, names, resolved, info, context, settings, on_result, include)
+    finally:
+        source.max_memory = previous
+
+
+def _compare_columns(source, names, resolved, info, context, settings, on_result, include) -> Comparison:
     with warnings_at_caller():
         results = run_all(names, source, resolved, context, None, on_result)
     for name, surrogate in (include or {}).items():

@@ -131,7 +131,7 @@ def estimate_errors(
         raise ParameterError(f"rtol must be positive, got {rtol}")
     n = source.n
     start = _timing.now()
-    width = source.block_width(max_memory, extra_columns=1)
+    width = source.block_width(max_memory, extra_columns=3)  # the identity's and the surrogate's columns, R
     order = np.random.default_rng(seed).permutation(n)
     tallies: dict[str, list[np.ndarray]] = {name: [] for name in operators}  # squared column errors so far
     norms: list[np.ndarray] = []

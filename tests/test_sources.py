@@ -115,7 +115,7 @@ def test_sources_over_existing_matrices_agree(tmp_path):
 
 def test_passes_use_blocks_of_the_memory_limit():
     src = ArraySource(np.random.default_rng(4).random((500, 500)))
-    width = src.block_width(max_memory=500 * 8 * 64 * 8)  # 1/8 of the limit: 64 columns
+    width = src.block_width(max_memory=500 * 8 * 64 * 4)  # half the limit, 2 copies a column: 64 columns
     assert width == 64 and sum(J.size for J, _ in src.blocks(width)) == 500
     assert [J.tolist() for J in block_columns(5, 2, order=np.array([4, 3, 2, 1, 0]))] == [[4, 3], [2, 1], [0]]
     with pytest.raises(ResourceError, match="forming the 500 x 500 matrix"):

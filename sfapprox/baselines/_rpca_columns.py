@@ -38,6 +38,8 @@ class _Residual(MatrixSource):
 
     def __init__(self, source: MatrixSource, U: np.ndarray, sig: np.ndarray, Vt: np.ndarray) -> None:
         super().__init__(source.n, f"{source.name} - L")
+        self.column_copies = source.column_copies + 1  # and L's columns
+        self.max_memory = source.max_memory
         self.source, self.left, self.right = source, U * sig, Vt
         self.squared = 0.0
 

@@ -97,7 +97,9 @@ def streamed_top_entries(source, k: int, max_memory: int | None = None):
     rows = cols = np.zeros(0, dtype=np.int64)
     vals = np.zeros(0)
     nnz = 0
-    for J, block in source.blocks(source.block_width(max_memory, extra_columns=3)):
+    # Per column of a dense block: its non-zeros' rows, columns and values, their concatenation with
+    # the candidates, the magnitudes and the row-major order of the selection (8 arrays).
+    for J, block in source.blocks(source.block_width(max_memory, extra_columns=8)):
         r, c = np.nonzero(block)
         nnz += r.size
         rows, cols = np.concatenate([rows, r]), np.concatenate([cols, J[c]])

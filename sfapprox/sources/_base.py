@@ -28,8 +28,9 @@ __all__ = ["MatrixSource", "block_columns", "MIN_BLOCK", "MAX_BLOCK"]
 #: Narrowest and widest column block a pass uses: narrower blocks waste the BLAS calls
 #: (and, for a memory-mapped row-major file, read a whole page per row for a few numbers).
 MIN_BLOCK, MAX_BLOCK = 64, 4096
-#: Share of the memory limit one block of a pass may take (the caller keeps the rest).
-BLOCK_SHARE = 0.125
+#: Share of the memory limit a pass's blocks may take, with every temporary of computing and using
+#: them (the rest is the process itself and what the method keeps: its factors, its entries).
+BLOCK_SHARE = 0.5
 
 
 class MatrixSource:
@@ -53,6 +54,11 @@ class MatrixSource:
     symmetric: bool | None = None
     nonnegative: bool | None = None
     psd: bool | None = None
+    #: ``N``-long float64 arrays per column that computing a block takes at its peak (the block and
+    #: its temporaries; measured with tracemalloc), what :meth:`block_width` sizes blocks by.
+    column_copies: int = 2
+    #: The memory limit passes are sized for when their caller gives none (a comparison sets it).
+    max_memory: int | None = None
 
     def __init__(self, n: int, name: str = "X") -> None:
         if int(n) < 1:
@@ -133,13 +139,16 @@ class MatrixSource:
 
     # ------------------------------------------------------------------ passes
     def block_width(self, max_memory: int | None = None, *, extra_columns: int = 0) -> int:
-        """Columns per block of a pass: a share of the memory limit, between MIN_BLOCK and MAX_BLOCK.
+        """Columns per block of a pass: :data:`BLOCK_SHARE` of the memory limit, between MIN_BLOCK and MAX_BLOCK.
 
-        ``extra_columns`` counts what the caller keeps per column besides the
-        block (e.g. a second block of the surrogate's columns).
+        The limit is ``max_memory``, else the source's own :attr:`max_memory`,
+        else the default (a share of the machine's memory).  A column costs
+        :attr:`column_copies` ``N``-long arrays, plus ``extra_columns`` that
+        the caller holds per column besides the block (e.g. the surrogate's
+        columns and the residual).
         """
-        limit = max_memory if max_memory is not None else default_memory_limit()
-        per_column = 8 * self.n * (1 + extra_columns)
+        limit = next((m for m in (max_memory, self.max_memory) if m is not None), None) or default_memory_limit()
+        per_column = 8 * self.n * (self.column_copies + extra_columns)
         if limit is None:
             return min(self.n, MAX_BLOCK)
         width = int(BLOCK_SHARE * limit // max(per_column, 1))

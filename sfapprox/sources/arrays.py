@@ -105,6 +105,7 @@ class OperatorSource(MatrixSource):
     """
 
     kind = "operator"
+    column_copies = 3  # the identity's columns, the product, the block
 
     def __init__(self, operator: LinearOperator, name: str = "X") -> None:
         if len(operator.shape) != 2 or operator.shape[0] != operator.shape[1]:

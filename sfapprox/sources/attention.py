@@ -50,6 +50,7 @@ class AttentionMatrix(MatrixSource):
     """
 
     kind = "attention"
+    column_copies = 4  # the logits, their exponentials, the block
     symmetric = False
     nonnegative = True
     psd = False

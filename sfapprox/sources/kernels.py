@@ -90,6 +90,7 @@ class KernelMatrix(MatrixSource):
     kind = "kernel"
     symmetric = True
     psd = True
+    column_copies = 5  # inner products, squared distances, the profile's temporaries, the block
 
     def __init__(self, points, kernel: str = "rbf", bandwidth: float | None = None, *, name: str = "kernel",
                  seed: int = 0) -> None:
