@@ -79,7 +79,25 @@ class SparseOperator(SurrogateOperator):
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "SparseOperator":
-        """Rebuild from :meth:`to_arrays`; ``ValueError`` naming what is inconsistent."""
+        """Rebuild from :meth:`to_arrays`; ``ValueError`` naming what is inconsistent.
+
+        Parameters
+        ----------
+        arrays : dict of str to numpy.ndarray
+            The saved arrays (the first item of :meth:`to_arrays`).
+        attrs : dict
+            The saved attributes (the second item of :meth:`to_arrays`).
+
+        Returns
+        -------
+        SparseOperator
+
+        Raises
+        ------
+        ValueError
+            For parts that are inconsistent (shapes, non-finite values, positions
+            out of range), missing or unreadable.
+        """
         try:
             n = int(attrs["n"])
             data = np.asarray(arrays["data"])
