@@ -88,7 +88,7 @@ class PaddedButterflyOperator(SurrogateOperator):
 
     @property
     def n_stored(self) -> int:
-        """``2 N' L``: every stored factor value (:func:`butterfly_hier_count`)."""
+        """``2 N' L``: every stored factor value (:func:`~sfapprox.budget.butterfly_hier_count`)."""
         return int(self.inner.values.size)
 
     def _apply(self, B: np.ndarray, transpose: bool) -> np.ndarray:

@@ -157,7 +157,7 @@ class MonarchOperator(_Blockwise):
 
     @property
     def n_stored(self) -> int:
-        """``r N' (b1 + b2)`` (:func:`monarch_count`)."""
+        """``r N' (b1 + b2)`` (:func:`~sfapprox.budget.monarch_count`)."""
         return int(self.left.size + self.right.size)
 
     def _padded(self, B: np.ndarray) -> np.ndarray:

@@ -58,7 +58,7 @@ class SparseOperator(SurrogateOperator):
 
     @property
     def n_stored(self) -> int:
-        """``2 s + N + 1``: values, column indices and row pointers (:func:`sparse_count`)."""
+        """``2 s + N + 1``: values, column indices and row pointers (:func:`~sfapprox.budget.sparse_count`)."""
         return sparse_count(self.shape[0], self.matrix.nnz)
 
     def _apply(self, B: np.ndarray, transpose: bool) -> np.ndarray:
