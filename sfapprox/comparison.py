@@ -283,6 +283,8 @@ def compare(
         :func:`~sfapprox.load_factors` returns or an operator, or a sequence
         of factors files (rows ``saved:<file stem>``).  Files are read before
         any fitting; one fitted to another input is said in the notes.
+    **setting_changes
+        :class:`FitSettings` fields to change (``time_limit=2``, ``seed=1``, ...).
 
     Returns
     -------
