@@ -10,7 +10,7 @@ method          stored numbers                          notes
 ==============  ======================================  ==================================
 sf              ``N * K * M``                           positions implied by Chord
 sf-butterfly    ``2 * N * M``                           ``M = log2 N``, N a power of two
-tsvd            ``r * (2N + 1)``                        U, V and the singular values
+tsvd, rsvd      ``r * (2N + 1)``                        U, V and the singular values
 nmf             ``2 * N * r``                           W and H
 rpca            ``r * (2N + 1) + s * c``                ``c = 2`` with ``count_indices``
 sf+lr, sf+s     ``N K M + r (2N + 1) + s * c``          :func:`hybrid_count`

@@ -35,9 +35,9 @@ class PaddedButterflyOperator(SurrogateOperator):
     n_factors : int
         ``L``.
 
-    Layout
-    ------
-    ``kind = "butterfly-padded"``.  Array ``values`` of shape ``(L, N', 2)``
+    Notes
+    -----
+    Saved layout: ``kind = "butterfly-padded"``.  Array ``values`` of shape ``(L, N', 2)``
     (factor ``m`` holds ``values[m, i, 0]`` at ``(i, i)`` and
     ``values[m, i, 1]`` at ``(i, i XOR 2^m)``); attribute ``n``.  The dense
     matrix, with numpy alone::

@@ -108,9 +108,9 @@ class MonarchOperator(_Blockwise):
     padded_n : int
         ``N' = b1 b2`` (property).
 
-    Layout
-    ------
-    ``kind = "monarch"``.  Arrays ``left`` of shape ``(b2, b1, b1, r)``
+    Notes
+    -----
+    Saved layout: ``kind = "monarch"``.  Arrays ``left`` of shape ``(b2, b1, b1, r)``
     (``left[q, a, k, t]`` = entry ``(a, k)`` of the ``q``-th ``b1 x b1`` block
     of ``L^(t)``) and ``right`` of shape ``(b1, r, b2, b2)``
     (``right[k, t, q, l]`` = entry ``(q, l)`` of the ``k``-th ``b2 x b2``
@@ -248,9 +248,9 @@ class MonarchLowRankOperator(_Blockwise):
     U, s, Vt : numpy.ndarray
         The low-rank part (``k = 0`` when absent).
 
-    Layout
-    ------
-    ``kind = "monarch+lr"``.  Arrays ``left`` and ``right`` (the Monarch part,
+    Notes
+    -----
+    Saved layout: ``kind = "monarch+lr"``.  Arrays ``left`` and ``right`` (the Monarch part,
     layout of :class:`MonarchOperator`; absent
     when there is none), ``U`` ``(n, k)``, ``s`` ``(k,)`` and ``Vt`` ``(k, n)``
     (``k`` may be 0); attribute ``n``.  With numpy alone::

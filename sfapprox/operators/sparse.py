@@ -17,22 +17,27 @@ __all__ = ["SparseOperator"]
 class SparseOperator(SurrogateOperator):
     """An ``N x N`` CSR matrix as a LinearOperator that counts its stored numbers.
 
-    Layout
-    ------
-    ``kind = "csr"``.  Arrays ``data`` (s,) float64, ``indices`` (s,) int64
-    and ``indptr`` (N + 1,) int64; attribute ``n``.  The dense matrix, with
-    numpy alone::
+    Parameters
+    ----------
+    matrix : scipy sparse array of shape (N, N)
+        Kept in canonical CSR (sorted indices, no duplicates).
+
+    Attributes
+    ----------
+    matrix : scipy.sparse.csr_array
+        The matrix, float64, canonical CSR.
+
+    Notes
+    -----
+    Saved layout: ``kind = "csr"``.  Arrays ``data`` (s,) float64,
+    ``indices`` (s,) int64 and ``indptr`` (N + 1,) int64; attribute ``n``.
+    The dense matrix, with numpy alone::
 
         D = np.zeros((n, n))
         rows = np.repeat(np.arange(n), np.diff(indptr))
         D[rows, indices] = data
 
     ``n_stored = data.size + indices.size + indptr.size = 2 s + N + 1``.
-
-    Parameters
-    ----------
-    matrix : scipy sparse array of shape (N, N)
-        Kept in canonical CSR (sorted indices, no duplicates).
 
     Examples
     --------
