@@ -163,8 +163,8 @@ def as_loaded_matrix(matrix, load: LoadOptions | None):
         A loaded matrix (returned as is), a source (formed), a file (read with
         :func:`~sfapprox.load_matrix`) or an array (named ``"X"``).
     load : LoadOptions or None
-        How a file is read; None: the defaults.  Given with anything but a
-        path: :class:`~sfapprox.ParameterError`.
+        How a file is read; None: the defaults.  Given with an array:
+        :class:`~sfapprox.ParameterError`.
 
     Returns
     -------

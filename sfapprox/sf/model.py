@@ -104,7 +104,8 @@ def estimate_fit_memory(
     support : {"chord", "symmetric", "butterfly"}, default="chord"
         Support protocol.
     reach : int, optional
-        The largest offset (CPU column panels); None for the butterfly.
+        The largest offset (it sizes the CPU column panels' workspace); None:
+        the reference Chord's.
     n_starts : int, default=1
         Starts that race (2 for ``init="auto"``).
     input_bytes : int, default=0

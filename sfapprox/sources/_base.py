@@ -181,9 +181,9 @@ class MatrixSource:
         Parameters
         ----------
         max_memory : int or None, default=None
-            Memory limit in bytes; a block takes at most ``BLOCK_SHARE`` (1/8) of
-            it.  None: the default limit (80% of RAM); no limit known:
-            ``min(N, MAX_BLOCK)``.
+            Memory limit in bytes; a block takes ``BLOCK_SHARE`` (1/8) of it
+            (but at least ``MIN_BLOCK`` columns).  None: the default limit (80%
+            of RAM); no limit known: ``min(N, MAX_BLOCK)``.
         extra_columns : int, default=0
             Further ``N``-vectors the caller holds per column of the block.
 
