@@ -9,7 +9,8 @@ stay fast and do not load torch):
 * fitting: :class:`ChordSF`, :func:`fit_sf`, :func:`fit_matrix`
 * the other methods, one module each: :mod:`sfapprox.baselines` (``tsvd``:
   :class:`TruncatedSVD`, ``rpca`` / ``rpca-pcp``: :class:`RobustPCA`, ``nmf``:
-  :class:`NMF`, ``sparse``, ``monarch``, ``monarch+lr``, ``butterfly-hier``) and
+  :class:`NMF`, ``rsvd``, ``nystrom``, ``sparse``, ``monarch``, ``monarch+lr``,
+  ``butterfly-hier``) and
   :mod:`sfapprox.hybrid` (``sf+lr``: :class:`ChordLowRank`, ``sf+s``:
   :class:`ChordSparse`); :func:`available_methods` lists all of them
 * comparing: :func:`compare` (settings: :class:`FitSettings`, :class:`LoadOptions`);

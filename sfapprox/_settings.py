@@ -87,7 +87,8 @@ class FitSettings:
         CPU threads of the torch kernels; None chooses from the work size.
     max_memory : int or None, default=None
         Bytes a fit may use; work estimated above it is refused before it
-        starts.  None: a share of the free memory.
+        starts.  None: 80% of the physical memory (for SF on a GPU, 90% of
+        the GPU's free memory).
 
     Examples
     --------
@@ -129,17 +130,46 @@ class FitSettings:
         object.__setattr__(self, "device", device)
 
     def per_method(self, count: int) -> "FitSettings":
-        """The settings of one of ``count`` methods fitted together ("auto" time limits resolved)."""
+        """The settings of one of ``count`` methods fitted together ("auto" time limits resolved).
+
+        Parameters
+        ----------
+        count : int
+            How many methods share the run.
+
+        Returns
+        -------
+        FitSettings
+            ``self`` unless ``time_limit`` is ``"auto"``; then a copy with
+            ``min(DEFAULT_TIME_LIMIT, DEFAULT_TOTAL_TIME / count)`` seconds.
+        """
         if self.time_limit != "auto":
             return self
         return self.replace(time_limit=min(DEFAULT_TIME_LIMIT, DEFAULT_TOTAL_TIME / max(1, count)))
 
     def share_time(self, count: int) -> "TimeShare":
-        """A :class:`TimeShare` handing each of ``count`` methods compared together its limit."""
+        """A :class:`TimeShare` handing each of ``count`` methods compared together its limit.
+
+        Parameters
+        ----------
+        count : int
+            How many methods are compared together.
+        """
         return TimeShare(self, count)
 
     def replace(self, **changes: Any) -> "FitSettings":
-        """A copy with some fields changed (validated again)."""
+        """A copy with some fields changed (validated again).
+
+        Parameters
+        ----------
+        **changes
+            Field names and their new values.
+
+        Raises
+        ------
+        ParameterError
+            For an invalid value; an unknown field name is a TypeError.
+        """
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
@@ -154,6 +184,21 @@ class FitSettings:
         ``exclude`` (e.g. ``max_iter`` for a method whose iterations mean
         something else); ``max_iter=None`` is left out, so the class keeps its
         own default.  ``params`` win over the settings.
+
+        Parameters
+        ----------
+        cls : type
+            An estimator class (its constructor's parameter names decide what is passed).
+        exclude : tuple of str, default=()
+            Settings not to pass.
+        **params
+            Further constructor keywords; they override the settings.
+
+        Returns
+        -------
+        dict
+            Keywords for ``cls(**...)``; an ``"auto"`` time limit is resolved
+            for one method (:meth:`per_method`).
 
         Examples
         --------
@@ -188,6 +233,13 @@ class TimeShare:
     method leaves goes to the methods after it.  Any other ``time_limit`` is
     every method's own and is handed out unchanged.
 
+    Parameters
+    ----------
+    settings : FitSettings
+        The run's settings.
+    count : int
+        How many methods will ask for a limit (at least 1).
+
     Examples
     --------
     >>> share = FitSettings(time_limit=5).share_time(3)
@@ -203,7 +255,13 @@ class TimeShare:
         self.deadline = time.monotonic() + DEFAULT_TOTAL_TIME
 
     def next_limit(self) -> float | None:
-        """The limit of the next method to start (the methods left count down)."""
+        """The limit of the next method to start (the methods left count down).
+
+        Returns
+        -------
+        float or None
+            Seconds; None: no limit.
+        """
         if self.settings.time_limit != "auto":
             return self.settings.time_limit
         remaining = max(0.0, self.deadline - time.monotonic())
@@ -240,15 +298,15 @@ class LoadOptions:
         Pajek: only this relation (``*Arcs :k``, ``k: i j``, ``*Matrix :k``); default: all, summed.
     two_mode : {"rows", "cols", "bipartite"} or None
         How a 2-mode Pajek network becomes square.
-    gradient : bool
+    gradient : bool, default=False
         Image: its gradient magnitude instead of the intensities.
     resize : int or None
         Image: resize to N x N.
     square : {"crop", "resize"} or None
         Non-square image: crop (center) or resize.
-    covariance : bool
+    covariance : bool, default=False
         The file is a samples x features table; use its feature covariance.
-    mirror : {"auto", "none", "mirror"}
+    mirror : {"auto", "none", "mirror"}, default="auto"
         Header-less triplets: mirror a one-triangle file?
     kernel : str or None
         The file is a table of points; the matrix is their kernel matrix
@@ -257,7 +315,8 @@ class LoadOptions:
     bandwidth : float or None
         The kernel's bandwidth; None: the median heuristic.
     max_memory : int or None
-        Bytes the loaded matrix (and its dense copy) may take.
+        Bytes the loaded matrix (and its dense copy) may take; None: 80% of
+        the physical memory.
     extra : dict
         Further reader keywords (e.g. ones a newer reader adds).
 
@@ -295,6 +354,25 @@ class LoadOptions:
 
 def parse_size(text: str | int | None, *, what: str = "--max-memory") -> int | None:
     """``"8G"``, ``"500M"``, ``"1.5g"``, ``"123456"`` (or an int) → bytes; None stays None.
+
+    Parameters
+    ----------
+    text : str, int or None
+        A size with an optional unit ``K``, ``M``, ``G``, ``T`` or ``P`` (powers
+        of 1024; a trailing ``B`` or ``iB`` is allowed), or a byte count.
+    what : str, default="--max-memory"
+        The option named in error messages.
+
+    Returns
+    -------
+    int or None
+        Bytes, at least 1.
+
+    Raises
+    ------
+    ParameterError
+        For text that is not a size, a size that is not positive and finite,
+        or one above ``2**62`` bytes.
 
     Examples
     --------

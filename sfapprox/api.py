@@ -23,7 +23,16 @@ __all__ = ["FitRun", "fit_matrix"]
 
 @dataclass
 class FitRun:
-    """An SF fit and the summary written by ``fit --json``."""
+    """An SF fit and the summary written by ``fit --json``.
+
+    Attributes
+    ----------
+    model : ChordSF
+        The fitted estimator.
+    summary : dict
+        Errors, iterations, seconds, stop reason, structure (``support``,
+        ``base``, ``n_factors``, ``offsets``), device and matrix name.
+    """
 
     model: Any  # ChordSF
     summary: dict[str, Any]
@@ -46,15 +55,20 @@ def fit_matrix(
     Parameters
     ----------
     matrix : LoadedMatrix, path or array
+        The square matrix; a path is read with ``load``.
     settings : FitSettings, optional
         Iterations, time limit, seed, device, dtype, threads, memory limit.
-    budget : optional
+    budget : "sf", int or float, optional
         When given, the Chord structure that best fills this budget
         (:func:`~sfapprox.budget.sf_config_for_budget`); otherwise the
         reference structure (or ``n_factors``/``base`` from ``sf_params``).
+        A budget with ``n_factors``, ``base`` or ``support`` set as well is a
+        :class:`~sfapprox.ParameterError`.
     out, json_path : path, optional
         Output files (written atomically, even after a Ctrl-C that stopped
         the fit: the best factors found are saved).
+    force : bool, default=True
+        Overwrite existing output files.
     load : LoadOptions, optional
         How ``matrix`` is read when it is a path.
     callback : callable, optional

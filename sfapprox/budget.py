@@ -10,7 +10,7 @@ method          stored numbers                          notes
 ==============  ======================================  ==================================
 sf              ``N * K * M``                           positions implied by Chord
 sf-butterfly    ``2 * N * M``                           ``M = log2 N``, N a power of two
-tsvd            ``r * (2N + 1)``                        U, V and the singular values
+tsvd, rsvd      ``r * (2N + 1)``                        U, V and the singular values
 nmf             ``2 * N * r``                           W and H
 rpca            ``r * (2N + 1) + s * c``                ``c = 2`` with ``count_indices``
 sf+lr, sf+s     ``N K M + r (2N + 1) + s * c``          :func:`hybrid_count`
@@ -75,7 +75,22 @@ __all__ = [
 
 
 def sf_count(n: int, n_factors: int | None = None, n_offsets: int | None = None) -> int:
-    """Stored numbers of SF: ``N * K * M`` (defaults: the reference protocol)."""
+    """Stored numbers of SF: ``N * K * M`` (defaults: the reference protocol).
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+    n_factors : int, optional
+        Number of factors ``M``; None: the reference ``ceil(log2 N)``.
+    n_offsets : int, optional
+        Values per row ``K``; None: the number of base-2 Chord offsets for ``N``.
+
+    Returns
+    -------
+    int
+        ``N * K * M``.
+    """
     m = default_n_factors(n) if n_factors is None else n_factors
     k = len(chord_offsets(n)) if n_offsets is None else n_offsets
     return n_stored(n, m, k)
@@ -87,6 +102,14 @@ def butterfly_count(n: int, n_factors: int | None = None) -> int:
     Two values per row and factor (columns ``i`` and ``i XOR 2^m``); the
     positions are implied by the protocol.
 
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+    n_factors : int, optional
+        Number of factors ``M``; None: ``log2 N`` (then ``N`` must be a power of
+        two, else :class:`~sfapprox.ParameterError`).
+
     Examples
     --------
     >>> butterfly_count(16)
@@ -97,28 +120,69 @@ def butterfly_count(n: int, n_factors: int | None = None) -> int:
 
 
 def tsvd_count(n: int, rank: int) -> int:
-    """Stored numbers of a rank-``r`` truncated SVD: ``r * (2N + 1)``."""
+    """Stored numbers of a rank-``r`` truncated SVD: ``r * (2N + 1)``.
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+    rank : int
+        Rank ``r``.
+    """
     return int(rank) * (2 * int(n) + 1)
 
 
 def nmf_count(n: int, rank: int) -> int:
-    """Stored numbers of a rank-``r`` NMF: ``2 * N * r``."""
+    """Stored numbers of a rank-``r`` NMF: ``2 * N * r``.
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+    rank : int
+        Rank ``r`` (the inner dimension of ``W H``).
+    """
     return 2 * int(n) * int(rank)
 
 
 def rpca_count(n: int, rank: int, n_sparse: int, *, count_indices: bool = False) -> int:
-    """Stored numbers of low rank + sparse: ``r * (2N + 1) + s`` (``2s`` with indices)."""
+    """Stored numbers of low rank + sparse: ``r * (2N + 1) + s`` (``2s`` with indices).
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+    rank : int
+        Rank ``r`` of the low-rank part.
+    n_sparse : int
+        Number ``s`` of sparse entries.
+    count_indices : bool, default=False
+        Charge each sparse entry for its position too (2 numbers instead of 1).
+    """
     per_entry = 2 if count_indices else 1
     return tsvd_count(n, rank) + per_entry * int(n_sparse)
 
 
 def tsvd_rank_for_budget(n: int, budget: int) -> int:
-    """Largest rank whose TSVD fits the budget, capped at ``N`` (0 if none fits)."""
+    """Largest rank whose TSVD fits the budget, capped at ``N`` (0 if none fits).
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+    budget : int
+        Stored numbers allowed.
+    """
     return min(int(n), int(budget) // (2 * int(n) + 1))
 
 
 def paper_tsvd_rank(n: int) -> int:
     """The SF paper's TSVD rank ``ceil(M^2 / 2)`` with ``M = ceil(log2 N)`` (Table 1's protocol).
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
 
     Examples
     --------
@@ -130,7 +194,15 @@ def paper_tsvd_rank(n: int) -> int:
 
 
 def nmf_rank_for_budget(n: int, budget: int) -> int:
-    """Largest rank whose NMF fits the budget, capped at ``N`` (0 if none fits)."""
+    """Largest rank whose NMF fits the budget, capped at ``N`` (0 if none fits).
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+    budget : int
+        Stored numbers allowed.
+    """
     return min(int(n), int(budget) // (2 * int(n)))
 
 
@@ -167,6 +239,24 @@ def parse_budget(spec: str | int | float | None) -> str:
 
     Accepted: ``None`` or ``"sf"`` (SF's own count), a positive integer
     (stored numbers), or a fraction in ``(0, 1]`` of ``N**2``.
+
+    Parameters
+    ----------
+    spec : str, int, float or None
+        The budget as given (``"sf"``, ``12000``, ``"0.05"``, ...); the
+        text is stripped and lower-cased.
+
+    Returns
+    -------
+    str
+        ``"sf"`` for None or ``"sf"``, else the normalised text (``"1"`` means
+        the fraction 1, all of ``N**2``).
+
+    Raises
+    ------
+    ParameterError
+        For text that is not a number, a number that is not positive or not
+        finite, or a number above 1 that is not whole.
     """
     if spec is None:
         return "sf"
@@ -198,6 +288,25 @@ def resolve_budget(spec: str | int | float | None, n: int) -> Budget:
     ``spec``.  ``"sf"`` is SF's own count, which for very small ``N`` can
     exceed ``N^2``; it is never clamped.
 
+    Parameters
+    ----------
+    spec : str, int, float or None
+        A budget specification, as :func:`parse_budget` accepts.
+    n : int
+        Order ``N`` of the square matrix.
+
+    Returns
+    -------
+    Budget
+        The count in ``value``, the specification in ``spec``.
+
+    Raises
+    ------
+    ParameterError
+        For a malformed specification (:func:`parse_budget`).
+    BudgetError
+        When the budget is less than one stored number for this ``N``.
+
     Examples
     --------
     >>> resolve_budget("sf", 36).value
@@ -228,7 +337,21 @@ def resolve_budget(spec: str | int | float | None, n: int) -> Budget:
 
 @dataclass(frozen=True)
 class SFConfig:
-    """An SF structure: base ``b``, ``M`` factors, ``K`` values per row, its count and its support."""
+    """An SF structure: base ``b``, ``M`` factors, ``K`` values per row, its count and its support.
+
+    Attributes
+    ----------
+    base : int
+        Chord base ``b`` (2 for the butterfly).
+    n_factors : int
+        Number of factors ``M``.
+    n_offsets : int
+        Values per row and factor ``K`` (2 for the butterfly).
+    count : int
+        Stored numbers, ``N * K * M``.
+    support : str, default="chord"
+        The support protocol: ``"chord"``, ``"symmetric"`` or ``"butterfly"``.
+    """
 
     base: int
     n_factors: int
@@ -243,6 +366,27 @@ def sf_structure(n: int, *, support: str = "chord", base: int = 2, n_factors: in
     Defaults as ChordSF's: the reference ``M = ceil(log2 N)`` for the Chord
     support with base 2, ``M = log2 N`` for the butterfly, otherwise the
     fewest factors whose product covers every entry.
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+    support : {"chord", "symmetric", "butterfly"}, default="chord"
+        Support protocol (:data:`~sfapprox.chord.SUPPORTS`).
+    base : int, default=2
+        Chord base ``b``; not used by the butterfly.
+    n_factors : int, optional
+        Number of factors ``M``; None: the default described above.
+
+    Returns
+    -------
+    SFConfig
+
+    Raises
+    ------
+    ParameterError
+        For an unknown support, or the butterfly support when ``N`` is not a
+        power of two.
 
     Examples
     --------
@@ -278,6 +422,21 @@ def sf_config_for_budget(n: int, budget: int, *, max_base: int = 16, support: st
     At most ``max(N, M_b)`` factors are taken, whatever the budget, so a huge
     budget cannot ask for an endless structure (user budgets are clamped to
     ``N^2`` before they get here, :func:`resolve_budget`).
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+    budget : int
+        Stored numbers allowed.
+    max_base : int, default=16
+        Largest base tried (offset supports only).
+    support : {"chord", "symmetric", "butterfly"}, default="chord"
+        Support protocol; an unknown one is a :class:`~sfapprox.ParameterError`.
+
+    Returns
+    -------
+    SFConfig
 
     Raises
     ------
@@ -332,6 +491,20 @@ def sf_min_budget(n: int, *, support: str = "chord", max_base: int = 16) -> int 
     :func:`sf_config_for_budget` considers; for the butterfly its one
     structure's count, or None when ``N`` is not a power of two.
 
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+    support : {"chord", "symmetric", "butterfly"}, default="chord"
+        Support protocol.
+    max_base : int, default=16
+        Largest base considered (offset supports only).
+
+    Returns
+    -------
+    int or None
+        The smallest count; None when no structure applies.
+
     Examples
     --------
     >>> sf_min_budget(36), sf_min_budget(36, support="butterfly"), sf_min_budget(32, support="butterfly")
@@ -364,6 +537,17 @@ def _butterfly_for_budget(n: int, budget: int) -> SFConfig:
 def rpca_sparse_for_budget(n: int, budget: int, rank: int, *, count_indices: bool = False) -> int:
     """Most sparse entries that fit in ``budget`` next to a rank-``r`` part, capped at ``N^2``.
 
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+    budget : int
+        Stored numbers allowed.
+    rank : int
+        Rank ``r`` of the low-rank part (charged ``r (2N + 1)``).
+    count_indices : bool, default=False
+        Charge each sparse entry 2 numbers (value and position) instead of 1.
+
     Raises
     ------
     BudgetError
@@ -388,6 +572,17 @@ def rpca_sparse_for_budget(n: int, budget: int, rank: int, *, count_indices: boo
 
 def rpca_rank_for_budget(n: int, budget: int, n_sparse: int, *, count_indices: bool = False) -> int:
     """Largest rank that fits in ``budget`` next to ``n_sparse`` sparse entries, capped at ``N``.
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+    budget : int
+        Stored numbers allowed.
+    n_sparse : int
+        Number of sparse entries kept.
+    count_indices : bool, default=False
+        Charge each sparse entry 2 numbers (value and position) instead of 1.
 
     Raises
     ------
@@ -430,6 +625,24 @@ def hybrid_count(
     low-rank part without singular values (``U V^T``, NMF's ``W H``) stores
     ``2 N r`` instead of ``r (2N + 1)``.
 
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+    n_factors : int
+        Number of Chord factors ``M``.
+    n_offsets : int
+        Values per row and factor ``K``.
+    rank : int, default=0
+        Rank ``r`` of the low-rank part (0: none).
+    n_sparse : int, default=0
+        Number ``s`` of sparse entries (0: none).
+    count_indices : bool, default=False
+        Charge each sparse entry 2 numbers (value and position) instead of 1.
+    singular_values : bool, default=True
+        Whether the low-rank part stores singular values (``r (2N + 1)``) or
+        not (``2 N r``).
+
     Examples
     --------
     >>> hybrid_count(16, 3, 5, rank=2)
@@ -442,18 +655,51 @@ def hybrid_count(
 
 
 def sf_lr_count(n: int, n_factors: int, n_offsets: int, rank: int) -> int:
-    """Stored numbers of sf+lr: ``N K M + r (2N + 1)`` (U, V and the singular values)."""
+    """Stored numbers of sf+lr: ``N K M + r (2N + 1)`` (U, V and the singular values).
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+    n_factors : int
+        Number of Chord factors ``M``.
+    n_offsets : int
+        Values per row and factor ``K``.
+    rank : int
+        Rank ``r`` of the low-rank correction.
+    """
     return hybrid_count(n, n_factors, n_offsets, rank=rank)
 
 
 def sf_s_count(n: int, n_factors: int, n_offsets: int, n_sparse: int, *, count_indices: bool = False) -> int:
-    """Stored numbers of sf+s: ``N K M + s`` (``N K M + 2s`` with ``count_indices``)."""
+    """Stored numbers of sf+s: ``N K M + s`` (``N K M + 2s`` with ``count_indices``).
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+    n_factors : int
+        Number of Chord factors ``M``.
+    n_offsets : int
+        Values per row and factor ``K``.
+    n_sparse : int
+        Number ``s`` of sparse entries.
+    count_indices : bool, default=False
+        Charge each sparse entry 2 numbers (value and position) instead of 1.
+    """
     return hybrid_count(n, n_factors, n_offsets, n_sparse=n_sparse, count_indices=count_indices)
 
 
 # =============================================================================== sparse storage
 def sparse_count(n: int, n_sparse: int) -> int:
     """Stored numbers of ``s`` entries of an ``n x n`` matrix in CSR: ``2 s + N + 1``.
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+    n_sparse : int
+        Number ``s`` of stored entries.
 
     Examples
     --------
@@ -465,6 +711,13 @@ def sparse_count(n: int, n_sparse: int) -> int:
 
 def sparse_entries_for_budget(n: int, budget: int) -> int:
     """Most entries whose CSR storage fits ``budget``, capped at ``N^2`` (0 if none fits).
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+    budget : int
+        Stored numbers allowed.
 
     Examples
     --------
@@ -485,6 +738,12 @@ def monarch_count(n: int, left_block: int, right_block: int, rank: int = 1) -> i
     left_block, right_block : int
         ``b1`` (size of ``L``'s blocks) and ``b2`` (size of ``R``'s blocks).
     rank : int, default=1
+        Block rank ``r``.
+
+    Raises
+    ------
+    ParameterError
+        When a block size is below 1 or ``b1 · b2 < n``.
 
     Examples
     --------
@@ -506,6 +765,16 @@ def monarch_shapes(n: int) -> list[tuple[int, int]]:
     sorted most nearly square first (``|log(b1 / b2)|``), then by padding
     ``b1 b2 - N``, then by ``b1``.
 
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+
+    Returns
+    -------
+    list of (int, int)
+        The shapes ``(b1, b2)``, each with ``b1 * b2 >= N``.
+
     Examples
     --------
     >>> monarch_shapes(16)[:3]
@@ -519,6 +788,16 @@ def monarch_shapes(n: int) -> list[tuple[int, int]]:
 def monarch_rank_for_budget(n: int, left_block: int, right_block: int, budget: int) -> int:
     """Largest block rank of shape ``(b1, b2)`` that fits ``budget``, at most ``min(b1, b2)`` (0: none).
 
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+    left_block, right_block : int
+        ``b1`` and ``b2``; ``b1 * b2`` must be at least ``N``
+        (:class:`~sfapprox.ParameterError` otherwise).
+    budget : int
+        Stored numbers allowed.
+
     Examples
     --------
     >>> monarch_rank_for_budget(64, 8, 8, 2100), monarch_rank_for_budget(64, 8, 8, 1000)
@@ -531,6 +810,16 @@ def monarch_rank_for_budget(n: int, left_block: int, right_block: int, budget: i
 def monarch_min_budget(n: int) -> int:
     """The smallest Monarch (rank 1, the cheapest shape) for an ``n x n`` matrix.
 
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+
+    Returns
+    -------
+    int
+        The smallest rank-1 count over :func:`monarch_shapes`.
+
     Examples
     --------
     >>> monarch_min_budget(64), monarch_min_budget(36)
@@ -541,6 +830,11 @@ def monarch_min_budget(n: int) -> int:
 
 def monarch_lr_min_budget(n: int) -> int:
     """The smallest ``monarch+lr`` fit: the cheaper of a rank-1 Monarch and a rank-1 matrix.
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
 
     Examples
     --------
@@ -554,6 +848,11 @@ def monarch_lr_min_budget(n: int) -> int:
 def padded_size(n: int) -> int:
     """The power of two the butterfly works at: the smallest ``2^L >= max(N, 2)``.
 
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+
     Examples
     --------
     >>> padded_size(16), padded_size(17), padded_size(1)
@@ -564,6 +863,11 @@ def padded_size(n: int) -> int:
 
 def butterfly_hier_count(n: int) -> int:
     """Stored numbers: ``2 N' log2 N'`` with ``N' = padded_size(N)`` (``2 N log2 N`` for a power of two).
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
 
     Examples
     --------
@@ -578,6 +882,13 @@ def butterfly_hier_count(n: int) -> int:
 def nystrom_count(n: int, rank: int) -> int:
     """Stored numbers of a rank-``r`` Nyström surrogate: ``r (N + r)`` (the pivots' columns and the core).
 
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+    rank : int
+        Number ``r`` of pivot columns.
+
     Examples
     --------
     >>> nystrom_count(100, 5)
@@ -588,6 +899,13 @@ def nystrom_count(n: int, rank: int) -> int:
 
 def nystrom_rank_for_budget(n: int, budget: int) -> int:
     """Largest ``r`` with ``r (N + r) <= budget``, at most ``N`` (0: none fits).
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+    budget : int
+        Stored numbers allowed.
 
     Examples
     --------

@@ -73,6 +73,11 @@ def chord_offsets(n: int, base: int = 2) -> np.ndarray:
 def default_n_factors(n: int) -> int:
     """Number of factors of the reference protocol, ``M = ceil(log2 N)`` (at least 1).
 
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix. At least 1 (:class:`~sfapprox.ParameterError` otherwise).
+
     Examples
     --------
     >>> default_n_factors(24), default_n_factors(32), default_n_factors(33)
@@ -84,13 +89,35 @@ def default_n_factors(n: int) -> int:
 
 
 def chord_indices(n: int, offsets: np.ndarray) -> np.ndarray:
-    """Column index of every stored value: ``idx[i, k] = (i + offsets[k]) mod n``."""
+    """Column index of every stored value: ``idx[i, k] = (i + offsets[k]) mod n``.
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+    offsets : array_like of int
+        The ``K`` offsets (e.g. :func:`chord_offsets`).
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n, K)
+    """
     rows = np.arange(n, dtype=np.int64)[:, None]
     return (rows + np.asarray(offsets, dtype=np.int64)[None, :]) % n
 
 
 def n_stored(n: int, n_factors: int, n_offsets: int) -> int:
-    """Stored numbers of a Chord factorization: ``N * K * M``."""
+    """Stored numbers of a Chord factorization: ``N * K * M``.
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+    n_factors : int
+        Number of factors ``M``.
+    n_offsets : int
+        Values per row and factor ``K``.
+    """
     return int(n) * int(n_offsets) * int(n_factors)
 
 
@@ -100,6 +127,15 @@ def support_is_full(n: int, offsets: np.ndarray, n_factors: int) -> bool:
     Works on the pattern only, with boolean reachability over shifts: entry
     ``(i, j)`` is in the support iff ``j - i (mod n)`` is a sum of
     ``n_factors`` offsets.  Costs ``O(M * K * N)``; no N x N mask is built.
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+    offsets : array_like of int
+        The offsets every factor holds (taken mod ``n``).
+    n_factors : int
+        Number of factors ``M``.
     """
     reach = np.zeros(n, dtype=bool)
     reach[0] = True
@@ -125,6 +161,21 @@ OFFSET_SUPPORTS = ("chord", "symmetric")
 def support_offsets(n: int, support: str = "chord", base: int = 2) -> np.ndarray:
     """Offsets of a support protocol (see :data:`SUPPORTS`).
 
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+    support : {"chord", "symmetric"}, default="chord"
+        Support protocol; ``"butterfly"`` (no offsets) and unknown names are a
+        :class:`~sfapprox.ParameterError`.
+    base : int, default=2
+        Chord base ``b``.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        Sorted offsets in ``[0, n)``, ``0`` first.
+
     Examples
     --------
     >>> support_offsets(8, "symmetric").tolist()
@@ -147,6 +198,19 @@ def min_full_factors(n: int, offsets: np.ndarray, limit: int | None = None) -> i
     """Fewest factors whose product covers every entry (None if more than ``limit``).
 
     Grows the reachable shift set one factor at a time: ``O(M K N)`` in all.
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+    offsets : array_like of int
+        The offsets every factor holds (taken mod ``n``).
+    limit : int, optional
+        Most factors tried; None: ``n``.
+
+    Returns
+    -------
+    int or None
     """
     limit = n if limit is None else limit
     reach = np.zeros(n, dtype=bool)
@@ -168,6 +232,10 @@ def min_full_factors(n: int, offsets: np.ndarray, limit: int | None = None) -> i
 def is_power_of_two(n: int) -> bool:
     """Whether ``n`` is ``2^k`` for some ``k >= 0``.
 
+    Parameters
+    ----------
+    n : int
+
     Examples
     --------
     >>> is_power_of_two(64), is_power_of_two(48), is_power_of_two(1)
@@ -182,6 +250,11 @@ def check_butterfly_size(n: int) -> None:
 
     The butterfly pairs row ``i`` with row ``i XOR 2^m``, so ``N`` must be a
     power of two, at least 2.
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
 
     Examples
     --------
@@ -206,6 +279,11 @@ def check_butterfly_size(n: int) -> None:
 def butterfly_n_factors(n: int) -> int:
     """Number of butterfly factors of an ``n x n`` matrix: ``M = log2 N``.
 
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix. A power of two, at least 2 (:func:`check_butterfly_size`).
+
     Examples
     --------
     >>> butterfly_n_factors(1024)
@@ -217,6 +295,17 @@ def butterfly_n_factors(n: int) -> int:
 
 def butterfly_columns(n: int, m: int) -> np.ndarray:
     """Column of every stored value of butterfly factor ``m``: ``idx[i] = [i, i XOR 2^m]``.
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+    m : int
+        Factor index, ``0`` the leftmost.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n, 2)
 
     Examples
     --------
@@ -233,6 +322,13 @@ def butterfly_is_full(n: int, n_factors: int) -> bool:
     Pattern only, as :func:`support_is_full`: entry ``(i, j)`` is in the
     support iff ``i XOR j`` is a sum of distinct ``2^m``, ``m < n_factors``;
     reachability over XOR differences costs ``O(M N)``.
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix. Not a power of two: False.
+    n_factors : int
+        Number of leading factors ``M``.
 
     Examples
     --------

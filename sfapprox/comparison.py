@@ -57,6 +57,31 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
     ``"not applicable"`` and the reason; ``KeyboardInterrupt`` propagates
     (methods that keep partial work catch it themselves and return a row
     with status ``"interrupted"``).
+
+    Parameters
+    ----------
+    name : str
+        A method name from :func:`available_methods`.
+    X : numpy.ndarray, scipy.sparse.csr_array or MatrixSource
+        The validated square matrix.  On a :class:`~sfapprox.sources.MatrixSource`
+        a method that cannot work from columns gives a ``"not applicable"`` row,
+        and the errors are left None (they are scored afterwards).
+    budget : int
+        Stored numbers allowed.
+    context : RunContext
+        The settings, protocol, ``count_indices``, callback and fixed structure.
+    fro_norm : float, optional
+        ``||X||_F`` when already known (saves a pass when scoring).
+
+    Returns
+    -------
+    MethodResult
+        The row, with the fitted ``operator`` and ``estimator``.
+
+    Raises
+    ------
+    ResourceError
+        When the method's working memory is over ``context.settings.max_memory``.
     """
     spec = get_method(name)
     n = X.shape[0]
@@ -89,7 +114,16 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
 
 
 def needs_formed(source: MatrixSource, max_memory: int | None) -> str:
-    """Why a method that needs the matrix in memory does not run on ``source`` (one line)."""
+    """Why a method that needs the matrix in memory does not run on ``source`` (one line).
+
+    Parameters
+    ----------
+    source : MatrixSource
+        The matrix known by its columns.
+    max_memory : int or None
+        Memory limit in bytes; None: :func:`~sfapprox._validation.default_memory_limit`
+        (80% of RAM).
+    """
     limit = max_memory if max_memory is not None else default_memory_limit()
     able = [m for m, spec in methods().items() if "columns" in spec.access]
     return (f"needs the {source.n:,} x {source.n:,} matrix in memory, and a comparison there holds {SCORING_COPIES} "
@@ -98,7 +132,17 @@ def needs_formed(source: MatrixSource, max_memory: int | None) -> str:
 
 
 def formable(source: MatrixSource, max_memory: int | None) -> bool:
-    """Whether ``source`` is formed for a comparison: its dense matrix and the scoring's two copies fit."""
+    """Whether ``source`` is formed for a comparison: its dense matrix and the scoring's two copies fit.
+
+    Parameters
+    ----------
+    source : MatrixSource
+        The matrix known by its columns.
+    max_memory : int or None
+        Memory limit in bytes; None: :func:`~sfapprox._validation.default_memory_limit`
+        (80% of RAM).
+        No limit known: True.
+    """
     limit = max_memory if max_memory is not None else default_memory_limit()
     return limit is None or SCORING_COPIES * source.formed_bytes <= limit
 
@@ -111,7 +155,21 @@ SCORE_SHARE, SCORE_MIN_SECONDS = 0.25, 5.0
 
 
 def as_loaded_matrix(matrix, load: LoadOptions | None):
-    """A :class:`~sfapprox.io.LoadedMatrix` (validated once) from a path, a LoadedMatrix or an array."""
+    """A :class:`~sfapprox.io.LoadedMatrix` (validated once) from a path, a LoadedMatrix or an array.
+
+    Parameters
+    ----------
+    matrix : LoadedMatrix, MatrixSource, str, os.PathLike or array
+        A loaded matrix (returned as is), a source (formed), a file (read with
+        :func:`~sfapprox.load_matrix`) or an array (named ``"X"``).
+    load : LoadOptions or None
+        How a file is read; None: the defaults.  Given with an array:
+        :class:`~sfapprox.ParameterError`.
+
+    Returns
+    -------
+    LoadedMatrix
+    """
     from .io import LoadedMatrix, as_loaded, load_matrix  # here: sfapprox.io loads h5py and Pillow
 
     if isinstance(matrix, LoadedMatrix):
@@ -127,7 +185,20 @@ def as_loaded_matrix(matrix, load: LoadOptions | None):
 
 def check_scoring_memory(loaded, limit: int | None) -> None:
     """Every method is scored on dense N x N arrays (approximation, residual and, for sparse
-    input, X itself): refuse before the first fit, not after it."""
+    input, X itself): refuse before the first fit, not after it.
+
+    Parameters
+    ----------
+    loaded : LoadedMatrix
+        The matrix to be scored.
+    limit : int or None
+        Memory limit in bytes; None: the default limit (80% of RAM).
+
+    Raises
+    ------
+    ResourceError
+        When the dense arrays of scoring are over the limit.
+    """
     copies = 3 if loaded.is_sparse else 2
     check_memory(copies * estimate_dense_bytes(loaded.n),
                  what=f"{loaded.name}: scoring each method ({copies} dense {loaded.n} x {loaded.n} arrays)",
@@ -140,6 +211,11 @@ def warnings_at_caller(stacklevel: int = 4) -> Iterator[None]:
 
     ``stacklevel`` counts from this generator's frame: 4 is the caller of the
     function whose ``with`` statement uses it.
+
+    Parameters
+    ----------
+    stacklevel : int, default=4
+        Passed to :func:`warnings.warn` for each re-issued warning.
     """
     caught: list[warnings.WarningMessage] = []
     try:
@@ -207,6 +283,8 @@ def compare(
         :func:`~sfapprox.load_factors` returns or an operator, or a sequence
         of factors files (rows ``saved:<file stem>``).  Files are read before
         any fitting; one fitted to another input is said in the notes.
+    **setting_changes
+        :class:`FitSettings` fields to change (``time_limit=2``, ``seed=1``, ...).
 
     Returns
     -------
@@ -269,7 +347,30 @@ def compare_columns(
 ) -> Comparison:
     """:func:`compare` for a source too big to form: the methods that work from columns fit on it,
     the others get a "not applicable" row saying why, and every row is scored in one pass over the
-    same columns (exact when it fits the time, else estimated with a 95 % interval)."""
+    same columns (exact when it fits the time, else estimated with a 95 % interval).
+
+    Parameters
+    ----------
+    source : MatrixSource
+        The matrix, known by its columns.
+    names : sequence of str
+        Method names, already checked (:func:`~sfapprox._base.parse_methods`).
+    budget : str, int or float
+        Budget specification, as :func:`compare` takes it.
+    settings : FitSettings
+        How every method is fitted; its ``time_limit`` also sets the scoring
+        pass's share and its ``seed`` the random columns.
+    count_indices, protocol, structure, callback, on_result
+        As in :func:`compare`.
+    include : mapping, optional
+        Surrogates fitted earlier by row name, already loaded (:func:`load_included`).
+    matrix_info : mapping, optional
+        Extra facts merged into the matrix summary.
+
+    Returns
+    -------
+    Comparison
+    """
     resolved = resolve_budget(budget, source.n)
     info = {**source.summary(), "path": "columns", **(matrix_info or {})}
     context = RunContext(settings, count_indices, protocol, callback, dict(structure or {}))
@@ -313,7 +414,23 @@ def _compare_columns(source, names, resolved, info, context, settings, on_result
 
 
 def load_included(include, max_memory: int | None = None) -> dict[str, Any]:
-    """``compare``'s ``include``: factors files read (and checked) before any fitting, by row name."""
+    """``compare``'s ``include``: factors files read (and checked) before any fitting, by row name.
+
+    Parameters
+    ----------
+    include : mapping, sequence, str, os.PathLike or None
+        A mapping of row name to a factors file or a loaded surrogate, or one
+        or more factors files (rows named ``saved:<file stem>``); None: none.
+    max_memory : int or None
+        Memory limit in bytes; None: :func:`~sfapprox._validation.default_memory_limit`
+        (80% of RAM).
+
+    Returns
+    -------
+    dict of str to object
+        Row name -> what :func:`~sfapprox.load_factors` returned (or the
+        surrogate as given).
+    """
     if include is None:
         return {}
     if isinstance(include, (str, os.PathLike)) or not isinstance(include, Mapping):
@@ -335,7 +452,31 @@ def _source_notes(saved: Mapping[str, Any], loaded) -> list[str]:
 
 
 def score_surrogate(name: str, surrogate, X, budget: int, fro_norm: float | None = None) -> MethodResult:
-    """A row for a surrogate fitted earlier (an operator, or what :func:`~sfapprox.load_factors` returns)."""
+    """A row for a surrogate fitted earlier (an operator, or what :func:`~sfapprox.load_factors` returns).
+
+    Parameters
+    ----------
+    name : str
+        The row's name.
+    surrogate : SavedFactors or SurrogateOperator
+        What :func:`~sfapprox.load_factors` returns (its ``operator`` is
+        used), or an operator with ``n_stored`` and ``to_dense()``.
+    X : numpy.ndarray or scipy.sparse.csr_array
+        The matrix it is scored against.
+    budget : int
+        Stored numbers allowed; a surrogate over it gets a ``"not applicable"`` row.
+    fro_norm : float, optional
+        ``||X||_F`` when already known.
+
+    Returns
+    -------
+    MethodResult
+
+    Raises
+    ------
+    ParameterError
+        When the surrogate's shape is not ``X``'s.
+    """
     operator = getattr(surrogate, "operator", surrogate)
     if operator.shape != X.shape:
         raise ParameterError(f"{name}: a {operator.shape[0]} x {operator.shape[1]} surrogate cannot approximate "
@@ -366,6 +507,29 @@ def run_all(
     that needs more memory than allowed gives a ``"failed"`` row with the
     reason (the others still run); with ``isolate`` (batches) so does any
     other exception, which otherwise propagates.
+
+    Parameters
+    ----------
+    names : sequence of str
+        Method names (checked); the rows come back in this order.
+    X : numpy.ndarray, scipy.sparse.csr_array or MatrixSource
+        The validated matrix.
+    budget : Budget
+        The resolved budget.
+    context : RunContext
+        Settings shared by every method; the time limit is shared between them
+        (:meth:`~sfapprox.FitSettings.share_time`).
+    fro_norm : float, optional
+        ``||X||_F`` when already known.
+    on_result : callable, optional
+        Called with each :class:`MethodResult` as soon as it is ready.
+    isolate : bool, default=False
+        Turn any exception of a method into a ``"failed"`` row.
+
+    Returns
+    -------
+    list of MethodResult
+        One row per method run (none for the methods after an interrupted one).
     """
     by_name: dict[str, MethodResult] = {}
     share = context.settings.share_time(len(names))
@@ -408,6 +572,15 @@ def run_order(names: Sequence[str]) -> list[str]:
     goes to the iterative ones; then the iterative ones as asked, each after
     the methods whose fits it reuses (``MethodSpec.reuses``).
 
+    Parameters
+    ----------
+    names : sequence of str
+        Method names, each known to the registry.
+
+    Returns
+    -------
+    list of str
+
     Examples
     --------
     >>> run_order(["sf+lr", "nmf", "tsvd", "sf"])
@@ -431,6 +604,19 @@ def _tagged(callback: Callable[[dict], Any] | None, method: str, limit: float | 
 
 
 def build_comparison(info: dict[str, Any], budget: Budget, results: list[MethodResult], context: RunContext) -> Comparison:
+    """The :class:`~sfapprox.results.Comparison` of ``results``, with the settings, protocol and versions.
+
+    Parameters
+    ----------
+    info : dict
+        The matrix summary (the report header).
+    budget : Budget
+        The resolved budget.
+    results : list of MethodResult
+        The rows.
+    context : RunContext
+        Its settings, ``protocol``, ``count_indices`` and ``structure`` are recorded.
+    """
     settings = {**context.settings.to_dict(), "protocol": context.protocol, "count_indices": context.count_indices}
     if context.structure:
         settings["structure"] = dict(context.structure)

@@ -21,7 +21,17 @@ __all__ = ["MatrixDescription", "describe", "describe_factors", "describe_weight
 
 @dataclass
 class MatrixDescription:
-    """Facts about a matrix (``facts``: label/value pairs), the methods table and the JSON dict."""
+    """Facts about a matrix (or a file), its tables and the same as a JSON dict.
+
+    Attributes
+    ----------
+    facts : list of (str, object)
+        Label/value pairs, shown one a line by ``sfapprox info``.
+    tables : list of Table
+        The tables shown under the facts (e.g. where each method applies).
+    data : dict
+        The JSON record (``--json``).
+    """
 
     facts: list[tuple[str, Any]]
     tables: list[Table]
@@ -34,12 +44,21 @@ def describe(matrix, *, count_indices: bool = COUNT_INDICES, max_memory: int | N
 
     Parameters
     ----------
-    matrix : LoadedMatrix, path or array
+    matrix : LoadedMatrix, MatrixSource, path or array
+        The square matrix; a path is read with the default load options.  A
+        source is not formed to be described.
     count_indices : bool, default=True
         Charge sparse entries for their positions (changes RPCA's and sf+s's smallest budget).
-    max_memory : int or None
-        The memory limit a comparison would run under (decides whether a
-        matrix source would be formed or compared from columns).
+    max_memory : int or None, default=None
+        The memory limit in bytes a comparison would run under (decides
+        whether a matrix source would be formed or compared from columns);
+        None: the default limit (80% of RAM).
+
+    Returns
+    -------
+    MatrixDescription
+        The facts, the table of methods, and ``data`` with keys ``"matrix"``,
+        ``"sf"``, ``"tsvd_rank_at_sf_budget"``, ``"methods"`` and ``"notes"``.
 
     Examples
     --------
@@ -130,6 +149,18 @@ def _source_facts(source: MatrixSource, max_memory: int | None) -> list[tuple[st
 def describe_weights(path, fmt: str) -> MatrixDescription:
     """The tensors of a network's weights file (``.safetensors``, ``.pt``), the square ones marked.
 
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The weights file.
+    fmt : {"safetensors", "torch"}
+        Its format key.
+
+    Returns
+    -------
+    MatrixDescription
+        One table row per tensor (name, shape, dtype, square); ``data["tensors"]``.
+
     Examples
     --------
     >>> import tempfile, os, torch
@@ -156,6 +187,17 @@ def describe_weights(path, fmt: str) -> MatrixDescription:
 
 def describe_factors(path) -> MatrixDescription:
     """Describe a saved fit (:func:`~sfapprox.load_factors` validates it first).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A factors file written by :func:`~sfapprox.save_factors`.
+
+    Returns
+    -------
+    MatrixDescription
+        No tables; ``data`` holds the kind, operator class, ``n``, ``n_stored``,
+        the recorded fit, source, settings and versions.
 
     Examples
     --------

@@ -67,11 +67,18 @@ class ErrorEstimate:
     columns: int = 0
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON record: ``{"exact", "fro_interval", "rel_interval", "columns"}``."""
         return {"exact": self.exact, "fro_interval": self.fro_interval, "rel_interval": self.rel_interval,
                 "columns": self.columns}
 
     def half_width(self, relative: bool = False) -> float | None:
-        """Half the interval's width (None when exact)."""
+        """Half the interval's width (None when exact).
+
+        Parameters
+        ----------
+        relative : bool, default=False
+            The relative error's interval instead of the Frobenius error's.
+        """
         interval = self.rel_interval if relative else self.fro_interval
         return None if interval is None else (interval[1] - interval[0]) / 2
 
@@ -98,6 +105,7 @@ def estimate_errors(
     Parameters
     ----------
     source : MatrixSource
+        The matrix ``X``, known by its columns.
     operators : mapping of str to LinearOperator
         The fitted surrogates (``op @ B`` must work for a dense block ``B``).
     time_limit : float or None

@@ -87,10 +87,31 @@ def register_operator(cls: type) -> type:
 class SavedFactors:
     """A fit read back from HDF5: the operator plus how it was made.
 
-    ``matvec``/``rmatvec``/``matmat``/``to_dense`` delegate to :attr:`operator`,
-    a :class:`~sfapprox.operators.SurrogateOperator` (a
-    :class:`~sfapprox.operators.ChordOperator` for SF factors, a
-    :class:`~sfapprox.operators.HybridOperator` for sums of parts, ...).
+    ``matvec``/``rmatvec``/``matmat``/``to_dense`` delegate to :attr:`operator`.
+
+    Attributes
+    ----------
+    operator : SurrogateOperator
+        The surrogate (a :class:`~sfapprox.operators.ChordOperator` for SF
+        factors, a :class:`~sfapprox.operators.HybridOperator` for sums of
+        parts, ...).
+    loss_history : numpy.ndarray
+        ``0.5 ||X - A||_F^2`` after each optimizer iteration (empty when the
+        method recorded none).
+    fit : dict
+        What was fitted and reached (method, errors, seconds, stop reason, ...).
+    settings : dict
+        The parameters it was fitted with.
+    source : dict
+        The input's name, path, SHA-256 and format (empty for an array).
+    versions : dict of str to str
+        The library versions that wrote the file.
+    kind : str, default="sf"
+        The method that made it (``"sf"``, ``"tsvd"``, ...).
+    n : int
+        Order of the matrix (property).
+    n_stored : int
+        Stored numbers of the operator (property).
     """
 
     operator: Any
@@ -103,25 +124,47 @@ class SavedFactors:
 
     @property
     def n(self) -> int:
+        """Order ``N`` of the matrix."""
         return self.operator.shape[0]
 
     @property
     def n_stored(self) -> int:
+        """Stored numbers of the operator."""
         return self.operator.n_stored
 
     def matvec(self, x: np.ndarray) -> np.ndarray:
+        """``operator @ x``.
+
+        Parameters
+        ----------
+        x : numpy.ndarray, shape (n,)
+        """
         return self.operator.matvec(x)
 
     def rmatvec(self, x: np.ndarray) -> np.ndarray:
+        """``operator.T @ x``.
+
+        Parameters
+        ----------
+        x : numpy.ndarray, shape (n,)
+        """
         return self.operator.rmatvec(x)
 
     def matmat(self, B: np.ndarray) -> np.ndarray:
+        """``operator @ B``.
+
+        Parameters
+        ----------
+        B : numpy.ndarray, shape (n, k)
+        """
         return self.operator.matmat(B)
 
     def to_dense(self) -> np.ndarray:
+        """The dense ``n x n`` matrix of the operator."""
         return self.operator.to_dense()
 
     def aslinearoperator(self):
+        """The operator itself (a scipy ``LinearOperator``)."""
         return self.operator
 
 
@@ -174,18 +217,28 @@ def save_factors(
 
     Parameters
     ----------
-    path : path
+    path : str or os.PathLike
+        The HDF5 file to write (its folder must exist).
     operator : fitted estimator, ChordOperator, HybridOperator or a registered operator
         A fitted estimator (e.g. ``ChordSF().fit(X)``) records its fit, settings and
         loss history itself.
     kind : str, optional
         The method that made it (default: ``"sf"`` for a ChordOperator, ``"sf+s"``
         or ``"sf+lr"`` for a HybridOperator, the operator's kind otherwise).
-    loss_history : sequence of float
+    loss_history : sequence of float, default=()
+        The loss after each iteration (empty: the estimator's ``loss_curve_``, if any).
     fit, settings, source : dict, optional
         What was fitted, how, and from which input (recorded as JSON).
     force : bool, default=True
-        Overwrite an existing file.
+        Overwrite an existing file; False: an existing file is left alone and
+        the fit is kept beside it (:class:`~sfapprox._atomic.OutputExistsError`).
+
+    Raises
+    ------
+    SfapproxError
+        For an operator that is not a registered kind.
+    OutputError
+        When the file cannot be written (one line; no partial file is left).
 
     Examples
     --------
@@ -238,12 +291,33 @@ def _fit_record(est) -> dict[str, Any]:
 
 
 def result_path(folder: str | os.PathLike, matrix: str, method: str) -> Path:
-    """Where :func:`save_results` writes ``method``'s fit of ``matrix``: ``folder/<matrix>.<method>.h5``."""
+    """Where :func:`save_results` writes ``method``'s fit of ``matrix``: ``folder/<matrix>.<method>.h5``.
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        The results folder.
+    matrix : str
+        The matrix's name.
+    method : str
+        The method's name.
+    """
     return Path(folder) / f"{matrix}.{method}.h5"
 
 
 def check_results_folder(folder: str | os.PathLike, matrix: str, methods, *, force: bool = False) -> None:
     """Refuse, before any fitting, a :func:`save_results` folder that could not take the fits.
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        The folder :func:`save_results` will write to (need not exist).
+    matrix : str
+        The matrix's name.
+    methods : iterable of str
+        The methods whose fits will be written.
+    force : bool, default=False
+        Allow existing fit files (they will be overwritten).
 
     Raises
     ------
@@ -263,8 +337,25 @@ def save_results(comparison, folder: str | os.PathLike, *, source=None, force: b
     """Write every fitted row of a comparison to ``folder/<matrix>.<method>.h5`` (:func:`result_path`).
 
     Rows without an operator (not applicable, failed) are skipped.  The
-    folder is created.  ``source`` (a LoadedMatrix) is recorded in each file.
-    Returns the files written.
+    folder is created.
+
+    Parameters
+    ----------
+    comparison : Comparison
+        What :func:`~sfapprox.compare` returned; its ``settings`` are recorded
+        in each file.
+    folder : str or os.PathLike
+        The folder to write to.
+    source : LoadedMatrix, optional
+        The input, recorded in each file (name, path, SHA-256, format).
+    force : bool, default=False
+        Overwrite existing files; without it an existing file is left alone
+        and the fit is kept beside it (:class:`~sfapprox._atomic.OutputExistsError`).
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written.
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -287,7 +378,13 @@ def save_results(comparison, folder: str | os.PathLike, *, source=None, force: b
 
 # =============================================================================== reading
 def is_factors_file(path: str | os.PathLike) -> bool:
-    """True for an HDF5 file that sfapprox wrote with :func:`save_factors` (any version)."""
+    """True for an HDF5 file that sfapprox wrote with :func:`save_factors` (any version).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Any file; one that cannot be opened as HDF5 gives False.
+    """
     import h5py
 
     try:
@@ -401,10 +498,17 @@ def load_factors(path: str | os.PathLike, *, max_memory: int | None = None) -> S
 
     Parameters
     ----------
-    path : path
+    path : str or os.PathLike
+        A file written by :func:`save_factors` (any format version 1-4).
     max_memory : int, optional
-        Bytes the datasets may take once read (default: a share of the
+        Bytes the datasets may take once read (default: 80% of the
         physical memory); checked from the header, before reading.
+
+    Returns
+    -------
+    SavedFactors
+        The operator, its loss history and the recorded fit, settings,
+        source, versions and kind.
 
     Raises
     ------

@@ -31,7 +31,9 @@ class Column:
     key : str
         The cell's key in each row.
     title : str
-    align : {"right", "left", "center"}
+        The column's heading.
+    align : {"right", "left", "center"}, default="right"
+        How its cells are aligned.
     wrap : bool or None, default=None
         Free text (details, descriptions) that may wrap onto several lines;
         other cells are never cut or wrapped (their titles may wrap at
@@ -57,7 +59,10 @@ class Table:
     Attributes
     ----------
     title : str
+        Shown above the table (a comment in LaTeX, the ``table`` column of a
+        several-table CSV).
     columns : list of Column
+        The columns, in order.
     rows : list of dict
         Cell text by column key (missing keys render as "–").
     best : list of set of str
@@ -73,15 +78,38 @@ class Table:
     notes: list[str] = field(default_factory=list)
 
     def add(self, row: dict[str, str], best: set[str] | None = None) -> None:
+        """Append a row of cells.
+
+        Parameters
+        ----------
+        row : dict of str to str
+            Cell text by column key.
+        best : set of str, optional
+            The row's column keys to emphasise; None: none.
+        """
         self.rows.append(row)
         self.best.append(best or set())
 
     def cells(self) -> list[list[str]]:
+        """The cell text of every row, in column order (missing cells as "–")."""
         return [[row.get(c.key, "–") for c in self.columns] for row in self.rows]
 
 
 def jsonable(value: Any) -> Any:
-    """Plain JSON types; non-finite floats become None (JSON has no NaN)."""
+    """Plain JSON types; non-finite floats become None (JSON has no NaN).
+
+    Parameters
+    ----------
+    value : object
+        Dicts (keys made strings), lists, tuples, numpy scalars and arrays,
+        paths and plain values, nested.
+
+    Returns
+    -------
+    object
+        The same structure of dicts, lists, str, int, float, bool and None;
+        anything else is returned as it is.
+    """
     import numpy as np  # here: the CLI imports this module, and --help loads no numpy
 
     if isinstance(value, dict):
@@ -104,6 +132,13 @@ def jsonable(value: Any) -> Any:
 def fmt_number(value: float | None, digits: int = 4) -> str:
     """``0.08742`` / ``3.52e+04``; "–" for missing values.
 
+    Parameters
+    ----------
+    value : float or None
+        The number; None, NaN and infinities give "–".
+    digits : int, default=4
+        Significant digits (``"g"`` format).
+
     Examples
     --------
     >>> fmt_number(0.087423), fmt_number(35213.9), fmt_number(None)
@@ -116,6 +151,11 @@ def fmt_number(value: float | None, digits: int = 4) -> str:
 
 def fmt_seconds(value: float | None) -> str:
     """Seconds in one format everywhere: two decimals (``0.03``, ``12.40``, ``61.02``).
+
+    Parameters
+    ----------
+    value : float or None
+        Seconds; None gives "–".
 
     Examples
     --------
@@ -145,7 +185,18 @@ def _latex_escape(text: str) -> str:
 
 def render_csv(tables: list[Table]) -> str:
     """All tables as one CSV: one header (the union of the tables' columns, by title), with a
-    leading ``table`` column when there are several tables; cells a table lacks are empty."""
+    leading ``table`` column when there are several tables; cells a table lacks are empty.
+
+    Parameters
+    ----------
+    tables : list of Table
+        The tables, in order.
+
+    Returns
+    -------
+    str
+        The CSV text ("" when no table has a column); notes are left out.
+    """
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     several = len(tables) > 1
@@ -161,7 +212,17 @@ def render_csv(tables: list[Table]) -> str:
 
 
 def render_markdown(tables: list[Table]) -> str:
-    """All tables as Markdown (the winner in bold), each under its title."""
+    """All tables as Markdown (the winner in bold), each under its title.
+
+    Parameters
+    ----------
+    tables : list of Table
+        The tables, in order.
+
+    Returns
+    -------
+    str
+    """
     out = []
     for table in tables:
         out.append(f"### {_md_escape(table.title)}\n")
@@ -175,7 +236,19 @@ def render_markdown(tables: list[Table]) -> str:
 
 
 def render_latex(tables: list[Table]) -> str:
-    """All tables as LaTeX ``tabular`` environments (booktabs), the winner in bold."""
+    """All tables as LaTeX ``tabular`` environments (booktabs), the winner in bold.
+
+    Parameters
+    ----------
+    tables : list of Table
+        The tables, in order.
+
+    Returns
+    -------
+    str
+        One ``tabular`` per table, each after a ``%`` comment with its title;
+        notes are left out.
+    """
     out = []
     for table in tables:
         spec = "".join("r" if c.align == "right" else "l" for c in table.columns)
@@ -192,6 +265,18 @@ def render_latex(tables: list[Table]) -> str:
 
 
 def render_json(data: Any) -> str:
+    """``data`` as indented JSON.
+
+    Parameters
+    ----------
+    data : object
+        A JSON-ready structure (passed through :func:`jsonable`).
+
+    Returns
+    -------
+    str
+        Indented JSON (non-finite numbers as null) and a final newline.
+    """
     return json.dumps(jsonable(data), indent=2) + "\n"
 
 
@@ -238,6 +323,17 @@ class Layout:
     ``parts`` are lists of column indices: one part when the table fits,
     several (each repeating the first column) when even its essential
     columns do not; ``hidden`` are the optional columns left out.
+
+    Attributes
+    ----------
+    parts : list of list of int
+        The column indices shown in each part.
+    widths : list of int
+        The width of every column (by index), in character cells.
+    boxed : bool
+        The boxed style (the table fits at natural widths) or the compact one.
+    hidden : list of str
+        Titles of the optional columns left out.
     """
 
     parts: list[list[int]]
@@ -253,6 +349,17 @@ def layout(table: Table, width: int | None) -> Layout:
     compact style with free text wrapped; optional columns left out, lowest
     priority first; finally the remaining columns split into several parts,
     each repeating the first column, so that no name is ever cut.
+
+    Parameters
+    ----------
+    table : Table
+        The table to show.
+    width : int or None
+        The window's width in characters; None: unbounded.
+
+    Returns
+    -------
+    Layout
     """
     sizes = [_column_widths(table, i) for i in range(len(table.columns))]
     wraps = [_wraps(table, i) for i in range(len(table.columns))]
@@ -301,6 +408,19 @@ def render_rich(tables: list[Table], width: int | None = None) -> list[Any]:
     The winner is in bold green; names are never cut: a narrow window wraps
     free text, then leaves out optional columns (said in a note), then splits
     the table into parts that each repeat the first column.
+
+    Parameters
+    ----------
+    tables : list of Table
+        The tables, in order.
+    width : int or None, default=None
+        The terminal's width in characters.
+
+    Returns
+    -------
+    list of rich renderables
+        For each table: its title (a ``Text``), one ``rich.table.Table`` per
+        part, then its notes (``Text`` each).
     """
     # here: only terminal tables need rich, not the file writers
     from rich import box
@@ -334,7 +454,16 @@ def render_rich(tables: list[Table], width: int | None = None) -> list[Any]:
 
 
 class OutputFormat(str, enum.Enum):
-    """The output formats every table-producing command offers."""
+    """The output formats every table-producing command offers.
+
+    Attributes
+    ----------
+    value : str
+        The format's key: ``"json"``, ``"csv"``, ``"markdown"`` or ``"latex"``
+        (the ``--json`` ... options).
+    suffix : str
+        Its file suffix: ``.json``, ``.csv``, ``.md``, ``.tex`` (property).
+    """
 
     JSON = "json"
     CSV = "csv"
@@ -343,10 +472,23 @@ class OutputFormat(str, enum.Enum):
 
     @property
     def suffix(self) -> str:
+        """The file suffix of this format (``.json``, ``.csv``, ``.md``, ``.tex``)."""
         return {"json": ".json", "csv": ".csv", "markdown": ".md", "latex": ".tex"}[self.value]
 
     def render(self, tables: list[Table], data: Any) -> str:
-        """Text of this format: ``data`` for JSON, ``tables`` for the others."""
+        """Text of this format: ``data`` for JSON, ``tables`` for the others.
+
+        Parameters
+        ----------
+        tables : list of Table
+            What CSV, Markdown and LaTeX render.
+        data : object
+            What JSON renders (a JSON-ready dict).
+
+        Returns
+        -------
+        str
+        """
         if self is OutputFormat.JSON:
             return render_json(data)
         if self is OutputFormat.CSV:

@@ -69,6 +69,25 @@ def choose_scale(X: np.ndarray, scale: str = "auto") -> tuple[bool, str]:
     nothing: below :data:`SPARSE_DENSITY` non-zeros, or when one value
     dominates (half of the non-zeros are below :data:`DOMINATED` of the largest).
 
+    Parameters
+    ----------
+    X : numpy.ndarray
+        The original matrix (dense).
+    scale : {"auto", "linear", "log"}, default="auto"
+        ``"linear"`` and ``"log"`` are taken as asked.
+
+    Returns
+    -------
+    log : bool
+        Whether the scale is ``log10 |x|``.
+    why : str
+        One line, e.g. ``"log: 3.1% of the entries are non-zero"``.
+
+    Raises
+    ------
+    ParameterError
+        For an unknown ``scale``.
+
     Examples
     --------
     >>> X = np.ones((4, 4)); X[0, 0] = 1e4; X[1, :2] = 2e3
@@ -121,8 +140,11 @@ def plot_approximations(
         Panel title -> dense approximation.
     path : path
         PNG, PDF, SVG, ... (by its suffix), written atomically.
-    title : str
+    title : str, default=""
+        The figure's title (none when empty).
     scale : {"auto", "linear", "log"}, default="auto"
+        The colour scale of the values (:func:`choose_scale`); residuals are
+        always linear.
     force : bool, default=True
         Overwrite an existing file.
     """
@@ -159,6 +181,29 @@ def plot_comparison(loaded, comparison, path: str | os.PathLike, *, scale: str =
 
     Each panel's title gives the method, its stored numbers and its relative
     error.  Returns the colour scale used and why (:func:`choose_scale`).
+
+    Parameters
+    ----------
+    loaded : LoadedMatrix
+        The matrix compared (densified for the figure).
+    comparison : Comparison
+        Its rows; those with an operator and a relative error get a panel.
+    path : str or os.PathLike
+        PNG, PDF, SVG, ... (by its suffix), written atomically.
+    scale : {"auto", "linear", "log"}, default="auto"
+        The colour scale of the values (:func:`choose_scale`).
+    force : bool, default=True
+        Overwrite an existing file.
+
+    Returns
+    -------
+    str
+        The colour scale used and why.
+
+    Raises
+    ------
+    SfapproxError
+        When matplotlib is not installed.
     """
     panels = {}
     for r in comparison.results:
@@ -174,7 +219,21 @@ def plot_sweep(sweep, path: str | os.PathLike, *, force: bool = True) -> None:
     """Relative error against budget (fraction of N²), one line per method, by increasing budget.
 
     Methods without a result at some budgets are named on the figure with
-    why (e.g. "sf: not applicable below 1,152 numbers").
+    why (e.g. "sf: not applicable at 2 of 5 budgets").
+
+    Parameters
+    ----------
+    sweep : Sweep
+        What :func:`sfapprox.sweep.sweep` returned.
+    path : str or os.PathLike
+        PNG, PDF, SVG, ... (by its suffix), written atomically.
+    force : bool, default=True
+        Overwrite an existing file.
+
+    Raises
+    ------
+    SfapproxError
+        When matplotlib is not installed.
     """
     plt = _pyplot()
     n = sweep.matrix["n"]

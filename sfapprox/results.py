@@ -26,13 +26,36 @@ __all__ = ["MethodResult", "Comparison", "library_versions", "details"]
 class MethodResult:
     """One method's outcome at a budget.
 
-    ``status`` is ``"ok"``, ``"not applicable"`` (``reason`` says why),
-    ``"failed"`` or ``"interrupted"``; errors are None unless there is an
-    approximation to score.  ``min_budget`` is the smallest budget at which
-    the method applies to this matrix; ``time_limit`` the seconds it was
-    given (None: none).  ``operator`` is the fitted surrogate (a
-    LinearOperator with ``to_dense()`` and ``n_stored``) and ``estimator`` the
-    fitted method object; neither is part of :meth:`to_dict`.
+    Attributes
+    ----------
+    method : str
+        The method's name (``"sf"``, ``"tsvd"``, ...), or an included saved
+        fit's row name.
+    status : {"ok", "not applicable", "failed", "interrupted"}
+        ``"not applicable"`` and ``"failed"`` rows say why in ``reason``.
+    nnz : int or None
+        Stored numbers of the surrogate (never above the budget for an ``"ok"`` row).
+    fro_error, rel_error : float or None
+        ``||X - X_hat||_F`` and that over ``||X||_F``; None unless there is an
+        approximation to score.
+    seconds : float or None
+        Fit time in seconds.
+    params : dict
+        The fitted parameters (rank, structure, iterations, ``stop_reason``, ...).
+    reason : str or None
+        Why the method did not apply, failed or stopped.
+    min_budget : int or None
+        The smallest budget at which the method applies to this matrix.
+    time_limit : float or None
+        The seconds the method was given (None: no limit).
+    error_estimate : dict or None
+        For a row scored from columns (a matrix too big to form): ``{"exact",
+        "fro_interval", "rel_interval", "columns"}``; None when scored exactly.
+    operator : SurrogateOperator or None
+        The fitted surrogate (a LinearOperator with ``to_dense()`` and
+        ``n_stored``); not part of :meth:`to_dict`.
+    estimator : object or None
+        The fitted method object; not part of :meth:`to_dict`.
     """
 
     method: str
@@ -61,8 +84,26 @@ class MethodResult:
 class Comparison:
     """Every method's result on one matrix at one budget, and how they were run.
 
-    ``settings`` holds the fit settings, the protocol and ``count_indices``;
-    ``versions`` the library versions (both written to every JSON file).
+    ``settings``, ``versions`` and ``notes`` are written to every JSON file.
+
+    Attributes
+    ----------
+    matrix : dict
+        The matrix summary (:meth:`~sfapprox.io.LoadedMatrix.summary`: name,
+        path, ``n``, ``nnz``, ``fro_norm``, ...).
+    budget : int
+        Stored numbers allowed to every method.
+    budget_spec : str
+        The budget as asked (``"sf"``, ``"0.05"``, ...).
+    results : list of MethodResult
+        One row per method, in the order asked.
+    settings : dict
+        The fit settings, the protocol and ``count_indices``.
+    versions : dict of str to str
+        The library versions (:func:`library_versions`).
+    notes : list of str
+        What the reader should know about how the rows were made (a clamped
+        budget, a saved fit made from another input).
     """
 
     matrix: dict[str, Any]
@@ -100,7 +141,13 @@ class Comparison:
         return ranked[1] if runner[0] <= best[1] else None
 
     def result(self, method: str) -> MethodResult:
-        """The row of ``method`` (KeyError when it was not run)."""
+        """The row of ``method`` (KeyError when it was not run).
+
+        Parameters
+        ----------
+        method : str
+            A method name as in ``results``.
+        """
         for r in self.results:
             if r.method == method:
                 return r
@@ -169,6 +216,7 @@ class Comparison:
         return count if count <= self.budget else None
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON record: the rows, the winner and verdict, the notes, settings and versions."""
         return jsonable(
             {
                 "matrix": self.matrix,
@@ -283,6 +331,16 @@ _SHORT = {"monarch_rank": "monarch_r", "rank": "r", "n_sparse": "s", "index_stor
 
 def details(params: dict[str, Any]) -> str:
     """The fitted parameters worth a glance, e.g. ``M=6 b=2 it=812 stop=ftol``.
+
+    Parameters
+    ----------
+    params : dict
+        A row's ``params``; keys whose value is None are left out.
+
+    Returns
+    -------
+    str
+        ``key=value`` pairs with short keys, space-separated.
 
     Examples
     --------

@@ -20,6 +20,21 @@ __all__ = ["Sweep", "sweep", "parse_budget_list", "default_budgets"]
 def parse_budget_list(text: str | Sequence[str | int | float]) -> list[str]:
     """``"0.01,0.02,sf,5000"`` → ``["0.01", "0.02", "sf", "5000"]``, each checked for its form.
 
+    Parameters
+    ----------
+    text : str or sequence of str, int or float
+        Comma-separated budgets, or the budgets themselves; empty items are dropped.
+
+    Returns
+    -------
+    list of str
+        Each normalised by :func:`~sfapprox.budget.parse_budget`.
+
+    Raises
+    ------
+    ParameterError
+        When no budget is given or one is malformed.
+
     Examples
     --------
     >>> parse_budget_list("0.05, sf,100")
@@ -44,6 +59,20 @@ def default_budgets(n: int, methods: Sequence[str], *, count_indices: bool = COU
     from 1x on every method runs.  SF on a 234 x 234 graph needs about 30%
     of N², so fixed fractions such as 1%-10% would leave it out everywhere.
 
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the matrix.
+    methods : sequence of str
+        Method names.
+    count_indices : bool, default=True
+        As in :func:`~sfapprox.compare` (it changes some smallest budgets).
+
+    Returns
+    -------
+    list of str
+        Distinct budgets (stored numbers), increasing.
+
     Examples
     --------
     >>> default_budgets(36, ["sf", "tsvd"])
@@ -61,7 +90,22 @@ def default_budgets(n: int, methods: Sequence[str], *, count_indices: bool = COU
 
 @dataclass
 class Sweep:
-    """One :class:`~sfapprox.results.Comparison` per budget, by increasing budget."""
+    """One :class:`~sfapprox.results.Comparison` per budget, by increasing budget.
+
+    Attributes
+    ----------
+    matrix : dict
+        The matrix summary (as in a Comparison).
+    methods : list of str
+        The methods run at every budget, in the order asked.
+    points : list of Comparison
+        One per distinct budget, smallest first (fewer than asked when a
+        Ctrl-C stopped the sweep).
+    settings : dict
+        The fit settings, protocol and ``count_indices``.
+    versions : dict of str to str
+        The library versions.
+    """
 
     matrix: dict[str, Any]
     methods: list[str]
@@ -70,7 +114,12 @@ class Sweep:
     versions: dict[str, str] = field(default_factory=dict)
 
     def table(self) -> dict[int, dict[str, MethodResult]]:
-        """``{budget: {method: result}}``."""
+        """``{budget: {method: result}}``.
+
+        Returns
+        -------
+        dict of int to dict of str to MethodResult
+        """
         return {p.budget: {r.method: r for r in p.results} for p in self.points}
 
     def tables(self) -> list[Table]:
@@ -105,6 +154,7 @@ class Sweep:
         return [table]
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON record: the matrix, the methods, each budget's rows and verdict, settings and versions."""
         return jsonable(
             {
                 "matrix": self.matrix,
@@ -137,8 +187,36 @@ def sweep(
 
     The budgets are run and reported by increasing size (equal budgets once).
     A Ctrl-C ends the sweep after the point it interrupted (that point is
-    kept, with its interrupted row); other exceptions propagate.  The other
-    parameters are :func:`~sfapprox.compare`'s.
+    kept, with its interrupted row); other exceptions propagate.
+
+    Parameters
+    ----------
+    matrix : LoadedMatrix, path, ndarray or scipy sparse array
+        The square matrix, as :func:`~sfapprox.compare` takes it.
+    budgets : str or sequence of str, int or float
+        The budgets (:func:`parse_budget_list`): ``"0.01,0.02,sf"`` or a list.
+    methods : str or sequence of str, default=("sf", "tsvd")
+        Method names from :func:`~sfapprox.available_methods`.
+    settings : FitSettings, optional
+        How every method is fitted; ``setting_changes`` override its fields.
+    count_indices : bool, default=True
+        Charge sparse entries at free positions for their positions too.
+    protocol : {"default", "paper"}, default="default"
+        ``"paper"``: the SF paper's Table 1 settings.
+    callback : callable, optional
+        Progress callback of the iterative methods (a dict per iteration).
+    on_result : callable, optional
+        Called as ``on_result(budget, result)`` with each row as soon as it is ready.
+    load : LoadOptions, optional
+        How ``matrix`` is read when it is a path.
+    matrix_info : dict, optional
+        Extra facts merged into the matrix summary.
+    **setting_changes
+        :class:`~sfapprox.FitSettings` fields to change (``time_limit=2``, ``seed=1``).
+
+    Returns
+    -------
+    Sweep
 
     Examples
     --------

@@ -269,6 +269,21 @@ class HierarchicalButterfly(Approximation):
 
         ``check_input=False`` skips validating ``X`` (the caller did).
 
+        Parameters
+        ----------
+        X : numpy.ndarray, scipy sparse matrix or MatrixSource, shape (N, N)
+            The square matrix; a :class:`~sfapprox.sources.MatrixSource` is formed
+            first (refused above the memory limit).  Padded with zeros to
+            ``N'``, the power of two ``>= N``.
+        check_input : bool, default=True
+            Validate ``X`` (square, finite, real); False when the caller already
+            did (:func:`~sfapprox.compare` validates once for all methods).
+
+        Returns
+        -------
+        HierarchicalButterfly
+            ``self``, fitted.
+
         Raises
         ------
         BudgetError

@@ -100,7 +100,21 @@ EXACT_TOL = 1e-12
 # --------------------------------------------------------------------------- accounting
 @dataclass(frozen=True)
 class MonarchShape:
-    """One candidate structure: blocks ``b1 x b1`` (L) and ``b2 x b2`` (R), block rank, its count."""
+    """One candidate structure: blocks ``b1 x b1`` (L) and ``b2 x b2`` (R), block rank, its count.
+
+    Attributes
+    ----------
+    left_block : int
+        ``b1``, the size of ``L``'s blocks.
+    right_block : int
+        ``b2``, the size of ``R``'s blocks.
+    rank : int
+        The block rank ``r``.
+    count : int
+        Stored numbers, ``r N' (b1 + b2)``.
+    padded_n : int
+        ``N' = b1 b2`` (property).
+    """
 
     left_block: int
     right_block: int
@@ -109,10 +123,17 @@ class MonarchShape:
 
     @property
     def padded_n(self) -> int:
+        """``N' = b1 b2``, the padded order."""
         return self.left_block * self.right_block
 
     def padding_note(self, n: int) -> str | None:
-        """What padding an ``n x n`` matrix to this shape did, for ``params_["note"]`` (None: none)."""
+        """What padding an ``n x n`` matrix to this shape did, for ``params_["note"]`` (None: none).
+
+        Parameters
+        ----------
+        n : int
+            Order of the matrix.
+        """
         if self.padded_n <= n:
             return None
         return (f"N = {n} padded with {self.padded_n - n} zero rows and columns to "
@@ -121,6 +142,20 @@ class MonarchShape:
 
 def monarch_configs_for_budget(n: int, budget: int, max_shapes: int = MAX_SHAPES) -> list[MonarchShape]:
     """The shapes the grid projects at ``budget``: each at its largest rank, most nearly square first.
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the matrix.
+    budget : int
+        Stored numbers allowed.
+    max_shapes : int, default=MAX_SHAPES
+        Most shapes returned.
+
+    Returns
+    -------
+    list of MonarchShape
+        Empty when no shape fits.
 
     Examples
     --------
@@ -144,6 +179,15 @@ def projection_seconds(shape: MonarchShape, measured: MonarchShape, seconds: flo
     and the product and error of the result, ``O(N'^2 r)``: the measured time
     scales with ``N'^2 (min(b1, b2) + r)``.
 
+    Parameters
+    ----------
+    shape : MonarchShape
+        The shape to project onto.
+    measured : MonarchShape
+        The shape whose projection was timed.
+    seconds : float
+        Its measured time.
+
     Examples
     --------
     >>> a, b = MonarchShape(50, 60, 1, 0), MonarchShape(40, 75, 1, 0)
@@ -159,6 +203,15 @@ def projection_seconds(shape: MonarchShape, measured: MonarchShape, seconds: flo
 # --------------------------------------------------------------------------- the projection
 def monarch_project(X, left_block: int, right_block: int, rank: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """The nearest block-rank-``r`` Monarch matrix to ``X`` (zero-padded to ``b1 b2``), as its blocks.
+
+    Parameters
+    ----------
+    X : numpy.ndarray or scipy sparse matrix, shape (n, n)
+        The matrix, ``n <= b1 b2``.
+    left_block, right_block : int
+        ``b1`` and ``b2``.
+    rank : int, default=1
+        Block rank ``r`` (at most ``min(b1, b2)``).
 
     Returns
     -------
@@ -197,6 +250,24 @@ def monarch_project_columns(source: MatrixSource, left_block: int, right_block: 
     the projection's error ``||X' - M||_F`` over the padded ``N' x N'`` matrix
     (the discarded singular values: exact, an upper bound of the cropped
     ``n x n`` error) and ``||X||_F``.
+
+    Parameters
+    ----------
+    source : MatrixSource
+        The matrix, ``N <= b1 b2``.
+    left_block, right_block : int
+        ``b1`` and ``b2``.
+    rank : int, default=1
+        Block rank ``r``.
+
+    Returns
+    -------
+    left, right : numpy.ndarray
+        As :func:`monarch_project` returns them.
+    error : float
+        ``||X' - M||_F`` over the padded matrix.
+    norm : float
+        ``||X||_F``.
     """
     b1, b2, r = int(left_block), int(right_block), int(rank)
     n = source.n
@@ -349,9 +420,23 @@ class Monarch(Approximation):
         return shapes
 
     def fit(self, X, *, check_input: bool = True) -> "Monarch":
-        """Project the square matrix ``X`` (dense or sparse) onto the Monarch class.
+        """Project the square matrix ``X`` (dense, sparse or a source) onto the Monarch class.
 
         ``check_input=False`` skips validating ``X`` (the caller did).
+
+        Parameters
+        ----------
+        X : numpy.ndarray, scipy sparse matrix or MatrixSource, shape (N, N)
+            The square matrix; a :class:`~sfapprox.sources.MatrixSource` is
+            projected from its columns, one pass per shape (never formed).
+        check_input : bool, default=True
+            Validate ``X`` (square, finite, real); False when the caller already
+            did (:func:`~sfapprox.compare` validates once for all methods).
+
+        Returns
+        -------
+        Monarch
+            ``self``, fitted.
 
         Raises
         ------

@@ -156,6 +156,7 @@ class MonarchLowRank(Approximation):
     ----------
     budget : int
         Stored-number budget: the Monarch part's numbers plus ``k (2N + 1)``.
+        Required (the default, None, is a :class:`~sfapprox.ParameterError`).
     max_splits : int, default=3
         Shares of the budget tried for the low-rank term (of 1/4, 1/2, 3/4),
         besides none (plain Monarch) and all (TSVD).
@@ -174,8 +175,8 @@ class MonarchLowRank(Approximation):
         Seed of the randomized SVD (only for N above the exact-SVD limit).
     max_memory : int or None, default=None
         Refuse fits whose working memory (:data:`WORKING_COPIES` dense
-        ``N x N`` arrays) exceeds this many bytes (default: a share of the
-        machine's memory).
+        ``N x N`` arrays) exceeds this many bytes (default: 80% of the
+        physical memory).
 
     Attributes
     ----------
@@ -258,6 +259,20 @@ class MonarchLowRank(Approximation):
 
     def fit(self, X, *, check_input: bool = True) -> MonarchLowRank:
         """Fit ``M + L`` to the square matrix ``X`` (dense or sparse).
+
+        Parameters
+        ----------
+        X : numpy.ndarray, scipy sparse matrix or MatrixSource, shape (N, N)
+            The square matrix; a :class:`~sfapprox.sources.MatrixSource` is formed
+            first (refused above the memory limit).
+        check_input : bool, default=True
+            Validate ``X`` (square, finite, real); False when the caller already
+            did (:func:`~sfapprox.compare` validates once for all methods).
+
+        Returns
+        -------
+        MonarchLowRank
+            ``self``, fitted.
 
         Raises
         ------

@@ -287,7 +287,7 @@ class NMF(Approximation):
         Inner dimension ``r`` (scikit-learn's name).  When None, the largest rank that fits ``budget``
         (:func:`~sfapprox.budget.nmf_rank_for_budget`).
     budget : int or None, default=None
-        Stored-number budget (used when ``rank`` is None); NMF stores ``2 N r``.
+        Stored-number budget (used when ``n_components`` is None); NMF stores ``2 N r``.
     init : {"auto", "nndsvda", "nndsvd", "nndsvdar", "random", "best"}, default="auto"
         Start.  NMF has local minima, and which start wins depends on the
         matrix (Sawmill at rank 21: NNDSVDa 3.33, NNDSVD 3.23).  ``"auto"``
@@ -307,7 +307,8 @@ class NMF(Approximation):
         Wall-clock limit of the whole fit (every start), in seconds; None for none.
     random_state : int, default=0
         Seed of the random starts and of the randomized SVD (large ``N``).
-    device : {"auto", "cpu", "cuda"}, default="auto"
+    device : {"auto", "cpu", "cuda"} or "cuda:N", default="auto"
+        Where the updates run; ``"auto"``: a CUDA GPU when available.
     dtype : {"float64", "float32"} or None, default=None
         None: float64 on CPU, float32 on GPU.
 
@@ -391,6 +392,27 @@ class NMF(Approximation):
         """Fit ``W`` and ``H`` to the non-negative square matrix ``X`` (dense or sparse).
 
         ``check_input=False`` skips validating ``X`` (the caller did).
+
+        Parameters
+        ----------
+        X : numpy.ndarray, scipy sparse matrix or MatrixSource, shape (N, N)
+            The square, non-negative matrix; a :class:`~sfapprox.sources.MatrixSource` is formed
+            first (refused above the memory limit).
+        check_input : bool, default=True
+            Validate ``X`` (square, finite, real); False when the caller already
+            did (:func:`~sfapprox.compare` validates once for all methods).
+
+        Returns
+        -------
+        NMF
+            ``self``, fitted.
+
+        Raises
+        ------
+        ParameterError
+            When neither ``n_components`` nor ``budget`` is given.
+        NotApplicableError
+            When ``X`` has a negative entry.
         """
         X = self._validate(X, check_input)
         n = X.shape[0]

@@ -54,6 +54,17 @@ def pinvh(W: np.ndarray, rcond: float = 1e-12) -> np.ndarray:
     """Pseudo-inverse of a symmetric matrix by its eigendecomposition (eigenvalues below ``rcond`` times the
     largest dropped).
 
+    Parameters
+    ----------
+    W : numpy.ndarray, shape (r, r)
+        A symmetric matrix (its symmetric part ``(W + W.T) / 2`` is used).
+    rcond : float, default=1e-12
+        Relative cut-off for the eigenvalues.
+
+    Returns
+    -------
+    numpy.ndarray, shape (r, r)
+
     Examples
     --------
     >>> pinvh(np.diag([2.0, 0.0])).tolist()
@@ -67,6 +78,24 @@ def pinvh(W: np.ndarray, rcond: float = 1e-12) -> np.ndarray:
 def rpcholesky_pivots(source: MatrixSource, rank: int, *, seed: int = 0, block: int | None = None,
                       deadline: _timing.Deadline | None = None) -> np.ndarray:
     """``rank`` pivots by (block) randomly pivoted Cholesky; fewer when the residual vanishes or time runs out.
+
+    Parameters
+    ----------
+    source : MatrixSource
+        A symmetric PSD matrix (its diagonal and the pivots' columns are read).
+    rank : int
+        Pivots wanted.
+    seed : int, default=0
+        Seed of the draws.
+    block : int, optional
+        Pivots drawn per step; None: ``ceil(BLOCK_SHARE * rank)``.
+    deadline : Deadline, optional
+        A step starts only when it fits, at the cost per column measured so far.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        The pivots, in the order drawn.
 
     Examples
     --------
@@ -131,7 +160,10 @@ class Nystrom(Approximation):
     budget : int or None, default=None
         Stored-number budget, ``r (N + r)``.
     pivots : {"rpcholesky", "uniform"}, default="rpcholesky"
+        How the pivots are drawn: randomly pivoted Cholesky
+        (:func:`rpcholesky_pivots`) or uniformly, without replacement.
     random_state : int, default=0
+        Seed of the pivots' draws (and of the symmetry check's sample).
     time_limit : float or None, default=DEFAULT_TIME_LIMIT
         Seconds the pivot search may take (fewer pivots when it runs out).
 
@@ -168,7 +200,32 @@ class Nystrom(Approximation):
         self.time_limit = time_limit
 
     def fit(self, X, *, check_input: bool = True) -> "Nystrom":
-        """Choose the pivots and form ``C`` and the core from ``X``'s columns (dense, sparse, operator or source)."""
+        """Choose the pivots and form ``C`` and the core from ``X``'s columns (dense, sparse or a source).
+
+        Parameters
+        ----------
+        X : numpy.ndarray, scipy sparse matrix or MatrixSource, shape (N, N)
+            A symmetric positive semi-definite matrix, read by its columns (never
+            formed).  A ``LinearOperator`` works wrapped in
+            :class:`~sfapprox.sources.OperatorSource` (or with ``check_input=False``).
+        check_input : bool, default=True
+            Validate ``X`` (square, finite, real); False when the caller already
+            did (:func:`~sfapprox.compare` validates once for all methods).
+
+        Returns
+        -------
+        Nystrom
+            ``self``, fitted.
+
+        Raises
+        ------
+        ParameterError
+            When neither ``n_components`` nor ``budget`` is given.
+        BudgetError
+            When the budget is below one pivot.
+        NotApplicableError
+            When ``X`` is not symmetric or has a negative diagonal entry.
+        """
         start = time.perf_counter()
         source = as_source(self._validate(X, check_input))
         n = source.n

@@ -559,12 +559,13 @@ class RobustPCA(Approximation):
         None: ``RANK_FRACTIONS`` of the largest rank that fits.
     random_state : int, default=0
         Seed of the randomized SVD start (``N > tsvd.EXACT_MAX_N``).
-    device : {"auto", "cpu", "cuda"}, default="auto"
+    device : {"auto", "cpu", "cuda"} or "cuda:N", default="auto"
+        Where the iterations run; ``"auto"``: a CUDA GPU when available.
     dtype : {"float64", "float32"} or None, default=None
         None: float64 on CPU, float32 on GPU.
     max_memory : int or None, default=None
         Bytes the dense work arrays may take; refused before any work above it
-        (None: a share of the physical memory).
+        (None: 80% of the physical memory).
 
     Attributes
     ----------
@@ -661,6 +662,26 @@ class RobustPCA(Approximation):
         """Fit ``L + S`` to the square matrix ``X`` (dense or sparse; worked on densely).
 
         ``check_input=False`` skips validating ``X`` (the caller did).
+
+        Parameters
+        ----------
+        X : numpy.ndarray, scipy sparse matrix or MatrixSource, shape (N, N)
+            The square matrix.  A :class:`~sfapprox.sources.MatrixSource` is fitted
+            by GoDec from its columns, never formed (``method="pcp"`` needs it
+            formed: not applicable).
+        check_input : bool, default=True
+            Validate ``X`` (square, finite, real); False when the caller already
+            did (:func:`~sfapprox.compare` validates once for all methods).
+
+        Returns
+        -------
+        RobustPCA
+            ``self``, fitted.
+
+        Raises
+        ------
+        ResourceError
+            When the dense work arrays are over ``max_memory``.
         """
         import torch
 

@@ -46,6 +46,33 @@ def randomized_svd(
     Returns the factors and the power iterations that ran (fewer than
     ``n_iter`` when ``deadline`` did not leave time for the next one).
 
+    Parameters
+    ----------
+    apply : callable
+        ``apply(B) = X @ B`` for an ``(n, k)`` block.
+    apply_t : callable
+        ``apply_t(B) = X.T @ B``.
+    n : int
+        Order of ``X``.
+    rank : int
+        Rank ``r`` of the result.
+    n_oversamples : int, default=10
+        Extra sketch columns ``p``.
+    n_iter : int, default=2
+        Power iterations ``q``.
+    seed : int, default=0
+        Seed of the Gaussian sketch.
+    deadline : Deadline, optional
+        A power iteration starts only when it and the final pass fit before it.
+
+    Returns
+    -------
+    U : numpy.ndarray, shape (n, r)
+    s : numpy.ndarray, shape (r,)
+    Vt : numpy.ndarray, shape (r, n)
+    iterations : int
+        Power iterations that ran.
+
     Examples
     --------
     >>> X = np.outer(np.arange(1.0, 5.0), np.ones(4))
@@ -86,6 +113,7 @@ class RandomizedSVD(Approximation):
     n_iter : int, default=2
         Power iterations ``q`` (each two passes over ``X``).
     random_state : int, default=0
+        Seed of the Gaussian sketch.
     time_limit : float or None, default=DEFAULT_TIME_LIMIT
         Seconds the fit may take; power iterations that would not fit are skipped.
 
@@ -126,7 +154,30 @@ class RandomizedSVD(Approximation):
         self.time_limit = time_limit
 
     def fit(self, X, *, check_input: bool = True) -> "RandomizedSVD":
-        """Fit the factors to ``X`` (dense, sparse, operator or source) from products with it."""
+        """Fit the factors to ``X`` (dense, sparse or a source) from products with it.
+
+        Parameters
+        ----------
+        X : numpy.ndarray, scipy sparse matrix or MatrixSource, shape (N, N)
+            The square matrix, used through products only (never formed).  A
+            ``LinearOperator`` works wrapped in
+            :class:`~sfapprox.sources.OperatorSource` (or with ``check_input=False``).
+        check_input : bool, default=True
+            Validate ``X`` (square, finite, real); False when the caller already
+            did (:func:`~sfapprox.compare` validates once for all methods).
+
+        Returns
+        -------
+        RandomizedSVD
+            ``self``, fitted.
+
+        Raises
+        ------
+        ParameterError
+            When neither ``n_components`` nor ``budget`` is given.
+        BudgetError
+            When the budget is below one rank (``2N + 1`` numbers).
+        """
         start = time.perf_counter()
         source = as_source(self._validate(X, check_input))
         n = source.n

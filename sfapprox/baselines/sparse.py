@@ -56,6 +56,17 @@ def top_entries(values: np.ndarray, k: int) -> np.ndarray:
     every entry above ``t`` is kept, and the first entries equal to ``t`` fill
     the rest.
 
+    Parameters
+    ----------
+    values : numpy.ndarray
+        Any array (taken flat).
+    k : int
+        How many to keep; ``k >= values.size`` keeps all, ``k <= 0`` none.
+
+    Returns
+    -------
+    numpy.ndarray of int
+
     Examples
     --------
     >>> top_entries(np.array([1.0, -3.0, 2.0, 3.0, 2.0]), 3).tolist()
@@ -92,6 +103,22 @@ def streamed_top_entries(source, k: int, max_memory: int | None = None):
     non-zeros seen; ties go to the earlier entries in row-major order, as
     :func:`top_entries` does, so the result is the in-memory one.  Holds
     ``O(k)`` candidates besides one block (and its selection's temporaries).
+
+    Parameters
+    ----------
+    source : MatrixSource
+        The matrix.
+    k : int
+        Entries to keep.
+    max_memory : int or None, default=None
+        Memory limit in bytes that sets the block width (None: the default limit).
+
+    Returns
+    -------
+    rows, cols : numpy.ndarray of int64
+    vals : numpy.ndarray
+    nnz : int
+        Non-zeros of the whole matrix.
     """
     n = source.n
     rows = cols = np.zeros(0, dtype=np.int64)
@@ -176,9 +203,23 @@ class SparseApproximation(Approximation):
         self.budget = budget
 
     def fit(self, X, *, check_input: bool = True) -> "SparseApproximation":
-        """Keep the largest entries of the square matrix ``X`` (dense or sparse).
+        """Keep the largest entries of the square matrix ``X`` (dense, sparse or a source).
 
         ``check_input=False`` skips validating ``X`` (the caller did).
+
+        Parameters
+        ----------
+        X : numpy.ndarray, scipy sparse matrix or MatrixSource, shape (N, N)
+            The square matrix; a :class:`~sfapprox.sources.MatrixSource` is read in
+            one pass over its columns (never formed).
+        check_input : bool, default=True
+            Validate ``X`` (square, finite, real); False when the caller already
+            did (:func:`~sfapprox.compare` validates once for all methods).
+
+        Returns
+        -------
+        SparseApproximation
+            ``self``, fitted.
 
         Raises
         ------

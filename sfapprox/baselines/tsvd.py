@@ -57,12 +57,13 @@ class TruncatedSVD(Approximation):
     n_components : int or None, default=None
         Rank ``r`` (scikit-learn's name).  When None, the largest rank that fits ``budget``.
     budget : int or None, default=None
-        Stored-number budget (used when ``rank`` is None).
+        Stored-number budget, ``r (2N + 1)`` (used when ``n_components`` is None).
     solver : {"auto", "exact", "randomized"}, default="auto"
         ``auto``: exact for ``N <= EXACT_MAX_N``, randomized above.
-    n_oversamples, n_iter : int
+    n_oversamples, n_iter : int, default=10, 7
         Randomized SVD's extra columns and power iterations.
     random_state : int, default=0
+        Seed of the randomized SVD.
 
     Attributes
     ----------
@@ -118,6 +119,25 @@ class TruncatedSVD(Approximation):
         """Compute the truncated SVD of the square matrix ``X`` (dense or sparse).
 
         ``check_input=False`` skips validating ``X`` (the caller did).
+
+        Parameters
+        ----------
+        X : numpy.ndarray, scipy sparse matrix or MatrixSource, shape (N, N)
+            The square matrix; a :class:`~sfapprox.sources.MatrixSource` is formed
+            first (refused above the memory limit).
+        check_input : bool, default=True
+            Validate ``X`` (square, finite, real); False when the caller already
+            did (:func:`~sfapprox.compare` validates once for all methods).
+
+        Returns
+        -------
+        TruncatedSVD
+            ``self``, fitted.
+
+        Raises
+        ------
+        ParameterError
+            When neither ``n_components`` nor ``budget`` is given.
         """
         X = self._validate(X, check_input)
         n = X.shape[0]

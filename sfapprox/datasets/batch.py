@@ -65,9 +65,32 @@ Event = Callable[..., None]
 class BatchSummary:
     """What a batch did: lines written, pairs skipped, statuses, whether it was cut short.
 
-    ``no_network`` is the download failure that showed the network to be
-    unreachable (None when downloads worked or none was needed);
-    ``downloads_skipped`` names the entries whose download was then not tried.
+    Attributes
+    ----------
+    out_dir : str
+        The output folder.
+    written : int, default=0
+        Lines written by this run.
+    skipped : int, default=0
+        Pairs skipped because a finished line was already there.
+    to_do : int, default=0
+        Pairs this run set out to compute.
+    statuses : collections.Counter
+        Lines written, by status.
+    interrupted : bool, default=False
+        True after a Ctrl-C (finished lines are kept).
+    repaired : list of str
+        What was repaired in the results file before starting (partial or
+        invalid lines removed, lines to recompute dropped).
+    warnings : list of str
+        E.g. settings that differ from those of the lines already there.
+    no_network : str or None
+        The download failure that showed the network to be unreachable (None
+        when downloads worked or none was needed).
+    downloads_skipped : list of str
+        Entries whose download was then not tried.
+    results_path : Path
+        ``out_dir/results.jsonl`` (property).
     """
 
     out_dir: str
@@ -83,6 +106,7 @@ class BatchSummary:
 
     @property
     def results_path(self) -> Path:
+        """The results file, ``out_dir/results.jsonl``."""
         return Path(self.out_dir) / RESULTS_FILE
 
 
@@ -150,7 +174,20 @@ def _check_options(options: BatchOptions, jobs: int, executor: str, scheduler: s
 
 
 def settings_changes(existing: ResultsFile, options: BatchOptions) -> list[str]:
-    """How the finished lines' settings differ from ``options`` (one text per differing setting)."""
+    """How the finished lines' settings differ from ``options`` (one text per differing setting).
+
+    Parameters
+    ----------
+    existing : ResultsFile
+        The lines already in the results file.
+    options : BatchOptions
+        This run's options (:meth:`BatchOptions.recorded`).
+
+    Returns
+    -------
+    list of str
+        Empty when every line used this run's settings.
+    """
     now = options.recorded()
     seen: dict[str, set[str]] = {}
     for record in existing.records:
@@ -162,7 +199,28 @@ def settings_changes(existing: ResultsFile, options: BatchOptions) -> list[str]:
 
 
 def plan(entries: Iterable[Entry], methods: tuple[str, ...], existing: ResultsFile, force: bool):
-    """Pairs to run and stale lines to drop: ``(todo: dict[name, methods], drop, skipped)``."""
+    """Pairs to run and stale lines to drop: ``(todo: dict[name, methods], drop, skipped)``.
+
+    Parameters
+    ----------
+    entries : iterable of Entry
+        The selected entries.
+    methods : tuple of str
+        The methods to run on each.
+    existing : ResultsFile
+        The lines already in the results file.
+    force : bool
+        Recompute pairs whose line says ``ok`` or ``not applicable``.
+
+    Returns
+    -------
+    todo : dict of str to tuple of str
+        Entry name -> its methods still to run.
+    drop : set of (str, str)
+        ``(matrix, method)`` pairs whose old lines go before they are redone.
+    skipped : int
+        Finished pairs left as they are.
+    """
     latest = existing.latest()
     todo: dict[str, tuple[str, ...]] = {}
     drop: set[tuple[str, str]] = set()
@@ -200,11 +258,12 @@ def run_batch(
 
     Parameters
     ----------
-    manifest_path : path
+    manifest_path : str or os.PathLike
         A manifest (see :mod:`sfapprox.datasets.manifest`).
-    out_dir : path
+    out_dir : str or os.PathLike
         Output folder: ``results.jsonl`` and ``factors/``; created if needed.
-    options : BatchOptions
+    options : BatchOptions, default=BatchOptions()
+        Methods, budget, protocol, fit settings, data folder, factor saving.
     only : list of str, optional
         Entry names to run (default: all).
     force : bool, default=False
@@ -212,6 +271,7 @@ def run_batch(
     jobs : int, default=1
         Matrices run in parallel processes ("spawn") when > 1.
     executor : {"process", "dask"}, default="process"
+        Where the matrices run when ``jobs > 1`` (process pool) or on Dask.
     scheduler : str, optional
         Dask scheduler address (``executor="dask"``).
     on_event : callable, optional
@@ -233,7 +293,8 @@ def run_batch(
     ------
     FolderBusyError
         When another process is running a batch on ``out_dir`` (one line
-        naming it: pid, host, start time, command) and ``wait`` is False.
+        naming it: pid, host, start time, command) and ``wait`` does not
+        allow waiting (long enough).
     InputError
         When ``options.data_dir`` is not a folder (before any work).
 

@@ -73,7 +73,13 @@ _CHUNK = 1 << 16
 
 
 class UnavailableError(InputError):
-    """An entry's file is neither present nor downloadable; the message says where to put it."""
+    """An entry's file is neither present nor downloadable; the message says where to put it.
+
+    Parameters
+    ----------
+    message : str
+        One line: the entry, what was tried, and where to put the file.
+    """
 
 
 @dataclass
@@ -85,6 +91,13 @@ class NetworkState:
     resolve, a host that refuses or does not answer, an unreachable network)
     sets ``down`` to that problem; from then on downloads are not tried and
     their entries are named in ``skipped``.
+
+    Attributes
+    ----------
+    down : str or None
+        The "no network" problem met in this run (None: none yet).
+    skipped : list of str
+        Names of the entries whose download was not tried because of it.
 
     Examples
     --------
@@ -98,7 +111,13 @@ class NetworkState:
 
 
 class ChecksumError(InputError):
-    """A file's SHA-256 differs from every hash its manifest entry accepts."""
+    """A file's SHA-256 differs from every hash its manifest entry accepts.
+
+    Parameters
+    ----------
+    message : str
+        One line: the entry, the file, the expected and the actual hash.
+    """
 
 
 @dataclass(frozen=True)
@@ -107,6 +126,15 @@ class Located:
 
     ``origin`` is ``"data-dir"``, ``"manifest-dir"``, ``"cache"`` or
     ``"download"``; ``verified`` is False when the entry has no ``sha256``.
+
+    Attributes
+    ----------
+    path : Path
+        The file.
+    origin : {"data-dir", "manifest-dir", "cache", "download"}
+        Where it was found.
+    verified : bool
+        Whether its SHA-256 was checked (False when the entry gives none).
     """
 
     path: Path
@@ -123,7 +151,13 @@ def cache_dir() -> Path:
 
 
 def file_sha256(path: str | os.PathLike) -> str:
-    """SHA-256 (hex) of a file, read in 64 KiB chunks."""
+    """SHA-256 (hex) of a file, read in 64 KiB chunks.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+    """
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(_CHUNK), b""):
@@ -137,6 +171,11 @@ def cache_folder_name(manifest: str | os.PathLike) -> str:
     Only letters, digits, ``_``, ``-``, ``+`` and inner dots are kept, so the
     folder always lies inside the cache (a manifest named ``...toml`` would
     otherwise give ``..``).
+
+    Parameters
+    ----------
+    manifest : str or os.PathLike
+        The manifest's path (only its file name is used).
 
     Examples
     --------
@@ -163,6 +202,18 @@ def size_limit(folder: str | os.PathLike, max_bytes: int | None = None) -> int:
 
     The reserve is ``min(DISK_RESERVE, 5% of the file system)``, so fetching
     never leaves the disk full for everything else.
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        An existing folder on the file system that will hold the file.
+    max_bytes : int, optional
+        A further bound in bytes.
+
+    Returns
+    -------
+    int
+        Bytes, at least 0.
     """
     usage = shutil.disk_usage(folder)
     limit = usage.free - min(DISK_RESERVE, usage.total // 20)
@@ -179,6 +230,17 @@ def check_data_dir(data_dir: str | os.PathLike | None, *, name: str = "data_dir"
     exist is a mistyped path or a folder of another machine, refused before
     any work.  ``name`` is how the message names the setting (``"--data-dir"``
     in the CLI).
+
+    Parameters
+    ----------
+    data_dir : str, os.PathLike or None
+        The data folder given, if any.
+    name : str, default="data_dir"
+        The setting's name in the message.
+
+    Returns
+    -------
+    Path or None
 
     Raises
     ------
@@ -244,6 +306,15 @@ def is_present(entry: Entry, *, data_dir: str | os.PathLike | None = None, cache
 
     A quick look before a run: an entry that is not present needs a download
     (:func:`fetch_entry`); one that is present is still verified when it is used.
+
+    Parameters
+    ----------
+    entry : Entry
+        A manifest entry (a generator entry gives False).
+    data_dir : str or os.PathLike, optional
+        Folder searched first (``--data-dir``).
+    cache : Path, optional
+        The download cache (default :func:`cache_dir`).
     """
     if entry.file is None:
         return False
@@ -253,6 +324,15 @@ def is_present(entry: Entry, *, data_dir: str | os.PathLike | None = None, cache
 
 def locate(entry: Entry, *, data_dir: str | os.PathLike | None = None, cache: Path | None = None) -> Located | None:
     """Find an entry's file without downloading; verify it when found.
+
+    Parameters
+    ----------
+    entry : Entry
+        A file entry of a manifest.
+    data_dir : str or os.PathLike, optional
+        Folder searched first (``--data-dir``).
+    cache : Path, optional
+        The download cache (default :func:`cache_dir`).
 
     Returns
     -------
@@ -286,7 +366,7 @@ def fetch_entry(
     ----------
     entry : Entry
         A file entry (not a generator).
-    data_dir : path, optional
+    data_dir : str or os.PathLike, optional
         Folder searched first (``--data-dir``).
     cache : Path, optional
         Download cache (default :func:`cache_dir`).
@@ -338,6 +418,19 @@ def download_problem(exc: BaseException, url: str) -> str:
 
     requests wraps the cause in layers of urllib3 text (``HTTPSConnectionPool(host=...):
     Max retries exceeded ... NewConnectionError(...)``); the user needs the host and what went wrong.
+
+    Parameters
+    ----------
+    exc : BaseException
+        What the download raised.
+    url : str
+        The URL it was downloading.
+
+    Returns
+    -------
+    str
+        One line; it starts with ``"no network"`` when the host could not be
+        reached (what :class:`NetworkState` records).
     """
     host = urlparse(url).hostname or url
     text = " ".join(str(exc).split())
@@ -548,6 +641,16 @@ def zlib_error() -> type[Exception]:
 def check_archive_members(archive: str | os.PathLike) -> list[str]:
     """Names of an archive's regular files, after refusing any unsafe member.
 
+    Parameters
+    ----------
+    archive : str or os.PathLike
+        A zip or tar file (compressed tar too).
+
+    Returns
+    -------
+    list of str
+        The names of its regular-file members.
+
     Raises
     ------
     InputError
@@ -599,6 +702,21 @@ def extract_member(
     ``max_bytes``) is refused, by its declared size before anything is
     written and by the bytes actually read (an archive may lie).
 
+    Parameters
+    ----------
+    archive : str or os.PathLike
+        A zip or tar file.
+    member : str
+        The member's name in the archive.
+    final : str or os.PathLike
+        Where the file goes (its folder is created).
+    sha256 : str or tuple of str, default=()
+        Accepted SHA-256 digests (hex); empty: not checked.
+    max_bytes : int, optional
+        Largest size accepted, besides the free disk space.
+    where : str, default=""
+        Prefix of error messages (the entry).
+
     Returns
     -------
     Path
@@ -647,6 +765,22 @@ def verify_entry(entry: Entry, *, data_dir: str | os.PathLike | None = None, cac
 
     status is ``"ok"`` (present, hash matches), ``"unchecked"`` (present, no
     hash in the manifest), ``"mismatch"``, ``"missing"`` or ``"generated"``.
+
+    Parameters
+    ----------
+    entry : Entry
+        A manifest entry.
+    data_dir : str or os.PathLike, optional
+        Folder searched first (``--data-dir``).
+    cache : Path, optional
+        The download cache (default :func:`cache_dir`).
+
+    Returns
+    -------
+    status : str
+        One of the statuses above.
+    detail : str
+        The file and where it was found, the mismatch, or where to put the file.
     """
     if entry.generator:
         return "generated", f"generator {entry.generator}"

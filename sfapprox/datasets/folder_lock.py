@@ -36,9 +36,19 @@ _held: dict[str, Any] = {}
 class FolderBusyError(SfapproxError):
     """Another process holds a batch folder's lock.
 
+    Parameters
+    ----------
+    message : str
+        One line: the folder and who holds it.
+    folder : Path
+        The folder.
+    holder : dict
+        What the holder wrote about itself.
+
     Attributes
     ----------
     folder : Path
+        The batch output folder.
     holder : dict
         What the holder wrote about itself (``pid``, ``host``, ``started``,
         ``command``); empty when it could not be read.
@@ -51,7 +61,18 @@ class FolderBusyError(SfapproxError):
 
 
 def read_holder(folder: str | os.PathLike) -> dict[str, Any]:
-    """What the lock's holder wrote about itself (empty when absent or unreadable)."""
+    """What the lock's holder wrote about itself (empty when absent or unreadable).
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        The batch output folder.
+
+    Returns
+    -------
+    dict
+        ``pid``, ``host``, ``started``, ``command`` as written.
+    """
     try:
         data = json.loads((Path(folder) / HOLDER_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -60,7 +81,13 @@ def read_holder(folder: str | os.PathLike) -> dict[str, Any]:
 
 
 def describe_holder(holder: dict[str, Any]) -> str:
-    """``"pid 4242 on node07, started 2026-01-02 10:00:00 UTC: sfapprox batch m.toml --out-dir runs/t1"``."""
+    """``"pid 4242 on node07, started 2026-01-02 10:00:00 UTC: sfapprox batch m.toml --out-dir runs/t1"``.
+
+    Parameters
+    ----------
+    holder : dict
+        What :func:`read_holder` returned; empty gives ``"holder unknown"``.
+    """
     if not holder:
         return "holder unknown"
     text = f"pid {holder.get('pid', '?')} on {holder.get('host', '?')}"

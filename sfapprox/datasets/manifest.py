@@ -39,7 +39,13 @@ __all__ = [
 
 
 class ManifestError(InputError):
-    """A manifest file is not valid TOML or does not follow the schema."""
+    """A manifest file is not valid TOML or does not follow the schema.
+
+    Parameters
+    ----------
+    message : str
+        One line naming the manifest file, the entry and the field.
+    """
 
 
 #: Categories an entry may have (reports group by them).
@@ -104,6 +110,39 @@ class Entry:
 
     Exactly one source: ``generator`` (synthetic), or ``file`` (optionally with
     ``url`` to download it from).  ``load`` holds ``load_matrix`` options.
+
+    Attributes
+    ----------
+    name : str
+        Unique within the manifest (letters, digits, ``_ - . +``).
+    category : str
+        One of :data:`CATEGORIES`.
+    manifest : str
+        The manifest file it comes from (every message about it starts with it).
+    file : str or None
+        Relative path of the matrix file (under ``--data-dir`` or in the cache).
+    url : str or None
+        Where ``file`` is downloaded from (the file, a compressed copy or an archive).
+    member : str or None
+        Path of ``file`` inside the archive at ``url``.
+    companions : tuple of str
+        Other files the loader needs beside ``file``.
+    sha256 : tuple of str
+        Accepted SHA-256 digests of ``file`` (lower-case hex); empty: not checked.
+    homepage : str or None
+        Where a person can find the data.
+    generator : str or None
+        A generator of :mod:`sfapprox.datasets.synthetic` (instead of a file).
+    params : dict
+        The generator's parameters (``n`` required).
+    load : dict
+        :func:`~sfapprox.load_matrix` options.
+    reference : dict of str to float
+        Published figures, by method.
+    reproducible : bool
+        Whether our loading is known to reproduce the reference figures.
+    description, note : str or None
+        Free text.
     """
 
     name: str
@@ -140,7 +179,17 @@ class Entry:
 
 @dataclass(frozen=True)
 class Manifest:
-    """A validated manifest: its path, header fields and entries in file order."""
+    """A validated manifest: its path, header fields and entries in file order.
+
+    Attributes
+    ----------
+    path : str
+        The manifest file.
+    title, description, reference_source : str or None
+        Its header fields.
+    entries : tuple of Entry
+        In file order.
+    """
 
     path: str
     title: str | None
@@ -150,13 +199,24 @@ class Manifest:
 
     @property
     def folder(self) -> Path:
+        """The folder holding the manifest file."""
         return Path(self.path).parent
 
     def names(self) -> list[str]:
+        """The entries' names, in file order."""
         return [e.name for e in self.entries]
 
     def select(self, only: list[str] | None) -> list[Entry]:
         """Entries named in ``only`` (all when None), in manifest order.
+
+        Parameters
+        ----------
+        only : list of str or None
+            Entry names; None or empty: every entry.
+
+        Returns
+        -------
+        list of Entry
 
         Raises
         ------
@@ -218,6 +278,23 @@ def load_manifest(path: str | os.PathLike) -> Manifest:
 
 def parse_manifest(data: dict[str, Any], path: str = "<manifest>") -> Manifest:
     """Validate the parsed TOML ``data`` of the manifest at ``path``.
+
+    Parameters
+    ----------
+    data : dict
+        The parsed TOML (``tomllib.loads``).
+    path : str, default="<manifest>"
+        The manifest's name in messages and in each entry's ``manifest``.
+
+    Returns
+    -------
+    Manifest
+
+    Raises
+    ------
+    ManifestError
+        For anything that breaks the schema (the message names the file, the
+        entry and the field).
 
     Examples
     --------
@@ -351,7 +428,13 @@ def _check_relative(value: str, key: str, where: str) -> None:
 
 
 def is_archive(url_or_name: str) -> bool:
-    """True for names ending in an archive suffix (``.zip``, ``.tar.gz``, ``.tgz``, ...)."""
+    """True for names ending in an archive suffix (``.zip``, ``.tar.gz``, ``.tgz``, ...).
+
+    Parameters
+    ----------
+    url_or_name : str
+        A URL (its path is looked at) or a file name; case is ignored.
+    """
     path = urlparse(url_or_name).path.lower() if "://" in url_or_name else url_or_name.lower()
     return path.endswith(ARCHIVE_SUFFIXES)
 

@@ -31,13 +31,38 @@ def _finite(value: Any) -> bool:
 
 
 def fmt(value: Any, digits: int = 4) -> str:
-    """A number with ``digits`` significant digits; "–" for missing values."""
+    """A number with ``digits`` significant digits; "–" for missing values.
+
+    Parameters
+    ----------
+    value : object
+        A number; anything else (None, a string, NaN, an infinity) gives "–".
+    digits : int, default=4
+        Significant digits.
+    """
     return f"{value:.{digits}g}" if _finite(value) else "–"
 
 
 @dataclass
 class MatrixRow:
-    """One matrix: its results by method, reference figures and the winner."""
+    """One matrix: its results by method, reference figures and the winner.
+
+    Attributes
+    ----------
+    name : str
+        The matrix.
+    n : int or None
+        Its order (from the first record that has it).
+    results : dict of str to dict
+        The record of each method.
+    reference : dict of str to float
+        Published figures comparable to these records (:func:`comparable`).
+    info : dict
+        Matrix facts from the records' ``matrix_info`` (entropy, ...).
+    winner : str or None
+        The ``ok`` method with the smallest Frobenius error, when two or more
+        were scored.
+    """
 
     name: str
     n: int | None
@@ -49,7 +74,23 @@ class MatrixRow:
 
 @dataclass
 class CategoryTable:
-    """All matrices of one category, with wins per method."""
+    """All matrices of one category, with wins per method.
+
+    Attributes
+    ----------
+    category : str
+        The category.
+    methods : list of str
+        Methods with a record in this category.
+    reference_keys : list of str
+        Methods with a published figure in some row.
+    info_keys : list of str
+        Matrix facts shown as columns (keys of ``INFO_COLUMNS``).
+    rows : list of MatrixRow
+        One per matrix.
+    wins : dict of str to int
+        Rows won, by method.
+    """
 
     category: str
     methods: list[str]
@@ -63,10 +104,19 @@ class CategoryTable:
 class Unavailable:
     """A matrix that no method could run on (every record ``unavailable``), with why.
 
-    ``missing`` is True when its file was neither present nor downloadable
-    (rather than present but wrong or unreadable: ``error`` says what);
-    ``manifest`` and ``data_dir`` are where the batch looked (None when the
-    records do not say).
+    Attributes
+    ----------
+    name : str
+        The matrix (entry) name.
+    category : str
+        Its category.
+    error : str
+        The first record's error, on one line.
+    missing : bool
+        True when its file was neither present nor downloadable (rather than
+        present but wrong or unreadable: ``error`` says what).
+    manifest, data_dir : str or None, default=None
+        Where the batch looked (None when the records do not say).
     """
 
     name: str
@@ -81,8 +131,17 @@ class Unavailable:
 class Report:
     """Tables by category (in :data:`~sfapprox.datasets.manifest.CATEGORIES` order) and the records.
 
-    ``unavailable`` lists the matrices left out of the tables because no
-    method could run on them (their records stay in ``records``).
+    Attributes
+    ----------
+    records : list of dict
+        The last record of each (matrix, method).
+    methods : list of str
+        Every method in the records, in first-seen order.
+    tables_by_category : list of CategoryTable
+        One per category with at least one row.
+    unavailable : list of Unavailable
+        The matrices left out of the tables because no method could run on
+        them (their records stay in ``records``).
     """
 
     records: list[dict[str, Any]]
@@ -91,9 +150,11 @@ class Report:
     unavailable: list[Unavailable] = field(default_factory=list)
 
     def total_wins(self) -> dict[str, int]:
+        """Rows won by each method, over every category."""
         return {m: sum(t.wins.get(m, 0) for t in self.tables_by_category) for m in self.methods}
 
     def statuses(self) -> dict[str, int]:
+        """Number of records by status."""
         out: dict[str, int] = {}
         for r in self.records:
             out[r["status"]] = out.get(r["status"], 0) + 1
@@ -140,6 +201,13 @@ def comparable(record: dict[str, Any], method: str) -> bool:
     The paper protocol reproduces Table 1's settings for every method; under the
     default protocol only SF at budget "sf" fits the paper's structure (TSVD
     then takes the largest rank that fits, not the paper's rank ceil(M²/2)).
+
+    Parameters
+    ----------
+    record : dict
+        A batch record (its ``settings`` and budget are looked at).
+    method : str
+        The method the figure is for.
     """
     settings = record.get("settings") or {}
     if settings.get("protocol") == "paper":
@@ -175,6 +243,15 @@ def _unavailable(name: str, category: str, records: list[dict[str, Any]]) -> Una
 
 def build_report(records: list[dict[str, Any]]) -> Report:
     """Group records (the last one per (matrix, method) wins) into category tables.
+
+    Parameters
+    ----------
+    records : list of dict
+        Batch records, in file order (:func:`~sfapprox.datasets.read_results`).
+
+    Returns
+    -------
+    Report
 
     Examples
     --------
@@ -236,6 +313,16 @@ def table_cells(table: CategoryTable) -> tuple[list[str], list[list[str]]]:
     Columns: matrix, N, one per method (Frobenius error ‖X − X̂‖_F or the
     status), one per reference figure ("paper tsvd"), the deviation from it
     for methods that have one ("Δ tsvd"), matrix facts (entropy), winner.
+
+    Parameters
+    ----------
+    table : CategoryTable
+        The category.
+
+    Returns
+    -------
+    header : list of str
+    rows : list of list of str
     """
     compared = [m for m in table.methods if m in table.reference_keys]
     header = ["matrix", "N", *table.methods, *(f"paper {k}" for k in table.reference_keys),
@@ -253,7 +340,13 @@ def table_cells(table: CategoryTable) -> tuple[list[str], list[list[str]]]:
 
 
 def wins_line(table: CategoryTable) -> str:
-    """``"wins: sf 3, tsvd 1"`` (only matrices with two or more scored methods count)."""
+    """``"wins: sf 3, tsvd 1"`` (only matrices with two or more scored methods count).
+
+    Parameters
+    ----------
+    table : CategoryTable
+        The category.
+    """
     return "wins: " + ", ".join(f"{m} {table.wins.get(m, 0)}" for m in table.methods)
 
 
@@ -263,6 +356,13 @@ def unavailable_line(unavailable: list[Unavailable], shown: int = 8) -> str | No
     None when there are none.  Matrices that are unavailable for another
     reason (a wrong hash, an unreadable file) are not in it: each deserves
     its own message (``Unavailable.error``).
+
+    Parameters
+    ----------
+    unavailable : list of Unavailable
+        What :attr:`Report.unavailable` holds.
+    shown : int, default=8
+        Most names given (then "and k more").
 
     Examples
     --------

@@ -45,7 +45,17 @@ FILE_MISSING = "file missing"
 
 
 def encode_record(record: dict[str, Any]) -> bytes:
-    """One complete line: compact JSON (no NaN) plus ``"\\n"``, UTF-8."""
+    """One complete line: compact JSON (no NaN) plus ``"\\n"``, UTF-8.
+
+    Parameters
+    ----------
+    record : dict
+        A batch record (made JSON-ready by :func:`~sfapprox.formats.jsonable`).
+
+    Returns
+    -------
+    bytes
+    """
     return (json.dumps(jsonable(record), allow_nan=False, ensure_ascii=False) + "\n").encode("utf-8")
 
 
@@ -55,6 +65,21 @@ class ResultsWriter:
     ``O_APPEND`` puts every write at the current end of the file, and a line
     is never split over two writes, so a killed process leaves complete lines
     plus at most one partial tail (which :func:`read_results` ignores).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The results file (created when missing, appended to otherwise).
+
+    Attributes
+    ----------
+    path : Path
+        The results file.
+
+    Raises
+    ------
+    OutputError
+        When the file cannot be opened for writing.
     """
 
     def __init__(self, path: str | os.PathLike):
@@ -65,7 +90,13 @@ class ResultsWriter:
             raise self._error("cannot be opened for writing", exc) from exc
 
     def write(self, record: dict[str, Any]) -> None:
-        """Append one line; on failure (full disk) nothing of it stays and :class:`~sfapprox._atomic.OutputError` says so."""
+        """Append one line; on failure (full disk) nothing of it stays and :class:`~sfapprox._atomic.OutputError` says so.
+
+        Parameters
+        ----------
+        record : dict
+            The record (:func:`encode_record`).
+        """
         data = encode_record(record)
         try:
             written = os.write(self._fd, data)
@@ -84,6 +115,7 @@ class ResultsWriter:
                            "run the same command again to resume", self.path, exc.errno)
 
     def close(self) -> None:
+        """Close the file (again: nothing)."""
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
@@ -97,7 +129,19 @@ class ResultsWriter:
 
 @dataclass
 class ResultsFile:
-    """Parsed results: complete valid records, numbers of bad complete lines (and why), partial tail bytes."""
+    """Parsed results: complete valid records, numbers of bad complete lines (and why), partial tail bytes.
+
+    Attributes
+    ----------
+    records : list of dict
+        The complete, valid records, in file order.
+    bad_lines : list of int
+        Line numbers (1-based) of complete lines that are not valid records.
+    tail_bytes : int
+        Bytes of an incomplete last line (0: none).
+    problems : dict of int to str
+        Why each bad line is bad, by line number.
+    """
 
     records: list[dict[str, Any]]
     bad_lines: list[int]
@@ -140,6 +184,15 @@ def record_problem(record: Any) -> str | None:
     strings; the optional fields, when present and not null, must have their
     type (a number for ``fro_error``, a table for ``reference``, ...).
 
+    Parameters
+    ----------
+    record : object
+        A parsed JSON line.
+
+    Returns
+    -------
+    str or None
+
     Examples
     --------
     >>> record_problem({"matrix": ["a"], "method": "sf", "status": "ok"})
@@ -165,6 +218,15 @@ def read_results(path: str | os.PathLike) -> ResultsFile:
 
     A line is invalid when it is not JSON or not a usable record
     (:func:`record_problem`); ``problems`` says why, by line number.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The results file; a missing one reads as empty.
+
+    Returns
+    -------
+    ResultsFile
 
     Examples
     --------
@@ -205,6 +267,18 @@ def repair_results(path: str | os.PathLike, drop: set[tuple[str, str]] = frozens
     A partial tail alone is truncated in place; invalid lines or lines to
     drop make the file be rewritten atomically.  Returns what was done, for
     the user.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The results file.
+    drop : set of (str, str), default=frozenset()
+        ``(matrix, method)`` pairs whose lines are removed (to be recomputed).
+
+    Returns
+    -------
+    list of str
+        One sentence per change made (empty: nothing to repair).
     """
     path = Path(path)
     parsed = read_results(path)

@@ -71,7 +71,21 @@ class BatchOptions:
 
 @dataclass(frozen=True)
 class MatrixTask:
-    """One unit of work: the methods still to run on one entry (picklable)."""
+    """One unit of work: the methods still to run on one entry (picklable).
+
+    Attributes
+    ----------
+    entry : Entry
+        The manifest entry.
+    methods : tuple of str
+        The methods still to run on it (finished pairs are left out on resume).
+    options : BatchOptions
+        How every matrix of the batch is run.
+    out_dir : str
+        The batch's output folder (factors go to ``out_dir/factors``).
+    cache : str or None, default=None
+        The download cache; None: :func:`~sfapprox.datasets.fetch.cache_dir`.
+    """
 
     entry: Entry
     methods: tuple[str, ...]
@@ -81,12 +95,37 @@ class MatrixTask:
 
 
 def stamp(record: dict[str, Any]) -> dict[str, Any]:
+    """Set the record's ``finished`` time (now).
+
+    Parameters
+    ----------
+    record : dict
+        A record; its ``finished`` field is set (UTC, ISO 8601, seconds) in place.
+
+    Returns
+    -------
+    dict
+        ``record`` itself.
+    """
     record["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return record
 
 
 def base_record(task: MatrixTask, method: str) -> dict[str, Any]:
-    """A record with every field present (the ones not yet known are None)."""
+    """A record with every field present (the ones not yet known are None).
+
+    Parameters
+    ----------
+    task : MatrixTask
+        Its entry and options fill the matrix's and the run's fields.
+    method : str
+        The record's method.
+
+    Returns
+    -------
+    dict
+        ``status`` None, ``settings`` the options' recorded values.
+    """
     entry = task.entry
     return {
         "format": RECORD_FORMAT,
@@ -173,6 +212,17 @@ def unavailable_records(task: MatrixTask, exc: BaseException) -> list[dict[str, 
     manifest, None otherwise (a file that does not load: ``error`` says why).
     A file entry's records also keep, in ``matrix_info``, the manifest and the
     data folder looked in, so a report can say where to get the file.
+
+    Parameters
+    ----------
+    task : MatrixTask
+        Whose methods get a record each.
+    exc : BaseException
+        Why the matrix could not be had (its one-line message becomes ``error``).
+
+    Returns
+    -------
+    list of dict
     """
     entry = task.entry
     reason = None
@@ -196,6 +246,7 @@ def run_matrix(task: MatrixTask, on_record: Callable[[dict], None] | None = None
     Parameters
     ----------
     task : MatrixTask
+        The entry, the methods to run on it and the batch's options.
     on_record : callable, optional
         Called with each record as soon as it is ready (the serial runner
         writes it at once).

@@ -44,7 +44,16 @@ __all__ = [
 
 @dataclass
 class Generated:
-    """A generated matrix and facts about how it was made."""
+    """A generated matrix and facts about how it was made.
+
+    Attributes
+    ----------
+    matrix : numpy.ndarray or scipy.sparse.csr_array
+        The square matrix.
+    info : dict
+        Facts about how it was made (the generator's own; :func:`generate`
+        adds the generator's name and parameters).
+    """
 
     matrix: np.ndarray | sp.csr_array
     info: dict[str, Any] = field(default_factory=dict)
@@ -77,6 +86,7 @@ def random_sparse(n: int, density: float = 0.05, *, symmetric: bool = False, see
     symmetric : bool, default=False
         Return ``(A + A.T) / 2`` (about twice the density off the diagonal).
     seed : int, default=0
+        Seed of the random values.
 
     Returns
     -------
@@ -115,13 +125,18 @@ def low_rank_plus_sparse(
 
     Parameters
     ----------
-    n, rank : int
+    n : int
+        Order of the matrix, at least 2.
+    rank : int, default=4
+        Rank of ``L``, between 1 and ``n``.
     density : float, default=0.02
-        Fraction of entries in the sparse part.
+        Fraction of entries in the sparse part, in [0, 1].
     sparse_scale : float, default=5.0
+        Magnitude of the spikes.
     noise : float, default=0.0
         Standard deviation of added Gaussian noise.
     seed : int, default=0
+        Seed of the random values.
 
     Returns
     -------
@@ -159,6 +174,20 @@ def low_rank_plus_sparse(
 def banded(n: int, bandwidth: int = 3, *, seed: int = 0) -> Generated:
     """Random banded matrix: Gaussian values where ``|i - j| <= bandwidth``.
 
+    Parameters
+    ----------
+    n : int
+        Order of the matrix, at least 2.
+    bandwidth : int, default=3
+        Half-width of the band, between 0 and ``n - 1``.
+    seed : int, default=0
+        Seed of the random values.
+
+    Returns
+    -------
+    Generated
+        Dense matrix; ``info`` has ``bandwidth``.
+
     Examples
     --------
     >>> g = banded(16, 2)
@@ -176,6 +205,20 @@ def banded(n: int, bandwidth: int = 3, *, seed: int = 0) -> Generated:
 
 def circulant(n: int, decay: float = 1.0, *, seed: int = 0) -> Generated:
     """Circulant matrix ``X[i, j] = c[(j - i) mod n]`` with ``c[k] ~ N(0, 1) / (1 + k)^decay``.
+
+    Parameters
+    ----------
+    n : int
+        Order of the matrix, at least 2.
+    decay : float, default=1.0
+        How fast the diagonals' scale falls off with ``k``.
+    seed : int, default=0
+        Seed of the random values.
+
+    Returns
+    -------
+    Generated
+        Dense matrix; ``info`` has ``decay``.
 
     Examples
     --------
@@ -202,12 +245,15 @@ def chord_product(
     Parameters
     ----------
     n : int
+        Order of the matrix, at least 2.
     n_factors : int or None, default=None
         ``M``; None is the reference ``ceil(log2 n)``.
     base : int, default=2
         Chord base of the offsets.
     noise : float, default=0.0
+        Noise level relative to the product's RMS entry (0: none).
     seed : int, default=0
+        Seed of the random values.
 
     Returns
     -------
@@ -243,6 +289,25 @@ def covariance(n: int, n_samples: int = 500, n_latent: int = 4, *, noise: float 
 
     Samples are ``z Wᵀ + noise * e`` with ``n_latent`` Gaussian factors ``z``,
     so the covariance is close to rank ``n_latent`` plus a diagonal.
+
+    Parameters
+    ----------
+    n : int
+        Number of features (the order), at least 2.
+    n_samples : int, default=500
+        Samples drawn, at least 2.
+    n_latent : int, default=4
+        Latent factors, at least 1.
+    noise : float, default=0.5
+        Standard deviation of the independent noise per feature.
+    seed : int, default=0
+        Seed of the random values.
+
+    Returns
+    -------
+    Generated
+        Dense symmetric matrix (``ddof=1``); ``info`` has ``n_samples``,
+        ``n_latent``, ``noise``.
 
     Examples
     --------
@@ -283,12 +348,20 @@ def edge_image(n: int, n_shapes: int = 8, *, gradient: bool = False, seed: int =
     Parameters
     ----------
     n : int
-        Image side.
+        Image side, at least 4.
     n_shapes : int, default=8
+        Rectangles and disks drawn (alternately).
     gradient : bool, default=False
         Return ``sqrt(gx² + gy²)`` (``numpy.gradient``, as ``load_matrix(gradient=True)``):
         a sparse-ish matrix concentrated on the edges.
     seed : int, default=0
+        Seed of the random values.
+
+    Returns
+    -------
+    Generated
+        Dense matrix in [0, 1] (the gradient: non-negative); ``info`` has
+        ``n_shapes``, ``gradient``, ``edge_fraction``.
 
     Examples
     --------
@@ -309,6 +382,15 @@ def edge_image(n: int, n_shapes: int = 8, *, gradient: bool = False, seed: int =
 
 def row_entropy(P: np.ndarray) -> np.ndarray:
     """Shannon entropy (nats) of each row of a row-stochastic matrix.
+
+    Parameters
+    ----------
+    P : numpy.ndarray, shape (n, m)
+        Rows of probabilities (zeros count as 0).
+
+    Returns
+    -------
+    numpy.ndarray, shape (n,)
 
     Examples
     --------
@@ -346,8 +428,11 @@ def attention(
     dim : int, default=16
         Embedding dimension ``d``.
     n_clusters : int, default=4
+        Number of cluster centres.
     spread : float, default=0.5
+        Standard deviation of each token's noise around its centre.
     seed : int, default=0
+        Seed of the random values.
 
     Returns
     -------
@@ -396,7 +481,18 @@ GENERATORS: dict[str, Callable[..., Generated]] = {
 
 
 def generator_params(name: str) -> list[str]:
-    """Parameter names accepted by generator ``name`` (raises ParameterError if unknown)."""
+    """Parameter names accepted by generator ``name`` (raises ParameterError if unknown).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`GENERATORS`.
+
+    Returns
+    -------
+    list of str
+        In signature order (``n`` first).
+    """
     if name not in GENERATORS:
         raise ParameterError(f"unknown generator {name!r}; known: {', '.join(GENERATORS)}")
     return list(inspect.signature(GENERATORS[name]).parameters)
@@ -404,6 +500,25 @@ def generator_params(name: str) -> list[str]:
 
 def generate(name: str, params: dict[str, Any]) -> Generated:
     """Run generator ``name`` with ``params`` (checked against its signature).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`GENERATORS`.
+    params : dict
+        The generator's keyword arguments; ``n`` is required.
+
+    Returns
+    -------
+    Generated
+        With ``info`` holding ``generator``, the parameters and the generator's
+        own facts.
+
+    Raises
+    ------
+    ParameterError
+        For an unknown generator or parameter, a missing ``n``, or a value the
+        generator refuses.
 
     Examples
     --------

@@ -79,11 +79,18 @@ def _largest(R: np.ndarray, count: int) -> np.ndarray:
 class StepCosts:
     """Seconds of a joint fit's steps, as last measured: what the time limit expects the next to cost.
 
-    ``begin``: one start's correction (the factors' residual, its TSVD or
-    largest entries) and objective; ``evaluation``: one joint loss and
-    gradient; ``score``: scoring a grid point (its dense sum and error).
     Before a step of a kind is measured, its estimate comes from the plain
     SF fit's evaluations and the closed-form end's scoring.
+
+    Attributes
+    ----------
+    begin : float, default=0.0
+        One start's correction (the factors' residual, its TSVD or largest
+        entries) and objective.
+    evaluation : float, default=0.0
+        One joint loss and gradient.
+    score : float, default=0.0
+        Scoring a grid point (its dense sum and error).
     """
 
     begin: float = 0.0
@@ -99,6 +106,22 @@ def split_starts(left: float, costs: StepCosts, starts: int, *, warm: bool) -> i
     evaluation, then :data:`MIN_SPLIT_EVALS` evaluations and its scoring.
     Fewer starts are probed when all do not fit (the first, ChordSF's own
     default, is kept).
+
+    Parameters
+    ----------
+    left : float
+        Seconds left (``inf``: no limit, every start runs).
+    costs : StepCosts
+        What each step costs.
+    starts : int
+        Starts the point would probe.
+    warm : bool
+        A warm ``"sf+rest"`` point (True) or a fresh ``"split"`` one.
+
+    Returns
+    -------
+    int
+        Between 0 and ``starts``.
 
     Examples
     --------
@@ -120,6 +143,13 @@ def reselect_fits(left: float, costs: StepCosts) -> bool:
     """Whether ``left`` seconds pay for a re-selection of the correction (one start's cost) and
     :data:`MIN_PHASE_EVALS` evaluations after it.
 
+    Parameters
+    ----------
+    left : float
+        Seconds left.
+    costs : StepCosts
+        What each step costs.
+
     Examples
     --------
     >>> reselect_fits(5.0, StepCosts(begin=1.0, evaluation=1.0)), reselect_fits(3.9, StepCosts(1.0, 1.0))
@@ -129,7 +159,17 @@ def reselect_fits(left: float, costs: StepCosts) -> bool:
 
 
 def split_need(costs: StepCosts, starts: int, *, warm: bool) -> float:
-    """Seconds the least useful work of a grid point takes (see :func:`split_starts`)."""
+    """Seconds the least useful work of a grid point takes (see :func:`split_starts`).
+
+    Parameters
+    ----------
+    costs : StepCosts
+        What each step costs.
+    starts : int
+        Starts probed.
+    warm : bool
+        A warm ``"sf+rest"`` point (True) or a fresh ``"split"`` one.
+    """
     if warm:
         return starts * costs.begin + costs.score
     return starts * (costs.begin + costs.evaluation) + MIN_SPLIT_EVALS * costs.evaluation + costs.score
@@ -617,6 +657,23 @@ def hybrid_estimator(cls: type, budget: int, context, **extra: Any) -> "_ChordHy
     The plain SF end and the joint fits take ChordSF's settings (iterations,
     time, memory) through ``sf_params``; the paper protocol keeps base 2, so
     the plain end is then the paper's reference structure, as the ``sf`` method's.
+
+    Parameters
+    ----------
+    cls : type
+        :class:`~sfapprox.hybrid.ChordLowRank` or :class:`~sfapprox.hybrid.ChordSparse`.
+    budget : int
+        Stored numbers allowed.
+    context : RunContext
+        The run's settings, protocol, structure and callback, and the fits of
+        the methods run before it (``sf``, ``tsvd``), reused as the grid's ends.
+    **extra
+        Further ``cls`` parameters (e.g. ``count_indices``).
+
+    Returns
+    -------
+    ChordLowRank or ChordSparse
+        Not fitted yet.
     """
     sf = {k: v for k, v in context.settings.apply_to(ChordSF).items() if k in ("max_iter", "time_limit", "max_memory")}
     sf.update(context.structure)

@@ -96,9 +96,10 @@ def sf_lr_splits(n: int, budget: int, plain: SFConfig | None, *, max_splits: int
     Rule, in the order returned:
 
     1. ``"sf"``: the plain SF structure ``plain`` (what the ``sf`` method fits
-       at this budget, :func:`sf_config_for_budget`), rank 0 — omitted when
+       at this budget, :func:`~sfapprox.budget.sf_config_for_budget`), rank 0 — omitted when
        ``plain`` is None (no full-support structure fits);
-    2. ``"lr"``: no factors, the largest TSVD rank (:func:`tsvd_rank_for_budget`);
+    2. ``"lr"``: no factors, the largest TSVD rank
+       (:func:`~sfapprox.budget.tsvd_rank_for_budget`) — omitted when it is 0;
     3. ``"sf+rest"``: ``plain`` plus the largest rank its count leaves, when
        that is at least 1;
     4. ``"split"``: the reference offsets (base 2) with ``M' = M_top, ..., 1``
@@ -107,6 +108,21 @@ def sf_lr_splits(n: int, budget: int, plain: SFConfig | None, *, max_splits: int
        depths, evenly spread from ``M_top`` down to 1.
 
     Every count is ``<= budget``.
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the matrix.
+    budget : int
+        Stored numbers allowed, ``B``.
+    plain : SFConfig or None
+        The plain SF structure at this budget; None when none fits.
+    max_splits : int, default=3
+        Most ``"split"`` depths.
+
+    Returns
+    -------
+    list of HybridSplit
 
     Examples
     --------
@@ -135,6 +151,23 @@ def sf_s_splits(
     1 number, 2 with ``count_indices``) in place of the rank: ``"sparse"`` is
     the ``min(N^2, B / c)`` largest entries alone, and each split takes as
     many entries as the rest of the budget pays for (at most ``N^2``).
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the matrix.
+    budget : int
+        Stored numbers allowed, ``B``.
+    plain : SFConfig or None
+        The plain SF structure at this budget; None when none fits.
+    count_indices : bool, default=False
+        Charge each sparse entry 2 numbers (value and position) instead of 1.
+    max_splits : int, default=3
+        Most ``"split"`` depths.
+
+    Returns
+    -------
+    list of HybridSplit
 
     Examples
     --------

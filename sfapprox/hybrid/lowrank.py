@@ -24,7 +24,7 @@ class ChordLowRank(_ChordHybrid):
 
     ``X ≈ W1 ... WM + U diag(s) V^T``, fitted jointly; the split of the budget
     between the factors and the rank is chosen on the grid of
-    :func:`sfapprox.budget.sf_lr_splits`, whose ends are the ``sf`` method's
+    :func:`sfapprox.hybrid.grid.sf_lr_splits`, whose ends are the ``sf`` method's
     fit and TSVD at the same budget, so the result is never worse than the
     better of the two.  Stored: ``N K M + r (2N + 1)``.
 
@@ -47,7 +47,9 @@ class ChordLowRank(_ChordHybrid):
         measured cost of its steps) the time left cannot pay for is skipped,
         and its grid record says so.
     random_state : int, default=0
-    device : {"auto", "cpu", "cuda"}, default="auto"
+        Seed of the factors' starts and of the randomized SVDs.
+    device : {"auto", "cpu", "cuda"} or "cuda:N", default="auto"
+        Where the joint fits run; ``"auto"``: a CUDA GPU when available.
     dtype : {"float64", "float32"} or None, default=None
         None: float64 on the CPU, float32 on a GPU.
     callback : callable or None

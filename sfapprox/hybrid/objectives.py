@@ -27,6 +27,18 @@ def dense_product(ws, offsets: list[int]):
     the compiled apply kernels (``ChordOperator.to_dense``): 0.4 s instead of
     1.3 s at N = 3000, where the hybrids form it for every start, re-selection
     and (sf+s) evaluation.
+
+    Parameters
+    ----------
+    ws : torch.Tensor, shape (M, N, K)
+        The factor values.
+    offsets : list of int
+        The ``K`` offsets.
+
+    Returns
+    -------
+    torch.Tensor, shape (N, N)
+        Of ``ws``'s dtype, on its device.
     """
     import torch
 

@@ -35,7 +35,7 @@ class ChordSparse(_ChordHybrid):
     ``X ≈ W1 ... WM + S``: the positions of ``S`` are the largest entries of
     the factors' residual (re-chosen as the fit goes), and its values are
     fitted jointly with the factors.  The split of the budget is chosen on
-    the grid of :func:`sfapprox.budget.sf_s_splits`, whose ends are the ``sf``
+    the grid of :func:`sfapprox.hybrid.grid.sf_s_splits`, whose ends are the ``sf``
     method's fit and the ``B / c`` largest entries of ``X``.  Stored:
     ``N K M + s`` (``N K M + 2s`` with ``count_indices``, as RPCA counts).
 

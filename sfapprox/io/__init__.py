@@ -117,6 +117,11 @@ def available_formats() -> dict[str, str]:
 def format_extensions(key: str) -> tuple[str, ...]:
     """The file extensions read as format ``key`` (none for options-only formats).
 
+    Parameters
+    ----------
+    key : str
+        A key of :func:`available_formats` (another is a KeyError).
+
     Examples
     --------
     >>> format_extensions("pajek")
@@ -221,8 +226,10 @@ class LoadedMatrix:
     path : str or None
         The file as given, None for in-memory arrays.
     format : str
-        Format key ("mtx", "hb", "mat", "pajek", "npy", "npz", "csv", "ijv",
-        "linqs", "image", "covariance", "array").
+        The reader's format key (one of :func:`available_formats`: "mtx",
+        "hb", "mat", "pajek", "npy", "npz", "safetensors", "torch", "csv",
+        "ijv", "linqs", "image", "covariance"), or "array" for an in-memory
+        array.
     notes : list of str
         Human-readable lines on how the file became this matrix.
     sha256 : str or None

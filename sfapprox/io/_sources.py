@@ -38,7 +38,26 @@ def _stem(path) -> str:
 
 
 def read_points(path: str | os.PathLike, *, format: str | None = None, max_memory: int | None = None) -> np.ndarray:
-    """A samples x features table from a ``.csv``/``.tsv``/``.txt``/``.dat``, ``.npy`` or LIBSVM file."""
+    """A samples x features table from a ``.csv``/``.tsv``/``.txt``/``.dat``, ``.npy`` or LIBSVM file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The table: one point (sample) per row.
+    format : {"csv", "npy", "libsvm"} or None, default=None
+        The table's format; None: from the extension.
+    max_memory : int or None, default=None
+        Bytes the table may take (None: 80% of physical RAM).
+
+    Returns
+    -------
+    numpy.ndarray, shape (samples, features)
+
+    Raises
+    ------
+    InputError
+        For a file that is not such a table (one line, starting with the path).
+    """
     src = Source(path, max_memory)
     src.check_exists()
     ext = os.path.splitext(strip_compression(os.path.basename(os.fspath(path)).lower()))[1]
@@ -107,19 +126,39 @@ def open_matrix(
 
     Parameters
     ----------
-    path : path
-    kernel : str or None
+    path : str or os.PathLike
+        The file.
+    kernel : str or None, default=None
         The file is a table of points (one per row); the matrix is their
         kernel matrix (:class:`~sfapprox.sources.KernelMatrix`: rbf,
         laplacian, matern32, matern52, cosine, linear), never formed unless
         it fits.
-    bandwidth : float or None
-        The kernel's bandwidth (default: the median heuristic).
-    format : str or None
+    bandwidth : float or None, default=None
+        The kernel's bandwidth (default: the median heuristic); only with ``kernel``.
+    format : str or None, default=None
         ``"attention"``: an ``.npz`` of queries ``q`` and keys ``k`` (``var="Q,K"``
         names others); other keys as :func:`~sfapprox.io.load_matrix`.
     var, max_memory, **options
-        As :func:`~sfapprox.io.load_matrix`.
+        As :func:`~sfapprox.io.load_matrix`.  A ``.npy`` of a square matrix
+        whose float64 form is over ``max_memory`` (None: 80% of physical RAM)
+        is memory-mapped (:func:`~sfapprox.sources.open_npy`), not loaded.
+
+    Returns
+    -------
+    MatrixSource or LoadedMatrix
+        A :class:`~sfapprox.sources.KernelMatrix`,
+        :class:`~sfapprox.sources.AttentionMatrix` or memory-mapped
+        :class:`~sfapprox.sources.ArraySource`; otherwise what
+        :func:`~sfapprox.io.load_matrix` returns.
+
+    Raises
+    ------
+    ParameterError
+        For a ``bandwidth`` without ``kernel``, a kernel with
+        ``format="attention"`` or ``covariance``, or a ``var`` that does not
+        name two arrays for an attention map.
+    InputError
+        For any problem with the file.
 
     Examples
     --------
@@ -148,5 +187,11 @@ def open_matrix(
 
 
 def is_source(matrix) -> bool:
-    """Whether :func:`open_matrix` gave a source (not a loaded matrix)."""
+    """Whether :func:`open_matrix` gave a source (not a loaded matrix).
+
+    Parameters
+    ----------
+    matrix : object
+        What :func:`open_matrix` returned.
+    """
     return isinstance(matrix, MatrixSource)

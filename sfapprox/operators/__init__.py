@@ -6,17 +6,17 @@ A fitted method's ``operator_`` is one of these: a
 saved layout, and where it has them ``to_sparse_factors()`` and
 ``to_torch()`` (:class:`SurrogateOperator` states the contract).
 
-================================  ==============  ===================================================
-class                             kind            made by
-================================  ==============  ===================================================
-:class:`ChordOperator`            ``chord``       sf, sf-symmetric, sf-butterfly
-:class:`HybridOperator`           ``hybrid``      sf+lr, sf+s, tsvd, rpca, rpca-pcp, nmf
-:class:`SparseOperator`           ``csr``         sparse
-:class:`MonarchOperator`          ``monarch``     monarch
-:class:`MonarchLowRankOperator`   ``monarch+lr``  monarch+lr
-:class:`PaddedButterflyOperator`  ``butterfly-padded``  butterfly-hier
-:class:`NystromOperator`          ``nystrom``     nystrom
-================================  ==============  ===================================================
+================================  ====================  ========================================================
+class                             kind                  made by
+================================  ====================  ========================================================
+:class:`ChordOperator`            ``chord``             sf, sf-symmetric, sf-butterfly, butterfly-hier (N = 2^k)
+:class:`HybridOperator`           ``hybrid``            sf+lr, sf+s, tsvd, rsvd, rpca, rpca-pcp, nmf
+:class:`SparseOperator`           ``csr``               sparse
+:class:`MonarchOperator`          ``monarch``           monarch
+:class:`MonarchLowRankOperator`   ``monarch+lr``        monarch+lr
+:class:`PaddedButterflyOperator`  ``butterfly-padded``  butterfly-hier (other N)
+:class:`NystromOperator`          ``nystrom``           nystrom
+================================  ====================  ========================================================
 
 Fitting stays with the methods (:mod:`sfapprox.sf`, :mod:`sfapprox.baselines`,
 :mod:`sfapprox.hybrid`); :func:`sfapprox.save_factors` and

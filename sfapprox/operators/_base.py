@@ -46,6 +46,24 @@ class SurrogateOperator(LinearOperator):
     product at N = 256); anything else follows scipy's rules (scalars
     refused, operators composed).  The transpose is made once and shares
     the values.
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the (square, float64) operator.
+
+    Attributes
+    ----------
+    kind : str
+        The registry key and a factors file's ``operator`` attribute (class attribute).
+    layout : {"parts", "root"}
+        Where a factors file holds its arrays (class attribute).
+    description : str
+        How to rebuild the matrix from the saved arrays, in words (class attribute).
+    dataset_descriptions : dict of str to str
+        A description per saved array (class attribute).
+    n_stored : int
+        Stored numbers (property; each subclass by its :mod:`sfapprox.budget` formula).
     """
 
     #: The registry key and the factor file's ``operator`` attribute.
@@ -75,20 +93,59 @@ class SurrogateOperator(LinearOperator):
         return self._apply(np.eye(self.shape[0]), False)
 
     def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:  # pragma: no cover - abstract
+        """The arrays and attributes a factors file holds (each subclass implements it)."""
         raise NotImplementedError
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "SurrogateOperator":  # pragma: no cover
+        """Rebuild an operator from what :meth:`to_arrays` returned (each subclass implements it).
+
+        Parameters
+        ----------
+        arrays : dict of str to numpy.ndarray
+            The saved arrays (the first item of :meth:`to_arrays`).
+        attrs : dict
+            The saved attributes (the second item of :meth:`to_arrays`).
+
+        Returns
+        -------
+        SurrogateOperator
+
+        Raises
+        ------
+        ValueError
+            For parts that are inconsistent (shapes, non-finite values, positions
+            out of range), missing or unreadable.
+        """
         raise NotImplementedError
 
     # ------------------------------------------------------------------ exports
     def to_sparse_factors(self) -> list:
-        """Sparse factors whose product is the operator (only surrogates that are such a product)."""
+        """Sparse factors whose product is the operator (only surrogates that are such a product).
+
+        Raises
+        ------
+        ParameterError
+            Here, in the base class: this surrogate is not such a product.
+        """
         raise ParameterError(f"a {type(self).__name__} is not a product of sparse factors; "
                              "use the operator itself, or to_dense()")
 
     def to_torch(self, dtype=None, device=None):
-        """A trainable ``torch.nn.Module`` (only the surrogates that have one: Chord factors and hybrids)."""
+        """A trainable ``torch.nn.Module`` (only the surrogates that have one: Chord factors and hybrids).
+
+        Parameters
+        ----------
+        dtype : torch.dtype, optional
+            The parameters' dtype (default: ``torch.get_default_dtype()``).
+        device : torch.device or str, optional
+            Where the parameters live (default: CPU).
+
+        Raises
+        ------
+        ParameterError
+            Here, in the base class: this surrogate has no torch export.
+        """
         raise ParameterError(f"a {type(self).__name__} has no torch export yet; "
                              "torch.from_numpy(op.to_dense()) gives its dense matrix")
 
@@ -109,7 +166,13 @@ class SurrogateOperator(LinearOperator):
         return type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[0] == self.shape[1]
 
     def dot(self, x):
-        """``A @ x`` for a vector or block (anything else: scipy's rules, e.g. operator products)."""
+        """``A @ x`` for a vector or block (anything else: scipy's rules, e.g. operator products).
+
+        Parameters
+        ----------
+        x : array_like or LinearOperator
+            A vector of length ``N``, an ``(N, k)`` block, or an operator to compose with.
+        """
         return self._apply(x, False) if self._fast(x) else super().dot(x)
 
     def __matmul__(self, x):
@@ -167,7 +230,24 @@ _KINDS: dict[str, type[SurrogateOperator]] = {}
 
 
 def register_operator(cls: type[SurrogateOperator]) -> type[SurrogateOperator]:
-    """Make ``cls`` known to :func:`sfapprox.save_factors` and :func:`sfapprox.load_factors` (a class decorator)."""
+    """Make ``cls`` known to :func:`sfapprox.save_factors` and :func:`sfapprox.load_factors` (a class decorator).
+
+    Parameters
+    ----------
+    cls : type
+        A :class:`SurrogateOperator` subclass with ``kind``, ``layout`` and ``description`` set.
+
+    Returns
+    -------
+    type
+        ``cls`` itself.
+
+    Raises
+    ------
+    TypeError
+        For a class without a kind, layout or description, or a kind already
+        registered by another class.
+    """
     if not cls.kind or cls.layout not in ("parts", "root") or not cls.description:
         raise TypeError(f"{cls.__name__} needs a kind, a layout ('parts' or 'root') and a description")
     known = _KINDS.get(cls.kind)
@@ -190,5 +270,11 @@ def operator_kinds() -> dict[str, type[SurrogateOperator]]:
 
 
 def operator_class(kind: str) -> type[SurrogateOperator] | None:
-    """The class registered for ``kind`` (None when there is none)."""
+    """The class registered for ``kind`` (None when there is none).
+
+    Parameters
+    ----------
+    kind : str
+        A factors file's ``operator`` attribute (``"chord"``, ``"hybrid"``, ``"csr"``, ...).
+    """
     return _KINDS.get(kind)

@@ -16,9 +16,28 @@ __all__ = ["PaddedButterflyOperator"]
 class PaddedButterflyOperator(SurrogateOperator):
     """The leading ``n x n`` block of a butterfly product of order ``N' = 2^L > n``.
 
-    Layout
-    ------
-    ``kind = "butterfly-padded"``.  Array ``values`` of shape ``(L, N', 2)``
+    Parameters
+    ----------
+    values : ndarray of shape (L, N', 2)
+        Butterfly factor values of order ``N' = 2^L`` (as :class:`ChordOperator`
+        with ``support="butterfly"`` takes them).
+    n : int
+        The order of the matrix, ``1 <= n <= N'`` (``ValueError`` otherwise).
+
+    Attributes
+    ----------
+    inner : ChordOperator
+        The butterfly product of order ``N'``.
+    values : ndarray of shape (L, N', 2)
+        Its values (read-only).
+    padded_n : int
+        ``N'``.
+    n_factors : int
+        ``L``.
+
+    Notes
+    -----
+    Saved layout: ``kind = "butterfly-padded"``.  Array ``values`` of shape ``(L, N', 2)``
     (factor ``m`` holds ``values[m, i, 0]`` at ``(i, i)`` and
     ``values[m, i, 1]`` at ``(i, i XOR 2^m)``); attribute ``n``.  The dense
     matrix, with numpy alone::
@@ -54,19 +73,22 @@ class PaddedButterflyOperator(SurrogateOperator):
 
     @property
     def values(self) -> np.ndarray:
+        """The factor values, shape ``(L, N', 2)`` (read-only)."""
         return self.inner.values
 
     @property
     def padded_n(self) -> int:
+        """``N'``, the order of the butterfly product."""
         return self.inner.shape[0]
 
     @property
     def n_factors(self) -> int:
+        """``L = log2 N'``, the number of butterfly factors."""
         return self.inner.n_factors
 
     @property
     def n_stored(self) -> int:
-        """``2 N' L``: every stored factor value (:func:`butterfly_hier_count`)."""
+        """``2 N' L``: every stored factor value (:func:`~sfapprox.budget.butterfly_hier_count`)."""
         return int(self.inner.values.size)
 
     def _apply(self, B: np.ndarray, transpose: bool) -> np.ndarray:
@@ -83,7 +105,25 @@ class PaddedButterflyOperator(SurrogateOperator):
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "PaddedButterflyOperator":
-        """Rebuild from :meth:`to_arrays`; ``ValueError`` naming what is inconsistent."""
+        """Rebuild from :meth:`to_arrays`; ``ValueError`` naming what is inconsistent.
+
+        Parameters
+        ----------
+        arrays : dict of str to numpy.ndarray
+            The saved arrays (the first item of :meth:`to_arrays`).
+        attrs : dict
+            The saved attributes (the second item of :meth:`to_arrays`).
+
+        Returns
+        -------
+        PaddedButterflyOperator
+
+        Raises
+        ------
+        ValueError
+            For parts that are inconsistent (shapes, non-finite values, positions
+            out of range), missing or unreadable.
+        """
         try:
             values, n = np.asarray(arrays["values"]), int(attrs["n"])
         except (KeyError, TypeError, ValueError) as exc:

@@ -142,6 +142,7 @@ class ChordOperator(SurrogateOperator):
 
     @property
     def n_factors(self) -> int:
+        """Number of factors ``M``."""
         return self._stack.packed.shape[0]
 
     @property
@@ -264,7 +265,27 @@ class ChordOperator(SurrogateOperator):
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "ChordOperator":
         """Rebuild from :meth:`to_arrays` (files older than the ``support`` attribute are offset-based);
-        ``ValueError`` naming what is inconsistent."""
+        ``ValueError`` naming what is inconsistent.
+
+        Parameters
+        ----------
+        arrays : dict of str to numpy.ndarray
+            The saved arrays (the first item of :meth:`to_arrays`).
+        attrs : dict
+            The saved attributes (the second item of :meth:`to_arrays`).
+
+        Returns
+        -------
+        ChordOperator
+
+        Raises
+        ------
+        ValueError
+            For parts that are inconsistent (shapes, non-finite values, positions
+            out of range).
+        KeyError
+            For a missing array.
+        """
         support = str(attrs.get("support", "chord"))
         if support not in SUPPORTS:
             raise ValueError(f"unknown factor support {support!r} (known: {', '.join(SUPPORTS)}); "

@@ -18,7 +18,19 @@ __all__ = ["MonarchOperator", "MonarchLowRankOperator", "slabs", "from_slabs", "
 
 
 def slabs(X, b1: int, b2: int) -> np.ndarray:
-    """``X`` padded to ``N' = b1 b2`` as its slabs ``S[q, k, a, l] = X[a b2 + q, k b2 + l]``."""
+    """``X`` padded to ``N' = b1 b2`` as its slabs ``S[q, k, a, l] = X[a b2 + q, k b2 + l]``.
+
+    Parameters
+    ----------
+    X : numpy.ndarray or scipy sparse matrix, shape (n, n)
+        The matrix, with ``n <= b1 b2``.
+    b1, b2 : int
+        The Monarch block sizes.
+
+    Returns
+    -------
+    numpy.ndarray, shape (b2, b1, b1, b2)
+    """
     n = X.shape[0]
     big = b1 * b2
     Xp = np.zeros((big, big))
@@ -27,13 +39,33 @@ def slabs(X, b1: int, b2: int) -> np.ndarray:
 
 
 def from_slabs(slabs: np.ndarray, n: int) -> np.ndarray:
-    """The inverse of :func:`slabs`, cropped to ``n x n``."""
+    """The inverse of :func:`slabs`, cropped to ``n x n``.
+
+    Parameters
+    ----------
+    slabs : numpy.ndarray, shape (b2, b1, b1, b2)
+        What :func:`slabs` returns (or :func:`monarch_slabs`).
+    n : int
+        The order to crop to.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, n)
+    """
     b2, b1 = slabs.shape[0], slabs.shape[1]
     return slabs.transpose(2, 0, 1, 3).reshape(b1 * b2, b1 * b2)[:n, :n]
 
 
 def monarch_slabs(left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """The slabs ``S[q, k] = L-columns @ R-rows`` of a Monarch matrix, ``(b2, b1, b1, b2)``."""
+    """The slabs ``S[q, k] = L-columns @ R-rows`` of a Monarch matrix, ``(b2, b1, b1, b2)``.
+
+    Parameters
+    ----------
+    left : numpy.ndarray, shape (b2, b1, b1, r)
+        ``MonarchOperator.left``.
+    right : numpy.ndarray, shape (b1, r, b2, b2)
+        ``MonarchOperator.right``.
+    """
     return left.transpose(0, 2, 1, 3) @ right.transpose(2, 0, 1, 3)
 
 
@@ -56,9 +88,29 @@ class _Blockwise(SurrogateOperator):
 class MonarchOperator(_Blockwise):
     """A block-rank-``r`` Monarch matrix ``Σ_t P L^(t) P^T R^(t)``, cropped to ``n x n``.
 
-    Layout
-    ------
-    ``kind = "monarch"``.  Arrays ``left`` of shape ``(b2, b1, b1, r)``
+    Parameters
+    ----------
+    left : array_like, shape (b2, b1, b1, r)
+        The blocks of the ``L^(t)``.
+    right : array_like, shape (b1, r, b2, b2)
+        The blocks of the ``R^(t)``.
+    n : int
+        The order of the matrix, ``1 <= n <= b1 b2``.
+
+    Attributes
+    ----------
+    left, right : numpy.ndarray
+        As given, float64 and C-contiguous.
+    left_block, right_block : int
+        ``b1`` and ``b2``.
+    rank : int
+        The block rank ``r``.
+    padded_n : int
+        ``N' = b1 b2`` (property).
+
+    Notes
+    -----
+    Saved layout: ``kind = "monarch"``.  Arrays ``left`` of shape ``(b2, b1, b1, r)``
     (``left[q, a, k, t]`` = entry ``(a, k)`` of the ``q``-th ``b1 x b1`` block
     of ``L^(t)``) and ``right`` of shape ``(b1, r, b2, b2)``
     (``right[k, t, q, l]`` = entry ``(q, l)`` of the ``k``-th ``b2 x b2``
@@ -100,11 +152,12 @@ class MonarchOperator(_Blockwise):
 
     @property
     def padded_n(self) -> int:
+        """``N' = b1 b2``, the padded order."""
         return self.left_block * self.right_block
 
     @property
     def n_stored(self) -> int:
-        """``r N' (b1 + b2)`` (:func:`monarch_count`)."""
+        """``r N' (b1 + b2)`` (:func:`~sfapprox.budget.monarch_count`)."""
         return int(self.left.size + self.right.size)
 
     def _padded(self, B: np.ndarray) -> np.ndarray:
@@ -141,7 +194,25 @@ class MonarchOperator(_Blockwise):
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "MonarchOperator":
-        """Rebuild from :meth:`to_arrays`; ``ValueError`` naming what is inconsistent."""
+        """Rebuild from :meth:`to_arrays`; ``ValueError`` naming what is inconsistent.
+
+        Parameters
+        ----------
+        arrays : dict of str to numpy.ndarray
+            The saved arrays (the first item of :meth:`to_arrays`).
+        attrs : dict
+            The saved attributes (the second item of :meth:`to_arrays`).
+
+        Returns
+        -------
+        MonarchOperator
+
+        Raises
+        ------
+        ValueError
+            For parts that are inconsistent (shapes, non-finite values, positions
+            out of range), missing or unreadable.
+        """
         try:
             left, right, n = np.asarray(arrays["left"]), np.asarray(arrays["right"]), int(attrs["n"])
         except (KeyError, TypeError, ValueError) as exc:
@@ -159,9 +230,27 @@ class MonarchOperator(_Blockwise):
 class MonarchLowRankOperator(_Blockwise):
     """A Monarch matrix plus a low-rank matrix, ``M + U diag(s) Vt`` (either part may be absent).
 
-    Layout
-    ------
-    ``kind = "monarch+lr"``.  Arrays ``left`` and ``right`` (the Monarch part,
+    Parameters
+    ----------
+    n : int
+        The order of the matrix.
+    left, right : array_like, optional
+        The Monarch part (:class:`MonarchOperator`'s arrays); both or neither.
+    U : array_like, shape (n, k), optional
+    s : array_like, shape (k,), optional
+    Vt : array_like, shape (k, n), optional
+        The low-rank part ``U diag(s) Vt``; all None: none.
+
+    Attributes
+    ----------
+    monarch : MonarchOperator or None
+        The Monarch part.
+    U, s, Vt : numpy.ndarray
+        The low-rank part (``k = 0`` when absent).
+
+    Notes
+    -----
+    Saved layout: ``kind = "monarch+lr"``.  Arrays ``left`` and ``right`` (the Monarch part,
     layout of :class:`MonarchOperator`; absent
     when there is none), ``U`` ``(n, k)``, ``s`` ``(k,)`` and ``Vt`` ``(k, n)``
     (``k`` may be 0); attribute ``n``.  With numpy alone::
@@ -225,7 +314,25 @@ class MonarchLowRankOperator(_Blockwise):
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> MonarchLowRankOperator:
-        """Rebuild from :meth:`to_arrays`; ``ValueError`` naming what is inconsistent."""
+        """Rebuild from :meth:`to_arrays`; ``ValueError`` naming what is inconsistent.
+
+        Parameters
+        ----------
+        arrays : dict of str to numpy.ndarray
+            The saved arrays (the first item of :meth:`to_arrays`).
+        attrs : dict
+            The saved attributes (the second item of :meth:`to_arrays`).
+
+        Returns
+        -------
+        MonarchLowRankOperator
+
+        Raises
+        ------
+        ValueError
+            For parts that are inconsistent (shapes, non-finite values, positions
+            out of range), missing or unreadable.
+        """
         try:
             parts = {name: np.asarray(arrays[name]) for name in ("U", "s", "Vt")}
             n = int(attrs["n"])

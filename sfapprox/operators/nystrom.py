@@ -19,6 +19,20 @@ class NystromOperator(SurrogateOperator):
     A product costs ``O(N r)`` per column; ``n_stored = r (N + r)``
     (:func:`sfapprox.budget.nystrom_count`): the pivots' columns and the core.
 
+    Parameters
+    ----------
+    C : array_like, shape (N, r)
+        The matrix's columns at the ``r`` pivots.
+    core : array_like, shape (r, r)
+        The pseudo-inverse of the pivots' ``r x r`` block.
+
+    Attributes
+    ----------
+    C, core : numpy.ndarray
+        Float64, C-contiguous.
+    rank : int
+        ``r`` (property).
+
     Examples
     --------
     >>> C = np.array([[2.0], [1.0], [0.0]])
@@ -45,6 +59,7 @@ class NystromOperator(SurrogateOperator):
 
     @property
     def rank(self) -> int:
+        """Number ``r`` of pivots."""
         return int(self.C.shape[1])
 
     @property
@@ -67,7 +82,27 @@ class NystromOperator(SurrogateOperator):
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "NystromOperator":
-        """Rebuild from :meth:`to_arrays`; ``ValueError`` naming what is inconsistent."""
+        """Rebuild from :meth:`to_arrays`; ``ValueError`` naming what is inconsistent.
+
+        Parameters
+        ----------
+        arrays : dict of str to numpy.ndarray
+            The saved arrays (the first item of :meth:`to_arrays`).
+        attrs : dict
+            The saved attributes (the second item of :meth:`to_arrays`).
+
+        Returns
+        -------
+        NystromOperator
+
+        Raises
+        ------
+        ValueError
+            For parts that are inconsistent (shapes, non-finite values, positions
+            out of range).
+        KeyError
+            For a missing array.
+        """
         C, core = np.asarray(arrays["C"]), np.asarray(arrays["core"])
         check_finite("C and core", "Nyström operator", C, core)
         return cls(C, core)

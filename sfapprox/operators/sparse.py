@@ -17,22 +17,27 @@ __all__ = ["SparseOperator"]
 class SparseOperator(SurrogateOperator):
     """An ``N x N`` CSR matrix as a LinearOperator that counts its stored numbers.
 
-    Layout
-    ------
-    ``kind = "csr"``.  Arrays ``data`` (s,) float64, ``indices`` (s,) int64
-    and ``indptr`` (N + 1,) int64; attribute ``n``.  The dense matrix, with
-    numpy alone::
+    Parameters
+    ----------
+    matrix : scipy sparse array of shape (N, N)
+        Kept in canonical CSR (sorted indices, no duplicates).
+
+    Attributes
+    ----------
+    matrix : scipy.sparse.csr_array
+        The matrix, float64, canonical CSR.
+
+    Notes
+    -----
+    Saved layout: ``kind = "csr"``.  Arrays ``data`` (s,) float64,
+    ``indices`` (s,) int64 and ``indptr`` (N + 1,) int64; attribute ``n``.
+    The dense matrix, with numpy alone::
 
         D = np.zeros((n, n))
         rows = np.repeat(np.arange(n), np.diff(indptr))
         D[rows, indices] = data
 
     ``n_stored = data.size + indices.size + indptr.size = 2 s + N + 1``.
-
-    Parameters
-    ----------
-    matrix : scipy sparse array of shape (N, N)
-        Kept in canonical CSR (sorted indices, no duplicates).
 
     Examples
     --------
@@ -58,7 +63,7 @@ class SparseOperator(SurrogateOperator):
 
     @property
     def n_stored(self) -> int:
-        """``2 s + N + 1``: values, column indices and row pointers (:func:`sparse_count`)."""
+        """``2 s + N + 1``: values, column indices and row pointers (:func:`~sfapprox.budget.sparse_count`)."""
         return sparse_count(self.shape[0], self.matrix.nnz)
 
     def _apply(self, B: np.ndarray, transpose: bool) -> np.ndarray:
@@ -79,7 +84,25 @@ class SparseOperator(SurrogateOperator):
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "SparseOperator":
-        """Rebuild from :meth:`to_arrays`; ``ValueError`` naming what is inconsistent."""
+        """Rebuild from :meth:`to_arrays`; ``ValueError`` naming what is inconsistent.
+
+        Parameters
+        ----------
+        arrays : dict of str to numpy.ndarray
+            The saved arrays (the first item of :meth:`to_arrays`).
+        attrs : dict
+            The saved attributes (the second item of :meth:`to_arrays`).
+
+        Returns
+        -------
+        SparseOperator
+
+        Raises
+        ------
+        ValueError
+            For parts that are inconsistent (shapes, non-finite values, positions
+            out of range), missing or unreadable.
+        """
         try:
             n = int(attrs["n"])
             data = np.asarray(arrays["data"])

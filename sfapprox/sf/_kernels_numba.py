@@ -21,7 +21,7 @@ read and written once per four terms).
 Importing this module imports numba and compiles nothing: the kernel is
 compiled on its first call, once per process and dtype, or loaded from
 numba's on-disk cache (``cache=True``).  No threads are started (see
-:mod:`._apply_numba` for why, on a shared machine).
+:mod:`sfapprox.operators._chord_apply_numba` for why, on a shared machine).
 """
 
 from __future__ import annotations

@@ -45,11 +45,31 @@ SF_METHODS: dict[str, tuple[str, str, str]] = {
 def sf_estimator(n: int, budget: int, context: RunContext, *, support: str = "chord") -> ChordSF:
     """The ChordSF that the SF method of ``support`` fits for an ``n x n`` matrix at ``budget``.
 
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the matrix.
+    budget : int
+        Stored numbers allowed.
+    context : RunContext
+        The settings, protocol, callback and any structure fixed by hand
+        (``context.structure``: ``n_factors``, ``base`` and other ChordSF
+        parameters).
+    support : {"chord", "symmetric", "butterfly"}, default="chord"
+        Support protocol.
+
+    Returns
+    -------
+    ChordSF
+        Not fitted yet.
+
     Raises
     ------
     BudgetError
         When no structure of the support fits, or a structure fixed in
         ``context.structure`` stores more than the budget.
+    NotApplicableError
+        For the butterfly support when ``N`` is not a power of two.
     """
     params = dict(context.structure)
     params["support"] = support
@@ -106,6 +126,22 @@ def affordable_structure(n: int, config: SFConfig, time_limit: float | None, dev
     and when the structure has no factor to spare (the fewest that cover
     every entry).  An evaluation costs in proportion to the number of factors,
     so one measured evaluation tells what each smaller structure costs.
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the matrix.
+    config : SFConfig
+        The structure the budget allows.
+    time_limit : float or None
+        The fit's time limit in seconds; None: no cap.
+    device : str, default="cpu"
+        The fit's device (``"auto"`` counts as the CPU when no GPU is available).
+
+    Returns
+    -------
+    SFConfig
+        ``config``, or the same base and offsets with fewer factors.
     """
     if time_limit is None or config.support == "butterfly" or not str(device).startswith(("cpu", "auto")):
         return config
@@ -127,7 +163,19 @@ def affordable_structure(n: int, config: SFConfig, time_limit: float | None, dev
 
 
 def structure_reason(n: int, full: SFConfig, config: SFConfig, time_limit: float) -> str:
-    """Why ``config`` has fewer factors than ``full``, the structure its budget allows (one line)."""
+    """Why ``config`` has fewer factors than ``full``, the structure its budget allows (one line).
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the matrix.
+    full : SFConfig
+        The structure the budget allows.
+    config : SFConfig
+        The structure chosen (:func:`affordable_structure`).
+    time_limit : float
+        The fit's time limit in seconds.
+    """
     fewest = min_full_factors(n, support_offsets(n, config.support, config.base))
     why = (f"{full.n_factors} would get fewer than {MIN_EVALS} loss evaluations in the {time_limit:g} s limit "
            "on this machine")

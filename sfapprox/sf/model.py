@@ -86,6 +86,35 @@ def estimate_fit_memory(
     product and the residual, ``2 N^2``), :data:`LIBRARY_WORKING_SET`, and
     :data:`COMPILED_WORKING_SET` when the compiled kernel will run.
     Measured against the peak resident memory in ``benchmarks/memory.py``.
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the matrix.
+    n_factors : int
+        Number of factors ``M``.
+    n_offsets : int
+        Values per row and factor ``K``.
+    itemsize : int
+        Bytes per number of the fit's dtype (8 for float64, 4 for float32).
+    history_size : int
+        L-BFGS memory.
+    device_type : {"cpu", "cuda"}, default="cpu"
+        Decides the kernel, hence the workspace.
+    support : {"chord", "symmetric", "butterfly"}, default="chord"
+        Support protocol.
+    reach : int, optional
+        The largest offset (it sizes the CPU column panels' workspace); None:
+        the reference Chord's.
+    n_starts : int, default=1
+        Starts that race (2 for ``init="auto"``).
+    input_bytes : int, default=0
+        Bytes of the input matrix as given.
+
+    Returns
+    -------
+    int
+        Bytes.
     """
     if support == "butterfly":
         from ._butterfly import select_kernel as select_butterfly
@@ -107,6 +136,20 @@ def estimate_fit_memory(
 def optimizer_time_limit(time_limit: float | None, spent: float, eval_seconds: float) -> float | None:
     """Seconds the optimizer gets of a fit's ``time_limit``: what the setup (``spent``) left, less
     :data:`SCORING_EVALS` evaluations' worth for scoring the result.
+
+    Parameters
+    ----------
+    time_limit : float or None
+        The fit's limit in seconds; None: no limit (None is returned).
+    spent : float
+        Seconds the setup took.
+    eval_seconds : float
+        Seconds one loss-and-gradient evaluation takes.
+
+    Returns
+    -------
+    float or None
+        Seconds, at least 0.
 
     Examples
     --------
@@ -188,15 +231,18 @@ class ChordSF(Approximation):
         before fitting, and the factors scaled back afterwards.
     random_state : int, default=0
         Seed of the initial noise.
-    device : {"auto", "cpu", "cuda"}, default="auto"
-    dtype : {"float64", "float32"} or None, default=None
-        None: float64 on CPU, float32 on GPU.
+    device : {"auto", "cpu", "cuda"} or "cuda:N", default="auto"
+        Where the fit runs; ``"auto"``: a CUDA GPU when one is available,
+        else the CPU.
+    dtype : {"float64", "float32", "auto"} or None, default=None
+        None (or ``"auto"``): float64 on CPU, float32 on GPU.
     max_memory : int or None, default=None
         Refuse fits whose estimated peak memory exceeds this many bytes
-        (default: 80% of the free memory of the device).
-    callback : callable or None
-        Called after each iteration with a dict (``iteration``, ``fro_error``,
-        ``elapsed``); returning True stops the fit.
+        (default: 90% of the GPU's free memory on CUDA, 80% of the physical
+        memory on the CPU).
+    callback : callable or None, default=None
+        Called after each iteration with a dict (``iteration``, ``max_iter``,
+        ``fro_error``, ``elapsed``, ``start``); returning True stops the fit.
     threads : int or None, default=None
         CPU threads of torch's kernels during the fit (torch's setting is
         restored afterwards).  None: chosen from the work size and the free
@@ -333,8 +379,37 @@ class ChordSF(Approximation):
 
         A ``KeyboardInterrupt`` during the optimisation stops it at once: the
         best factors found so far are kept and ``stop_reason_`` is
-        ``"interrupted"`` (the CLI then saves them and exits 130).
-        ``check_input=False`` skips validating ``X`` (the caller did).
+        ``"interrupted"`` (the CLI then saves them and exits 130).  A fit
+        stopped by ``max_iter`` or ``time_limit`` before its tolerances warns
+        with a :class:`~sfapprox.ConvergenceWarning`.
+
+        Parameters
+        ----------
+        X : numpy.ndarray, scipy sparse matrix or MatrixSource, shape (N, N)
+            The square, finite matrix; a sparse one is densified for the fit, a
+            source formed (within ``max_memory``).
+        check_input : bool, default=True
+            Validate ``X`` (:func:`~sfapprox._validation.check_square_matrix`);
+            False when the caller already did.
+
+        Returns
+        -------
+        ChordSF
+            ``self``, fitted.
+
+        Raises
+        ------
+        InputError
+            For an ``X`` that is not a finite square matrix (with ``check_input``).
+        ParameterError
+            For an invalid parameter, a structure that does not apply to ``N`` (too few factors for full
+            support, the butterfly with ``N`` not a power of two) or an ``init``
+            whose structure is not this fit's.
+        ResourceError
+            When the estimated peak memory (:func:`estimate_fit_memory`) is over
+            the memory limit.
+        DeviceError
+            When ``device`` asks for a GPU that is not there.
         """
         import torch
 
@@ -612,6 +687,18 @@ class ChordSF(Approximation):
 
 def fit_sf(X, **params) -> ChordSF:
     """Fit a :class:`ChordSF` to ``X``; keyword arguments are ChordSF's parameters.
+
+    Parameters
+    ----------
+    X : numpy.ndarray or scipy sparse matrix, shape (N, N)
+        The square matrix.
+    **params
+        :class:`ChordSF` parameters.
+
+    Returns
+    -------
+    ChordSF
+        The fitted estimator.
 
     Examples
     --------

@@ -3,9 +3,9 @@
 A :class:`MatrixSource` computes exact column blocks ``X[:, J]`` on demand
 (``O(N |J|)`` memory), and from them ``X @ B``, ``X.T @ B``, entries, the
 diagonal, and the whole matrix when it fits.  The methods that can work from
-columns (``nystrom``, ``rsvd``, ``sparse``) run on a source directly, their
-errors exact by a streamed pass or estimated with a confidence interval
-(:mod:`sfapprox.estimate`); :func:`sfapprox.compare` forms a source whose
+columns (``nystrom``, ``rsvd``, ``sparse``, ``rpca``, ``monarch``) run on a
+source directly, their errors exact by a streamed pass or estimated with a
+confidence interval (:mod:`sfapprox.estimate`); :func:`sfapprox.compare` forms a source whose
 dense size fits the memory limit and runs every method on it as before.
 
 ==========================  =====================================================

@@ -36,6 +36,13 @@ BLOCK_SHARE = 0.5
 class MatrixSource:
     """A square ``N x N`` matrix given by its columns (subclasses implement :meth:`_columns`).
 
+    Parameters
+    ----------
+    n : int
+        The order ``N``, at least 1 (:class:`~sfapprox.ParameterError` otherwise).
+    name : str, default="X"
+        What the matrix is called in tables, messages and file names.
+
     Attributes
     ----------
     n : int
@@ -45,6 +52,7 @@ class MatrixSource:
     symmetric : bool or None
         Known structure (None: unknown without a pass over the matrix).
     nonnegative : bool or None
+        Known sign (None: unknown).
     psd : bool or None
         Symmetric positive semi-definite (kernel matrices of a positive
         definite kernel): what Nyström's methods need.
@@ -79,6 +87,7 @@ class MatrixSource:
     # ------------------------------------------------------------------ access
     @property
     def shape(self) -> tuple[int, int]:
+        """``(N, N)``."""
         return (self.n, self.n)
 
     def columns(self, J) -> np.ndarray:
@@ -105,7 +114,18 @@ class MatrixSource:
         return out
 
     def entries(self, rows, cols) -> np.ndarray:
-        """``X[rows[t], cols[t]]`` for each ``t`` (one column block per distinct column)."""
+        """``X[rows[t], cols[t]]`` for each ``t`` (one column block per distinct column).
+
+        Parameters
+        ----------
+        rows, cols : array_like of int
+            Row and column indices, of the same shape, each in ``0..N-1``.
+
+        Returns
+        -------
+        numpy.ndarray
+            The entries, of the shape of ``rows``.
+        """
         rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
         out = np.empty(rows.shape)
         unique, inverse = np.unique(cols, return_inverse=True)
@@ -118,7 +138,17 @@ class MatrixSource:
         return out
 
     def matmat(self, B: np.ndarray) -> np.ndarray:
-        """``X @ B`` by one pass over column blocks: ``sum_J X[:, J] @ B[J]``."""
+        """``X @ B`` by one pass over column blocks: ``sum_J X[:, J] @ B[J]``.
+
+        Parameters
+        ----------
+        B : array_like, shape (N,) or (N, k)
+
+        Returns
+        -------
+        numpy.ndarray
+            ``X @ B``, of ``B``'s shape.
+        """
         B = np.asarray(B, dtype=np.float64)
         vector = B.ndim == 1
         B2 = B.reshape(self.n, -1)
@@ -128,7 +158,17 @@ class MatrixSource:
         return out.ravel() if vector else out
 
     def rmatmat(self, B: np.ndarray) -> np.ndarray:
-        """``X.T @ B`` by one pass over column blocks: row block ``J`` of the result is ``X[:, J].T @ B``."""
+        """``X.T @ B`` by one pass over column blocks: row block ``J`` of the result is ``X[:, J].T @ B``.
+
+        Parameters
+        ----------
+        B : array_like, shape (N,) or (N, k)
+
+        Returns
+        -------
+        numpy.ndarray
+            ``X.T @ B``, of ``B``'s shape.
+        """
         B = np.asarray(B, dtype=np.float64)
         vector = B.ndim == 1
         B2 = B.reshape(self.n, -1)
@@ -146,6 +186,21 @@ class MatrixSource:
         :attr:`column_copies` ``N``-long arrays, plus ``extra_columns`` that
         the caller holds per column besides the block (e.g. the surrogate's
         columns and the residual).
+
+        Parameters
+        ----------
+        max_memory : int or None, default=None
+            Memory limit in bytes; the blocks take ``BLOCK_SHARE`` (half) of it
+            (but at least ``MIN_BLOCK`` columns).  None: the source's
+            :attr:`max_memory`, else the default limit (80% of RAM); no limit
+            known: ``min(N, MAX_BLOCK)``.
+        extra_columns : int, default=0
+            Further ``N``-vectors the caller holds per column of the block.
+
+        Returns
+        -------
+        int
+            At least 1 and at most ``min(N, MAX_BLOCK)``.
         """
         limit = next((m for m in (max_memory, self.max_memory) if m is not None), None) or default_memory_limit()
         per_column = 8 * self.n * (self.column_copies + extra_columns)
@@ -155,7 +210,22 @@ class MatrixSource:
         return max(1, min(self.n, MAX_BLOCK, max(MIN_BLOCK, width)))
 
     def blocks(self, width: int | None = None, *, order: np.ndarray | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """``(J, X[:, J])`` for consecutive column blocks covering every column once."""
+        """``(J, X[:, J])`` for consecutive column blocks covering every column once.
+
+        Parameters
+        ----------
+        width : int, optional
+            Columns per block; None: :meth:`block_width`.
+        order : array_like of int, optional
+            A permutation of ``0..N-1``: the columns are visited in this order.
+
+        Yields
+        ------
+        J : numpy.ndarray of int64
+            The block's column indices.
+        block : numpy.ndarray, shape (N, len(J))
+            ``X[:, J]``.
+        """
         width = width or self.block_width()
         for J in block_columns(self.n, width, order=order):
             yield J, self.columns(J)
@@ -167,7 +237,22 @@ class MatrixSource:
         return 8 * self.n * self.n
 
     def to_dense(self, max_memory: int | None = None) -> np.ndarray:
-        """The whole matrix, formed block by block (refused above the memory limit, before allocating)."""
+        """The whole matrix, formed block by block (refused above the memory limit, before allocating).
+
+        Parameters
+        ----------
+        max_memory : int or None, default=None
+            Memory limit in bytes for the ``8 N^2`` bytes (None: 80% of RAM).
+
+        Returns
+        -------
+        numpy.ndarray, shape (N, N)
+
+        Raises
+        ------
+        ResourceError
+            When the formed matrix is over the limit.
+        """
         check_memory(self.formed_bytes, what=f"{self.name}: forming the {self.n:,} x {self.n:,} matrix",
                      limit=max_memory)
         out = np.empty((self.n, self.n))
@@ -188,6 +273,19 @@ class MatrixSource:
 
 def block_columns(n: int, width: int, *, order: np.ndarray | None = None) -> Iterator[np.ndarray]:
     """Consecutive index blocks of ``width`` covering ``0..n-1`` (or ``order``'s permutation of it).
+
+    Parameters
+    ----------
+    n : int
+        Number of columns.
+    width : int
+        Columns per block (at least 1 is used).
+    order : array_like of int, optional
+        The column order to cut into blocks; None: ``0..n-1``.
+
+    Yields
+    ------
+    numpy.ndarray of int64
 
     Examples
     --------

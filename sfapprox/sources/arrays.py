@@ -23,6 +23,23 @@ class ArraySource(MatrixSource):
     memory is streamed, never loaded whole.  Non-finite entries are refused
     when their block is read (one line naming the source and the entry).
 
+    Parameters
+    ----------
+    array : numpy.ndarray or numpy.memmap, shape (N, N)
+        Real numbers of any numeric dtype (read as float64, a block at a time).
+    name : str, default="X"
+        What the matrix is called in tables and messages.
+
+    Attributes
+    ----------
+    array : numpy.ndarray or numpy.memmap
+        The array as given (not copied).
+
+    Raises
+    ------
+    InputError
+        For an array that is not square and 2-D, or not of real numbers.
+
     Examples
     --------
     >>> src = ArraySource(np.arange(9.0).reshape(3, 3))
@@ -59,6 +76,25 @@ class ArraySource(MatrixSource):
 class SparseSource(MatrixSource):
     """A scipy sparse matrix (kept as CSC: a column block is a slice).
 
+    Parameters
+    ----------
+    matrix : scipy sparse matrix or array, shape (N, N)
+        Finite real values.
+    name : str, default="X"
+        What the matrix is called in tables and messages.
+
+    Attributes
+    ----------
+    matrix : scipy.sparse.csc_array
+        A float64 CSC copy.
+    nonnegative : bool
+        Whether every stored value is ``>= 0``.
+
+    Raises
+    ------
+    InputError
+        For a matrix that is not square or holds NaN or infinite values.
+
     Examples
     --------
     >>> src = SparseSource(sp.eye(4, format="csr"))
@@ -81,9 +117,21 @@ class SparseSource(MatrixSource):
         return self.matrix[:, J].toarray()
 
     def matmat(self, B: np.ndarray) -> np.ndarray:
+        """``X @ B`` by the sparse product (no pass over column blocks).
+
+        Parameters
+        ----------
+        B : array_like, shape (N,) or (N, k)
+        """
         return np.asarray(self.matrix @ np.asarray(B, dtype=np.float64))
 
     def rmatmat(self, B: np.ndarray) -> np.ndarray:
+        """``X.T @ B`` by the sparse product.
+
+        Parameters
+        ----------
+        B : array_like, shape (N,) or (N, k)
+        """
         return np.asarray(self.matrix.T @ np.asarray(B, dtype=np.float64))
 
     def diagonal(self) -> np.ndarray:
@@ -95,6 +143,23 @@ class SparseSource(MatrixSource):
 
 class OperatorSource(MatrixSource):
     """Any square :class:`scipy.sparse.linalg.LinearOperator`: ``X[:, J] = X @ I[:, J]``.
+
+    Parameters
+    ----------
+    operator : scipy.sparse.linalg.LinearOperator, shape (N, N)
+        Anything with ``matvec``/``matmat`` (and ``rmatvec``/``rmatmat`` for ``X.T @ B``).
+    name : str, default="X"
+        What the matrix is called in tables and messages.
+
+    Attributes
+    ----------
+    operator : LinearOperator
+        The operator as given.
+
+    Raises
+    ------
+    InputError
+        For an operator that is not square.
 
     Examples
     --------
@@ -119,10 +184,22 @@ class OperatorSource(MatrixSource):
         return np.asarray(self.operator.matmat(E), dtype=np.float64)
 
     def matmat(self, B: np.ndarray) -> np.ndarray:
+        """``X @ B`` by the operator's own ``matvec``/``matmat``.
+
+        Parameters
+        ----------
+        B : array_like, shape (N,) or (N, k)
+        """
         B = np.asarray(B, dtype=np.float64)
         return np.asarray(self.operator.matvec(B) if B.ndim == 1 else self.operator.matmat(B), dtype=np.float64)
 
     def rmatmat(self, B: np.ndarray) -> np.ndarray:
+        """``X.T @ B`` by the operator's own ``rmatvec``/``rmatmat``.
+
+        Parameters
+        ----------
+        B : array_like, shape (N,) or (N, k)
+        """
         B = np.asarray(B, dtype=np.float64)
         return np.asarray(self.operator.rmatvec(B) if B.ndim == 1 else self.operator.rmatmat(B), dtype=np.float64)
 
@@ -134,6 +211,18 @@ def open_npy(path: str | os.PathLike, name: str | None = None) -> ArraySource:
     """A ``.npy`` file as a memory-mapped :class:`ArraySource` (never read whole, never unpickled).
 
     A truncated or damaged file is an :class:`~sfapprox.InputError` naming it.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A ``.npy`` file holding one square array of real numbers.
+    name : str, optional
+        The source's name; None: the file's stem.
+
+    Returns
+    -------
+    ArraySource
+        Over a read-only memory map, with a note saying so.
     """
     display = os.fspath(path)
     try:
@@ -165,7 +254,24 @@ def open_npy(path: str | os.PathLike, name: str | None = None) -> ArraySource:
 
 
 def as_source(matrix, name: str = "X") -> MatrixSource:
-    """A :class:`MatrixSource` from a source, an ndarray (or memmap), a scipy sparse matrix or a LinearOperator."""
+    """A :class:`MatrixSource` from a source, an ndarray (or memmap), a scipy sparse matrix or a LinearOperator.
+
+    Parameters
+    ----------
+    matrix : MatrixSource, numpy.ndarray, scipy sparse matrix or LinearOperator
+        A source is returned as it is.
+    name : str, default="X"
+        What the matrix is called in tables and messages.
+
+    Returns
+    -------
+    MatrixSource
+
+    Raises
+    ------
+    ParameterError
+        For any other type.
+    """
     if isinstance(matrix, MatrixSource):
         return matrix
     if sp.issparse(matrix):

@@ -40,6 +40,22 @@ class AttentionMatrix(MatrixSource):
     scale : float or None, default=None
         The logits' factor; None: ``1 / sqrt(d)``.
     name : str, default="attention"
+        What the matrix is called in tables and messages.
+
+    Attributes
+    ----------
+    q, k : numpy.ndarray, shape (N, d)
+        The queries and keys, as C-contiguous float64 arrays.
+    scale : float
+        The logits' factor in use.
+
+    Raises
+    ------
+    InputError
+        For queries or keys that are not finite real ``(N, d)`` arrays of the
+        same shape.
+    ParameterError
+        For a scale that is not a positive, finite number.
 
     Examples
     --------

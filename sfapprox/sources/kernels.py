@@ -43,6 +43,21 @@ MEDIAN_SAMPLE = 2000
 def median_bandwidth(points: np.ndarray, *, seed: int = 0, sample: int = MEDIAN_SAMPLE) -> float:
     """The median distance between distinct pairs of points (of a seeded sample of ``sample`` points).
 
+    Parameters
+    ----------
+    points : array_like, shape (N, d)
+        One point per row.
+    seed : int, default=0
+        Seed of the sample drawn when there are more than ``sample`` points.
+    sample : int, default=MEDIAN_SAMPLE
+        Points looked at, at most.
+
+    Returns
+    -------
+    float
+        The median of the positive pairwise distances; 1.0 when every point
+        is the same.
+
     Examples
     --------
     >>> median_bandwidth(np.array([[0.0], [1.0], [3.0]]))
@@ -66,13 +81,21 @@ class KernelMatrix(MatrixSource):
     points : array of shape (N, d)
         One point per row (a data table: samples x features).
     kernel : {"rbf", "laplacian", "matern32", "matern52", "cosine", "linear"}, default="rbf"
+        The kernel (:data:`KERNELS`; formulas in the module docstring).
     bandwidth : float or None, default=None
         ``h``; None: the median heuristic (:func:`median_bandwidth`).  Refused
         for ``cosine`` and ``linear``, which have none.
     name : str, default="kernel"
+        What the matrix is called in tables and messages.
+    seed : int, default=0
+        Seed of the median heuristic's sample.
 
     Attributes
     ----------
+    points : numpy.ndarray, shape (N, d)
+        The points, as a C-contiguous float64 array.
+    kernel : str
+        The kernel's name.
     bandwidth_ : float or None
         The bandwidth in use (the heuristic's value when none was given).
     bandwidth_rule_ : str
