@@ -38,12 +38,13 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
+from scipy.sparse.linalg import LinearOperator
 
 from ._errors import ParameterError, ResourceError
 from ._params import check_params
 from ._settings import COUNT_INDICES, FitSettings
 from ._validation import check_square_matrix
-from .sources import MatrixSource
+from .sources import MatrixSource, as_source
 
 __all__ = [
     "Approximation",
@@ -131,6 +132,8 @@ class Approximation:
         check_params(self, self._parameter_constraints)
         if isinstance(X, MatrixSource):
             return X if self._accepts_sources else self._formed(X)
+        if self._accepts_sources and isinstance(X, LinearOperator):  # known by its products only
+            return as_source(X)
         return check_square_matrix(X, source="X") if check_input else X
 
     def _formed(self, source: MatrixSource):

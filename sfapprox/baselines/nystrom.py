@@ -204,10 +204,9 @@ class Nystrom(Approximation):
 
         Parameters
         ----------
-        X : numpy.ndarray, scipy sparse matrix or MatrixSource, shape (N, N)
+        X : numpy.ndarray, scipy sparse matrix, LinearOperator or MatrixSource, shape (N, N)
             A symmetric positive semi-definite matrix, read by its columns (never
-            formed).  A ``LinearOperator`` works wrapped in
-            :class:`~sfapprox.sources.OperatorSource` (or with ``check_input=False``).
+            formed).
         check_input : bool, default=True
             Validate ``X`` (square, finite, real); False when the caller already
             did (:func:`~sfapprox.compare` validates once for all methods).

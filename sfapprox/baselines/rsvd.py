@@ -158,10 +158,8 @@ class RandomizedSVD(Approximation):
 
         Parameters
         ----------
-        X : numpy.ndarray, scipy sparse matrix or MatrixSource, shape (N, N)
-            The square matrix, used through products only (never formed).  A
-            ``LinearOperator`` works wrapped in
-            :class:`~sfapprox.sources.OperatorSource` (or with ``check_input=False``).
+        X : numpy.ndarray, scipy sparse matrix, LinearOperator or MatrixSource, shape (N, N)
+            The square matrix, used through products only (never formed).
         check_input : bool, default=True
             Validate ``X`` (square, finite, real); False when the caller already
             did (:func:`~sfapprox.compare` validates once for all methods).

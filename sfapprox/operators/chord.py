@@ -157,7 +157,7 @@ class ChordOperator(SurrogateOperator):
         return int(self._stack.packed.size)
 
     def _apply(self, B: np.ndarray, transpose: bool) -> np.ndarray:
-        # One compiled kernel call (sfapprox.sf._apply: numba, or scipy sparse factors when
+        # One compiled kernel call (sfapprox.operators._chord_apply: numba, or scipy sparse factors when
         # numba is unavailable); it returns the shapes scipy's matvec/matmat would.
         return self._stack.apply(B, transpose)
 
