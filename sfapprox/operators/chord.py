@@ -264,28 +264,8 @@ class ChordOperator(SurrogateOperator):
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "ChordOperator":
-        """Rebuild from :meth:`to_arrays` (files older than the ``support`` attribute are offset-based);
-        ``ValueError`` naming what is inconsistent.
-
-        Parameters
-        ----------
-        arrays : dict of str to numpy.ndarray
-            The saved arrays (the first item of :meth:`to_arrays`).
-        attrs : dict
-            The saved attributes (the second item of :meth:`to_arrays`).
-
-        Returns
-        -------
-        ChordOperator
-
-        Raises
-        ------
-        ValueError
-            For parts that are inconsistent (shapes, non-finite values, positions
-            out of range).
-        KeyError
-            For a missing array.
-        """
+        """Rebuild from :meth:`to_arrays`, files older than the ``support`` attribute read as offset-based
+        (:meth:`SurrogateOperator.from_arrays` states the contract)."""
         support = str(attrs.get("support", "chord"))
         if support not in SUPPORTS:
             raise ValueError(f"unknown factor support {support!r} (known: {', '.join(SUPPORTS)}); "

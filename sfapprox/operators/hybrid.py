@@ -213,27 +213,7 @@ class HybridOperator(SurrogateOperator):
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "HybridOperator":
-        """Rebuild from :meth:`to_arrays`; ``ValueError`` naming what is inconsistent.
-
-        Parameters
-        ----------
-        arrays : dict of str to numpy.ndarray
-            The saved arrays (the first item of :meth:`to_arrays`).
-        attrs : dict
-            The saved attributes (the second item of :meth:`to_arrays`).
-
-        Returns
-        -------
-        HybridOperator
-
-        Raises
-        ------
-        ValueError
-            For parts that are inconsistent (shapes, non-finite values, positions
-            out of range).
-        KeyError
-            For a missing array.
-        """
+        """Rebuild from :meth:`to_arrays` (:meth:`SurrogateOperator.from_arrays` states the contract)."""
         values = np.asarray(arrays["values"])
         chord = ChordOperator.from_arrays(arrays, attrs) if values.ndim == 3 and values.shape[0] else None
         U, s, Vt = (np.asarray(arrays[k]) for k in ("lr_U", "lr_s", "lr_Vt"))

@@ -194,25 +194,7 @@ class MonarchOperator(_Blockwise):
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "MonarchOperator":
-        """Rebuild from :meth:`to_arrays`; ``ValueError`` naming what is inconsistent.
-
-        Parameters
-        ----------
-        arrays : dict of str to numpy.ndarray
-            The saved arrays (the first item of :meth:`to_arrays`).
-        attrs : dict
-            The saved attributes (the second item of :meth:`to_arrays`).
-
-        Returns
-        -------
-        MonarchOperator
-
-        Raises
-        ------
-        ValueError
-            For parts that are inconsistent (shapes, non-finite values, positions
-            out of range), missing or unreadable.
-        """
+        """Rebuild from :meth:`to_arrays` (:meth:`SurrogateOperator.from_arrays` states the contract)."""
         try:
             left, right, n = np.asarray(arrays["left"]), np.asarray(arrays["right"]), int(attrs["n"])
         except (KeyError, TypeError, ValueError) as exc:
@@ -314,25 +296,7 @@ class MonarchLowRankOperator(_Blockwise):
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> MonarchLowRankOperator:
-        """Rebuild from :meth:`to_arrays`; ``ValueError`` naming what is inconsistent.
-
-        Parameters
-        ----------
-        arrays : dict of str to numpy.ndarray
-            The saved arrays (the first item of :meth:`to_arrays`).
-        attrs : dict
-            The saved attributes (the second item of :meth:`to_arrays`).
-
-        Returns
-        -------
-        MonarchLowRankOperator
-
-        Raises
-        ------
-        ValueError
-            For parts that are inconsistent (shapes, non-finite values, positions
-            out of range), missing or unreadable.
-        """
+        """Rebuild from :meth:`to_arrays` (:meth:`SurrogateOperator.from_arrays` states the contract)."""
         try:
             parts = {name: np.asarray(arrays[name]) for name in ("U", "s", "Vt")}
             n = int(attrs["n"])

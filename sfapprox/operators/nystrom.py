@@ -82,27 +82,7 @@ class NystromOperator(SurrogateOperator):
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "NystromOperator":
-        """Rebuild from :meth:`to_arrays`; ``ValueError`` naming what is inconsistent.
-
-        Parameters
-        ----------
-        arrays : dict of str to numpy.ndarray
-            The saved arrays (the first item of :meth:`to_arrays`).
-        attrs : dict
-            The saved attributes (the second item of :meth:`to_arrays`).
-
-        Returns
-        -------
-        NystromOperator
-
-        Raises
-        ------
-        ValueError
-            For parts that are inconsistent (shapes, non-finite values, positions
-            out of range).
-        KeyError
-            For a missing array.
-        """
+        """Rebuild from :meth:`to_arrays` (:meth:`SurrogateOperator.from_arrays` states the contract)."""
         C, core = np.asarray(arrays["C"]), np.asarray(arrays["core"])
         check_finite("C and core", "Nyström operator", C, core)
         return cls(C, core)

@@ -84,25 +84,7 @@ class SparseOperator(SurrogateOperator):
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "SparseOperator":
-        """Rebuild from :meth:`to_arrays`; ``ValueError`` naming what is inconsistent.
-
-        Parameters
-        ----------
-        arrays : dict of str to numpy.ndarray
-            The saved arrays (the first item of :meth:`to_arrays`).
-        attrs : dict
-            The saved attributes (the second item of :meth:`to_arrays`).
-
-        Returns
-        -------
-        SparseOperator
-
-        Raises
-        ------
-        ValueError
-            For parts that are inconsistent (shapes, non-finite values, positions
-            out of range), missing or unreadable.
-        """
+        """Rebuild from :meth:`to_arrays` (:meth:`SurrogateOperator.from_arrays` states the contract)."""
         try:
             n = int(attrs["n"])
             data = np.asarray(arrays["data"])
