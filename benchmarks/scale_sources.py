@@ -4,7 +4,9 @@ Run by hand (not part of the tests):
 
     python benchmarks/scale_sources.py --coverage --sizes 4096,8192 --repeats 100
     python benchmarks/scale_sources.py --scale --sizes 16384,65536 --time-limit 600 --max-memory 4G
+    python benchmarks/scale_sources.py --scale --sizes 8192 --time-limit 120 --max-memory 1G
     python benchmarks/scale_sources.py --real
+    python benchmarks/scale_sources.py --findings FILE   # the hand-written findings; re-renders only
 
 ``--coverage``: for the RBF kernel of a clustered point cloud at N = 4,096 and 8,192 (formable), the
 exact error of each surrogate (nystrom, rsvd, sparse) against the 95 % intervals
@@ -20,7 +22,8 @@ dimensions (documented synthetic data: no real point set of 65,536 points instal
 ``--real``: the same comparison on the largest real point set at hand offline, scikit-learn's
 bundled digits (1,797 images of 8 x 8 pixels), formed and scored exactly.
 
-Writes benchmarks/results/scale_sources.json and scale_sources.md (sections merge across runs).
+Writes benchmarks/results/scale_sources.json and scale_sources.md (sections merge across runs; a
+scale row is replaced by a run of the same N, points and ``--max-memory``).
 """
 
 from __future__ import annotations
@@ -31,9 +34,12 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from _common import OUT, machine, meta, version
+
+from sfapprox._settings import parse_size
 
 NAME = "scale_sources"
 #: The RBF kernel's bandwidth: within a cluster (spread 0.5 in 16 dimensions, distances about 2.8)
@@ -94,7 +100,6 @@ def _one_compare(n: int, time_limit: float, max_memory: str, points: str) -> dic
     import warnings
 
     import sfapprox
-    from sfapprox._settings import parse_size
     from sfapprox.sources import KernelMatrix
 
     warnings.simplefilter("ignore")
@@ -153,7 +158,7 @@ def render(data: dict) -> list[str]:
         lines.append("")
     if "scale" in data:
         lines += ["## Compared from columns", "",
-                  "| N | points | path | peak RSS | whole run s | method | status | stored | relative error | interval | seconds / limit |",
+                  "| N | points | path | peak RSS / --max-memory | whole run s | method | status | stored | relative error | interval | seconds / limit |",
                   "|---|---|---|---|---|---|---|---|---|---|---|"]
         for run in data["scale"]:
             for r in run["rows"]:
@@ -163,7 +168,7 @@ def render(data: dict) -> list[str]:
                 rel = "–" if r["rel_error"] is None else f"{r['rel_error']:.4g}"
                 secs = "–" if r["seconds"] is None else f"{r['seconds']:.1f}"
                 limit = "–" if r["time_limit"] is None else f"{r['time_limit']:.0f}"
-                lines.append(f"| {run['n']:,} | {run['points']} | {run['path']} | {_gib(run['peak_rss'])} | "
+                lines.append(f"| {run['n']:,} | {run['points']} | {run['path']} | {_gib(run['peak_rss'])} / {run['max_memory']} | "
                              f"{run['seconds']:.0f} | {r['method']} | {r['status']} | {r['nnz'] or '–'} | {rel} | "
                              f"{shown} | {secs} / {limit} |")
             lines += ["", *[f"N = {run['n']:,}: {note}" for note in run["notes"]],
@@ -183,29 +188,35 @@ def main() -> int:
     ap.add_argument("--sample-seconds", type=float, default=0.3,
                     help="--coverage: the sampling pass's time limit (below a full pass: it samples)")
     ap.add_argument("--max-memory", default="4G")
+    ap.add_argument("--findings", metavar="FILE", help="text for the report's hand-written findings section "
+                    "(with no other option: only re-render the report)")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     path = OUT / f"{NAME}.json"
     data = json.loads(path.read_text()) if path.exists() else {}
-    command = "python benchmarks/scale_sources.py " + " ".join(sys.argv[1:])
-    data["meta"] = meta(command, machine_line=machine(numpy=np.__version__, scipy=version("scipy")))
-    data["meta"]["machine"] = data["meta"].pop("machine_line", data["meta"].get("machine"))
-    data.setdefault("commands", [])
-    if command not in data["commands"]:
-        data["commands"].append(command)
+    if args.coverage or args.scale or args.real:  # only a run changes the machine line and the commands
+        command = "python benchmarks/scale_sources.py " + " ".join(sys.argv[1:])
+        data["meta"] = meta(command, machine_line=machine(numpy=np.__version__, scipy=version("scipy")))
+        data["meta"]["machine"] = data["meta"].pop("machine_line", data["meta"].get("machine"))
+        data.setdefault("commands", [])
+        if command not in data["commands"]:
+            data["commands"].append(command)
     if args.coverage:
         data["coverage"] = [coverage(n, args.repeats, args.sample_seconds) for n in sizes]
         print(json.dumps(data["coverage"], indent=1), flush=True)
     if args.scale or args.real:
         runs = [r for r in data.get("scale", []) if not (args.real and r["points"] == "digits")
-                and not (args.scale and r["n"] in sizes and r["points"] == "cloud")]
+                and not (args.scale and r["n"] in sizes and r["points"] == "cloud"
+                         and r["max_memory"] == args.max_memory)]
         if args.real:
             runs.append(in_process(0, args.time_limit, args.max_memory, "digits"))
         if args.scale:
             for n in sizes:
                 runs.append(in_process(n, args.time_limit, args.max_memory, "cloud"))
                 print(json.dumps(runs[-1], indent=1), flush=True)
-        data["scale"] = sorted(runs, key=lambda r: r["n"])
+        data["scale"] = sorted(runs, key=lambda r: (r["n"], parse_size(r["max_memory"])))
+    if args.findings:
+        data["findings"] = Path(args.findings).read_text().strip()
     OUT.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1) + "\n")
     (OUT / f"{NAME}.md").write_text("\n".join(render(data)) + "\n")

@@ -37,6 +37,7 @@ import math
 import time
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -607,6 +608,9 @@ class RobustPCA(Approximation):
         return "rpca-pcp" if self.method == "pcp" else "rpca"
 
     _accepts_sources = True
+    #: Rows of a comparison whose fits the fit from columns starts from (see ``_reused_start``).
+    REUSES: tuple[str, ...] = ("rsvd",)
+    _reuse: dict[str, Any] = {}
     _parameter_constraints = {
         "rank": Interval(int, 0, None, allow_none=True),
         "n_sparse": Interval(int, 0, None, allow_none=True),
@@ -726,14 +730,26 @@ class RobustPCA(Approximation):
         splits = self._splits(n)
         start = time.perf_counter()
         deadline = None if self.time_limit is None else _timing.Deadline.after(self.time_limit)
+        given = self._reused_start(n)
         with AdaptiveThreads(float(n) * n):
             best, grid = fit_grid_columns(source, splits, max_iter=self.max_iter, tol=self.tol,
-                                          seed=self.random_state, deadline=deadline, max_memory=self.max_memory)
+                                          seed=self.random_state, deadline=deadline, max_memory=self.max_memory,
+                                          start=given)
         self.seconds_ = time.perf_counter() - start
         error, U, sig, Vt, idx, vals, n_iter, stop = best
-        self._store(n, _Candidate(error, U, sig, Vt, idx, vals, n_iter, stop), grid, {"from": "columns", "svd": "randomized"},
-                    "cpu", "float64")
+        extra = {"from": "columns", "svd": "randomized", **({"reused": ["rsvd"]} if given is not None else {})}
+        self._store(n, _Candidate(error, U, sig, Vt, idx, vals, n_iter, stop), grid, extra, "cpu", "float64")
         return self
+
+    def _reused_start(self, n: int):
+        """The comparison's ``rsvd`` fit of this matrix as every split's first ``L`` (None: none was handed over)."""
+        from ._rpca_columns import Start
+
+        fitted = self._reuse.get("rsvd")
+        op = getattr(fitted, "operator_", None)
+        if op is None or op.shape[0] != n or not getattr(op, "singular_values", False) or not fitted.params_.get("passes"):
+            return None
+        return Start(op.U, op.s, op.Vt, product_pass=float(fitted.seconds_) / fitted.params_["passes"])
 
     def _splits(self, n: int, max_rank: int | None = None) -> list[tuple[int, int]]:
         return _resolve_splits(
@@ -806,8 +822,12 @@ class RobustPCA(Approximation):
 def _maker(method: str):
     def make(n: int, budget: int, context: RunContext) -> RobustPCA:
         # GoDec/ALM iterations are not SF's L-BFGS steps: --iters does not apply.
-        return RobustPCA(**context.settings.apply_to(RobustPCA, exclude=("max_iter",), budget=budget,
-                                                     method=method, count_indices=context.count_indices))
+        est = RobustPCA(**context.settings.apply_to(RobustPCA, exclude=("max_iter",), budget=budget,
+                                                    method=method, count_indices=context.count_indices))
+        # From columns, the rsvd row's fit of the same matrix gives each split its first L (not a
+        # parameter: what a comparison hands over, as to the hybrids).
+        est._reuse = {m: context.fitted[m] for m in RobustPCA.REUSES if m in context.fitted}
+        return est
 
     return make
 
@@ -822,4 +842,5 @@ for _name, _method, _summary, _order in (
 ):
     register(MethodSpec(name=_name, summary=_summary, stores="r·(2N + 1) + s", make=_maker(_method),
                         min_budget=_min_budget, order=_order, label="low rank + sparse (RPCA)",
-                        access=("dense", "columns") if _method == "godec" else ("dense",)))
+                        access=("dense", "columns") if _method == "godec" else ("dense",),
+                        reuses=RobustPCA.REUSES if _method == "godec" else ()))
