@@ -1,8 +1,12 @@
+import os
+import time
+
 import numpy as np
 import pytest
 import torch
 
 from sfapprox.chord import chord_offsets, default_n_factors
+from sfapprox._threads import AdaptiveThreads, compiled_threads
 from sfapprox.sf import _kernels as K
 
 
@@ -165,8 +169,11 @@ def test_kernel_selection(monkeypatch):
     assert K.workspace_numbers(4096, 12, "panels", reach=4095) > K.workspace_numbers(4096, 12, "panels")
     assert K.operation_numbers(4096, "panels") == 4096 * K.panel_width(4096)
     assert K.operation_numbers(64, "dense") == 64 * 64
-    assert K.workspace_numbers(4096, 12, "numba") == 13 * 4096 * K.NUMBA_PANEL
+    # four groups of column blocks from NUMBA_PARALLEL_MIN_N: each its blocks and (but the first) a gradient
+    assert K.workspace_numbers(4096, 12, "numba", n_offsets=13) == 4 * 13 * 4096 * K.NUMBA_PANEL + 3 * 2 * 4096 * 13 * 12
+    assert K.workspace_numbers(300, 9, "numba") == 10 * 300 * 300
     assert K.operation_numbers(64, "numba") == 64 * 64
+    assert K.operation_numbers(4096, "numba") == 4096 * 4096 // 4
 
 
 # ---------------------------------------------------------------- the compiled (numba) kernel
@@ -211,8 +218,8 @@ def test_numba_column_blocks_match_one_block(n, width):
     fwd, bwd = K._numba_plan(n, tuple(offs))
     kern = K._numba_module().loss_and_grad
     grad_one, grad_blocks = np.empty(ws.shape), np.empty(ws.shape)
-    loss_one = kern(ws.numpy(), X.numpy(), fwd, bwd, n, grad_one)
-    loss_blocks = kern(ws.numpy(), X.numpy(), fwd, bwd, width, grad_blocks)
+    loss_one = kern(ws.numpy(), X.numpy(), fwd, bwd, n, grad_one, np.zeros(1, dtype=np.int64))
+    loss_blocks = kern(ws.numpy(), X.numpy(), fwd, bwd, width, grad_blocks, np.arange(0, n, width))
     assert loss_blocks == pytest.approx(loss_one, rel=1e-12)
     assert np.allclose(grad_blocks, grad_one, rtol=1e-11, atol=1e-11 * np.abs(grad_one).max())
 
@@ -229,6 +236,81 @@ def test_numba_kernel_blocks_for_large_n(monkeypatch):
     loss_n, grad_n = K.loss_and_grad_numba(ws, offs, X)
     assert torch.allclose(loss_n, loss, rtol=1e-12)
     assert torch.allclose(grad_n, grad, rtol=1e-11, atol=1e-11)
+
+
+@needs_numba
+def test_numba_groups_give_the_same_numbers_on_any_thread_count(monkeypatch):
+    """Column blocks split into fixed groups (large N, made small here): the torch kernel's values,
+    bit for bit the same on one thread or three (the groups add up in a fixed order)."""
+    monkeypatch.setattr(K, "NUMBA_SINGLE_BLOCK_MAX_N", 16)
+    monkeypatch.setattr(K, "NUMBA_PANEL", 8)
+    monkeypatch.setattr(K, "NUMBA_PARALLEL_MIN_N", 32)
+    ws, offs = _stack(50, seed=11)
+    X = torch.randn(50, 50, dtype=torch.float64)
+    assert K.numba_groups(50) == K.NUMBA_GROUPS == 4 and K.numba_groups(31) == 1
+    loss, grad = K.loss_and_grad(ws, offs, X)
+    results = []
+    for threads in (1, 3):
+        with AdaptiveThreads(1e9, threads=threads, compiled=True):  # as a fit sets them
+            assert compiled_threads() == threads
+            results.append(K.loss_and_grad_numba(ws, offs, X))
+    assert compiled_threads() == 1
+    (loss1, grad1), (loss3, grad3) = results
+    assert torch.equal(loss1, loss3) and torch.equal(grad1, grad3)
+    assert torch.allclose(loss1, loss, rtol=1e-12)
+    assert torch.allclose(grad1, grad, rtol=1e-11, atol=1e-11)
+
+
+@needs_numba
+def test_numba_kernel_on_some_column_blocks():
+    """Given some blocks' starts, the kernel's loss is that of those columns alone, and disjoint sets add up."""
+    n, width = 40, 8
+    ws, offs = _stack(n, seed=16)
+    X = torch.randn(n, n, dtype=torch.float64)
+    fwd, bwd = K._numba_plan(n, tuple(offs))
+    kern = K._numba_module().loss_and_grad
+    some, rest, whole = (np.empty(ws.shape) for _ in range(3))
+    loss_some = kern(ws.numpy(), X.numpy(), fwd, bwd, width, some, np.array([8, 24]))
+    loss_rest = kern(ws.numpy(), X.numpy(), fwd, bwd, width, rest, np.array([0, 16, 32]))
+    loss_whole = kern(ws.numpy(), X.numpy(), fwd, bwd, width, whole, np.arange(0, n, width))
+    columns = np.r_[8:16, 24:32]
+    residual = _dense_product(ws, offs)[:, columns] - X[:, columns]
+    assert loss_some == pytest.approx(0.5 * float((residual**2).sum()), rel=1e-12)
+    assert loss_some + loss_rest == pytest.approx(loss_whole, rel=1e-12)
+    assert np.allclose(some + rest, whole, rtol=1e-11, atol=1e-11)
+
+
+def test_run_tasks_keeps_order_and_reraises():
+    assert K._run_tasks([lambda i=i: i * i for i in range(7)], threads=3) == [i * i for i in range(7)]
+
+    def boom():
+        raise ValueError("in a helper")
+
+    with pytest.raises(ValueError, match="in a helper"):
+        K._run_tasks([lambda: 1, boom, lambda: 2, lambda: 3], threads=2)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_run_tasks_in_a_forked_child():
+    """A child forked after the helper threads started (a batch worker) gets helpers of its own, not a hang."""
+    K._run_tasks([lambda: 1, lambda: 2], threads=2)  # the parent's pool exists now
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only if the tasks ran on threads
+        ok = False
+        try:
+            ok = K._run_tasks([lambda i=i: i for i in range(4)], threads=2) == [0, 1, 2, 3]
+        finally:
+            os._exit(0 if ok else 1)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            return
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    pytest.fail("the forked child's tasks did not finish in 30 s")
 
 
 @needs_numba

@@ -65,6 +65,32 @@ def test_adaptive_threads_small_work_and_forced_count():
     assert gov.used is None
 
 
+def test_adaptive_threads_for_the_compiled_kernel():
+    """compiled=True: the count goes to the compiled kernel, torch stays at one thread; both restored."""
+    before = torch.get_num_threads()
+    with T.AdaptiveThreads(10**9, threads=2, compiled=True) as gov:
+        assert T.compiled_threads() == 2 and torch.get_num_threads() == 1
+    assert gov.used == 2 and T.compiled_threads() == 1 and torch.get_num_threads() == before
+    with T.AdaptiveThreads(100, compiled=True):  # small work: one thread for the kernel too
+        assert T.compiled_threads() == 1
+
+
+def test_forced_threads_give_the_same_compiled_fit(monkeypatch):
+    """From NUMBA_PARALLEL_MIN_N (made small here) the compiled kernel's groups run on the fit's threads;
+    the fit is the same, number for number, on one thread or two."""
+    from sfapprox.sf import _kernels
+
+    if _kernels.select_kernel(64, "cpu")[1] != "numba":
+        pytest.skip("needs numba")
+    monkeypatch.setattr(_kernels, "NUMBA_SINGLE_BLOCK_MAX_N", 16)
+    monkeypatch.setattr(_kernels, "NUMBA_PANEL", 8)
+    monkeypatch.setattr(_kernels, "NUMBA_PARALLEL_MIN_N", 32)
+    X = np.random.default_rng(2).random((64, 64))
+    fits = [ChordSF(max_iter=40, device="cpu", threads=t, time_limit=None).fit(X) for t in (1, 2)]
+    assert fits[1].threads_ == 2 and fits[0].kernel_ == "numba"
+    assert np.array_equal(fits[0].factors_, fits[1].factors_)
+
+
 def test_adaptive_threads_never_exceed_the_current_setting():
     before = torch.get_num_threads()
     try:

@@ -392,7 +392,7 @@ class _ChordHybrid(Approximation):
         splits.sort(key=lambda s: s.role not in ("lr", "sparse"))
         joint = [s for s in splits if s.role not in ("lr", "sparse")]
         floor = EXACT_TOL * float(np.linalg.norm(dense))
-        with AdaptiveThreads(self._work(n), device_type=self._device.type) as governor:
+        with AdaptiveThreads(self._work(n), device_type=self._device.type, compiled=self._compiled(n)) as governor:
             for split in splits:
                 if points and isinstance(points[-1], _Point) and points[-1].stop_reason == _INTERRUPTED:
                     break
@@ -428,6 +428,13 @@ class _ChordHybrid(Approximation):
         plain = getattr(self, "_plain_estimator", None)
         each = 0.0 if plain is None else float(plain.seconds_) / max(1, int(plain.n_evals_))
         return StepCosts(begin=each, evaluation=each, score=each)
+
+    @staticmethod
+    def _compiled(n: int) -> bool:
+        """Whether the SF end runs on the compiled kernel (its threads are the kernel's, see ``_threads``)."""
+        from ..sf import _kernels
+
+        return _kernels.select_kernel(n, "cpu")[1] == "numba"
 
     def _work(self, n: int) -> int:
         """Numbers one kernel operation touches (what decides whether threads pay, see ``_threads``)."""

@@ -15,12 +15,15 @@ functions are pure: tensors in, tensors out.
 from __future__ import annotations
 
 import functools
+import os
+import threading
 from collections.abc import Sequence
 
 import numpy as np
 import torch
 
 from .._compiled import CompiledModule
+from .._threads import compiled_threads
 
 __all__ = [
     "apply_factor",
@@ -325,31 +328,109 @@ def _numba_plan(n: int, offsets: tuple[int, ...]) -> tuple[np.ndarray, np.ndarra
     return fwd, bwd
 
 
+#: From this N the compiled kernel's column blocks are split into :data:`NUMBA_GROUPS` fixed groups
+#: that run on up to as many threads (:func:`sfapprox._threads.compiled_threads`, which a fit sets
+#: from the free cores).  The split is fixed by ``N`` alone, never by the thread count, so a fit gives the
+#: same numbers on one thread or four; below this N an evaluation takes under ~20 ms and a thread
+#: handoff would be a visible share of it.
+NUMBA_PARALLEL_MIN_N = 512
+#: Groups of column blocks from :data:`NUMBA_PARALLEL_MIN_N` on: each has its own gradient buffer
+#: (``N K M`` numbers) and, while it runs, its own workspace.  Four keep two to four threads busy, and
+#: on a busy machine a thread that is descheduled holds up at most a quarter of the work (the others
+#: take the remaining groups).
+NUMBA_GROUPS = 4
+
+
+def numba_groups(n: int) -> int:
+    """Groups of column blocks one compiled evaluation of an ``n x n`` fit is split into.
+
+    Examples
+    --------
+    >>> numba_groups(306), numba_groups(4096)
+    (1, 4)
+    """
+    blocks = -(-n // numba_width(n))
+    return NUMBA_GROUPS if n >= NUMBA_PARALLEL_MIN_N and blocks >= NUMBA_GROUPS else 1
+
+
+def _run_tasks(tasks: list, threads: int) -> list:
+    """Results of the callables ``tasks`` (in order), computed on up to ``threads`` threads.
+
+    The calling thread works too; every thread takes the next task not yet
+    taken, so a thread the OS deschedules (a busy machine) does fewer of them.
+    """
+    threads = min(threads, len(tasks))
+    if threads <= 1:
+        return [task() for task in tasks]
+    results: list = [None] * len(tasks)
+    order = iter(range(len(tasks)))
+    lock = threading.Lock()
+
+    def work() -> None:
+        while True:
+            with lock:
+                i = next(order, None)
+            if i is None:
+                return
+            results[i] = tasks[i]()
+
+    pool = _pool(os.getpid())  # a forked child (a batch worker) starts its own: the parent's threads are not in it
+    futures = [pool.submit(work) for _ in range(threads - 1)]
+    try:
+        work()
+    finally:
+        for future in futures:
+            future.result()  # waits for every helper, and re-raises what one raised
+    return results
+
+
+@functools.lru_cache(maxsize=1)
+def _pool(pid: int):
+    """The helper threads of :func:`_run_tasks` in process ``pid`` (started when first needed, idle otherwise)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    return ThreadPoolExecutor(max_workers=NUMBA_GROUPS - 1, thread_name_prefix="sfapprox-kernel")
+
+
 def loss_and_grad_numba(
     ws: torch.Tensor, offsets: Sequence[int], X: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Same objective and gradient as :func:`loss_and_grad`, in one call into compiled code (CPU tensors).
 
     :mod:`._kernels_numba` works on the sparse structure (``O(M K N^2)``, each
-    product a sum of whole shifted rows) in one call: no per-offset kernel
-    launches, no dense factors.  When numba is missing or fails to compile
+    product a sum of whole shifted rows): no per-offset kernel launches, no
+    dense factors.  From :data:`NUMBA_PARALLEL_MIN_N` the column blocks are
+    split into :func:`numba_groups` fixed groups computed on up to
+    :func:`~sfapprox._threads.compiled_threads` threads (1 outside a fit; a
+    fit's :class:`~sfapprox._threads.AdaptiveThreads` sets it from the free
+    cores) and added in a fixed order (the same
+    numbers for any thread count).  When numba is missing or fails to compile
     (a ``RuntimeWarning`` says so once), the numpy/torch kernel that
     :func:`select_kernel` would choose without it computes the same values.
     """
     module = _numba_module()
     if module:
-        n_factors, n, _ = ws.shape
+        n = ws.shape[1]
         w = np.ascontiguousarray(ws.detach().numpy())
         target = np.ascontiguousarray(X.detach().numpy())
         fwd, bwd = _numba_plan(n, tuple(offsets))  # ints or numpy ints: the same hash and key
-        grad = np.empty_like(w)
+        width = numba_width(n)
+        groups = np.array_split(np.arange(0, n, width, dtype=np.int64), numba_groups(n))
+        grads = [np.empty_like(w) for _ in groups]
+
+        def task(g: int):
+            return lambda: module.loss_and_grad(w, target, fwd, bwd, width, grads[g], groups[g])
+
         try:
-            loss = module.loss_and_grad(w, target, fwd, bwd, numba_width(n), grad)
+            losses = _run_tasks([task(g) for g in range(len(groups))], compiled_threads())
         except Exception as exc:  # a failed compile (broken llvmlite, unwritable cache, ...)
             _COMPILED.failed(exc)
         else:
+            grad = grads[0]
+            for extra in grads[1:]:
+                grad += extra
             # from_numpy: a third of torch.tensor's cost, which counts at tens of microseconds per call
-            return torch.from_numpy(np.array(loss, dtype=w.dtype)), torch.from_numpy(grad)
+            return torch.from_numpy(np.array(sum(losses), dtype=w.dtype)), torch.from_numpy(grad)
     fallback = loss_and_grad_dense if ws.shape[1] <= DENSE_MAX_N else loss_and_grad_panels
     return fallback(ws, offsets, X)
 
@@ -380,17 +461,39 @@ def operation_numbers(n: int, kind: str) -> int:
     """
     if kind == "panels":
         return n * panel_width(n)
-    if kind == "numba":
-        return n * numba_width(n)
+    if kind == "numba":  # a group of column blocks (one per thread), or one block below the groups' N
+        groups = numba_groups(n)
+        return n * n // groups if groups > 1 else n * numba_width(n)
     return n * n
 
 
-def workspace_numbers(n: int, n_factors: int, kind: str, reach: int | None = None) -> int:
+def workspace_numbers(n: int, n_factors: int, kind: str, reach: int | None = None,
+                      n_offsets: int | None = None) -> int:
     """Numbers of scratch memory a kernel needs for one evaluation (beyond X and the parameters).
 
     Block buffers, plus the row-dot temporary of at most :data:`ROWDOT_TEMP_MAX` numbers.
     The panels' ``M + 1`` buffers have ``N + reach`` rows, ``reach`` the largest
     offset (default: the reference Chord's, the largest power of two below ``N``).
+    The compiled kernel's groups of column blocks each hold a gradient of
+    ``N * n_offsets * M`` numbers (default: the most an offset support has).
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the matrix.
+    n_factors : int
+        Number of factors ``M``.
+    kind : {"numba", "panels", "dense", "shifts"}
+        The kernel (:func:`select_kernel`'s name).
+    reach : int, optional
+        The largest offset.
+    n_offsets : int, optional
+        Values per row and factor ``K``.
+
+    Returns
+    -------
+    int
+        Numbers (times the dtype's size: bytes).
     """
     if kind == "panels":
         if reach is None:
@@ -401,8 +504,12 @@ def workspace_numbers(n: int, n_factors: int, kind: str, reach: int | None = Non
     if kind == "dense":
         return (3 * n_factors + 2) * n * n
     if kind == "numba":
-        # M + 1 column blocks (the transposed values, N K M numbers, count among the solver's vectors)
-        return (n_factors + 1) * n * numba_width(n)
+        # Per group of column blocks: M + 1 blocks and the transposed values (N K M) while it runs,
+        # and a gradient buffer; one group's values and gradient count among the solver's vectors.
+        groups = numba_groups(n)
+        if n_offsets is None:
+            n_offsets = 2 * max(1, (n - 1).bit_length()) + 1  # the most any offset support has
+        return groups * (n_factors + 1) * n * numba_width(n) + (groups - 1) * 2 * n * n_offsets * n_factors
     return (n_factors + 2) * n * n + min(n * n, ROWDOT_TEMP_MAX)
 
 

@@ -20,8 +20,11 @@ read and written once per four terms).
 
 Importing this module imports numba and compiles nothing: the kernel is
 compiled on its first call, once per process and dtype, or loaded from
-numba's on-disk cache (``cache=True``).  No threads are started (see
-:mod:`sfapprox.operators._chord_apply_numba` for why, on a shared machine).
+numba's on-disk cache (``cache=True``).  The kernel starts no threads of its
+own (no ``prange``: a join per factor stalls on a shared machine, see
+:mod:`sfapprox.operators._chord_apply_numba`); it releases the GIL, and
+:func:`._kernels.loss_and_grad_numba` runs disjoint sets of column blocks on
+a few threads, one join per evaluation.
 """
 
 from __future__ import annotations
@@ -102,12 +105,17 @@ def _row_dots(grad, G, i, rows, P, c):
 
 
 @nb.njit(**_JIT)
-def loss_and_grad(ws, X, fwd, bwd, width, grad):
-    """``0.5 * ||X - W_0 ... W_{M-1}||_F^2``, returned, and its gradient, written into ``grad`` (M, N, K).
+def loss_and_grad(ws, X, fwd, bwd, width, grad, starts):
+    """``0.5 * ||X[:, J] - (W_0 ... W_{M-1})[:, J]||_F^2``, returned, and its gradient, written into ``grad``.
 
-    Columns of the product are independent, so the work runs on blocks of
-    ``width`` columns (all of them for small ``N``): the buffers of a block
-    stay in cache, and the workspace is ``M + 1`` buffers of ``N x width``.
+    ``J`` is the union of the column blocks ``[j0, j0 + width)`` for ``j0`` in
+    ``starts`` (int64; all of ``range(0, N, width)`` for the whole loss):
+    columns of the product are independent, so the work runs on blocks of
+    ``width`` columns (all of them for small ``N``), the buffers of a block
+    stay in cache, the workspace is ``M + 1`` buffers of ``N x width``, and
+    disjoint sets of blocks give parts of the loss and gradient that add up
+    (the caller runs them on threads, or samples some of them).  ``grad`` is
+    ``(M, N, K)``.
     Per block: forward ``Q_{M-1} = W_{M-1}`` (the block's columns, dense),
     ``Q_m = W_m Q_{m+1}`` kept for ``m >= 1``, ``G_0 = W_0 Q_1 - X`` (the
     residual); backward, the gradient of factor ``m < M - 1`` gains
@@ -124,7 +132,8 @@ def loss_and_grad(ws, X, fwd, bwd, width, grad):
                 coef_t[m, j, k] = ws[m, bwd[j, k], k]
     grad[:, :, :] = 0.0
     loss = 0.0
-    for j0 in range(0, n, width):
+    for b in range(starts.shape[0]):
+        j0 = starts[b]
         c = min(width, n - j0)
         # ---- forward
         last = Q[n_factors - 1] if n_factors > 1 else Q[0]

@@ -126,7 +126,7 @@ def estimate_fit_memory(
         from ._kernels import select_kernel, workspace_numbers
 
         _, kind = select_kernel(n, device_type)
-        workspace = workspace_numbers(n, n_factors, kind, reach)
+        workspace = workspace_numbers(n, n_factors, kind, reach, n_offsets)
     numbers = n * n + workspace
     numbers += max(1, n_starts) * (2 * history_size + 8) * n * n_offsets * n_factors
     libraries = LIBRARY_WORKING_SET + (COMPILED_WORKING_SET if kind == "numba" else 0)
@@ -244,8 +244,9 @@ class ChordSF(Approximation):
         Called after each iteration with a dict (``iteration``, ``max_iter``,
         ``fro_error``, ``elapsed``, ``start``); returning True stops the fit.
     threads : int or None, default=None
-        CPU threads of torch's kernels during the fit (torch's setting is
-        restored afterwards).  None: chosen from the work size and the free
+        CPU threads of the fit's kernel (the compiled kernel's from ``N = 512``,
+        torch's intra-op threads for the torch kernels; restored afterwards).
+        The compiled kernel's result does not depend on it.  None: chosen from the work size and the free
         cores (:mod:`sfapprox._threads`): one thread for matrices whose kernel
         operations are small, more only on cores no other process is using,
         revisited about every second; never more than torch's current
@@ -474,7 +475,8 @@ class ChordSF(Approximation):
         }
         states = {name: st for name, (_, st) in runs.items()}
         start = time.perf_counter()
-        governor = AdaptiveThreads(self._work(n, n_factors), threads=self.threads, device_type=device.type)
+        governor = AdaptiveThreads(self._work(n, n_factors), threads=self.threads, device_type=device.type,
+                                   compiled=self.kernel_ == "numba")
         with governor:
             # The first start's evaluation (the run's first step anyway) tells what one costs,
             # so the optimizer leaves the scoring its time (see optimizer_time_limit).
