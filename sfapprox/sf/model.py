@@ -79,7 +79,8 @@ def estimate_fit_memory(
     :func:`~sfapprox.sf._kernels.workspace_numbers` and
     :func:`~sfapprox.sf._butterfly.workspace_numbers`: ``(M + 2) N^2`` for
     whole-matrix passes, ``(M + 1) (N + reach) * 256`` for CPU column panels,
-    ``reach`` the largest offset), L-BFGS's ``2 * history_size`` pairs plus
+    ``reach`` the largest offset, and for the compiled kernel from ``N = 512``
+    four groups' ``(M + 1) N * 64`` blocks and three more gradients), L-BFGS's ``2 * history_size`` pairs plus
     a few vectors of ``N K M`` values for each of the ``n_starts`` starts
     that race (``n_offsets`` is the number of values per row: 2 for
     ``support="butterfly"``), the scoring of the result in float64 (the
