@@ -319,3 +319,51 @@ def test_to_dense_through_the_compiled_kernels_is_the_torch_product(support, mon
     small = op.to_dense()
     monkeypatch.setattr(linop, "TORCH_DENSE_MAX_N", 0)
     assert np.allclose(op.to_dense(), small, rtol=1e-13, atol=1e-13)
+
+
+def test_a_new_kind_of_surrogate_is_one_class(tmp_path, monkeypatch):
+    """What README's "Adding things" promises: one SurrogateOperator subclass, registered, is applied,
+    exported and saved/loaded by the library with no other edit."""
+    from typing import ClassVar
+
+    import sfapprox
+    from sfapprox.operators import _base
+
+    monkeypatch.setattr(_base, "_KINDS", dict(_base._KINDS))  # the registry as it was, after the test
+
+    @_base.register_operator
+    class DiagonalOperator(_base.SurrogateOperator):
+        kind: ClassVar[str] = "test-diagonal"
+        description: ClassVar[str] = "A = diag(d)."
+
+        def __init__(self, d):
+            self.d = np.asarray(d, dtype=np.float64)
+            super().__init__(self.d.size)
+
+        @property
+        def n_stored(self) -> int:
+            return self.d.size
+
+        def _apply(self, B, transpose):
+            B = np.asarray(B, dtype=np.float64)
+            return self.d * B if B.ndim == 1 else self.d[:, None] * B
+
+        def to_arrays(self):
+            return {"d": self.d}, {"n": self.d.size}
+
+        @classmethod
+        def from_arrays(cls, arrays, attrs):
+            if arrays["d"].shape != (int(attrs["n"]),):
+                raise ValueError("d does not have n values")
+            return cls(arrays["d"])
+
+    assert sfapprox.operators.operator_class("test-diagonal") is DiagonalOperator
+    op = DiagonalOperator([1.0, 2.0, 3.0])
+    x = np.array([1.0, 1.0, 2.0])
+    assert (op @ x).tolist() == [1.0, 2.0, 6.0] and (op.T @ x).tolist() == [1.0, 2.0, 6.0]
+    assert np.array_equal(op.to_dense(), np.diag([1.0, 2.0, 3.0]))
+    path = tmp_path / "diag.h5"
+    sfapprox.save_factors(path, op)
+    back = sfapprox.load_factors(path)
+    assert isinstance(back.operator, DiagonalOperator) and back.operator.d.tolist() == [1.0, 2.0, 3.0]
+    assert back.matvec(x).tolist() == [1.0, 2.0, 6.0]
