@@ -117,6 +117,31 @@ def write_results(name: str, data: dict | str, lines: list[str] | str) -> tuple[
     return path, write_markdown(name, lines)
 
 
+#: What a child started by :func:`run_child` runs: the benchmark's function on the JSON arguments, its
+#: JSON result on a line of its own.
+_CHILD = ("import json, sys; sys.path.insert(0, sys.argv[1]); import importlib; "
+          "f = getattr(importlib.import_module(sys.argv[2]), sys.argv[3]); "
+          "print('RESULT', json.dumps(f(*json.loads(sys.argv[4]))))")
+
+
+def run_child(module: str, function: str, args: list, env: dict | None = None):
+    """``module.function(*args)`` in a fresh interpreter (its own peak memory, its own imports); its result.
+
+    The child runs in this folder, so that ``-c``'s first path entry (the working directory) cannot put
+    another checkout's sfapprox before the one its ``PYTHONPATH`` (``env``) asks for; ``args`` and the
+    result travel as JSON.  A child that fails raises RuntimeError with the end of its stderr.
+    """
+    import subprocess
+
+    here = str(Path(__file__).resolve().parent)
+    done = subprocess.run([sys.executable, "-c", _CHILD, here, module, function, json.dumps(args)],
+                          env=env, cwd=here, capture_output=True, text=True, check=False)
+    line = next((ln for ln in reversed(done.stdout.splitlines()) if ln.startswith("RESULT ")), None)
+    if done.returncode != 0 or line is None:
+        raise RuntimeError(f"{module}.{function}{tuple(args)} failed:\n{done.stderr[-3000:]}")
+    return json.loads(line[len("RESULT "):])
+
+
 def run_parallel(fn, tasks: list[tuple], jobs: int, describe) -> list:
     """``fn(*task)`` for every task in ``jobs`` worker processes; the results in the order they finish.
 

@@ -34,12 +34,11 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from _common import OUT, ROOT, machine, meta, write_results
+from _common import OUT, ROOT, machine, meta, run_child, write_results
 
 NAME = "scale_fit"
 #: Moments (seconds from the fit call) at which the table reads the curves.
@@ -127,18 +126,7 @@ def _run_child(kind: str, n: int, seconds: float, settings: dict, sfapprox_path:
     env = dict(os.environ)
     if sfapprox_path:
         env["PYTHONPATH"] = os.pathsep.join([sfapprox_path, env.get("PYTHONPATH", "")])
-    code = ("import json, sys; sys.path.insert(0, %r); import scale_fit as s; "
-            "print('RESULT', json.dumps(s.one(%r, %d, %r, %s)))"
-            % (str(Path(__file__).parent), kind, n, seconds, json.dumps(settings).replace("null", "None")
-               .replace("true", "True").replace("false", "False")))
-    # cwd: the benchmarks folder, so that ``-c``'s first path entry (the working directory) cannot put
-    # another checkout's sfapprox before the one asked for
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False,
-                         cwd=Path(__file__).parent)
-    lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
-    if out.returncode != 0 or not lines:
-        raise SystemExit(f"{kind} N={n} failed:\n{out.stderr[-3000:]}")
-    row = json.loads(lines[-1][len("RESULT "):])
+    row = run_child("scale_fit", "one", [kind, n, seconds, settings], env=env)
     if sfapprox_path and not Path(row["sfapprox"]).resolve().is_relative_to(Path(sfapprox_path).resolve()):
         raise SystemExit(f"measured {row['sfapprox']}, not the checkout in {sfapprox_path}")
     return row

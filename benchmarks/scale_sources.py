@@ -30,14 +30,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
-from _common import OUT, machine, meta, version
+from _common import OUT, machine, meta, run_child, version
 
 from sfapprox._settings import parse_size
 
@@ -125,14 +123,8 @@ def _one_compare(n: int, time_limit: float, max_memory: str, points: str) -> dic
 
 
 def in_process(n: int, time_limit: float, max_memory: str, points: str) -> dict:
-    code = (f"import sys, json; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
-            f"import scale_sources as s; print('RESULT', json.dumps(s._one_compare({n}, {time_limit}, "
-            f"{max_memory!r}, {points!r})))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    line = next((ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")), None)
-    if line is None:
-        raise RuntimeError(f"the run at N = {n} failed:\n{done.stderr[-3000:]}")
-    return json.loads(line[7:])
+    """One comparison in a fresh process (its peak RSS is the comparison's)."""
+    return run_child("scale_sources", "_one_compare", [n, time_limit, max_memory, points])
 
 
 # ------------------------------------------------------------------------------------------------ report
