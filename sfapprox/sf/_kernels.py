@@ -392,6 +392,15 @@ def _pool(pid: int):
     return ThreadPoolExecutor(max_workers=NUMBA_GROUPS - 1, thread_name_prefix="sfapprox-kernel")
 
 
+@functools.lru_cache(maxsize=32)
+def _block_groups(n: int, width: int, groups: int) -> tuple[np.ndarray, ...]:
+    """The starts of the ``width``-column blocks of an ``n x n`` evaluation, split into ``groups``
+    consecutive groups (int64; made once: at N = 24 a call takes ~11 us, and making them each time
+    added ~3 us, measured).  Left writeable: a read-only array would be another type to numba,
+    and another compiled specialisation of the kernel."""
+    return tuple(np.array_split(np.arange(0, n, width, dtype=np.int64), groups))
+
+
 def loss_and_grad_numba(
     ws: torch.Tensor, offsets: Sequence[int], X: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -415,7 +424,7 @@ def loss_and_grad_numba(
         target = np.ascontiguousarray(X.detach().numpy())
         fwd, bwd = _numba_plan(n, tuple(offsets))  # ints or numpy ints: the same hash and key
         width = numba_width(n)
-        groups = np.array_split(np.arange(0, n, width, dtype=np.int64), numba_groups(n))
+        groups = _block_groups(n, width, numba_groups(n))
         grads = [np.empty_like(w) for _ in groups]
 
         def task(g: int):
