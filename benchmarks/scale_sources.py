@@ -5,6 +5,7 @@ Run by hand (not part of the tests):
     python benchmarks/scale_sources.py --coverage --sizes 4096,8192 --repeats 100
     python benchmarks/scale_sources.py --scale --sizes 16384,65536 --time-limit 600 --max-memory 4G
     python benchmarks/scale_sources.py --scale --sizes 8192 --time-limit 120 --max-memory 1G
+    python benchmarks/scale_sources.py --scale --sizes 65536 --time-limit 1800 --methods sf,nystrom,rsvd
     python benchmarks/scale_sources.py --real
     python benchmarks/scale_sources.py --findings FILE   # the hand-written findings; re-renders only
 
@@ -13,7 +14,8 @@ exact error of each surrogate (nystrom, rsvd, sparse) against the 95 % intervals
 :func:`sfapprox.estimate.estimate_errors` gives from random columns (a forced sampling run, seed 1..R):
 the share of repeats whose interval holds the exact error, and the intervals' mean half-width.
 
-``--scale``: ``sfapprox.compare(KernelMatrix, ["nystrom", "rsvd", "sparse", "rpca"])`` at SF's budget
+``--scale``: ``sfapprox.compare(KernelMatrix, ["nystrom", "rsvd", "sparse", "rpca"])`` (or ``--methods``;
+``sf`` fits from column blocks there) at SF's budget
 under ``--max-memory``, each size in a fresh process whose peak resident memory is read with
 ``resource.getrusage`` at its end; each method's time against its limit, the errors with their
 intervals, the scoring time.  The point cloud is a seeded mixture of 32 Gaussian clusters in 16
@@ -23,7 +25,7 @@ dimensions (documented synthetic data: no real point set of 65,536 points instal
 bundled digits (1,797 images of 8 x 8 pixels), formed and scored exactly.
 
 Writes benchmarks/results/scale_sources.json and scale_sources.md (sections merge across runs; a
-scale row is replaced by a run of the same N, points and ``--max-memory``).
+scale row is replaced by a run of the same N, points, ``--max-memory`` and methods).
 """
 
 from __future__ import annotations
@@ -92,7 +94,7 @@ def coverage(n: int, repeats: int, time_limit: float) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------ scale
-def _one_compare(n: int, time_limit: float, max_memory: str, points: str) -> dict:
+def _one_compare(n: int, time_limit: float, max_memory: str, points: str, methods: list | None = None) -> dict:
     """Run in a fresh process: the comparison and this process's peak resident memory."""
     import resource
     import warnings
@@ -109,22 +111,22 @@ def _one_compare(n: int, time_limit: float, max_memory: str, points: str) -> dic
         K = KernelMatrix(P, name="digits")
     else:
         K = KernelMatrix(cloud(n), bandwidth=BANDWIDTH, name=f"cloud-{n}")
-    c = sfapprox.compare(K, METHODS, settings=sfapprox.FitSettings(time_limit=time_limit,
+    c = sfapprox.compare(K, methods or METHODS, settings=sfapprox.FitSettings(time_limit=time_limit,
                                                                      max_memory=parse_size(max_memory)))
     total = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
     return {"n": K.n, "points": points, "bandwidth": K.bandwidth_, "path": c.matrix.get("path", "formed"),
             "seconds": total, "peak_rss": peak, "time_limit": time_limit, "max_memory": max_memory,
-            "budget": c.budget, "notes": c.notes, "verdict": c.verdict()["text"] if c.verdict() else None,
+            "methods": methods or METHODS, "budget": c.budget, "notes": c.notes, "verdict": c.verdict()["text"] if c.verdict() else None,
             "rows": [{"method": r.method, "status": r.status, "nnz": r.nnz, "rel_error": r.rel_error,
                       "fro_error": r.fro_error, "estimate": r.error_estimate, "seconds": r.seconds,
                       "time_limit": r.time_limit, "reason": r.reason,
                       "params": {k: v for k, v in r.params.items() if k not in ("grid",)}} for r in c.results]}
 
 
-def in_process(n: int, time_limit: float, max_memory: str, points: str) -> dict:
+def in_process(n: int, time_limit: float, max_memory: str, points: str, methods: list | None = None) -> dict:
     """One comparison in a fresh process (its peak RSS is the comparison's)."""
-    return run_child("scale_sources", "_one_compare", [n, time_limit, max_memory, points])
+    return run_child("scale_sources", "_one_compare", [n, time_limit, max_memory, points, methods or METHODS])
 
 
 # ------------------------------------------------------------------------------------------------ report
@@ -180,10 +182,12 @@ def main() -> int:
     ap.add_argument("--sample-seconds", type=float, default=0.3,
                     help="--coverage: the sampling pass's time limit (below a full pass: it samples)")
     ap.add_argument("--max-memory", default="4G")
+    ap.add_argument("--methods", default=",".join(METHODS), help="--scale, --real: the methods compared")
     ap.add_argument("--findings", metavar="FILE", help="text for the report's hand-written findings section "
                     "(with no other option: only re-render the report)")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
+    methods = args.methods.split(",")
     path = OUT / f"{NAME}.json"
     data = json.loads(path.read_text()) if path.exists() else {}
     if args.coverage or args.scale or args.real:  # only a run changes the machine line and the commands
@@ -199,14 +203,14 @@ def main() -> int:
     if args.scale or args.real:
         runs = [r for r in data.get("scale", []) if not (args.real and r["points"] == "digits")
                 and not (args.scale and r["n"] in sizes and r["points"] == "cloud"
-                         and r["max_memory"] == args.max_memory)]
+                         and r["max_memory"] == args.max_memory and r.get("methods", METHODS) == methods)]
         if args.real:
-            runs.append(in_process(0, args.time_limit, args.max_memory, "digits"))
+            runs.append(in_process(0, args.time_limit, args.max_memory, "digits", methods))
         if args.scale:
             for n in sizes:
-                runs.append(in_process(n, args.time_limit, args.max_memory, "cloud"))
+                runs.append(in_process(n, args.time_limit, args.max_memory, "cloud", methods))
                 print(json.dumps(runs[-1], indent=1), flush=True)
-        data["scale"] = sorted(runs, key=lambda r: (r["n"], parse_size(r["max_memory"])))
+        data["scale"] = sorted(runs, key=lambda r: (r["n"], parse_size(r["max_memory"]), len(r.get("methods", METHODS))))
     if args.findings:
         data["findings"] = Path(args.findings).read_text().strip()
     OUT.mkdir(parents=True, exist_ok=True)

@@ -65,6 +65,7 @@ _LAZY = {
     "save_factors": "sfapprox.factors",
     "load_factors": "sfapprox.factors",
     "frobenius_error": "sfapprox.metrics",
+    "estimate_errors": "sfapprox.estimate",
 }
 
 __all__ = sorted([*_LAZY, *(name for name in _errors.__all__ if name != "one_line"), "__version__"])

@@ -14,9 +14,11 @@ from ._atomic import write_json
 from ._errors import ParameterError
 from ._settings import SF_BASE, SF_SUPPORT, FitSettings, LoadOptions
 from .budget import parse_budget, resolve_budget, sf_config_for_budget
-from .comparison import as_loaded_matrix
+from .comparison import as_loaded_matrix, scoring_seconds
+from .estimate import estimate_errors
 from .factors import save_factors
 from .results import library_versions
+from .sources import MatrixSource
 
 __all__ = ["FitRun", "fit_matrix"]
 
@@ -54,8 +56,13 @@ def fit_matrix(
 
     Parameters
     ----------
-    matrix : LoadedMatrix, path or array
-        The square matrix; a path is read with ``load``.
+    matrix : LoadedMatrix, MatrixSource, path or array
+        The square matrix; a path is read with ``load``.  A source (a kernel,
+        an attention map, a memory-mapped file) is formed only when SF's fit
+        of it fits ``settings.max_memory``; otherwise SF is fitted from its
+        column blocks and its error scored from its columns (exact when that
+        pass fits the time, else estimated with a 95 % interval:
+        ``summary["error_estimate"]``).
     settings : FitSettings, optional
         Iterations, time limit, seed, device, dtype, threads, memory limit.
     budget : "sf", int or float, optional
@@ -98,14 +105,28 @@ def fit_matrix(
         if chosen:
             raise ParameterError(f"a budget chooses SF's structure itself; leave out {', '.join(chosen)} "
                                  "(or drop the budget)")
-    loaded = as_loaded_matrix(matrix, load)
+    if isinstance(matrix, MatrixSource):  # left to ChordSF: formed when its fit fits the memory limit
+        target, name, n = matrix, matrix.name, matrix.n
+        origin = {"name": name, "path": getattr(matrix, "path", None), "sha256": None, "format": matrix.kind}
+    else:
+        loaded = as_loaded_matrix(matrix, load)
+        target, name, n = loaded.matrix, loaded.name, loaded.n
+        origin = {"name": name, "path": loaded.path, "sha256": loaded.sha256, "format": loaded.format}
     if budget is not None:
-        config = sf_config_for_budget(loaded.n, resolve_budget(budget, loaded.n).value)
+        config = sf_config_for_budget(n, resolve_budget(budget, n).value)
         sf_params.update(n_factors=config.n_factors, base=config.base)
-    model = ChordSF(**settings.apply_to(ChordSF, callback=callback, **sf_params)).fit(loaded.matrix, check_input=False)
+    model = ChordSF(**settings.apply_to(ChordSF, callback=callback, **sf_params)).fit(target, check_input=False)
+    fro, rel, estimate = model.fro_error_, model.rel_error_, None
+    if fro is None:  # fitted from the columns of a matrix never formed: scored from its columns too
+        scored = estimate_errors(target, {"sf": model.operator_}, seed=settings.seed, max_memory=settings.max_memory,
+                                 time_limit=scoring_seconds(settings.per_method(1).time_limit))["sf"]
+        fro, rel, estimate = scored.fro_error, scored.rel_error, scored.to_dict()
     summary = {
-        "fro_error": model.fro_error_,
-        "rel_error": model.rel_error_,
+        "fro_error": fro,
+        "rel_error": rel,
+        "error_estimate": estimate,
+        "path": model.params_.get("path", "in memory"),
+        "epochs": model.params_.get("epochs"),  # passes over the columns, on the column path
         "iterations": model.n_iter_,
         "evaluations": model.n_evals_,
         "seconds": model.seconds_,
@@ -118,8 +139,8 @@ def fit_matrix(
         "time_limit": model.time_limit,
         "max_iter": model.max_iter,
         "nnz": model.n_stored_,
-        "matrix": loaded.name,
-        "n": loaded.n,
+        "matrix": name,
+        "n": n,
         "support": model.support,
         "base": model.base,
         "n_factors": int(model.factors_.shape[0]),
@@ -134,7 +155,7 @@ def fit_matrix(
             loss_history=model.loss_curve_,
             fit=summary,
             settings=recorded,
-            source={"name": loaded.name, "path": loaded.path, "sha256": loaded.sha256, "format": loaded.format},
+            source=origin,
             force=force,
         )
     if json_path is not None:

@@ -154,6 +154,25 @@ SCORING_COPIES = 3
 SCORE_SHARE, SCORE_MIN_SECONDS = 0.25, 5.0
 
 
+def scoring_seconds(time_limit: float | str | None) -> float | None:
+    """Seconds the scoring pass of a fit from columns may take: :data:`SCORE_SHARE` of the time
+    limit (``"auto"``: of the shared default), at least :data:`SCORE_MIN_SECONDS`; None: no limit.
+
+    Parameters
+    ----------
+    time_limit : float, "auto" or None
+        The methods' time limit.
+
+    Examples
+    --------
+    >>> scoring_seconds(600.0), scoring_seconds(4.0), scoring_seconds(None)
+    (150.0, 5.0, None)
+    """
+    if time_limit is None:
+        return None
+    return max(SCORE_MIN_SECONDS, SCORE_SHARE * (DEFAULT_TOTAL_TIME if time_limit == "auto" else float(time_limit)))
+
+
 def as_loaded_matrix(matrix, load: LoadOptions | None):
     """A :class:`~sfapprox.io.LoadedMatrix` (validated once) from a path, a LoadedMatrix or an array.
 
@@ -389,9 +408,7 @@ def _compare_columns(source, names, resolved, info, context, settings, on_result
         results.append(MethodResult(name, "ok", nnz=int(operator.n_stored), operator=operator,
                                     params={"kind": getattr(surrogate, "kind", None)}))
     scored = {r.method: r.operator for r in results if r.operator is not None and r.status in ("ok", "interrupted")}
-    limit = settings.time_limit
-    score_time = (max(SCORE_MIN_SECONDS, SCORE_SHARE * (DEFAULT_TOTAL_TIME if limit == "auto" else limit))
-                  if limit is not None else None)
+    score_time = scoring_seconds(settings.time_limit)
     started = time.perf_counter()
     estimates = estimate_errors(source, scored, time_limit=score_time, seed=settings.seed,
                                 max_memory=settings.max_memory) if scored else {}

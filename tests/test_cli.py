@@ -291,3 +291,32 @@ def test_a_fit_killed_outright_resumes_from_its_checkpoint(tmp_path):
     assert res.exit_code == 0, res.output
     summary = json.loads((tmp_path / "r.json").read_text())
     assert summary["init"] == "saved" and summary["fro_error"] <= saved.fit["fro_error"] * (1 + 1e-9)
+
+
+def test_fit_of_a_kernel_over_the_memory_limit_runs_from_columns(tmp_path):
+    """`fit points.csv --kernel rbf` whose in-memory fit is over --max-memory: SF from column blocks,
+    never formed; the table says which path ran and the error is scored from the columns."""
+    import math
+
+    from sfapprox.chord import chord_offsets
+    from sfapprox.sf._columns import COLUMN_WIDTH, column_fit_memory
+    from sfapprox.sf.model import COMPILED_WORKING_SET, LIBRARY_WORKING_SET
+
+    n = 300
+    points = tmp_path / "points.csv"
+    np.savetxt(points, np.random.default_rng(0).standard_normal((n, 3)), delimiter=",")
+    limit = (column_fit_memory(n, math.ceil(math.log2(n)), len(chord_offsets(n)), COLUMN_WIDTH)
+             + LIBRARY_WORKING_SET + COMPILED_WORKING_SET + (2 << 20))
+    js, out = tmp_path / "fit.json", tmp_path / "fit.h5"
+    res = invoke("fit", points, "--kernel", "rbf", "--max-memory", limit, "--iters", 30, "--time-limit", 0,
+                 "--json", js, "--out", out)
+    assert res.exit_code == 0, res.output
+    assert "columns" in res.output and "fitted from column blocks" in res.output
+    summary = json.loads(js.read_text())
+    assert summary["path"] == "columns" and summary["iterations"] == 30 and summary["epochs"] == 15
+    assert summary["error_estimate"]["exact"] and 0 < summary["rel_error"] < 1
+    from sfapprox import KernelMatrix, load_factors
+
+    K = KernelMatrix(np.loadtxt(points, delimiter=","))
+    saved = load_factors(out).operator.to_dense()
+    assert summary["fro_error"] == pytest.approx(np.linalg.norm(K.to_dense() - saved), rel=1e-9)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from sfapprox.chord import chord_offsets, default_n_factors
+from sfapprox.chord import chord_offsets, default_n_factors, support_offsets
 from sfapprox._threads import AdaptiveThreads, compiled_threads
 from sfapprox.sf import _kernels as K
 
@@ -218,8 +218,8 @@ def test_numba_column_blocks_match_one_block(n, width):
     fwd, bwd = K._numba_plan(n, tuple(offs))
     kern = K._numba_module().loss_and_grad
     grad_one, grad_blocks = np.empty(ws.shape), np.empty(ws.shape)
-    loss_one = kern(ws.numpy(), X.numpy(), fwd, bwd, n, grad_one, np.zeros(1, dtype=np.int64))
-    loss_blocks = kern(ws.numpy(), X.numpy(), fwd, bwd, width, grad_blocks, np.arange(0, n, width))
+    loss_one = kern(ws.numpy(), X.numpy(), fwd, bwd, n, grad_one, np.zeros(1, dtype=np.int64), 0)
+    loss_blocks = kern(ws.numpy(), X.numpy(), fwd, bwd, width, grad_blocks, np.arange(0, n, width), 0)
     assert loss_blocks == pytest.approx(loss_one, rel=1e-12)
     assert np.allclose(grad_blocks, grad_one, rtol=1e-11, atol=1e-11 * np.abs(grad_one).max())
 
@@ -270,9 +270,9 @@ def test_numba_kernel_on_some_column_blocks():
     fwd, bwd = K._numba_plan(n, tuple(offs))
     kern = K._numba_module().loss_and_grad
     some, rest, whole = (np.empty(ws.shape) for _ in range(3))
-    loss_some = kern(ws.numpy(), X.numpy(), fwd, bwd, width, some, np.array([8, 24]))
-    loss_rest = kern(ws.numpy(), X.numpy(), fwd, bwd, width, rest, np.array([0, 16, 32]))
-    loss_whole = kern(ws.numpy(), X.numpy(), fwd, bwd, width, whole, np.arange(0, n, width))
+    loss_some = kern(ws.numpy(), X.numpy(), fwd, bwd, width, some, np.array([8, 24]), 0)
+    loss_rest = kern(ws.numpy(), X.numpy(), fwd, bwd, width, rest, np.array([0, 16, 32]), 0)
+    loss_whole = kern(ws.numpy(), X.numpy(), fwd, bwd, width, whole, np.arange(0, n, width), 0)
     columns = np.r_[8:16, 24:32]
     residual = _dense_product(ws, offs)[:, columns] - X[:, columns]
     assert loss_some == pytest.approx(0.5 * float((residual**2).sum()), rel=1e-12)
@@ -359,3 +359,41 @@ def test_numba_kernel_falls_back_when_it_fails_to_compile(monkeypatch):
     assert K._COMPILED.module is False and K.select_kernel(130, "cpu")[1] == "panels"
     loss, grad = K.loss_and_grad(ws, offs, X)
     assert torch.allclose(loss_n, loss, rtol=1e-12) and torch.allclose(grad_n, grad, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_column_blocks_of_a_target_add_up_to_the_whole_loss_and_gradient(compiled, monkeypatch):
+    """block_loss_and_grad on a target's column blocks (uneven, not aligned to the width): their
+    losses and gradients add up to the whole matrix's (compiled kernel, and the torch fallback)."""
+    n = 40
+    offs = support_offsets(n, "chord", 2)
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((4, n, len(offs))) / len(offs)
+    X = rng.standard_normal((n, n))
+    whole_loss, whole_grad = K.loss_and_grad(torch.from_numpy(w), offs.tolist(), torch.from_numpy(X))
+    if not compiled:
+        monkeypatch.setattr(K, "_numba_module", lambda: False)
+    total, grad = 0.0, np.zeros_like(w)
+    for a, b in [(0, 7), (7, 30), (30, 31), (31, 40)]:
+        grads = [np.full_like(w, np.nan) for _ in range(3)]
+        total += K.block_loss_and_grad(w, offs, np.ascontiguousarray(X[:, a:b]), a, grads, 8)
+        grad += grads[0]
+    assert total == pytest.approx(float(whole_loss), rel=1e-12)
+    np.testing.assert_allclose(grad, whole_grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_column_block_groups_kept_apart_and_in_float32():
+    n = 40
+    offs = support_offsets(n, "chord", 2)
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((4, n, len(offs))) / len(offs)
+    block = np.ascontiguousarray(rng.standard_normal((n, 20)))
+    added = [np.empty_like(w) for _ in range(4)]
+    loss = K.block_loss_and_grad(w, offs, block, 10, added, 4)
+    apart = [np.full_like(w, np.nan) for _ in range(8)]  # more groups than the 5 blocks: the rest zero
+    assert K.block_loss_and_grad(w, offs, block, 10, apart, 4, add=False) == pytest.approx(loss, rel=1e-12)
+    np.testing.assert_allclose(sum(apart), added[0], rtol=1e-10, atol=1e-13)
+    low = [np.empty(w.shape, np.float32) for _ in range(2)]
+    loss32 = K.block_loss_and_grad(w.astype(np.float32), offs, block.astype(np.float32), 10, low, 4)
+    assert loss32 == pytest.approx(loss, rel=1e-4)
+    np.testing.assert_allclose(low[0], added[0], rtol=1e-3, atol=1e-4 * np.abs(added[0]).max())

@@ -75,10 +75,10 @@ def fit(
             )
         summary = run.summary
         # What the library resolved, not only what was asked: structure, limits, device, threads.
-        rows = [(k, summary[k]) for k in ("fro_error", "rel_error", "nnz", "n_factors", "base", "iterations",
-                                           "evaluations", "seconds", "stop_reason", "init", "time_limit",
-                                           "max_iter", "device", "dtype", "threads")]
-        (err if to_stdout else out).print(key_value_table(f"SF fit of {loaded.name}", [(k, _show(v)) for k, v in rows]))
+        rows = [(k, _error(summary, k) if k in _INTERVALS else _show(summary[k]))
+                for k in ("fro_error", "rel_error", "nnz", "n_factors", "base", "iterations", "evaluations", "seconds",
+                          "stop_reason", "init", "path", "time_limit", "max_iter", "device", "dtype", "threads")]
+        (err if to_stdout else out).print(key_value_table(f"SF fit of {loaded.name}", rows))
         if to_stdout:
             sys.stdout.write(json.dumps(jsonable(summary), indent=2) + "\n")
         for written in (p for p in (out_path, None if to_stdout else json_path) if p is not None):
@@ -93,12 +93,30 @@ def fit(
 
 def _advise(summary: dict, settings) -> None:
     """Say on stderr when the fit stopped on a limit, with the knob to turn."""
-    if summary["stop_reason"] == "time_limit":
+    if summary.get("path") == "columns":
+        note(f"note: SF was fitted from column blocks ({summary['epochs']:.3g} passes over the columns in "
+             f"{summary['iterations']} steps): its fit in memory would be over the memory limit; "
+             "--time-limit (0 for none) allows more passes, --max-memory a fit in memory")
+    elif summary["stop_reason"] == "time_limit":
         note(f"note: the fit stopped on its time limit ({settings.per_method(1).time_limit:g} s) after {summary['iterations']} "
              "iterations, before its tolerances were met; --time-limit (0 for none) allows a closer fit")
     elif summary["stop_reason"] == "max_iter":
         note(f"note: the fit stopped after its {summary['iterations']} iterations before its tolerances were met; "
              "--iters allows a closer fit")
+
+
+#: The summary's errors and the keys of their 95 % intervals when they are estimated.
+_INTERVALS = {"fro_error": "fro_interval", "rel_error": "rel_interval"}
+
+
+def _error(summary: dict, key: str) -> str:
+    """An error of the summary, ``0.312 ± 0.004 (estimated from 1,536 columns)`` when it is estimated."""
+    estimate = summary.get("error_estimate") or {}
+    value, interval = summary[key], estimate.get(_INTERVALS[key])
+    if value is None or not interval:
+        return _show(value)
+    half = max(interval[1] - value, value - interval[0])
+    return f"{value:.6g} ± {half:.2g} (estimated from {estimate['columns']:,} columns)"
 
 
 def _show(value) -> str:

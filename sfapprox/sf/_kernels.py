@@ -428,7 +428,7 @@ def loss_and_grad_numba(
         grads = [np.empty_like(w) for _ in groups]
 
         def task(g: int):
-            return lambda: module.loss_and_grad(w, target, fwd, bwd, width, grads[g], groups[g])
+            return lambda: module.loss_and_grad(w, target, fwd, bwd, width, grads[g], groups[g], 0)
 
         try:
             losses = _run_tasks([task(g) for g in range(len(groups))], compiled_threads())
@@ -442,6 +442,80 @@ def loss_and_grad_numba(
             return torch.from_numpy(np.array(sum(losses), dtype=w.dtype)), torch.from_numpy(grad)
     fallback = loss_and_grad_dense if ws.shape[1] <= DENSE_MAX_N else loss_and_grad_panels
     return fallback(ws, offsets, X)
+
+
+def block_loss_and_grad(
+    w: np.ndarray, offsets: Sequence[int], block: np.ndarray, start: int, grads: Sequence[np.ndarray],
+    width: int, *, add: bool = True,
+) -> float:
+    """``0.5 ||X[:, S] - P[:, S]||_F^2`` for the columns ``S = start .. start + c - 1`` of ``block``
+    (``X[:, S]``, shape ``(N, c)``), and its gradient in ``grads[0]``.
+
+    What a fit from a source's column blocks (:mod:`._columns`) takes one
+    step on: the product's columns ``S`` cost ``O(M K N c)`` and the matrix is
+    never formed.  The columns are cut into blocks of ``width`` and the blocks
+    into ``len(grads)`` fixed groups, computed on up to
+    :func:`~sfapprox._threads.compiled_threads` threads, each into its own
+    gradient buffer, then added in a fixed order (the same numbers on any
+    number of threads).  Without numba the torch product and autograd give
+    the same values.
+
+    Parameters
+    ----------
+    w : numpy.ndarray, shape (M, N, K)
+        Factor values, float64, C-contiguous.
+    offsets : sequence of int
+        The support's offsets ``d_k``.
+    block : numpy.ndarray, shape (N, c)
+        The target's columns ``start .. start + c - 1``, float64, C-contiguous.
+    start : int
+        The matrix column of ``block``'s first column (``start + c <= N``).
+    grads : sequence of numpy.ndarray
+        One gradient buffer of ``w``'s shape (and dtype) per group; ``grads[0]`` gets the sum.
+    width : int
+        Columns per block of the compiled kernel.
+    add : bool, default=True
+        Add the groups' gradients into ``grads[0]``; False: each buffer keeps its
+        group's part (zero for a group with no block), for a caller that adds them
+        itself (:func:`._columns.fit_columns`'s Adam step does, in the same pass).
+
+    Returns
+    -------
+    float
+        The loss on these columns.
+    """
+    n, cols = block.shape
+    module = _numba_module()
+    if module:
+        fwd, bwd = _numba_plan(n, tuple(int(d) for d in offsets))
+        starts = np.arange(start, start + cols, width, dtype=np.int64)
+        groups = [g for g in np.array_split(starts, len(grads)) if g.size]
+
+        def task(g: int):
+            return lambda: module.loss_and_grad(w, block, fwd, bwd, width, grads[g], groups[g], start)
+
+        try:
+            losses = _run_tasks([task(g) for g in range(len(groups))], compiled_threads())
+        except Exception as exc:  # a failed compile: said once, then the torch path below
+            _COMPILED.failed(exc)
+        else:
+            if add:
+                for extra in grads[1:len(groups)]:
+                    grads[0] += extra
+            else:
+                for empty in grads[len(groups):]:
+                    empty[...] = 0.0
+            return float(sum(losses))
+    ws = torch.from_numpy(w).clone().requires_grad_(True)
+    eye = torch.zeros((n, cols), dtype=ws.dtype)
+    eye[torch.arange(start, start + cols), torch.arange(cols)] = 1.0  # the identity's columns S
+    residual = apply_product(ws, [int(d) for d in offsets], eye) - torch.from_numpy(block)
+    loss = 0.5 * (residual * residual).sum()
+    loss.backward()
+    grads[0][...] = ws.grad.numpy()
+    for empty in grads[1:] if not add else ():
+        empty[...] = 0.0
+    return float(loss.detach())
 
 
 def select_kernel(n: int, device_type: str):

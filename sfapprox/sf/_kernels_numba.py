@@ -32,7 +32,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-__all__ = ["loss_and_grad"]
+__all__ = ["loss_and_grad", "adam_step"]
 
 # error_model="numpy": no ZeroDivisionError checks; boundscheck off (the plan is built by the
 # caller).  "reassoc" lets LLVM vectorise the row dot products and the loss (sums in another
@@ -105,11 +105,14 @@ def _row_dots(grad, G, i, rows, P, c):
 
 
 @nb.njit(**_JIT)
-def loss_and_grad(ws, X, fwd, bwd, width, grad, starts):
+def loss_and_grad(ws, X, fwd, bwd, width, grad, starts, x0):
     """``0.5 * ||X[:, J] - (W_0 ... W_{M-1})[:, J]||_F^2``, returned, and its gradient, written into ``grad``.
 
     ``J`` is the union of the column blocks ``[j0, j0 + width)`` for ``j0`` in
-    ``starts`` (int64; all of ``range(0, N, width)`` for the whole loss):
+    ``starts`` (int64; all of ``range(0, N, width)`` for the whole loss).
+    ``X`` holds the target's columns from column ``x0`` of the matrix on: the
+    whole matrix (``x0 = 0``), or a block of its columns that covers ``J``
+    (a fit from a source's column blocks, never formed whole).
     columns of the product are independent, so the work runs on blocks of
     ``width`` columns (all of them for small ``N``), the buffers of a block
     stay in cache, the workspace is ``M + 1`` buffers of ``N x width``, and
@@ -134,7 +137,7 @@ def loss_and_grad(ws, X, fwd, bwd, width, grad, starts):
     loss = 0.0
     for b in range(starts.shape[0]):
         j0 = starts[b]
-        c = min(width, n - j0)
+        c = min(width, n - j0, x0 + X.shape[1] - j0)  # a block ends at the matrix's or the target's last column
         # ---- forward
         last = Q[n_factors - 1] if n_factors > 1 else Q[0]
         last[:, :] = 0.0
@@ -149,7 +152,7 @@ def loss_and_grad(ws, X, fwd, bwd, width, grad, starts):
         G = Q[0]
         for i in range(n):
             for j in range(c):
-                r = G[i, j] - X[i, j0 + j]
+                r = G[i, j] - X[i, j0 - x0 + j]
                 G[i, j] = r
                 loss += r * r
         # ---- backward
@@ -167,3 +170,25 @@ def loss_and_grad(ws, X, fwd, bwd, width, grad, starts):
                 if 0 <= col < c:
                     grad[n_factors - 1, i, k] += G[i, col]
     return 0.5 * loss
+
+
+@nb.njit(**_JIT)
+def adam_step(x, x32, grads, m1, m2, scale, lr, beta1, beta2, bias1, bias2, eps):
+    """One Adam step on ``x`` (float64), in one pass: the gradient is the sum of the groups'
+    ``grads[g]`` (float32) times ``scale``; ``m1``, ``m2`` are the moments; ``x32`` gets the new
+    values in float32 (what the next step's kernel reads).  All arrays flat, of one length."""
+    n_groups = grads.shape[0]
+    root2 = 1.0 / np.sqrt(bias2)
+    step = lr / bias1
+    for i in range(x.shape[0]):
+        g = 0.0
+        for k in range(n_groups):
+            g += grads[k, i]
+        g *= scale
+        a = beta1 * m1[i] + (1.0 - beta1) * g
+        b = beta2 * m2[i] + (1.0 - beta2) * g * g
+        m1[i] = a
+        m2[i] = b
+        v = x[i] - step * a / (np.sqrt(b) * root2 + eps)
+        x[i] = v
+        x32[i] = v

@@ -25,7 +25,7 @@ from .._errors import ConvergenceWarning, ParameterError
 from .._params import Interval, Options
 from .._settings import DEFAULT_TIME_LIMIT, SF_BASE, SF_FTOL, SF_GTOL, SF_INIT, SF_MAX_ITER, SF_SUPPORT
 from .._threads import AdaptiveThreads
-from .._validation import check_memory
+from .._validation import check_memory, default_memory_limit
 from ..budget import sf_structure
 from ..chord import (
     SUPPORTS,
@@ -35,8 +35,10 @@ from ..chord import (
     support_is_full,
     support_offsets,
 )
+from ..estimate import estimate_errors
 from ..metrics import frobenius_error
 from ..operators import ChordOperator
+from ..sources import ArraySource, MatrixSource, SparseSource, as_source
 from ._multistart import multistart, start_values
 
 __all__ = ["ChordSF", "fit_sf", "estimate_fit_memory", "optimizer_time_limit", "SCORING_EVALS"]
@@ -238,9 +240,14 @@ class ChordSF(Approximation):
     dtype : {"float64", "float32", "auto"} or None, default=None
         None (or ``"auto"``): float64 on CPU, float32 on GPU.
     max_memory : int or None, default=None
-        Refuse fits whose estimated peak memory exceeds this many bytes
-        (default: 90% of the GPU's free memory on CUDA, 80% of the physical
-        memory on the CPU).
+        Memory limit in bytes (default: 90% of the GPU's free memory on
+        CUDA, 80% of the physical memory on the CPU).  On the CPU, an offset
+        support (chord, symmetric) whose in-memory fit's estimated peak is
+        over it is fitted from column blocks instead (Adam on blocks of
+        columns, ``O(N K M)`` memory: :mod:`sfapprox.sf._columns`), and a
+        :class:`~sfapprox.sources.MatrixSource` (a kernel, an attention map,
+        a memory-mapped file) is then never formed; a fit that fits neither
+        way is refused before allocating.
     callback : callable or None, default=None
         Called after each iteration with a dict (``iteration``, ``max_iter``,
         ``fro_error``, ``elapsed``, ``start``); returning True stops the fit.
@@ -269,8 +276,14 @@ class ChordSF(Approximation):
     stop_reason_ : str
     seconds_ : float
         Optimizer wall time.
-    fro_error_, rel_error_ : float
-        Frobenius error of the returned factors, evaluated in float64.
+    fro_error_, rel_error_ : float or None
+        Frobenius error of the returned factors, evaluated in float64; None
+        after a fit from the column blocks of a source that is not in memory
+        (score it with :func:`~sfapprox.estimate_errors`, exact or with a 95 %
+        interval; :func:`~sfapprox.compare` and ``fit_matrix`` do).
+    running_error_ : float
+        After a fit from column blocks: the relative error over the last
+        pass's blocks, each at its own step (a lagging estimate).
     device_, dtype_ : str
     init_ : str
         The start the returned factors came from ("none" for the zero matrix).
@@ -279,12 +292,15 @@ class ChordSF(Approximation):
         error in X's units); with ``init="auto"`` the losing start's iterations
         show how long the race ran.
     kernel_ : str
-        The loss+gradient path used ("dense", "panels" or "shifts"; for the
-        butterfly "butterfly-panels" on the CPU, "butterfly" on a GPU).
+        The loss+gradient path used ("numba", "dense", "panels" or "shifts";
+        for the butterfly "butterfly-panels" on the CPU, "butterfly" on a
+        GPU; "columns" for a fit from column blocks).
     params_ : dict
         The fitted structure and run, for reports: ``support``, ``n_factors``,
         ``offsets``, ``base`` (None for the butterfly), ``iterations``,
-        ``evaluations``, ``stop_reason``, ``init``, ``device``, ``dtype``, ``threads``.
+        ``evaluations``, ``stop_reason``, ``init``, ``device``, ``dtype``, ``threads``;
+        from column blocks also ``path`` ("columns"), ``epochs`` (passes over
+        the columns), ``batch``, ``block_width`` and ``running_error``.
     threads_ : int or None
         CPU threads the optimizer ran on (the count that ran longest when it
         changed during the fit); None on a GPU.
@@ -299,6 +315,8 @@ class ChordSF(Approximation):
     >>> bool(sf.rel_error_ < 1e-3)
     True
     """
+
+    _accepts_sources = True  # formed when its fit fits the memory limit, else fitted from column blocks
 
     #: How a comparison chose this structure when it took fewer factors than its budget allows
     #: (:func:`sfapprox.sf.methods.sf_estimator` sets it; merged into ``params_``): None otherwise.
@@ -389,7 +407,9 @@ class ChordSF(Approximation):
         ----------
         X : numpy.ndarray, scipy sparse matrix or MatrixSource, shape (N, N)
             The square, finite matrix; a sparse one is densified for the fit, a
-            source formed (within ``max_memory``).
+            source formed, when the in-memory fit fits ``max_memory``;
+            otherwise the fit runs from their column blocks
+            (``params_["path"] == "columns"``).
         check_input : bool, default=True
             Validate ``X`` (:func:`~sfapprox._validation.check_square_matrix`);
             False when the caller already did.
@@ -419,6 +439,10 @@ class ChordSF(Approximation):
 
         fit_begin = _timing.now()  # the time limit covers the whole fit: setup, optimizer, scoring
         X = self._validate(X, check_input)
+        if not self._fits_in_memory(X):  # its in-memory fit is over the memory limit: from column blocks
+            return self._fit_columns(as_source(X), fit_begin)
+        if isinstance(X, MatrixSource):
+            X = X.to_dense(self.max_memory)
         n = X.shape[0]
         device = resolve_device(self.device)
         dtype = resolve_dtype(self.dtype, device)
@@ -514,6 +538,99 @@ class ChordSF(Approximation):
             )
         return self
 
+    # ------------------------------------------------------------- from column blocks
+    def _structure(self, n: int) -> tuple[np.ndarray, int]:
+        """The offsets and the number of factors of an offset support for ``n`` (checked)."""
+        offsets = support_offsets(n, self.support, self.base)
+        n_factors = sf_structure(n, support=self.support, base=self.base, n_factors=self.n_factors).n_factors
+        self._check_support(n, offsets, n_factors)
+        return offsets, n_factors
+
+    def _fits_in_memory(self, X) -> bool:
+        """Whether the in-memory L-BFGS fit of ``X`` (formed, if a source) fits the memory limit.
+
+        True for the butterfly and on a GPU, which have no column path (their
+        own memory check then says what is over).
+        """
+        import torch
+
+        device = resolve_device(self.device)
+        if self.support == "butterfly" or device.type != "cpu":
+            return True
+        n = X.shape[0]
+        offsets, n_factors = self._structure(n)
+        itemsize = torch.empty((), dtype=resolve_dtype(self.dtype, device)).element_size()
+        held = X.formed_bytes if isinstance(X, MatrixSource) else _nbytes(X) + (8 * n * n if hasattr(X, "toarray") else 0)
+        need = estimate_fit_memory(n, n_factors, len(offsets), itemsize, self.history_size, device.type,
+                                   support=self.support, reach=int(offsets.max()), n_starts=len(self._inits()),
+                                   input_bytes=held)
+        limit = self.max_memory if self.max_memory is not None else default_memory_limit()
+        return limit is None or need <= limit
+
+    def _fit_columns(self, source: MatrixSource, fit_begin: float) -> "ChordSF":
+        """Fit from ``source``'s column blocks (:mod:`._columns`): the path of a matrix whose
+        in-memory fit is over the memory limit.  The error is left to the caller's scoring
+        (:func:`~sfapprox.estimate_errors`), which looks at the columns honestly."""
+        from . import _columns
+
+        n = source.n
+        offsets, n_factors = self._structure(n)
+        shape = (n_factors, n, len(offsets))
+        limit = self.max_memory if self.max_memory is not None else default_memory_limit()
+        libraries = LIBRARY_WORKING_SET + COMPILED_WORKING_SET
+        width = _columns.column_width(n, n_factors, len(offsets), None if limit is None else limit - libraries)
+        check_memory(_columns.column_fit_memory(n, n_factors, len(offsets), width) + libraries, limit=limit,
+                     what=f"fitting SF to {source.name} ({n:,} x {n:,}) from its column blocks")
+        self.offsets_, self.device_, self.dtype_, self.kernel_ = offsets, "cpu", "float64", "columns"
+        fro = _pilot_norm(source, self.random_state)
+        scale = self._scale(fro, n) if fro > 0 else 1.0
+        saved = self._saved_start(shape, offsets)
+        name = "saved" if saved is not None else ("identity" if self.init == "auto" else self.init)
+        start = (saved / scale ** (1.0 / n_factors) if saved is not None else
+                 start_values([name], self.random_state, shape, self.init_noise)[name])
+        governor = AdaptiveThreads(n * n // _columns.ColumnSettings.groups, threads=self.threads, compiled=True)
+        began = time.perf_counter()
+        with governor:
+            report = self._column_progress(fro, began, governor.poll, shape, scale)
+            limit_s = None if self.time_limit is None else max(0.0, self.time_limit - (_timing.now() - fit_begin))
+            fit = _columns.fit_columns(lambda a, b: source.columns(np.arange(a, b)) / scale, start, offsets,
+                                       width=width, max_iter=self.max_iter, time_limit=limit_s,
+                                       seed=self.random_state, callback=report)
+        self.threads_ = governor.used
+        self.seconds_ = time.perf_counter() - began
+        self.init_ = name
+        self.n_iter_ = self.n_evals_ = fit.steps
+        self.stop_reason_ = fit.stop_reason
+        self.loss_curve_ = [0.5 * v * scale**2 for _, v in fit.curve]
+        self.starts_ = {name: {"iterations": fit.steps, "fro_error": fit.running_error * fro}}
+        self.running_error_ = fit.running_error
+        self._set_result(fit.values * scale ** (1.0 / n_factors), None, fro)
+        if isinstance(source, (ArraySource, SparseSource)):  # X is in memory: one exact pass scores it
+            exact = estimate_errors(source, {"sf": self.operator_}, time_limit=None, max_memory=limit)["sf"]
+            self.fro_error_, self.rel_error_ = exact.fro_error, exact.rel_error
+        else:  # not known without a pass over X: the caller's estimate_errors scores it
+            self.fro_error_ = self.rel_error_ = None
+        self.params_.update(path="columns", epochs=round(fit.columns / n, 2), batch=_columns.ColumnSettings.batch,
+                            block_width=width, running_error=round(fit.running_error, 6))
+        return self
+
+    def _column_progress(self, fro: float, began: float, poll, shape, scale: float):
+        """The per-step callback of a fit from columns: the thread governor's poll, the user's
+        callback (its ``fro_error`` the running estimate) and the checkpoints."""
+        user, last = self.callback, [_timing.now()]
+
+        def report(step: int, running: float, columns: int, values: np.ndarray) -> bool:
+            poll()
+            stop = user is not None and bool(user({"iteration": step, "max_iter": self.max_iter,
+                                                   "fro_error": running * fro, "elapsed": time.perf_counter() - began,
+                                                   "start": "columns", "epochs": columns / shape[1]}))
+            if self.checkpoint is not None and _timing.now() - last[0] >= self.checkpoint_every:
+                self._save_checkpoint(values * scale ** (1.0 / shape[0]), step, running * fro)
+                last[0] = _timing.now()
+            return stop
+
+        return report
+
     # ------------------------------------------------------------- helpers
     def _work(self, n: int, n_factors: int) -> int:
         """Numbers one kernel operation touches: what decides whether threads pay (see ``_threads``)."""
@@ -552,22 +669,25 @@ class ChordSF(Approximation):
             raise ParameterError(f"{what}: the factor values must be finite")
         return values.copy()
 
-    def _checkpointing(self, report, states: dict, shape, scale: float, offsets: np.ndarray):
-        """``report``, and every ``checkpoint_every`` seconds the best factors so far saved to ``checkpoint``."""
+    def _save_checkpoint(self, values: np.ndarray, iterations: int, error: float) -> None:
+        """Write ``values`` (in X's units) to ``checkpoint``, atomically, with how far the fit got."""
         from ..factors import save_factors  # here: factors loads h5py
 
+        op = ChordOperator(values, support="butterfly") if self.support == "butterfly" else \
+            ChordOperator(values, self.offsets_, support=self.support)
+        save_factors(self.checkpoint, op, kind=self.method_name, force=True,
+                     fit={"checkpoint": True, "iterations": int(iterations), "fro_error": float(error)},
+                     settings={k: v for k, v in self.get_params().items() if not callable(v) and k != "init"})
+
+    def _checkpointing(self, report, states: dict, shape, scale: float, offsets: np.ndarray):
+        """``report``, and every ``checkpoint_every`` seconds the best factors so far saved to ``checkpoint``."""
         last = [_timing.now()]
 
         def save() -> None:
             best = min(states.values(), key=lambda st: st["best_loss"])
             values = best["best_x"].view(shape).double().cpu().numpy() * scale ** (1.0 / shape[0])
-            op = ChordOperator(values, support="butterfly") if self.support == "butterfly" else \
-                ChordOperator(values, offsets, support=self.support)
-            error = scale * math.sqrt(2.0 * max(best["best_loss"], 0.0))
-            save_factors(self.checkpoint, op, kind=self.method_name, force=True,
-                         fit={"checkpoint": True, "iterations": sum(int(st["n_iter"]) for st in states.values()),
-                              "fro_error": error},
-                         settings={k: v for k, v in self.get_params().items() if not callable(v) and k != "init"})
+            self._save_checkpoint(values, sum(int(st["n_iter"]) for st in states.values()),
+                                  scale * math.sqrt(2.0 * max(best["best_loss"], 0.0)))
 
         def wrapped(name: str, state: dict) -> bool:
             stop = report(name, state)
@@ -686,6 +806,18 @@ class ChordSF(Approximation):
     def to_dense(self) -> np.ndarray:
         """The fitted product as a dense ``N x N`` array."""
         return self.operator_.to_dense()
+
+
+def _pilot_norm(source: MatrixSource, seed: int, columns: int = 512) -> float:
+    """``||X||_F`` estimated from ``columns`` random columns (exact when that is all of them): the
+    fit's scale, which only conditions the optimisation (any estimate within a few times will do)."""
+    n = source.n
+    if n <= columns:
+        J = np.arange(n)
+    else:
+        J = np.sort(np.random.default_rng([seed, 2]).choice(n, size=columns, replace=False))
+    block = source.columns(J)
+    return float(np.sqrt(np.vdot(block, block) * n / J.size))
 
 
 def fit_sf(X, **params) -> ChordSF:

@@ -1,0 +1,322 @@
+"""SF fitted from a source's column blocks: the fit of a matrix too big to form.
+
+The loss ``0.5 ||X - W_1 ... W_M||_F^2`` is a sum over columns, and the
+product's columns ``S`` cost ``O(M K N |S|)`` (:func:`._kernels.block_loss_and_grad`),
+so a step needs only ``X[:, S]`` for a block ``S`` of consecutive columns:
+the source computes it (a kernel's columns from its points, a memory-mapped
+file's from disk), the step's gradient is an unbiased estimate of the whole
+loss's (scaled by ``N / |S|``), and Adam (Kingma & Ba 2015) takes the step.
+The blocks are visited in a new random order every epoch, so every column of
+the last factor is trained once per epoch.  The step size follows a cosine
+schedule over the fit's progress (steps of ``max_iter``, or seconds of the
+time limit, whichever is further along), from a short warm-up down to 1 %.
+
+Why not L-BFGS on the whole matrix: at ``N = 65,536`` one evaluation is
+``3 M K N^2 = 3.5e12`` multiply-adds (about 20 minutes on two cores) and the
+target is 32 GiB; here a step of 256 columns is a few seconds and the fit's
+own memory is ``O(N K M)``: the values, Adam's two moments and one gradient
+per group of column blocks, plus each group's ``(M + 1) N w`` workspace
+(:func:`column_fit_memory`).  In memory at ``N = 4,096`` the same steps reach
+about the error of L-BFGS's first minute (``benchmarks/results/scale_fit.md``):
+this path is for matrices that cannot be formed, the in-memory L-BFGS stays
+the fit of every matrix that can.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import _timing
+from ._kernels import NUMBA_GROUPS, _numba_module, block_loss_and_grad
+from ._solver import StopReason
+
+__all__ = ["ColumnFit", "ColumnSettings", "column_fit_memory", "column_width", "fit_columns"]
+
+
+@dataclass(frozen=True)
+class ColumnSettings:
+    """How a fit from column blocks steps.
+
+    Attributes
+    ----------
+    batch : int
+        Columns per step (consecutive; the last block of an epoch may be shorter).
+    learning_rate : float
+        Adam's peak step size, in the units of the factor values (the
+        identity start's values are about 1).
+    warmup : float
+        Share of the fit over which the step size rises to its peak.
+    final_share : float
+        The step size at the end, as a share of the peak.
+    beta1, beta2, eps : float
+        Adam's moment decays and its denominator's floor.
+    groups : int
+        Groups of column blocks per step, each with its own gradient and
+        workspace, run on up to as many threads; fixed (never the thread
+        count), so the numbers do not depend on the machine's free cores.
+    kernel_dtype : {"float32", "float64"}
+        Precision of the step's product and gradient (the values and Adam's
+        moments stay float64).  float32 halves the kernel's memory traffic:
+        1.85-2x faster per column at N = 16,384-65,536 (measured), and a
+        stochastic step's gradient is far noisier than its rounding.
+    """
+
+    batch: int = 256
+    learning_rate: float = 0.01
+    warmup: float = 0.02
+    final_share: float = 0.01
+    beta1: float = 0.9
+    beta2: float = 0.999
+    eps: float = 1e-12
+    groups: int = NUMBA_GROUPS
+    kernel_dtype: str = "float32"
+
+
+@dataclass
+class ColumnFit:
+    """What :func:`fit_columns` returns.
+
+    Attributes
+    ----------
+    values : numpy.ndarray, shape (M, N, K)
+        The factor values (in the scaled units the fit ran in).
+    steps : int
+        Adam steps taken.
+    columns : int
+        Columns of ``X`` looked at, repeats counted (``epochs = columns / N``).
+    stop_reason : str
+        ``"max_iter"``, ``"time_limit"``, ``"interrupted"`` or ``"callback"``.
+    running_error : float
+        ``sqrt(2 loss / ||X||^2)`` over the last epoch's blocks, each with the
+        values of its step (a lagging estimate of the relative error; the
+        exact or interval estimate is the caller's).
+    curve : list of (float, float)
+        ``(seconds, running squared loss x 2)`` after each step, for the loss curve.
+    """
+
+    values: np.ndarray
+    steps: int = 0
+    columns: int = 0
+    stop_reason: str = StopReason.MAX_ITER
+    running_error: float = math.nan
+    curve: list = field(default_factory=list)
+
+
+#: Columns per kernel block on this path: in float32 at N = 4,096-65,536, 32 was the fastest
+#: width of 16, 32 and 64 (0.99 s against 1.07 and 1.28 s per 256 columns at N = 65,536).
+COLUMN_WIDTH = 32
+
+
+def column_width(n: int, n_factors: int, n_offsets: int, memory: int | None, groups: int = NUMBA_GROUPS) -> int:
+    """Columns per block of the compiled kernel on this path: :data:`COLUMN_WIDTH`, or the largest
+    power of two below it whose workspace fits ``memory`` (bytes; None: no limit), at least 1.
+
+    Examples
+    --------
+    >>> column_width(65536, 16, 17, None), column_width(65536, 16, 17, 3 * 2**29)
+    (32, 16)
+    """
+    width = COLUMN_WIDTH
+    while width > 1 and memory is not None and column_fit_memory(n, n_factors, n_offsets, width, groups) > memory:
+        width //= 2
+    return width
+
+
+def column_fit_memory(n: int, n_factors: int, n_offsets: int, width: int, groups: int = NUMBA_GROUPS,
+                      batch: int = ColumnSettings.batch, column_copies: int = 2) -> int:
+    """Peak bytes a fit from column blocks allocates (float32 kernel, float64 values).
+
+    The values and Adam's two moments in float64 and the kernel's copy of the
+    values in float32 (``28 N K M`` bytes); per group, in float32, the
+    kernel's ``M + 1`` blocks of ``N x width``, its transposed values and its
+    gradient; the step's target block in float32, and the ``width`` columns
+    the source computes at a time (``column_copies`` float64 ``N``-vectors each).
+
+    Parameters
+    ----------
+    n, n_factors, n_offsets : int
+        ``N``, ``M`` and ``K``.
+    width : int
+        Columns per kernel block.
+    groups : int, default=NUMBA_GROUPS
+        Groups of blocks run at once.
+    batch : int, default=ColumnSettings.batch
+        Columns per step.
+    column_copies : int, default=2
+        ``N``-vectors per column the source's block takes at its peak.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
+    values = n * n_offsets * n_factors
+    per_group = 4 * ((n_factors + 1) * n * width + 2 * values)
+    return 28 * values + groups * per_group + 8 * column_copies * n * min(width, n) + 4 * n * min(batch, n)
+
+
+def _step_size(settings: ColumnSettings, progress: float) -> float:
+    """The cosine schedule: a linear warm-up to the peak, then down to ``final_share`` of it."""
+    peak = settings.learning_rate
+    if progress < settings.warmup:
+        return peak * max(progress / settings.warmup, 0.05)
+    t = min(1.0, (progress - settings.warmup) / max(1e-12, 1.0 - settings.warmup))
+    low = settings.final_share * peak
+    return low + 0.5 * (peak - low) * (1.0 + math.cos(math.pi * t))
+
+
+def _batches(n: int, batch: int, rng: np.random.Generator):
+    """Block starts of every epoch, each epoch in a new random order (endless)."""
+    starts = np.arange(0, n, batch)
+    while True:
+        yield from rng.permutation(starts).tolist()
+
+
+def fit_columns(
+    columns: Callable[[int, int], np.ndarray],
+    values: np.ndarray,
+    offsets,
+    *,
+    settings: ColumnSettings = ColumnSettings(),
+    width: int = 32,
+    max_iter: int = 1000,
+    time_limit: float | None = None,
+    seed: int = 0,
+    callback: Callable[[int, float, int, np.ndarray], bool] | None = None,
+) -> ColumnFit:
+    """Adam on column blocks of ``X`` from ``values``; stops on ``max_iter`` steps or ``time_limit``.
+
+    Parameters
+    ----------
+    columns : callable
+        ``columns(start, stop)`` returns ``X[:, start:stop]`` (scaled as the
+        fit's units want), float64, shape ``(N, stop - start)``.
+    values : numpy.ndarray, shape (M, N, K)
+        The start (copied).
+    offsets : sequence of int
+        The support's offsets.
+    settings : ColumnSettings, optional
+        Batch, step size and Adam's constants.
+    width : int, default=32
+        Columns per kernel block (:func:`column_width` sizes it for memory).
+    max_iter : int, default=1000
+        Steps at most.
+    time_limit : float or None, default=None
+        Seconds at most; a step starts only when the last one's cost still fits.
+    seed : int, default=0
+        Seed of the epochs' block orders.
+    callback : callable, optional
+        ``callback(step, running_error, columns, values)`` after every step
+        (``values`` the current ones, not to be changed); a true return
+        value stops the fit (``stop_reason`` ``"callback"``).
+
+    Returns
+    -------
+    ColumnFit
+    """
+    x = np.array(values, dtype=np.float64, order="C")
+    n = x.shape[1]
+    m1, m2 = np.zeros_like(x), np.zeros_like(x)
+    low = np.dtype(settings.kernel_dtype)
+    xk = x.astype(low)  # what the kernel reads
+    grads = np.empty((max(1, settings.groups), *x.shape), dtype=low)
+    full = np.empty((n, min(n, max(1, settings.batch))), dtype=low)  # a step's target, made once
+    deadline = _timing.Deadline.after(time_limit)
+    began = _timing.now()
+    order = _batches(n, max(1, settings.batch), np.random.default_rng([seed, 1]))
+    window: deque = deque()  # (columns, loss, ||X_S||^2) of the last epoch's steps
+    totals = [0, 0.0, 0.0]
+    out = ColumnFit(values=x)
+    step_seconds = 0.0
+    try:
+        while out.steps < max_iter:
+            if out.steps and not deadline.fits(step_seconds):
+                out.stop_reason = StopReason.TIME_LIMIT
+                break
+            t0 = _timing.now()
+            start = next(order)
+            stop = min(n, start + settings.batch)
+            block = full if stop - start == full.shape[1] else np.empty((n, stop - start), dtype=low)
+            norm2 = _fill(block, columns, start, width)
+            loss = block_loss_and_grad(xk, offsets, block, start, list(grads), width, add=False)
+            lr = _step_size(settings, _progress(out.steps + 1, max_iter, _timing.now() - began, time_limit))
+            # n / |S|: the whole loss's gradient, estimated from these columns
+            _adam(x, xk, grads, m1, m2, n / (stop - start), out.steps + 1, settings, lr)
+            out.steps += 1
+            out.columns += stop - start
+            _remember(window, totals, (stop - start, loss, norm2), n)
+            out.running_error = math.sqrt(2.0 * totals[1] / totals[2]) if totals[2] > 0 else 0.0
+            out.curve.append((_timing.now() - began, 2.0 * totals[1] * n / max(totals[0], 1)))
+            halt = callback is not None and callback(out.steps, out.running_error, out.columns, x)
+            step_seconds = _timing.now() - t0  # the callback's share too (progress, checkpoints)
+            if halt:
+                out.stop_reason = StopReason.CALLBACK
+                break
+        else:
+            out.stop_reason = StopReason.MAX_ITER
+    except KeyboardInterrupt:  # the values of the last whole step are kept (Adam updates them in place last)
+        out.stop_reason = StopReason.INTERRUPTED
+    return out
+
+
+def _fill(block: np.ndarray, columns: Callable[[int, int], np.ndarray], start: int, chunk: int) -> float:
+    """``block[:, j] = X[:, start + j]``, asked of the source ``chunk`` columns at a time; returns
+    ``||block||^2`` (of the float64 columns).  Small pieces: a whole step's columns at once made
+    ``N x batch`` temporaries that the allocator returned to the system and faulted in again on
+    every step (0.1-1.3 s per step at N = 65,536, measured; 0.13 s steady in pieces of 32)."""
+    total = 0.0
+    for a in range(0, block.shape[1], chunk):
+        b = min(block.shape[1], a + chunk)
+        part = columns(start + a, start + b)
+        total += float(np.vdot(part, part))
+        block[:, a:b] = part
+    return total
+
+
+def _progress(step: int, max_iter: int, elapsed: float, time_limit: float | None) -> float:
+    """How far along the fit is, 0..1: by steps or by seconds, whichever is further."""
+    by_steps = step / max(1, max_iter)
+    return max(by_steps, elapsed / time_limit) if time_limit else by_steps
+
+
+def _remember(window: deque, totals: list, entry: tuple[int, float, float], n: int) -> None:
+    """Add a step's (columns, loss, ||X_S||^2) and forget the steps beyond the last ``n`` columns."""
+    window.append(entry)
+    for i in range(3):
+        totals[i] += entry[i]
+    while totals[0] - window[0][0] >= n:
+        old = window.popleft()
+        for i in range(3):
+            totals[i] -= old[i]
+
+
+def _adam(x: np.ndarray, xk: np.ndarray, grads: np.ndarray, m1: np.ndarray, m2: np.ndarray, scale: float, t: int,
+          settings: ColumnSettings, lr: float) -> None:
+    """One Adam step on ``x`` in place, the gradient the sum of the groups' ``grads`` times
+    ``scale``; ``xk`` gets the new values in the kernel's dtype.  Compiled, one pass over the
+    ``N K M``-long arrays (142 MB each at N = 65,536); numpy in place without numba."""
+    b1, b2 = settings.beta1, settings.beta2
+    bias1, bias2 = 1.0 - b1**t, 1.0 - b2**t
+    module = _numba_module()
+    if module:
+        module.adam_step(x.reshape(-1), xk.reshape(-1), grads.reshape(grads.shape[0], -1), m1.reshape(-1),
+                         m2.reshape(-1), scale, lr, b1, b2, bias1, bias2, settings.eps)
+        return
+    g = grads.sum(axis=0, dtype=np.float64)
+    g *= scale
+    m1 *= b1
+    m1 += (1.0 - b1) * g
+    g *= g
+    m2 *= b2
+    m2 += (1.0 - b2) * g
+    np.sqrt(m2, out=g)
+    g *= 1.0 / math.sqrt(bias2)
+    g += settings.eps
+    np.divide(m1, g, out=g)
+    x -= (lr / bias1) * g
+    xk[...] = x

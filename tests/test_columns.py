@@ -1,0 +1,232 @@
+"""SF fitted from column blocks: :mod:`sfapprox.sf._columns` and ChordSF's column path.
+
+The path of a matrix whose in-memory fit is over the memory limit (a kernel of
+65,536 points, a memory-mapped file), tested at small N with the same code:
+the limit is set between the column path's estimate and the in-memory one.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from sfapprox import ChordSF, ResourceError, compare, estimate_errors, load_factors
+from sfapprox._settings import FitSettings
+from sfapprox._threads import AdaptiveThreads
+from sfapprox.chord import chord_offsets, support_offsets
+from sfapprox.comparison import compare_columns
+from sfapprox.metrics import frobenius_error
+from sfapprox.operators import ChordOperator
+from sfapprox.sf import _columns as C
+from sfapprox.sf import _kernels
+from sfapprox.sf._multistart import start_values
+from sfapprox.sf.model import COMPILED_WORKING_SET, LIBRARY_WORKING_SET, estimate_fit_memory
+from sfapprox.sources import ArraySource, KernelMatrix
+
+
+def _planted(n: int, seed: int = 0) -> np.ndarray:
+    """A product of Chord factors (values 1/K times 1 + 30 % noise): exactly representable."""
+    rng = np.random.default_rng(seed)
+    offs = chord_offsets(n)
+    m = math.ceil(math.log2(n))
+    return ChordOperator((1 + 0.3 * rng.standard_normal((m, n, len(offs)))) / len(offs), offs).to_dense()
+
+
+def _column_limit(n: int, support: str = "chord") -> int:
+    """A memory limit that the column path fits and the in-memory fit does not (checked)."""
+    offs = support_offsets(n, support, 2)
+    m = math.ceil(math.log2(n))
+    columns = C.column_fit_memory(n, m, len(offs), C.COLUMN_WIDTH) + LIBRARY_WORKING_SET + COMPILED_WORKING_SET
+    limit = columns + (1 << 20)
+    in_memory = estimate_fit_memory(n, m, len(offs), 8, 50, "cpu", support=support, reach=int(offs.max()),
+                                    n_starts=2, input_bytes=8 * n * n)
+    assert in_memory > limit, "the test needs a limit between the two estimates"
+    return limit
+
+
+def _cloud(n: int, seed: int = 0) -> KernelMatrix:
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((4, 3)) * 3
+    points = np.sort(centres[rng.integers(0, 4, n)] + 0.5 * rng.standard_normal((n, 3)), axis=0)
+    return KernelMatrix(points, bandwidth=1.0, name="cloud")
+
+
+# ------------------------------------------------------------------------------------------ the fitter
+def _fit(X, steps, **kw):
+    n = X.shape[0]
+    offs = chord_offsets(n)
+    start = start_values(["identity"], 0, (math.ceil(math.log2(n)), n, len(offs)))["identity"]
+    settings = C.ColumnSettings(**{"batch": 16, **kw.pop("settings", {})})
+    return C.fit_columns(lambda a, b: X[:, a:b], start, offs, settings=settings, max_iter=steps, width=8, **kw), offs
+
+
+def test_a_planted_product_is_fitted_from_its_columns():
+    X = _planted(64)
+    X /= np.linalg.norm(X) / 8.0  # the fit's units: ||X||_F = sqrt(N)
+    fit, offs = _fit(X, 800, settings={"learning_rate": 0.01})
+    start_error = np.linalg.norm(X - np.eye(64)) / np.linalg.norm(X)
+    exact = np.linalg.norm(X - ChordOperator(fit.values, offs).to_dense()) / np.linalg.norm(X)
+    assert fit.steps == 800 and fit.columns == 800 * 16 and fit.stop_reason == "max_iter"
+    assert exact < 0.1 * start_error, (exact, start_error)
+    # the running estimate lags by at most an epoch of steps: near the exact error at the end
+    assert fit.running_error == pytest.approx(exact, rel=0.2)
+
+
+def test_the_fit_is_seeded_and_the_same_on_any_number_of_threads():
+    X = _planted(64, seed=1)
+    runs = []
+    for threads in (1, 2, 2):
+        with AdaptiveThreads(64 * 64, threads=threads, compiled=True):
+            runs.append(_fit(X, 30)[0].values)
+    assert np.array_equal(runs[0], runs[1]) and np.array_equal(runs[1], runs[2])
+    other = _fit(X, 30, seed=5)[0].values
+    assert not np.array_equal(other, runs[0])
+
+
+def test_every_epoch_visits_every_block_once():
+    order = C._batches(100, 16, np.random.default_rng(0))
+    epochs = [[next(order) for _ in range(7)] for _ in range(3)]
+    for epoch in epochs:
+        assert sorted(epoch) == list(range(0, 100, 16))
+    assert epochs[0] != epochs[1]  # a new order every epoch
+
+
+def test_step_size_warms_up_then_decays_to_its_final_share():
+    s = C.ColumnSettings(learning_rate=0.1, warmup=0.1, final_share=0.01)
+    sizes = [C._step_size(s, p) for p in np.linspace(0, 1, 101)]
+    assert sizes[0] == pytest.approx(0.005) and sizes[10] == pytest.approx(0.1)
+    assert max(sizes) == pytest.approx(0.1) and sizes[-1] == pytest.approx(0.001)
+    assert all(a >= b for a, b in zip(sizes[10:], sizes[11:]))
+
+
+def test_compiled_adam_step_is_numpys():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 20, 4))
+    grads = rng.standard_normal((4, 3, 20, 4)).astype(np.float32)
+    states = []
+    for compiled in (True, False):
+        xs, xk, m1, m2 = x.copy(), np.empty(x.shape, np.float32), np.zeros_like(x), np.zeros_like(x)
+        module = _kernels._numba_module
+        try:
+            if not compiled:
+                C._numba_module = lambda: False
+            for t in (1, 2, 3):
+                C._adam(xs, xk, grads * t, m1, m2, 2.5, t, C.ColumnSettings(), 0.01)
+        finally:
+            C._numba_module = module
+        states.append((xs, xk, m1, m2))
+    for a, b in zip(*states):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+    np.testing.assert_array_equal(states[0][1], states[0][0].astype(np.float32))
+
+
+def test_stops_on_the_clock_the_callback_and_an_interrupt(fake_clock):
+    X = _planted(32, seed=2)
+    ticks = []
+
+    def tick(step, running, columns, values):
+        fake_clock.advance(1.0)  # every step "takes" a second
+        ticks.append((step, columns))
+        return False
+
+    fit, _ = _fit(X, 10**6, time_limit=5.5, callback=tick)
+    assert fit.stop_reason == "time_limit" and fake_clock.time <= 5.5 and fit.steps == 5
+    assert ticks[-1] == (5, 5 * 16)
+    fit, _ = _fit(X, 100, callback=lambda step, *rest: step == 3)
+    assert fit.stop_reason == "callback" and fit.steps == 3
+
+    calls = []
+
+    def columns(a, b):
+        calls.append(a)
+        if len(calls) == 8:
+            raise KeyboardInterrupt
+        return X[:, a:b]
+
+    offs = chord_offsets(32)
+    start = start_values(["identity"], 0, (5, 32, len(offs)))["identity"]
+    fit = C.fit_columns(columns, start, offs, settings=C.ColumnSettings(batch=8), max_iter=100, width=8)
+    assert fit.stop_reason == "interrupted" and fit.steps == 7 and np.isfinite(fit.values).all()
+
+
+def test_memory_estimate_and_width():
+    sizes = [C.column_fit_memory(65536, 16, 17, w) for w in (1, 8, 16, 32)]
+    assert sizes == sorted(sizes) and sizes[-1] < 3 * 2**30
+    assert C.column_width(65536, 16, 17, None) == C.COLUMN_WIDTH
+    assert C.column_width(65536, 16, 17, sizes[2]) == 16
+    assert C.column_width(65536, 16, 17, 1) == 1  # the caller then refuses
+
+
+# ------------------------------------------------------------------------------------------ ChordSF's path
+def test_a_source_over_the_limit_is_fitted_from_columns_and_scored_honestly():
+    K = _cloud(300)
+    limit = _column_limit(300)
+    sf = ChordSF(max_iter=200, time_limit=None, max_memory=limit, device="cpu").fit(K)
+    assert sf.params_["path"] == "columns" and sf.kernel_ == "columns" and sf.init_ == "identity"
+    assert sf.params_["epochs"] == 100 and sf.n_iter_ == 200  # blocks of 256 and 44 columns
+    assert sf.fro_error_ is None  # not known without a pass over X
+    dense = K.to_dense()
+    exact = estimate_errors(K, {"sf": sf.operator_}, time_limit=None)["sf"]
+    fro, rel = frobenius_error(dense, sf.to_dense())
+    assert exact.exact and exact.fro_error == pytest.approx(fro, rel=1e-9)
+    assert rel < 0.5 * np.linalg.norm(dense - np.eye(300)) / np.linalg.norm(dense)  # it learned
+    assert sf.running_error_ == pytest.approx(rel, rel=0.25)
+
+
+def test_a_dense_matrix_over_the_limit_is_fitted_from_its_columns_with_its_exact_error():
+    X = _planted(128, seed=3)
+    sf = ChordSF(max_iter=50, time_limit=None, max_memory=_column_limit(128), device="cpu").fit(X)
+    assert sf.params_["path"] == "columns"
+    fro, rel = frobenius_error(X, sf.to_dense())
+    assert sf.fro_error_ == pytest.approx(fro, rel=1e-9) and sf.rel_error_ == pytest.approx(rel, rel=1e-9)
+
+
+def test_within_the_limit_a_source_is_formed_and_fitted_as_before():
+    K = _cloud(64)
+    from_source = ChordSF(max_iter=40, time_limit=None, device="cpu").fit(K)
+    from_dense = ChordSF(max_iter=40, time_limit=None, device="cpu").fit(K.to_dense())
+    assert "path" not in from_source.params_ and from_source.kernel_ != "columns"
+    assert np.array_equal(from_source.factors_, from_dense.factors_)
+
+
+def test_symmetric_support_from_columns_and_refusal_below_its_needs():
+    X = _planted(128, seed=4)
+    sym = ChordSF(support="symmetric", max_iter=20, time_limit=None, device="cpu",
+                  max_memory=_column_limit(128, "symmetric")).fit(ArraySource(X))
+    assert sym.params_["path"] == "columns" and sym.factors_.shape[2] == len(support_offsets(128, "symmetric", 2))
+    with pytest.raises(ResourceError, match="from its column blocks"):
+        ChordSF(max_iter=5, device="cpu", max_memory=20 << 20).fit(ArraySource(X))
+
+
+def test_column_checkpoints_resume(tmp_path, fake_clock):
+    X = _planted(128, seed=5)
+    path = tmp_path / "ck.h5"
+
+    def tick(info):
+        fake_clock.advance(1.0)
+
+    limit = _column_limit(128)
+    ChordSF(max_iter=25, time_limit=None, max_memory=limit, checkpoint=path, checkpoint_every=10.0,
+            callback=tick, device="cpu").fit(X)
+    saved = load_factors(path)
+    assert saved.fit["checkpoint"] and saved.fit["iterations"] == 20
+    resumed = ChordSF(max_iter=1, time_limit=None, max_memory=limit, init=path, device="cpu").fit(X)
+    assert resumed.init_ == "saved" and resumed.params_["path"] == "columns"
+    # one small step from the saved values (a resume, not a fresh start)
+    assert np.abs(resumed.factors_ - saved.operator.values).max() < 0.05
+
+
+def test_a_comparison_from_columns_has_an_sf_row_scored_like_the_others():
+    K = _cloud(128)
+    settings = FitSettings(device="cpu", max_iter=60, time_limit=None, max_memory=_column_limit(128))
+    c = compare_columns(K, ["sf", "nystrom", "tsvd"], budget="sf", settings=settings)
+    rows = {r.method: r for r in c.results}
+    sf = rows["sf"]
+    assert sf.status == "ok" and sf.params["path"] == "columns" and sf.nnz <= c.budget
+    assert sf.error_estimate["exact"]
+    assert sf.fro_error == pytest.approx(frobenius_error(K.to_dense(), sf.operator.to_dense())[0], rel=1e-9)
+    assert rows["tsvd"].status == "not applicable"
+    assert "path=columns" in c.tables()[0].rows[0]["details"] or any(
+        "path=columns" in row["details"] for row in c.tables()[0].rows)
+    formed = compare(K, ["sf"], settings=settings.replace(max_memory=None))
+    assert formed.results[0].params.get("path") is None  # formed, in memory
