@@ -503,3 +503,65 @@ def test_real_full_file_system_keeps_whole_lines(tmp_path):
         assert not list((mnt / "out").rglob("*.tmp"))
     finally:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def _kernel_manifest(tmp_path: Path, n: int = 120, load: str = 'kernel = "rbf", bandwidth = 1.5') -> tuple[Path, Path]:
+    data = tmp_path / "data"
+    data.mkdir(exist_ok=True)
+    np.savetxt(data / "points.csv", np.random.default_rng(0).standard_normal((n, 3)), delimiter=",")
+    entry = f'[[matrix]]\nname = "pts"\ncategory = "other"\nfile = "points.csv"\nload = {{{load}}}\n'
+    return write_manifest(tmp_path / "k.toml", entry), data
+
+
+def test_a_kernel_entry_is_formed_when_it_fits_and_its_fit_names_the_points_file(tmp_path):
+    from sfapprox import KernelMatrix
+    from sfapprox.datasets.fetch import file_sha256
+    from sfapprox.factors import load_factors
+
+    m, data = _kernel_manifest(tmp_path)
+    out = tmp_path / "out"
+    s = run_batch(m, out, BatchOptions(methods=("sf", "tsvd"), data_dir=str(data),
+                                       settings=FitSettings(max_iter=15, device="cpu")))
+    assert dict(s.statuses) == {"ok": 2}
+    recs = {r["method"]: r for r in lines(out)}
+    K = KernelMatrix(np.loadtxt(data / "points.csv", delimiter=","), bandwidth=1.5).to_dense()
+    U, sv, Vt = np.linalg.svd(K)
+    r = recs["tsvd"]["params"]["rank"]
+    assert recs["tsvd"]["fro_error"] == pytest.approx(np.sqrt((sv[r:] ** 2).sum()), rel=1e-6)
+    assert recs["sf"]["matrix_info"]["format"] == "kernel"
+    saved = load_factors(out / "factors" / "pts.h5")
+    assert saved.source["sha256"] == file_sha256(data / "points.csv")
+
+
+def test_a_kernel_entry_too_big_for_the_limit_runs_from_columns(tmp_path):
+    from sfapprox import KernelMatrix
+
+    m, data = _kernel_manifest(tmp_path)
+    out = tmp_path / "out"
+    small = 2 * 8 * 120 * 120  # forming it and scoring would pass this limit
+    run_batch(m, out, BatchOptions(methods=("nystrom", "rsvd", "tsvd"), data_dir=str(data),
+                                   settings=FitSettings(max_iter=15, device="cpu", max_memory=small)))
+    recs = {r["method"]: r for r in lines(out)}
+    assert recs["tsvd"]["status"] == "not applicable" and "from columns" in recs["tsvd"]["reason"]
+    K = KernelMatrix(np.loadtxt(data / "points.csv", delimiter=","), bandwidth=1.5).to_dense()
+    for method in ("nystrom", "rsvd"):
+        rec = recs[method]
+        assert rec["status"] == "ok" and rec["matrix_info"]["path"] == "columns"
+        assert rec["error_estimate"]["exact"]  # one pass fits the scoring's time at this size
+        from sfapprox.factors import load_factors
+
+        A = load_factors(out / "factors" / f"pts.{method}.h5").operator.to_dense()
+        assert rec["fro_error"] == pytest.approx(np.linalg.norm(K - A), rel=1e-9)
+
+
+@pytest.mark.parametrize("load,match", [
+    ('kernel = "gauss"', "must be one of rbf"),
+    ("bandwidth = 2.0", "needs a 'kernel'"),
+    ('kernel = "rbf", bandwidth = -1.0', "positive number"),
+])
+def test_bad_kernel_entries_are_refused_when_the_manifest_is_read(tmp_path, load, match):
+    from sfapprox.datasets.manifest import ManifestError, load_manifest
+
+    m, _ = _kernel_manifest(tmp_path, load=load)
+    with pytest.raises(ManifestError, match=match):
+        load_manifest(m)

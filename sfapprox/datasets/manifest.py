@@ -13,6 +13,7 @@ as they are).
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
@@ -74,7 +75,7 @@ ENTRY_FIELDS = {
     "homepage": "where a person can find the data (shown when it cannot be fetched)",
     "generator": "name of a generator in sfapprox.datasets.synthetic (instead of a file)",
     "params": "table of the generator's parameters",
-    "load": "table of load_matrix options",
+    "load": "table of load_matrix options (kernel = \"rbf\" and bandwidth: the kernel matrix of a table of points)",
     "reference": "table of published figures, e.g. {tsvd = 2.73, sf = 1.04}",
     "reproducible": "true when our loading is known to reproduce the reference figures",
     "note": "free text shown in listings",
@@ -93,6 +94,8 @@ LOAD_OPTIONS: dict[str, tuple[type, ...]] = {
     "covariance": (bool,),
     "mirror": (str,),
     "max_memory": (int, str),
+    "kernel": (str,),
+    "bandwidth": (int, float),
 }
 
 TOP_FIELDS = {"title", "description", "reference_source", "matrix"}
@@ -410,7 +413,23 @@ def _load_options(item: dict[str, Any], where: str) -> dict[str, Any]:
         if wrong_bool or not isinstance(value, types):
             names = " or ".join(t.__name__ for t in types)
             raise ManifestError(f"{where}: load option {key!r} must be {names}, got {value!r}")
+    _check_kernel(options, where)
     return options
+
+
+def _check_kernel(options: dict[str, Any], where: str) -> None:
+    """A kernel entry (``kernel = "rbf"`` over a table of points) names a known kernel, and a
+    bandwidth comes with a kernel and is positive and finite: checked before any download."""
+    from ..sources.kernels import KERNELS  # numpy only
+
+    kernel, bandwidth = options.get("kernel"), options.get("bandwidth")
+    if kernel is not None and kernel not in KERNELS:
+        raise ManifestError(f"{where}: load option 'kernel' must be one of {', '.join(KERNELS)}, got {kernel!r}")
+    if bandwidth is not None:
+        if kernel is None:
+            raise ManifestError(f"{where}: load option 'bandwidth' needs a 'kernel' too")
+        if not (math.isfinite(bandwidth) and bandwidth > 0):
+            raise ManifestError(f"{where}: load option 'bandwidth' must be a positive number, got {bandwidth!r}")
 
 
 def _reference(item: dict[str, Any], where: str) -> dict[str, float]:

@@ -20,9 +20,12 @@ from .._base import RunContext, get_method
 from .._errors import ConvergenceWarning, SfapproxError, one_line
 from .._settings import COUNT_INDICES, FitSettings, parse_size
 from ..budget import resolve_budget
-from ..comparison import run_all
+from .._validation import check_square_matrix
+from ..comparison import formable, run_all, scoring_seconds
+from ..estimate import estimate_errors
 from ..factors import save_factors
-from .fetch import ChecksumError, UnavailableError, fetch_entry
+from ..sources import MatrixSource
+from .fetch import ChecksumError, UnavailableError, fetch_entry, file_sha256
 from .manifest import Entry
 from .results_file import FILE_MISSING, RECORD_FORMAT, RECORD_VERSION
 from .synthetic import generate
@@ -152,8 +155,10 @@ def base_record(task: MatrixTask, method: str) -> dict[str, Any]:
 
 
 def _materialize(task: MatrixTask):
-    """The entry's matrix as a LoadedMatrix plus extra info (generator facts, file origin)."""
-    from ..io import as_loaded, load_matrix  # here: sfapprox.io loads h5py and Pillow
+    """The entry's matrix plus extra info (generator facts, file origin): a LoadedMatrix, or a
+    :class:`~sfapprox.sources.MatrixSource` (a kernel entry, a big ``.npy``) too big to form
+    within the batch's memory limit, whose methods then run from its columns."""
+    from ..io import LoadedMatrix, as_loaded, open_matrix  # here: sfapprox.io loads h5py and Pillow
 
     entry = task.entry
     if entry.generator:
@@ -163,8 +168,29 @@ def _materialize(task: MatrixTask):
     found = fetch_entry(entry, data_dir=task.options.data_dir, cache=cache)
     options = dict(entry.load)
     options["max_memory"] = parse_size(options.get("max_memory"), what=f"{entry.name}: max_memory")
-    loaded = load_matrix(found.path, **options)
-    return loaded, {"origin": found.origin, "verified": found.verified}
+    opened = open_matrix(found.path, **options)
+    extra = {"origin": found.origin, "verified": found.verified}
+    if not isinstance(opened, MatrixSource):
+        return opened, extra
+    opened.name = entry.name
+    limit = task.options.settings.max_memory
+    if not formable(opened, limit):
+        return opened, {**extra, "path": "columns"}
+    # The points file's hash: a saved fit then names the data it came from, as a loaded file's does.
+    dense = check_square_matrix(opened.to_dense(limit), source=entry.name)
+    return LoadedMatrix(dense, entry.name, str(found.path), opened.kind, list(opened.notes),
+                        file_sha256(found.path)), extra
+
+
+def _score_from_columns(result, source: MatrixSource, settings: FitSettings) -> None:
+    """A row fitted on a source not formed gets its error from the source's columns: exact when
+    one pass fits the scoring's time, else estimated with a 95 % interval (as compare's rows)."""
+    if result.operator is None or result.status not in ("ok", "interrupted"):
+        return
+    scored = estimate_errors(source, {result.method: result.operator}, seed=settings.seed,
+                             time_limit=scoring_seconds(settings.time_limit),
+                             max_memory=settings.max_memory)[result.method]
+    result.fro_error, result.rel_error, result.error_estimate = scored.fro_error, scored.rel_error, scored.to_dict()
 
 
 def _factors_name(task: MatrixTask, method: str) -> str:
@@ -182,8 +208,8 @@ def _save(task: MatrixTask, result, record: dict[str, Any], loaded) -> str:
         loss_history=getattr(result.estimator, "loss_curve_", ()),
         fit={k: record[k] for k in ("fro_error", "rel_error", "seconds", "nnz", "n")} | record["params"],
         settings=task.options.recorded(),
-        source={"name": task.entry.name, "manifest": task.entry.manifest, "path": loaded.path,
-                "sha256": loaded.sha256, "format": loaded.format},
+        source={"name": task.entry.name, "manifest": task.entry.manifest, "path": getattr(loaded, "path", None),
+                "sha256": getattr(loaded, "sha256", None), "format": getattr(loaded, "format", None) or getattr(loaded, "kind", None)},
     )
     return relative
 
@@ -282,6 +308,8 @@ def run_matrix(task: MatrixTask, on_record: Callable[[dict], None] | None = None
         records: list[dict[str, Any]] = []
 
         def done(result) -> None:
+            if isinstance(loaded, MatrixSource):
+                _score_from_columns(result, loaded, settings)
             record = _record(task, result, loaded, info, budget)
             records.append(record)
             if on_record is not None and record["status"] != "interrupted":
@@ -289,7 +317,8 @@ def run_matrix(task: MatrixTask, on_record: Callable[[dict], None] | None = None
 
         for method in task.methods:
             emit("method", matrix=name, method=method)
-            results = run_all([method], loaded.matrix, budget, context, info["fro_norm"], done, isolate=True)
+            matrix = loaded if isinstance(loaded, MatrixSource) else loaded.matrix
+            results = run_all([method], matrix, budget, context, info.get("fro_norm"), done, isolate=True)
             if results and results[-1].status == "interrupted":
                 break
         return records
