@@ -20,7 +20,7 @@ from ._base import methods
 from .baselines.sparse import sparse_count
 from .formats import Column, Table, fmt_number, fmt_seconds, jsonable
 
-__all__ = ["MethodResult", "Comparison", "library_versions", "details"]
+__all__ = ["MethodResult", "Comparison", "library_versions", "details", "error_cell"]
 
 @dataclass
 class MethodResult:
@@ -251,8 +251,8 @@ class Comparison:
                     "stored": "–" if r.nnz is None else f"{r.nnz:,}",
                     "of_budget": "–" if r.nnz is None else f"{100 * r.nnz / self.budget:.1f}%",
                     "min_budget": "–" if r.min_budget is None else f"{r.min_budget:,}",
-                    "fro_error": _cell(r, r.fro_error, "fro_interval"),
-                    "rel_error": _cell(r, r.rel_error, "rel_interval"),
+                    "fro_error": error_cell(r, r.fro_error, "fro_interval"),
+                    "rel_error": error_cell(r, r.rel_error, "rel_interval"),
                     "seconds": fmt_seconds(r.seconds),
                     "status": r.status,
                     "details": r.reason or details(r.params),
@@ -299,8 +299,18 @@ def _interval(r: MethodResult) -> tuple[float, float]:
     return value, value
 
 
-def _cell(r: MethodResult, value: float | None, key: str) -> str:
-    """An error cell: ``0.3120 ± 0.0040`` when estimated (the interval's half-width), else the value."""
+def error_cell(r: MethodResult, value: float | None, key: str) -> str:
+    """An error cell: ``0.3120 ± 0.0040`` when estimated (the interval's half-width), else the value.
+
+    Parameters
+    ----------
+    r : MethodResult
+        The row (its ``error_estimate`` holds the intervals).
+    value : float or None
+        The error shown.
+    key : {"fro_interval", "rel_interval"}
+        Which interval goes with ``value``.
+    """
     interval = (r.error_estimate or {}).get(key)
     if value is None or not interval:
         return fmt_number(value)
@@ -308,7 +318,7 @@ def _cell(r: MethodResult, value: float | None, key: str) -> str:
 
 
 def _with_interval(r: MethodResult) -> str:
-    return _cell(r, r.rel_error, "rel_interval") + " relative"
+    return error_cell(r, r.rel_error, "rel_interval") + " relative"
 
 
 def _share(count: int | None, budget: int) -> str:

@@ -10,9 +10,18 @@ from ._base import RunContext, get_method, parse_methods
 from ._errors import ParameterError
 from ._settings import COUNT_INDICES, PROTOCOLS, FitSettings, LoadOptions
 from .budget import parse_budget, resolve_budget
-from .comparison import as_loaded_matrix, build_comparison, check_scoring_memory, run_all, warnings_at_caller
+from .comparison import (
+    as_loaded_matrix,
+    build_comparison,
+    check_scoring_memory,
+    compare_columns,
+    formable,
+    run_all,
+    warnings_at_caller,
+)
 from .formats import Column, Table, fmt_number, jsonable
-from .results import Comparison, MethodResult
+from .results import Comparison, MethodResult, error_cell
+from .sources import MatrixSource
 
 __all__ = ["Sweep", "sweep", "parse_budget_list", "default_budgets"]
 
@@ -145,12 +154,12 @@ class Sweep:
                 else:
                     stop = r.params.get("stop_reason")
                     flag = f" ({stop})" if stop in ("time_limit", "max_iter") else ""
-                    cells[m] = fmt_number(r.rel_error) + flag
+                    cells[m] = error_cell(r, r.rel_error, "rel_interval") + flag  # "0.31 ± 0.004" when estimated
             table.add(cells, best={winner} if winner else set())
         table.notes.extend(f"{m}: {why}" for m, why in reasons.items())
         if any("(time_limit)" in row.get(m, "") or "(max_iter)" in row.get(m, "") for row in table.rows for m in self.methods):
             table.notes.append("(time_limit) / (max_iter): the fit stopped on that limit before converging")
-        table.notes.extend(f"note: {n}" for p in self.points for n in p.notes)
+        table.notes.extend(dict.fromkeys(f"note: {n}" for p in self.points for n in p.notes))  # once each
         return [table]
 
     def to_dict(self) -> dict[str, Any]:
@@ -191,8 +200,11 @@ def sweep(
 
     Parameters
     ----------
-    matrix : LoadedMatrix, path, ndarray or scipy sparse array
-        The square matrix, as :func:`~sfapprox.compare` takes it.
+    matrix : LoadedMatrix, MatrixSource, path, ndarray or scipy sparse array
+        The square matrix, as :func:`~sfapprox.compare` takes it; a source too
+        big to form with its scoring within ``settings.max_memory`` is swept
+        from its columns (the column methods at each budget, every row scored
+        from the same columns, exactly or with a 95 % interval).
     budgets : str or sequence of str, int or float
         The budgets (:func:`parse_budget_list`): ``"0.01,0.02,sf"`` or a list.
     methods : str or sequence of str, default=("sf", "tsvd")
@@ -230,6 +242,9 @@ def sweep(
     if protocol not in PROTOCOLS:
         raise ParameterError(f"unknown protocol {protocol!r}; choose {' or '.join(PROTOCOLS)}")
     specs = parse_budget_list(budgets)
+    if isinstance(matrix, MatrixSource) and not formable(matrix, settings.max_memory):
+        return _sweep_columns(matrix, names, specs, settings=settings, count_indices=count_indices,
+                              protocol=protocol, callback=callback, on_result=on_result, matrix_info=matrix_info)
     loaded = as_loaded_matrix(matrix, load)
     resolved = {}
     for spec in specs:
@@ -251,3 +266,22 @@ def sweep(
                 break
     first = points[0] if points else build_comparison(info, next(iter(resolved.values())), [], context)
     return Sweep(info, names, points, settings=first.settings, versions=first.versions)
+
+
+def _sweep_columns(source: MatrixSource, names: list[str], specs: list[str], *, settings: FitSettings,
+                   count_indices: bool, protocol: str, callback, on_result, matrix_info) -> Sweep:
+    """:func:`sweep` of a source too big to form: one comparison from its columns per budget
+    (:func:`~sfapprox.comparison.compare_columns`: the column methods fit, every row scored from the
+    same columns, exactly or with a 95 % interval)."""
+    resolved: dict[int, str] = {}
+    for spec in specs:
+        resolved.setdefault(resolve_budget(spec, source.n).value, spec)
+    points: list[Comparison] = []
+    for value in sorted(resolved):
+        report = (lambda r, b=value: on_result(b, r)) if on_result else None
+        point = compare_columns(source, names, budget=resolved[value], settings=settings, count_indices=count_indices,
+                                protocol=protocol, callback=callback, on_result=report, matrix_info=matrix_info)
+        points.append(point)
+        if any(r.status == "interrupted" for r in point.results):
+            break
+    return Sweep(points[0].matrix, names, points, settings=points[0].settings, versions=points[0].versions)

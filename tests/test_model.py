@@ -180,6 +180,37 @@ def test_auto_init_race_drops_a_clearly_worse_start_early():
     assert {v["iterations"] for v in close.starts_.values()} >= {10}
 
 
+def test_a_race_of_slow_iterations_is_judged_by_time_but_never_before_its_least_iterations(fake_clock, monkeypatch):
+    """When iterations are slow (large N), a round ends on its share of the probe time: with one
+    "second" per evaluation and a 400 s limit (a 40 s probe share, rounds of 5 s, 10 s, ...) the
+    worse start leaves after MIN_ITER iterations, not after 100."""
+    from sfapprox.sf import _kernels
+    from sfapprox.sf._multistart import MIN_ITER
+
+    real = _kernels.select_kernel
+
+    def slow_select(n, device_type):
+        kernel, name = real(n, device_type)
+
+        def slow(*args):
+            fake_clock.advance(1.0)
+            return kernel(*args)
+
+        return slow, name
+
+    monkeypatch.setattr(_kernels, "select_kernel", slow_select)
+    n = 36
+    grid = np.zeros((n, n))
+    for i in range(n):
+        grid[i, i] = 4.0
+        for j in (i + 1, i + 6):
+            if j < n and (j != i + 1 or (i + 1) % 6):
+                grid[i, j] = grid[j, i] = -1.0
+    sf = ChordSF(max_iter=10**6, time_limit=400.0, device="cpu").fit(grid)
+    assert sf.init_ == "identity" and sf.starts_["reference"]["iterations"] == MIN_ITER
+    assert sf.starts_["identity"]["iterations"] > 100  # the winner had the rest of the time
+
+
 def test_memory_estimate_covers_what_a_fit_allocates(tmp_path):
     """The estimate checked against max_memory is at least what the fit really allocates (peak RSS)."""
     import json

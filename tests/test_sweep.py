@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from sfapprox import ParameterError
+from sfapprox import FitSettings, ParameterError
 from sfapprox.cli import app
 from sfapprox.sweep import parse_budget_list, sweep
 
@@ -39,3 +39,21 @@ def test_cli_sweep_table_json_and_plot(tmp_path):
     data = json.loads(js.read_text())
     assert [p["budget"] for p in data["points"]] == [76, 153]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_source_too_big_for_the_limit_is_swept_from_columns():
+    from sfapprox.sources import KernelMatrix
+
+    rng = np.random.default_rng(3)
+    K = KernelMatrix(rng.standard_normal((150, 3)), bandwidth=1.0, name="k")
+    small = 2 * K.formed_bytes  # forming it and scoring would pass this limit
+    s = sweep(K, "0.02,0.05", ["nystrom", "rsvd", "tsvd"], settings=FitSettings(device="cpu", max_memory=small))
+    assert [p.budget for p in s.points] == [450, 1125] and s.matrix["path"] == "columns"
+    dense = K.to_dense()
+    for point in s.points:
+        rows = {r.method: r for r in point.results}
+        assert rows["tsvd"].status == "not applicable"
+        for m in ("nystrom", "rsvd"):
+            assert rows[m].nnz <= point.budget and rows[m].error_estimate["exact"]
+            assert rows[m].fro_error == pytest.approx(np.linalg.norm(dense - rows[m].operator.to_dense()), rel=1e-9)
+    assert {r.method for r in s.points[1].results} == {"nystrom", "rsvd", "tsvd"}

@@ -8,9 +8,10 @@ the one to continue by the same rule.
   ``1/K`` times ``1 + noise``, the reference code's) or ``"identity"`` (each
   factor near the identity), with one random stream per kind of start
   (``[seed, i]``), so ``init="auto"`` and ``init="identity"`` start alike.
-* :func:`race` runs L-BFGS from each start in rounds (100 iterations, then
-  200, 400, ...) within a probe share of the iteration and time budgets; a
-  start whose error is :data:`MARGIN` times the best one's drops out.
+* :func:`race` runs L-BFGS from each start in rounds (100 iterations and an
+  eighth of its probe time, then twice that, ...) within a probe share of the
+  iteration and time budgets; a start whose error is :data:`MARGIN` times the
+  best one's drops out.
 * :func:`multistart` races, then continues the best start with what is left.
 
 Runs are ``{name: (objective, solver state)}`` (:func:`~sfapprox.sf._solver.new_state`);
@@ -36,6 +37,13 @@ START_KINDS = ("reference", "identity")
 FIRST = 100
 #: A start whose error is this many times the best start's drops out of the race.
 MARGIN = 1.15
+#: Share of a start's probe time its first round may take (then doubled each round, as the
+#: iterations are): at N = 4,096 a first round of 100 iterations took ~50 s, the whole probe share
+#: of a 10-minute fit, before the second start began (``benchmarks/results/scale_fit.md``).
+FIRST_TIME = 1 / 8
+#: A start is never judged on fewer iterations than this (round time or not): the identity start's
+#: noise puts it above the reference start before its first steps.
+MIN_ITER = 10
 
 Run = tuple[Callable, dict]
 
@@ -102,9 +110,10 @@ def race(
     """Run the starts in rounds until one is clearly best or each used its share.
 
     Round r runs each live start up to ``FIRST * 2**r`` iterations (at most
-    ``share_iter``), within ``share_time`` seconds per start; after each
-    round a start whose error is :data:`MARGIN` times the best one's drops
-    out.  Where one start is clearly better (most matrices) the loser costs a
+    ``share_iter``) and ``FIRST_TIME * 2**r`` of its ``share_time`` (but
+    :data:`MIN_ITER` iterations at least), within ``share_time`` seconds per
+    start; after each round a start whose error is :data:`MARGIN` times the
+    best one's drops out.  Where one start is clearly better (most matrices) the loser costs a
     few hundred iterations instead of a whole share; where they stay close,
     each gets its full share.  ``options(max_iter, time_limit)`` makes the
     solver options of one leg; ``callback(name, state)`` is called after each
@@ -115,6 +124,7 @@ def race(
     alive = list(runs)
     reason = StopReason.MAX_ITER
     checkpoint = min(FIRST, share_iter)
+    round_time = None if share_time is None else FIRST_TIME * share_time
     while True:
         for name in alive:
             fun, st = runs[name]
@@ -123,7 +133,12 @@ def race(
                 continue
             report = None if callback is None else (lambda s, name=name: callback(name, s))
             t0 = time.perf_counter()
-            reason = lbfgs(fun, st, options(checkpoint, left), report)
+            reason = lbfgs(fun, st, options(checkpoint, None if left is None else min(left, round_time)), report)
+            least = min(MIN_ITER, checkpoint)
+            if reason != StopReason.CALLBACK and st["n_iter"] < least and reason == StopReason.TIME_LIMIT:
+                # the round's time was up first: a few more iterations before the start is judged
+                rest = None if left is None else left - (time.perf_counter() - t0)
+                reason = lbfgs(fun, st, options(least, rest), report)
             used[name] += time.perf_counter() - t0
             if reason == StopReason.CALLBACK:
                 return reason
@@ -134,6 +149,7 @@ def race(
         if len(alive) == 1 or checkpoint >= share_iter or out_of_time:
             return reason
         checkpoint = min(2 * checkpoint, share_iter)
+        round_time = None if round_time is None else 2 * round_time
 
 
 def _stoppable(callback: Callable[[str, dict], bool | None] | None) -> Callable[[str, dict], bool]:
