@@ -565,3 +565,38 @@ def test_bad_kernel_entries_are_refused_when_the_manifest_is_read(tmp_path, load
     m, _ = _kernel_manifest(tmp_path, load=load)
     with pytest.raises(ManifestError, match=match):
         load_manifest(m)
+
+
+def test_every_square_weight_of_a_model_is_one_entry(tmp_path):
+    import torch
+
+    data = tmp_path / "data"
+    data.mkdir()
+    rng = np.random.default_rng(1)
+    weights = {"attn.q.weight": rng.standard_normal((12, 12)), "mlp.up.weight": rng.standard_normal((12, 20)),
+               "attn.q.bias": rng.standard_normal(12), "attn.o.weight": rng.standard_normal((10, 10))}
+    torch.save({k: torch.from_numpy(v) for k, v in weights.items()}, data / "model.pt")
+    m = write_manifest(tmp_path / "w.toml", '[[matrix]]\nname = "model"\ncategory = "other"\n'
+                                            'file = "model.pt"\nload = {var = "*"}\n')
+    out = tmp_path / "out"
+    s = run_batch(m, out, BatchOptions(methods=("tsvd",), data_dir=str(data), budget="0.5",
+                                       settings=FitSettings(device="cpu")))
+    recs = {r["matrix"]: r for r in lines(out)}
+    assert set(recs) == {"model.attn.q.weight", "model.attn.o.weight"} and dict(s.statuses) == {"ok": 2}
+    for name, rec in recs.items():
+        W = weights[name[len("model."):]]
+        sv = np.linalg.svd(W, compute_uv=False)
+        r = rec["params"]["rank"]
+        assert rec["n"] == W.shape[0] and rec["fro_error"] == pytest.approx(np.sqrt((sv[r:] ** 2).sum()), rel=1e-6)
+    again = run_batch(m, out, BatchOptions(methods=("tsvd",), data_dir=str(data), budget="0.5",
+                                           settings=FitSettings(device="cpu")))
+    assert (again.written, again.skipped) == (0, 2)  # resumes by the expanded names
+
+
+def test_every_square_weight_needs_a_weights_file(tmp_path):
+    from sfapprox.datasets.manifest import ManifestError, load_manifest
+
+    m = write_manifest(tmp_path / "w.toml", '[[matrix]]\nname = "x"\ncategory = "other"\n'
+                                            'file = "points.csv"\nload = {var = "*"}\n')
+    with pytest.raises(ManifestError, match="every square weight"):
+        load_manifest(m)

@@ -28,6 +28,7 @@ import ctypes
 import math
 import multiprocessing
 import os
+import re
 import signal
 import sys
 import threading
@@ -45,7 +46,7 @@ from .._settings import PROTOCOLS
 from ..budget import parse_budget
 from .fetch import NetworkState, cache_dir, check_data_dir, fetch_entry, is_present
 from .folder_lock import HOLDER_FILE, folder_lock
-from .manifest import Entry, load_manifest
+from .manifest import Entry, ManifestError, load_manifest
 from .results_file import (
     DONE_STATUSES,
     RESULTS_FILE,
@@ -56,7 +57,7 @@ from .results_file import (
 )
 from .runner import BatchOptions, MatrixTask, base_record, run_matrix, stamp, unavailable_records
 
-__all__ = ["BatchOptions", "BatchSummary", "MatrixTask", "run_batch", "run_matrix", "plan", "RESULTS_FILE"]
+__all__ = ["BatchOptions", "BatchSummary", "MatrixTask", "run_batch", "run_matrix", "plan", "expand_weights", "RESULTS_FILE"]
 
 Event = Callable[..., None]
 
@@ -338,11 +339,13 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
                 executor: str, scheduler: str | None, on_event: Event | None) -> BatchSummary:
     results = out / RESULTS_FILE
     existing = read_results(results)
+    cache = str(cache_dir())
+    network = NetworkState()
+    entries = expand_weights(entries, options.data_dir, Path(cache), network)
     todo, drop, skipped = plan(entries, options.methods, existing, force)
     summary = BatchSummary(str(out), skipped=skipped, to_do=sum(len(m) for m in todo.values()))
     summary.warnings = settings_changes(existing, options) if skipped else []
     summary.repaired = repair_results(results, drop)
-    cache = str(cache_dir())
     tasks = [MatrixTask(e, todo[e.name], options, str(out), cache) for e in entries if e.name in todo]
     emit = on_event or (lambda *a, **k: None)
     emit("start", total=len(tasks), skipped=skipped, pairs=summary.to_do)
@@ -354,7 +357,6 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
             summary.statuses[record["status"]] += 1
             emit("record", record=record)
 
-        network = NetworkState()
         try:
             tasks = _fetch_missing(tasks, Path(cache), network, write, emit)
         except KeyboardInterrupt:
@@ -369,6 +371,67 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
         else:
             summary.interrupted = _run_serial(tasks, write, on_event)
     return summary
+
+
+def expand_weights(entries: list[Entry], data_dir: str | None, cache: Path, network=None) -> list[Entry]:
+    """Entries with ``load = {var = "*"}`` (a model's weights file) become one entry per square weight.
+
+    The entry ``model`` of a file with square tensors ``a.weight`` and
+    ``b.weight`` becomes ``model.a.weight`` and ``model.b.weight`` (characters
+    a name may not hold become ``_``), each with ``var`` naming its tensor; the
+    file is fetched (or found) first.  An entry whose file cannot be had or
+    listed is kept as it is: its run records why.
+
+    Parameters
+    ----------
+    entries : list of Entry
+        The selected entries, in manifest order.
+    data_dir : str or None
+        The batch's data folder.
+    cache : Path
+        The download cache.
+    network : NetworkState, optional
+        Shared with the batch's downloads (a failed host is tried once).
+
+    Returns
+    -------
+    list of Entry
+        In order, each ``var = "*"`` entry replaced by its square weights.
+
+    Raises
+    ------
+    ManifestError
+        When an expanded name is another entry's.
+    """
+    from dataclasses import replace
+
+    from ..io import detect_format, list_weights  # here: sfapprox.io loads h5py and Pillow
+
+    out: list[Entry] = []
+    for entry in entries:
+        if entry.load.get("var") != "*":
+            out.append(entry)
+            continue
+        try:
+            found = fetch_entry(entry, data_dir=data_dir, cache=cache, network=network)
+            fmt = entry.load.get("format") or detect_format(found.path)
+            square = [t["name"] for t in list_weights(found.path, fmt) if t["square"] and t["shape"][0] > 0]
+        except Exception:  # as in run_matrix: the entry's own run says what is wrong with its file
+            out.append(entry)
+            continue
+        out.extend(replace(entry, name=f"{entry.name}.{_NAME_CHARS.sub('_', name)}", load={**entry.load, "var": name})
+                   for name in square)
+        if not square:
+            out.append(entry)
+    names = [e.name for e in out]
+    clash = sorted({n for n in names if names.count(n) > 1})
+    if clash:
+        raise ManifestError(f"{entries[0].manifest}: the square weights of an entry take the names "
+                            f"{', '.join(clash)}, which other entries have; rename those entries")
+    return out
+
+
+_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.+-]")
 
 
 def _fetch_missing(tasks: list[MatrixTask], cache: Path, network, write: Callable[[dict], None],

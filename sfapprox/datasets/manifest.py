@@ -98,6 +98,10 @@ LOAD_OPTIONS: dict[str, tuple[type, ...]] = {
     "bandwidth": (int, float),
 }
 
+#: Weight files whose every square tensor an entry can list with ``load = {var = "*"}``.
+WEIGHT_FORMATS = ("safetensors", "torch")
+WEIGHT_SUFFIXES = (".safetensors", ".pt", ".pth")
+
 TOP_FIELDS = {"title", "description", "reference_source", "matrix"}
 
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
@@ -414,6 +418,10 @@ def _load_options(item: dict[str, Any], where: str) -> dict[str, Any]:
             names = " or ".join(t.__name__ for t in types)
             raise ManifestError(f"{where}: load option {key!r} must be {names}, got {value!r}")
     _check_kernel(options, where)
+    if options.get("var") == "*" and not (options.get("format") in WEIGHT_FORMATS
+                                          or str(item.get("file", "")).lower().endswith(WEIGHT_SUFFIXES)):
+        raise ManifestError(f"{where}: load option var = \"*\" (every square weight) applies to a model's weights "
+                            f"file ({', '.join(WEIGHT_SUFFIXES)}, or format {' or '.join(WEIGHT_FORMATS)})")
     return options
 
 
