@@ -262,6 +262,7 @@ def compare(
     load: LoadOptions | None = None,
     matrix_info: Mapping[str, Any] | None = None,
     include: Mapping[str, Any] | None = None,
+    executor=None,
     **setting_changes: Any,
 ) -> Comparison:
     """Fit every method in ``methods`` to ``matrix`` at the same budget and score them.
@@ -302,6 +303,11 @@ def compare(
         :func:`~sfapprox.load_factors` returns or an operator, or a sequence
         of factors files (rows ``saved:<file stem>``).  Files are read before
         any fitting; one fitted to another input is said in the notes.
+    executor : Executor, optional
+        For a matrix compared from its columns: where the exact scoring pass
+        computes its blocks (a ``concurrent.futures`` pool or a
+        ``dask.distributed.Client``; the same numbers as here).  Ignored
+        when the matrix is formed.
     **setting_changes
         :class:`FitSettings` fields to change (``time_limit=2``, ``seed=1``, ...).
 
@@ -331,7 +337,7 @@ def compare(
     if isinstance(matrix, MatrixSource) and not formable(matrix, settings.max_memory):
         return compare_columns(matrix, names, budget=budget, settings=settings, count_indices=count_indices,
                                protocol=protocol, structure=structure, callback=callback, on_result=on_result,
-                               include=saved, matrix_info=matrix_info)
+                               include=saved, matrix_info=matrix_info, executor=executor)
     loaded = as_loaded_matrix(matrix, load)
     resolved = resolve_budget(budget, loaded.n)
     check_scoring_memory(loaded, settings.max_memory)
@@ -363,6 +369,7 @@ def compare_columns(
     on_result: Callable[[MethodResult], None] | None = None,
     include: Mapping[str, Any] | None = None,
     matrix_info: Mapping[str, Any] | None = None,
+    executor=None,
 ) -> Comparison:
     """:func:`compare` for a source too big to form: the methods that work from columns fit on it,
     the others get a "not applicable" row saying why, and every row is scored in one pass over the
@@ -385,6 +392,8 @@ def compare_columns(
         Surrogates fitted earlier by row name, already loaded (:func:`load_included`).
     matrix_info : mapping, optional
         Extra facts merged into the matrix summary.
+    executor : Executor, optional
+        Where the exact scoring pass computes its blocks (:func:`~sfapprox.estimate_errors`).
 
     Returns
     -------
@@ -395,12 +404,12 @@ def compare_columns(
     context = RunContext(settings, count_indices, protocol, callback, dict(structure or {}))
     previous, source.max_memory = source.max_memory, settings.max_memory  # every pass sized for the limit
     try:
-        return _compare_columns(source, names, resolved, info, context, settings, on_result, include)
+        return _compare_columns(source, names, resolved, info, context, settings, on_result, include, executor)
     finally:
         source.max_memory = previous
 
 
-def _compare_columns(source, names, resolved, info, context, settings, on_result, include) -> Comparison:
+def _compare_columns(source, names, resolved, info, context, settings, on_result, include, executor) -> Comparison:
     with warnings_at_caller():
         results = run_all(names, source, resolved, context, None, on_result)
     for name, surrogate in (include or {}).items():
@@ -411,7 +420,7 @@ def _compare_columns(source, names, resolved, info, context, settings, on_result
     score_time = scoring_seconds(settings.time_limit)
     started = time.perf_counter()
     estimates = estimate_errors(source, scored, time_limit=score_time, seed=settings.seed,
-                                max_memory=settings.max_memory) if scored else {}
+                                max_memory=settings.max_memory, executor=executor) if scored else {}
     for r in results:
         if r.method in estimates:
             e = estimates[r.method]

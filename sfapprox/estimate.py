@@ -33,7 +33,7 @@ from ._errors import ParameterError
 from ._threads import AdaptiveThreads
 from .sources import MatrixSource, block_columns
 
-__all__ = ["ErrorEstimate", "estimate_errors", "Z95", "DEFAULT_RTOL", "MIN_SAMPLE"]
+__all__ = ["ErrorEstimate", "estimate_errors", "block_errors", "Z95", "DEFAULT_RTOL", "MIN_SAMPLE"]
 
 #: The normal quantile of a two-sided 95 % interval.
 Z95 = 1.959963984540054
@@ -99,6 +99,7 @@ def estimate_errors(
     seed: int = 0,
     max_memory: int | None = None,
     fro_norm: float | None = None,
+    executor=None,
 ) -> dict[str, ErrorEstimate]:
     """The error of each surrogate in ``operators`` (name -> LinearOperator) against ``source``.
 
@@ -122,6 +123,15 @@ def estimate_errors(
     fro_norm : float or None
         ``||X||_F`` when known exactly (the relative errors then only carry
         the error's uncertainty).
+    executor : Executor, optional
+        Where the blocks of an exact pass are computed: anything with
+        ``submit(fn, *args)`` returning futures with ``result()`` — a
+        ``concurrent.futures`` pool, or a ``dask.distributed.Client`` (the
+        blocks then run on the cluster's workers; the source and the
+        surrogates travel to them pickled).  The first block is computed here
+        (it decides between an exact pass and sampling); the others are
+        submitted at once and added up in the same order, so the numbers are
+        the local run's.  Sampling stays here (each block decides whether to go on).
 
     Returns
     -------
@@ -144,32 +154,75 @@ def estimate_errors(
     tallies: dict[str, list[np.ndarray]] = {name: [] for name in operators}  # squared column errors so far
     norms: list[np.ndarray] = []
     with AdaptiveThreads(float(n) * width):  # BLAS threads from the free cores
-        seen = _scoring_pass(source, operators, order, width, tallies, norms, start, time_limit, rtol, fro_norm)
+        seen = _scoring_pass(source, operators, order, width, tallies, norms, start, time_limit, rtol, fro_norm,
+                             executor)
     x = np.concatenate(norms)
     return {name: _estimate(np.concatenate(e), x, n, fro_norm) for name, e in tallies.items()}
 
 
-def _scoring_pass(source, operators, order, width, tallies, norms, start, time_limit, rtol, fro_norm) -> int:
+def block_errors(source, operators: Mapping[str, Any], J: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """``||x_j||^2`` and, per surrogate, ``||x_j - a_j||^2`` for the columns ``J`` (one block of a pass;
+    a pure function of its arguments, so it can run on another process or machine).
+
+    Parameters
+    ----------
+    source : MatrixSource
+        The matrix ``X``.
+    operators : mapping of str to LinearOperator
+        The surrogates.
+    J : numpy.ndarray of int
+        The block's columns.
+
+    Returns
+    -------
+    norms : numpy.ndarray
+    errors : dict of str to numpy.ndarray
+    """
+    block = source.columns(J)
+    errors = {}
+    for name, op in operators.items():
+        R = block - _surrogate_columns(op, J, source.n)
+        errors[name] = np.einsum("ij,ij->j", R, R)
+    return np.einsum("ij,ij->j", block, block), errors
+
+
+def _scoring_pass(source, operators, order, width, tallies, norms, start, time_limit, rtol, fro_norm,
+                  executor=None) -> int:
     """Columns of ``source`` in ``order``, block by block, into the tallies: all of them when the
     first block says the pass fits ``time_limit``, else until the time or ``rtol`` says stop."""
     n = source.n
     seen = 0
     exact_pass = None  # decided after the first block: can every column be looked at in time?
-    for J in block_columns(n, width, order=order):
-        block = source.columns(J)
-        norms.append(np.einsum("ij,ij->j", block, block))
-        for name, op in operators.items():
-            R = block - _surrogate_columns(op, J, n)
-            tallies[name].append(np.einsum("ij,ij->j", R, R))
+    blocks = block_columns(n, width, order=order)
+    for J in blocks:
+        x, errors = block_errors(source, operators, J)
+        norms.append(x)
+        for name, e in errors.items():
+            tallies[name].append(e)
         seen += J.size
         elapsed = _timing.now() - start
         if exact_pass is None:
             exact_pass = time_limit is None or elapsed * n / J.size <= time_limit
+            if exact_pass and executor is not None:
+                return seen + _distributed_rest(executor, source, operators, blocks, tallies, norms)
         if seen >= n or exact_pass:
             continue
         if (time_limit is not None and elapsed + elapsed / seen * J.size > time_limit) or \
                 (seen >= MIN_SAMPLE and _narrow_enough(tallies, norms, n, rtol, fro_norm)):
             break
+    return seen
+
+
+def _distributed_rest(executor, source, operators, blocks, tallies, norms) -> int:
+    """The rest of an exact pass on ``executor``: every block submitted, the results added in order."""
+    futures = [(J.size, executor.submit(block_errors, source, dict(operators), J)) for J in blocks]
+    seen = 0
+    for size, future in futures:
+        x, errors = future.result()
+        norms.append(x)
+        for name, e in errors.items():
+            tallies[name].append(e)
+        seen += size
     return seen
 
 

@@ -320,3 +320,14 @@ def test_fit_of_a_kernel_over_the_memory_limit_runs_from_columns(tmp_path):
     K = KernelMatrix(np.loadtxt(points, delimiter=","))
     saved = load_factors(out).operator.to_dense()
     assert summary["fro_error"] == pytest.approx(np.linalg.norm(K.to_dense() - saved), rel=1e-9)
+
+
+def test_compare_scheduler_without_dask_is_one_line_before_any_work(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "dask.distributed", None)  # import fails as if not installed
+    points = tmp_path / "points.csv"
+    np.savetxt(points, np.random.default_rng(0).standard_normal((20, 2)), delimiter=",")
+    res = invoke("compare", points, "--kernel", "rbf", "--scheduler", "tcp://127.0.0.1:1", "--json", tmp_path / "r.json")
+    assert res.exit_code == 2 and "--scheduler needs dask.distributed" in res.output
+    assert not (tmp_path / "r.json").exists()

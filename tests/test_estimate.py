@@ -72,3 +72,38 @@ def test_a_known_norm_only_carries_the_errors_uncertainty():
     assert est.fro_error == pytest.approx(20.0) and est.rel_error == pytest.approx(0.5)
     assert est.fro_interval == pytest.approx((20.0, 20.0))  # equal columns: no spread
     assert _estimate(e, x, 100, None).exact
+
+
+@pytest.mark.parametrize("pool", ["threads", "processes"])
+def test_an_exact_pass_on_an_executor_gives_the_local_numbers(pool):
+    """The blocks of an exact pass computed elsewhere (a thread or process pool here; a Dask
+    cluster has the same submit/result) add up to exactly the local run's numbers."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+    from sfapprox.operators import HybridOperator
+
+    rng = np.random.default_rng(2)
+    K = KernelMatrix(rng.standard_normal((300, 3)), bandwidth=1.0)
+    U, s, Vt = np.linalg.svd(K.to_dense())
+    ops = {"r5": HybridOperator(300, low_rank=(U[:, :5], s[:5], Vt[:5])), "zero": np.zeros((300, 300))}
+    memory = 300 * 8 * 64 * 10  # several blocks
+    local = estimate_errors(K, ops, time_limit=None, max_memory=memory)
+    make = (lambda: ThreadPoolExecutor(2)) if pool == "threads" else \
+        (lambda: ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")))
+    with make() as executor:
+        remote = estimate_errors(K, ops, time_limit=None, max_memory=memory, executor=executor)
+    for name in ops:
+        assert remote[name] == local[name] and remote[name].exact
+
+
+def test_an_exact_pass_on_a_dask_cluster():
+    distributed = pytest.importorskip("dask.distributed")
+    rng = np.random.default_rng(3)
+    K = KernelMatrix(rng.standard_normal((200, 2)), bandwidth=1.0)
+    ops = {"zero": np.zeros((200, 200))}
+    local = estimate_errors(K, ops, time_limit=None, max_memory=200 * 8 * 64 * 10)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        remote = estimate_errors(K, ops, time_limit=None, max_memory=200 * 8 * 64 * 10, executor=client)
+    assert remote["zero"] == local["zero"]

@@ -23,6 +23,7 @@ def compare(
     save_factors: Annotated[Optional[Path], typer.Option("--save-factors", help="Write each fitted surrogate to FOLDER/<name>.<method>.h5 (the folder is created).", metavar="FOLDER")] = None,
     saved: Annotated[Optional[list[Path]], typer.Option("--with", help="A saved fit (fit --out, --save-factors) to score beside the methods; repeatable.", metavar="FILE")] = None,
     plot_scale: Annotated[Literal["auto", "linear", "log"], typer.Option("--plot-scale", help="--plot colors: linear values, log10 |values| (sparse graphs), or auto: log below 10% non-zeros or when a few values dominate (half of the non-zeros below 2% of the largest).")] = "auto",
+    scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="A matrix compared from its columns: score it on this Dask cluster (the exact pass's column blocks run on its workers; needs sfapprox[dask]).", metavar="ADDRESS")] = None,
     quiet: o.Quiet = False,
     *,
     load,
@@ -50,13 +51,23 @@ def compare(
         check_outputs(outputs)
         check_plot(plot, outputs.force)
         included = load_included(saved, settings.max_memory)
+        client = None
+        if scheduler is not None:  # connected before any work: a wrong address costs nothing
+            from .._dask import connect
+
+            client = connect(scheduler)
         loaded = read_matrix(path, load)
         show_notes(loaded)
         if save_factors is not None:
             check_results_folder(save_factors, loaded.name, names, force=outputs.force)
-        with fit_progress(loaded.name, settings.max_iter, quiet) as progress:
-            comparison = run_compare(loaded, names, budget=budget, settings=settings, count_indices=count_indices,
-                                     callback=announce_start(progress, loaded.name, quiet), include=included)
+        try:
+            with fit_progress(loaded.name, settings.max_iter, quiet) as progress:
+                comparison = run_compare(loaded, names, budget=budget, settings=settings, count_indices=count_indices,
+                                         callback=announce_start(progress, loaded.name, quiet), include=included,
+                                         executor=client)
+        finally:
+            if client is not None:
+                client.close()
         advise_limits(comparison.results)
         emit(comparison.tables(), comparison.to_dict(), outputs)
         suggest_next(comparison, path, names)

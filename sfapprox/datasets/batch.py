@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from .._base import parse_methods
+from .._dask import connect
 from .._errors import ParameterError, one_line
 from .._settings import PROTOCOLS
 from ..budget import parse_budget
@@ -535,16 +536,8 @@ def _stop_pool(pool, interrupted: bool) -> None:
 
 
 def _run_dask(tasks: list[MatrixTask], scheduler: str, write: Callable[[dict], None], emit: Event) -> bool:
-    try:
-        from dask.distributed import Client, as_completed
-    except ImportError:
-        raise ParameterError(
-            "--executor dask needs dask.distributed, an optional extra: pip install 'sfapprox[dask]'"
-        ) from None
-    try:
-        client = Client(scheduler, timeout="10s")  # as_completed looks up the default client
-    except (OSError, TimeoutError) as exc:
-        raise ParameterError(f"cannot connect to the Dask scheduler at {scheduler} ({one_line(exc)})") from None
+    client = connect(scheduler, "--executor dask")  # as_completed looks up the default client
+    from dask.distributed import as_completed
     futures = []
     try:
         futures = client.map(run_matrix, tasks, pure=False)
