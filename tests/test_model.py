@@ -19,6 +19,18 @@ def _planted(n, seed=0):
     return chord_product(torch.from_numpy(ws), offs.tolist()).numpy()
 
 
+def _grid_laplacian(side: int) -> np.ndarray:
+    """The Laplacian of a side x side grid graph (a sparse graph where the identity start wins)."""
+    n = side * side
+    grid = np.zeros((n, n))
+    for i in range(n):
+        grid[i, i] = 4.0
+        for j in (i + 1, i + side):
+            if j < n and (j != i + 1 or (i + 1) % side):
+                grid[i, j] = grid[j, i] = -1.0
+    return grid
+
+
 @pytest.mark.parametrize("n,tol", [(8, 1e-6), (12, 1e-3), (16, 1e-3)])
 def test_exact_recovery_of_a_chord_product(n, tol):
     # Starting from rel. error ~0.3, the fit drives the error of a planted product to ~0
@@ -163,13 +175,7 @@ def test_auto_init_race_drops_a_clearly_worse_start_early():
     from sfapprox.sf._multistart import FIRST as PROBE_FIRST
     from sfapprox.sf._multistart import MARGIN as PROBE_MARGIN
 
-    n = 36
-    grid = np.zeros((n, n))
-    for i in range(n):
-        grid[i, i] = 4.0
-        for j in (i + 1, i + 6):
-            if j < n and (j != i + 1 or (i + 1) % 6):
-                grid[i, j] = grid[j, i] = -1.0
+    grid = _grid_laplacian(6)
     sf = ChordSF(max_iter=3000, time_limit=None, device="cpu").fit(grid)
     assert sf.init_ == "identity"
     assert sf.starts_["reference"]["iterations"] == PROBE_FIRST
@@ -199,13 +205,7 @@ def test_a_race_of_slow_iterations_is_judged_by_time_but_never_before_its_least_
         return slow, name
 
     monkeypatch.setattr(_kernels, "select_kernel", slow_select)
-    n = 36
-    grid = np.zeros((n, n))
-    for i in range(n):
-        grid[i, i] = 4.0
-        for j in (i + 1, i + 6):
-            if j < n and (j != i + 1 or (i + 1) % 6):
-                grid[i, j] = grid[j, i] = -1.0
+    grid = _grid_laplacian(6)
     sf = ChordSF(max_iter=10**6, time_limit=400.0, device="cpu").fit(grid)
     assert sf.init_ == "identity" and sf.starts_["reference"]["iterations"] == MIN_ITER
     assert sf.starts_["identity"]["iterations"] > 100  # the winner had the rest of the time
