@@ -19,6 +19,24 @@ def _planted(n, seed=0):
     return chord_product(torch.from_numpy(ws), offs.tolist()).numpy()
 
 
+def _one_second_evaluations(fake_clock, monkeypatch) -> None:
+    """Every loss evaluation of SF's kernels "takes" one second on the fake clock."""
+    from sfapprox.sf import _kernels
+
+    real = _kernels.select_kernel
+
+    def timed_select(n, device_type):
+        kernel, name = real(n, device_type)
+
+        def timed(*args):
+            fake_clock.advance(1.0)
+            return kernel(*args)
+
+        return timed, name
+
+    monkeypatch.setattr(_kernels, "select_kernel", timed_select)
+
+
 def _grid_laplacian(side: int) -> np.ndarray:
     """The Laplacian of a side x side grid graph (a sparse graph where the identity start wins)."""
     n = side * side
@@ -190,21 +208,9 @@ def test_a_race_of_slow_iterations_is_judged_by_time_but_never_before_its_least_
     """When iterations are slow (large N), a round ends on its share of the probe time: with one
     "second" per evaluation and a 400 s limit (a 40 s probe share, rounds of 5 s, 10 s, ...) the
     worse start leaves after MIN_ITER iterations, not after 100."""
-    from sfapprox.sf import _kernels
     from sfapprox.sf._multistart import MIN_ITER
 
-    real = _kernels.select_kernel
-
-    def slow_select(n, device_type):
-        kernel, name = real(n, device_type)
-
-        def slow(*args):
-            fake_clock.advance(1.0)
-            return kernel(*args)
-
-        return slow, name
-
-    monkeypatch.setattr(_kernels, "select_kernel", slow_select)
+    _one_second_evaluations(fake_clock, monkeypatch)
     grid = _grid_laplacian(6)
     sf = ChordSF(max_iter=10**6, time_limit=400.0, device="cpu").fit(grid)
     assert sf.init_ == "identity" and sf.starts_["reference"]["iterations"] == MIN_ITER
@@ -244,21 +250,9 @@ def test_memory_estimate_covers_what_a_fit_allocates(tmp_path):
 def test_the_time_limit_covers_the_fit_and_leaves_its_scoring_time(fake_clock, monkeypatch):
     # Every loss evaluation "takes" 1 s on the fake clock.  The optimizer gets the limit less the
     # setup and SCORING_EVALS evaluations' worth, and starts no evaluation that would pass that.
-    from sfapprox.sf import _kernels
     from sfapprox.sf.model import SCORING_EVALS, optimizer_time_limit
 
-    real = _kernels.select_kernel
-
-    def timed_select(n, device_type):
-        kernel, name = real(n, device_type)
-
-        def timed(*args):
-            fake_clock.advance(1.0)
-            return kernel(*args)
-
-        return timed, name
-
-    monkeypatch.setattr(_kernels, "select_kernel", timed_select)
+    _one_second_evaluations(fake_clock, monkeypatch)
     X = np.random.default_rng(0).random((24, 24))
     sf = ChordSF(time_limit=8.0, init="reference", max_iter=10**6, device="cpu").fit(X)
     assert sf.stop_reason_ == "time_limit" and sf.n_evals_ >= 2
