@@ -14,16 +14,21 @@ memory (``resource.getrusage``) less the baseline against the estimate the fit c
 in-memory fit would need (:func:`sfapprox.sf.model.estimate_fit_memory`), the seconds of a
 step after the first (median) and of a pass over all N columns.
 
-Writes benchmarks/results/column_fit.json and column_fit.md.
+``--versus N --seconds S``: at a formable N, the same kernel fitted for S seconds by the in-memory
+L-BFGS (identity start, as the column path starts) and from column blocks (forced by a memory
+limit between the two estimates), both scored exactly: what the column path's passes buy.
+
+Writes benchmarks/results/column_fit.json and column_fit.md (a run of one mode keeps the other's rows).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import time
 
-from _common import machine, meta, run_child, write_results
+from _common import OUT, command_line, machine, meta, run_child, write_results
 
 NAME = "column_fit"
 
@@ -65,6 +70,31 @@ def one(n: int, steps: int, max_memory: str) -> dict:
             "max_memory": max_memory}
 
 
+def versus(n: int, seconds: float) -> dict:
+    """In-memory L-BFGS against the column path on the same formed kernel, ``seconds`` each."""
+    import warnings
+
+    import numpy as np
+    from scale_sources import BANDWIDTH, cloud
+
+    from sfapprox import ChordSF
+    from sfapprox.sf.model import COMPILED_WORKING_SET, LIBRARY_WORKING_SET
+    from sfapprox.sf._columns import COLUMN_WIDTH, column_fit_memory
+    from sfapprox.sources import KernelMatrix
+
+    warnings.simplefilter("ignore")
+    X = KernelMatrix(cloud(n), bandwidth=BANDWIDTH).to_dense()
+    m = math.ceil(math.log2(n))
+    limit = column_fit_memory(n, m, m + 1, COLUMN_WIDTH) + LIBRARY_WORKING_SET + COMPILED_WORKING_SET + (64 << 20)
+    rows = []
+    for label, params in (("L-BFGS in memory", {"init": "identity"}), ("from column blocks", {"max_memory": limit})):
+        sf = ChordSF(time_limit=seconds, device="cpu", **params).fit(X)
+        rows.append({"run": label, "rel_error": float(sf.rel_error_), "iterations": int(sf.n_iter_),
+                     "passes": sf.params_.get("epochs", sf.n_evals_), "path": sf.params_.get("path", "in memory"),
+                     "seconds": sf.seconds_})
+    return {"n": n, "seconds": seconds, "rows": rows}
+
+
 def _gib(b: float) -> str:
     return f"{b / 2**30:.2f} GiB"
 
@@ -84,6 +114,13 @@ def render(data: dict) -> list[str]:
                      f"{r['step_seconds']:.3f} | {r['pass_seconds']:.0f} | {r['threads']} |")
     lines += ["", "Goal (issue 25, goal 3): the fit's own state O(N K M) plus O(N b) workspace, and measured "
               "peak ≤ estimate at N = 8,192 … 65,536."]
+    if data.get("versus"):
+        v = data["versus"]
+        lines += ["", f"## What the passes buy: N = {v['n']:,}, {v['seconds']:g} s each (`{v['command']}`)", "",
+                  "| run | relative error (exact) | iterations / steps | passes over the columns | seconds |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {r['run']} | {r['rel_error']:.4f} | {r['iterations']} | {r['passes']} | {r['seconds']:.1f} |"
+                  for r in v["rows"]]
     return lines
 
 
@@ -92,14 +129,22 @@ def main() -> int:
     ap.add_argument("--sizes", default="8192,16384,32768,65536")
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--max-memory", default="4G")
+    ap.add_argument("--versus", type=int, default=None, metavar="N", help="only the L-BFGS / column path comparison")
+    ap.add_argument("--seconds", type=float, default=60.0)
     args = ap.parse_args()
-    rows = []
-    for n in [int(s) for s in args.sizes.split(",") if s]:
-        rows.append(run_child(NAME, "one", [n, args.steps, args.max_memory]))
-        r = rows[-1]
-        print(f"N={n}: allocated {_gib(r['allocated'])} of estimate {_gib(r['estimate'])}; "
-              f"{r['step_seconds']:.3f} s per step, {r['pass_seconds']:.0f} s per pass", flush=True)
-    data = {"meta": meta(machine=machine(), steps=args.steps, max_memory=args.max_memory), "rows": rows}
+    path = OUT / f"{NAME}.json"
+    data = json.loads(path.read_text()) if path.exists() else {}
+    if args.versus:
+        data["versus"] = {**run_child(NAME, "versus", [args.versus, args.seconds]), "command": command_line()}
+        print(json.dumps(data["versus"], indent=1), flush=True)
+    else:
+        rows = []
+        for n in [int(s) for s in args.sizes.split(",") if s]:
+            rows.append(run_child(NAME, "one", [n, args.steps, args.max_memory]))
+            r = rows[-1]
+            print(f"N={n}: allocated {_gib(r['allocated'])} of estimate {_gib(r['estimate'])}; "
+                  f"{r['step_seconds']:.3f} s per step, {r['pass_seconds']:.0f} s per pass", flush=True)
+        data.update(meta=meta(machine=machine(), steps=args.steps, max_memory=args.max_memory), rows=rows)
     write_results(NAME, data, render(data))
     return 0
 

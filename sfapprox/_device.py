@@ -38,16 +38,19 @@ def resolve_device(device: str | None = "auto"):
     raise ParameterError(f"unknown device {device!r}; choose auto, cpu, cuda or cuda:N")
 
 
-def resolve_dtype(dtype: str | None, device) -> "torch.dtype":  # noqa: F821
+def resolve_dtype(dtype: str | None, device, float32_from: int | None = None, n: int | None = None) -> "torch.dtype":  # noqa: F821
     """Map ``"float64" | "float32" | None`` to a torch dtype.
 
-    ``None`` means float64 on the CPU (exact enough for every test) and
-    float32 on a GPU (where float64 throughput is a fraction of float32's).
+    ``None`` (or ``"auto"``) means float32 on a GPU (where float64 throughput
+    is a fraction of float32's), and on the CPU float64 (exact enough for
+    every test) — or float32 when the caller says from which order
+    ``float32_from`` its fits of an ``n x n`` matrix gain from it.
     """
     import torch
 
     if dtype is None or dtype == "auto":
-        return torch.float64 if device.type == "cpu" else torch.float32
+        large = float32_from is not None and n is not None and n >= float32_from
+        return torch.float64 if device.type == "cpu" and not large else torch.float32
     if dtype not in _DTYPES:
         raise ParameterError(f"unknown dtype {dtype!r}; choose one of {', '.join(_DTYPES)}")
     return getattr(torch, dtype)

@@ -51,6 +51,10 @@ SF_FTOL = 1e-10
 SF_GTOL = 1e-12
 #: The start: "auto" races the reference start (values 1/K) and the near-identity one.
 SF_INIT = "auto"
+#: From this N an SF fit on the CPU runs in float32 unless a dtype is asked for: twice the L-BFGS
+#: iterations per second at N = 4,096, where it reached the old default's 10-minute error in 159 s
+#: instead of 322 s (``benchmarks/results/scale_fit_f32.md``); smaller fits stay float64.
+SF_FLOAT32_MIN_N = 4096
 #: The support protocol and the Chord base of the reference structure.
 SF_SUPPORT, SF_BASE = "chord", 2
 

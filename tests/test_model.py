@@ -286,3 +286,18 @@ def test_checkpoints_and_resuming_from_them(tmp_path, fake_clock):
         ChordSF(n_factors=6, init=path, device="cpu").fit(X)
     with pytest.raises(ParameterError, match=r"init: factor values of shape \(2, 24, 6\)"):
         ChordSF(init=np.ones((2, 24, 6)), device="cpu").fit(X)
+
+
+def test_large_fits_on_the_cpu_run_in_float32_unless_asked(monkeypatch):
+    """From SF_FLOAT32_MIN_N (4,096; lowered here) a default fit runs in float32; below it, or with a
+    dtype asked for, as asked; the factors and the error stay float64."""
+    from sfapprox.sf import model
+
+    monkeypatch.setattr(model, "SF_FLOAT32_MIN_N", 30)
+    X = np.random.default_rng(4).random((32, 32))
+    large = ChordSF(max_iter=20, time_limit=None, device="cpu").fit(X)
+    assert large.dtype_ == "float32" and large.factors_.dtype == np.float64
+    asked = ChordSF(max_iter=20, time_limit=None, device="cpu", dtype="float64").fit(X)
+    small = ChordSF(max_iter=20, time_limit=None, device="cpu").fit(X[:24, :24])
+    assert asked.dtype_ == "float64" and small.dtype_ == "float64"
+    assert large.rel_error_ == pytest.approx(asked.rel_error_, rel=1e-3)

@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 from .._base import MethodSpec, RunContext, register
+from .._settings import SF_FLOAT32_MIN_N
 from .._errors import BudgetError
 from ..budget import SFConfig, sf_config_for_budget, sf_min_budget, sf_structure
 from ..chord import min_full_factors, support_offsets
@@ -117,15 +118,16 @@ def _evaluation_seconds(n: int, offsets, n_factors: int) -> float:
 
     kernel, name = select_kernel(n, "cpu")
     rng = np.random.default_rng(0)
-    values = rng.random((n_factors, n, len(offsets))) / len(offsets)
+    dtype = np.float32 if n >= SF_FLOAT32_MIN_N else np.float64  # what a default fit of this N runs in
+    values = (rng.random((n_factors, n, len(offsets))) / len(offsets)).astype(dtype)
     offs = [int(d) for d in offsets]
     width = numba_width(n)
     if name == "numba" and n > WHOLE_MEASURE_MAX_N:
-        block, grads = rng.random((n, width)), [np.empty_like(values)]
+        block, grads = rng.random((n, width)).astype(dtype), [np.empty_like(values)]
         run = lambda: block_loss_and_grad(values, offs, block, 0, grads, width)  # noqa: E731
         share = n / width
     else:
-        ws, target = torch.as_tensor(values), torch.as_tensor(rng.random((n, n)))
+        ws, target = torch.as_tensor(values), torch.as_tensor(rng.random((n, n)).astype(dtype))
         run = lambda: kernel(ws, offs, target)  # noqa: E731
         share = 1.0
     best = float("inf")

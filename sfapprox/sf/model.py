@@ -23,7 +23,16 @@ from .._base import Approximation
 from .._device import resolve_device, resolve_dtype
 from .._errors import ConvergenceWarning, ParameterError
 from .._params import Interval, Options
-from .._settings import DEFAULT_TIME_LIMIT, SF_BASE, SF_FTOL, SF_GTOL, SF_INIT, SF_MAX_ITER, SF_SUPPORT
+from .._settings import (
+    DEFAULT_TIME_LIMIT,
+    SF_BASE,
+    SF_FLOAT32_MIN_N,
+    SF_FTOL,
+    SF_GTOL,
+    SF_INIT,
+    SF_MAX_ITER,
+    SF_SUPPORT,
+)
 from .._threads import AdaptiveThreads
 from .._validation import check_memory, default_memory_limit
 from ..budget import sf_structure
@@ -238,7 +247,10 @@ class ChordSF(Approximation):
         Where the fit runs; ``"auto"``: a CUDA GPU when one is available,
         else the CPU.
     dtype : {"float64", "float32", "auto"} or None, default=None
-        None (or ``"auto"``): float64 on CPU, float32 on GPU.
+        None (or ``"auto"``): float32 on a GPU, and on the CPU from
+        ``N = 4,096`` (:data:`~sfapprox._settings.SF_FLOAT32_MIN_N`: twice the
+        iterations per second there), float64 on the CPU below.  The
+        returned factors and their error are float64 either way.
     max_memory : int or None, default=None
         Memory limit in bytes (default: 90% of the GPU's free memory on
         CUDA, 80% of the physical memory on the CPU).  On the CPU, an offset
@@ -445,7 +457,7 @@ class ChordSF(Approximation):
             X = X.to_dense(self.max_memory)
         n = X.shape[0]
         device = resolve_device(self.device)
-        dtype = resolve_dtype(self.dtype, device)
+        dtype = resolve_dtype(self.dtype, device, SF_FLOAT32_MIN_N, n)
         butterfly = self.support == "butterfly"
         if butterfly:
             n_factors = self._check_butterfly(n)
@@ -559,7 +571,7 @@ class ChordSF(Approximation):
             return True
         n = X.shape[0]
         offsets, n_factors = self._structure(n)
-        itemsize = torch.empty((), dtype=resolve_dtype(self.dtype, device)).element_size()
+        itemsize = torch.empty((), dtype=resolve_dtype(self.dtype, device, SF_FLOAT32_MIN_N, n)).element_size()
         held = X.formed_bytes if isinstance(X, MatrixSource) else _nbytes(X) + (8 * n * n if hasattr(X, "toarray") else 0)
         need = estimate_fit_memory(n, n_factors, len(offsets), itemsize, self.history_size, device.type,
                                    support=self.support, reach=int(offsets.max()), n_starts=len(self._inits()),
