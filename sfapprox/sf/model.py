@@ -2,7 +2,8 @@
 
 ``ChordSF(...).fit(X)`` minimises ``0.5 * ||X - W1 ... WM||_F^2`` over the
 values of ``M`` sparse factors with L-BFGS (see ``_solver``), on the CPU or
-a CUDA GPU.  The factors' support is pluggable: the offset-based Chord
+a CUDA GPU; when that fit is over the memory limit (a matrix too big to
+form, a source), with Adam on blocks of its columns (``_columns``).  The factors' support is pluggable: the offset-based Chord
 protocols (kernels in ``_kernels``) or the butterfly (kernels in
 ``_butterfly``); the optimizer, the starts and the scaling are shared.
 ``fit_sf`` is the function form.
