@@ -46,3 +46,30 @@ class TestCovariance:
 
     def test_nan_in_table_refused(self, tmp_path):
         input_error(write(tmp_path / "t.csv", "1,2\nnan,3\n4,5\n"), "NaN/Inf", covariance=True)
+
+
+def test_a_wide_table_whose_covariance_is_over_the_limit_is_a_source(tmp_path):
+    """open_matrix(covariance=True): formed as before when it fits, a CovarianceMatrix (by columns)
+    when its N x N is over max_memory; compare then runs the column methods, scored exactly."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from sfapprox.cli import app
+    from sfapprox.io import LoadedMatrix, open_matrix
+    from sfapprox.sources import CovarianceMatrix
+
+    T = np.random.default_rng(1).standard_normal((10, 400))
+    p = tmp_path / "wide.csv"
+    np.savetxt(p, T, delimiter=",")
+    limit = 8 * 400 * 400 - 1
+    assert isinstance(open_matrix(p, covariance=True), LoadedMatrix)
+    source = open_matrix(p, covariance=True, max_memory=limit)
+    assert isinstance(source, CovarianceMatrix) and source.name == "wide"
+    np.testing.assert_allclose(source.to_dense(), np.cov(T, rowvar=False), atol=1e-12)
+    res = CliRunner().invoke(app, ["compare", str(p), "--covariance", "--max-memory", str(limit),
+                                   "--methods", "rsvd,nystrom", "--json", "-"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout[res.stdout.index("{"):])
+    assert out["matrix"]["path"] == "columns" and out["matrix"]["format"] == "covariance"
+    assert all(r["status"] == "ok" and r["error_estimate"]["exact"] for r in out["results"])

@@ -138,3 +138,33 @@ def test_memory_mapped_files_that_are_damaged_are_refused(tmp_path):
         ArraySource(np.ones((3, 4)))
     with pytest.raises(ParameterError, match="cannot read columns"):
         as_source([[1.0]])
+
+
+def test_covariance_source_is_numpys_covariance_by_columns_and_products():
+    from sfapprox.sources import CovarianceMatrix
+
+    rng = np.random.default_rng(5)
+    T = rng.standard_normal((7, 40)) * rng.random(40) + rng.random(40)
+    C = CovarianceMatrix(T, name="wide")
+    ref = np.cov(T, rowvar=False)
+    assert C.n == 40 and C.symmetric and C.psd
+    np.testing.assert_allclose(C.to_dense(), ref, atol=1e-12)
+    np.testing.assert_allclose(C.columns([3, 0, 39]), ref[:, [3, 0, 39]], atol=1e-12)
+    np.testing.assert_allclose(C.diagonal(), np.diag(ref), atol=1e-12)
+    B = rng.standard_normal((40, 3))
+    np.testing.assert_allclose(C.matmat(B), ref @ B, atol=1e-11)
+    np.testing.assert_allclose(C.rmatmat(B[:, 0]), ref.T @ B[:, 0], atol=1e-11)
+    assert C.describe() == {"kind": "covariance", "samples": 7, "features": 40}
+
+
+@pytest.mark.parametrize("table,match", [
+    (np.ones((1, 4)), "at least 2 samples"),
+    (np.array([[1.0, np.nan], [2.0, 3.0]]), "complete data"),
+    (np.ones(5), "samples x features table"),
+])
+def test_covariance_source_refuses_bad_tables(table, match):
+    from sfapprox import InputError
+    from sfapprox.sources import CovarianceMatrix
+
+    with pytest.raises(InputError, match=match):
+        CovarianceMatrix(table)

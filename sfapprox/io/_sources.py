@@ -17,9 +17,9 @@ import zipfile
 
 import numpy as np
 
-from .._errors import ParameterError
+from .._errors import InputError, ParameterError
 from .._validation import default_memory_limit
-from ..sources import AttentionMatrix, KernelMatrix, MatrixSource, open_npy
+from ..sources import AttentionMatrix, CovarianceMatrix, KernelMatrix, MatrixSource, open_npy
 from ._common import Options, Source, fail, one_line, strip_compression
 from ._covariance import read_libsvm_table
 from ._numpy import _header, _load_npy, read_table_npy
@@ -173,6 +173,10 @@ def open_matrix(
 
     if bandwidth is not None and kernel is None:
         raise ParameterError("a bandwidth needs a kernel: give --kernel (kernel=) too")
+    if options.get("covariance") and kernel is None and format != "attention":
+        table = _wide_table(path, format, max_memory)
+        if table is not None:
+            return CovarianceMatrix(table, name=_stem(path))
     if kernel is not None:
         if format == "attention" or options.get("covariance"):
             raise ParameterError("a kernel reads a table of points; it does not combine with an attention map "
@@ -184,6 +188,21 @@ def open_matrix(
     if format in (None, "npy") and var is None and _big_npy(path, max_memory):
         return open_npy(path)
     return load_matrix(path, format=format, var=var, max_memory=max_memory, **options)
+
+
+def _wide_table(path, format: str | None, max_memory: int | None) -> np.ndarray | None:
+    """The samples x features table of ``covariance=True`` when its covariance (``8 N^2`` bytes) is over the
+    memory limit — it is then a :class:`~sfapprox.sources.CovarianceMatrix`, computed by columns — else
+    None (``load_matrix`` forms it, as for every table that fits)."""
+    if format not in (None, "csv", "npy", "libsvm"):
+        return None  # load_matrix says what covariance=True accepts
+    try:
+        table = read_points(path, format=format, max_memory=max_memory)
+    except InputError:
+        return None  # load_matrix reports the file's problem in its own words
+    limit = max_memory if max_memory is not None else default_memory_limit()
+    features = table.shape[1] if table.ndim == 2 else 0
+    return table if limit is not None and 8 * features * features > limit else None
 
 
 def is_source(matrix) -> bool:

@@ -3,7 +3,7 @@
 A :class:`MatrixSource` computes exact column blocks ``X[:, J]`` on demand
 (``O(N |J|)`` memory), and from them ``X @ B``, ``X.T @ B``, entries, the
 diagonal, and the whole matrix when it fits.  The methods that can work from
-columns (``nystrom``, ``rsvd``, ``sparse``, ``rpca``, ``monarch``) run on a
+columns (``sf``, ``nystrom``, ``rsvd``, ``sparse``, ``rpca``, ``monarch``) run on a
 source directly, their errors exact by a streamed pass or estimated with a
 confidence interval (:mod:`sfapprox.estimate`); :func:`sfapprox.compare` forms a source whose
 dense size fits the memory limit and runs every method on it as before.
@@ -11,6 +11,7 @@ dense size fits the memory limit and runs every method on it as before.
 ==========================  =====================================================
 :class:`KernelMatrix`       ``k(x_i, x_j)`` of a point table (rbf, laplacian, matern32/52, cosine, linear)
 :class:`AttentionMatrix`    ``softmax(Q K^T / sqrt(d))`` from queries and keys
+:class:`CovarianceMatrix`   the feature covariance of a wide samples x features table
 :class:`ArraySource`        a dense array, or a ``.npy`` file memory-mapped (:func:`open_npy`)
 :class:`SparseSource`       a scipy sparse matrix
 :class:`OperatorSource`     any square scipy ``LinearOperator``
@@ -25,12 +26,14 @@ from __future__ import annotations
 from ._base import MAX_BLOCK, MIN_BLOCK, MatrixSource, block_columns
 from .arrays import ArraySource, OperatorSource, SparseSource, as_source, open_npy
 from .attention import AttentionMatrix
+from .covariance import CovarianceMatrix
 from .kernels import KERNELS, KernelMatrix, median_bandwidth
 
 __all__ = [
     "MatrixSource",
     "KernelMatrix",
     "AttentionMatrix",
+    "CovarianceMatrix",
     "ArraySource",
     "SparseSource",
     "OperatorSource",
