@@ -79,32 +79,12 @@ class CovarianceMatrix(MatrixSource):
         return np.einsum("ij,ij->j", self.centred, self.centred) / self._denominator
 
     def matmat(self, B: np.ndarray) -> np.ndarray:
-        """``X @ B = A_c^T (A_c B) / (m - 1)``: ``O(m N k)``, no pass over the entries.
-
-        Parameters
-        ----------
-        B : array_like, shape (N,) or (N, k)
-
-        Returns
-        -------
-        numpy.ndarray
-            ``X @ B``, of ``B``'s shape.
-        """
+        """``X @ B`` (as :meth:`MatrixSource.matmat`) by ``A_c^T (A_c B) / (m - 1)``: ``O(m N k)``,
+        no pass over the ``N^2`` entries."""
         B = np.asarray(B, dtype=np.float64)
         return self.centred.T @ (self.centred @ B) / self._denominator
 
-    def rmatmat(self, B: np.ndarray) -> np.ndarray:
-        """``X.T @ B``, which is ``X @ B`` (a covariance is symmetric).
-
-        Parameters
-        ----------
-        B : array_like, shape (N,) or (N, k)
-
-        Returns
-        -------
-        numpy.ndarray
-        """
-        return self.matmat(B)
+    rmatmat = matmat  # a covariance is symmetric: X.T @ B is X @ B
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "samples": int(self.centred.shape[0]), "features": self.n}
