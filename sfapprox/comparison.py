@@ -409,6 +409,40 @@ def compare_columns(
         source.max_memory = previous
 
 
+def score_from_columns(source: MatrixSource, results: Sequence[MethodResult], settings: FitSettings,
+                       executor=None) -> dict[str, Any]:
+    """Score every fitted row of ``results`` from ``source``'s columns, all on the same columns (exact
+    when one pass fits :func:`scoring_seconds` of ``settings.time_limit``, else estimated with a 95 %
+    interval): sets each row's ``fro_error``, ``rel_error`` and ``error_estimate``.
+
+    Parameters
+    ----------
+    source : MatrixSource
+        The matrix, known by its columns.
+    results : sequence of MethodResult
+        The rows; those with an operator and status "ok" or "interrupted" are scored.
+    settings : FitSettings
+        Its ``time_limit``, ``seed`` and ``max_memory`` drive the pass.
+    executor : Executor, optional
+        Where an exact pass computes its blocks (:func:`~sfapprox.estimate_errors`).
+
+    Returns
+    -------
+    dict of str to ErrorEstimate
+        By method name.
+    """
+    scored = {r.method: r.operator for r in results if r.operator is not None and r.status in ("ok", "interrupted")}
+    if not scored:
+        return {}
+    estimates = estimate_errors(source, scored, time_limit=scoring_seconds(settings.time_limit), seed=settings.seed,
+                                max_memory=settings.max_memory, executor=executor)
+    for r in results:
+        if r.method in estimates:
+            e = estimates[r.method]
+            r.fro_error, r.rel_error, r.error_estimate = e.fro_error, e.rel_error, e.to_dict()
+    return estimates
+
+
 def _compare_columns(source, names, resolved, info, context, settings, on_result, include, executor) -> Comparison:
     with warnings_at_caller():
         results = run_all(names, source, resolved, context, None, on_result)
@@ -416,17 +450,11 @@ def _compare_columns(source, names, resolved, info, context, settings, on_result
         operator = getattr(surrogate, "operator", surrogate)
         results.append(MethodResult(name, "ok", nnz=int(operator.n_stored), operator=operator,
                                     params={"kind": getattr(surrogate, "kind", None)}))
-    scored = {r.method: r.operator for r in results if r.operator is not None and r.status in ("ok", "interrupted")}
-    score_time = scoring_seconds(settings.time_limit)
     started = time.perf_counter()
-    estimates = estimate_errors(source, scored, time_limit=score_time, seed=settings.seed,
-                                max_memory=settings.max_memory, executor=executor) if scored else {}
+    estimates = score_from_columns(source, results, settings, executor)
     for r in results:
-        if r.method in estimates:
-            e = estimates[r.method]
-            r.fro_error, r.rel_error, r.error_estimate = e.fro_error, e.rel_error, e.to_dict()
-            if r.nnz is not None and r.nnz > resolved.value:
-                r.status, r.reason = "not applicable", f"stores {r.nnz} numbers, over the budget {resolved.value}"
+        if r.method in estimates and r.nnz is not None and r.nnz > resolved.value:
+            r.status, r.reason = "not applicable", f"stores {r.nnz} numbers, over the budget {resolved.value}"
     comparison = build_comparison(info, resolved, results, context)
     columns = max((e.columns for e in estimates.values()), default=0)
     how = ("exactly, by a pass over every column" if columns >= source.n else

@@ -195,10 +195,7 @@ def _scoring_pass(source, operators, order, width, tallies, norms, start, time_l
     exact_pass = None  # decided after the first block: can every column be looked at in time?
     blocks = block_columns(n, width, order=order)
     for J in blocks:
-        x, errors = block_errors(source, operators, J)
-        norms.append(x)
-        for name, e in errors.items():
-            tallies[name].append(e)
+        _tally(block_errors(source, operators, J), tallies, norms)
         seen += J.size
         elapsed = _timing.now() - start
         if exact_pass is None:
@@ -213,15 +210,26 @@ def _scoring_pass(source, operators, order, width, tallies, norms, start, time_l
     return seen
 
 
+def _tally(result: tuple[np.ndarray, dict[str, np.ndarray]], tallies, norms) -> None:
+    """Add one block's :func:`block_errors` to the pass's tallies."""
+    x, errors = result
+    norms.append(x)
+    for name, e in errors.items():
+        tallies[name].append(e)
+
+
 def _distributed_rest(executor, source, operators, blocks, tallies, norms) -> int:
-    """The rest of an exact pass on ``executor``: every block submitted, the results added in order."""
-    futures = [(J.size, executor.submit(block_errors, source, dict(operators), J)) for J in blocks]
+    """The rest of an exact pass on ``executor``: every block submitted, the results added in order.
+
+    A Dask client gets the source and the surrogates once (``scatter``), not pickled with every block.
+    """
+    shared = [source, dict(operators)]
+    if hasattr(executor, "scatter"):
+        shared = executor.scatter(shared, broadcast=True)
+    futures = [(J.size, executor.submit(block_errors, *shared, J)) for J in blocks]
     seen = 0
     for size, future in futures:
-        x, errors = future.result()
-        norms.append(x)
-        for name, e in errors.items():
-            tallies[name].append(e)
+        _tally(future.result(), tallies, norms)
         seen += size
     return seen
 

@@ -246,10 +246,7 @@ def sweep(
         return _sweep_columns(matrix, names, specs, settings=settings, count_indices=count_indices,
                               protocol=protocol, callback=callback, on_result=on_result, matrix_info=matrix_info)
     loaded = as_loaded_matrix(matrix, load)
-    resolved = {}
-    for spec in specs:
-        b = resolve_budget(spec, loaded.n)
-        resolved.setdefault(b.value, b)
+    resolved = _distinct_budgets(specs, loaded.n)
     check_scoring_memory(loaded, settings.max_memory)
     info = {**loaded.summary(), **(matrix_info or {})}
     context = RunContext(settings, count_indices, protocol, callback)
@@ -268,18 +265,25 @@ def sweep(
     return Sweep(info, names, points, settings=first.settings, versions=first.versions)
 
 
+def _distinct_budgets(specs: list[str], n: int) -> dict:
+    """The budgets of ``specs`` for an ``n x n`` matrix by value, each value once (its first spec)."""
+    resolved: dict = {}
+    for spec in specs:
+        budget = resolve_budget(spec, n)
+        resolved.setdefault(budget.value, budget)
+    return resolved
+
+
 def _sweep_columns(source: MatrixSource, names: list[str], specs: list[str], *, settings: FitSettings,
                    count_indices: bool, protocol: str, callback, on_result, matrix_info) -> Sweep:
     """:func:`sweep` of a source too big to form: one comparison from its columns per budget
     (:func:`~sfapprox.comparison.compare_columns`: the column methods fit, every row scored from the
     same columns, exactly or with a 95 % interval)."""
-    resolved: dict[int, str] = {}
-    for spec in specs:
-        resolved.setdefault(resolve_budget(spec, source.n).value, spec)
+    resolved = _distinct_budgets(specs, source.n)
     points: list[Comparison] = []
     for value in sorted(resolved):
         report = (lambda r, b=value: on_result(b, r)) if on_result else None
-        point = compare_columns(source, names, budget=resolved[value], settings=settings, count_indices=count_indices,
+        point = compare_columns(source, names, budget=resolved[value].spec, settings=settings, count_indices=count_indices,
                                 protocol=protocol, callback=callback, on_result=report, matrix_info=matrix_info)
         points.append(point)
         if any(r.status == "interrupted" for r in point.results):

@@ -21,8 +21,7 @@ from .._errors import ConvergenceWarning, SfapproxError, one_line
 from .._settings import COUNT_INDICES, FitSettings, parse_size
 from ..budget import resolve_budget
 from .._validation import check_square_matrix
-from ..comparison import formable, run_all, scoring_seconds
-from ..estimate import estimate_errors
+from ..comparison import formable, run_all, score_from_columns
 from ..factors import save_factors
 from ..sources import MatrixSource
 from .fetch import ChecksumError, UnavailableError, fetch_entry, file_sha256
@@ -182,17 +181,6 @@ def _materialize(task: MatrixTask):
                         file_sha256(found.path)), extra
 
 
-def _score_from_columns(result, source: MatrixSource, settings: FitSettings) -> None:
-    """A row fitted on a source not formed gets its error from the source's columns: exact when
-    one pass fits the scoring's time, else estimated with a 95 % interval (as compare's rows)."""
-    if result.operator is None or result.status not in ("ok", "interrupted"):
-        return
-    scored = estimate_errors(source, {result.method: result.operator}, seed=settings.seed,
-                             time_limit=scoring_seconds(settings.time_limit),
-                             max_memory=settings.max_memory)[result.method]
-    result.fro_error, result.rel_error, result.error_estimate = scored.fro_error, scored.rel_error, scored.to_dict()
-
-
 def _factors_name(task: MatrixTask, method: str) -> str:
     # Plain SF keeps the historical name; the other methods get theirs in the file name.
     suffix = "" if method == "sf" else f".{method}"
@@ -308,8 +296,8 @@ def run_matrix(task: MatrixTask, on_record: Callable[[dict], None] | None = None
         records: list[dict[str, Any]] = []
 
         def done(result) -> None:
-            if isinstance(loaded, MatrixSource):
-                _score_from_columns(result, loaded, settings)
+            if isinstance(loaded, MatrixSource):  # fitted on columns: scored from them too, as compare's rows
+                score_from_columns(loaded, [result], settings)
             record = _record(task, result, loaded, info, budget)
             records.append(record)
             if on_record is not None and record["status"] != "interrupted":

@@ -183,7 +183,7 @@ def fit_columns(
     offsets,
     *,
     settings: ColumnSettings = ColumnSettings(),
-    width: int = 32,
+    width: int = COLUMN_WIDTH,
     max_iter: int = 1000,
     time_limit: float | None = None,
     seed: int = 0,
@@ -202,7 +202,7 @@ def fit_columns(
         The support's offsets.
     settings : ColumnSettings, optional
         Batch, step size and Adam's constants.
-    width : int, default=32
+    width : int, default=COLUMN_WIDTH
         Columns per kernel block (:func:`column_width` sizes it for memory).
     max_iter : int, default=1000
         Steps at most.

@@ -401,6 +401,24 @@ def _block_groups(n: int, width: int, groups: int) -> tuple[np.ndarray, ...]:
     return tuple(np.array_split(np.arange(0, n, width, dtype=np.int64), groups))
 
 
+def _run_groups(module, w: np.ndarray, target: np.ndarray, offsets: Sequence[int], width: int,
+                grads: Sequence[np.ndarray], groups: Sequence[np.ndarray], x0: int) -> float | None:
+    """The compiled kernel on each group of block starts (``groups[g]`` into ``grads[g]``), on up to
+    :func:`~sfapprox._threads.compiled_threads` threads: the summed loss, or None when the kernel
+    failed to compile (a broken llvmlite, an unwritable cache; said once)."""
+    fwd, bwd = _numba_plan(w.shape[1], tuple(offsets))  # ints or numpy ints: the same hash and key
+
+    def task(g: int):
+        return lambda: module.loss_and_grad(w, target, fwd, bwd, width, grads[g], groups[g], x0)
+
+    try:
+        losses = _run_tasks([task(g) for g in range(len(groups))], compiled_threads())
+    except Exception as exc:
+        _COMPILED.failed(exc)
+        return None
+    return float(sum(losses))
+
+
 def loss_and_grad_numba(
     ws: torch.Tensor, offsets: Sequence[int], X: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -422,24 +440,16 @@ def loss_and_grad_numba(
         n = ws.shape[1]
         w = np.ascontiguousarray(ws.detach().numpy())
         target = np.ascontiguousarray(X.detach().numpy())
-        fwd, bwd = _numba_plan(n, tuple(offsets))  # ints or numpy ints: the same hash and key
         width = numba_width(n)
         groups = _block_groups(n, width, numba_groups(n))
         grads = [np.empty_like(w) for _ in groups]
-
-        def task(g: int):
-            return lambda: module.loss_and_grad(w, target, fwd, bwd, width, grads[g], groups[g], 0)
-
-        try:
-            losses = _run_tasks([task(g) for g in range(len(groups))], compiled_threads())
-        except Exception as exc:  # a failed compile (broken llvmlite, unwritable cache, ...)
-            _COMPILED.failed(exc)
-        else:
+        loss = _run_groups(module, w, target, offsets, width, grads, groups, 0)
+        if loss is not None:
             grad = grads[0]
             for extra in grads[1:]:
                 grad += extra
             # from_numpy: a third of torch.tensor's cost, which counts at tens of microseconds per call
-            return torch.from_numpy(np.array(sum(losses), dtype=w.dtype)), torch.from_numpy(grad)
+            return torch.from_numpy(np.array(loss, dtype=w.dtype)), torch.from_numpy(grad)
     fallback = loss_and_grad_dense if ws.shape[1] <= DENSE_MAX_N else loss_and_grad_panels
     return fallback(ws, offsets, X)
 
@@ -487,25 +497,17 @@ def block_loss_and_grad(
     n, cols = block.shape
     module = _numba_module()
     if module:
-        fwd, bwd = _numba_plan(n, tuple(int(d) for d in offsets))
         starts = np.arange(start, start + cols, width, dtype=np.int64)
         groups = [g for g in np.array_split(starts, len(grads)) if g.size]
-
-        def task(g: int):
-            return lambda: module.loss_and_grad(w, block, fwd, bwd, width, grads[g], groups[g], start)
-
-        try:
-            losses = _run_tasks([task(g) for g in range(len(groups))], compiled_threads())
-        except Exception as exc:  # a failed compile: said once, then the torch path below
-            _COMPILED.failed(exc)
-        else:
+        loss = _run_groups(module, w, block, offsets, width, grads, groups, start)
+        if loss is not None:  # else a failed compile, said once: the torch path below
             if add:
                 for extra in grads[1:len(groups)]:
                     grads[0] += extra
             else:
                 for empty in grads[len(groups):]:
                     empty[...] = 0.0
-            return float(sum(losses))
+            return loss
     ws = torch.from_numpy(w).clone().requires_grad_(True)
     eye = torch.zeros((n, cols), dtype=ws.dtype)
     eye[torch.arange(start, start + cols), torch.arange(cols)] = 1.0  # the identity's columns S

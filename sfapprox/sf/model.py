@@ -465,16 +465,10 @@ class ChordSF(Approximation):
             offsets = np.zeros(0, dtype=np.int64)  # positions are i and i XOR 2^m, not offsets
             n_values = 2
         else:
-            offsets = support_offsets(n, self.support, self.base)
-            n_factors = sf_structure(n, support=self.support, base=self.base, n_factors=self.n_factors).n_factors
-            self._check_support(n, offsets, n_factors)
+            offsets, n_factors = self._structure(n)
             n_values = len(offsets)
-        itemsize = torch.empty((), dtype=dtype).element_size()
         check_memory(
-            estimate_fit_memory(n, n_factors, n_values, itemsize, self.history_size, device.type,
-                                support=self.support, reach=int(offsets.max()) if len(offsets) else 0,
-                                n_starts=len(self._inits()), input_bytes=_nbytes(X)
-                                + (8 * n * n if hasattr(X, "toarray") else 0)),  # sparse input: its dense copy too
+            self._in_memory_need(X, n_factors, offsets, n_values, dtype, device),
             what=f"fitting SF to the {n} x {n} matrix on {device.type} in {dtype}".replace("torch.", ""),
             limit=self._memory_limit(device),
         )
@@ -565,20 +559,27 @@ class ChordSF(Approximation):
         True for the butterfly and on a GPU, which have no column path (their
         own memory check then says what is over).
         """
-        import torch
-
         device = resolve_device(self.device)
         if self.support == "butterfly" or device.type != "cpu":
             return True
         n = X.shape[0]
         offsets, n_factors = self._structure(n)
-        itemsize = torch.empty((), dtype=resolve_dtype(self.dtype, device, SF_FLOAT32_MIN_N, n)).element_size()
-        held = X.formed_bytes if isinstance(X, MatrixSource) else _nbytes(X) + (8 * n * n if hasattr(X, "toarray") else 0)
-        need = estimate_fit_memory(n, n_factors, len(offsets), itemsize, self.history_size, device.type,
-                                   support=self.support, reach=int(offsets.max()), n_starts=len(self._inits()),
-                                   input_bytes=held)
+        need = self._in_memory_need(X, n_factors, offsets, len(offsets),
+                                    resolve_dtype(self.dtype, device, SF_FLOAT32_MIN_N, n), device)
         limit = self.max_memory if self.max_memory is not None else default_memory_limit()
         return limit is None or need <= limit
+
+    def _in_memory_need(self, X, n_factors: int, offsets: np.ndarray, n_values: int, dtype, device) -> int:
+        """:func:`estimate_fit_memory` of the L-BFGS fit of ``X`` (a source counts as formed, a sparse
+        matrix with its dense copy)."""
+        import torch
+
+        n = X.shape[0]
+        held = X.formed_bytes if isinstance(X, MatrixSource) else _nbytes(X) + (8 * n * n if hasattr(X, "toarray") else 0)
+        return estimate_fit_memory(n, n_factors, n_values, torch.empty((), dtype=dtype).element_size(),
+                                   self.history_size, device.type, support=self.support,
+                                   reach=int(offsets.max()) if len(offsets) else 0, n_starts=len(self._inits()),
+                                   input_bytes=held)
 
     def _fit_columns(self, source: MatrixSource, fit_begin: float) -> "ChordSF":
         """Fit from ``source``'s column blocks (:mod:`._columns`): the path of a matrix whose
@@ -630,16 +631,16 @@ class ChordSF(Approximation):
     def _column_progress(self, fro: float, began: float, poll, shape, scale: float):
         """The per-step callback of a fit from columns: the thread governor's poll, the user's
         callback (its ``fro_error`` the running estimate) and the checkpoints."""
-        user, last = self.callback, [_timing.now()]
+        user = self.callback
+        due = self._checkpoint_due() if self.checkpoint is not None else (lambda: False)
 
         def report(step: int, running: float, columns: int, values: np.ndarray) -> bool:
             poll()
             stop = user is not None and bool(user({"iteration": step, "max_iter": self.max_iter,
                                                    "fro_error": running * fro, "elapsed": time.perf_counter() - began,
                                                    "start": "columns", "epochs": columns / shape[1]}))
-            if self.checkpoint is not None and _timing.now() - last[0] >= self.checkpoint_every:
+            if due():
                 self._save_checkpoint(values * scale ** (1.0 / shape[0]), step, running * fro)
-                last[0] = _timing.now()
             return stop
 
         return report
@@ -692,9 +693,21 @@ class ChordSF(Approximation):
                      fit={"checkpoint": True, "iterations": int(iterations), "fro_error": float(error)},
                      settings={k: v for k, v in self.get_params().items() if not callable(v) and k != "init"})
 
+    def _checkpoint_due(self) -> Callable[[], bool]:
+        """A clock that says True once every ``checkpoint_every`` seconds (the checkpoints of both paths)."""
+        last = [_timing.now()]
+
+        def due() -> bool:
+            if _timing.now() - last[0] < self.checkpoint_every:
+                return False
+            last[0] = _timing.now()
+            return True
+
+        return due
+
     def _checkpointing(self, report, states: dict, shape, scale: float, offsets: np.ndarray):
         """``report``, and every ``checkpoint_every`` seconds the best factors so far saved to ``checkpoint``."""
-        last = [_timing.now()]
+        due = self._checkpoint_due()
 
         def save() -> None:
             best = min(states.values(), key=lambda st: st["best_loss"])
@@ -704,9 +717,8 @@ class ChordSF(Approximation):
 
         def wrapped(name: str, state: dict) -> bool:
             stop = report(name, state)
-            if _timing.now() - last[0] >= self.checkpoint_every:
+            if due():
                 save()
-                last[0] = _timing.now()
             return stop
 
         return wrapped
