@@ -24,7 +24,7 @@ from .._errors import InputError, ParameterError
 from .._validation import check_memory, check_square_matrix, estimate_dense_bytes
 from ..factors import is_factors_file
 from ._common import Options, ReadResult, Source, check_order, fail, strip_compression
-from ._covariance import read_covariance
+from ._covariance import covariance_of, read_covariance
 from ._hb import read_hb
 from ._image import read_image
 from ._linqs import companion, read_linqs
@@ -493,21 +493,62 @@ def load_matrix(
                              "sfapprox.io.open_matrix(path, format='attention') (the CLI does)")
     opts = Options(format=format, var=var, network=network, relation=relation, two_mode=two_mode, gradient=gradient,
                    resize=resize, square=square, covariance=covariance, mirror=mirror, max_memory=max_memory)
-    _check_options(format, opts)
-    display = os.fspath(path)
-    if os.path.isdir(path):
-        raise fail(display, "is a folder, not a matrix file", _folder_hint(path))
-    src = Source(path, max_memory)
-    src.check_exists()
-    fmt = format or _detect_input_format(path)
-    if fmt == "covariance":
-        covariance, fmt = True, detect_format(path)
-    _check_option_use(display, fmt, opts, covariance)
+    src, fmt, covariance = _open_checked(path, format, opts)
     with src.guard():
         if covariance:
             result = read_covariance(src, opts, _TABLE_FORMATS[fmt])
         else:
             result = _FORMATS[fmt].reader(src, opts)
+    return _loaded(path, src, fmt, result, max_memory)
+
+
+def _open_checked(path, format: str | None, opts: Options) -> tuple[Source, str, bool]:
+    """The file's :class:`Source`, its format and whether its covariance is asked, after every check
+    of the options and the path that comes before reading."""
+    _check_options(format, opts)
+    display = os.fspath(path)
+    if os.path.isdir(path):
+        raise fail(display, "is a folder, not a matrix file", _folder_hint(path))
+    src = Source(path, opts.max_memory)
+    src.check_exists()
+    fmt = format or _detect_input_format(path)
+    covariance = opts.covariance
+    if fmt == "covariance":
+        covariance, fmt = True, detect_format(path)
+    _check_option_use(display, fmt, opts, covariance)
+    return src, fmt, covariance
+
+
+def covariance_of_table(path: str | os.PathLike, table: np.ndarray, notes: list[str], *, format: str | None = None,
+                        max_memory: int | None = None, **options) -> LoadedMatrix:
+    """What ``load_matrix(path, covariance=True, ...)`` returns, from the table already read from ``path``
+    (:func:`~sfapprox.io.open_matrix` reads a table once to size its covariance).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The table's file (named in messages, hashed for the result's provenance).
+    table : numpy.ndarray, shape (samples, features)
+        Its values, as :func:`read_points` gives them.
+    notes : list of str
+        What reading it noted.
+    format, max_memory, **options
+        As :func:`load_matrix` (``covariance`` is implied).
+
+    Returns
+    -------
+    LoadedMatrix
+    """
+    opts = Options(format=format, max_memory=max_memory, **{**options, "covariance": True})
+    src, fmt, _ = _open_checked(path, format, opts)
+    with src.guard():
+        result = covariance_of(src, table, opts, notes)
+    return _loaded(path, src, fmt, result, max_memory)
+
+
+def _loaded(path, src: Source, fmt: str, result: ReadResult, max_memory: int | None) -> LoadedMatrix:
+    """The checked square matrix of a reader's result, with its provenance."""
+    display = os.fspath(path)
     shape = getattr(result.matrix, "shape", ())
     if sp.issparse(result.matrix) and len(shape) == 2 and shape[0] == shape[1]:
         # Readers refuse from their headers; this catches the matrices whose

@@ -58,6 +58,11 @@ def read_points(path: str | os.PathLike, *, format: str | None = None, max_memor
     InputError
         For a file that is not such a table (one line, starting with the path).
     """
+    return _read_table(path, format, max_memory)[0]
+
+
+def _read_table(path, format: str | None, max_memory: int | None) -> tuple[np.ndarray, list[str]]:
+    """:func:`read_points`'s table and what reading it noted."""
     src = Source(path, max_memory)
     src.check_exists()
     ext = os.path.splitext(strip_compression(os.path.basename(os.fspath(path)).lower()))[1]
@@ -68,10 +73,10 @@ def read_points(path: str | os.PathLike, *, format: str | None = None, max_memor
     opts = Options(max_memory=max_memory)
     with src.guard():
         if kind == "libsvm":
-            return read_libsvm_table(src, opts)[0]
+            return read_libsvm_table(src, opts)
         if kind == "npy":
-            return read_table_npy(src, opts)
-        return read_table(src, opts)[0]
+            return read_table_npy(src, opts), []
+        return read_table(src, opts)
 
 
 def _attention(path, var: str | None, max_memory: int | None) -> AttentionMatrix:
@@ -174,9 +179,9 @@ def open_matrix(
     if bandwidth is not None and kernel is None:
         raise ParameterError("a bandwidth needs a kernel: give --kernel (kernel=) too")
     if options.get("covariance") and kernel is None and format != "attention":
-        table = _wide_table(path, format, max_memory)
-        if table is not None:
-            return CovarianceMatrix(table, name=_stem(path))
+        read = _covariance_table(path, format, max_memory)
+        if read is not None:
+            return _covariance(path, *read, format=format, var=var, max_memory=max_memory, **options)
     if kernel is not None:
         if format == "attention" or options.get("covariance"):
             raise ParameterError("a kernel reads a table of points; it does not combine with an attention map "
@@ -190,19 +195,29 @@ def open_matrix(
     return load_matrix(path, format=format, var=var, max_memory=max_memory, **options)
 
 
-def _wide_table(path, format: str | None, max_memory: int | None) -> np.ndarray | None:
-    """The samples x features table of ``covariance=True`` when its covariance (``8 N^2`` bytes) is over the
-    memory limit — it is then a :class:`~sfapprox.sources.CovarianceMatrix`, computed by columns — else
-    None (``load_matrix`` forms it, as for every table that fits)."""
+def _covariance_table(path, format: str | None, max_memory: int | None) -> tuple[np.ndarray, list[str]] | None:
+    """The samples x features table of ``covariance=True`` and its reading's notes, read once; None when
+    it is not a table this path reads (``load_matrix`` then reports the file in its own words)."""
     if format not in (None, "csv", "npy", "libsvm"):
         return None  # load_matrix says what covariance=True accepts
     try:
-        table = read_points(path, format=format, max_memory=max_memory)
+        return _read_table(path, format, max_memory)
     except InputError:
-        return None  # load_matrix reports the file's problem in its own words
+        return None
+
+
+def _covariance(path, table: np.ndarray, notes: list[str], *, format: str | None, max_memory: int | None,
+                **options):
+    """A :class:`~sfapprox.sources.CovarianceMatrix` (computed by columns) when the covariance
+    (``8 N^2`` bytes) is over the memory limit; else formed, as ``load_matrix`` forms it — from the
+    table already read."""
+    from . import covariance_of_table
+
     limit = max_memory if max_memory is not None else default_memory_limit()
     features = table.shape[1] if table.ndim == 2 else 0
-    return table if limit is not None and 8 * features * features > limit else None
+    if limit is not None and 8 * features * features > limit:
+        return CovarianceMatrix(table, name=_stem(path))
+    return covariance_of_table(path, table, notes, format=format, max_memory=max_memory, **options)
 
 
 def is_source(matrix) -> bool:
