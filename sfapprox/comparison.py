@@ -32,7 +32,7 @@ from .factors import load_factors
 from .metrics import frobenius_error
 from .estimate import estimate_errors
 from .results import Comparison, MethodResult, library_versions
-from .sources import MatrixSource
+from .sources import DistributedSource, MatrixSource
 
 __all__ = ["compare", "available_methods", "run_method", "run_all", "PROTOCOLS"]
 
@@ -304,10 +304,12 @@ def compare(
         of factors files (rows ``saved:<file stem>``).  Files are read before
         any fitting; one fitted to another input is said in the notes.
     executor : Executor, optional
-        For a matrix compared from its columns: where the exact scoring pass
-        computes its blocks (a ``concurrent.futures`` pool or a
-        ``dask.distributed.Client``; the same numbers as here).  Ignored
-        when the matrix is formed.
+        For a matrix compared from its columns: where its passes compute their
+        column blocks (a ``concurrent.futures`` pool or a
+        ``dask.distributed.Client``): the exact scoring pass, the top-s pass,
+        Nyström's columns and the products of randomized SVD's and RPCA's
+        range finding (:class:`~sfapprox.sources.DistributedSource`; the same
+        numbers as here).  Ignored when the matrix is formed.
     **setting_changes
         :class:`FitSettings` fields to change (``time_limit=2``, ``seed=1``, ...).
 
@@ -393,7 +395,8 @@ def compare_columns(
     matrix_info : mapping, optional
         Extra facts merged into the matrix summary.
     executor : Executor, optional
-        Where the exact scoring pass computes its blocks (:func:`~sfapprox.estimate_errors`).
+        Where the passes over the columns compute their blocks
+        (:class:`~sfapprox.sources.DistributedSource`, :func:`~sfapprox.estimate_errors`).
 
     Returns
     -------
@@ -444,8 +447,9 @@ def score_from_columns(source: MatrixSource, results: Sequence[MethodResult], se
 
 
 def _compare_columns(source, names, resolved, info, context, settings, on_result, include, executor) -> Comparison:
+    methods_source = source if executor is None else DistributedSource(source, executor)
     with warnings_at_caller():
-        results = run_all(names, source, resolved, context, None, on_result)
+        results = run_all(names, methods_source, resolved, context, None, on_result)
     for name, surrogate in (include or {}).items():
         operator = getattr(surrogate, "operator", surrogate)
         results.append(MethodResult(name, "ok", nnz=int(operator.n_stored), operator=operator,

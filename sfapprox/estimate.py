@@ -30,8 +30,9 @@ import numpy as np
 
 from . import _timing
 from ._errors import ParameterError
+from ._executors import ordered_map
 from ._threads import AdaptiveThreads
-from .sources import MatrixSource, block_columns
+from .sources import DistributedSource, MatrixSource, block_columns
 
 __all__ = ["ErrorEstimate", "estimate_errors", "block_errors", "Z95", "DEFAULT_RTOL", "MIN_SAMPLE"]
 
@@ -132,6 +133,7 @@ def estimate_errors(
         (it decides between an exact pass and sampling); the others are
         submitted at once and added up in the same order, so the numbers are
         the local run's.  Sampling stays here (each block decides whether to go on).
+        A :class:`~sfapprox.sources.DistributedSource` brings its own executor.
 
     Returns
     -------
@@ -147,6 +149,8 @@ def estimate_errors(
     """
     if rtol <= 0:
         raise ParameterError(f"rtol must be positive, got {rtol}")
+    if isinstance(source, DistributedSource):  # its executor computes the blocks; they read the plain source
+        source, executor = source.source, executor if executor is not None else source.executor
     n = source.n
     start = _timing.now()
     width = source.block_width(max_memory, extra_columns=3)  # the identity's and the surrogate's columns, R
@@ -219,18 +223,12 @@ def _tally(result: tuple[np.ndarray, dict[str, np.ndarray]], tallies, norms) -> 
 
 
 def _distributed_rest(executor, source, operators, blocks, tallies, norms) -> int:
-    """The rest of an exact pass on ``executor``: every block submitted, the results added in order.
-
-    A Dask client gets the source and the surrogates once (``scatter``), not pickled with every block.
-    """
-    shared = [source, dict(operators)]
-    if hasattr(executor, "scatter"):
-        shared = executor.scatter(shared, broadcast=True)
-    futures = [(J.size, executor.submit(block_errors, *shared, J)) for J in blocks]
+    """The rest of an exact pass on ``executor``: the blocks computed there, their results added in order
+    (the source and the surrogates sent once to a Dask cluster's workers)."""
     seen = 0
-    for size, future in futures:
-        _tally(future.result(), tallies, norms)
-        seen += size
+    for result in ordered_map(executor, block_errors, blocks, (source, dict(operators))):
+        _tally(result, tallies, norms)
+        seen += result[0].size
     return seen
 
 

@@ -322,6 +322,27 @@ def test_fit_of_a_kernel_over_the_memory_limit_runs_from_columns(tmp_path):
     assert summary["fro_error"] == pytest.approx(np.linalg.norm(K.to_dense() - saved), rel=1e-9)
 
 
+def test_compare_on_a_dask_scheduler_gives_the_local_rows(tmp_path):
+    """compare --scheduler: a kernel too big for --max-memory, its passes on a (local) Dask cluster, the
+    same rows as without it."""
+    distributed = pytest.importorskip("dask.distributed")
+    points = tmp_path / "points.csv"
+    np.savetxt(points, np.random.default_rng(2).standard_normal((120, 2)), delimiter=",")
+    common = ["compare", points, "--kernel", "rbf", "--max-memory", str(120 * 120 * 8 - 1),
+              "--methods", "nystrom,sparse,rsvd", "--time-limit", "30"]
+    local = invoke(*common, "--json", tmp_path / "local.json")
+    assert local.exit_code == 0, local.output
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster:
+        remote = invoke(*common, "--scheduler", cluster.scheduler_address, "--json", tmp_path / "remote.json")
+    assert remote.exit_code == 0, remote.output
+    a, b = (json.loads((tmp_path / f"{name}.json").read_text()) for name in ("local", "remote"))
+    assert a["matrix"]["path"] == b["matrix"]["path"] == "columns"
+    for x, y in zip(a["results"], b["results"]):
+        assert (x["method"], x["status"], x["nnz"]) == (y["method"], y["status"], y["nnz"])
+        assert x["rel_error"] == pytest.approx(y["rel_error"], rel=1e-12, abs=1e-15)
+
+
 def test_compare_scheduler_without_dask_is_one_line_before_any_work(tmp_path, monkeypatch):
     import sys
 

@@ -30,9 +30,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _timing
-from ..sources import MatrixSource
+from ..sources import DistributedSource, MatrixSource
 from .rsvd import randomized_svd
-from .sparse import streamed_top_entries
+from .sparse import streamed_top
 
 __all__ = ["fit_grid_columns", "Start", "POWER_ITERATIONS"]
 
@@ -70,19 +70,16 @@ class Start:
 
 
 class _Residual(MatrixSource):
-    """``X - U diag(sig) Vt``, column by column, adding up its squared norm as it is read."""
+    """``X - U diag(sig) Vt``, column by column (a plain source: it travels to an executor's workers)."""
 
     def __init__(self, source: MatrixSource, U: np.ndarray, sig: np.ndarray, Vt: np.ndarray) -> None:
         super().__init__(source.n, f"{source.name} - L")
         self.column_copies = source.column_copies + 1  # and L's columns
         self.max_memory = source.max_memory
         self.source, self.left, self.right = source, U * sig, Vt
-        self.squared = 0.0
 
     def _columns(self, J: np.ndarray) -> np.ndarray:
-        block = self.source.columns(J) - self.left @ self.right[:, J]
-        self.squared += float(np.einsum("ij,ij->", block, block))
-        return block
+        return self.source.columns(J) - self.left @ self.right[:, J]
 
 
 def _low_rank(source: MatrixSource, S: sp.csr_array, rank: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -94,29 +91,43 @@ def _low_rank(source: MatrixSource, S: sp.csr_array, rank: int, seed: int) -> tu
 
 
 def _sparse_part(source: MatrixSource, U, sig, Vt, n_sparse: int, max_memory: int | None):
-    """The ``n_sparse`` largest entries of ``X - L`` (flat positions, values) and the exact error after them."""
-    residual = _Residual(source, U, sig, Vt)
-    if n_sparse == 0:
-        for _ in residual.blocks(residual.block_width(max_memory)):
-            pass
-        return np.zeros(0, dtype=np.int64), np.zeros(0), math.sqrt(residual.squared)
-    rows, cols, vals, _ = streamed_top_entries(residual, n_sparse, max_memory)
-    error = math.sqrt(max(0.0, residual.squared - float(vals @ vals)))
+    """The ``n_sparse`` largest entries of ``X - L`` (flat positions, values) and the exact error after them
+    (on a :class:`~sfapprox.sources.DistributedSource`, each worker passes over a range of the residual's columns)."""
+    if isinstance(source, DistributedSource):
+        residual = DistributedSource(_Residual(source.source, U, sig, Vt), source.executor)
+    else:
+        residual = _Residual(source, U, sig, Vt)
+    rows, cols, vals, _, squared = streamed_top(residual, n_sparse, max_memory)
+    error = math.sqrt(max(0.0, squared - float(vals @ vals)))
     return rows * source.n + cols, vals, error
 
 
+def _timed_sparse_part(timing: dict | None, source: MatrixSource, U, sig, Vt, n_sparse: int,
+                       max_memory: int | None):
+    """:func:`_sparse_part`, its seconds per pass over ``X`` noted in ``timing["top_pass"]``."""
+    started = _timing.now()
+    out = _sparse_part(source, U, sig, Vt, n_sparse, max_memory)
+    if timing is not None:
+        timing["top_pass"] = (_timing.now() - started) / (RESIDUAL_PASS if sig.size else 1.0)
+    return out
+
+
 def fit_split_columns(source: MatrixSource, rank: int, n_sparse: int, *, max_iter: int, tol: float, seed: int,
-                      deadline: _timing.Deadline | None, max_memory: int | None, start: Start | None = None):
-    """GoDec at one ``(rank, n_sparse)`` split from columns; returns ``(error, U, sig, Vt, idx, vals, iterations, stop)``."""
+                      deadline: _timing.Deadline | None, max_memory: int | None, start: Start | None = None,
+                      timing: dict | None = None):
+    """GoDec at one ``(rank, n_sparse)`` split from columns; returns ``(error, U, sig, Vt, idx, vals, iterations, stop)``.
+
+    ``timing`` (a dict), when given, gets the seconds of its last top-s pass per pass over ``X``
+    (``"top_pass"``): what the grid prices the next splits by."""
     n = source.n
     empty = (np.zeros((n, 0)), np.zeros(0), np.zeros((0, n)))
     if rank == 0:  # the largest entries of X: one pass, exact
-        idx, vals, error = _sparse_part(source, *empty, n_sparse, max_memory)
+        idx, vals, error = _timed_sparse_part(timing, source, *empty, n_sparse, max_memory)
         return error, *empty, idx, vals, 0, "exact"
     started = _timing.now()
     given = None if start is None else start.leading(rank)
     U, sig, Vt = given if given is not None else _low_rank(source, sp.csr_array((n, n)), rank, seed)
-    idx, vals, error = _sparse_part(source, U, sig, Vt, n_sparse, max_memory)
+    idx, vals, error = _timed_sparse_part(timing, source, U, sig, Vt, n_sparse, max_memory)
     if n_sparse == 0:
         return error, U, sig, Vt, idx, vals, 0, "exact"
     per_iteration = _timing.now() - started
@@ -132,7 +143,7 @@ def fit_split_columns(source: MatrixSource, rank: int, n_sparse: int, *, max_ite
         rows, cols = np.divmod(idx, n)
         S = sp.csr_array((vals, (rows, cols)), shape=(n, n))
         U, sig, Vt = _low_rank(source, S, rank, seed + iterations)
-        idx, vals, error = _sparse_part(source, U, sig, Vt, n_sparse, max_memory)
+        idx, vals, error = _timed_sparse_part(timing, source, U, sig, Vt, n_sparse, max_memory)
         per_iteration = _timing.now() - started
         iterations += 1
         improved = best[0] - error
@@ -146,28 +157,53 @@ def fit_split_columns(source: MatrixSource, rank: int, n_sparse: int, *, max_ite
 
 def fit_grid_columns(source: MatrixSource, splits, *, max_iter: int, tol: float, seed: int,
                      deadline: _timing.Deadline | None, max_memory: int | None = None, start: Start | None = None):
-    """Every split of the grid from columns (exact ends first); the best ``(error, ...)`` and the grid records.
+    """Every split of the grid from columns that fits the time; the best ``(error, ...)`` and the grid records.
 
-    With a ``start``, a GoDec split's first iteration is one pass over ``X - L``
-    (its ``L`` given), otherwise at least two passes.
+    Without a ``start`` the exact ends run first (rank 0: the largest
+    entries, one pass; no sparse part: a randomized SVD), and the GoDec splits
+    share what is left.  With one (the comparison's ``rsvd`` fit), the split of
+    the largest rank it covers runs first: its first iteration is one pass over
+    ``X - L`` with ``L`` given, and its result is never worse than that low
+    rank part alone — at N = 65,536, where a pass takes minutes, the one split a
+    time limit may allow.  After the first split, each starts only when the
+    passes it needs fit the time left.
     """
-    exact = [split for split in splits if split[0] == 0 or split[1] == 0]
-    order = exact + [split for split in splits if split not in exact]
-    best, records, spent = None, {}, 0.0
+    order = _order(splits, start)
+    best, records, timing = None, {}, {}
     for rank, n_sparse in order:
-        godec = rank > 0 and n_sparse > 0
-        first = RESIDUAL_PASS if start is not None and start.leading(rank) is not None else 2
-        if best is not None and deadline is not None and godec and not deadline.fits(first * spent):
+        cost = _first_cost(rank, n_sparse, start, timing)
+        if best is not None and deadline is not None and cost is not None and not deadline.fits(cost):
             records[rank, n_sparse] = {"rank": rank, "n_sparse": n_sparse, "fro_error": None, "iterations": 0,
                                        "skipped": "time_limit"}
             continue
-        started = _timing.now()
         fitted = fit_split_columns(source, rank, n_sparse, max_iter=max_iter, tol=tol, seed=seed,
-                                   deadline=deadline, max_memory=max_memory, start=start)
-        if not godec:
-            spent = max(spent, _timing.now() - started)  # a GoDec point costs at least two of these
+                                   deadline=deadline, max_memory=max_memory, start=start, timing=timing)
         records[rank, n_sparse] = {"rank": rank, "n_sparse": n_sparse, "fro_error": fitted[0],
                                    "iterations": fitted[6]}
         if best is None or fitted[0] < best[0]:
             best = fitted
     return best, [records[split] for split in splits]
+
+
+def _order(splits, start: Start | None) -> list[tuple[int, int]]:
+    """The order the splits run in: the exact ends first, or with a ``start`` its largest-rank GoDec split."""
+    exact = [split for split in splits if split[0] == 0 or split[1] == 0]
+    godec = [split for split in splits if split not in exact]
+    seeded = [split for split in godec if start is not None and start.leading(split[0]) is not None]
+    first = sorted(seeded, reverse=True)[:1]
+    return first + exact + [split for split in godec if split not in first]
+
+
+def _first_cost(rank: int, n_sparse: int, start: Start | None, timing: dict) -> float | None:
+    """Seconds a split's first result costs, from the top-s pass measured so far (None: none yet): one
+    such pass for rank 0, ``RESIDUAL_PASS`` of them with a given ``L``, else a randomized SVD's
+    ``2 + 2q`` product passes (the start's measured ones, or priced as top-s passes) and the residual's."""
+    top = timing.get("top_pass")
+    if top is None:
+        return None
+    if rank == 0:
+        return top
+    if start is not None and start.leading(rank) is not None:
+        return RESIDUAL_PASS * top
+    product = start.product_pass if start is not None else top
+    return (2 + 2 * POWER_ITERATIONS) * product + RESIDUAL_PASS * top

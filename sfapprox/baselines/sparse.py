@@ -38,7 +38,7 @@ from .._errors import BudgetError, ParameterError
 from .._params import Interval
 from ..budget import sparse_count, sparse_entries_for_budget
 from ..operators.sparse import SparseOperator
-from ..sources import MatrixSource
+from ..sources import DistributedSource, MatrixSource
 
 __all__ = ["SparseApproximation", "SparseOperator", "sparse_count", "sparse_entries_for_budget", "top_entries",
            "streamed_top_entries"]
@@ -103,6 +103,9 @@ def streamed_top_entries(source, k: int, max_memory: int | None = None):
     non-zeros seen; ties go to the earlier entries in row-major order, as
     :func:`top_entries` does, so the result is the in-memory one.  Holds
     ``O(k)`` candidates besides one block (and its selection's temporaries).
+    On a :class:`~sfapprox.sources.DistributedSource` each worker passes over
+    a range of columns and sends back its ``k`` largest; merged here, they give
+    the same entries (the order "larger magnitude, then earlier position" is total).
 
     Parameters
     ----------
@@ -120,22 +123,57 @@ def streamed_top_entries(source, k: int, max_memory: int | None = None):
     nnz : int
         Non-zeros of the whole matrix.
     """
-    n = source.n
+    return streamed_top(source, k, max_memory)[:4]
+
+
+def streamed_top(source, k: int, max_memory: int | None = None):
+    """:func:`streamed_top_entries`, and the sum of the squares of every entry seen (``||X||_F^2``, exact)
+    as a fifth result: what RPCA's residual pass scores its split by."""
+    if isinstance(source, DistributedSource):  # each worker keeps the top k of its columns
+        parts = source.map_ranges(_top_of_range, k, max_memory)
+    else:
+        parts = iter([_top_of_range(source, np.arange(source.n), k, max_memory)])
+    rows, cols, vals, nnz, squared = next(parts)
+    for r, c, v, seen, sq in parts:
+        rows, cols, vals = _keep_largest(np.concatenate([rows, r]), np.concatenate([cols, c]),
+                                         np.concatenate([vals, v]), k, source.n)
+        nnz += seen
+        squared += sq
+    order = np.argsort(rows * source.n + cols, kind="stable")
+    return rows[order], cols[order], vals[order], nnz, squared
+
+
+def _keep_largest(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, k: int, n: int):
+    """The ``k`` largest ``|vals|`` of candidate entries, ties to the earlier in row-major order."""
+    if vals.size <= k:
+        return rows, cols, vals
+    if k <= 0:
+        return rows[:0], cols[:0], vals[:0]
+    keep = _first_largest(np.abs(vals), rows * n + cols, k)
+    return rows[keep], cols[keep], vals[keep]
+
+
+def _top_of_range(source, J: np.ndarray, k: int, max_memory: int | None):
+    """The ``k`` largest entries among the columns ``J`` of ``source`` (rows, columns, values), the
+    non-zeros seen and their sum of squares: one pass over ``J`` in blocks (a task of its own on an executor)."""
     rows = cols = np.zeros(0, dtype=np.int64)
     vals = np.zeros(0)
-    nnz = 0
+    nnz, squared = 0, 0.0
     # Per column of a dense block: its non-zeros' rows, columns and values, their concatenation with
     # the candidates, the magnitudes and the row-major order of the selection (8 arrays).
-    for J, block in source.blocks(source.block_width(max_memory, extra_columns=8)):
+    width = source.block_width(max_memory, extra_columns=8)
+    for start in range(0, J.size, width):
+        columns = J[start:start + width]
+        block = source.columns(columns)
+        squared += float(np.einsum("ij,ij->", block, block))
+        if k <= 0:  # only the count and the squares (RPCA's residual without a sparse part)
+            nnz += int(np.count_nonzero(block))
+            continue
         r, c = np.nonzero(block)
         nnz += r.size
-        rows, cols = np.concatenate([rows, r]), np.concatenate([cols, J[c]])
-        vals = np.concatenate([vals, block[r, c]])
-        if vals.size > k:
-            keep = _first_largest(np.abs(vals), rows * n + cols, k)
-            rows, cols, vals = rows[keep], cols[keep], vals[keep]
-    order = np.argsort(rows * n + cols, kind="stable")
-    return rows[order], cols[order], vals[order], nnz
+        rows, cols, vals = _keep_largest(np.concatenate([rows, r]), np.concatenate([cols, columns[c]]),
+                                         np.concatenate([vals, block[r, c]]), k, source.n)
+    return rows, cols, vals, nnz, squared
 
 
 def _nonzeros(X) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

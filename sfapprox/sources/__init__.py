@@ -15,6 +15,7 @@ dense size fits the memory limit and runs every method on it as before.
 :class:`ArraySource`        a dense array, or a ``.npy`` file memory-mapped (:func:`open_npy`)
 :class:`SparseSource`       a scipy sparse matrix
 :class:`OperatorSource`     any square scipy ``LinearOperator``
+:class:`DistributedSource`  any source, its column passes run on a process pool or a Dask cluster
 ==========================  =====================================================
 
 :func:`as_source` wraps an array, sparse matrix or operator.  A new kind of
@@ -27,6 +28,7 @@ from ._base import MAX_BLOCK, MIN_BLOCK, MatrixSource, block_columns
 from .arrays import ArraySource, OperatorSource, SparseSource, as_source, open_npy
 from .attention import AttentionMatrix
 from .covariance import CovarianceMatrix
+from .distributed import DistributedSource
 from .kernels import KERNELS, KernelMatrix, median_bandwidth
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "ArraySource",
     "SparseSource",
     "OperatorSource",
+    "DistributedSource",
     "as_source",
     "open_npy",
     "block_columns",

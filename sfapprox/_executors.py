@@ -1,0 +1,105 @@
+"""Tasks on an executor: a ``concurrent.futures`` pool or a ``dask.distributed.Client``, results in order.
+
+Every streamed pass that can run elsewhere (the exact scoring pass, the top-s
+pass, the columns and products of :class:`~sfapprox.sources.DistributedSource`)
+submits its blocks through :func:`ordered_map`: the results come back in the
+order of the blocks, so they are added up as the local pass adds them and the
+numbers do not depend on which worker computed what.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+__all__ = ["worker_count", "share", "ordered_map"]
+
+#: Tasks kept in flight per worker: one running and one queued, so a worker never waits for the
+#: caller, while results not yet consumed stay bounded (a top-s task's result is O(k) numbers).
+IN_FLIGHT_PER_WORKER = 2
+
+
+def _is_dask(executor) -> bool:
+    return hasattr(executor, "scatter") and hasattr(executor, "scheduler_info")
+
+
+def worker_count(executor) -> int:
+    """How many tasks ``executor`` runs at once (at least 1).
+
+    Parameters
+    ----------
+    executor : Executor
+        A ``concurrent.futures`` pool (its ``_max_workers``) or a Dask client (its workers' threads).
+
+    Returns
+    -------
+    int
+    """
+    if _is_dask(executor):
+        workers = executor.scheduler_info().get("workers", {})
+        return max(1, sum(int(w.get("nthreads", 1)) for w in workers.values()))
+    return max(1, int(getattr(executor, "_max_workers", None) or os.cpu_count() or 1))
+
+
+def share(executor, objects: Sequence[Any]) -> list[Any]:
+    """``objects`` as the tasks should receive them: sent once to every Dask worker (``scatter``), or as they are.
+
+    Parameters
+    ----------
+    executor : Executor
+    objects : sequence
+        Arguments every task takes (a source, surrogates).
+
+    Returns
+    -------
+    list
+        Futures of the scattered objects (Dask), or the objects.
+    """
+    if _is_dask(executor):
+        # Fresh keys (hash=False): a pass that scatters what the previous one released, under the same
+        # content-derived key, would find it being deleted (its tasks cancelled).
+        return list(executor.scatter(list(objects), broadcast=True, hash=False))
+    return list(objects)
+
+
+def ordered_map(executor, fn: Callable, items: Iterable[Any], shared: Sequence[Any] = (),
+                window: int | None = None) -> Iterator[Any]:
+    """``fn(*shared, item)`` for each item on ``executor``, yielded in the items' order.
+
+    At most ``window`` tasks are in flight (submitted and not yet consumed); the
+    ones still pending are cancelled when the caller stops early.
+
+    Parameters
+    ----------
+    executor : Executor
+        Anything with ``submit(fn, *args)`` returning futures with ``result()`` and ``cancel()``.
+    fn : callable
+        A module-level function (it travels pickled to other processes).
+    items : iterable
+        One task each (e.g. column blocks).
+    shared : sequence, default=()
+        Leading arguments of every task, sent once (:func:`share`).
+    window : int or None, default=None
+        Tasks in flight; None: :data:`IN_FLIGHT_PER_WORKER` per worker.
+
+    Yields
+    ------
+    Any
+        Each task's result, in order.
+    """
+    args = share(executor, shared)
+    options = {"pure": False} if _is_dask(executor) else {}  # fresh task keys too, for the same reason
+    window = max(1, window or IN_FLIGHT_PER_WORKER * worker_count(executor))
+    pending: deque = deque()
+    try:
+        for item in items:
+            pending.append(executor.submit(fn, *args, item, **options))
+            if len(pending) >= window:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for future in pending:
+            future.cancel()

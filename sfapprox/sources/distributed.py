@@ -1,0 +1,167 @@
+"""A source whose column passes run on an executor: a process pool here, or a Dask cluster's workers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from .._executors import ordered_map, worker_count
+from ._base import MatrixSource, block_columns
+
+__all__ = ["DistributedSource"]
+
+#: Columns below which a request stays local: a short request (SF's column fit asks 32 at a time)
+#: costs more in round trips than it gains from other workers.
+MIN_REMOTE_COLUMNS = 64
+
+
+def _columns_of(source: MatrixSource, J: np.ndarray) -> np.ndarray:
+    return source.columns(J)
+
+
+def _product_part(source: MatrixSource, task: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    J, B = task
+    return source.columns(J) @ B
+
+
+def _transposed_part(source: MatrixSource, B: np.ndarray, J: np.ndarray) -> np.ndarray:
+    return source.columns(J).T @ B
+
+
+def _unwrap(source: MatrixSource) -> MatrixSource:
+    return source
+
+
+class DistributedSource(MatrixSource):
+    """``source``, its column blocks, ``X @ B`` and ``X.T @ B`` computed on ``executor``.
+
+    The same matrix with the same numbers: each pass is split into the column
+    blocks the local pass would use, the blocks run on the executor's workers
+    and their results are put together here in the local order (a product's
+    partial sums are added in that order).  Methods that read a source in
+    passes (randomized SVD's and RPCA's range finding, Nyström's columns, the
+    top-s pass of ``sparse``) run there unchanged; a request of fewer than
+    :data:`MIN_REMOTE_COLUMNS` columns stays local.  Sent to a worker, the
+    source travels as the wrapped one (never with the executor).
+
+    Each worker sizes its blocks by the same memory limit as this process
+    (the wrapped source's ``max_memory``): a limit per process, so workers that
+    share one machine (a local cluster) together use up to that many times it.
+    Products are the same to the last bit where the workers' BLAS is this
+    process's; columns computed in pieces may differ in the last bits from one
+    request (a kernel's distances are blocked differently).
+
+    Parameters
+    ----------
+    source : MatrixSource
+        The matrix.
+    executor : Executor
+        A ``concurrent.futures`` pool or a ``dask.distributed.Client``.
+
+    Examples
+    --------
+    >>> from concurrent.futures import ThreadPoolExecutor
+    >>> from sfapprox.sources import KernelMatrix
+    >>> K = KernelMatrix(np.random.default_rng(0).standard_normal((300, 3)))
+    >>> with ThreadPoolExecutor(2) as pool:
+    ...     D = DistributedSource(K, pool)
+    ...     bool(np.array_equal(D.matmat(np.ones(300)), K.matmat(np.ones(300))))
+    True
+    """
+
+    def __init__(self, source: MatrixSource, executor) -> None:
+        super().__init__(source.n, source.name)
+        self.source = source
+        self.executor = executor
+        self.kind = source.kind
+        self.notes = source.notes
+        for attribute in ("symmetric", "nonnegative", "psd", "column_copies"):
+            setattr(self, attribute, getattr(source, attribute))
+
+    # The memory limit is the wrapped source's (a comparison sets it there or here).
+    @property
+    def max_memory(self) -> int | None:  # type: ignore[override]
+        return self.source.max_memory
+
+    @max_memory.setter
+    def max_memory(self, value: int | None) -> None:
+        if "source" in self.__dict__:
+            self.source.max_memory = value
+
+    def __reduce__(self):
+        return (_unwrap, (self.source,))
+
+    def describe(self) -> dict[str, Any]:
+        return self.source.describe()
+
+    def diagonal(self) -> np.ndarray:
+        return self.source.diagonal()
+
+    def entries(self, rows, cols) -> np.ndarray:
+        return self.source.entries(rows, cols)
+
+    def _columns(self, J: np.ndarray) -> np.ndarray:
+        if J.size < MIN_REMOTE_COLUMNS:
+            return self.source.columns(J)
+        pieces = max(1, min(worker_count(self.executor), J.size // (MIN_REMOTE_COLUMNS // 2)))
+        parts = np.array_split(J, pieces)
+        return np.hstack(list(ordered_map(self.executor, _columns_of, parts, (self.source,))))
+
+    def _local_products(self) -> bool:
+        """The wrapped source has its own ``X @ B`` (a sparse matrix, a covariance's factored product):
+        cheaper where the data is than by columns."""
+        own = type(self.source)
+        return own.matmat is not MatrixSource.matmat or own.rmatmat is not MatrixSource.rmatmat
+
+    def matmat(self, B: np.ndarray) -> np.ndarray:
+        if self._local_products():
+            return self.source.matmat(B)
+        B = np.asarray(B, dtype=np.float64)
+        vector = B.ndim == 1
+        B2 = B.reshape(self.n, -1)
+        tasks = ((J, B2[J]) for J in block_columns(self.n, self.source.block_width()))
+        out = np.zeros((self.n, B2.shape[1]))
+        for part in ordered_map(self.executor, _product_part, tasks, (self.source,)):
+            out += part  # in the local pass's order: the same sums
+        return out.ravel() if vector else out
+
+    def rmatmat(self, B: np.ndarray) -> np.ndarray:
+        if self._local_products():
+            return self.source.rmatmat(B)
+        B = np.asarray(B, dtype=np.float64)
+        vector = B.ndim == 1
+        B2 = B.reshape(self.n, -1)
+        blocks = list(block_columns(self.n, self.source.block_width()))
+        out = np.empty((self.n, B2.shape[1]))
+        for J, part in zip(blocks, ordered_map(self.executor, _transposed_part, blocks, (self.source, B2))):
+            out[J] = part
+        return out.ravel() if vector else out
+
+    def map_ranges(self, fn: Callable, *args: Any) -> Iterator[Any]:
+        """``fn(source, J, *args)`` for consecutive column ranges ``J`` (two per worker), on the executor.
+
+        A pass that reduces its blocks to something small (the top-s pass: the
+        ``k`` largest entries of each range) runs each range wholly on one
+        worker and returns only its reduction.
+
+        Parameters
+        ----------
+        fn : callable
+            A module-level function of the wrapped source, a range's columns and ``args``.
+        *args
+            Further arguments (sent with each task).
+
+        Yields
+        ------
+        Any
+            ``fn``'s results, in the ranges' order.
+        """
+        ranges = np.array_split(np.arange(self.n), min(self.n, 2 * worker_count(self.executor)))
+        return ordered_map(self.executor, _call_on_range, ((J, fn, args) for J in ranges), (self.source,))
+
+
+def _call_on_range(source: MatrixSource, task: tuple[np.ndarray, Callable, tuple]) -> Any:
+    J, fn, args = task
+    return fn(source, J, *args)

@@ -1,0 +1,163 @@
+"""A source's passes on an executor (thread and process pools here; a Dask cluster when dask is installed):
+the same numbers as the local passes."""
+
+from __future__ import annotations
+
+import multiprocessing
+import pickle
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import sfapprox
+from sfapprox.baselines.nystrom import Nystrom
+from sfapprox.baselines.rsvd import RandomizedSVD
+from sfapprox.baselines.sparse import streamed_top_entries
+from sfapprox.sources import ArraySource, DistributedSource, KernelMatrix
+from sfapprox.sources.distributed import MIN_REMOTE_COLUMNS
+
+
+def _kernel(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    return KernelMatrix(rng.standard_normal((n, 3)), bandwidth=1.0)
+
+
+class _Counting:
+    """A thread pool that counts the tasks it was given (to see that work went there)."""
+
+    def __init__(self, workers=2):
+        self.pool = ThreadPoolExecutor(workers)
+        self._max_workers = workers
+        self.tasks = 0
+
+    def submit(self, fn, *args):
+        self.tasks += 1
+        return self.pool.submit(fn, *args)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.pool.shutdown()
+
+
+def test_products_are_the_local_ones_bit_for_bit():
+    K = _kernel()
+    K.max_memory = 300 * 8 * 2 * 40  # the smallest blocks (MIN_BLOCK columns): several tasks
+    blocks = -(-300 // K.block_width())
+    assert blocks >= 2
+    B = np.random.default_rng(1).standard_normal((300, 4))
+    with _Counting() as pool:
+        D = DistributedSource(K, pool)
+        assert np.array_equal(D.matmat(B), K.matmat(B))
+        assert np.array_equal(D.rmatmat(B), K.rmatmat(B))
+        assert np.array_equal(D.matmat(B[:, 0]), K.matmat(B[:, 0]))
+        assert pool.tasks == 3 * blocks
+
+
+def test_columns_go_to_the_workers_above_a_few_and_stay_here_below():
+    X = np.random.default_rng(2).standard_normal((200, 200))
+    A = ArraySource(X)
+    with _Counting() as pool:
+        D = DistributedSource(A, pool)
+        J = np.arange(3, 3 + MIN_REMOTE_COLUMNS + 10)[::-1]
+        assert np.array_equal(D.columns(J), X[:, J])
+        remote = pool.tasks
+        assert remote >= 2
+        assert np.array_equal(D.columns([5, 7]), X[:, [5, 7]])
+        assert pool.tasks == remote  # two columns: computed here
+
+
+def test_it_describes_itself_as_the_wrapped_source_and_travels_as_it():
+    K = _kernel(50)
+    with ThreadPoolExecutor(1) as pool:
+        D = DistributedSource(K, pool)
+        assert D.summary() == K.summary() and D.psd == K.psd and D.name == K.name
+        D.max_memory = 12345  # a comparison sets the limit on the source it runs on
+        assert K.max_memory == 12345
+        copy = pickle.loads(pickle.dumps(D))  # never with the executor
+    assert type(copy) is KernelMatrix and np.array_equal(copy.columns([0, 1]), K.columns([0, 1]))
+
+
+def test_the_top_entries_are_the_local_ones_ties_included():
+    """Each worker keeps the top k of its range; merged, they are the local pass's entries (integer
+    values: many ties, which go to the earlier row-major positions in both)."""
+    rng = np.random.default_rng(3)
+    X = rng.integers(-4, 5, size=(120, 120)).astype(float)
+    A = ArraySource(X)
+    for k in (1, 57, 800, 120 * 120):
+        local = streamed_top_entries(A, k, max_memory=120 * 8 * 10 * 7)
+        with _Counting(3) as pool:
+            remote = streamed_top_entries(DistributedSource(A, pool), k, max_memory=120 * 8 * 10 * 7)
+            assert pool.tasks == 6  # two ranges per worker
+        for a, b in zip(local, remote):
+            assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("pool", ["threads", "processes"])
+def test_column_methods_on_a_pool_give_the_local_fits(pool):
+    K = _kernel(260, seed=4)
+    K.max_memory = 260 * 8 * 2 * 60
+    make = (lambda: ThreadPoolExecutor(2)) if pool == "threads" else \
+        (lambda: ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")))
+    local_nys = Nystrom(n_components=70, pivots="uniform").fit(K)
+    local_rsvd = RandomizedSVD(n_components=8).fit(K)
+    with make() as executor:
+        D = DistributedSource(K, executor)
+        nys = Nystrom(n_components=70, pivots="uniform").fit(D)
+        rsvd = RandomizedSVD(n_components=8).fit(D)
+    assert np.array_equal(nys.pivots_, local_nys.pivots_)
+    np.testing.assert_allclose(nys.to_dense(), local_nys.to_dense(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(rsvd.to_dense(), local_rsvd.to_dense())
+
+
+def test_rpca_from_columns_on_a_pool_gives_the_local_fit():
+    """GoDec from columns: its products and its residual's top-s passes (each worker a range of the
+    residual's columns, the squares summed by range) give the local splits' errors."""
+    from sfapprox.baselines.rpca import RobustPCA
+
+    K = _kernel(220, seed=7)
+    K.max_memory = 220 * 8 * 3 * 80
+    local = RobustPCA(budget=20_000, time_limit=None).fit(K)
+    with _Counting() as pool:
+        remote = RobustPCA(budget=20_000, time_limit=None).fit(DistributedSource(K, pool))
+        assert pool.tasks > 0
+    assert remote.params_["rank"] == local.params_["rank"] and remote.params_["n_sparse"] == local.params_["n_sparse"]
+    np.testing.assert_allclose(remote.to_dense(), local.to_dense(), rtol=1e-9, atol=1e-12)
+
+
+def test_the_squares_of_a_pass_come_with_its_top_entries():
+    from sfapprox.baselines.sparse import streamed_top
+
+    X = np.random.default_rng(8).standard_normal((90, 90))
+    for k in (0, 10):
+        with _Counting(2) as pool:
+            *_, squared = streamed_top(DistributedSource(ArraySource(X), pool), k, max_memory=90 * 8 * 10 * 7)
+        assert squared == pytest.approx(float((X * X).sum()), rel=1e-12)
+
+
+def test_compare_on_an_executor_gives_the_local_table():
+    K = _kernel(240, seed=5)
+    settings = dict(methods=["nystrom", "rsvd", "sparse"], max_memory=240 * 240 * 8 - 1, time_limit=None)
+    local = sfapprox.compare(K, **settings)
+    with _Counting() as pool:
+        remote = sfapprox.compare(K, executor=pool, **settings)
+        assert pool.tasks > 0
+    assert local.matrix["path"] == remote.matrix["path"] == "columns"
+    for a, b in zip(local.results, remote.results):
+        assert (a.method, a.status, a.nnz) == (b.method, b.status, b.nnz)
+        assert a.rel_error == pytest.approx(b.rel_error, rel=1e-12, abs=1e-15)
+
+
+def test_compare_on_a_dask_cluster_gives_the_local_table():
+    distributed = pytest.importorskip("dask.distributed")
+    K = _kernel(200, seed=6)
+    settings = dict(methods=["nystrom", "sparse"], max_memory=200 * 200 * 8 - 1, time_limit=None)
+    local = sfapprox.compare(K, **settings)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        remote = sfapprox.compare(K, executor=client, **settings)
+    for a, b in zip(local.results, remote.results):
+        assert (a.method, a.status, a.nnz) == (b.method, b.status, b.nnz)
+        assert a.rel_error == pytest.approx(b.rel_error, rel=1e-12, abs=1e-15)
