@@ -7,6 +7,8 @@ Run by hand (not part of the tests):
     python benchmarks/scale_sources.py --scale --sizes 8192 --time-limit 120 --max-memory 1G
     python benchmarks/scale_sources.py --scale --sizes 65536 --time-limit 1800 --methods sf,nystrom,rsvd
     python benchmarks/scale_sources.py --real
+    python benchmarks/scale_sources.py --scale --sizes 65536 --points patches --time-limit 600 --max-memory 4G
+    python benchmarks/scale_sources.py --scale --sizes 8192 --methods nystrom,rsvd,sparse --executor dask --workers 2
     python benchmarks/scale_sources.py --findings FILE   # the hand-written findings; re-renders only
 
 ``--coverage``: for the RBF kernel of a clustered point cloud at N = 4,096 and 8,192 (formable), the
@@ -20,6 +22,16 @@ under ``--max-memory``, each size in a fresh process whose peak resident memory 
 ``resource.getrusage`` at its end; each method's time against its limit, the errors with their
 intervals, the scoring time.  The point cloud is a seeded mixture of 32 Gaussian clusters in 16
 dimensions (documented synthetic data: no real point set of 65,536 points installs offline here).
+
+``--executor processes|dask --workers W``: the same comparison with its passes (scoring, top-s,
+Nyström's columns, randomized SVD's and RPCA's products) on a local pool of W processes or a local Dask
+cluster of W single-threaded worker processes (``compare(executor=)``); the row says which, and the
+workers' peak resident memory (the largest child's) is shown beside this process's.
+
+``--points patches``: the kernel (RBF, median-heuristic bandwidth) of a real point set of 65,536 points:
+the 5 x 5 neighbourhoods of every pixel of the SF paper's 256 x 256 test image
+(``../shared/realdata/sf_repo_images/skyscraper.png``), the patch space of non-local means and kernel
+image methods; smaller square N take the image's centre crop.
 
 ``--real``: the same comparison on the largest real point set at hand offline, scikit-learn's
 bundled digits (1,797 images of 8 x 8 pixels), formed and scored exactly.
@@ -37,7 +49,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import OUT, machine, meta, run_child, version
+from _common import DEFAULT_DATA_DIR, OUT, machine, meta, run_child, version
 
 from sfapprox._settings import parse_size
 
@@ -48,6 +60,11 @@ BANDWIDTH = 2.0
 #: Columns per block of the coverage runs' sampling (small, so that a sample is many blocks).
 BLOCK = 128
 METHODS = ["nystrom", "rsvd", "sparse", "rpca"]
+#: The real image whose pixels' neighbourhoods are the ``--points patches`` point set: the SF paper's
+#: own test image (256 x 256, 8-bit grey; from the paper's public code), under the real-data folder.
+IMAGE = DEFAULT_DATA_DIR / "sf_repo_images" / "skyscraper.png"
+#: Patch side: each pixel's 5 x 5 neighbourhood (reflected at the borders), 25 numbers in [0, 1].
+PATCH = 5
 
 
 def cloud(n: int, dim: int = 16, clusters: int = 32, seed: int = 0) -> np.ndarray:
@@ -56,6 +73,25 @@ def cloud(n: int, dim: int = 16, clusters: int = 32, seed: int = 0) -> np.ndarra
     centres = rng.standard_normal((clusters, dim)) * 3.0
     labels = rng.integers(0, clusters, n)
     return centres[labels] + 0.5 * rng.standard_normal((n, dim))
+
+
+def patches(n: int) -> np.ndarray:
+    """The ``PATCH x PATCH`` neighbourhoods of the ``sqrt(n) x sqrt(n)`` centre of :data:`IMAGE` (all of it
+    at n = 65,536), one point per pixel in row-major order: a real point set of 65,536 points at hand
+    offline, the patch space that non-local means and kernel image methods work in."""
+    from PIL import Image
+
+    side = int(round(n ** 0.5))
+    if side * side != n:
+        raise SystemExit(f"--points patches needs a square N (a square crop of the image), got {n}")
+    image = np.asarray(Image.open(IMAGE).convert("L"), dtype=np.float64) / 255.0
+    if side > min(image.shape):
+        raise SystemExit(f"--points patches: the image is {image.shape[0]} x {image.shape[1]}; N = {n} is larger")
+    top, left = (image.shape[0] - side) // 2, (image.shape[1] - side) // 2
+    half = PATCH // 2
+    padded = np.pad(image, half, mode="reflect")[top:top + side + 2 * half, left:left + side + 2 * half]
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (PATCH, PATCH))
+    return windows.reshape(n, PATCH * PATCH).copy()
 
 
 # ------------------------------------------------------------------------------------------------ coverage
@@ -94,7 +130,32 @@ def coverage(n: int, repeats: int, time_limit: float) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------ scale
-def _one_compare(n: int, time_limit: float, max_memory: str, points: str, methods: list | None = None) -> dict:
+def _executor(kind: str, workers: int):
+    """A context manager giving the executor of ``--executor`` (None: local)."""
+    import contextlib
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    if kind == "local":
+        return contextlib.nullcontext(None)
+    if kind == "processes":
+        return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    from dask.distributed import Client, LocalCluster
+
+    stack = contextlib.ExitStack()
+    cluster = stack.enter_context(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                               dashboard_address=None))
+    client = stack.enter_context(Client(cluster))
+
+    @contextlib.contextmanager
+    def held():
+        with stack:
+            yield client
+    return held()
+
+
+def _one_compare(n: int, time_limit: float, max_memory: str, points: str, methods: list | None = None,
+                 executor: str = "local", workers: int = 0) -> dict:
     """Run in a fresh process: the comparison and this process's peak resident memory."""
     import resource
     import warnings
@@ -109,13 +170,17 @@ def _one_compare(n: int, time_limit: float, max_memory: str, points: str, method
 
         P = load_digits().data.astype(np.float64)
         K = KernelMatrix(P, name="digits")
+    elif points == "patches":  # the median heuristic's bandwidth (the default a user gets)
+        K = KernelMatrix(patches(n), name=f"patches-{n}")
     else:
         K = KernelMatrix(cloud(n), bandwidth=BANDWIDTH, name=f"cloud-{n}")
-    c = sfapprox.compare(K, methods or METHODS, settings=sfapprox.FitSettings(time_limit=time_limit,
-                                                                     max_memory=parse_size(max_memory)))
+    with _executor(executor, workers) as pool:
+        c = sfapprox.compare(K, methods or METHODS, executor=pool,
+                             settings=sfapprox.FitSettings(time_limit=time_limit, max_memory=parse_size(max_memory)))
     total = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
-    return {"n": K.n, "points": points, "bandwidth": K.bandwidth_, "path": c.matrix.get("path", "formed"),
+    workers_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024 if executor != "local" else None
+    return {"executor": executor, "workers": workers, "workers_peak_rss": workers_peak, "n": K.n, "points": points, "bandwidth": K.bandwidth_, "path": c.matrix.get("path", "formed"),
             "seconds": total, "peak_rss": peak, "time_limit": time_limit, "max_memory": max_memory,
             "methods": methods or METHODS, "budget": c.budget, "notes": c.notes, "verdict": c.verdict()["text"] if c.verdict() else None,
             "rows": [{"method": r.method, "status": r.status, "nnz": r.nnz, "rel_error": r.rel_error,
@@ -124,9 +189,23 @@ def _one_compare(n: int, time_limit: float, max_memory: str, points: str, method
                       "params": {k: v for k, v in r.params.items() if k not in ("grid",)}} for r in c.results]}
 
 
-def in_process(n: int, time_limit: float, max_memory: str, points: str, methods: list | None = None) -> dict:
+def in_process(n: int, time_limit: float, max_memory: str, points: str, methods: list | None = None,
+               executor: str = "local", workers: int = 0) -> dict:
     """One comparison in a fresh process (its peak RSS is the comparison's)."""
-    return run_child("scale_sources", "_one_compare", [n, time_limit, max_memory, points, methods or METHODS])
+    return run_child("scale_sources", "_one_compare", [n, time_limit, max_memory, points, methods or METHODS,
+                                                       executor, workers])
+
+
+def _where(run: dict) -> str:
+    """The path, and where the passes ran when not here."""
+    if run.get("executor", "local") == "local":
+        return run["path"]
+    return f"{run['path']}, {run['executor']} x {run['workers']}"
+
+
+def _peaks(run: dict) -> str:
+    peak = _gib(run["peak_rss"])
+    return peak if not run.get("workers_peak_rss") else f"{peak} (+ workers ≤ {_gib(run['workers_peak_rss'])})"
 
 
 # ------------------------------------------------------------------------------------------------ report
@@ -162,7 +241,7 @@ def render(data: dict) -> list[str]:
                 rel = "–" if r["rel_error"] is None else f"{r['rel_error']:.4g}"
                 secs = "–" if r["seconds"] is None else f"{r['seconds']:.1f}"
                 limit = "–" if r["time_limit"] is None else f"{r['time_limit']:.0f}"
-                lines.append(f"| {run['n']:,} | {run['points']} | {run['path']} | {_gib(run['peak_rss'])} / {run['max_memory']} | "
+                lines.append(f"| {run['n']:,} | {run['points']} | {_where(run)} | {_peaks(run)} / {run['max_memory']} | "
                              f"{run['seconds']:.0f} | {r['method']} | {r['status']} | {r['nnz'] or '–'} | {rel} | "
                              f"{shown} | {secs} / {limit} |")
             lines += ["", *[f"N = {run['n']:,}: {note}" for note in run["notes"]],
@@ -183,6 +262,12 @@ def main() -> int:
                     help="--coverage: the sampling pass's time limit (below a full pass: it samples)")
     ap.add_argument("--max-memory", default="4G")
     ap.add_argument("--methods", default=",".join(METHODS), help="--scale, --real: the methods compared")
+    ap.add_argument("--points", choices=("cloud", "patches"), default="cloud",
+                    help="--scale: the synthetic cluster cloud, or the 5 x 5 patches of the paper's 256 x 256 image "
+                    "(real; N a square up to 65,536)")
+    ap.add_argument("--executor", choices=("local", "processes", "dask"), default="local",
+                    help="--scale: where the comparison's passes run")
+    ap.add_argument("--workers", type=int, default=2, help="--executor: worker processes")
     ap.add_argument("--findings", metavar="FILE", help="text for the report's hand-written findings section "
                     "(with no other option: only re-render the report)")
     args = ap.parse_args()
@@ -201,16 +286,19 @@ def main() -> int:
         data["coverage"] = [coverage(n, args.repeats, args.sample_seconds) for n in sizes]
         print(json.dumps(data["coverage"], indent=1), flush=True)
     if args.scale or args.real:
+        workers = args.workers if args.executor != "local" else 0
         runs = [r for r in data.get("scale", []) if not (args.real and r["points"] == "digits")
-                and not (args.scale and r["n"] in sizes and r["points"] == "cloud"
-                         and r["max_memory"] == args.max_memory and r.get("methods", METHODS) == methods)]
+                and not (args.scale and r["n"] in sizes and r["points"] == args.points
+                         and r["max_memory"] == args.max_memory and r.get("methods", METHODS) == methods
+                         and r.get("executor", "local") == args.executor and r.get("workers", 0) == workers)]
         if args.real:
             runs.append(in_process(0, args.time_limit, args.max_memory, "digits", methods))
         if args.scale:
             for n in sizes:
-                runs.append(in_process(n, args.time_limit, args.max_memory, "cloud", methods))
+                runs.append(in_process(n, args.time_limit, args.max_memory, args.points, methods, args.executor, workers))
                 print(json.dumps(runs[-1], indent=1), flush=True)
-        data["scale"] = sorted(runs, key=lambda r: (r["n"], parse_size(r["max_memory"]), len(r.get("methods", METHODS))))
+        data["scale"] = sorted(runs, key=lambda r: (r["n"], r["points"], parse_size(r["max_memory"]),
+                                                    len(r.get("methods", METHODS)), r.get("executor", "local")))
     if args.findings:
         data["findings"] = Path(args.findings).read_text().strip()
     OUT.mkdir(parents=True, exist_ok=True)
