@@ -74,12 +74,16 @@ def covariance_of(src: Source, table: np.ndarray, opts: Options, notes: list[str
     return ReadResult(C, "covariance", notes)
 
 
+def read_samples(src: Source, opts: Options, source_format: str) -> tuple[np.ndarray, list[str]]:
+    """The samples x features table in ``source_format`` ("csv", "npy", "libsvm") and what reading it noted."""
+    if source_format == "libsvm":
+        return read_libsvm_table(src, opts)
+    if source_format == "npy":
+        return read_table_npy(src, opts), []
+    return read_table(src, opts)
+
+
 def read_covariance(src: Source, opts: Options, source_format: str) -> ReadResult:
     """Load the table in ``source_format`` ("csv", "npy", "libsvm") and return its covariance."""
-    if source_format == "libsvm":
-        table, notes = read_libsvm_table(src, opts)
-    elif source_format == "npy":
-        table, notes = read_table_npy(src, opts), []
-    else:
-        table, notes = read_table(src, opts)
+    table, notes = read_samples(src, opts, source_format)
     return covariance_of(src, table, opts, notes)

@@ -21,9 +21,8 @@ from .._errors import InputError, ParameterError
 from .._validation import default_memory_limit
 from ..sources import AttentionMatrix, CovarianceMatrix, KernelMatrix, MatrixSource, open_npy
 from ._common import Options, Source, fail, one_line, strip_compression
-from ._covariance import read_libsvm_table
-from ._numpy import _header, _load_npy, read_table_npy
-from ._text import read_table
+from ._covariance import read_samples
+from ._numpy import _header, _load_npy
 
 __all__ = ["open_matrix", "read_points"]
 
@@ -70,13 +69,8 @@ def _read_table(path, format: str | None, max_memory: int | None) -> tuple[np.nd
     if kind is None:
         raise fail(os.fspath(path), f"a kernel needs a table of points (.csv, .tsv, .txt, .dat, .npy, .libsvm), "
                    f"not a {ext or 'file without extension'}", "pass --format csv|npy|libsvm if it is one")
-    opts = Options(max_memory=max_memory)
     with src.guard():
-        if kind == "libsvm":
-            return read_libsvm_table(src, opts)
-        if kind == "npy":
-            return read_table_npy(src, opts), []
-        return read_table(src, opts)
+        return read_samples(src, Options(max_memory=max_memory), kind)
 
 
 def _attention(path, var: str | None, max_memory: int | None) -> AttentionMatrix:

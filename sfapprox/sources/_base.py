@@ -153,8 +153,9 @@ class MatrixSource:
         vector = B.ndim == 1
         B2 = B.reshape(self.n, -1)
         out = np.zeros((self.n, B2.shape[1]))
-        for J, block in self.blocks():
-            out += block @ B2[J]
+        tasks = ((J, B2[J]) for J in block_columns(self.n, self.block_width()))
+        for part in self._map_blocks(_product_part, tasks):
+            out += part  # in the blocks' order, wherever they were computed: the same sums
         return out.ravel() if vector else out
 
     def rmatmat(self, B: np.ndarray) -> np.ndarray:
@@ -173,9 +174,16 @@ class MatrixSource:
         vector = B.ndim == 1
         B2 = B.reshape(self.n, -1)
         out = np.empty((self.n, B2.shape[1]))
-        for J, block in self.blocks():
-            out[J] = block.T @ B2
+        blocks = list(block_columns(self.n, self.block_width()))
+        for J, part in zip(blocks, self._map_blocks(_transposed_part, blocks, B2)):
+            out[J] = part
         return out.ravel() if vector else out
+
+    def _map_blocks(self, fn, items, *shared) -> Iterator[Any]:
+        """``fn(self, *shared, item)`` for each item, in order: a pass's work per block, done here
+        (:class:`~sfapprox.sources.DistributedSource` does it on an executor's workers)."""
+        for item in items:
+            yield fn(self, *shared, item)
 
     # ------------------------------------------------------------------ passes
     def block_width(self, max_memory: int | None = None, *, extra_columns: int = 0) -> int:
@@ -269,6 +277,17 @@ class MatrixSource:
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.describe().items() if k != "kind")
         return f"{type(self).__name__}(n={self.n}{', ' + params if params else ''})"
+
+
+def _product_part(source: MatrixSource, task: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """``X[:, J] @ B[J]``: one block's share of ``X @ B`` (module level: it travels to other processes)."""
+    J, B = task
+    return source.columns(J) @ B
+
+
+def _transposed_part(source: MatrixSource, B: np.ndarray, J: np.ndarray) -> np.ndarray:
+    """``X[:, J].T @ B``: the rows ``J`` of ``X.T @ B``."""
+    return source.columns(J).T @ B
 
 
 def block_columns(n: int, width: int, *, order: np.ndarray | None = None) -> Iterator[np.ndarray]:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .._executors import ordered_map, worker_count
-from ._base import MatrixSource, block_columns
+from ._base import MatrixSource
 
 __all__ = ["DistributedSource"]
 
@@ -19,15 +19,6 @@ MIN_REMOTE_COLUMNS = 64
 
 def _columns_of(source: MatrixSource, J: np.ndarray) -> np.ndarray:
     return source.columns(J)
-
-
-def _product_part(source: MatrixSource, task: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    J, B = task
-    return source.columns(J) @ B
-
-
-def _transposed_part(source: MatrixSource, B: np.ndarray, J: np.ndarray) -> np.ndarray:
-    return source.columns(J).T @ B
 
 
 def _unwrap(source: MatrixSource) -> MatrixSource:
@@ -116,28 +107,14 @@ class DistributedSource(MatrixSource):
         return own.matmat is not MatrixSource.matmat or own.rmatmat is not MatrixSource.rmatmat
 
     def matmat(self, B: np.ndarray) -> np.ndarray:
-        if self._local_products():
-            return self.source.matmat(B)
-        B = np.asarray(B, dtype=np.float64)
-        vector = B.ndim == 1
-        B2 = B.reshape(self.n, -1)
-        tasks = ((J, B2[J]) for J in block_columns(self.n, self.source.block_width()))
-        out = np.zeros((self.n, B2.shape[1]))
-        for part in ordered_map(self.executor, _product_part, tasks, (self.source,)):
-            out += part  # in the local pass's order: the same sums
-        return out.ravel() if vector else out
+        return self.source.matmat(B) if self._local_products() else super().matmat(B)
 
     def rmatmat(self, B: np.ndarray) -> np.ndarray:
-        if self._local_products():
-            return self.source.rmatmat(B)
-        B = np.asarray(B, dtype=np.float64)
-        vector = B.ndim == 1
-        B2 = B.reshape(self.n, -1)
-        blocks = list(block_columns(self.n, self.source.block_width()))
-        out = np.empty((self.n, B2.shape[1]))
-        for J, part in zip(blocks, ordered_map(self.executor, _transposed_part, blocks, (self.source, B2))):
-            out[J] = part
-        return out.ravel() if vector else out
+        return self.source.rmatmat(B) if self._local_products() else super().rmatmat(B)
+
+    def _map_blocks(self, fn, items, *shared) -> Iterator[Any]:
+        """The pass's blocks on the executor: ``fn(wrapped source, *shared, item)``, results in order."""
+        return ordered_map(self.executor, fn, items, (self.source, *shared))
 
     def map_ranges(self, fn: Callable, *args: Any) -> Iterator[Any]:
         """``fn(source, J, *args)`` for consecutive column ranges ``J`` (two per worker), on the executor.
