@@ -13,8 +13,9 @@ Run by hand (not part of the tests):
 
 ``--coverage``: for the RBF kernel of a clustered point cloud at N = 4,096 and 8,192 (formable), the
 exact error of each surrogate (nystrom, rsvd, sparse) against the 95 % intervals
-:func:`sfapprox.estimate.estimate_errors` gives from random columns (a forced sampling run, seed 1..R):
-the share of repeats whose interval holds the exact error, and the intervals' mean half-width.
+:func:`sfapprox.estimate.estimate_errors` gives from random columns (seed 1..R), with the sampling
+stopped by a time limit and by its tolerance, and of the estimator alone on 10,000 random samples of
+256 and 1,024 columns: the share of repeats whose interval holds the exact error.
 
 ``--scale``: ``sfapprox.compare(KernelMatrix, ["nystrom", "rsvd", "sparse", "rpca"])`` (or ``--methods``;
 ``sf`` fits from column blocks there) at SF's budget
@@ -95,38 +96,87 @@ def patches(n: int) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------------ coverage
+#: Repeats of the estimator alone on samples of fixed size (cheap: the squared column errors are known),
+#: enough that a coverage is known to +-0.2 %.
+SAMPLED_REPEATS = 10_000
+#: Sample sizes of the estimator-alone check.
+SAMPLE_SIZES = (256, 1024)
+#: The tolerance of the tolerance-stopped runs (wide enough that they stop before a full pass).
+COVERAGE_RTOL = 0.03
+
+
 def coverage(n: int, repeats: int, time_limit: float) -> dict:
+    """How often the 95 % intervals hold the exact error, three ways: the sampling pass stopped by its
+    time limit and by its tolerance (``repeats`` runs each), and the estimator alone on
+    :data:`SAMPLED_REPEATS` simple random samples of each of :data:`SAMPLE_SIZES` columns."""
     import warnings
 
     from sfapprox._base import RunContext, get_method
     from sfapprox.budget import sf_count
-    from sfapprox.estimate import estimate_errors
-    from sfapprox.sources import KernelMatrix
+    from sfapprox.estimate import _skewness, block_errors, estimate_errors
+    from sfapprox.sources import KernelMatrix, block_columns
 
     warnings.simplefilter("ignore")
     K = KernelMatrix(cloud(n), bandwidth=BANDWIDTH)
     budget = sf_count(n)
     fits = {m: get_method(m).make(n, budget, RunContext()).fit(K).operator_ for m in ("nystrom", "rsvd", "sparse")}
-    exact = estimate_errors(K, fits, time_limit=None)
-    rows = {m: {"exact_fro": exact[m].fro_error, "exact_rel": exact[m].rel_error, "covered": 0, "covered_rel": 0,
-                "half_width": [], "columns": []} for m in fits}
+    parts = [block_errors(K, fits, J) for J in block_columns(n, 512)]  # every column: the exact errors
+    x = np.concatenate([p[0] for p in parts])
+    errors = {m: np.concatenate([p[1][m] for p in parts]) for m in fits}
+    exact = {m: (float(np.sqrt(e.sum())), float(np.sqrt(e.sum() / x.sum()))) for m, e in errors.items()}
+    rows = {m: {"exact_fro": exact[m][0], "exact_rel": exact[m][1], "skewness": _skewness(e)}
+            for m, e in errors.items()}
     started = time.perf_counter()
     memory = int(BLOCK * 16 * n / 0.125)  # blocks of BLOCK columns (of X and of one surrogate)
-    for seed in range(1, repeats + 1):
-        est = estimate_errors(K, fits, time_limit=time_limit, seed=seed, max_memory=memory)
-        for m, e in est.items():
-            r = rows[m]
-            r["covered"] += e.fro_interval[0] <= r["exact_fro"] <= e.fro_interval[1] if not e.exact else 1
-            r["covered_rel"] += e.rel_interval[0] <= r["exact_rel"] <= e.rel_interval[1] if not e.exact else 1
-            r["half_width"].append((e.half_width() or 0.0) / e.fro_error)
-            r["columns"].append(e.columns)
-    for r in rows.values():
-        r["coverage"] = r.pop("covered") / repeats
-        r["coverage_rel"] = r.pop("covered_rel") / repeats
-        r["mean_relative_half_width"] = float(np.mean(r.pop("half_width")))
-        r["mean_columns"] = float(np.mean(r.pop("columns")))
-    return {"n": n, "repeats": repeats, "time_limit": time_limit, "seconds": time.perf_counter() - started,
-            "methods": rows}
+    timed = [estimate_errors(K, fits, time_limit=time_limit, seed=seed, max_memory=memory)
+             for seed in range(1, repeats + 1)]
+    with _block_clock():  # a "second" per block: sampling is forced, and only the tolerance stops it
+        stopped = [estimate_errors(K, fits, time_limit=n / BLOCK - 1, rtol=COVERAGE_RTOL, seed=seed,
+                                   max_memory=memory) for seed in range(1, repeats + 1)]
+    for m, r in rows.items():
+        r["timed"] = _covered([run[m] for run in timed], exact[m])
+        r["tolerance"] = _covered([run[m] for run in stopped], exact[m])
+        r["sampled"] = {str(size): _sampled_coverage(errors[m], x, size, exact[m]) for size in SAMPLE_SIZES if size < n}
+    return {"n": n, "repeats": repeats, "time_limit": time_limit, "rtol": COVERAGE_RTOL,
+            "sampled_repeats": SAMPLED_REPEATS, "seconds": time.perf_counter() - started, "methods": rows}
+
+
+def _covered(estimates: list, exact: tuple[float, float]) -> dict:
+    """The share of ``estimates`` whose intervals hold the exact errors, their mean half-width and columns."""
+    fro = [e.exact or e.fro_interval[0] <= exact[0] <= e.fro_interval[1] for e in estimates]
+    rel = [e.exact or e.rel_interval[0] <= exact[1] <= e.rel_interval[1] for e in estimates]
+    return {"coverage": float(np.mean(fro)), "coverage_rel": float(np.mean(rel)),
+            "mean_relative_half_width": float(np.mean([(e.half_width() or 0.0) / e.fro_error for e in estimates])),
+            "mean_columns": float(np.mean([e.columns for e in estimates]))}
+
+
+def _sampled_coverage(e: np.ndarray, x: np.ndarray, size: int, exact: tuple[float, float]) -> dict:
+    """The estimator alone (the function the pass calls) on :data:`SAMPLED_REPEATS` samples of ``size``."""
+    from sfapprox.estimate import _estimate
+
+    rng = np.random.default_rng(size)
+    runs = []
+    for _ in range(SAMPLED_REPEATS):
+        J = rng.choice(e.size, size, replace=False)
+        runs.append(_estimate(e[J], x[J], e.size, None))
+    return _covered(runs, exact)
+
+
+class _block_clock:
+    """Within it, the sampling pass's clock advances one "second" per reading (one per block): a time
+    limit of (blocks - 1) seconds forces sampling and never stops it before the last block."""
+
+    def __enter__(self):
+        import types
+
+        import sfapprox.estimate as estimate
+
+        self.module, self.real = estimate, estimate._timing
+        ticks = iter(range(10**12))
+        estimate._timing = types.SimpleNamespace(now=lambda: float(next(ticks)))
+
+    def __exit__(self, *exc):
+        self.module._timing = self.real
 
 
 # ------------------------------------------------------------------------------------------------ scale
@@ -213,6 +263,12 @@ def _gib(b: float) -> str:
     return f"{b / 2**30:.2f} GiB"
 
 
+def _coverage_cell(r: dict | None) -> str:
+    if r is None:
+        return "–"
+    return f"{r['coverage']:.3f} / {r['coverage_rel']:.3f} ({r['mean_columns']:.0f})"
+
+
 def render(data: dict) -> list[str]:
     lines = [f"# Matrices too big to form ({data['meta']['date']})", "",
              f"Machine: {data['meta']['machine']}; load average at start {data['meta']['load_average_at_start']}. "
@@ -220,14 +276,22 @@ def render(data: dict) -> list[str]:
     if "coverage" in data:
         lines += ["## Do the 95 % intervals hold the exact error?", "",
                   f"RBF kernel (bandwidth {BANDWIDTH:g}) of a seeded 32-cluster cloud in 16 dimensions; each surrogate fitted at "
-                  "SF's budget; the exact error from a full pass; then `estimate_errors` forced to sample (time "
-                  "limit below a full pass), once per seed.", "",
-                  "| N | method | exact relative error | coverage (‖X−X̂‖_F) | coverage (relative) | mean half-width / estimate | mean columns |",
-                  "|---|---|---|---|---|---|---|"]
+                  "SF's budget; the exact errors from a full pass. *Timed*: `estimate_errors` forced to sample by a time "
+                  "limit below a full pass, once per seed. *Tolerance*: sampling that only the tolerance "
+                  f"(`rtol` {COVERAGE_RTOL:g}, every method's interval) stops, once per seed. *Sampled m*: the estimator "
+                  f"alone on {SAMPLED_REPEATS:,} random samples of m columns (±0.2 %). Each cell: coverage of "
+                  "‖X−X̂‖_F / of the relative error (mean columns).", "",
+                  "| N | method | exact relative error | skewness of the squared column errors | timed | tolerance | "
+                  + " | ".join(f"sampled m = {m}" for m in SAMPLE_SIZES) + " |",
+                  "|---|---|---|---|---|---|" + "---|" * len(SAMPLE_SIZES)]
         for run in data["coverage"]:
             for m, r in run["methods"].items():
-                lines.append(f"| {run['n']:,} | {m} | {r['exact_rel']:.4g} | {r['coverage']:.2f} | "
-                             f"{r['coverage_rel']:.2f} | {r['mean_relative_half_width']:.4f} | {r['mean_columns']:.0f} |")
+                if "timed" not in r:  # a run of the earlier layout (one timed column)
+                    r = {**r, "timed": r, "tolerance": None, "sampled": {}, "skewness": None}
+                cells = [_coverage_cell(r["timed"]), _coverage_cell(r["tolerance"]),
+                         *[_coverage_cell(r["sampled"].get(str(size))) for size in SAMPLE_SIZES]]
+                skew = "–" if r["skewness"] is None else f"{r['skewness']:.1f}"
+                lines.append(f"| {run['n']:,} | {m} | {r['exact_rel']:.4g} | {skew} | " + " | ".join(cells) + " |")
         lines.append("")
     if "scale" in data:
         lines += ["## Compared from columns", "",

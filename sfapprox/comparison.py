@@ -463,6 +463,10 @@ def _compare_columns(source, names, resolved, info, context, settings, on_result
     columns = max((e.columns for e in estimates.values()), default=0)
     how = ("exactly, by a pass over every column" if columns >= source.n else
            f"from {columns:,} random columns of {source.n:,} (95% intervals)")
+    short = {name: e.columns_advised for name, e in estimates.items() if e.too_few_columns}
+    if short:  # the time limit stopped the sample before the errors' skew allows a normal interval
+        how += (f"; the intervals of {', '.join(short)} may be too narrow: their squared column errors are skewed "
+                f"enough to ask for {max(short.values()):,} columns (a longer --time-limit samples more)")
     comparison.notes.append(f"{source.name}: not formed ({source.summary()['formed']} dense); the methods that work "
                             f"from columns ran, and every row was scored {how} in "
                             f"{time.perf_counter() - started:.1f} s")

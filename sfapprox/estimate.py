@@ -6,7 +6,9 @@ surrogates at once, on the same columns of ``X`` (each block of ``X`` is
 computed once): over every column when that pass fits the time limit (the
 error is then exact), else over a simple random sample of columns, drawn
 without replacement in random blocks until each interval is narrow enough
-(``rtol``) or the time is up.
+(``rtol``, and only once the sample is large enough for the normal
+approximation: Cochran's ``25 g^2`` columns for a sample skewness ``g``) or
+the time is up.
 
 **The estimator.**  With ``m`` of the ``N`` columns sampled, ``e_j`` the
 squared column errors and ``x_j = ||x_j||^2``: the total ``T = N mean(e)`` is
@@ -14,9 +16,10 @@ unbiased for ``||X - A||_F^2``, with standard error
 ``N s_e / sqrt(m) sqrt(1 - m / N)`` (finite-population correction); the
 relative error is the ratio ``sum e / sum x`` (the same columns), whose
 standard error is the linearised one, ``sqrt(1 - m/N) s_d / (sqrt(m) mean(x))``
-with ``d_j = e_j - R x_j``.  The 95 % intervals are normal ones on the squared
-errors, square-rooted (and floored at 0).  ``benchmarks/scale_sources.py``
-checks that they hold the exact error in at least 95 % of repeats.
+with ``d_j = e_j - R x_j``.  The 95 % intervals are those of the studentized
+mean to second order (corrected for the sample's skewness) on the squared
+errors, square-rooted (and floored at 0).  ``benchmarks/scale_sources.py
+--coverage`` measures how often they hold the exact error.
 """
 
 from __future__ import annotations
@@ -58,6 +61,12 @@ class ErrorEstimate:
         95 % confidence intervals (None when exact).
     columns : int
         Columns of ``X`` the error was computed on.
+    columns_advised : int
+        Columns the intervals' normal approximation asks for: Cochran's
+        ``25 g^2`` for the sample skewness ``g`` of the squared column errors
+        (0 when exact).  An interval from fewer columns (a sampling pass the
+        time limit stopped early) may be too narrow: a few columns hold much
+        of the error, and a small sample often misses them.
     """
 
     fro_error: float
@@ -66,11 +75,17 @@ class ErrorEstimate:
     fro_interval: tuple[float, float] | None = None
     rel_interval: tuple[float, float] | None = None
     columns: int = 0
+    columns_advised: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON record: ``{"exact", "fro_interval", "rel_interval", "columns"}``."""
+        """The JSON record: ``{"exact", "fro_interval", "rel_interval", "columns", "columns_advised"}``."""
         return {"exact": self.exact, "fro_interval": self.fro_interval, "rel_interval": self.rel_interval,
-                "columns": self.columns}
+                "columns": self.columns, "columns_advised": self.columns_advised}
+
+    @property
+    def too_few_columns(self) -> bool:
+        """Sampled from fewer columns than :attr:`columns_advised`."""
+        return not self.exact and self.columns < self.columns_advised
 
     def half_width(self, relative: bool = False) -> float | None:
         """Half the interval's width (None when exact).
@@ -116,7 +131,8 @@ def estimate_errors(
         sampling, which stops at the limit or at ``rtol``.
     rtol : float, default=DEFAULT_RTOL
         Sampling stops when every interval's half-width is at most ``rtol``
-        times its estimate (after :data:`MIN_SAMPLE` columns).
+        times its estimate (after :data:`MIN_SAMPLE` columns, and at least
+        ``25 g^2`` of them for a skewness ``g`` of the squared column errors).
     seed : int, default=0
         Seed of the column sample.
     max_memory : int or None
@@ -233,14 +249,25 @@ def _distributed_rest(executor, source, operators, blocks, tallies, norms) -> in
 
 
 def _narrow_enough(tallies, norms, n: int, rtol: float, fro_norm: float | None) -> bool:
+    """Every interval's half-width is at most ``rtol`` of its estimate, from a sample large enough for
+    the normal approximation (:attr:`ErrorEstimate.columns_advised`: Cochran's ``25 g^2`` columns for a
+    sample skewness ``g``; Cochran, *Sampling Techniques*, 3rd ed., 1977, sec. 2.15) — a few columns
+    holding most of the error make a small sample's spread, and so its interval, far too small."""
     x = np.concatenate(norms)
     for errors in tallies.values():
         est = _estimate(np.concatenate(errors), x, n, fro_norm)
-        width = est.half_width(relative=est.rel_interval is not None)
-        value = est.rel_error if est.rel_interval is not None else est.fro_error
-        if width is not None and width > rtol * max(value, 1e-300):
+        relative = est.rel_interval is not None
+        width = est.half_width(relative=relative)
+        value = est.rel_error if relative else est.fro_error
+        if est.too_few_columns or (width is not None and width > rtol * max(value, 1e-300)):
             return False
     return True
+
+
+def _skewness(values: np.ndarray) -> float:
+    """The sample skewness ``g`` (0 for fewer than three values or no spread)."""
+    spread = float(values.std()) if values.size > 2 else 0.0
+    return float(np.mean((values - values.mean()) ** 3)) / spread ** 3 if spread > 0 else 0.0
 
 
 def _studentized_quantiles(values: np.ndarray) -> tuple[float, float]:
@@ -253,12 +280,7 @@ def _studentized_quantiles(values: np.ndarray) -> tuple[float, float]:
     sec. 2.6) corrects its quantiles by the sample skewness ``g``: ``z - g (2 z^2 + 1) / (6 sqrt(m))``.
     The interval for the mean is then ``[mean - q_hi se, mean - q_lo se]``.
     """
-    m = values.size
-    spread = float(values.std()) if m > 2 else 0.0
-    if spread <= 0.0:
-        return -Z95, Z95
-    g = float(np.mean((values - values.mean()) ** 3)) / spread ** 3
-    shift = g * (2 * Z95 ** 2 + 1) / (6 * math.sqrt(m))
+    shift = _skewness(values) * (2 * Z95 ** 2 + 1) / (6 * math.sqrt(max(values.size, 1)))
     return -Z95 - shift, Z95 - shift
 
 
@@ -275,16 +297,23 @@ def _estimate(e: np.ndarray, x: np.ndarray, n: int, fro_norm: float | None) -> E
     fro = math.sqrt(total)
     low, high = _studentized_quantiles(e)
     fro_interval = (math.sqrt(max(0.0, total - high * se_total)), math.sqrt(max(0.0, total - low * se_total)))
+    advised = _cochran(e, n)
     if fro_norm is not None:  # only the error is uncertain
         if fro_norm <= 0:
-            return ErrorEstimate(fro, None, False, fro_interval, None, m)
+            return ErrorEstimate(fro, None, False, fro_interval, None, m, advised)
         return ErrorEstimate(fro, fro / fro_norm, False, fro_interval,
-                             (fro_interval[0] / fro_norm, fro_interval[1] / fro_norm), m)
+                             (fro_interval[0] / fro_norm, fro_interval[1] / fro_norm), m, advised)
     if float(x.sum()) <= 0:
-        return ErrorEstimate(fro, None, False, fro_interval, None, m)
+        return ErrorEstimate(fro, None, False, fro_interval, None, m, advised)
     ratio = float(e.sum() / x.sum())
     d = e - ratio * x
     se_ratio = float(d.std(ddof=1)) * shrink / float(x.mean()) if m > 1 else math.inf
     low, high = _studentized_quantiles(d)
     rel_interval = (math.sqrt(max(0.0, ratio - high * se_ratio)), math.sqrt(max(0.0, ratio - low * se_ratio)))
-    return ErrorEstimate(fro, math.sqrt(ratio), False, fro_interval, rel_interval, m)
+    return ErrorEstimate(fro, math.sqrt(ratio), False, fro_interval, rel_interval, m, max(advised, _cochran(d, n)))
+
+
+def _cochran(values: np.ndarray, n: int) -> int:
+    """Cochran's least sample for a normal interval of the mean of ``values``: ``25 g^2``, at most the ``n``
+    columns there are (so errors skewed that far are sampled until the time is up, or looked at in full)."""
+    return min(n, math.ceil(25 * _skewness(values) ** 2))

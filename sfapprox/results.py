@@ -50,7 +50,8 @@ class MethodResult:
         The seconds the method was given (None: no limit).
     error_estimate : dict or None
         For a row scored from columns (a matrix too big to form): ``{"exact",
-        "fro_interval", "rel_interval", "columns"}``; None when scored exactly.
+        "fro_interval", "rel_interval", "columns", "columns_advised"}`` (see
+        :class:`~sfapprox.estimate.ErrorEstimate`); None when scored exactly.
     operator : SurrogateOperator or None
         The fitted surrogate (a LinearOperator with ``to_dense()`` and
         ``n_stored``); not part of :meth:`to_dict`.
@@ -69,7 +70,7 @@ class MethodResult:
     min_budget: int | None = None
     time_limit: float | None = None
     #: For a row scored from columns (a matrix too big to form): ``{"exact", "fro_interval",
-    #: "rel_interval", "columns"}``; None when scored exactly on the formed matrix.
+    #: "rel_interval", "columns", "columns_advised"}``; None when scored exactly on the formed matrix.
     error_estimate: dict[str, Any] | None = None
     operator: Any = field(default=None, repr=False, compare=False)
     estimator: Any = field(default=None, repr=False, compare=False)

@@ -234,3 +234,34 @@ def test_a_comparison_from_columns_has_an_sf_row_scored_like_the_others():
         "path=columns" in row["details"] for row in c.tables()[0].rows)
     formed = compare(K, ["sf"], settings=settings.replace(max_memory=None))
     assert formed.results[0].params.get("path") is None  # formed, in memory
+
+
+def test_a_comparison_scored_from_too_few_columns_for_their_skew_says_so(monkeypatch):
+    """A scoring sample the time limit cut before Cochran's 25 g^2 columns: the note says which rows'
+    intervals may be too narrow and what samples more."""
+    import sfapprox.comparison as comparison
+    from sfapprox.estimate import ErrorEstimate
+
+    def short_sample(source, operators, **kw):
+        return {name: ErrorEstimate(1.0, 0.5, False, (0.9, 1.1), (0.45, 0.55), 256, 3000) for name in operators}
+
+    monkeypatch.setattr(comparison, "estimate_errors", short_sample)
+    K = _cloud(128)
+    settings = FitSettings(device="cpu", time_limit=None, max_memory=_column_limit(128))
+    c = compare_columns(K, ["nystrom"], budget="sf", settings=settings)
+    note = next(n for n in c.notes if "not formed" in n)
+    assert "intervals of nystrom may be too narrow" in note and "3,000 columns" in note
+    assert c.results[0].error_estimate["columns_advised"] == 3000
+
+
+def test_fit_shows_an_interval_from_too_few_columns_as_such():
+    from sfapprox.cli.fit import _error
+
+    summary = {"rel_error": 0.5, "error_estimate": {"rel_interval": [0.45, 0.55], "columns": 256,
+                                                     "columns_advised": 3000}}
+    assert _error(summary, "rel_error") == ("0.5 ± 0.05 (estimated from 256 columns; its skew asks for 3,000: "
+                                             "the interval may be too narrow)")
+    summary["error_estimate"]["columns_advised"] = 100
+    assert _error(summary, "rel_error") == "0.5 ± 0.05 (estimated from 256 columns)"
+    del summary["error_estimate"]["columns_advised"]  # a summary written before the field
+    assert _error(summary, "rel_error") == "0.5 ± 0.05 (estimated from 256 columns)"

@@ -122,3 +122,23 @@ def test_a_skewed_sample_gets_an_interval_reaching_further_up():
     est = _estimate(e, np.full(400, 10.0), 4000, fro_norm=None)
     lo, hi = est.fro_interval
     assert hi ** 2 - est.fro_error ** 2 > est.fro_error ** 2 - lo ** 2  # further above than below
+
+
+def test_a_skewed_sample_is_not_trusted_before_cochrans_size():
+    """However narrow it looks, a sample with skewness g is trusted only from 25 g^2 columns on."""
+    from sfapprox.estimate import _narrow_enough, _skewness
+
+    e = np.ones(300)
+    e[:3] = 60.0  # three heavy columns in 300: skewness about 10
+    x = np.full(300, 1e6)
+    assert _skewness(e) > 9
+    assert not _narrow_enough({"a": [e]}, [x], 10**6, 10.0, None)  # a tolerance met at once, too few columns
+    est = _estimate(e, x, 10**6, None)
+    assert est.too_few_columns and est.columns_advised >= 25 * 9**2 and est.to_dict()["columns_advised"] > 300
+    assert not _narrow_enough({"a": [e]}, [x], 10**6, 10.0, fro_norm=1e6)
+    big = np.tile(e, 10)  # the same skewness, 3,000 columns: enough
+    assert _narrow_enough({"a": [big]}, [np.tile(x, 10)], 10**6, 10.0, None)
+    flat = np.random.default_rng(0).uniform(1, 2, 300)
+    assert _narrow_enough({"a": [flat]}, [x], 10**6, 10.0, None)
+    assert not _estimate(flat, x, 10**6, None).too_few_columns and not _estimate(e, x, 300, None).too_few_columns
+    assert _estimate(e, x, 1000, None).columns_advised == 1000  # never more than the columns there are

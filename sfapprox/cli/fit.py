@@ -116,7 +116,10 @@ def _error(summary: dict, key: str) -> str:
     if value is None or not interval:
         return _show(value)
     half = max(interval[1] - value, value - interval[0])
-    return f"{value:.6g} ± {half:.2g} (estimated from {estimate['columns']:,} columns)"
+    advised = estimate.get("columns_advised", 0)
+    short = (f"; its skew asks for {advised:,}: the interval may be too narrow"
+             if estimate["columns"] < advised else "")
+    return f"{value:.6g} ± {half:.2g} (estimated from {estimate['columns']:,} columns{short})"
 
 
 def _show(value) -> str:
