@@ -45,13 +45,14 @@ def _problem(n: int, kind: str):
 
     def product(V):
         P = eye
-        for f in reversed(range(m)):  # (W P)[i] = sum_k w[i, k] P[i + d_k]
+        for f in reversed(range(V.shape[0])):  # (W P)[i] = sum_k w[i, k] P[i + d_k]
             P = (V[f].unsqueeze(-1) * P[idx]).sum(1)
         return P
 
     rng = np.random.default_rng([0, 1])  # ChordSF's identity start: offset 0 at 1, the rest noise 0.1
     V0 = torch.tensor(0.1 * rng.uniform(-1.0, 1.0, size=(m, n, len(offsets))))
     V0[:, :, 0] += 1.0
+    product.offsets, product.index = offsets, idx  # for probes that need the structure (varpro_probe)
     return X, product, V0
 
 
