@@ -239,6 +239,27 @@ def test_numba_kernel_blocks_for_large_n(monkeypatch):
 
 
 @needs_numba
+def test_numba_blocks_are_as_wide_in_bytes_for_float32(monkeypatch):
+    """float32 blocks take twice the columns (the same bytes in cache), the workspace the same bytes;
+    the values are the float64 kernel's to float32 rounding."""
+    assert K.numba_width(4096, itemsize=4) == 2 * K.numba_width(4096) == 2 * K.NUMBA_PANEL
+    assert K.workspace_numbers(4096, 12, "numba", n_offsets=13, itemsize=4) * 4 == \
+        K.workspace_numbers(4096, 12, "numba", n_offsets=13) * 8 - 3 * 2 * 4096 * 13 * 12 * 4
+    monkeypatch.setattr(K, "NUMBA_SINGLE_BLOCK_MAX_N", 16)
+    monkeypatch.setattr(K, "NUMBA_PANEL", 8)
+    ws, offs = _stack(50, seed=12)
+    X = torch.randn(50, 50, dtype=torch.float64)
+    seen = []
+    real = K._block_groups
+    monkeypatch.setattr(K, "_block_groups", lambda n, width, groups: seen.append(width) or real(n, width, groups))
+    loss, grad = K.loss_and_grad(ws, offs, X)
+    loss32, grad32 = K.loss_and_grad_numba(ws.float(), offs, X.float())
+    assert seen == [16] and grad32.dtype == torch.float32
+    assert torch.allclose(loss32.double(), loss, rtol=1e-5)
+    assert torch.allclose(grad32.double(), grad, rtol=1e-4, atol=1e-4 * float(grad.abs().max()))
+
+
+@needs_numba
 def test_numba_groups_give_the_same_numbers_on_any_thread_count(monkeypatch):
     """Column blocks split into fixed groups (large N, made small here): the torch kernel's values,
     bit for bit the same on one thread or three (the groups add up in a fixed order)."""

@@ -291,22 +291,26 @@ def panel_width(n: int) -> int:
     return -(-n // count)
 
 
-#: Column-block width of the compiled kernel for larger N; up to :data:`NUMBA_SINGLE_BLOCK_MAX_N`
-#: it takes all columns at once (measured: 64 is the best width at N = 512 and 1024, within
-#: 10 % of the best at 2048; one block is as fast or faster up to N = 306).
+#: Column-block width of the compiled kernel for larger N in float64; up to
+#: :data:`NUMBA_SINGLE_BLOCK_MAX_N` it takes all columns at once (measured: 64 is the best width at
+#: N = 512 and 1024, within 10 % of the best at 2048; one block is as fast or faster up to N = 306).
+#: A block's rows are what stays in cache, so the width is one of bytes: float32 takes twice as many
+#: columns (``benchmarks/results/panel_width.md``: 128 float32 columns took 0.61-0.95x the seconds of
+#: 64 at N = 2,048-8,192 in five of six cells, 1.29x in one; float64 at 128 1.1-1.5x slower from
+#: N = 4,096; a 300-s float32 fit at N = 4,096 made 507 iterations against 471).
 NUMBA_PANEL = 64
 NUMBA_SINGLE_BLOCK_MAX_N = 384
 
 
-def numba_width(n: int) -> int:
-    """Column-block width of :func:`loss_and_grad_numba` for an ``n x n`` fit.
+def numba_width(n: int, itemsize: int = 8) -> int:
+    """Column-block width of :func:`loss_and_grad_numba` for an ``n x n`` fit in numbers of ``itemsize`` bytes.
 
     Examples
     --------
-    >>> numba_width(64), numba_width(306), numba_width(2048)
-    (64, 306, 64)
+    >>> numba_width(64), numba_width(306), numba_width(2048), numba_width(2048, itemsize=4)
+    (64, 306, 64, 128)
     """
-    return n if n <= NUMBA_SINGLE_BLOCK_MAX_N else NUMBA_PANEL
+    return n if n <= NUMBA_SINGLE_BLOCK_MAX_N else max(1, NUMBA_PANEL * 8 // itemsize)
 
 
 _COMPILED = CompiledModule("sfapprox.sf._kernels_numba", "SF fitting kernel",
@@ -341,15 +345,16 @@ NUMBA_PARALLEL_MIN_N = 512
 NUMBA_GROUPS = 4
 
 
-def numba_groups(n: int) -> int:
-    """Groups of column blocks one compiled evaluation of an ``n x n`` fit is split into.
+def numba_groups(n: int, itemsize: int = 8) -> int:
+    """Groups of column blocks one compiled evaluation of an ``n x n`` fit (numbers of ``itemsize`` bytes)
+    is split into.
 
     Examples
     --------
     >>> numba_groups(306), numba_groups(4096)
     (1, 4)
     """
-    blocks = -(-n // numba_width(n))
+    blocks = -(-n // numba_width(n, itemsize))
     return NUMBA_GROUPS if n >= NUMBA_PARALLEL_MIN_N and blocks >= NUMBA_GROUPS else 1
 
 
@@ -440,8 +445,8 @@ def loss_and_grad_numba(
         n = ws.shape[1]
         w = np.ascontiguousarray(ws.detach().numpy())
         target = np.ascontiguousarray(X.detach().numpy())
-        width = numba_width(n)
-        groups = _block_groups(n, width, numba_groups(n))
+        width = numba_width(n, w.itemsize)
+        groups = _block_groups(n, width, numba_groups(n, w.itemsize))
         grads = [np.empty_like(w) for _ in groups]
         loss = _run_groups(module, w, target, offsets, width, grads, groups, 0)
         if loss is not None:
@@ -553,7 +558,7 @@ def operation_numbers(n: int, kind: str) -> int:
 
 
 def workspace_numbers(n: int, n_factors: int, kind: str, reach: int | None = None,
-                      n_offsets: int | None = None) -> int:
+                      n_offsets: int | None = None, itemsize: int = 8) -> int:
     """Numbers of scratch memory a kernel needs for one evaluation (beyond X and the parameters).
 
     Block buffers, plus the row-dot temporary of at most :data:`ROWDOT_TEMP_MAX` numbers.
@@ -574,6 +579,8 @@ def workspace_numbers(n: int, n_factors: int, kind: str, reach: int | None = Non
         The largest offset.
     n_offsets : int, optional
         Values per row and factor ``K``.
+    itemsize : int, default=8
+        Bytes of a number (the compiled kernel's blocks are as wide in bytes for any dtype).
 
     Returns
     -------
@@ -591,10 +598,11 @@ def workspace_numbers(n: int, n_factors: int, kind: str, reach: int | None = Non
     if kind == "numba":
         # Per group of column blocks: M + 1 blocks and the transposed values (N K M) while it runs,
         # and a gradient buffer; one group's values and gradient count among the solver's vectors.
-        groups = numba_groups(n)
+        groups = numba_groups(n, itemsize)
         if n_offsets is None:
             n_offsets = 2 * max(1, (n - 1).bit_length()) + 1  # the most any offset support has
-        return groups * (n_factors + 1) * n * numba_width(n) + (groups - 1) * 2 * n * n_offsets * n_factors
+        return (groups * (n_factors + 1) * n * numba_width(n, itemsize)
+                + (groups - 1) * 2 * n * n_offsets * n_factors)
     return (n_factors + 2) * n * n + min(n * n, ROWDOT_TEMP_MAX)
 
 

@@ -121,7 +121,7 @@ def _evaluation_seconds(n: int, offsets, n_factors: int) -> float:
     dtype = np.float32 if n >= SF_FLOAT32_MIN_N else np.float64  # what a default fit of this N runs in
     values = (rng.random((n_factors, n, len(offsets))) / len(offsets)).astype(dtype)
     offs = [int(d) for d in offsets]
-    width = numba_width(n)
+    width = numba_width(n, np.dtype(dtype).itemsize)
     if name == "numba" and n > WHOLE_MEASURE_MAX_N:
         block, grads = rng.random((n, width)).astype(dtype), [np.empty_like(values)]
         run = lambda: block_loss_and_grad(values, offs, block, 0, grads, width)  # noqa: E731

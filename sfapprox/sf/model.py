@@ -92,8 +92,9 @@ def estimate_fit_memory(
     :func:`~sfapprox.sf._butterfly.workspace_numbers`: ``(M + 2) N^2`` for
     whole-matrix passes, ``(M + 1) (N + reach) * 256`` for CPU column panels,
     ``reach`` the largest offset, and for the compiled kernel from ``N = 512``
-    four groups' ``(M + 1) N * 64`` blocks and three more gradients), L-BFGS's ``2 * history_size`` pairs plus
-    a few vectors of ``N K M`` values for each of the ``n_starts`` starts
+    four groups' ``(M + 1) N w`` blocks (``w`` columns of 512 bytes' worth:
+    64 in float64, 128 in float32) and three more gradients), L-BFGS's
+    ``2 * history_size`` pairs plus a few vectors of ``N K M`` values for each of the ``n_starts`` starts
     that race (``n_offsets`` is the number of values per row: 2 for
     ``support="butterfly"``), the scoring of the result in float64 (the
     product and the residual, ``2 N^2``), :data:`LIBRARY_WORKING_SET`, and
@@ -139,7 +140,7 @@ def estimate_fit_memory(
         from ._kernels import select_kernel, workspace_numbers
 
         _, kind = select_kernel(n, device_type)
-        workspace = workspace_numbers(n, n_factors, kind, reach, n_offsets)
+        workspace = workspace_numbers(n, n_factors, kind, reach, n_offsets, itemsize)
     numbers = n * n + workspace
     numbers += max(1, n_starts) * (2 * history_size + 8) * n * n_offsets * n_factors
     libraries = LIBRARY_WORKING_SET + (COMPILED_WORKING_SET if kind == "numba" else 0)
