@@ -270,8 +270,9 @@ def _skewness(values: np.ndarray) -> float:
     return float(np.mean((values - values.mean()) ** 3)) / spread ** 3 if spread > 0 else 0.0
 
 
-def _studentized_quantiles(values: np.ndarray) -> tuple[float, float]:
-    """The 2.5 % and 97.5 % points of ``(mean - mu) / se`` for a sample mean of ``values``, to second order.
+def _studentized_quantiles(g: float, m: int) -> tuple[float, float]:
+    """The 2.5 % and 97.5 % points of ``(mean - mu) / se`` for the mean of ``m`` values of sample skewness ``g``,
+    to second order.
 
     A mean of right-skewed values (squared column errors: a few columns carry much of the error) has a
     studentized statistic skewed to the left — a sample that misses the heavy columns has both a low
@@ -280,7 +281,7 @@ def _studentized_quantiles(values: np.ndarray) -> tuple[float, float]:
     sec. 2.6) corrects its quantiles by the sample skewness ``g``: ``z - g (2 z^2 + 1) / (6 sqrt(m))``.
     The interval for the mean is then ``[mean - q_hi se, mean - q_lo se]``.
     """
-    shift = _skewness(values) * (2 * Z95 ** 2 + 1) / (6 * math.sqrt(max(values.size, 1)))
+    shift = g * (2 * Z95 ** 2 + 1) / (6 * math.sqrt(max(m, 1)))
     return -Z95 - shift, Z95 - shift
 
 
@@ -295,9 +296,10 @@ def _estimate(e: np.ndarray, x: np.ndarray, n: int, fro_norm: float | None) -> E
     total = n * float(e.mean())
     se_total = n * float(e.std(ddof=1)) * shrink if m > 1 else math.inf
     fro = math.sqrt(total)
-    low, high = _studentized_quantiles(e)
+    g = _skewness(e)  # once: it moves the interval and says how many columns it wants
+    low, high = _studentized_quantiles(g, m)
     fro_interval = (math.sqrt(max(0.0, total - high * se_total)), math.sqrt(max(0.0, total - low * se_total)))
-    advised = _cochran(e, n)
+    advised = _cochran(g, n)
     if fro_norm is not None:  # only the error is uncertain
         if fro_norm <= 0:
             return ErrorEstimate(fro, None, False, fro_interval, None, m, advised)
@@ -308,12 +310,14 @@ def _estimate(e: np.ndarray, x: np.ndarray, n: int, fro_norm: float | None) -> E
     ratio = float(e.sum() / x.sum())
     d = e - ratio * x
     se_ratio = float(d.std(ddof=1)) * shrink / float(x.mean()) if m > 1 else math.inf
-    low, high = _studentized_quantiles(d)
+    g = _skewness(d)
+    low, high = _studentized_quantiles(g, m)
     rel_interval = (math.sqrt(max(0.0, ratio - high * se_ratio)), math.sqrt(max(0.0, ratio - low * se_ratio)))
-    return ErrorEstimate(fro, math.sqrt(ratio), False, fro_interval, rel_interval, m, max(advised, _cochran(d, n)))
+    return ErrorEstimate(fro, math.sqrt(ratio), False, fro_interval, rel_interval, m, max(advised, _cochran(g, n)))
 
 
-def _cochran(values: np.ndarray, n: int) -> int:
-    """Cochran's least sample for a normal interval of the mean of ``values``: ``25 g^2``, at most the ``n``
-    columns there are (so errors skewed that far are sampled until the time is up, or looked at in full)."""
-    return min(n, math.ceil(25 * _skewness(values) ** 2))
+def _cochran(g: float, n: int) -> int:
+    """Cochran's least sample for a normal interval of a mean of values of skewness ``g``: ``25 g^2``, at most
+    the ``n`` columns there are (so errors skewed that far are sampled until the time is up, or looked at in
+    full)."""
+    return min(n, math.ceil(25 * g ** 2))
