@@ -99,11 +99,18 @@ def one(kind: str, n: int, seconds: float, settings: dict) -> dict:
     def record(info: dict) -> None:
         curve.append((round(info["elapsed"], 3), info["fro_error"] / fro, int(info["iteration"]), info["start"]))
 
-    sf = sfapprox.ChordSF(device="cpu", time_limit=seconds, callback=record, **settings)
+    options = {"device": "cpu", **settings}  # '{"device": "cuda"}' in --settings: the GPU's fit
+    sf = sfapprox.ChordSF(time_limit=seconds, callback=record, **options)
     t0 = time.perf_counter()
     sf.fit(X)
     wall = time.perf_counter() - t0
-    return {"matrix": kind, "n": n, "settings": settings, "sfapprox": sfapprox.__file__,
+    gpu_peak = None
+    if str(options["device"]).startswith("cuda"):
+        import torch
+
+        gpu_peak = int(torch.cuda.max_memory_allocated())
+    return {"matrix": kind, "n": n, "settings": settings, "sfapprox": sfapprox.__file__, "gpu_peak": gpu_peak,
+            "kernel": sf.kernel_,
             "rel_error": float(sf.rel_error_), "iterations": int(sf.n_iter_), "init": sf.init_,
             "threads": sf.threads_, "stop_reason": sf.stop_reason_, "wall": wall, "optimizer_seconds": sf.seconds_,
             "params": {k: v for k, v in sf.params_.items() if k != "offsets"},
@@ -160,7 +167,8 @@ def render(data: dict, before: dict | None) -> list[str]:
                 continue
             cells = [row["matrix"], f"{row['n']:,}", label or "now",
                      *[_fmt(best_at(row["curve"], t)) for t in MOMENTS],
-                     str(row["iterations"]), str(row["threads"]), f"{row['peak_rss'] / 2**30:.2f} GiB"]
+                     str(row["iterations"]), str(row["threads"] or "—"), f"{row['peak_rss'] / 2**30:.2f} GiB"
+                     + (f" (GPU {row['gpu_peak'] / 2**30:.2f} GiB)" if row.get("gpu_peak") else "")]
             if before is not None:
                 old = old_rows.get((r["matrix"], r["n"]))
                 target = None if old is None else min(e for _, e, *_ in old["curve"])

@@ -60,7 +60,7 @@ def _one(n: int, kind: str, device: str, dtype: str, reps: int) -> dict:
             return loss, torch.gather(W.grad, 2, idx.expand(m, n, len(offs)))
     else:
         fn = {"panels": K.loss_and_grad_panels, "shifts": K.loss_and_grad, "dense": K.loss_and_grad_dense,
-              "numba": K.loss_and_grad_numba}[kind]
+              "numba": K.loss_and_grad_numba, "triton": K.loss_and_grad_triton}[kind]
 
         def run():
             return fn(ws, offs, X)
@@ -323,8 +323,10 @@ def main() -> int:
 
     bandwidth = _bandwidth(args.device)
     itemsize = torch.empty(0, dtype=getattr(torch, args.dtype)).element_size()
-    info = meta(f"python benchmarks/speed.py --sizes {args.sizes} --device {args.device}",
-                machine=machine(torch=f"{torch.__version__} ({torch.get_num_threads()} threads)"),
+    command = f"python benchmarks/speed.py --sizes {args.sizes} --device {args.device}"
+    command += f" --dtype {args.dtype}" if args.dtype != ap.get_default("dtype") else ""
+    command += f" --kernels {args.kernels}" if args.kernels else ""
+    info = meta(command, machine=machine(torch=f"{torch.__version__} ({torch.get_num_threads()} threads)"),
                 bandwidth_bytes_per_s=bandwidth, device=args.device, dtype=args.dtype)
     if args.device.startswith("cuda"):
         info["gpu"] = torch.cuda.get_device_name()
@@ -335,19 +337,21 @@ def main() -> int:
              f"Command: `{info['command']}`", "",
              f"Memory-traffic bound: 3·M passes (forward, adjoint, gradient) each reading and writing "
              f"N² values, at the measured copy bandwidth {bandwidth / 1e9:.1f} GB/s.", "",
-             f"| N | M | K | {ours} s/eval | {ours} peak MiB | traffic bound s | {ours} / bound | "
+             "| N | M | K | kernel | s/eval | peak MiB | traffic bound s | s/eval / bound | "
              "dense-masked s/eval | dense peak MiB | speed-up |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for n in sorted({r["n"] for r in rows}):
-        a, b = by.get((n, ours)), by.get((n, "dense-masked"))
-        if a is None:
-            continue
-        speed = f"{b['seconds'] / a['seconds']:.1f}x" if b else "–"
-        bound = traffic_bound(n, a["M"], itemsize, bandwidth)
-        # N above --dense-max: the dense-masked formulation is not run (minutes per evaluation)
-        dense = f"{b['seconds']:.3f} | {b['peak_bytes'] / 2**20:.0f}" if b else "not run | –"
-        lines.append(f"| {n} | {a['M']} | {a['K']} | {a['seconds']:.3f} | {a['peak_bytes'] / 2**20:.0f} | "
-                     f"{bound:.3f} | {a['seconds'] / bound:.1f}x | {dense} | {speed} |")
+        b = by.get((n, "dense-masked"))
+        for kind in [k for k in kernels if k != "dense-masked"]:
+            a = by.get((n, kind))
+            if a is None:
+                continue
+            speed = f"{b['seconds'] / a['seconds']:.1f}x" if b else "–"
+            bound = traffic_bound(n, a["M"], itemsize, bandwidth)
+            # N above --dense-max: the dense-masked formulation is not run (minutes per evaluation)
+            dense = f"{b['seconds']:.3f} | {b['peak_bytes'] / 2**20:.0f}" if b else "not run | –"
+            lines.append(f"| {n} | {a['M']} | {a['K']} | {kind} | {a['seconds']:.4f} | {a['peak_bytes'] / 2**20:.0f} | "
+                         f"{bound:.4f} | {a['seconds'] / bound:.1f}x | {dense} | {speed} |")
     write_results(tag, {"meta": info, "rows": rows}, lines)
     return 0
 

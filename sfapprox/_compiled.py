@@ -1,8 +1,9 @@
-"""Optional compiled (numba) modules: imported on first use, given up for the process when they fail.
+"""Optional compiled (numba, triton) modules: imported on first use, given up for the process when they fail.
 
-The compiled kernels (:mod:`sfapprox.operators._chord_apply_numba`, :mod:`sfapprox.sf._kernels_numba`) are an
-optimisation, never a requirement: numba may be missing, built against
-another numpy, or unable to compile (a broken llvmlite, an unwritable cache
+The compiled kernels (:mod:`sfapprox.operators._chord_apply_numba`, :mod:`sfapprox.sf._kernels_numba`,
+the GPU's :mod:`sfapprox.sf._kernels_triton`) are an
+optimisation, never a requirement: numba or triton may be missing, built against
+another numpy or CUDA, or unable to compile (a broken llvmlite, an unwritable cache
 folder).  Each user holds one :class:`CompiledModule`; a failure on import or
 on the first call (when numba compiles) warns once and switches that user to
 its pure numpy/torch/scipy path for the rest of the process.
@@ -26,6 +27,8 @@ class CompiledModule:
         What it computes, for the warning ("apply kernels").
     fallback : str
         What runs instead, for the warning ("scipy sparse factors (correct, 1.2-5x slower)").
+    remedy : str, default="Reinstall numba to restore them."
+        What the user can do, for the warning.
 
     Examples
     --------
@@ -34,10 +37,11 @@ class CompiledModule:
     False
     """
 
-    def __init__(self, name: str, what: str, fallback: str):
+    def __init__(self, name: str, what: str, fallback: str, remedy: str = "Reinstall numba to restore them."):
         self.name = name
         self.what = what
         self.fallback = fallback
+        self.remedy = remedy
         # None: not tried yet; False: unavailable; else the module (tests set False to force the fallback).
         self.module: ModuleType | bool | None = None
 
@@ -46,7 +50,7 @@ class CompiledModule:
         if self.module is None:
             try:
                 self.module = importlib.import_module(self.name)
-            except ImportError:  # numba not installed, or installed against another numpy
+            except ImportError:  # numba (triton) not installed, or installed against another numpy
                 self.module = False
             except Exception as exc:  # e.g. an llvmlite that does not load
                 self.failed(exc)
@@ -57,7 +61,7 @@ class CompiledModule:
         self.module = False
         warnings.warn(
             f"sfapprox: the compiled {self.what} failed ({type(exc).__name__}: {exc}); "
-            f"falling back to {self.fallback}. Reinstall numba to restore them.",
+            f"falling back to {self.fallback}. {self.remedy}",
             RuntimeWarning,
             stacklevel=4,
         )

@@ -4,10 +4,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.sparse
 import torch
 
 from sfapprox import ChordSF, ConvergenceWarning, DeviceError, ParameterError, ResourceError, fit_sf
 from sfapprox.chord import chord_offsets
+from sfapprox.metrics import frobenius_error
 from sfapprox.sf._kernels import chord_product
 
 
@@ -152,9 +154,14 @@ def test_fit_sf_function_form():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_cuda_matches_cpu():
     X = _planted(32, seed=3)
+    # A few iterations follow the same path to rounding; over 200 the rounding of another BLAS
+    # moves L-BFGS's path (measured on an H100: 0.4 % apart, the GPU's the lower), not its quality.
+    cpu = ChordSF(max_iter=10, device="cpu").fit(X)
+    gpu = ChordSF(max_iter=10, device="cuda", dtype="float64").fit(X)
+    assert gpu.fro_error_ == pytest.approx(cpu.fro_error_, rel=1e-6)
     cpu = ChordSF(max_iter=200, device="cpu").fit(X)
     gpu = ChordSF(max_iter=200, device="cuda", dtype="float64").fit(X)
-    assert gpu.fro_error_ == pytest.approx(cpu.fro_error_, rel=1e-3, abs=1e-8)
+    assert gpu.fro_error_ == pytest.approx(cpu.fro_error_, rel=0.05)
 
 
 def test_symmetric_support_fits_with_fewer_factors():
@@ -301,3 +308,43 @@ def test_large_fits_on_the_cpu_run_in_float32_unless_asked(monkeypatch):
     small = ChordSF(max_iter=20, time_limit=None, device="cpu").fit(X[:24, :24])
     assert asked.dtype_ == "float64" and small.dtype_ == "float64"
     assert large.rel_error_ == pytest.approx(asked.rel_error_, rel=1e-3)
+
+
+@pytest.mark.parametrize("support", ["chord", "symmetric"])
+def test_product_error_is_frobenius_error_of_the_product(support):
+    """What a GPU fit scores itself with (the product formed on its device), here on the CPU's torch."""
+    from sfapprox.sf.model import product_error
+
+    sf = ChordSF(support=support, max_iter=20, device="cpu").fit(_planted(48, seed=4))
+    X = _planted(48, seed=5)
+    fro = float(np.linalg.norm(X))
+    err, rel = product_error(sf.factors_, sf.offsets_, X, fro, torch.device("cpu"))
+    ref = frobenius_error(X, sf.to_dense(), fro)
+    assert err == pytest.approx(ref[0], rel=1e-12) and rel == pytest.approx(ref[1], rel=1e-12)
+    sparse_err, _ = product_error(sf.factors_, sf.offsets_, scipy.sparse.csr_array(X), fro, torch.device("cpu"))
+    assert sparse_err == pytest.approx(err, rel=1e-12)
+
+
+def test_a_kernel_that_compiles_on_its_first_launch_is_timed_on_its_second(monkeypatch):
+    """The fused GPU kernel compiles when first launched: the time kept back for scoring is
+    two evaluations' worth, not two compiles' worth (here a CPU stand-in named "triton")."""
+    import time as _time
+
+    from sfapprox.sf import _kernels
+    from sfapprox.sf import model as model_module
+
+    calls = []
+
+    def compiling(ws, offsets, X):
+        if not calls:
+            _time.sleep(1.0)  # the compile
+        calls.append(1)
+        return _kernels.loss_and_grad(ws, offsets, X)
+
+    seen = []
+    real_limit = model_module.optimizer_time_limit
+    monkeypatch.setattr(_kernels, "select_kernel", lambda n, device_type: (compiling, "triton"))
+    monkeypatch.setattr(model_module, "optimizer_time_limit",
+                        lambda limit, spent, eval_seconds: seen.append(eval_seconds) or real_limit(limit, spent, eval_seconds))
+    sf = ChordSF(max_iter=3, init="identity", time_limit=60, device="cpu", dtype="float64").fit(_planted(40, seed=2))
+    assert sf.kernel_ == "triton" and seen and seen[0] < 0.5

@@ -35,6 +35,7 @@ __all__ = [
     "apply_product_t",
     "loss_and_grad",
     "loss_and_grad_numba",
+    "loss_and_grad_triton",
 ]
 
 
@@ -160,10 +161,28 @@ def loss_and_grad(
     loss : 0-d tensor
     grad : tensor shaped like ``ws``
     """
+    return chain_loss_and_grad(
+        ws, X, _column_index(ws.shape[1], offsets, ws.device),
+        apply=lambda w, P: apply_factor(w, offsets, P),
+        row_grad=lambda G, P: factor_grad(G, P, offsets),
+        apply_t=lambda w, G, spare: apply_factor_t(w, offsets, G, out=spare),
+    )
+
+
+def chain_loss_and_grad(ws: torch.Tensor, X: torch.Tensor, positions: torch.Tensor, *, apply, row_grad, apply_t):
+    """The passes of :func:`loss_and_grad`, with the three products given: what the torch and the
+    GPU's fused kernels (:mod:`._kernels_triton`) share.
+
+    ``positions[i, k]`` is the column of row ``i``'s value ``k``; ``apply(w, P)`` is ``W P``,
+    ``row_grad(G, P)`` the gradient of ``<G, W P>`` in ``w`` (``(N, K)``), and
+    ``apply_t(w, G, spare)`` is ``W^T G``, which may be written into ``spare`` (an ``N x N``
+    buffer read for the last time).
+    """
     n_factors = ws.shape[0]
-    partials = [factor_to_dense(ws[-1], offsets)]  # partials[j] = P_{M-j}
+    partial = torch.zeros(X.shape, dtype=ws.dtype, device=ws.device)
+    partials = [partial.scatter_add_(1, positions, ws[-1])]  # partials[j] = P_{M-j}; P_M = W_M dense
     for m in range(n_factors - 2, -1, -1):
-        partials.append(apply_factor(ws[m], offsets, partials[-1]))
+        partials.append(apply(ws[m], partials[-1]))
     G = partials.pop()  # P_1, reused in place as the residual
     G.sub_(X)
     flat = G.reshape(-1)
@@ -171,11 +190,9 @@ def loss_and_grad(
     grad = torch.empty_like(ws)
     for m in range(n_factors - 1):
         right = partials.pop()  # P_{m+2} in 1-based terms: what W_{m+1} multiplies
-        grad[m] = factor_grad(G, right, offsets)
-        del right
-        G = apply_factor_t(ws[m], offsets, G)
-    idx = _column_index(ws.shape[1], offsets, ws.device)
-    grad[-1] = torch.gather(G, 1, idx)
+        grad[m] = row_grad(G, right)
+        G = apply_t(ws[m], G, right)  # into the buffer just read for the last time
+    grad[-1] = torch.gather(G, 1, positions)
     return loss, grad
 
 
@@ -525,6 +542,38 @@ def block_loss_and_grad(
     return float(loss.detach())
 
 
+_TRITON = CompiledModule("sfapprox.sf._kernels_triton", "GPU (Triton) SF fitting kernel",
+                         "the torch shift kernel (same results, several times slower on large N)",
+                         remedy="Install a triton that matches the installed torch to restore it.")
+
+
+def loss_and_grad_triton(
+    ws: torch.Tensor, offsets: Sequence[int], X: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Same objective and gradient as :func:`loss_and_grad`, each pass one fused kernel (GPU tensors).
+
+    :mod:`._kernels_triton` reads each ``N x N`` operand of a pass once
+    instead of once per offset.  When triton is missing or its kernels fail
+    to compile (a ``RuntimeWarning`` says so once), :func:`loss_and_grad`
+    computes the same values.  Running out of GPU memory is not such a
+    failure: it propagates.
+    """
+    module = _TRITON.get()
+    if module:
+        try:
+            return module.loss_and_grad(ws, offsets, X)
+        except torch.cuda.OutOfMemoryError:
+            raise
+        except Exception as exc:  # a compile or launch failure: the torch path for the rest of the process
+            _TRITON.failed(exc)
+    return loss_and_grad(ws, offsets, X)
+
+
+def _triton_module():
+    """The GPU kernel module, or False when triton is missing or broken (imported once per process)."""
+    return _TRITON.get()
+
+
 def select_kernel(n: int, device_type: str):
     """The loss+gradient routine for an ``n x n`` fit on a device, and its name.
 
@@ -532,8 +581,9 @@ def select_kernel(n: int, device_type: str):
     available — 5-15x faster than the torch and numpy paths at every N
     measured (24 to 2048, ``benchmarks/results/speed-iteration.md``);
     without numba, dense factors (numpy BLAS) for small N and column panels
-    above.  GPU: dense factors for small N, whole-matrix shifted adds above
-    (large kernels keep the GPU busy).
+    above.  GPU: dense factors for small N; above, the fused Triton kernels
+    (:func:`loss_and_grad_triton`) where triton imports, else whole-matrix
+    shifted adds (large kernels keep the GPU busy).
     """
     if device_type == "cpu" and _numba_module():
         return loss_and_grad_numba, "numba"
@@ -541,6 +591,8 @@ def select_kernel(n: int, device_type: str):
         return loss_and_grad_dense, "dense"
     if device_type == "cpu":
         return loss_and_grad_panels, "panels"
+    if _triton_module():
+        return loss_and_grad_triton, "triton"
     return loss_and_grad, "shifts"
 
 
@@ -573,7 +625,7 @@ def workspace_numbers(n: int, n_factors: int, kind: str, reach: int | None = Non
         Order ``N`` of the matrix.
     n_factors : int
         Number of factors ``M``.
-    kind : {"numba", "panels", "dense", "shifts"}
+    kind : {"numba", "panels", "dense", "triton", "shifts"}
         The kernel (:func:`select_kernel`'s name).
     reach : int, optional
         The largest offset.
