@@ -18,7 +18,18 @@ step after the first (median) and of a pass over all N columns.
 L-BFGS (identity start, as the column path starts) and from column blocks (forced by a memory
 limit between the two estimates), both scored exactly: what the column path's passes buy.
 
-Writes benchmarks/results/column_fit.json and column_fit.md (a run of one mode keeps the other's rows).
+``--versus`` runs three fits: in memory, from column blocks as the defaults choose (``optimizer="auto"``:
+Adam's first steps, then L-BFGS by passes where the time left allows ``LBFGS_MIN_PASSES`` passes), and
+from column blocks with Adam alone.
+
+``--lbfgs-memory N --seconds S``: the memory of one such fit under a time limit long enough for the
+hand-over to L-BFGS by passes (its history counted in the estimate).
+
+``--passes N --counts 3,6,12,24``: the two column optimizers given the same number of passes over the
+columns (Adam: that many epochs of 256-column steps; L-BFGS: iterations until that many evaluations),
+each scored exactly: where L-BFGS by passes starts to pay (``_columns.LBFGS_MIN_PASSES``).
+
+Writes benchmarks/results/column_fit.json and column_fit.md (a run of one mode keeps the others' rows).
 """
 
 from __future__ import annotations
@@ -33,8 +44,9 @@ from _common import OUT, command_line, machine, meta, run_child, write_results
 NAME = "column_fit"
 
 
-def one(n: int, steps: int, max_memory: str) -> dict:
-    """One fit from columns in this (fresh) process: memory and step times."""
+def one(n: int, steps: int, max_memory: str, seconds: float | None = None) -> dict:
+    """One fit from columns in this (fresh) process: memory and step times (``seconds``: a fit under that
+    time limit instead of ``steps`` steps, so that it hands over to L-BFGS by passes)."""
     import resource
 
     import numpy as np
@@ -53,13 +65,14 @@ def one(n: int, steps: int, max_memory: str) -> dict:
     K = KernelMatrix(cloud(n), bandwidth=BANDWIDTH)
     base = rss()
     stamps = [time.perf_counter()]
-    sf = ChordSF(max_iter=steps, time_limit=None, max_memory=parse_size(max_memory), device="cpu",
-                 callback=lambda info: stamps.append(time.perf_counter()))
+    sf = ChordSF(max_iter=steps if seconds is None else 10**6, time_limit=seconds, max_memory=parse_size(max_memory),
+                 device="cpu", callback=lambda info: stamps.append(time.perf_counter()))
     sf.fit(K)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     m, k = sf.factors_.shape[0], sf.factors_.shape[2]
     width, batch = sf.params_["block_width"], sf.params_["batch"]
-    estimate = column_fit_memory(n, m, k, width) + LIBRARY_WORKING_SET + COMPILED_WORKING_SET
+    estimate = column_fit_memory(n, m, k, width, history=sf.params_.get("history")) + LIBRARY_WORKING_SET \
+        + COMPILED_WORKING_SET
     step = float(np.median(np.diff(stamps)[1:]))  # the first includes the scale's pilot columns
     return {"n": n, "n_factors": m, "n_offsets": k, "stored": int(sf.n_stored_), "path": sf.params_["path"],
             "block_width": width, "batch": batch, "steps": sf.n_iter_, "rss_before": base, "peak_rss": peak,
@@ -67,6 +80,7 @@ def one(n: int, steps: int, max_memory: str) -> dict:
             "in_memory_estimate": estimate_fit_memory(n, m, k, 8, 50, "cpu", reach=n // 2, n_starts=2,
                                                       input_bytes=8 * n * n),
             "step_seconds": step, "pass_seconds": step * math.ceil(n / batch), "threads": sf.threads_,
+            "optimizer": sf.params_.get("optimizer"), "epochs": sf.params_.get("epochs"),
             "max_memory": max_memory}
 
 
@@ -79,20 +93,75 @@ def versus(n: int, seconds: float) -> dict:
 
     from sfapprox import ChordSF
     from sfapprox.sf.model import COMPILED_WORKING_SET, LIBRARY_WORKING_SET
-    from sfapprox.sf._columns import COLUMN_WIDTH, column_fit_memory
+    from sfapprox.sf._columns import COLUMN_WIDTH, ColumnSettings, column_fit_memory
     from sfapprox.sources import KernelMatrix
 
     warnings.simplefilter("ignore")
     X = KernelMatrix(cloud(n), bandwidth=BANDWIDTH).to_dense()
     m = math.ceil(math.log2(n))
-    limit = column_fit_memory(n, m, m + 1, COLUMN_WIDTH) + LIBRARY_WORKING_SET + COMPILED_WORKING_SET + (64 << 20)
+    limit = column_fit_memory(n, m, m + 1, COLUMN_WIDTH, history=ColumnSettings().history) + LIBRARY_WORKING_SET \
+        + COMPILED_WORKING_SET + (64 << 20)
+    from sfapprox.sf import model
+    from sfapprox.sf._columns import ColumnSettings
+
     rows = []
-    for label, params in (("L-BFGS in memory", {"init": "identity"}), ("from column blocks", {"max_memory": limit})):
+    runs = (("L-BFGS in memory", {"init": "identity"}, None),
+            ("from column blocks (defaults: Adam, then L-BFGS by passes)", {"max_memory": limit}, ColumnSettings()),
+            ("from column blocks, Adam (256-column steps)", {"max_memory": limit}, ColumnSettings(optimizer="adam")))
+    for label, params, settings in runs:
+        model.COLUMN_SETTINGS = settings
         sf = ChordSF(time_limit=seconds, device="cpu", **params).fit(X)
         rows.append({"run": label, "rel_error": float(sf.rel_error_), "iterations": int(sf.n_iter_),
                      "passes": sf.params_.get("epochs", sf.n_evals_), "path": sf.params_.get("path", "in memory"),
                      "seconds": sf.seconds_})
     return {"n": n, "seconds": seconds, "rows": rows}
+
+
+def passes(n: int, counts: list[int]) -> dict:
+    """Adam and L-BFGS by passes, each given ``count`` passes over the columns of the formed kernel."""
+    import warnings
+
+    import numpy as np
+    from scale_sources import BANDWIDTH, cloud
+
+    from sfapprox.chord import chord_offsets, default_n_factors
+    from sfapprox.operators import ChordOperator
+    from sfapprox.sf import _columns as C
+    from sfapprox.sf._multistart import start_values
+    from sfapprox.sources import KernelMatrix
+    from sfapprox._threads import AdaptiveThreads
+
+    warnings.simplefilter("ignore")
+    X = KernelMatrix(cloud(n), bandwidth=BANDWIDTH).to_dense()
+    fro = float(np.linalg.norm(X))
+    scale = fro / math.sqrt(n)  # the fit's units, as ChordSF's
+    offs, m = chord_offsets(n), default_n_factors(n)
+    start = start_values(["identity"], 0, (m, n, len(offs)))["identity"]
+
+    def exact(values) -> float:
+        return float(np.linalg.norm(X - ChordOperator(values * scale ** (1 / m), offs).to_dense()) / fro)
+
+    rows = []
+    with AdaptiveThreads(n * n // C.NUMBA_GROUPS, compiled=True):
+        for count in counts:
+            t = time.perf_counter()
+            evals = [0]
+
+            def enough(step, running, columns, values):
+                evals[0] = columns // n
+                return evals[0] >= count  # checked after each iteration: the line search may pass it
+
+            lbfgs = C.fit_columns_lbfgs(lambda a, b: X[:, a:b] / scale, start, offs, max_iter=10**6,
+                                        history=C.ColumnSettings().history, callback=enough)
+            lbfgs_s = time.perf_counter() - t
+            t = time.perf_counter()
+            adam = C.fit_columns(lambda a, b: X[:, a:b] / scale, start, offs, max_iter=count * math.ceil(n / 256))
+            adam_s = time.perf_counter() - t
+            rows.append({"passes": count, "lbfgs_error": exact(lbfgs.values), "lbfgs_passes": lbfgs.columns / n,
+                         "lbfgs_iterations": lbfgs.steps, "lbfgs_seconds": lbfgs_s, "adam_error": exact(adam.values),
+                         "adam_passes": adam.columns / n, "adam_seconds": adam_s})
+            print(rows[-1], flush=True)
+    return {"n": n, "rows": rows}
 
 
 def _gib(b: float) -> str:
@@ -121,6 +190,21 @@ def render(data: dict) -> list[str]:
                   "|---|---|---|---|---|"]
         lines += [f"| {r['run']} | {r['rel_error']:.4f} | {r['iterations']} | {r['passes']} | {r['seconds']:.1f} |"
                   for r in v["rows"]]
+    if data.get("lbfgs_memory"):
+        r = data["lbfgs_memory"]
+        lines += ["", f"## Memory when the fit hands over to L-BFGS by passes (`{r['command']}`)", "",
+                  "| N | optimizer | passes | estimate (checked) | allocated (peak − before) | peak RSS | "
+                  "allocated / estimate |", "|---|---|---|---|---|---|---|",
+                  f"| {r['n']:,} | {r['optimizer']} | {r['epochs']} | {_gib(r['estimate'])} | {_gib(r['allocated'])} | "
+                  f"{_gib(r['peak_rss'])} | {r['allocated'] / r['estimate']:.2f} |"]
+    if data.get("passes"):
+        p = data["passes"]
+        lines += ["", f"## The column optimizers at equal passes: N = {p['n']:,} (`{p['command']}`)", "",
+                  "| passes asked | L-BFGS: relative error (exact) | passes made | iterations | seconds | "
+                  "Adam: relative error (exact) | passes made | seconds |", "|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {r['passes']} | {r['lbfgs_error']:.4f} | {r['lbfgs_passes']:.0f} | {r['lbfgs_iterations']} | "
+                  f"{r['lbfgs_seconds']:.0f} | {r['adam_error']:.4f} | {r['adam_passes']:.1f} | {r['adam_seconds']:.0f} |"
+                  for r in p["rows"]]
     return lines
 
 
@@ -131,12 +215,23 @@ def main() -> int:
     ap.add_argument("--max-memory", default="4G")
     ap.add_argument("--versus", type=int, default=None, metavar="N", help="only the L-BFGS / column path comparison")
     ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--passes", type=int, default=None, metavar="N", help="only the two column optimizers at equal passes")
+    ap.add_argument("--lbfgs-memory", type=int, default=None, metavar="N",
+                    help="only the memory of one fit of --seconds that hands over to L-BFGS by passes")
+    ap.add_argument("--counts", default="3,6,12,24", help="--passes: the numbers of passes")
     args = ap.parse_args()
     path = OUT / f"{NAME}.json"
     data = json.loads(path.read_text()) if path.exists() else {}
     if args.versus:
         data["versus"] = {**run_child(NAME, "versus", [args.versus, args.seconds]), "command": command_line()}
         print(json.dumps(data["versus"], indent=1), flush=True)
+    elif args.lbfgs_memory:
+        data["lbfgs_memory"] = {**run_child(NAME, "one", [args.lbfgs_memory, 0, args.max_memory, args.seconds]),
+                                "command": command_line()}
+        print(json.dumps(data["lbfgs_memory"], indent=1), flush=True)
+    elif args.passes:
+        counts = [int(c) for c in args.counts.split(",")]
+        data["passes"] = {**run_child(NAME, "passes", [args.passes, counts]), "command": command_line()}
     else:
         rows = []
         for n in [int(s) for s in args.sizes.split(",") if s]:

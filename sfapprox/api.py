@@ -127,6 +127,7 @@ def fit_matrix(
         "error_estimate": estimate,
         "path": model.params_.get("path", "in memory"),
         "epochs": model.params_.get("epochs"),  # passes over the columns, on the column path
+        "optimizer": model.params_.get("optimizer"),  # the column path's: "adam" or "adam+lbfgs"
         "iterations": model.n_iter_,
         "evaluations": model.n_evals_,
         "seconds": model.seconds_,

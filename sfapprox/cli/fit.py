@@ -94,8 +94,10 @@ def fit(
 def _advise(summary: dict, settings) -> None:
     """Say on stderr when the fit stopped on a limit, with the knob to turn."""
     if summary.get("path") == "columns":
+        via = {"adam+lbfgs": ": Adam's, then L-BFGS's by passes", "lbfgs": " of L-BFGS by passes"}.get(
+            summary.get("optimizer"), "")  # a summary of an older version has no optimizer: Adam's
         note(f"note: SF was fitted from column blocks ({summary['epochs']:.3g} passes over the columns in "
-             f"{summary['iterations']} steps): its fit in memory would be over the memory limit; "
+             f"{summary['iterations']} steps{via}): its fit in memory would be over the memory limit; "
              "--time-limit (0 for none) allows more passes, --max-memory a fit in memory")
     elif summary["stop_reason"] == "time_limit":
         note(f"note: the fit stopped on its time limit ({settings.per_method(1).time_limit:g} s) after {summary['iterations']} "

@@ -5,21 +5,26 @@ product's columns ``S`` cost ``O(M K N |S|)`` (:func:`._kernels.block_loss_and_g
 so a step needs only ``X[:, S]`` for a block ``S`` of consecutive columns:
 the source computes it (a kernel's columns from its points, a memory-mapped
 file's from disk), the step's gradient is an unbiased estimate of the whole
-loss's (scaled by ``N / |S|``), and Adam (Kingma & Ba 2015) takes the step.
+loss's (scaled by ``N / |S|``), and Adam (Kingma & Ba 2015) takes the step
+(:func:`fit_columns`).
 The blocks are visited in a new random order every epoch, so every column of
 the last factor is trained once per epoch.  The step size follows a cosine
 schedule over the fit's progress (steps of ``max_iter``, or seconds of the
 time limit, whichever is further along), from a short warm-up down to 1 %.
 
-Why not L-BFGS on the whole matrix: at ``N = 65,536`` one evaluation is
-``3 M K N^2 = 3.5e12`` multiply-adds (about 20 minutes on two cores) and the
-target is 32 GiB; here a step of 256 columns is a few seconds and the fit's
-own memory is ``O(N K M)``: the values, Adam's two moments and one gradient
-per group of column blocks, plus each group's ``(M + 1) N w`` workspace
-(:func:`column_fit_memory`).  In memory at ``N = 4,096`` the same steps reach
-about the error of L-BFGS's first minute (``benchmarks/results/scale_fit.md``):
-this path is for matrices that cannot be formed, the in-memory L-BFGS stays
-the fit of every matrix that can.
+Why not only L-BFGS on the whole loss: at ``N = 65,536`` one evaluation is a
+pass over every column, ``3 M K N^2 = 3.5e12`` multiply-adds (about 5 minutes
+on two cores), and its first iteration's line search takes several; here a
+step of 256 columns is about a second.  But steps of Adam gain little per pass
+(``benchmarks/results/column_fit.md``: at ``N = 4,096`` 0.966 after 48 passes,
+where L-BFGS by passes gets 0.899 and in memory 0.56 in 135), so where the time
+limit leaves room for :data:`LBFGS_MIN_PASSES` passes, :func:`fit_columns_auto`
+hands over to :func:`fit_columns_lbfgs`: the in-memory fit's L-BFGS, each
+evaluation one pass over the column blocks.  Either way the fit's own memory is
+``O(N K M)`` — the values, Adam's two moments, L-BFGS's history — plus one
+gradient and ``(M + 1) N w`` workspace per group of column blocks
+(:func:`column_fit_memory`): this path is for matrices that cannot be formed,
+the in-memory L-BFGS stays the fit of every matrix that can.
 """
 
 from __future__ import annotations
@@ -35,7 +40,8 @@ from .. import _timing
 from ._kernels import NUMBA_GROUPS, _numba_module, block_loss_and_grad
 from ._solver import StopReason
 
-__all__ = ["ColumnFit", "ColumnSettings", "column_fit_memory", "column_width", "fit_columns"]
+__all__ = ["ColumnFit", "ColumnSettings", "column_fit_memory", "column_width", "fit_columns", "fit_columns_auto",
+           "fit_columns_lbfgs"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,14 @@ class ColumnSettings:
         moments stay float64).  float32 halves the kernel's memory traffic:
         1.85-2x faster per column at N = 16,384-65,536 (measured), and a
         stochastic step's gradient is far noisier than its rounding.
+    optimizer : {"auto", "lbfgs", "adam"}
+        ``"adam"``: :func:`fit_columns`, Adam steps on ``batch`` columns;
+        ``"lbfgs"``: :func:`fit_columns_lbfgs`, L-BFGS on the whole loss, one
+        pass over the columns per evaluation; ``"auto"``: :func:`fit_columns_auto`,
+        Adam, switching to L-BFGS where the time limit leaves room for
+        :data:`LBFGS_MIN_PASSES` passes.
+    history : int
+        L-BFGS pairs kept.
     """
 
     batch: int = 256
@@ -75,6 +89,8 @@ class ColumnSettings:
     eps: float = 1e-12
     groups: int = NUMBA_GROUPS
     kernel_dtype: str = "float32"
+    optimizer: str = "auto"
+    history: int = 10
 
 
 @dataclass
@@ -97,9 +113,12 @@ class ColumnFit:
         exact or interval estimate is the caller's).
     curve : list of (float, float)
         ``(seconds, running squared loss x 2)`` after each step, for the loss curve.
+    optimizer : str
+        What took the steps: ``"adam"``, ``"lbfgs"`` or ``"adam+lbfgs"``.
     """
 
     values: np.ndarray
+    optimizer: str = "adam"
     steps: int = 0
     columns: int = 0
     stop_reason: str = StopReason.MAX_ITER
@@ -112,30 +131,36 @@ class ColumnFit:
 COLUMN_WIDTH = 32
 
 
-def column_width(n: int, n_factors: int, n_offsets: int, memory: int | None, groups: int = NUMBA_GROUPS) -> int:
+def column_width(n: int, n_factors: int, n_offsets: int, memory: int | None, groups: int = NUMBA_GROUPS,
+                 history: int | None = None) -> int:
     """Columns per block of the compiled kernel on this path: :data:`COLUMN_WIDTH`, or the largest
     power of two below it whose workspace fits ``memory`` (bytes; None: no limit), at least 1.
 
     Examples
     --------
-    >>> column_width(65536, 16, 17, None), column_width(65536, 16, 17, 3 * 2**29)
+    >>> column_width(65536, 16, 17, None), column_width(65536, 16, 17, 3 * 2**29, history=None)
     (32, 16)
     """
     width = COLUMN_WIDTH
-    while width > 1 and memory is not None and column_fit_memory(n, n_factors, n_offsets, width, groups) > memory:
+    while width > 1 and memory is not None and \
+            column_fit_memory(n, n_factors, n_offsets, width, groups, history=history) > memory:
         width //= 2
     return width
 
 
 def column_fit_memory(n: int, n_factors: int, n_offsets: int, width: int, groups: int = NUMBA_GROUPS,
-                      batch: int = ColumnSettings.batch, column_copies: int = 2) -> int:
+                      batch: int = ColumnSettings.batch, column_copies: int = 2, history: int | None = None) -> int:
     """Peak bytes a fit from column blocks allocates (float32 kernel, float64 values).
 
-    The values and Adam's two moments in float64 and the kernel's copy of the
-    values in float32 (``28 N K M`` bytes); per group, in float32, the
-    kernel's ``M + 1`` blocks of ``N x width``, its transposed values and its
-    gradient; the step's target block in float32, and the ``width`` columns
-    the source computes at a time (``column_copies`` float64 ``N``-vectors each).
+    Adam (``history=None``): the values and Adam's two moments in float64 and
+    the kernel's copy of the values in float32 (``28 N K M`` bytes).  L-BFGS
+    (``history`` pairs): the start and the result in float64, the solver's
+    ``2 history`` pairs and about ten vectors (point, gradients, direction,
+    best point) in float32 (``(8 history + 56) N K M`` bytes).  Either way, per
+    group, in float32, the kernel's ``M + 1`` blocks of ``N x width``, its
+    transposed values and its gradient; the step's target block in float32, and
+    the ``width`` columns the source computes at a time (``column_copies``
+    float64 ``N``-vectors each).
 
     Parameters
     ----------
@@ -149,6 +174,8 @@ def column_fit_memory(n: int, n_factors: int, n_offsets: int, width: int, groups
         Columns per step.
     column_copies : int, default=2
         ``N``-vectors per column the source's block takes at its peak.
+    history : int or None, default=None
+        L-BFGS pairs (:func:`fit_columns_lbfgs`); None: Adam (:func:`fit_columns`).
 
     Returns
     -------
@@ -157,7 +184,8 @@ def column_fit_memory(n: int, n_factors: int, n_offsets: int, width: int, groups
     """
     values = n * n_offsets * n_factors
     per_group = 4 * ((n_factors + 1) * n * width + 2 * values)
-    return 28 * values + groups * per_group + 8 * column_copies * n * min(width, n) + 4 * n * min(batch, n)
+    state = 28 * values if history is None else (8 * history + 56) * values
+    return state + groups * per_group + 8 * column_copies * n * min(width, n) + 4 * n * min(batch, n)
 
 
 def _step_size(settings: ColumnSettings, progress: float) -> float:
@@ -262,6 +290,163 @@ def fit_columns(
     except KeyboardInterrupt:  # the values of the last whole step are kept (Adam updates them in place last)
         out.stop_reason = StopReason.INTERRUPTED
     return out
+
+
+def fit_columns_lbfgs(
+    columns: Callable[[int, int], np.ndarray],
+    values: np.ndarray,
+    offsets,
+    *,
+    settings: ColumnSettings = ColumnSettings(),
+    width: int = COLUMN_WIDTH,
+    history: int = 10,
+    max_iter: int = 1000,
+    time_limit: float | None = None,
+    callback: Callable[[int, float, int, np.ndarray], bool] | None = None,
+    pass_seconds: float | None = None,
+) -> ColumnFit:
+    """L-BFGS on the whole loss from ``values``, each evaluation one pass over ``X``'s column blocks.
+
+    The in-memory fit's method (:func:`._solver.lbfgs`, float32 values and
+    history) on the same objective, but ``X`` is asked for its columns again
+    at every evaluation, ``settings.batch`` at a time, so only a block of it
+    is ever held: the fit's memory is its ``2 history + 8`` vectors of
+    ``N K M`` values and the kernel's workspace (:func:`column_fit_memory`).
+    Each evaluation's loss is the exact loss of its point, so the error
+    reported is exact (in float32 arithmetic) for the best point.
+
+    Parameters and the result are those of :func:`fit_columns` (``steps``:
+    iterations; ``columns``: ``N`` per evaluation); ``history`` is the number of
+    L-BFGS pairs kept, and ``pass_seconds`` what a pass is expected to take
+    (known: no evaluation starts that the time limit would not see end).
+    """
+    import torch
+
+    from ._solver import LBFGSOptions, lbfgs, new_state
+
+    low = np.dtype(settings.kernel_dtype)
+    shape = values.shape
+    n = shape[1]
+    objective = _pass_objective(columns, offsets, shape, low, width, max(1, settings.batch), max(1, settings.groups))
+    state = new_state(torch.from_numpy(np.ascontiguousarray(values, dtype=low).reshape(-1)))
+    state["eval_seconds"] = pass_seconds
+    began = _timing.now()
+    out = ColumnFit(values=np.array(values, dtype=np.float64), optimizer="lbfgs")
+
+    def report(st: dict) -> bool:
+        out.running_error = math.sqrt(2.0 * max(st["best_loss"], 0.0) / objective.norm2) if objective.norm2 > 0 else 0.0
+        out.curve.append((_timing.now() - began, 2.0 * st["loss"]))
+        if callback is None:
+            return False
+        return bool(callback(st["n_iter"], out.running_error, st["func_evals"] * n, st["best_x"].numpy().reshape(shape)))
+
+    options = LBFGSOptions(max_iter=max_iter, time_limit=time_limit, history_size=history, ftol=0.0, gtol=0.0)
+    try:
+        out.stop_reason = lbfgs(objective, state, options, callback=report)
+    except KeyboardInterrupt:  # the best point evaluated so far is kept
+        out.stop_reason = StopReason.INTERRUPTED
+    out.values = state["best_x"].numpy().reshape(shape).astype(np.float64)
+    out.steps = int(state["n_iter"])
+    out.columns = int(state["func_evals"]) * n
+    if math.isfinite(state["best_loss"]) and objective.norm2 > 0:
+        out.running_error = math.sqrt(2.0 * max(state["best_loss"], 0.0) / objective.norm2)
+    return out
+
+
+#: From this many passes over the columns that the time left allows, :func:`fit_columns_auto` hands
+#: over from Adam to L-BFGS: on the RBF kernel of 4,096 clustered points (``benchmarks/column_fit.py
+#: --passes 4096``, ``results/column_fit.md``) L-BFGS by passes was behind Adam at 3 and 6 passes (its
+#: first iteration's line search takes six: 1.32 against 1.03 and 0.986), even at 12 (0.976 / 0.978),
+#: and ahead from 24 (0.962 / 0.974) and 48 (0.899 / 0.966; in-memory L-BFGS gets 0.56 in 135).
+LBFGS_MIN_PASSES = 20
+#: Adam steps timed before that choice (the first also compiles or warms the kernel).
+PROBE_STEPS = 3
+
+
+def fit_columns_auto(
+    columns: Callable[[int, int], np.ndarray],
+    values: np.ndarray,
+    offsets,
+    *,
+    settings: ColumnSettings = ColumnSettings(),
+    width: int = COLUMN_WIDTH,
+    max_iter: int = 1000,
+    time_limit: float | None = None,
+    seed: int = 0,
+    callback: Callable[[int, float, int, np.ndarray], bool] | None = None,
+    lbfgs_fits: bool = True,
+) -> ColumnFit:
+    """Adam (:func:`fit_columns`) for :data:`PROBE_STEPS` steps, then L-BFGS (:func:`fit_columns_lbfgs`)
+    from where it got when the time left allows :data:`LBFGS_MIN_PASSES` passes at the speed those
+    steps had (and ``lbfgs_fits``: its history fits the memory limit); else Adam to the end.
+
+    Without a time limit (``max_iter`` steps bound the fit) it is Adam's fit, step for step.
+    Parameters and result as :func:`fit_columns`; ``callback`` sees the steps of both, numbered on.
+    """
+    n = values.shape[1]
+    began = _timing.now()
+    stamps: list[float] = []
+    switch = [False]
+    per_pass = [0.0]
+
+    def probe(step: int, running: float, seen: int, x: np.ndarray) -> bool:
+        stop = callback is not None and callback(step, running, seen, x)
+        stamps.append(_timing.now())
+        if step == PROBE_STEPS and not stop:
+            per_step = (stamps[-1] - stamps[0]) / max(1, PROBE_STEPS - 1)  # the first step's compile left out
+            left = time_limit - (stamps[-1] - began)
+            per_pass[0] = per_step * math.ceil(n / max(1, settings.batch))
+            switch[0] = left >= LBFGS_MIN_PASSES * per_pass[0]
+            return switch[0]
+        return stop
+
+    choose = time_limit is not None and lbfgs_fits and max_iter > PROBE_STEPS
+    adam = fit_columns(columns, values, offsets, settings=settings, width=width, max_iter=max_iter,
+                       time_limit=time_limit, seed=seed, callback=probe if choose else callback)
+    if not switch[0]:
+        return adam
+
+    def shifted(step: int, running: float, seen: int, x: np.ndarray) -> bool:
+        return callback is not None and callback(adam.steps + step, running, adam.columns + seen, x)
+
+    offset = _timing.now() - began
+    rest = fit_columns_lbfgs(columns, adam.values, offsets, settings=settings, width=width, history=settings.history,
+                             max_iter=max_iter - adam.steps, time_limit=max(0.0, time_limit - offset),
+                             callback=shifted, pass_seconds=per_pass[0])
+    return ColumnFit(values=rest.values, optimizer="adam+lbfgs", steps=adam.steps + rest.steps,
+                     columns=adam.columns + rest.columns, stop_reason=rest.stop_reason,
+                     running_error=rest.running_error if math.isfinite(rest.running_error) else adam.running_error,
+                     curve=adam.curve + [(t + offset, v) for t, v in rest.curve])
+
+
+class _pass_objective:
+    """``x -> (0.5 ||X - P(x)||_F^2, gradient)`` by one pass over ``X``'s blocks of ``chunk`` columns
+    (:func:`._kernels.block_loss_and_grad` on each, the gradients added up in a fixed order);
+    ``norm2`` is ``||X||_F^2``, measured by the first pass."""
+
+    def __init__(self, columns, offsets, shape, dtype, width: int, chunk: int, groups: int):
+        self.columns, self.offsets, self.shape, self.width = columns, offsets, shape, width
+        n = shape[1]
+        self.chunk = min(n, chunk)
+        self.grads = [np.empty(shape, dtype=dtype) for _ in range(groups)]
+        self.block = np.empty((n, self.chunk), dtype=dtype)  # a pass's target blocks, made once
+        self.norm2 = math.nan
+
+    def __call__(self, x):
+        import torch
+
+        n = self.shape[1]
+        w = x.numpy().reshape(self.shape)
+        total = np.zeros(self.shape, dtype=w.dtype)  # the solver keeps it: a new one per evaluation
+        loss = norm2 = 0.0
+        for start in range(0, n, self.chunk):
+            stop = min(n, start + self.chunk)
+            block = self.block if stop - start == self.chunk else np.empty((n, stop - start), dtype=w.dtype)
+            norm2 += _fill(block, self.columns, start, self.width)
+            loss += block_loss_and_grad(w, self.offsets, block, start, self.grads, self.width)
+            total += self.grads[0]
+        self.norm2 = norm2
+        return loss, torch.from_numpy(total.reshape(-1))
 
 
 def _fill(block: np.ndarray, columns: Callable[[int, int], np.ndarray], start: int, chunk: int) -> float:

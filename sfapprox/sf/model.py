@@ -65,6 +65,10 @@ LIBRARY_WORKING_SET = 64 << 20
 COMPILED_WORKING_SET = 128 << 20
 
 
+#: How a fit from column blocks steps (a :class:`~sfapprox.sf._columns.ColumnSettings`); None: its
+#: defaults (set here by benchmarks that compare its optimizers).
+COLUMN_SETTINGS = None
+
 #: Evaluations' worth of time a fit under a time limit keeps back for scoring its result: its
 #: own error (one dense product of the factors, about one evaluation: 0.41 s against 0.48 s at
 #: N = 3000) and the same scoring by the caller (:func:`sfapprox.compare` scores every method).
@@ -599,9 +603,14 @@ class ChordSF(Approximation):
         shape = (n_factors, n, len(offsets))
         limit = self.max_memory if self.max_memory is not None else default_memory_limit()
         libraries = LIBRARY_WORKING_SET + COMPILED_WORKING_SET
-        width = _columns.column_width(n, n_factors, len(offsets), None if limit is None else limit - libraries)
-        check_memory(_columns.column_fit_memory(n, n_factors, len(offsets), width) + libraries, limit=limit,
-                     what=f"fitting SF to {source.name} ({n:,} x {n:,}) from its column blocks")
+        settings = COLUMN_SETTINGS or _columns.ColumnSettings()
+        history = settings.history if settings.optimizer == "lbfgs" else None  # else Adam's memory is the need
+        width = _columns.column_width(n, n_factors, len(offsets), None if limit is None else limit - libraries,
+                                      history=history)
+        check_memory(_columns.column_fit_memory(n, n_factors, len(offsets), width, history=history) + libraries,
+                     limit=limit, what=f"fitting SF to {source.name} ({n:,} x {n:,}) from its column blocks")
+        lbfgs_fits = limit is None or _columns.column_fit_memory(
+            n, n_factors, len(offsets), width, history=settings.history) + libraries <= limit
         self.offsets_, self.device_, self.dtype_, self.kernel_ = offsets, "cpu", "float64", "columns"
         fro = _pilot_norm(source, self.random_state)
         scale = self._scale(fro, n) if fro > 0 else 1.0
@@ -609,14 +618,21 @@ class ChordSF(Approximation):
         name = "saved" if saved is not None else ("identity" if self.init == "auto" else self.init)
         start = (saved / scale ** (1.0 / n_factors) if saved is not None else
                  start_values([name], self.random_state, shape, self.init_noise)[name])
-        governor = AdaptiveThreads(n * n // _columns.ColumnSettings.groups, threads=self.threads, compiled=True)
+        governor = AdaptiveThreads(n * n // settings.groups, threads=self.threads, compiled=True)
         began = time.perf_counter()
         with governor:
             report = self._column_progress(fro, began, governor.poll, shape, scale)
             limit_s = None if self.time_limit is None else max(0.0, self.time_limit - (_timing.now() - fit_begin))
-            fit = _columns.fit_columns(lambda a, b: source.columns(np.arange(a, b)) / scale, start, offsets,
-                                       width=width, max_iter=self.max_iter, time_limit=limit_s,
-                                       seed=self.random_state, callback=report)
+            columns = lambda a, b: source.columns(np.arange(a, b)) / scale  # noqa: E731
+            if history is not None:
+                fit = _columns.fit_columns_lbfgs(columns, start, offsets, settings=settings, width=width,
+                                                 history=history, max_iter=self.max_iter, time_limit=limit_s,
+                                                 callback=report)
+            else:
+                run = _columns.fit_columns_auto if settings.optimizer == "auto" else _columns.fit_columns
+                extra = {"lbfgs_fits": lbfgs_fits} if settings.optimizer == "auto" else {}
+                fit = run(columns, start, offsets, settings=settings, width=width, max_iter=self.max_iter,
+                          time_limit=limit_s, seed=self.random_state, callback=report, **extra)
         self.threads_ = governor.used
         self.seconds_ = time.perf_counter() - began
         self.init_ = name
@@ -631,8 +647,9 @@ class ChordSF(Approximation):
             self.fro_error_, self.rel_error_ = exact.fro_error, exact.rel_error
         else:  # not known without a pass over X: the caller's estimate_errors scores it
             self.fro_error_ = self.rel_error_ = None
-        self.params_.update(path="columns", epochs=round(fit.columns / n, 2), batch=_columns.ColumnSettings.batch,
-                            block_width=width, running_error=round(fit.running_error, 6))
+        self.params_.update(path="columns", optimizer=fit.optimizer, epochs=round(fit.columns / n, 2),
+                            batch=settings.batch, block_width=width, running_error=round(fit.running_error, 6),
+                            **({"history": settings.history} if "lbfgs" in fit.optimizer else {}))
         return self
 
     def _column_progress(self, fro: float, began: float, poll, shape, scale: float):
