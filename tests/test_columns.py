@@ -172,7 +172,7 @@ def test_lbfgs_by_passes_follows_the_in_memory_lbfgs():
         loss, grad = _kernels.loss_and_grad_numba(x.view(start.shape), offs.tolist(), target)
         return float(loss), grad.reshape(-1)
 
-    lbfgs(whole, state, LBFGSOptions(max_iter=12, history_size=10, ftol=0.0, gtol=0.0))
+    lbfgs(whole, state, LBFGSOptions(max_iter=12, history_size=10, ftol=0.0, gtol=0.0, first_step="polyak"))
     assert fit.optimizer == "lbfgs" and fit.steps == 12 and fit.columns == state["func_evals"] * n
     np.testing.assert_allclose(fit.values, state["best_x"].numpy().reshape(start.shape), rtol=0, atol=1e-10)
     exact = np.linalg.norm(X - ChordOperator(fit.values, offs).to_dense()) / np.linalg.norm(X)
@@ -233,7 +233,7 @@ def test_auto_hands_over_to_lbfgs_where_the_time_left_allows_enough_passes(fake_
 
 def test_auto_stays_with_adam_when_passes_are_few_memory_is_short_or_no_clock_runs(fake_clock):
     X = _planted(64, seed=7)
-    short, _ = _auto(X, fake_clock, time_limit=4.0 * C.LBFGS_MIN_PASSES / 2)  # 40 steps of the 60
+    short, _ = _auto(X, fake_clock, time_limit=4.0 * C.LBFGS_MIN_PASSES / 2)  # fewer steps than the 60 allowed
     assert short.optimizer == "adam" and short.stop_reason == "time_limit"
     tight, _ = _auto(X, fake_clock, time_limit=1e6, lbfgs_fits=False)
     assert tight.optimizer == "adam"

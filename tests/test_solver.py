@@ -296,3 +296,22 @@ def test_evaluate_start_is_the_loops_first_evaluation(cpu_ops):
     _solver.lbfgs(quad, primed, _solver.LBFGSOptions(max_iter=3))
     _solver.lbfgs(quad, plain, _solver.LBFGSOptions(max_iter=3))
     assert primed["func_evals"] == plain["func_evals"] and primed["history"] == plain["history"]
+
+
+def test_polyak_first_step_takes_one_evaluation_where_the_gradient_rule_extrapolates(cpu_ops):
+    """On a least-squares loss whose least value is 0 the Polyak step (loss / ||g||^2) is accepted at
+    once; torch's 1 / ||g||_1 is far too short for a large gradient and the line search extrapolates."""
+    target = torch.linspace(1.0, 3.0, 200, dtype=torch.float64)
+
+    def squares(x):
+        r = x - target
+        return float(0.5 * r.dot(r)), r.clone()
+
+    evals = {}
+    for rule in ("gradient", "polyak"):
+        state = _solver.new_state(torch.zeros(200, dtype=torch.float64))
+        _solver.lbfgs(squares, state, _solver.LBFGSOptions(max_iter=1, first_step=rule))
+        evals[rule] = state["func_evals"]
+        assert state["loss"] < 0.5 * float(target.dot(target))
+    assert evals["polyak"] == 2  # the start and one trial step
+    assert evals["gradient"] > evals["polyak"]

@@ -14,10 +14,9 @@ time limit, whichever is further along), from a short warm-up down to 1 %.
 
 Why not only L-BFGS on the whole loss: at ``N = 65,536`` one evaluation is a
 pass over every column, ``3 M K N^2 = 3.5e12`` multiply-adds (about 5 minutes
-on two cores), and its first iteration's line search takes several; here a
-step of 256 columns is about a second.  But steps of Adam gain little per pass
+on two cores); here a step of 256 columns is about a second.  But steps of Adam gain little per pass
 (``benchmarks/results/column_fit.md``: at ``N = 4,096`` 0.966 after 48 passes,
-where L-BFGS by passes gets 0.899 and in memory 0.56 in 135), so where the time
+where L-BFGS by passes gets 0.874 and in memory 0.56 in 135), so where the time
 limit leaves room for :data:`LBFGS_MIN_PASSES` passes, :func:`fit_columns_auto`
 hands over to :func:`fit_columns_lbfgs`: the in-memory fit's L-BFGS, each
 evaluation one pass over the column blocks.  Either way the fit's own memory is
@@ -340,7 +339,9 @@ def fit_columns_lbfgs(
             return False
         return bool(callback(st["n_iter"], out.running_error, st["func_evals"] * n, st["best_x"].numpy().reshape(shape)))
 
-    options = LBFGSOptions(max_iter=max_iter, time_limit=time_limit, history_size=history, ftol=0.0, gtol=0.0)
+    # the Polyak first step: a first iteration of one or two passes, not six (results/column_fit.md)
+    options = LBFGSOptions(max_iter=max_iter, time_limit=time_limit, history_size=history, ftol=0.0, gtol=0.0,
+                           first_step="polyak")
     try:
         out.stop_reason = lbfgs(objective, state, options, callback=report)
     except KeyboardInterrupt:  # the best point evaluated so far is kept
@@ -355,10 +356,11 @@ def fit_columns_lbfgs(
 
 #: From this many passes over the columns that the time left allows, :func:`fit_columns_auto` hands
 #: over from Adam to L-BFGS: on the RBF kernel of 4,096 clustered points (``benchmarks/column_fit.py
-#: --passes 4096``, ``results/column_fit.md``) L-BFGS by passes was behind Adam at 3 and 6 passes (its
-#: first iteration's line search takes six: 1.32 against 1.03 and 0.986), even at 12 (0.976 / 0.978),
-#: and ahead from 24 (0.962 / 0.974) and 48 (0.899 / 0.966; in-memory L-BFGS gets 0.56 in 135).
-LBFGS_MIN_PASSES = 20
+#: --passes 4096``, ``results/column_fit.md``) L-BFGS by passes (with its Polyak first step) was behind
+#: Adam at 3 passes (1.042 against 1.032) and ahead from 6 (0.978 / 0.986), 12 (0.971 / 0.978), 24
+#: (0.955 / 0.974) and 48 (0.874 / 0.966; in-memory L-BFGS gets 0.56 in 135).  With torch's first step
+#: its first iteration took six passes, and it was behind up to 12.
+LBFGS_MIN_PASSES = 6
 #: Adam steps timed before that choice (the first also compiles or warms the kernel).
 PROBE_STEPS = 3
 

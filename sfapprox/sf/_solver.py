@@ -85,6 +85,14 @@ class LBFGSOptions:
         Number of correction pairs kept.
     window : int
         Iterations over which ``ftol`` is measured.
+    first_step : {"gradient", "polyak"}
+        The first trial step along ``-g`` (and after a history reset):
+        ``"gradient"``, ``min(1, 1 / ||g||_1)`` (torch.optim.LBFGS's); ``"polyak"``,
+        ``loss / ||g||^2``, the step to zero loss in the linear model — for a
+        loss whose least value is near 0 it is about right, where the gradient
+        rule's tiny step makes the line search extrapolate over several
+        evaluations (six passes over the columns for the fit from column
+        blocks, ``benchmarks/results/column_fit.md``).
     """
 
     max_iter: int = 5000
@@ -94,6 +102,7 @@ class LBFGSOptions:
     gtol: float = 1e-12
     history_size: int = 50
     window: int = 20
+    first_step: str = "gradient"
 
 
 class _TorchOps:
@@ -654,7 +663,10 @@ def lbfgs(
             d, proj, weights = -g, None, None
             gtd = float(g.dot(d))
         if not state["order"]:
-            t = min(1.0, 1.0 / float(abs(g).sum()))
+            if options.first_step == "polyak":  # the step along -g to zero loss in the linear model
+                t = loss / max(float(g.dot(g)), 1e-300)
+            else:
+                t = min(1.0, 1.0 / float(abs(g).sum()))
         else:
             t = 1.0
 
