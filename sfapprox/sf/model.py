@@ -865,7 +865,7 @@ def product_error(values: np.ndarray, offsets: np.ndarray, dense, fro: float, de
     """``||X - W_1 ... W_M||_F`` and its ratio to ``fro``, the product formed on ``device`` in float64.
 
     What a GPU fit scores itself with: the same numbers as
-    :func:`~sfapprox.metrics.frobenius_error` on the CPU's product, in a second instead of
+    :func:`~sfapprox.metrics.frobenius_error` on the CPU's product, in about 2 s instead of
     the CPU's ~40 s at N = 16,384 (measured after a 60-s fit on an H100, which the time limit
     did not see coming).  None when the device has no room for three ``N x N`` float64 buffers
     (the caller then scores on the CPU).
