@@ -32,7 +32,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._kernels import chain_loss_and_grad
+from ._kernels import _column_index, chain_loss_and_grad
 
 __all__ = ["combine", "row_dots", "loss_and_grad"]
 
@@ -128,11 +128,9 @@ def loss_and_grad(ws: torch.Tensor, offsets: Sequence[int], X: torch.Tensor) -> 
     """
     n = ws.shape[1]
     device = ws.device
-    shift = torch.tensor([int(d) % n for d in offsets], dtype=torch.int64, device=device)
-    i = torch.arange(n, device=device)[:, None]
-    cols = (i + shift[None, :]) % n  # where row i's value k sits
-    rows_t = (i - shift[None, :]) % n  # whose value k lands in column j
-    offs = shift.to(torch.int32)
+    cols = _column_index(n, offsets, device)  # where row i's value k sits
+    rows_t = _column_index(n, [-int(d) for d in offsets], device)  # whose value k lands in column j
+    offs = cols[0].to(torch.int32)  # the d_k reduced mod N
     return chain_loss_and_grad(
         ws.contiguous(), X, cols,
         apply=lambda w, P: combine(w, offs, P, 1),
