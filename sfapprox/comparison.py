@@ -32,7 +32,7 @@ from .factors import load_factors
 from .metrics import frobenius_error
 from .estimate import estimate_errors
 from .results import Comparison, MethodResult, library_versions
-from .sources import DistributedSource, MatrixSource
+from .sources import DistributedSource, MatrixSource, as_source
 
 __all__ = ["compare", "available_methods", "run_method", "run_all", "PROTOCOLS"]
 
@@ -89,11 +89,11 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
     streaming = isinstance(X, MatrixSource)
     if streaming and "columns" not in spec.access:
         return MethodResult(name, "not applicable", seconds=0.0, reason=needs_formed(X, context.settings.max_memory))
+    fit_on = X
     if spec.working_memory is not None and not streaming:
-        check_memory(spec.working_memory(n), what=f"{name}: its fit of a {n} x {n} matrix",
-                     limit=context.settings.max_memory)
+        fit_on = _in_memory_or_columns(name, spec, X, context.settings.max_memory)
     try:
-        est = spec.make(n, budget, context).fit(X, check_input=False)
+        est = spec.make(n, budget, context).fit(fit_on, check_input=False)
     except (NotApplicableError, BudgetError) as exc:
         return MethodResult(name, "not applicable", reason=str(exc), seconds=time.perf_counter() - start)
     if est.n_stored_ > budget:  # a broken promise is a bug, never a silent excess
@@ -107,10 +107,30 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
         fro_error=fro,
         rel_error=rel,
         seconds=float(est.seconds_),
-        params={**est.params_, "stop_reason": est.stop_reason_},
+        params={**est.params_, **({"path": "columns"} if fit_on is not X else {}), "stop_reason": est.stop_reason_},
         operator=est.operator_,
         estimator=est,
     )
+
+
+def _in_memory_or_columns(name: str, spec, X, max_memory: int | None):
+    """What ``name`` fits on: ``X`` itself, or, when its in-memory fit is over the memory limit and it
+    works from columns, ``X``'s column blocks (in bounded memory; its row says ``path=columns``).
+
+    Raises
+    ------
+    ResourceError
+        When the in-memory fit is over the limit and the method needs the matrix in memory.
+    """
+    n = X.shape[0]
+    what = f"{name}: its fit of a {n} x {n} matrix"
+    try:
+        check_memory(spec.working_memory(n), what=what, limit=max_memory)
+    except ResourceError:
+        if "columns" not in spec.access:
+            raise
+        return as_source(X)
+    return X
 
 
 def needs_formed(source: MatrixSource, max_memory: int | None) -> str:
@@ -352,9 +372,16 @@ def compare(
         results.append(score_surrogate(name, surrogate, X, resolved.value, info["fro_norm"]))
     comparison = build_comparison(info, resolved, results, context)
     comparison.notes.extend(n for n in [resolved.note, *_source_notes(saved, loaded)] if n)
+    streamed = [r.method for r in results if r.params.get("path") == "columns"]
     if isinstance(matrix, MatrixSource):
-        comparison.notes.append(f"{matrix.name}: formed in memory ({loaded.n:,} x {loaded.n:,}), every method "
-                                "ran on it and was scored exactly")
+        ran = "every method ran on it" if not streamed else "the methods ran on it or its column blocks"
+        comparison.notes.append(f"{matrix.name}: formed in memory ({loaded.n:,} x {loaded.n:,}), {ran} and every "
+                                "row was scored exactly")
+    if streamed:
+        limit = settings.max_memory if settings.max_memory is not None else default_memory_limit()
+        comparison.notes.append(f"{', '.join(streamed)}: fitted from the matrix's column blocks, in bounded memory "
+                                f"(the in-memory fit is over the memory limit{f' of {format_bytes(limit)}' if limit else ''}; "
+                                "a larger --max-memory fits in memory)")
     return comparison
 
 

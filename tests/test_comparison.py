@@ -90,15 +90,42 @@ def test_fixed_structure_over_budget_is_not_applicable():
 
 
 def test_a_method_whose_fit_would_pass_the_memory_limit_is_refused_before_it_runs():
-    """The closed-form baselines declare their measured working memory; compare checks it first."""
+    """The closed-form baselines declare their measured working memory; compare checks it first.
+    A method that needs the matrix in memory is refused; one that works from columns runs from
+    the formed matrix's column blocks instead, scored exactly like the others, and says so."""
     from sfapprox import FitSettings, compare
 
     X = np.random.default_rng(0).random((40, 40))
     limit = 3 * 8 * 40 * 40  # the scoring's 2 dense copies and TSVD's 3 fit; Monarch's 5 padded do not
-    c = compare(X, ["tsvd", "monarch"], settings=FitSettings(max_memory=limit, device="cpu"))
-    tsvd, monarch = c.results
-    assert tsvd.status == "ok"
-    assert monarch.status == "failed" and "monarch: its fit of a 40 x 40 matrix" in monarch.reason
+    names = ["tsvd", "butterfly-hier", "monarch", "sparse"]
+    c = compare(X, names, settings=FitSettings(max_memory=limit, device="cpu"))
+    free = compare(X, names[2:], settings=FitSettings(device="cpu"))
+    tsvd, hier, monarch, sparse = c.results
+    assert tsvd.status == "ok" and "path" not in tsvd.params
+    assert hier.status == "failed" and "butterfly-hier: its fit of a 40 x 40 matrix" in hier.reason
+    for row, alone in zip((monarch, sparse), free.results):
+        assert row.status == "ok" and row.params["path"] == "columns" and "path" not in alone.params
+        assert row.fro_error == pytest.approx(alone.fro_error, rel=1e-9) and row.nnz == alone.nnz
+    assert any(n.startswith("monarch, sparse: fitted from the matrix's column blocks") for n in c.notes)
+    assert not any("column blocks" in n for n in free.notes)
+
+
+def test_rpca_over_the_memory_limit_runs_godec_from_columns():
+    """GoDec's dense work arrays over max_memory: the fit runs from X's column blocks (PCP refuses)."""
+    from sfapprox import FitSettings, RobustPCA
+    from sfapprox._errors import ResourceError
+
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((60, 4)) @ rng.standard_normal((4, 60))
+    X[rng.integers(0, 60, 30), rng.integers(0, 60, 30)] += 5.0
+    small = 5 * 8 * 60 * 60  # below its 6 dense work arrays
+    est = RobustPCA(budget=1500, max_memory=small, random_state=0).fit(X)
+    assert est.params_["path"] == "columns" and est.n_stored_ <= 1500
+    assert np.linalg.norm(X - est.to_dense()) < 0.5 * np.linalg.norm(X)
+    with pytest.raises(ResourceError, match="dense work arrays"):
+        RobustPCA(budget=1500, method="pcp", max_memory=small).fit(X)
+    row = compare(X, ["rpca"], budget=1500, settings=FitSettings(max_memory=small, device="cpu")).results[0]
+    assert row.status == "ok" and row.params["path"] == "columns"
 
 
 def test_closed_form_methods_run_first_and_leave_their_time_to_the_others():

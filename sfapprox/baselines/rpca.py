@@ -45,11 +45,11 @@ import scipy.sparse as sp
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._device import resolve_device, resolve_dtype
-from .._errors import BudgetError, ConvergenceWarning, ParameterError
+from .._errors import BudgetError, ConvergenceWarning, ParameterError, ResourceError
 from .._params import Interval, Options
 from .._settings import COUNT_INDICES, DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
-from ..sources import MatrixSource
+from ..sources import MatrixSource, as_source
 from .._validation import check_memory, estimate_dense_bytes
 from ..budget import (
     rpca_count,
@@ -694,11 +694,16 @@ class RobustPCA(Approximation):
             return self._fit_columns(X)
         n = X.shape[0]
         splits = self._splits(n)  # checks the budget before any work
-        check_memory(
-            _WORK_ARRAYS * estimate_dense_bytes(n),
-            what=f"RobustPCA ({self.method}) on a {n} x {n} matrix (dense work arrays)",
-            limit=self.max_memory,
-        )
+        try:
+            check_memory(
+                _WORK_ARRAYS * estimate_dense_bytes(n),
+                what=f"RobustPCA ({self.method}) on a {n} x {n} matrix (dense work arrays)",
+                limit=self.max_memory,
+            )
+        except ResourceError:
+            if self.method != "godec":
+                raise
+            return self._fit_columns(as_source(X))  # GoDec in bounded memory, from X's column blocks
         dense = X.toarray() if sp.issparse(X) else X
         device = resolve_device(self.device)
         dtype = resolve_dtype(self.dtype, device)
@@ -737,7 +742,7 @@ class RobustPCA(Approximation):
                                           start=given)
         self.seconds_ = time.perf_counter() - start
         error, U, sig, Vt, idx, vals, n_iter, stop = best
-        extra = {"from": "columns", "svd": "randomized", **({"reused": ["rsvd"]} if given is not None else {})}
+        extra = {"from": "columns", "path": "columns", "svd": "randomized", **({"reused": ["rsvd"]} if given is not None else {})}
         self._store(n, _Candidate(error, U, sig, Vt, idx, vals, n_iter, stop), grid, extra, "cpu", "float64")
         return self
 
