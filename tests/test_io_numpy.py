@@ -53,6 +53,23 @@ class TestNumpy:
         assert load_matrix(p, var="B").n == 3
         input_error(p, r"no array 'C'; arrays: A 2x2", var="C")
 
+    def test_truncated_npy_refused_by_its_size(self, tmp_path):
+        p = tmp_path / "t.npy"
+        np.save(p, np.ones((30, 30)))
+        with open(p, "r+b") as fh:
+            fh.truncate(p.stat().st_size - 8)  # one value short
+        input_error(p, r"header declares 30 x 30 float64 values \(7,200 bytes\) but the file holds 7,192 bytes "
+                       r"after the header; it is truncated")
+
+    def test_npz_of_attention_inputs_points_to_the_attention_format(self, tmp_path):
+        p = tmp_path / "att.npz"
+        np.savez(p, q=np.ones((6, 3)), k=np.ones((6, 3)))
+        input_error(p, r"no square 2-D array; arrays: q 6x3 float64, k 6x3 float64; .*--format attention")
+        np.savez(p, q=np.ones((6, 3)), k=np.ones((6, 2)))  # not one width: no attention map
+        with pytest.raises(Exception) as info:
+            load_matrix(p)
+        assert "--format attention" not in str(info.value)
+
     def test_npz_object_member_refused(self, tmp_path):
         p = tmp_path / "o.npz"
         np.savez(p, A=np.array([[None, 1], [2, 3]], dtype=object))

@@ -187,7 +187,7 @@ CORPUS = [
     ("pickled.npy", _npy_bytes(np.array([[1, None], [None, 1]], dtype=object), allow_pickle=True), "pickle"),
     ("complex.npy", _npy_bytes(np.eye(2) * 1j), "complex"),
     ("strings.npy", _npy_bytes(np.array([["a", "b"], ["c", "d"]])), "non-numeric dtype"),
-    ("truncated.npy", _npy_bytes(np.eye(20))[:300], "Failed to read all data"),
+    ("truncated.npy", _npy_bytes(np.eye(20))[:300], "it is truncated"),
     ("garbage.npy", b"NUMPY? no, just text\n" * 10, "not a valid .npy array"),
     ("not_a_zip.npz", b"PK but not really a zip file", "not a valid .npz"),
     ("pickled.npz", lambda p: _zip(p, {"a.npy": _npy_bytes(np.array([[None]], dtype=object), allow_pickle=True)}), "pickle"),

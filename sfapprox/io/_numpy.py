@@ -8,6 +8,7 @@ square 2-D one) or a ``scipy.sparse.save_npz`` matrix (keys ``format``,
 from __future__ import annotations
 
 import io
+import os
 import zipfile
 
 import numpy as np
@@ -40,6 +41,12 @@ def _load_npy(src: Source, fh, what: str, opts: Options) -> np.ndarray:
     if dtype.hasobject:
         raise src.fail(f"{what} {_PICKLE_HINT}")
     check_memory(int(np.prod(shape)) * max(dtype.itemsize, 8), what=f"{src.display}: {what} of shape {shape}", limit=opts.max_memory)
+    if isinstance(fh, io.BufferedReader):  # a file on disk: its size says whether the data is all there
+        data, held = int(np.prod(shape)) * dtype.itemsize, os.fstat(fh.fileno()).st_size - fh.tell()
+        if held < data:
+            raise src.fail(f"{what}: its header declares {' x '.join(map(str, shape))} {dtype} values "
+                           f"({data:,} bytes) but the file holds {max(held, 0):,} bytes after the header; it is "
+                           "truncated", "copy or write it again")
     fh.seek(start)
     with src.guard():
         return np.load(fh, allow_pickle=False)
@@ -75,6 +82,15 @@ def _describe(members) -> str:
     return ", ".join(f"{k} {'x'.join(map(str, s))} {d}" for k, (s, d) in members.items()) or "none"
 
 
+def _npz_hint(members) -> str:
+    """What to do with an .npz whose square array is not obvious; arrays ``q`` and ``k`` of one
+    width are the inputs of an attention map, which the attention format reads."""
+    q, k = members.get("q"), members.get("k")
+    if q and k and len(q[0]) == len(k[0]) == 2 and q[0][1] == k[0][1]:
+        return "pick one with var= (--var NAME), or read q and k as softmax(Q K^T / sqrt d) with --format attention"
+    return "pick one with var= (--var NAME)"
+
+
 def read_npz(src: Source, opts: Options) -> ReadResult:
     """Reader for format "npz"."""
     try:
@@ -93,7 +109,7 @@ def read_npz(src: Source, opts: Options) -> ReadResult:
             square = [k for k, (s, d) in members.items() if len(s) == 2 and s[0] == s[1] > 0]
             if len(square) != 1:
                 what = "no square 2-D array" if not square else f"several square 2-D arrays ({', '.join(square)})"
-                raise src.fail(f"{what}; arrays: {_describe(members)}", "pick one with var= (--var NAME)")
+                raise src.fail(f"{what}; arrays: {_describe(members)}", _npz_hint(members))
             key = square[0]
         with zf.open(key + ".npy") as raw:
             fh = io.BytesIO(raw.read()) if not raw.seekable() else raw
