@@ -372,7 +372,8 @@ def compare(
         results.append(score_surrogate(name, surrogate, X, resolved.value, info["fro_norm"]))
     comparison = build_comparison(info, resolved, results, context)
     comparison.notes.extend(n for n in [resolved.note, *_source_notes(saved, loaded)] if n)
-    streamed = [r.method for r in results if r.params.get("path") == "columns"]
+    # Fitted here from columns (a saved fit's row keeps the path of the run that made it).
+    streamed = [r.method for r in results if r.params.get("path") == "columns" and r.method not in saved]
     if isinstance(matrix, MatrixSource):
         ran = "every method ran on it" if not streamed else "the methods ran on it or its column blocks"
         comparison.notes.append(f"{matrix.name}: formed in memory ({loaded.n:,} x {loaded.n:,}), {ran} and every "

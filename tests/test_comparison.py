@@ -89,7 +89,7 @@ def test_fixed_structure_over_budget_is_not_applicable():
     assert r.status == "not applicable" and "9 factors" in r.reason
 
 
-def test_a_method_whose_fit_would_pass_the_memory_limit_is_refused_before_it_runs():
+def test_a_method_whose_fit_would_pass_the_memory_limit_is_refused_before_it_runs(tmp_path):
     """The closed-form baselines declare their measured working memory; compare checks it first.
     A method that needs the matrix in memory is refused; one that works from columns runs from
     the formed matrix's column blocks instead, scored exactly like the others, and says so."""
@@ -108,6 +108,13 @@ def test_a_method_whose_fit_would_pass_the_memory_limit_is_refused_before_it_run
         assert row.fro_error == pytest.approx(alone.fro_error, rel=1e-9) and row.nnz == alone.nnz
     assert any(n.startswith("monarch, sparse: fitted from the matrix's column blocks") for n in c.notes)
     assert not any("column blocks" in n for n in free.notes)
+    # A saved fit made from columns elsewhere is scored here, not fitted: no such note for it.
+    from sfapprox import save_factors
+
+    save_factors(tmp_path / "sparse.h5", sparse.operator, kind="sparse", fit=sparse.params)
+    again = compare(X, ["tsvd"], settings=FitSettings(device="cpu"), include=[tmp_path / "sparse.h5"])
+    assert again.results[1].params["path"] == "columns"
+    assert not any("column blocks" in n for n in again.notes)
 
 
 def test_rpca_over_the_memory_limit_runs_godec_from_columns():
