@@ -379,11 +379,16 @@ def compare(
         comparison.notes.append(f"{matrix.name}: formed in memory ({loaded.n:,} x {loaded.n:,}), {ran} and every "
                                 "row was scored exactly")
     if streamed:
-        limit = settings.max_memory if settings.max_memory is not None else default_memory_limit()
-        comparison.notes.append(f"{', '.join(streamed)}: fitted from the matrix's column blocks, in bounded memory "
-                                f"(the in-memory fit is over the memory limit{f' of {format_bytes(limit)}' if limit else ''}; "
-                                "a larger --max-memory fits in memory)")
+        comparison.notes.append(columns_note(streamed, settings.max_memory))
     return comparison
+
+
+def columns_note(names: Sequence[str], max_memory: int | None) -> str:
+    """The note for the methods ``names`` fitted from a formed matrix's column blocks (their
+    in-memory fits over the memory limit; see :func:`run_method`)."""
+    limit = max_memory if max_memory is not None else default_memory_limit()
+    return (f"{', '.join(names)}: fitted from the matrix's column blocks, in bounded memory (the in-memory fit is "
+            f"over the memory limit{f' of {format_bytes(limit)}' if limit else ''}; a larger --max-memory fits in memory)")
 
 
 def compare_columns(

@@ -14,6 +14,7 @@ from .comparison import (
     as_loaded_matrix,
     build_comparison,
     check_scoring_memory,
+    columns_note,
     compare_columns,
     formable,
     run_all,
@@ -259,6 +260,9 @@ def sweep(
             points.append(build_comparison(info, budget, results, context))
             if budget.note:
                 points[-1].notes.append(budget.note)
+            streamed = [r.method for r in results if r.params.get("path") == "columns"]
+            if streamed:
+                points[-1].notes.append(columns_note(streamed, settings.max_memory))
             if any(r.status == "interrupted" for r in results):
                 break
     first = points[0] if points else build_comparison(info, next(iter(resolved.values())), [], context)
@@ -285,6 +289,9 @@ def _sweep_columns(source: MatrixSource, names: list[str], specs: list[str], *, 
         report = (lambda r, b=value: on_result(b, r)) if on_result else None
         point = compare_columns(source, names, budget=resolved[value].spec, settings=settings, count_indices=count_indices,
                                 protocol=protocol, callback=callback, on_result=report, matrix_info=matrix_info)
+        # Each budget's scoring note says its own columns and seconds: say which budget it is.
+        point.notes = [f"budget {value:,}: {n}" if n.startswith(f"{source.name}: not formed") else n
+                       for n in point.notes]
         points.append(point)
         if any(r.status == "interrupted" for r in point.results):
             break

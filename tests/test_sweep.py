@@ -57,3 +57,22 @@ def test_a_source_too_big_for_the_limit_is_swept_from_columns():
             assert rows[m].nnz <= point.budget and rows[m].error_estimate["exact"]
             assert rows[m].fro_error == pytest.approx(np.linalg.norm(dense - rows[m].operator.to_dense()), rel=1e-9)
     assert {r.method for r in s.points[1].results} == {"nystrom", "rsvd", "tsvd"}
+    # Each budget's scoring note says which budget it is (their columns and seconds differ).
+    assert [n.split(":")[0] for n in s.points[0].notes + s.points[1].notes if "not formed" in n] == [
+        "budget 450", "budget 1,125"]
+
+
+def test_a_method_over_the_memory_limit_is_swept_from_the_formed_matrix_columns():
+    """sparse's in-memory fit over max_memory: it runs from the formed matrix's columns at every budget
+    (the same entries), and the sweep's notes say so once."""
+    X = np.random.default_rng(4).random((40, 40))
+    limit = 3 * 8 * 40 * 40  # scoring fits; sparse's 6 dense copies do not
+    small = sweep(X, "0.1,0.3", ["sparse", "tsvd"], settings=FitSettings(device="cpu", max_memory=limit))
+    free = sweep(X, "0.1,0.3", ["sparse", "tsvd"], settings=FitSettings(device="cpu"))
+    for a, b in zip(small.points, free.points):
+        ra, rb = ({r.method: r for r in p.results} for p in (a, b))
+        assert ra["sparse"].params["path"] == "columns" and "path" not in rb["sparse"].params
+        assert ra["sparse"].fro_error == pytest.approx(rb["sparse"].fro_error, rel=1e-12)
+    lines = small.tables()[0].notes
+    assert sum("sparse: fitted from the matrix's column blocks" in n for n in lines) == 1
+    assert not any("column blocks" in n for n in free.tables()[0].notes)
