@@ -224,6 +224,24 @@ def test_a_race_of_slow_iterations_is_judged_by_time_but_never_before_its_least_
     assert sf.starts_["identity"]["iterations"] > 100  # the winner had the rest of the time
 
 
+def test_a_race_that_cannot_be_judged_in_its_share_is_not_run(fake_clock, monkeypatch):
+    """One "second" per evaluation and a 100 s limit: a start's 10 s probe share holds fewer than
+    MIN_ITER iterations (plus the first line search's evaluations), so the starts cannot be judged;
+    the identity start runs alone from the first evaluation on, and the other start never runs."""
+    from sfapprox.sf._multistart import FIRST_SEARCH, MIN_ITER, PREFERRED
+
+    _one_second_evaluations(fake_clock, monkeypatch)
+    X = np.random.default_rng(3).random((20, 20))
+    sf = ChordSF(max_iter=10**6, time_limit=100.0, device="cpu").fit(X)
+    assert sf.init_ == PREFERRED == "identity" and list(sf.starts_) == ["identity"]
+    assert sf.n_evals_ > 50 and sf.starts_["identity"]["iterations"] == sf.n_iter_
+    # With a share that holds them (40 s), the race runs as before (both starts, MIN_ITER at least).
+    assert (MIN_ITER + FIRST_SEARCH) * 1.0 < 0.1 * 400.0 - 10
+    raced = ChordSF(max_iter=10**6, time_limit=400.0, device="cpu").fit(X)
+    assert set(raced.starts_) == {"reference", "identity"}
+    assert min(v["iterations"] for v in raced.starts_.values()) >= MIN_ITER
+
+
 def test_memory_estimate_covers_what_a_fit_allocates(tmp_path):
     """The estimate checked against max_memory is at least what the fit really allocates (peak RSS)."""
     import json

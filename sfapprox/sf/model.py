@@ -49,7 +49,7 @@ from ..estimate import estimate_errors
 from ..metrics import frobenius_error
 from ..operators import ChordOperator
 from ..sources import ArraySource, MatrixSource, SparseSource, as_source
-from ._multistart import multistart, start_values
+from ._multistart import PREFERRED, multistart, start_values
 
 __all__ = ["ChordSF", "fit_sf", "estimate_fit_memory", "optimizer_time_limit", "SCORING_EVALS"]
 
@@ -517,7 +517,8 @@ class ChordSF(Approximation):
         with governor:
             # The first start's evaluation (the run's first step anyway) tells what one costs,
             # so the optimizer leaves the scoring its time (see optimizer_time_limit).
-            fun0, first = next(iter(runs.values()))
+            # The preferred start first: the one that runs alone where a race cannot be afforded.
+            fun0, first = runs.get(PREFERRED) or next(iter(runs.values()))
             _solver.evaluate_start(fun0, first)
             if self.kernel_ == "triton":
                 # triton compiles its kernels on their first launch (4 s measured on an H100, once per
@@ -538,7 +539,7 @@ class ChordSF(Approximation):
         self.starts_ = {k: {"iterations": int(st["n_iter"]),
                             "fro_error": scale * math.sqrt(2.0 * max(st["best_loss"], 0.0))
                             if math.isfinite(st["best_loss"]) else math.inf}
-                        for k, st in states.items()}
+                        for k, st in states.items() if st["func_evals"]}  # (a start that never ran: none)
         best = state["best_x"].view(shape).to(torch.float64).cpu().numpy()
         # Give each factor an equal share of the scale: the product is then X's scale.
         values = best * scale ** (1.0 / n_factors)
