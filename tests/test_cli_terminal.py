@@ -166,3 +166,24 @@ def test_starting_the_cli_loads_no_heavy_library(argv):
     # only when a command does work (benchmarks/startup.py times it).
     loaded = _imported_modules(*argv)
     assert not {"torch", "numba", "numpy", "scipy", "h5py", "matplotlib"} & loaded, argv
+
+
+def test_the_bar_names_the_method_being_fitted_then_the_scoring():
+    """Closed-form methods report no iterations: the bar names each method as the previous one ends
+    (in the fitting order, closed-form first), then "scoring"; a sweep starts again at each budget."""
+    from types import SimpleNamespace
+
+    from sfapprox.cli._render import method_announcer
+
+    shown = []
+    bar = SimpleNamespace(describe=shown.append)
+    row = lambda m: SimpleNamespace(method=m)  # noqa: E731
+    on_result = method_announcer(bar, ["sf", "tsvd", "sparse"])
+    for m in ("tsvd", "sparse", "sf"):
+        on_result(row(m))
+    assert shown == ["tsvd", "sparse", "sf", "scoring"]
+    shown.clear()
+    on_result = method_announcer(bar, ["sf", "tsvd"], cycle=True)
+    for m in ("tsvd", "sf", "tsvd", "sf"):
+        on_result(row(m))
+    assert shown == ["tsvd", "sf", "tsvd", "sf", "tsvd"]

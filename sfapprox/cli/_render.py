@@ -12,7 +12,7 @@ import contextlib
 import os
 import shlex
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -196,7 +196,7 @@ def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float |
     ``start``, ``method`` and the method's own ``time_limit``).
     """
     if quiet or not err.is_interactive:
-        yield lambda info: None
+        yield _quiet_update
         return
     progress = Progress(
         TextColumn("[bold]{task.description}"),
@@ -223,4 +223,38 @@ def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float |
                             error=fmt_number(info["fro_error"]), phase=f"start {start}" if start else "",
                             description=f"{label} {method}" if method else label)
 
+        def describe(what: str) -> None:
+            progress.update(task, completed=0.0, iteration=0, error="–", phase="", description=f"{label} {what}")
+
+        update.describe = describe  # type: ignore[attr-defined]
         yield update
+
+
+def _quiet_update(info: dict) -> None:
+    """The progress callback when no bar is shown."""
+
+
+_quiet_update.describe = lambda what: None  # type: ignore[attr-defined]
+
+
+def method_announcer(progress: Any, names: list[str], *, cycle: bool = False) -> Callable[[Any], None]:
+    """An ``on_result`` hook that names, on the progress bar, the method a comparison fits next
+    (in its fitting order: closed-form methods first), then "scoring" — so a closed-form method
+    that reports no iterations, or the scoring pass of a matrix compared from its columns, is
+    not shown as a bar stuck at "it 0".  Names the first method at once.  With ``cycle`` (a
+    sweep: the methods again at each budget) the first method follows the last."""
+    from ..comparison import run_order
+
+    order = run_order(names)
+    done: set[str] = set()
+    progress.describe(order[0] if order else "")
+
+    def on_result(result: Any) -> None:
+        done.add(result.method)
+        left = [m for m in order if m not in done]
+        if not left and cycle:
+            done.clear()
+            left = order
+        progress.describe(left[0] if left else "scoring")
+
+    return on_result

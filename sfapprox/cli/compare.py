@@ -9,7 +9,8 @@ import typer
 
 from . import _options as o
 from ._app import EXIT_INTERRUPTED, announce_start, app, error_boundary, read_matrix, show_notes, stop_cause
-from ._render import advise_limits, check_outputs, check_plot, emit, fit_progress, note, suggest_next
+from ._render import (advise_limits, check_outputs, check_plot, emit, fit_progress, method_announcer, note,
+                      suggest_next)
 
 
 @app.command()
@@ -64,7 +65,7 @@ def compare(
             with fit_progress(loaded.name, settings.max_iter, quiet) as progress:
                 comparison = run_compare(loaded, names, budget=budget, settings=settings, count_indices=count_indices,
                                          callback=announce_start(progress, loaded.name, quiet), include=included,
-                                         executor=client)
+                                         executor=client, on_result=method_announcer(progress, names))
         finally:
             if client is not None:
                 client.close()

@@ -9,7 +9,7 @@ import typer
 
 from . import _options as o
 from ._app import EXIT_INTERRUPTED, announce_start, app, error_boundary, read_matrix, show_notes
-from ._render import advise_limits, check_outputs, check_plot, emit, fit_progress, note
+from ._render import advise_limits, check_outputs, check_plot, emit, fit_progress, method_announcer, note
 
 
 @app.command()
@@ -47,8 +47,10 @@ def sweep(
             which = f"{names[0]} applies" if len(names) == 1 else f"all of {', '.join(names)} apply"
             note(f"budgets: {', '.join(specs)} (0.5 to 3 times the smallest budget at which {which})")
         with fit_progress(loaded.name, settings.max_iter, quiet) as progress:
+            announce = method_announcer(progress, names, cycle=True)
             result = run_sweep(loaded, specs, names, settings=settings, count_indices=count_indices,
-                               callback=announce_start(progress, loaded.name, quiet))
+                               callback=announce_start(progress, loaded.name, quiet),
+                               on_result=lambda budget, row: announce(row))
         advise_limits([r for p in result.points for r in p.results])
         tables = result.tables()
         emit(tables, result.to_dict(), outputs)
