@@ -81,7 +81,9 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
     Raises
     ------
     ResourceError
-        When the method's working memory is over ``context.settings.max_memory``.
+        When the method's working memory is over ``context.settings.max_memory``
+        and it cannot work from columns (one that can runs from ``X``'s column
+        blocks instead, its row's ``params["path"]`` then ``"columns"``).
     """
     spec = get_method(name)
     n = X.shape[0]
