@@ -171,7 +171,7 @@ def render(data: dict, before: dict | None) -> list[str]:
                      + (f" (GPU {row['gpu_peak'] / 2**30:.2f} GiB)" if row.get("gpu_peak") else "")]
             if before is not None:
                 old = old_rows.get((r["matrix"], r["n"]))
-                target = None if old is None else min(e for _, e, *_ in old["curve"])
+                target = None if old is None else min((e for _, e, *_ in old["curve"]), default=None)
                 cells.append(_secs(time_to(row["curve"], target)) if target is not None and label == "now" else "")
             lines.append("| " + " | ".join(cells) + " |")
     if before is not None:

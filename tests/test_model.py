@@ -230,16 +230,25 @@ def test_a_race_that_cannot_be_judged_in_its_share_is_not_run(fake_clock, monkey
     the identity start runs alone from the first evaluation on, and the other start never runs."""
     from sfapprox.sf._multistart import FIRST_SEARCH, MIN_ITER, PREFERRED
 
+    from sfapprox.sf import _multistart
+
     _one_second_evaluations(fake_clock, monkeypatch)
+    steps = []
+    real = _multistart.lbfgs
+    monkeypatch.setattr(_multistart, "lbfgs", lambda fun, st, opts, cb=None: steps.append(opts.first_step)
+                        or real(fun, st, opts, cb))
     X = np.random.default_rng(3).random((20, 20))
     sf = ChordSF(max_iter=10**6, time_limit=100.0, device="cpu").fit(X)
     assert sf.init_ == PREFERRED == "identity" and list(sf.starts_) == ["identity"]
     assert sf.n_evals_ > 50 and sf.starts_["identity"]["iterations"] == sf.n_iter_
+    assert steps == ["polyak"]  # evaluations are what it lacks: the first step that takes fewest
+    steps.clear()
     # With a share that holds them (40 s), the race runs as before (both starts, MIN_ITER at least).
     assert (MIN_ITER + FIRST_SEARCH) * 1.0 < 0.1 * 400.0 - 10
     raced = ChordSF(max_iter=10**6, time_limit=400.0, device="cpu").fit(X)
     assert set(raced.starts_) == {"reference", "identity"}
     assert min(v["iterations"] for v in raced.starts_.values()) >= MIN_ITER
+    assert set(steps) == {"gradient"}  # a race, and what follows it, keep torch's first step
 
 
 def test_memory_estimate_covers_what_a_fit_allocates(tmp_path):
