@@ -315,3 +315,35 @@ def test_polyak_first_step_takes_one_evaluation_where_the_gradient_rule_extrapol
         assert state["loss"] < 0.5 * float(target.dot(target))
     assert evals["polyak"] == 2  # the start and one trial step
     assert evals["gradient"] > evals["polyak"]
+
+
+def test_best_multiple_start_is_the_closed_form_best_scale_of_the_product():
+    """A start whose product overshoots X: scaled (no evaluation) to c^(1/M) v with c = <X,P>/||P||^2;
+    its stated loss is the evaluated one, min_c 0.5 ||X - c P||^2, and the run goes on from there."""
+    from sfapprox.chord import support_offsets
+    from sfapprox.sf import _kernels
+
+    n, m = 24, 3
+    offsets = support_offsets(n, "chord", 2).tolist()
+    rng = np.random.default_rng(0)
+    X = torch.as_tensor(rng.random((n, n)), dtype=torch.float64)
+    v0 = 2.0 * torch.as_tensor(rng.random((m, n, len(offsets))), dtype=torch.float64)
+
+    def fun(x):
+        loss, grad = _kernels.loss_and_grad(x.view(m, n, len(offsets)), offsets, X)
+        return float(loss), grad.reshape(-1)
+
+    state = _solver.new_state(v0.reshape(-1))
+    _solver.evaluate_start(fun, state)
+    before = state["loss"]
+    assert _solver.best_multiple_start(state, m, float((X * X).sum()))
+    P = _kernels.chord_product(v0, offsets)
+    c = float((X * P).sum() / (P * P).sum())
+    best = 0.5 * float(((X - c * P) ** 2).sum())
+    assert state["loss"] == pytest.approx(best, rel=1e-10) and best < before
+    assert state["grad"] is None and state["history"] == [state["loss"]]
+    assert torch.allclose(state["best_x"], v0.reshape(-1) * c ** (1 / m))
+    evaluated = _solver.evaluate_start(fun, state)  # the gradient there, and the loss evaluated
+    assert evaluated == pytest.approx(best, rel=1e-10) and len(state["history"]) == 1
+    assert _solver.lbfgs(fun, state, _solver.LBFGSOptions(max_iter=5)) == "max_iter"
+    assert state["best_loss"] < best

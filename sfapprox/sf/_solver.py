@@ -595,8 +595,44 @@ def evaluate_start(fun: Objective, state: dict) -> float:
         ops = _CPU_OPS if state["x"].device.type == "cpu" else _TorchOps
         state["loss"], g = _evaluate(fun, state, ops.array(state["x"]), ops)
         state["grad"] = ops.tensor(g)
-        state["history"].append(state["loss"])
+        if state["history"]:  # a start moved before its first step (best_multiple_start): its loss, evaluated
+            state["history"][-1] = state["loss"]
+        else:
+            state["history"].append(state["loss"])
     return state["loss"]
+
+
+def best_multiple_start(state: dict, n_factors: int, target_norm2: float) -> bool:
+    """Scale the evaluated start of ``state`` so that its product is the best multiple ``c P`` of
+    the product ``P`` (closed form, no evaluation): a start whose product overshoots ``X`` (the
+    identity start at N = 16,384, relative error 1.25) then starts below ``||X||``.
+
+    The loss is ``0.5 ||X - P||^2`` with ``P`` homogeneous of degree ``n_factors`` in the values
+    ``v``, so ``<g, v> = -n_factors <X - P, P>``; with ``||X||^2 = target_norm2`` that gives
+    ``a = <X, P>`` and ``b = ||P||^2``, ``c = a / b``, and the new loss ``0.5 (||X||^2 - a^2 / b)``
+    exactly.  The values become ``c^(1/M) v`` (the best point too); the gradient there is unknown,
+    so the state is left to be evaluated again (:func:`evaluate_start`).  Returns whether it moved
+    (not where ``a`` or ``b`` is not positive, or the loss would not fall).
+    """
+    if state["grad"] is None or not state["history"]:
+        return False
+    ops = _CPU_OPS if state["x"].device.type == "cpu" else _TorchOps
+    x, g, loss = ops.array(state["x"]), ops.array(state["grad"]), float(state["loss"])
+    h = -float(g.dot(x)) / n_factors  # <X - P, P> = a - b
+    b = target_norm2 - 2.0 * h - 2.0 * loss
+    a = h + b
+    if not (a > 0 and b > 0 and math.isfinite(a / b)):
+        return False
+    new_loss = 0.5 * (target_norm2 - a * a / b)
+    if not new_loss < loss:
+        return False
+    scaled = ops.copy(x)
+    scaled *= (a / b) ** (1.0 / n_factors)
+    state["x"] = ops.tensor(scaled)
+    state["best_x"], state["best_loss"] = ops.tensor(ops.copy(scaled)), new_loss
+    state["loss"], state["grad"] = new_loss, None
+    state["history"][-1] = new_loss
+    return True
 
 
 def lbfgs(
