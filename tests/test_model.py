@@ -251,6 +251,24 @@ def test_a_race_that_cannot_be_judged_in_its_share_is_not_run(fake_clock, monkey
     assert set(steps) == {"gradient"}  # a race, and what follows it, keep torch's first step
 
 
+def test_a_start_alone_with_no_time_for_a_step_is_scaled_to_its_best_multiple(fake_clock, monkeypatch):
+    """One "second" per evaluation and 3.5 s: the start is evaluated, no step fits, and the fit
+    returns the identity start scaled by its product's best multiple (lower than the start itself)."""
+    from sfapprox.operators import ChordOperator
+    from sfapprox.sf._multistart import start_values
+
+    _one_second_evaluations(fake_clock, monkeypatch)
+    X = np.random.default_rng(3).random((20, 20))
+    sf = ChordSF(max_iter=10**6, time_limit=3.5, device="cpu").fit(X)
+    assert sf.n_iter_ == 0 and sf.init_ == "identity"
+    start = start_values(["identity"], sf.random_state, sf.factors_.shape)["identity"]
+    P = ChordOperator(start, sf.offsets_).to_dense()
+    c = float((X * P).sum() / (P * P).sum())
+    assert sf.fro_error_ == pytest.approx(np.linalg.norm(X - c * P), rel=1e-9)
+    assert sf.fro_error_ < np.linalg.norm(X - P)
+    assert np.allclose(sf.factors_, start * c ** (1 / start.shape[0]))
+
+
 def test_memory_estimate_covers_what_a_fit_allocates(tmp_path):
     """The estimate checked against max_memory is at least what the fit really allocates (peak RSS)."""
     import json

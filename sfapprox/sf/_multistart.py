@@ -52,6 +52,11 @@ FIRST_SEARCH = 6
 #: The start that runs alone when a race cannot be afforded (:func:`race_affordable`): the
 #: winner of every race measured at N >= 4,096 (``benchmarks/results/scale_fit*.json``).
 PREFERRED = "identity"
+#: A start alone is scaled to its product's best multiple when the time left is under this many
+#: evaluations (no step would fit): at N = 16,384 in 60 s on two cores, rel 0.997 instead of the
+#: identity start's 1.25; with 48 s left the scaling's new gradient cost the steps more (0.877
+#: after 1 iteration against 0.830 after 3).
+SCALED_START_EVALS = 2
 
 Run = tuple[Callable, dict]
 
@@ -208,7 +213,8 @@ def multistart(
     (:func:`race_affordable`), the :data:`PREFERRED` start runs alone, its
     first step the Polyak step (evaluations are what such a fit lacks) and,
     given ``n_factors`` and ``target_norm2`` (``||X||^2`` in the objective's
-    units), its evaluated start first scaled to its product's best multiple
+    units) and a ``time_limit`` that no step fits (:data:`SCALED_START_EVALS`),
+    its evaluated start scaled to its product's best multiple
     (:func:`~._solver.best_multiple_start`, no evaluation).
 
     Iterations spent on a losing start count against ``max_iter``; the time
@@ -227,8 +233,12 @@ def multistart(
             # 0.682 after 40 s, 0.772 against 0.882 at bandwidth 2; benchmarks/results/scale_fit_solo.md).
             runs = {PREFERRED: runs[PREFERRED]}
             options = _polyak_first(options)
-            if n_factors is not None and target_norm2 is not None:
-                best_multiple_start(runs[PREFERRED][1], n_factors, target_norm2)
+            state = runs[PREFERRED][1]
+            if (n_factors is not None and target_norm2 is not None and time_limit is not None
+                    and time_limit < SCALED_START_EVALS * (state.get("eval_seconds") or 0.0)):
+                # No step fits the time left: the start's best multiple is all the fit can still do
+                # (it costs no evaluation, but its gradient one, which the steps would need).
+                best_multiple_start(state, n_factors, target_norm2)
         if len(runs) > 1:
             reason = race(runs, options, share_iter=max(1, int(probe * max_iter)), share_time=share_time,
                           callback=callback)
