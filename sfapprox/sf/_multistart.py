@@ -230,7 +230,7 @@ def multistart(
         if len(runs) > 1 and PREFERRED in runs and not race_affordable(runs, share_time):
             # Too slow to judge the starts: the preferred one alone, its first step the Polyak step,
             # which took 1 evaluation where the gradient rule's took 6 (N = 8,192: 0.641 against
-            # 0.682 after 40 s, 0.772 against 0.882 at bandwidth 2; benchmarks/results/scale_fit_solo.md).
+            # 0.682 after 40 s, 0.772 against 0.882 at bandwidth 2; benchmarks/results/scale_fit_solo_8192.md).
             runs = {PREFERRED: runs[PREFERRED]}
             options = _polyak_first(options)
             state = runs[PREFERRED][1]
