@@ -389,8 +389,9 @@ def columns_note(names: Sequence[str], max_memory: int | None) -> str:
     """The note for the methods ``names`` fitted from a formed matrix's column blocks (their
     in-memory fits over the memory limit; see :func:`run_method`)."""
     limit = max_memory if max_memory is not None else default_memory_limit()
+    of = f" of {format_bytes(limit)}" if limit else ""
     return (f"{', '.join(names)}: fitted from the matrix's column blocks, in bounded memory (the in-memory fit is "
-            f"over the memory limit{f' of {format_bytes(limit)}' if limit else ''}; a larger --max-memory fits in memory)")
+            f"over the memory limit{of}; a larger --max-memory fits in memory)")
 
 
 def compare_columns(

@@ -742,7 +742,8 @@ class RobustPCA(Approximation):
                                           start=given)
         self.seconds_ = time.perf_counter() - start
         error, U, sig, Vt, idx, vals, n_iter, stop = best
-        extra = {"from": "columns", "path": "columns", "svd": "randomized", **({"reused": ["rsvd"]} if given is not None else {})}
+        extra = {"from": "columns", "path": "columns", "svd": "randomized",
+                 **({"reused": ["rsvd"]} if given is not None else {})}
         self._store(n, _Candidate(error, U, sig, Vt, idx, vals, n_iter, stop), grid, extra, "cpu", "float64")
         return self
 
