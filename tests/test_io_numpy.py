@@ -61,6 +61,15 @@ class TestNumpy:
         input_error(p, r"header declares 30 x 30 float64 values \(7,200 bytes\) but the file holds 7,192 bytes "
                        r"after the header; it is truncated")
 
+    def test_a_header_whose_size_overflows_int64_is_refused_by_the_memory_check(self, tmp_path):
+        p = tmp_path / "huge.npy"
+        with open(p, "wb") as fh:  # 2^32 x 2^32: the element count is 0 in int64 arithmetic
+            np.lib.format.write_array_header_1_0(fh, {"descr": "<f8", "fortran_order": False,
+                                                      "shape": (2**32, 2**32)})
+            fh.write(b"\0" * 64)
+        with pytest.raises(ResourceError, match=r"shape \(4294967296, 4294967296\) needs about 128.0 EiB"):
+            load_matrix(p, max_memory=10**9)
+
     def test_npz_of_attention_inputs_points_to_the_attention_format(self, tmp_path):
         p = tmp_path / "att.npz"
         np.savez(p, q=np.ones((6, 3)), k=np.ones((6, 3)))

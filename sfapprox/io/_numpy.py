@@ -8,6 +8,7 @@ square 2-D one) or a ``scipy.sparse.save_npz`` matrix (keys ``format``,
 from __future__ import annotations
 
 import io
+import math
 import os
 import zipfile
 
@@ -40,9 +41,10 @@ def _load_npy(src: Source, fh, what: str, opts: Options) -> np.ndarray:
         raise src.fail(f"{what}: not a valid .npy array ({one_line(exc)})") from None
     if dtype.hasobject:
         raise src.fail(f"{what} {_PICKLE_HINT}")
-    check_memory(int(np.prod(shape)) * max(dtype.itemsize, 8), what=f"{src.display}: {what} of shape {shape}", limit=opts.max_memory)
+    count = math.prod(shape)  # Python ints: a crafted header's shape cannot overflow the checks below
+    check_memory(count * max(dtype.itemsize, 8), what=f"{src.display}: {what} of shape {shape}", limit=opts.max_memory)
     if isinstance(fh, io.BufferedReader):  # a file on disk: its size says whether the data is all there
-        data, held = int(np.prod(shape)) * dtype.itemsize, os.fstat(fh.fileno()).st_size - fh.tell()
+        data, held = count * dtype.itemsize, os.fstat(fh.fileno()).st_size - fh.tell()
         if held < data:
             raise src.fail(f"{what}: its header declares {' x '.join(map(str, shape))} {dtype} values "
                            f"({data:,} bytes) but the file holds {max(held, 0):,} bytes after the header; it is "
