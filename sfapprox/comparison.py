@@ -370,24 +370,26 @@ def compare(
     context = RunContext(settings, count_indices, protocol, callback, dict(structure or {}))
     with warnings_at_caller():
         results = run_all(names, X, resolved, context, info["fro_norm"], on_result)
+    streamed = columns_note(results, settings.max_memory)  # before the saved rows: those were fitted elsewhere
     for name, surrogate in saved.items():
         results.append(score_surrogate(name, surrogate, X, resolved.value, info["fro_norm"]))
     comparison = build_comparison(info, resolved, results, context)
     comparison.notes.extend(n for n in [resolved.note, *_source_notes(saved, loaded)] if n)
-    # Fitted here from columns (a saved fit's row keeps the path of the run that made it).
-    streamed = [r.method for r in results if r.params.get("path") == "columns" and r.method not in saved]
     if isinstance(matrix, MatrixSource):
-        ran = "every method ran on it" if not streamed else "the methods ran on it or its column blocks"
+        ran = "every method ran on it" if streamed is None else "the methods ran on it or its column blocks"
         comparison.notes.append(f"{matrix.name}: formed in memory ({loaded.n:,} x {loaded.n:,}), {ran} and every "
                                 "row was scored exactly")
-    if streamed:
-        comparison.notes.append(columns_note(streamed, settings.max_memory))
+    if streamed is not None:
+        comparison.notes.append(streamed)
     return comparison
 
 
-def columns_note(names: Sequence[str], max_memory: int | None) -> str:
-    """The note for the methods ``names`` fitted from a formed matrix's column blocks (their
-    in-memory fits over the memory limit; see :func:`run_method`)."""
+def columns_note(results: Sequence[MethodResult], max_memory: int | None) -> str | None:
+    """The note naming the rows of ``results`` fitted from a formed matrix's column blocks (their
+    in-memory fits over the memory limit; see :func:`run_method`); None when there are none."""
+    names = [r.method for r in results if r.params.get("path") == "columns"]
+    if not names:
+        return None
     limit = max_memory if max_memory is not None else default_memory_limit()
     of = f" of {format_bytes(limit)}" if limit else ""
     return (f"{', '.join(names)}: fitted from the matrix's column blocks, in bounded memory (the in-memory fit is "

@@ -260,9 +260,9 @@ def sweep(
             points.append(build_comparison(info, budget, results, context))
             if budget.note:
                 points[-1].notes.append(budget.note)
-            streamed = [r.method for r in results if r.params.get("path") == "columns"]
-            if streamed:
-                points[-1].notes.append(columns_note(streamed, settings.max_memory))
+            streamed = columns_note(results, settings.max_memory)
+            if streamed is not None:
+                points[-1].notes.append(streamed)
             if any(r.status == "interrupted" for r in results):
                 break
     first = points[0] if points else build_comparison(info, next(iter(resolved.values())), [], context)

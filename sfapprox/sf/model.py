@@ -528,7 +528,7 @@ class ChordSF(Approximation):
                 first["eval_seconds"] = _timing.now() - began
             # The scoring forms the product in float64: a float32 fit's evaluations move half its bytes
             # (at N = 16,384 on two cores the scoring took ~50 s, ~3.6 float32 evaluations, of a 120-s limit).
-            scoring_eval = first["eval_seconds"] * 8 / torch.empty((), dtype=dtype).element_size()
+            scoring_eval = first["eval_seconds"] * 8 / dtype.itemsize
             limit = optimizer_time_limit(self.time_limit, _timing.now() - fit_begin, scoring_eval)
             progress = self._progress(scale, start, states, governor.poll)
             if self.checkpoint is not None:
