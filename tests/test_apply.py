@@ -219,3 +219,27 @@ def test_threaded_blocks_match(monkeypatch):
         assert _apply._threads_for(1, B) == 2
         np.testing.assert_allclose(stack.apply(B), D @ B, rtol=1e-10, atol=1e-10)
         np.testing.assert_allclose(stack.apply(B, transpose=True), D.T @ B, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize(("support", "n"), [("chord", 40), ("symmetric", 13), ("butterfly", 32)])
+def test_wide_blocks_go_in_chunks(monkeypatch, support, n):
+    # A block wider than CHUNK_COLUMNS goes through the kernels a chunk at a time (the last one
+    # narrower, down to the vector kernel's width): the same product as in one piece.
+    if not _apply._numba_kernels():
+        pytest.skip("numba is not available")
+    monkeypatch.setattr(_apply, "BACKEND", "numba")
+    monkeypatch.setattr(_apply, "CHUNK_COLUMNS", 8)
+    widths = []
+    kernels = _apply._numba_kernels()
+    # Columns of each kernel call: (N, c) blocks for the block kernels, (c, N) for the column-wise one.
+    for name, columns in (("offset_mat", lambda x: x.shape[1]), ("butterfly_mat", lambda x: x.shape[1]),
+                          ("offset_cols", lambda x: x.shape[0])):
+        real = getattr(kernels, name)
+        monkeypatch.setattr(kernels, name,
+                            lambda *a, _real=real, _columns=columns: widths.append(_columns(a[-2])) or _real(*a))
+    stack, D = _stack(support, n, np.random.default_rng(n))
+    B = np.random.default_rng(2).standard_normal((n, 19))
+    for transpose, R in ((False, D), (True, D.T)):
+        widths.clear()
+        np.testing.assert_allclose(stack.apply(B, transpose), R @ B, rtol=1e-10, atol=1e-10)
+        assert widths == [8, 8, 3]

@@ -24,7 +24,7 @@ import numpy as np
 from ..budget import butterfly_count
 from ..chord import OFFSET_SUPPORTS, SUPPORTS, is_power_of_two, support_offsets
 from ._base import SurrogateOperator, check_finite, register_operator
-from ._chord_apply import FactorStack, pack, unpack_view
+from ._chord_apply import CHUNK_COLUMNS, FactorStack, pack, unpack_view
 
 __all__ = ["ChordOperator", "TORCH_DENSE_MAX_N", "CHORD_DESCRIPTION"]
 
@@ -190,7 +190,15 @@ class ChordOperator(SurrogateOperator):
                 return chord_product(values, (self.offsets % n).tolist()).numpy()
             finally:
                 torch.set_num_threads(threads)
-        return self._stack.apply(np.eye(n))  # the operator applied to I
+        # The operator applied to I, a block of the identity at a time: no N x N identity besides the result.
+        out = np.empty((n, n))
+        width = 4 * CHUNK_COLUMNS
+        for j0 in range(0, n, width):
+            j1 = min(n, j0 + width)
+            block = np.zeros((n, j1 - j0))
+            block[np.arange(j0, j1), np.arange(j1 - j0)] = 1.0
+            out[:, j0:j1] = self._stack.apply(block)
+        return out
 
     def to_sparse_factors(self) -> list:
         """The factors as scipy sparse matrices whose product is the operator.
