@@ -35,6 +35,7 @@ from . import _timing
 from ._errors import ParameterError
 from ._executors import ordered_map
 from ._threads import AdaptiveThreads
+from .metrics import surrogate_columns
 from .sources import DistributedSource, MatrixSource, block_columns
 
 __all__ = ["ErrorEstimate", "estimate_errors", "block_errors", "Z95", "DEFAULT_RTOL", "MIN_SAMPLE"]
@@ -97,13 +98,6 @@ class ErrorEstimate:
         """
         interval = self.rel_interval if relative else self.fro_interval
         return None if interval is None else (interval[1] - interval[0]) / 2
-
-
-def _surrogate_columns(operator, J: np.ndarray, n: int) -> np.ndarray:
-    """``A[:, J]``: the operator applied to the identity's columns ``J``."""
-    E = np.zeros((n, J.size))
-    E[J, np.arange(J.size)] = 1.0
-    return np.asarray(operator @ E, dtype=np.float64)
 
 
 def estimate_errors(
@@ -201,7 +195,7 @@ def block_errors(source, operators: Mapping[str, Any], J: np.ndarray) -> tuple[n
     block = source.columns(J)
     errors = {}
     for name, op in operators.items():
-        R = block - _surrogate_columns(op, J, source.n)
+        R = block - surrogate_columns(op, J, source.n)
         errors[name] = np.einsum("ij,ij->j", R, R)
     return np.einsum("ij,ij->j", block, block), errors
 

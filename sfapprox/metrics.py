@@ -1,10 +1,38 @@
-"""One error definition for every method: Frobenius, absolute and relative."""
+"""One error definition for every method: Frobenius, absolute and relative.
+
+:func:`frobenius_error` compares ``X`` with a dense approximation;
+:func:`operator_error` gives the same numbers for a surrogate operator
+without forming it above :data:`DENSE_SCORING_MAX_N` (by column blocks,
+``A[:, J] = A @ I[:, J]``, on the free cores), in memory that grows with
+``N`` instead of ``N^2``.
+"""
 
 from __future__ import annotations
 
-import numpy as np
+import math
+from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["frobenius_error"]
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["frobenius_error", "operator_error", "surrogate_columns", "scoring_bytes", "scoring_block",
+           "DENSE_SCORING_MAX_N", "SCORING_BLOCK", "SCORING_BLOCK_NUMBERS"]
+
+#: Up to this order :func:`operator_error` scores a surrogate on its dense form (the product and
+#: the residual, ``2 N^2`` float64: 64 MiB at N = 2,048); above it by column blocks.
+DENSE_SCORING_MAX_N = 2048
+
+#: Columns per block when :func:`operator_error` scores by blocks (an SF product takes them 64 at
+#: a time, :data:`~sfapprox.operators._chord_apply.CHUNK_COLUMNS`), fewer where ``N`` times that
+#: would pass :data:`SCORING_BLOCK_NUMBERS`.
+SCORING_BLOCK = 256
+#: Numbers of one ``N``-row block at most (32 MiB of float64): 256 columns up to N = 16,384, 64 at 65,536.
+SCORING_BLOCK_NUMBERS = 1 << 22
+
+#: ``N``-long float64 vectors one scoring worker holds per column of its block: the identity's
+#: columns, the surrogate's (then the residual), the block kernels' two chunk buffers and a
+#: sparse ``X``'s block (in ``benchmarks/scoring.py``'s measured peaks).
+_VECTORS_PER_COLUMN = 4
 
 
 def frobenius_error(X, approx: np.ndarray, fro_norm: float | None = None) -> tuple[float, float | None]:
@@ -36,3 +64,151 @@ def frobenius_error(X, approx: np.ndarray, fro_norm: float | None = None) -> tup
     err = float(np.linalg.norm(dense - approx))
     norm = float(np.linalg.norm(dense)) if fro_norm is None else float(fro_norm)
     return err, (err / norm if norm > 0 else None)
+
+
+def surrogate_columns(operator, J: np.ndarray, n: int) -> np.ndarray:
+    """``A[:, J]`` as a dense float64 block: the operator applied to the identity's columns ``J``.
+
+    Parameters
+    ----------
+    operator : LinearOperator
+        The surrogate ``A`` (``operator @ B`` must work for a dense block).
+    J : numpy.ndarray of int
+        Column indices.
+    n : int
+        Order of ``A``.
+
+    Examples
+    --------
+    >>> surrogate_columns(np.arange(9.0).reshape(3, 3), np.array([2]), 3).ravel().tolist()
+    [2.0, 5.0, 8.0]
+    """
+    E = np.zeros((n, J.size))
+    E[J, np.arange(J.size)] = 1.0
+    return np.asarray(operator @ E, dtype=np.float64)
+
+
+def operator_error(X, operator, fro_norm: float | None = None, *,
+                   threads: int | None = None) -> tuple[float, float | None]:
+    """:func:`frobenius_error` of a surrogate operator, without forming it above :data:`DENSE_SCORING_MAX_N`.
+
+    The same definition and, up to the order of the sums, the same numbers:
+    ``||X - A||_F^2`` is the sum over column blocks of ``||X[:, J] - A[:, J]||^2``,
+    each ``A[:, J]`` the operator applied to the identity's columns.  Memory
+    is :func:`scoring_bytes` instead of the ``N x N`` product and residual
+    (2 x 2 GiB at N = 16,384), and the blocks run on the cores that are free
+    (the blocks' sums are added in block order, so how many ran changes
+    at most the rounding inside a block's BLAS sums).
+
+    Parameters
+    ----------
+    X : numpy.ndarray or scipy sparse matrix, shape (N, N)
+        The target matrix.
+    operator : LinearOperator
+        The surrogate, with ``to_dense()`` (used up to ``DENSE_SCORING_MAX_N``)
+        and products with dense blocks.
+    fro_norm : float, optional
+        ``||X||_F`` when already known.
+    threads : int, optional
+        Workers for the blocks; None: one per free core (:func:`~sfapprox._threads.choose_threads`).
+
+    Returns
+    -------
+    (float, float or None)
+        ``||X - A||_F`` and its ratio to ``||X||_F`` (None for the zero matrix).
+
+    Examples
+    --------
+    >>> from sfapprox.operators import ChordOperator
+    >>> op = ChordOperator(np.full((2, 4, 3), 0.5))
+    >>> operator_error(op.to_dense(), op)
+    (0.0, 0.0)
+    """
+    n = X.shape[0]
+    if tuple(X.shape) != tuple(operator.shape):
+        raise ValueError(f"shapes differ: {tuple(X.shape)} vs {tuple(operator.shape)}")
+    if n <= DENSE_SCORING_MAX_N:
+        return frobenius_error(X, operator.to_dense(), fro_norm)
+    columns = X.tocsc() if sp.issparse(X) else np.asarray(X)  # a sparse X's column blocks: slices of CSC
+    width = scoring_block(n)
+
+    def block(j0: int) -> tuple[float, float]:
+        J = np.arange(j0, min(n, j0 + width))
+        x = columns[:, j0 : j0 + J.size]
+        x = x.toarray() if sp.issparse(x) else x
+        r = surrogate_columns(operator, J, n)
+        r -= x
+        # einsum reads X's strided view in place (vdot would copy it)
+        return float(np.vdot(r, r)), (float(np.einsum("ij,ij->", x, x)) if fro_norm is None else 0.0)
+
+    starts = range(0, n, width)
+    workers = threads or _free_workers(float(n) * width)
+    if workers > 1:
+        from ._threads import _limit_blas
+
+        limiter = _limit_blas(1)  # each worker's products on one BLAS thread: the workers are the parallelism
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sfapprox-score")
+        try:
+            parts = list(pool.map(block, starts))
+        finally:
+            # A Ctrl-C (or SIGTERM) waits for the blocks being computed, not for all the others.
+            pool.shutdown(wait=True, cancel_futures=True)
+            if limiter is not None:
+                limiter.restore_original_limits()
+    else:
+        parts = [block(j0) for j0 in starts]
+    err = math.sqrt(math.fsum(p[0] for p in parts))
+    norm = math.sqrt(math.fsum(p[1] for p in parts)) if fro_norm is None else float(fro_norm)
+    return err, (err / norm if norm > 0 else None)
+
+
+def scoring_block(n: int) -> int:
+    """Columns per block of :func:`operator_error` at order ``n``.
+
+    Examples
+    --------
+    >>> scoring_block(4096), scoring_block(65536)
+    (256, 64)
+    """
+    return max(1, min(SCORING_BLOCK, SCORING_BLOCK_NUMBERS // max(n, 1)))
+
+
+def _free_workers(work: float) -> int:
+    """Scoring workers: one per core this process may use that others leave free now."""
+    from ._threads import available_cores, choose_threads, runnable_others
+
+    cores = available_cores()
+    others = runnable_others() if cores > 1 else None
+    return choose_threads(work, cores, free=None if others is None else float(cores - others))
+
+
+def scoring_bytes(n: int, workers: int | None = None) -> int:
+    """Peak bytes :func:`operator_error` adds to score an ``N x N`` surrogate (besides ``X``, and a
+    sparse ``X``'s CSC copy).
+
+    Parameters
+    ----------
+    n : int
+        Order of the matrix.
+    workers : int, optional
+        Scoring workers; None: the cores this process may use (the most it starts).
+
+    Returns
+    -------
+    int
+        ``2 N^2`` float64 up to :data:`DENSE_SCORING_MAX_N`; above it
+        ``workers * 4 * N * scoring_block(N)`` float64.
+
+    Examples
+    --------
+    >>> scoring_bytes(1000), scoring_bytes(16384, workers=2) // 2**20, scoring_bytes(65536, workers=2) // 2**20
+    (16000000, 256, 256)
+    """
+    if n <= DENSE_SCORING_MAX_N:
+        return 2 * n * n * 8
+    if workers is None:
+        from ._threads import available_cores
+
+        workers = available_cores()
+    width = min(n, scoring_block(n))
+    return min(workers, -(-n // width)) * _VECTORS_PER_COLUMN * n * width * 8

@@ -1,0 +1,134 @@
+"""The one error definition (sfapprox.metrics): dense, and by column blocks for operators never formed."""
+
+import tracemalloc
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sfapprox import metrics
+from sfapprox.chord import default_n_factors, support_offsets
+from sfapprox.metrics import frobenius_error, operator_error, scoring_bytes
+from sfapprox.operators import ChordOperator, HybridOperator, SparseOperator
+
+
+def _operators(n: int, rng) -> dict:
+    """A surrogate of each shape of product: Chord factors, butterfly, low rank + sparse + Chord, sparse."""
+    offsets = support_offsets(n, "chord")
+    chord = ChordOperator(rng.standard_normal((default_n_factors(n), n, offsets.size)) / offsets.size, offsets)
+    low_rank = (rng.standard_normal((n, 3)), rng.standard_normal(3), rng.standard_normal((3, n)))
+    entries = sp.random_array((n, n), density=0.05, random_state=1, format="csr")
+    return {
+        "chord": chord,
+        "butterfly": ChordOperator(rng.standard_normal((4, 32, 2)) / 2, support="butterfly") if n == 32 else None,
+        "hybrid": HybridOperator(n, chord=chord, low_rank=low_rank, sparse=entries),
+        "sparse": SparseOperator(entries),
+    }
+
+
+@pytest.fixture
+def blocked(monkeypatch):
+    """The column-block path at small N: every N is "large", blocks of 7 columns (not dividing N)."""
+    monkeypatch.setattr(metrics, "DENSE_SCORING_MAX_N", 4)
+    monkeypatch.setattr(metrics, "SCORING_BLOCK", 7)
+
+
+@pytest.mark.parametrize("n", [32, 45])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_blocks_give_the_dense_error(blocked, n, threads):
+    rng = np.random.default_rng(n)
+    X = rng.standard_normal((n, n))
+    for name, op in _operators(n, rng).items():
+        if op is None:
+            continue
+        want = frobenius_error(X, op.to_dense())
+        got = operator_error(X, op, threads=threads)
+        assert got[0] == pytest.approx(want[0], rel=1e-13), name
+        assert got[1] == pytest.approx(want[1], rel=1e-13), name
+        # ||X|| given: the relative error is taken against it, not recomputed
+        assert operator_error(X, op, 2 * np.linalg.norm(X), threads=threads)[1] == pytest.approx(want[1] / 2, rel=1e-13)
+
+
+def test_sparse_target(blocked):
+    rng = np.random.default_rng(3)
+    X = sp.random_array((40, 40), density=0.1, random_state=4, format="csr")
+    op = _operators(40, rng)["chord"]
+    want = frobenius_error(X.toarray(), op.to_dense())
+    got = operator_error(X, op)
+    assert got == pytest.approx(want, rel=1e-13)
+
+
+def test_small_n_stays_dense(monkeypatch):
+    # Up to DENSE_SCORING_MAX_N the surrogate is formed once (no identity blocks go through it).
+    rng = np.random.default_rng(5)
+    op = _operators(32, rng)["chord"]
+    monkeypatch.setattr(metrics, "surrogate_columns", lambda *a: pytest.fail("scored by blocks"))
+    X = rng.standard_normal((32, 32))
+    assert operator_error(X, op) == frobenius_error(X, op.to_dense())
+
+
+def test_zero_target_and_exact_fit(blocked):
+    op = SparseOperator(sp.csr_array((20, 20)))
+    assert operator_error(np.zeros((20, 20)), op) == (0.0, None)
+    X = np.random.default_rng(6).standard_normal((20, 20))
+    assert operator_error(X, SparseOperator(X))[0] == 0.0
+
+
+def test_shape_mismatch():
+    op = SparseOperator(sp.csr_array((5, 5)))
+    with pytest.raises(ValueError, match="shapes differ"):
+        operator_error(np.zeros((6, 6)), op)
+
+
+def test_blocks_hold_columns_not_the_product(monkeypatch):
+    # The blocked path never holds an N x N array: its traced peak stays within scoring_bytes's
+    # workspace for one worker, far below the N^2 float64 of the formed product.
+    n = 1200
+    monkeypatch.setattr(metrics, "DENSE_SCORING_MAX_N", 256)
+    monkeypatch.setattr(metrics, "SCORING_BLOCK", 32)
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((n, n))
+    op = _operators(n, rng)["chord"]
+    op @ np.zeros((n, 40))  # compile/load the kernels outside the traced part
+    tracemalloc.start()
+    try:
+        operator_error(X, op, threads=1)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= scoring_bytes(n, workers=1) < n * n * 8 / 8
+
+
+def test_scoring_bytes():
+    assert scoring_bytes(100) == 2 * 100 * 100 * 8
+    assert scoring_bytes(metrics.DENSE_SCORING_MAX_N + 1, workers=2) == \
+        2 * scoring_bytes(metrics.DENSE_SCORING_MAX_N + 1, workers=1)
+    # above the dense path it is a few blocks of at most SCORING_BLOCK_NUMBERS each, whatever N
+    for n in (4096, 16384, 65536, 1 << 20):
+        assert metrics.scoring_block(n) >= 1
+        assert scoring_bytes(n, workers=2) <= 2 * 4 * metrics.SCORING_BLOCK_NUMBERS * 8
+
+
+def test_an_interrupt_stops_the_blocks_still_waiting(blocked, monkeypatch):
+    # Ctrl-C (or SIGTERM, which sfapprox turns into it) reaches the main thread in the middle of
+    # a threaded scoring: it propagates, and the blocks not yet started are cancelled, not computed.
+    import _thread
+    import time
+
+    monkeypatch.setattr(metrics, "SCORING_BLOCK", 1)
+    rng = np.random.default_rng(8)
+    op = _operators(60, rng)["chord"]
+    calls = []
+    real = metrics.surrogate_columns
+
+    def slow(*args):
+        calls.append(1)
+        if len(calls) == 3:
+            _thread.interrupt_main()  # what the SIGINT handler does
+        time.sleep(0.02)
+        return real(*args)
+
+    monkeypatch.setattr(metrics, "surrogate_columns", slow)
+    with pytest.raises(KeyboardInterrupt):
+        operator_error(rng.standard_normal((60, 60)), op, threads=2)
+    assert len(calls) < 30
