@@ -7,7 +7,7 @@ matrix when given a path, resolves the budget, refuses (before the first
 fit) a comparison whose scoring would not fit in memory, validates the
 matrix once for all methods, and keeps the finished rows when Ctrl-C stops
 it.  Every method is scored by the same
-:func:`~sfapprox.metrics.frobenius_error`, and every method reports its
+:func:`~sfapprox.metrics.operator_error`, and every method reports its
 stored-number count, which is never above the budget.  The methods come
 from the registry (:func:`sfapprox._base.methods`).
 """
@@ -16,11 +16,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import os
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
 
 from ._base import RunContext, get_method, methods, parse_methods
 from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceError, one_line
@@ -29,8 +33,8 @@ from ._signals import stop_requested
 from ._validation import check_memory, default_memory_limit, estimate_dense_bytes, format_bytes
 from .budget import Budget, parse_budget, resolve_budget
 from .factors import load_factors
-from .metrics import frobenius_error
 from .estimate import estimate_errors
+from .metrics import DENSE_SCORING_MAX_N, operator_error, scoring_bytes
 from .results import Comparison, MethodResult, library_versions
 from .sources import DistributedSource, MatrixSource, as_source
 
@@ -101,7 +105,7 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
     if est.n_stored_ > budget:  # a broken promise is a bug, never a silent excess
         raise AssertionError(f"{name} stored {est.n_stored_} numbers over the budget {budget}")
     # From columns, every row is scored afterwards, together, on the same columns (estimate_errors).
-    fro, rel = (None, None) if streaming else frobenius_error(X, est.to_dense(), fro_norm)
+    fro, rel = (None, None) if streaming else row_error(est, X, fro_norm, threads=context.settings.threads)
     return MethodResult(
         method=name,
         status="interrupted" if est.stop_reason_ == "interrupted" else "ok",
@@ -113,6 +117,37 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
         operator=est.operator_,
         estimator=est,
     )
+
+
+def row_error(est, X, fro_norm: float | None = None, *, threads: int | None = None) -> tuple[float, float | None]:
+    """A fitted method's error against the in-memory ``X``: :func:`~sfapprox.metrics.operator_error`.
+
+    SF and the hybrids score themselves with that same function against the ``X`` they were fitted
+    to (``fro_error_``, exact, float64; from columns by an exact pass): that number is taken rather
+    than a second pass over ``N^2`` entries (9.5 s at N = 16,384 on 2 cores,
+    ``benchmarks/results/scoring.md``).  Every other method, and an estimator that left its error
+    unknown, is scored here.
+
+    Parameters
+    ----------
+    est : Approximation
+        The fitted estimator (``operator_``, and ``fro_error_`` where it scores itself).
+    X : numpy.ndarray or scipy sparse matrix
+        The matrix it was fitted to.
+    fro_norm : float, optional
+        ``||X||_F`` when already known.
+    threads : int, optional
+        Scoring workers (see :func:`~sfapprox.metrics.operator_error`).
+
+    Returns
+    -------
+    (float, float or None)
+    """
+    own = getattr(est, "fro_error_", None)
+    if own is not None and math.isfinite(own):
+        norm = float(np.linalg.norm(X.data if sp.issparse(X) else X)) if fro_norm is None else float(fro_norm)
+        return float(own), (float(own) / norm if norm > 0 else None)
+    return operator_error(X, est.operator_, fro_norm, threads=threads)
 
 
 def _in_memory_or_columns(name: str, spec, X, max_memory: int | None):
@@ -225,8 +260,12 @@ def as_loaded_matrix(matrix, load: LoadOptions | None):
 
 
 def check_scoring_memory(loaded, limit: int | None) -> None:
-    """Every method is scored on dense N x N arrays (approximation, residual and, for sparse
-    input, X itself): refuse before the first fit, not after it.
+    """Refuse, before the first fit, a comparison whose scoring would be over the memory limit.
+
+    Every method is scored by :func:`~sfapprox.metrics.operator_error`:
+    up to :data:`~sfapprox.metrics.DENSE_SCORING_MAX_N` on dense ``N x N``
+    arrays (approximation, residual and, for sparse input, X itself), above
+    it by column blocks (and a sparse X's CSC copy).
 
     Parameters
     ----------
@@ -238,12 +277,56 @@ def check_scoring_memory(loaded, limit: int | None) -> None:
     Raises
     ------
     ResourceError
-        When the dense arrays of scoring are over the limit.
+        When the scoring's arrays are over the limit.
     """
-    copies = 3 if loaded.is_sparse else 2
-    check_memory(copies * estimate_dense_bytes(loaded.n),
-                 what=f"{loaded.name}: scoring each method ({copies} dense {loaded.n} x {loaded.n} arrays)",
-                 limit=limit)
+    n = loaded.n
+    need = scoring_bytes(n)
+    if loaded.is_sparse:
+        X = loaded.matrix
+        need += (estimate_dense_bytes(n) if n <= DENSE_SCORING_MAX_N else
+                 int(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes))
+    how = "dense arrays" if n <= DENSE_SCORING_MAX_N else "column blocks"
+    check_memory(need, what=f"{loaded.name}: scoring each method ({how} of the {n} x {n} matrix)", limit=limit)
+
+
+def check_methods_memory(names: Sequence[str], loaded, limit: int | None) -> None:
+    """Refuse, before the first fit, a comparison none of whose methods can run within the memory limit.
+
+    A method that declares its working memory and needs the matrix in memory is refused when that is
+    over the limit (:func:`run_method` would give it a "failed" row); when every method asked for is
+    refused so, nothing would run: one error, exit 2, before any work.  Methods that work from columns,
+    or check their memory themselves (SF, the hybrids), may run and keep the comparison going.
+
+    Parameters
+    ----------
+    names : sequence of str
+        The methods (checked names).
+    loaded : LoadedMatrix
+        The matrix.
+    limit : int or None
+        Memory limit in bytes; None: the default limit (80% of RAM).
+
+    Raises
+    ------
+    ResourceError
+        Naming each method and what it needs.
+    """
+    limit = limit if limit is not None else default_memory_limit()
+    if limit is None:
+        return
+    needs = {}
+    for name in names:
+        spec = get_method(name)
+        if spec.working_memory is None or "columns" in spec.access or spec.working_memory(loaded.n) <= limit:
+            return  # this one runs (or decides for itself)
+        needs[name] = spec.working_memory(loaded.n)
+    if needs:
+        asked = ", ".join(f"{name} needs about {format_bytes(b)}" for name, b in needs.items())
+        able = ", ".join(m for m, spec in methods().items() if "columns" in spec.access)
+        raise ResourceError(f"{loaded.name}: no method asked for fits the memory limit of {format_bytes(limit)} with "
+                            f"the {loaded.n} x {loaded.n} matrix in memory ({asked}); raise the limit with "
+                            f"--max-memory (max_memory=) if the machine has the room, or use methods that work "
+                            f"from its columns ({able})")
 
 
 @contextlib.contextmanager
@@ -365,6 +448,7 @@ def compare(
     loaded = as_loaded_matrix(matrix, load)
     resolved = resolve_budget(budget, loaded.n)
     check_scoring_memory(loaded, settings.max_memory)
+    check_methods_memory(names, loaded, settings.max_memory)
     X = loaded.matrix
     info = {**loaded.summary(), **(matrix_info or {})}
     context = RunContext(settings, count_indices, protocol, callback, dict(structure or {}))
@@ -586,7 +670,7 @@ def score_surrogate(name: str, surrogate, X, budget: int, fro_norm: float | None
     if stored > budget:
         return MethodResult(name, "not applicable", nnz=stored, params=params,
                             reason=f"stores {stored} numbers, over the budget {budget}")
-    fro, rel = frobenius_error(X, operator.to_dense(), fro_norm)
+    fro, rel = operator_error(X, operator, fro_norm)
     return MethodResult(name, "ok", nnz=stored, fro_error=fro, rel_error=rel, seconds=params.get("seconds"),
                         params=params, operator=operator)
 

@@ -13,6 +13,7 @@ from .budget import parse_budget, resolve_budget
 from .comparison import (
     as_loaded_matrix,
     build_comparison,
+    check_methods_memory,
     check_scoring_memory,
     columns_note,
     compare_columns,
@@ -249,6 +250,7 @@ def sweep(
     loaded = as_loaded_matrix(matrix, load)
     resolved = _distinct_budgets(specs, loaded.n)
     check_scoring_memory(loaded, settings.max_memory)
+    check_methods_memory(names, loaded, settings.max_memory)
     info = {**loaded.summary(), **(matrix_info or {})}
     context = RunContext(settings, count_indices, protocol, callback)
     points: list[Comparison] = []

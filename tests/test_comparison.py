@@ -192,3 +192,76 @@ def test_estimated_errors_overlapping_intervals_declare_no_winner():
     assert c.tables()[0].rows[0]["fro_error"] == "1 ± 0.05"
     apart = Comparison({"name": "k", "n": 100}, 100, "sf", rows[::2])
     assert apart.winner() == "nystrom"
+
+
+@pytest.mark.parametrize("blocks", [False, True])
+def test_sf_and_hybrid_rows_keep_their_own_exact_score_and_the_others_are_scored_once(monkeypatch, blocks):
+    # SF and the hybrids score themselves with operator_error against X; the comparison takes that
+    # number instead of a second pass, and scores every other method itself, once.
+    from sfapprox import comparison, metrics
+
+    if blocks:  # the column-block scoring at small N (the path of N > 2,048)
+        monkeypatch.setattr(metrics, "DENSE_SCORING_MAX_N", 8)
+        monkeypatch.setattr(metrics, "SCORING_BLOCK", 7)
+    scored = []
+    real = comparison.operator_error
+    monkeypatch.setattr(comparison, "operator_error", lambda X, op, *a, **k: scored.append(op) or real(X, op, *a, **k))
+    X = np.random.default_rng(3).random((30, 30))
+    c = compare(X, ["sf", "sf+lr", "tsvd", "sparse"], settings=CPU)
+    rows = {r.method: r for r in c.results}
+    assert [type(op).__name__ for op in scored] == [type(rows["tsvd"].operator).__name__,
+                                                    type(rows["sparse"].operator).__name__]
+    for name in ("sf", "sf+lr", "tsvd", "sparse"):
+        want = metrics.frobenius_error(X, rows[name].operator.to_dense())
+        assert rows[name].fro_error == pytest.approx(want[0], rel=1e-12), name
+        assert rows[name].rel_error == pytest.approx(want[1], rel=1e-12), name
+
+
+def test_an_estimator_that_left_its_error_unknown_is_scored():
+    from sfapprox.comparison import row_error
+    from sfapprox.metrics import frobenius_error
+
+    X = np.random.default_rng(4).random((12, 12))
+    sf = compare(X, ["sf"], settings=CPU).results[0].estimator
+    sf.fro_error_ = None  # as a fit from columns of a source it cannot pass over leaves it
+    assert row_error(sf, X) == pytest.approx(frobenius_error(X, sf.to_dense()), rel=1e-12)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_scoring_memory_is_checked_for_the_path_that_will_run(monkeypatch, sparse):
+    import scipy.sparse as sp
+
+    from sfapprox import ResourceError, metrics
+    from sfapprox.comparison import check_scoring_memory
+    from sfapprox.io import as_loaded
+
+    X = sp.random_array((300, 300), density=0.01, random_state=0, format="csr") if sparse else np.eye(300)
+    loaded = as_loaded(X, "X")
+    dense_need = metrics.scoring_bytes(300) + (300 * 300 * 8 if sparse else 0)
+    check_scoring_memory(loaded, dense_need)
+    with pytest.raises(ResourceError, match="dense arrays"):
+        check_scoring_memory(loaded, dense_need - 1)
+    monkeypatch.setattr(metrics, "DENSE_SCORING_MAX_N", 100)  # now scored by column blocks
+    monkeypatch.setattr("sfapprox.comparison.DENSE_SCORING_MAX_N", 100)
+    monkeypatch.setattr(metrics, "SCORING_BLOCK", 16)
+    block_need = metrics.scoring_bytes(300) + (X.data.nbytes + X.indices.nbytes + X.indptr.nbytes if sparse else 0)
+    assert block_need < dense_need
+    check_scoring_memory(loaded, block_need)
+    with pytest.raises(ResourceError, match="column blocks"):
+        check_scoring_memory(loaded, block_need - 1)
+
+
+def test_methods_memory_refuses_only_when_nothing_could_run():
+    import scipy.sparse as sp
+
+    from sfapprox import ResourceError
+    from sfapprox.comparison import check_methods_memory
+    from sfapprox.io import as_loaded
+
+    loaded = as_loaded(sp.eye_array(5000, format="csr"), "big")  # TSVD's fit: 3 N^2 float64 = 600 MB
+    with pytest.raises(ResourceError, match=r"big: no method asked for .* \(tsvd needs about 572\.2 MiB, nmf needs"):
+        check_methods_memory(["tsvd", "nmf"], loaded, 100 << 20)
+    check_methods_memory(["tsvd"], loaded, 1 << 30)  # it fits
+    # one that works from columns (sparse) or checks its own memory (sf) keeps the comparison going
+    check_methods_memory(["tsvd", "sparse"], loaded, 100 << 20)
+    check_methods_memory(["tsvd", "sf"], loaded, 100 << 20)

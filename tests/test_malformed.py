@@ -457,12 +457,23 @@ def test_big_sparse_refused_from_the_header_when_its_dense_form_exceeds_the_limi
     assert _run("info", big_sparse, "--max-memory", "30G").exit_code == 0
 
 
-def test_compare_refuses_dense_scoring_before_any_method(big_sparse):
-    # One dense copy fits under 40G, the three of scoring do not.
+def test_compare_refuses_methods_that_cannot_run_before_any_work(big_sparse):
+    # One dense copy fits under 40G (and the scoring goes by column blocks), but TSVD's fit does not,
+    # and it is the only method asked for: refused before anything runs, not a table of one failed row.
     line = _assert_one_line_error(
         _run("compare", big_sparse, "--methods", "tsvd", "--max-memory", "40G"), "big_sparse", "needs about"
     )
-    assert "scoring" in line and "40.0 GiB" in line
+    assert "tsvd needs about 80.5 GiB" in line and "40.0 GiB" in line and "work from its columns" in line
+
+
+def test_compare_refuses_dense_scoring_before_any_method(tmp_path):
+    # Up to N = 2,048 the scoring holds dense copies (X densified, the approximation, the residual):
+    # the dense form fits 60M, the three copies do not.
+    path = tmp_path / "sparse2000.mtx"
+    path.write_text(MM + "2000 2000 2\n1 1 1.0\n2000 2000 2.0\n")
+    line = _assert_one_line_error(_run("compare", path, "--methods", "sparse", "--max-memory", "60M"),
+                                  "sparse2000", "needs about")
+    assert "scoring" in line and "60.0 MiB" in line
 
 
 def test_to_dense_of_large_sparse_is_checked(big_sparse):

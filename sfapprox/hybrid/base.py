@@ -24,7 +24,7 @@ from .._threads import AdaptiveThreads
 from .._validation import check_memory
 from ..budget import SFConfig, sf_config_for_budget, sf_count
 from ..chord import chord_offsets, default_n_factors
-from ..metrics import frobenius_error
+from ..metrics import operator_error
 from ..operators import ChordOperator, HybridOperator
 from ..sf._multistart import START_KINDS, best_run, race, start_values
 from ..sf.model import ChordSF
@@ -315,7 +315,7 @@ def _config(split: HybridSplit) -> SFConfig:
 
 
 def _score(dense: np.ndarray, split: HybridSplit, op: HybridOperator, begin: float, **info) -> _Point:
-    fro, rel = frobenius_error(dense, op.to_dense(), float(np.linalg.norm(dense)))
+    fro, rel = operator_error(dense, op, float(np.linalg.norm(dense)))
     return _Point(split, op, fro, rel, time.perf_counter() - begin, **info)
 
 
@@ -484,7 +484,7 @@ class _ChordHybrid(Approximation):
             return None  # a structure forced through sf_params that does not fit is no grid point
         m, _, k = est.factors_.shape
         split = HybridSplit("sf", int(est.base), m, k, 0, 0, int(est.n_stored_))
-        # ChordSF scored its product as _score would (frobenius_error of the dense product against
+        # ChordSF scored its product as _score would (operator_error of the product against
         # X, in float64): the same numbers, without a second dense product.
         # Its own fit time when fitted (or cached) here; nothing when the comparison's sf row paid for it.
         seconds = 0.0 if reusable else float(est.seconds_)

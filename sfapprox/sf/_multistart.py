@@ -53,10 +53,12 @@ FIRST_SEARCH = 6
 #: winner of every race measured at N >= 4,096 (``benchmarks/results/scale_fit*.json``).
 PREFERRED = "identity"
 #: A start alone is scaled to its product's best multiple when the time left is under this many
-#: evaluations (no step would fit): at N = 16,384 in 60 s on two cores, rel 0.997 instead of the
-#: identity start's 1.25; with 48 s left the scaling's new gradient cost the steps more (0.877
-#: after 1 iteration against 0.830 after 3).
-SCALED_START_EVALS = 2
+#: evaluations (hardly a step would fit): at N = 16,384 in 60 s on two cores (RBF kernel,
+#: bandwidth 2), rel 0.997 instead of the identity start's 1.25, and, with ~2.4 evaluations left
+#: once the scoring took 9.5 s instead of 40, 0.997 against 1.037 after 3 unscaled iterations;
+#: with 48 s (~3.4 evaluations) left the scaling's new gradient cost the steps more (0.877 after
+#: 1 iteration against 0.830 after 3).
+SCALED_START_EVALS = 3
 
 Run = tuple[Callable, dict]
 

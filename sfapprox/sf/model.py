@@ -46,7 +46,7 @@ from ..chord import (
     support_offsets,
 )
 from ..estimate import estimate_errors
-from ..metrics import frobenius_error
+from ..metrics import operator_error, scoring_bytes
 from ..operators import ChordOperator
 from ..sources import ArraySource, MatrixSource, SparseSource, as_source
 from ._multistart import PREFERRED, multistart, start_values
@@ -69,10 +69,12 @@ COMPILED_WORKING_SET = 128 << 20
 #: defaults (set here by benchmarks that compare its optimizers).
 COLUMN_SETTINGS = None
 
-#: Evaluations' worth of time a fit under a time limit keeps back for scoring its result: its
-#: own error (one dense product of the factors, about one evaluation: 0.41 s against 0.48 s at
-#: N = 3000) and the same scoring by the caller (:func:`sfapprox.compare` scores every method).
-SCORING_EVALS = 2.0
+#: Float64 evaluations' worth of time a fit under a time limit keeps back for scoring its result
+#: (:func:`~sfapprox.metrics.operator_error`, which :func:`sfapprox.compare` takes for SF's row
+#: instead of scoring it again).  Measured on 2 cores (``benchmarks/results/scoring.md``): a
+#: scoring takes 0.64 / 0.52 / 0.37 float64 evaluations (0.82 / 0.77 / 0.66 float32 ones) at
+#: N = 4,096 / 8,192 / 16,384; a float32 evaluation counts for half a float64 one.
+SCORING_EVALS = 0.75
 
 
 def estimate_fit_memory(
@@ -100,8 +102,9 @@ def estimate_fit_memory(
     64 in float64, 128 in float32) and three more gradients), L-BFGS's
     ``2 * history_size`` pairs plus a few vectors of ``N K M`` values for each of the ``n_starts`` starts
     that race (``n_offsets`` is the number of values per row: 2 for
-    ``support="butterfly"``), the scoring of the result in float64 (the
-    product and the residual, ``2 N^2``), :data:`LIBRARY_WORKING_SET`, and
+    ``support="butterfly"``), the scoring of the result in float64
+    (:func:`~sfapprox.metrics.scoring_bytes`: the product and the residual,
+    ``2 N^2``, up to ``N = 2,048``, column blocks above), :data:`LIBRARY_WORKING_SET`, and
     :data:`COMPILED_WORKING_SET` when the compiled kernel will run.
     Measured against the peak resident memory in ``benchmarks/memory.py``.
 
@@ -148,7 +151,7 @@ def estimate_fit_memory(
     numbers = n * n + workspace
     numbers += max(1, n_starts) * (2 * history_size + 8) * n * n_offsets * n_factors
     libraries = LIBRARY_WORKING_SET + (COMPILED_WORKING_SET if kind == "numba" else 0)
-    return numbers * itemsize + 2 * n * n * 8 + int(input_bytes) + libraries
+    return numbers * itemsize + scoring_bytes(n) + int(input_bytes) + libraries
 
 
 def optimizer_time_limit(time_limit: float | None, spent: float, eval_seconds: float) -> float | None:
@@ -172,7 +175,7 @@ def optimizer_time_limit(time_limit: float | None, spent: float, eval_seconds: f
     Examples
     --------
     >>> optimizer_time_limit(30.0, 0.5, 0.4)
-    28.7
+    29.2
     >>> optimizer_time_limit(1.0, 2.0, 0.1), optimizer_time_limit(None, 2.0, 0.1)
     (0.0, None)
     """
@@ -526,8 +529,7 @@ class ChordSF(Approximation):
                 began = _timing.now()
                 fun0(first["x"])
                 first["eval_seconds"] = _timing.now() - began
-            # The scoring forms the product in float64: a float32 fit's evaluations move half its bytes
-            # (at N = 16,384 on two cores the scoring took ~50 s, ~3.6 float32 evaluations, of a 120-s limit).
+            # The scoring runs in float64: a float32 fit's evaluation counts for half of one (see SCORING_EVALS).
             scoring_eval = first["eval_seconds"] * 8 / dtype.itemsize
             limit = optimizer_time_limit(self.time_limit, _timing.now() - fit_begin, scoring_eval)
             progress = self._progress(scale, start, states, governor.poll)
@@ -859,7 +861,7 @@ class ChordSF(Approximation):
         if device is not None and device.type != "cpu" and self.support != "butterfly":
             score = product_error(values, self.offsets_, dense, fro, device)
         # else (and where the GPU has no room for it) the CPU's product
-        self.fro_error_, self.rel_error_ = score or frobenius_error(dense, self.operator_.to_dense(), fro)
+        self.fro_error_, self.rel_error_ = score or operator_error(dense, self.operator_, fro, threads=self.threads)
 
     def to_dense(self) -> np.ndarray:
         """The fitted product as a dense ``N x N`` array."""
@@ -870,8 +872,8 @@ def product_error(values: np.ndarray, offsets: np.ndarray, dense, fro: float, de
     """``||X - W_1 ... W_M||_F`` and its ratio to ``fro``, the product formed on ``device`` in float64.
 
     What a GPU fit scores itself with: the same numbers as
-    :func:`~sfapprox.metrics.frobenius_error` on the CPU's product, in about 2 s instead of
-    the CPU's ~40 s at N = 16,384 (measured after a 60-s fit on an H100, which the time limit
+    :func:`~sfapprox.metrics.operator_error` on the CPU, in about 2 s instead of
+    the CPU's ~40 s (as it formed the product then) at N = 16,384 (measured after a 60-s fit on an H100, which the time limit
     did not see coming).  None when the device has no room for three ``N x N`` float64 buffers
     (the caller then scores on the CPU).
     """
