@@ -58,8 +58,8 @@ class TestNumpy:
         np.save(p, np.ones((30, 30)))
         with open(p, "r+b") as fh:
             fh.truncate(p.stat().st_size - 8)  # one value short
-        input_error(p, r"header declares 30 x 30 float64 values \(7,200 bytes\) but the file holds 7,192 bytes "
-                       r"after the header; it is truncated")
+        input_error(p, r"header declares a 30 x 30 float64 array \(7,200 bytes of values\) but the file holds 7,192 "
+                       r"bytes after the header; it is truncated; copy or write it again")
 
     def test_a_header_whose_size_overflows_int64_is_refused_by_the_memory_check(self, tmp_path):
         p = tmp_path / "huge.npy"

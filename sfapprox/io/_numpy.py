@@ -8,13 +8,13 @@ square 2-D one) or a ``scipy.sparse.save_npz`` matrix (keys ``format``,
 from __future__ import annotations
 
 import io
-import math
 import os
 import zipfile
 
 import numpy as np
 import scipy.sparse as sp
 
+from .._npy import read_npy_header
 from .._validation import check_memory
 from ._common import Options, ReadResult, Source, check_order, one_line
 
@@ -24,31 +24,25 @@ _SPARSE_KEYS = {"format", "shape", "data"}
 
 def _header(fh) -> tuple[tuple[int, ...], np.dtype]:
     """Shape and dtype from an open ``.npy`` stream, without reading the data."""
-    version = np.lib.format.read_magic(fh)
-    if version == (1, 0):
-        shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
-    else:
-        shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
-    return shape, dtype
+    header = read_npy_header(fh)
+    return header.shape, header.dtype
 
 
 def _load_npy(src: Source, fh, what: str, opts: Options) -> np.ndarray:
     """Check header (pickle, memory), then load an array from a ``.npy`` stream."""
     start = fh.tell()
     try:
-        shape, dtype = _header(fh)
+        header = read_npy_header(fh)
     except (ValueError, OSError, EOFError) as exc:
         raise src.fail(f"{what}: not a valid .npy array ({one_line(exc)})") from None
-    if dtype.hasobject:
+    if header.dtype.hasobject:
         raise src.fail(f"{what} {_PICKLE_HINT}")
-    count = math.prod(shape)  # Python ints: a crafted header's shape cannot overflow the checks below
-    check_memory(count * max(dtype.itemsize, 8), what=f"{src.display}: {what} of shape {shape}", limit=opts.max_memory)
+    check_memory(header.count * max(header.dtype.itemsize, 8), what=f"{src.display}: {what} of shape {header.shape}",
+                 limit=opts.max_memory)
     if isinstance(fh, io.BufferedReader):  # a file on disk: its size says whether the data is all there
-        data, held = count * dtype.itemsize, os.fstat(fh.fileno()).st_size - fh.tell()
-        if held < data:
-            raise src.fail(f"{what}: its header declares {' x '.join(map(str, shape))} {dtype} values "
-                           f"({data:,} bytes) but the file holds {max(held, 0):,} bytes after the header; it is "
-                           "truncated", "copy or write it again")
+        truncated = header.truncation(os.fstat(fh.fileno()).st_size)
+        if truncated:
+            raise src.fail(f"{what}: {truncated}", "copy or write it again")
     fh.seek(start)
     with src.guard():
         return np.load(fh, allow_pickle=False)

@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from .._errors import InputError, ParameterError
+from .._npy import read_npy_header
 from ._base import MatrixSource
 
 __all__ = ["ArraySource", "SparseSource", "OperatorSource", "open_npy", "as_source"]
@@ -227,19 +228,15 @@ def open_npy(path: str | os.PathLike, name: str | None = None) -> ArraySource:
     display = os.fspath(path)
     try:
         with open(display, "rb") as fh:
-            version = np.lib.format.read_magic(fh)
-            shape, _, dtype = (np.lib.format.read_array_header_1_0(fh) if version == (1, 0)
-                               else np.lib.format.read_array_header_2_0(fh))
-            offset = fh.tell()
+            header = read_npy_header(fh)
         size = os.path.getsize(display)
     except (ValueError, OSError, EOFError) as exc:
         raise InputError(f"{display}: not a valid .npy array ({' '.join(str(exc).split())})") from None
-    if dtype.hasobject:
+    if header.dtype.hasobject:
         raise InputError(f"{display}: holds Python objects (a pickle), which sfapprox never loads")
-    declared = offset + int(np.prod(shape, dtype=object)) * dtype.itemsize  # Python ints: no overflow
-    if size < declared:
-        raise InputError(f"{display}: its header declares a {' x '.join(map(str, shape))} {dtype} array "
-                         f"({declared:,} bytes with the header) but the file holds {size:,} bytes; it is truncated")
+    truncated = header.truncation(size)
+    if truncated:
+        raise InputError(f"{display}: {truncated}; copy or write it again")
     try:
         array = np.load(display, mmap_mode="r", allow_pickle=False)
     except (ValueError, OSError, EOFError, OverflowError) as exc:
