@@ -164,3 +164,24 @@ def test_streamed_top_entries_are_the_in_memory_ones():
 
     rows, cols, vals, nnz = streamed_top_entries(ArraySource(X), 7, max_memory=90 * 8 * 64 * 8 * 4)
     assert nnz == np.count_nonzero(X) and vals.size == 7 and np.all(np.diff(rows * 90 + cols) > 0)
+
+
+def test_a_large_dense_matrix_in_memory_is_read_in_blocks_with_the_same_entries(monkeypatch):
+    # Above STREAMED_MIN_N a dense X goes through the column-block pass (small blocks here, so the
+    # threshold of the k-th largest held filters the later blocks): the in-memory entries, ties included.
+    from sfapprox.baselines import sparse as module
+
+    rng = np.random.default_rng(6)
+    X = np.round(rng.standard_normal((300, 300)), 1)  # many ties, also at the k-th largest magnitude
+    X[rng.random((300, 300)) < 0.3] = 0.0
+    want = {budget: SparseApproximation(budget=budget).fit(X) for budget in (700, 2000, 9000, 100000)}
+    monkeypatch.setattr(module, "STREAMED_MIN_N", 50)
+    monkeypatch.setattr(module, "SELECTION_BYTES", 1)  # the narrowest blocks (64 columns: five of them)
+    passes = []
+    real = module.streamed_top_entries
+    monkeypatch.setattr(module, "streamed_top_entries", lambda *a, **k: passes.append(1) or real(*a, **k))
+    for budget, in_memory in want.items():
+        blocks = SparseApproximation(budget=budget).fit(X)
+        assert np.array_equal(blocks.S_.toarray(), in_memory.S_.toarray()), budget
+        assert blocks.params_ == in_memory.params_ and blocks.n_stored_ == in_memory.n_stored_
+    assert len(passes) == 4
