@@ -124,6 +124,15 @@ _CHILD = ("import json, sys; sys.path.insert(0, sys.argv[1]); import importlib; 
           "print('RESULT', json.dumps(f(*json.loads(sys.argv[4]))))")
 
 
+def checkout_env(checkout: str | None) -> dict:
+    """This process's environment, with ``checkout``'s sfapprox first on ``PYTHONPATH`` when given: what
+    :func:`run_child` needs to measure another checkout (a benchmark's ``--sfapprox``)."""
+    env = dict(os.environ)
+    if checkout:
+        env["PYTHONPATH"] = os.pathsep.join([str(Path(checkout).resolve()), env.get("PYTHONPATH", "")])
+    return env
+
+
 def run_child(module: str, function: str, args: list, env: dict | None = None):
     """``module.function(*args)`` in a fresh interpreter (its own peak memory, its own imports); its result.
 

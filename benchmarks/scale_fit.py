@@ -38,7 +38,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import OUT, ROOT, machine, meta, run_child, write_results
+from _common import OUT, ROOT, checkout_env, machine, meta, run_child, write_results
 
 NAME = "scale_fit"
 #: Moments (seconds from the fit call) at which the table reads the curves.
@@ -130,10 +130,7 @@ def time_to(curve: list, target: float) -> float | None:
 
 
 def _run_child(kind: str, n: int, seconds: float, settings: dict, sfapprox_path: str | None) -> dict:
-    env = dict(os.environ)
-    if sfapprox_path:
-        env["PYTHONPATH"] = os.pathsep.join([sfapprox_path, env.get("PYTHONPATH", "")])
-    row = run_child("scale_fit", "one", [kind, n, seconds, settings], env=env)
+    row = run_child("scale_fit", "one", [kind, n, seconds, settings], env=checkout_env(sfapprox_path))
     if sfapprox_path and not Path(row["sfapprox"]).resolve().is_relative_to(Path(sfapprox_path).resolve()):
         raise SystemExit(f"measured {row['sfapprox']}, not the checkout in {sfapprox_path}")
     return row

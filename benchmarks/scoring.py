@@ -28,7 +28,7 @@ import resource
 import time
 from pathlib import Path
 
-from _common import ROOT, machine, meta, run_child, write_results
+from _common import ROOT, checkout_env, machine, meta, run_child, write_results
 
 STEPS = ("formed", "blocks-1", "blocks", "eval32", "eval64")
 
@@ -108,9 +108,7 @@ def main() -> None:
     parser.add_argument("--sfapprox", default=None, help="run this checkout's sfapprox (its PYTHONPATH)")
     parser.add_argument("--tag", default="scoring")
     args = parser.parse_args()
-    env = dict(os.environ)
-    if args.sfapprox:
-        env["PYTHONPATH"] = os.pathsep.join([str(Path(args.sfapprox).resolve()), env.get("PYTHONPATH", "")])
+    env = checkout_env(args.sfapprox)
     rows = []
     for n in (int(s) for s in args.sizes.split(",")):
         for step in args.steps.split(","):

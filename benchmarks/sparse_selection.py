@@ -19,7 +19,7 @@ import resource
 import time
 from pathlib import Path
 
-from _common import ROOT, machine, meta, run_child, write_results
+from _common import ROOT, checkout_env, machine, meta, run_child, write_results
 
 
 def one(n: int) -> dict:
@@ -47,9 +47,7 @@ def main() -> None:
     parser.add_argument("--sfapprox", default=None, help="run this checkout's sfapprox (its PYTHONPATH)")
     parser.add_argument("--tag", default="sparse_selection")
     args = parser.parse_args()
-    env = dict(os.environ)
-    if args.sfapprox:
-        env["PYTHONPATH"] = os.pathsep.join([str(Path(args.sfapprox).resolve()), env.get("PYTHONPATH", "")])
+    env = checkout_env(args.sfapprox)
     rows = []
     for n in (int(s) for s in args.sizes.split(",")):
         rows.append(run_child("sparse_selection", "one", [n], env=env))
