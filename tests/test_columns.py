@@ -279,6 +279,28 @@ def test_a_dense_matrix_over_the_limit_is_fitted_from_its_columns_with_its_exact
     assert sf.fro_error_ == pytest.approx(fro, rel=1e-9) and sf.rel_error_ == pytest.approx(rel, rel=1e-9)
 
 
+@pytest.mark.parametrize("kind", ["sparse", "memory-mapped"])
+def test_a_sparse_or_mapped_matrix_over_the_limit_gets_its_exact_error(tmp_path, kind, monkeypatch):
+    # Scored by metrics.operator_error from the matrix itself (column blocks here, as above N = 2,048).
+    import scipy.sparse as sp
+
+    from sfapprox import metrics
+    from sfapprox.sources import open_npy
+
+    monkeypatch.setattr(metrics, "DENSE_SCORING_MAX_N", 16)
+    X = _planted(128, seed=4)
+    if kind == "sparse":
+        X[np.abs(X) < np.quantile(np.abs(X), 0.5)] = 0.0
+        target = sp.csr_array(X)
+    else:
+        np.save(tmp_path / "x.npy", X)
+        target = open_npy(tmp_path / "x.npy")
+    sf = ChordSF(max_iter=20, time_limit=None, max_memory=_column_limit(128), device="cpu").fit(target)
+    assert sf.params_["path"] == "columns"
+    fro, rel = frobenius_error(X, sf.to_dense())
+    assert sf.fro_error_ == pytest.approx(fro, rel=1e-12) and sf.rel_error_ == pytest.approx(rel, rel=1e-12)
+
+
 def test_within_the_limit_a_source_is_formed_and_fitted_as_before():
     # An ArraySource's columns are copies of X's: its formed matrix is X to the last bit (a kernel's
     # columns are arithmetic whose last bits depend on the BLAS's blocking).  The fits agree to rounding

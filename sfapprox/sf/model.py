@@ -45,7 +45,6 @@ from ..chord import (
     support_is_full,
     support_offsets,
 )
-from ..estimate import estimate_errors
 from ..metrics import operator_error, scoring_bytes
 from ..operators import ChordOperator
 from ..sources import ArraySource, MatrixSource, SparseSource, as_source
@@ -649,9 +648,9 @@ class ChordSF(Approximation):
         self.starts_ = {name: {"iterations": fit.steps, "fro_error": fit.running_error * fro}}
         self.running_error_ = fit.running_error
         self._set_result(fit.values * scale ** (1.0 / n_factors), None, fro)
-        if isinstance(source, (ArraySource, SparseSource)):  # X is in memory: one exact pass scores it
-            exact = estimate_errors(source, {"sf": self.operator_}, time_limit=None, max_memory=limit)["sf"]
-            self.fro_error_, self.rel_error_ = exact.fro_error, exact.rel_error
+        if isinstance(source, (ArraySource, SparseSource)):  # X is in memory (or mapped): scored exactly
+            matrix = source.array if isinstance(source, ArraySource) else source.matrix
+            self.fro_error_, self.rel_error_ = operator_error(matrix, self.operator_, threads=self.threads)
         else:  # not known without a pass over X: the caller's estimate_errors scores it
             self.fro_error_ = self.rel_error_ = None
         self.params_.update(path="columns", optimizer=fit.optimizer, epochs=round(fit.columns / n, 2),
