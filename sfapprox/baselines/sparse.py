@@ -46,9 +46,10 @@ __all__ = ["SparseApproximation", "SparseOperator", "sparse_count", "sparse_entr
 
 #: Above this order a dense ``X`` in memory is read in column blocks, as a source is: the entries
 #: are the same (ties included), the selection holds ``O(k)`` candidates and a block instead of
-#: six ``N x N`` arrays, and it is faster, since a block only adds its entries above the ``k``-th
-#: largest held.  Measured on 2 cores (in memory / by blocks): N = 8,192: 3.8 s and 2.5 GiB /
-#: 2.7 s and 0.4 GiB; N = 16,384: 16.7 s and 10 GiB / 11.3 s and 0.4 GiB.
+#: six ``N x N`` arrays, and it is faster, since a block only adds its entries at or above the
+#: ``k``-th largest held.  ``benchmarks/results/sparse_selection.md`` (2 cores; at once / by
+#: blocks, besides X): N = 8,192: 3.62 s and 2.5 GiB / 2.28 s and 462 MiB; N = 16,384: 14.25 s and
+#: 10 GiB / 10.08 s and 462 MiB.
 STREAMED_MIN_N = 2048
 #: Memory limit of that pass (it sizes the blocks).
 SELECTION_BYTES = 1 << 30
