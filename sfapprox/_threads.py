@@ -38,6 +38,7 @@ __all__ = [
     "WORK_PER_THREAD",
     "available_cores",
     "choose_threads",
+    "threads_free_now",
     "torch_threads",
     "runnable_others",
     "CpuMonitor",
@@ -141,6 +142,22 @@ def choose_threads(work: float, cores: int, free: float | None = None, cap: int 
     if free is not None:
         threads = min(threads, math.floor(free + 0.25))
     return max(1, threads)
+
+
+def threads_free_now(work: float, cores: int, cap: int | None = None, min_work: float = PARALLEL_MIN_WORK) -> int:
+    """:func:`choose_threads` on the cores free right now: more than one only on cores that no
+    other process wants (:func:`runnable_others`, asked only when the work is worth a second thread).
+
+    Examples
+    --------
+    >>> threads_free_now(64 * 64, cores=2)
+    1
+    """
+    threads = choose_threads(work, cores, cap=cap, min_work=min_work)
+    if threads > 1:
+        others = runnable_others()
+        threads = choose_threads(work, cores, None if others is None else float(cores - others), cap, min_work)
+    return threads
 
 
 _CONTROLLER: object = None
@@ -348,13 +365,9 @@ class AdaptiveThreads:
             return self
         self._cores = available_cores()
         self._cap = self._before
-        start = self._choose()
-        if start > 1:
-            # Worth more than one thread: only on cores nobody else wants now, and watched.
-            others = runnable_others()
-            start = self._choose(None if others is None else float(self._cores - others))
+        if self._choose() > 1:  # worth more than one thread: watched, and only on cores nobody else wants now
             self._monitor = CpuMonitor()
-        self._set(start)
+        self._set(threads_free_now(self.work, self._cores, self._cap, self.min_work))
         return self
 
     def __exit__(self, *exc) -> None:

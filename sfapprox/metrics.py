@@ -15,6 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
+from ._threads import _limit_blas, available_cores, threads_free_now
+
 __all__ = ["frobenius_error", "operator_error", "surrogate_columns", "scoring_bytes", "scoring_block",
            "DENSE_SCORING_MAX_N", "SCORING_BLOCK", "SCORING_BLOCK_NUMBERS"]
 
@@ -110,7 +112,7 @@ def operator_error(X, operator, fro_norm: float | None = None, *,
     fro_norm : float, optional
         ``||X||_F`` when already known.
     threads : int, optional
-        Workers for the blocks; None: one per free core (:func:`~sfapprox._threads.choose_threads`).
+        Workers for the blocks; None: one per free core (:func:`~sfapprox._threads.threads_free_now`).
 
     Returns
     -------
@@ -142,10 +144,8 @@ def operator_error(X, operator, fro_norm: float | None = None, *,
         return float(np.vdot(r, r)), (float(np.einsum("ij,ij->", x, x)) if fro_norm is None else 0.0)
 
     starts = range(0, n, width)
-    workers = threads or _free_workers(float(n) * width)
+    workers = threads or threads_free_now(float(n) * width, available_cores())
     if workers > 1:
-        from ._threads import _limit_blas
-
         limiter = _limit_blas(1)  # each worker's products on one BLAS thread: the workers are the parallelism
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sfapprox-score")
         try:
@@ -173,15 +173,6 @@ def scoring_block(n: int) -> int:
     return max(1, min(SCORING_BLOCK, SCORING_BLOCK_NUMBERS // max(n, 1)))
 
 
-def _free_workers(work: float) -> int:
-    """Scoring workers: one per core this process may use that others leave free now."""
-    from ._threads import available_cores, choose_threads, runnable_others
-
-    cores = available_cores()
-    others = runnable_others() if cores > 1 else None
-    return choose_threads(work, cores, free=None if others is None else float(cores - others))
-
-
 def scoring_bytes(n: int, workers: int | None = None) -> int:
     """Peak bytes :func:`operator_error` adds to score an ``N x N`` surrogate (besides ``X``, and a
     sparse ``X``'s CSC copy).
@@ -207,8 +198,6 @@ def scoring_bytes(n: int, workers: int | None = None) -> int:
     if n <= DENSE_SCORING_MAX_N:
         return 2 * n * n * 8
     if workers is None:
-        from ._threads import available_cores
-
         workers = available_cores()
     width = min(n, scoring_block(n))
     return min(workers, -(-n // width)) * _VECTORS_PER_COLUMN * n * width * 8
