@@ -317,9 +317,10 @@ def check_methods_memory(names: Sequence[str], loaded, limit: int | None) -> Non
     needs = {}
     for name in names:
         spec = get_method(name)
-        if spec.working_memory is None or "columns" in spec.access or spec.working_memory(loaded.n) <= limit:
+        need = None if spec.working_memory is None or "columns" in spec.access else spec.working_memory(loaded.n)
+        if need is None or need <= limit:
             return  # this one runs (or decides for itself)
-        needs[name] = spec.working_memory(loaded.n)
+        needs[name] = need
     if needs:
         asked = ", ".join(f"{name} needs about {format_bytes(b)}" for name, b in needs.items())
         able = ", ".join(m for m, spec in methods().items() if "columns" in spec.access)

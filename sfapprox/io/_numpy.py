@@ -22,12 +22,6 @@ _PICKLE_HINT = "contains Python objects (pickle); refusing to load untrusted pic
 _SPARSE_KEYS = {"format", "shape", "data"}
 
 
-def _header(fh) -> tuple[tuple[int, ...], np.dtype]:
-    """Shape and dtype from an open ``.npy`` stream, without reading the data."""
-    header = read_npy_header(fh)
-    return header.shape, header.dtype
-
-
 def _load_npy(src: Source, fh, what: str, opts: Options) -> np.ndarray:
     """Check header (pickle, memory), then load an array from a ``.npy`` stream."""
     start = fh.tell()
@@ -68,7 +62,8 @@ def _members(src: Source, zf: zipfile.ZipFile) -> dict[str, tuple[tuple[int, ...
             continue
         with zf.open(info) as fh:
             try:
-                out[info.filename[:-4]] = _header(fh)
+                header = read_npy_header(fh)  # shape and dtype, without reading the data
+                out[info.filename[:-4]] = header.shape, header.dtype
             except (ValueError, OSError, EOFError) as exc:
                 raise src.fail(f"member {info.filename!r} is not a valid .npy array ({one_line(exc)})") from None
     return out

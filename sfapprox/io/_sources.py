@@ -18,11 +18,12 @@ import zipfile
 import numpy as np
 
 from .._errors import InputError, ParameterError
+from .._npy import read_npy_header
 from .._validation import default_memory_limit
 from ..sources import AttentionMatrix, CovarianceMatrix, KernelMatrix, MatrixSource, open_npy
 from ._common import Options, Source, fail, one_line, strip_compression
 from ._covariance import read_samples
-from ._numpy import _header, _load_npy
+from ._numpy import _load_npy
 
 __all__ = ["open_matrix", "read_points"]
 
@@ -103,12 +104,13 @@ def _big_npy(path, max_memory: int | None) -> bool:
         return False
     try:
         with open(name, "rb") as fh:
-            shape, dtype = _header(fh)
+            header = read_npy_header(fh)
     except (ValueError, OSError, EOFError):
         return False  # load_matrix names what is wrong
     limit = max_memory if max_memory is not None else default_memory_limit()
+    shape = header.shape
     square = len(shape) == 2 and shape[0] == shape[1]
-    return bool(square and not dtype.hasobject and limit is not None and 8 * shape[0] * shape[1] > limit)
+    return bool(square and not header.dtype.hasobject and limit is not None and 8 * header.count > limit)
 
 
 def open_matrix(
