@@ -299,6 +299,27 @@ def test_memory_estimate_covers_what_a_fit_allocates(tmp_path):
     assert 0 < out["used"] <= out["estimate"], out
 
 
+def test_memory_estimate_counts_the_pairs_as_stored(monkeypatch):
+    """The L-BFGS pairs count at the bytes the solver stores them in: float32 on the CPU where the
+    compiled products run (PAIRS_DTYPE), the fit's dtype otherwise."""
+    from sfapprox.sf import _solver
+    from sfapprox.sf.model import estimate_fit_memory
+
+    n, m, k = 1024, 10, 11
+
+    def history_bytes(device: str) -> int:
+        def est(h):
+            return estimate_fit_memory(n, m, k, 8, h, device, n_starts=2)
+        return est(50) - est(0)
+
+    per_value = 2 * 2 * 50 * n * k * m  # two starts, 2 x 50 pairs of N K M values
+    compiled = _solver._host_math() is not _solver._NumpyHost
+    assert history_bytes("cpu") == per_value * (4 if compiled else 8)
+    assert history_bytes("cuda") == per_value * 8
+    monkeypatch.setattr(_solver, "PAIRS_DTYPE", None)
+    assert history_bytes("cpu") == per_value * 8
+
+
 def test_the_time_limit_covers_the_fit_and_leaves_its_scoring_time(fake_clock, monkeypatch):
     # Every loss evaluation "takes" 1 s on the fake clock.  The optimizer gets the limit less the
     # setup and SCORING_EVALS evaluations' worth, and starts no evaluation that would pass that.

@@ -130,9 +130,16 @@ def test_reset_leaves_no_stale_pair_in_the_direction(host):
     assert torch.allclose(d, _plain_two_loop([s], [y], g, h0), rtol=1e-12, atol=1e-14)
 
 
-def test_cached_inner_products_match_the_stored_pairs(cpu_ops, host):
+@pytest.mark.parametrize("pairs_dtype", [None, "float32"])
+def test_cached_inner_products_match_the_stored_pairs(cpu_ops, host, pairs_dtype, monkeypatch):
     """The one-pass update (inner products derived from cached values) keeps S^T Y, Y^T Y and
-    R^-1 equal to those of the vectors in the buffer, also after the ring wraps."""
+    R^-1 equal to those of the vectors in the buffer, also after the ring wraps.  A float32
+    buffer holds the pairs rounded (6e-8 relative): the caches, of the float64 pairs, then match
+    the stored ones to that rounding, and the direction is the two-loop recursion's on them to it."""
+    monkeypatch.setattr(_solver, "PAIRS_DTYPE", pairs_dtype)
+    # float32 where the compiled products run; the numpy fallback keeps the iterate's dtype
+    rounded = pairs_dtype is not None and cpu_ops is _solver._NumpyOps and host is not _solver._NumpyHost
+    rtol = 1e-5 if rounded else 1e-9
     rng = torch.Generator().manual_seed(5)
     n = 40
     A = torch.randn(n, n, dtype=torch.float64, generator=rng)
@@ -148,17 +155,21 @@ def test_cached_inner_products_match_the_stored_pairs(cpu_ops, host):
     assert state["n_iter"] == 17 and len(state["order"]) == 6
     # The buffer is of the loop's kind (numpy on the CPU); x, grad and best_x stay tensors.
     assert isinstance(state["pairs"], np.ndarray if cpu_ops is _solver._NumpyOps else torch.Tensor)
+    assert state["pairs"].dtype == (np.float32 if rounded else torch.float64 if cpu_ops is _solver._TorchOps
+                                    else np.float64)
     assert all(isinstance(state[k], torch.Tensor) for k in ("x", "grad", "best_x"))
-    S = torch.as_tensor(state["S"][state["ages"]])
-    Y = torch.as_tensor(state["Y"][state["ages"]])
+    S = torch.as_tensor(state["S"][state["ages"]]).double()
+    Y = torch.as_tensor(state["Y"][state["ages"]]).double()
     SY = (S @ Y.T).numpy()
-    assert np.allclose(state["SY"], SY, rtol=1e-9, atol=1e-12 * np.abs(SY).max())
-    assert np.allclose(state["YY"], (Y @ Y.T).numpy(), rtol=1e-9, atol=1e-12)
-    assert np.allclose(state["Rinv"] @ np.triu(SY), np.eye(6), atol=1e-8)
+    assert np.allclose(state["SY"], SY, rtol=rtol, atol=rtol * 1e-3 * np.abs(SY).max())
+    assert np.allclose(state["YY"], (Y @ Y.T).numpy(), rtol=rtol, atol=1e-12)
+    assert np.allclose(state["Rinv"] @ np.triu(SY), np.eye(6), atol=1e-3 if rounded else 1e-8)
     # The direction from the caches is the textbook two-loop recursion's.
     g = state["grad"]
     d = torch.as_tensor(_solver._direction(state, cpu_ops.array(g)))
-    assert torch.allclose(d, _plain_two_loop(list(S), list(Y), g, state["H_diag"]), rtol=1e-8, atol=1e-12)
+    assert d.dtype == torch.float64
+    assert torch.allclose(d, _plain_two_loop(list(S), list(Y), g, state["H_diag"]), rtol=rtol * 10,
+                          atol=1e-12)
 
 
 def test_numpy_and_torch_vectors_take_the_same_path(monkeypatch):
@@ -171,6 +182,7 @@ def test_numpy_and_torch_vectors_take_the_same_path(monkeypatch):
     def fun(x):
         return float(0.5 * x.dot(H @ x) + 0.25 * (x**4).sum() - x.sum()), H @ x + x**3 - 1
 
+    monkeypatch.setattr(_solver, "PAIRS_DTYPE", None)  # the GPU's buffer is the iterate's dtype
     runs = {}
     for ops in (_solver._NumpyOps, _solver._TorchOps):
         monkeypatch.setattr(_solver, "_CPU_OPS", ops)
@@ -210,13 +222,53 @@ def test_compiled_host_arithmetic_equals_numpy():
             assert np.allclose(w_ref, w_got, rtol=1e-13, atol=1e-13)
 
 
+@pytest.mark.skipif(len(_hosts()) < 2, reason="numba is not available")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_compiled_pair_products_equal_numpy(dtype):
+    """The pair buffer's products (float64 accumulation, by column blocks) equal numpy's in float64,
+    across block boundaries and with the zero weights of unused slots."""
+    from sfapprox.sf import _solver_numba as compiled
+
+    rng = np.random.default_rng(4)
+    n = 2 * compiled.PAIR_BLOCK + 37
+    pairs = rng.standard_normal((6, n)).astype(dtype)
+    g = rng.standard_normal(n).astype(dtype)
+    w = rng.standard_normal(6)
+    w[[1, 4]] = 0.0
+    wide = pairs.astype(np.float64)
+    assert np.allclose(compiled.project(pairs, g), wide @ g.astype(np.float64), rtol=1e-13, atol=1e-11)
+    assert np.allclose(compiled.project(pairs, g), _solver._NumpyHost.project(pairs, g), rtol=1e-13, atol=1e-11)
+    out = compiled.assemble(pairs, w, g, 0.3, np.empty_like(g))
+    ref = _solver._NumpyHost.assemble(pairs, w, g, 0.3, np.empty_like(g))
+    tol = 1e-6 if dtype is np.float32 else 1e-13  # the result is rounded to g's dtype
+    assert out.dtype == g.dtype and np.allclose(out, -0.3 * g - w @ wide, rtol=tol, atol=tol)
+    assert np.allclose(out, ref, rtol=tol, atol=tol)
+    assert compiled.dot(pairs[0], g) == pytest.approx(float(wide[0] @ g.astype(np.float64)), rel=1e-12)
+
+
+def test_float32_pairs_follow_the_float64_path(monkeypatch):
+    """A float32 pair buffer changes a fit by rounding only: the same iterations to ~1e-6."""
+    monkeypatch.setattr(_solver, "_HOST", None)  # whatever this machine has (numba: float32 pairs)
+    runs = {}
+    for pairs_dtype in (None, "float32"):
+        monkeypatch.setattr(_solver, "PAIRS_DTYPE", pairs_dtype)
+        state = _solver.new_state(torch.full((10,), -1.0, dtype=torch.float64))
+        _solver.lbfgs(_rosenbrock, state, _solver.LBFGSOptions(max_iter=15, history_size=5, ftol=0, gtol=0))
+        runs[pairs_dtype] = state
+    a, b = runs.values()
+    assert a["n_iter"] == b["n_iter"] == 15
+    assert np.allclose(a["history"], b["history"], rtol=1e-5)
+    compiled = _solver._host_math() is not _solver._NumpyHost
+    assert b["pairs"].dtype == (np.float32 if compiled else np.float64)
+
+
 def test_compiled_host_failure_falls_back_to_numpy(monkeypatch):
     class Broken:
         @staticmethod
         def weights(*args):
             raise RuntimeError("simulated compile failure")
 
-        step_update = append = weights
+        step_update = append = project = assemble = dot = weights
 
     monkeypatch.setattr(_solver, "_HOST", Broken)
     with pytest.warns(RuntimeWarning, match="compiled L-BFGS bookkeeping failed"):

@@ -16,7 +16,9 @@ two-loop recursion makes ``4m`` vector operations.
 On the CPU the loop's vector work runs in numpy on views of the same memory
 (:class:`_NumpyOps`): the arithmetic is the same, and numpy's per-call
 overhead is a third of torch's, which at ``N = 64`` (a few thousand values,
-an evaluation of tens of microseconds) is most of an iteration.  On a GPU it
+an evaluation of tens of microseconds) is most of an iteration.  There the
+pairs are stored in float32 and multiplied in compiled loops that sum in
+float64 (:data:`PAIRS_DTYPE`).  On a GPU it
 runs in torch (:class:`_TorchOps`).  The state's ``x``, ``grad`` and
 ``best_x`` are tensors either way.
 
@@ -41,7 +43,7 @@ from .. import _timing
 # range in pyproject.toml is pinned below 3 and tests exercise it.
 from torch.optim.lbfgs import _strong_wolfe
 
-__all__ = ["LBFGSOptions", "StopReason", "lbfgs", "evaluate_start"]
+__all__ = ["LBFGSOptions", "StopReason", "lbfgs", "evaluate_start", "pairs_itemsize"]
 
 Objective = Callable[[torch.Tensor], tuple[float, torch.Tensor]]
 
@@ -123,9 +125,23 @@ class _TorchOps:
         return torch.zeros(shape, dtype=like.dtype, device=like.device)
 
     @staticmethod
-    def assemble(pairs, w, g, h0: float):
-        """``-h0 g - pairs^T w``."""
-        return torch.addmv(g, pairs.T, w, beta=-h0, alpha=-1.0)
+    def pairs_buffer(shape, like):
+        """The pair buffer: the iterate's dtype (on a GPU a float32 product would round its sums)."""
+        return torch.zeros(shape, dtype=like.dtype, device=like.device)
+
+    @staticmethod
+    def project(pairs, g) -> np.ndarray:
+        """``pairs @ g`` on the host, float64."""
+        return _TorchOps.host(pairs @ g)
+
+    @staticmethod
+    def dot(a, b) -> float:
+        return float(a.dot(b))
+
+    @staticmethod
+    def assemble(pairs, w: np.ndarray, g, h0: float):
+        """``-h0 g - pairs^T w`` (``w``: the float64 weights on the host)."""
+        return torch.addmv(g, pairs.T, _TorchOps.from_host(w, g), beta=-h0, alpha=-1.0)
 
     @staticmethod
     def axpy(x, t: float, d):
@@ -173,10 +189,33 @@ class _NumpyOps:
         return np.zeros(shape, dtype=like.dtype)
 
     @staticmethod
+    def pairs_buffer(shape, like: np.ndarray) -> np.ndarray:
+        """The pair buffer: :data:`PAIRS_DTYPE` where the compiled products run, else ``like``'s dtype."""
+        compiled = PAIRS_DTYPE is not None and _host_math() is not _NumpyHost
+        return np.zeros(shape, dtype=np.dtype(PAIRS_DTYPE) if compiled else like.dtype)
+
+    @staticmethod
+    def project(pairs: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """``pairs @ g`` in float64 (accumulated in float64 from a float32 buffer)."""
+        if pairs.dtype == g.dtype == np.float64:
+            return pairs @ g  # BLAS
+        return _call_host("project", pairs, g)
+
+    @staticmethod
+    def dot(a: np.ndarray, b: np.ndarray) -> float:
+        """``a . b``, accumulated in float64."""
+        if a.dtype == b.dtype == np.float64:
+            return float(a.dot(b))
+        return float(_call_host("dot", a, b))
+
+    @staticmethod
     def assemble(pairs: np.ndarray, w: np.ndarray, g: np.ndarray, h0: float) -> np.ndarray:
-        d = np.dot(w, pairs)
-        d += h0 * g
-        return np.negative(d, out=d)
+        """``-h0 g - pairs^T w`` in ``g``'s dtype (``w``: float64 weights)."""
+        if pairs.dtype == g.dtype == np.float64:
+            d = np.dot(w, pairs)
+            d += h0 * g
+            return np.negative(d, out=d)
+        return _call_host("assemble", pairs, w, g, h0, np.empty_like(g))
 
     @staticmethod
     def axpy(x: np.ndarray, t: float, d: np.ndarray) -> np.ndarray:
@@ -209,6 +248,15 @@ class _NumpyOps:
         return t.detach().numpy()
 
 
+#: Storage of the L-BFGS pairs on the CPU where the compiled bookkeeping runs (None: the iterate's
+#: dtype).  The pairs only shape the direction: the iterate, the gradients and every inner product
+#: the compact form caches stay float64 (the products with the buffer accumulate in float64), so a
+#: float32 buffer rounds the stored steps and gradient changes by 6e-8 relative and nothing else.
+#: It halves the history's memory (100 x N K M numbers per start) and its traffic: at N = 64 the
+#: 100 x 2,688 buffer is 1.1 MB instead of 2.2 MB and stays in a core's L2 cache, and the two products
+#: an iteration makes with it take ~45 us instead of ~90 us each (benchmarks/results/history_size.md).
+PAIRS_DTYPE: str | None = "float32"
+
 #: The vector operations of CPU fits (tests switch to :class:`_TorchOps` to run the GPU's code on the CPU).
 _CPU_OPS = _NumpyOps
 
@@ -236,6 +284,24 @@ class _NumpyHost:
         weights[ages] = Rinv.T @ (middle @ u - h0 * proj[size + ages])
         weights[size + ages] = -h0 * u
         return weights
+
+    @staticmethod
+    def project(pairs, g) -> np.ndarray:
+        """``pairs @ g`` in float64 (a float32 buffer is widened first: a copy, the fallback's price)."""
+        return np.dot(pairs.astype(np.float64, copy=False), g.astype(np.float64, copy=False))
+
+    @staticmethod
+    def assemble(pairs, w, g, h0, out) -> np.ndarray:
+        """``out = -h0 g - pairs^T w``, computed in float64."""
+        d = np.dot(w, pairs.astype(np.float64, copy=False))
+        d += h0 * g
+        np.negative(d, out=out)
+        return out
+
+    @staticmethod
+    def dot(a, b) -> float:
+        """``a . b`` in float64."""
+        return float(np.dot(a.astype(np.float64, copy=False), b.astype(np.float64, copy=False)))
 
     @staticmethod
     def step_update(SY, YY, Rinv, h0, old_ages, full, proj_new, proj_old, w_old, t, ys, yy, size):
@@ -309,6 +375,14 @@ def _host_math():
     return _HOST
 
 
+def pairs_itemsize(device_type: str, itemsize: int) -> int:
+    """Bytes per stored number of the L-BFGS pairs of a fit on ``device_type`` in a dtype of
+    ``itemsize`` bytes (see :data:`PAIRS_DTYPE`): what a memory estimate counts for the history."""
+    if device_type == "cpu" and PAIRS_DTYPE is not None and _host_math() is not _NumpyHost:
+        return np.dtype(PAIRS_DTYPE).itemsize
+    return itemsize
+
+
 def _host_failed(exc: Exception) -> None:
     """A compiled host function failed (on its first call, when it compiles): numpy from now on."""
     global _HOST
@@ -349,11 +423,11 @@ def _direction_parts(state: dict, g, ops=None) -> tuple:
     ops = ops or _ops(g)
     size = state["size"]
     ages = state["ages"]
-    proj = state["proj"] if state["proj_of"] is g else ops.host(state["pairs"] @ g)
+    proj = state["proj"] if state["proj_of"] is g else ops.project(state["pairs"], g)
     h0 = state["H_diag"]
     weights = _call_host("weights", proj, ages, size, h0, state["Rinv"], state["middle"])
     # d = -h0 g - [S Y] weights
-    d = ops.assemble(state["pairs"], ops.from_host(weights, g), g, h0)
+    d = ops.assemble(state["pairs"], weights, g, h0)
     return d, proj, weights
 
 
@@ -439,15 +513,15 @@ def _update_history(
         ys = step.t * (step.gtd_new - step.gtd)
         ss = step.t * step.t * step.dd
     else:
-        ys, ss = float(y.dot(s)), float(s.dot(s))
+        ys, ss = ops.dot(y, s), ops.dot(s, s)
     if not ys > 1e-10 * max(1.0, ss):
         # Curvature condition failed: skip the pair, keep H positive definite.
         if g_next is not None and state["order"]:
-            state["proj"], state["proj_of"] = ops.host(state["pairs"] @ g_next), g_next
+            state["proj"], state["proj_of"] = ops.project(state["pairs"], g_next), g_next
         return
     if state["pairs"] is None:
         # One (2m, P) buffer: rows [0, m) hold the steps s, rows [m, 2m) the gradient changes y.
-        state["pairs"] = ops.zeros((2 * history_size, like.shape[0]), like)
+        state["pairs"] = ops.pairs_buffer((2 * history_size, like.shape[0]), like)
         state["S"], state["Y"] = state["pairs"][:history_size], state["pairs"][history_size:]
         state["size"] = history_size
     order = state["order"]
@@ -464,16 +538,16 @@ def _update_history(
     order.append(slot)
     ages = np.asarray(order)
     if step is not None and g_next is not None and (len(order) == 1 or step.weights is not None):
-        proj = ops.host(state["pairs"] @ g_next)
+        proj = ops.project(state["pairs"], g_next)
         w_old, proj_old = (step.weights, step.proj) if step.weights is not None else (_NO_VALUES, _NO_VALUES)
         ok, SY, YY, Rinv, middle, h0 = _call_host(
             "step_update", state["SY"], state["YY"], state["Rinv"], state["H_diag"], old_ages, full,
-            proj, proj_old, w_old, step.t, ys, float(y.dot(y)), history_size)
+            proj, proj_old, w_old, step.t, ys, ops.dot(y, y), history_size)
         state["proj"], state["proj_of"] = proj, g_next
     else:
-        Ys = ops.host(state["Y"] @ s)[ages]  # s . y_i
-        Sy = ops.host(state["S"] @ y)[ages]  # s_i . y
-        Yy = ops.host(state["Y"] @ y)[ages]
+        Ys = ops.project(state["Y"], s)[ages]  # s . y_i
+        Sy = ops.project(state["S"], y)[ages]  # s_i . y
+        Yy = ops.project(state["Y"], y)[ages]
         ok, SY, YY, Rinv, middle, h0 = _call_host("append", state["SY"], state["YY"], state["Rinv"], full,
                                                   Sy, Yy, Ys, ys)
         state["proj"] = state["proj_of"] = None

@@ -8,7 +8,12 @@ arithmetic, with the same arguments and results, as the numpy methods of
 :class:`._solver._NumpyHost` (the reference, and the fallback when numba is
 missing), each in one compiled call.
 
-All arrays are float64 (``ages``: int64), C-contiguous; nothing is
+The pair buffer's two products per iteration (:func:`project`,
+:func:`assemble`) and the new pair's ``y . y`` (:func:`dot`) are compiled here
+too: the buffer is float32 on the CPU (``_solver.PAIRS_DTYPE``), and these
+loops widen each value and sum in float64, which numpy's float32 products do not.
+
+The ``m x m`` arrays are float64 (``ages``: int64), C-contiguous; nothing is
 compiled at import: on first call, or loaded from numba's on-disk cache.
 """
 
@@ -17,9 +22,16 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-__all__ = ["weights", "step_update", "append"]
+__all__ = ["weights", "step_update", "append", "project", "assemble", "dot"]
 
 _JIT = dict(nogil=True, cache=True, boundscheck=False, error_model="numpy")
+# The pair-buffer products are reductions: reassociating them is what lets LLVM vectorise the
+# float32 -> float64 loop (a sum in another order, as BLAS's own; no other fast-math licence).
+_JIT_SUM = dict(_JIT, fastmath={"reassoc", "contract", "nsz"})
+
+#: Columns of the pair buffer taken at a time: a block of the vector (16 KiB in float64) stays in
+#: L1 while every row of the buffer passes over it, so the buffer is read once and the vector once.
+PAIR_BLOCK = 2048
 
 
 @nb.njit(**_JIT)
@@ -111,3 +123,78 @@ def step_update(SY, YY, Rinv, h0, old_ages, full, proj_new, proj_old, w_old, t, 
     Ys[k - 1] = ys
     Yy[k - 1] = yy
     return append(SY, YY, Rinv, full, Sy, Yy, Ys, ys)
+
+
+
+@nb.njit(**_JIT_SUM)
+def project(pairs, g):
+    """``pairs @ g`` accumulated in float64 (the buffer may be float32).
+
+    Four rows at a time over one column block: each value of ``g`` is loaded
+    once for four rows, and the block of ``g`` stays in L1 across the rows.
+    """
+    m, n = pairs.shape
+    out = np.zeros(m)
+    for start in range(0, n, PAIR_BLOCK):
+        stop = min(start + PAIR_BLOCK, n)
+        gb = g[start:stop]
+        width = stop - start
+        for i in range(0, m - 3, 4):
+            r0, r1 = pairs[i, start:stop], pairs[i + 1, start:stop]
+            r2, r3 = pairs[i + 2, start:stop], pairs[i + 3, start:stop]
+            a0 = a1 = a2 = a3 = 0.0
+            for j in range(width):
+                gj = np.float64(gb[j])
+                a0 += np.float64(r0[j]) * gj
+                a1 += np.float64(r1[j]) * gj
+                a2 += np.float64(r2[j]) * gj
+                a3 += np.float64(r3[j]) * gj
+            out[i] += a0
+            out[i + 1] += a1
+            out[i + 2] += a2
+            out[i + 3] += a3
+        for i in range(m - m % 4, m):
+            row = pairs[i, start:stop]
+            acc = 0.0
+            for j in range(width):
+                acc += np.float64(row[j]) * np.float64(gb[j])
+            out[i] += acc
+    return out
+
+
+@nb.njit(**_JIT_SUM)
+def assemble(pairs, w, g, h0, out):
+    """``out = -h0 g - pairs^T w``, accumulated in float64 by column blocks (``out``: ``g``'s dtype)."""
+    m, n = pairs.shape
+    acc = np.empty(PAIR_BLOCK)
+    for start in range(0, n, PAIR_BLOCK):
+        stop = min(start + PAIR_BLOCK, n)
+        width = stop - start
+        gb = g[start:stop]
+        for j in range(width):
+            acc[j] = -h0 * np.float64(gb[j])
+        for i in range(0, m - 3, 4):
+            w0, w1, w2, w3 = w[i], w[i + 1], w[i + 2], w[i + 3]
+            r0, r1 = pairs[i, start:stop], pairs[i + 1, start:stop]
+            r2, r3 = pairs[i + 2, start:stop], pairs[i + 3, start:stop]
+            for j in range(width):
+                acc[j] -= (w0 * np.float64(r0[j]) + w1 * np.float64(r1[j])
+                           + w2 * np.float64(r2[j]) + w3 * np.float64(r3[j]))
+        for i in range(m - m % 4, m):
+            wi = w[i]
+            row = pairs[i, start:stop]
+            for j in range(width):
+                acc[j] -= wi * np.float64(row[j])
+        ob = out[start:stop]
+        for j in range(width):
+            ob[j] = acc[j]
+    return out
+
+
+@nb.njit(**_JIT_SUM)
+def dot(a, b):
+    """``a . b`` accumulated in float64."""
+    acc = 0.0
+    for j in range(a.shape[0]):
+        acc += np.float64(a[j]) * np.float64(b[j])
+    return acc

@@ -99,7 +99,8 @@ def estimate_fit_memory(
     ``reach`` the largest offset, and for the compiled kernel from ``N = 512``
     four groups' ``(M + 1) N w`` blocks (``w`` columns of 512 bytes' worth:
     64 in float64, 128 in float32) and three more gradients), L-BFGS's
-    ``2 * history_size`` pairs plus a few vectors of ``N K M`` values for each of the ``n_starts`` starts
+    ``2 * history_size`` pairs (float32 on the CPU, :func:`~sfapprox.sf._solver.pairs_itemsize`)
+    plus a few vectors of ``N K M`` values for each of the ``n_starts`` starts
     that race (``n_offsets`` is the number of values per row: 2 for
     ``support="butterfly"``), the scoring of the result in float64
     (:func:`~sfapprox.metrics.scoring_bytes`: the product and the residual,
@@ -147,10 +148,13 @@ def estimate_fit_memory(
 
         _, kind = select_kernel(n, device_type)
         workspace = workspace_numbers(n, n_factors, kind, reach, n_offsets, itemsize)
-    numbers = n * n + workspace
-    numbers += max(1, n_starts) * (2 * history_size + 8) * n * n_offsets * n_factors
+    from ._solver import pairs_itemsize
+
+    values = n * n_offsets * n_factors
+    numbers = n * n + workspace + max(1, n_starts) * 8 * values
+    history = max(1, n_starts) * 2 * history_size * values * pairs_itemsize(device_type, itemsize)
     libraries = LIBRARY_WORKING_SET + (COMPILED_WORKING_SET if kind == "numba" else 0)
-    return numbers * itemsize + scoring_bytes(n) + int(input_bytes) + libraries
+    return numbers * itemsize + history + scoring_bytes(n) + int(input_bytes) + libraries
 
 
 def optimizer_time_limit(time_limit: float | None, spent: float, eval_seconds: float) -> float | None:
