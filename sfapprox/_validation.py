@@ -95,6 +95,12 @@ def default_memory_limit() -> int | None:
     return int(pages * page_size * MEMORY_FRACTION)
 
 
+#: Bytes torch and the BLAS/LAPACK libraries take on first use beyond what importing them took
+#: (thread pools, allocator caches, LAPACK workspaces; measured about 35 MB on the CPU), counted in
+#: every estimate of a fit's memory.
+LIBRARY_WORKING_SET = 64 << 20
+
+
 def estimate_dense_bytes(n: int, dtype: np.dtype | type = np.float64) -> int:
     """Bytes needed by a dense ``n x n`` array of ``dtype``.
 

@@ -96,13 +96,18 @@ def test_a_method_whose_fit_would_pass_the_memory_limit_is_refused_before_it_run
     from sfapprox import FitSettings, compare
 
     X = np.random.default_rng(0).random((40, 40))
-    limit = 3 * 8 * 40 * 40  # the scoring's 2 dense copies and TSVD's 3 fit; Monarch's 5 padded do not
+    # TSVD's exact SVD (8 N^2) fits in 9; the hierarchical butterfly's 5 padded 64 x 64 do not
+    roomy = compare(X, ["tsvd", "butterfly-hier"], settings=FitSettings(max_memory=9 * 8 * 40 * 40, device="cpu"))
+    tsvd, hier = roomy.results
+    assert tsvd.status == "ok" and "path" not in tsvd.params
+    assert hier.status == "failed" and "butterfly-hier: its fit of a 40 x 40 matrix" in hier.reason
+    limit = 3 * 8 * 40 * 40  # the scoring's 2 dense copies fit; TSVD's 8, Monarch's 5 and sparse's 6 do not
     names = ["tsvd", "butterfly-hier", "monarch", "sparse"]
     c = compare(X, names, settings=FitSettings(max_memory=limit, device="cpu"))
     free = compare(X, names[2:], settings=FitSettings(device="cpu"))
     tsvd, hier, monarch, sparse = c.results
-    assert tsvd.status == "ok" and "path" not in tsvd.params
-    assert hier.status == "failed" and "butterfly-hier: its fit of a 40 x 40 matrix" in hier.reason
+    assert tsvd.status == "failed" and "tsvd: its fit of a 40 x 40 matrix" in tsvd.reason
+    assert hier.status == "failed"
     for row, alone in zip((monarch, sparse), free.results):
         assert row.status == "ok" and row.params["path"] == "columns" and "path" not in alone.params
         assert row.fro_error == pytest.approx(alone.fro_error, rel=1e-9) and row.nnz == alone.nnz
@@ -125,7 +130,7 @@ def test_rpca_over_the_memory_limit_runs_godec_from_columns():
     rng = np.random.default_rng(1)
     X = rng.standard_normal((60, 4)) @ rng.standard_normal((4, 60))
     X[rng.integers(0, 60, 30), rng.integers(0, 60, 30)] += 5.0
-    small = 5 * 8 * 60 * 60  # below its 6 dense work arrays
+    small = 5 * 8 * 60 * 60  # far below its dense work arrays (rpca.work_bytes)
     est = RobustPCA(budget=1500, max_memory=small, random_state=0).fit(X)
     assert est.params_["path"] == "columns" and est.n_stored_ <= 1500
     assert np.linalg.norm(X - est.to_dense()) < 0.5 * np.linalg.norm(X)

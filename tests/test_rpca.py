@@ -100,6 +100,43 @@ def _godec_error(X, start, max_iter: int, n_sparse: int = 50) -> float:
     return float(torch.sqrt(torch.sum(R**2) - torch.sum(torch.topk(R.abs(), n_sparse).values ** 2)))
 
 
+@pytest.mark.parametrize("method", ["godec", "pcp"])
+def test_memory_estimate_covers_what_a_fit_allocates(method):
+    """work_bytes (what max_memory is checked against) is at least the fit's measured peak, X included:
+    the exact SVDs below EXACT_MAX_N, the work arrays, the selections and the scoring."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if not Path("/proc/self/clear_refs").exists():
+        pytest.skip("needs Linux's /proc to reset and read the peak resident memory")
+    code = (
+        "import json, numpy as np\n"
+        "from sfapprox import RobustPCA\n"
+        "from sfapprox.baselines.rpca import work_bytes\n"
+        "def st(k):\n"
+        "    return next(int(l.split()[1]) * 1024 for l in open('/proc/self/status') if l.startswith(k + ':'))\n"
+        f"RobustPCA(budget=3000, method={method!r}, device='cpu').fit(np.random.default_rng(1).random((40, 40)))\n"
+        "n = 1200\n"
+        "base = st('VmRSS')\n"
+        "rng = np.random.default_rng(0)\n"
+        "X = rng.standard_normal((n, 8)) @ rng.standard_normal((8, n))\n"
+        "X[rng.random((n, n)) < 0.02] += 5.0\n"
+        "open('/proc/self/clear_refs', 'w').write('5')\n"
+        f"est = RobustPCA(budget=40 * n, method={method!r}, device='cpu', max_iter=3, time_limit=None)\n"
+        "need = work_bytes(n, est.method, [r for r, _ in est._splits(n)])\n"
+        "est.fit(X)\n"
+        "print(json.dumps({'used': st('VmHWM') - base, 'estimate': need}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert 8 * 1200**2 < out["used"] <= out["estimate"], out
+
+
 def test_godec_objective_monotone():
     X = torch.as_tensor(np.random.default_rng(4).standard_normal((30, 30)))
     U, s, Vt = torch.linalg.svd(X)

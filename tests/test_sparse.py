@@ -166,6 +166,23 @@ def test_streamed_top_entries_are_the_in_memory_ones():
     assert nnz == np.count_nonzero(X) and vals.size == 7 and np.all(np.diff(rows * 90 + cols) > 0)
 
 
+def test_dense_top_entries_are_top_entries_in_small_blocks():
+    """The positions of a dense array's k largest |entries| by column blocks (what RPCA selects its
+    residual's entries with) are top_entries' own, ties and zeros included, for any block size."""
+    from sfapprox.baselines.sparse import dense_top_entries
+
+    rng = np.random.default_rng(8)
+    X = np.round(rng.standard_normal((70, 70)), 1)  # many ties
+    X[rng.random((70, 70)) < 0.2] = 0.0
+    nonzero = np.flatnonzero(X)
+    for k in (1, 40, 900, 4000, 70 * 70):
+        want = nonzero[top_entries(X.reshape(-1)[nonzero], k)]
+        for memory in (70 * 8 * 9 * 2, 70 * 8 * 9 * 2 * 7, 1 << 30):  # 1, 7 and all 70 columns a block
+            pos, vals = dense_top_entries(X, k, memory)
+            assert np.array_equal(pos, want), (k, memory)
+            assert np.array_equal(vals, X.reshape(-1)[want])
+
+
 def test_a_large_dense_matrix_in_memory_is_read_in_blocks_with_the_same_entries(monkeypatch):
     # Above STREAMED_MIN_N a dense X goes through the column-block pass (small blocks here, so the
     # threshold of the k-th largest held filters the later blocks): the in-memory entries, ties included.

@@ -31,7 +31,7 @@ from .._settings import DEFAULT_TIME_LIMIT
 from ..budget import nmf_count, nmf_rank_for_budget
 from ..operators import HybridOperator
 from ._torch import as_tensor, few_threads
-from .tsvd import EXACT_MAX_N, _exact_svd, _randomized_svd
+from .tsvd import EXACT_MAX_N, EXACT_SVD_ARRAYS, _exact_svd, _randomized_svd
 
 __all__ = ["NMF"]
 
@@ -488,7 +488,9 @@ register(
         min_budget=lambda n, context: nmf_count(n, 1),
         order=40,
         label="non-negative low rank (NMF)",
-        # dense X, its products and the candidates: 3.3-3.8 N^2 float64 measured (N = 300-1000)
-        working_memory=lambda n: int(4.5 * 8 * n * n),
+        # dense X, its products and the candidates: 3.3-3.8 N^2 float64 (tracemalloc, N = 300-1000);
+        # up to EXACT_MAX_N the NNDSVD start's exact SVD first (peak RSS: X + 8.9-9.8 N^2 at
+        # N = 1,024-2,048; X + 3.6 N^2 at 3,000)
+        working_memory=lambda n: int((EXACT_SVD_ARRAYS + 2 if n <= EXACT_MAX_N else 4.5) * 8 * n * n),
     )
 )

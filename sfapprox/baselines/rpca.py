@@ -50,7 +50,7 @@ from .._params import Interval, Options
 from .._settings import COUNT_INDICES, DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
 from ..sources import MatrixSource, as_source
-from .._validation import check_memory, estimate_dense_bytes
+from .._validation import LIBRARY_WORKING_SET, check_memory, estimate_dense_bytes
 from ..budget import (
     rpca_count,
     rpca_rank_for_budget,
@@ -59,7 +59,8 @@ from ..budget import (
 )
 from ..operators import HybridOperator
 from ._torch import few_threads
-from .tsvd import EXACT_MAX_N, _exact_svd, _randomized_svd
+from .sparse import dense_top_entries
+from .tsvd import EXACT_MAX_N, EXACT_SVD_ARRAYS, _exact_svd, _randomized_svd
 
 __all__ = ["RobustPCA", "RANK_FRACTIONS", "PCP_MU_GROWTH"]
 
@@ -90,29 +91,51 @@ PCP_AFTER_PASSES = 30
 #: iteration, its result scored): this many scorings of a split, measured on the exact points first.
 GODEC_LEAST_SCORINGS = 4
 
-#: Dense ``N x N`` float64 arrays alive at once (X, its tensor, residual, X - S, |R|, scoring).
-_WORK_ARRAYS = 6
+#: A selection of the largest entries of a dense ``N x N`` array may take this many arrays' worth of
+#: memory besides it (its column blocks half of it: :func:`~.sparse.dense_top_entries`).
+SELECTION_ARRAYS = 2
+#: Dense ``N x N`` arrays a fit holds at once, X included.  GoDec: X, one work array (the residual,
+#: then X - S) and the selection's blocks; scoring a split, its residual instead of the work array.
+#: PCP: X, Y, E, a work array, and the selection when its solution is cut.
+GODEC_ARRAYS, PCP_ARRAYS = 4, 5
+#: What an exact SVD of an ``N x N`` array adds (:data:`~.tsvd.EXACT_SVD_ARRAYS`): a grid's start SVD
+#: and PCP's shrinkage at N <= EXACT_MAX_N, GoDec's rank-r steps where the warm subspace would not
+#: be small, and PCP's partial SVD, whose rank may grow to N.
+SVD_ARRAYS = EXACT_SVD_ARRAYS
 
 
 # --------------------------------------------------------------------------- projections
+def _largest(R: np.ndarray, n_sparse: int) -> tuple[np.ndarray, np.ndarray]:
+    """Flat positions and values of the ``n_sparse`` largest ``|R|`` of a dense array in memory,
+    by column blocks of at most one ``N x N`` array's worth besides ``R``
+    (:func:`~.sparse.dense_top_entries`; ties to the earlier positions)."""
+    return dense_top_entries(R, n_sparse, max_memory=SELECTION_ARRAYS * 8 * R.size)
+
+
 def _top_entries(R, n_sparse: int):
-    """Flat indices and signed values of the ``n_sparse`` largest ``|R|`` entries."""
+    """Flat indices and signed values of the ``n_sparse`` largest ``|R|`` entries (a tensor).
+
+    On the CPU by :func:`_largest`, on the tensor's memory; on a GPU by ``torch.topk``."""
     import torch
 
     flat = R.reshape(-1)
     if n_sparse >= flat.numel():
         idx = torch.arange(flat.numel(), device=R.device)
         return idx, flat.clone()
+    if R.device.type == "cpu":
+        idx, vals = _largest(R.numpy(), n_sparse)
+        return torch.from_numpy(idx), torch.from_numpy(vals).to(R.dtype)
     _, idx = torch.topk(flat.abs(), n_sparse, sorted=False)
     return idx, flat[idx]
 
 
 def _exact_lowrank(A, rank: int):
-    """Best rank-``r`` approximation of ``A`` (Eckart–Young) as ``U, sigma, Vt``."""
+    """Best rank-``r`` approximation of ``A`` (Eckart–Young) as ``U, sigma, Vt`` (copies: slices
+    would keep the SVD's whole ``N x N`` factors alive)."""
     import torch
 
     U, sig, Vt = torch.linalg.svd(A, full_matrices=False)
-    return U[:, :rank], sig[:rank], Vt[:rank]
+    return U[:, :rank].contiguous(), sig[:rank].clone(), Vt[:rank].clone()
 
 
 def _subspace_lowrank(A, rank: int, U_prev, Q):
@@ -139,6 +162,34 @@ def _use_exact_svd(n: int, rank: int) -> bool:
     return 4 * (2 * rank + OVERSAMPLE) >= n
 
 
+def work_bytes(n: int, method: str, ranks) -> int:
+    """Peak bytes of an in-memory fit of an ``n x n`` float64 matrix, X included (what ``max_memory``
+    is checked against): :data:`GODEC_ARRAYS` or :data:`PCP_ARRAYS` dense arrays, plus
+    :data:`SVD_ARRAYS` where an exact (or possibly full-rank) SVD runs, plus the libraries' working set.
+
+    Parameters
+    ----------
+    n : int
+        Order of the matrix.
+    method : {"godec", "pcp"}
+        The algorithm.
+    ranks : iterable of int
+        The ranks of the splits the fit may try.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> work_bytes(4096, "godec", [78, 39]) // 2**20, work_bytes(1024, "godec", [30]) // 2**20
+    (576, 160)
+    """
+    exact = method == "pcp" or n <= EXACT_MAX_N or any(_use_exact_svd(n, r) for r in ranks)
+    arrays = (PCP_ARRAYS if method == "pcp" else GODEC_ARRAYS) + (SVD_ARRAYS if exact else 0)
+    return arrays * estimate_dense_bytes(n) + LIBRARY_WORKING_SET
+
+
 # --------------------------------------------------------------------------- GoDec
 def _godec(X, rank: int, n_sparse: int, U, sig, Vt, *, max_iter: int, tol: float,
            deadline: _timing.Deadline | None = None, first_step: float = 0.0) -> tuple:
@@ -161,11 +212,14 @@ def _godec(X, rank: int, n_sparse: int, U, sig, Vt, *, max_iter: int, tol: float
     Q = U
     best, best_err, last, reason = (U, sig, Vt), math.inf, math.inf, "max_iter"
     step = first_step  # seconds of the last iteration: what the next one is expected to cost
+    # One N x N work array besides X: the residual X - L, then (its entries selected) X - S.
+    work = torch.empty_like(X)
     for it in range(max_iter + 1):
         began = _timing.now()
-        R = X - (U * sig) @ Vt
+        R = torch.addmm(X, U * sig, Vt, alpha=-1.0, out=work)
         idx, vals = _top_entries(R, n_sparse)
-        err = math.sqrt(max(float(torch.sum(R * R)) - float(torch.sum(vals * vals)), 0.0))
+        R.view(-1)[idx] = 0.0  # what S leaves: its norm is the error, exactly (no difference of squares)
+        err = float(torch.linalg.vector_norm(R))
         if err < best_err:
             best, best_err = (U, sig, Vt), err
         if n_sparse == 0 or err <= floor or (it > 0 and last - err <= tol * last):
@@ -178,8 +232,8 @@ def _godec(X, rank: int, n_sparse: int, U, sig, Vt, *, max_iter: int, tol: float
         if deadline is not None and not deadline.fits(step):
             reason = "time_limit"  # the next L-step (and the S-step after it) would pass the deadline
             break
-        A = X.clone()
-        A.view(-1)[idx] -= vals
+        A = work.copy_(X)
+        A.view(-1)[idx.to(A.device)] -= vals
         if exact:
             U, sig, Vt = _exact_lowrank(A, rank)
         else:
@@ -189,13 +243,6 @@ def _godec(X, rank: int, n_sparse: int, U, sig, Vt, *, max_iter: int, tol: float
 
 
 # --------------------------------------------------------------------------- PCP
-def _shrink(T, threshold: float):
-    """Soft thresholding, the proximal map of ``threshold * ||.||_1``."""
-    import torch
-
-    return torch.sign(T) * torch.clamp(T.abs() - threshold, min=0.0)
-
-
 def _spectral_norm(D, generator, *, max_iter: int = PCP_NORM_ITERATIONS, rtol: float = 1e-7) -> float:
     """``||D||_2`` by power iteration on ``D^T D`` from a seeded start (``O(N^2)`` per iteration).
 
@@ -265,26 +312,33 @@ def _pcp_ialm(D, *, lam: float, tol: float, max_iter: int, deadline: _timing.Dea
         return U, sig, Vt, torch.zeros_like(D), 0, True
     generator = torch.Generator(device=D.device).manual_seed(seed)
     norm_two = _spectral_norm(D, generator) if partial else float(torch.linalg.matrix_norm(D, ord=2))
-    norm_inf = float(D.abs().max()) / lam
+    norm_inf = float(torch.linalg.vector_norm(D, math.inf)) / lam
     Y = D / max(norm_two, norm_inf)
     mu = 1.25 / norm_two
     mu_bar = mu * PCP_MU_CAP
     sv = min(n, PCP_FIRST_RANK)
     converged = False
+    # Three N x N arrays besides D, written in place: Y, E and one work array (the same
+    # arithmetic as the textbook's expressions, without their temporaries).
+    E, work = torch.empty_like(D), torch.empty_like(D)
     for it in range(1, max_iter + 1):
         began = _timing.now()
-        E = _shrink(D - (U * sig) @ Vt + Y / mu, lam / mu)
+        # E = shrink(D - L + Y / mu, lam / mu), as T - clip(T, -tau, tau): the same numbers
+        torch.addmm(D, U * sig, Vt, alpha=-1.0, out=E).add_(Y, alpha=1.0 / mu)
+        E.sub_(torch.clamp(E, -lam / mu, lam / mu, out=work))
+        torch.sub(D, E, out=work).add_(Y, alpha=1.0 / mu)  # D - E + Y / mu
         if partial:
-            Uf, sf, Vtf = _partial_svd(D - E + Y / mu, sv, generator)
+            Uf, sf, Vtf = _partial_svd(work, sv, generator)
         else:
-            Uf, sf, Vtf = torch.linalg.svd(D - E + Y / mu, full_matrices=False)
+            Uf, sf, Vtf = torch.linalg.svd(work, full_matrices=False)
         keep = int((sf > 1.0 / mu).sum())
         if partial:
             sv = min(keep + 1, n) if keep < sv else min(keep + max(1, round(0.05 * n)), n)
-        U, sig, Vt = Uf[:, :keep], sf[:keep] - 1.0 / mu, Vtf[:keep]
+        U, sig, Vt = Uf[:, :keep].contiguous(), sf[:keep] - 1.0 / mu, Vtf[:keep].clone()
+        del Uf, Vtf  # a full SVD's N x N factors
         passed = _timing.now()
-        Z = D - (U * sig) @ Vt - E
-        Y = Y + mu * Z
+        Z = torch.addmm(D, U * sig, Vt, alpha=-1.0, out=work).sub_(E)
+        Y.add_(Z, alpha=mu)
         mu = min(mu * PCP_MU_GROWTH, mu_bar)
         residual = float(torch.linalg.vector_norm(Z))
         ended = _timing.now()
@@ -304,17 +358,24 @@ def _score(X: np.ndarray, U: np.ndarray, sig: np.ndarray, Vt: np.ndarray, n_spar
     optimal for its ``L``, and puts every candidate on the same scale.
     Returns ``error, flat indices, values``.
     """
-    R = X - (U * sig) @ Vt
+    R = _residual(X, U, sig, Vt)
     flat = R.reshape(-1)
     if n_sparse >= flat.size:
         idx = np.arange(flat.size)
+        vals = flat.copy()
     elif n_sparse == 0:
-        idx = np.zeros(0, dtype=np.int64)
+        idx, vals = np.zeros(0, dtype=np.int64), np.zeros(0)
     else:
-        idx = np.argpartition(np.abs(flat), flat.size - n_sparse)[flat.size - n_sparse :]
-    vals = flat[idx].copy()
-    flat[idx] = 0.0
+        idx, vals = _largest(R, n_sparse)
+    flat[idx] = 0.0  # the norm of what is left, exactly (0 where L + S is X)
     return float(np.linalg.norm(flat)), idx, vals
+
+
+def _residual(X: np.ndarray, U: np.ndarray, sig: np.ndarray, Vt: np.ndarray) -> np.ndarray:
+    """``X - U diag(sig) Vt`` in one new ``N x N`` array (the product's own, subtracted in place)."""
+    R = (U * sig) @ Vt
+    np.subtract(X, R, out=R)
+    return R
 
 
 def _to_numpy(*tensors) -> list[np.ndarray]:
@@ -479,11 +540,10 @@ def _fit_grid(dense: np.ndarray, Xt, splits, *, seed: int, deadline: _timing.Dea
 
 def _cut_error(X: np.ndarray, U, sig, Vt, E: np.ndarray, kept: int) -> float:
     """``||X - L_r - E_kept||_F`` for PCP's ``r`` leading triplets and ``kept`` largest ``|E|``."""
-    R = X - (U * sig) @ Vt
+    R = _residual(X, U, sig, Vt)
     if kept:
-        flat = np.abs(E).reshape(-1)
-        idx = np.argpartition(flat, flat.size - kept)[flat.size - kept :]
-        R.reshape(-1)[idx] -= E.reshape(-1)[idx]
+        idx, vals = _largest(E, kept)
+        R.reshape(-1)[idx] -= vals
     return float(np.linalg.norm(R))
 
 
@@ -696,7 +756,7 @@ class RobustPCA(Approximation):
         splits = self._splits(n)  # checks the budget before any work
         try:
             check_memory(
-                _WORK_ARRAYS * estimate_dense_bytes(n),
+                work_bytes(n, self.method, [rank for rank, _ in splits]),
                 what=f"RobustPCA ({self.method}) on a {n} x {n} matrix (dense work arrays)",
                 limit=self.max_memory,
             )

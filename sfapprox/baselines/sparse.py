@@ -41,7 +41,7 @@ from ..operators.sparse import SparseOperator
 from ..sources import ArraySource, DistributedSource, MatrixSource
 
 __all__ = ["SparseApproximation", "SparseOperator", "sparse_count", "sparse_entries_for_budget", "top_entries",
-           "streamed_top_entries"]
+           "streamed_top_entries", "dense_top_entries"]
 
 
 #: Above this order a dense ``X`` in memory is read in column blocks, as a source is: the entries
@@ -152,6 +152,39 @@ def streamed_top(source, k: int, max_memory: int | None = None):
         squared += sq
     order = np.argsort(rows * source.n + cols, kind="stable")
     return rows[order], cols[order], vals[order], nnz, squared
+
+
+def dense_top_entries(X: np.ndarray, k: int, max_memory: int) -> tuple[np.ndarray, np.ndarray]:
+    """Flat positions (ascending) and values of the ``k`` largest ``|X|`` among the non-zeros of a
+    dense square array in memory, by one pass over its column blocks (:func:`streamed_top_entries`).
+
+    Holds one block and ``O(k)`` candidates besides ``X``, the block sized by ``max_memory``,
+    where partitioning all of ``X`` at once holds about three more ``N x N`` arrays (its
+    magnitudes, the partition's copy, the positions).  Ties go to the earlier positions, as
+    :func:`top_entries`'s do.
+
+    Parameters
+    ----------
+    X : numpy.ndarray, shape (N, N)
+        Any real dtype (read a block at a time as float64).
+    k : int
+        Entries to keep (fewer when ``X`` has fewer non-zeros).
+    max_memory : int
+        Bytes the pass may take besides ``X`` (half of it for the blocks).
+
+    Returns
+    -------
+    positions : numpy.ndarray of int64
+    values : numpy.ndarray of float64
+
+    Examples
+    --------
+    >>> pos, vals = dense_top_entries(np.array([[1.0, -3.0], [0.0, 2.0]]), 2, 1 << 20)
+    >>> pos.tolist(), vals.tolist()
+    ([1, 3], [-3.0, 2.0])
+    """
+    rows, cols, vals, _ = streamed_top_entries(ArraySource(X), k, max_memory=max_memory)
+    return rows * X.shape[1] + cols, vals
 
 
 def _keep_largest(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, k: int, n: int):

@@ -35,7 +35,7 @@ from .._settings import (
     SF_SUPPORT,
 )
 from .._threads import AdaptiveThreads
-from .._validation import check_memory, default_memory_limit
+from .._validation import LIBRARY_WORKING_SET, check_memory, default_memory_limit
 from ..budget import sf_structure
 from ..chord import (
     SUPPORTS,
@@ -53,9 +53,6 @@ from ._multistart import PREFERRED, multistart, start_values
 __all__ = ["ChordSF", "fit_sf", "estimate_fit_memory", "optimizer_time_limit", "SCORING_EVALS"]
 
 
-#: Bytes torch and the BLAS libraries take on first use beyond what importing them took
-#: (thread pools, allocator caches; measured about 35 MB on the CPU), counted in every estimate.
-LIBRARY_WORKING_SET = 64 << 20
 
 #: Bytes numba and llvmlite take on the first compiled fit of a process: importing them and compiling
 #: the kernels (first run after installing) or loading them from numba's cache.  Measured beyond
