@@ -275,6 +275,30 @@ def test_godec_grid_points_the_time_left_cannot_pay_for_are_skipped(fake_clock, 
     assert rp.rank_ == 0 and rp.n_stored_ <= 1500
 
 
+def test_pcp_refits_only_when_its_scorings_fit_the_time_left(fake_clock, monkeypatch):
+    # A selection of E's (or a residual's) largest entries "takes" 5 s on the fake clock: after PCP and
+    # the cuts, the GoDec refit needs GODEC_LEAST_SCORINGS scorings; without the time for them the
+    # cut's L is scored alone (one scoring), and the fit ends on its time limit instead of ~20 s after.
+    from sfapprox.baselines import rpca
+
+    real = rpca._largest
+
+    def slow(*args, **kw):
+        fake_clock.advance(5.0)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(rpca, "_largest", slow)
+    X = _planted(40, 2, 80, seed=5, scale=5.0)
+    tight = RobustPCA(budget=900, method="pcp", time_limit=12.0, device="cpu").fit(X)
+    assert tight.stop_reason_ == "time_limit" and tight.params_["iterations"] == 0
+    assert fake_clock.time <= 12.0 + 5.0  # the cut's selection and the result's one scoring
+    assert tight.n_stored_ <= 900
+    fake_clock.time = 0.0
+    roomy = RobustPCA(budget=900, method="pcp", time_limit=1000.0, device="cpu").fit(X)
+    assert roomy.params_["iterations"] > 0 and roomy.rank_ == 2
+    assert np.linalg.norm(X - roomy.to_dense()) <= np.linalg.norm(X - tight.to_dense()) * (1 + 1e-12)
+
+
 def test_godec_from_columns_finds_the_in_memory_split():
     """RPCA on a source (every step a pass over its columns) recovers a planted low rank + sparse matrix."""
     from sfapprox import NotApplicableError

@@ -538,12 +538,11 @@ def _fit_grid(dense: np.ndarray, Xt, splits, *, seed: int, deadline: _timing.Dea
     return best, [records[split] for split in splits]  # reported in the grid's order
 
 
-def _cut_error(X: np.ndarray, U, sig, Vt, E: np.ndarray, kept: int) -> float:
-    """``||X - L_r - E_kept||_F`` for PCP's ``r`` leading triplets and ``kept`` largest ``|E|``."""
+def _cut_error(X: np.ndarray, U, sig, Vt, idx: np.ndarray, vals: np.ndarray) -> float:
+    """``||X - L_r - E_kept||_F`` for PCP's ``r`` leading triplets and its sparse part's kept
+    entries (flat positions ``idx``, values ``vals``)."""
     R = _residual(X, U, sig, Vt)
-    if kept:
-        idx, vals = _largest(E, kept)
-        R.reshape(-1)[idx] -= vals
+    R.reshape(-1)[idx] -= vals
     return float(np.linalg.norm(R))
 
 
@@ -568,13 +567,30 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
     per_iteration = (_timing.now() - began) / max(1, pcp_iter)
     natural_rank, natural_nnz = int(sig.numel()), int(torch.count_nonzero(E))
     U, sig, Vt, E = _to_numpy(U, sig, Vt, E)
+    splits = split_for(natural_rank)
+    # E's largest entries once, in order (larger first, ties to the earlier position): a split's
+    # kept entries are a prefix of it.
+    selecting = _timing.now()
+    idx, vals = _largest(E, max(min(s, natural_nnz) for _, s in splits))
+    order = np.lexsort((idx, -np.abs(vals)))
+    idx, vals = idx[order], vals[order]
+    del E
+    cutting = _timing.now()
     cuts = []
-    for rank, n_sparse in split_for(natural_rank):
+    for rank, n_sparse in splits:
         kept = min(n_sparse, natural_nnz)
-        cuts.append((_cut_error(dense, U[:, :rank], sig[:rank], Vt[:rank], E, kept), rank, n_sparse, kept))
+        cuts.append((_cut_error(dense, U[:, :rank], sig[:rank], Vt[:rank], idx[:kept], vals[:kept]),
+                     rank, n_sparse, kept))
     cut_error, rank, n_sparse, kept = min(cuts, key=lambda c: c[0])
-    best = _fit_split(dense, Xt, rank, n_sparse, (U, sig, Vt), max_iter=max_iter, tol=tol, deadline=deadline,
-                      first_step=per_iteration)
+    # A scoring is a residual (what a cut cost) and a selection: the refit (its start scored, an
+    # iteration, its result scored) runs when GODEC_LEAST_SCORINGS of them fit; else the cut's L is
+    # scored alone (the result needs that one scoring).
+    scoring = (cutting - selecting) + (_timing.now() - cutting) / len(cuts)
+    if deadline is not None and not deadline.fits(GODEC_LEAST_SCORINGS * scoring):
+        best = _scored(dense, U[:, :rank], sig[:rank], Vt[:rank], n_sparse, 0, "time_limit")
+    else:
+        best = _fit_split(dense, Xt, rank, n_sparse, (U, sig, Vt), max_iter=max_iter, tol=tol, deadline=deadline,
+                          first_step=per_iteration)
     extra = {
         "natural_rank": natural_rank,
         "natural_nnz": natural_nnz,
