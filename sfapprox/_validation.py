@@ -101,6 +101,27 @@ def default_memory_limit() -> int | None:
 LIBRARY_WORKING_SET = 64 << 20
 
 
+def memory_limit(max_memory: int | None) -> int | None:
+    """The memory limit in force: ``max_memory`` when given, else :func:`default_memory_limit`.
+
+    Parameters
+    ----------
+    max_memory : int or None
+        The limit asked for (``--max-memory``, ``max_memory=``), in bytes.
+
+    Returns
+    -------
+    int or None
+        Bytes; None when none was asked for and the machine's memory is unknown.
+
+    Examples
+    --------
+    >>> memory_limit(2**30)
+    1073741824
+    """
+    return max_memory if max_memory is not None else default_memory_limit()
+
+
 def estimate_dense_bytes(n: int, dtype: np.dtype | type = np.float64) -> int:
     """Bytes needed by a dense ``n x n`` array of ``dtype``.
 
@@ -147,8 +168,7 @@ def check_memory(n_bytes: int, *, what: str, limit: int | None = None) -> None:
     --------
     >>> check_memory(1024, what="tiny", limit=2048)
     """
-    if limit is None:
-        limit = default_memory_limit()
+    limit = memory_limit(limit)
     if limit is None or n_bytes <= limit:
         return
     raise ResourceError(

@@ -30,7 +30,7 @@ from ._base import RunContext, get_method, methods, parse_methods
 from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceError, one_line
 from ._settings import COUNT_INDICES, DEFAULT_METHODS, DEFAULT_TOTAL_TIME, PROTOCOLS, FitSettings, LoadOptions
 from ._signals import stop_requested
-from ._validation import check_memory, default_memory_limit, estimate_dense_bytes, format_bytes
+from ._validation import check_memory, estimate_dense_bytes, format_bytes, memory_limit
 from .budget import Budget, parse_budget, resolve_budget
 from .factors import load_factors
 from .estimate import estimate_errors
@@ -181,7 +181,7 @@ def needs_formed(source: MatrixSource, max_memory: int | None) -> str:
         Memory limit in bytes; None: :func:`~sfapprox._validation.default_memory_limit`
         (80% of RAM).
     """
-    limit = max_memory if max_memory is not None else default_memory_limit()
+    limit = memory_limit(max_memory)
     able = [m for m, spec in methods().items() if "columns" in spec.access]
     return (f"needs the {source.n:,} x {source.n:,} matrix in memory, and a comparison there holds {SCORING_COPIES} "
             f"dense copies ({format_bytes(SCORING_COPIES * source.formed_bytes)}), over the memory limit"
@@ -200,7 +200,7 @@ def formable(source: MatrixSource, max_memory: int | None) -> bool:
         (80% of RAM).
         No limit known: True.
     """
-    limit = max_memory if max_memory is not None else default_memory_limit()
+    limit = memory_limit(max_memory)
     return limit is None or SCORING_COPIES * source.formed_bytes <= limit
 
 
@@ -311,7 +311,7 @@ def check_methods_memory(names: Sequence[str], loaded, limit: int | None) -> Non
     ResourceError
         Naming each method and what it needs.
     """
-    limit = limit if limit is not None else default_memory_limit()
+    limit = memory_limit(limit)
     if limit is None:
         return
     needs = {}
@@ -475,7 +475,7 @@ def columns_note(results: Sequence[MethodResult], max_memory: int | None) -> str
     names = [r.method for r in results if r.params.get("path") == "columns"]
     if not names:
         return None
-    limit = max_memory if max_memory is not None else default_memory_limit()
+    limit = memory_limit(max_memory)
     of = f" of {format_bytes(limit)}" if limit else ""
     return (f"{', '.join(names)}: fitted from the matrix's column blocks, in bounded memory (the in-memory fit is "
             f"over the memory limit{of}; a larger --max-memory fits in memory)")

@@ -8,7 +8,7 @@ from typing import Any
 
 from ._base import RunContext, methods
 from ._settings import COUNT_INDICES
-from ._validation import default_memory_limit, format_bytes
+from ._validation import format_bytes, memory_limit
 from .budget import sf_count, sf_structure, tsvd_count, tsvd_rank_for_budget
 from .comparison import as_loaded_matrix, formable
 from .factors import load_factors
@@ -130,7 +130,7 @@ def describe(matrix, *, count_indices: bool = COUNT_INDICES, max_memory: int | N
 
 def _source_facts(source: MatrixSource, max_memory: int | None) -> list[tuple[str, Any]]:
     """What ``info`` says of a source: what it is, its size formed, whether it fits, its parameters."""
-    limit = max_memory if max_memory is not None else default_memory_limit()
+    limit = memory_limit(max_memory)
     facts: list[tuple[str, Any]] = [("source", source.kind), ("size", f"{source.n:,} x {source.n:,}"),
                                     ("formed", f"{format_bytes(source.formed_bytes)} dense float64"),
                                     ("in a comparison", "formed in memory" if formable(source, max_memory) else

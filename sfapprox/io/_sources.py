@@ -19,7 +19,7 @@ import numpy as np
 
 from .._errors import InputError, ParameterError
 from .._npy import read_npy_header
-from .._validation import default_memory_limit
+from .._validation import memory_limit
 from ..sources import AttentionMatrix, CovarianceMatrix, KernelMatrix, MatrixSource, open_npy
 from ._common import Options, Source, fail, one_line, strip_compression
 from ._covariance import read_samples
@@ -107,7 +107,7 @@ def _big_npy(path, max_memory: int | None) -> bool:
             header = read_npy_header(fh)
     except (ValueError, OSError, EOFError):
         return False  # load_matrix names what is wrong
-    limit = max_memory if max_memory is not None else default_memory_limit()
+    limit = memory_limit(max_memory)
     shape = header.shape
     square = len(shape) == 2 and shape[0] == shape[1]
     return bool(square and not header.dtype.hasobject and limit is not None and 8 * header.count > limit)
@@ -209,7 +209,7 @@ def _covariance(path, table: np.ndarray, notes: list[str], *, format: str | None
     table already read."""
     from . import covariance_of_table
 
-    limit = max_memory if max_memory is not None else default_memory_limit()
+    limit = memory_limit(max_memory)
     features = table.shape[1] if table.ndim == 2 else 0
     if limit is not None and 8 * features * features > limit:
         return CovarianceMatrix(table, name=_stem(path))

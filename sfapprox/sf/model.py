@@ -35,7 +35,7 @@ from .._settings import (
     SF_SUPPORT,
 )
 from .._threads import AdaptiveThreads
-from .._validation import LIBRARY_WORKING_SET, check_memory, default_memory_limit
+from .._validation import LIBRARY_WORKING_SET, check_memory, memory_limit
 from ..budget import sf_structure
 from ..chord import (
     SUPPORTS,
@@ -584,7 +584,7 @@ class ChordSF(Approximation):
         offsets, n_factors = self._structure(n)
         need = self._in_memory_need(X, n_factors, offsets, len(offsets),
                                     resolve_dtype(self.dtype, device, SF_FLOAT32_MIN_N, n), device)
-        limit = self.max_memory if self.max_memory is not None else default_memory_limit()
+        limit = memory_limit(self.max_memory)
         return limit is None or need <= limit
 
     def _in_memory_need(self, X, n_factors: int, offsets: np.ndarray, n_values: int, dtype, device) -> int:
@@ -608,7 +608,7 @@ class ChordSF(Approximation):
         n = source.n
         offsets, n_factors = self._structure(n)
         shape = (n_factors, n, len(offsets))
-        limit = self.max_memory if self.max_memory is not None else default_memory_limit()
+        limit = memory_limit(self.max_memory)
         libraries = LIBRARY_WORKING_SET + COMPILED_WORKING_SET
         settings = COLUMN_SETTINGS or _columns.ColumnSettings()
         history = settings.history if settings.optimizer == "lbfgs" else None  # else Adam's memory is the need

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import ParameterError
-from .._validation import check_memory, default_memory_limit, format_bytes
+from .._validation import check_memory, format_bytes, memory_limit
 
 __all__ = ["MatrixSource", "block_columns", "MIN_BLOCK", "MAX_BLOCK"]
 
@@ -210,7 +210,7 @@ class MatrixSource:
         int
             At least 1 and at most ``min(N, MAX_BLOCK)``.
         """
-        limit = next((m for m in (max_memory, self.max_memory) if m is not None), None) or default_memory_limit()
+        limit = memory_limit(max_memory if max_memory is not None else self.max_memory)
         per_column = 8 * self.n * (self.column_copies + extra_columns)
         if limit is None:
             return min(self.n, MAX_BLOCK)
