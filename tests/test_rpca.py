@@ -256,18 +256,23 @@ def test_godec_skips_an_iteration_whose_expected_cost_would_pass_the_deadline():
     assert (n_iter, reason) == (10, "max_iter")
 
 
+def _take_seconds(monkeypatch, clock, name: str, seconds: float) -> None:
+    """Make ``rpca.<name>`` "take" ``seconds`` on the fake clock (then do its work)."""
+    from sfapprox.baselines import rpca
+
+    real = getattr(rpca, name)
+
+    def slow(*args, **kw):
+        clock.advance(seconds)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(rpca, name, slow)
+
+
 def test_godec_grid_points_the_time_left_cannot_pay_for_are_skipped(fake_clock, monkeypatch):
     # Scoring a split "takes" 10 s on the fake clock: after the exact points, a GoDec point needs
     # GODEC_LEAST_SCORINGS of them; with 25 s left it is skipped (recorded), never started.
-    from sfapprox.baselines import rpca
-
-    real = rpca._scored
-
-    def slow(*args, **kw):
-        fake_clock.advance(10.0)
-        return real(*args, **kw)
-
-    monkeypatch.setattr(rpca, "_scored", slow)
+    _take_seconds(monkeypatch, fake_clock, "_scored", 10.0)
     X = _planted(40, 3, 60)
     rp = RobustPCA(budget=1500, rank_grid=[0, 3], time_limit=35.0, device="cpu").fit(X)
     grid = {g["rank"]: g for g in rp.params_["grid"]}
@@ -279,15 +284,7 @@ def test_pcp_refits_only_when_its_scorings_fit_the_time_left(fake_clock, monkeyp
     # A selection of E's (or a residual's) largest entries "takes" 5 s on the fake clock: after PCP and
     # the cuts, the GoDec refit needs GODEC_LEAST_SCORINGS scorings; without the time for them the
     # cut's L is scored alone (one scoring), and the fit ends on its time limit instead of ~20 s after.
-    from sfapprox.baselines import rpca
-
-    real = rpca._largest
-
-    def slow(*args, **kw):
-        fake_clock.advance(5.0)
-        return real(*args, **kw)
-
-    monkeypatch.setattr(rpca, "_largest", slow)
+    _take_seconds(monkeypatch, fake_clock, "_largest", 5.0)
     X = _planted(40, 2, 80, seed=5, scale=5.0)
     tight = RobustPCA(budget=900, method="pcp", time_limit=12.0, device="cpu").fit(X)
     assert tight.stop_reason_ == "time_limit" and tight.params_["iterations"] == 0

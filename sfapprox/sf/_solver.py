@@ -217,7 +217,7 @@ class _NumpyOps:
     def assemble(pairs: np.ndarray, w: np.ndarray, g: np.ndarray, h0: float) -> np.ndarray:
         """``-h0 g - pairs^T w`` in ``g``'s dtype (``w``: float64 weights)."""
         if pairs.dtype == g.dtype:
-            d = np.dot(w.astype(g.dtype, copy=False), pairs)
+            d = np.dot(_NumpyOps.from_host(w, g), pairs)
             d += h0 * g
             return np.negative(d, out=d)
         return _call_host("assemble", pairs, w, g, h0, np.empty_like(g))

@@ -125,7 +125,6 @@ def step_update(SY, YY, Rinv, h0, old_ages, full, proj_new, proj_old, w_old, t, 
     return append(SY, YY, Rinv, full, Sy, Yy, Ys, ys)
 
 
-
 @nb.njit(**_JIT_SUM)
 def project(pairs, g):
     """``pairs @ g`` accumulated in float64 (the buffer may be float32).
