@@ -265,7 +265,8 @@ def check_scoring_memory(loaded, limit: int | None) -> None:
     Every method is scored by :func:`~sfapprox.metrics.operator_error`:
     up to :data:`~sfapprox.metrics.DENSE_SCORING_MAX_N` on dense ``N x N``
     arrays (approximation, residual and, for sparse input, X itself), above
-    it by column blocks (and a sparse X's CSC copy).
+    it by column blocks (and a sparse X's CSC copy).  ``X`` is held meanwhile,
+    so it counts, as every method's working memory counts it.
 
     Parameters
     ----------
@@ -280,11 +281,11 @@ def check_scoring_memory(loaded, limit: int | None) -> None:
         When the scoring's arrays are over the limit.
     """
     n = loaded.n
-    need = scoring_bytes(n)
-    if loaded.is_sparse:
-        X = loaded.matrix
-        need += (estimate_dense_bytes(n) if n <= DENSE_SCORING_MAX_N else
-                 int(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes))
+    X = loaded.matrix
+    held = int(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes) if loaded.is_sparse else int(X.nbytes)
+    need = held + scoring_bytes(n)
+    if loaded.is_sparse:  # its dense copy, or its CSC copy (as big as X)
+        need += estimate_dense_bytes(n) if n <= DENSE_SCORING_MAX_N else held
     how = "dense arrays" if n <= DENSE_SCORING_MAX_N else "column blocks"
     check_memory(need, what=f"{loaded.name}: scoring each method ({how} of the {n} x {n} matrix)", limit=limit)
 

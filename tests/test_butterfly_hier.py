@@ -197,3 +197,27 @@ def test_the_second_order_runs_only_when_it_fits(fake_clock, monkeypatch, limit,
     b = HierarchicalButterfly(time_limit=limit).fit(np.random.default_rng(8).standard_normal((16, 16)))
     assert len(b.params_["errors"]) == orders and fake_clock.time <= limit
     assert b.stop_reason_ == ("time_limit" if orders == 1 else "closed_form")
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_the_splits_by_chunks_give_the_whole_batch_numbers_in_bounded_memory(monkeypatch, order):
+    """Each step's batched SVD runs SVD_CHUNK_BYTES at a time: the same factors as one call over the
+    whole batch, and numpy's arrays during a factorization stay under the remainder's half plus a
+    chunk: a remainder and the next, half and a quarter of the matrix (one call over the whole batch
+    adds its Vt, as big as the matrix, to the first step's remainder)."""
+    import tracemalloc
+
+    X = np.random.default_rng(3).standard_normal((256, 256))
+    monkeypatch.setattr(mod, "SVD_CHUNK_BYTES", 1 << 40)
+    whole, whole_errors = factorize(X, order)
+    monkeypatch.setattr(mod, "SVD_CHUNK_BYTES", 8 * 256 * 8)  # a few rows h of the first step at a time
+    tracemalloc.start()
+    try:
+        chunked, errors = factorize(X, order)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_allclose(chunked, whole, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(errors, whole_errors, rtol=1e-12)
+    mirrored = X.nbytes if order == "right-to-left" else 0  # its input, P X^T P, is a new array
+    assert peak - mirrored < 1.0 * X.nbytes

@@ -96,12 +96,12 @@ def test_a_method_whose_fit_would_pass_the_memory_limit_is_refused_before_it_run
     from sfapprox import FitSettings, compare
 
     X = np.random.default_rng(0).random((40, 40))
-    # TSVD's exact SVD (8 N^2) fits in 9; the hierarchical butterfly's 5 padded 64 x 64 do not
+    # TSVD's X and exact SVD (X + 8 N^2) fit in 9; the hierarchical butterfly's 5 padded 64 x 64 do not
     roomy = compare(X, ["tsvd", "butterfly-hier"], settings=FitSettings(max_memory=9 * 8 * 40 * 40, device="cpu"))
     tsvd, hier = roomy.results
     assert tsvd.status == "ok" and "path" not in tsvd.params
     assert hier.status == "failed" and "butterfly-hier: its fit of a 40 x 40 matrix" in hier.reason
-    limit = 3 * 8 * 40 * 40  # the scoring's 2 dense copies fit; TSVD's 8, Monarch's 5 and sparse's 6 do not
+    limit = 3 * 8 * 40 * 40  # X and the scoring's 2 dense copies fit; TSVD's 9, Monarch's 5 and sparse's 6 do not
     names = ["tsvd", "butterfly-hier", "monarch", "sparse"]
     c = compare(X, names, settings=FitSettings(max_memory=limit, device="cpu"))
     free = compare(X, names[2:], settings=FitSettings(device="cpu"))
@@ -242,14 +242,15 @@ def test_scoring_memory_is_checked_for_the_path_that_will_run(monkeypatch, spars
 
     X = sp.random_array((300, 300), density=0.01, random_state=0, format="csr") if sparse else np.eye(300)
     loaded = as_loaded(X, "X")
-    dense_need = metrics.scoring_bytes(300) + (300 * 300 * 8 if sparse else 0)
+    held = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes if sparse else X.nbytes  # X counts: it is held
+    dense_need = held + metrics.scoring_bytes(300) + (300 * 300 * 8 if sparse else 0)
     check_scoring_memory(loaded, dense_need)
     with pytest.raises(ResourceError, match="dense arrays"):
         check_scoring_memory(loaded, dense_need - 1)
     monkeypatch.setattr(metrics, "DENSE_SCORING_MAX_N", 100)  # now scored by column blocks
     monkeypatch.setattr("sfapprox.comparison.DENSE_SCORING_MAX_N", 100)
     monkeypatch.setattr(metrics, "SCORING_BLOCK", 16)
-    block_need = metrics.scoring_bytes(300) + (X.data.nbytes + X.indices.nbytes + X.indptr.nbytes if sparse else 0)
+    block_need = held + metrics.scoring_bytes(300) + (held if sparse else 0)
     assert block_need < dense_need
     check_scoring_memory(loaded, block_need)
     with pytest.raises(ResourceError, match="column blocks"):

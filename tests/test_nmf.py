@@ -203,3 +203,27 @@ def test_a_further_start_runs_only_when_its_least_work_fits(fake_clock, monkeypa
     X = np.random.default_rng(4).random((20, 20))
     fit = NMF(3, time_limit=limit, max_iter=30, device="cpu").fit(X)
     assert len(fit.params_["errors"]) == starts and fake_clock.time <= limit
+
+
+def test_the_starts_are_scored_by_the_comparisons_scoring_without_forming_w_h(monkeypatch):
+    """Choosing among starts scores each: by column blocks above DENSE_SCORING_MAX_N, as every row of a
+    comparison is (W H and the residual were two more N x N arrays, over NMF's working memory)."""
+    import tracemalloc
+
+    from sfapprox import metrics
+    from sfapprox.baselines import nmf as module
+
+    rng = np.random.default_rng(2)
+    X, W, H = rng.random((300, 300)), rng.random((300, 4)), rng.random((4, 300))
+    want = float(np.linalg.norm(X - W @ H))
+    assert module._error_of(X, W, H) == pytest.approx(want, rel=1e-12)
+    monkeypatch.setattr(metrics, "DENSE_SCORING_MAX_N", 100)
+    monkeypatch.setattr(metrics, "SCORING_BLOCK", 16)
+    tracemalloc.start()
+    try:
+        got = module._error_of(X, W, H)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert got == pytest.approx(want, rel=1e-12)
+    assert peak < 0.5 * X.nbytes

@@ -170,3 +170,30 @@ def test_covariance_source_refuses_bad_tables(table, match):
 
     with pytest.raises(InputError, match=match):
         CovarianceMatrix(table)
+
+
+def test_an_array_in_memory_multiplies_without_copying_its_blocks(tmp_path):
+    """A float64 array in memory is one BLAS product (a pass by blocks copied up to 4,096 columns at a
+    time: the whole matrix again); the same numbers as the memory-mapped file's pass by blocks, and a
+    non-finite entry still named."""
+    import tracemalloc
+
+    X = np.random.default_rng(5).standard_normal((300, 300))
+    np.save(tmp_path / "x.npy", X)
+    mapped = ArraySource(np.load(tmp_path / "x.npy", mmap_mode="r"))
+    B = np.random.default_rng(6).standard_normal((300, 4))
+    src = ArraySource(X)
+    tracemalloc.start()
+    try:
+        product, transposed = src.matmat(B), src.rmatmat(B)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 0.1 * X.nbytes
+    np.testing.assert_allclose(product, mapped.matmat(B), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(transposed, mapped.rmatmat(B), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(src.matmat(B[:, 0]), X @ B[:, 0], rtol=1e-12)
+    X[3, 4] = np.nan
+    for product in (src.matmat, src.rmatmat):
+        with pytest.raises(InputError, match=r"entry \(3, 4\) is nan"):
+            product(B)

@@ -202,3 +202,25 @@ def test_a_large_dense_matrix_in_memory_is_read_in_blocks_with_the_same_entries(
         assert np.array_equal(blocks.S_.toarray(), in_memory.S_.toarray()), budget
         assert blocks.params_ == in_memory.params_ and blocks.n_stored_ == in_memory.n_stored_
     assert len(passes) == 4
+
+
+def test_the_block_selection_of_a_dense_matrix_in_memory_stays_within_its_working_memory(monkeypatch):
+    """Just above STREAMED_MIN_N, SELECTION_BYTES (1 GiB) is many N x N arrays: the pass takes at most
+    SELECTION_ARRAYS of them, so that what it holds besides X stays within the working memory a
+    comparison checks (it held the whole matrix as one block, and its temporaries, before)."""
+    import tracemalloc
+
+    from sfapprox.baselines import sparse as module
+
+    X = np.random.default_rng(8).standard_normal((300, 300))
+    monkeypatch.setattr(module, "STREAMED_MIN_N", 50)
+    assert module.selection_bytes(300) == module.SELECTION_ARRAYS * X.nbytes < module.SELECTION_BYTES
+    in_memory = np.sort(np.abs(X).ravel())[-2000:]
+    tracemalloc.start()
+    try:
+        fit = SparseApproximation(n_sparse=2000).fit(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert np.array_equal(np.sort(np.abs(fit.S_.data)), in_memory)
+    assert peak <= module.working_memory(300) - X.nbytes

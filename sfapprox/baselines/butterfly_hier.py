@@ -72,6 +72,7 @@ from .._errors import BudgetError
 from .._params import Interval, Options
 from .._settings import DEFAULT_TIME_LIMIT
 from ..budget import butterfly_hier_count, padded_size
+from ..metrics import operator_error
 from ..operators import ChordOperator, PaddedButterflyOperator
 
 __all__ = [
@@ -88,6 +89,9 @@ ORDERS = ("left-to-right", "right-to-left")
 
 #: Relative error below which a fit counts as reproducing ``X`` (round-off).
 EXACT_TOL = 1e-12
+
+#: Bytes of blocks one batched SVD call takes (see :func:`_split`).
+SVD_CHUNK_BYTES = 16 << 20
 
 
 # --------------------------------------------------------------------------- accounting
@@ -106,20 +110,37 @@ def _left_to_right(A: np.ndarray) -> tuple[np.ndarray, list[float]]:
     errors = []
     for t in range(n_factors - 1):
         batch, half = 1 << t, n >> (t + 1)
-        # p = 2 p_hi + x (x: bit t of the row); block j = (q, h, lo) holds rows x, columns p'_hi.
-        blocks = T.reshape(batch, half, 2, half, 2).transpose(0, 1, 4, 2, 3)  # [q, h, lo, x, p'_hi]
-        U, s, Vt = np.linalg.svd(blocks, full_matrices=False)
-        u = U[..., 0]  # [q, h, lo, x], unit columns of W_t
-        errors.append(float(np.sqrt(np.sum(s[..., 1] ** 2))))
+        u, error, T = _split(T, batch, half)  # u: [q, h, lo, x], unit columns of W_t
+        errors.append(error)
         # Row i = (2h + x) 2^t + q of W_t: W[i, i] = u[q, h, x, x], W[i, i ^ 2^t] = u[q, h, 1 - x, x].
         values[t, :, 0] = u[:, :, [0, 1], [0, 1]].transpose(1, 2, 0).reshape(n)
         values[t, :, 1] = u[:, :, [1, 0], [0, 1]].transpose(1, 2, 0).reshape(n)
-        sv = s[..., 0, None] * Vt[..., 0, :]  # [q, h, lo, p'_hi]: rows j of A_{t+1}
-        T = sv.transpose(2, 0, 1, 3).reshape(2 * batch, half, half)  # new q = lo 2^t + q
     # The last remainder is the last factor: T[q, x, y] on bit L-1, row i = x 2^(L-1) + q.
     values[-1, :, 0] = T[:, [0, 1], [0, 1]].T.reshape(n)
     values[-1, :, 1] = T[:, [0, 1], [1, 0]].T.reshape(n)
     return values, errors
+
+
+def _split(T: np.ndarray, batch: int, half: int) -> tuple[np.ndarray, float, np.ndarray]:
+    """One step's rank-one splits: the unit vectors ``u[q, h, lo, x]``, the step's error and the next remainder.
+
+    The ``2 x half`` blocks go through the batched SVD :data:`SVD_CHUNK_BYTES` at a time (rows ``h``
+    of the remainder), each chunk's ``sigma_1 v_1`` written into the next remainder: the whole batch at
+    once would add a contiguous copy of ``T`` and its ``Vt``, two ``N x N`` arrays, to the fit's peak.
+    """
+    # p = 2 p_hi + x (x: bit t of the row); block j = (q, h, lo) holds rows x, columns p'_hi.
+    blocks = T.reshape(batch, half, 2, half, 2).transpose(0, 1, 4, 2, 3)  # [q, h, lo, x, p'_hi]
+    u = np.empty((batch, half, 2, 2))
+    rest = np.empty((2, batch, half, half))  # [lo, q, h, p'_hi]: rows j of A_{t+1}
+    squared = 0.0
+    rows = max(1, SVD_CHUNK_BYTES // (8 * batch * 4 * half))  # values of one h: batch x 2 x 2 x half
+    for h in range(0, half, rows):
+        chunk = slice(h, h + rows)
+        U, s, Vt = np.linalg.svd(blocks[:, chunk], full_matrices=False)
+        u[:, chunk] = U[..., 0]
+        squared += float(np.sum(s[..., 1] ** 2))
+        rest[:, :, chunk] = (s[..., 0, None] * Vt[..., 0, :]).transpose(2, 0, 1, 3)
+    return u, math.sqrt(squared), rest.reshape(2 * batch, half, half)  # new q = lo 2^t + q
 
 
 def _bit_reversal(n: int) -> np.ndarray:
@@ -140,7 +161,7 @@ def _right_to_left(A: np.ndarray) -> tuple[np.ndarray, list[float]]:
     """
     n = A.shape[0]
     rev = _bit_reversal(n)
-    mirrored, errors = _left_to_right(np.ascontiguousarray(A.T[np.ix_(rev, rev)]))
+    mirrored, errors = _left_to_right(A.T[np.ix_(rev, rev)])  # a new array (fancy indexing copies)
     n_factors = mirrored.shape[0]
     values = np.empty_like(mirrored)
     for m in range(n_factors):
@@ -312,7 +333,7 @@ class HierarchicalButterfly(Approximation):
                 began = _timing.now()
                 values, steps = factorize(padded, order)
                 op = self._operator(values, n)
-                err = float(np.linalg.norm(dense - op.to_dense()))
+                err = operator_error(dense, op, norm)[0]  # by column blocks above DENSE_SCORING_MAX_N
                 errors[order] = err
                 each = _timing.now() - began
                 if best is None or err < best[0] * (1 - 1e-12):
@@ -371,7 +392,9 @@ register(
         order=61,
         label="hierarchical butterfly",
         iterative=False,
-        # the padded matrix and its block SVDs: 4.3 N'^2 float64 measured (N = 256, 1000; N' = padded_size)
+        # X, the padded matrix, its mirror image and the splits' remainders (3.5 N'^2), or X, the padded
+        # matrix and the scoring's two arrays (4 N'^2; N' = padded_size): peak RSS 4.0-4.3 N'^2 measured
+        # at N = 1,024-4,096 (benchmarks/results/method_memory.md)
         working_memory=lambda n: 5 * 8 * padded_size(n) ** 2,
     )
 )

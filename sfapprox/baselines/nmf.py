@@ -29,6 +29,7 @@ from .._errors import BudgetError, ConvergenceWarning, NotApplicableError, Param
 from .._params import Interval, Options
 from .._settings import DEFAULT_TIME_LIMIT
 from ..budget import nmf_count, nmf_rank_for_budget
+from ..metrics import operator_error
 from ..operators import HybridOperator
 from ._torch import as_tensor, few_threads
 from .tsvd import EXACT_MAX_N, EXACT_SVD_ARRAYS, _exact_svd, _randomized_svd
@@ -224,9 +225,9 @@ def _fit_from(X, Xt, start, device, dtype, **options) -> tuple:
 
 
 def _error_of(X, W: np.ndarray, H: np.ndarray) -> float:
-    """Frobenius error in float64 numpy (used to choose among starts)."""
-    dense = X.toarray() if hasattr(X, "toarray") else X
-    return float(np.linalg.norm(dense - W @ H))
+    """Frobenius error in float64 numpy (used to choose among starts): the comparison's scoring, by
+    column blocks above ``DENSE_SCORING_MAX_N`` (``W H`` and the residual would be two more N x N arrays)."""
+    return operator_error(X, HybridOperator(X.shape[0], low_rank=(W, None, H)))[0]
 
 
 def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, time_limit: float | None,

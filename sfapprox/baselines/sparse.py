@@ -51,8 +51,26 @@ __all__ = ["SparseApproximation", "SparseOperator", "sparse_count", "sparse_entr
 #: blocks, besides X): N = 8,192: 3.62 s and 2.5 GiB / 2.28 s and 462 MiB; N = 16,384: 14.25 s and
 #: 10 GiB / 10.08 s and 462 MiB.
 STREAMED_MIN_N = 2048
-#: Memory limit of that pass (it sizes the blocks).
+#: Memory limit of that pass (it sizes the blocks, which take half of it): at most this, and at most
+#: SELECTION_ARRAYS N x N arrays, so that just above STREAMED_MIN_N, where 1 GiB is many arrays, the
+#: pass still holds fewer than the in-memory selection (``benchmarks/results/method_memory.md``).
 SELECTION_BYTES = 1 << 30
+SELECTION_ARRAYS = 4
+
+
+def selection_bytes(n: int) -> int:
+    """The memory limit of the column-block selection of a dense ``n x n`` X in memory (see
+    :data:`SELECTION_BYTES`)."""
+    return min(SELECTION_BYTES, SELECTION_ARRAYS * 8 * n * n)
+
+
+def working_memory(n: int) -> int:
+    """Peak bytes of the selection from a dense ``n x n`` X in memory, X included (what a comparison
+    checks before the fit): the magnitudes, their selection and the kept entries, 5.0 N^2 float64
+    measured (N = 256-1,000; 6 counted); above :data:`STREAMED_MIN_N`, X and the column-block pass's
+    :func:`selection_bytes` (its blocks take half; the rest holds ``O(k)`` candidates)."""
+    array = 8 * n * n
+    return 6 * array if n <= STREAMED_MIN_N else array + selection_bytes(n)
 
 
 def _min_budget(n: int, context: RunContext) -> int:
@@ -326,8 +344,8 @@ class SparseApproximation(Approximation):
         start = time.perf_counter()
         if isinstance(X, MatrixSource) or (not sp.issparse(X) and n > STREAMED_MIN_N):
             # Too big to form: one pass over its columns.  A large dense X goes the same way, in
-            # blocks of SELECTION_BYTES: the same entries, without six N x N temporaries.
-            source, memory = (X, None) if isinstance(X, MatrixSource) else (ArraySource(X), SELECTION_BYTES)
+            # blocks of selection_bytes(n): the same entries, without six N x N temporaries.
+            source, memory = (X, None) if isinstance(X, MatrixSource) else (ArraySource(X), selection_bytes(n))
             rows, cols, vals, nnz = streamed_top_entries(source, limit, max_memory=memory)
             S = sp.csr_array((vals, (rows, cols)), shape=(n, n))
             s = int(vals.size)
@@ -375,8 +393,6 @@ register(
         label="sparse storage",
         iterative=False,
         access=("dense", "columns"),
-        # the magnitudes, their selection and the kept entries: 5.0 N^2 float64 measured (N = 256-1000);
-        # above STREAMED_MIN_N an upper bound (a block and O(k) candidates, 6 arrays of k for k near N^2)
-        working_memory=lambda n: 6 * 8 * n * n,
+        working_memory=working_memory,
     )
 )

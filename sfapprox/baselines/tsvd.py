@@ -195,8 +195,9 @@ register(
         order=20,
         label="low rank (TSVD)",
         iterative=False,
-        # the exact SVD's copy, factors and workspace up to EXACT_MAX_N (peak RSS: X + 7.9 N^2 at
-        # N = 2,048); above, the randomized SVD's N x r blocks (X + 0.4 N^2 at N = 3,000)
-        working_memory=lambda n: (EXACT_SVD_ARRAYS if n <= EXACT_MAX_N else 3) * 8 * n * n,
+        # X, and up to EXACT_MAX_N the exact SVD's copy, factors and workspace (peak RSS: X + 7.9 N^2
+        # at N = 2,048: X is not among the EXACT_SVD_ARRAYS); above, the randomized SVD's N x r blocks
+        # (X + 0.4 N^2 at N = 3,000)
+        working_memory=lambda n: (1 + EXACT_SVD_ARRAYS if n <= EXACT_MAX_N else 3) * 8 * n * n,
     )
 )

@@ -65,6 +65,31 @@ class ArraySource(MatrixSource):
             raise InputError(f"{self.name}: entry ({i}, {J[j]}) is {block[i, j]}; the matrix must be finite")
         return block
 
+    def _in_memory(self) -> bool:
+        """A float64 array in memory (not memory-mapped): its products need no column blocks."""
+        return type(self.array) is np.ndarray and self.array.dtype == np.float64
+
+    def matmat(self, B: np.ndarray) -> np.ndarray:
+        """``X @ B``: one product for a float64 array in memory, else by column blocks.
+
+        A pass by blocks copies each block (up to 4,096 columns: the whole matrix again at N = 4,096,
+        ``benchmarks/results/method_memory.md``).  A non-finite entry of ``X`` makes the product
+        non-finite; the pass by blocks then names it.
+        """
+        if self._in_memory():
+            out = self.array @ np.asarray(B, dtype=np.float64)
+            if np.isfinite(out).all():
+                return out
+        return super().matmat(B)
+
+    def rmatmat(self, B: np.ndarray) -> np.ndarray:
+        """``X.T @ B``, as :meth:`matmat`."""
+        if self._in_memory():
+            out = self.array.T @ np.asarray(B, dtype=np.float64)
+            if np.isfinite(out).all():
+                return out
+        return super().rmatmat(B)
+
     def diagonal(self) -> np.ndarray:
         return np.asarray(np.diagonal(self.array), dtype=np.float64).copy()
 
