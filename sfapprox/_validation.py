@@ -99,6 +99,11 @@ def default_memory_limit() -> int | None:
 #: (thread pools, allocator caches, LAPACK workspaces; measured about 35 MB on the CPU), counted in
 #: every estimate of a fit's memory.
 LIBRARY_WORKING_SET = 64 << 20
+#: Bytes numba and llvmlite take on the first compiled fit or product of a process: importing them and
+#: compiling the kernels (first run after installing) or loading them from numba's cache.  Measured
+#: beyond LIBRARY_WORKING_SET at N = 64: 44 MB from the cache, 88 MB compiling; the Chord products'
+#: apply kernels (scoring a butterfly above N = 1,024): 98 MB.  Counted where a compiled kernel will run.
+COMPILED_WORKING_SET = 128 << 20
 
 
 def memory_limit(max_memory: int | None) -> int | None:

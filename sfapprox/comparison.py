@@ -30,7 +30,7 @@ from ._base import RunContext, get_method, methods, parse_methods
 from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceError, one_line
 from ._settings import COUNT_INDICES, DEFAULT_METHODS, DEFAULT_TOTAL_TIME, PROTOCOLS, FitSettings, LoadOptions
 from ._signals import stop_requested
-from ._validation import check_memory, estimate_dense_bytes, format_bytes, memory_limit
+from ._validation import LIBRARY_WORKING_SET, check_memory, estimate_dense_bytes, format_bytes, memory_limit
 from .budget import Budget, parse_budget, resolve_budget
 from .factors import load_factors
 from .estimate import estimate_errors
@@ -162,12 +162,32 @@ def _in_memory_or_columns(name: str, spec, X, max_memory: int | None):
     n = X.shape[0]
     what = f"{name}: its fit of a {n} x {n} matrix"
     try:
-        check_memory(spec.working_memory(n), what=what, limit=max_memory)
+        check_memory(method_need(spec, n), what=what, limit=max_memory)
     except ResourceError:
         if "columns" not in spec.access:
             raise
         return as_source(X)
     return X
+
+
+def method_need(spec, n: int) -> int:
+    """The bytes a comparison checks before ``spec``'s fit of an ``n x n`` matrix in memory: its measured
+    :attr:`~sfapprox._base.MethodSpec.working_memory` (X included) and the libraries' own working set
+    (:data:`~sfapprox._validation.LIBRARY_WORKING_SET`: BLAS and LAPACK buffers, the allocator's
+    slack), which every fit's estimate counts.
+
+    Parameters
+    ----------
+    spec : MethodSpec
+        A method with a ``working_memory``.
+    n : int
+        Order of the matrix.
+
+    Returns
+    -------
+    int
+    """
+    return spec.working_memory(n) + LIBRARY_WORKING_SET
 
 
 def needs_formed(source: MatrixSource, max_memory: int | None) -> str:
@@ -266,7 +286,8 @@ def check_scoring_memory(loaded, limit: int | None) -> None:
     up to :data:`~sfapprox.metrics.DENSE_SCORING_MAX_N` on dense ``N x N``
     arrays (approximation, residual and, for sparse input, X itself), above
     it by column blocks (and a sparse X's CSC copy).  ``X`` is held meanwhile,
-    so it counts, as every method's working memory counts it.
+    so it counts, as every method's working memory counts it, and so does the libraries' working set
+    (:func:`method_need`).
 
     Parameters
     ----------
@@ -283,7 +304,7 @@ def check_scoring_memory(loaded, limit: int | None) -> None:
     n = loaded.n
     X = loaded.matrix
     held = int(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes) if loaded.is_sparse else int(X.nbytes)
-    need = held + scoring_bytes(n)
+    need = held + scoring_bytes(n) + LIBRARY_WORKING_SET
     if loaded.is_sparse:  # its dense copy, or its CSC copy (as big as X)
         need += estimate_dense_bytes(n) if n <= DENSE_SCORING_MAX_N else held
     how = "dense arrays" if n <= DENSE_SCORING_MAX_N else "column blocks"
@@ -318,7 +339,7 @@ def check_methods_memory(names: Sequence[str], loaded, limit: int | None) -> Non
     needs = {}
     for name in names:
         spec = get_method(name)
-        need = None if spec.working_memory is None or "columns" in spec.access else spec.working_memory(loaded.n)
+        need = None if spec.working_memory is None or "columns" in spec.access else method_need(spec, loaded.n)
         if need is None or need <= limit:
             return  # this one runs (or decides for itself)
         needs[name] = need

@@ -71,6 +71,7 @@ from .._base import Approximation, MethodSpec, RunContext, register
 from .._errors import BudgetError
 from .._params import Interval, Options
 from .._settings import DEFAULT_TIME_LIMIT
+from .._validation import COMPILED_WORKING_SET
 from ..budget import butterfly_hier_count, padded_size
 from ..metrics import operator_error
 from ..operators import ChordOperator, PaddedButterflyOperator
@@ -395,6 +396,7 @@ register(
         # X, the padded matrix, its mirror image and the splits' remainders (3.5 N'^2), or X, the padded
         # matrix and the scoring's two arrays (4 N'^2; N' = padded_size): peak RSS 4.0-4.3 N'^2 measured
         # at N = 1,024-4,096 (benchmarks/results/method_memory.md)
-        working_memory=lambda n: 5 * 8 * padded_size(n) ** 2,
+        # ... and, scoring its product above N = 1,024, the compiled apply kernels' first load
+        working_memory=lambda n: 5 * 8 * padded_size(n) ** 2 + COMPILED_WORKING_SET,
     )
 )

@@ -35,7 +35,7 @@ from .._settings import (
     SF_SUPPORT,
 )
 from .._threads import AdaptiveThreads
-from .._validation import LIBRARY_WORKING_SET, check_memory, memory_limit
+from .._validation import COMPILED_WORKING_SET, LIBRARY_WORKING_SET, check_memory, memory_limit
 from ..budget import sf_structure
 from ..chord import (
     SUPPORTS,
@@ -51,14 +51,6 @@ from ..sources import ArraySource, MatrixSource, SparseSource, as_source
 from ._multistart import PREFERRED, multistart, start_values
 
 __all__ = ["ChordSF", "fit_sf", "estimate_fit_memory", "optimizer_time_limit", "SCORING_EVALS"]
-
-
-
-#: Bytes numba and llvmlite take on the first compiled fit of a process: importing them and compiling
-#: the kernels (first run after installing) or loading them from numba's cache.  Measured beyond
-#: LIBRARY_WORKING_SET at N = 64: 44 MB from the cache, 88 MB compiling; counted when the compiled
-#: kernel is the one that will run.
-COMPILED_WORKING_SET = 128 << 20
 
 
 #: How a fit from column blocks steps (a :class:`~sfapprox.sf._columns.ColumnSettings`); None: its
