@@ -144,3 +144,28 @@ class TestHardening:
     def test_size_line_beyond_int64_refused(self, tmp_path):
         p = write(tmp_path / "o.mtx", "%%MatrixMarket matrix coordinate real general\n9223372036854775808\n")
         input_error(p, r"line 2: Invalid integer size line '9223372036854775808'")
+
+
+def test_a_compressed_dense_file_is_refused_when_its_text_copies_and_parse_are_over_the_limit(tmp_path):
+    """A compressed (or non-canonical) file is parsed from canonical bytes rewritten from its text: the
+    text, its copies and the array are checked once the text's size is known (the header's check counts
+    only the array; a 3,000 x 3,000 .mtx.gz peaked at 6.6 arrays against it)."""
+    import io
+
+    import scipy.io
+
+    X = np.random.default_rng(0).random((120, 120))
+    buffer = io.BytesIO()
+    scipy.io.mmwrite(buffer, X)
+    text = buffer.getvalue()
+    path = tmp_path / "x.mtx.gz"
+    path.write_bytes(gzip.compress(text))
+    array = X.nbytes
+    need = 3 * len(text) + 2 * array
+    assert 2 * array < need // 2  # the header's own check passes the limit below
+    with pytest.raises(ResourceError, match=r"x\.mtx\.gz: parsing .* of text into a 120 x 120 matrix"):
+        load_matrix(path, max_memory=need // 2)
+    np.testing.assert_allclose(load_matrix(path, max_memory=need).to_dense(), X, rtol=1e-12)
+    plain = tmp_path / "x.mtx"
+    plain.write_bytes(text)  # read by scipy from its path: no copy of the text
+    np.testing.assert_allclose(load_matrix(plain, max_memory=need // 2).to_dense(), X, rtol=1e-12)

@@ -205,7 +205,8 @@ class Source:
                 for chunk in iter(lambda: fh.read(_CHUNK * 16), b""):
                     out.write(chunk)
                     if out.tell() > 4 * _CHUNK * 16:  # cheap: check only once it matters
-                        check_memory(out.tell(), what=f"{self.display}: decompressed data", limit=self.max_memory)
+                        # twice: the buffer, and the bytes getvalue() copies out of it
+                        check_memory(2 * out.tell(), what=f"{self.display}: decompressed data", limit=self.max_memory)
         except _CODEC_ERRORS as exc:
             raise self._codec_error(exc) from None
         except OSError as exc:

@@ -31,7 +31,7 @@ import numpy as np
 import scipy.io
 import scipy.sparse as sp
 
-from .._validation import check_memory
+from .._validation import check_memory, format_bytes
 from ._common import Options, ReadResult, Source, check_order, decode_text, one_line
 
 #: Bytes of the file read to find the header (banner, comments, size line);
@@ -248,17 +248,25 @@ def _check_sizes(src: Source, h: _Header, opts: Options) -> None:
         raise src.fail(f"matrix is not square ({h.rows} x {h.cols})", "only square matrices can be approximated")
     check_order(h.rows, src)
     if h.fmt == "array":
-        # scipy's parse plus our float64 copy.
-        check_memory(2 * 8 * h.rows * h.cols, what=f"{src.display}: dense {h.rows} x {h.cols} array",
-                     limit=opts.max_memory)
+        check_memory(_parse_bytes(h), what=f"{src.display}: dense {h.rows} x {h.cols} array", limit=opts.max_memory)
     else:
-        # (row, col, value) at 8 bytes each, twice for symmetric storage, plus the CSR copy.
-        factor = 2 if h.symmetry != "general" else 1
-        check_memory(
-            2 * 24 * factor * h.entries + 8 * h.rows,
-            what=f"{src.display}: sparse {h.rows} x {h.cols} matrix with {h.entries} stored entries",
-            limit=opts.max_memory,
-        )
+        check_memory(_parse_bytes(h),
+                     what=f"{src.display}: sparse {h.rows} x {h.cols} matrix with {h.entries} stored entries",
+                     limit=opts.max_memory)
+
+
+def _parse_bytes(h: _Header) -> int:
+    """What scipy's parse and our float64 copy hold: a dense array twice; or (row, col, value) at 8
+    bytes each, twice for symmetric storage, plus the CSR copy."""
+    if h.fmt == "array":
+        return 2 * 8 * h.rows * h.cols
+    factor = 2 if h.symmetry != "general" else 1
+    return 2 * 24 * factor * h.entries + 8 * h.rows
+
+
+#: Copies of the text a rewrite to canonical bytes holds at its peak: the file's (decompressed) text,
+#: kept by its Source, the canonical copy, and the copy a line-end or comment rewrite makes of it.
+CANONICAL_COPIES = 3
 
 
 def _bad_line_message(line: str, fmt: str, field: str) -> tuple[str, str | None]:
@@ -368,7 +376,12 @@ def _scipy_source(src: Source, h: _Header) -> Iterator[str | io.BytesIO]:
         if plain:
             yield os.fspath(src.path)
             return
-    data, start = _canonical(src.read_bytes(), h)
+    text = src.read_bytes()
+    # Checked again now that the text's size is known: its copies, then the parse, the text still held.
+    check_memory(CANONICAL_COPIES * len(text) + _parse_bytes(h), limit=src.max_memory,
+                 what=f"{src.display}: parsing {format_bytes(len(text))} of text into a {h.rows} x {h.cols} matrix")
+    data, start = _canonical(text, h)
+    del text  # the Source keeps its own reference; this frame's is not needed
     _check_body(src, data, start, h)
     yield io.BytesIO(data)
 
