@@ -36,7 +36,7 @@ from .factors import load_factors
 from .estimate import estimate_errors
 from .metrics import DENSE_SCORING_MAX_N, operator_error, scoring_bytes
 from .results import Comparison, MethodResult, library_versions
-from .sources import DistributedSource, MatrixSource, as_source
+from .sources import DistributedSource, MatrixSource, columns_within
 
 __all__ = ["compare", "available_methods", "run_method", "run_all", "PROTOCOLS"]
 
@@ -166,7 +166,7 @@ def _in_memory_or_columns(name: str, spec, X, max_memory: int | None):
     except ResourceError:
         if "columns" not in spec.access:
             raise
-        return as_source(X)
+        return columns_within(X, max_memory)  # X stays held: the passes get what it leaves
     return X
 
 

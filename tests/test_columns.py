@@ -404,3 +404,26 @@ def test_fit_says_which_optimizer_took_the_column_steps(monkeypatch):
     fit_cli._advise(summary, None)
     assert "in 82 steps)" in said[-1]
     assert "opt=adam+lbfgs" in details({"path": "columns", "optimizer": "adam+lbfgs"})
+
+
+def test_a_matrix_held_in_memory_leaves_the_column_fit_only_the_rest_of_the_limit(monkeypatch):
+    """X stays in memory while SF reads its columns: the column fit is checked against (and sizes its
+    blocks for) the limit less X, less a sparse X twice (its source keeps a CSC copy); it used to take
+    the whole limit, X on top."""
+    import scipy.sparse as sp
+
+    from sfapprox.sf import model
+
+    checked = []
+    real = model.check_memory
+    monkeypatch.setattr(model, "check_memory", lambda need, *, what, limit=None:
+                        checked.append((what, need, limit)) or real(need, what=what, limit=limit))
+    X = _planted(128, seed=5)
+    limit = _column_limit(128)
+    S = sp.csr_array(np.where(np.abs(X) > np.quantile(np.abs(X), 0.5), X, 0.0))
+    for matrix, held in ((X, X.nbytes), (S, 2 * (S.data.nbytes + S.indices.nbytes + S.indptr.nbytes))):
+        checked.clear()
+        sf = ChordSF(max_iter=5, time_limit=None, max_memory=limit, device="cpu").fit(matrix)
+        assert sf.params_["path"] == "columns"
+        (what, need, given), = [c for c in checked if "column blocks" in c[0]]
+        assert given == limit - held and need <= given

@@ -283,3 +283,20 @@ def test_methods_memory_refuses_only_when_nothing_could_run():
     # one that works from columns (sparse) or checks its own memory (sf) keeps the comparison going
     check_methods_memory(["tsvd", "sparse"], loaded, 100 << 20)
     check_methods_memory(["tsvd", "sf"], loaded, 100 << 20)
+
+
+def test_a_method_fitted_from_the_columns_of_the_matrix_in_memory_gets_the_rest_of_the_limit(monkeypatch):
+    """X stays held while a method over its limit reads X's columns: the source it gets sizes its passes
+    for the limit less X (it was sized for the machine's default limit)."""
+    from sfapprox import FitSettings
+    from sfapprox._validation import LIBRARY_WORKING_SET
+    from sfapprox.baselines import sparse
+
+    seen = []
+    real = sparse.SparseApproximation.fit
+    monkeypatch.setattr(sparse.SparseApproximation, "fit", lambda self, X, **k: seen.append(X) or real(self, X, **k))
+    X = np.random.default_rng(0).random((40, 40))
+    limit = 3 * X.nbytes + LIBRARY_WORKING_SET  # scoring fits; sparse's 6 arrays do not
+    row = compare(X, ["sparse"], settings=FitSettings(max_memory=limit, device="cpu")).results[0]
+    assert row.params["path"] == "columns" and seen[0].max_memory == limit - X.nbytes
+

@@ -389,3 +389,20 @@ def test_rpca_from_columns_in_a_comparison_starts_from_the_rsvd_row():
     assert rows["rpca"].fro_error <= rows["rsvd"].fro_error * (1 + 1e-12)
     alone = compare(K, ["rpca"], budget=0.2, settings=settings).results[0]
     assert "reused" not in alone.params
+
+
+def test_godec_from_the_columns_of_a_matrix_in_memory_gets_the_rest_of_the_limit(monkeypatch):
+    """Over its dense work arrays' limit, GoDec reads X's columns with X still held: its passes get the
+    limit less X (they took the whole limit, X on top)."""
+    from sfapprox._validation import LIBRARY_WORKING_SET
+    from sfapprox.baselines import _rpca_columns
+
+    given = []
+    real = _rpca_columns.fit_grid_columns
+    monkeypatch.setattr(_rpca_columns, "fit_grid_columns",
+                        lambda source, *a, **k: given.append((source.max_memory, k["max_memory"])) or real(source, *a, **k))
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((60, 4)) @ rng.standard_normal((4, 60))
+    limit = 5 * X.nbytes + LIBRARY_WORKING_SET  # below its dense work arrays
+    est = RobustPCA(budget=1500, max_memory=limit, random_state=0).fit(X)
+    assert est.params_["path"] == "columns" and given == [(limit - X.nbytes, limit - X.nbytes)]

@@ -49,7 +49,7 @@ from .._errors import BudgetError, ConvergenceWarning, ParameterError, ResourceE
 from .._params import Interval, Options
 from .._settings import COUNT_INDICES, DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
-from ..sources import MatrixSource, as_source
+from ..sources import MatrixSource, columns_within, room
 from .._validation import LIBRARY_WORKING_SET, check_memory, estimate_dense_bytes
 from ..budget import (
     rpca_count,
@@ -779,7 +779,7 @@ class RobustPCA(Approximation):
         except ResourceError:
             if self.method != "godec":
                 raise
-            return self._fit_columns(as_source(X))  # GoDec in bounded memory, from X's column blocks
+            return self._fit_columns(columns_within(X, self.max_memory))  # GoDec from X's column blocks
         dense = X.toarray() if sp.issparse(X) else X
         device = resolve_device(self.device)
         dtype = resolve_dtype(self.dtype, device)
@@ -814,7 +814,8 @@ class RobustPCA(Approximation):
         given = self._reused_start(n)
         with AdaptiveThreads(float(n) * n):
             best, grid = fit_grid_columns(source, splits, max_iter=self.max_iter, tol=self.tol,
-                                          seed=self.random_state, deadline=deadline, max_memory=self.max_memory,
+                                          seed=self.random_state, deadline=deadline,
+                                          max_memory=room(source, self.max_memory),
                                           start=given)
         self.seconds_ = time.perf_counter() - start
         error, U, sig, Vt, idx, vals, n_iter, stop = best

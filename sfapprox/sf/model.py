@@ -47,7 +47,7 @@ from ..chord import (
 )
 from ..metrics import operator_error, scoring_bytes
 from ..operators import ChordOperator
-from ..sources import ArraySource, MatrixSource, SparseSource, as_source
+from ..sources import ArraySource, MatrixSource, SparseSource, columns_within, room
 from ._multistart import PREFERRED, multistart, start_values
 
 __all__ = ["ChordSF", "fit_sf", "estimate_fit_memory", "optimizer_time_limit", "SCORING_EVALS"]
@@ -453,7 +453,7 @@ class ChordSF(Approximation):
         fit_begin = _timing.now()  # the time limit covers the whole fit: setup, optimizer, scoring
         X = self._validate(X, check_input)
         if not self._fits_in_memory(X):  # its in-memory fit is over the memory limit: from column blocks
-            return self._fit_columns(as_source(X), fit_begin)
+            return self._fit_columns(columns_within(X, self.max_memory), fit_begin)
         if isinstance(X, MatrixSource):
             X = X.to_dense(self.max_memory)
         n = X.shape[0]
@@ -600,7 +600,7 @@ class ChordSF(Approximation):
         n = source.n
         offsets, n_factors = self._structure(n)
         shape = (n_factors, n, len(offsets))
-        limit = memory_limit(self.max_memory)
+        limit = room(source, self.max_memory)  # less what a matrix held in memory takes of it
         libraries = LIBRARY_WORKING_SET + COMPILED_WORKING_SET
         settings = COLUMN_SETTINGS or _columns.ColumnSettings()
         history = settings.history if settings.optimizer == "lbfgs" else None  # else Adam's memory is the need

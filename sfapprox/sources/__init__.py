@@ -18,14 +18,15 @@ dense size fits the memory limit and runs every method on it as before.
 :class:`DistributedSource`  any source, its column passes run on a process pool or a Dask cluster
 ==========================  =====================================================
 
-:func:`as_source` wraps an array, sparse matrix or operator.  A new kind of
+:func:`as_source` wraps an array, sparse matrix or operator; :func:`columns_within`, one held in memory
+for a fit from its columns over the memory limit (the passes sized for what it leaves of the limit).  A new kind of
 source is a subclass that implements ``_columns(J)`` (and ``describe()``).
 """
 
 from __future__ import annotations
 
 from ._base import MAX_BLOCK, MIN_BLOCK, MatrixSource, block_columns
-from .arrays import ArraySource, OperatorSource, SparseSource, as_source, open_npy
+from .arrays import ArraySource, OperatorSource, SparseSource, as_source, columns_within, open_npy, room
 from .attention import AttentionMatrix
 from .covariance import CovarianceMatrix
 from .distributed import DistributedSource
@@ -41,6 +42,8 @@ __all__ = [
     "OperatorSource",
     "DistributedSource",
     "as_source",
+    "columns_within",
+    "room",
     "open_npy",
     "block_columns",
     "median_bandwidth",

@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from .._errors import InputError, ParameterError
+from .._validation import memory_limit
 from .._npy import read_npy_header
 from ._base import MatrixSource
 
@@ -304,3 +305,60 @@ def as_source(matrix, name: str = "X") -> MatrixSource:
         return ArraySource(matrix, name)
     raise ParameterError(f"{name}: cannot read columns from a {type(matrix).__name__}; give an array, a scipy "
                          "sparse matrix, a LinearOperator or a MatrixSource")
+
+
+def columns_within(matrix, max_memory: int | None, name: str = "X") -> MatrixSource:
+    """``matrix`` (held in memory) read by column blocks, for a fit whose in-memory form is over the
+    memory limit: a source whose passes are sized for what the held matrix leaves of the limit.
+
+    The matrix stays in memory while the fit reads it, so a fit from its columns may use only the
+    rest: its :attr:`~MatrixSource.max_memory` is the limit less the matrix (twice for a sparse one,
+    whose source keeps a CSC copy); a fit sizes its own work for :func:`room` of it.
+
+    Parameters
+    ----------
+    matrix : numpy.ndarray, scipy sparse matrix, LinearOperator or MatrixSource
+        The matrix (a source, memory-mapped array or operator holds nothing of it: the limit stays).
+    max_memory : int or None
+        Memory limit in bytes; None: :func:`~sfapprox._validation.default_memory_limit`.
+    name : str, default="X"
+        What the matrix is called in tables and messages.
+
+    Returns
+    -------
+    MatrixSource
+
+    Examples
+    --------
+    >>> src = columns_within(np.zeros((100, 100)), 200_000)
+    >>> src.max_memory
+    120000
+    """
+    source = as_source(matrix, name)
+    limit = memory_limit(max_memory)
+    if limit is not None and source is not matrix:
+        held = _held_bytes(matrix) * (2 if sp.issparse(matrix) else 1)
+        source.max_memory = max(1, limit - held)
+    return source
+
+
+def room(source: MatrixSource, max_memory: int | None) -> int | None:
+    """The memory a fit from ``source``'s columns may use: ``max_memory`` (default: a share of the
+    machine's memory), or less where the source was made by :func:`columns_within` from a matrix held
+    in memory (None: no limit known)."""
+    limit = memory_limit(max_memory)
+    if source.max_memory is None:
+        return limit
+    return source.max_memory if limit is None else min(limit, source.max_memory)
+
+
+def _held_bytes(matrix) -> int:
+    """Bytes of a dense array in memory (0 for a memory map: its pages are the file's) or a sparse matrix."""
+    if sp.issparse(matrix):
+        return int(sum(a.nbytes for a in (matrix.data, getattr(matrix, "indices", np.zeros(0)),
+                                          getattr(matrix, "indptr", np.zeros(0)),
+                                          getattr(matrix, "row", np.zeros(0)), getattr(matrix, "col", np.zeros(0)))))
+    if isinstance(matrix, np.memmap):
+        return 0
+    return int(getattr(matrix, "nbytes", 0))
+
