@@ -36,7 +36,7 @@ from .factors import load_factors
 from .estimate import estimate_errors
 from .metrics import DENSE_SCORING_MAX_N, operator_error, scoring_bytes
 from .results import Comparison, MethodResult, library_versions
-from .sources import DistributedSource, MatrixSource, columns_within
+from .sources import MIN_BLOCK, DistributedSource, MatrixSource, columns_within
 
 __all__ = ["compare", "available_methods", "run_method", "run_all", "PROTOCOLS"]
 
@@ -203,13 +203,14 @@ def needs_formed(source: MatrixSource, max_memory: int | None) -> str:
     """
     limit = memory_limit(max_memory)
     able = [m for m, spec in methods().items() if "columns" in spec.access]
-    return (f"needs the {source.n:,} x {source.n:,} matrix in memory, and a comparison there holds {SCORING_COPIES} "
-            f"dense copies ({format_bytes(SCORING_COPIES * source.formed_bytes)}), over the memory limit"
+    return (f"needs the {source.n:,} x {source.n:,} matrix in memory, and a comparison there holds it and its "
+            f"scoring ({format_bytes(formed_need(source))}), over the memory limit"
             f"{f' of {format_bytes(limit)}' if limit else ''}; the methods that work from columns: {', '.join(able)}")
 
 
 def formable(source: MatrixSource, max_memory: int | None) -> bool:
-    """Whether ``source`` is formed for a comparison: its dense matrix and the scoring's two copies fit.
+    """Whether ``source`` is formed for a comparison: the formed matrix and its scoring fit the limit
+    (:func:`formed_need`, what :func:`check_scoring_memory` will check once it is formed).
 
     Parameters
     ----------
@@ -221,11 +222,24 @@ def formable(source: MatrixSource, max_memory: int | None) -> bool:
         No limit known: True.
     """
     limit = memory_limit(max_memory)
-    return limit is None or SCORING_COPIES * source.formed_bytes <= limit
+    return limit is None or formed_need(source) <= limit
 
 
-#: Dense N x N arrays a comparison in memory holds for scoring (X, the approximation, the residual).
-SCORING_COPIES = 3
+def formed_need(source: MatrixSource) -> int:
+    """Bytes a comparison on ``source`` formed holds at least: the dense matrix and its scoring (two
+    more dense arrays up to ``DENSE_SCORING_MAX_N``, column blocks above) and the libraries' working
+    set; or, forming it, the matrix and one block of the narrowest width (the blocks take half of
+    what the matrix leaves of the limit, :meth:`~sfapprox.sources.MatrixSource.to_dense`, but at
+    least :data:`~sfapprox.sources.MIN_BLOCK` columns)."""
+    forming = source.formed_bytes + MIN_BLOCK * 8 * source.n * source.column_copies + LIBRARY_WORKING_SET
+    return max(_scoring_need(source.n, source.formed_bytes), forming)
+
+
+def _scoring_need(n: int, held: int, copy: int = 0) -> int:
+    """What scoring every method of an ``n x n`` comparison holds: ``held`` (X) and ``copy`` (a sparse
+    X's dense or CSC copy) besides the scoring's own arrays (:func:`~sfapprox.metrics.scoring_bytes`),
+    and the libraries' working set."""
+    return held + copy + scoring_bytes(n) + LIBRARY_WORKING_SET
 #: In a comparison from columns, the joint scoring pass gets this share of the shared time
 #: (or of each method's own limit), and at least SCORE_MIN_SECONDS.
 SCORE_SHARE, SCORE_MIN_SECONDS = 0.25, 5.0
@@ -304,9 +318,9 @@ def check_scoring_memory(loaded, limit: int | None) -> None:
     n = loaded.n
     X = loaded.matrix
     held = int(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes) if loaded.is_sparse else int(X.nbytes)
-    need = held + scoring_bytes(n) + LIBRARY_WORKING_SET
-    if loaded.is_sparse:  # its dense copy, or its CSC copy (as big as X)
-        need += estimate_dense_bytes(n) if n <= DENSE_SCORING_MAX_N else held
+    # a sparse X's dense copy, or its CSC copy (as big as X)
+    copy = (estimate_dense_bytes(n) if n <= DENSE_SCORING_MAX_N else held) if loaded.is_sparse else 0
+    need = _scoring_need(n, held, copy)
     how = "dense arrays" if n <= DENSE_SCORING_MAX_N else "column blocks"
     check_memory(need, what=f"{loaded.name}: scoring each method ({how} of the {n} x {n} matrix)", limit=limit)
 

@@ -10,7 +10,7 @@ from ._base import RunContext, methods
 from ._settings import COUNT_INDICES
 from ._validation import format_bytes, memory_limit
 from .budget import sf_count, sf_structure, tsvd_count, tsvd_rank_for_budget
-from .comparison import as_loaded_matrix, formable
+from .comparison import as_loaded_matrix, formable, formed_need
 from .factors import load_factors
 from .formats import Column, OutputFormat, Table
 from .sources import MatrixSource
@@ -134,7 +134,8 @@ def _source_facts(source: MatrixSource, max_memory: int | None) -> list[tuple[st
     facts: list[tuple[str, Any]] = [("source", source.kind), ("size", f"{source.n:,} x {source.n:,}"),
                                     ("formed", f"{format_bytes(source.formed_bytes)} dense float64"),
                                     ("in a comparison", "formed in memory" if formable(source, max_memory) else
-                                     f"from columns (3 dense copies would pass the memory limit"
+                                     f"from columns (it and its scoring, {format_bytes(formed_need(source))}, "
+                                     f"would pass the memory limit"
                                      f"{f' of {format_bytes(limit)}' if limit else ''})")]
     for key, value in source.describe().items():
         if key != "kind":

@@ -300,3 +300,32 @@ def test_a_method_fitted_from_the_columns_of_the_matrix_in_memory_gets_the_rest_
     row = compare(X, ["sparse"], settings=FitSettings(max_memory=limit, device="cpu")).results[0]
     assert row.params["path"] == "columns" and seen[0].max_memory == limit - X.nbytes
 
+
+
+def test_a_source_is_formed_when_it_and_its_scoring_fit_and_forming_it_stays_within_the_limit(monkeypatch):
+    """Formed when the matrix and its scoring fit (what check_scoring_memory checks once it is formed; it
+    took three dense copies): above DENSE_SCORING_MAX_N that is X and column blocks.  Forming it gives its
+    blocks half of what X leaves of the limit, so the formation stays within it too."""
+    import tracemalloc
+
+    from sfapprox import comparison, metrics
+    from sfapprox.comparison import formable, formed_need
+    from sfapprox.sources import KernelMatrix
+
+    for module in (metrics, comparison):
+        monkeypatch.setattr(module, "DENSE_SCORING_MAX_N", 50)
+    monkeypatch.setattr(metrics, "SCORING_BLOCK", 16)
+    monkeypatch.setattr(comparison, "LIBRARY_WORKING_SET", 1 << 16)  # the arrays decide, at this small N
+    K = KernelMatrix(np.random.default_rng(0).standard_normal((1000, 3)))
+    limit = formed_need(K)
+    assert K.formed_bytes < limit < 2 * K.formed_bytes
+    assert formable(K, limit) and not formable(K, limit - 1)
+    tracemalloc.start()
+    try:
+        X = K.to_dense(limit)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= limit and np.allclose(X, X.T)
+    c = compare(K, ["sparse"], budget=0.1, max_memory=limit, device="cpu")
+    assert c.results[0].status == "ok" and not any("not formed" in note for note in c.notes)

@@ -250,7 +250,8 @@ class MatrixSource:
         Parameters
         ----------
         max_memory : int or None, default=None
-            Memory limit in bytes for the ``8 N^2`` bytes (None: 80% of RAM).
+            Memory limit in bytes for the ``8 N^2`` bytes (None: the source's :attr:`max_memory`, else
+            80% of RAM); the blocks computed meanwhile take half of what the matrix leaves of it.
 
         Returns
         -------
@@ -264,7 +265,10 @@ class MatrixSource:
         check_memory(self.formed_bytes, what=f"{self.name}: forming the {self.n:,} x {self.n:,} matrix",
                      limit=max_memory)
         out = np.empty((self.n, self.n))
-        for J, block in self.blocks(self.block_width(max_memory)):
+        limit = memory_limit(max_memory if max_memory is not None else self.max_memory)
+        # The blocks get half of what the matrix leaves of the limit (block_width's share of it).
+        rest = None if limit is None else max(1, limit - self.formed_bytes)
+        for J, block in self.blocks(self.block_width(rest)):
             out[:, J] = block
         return out
 
