@@ -1,0 +1,155 @@
+"""Every method in memory: its peak memory in a comparison against the estimate the memory limit is checked against.
+
+Run by hand (not part of the tests):
+
+    python benchmarks/method_memory.py [--sizes 1024,2048,3000] [--methods all] [--seconds 20]
+        [--sfapprox PATH --tag method_memory-before]
+
+"The memory limit is a limit": a comparison that ``--max-memory L`` lets run must not hold more than
+``L``.  Each check before work is a call of ``sfapprox._validation.check_memory(need, ...)``; the
+smallest limit a run passes is the largest ``need`` it checks.  So each cell runs, in a fresh
+interpreter, ``sfapprox.compare(X, methods=[method], time_limit=...)`` with no limit, records every
+``need`` checked (a spy on ``check_memory`` in each sfapprox module that imported it), and measures the
+peak RSS over the RSS before X was made (Linux ``VmHWM``, reset once X is made, so that X counts once,
+as every estimate counts it).  A cell whose peak is over its largest checked need is a limit that
+would be overrun.  The libraries are warmed first by the same comparison on a 64 x 64 matrix.
+
+X is the RBF kernel (median-heuristic bandwidth) of a seeded 32-cluster cloud in 16 dimensions:
+symmetric, positive semi-definite and non-negative, so that every method applies (Nyström, NMF).
+Writes benchmarks/results/<tag>.json and .md (tag default ``method_memory``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from _common import ROOT, checkout_env, machine, meta, run_child, write_results
+
+
+def kernel(n: int, seed: int = 0):
+    """The RBF kernel of ``n`` clustered points (float64, formed by column blocks, no N x N temporary)."""
+    import numpy as np
+
+    import sfapprox
+
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((32, 16)) * 3
+    points = centres[rng.integers(0, 32, n)] + rng.standard_normal((n, 16))
+    return sfapprox.KernelMatrix(points, kernel="rbf").to_dense()
+
+
+def _status(key: str) -> int:
+    """Bytes of ``VmRSS`` / ``VmHWM`` (Linux)."""
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) * 1024 for line in fh if line.startswith(key + ":"))
+
+
+def _spy_checks() -> list:
+    """Record every ``check_memory(need, what=...)`` from now on (every sfapprox module's reference to it)."""
+    from sfapprox import _validation
+
+    checked: list = []
+    original = _validation.check_memory
+
+    def spy(n_bytes, *, what, limit=None):
+        checked.append((int(n_bytes), what))
+        return original(n_bytes, what=what, limit=limit)
+
+    for module in list(sys.modules.values()):
+        if getattr(module, "__name__", "").startswith("sfapprox") and getattr(module, "check_memory", None) is original:
+            module.check_memory = spy
+    return checked
+
+
+def one(n: int, method: str, seconds: float) -> dict:
+    """``compare`` of one method at order ``n`` in this process: its peak RSS over the start (X included)
+    and the largest memory need it checked."""
+    import warnings
+
+    import numpy as np
+
+    import sfapprox
+
+    warnings.simplefilter("ignore")
+    sfapprox.available_methods()  # every method module imported, so that the spy reaches them all
+    sfapprox.compare(kernel(64), methods=[method], time_limit=2)  # the libraries' first working sets
+    checked = _spy_checks()
+    base = _status("VmRSS")
+    X = kernel(n)
+    checked.clear()  # the kernel's own check, when it formed X
+    with open("/proc/self/clear_refs", "w") as fh:  # the peak from here on: X's making left out
+        fh.write("5")
+    began = time.perf_counter()
+    result = sfapprox.compare(X, methods=[method], time_limit=seconds)
+    elapsed = time.perf_counter() - began
+    peak = _status("VmHWM") - base
+    row = result.results[0]
+    need, what = max(checked) if checked else (None, None)
+    return {"n": n, "method": method, "seconds": elapsed, "peak_over_bytes": peak, "array_bytes": 8 * n * n,
+            "checked_bytes": need, "checked_what": what, "checks": len(checked), "status": row.status,
+            "rel_error": row.rel_error, "path": (row.params or {}).get("path", "memory"),
+            "sfapprox": str(Path(sfapprox.__file__).parent), "numpy": np.__version__}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1024,2048,3000")
+    parser.add_argument("--methods", default="all", help="comma-separated, or all")
+    parser.add_argument("--seconds", type=float, default=20.0, help="the comparison's time_limit")
+    parser.add_argument("--sfapprox", default=None, help="run this checkout's sfapprox (its PYTHONPATH)")
+    parser.add_argument("--tag", default="method_memory")
+    args = parser.parse_args()
+    env = checkout_env(args.sfapprox)
+    if args.methods == "all":
+        sys.path.insert(0, str(ROOT))
+        import sfapprox
+
+        names = list(sfapprox.available_methods())
+    else:
+        names = args.methods.split(",")
+    rows = []
+    for n in (int(s) for s in args.sizes.split(",")):
+        for method in names:
+            try:
+                r = run_child("method_memory", "one", [n, method, args.seconds], env=env)
+            except RuntimeError as exc:  # a method that fails is a row, not the end of the run
+                r = {"n": n, "method": method, "failed": str(exc).splitlines()[-1][:200]}
+                print(f"N={n} {method}: failed: {r['failed']}", flush=True)
+            else:
+                print(f"N={n} {method}: peak {r['peak_over_bytes'] / r['array_bytes']:.2f} arrays, checked "
+                      f"{(r['checked_bytes'] or 0) / r['array_bytes']:.2f} ({r['checked_what']}), "
+                      f"{r['seconds']:.1f} s, {r['status']}", flush=True)
+            rows.append(r)
+    write_results(args.tag, {**meta(machine=machine()), "rows": rows}, render(rows, args))
+
+
+def render(rows: list[dict], args) -> list[str]:
+    lines = [f"# Every method in memory: peak against the checked estimate ({time.strftime('%Y-%m-%d')})", "",
+             f"Machine: {machine()}. Command: `{meta()['command']}`"
+             + (f" (sfapprox from `{args.sfapprox}`)" if args.sfapprox else "") + ". X: the RBF kernel of a "
+             "32-cluster cloud (float64); one `compare` per cell, SF's budget; peak RSS over the RSS before X "
+             "was made, in N x N float64 arrays (X is one of them); checked: the largest need any memory "
+             "check of the run asked for (the smallest `--max-memory` it passes).", "",
+             "| N | method | peak, arrays | checked, arrays | peak / checked | what was checked | seconds | "
+             "path | relative error |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "failed" in r:
+            lines.append(f"| {r['n']:,} | {r['method']} | failed: {r['failed']} | | | | | | |")
+            continue
+        a = r["array_bytes"]
+        peak, need = r["peak_over_bytes"] / a, (r["checked_bytes"] or 0) / a
+        ratio = f"{peak / need:.2f}" if need else "no check"
+        flag = " **over**" if need and peak > need else ""
+        rel = "" if r["rel_error"] is None else f"{r['rel_error']:.4g}"
+        lines.append(f"| {r['n']:,} | {r['method']} | {peak:.2f} | {need:.2f} | {ratio}{flag} | "
+                     f"{r['checked_what']} | {r['seconds']:.1f} | {r['path']} | {rel} |")
+    return lines
+
+
+if __name__ == "__main__":
+    os.chdir(ROOT)
+    main()
