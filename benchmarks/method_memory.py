@@ -65,9 +65,10 @@ def _spy_checks() -> list:
     return checked
 
 
-def one(n: int, method: str, seconds: float) -> dict:
+def one(n: int, method: str, seconds: float, limit_arrays: float | None = None) -> dict:
     """``compare`` of one method at order ``n`` in this process: its peak RSS over the start (X included)
-    and the largest memory need it checked."""
+    and the largest memory need it checked; with ``limit_arrays``, under ``max_memory`` = that many
+    N x N arrays plus the libraries' and compiled kernels' working sets."""
     import warnings
 
     import numpy as np
@@ -83,15 +84,25 @@ def one(n: int, method: str, seconds: float) -> dict:
     checked.clear()  # the kernel's own check, when it formed X
     with open("/proc/self/clear_refs", "w") as fh:  # the peak from here on: X's making left out
         fh.write("5")
+    limit = None
+    if limit_arrays is not None:
+        from sfapprox._validation import COMPILED_WORKING_SET, LIBRARY_WORKING_SET
+
+        limit = int(limit_arrays * 8 * n * n) + LIBRARY_WORKING_SET + COMPILED_WORKING_SET
     began = time.perf_counter()
-    result = sfapprox.compare(X, methods=[method], time_limit=seconds)
+    try:
+        result = sfapprox.compare(X, methods=[method], time_limit=seconds, max_memory=limit)
+    except sfapprox.ResourceError as exc:  # refused before any work: the whole comparison
+        return {"n": n, "method": method, "refused": str(exc), "limit_bytes": limit, "array_bytes": 8 * n * n,
+                "peak_over_bytes": _status("VmHWM") - base}
     elapsed = time.perf_counter() - began
     peak = _status("VmHWM") - base
     row = result.results[0]
     need, what = max(checked) if checked else (None, None)
     return {"n": n, "method": method, "seconds": elapsed, "peak_over_bytes": peak, "array_bytes": 8 * n * n,
             "checked_bytes": need, "checked_what": what, "checks": len(checked), "status": row.status,
-            "rel_error": row.rel_error, "path": (row.params or {}).get("path", "memory"),
+            "rel_error": row.rel_error, "path": (row.params or {}).get("path", "memory"), "limit_bytes": limit,
+            "reason": row.reason,
             "sfapprox": str(Path(sfapprox.__file__).parent), "numpy": np.__version__}
 
 
@@ -101,6 +112,10 @@ def main() -> None:
     parser.add_argument("--methods", default="all", help="comma-separated, or all")
     parser.add_argument("--seconds", type=float, default=20.0, help="the comparison's time_limit")
     parser.add_argument("--sfapprox", default=None, help="run this checkout's sfapprox (its PYTHONPATH)")
+    parser.add_argument("--limit-arrays", type=float, default=None,
+                        help="run under max_memory = this many N x N arrays + the libraries' working sets "
+                             "(methods over it fall back to columns or are refused); the table then compares "
+                             "the peak with that limit")
     parser.add_argument("--tag", default="method_memory")
     args = parser.parse_args()
     env = checkout_env(args.sfapprox)
@@ -115,16 +130,49 @@ def main() -> None:
     for n in (int(s) for s in args.sizes.split(",")):
         for method in names:
             try:
-                r = run_child("method_memory", "one", [n, method, args.seconds], env=env)
+                r = run_child("method_memory", "one", [n, method, args.seconds, args.limit_arrays], env=env)
             except RuntimeError as exc:  # a method that fails is a row, not the end of the run
                 r = {"n": n, "method": method, "failed": str(exc).splitlines()[-1][:200]}
                 print(f"N={n} {method}: failed: {r['failed']}", flush=True)
             else:
+                if "refused" in r:
+                    print(f"N={n} {method}: refused: {r['refused'][:120]}", flush=True)
+                    rows.append(r)
+                    continue
                 print(f"N={n} {method}: peak {r['peak_over_bytes'] / r['array_bytes']:.2f} arrays, checked "
                       f"{(r['checked_bytes'] or 0) / r['array_bytes']:.2f} ({r['checked_what']}), "
                       f"{r['seconds']:.1f} s, {r['status']}", flush=True)
             rows.append(r)
-    write_results(args.tag, {**meta(machine=machine()), "rows": rows}, render(rows, args))
+    lines = render_limited(rows, args) if args.limit_arrays is not None else render(rows, args)
+    write_results(args.tag, {**meta(machine=machine()), "rows": rows}, lines)
+
+
+def render_limited(rows: list[dict], args) -> list[str]:
+    """The table of a run under a limit: the peak against the limit, and the path each method took."""
+    lines = [f"# Every method under a memory limit: peak against the limit ({time.strftime('%Y-%m-%d')})", "",
+             f"Machine: {machine()}. Command: `{meta()['command']}`"
+             + (f" (sfapprox from `{args.sfapprox}`)" if args.sfapprox else "") + ". X: the RBF kernel of a "
+             f"32-cluster cloud (float64); one `compare` per cell, SF's budget, `max_memory` = {args.limit_arrays:g} "
+             "N x N float64 arrays + the libraries' and compiled kernels' working sets (192 MiB); peak RSS over "
+             "the RSS before X was made (X included).", "",
+             "| N | method | limit, arrays | peak, arrays | peak / limit | path | status | relative error |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "failed" in r:
+            lines.append(f"| {r['n']:,} | {r['method']} | | failed: {r['failed']} | | | | |")
+            continue
+        a = r["array_bytes"]
+        peak, limit = r["peak_over_bytes"] / a, r["limit_bytes"] / a
+        flag = " **over**" if peak > limit else ""
+        if "refused" in r:
+            lines.append(f"| {r['n']:,} | {r['method']} | {limit:.2f} | {peak:.2f} | {peak / limit:.2f}{flag} | "
+                         f"refused before any work | | |")
+            continue
+        rel = "" if r["rel_error"] is None else f"{r['rel_error']:.4g}"
+        status = r["status"] if r["status"] == "ok" else f"{r['status']}: {(r.get('reason') or '')[:80]}"
+        lines.append(f"| {r['n']:,} | {r['method']} | {limit:.2f} | {peak:.2f} | {peak / limit:.2f}{flag} | "
+                     f"{r['path']} | {status} | {rel} |")
+    return lines
 
 
 def render(rows: list[dict], args) -> list[str]:
