@@ -86,7 +86,12 @@ def one(n: int, method: str, seconds: float, limit_arrays: float | None = None) 
         fh.write("5")
     limit = None
     if limit_arrays is not None:
-        from sfapprox._validation import COMPILED_WORKING_SET, LIBRARY_WORKING_SET
+        from sfapprox._validation import LIBRARY_WORKING_SET
+
+        try:
+            from sfapprox._validation import COMPILED_WORKING_SET
+        except ImportError:  # a checkout from before it moved there
+            from sfapprox.sf.model import COMPILED_WORKING_SET
 
         limit = int(limit_arrays * 8 * n * n) + LIBRARY_WORKING_SET + COMPILED_WORKING_SET
     began = time.perf_counter()
