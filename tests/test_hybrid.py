@@ -1,4 +1,5 @@
 import math
+import re
 
 import numpy as np
 import pytest
@@ -328,3 +329,21 @@ def test_in_a_comparison_the_grid_ends_are_the_sf_and_tsvd_rows():
     assert plain["fro_error"] == pytest.approx(rows["sf"].fro_error) and plain["seconds"] == 0.0
     alone = compare(X, ["sf+lr"], settings=FitSettings(device="cpu", time_limit=0.5)).results[0]
     assert "reused" not in alone.params
+
+
+@pytest.mark.parametrize("name", ["sf+lr", "sf+s"])
+def test_joint_fits_over_the_memory_limit_are_refused_before_the_grids_ends_are_fitted(monkeypatch, name):
+    """The joint fits' memory is checked first: a hybrid over the limit fits nothing (its SF and closed-form
+    ends ran, in memory, before the refusal, and the sparse end alone could pass the limit)."""
+    from sfapprox import ResourceError
+    from sfapprox._validation import LIBRARY_WORKING_SET
+    from sfapprox.hybrid import base
+
+    fitted = []
+    cls = ChordLowRank if name == "sf+lr" else ChordSparse
+    monkeypatch.setattr(base._ChordHybrid, "_fit_plain", lambda self, *a: fitted.append("sf"))
+    monkeypatch.setattr(cls, "_fit_end", lambda self, *a: fitted.append("end"))
+    X = np.random.default_rng(0).random((48, 48))
+    with pytest.raises(ResourceError, match=f"fitting {re.escape(name)} to the 48 x 48 matrix"):
+        cls(sf_params={"max_memory": LIBRARY_WORKING_SET}, device="cpu").fit(X)
+    assert fitted == []

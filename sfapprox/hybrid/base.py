@@ -376,6 +376,7 @@ class _ChordHybrid(Approximation):
         limit = self._time_limit()
         deadline = _timing.Deadline.after(limit)
         params = self._plain_params(n, budget)
+        self._check_memory(n, dense, params)  # the joint fits' need, before the grid's ends are fitted
         if params is not None and limit is not None:
             params["time_limit"] = PLAIN_SHARE * limit
         plain = None if params is None else self._fit_plain(X, dense, params, budget)
@@ -492,18 +493,20 @@ class _ChordHybrid(Approximation):
                       est.rel_error_, seconds, n_iter=int(est.n_iter_), stop_reason=est.stop_reason_,
                       start="sf (its row's fit)" if reusable else "sf")
 
-    def _problem(self, n: int, dense: np.ndarray, params: dict[str, Any] | None, costs: StepCosts,
-                 poll: Callable[[], Any]) -> _Problem:
+    def _reference(self, params: dict[str, Any] | None) -> ChordSF:
+        """ChordSF's own defaults (max_iter, tolerances, init, memory limit) with ``params``, not repeated here."""
+        return ChordSF(**{k: v for k, v in (params or self.sf_params or {}).items() if k != "callback"})
+
+    def _check_memory(self, n: int, dense: np.ndarray, params: dict[str, Any] | None) -> None:
+        """Refuse, before any fit (the grid's ends included), joint fits over the memory limit: they hold
+        the correction's target copies (3 N^2) besides what a plain fit holds."""
         import torch
 
-        from ..sf._kernels import select_kernel
         from ..sf.model import estimate_fit_memory
 
-        # ChordSF's own defaults (max_iter, tolerances, init, memory limit), not repeated here.
-        ref = ChordSF(**{k: v for k, v in (params or self.sf_params or {}).items() if k != "callback"})
+        ref = self._reference(params)
         itemsize = torch.empty((), dtype=self._dtype).element_size()
         starts = 1 if ref.init in START_KINDS else len(START_KINDS)
-        # The joint fits hold the correction's target copies (3 N^2) besides what a plain fit holds.
         check_memory(
             estimate_fit_memory(n, default_n_factors(n), len(chord_offsets(n)), itemsize, ref.history_size,
                                 self._device.type, n_starts=starts, input_bytes=dense.nbytes)
@@ -511,6 +514,14 @@ class _ChordHybrid(Approximation):
             what=f"fitting {self._method} to the {n} x {n} matrix on {self._device.type}",
             limit=ref.max_memory,
         )
+
+    def _problem(self, n: int, dense: np.ndarray, params: dict[str, Any] | None, costs: StepCosts,
+                 poll: Callable[[], Any]) -> _Problem:
+        import torch
+
+        from ..sf._kernels import select_kernel
+
+        ref = self._reference(params)
         fro = float(np.linalg.norm(dense))
         scale = fro / math.sqrt(n)  # ChordSF's "sqrt_n" scale: the loss is O(N) whatever X's units
         target = torch.as_tensor(dense / scale, dtype=self._dtype, device=self._device)
