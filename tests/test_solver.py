@@ -236,10 +236,16 @@ def test_compiled_pair_products_equal_numpy(dtype):
     w = rng.standard_normal(6)
     w[[1, 4]] = 0.0
     wide = pairs.astype(np.float64)
-    assert np.allclose(compiled.project(pairs, g), wide @ g.astype(np.float64), rtol=1e-13, atol=1e-11)
-    assert np.allclose(compiled.project(pairs, g), _solver._NumpyHost.project(pairs, g), rtol=1e-13, atol=1e-11)
-    out = compiled.assemble(pairs, w, g, 0.3, np.empty_like(g))
-    ref = _solver._NumpyHost.assemble(pairs, w, g, 0.3, np.empty_like(g))
+    assert np.allclose(compiled.project(pairs, g, 0, n), wide @ g.astype(np.float64), rtol=1e-13, atol=1e-11)
+    assert np.allclose(compiled.project(pairs, g, 0, n), _solver._NumpyHost.project(pairs, g, 0, n),
+                       rtol=1e-13, atol=1e-11)
+    lo, hi = compiled.PAIR_BLOCK, n  # a column range (what a task of a wide buffer's products takes)
+    assert np.allclose(compiled.project(pairs, g, lo, hi), wide[:, lo:] @ g[lo:].astype(np.float64), rtol=1e-13,
+                       atol=1e-11)
+    part = compiled.assemble(pairs, w, g, 0.3, np.zeros_like(g), lo, hi)
+    assert not part[:lo].any() and np.allclose(part[lo:], -0.3 * g[lo:] - w @ wide[:, lo:], rtol=1e-6, atol=1e-6)
+    out = compiled.assemble(pairs, w, g, 0.3, np.empty_like(g), 0, n)
+    ref = _solver._NumpyHost.assemble(pairs, w, g, 0.3, np.empty_like(g), 0, n)
     tol = 1e-6 if dtype is np.float32 else 1e-13  # the result is rounded to g's dtype
     assert out.dtype == g.dtype and np.allclose(out, -0.3 * g - w @ wide, rtol=tol, atol=tol)
     assert np.allclose(out, ref, rtol=tol, atol=tol)
@@ -399,3 +405,29 @@ def test_best_multiple_start_is_the_closed_form_best_scale_of_the_product():
     assert evaluated == pytest.approx(best, rel=1e-10) and len(state["history"]) == 1
     assert _solver.lbfgs(fun, state, _solver.LBFGSOptions(max_iter=5)) == "max_iter"
     assert state["best_loss"] < best
+
+
+@pytest.mark.skipif(len(_hosts()) < 2, reason="numba is not available")
+def test_a_wide_buffers_products_run_in_tasks_with_the_same_numbers_on_any_thread_count(monkeypatch):
+    """Above PAIR_TASK_COLUMNS the compiled pair products (float32 pairs, a float64 iterate) are split
+    into column tasks run on the fit's compiled threads and summed in column order: the numbers do not
+    depend on how many threads ran them."""
+    from sfapprox import _threads
+
+    monkeypatch.setattr(_solver, "PAIR_TASK_COLUMNS", 4096)  # five tasks here
+    rng = np.random.default_rng(7)
+    n = 4 * 4096 + 123
+    pairs = rng.standard_normal((8, n)).astype(np.float32)  # the CPU's pair buffer (PAIRS_DTYPE)
+    g = rng.standard_normal(n)
+    w = rng.standard_normal(8)
+    results = {}
+    for threads in (1, 2, 3):
+        monkeypatch.setattr(_threads, "_COMPILED_THREADS", threads)
+        results[threads] = (_solver._NumpyOps.project(pairs, g), _solver._NumpyOps.assemble(pairs, w, g, 0.3))
+    for proj, d in results.values():
+        assert np.array_equal(proj, results[1][0]) and np.array_equal(d, results[1][1])
+    wide = pairs.astype(np.float64)
+    proj, d = results[1]
+    assert np.allclose(proj, wide @ g.astype(np.float64), rtol=1e-12, atol=1e-9)
+    assert np.allclose(d, -0.3 * g - w @ wide, rtol=1e-12, atol=1e-12)
+

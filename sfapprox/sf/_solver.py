@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from .. import _timing
+from .._threads import compiled_threads
 
 # The strong-Wolfe line search of torch.optim.LBFGS.  It is a private helper,
 # but a pure function with a stable signature since torch 1.2; the torch
@@ -204,7 +205,11 @@ class _NumpyOps:
         """``pairs @ g`` as float64 (summed in float64 from a float32 buffer and a float64 ``g``)."""
         if pairs.dtype == g.dtype:
             return _NumpyOps.host(pairs @ g)  # BLAS
-        return _call_host("project", pairs, g)
+        parts = _pair_tasks(lambda lo, hi: _call_host("project", pairs, g, lo, hi), pairs.shape[1])
+        out = parts[0]
+        for part in parts[1:]:  # in column order, whichever thread made each
+            out += part
+        return out
 
     @staticmethod
     def dot(a: np.ndarray, b: np.ndarray) -> float:
@@ -220,7 +225,9 @@ class _NumpyOps:
             d = np.dot(_NumpyOps.from_host(w, g), pairs)
             d += h0 * g
             return np.negative(d, out=d)
-        return _call_host("assemble", pairs, w, g, h0, np.empty_like(g))
+        out = np.empty_like(g)
+        _pair_tasks(lambda lo, hi: _call_host("assemble", pairs, w, g, h0, out, lo, hi), pairs.shape[1])
+        return out
 
     @staticmethod
     def axpy(x: np.ndarray, t: float, d: np.ndarray) -> np.ndarray:
@@ -265,6 +272,24 @@ PAIRS_DTYPE: str | None = "float32"
 #: The vector operations of CPU fits (tests switch to :class:`_TorchOps` to run the GPU's code on the CPU).
 _CPU_OPS = _NumpyOps
 
+#: Columns of the pair buffer one task of its compiled products takes: a larger buffer's products
+#: are split into tasks of this many columns (a multiple of ``PAIR_BLOCK``), run on the threads the
+#: fit's kernel may use (:func:`~sfapprox._threads.compiled_threads`) and summed in column order, so
+#: the numbers do not depend on the thread count.  At N = 1,024 (112,640 values) that is 4 tasks;
+#: at N <= 256 one, as before.
+PAIR_TASK_COLUMNS = 1 << 15
+
+
+def _pair_tasks(fn, n: int) -> list:
+    """``fn(lo, hi)`` for the consecutive column ranges of :data:`PAIR_TASK_COLUMNS` of an ``n``-column
+    buffer, on the fit's compiled threads; the results in column order."""
+    if n <= PAIR_TASK_COLUMNS:
+        return [fn(0, n)]
+    from ._kernels import _run_tasks
+
+    spans = [(lo, min(lo + PAIR_TASK_COLUMNS, n)) for lo in range(0, n, PAIR_TASK_COLUMNS)]
+    return _run_tasks([lambda lo=lo, hi=hi: fn(lo, hi) for lo, hi in spans], compiled_threads())
+
 
 def _ops(a):
     """The operations for arrays like ``a``: numpy for numpy arrays, torch for tensors."""
@@ -291,16 +316,17 @@ class _NumpyHost:
         return weights
 
     @staticmethod
-    def project(pairs, g) -> np.ndarray:
-        """``pairs @ g`` in float64 (a float32 buffer is widened first: a copy, the fallback's price)."""
-        return np.dot(pairs.astype(np.float64, copy=False), g.astype(np.float64, copy=False))
+    def project(pairs, g, lo, hi) -> np.ndarray:
+        """``pairs[:, lo:hi] @ g[lo:hi]`` in float64 (a float32 buffer is widened first: a copy, the
+        fallback's price)."""
+        return np.dot(pairs[:, lo:hi].astype(np.float64, copy=False), g[lo:hi].astype(np.float64, copy=False))
 
     @staticmethod
-    def assemble(pairs, w, g, h0, out) -> np.ndarray:
-        """``out = -h0 g - pairs^T w``, computed in float64."""
-        d = np.dot(w, pairs.astype(np.float64, copy=False))
-        d += h0 * g
-        np.negative(d, out=out)
+    def assemble(pairs, w, g, h0, out, lo, hi) -> np.ndarray:
+        """``out[lo:hi] = -h0 g[lo:hi] - pairs[:, lo:hi]^T w``, computed in float64."""
+        d = np.dot(w, pairs[:, lo:hi].astype(np.float64, copy=False))
+        d += h0 * g[lo:hi]
+        np.negative(d, out=out[lo:hi])
         return out
 
     @staticmethod

@@ -126,16 +126,17 @@ def step_update(SY, YY, Rinv, h0, old_ages, full, proj_new, proj_old, w_old, t, 
 
 
 @nb.njit(**_JIT_SUM)
-def project(pairs, g):
-    """``pairs @ g`` accumulated in float64 (the buffer may be float32).
+def project(pairs, g, lo, hi):
+    """``pairs[:, lo:hi] @ g[lo:hi]`` accumulated in float64 (the buffer may be float32).
 
     Four rows at a time over one column block: each value of ``g`` is loaded
     once for four rows, and the block of ``g`` stays in L1 across the rows.
+    (A column range, not a view: the rows stay contiguous arrays to numba.)
     """
-    m, n = pairs.shape
+    m = pairs.shape[0]
     out = np.zeros(m)
-    for start in range(0, n, PAIR_BLOCK):
-        stop = min(start + PAIR_BLOCK, n)
+    for start in range(lo, hi, PAIR_BLOCK):
+        stop = min(start + PAIR_BLOCK, hi)
         gb = g[start:stop]
         width = stop - start
         for i in range(0, m - 3, 4):
@@ -162,12 +163,13 @@ def project(pairs, g):
 
 
 @nb.njit(**_JIT_SUM)
-def assemble(pairs, w, g, h0, out):
-    """``out = -h0 g - pairs^T w``, accumulated in float64 by column blocks (``out``: ``g``'s dtype)."""
-    m, n = pairs.shape
+def assemble(pairs, w, g, h0, out, lo, hi):
+    """``out[lo:hi] = -h0 g[lo:hi] - pairs[:, lo:hi]^T w``, accumulated in float64 by column blocks
+    (``out``: ``g``'s dtype)."""
+    m = pairs.shape[0]
     acc = np.empty(PAIR_BLOCK)
-    for start in range(0, n, PAIR_BLOCK):
-        stop = min(start + PAIR_BLOCK, n)
+    for start in range(lo, hi, PAIR_BLOCK):
+        stop = min(start + PAIR_BLOCK, hi)
         width = stop - start
         gb = g[start:stop]
         for j in range(width):
