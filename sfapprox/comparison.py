@@ -240,6 +240,8 @@ def _scoring_need(n: int, held: int, copy: int = 0) -> int:
     X's dense or CSC copy) besides the scoring's own arrays (:func:`~sfapprox.metrics.scoring_bytes`),
     and the libraries' working set."""
     return held + copy + scoring_bytes(n) + LIBRARY_WORKING_SET
+
+
 #: In a comparison from columns, the joint scoring pass gets this share of the shared time
 #: (or of each method's own limit), and at least SCORE_MIN_SECONDS.
 SCORE_SHARE, SCORE_MIN_SECONDS = 0.25, 5.0

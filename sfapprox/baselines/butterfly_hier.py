@@ -394,9 +394,9 @@ register(
         label="hierarchical butterfly",
         iterative=False,
         # X, the padded matrix, its mirror image and the splits' remainders (3.5 N'^2), or X, the padded
-        # matrix and the scoring's two arrays (4 N'^2; N' = padded_size): peak RSS 4.0-4.3 N'^2 measured
-        # at N = 1,024-4,096 (benchmarks/results/method_memory.md)
-        # ... and, scoring its product above N = 1,024, the compiled apply kernels' first load
+        # matrix and the scoring's two arrays (4 N'^2; N' = padded_size), and the compiled apply kernels
+        # its scoring loads above N = 1,024: peak RSS 5.2 N'^2 at N = 4,096, 98 MB of kernels included
+        # (benchmarks/results/method_memory.md)
         working_memory=lambda n: 5 * 8 * padded_size(n) ** 2 + COMPILED_WORKING_SET,
     )
 )
