@@ -350,7 +350,11 @@ def _check_dense(X, source: str, max_memory: int | None) -> np.ndarray:
     _check_shape(arr.shape, source)
     if arr.dtype != np.float64 or not arr.flags.c_contiguous:
         n = arr.shape[0]
-        check_memory(estimate_dense_bytes(n), what=f"{source}: float64 copy of the {n} x {n} matrix", limit=max_memory)
+        # The array is held while its copy is made: both count (a MATLAB file's column-major float64
+        # variable peaked at 2.1 arrays against a check of the copy alone).
+        check_memory(int(arr.nbytes) + estimate_dense_bytes(n),
+                     what=f"{source}: float64 copy of the {n} x {n} matrix (besides the {arr.dtype} array it is "
+                          f"made from)", limit=max_memory)
     arr = np.ascontiguousarray(arr, dtype=np.float64)
     finite = np.isfinite(arr)
     if not finite.all():

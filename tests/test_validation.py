@@ -244,3 +244,16 @@ def test_format_bytes_large():
     assert format_bytes(2.0**61) == "2.0 EiB"
     assert format_bytes(8.0 * (2 * 10**9) ** 2) == "27.8 EiB"
     assert format_bytes(1e30).endswith(" EiB")
+
+
+@pytest.mark.parametrize("order, dtype", [("F", np.float64), ("C", np.float32)])
+def test_a_float64_copy_is_checked_with_the_array_it_is_made_from(order, dtype):
+    """A column-major or non-float64 matrix is copied to C-ordered float64 while it is still held: the
+    check counts both (it counted the copy alone; a .mat variable peaked at 2.1 arrays against 1)."""
+    X = np.asarray(np.random.default_rng(0).random((100, 100)), dtype=dtype, order=order)
+    need = X.nbytes + 8 * 100 * 100
+    assert check_square_matrix(X, max_memory=need).flags.c_contiguous
+    with pytest.raises(ResourceError, match=r"float64 copy of the 100 x 100 matrix \(besides the"):
+        check_square_matrix(X, max_memory=need - 1)
+    C = np.ascontiguousarray(X, dtype=np.float64)
+    assert check_square_matrix(C, max_memory=C.nbytes) is C  # no copy: nothing more to hold
