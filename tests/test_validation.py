@@ -257,3 +257,23 @@ def test_a_float64_copy_is_checked_with_the_array_it_is_made_from(order, dtype):
         check_square_matrix(X, max_memory=need - 1)
     C = np.ascontiguousarray(X, dtype=np.float64)
     assert check_square_matrix(C, max_memory=C.nbytes) is C  # no copy: nothing more to hold
+
+
+def test_a_dense_matrix_is_checked_finite_without_a_mask():
+    """The finiteness check is the sum of squares (one pass, no temporary); the N x N mask of np.isfinite
+    (an eighth of an array, at the peak of a copy) is made only to say where a NaN or Inf is."""
+    import tracemalloc
+
+    X = np.random.default_rng(1).random((300, 300))
+    tracemalloc.start()
+    try:
+        check_square_matrix(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 0.05 * X.nbytes
+    X[7, 9], X[8, 2] = np.inf, np.nan
+    with pytest.raises(InputError, match=r"2 NaN/Inf entries \(first at row 7, col 9"):
+        check_square_matrix(X)
+    with pytest.raises(InputError, match="values too large"):
+        check_square_matrix(np.full((3, 3), 1e200))
