@@ -5,7 +5,8 @@ through :func:`atomic_path` (pooch's habit): the data is written to a hidden
 temporary file in the destination folder, flushed to disk, and only then
 moved onto the target.  A crash, Ctrl-C, SIGTERM or full disk while writing
 leaves the old file (or nothing) in place and no temporary behind (only a
-``kill -9`` can leave a hidden ``.<name>.*.tmp``).
+``kill -9`` can leave a hidden ``.<name>.<pid>.*.tmp``; the next write of that
+file removes it, once no process of that pid runs).
 
 Without ``force`` the move itself refuses to replace a file: the target is
 created with a hard link (or an exclusive create where the file system has no
@@ -23,6 +24,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -113,7 +115,7 @@ def atomic_path(path: str | os.PathLike, *, force: bool = True, make_parents: bo
     if not parent.is_dir():
         raise SfapproxError(f"{target}: folder {parent} does not exist")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=parent)
     except OSError as exc:
         raise _output_error(target, exc) from exc
     os.close(fd)
@@ -132,9 +134,40 @@ def atomic_path(path: str | os.PathLike, *, force: bool = True, make_parents: bo
             except OSError as exc:
                 raise _output_error(target, exc) from exc
             _written.append(target)
+            _remove_stale(target)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+
+
+def _remove_stale(target: Path) -> None:
+    """Remove the temporaries of ``target`` that writers killed outright (``kill -9``) left: those named
+    for a pid no process has now.  A live writer's (another run on the same output) is kept; so is
+    every temporary where a pid cannot be checked without harm (Windows, where ``os.kill(pid, 0)``
+    would end the process)."""
+    if os.name != "posix":
+        return
+    stale = re.compile(rf"^\.{re.escape(target.name)}\.(\d+)\.[A-Za-z0-9_]+\.tmp$")
+    try:
+        names = os.listdir(target.parent if str(target.parent) else ".")
+    except OSError:
+        return
+    for name in names:
+        match = stale.match(name)
+        if match and int(match.group(1)) != os.getpid() and not _running(int(match.group(1))):
+            with contextlib.suppress(OSError):
+                os.unlink(target.parent / name)
+
+
+def _running(pid: int) -> bool:
+    """Whether a process ``pid`` exists (POSIX: signal 0 checks without sending anything)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists, and belongs to someone else
+        return True
+    return True
 
 
 def _output_error(target: Path, exc: OSError) -> OutputError:

@@ -239,3 +239,20 @@ def test_fit_keeps_a_file_created_while_it_ran_and_its_own_result(tmp_path, monk
     assert js.read_text() == "the user's own file"
     assert json.loads(kept.read_text())["n"] == 8
     assert "left untouched" in " ".join(result.output.split()) and kept.name in " ".join(result.output.split())
+
+
+@pytest.mark.skipif(os.name != "posix", reason="pids are checked with signal 0 on POSIX only")
+def test_a_temporary_left_by_a_writer_killed_outright_is_removed_by_the_next_write(tmp_path):
+    """kill -9 mid-write leaves a hidden temporary named for the writer's pid; the next write of that file
+    removes it once no process has that pid, and keeps a live writer's and another file's."""
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    path = tmp_path / "out.json"
+    stale = tmp_path / f".out.json.{dead}.abcd1234.tmp"
+    live = tmp_path / f".out.json.{os.getppid()}.zzzz9999.tmp"  # this test's parent: running
+    other = tmp_path / f".out.json.bak.{dead}.abcd1234.tmp"  # out.json.bak's, not out.json's
+    for p in (stale, live, other):
+        p.write_text("half")
+    write_text(path, "done")
+    assert path.read_text() == "done"
+    assert not stale.exists() and live.exists() and other.exists()
