@@ -124,6 +124,18 @@ _CHILD = ("import json, sys; sys.path.insert(0, sys.argv[1]); import importlib; 
           "print('RESULT', json.dumps(f(*json.loads(sys.argv[4]))))")
 
 
+def proc_status(key: str) -> int:
+    """Bytes of a memory line of Linux's ``/proc/self/status``: ``VmRSS`` (now) or ``VmHWM`` (the peak)."""
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) * 1024 for line in fh if line.startswith(key + ":"))
+
+
+def reset_peak() -> None:
+    """Start ``VmHWM`` again from the RSS now (Linux), so that what came before does not count."""
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")
+
+
 def checkout_env(checkout: str | None) -> dict:
     """This process's environment, with ``checkout``'s sfapprox first on ``PYTHONPATH`` when given: what
     :func:`run_child` needs to measure another checkout (a benchmark's ``--sfapprox``)."""

@@ -39,7 +39,7 @@ import json
 import math
 import time
 
-from _common import OUT, command_line, machine, meta, run_child, write_results
+from _common import OUT, command_line, machine, meta, proc_status, run_child, write_results
 
 NAME = "column_fit"
 
@@ -58,12 +58,8 @@ def one(n: int, steps: int, max_memory: str, seconds: float | None = None) -> di
     from sfapprox.sf.model import COMPILED_WORKING_SET, LIBRARY_WORKING_SET, estimate_fit_memory
     from sfapprox.sources import KernelMatrix
 
-    def rss() -> int:
-        with open("/proc/self/status") as f:
-            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
-
     K = KernelMatrix(cloud(n), bandwidth=BANDWIDTH)
-    base = rss()
+    base = proc_status("VmRSS")
     stamps = [time.perf_counter()]
     sf = ChordSF(max_iter=steps if seconds is None else 10**6, time_limit=seconds, max_memory=parse_size(max_memory),
                  device="cpu", callback=lambda info: stamps.append(time.perf_counter()))

@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import ROOT, checkout_env, machine, meta, run_child, write_results
+from _common import ROOT, checkout_env, machine, meta, proc_status, reset_peak, run_child, write_results
 
 
 def kernel(n: int, seed: int = 0):
@@ -41,11 +41,6 @@ def kernel(n: int, seed: int = 0):
     points = centres[rng.integers(0, 32, n)] + rng.standard_normal((n, 16))
     return sfapprox.KernelMatrix(points, kernel="rbf").to_dense()
 
-
-def _status(key: str) -> int:
-    """Bytes of ``VmRSS`` / ``VmHWM`` (Linux)."""
-    with open("/proc/self/status") as fh:
-        return next(int(line.split()[1]) * 1024 for line in fh if line.startswith(key + ":"))
 
 
 def _spy_checks() -> list:
@@ -79,11 +74,10 @@ def one(n: int, method: str, seconds: float, limit_arrays: float | None = None) 
     sfapprox.available_methods()  # every method module imported, so that the spy reaches them all
     sfapprox.compare(kernel(64), methods=[method], time_limit=2)  # the libraries' first working sets
     checked = _spy_checks()
-    base = _status("VmRSS")
+    base = proc_status("VmRSS")
     X = kernel(n)
     checked.clear()  # the kernel's own check, when it formed X
-    with open("/proc/self/clear_refs", "w") as fh:  # the peak from here on: X's making left out
-        fh.write("5")
+    reset_peak()  # the peak from here on: X's making left out
     limit = None
     if limit_arrays is not None:
         from sfapprox._validation import LIBRARY_WORKING_SET
@@ -99,9 +93,9 @@ def one(n: int, method: str, seconds: float, limit_arrays: float | None = None) 
         result = sfapprox.compare(X, methods=[method], time_limit=seconds, max_memory=limit)
     except sfapprox.ResourceError as exc:  # refused before any work: the whole comparison
         return {"n": n, "method": method, "refused": str(exc), "limit_bytes": limit, "array_bytes": 8 * n * n,
-                "peak_over_bytes": _status("VmHWM") - base}
+                "peak_over_bytes": proc_status("VmHWM") - base}
     elapsed = time.perf_counter() - began
-    peak = _status("VmHWM") - base
+    peak = proc_status("VmHWM") - base
     row = result.results[0]
     need, what = max(checked) if checked else (None, None)
     return {"n": n, "method": method, "seconds": elapsed, "peak_over_bytes": peak, "array_bytes": 8 * n * n,

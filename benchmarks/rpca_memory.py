@@ -20,7 +20,7 @@ import os
 import time
 from pathlib import Path
 
-from _common import ROOT, checkout_env, machine, meta, run_child, write_results
+from _common import ROOT, checkout_env, machine, meta, proc_status, reset_peak, run_child, write_results
 
 
 def planted(n: int, seed: int = 0):
@@ -40,11 +40,6 @@ def planted(n: int, seed: int = 0):
     return X
 
 
-def _status(key: str) -> int:
-    """Bytes of ``VmRSS`` / ``VmHWM`` (Linux)."""
-    with open("/proc/self/status") as fh:
-        return next(int(line.split()[1]) * 1024 for line in fh if line.startswith(key + ":"))
-
 
 def one(n: int, method: str, seconds: float) -> dict:
     """RobustPCA at order ``n`` in this process: seconds, peak RSS over the start (X included), the error."""
@@ -56,10 +51,9 @@ def one(n: int, method: str, seconds: float) -> dict:
     from sfapprox.chord import default_n_factors, support_offsets
 
     RobustPCA(budget=4000, method=method, device="cpu").fit(planted(64))  # libraries' first working sets
-    base = _status("VmRSS")
+    base = proc_status("VmRSS")
     X = planted(n)
-    with open("/proc/self/clear_refs", "w") as fh:  # the peak from here on: X's making left out
-        fh.write("5")
+    reset_peak()  # the peak from here on: X's making left out
     budget = n * support_offsets(n, "chord").size * default_n_factors(n)
     est = RobustPCA(budget=budget, method=method, device="cpu", time_limit=seconds)
     array = 8 * n * n
@@ -70,7 +64,7 @@ def one(n: int, method: str, seconds: float) -> dict:
     began = time.perf_counter()
     fit = est.fit(X, check_input=False)
     elapsed = time.perf_counter() - began
-    peak = _status("VmHWM")
+    peak = proc_status("VmHWM")
     return {"n": n, "method": method, "seconds": elapsed, "budget": budget, "peak_over_bytes": peak - base,
             "arrays": (peak - base) / array, "estimate_bytes": estimate, "estimate_arrays": estimate / array,
             "rel_error": float(np.linalg.norm(X - fit.to_dense()) / np.linalg.norm(X)),
