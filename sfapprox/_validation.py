@@ -107,6 +107,18 @@ LIBRARY_WORKING_SET = 64 << 20
 COMPILED_WORKING_SET = 128 << 20
 
 
+def held_bytes(matrix) -> int:
+    """Bytes a matrix holds in memory: a dense array's (0 for a memory map: its pages are the file's), or
+    a sparse matrix's values and index arrays."""
+    if sp.issparse(matrix):
+        return int(sum(a.nbytes for a in (matrix.data, getattr(matrix, "indices", np.zeros(0)),
+                                          getattr(matrix, "indptr", np.zeros(0)),
+                                          getattr(matrix, "row", np.zeros(0)), getattr(matrix, "col", np.zeros(0)))))
+    if isinstance(matrix, np.memmap):
+        return 0
+    return int(getattr(matrix, "nbytes", 0))
+
+
 def memory_limit(max_memory: int | None) -> int | None:
     """The memory limit in force: ``max_memory`` when given, else :func:`default_memory_limit`.
 

@@ -30,7 +30,14 @@ from ._base import RunContext, get_method, methods, parse_methods
 from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceError, one_line
 from ._settings import COUNT_INDICES, DEFAULT_METHODS, DEFAULT_TOTAL_TIME, PROTOCOLS, FitSettings, LoadOptions
 from ._signals import stop_requested
-from ._validation import LIBRARY_WORKING_SET, check_memory, estimate_dense_bytes, format_bytes, memory_limit
+from ._validation import (
+    LIBRARY_WORKING_SET,
+    check_memory,
+    estimate_dense_bytes,
+    format_bytes,
+    held_bytes,
+    memory_limit,
+)
 from .budget import Budget, parse_budget, resolve_budget
 from .factors import load_factors
 from .estimate import estimate_errors
@@ -319,7 +326,7 @@ def check_scoring_memory(loaded, limit: int | None) -> None:
     """
     n = loaded.n
     X = loaded.matrix
-    held = int(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes) if loaded.is_sparse else int(X.nbytes)
+    held = held_bytes(X)
     # a sparse X's dense copy, or its CSC copy (as big as X)
     copy = (estimate_dense_bytes(n) if n <= DENSE_SCORING_MAX_N else held) if loaded.is_sparse else 0
     need = _scoring_need(n, held, copy)

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from .._errors import InputError, ParameterError
-from .._validation import memory_limit
+from .._validation import held_bytes, memory_limit
 from .._npy import read_npy_header
 from ._base import MatrixSource
 
@@ -337,7 +337,7 @@ def columns_within(matrix, max_memory: int | None, name: str = "X") -> MatrixSou
     source = as_source(matrix, name)
     limit = memory_limit(max_memory)
     if limit is not None and source is not matrix:
-        held = _held_bytes(matrix) * (2 if sp.issparse(matrix) else 1)
+        held = held_bytes(matrix) * (2 if sp.issparse(matrix) else 1)
         source.max_memory = max(1, limit - held)
     return source
 
@@ -350,15 +350,3 @@ def room(source: MatrixSource, max_memory: int | None) -> int | None:
     if source.max_memory is None:
         return limit
     return source.max_memory if limit is None else min(limit, source.max_memory)
-
-
-def _held_bytes(matrix) -> int:
-    """Bytes of a dense array in memory (0 for a memory map: its pages are the file's) or a sparse matrix."""
-    if sp.issparse(matrix):
-        return int(sum(a.nbytes for a in (matrix.data, getattr(matrix, "indices", np.zeros(0)),
-                                          getattr(matrix, "indptr", np.zeros(0)),
-                                          getattr(matrix, "row", np.zeros(0)), getattr(matrix, "col", np.zeros(0)))))
-    if isinstance(matrix, np.memmap):
-        return 0
-    return int(getattr(matrix, "nbytes", 0))
-
