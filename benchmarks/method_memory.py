@@ -184,8 +184,9 @@ def render(rows: list[dict], args) -> list[str]:
              "| N | method | peak, arrays | checked, arrays | peak / checked | what was checked | seconds | "
              "path | relative error |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        if "failed" in r:
-            lines.append(f"| {r['n']:,} | {r['method']} | failed: {r['failed']} | | | | | | |")
+        if "failed" in r or "refused" in r:  # (refused: by the default limit, the machine's memory)
+            why = f"failed: {r['failed']}" if "failed" in r else f"refused before any work: {r['refused'][:120]}"
+            lines.append(f"| {r['n']:,} | {r['method']} | {why} | | | | | | |")
             continue
         a = r["array_bytes"]
         peak, need = r["peak_over_bytes"] / a, (r["checked_bytes"] or 0) / a
