@@ -15,6 +15,12 @@ overwritten; the finished result is then kept beside it under a new name
 (:class:`OutputExistsError` says which), never lost.  SIGINT and SIGTERM are held back
 while an output is written and delivered once it is complete
 (:func:`sfapprox._signals.deferred`).
+
+An output named by a symbolic link is written to the file the link points to
+(the link stays a link).  A character device (``/dev/null``, ``/dev/stdout``) or
+a named pipe is written through, in one piece once the result is complete,
+never replaced by a file (and needs no ``force``: nothing is overwritten); a
+block device or a socket is refused.
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ import errno
 import json
 import os
 import re
+import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,7 +43,7 @@ from ._signals import deferred
 from .formats import jsonable
 
 __all__ = ["atomic_path", "write_text", "write_json", "write_bytes", "OutputError", "OutputExistsError",
-           "written_outputs"]
+           "written_outputs", "output_target", "stream_kind"]
 
 #: errnos of a file system that cannot make hard links (FAT, exFAT, some FUSE and SMB mounts).
 _NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK, errno.EXDEV}
@@ -108,7 +116,12 @@ def atomic_path(path: str | os.PathLike, *, force: bool = True, make_parents: bo
         When the file cannot be written (full disk, permissions): one line
         naming ``path`` and the cause; no temporary is left behind.
     """
-    target = Path(path)
+    target = output_target(path)
+    kind = stream_kind(target)
+    if kind is not None:
+        with _through(target, kind) as tmp:
+            yield tmp
+        return
     parent = target.parent if str(target.parent) else Path(".")
     if make_parents:
         parent.mkdir(parents=True, exist_ok=True)
@@ -168,6 +181,62 @@ def _running(pid: int) -> bool:
     except OSError:  # it exists, and belongs to someone else
         return True
     return True
+
+
+def output_target(path: str | os.PathLike) -> Path:
+    """The file an output named ``path`` is written to: ``path``, or what it points to when it is a
+    symbolic link (replacing the link by a file would leave its target stale)."""
+    return Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
+
+
+#: What :func:`stream_kind` calls each kind of non-regular file, and whether an output may go there.
+_STREAMS = {stat.S_ISCHR: ("character device", True), stat.S_ISFIFO: ("named pipe", True),
+            stat.S_ISBLK: ("block device", False), stat.S_ISSOCK: ("socket", False)}
+
+
+def stream_kind(path: str | os.PathLike) -> str | None:
+    """``"character device"`` or ``"named pipe"`` for an existing output that is written through, not
+    replaced; None for a regular file, a folder or a missing path.
+
+    Raises
+    ------
+    OutputError
+        For a block device or a socket (no output goes there).
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    for test, (kind, allowed) in _STREAMS.items():
+        if test(mode):
+            if not allowed:
+                raise OutputError(f"{path}: is a {kind}; outputs go to files, character devices "
+                                  "(such as /dev/null) or named pipes; name a file", Path(path))
+            return kind
+    return None
+
+
+@contextlib.contextmanager
+def _through(target: Path, kind: str) -> Iterator[Path]:
+    """Yield a temporary file; on success copy it into the device or pipe ``target`` (never replaced)."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".sfapprox.", suffix=".tmp")
+    except OSError as exc:
+        raise _output_error(target, exc) from exc
+    os.close(fd)
+    try:
+        with deferred():
+            yield Path(tmp)
+            try:
+                with open(tmp, "rb") as src, open(target, "wb") as out:
+                    shutil.copyfileobj(src, out)
+            except OSError as exc:
+                raise OutputError(f"{target}: not written to this {kind}: {exc.strerror or exc}", target,
+                                  exc.errno) from exc
+            _written.append(target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
 
 
 def _output_error(target: Path, exc: OSError) -> OutputError:

@@ -256,3 +256,56 @@ def test_a_temporary_left_by_a_writer_killed_outright_is_removed_by_the_next_wri
     write_text(path, "done")
     assert path.read_text() == "done"
     assert not stale.exists() and live.exists() and other.exists()
+
+
+def test_an_output_named_by_a_link_is_written_to_the_file_it_points_to(tmp_path):
+    real = tmp_path / "real.json"
+    real.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    write_json(link, {"a": 1}, force=True)
+    assert link.is_symlink() and os.readlink(link) == str(real)  # the link stays a link
+    assert json.loads(real.read_text()) == {"a": 1}
+    with pytest.raises(OutputExistsError):  # without force, the file it points to is not replaced either
+        write_json(link, {"a": 2}, force=False)
+    assert json.loads(real.read_text()) == {"a": 1}
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_a_named_pipe_is_written_through_not_replaced(tmp_path):
+    import threading
+
+    fifo = tmp_path / "out.json"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    write_json(fifo, {"a": 1}, force=False)  # no force needed: nothing is overwritten
+    reader.join(10)
+    assert json.loads(got[0]) == {"a": 1}
+    assert fifo.is_fifo()
+    assert not [p for p in tmp_path.iterdir() if p != fifo]  # no temporary left beside it
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/null"), reason="needs /dev/null")
+def test_a_character_device_is_written_through_and_passes_the_output_check():
+    from sfapprox.cli._render import check_output
+
+    check_output(Path("/dev/null"), force=False)  # not "already exists"
+    write_text("/dev/null", "x", force=False)
+    assert Path("/dev/null").is_char_device()
+
+
+@pytest.mark.skipif(not hasattr(__import__("socket"), "AF_UNIX"), reason="needs Unix sockets")
+def test_a_socket_is_refused_in_one_line(tmp_path):
+    import socket
+
+    from sfapprox.cli._render import check_output
+
+    path = tmp_path / "s.json"
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(path))
+        with pytest.raises(OutputError, match="is a socket"):
+            check_output(path, force=True)
+        with pytest.raises(OutputError, match="is a socket"):
+            write_text(path, "x")
