@@ -83,3 +83,33 @@ def test_info_lists_the_tensors(model):
     table = describe_weights(path, "safetensors").tables[0]
     assert [(r["name"], r["square"]) for r in table.rows] == [
         ("attn.q", "✓"), ("attn.k", "✓"), ("mlp.up", ""), ("bias", "")]
+
+
+def test_legacy_format_and_sparse_weights_load_and_meta_or_truncated_ones_say_what_to_do(tmp_path):
+    """The legacy format cannot be memory-mapped (torch refused it, and the user read torch's mmap
+    advice); a sparse weight is its dense values; a meta tensor has none; a truncated file says so."""
+    W = torch.arange(16.0).reshape(4, 4)
+    torch.save({"w": W}, tmp_path / "legacy.pt", _use_new_zipfile_serialization=False)
+    assert np.array_equal(load_matrix(tmp_path / "legacy.pt").matrix, W.numpy())
+    torch.save({"w": W.to_sparse()}, tmp_path / "coo.pt")
+    assert np.array_equal(load_matrix(tmp_path / "coo.pt").matrix, W.numpy())
+    torch.save({"w": torch.empty(4, 4, device="meta")}, tmp_path / "meta.pt")
+    input_error(tmp_path / "meta.pt", "meta tensor: it has a shape but no values")
+    whole = (tmp_path / "coo.pt").read_bytes()
+    (tmp_path / "cut.pt").write_bytes(whole[: len(whole) // 2])
+    input_error(tmp_path / "cut.pt", "truncated or damaged")
+
+
+def test_a_raw_pickle_with_code_is_refused_never_run_and_quietly(tmp_path, monkeypatch, recwarn):
+    import pickle
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "raw.pt").write_bytes(pickle.dumps({"w": _Payload()}, protocol=4))
+    input_error(tmp_path / "raw.pt", "refused, never unpickled")
+    assert not (tmp_path / "PWNED").exists()
+    assert not [w for w in recwarn if "pickle protocol" in str(w.message)]  # torch's note is not shown
+
+
+def test_every_square_weight_of_a_file_with_none_says_so(tmp_path):
+    torch.save({"up": torch.ones(3, 5)}, tmp_path / "rect.pt")  # a manifest's var = "*" left unexpanded
+    input_error(tmp_path / "rect.pt", "holds no square weight matrix", var="*")

@@ -19,6 +19,8 @@ from __future__ import annotations
 import json
 import os
 import struct
+import warnings
+import zipfile
 from collections.abc import Iterator
 from typing import Any
 
@@ -73,7 +75,10 @@ def _safetensors_header(src: Source) -> tuple[dict[str, Any], int]:
 
 
 def _choose(src: Source, shapes: dict[str, list[int]], var: str | None) -> str:
-    """The tensor ``var`` names, or the only square 2-D one."""
+    """The tensor ``var`` names, or the only square 2-D one (``var="*"``, a manifest's "every square
+    weight", left unexpanded only where the file has none: as no ``var``)."""
+    if var == "*":
+        var = None
     if var is not None:
         if var not in shapes:
             square = [n for n, s in shapes.items() if len(s) == 2 and s[0] == s[1]]
@@ -84,7 +89,7 @@ def _choose(src: Source, shapes: dict[str, list[int]], var: str | None) -> str:
     if len(square) == 1:
         return square[0]
     if not square:
-        raise src.fail(f"holds no square weight matrix ({len(shapes)} tensors, e.g. "
+        raise src.fail(f"holds no square weight matrix ({len(shapes)} tensor{'s' if len(shapes) != 1 else ''}, e.g. "
                        f"{_listing(shapes, list(shapes)[:5])})", "a matrix to approximate must be square")
     raise src.fail(f"holds {len(square)} square weight matrices: {_listing(shapes, square)}",
                    "pick one with var= (--var NAME); 'sfapprox info FILE' lists them")
@@ -115,18 +120,29 @@ def read_safetensors(src: Source, opts: Options) -> ReadResult:
                       source=f"{src.display} (tensor {name})")
 
 
-def _torch_state(src: Source) -> dict[str, Any]:
+def _torch_state(src: Source, max_memory: int | None = None) -> dict[str, Any]:
     import pickle
 
     import torch  # here: only .pt files need it
 
+    # torch.save's zip format is memory-mapped (a tensor is read when chosen); the legacy format
+    # (_use_new_zipfile_serialization=False) cannot be, and is read whole: its size is checked first
+    zipped = zipfile.is_zipfile(src.path)
+    if not zipped:
+        check_memory(2 * os.path.getsize(src.path), what=f"{src.display}: a legacy-format PyTorch file",
+                     limit=max_memory)
     try:
-        state = torch.load(src.path, map_location="cpu", weights_only=True, mmap=True)
+        # torch's own notes ("sparse CSR support is in beta", "detected pickle protocol 4") are not the
+        # user's concern: what it cannot load is said below, in one line
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            state = torch.load(src.path, map_location="cpu", weights_only=True, mmap=zipped)
     except pickle.UnpicklingError:
         raise src.fail("holds pickled objects other than tensors (classes or code); refused, never unpickled",
                        "save the weights alone: torch.save(model.state_dict(), path), or use .safetensors") from None
     except (RuntimeError, OSError, EOFError, ValueError) as exc:
-        raise src.fail(f"not a readable PyTorch file ({' '.join(str(exc).split())[:200]})") from None
+        raise src.fail(f"not a readable PyTorch file ({' '.join(str(exc).split())[:200]})",
+                       "it may be truncated or damaged: copy or save it again") from None
     return dict(weight_tensors(state))
 
 
@@ -147,15 +163,21 @@ def weight_tensors(state: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
 def read_torch(src: Source, opts: Options) -> ReadResult:
     """Reader for format "torch": one square tensor of a state dict, loaded with ``weights_only=True``."""
     with src.guard():
-        tensors = _torch_state(src)
+        tensors = _torch_state(src, opts.max_memory)
     name = _choose(src, {k: list(t.shape) for k, t in tensors.items()}, opts.var)
     tensor = tensors[name]
     if tensor.ndim != 2 or tensor.shape[0] != tensor.shape[1]:
         raise src.fail(f"tensor {name!r} has shape {list(tensor.shape)}, not a square matrix")
     if tensor.is_complex() or not (tensor.is_floating_point() or tensor.dtype in _INT_DTYPES()):
         raise src.fail(f"tensor {name!r} holds {tensor.dtype} values; a real numeric matrix is needed")
+    if tensor.is_meta:
+        raise src.fail(f"tensor {name!r} is a meta tensor: it has a shape but no values",
+                       "save the model's weights after they are materialized")
     check_memory(8 * tensor.numel(), what=f"{src.display}: tensor {name!r}", limit=opts.max_memory)
     import torch
+
+    if tensor.layout != torch.strided:  # a sparse (COO, CSR, ...) weight: its dense values, as any other
+        tensor = tensor.to_dense()
 
     return ReadResult(tensor.detach().to(torch.float64).numpy(), "torch", [f"tensor {name!r} ({tensor.dtype})"],
                       source=f"{src.display} (tensor {name})")

@@ -23,6 +23,9 @@ def _check(name: str, what: str, a) -> np.ndarray:
     arr = np.asarray(a)
     if arr.ndim != 2 or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
         raise InputError(f"{name}: {what} must be a real (N, d) array, got shape {arr.shape} of {arr.dtype}")
+    if arr.shape[0] < 1 or arr.shape[1] < 1:
+        raise InputError(f"{name}: {what} has shape {arr.shape}; it needs at least one token (row) and one "
+                         "feature (column)")
     arr = np.ascontiguousarray(arr, dtype=np.float64)
     if not np.isfinite(arr).all():
         i, j = np.argwhere(~np.isfinite(arr))[0]
@@ -79,6 +82,11 @@ class AttentionMatrix(MatrixSource):
             scale = 1.0 / math.sqrt(q.shape[1])
         elif isinstance(scale, bool) or not math.isfinite(float(scale)) or float(scale) <= 0:
             raise ParameterError(f"scale must be a positive, finite number, got {scale!r}")
+        # |q_i . k_j| <= d max|q| max|k|: a logit that could overflow would make the softmax NaN
+        bound = float(scale) * q.shape[1] * float(np.abs(q).max()) * float(np.abs(k).max())
+        if not math.isfinite(bound):
+            raise InputError(f"{name}: q and k are too large (up to {np.abs(q).max():.3g} and {np.abs(k).max():.3g}): "
+                             "their scaled products overflow; rescale them or give a smaller scale")
         self.q, self.k, self.scale = q, k, float(scale)
         super().__init__(q.shape[0], name)
         self._row_max, self._row_sum = self._normalisers()

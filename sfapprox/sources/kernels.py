@@ -73,6 +73,17 @@ def median_bandwidth(points: np.ndarray, *, seed: int = 0, sample: int = MEDIAN_
     return float(np.median(positive)) if positive.size else 1.0
 
 
+def _check_computable(kernel: str, h: float, points: np.ndarray, seed: int) -> None:
+    """Refuse a bandwidth whose scale factor (``1 / 2h^2`` for rbf, ``1 / h`` for the others) is not a
+    finite number: ``h^2`` or ``h`` underflows, and every entry off the diagonal would be 0/0 or a crash."""
+    denominator = 2.0 * h * h if kernel == "rbf" else h
+    if denominator > 0 and math.isfinite(1.0 / denominator):
+        return
+    raise ParameterError(f"bandwidth {h:g} is too small to compute the {kernel} kernel with (h{'^2' if kernel == 'rbf' else ''} "
+                         f"underflows); the median heuristic gives {median_bandwidth(points, seed=seed):.4g} for "
+                         "these points (--bandwidth)")
+
+
 class KernelMatrix(MatrixSource):
     """The kernel matrix of a point set, as a :class:`~sfapprox.sources.MatrixSource` (never formed unless it fits).
 
@@ -138,16 +149,21 @@ class KernelMatrix(MatrixSource):
                 raise ParameterError(f"bandwidth must be a positive, finite number, got {bandwidth!r} (--bandwidth)")
         self.points, self.kernel = pts, kernel
         self._sq = np.einsum("ij,ij->i", pts, pts)
+        if not math.isfinite(4.0 * float(self._sq.max())):  # ||x - y||^2 <= 4 max ||x||^2 must be a number
+            raise InputError(f"{name}: the points' coordinates are too large (up to {np.abs(pts).max():.3g}): "
+                             "their squared distances overflow; rescale the table first")
         if not KERNELS[kernel]:
             self.bandwidth_, self.bandwidth_rule_ = None, "none"
         elif bandwidth is None:
             self.bandwidth_, self.bandwidth_rule_ = median_bandwidth(pts, seed=seed), "median heuristic"
         else:
             self.bandwidth_, self.bandwidth_rule_ = float(bandwidth), "given"
+            _check_computable(kernel, self.bandwidth_, pts, seed)
         super().__init__(pts.shape[0], name)
         self.nonnegative = True if KERNELS[kernel] else bool((pts >= 0).all())
         how = "" if self.bandwidth_ is None else f"; bandwidth {self.bandwidth_:.4g} ({self.bandwidth_rule_})"
-        self.notes.append(f"{kernel} kernel matrix of {pts.shape[0]:,} points x {pts.shape[1]} features{how}")
+        self.notes.append(f"{kernel} kernel matrix of {pts.shape[0]:,} point{'s' if pts.shape[0] != 1 else ''} x {pts.shape[1]} "
+                          f"feature{'s' if pts.shape[1] != 1 else ''}{how}")
 
     def _columns(self, J: np.ndarray) -> np.ndarray:
         x, sq = self.points, self._sq
