@@ -52,3 +52,23 @@ def test_other_supports(support):
     config = sf_config_for_budget(n, 2 * sf_count(n), support=support)
     out = M.affordable_structure(n, config, 1e-9)
     assert out.support == support and out.n_factors <= config.n_factors
+
+
+def test_the_timing_probe_takes_blocks_of_columns_not_a_dense_target():
+    """It runs before any memory check: a dense N x N random target (two copies, up to N = 8,192) broke
+    --max-memory.  Above 1,024 it now times a few blocks of columns, 16 MiB at most."""
+    import tracemalloc
+
+    from sfapprox.budget import sf_structure
+
+    n = 3000
+    offsets = support_offsets(n, "chord", 2)
+    M._evaluation_seconds(n, offsets, sf_structure(n).n_factors)  # torch imported, the kernel compiled
+    tracemalloc.start()
+    try:
+        seconds = M._evaluation_seconds(n, offsets, sf_structure(n).n_factors)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert seconds > 0
+    assert peak < n * n * 8  # the kernel's blocks; not the dense float64 target (and its float32 copy)

@@ -100,42 +100,72 @@ def sf_estimator(n: int, budget: int, context: RunContext, *, support: str = "ch
     return est
 
 
-#: Up to this N a structure's evaluation is measured on a whole random target (512 MiB at most).
-WHOLE_MEASURE_MAX_N = 8192
+#: Up to this N a structure's evaluation is measured on a whole random target (8 MiB at most); above
+#: it, with the compiled kernel, on a few blocks of columns (:func:`_blocks_seconds`).  It was 8,192
+#: (512 MiB): a probe made before any memory check, that overran ``--max-memory`` (a 7,000 x 7,000
+#: memory-mapped input under 100M peaked at 895 MiB, ``benchmarks/results/memory_limits.md``) and the
+#: time limit it was sizing the fit for (8.2 s of a 5-s limit).
+WHOLE_MEASURE_MAX_N = 1024
 
 
 def _evaluation_seconds(n: int, offsets, n_factors: int) -> float:
     """Seconds of one loss+gradient evaluation of this structure on the CPU (the faster of two).
 
-    Above :data:`WHOLE_MEASURE_MAX_N`, with the compiled kernel, measured on one block of
-    its columns and scaled to all ``N`` (an evaluation is its blocks one after another):
-    a random ``N x N`` target would take 32 GiB at ``N = 65,536``, where the fit itself
-    runs from column blocks.
+    Above :data:`WHOLE_MEASURE_MAX_N`, with the compiled kernel, measured on a few blocks
+    of its columns and scaled to all ``N`` (:func:`_blocks_seconds`; an evaluation is its
+    blocks one after another): the probe runs before any memory check, and a random
+    ``N x N`` target would take 32 GiB at ``N = 65,536``.
     """
     import torch
 
-    from ._kernels import block_loss_and_grad, numba_width, select_kernel
+    from ._kernels import numba_width, select_kernel
 
     kernel, name = select_kernel(n, "cpu")
     rng = np.random.default_rng(0)
     dtype = np.float32 if n >= SF_FLOAT32_MIN_N else np.float64  # what a default fit of this N runs in
     values = (rng.random((n_factors, n, len(offsets))) / len(offsets)).astype(dtype)
     offs = [int(d) for d in offsets]
-    width = numba_width(n, np.dtype(dtype).itemsize)
     if name == "numba" and n > WHOLE_MEASURE_MAX_N:
-        block, grads = rng.random((n, width)).astype(dtype), [np.empty_like(values)]
-        run = lambda: block_loss_and_grad(values, offs, block, 0, grads, width)  # noqa: E731
-        share = n / width
-    else:
-        ws, target = torch.as_tensor(values), torch.as_tensor(rng.random((n, n)).astype(dtype))
-        run = lambda: kernel(ws, offs, target)  # noqa: E731
-        share = 1.0
+        return _blocks_seconds(values, offs, numba_width(n, np.dtype(dtype).itemsize), rng)
+    ws, target = torch.as_tensor(values), torch.as_tensor(rng.random((n, n), dtype=dtype))
+    return _best_of_two(lambda: kernel(ws, offs, target))
+
+
+#: Bytes of random target the block measurement of :func:`_evaluation_seconds` takes at most (beyond its one block).
+PROBE_BYTES = 16 << 20
+
+
+def _blocks_seconds(values: np.ndarray, offs: list[int], width: int, rng: np.random.Generator) -> float:
+    """A whole evaluation's seconds from one block of ``width`` columns and from ``b`` blocks (2-4, within
+    :data:`PROBE_BYTES`): each call also pays a per-call cost (the transposed values, the zeroed
+    gradient: ``O(N K M)``) that a whole evaluation pays once, so the time per block is the slope
+    between the two, and the call's own cost is counted once (one block times ``N / width`` over-counted
+    it: 4.3 s against 2.6 s measured whole at N = 6,000)."""
+    from ._kernels import block_loss_and_grad
+
+    n = values.shape[1]
+    blocks = int(max(2, min(4, PROBE_BYTES // max(1, n * width * values.itemsize))))
+    target = rng.random((n, blocks * width), dtype=values.dtype)
+    grads = [np.empty_like(values)]
+
+    def run(cols: int):
+        part = np.ascontiguousarray(target[:, :cols])
+        return _best_of_two(lambda: block_loss_and_grad(values, offs, part, 0, grads, width))
+
+    one, many = run(width), run(blocks * width)
+    # a busy machine can time the longer call no slower than the short one: then its plain average
+    per_block = (many - one) / (blocks - 1) if many > one else many / blocks
+    return one + per_block * max(0.0, n / width - 1)
+
+
+def _best_of_two(run) -> float:
+    """The faster of two timed calls of ``run`` (the first may still warm caches)."""
     best = float("inf")
     for _ in range(2):
         t0 = time.perf_counter()
         run()
         best = min(best, time.perf_counter() - t0)
-    return best * share
+    return best
 
 
 def affordable_structure(n: int, config: SFConfig, time_limit: float | None, device: str = "cpu") -> SFConfig:
