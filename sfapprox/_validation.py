@@ -163,7 +163,7 @@ def estimate_dense_bytes(n: int, dtype: np.dtype | type = np.float64) -> int:
     return int(n) * int(n) * np.dtype(dtype).itemsize
 
 
-def check_memory(n_bytes: int, *, what: str, limit: int | None = None) -> None:
+def check_memory(n_bytes: int, *, what: str, limit: int | None = None, held: int = 0) -> None:
     """Refuse work that would need more than ``limit`` bytes, before allocating.
 
     Parameters
@@ -175,6 +175,10 @@ def check_memory(n_bytes: int, *, what: str, limit: int | None = None) -> None:
         it starts the error message.
     limit : int or None, default=None
         Limit in bytes; None means :func:`default_memory_limit`.
+    held : int, default=0
+        Bytes of the limit already taken by a matrix held in memory: the work
+        gets the rest, and the message says so (not a smaller "limit" than the
+        one the user gave).
 
     Raises
     ------
@@ -187,10 +191,11 @@ def check_memory(n_bytes: int, *, what: str, limit: int | None = None) -> None:
     >>> check_memory(1024, what="tiny", limit=2048)
     """
     limit = memory_limit(limit)
-    if limit is None or n_bytes <= limit:
+    if limit is None or n_bytes + held <= limit:
         return
+    beside = f" beside the matrix held in memory ({format_bytes(held)})" if held > 0 else ""
     raise ResourceError(
-        f"{what} needs about {format_bytes(n_bytes)}, over the memory limit of "
+        f"{what} needs about {format_bytes(n_bytes)}{beside}, over the memory limit of "
         f"{format_bytes(limit)}; raise the limit with --max-memory (max_memory=) "
         "if the machine has the room, or use a smaller input"
     )

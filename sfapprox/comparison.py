@@ -41,9 +41,9 @@ from ._validation import (
 from .budget import Budget, parse_budget, resolve_budget
 from .factors import load_factors
 from .estimate import estimate_errors
-from .metrics import DENSE_SCORING_MAX_N, operator_error, scoring_bytes
+from .metrics import DENSE_SCORING_MAX_N, operator_error
 from .results import Comparison, MethodResult, library_versions
-from .sources import MIN_BLOCK, DistributedSource, MatrixSource, columns_within
+from .sources import DistributedSource, MatrixSource, columns_within, formable, formed_need, scoring_need
 
 __all__ = ["compare", "available_methods", "run_method", "run_all", "PROTOCOLS"]
 
@@ -215,40 +215,6 @@ def needs_formed(source: MatrixSource, max_memory: int | None) -> str:
             f"{f' of {format_bytes(limit)}' if limit else ''}; the methods that work from columns: {', '.join(able)}")
 
 
-def formable(source: MatrixSource, max_memory: int | None) -> bool:
-    """Whether ``source`` is formed for a comparison: the formed matrix and its scoring fit the limit
-    (:func:`formed_need`, what :func:`check_scoring_memory` will check once it is formed).
-
-    Parameters
-    ----------
-    source : MatrixSource
-        The matrix known by its columns.
-    max_memory : int or None
-        Memory limit in bytes; None: :func:`~sfapprox._validation.default_memory_limit`
-        (80% of RAM).
-        No limit known: True.
-    """
-    limit = memory_limit(max_memory)
-    return limit is None or formed_need(source) <= limit
-
-
-def formed_need(source: MatrixSource) -> int:
-    """Bytes a comparison on ``source`` formed holds at least: the dense matrix and its scoring (two
-    more dense arrays up to ``DENSE_SCORING_MAX_N``, column blocks above) and the libraries' working
-    set; or, forming it, the matrix and one block of the narrowest width (the blocks take half of
-    what the matrix leaves of the limit, :meth:`~sfapprox.sources.MatrixSource.to_dense`, but at
-    least :data:`~sfapprox.sources.MIN_BLOCK` columns)."""
-    forming = source.formed_bytes + MIN_BLOCK * 8 * source.n * source.column_copies + LIBRARY_WORKING_SET
-    return max(_scoring_need(source.n, source.formed_bytes), forming)
-
-
-def _scoring_need(n: int, held: int, copy: int = 0) -> int:
-    """What scoring every method of an ``n x n`` comparison holds: ``held`` (X) and ``copy`` (a sparse
-    X's dense or CSC copy) besides the scoring's own arrays (:func:`~sfapprox.metrics.scoring_bytes`),
-    and the libraries' working set."""
-    return held + copy + scoring_bytes(n) + LIBRARY_WORKING_SET
-
-
 #: In a comparison from columns, the joint scoring pass gets this share of the shared time
 #: (or of each method's own limit), and at least SCORE_MIN_SECONDS.
 SCORE_SHARE, SCORE_MIN_SECONDS = 0.25, 5.0
@@ -329,7 +295,7 @@ def check_scoring_memory(loaded, limit: int | None) -> None:
     held = held_bytes(X)
     # a sparse X's dense copy, or its CSC copy (as big as X)
     copy = (estimate_dense_bytes(n) if n <= DENSE_SCORING_MAX_N else held) if loaded.is_sparse else 0
-    need = _scoring_need(n, held, copy)
+    need = scoring_need(n, held, copy)
     how = "dense arrays" if n <= DENSE_SCORING_MAX_N else "column blocks"
     check_memory(need, what=f"{loaded.name}: scoring each method ({how} of the {n} x {n} matrix)", limit=limit)
 
@@ -487,7 +453,8 @@ def compare(
         raise ParameterError(f"unknown protocol {protocol!r}; choose {' or '.join(PROTOCOLS)}")
     parse_budget(budget)
     saved = load_included(include, settings.max_memory)
-    if isinstance(matrix, MatrixSource) and not formable(matrix, settings.max_memory):
+    if isinstance(matrix, MatrixSource) and (not formable(matrix, settings.max_memory)
+                                             or better_from_columns(matrix, names, settings.max_memory)):
         return compare_columns(matrix, names, budget=budget, settings=settings, count_indices=count_indices,
                                protocol=protocol, structure=structure, callback=callback, on_result=on_result,
                                include=saved, matrix_info=matrix_info, executor=executor)
@@ -512,6 +479,31 @@ def compare(
     if streamed is not None:
         comparison.notes.append(streamed)
     return comparison
+
+
+def better_from_columns(source: MatrixSource, names: Sequence[str], max_memory: int | None) -> bool:
+    """Whether a source that could be formed is better compared from its columns: every method asked
+    for works from columns, the matrix would take over half the limit, and one of the methods is SF
+    (its in-memory fit holds several copies of the matrix, so it would fit from columns beside the
+    formed one, in what that leaves).  The other methods' fallbacks from a formed matrix are sized by
+    their own :func:`method_need` (:func:`run_method`).
+    Formed, it would then only take the room of the fits from columns (which get the limit less the
+    matrix): a higher ``--max-memory`` refused what a lower one ran.
+
+    Parameters
+    ----------
+    source : MatrixSource
+        The matrix known by its columns.
+    names : sequence of str
+        The methods asked for (checked).
+    max_memory : int or None
+        Memory limit in bytes; None: :func:`~sfapprox._validation.default_memory_limit`.
+    """
+    limit = memory_limit(max_memory)
+    specs = [get_method(name) for name in names]
+    if limit is None or not specs or not all("columns" in spec.access for spec in specs):
+        return False
+    return 2 * source.formed_bytes > limit and any(spec.label.startswith("SF") for spec in specs)
 
 
 def columns_note(results: Sequence[MethodResult], max_memory: int | None) -> str | None:
@@ -635,9 +627,10 @@ def _compare_columns(source, names, resolved, info, context, settings, on_result
     if short:  # the time limit stopped the sample before the errors' skew allows a normal interval
         how += (f"; the intervals of {', '.join(short)} may be too narrow: their squared column errors are skewed "
                 f"enough to ask for {max(short.values()):,} columns (a longer --time-limit samples more)")
+    scored = (f"every row was scored {how} in {time.perf_counter() - started:.1f} s" if estimates else
+              "no method gave a surrogate to score")  # not "from 0 random columns"
     comparison.notes.append(f"{source.name}: not formed ({source.summary()['formed']} dense); the methods that work "
-                            f"from columns ran, and every row was scored {how} in "
-                            f"{time.perf_counter() - started:.1f} s")
+                            f"from columns ran, and {scored}")
     if resolved.note:
         comparison.notes.append(resolved.note)
     return comparison

@@ -416,8 +416,8 @@ def test_a_matrix_held_in_memory_leaves_the_column_fit_only_the_rest_of_the_limi
 
     checked = []
     real = model.check_memory
-    monkeypatch.setattr(model, "check_memory", lambda need, *, what, limit=None:
-                        checked.append((what, need, limit)) or real(need, what=what, limit=limit))
+    monkeypatch.setattr(model, "check_memory", lambda need, *, what, limit=None, held=0:
+                        checked.append((what, need, limit - held)) or real(need, what=what, limit=limit, held=held))
     X = _planted(128, seed=5)
     limit = _column_limit(128)
     S = sp.csr_array(np.where(np.abs(X) > np.quantile(np.abs(X), 0.5), X, 0.0))

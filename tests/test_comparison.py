@@ -193,6 +193,16 @@ def test_a_source_too_big_for_the_memory_limit_is_compared_from_columns():
     assert formed.winner() == "tsvd"  # the exact SVD, which needs the matrix formed
 
 
+def test_a_comparison_from_columns_where_no_method_ran_does_not_claim_scoring():
+    from sfapprox.sources import KernelMatrix
+
+    K = KernelMatrix(np.random.default_rng(3).standard_normal((400, 3)), bandwidth=0.8)
+    settings = FitSettings(device="cpu", max_iter=20, time_limit=None, max_memory=3 * K.formed_bytes - 1)
+    c = compare(K, ["tsvd"], budget=0.1, settings=settings)  # tsvd needs X formed: it cannot run
+    note = next(n for n in c.notes if "not formed" in n)
+    assert "no method gave a surrogate to score" in note and "random columns" not in note
+
+
 def test_estimated_errors_overlapping_intervals_declare_no_winner():
     from sfapprox.results import Comparison, MethodResult
 
@@ -315,7 +325,10 @@ def test_a_source_is_formed_when_it_and_its_scoring_fit_and_forming_it_stays_wit
     for module in (metrics, comparison):
         monkeypatch.setattr(module, "DENSE_SCORING_MAX_N", 50)
     monkeypatch.setattr(metrics, "SCORING_BLOCK", 16)
-    monkeypatch.setattr(comparison, "LIBRARY_WORKING_SET", 1 << 16)  # the arrays decide, at this small N
+    from sfapprox.sources import _base as source_base
+
+    for module in (comparison, source_base):  # the arrays decide, at this small N
+        monkeypatch.setattr(module, "LIBRARY_WORKING_SET", 1 << 16)
     K = KernelMatrix(np.random.default_rng(0).standard_normal((1000, 3)))
     limit = formed_need(K)
     assert K.formed_bytes < limit < 2 * K.formed_bytes
@@ -329,3 +342,19 @@ def test_a_source_is_formed_when_it_and_its_scoring_fit_and_forming_it_stays_wit
     assert peak <= limit and np.allclose(X, X.T)
     c = compare(K, ["sparse"], budget=0.1, max_memory=limit, device="cpu")
     assert c.results[0].status == "ok" and not any("not formed" in note for note in c.notes)
+
+
+def test_a_source_whose_methods_all_work_from_columns_is_not_formed_where_formed_it_would_starve_them(tmp_path):
+    """Formed, a matrix over half the limit left SF's fit from columns the rest, under its need: a
+    higher --max-memory refused what a lower one, comparing from columns, ran."""
+    from sfapprox.comparison import better_from_columns
+    from sfapprox.sources import open_npy
+
+    path = tmp_path / "x.npy"
+    np.save(path, np.eye(300))
+    source = open_npy(path)
+    tight = 2 * source.formed_bytes - 1  # formed, it would take over half of it
+    assert better_from_columns(source, ["sf", "rsvd"], tight)
+    assert not better_from_columns(source, ["rsvd", "sparse"], tight)  # their needs are known, and fit
+    assert not better_from_columns(source, ["sf", "rsvd"], 10 * source.formed_bytes)
+    assert not better_from_columns(source, ["sf", "tsvd"], tight)  # tsvd needs it formed

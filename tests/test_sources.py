@@ -197,3 +197,45 @@ def test_an_array_in_memory_multiplies_without_copying_its_blocks(tmp_path):
     for product in (src.matmat, src.rmatmat):
         with pytest.raises(InputError, match=r"entry \(3, 4\) is nan"):
             product(B)
+
+
+@pytest.mark.parametrize("kernel, h", [("rbf", 1e-170), ("rbf", 1e-320), ("matern32", 1e-320), ("laplacian", 1e-320)])
+def test_a_bandwidth_too_small_to_compute_with_is_one_line(kernel, h):
+    pts = np.random.default_rng(0).standard_normal((20, 3))
+    with pytest.raises(ParameterError, match="too small to compute .* median heuristic gives"):
+        KernelMatrix(pts, kernel=kernel, bandwidth=h)
+    KernelMatrix(pts, kernel="matern32", bandwidth=1e-170).columns(np.arange(3))  # 1/h is a number: it runs
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "cosine", "linear"])
+def test_coordinates_whose_squares_overflow_are_refused(kernel):
+    pts = np.array([[1e300, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    with pytest.raises(InputError, match="too large .* rescale"):
+        KernelMatrix(pts, kernel=kernel)
+
+
+def test_attention_needs_a_feature_and_finite_logits():
+    with pytest.raises(InputError, match="at least one token .* one feature"):
+        AttentionMatrix(np.zeros((5, 0)), np.zeros((5, 0)))
+    q = np.ones((4, 2))
+    with pytest.raises(InputError, match="overflow"):
+        AttentionMatrix(q * 1e300, q * 1e10)
+    A = AttentionMatrix(q * 1e100, q)  # huge but finite logits: a one-hot softmax, fine
+    assert np.isfinite(A.to_dense()).all()
+
+
+def test_a_npy_a_comparison_could_not_hold_formed_is_memory_mapped_not_loaded(tmp_path):
+    """Loaded just under the limit, the matrix left its methods nothing (a higher --max-memory refused
+    what a lower one, mapping it, ran): it is mapped unless it and its scoring fit."""
+    from sfapprox.comparison import formed_need
+    from sfapprox.io import open_matrix
+
+    path = tmp_path / "x.npy"
+    np.save(path, np.eye(300))
+    need = formed_need(open_npy(path))
+    just_fits = 300 * 300 * 8 + 1  # its float64 form fits; a comparison beside it does not
+    assert just_fits < need
+    mapped = open_matrix(path, max_memory=just_fits)
+    assert isinstance(mapped, ArraySource) and mapped.describe()["memory_mapped"]
+    loaded = open_matrix(path, max_memory=need)
+    assert not isinstance(loaded, ArraySource)  # a LoadedMatrix, formed as before

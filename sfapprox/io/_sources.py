@@ -17,10 +17,10 @@ import zipfile
 
 import numpy as np
 
-from .._errors import InputError, ParameterError
+from .._errors import InputError, ParameterError, SfapproxError
 from .._npy import read_npy_header
 from .._validation import memory_limit
-from ..sources import AttentionMatrix, CovarianceMatrix, KernelMatrix, MatrixSource, open_npy
+from ..sources import AttentionMatrix, CovarianceMatrix, KernelMatrix, MatrixSource, formable, open_npy
 from ._common import Options, Source, fail, one_line, strip_compression
 from ._covariance import read_samples
 from ._numpy import _load_npy
@@ -98,7 +98,12 @@ def _attention(path, var: str | None, max_memory: int | None) -> AttentionMatrix
 
 
 def _big_npy(path, max_memory: int | None) -> bool:
-    """A plain ``.npy`` of a square matrix whose float64 form is over the memory limit (read from its header)."""
+    """A plain ``.npy`` of a square matrix that is mapped, not loaded: its float64 form is over half the
+    memory limit, or a comparison could not hold it formed (:func:`~sfapprox.sources.formable`: the
+    matrix and its scoring; read from its header).  Not only "over the limit": a matrix loaded just
+    under it left its methods nothing, so a higher ``--max-memory`` refused what a lower one, mapping
+    it, ran; mapped, a comparison forms it only where that helps
+    (:func:`~sfapprox.comparison.better_from_columns`)."""
     name = os.fspath(path)
     if not name.lower().endswith(".npy") or not os.path.isfile(name):
         return False
@@ -110,7 +115,15 @@ def _big_npy(path, max_memory: int | None) -> bool:
     limit = memory_limit(max_memory)
     shape = header.shape
     square = len(shape) == 2 and shape[0] == shape[1]
-    return bool(square and not header.dtype.hasobject and limit is not None and 8 * header.count > limit)
+    if not square or header.dtype.hasobject or limit is None:
+        return False
+    if 8 * header.count > limit // 2:  # held, it would leave less than itself: mapped, a comparison decides
+        return True
+    try:
+        mapped = open_npy(path)
+    except SfapproxError:
+        return False  # load_matrix names what is wrong (a complex or text array, ...) in its own words
+    return not formable(mapped, max_memory)
 
 
 def open_matrix(
@@ -141,8 +154,9 @@ def open_matrix(
         names others); other keys as :func:`~sfapprox.io.load_matrix`.
     var, max_memory, **options
         As :func:`~sfapprox.io.load_matrix`.  A ``.npy`` of a square matrix
-        whose float64 form is over ``max_memory`` (None: 80% of physical RAM)
-        is memory-mapped (:func:`~sfapprox.sources.open_npy`), not loaded.
+        whose float64 form is over half of ``max_memory`` (None: 80% of
+        physical RAM), or that a comparison could not hold formed, is
+        memory-mapped (:func:`~sfapprox.sources.open_npy`), not loaded.
 
     Returns
     -------

@@ -606,8 +606,10 @@ class ChordSF(Approximation):
         history = settings.history if settings.optimizer == "lbfgs" else None  # else Adam's memory is the need
         width = _columns.column_width(n, n_factors, len(offsets), None if limit is None else limit - libraries,
                                       history=history)
+        full = memory_limit(self.max_memory)
+        held = 0 if limit is None or full is None else max(0, full - limit)  # the user's limit, in the message
         check_memory(_columns.column_fit_memory(n, n_factors, len(offsets), width, history=history) + libraries,
-                     limit=limit, what=f"fitting SF to {source.name} ({n:,} x {n:,}) from its column blocks")
+                     limit=full, held=held, what=f"fitting SF to {source.name} ({n:,} x {n:,}) from its column blocks")
         lbfgs_fits = limit is None or _columns.column_fit_memory(
             n, n_factors, len(offsets), width, history=settings.history) + libraries <= limit
         self.offsets_, self.device_, self.dtype_, self.kernel_ = offsets, "cpu", "float64", "columns"

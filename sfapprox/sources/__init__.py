@@ -25,7 +25,7 @@ source is a subclass that implements ``_columns(J)`` (and ``describe()``).
 
 from __future__ import annotations
 
-from ._base import MAX_BLOCK, MIN_BLOCK, MatrixSource, block_columns
+from ._base import MAX_BLOCK, MIN_BLOCK, MatrixSource, block_columns, formable, formed_need, scoring_need
 from .arrays import ArraySource, OperatorSource, SparseSource, as_source, columns_within, open_npy, room
 from .attention import AttentionMatrix
 from .covariance import CovarianceMatrix
@@ -50,4 +50,7 @@ __all__ = [
     "KERNELS",
     "MIN_BLOCK",
     "MAX_BLOCK",
+    "formable",
+    "formed_need",
+    "scoring_need",
 ]

@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 
 from .._errors import ParameterError
-from .._validation import check_memory, format_bytes, memory_limit
+from .._validation import LIBRARY_WORKING_SET, check_memory, format_bytes, memory_limit
+from ..metrics import scoring_bytes
 
-__all__ = ["MatrixSource", "block_columns", "MIN_BLOCK", "MAX_BLOCK"]
+__all__ = ["MatrixSource", "block_columns", "MIN_BLOCK", "MAX_BLOCK", "formable", "formed_need", "scoring_need"]
 
 #: Narrowest and widest column block a pass uses: narrower blocks waste the BLAS calls
 #: (and, for a memory-mapped row-major file, read a whole page per row for a few numbers).
@@ -318,3 +319,40 @@ def block_columns(n: int, width: int, *, order: np.ndarray | None = None) -> Ite
     index = np.arange(n) if order is None else np.asarray(order, dtype=np.int64)
     for start in range(0, index.size, max(1, int(width))):
         yield index[start:start + width]
+
+
+# ------------------------------------------------------------------- formed or not
+# Here, below both the comparison and the readers: the readers decide by it whether a .npy is mapped.
+def formable(source: MatrixSource, max_memory: int | None) -> bool:
+    """Whether ``source`` is formed for a comparison: the formed matrix and its scoring fit the limit
+    (:func:`formed_need`, what :func:`sfapprox.comparison.check_scoring_memory` will check once it is
+    formed).
+
+    Parameters
+    ----------
+    source : MatrixSource
+        The matrix known by its columns.
+    max_memory : int or None
+        Memory limit in bytes; None: :func:`~sfapprox._validation.default_memory_limit`
+        (80% of RAM).
+        No limit known: True.
+    """
+    limit = memory_limit(max_memory)
+    return limit is None or formed_need(source) <= limit
+
+
+def formed_need(source: MatrixSource) -> int:
+    """Bytes a comparison on ``source`` formed holds at least: the dense matrix and its scoring (two
+    more dense arrays up to ``DENSE_SCORING_MAX_N``, column blocks above) and the libraries' working
+    set; or, forming it, the matrix and one block of the narrowest width (the blocks take half of
+    what the matrix leaves of the limit, :meth:`~sfapprox.sources.MatrixSource.to_dense`, but at
+    least :data:`~sfapprox.sources.MIN_BLOCK` columns)."""
+    forming = source.formed_bytes + MIN_BLOCK * 8 * source.n * source.column_copies + LIBRARY_WORKING_SET
+    return max(scoring_need(source.n, source.formed_bytes), forming)
+
+
+def scoring_need(n: int, held: int, copy: int = 0) -> int:
+    """What scoring every method of an ``n x n`` comparison holds: ``held`` (X) and ``copy`` (a sparse
+    X's dense or CSC copy) besides the scoring's own arrays (:func:`~sfapprox.metrics.scoring_bytes`),
+    and the libraries' working set."""
+    return held + copy + scoring_bytes(n) + LIBRARY_WORKING_SET
