@@ -40,9 +40,10 @@ class Interval:
 
     def describe(self) -> str:
         kind = "an int" if self.kind is int else "a float"
-        low = "-inf" if self.low is None else f"{self.low:g}"
-        high = "inf" if self.high is None else f"{self.high:g}"
-        text = f"{kind} in the range [{low}, {high}]"
+        # an open end is written open: infinities are refused (a "range [0, inf]" that refused inf read wrong)
+        low = "(-inf" if self.low is None else f"[{self.low:g}"
+        high = "inf)" if self.high is None else f"{self.high:g}]"
+        text = f"{kind} in the range {low}, {high}"
         return text + " or None" if self.allow_none else text
 
 

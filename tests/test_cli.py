@@ -353,3 +353,37 @@ def test_compare_scheduler_without_dask_is_one_line_before_any_work(tmp_path, mo
     res = invoke("compare", points, "--kernel", "rbf", "--scheduler", "tcp://127.0.0.1:1", "--json", tmp_path / "r.json")
     assert res.exit_code == 2 and "--scheduler needs dask.distributed" in res.output
     assert not (tmp_path / "r.json").exists()
+
+
+def test_the_next_command_keeps_the_source_options(tmp_path):
+    """The suggested command is the one that ran with other methods: a kernel's --kernel and --bandwidth
+    kept (it used to be rebuilt from the path alone, which then read a points table as a matrix)."""
+    import subprocess
+    import sys
+
+    points = tmp_path / "pts.csv"
+    np.savetxt(points, np.random.default_rng(0).standard_normal((60, 3)), delimiter=",")
+    done = subprocess.run([sys.executable, "-m", "sfapprox", "compare", str(points), "--kernel", "rbf",
+                           "--bandwidth", "1e-3", "--methods=tsvd", "-q"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f"next: sfapprox compare {points} --kernel rbf --bandwidth 1e-3 -q --methods tsvd,sparse" in \
+        " ".join(done.stderr.split())
+
+
+def test_the_next_command_replaces_only_the_methods():
+    from sfapprox.cli._render import _with_methods
+
+    assert _with_methods(["compare", "a b.csv", "--methods", "sf", "--var", "W"], "sf,sparse") == \
+        ["compare", "a b.csv", "--var", "W", "--methods", "sf,sparse"]
+    assert _with_methods(["compare", "x.npy", "--methods=sf"], "sf,tsvd") == ["compare", "x.npy", "--methods", "sf,tsvd"]
+
+
+@pytest.mark.parametrize("option, value, said", [
+    ("--time-limit", "inf", "--time-limit must be a finite number of seconds, 0 for none; got inf"),
+    ("--device", "tpu", "--device must be one of auto, cpu, cuda or cuda:N. Got 'tpu' instead."),
+])
+def test_a_setting_refused_names_its_option_not_the_settings_class(small_mtx, option, value, said):
+    res = invoke("fit", small_mtx, option, value)
+    assert res.exit_code == 2
+    text = " ".join(res.output.split())
+    assert said in text and "FitSettings" not in text

@@ -153,12 +153,37 @@ FIT = Group(
         _param("threads", Annotated[Optional[int], typer.Option("--threads", min=1, help="CPU threads of the fits (default: chosen from the work size).", metavar="N")], None),
         _MAX_MEMORY,
     ),
-    lambda v: FitSettings(
+    lambda v: _in_option_words(lambda: FitSettings(
         max_iter=v["iters"], time_limit="auto" if v["time_limit"] is None else v["time_limit"] or None,
         seed=v["seed"], device=v["device"],
         dtype=v["dtype"], threads=v["threads"], max_memory=parse_size(v["max_memory"]),
-    ),
+    )),
 )
+
+#: The command-line option of each FitSettings field whose value a user types.
+_FIT_OPTIONS = {"max_iter": "--iters", "time_limit": "--time-limit", "seed": "--seed", "device": "--device",
+                "dtype": "--dtype", "threads": "--threads", "max_memory": "--max-memory"}
+
+
+def _in_option_words(make: Callable[[], Any]) -> Any:
+    """``make()``, its :class:`ParameterError` about a FitSettings field reworded to name the option
+    ("--time-limit must be ..."), not the class a user never sees."""
+    import re
+
+    from .._errors import ParameterError
+
+    try:
+        return make()
+    except ParameterError as exc:
+        found = re.match(r"The '(\w+)' parameter of FitSettings (.*)", str(exc), re.S)
+        if found is None or found.group(1) not in _FIT_OPTIONS:
+            raise
+        field = found.group(1)
+        if field == "time_limit":  # its 'auto' and None are the API's, not values a user types
+            got = re.search(r"Got (.*) instead\.$", found.group(2), re.S)
+            raise ParameterError("--time-limit must be a finite number of seconds, 0 for none"
+                                 + (f"; got {got.group(1)}" if got else "")) from None
+        raise ParameterError(f"{_FIT_OPTIONS[field]} {found.group(2)}") from None
 
 
 # ---------------------------------------------------------------- outputs

@@ -22,7 +22,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
 
-from .._atomic import write_text
+from .._atomic import output_target, stream_kind, write_text
 from .._errors import ParameterError
 from ..formats import OutputFormat, Table, fmt_number, render_rich
 
@@ -110,6 +110,9 @@ def check_output(path: Path | None, force: bool) -> None:
     """
     if path is None:
         return
+    path = output_target(path)  # a link's target is what gets written
+    if stream_kind(path) is not None:  # /dev/null, a pipe: written through, nothing overwritten
+        return
     if path.is_dir():
         raise ParameterError(f"{path}: is a folder; give a file name for the output")
     if path.exists() and not force:
@@ -167,14 +170,31 @@ def advise_limits(results) -> None:
              "0 for none) allows closer fits")
 
 
-def suggest_next(comparison, path: Path, names: list[str]) -> None:
-    """The next command, when the verdict says a method that was not run would do better."""
+def suggest_next(comparison, path: Path, names: list[str], argv: list[str] | None = None) -> None:
+    """The next command, when the verdict says a method that was not run would do better: the command
+    that ran (``argv``, default ``sys.argv[1:]``: its source options such as ``--kernel`` and
+    ``--var`` kept) with the methods to run next."""
     verdict = comparison.verdict()
     if verdict and verdict.get("suggest"):
         methods = ",".join(list(names) + [m for m in verdict["suggest"] if m not in names])
+        words = _with_methods(list(sys.argv[1:] if argv is None else argv), methods)
+        if not words or words[0] != "compare":  # not run as the CLI (a test, an embedding): the plain form
+            words = ["compare", str(path), "--methods", methods]
         # Never wrapped: a command to copy.
-        err.print(f"[bold]next: {escape(f'sfapprox compare {shlex.quote(str(path))} --methods {methods}')}[/]",
-                  highlight=False, soft_wrap=True)
+        err.print(f"[bold]next: {escape(shlex.join(['sfapprox', *words]))}[/]", highlight=False, soft_wrap=True)
+
+
+def _with_methods(words: list[str], methods: str) -> list[str]:
+    """``words`` with its ``--methods`` option (``--methods X`` or ``--methods=X``) set to ``methods``."""
+    out, skip = [], False
+    for word in words:
+        if skip:
+            skip = False
+        elif word == "--methods":
+            skip = True
+        elif not word.startswith("--methods="):
+            out.append(word)
+    return [*out, "--methods", methods]
 
 
 def key_value_table(title: str, rows: list[tuple[str, Any]]) -> RichTable:
