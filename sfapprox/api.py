@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from ._atomic import write_json
+from ._atomic import OutputExistsError, write_json
 from ._errors import ParameterError
 from ._settings import SF_BASE, SF_SUPPORT, FitSettings, LoadOptions
 from .budget import parse_budget, resolve_budget, sf_config_for_budget
@@ -149,16 +149,18 @@ def fit_matrix(
         "offsets": model.offsets_.tolist(),
     }
     recorded = {k: v for k, v in model.get_params().items() if k != "callback"}
+    taken: list[OutputExistsError] = []  # an output whose name was taken meanwhile: kept aside, the next still written
     if out is not None:
-        save_factors(
-            out,
-            model.operator_,
-            loss_history=model.loss_curve_,
-            fit=summary,
-            settings=recorded,
-            source=origin,
-            force=force,
-        )
+        try:
+            save_factors(out, model.operator_, loss_history=model.loss_curve_, fit=summary, settings=recorded,
+                         source=origin, force=force)
+        except OutputExistsError as exc:
+            taken.append(exc)
     if json_path is not None:
-        write_json(json_path, {**summary, "settings": recorded, "versions": library_versions()}, force=force)
+        try:
+            write_json(json_path, {**summary, "settings": recorded, "versions": library_versions()}, force=force)
+        except OutputExistsError as exc:
+            taken.append(exc)
+    if taken:
+        raise OutputExistsError("; ".join(str(exc) for exc in taken), taken[0].path, taken[0].kept)
     return FitRun(model, summary)

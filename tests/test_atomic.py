@@ -309,3 +309,28 @@ def test_a_socket_is_refused_in_one_line(tmp_path):
             check_output(path, force=True)
         with pytest.raises(OutputError, match="is a socket"):
             write_text(path, "x")
+
+
+def test_when_the_factors_file_was_taken_meanwhile_the_summary_is_still_written(tmp_path, monkeypatch):
+    """Two `fit --out same.h5 --json same.json` at once: the loser's factors are kept beside the winner's,
+    and its summary is written too (it was silently dropped: the factors' error came first)."""
+    from typer.testing import CliRunner
+
+    import sfapprox.io
+    from sfapprox.cli import app
+
+    matrix, h5, js = tmp_path / "m.npy", tmp_path / "f.h5", tmp_path / "f.json"
+    np.save(matrix, np.random.default_rng(0).random((8, 8)))
+    real = sfapprox.io.load_matrix
+
+    def load_and_meanwhile(*args, **kwargs):
+        h5.write_bytes(b"the other run's factors")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sfapprox.io, "load_matrix", load_and_meanwhile)
+    result = CliRunner().invoke(app, ["fit", str(matrix), "--iters", "3", "--device", "cpu", "--out", str(h5),
+                                      "--json", str(js)])
+    assert result.exit_code == 2, result.output
+    assert h5.read_bytes() == b"the other run's factors"
+    assert (tmp_path / f"f.{os.getpid()}.new.h5").exists()
+    assert json.loads(js.read_text())["n"] == 8
