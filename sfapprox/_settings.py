@@ -66,6 +66,11 @@ COUNT_INDICES = True
 _DEVICES = ("auto", "cpu", "cuda")
 
 
+#: The most threads a fit may be forced to (``--threads``, ``threads=``): more than any machine this
+#: runs on has, so a count above it is a typo (99999999999 was accepted, and reported as the threads used).
+MAX_THREADS = 1024
+
+
 @dataclass(frozen=True)
 class FitSettings:
     """How every method of a run is fitted.
@@ -119,7 +124,7 @@ class FitSettings:
         "seed": Interval(int, 0, None),
         "device": str,
         "dtype": (Options(("float64", "float32")), None),
-        "threads": Interval(int, 1, None, allow_none=True),
+        "threads": Interval(int, 1, MAX_THREADS, allow_none=True),
         "max_memory": Interval(int, 1, None, allow_none=True),
     }
 

@@ -387,3 +387,9 @@ def test_a_setting_refused_names_its_option_not_the_settings_class(small_mtx, op
     assert res.exit_code == 2
     text = " ".join(res.output.split())
     assert said in text and "FitSettings" not in text
+
+
+def test_a_thread_count_no_machine_has_is_refused(small_mtx):
+    res = invoke("fit", small_mtx, "--threads", "99999999999")
+    assert res.exit_code == 2 and "--threads must be an int in the range [1, 1024]. Got 99999999999" in \
+        " ".join(res.output.split())

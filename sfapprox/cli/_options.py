@@ -183,7 +183,8 @@ def _in_option_words(make: Callable[[], Any]) -> Any:
             got = re.search(r"Got (.*) instead\.$", found.group(2), re.S)
             raise ParameterError("--time-limit must be a finite number of seconds, 0 for none"
                                  + (f"; got {got.group(1)}" if got else "")) from None
-        raise ParameterError(f"{_FIT_OPTIONS[field]} {found.group(2)}") from None
+        # None is the API's "not given", not a value a user types
+        raise ParameterError(f"{_FIT_OPTIONS[field]} {found.group(2).replace(' or None', '')}") from None
 
 
 # ---------------------------------------------------------------- outputs

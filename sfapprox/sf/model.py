@@ -26,6 +26,7 @@ from .._errors import ConvergenceWarning, ParameterError
 from .._params import Interval, Options
 from .._settings import (
     DEFAULT_TIME_LIMIT,
+    MAX_THREADS,
     SF_BASE,
     SF_FLOAT32_MIN_N,
     SF_FTOL,
@@ -358,7 +359,7 @@ class ChordSF(Approximation):
         "device": str,
         "dtype": (Options(("float64", "float32", "auto")), None),
         "max_memory": Interval(int, 1, None, allow_none=True),
-        "threads": Interval(int, 1, None, allow_none=True),
+        "threads": Interval(int, 1, MAX_THREADS, allow_none=True),
     }
 
     def __init__(
