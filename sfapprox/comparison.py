@@ -453,8 +453,7 @@ def compare(
         raise ParameterError(f"unknown protocol {protocol!r}; choose {' or '.join(PROTOCOLS)}")
     parse_budget(budget)
     saved = load_included(include, settings.max_memory)
-    if isinstance(matrix, MatrixSource) and (not formable(matrix, settings.max_memory)
-                                             or better_from_columns(matrix, names, settings.max_memory)):
+    if isinstance(matrix, MatrixSource) and from_columns(matrix, names, settings.max_memory):
         return compare_columns(matrix, names, budget=budget, settings=settings, count_indices=count_indices,
                                protocol=protocol, structure=structure, callback=callback, on_result=on_result,
                                include=saved, matrix_info=matrix_info, executor=executor)
@@ -481,14 +480,21 @@ def compare(
     return comparison
 
 
+def from_columns(source: MatrixSource, names: Sequence[str], max_memory: int | None) -> bool:
+    """Whether the methods ``names`` are compared on ``source``'s columns, not on it formed: it cannot be
+    formed (:func:`~sfapprox.sources.formable`), or formed it would starve them
+    (:func:`better_from_columns`).  The one decision of :func:`compare`, :func:`~sfapprox.sweep.sweep`
+    and a batch's entries."""
+    return not formable(source, max_memory) or better_from_columns(source, names, max_memory)
+
+
 def better_from_columns(source: MatrixSource, names: Sequence[str], max_memory: int | None) -> bool:
     """Whether a source that could be formed is better compared from its columns: every method asked
-    for works from columns, the matrix would take over half the limit, and one of the methods is SF
-    (its in-memory fit holds several copies of the matrix, so it would fit from columns beside the
-    formed one, in what that leaves).  The other methods' fallbacks from a formed matrix are sized by
-    their own :func:`method_need` (:func:`run_method`).
-    Formed, it would then only take the room of the fits from columns (which get the limit less the
-    matrix): a higher ``--max-memory`` refused what a lower one ran.
+    for works from columns, the matrix would take over half the limit, and one of the methods is SF.
+    SF's in-memory fit holds several copies of the matrix, so beside a formed one it would fall back
+    to a fit from columns in what the matrix leaves of the limit: a higher ``--max-memory`` refused
+    what a lower one, comparing from columns, ran.  The other methods' fallbacks from a formed matrix
+    are sized by their own :func:`method_need` (:func:`run_method`).
 
     Parameters
     ----------

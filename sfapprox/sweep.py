@@ -12,13 +12,12 @@ from ._settings import COUNT_INDICES, PROTOCOLS, FitSettings, LoadOptions
 from .budget import parse_budget, resolve_budget
 from .comparison import (
     as_loaded_matrix,
-    better_from_columns,
     build_comparison,
     check_methods_memory,
     check_scoring_memory,
     columns_note,
     compare_columns,
-    formable,
+    from_columns,
     run_all,
     warnings_at_caller,
 )
@@ -245,8 +244,7 @@ def sweep(
     if protocol not in PROTOCOLS:
         raise ParameterError(f"unknown protocol {protocol!r}; choose {' or '.join(PROTOCOLS)}")
     specs = parse_budget_list(budgets)
-    if isinstance(matrix, MatrixSource) and (not formable(matrix, settings.max_memory)
-                                             or better_from_columns(matrix, names, settings.max_memory)):
+    if isinstance(matrix, MatrixSource) and from_columns(matrix, names, settings.max_memory):
         return _sweep_columns(matrix, names, specs, settings=settings, count_indices=count_indices,
                               protocol=protocol, callback=callback, on_result=on_result, matrix_info=matrix_info)
     loaded = as_loaded_matrix(matrix, load)

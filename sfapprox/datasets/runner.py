@@ -21,7 +21,7 @@ from .._errors import ConvergenceWarning, SfapproxError, one_line
 from .._settings import COUNT_INDICES, FitSettings, parse_size
 from ..budget import resolve_budget
 from .._validation import check_square_matrix
-from ..comparison import better_from_columns, formable, run_all, score_from_columns
+from ..comparison import from_columns, run_all, score_from_columns
 from ..factors import save_factors
 from ..sources import MatrixSource
 from .fetch import ChecksumError, UnavailableError, fetch_entry, file_sha256
@@ -173,7 +173,7 @@ def _materialize(task: MatrixTask):
         return opened, extra
     opened.name = entry.name
     limit = task.options.settings.max_memory
-    if not formable(opened, limit) or better_from_columns(opened, task.methods, limit):
+    if from_columns(opened, task.methods, limit):
         return opened, {**extra, "path": "columns"}
     # The points file's hash: a saved fit then names the data it came from, as a loaded file's does.
     dense = check_square_matrix(opened.to_dense(limit), source=entry.name)

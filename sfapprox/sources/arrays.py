@@ -66,30 +66,28 @@ class ArraySource(MatrixSource):
             raise InputError(f"{self.name}: entry ({i}, {J[j]}) is {block[i, j]}; the matrix must be finite")
         return block
 
-    def _in_memory(self) -> bool:
-        """A float64 array in memory (not memory-mapped): its products need no column blocks."""
-        return type(self.array) is np.ndarray and self.array.dtype == np.float64
+    def _whole_product(self, A: np.ndarray, B: np.ndarray) -> np.ndarray | None:
+        """``A @ B`` (``A`` is ``X`` or ``X.T``) in one BLAS product when ``X`` is a float64 array in memory
+        (not memory-mapped) and the product is finite; None: the caller's pass by column blocks, which
+        names a non-finite entry of ``X``."""
+        if type(self.array) is not np.ndarray or self.array.dtype != np.float64:
+            return None
+        out = A @ np.asarray(B, dtype=np.float64)
+        return out if np.isfinite(out).all() else None
 
     def matmat(self, B: np.ndarray) -> np.ndarray:
         """``X @ B``: one product for a float64 array in memory, else by column blocks.
 
         A pass by blocks copies each block (up to 4,096 columns: the whole matrix again at N = 4,096,
-        ``benchmarks/results/method_memory.md``).  A non-finite entry of ``X`` makes the product
-        non-finite; the pass by blocks then names it.
+        ``benchmarks/results/method_memory.md``).
         """
-        if self._in_memory():
-            out = self.array @ np.asarray(B, dtype=np.float64)
-            if np.isfinite(out).all():
-                return out
-        return super().matmat(B)
+        out = self._whole_product(self.array, B)
+        return super().matmat(B) if out is None else out
 
     def rmatmat(self, B: np.ndarray) -> np.ndarray:
         """``X.T @ B``, as :meth:`matmat`."""
-        if self._in_memory():
-            out = self.array.T @ np.asarray(B, dtype=np.float64)
-            if np.isfinite(out).all():
-                return out
-        return super().rmatmat(B)
+        out = self._whole_product(self.array.T, B)
+        return super().rmatmat(B) if out is None else out
 
     def diagonal(self) -> np.ndarray:
         return np.asarray(np.diagonal(self.array), dtype=np.float64).copy()
