@@ -352,8 +352,8 @@ def _numba_plan(n: int, offsets: tuple[int, ...]) -> tuple[np.ndarray, np.ndarra
 #: From this N the compiled kernel's column blocks are split into :data:`NUMBA_GROUPS` fixed groups
 #: that run on up to as many threads (:func:`sfapprox._threads.compiled_threads`, which a fit sets
 #: from the free cores).  The split is fixed by ``N`` alone, never by the thread count, so a fit gives the
-#: same gradients on one thread or four (the loss has been seen to differ by 1-2 ulp in about 1 call
-#: in 50, cause not found: tests/test_kernels.py); below this N an evaluation takes under ~20 ms and a
+#: same loss and gradients on one thread or four, to the bit (see ``_kernels_numba._residual``
+#: for the one sum that depended on where memory lay); below this N an evaluation takes under ~20 ms and a
 #: thread handoff would be a visible share of it.
 NUMBA_PARALLEL_MIN_N = 512
 #: Groups of column blocks from :data:`NUMBA_PARALLEL_MIN_N` on: each has its own gradient buffer
