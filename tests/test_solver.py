@@ -1,4 +1,5 @@
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -431,3 +432,25 @@ def test_a_wide_buffers_products_run_in_tasks_with_the_same_numbers_on_any_threa
     assert np.allclose(proj, wide @ g.astype(np.float64), rtol=1e-12, atol=1e-9)
     assert np.allclose(d, -0.3 * g - w @ wide, rtol=1e-12, atol=1e-12)
 
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_warm_up_compiles_what_a_fit_calls(dtype):
+    """After warm_up, a CPU fit in the same dtype compiles no other specialisation of the host
+    arithmetic: the compiling (seconds on a fresh install) happens before the race, not in a round."""
+    from sfapprox import ChordSF
+    from sfapprox.sf import _solver
+
+    if _solver._host_math() is _solver._NumpyHost:
+        pytest.skip("needs numba")
+    host = _solver._host_math()
+    _solver.warm_up(dtype)
+    names = ("weights", "project", "assemble", "dot", "step_update", "append")  # append: within step_update
+    before = {name: len(getattr(host, name).signatures) for name in names}
+    # a float32 fit's float32 pairs go through BLAS: no compiled products
+    assert all(before[name] for name in ("weights", "step_update", "dot"))
+    X = np.random.default_rng(0).random((40, 40))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ChordSF(max_iter=60, time_limit=None, device="cpu", dtype=str(dtype).split(".")[1]).fit(X)
+    assert {name: len(getattr(host, name).signatures) for name in names} == before

@@ -515,6 +515,11 @@ class ChordSF(Approximation):
             # so the optimizer leaves the scoring its time (see optimizer_time_limit).
             # The preferred start first: the one that runs alone where a race cannot be afforded.
             fun0, first = runs.get(PREFERRED) or next(iter(runs.values()))
+            if self.kernel_ == "numba":
+                # Compiled first (seconds on a fresh install), so that neither the first evaluation's
+                # time nor the race's first round holds the compiling.
+                _kernels.warm_up_numba(dtype)
+                _solver.warm_up(dtype)
             _solver.evaluate_start(fun0, first)
             if self.kernel_ == "triton":
                 # triton compiles its kernels on their first launch (4 s measured on an H100, once per
