@@ -108,6 +108,29 @@ class TestDenseText:
         np.testing.assert_array_equal(m.matrix, [[1, 2], [3, 4]])
         assert any("header" in n for n in m.notes)
 
+    @pytest.mark.parametrize("first", ["NA,1,2", '"NA",1,2', "1,null,2", "1,2,N/A"])
+    def test_first_row_with_a_missing_value_is_data_not_a_header(self, tmp_path, first):
+        """A first row whose only non-numbers are missing values is data: the missing cell is named (it
+        was dropped as a header, and the square table then said only "not square (2 x 3)")."""
+        col = 1 + first.split(",").index(next(c for c in first.split(",") if not c.strip('"').isdigit()))
+        msg = input_error(write(tmp_path / "m.csv", first + "\n3,4,5\n6,7,8\n"),
+                          rf"line 1, column {col}: missing value")
+        assert "fill the missing ones in" in msg
+
+    def test_missing_value_in_a_later_row_named_as_such(self, tmp_path):
+        input_error(write(tmp_path / "m.csv", "1,2\n3,NA\n"), r"line 2, column 2: missing value 'NA'")
+
+    def test_header_that_leaves_one_row_short_says_so(self, tmp_path):
+        """Dropping a first row read as a header left a table one row short of square: the message says
+        which row went and what to do if it is data."""
+        msg = input_error(write(tmp_path / "m.csv", "x,1,2\n3,4,5\n6,7,8\n"),
+                          r"not square \(2 x 3\) once its first row \(x, 1, 2\) is read as a header")
+        assert "write its cells as numbers" in msg
+
+    def test_header_of_labels_with_a_missing_token_still_a_header(self, tmp_path):
+        m = load_matrix(write(tmp_path / "m.csv", "Na,K\n1,2\n3,4\n"))  # sodium and potassium
+        np.testing.assert_array_equal(m.matrix, [[1, 2], [3, 4]])
+
     def test_csv_row_and_column_labels_skipped(self, tmp_path):
         m = load_matrix(write(tmp_path / "m.csv", ",x,y\nx,1,0.5\ny,0.5,1\n"))
         np.testing.assert_array_equal(m.matrix, [[1, 0.5], [0.5, 1]])

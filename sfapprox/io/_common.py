@@ -305,6 +305,15 @@ def parse_float(token: str) -> float | None:
         return None
 
 
+#: Cells that spreadsheets and R/pandas write for a missing value (compared in lower case).
+MISSING_TOKENS = frozenset({"na", "n/a", "#n/a", "null", "none", "nil", "?", "missing"})
+
+
+def is_missing_token(token: str) -> bool:
+    """True for a cell such as ``"NA"`` or ``"null"``: a missing value, not a label."""
+    return token.strip().lower() in MISSING_TOKENS
+
+
 def is_int_token(token: str) -> bool:
     """True for tokens such as ``"12"`` or ``"-3"``."""
     t = token[1:] if token[:1] in "+-" else token
@@ -320,5 +329,9 @@ def as_float_table(rows: list[list[str]], line_numbers: list[int], src: Source) 
     for row, line_no in zip(rows, line_numbers):
         for col, cell in enumerate(row, start=1):
             if parse_float(cell) is None:
+                if is_missing_token(cell):
+                    raise src.fail(f"line {line_no}, column {col}: missing value {cell.strip()!r}",
+                                   "every entry needs a number: fill the missing ones in (or drop their "
+                                   "rows and columns) first")
                 raise src.fail(f"line {line_no}, column {col}: non-numeric cell {cell.strip()!r}")
     raise src.fail("cannot convert cells to numbers")  # pragma: no cover - defensive

@@ -10,7 +10,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_memory
-from ._common import MAX_DIM, Options, ReadResult, Source, as_float_table, check_order, parse_float, strip_compression
+from ._common import (MAX_DIM, Options, ReadResult, Source, as_float_table, check_order, is_missing_token, parse_float,
+                      strip_compression)
 
 _COMMENT = ("#", "%")
 
@@ -66,9 +67,12 @@ def _split_line(line: str, delimiter: str | None) -> list[str]:
     return [c.strip() for c in next(csv.reader([line], delimiter=delimiter))]
 
 
+_HEADER_NOTE = "first row is a header (skipped): "
+
+
 def _header_note(header: list[str]) -> str:
     shown = ", ".join(header[:4]) + (", ..." if len(header) > 4 else "")
-    return f"first row is a header (skipped): {shown}"
+    return _HEADER_NOTE + shown
 
 
 def _fast_table(lines: list[str], delimiter: str | None) -> np.ndarray | None:
@@ -98,7 +102,10 @@ def read_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]]:
     check_memory(8 * width * len(lines), what=f"{src.display}: dense {len(lines)} x {width} table", limit=opts.max_memory)
     notes: list[str] = []
     header = _split_line(lines[first], delimiter)
-    has_header = any(parse_float(c) is None for c in header)
+    # A header has a label in it: a row whose only non-numbers are missing values ("NA") is data,
+    # and the parse names the missing cell (as a header it was dropped, and a square table with it
+    # was then "not square").
+    has_header = any(parse_float(c) is None and not is_missing_token(c) for c in header)
     if has_header:
         notes.append(_header_note(header))
     table = _fast_table(lines[first + 1 :] if has_header else lines[first:], delimiter)
@@ -134,6 +141,13 @@ def _slow_table(src: Source, text: str, delimiter: str | None, has_header: bool,
 def read_csv(src: Source, opts: Options) -> ReadResult:
     """Reader for format "csv": a dense square table."""
     table, notes = read_table(src, opts)
+    rows, cols = table.shape
+    header = next((note[len(_HEADER_NOTE):] for note in notes if note.startswith(_HEADER_NOTE)), None)
+    if header is not None and rows + 1 == cols:
+        # square with its first row: say which row went, not only "not square"
+        raise src.fail(f"matrix is not square ({rows} x {cols}) once its first row ({header}) is read as a header",
+                       "a first row with a word in it is taken for column names; if it is data, "
+                       "write its cells as numbers")
     return ReadResult(table, "csv", notes)
 
 
