@@ -441,3 +441,21 @@ def test_first_timed_evaluation_holds_no_compiling(monkeypatch):
         warnings.simplefilter("ignore", ConvergenceWarning)
         sf = ChordSF(time_limit=10, max_iter=300, device="cpu").fit(X)
     assert set(sf.starts_) == {"reference", "identity"} and len(calls) > 300
+
+
+def test_compiling_on_first_use_is_not_the_fits_time(monkeypatch):
+    """The kernels' compiling (once per install: seconds, a sleep here) is not counted in the time
+    limit: with time_limit=1 a first fit ended at its start (0 iterations), the compiling had taken it."""
+    import time
+
+    from sfapprox.sf import _kernels
+
+    if _kernels.select_kernel(32, "cpu")[1] != "numba":
+        pytest.skip("needs numba")
+    real = _kernels.warm_up_numba
+    monkeypatch.setattr(_kernels, "warm_up_numba", lambda dtype: (time.sleep(1.2), real(dtype)))
+    X = np.random.default_rng(6).random((32, 32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        sf = ChordSF(time_limit=1.0, device="cpu").fit(X)
+    assert sf.n_iter_ > 10 and sf.rel_error_ < 0.9
