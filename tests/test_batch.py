@@ -165,7 +165,56 @@ def test_bad_options_are_refused_before_any_work(tmp_path):
         run_batch(m, tmp_path / "o", executor="dask")
     with pytest.raises(ManifestError, match="no entry named 'b'"):
         run_batch(m, tmp_path / "o", only=["b"])
+    with pytest.raises(ParameterError, match="--scheduler tcp://h:1 applies to --executor dask"):
+        run_batch(m, tmp_path / "o", scheduler="tcp://h:1")  # ran locally, silently, before
     assert not (tmp_path / "o").exists()
+
+
+TSVD = BatchOptions(methods=("tsvd",), settings=FitSettings(device="cpu"))
+
+
+def test_a_changed_generator_entry_is_redone_not_resumed(tmp_path):
+    """A finished pair whose entry now says otherwise (n = 16 -> 24) is redone, and the summary says
+    why; it was skipped and the report kept N = 16."""
+    out = tmp_path / "out"
+    run_batch(write_manifest(tmp_path / "m.toml", gen_entry("band", n=16)), out, TSVD)
+    assert lines(out)[0]["source"]["params"] == {"n": 16}
+    again = run_batch(write_manifest(tmp_path / "m.toml", gen_entry("band", n=24)), out, TSVD)
+    assert (again.written, again.skipped) == (1, 0)
+    assert again.changed == ["band: its manifest entry changed (params); its lines are redone"]
+    assert [r["n"] for r in lines(out)] == [24]
+    same = run_batch(tmp_path / "m.toml", out, TSVD)
+    assert (same.written, same.skipped, same.changed) == (0, 1, [])
+
+
+def test_a_changed_file_is_redone_and_a_touched_one_is_not(tmp_path):
+    """A file whose content changed (another size, another hash) is recomputed; one only touched
+    (another time, the same SHA-256) is not; a method not selected is named, not redone."""
+    X = np.random.default_rng(0).standard_normal((12, 12))
+    np.save(tmp_path / "a.npy", X)
+    m = write_manifest(tmp_path / "m.toml", '[[matrix]]\nname = "a"\ncategory = "other"\nfile = "a.npy"\n')
+    out = tmp_path / "out"
+    run_batch(m, out, BatchOptions(methods=("tsvd", "sparse"), settings=FitSettings(device="cpu")))
+    os.utime(tmp_path / "a.npy", ns=(0, 10**18))  # touched: another time, the same bytes
+    touched = run_batch(m, out, TSVD)
+    assert (touched.written, touched.skipped, touched.changed) == (0, 1, [])
+    np.save(tmp_path / "a.npy", 2 * X)  # the same size, another content
+    changed = run_batch(m, out, TSVD)
+    assert (changed.written, changed.skipped) == (1, 0)
+    assert changed.changed[0].startswith("a: its file") and "another SHA-256" in changed.changed[0]
+    assert changed.changed[1] == "lines of sparse were made from matrices that changed since (--methods sparse redoes them)"
+    tsvd = next(r for r in lines(out) if r["method"] == "tsvd")
+    assert tsvd["matrix_info"]["fro_norm"] == pytest.approx(2 * np.linalg.norm(X))
+
+
+def test_lines_of_other_settings_are_said_even_when_nothing_was_skipped(tmp_path):
+    """Other methods at another budget in the folder: the report ranks them together, so the batch
+    says so (it did only when a pair of this run was skipped)."""
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"))
+    out = tmp_path / "out"
+    run_batch(m, out, BatchOptions(methods=("tsvd",), budget="0.9", settings=FitSettings(device="cpu")))
+    s = run_batch(m, out, BatchOptions(methods=("sparse",), budget="0.3", settings=FitSettings(device="cpu")))
+    assert s.skipped == 0 and s.warnings == ["budget: earlier lines used '0.9', this run '0.3'"]
 
 
 def test_a_data_dir_that_is_no_folder_is_refused_before_any_work(tmp_path):
@@ -600,3 +649,21 @@ def test_every_square_weight_needs_a_weights_file(tmp_path):
                                             'file = "points.csv"\nload = {var = "*"}\n')
     with pytest.raises(ManifestError, match="every square weight"):
         load_manifest(m)
+
+
+def test_the_batch_memory_limit_holds_for_making_and_loading_the_matrix(tmp_path):
+    """--max-memory (settings.max_memory) bounds the generator and the file's loading too: a banded
+    n = 8,000 under 200 MB is refused before anything is allocated (it took 2.3 GB before), and a
+    32 MB .npy under 10 MB is not loaded whole (it was, with only each method's check after)."""
+    import resource
+
+    np.save(tmp_path / "big.npy", np.zeros((2000, 2000)))
+    m = write_manifest(tmp_path / "m.toml", gen_entry("band", n=8000),
+                       '[[matrix]]\nname = "b2"\ncategory = "other"\nfile = "big.npy"\n')
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    s = run_batch(m, tmp_path / "out", BatchOptions(methods=("tsvd",), settings=FitSettings(device="cpu", max_memory=10 * 2**20)))
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak < 200 * 1024  # KiB: no 0.5-2 GB arrays
+    b2, band = sorted(lines(tmp_path / "out"), key=lambda r: r["matrix"])
+    assert band["status"] == "unavailable" and "generator 'banded' with n=8000 needs about" in band["error"]
+    assert b2["status"] == "not applicable" and "over the memory limit of 10.0 MiB" in b2["reason"]
+    assert dict(s.statuses) == {"unavailable": 1, "not applicable": 1}

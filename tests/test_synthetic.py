@@ -156,3 +156,14 @@ def test_synthetic_manifest_attention_entropy_decreases():
 def test_generate_rejects_bad_parameters(name, params, match):
     with pytest.raises(ParameterError, match=match):
         syn.generate(name, params)
+
+
+def test_generate_refuses_a_matrix_over_the_memory_limit_before_making_it():
+    from sfapprox import ResourceError
+    from sfapprox.datasets.synthetic import generate, generator_peak_bytes
+
+    assert generator_peak_bytes("banded", {"n": 1000}) == 4 * 8 * 1000 * 1000
+    assert generator_peak_bytes("random_sparse", {"n": 1000, "density": 0.01}) < 10**6
+    with pytest.raises(ResourceError, match=r"generator 'banded' with n=10000000 needs about .* over the memory limit of 1.0 MiB"):
+        generate("banded", {"n": 10_000_000}, max_memory=2**20)  # 1.4 PiB of index grid before
+    assert generate("banded", {"n": 64}, max_memory=2**20).matrix.shape == (64, 64)

@@ -174,9 +174,12 @@ def batch(
                                 executor=executor, scheduler=scheduler, on_event=on_event, wait=wait)
         for line in summary.repaired:
             note(f"note: results.jsonl: {line}")
+        for line in summary.changed:
+            note(f"note: {line}", style="yellow")
         for line in summary.warnings:
-            note(f"warning: {out_dir} holds lines made with other settings ({line}); "
-                 "their pairs were not rerun (--redo reruns them)", style="yellow")
+            note(f"warning: {out_dir} holds lines made with other settings ({line}); the report ranks "
+                 "them beside this run's (--redo reruns the selected pairs; another --out-dir keeps runs apart)",
+                 style="yellow")
         records = read_results(summary.results_path).records
         report = build_report(records)
         tables = report.tables()

@@ -316,10 +316,29 @@ def is_present(entry: Entry, *, data_dir: str | os.PathLike | None = None, cache
     cache : Path, optional
         The download cache (default :func:`cache_dir`).
     """
+    return local_path(entry, data_dir=data_dir, cache=cache) is not None
+
+
+def local_path(entry: Entry, *, data_dir: str | os.PathLike | None = None, cache: Path | None = None) -> Path | None:
+    """The entry's file where :func:`locate` would find it, without reading or verifying it; None when
+    it is in none of the folders (or the entry is a generator's).
+
+    Parameters
+    ----------
+    entry : Entry
+        A manifest entry.
+    data_dir : str or os.PathLike, optional
+        Folder searched first (``--data-dir``).
+    cache : Path, optional
+        The download cache (default :func:`cache_dir`).
+    """
     if entry.file is None:
-        return False
-    folders = _candidates(entry, Path(data_dir) if data_dir else None, cache)
-    return any(_present(entry, folder) is not None for folder, _ in folders)
+        return None
+    for folder, _ in _candidates(entry, Path(data_dir) if data_dir else None, cache):
+        path = _present(entry, folder)
+        if path is not None:
+            return path
+    return None
 
 
 def locate(entry: Entry, *, data_dir: str | os.PathLike | None = None, cache: Path | None = None) -> Located | None:

@@ -9,6 +9,8 @@ Dask worker.
 
 from __future__ import annotations
 
+import json
+import os
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -113,6 +115,31 @@ def stamp(record: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
+def entry_definition(entry: Entry) -> dict[str, Any]:
+    """What makes an entry's matrix, as a record stores it (JSON types): a resumed batch redoes a
+    finished pair whose entry now says otherwise (another generator parameter, file or load option).
+
+    Parameters
+    ----------
+    entry : Entry
+        A manifest entry.
+
+    Returns
+    -------
+    dict
+        ``file``, ``url``, ``member``, ``companions``, ``generator``, ``params`` and ``load``.
+    """
+    fields = {"file": entry.file, "url": entry.url, "member": entry.member, "companions": list(entry.companions),
+              "generator": entry.generator, "params": entry.params, "load": entry.load}
+    return json.loads(json.dumps(fields, sort_keys=True, default=str))
+
+
+def file_stamp(path: str | os.PathLike) -> dict[str, int]:
+    """A file's size and modification time (ns): what tells, without reading it, that it changed."""
+    st = os.stat(path)
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
 def base_record(task: MatrixTask, method: str) -> dict[str, Any]:
     """A record with every field present (the ones not yet known are None).
 
@@ -150,6 +177,7 @@ def base_record(task: MatrixTask, method: str) -> dict[str, Any]:
         "factors": None,
         "reason": None,
         "error": None,
+        "source": entry_definition(entry),
     }
 
 
@@ -160,19 +188,20 @@ def _materialize(task: MatrixTask):
     from ..io import LoadedMatrix, as_loaded, open_matrix  # here: sfapprox.io loads h5py and Pillow
 
     entry = task.entry
+    limit = task.options.settings.max_memory  # the batch's --max-memory holds for making the matrix too
     if entry.generator:
-        generated = generate(entry.generator, entry.params)
+        generated = generate(entry.generator, entry.params, max_memory=limit)
         return as_loaded(generated.matrix, entry.name), generated.info
     cache = Path(task.cache) if task.cache else None
     found = fetch_entry(entry, data_dir=task.options.data_dir, cache=cache)
     options = dict(entry.load)
-    options["max_memory"] = parse_size(options.get("max_memory"), what=f"{entry.name}: max_memory")
+    own = parse_size(options.get("max_memory"), what=f"{entry.name}: max_memory")
+    options["max_memory"] = own if limit is None else limit if own is None else min(own, limit)
     opened = open_matrix(found.path, **options)
-    extra = {"origin": found.origin, "verified": found.verified}
+    extra = {"origin": found.origin, "verified": found.verified, "file_stamp": file_stamp(found.path)}
     if not isinstance(opened, MatrixSource):
         return opened, extra
     opened.name = entry.name
-    limit = task.options.settings.max_memory
     if from_columns(opened, task.methods, limit):
         return opened, {**extra, "path": "columns"}
     # The points file's hash: a saved fit then names the data it came from, as a loaded file's does.

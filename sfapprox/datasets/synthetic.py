@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._errors import ParameterError
+from .._validation import check_memory
 from ..chord import chord_offsets, default_n_factors
 
 __all__ = [
@@ -498,7 +499,37 @@ def generator_params(name: str) -> list[str]:
     return list(inspect.signature(GENERATORS[name]).parameters)
 
 
-def generate(name: str, params: dict[str, Any]) -> Generated:
+#: Dense ``n x n`` float64 arrays a generator holds at its peak (a bound, from its code: e.g. banded's
+#: index grid, its normal draws and the result).
+_PEAK_ARRAYS = {"low_rank_plus_sparse": 4, "banded": 4, "circulant": 3, "chord_product": 3, "covariance": 2,
+                "edge_image": 4, "attention": 4}
+
+
+def generator_peak_bytes(name: str, params: dict[str, Any]) -> int:
+    """Bytes generator ``name`` holds at its peak with ``params`` (an upper estimate, before it runs).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`GENERATORS`.
+    params : dict
+        Its parameters (``n`` checked).
+
+    Returns
+    -------
+    int
+    """
+    n = params.get("n")
+    _check_n(n)
+    n = int(n)
+    if name == "random_sparse":  # about 3 copies of (value, column) pairs while scipy builds the matrix
+        density = float(params.get("density", 0.05))
+        return int(48 * max(0.0, min(density, 1.0)) * n * n) + 16 * n
+    extra = 16 * int(params.get("n_samples", 500)) * n if name == "covariance" else 0
+    return _PEAK_ARRAYS.get(name, 4) * 8 * n * n + extra
+
+
+def generate(name: str, params: dict[str, Any], max_memory: int | None = None) -> Generated:
     """Run generator ``name`` with ``params`` (checked against its signature).
 
     Parameters
@@ -507,6 +538,10 @@ def generate(name: str, params: dict[str, Any]) -> Generated:
         A key of :data:`GENERATORS`.
     params : dict
         The generator's keyword arguments; ``n`` is required.
+    max_memory : int or None, default=None
+        Memory limit in bytes (None: :func:`~sfapprox._validation.default_memory_limit`):
+        a matrix whose making would need more (:func:`generator_peak_bytes`) is
+        refused before anything is allocated.
 
     Returns
     -------
@@ -531,6 +566,11 @@ def generate(name: str, params: dict[str, Any]) -> Generated:
         raise ParameterError(f"generator {name!r}: unknown parameter(s) {', '.join(unknown)} (known: {', '.join(known)})")
     if "n" not in params:
         raise ParameterError(f"generator {name!r}: parameter 'n' (the matrix order) is required")
+    try:
+        need = generator_peak_bytes(name, params)
+    except (TypeError, ValueError):  # a value of the wrong type: the generator's own check says which
+        need = 0
+    check_memory(need, what=f"generator {name!r} with n={params['n']}", limit=max_memory)
     try:
         result = GENERATORS[name](**params)
     except TypeError as exc:  # wrong value types reach numpy as TypeErrors
