@@ -667,3 +667,42 @@ def test_the_batch_memory_limit_holds_for_making_and_loading_the_matrix(tmp_path
     assert band["status"] == "unavailable" and "generator 'banded' with n=8000 needs about" in band["error"]
     assert b2["status"] == "not applicable" and "over the memory limit of 10.0 MiB" in b2["reason"]
     assert dict(s.statuses) == {"unavailable": 1, "not applicable": 1}
+
+
+def test_report_files_a_batch_did_not_write_are_never_overwritten(tmp_path):
+    """A report.md of the user's own in --out-dir is refused before any work (it was replaced); the
+    batch's own reports are rewritten on the next run, and one edited since is refused; a folder
+    from before the record keeps working when its reports look like the batch's."""
+    from sfapprox.cli import app
+    from sfapprox.datasets.batch import REPORTS_WRITTEN, foreign_reports
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report.md").write_text("MY IMPORTANT NOTES\n")
+    run = lambda *extra: CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(out), "--quiet", *extra])
+    first = run("--methods", "tsvd")
+    assert first.exit_code == 2 and "report.md: not written by a batch, or edited since" in " ".join(first.output.split())
+    assert (out / "report.md").read_text() == "MY IMPORTANT NOTES\n" and not (out / "results.jsonl").exists()
+    (out / "report.md").unlink()
+    assert run("--methods", "tsvd").exit_code == 0 and foreign_reports(out) == []
+    assert run("--methods", "sparse").exit_code == 0 and "sparse" in (out / "report.csv").read_text()
+    with open(out / "report.csv", "a") as fh:
+        fh.write("my edit\n")
+    assert foreign_reports(out) == [out / "report.csv"] and run("--methods", "tsvd").exit_code == 2
+    (out / "report.csv").write_text((out / "report.csv").read_text().replace("my edit\n", ""))
+    (out / REPORTS_WRITTEN).unlink()  # a folder from before the record
+    assert foreign_reports(out) == [] and run("--methods", "tsvd").exit_code == 0
+
+
+def test_an_out_dir_that_is_a_file_is_said_as_such(tmp_path):
+    from sfapprox import ParameterError
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"))
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(ParameterError, match="afile: the output folder is a file here, not a folder"):
+        run_batch(m, tmp_path / "afile", TSVD)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "factors").write_text("x")
+    with pytest.raises(ParameterError, match="factors: the folder of the saved factors is a file here"):
+        run_batch(m, tmp_path / "out", TSVD)

@@ -168,3 +168,18 @@ def test_parse_manifest_from_a_dict():
     m = parse_manifest({"title": "t", "matrix": [{"name": "g", "category": "attention", "generator": "attention",
                                                   "params": {"n": 16, "beta": 2.0}}]}, "x.toml")
     assert m.title == "t" and m.entries[0].kind == "generator"
+
+
+def test_a_folder_a_byte_order_mark_and_a_file_that_is_a_folder(tmp_path):
+    """A folder given as the manifest is said to be one (it was "no such manifest file"); a manifest
+    saved with a UTF-8 byte-order mark is read (it was "not valid TOML"); file = "." or "data/"
+    is refused as a folder when the manifest is read (it was "not found; put it at DATA_DIR/.")."""
+    with pytest.raises(ManifestError, match="is a folder; give the manifest file"):
+        load_manifest(tmp_path)
+    entry = '[[matrix]]\nname = "a"\ncategory = "other"\nfile = "a.npy"\n'
+    (tmp_path / "bom.toml").write_bytes(b"\xef\xbb\xbf" + entry.encode())
+    assert load_manifest(tmp_path / "bom.toml").entries[0].file == "a.npy"
+    for folder in (".", "data/", "./"):
+        (tmp_path / "m.toml").write_text(entry.replace('"a.npy"', f'"{folder}"'))
+        with pytest.raises(ManifestError, match=f"field 'file' = '{re.escape(folder)}' must name a file, not a folder"):
+            load_manifest(tmp_path / "m.toml")

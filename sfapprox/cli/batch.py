@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, Optional
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .._errors import InputError, ParameterError
+from .._errors import InputError, ParameterError, SfapproxError
 from ..formats import OutputFormat
 from . import _options as o
 from ._app import EXIT_INTERRUPTED, app, error_boundary
@@ -50,6 +50,23 @@ def _problems(records: list[dict[str, Any]], limit: int = 8) -> None:
             note(f"… and {len(seen) - limit} more (see results.jsonl)")
             break
         note(f"failed {matrix}/{','.join(methods)}: {error}", style="yellow")
+
+
+def _check_reports(out_dir: Path, at_end: bool = False) -> bool:
+    """Refuse (before the run) report files in ``out_dir`` that a batch did not write as they are; at the
+    end, a file that became foreign during the run is left alone with a warning.  True: write them."""
+    from ..datasets.batch import foreign_reports
+
+    foreign = foreign_reports(out_dir)
+    if not foreign:
+        return True
+    names = ", ".join(str(p) for p in foreign)
+    if at_end:
+        note(f"warning: {names} changed during the run: the reports were not written "
+             f"(`sfapprox report {out_dir}` writes them elsewhere)", style="yellow")
+        return False
+    raise SfapproxError(f"{names}: not written by a batch, or edited since; a batch writes its report.md, "
+                        ".csv, .tex and .json there: move the file(s) away, or choose another --out-dir")
 
 
 def _unavailable(report) -> None:
@@ -151,6 +168,7 @@ def batch(
     # here, not at the top: --help loads no numpy (tests/test_cli_terminal.py)
     from .._base import parse_methods
     from ..datasets import BatchOptions, build_report, read_results, run_batch
+    from ..datasets.batch import remember_reports
     from ..datasets.fetch import check_data_dir
 
     with error_boundary():
@@ -161,6 +179,7 @@ def batch(
             count_indices=count_indices, data_dir=str(data_dir) if data_dir else None,
         )
         names = [n.strip() for n in only.split(",") if n.strip()] if only else None
+        _check_reports(out_dir)
         with batch_progress(quiet) as progress:
 
             def on_event(kind: str, **info: Any) -> None:
@@ -191,7 +210,9 @@ def batch(
             more = f"; skipped the downloads of {skipped} more entr{'y' if skipped == 1 else 'ies'}" if skipped else ""
             note(f"{summary.no_network}{more}", style="yellow")
         targets = {fmt: out_dir / f"report{OutputFormat(fmt).suffix}" for fmt in ("markdown", "csv", "latex", "json")}
-        write_outputs(_file_tables(report, tables), report.to_dict(), Outputs(targets, force=True))
+        if _check_reports(out_dir, at_end=True):
+            write_outputs(_file_tables(report, tables), report.to_dict(), Outputs(targets, force=True))
+            remember_reports(out_dir)
         order = ("ok", "not applicable", "failed", "unavailable", "interrupted")
         statuses = sorted(summary.statuses.items(), key=lambda sn: order.index(sn[0]) if sn[0] in order else len(order))
         counts = ", ".join(f"{s} {n}" for s, n in statuses) or "nothing new"

@@ -59,7 +59,16 @@ from .results_file import (
 )
 from .runner import BatchOptions, MatrixTask, base_record, run_matrix, stamp, unavailable_records
 
-__all__ = ["BatchOptions", "BatchSummary", "MatrixTask", "run_batch", "run_matrix", "plan", "expand_weights", "RESULTS_FILE"]
+__all__ = ["BatchOptions", "BatchSummary", "MatrixTask", "run_batch", "run_matrix", "plan", "expand_weights", "RESULTS_FILE",
+           "REPORT_FILES", "foreign_reports", "remember_reports"]
+
+#: The report files a batch writes in its output folder (after its run).
+REPORT_FILES = ("report.md", "report.csv", "report.tex", "report.json")
+#: The SHA-256 of each report file as the last batch wrote it: a file that differs is not overwritten.
+REPORTS_WRITTEN = ".sfapprox-reports.json"
+#: How each report file begins, for folders from before :data:`REPORTS_WRITTEN` was kept.
+_REPORT_STARTS = {"report.md": (b"### ",), "report.csv": (b"table,", b"matrix,"), "report.tex": (b"% ",),
+                  "report.json": (b"{",)}
 
 Event = Callable[..., None]
 
@@ -399,12 +408,80 @@ def run_batch(
     manifest = load_manifest(manifest_path)
     entries = manifest.select(only)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    _make_folder(out, "the output folder")
     emit = on_event or (lambda *a, **k: None)
     with folder_lock(out, wait=wait, on_wait=lambda holder: emit("waiting", holder=holder)):
-        (out / "factors").mkdir(exist_ok=True)
+        _make_folder(out / "factors", "the folder of the saved factors")
         _remove_stale_temporaries(out)
         return _run_locked(out, entries, options, force, jobs, executor, scheduler, on_event)
+
+
+def _make_folder(path: Path, what: str) -> None:
+    """Create ``path`` (and its parents); a file in its place is said as such, not as "File exists"."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise ParameterError(f"{path}: {what} is a file here, not a folder; move the file, or choose "
+                             "another --out-dir") from None
+    except OSError as exc:
+        raise ParameterError(f"{path}: cannot create {what} ({exc.strerror or exc})") from None
+
+
+def foreign_reports(out_dir: str | os.PathLike) -> list[Path]:
+    """The report files in ``out_dir`` that a batch would overwrite but did not write as they are now.
+
+    A file counts as the batch's own when its SHA-256 is the one the last
+    batch recorded (:func:`remember_reports`), or, in a folder that has no
+    record yet, when it begins as that report does.  Anything else (a user's
+    notes, an edited report) is foreign: the batch refuses it before any work.
+
+    Parameters
+    ----------
+    out_dir : str or os.PathLike
+        A batch's output folder.
+
+    Returns
+    -------
+    list of Path
+        Empty when every report file is absent or the batch's own.
+    """
+    import hashlib
+    import json
+
+    out = Path(out_dir)
+    try:
+        written = json.loads((out / REPORTS_WRITTEN).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        written = None
+    foreign = []
+    for name in REPORT_FILES:
+        path = out / name
+        if not os.path.lexists(path):
+            continue
+        try:
+            data = path.read_bytes()
+        except OSError:  # a folder, a dangling link, no permission: not a report the batch may replace
+            foreign.append(path)
+            continue
+        if isinstance(written, dict):
+            own = written.get(name) == hashlib.sha256(data).hexdigest()
+        else:
+            own = data.startswith(_REPORT_STARTS[name])
+        if not own:
+            foreign.append(path)
+    return foreign
+
+
+def remember_reports(out_dir: str | os.PathLike) -> None:
+    """Record the SHA-256 of the report files now in ``out_dir`` (just written by a batch)."""
+    import hashlib
+
+    from .._atomic import write_json
+
+    out = Path(out_dir)
+    digests = {name: hashlib.sha256((out / name).read_bytes()).hexdigest()
+               for name in REPORT_FILES if (out / name).is_file()}
+    write_json(out / REPORTS_WRITTEN, digests, force=True)
 
 
 def _remove_stale_temporaries(out: Path) -> None:

@@ -274,10 +274,13 @@ def load_manifest(path: str | os.PathLike) -> Manifest:
     """
     display = os.fspath(path)
     p = Path(path)
+    if p.is_dir():
+        raise ManifestError(f"{display}: is a folder; give the manifest file (.toml) in it")
     if not p.is_file():
         raise ManifestError(f"{display}: no such manifest file")
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        # utf-8-sig: a byte-order mark (Windows editors write one) is not part of the TOML
+        data = tomllib.loads(p.read_text(encoding="utf-8-sig"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ManifestError(f"{display}: not valid TOML ({exc})") from None
     return parse_manifest(data, display)
@@ -452,6 +455,8 @@ def _check_relative(value: str, key: str, where: str) -> None:
     pure = PurePosixPath(value.replace("\\", "/"))
     if pure.is_absolute() or ".." in pure.parts or re.match(r"^[A-Za-z]:", value):
         raise ManifestError(f"{where}: field {key!r} = {value!r} must be a relative path without '..'")
+    if not pure.parts or value.replace("\\", "/").endswith("/"):  # "." or "data/": a folder, not a file
+        raise ManifestError(f"{where}: field {key!r} = {value!r} must name a file, not a folder")
 
 
 def is_archive(url_or_name: str) -> bool:
