@@ -367,6 +367,8 @@ def _check_sparse(X, source: str, max_memory: int | None) -> sp.csr_array:
 
 
 def _check_dense(X, source: str, max_memory: int | None) -> np.ndarray:
+    if X is None:  # np.asarray(None) is a 0-d object array: "object dtype" would not say what is missing
+        raise InputError(f"{source}: a matrix is needed (an array, a scipy sparse matrix or a MatrixSource), got None")
     try:
         arr = np.asarray(X)
     except (ValueError, TypeError) as exc:  # ragged nested lists and the like

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import difflib
 import math
 import os
 import time
@@ -365,6 +366,47 @@ def warnings_at_caller(stacklevel: int = 4) -> Iterator[None]:
 
 
 
+def settings_with(settings: FitSettings | None, changes: Mapping[str, Any], caller: str) -> FitSettings:
+    """``settings`` (None: the defaults) with the :class:`FitSettings` fields in ``changes`` changed.
+
+    Parameters
+    ----------
+    settings : FitSettings or None
+        The settings to start from.
+    changes : mapping
+        The ``**setting_changes`` keywords of ``caller``.
+    caller : str
+        The function that took them (``"compare"``), named in the error.
+
+    Returns
+    -------
+    FitSettings
+
+    Raises
+    ------
+    TypeError
+        For a keyword that is no FitSettings field: it names ``caller`` (the
+        function the user called, not ``FitSettings.__init__``) and the fields.
+    ParameterError
+        For an invalid value.
+
+    Examples
+    --------
+    >>> settings_with(None, {"seed": 3}, "compare").seed
+    3
+    """
+    fields = [f.name for f in dataclasses.fields(FitSettings)]
+    unknown = [name for name in changes if name not in fields]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], fields, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        what = "an unexpected keyword argument" if len(unknown) == 1 else "unexpected keyword arguments"
+        raise TypeError(f"{caller}() got {what} {', '.join(map(repr, unknown))}{hint}; besides its own "
+                        f"parameters it takes the FitSettings fields {', '.join(fields)}")
+    settings = settings or FitSettings()
+    return settings.replace(**changes) if changes else settings
+
+
 def compare(
     matrix,
     methods: str | Sequence[str] = DEFAULT_METHODS,
@@ -428,7 +470,8 @@ def compare(
         range finding (:class:`~sfapprox.sources.DistributedSource`; the same
         numbers as here).  Ignored when the matrix is formed.
     **setting_changes
-        :class:`FitSettings` fields to change (``time_limit=2``, ``seed=1``, ...).
+        :class:`FitSettings` fields to change (``time_limit=2``, ``seed=1``, ...);
+        any other keyword is a TypeError that lists them.
 
     Returns
     -------
@@ -447,7 +490,7 @@ def compare(
     (True, (16, 16))
     """
     # Every argument is checked before anything is loaded or fitted.
-    settings = (settings or FitSettings()).replace(**setting_changes) if setting_changes else settings or FitSettings()
+    settings = settings_with(settings, setting_changes, "compare")
     names = parse_methods(methods)
     if protocol not in PROTOCOLS:
         raise ParameterError(f"unknown protocol {protocol!r}; choose {' or '.join(PROTOCOLS)}")

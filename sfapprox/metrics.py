@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
+from ._errors import ParameterError
 from ._threads import _limit_blas, available_cores, threads_free_now
 
 __all__ = ["frobenius_error", "operator_error", "surrogate_columns", "scoring_bytes", "scoring_block",
@@ -40,10 +41,15 @@ _VECTORS_PER_COLUMN = 4
 def frobenius_error(X, approx: np.ndarray, fro_norm: float | None = None) -> tuple[float, float | None]:
     """Absolute ``||X - approx||_F`` and relative ``||X - approx||_F / ||X||_F``.
 
+    The difference is taken in float64 (or a wider float type given), so
+    integer and bool inputs neither wrap around nor fail; float64 inputs are
+    not copied.  No check for NaN or infinite entries is made: any in ``X`` or
+    ``approx`` makes both errors nan (or inf), never a smaller number.
+
     Parameters
     ----------
     X : ndarray or scipy sparse array
-        The target matrix.
+        The target matrix (any real dtype).
     approx : ndarray
         The approximation, same shape.
     fro_norm : float, optional
@@ -54,6 +60,11 @@ def frobenius_error(X, approx: np.ndarray, fro_norm: float | None = None) -> tup
     (float, float or None)
         The relative error is None for the zero matrix (0/0 has no meaning).
 
+    Raises
+    ------
+    ParameterError
+        When ``approx``'s shape is not ``X``'s.
+
     Examples
     --------
     >>> import numpy as np
@@ -61,11 +72,25 @@ def frobenius_error(X, approx: np.ndarray, fro_norm: float | None = None) -> tup
     (1.4142135623730951, 1.0)
     """
     dense = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
-    if dense.shape != np.shape(approx):
-        raise ValueError(f"shapes differ: {dense.shape} vs {np.shape(approx)}")
-    err = float(np.linalg.norm(dense - approx))
+    approx = np.asarray(approx)
+    _check_shapes(dense.shape, approx.shape)
+    # float64 at least: an int8 or uint8 difference would wrap around (100 - (-100) == -56)
+    wide = np.result_type(dense.dtype, approx.dtype, np.float64)
+    err = float(np.linalg.norm(np.subtract(dense, approx, dtype=wide)))
     norm = float(np.linalg.norm(dense)) if fro_norm is None else float(fro_norm)
-    return err, (err / norm if norm > 0 else None)
+    return err, _relative(err, norm)
+
+
+def _check_shapes(target: tuple[int, ...], approx: tuple[int, ...]) -> None:
+    """Raise :class:`ParameterError` unless the approximation has the target's shape."""
+    if tuple(target) != tuple(approx):
+        raise ParameterError(f"shapes differ: the target X is {tuple(target)}, the approximation {tuple(approx)}; "
+                             "compare a surrogate with the matrix it was fitted to")
+
+
+def _relative(err: float, norm: float) -> float | None:
+    """``err / norm``; None for the zero matrix only (a nan norm gives nan, not None: X held a nan)."""
+    return None if norm == 0 else err / norm
 
 
 def surrogate_columns(operator, J: np.ndarray, n: int) -> np.ndarray:
@@ -119,6 +144,11 @@ def operator_error(X, operator, fro_norm: float | None = None, *,
     (float, float or None)
         ``||X - A||_F`` and its ratio to ``||X||_F`` (None for the zero matrix).
 
+    Raises
+    ------
+    ParameterError
+        When the operator's shape is not ``X``'s.
+
     Examples
     --------
     >>> from sfapprox.operators import ChordOperator
@@ -127,8 +157,7 @@ def operator_error(X, operator, fro_norm: float | None = None, *,
     (0.0, 0.0)
     """
     n = X.shape[0]
-    if tuple(X.shape) != tuple(operator.shape):
-        raise ValueError(f"shapes differ: {tuple(X.shape)} vs {tuple(operator.shape)}")
+    _check_shapes(X.shape, operator.shape)
     if n <= DENSE_SCORING_MAX_N:
         return frobenius_error(X, operator.to_dense(), fro_norm)
     columns = X.tocsc() if sp.issparse(X) else np.asarray(X)  # a sparse X's column blocks: slices of CSC
@@ -140,8 +169,9 @@ def operator_error(X, operator, fro_norm: float | None = None, *,
         x = x.toarray() if sp.issparse(x) else x
         r = surrogate_columns(operator, J, n)
         r -= x
-        # einsum reads X's strided view in place (vdot would copy it)
-        return float(np.vdot(r, r)), (float(np.einsum("ij,ij->", x, x)) if fro_norm is None else 0.0)
+        # einsum reads X's strided view in place (vdot would copy it); it sums in float64, which an
+        # integer X's own dtype would wrap around in
+        return float(np.vdot(r, r)), (float(np.einsum("ij,ij->", x, x, dtype=np.float64)) if fro_norm is None else 0.0)
 
     starts = range(0, n, width)
     workers = threads or threads_free_now(float(n) * width, available_cores())
@@ -159,7 +189,7 @@ def operator_error(X, operator, fro_norm: float | None = None, *,
         parts = [block(j0) for j0 in starts]
     err = math.sqrt(math.fsum(p[0] for p in parts))
     norm = math.sqrt(math.fsum(p[1] for p in parts)) if fro_norm is None else float(fro_norm)
-    return err, (err / norm if norm > 0 else None)
+    return err, _relative(err, norm)
 
 
 def scoring_block(n: int) -> int:

@@ -142,7 +142,7 @@ class Comparison:
         return ranked[1] if runner[0] <= best[1] else None
 
     def result(self, method: str) -> MethodResult:
-        """The row of ``method`` (KeyError when it was not run).
+        """The row of ``method`` (a KeyError naming the methods that were run when it was not).
 
         Parameters
         ----------
@@ -152,7 +152,8 @@ class Comparison:
         for r in self.results:
             if r.method == method:
                 return r
-        raise KeyError(method)
+        ran = ", ".join(r.method for r in self.results) or "none"
+        raise KeyError(f"no row for method {method!r} in this comparison; the methods run were: {ran}")
 
     def verdict(self) -> dict[str, Any] | None:
         """What the rows say, in one line: which kind of surrogate wins, and by how much.
@@ -200,6 +201,11 @@ class Comparison:
             text = f"{label} wins: SF's error is {ratio:.3g}x larger"
         else:
             text = f"{label} wins"
+        n = self.matrix.get("n")
+        if n and best.nnz is not None and best.nnz >= int(n) ** 2:
+            # A surrogate is only compact below N^2: SF's default budget is its structure's, over N^2 at small N.
+            text += (f"; but {_count(best.nnz)} numbers are no fewer than X's own {int(n) ** 2:,} entries: "
+                     "X stored as it is costs no more")
         suggest = []
         csr = self._exact_sparse_count()
         if not exact and csr is not None and not any(r.method == "sparse" for r in self.results):

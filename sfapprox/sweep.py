@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from numbers import Real
 from typing import Any
+
+import numpy as np
 
 from ._base import RunContext, get_method, parse_methods
 from ._errors import ParameterError
@@ -19,6 +23,7 @@ from .comparison import (
     compare_columns,
     from_columns,
     run_all,
+    settings_with,
     warnings_at_caller,
 )
 from .formats import Column, Table, fmt_number, jsonable
@@ -28,13 +33,16 @@ from .sources import MatrixSource
 __all__ = ["Sweep", "sweep", "parse_budget_list", "default_budgets"]
 
 
-def parse_budget_list(text: str | Sequence[str | int | float]) -> list[str]:
+def parse_budget_list(text: str | Sequence[str | int | float], *, name: str = "--budgets") -> list[str]:
     """``"0.01,0.02,sf,5000"`` → ``["0.01", "0.02", "sf", "5000"]``, each checked for its form.
 
     Parameters
     ----------
     text : str or sequence of str, int or float
         Comma-separated budgets, or the budgets themselves; empty items are dropped.
+    name : str, default="--budgets"
+        What the budgets are called in the error for none: the CLI's option,
+        or ``"budgets"`` for :func:`sweep`'s parameter.
 
     Returns
     -------
@@ -54,8 +62,32 @@ def parse_budget_list(text: str | Sequence[str | int | float]) -> list[str]:
     items = [str(part).strip() for part in (text.split(",") if isinstance(text, str) else text)]
     items = [item for item in items if item]
     if not items:
-        raise ParameterError("--budgets needs at least one budget, e.g. 0.01,0.02,0.05")
-    return [parse_budget(item) for item in items]
+        example = "0.01,0.02,0.05" if name.startswith("-") else "[0.01, 0.02, 0.05]"
+        raise ParameterError(f"{name} needs at least one budget, e.g. {example}")
+    try:
+        return [parse_budget(item) for item in items]
+    except ParameterError as exc:
+        if isinstance(text, str) and re.search(r"\d,\d{3}(?!\d)", text):
+            # "1,000" split into "1" and "000": say why the list read it so
+            raise ParameterError(f"{exc}; commas separate the budgets: write 1000, not 1,000") from None
+        raise
+
+
+def _budget_specs(budgets) -> list[str]:
+    """:func:`sweep`'s ``budgets`` as :func:`parse_budget_list` gives them; a single budget (a number
+    or ``"sf"``) is a sweep of that one budget, as its text ``"0.05"`` already was."""
+    if budgets is None:
+        # None means "sf" to compare but "the default budgets" to the CLI: guessing either would surprise
+        raise ParameterError("budgets is None: give the budgets to run, e.g. [0.01, 0.02, 'sf'] or '0.01,0.02', "
+                             "or sfapprox.sweep.default_budgets(n, methods) for the CLI's default ones")
+    if isinstance(budgets, np.ndarray) and budgets.ndim == 0:
+        budgets = budgets.item()
+    if isinstance(budgets, Real):
+        budgets = [budgets]
+    elif not isinstance(budgets, Iterable):
+        raise ParameterError(f"budgets must be a budget or a list of budgets (fractions of N^2, counts or 'sf'); "
+                             f"got {type(budgets).__name__}")
+    return parse_budget_list(budgets if isinstance(budgets, str) else list(budgets), name="budgets")
 
 
 #: Multiples of the smallest common budget that ``sweep`` runs when no budgets are given.
@@ -182,7 +214,7 @@ class Sweep:
 
 def sweep(
     matrix,
-    budgets: str | Sequence[str | int | float],
+    budgets: str | int | float | Sequence[str | int | float],
     methods: str | Sequence[str] = ("sf", "tsvd"),
     *,
     settings: FitSettings | None = None,
@@ -207,8 +239,10 @@ def sweep(
         big to form with its scoring within ``settings.max_memory`` is swept
         from its columns (the column methods at each budget, every row scored
         from the same columns, exactly or with a 95 % interval).
-    budgets : str or sequence of str, int or float
-        The budgets (:func:`parse_budget_list`): ``"0.01,0.02,sf"`` or a list.
+    budgets : str, int, float or sequence of str, int or float
+        The budgets (:func:`parse_budget_list`): ``"0.01,0.02,sf"`` or a list;
+        a single budget (``0.05``, ``5000`` or ``"sf"``) sweeps that one.
+        None is refused (:func:`default_budgets` gives the CLI's defaults).
     methods : str or sequence of str, default=("sf", "tsvd")
         Method names from :func:`~sfapprox.available_methods`.
     settings : FitSettings, optional
@@ -226,11 +260,20 @@ def sweep(
     matrix_info : dict, optional
         Extra facts merged into the matrix summary.
     **setting_changes
-        :class:`~sfapprox.FitSettings` fields to change (``time_limit=2``, ``seed=1``).
+        :class:`~sfapprox.FitSettings` fields to change (``time_limit=2``, ``seed=1``);
+        any other keyword is a TypeError that lists them.
 
     Returns
     -------
     Sweep
+
+    Raises
+    ------
+    ParameterError
+        For budgets that are None, empty or malformed (before any loading or
+        fitting), and as :func:`~sfapprox.compare` for the other arguments.
+    TypeError
+        For a keyword that is neither a parameter nor a FitSettings field.
 
     Examples
     --------
@@ -239,11 +282,11 @@ def sweep(
     >>> [p.budget for p in s.points]
     [50, 100]
     """
-    settings = (settings or FitSettings()).replace(**setting_changes) if setting_changes else settings or FitSettings()
+    settings = settings_with(settings, setting_changes, "sweep")
     names = parse_methods(methods)
     if protocol not in PROTOCOLS:
         raise ParameterError(f"unknown protocol {protocol!r}; choose {' or '.join(PROTOCOLS)}")
-    specs = parse_budget_list(budgets)
+    specs = _budget_specs(budgets)
     if isinstance(matrix, MatrixSource) and from_columns(matrix, names, settings.max_memory):
         return _sweep_columns(matrix, names, specs, settings=settings, count_indices=count_indices,
                               protocol=protocol, callback=callback, on_result=on_result, matrix_info=matrix_info)

@@ -358,3 +358,19 @@ def test_a_source_whose_methods_all_work_from_columns_is_not_formed_where_formed
     assert not better_from_columns(source, ["rsvd", "sparse"], tight)  # their needs are known, and fit
     assert not better_from_columns(source, ["sf", "rsvd"], 10 * source.formed_bytes)
     assert not better_from_columns(source, ["sf", "tsvd"], tight)  # tsvd needs it formed
+
+
+@pytest.mark.parametrize("changes, named", [({"bogus": 1}, "'bogus'"), ({"time_limt": 1}, "did you mean 'time_limit'"),
+                                            ({"a": 1, "seed": 2, "b": 3}, "'a', 'b'")])
+def test_an_unknown_setting_keyword_names_compare_and_the_valid_settings(changes, named):
+    # not "FitSettings.__init__() got an unexpected keyword argument": the user called compare
+    X = np.random.default_rng(0).random((8, 8))
+    with pytest.raises(TypeError, match=r"^compare\(\) got .*unexpected keyword") as caught:
+        compare(X, "tsvd", **changes)
+    assert named in str(caught.value)
+    assert "max_iter, time_limit, seed" in str(caught.value)
+
+
+def test_setting_keywords_still_change_the_settings():
+    X = np.random.default_rng(0).random((8, 8))
+    assert compare(X, "tsvd", budget=20, seed=2).settings["seed"] == 2

@@ -104,3 +104,16 @@ class TestHardening:
         sp.save_npz(p, sp.coo_array((np.ones(1), ([0], [0])), shape=(3 * 10**8, 3 * 10**8)))
         with pytest.raises(ResourceError, match="beyond the supported maximum"):
             load_matrix(p)
+
+
+def test_a_bool_npy_reads_as_0_1_formed_and_memory_mapped(tmp_path):
+    """A bool .npy is a 0/1 matrix both ways (memory-mapped, it was refused: "must hold real numbers")."""
+    from sfapprox.io import open_matrix
+    from sfapprox.sources import ArraySource
+
+    p = tmp_path / "b.npy"
+    np.save(p, np.random.default_rng(3).standard_normal((300, 300)) > 0.5)
+    formed = load_matrix(p).matrix
+    mapped = open_matrix(p, max_memory=2**20)  # 1 MiB: mapped, not loaded
+    assert isinstance(mapped, ArraySource) and mapped.array.dtype == bool
+    np.testing.assert_array_equal(mapped.columns(np.arange(300)), formed)

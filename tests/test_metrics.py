@@ -7,6 +7,7 @@ import pytest
 import scipy.sparse as sp
 
 from sfapprox import metrics
+from sfapprox._errors import ParameterError
 from sfapprox.chord import default_n_factors, support_offsets
 from sfapprox.metrics import frobenius_error, operator_error, scoring_bytes
 from sfapprox.operators import ChordOperator, HybridOperator, SparseOperator
@@ -78,6 +79,56 @@ def test_shape_mismatch():
     op = SparseOperator(sp.csr_array((5, 5)))
     with pytest.raises(ValueError, match="shapes differ"):
         operator_error(np.zeros((6, 6)), op)
+
+
+def test_shape_mismatch_is_a_parameter_error_naming_both_shapes():
+    with pytest.raises(ParameterError, match=r"\(3, 3\).*\(3, 4\)"):
+        frobenius_error(np.eye(3), np.zeros((3, 4)))
+    with pytest.raises(ParameterError, match=r"\(6, 6\).*\(5, 5\)"):
+        operator_error(np.zeros((6, 6)), SparseOperator(sp.csr_array((5, 5))))
+
+
+@pytest.mark.parametrize("dtype, x, a", [(np.int8, 100, -100), (np.uint8, 100, 200), (np.int16, 30000, -30000)])
+def test_integer_inputs_do_not_wrap_around(dtype, x, a):
+    # 100 - (-100) in int8 is -56: the difference is taken in float64
+    X, A = np.full((3, 3), x, dtype), np.full((3, 3), a, dtype)
+    err, rel = frobenius_error(X, A)
+    assert err == pytest.approx(3 * abs(x - a))
+    assert rel == pytest.approx(abs(x - a) / abs(x))
+    assert frobenius_error(sp.csr_array(X), A)[0] == pytest.approx(3 * abs(x - a))  # sparse X too
+
+
+def test_bool_inputs_count_as_0_1():
+    X = np.eye(3, dtype=bool)
+    assert frobenius_error(X, np.zeros((3, 3), dtype=bool)) == (pytest.approx(np.sqrt(3)), 1.0)
+
+
+def test_blocked_norm_of_an_integer_target_does_not_wrap_around(blocked):
+    X = np.full((20, 20), 100, np.int8)
+    op = SparseOperator(sp.csr_array((20, 20)))
+    assert operator_error(X, op) == (pytest.approx(2000.0), pytest.approx(1.0))
+
+
+def test_nan_in_the_target_gives_nan_errors_not_none():
+    # documented: no NaN check; a nan must never look like the zero matrix (None) or a small error
+    X = np.eye(3)
+    X[0, 0] = np.nan
+    err, rel = frobenius_error(X, np.eye(3))
+    assert np.isnan(err) and rel is not None and np.isnan(rel)
+
+
+def test_float64_inputs_are_not_copied():
+    # the float64 difference is the only N x N array made: no cast copies of X or approx
+    n = 512
+    rng = np.random.default_rng(9)
+    X, A = rng.standard_normal((n, n)), rng.standard_normal((n, n))
+    tracemalloc.start()
+    try:
+        frobenius_error(X, A)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1.5 * n * n * 8
 
 
 def test_blocks_hold_columns_not_the_product(monkeypatch):

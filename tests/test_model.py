@@ -459,3 +459,26 @@ def test_compiling_on_first_use_is_not_the_fits_time(monkeypatch):
         warnings.simplefilter("ignore", ConvergenceWarning)
         sf = ChordSF(time_limit=1.0, device="cpu").fit(X)
     assert sf.n_iter_ > 10 and sf.rel_error_ < 0.9
+
+
+@pytest.mark.parametrize("init", ["bogus", "Auto", Path("no/such/fit.h5")])
+def test_an_init_that_is_neither_a_named_start_nor_a_file_lists_the_valid_ones(init):
+    # not "bogus: no such file" from reading it as a factors file: say what init may be
+    X = np.random.default_rng(0).random((16, 16))
+    with pytest.raises(ParameterError, match=r"^init must be 'auto', 'reference' or 'identity', an array of factor "
+                       r"values or an existing factors file \(\.h5\); '.*' is neither \(no such file\)$"):
+        ChordSF(init=init, device="cpu").fit(X)
+
+
+def test_an_init_directory_is_refused_as_one(tmp_path):
+    with pytest.raises(ParameterError, match=r"is neither \(a directory\)"):
+        ChordSF(init=tmp_path, device="cpu").fit(np.eye(16))
+
+
+def test_an_init_file_that_exists_is_still_read_as_factors(tmp_path):
+    from sfapprox import InputError
+
+    path = tmp_path / "not_factors.h5"
+    path.write_text("not hdf5")
+    with pytest.raises(InputError, match="not_factors.h5: cannot read sfapprox factors"):  # load_factors's words
+        ChordSF(init=path, max_iter=1, device="cpu").fit(np.random.default_rng(0).random((16, 16)))

@@ -59,6 +59,16 @@ def test_one_order_decides_the_star_the_verdict_and_the_json_winner():
     assert c.winner() == c.verdict()["winner"] == "tsvd"
 
 
+def test_verdict_says_when_the_winner_stores_no_fewer_numbers_than_x():
+    """SF's default budget is its structure's, over N^2 at small N: a 3 x 3 matrix "reproduced exactly
+    with 18 numbers" said nothing of X's own 9 entries."""
+    c = Comparison({"name": "m", "n": 3}, 18, "sf", [MethodResult("sf", "ok", 18, 0.0, 0.0, 0.1, {})])
+    assert c.verdict()["text"] == ("SF reproduces X exactly with 18 numbers (100% of the budget); but 18 numbers "
+                                   "are no fewer than X's own 9 entries: X stored as it is costs no more")
+    under = Comparison({"name": "m", "n": 8}, 60, "sf", [_row("sf", 1.0), _row("tsvd", 3.0)])
+    assert "no fewer than" not in under.verdict()["text"]
+
+
 def test_verdict_says_when_unrun_sparse_storage_would_be_exact():
     info = {"name": "m", "n": 8, "nnz": 12}
     c = Comparison(info, 100, "sf", [_row("sf", 1.0), _row("tsvd", 3.0)])
@@ -75,3 +85,11 @@ def test_a_smaller_sf_structure_than_the_budget_allows_is_shown():
     row = _row("sf", 1.0, n_factors=9, n_factors_budget=11, structure_reason="9 of the 11 factors its budget allows")
     [table] = Comparison({"name": "m", "n": 8}, 100, "sf", [row]).tables()
     assert "sf: 9 of the 11 factors its budget allows" in table.notes
+
+
+def test_result_of_a_method_not_run_names_the_methods_that_were():
+    import pytest
+
+    c = Comparison({"name": "m", "n": 8}, 60, "sf", [_row("tsvd", 3.0)])
+    with pytest.raises(KeyError, match="no row for method 'sf' in this comparison; the methods run were: tsvd"):
+        c.result("sf")

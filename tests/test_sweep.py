@@ -78,3 +78,46 @@ def test_a_method_over_the_memory_limit_is_swept_from_the_formed_matrix_columns(
     lines = small.tables()[0].notes
     assert sum("sparse: fitted from the matrix's column blocks" in n for n in lines) == 1
     assert not any("column blocks" in n for n in free.tables()[0].notes)
+
+
+@pytest.mark.parametrize("budget", [0.5, 50, "0.5", np.float64(0.5), np.array(0.5)])
+def test_a_single_budget_is_a_sweep_of_that_one(budget):
+    X = np.random.default_rng(0).random((10, 10))
+    assert [p.budget for p in sweep(X, budget, ["tsvd"]).points] == [50]
+
+
+def test_api_budget_errors_name_the_parameter_not_the_cli_option():
+    X = np.random.default_rng(0).random((10, 10))
+    with pytest.raises(ParameterError, match=r"^budgets is None.*default_budgets"):
+        sweep(X, None, ["tsvd"])
+    for empty in ([], "", " , "):
+        with pytest.raises(ParameterError, match=r"^budgets needs at least one budget") as caught:
+            sweep(X, empty, ["tsvd"])
+        assert "--budgets" not in str(caught.value)
+    with pytest.raises(ParameterError, match=r"^budgets must be a budget or a list of budgets.*got object"):
+        sweep(X, object(), ["tsvd"])
+
+
+def test_cli_keeps_naming_the_budgets_option(tmp_path):
+    path = tmp_path / "m.npy"
+    np.save(path, np.random.default_rng(0).random((10, 10)))
+    out = CliRunner().invoke(app, ["sweep", str(path), "--budgets", " , ", "--methods", "tsvd"])
+    assert out.exit_code == 2
+    assert "--budgets needs at least one budget, e.g. 0.01,0.02,0.05" in " ".join(out.output.split())
+
+
+def test_an_unknown_setting_keyword_names_sweep():
+    X = np.random.default_rng(0).random((10, 10))
+    with pytest.raises(TypeError, match=r"^sweep\(\) got an unexpected keyword argument 'bogus'.*max_iter"):
+        sweep(X, [0.5], ["tsvd"], bogus=1)
+
+
+def test_a_thousands_separator_in_the_budgets_is_explained():
+    from sfapprox import ParameterError
+    from sfapprox.sweep import parse_budget_list
+
+    with pytest.raises(ParameterError, match="got '000'; commas separate the budgets: write 1000, not 1,000"):
+        parse_budget_list("0.05,1,000")
+    with pytest.raises(ParameterError) as info:
+        parse_budget_list("0.05,-1")
+    assert "commas separate" not in str(info.value)

@@ -69,6 +69,11 @@ class TestDense:
         with pytest.raises(InputError, match="object dtype"):
             check_square_matrix(np.array([[1, None], [2, 3]], dtype=object))
 
+    def test_none_says_a_matrix_is_needed(self):
+        # it said "object dtype": np.asarray(None) is a 0-d object array
+        with pytest.raises(InputError, match="a matrix is needed .* got None"):
+            check_square_matrix(None)
+
     def test_strings(self):
         with pytest.raises(InputError, match="non-numeric dtype"):
             check_square_matrix(np.array([["a", "b"], ["c", "d"]]))

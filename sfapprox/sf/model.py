@@ -440,7 +440,8 @@ class ChordSF(Approximation):
             For an ``X`` that is not a finite square matrix (with ``check_input``).
         ParameterError
             For an invalid parameter, a structure that does not apply to ``N`` (too few factors for full
-            support, the butterfly with ``N`` not a power of two) or an ``init``
+            support, the butterfly with ``N`` not a power of two), an ``init`` text
+            that is neither a named start nor an existing file, or an ``init``
             whose structure is not this fit's.
         ResourceError
             When the estimated peak memory (:func:`estimate_fit_memory`) is over
@@ -453,6 +454,7 @@ class ChordSF(Approximation):
         from . import _butterfly, _kernels, _solver
 
         fit_begin = _timing.now()  # the time limit covers the whole fit: setup, optimizer, scoring
+        self._check_init()
         X = self._validate(X, check_input)
         if not self._fits_in_memory(X):  # its in-memory fit is over the memory limit: from column blocks
             return self._fit_columns(columns_within(X, self.max_memory), fit_begin)
@@ -688,6 +690,16 @@ class ChordSF(Approximation):
         if self.support == "butterfly":
             return n * min(_butterfly.PANEL, n)
         return _kernels.operation_numbers(n, _kernels.select_kernel(n, "cpu")[1])
+
+    def _check_init(self) -> None:
+        """Refuse an ``init`` text that is neither a named start nor an existing file, before any work
+        (a typo such as "bogus" would otherwise be read as a file and reported as a missing one)."""
+        if not isinstance(self.init, (str, os.PathLike)) or self.init in ("auto", "reference", "identity"):
+            return  # other types: the declared constraints name them
+        if not os.path.isfile(self.init):
+            what = "a directory" if os.path.isdir(self.init) else "no such file"
+            raise ParameterError(f"init must be 'auto', 'reference' or 'identity', an array of factor values or "
+                                 f"an existing factors file (.h5); {os.fspath(self.init)!r} is neither ({what})")
 
     def _inits(self) -> list[str]:
         if isinstance(self.init, str) and self.init in ("auto", "reference", "identity"):

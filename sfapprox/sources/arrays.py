@@ -54,7 +54,7 @@ class ArraySource(MatrixSource):
     def __init__(self, array, name: str = "X") -> None:
         if getattr(array, "ndim", None) != 2 or array.shape[0] != array.shape[1]:
             raise InputError(f"{name}: a square matrix is needed, got shape {getattr(array, 'shape', None)}")
-        if not np.issubdtype(array.dtype, np.number) or np.iscomplexobj(array):
+        if array.dtype.kind not in "biuf":  # bool (read as 0/1, as a formed matrix is), integers, reals
             raise InputError(f"{name}: the matrix must hold real numbers, got {array.dtype}")
         self.array = array
         super().__init__(array.shape[0], name)
