@@ -26,7 +26,7 @@ from .comparison import (
     settings_with,
     warnings_at_caller,
 )
-from .formats import Column, Table, fmt_number, jsonable
+from .formats import Column, Table, jsonable
 from .results import Comparison, MethodResult, error_cell
 from .sources import MatrixSource
 
