@@ -183,3 +183,28 @@ def test_a_folder_a_byte_order_mark_and_a_file_that_is_a_folder(tmp_path):
         (tmp_path / "m.toml").write_text(entry.replace('"a.npy"', f'"{folder}"'))
         with pytest.raises(ManifestError, match=f"field 'file' = '{re.escape(folder)}' must name a file, not a folder"):
             load_manifest(tmp_path / "m.toml")
+
+
+@pytest.mark.parametrize("params, match", [
+    ("{n = 16, density = 2.0}", r"density=2\.0 must be between 0\.0 and 1\.0"),
+    ("{n = 16, density = nan}", r"density=nan must be a finite number"),
+    ("{n = 16, seed = -1}", r"seed=-1 must be >= 0"),
+    ("{n = 0}", r"n=0 must be an integer >= 2"),
+    ("{n = 16, density = \"lots\"}", r"density='lots' must be a finite number"),
+    ("{n = 16, symmetric = 1}", r"symmetric=1 must be true or false"),
+])
+def test_bad_generator_values_are_refused_when_the_manifest_is_read(tmp_path, params, match):
+    """Values, not only names: each of these gave an 'unavailable' line per method, exit 0, on every run."""
+    (tmp_path / "m.toml").write_text(f'[[matrix]]\nname = "a"\ncategory = "synthetic"\n'
+                                     f'generator = "random_sparse"\nparams = {params}\n')
+    with pytest.raises(ManifestError, match=r"entry 'a': generator 'random_sparse': " + match):
+        load_manifest(tmp_path / "m.toml")
+
+
+def test_generator_bounds_that_depend_on_n_are_checked_against_its_n(tmp_path):
+    ok = '[[matrix]]\nname = "a"\ncategory = "synthetic"\ngenerator = "banded"\nparams = {n = 100, bandwidth = 10}\n'
+    (tmp_path / "m.toml").write_text(ok)
+    assert load_manifest(tmp_path / "m.toml").entries[0].params["bandwidth"] == 10
+    (tmp_path / "m.toml").write_text(ok.replace("n = 100", "n = 8"))
+    with pytest.raises(ManifestError, match=r"bandwidth=10 must be between 0 and n-1=7"):
+        load_manifest(tmp_path / "m.toml")

@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from .._errors import InputError, ParameterError
-from .synthetic import generator_params
+from .synthetic import check_params, generator_params
 
 __all__ = [
     "CATEGORIES",
@@ -511,3 +511,7 @@ def _check_generator(entry: Entry, where: str) -> None:
         raise ManifestError(f"{where}: unknown generator parameter {', '.join(map(repr, unknown))} (known: {', '.join(known)})")
     if "n" not in entry.params:
         raise ManifestError(f"{where}: generator parameter 'n' (the matrix order) is required in 'params'")
+    try:
+        check_params(entry.generator, entry.params)  # values too: density = 2.0 gave "unavailable" lines
+    except ParameterError as exc:
+        raise ManifestError(f"{where}: {exc}") from None

@@ -31,6 +31,7 @@ __all__ = [
     "GENERATORS",
     "generate",
     "generator_params",
+    "check_params",
     "random_sparse",
     "low_rank_plus_sparse",
     "banded",
@@ -499,6 +500,93 @@ def generator_params(name: str) -> list[str]:
     return list(inspect.signature(GENERATORS[name]).parameters)
 
 
+#: The values each generator parameter takes, by name (the generators name their parameters alike):
+#: ``(kind, least, most)``, where ``"n"`` and ``"n-1"`` in a bound stand for the matrix order.  Checked
+#: for a whole parameter set by :func:`check_params` before anything is generated, so a manifest
+#: with ``density = 2.0`` or ``seed = -1`` is refused when it is read (it gave "unavailable" lines).
+_RULES: dict[str, tuple[str, Any, Any]] = {
+    "seed": ("int", 0, None), "rank": ("int", 1, "n"), "bandwidth": ("int", 0, "n-1"),
+    "n_samples": ("int", 2, None), "n_latent": ("int", 1, None), "dim": ("int", 1, None),
+    "n_clusters": ("int", 1, None), "n_shapes": ("int", 0, None), "base": ("int", 2, None),
+    "n_factors": ("int", 1, None), "density": ("float", 0.0, 1.0), "noise": ("float", 0.0, None),
+    "sparse_scale": ("float", None, None), "decay": ("float", None, None), "spread": ("float", 0.0, None),
+    "beta": ("float", 0.0, None), "symmetric": ("bool", None, None), "gradient": ("bool", None, None),
+}
+
+
+def _check_value(name: str, value: Any, n: int) -> None:
+    """Refuse ``value`` for parameter ``name`` unless it is of the rule's kind and within its bounds."""
+    kind, least, most = _RULES.get(name, ("any", None, None))
+    if value is None and name in ("n_factors", "seed"):  # None: the default structure's; a fresh seed
+        return
+    if kind == "bool":
+        if not isinstance(value, (bool, np.bool_)):
+            raise ParameterError(f"{name}={value!r} must be true or false")
+        return
+    if kind == "any":
+        return
+    whole = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+    real = whole or (isinstance(value, (float, np.floating)) and math.isfinite(value))
+    if (kind == "int" and not whole) or not real:
+        raise ParameterError(f"{name}={value!r} must be {'an integer' if kind == 'int' else 'a finite number'}")
+    bounds = {"n": (n, f"n={n}"), "n-1": (n - 1, f"n-1={n - 1}")}
+    lo, lo_text = bounds.get(least, (least, str(least)))
+    hi, hi_text = bounds.get(most, (most, str(most)))
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        span = (f"between {lo_text} and {hi_text}" if lo is not None and hi is not None
+                else f">= {lo_text}" if lo is not None else f"<= {hi_text}")
+        raise ParameterError(f"{name}={value!r} must be {span}")
+
+
+def check_params(name: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Check a generator's parameters without generating anything; returns them with the defaults filled in.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`GENERATORS`.
+    params : dict
+        Its keyword arguments (``n`` required).
+
+    Returns
+    -------
+    dict
+        Every parameter of the generator, the missing ones at their defaults.
+
+    Raises
+    ------
+    ParameterError
+        For an unknown generator or parameter, a missing ``n``, or a value of
+        the wrong type or out of its range.
+
+    Examples
+    --------
+    >>> check_params("banded", {"n": 8})["bandwidth"]
+    3
+    """
+    known = generator_params(name)
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise ParameterError(f"generator {name!r}: unknown parameter(s) {', '.join(unknown)} (known: {', '.join(known)})")
+    if "n" not in params:
+        raise ParameterError(f"generator {name!r}: parameter 'n' (the matrix order) is required")
+    bound = inspect.signature(GENERATORS[name]).bind(**params)
+    bound.apply_defaults()
+    values = dict(bound.arguments)
+    try:
+        _check_n(values["n"], 4 if name == "edge_image" else 2)
+        for key, value in values.items():
+            if key != "n":
+                _check_value(key, value, int(values["n"]))
+        if name == "random_sparse" and values["density"] == 0:
+            raise ParameterError(f"density={values['density']!r} must be in (0, 1]")
+        if name == "attention" and values["beta"] == 0:
+            raise ParameterError(f"beta={values['beta']!r} must be positive")
+    except ParameterError as exc:
+        raise ParameterError(f"generator {name!r}: {exc}") from None
+    return values
+
+
 #: Dense ``n x n`` float64 arrays a generator holds at its peak (a bound, from its code: e.g. banded's
 #: index grid, its normal draws and the result).
 _PEAK_ARRAYS = {"low_rank_plus_sparse": 4, "banded": 4, "circulant": 3, "chord_product": 3, "covariance": 2,
@@ -560,16 +648,8 @@ def generate(name: str, params: dict[str, Any], max_memory: int | None = None) -
     >>> generate("banded", {"n": 8, "bandwidth": 1}).matrix.shape
     (8, 8)
     """
-    known = generator_params(name)
-    unknown = sorted(set(params) - set(known))
-    if unknown:
-        raise ParameterError(f"generator {name!r}: unknown parameter(s) {', '.join(unknown)} (known: {', '.join(known)})")
-    if "n" not in params:
-        raise ParameterError(f"generator {name!r}: parameter 'n' (the matrix order) is required")
-    try:
-        need = generator_peak_bytes(name, params)
-    except (TypeError, ValueError):  # a value of the wrong type: the generator's own check says which
-        need = 0
+    check_params(name, params)
+    need = generator_peak_bytes(name, params)
     check_memory(need, what=f"generator {name!r} with n={params['n']}", limit=max_memory)
     try:
         result = GENERATORS[name](**params)
