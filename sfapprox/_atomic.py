@@ -43,7 +43,7 @@ from ._signals import deferred
 from .formats import jsonable
 
 __all__ = ["atomic_path", "write_text", "write_json", "write_bytes", "OutputError", "OutputExistsError",
-           "written_outputs", "output_target", "stream_kind"]
+           "written_outputs", "output_target", "stream_kind", "names_descriptor"]
 
 #: errnos of a file system that cannot make hard links (FAT, exFAT, some FUSE and SMB mounts).
 _NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK, errno.EXDEV}
@@ -183,9 +183,35 @@ def _running(pid: int) -> bool:
     return True
 
 
+#: Paths that name a descriptor this process has open (``/dev/stdout`` is a link to ``/proc/self/fd/1``).
+_DESCRIPTOR = re.compile(r"^/(?:dev/(?:stdout|stderr|fd/\d+)|proc/(?:self|thread-self|\d+)/fd/\d+)$")
+
+
+def names_descriptor(path: str | os.PathLike) -> bool:
+    """Whether ``path`` (or a link on the way to its file) names an open descriptor, e.g. ``/dev/stdout``.
+
+    Such a path is written through, whatever the descriptor is: a pipe, a
+    terminal, or the file a shell redirected it to (``> out.h5``), which the
+    output neither replaces nor refuses as existing.  Its real path is no use:
+    a pipe's is ``pipe:[N]``, which names nothing.
+    """
+    current = os.path.abspath(os.fspath(path))
+    for _ in range(40):  # the kernel's own limit on links followed is 40
+        if _DESCRIPTOR.match(current):
+            return True
+        if not os.path.islink(current):
+            return False
+        current = os.path.join(os.path.dirname(current), os.readlink(current))
+        current = os.path.abspath(current)
+    return False
+
+
 def output_target(path: str | os.PathLike) -> Path:
     """The file an output named ``path`` is written to: ``path``, or what it points to when it is a
-    symbolic link (replacing the link by a file would leave its target stale)."""
+    symbolic link (replacing the link by a file would leave its target stale); a path naming an open
+    descriptor (``/dev/stdout``) is kept as it is (see :func:`names_descriptor`)."""
+    if names_descriptor(path):
+        return Path(path)
     return Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
 
 
@@ -207,6 +233,8 @@ def stream_kind(path: str | os.PathLike) -> str | None:
         mode = os.stat(path).st_mode
     except OSError:
         return None
+    if names_descriptor(path) and stat.S_ISREG(mode):
+        return "redirected output"  # /dev/stdout after `> file`: appended to, as the shell set it up
     for test, (kind, allowed) in _STREAMS.items():
         if test(mode):
             if not allowed:
@@ -228,7 +256,9 @@ def _through(target: Path, kind: str) -> Iterator[Path]:
         with deferred():
             yield Path(tmp)
             try:
-                with open(tmp, "rb") as src, open(target, "wb") as out:
+                # append: a FIFO or a device takes it the same, and /dev/stdout redirected with `>>`
+                # keeps what the shell's file held (with `>`, the shell emptied it already)
+                with open(tmp, "rb") as src, open(target, "ab") as out:
                     shutil.copyfileobj(src, out)
             except OSError as exc:
                 raise OutputError(f"{target}: not written to this {kind}: {exc.strerror or exc}", target,

@@ -334,3 +334,30 @@ def test_when_the_factors_file_was_taken_meanwhile_the_summary_is_still_written(
     assert h5.read_bytes() == b"the other run's factors"
     assert (tmp_path / f"f.{os.getpid()}.new.h5").exists()
     assert json.loads(js.read_text())["n"] == 8
+
+
+def test_dev_stdout_is_written_through_to_a_pipe_and_to_a_redirected_file(tmp_path):
+    """--out /dev/stdout: into a pipe it failed after the whole fit ("/proc/PID/fd/pipe:[N]: not
+    written", its real path names nothing); redirected to a file it was refused as existing; and the
+    summary table, printed to stdout, was mixed into the HDF5 bytes."""
+    from sfapprox import load_factors
+
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).standard_normal((16, 16)))
+    cmd = [sys.executable, "-m", "sfapprox", "fit", str(tmp_path / "x.npy"), "--iters", "5", "--time-limit", "0",
+           "--device", "cpu", "-q", "--out", "/dev/stdout"]
+    piped = subprocess.run(cmd, capture_output=True, timeout=120)
+    assert piped.returncode == 0, piped.stderr.decode()
+    assert piped.stdout.startswith(b"\x89HDF") and b"SF fit of" in piped.stderr
+    (tmp_path / "piped.h5").write_bytes(piped.stdout)
+    assert load_factors(tmp_path / "piped.h5").n == 16
+    with open(tmp_path / "redirected.h5", "wb") as fh:
+        done = subprocess.run(cmd, stdout=fh, stderr=subprocess.PIPE, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    assert load_factors(tmp_path / "redirected.h5").n == 16
+
+
+def test_names_descriptor():
+    from sfapprox._atomic import names_descriptor
+
+    assert names_descriptor("/dev/stdout") and names_descriptor("/dev/fd/1") and names_descriptor("/proc/self/fd/2")
+    assert not names_descriptor("/dev/null") and not names_descriptor("out.h5")

@@ -68,14 +68,28 @@ class Outputs:
     force: bool = False
 
 
+def is_stdout(path: Path | str | None) -> bool:
+    """True for ``-`` and for a path that writes to this process's standard output (``/dev/stdout``,
+    ``/dev/fd/1``, or the very file stdout is redirected to): the tables then go to stderr, or they
+    would be mixed into the output."""
+    if path is None:
+        return False
+    if str(path) == "-":
+        return True
+    try:
+        return os.path.samestat(os.stat(path), os.fstat(1))
+    except (OSError, ValueError):  # no such file, or no stdout at all
+        return False
+
+
 def stdout_claimed(outputs: Outputs) -> bool:
-    """True when some output goes to standard output (``-``)."""
-    return any(str(p) == "-" for p in outputs.files.values())
+    """True when some output goes to standard output (``-``, ``/dev/stdout``)."""
+    return any(is_stdout(p) for p in outputs.files.values())
 
 
 def check_outputs(outputs: Outputs) -> None:
     """Refuse, before any work, outputs that could not be written or would overwrite a file."""
-    dashes = [fmt for fmt, p in outputs.files.items() if str(p) == "-"]
+    dashes = [fmt for fmt, p in outputs.files.items() if is_stdout(p)]
     if len(dashes) > 1:
         raise ParameterError(f"only one output can go to standard output ('-'); got {', '.join('--' + d for d in dashes)}")
     files = [p for p in outputs.files.values() if str(p) != "-"]

@@ -14,7 +14,7 @@ from .._settings import SF_BASE, SF_FTOL, SF_GTOL, SF_INIT, SF_SUPPORT
 from ..formats import jsonable
 from . import _options as o
 from ._app import EXIT_INTERRUPTED, announce_start, app, error_boundary, read_matrix, show_notes, stop_cause
-from ._render import check_distinct, check_output, err, fit_progress, key_value_table, note, out
+from ._render import check_distinct, check_output, err, fit_progress, is_stdout, key_value_table, note, out
 
 
 @app.command()
@@ -57,6 +57,8 @@ def fit(
         if init not in ("auto", "reference", "identity"):
             check_saved_fit(Path(init))
         to_stdout = json_path is not None and str(json_path) == "-"
+        if to_stdout and is_stdout(out_path):
+            raise ParameterError("only one output can go to standard output; got --out and --json")
         check_output(out_path, force)
         if not to_stdout:
             check_output(json_path, force)
@@ -78,7 +80,9 @@ def fit(
         rows = [(k, _error(summary, k) if k in _INTERVALS else _show(summary[k]))
                 for k in ("fro_error", "rel_error", "nnz", "n_factors", "base", "iterations", "evaluations", "seconds",
                           "stop_reason", "init", "path", "time_limit", "max_iter", "device", "dtype", "threads")]
-        (err if to_stdout else out).print(key_value_table(f"SF fit of {loaded.name}", rows))
+        # stderr when stdout carries an output (--json -, --out /dev/stdout): it would be mixed into it
+        claimed = to_stdout or is_stdout(out_path) or is_stdout(json_path)
+        (err if claimed else out).print(key_value_table(f"SF fit of {loaded.name}", rows))
         if to_stdout:
             sys.stdout.write(json.dumps(jsonable(summary), indent=2) + "\n")
         for written in (p for p in (out_path, None if to_stdout else json_path) if p is not None):
