@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import errno
 import json
 import os
@@ -43,13 +44,37 @@ from ._signals import deferred
 from .formats import jsonable
 
 __all__ = ["atomic_path", "write_text", "write_json", "write_bytes", "OutputError", "OutputExistsError",
-           "written_outputs", "output_target", "stream_kind", "names_descriptor"]
+           "written_outputs", "output_target", "stream_kind", "names_descriptor", "FileStamp"]
 
 #: errnos of a file system that cannot make hard links (FAT, exFAT, some FUSE and SMB mounts).
 _NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK, errno.EXDEV}
 
 #: Outputs this process has finished writing, the latest last (for "what exists" after an interruption).
 _written: collections.deque[Path] = collections.deque(maxlen=1000)
+
+
+@dataclasses.dataclass(frozen=True)
+class FileStamp:
+    """Which file is at a path now: device, inode, size and modification time.
+
+    Given as an atomic write's ``force``, the write replaces the file at its
+    path only while it is still this one: how a long run that rewrites its
+    output (checkpoints) leaves alone a file someone else put there meanwhile.
+    """
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, path: str | os.PathLike) -> "FileStamp | None":
+        """The stamp of the file at ``path`` (links followed), or None when there is none."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 class OutputError(SfapproxError):
@@ -92,7 +117,7 @@ def written_outputs() -> list[Path]:
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike, *, force: bool = True, make_parents: bool = False) -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike, *, force: bool | FileStamp = True, make_parents: bool = False) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; move it into place only on success.
 
     Parameters
@@ -106,7 +131,10 @@ def atomic_path(path: str | os.PathLike, *, force: bool = True, make_parents: bo
         result is then kept as ``<stem>.<pid>.new<suffix>`` beside it
         (:class:`OutputExistsError` says where).  Commands refuse existing
         outputs before they start work (``check_output``); this is the last
-        line of defence, and it never loses a result.
+        line of defence, and it never loses a result.  A :class:`FileStamp`:
+        replace the file at ``path`` only while it is that one (the one this
+        run wrote last); another is kept, and the result goes beside it as
+        with False.
     make_parents : bool, default=False
         Create the destination folder (caches).
 
@@ -140,10 +168,17 @@ def atomic_path(path: str | os.PathLike, *, force: bool = True, make_parents: bo
                 # mkstemp creates the file 0600; give it the mode a plain open() would have.
                 os.chmod(tmp, 0o666 & ~_umask())
                 _fsync(tmp)  # the rename must not land before the data on a crash
-                if force:
+                if force is True:
                     os.replace(tmp, target)
-                else:
+                elif force is False:
                     _place_new(Path(tmp), target)
+                elif FileStamp.of(target) == force:
+                    os.replace(tmp, target)  # still the file this run wrote last
+                else:
+                    kept = _keep_aside(Path(tmp), target)
+                    raise OutputExistsError(
+                        f"{target}: another file took its place since this run last wrote it, so it was left "
+                        f"untouched; this result was saved as {kept} instead", target, kept)
             except OSError as exc:
                 raise _output_error(target, exc) from exc
             _written.append(target)
@@ -339,18 +374,18 @@ def _fsync(path: str | os.PathLike) -> None:
         os.close(fd)
 
 
-def write_bytes(path: str | os.PathLike, data: bytes | memoryview, *, force: bool = True) -> None:
+def write_bytes(path: str | os.PathLike, data: bytes | memoryview, *, force: bool | FileStamp = True) -> None:
     """Write ``data``, atomically (a full disk is a clean :class:`OutputError`, never a partial file)."""
     with atomic_path(path, force=force) as tmp:
         with open(tmp, "wb") as f:
             f.write(data)
 
 
-def write_text(path: str | os.PathLike, text: str, *, force: bool = True) -> None:
+def write_text(path: str | os.PathLike, text: str, *, force: bool | FileStamp = True) -> None:
     """Write ``text`` (UTF-8), atomically."""
     write_bytes(path, text.encode("utf-8"), force=force)
 
 
-def write_json(path: str | os.PathLike, data: Any, *, force: bool = True) -> None:
+def write_json(path: str | os.PathLike, data: Any, *, force: bool | FileStamp = True) -> None:
     """Write ``data`` as indented JSON (NaN as null), atomically."""
     write_text(path, json.dumps(jsonable(data), indent=2) + "\n", force=force)

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from ._atomic import OutputExistsError, write_json
+from ._atomic import FileStamp, OutputExistsError, write_json
 from ._errors import ParameterError
 from ._settings import SF_BASE, SF_SUPPORT, FitSettings, LoadOptions
 from .budget import parse_budget, resolve_budget, sf_config_for_budget
@@ -40,6 +40,20 @@ class FitRun:
     summary: dict[str, Any]
 
 
+def _out_force(model, out, force: bool):
+    """``force`` for the final factors, but where the fit checkpointed into ``out``: replace only its
+    own last checkpoint (or the file it started with), never a file another program put there."""
+    written = getattr(model, "checkpoint_written_", None)
+    if written is None or model.checkpoint is None or not _same_path(model.checkpoint, out):
+        return force
+    path, stamp = written
+    return stamp if _same_path(path, out) else False  # its checkpoints went aside: so does the result
+
+
+def _same_path(a, b) -> bool:
+    return os.path.abspath(a) == os.path.abspath(b)
+
+
 def fit_matrix(
     matrix,
     *,
@@ -50,6 +64,7 @@ def fit_matrix(
     force: bool = True,
     load: LoadOptions | None = None,
     callback=None,
+    replaces: FileStamp | bool | None = None,
     **sf_params: Any,
 ) -> FitRun:
     """Fit SF to ``matrix`` and optionally save the factors (HDF5) and a JSON summary.
@@ -80,6 +95,12 @@ def fit_matrix(
         How ``matrix`` is read when it is a path.
     callback : callable, optional
         Progress callback (ChordSF's).
+    replaces : FileStamp, False or None, optional
+        With ``checkpoint`` (in ``sf_params``): the file at the checkpoint's
+        path the fit may replace, False for none (it must stay free), None
+        (the default) for the one there when the fit starts.  A command that
+        checked its output before loading the matrix gives what it saw then,
+        so that a file put there while the matrix loads is not replaced.
     **sf_params
         Further :class:`~sfapprox.sf.model.ChordSF` parameters (``support``,
         ``n_factors``, ``base``, ``init``, ``ftol``, ...).
@@ -115,7 +136,10 @@ def fit_matrix(
     if budget is not None:
         config = sf_config_for_budget(n, resolve_budget(budget, n).value)
         sf_params.update(n_factors=config.n_factors, base=config.base)
-    model = ChordSF(**settings.apply_to(ChordSF, callback=callback, **sf_params)).fit(target, check_input=False)
+    model = ChordSF(**settings.apply_to(ChordSF, callback=callback, **sf_params))
+    if replaces is not None:
+        model._checkpoint_start = replaces  # read (once) by ChordSF.fit
+    model.fit(target, check_input=False)
     fro, rel, estimate = model.fro_error_, model.rel_error_, None
     if fro is None:  # fitted from the columns of a matrix never formed: scored from its columns too
         scored = estimate_errors(target, {"sf": model.operator_}, seed=settings.seed, max_memory=settings.max_memory,
@@ -153,7 +177,7 @@ def fit_matrix(
     if out is not None:
         try:
             save_factors(out, model.operator_, loss_history=model.loss_curve_, fit=summary, settings=recorded,
-                         source=origin, force=force)
+                         source=origin, force=_out_force(model, out, force))
         except OutputExistsError as exc:
             taken.append(exc)
     if json_path is not None:

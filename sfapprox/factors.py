@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from ._atomic import write_bytes
+from ._atomic import FileStamp, write_bytes
 from ._errors import InputError, ParameterError, SfapproxError
 from ._validation import check_memory
 from .formats import jsonable
@@ -211,7 +211,7 @@ def save_factors(
     fit: dict[str, Any] | None = None,
     settings: dict[str, Any] | None = None,
     source: dict[str, Any] | None = None,
-    force: bool = True,
+    force: bool | FileStamp = True,
 ) -> None:
     """Write a fitted surrogate to an HDF5 file, atomically (layout: the module docstring).
 
@@ -229,9 +229,11 @@ def save_factors(
         The loss after each iteration (empty: the estimator's ``loss_curve_``, if any).
     fit, settings, source : dict, optional
         What was fitted, how, and from which input (recorded as JSON).
-    force : bool, default=True
+    force : bool or FileStamp, default=True
         Overwrite an existing file; False: an existing file is left alone and
-        the fit is kept beside it (:class:`~sfapprox._atomic.OutputExistsError`).
+        the fit is kept beside it (:class:`~sfapprox._atomic.OutputExistsError`);
+        a :class:`~sfapprox._atomic.FileStamp`: overwrite only that file (a
+        checkpoint this run wrote), else as False.
 
     Raises
     ------

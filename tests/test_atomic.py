@@ -361,3 +361,45 @@ def test_names_descriptor():
 
     assert names_descriptor("/dev/stdout") and names_descriptor("/dev/fd/1") and names_descriptor("/proc/self/fd/2")
     assert not names_descriptor("/dev/null") and not names_descriptor("out.h5")
+
+
+def test_a_file_that_takes_the_checkpoints_name_during_a_fit_is_left_alone(tmp_path):
+    """The checkpoints replaced whatever was at their path (force=True): a file another program put
+    there while the fit ran was overwritten, and the final factors replaced it too.  Now the
+    checkpoints go beside it (a RuntimeWarning says where) and the result is kept aside."""
+    import threading
+
+    from sfapprox import FitSettings
+    from sfapprox.api import fit_matrix
+
+    X = np.random.default_rng(0).standard_normal((32, 32))
+    fit_matrix(X, settings=FitSettings(max_iter=2, device="cpu"))  # imports and compiling done: the fit starts at once
+    out = tmp_path / "ck.h5"
+    threading.Timer(0.8, lambda: out.write_text("mine\n")).start()
+    with pytest.warns(RuntimeWarning, match="another file took its place|already exists"):
+        with pytest.raises(OutputExistsError) as info:  # no tolerance stop: it runs its 2.5 s
+            fit_matrix(X, settings=FitSettings(time_limit=2.5, max_iter=10**9, device="cpu"), out=out, force=True,
+                       checkpoint=out, checkpoint_every=0.2, ftol=0.0, gtol=0.0)
+    assert out.read_text() == "mine\n" and info.value.kept.is_file()
+    assert len(list(tmp_path.glob("ck.*.new.h5"))) == 2  # the checkpoints' file, and the result's
+
+
+def test_a_checkpoint_replaces_only_what_the_command_saw(tmp_path):
+    """replaces=False (the CLI's without --force): a file there when the fit starts (put there while
+    the matrix loaded, after the command checked --out) is not replaced; replaces=None (the API's
+    default): the file there at the start is."""
+    from sfapprox import FitSettings
+    from sfapprox.api import fit_matrix
+
+    X = np.random.default_rng(1).standard_normal((32, 32))
+    out = tmp_path / "ck.h5"
+    out.write_text("mine\n")
+    with pytest.warns(RuntimeWarning, match="already exists"), pytest.raises(OutputExistsError):
+        fit_matrix(X, settings=FitSettings(time_limit=1.0, device="cpu"), out=out, force=True,
+                   checkpoint=out, checkpoint_every=0.1, replaces=False)
+    assert out.read_text() == "mine\n"
+    fit_matrix(X, settings=FitSettings(time_limit=1.0, device="cpu"), out=out, force=True,
+               checkpoint=out, checkpoint_every=0.1)
+    from sfapprox import load_factors
+
+    assert load_factors(out).n == 32

@@ -9,6 +9,7 @@ from typing import Annotated, Literal, Optional
 
 import typer
 
+from .._atomic import FileStamp
 from .._errors import ParameterError
 from .._settings import SF_BASE, SF_FTOL, SF_GTOL, SF_INIT, SF_SUPPORT
 from ..formats import jsonable
@@ -60,6 +61,9 @@ def fit(
         if to_stdout and is_stdout(out_path):
             raise ParameterError("only one output can go to standard output; got --out and --json")
         check_output(out_path, force)
+        # What a checkpoint may replace: the file seen now, if --force allowed it; none otherwise (a file
+        # put there while the matrix loads is another program's)
+        replaces = (FileStamp.of(out_path) or False) if force and out_path is not None else False
         if not to_stdout:
             check_output(json_path, force)
         check_distinct(out_path, None if to_stdout else json_path)
@@ -73,7 +77,8 @@ def fit(
                 # --out was checked before the fit; with checkpoints the file there is this fit's own.
                 force=force or checkpoint_every is not None, callback=announce_start(progress, f"SF {loaded.name}", quiet),
                 ftol=ftol, gtol=gtol, n_factors=factors, init=init, support=support, base=base,
-                **({"checkpoint": out_path, "checkpoint_every": checkpoint_every} if checkpoint_every else {}),
+                **({"checkpoint": out_path, "checkpoint_every": checkpoint_every, "replaces": replaces}
+                   if checkpoint_every else {}),
             )
         summary = run.summary
         # What the library resolved, not only what was asked: structure, limits, device, threads.

@@ -16,10 +16,12 @@ import os
 import time
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
 from .. import _timing
+from .._atomic import FileStamp, OutputExistsError
 from .._base import Approximation
 from .._device import resolve_device, resolve_dtype
 from .._errors import ConvergenceWarning, ParameterError
@@ -232,7 +234,9 @@ class ChordSF(Approximation):
         Write the best factors so far to this file (atomically, as
         :func:`~sfapprox.save_factors` does) every ``checkpoint_every``
         seconds, so that a fit killed outright loses at most one interval:
-        ``init=<the file>`` resumes it.
+        ``init=<the file>`` resumes it.  The file there when the fit starts
+        is replaced; one that another program puts there while the fit runs
+        is not (the checkpoints then go beside it, with a RuntimeWarning).
     checkpoint_every : float, default=300.0
         Seconds between checkpoints.
     init_noise : float or None, default=None
@@ -319,6 +323,9 @@ class ChordSF(Approximation):
     threads_ : int or None
         CPU threads the optimizer ran on (the count that ran longest when it
         changed during the fit); None on a GPU.
+    checkpoint_written_ : (Path, FileStamp or False)
+        With ``checkpoint``: where the last checkpoint went and which file it
+        left there (False: none there yet), what the next write may replace.
 
     Examples
     --------
@@ -455,6 +462,12 @@ class ChordSF(Approximation):
 
         fit_begin = _timing.now()  # the time limit covers the whole fit: setup, optimizer, scoring
         self._check_init()
+        if self.checkpoint is not None:
+            # The file there now may be replaced (the caller allowed it); a file that takes the name
+            # later, while the fit runs, is another program's and is not (see _save_checkpoint).
+            start = self.__dict__.pop("_checkpoint_start", None)  # fit_matrix's replaces=
+            self.checkpoint_written_ = (Path(self.checkpoint),
+                                        (FileStamp.of(self.checkpoint) or False) if start is None else start)
         X = self._validate(X, check_input)
         if not self._fits_in_memory(X):  # its in-memory fit is over the memory limit: from column blocks
             return self._fit_columns(columns_within(X, self.max_memory), fit_begin)
@@ -736,9 +749,17 @@ class ChordSF(Approximation):
 
         op = ChordOperator(values, support="butterfly") if self.support == "butterfly" else \
             ChordOperator(values, self.offsets_, support=self.support)
-        save_factors(self.checkpoint, op, kind=self.method_name, force=True,
-                     fit={"checkpoint": True, "iterations": int(iterations), "fro_error": float(error)},
-                     settings={k: v for k, v in self.get_params().items() if not callable(v) and k != "init"})
+        path, expect = self.checkpoint_written_
+        try:
+            save_factors(path, op, kind=self.method_name, force=expect,
+                         fit={"checkpoint": True, "iterations": int(iterations), "fro_error": float(error)},
+                         settings={k: v for k, v in self.get_params().items() if not callable(v) and k != "init"})
+        except OutputExistsError as exc:
+            # Another file took the checkpoint's name during the fit: it is left alone, and this fit's
+            # checkpoints go on beside it (they replaced it before).
+            warnings.warn(f"sfapprox: {exc}; the next checkpoints go there too", RuntimeWarning, stacklevel=2)
+            path = exc.kept
+        self.checkpoint_written_ = (path, FileStamp.of(path) or False)
 
     def _checkpoint_due(self) -> Callable[[], bool]:
         """A clock that says True once every ``checkpoint_every`` seconds (the checkpoints of both paths)."""
