@@ -16,6 +16,24 @@ import warnings
 from types import ModuleType
 
 
+def raise_interrupt(exc: BaseException) -> None:
+    """Raise the ``KeyboardInterrupt`` (Ctrl-C, or SIGTERM's handler) that ``exc`` stems from, if any.
+
+    A signal that arrives while compiled code runs is delivered as the call
+    returns, and numba's dispatcher then reports ``SystemError: ... returned
+    a result with an exception set`` with the interrupt as its cause: taken
+    for a broken compile, the stop was lost (the fit ran on to its time limit)
+    and the process fell back to the slower code for good.
+    """
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            raise cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+
+
 class CompiledModule:
     """One optional compiled module and the path its user falls back to.
 
@@ -57,7 +75,9 @@ class CompiledModule:
         return self.module
 
     def failed(self, exc: Exception) -> None:
-        """Give the module up for this process, with one warning saying what runs instead."""
+        """Give the module up for this process, with one warning saying what runs instead; an interrupt
+        that surfaced as the failure (see :func:`raise_interrupt`) is raised instead, the module kept."""
+        raise_interrupt(exc)
         self.module = False
         warnings.warn(
             f"sfapprox: the compiled {self.what} failed ({type(exc).__name__}: {exc}); "

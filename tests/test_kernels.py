@@ -447,3 +447,18 @@ def test_column_block_groups_kept_apart_and_in_float32():
     loss32 = K.block_loss_and_grad(w.astype(np.float32), offs, block.astype(np.float32), 10, low, 4)
     assert loss32 == pytest.approx(loss, rel=1e-4)
     np.testing.assert_allclose(low[0], added[0], rtol=1e-3, atol=1e-4 * np.abs(added[0]).max())
+
+
+def test_an_interrupt_in_the_compiled_kernel_is_raised_and_the_kernel_kept():
+    from sfapprox._compiled import CompiledModule
+
+    module = CompiledModule("json", "test module", "nothing")
+    assert module.get()
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt as cause:
+        wrapped = SystemError("returned a result with an exception set")
+        wrapped.__cause__ = cause
+    with pytest.raises(KeyboardInterrupt):
+        module.failed(wrapped)
+    assert module.get()  # not given up for the process

@@ -454,3 +454,34 @@ def test_warm_up_compiles_what_a_fit_calls(dtype):
         warnings.simplefilter("ignore")
         ChordSF(max_iter=60, time_limit=None, device="cpu", dtype=str(dtype).split(".")[1]).fit(X)
     assert {name: len(getattr(host, name).signatures) for name in names} == before
+
+
+def test_an_interrupt_inside_compiled_code_is_raised_not_taken_for_a_broken_compile(monkeypatch):
+    """A Ctrl-C delivered as a compiled call returns reaches Python as numba's SystemError ("returned a
+    result with an exception set") caused by the KeyboardInterrupt: it was taken for a failed compile,
+    the stop was lost and the process fell back to numpy for good.  Now the interrupt is raised."""
+    host = _solver._host_math()
+    if host is _solver._NumpyHost:
+        pytest.skip("needs numba")
+
+    def interrupted(*args):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as cause:
+            raise SystemError("CPUDispatcher(...) returned a result with an exception set") from cause
+
+    monkeypatch.setattr(host, "dot", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _solver._call_host("dot", np.ones(3), np.ones(3))
+    assert _solver._host_math() is host  # not given up
+
+
+def test_a_real_failure_still_falls_back(monkeypatch):
+    host = _solver._host_math()
+    if host is _solver._NumpyHost:
+        pytest.skip("needs numba")
+    monkeypatch.setattr(host, "dot", lambda *a: (_ for _ in ()).throw(SystemError("broken")))
+    monkeypatch.setattr(_solver, "_HOST", host)
+    with pytest.warns(RuntimeWarning, match="compiled L-BFGS bookkeeping failed"):
+        assert _solver._call_host("dot", np.ones(3), np.ones(3)) == 3.0
+    assert _solver._HOST is _solver._NumpyHost

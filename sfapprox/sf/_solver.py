@@ -415,7 +415,11 @@ def pairs_itemsize(device_type: str, itemsize: int) -> int:
 
 
 def _host_failed(exc: Exception) -> None:
-    """A compiled host function failed (on its first call, when it compiles): numpy from now on."""
+    """A compiled host function failed (on its first call, when it compiles): numpy from now on (an
+    interrupt that surfaced as the failure is raised instead, see :func:`~sfapprox._compiled.raise_interrupt`)."""
+    from .._compiled import raise_interrupt
+
+    raise_interrupt(exc)
     global _HOST
     _HOST = _NumpyHost
     warnings.warn(
