@@ -207,6 +207,18 @@ MALFORMED = [
 ]
 
 
+@pytest.mark.parametrize("value, got", [(10**400, "got 100000000000... (401 digits)"), (-5, "got -5"),
+                                        (float("inf"), "got inf")])
+def test_an_edited_error_out_of_range_is_a_bad_line_not_a_crash_or_a_winner(tmp_path, value, got):
+    """10**400 crashed report and batch (OverflowError in float()); -5 was accepted and named the winner."""
+    from sfapprox.datasets.results_file import read_results
+
+    line = json.dumps({**RECORDS[0], "fro_error": value}).replace("Infinity", "1e999")
+    (tmp_path / "results.jsonl").write_text(line + "\n" + json.dumps(RECORDS[1]) + "\n", encoding="utf-8")
+    parsed = read_results(tmp_path / "results.jsonl")
+    assert parsed.bad_lines == [1] and parsed.problems[1] == f"field 'fro_error' must be a finite number >= 0, {got}"
+
+
 def test_malformed_lines_are_skipped_with_their_number_and_why(tmp_path):
     from sfapprox.datasets.results_file import read_results
 
@@ -217,7 +229,7 @@ def test_malformed_lines_are_skipped_with_their_number_and_why(tmp_path):
     assert [r["method"] for r in parsed.records] == ["sf", "tsvd"]
     assert parsed.bad_lines == list(range(2, 2 + len(MALFORMED)))
     assert parsed.problems[2] == "field 'matrix' must be a non-empty string, got list"
-    assert parsed.problems[3] == "field 'fro_error' must be a number, got str"
+    assert parsed.problems[3] == "field 'fro_error' must be a finite number >= 0, got str"
     assert parsed.problems[4] == "field 'reference' must be a table of numbers, got dict"
     assert parsed.problems[7] == "no field 'method'" and parsed.problems[8] == "not a JSON object (a list)"
     assert parsed.problems[10] == "not valid JSON"

@@ -27,7 +27,12 @@ INFO_COLUMNS = {"mean_row_entropy": "entropy", "beta": "β"}
 
 
 def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer too large for a float (an edited line)
+        return False
 
 
 def fmt(value: Any, digits: int = 4) -> str:

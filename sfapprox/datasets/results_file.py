@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,15 +158,25 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _measure(value: Any) -> bool:
+    """A finite number >= 0, as an error or a time is (an edited 1e400 integer, -5 or NaN is not)."""
+    if not _number(value):
+        return False
+    try:
+        return math.isfinite(float(value)) and value >= 0
+    except OverflowError:  # an integer too large for a float
+        return False
+
+
 #: Type checks of a record's fields beyond the three required strings (None is always allowed).
 _FIELD_CHECKS: dict[str, tuple[str, Any]] = {
     "category": ("a string", lambda v: isinstance(v, str)),
     "n": ("a whole number", lambda v: isinstance(v, int) and not isinstance(v, bool)),
     "nnz": ("a whole number", lambda v: isinstance(v, int) and not isinstance(v, bool)),
     "budget": ("a whole number", lambda v: isinstance(v, int) and not isinstance(v, bool)),
-    "fro_error": ("a number", _number),
-    "rel_error": ("a number", _number),
-    "seconds": ("a number", _number),
+    "fro_error": ("a finite number >= 0", _measure),
+    "rel_error": ("a finite number >= 0", _measure),
+    "seconds": ("a finite number >= 0", _measure),
     "params": ("a table", lambda v: isinstance(v, dict)),
     "settings": ("a table", lambda v: isinstance(v, dict)),
     "matrix_info": ("a table", lambda v: isinstance(v, dict)),
@@ -209,8 +220,15 @@ def record_problem(record: Any) -> str | None:
     for key, (kind, ok) in _FIELD_CHECKS.items():
         value = record.get(key)
         if value is not None and not ok(value):
-            return f"field {key!r} must be {kind}, got {type(value).__name__}"
+            got = type(value).__name__ if not _number(value) else _shown(value)
+            return f"field {key!r} must be {kind}, got {got}"
     return None
+
+
+def _shown(value: float) -> str:
+    """A number for a message, short even for an edited 10**400."""
+    text = repr(value)
+    return text if len(text) <= 24 else text[:12] + "..." + f" ({len(text)} digits)"
 
 
 def read_results(path: str | os.PathLike) -> ResultsFile:
