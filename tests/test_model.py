@@ -482,3 +482,15 @@ def test_an_init_file_that_exists_is_still_read_as_factors(tmp_path):
     path.write_text("not hdf5")
     with pytest.raises(InputError, match="not_factors.h5: cannot read sfapprox factors"):  # load_factors's words
         ChordSF(init=path, max_iter=1, device="cpu").fit(np.random.default_rng(0).random((16, 16)))
+
+
+def test_max_iter_0_makes_no_iteration_even_with_two_starts():
+    """--iters 0 with init auto raced the starts all the same (2 iterations, 6 evaluations, other factors)."""
+    X = np.random.default_rng(7).standard_normal((32, 32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        sf = ChordSF(max_iter=0, time_limit=None, device="cpu").fit(X)
+        ref = ChordSF(max_iter=0, time_limit=None, device="cpu", init="reference").fit(X)
+        ident = ChordSF(max_iter=0, time_limit=None, device="cpu", init="identity").fit(X)
+    assert sf.n_iter_ == 0 and sf.n_evals_ == 2
+    assert sf.rel_error_ == pytest.approx(min(ref.rel_error_, ident.rel_error_), rel=1e-12)

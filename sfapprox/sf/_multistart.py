@@ -28,7 +28,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .._signals import stop_requested
-from ._solver import LBFGSOptions, StopReason, best_multiple_start, lbfgs
+from ._solver import LBFGSOptions, StopReason, best_multiple_start, evaluate_start, lbfgs
 
 __all__ = ["START_KINDS", "FIRST", "MARGIN", "PREFERRED", "start_noise", "start_values", "race", "race_affordable",
            "multistart", "best_run"]
@@ -241,9 +241,12 @@ def multistart(
                 # No step fits the time left: the start's best multiple is all the fit can still do
                 # (it costs no evaluation, but its gradient one, which the steps would need).
                 best_multiple_start(state, n_factors, target_norm2)
-        if len(runs) > 1:
+        if len(runs) > 1 and max_iter > 0:
             reason = race(runs, options, share_iter=max(1, int(probe * max_iter)), share_time=share_time,
                           callback=callback)
+        elif len(runs) > 1:  # no iteration allowed (max_iter=0): the better start as it is, evaluated
+            for fun, st in runs.values():
+                evaluate_start(fun, st)
         if reason != StopReason.CALLBACK:
             name = best_run(runs)
             for other, (_, st) in runs.items():
