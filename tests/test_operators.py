@@ -367,3 +367,20 @@ def test_a_new_kind_of_surrogate_is_one_class(tmp_path, monkeypatch):
     back = sfapprox.load_factors(path)
     assert isinstance(back.operator, DiagonalOperator) and back.operator.d.tolist() == [1.0, 2.0, 3.0]
     assert back.matvec(x).tolist() == [1.0, 2.0, 6.0]
+
+
+def test_low_rank_and_sparse_torch_layers_take_float64_input_as_the_chord_layer_does():
+    """A TSVD or RPCA surrogate's layer (float32 parameters) on float64 input raised torch's "expected
+    m1 and m2 to have the same dtype"; the Chord and SF+LR layers computed in float64."""
+    import torch
+
+    rng = np.random.default_rng(0)
+    U, s, Vt = np.linalg.svd(rng.standard_normal((16, 16)))
+    for op in (HybridOperator(16, low_rank=(U[:, :3], s[:3], Vt[:3])),
+               HybridOperator(16, low_rank=(U[:, :2], s[:2], Vt[:2]),
+                              sparse=sp.coo_array(([1.5], ([2], [5])), shape=(16, 16)))):
+        layer = op.to_torch()
+        x = torch.randn(4, 16, dtype=torch.float64)
+        y = layer(x)
+        assert y.dtype == torch.float64 and layer(x.float()).dtype == torch.float32
+        assert torch.allclose(y, x @ torch.from_numpy(op.to_dense()).T, atol=1e-5)

@@ -216,13 +216,16 @@ class HybridLinear(nn.Module):
         """``x @ A.T`` over the last dimension of ``x`` (shape ``(..., N)``)."""
         if x.shape[-1] != self.n:
             raise ValueError(f"expected input with last dimension {self.n}, got shape {tuple(x.shape)}")
-        z = x.reshape(-1, self.n)
-        y = self.chord(z) if self.chord is not None else torch.zeros_like(z, dtype=self.U.dtype)
+        # In the promoted dtype, as the Chord part computes (float64 input, float32 parameters: float64);
+        # a low-rank or sparse surrogate alone raised torch's "expected m1 and m2 to have the same dtype".
+        dtype = torch.promote_types(x.dtype, self.U.dtype)
+        z = x.reshape(-1, self.n).to(dtype)
+        y = self.chord(z).to(dtype) if self.chord is not None else torch.zeros_like(z)
         if self.s.numel():
-            y = y + ((z @ self.Vt.T) * self.s) @ self.U.T
+            y = y + ((z @ self.Vt.T.to(dtype)) * self.s.to(dtype)) @ self.U.T.to(dtype)
         if self.vals.numel():
             # S[r, c] = v: y[:, r] += v * z[:, c]
-            y = y.index_add(1, self.rows, z[:, self.cols] * self.vals)
+            y = y.index_add(1, self.rows, z[:, self.cols] * self.vals.to(dtype))
         return y.reshape(x.shape)
 
     def to_operator(self):
