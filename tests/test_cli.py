@@ -393,3 +393,20 @@ def test_a_thread_count_no_machine_has_is_refused(small_mtx):
     res = invoke("fit", small_mtx, "--threads", "99999999999")
     assert res.exit_code == 2 and "--threads must be an int in the range [1, 1024]. Got 99999999999" in \
         " ".join(res.output.split())
+
+
+def test_an_output_that_is_the_commands_input_is_refused_even_with_force(tmp_path):
+    """--force let fit replace its input matrix with HDF5 and report replace results.jsonl with CSV."""
+    from typer.testing import CliRunner
+
+    from sfapprox.cli import app
+
+    X = tmp_path / "in.npy"
+    np.save(X, np.random.default_rng(0).standard_normal((16, 16)))
+    before = X.read_bytes()
+    for args in (["fit", str(X), "--out", str(X), "--force"], ["fit", str(X), "--json", str(X), "--force"],
+                 ["compare", str(X), "--methods", "tsvd", "--json", str(X), "--force"],
+                 ["info", str(X), "--json", str(X), "--force"]):
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 2 and "is this command's input" in result.output, (args, result.output)
+    assert X.read_bytes() == before

@@ -12,7 +12,7 @@ import contextlib
 import os
 import shlex
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,14 +87,15 @@ def stdout_claimed(outputs: Outputs) -> bool:
     return any(is_stdout(p) for p in outputs.files.values())
 
 
-def check_outputs(outputs: Outputs) -> None:
-    """Refuse, before any work, outputs that could not be written or would overwrite a file."""
+def check_outputs(outputs: Outputs, inputs: Sequence[Path | str] = ()) -> None:
+    """Refuse, before any work, outputs that could not be written, would overwrite a file or are one of
+    the command's ``inputs``."""
     dashes = [fmt for fmt, p in outputs.files.items() if is_stdout(p)]
     if len(dashes) > 1:
         raise ParameterError(f"only one output can go to standard output ('-'); got {', '.join('--' + d for d in dashes)}")
     files = [p for p in outputs.files.values() if str(p) != "-"]
     for path in files:
-        check_output(path, outputs.force)
+        check_output(path, outputs.force, inputs)
     check_distinct(*files)
 
 
@@ -115,15 +116,20 @@ def check_plot(path: Path | None, force: bool) -> None:
     _pyplot()  # fail now, not after the fits, when matplotlib is missing
 
 
-def check_output(path: Path | None, force: bool) -> None:
+def check_output(path: Path | None, force: bool, inputs: Sequence[Path | str] = ()) -> None:
     """Refuse, before any work, an output that could not be written or would overwrite a file.
 
-    Checks that ``path`` is not a folder, does not exist (unless ``force``),
-    and that its folder exists and is writable, so that a long fit never ends
-    in "cannot write".
+    Checks that ``path`` is not a folder, is none of the command's ``inputs``
+    (not even with ``force``: the result would replace what it is computed
+    from), does not exist (unless ``force``), and that its folder exists and
+    is writable, so that a long fit never ends in "cannot write".
     """
     if path is None:
         return
+    for source in inputs:
+        with contextlib.suppress(OSError):
+            if os.path.samefile(path, source):
+                raise ParameterError(f"{path}: is this command's input ({source}); write the output to another file")
     path = output_target(path)  # a link's target is what gets written
     if stream_kind(path) is not None:  # /dev/null, a pipe: written through, nothing overwritten
         return

@@ -240,7 +240,7 @@ def report(
     from ..datasets.results_file import RESULTS_FILE
 
     with error_boundary():
-        check_outputs(outputs)
+        check_outputs(outputs, inputs=[out_dir / RESULTS_FILE])
         results = out_dir / RESULTS_FILE
         if not results.is_file():
             raise InputError(f"{out_dir}: no {RESULTS_FILE}; run 'sfapprox batch MANIFEST --out-dir {out_dir}' first")

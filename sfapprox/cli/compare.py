@@ -49,7 +49,7 @@ def compare(
 
         names = parse_methods(methods)  # every option and output is checked before any work
         parse_budget(budget)
-        check_outputs(outputs)
+        check_outputs(outputs, inputs=[path])
         check_plot(plot, outputs.force)
         included = load_included(saved, settings.max_memory)
         client = None

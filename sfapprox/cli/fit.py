@@ -60,12 +60,12 @@ def fit(
         to_stdout = json_path is not None and str(json_path) == "-"
         if to_stdout and is_stdout(out_path):
             raise ParameterError("only one output can go to standard output; got --out and --json")
-        check_output(out_path, force)
+        check_output(out_path, force, inputs=[path])
         # What a checkpoint may replace: the file seen now, if --force allowed it; none otherwise (a file
         # put there while the matrix loads is another program's)
         replaces = (FileStamp.of(out_path) or False) if force and out_path is not None else False
         if not to_stdout:
-            check_output(json_path, force)
+            check_output(json_path, force, inputs=[path])
         check_distinct(out_path, None if to_stdout else json_path)
         loaded = read_matrix(path, load)
         show_notes(loaded)

@@ -28,7 +28,7 @@ def info(
         from ..describe import describe, describe_factors, describe_weights
         from ..factors import is_factors_file
 
-        check_outputs(outputs)
+        check_outputs(outputs, inputs=[path])
         weights = load.format or _weights_format(path)
         if is_factors_file(path):
             report, title, loaded = describe_factors(path), escape(path.name), None

@@ -38,7 +38,7 @@ def sweep(
 
         names = parse_methods(methods)
         specs = None if budgets is None else parse_budget_list(budgets)
-        check_outputs(outputs)
+        check_outputs(outputs, inputs=[path])
         check_plot(plot, outputs.force)
         loaded = read_matrix(path, load)
         show_notes(loaded)
