@@ -529,6 +529,8 @@ def load_factors(path: str | os.PathLike, *, max_memory: int | None = None) -> S
     import h5py
 
     path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder; give a factors file (.h5)")
     if not path.is_file():
         raise InputError(f"{path}: no such file")
     try:

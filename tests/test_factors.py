@@ -196,3 +196,20 @@ def test_the_structured_methods_save_and_load_too(tmp_path):
         assert np.allclose(saved.to_dense(), r.operator.to_dense())
         with h5py.File(path) as f:
             assert "parts" in f and f.attrs["description"].startswith("An sfapprox fit")
+
+
+def test_messages_for_a_folder_a_truncated_file_and_a_fit_of_another_size(tmp_path):
+    """load_factors('.') said "no such file"; a truncated factors file was an "unknown file type
+    (extension '.h5')" to the readers; --init with a fit of another N spoke of offsets."""
+    from sfapprox import ChordSF, InputError, ParameterError, load_matrix, save_factors
+
+    with pytest.raises(InputError, match="is a folder; give a factors file"):
+        load_factors(tmp_path)
+    X = np.random.default_rng(0).standard_normal((32, 32))
+    path = tmp_path / "f32.h5"
+    save_factors(path, ChordSF(max_iter=5, time_limit=None, device="cpu").fit(X))
+    (tmp_path / "trunc.h5").write_bytes(path.read_bytes()[:3000])
+    with pytest.raises(InputError, match="cannot be opened \\(truncated or damaged\\?\\)"):
+        load_matrix(tmp_path / "trunc.h5")
+    with pytest.raises(ParameterError, match="is a fit of a 32 x 32 matrix; this one is 64 x 64"):
+        ChordSF(max_iter=5, time_limit=None, device="cpu", init=path).fit(np.eye(64))

@@ -146,4 +146,7 @@ def check_saved_fit(path: Path) -> None:
     if not path.is_file():
         raise ParameterError(f"--init {path}: neither a start (auto, reference, identity) nor an existing file")
     if not is_factors_file(path):
-        raise ParameterError(f"--init {path}: not a saved fit (fit --out, --checkpoint-every write one)")
+        with open(path, "rb") as fh:
+            hdf5 = fh.read(8) == b"\x89HDF\r\n\x1a\n"
+        why = ("an HDF5 file that cannot be read as one (truncated or damaged?)" if hdf5 else "not a saved fit")
+        raise ParameterError(f"--init {path}: {why} (fit --out, --checkpoint-every write one)")

@@ -193,6 +193,11 @@ def detect_format(path: str | os.PathLike) -> str:
     for key, fmt in _FORMATS.items():
         if ext and ext in fmt.extensions:
             return key
+    if ext in (".h5", ".hdf5", ".he5"):
+        # sfapprox's own HDF5 files (saved factors) are told apart before this; here, one that is not one
+        raise fail(os.fspath(path), "an HDF5 file that is not an sfapprox factors file, or one that cannot be "
+                   "opened (truncated or damaged?)",
+                   "a matrix in HDF5 is read as MATLAB v7.3 (rename it .mat or pass --format mat)")
     shown = f"extension {ext!r}" if ext else "no extension"
     raise fail(
         os.fspath(path),

@@ -763,6 +763,9 @@ class ChordSF(Approximation):
             op = saved.operator
             if not isinstance(op, ChordOperator):
                 raise ParameterError(f"init={os.fspath(self.init)!r} holds a {saved.kind} fit, not SF factors")
+            if op.shape[0] != shape[1]:
+                raise ParameterError(f"init={os.fspath(self.init)!r} is a fit of a {op.shape[0]} x {op.shape[0]} matrix; "
+                                     f"this one is {shape[1]} x {shape[1]}")
             if op.support != self.support or not np.array_equal(op.offsets, offsets):
                 raise ParameterError(f"init={os.fspath(self.init)!r} has support {op.support} with offsets "
                                      f"{op.offsets.tolist()}; this fit's are {self.support}, {offsets.tolist()}")
