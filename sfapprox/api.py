@@ -139,6 +139,7 @@ def fit_matrix(
     model = ChordSF(**settings.apply_to(ChordSF, callback=callback, **sf_params))
     if replaces is not None:
         model._checkpoint_start = replaces  # read (once) by ChordSF.fit
+    model._checkpoint_source = origin  # a checkpoint names the matrix it is a fit of, as the final file does
     model.fit(target, check_input=False)
     fro, rel, estimate = model.fro_error_, model.rel_error_, None
     if fro is None:  # fitted from the columns of a matrix never formed: scored from its columns too

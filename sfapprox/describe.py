@@ -215,7 +215,8 @@ def describe_factors(path) -> MatrixDescription:
     op = saved.operator
     facts: list[tuple[str, Any]] = [
         ("file", str(path)),
-        ("holds", f"a saved {saved.kind} fit ({type(op).__name__})"),
+        ("holds", f"a checkpoint of an unfinished {saved.kind} fit ({type(op).__name__}): `fit --init {path}` "
+                  "resumes it" if fit.get("checkpoint") else f"a saved {saved.kind} fit ({type(op).__name__})"),
         ("size", f"{n} x {n}"),
         ("stored numbers", f"{stored:,} ({100 * stored / (n * n):.2f}% of N²)"),
     ]

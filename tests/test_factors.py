@@ -213,3 +213,20 @@ def test_messages_for_a_folder_a_truncated_file_and_a_fit_of_another_size(tmp_pa
         load_matrix(tmp_path / "trunc.h5")
     with pytest.raises(ParameterError, match="is a fit of a 32 x 32 matrix; this one is 64 x 64"):
         ChordSF(max_iter=5, time_limit=None, device="cpu", init=path).fit(np.eye(64))
+
+
+def test_a_checkpoint_says_it_is_one_and_names_its_matrix(tmp_path):
+    """`info` showed a checkpoint as "a saved sf fit", and its source was {}."""
+    from sfapprox import FitSettings
+    from sfapprox.api import fit_matrix
+    from sfapprox.describe import describe_factors
+
+    X = np.random.default_rng(0).standard_normal((32, 32))
+    np.save(tmp_path / "x.npy", X)
+    ck = tmp_path / "ck.h5"
+    fit_matrix(tmp_path / "x.npy", settings=FitSettings(time_limit=1.0, max_iter=10**9, device="cpu"),
+               checkpoint=ck, checkpoint_every=0.05, ftol=0.0, gtol=0.0)
+    saved = load_factors(ck)
+    assert saved.fit["checkpoint"] and saved.source["name"] == "x" and saved.source["sha256"]
+    facts = dict(describe_factors(ck).facts)
+    assert facts["holds"].startswith("a checkpoint of an unfinished sf fit") and "fitted to" in facts

@@ -785,7 +785,7 @@ class ChordSF(Approximation):
             ChordOperator(values, self.offsets_, support=self.support)
         path, expect = self.checkpoint_written_
         try:
-            save_factors(path, op, kind=self.method_name, force=expect,
+            save_factors(path, op, kind=self.method_name, force=expect, source=self.__dict__.get("_checkpoint_source"),
                          fit={"checkpoint": True, "iterations": int(iterations), "fro_error": float(error)},
                          settings={k: v for k, v in self.get_params().items() if not callable(v) and k != "init"})
         except OutputExistsError as exc:
