@@ -187,3 +187,20 @@ def test_the_bar_names_the_method_being_fitted_then_the_scoring():
     for m in ("tsvd", "sf", "tsvd", "sf"):
         on_result(row(m))
     assert shown == ["tsvd", "sf", "tsvd", "sf", "tsvd"]
+
+
+def test_key_value_values_wrap_in_a_narrow_window_never_cut():
+    """At 20-40 columns info cut values to '0.993…' and the sha256 to '03d2abce5a925517…'."""
+    import io
+
+    from rich.console import Console
+
+    from sfapprox.cli._render import key_value_table
+
+    digest = "03d2abce5a9255170f7f1b6b0c7a7b3a2e7c5b3e58f1c0a4d5e6f7a8b9c0d1e2"
+    buf = io.StringIO()
+    Console(file=buf, width=30, color_system=None).print(key_value_table("t", [("sha256", digest), ("rel", "0.99312345")]))
+    text = buf.getvalue()
+    assert "…" not in text
+    cells = "".join(line.split("│")[2].strip() for line in text.splitlines() if line.count("│") == 3)
+    assert digest in cells and "0.99312345" in cells

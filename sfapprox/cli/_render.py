@@ -218,9 +218,10 @@ def _with_methods(words: list[str], methods: str) -> list[str]:
 
 
 def key_value_table(title: str, rows: list[tuple[str, Any]]) -> RichTable:
+    """Facts as a two-column table; in a narrow window a value wraps (folds), never cut to "0.993…"."""
     table = RichTable(title=title, show_header=False)
-    table.add_column(style="bold")
-    table.add_column()
+    table.add_column(style="bold", overflow="fold")
+    table.add_column(overflow="fold")
     for key, value in rows:
         table.add_row(key, str(value))
     return table
