@@ -440,7 +440,7 @@ def test_first_timed_evaluation_holds_no_compiling(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         sf = ChordSF(time_limit=10, max_iter=300, device="cpu").fit(X)
-    assert set(sf.starts_) == {"reference", "identity"} and len(calls) > 300
+    assert set(sf.starts_) == {"reference", "identity"} and len(calls) > 50
 
 
 def test_compiling_on_first_use_is_not_the_fits_time(monkeypatch):
