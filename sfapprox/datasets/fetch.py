@@ -332,12 +332,18 @@ def local_path(entry: Entry, *, data_dir: str | os.PathLike | None = None, cache
     cache : Path, optional
         The download cache (default :func:`cache_dir`).
     """
+    found = _find(entry, data_dir, cache)
+    return None if found is None else found[0]
+
+
+def _find(entry: Entry, data_dir: str | os.PathLike | None, cache: Path | None) -> tuple[Path, str] | None:
+    """The entry's file and the origin of the first folder that holds it (and its companions), or None."""
     if entry.file is None:
         return None
-    for folder, _ in _candidates(entry, Path(data_dir) if data_dir else None, cache):
+    for folder, origin in _candidates(entry, Path(data_dir) if data_dir else None, cache):
         path = _present(entry, folder)
         if path is not None:
-            return path
+            return path, origin
     return None
 
 
@@ -363,11 +369,11 @@ def locate(entry: Entry, *, data_dir: str | os.PathLike | None = None, cache: Pa
     ChecksumError
         When the file found does not match the entry's ``sha256``.
     """
-    for folder, origin in _candidates(entry, Path(data_dir) if data_dir else None, cache):
-        path = _present(entry, folder)
-        if path is not None:
-            return Located(path, origin, _verify(entry, path))
-    return None
+    found = _find(entry, data_dir, cache)
+    if found is None:
+        return None
+    path, origin = found
+    return Located(path, origin, _verify(entry, path))
 
 
 def fetch_entry(

@@ -11,28 +11,19 @@ is no row but one of :attr:`Report.unavailable`, which
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..formats import Column, Table
 from .manifest import CATEGORIES
 from .results_file import FILE_MISSING
+from .results_file import finite_number as _finite  # the lines' own test: an edited 10**400 is not finite
 
 __all__ = ["MatrixRow", "CategoryTable", "Report", "Unavailable", "build_report", "table_cells", "wins_line",
            "unavailable_line"]
 
 #: Matrix facts shown as extra columns when present (key -> column title).
 INFO_COLUMNS = {"mean_row_entropy": "entropy", "beta": "β"}
-
-
-def _finite(value: Any) -> bool:
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:  # an integer too large for a float (an edited line)
-        return False
 
 
 def fmt(value: Any, digits: int = 4) -> str:

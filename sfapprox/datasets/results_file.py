@@ -158,14 +158,19 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _measure(value: Any) -> bool:
-    """A finite number >= 0, as an error or a time is (an edited 1e400 integer, -5 or NaN is not)."""
+def finite_number(value: Any) -> bool:
+    """A finite int or float (not a bool; an edited integer too large for a float is not finite)."""
     if not _number(value):
         return False
     try:
-        return math.isfinite(float(value)) and value >= 0
+        return math.isfinite(value)
     except OverflowError:  # an integer too large for a float
         return False
+
+
+def _measure(value: Any) -> bool:
+    """A finite number >= 0, as an error or a time is (an edited 1e400 integer, -5 or NaN is not)."""
+    return finite_number(value) and value >= 0
 
 
 #: Type checks of a record's fields beyond the three required strings (None is always allowed).
