@@ -51,7 +51,7 @@ from ..chord import (
 from ..metrics import operator_error, scoring_bytes
 from ..operators import ChordOperator
 from ..sources import ArraySource, MatrixSource, SparseSource, columns_within, room
-from ._multistart import PREFERRED, multistart, start_values
+from ._multistart import PREFERRED, START_KINDS, multistart, start_values
 
 __all__ = ["ChordSF", "fit_sf", "estimate_fit_memory", "optimizer_time_limit", "SCORING_EVALS"]
 
@@ -186,6 +186,9 @@ def _nbytes(X) -> int:
     return int(X.nbytes)
 
 
+#: The ``init`` values that name a start (anything else is a factors file or values).
+NAMED_INITS = ("auto", *START_KINDS)
+
 #: Column blocks on which a resumed column fit's end is compared with its saved start.
 KEEP_START_BLOCKS = 8
 
@@ -203,12 +206,13 @@ def _better_of(columns, start: np.ndarray, end: np.ndarray, offsets: np.ndarray,
     firsts = np.arange(0, n, width)
     picked = np.sort(rng.choice(firsts, size=min(KEEP_START_BLOCKS, firsts.size), replace=False))
     pair = [np.ascontiguousarray(v, dtype=np.float64) for v in (start, end)]
+    offs = [int(d) for d in offsets]
     grads = [np.empty_like(pair[0])]
     losses = [0.0, 0.0]
     for first in picked:
         block = np.ascontiguousarray(columns(int(first), min(int(first) + width, n)), dtype=np.float64)
         for i, values in enumerate(pair):
-            losses[i] += block_loss_and_grad(values, [int(d) for d in offsets], block, int(first), grads, width)
+            losses[i] += block_loss_and_grad(values, offs, block, int(first), grads, width)
     return start if losses[0] < losses[1] else end
 
 
@@ -383,7 +387,7 @@ class ChordSF(Approximation):
         "ftol": Interval(float, 0, None),
         "gtol": Interval(float, 0, None),
         "history_size": Interval(int, 1, None),
-        "init": (Options(("auto", "reference", "identity")), str, os.PathLike, np.ndarray),
+        "init": (Options(NAMED_INITS), str, os.PathLike, np.ndarray),
         "checkpoint": (str, os.PathLike, None),
         "checkpoint_every": Interval(float, 0, None),
         "init_noise": Interval(float, 0, None, allow_none=True),
@@ -738,7 +742,7 @@ class ChordSF(Approximation):
     def _check_init(self) -> None:
         """Refuse an ``init`` text that is neither a named start nor an existing file, before any work
         (a typo such as "bogus" would otherwise be read as a file and reported as a missing one)."""
-        if not isinstance(self.init, (str, os.PathLike)) or self.init in ("auto", "reference", "identity"):
+        if not isinstance(self.init, (str, os.PathLike)) or self.init in NAMED_INITS:
             return  # other types: the declared constraints name them
         if not os.path.isfile(self.init):
             what = "a directory" if os.path.isdir(self.init) else "no such file"
@@ -746,13 +750,13 @@ class ChordSF(Approximation):
                                  f"an existing factors file (.h5); {os.fspath(self.init)!r} is neither ({what})")
 
     def _inits(self) -> list[str]:
-        if isinstance(self.init, str) and self.init in ("auto", "reference", "identity"):
+        if isinstance(self.init, str) and self.init in NAMED_INITS:
             return ["reference", "identity"] if self.init == "auto" else [self.init]
         return ["saved"]
 
     def _saved_start(self, shape: tuple[int, int, int], offsets: np.ndarray) -> np.ndarray | None:
         """The values ``init`` gives (a saved fit or an array), checked against this fit's structure."""
-        if isinstance(self.init, str) and self.init in ("auto", "reference", "identity"):
+        if isinstance(self.init, str) and self.init in NAMED_INITS:
             return None
         if isinstance(self.init, np.ndarray):
             values, what = np.asarray(self.init, dtype=np.float64), "init"
