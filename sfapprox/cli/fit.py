@@ -86,7 +86,7 @@ def fit(
                 for k in ("fro_error", "rel_error", "nnz", "n_factors", "base", "iterations", "evaluations", "seconds",
                           "stop_reason", "init", "path", "time_limit", "max_iter", "device", "dtype", "threads")]
         # stderr when stdout carries an output (--json -, --out /dev/stdout): it would be mixed into it
-        claimed = to_stdout or is_stdout(out_path) or is_stdout(json_path)
+        claimed = is_stdout(out_path) or is_stdout(json_path)  # "-" included
         (err if claimed else out).print(key_value_table(f"SF fit of {loaded.name}", rows))
         if to_stdout:
             sys.stdout.write(json.dumps(jsonable(summary), indent=2) + "\n")

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import functools
 import math
 import multiprocessing
 import os
@@ -46,7 +47,7 @@ from .._dask import connect
 from .._errors import ParameterError, one_line
 from .._settings import PROTOCOLS
 from ..budget import parse_budget
-from .fetch import NetworkState, cache_dir, check_data_dir, fetch_entry, is_present
+from .fetch import NetworkState, cache_dir, check_data_dir, fetch_entry, file_sha256, is_present
 from .folder_lock import HOLDER_FILE, folder_lock
 from .manifest import Entry, ManifestError, load_manifest
 from .results_file import (
@@ -256,7 +257,7 @@ def changed_sources(entries: Iterable[Entry], existing: ResultsFile, data_dir: s
         definition = entry_definition(entry)
         path = local_path(entry, data_dir=data_dir, cache=cache)
         now = file_stamp(path) if path is not None else None
-        digest: list[str | None] = []  # hashed once, when a line needs it
+        digest = functools.cache(lambda path=path: file_sha256(path))  # hashed once, when a line needs it
         for record in finished:
             why = _why_changed(record, definition, path, now, digest)
             if why:
@@ -265,10 +266,9 @@ def changed_sources(entries: Iterable[Entry], existing: ResultsFile, data_dir: s
 
 
 def _why_changed(record: dict[str, Any], definition: dict[str, Any], path: Path | None,
-                 now: dict[str, int] | None, digest: list[str | None]) -> str | None:
-    """What differs between the matrix ``record`` was made from and the entry now (None: nothing)."""
-    from .fetch import file_sha256
-
+                 now: dict[str, int] | None, digest: Callable[[], str]) -> str | None:
+    """What differs between the matrix ``record`` was made from and the entry now (None: nothing);
+    ``digest()`` gives the file's SHA-256 (hashed once, when a line needs it)."""
     saved = record.get("source")
     if saved is not None and saved != definition:
         keys = sorted(k for k in set(saved) | set(definition) if saved.get(k) != definition.get(k))
@@ -280,9 +280,7 @@ def _why_changed(record: dict[str, Any], definition: dict[str, Any], path: Path 
         return None
     if not info.get("sha256"):
         return None if "file_stamp" not in info else f"its file {path} changed (size or time)"
-    if not digest:
-        digest.append(file_sha256(path))
-    return None if digest[0] == info["sha256"] else f"its file {path} changed (another SHA-256)"
+    return None if digest() == info["sha256"] else f"its file {path} changed (another SHA-256)"
 
 
 def _kept(existing: ResultsFile, drop: set[tuple[str, str]]) -> ResultsFile:
@@ -445,7 +443,6 @@ def foreign_reports(out_dir: str | os.PathLike) -> list[Path]:
     list of Path
         Empty when every report file is absent or the batch's own.
     """
-    import hashlib
     import json
 
     out = Path(out_dir)
@@ -459,14 +456,13 @@ def foreign_reports(out_dir: str | os.PathLike) -> list[Path]:
         if not os.path.lexists(path):
             continue
         try:
-            data = path.read_bytes()
+            if isinstance(written, dict):
+                own = written.get(name) == file_sha256(path)
+            else:
+                with open(path, "rb") as fh:
+                    own = fh.read(8).startswith(_REPORT_STARTS[name])
         except OSError:  # a folder, a dangling link, no permission: not a report the batch may replace
-            foreign.append(path)
-            continue
-        if isinstance(written, dict):
-            own = written.get(name) == hashlib.sha256(data).hexdigest()
-        else:
-            own = data.startswith(_REPORT_STARTS[name])
+            own = False
         if not own:
             foreign.append(path)
     return foreign
@@ -474,13 +470,10 @@ def foreign_reports(out_dir: str | os.PathLike) -> list[Path]:
 
 def remember_reports(out_dir: str | os.PathLike) -> None:
     """Record the SHA-256 of the report files now in ``out_dir`` (just written by a batch)."""
-    import hashlib
-
     from .._atomic import write_json
 
     out = Path(out_dir)
-    digests = {name: hashlib.sha256((out / name).read_bytes()).hexdigest()
-               for name in REPORT_FILES if (out / name).is_file()}
+    digests = {name: file_sha256(out / name) for name in REPORT_FILES if (out / name).is_file()}
     write_json(out / REPORTS_WRITTEN, digests, force=True)
 
 
