@@ -30,6 +30,7 @@ import scipy.sparse as sp
 from ._base import RunContext, get_method, methods, parse_methods
 from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceError, one_line
 from ._settings import COUNT_INDICES, DEFAULT_METHODS, DEFAULT_TOTAL_TIME, PROTOCOLS, FitSettings, LoadOptions
+from ._progress import same_progress
 from ._signals import stop_requested
 from ._validation import (
     LIBRARY_WORKING_SET,
@@ -872,7 +873,7 @@ def _tagged(callback: Callable[[dict], Any] | None, method: str, limit: float | 
     """The progress callback with the method's name and time limit added to each report."""
     if callback is None:
         return None
-    return lambda info: callback({**info, "method": method, "time_limit": limit})
+    return same_progress(lambda info: callback({**info, "method": method, "time_limit": limit}), callback)
 
 
 def build_comparison(info: dict[str, Any], budget: Budget, results: list[MethodResult], context: RunContext) -> Comparison:

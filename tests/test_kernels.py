@@ -462,3 +462,40 @@ def test_an_interrupt_in_the_compiled_kernel_is_raised_and_the_kernel_kept():
     with pytest.raises(KeyboardInterrupt):
         module.failed(wrapped)
     assert module.get()  # not given up for the process
+
+
+def test_warm_up_compiles_the_compiled_iterations_a_fit_runs():
+    """After warm_up_numba, a float64 fit compiles nothing more (no specialisation of the kernel, the
+    compiled iterations or what they call): on a fresh install the compiling happens before the first
+    evaluation is timed, not inside a race's round."""
+    if not K._numba_module():
+        pytest.skip("needs numba")
+    from sfapprox import ChordSF
+    from sfapprox.sf import _kernels_numba, _solver_numba
+
+    def compiled() -> dict:
+        return {f"{mod.__name__}.{name}": len(getattr(mod, name).signatures)
+                for mod in (_kernels_numba, _solver_numba) for name in dir(mod)
+                if hasattr(getattr(mod, name), "signatures")}
+
+    from sfapprox.sf import _solver
+
+    K.warm_up_numba(torch.float64)
+    _solver.warm_up(torch.float64)  # (both, as a fit calls them)
+    before = compiled()
+    assert before["sfapprox.sf._solver_numba.iterate"] and before["sfapprox.sf._kernels_numba.loss_and_grad"]
+    X = np.random.default_rng(0).random((40, 40))
+    sf = ChordSF(max_iter=80, time_limit=None, device="cpu", random_state=1).fit(X)
+    assert sf.kernel_ == "numba" and compiled() == before
+
+
+def test_compiled_plan_only_where_one_call_is_an_evaluation():
+    if not K._numba_module():
+        pytest.skip("needs numba")
+    offsets = chord_offsets(64)
+    small = K.CompiledObjective((6, 64, len(offsets)), offsets, torch.rand(64, 64, dtype=torch.float64))
+    target, fwd, bwd, width, starts, shape = small.compiled_plan()
+    assert shape == (6, 64, len(offsets)) and target.shape == (64, 64) and list(starts) == [0]
+    n = K.NUMBA_PARALLEL_MIN_N * 2  # evaluated in groups, on threads: the Python loop
+    big = chord_offsets(n)
+    assert K.CompiledObjective((10, n, len(big)), big, torch.zeros(n, n, dtype=torch.float64)).compiled_plan() is None

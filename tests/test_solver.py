@@ -485,3 +485,199 @@ def test_a_real_failure_still_falls_back(monkeypatch):
     with pytest.warns(RuntimeWarning, match="compiled L-BFGS bookkeeping failed"):
         assert _solver._call_host("dot", np.ones(3), np.ones(3)) == 3.0
     assert _solver._HOST is _solver._NumpyHost
+
+
+# ---- the iterations compiled whole (_solver_numba.iterate, through _solver._compiled_steps)
+
+
+def _chord_problem(n: int = 16, seed: int = 0):
+    """A small SF objective on the compiled kernel (its iterations run compiled) and a start."""
+    from sfapprox.sf import _kernels
+
+    if _kernels.select_kernel(n, "cpu")[1] != "numba" or _solver._host_math() is _solver._NumpyHost:
+        pytest.skip("needs numba")
+    rng = np.random.default_rng(seed)
+    offsets, n_factors = (0, 1, 2, 4, 8), 4
+    objective = _kernels.CompiledObjective((n_factors, n, len(offsets)), offsets, torch.from_numpy(rng.random((n, n))))
+    x0 = torch.from_numpy(1.0 / len(offsets) + 0.01 * rng.standard_normal(n_factors * n * len(offsets)))
+    return objective, x0
+
+
+def _python_loop(objective):
+    """The same objective without its compiled plan: the Python loop runs it."""
+    return lambda x: objective(x)
+
+
+def _run(fun, x0, callback=None, **options):
+    state = _solver.new_state(x0)
+    reason = _solver.lbfgs(fun, state, _solver.LBFGSOptions(**{"history_size": 8, **options}), callback)
+    return reason, state
+
+
+@pytest.fixture
+def compiled_calls(monkeypatch):
+    """Count the calls of the compiled iterations (and reset their failure flag afterwards)."""
+    from sfapprox.sf import _solver_numba
+
+    calls = []
+    real = _solver_numba.iterate
+
+    def counted(*args):
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(_solver_numba, "iterate", counted)
+    monkeypatch.setattr(_solver, "_LOOP_FAILED", False)
+    return calls
+
+
+def test_compiled_iterations_follow_the_python_loop(compiled_calls):
+    """The same iterations as the Python loop (direction, strong-Wolfe line search, pair updates),
+    to rounding: the compiled sums (g . d, |g|_1) are not numpy's and torch's, nothing else differs.
+    (Rounding differences grow about tenfold an iteration here, 1e-16 at first: 12 are compared.)"""
+    objective, x0 = _chord_problem()
+    reason, fast = _run(objective, x0, max_iter=12)
+    assert compiled_calls and reason == "max_iter"
+    assert fast["func_evals"] > fast["n_iter"] + 1  # line searches past the unit step were compiled too
+    slow_reason, slow = _run(_python_loop(objective), x0, max_iter=12)
+    assert slow_reason == reason and slow["func_evals"] == fast["func_evals"]
+    np.testing.assert_allclose(fast["history"], slow["history"], rtol=1e-12)
+    assert torch.allclose(fast["x"], slow["x"], rtol=1e-8, atol=1e-10)
+    assert fast["best_loss"] == slow["best_loss"] or math.isclose(fast["best_loss"], slow["best_loss"], rel_tol=1e-10)
+    assert fast["order"] == slow["order"] and np.allclose(fast["SY"], slow["SY"], rtol=1e-8, atol=1e-12)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e-4, 30.0], ids=["unit", "short", "long"])
+def test_compiled_line_search_is_torchs(scale):
+    """The compiled strong-Wolfe search takes torch's path (the same trials, bracket and zoom) along a
+    direction whose unit step is right, far too short (extrapolation) or far too long (zoom)."""
+    from torch.optim.lbfgs import _strong_wolfe
+
+    from sfapprox.sf import _solver_numba
+
+    objective, x0 = _chord_problem(seed=3)
+    f, g = objective(x0)
+    d = -g * scale / float(g.abs().max())
+    gtd = float(g.dot(d))
+    trials = []
+
+    def obj(x, t, d_):
+        trials.append(float(t))
+        return objective(x + float(t) * d_)
+
+    f_ref, g_ref, t_ref, evals_ref = _strong_wolfe(obj, x0, 1.0, d, f, g, gtd)
+    ok, f_new, g_new, t, evals, best, best_loss = _solver_numba._strong_wolfe(
+        x0.numpy(), 1.0, d.numpy(), f, g.numpy(), gtd, objective.compiled_plan(), 100, x0.numpy(), math.inf)
+    assert ok and evals == evals_ref == len(trials) and (scale == 1.0 or evals > 1)
+    assert math.isclose(t, float(t_ref), rel_tol=1e-9) and math.isclose(f_new, f_ref, rel_tol=1e-12)
+    assert np.allclose(g_new, g_ref.numpy(), rtol=1e-9, atol=1e-12)
+    assert best_loss <= f_new
+    short, *_ = _solver_numba._strong_wolfe(x0.numpy(), 1.0, d.numpy(), f, g.numpy(), gtd,
+                                            objective.compiled_plan(), evals - 1, x0.numpy(), math.inf)
+    assert not short or evals == 1  # one evaluation fewer than it needs: cut (the time limit)
+
+
+def test_how_the_compiled_iterations_are_split_changes_nothing(compiled_calls, monkeypatch):
+    """One compiled call for the whole run, or one per iteration (a callback to call after each):
+    the same iterates to the bit.  A callback sees every iteration unless it asks for fewer calls."""
+    objective, x0 = _chord_problem()
+    seen = []
+    _, whole = _run(objective, x0, callback=lambda st: seen.append(st["n_iter"]), max_iter=60, coarse_callback=True)
+    assert len(compiled_calls) < 10 and seen[-1] == 60 and len(seen) < 60
+    monkeypatch.setattr(_solver, "COMPILED_CALL_SECONDS", 0.0)
+    every = []
+    _, split = _run(objective, x0, callback=lambda st: every.append(st["n_iter"]), max_iter=60)
+    assert every == list(range(1, 61))
+    assert split["history"] == whole["history"] and torch.equal(split["x"], whole["x"])
+    assert split["func_evals"] == whole["func_evals"] and torch.equal(split["best_x"], whole["best_x"])
+
+
+def test_compiled_iterations_apply_the_stopping_rules(compiled_calls):
+    """ftol, gtol and max_evals stop the compiled iterations where the rules say (checked on the run)."""
+    objective, x0 = _chord_problem()
+    reason, state = _run(objective, x0, max_iter=5000, ftol=1e-2, window=10)
+    hist = state["history"]
+    assert reason == "ftol" and hist[-11] - hist[-1] <= 1e-2 * hist[-11]
+    assert all(hist[i - 10] - hist[i] > 1e-2 * hist[i - 10] for i in range(10, len(hist) - 1))
+    reason, state = _run(objective, x0, max_iter=5000, max_evals=17)
+    assert reason == "max_evals" and state["func_evals"] >= 17 and state["n_iter"] < 17
+    reason, state = _run(objective, x0, max_iter=5000, gtol=2e-3, ftol=0.0)
+    assert reason == "gtol" and float(state["grad"].abs().max()) <= 2e-3 * max(1.0, state["loss"])
+    assert _run(_python_loop(objective), x0, max_iter=5000, gtol=2e-3, ftol=0.0)[0] == "gtol"
+
+
+def test_compiled_iterations_make_no_evaluation_past_the_time_limit(compiled_calls, fake_clock):
+    """At a known cost per evaluation (1 s here), a call makes only the evaluations that fit before the
+    deadline, also inside a line search: the fit stops on its time limit, at its last iterate, with the
+    best point it evaluated."""
+    objective, x0 = _chord_problem()
+    state = _solver.new_state(x0)
+    _solver.evaluate_start(objective, state)
+    state["eval_seconds"] = 1.0
+    reason = _solver.lbfgs(objective, state, _solver.LBFGSOptions(max_iter=100, time_limit=2.5, history_size=8))
+    assert compiled_calls and reason == "time_limit"
+    assert state["func_evals"] <= 1 + 2
+    assert state["best_loss"] <= state["loss"] and math.isfinite(state["best_loss"])
+
+
+def test_compiled_call_limits():
+    state = {"n_iter": 10, "func_evals": 14, "eval_seconds": 0.001}
+    options = _solver.LBFGSOptions(max_iter=100, max_evals=20)
+    steps, evals, timed = _solver._compiled_call_limits(state, options, _solver._timing.Deadline.after(None), False)
+    assert steps == min(90, int(_solver.COMPILED_CALL_SECONDS / 0.001)) and evals == 6 and timed > 10**9
+    assert _solver._compiled_call_limits(state, options, _solver._timing.Deadline.after(None), True)[0] == 1
+    assert _solver._compiled_call_limits(state, options, _solver._timing.Deadline.after(0.0105), False)[2] in (9, 10)
+
+
+def test_a_failure_of_the_compiled_iterations_hands_the_fit_to_the_python_loop(compiled_calls, monkeypatch):
+    from sfapprox.sf import _solver_numba
+
+    objective, x0 = _chord_problem()
+    monkeypatch.setattr(_solver_numba, "iterate", lambda *a: (_ for _ in ()).throw(RuntimeError("no LLVM")))
+    with pytest.warns(RuntimeWarning, match="compiled L-BFGS iterations failed"):
+        reason, state = _run(objective, x0, max_iter=30)
+    assert reason == "max_iter" and _solver._LOOP_FAILED
+    _, python = _run(_python_loop(objective), x0, max_iter=30)
+    assert state["history"] == python["history"]
+
+
+def test_an_interrupt_in_the_compiled_iterations_is_raised(compiled_calls, monkeypatch):
+    from sfapprox.sf import _solver_numba
+
+    def interrupted(*args):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as cause:
+            raise SystemError("CPUDispatcher(...) returned a result with an exception set") from cause
+
+    objective, x0 = _chord_problem()
+    monkeypatch.setattr(_solver_numba, "iterate", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _run(objective, x0, max_iter=30)
+    assert not _solver._LOOP_FAILED
+
+
+def test_cached_iterations_are_dropped_when_the_kernel_file_changed(tmp_path, monkeypatch):
+    """numba keys iterate's cache by its own file; it holds the kernel of another file compiled in, so
+    a changed kernel file flushes it (once: the kernel's digest is kept beside the cache)."""
+    try:
+        from sfapprox.sf import _solver_numba
+    except ImportError:
+        pytest.skip("needs numba")
+
+    class Cache:
+        cache_path = str(tmp_path)
+        flushed = 0
+
+        def flush(self):
+            Cache.flushed += 1
+
+    monkeypatch.setattr(_solver_numba.iterate, "_cache", Cache())
+    _solver_numba._drop_stale_iterations()
+    marker = tmp_path / "_solver_numba.iterate.kernel-sha256"
+    assert Cache.flushed == 1 and len(marker.read_text()) == 64
+    _solver_numba._drop_stale_iterations()
+    assert Cache.flushed == 1  # the same kernel: the cache is kept
+    marker.write_text("0" * 64)  # as if the kernel had been edited since
+    _solver_numba._drop_stale_iterations()
+    assert Cache.flushed == 2 and marker.read_text() != "0" * 64

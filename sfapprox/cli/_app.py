@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import traceback
 from collections.abc import Callable, Iterator
@@ -15,6 +14,7 @@ from rich.markup import escape
 
 from .. import __version__
 from .._atomic import written_outputs
+from .._progress import same_progress
 from .._errors import SfapproxError
 from .._signals import stop_signal
 from ._render import err, one_line
@@ -136,4 +136,4 @@ def announce_start(callback: Callable[[dict], Any], what: str, quiet: bool) -> C
                       highlight=False, soft_wrap=one_line())
         return callback(info)
 
-    return wrapped
+    return same_progress(wrapped, callback)

@@ -268,6 +268,7 @@ def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float |
             progress.update(task, completed=0.0, iteration=0, error="–", phase="", description=f"{label} {what}")
 
         update.describe = describe  # type: ignore[attr-defined]
+        update.coarse = True  # type: ignore[attr-defined]  # a bar needs no call per iteration (see ChordSF's callback)
         yield update
 
 
@@ -276,6 +277,7 @@ def _quiet_update(info: dict) -> None:
 
 
 _quiet_update.describe = lambda what: None  # type: ignore[attr-defined]
+_quiet_update.coarse = True  # type: ignore[attr-defined]
 
 
 def method_announcer(progress: Any, names: list[str], *, cycle: bool = False) -> Callable[[Any], None]:

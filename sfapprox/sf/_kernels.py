@@ -477,6 +477,45 @@ def loss_and_grad_numba(
     return fallback(ws, offsets, X)
 
 
+class CompiledObjective:
+    """The objective ``fun(x) -> (loss, grad)`` of an in-memory fit on the compiled kernel
+    (:func:`loss_and_grad_numba`), for the flat values ``x`` of factors of ``shape``.
+
+    :meth:`compiled_plan` tells the L-BFGS loop how to call the kernel itself,
+    so that whole iterations run in compiled code (:func:`._solver_numba.iterate`).
+
+    Parameters
+    ----------
+    shape : tuple of int
+        ``(M, N, K)``, the factors' values.
+    offsets : sequence of int
+        The support's offsets.
+    target : torch.Tensor
+        The ``N x N`` target (CPU), in the fit's dtype.
+    """
+
+    def __init__(self, shape: tuple[int, int, int], offsets: Sequence[int], target: torch.Tensor):
+        self.shape = tuple(int(v) for v in shape)
+        self.offsets = tuple(int(v) for v in offsets)
+        self.target = target
+
+    def __call__(self, x: torch.Tensor) -> tuple[float, torch.Tensor]:
+        loss, grad = loss_and_grad_numba(x.view(self.shape), self.offsets, self.target)
+        return float(loss), grad.view(-1)
+
+    def compiled_plan(self) -> tuple | None:
+        """``(target, fwd, bwd, width, starts, shape)``, the arguments of the kernel's one call per
+        evaluation, where an evaluation is one call on one thread (``N`` below
+        :data:`NUMBA_PARALLEL_MIN_N`) and the kernel compiled; else None."""
+        n = self.shape[1]
+        target = self.target.detach().numpy()
+        if not _numba_module() or numba_groups(n, target.itemsize) != 1 or not target.flags.c_contiguous:
+            return None
+        fwd, bwd = _numba_plan(n, self.offsets)
+        width = numba_width(n, target.itemsize)
+        return target, fwd, bwd, width, _block_groups(n, width, 1)[0], self.shape
+
+
 def warm_up_numba(dtype: torch.dtype) -> None:
     """Compile (or load from numba's cache) :func:`loss_and_grad_numba`'s kernel for ``dtype``, on an
     ``8 x 8`` problem (the same compiled specialisation as any ``N``'s).

@@ -23,11 +23,17 @@ runs in torch (:class:`_TorchOps`).  The state's ``x``, ``grad`` and
 ``best_x`` are tensors either way.
 
 The objective is an injected callable ``fun(x) -> (loss: float, grad: Tensor)``,
-so the loop is testable on any function.
+so the loop is testable on any function.  Where it is one call of the compiled
+kernel on one thread (``fun.compiled_plan()``, :class:`._kernels.CompiledObjective`:
+a float64 CPU fit below ``N = 512``), the same iterations run compiled whole,
+about 0.05 s of them per call (:func:`_compiled_steps`,
+:func:`._solver_numba.iterate`): at ``N = 64`` the Python around the kernel
+and the pair products was half an iteration's time.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from collections.abc import Callable
@@ -96,6 +102,12 @@ class LBFGSOptions:
         rule's tiny step makes the line search extrapolate over several
         evaluations (six passes over the columns for the fit from column
         blocks, ``benchmarks/results/column_fit.md``).
+    coarse_callback : bool
+        Where iterations run compiled (:func:`_compiled_steps`), call the
+        callback once per compiled call (about every
+        :data:`COMPILED_CALL_SECONDS`, after its last iteration) instead of
+        after each iteration: a progress display needs no more, and at small
+        N the Python call per iteration is a third of the iteration's time.
     """
 
     max_iter: int = 5000
@@ -106,6 +118,7 @@ class LBFGSOptions:
     history_size: int = 50
     window: int = 20
     first_step: str = "gradient"
+    coarse_callback: bool = False
 
 
 class _TorchOps:
@@ -430,6 +443,120 @@ def _host_failed(exc: Exception) -> None:
     )
 
 
+#: Seconds (about) one call of the compiled iterations may take: the loop's callback (progress, the
+#: thread governor, checkpoints, a stop request) and its time limit are seen at least this often.
+COMPILED_CALL_SECONDS = 0.05
+
+# Set when the compiled iterations failed (to compile): the Python loop from then on.
+_LOOP_FAILED = False
+
+
+def _compiled_plan(fun: Objective, x, ops) -> tuple | None:
+    """What :func:`._solver_numba.iterate` needs of ``fun`` (its ``compiled_plan()``: the target and
+    the kernel's plan), where the compiled iterations apply: a CPU fit in float64 with the compiled
+    bookkeeping, on an objective that is one compiled-kernel call; else None (the Python loop)."""
+    plan_of = getattr(fun, "compiled_plan", None)
+    if (_LOOP_FAILED or plan_of is None or ops is not _NumpyOps or x.dtype != np.float64
+            or _host_math() is _NumpyHost or PAIRS_DTYPE != "float32"):
+        return None
+    return plan_of()
+
+
+def _compiled_call_limits(state: dict, options: LBFGSOptions, deadline: _timing.Deadline,
+                          each_step: bool) -> tuple[int, int, int]:
+    """``(max_steps, evals_left, time_evals)`` of the next call of the compiled iterations: the
+    iterations left, but no more than fit in :data:`COMPILED_CALL_SECONDS` at the last measured cost of
+    one (one with ``each_step``: a callback to call after each); the evaluations left; and how many
+    evaluations fit before the deadline (each checked there where the Python loop checks
+    ``max_iter``, ``max_evals`` and the time limit)."""
+    big = 1 << 62
+    per = state.get("eval_seconds") or 0.0
+    steps = options.max_iter - state["n_iter"]
+    if each_step:
+        steps = min(steps, 1)
+    elif per > 0:
+        steps = min(steps, max(1, int(COMPILED_CALL_SECONDS / per)))
+    evals_left = big if options.max_evals is None else options.max_evals - state["func_evals"]
+    left = deadline.left()
+    time_evals = big if not math.isfinite(left) else (big if per <= 0 else int(left / per))
+    return max(steps, 0), max(evals_left, 0), max(time_evals, 0)
+
+
+def _compiled_steps(plan: tuple, state: dict, x: np.ndarray, g: np.ndarray, loss: float, options: LBFGSOptions,
+                    deadline: _timing.Deadline, callback) -> tuple:
+    """Iterations of :func:`lbfgs` in compiled code (:func:`._solver_numba.iterate`), within the
+    limits of :func:`_compiled_call_limits`, then the checks the Python loop makes after a step.
+
+    Returns ``(x, g, loss, reason)``: the new iterate and a stop reason, or
+    None to go on.  ``state`` is brought up to date as the Python loop would
+    have left it.  A failure to compile turns the compiled iterations off for
+    the process (a ``RuntimeWarning``; the Python loop goes on from the same state).
+    """
+    global _LOOP_FAILED
+    from .._signals import stop_requested
+    from . import _solver_numba as compiled
+
+    if callback is not None and stop_requested():
+        # a fit's stop already received (its interrupt lost), which its callback would act on after the
+        # run: not another run of iterations first
+        raise KeyboardInterrupt
+    if state["pairs"] is None:
+        _allocate_pairs(state, options.history_size, x)
+    if state["order"] and state["proj_of"] is not g:
+        state["proj"], state["proj_of"] = _NumpyOps.project(state["pairs"], g), g
+    history = state["history"]
+    recent = np.asarray(history[-(options.window + 1):], dtype=np.float64)
+    empty = np.zeros((0, 0))
+    ages = state["ages"] if state["order"] else _NO_AGES
+    middle = state["middle"] if state["order"] else empty
+    proj = state["proj"] if state["order"] else _NO_VALUES
+    began = _timing.now()
+    try:
+        code, losses, evals, x, g, best, best_loss, memory = compiled.iterate(
+            x, g, float(loss), state["best_x"].numpy(), float(state["best_loss"]), state["pairs"], ages,
+            state["SY"], state["YY"], state["Rinv"], middle, float(state["H_diag"]), proj, plan, recent,
+            *_compiled_call_limits(state, options, deadline, callback is not None and not options.coarse_callback),
+            float(options.gtol), float(options.ftol),
+            int(options.window), options.first_step == "polyak", PAIR_TASK_COLUMNS)
+    except Exception as exc:
+        from .._compiled import raise_interrupt
+
+        raise_interrupt(exc)
+        _LOOP_FAILED = True
+        warnings.warn(f"sfapprox: the compiled L-BFGS iterations failed ({type(exc).__name__}: {exc}); "
+                      "iterating in Python (the same method, slower iterations).", RuntimeWarning, stacklevel=3)
+        _reset_history(state)  # the pair buffer may have been written: start the memory afresh
+        return x, g, loss, None
+    state["func_evals"] += evals
+    if evals:
+        state["eval_seconds"] = (_timing.now() - began) / evals
+    if best_loss < state["best_loss"]:
+        state["best_x"], state["best_loss"] = torch.from_numpy(best), best_loss
+    ages, SY, YY, Rinv, middle, h0, proj = memory
+    if len(ages):
+        state.update(order=ages.tolist(), ages=ages, SY=SY, YY=YY, Rinv=Rinv, middle=middle, H_diag=h0)
+        state["proj"], state["proj_of"] = proj, g
+    else:
+        _reset_history(state)
+    if len(losses):
+        loss = float(losses[-1])
+        state["x"], state["grad"], state["loss"] = torch.from_numpy(x), torch.from_numpy(g), loss
+        state["n_iter"] += len(losses)
+        history.extend(losses.tolist())
+        # ---- the checks after a step (the Python loop's order)
+        if callback is not None and callback(state):
+            return x, g, loss, StopReason.CALLBACK
+        if code == compiled.FTOL:
+            return x, g, loss, StopReason.FTOL
+        if deadline.passed():
+            return x, g, loss, StopReason.TIME_LIMIT
+    if code == compiled.NON_FINITE:
+        state["x"] = state["best_x"].clone()
+    reason = {compiled.GTOL: StopReason.GTOL, compiled.NO_PROGRESS: StopReason.NO_PROGRESS,
+              compiled.NON_FINITE: StopReason.NON_FINITE, compiled.OUT_OF_TIME: StopReason.TIME_LIMIT}.get(code)
+    return x, g, loss, reason  # CAP: the loop's checks (max_iter, max_evals, time), then on
+
+
 def _direction(state: dict, g):
     """``-H g`` for the L-BFGS matrix ``H`` of the stored pairs (see :func:`_direction_parts`).
 
@@ -555,10 +682,7 @@ def _update_history(
             state["proj"], state["proj_of"] = ops.project(state["pairs"], g_next), g_next
         return
     if state["pairs"] is None:
-        # One (2m, P) buffer: rows [0, m) hold the steps s, rows [m, 2m) the gradient changes y.
-        state["pairs"] = ops.pairs_buffer((2 * history_size, like.shape[0]), like)
-        state["S"], state["Y"] = state["pairs"][:history_size], state["pairs"][history_size:]
-        state["size"] = history_size
+        _allocate_pairs(state, history_size, like)
     order = state["order"]
     old_ages = state["ages"] if order else _NO_AGES
     full = len(order) == history_size
@@ -591,6 +715,14 @@ def _update_history(
         return
     state["SY"], state["YY"], state["Rinv"], state["H_diag"] = SY, YY, Rinv, h0
     state["middle"], state["ages"] = middle, ages
+
+
+def _allocate_pairs(state: dict, history_size: int, like) -> None:
+    """The pair buffer, one ``(2m, P)`` array: rows ``[0, m)`` hold the steps s, rows ``[m, 2m)`` the
+    gradient changes y (``like``: an array or tensor of the iterate's kind)."""
+    state["pairs"] = _ops(like).pairs_buffer((2 * history_size, like.shape[0]), like)
+    state["S"], state["Y"] = state["pairs"][:history_size], state["pairs"][history_size:]
+    state["size"] = history_size
 
 
 # Placeholders for "no pairs yet" (typed arrays, so that the compiled host functions accept them).
@@ -719,8 +851,9 @@ def warm_up(dtype: torch.dtype) -> None:
     pair products and history updates take seconds to compile on their first
     call, and inside the race's first round that time came out of one start's
     round, so the README's first fit ended elsewhere on its first run than on
-    the next ones (rel 0.1949 against 0.1808).  Loaded from the cache, this
-    costs about a millisecond.
+    the next ones (rel 0.1949 against 0.1808).  In float64, so are the
+    iterations compiled whole (:func:`_compiled_steps`; about 10 s to compile).
+    Loaded from the cache, this costs milliseconds.
     """
     if _host_math() is _NumpyHost:
         return
@@ -732,7 +865,16 @@ def warm_up(dtype: torch.dtype) -> None:
         return 0.5 * (g * (x - 1.0)).sum(), g
 
     state = new_state(torch.zeros(n, dtype=dtype))
-    lbfgs(quadratic, state, LBFGSOptions(max_iter=4, history_size=2, ftol=0.0, gtol=0.0))
+    options = LBFGSOptions(max_iter=4, history_size=2, ftol=0.0, gtol=0.0)
+    lbfgs(quadratic, state, options)
+    if dtype == torch.float64 and not _LOOP_FAILED:  # and the compiled iterations, on an 8 x 8 SF problem
+        from ._kernels import CompiledObjective
+
+        n, offsets = 8, (0, 1, 2, 4)
+        objective = CompiledObjective((3, n, len(offsets)), offsets, torch.eye(n, dtype=dtype))
+        if objective.compiled_plan() is not None:
+            state = new_state(torch.linspace(0.25, 0.26, 3 * n * len(offsets), dtype=dtype))
+            lbfgs(objective, state, dataclasses.replace(options, max_iter=6))
 
 
 def best_multiple_start(state: dict, n_factors: int, target_norm2: float) -> bool:
@@ -812,6 +954,7 @@ def lbfgs(
             return math.inf, ops.zeros(g_new.shape, g_new)
         return f_new, g_new
 
+    plan = _compiled_plan(fun, x, ops)
     while True:
         # ---- check conditions before stepping
         if ops.max_abs(g) <= options.gtol * max(1.0, abs(loss)):
@@ -822,6 +965,12 @@ def lbfgs(
             return StopReason.MAX_EVALS
         if not next_evaluation_fits():
             return StopReason.TIME_LIMIT
+        if plan is not None and not _LOOP_FAILED and (state["pairs"] is None or state["pairs"].dtype == np.float32):
+            # ---- the same iterations, compiled whole
+            x, g, loss, reason = _compiled_steps(plan, state, x, g, loss, options, deadline, callback)
+            if reason is not None:
+                return reason
+            continue
 
         # ---- compute direction and initial step
         d, proj, weights = _direction_parts(state, g, ops)

@@ -1,4 +1,4 @@
-"""Compiled (numba) host arithmetic of the L-BFGS loop; imported only by :mod:`._solver`.
+"""Compiled (numba) host arithmetic of the L-BFGS loop, and the loop itself; imported only by :mod:`._solver`.
 
 The ``m x m`` bookkeeping of the compact L-BFGS form (the direction's
 weights, the new pair's inner products, the updated Gram matrices and
@@ -15,6 +15,11 @@ loops widen each value and sum in float64, which numpy's float32 products do not
 
 The ``m x m`` arrays are float64 (``ages``: int64), C-contiguous; nothing is
 compiled at import: on first call, or loaded from numba's on-disk cache.
+
+:func:`iterate` runs whole iterations of the loop, with the kernel of
+:mod:`._kernels_numba` and torch's strong-Wolfe line search ported, for small
+fits whose evaluation is one kernel call: the same iterations as the Python
+loop, without its Python (see :func:`._solver._compiled_steps`).
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-__all__ = ["weights", "step_update", "append", "project", "assemble", "dot"]
+from ._kernels_numba import loss_and_grad
+
+__all__ = ["weights", "step_update", "append", "project", "assemble", "dot", "project_all", "iterate"]
 
 _JIT = dict(nogil=True, cache=True, boundscheck=False, error_model="numpy")
 # The pair-buffer products are reductions: reassociating them is what lets LLVM vectorise the
@@ -162,7 +169,12 @@ def project(pairs, g, lo, hi):
     return out
 
 
-@nb.njit(**_JIT_SUM)
+# No fast-math: a loop that stores runs behind LLVM's run-time check that its arrays do not overlap,
+# and where that check is inconclusive (it depends on where the arrays lie) the scalar loop runs; with
+# "reassoc"/"contract" the two loops round differently, so the same fit ended elsewhere on a fresh
+# install (compiled in the process) than on the next runs (loaded from the cache).  The sums here are
+# per column: the vectorised loop needs no licence (the same speed, measured at P = 2,688 and 46,000).
+@nb.njit(**_JIT)
 def assemble(pairs, w, g, h0, out, lo, hi):
     """``out[lo:hi] = -h0 g[lo:hi] - pairs[:, lo:hi]^T w``, accumulated in float64 by column blocks
     (``out``: ``g``'s dtype)."""
@@ -199,3 +211,347 @@ def dot(a, b):
     for j in range(a.shape[0]):
         acc += np.float64(a[j]) * np.float64(b[j])
     return acc
+
+
+# ---- the L-BFGS iterations of a small fit, compiled whole (see _solver._compiled_steps)
+
+#: Why :func:`iterate` returned: ``CAP``, it made its ``max_steps`` (or the evaluations left);
+#: ``OUT_OF_TIME``, its next evaluation would pass the time limit (``time_evals``); the others as
+#: :class:`._solver.StopReason`'s.
+CAP, OUT_OF_TIME, NO_PROGRESS, NON_FINITE, GTOL, FTOL = range(6)
+
+# No fast-math here: the loop's own arithmetic (x + t d, the line search's) is numpy's and torch's,
+# rounding for rounding; the sums it calls (the kernel, the pair products) carry their own flags.
+_JIT_LOOP = dict(nogil=True, cache=True, boundscheck=False, error_model="numpy")
+
+C1, C2 = 1e-4, 0.9  # strong-Wolfe constants of torch.optim.LBFGS (as _solver.C1, C2)
+TOLERANCE_CHANGE, MAX_LS = 1e-9, 25  # torch's _strong_wolfe defaults
+# A 0 typed int64, not Literal[int](0): a literal argument would compile the callee again, for it alone
+# (the kernel, the pair products: seconds each on a fresh install), beside the specialisation Python calls.
+_ZERO = np.int64(0)
+
+
+@nb.njit(**_JIT_LOOP)
+def project_all(pairs, g, task_columns):
+    """``pairs @ g`` in float64, by column tasks of ``task_columns`` summed in column order: the same
+    numbers as :meth:`._solver._NumpyOps.project` (which runs the tasks on threads)."""
+    n = g.shape[0]
+    out = project(pairs, g, _ZERO, min(task_columns, n))
+    for lo in range(task_columns, n, task_columns):
+        part = project(pairs, g, lo, min(lo + task_columns, n))
+        for i in range(out.shape[0]):  # (a loop: ``+=`` of arrays compiles a shape check's message, seconds)
+            out[i] += part[i]
+    return out
+
+
+@nb.njit(**_JIT_LOOP)
+def _cubic_interpolate(x1, f1, g1, x2, f2, g2, lo, hi):
+    """torch.optim.lbfgs's ``_cubic_interpolate`` within the bounds ``lo <= hi`` (Python's ``min``/``max`` ties)."""
+    d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
+    d2_square = d1 * d1 - g1 * g2
+    if d2_square >= 0:
+        d2 = np.sqrt(d2_square)
+        if x1 <= x2:
+            min_pos = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
+        else:
+            min_pos = x1 - (x1 - x2) * ((g1 + d2 - d1) / (g1 - g2 + 2 * d2))
+        out = lo if lo > min_pos else min_pos
+        return hi if hi < out else out
+    return (lo + hi) / 2.0
+
+
+@nb.njit(**_JIT_LOOP)
+def _evaluate(x, t, d, kernel):
+    """The loss and gradient at ``x + t d`` (both new arrays, and the point).  ``kernel`` is
+    ``(target, fwd, bwd, width, starts, shape)``, the arguments of :func:`._kernels_numba.loss_and_grad`."""
+    target, fwd, bwd, width, starts, shape = kernel
+    point = np.empty_like(x)
+    for i in range(x.shape[0]):
+        point[i] = d[i] * t + x[i]
+    grad = np.empty_like(x)
+    f = loss_and_grad(point.reshape(shape), target, fwd, bwd, width, grad.reshape(shape), starts, _ZERO)
+    return f, grad, point
+
+
+@nb.njit(**_JIT_LOOP)
+def _trial(x, t, d, kernel, best, best_loss):
+    """One trial of the line search: ``(f, g, g . d)`` at ``x + t d``, and the best point and loss so
+    far (the trial's point where its loss is finite and lower: what :func:`._solver._evaluate` keeps).
+    A non-finite loss comes back as ``inf`` with a zero gradient, as :func:`._solver.lbfgs`'s
+    objective hands it to the line search (which then backtracks)."""
+    f_new, g_new, point = _evaluate(x, t, d, kernel)
+    if np.isfinite(f_new) and f_new < best_loss:
+        best, best_loss = point, f_new
+    if not np.isfinite(f_new):
+        f_new, g_new = np.inf, np.zeros_like(g_new)
+    return f_new, g_new, dot(g_new, d), best, best_loss
+
+
+@nb.njit(**_JIT_LOOP)
+def _strong_wolfe(x, t, d, f, g, gtd, kernel, evals_left, best, best_loss):
+    """torch.optim.lbfgs's ``_strong_wolfe`` (c1, c2, tolerance and 25 trials as there), compiled.
+
+    Evaluations keep the best point (:func:`_trial`).  At most ``evals_left`` are made: when
+    one more would be needed, ``ok`` is False (the time limit).  Returns
+    ``(ok, f_new, g_new, t, evals, best, best_loss)``.
+    """
+    d_norm = 0.0
+    for i in range(d.shape[0]):
+        d_norm = max(d_norm, abs(d[i]))
+    evals = 0
+    if evals >= evals_left:
+        return False, f, g, 0.0, evals, best, best_loss
+    f_new, g_new, gtd_new, best, best_loss = _trial(x, t, d, kernel, best, best_loss)
+    evals += 1
+    t_prev, f_prev, g_prev, gtd_prev = 0.0, f, g, gtd
+    done = False
+    ls_iter = 0
+    # bracket [b0, b1] with losses, gradients and slopes; set below before use
+    b0, b1, bf0, bf1, bgtd0, bgtd1 = 0.0, t, f, f_new, gtd, gtd_new
+    bg0, bg1 = g, g_new
+    two = True
+    while ls_iter < MAX_LS:
+        if f_new > (f + C1 * t * gtd) or (ls_iter > 1 and f_new >= f_prev):
+            b0, b1, bf0, bf1, bg0, bg1, bgtd0, bgtd1 = t_prev, t, f_prev, f_new, g_prev, g_new, gtd_prev, gtd_new
+            break
+        if abs(gtd_new) <= -C2 * gtd:
+            b0, bf0, bg0 = t, f_new, g_new
+            two = False
+            done = True
+            break
+        if gtd_new >= 0:
+            b0, b1, bf0, bf1, bg0, bg1, bgtd0, bgtd1 = t_prev, t, f_prev, f_new, g_prev, g_new, gtd_prev, gtd_new
+            break
+        min_step = t + 0.01 * (t - t_prev)
+        max_step = t * 10
+        tmp = t
+        t = _cubic_interpolate(t_prev, f_prev, gtd_prev, t, f_new, gtd_new, min_step, max_step)
+        t_prev, f_prev, g_prev, gtd_prev = tmp, f_new, g_new, gtd_new
+        if evals >= evals_left:
+            return False, f, g, 0.0, evals, best, best_loss
+        f_new, g_new, gtd_new, best, best_loss = _trial(x, t, d, kernel, best, best_loss)
+        evals += 1
+        ls_iter += 1
+    if ls_iter == MAX_LS:
+        b0, b1, bf0, bf1, bg0, bg1 = 0.0, t, f, f_new, g, g_new
+        two = True
+    if not two:  # torch's one-point bracket: low_pos 0 (bf0 <= bf[-1], the same point)
+        return True, bf0, bg0, b0, evals, best, best_loss
+    insuf_progress = False
+    low = 0 if bf0 <= bf1 else 1
+    while not done and ls_iter < MAX_LS:
+        if abs(b1 - b0) * d_norm < TOLERANCE_CHANGE:
+            break
+        lo_b, hi_b = (b0, b1) if b0 <= b1 else (b1, b0)
+        t = _cubic_interpolate(b0, bf0, bgtd0, b1, bf1, bgtd1, lo_b, hi_b)
+        top = b1 if b1 > b0 else b0  # Python's max(bracket), min(bracket)
+        bottom = b1 if b1 < b0 else b0
+        eps = 0.1 * (top - bottom)
+        near = t - bottom if (t - bottom) < (top - t) else top - t
+        if near < eps:
+            if insuf_progress or t >= top or t <= bottom:
+                t = top - eps if abs(t - top) < abs(t - bottom) else bottom + eps
+                insuf_progress = False
+            else:
+                insuf_progress = True
+        else:
+            insuf_progress = False
+        if evals >= evals_left:
+            return False, f, g, 0.0, evals, best, best_loss
+        f_new, g_new, gtd_new, best, best_loss = _trial(x, t, d, kernel, best, best_loss)
+        evals += 1
+        ls_iter += 1
+        f_low = bf0 if low == 0 else bf1
+        if f_new > (f + C1 * t * gtd) or f_new >= f_low:
+            if low == 0:
+                b1, bf1, bg1, bgtd1 = t, f_new, g_new, gtd_new
+            else:
+                b0, bf0, bg0, bgtd0 = t, f_new, g_new, gtd_new
+            low = 0 if bf0 <= bf1 else 1
+        else:
+            if abs(gtd_new) <= -C2 * gtd:
+                done = True
+            elif gtd_new * ((b1 - b0) if low == 0 else (b0 - b1)) >= 0:
+                if low == 0:  # old high becomes new low
+                    b1, bf1, bg1, bgtd1 = b0, bf0, bg0, bgtd0
+                else:
+                    b0, bf0, bg0, bgtd0 = b1, bf1, bg1, bgtd1
+            if low == 0:
+                b0, bf0, bg0, bgtd0 = t, f_new, g_new, gtd_new
+            else:
+                b1, bf1, bg1, bgtd1 = t, f_new, g_new, gtd_new
+    if low == 0:
+        return True, bf0, bg0, b0, evals, best, best_loss
+    return True, bf1, bg1, b1, evals, best, best_loss
+
+
+@nb.njit(**_JIT_LOOP)
+def iterate(x, g, loss, best, best_loss, pairs, ages, SY, YY, Rinv, middle, h0, proj, kernel,
+            recent, max_steps, evals_left, time_evals, gtol, ftol, window, polyak, task_columns):
+    """Iterations of :func:`._solver.lbfgs` on the compiled kernel's loss, in one call.
+
+    Every iteration is the Python loop's, in the same arithmetic: the
+    direction from the compact form (:func:`weights`, :func:`assemble`; ``-g``
+    without pairs, with the first step ``polyak`` or not), torch's strong-Wolfe
+    line search, the pair update (:func:`step_update`) and the stopping rules
+    ``gtol`` and ``ftol`` (``recent``: the loss history's last ``window + 1``
+    values, or all of it).  ``x``, ``g`` are the iterate and its gradient,
+    ``proj`` is ``pairs @ g`` (any array without pairs), ``ages`` the buffer
+    slots, oldest first; ``kernel`` the objective's (see :func:`_evaluate`).  Arrays given are never written, except the pair
+    buffer (in place).  It stops after ``max_steps`` steps or when fewer than
+    one evaluation is left of ``evals_left`` (both checked before a step:
+    where the Python loop checks ``max_iter`` and ``max_evals``), or when the
+    next evaluation would be beyond ``time_evals`` (before every evaluation,
+    as the time limit).  How the steps are split over calls does not change them.
+
+    Returns ``(code, losses, evals, x, g, best, best_loss, memory)``:
+    ``losses`` after each step made, ``best`` the best point evaluated (the
+    one given unless ``best_loss`` fell) and ``memory`` the pairs' ``(ages,
+    SY, YY, Rinv, middle, h0, proj)``.
+    """
+    n = x.shape[0]
+    size = pairs.shape[0] // 2
+    history = np.empty(recent.shape[0] + max_steps)
+    for i in range(recent.shape[0]):
+        history[i] = recent[i]
+    length = recent.shape[0]
+    evals = 0
+    code = CAP
+    while True:
+        # ---- the stopping rules checked before a step
+        top = 0.0
+        for i in range(n):
+            top = max(top, abs(g[i]))
+        if top <= gtol * max(1.0, abs(loss)):
+            code = GTOL
+            break
+        if length - recent.shape[0] >= max_steps or evals >= evals_left:
+            break
+        if evals >= time_evals:
+            code = OUT_OF_TIME
+            break
+        # ---- direction: d = -h0 g - [S Y] w, or -g without pairs
+        k = ages.shape[0]
+        d = np.empty_like(x)
+        weights_ = np.zeros(0)
+        gtd = 0.0
+        if k:
+            weights_ = weights(proj, ages, size, h0, Rinv, middle)
+            assemble(pairs, weights_, g, h0, d, _ZERO, n)
+            gtd = dot(g, d)
+        if not k or not gtd < 0:
+            if k:  # not a descent direction (numerical breakdown): the memory starts afresh
+                pairs[:, :] = 0.0
+                ages = np.empty(0, dtype=np.int64)
+                SY, YY, Rinv, middle = np.zeros((0, 0)), np.zeros((0, 0)), np.zeros((0, 0)), np.zeros((0, 0))
+                h0 = 1.0
+                k = 0
+            for i in range(n):
+                d[i] = -g[i]
+            gtd = dot(g, d)
+        if k:
+            t = 1.0
+        elif polyak:
+            t = loss / max(dot(g, g), 1e-300)
+        else:
+            total = 0.0
+            for i in range(n):
+                total += abs(g[i])
+            t = min(1.0, 1.0 / total)
+        # ---- line search
+        ok, f_new, g_new, t, used, best, best_loss = _strong_wolfe(x, t, d, loss, g, gtd, kernel,
+                                                                   time_evals - evals, best, best_loss)
+        evals += used
+        if not ok:
+            code = OUT_OF_TIME
+            break
+        gtd_new = dot(g_new, d)
+        if not np.isfinite(f_new) or not np.isfinite(t):
+            code = NON_FINITE
+            break
+        dd = dot(d, d)
+        if f_new > loss or t * t * dd == 0.0:
+            code = NO_PROGRESS
+            break
+        # ---- the pair (s, y) = (t d, g_new - g), unless it fails the curvature condition
+        ys = t * (gtd_new - gtd)
+        ss = t * t * dd
+        if not ys > 1e-10 * max(1.0, ss):
+            if k:
+                proj = project_all(pairs, g_new, task_columns)
+        else:
+            full = k == size
+            slot = ages[0] if full else k
+            for i in range(n):
+                pairs[slot, i] = d[i] * t
+                pairs[size + slot, i] = g_new[i] - g[i]
+            old_ages = ages
+            ages = np.empty(k if full else k + 1, dtype=np.int64)
+            for i in range(ages.shape[0] - 1):
+                ages[i] = old_ages[i + 1] if full else old_ages[i]
+            ages[ages.shape[0] - 1] = slot
+            proj_new = project_all(pairs, g_new, task_columns)
+            yy = dot(pairs[size + slot], pairs[size + slot])
+            w_old = weights_ if k else np.zeros(0)
+            p_old = proj if k else np.zeros(0)
+            ok, SY_, YY_, Rinv_, middle_, h0_ = step_update(SY, YY, Rinv, h0, old_ages, full, proj_new, p_old,
+                                                             w_old, t, ys, yy, size)
+            proj = proj_new
+            if ok:
+                SY, YY, Rinv, middle, h0 = SY_, YY_, Rinv_, middle_, h0_
+            else:  # numerical breakdown: the memory starts afresh (as _solver._reset_history)
+                pairs[:, :] = 0.0
+                ages = np.empty(0, dtype=np.int64)
+                SY, YY, Rinv, middle = np.zeros((0, 0)), np.zeros((0, 0)), np.zeros((0, 0)), np.zeros((0, 0))
+                h0 = 1.0
+        # ---- the step: x + t d, as the line search's trial made it
+        point = np.empty_like(x)
+        for i in range(n):
+            point[i] = d[i] * t + x[i]
+        x, g, loss = point, g_new, f_new
+        history[length] = loss
+        length += 1
+        # ---- ftol over the last ``window`` iterations
+        if length > window:
+            before = history[length - 1 - window]
+            if before - loss <= ftol * max(abs(before), 1e-300):
+                code = FTOL
+                break
+    memory = (ages, SY, YY, Rinv, middle, h0, proj)
+    return code, history[recent.shape[0]:length], evals, x, g, best, best_loss, memory
+
+
+def _drop_stale_iterations() -> None:
+    """Drop :func:`iterate`'s cached code when :mod:`._kernels_numba` changed since it was cached.
+
+    numba keys a function's on-disk cache by the function's own file (numba
+    issue #1833), but :func:`iterate` holds the kernel compiled in: after an
+    edit of the kernel alone (a developer's checkout, a partial upgrade) it
+    would run the old kernel.  The kernel file's SHA-256 is kept beside the
+    cache; where it differs, the cached iterations are flushed (compiled again
+    on first use).  Any failure leaves numba's cache as it is.
+    """
+    import hashlib
+    import os
+
+    from . import _kernels_numba
+
+    try:
+        with open(_kernels_numba.__file__, "rb") as source:
+            digest = hashlib.sha256(source.read()).hexdigest()
+        cache = iterate._cache
+        marker = os.path.join(cache.cache_path, "_solver_numba.iterate.kernel-sha256")
+        try:
+            with open(marker, encoding="ascii") as seen:
+                if seen.read().strip() == digest:
+                    return
+        except OSError:
+            pass
+        cache.flush()
+        with open(marker, "w", encoding="ascii") as out:
+            out.write(digest)
+    except Exception:  # noqa: BLE001 - a cache we cannot read or write: numba's own rules apply
+        pass
+
+
+_drop_stale_iterations()

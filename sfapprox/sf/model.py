@@ -23,6 +23,7 @@ import numpy as np
 from .. import _timing
 from .._atomic import FileStamp, OutputExistsError
 from .._base import Approximation
+from .._progress import coarse_progress
 from .._device import resolve_device, resolve_dtype
 from .._errors import ConvergenceWarning, ParameterError
 from .._params import Interval, Options
@@ -300,6 +301,11 @@ class ChordSF(Approximation):
     callback : callable or None, default=None
         Called after each iteration with a dict (``iteration``, ``max_iter``,
         ``fro_error``, ``elapsed``, ``start``); returning True stops the fit.
+        A callable whose attribute ``coarse`` is True (a progress display, as
+        the CLI's) is instead called once per run of iterations where they
+        run compiled (small in-memory CPU fits, about every 0.05 s;
+        ``iteration`` counts them all), which spares the fit a Python call
+        per iteration: a third of its time at ``N = 64``.
     threads : int or None, default=None
         CPU threads of the fit's kernel (the compiled kernel's from ``N = 512``,
         torch's intra-op threads for the torch kernels; restored afterwards).
@@ -542,9 +548,12 @@ class ChordSF(Approximation):
         else:
             kernel, self.kernel_ = _kernels.select_kernel(n, device.type)
 
-        def fun(x: torch.Tensor) -> tuple[float, torch.Tensor]:
-            loss, grad = kernel(x.view(shape), target) if butterfly else kernel(x.view(shape), offs, target)
-            return float(loss), grad.view(-1)
+        if kernel is _kernels.loss_and_grad_numba:  # its L-BFGS iterations compiled whole where they can be
+            fun = _kernels.CompiledObjective(shape, offs, target)
+        else:
+            def fun(x: torch.Tensor) -> tuple[float, torch.Tensor]:
+                loss, grad = kernel(x.view(shape), target) if butterfly else kernel(x.view(shape), offs, target)
+                return float(loss), grad.view(-1)
 
         if saved is not None:  # in X's units: each factor carries an equal share of the scale
             starts = {"saved": saved / scale ** (1.0 / n_factors)}
@@ -832,8 +841,10 @@ class ChordSF(Approximation):
     def _options(self, max_iter: int, time_limit: float | None):
         from ._solver import LBFGSOptions
 
+        # A user's callback is called after each iteration, unless it says a call per run of them will do
         return LBFGSOptions(max_iter=max_iter, time_limit=time_limit, ftol=self.ftol, gtol=self.gtol,
-                            history_size=self.history_size)
+                            history_size=self.history_size,
+                            coarse_callback=self.callback is None or coarse_progress(self.callback))
 
     def _scale(self, fro: float, n: int) -> float:
         if isinstance(self.scale, str):
