@@ -105,6 +105,10 @@ LIBRARY_WORKING_SET = 64 << 20
 #: beyond LIBRARY_WORKING_SET at N = 64: 44 MB from the cache, 88 MB compiling; the Chord products'
 #: apply kernels (scoring a butterfly above N = 1,024): 98 MB.  Counted where a compiled kernel will run.
 COMPILED_WORKING_SET = 128 << 20
+#: Bytes more where a fit also runs its L-BFGS iterations compiled whole (a float64 CPU fit below
+#: N = 512, :func:`sfapprox.sf._solver._compiled_steps`): compiling them took the first fit's peak
+#: from 164 MB to 207 MB at N = 64 (fresh cache; 118 MB either way from the cache).
+COMPILED_LOOP_WORKING_SET = 64 << 20
 
 
 def held_bytes(matrix) -> int:

@@ -481,7 +481,9 @@ def test_warm_up_compiles_the_compiled_iterations_a_fit_runs():
     from sfapprox.sf import _solver
 
     K.warm_up_numba(torch.float64)
-    _solver.warm_up(torch.float64)  # (both, as a fit calls them)
+    offsets = chord_offsets(40)
+    fits = K.CompiledObjective((6, 40, len(offsets)), offsets, torch.zeros(40, 40, dtype=torch.float64))
+    _solver.warm_up(torch.float64, fits)  # (both, as a fit of this size calls them)
     before = compiled()
     assert before["sfapprox.sf._solver_numba.iterate"] and before["sfapprox.sf._kernels_numba.loss_and_grad"]
     X = np.random.default_rng(0).random((40, 40))

@@ -269,8 +269,10 @@ def test_a_start_alone_with_no_time_for_a_step_is_scaled_to_its_best_multiple(fa
     assert np.allclose(sf.factors_, start * c ** (1 / start.shape[0]))
 
 
-def test_memory_estimate_covers_what_a_fit_allocates(tmp_path):
-    """The estimate checked against max_memory is at least what the fit really allocates (peak RSS)."""
+@pytest.mark.parametrize("n", [64, 512])
+def test_memory_estimate_covers_what_a_fit_allocates(tmp_path, n):
+    """The estimate checked against max_memory is at least what the fit really allocates (peak RSS):
+    at N = 64 the compiled iterations are compiled too, at 512 the kernel runs in groups."""
     import json
     import subprocess
     import sys
@@ -281,7 +283,7 @@ def test_memory_estimate_covers_what_a_fit_allocates(tmp_path):
         "    return next(int(l.split()[1]) * 1024 for l in open('/proc/self/status') if l.startswith(k + ':'))\n"
         "from sfapprox.sf.model import estimate_fit_memory\n"
         "from sfapprox.chord import chord_offsets, default_n_factors\n"
-        "n = 512\n"
+        f"n = {n}\n"
         "base = st('VmRSS')\n"
         "X = np.random.default_rng(0).random((n, n))\n"
         "sfapprox.ChordSF(max_iter=3, time_limit=None, device='cpu').fit(X)\n"

@@ -843,16 +843,17 @@ def evaluate_start(fun: Objective, state: dict) -> float:
     return state["loss"]
 
 
-def warm_up(dtype: torch.dtype) -> None:
+def warm_up(dtype: torch.dtype, objective: Objective | None = None) -> None:
     """Compile (or load from numba's cache) the host arithmetic a CPU fit in ``dtype`` will call, by a
-    few L-BFGS iterations on a small quadratic.
+    few L-BFGS iterations on a small quadratic; and the compiled iterations where the fit's
+    ``objective`` will run them (:func:`_compiled_plan`), on an ``8 x 8`` SF problem.
 
     A fit calls this before its starts race: on a fresh install the compiled
     pair products and history updates take seconds to compile on their first
     call, and inside the race's first round that time came out of one start's
     round, so the README's first fit ended elsewhere on its first run than on
-    the next ones (rel 0.1949 against 0.1808).  In float64, so are the
-    iterations compiled whole (:func:`_compiled_steps`; about 10 s to compile).
+    the next ones (rel 0.1949 against 0.1808).  The compiled iterations take
+    about 10 s and 60 MB to compile: only a fit that runs them pays that.
     Loaded from the cache, this costs milliseconds.
     """
     if _host_math() is _NumpyHost:
@@ -867,14 +868,13 @@ def warm_up(dtype: torch.dtype) -> None:
     state = new_state(torch.zeros(n, dtype=dtype))
     options = LBFGSOptions(max_iter=4, history_size=2, ftol=0.0, gtol=0.0)
     lbfgs(quadratic, state, options)
-    if dtype == torch.float64 and not _LOOP_FAILED:  # and the compiled iterations, on an 8 x 8 SF problem
+    if objective is not None and _compiled_plan(objective, state["x"].numpy(), _CPU_OPS) is not None:
         from ._kernels import CompiledObjective
 
         n, offsets = 8, (0, 1, 2, 4)
-        objective = CompiledObjective((3, n, len(offsets)), offsets, torch.eye(n, dtype=dtype))
-        if objective.compiled_plan() is not None:
-            state = new_state(torch.linspace(0.25, 0.26, 3 * n * len(offsets), dtype=dtype))
-            lbfgs(objective, state, dataclasses.replace(options, max_iter=6))
+        small = CompiledObjective((3, n, len(offsets)), offsets, torch.eye(n, dtype=dtype))
+        state = new_state(torch.linspace(0.25, 0.26, 3 * n * len(offsets), dtype=dtype))
+        lbfgs(small, state, dataclasses.replace(options, max_iter=6))
 
 
 def best_multiple_start(state: dict, n_factors: int, target_norm2: float) -> bool:

@@ -220,8 +220,9 @@ def dot(a, b):
 #: :class:`._solver.StopReason`'s.
 CAP, OUT_OF_TIME, NO_PROGRESS, NON_FINITE, GTOL, FTOL = range(6)
 
-# No fast-math here: the loop's own arithmetic (x + t d, the line search's) is numpy's and torch's,
-# rounding for rounding; the sums it calls (the kernel, the pair products) carry their own flags.
+# No fast-math here: the loop's elementwise arithmetic (x + t d, the line search's scalars) rounds as
+# numpy's and torch's do; its sums (g . d, d . d, |g|_1) are compiled ones (``dot``), in another order
+# than numpy's and torch's, and the kernel and pair products carry their own flags.
 _JIT_LOOP = dict(nogil=True, cache=True, boundscheck=False, error_model="numpy")
 
 C1, C2 = 1e-4, 0.9  # strong-Wolfe constants of torch.optim.LBFGS (as _solver.C1, C2)
@@ -390,19 +391,23 @@ def iterate(x, g, loss, best, best_loss, pairs, ages, SY, YY, Rinv, middle, h0, 
             recent, max_steps, evals_left, time_evals, gtol, ftol, window, polyak, task_columns):
     """Iterations of :func:`._solver.lbfgs` on the compiled kernel's loss, in one call.
 
-    Every iteration is the Python loop's, in the same arithmetic: the
+    Every iteration is the Python loop's, step for step: the
     direction from the compact form (:func:`weights`, :func:`assemble`; ``-g``
     without pairs, with the first step ``polyak`` or not), torch's strong-Wolfe
     line search, the pair update (:func:`step_update`) and the stopping rules
     ``gtol`` and ``ftol`` (``recent``: the loss history's last ``window + 1``
     values, or all of it).  ``x``, ``g`` are the iterate and its gradient,
     ``proj`` is ``pairs @ g`` (any array without pairs), ``ages`` the buffer
-    slots, oldest first; ``kernel`` the objective's (see :func:`_evaluate`).  Arrays given are never written, except the pair
-    buffer (in place).  It stops after ``max_steps`` steps or when fewer than
-    one evaluation is left of ``evals_left`` (both checked before a step:
-    where the Python loop checks ``max_iter`` and ``max_evals``), or when the
-    next evaluation would be beyond ``time_evals`` (before every evaluation,
-    as the time limit).  How the steps are split over calls does not change them.
+    slots, oldest first; ``kernel`` the objective's (see :func:`_evaluate`).
+    Arrays given are never written, except the pair buffer (in place).  It
+    stops after ``max_steps`` steps or when fewer than one evaluation is left
+    of ``evals_left`` (both checked before a step: where the Python loop
+    checks ``max_iter`` and ``max_evals``), or when the next evaluation would
+    be beyond ``time_evals`` (before every evaluation, as the time limit).  How the steps are split over calls does not change them.
+    The sums round otherwise than numpy's and torch's in the Python loop, so a
+    long run parts from that loop's after rounding-level differences (about
+    1e-16 relative at first, growing over the iterations of a non-convex fit),
+    as a change of summation order does; its rules and decisions are the same.
 
     Returns ``(code, losses, evals, x, g, best, best_loss, memory)``:
     ``losses`` after each step made, ``best`` the best point evaluated (the

@@ -39,7 +39,13 @@ from .._settings import (
     SF_SUPPORT,
 )
 from .._threads import AdaptiveThreads
-from .._validation import COMPILED_WORKING_SET, LIBRARY_WORKING_SET, check_memory, memory_limit
+from .._validation import (
+    COMPILED_LOOP_WORKING_SET,
+    COMPILED_WORKING_SET,
+    LIBRARY_WORKING_SET,
+    check_memory,
+    memory_limit,
+)
 from ..budget import sf_structure
 from ..chord import (
     SUPPORTS,
@@ -98,7 +104,8 @@ def estimate_fit_memory(
     ``support="butterfly"``), the scoring of the result in float64
     (:func:`~sfapprox.metrics.scoring_bytes`: the product and the residual,
     ``2 N^2``, up to ``N = 2,048``, column blocks above), :data:`LIBRARY_WORKING_SET`, and
-    :data:`COMPILED_WORKING_SET` when the compiled kernel will run.
+    :data:`COMPILED_WORKING_SET` when the compiled kernel will run (and
+    :data:`COMPILED_LOOP_WORKING_SET` when its iterations run compiled whole).
     Measured against the peak resident memory in ``benchmarks/memory.py``.
 
     Parameters
@@ -147,7 +154,17 @@ def estimate_fit_memory(
     numbers = n * n + workspace + max(1, n_starts) * 8 * values
     history = max(1, n_starts) * 2 * history_size * values * pairs_itemsize(device_type, itemsize)
     libraries = LIBRARY_WORKING_SET + (COMPILED_WORKING_SET if kind == "numba" else 0)
+    if kind == "numba" and support != "butterfly" and _compiles_iterations(n, itemsize):
+        libraries += COMPILED_LOOP_WORKING_SET
     return numbers * itemsize + history + scoring_bytes(n) + int(input_bytes) + libraries
+
+
+def _compiles_iterations(n: int, itemsize: int) -> bool:
+    """Whether an ``n x n`` CPU fit in numbers of ``itemsize`` bytes runs its iterations compiled whole
+    (:class:`._kernels.CompiledObjective`'s condition, and float64)."""
+    from ._kernels import numba_groups
+
+    return itemsize == 8 and numba_groups(n, itemsize) == 1
 
 
 def optimizer_time_limit(time_limit: float | None, spent: float, eval_seconds: float) -> float | None:
@@ -269,7 +286,8 @@ class ChordSF(Approximation):
         is replaced; one that another program puts there while the fit runs
         is not (the checkpoints then go beside it, with a RuntimeWarning).
     checkpoint_every : float, default=300.0
-        Seconds between checkpoints.
+        Seconds between checkpoints (checked after each iteration, or after each
+        run of compiled iterations: about every 0.05 s at most).
     init_noise : float or None, default=None
         Amplitude of the uniform noise added to the start (relative to 1/K
         for ``"reference"``); None: 0.01 for reference, 0.1 for identity.
@@ -576,7 +594,7 @@ class ChordSF(Approximation):
                 # --time-limit 1 a first fit ended at its start, the compiling had taken the second.
                 compiling = _timing.now()
                 _kernels.warm_up_numba(dtype)
-                _solver.warm_up(dtype)
+                _solver.warm_up(dtype, fun)
                 fit_begin += _timing.now() - compiling
             _solver.evaluate_start(fun0, first)
             if self.kernel_ == "triton":
