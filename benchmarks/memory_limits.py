@@ -3,10 +3,10 @@
 Run by hand (not part of the tests):
 
     python benchmarks/memory_limits.py [--n 7000] [--limits 100M,200M,300M,400M,600M,1G]
-        [--time-limit 2] [--sfapprox CHECKOUT] [--tag memory_limits]
+        [--methods sf] [--time-limit 2] [--sfapprox CHECKOUT] [--tag memory_limits]
 
 A square ``.npy`` of order ``--n`` (the identity, float64, written through a memory map) is compared
-with ``sfapprox compare FILE --methods sf --time-limit T --max-memory L -q --json OUT`` for every
+with ``sfapprox compare FILE --methods sf[,...] --time-limit T --max-memory L -q --json OUT`` for every
 limit ``L``, each run a fresh process (``python -m sfapprox`` of this checkout, or of ``--sfapprox``
 through ``PYTHONPATH``).  Each row: the exit code, SF's status and error, the run's wall seconds
 and its peak RSS (``ru_maxrss`` of the child, measured by a wrapper process of its own; it counts
@@ -15,6 +15,8 @@ the file's pages the run read through its map) and whether the matrix was formed
 What it checks (found by an adversarial audit, 2026-11-27): SF's timing probe made a random dense
 ``N x N`` target (two copies) before any memory check, at any ``N`` up to 8,192; a ``.npy`` just
 under the limit was loaded whole and left its methods nothing, so 400M refused what 300M ran.
+With ``--methods sf,tsvd`` (2026-11-27): the matrix was formed for TSVD, whose own fit needed more
+than the limit, and SF's fit from columns was then refused beside it.
 
 Writes benchmarks/results/<tag>.json and .md.
 """
@@ -49,9 +51,9 @@ def make_matrix(path: Path, n: int) -> None:
     del a
 
 
-def one(path: Path, limit: str, time_limit: float, env: dict, out: Path) -> dict:
+def one(path: Path, limit: str, time_limit: float, env: dict, out: Path, methods: str = "sf") -> dict:
     """One ``compare`` run under ``limit``; its row."""
-    command = [sys.executable, "-m", "sfapprox", "compare", str(path), "--methods", "sf", "--time-limit",
+    command = [sys.executable, "-m", "sfapprox", "compare", str(path), "--methods", methods, "--time-limit",
                f"{time_limit:g}", "--max-memory", limit, "-q", "--json", str(out), "--force"]
     done = subprocess.run([sys.executable, "-c", _WRAPPER, *command], env=env, capture_output=True, text=True,
                           cwd=tempfile.gettempdir(), check=True)
@@ -62,7 +64,8 @@ def one(path: Path, limit: str, time_limit: float, env: dict, out: Path) -> dict
         data = json.loads(out.read_text())
         sf = next(r for r in data["results"] if r["method"] == "sf")
         row.update(status=sf["status"], rel_error=sf.get("rel_error"), reason=(sf.get("reason") or "")[:160],
-                   path="columns" if (data.get("matrix") or {}).get("path") == "columns" else "formed")
+                   path="columns" if (data.get("matrix") or {}).get("path") == "columns" else "formed",
+                   others="; ".join(f"{r['method']} {r['status']}" for r in data["results"] if r["method"] != "sf"))
     else:
         row.update(status="refused", reason=" ".join(run["stderr"].split())[-160:])
     out.unlink(missing_ok=True)
@@ -75,15 +78,17 @@ def render(data: dict) -> list[str]:
              f"Machine: {data['meta']['machine']}. Commands: "
              + ", ".join(f"`{c}`" for c in data.get("commands") or [data["meta"]["command"]]) + ".", "",
              f"N = {data['n']:,} (the identity, {data['n'] ** 2 * 8 / 2**20:.1f} MiB as float64), "
+             f"`--methods {data.get('methods', 'sf')}`, "
              f"`--time-limit {data['time_limit']:g}`; one fresh process per row; peak RSS is the child's "
              "`ru_maxrss` (it includes the file's pages read through the map).", ""]
     for name, rows in data["runs"].items():
-        lines += [f"## {name}", "", "| --max-memory | exit | SF | relative error | path | seconds | peak RSS MiB | why |",
-                  "|---|---|---|---|---|---|---|---|"]
+        lines += [f"## {name}", "", "| --max-memory | exit | SF | relative error | path | other methods | seconds | "
+                  "peak RSS MiB | why |", "|---|---|---|---|---|---|---|---|---|"]
         for r in rows:
             err = "" if r.get("rel_error") is None else f"{r['rel_error']:.4g}"
             lines.append(f"| {r['limit']} | {r['rc']} | {r['status']} | {err} | {r.get('path') or ''} | "
-                         f"{r['seconds']} | {r['peak_rss_mib']} | {r.get('reason', '') if r['status'] != 'ok' else ''} |")
+                         f"{r.get('others') or ''} | {r['seconds']} | {r['peak_rss_mib']} | "
+                         f"{r.get('reason', '') if r['status'] != 'ok' else ''} |")
         lines.append("")
     if data.get("findings"):
         lines += ["## Findings (written by hand after the run)", "", data["findings"]]
@@ -95,6 +100,7 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=7000)
     ap.add_argument("--limits", default="100M,200M,300M,400M,600M,1G")
     ap.add_argument("--time-limit", type=float, default=2.0)
+    ap.add_argument("--methods", default="sf", help="the methods compared (SF first in the table)")
     ap.add_argument("--sfapprox", help="another checkout to measure (its sfapprox first on PYTHONPATH)")
     ap.add_argument("--label", help="the heading of this checkout's table (default: 'now', or the checkout)")
     ap.add_argument("--merge", action="store_true", help="add this run's table to the tag's existing results")
@@ -107,13 +113,13 @@ def main() -> int:
         make_matrix(path, args.n)
         rows = []
         for limit in args.limits.split(","):
-            rows.append(one(path, limit, args.time_limit, env, Path(tmp) / "out.json"))
+            rows.append(one(path, limit, args.time_limit, env, Path(tmp) / "out.json", args.methods))
             print(rows[-1], flush=True)
             time.sleep(0.5)
     from _common import OUT
 
     old = json.loads((OUT / f"{args.tag}.json").read_text()) if args.merge and (OUT / f"{args.tag}.json").exists() else None
-    data = old or {"meta": meta(), "n": args.n, "time_limit": args.time_limit, "runs": {}}
+    data = old or {"meta": meta(), "n": args.n, "time_limit": args.time_limit, "methods": args.methods, "runs": {}}
     data["runs"][label] = rows
     data.setdefault("commands", [])
     data["commands"] = [c for c in data["commands"] if c != meta()["command"]] + [meta()["command"]]

@@ -103,7 +103,8 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
     start = time.perf_counter()
     streaming = isinstance(X, MatrixSource)
     if streaming and "columns" not in spec.access:
-        return MethodResult(name, "not applicable", seconds=0.0, reason=needs_formed(X, context.settings.max_memory))
+        return MethodResult(name, "not applicable", seconds=0.0,
+                            reason=needs_formed(X, context.settings.max_memory, spec))
     fit_on = X
     if spec.working_memory is not None and not streaming:
         fit_on = _in_memory_or_columns(name, spec, X, context.settings.max_memory)
@@ -199,8 +200,10 @@ def method_need(spec, n: int) -> int:
     return spec.working_memory(n) + LIBRARY_WORKING_SET
 
 
-def needs_formed(source: MatrixSource, max_memory: int | None) -> str:
-    """Why a method that needs the matrix in memory does not run on ``source`` (one line).
+def needs_formed(source: MatrixSource, max_memory: int | None, spec=None) -> str:
+    """Why a method that needs the matrix in memory does not run on ``source`` (one line): the matrix
+    and its scoring are over the limit, or (a matrix that could be formed, not formed because that
+    would help no method: :func:`better_from_columns`) ``spec``'s own fit is.
 
     Parameters
     ----------
@@ -209,12 +212,17 @@ def needs_formed(source: MatrixSource, max_memory: int | None) -> str:
     max_memory : int or None
         Memory limit in bytes; None: :func:`~sfapprox._validation.default_memory_limit`
         (80% of RAM).
+    spec : MethodSpec, optional
+        The method.
     """
     limit = memory_limit(max_memory)
-    able = [m for m, spec in methods().items() if "columns" in spec.access]
+    able = ", ".join(m for m, other in methods().items() if "columns" in other.access)
+    over = f"over the memory limit{f' of {format_bytes(limit)}' if limit else ''}"
+    if spec is not None and spec.working_memory is not None and formable(source, max_memory):
+        return (f"needs the {source.n:,} x {source.n:,} matrix in memory, and its fit there needs about "
+                f"{format_bytes(method_need(spec, source.n))}, {over}; the methods that work from columns: {able}")
     return (f"needs the {source.n:,} x {source.n:,} matrix in memory, and a comparison there holds it and its "
-            f"scoring ({format_bytes(formed_need(source))}), over the memory limit"
-            f"{f' of {format_bytes(limit)}' if limit else ''}; the methods that work from columns: {', '.join(able)}")
+            f"scoring ({format_bytes(formed_need(source))}), {over}; the methods that work from columns: {able}")
 
 
 #: In a comparison from columns, the joint scoring pass gets this share of the shared time
@@ -533,12 +541,16 @@ def from_columns(source: MatrixSource, names: Sequence[str], max_memory: int | N
 
 
 def better_from_columns(source: MatrixSource, names: Sequence[str], max_memory: int | None) -> bool:
-    """Whether a source that could be formed is better compared from its columns: every method asked
-    for works from columns, the matrix would take over half the limit, and one of the methods is SF.
+    """Whether a source that could be formed is better compared from its columns: the matrix would
+    take over half the limit, one of the methods is SF, and every method asked for works from
+    columns or would not fit beside the formed matrix either (its :func:`method_need` is over the
+    limit: forming it helps no method).
     SF's in-memory fit holds several copies of the matrix, so beside a formed one it would fall back
     to a fit from columns in what the matrix leaves of the limit: a higher ``--max-memory`` refused
-    what a lower one, comparing from columns, ran.  The other methods' fallbacks from a formed matrix
-    are sized by their own :func:`method_need` (:func:`run_method`).
+    what a lower one, comparing from columns, ran; and ``--methods sf,tsvd`` on a 7,000 x 7,000
+    ``.npy`` under 600 MB formed it (374 MiB) for TSVD, which needs 1.2 GiB, and SF's fit from
+    columns was then refused beside it.  The other methods' fallbacks from a formed matrix are
+    sized by their own :func:`method_need` (:func:`run_method`).
 
     Parameters
     ----------
@@ -551,9 +563,13 @@ def better_from_columns(source: MatrixSource, names: Sequence[str], max_memory: 
     """
     limit = memory_limit(max_memory)
     specs = [get_method(name) for name in names]
-    if limit is None or not specs or not all("columns" in spec.access for spec in specs):
+    if limit is None or not specs or 2 * source.formed_bytes <= limit:
         return False
-    return 2 * source.formed_bytes > limit and any(spec.label.startswith("SF") for spec in specs)
+
+    def helped(spec) -> bool:  # a method that needs the matrix formed, and would fit beside it
+        return "columns" not in spec.access and (spec.working_memory is None or method_need(spec, source.n) <= limit)
+
+    return any(spec.label.startswith("SF") for spec in specs) and not any(helped(spec) for spec in specs)
 
 
 def columns_note(results: Sequence[MethodResult], max_memory: int | None) -> str | None:

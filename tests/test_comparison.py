@@ -357,7 +357,21 @@ def test_a_source_whose_methods_all_work_from_columns_is_not_formed_where_formed
     assert better_from_columns(source, ["sf", "rsvd"], tight)
     assert not better_from_columns(source, ["rsvd", "sparse"], tight)  # their needs are known, and fit
     assert not better_from_columns(source, ["sf", "rsvd"], 10 * source.formed_bytes)
-    assert not better_from_columns(source, ["sf", "tsvd"], tight)  # tsvd needs it formed
+    # tsvd needs it formed, but beside it would not fit either (its need is several copies): forming
+    # it would help no method and starve SF
+    assert better_from_columns(source, ["sf", "tsvd"], tight)
+
+
+def test_a_source_is_formed_for_a_method_that_needs_it_and_fits_beside_it(tmp_path, monkeypatch):
+    from sfapprox import comparison
+    from sfapprox.sources import open_npy
+
+    path = tmp_path / "x.npy"
+    np.save(path, np.eye(300))
+    source = open_npy(path)
+    tight = 2 * source.formed_bytes - 1
+    monkeypatch.setattr(comparison, "method_need", lambda spec, n: tight)  # as if tsvd fitted beside it
+    assert not comparison.better_from_columns(source, ["sf", "tsvd"], tight)
 
 
 @pytest.mark.parametrize("changes, named", [({"bogus": 1}, "'bogus'"), ({"time_limt": 1}, "did you mean 'time_limit'"),
@@ -374,3 +388,20 @@ def test_an_unknown_setting_keyword_names_compare_and_the_valid_settings(changes
 def test_setting_keywords_still_change_the_settings():
     X = np.random.default_rng(0).random((8, 8))
     assert compare(X, "tsvd", budget=20, seed=2).settings["seed"] == 2
+
+
+def test_a_method_left_out_of_a_matrix_that_could_be_formed_says_its_own_need(tmp_path):
+    """Not formed because forming it would help no method (better_from_columns), TSVD's row says what
+    its own fit needs; it said "holds it and its scoring (547 MiB), over the memory limit of 600 MiB"."""
+    from sfapprox._base import get_method
+    from sfapprox._validation import format_bytes
+    from sfapprox.comparison import method_need, needs_formed
+    from sfapprox.sources import open_npy
+
+    path = tmp_path / "x.npy"
+    np.save(path, np.eye(300))
+    source = open_npy(path)
+    tsvd = get_method("tsvd")
+    formable = needs_formed(source, 10 * source.formed_bytes + (256 << 20), tsvd)
+    assert f"its fit there needs about {format_bytes(method_need(tsvd, 300))}, over the memory limit" in formable
+    assert "holds it and its scoring" in needs_formed(source, 1 << 10, tsvd)  # could not be formed at all
