@@ -499,6 +499,18 @@ def test_max_iter_0_makes_no_iteration_even_with_two_starts():
     assert sf.rel_error_ == pytest.approx(min(ref.rel_error_, ident.rel_error_), rel=1e-12)
 
 
+@pytest.mark.parametrize("max_iter", [1, 2, 3, 7, 25])
+def test_two_starts_make_no_more_iterations_than_max_iter(max_iter):
+    """max_iter=1 with init auto made two iterations (one per start of the race)."""
+    X = np.random.default_rng(7).standard_normal((24, 24))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        sf = ChordSF(max_iter=max_iter, time_limit=None, device="cpu").fit(X)
+    assert sf.n_iter_ == max_iter
+    if max_iter < 2:  # no race: the better start as evaluated took the iteration
+        assert set(sf.starts_) == {"reference", "identity"} and sum(v["iterations"] for v in sf.starts_.values()) == 1
+
+
 def test_a_callback_sees_every_iteration_unless_it_is_coarse():
     """Small CPU fits iterate in compiled code: a user's callback is still called after every iteration
     (its ``iteration`` goes up by one); one marked ``coarse`` (a progress display, as the CLI's) is

@@ -241,10 +241,11 @@ def multistart(
                 # No step fits the time left: the start's best multiple is all the fit can still do
                 # (it costs no evaluation, but its gradient one, which the steps would need).
                 best_multiple_start(state, n_factors, target_norm2)
-        if len(runs) > 1 and max_iter > 0:
-            reason = race(runs, options, share_iter=max(1, int(probe * max_iter)), share_time=share_time,
-                          callback=callback)
-        elif len(runs) > 1:  # no iteration allowed (max_iter=0): the better start as it is, evaluated
+        if len(runs) > 1 and max_iter >= len(runs):
+            # each start's share within max_iter in all (max_iter=1 made two iterations, one per start)
+            share = max(1, min(int(probe * max_iter), max_iter // len(runs)))
+            reason = race(runs, options, share_iter=share, share_time=share_time, callback=callback)
+        elif len(runs) > 1:  # fewer iterations than starts: the better start as it is, evaluated, takes them
             for fun, st in runs.values():
                 evaluate_start(fun, st)
         if reason != StopReason.CALLBACK:
