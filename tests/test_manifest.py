@@ -112,8 +112,9 @@ def test_synthetic_manifest_is_all_generators():
         ('[[matrix]]\nname = "g"\ncategory = "synthetic"\ngenerator = "bandd"\nparams = {n = 8}\n',
          "entry 'g': field 'generator': unknown generator 'bandd'; known: random_sparse"),
         ('[[matrix]]\nname = "g"\ncategory = "synthetic"\ngenerator = "banded"\nparams = {n = 8, width = 1}\n',
-         "entry 'g': unknown generator parameter 'width' (known: n, bandwidth, seed)"),
-        ('[[matrix]]\nname = "g"\ncategory = "synthetic"\ngenerator = "banded"\n', "generator parameter 'n'"),
+         "entry 'g': field 'params': generator 'banded': unknown parameter 'width' (known: n, bandwidth, seed)"),
+        ('[[matrix]]\nname = "g"\ncategory = "synthetic"\ngenerator = "banded"\n',
+         "field 'params': generator 'banded': parameter 'n' (the matrix order) is required"),
         (ENTRY + "params = {n = 8}\n", "field 'params' needs 'generator'"),
         ('titel = "x"\n' + ENTRY, "unknown top-level field 'titel' (known: description, matrix, reference_source, title"),
         ("", "no [[matrix]] entries"),
@@ -197,7 +198,7 @@ def test_bad_generator_values_are_refused_when_the_manifest_is_read(tmp_path, pa
     """Values, not only names: each of these gave an 'unavailable' line per method, exit 0, on every run."""
     (tmp_path / "m.toml").write_text(f'[[matrix]]\nname = "a"\ncategory = "synthetic"\n'
                                      f'generator = "random_sparse"\nparams = {params}\n')
-    with pytest.raises(ManifestError, match=r"entry 'a': generator 'random_sparse': " + match):
+    with pytest.raises(ManifestError, match=r"entry 'a': field 'params': generator 'random_sparse': " + match):
         load_manifest(tmp_path / "m.toml")
 
 

@@ -146,7 +146,7 @@ def test_synthetic_manifest_attention_entropy_decreases():
     "name, params, match",
     [
         ("banded", {"bandwidth": 2}, "parameter 'n'"),
-        ("banded", {"n": 8, "width": 2}, r"unknown parameter\(s\) width \(known: n, bandwidth, seed\)"),
+        ("banded", {"n": 8, "width": 2}, r"unknown parameter 'width' \(known: n, bandwidth, seed\)"),
         ("nope", {"n": 8}, "unknown generator 'nope'; known: random_sparse"),
         ("attention", {"n": 8, "beta": 0.0}, "beta=0.0 must be positive"),
         ("low_rank_plus_sparse", {"n": 8, "rank": 9}, "rank=9 must be between 1 and n=8"),

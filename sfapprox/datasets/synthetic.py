@@ -567,7 +567,8 @@ def check_params(name: str, params: dict[str, Any]) -> dict[str, Any]:
     known = generator_params(name)
     unknown = sorted(set(params) - set(known))
     if unknown:
-        raise ParameterError(f"generator {name!r}: unknown parameter(s) {', '.join(unknown)} (known: {', '.join(known)})")
+        raise ParameterError(f"generator {name!r}: unknown parameter {', '.join(map(repr, unknown))} "
+                             f"(known: {', '.join(known)})")
     if "n" not in params:
         raise ParameterError(f"generator {name!r}: parameter 'n' (the matrix order) is required")
     bound = inspect.signature(GENERATORS[name]).bind(**params)
