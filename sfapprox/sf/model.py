@@ -23,10 +23,10 @@ import numpy as np
 from .. import _timing
 from .._atomic import FileStamp, OutputExistsError
 from .._base import Approximation
-from .._progress import coarse_progress
 from .._device import resolve_device, resolve_dtype
 from .._errors import ConvergenceWarning, ParameterError
 from .._params import Interval, Options
+from .._progress import coarse_progress
 from .._settings import (
     DEFAULT_TIME_LIMIT,
     MAX_THREADS,
