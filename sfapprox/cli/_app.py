@@ -14,8 +14,8 @@ from rich.markup import escape
 
 from .. import __version__
 from .._atomic import written_outputs
-from .._progress import same_progress
 from .._errors import SfapproxError
+from .._progress import same_progress
 from .._signals import stop_signal
 from ._render import err, one_line
 

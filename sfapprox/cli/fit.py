@@ -142,11 +142,12 @@ def _show(value) -> str:
 def check_saved_fit(path: Path) -> None:
     """Refuse, before loading the matrix, an ``--init`` that is neither a start nor a saved fit."""
     from ..factors import is_factors_file  # here: factors loads numpy
+    from ..io._common import HDF5_SIGNATURE
 
     if not path.is_file():
         raise ParameterError(f"--init {path}: neither a start (auto, reference, identity) nor an existing file")
     if not is_factors_file(path):
         with open(path, "rb") as fh:
-            hdf5 = fh.read(8) == b"\x89HDF\r\n\x1a\n"
+            hdf5 = fh.read(8) == HDF5_SIGNATURE
         why = ("an HDF5 file that cannot be read as one (truncated or damaged?)" if hdf5 else "not a saved fit")
         raise ParameterError(f"--init {path}: {why} (fit --out, --checkpoint-every write one)")

@@ -29,6 +29,9 @@ from .._errors import InputError, ResourceError, SfapproxError
 from .._settings import LoadOptions
 from .._validation import check_memory, estimate_dense_bytes, format_bytes
 
+#: The first bytes of an HDF5 file (MATLAB v7.3 files put them after a 512-byte text header).
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+
 #: Chunk size for hashing and bounded decompression.
 _CHUNK = 1 << 16
 

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 from .._errors import SfapproxError
 from .._validation import check_memory
-from ._common import Options, ReadResult, Source, check_order, one_line
+from ._common import HDF5_SIGNATURE, Options, ReadResult, Source, check_order, one_line
 from ._hdf5 import check_self_contained, read_dataset
 
 try:  # public location since scipy 1.8
@@ -25,7 +25,6 @@ except ImportError:  # pragma: no cover - old scipy
     MatReadError = ValueError  # type: ignore[misc,assignment]
 
 _NUMERIC = {"double", "single", "logical", "sparse"} | {f"{s}int{b}" for s in ("", "u") for b in (8, 16, 32, 64)}
-_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 
 @dataclass
@@ -48,7 +47,7 @@ class _Var:
 def _is_hdf5(src: Source) -> bool:
     # MATLAB v7.3 puts a 512-byte text header before the HDF5 superblock.
     head = src.head(2048 + 8)
-    return any(head[k : k + 8] == _HDF5_SIGNATURE for k in (0, 512, 1024, 2048))
+    return any(head[k : k + 8] == HDF5_SIGNATURE for k in (0, 512, 1024, 2048))
 
 
 def _choose(src: Source, variables: list[_Var], var: str | None) -> tuple[str, str | None]:

@@ -506,9 +506,8 @@ def _compiled_steps(plan: tuple, state: dict, x: np.ndarray, g: np.ndarray, loss
         state["proj"], state["proj_of"] = _NumpyOps.project(state["pairs"], g), g
     history = state["history"]
     recent = np.asarray(history[-(options.window + 1):], dtype=np.float64)
-    empty = np.zeros((0, 0))
     ages = state["ages"] if state["order"] else _NO_AGES
-    middle = state["middle"] if state["order"] else empty
+    middle = state["middle"] if state["order"] else _NO_MATRIX
     proj = state["proj"] if state["order"] else _NO_VALUES
     began = _timing.now()
     try:
@@ -728,6 +727,7 @@ def _allocate_pairs(state: dict, history_size: int, like) -> None:
 # Placeholders for "no pairs yet" (typed arrays, so that the compiled host functions accept them).
 _NO_AGES = np.zeros(0, dtype=np.int64)
 _NO_VALUES = np.zeros(0)
+_NO_MATRIX = np.zeros((0, 0))
 
 
 def _reset_history(state: dict) -> None:

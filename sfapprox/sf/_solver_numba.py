@@ -387,6 +387,14 @@ def _strong_wolfe(x, t, d, f, g, gtd, kernel, evals_left, best, best_loss):
 
 
 @nb.njit(**_JIT_LOOP)
+def _fresh_memory(pairs):
+    """No pairs (as :func:`._solver._reset_history`): the buffer zeroed (the products read every row),
+    and ``(ages, SY, YY, Rinv, middle, h0)`` empty, ``h0 = 1``."""
+    pairs[:, :] = 0.0
+    return np.empty(0, dtype=np.int64), np.zeros((0, 0)), np.zeros((0, 0)), np.zeros((0, 0)), np.zeros((0, 0)), 1.0
+
+
+@nb.njit(**_JIT_LOOP)
 def iterate(x, g, loss, best, best_loss, pairs, ages, SY, YY, Rinv, middle, h0, proj, kernel,
             recent, max_steps, evals_left, time_evals, gtol, ftol, window, polyak, task_columns):
     """Iterations of :func:`._solver.lbfgs` on the compiled kernel's loss, in one call.
@@ -446,10 +454,7 @@ def iterate(x, g, loss, best, best_loss, pairs, ages, SY, YY, Rinv, middle, h0, 
             gtd = dot(g, d)
         if not k or not gtd < 0:
             if k:  # not a descent direction (numerical breakdown): the memory starts afresh
-                pairs[:, :] = 0.0
-                ages = np.empty(0, dtype=np.int64)
-                SY, YY, Rinv, middle = np.zeros((0, 0)), np.zeros((0, 0)), np.zeros((0, 0)), np.zeros((0, 0))
-                h0 = 1.0
+                ages, SY, YY, Rinv, middle, h0 = _fresh_memory(pairs)
                 k = 0
             for i in range(n):
                 d[i] = -g[i]
@@ -504,11 +509,8 @@ def iterate(x, g, loss, best, best_loss, pairs, ages, SY, YY, Rinv, middle, h0, 
             proj = proj_new
             if ok:
                 SY, YY, Rinv, middle, h0 = SY_, YY_, Rinv_, middle_, h0_
-            else:  # numerical breakdown: the memory starts afresh (as _solver._reset_history)
-                pairs[:, :] = 0.0
-                ages = np.empty(0, dtype=np.int64)
-                SY, YY, Rinv, middle = np.zeros((0, 0)), np.zeros((0, 0)), np.zeros((0, 0)), np.zeros((0, 0))
-                h0 = 1.0
+            else:  # numerical breakdown: the memory starts afresh
+                ages, SY, YY, Rinv, middle, h0 = _fresh_memory(pairs)
         # ---- the step: x + t d, as the line search's trial made it
         point = np.empty_like(x)
         for i in range(n):
