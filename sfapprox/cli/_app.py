@@ -121,8 +121,9 @@ def announce_start(callback: Callable[[dict], Any], what: str, quiet: bool) -> C
     """Wrap a progress callback: when no progress bar is shown, say once that the optimizer runs.
 
     Logs (stderr not a terminal) then tell "loading" from "optimizing", and
-    that Ctrl-C keeps the best factors; nothing is added under ``--quiet`` or
-    when the bar is shown.
+    that Ctrl-C keeps the best factors; a long phase before the first
+    iteration (compiling on a fresh install, :func:`sfapprox._progress.phase`)
+    gets a line too.  Nothing is added under ``--quiet`` or when the bar is shown.
     """
     if quiet or err.is_interactive:
         return callback
@@ -136,4 +137,10 @@ def announce_start(callback: Callable[[dict], Any], what: str, quiet: bool) -> C
                       highlight=False, soft_wrap=one_line())
         return callback(info)
 
-    return same_progress(wrapped, callback)
+    def phase(text: str) -> None:
+        if text:  # a log gets the phase once, as a line (a bar shows it and clears it)
+            err.print(f"{what}: {text}", highlight=False, soft_wrap=one_line())
+
+    marked = same_progress(wrapped, callback)
+    marked.phase = phase  # type: ignore[attr-defined]
+    return marked

@@ -268,6 +268,7 @@ def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float |
             progress.update(task, completed=0.0, iteration=0, error="–", phase="", description=f"{label} {what}")
 
         update.describe = describe  # type: ignore[attr-defined]
+        update.phase = lambda text: progress.update(task, phase=text)  # type: ignore[attr-defined]
         update.coarse = True  # type: ignore[attr-defined]  # a bar needs no call per iteration (see ChordSF's callback)
         yield update
 

@@ -26,7 +26,7 @@ from .._base import Approximation
 from .._device import resolve_device, resolve_dtype
 from .._errors import ConvergenceWarning, ParameterError
 from .._params import Interval, Options
-from .._progress import coarse_progress
+from .._progress import coarse_progress, phase
 from .._settings import (
     DEFAULT_TIME_LIMIT,
     MAX_THREADS,
@@ -323,7 +323,10 @@ class ChordSF(Approximation):
         the CLI's) is instead called once per run of iterations where they
         run compiled (small in-memory CPU fits, about every 0.05 s;
         ``iteration`` counts them all), which spares the fit a Python call
-        per iteration: a third of its time at ``N = 64``.
+        per iteration: a third of its time at ``N = 64``.  A callable with an
+        attribute ``phase`` (a callable taking a text) is shown what a fit does
+        before its first iteration when that lasts over half a second
+        (``"compiling kernels (first run)"`` on a fresh install), then ``""``.
     threads : int or None, default=None
         CPU threads of the fit's kernel (the compiled kernel's from ``N = 512``,
         torch's intra-op threads for the torch kernels; restored afterwards).
@@ -593,8 +596,9 @@ class ChordSF(Approximation):
                 # time nor the race's first round holds the compiling; nor does the time limit: with
                 # --time-limit 1 a first fit ended at its start, the compiling had taken the second.
                 compiling = _timing.now()
-                _kernels.warm_up_numba(dtype)
-                _solver.warm_up(dtype, fun)
+                with phase(self.callback, "compiling kernels (first run)"):
+                    _kernels.warm_up_numba(dtype)
+                    _solver.warm_up(dtype, fun)
                 fit_begin += _timing.now() - compiling
             _solver.evaluate_start(fun0, first)
             if self.kernel_ == "triton":
