@@ -33,6 +33,7 @@ from ._errors import (  # noqa: F401  (the public error family, listed in _error
     DeviceError,
     InputError,
     NotApplicableError,
+    NotFittedError,
     ParameterError,
     ResourceError,
     SfapproxError,

@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.sparse.linalg import LinearOperator
 
-from ._errors import ParameterError, ResourceError
+from ._errors import NotFittedError, ParameterError, ResourceError
 from ._params import check_params
 from ._settings import COUNT_INDICES, FitSettings
 from ._validation import check_square_matrix
@@ -101,14 +101,34 @@ class Approximation:
 
     def set_params(self, **params: Any) -> "Approximation":
         """Change parameters (checked when ``fit`` runs); unknown names are an error."""
-        known = self._param_names()
+        self.check_param_names(params)
         for name, value in params.items():
-            if name not in known:
-                raise ParameterError(
-                    f"{type(self).__name__} has no parameter {name!r}; its parameters are {', '.join(known)}"
-                )
             setattr(self, name, value)
         return self
+
+    @classmethod
+    def check_param_names(cls, params: Any, where: str = "") -> None:
+        """Refuse names in ``params`` (a mapping) that are not this class's parameters, listing them.
+
+        Parameters
+        ----------
+        params : mapping
+            Parameters for the class (``sf_params=``, a comparison's ``structure=``).
+        where : str, default=""
+            Where they were given, for the message ("sf_params").
+
+        Raises
+        ------
+        ParameterError
+            For an unknown name (not a ``TypeError`` from the constructor, at fit time).
+        """
+        known = cls._param_names()
+        for name in params:
+            if name not in known:
+                given = f" (in {where})" if where else ""
+                raise ParameterError(
+                    f"{cls.__name__} has no parameter {name!r}{given}; its parameters are {', '.join(known)}"
+                )
 
     def __repr__(self) -> str:
         # Like scikit-learn: only the parameters that differ from their defaults.
@@ -147,6 +167,12 @@ class Approximation:
 
     def fit(self, X, *, check_input: bool = True) -> "Approximation":  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def __getattr__(self, name: str) -> Any:
+        # Only for names not found: a fitted attribute (``operator_``, ``U_``) asked for before fit.
+        if name.endswith("_") and not name.startswith("_"):
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet (no {name}); call fit(X) first")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # ------------------------------------------------------------------ using the fit
     def to_dense(self) -> np.ndarray:

@@ -16,6 +16,7 @@ __all__ = [
     "ResourceError",
     "DeviceError",
     "NotApplicableError",
+    "NotFittedError",
     "ConvergenceWarning",
     "one_line",
 ]
@@ -51,6 +52,11 @@ class NotApplicableError(SfapproxError, ValueError):
     ``compare`` records such a method with status "not applicable" and the
     message as its reason; the run itself succeeds.
     """
+
+
+class NotFittedError(SfapproxError, ValueError, AttributeError):
+    """An estimator's fitted result was asked for before ``fit`` (an AttributeError too, as
+    scikit-learn's: ``hasattr(estimator, "operator_")`` is False before the fit)."""
 
 
 class ConvergenceWarning(UserWarning):

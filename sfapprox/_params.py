@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,12 +21,14 @@ __all__ = ["Interval", "Options", "check_params"]
 
 @dataclass(frozen=True)
 class Interval:
-    """Numbers of ``kind`` (int or float) in ``[low, high]``; ``None`` bounds are open-ended."""
+    """Numbers of ``kind`` (int or float) in ``[low, high]``; ``None`` bounds are open-ended, and
+    ``low_open`` leaves ``low`` itself out (``(low, high]``: a scale of 0 is no scale)."""
 
     kind: type
     low: float | None = None
     high: float | None = None
     allow_none: bool = False
+    low_open: bool = False
 
     def accepts(self, value: Any) -> bool:
         if value is None:
@@ -36,12 +39,13 @@ class Interval:
             return False
         if not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
             return False
-        return (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
+        above = self.low is None or (value > self.low if self.low_open else value >= self.low)
+        return above and (self.high is None or value <= self.high)
 
     def describe(self) -> str:
         kind = "an int" if self.kind is int else "a float"
         # an open end is written open: infinities are refused (a "range [0, inf]" that refused inf read wrong)
-        low = "(-inf" if self.low is None else f"[{self.low:g}"
+        low = "(-inf" if self.low is None else f"{'(' if self.low_open else '['}{self.low:g}"
         high = "inf)" if self.high is None else f"{self.high:g}]"
         text = f"{kind} in the range {low}, {high}"
         return text + " or None" if self.allow_none else text
@@ -89,6 +93,8 @@ def _accepts(constraint: Any, value: Any) -> bool:
 
 
 def _describe(constraint: Any) -> str:
+    if constraint is Callable:
+        return "a callable"
     if isinstance(constraint, type):
         return f"an instance of {constraint.__name__}"
     if constraint is None:

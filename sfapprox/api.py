@@ -14,7 +14,7 @@ from ._atomic import FileStamp, OutputExistsError, write_json
 from ._errors import ParameterError
 from ._settings import SF_BASE, SF_SUPPORT, FitSettings, LoadOptions
 from .budget import parse_budget, resolve_budget, sf_config_for_budget
-from .comparison import as_loaded_matrix, scoring_seconds
+from .comparison import as_loaded_matrix, scoring_seconds, warnings_at_caller
 from .estimate import estimate_errors
 from .factors import save_factors
 from .results import library_versions
@@ -119,6 +119,7 @@ def fit_matrix(
     from .sf.model import ChordSF
 
     settings = settings or FitSettings()
+    ChordSF.check_param_names(sf_params, "fit_matrix's keyword arguments")
     if budget is not None:
         parse_budget(budget)
         chosen = [k for k, default in (("n_factors", None), ("base", SF_BASE), ("support", SF_SUPPORT))
@@ -140,7 +141,8 @@ def fit_matrix(
     if replaces is not None:
         model._checkpoint_start = replaces  # read (once) by ChordSF.fit
     model._checkpoint_source = origin  # a checkpoint names the matrix it is a fit of, as the final file does
-    model.fit(target, check_input=False)
+    with warnings_at_caller():  # a ConvergenceWarning points at the caller's line, as compare's do
+        model.fit(target, check_input=False)
     fro, rel, estimate = model.fro_error_, model.rel_error_, None
     if fro is None:  # fitted from the columns of a matrix never formed: scored from its columns too
         scored = estimate_errors(target, {"sf": model.operator_}, seed=settings.seed, max_memory=settings.max_memory,

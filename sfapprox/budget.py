@@ -40,6 +40,7 @@ from .chord import (
 )
 
 __all__ = [
+    "check_within",
     "sf_count",
     "butterfly_count",
     "tsvd_count",
@@ -117,6 +118,38 @@ def butterfly_count(n: int, n_factors: int | None = None) -> int:
     """
     m = butterfly_n_factors(n) if n_factors is None else n_factors
     return 2 * int(n) * int(m)
+
+
+def check_within(count: int, budget: int | None, what: str, advice: str) -> None:
+    """Refuse a size asked for explicitly that stores more than the budget also given (never exceeded
+    silently).
+
+    Parameters
+    ----------
+    count : int
+        Stored numbers of the size asked for.
+    budget : int or None
+        The budget; None: nothing to check.
+    what : str
+        The size asked for, as the message names it ("rank 3").
+    advice : str
+        What to do instead.
+
+    Raises
+    ------
+    BudgetError
+        When ``count > budget``.
+
+    Examples
+    --------
+    >>> check_within(147, 200, "rank 3", "lower the rank")
+    >>> check_within(147, 10, "rank 3", "lower the rank")
+    Traceback (most recent call last):
+    ...
+    sfapprox._errors.BudgetError: rank 3 stores 147 numbers, over the budget of 10; lower the rank
+    """
+    if budget is not None and count > budget:
+        raise BudgetError(f"{what} stores {count} numbers, over the budget of {budget}; {advice}")
 
 
 def tsvd_count(n: int, rank: int) -> int:

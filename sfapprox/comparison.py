@@ -373,8 +373,6 @@ def warnings_at_caller(stacklevel: int = 4) -> Iterator[None]:
             warnings.warn(w.message, w.category, stacklevel=stacklevel)
 
 
-
-
 def settings_with(settings: FitSettings | None, changes: Mapping[str, Any], caller: str) -> FitSettings:
     """``settings`` (None: the defaults) with the :class:`FitSettings` fields in ``changes`` changed.
 
@@ -444,7 +442,8 @@ def compare(
         Names from :func:`available_methods` (``"sf,tsvd"`` works too);
         by default SF, TSVD and plain sparse storage.
     budget : "sf", int or float, default="sf"
-        Stored-number budget: SF's own reference count, a count, or a fraction of ``N**2``.
+        Stored-number budget: SF's own reference count, a count, or a fraction of ``N**2`` in
+        ``(0, 1]`` (so ``1`` is all of ``N**2``, not one number).
     settings : FitSettings, optional
         How every method is fitted; ``setting_changes`` (e.g. ``time_limit=2``,
         ``seed=1``) override its fields.
@@ -504,6 +503,7 @@ def compare(
     if protocol not in PROTOCOLS:
         raise ParameterError(f"unknown protocol {protocol!r}; choose {' or '.join(PROTOCOLS)}")
     parse_budget(budget)
+    _check_structure(structure)
     saved = load_included(include, settings.max_memory)
     if isinstance(matrix, MatrixSource) and from_columns(matrix, names, settings.max_memory):
         return compare_columns(matrix, names, budget=budget, settings=settings, count_indices=count_indices,
@@ -628,6 +628,7 @@ def compare_columns(
     -------
     Comparison
     """
+    _check_structure(structure)
     resolved = resolve_budget(budget, source.n)
     info = {**source.summary(), "path": "columns", **(matrix_info or {})}
     context = RunContext(settings, count_indices, protocol, callback, dict(structure or {}))
@@ -890,6 +891,15 @@ def _tagged(callback: Callable[[dict], Any] | None, method: str, limit: float | 
     if callback is None:
         return None
     return same_progress(lambda info: callback({**info, "method": method, "time_limit": limit}), callback)
+
+
+def _check_structure(structure: Mapping[str, Any] | None) -> None:
+    """An SF structure given by hand holds ChordSF parameters only (checked before any work: an
+    unknown name was a TypeError when SF's turn came)."""
+    from .sf.model import ChordSF
+
+    if structure:
+        ChordSF.check_param_names(structure, "structure")
 
 
 def build_comparison(info: dict[str, Any], budget: Budget, results: list[MethodResult], context: RunContext) -> Comparison:

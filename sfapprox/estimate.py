@@ -36,7 +36,7 @@ from ._errors import ParameterError
 from ._executors import ordered_map
 from ._threads import AdaptiveThreads
 from .metrics import surrogate_columns
-from .sources import DistributedSource, MatrixSource, block_columns
+from .sources import DistributedSource, MatrixSource, as_source, block_columns
 
 __all__ = ["ErrorEstimate", "estimate_errors", "block_errors", "Z95", "DEFAULT_RTOL", "MIN_SAMPLE"]
 
@@ -115,10 +115,10 @@ def estimate_errors(
 
     Parameters
     ----------
-    source : MatrixSource
-        The matrix ``X``, known by its columns.
+    source : MatrixSource, numpy.ndarray, scipy sparse matrix or LinearOperator
+        The matrix ``X``, known by its columns (anything else as :func:`~sfapprox.sources.as_source` takes it).
     operators : mapping of str to LinearOperator
-        The fitted surrogates (``op @ B`` must work for a dense block ``B``).
+        The fitted surrogates (``op @ B`` must work for a dense block ``B``), each ``N x N``.
     time_limit : float or None
         Seconds the pass may take; None: no limit (the errors are then exact).
         A full pass that the first block says would not fit is replaced by
@@ -161,7 +161,13 @@ def estimate_errors(
         raise ParameterError(f"rtol must be positive, got {rtol}")
     if isinstance(source, DistributedSource):  # its executor computes the blocks; they read the plain source
         source, executor = source.source, executor if executor is not None else source.executor
+    source = as_source(source)  # an array, a sparse matrix or a LinearOperator as compare takes them
     n = source.n
+    for name, op in operators.items():
+        shape = tuple(getattr(op, "shape", ()))
+        if shape != (n, n):
+            raise ParameterError(f"surrogate {name!r} is {' x '.join(map(str, shape)) or 'not a matrix'}, "
+                                 f"the matrix {n} x {n}; give surrogates of the matrix's shape")
     start = _timing.now()
     width = source.block_width(max_memory, extra_columns=3)  # the identity's and the surrogate's columns, R
     order = np.random.default_rng(seed).permutation(n)

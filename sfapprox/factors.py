@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from ._atomic import FileStamp, write_bytes
-from ._errors import InputError, ParameterError, SfapproxError
+from ._errors import InputError, NotFittedError, ParameterError, SfapproxError
 from ._validation import check_memory
 from .formats import jsonable
 from .operators import ChordOperator, HybridOperator, SurrogateOperator, operator_class, operator_kinds
@@ -252,6 +252,8 @@ def save_factors(
     """
     import h5py
 
+    if callable(getattr(operator, "fit", None)) and not hasattr(operator, "operator_"):
+        raise NotFittedError(f"this {type(operator).__name__} is not fitted yet; call fit(X) before saving it")
     if hasattr(operator, "operator_"):  # a fitted estimator: record what it is and how it was made
         estimator = operator
         operator = estimator.operator_

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.linalg import LinearOperator
 
 from ._errors import ParameterError
 from ._threads import _limit_blas, available_cores, threads_free_now
@@ -50,10 +51,11 @@ def frobenius_error(X, approx: np.ndarray, fro_norm: float | None = None) -> tup
     ----------
     X : ndarray or scipy sparse array
         The target matrix (any real dtype).
-    approx : ndarray
-        The approximation, same shape.
+    approx : ndarray, scipy sparse array, fitted surrogate or LinearOperator
+        The approximation, same shape (a surrogate or operator with
+        ``to_dense()``, or any LinearOperator, is formed).
     fro_norm : float, optional
-        ``||X||_F`` when already known.
+        ``||X||_F`` when already known (finite, >= 0).
 
     Returns
     -------
@@ -63,7 +65,7 @@ def frobenius_error(X, approx: np.ndarray, fro_norm: float | None = None) -> tup
     Raises
     ------
     ParameterError
-        When ``approx``'s shape is not ``X``'s.
+        When ``approx``'s shape is not ``X``'s, or ``fro_norm`` is negative or not finite.
 
     Examples
     --------
@@ -71,14 +73,39 @@ def frobenius_error(X, approx: np.ndarray, fro_norm: float | None = None) -> tup
     >>> frobenius_error(np.eye(2), np.zeros((2, 2)))
     (1.4142135623730951, 1.0)
     """
+    if fro_norm is not None and not (math.isfinite(fro_norm) and fro_norm >= 0):
+        raise ParameterError(f"fro_norm must be ||X||_F, finite and >= 0; got {fro_norm!r}")
     dense = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
-    approx = np.asarray(approx)
+    approx = _formed(approx)
     _check_shapes(dense.shape, approx.shape)
     # float64 at least: an int8 or uint8 difference would wrap around (100 - (-100) == -56)
     wide = np.result_type(dense.dtype, approx.dtype, np.float64)
-    err = float(np.linalg.norm(np.subtract(dense, approx, dtype=wide)))
-    norm = float(np.linalg.norm(dense)) if fro_norm is None else float(fro_norm)
+    err = _fro_norm(np.subtract(dense, approx, dtype=wide))
+    norm = _fro_norm(dense) if fro_norm is None else float(fro_norm)
     return err, _relative(err, norm)
+
+
+def _formed(approx) -> np.ndarray:
+    """An approximation as a dense array: an ndarray as it is, a sparse matrix, a surrogate or an
+    operator formed (a sparse one used to be read as a 0-d object array: "the approximation ()")."""
+    if sp.issparse(approx):
+        return approx.toarray()
+    if callable(getattr(approx, "to_dense", None)):
+        return np.asarray(approx.to_dense())
+    if isinstance(approx, LinearOperator):
+        return np.asarray(approx.matmat(np.eye(approx.shape[1])))
+    return np.asarray(approx)
+
+
+def _fro_norm(a: np.ndarray) -> float:
+    """``||a||_F``, without overflow where the squares pass float64's range but the norm does not
+    (entries of 1e300: the norm 2e300, not inf)."""
+    with np.errstate(over="ignore"):  # an overflow is handled here, not warned about
+        value = float(np.linalg.norm(a))
+    if math.isinf(value) and a.size and np.isfinite(a).all():
+        top = float(np.abs(a).max())
+        value = top * float(np.linalg.norm(a / top))
+    return value
 
 
 def _check_shapes(target: tuple[int, ...], approx: tuple[int, ...]) -> None:

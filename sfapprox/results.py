@@ -184,10 +184,10 @@ class Comparison:
         if exact and _stores_entries_only(best):
             how = "" if best.method == "sparse" else f" with their positions ({best.method} at rank 0)"
             entries = best.params.get("nnz", best.params.get("n_sparse", self.matrix.get("nnz")))
-            text = (f"exact sparse storage is cheapest: X's {_count(entries)} non-zeros take {_count(best.nnz)} "
-                    f"numbers{how} ({_share(best.nnz, self.budget)} of the budget) and reproduce it exactly")
+            text = (f"exact sparse storage is cheapest: X's {_counted(entries, 'non-zero')} take "
+                    f"{_counted(best.nnz, 'number')}{how} ({_share(best.nnz, self.budget)} of the budget) and reproduce it exactly")
         elif exact:
-            text = (f"{label} reproduces X exactly with {_count(best.nnz)} numbers "
+            text = (f"{label} reproduces X exactly with {_counted(best.nnz, 'number')} "
                     f"({_share(best.nnz, self.budget)} of the budget)")
         elif label.startswith("SF"):
             runner = next((r for r in ranked[1:] if not _label(r.method).startswith("SF")), None)
@@ -204,8 +204,9 @@ class Comparison:
         n = self.matrix.get("n")
         if n and best.nnz is not None and best.nnz >= int(n) ** 2:
             # A surrogate is only compact below N^2: SF's default budget is its structure's, over N^2 at small N.
-            text += (f"; but {_count(best.nnz)} numbers are no fewer than X's own {int(n) ** 2:,} entries: "
-                     "X stored as it is costs no more")
+            verb = "is" if best.nnz == 1 else "are"
+            text += (f"; but {_counted(best.nnz, 'number')} {verb} no fewer than X's own "
+                     f"{_counted(int(n) ** 2, 'entry', 'entries')}: X stored as it is costs no more")
         suggest = []
         csr = self._exact_sparse_count()
         if not exact and csr is not None and not any(r.method == "sparse" for r in self.results):
@@ -334,6 +335,11 @@ def _share(count: int | None, budget: int) -> str:
 
 def _count(value: int | None) -> str:
     return "–" if value is None else f"{value:,}"
+
+
+def _counted(value: int | None, noun: str, plural: str | None = None) -> str:
+    """``value`` and ``noun`` in the singular or plural ("1 number", "2,688 numbers")."""
+    return f"{_count(value)} {noun if value == 1 else plural or noun + 's'}"
 
 
 def _label(method: str) -> str:

@@ -126,3 +126,14 @@ def test_parse_methods():
 @pytest.mark.parametrize("name", NAMES)
 def test_estimators_know_their_method_name(name):
     assert methods()[name].make(N, sf_count(N), CONTEXT).method_name == name
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_an_unfitted_estimator_says_so(name):
+    from sfapprox import NotFittedError, save_factors
+
+    est = methods()[name].make(N, sf_count(N), CONTEXT)
+    assert not hasattr(est, "operator_")  # (an AttributeError too, as scikit-learn's)
+    for use in (est.to_dense, est.to_operator, lambda: save_factors("never.h5", est)):
+        with pytest.raises(NotFittedError, match="not fitted yet"):
+            use()

@@ -405,3 +405,10 @@ def test_a_method_left_out_of_a_matrix_that_could_be_formed_says_its_own_need(tm
     formable = needs_formed(source, 10 * source.formed_bytes + (256 << 20), tsvd)
     assert f"its fit there needs about {format_bytes(method_need(tsvd, 300))}, over the memory limit" in formable
     assert "holds it and its scoring" in needs_formed(source, 1 << 10, tsvd)  # could not be formed at all
+
+
+def test_an_unknown_structure_name_is_refused_before_any_method_runs():
+    ran = []
+    with pytest.raises(ParameterError, match=r"ChordSF has no parameter 'bogus' \(in structure\)"):
+        compare(np.eye(16), ["tsvd", "sf"], structure={"bogus": 0}, on_result=ran.append, device="cpu")
+    assert ran == []  # it was a TypeError when SF's turn came, after the others had run

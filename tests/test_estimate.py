@@ -145,3 +145,15 @@ def test_a_skewed_sample_is_not_trusted_before_cochrans_size():
     assert _narrow_enough({"a": [flat]}, [x], 10**6, 10.0, None)
     assert not _estimate(flat, x, 10**6, None).too_few_columns and not _estimate(e, x, 300, None).too_few_columns
     assert _estimate(e, x, 1000, None).columns_advised == 1000  # never more than the columns there are
+
+
+def test_an_array_is_read_as_a_source_and_a_surrogate_of_another_shape_is_refused():
+    from sfapprox import ParameterError, TruncatedSVD
+
+    X = np.random.default_rng(0).standard_normal((64, 64))
+    op = TruncatedSVD(n_components=5).fit(X).operator_
+    est = estimate_errors(X, {"t": op})["t"]  # an AttributeError ('no attribute n') before
+    assert est.exact and est.fro_error == pytest.approx(np.linalg.norm(X - op.to_dense()), rel=1e-12)
+    small = TruncatedSVD(n_components=1).fit(np.eye(8)).operator_
+    with pytest.raises(ParameterError, match="surrogate 'a' is 8 x 8, the matrix 64 x 64"):
+        estimate_errors(ArraySource(X), {"a": small})

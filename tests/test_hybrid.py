@@ -347,3 +347,12 @@ def test_joint_fits_over_the_memory_limit_are_refused_before_the_grids_ends_are_
     with pytest.raises(ResourceError, match=f"fitting {re.escape(name)} to the 48 x 48 matrix"):
         cls(sf_params={"max_memory": LIBRARY_WORKING_SET}, device="cpu").fit(X)
     assert fitted == []
+
+
+@pytest.mark.parametrize("cls", [ChordLowRank, ChordSparse])
+def test_unknown_sf_params_and_a_callback_that_is_not_one_are_refused(cls):
+    X = np.random.default_rng(0).random((16, 16))
+    with pytest.raises(ParameterError, match=r"ChordSF has no parameter 'bogus' \(in sf_params\)"):
+        cls(sf_params={"bogus": 1}, device="cpu").fit(X)
+    with pytest.raises(ParameterError, match="must be a callable or None"):
+        cls(callback=3, device="cpu").fit(X)

@@ -183,3 +183,18 @@ def test_an_interrupt_stops_the_blocks_still_waiting(blocked, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         operator_error(rng.standard_normal((60, 60)), op, threads=2)
     assert len(calls) < 30
+
+
+def test_frobenius_error_takes_sparse_and_operator_approximations_and_huge_entries():
+    from sfapprox import ChordOperator
+
+    X = np.random.default_rng(0).standard_normal((8, 8))
+    op = ChordOperator(np.full((3, 8, 4), 0.25))
+    expected = np.linalg.norm(X - op.to_dense())
+    for approx in (op, sp.csr_array(op.to_dense()), op.to_dense()):
+        assert metrics.frobenius_error(X, approx)[0] == pytest.approx(expected, rel=1e-12)
+    # the squares of 1e300 overflow, the norm does not
+    assert metrics.frobenius_error(np.full((2, 2), 1e300), np.zeros((2, 2))) == (pytest.approx(2e300), 1.0)
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(ParameterError, match="fro_norm must be"):
+            metrics.frobenius_error(X, op, fro_norm=bad)

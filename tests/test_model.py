@@ -528,3 +528,26 @@ def test_a_callback_sees_every_iteration_unless_it_is_coarse():
     assert np.array_equal(a.factors_, b.factors_) and b.n_iter_ == a.n_iter_
     if a.kernel_ == "numba":
         assert len(coarse.seen) < len(every) / 4 and coarse.seen[-1] == b.n_iter_
+
+
+def test_parameters_that_would_fail_mid_fit_are_refused_before_it(tmp_path):
+    X = np.random.default_rng(0).standard_normal((16, 16))
+    calls = []
+    with pytest.raises(ParameterError, match=r"range \(0, inf\)"):
+        ChordSF(scale=0, max_iter=5, device="cpu").fit(X)  # a ZeroDivisionError before
+    with pytest.raises(ParameterError, match="must be a callable or None"):
+        ChordSF(callback=3, max_iter=5, device="cpu").fit(X)  # a TypeError at the first iteration before
+    # a checkpoint that could never be written: the first one came after checkpoint_every seconds and
+    # failed there, or a short fit wrote none and said nothing
+    with pytest.raises(ParameterError, match="folder .*missing does not exist"):
+        ChordSF(max_iter=5, device="cpu", checkpoint=tmp_path / "missing" / "x.h5", callback=calls.append).fit(X)
+    with pytest.raises(ParameterError, match="is a folder"):
+        ChordSF(max_iter=5, device="cpu", checkpoint=tmp_path, callback=calls.append).fit(X)
+    assert calls == []
+
+
+def test_a_memory_message_names_the_matrix_held_beside_the_fit():
+    X = np.random.default_rng(0).standard_normal((32, 32))
+    with pytest.raises(ResourceError, match=r"beside the matrix held in memory \(8\.0 KiB\), over the memory "
+                                            r"limit of 1000 B"):
+        ChordSF(max_iter=5, device="cpu", max_memory=1000).fit(X)  # it said "(999 B)": the limit less one byte

@@ -227,3 +227,11 @@ def test_the_starts_are_scored_by_the_comparisons_scoring_without_forming_w_h(mo
         tracemalloc.stop()
     assert got == pytest.approx(want, rel=1e-12)
     assert peak < 0.5 * X.nbytes
+
+
+def test_a_rank_over_the_budget_also_given_is_refused():
+    X = np.abs(np.random.default_rng(0).standard_normal((24, 24)))
+    with pytest.raises(BudgetError, match=r"rank 3 stores 144 numbers, over the budget of 100; choose n_components "
+                                          r"of at most 2"):
+        NMF(n_components=3, budget=100).fit(X)
+    assert NMF(n_components=3, budget=144, max_iter=20).fit(X).n_stored_ == 144

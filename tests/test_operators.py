@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import scipy.sparse.linalg as spla
 
-from sfapprox import ChordOperator
+from sfapprox import ChordOperator, ParameterError
 
 
 @pytest.fixture
@@ -302,8 +302,8 @@ def test_operator_algebra_still_scipy(backend, hybrid):
     np.testing.assert_allclose(op.dot(2.0) @ x, 2 * D @ x, rtol=1e-10)
     with pytest.raises(ValueError, match="[Ss]calar"):
         op @ 2.0
-    with pytest.raises(ValueError, match="mismatch"):
-        op @ np.ones(11)
+    with pytest.raises(ParameterError, match="12 x 12: it applies to a vector of 12 rows, got shape"):
+        op @ np.ones(11)  # (scipy's own check said only "dimension mismatch")
     assert op.T is op.T and op.T.T is op
 
 
@@ -384,3 +384,21 @@ def test_low_rank_and_sparse_torch_layers_take_float64_input_as_the_chord_layer_
         y = layer(x)
         assert y.dtype == torch.float64 and layer(x.float()).dtype == torch.float32
         assert torch.allclose(y, x @ torch.from_numpy(op.to_dense()).T, atol=1e-5)
+
+
+def test_the_constructor_refuses_what_no_operator_is(tmp_path):
+    from sfapprox import HybridOperator, load_factors, save_factors
+
+    bad = [(lambda: ChordOperator(np.ones((3, 8))), "must have shape"),
+           (lambda: ChordOperator(np.ones((3, 8, 4)), support="foo"), "unknown support"),
+           (lambda: ChordOperator(np.full((3, 8, 4), np.nan)), "finite real numbers"),
+           (lambda: ChordOperator(np.ones((3, 8, 2)), offsets=np.array([1, 9])), "not distinct modulo N = 8"),
+           (lambda: HybridOperator(8, sparse=sp.eye(7)), "sparse part has shape")]
+    for make, message in bad:
+        with pytest.raises(ParameterError, match=message):
+            make()
+    # offsets are kept modulo N, so that a saved operator loads back (an offset of 10 at N = 9 did not)
+    op = ChordOperator(np.random.default_rng(0).standard_normal((2, 9, 3)), np.array([2, 0, 10]))
+    assert op.offsets.tolist() == [2, 0, 1]
+    save_factors(tmp_path / "f.h5", op)
+    np.testing.assert_array_equal(load_factors(tmp_path / "f.h5").operator.to_dense(), op.to_dense())

@@ -67,6 +67,9 @@ def test_verdict_says_when_the_winner_stores_no_fewer_numbers_than_x():
                                    "are no fewer than X's own 9 entries: X stored as it is costs no more")
     under = Comparison({"name": "m", "n": 8}, 60, "sf", [_row("sf", 1.0), _row("tsvd", 3.0)])
     assert "no fewer than" not in under.verdict()["text"]
+    one = Comparison({"name": "m", "n": 1}, 1, "sf", [MethodResult("sf", "ok", 1, 0.0, 0.0, 0.1, {})])
+    assert one.verdict()["text"] == ("SF reproduces X exactly with 1 number (100% of the budget); but 1 number "
+                                     "is no fewer than X's own 1 entry: X stored as it is costs no more")
 
 
 def test_verdict_says_when_unrun_sparse_storage_would_be_exact():

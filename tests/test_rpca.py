@@ -406,3 +406,13 @@ def test_godec_from_the_columns_of_a_matrix_in_memory_gets_the_rest_of_the_limit
     limit = 5 * X.nbytes + LIBRARY_WORKING_SET  # below its dense work arrays
     est = RobustPCA(budget=1500, max_memory=limit, random_state=0).fit(X)
     assert est.params_["path"] == "columns" and given == [(limit - X.nbytes, limit - X.nbytes)]
+
+
+@pytest.mark.parametrize("grid", [[-1], [-5, 2], [2.5], ["a"], [], [True]])
+def test_a_rank_grid_of_other_than_whole_ranks_is_refused(grid):
+    # -1 was read as a Python index (the largest rank: 1,475 numbers stored for a budget of 300)
+    X = np.abs(np.random.default_rng(0).standard_normal((24, 24)))
+    with pytest.raises(ParameterError, match="rank_grid must list ranks"):
+        RobustPCA(budget=300, rank_grid=grid, device="cpu").fit(X)
+    fit = RobustPCA(budget=300, rank_grid=[3, 1], device="cpu").fit(X)
+    assert fit.n_stored_ <= 300 and fit.rank_ <= 3

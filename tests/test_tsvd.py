@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sfapprox import ParameterError, TruncatedSVD
+from sfapprox import BudgetError, ParameterError, TruncatedSVD
 from sfapprox.budget import tsvd_count
 
 
@@ -64,3 +64,13 @@ def test_paper_tsvd_figures(realdata):
         t = TruncatedSVD(n_components=-(-m * m // 2)).fit(X)
         err = np.linalg.norm(X - t.to_dense())
         assert float(f"{err:.3g}") == paper, (rel, err)
+
+
+def test_a_rank_over_the_budget_also_given_is_refused():
+    X = np.random.default_rng(0).standard_normal((24, 24))
+    with pytest.raises(BudgetError, match=r"rank 3 stores 147 numbers, over the budget of 100; choose n_components "
+                                          r"of at most 2"):
+        TruncatedSVD(n_components=3, budget=100).fit(X)
+    with pytest.raises(BudgetError, match="raise the budget, or give none"):
+        TruncatedSVD(n_components=3, budget=10).fit(X)
+    assert TruncatedSVD(n_components=3, budget=147).fit(X).n_stored_ == 147

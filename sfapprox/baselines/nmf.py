@@ -28,7 +28,7 @@ from .._device import resolve_device, resolve_dtype
 from .._errors import BudgetError, ConvergenceWarning, NotApplicableError, ParameterError
 from .._params import Interval, Options
 from .._settings import DEFAULT_TIME_LIMIT
-from ..budget import nmf_count, nmf_rank_for_budget
+from ..budget import check_within, nmf_count, nmf_rank_for_budget
 from ..metrics import operator_error
 from ..operators import HybridOperator
 from ._torch import as_tensor, few_threads
@@ -288,7 +288,8 @@ class NMF(Approximation):
         Inner dimension ``r`` (scikit-learn's name).  When None, the largest rank that fits ``budget``
         (:func:`~sfapprox.budget.nmf_rank_for_budget`).
     budget : int or None, default=None
-        Stored-number budget (used when ``n_components`` is None); NMF stores ``2 N r``.
+        Stored-number budget; NMF stores ``2 N r``.  Sets the rank when ``n_components`` is None;
+        with both, a rank over the budget is refused (:class:`~sfapprox.BudgetError`).
     init : {"auto", "nndsvda", "nndsvd", "nndsvdar", "random", "best"}, default="auto"
         Start.  NMF has local minima, and which start wins depends on the
         matrix (Sawmill at rank 21: NNDSVDa 3.33, NNDSVD 3.23).  ``"auto"``
@@ -428,6 +429,9 @@ class NMF(Approximation):
         if self.n_components is None and rank == 0:
             raise BudgetError(f"budget {self.budget} is below one rank of a {n} x {n} NMF "
                               f"({nmf_count(n, 1)} numbers)")
+        fits = nmf_rank_for_budget(n, self.budget or 0)
+        check_within(nmf_count(n, rank), self.budget, f"rank {rank}",
+                     f"choose n_components of at most {fits}" if fits else "raise the budget, or give none")
         device = resolve_device(self.device)
         dtype = resolve_dtype(self.dtype, device)
         start = time.perf_counter()

@@ -34,6 +34,7 @@ choice among grid points are evaluated in float64.
 from __future__ import annotations
 
 import math
+import numbers
 import time
 import warnings
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ from .._threads import AdaptiveThreads
 from ..sources import MatrixSource, columns_within, room
 from .._validation import LIBRARY_WORKING_SET, check_memory, estimate_dense_bytes
 from ..budget import (
+    check_within,
     rpca_count,
     rpca_rank_for_budget,
     rpca_sparse_for_budget,
@@ -383,6 +385,17 @@ def _to_numpy(*tensors) -> list[np.ndarray]:
 
 
 # --------------------------------------------------------------------------- budget splits
+def _check_rank_grid(rank_grid) -> None:
+    """Refuse a ``rank_grid`` that is not a non-empty sequence of whole numbers >= 0 (a -1 was read as
+    a Python index, the largest rank, over the budget; 2.5 was cut to 2, "a" failed inside ``int``)."""
+    if rank_grid is None:
+        return
+    bad = [r for r in rank_grid if isinstance(r, bool) or not isinstance(r, numbers.Integral) or r < 0]
+    if bad or not len(rank_grid):
+        raise ParameterError(f"rank_grid must list ranks, whole numbers >= 0 (got {list(rank_grid)!r}); "
+                             "or None for the default grid")
+
+
 def _grid_ranks(r_max: int, rank_grid) -> list[int]:
     """Ranks tried with only a budget, largest first, each at most ``r_max``."""
     if rank_grid is None:
@@ -407,6 +420,7 @@ def _resolve_splits(
     ``max_rank`` caps every rank (PCP's natural rank); with a budget, the
     sparse part then gets what the smaller rank leaves.
     """
+    _check_rank_grid(rank_grid)
     cap = n if max_rank is None else min(n, max_rank)
     rank = None if rank is None else min(rank, cap)
     n_sparse = None if n_sparse is None else min(n_sparse, n * n)
@@ -416,12 +430,8 @@ def _resolve_splits(
             raise ParameterError("RobustPCA needs rank and n_sparse, or a budget")
         return [(rank, n_sparse)]
     if rank is not None and n_sparse is not None:
-        count = rpca_count(n, rank, n_sparse, count_indices=ci)
-        if count > budget:
-            raise BudgetError(
-                f"rank {rank} with {n_sparse} sparse entries stores {count} numbers, "
-                f"over the budget of {budget}; lower rank or n_sparse"
-            )
+        check_within(rpca_count(n, rank, n_sparse, count_indices=ci), budget,
+                     f"rank {rank} with {n_sparse} sparse entries", "lower rank or n_sparse")
         return [(rank, n_sparse)]
     if rank is not None:
         return [(rank, rpca_sparse_for_budget(n, budget, rank, count_indices=ci))]

@@ -15,7 +15,7 @@ import numpy as np
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._errors import BudgetError, ParameterError
 from .._params import Interval, Options
-from ..budget import paper_tsvd_rank, tsvd_count, tsvd_rank_for_budget
+from ..budget import check_within, paper_tsvd_rank, tsvd_count, tsvd_rank_for_budget
 from ..operators import HybridOperator
 
 __all__ = ["TruncatedSVD", "EXACT_MAX_N"]
@@ -62,7 +62,8 @@ class TruncatedSVD(Approximation):
     n_components : int or None, default=None
         Rank ``r`` (scikit-learn's name).  When None, the largest rank that fits ``budget``.
     budget : int or None, default=None
-        Stored-number budget, ``r (2N + 1)`` (used when ``n_components`` is None).
+        Stored-number budget, ``r (2N + 1)``.  Sets the rank when ``n_components`` is None; with
+        both, a rank over the budget is refused (:class:`~sfapprox.BudgetError`).
     solver : {"auto", "exact", "randomized"}, default="auto"
         ``auto``: exact for ``N <= EXACT_MAX_N``, randomized above.
     n_oversamples, n_iter : int, default=10, 7
@@ -152,6 +153,9 @@ class TruncatedSVD(Approximation):
         if self.n_components is None and rank == 0:
             raise BudgetError(f"budget {self.budget} is below one rank of a {n} x {n} TSVD "
                               f"({tsvd_count(n, 1)} numbers)")
+        fits = tsvd_rank_for_budget(n, self.budget or 0)
+        check_within(tsvd_count(n, rank), self.budget, f"rank {rank}",
+                     f"choose n_components of at most {fits}" if fits else "raise the budget, or give none")
         solver = self.solver
         if solver == "auto":
             solver = "exact" if n <= EXACT_MAX_N else "randomized"

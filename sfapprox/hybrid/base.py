@@ -333,6 +333,7 @@ class _ChordHybrid(Approximation):
         "budget": Interval(int, 1, None, allow_none=True),
         "max_splits": Interval(int, 0, None),
         "sf_params": (dict, None),
+        "callback": (Callable, None),
         "random_state": Interval(int, 0, None),
         "device": str,
         "dtype": (str, None),
@@ -369,6 +370,7 @@ class _ChordHybrid(Approximation):
         begin = time.perf_counter()  # the time limit covers the whole fit
         self._plain_estimator = None
         X = self._validate(X, check_input)
+        ChordSF.check_param_names(self.sf_params or {}, "sf_params")
         n = X.shape[0]
         budget = sf_count(n) if self.budget is None else int(self.budget)
         dense = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)

@@ -45,7 +45,9 @@ def dense_product(ws, offsets: list[int]):
     from ..sf._kernels import chord_product
 
     n = ws.shape[1]
-    if ws.device.type != "cpu" or n <= chord_ops.TORCH_DENSE_MAX_N:
+    # a line search's trial may hold non-finite values: the torch product carries them into the loss
+    # (which the search backs off from), where ChordOperator refuses them
+    if ws.device.type != "cpu" or n <= chord_ops.TORCH_DENSE_MAX_N or not bool(torch.isfinite(ws).all()):
         return chord_product(ws, offsets)
     values = ws.detach().to(torch.float64).numpy()
     return torch.from_numpy(ChordOperator(values, np.asarray(offsets, dtype=np.int64)).to_dense()).to(ws.dtype)

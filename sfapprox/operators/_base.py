@@ -80,6 +80,32 @@ class SurrogateOperator(LinearOperator):
     def __init__(self, n: int) -> None:
         super().__init__(dtype=np.float64, shape=(int(n), int(n)))
 
+    # ------------------------------------------------------------------ products (operands checked)
+    def matvec(self, x):
+        self._check_operand(x, "a vector", 1)
+        return super().matvec(x)
+
+    def rmatvec(self, x):
+        self._check_operand(x, "a vector", 1)
+        return super().rmatvec(x)
+
+    def matmat(self, X):
+        self._check_operand(X, "a matrix", 2)
+        return super().matmat(X)
+
+    def rmatmat(self, X):
+        self._check_operand(X, "a matrix", 2)
+        return super().rmatmat(X)
+
+    def _check_operand(self, x, what: str, ndim: int) -> None:
+        """:class:`~sfapprox.ParameterError` for an operand of another length than ``N`` (scipy's own
+        check says only "dimension mismatch")."""
+        shape = np.shape(x)
+        n = self.shape[0]
+        if not shape or shape[0] != n or len(shape) > 2 or (ndim == 1 and len(shape) == 2 and shape[1] != 1):
+            raise ParameterError(f"{type(self).__name__} is {n} x {n}: it applies to {what} of {n} rows, "
+                                 f"got shape {shape}")
+
     # ------------------------------------------------------------------ what a subclass supplies
     def _apply(self, B: np.ndarray, transpose: bool) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -219,10 +245,10 @@ def padded_rows(B: np.ndarray, rows: int) -> np.ndarray:
 
 
 def check_finite(name: str, what: str, *arrays: np.ndarray) -> None:
-    """``ValueError`` unless every array holds finite real numbers."""
+    """:class:`~sfapprox.ParameterError` (a ValueError) unless every array holds finite real numbers."""
     for a in arrays:
         if not np.issubdtype(a.dtype, np.number) or np.iscomplexobj(a) or not np.all(np.isfinite(a)):
-            raise ValueError(f"{what}: {name} must hold finite real numbers")
+            raise ParameterError(f"{what}: {name} must hold finite real numbers")
 
 
 # =============================================================================== the registry

@@ -26,6 +26,7 @@ import scipy.sparse as sp
 import torch
 from torch import nn
 
+from .._errors import ParameterError
 from ..chord import support_offsets
 from ..sf import _butterfly, _kernels
 from ._base import operator_class
@@ -130,7 +131,7 @@ class ChordLinear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x @ A.T`` over the last dimension of ``x`` (shape ``(..., N)``)."""
         if x.shape[-1] != self.n:
-            raise ValueError(f"expected input with last dimension {self.n}, got shape {tuple(x.shape)}")
+            raise ParameterError(f"expected input with last dimension {self.n}, got shape {tuple(x.shape)}")
         # Columns of a block: (..., N) -> (N, b); y^T = A x^T, the rightmost factor acting first.
         P = x.reshape(-1, self.n).T.contiguous()
         for m in range(self.values.shape[0] - 1, -1, -1):
@@ -215,7 +216,7 @@ class HybridLinear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x @ A.T`` over the last dimension of ``x`` (shape ``(..., N)``)."""
         if x.shape[-1] != self.n:
-            raise ValueError(f"expected input with last dimension {self.n}, got shape {tuple(x.shape)}")
+            raise ParameterError(f"expected input with last dimension {self.n}, got shape {tuple(x.shape)}")
         # In the promoted dtype, as the Chord part computes (float64 input, float32 parameters: float64);
         # a low-rank or sparse surrogate alone raised torch's "expected m1 and m2 to have the same dtype".
         dtype = torch.promote_types(x.dtype, self.U.dtype)

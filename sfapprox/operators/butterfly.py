@@ -6,6 +6,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._errors import ParameterError
 from ._base import SurrogateOperator, padded_rows, register_operator
 from .chord import ChordOperator
 
@@ -68,7 +69,7 @@ class PaddedButterflyOperator(SurrogateOperator):
         big = self.inner.shape[0]
         n = int(n)
         if not 1 <= n <= big:
-            raise ValueError(f"n = {n} must be between 1 and the factors' order {big}")
+            raise ParameterError(f"n = {n} must be between 1 and the factors' order {big}")
         super().__init__(n)
 
     @property
@@ -109,10 +110,10 @@ class PaddedButterflyOperator(SurrogateOperator):
         try:
             values, n = np.asarray(arrays["values"]), int(attrs["n"])
         except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"padded butterfly operator: missing or unreadable part ({exc})") from None
+            raise ParameterError(f"padded butterfly operator: missing or unreadable part ({exc})") from None
         if not np.issubdtype(values.dtype, np.number) or np.iscomplexobj(values) or not np.all(np.isfinite(values)):
-            raise ValueError("padded butterfly operator: values must be finite real numbers")
+            raise ParameterError("padded butterfly operator: values must be finite real numbers")
         try:
             return cls(values, n)
         except ValueError as exc:
-            raise ValueError(f"padded butterfly operator: {exc}") from None
+            raise ParameterError(f"padded butterfly operator: {exc}") from None

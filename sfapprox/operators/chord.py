@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._errors import ParameterError
 from ..budget import butterfly_count
 from ..chord import OFFSET_SUPPORTS, SUPPORTS, is_power_of_two, support_offsets
 from ._base import SurrogateOperator, check_finite, register_operator
@@ -61,8 +62,9 @@ class ChordOperator(SurrogateOperator):
         column ``i`` and ``values[m, i, 1]`` at column ``i XOR 2^m``.
     offsets : ndarray of shape (K,), optional
         Offsets of an offset-based support (default: the support's offsets
-        with base 2, e.g. the reference Chord protocol for ``N``).  Must be
-        left out (or empty) for the butterfly.
+        with base 2, e.g. the reference Chord protocol for ``N``): any
+        integers, distinct modulo ``N``, kept modulo ``N`` (-1 is ``N - 1``).
+        Must be left out (or empty) for the butterfly.
     support : {"chord", "symmetric", "butterfly"}, default="chord"
         The support protocol (:data:`sfapprox.chord.SUPPORTS`).  For the
         offset-based ones it is a label (the offsets define the positions);
@@ -100,24 +102,28 @@ class ChordOperator(SurrogateOperator):
 
     def __init__(self, values: np.ndarray, offsets: np.ndarray | None = None, *, support: str = "chord"):
         values = np.asarray(values, dtype=np.float64)
-        if values.ndim != 3:
-            raise ValueError(f"values must have shape (M, N, K), got {values.shape}")
+        if values.ndim != 3 or not min(values.shape[1:]):  # (M = 0 is the empty product, the identity)
+            raise ParameterError(f"values must have shape (M, N, K), N and K at least 1, got {values.shape}")
         if support not in SUPPORTS:
-            raise ValueError(f"unknown support {support!r}; choose one of {', '.join(SUPPORTS)}")
+            raise ParameterError(f"unknown support {support!r}; choose one of {', '.join(SUPPORTS)}")
+        check_finite("values", "Chord factors", values)
         n = values.shape[1]
         if support in OFFSET_SUPPORTS:
             offsets = support_offsets(n, support) if offsets is None else np.asarray(offsets, dtype=np.int64)
             if offsets.shape != (values.shape[2],):
-                raise ValueError(f"{len(offsets)} offsets for {values.shape[2]} values per row")
+                raise ParameterError(f"{len(offsets)} offsets for {values.shape[2]} values per row")
+            if len(set((offsets % n).tolist())) != offsets.size:  # two values for one entry of every row
+                raise ParameterError(f"offsets {offsets.tolist()} are not distinct modulo N = {n}")
+            offsets = offsets % n  # as the products read them, and as a factors file holds them
         else:
             if offsets is not None and np.size(offsets):
-                raise ValueError("the butterfly support has no offsets; leave offsets out")
+                raise ParameterError("the butterfly support has no offsets; leave offsets out")
             offsets = np.zeros(0, dtype=np.int64)
             n_max = n.bit_length() - 1
             if n < 2 or not is_power_of_two(n):
-                raise ValueError(f"butterfly factors need N a power of two (at least 2), got N = {n}")
+                raise ParameterError(f"butterfly factors need N a power of two (at least 2), got N = {n}")
             if values.shape[2] != 2 or not 1 <= values.shape[0] <= n_max:
-                raise ValueError(
+                raise ParameterError(
                     f"butterfly values must have shape (M, {n}, 2) with 1 <= M <= log2 N = {n_max}, "
                     f"got {values.shape}"
                 )
@@ -276,21 +282,21 @@ class ChordOperator(SurrogateOperator):
         (:meth:`SurrogateOperator.from_arrays` states the contract)."""
         support = str(attrs.get("support", "chord"))
         if support not in SUPPORTS:
-            raise ValueError(f"unknown factor support {support!r} (known: {', '.join(SUPPORTS)}); "
+            raise ParameterError(f"unknown factor support {support!r} (known: {', '.join(SUPPORTS)}); "
                              "the file may come from a newer sfapprox")
         values, offsets = np.asarray(arrays["values"]), np.asarray(arrays["offsets"])
         check_finite("values", "Chord factors", values)
         if values.ndim != 3 or offsets.ndim != 1:
-            raise ValueError(f"values {values.shape} must be (M, n, K) and offsets {offsets.shape} one-dimensional")
+            raise ParameterError(f"values {values.shape} must be (M, n, K) and offsets {offsets.shape} one-dimensional")
         n = values.shape[1]
         if support == "butterfly":
             if offsets.size:
-                raise ValueError("butterfly factors have offsets")
+                raise ParameterError("butterfly factors have offsets")
             return cls(values, support="butterfly")
         if not np.issubdtype(offsets.dtype, np.integer) and offsets.size:
-            raise ValueError(f"offsets must be integers, got {offsets.dtype}")
+            raise ParameterError(f"offsets must be integers, got {offsets.dtype}")
         if offsets.shape != (values.shape[2],):
-            raise ValueError(f"{offsets.size} offsets for {values.shape[2]} values per row")
+            raise ParameterError(f"{offsets.size} offsets for {values.shape[2]} values per row")
         if offsets.size and (offsets.min() < 0 or offsets.max() >= n or len(set(offsets.tolist())) != offsets.size):
-            raise ValueError(f"offsets {offsets.tolist()} are not distinct positions in 0..{n - 1}")
+            raise ParameterError(f"offsets {offsets.tolist()} are not distinct positions in 0..{n - 1}")
         return cls(values, offsets.astype(np.int64), support=support)

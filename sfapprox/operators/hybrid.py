@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
+from .._errors import ParameterError
 from ..budget import hybrid_count
 from ._base import SurrogateOperator, check_finite, register_operator
 from .chord import CHORD_DATASETS, CHORD_DESCRIPTION, ChordOperator
@@ -83,7 +84,7 @@ class HybridOperator(SurrogateOperator):
         count_indices: bool = False,
     ):
         if chord is not None and chord.shape != (n, n):
-            raise ValueError(f"Chord part has shape {chord.shape}, expected {(n, n)}")
+            raise ParameterError(f"Chord part has shape {chord.shape}, expected {(n, n)}")
         if low_rank is None:
             low_rank = (np.zeros((n, 0)), np.zeros(0), np.zeros((0, n)))
         #: whether the low-rank part stores its singular values (U diag(s) V^T) or is U V^T
@@ -92,11 +93,11 @@ class HybridOperator(SurrogateOperator):
             low_rank = (low_rank[0], np.ones(np.shape(low_rank[0])[1]), low_rank[2])
         U, sig, Vt = (np.asarray(a, dtype=np.float64) for a in low_rank)
         if U.shape != (n, sig.size) or Vt.shape != (sig.size, n):
-            raise ValueError(f"low-rank part shapes {U.shape}, {sig.shape}, {Vt.shape} do not match N={n}")
+            raise ParameterError(f"low-rank part shapes {U.shape}, {sig.shape}, {Vt.shape} do not match N={n}")
         if sparse is None:
             sparse = sp.csr_array((n, n))
         if sparse.shape != (n, n):
-            raise ValueError(f"sparse part has shape {sparse.shape}, expected {(n, n)}")
+            raise ParameterError(f"sparse part has shape {sparse.shape}, expected {(n, n)}")
         self.chord = chord
         self.U, self.s, self.Vt = U, sig, Vt
         self.sparse = sp.csr_array(sparse, dtype=np.float64)
@@ -222,18 +223,18 @@ class HybridOperator(SurrogateOperator):
         check_finite("sparse_vals", "hybrid", vals)
         n = U.shape[0] if U.ndim == 2 else -1
         if U.ndim != 2 or s.ndim != 1 or Vt.ndim != 2 or U.shape[1] != s.size or Vt.shape != (s.size, n):
-            raise ValueError(f"low-rank part shapes {U.shape}, {s.shape}, {Vt.shape} do not make a rank-{s.size} "
+            raise ParameterError(f"low-rank part shapes {U.shape}, {s.shape}, {Vt.shape} do not make a rank-{s.size} "
                              "square matrix")
         if values.ndim == 3 and values.shape[1] != n:
-            raise ValueError(f"values has shape {values.shape}, expected (M, {n}, K)")
+            raise ParameterError(f"values has shape {values.shape}, expected (M, {n}, K)")
         if rows.shape != cols.shape or rows.shape != vals.shape or rows.ndim != 1:
-            raise ValueError("sparse_rows, sparse_cols and sparse_vals differ in shape")
+            raise ParameterError("sparse_rows, sparse_cols and sparse_vals differ in shape")
         for name, index in (("sparse_rows", rows), ("sparse_cols", cols)):
             if index.size and (not np.issubdtype(index.dtype, np.integer) or index.min() < 0 or index.max() >= n):
-                raise ValueError(f"{name} holds positions outside 0..{n - 1}")
+                raise ParameterError(f"{name} holds positions outside 0..{n - 1}")
         sparse = sp.csr_array((vals.astype(np.float64), (rows.astype(np.int64), cols.astype(np.int64))), shape=(n, n))
         if sparse.nnz != rows.size:
-            raise ValueError("sparse entries repeat a position")
+            raise ParameterError("sparse entries repeat a position")
         singular = bool(attrs.get("lr_singular_values", True))
         return cls(n, chord=chord, low_rank=(U, s if singular else None, Vt), sparse=sparse,
                    count_indices=bool(attrs.get("count_indices", False)))

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._errors import ParameterError
 from ..budget import tsvd_count
 from ._base import SurrogateOperator, register_operator
 
@@ -139,13 +140,13 @@ class MonarchOperator(_Blockwise):
         left = np.ascontiguousarray(left, dtype=np.float64)
         right = np.ascontiguousarray(right, dtype=np.float64)
         if left.ndim != 4 or right.ndim != 4:
-            raise ValueError(f"left and right must be 4-way arrays, got shapes {left.shape} and {right.shape}")
+            raise ParameterError(f"left and right must be 4-way arrays, got shapes {left.shape} and {right.shape}")
         b2, b1, b1b, r = left.shape
         if b1b != b1 or right.shape != (b1, r, b2, b2):
-            raise ValueError(f"left {left.shape} must be (b2, b1, b1, r) and right {right.shape} (b1, r, b2, b2)")
+            raise ParameterError(f"left {left.shape} must be (b2, b1, b1, r) and right {right.shape} (b1, r, b2, b2)")
         n = int(n)
         if not 1 <= n <= b1 * b2:
-            raise ValueError(f"n = {n} must be between 1 and b1·b2 = {b1 * b2}")
+            raise ParameterError(f"n = {n} must be between 1 and b1·b2 = {b1 * b2}")
         self.left, self.right = left, right
         self.left_block, self.right_block, self.rank = b1, b2, r
         super().__init__(n)
@@ -198,14 +199,14 @@ class MonarchOperator(_Blockwise):
         try:
             left, right, n = np.asarray(arrays["left"]), np.asarray(arrays["right"]), int(attrs["n"])
         except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"Monarch operator: missing or unreadable part ({exc})") from None
+            raise ParameterError(f"Monarch operator: missing or unreadable part ({exc})") from None
         for name, a in (("left", left), ("right", right)):
             if not np.issubdtype(a.dtype, np.number) or np.iscomplexobj(a) or not np.all(np.isfinite(a)):
-                raise ValueError(f"Monarch operator: {name} must hold finite real numbers")
+                raise ParameterError(f"Monarch operator: {name} must hold finite real numbers")
         try:
             return cls(left, right, n)
         except ValueError as exc:
-            raise ValueError(f"Monarch operator: {exc}") from None
+            raise ParameterError(f"Monarch operator: {exc}") from None
 
 
 @register_operator
@@ -263,7 +264,7 @@ class MonarchLowRankOperator(_Blockwise):
         self.s = np.zeros(0) if s is None else np.ascontiguousarray(s, dtype=np.float64).ravel()
         self.Vt = np.zeros((0, n)) if Vt is None else np.ascontiguousarray(Vt, dtype=np.float64)
         if self.U.shape != (n, k) or self.Vt.shape != (k, n):
-            raise ValueError(f"U {self.U.shape}, s ({k},) and Vt {self.Vt.shape} do not make a rank-{k} "
+            raise ParameterError(f"U {self.U.shape}, s ({k},) and Vt {self.Vt.shape} do not make a rank-{k} "
                              f"{n} x {n} matrix")
         super().__init__(n)
 
@@ -301,16 +302,16 @@ class MonarchLowRankOperator(_Blockwise):
             parts = {name: np.asarray(arrays[name]) for name in ("U", "s", "Vt")}
             n = int(attrs["n"])
         except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"Monarch + low-rank operator: missing or unreadable part ({exc})") from None
+            raise ParameterError(f"Monarch + low-rank operator: missing or unreadable part ({exc})") from None
         if ("left" in arrays) != ("right" in arrays):
-            raise ValueError("Monarch + low-rank operator: left and right come together")
+            raise ParameterError("Monarch + low-rank operator: left and right come together")
         for name, a in parts.items():
             if not np.issubdtype(a.dtype, np.number) or np.iscomplexobj(a) or not np.all(np.isfinite(a)):
-                raise ValueError(f"Monarch + low-rank operator: {name} must hold finite real numbers")
+                raise ParameterError(f"Monarch + low-rank operator: {name} must hold finite real numbers")
         if "left" in arrays:  # the Monarch part: MonarchOperator's own checks
             monarch = MonarchOperator.from_arrays(arrays, {"n": n})
             parts.update(left=monarch.left, right=monarch.right)
         try:
             return cls(n, **parts)
         except ValueError as exc:
-            raise ValueError(f"Monarch + low-rank operator: {exc}") from None
+            raise ParameterError(f"Monarch + low-rank operator: {exc}") from None

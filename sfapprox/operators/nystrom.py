@@ -6,6 +6,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._errors import ParameterError
 from ..budget import nystrom_count
 from ._base import SurrogateOperator, check_finite, register_operator
 
@@ -53,7 +54,7 @@ class NystromOperator(SurrogateOperator):
         C = np.ascontiguousarray(C, dtype=np.float64)
         core = np.ascontiguousarray(core, dtype=np.float64)
         if C.ndim != 2 or core.shape != (C.shape[1], C.shape[1]):
-            raise ValueError(f"C {C.shape} must be (n, r) and core {core.shape} (r, r)")
+            raise ParameterError(f"C {C.shape} must be (n, r) and core {core.shape} (r, r)")
         self.C, self.core = C, core
         super().__init__(C.shape[0])
 

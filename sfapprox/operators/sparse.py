@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
+from .._errors import ParameterError
 from ..budget import sparse_count
 from ._base import SurrogateOperator, register_operator
 
@@ -54,7 +55,7 @@ class SparseOperator(SurrogateOperator):
     def __init__(self, matrix):
         matrix = sp.csr_array(matrix, dtype=np.float64)
         if matrix.shape[0] != matrix.shape[1]:
-            raise ValueError(f"a square matrix is needed, got shape {matrix.shape}")
+            raise ParameterError(f"a square matrix is needed, got shape {matrix.shape}")
         matrix.sum_duplicates()
         matrix.sort_indices()
         self.matrix = matrix
@@ -91,20 +92,20 @@ class SparseOperator(SurrogateOperator):
             indices = np.asarray(arrays["indices"])
             indptr = np.asarray(arrays["indptr"])
         except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"CSR operator: missing or unreadable part ({exc})") from None
+            raise ParameterError(f"CSR operator: missing or unreadable part ({exc})") from None
         if n < 1:
-            raise ValueError(f"CSR operator: n must be at least 1, got {n}")
+            raise ParameterError(f"CSR operator: n must be at least 1, got {n}")
         if data.ndim != 1 or indices.shape != data.shape or indptr.shape != (n + 1,):
-            raise ValueError(f"CSR operator: shapes data {data.shape}, indices {indices.shape}, indptr "
+            raise ParameterError(f"CSR operator: shapes data {data.shape}, indices {indices.shape}, indptr "
                              f"{indptr.shape} do not describe an {n} x {n} matrix")
         for name, a in (("indices", indices), ("indptr", indptr)):
             if a.size and not np.issubdtype(a.dtype, np.integer):
-                raise ValueError(f"CSR operator: {name} must be integers, got {a.dtype}")
+                raise ParameterError(f"CSR operator: {name} must be integers, got {a.dtype}")
         if not np.issubdtype(data.dtype, np.number) or np.iscomplexobj(data) or not np.all(np.isfinite(data)):
-            raise ValueError("CSR operator: data must be finite real numbers")
+            raise ParameterError("CSR operator: data must be finite real numbers")
         if indptr[0] != 0 or indptr[-1] != data.size or np.any(np.diff(indptr) < 0):
-            raise ValueError("CSR operator: indptr must rise from 0 to the number of entries")
+            raise ParameterError("CSR operator: indptr must rise from 0 to the number of entries")
         if indices.size and (indices.min() < 0 or indices.max() >= n):
-            raise ValueError(f"CSR operator: column indices outside 0..{n - 1}")
+            raise ParameterError(f"CSR operator: column indices outside 0..{n - 1}")
         return cls(sp.csr_array((data.astype(np.float64), indices.astype(np.int64), indptr.astype(np.int64)),
                                 shape=(n, n)))

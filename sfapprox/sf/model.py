@@ -159,6 +159,20 @@ def estimate_fit_memory(
     return numbers * itemsize + history + scoring_bytes(n) + int(input_bytes) + libraries
 
 
+def _check_checkpoint_path(path: str | os.PathLike) -> None:
+    """Refuse, before any work, a checkpoint path that no checkpoint could be written to (the first
+    one came after ``checkpoint_every`` seconds, and the fit then failed there, or with a short fit
+    never wrote one and said nothing)."""
+    target = Path(path)
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.is_dir():
+        raise ParameterError(f"checkpoint {target}: folder {parent} does not exist; create it or choose another path")
+    if target.is_dir():
+        raise ParameterError(f"checkpoint {target} is a folder; give a file's path (.h5)")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ParameterError(f"checkpoint {target}: folder {parent} is not writable; choose another path")
+
+
 def _compiles_iterations(n: int, itemsize: int) -> bool:
     """Whether an ``n x n`` CPU fit in numbers of ``itemsize`` bytes runs its iterations compiled whole
     (:class:`._kernels.CompiledObjective`'s condition, and float64)."""
@@ -257,8 +271,12 @@ class ChordSF(Approximation):
     time_limit : float or None, default=60.0
         Wall-clock limit of the whole fit (setup, optimizer and the scoring
         of the result: the optimizer stops :data:`SCORING_EVALS` evaluations
-        early), in seconds; None for none.  Compiling the CPU kernels on
-        their first use (once per install, seconds) is not counted.  With
+        early), in seconds; None for none (0 is no time at all: the fit
+        returns its start; :class:`~sfapprox.FitSettings` and the CLI read 0
+        as none).  Compiling the CPU kernels on their first use (once per
+        install, seconds) is not counted, nor is a new process's first fit's
+        importing of torch and loading of the compiled kernels (1-3 s; its
+        ``seconds_`` includes the loading).  With
         the default, a fit takes at most about a minute, and stops earlier on
         ``max_iter`` or a tolerance; a fit cut by the clock depends on the
         machine's speed, so set ``time_limit=None`` for results that depend
@@ -347,11 +365,16 @@ class ChordSF(Approximation):
         Empty for the butterfly, whose positions are not offsets.
     n_stored_ : int
     n_iter_, n_evals_ : int
+        Iterations and evaluations of every start together (``init="auto"``
+        races two starts within ``max_iter``; with fewer iterations than
+        starts, the better start takes them all).
     loss_curve_ : list of float
-        ``0.5 * ||X - product||_F^2`` after each iteration (index 0: the start).
+        ``0.5 * ||X - product||_F^2`` after each iteration of the start kept
+        (``init_``; index 0: its start), so up to ``n_iter_ + 1`` values.
     stop_reason_ : str
     seconds_ : float
-        Optimizer wall time.
+        Optimizer wall time, the loading (or compiling) of the compiled
+        kernels included.
     fro_error_, rel_error_ : float or None
         Frobenius error of the returned factors, evaluated in float64; None
         after a fit from the column blocks of a source that is not in memory
@@ -416,10 +439,11 @@ class ChordSF(Approximation):
         "history_size": Interval(int, 1, None),
         "init": (Options(NAMED_INITS), str, os.PathLike, np.ndarray),
         "checkpoint": (str, os.PathLike, None),
+        "callback": (Callable, None),
         "checkpoint_every": Interval(float, 0, None),
         "init_noise": Interval(float, 0, None, allow_none=True),
         "probe": Interval(float, 0, 1),
-        "scale": (Options(("sqrt_n", "n", "fro")), Interval(float, 0, None)),
+        "scale": (Options(("sqrt_n", "n", "fro")), Interval(float, 0, None, low_open=True)),
         "random_state": Interval(int, 0, None),
         "device": str,
         "dtype": (Options(("float64", "float32", "auto")), None),
@@ -520,6 +544,7 @@ class ChordSF(Approximation):
         fit_begin = _timing.now()  # the time limit covers the whole fit: setup, optimizer, scoring
         self._check_init()
         if self.checkpoint is not None:
+            _check_checkpoint_path(self.checkpoint)
             # The file there now may be replaced (the caller allowed it); a file that takes the name
             # later, while the fit runs, is another program's and is not (see _save_checkpoint).
             start = self.__dict__.pop("_checkpoint_start", None)  # fit_matrix's replaces=
@@ -693,7 +718,7 @@ class ChordSF(Approximation):
         width = _columns.column_width(n, n_factors, len(offsets), None if limit is None else limit - libraries,
                                       history=history)
         full = memory_limit(self.max_memory)
-        held = 0 if limit is None or full is None else max(0, full - limit)  # the user's limit, in the message
+        held = source.held_bytes if full is not None else 0  # the user's limit, in the message
         check_memory(_columns.column_fit_memory(n, n_factors, len(offsets), width, history=history) + libraries,
                      limit=full, held=held, what=f"fitting SF to {source.name} ({n:,} x {n:,}) from its column blocks")
         lbfgs_fits = limit is None or _columns.column_fit_memory(

@@ -68,6 +68,8 @@ class MatrixSource:
     column_copies: int = 2
     #: The memory limit passes are sized for when their caller gives none (a comparison sets it).
     max_memory: int | None = None
+    #: Bytes of a matrix held in memory beside this source's passes (:func:`~.arrays.columns_within`).
+    held_bytes: int = 0
 
     def __init__(self, n: int, name: str = "X") -> None:
         if int(n) < 1:

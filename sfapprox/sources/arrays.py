@@ -336,7 +336,7 @@ def columns_within(matrix, max_memory: int | None, name: str = "X") -> MatrixSou
     limit = memory_limit(max_memory)
     if limit is not None and source is not matrix:
         held = held_bytes(matrix) * (2 if sp.issparse(matrix) else 1)
-        source.max_memory = max(1, limit - held)
+        source.max_memory, source.held_bytes = max(1, limit - held), held
     return source
 
 

@@ -1,0 +1,95 @@
+"""Progress callbacks: coarse marks, and the phases a display shows before a fit's first iteration."""
+
+import time
+
+import numpy as np
+from typer.testing import CliRunner
+
+from sfapprox import ChordSF
+from sfapprox._progress import coarse_progress, phase, same_progress
+
+
+class Display:
+    """A progress display's callback: records each report and each phase shown."""
+
+    def __init__(self):
+        self.phases, self.reports = [], []
+        self.coarse = True
+
+    def __call__(self, info):
+        self.reports.append(info)
+
+    def phase(self, text):
+        self.phases.append(text)
+
+
+def test_a_phase_longer_than_its_delay_is_shown_then_cleared():
+    display = Display()
+    with phase(display, "compiling", delay=0.05):
+        time.sleep(0.3)
+    assert display.phases == ["compiling", ""]
+
+
+def test_a_short_phase_is_never_shown():
+    display = Display()
+    with phase(display, "compiling", delay=5.0):
+        pass
+    assert display.phases == []
+
+
+def test_a_callback_without_phases_is_not_called():
+    seen = []
+    with phase(seen.append, "compiling", delay=0.0):
+        time.sleep(0.1)
+    with phase(None, "compiling", delay=0.0):
+        time.sleep(0.1)
+    assert seen == []
+
+
+def test_a_wrapper_keeps_the_marks_and_phases_of_what_it_wraps():
+    display = Display()
+    wrapper = same_progress(lambda info: display(dict(info, method="sf")), display)
+    assert coarse_progress(wrapper) and wrapper.phase == display.phase
+    plain = same_progress(lambda info: None, lambda info: None)
+    assert not coarse_progress(plain) and not hasattr(plain, "phase")
+
+
+def _slow_warm_up(monkeypatch, seconds=0.8):
+    """The kernels' warm-up made to take ``seconds`` (as numba compiling on a fresh install)."""
+    from sfapprox.sf import _kernels
+
+    real = _kernels.warm_up_numba
+
+    def slow(dtype):
+        time.sleep(seconds)
+        real(dtype)
+
+    monkeypatch.setattr(_kernels, "warm_up_numba", slow)
+
+
+def test_a_fit_shows_its_compiling_before_the_first_iteration(monkeypatch):
+    _slow_warm_up(monkeypatch)
+    display = Display()
+    display.phase = lambda text: display.phases.append((text, len(display.reports)))
+    X = np.random.default_rng(0).random((16, 16))
+    ChordSF(max_iter=30, device="cpu", callback=display).fit(X)
+    assert [text for text, _ in display.phases] == ["compiling kernels (first run)", ""]
+    assert all(reports == 0 for _, reports in display.phases)  # both before the first report
+    assert display.reports
+
+
+def test_a_log_gets_the_compiling_as_one_line(monkeypatch, tmp_path):
+    from sfapprox.cli import app
+
+    _slow_warm_up(monkeypatch)
+    path = tmp_path / "m.npy"
+    np.save(path, np.random.default_rng(1).random((16, 16)))
+    result = CliRunner().invoke(app, ["fit", str(path), "--out", str(tmp_path / "f.h5"), "--iters", "30",
+                                      "--device", "cpu"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if "compiling kernels" in line]
+    assert lines == ["SF m: compiling kernels (first run)"]
+    assert result.output.index("compiling kernels") < result.output.index("optimizer running")
+    quiet = CliRunner().invoke(app, ["fit", str(path), "--out", str(tmp_path / "g.h5"), "--iters", "30",
+                                     "--device", "cpu", "--quiet"])
+    assert quiet.exit_code == 0 and "compiling kernels" not in quiet.output
