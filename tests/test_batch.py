@@ -207,6 +207,20 @@ def test_a_changed_file_is_redone_and_a_touched_one_is_not(tmp_path):
     assert tsvd["matrix_info"]["fro_norm"] == pytest.approx(2 * np.linalg.norm(X))
 
 
+def test_a_pair_at_another_budget_is_redone_not_resumed(tmp_path):
+    """A line made at another budget measured something else: it is redone (a resume with --budget 0.1
+    over lines at 'sf' computed nothing, exited 0, and the report showed the old numbers)."""
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"))
+    out = tmp_path / "out"
+    run_batch(m, out, TSVD)
+    again = run_batch(m, out, BatchOptions(methods=("tsvd",), budget="0.1", settings=FitSettings(device="cpu")))
+    assert (again.written, again.skipped, again.warnings) == (1, 0, [])
+    assert again.changed == ["a: its line was made with budget 'sf', now '0.1'; its lines are redone"]
+    assert [r["settings"]["budget"] for r in lines(out)] == ["0.1"]
+    same = run_batch(m, out, BatchOptions(methods=("tsvd",), budget="0.1", settings=FitSettings(device="cpu")))
+    assert (same.written, same.skipped, same.changed) == (0, 1, [])
+
+
 def test_lines_of_other_settings_are_said_even_when_nothing_was_skipped(tmp_path):
     """Other methods at another budget in the folder: the report ranks them together, so the batch
     says so (it did only when a pair of this run was skipped)."""

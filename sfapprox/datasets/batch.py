@@ -5,8 +5,10 @@ one line per (matrix, method).  Re-running the same command resumes:
 (matrix, method) pairs whose line says ``ok`` or ``not applicable`` are
 skipped; ``failed``, ``unavailable`` and ``interrupted`` pairs are tried again
 (their old lines are removed first, so each pair has at most one line).
-``force=True`` recomputes everything selected; resuming with other settings
-than the lines already there is reported (``BatchSummary.warnings``).
+``force=True`` recomputes everything selected.  A finished line made at
+another budget, protocol or ``count_indices`` measured something else and is
+redone (:data:`MEASURES`); resuming with other settings (time limit,
+iterations) than the lines already there is reported (``BatchSummary.warnings``).
 
 Files that are not on this machine yet are downloaded first, by the parent
 process, one after the other; once a download fails for want of a network,
@@ -216,6 +218,40 @@ def settings_changes(existing: ResultsFile, options: BatchOptions) -> list[str]:
                 seen.setdefault(key, set()).add(repr(value))
     return [f"{key}: earlier lines used {', '.join(sorted(values))}, this run {now[key]!r}"
             for key, values in sorted(seen.items())]
+
+
+#: The recorded settings that say what a line measures (not how hard it tried): a line made with
+#: another one is another experiment, redone rather than skipped (a resume with --budget 0.1 over lines
+#: at 'sf' used to compute nothing and report the old numbers).
+MEASURES = ("budget", "protocol", "count_indices")
+
+
+def changed_measures(existing: ResultsFile, options: BatchOptions) -> dict[tuple[str, str], str]:
+    """Finished pairs whose line measured something else than this run asks (:data:`MEASURES`), and why.
+
+    Parameters
+    ----------
+    existing : ResultsFile
+        The lines already in the results file.
+    options : BatchOptions
+        This run's options.
+
+    Returns
+    -------
+    dict of (str, str) to str
+        ``(matrix, method)`` -> what differs, for finished pairs only.
+    """
+    now = options.recorded()
+    stale: dict[tuple[str, str], str] = {}
+    for key, record in existing.latest().items():
+        settings = record.get("settings") or {}
+        if record.get("status") not in DONE_STATUSES:
+            continue
+        differ = [f"{name} {settings[name]!r}, now {now[name]!r}" for name in MEASURES
+                  if name in settings and settings[name] != now[name]]
+        if differ:
+            stale[key] = f"its line was made with {'; '.join(differ)}"
+    return stale
 
 
 def changed_sources(entries: Iterable[Entry], existing: ResultsFile, data_dir: str | None,
@@ -498,7 +534,8 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
     cache = str(cache_dir())
     network = NetworkState()
     entries = expand_weights(entries, options.data_dir, Path(cache), network)
-    stale = {} if force else changed_sources(entries, existing, options.data_dir, Path(cache))
+    stale = {} if force else {**changed_measures(existing, options),
+                              **changed_sources(entries, existing, options.data_dir, Path(cache))}
     todo, drop, skipped = plan(entries, options.methods, existing, force, stale=set(stale))
     summary = BatchSummary(str(out), skipped=skipped, to_do=sum(len(m) for m in todo.values()))
     summary.changed = sorted({f"{name}: {why}; its lines are redone" for (name, method), why in stale.items()
