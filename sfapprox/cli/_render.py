@@ -103,14 +103,19 @@ def check_outputs(outputs: Outputs, inputs: Sequence[Path | str] = ()) -> None:
 PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp")
 
 
-def check_plot(path: Path | None, force: bool) -> None:
-    """Refuse, before any work, a figure that could not be written (type, matplotlib, folder)."""
+def check_plot(path: Path | None, force: bool, outputs: Outputs | None = None,
+               inputs: Sequence[Path | str] = ()) -> None:
+    """Refuse, before any work, a figure that could not be written (type, matplotlib, folder), that
+    is the command's input, or that another of its ``outputs`` names too (the table's text went into
+    the figure's file, after the whole run)."""
     if path is None:
         return
     if path.suffix.lower() not in PLOT_SUFFIXES:
         raise ParameterError(f"{path}: cannot write a figure of type {path.suffix or '(none)'!r}; "
                             f"use one of {', '.join(PLOT_SUFFIXES)}")
-    check_output(path, force)
+    check_output(path, force, inputs)
+    if outputs is not None:
+        check_distinct(*(p for p in outputs.files.values() if str(p) != "-"), path)
     from ..plotting import _pyplot
 
     _pyplot()  # fail now, not after the fits, when matplotlib is missing
@@ -148,7 +153,7 @@ def check_distinct(*paths: Path | None) -> None:
     """Refuse the same file named for two outputs (one would silently replace the other)."""
     seen: dict[Path, Path] = {}
     for path in paths:
-        if path is None:
+        if path is None or stream_kind(output_target(path)) is not None:  # /dev/null may take them all
             continue
         key = path.resolve()
         if key in seen:

@@ -50,7 +50,7 @@ def compare(
         names = parse_methods(methods)  # every option and output is checked before any work
         parse_budget(budget)
         check_outputs(outputs, inputs=[path])
-        check_plot(plot, outputs.force)
+        check_plot(plot, outputs.force, outputs, inputs=[path])
         included = load_included(saved, settings.max_memory)
         client = None
         if scheduler is not None:  # connected before any work: a wrong address costs nothing

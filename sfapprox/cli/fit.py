@@ -22,7 +22,7 @@ from ._render import check_distinct, check_output, err, fit_progress, is_stdout,
 @o.options(o.LOAD, o.FIT)
 def fit(
     path: o.MatrixPath,
-    out_path: Annotated[Optional[Path], typer.Option("--out", help="Write the factors to this HDF5 file (see the README's 'Output files' for its layout).", metavar="FILE")] = None,
+    out_path: Annotated[Optional[Path], typer.Option("--out", help="Write the factors to this HDF5 file ('-': standard output, not a terminal; see the README's 'Output files' for its layout).", metavar="FILE")] = None,
     json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write a JSON summary to this file ('-': standard output).", metavar="FILE")] = None,
     ftol: Annotated[float, typer.Option("--ftol", min=0, help="Stop when the loss falls by a relative amount below this over 20 iterations.", metavar="X")] = SF_FTOL,
     gtol: Annotated[float, typer.Option("--gtol", min=0, help="Stop when max |gradient| falls below this (scale-free units).", metavar="X")] = SF_GTOL,
@@ -57,6 +57,11 @@ def fit(
             raise ParameterError("--checkpoint-every writes the factors to --out FILE; give --out too")
         if init not in ("auto", "reference", "identity"):
             check_saved_fit(Path(init))
+        if out_path is not None and str(out_path) == "-":  # standard output, as for --json (a file named "-" before)
+            if sys.stdout.isatty():
+                raise ParameterError("--out -: the factors file (HDF5, binary) would go to the terminal; redirect "
+                                     "standard output (> fit.h5) or give a file name")
+            out_path = Path("/dev/stdout")
         to_stdout = json_path is not None and str(json_path) == "-"
         if to_stdout and is_stdout(out_path):
             raise ParameterError("only one output can go to standard output; got --out and --json")

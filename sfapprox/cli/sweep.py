@@ -39,7 +39,7 @@ def sweep(
         names = parse_methods(methods)
         specs = None if budgets is None else parse_budget_list(budgets)
         check_outputs(outputs, inputs=[path])
-        check_plot(plot, outputs.force)
+        check_plot(plot, outputs.force, outputs, inputs=[path])
         loaded = read_matrix(path, load)
         show_notes(loaded)
         if specs is None:
