@@ -140,10 +140,13 @@ def support_is_full(n: int, offsets: np.ndarray, n_factors: int) -> bool:
     reach = np.zeros(n, dtype=bool)
     reach[0] = True
     offs = np.asarray(offsets, dtype=np.int64) % n
+    grows = bool((offs == 0).any())  # with the offset 0 every factor keeps what the ones before reached
     for _ in range(n_factors):
         nxt = np.zeros(n, dtype=bool)
         for d in offs:
             nxt |= np.roll(reach, int(d))
+        if grows and np.array_equal(nxt, reach):  # nothing new: no further factor adds any (--factors 10**6 hung)
+            break
         reach = nxt
     return bool(reach.all())
 

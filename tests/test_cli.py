@@ -410,3 +410,38 @@ def test_an_output_that_is_the_commands_input_is_refused_even_with_force(tmp_pat
         result = CliRunner().invoke(app, args)
         assert result.exit_code == 2 and "is this command's input" in result.output, (args, result.output)
     assert X.read_bytes() == before
+
+
+@pytest.mark.parametrize("command", ["compare", "sweep"])
+def test_a_figure_named_like_another_output_is_refused_before_any_work(tmp_path, small_mtx, command):
+    figure = tmp_path / "p.png"
+    extra = ["--budgets", "0.5"] if command == "sweep" else []
+    res = invoke(command, small_mtx, "--methods", "tsvd", *extra, "--plot", figure, "--csv", figure)
+    assert res.exit_code == 2 and "named for two outputs" in res.output, res.output
+    assert not figure.exists()  # the table's text went into the figure's file, after the whole run
+
+
+def test_null_takes_several_outputs_and_a_dash_out_is_standard_output(tmp_path, small_mtx):
+    import io
+    import subprocess
+    import sys
+
+    import h5py
+
+    res = invoke("fit", small_mtx, "--iters", "5", "--device", "cpu", "--out", "/dev/null", "--json", "/dev/null")
+    assert res.exit_code == 0, res.output
+    done = subprocess.run([sys.executable, "-m", "sfapprox", "fit", str(small_mtx), "--iters", "5", "--device", "cpu",
+                           "--quiet", "--out", "-"], capture_output=True, cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    with h5py.File(io.BytesIO(done.stdout)) as f:  # the factors, on standard output
+        assert f.attrs["n"] == 12
+    assert not (tmp_path / "-").exists()  # a file named "-" before
+
+
+def test_a_huge_factor_count_is_refused_at_once_and_a_structure_over_n2_is_said(small_mtx):
+    # --factors 1000000 spun in the support check (one pass per factor) and was never refused
+    res = invoke("fit", small_mtx, "--iters", "2", "--device", "cpu", "--factors", "1000000", "--max-memory", "2G")
+    assert res.exit_code == 2 and "over the memory limit" in res.output, res.output
+    res = invoke("fit", small_mtx, "--iters", "2", "--device", "cpu", "--factors", "4")
+    assert res.exit_code == 0, res.output
+    assert "no fewer than the matrix's own 144 entries: a dense copy would be as small" in " ".join(res.output.split())

@@ -97,7 +97,7 @@ def fit(
             sys.stdout.write(json.dumps(jsonable(summary), indent=2) + "\n")
         for written in (p for p in (out_path, None if to_stdout else json_path) if p is not None):
             note(f"wrote {written}")
-        _advise(summary, settings)
+        _advise(summary, settings, loaded.n)
         if summary["stop_reason"] == "interrupted":
             kept = ("the best factors found so far were written" if out_path is not None else
                     "the error above is that of the best factors found so far (pass --out to keep them)")
@@ -105,8 +105,12 @@ def fit(
             raise typer.Exit(EXIT_INTERRUPTED)
 
 
-def _advise(summary: dict, settings) -> None:
-    """Say on stderr when the fit stopped on a limit, with the knob to turn."""
+def _advise(summary: dict, settings, n: int) -> None:
+    """Say on stderr when the fit stopped on a limit, with the knob to turn; and when its structure
+    stores no fewer numbers than the matrix's own ``N^2`` entries (a dense copy would be as small)."""
+    if summary["nnz"] >= n * n:
+        note(f"note: this structure stores {summary['nnz']:,} numbers, no fewer than the matrix's own {n * n:,} "
+             "entries: a dense copy would be as small")
     if summary.get("path") == "columns":
         via = {"adam+lbfgs": ": Adam's, then L-BFGS's by passes", "lbfgs": " of L-BFGS by passes"}.get(
             summary.get("optimizer"), "")  # a summary of an older version has no optimizer: Adam's
