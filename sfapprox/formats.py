@@ -69,6 +69,13 @@ class Table:
         Per row, the column keys to emphasise (the winner).
     notes : list of str
         Lines printed under the table (not part of CSV).
+    data : list of dict
+        Per row, the values behind its cells by column key, for CSV (full
+        precision, no separators or marks; None as an empty cell); a key a
+        row lacks is written as its text.  Keys that are no column's are
+        CSV columns of their own, after the others (``data_titles``).
+    data_titles : dict of str to str
+        Titles of those CSV-only columns, by key, in order.
     """
 
     title: str
@@ -76,8 +83,10 @@ class Table:
     rows: list[dict[str, str]] = field(default_factory=list)
     best: list[set[str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    data: list[dict[str, Any]] = field(default_factory=list)
+    data_titles: dict[str, str] = field(default_factory=dict)
 
-    def add(self, row: dict[str, str], best: set[str] | None = None) -> None:
+    def add(self, row: dict[str, str], best: set[str] | None = None, data: dict[str, Any] | None = None) -> None:
         """Append a row of cells.
 
         Parameters
@@ -86,9 +95,23 @@ class Table:
             Cell text by column key.
         best : set of str, optional
             The row's column keys to emphasise; None: none.
+        data : dict, optional
+            The values behind the cells, for CSV (see :attr:`data`).
         """
         self.rows.append(row)
         self.best.append(best or set())
+        self.data.append(data or {})
+
+    def records(self) -> tuple[list[str], list[list[Any]]]:
+        """CSV's view: the titles (the columns', then :attr:`data_titles`) and each row's values, its
+        data where given, else its text."""
+        keys = [c.key for c in self.columns] + list(self.data_titles)
+        titles = [c.title for c in self.columns] + list(self.data_titles.values())
+        rows = []
+        for i, row in enumerate(self.rows):
+            data = self.data[i] if i < len(self.data) else {}
+            rows.append([("" if data[k] is None else data[k]) if k in data else row.get(k, "–") for k in keys])
+        return titles, rows
 
     def cells(self) -> list[list[str]]:
         """The cell text of every row, in column order (missing cells as "–")."""
@@ -185,7 +208,9 @@ def _latex_escape(text: str) -> str:
 
 def render_csv(tables: list[Table]) -> str:
     """All tables as one CSV: one header (the union of the tables' columns, by title), with a
-    leading ``table`` column when there are several tables; cells a table lacks are empty.
+    leading ``table`` column when there are several tables; cells a table lacks are empty.  A
+    table's values are written as data where it has them (:attr:`Table.data`: full precision, no
+    thousands separators, no marks), else as their text.
 
     Parameters
     ----------
@@ -200,13 +225,14 @@ def render_csv(tables: list[Table]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     several = len(tables) > 1
-    titles = list(dict.fromkeys(c.title for t in tables for c in t.columns))
+    views = [table.records() for table in tables]
+    titles = list(dict.fromkeys(t for own, _ in views for t in own))
     if not titles:
         return ""
     writer.writerow((["table"] if several else []) + titles)
-    for table in tables:
-        for cells in table.cells():
-            by_title = dict(zip((c.title for c in table.columns), cells))
+    for table, (own, rows) in zip(tables, views):
+        for values in rows:
+            by_title = dict(zip(own, values))
             writer.writerow(([table.title] if several else []) + [by_title.get(t, "") for t in titles])
     return buffer.getvalue()
 

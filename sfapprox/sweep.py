@@ -177,6 +177,7 @@ class Sweep:
             rows = {r.method: r for r in point.results}
             winner = point.winner()
             cells = {"budget": f"{point.budget:,}", "share": f"{100 * point.budget / n**2:.2f}%"}
+            data = {"budget": point.budget, "share": 100 * point.budget / n**2}  # CSV's values (Table.data)
             for m in self.methods:
                 r = rows.get(m)
                 if r is None:
@@ -189,7 +190,8 @@ class Sweep:
                     stop = r.params.get("stop_reason")
                     flag = f" ({stop})" if stop in ("time_limit", "max_iter") else ""
                     cells[m] = error_cell(r, r.rel_error, "rel_interval") + flag  # "0.31 ± 0.004" when estimated
-            table.add(cells, best={winner} if winner else set())
+                    data[m] = r.rel_error
+            table.add(cells, best={winner} if winner else set(), data=data)
         table.notes.extend(f"{m}: {why}" for m, why in reasons.items())
         if any("(time_limit)" in row.get(m, "") or "(max_iter)" in row.get(m, "") for row in table.rows for m in self.methods):
             table.notes.append("(time_limit) / (max_iter): the fit stopped on that limit before converging")

@@ -96,3 +96,22 @@ def test_result_of_a_method_not_run_names_the_methods_that_were():
     c = Comparison({"name": "m", "n": 8}, 60, "sf", [_row("tsvd", 3.0)])
     with pytest.raises(KeyError, match="no row for method 'sf' in this comparison; the methods run were: tsvd"):
         c.result("sf")
+
+
+def test_csv_holds_the_values_not_the_display():
+    """CSV is data: method names without the star, counts without separators, errors at full precision,
+    the winner and an estimated error's interval as columns ("sf ★", "14,400" and 4 digits before)."""
+    import csv
+    import io
+
+    from sfapprox.formats import render_csv
+
+    rows = [MethodResult("sf", "ok", 14400, 111.89427123, 0.5584123456, 2.5, {}),
+            MethodResult("rsvd", "ok", 14000, 101.123456789, 0.5, 1.0, {},
+                         error_estimate={"fro_interval": [100.5, 101.75]})]
+    c = Comparison({"name": "m", "n": 200}, 14400, "sf", rows)
+    table = list(csv.DictReader(io.StringIO(render_csv(c.tables()))))
+    assert [r["method"] for r in table] == ["sf", "rsvd"]
+    assert table[0]["stored"] == "14400" and float(table[0]["‖X−X̂‖_F"]) == 111.89427123
+    assert float(table[0]["of budget"]) == 100.0 and table[0]["winner"] == "False" and table[1]["winner"] == "True"
+    assert (table[0]["‖X−X̂‖_F 95% low"], float(table[1]["‖X−X̂‖_F 95% high"])) == ("", 101.75)
