@@ -180,8 +180,9 @@ def describe_weights(path, fmt: str) -> MatrixDescription:
         table.add({"name": t["name"], "shape": " x ".join(map(str, t["shape"])) or "scalar", "dtype": t["dtype"],
                    "square": "✓" if t["square"] else ""})
     square = sum(t["square"] for t in tensors)
-    table.notes.append(f"{len(tensors)} tensors, {square} square: each one is a matrix sfapprox can approximate "
-                       "(sfapprox compare FILE --var NAME)")
+    counted = f"{len(tensors)} tensor{'' if len(tensors) == 1 else 's'}, {square} square"
+    table.notes.append(f"{counted}: each one is a matrix sfapprox can approximate (sfapprox compare FILE --var NAME)"
+                       if square else f"{counted}: no matrix here that sfapprox can approximate (it needs a square one)")
     facts = [("file", os.fspath(path)), ("format", fmt), ("tensors", len(tensors)), ("square matrices", square)]
     return MatrixDescription(facts, [table], {"tensors": tensors})
 

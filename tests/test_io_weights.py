@@ -83,6 +83,13 @@ def test_info_lists_the_tensors(model):
     table = describe_weights(path, "safetensors").tables[0]
     assert [(r["name"], r["square"]) for r in table.rows] == [
         ("attn.q", "✓"), ("attn.k", "✓"), ("mlp.up", ""), ("bias", "")]
+    assert table.notes[0].startswith("4 tensors, 2 square: each one is a matrix sfapprox can approximate")
+
+
+def test_info_on_weights_without_a_square_matrix_says_none_applies(tmp_path):
+    write_safetensors(tmp_path / "w.safetensors", {"w": ("F32", np.ones((3, 4), dtype=np.float32))})
+    table = describe_weights(tmp_path / "w.safetensors", "safetensors").tables[0]
+    assert table.notes == ["1 tensor, 0 square: no matrix here that sfapprox can approximate (it needs a square one)"]
 
 
 def test_legacy_format_and_sparse_weights_load_and_meta_or_truncated_ones_say_what_to_do(tmp_path):
