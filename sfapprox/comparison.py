@@ -19,6 +19,7 @@ import dataclasses
 import difflib
 import math
 import os
+import signal
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -31,7 +32,7 @@ from ._base import RunContext, get_method, methods, parse_methods
 from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceError, one_line
 from ._settings import COUNT_INDICES, DEFAULT_METHODS, DEFAULT_TOTAL_TIME, PROTOCOLS, FitSettings, LoadOptions
 from ._progress import same_progress
-from ._signals import stop_requested
+from ._signals import stop_requested, stop_signal
 from ._validation import (
     LIBRARY_WORKING_SET,
     check_memory,
@@ -522,7 +523,8 @@ def compare(
     for name, surrogate in saved.items():
         results.append(score_surrogate(name, surrogate, X, resolved.value, info["fro_norm"]))
     comparison = build_comparison(info, resolved, results, context)
-    comparison.notes.extend(n for n in [resolved.note, *_source_notes(saved, loaded)] if n)
+    comparison.notes.extend(n for n in [resolved.note, not_run_note(names, results), *_source_notes(saved, loaded)]
+                            if n)
     if isinstance(matrix, MatrixSource):
         ran = "every method ran on it" if streamed is None else "the methods ran on it or its column blocks"
         comparison.notes.append(f"{matrix.name}: formed in memory ({loaded.n:,} x {loaded.n:,}), {ran} and every "
@@ -687,6 +689,7 @@ def _compare_columns(source, names, resolved, info, context, settings, on_result
         if r.method in estimates and r.nnz is not None and r.nnz > resolved.value:
             r.status, r.reason = "not applicable", f"stores {r.nnz} numbers, over the budget {resolved.value}"
     comparison = build_comparison(info, resolved, results, context)
+    comparison.notes.extend(n for n in [not_run_note(names, results)] if n)
     columns = max((e.columns for e in estimates.values()), default=0)
     how = ("exactly, by a pass over every column" if columns >= source.n else
            f"from {columns:,} random columns of {source.n:,} (95% intervals)")
@@ -843,7 +846,7 @@ def run_all(
         except KeyboardInterrupt:
             # Methods with partial work catch Ctrl-C themselves; the others have
             # nothing worth keeping, but the finished rows are.
-            result = MethodResult(name, "interrupted", reason="stopped by Ctrl-C before it finished",
+            result = MethodResult(name, "interrupted", reason=f"stopped by {_stop_name()} before it finished",
                                   seconds=time.perf_counter() - start)
         result.min_budget = need
         result.time_limit = limit
@@ -853,6 +856,27 @@ def run_all(
         if result.status == "interrupted":
             break
     return [by_name[name] for name in names if name in by_name]
+
+
+def _stop_name() -> str:
+    """What stopped the work: "SIGTERM" where that signal was received, else "Ctrl-C" (a
+    KeyboardInterrupt: SIGINT, or Python's own)."""
+    return "SIGTERM" if stop_signal() == signal.SIGTERM else "Ctrl-C"
+
+
+def not_run_note(names: Sequence[str], results: Sequence[MethodResult]) -> str | None:
+    """The comparison's note naming the methods a stop left unrun (they have no row); None if none.
+
+    Examples
+    --------
+    >>> not_run_note(["sf", "tsvd", "rpca"], [MethodResult("sf", "interrupted")])
+    'not run, the comparison was stopped first: tsvd, rpca'
+    """
+    if not any(r.status == "interrupted" for r in results):
+        return None
+    ran = {r.method for r in results}
+    left = [name for name in names if name not in ran]
+    return f"not run, the comparison was stopped first: {', '.join(left)}" if left else None
 
 
 def run_order(names: Sequence[str]) -> list[str]:

@@ -412,3 +412,24 @@ def test_an_unknown_structure_name_is_refused_before_any_method_runs():
     with pytest.raises(ParameterError, match=r"ChordSF has no parameter 'bogus' \(in structure\)"):
         compare(np.eye(16), ["tsvd", "sf"], structure={"bogus": 0}, on_result=ran.append, device="cpu")
     assert ran == []  # it was a TypeError when SF's turn came, after the others had run
+
+
+def test_a_stop_names_its_signal_and_the_methods_it_left_unrun(monkeypatch):
+    import signal
+
+    from sfapprox import comparison
+
+    real = comparison.run_method
+
+    def stopped_in_sf(name, *args, **kwargs):
+        if name == "sf":
+            raise KeyboardInterrupt
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(comparison, "run_method", stopped_in_sf)
+    monkeypatch.setattr(comparison, "stop_signal", lambda: signal.SIGTERM)
+    c = compare(np.eye(16), ["tsvd", "sf", "sparse", "rpca"], device="cpu")
+    rows = {r.method: r for r in c.results}
+    assert rows["sf"].reason == "stopped by SIGTERM before it finished"  # "Ctrl-C" whatever the signal before
+    left = [m for m in ("sparse", "rpca") if m not in rows]
+    assert left and f"not run, the comparison was stopped first: {', '.join(left)}" in c.notes

@@ -187,7 +187,7 @@ def test_interrupt_in_a_baseline_keeps_the_finished_rows(tmp_path, monkeypatch):
                                    "--device", "cpu", "--json", str(js)])
     assert res.exit_code == 130, res.output
     assert "interrupted (Ctrl-C) during tsvd" in " ".join(res.output.split())
-    assert "the methods not yet run were skipped" in " ".join(res.output.split())
+    assert "the rows so far are shown and written; not run: sf, nmf" in " ".join(res.output.split())
     data = json.loads(js.read_text())
     assert [(r["method"], r["status"]) for r in data["results"]] == [("sparse", "ok"), ("tsvd", "interrupted")]
     assert data["results"][0]["fro_error"] >= 0 and data["results"][1]["fro_error"] is None

@@ -85,6 +85,8 @@ def compare(
             kept = "the rows so far are shown" + (" and written" if outputs else "")
             if stopped.fro_error is not None:
                 kept += f" ({stopped.method}: the best factors found before the stop)"
-            note(f"interrupted ({stop_cause()}) during {stopped.method}: {kept}; the methods not yet run were skipped",
-                 style="bold yellow")
+            ran = {r.method for r in comparison.results}
+            left = [m for m in names if m not in ran]
+            skipped = f"; not run: {', '.join(left)}" if left else ""
+            note(f"interrupted ({stop_cause()}) during {stopped.method}: {kept}{skipped}", style="bold yellow")
             raise typer.Exit(EXIT_INTERRUPTED)
