@@ -41,7 +41,7 @@ import numpy as np
 from scipy.sparse.linalg import LinearOperator
 
 from ._errors import NotFittedError, ParameterError, ResourceError
-from ._params import check_params
+from ._params import check_params, split_items
 from ._settings import COUNT_INDICES, FitSettings
 from ._validation import check_square_matrix
 from .sources import MatrixSource, as_source
@@ -367,7 +367,7 @@ def parse_methods(spec: str | Iterable[str]) -> list[str]:
     >>> parse_methods("sf, tsvd,sf")
     ['sf', 'tsvd']
     """
-    items = spec.split(",") if isinstance(spec, str) else list(spec)
+    items = split_items(spec, "methods") if isinstance(spec, str) else list(spec)
     names = list(dict.fromkeys(str(m).strip() for m in items if str(m).strip()))
     if not names:
         raise ParameterError(f"no method given (got {spec!r}); choose from {', '.join(methods())}")

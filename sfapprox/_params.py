@@ -100,3 +100,35 @@ def _describe(constraint: Any) -> str:
     if constraint is None:
         return "None"
     return constraint.describe()
+
+
+def split_items(text: str, what: str) -> list[str]:
+    """``"a, b,c"`` → ``["a", "b", "c"]``: a comma-separated list, a trailing comma allowed.
+
+    An empty item between two commas (``"sparse,,tsvd"``) is refused: it is
+    a name left out or a typo, and dropping it said nothing.
+
+    Parameters
+    ----------
+    text : str
+        The list as typed.
+    what : str
+        What the list is, for the message (``"--methods"``).
+
+    Raises
+    ------
+    ParameterError
+        For an empty item other than after a trailing comma.
+
+    Examples
+    --------
+    >>> split_items("sf, tsvd,", "--methods")
+    ['sf', 'tsvd']
+    """
+    items = [part.strip() for part in text.split(",")]
+    if len(items) > 1 and not items[-1]:
+        items.pop()  # "sf,tsvd," is a list of two
+    if len(items) > 1 and not all(items):
+        raise ParameterError(f"{what} {text!r}: an item between two commas is empty; remove the extra comma "
+                             "or name what goes there")
+    return [item for item in items if item]

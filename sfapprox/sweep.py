@@ -12,6 +12,7 @@ import numpy as np
 
 from ._base import RunContext, get_method, parse_methods
 from ._errors import ParameterError
+from ._params import split_items
 from ._settings import COUNT_INDICES, PROTOCOLS, FitSettings, LoadOptions
 from .budget import parse_budget, resolve_budget
 from .comparison import (
@@ -39,7 +40,7 @@ def parse_budget_list(text: str | Sequence[str | int | float], *, name: str = "-
     Parameters
     ----------
     text : str or sequence of str, int or float
-        Comma-separated budgets, or the budgets themselves; empty items are dropped.
+        Comma-separated budgets (:func:`~sfapprox._params.split_items`), or the budgets themselves.
     name : str, default="--budgets"
         What the budgets are called in the error for none: the CLI's option,
         or ``"budgets"`` for :func:`sweep`'s parameter.
@@ -59,7 +60,7 @@ def parse_budget_list(text: str | Sequence[str | int | float], *, name: str = "-
     >>> parse_budget_list("0.05, sf,100")
     ['0.05', 'sf', '100']
     """
-    items = [str(part).strip() for part in (text.split(",") if isinstance(text, str) else text)]
+    items = split_items(text, name) if isinstance(text, str) else [str(part).strip() for part in text]
     items = [item for item in items if item]
     if not items:
         example = "0.01,0.02,0.05" if name.startswith("-") else "[0.01, 0.02, 0.05]"

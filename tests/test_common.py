@@ -121,6 +121,9 @@ def test_parse_methods():
         parse_methods("sf,svd2")
     with pytest.raises(ParameterError, match=r"'tsdv' \(did you mean 'tsvd'\?\), 'zzz';"):
         parse_methods("sf,tsdv,zzz")
+    assert parse_methods("sf,tsvd,") == ["sf", "tsvd"]  # a trailing comma is a list of two
+    with pytest.raises(ParameterError, match="an item between two commas is empty"):
+        parse_methods("sparse,,tsvd")  # a name left out: it was dropped without a word
 
 
 @pytest.mark.parametrize("name", NAMES)

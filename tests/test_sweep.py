@@ -25,6 +25,9 @@ def test_parse_budget_list():
     assert parse_budget_list(" 0.01, 0.1 ,sf") == ["0.01", "0.1", "sf"]
     with pytest.raises(ParameterError):
         parse_budget_list(" , ")
+    assert parse_budget_list("0.1,0.2,") == ["0.1", "0.2"]
+    with pytest.raises(ParameterError, match=r"--budgets '0.1,,0.2': an item between two commas is empty"):
+        parse_budget_list("0.1,,0.2")
 
 
 def test_cli_sweep_table_json_and_plot(tmp_path):
