@@ -28,11 +28,15 @@ def test_a_tight_time_limit_caps_the_factors(monkeypatch):
     assert never_below.n_factors == fewest  # full support is kept, whatever the time
     roomy = M.affordable_structure(300, config, time_limit=1e6)
     assert roomy == config
+    # A fit that --iters stops after 3 iterations needs no room for a thousand evaluations: its factors
+    # were cut "for time" in a fit that took 0.2 s of its 10
+    few = M.affordable_structure(300, config, time_limit=1e-3 * M.MIN_EVALS * (fewest + 1), max_iter=3)
+    assert few == config
 
 
 def test_the_cap_is_measured_and_within_budget():
     X = np.random.default_rng(0).random((200, 200))
-    c = compare(X, ["sf"], budget=2 * sf_count(200), time_limit=0.05, max_iter=3, device="cpu")
+    c = compare(X, ["sf"], budget=2 * sf_count(200), time_limit=0.05, device="cpu")
     row = c.results[0]
     assert row.status == "ok" and row.nnz <= c.budget
     full = sf_config_for_budget(200, 2 * sf_count(200))
