@@ -204,3 +204,19 @@ def test_key_value_values_wrap_in_a_narrow_window_never_cut():
     assert "…" not in text
     cells = "".join(line.split("│")[2].strip() for line in text.splitlines() if line.count("│") == 3)
     assert digest in cells and "0.99312345" in cells
+
+
+@pytest.mark.parametrize("args, message", [
+    (["fit", "{matrix}", "--ftol", "-1"], "error: Invalid value for '--ftol': "),
+    (["methods", "extra"], "error: Got unexpected extra argument(s) (extra) (see '"),
+    (["fitt"], "error: No such command 'fitt'."),
+    (["fit"], "error: Missing argument 'path'. (see '"),
+])
+def test_a_usage_error_is_one_line(matrix, args, message):
+    """A bad option or argument is one line and exit code 2, as every other error (it was a boxed
+    "Usage: ... Try ... --help" block of four lines)."""
+    done = subprocess.run([sys.executable, "-m", "sfapprox", *[a.format(matrix=matrix) for a in args]],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith(message), done.stderr
+    assert done.stderr.rstrip().endswith("--help')")  # where the command's help is

@@ -45,7 +45,9 @@ def main() -> None:
     install_stop_handlers()
     try:
         app = _load_app()
-        app()
+        # not standalone: click's usage errors come here (a boxed "Usage: ... Try ..." block of four lines
+        # otherwise), and a command's typer.Exit comes back as its code
+        code = app(standalone_mode=False)
     except KeyboardInterrupt:  # while starting, before the commands' own handling
         sys.stderr.write("sfapprox: interrupted while starting; nothing was written\n")
         raise SystemExit(exit_code(130)) from None
@@ -54,3 +56,25 @@ def main() -> None:
         if isinstance(exc.code, int):
             raise SystemExit(exit_code(exc.code)) from None
         raise
+    except Exception as exc:
+        # click's classes by name: typer vendors its own copy of click from 0.29, plain click before
+        kinds = {kind.__name__ for kind in type(exc).__mro__}
+        if "Abort" in kinds:  # a Ctrl-C click caught outside a command's own handling
+            sys.stderr.write("sfapprox: interrupted\n")
+            raise SystemExit(exit_code(130)) from None
+        if "ClickException" in kinds:  # a bad option or argument: one line, as every other error
+            raise SystemExit(_usage_error(exc)) from None
+        raise
+    raise SystemExit(exit_code(code if isinstance(code, int) else 0))
+
+
+def _usage_error(exc) -> int:
+    """Print a click usage error as one line (``error: ...``, and where the command's help is);
+    returns its exit code (2)."""
+    message = " ".join(exc.format_message().split())
+    if not message:  # no arguments at all: the help was shown
+        return exc.exit_code
+    ctx = getattr(exc, "ctx", None)
+    where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+    sys.stderr.write(f"error: {message}{where}\n")
+    return exc.exit_code
