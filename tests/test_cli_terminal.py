@@ -220,3 +220,15 @@ def test_a_usage_error_is_one_line(matrix, args, message):
     assert done.returncode == 2 and done.stdout == ""
     assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith(message), done.stderr
     assert done.stderr.rstrip().endswith("--help')")  # where the command's help is
+
+
+def test_a_narrow_window_cuts_the_labels_never_the_numbers(matrix, tmp_path):
+    """At 40 columns the progress line read "it 7… error 6…" at iteration 7,429; now the label and the
+    phase give way, and the iteration, the error and the time stay whole."""
+    code, screen = run_in_terminal(["fit", matrix, "--out", tmp_path / "f.h5", "--iters", "400", "--time-limit", "5",
+                                    "--device", "cpu"], columns=40)
+    assert code == 0, plain(screen)
+    whole = re.compile(r"it (\d+) +error (\d+\.\d+|–) +\d+:\d\d:\d\d")
+    lines = [line for line in plain(screen).splitlines() if " it " in line and "error" in line]
+    assert lines and all(whole.search(line) for line in lines), lines[:3]
+    assert all(cell_len(line) <= 40 for line in lines)

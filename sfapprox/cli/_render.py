@@ -20,6 +20,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Column as TableColumn
 from rich.table import Table as RichTable
 
 from .._atomic import output_target, stream_kind, write_text
@@ -232,6 +233,11 @@ def key_value_table(title: str, rows: list[tuple[str, Any]]) -> RichTable:
     return table
 
 
+#: Below this many columns the progress line has no bar: the label and the phase give way first, the
+#: numbers never.
+NARROW_PROGRESS = 72
+
+
 @contextlib.contextmanager
 def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float | None = None) -> Iterator[Any]:
     """A progress bar with the current method, start and error; a no-op callback when quiet or piped.
@@ -244,13 +250,22 @@ def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float |
     if quiet or not err.is_interactive:
         yield _quiet_update
         return
+    # In a narrow window the label, the bar and the phase give way; the numbers are never cut (a line
+    # "it 7… error 6…" read as iteration 7 at iteration 7,429).
+    whole = dict(no_wrap=True, overflow="ignore")
+    narrow = err.width < NARROW_PROGRESS
+    bar = [] if narrow else [BarColumn(table_column=TableColumn(ratio=1))]
+    # the numbers' columns and the gaps take 32; in a narrow window the label and the phase share the rest
+    room = max(4, err.width - 32)
+    cut = dict(no_wrap=True, overflow="ellipsis", ratio=1)
     progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        TextColumn("{task.fields[phase]}"),
-        TextColumn("it {task.fields[iteration]}"),
-        TextColumn("error {task.fields[error]}"),
-        TimeElapsedColumn(),
+        TextColumn("[bold]{task.description}", table_column=TableColumn(
+            max_width=room - room // 2 if narrow else None, **cut)),
+        *bar,
+        TextColumn("{task.fields[phase]}", table_column=TableColumn(max_width=room // 2 if narrow else None, **cut)),
+        TextColumn("it {task.fields[iteration]}", table_column=TableColumn(min_width=9, **whole)),
+        TextColumn("error {task.fields[error]}", table_column=TableColumn(min_width=12, **whole)),
+        TimeElapsedColumn(table_column=TableColumn(min_width=7, **whole)),
         console=err,
         transient=True,
     )
