@@ -445,3 +445,32 @@ def test_a_huge_factor_count_is_refused_at_once_and_a_structure_over_n2_is_said(
     res = invoke("fit", small_mtx, "--iters", "2", "--device", "cpu", "--factors", "4")
     assert res.exit_code == 0, res.output
     assert "no fewer than the matrix's own 144 entries: a dense copy would be as small" in " ".join(res.output.split())
+
+
+def test_the_next_command_runs_as_printed_after_writing_outputs(tmp_path, small_mtx):
+    """With --json FILE the suggested command refused to start ("already exists; use --force"): it now
+    carries --force, and runs."""
+    import shlex
+    import subprocess
+    import sys
+
+    js = tmp_path / "c.json"
+    run = [sys.executable, "-m", "sfapprox"]
+    done = subprocess.run([*run, "compare", str(small_mtx), "--methods", "tsvd", "--json", str(js), "--device", "cpu"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    line = next(x for x in done.stderr.splitlines() if x.startswith("next: "))
+    assert line.endswith("--force"), line
+    again = subprocess.run([*run, *shlex.split(line)[2:]], capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+
+
+def test_info_json_to_stdout_keeps_the_summary_on_stderr(small_mtx):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "sfapprox", "info", str(small_mtx), "--json", "-"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    json.loads(done.stdout)  # clean JSON on stdout
+    assert "sha256" in done.stderr and "where each method applies" in done.stderr  # the summary was left out

@@ -206,8 +206,14 @@ def suggest_next(comparison, path: Path, names: list[str], argv: list[str] | Non
         words = _with_methods(list(sys.argv[1:] if argv is None else argv), methods)
         if not words or words[0] != "compare":  # not run as the CLI (a test, an embedding): the plain form
             words = ["compare", str(path), "--methods", methods]
+        if "--force" not in words and any(w.split("=")[0] in _FILE_OUTPUTS for w in words):
+            words.append("--force")  # its outputs exist now: as it ran, the command would refuse to start
         # Never wrapped: a command to copy.
         err.print(f"[bold]next: {escape(shlex.join(['sfapprox', *words]))}[/]", highlight=False, soft_wrap=True)
+
+
+#: compare's options that write files (a command suggested again must be let replace them).
+_FILE_OUTPUTS = ("--json", "--csv", "--markdown", "--latex", "--plot", "--save-factors")
 
 
 def _with_methods(words: list[str], methods: str) -> list[str]:

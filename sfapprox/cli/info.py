@@ -6,7 +6,7 @@ from rich.markup import escape
 
 from . import _options as o
 from ._app import app, error_boundary, read_matrix, show_notes
-from ._render import check_outputs, emit, key_value_table, out, stdout_claimed
+from ._render import check_outputs, emit, err, key_value_table, out, stdout_claimed
 
 
 @app.command()
@@ -37,11 +37,12 @@ def info(
         else:
             loaded = read_matrix(path, load)
             report, title = describe(loaded, max_memory=load.max_memory), escape(loaded.name)
-        if not stdout_claimed(outputs):
-            out.print(key_value_table(title, [(k, escape(str(v))) for k, v in report.facts]))
-        emit(report.tables, report.data, outputs)
+        # the summary goes where the tables go: stderr when stdout carries --json - (it was left out)
+        console = err if stdout_claimed(outputs) else out
+        console.print(key_value_table(title, [(k, escape(str(v))) for k, v in report.facts]))
         if loaded is not None:
             show_notes(loaded)
+        emit(report.tables, report.data, outputs)
 
 
 def _weights_format(path) -> str | None:
