@@ -322,7 +322,7 @@ class AdaptiveThreads:
     work : float
         Numbers one kernel operation touches (see :func:`choose_threads`).
     threads : int or None, default=None
-        Force this count (no adaptation).
+        Force this count (no adaptation), at most :func:`available_cores`.
     interval : float, default=1.0
         Seconds between re-measurements of the free cores.
     device_type : str, default="cpu"
@@ -361,7 +361,9 @@ class AdaptiveThreads:
         self._before = torch.get_num_threads()
         self._compiled_before = _COMPILED_THREADS
         if self.forced is not None:
-            self._set(self.forced)
+            # at most the cores this process may run on: more threads only wait for each other (torch
+            # would start all 1,000 of --threads 1000 on 2 cores)
+            self._set(min(self.forced, available_cores()))
             return self
         self._cores = available_cores()
         self._cap = self._before

@@ -163,3 +163,12 @@ def test_baselines_share_the_rule():
     # Their own threshold: more than one thread only above SMALL_N (when cores are free).
     assert T.choose_threads(SMALL_N * SMALL_N, cores=2, min_work=SMALL_N * SMALL_N) == 1
     assert T.choose_threads((SMALL_N + 1) ** 2, cores=2, min_work=SMALL_N * SMALL_N) == 2
+
+
+def test_a_forced_count_is_at_most_the_cores(monkeypatch):
+    """--threads 1000 on 2 cores started 1,000 torch threads and reported 1000."""
+    monkeypatch.setattr(T, "available_cores", lambda: 2)
+    before = torch.get_num_threads()
+    with T.AdaptiveThreads(10**9, threads=1000) as gov:
+        assert torch.get_num_threads() == 2
+    assert gov.used == 2 and torch.get_num_threads() == before

@@ -150,7 +150,7 @@ FIT = Group(
         _param("seed", Annotated[int, typer.Option("--seed", min=0, help="Random seed (random starts, randomized solvers).", metavar="N")], _field_default(FitSettings, "seed")),
         _param("device", Annotated[str, typer.Option("--device", help="auto (CUDA when available), cpu, cuda or cuda:N.", metavar="DEVICE")], _field_default(FitSettings, "device")),
         _param("dtype", Annotated[Optional[Literal["float64", "float32"]], typer.Option("--dtype", help="Floating point of the fits (default: float64 on CPU, float32 on GPU).")], None),
-        _param("threads", Annotated[Optional[int], typer.Option("--threads", min=1, help="CPU threads of the fits (default: chosen from the work size).", metavar="N")], None),
+        _param("threads", Annotated[Optional[int], typer.Option("--threads", min=1, help="CPU threads of the fits, at most the cores this process may use (default: chosen from the work size and the free cores).", metavar="N")], None),
         _MAX_MEMORY,
     ),
     lambda v: _in_option_words(lambda: FitSettings(

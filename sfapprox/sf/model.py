@@ -352,7 +352,8 @@ class ChordSF(Approximation):
         cores (:mod:`sfapprox._threads`): one thread for matrices whose kernel
         operations are small, more only on cores no other process is using,
         revisited about every second; never more than torch's current
-        setting.  An int forces that count.  Ignored on a GPU.
+        setting.  An int forces that count (at most the cores this process may
+        use).  Ignored on a GPU.
 
     Attributes
     ----------
