@@ -474,3 +474,11 @@ def test_info_json_to_stdout_keeps_the_summary_on_stderr(small_mtx):
     assert done.returncode == 0, done.stderr
     json.loads(done.stdout)  # clean JSON on stdout
     assert "sha256" in done.stderr and "where each method applies" in done.stderr  # the summary was left out
+
+
+def test_info_on_a_saved_fit_refuses_options_for_reading_a_matrix(tmp_path, small_mtx):
+    fit = tmp_path / "f.h5"
+    assert invoke("fit", small_mtx, "--out", fit, "--iters", "5", "--device", "cpu").exit_code == 0
+    res = invoke("info", fit, "--kernel", "rbf")  # ran, and ignored the kernel
+    assert res.exit_code == 2 and "a saved fit is read as it is; --kernel applies to matrix files" in res.output
+    assert invoke("info", fit).exit_code == 0

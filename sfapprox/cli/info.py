@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.markup import escape
 
+from .._errors import ParameterError
 from . import _options as o
 from ._app import app, error_boundary, read_matrix, show_notes
 from ._render import check_outputs, emit, err, key_value_table, out, stdout_claimed
@@ -31,6 +32,7 @@ def info(
         check_outputs(outputs, inputs=[path])
         weights = load.format or _weights_format(path)
         if is_factors_file(path):
+            _no_load_options(load, path)
             report, title, loaded = describe_factors(path), escape(path.name), None
         elif weights in ("safetensors", "torch") and load.var is None:
             report, title, loaded = describe_weights(path, weights), escape(path.name), None
@@ -49,3 +51,17 @@ def _weights_format(path) -> str | None:
     """``"safetensors"`` or ``"torch"`` for a weights file (by its extension), else None."""
     suffix = path.suffix.lower()
     return "safetensors" if suffix == ".safetensors" else "torch" if suffix in (".pt", ".pth") else None
+
+
+def _no_load_options(load, path) -> None:
+    """Refuse the options that say how to read a matrix for a saved fit, which is read as it is
+    (``info fit.h5 --kernel rbf`` ran and ignored the kernel)."""
+    from .._settings import LoadOptions
+
+    default = LoadOptions()
+    given = [name for name in vars(default) if name not in ("max_memory", "extra", "format")
+             and getattr(load, name) != getattr(default, name)]
+    if given or load.extra:
+        names = ", ".join("--" + name.replace("_", "-") for name in [*given, *load.extra])
+        raise ParameterError(f"{path}: a saved fit is read as it is; {names} appl{'ies' if len(given) + len(load.extra) == 1 else 'y'} "
+                             "to matrix files (leave it out)")
