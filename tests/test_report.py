@@ -297,3 +297,16 @@ def test_odd_but_valid_records_never_break_a_report():
         list(render_rich(tables))
 
     check()
+
+
+def test_report_on_the_results_file_names_its_folder(tmp_path):
+    from typer.testing import CliRunner
+
+    from sfapprox.cli import app
+
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "results.jsonl").write_text("")
+    res = CliRunner().invoke(app, ["report", str(tmp_path / "r" / "results.jsonl")])
+    assert res.exit_code == 2  # it said: run 'sfapprox batch MANIFEST --out-dir r/results.jsonl' first
+    assert f"is a file; give the batch's folder, the one that holds results.jsonl (sfapprox report {tmp_path / 'r'})" \
+        in " ".join(res.output.split())

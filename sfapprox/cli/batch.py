@@ -240,6 +240,10 @@ def report(
     from ..datasets.results_file import RESULTS_FILE
 
     with error_boundary():
+        if out_dir.is_file():  # the results file itself, not its folder
+            hint = f"sfapprox report {out_dir.parent}" if out_dir.name == RESULTS_FILE else "sfapprox report DIR"
+            raise InputError(f"{out_dir}: is a file; give the batch's folder, the one that holds {RESULTS_FILE} "
+                             f"({hint})")
         check_outputs(outputs, inputs=[out_dir / RESULTS_FILE])
         results = out_dir / RESULTS_FILE
         if not results.is_file():
