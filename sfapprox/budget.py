@@ -260,11 +260,23 @@ class Budget:
 
     @property
     def note(self) -> str | None:
-        """A sentence for the user when the budget was clamped (None otherwise)."""
+        """A sentence for the user when the budget was clamped, or when ``1`` was read as the fraction
+        1 of ``N^2`` (None otherwise)."""
         if self.requested is None:
+            if _is_one(self.spec):
+                return (f"budget {self.spec} is the fraction 1 of N^2: all {self.value:,} entries (a count of "
+                        "stored numbers is a whole number above 1)")
             return None
         return (f"budget {self.spec.split(' (')[0]} ({self.requested:.3g} stored numbers) is above the "
                 f"{self.value:,} entries of the matrix; using {self.value:,} (a dense copy costs no more)")
+
+
+def _is_one(spec: str) -> bool:
+    """Whether a budget's text is the number 1 (read as the fraction 1 of ``N^2``)."""
+    try:
+        return float(spec) == 1.0
+    except ValueError:
+        return False
 
 
 def parse_budget(spec: str | int | float | None) -> str:

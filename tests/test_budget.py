@@ -191,3 +191,11 @@ def test_every_entry_point_clamps_a_huge_budget(tmp_path, small, budget):
     assert res.exit_code == 0, res.output
     record = json.loads((tmp_path / "out" / "results.jsonl").read_text().splitlines()[0])
     assert record["status"] == "ok" and record["budget"] == 256 and "clamped" in record["budget_spec"]
+
+
+def test_a_budget_of_1_says_it_is_all_of_n2():
+    from sfapprox.budget import resolve_budget
+
+    one = resolve_budget(1, 10)
+    assert one.value == 100 and one.note.startswith("budget 1 is the fraction 1 of N^2: all 100 entries")
+    assert resolve_budget(0.5, 10).note is None and resolve_budget(2, 10).note is None
