@@ -3,6 +3,7 @@
 Run by hand (not part of the tests):
 
     python benchmarks/first_fit.py [--warm 2] [--sfapprox CHECKOUT] [--tag first_fit]
+    python benchmarks/first_fit.py --compile-parts [--rounds 2] [--sfapprox CHECKOUT] [--tag compile_parts]
 
 ``sfapprox compare examples/mesh_small.mtx --methods sf,tsvd -q --json OUT`` runs as a fresh process
 (``python -m sfapprox`` of this checkout, or of ``--sfapprox`` through ``PYTHONPATH``): first with an
@@ -13,6 +14,11 @@ seconds, its relative error, iterations and evaluations.
 What it checks (issue 25, goal 6): the first run's fit must end where the later ones do.  Before
 2026-11-27 the first evaluation's timing held ~5 s of compiling, the race of the two starts looked
 unaffordable, and the first run ended at rel 0.1949 where every later one ended at 0.1808.
+
+``--compile-parts``: where a fresh install's first fit spends its compiling, each round a fresh
+process with an empty cache: the host arithmetic of the L-BFGS loop (``_solver.warm_up``), the
+kernel (``_kernels.warm_up_numba``'s), and the compiled iterations (``_solver.warm_up`` with the
+objective), with numba's own timers of the last (``llvm_lock``: LLVM's share).
 
 Writes benchmarks/results/<tag>.json and .md.
 """
@@ -45,13 +51,54 @@ def one(env: dict, cache: str, out: Path) -> dict:
             "iterations": sf["params"]["iterations"], "evaluations": sf["params"]["evaluations"]}
 
 
+#: One round of --compile-parts, run as a fresh process: JSON of each part's seconds.
+_PARTS = """
+import json, time, torch
+from sfapprox.sf import _kernels, _solver, _solver_numba
+parts = {}
+began = time.perf_counter(); _solver.warm_up(torch.float64); parts["host"] = time.perf_counter() - began
+small = _kernels.CompiledObjective((3, 8, 4), (0, 1, 2, 4), torch.eye(8, dtype=torch.float64))
+began = time.perf_counter(); _kernels.warm_up_numba(torch.float64); parts["kernel"] = time.perf_counter() - began
+began = time.perf_counter(); _solver.warm_up(torch.float64, small); parts["iterations"] = time.perf_counter() - began
+timers = [_solver_numba.iterate.get_metadata(sig)["timers"] for sig in _solver_numba.iterate.signatures]
+parts["iterations_llvm"] = timers[0]["llvm_lock"] if timers else None
+print(json.dumps(parts))
+"""
+
+
+def compile_parts(env: dict, rounds: int, tag: str, checkout: str | None) -> None:
+    """``--compile-parts``: each round a fresh process with an empty numba cache."""
+    rows = []
+    for i in range(rounds):
+        with tempfile.TemporaryDirectory() as cache:
+            done = subprocess.run([sys.executable, "-c", _PARTS], env={**env, "NUMBA_CACHE_DIR": cache},
+                                  capture_output=True, text=True, cwd=tempfile.gettempdir(), check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"the round failed:\n{done.stderr[-2000:]}")
+        rows.append({"round": i + 1, **{k: round(v, 2) for k, v in json.loads(done.stdout.splitlines()[-1]).items()}})
+        print(rows[-1], flush=True)
+    data = {"meta": meta(checkout=checkout or "this checkout"), "rows": rows}
+    lines = [f"# Where a fresh install's first fit spends its compiling ({data['meta']['date']})", "",
+             f"Machine: {data['meta']['machine']}; load average at start {data['meta']['load_average_at_start']}. "
+             f"Command: `{data['meta']['command']}` ({data['meta']['checkout']}).", "",
+             "| round | host arithmetic s | kernel s | compiled iterations s | of which LLVM s |", "|---|---|---|---|---|"]
+    lines += [f"| {r['round']} | {r['host']} | {r['kernel']} | {r['iterations']} | {r['iterations_llvm']} |" for r in rows]
+    write_results(tag, data, lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--warm", type=int, default=2, help="runs after the first (cache filled)")
     parser.add_argument("--sfapprox", help="another checkout to measure (put first on PYTHONPATH)")
-    parser.add_argument("--tag", default="first_fit")
+    parser.add_argument("--tag", default=None, help="results name (default: first_fit, or compile_parts)")
+    parser.add_argument("--compile-parts", action="store_true", help="time each part of a fresh install's compiling")
+    parser.add_argument("--rounds", type=int, default=2, help="--compile-parts: fresh processes to time")
     args = parser.parse_args()
     env = checkout_env(args.sfapprox)
+    if args.compile_parts:
+        compile_parts(env, args.rounds, args.tag or "compile_parts", args.sfapprox)
+        return
+    args.tag = args.tag or "first_fit"
     rows = []
     with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as scratch:
         for i in range(1 + args.warm):
