@@ -265,6 +265,9 @@ def test_numba_groups_give_the_same_numbers_on_any_thread_count(monkeypatch):
     """Column blocks split into fixed groups (large N, made small here): the torch kernel's values,
     the loss and gradient bit for bit the same on one thread or three (the groups add up in a fixed
     order; see test_residual_sum_does_not_depend_on_where_memory_lies for the loss)."""
+    import sfapprox._threads
+
+    monkeypatch.setattr(sfapprox._threads, "available_cores", lambda: 8)  # three threads even on two cores
     monkeypatch.setattr(K, "NUMBA_SINGLE_BLOCK_MAX_N", 16)
     monkeypatch.setattr(K, "NUMBA_PANEL", 8)
     monkeypatch.setattr(K, "NUMBA_PARALLEL_MIN_N", 32)

@@ -105,10 +105,10 @@ def fit(
             raise typer.Exit(EXIT_INTERRUPTED)
 
 
-def _advise(summary: dict, settings, n: int) -> None:
+def _advise(summary: dict, settings, n: int | None = None) -> None:
     """Say on stderr when the fit stopped on a limit, with the knob to turn; and when its structure
     stores no fewer numbers than the matrix's own ``N^2`` entries (a dense copy would be as small)."""
-    if summary["nnz"] >= n * n:
+    if n is not None and summary.get("nnz") is not None and summary["nnz"] >= n * n:
         note(f"note: this structure stores {summary['nnz']:,} numbers, no fewer than the matrix's own {n * n:,} "
              "entries: a dense copy would be as small")
     if summary.get("path") == "columns":
