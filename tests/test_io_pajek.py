@@ -324,3 +324,16 @@ class TestHardening:
         p = write(tmp_path / "g.net", "*Vertices 50000000\n*Arcs\n1 2\n")
         with pytest.raises(ResourceError, match=r"network of order 50,000,000 \(its sparse row pointers alone\)"):
             load_matrix(p, max_memory=2**26)
+
+
+def test_a_projection_that_overflows_is_one_error_not_a_warning(tmp_path):
+    import warnings
+
+    from sfapprox import InputError
+
+    p = tmp_path / "big.paj"
+    p.write_text('*Vertices 3 2\n1 "a"\n2 "b"\n3 "c"\n*Edges\n1 3 1e200\n2 3 1e200\n')
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's "overflow encountered in matmul" reached the user
+        with pytest.raises(InputError, match=r"big.paj: its B·Bᵀ projection overflows .*two_mode='bipartite'"):
+            load_matrix(p)

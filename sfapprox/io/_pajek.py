@@ -474,7 +474,13 @@ def _two_mode(src: Source, net: _Network, mode: str | None, notes: list[str], li
         notes.append(f"2-mode network {n1}x{n2}: two_mode={mode!r}")
     if mode in ("rows", "cols"):
         _check_projection_memory(src, B, mode, limit)
-        return B @ B.T if mode == "rows" else B.T @ B
+        with np.errstate(over="ignore", invalid="ignore"):  # said below, as one line, not as a warning
+            product = B @ B.T if mode == "rows" else B.T @ B
+        values = product.data if sp.issparse(product) else product
+        if not np.isfinite(values).all():
+            raise src.fail(f"its {'B·Bᵀ' if mode == 'rows' else 'BᵀB'} projection overflows (weights too large to "
+                           "multiply in float64)", "scale the weights down, or use two_mode='bipartite' (--two-mode)")
+        return product
     if sp.issparse(B):
         return sp.csr_array(sp.bmat([[None, B], [B.T, None]], format="csr"))
     return np.block([[np.zeros((n1, n1)), B], [B.T, np.zeros((n2, n2))]])
