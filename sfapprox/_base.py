@@ -175,6 +175,39 @@ class Approximation:
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # ------------------------------------------------------------------ using the fit
+    def frobenius_error(self, X, fro_norm: float | None = None) -> tuple[float, float | None]:
+        """The fitted surrogate's error against ``X``, absolute ``||X - A||_F`` and relative, by the one
+        definition every method's row uses (:func:`~sfapprox.metrics.operator_error`; a
+        :class:`~sfapprox.sources.MatrixSource` by an exact pass over its columns).
+
+        Parameters
+        ----------
+        X : numpy.ndarray, scipy sparse matrix or MatrixSource, shape (N, N)
+            The matrix (usually the one fitted).
+        fro_norm : float, optional
+            ``||X||_F`` when already known.
+
+        Returns
+        -------
+        (float, float or None)
+            The relative error is None for the zero matrix.
+
+        Examples
+        --------
+        >>> from sfapprox import TruncatedSVD
+        >>> X = np.diag([3.0, 4.0, 0.0])
+        >>> TruncatedSVD(n_components=1).fit(X).frobenius_error(X)
+        (3.0, 0.6)
+        """
+        from .metrics import operator_error
+
+        if isinstance(X, MatrixSource):
+            from .estimate import estimate_errors
+
+            scored = estimate_errors(X, {"a": self.operator_}, fro_norm=fro_norm)["a"]
+            return scored.fro_error, scored.rel_error
+        return operator_error(check_square_matrix(X, source="X"), self.operator_, fro_norm)
+
     def to_dense(self) -> np.ndarray:
         """The fitted surrogate as a dense ``N x N`` array."""
         return self.operator_.to_dense()

@@ -140,3 +140,17 @@ def test_an_unfitted_estimator_says_so(name):
     for use in (est.to_dense, est.to_operator, lambda: save_factors("never.h5", est)):
         with pytest.raises(NotFittedError, match="not fitted yet"):
             use()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_method_scores_itself_by_the_one_definition(fitted, X, name):
+    """est.frobenius_error(X): the same number for every method as frobenius_error on its dense form
+    (only SF and the hybrids had fro_error_)."""
+    from sfapprox import frobenius_error
+    from sfapprox.sources import ArraySource
+
+    est, _ = fitted[name]
+    fro, rel = est.frobenius_error(X)
+    expected = frobenius_error(X, est.to_dense())
+    assert fro == pytest.approx(expected[0], rel=1e-10) and rel == pytest.approx(expected[1], rel=1e-10)
+    assert est.frobenius_error(ArraySource(X))[0] == pytest.approx(fro, rel=1e-10)  # from columns, exactly
