@@ -221,6 +221,19 @@ def test_a_pair_at_another_budget_is_redone_not_resumed(tmp_path):
     assert (same.written, same.skipped, same.changed) == (0, 1, [])
 
 
+def test_a_method_not_applicable_under_a_memory_limit_is_redone_under_another(tmp_path):
+    """TSVD needs the matrix formed: under 200 KB it is not applicable; a resume with room redoes it
+    (a finished "not applicable" line was skipped for ever)."""
+    np.save(tmp_path / "a.npy", np.random.default_rng(0).random((300, 300)))
+    m = write_manifest(tmp_path / "m.toml", '[[matrix]]\nname = "a"\ncategory = "other"\nfile = "a.npy"\n')
+    out = tmp_path / "out"
+    tight = run_batch(m, out, BatchOptions(methods=("tsvd",), settings=FitSettings(device="cpu", max_memory=200_000)))
+    assert tight.statuses["not applicable"] == 1
+    roomy = run_batch(m, out, BatchOptions(methods=("tsvd",), settings=FitSettings(device="cpu", max_memory=10**9)))
+    assert (roomy.written, roomy.skipped, roomy.statuses["ok"]) == (1, 0, 1)
+    assert roomy.changed == ["a: its line was made with max_memory 200000, now 1000000000; its lines are redone"]
+
+
 def test_lines_of_other_settings_are_said_even_when_nothing_was_skipped(tmp_path):
     """Other methods at another budget in the folder: the report ranks them together, so the batch
     says so (it did only when a pair of this run was skipped)."""

@@ -227,7 +227,8 @@ MEASURES = ("budget", "protocol", "count_indices")
 
 
 def changed_measures(existing: ResultsFile, options: BatchOptions) -> dict[tuple[str, str], str]:
-    """Finished pairs whose line measured something else than this run asks (:data:`MEASURES`), and why.
+    """Finished pairs whose line measured something else than this run asks (:data:`MEASURES`), or
+    was found not applicable under another memory limit, and why.
 
     Parameters
     ----------
@@ -247,7 +248,10 @@ def changed_measures(existing: ResultsFile, options: BatchOptions) -> dict[tuple
         settings = record.get("settings") or {}
         if record.get("status") not in DONE_STATUSES:
             continue
-        differ = [f"{name} {settings[name]!r}, now {now[name]!r}" for name in MEASURES
+        # a method found not applicable under one memory limit (the matrix could not be formed for it)
+        # may apply under another: such a line is redone when the limit changed
+        names = MEASURES + (("max_memory",) if record.get("status") == "not applicable" else ())
+        differ = [f"{name} {settings[name]!r}, now {now[name]!r}" for name in names
                   if name in settings and settings[name] != now[name]]
         if differ:
             stale[key] = f"its line was made with {'; '.join(differ)}"
