@@ -482,3 +482,10 @@ def test_info_on_a_saved_fit_refuses_options_for_reading_a_matrix(tmp_path, smal
     res = invoke("info", fit, "--kernel", "rbf")  # ran, and ignored the kernel
     assert res.exit_code == 2 and "a saved fit is read as it is; --kernel applies to matrix files" in res.output
     assert invoke("info", fit).exit_code == 0
+
+
+@pytest.mark.parametrize("stream", ["-", "/dev/stdout"])
+def test_checkpoints_into_a_stream_are_refused(small_mtx, stream):
+    # every checkpoint went to stdout one after another: the file read back was an early checkpoint
+    res = invoke("fit", small_mtx, "--checkpoint-every", "0.2", "--out", stream, "--iters", "5", "--device", "cpu")
+    assert res.exit_code == 2 and "is a stream, not a file" in " ".join(res.output.split())

@@ -445,3 +445,27 @@ def test_a_resumed_column_fit_never_ends_worse_than_its_saved_start(tmp_path):
                       device="cpu").fit(exact.to_dense())
     assert resumed.params_["path"] == "columns" and resumed.params_.get("kept_start")
     assert np.allclose(resumed.factors_, exact.values, rtol=1e-12, atol=0) and resumed.rel_error_ < 1e-10
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "lbfgs"])
+def test_a_stop_whose_interrupt_was_swallowed_still_stops_the_column_fit(monkeypatch, optimizer):
+    """A SIGINT's KeyboardInterrupt raised inside C-called Python is printed and lost ("Exception ignored
+    in ..."); the fit from column blocks ran on to its time limit and exited 0 (1 run in 6). The loop now
+    checks the signal's flag, as the in-memory fit's does."""
+    from sfapprox import _signals
+
+    X = _planted(32, seed=2)
+    offs = chord_offsets(32)
+    start = start_values(["identity"], 0, (5, 32, len(offs)))["identity"]
+    steps = []
+
+    def lost_stop(step, *rest):
+        steps.append(step)
+        if step == 3:
+            monkeypatch.setattr(_signals, "_received", [2])  # SIGINT received, its interrupt swallowed
+        return False
+
+    fit = (C.fit_columns if optimizer == "adam" else C.fit_columns_lbfgs)(
+        lambda a, b: X[:, a:b], start, offs, settings=C.ColumnSettings(batch=8), max_iter=50, width=8,
+        callback=lost_stop)
+    assert fit.stop_reason == "interrupted" and steps[-1] <= 4 and np.isfinite(fit.values).all()

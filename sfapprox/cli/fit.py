@@ -9,7 +9,7 @@ from typing import Annotated, Literal, Optional
 
 import typer
 
-from .._atomic import FileStamp
+from .._atomic import FileStamp, output_target, stream_kind
 from .._errors import ParameterError
 from .._settings import SF_BASE, SF_FTOL, SF_GTOL, SF_INIT, SF_SUPPORT
 from ..formats import jsonable
@@ -55,6 +55,10 @@ def fit(
             parse_budget(budget)
         if checkpoint_every is not None and out_path is None:
             raise ParameterError("--checkpoint-every writes the factors to --out FILE; give --out too")
+        if checkpoint_every is not None and (str(out_path) == "-" or stream_kind(output_target(out_path)) is not None):
+            # each checkpoint replaces the last one in a file: a stream would get them all, one after another
+            raise ParameterError(f"--checkpoint-every replaces the factors in --out FILE at each checkpoint; "
+                                 f"{out_path} is a stream, not a file: give a file's path")
         if init not in ("auto", "reference", "identity"):
             check_saved_fit(Path(init))
         if out_path is not None and str(out_path) == "-":  # standard output, as for --json (a file named "-" before)

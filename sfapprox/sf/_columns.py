@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _timing
+from .._signals import stop_requested
 from ._kernels import NUMBA_GROUPS, _numba_module, block_loss_and_grad
 from ._solver import StopReason
 
@@ -262,6 +263,8 @@ def fit_columns(
     step_seconds = 0.0
     try:
         while out.steps < max_iter:
+            if stop_requested():  # a stop whose KeyboardInterrupt was swallowed (one run in six, Ctrl-C lost)
+                raise KeyboardInterrupt
             if out.steps and not deadline.fits(step_seconds):
                 out.stop_reason = StopReason.TIME_LIMIT
                 break
@@ -333,6 +336,8 @@ def fit_columns_lbfgs(
     out = ColumnFit(values=np.array(values, dtype=np.float64), optimizer="lbfgs")
 
     def report(st: dict) -> bool:
+        if stop_requested():  # a stop whose KeyboardInterrupt was swallowed (see _signals): stop here
+            raise KeyboardInterrupt
         out.running_error = math.sqrt(2.0 * max(st["best_loss"], 0.0) / objective.norm2) if objective.norm2 > 0 else 0.0
         out.curve.append((_timing.now() - began, 2.0 * st["loss"]))
         if callback is None:
