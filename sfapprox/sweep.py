@@ -173,7 +173,7 @@ class Sweep:
         columns = [Column("budget", "budget"), Column("share", "% of N²", priority=10)]
         columns += [Column(m, m) for m in self.methods]
         table = Table(f"{self.matrix.get('name', 'matrix')} (N={n}): relative error by budget", columns)
-        reasons: dict[str, str] = {}
+        reasons: dict[str, dict[str, None]] = {}  # per method, its distinct reasons (a failure after a "too small")
         for point in self.points:
             rows = {r.method: r for r in point.results}
             winner = point.winner()
@@ -186,14 +186,14 @@ class Sweep:
                 elif r.status != "ok":
                     cells[m] = "n/a" if r.status == "not applicable" else r.status  # the why is in the notes
                     if r.reason:
-                        reasons.setdefault(m, r.reason)
+                        reasons.setdefault(m, {})[r.reason] = None
                 else:
                     stop = r.params.get("stop_reason")
                     flag = f" ({stop})" if stop in ("time_limit", "max_iter") else ""
                     cells[m] = error_cell(r, r.rel_error, "rel_interval") + flag  # "0.31 ± 0.004" when estimated
                     data[m] = r.rel_error
             table.add(cells, best={winner} if winner else set(), data=data)
-        table.notes.extend(f"{m}: {why}" for m, why in reasons.items())
+        table.notes.extend(f"{m}: {why}" for m, whys in reasons.items() for why in whys)
         if any("(time_limit)" in row.get(m, "") or "(max_iter)" in row.get(m, "") for row in table.rows for m in self.methods):
             table.notes.append("(time_limit) / (max_iter): the fit stopped on that limit before converging")
         table.notes.extend(dict.fromkeys(f"note: {n}" for p in self.points for n in p.notes))  # once each

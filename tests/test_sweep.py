@@ -124,3 +124,18 @@ def test_a_thousands_separator_in_the_budgets_is_explained():
     with pytest.raises(ParameterError) as info:
         parse_budget_list("0.05,-1")
     assert "commas separate" not in str(info.value)
+
+
+def test_every_distinct_reason_of_a_method_is_said_under_the_table():
+    """SF "n/a" at a small budget, then "failed" (over the memory limit) at larger ones: only the first
+    reason was said, and the failures had none under the table."""
+    from sfapprox.results import Comparison, MethodResult
+    from sfapprox.sweep import Sweep
+
+    small = MethodResult("sf", "not applicable", reason="budget 8000 is too small")
+    failed = MethodResult("sf", "failed", reason="needs about 233 MiB, over the memory limit of 60 MiB")
+    points = [Comparison({"name": "m", "n": 400}, b, str(b), [r]) for b, r in ((8000, small), (16000, failed),
+                                                                                   (24000, failed))]
+    notes = Sweep({"name": "m", "n": 400}, ["sf"], points).tables()[0].notes
+    assert [n for n in notes if n.startswith("sf: ")] == ["sf: budget 8000 is too small",
+                                                         "sf: needs about 233 MiB, over the memory limit of 60 MiB"]
