@@ -116,6 +116,10 @@ def test_synthetic_manifest_is_all_generators():
         ('[[matrix]]\nname = "g"\ncategory = "synthetic"\ngenerator = "banded"\n',
          "field 'params': generator 'banded': parameter 'n' (the matrix order) is required"),
         (ENTRY + "params = {n = 8}\n", "field 'params' needs 'generator'"),
+        ('[[matrix]]\nname = "g"\ncategory = "synthetic"\ngenerator = "banded"\nparams = {n = 8}\n'
+         'load = {kernel = "rbf"}\n', "entry 'g': load options (kernel) say how to read a 'file'"),  # was ignored
+        ('[[matrix]]\nname = "w"\ncategory = "other"\nfile = "m.pt"\nload = {var = "*", kernel = "rbf"}\n',
+         "entry 'w': load option 'kernel' is the kernel matrix of a table of points"),  # "unavailable" lines
         ('titel = "x"\n' + ENTRY, "unknown top-level field 'titel' (known: description, matrix, reference_source, title"),
         ("", "no [[matrix]] entries"),
         ('matrix = "x"\n', "'matrix' must be an array of tables"),

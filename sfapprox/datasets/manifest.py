@@ -421,10 +421,13 @@ def _load_options(item: dict[str, Any], where: str) -> dict[str, Any]:
             names = " or ".join(t.__name__ for t in types)
             raise ManifestError(f"{where}: load option {key!r} must be {names}, got {value!r}")
     _check_kernel(options, where)
-    if options.get("var") == "*" and not (options.get("format") in WEIGHT_FORMATS
-                                          or str(item.get("file", "")).lower().endswith(WEIGHT_SUFFIXES)):
+    weights = options.get("format") in WEIGHT_FORMATS or str(item.get("file", "")).lower().endswith(WEIGHT_SUFFIXES)
+    if options.get("var") == "*" and not weights:
         raise ManifestError(f"{where}: load option var = \"*\" (every square weight) applies to a model's weights "
                             f"file ({', '.join(WEIGHT_SUFFIXES)}, or format {' or '.join(WEIGHT_FORMATS)})")
+    if options.get("kernel") is not None and weights:  # (its lines were "unavailable", naming a CLI flag)
+        raise ManifestError(f"{where}: load option 'kernel' is the kernel matrix of a table of points "
+                            "(.csv, .npy, .libsvm); a model's weights file holds matrices: leave 'kernel' out")
     return options
 
 
@@ -502,6 +505,9 @@ def _check_generator(entry: Entry, where: str) -> None:
     clash = [k for k in ("file", "url", "member") if getattr(entry, k) is not None]
     if clash:
         raise ManifestError(f"{where}: 'generator' and {', '.join(map(repr, clash))} exclude each other; give one source")
+    if entry.load:  # how to read a file: a generated matrix has none (kernel = "rbf" there was ignored)
+        raise ManifestError(f"{where}: load options ({', '.join(entry.load)}) say how to read a 'file'; a "
+                            "'generator' makes its matrix itself: leave 'load' out")
     try:
         generator_params(entry.generator)
     except ParameterError as exc:
