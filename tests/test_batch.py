@@ -733,3 +733,13 @@ def test_an_out_dir_that_is_a_file_is_said_as_such(tmp_path):
     (tmp_path / "out" / "factors").write_text("x")
     with pytest.raises(ParameterError, match="factors: the folder of the saved factors is a file here"):
         run_batch(m, tmp_path / "out", TSVD)
+
+
+def test_lines_of_matrices_the_manifest_no_longer_names_are_said(tmp_path):
+    """An entry removed from the manifest kept its lines, and the report ranked them without a word."""
+    out = tmp_path / "out"
+    both = write_manifest(tmp_path / "m.toml", gen_entry("a") + gen_entry("b"))
+    run_batch(both, out, TSVD)
+    assert run_batch(both, out, TSVD, only=["a"]).orphans == []  # b is still the manifest's, only not selected
+    one = write_manifest(tmp_path / "m.toml", gen_entry("a"))
+    assert run_batch(one, out, TSVD).orphans == ["b"]

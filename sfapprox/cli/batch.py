@@ -195,6 +195,11 @@ def batch(
             note(f"note: results.jsonl: {line}")
         for line in summary.changed:
             note(f"note: {line}", style="yellow")
+        if summary.orphans:
+            shown = ", ".join(summary.orphans[:5]) + (f" and {len(summary.orphans) - 5} more"
+                                                      if len(summary.orphans) > 5 else "")
+            note(f"warning: {out_dir} holds lines of matrices this manifest no longer names: {shown}; the report "
+                 "ranks them too (delete their lines from results.jsonl, or use another --out-dir)", style="yellow")
         for line in summary.warnings:
             note(f"warning: {out_dir} holds lines made with other settings ({line}); the report ranks "
                  "them beside this run's (--redo reruns the selected pairs; another --out-dir keeps runs apart)",

@@ -104,6 +104,9 @@ class BatchSummary:
         when downloads worked or none was needed).
     downloads_skipped : list of str
         Entries whose download was then not tried.
+    orphans : list of str
+        Matrices whose lines stay in the folder though the manifest no longer names them
+        (:func:`orphan_lines`): the report ranks them too.
     changed : list of str
         Entries whose finished lines are redone because their matrix changed, and what changed (and
         the methods not selected whose lines were made from a changed matrix).
@@ -121,6 +124,7 @@ class BatchSummary:
     warnings: list[str] = field(default_factory=list)
     no_network: str | None = None
     downloads_skipped: list[str] = field(default_factory=list)
+    orphans: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
 
     @property
@@ -451,7 +455,8 @@ def run_batch(
     with folder_lock(out, wait=wait, on_wait=lambda holder: emit("waiting", holder=holder)):
         _make_folder(out / "factors", "the folder of the saved factors")
         _remove_stale_temporaries(out)
-        return _run_locked(out, entries, options, force, jobs, executor, scheduler, on_event)
+        return _run_locked(out, entries, options, force, jobs, executor, scheduler, on_event,
+                           manifest_entries=manifest.entries)
 
 
 def _make_folder(path: Path, what: str) -> None:
@@ -531,12 +536,49 @@ def _remove_stale_temporaries(out: Path) -> None:
             path.unlink(missing_ok=True)
 
 
+def orphan_lines(existing: ResultsFile, manifest_names: Iterable[str], selected: Iterable[str],
+                 expanded: Iterable[str]) -> list[str]:
+    """The matrices of a results file that its manifest no longer names, sorted.
+
+    A matrix counts as named when it is one of the manifest's entries, one of
+    this run's entries as expanded (a model's square weights, ``model.NAME``),
+    or a weight of a model entry this run did not select (not read here).
+
+    Parameters
+    ----------
+    existing : ResultsFile
+        The lines in the folder.
+    manifest_names : iterable of str
+        All of the manifest's entries.
+    selected : iterable of str
+        This run's entries, before their expansion.
+    expanded : iterable of str
+        This run's entries, expanded.
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> lines = ResultsFile([{"matrix": m, "method": "tsvd", "status": "ok"} for m in ("a", "b", "net.w1", "net.w2")], [], 0)
+    >>> orphan_lines(lines, ["a", "net"], ["a", "net"], ["a", "net.w1"])
+    ['b', 'net.w2']
+    """
+    named = set(manifest_names) | set(expanded)
+    unread = tuple(f"{name}." for name in set(manifest_names) - set(selected))  # weights not listed this run
+    return sorted(name for name in {key[0] for key in existing.latest()}
+                  if name not in named and not name.startswith(unread or ("\0",)))
+
+
 def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: bool, jobs: int,
-                executor: str, scheduler: str | None, on_event: Event | None) -> BatchSummary:
+                executor: str, scheduler: str | None, on_event: Event | None,
+                manifest_entries: Iterable[Entry] | None = None) -> BatchSummary:
     results = out / RESULTS_FILE
     existing = read_results(results)
     cache = str(cache_dir())
     network = NetworkState()
+    selected = [e.name for e in entries]
     entries = expand_weights(entries, options.data_dir, Path(cache), network)
     stale = {} if force else {**changed_measures(existing, options),
                               **changed_sources(entries, existing, options.data_dir, Path(cache))}
@@ -551,6 +593,9 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
     # Said whenever lines made with other settings stay in the folder (skipped here, or of other
     # methods or matrices): the report ranks them beside this run's (a budget of 0.9 against 0.3).
     summary.warnings = settings_changes(_kept(existing, drop), options)
+    # the report ranks them too: a weight no longer in its file, an entry since removed
+    summary.orphans = orphan_lines(_kept(existing, drop), [e.name for e in (manifest_entries or ())] or selected,
+                                   selected, [e.name for e in entries])
     summary.repaired = repair_results(results, drop)
     tasks = [MatrixTask(e, todo[e.name], options, str(out), cache) for e in entries if e.name in todo]
     emit = on_event or (lambda *a, **k: None)
