@@ -310,3 +310,20 @@ def test_report_on_the_results_file_names_its_folder(tmp_path):
     assert res.exit_code == 2  # it said: run 'sfapprox batch MANIFEST --out-dir r/results.jsonl' first
     assert f"is a file; give the batch's folder, the one that holds results.jsonl (sfapprox report {tmp_path / 'r'})" \
         in " ".join(res.output.split())
+
+
+def test_report_csv_holds_the_values_behind_the_cells():
+    """report --csv held the display's rounding ("8.032"); compare's and sweep's CSV hold values, and so
+    does the report's now: errors, reference figures and matrix facts at full precision."""
+    import csv
+    import io
+
+    from sfapprox.formats import render_csv
+
+    rows = list(csv.DictReader(io.StringIO(render_csv(build_report(RECORDS).tables()))))
+    strike = next(r for r in rows if r["matrix"] == "strike")
+    assert (strike["sf"], strike["tsvd"], strike["paper tsvd"], strike["Δ sf"]) == ("1.1", "2.727", "2.73", "+5.8%")
+    att = next(r for r in rows if r["matrix"] == "att")
+    assert (att["entropy"], att["β"], att["nmf"]) == ("2.8226", "2.0", "")
+    neg = next(r for r in rows if r["matrix"] == "neg")
+    assert neg["nmf"] == "n/a"  # a status keeps its text

@@ -167,7 +167,7 @@ class Report:
                            for i, h in enumerate(header)])
             for row, cells in zip(cat.rows, rows):
                 best = {f"c{i}" for i, h in enumerate(header) if h == row.winner}
-                table.add({f"c{i}": c for i, c in enumerate(cells)}, best=best)
+                table.add({f"c{i}": c for i, c in enumerate(cells)}, best=best, data=_row_data(cat, row))
             out.append(table)
         totals = self.total_wins()
         if out and totals:
@@ -333,6 +333,25 @@ def table_cells(table: CategoryTable) -> tuple[list[str], list[list[str]]]:
         cells.append(row.winner or "")
         rows.append(cells)
     return header, rows
+
+
+def _row_data(table: CategoryTable, row) -> dict[str, Any]:
+    """A category row's values behind its cells, for CSV (:attr:`~sfapprox.formats.Table.data`): N, each
+    scored method's error and the paper's figures at full precision, and the matrix facts; the other
+    cells (a status, a deviation) keep their text."""
+    data: dict[str, Any] = {"c1": row.n}
+    for j, method in enumerate(table.methods, start=2):
+        r = row.results.get(method)
+        if r is not None and r.get("status") == "ok" and _finite(r.get("fro_error")):
+            data[f"c{j}"] = r["fro_error"]
+    at = 2 + len(table.methods)
+    for j, key in enumerate(table.reference_keys, start=at):
+        if key in row.reference:
+            data[f"c{j}"] = row.reference[key]
+    at += len(table.reference_keys) + sum(m in table.reference_keys for m in table.methods)
+    for j, key in enumerate(table.info_keys, start=at):
+        data[f"c{j}"] = row.info.get(key)
+    return data
 
 
 def wins_line(table: CategoryTable) -> str:
