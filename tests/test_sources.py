@@ -239,3 +239,13 @@ def test_a_npy_a_comparison_could_not_hold_formed_is_memory_mapped_not_loaded(tm
     assert isinstance(mapped, ArraySource) and mapped.describe()["memory_mapped"]
     loaded = open_matrix(path, max_memory=need)
     assert not isinstance(loaded, ArraySource)  # a LoadedMatrix, formed as before
+
+
+def test_column_indices_must_be_whole_numbers():
+    from sfapprox import KernelMatrix, ParameterError
+
+    K = KernelMatrix(np.random.default_rng(0).random((10, 2)))
+    for bad in (np.array([1.5]), np.array([True])):
+        with pytest.raises(ParameterError, match="column indices must be whole numbers"):
+            K.columns(bad)  # 1.5 was read as column 1
+    np.testing.assert_array_equal(K.columns(np.array([1.0, 2.0])), K.columns([1, 2]))

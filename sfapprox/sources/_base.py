@@ -101,7 +101,11 @@ class MatrixSource:
         J : array of int
             Column indices (any order, repeats allowed), each in ``0..N-1``.
         """
-        J = np.asarray(J, dtype=np.int64).reshape(-1)
+        given = np.asarray(J)
+        whole = given.dtype.kind in "iu" or (given.dtype.kind == "f" and np.array_equal(given, np.round(given)))
+        if given.size and not whole:  # 1.5 was read as column 1
+            raise ParameterError(f"{self.name}: column indices must be whole numbers, got {given.dtype} values")
+        J = given.astype(np.int64).reshape(-1)
         if J.size and (J.min() < 0 or J.max() >= self.n):
             raise ParameterError(f"{self.name}: column indices must lie in 0..{self.n - 1}")
         out = np.asarray(self._columns(J), dtype=np.float64)
