@@ -22,7 +22,7 @@ import sys
 import threading
 from collections.abc import Iterator
 
-__all__ = ["STOP_SIGNALS", "install_stop_handlers", "stop_requested", "stop_signal", "deferred", "exit_code"]
+__all__ = ["STOP_SIGNALS", "install_stop_handlers", "stop_requested", "stop_signal", "stop_cause", "deferred", "exit_code"]
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -78,6 +78,12 @@ def stop_signal() -> int | None:
     if signal.SIGTERM in _received:
         return signal.SIGTERM
     return signal.SIGINT if _received else None
+
+
+def stop_cause() -> str:
+    """``"SIGTERM"`` where that signal was received, else ``"Ctrl-C"`` (SIGINT, or Python's own
+    KeyboardInterrupt): what stopped the work, for messages."""
+    return "SIGTERM" if stop_signal() == signal.SIGTERM else "Ctrl-C"
 
 
 def exit_code(code: int) -> int:

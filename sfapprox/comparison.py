@@ -19,7 +19,6 @@ import dataclasses
 import difflib
 import math
 import os
-import signal
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -32,7 +31,7 @@ from ._base import RunContext, get_method, methods, parse_methods
 from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceError, one_line
 from ._settings import COUNT_INDICES, DEFAULT_METHODS, DEFAULT_TOTAL_TIME, PROTOCOLS, FitSettings, LoadOptions
 from ._progress import same_progress
-from ._signals import stop_requested, stop_signal
+from ._signals import stop_cause, stop_requested
 from ._validation import (
     LIBRARY_WORKING_SET,
     check_memory,
@@ -846,7 +845,7 @@ def run_all(
         except KeyboardInterrupt:
             # Methods with partial work catch Ctrl-C themselves; the others have
             # nothing worth keeping, but the finished rows are.
-            result = MethodResult(name, "interrupted", reason=f"stopped by {_stop_name()} before it finished",
+            result = MethodResult(name, "interrupted", reason=f"stopped by {stop_cause()} before it finished",
                                   seconds=time.perf_counter() - start)
         result.min_budget = need
         result.time_limit = limit
@@ -858,24 +857,29 @@ def run_all(
     return [by_name[name] for name in names if name in by_name]
 
 
-def _stop_name() -> str:
-    """What stopped the work: "SIGTERM" where that signal was received, else "Ctrl-C" (a
-    KeyboardInterrupt: SIGINT, or Python's own)."""
-    return "SIGTERM" if stop_signal() == signal.SIGTERM else "Ctrl-C"
+def not_run(names: Sequence[str], results: Sequence[MethodResult]) -> list[str]:
+    """The methods of ``names`` a stop left unrun (no row in ``results``), in their order.
+
+    Examples
+    --------
+    >>> not_run(["sf", "tsvd", "rpca"], [MethodResult("sf", "interrupted")])
+    ['tsvd', 'rpca']
+    """
+    if not any(r.status == "interrupted" for r in results):
+        return []
+    ran = {r.method for r in results}
+    return [name for name in names if name not in ran]
 
 
 def not_run_note(names: Sequence[str], results: Sequence[MethodResult]) -> str | None:
-    """The comparison's note naming the methods a stop left unrun (they have no row); None if none.
+    """The comparison's note naming the methods a stop left unrun (:func:`not_run`); None if none.
 
     Examples
     --------
     >>> not_run_note(["sf", "tsvd", "rpca"], [MethodResult("sf", "interrupted")])
     'not run, the comparison was stopped first: tsvd, rpca'
     """
-    if not any(r.status == "interrupted" for r in results):
-        return None
-    ran = {r.method for r in results}
-    left = [name for name in names if name not in ran]
+    left = not_run(names, results)
     return f"not run, the comparison was stopped first: {', '.join(left)}" if left else None
 
 

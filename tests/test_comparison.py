@@ -417,7 +417,7 @@ def test_an_unknown_structure_name_is_refused_before_any_method_runs():
 def test_a_stop_names_its_signal_and_the_methods_it_left_unrun(monkeypatch):
     import signal
 
-    from sfapprox import comparison
+    from sfapprox import _signals, comparison
 
     real = comparison.run_method
 
@@ -427,7 +427,7 @@ def test_a_stop_names_its_signal_and_the_methods_it_left_unrun(monkeypatch):
         return real(name, *args, **kwargs)
 
     monkeypatch.setattr(comparison, "run_method", stopped_in_sf)
-    monkeypatch.setattr(comparison, "stop_signal", lambda: signal.SIGTERM)
+    monkeypatch.setattr(_signals, "stop_signal", lambda: signal.SIGTERM)
     c = compare(np.eye(16), ["tsvd", "sf", "sparse", "rpca"], device="cpu")
     rows = {r.method: r for r in c.results}
     assert rows["sf"].reason == "stopped by SIGTERM before it finished"  # "Ctrl-C" whatever the signal before

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import signal
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,7 +15,7 @@ from .. import __version__
 from .._atomic import written_outputs
 from .._errors import SfapproxError
 from .._progress import same_progress
-from .._signals import stop_signal
+from .._signals import stop_cause
 from ._render import err, one_line
 
 app = typer.Typer(
@@ -80,11 +79,6 @@ def error_boundary() -> Iterator[None]:
         err.print(f"[bold yellow]interrupted[/] ({stop_cause()}): stopped; {escape(_written_since_start())}",
                   highlight=False, soft_wrap=one_line())
         raise typer.Exit(EXIT_INTERRUPTED) from None
-
-
-def stop_cause() -> str:
-    """``"Ctrl-C"`` or ``"SIGTERM"``: what stopped the command (for messages)."""
-    return "SIGTERM" if stop_signal() == signal.SIGTERM else "Ctrl-C"
 
 
 def _written_since_start() -> str:

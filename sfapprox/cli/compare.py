@@ -44,7 +44,7 @@ def compare(
         from .. import compare as run_compare
         from .._base import parse_methods
         from ..budget import parse_budget
-        from ..comparison import load_included
+        from ..comparison import load_included, not_run
         from ..factors import check_results_folder, save_results
 
         names = parse_methods(methods)  # every option and output is checked before any work
@@ -85,8 +85,7 @@ def compare(
             kept = "the rows so far are shown" + (" and written" if outputs else "")
             if stopped.fro_error is not None:
                 kept += f" ({stopped.method}: the best factors found before the stop)"
-            ran = {r.method for r in comparison.results}
-            left = [m for m in names if m not in ran]
+            left = not_run(names, comparison.results)
             skipped = f"; not run: {', '.join(left)}" if left else ""
             note(f"interrupted ({stop_cause()}) during {stopped.method}: {kept}{skipped}", style="bold yellow")
             raise typer.Exit(EXIT_INTERRUPTED)
