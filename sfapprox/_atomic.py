@@ -39,12 +39,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ._errors import SfapproxError
+from ._errors import ParameterError, SfapproxError
 from ._signals import deferred
 from .formats import jsonable
 
 __all__ = ["atomic_path", "write_text", "write_json", "write_bytes", "OutputError", "OutputExistsError",
-           "written_outputs", "output_target", "stream_kind", "names_descriptor", "FileStamp"]
+           "written_outputs", "output_target", "stream_kind", "names_descriptor", "FileStamp", "check_writable"]
 
 #: errnos of a file system that cannot make hard links (FAT, exFAT, some FUSE and SMB mounts).
 _NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK, errno.EXDEV}
@@ -239,6 +239,25 @@ def names_descriptor(path: str | os.PathLike) -> bool:
         current = os.path.join(os.path.dirname(current), os.readlink(current))
         current = os.path.abspath(current)
     return False
+
+
+def check_writable(target: Path, label: str = "") -> None:
+    """Refuse a file path no output could be written to: a folder, or a file in a folder that is
+    missing or not writable (the checks of a command's outputs and of a fit's checkpoint, made
+    before any work).  ``label`` starts the message ("checkpoint ").
+
+    Raises
+    ------
+    ParameterError
+        One line naming ``target`` and what to do.
+    """
+    if target.is_dir():
+        raise ParameterError(f"{label}{target}: is a folder; give a file name for the output")
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.is_dir():
+        raise ParameterError(f"{label}{target}: folder {parent} does not exist; create it first")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ParameterError(f"{label}{target}: folder {parent} is not writable")
 
 
 def output_target(path: str | os.PathLike) -> Path:

@@ -23,7 +23,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Column as TableColumn
 from rich.table import Table as RichTable
 
-from .._atomic import output_target, stream_kind, write_text
+from .._atomic import check_writable, output_target, stream_kind, write_text
 from .._errors import ParameterError
 from ..formats import OutputFormat, Table, fmt_number, render_rich
 
@@ -139,15 +139,9 @@ def check_output(path: Path | None, force: bool, inputs: Sequence[Path | str] = 
     path = output_target(path)  # a link's target is what gets written
     if stream_kind(path) is not None:  # /dev/null, a pipe: written through, nothing overwritten
         return
-    if path.is_dir():
-        raise ParameterError(f"{path}: is a folder; give a file name for the output")
+    check_writable(path)
     if path.exists() and not force:
         raise ParameterError(f"{path}: already exists; use --force to overwrite it")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise ParameterError(f"{path}: folder {parent} does not exist; create it first")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ParameterError(f"{path}: folder {parent} is not writable")
 
 
 def check_distinct(*paths: Path | None) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import _timing
-from .._atomic import FileStamp, OutputExistsError
+from .._atomic import FileStamp, OutputExistsError, check_writable, output_target
 from .._base import Approximation
 from .._device import resolve_device, resolve_dtype
 from .._errors import ConvergenceWarning, ParameterError
@@ -157,20 +157,6 @@ def estimate_fit_memory(
     if kind == "numba" and support != "butterfly" and _compiles_iterations(n, itemsize):
         libraries += COMPILED_LOOP_WORKING_SET
     return numbers * itemsize + history + scoring_bytes(n) + int(input_bytes) + libraries
-
-
-def _check_checkpoint_path(path: str | os.PathLike) -> None:
-    """Refuse, before any work, a checkpoint path that no checkpoint could be written to (the first
-    one came after ``checkpoint_every`` seconds, and the fit then failed there, or with a short fit
-    never wrote one and said nothing)."""
-    target = Path(path)
-    parent = target.parent if str(target.parent) else Path(".")
-    if not parent.is_dir():
-        raise ParameterError(f"checkpoint {target}: folder {parent} does not exist; create it or choose another path")
-    if target.is_dir():
-        raise ParameterError(f"checkpoint {target} is a folder; give a file's path (.h5)")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ParameterError(f"checkpoint {target}: folder {parent} is not writable; choose another path")
 
 
 def _compiles_iterations(n: int, itemsize: int) -> bool:
@@ -545,7 +531,9 @@ class ChordSF(Approximation):
         fit_begin = _timing.now()  # the time limit covers the whole fit: setup, optimizer, scoring
         self._check_init()
         if self.checkpoint is not None:
-            _check_checkpoint_path(self.checkpoint)
+            # before any work: the first checkpoint came after checkpoint_every seconds, and the fit
+            # failed there (or a short fit never wrote one, and said nothing)
+            check_writable(output_target(self.checkpoint), "checkpoint ")
             # The file there now may be replaced (the caller allowed it); a file that takes the name
             # later, while the fit runs, is another program's and is not (see _save_checkpoint).
             start = self.__dict__.pop("_checkpoint_start", None)  # fit_matrix's replaces=
