@@ -55,17 +55,17 @@ def fit(
             parse_budget(budget)
         if checkpoint_every is not None and out_path is None:
             raise ParameterError("--checkpoint-every writes the factors to --out FILE; give --out too")
-        if checkpoint_every is not None and (str(out_path) == "-" or stream_kind(output_target(out_path)) is not None):
-            # each checkpoint replaces the last one in a file: a stream would get them all, one after another
-            raise ParameterError(f"--checkpoint-every replaces the factors in --out FILE at each checkpoint; "
-                                 f"{out_path} is a stream, not a file: give a file's path")
-        if init not in ("auto", "reference", "identity"):
-            check_saved_fit(Path(init))
         if out_path is not None and str(out_path) == "-":  # standard output, as for --json (a file named "-" before)
             if sys.stdout.isatty():
                 raise ParameterError("--out -: the factors file (HDF5, binary) would go to the terminal; redirect "
                                      "standard output (> fit.h5) or give a file name")
             out_path = Path("/dev/stdout")
+        if checkpoint_every is not None and stream_kind(output_target(out_path)) is not None:
+            # each checkpoint replaces the last one in a file: a stream would get them all, one after another
+            raise ParameterError(f"--checkpoint-every replaces the factors in --out FILE at each checkpoint; "
+                                 f"{out_path} is a stream, not a file: give a file's path")
+        if init not in ("auto", "reference", "identity"):
+            check_saved_fit(Path(init))
         to_stdout = json_path is not None and str(json_path) == "-"
         if to_stdout and is_stdout(out_path):
             raise ParameterError("only one output can go to standard output; got --out and --json")

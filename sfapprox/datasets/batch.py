@@ -455,8 +455,7 @@ def run_batch(
     with folder_lock(out, wait=wait, on_wait=lambda holder: emit("waiting", holder=holder)):
         _make_folder(out / "factors", "the folder of the saved factors")
         _remove_stale_temporaries(out)
-        return _run_locked(out, entries, options, force, jobs, executor, scheduler, on_event,
-                           manifest_entries=manifest.entries)
+        return _run_locked(out, entries, options, force, jobs, executor, scheduler, on_event, manifest.names())
 
 
 def _make_folder(path: Path, what: str) -> None:
@@ -573,7 +572,7 @@ def orphan_lines(existing: ResultsFile, manifest_names: Iterable[str], selected:
 
 def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: bool, jobs: int,
                 executor: str, scheduler: str | None, on_event: Event | None,
-                manifest_entries: Iterable[Entry] | None = None) -> BatchSummary:
+                manifest_names: list[str]) -> BatchSummary:
     results = out / RESULTS_FILE
     existing = read_results(results)
     cache = str(cache_dir())
@@ -594,8 +593,7 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
     # methods or matrices): the report ranks them beside this run's (a budget of 0.9 against 0.3).
     summary.warnings = settings_changes(_kept(existing, drop), options)
     # the report ranks them too: a weight no longer in its file, an entry since removed
-    summary.orphans = orphan_lines(_kept(existing, drop), [e.name for e in (manifest_entries or ())] or selected,
-                                   selected, [e.name for e in entries])
+    summary.orphans = orphan_lines(_kept(existing, drop), manifest_names, selected, [e.name for e in entries])
     summary.repaired = repair_results(results, drop)
     tasks = [MatrixTask(e, todo[e.name], options, str(out), cache) for e in entries if e.name in todo]
     emit = on_event or (lambda *a, **k: None)

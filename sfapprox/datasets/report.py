@@ -167,7 +167,7 @@ class Report:
                            for i, h in enumerate(header)])
             for row, cells in zip(cat.rows, rows):
                 best = {f"c{i}" for i, h in enumerate(header) if h == row.winner}
-                table.add({f"c{i}": c for i, c in enumerate(cells)}, best=best, data=_row_data(cat, row))
+                table.add({f"c{i}": c for i, c in enumerate(cells)}, best=best, data=_row_data(header, cat, row))
             out.append(table)
         totals = self.total_wins()
         if out and totals:
@@ -335,22 +335,22 @@ def table_cells(table: CategoryTable) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
-def _row_data(table: CategoryTable, row) -> dict[str, Any]:
-    """A category row's values behind its cells, for CSV (:attr:`~sfapprox.formats.Table.data`): N, each
-    scored method's error and the paper's figures at full precision, and the matrix facts; the other
-    cells (a status, a deviation) keep their text."""
-    data: dict[str, Any] = {"c1": row.n}
-    for j, method in enumerate(table.methods, start=2):
-        r = row.results.get(method)
-        if r is not None and r.get("status") == "ok" and _finite(r.get("fro_error")):
-            data[f"c{j}"] = r["fro_error"]
-    at = 2 + len(table.methods)
-    for j, key in enumerate(table.reference_keys, start=at):
-        if key in row.reference:
-            data[f"c{j}"] = row.reference[key]
-    at += len(table.reference_keys) + sum(m in table.reference_keys for m in table.methods)
-    for j, key in enumerate(table.info_keys, start=at):
-        data[f"c{j}"] = row.info.get(key)
+def _row_data(header: list[str], table: CategoryTable, row) -> dict[str, Any]:
+    """A category row's values behind its cells, for CSV (:attr:`~sfapprox.formats.Table.data`), by the
+    columns of :func:`table_cells`' ``header``: N, each scored method's error and the paper's figures
+    at full precision, and the matrix facts; the other cells (a status, a deviation) keep their text."""
+    facts = {title: key for key, title in INFO_COLUMNS.items() if key in table.info_keys}
+    data: dict[str, Any] = {}
+    for i, title in enumerate(header):
+        r = row.results.get(title) if title in table.methods else None
+        if title == "N":
+            data[f"c{i}"] = row.n
+        elif r is not None and r.get("status") == "ok" and _finite(r.get("fro_error")):
+            data[f"c{i}"] = r["fro_error"]
+        elif title.startswith("paper ") and title[6:] in row.reference:
+            data[f"c{i}"] = row.reference[title[6:]]
+        elif title in facts:
+            data[f"c{i}"] = row.info.get(facts[title])
     return data
 
 
