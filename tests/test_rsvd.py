@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sfapprox import BudgetError
-from sfapprox.baselines.rsvd import RandomizedSVD, randomized_svd
+from sfapprox import BudgetError, _timing
+from sfapprox.baselines.rsvd import RandomizedSVD, one_pass_symmetric, randomized_svd
 from sfapprox.baselines.tsvd import TruncatedSVD
 from sfapprox.sources import KernelMatrix
 
@@ -48,3 +48,66 @@ def test_power_iterations_that_do_not_fit_are_skipped(fake_clock, monkeypatch):
 def test_budget_refused():
     with pytest.raises(BudgetError, match="below one rank"):
         RandomizedSVD(budget=10).fit(np.eye(20))
+
+
+def test_one_pass_symmetric_recovers_low_rank_of_either_sign():
+    rng = np.random.default_rng(3)
+    G = rng.standard_normal((60, 4))
+    omega = rng.standard_normal((60, 9))
+    psd = G @ G.T
+    U, s, Vt = one_pass_symmetric(psd @ omega, omega, 4)
+    assert np.allclose((U * s) @ Vt, psd, atol=1e-9) and np.all(s >= 0)
+    indefinite = G @ np.diag([3.0, -2.0, 1.0, -0.5]) @ G.T
+    U, s, Vt = one_pass_symmetric(indefinite @ omega, omega, 4, psd=False)
+    assert np.allclose((U * s) @ Vt, indefinite, atol=1e-9)
+    # The PSD form never gives a negative eigenvalue, so it cannot represent this one.
+    U, s, Vt = one_pass_symmetric(indefinite @ omega, omega, 4)
+    assert not np.allclose((U * s) @ Vt, indefinite, atol=1e-3)
+
+
+class _TimedKernel(KernelMatrix):
+    """A kernel whose every pass over its columns takes one second of the fake clock."""
+
+    def __init__(self, points, clock, **kw):
+        super().__init__(points, **kw)
+        self.clock = clock
+
+    def _columns(self, J):
+        self.clock.advance(J.size / self.n)
+        return super()._columns(J)
+
+
+def test_a_second_pass_that_does_not_fit_is_not_made_on_a_kernel(fake_clock):
+    """At N = 65,536 a pass took 110 s and the fit made a second one under a 120 s limit (227.5 s in all);
+    a symmetric source now ends from its sketch (Nystrom's single-pass form) within the limit."""
+    points = np.random.default_rng(4).standard_normal((300, 3))
+    K = _TimedKernel(points, fake_clock, bandwidth=1.5)
+    est = RandomizedSVD(n_components=10, time_limit=1.5).fit(K)
+    assert fake_clock.time <= 1.5 + 1e-9
+    assert est.params_["passes"] == 1 and est.params_["one_pass"] == "nystrom"
+    assert est.stop_reason_ == "time_limit" and est.n_stored_ == 10 * 601
+    X = KernelMatrix(points, bandwidth=1.5).to_dense()
+    one = np.linalg.norm(X - est.to_dense())
+    best = np.linalg.norm(X - TruncatedSVD(n_components=10).fit(X).to_dense())
+    assert best <= one <= 3 * best
+    # With time for two passes the usual fit runs, and is better.
+    fake_clock.time = 0.0
+    two = RandomizedSVD(n_components=10, time_limit=2.5).fit(K)
+    assert two.params_["passes"] == 2 and "one_pass" not in two.params_
+    assert np.linalg.norm(X - two.to_dense()) < one
+
+
+def test_a_matrix_not_known_symmetric_still_gets_its_second_pass(fake_clock):
+    X = np.random.default_rng(5).random((50, 50))
+
+    def slow(B):
+        fake_clock.advance(1.0)
+        return X @ B
+
+    U, s, Vt, done = randomized_svd(slow, slow, 50, 3, n_iter=2, deadline=_timing.Deadline.after(1.5))
+    assert done == 0 and fake_clock.time == 2.0  # one pass cannot give a non-symmetric matrix's row space
+    fake_clock.time = 0.0
+    S = X + X.T
+    U, s, Vt, done = randomized_svd(lambda B: (fake_clock.advance(1.0), S @ B)[1], None, 50, 3, n_iter=2,
+                                    deadline=_timing.Deadline.after(1.5), structure="symmetric")
+    assert fake_clock.time == 1.0 and np.allclose(np.abs(Vt), np.abs(U.T))  # from the sketch alone

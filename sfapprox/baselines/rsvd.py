@@ -8,14 +8,25 @@ matrix is never formed: ``2 + 2q`` passes and ``O(N (r + p))`` memory.
 Stored numbers: ``r (2N + 1)``, as TSVD's.  Under a time limit a power
 iteration runs only when the passes measured so far say it fits, keeping
 the final ``B`` pass.
+
+When even that final pass does not fit and the matrix is known to be
+symmetric (a kernel or covariance source), the fit ends after its one pass,
+from the sketch alone: a positive semi-definite matrix by the stable
+single-pass Nyström form of Tropp, Yurtsever, Udell & Cevher (2017,
+"Fixed-rank approximation of a positive-semidefinite matrix from streaming
+data", Algorithm 3), any other symmetric one by the least-squares core of
+Halko, Martinsson & Tropp (2011, section 5.5).  At N = 65,536 a pass can take
+minutes; the second one used to run past the limit by a whole pass.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Literal
 
 import numpy as np
+import scipy.linalg
 
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
@@ -27,7 +38,88 @@ from ..budget import tsvd_count, tsvd_rank_for_budget
 from ..operators import HybridOperator
 from ..sources import as_source
 
-__all__ = ["RandomizedSVD", "randomized_svd"]
+__all__ = ["RandomizedSVD", "randomized_svd", "one_pass_symmetric"]
+
+#: What a matrix must be known to be for the fit to end from its sketch alone.
+Structure = Literal["psd", "symmetric"] | None
+
+
+def _structure(source) -> Structure:
+    """``"psd"``, ``"symmetric"`` or None, from what ``source`` declares (None: not known; one pass cannot do)."""
+    if source.symmetric is not True:
+        return None
+    return "psd" if source.psd is True else "symmetric"
+
+
+def one_pass_symmetric(Y: np.ndarray, omega: np.ndarray, rank: int, *, psd: bool = True
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``U, s, Vt`` of rank ``rank`` of a symmetric ``X`` from its sketch ``Y = X @ omega`` alone.
+
+    Parameters
+    ----------
+    Y : numpy.ndarray, shape (n, k)
+        The sketch ``X @ omega``.
+    omega : numpy.ndarray, shape (n, k)
+        The test matrix (any of full column rank; only its range matters).
+    rank : int
+        Rank ``r <= k`` of the result.
+    psd : bool, default=True
+        ``X`` is positive semi-definite: the stable Nyström form
+        ``Y (omega^T Y)^+ Y^T`` with a tiny shift (Tropp et al. 2017, Algorithm 3),
+        whose eigenvalues are never negative.  False: the core ``C`` of
+        ``X ~ Q C Q^T`` (``Q = orth(Y)``) solved from ``C (Q^T omega) = Q^T Y``
+        (Halko et al. 2011, section 5.5), eigenvalues of either sign.
+
+    Returns
+    -------
+    U : numpy.ndarray, shape (n, r)
+    s : numpy.ndarray, shape (r,)
+        The magnitudes, largest first.
+    Vt : numpy.ndarray, shape (r, n)
+        ``U.T`` with each row's sign that of its eigenvalue.
+
+    Examples
+    --------
+    >>> G = np.random.default_rng(0).standard_normal((30, 3))
+    >>> X = G @ G.T
+    >>> omega = np.random.default_rng(1).standard_normal((30, 5))
+    >>> U, s, Vt = one_pass_symmetric(X @ omega, omega, 3)
+    >>> bool(np.allclose((U * s) @ Vt, X))
+    True
+    """
+    rank = min(rank, Y.shape[1])
+    # An orthonormal test matrix of the same range: X @ Om = Y R^-1 (the approximation depends on the range only).
+    Om, R = np.linalg.qr(omega)
+    Y = scipy.linalg.solve_triangular(R, Y.T, trans="T").T
+    if psd:
+        lam, U = _nystrom_eig(Y, Om)
+    else:
+        Q, _ = np.linalg.qr(Y)
+        core = np.linalg.lstsq((Om.T @ Q), (Y.T @ Q), rcond=None)[0].T  # C (Q^T Om) = Q^T Y
+        lam, V = np.linalg.eigh((core + core.T) / 2)
+        U = Q @ V
+    order = np.argsort(-np.abs(lam))[:rank]
+    U, lam = U[:, order], lam[order]
+    return U, np.abs(lam), np.sign(lam + (lam == 0))[:, None] * U.T
+
+
+def _nystrom_eig(Y: np.ndarray, Om: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues and vectors of ``Y (Om^T Y)^+ Y^T``, the shifted Cholesky form (Tropp et al. 2017, Alg. 3)."""
+    # The shift keeps the Cholesky factorisation of a numerically singular core defined; taken back off below.
+    nu = np.sqrt(Y.shape[0]) * np.finfo(float).eps * np.linalg.norm(Y, 2)
+    Yn = Y + nu * Om
+    core = Om.T @ Yn
+    core = (core + core.T) / 2
+    try:
+        L = np.linalg.cholesky(core)
+    except np.linalg.LinAlgError:  # not PSD after all (a declared kernel's round-off): shift by the deficit
+        nu += max(0.0, -float(np.linalg.eigvalsh(core)[0])) * 2 + nu
+        Yn = Y + nu * Om
+        core = (Om.T @ Yn + Yn.T @ Om) / 2
+        L = np.linalg.cholesky(core)
+    E = scipy.linalg.solve_triangular(L, Yn.T, lower=True).T  # Yn L^-T
+    U, S, _ = np.linalg.svd(E, full_matrices=False)
+    return np.maximum(S * S - nu, 0.0), U
 
 
 def randomized_svd(
@@ -40,6 +132,7 @@ def randomized_svd(
     n_iter: int = 2,
     seed: int = 0,
     deadline: _timing.Deadline | None = None,
+    structure: Structure = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """``U, s, Vt`` of rank ``rank`` from ``apply(B) = X @ B`` and ``apply_t(B) = X.T @ B``.
 
@@ -64,6 +157,10 @@ def randomized_svd(
         Seed of the Gaussian sketch.
     deadline : Deadline, optional
         A power iteration starts only when it and the final pass fit before it.
+    structure : {"psd", "symmetric"} or None, default=None
+        What ``X`` is known to be.  Given, and the final pass does not fit
+        before ``deadline`` after the sketch's, the result comes from the sketch
+        alone (:func:`one_pass_symmetric`); None: the final pass always runs.
 
     Returns
     -------
@@ -80,11 +177,25 @@ def randomized_svd(
     >>> bool(np.allclose((U * s) @ Vt, X))
     True
     """
+    U, s, Vt, done, _ = _passes(apply, apply_t, n, rank, n_oversamples=n_oversamples, n_iter=n_iter, seed=seed,
+                                deadline=deadline, structure=structure)
+    return U, s, Vt, done
+
+
+def _passes(apply, apply_t, n: int, rank: int, *, n_oversamples: int, n_iter: int, seed: int,
+            deadline: _timing.Deadline | None, structure: Structure
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
+    """:func:`randomized_svd`'s work, with the passes over ``X`` it made as a fifth value."""
     width = min(n, rank + n_oversamples)
     rng = np.random.default_rng(seed)
     started = _timing.now()
-    Q, _ = np.linalg.qr(apply(rng.standard_normal((n, width))))
+    omega = rng.standard_normal((n, width))
+    Y = apply(omega)
     per_pass = _timing.now() - started
+    if structure is not None and deadline is not None and not deadline.fits(per_pass):
+        return *one_pass_symmetric(Y, omega, rank, psd=structure == "psd"), 0, 1
+    Q, _ = np.linalg.qr(Y)
+    del Y, omega
     done = 0
     for _ in range(n_iter):
         # Two passes for an iteration, one more for B after it: start it only when all fit.
@@ -96,7 +207,7 @@ def randomized_svd(
         done += 1
     B = np.asarray(apply_t(Q)).T
     Ub, s, Vt = np.linalg.svd(B, full_matrices=False)
-    return (Q @ Ub)[:, :rank], s[:rank], Vt[:rank], done
+    return (Q @ Ub)[:, :rank], s[:rank], Vt[:rank], done, 2 + 2 * done
 
 
 class RandomizedSVD(Approximation):
@@ -116,6 +227,9 @@ class RandomizedSVD(Approximation):
         Seed of the Gaussian sketch.
     time_limit : float or None, default=DEFAULT_TIME_LIMIT
         Seconds the fit may take; power iterations that would not fit are skipped.
+        A symmetric source (kernel, covariance) whose second pass would not
+        fit ends after one, from its sketch (``params_["one_pass"]``); any
+        other matrix needs two passes, however short the limit.
 
     Attributes
     ----------
@@ -188,13 +302,16 @@ class RandomizedSVD(Approximation):
         deadline = _timing.Deadline.after(self.time_limit)
         # BLAS threads from the free cores: a second thread on a busy core made a QR 100x slower.
         with AdaptiveThreads(float(n) * n):
-            U, s, Vt, done = randomized_svd(source.matmat, source.rmatmat, n, rank, n_oversamples=self.n_oversamples,
-                                            n_iter=self.n_iter, seed=self.random_state, deadline=deadline)
+            U, s, Vt, done, passes = _passes(source.matmat, source.rmatmat, n, rank,
+                                             n_oversamples=self.n_oversamples, n_iter=self.n_iter,
+                                             seed=self.random_state, deadline=deadline, structure=_structure(source))
         self.U_, self.s_, self.Vt_, self.n_iter_ = U, s, Vt, done
         self.rank_ = rank
         self.n_stored_ = tsvd_count(n, rank)
-        self.stop_reason_ = "closed_form" if done == self.n_iter else "time_limit"
-        self.params_ = {"rank": rank, "power_iterations": done, "passes": 2 + 2 * done}
+        self.stop_reason_ = "closed_form" if done == self.n_iter and passes > 1 else "time_limit"
+        self.params_ = {"rank": rank, "power_iterations": done, "passes": passes}
+        if passes == 1:
+            self.params_["one_pass"] = "nystrom" if _structure(source) == "psd" else "symmetric"
         self.operator_ = HybridOperator(n, low_rank=(U, s, Vt))
         self.seconds_ = time.perf_counter() - start
         return self
