@@ -325,6 +325,13 @@ class MethodSpec:
         ``n x n`` matrix (measured), which :func:`sfapprox.compare` checks against
         the memory limit before the fit.  None: the method checks its own (SF,
         the hybrids, RPCA, monarch+lr) or needs little.
+    columns_memory : callable or None
+        ``columns_memory(n, budget) -> bytes``: what its fit from column blocks
+        keeps beside the pass's blocks (sketches, factors, the entries kept;
+        measured), which :func:`sfapprox.compare` checks, with the narrowest
+        block and the libraries' working set, against the memory limit before
+        a fit from columns (:func:`sfapprox.comparison.columns_need`).  None:
+        the method checks its own (SF) or does not work from columns.
     """
 
     name: str
@@ -339,6 +346,7 @@ class MethodSpec:
     reuses: tuple[str, ...] = ()
     access: tuple[str, ...] = ("dense",)
     working_memory: Callable[[int], int] | None = None
+    columns_memory: Callable[[int, int], int] | None = None
 
 
 _REGISTRY: dict[str, MethodSpec] = {}

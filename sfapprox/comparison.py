@@ -45,7 +45,14 @@ from .factors import load_factors
 from .estimate import estimate_errors
 from .metrics import DENSE_SCORING_MAX_N, operator_error
 from .results import Comparison, MethodResult, library_versions
-from .sources import DistributedSource, MatrixSource, columns_within, formable, formed_need, scoring_need
+from .sources import (
+    DistributedSource,
+    MatrixSource,
+    columns_within,
+    formable,
+    formed_need,
+    scoring_need,
+)
 
 __all__ = ["compare", "available_methods", "run_method", "run_all", "PROTOCOLS"]
 
@@ -108,6 +115,8 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
     fit_on = X
     if spec.working_memory is not None and not streaming:
         fit_on = _in_memory_or_columns(name, spec, X, context.settings.max_memory)
+    if isinstance(fit_on, MatrixSource):
+        check_columns_memory(name, fit_on, budget, context.settings.max_memory)
     try:
         est = spec.make(n, budget, context).fit(fit_on, check_input=False)
     except (NotApplicableError, BudgetError) as exc:
@@ -198,6 +207,38 @@ def method_need(spec, n: int) -> int:
     int
     """
     return spec.working_memory(n) + LIBRARY_WORKING_SET
+
+
+def check_columns_memory(name: str, source: MatrixSource, budget: int, max_memory: int | None) -> None:
+    """Refuse ``name``'s fit from ``source``'s column blocks when what it keeps
+    (:attr:`~sfapprox._base.MethodSpec.columns_memory`: sketches, factors, entries; measured) and a
+    matrix held beside it (:attr:`~sfapprox.sources.MatrixSource.held_bytes`) are over the limit.
+
+    The pass's blocks are sized by the limit separately (half of it, at least
+    :data:`~sfapprox.sources.MIN_BLOCK` columns: :meth:`~sfapprox.sources.MatrixSource.block_width`).
+
+    Parameters
+    ----------
+    name : str
+        A method name; one without ``columns_memory`` (SF checks its own) passes.
+    source : MatrixSource
+        The matrix known by its columns.
+    budget : int
+        Stored numbers allowed.
+    max_memory : int or None
+        Memory limit in bytes; None: the default limit (80% of RAM).
+
+    Raises
+    ------
+    ResourceError
+        Naming the method, the size it needs and the limit.
+    """
+    spec = get_method(name)
+    if spec.columns_memory is None:
+        return
+    check_memory(spec.columns_memory(source.n, budget), limit=max_memory, held=source.held_bytes,
+                 what=f"{name}: its fit of {source.name} ({source.n:,} x {source.n:,}) from column blocks at a "
+                      f"budget of {budget:,} (what it keeps)")
 
 
 def needs_formed(source: MatrixSource, max_memory: int | None, spec=None) -> str:
@@ -633,11 +674,34 @@ def compare_columns(
     resolved = resolve_budget(budget, source.n)
     info = {**source.summary(), "path": "columns", **(matrix_info or {})}
     context = RunContext(settings, count_indices, protocol, callback, dict(structure or {}))
+    _check_any_from_columns(names, source, resolved.value, settings.max_memory)
     previous, source.max_memory = source.max_memory, settings.max_memory  # every pass sized for the limit
     try:
         return _compare_columns(source, names, resolved, info, context, settings, on_result, include, executor)
     finally:
         source.max_memory = previous
+
+
+def _check_any_from_columns(names: Sequence[str], source: MatrixSource, budget: int, max_memory: int | None) -> None:
+    """Refuse, before the first fit, a comparison from columns in which no method asked for could run: each
+    needs the matrix formed, or keeps more than the memory limit (:func:`check_columns_memory`)."""
+    limit = memory_limit(max_memory)
+    if limit is None:
+        return
+    needs = {}
+    for name in names:
+        spec = get_method(name)
+        if "columns" not in spec.access:
+            continue
+        if spec.columns_memory is None or spec.columns_memory(source.n, budget) + source.held_bytes <= limit:
+            return  # this one runs (or, SF, decides for itself)
+        needs[name] = spec.columns_memory(source.n, budget) + source.held_bytes
+    if needs:
+        asked = ", ".join(f"{name} about {format_bytes(b)}" for name, b in needs.items())
+        raise ResourceError(f"{source.name}: no method asked for fits the memory limit of {format_bytes(limit)} from "
+                            f"the columns of the {source.n:,} x {source.n:,} matrix at a budget of {budget:,} (what "
+                            f"each keeps: {asked}); raise the limit with --max-memory (max_memory=) if the machine "
+                            f"has the room, or lower the budget")
 
 
 def score_from_columns(source: MatrixSource, results: Sequence[MethodResult], settings: FitSettings,

@@ -340,7 +340,7 @@ def test_a_source_is_formed_when_it_and_its_scoring_fit_and_forming_it_stays_wit
     finally:
         tracemalloc.stop()
     assert peak <= limit and np.allclose(X, X.T)
-    c = compare(K, ["sparse"], budget=0.1, max_memory=limit, device="cpu")
+    c = compare(K, ["rsvd"], budget=0.1, max_memory=limit, device="cpu")
     assert c.results[0].status == "ok" and not any("not formed" in note for note in c.notes)
 
 
@@ -433,3 +433,87 @@ def test_a_stop_names_its_signal_and_the_methods_it_left_unrun(monkeypatch):
     assert rows["sf"].reason == "stopped by SIGTERM before it finished"  # "Ctrl-C" whatever the signal before
     left = [m for m in ("sparse", "rpca") if m not in rows]
     assert left and f"not run, the comparison was stopped first: {', '.join(left)}" in c.notes
+
+
+def _columns_methods():
+    from sfapprox._base import methods
+
+    return [name for name, spec in methods().items() if "columns" in spec.access and spec.columns_memory is not None]
+
+
+def test_every_method_that_works_from_columns_declares_what_it_keeps_there():
+    from sfapprox._base import methods
+
+    for name, spec in methods().items():
+        if "columns" in spec.access:  # SF's fits check their own need
+            assert spec.columns_memory is not None or name.startswith("sf"), name
+    assert {"rsvd", "nystrom", "sparse", "rpca", "monarch"} <= set(_columns_methods())
+
+
+@pytest.mark.parametrize("fraction", [0.02, 0.3])
+def test_what_a_fit_from_columns_keeps_is_within_its_declared_need(fraction):
+    """The declared need (checked against --max-memory) covers the fit's measured peak beside its blocks."""
+    import tracemalloc
+    import warnings
+
+    from sfapprox._base import get_method
+    from sfapprox.sources import KernelMatrix
+
+    n = 600
+    K = KernelMatrix(np.random.default_rng(3).standard_normal((n, 3)), bandwidth=1.0)
+    K.max_memory = 1  # the narrowest blocks
+    block = K.block_width() * 8 * n * K.column_copies
+    budget = int(fraction * n * n)
+    context = RunContext(settings=FitSettings(device="cpu", time_limit=3, max_memory=1 << 40))
+    for name in _columns_methods():
+        spec = get_method(name)
+        if spec.min_budget(n, context) > budget:
+            continue
+        est = spec.make(n, budget, context)
+        tracemalloc.start()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est.fit(K, check_input=False)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak <= spec.columns_memory(n, budget) + block, (name, peak, spec.columns_memory(n, budget))
+
+
+def test_a_method_that_would_keep_more_than_the_limit_from_columns_is_refused_before_its_fit():
+    """At a large budget a fit from columns keeps sketches and entries far over the limit: it ran anyway."""
+    from sfapprox._base import get_method
+    from sfapprox.sources import KernelMatrix
+
+    K = KernelMatrix(np.random.default_rng(4).standard_normal((400, 3)), bandwidth=1.0)
+    budget = 80_000
+    keeps = {m: get_method(m).columns_memory(400, budget) for m in ("rsvd", "sparse")}
+    limit = (keeps["rsvd"] + keeps["sparse"]) // 2  # between the two (and far below forming it)
+    c = compare(K, ["rsvd", "sparse"], budget=budget, settings=FitSettings(device="cpu", max_memory=limit,
+                                                                            time_limit=None))
+    rows = {r.method: r for r in c.results}
+    assert c.matrix["path"] == "columns" and rows["rsvd"].status == "ok"
+    assert rows["sparse"].status == "failed" and rows["sparse"].seconds < 0.5
+    assert "sparse: its fit of kernel (400 x 400) from column blocks at a budget of 80,000" in rows["sparse"].reason
+    assert "over the memory limit" in rows["sparse"].reason
+    import tracemalloc
+
+    tracemalloc.start()  # what it would have held: over the limit indeed
+    try:
+        get_method("sparse").make(400, budget, RunContext(settings=FitSettings(device="cpu"))).fit(K)
+        assert tracemalloc.get_traced_memory()[1] > limit
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_comparison_from_columns_where_no_method_fits_the_limit_is_refused_before_any_work():
+    from sfapprox import ResourceError
+    from sfapprox.sources import KernelMatrix
+
+    K = KernelMatrix(np.random.default_rng(5).standard_normal((300, 3)), bandwidth=1.0)
+    seen = []
+    with pytest.raises(ResourceError, match=r"kernel: no method asked for fits the memory limit of 1 B from the "
+                                            r"columns .* rsvd about .* sparse about"):
+        compare(K, ["rsvd", "sparse", "tsvd"], budget=0.1, max_memory=1, device="cpu", callback=seen.append)
+    assert seen == []

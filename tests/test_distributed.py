@@ -139,7 +139,7 @@ def test_the_squares_of_a_pass_come_with_its_top_entries():
 
 def test_compare_on_an_executor_gives_the_local_table():
     K = _kernel(240, seed=5)
-    settings = dict(methods=["nystrom", "rsvd", "sparse"], max_memory=240 * 240 * 8 - 1, time_limit=None)
+    settings = dict(methods=["nystrom", "rsvd", "sparse"], max_memory=32 << 20, time_limit=None)  # not formable
     local = sfapprox.compare(K, **settings)
     with _Counting() as pool:
         remote = sfapprox.compare(K, executor=pool, **settings)
@@ -153,7 +153,7 @@ def test_compare_on_an_executor_gives_the_local_table():
 def test_compare_on_a_dask_cluster_gives_the_local_table():
     distributed = pytest.importorskip("dask.distributed")
     K = _kernel(200, seed=6)
-    settings = dict(methods=["nystrom", "sparse"], max_memory=200 * 200 * 8 - 1, time_limit=None)
+    settings = dict(methods=["nystrom", "sparse"], max_memory=32 << 20, time_limit=None)
     local = sfapprox.compare(K, **settings)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:

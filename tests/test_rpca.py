@@ -382,7 +382,7 @@ def test_rpca_from_columns_in_a_comparison_starts_from_the_rsvd_row():
 
     P = np.random.default_rng(7).standard_normal((150, 3))
     K = KernelMatrix(P, bandwidth=0.7)
-    settings = FitSettings(device="cpu", time_limit=None, max_memory=3 * K.formed_bytes - 1)
+    settings = FitSettings(device="cpu", time_limit=None, max_memory=32 << 20)  # not formable: columns
     c = compare(K, ["rsvd", "rpca"], budget=0.2, settings=settings)
     rows = {r.method: r for r in c.results}
     assert c.matrix["path"] == "columns" and rows["rpca"].params["reused"] == ["rsvd"]

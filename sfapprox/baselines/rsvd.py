@@ -332,5 +332,7 @@ register(
         label="low rank (randomized SVD)",
         iterative=False,
         access=("dense", "columns"),
+        # the sketch, its range and B's SVD: N (r + p) each; measured 0.1-1.9 x 8 budget (N = 1,500-6,000)
+        columns_memory=lambda n, budget: 8 * (2 * budget + 60 * n),
     )
 )
