@@ -231,13 +231,13 @@ def check_columns_memory(name: str, source: MatrixSource, budget: int, max_memor
     Raises
     ------
     ResourceError
-        Naming the method, the size it needs and the limit.
+        Saying what the fit needs and the limit (the row names the method).
     """
     spec = get_method(name)
     if spec.columns_memory is None:
         return
     check_memory(spec.columns_memory(source.n, budget), limit=max_memory, held=source.held_bytes,
-                 what=f"{name}: its fit of {source.name} ({source.n:,} x {source.n:,}) from column blocks at a "
+                 what=f"its fit of {source.name} ({source.n:,} x {source.n:,}) from column blocks at a "
                       f"budget of {budget:,} (what it keeps)")
 
 
