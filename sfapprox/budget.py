@@ -301,7 +301,8 @@ def parse_budget(spec: str | int | float | None) -> str:
     ------
     ParameterError
         For text that is not a number, a number that is not positive or not
-        finite, or a number above 1 that is not whole.
+        finite, a number above 1 that is not whole, or text above 1 written
+        with a decimal point (``"2.0"``: a count of 2, or a mistyped fraction?).
     """
     if spec is None:
         return "sf"
@@ -320,6 +321,10 @@ def parse_budget(spec: str | int | float | None) -> str:
         raise ParameterError(
             f"budget {spec!r} is neither a fraction in (0, 1] nor a whole number of stored values"
         )
+    if value > 1 and isinstance(spec, str) and "." in text and "e" not in text:
+        # "2.0" would be a count of 2 stored numbers: more likely a fraction or a percentage mistyped.
+        raise ParameterError(f"budget {spec!r} is above 1 with a decimal point: write a count of stored values "
+                             f"as a whole number ({int(value)}), or a fraction of N^2 in (0, 1] (0.02 for 2%)")
     return text
 
 

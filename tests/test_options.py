@@ -53,6 +53,8 @@ CASES = [
     (("compare", "batch"), ["--budget", "-3"], "budget must be positive"),
     (("compare", "batch"), ["--budget", "nan"], "budget must be positive"),
     (("compare", "batch"), ["--budget", "2.5"], "neither a fraction"),
+    (("compare", "batch"), ["--budget", "2.0"], "above 1 with a decimal point: write a count of stored values"),
+    (("sweep",), ["--budgets", "0.1,2.0"], "as a whole number (2), or a fraction of N^2 in (0, 1]"),
     (("fit",), ["--budget", "inf"], "budget must be positive"),
     (("sweep",), ["--budgets", "0.1,zero"], "budget"),
     (("compare", "sweep"), ["--plot", "FIG"], "cannot write a figure of type '.xyz'"),
