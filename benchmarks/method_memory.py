@@ -4,6 +4,11 @@ Run by hand (not part of the tests):
 
     python benchmarks/method_memory.py [--sizes 1024,2048,3000] [--methods all] [--seconds 20]
         [--sfapprox PATH --tag method_memory-before]
+    python benchmarks/method_memory.py --columns --limit-arrays 0.5 --budget 0.1 --sizes 4096
+        --methods rsvd,nystrom,sparse,rpca,monarch --tag method_memory_columns
+
+``--columns``: X is never formed (a ``KernelMatrix`` of the same points), so the methods that work from
+columns run from its column blocks; with ``--budget`` above SF's, what they keep grows with it.
 
 "The memory limit is a limit": a comparison that ``--max-memory L`` lets run must not hold more than
 ``L``.  Each check before work is a call of ``sfapprox._validation.check_memory(need, ...)``; the
@@ -30,8 +35,9 @@ from pathlib import Path
 from _common import ROOT, checkout_env, machine, meta, proc_status, reset_peak, run_child, write_results
 
 
-def kernel(n: int, seed: int = 0):
-    """The RBF kernel of ``n`` clustered points (float64, formed by column blocks, no N x N temporary)."""
+def kernel(n: int, seed: int = 0, formed: bool = True):
+    """The RBF kernel of ``n`` clustered points (float64, formed by column blocks, no N x N temporary;
+    ``formed=False``: the source itself)."""
     import numpy as np
 
     import sfapprox
@@ -39,7 +45,8 @@ def kernel(n: int, seed: int = 0):
     rng = np.random.default_rng(seed)
     centres = rng.standard_normal((32, 16)) * 3
     points = centres[rng.integers(0, 32, n)] + rng.standard_normal((n, 16))
-    return sfapprox.KernelMatrix(points, kernel="rbf").to_dense()
+    source = sfapprox.KernelMatrix(points, kernel="rbf")
+    return source.to_dense() if formed else source
 
 
 
@@ -60,7 +67,8 @@ def _spy_checks() -> list:
     return checked
 
 
-def one(n: int, method: str, seconds: float, limit_arrays: float | None = None) -> dict:
+def one(n: int, method: str, seconds: float, limit_arrays: float | None = None, columns: bool = False,
+        budget: str | None = None) -> dict:
     """``compare`` of one method at order ``n`` in this process: its peak RSS over the start (X included)
     and the largest memory need it checked; with ``limit_arrays``, under ``max_memory`` = that many
     N x N arrays plus the libraries' and compiled kernels' working sets."""
@@ -75,7 +83,7 @@ def one(n: int, method: str, seconds: float, limit_arrays: float | None = None) 
     sfapprox.compare(kernel(64), methods=[method], time_limit=2)  # the libraries' first working sets
     checked = _spy_checks()
     base = proc_status("VmRSS")
-    X = kernel(n)
+    X = kernel(n, formed=not columns)
     checked.clear()  # the kernel's own check, when it formed X
     reset_peak()  # the peak from here on: X's making left out
     limit = None
@@ -90,7 +98,7 @@ def one(n: int, method: str, seconds: float, limit_arrays: float | None = None) 
         limit = int(limit_arrays * 8 * n * n) + LIBRARY_WORKING_SET + COMPILED_WORKING_SET
     began = time.perf_counter()
     try:
-        result = sfapprox.compare(X, methods=[method], time_limit=seconds, max_memory=limit)
+        result = sfapprox.compare(X, methods=[method], time_limit=seconds, max_memory=limit, budget=budget)
     except sfapprox.ResourceError as exc:  # refused before any work: the whole comparison
         return {"n": n, "method": method, "refused": str(exc), "limit_bytes": limit, "array_bytes": 8 * n * n,
                 "peak_over_bytes": proc_status("VmHWM") - base}
@@ -115,6 +123,8 @@ def main() -> None:
                         help="run under max_memory = this many N x N arrays + the libraries' working sets "
                              "(methods over it fall back to columns or are refused); the table then compares "
                              "the peak with that limit")
+    parser.add_argument("--columns", action="store_true", help="X never formed: a KernelMatrix source")
+    parser.add_argument("--budget", default=None, help="the comparison's budget (default: SF's)")
     parser.add_argument("--tag", default="method_memory")
     args = parser.parse_args()
     env = checkout_env(args.sfapprox)
@@ -129,7 +139,8 @@ def main() -> None:
     for n in (int(s) for s in args.sizes.split(",")):
         for method in names:
             try:
-                r = run_child("method_memory", "one", [n, method, args.seconds, args.limit_arrays], env=env)
+                r = run_child("method_memory", "one", [n, method, args.seconds, args.limit_arrays, args.columns,
+                                                       args.budget], env=env)
             except RuntimeError as exc:  # a method that fails is a row, not the end of the run
                 r = {"n": n, "method": method, "failed": str(exc).splitlines()[-1][:200]}
                 print(f"N={n} {method}: failed: {r['failed']}", flush=True)
@@ -151,7 +162,9 @@ def render_limited(rows: list[dict], args) -> list[str]:
     lines = [f"# Every method under a memory limit: peak against the limit ({time.strftime('%Y-%m-%d')})", "",
              f"Machine: {machine()}. Command: `{meta()['command']}`"
              + (f" (sfapprox from `{args.sfapprox}`)" if args.sfapprox else "") + ". X: the RBF kernel of a "
-             f"32-cluster cloud (float64); one `compare` per cell, SF's budget, `max_memory` = {args.limit_arrays:g} "
+             f"32-cluster cloud (float64{', never formed: from its columns' if args.columns else ''}); one `compare` "
+             f"per cell, {'budget ' + args.budget if args.budget else 'SF' + chr(39) + 's budget'}, "
+             f"`max_memory` = {args.limit_arrays:g} "
              "N x N float64 arrays + the libraries' and compiled kernels' working sets (192 MiB); peak RSS over "
              "the RSS before X was made (X included).", "",
              "| N | method | limit, arrays | peak, arrays | peak / limit | path | status | relative error |",
