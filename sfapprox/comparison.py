@@ -351,6 +351,32 @@ def check_scoring_memory(loaded, limit: int | None) -> None:
     check_memory(need, what=f"{loaded.name}: scoring each method ({how} of the {n} x {n} matrix)", limit=limit)
 
 
+def needs_if_none_fits(names: Sequence[str], need_of: Callable[[Any], int | None], limit: int) -> dict[str, int]:
+    """Each method's need, by name, when none of ``names`` fits ``limit``; empty as soon as one does.
+
+    Parameters
+    ----------
+    names : sequence of str
+        Method names.
+    need_of : callable
+        ``need_of(spec)``: the bytes the method's fit is checked for, or None when it always runs (or
+        checks its own need).
+    limit : int
+        Memory limit in bytes.
+
+    Returns
+    -------
+    dict of str to int
+    """
+    needs = {}
+    for name in names:
+        need = need_of(get_method(name))
+        if need is None or need <= limit:
+            return {}
+        needs[name] = need
+    return needs
+
+
 def check_methods_memory(names: Sequence[str], loaded, limit: int | None) -> None:
     """Refuse, before the first fit, a comparison none of whose methods can run within the memory limit.
 
@@ -376,13 +402,11 @@ def check_methods_memory(names: Sequence[str], loaded, limit: int | None) -> Non
     limit = memory_limit(limit)
     if limit is None:
         return
-    needs = {}
-    for name in names:
-        spec = get_method(name)
-        need = None if spec.working_memory is None or "columns" in spec.access else method_need(spec, loaded.n)
-        if need is None or need <= limit:
-            return  # this one runs (or decides for itself)
-        needs[name] = need
+
+    def need_of(spec) -> int | None:  # None: it runs from columns, or decides for itself
+        return None if spec.working_memory is None or "columns" in spec.access else method_need(spec, loaded.n)
+
+    needs = needs_if_none_fits(names, need_of, limit)
     if needs:
         asked = ", ".join(f"{name} needs about {format_bytes(b)}" for name, b in needs.items())
         able = ", ".join(m for m, spec in methods().items() if "columns" in spec.access)
@@ -688,14 +712,11 @@ def _check_any_from_columns(names: Sequence[str], source: MatrixSource, budget: 
     limit = memory_limit(max_memory)
     if limit is None:
         return
-    needs = {}
-    for name in names:
-        spec = get_method(name)
-        if "columns" not in spec.access:
-            continue
-        if spec.columns_memory is None or spec.columns_memory(source.n, budget) + source.held_bytes <= limit:
-            return  # this one runs (or, SF, decides for itself)
-        needs[name] = spec.columns_memory(source.n, budget) + source.held_bytes
+
+    def need_of(spec) -> int | None:  # None: SF, which decides for itself
+        return None if spec.columns_memory is None else spec.columns_memory(source.n, budget) + source.held_bytes
+
+    needs = needs_if_none_fits([name for name in names if "columns" in get_method(name).access], need_of, limit)
     if needs:
         asked = ", ".join(f"{name} about {format_bytes(b)}" for name, b in needs.items())
         raise ResourceError(f"{source.name}: no method asked for fits the memory limit of {format_bytes(limit)} from "
