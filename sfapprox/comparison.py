@@ -45,14 +45,8 @@ from .factors import load_factors
 from .estimate import estimate_errors
 from .metrics import DENSE_SCORING_MAX_N, operator_error
 from .results import Comparison, MethodResult, library_versions
-from .sources import (
-    DistributedSource,
-    MatrixSource,
-    columns_within,
-    formable,
-    formed_need,
-    scoring_need,
-)
+from .sources import DistributedSource, MatrixSource, columns_within, formable, formed_need, scoring_need
+from .sources._base import BLOCK_SHARE
 
 __all__ = ["compare", "available_methods", "run_method", "run_all", "PROTOCOLS"]
 
@@ -212,10 +206,9 @@ def method_need(spec, n: int) -> int:
 def check_columns_memory(name: str, source: MatrixSource, budget: int, max_memory: int | None) -> None:
     """Refuse ``name``'s fit from ``source``'s column blocks when what it keeps
     (:attr:`~sfapprox._base.MethodSpec.columns_memory`: sketches, factors, entries; measured) and a
-    matrix held beside it (:attr:`~sfapprox.sources.MatrixSource.held_bytes`) are over the limit.
-
-    The pass's blocks are sized by the limit separately (half of it, at least
-    :data:`~sfapprox.sources.MIN_BLOCK` columns: :meth:`~sfapprox.sources.MatrixSource.block_width`).
+    matrix held beside it (:attr:`~sfapprox.sources.MatrixSource.held_bytes`) do not fit in what the
+    passes' blocks leave of the limit: they take :data:`~sfapprox.sources.BLOCK_SHARE` (half) of it
+    (:meth:`~sfapprox.sources.MatrixSource.block_width`), so the check is :func:`columns_need`.
 
     Parameters
     ----------
@@ -236,9 +229,34 @@ def check_columns_memory(name: str, source: MatrixSource, budget: int, max_memor
     spec = get_method(name)
     if spec.columns_memory is None:
         return
-    check_memory(spec.columns_memory(source.n, budget), limit=max_memory, held=source.held_bytes,
-                 what=f"its fit of {source.name} ({source.n:,} x {source.n:,}) from column blocks at a "
-                      f"budget of {budget:,} (what it keeps)")
+    kept = spec.columns_memory(source.n, budget)
+    check_memory(columns_need(spec, source, budget, max_memory), limit=max_memory, held=source.held_bytes,
+                 what=f"its fit of {source.name} ({source.n:,} x {source.n:,}) from column blocks at a budget of "
+                      f"{budget:,} ({format_bytes(kept)} kept, beside its passes' blocks, half the limit)")
+
+
+def columns_need(spec, source: MatrixSource, budget: int, max_memory: int | None) -> int:
+    """What ``spec``'s fit from ``source``'s columns is checked for: what it keeps
+    (:attr:`~sfapprox._base.MethodSpec.columns_memory`) and the passes' blocks
+    (:data:`~sfapprox.sources.BLOCK_SHARE` of the limit); a matrix held beside it comes on top.
+
+    Parameters
+    ----------
+    spec : MethodSpec
+        A method with a ``columns_memory``.
+    source : MatrixSource
+        The matrix known by its columns.
+    budget : int
+        Stored numbers allowed.
+    max_memory : int or None
+        Memory limit in bytes; None: the default limit (80% of RAM).
+
+    Returns
+    -------
+    int
+    """
+    limit = memory_limit(max_memory)
+    return spec.columns_memory(source.n, budget) + int(BLOCK_SHARE * (limit or 0))
 
 
 def needs_formed(source: MatrixSource, max_memory: int | None, spec=None) -> str:
@@ -714,14 +732,14 @@ def _check_any_from_columns(names: Sequence[str], source: MatrixSource, budget: 
         return
 
     def need_of(spec) -> int | None:  # None: SF, which decides for itself
-        return None if spec.columns_memory is None else spec.columns_memory(source.n, budget) + source.held_bytes
+        return None if spec.columns_memory is None else columns_need(spec, source, budget, limit) + source.held_bytes
 
     needs = needs_if_none_fits([name for name in names if "columns" in get_method(name).access], need_of, limit)
     if needs:
         asked = ", ".join(f"{name} about {format_bytes(b)}" for name, b in needs.items())
         raise ResourceError(f"{source.name}: no method asked for fits the memory limit of {format_bytes(limit)} from "
                             f"the columns of the {source.n:,} x {source.n:,} matrix at a budget of {budget:,} (what "
-                            f"each keeps: {asked}); raise the limit with --max-memory (max_memory=) if the machine "
+                            f"each keeps, with its passes' blocks, half the limit: {asked}); raise the limit with --max-memory (max_memory=) if the machine "
                             f"has the room, or lower the budget")
 
 
