@@ -108,7 +108,10 @@ def one(n: int, method: str, seconds: float, limit_arrays: float | None = None, 
     need, what = max(checked) if checked else (None, None)
     return {"n": n, "method": method, "seconds": elapsed, "peak_over_bytes": peak, "array_bytes": 8 * n * n,
             "checked_bytes": need, "checked_what": what, "checks": len(checked), "status": row.status,
-            "rel_error": row.rel_error, "path": (row.params or {}).get("path", "memory"), "limit_bytes": limit,
+            "rel_error": row.rel_error,
+            # a row fitted from the columns of X in memory says so; a source never formed is columns throughout
+            "path": (row.params or {}).get("path", "columns" if result.matrix.get("path") == "columns" else "memory"),
+            "limit_bytes": limit,
             "reason": row.reason,
             "sfapprox": str(Path(sfapprox.__file__).parent), "numpy": np.__version__}
 
