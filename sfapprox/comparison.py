@@ -308,7 +308,7 @@ def scoring_seconds(time_limit: float | str | None) -> float | None:
     return max(SCORE_MIN_SECONDS, SCORE_SHARE * (DEFAULT_TOTAL_TIME if time_limit == "auto" else float(time_limit)))
 
 
-def as_loaded_matrix(matrix, load: LoadOptions | None):
+def as_loaded_matrix(matrix, load: LoadOptions | None, max_memory: int | None = None):
     """A :class:`~sfapprox.io.LoadedMatrix` (validated once) from a path, a LoadedMatrix or an array.
 
     Parameters
@@ -319,6 +319,9 @@ def as_loaded_matrix(matrix, load: LoadOptions | None):
     load : LoadOptions or None
         How a file is read; None: the defaults.  Given with an array:
         :class:`~sfapprox.ParameterError`.
+    max_memory : int or None, default=None
+        The memory limit a source is formed within (its blocks take half of what
+        the matrix leaves of it); None: the source's own, else the default.
 
     Returns
     -------
@@ -329,7 +332,9 @@ def as_loaded_matrix(matrix, load: LoadOptions | None):
     if isinstance(matrix, LoadedMatrix):
         return matrix
     if isinstance(matrix, MatrixSource):  # small enough: formed (within the memory limit) and validated
-        return as_loaded(matrix.to_dense(), matrix.name)
+        # The comparison's limit: under the default (80% of RAM) a block was the whole matrix, with its
+        # temporaries five N x N arrays, where the limit allowed 3.75 (N = 4,096).
+        return as_loaded(matrix.to_dense(max_memory), matrix.name)
     if isinstance(matrix, (str, os.PathLike)):
         return load_matrix(matrix, **(load or LoadOptions()).keywords())
     if load is not None:
@@ -592,7 +597,7 @@ def compare(
         return compare_columns(matrix, names, budget=budget, settings=settings, count_indices=count_indices,
                                protocol=protocol, structure=structure, callback=callback, on_result=on_result,
                                include=saved, matrix_info=matrix_info, executor=executor)
-    loaded = as_loaded_matrix(matrix, load)
+    loaded = as_loaded_matrix(matrix, load, settings.max_memory)
     resolved = resolve_budget(budget, loaded.n)
     check_scoring_memory(loaded, settings.max_memory)
     check_methods_memory(names, loaded, settings.max_memory)

@@ -293,7 +293,7 @@ def sweep(
     if isinstance(matrix, MatrixSource) and from_columns(matrix, names, settings.max_memory):
         return _sweep_columns(matrix, names, specs, settings=settings, count_indices=count_indices,
                               protocol=protocol, callback=callback, on_result=on_result, matrix_info=matrix_info)
-    loaded = as_loaded_matrix(matrix, load)
+    loaded = as_loaded_matrix(matrix, load, settings.max_memory)
     resolved = _distinct_budgets(specs, loaded.n)
     check_scoring_memory(loaded, settings.max_memory)
     check_methods_memory(names, loaded, settings.max_memory)
