@@ -238,7 +238,8 @@ def check_columns_memory(name: str, source: MatrixSource, budget: int, max_memor
 def columns_need(spec, source: MatrixSource, budget: int, max_memory: int | None) -> int:
     """What ``spec``'s fit from ``source``'s columns is checked for: what it keeps
     (:attr:`~sfapprox._base.MethodSpec.columns_memory`) and the passes' blocks
-    (:data:`~sfapprox.sources.BLOCK_SHARE` of the limit); a matrix held beside it comes on top.
+    (:data:`~sfapprox.sources.BLOCK_SHARE` of what a matrix held beside them leaves of the limit, as
+    :func:`~sfapprox.sources.columns_within` sizes them); the held matrix comes on top.
 
     Parameters
     ----------
@@ -256,7 +257,7 @@ def columns_need(spec, source: MatrixSource, budget: int, max_memory: int | None
     int
     """
     limit = memory_limit(max_memory)
-    return spec.columns_memory(source.n, budget) + int(BLOCK_SHARE * (limit or 0))
+    return spec.columns_memory(source.n, budget) + int(BLOCK_SHARE * max(0, (limit or 0) - source.held_bytes))
 
 
 def needs_formed(source: MatrixSource, max_memory: int | None, spec=None) -> str:
