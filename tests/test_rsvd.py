@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from sfapprox import BudgetError, _timing
 from sfapprox.baselines.rsvd import RandomizedSVD, one_pass_symmetric, randomized_svd
 from sfapprox.baselines.tsvd import TruncatedSVD
-from sfapprox.sources import KernelMatrix
+from sfapprox.sources import KernelMatrix, MatrixSource
 
 
 def test_exact_rank_is_recovered():
@@ -111,3 +111,71 @@ def test_a_matrix_not_known_symmetric_still_gets_its_second_pass(fake_clock):
     U, s, Vt, done = randomized_svd(lambda B: (fake_clock.advance(1.0), S @ B)[1], None, 50, 3, n_iter=2,
                                     deadline=_timing.Deadline.after(1.5), structure="symmetric")
     assert fake_clock.time == 1.0 and np.allclose(np.abs(Vt), np.abs(U.T))  # from the sketch alone
+
+
+class _TimedArray(MatrixSource):
+    """A matrix of unknown symmetry read by columns, each pass one second of the fake clock."""
+
+    def __init__(self, X, clock):
+        super().__init__(X.shape[0], name="timed")
+        self.X, self.clock = X, clock
+        self.max_memory = 1  # the narrowest blocks: several per pass
+
+    def _columns(self, J):
+        self.clock.advance(J.size / self.n)
+        return self.X[:, J]
+
+
+def _low_rank_plus_noise(n=300, r=6, seed=6):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, r)) @ rng.standard_normal((r, n)) + 0.01 * rng.standard_normal((n, n))
+
+
+def test_a_matrix_of_unknown_symmetry_ends_after_one_pass_with_its_co_range_sketch(fake_clock):
+    """The first block's time says two passes would not fit: the pass takes the co-range sketch too."""
+    import tracemalloc
+
+    from sfapprox._base import get_method
+
+    X = _low_rank_plus_noise()
+    source = _TimedArray(X, fake_clock)
+    tracemalloc.start()
+    try:
+        est = RandomizedSVD(n_components=6, time_limit=1.5).fit(source)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert est.params_["passes"] == 1 and est.params_["one_pass"] == "co-range"
+    block = source.block_width() * 8 * 300 * source.column_copies
+    assert peak <= get_method("rsvd").columns_memory(300, est.n_stored_) + block  # what a comparison checks
+    assert fake_clock.time <= 1.5  # one pass and its first block read again
+    best = np.linalg.norm(X - TruncatedSVD(n_components=6).fit(X).to_dense())
+    assert np.linalg.norm(X - est.to_dense()) <= 2 * best  # one pass pays for it (1.7x here)
+    # With time for two passes: the usual fit, the same numbers as without any limit.
+    fake_clock.time = 0.0
+    two = RandomizedSVD(n_components=6, time_limit=10.0).fit(_TimedArray(X, fake_clock))
+    fake_clock.time = 0.0
+    free = RandomizedSVD(n_components=6, time_limit=None).fit(_TimedArray(X, fake_clock))
+    assert "one_pass" not in two.params_ and two.params_["passes"] == 6
+    np.testing.assert_array_equal(two.to_dense(), free.to_dense())
+
+
+def test_the_co_range_pass_on_an_executor_gives_the_local_numbers(fake_clock):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sfapprox.sources import DistributedSource
+
+    X = _low_rank_plus_noise(seed=7)
+    local = RandomizedSVD(n_components=6, time_limit=1.5).fit(_TimedArray(X, fake_clock))
+    fake_clock.time = 0.0
+    with ThreadPoolExecutor(2) as pool:
+        remote = RandomizedSVD(n_components=6, time_limit=1.5).fit(DistributedSource(_TimedArray(X, fake_clock), pool))
+    assert remote.params_["one_pass"] == local.params_["one_pass"] == "co-range"
+    np.testing.assert_array_equal(remote.to_dense(), local.to_dense())
+
+
+def test_sources_with_products_of_their_own_are_not_read_by_columns():
+    from sfapprox.sources import ArraySource, SparseSource
+
+    assert not ArraySource(np.eye(4)).products_by_columns and not SparseSource(sp.eye(4, format="csr")).products_by_columns
+    assert KernelMatrix(np.eye(4)).products_by_columns

@@ -36,9 +36,10 @@ from .._settings import DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
 from ..budget import tsvd_count, tsvd_rank_for_budget
 from ..operators import HybridOperator
-from ..sources import as_source
+from ..sources import as_source, block_columns
+from ..sources._base import _product_part
 
-__all__ = ["RandomizedSVD", "randomized_svd", "one_pass_symmetric"]
+__all__ = ["RandomizedSVD", "randomized_svd", "one_pass_symmetric", "one_pass_general", "sketch_pass"]
 
 #: What a matrix must be known to be for the fit to end from its sketch alone.
 Structure = Literal["psd", "symmetric"] | None
@@ -101,6 +102,102 @@ def one_pass_symmetric(Y: np.ndarray, omega: np.ndarray, rank: int, *, psd: bool
     order = np.argsort(-np.abs(lam))[:rank]
     U, lam = U[:, order], lam[order]
     return U, np.abs(lam), np.sign(lam + (lam == 0))[:, None] * U.T
+
+
+def one_pass_general(Y: np.ndarray, W: np.ndarray, psi: np.ndarray, rank: int
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``U, s, Vt`` of rank ``rank`` of any ``X`` from its range sketch ``Y = X @ omega`` and its co-range
+    sketch ``W = psi @ X``, both made in one pass (Tropp, Yurtsever, Udell & Cevher 2017, "Practical
+    sketching algorithms for low-rank matrix approximation", Algorithm 4 and section 5.5's truncation).
+
+    Parameters
+    ----------
+    Y : numpy.ndarray, shape (n, k)
+        The range sketch.
+    W : numpy.ndarray, shape (l, n)
+        The co-range sketch, ``l >= k`` (``2k + 1`` advised).
+    psi : numpy.ndarray, shape (l, n)
+        Its test matrix.
+    rank : int
+        Rank ``r <= k`` of the result.
+
+    Returns
+    -------
+    U : numpy.ndarray, shape (n, r)
+    s : numpy.ndarray, shape (r,)
+    Vt : numpy.ndarray, shape (r, n)
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((30, 3)) @ rng.standard_normal((3, 30))
+    >>> omega, psi = rng.standard_normal((30, 5)), rng.standard_normal((11, 30))
+    >>> U, s, Vt = one_pass_general(X @ omega, psi @ X, psi, 3)
+    >>> bool(np.allclose((U * s) @ Vt, X))
+    True
+    """
+    Q, _ = np.linalg.qr(Y)
+    core = np.linalg.lstsq(psi @ Q, W, rcond=None)[0]  # X ~ Q core, core from psi X ~ (psi Q) core
+    Uc, s, Vt = np.linalg.svd(core, full_matrices=False)
+    rank = min(rank, s.size)
+    return (Q @ Uc)[:, :rank], s[:rank], Vt[:rank]
+
+
+def sketch_pass(source, omega: np.ndarray, deadline: _timing.Deadline | None, seed: int
+                ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """``Y = X @ omega`` by one pass over ``source``'s column blocks, with the co-range sketch
+    ``W = psi @ X`` (``psi`` Gaussian, ``2k + 1`` rows) beside it when the first block's time says that
+    a second pass would not fit before ``deadline``: the matrix's row space then comes from this pass.
+
+    ``Y`` is the sum :meth:`~sfapprox.sources.MatrixSource.matmat` makes, in its order (the same
+    numbers).
+
+    Parameters
+    ----------
+    source : MatrixSource
+        The matrix.
+    omega : numpy.ndarray, shape (n, k)
+        The range sketch's test matrix.
+    deadline : Deadline or None
+        When the fit must end; None: no co-range sketch.
+    seed : int
+        Seed of ``psi`` (a stream of its own: the two-pass result does not depend on it).
+
+    Returns
+    -------
+    Y : numpy.ndarray, shape (n, k)
+    W : numpy.ndarray, shape (2k + 1, n), or None
+    psi : numpy.ndarray, shape (2k + 1, n), or None
+    """
+    n, k = omega.shape
+    first, *rest = list(block_columns(n, source.block_width()))
+    started = _timing.now()
+    Y = np.zeros((n, k))
+    Y += next(source._map_blocks(_product_part, [(first, omega[first])]))  # the first block alone, timed
+    estimate = (_timing.now() - started) * (1 + len(rest))
+    if deadline is None or not rest or deadline.fits(2 * estimate):
+        for part in source._map_blocks(_product_part, ((J, omega[J]) for J in rest)):
+            Y += part
+        return Y, None, None
+    psi = np.random.default_rng([seed, 1]).standard_normal((2 * k + 1, n))
+    W = np.empty((psi.shape[0], n))
+    W[:, first] = next(source._map_blocks(_co_range_part, [first], psi))  # one block read again
+    for J, (part, co) in zip(rest, source._map_blocks(_both_parts, ((J, omega[J]) for J in rest), psi)):
+        Y += part
+        W[:, J] = co
+    return Y, W, psi
+
+
+def _co_range_part(source, psi: np.ndarray, J: np.ndarray) -> np.ndarray:
+    """``psi @ X[:, J]`` (module level: it travels to other processes)."""
+    return psi @ source.columns(J)
+
+
+def _both_parts(source, psi: np.ndarray, task: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``X[:, J] @ omega[J]`` and ``psi @ X[:, J]`` from one read of the block."""
+    J, omega = task
+    block = source.columns(J)
+    return block @ omega, psi @ block
 
 
 def _nystrom_eig(Y: np.ndarray, Om: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -183,19 +280,27 @@ def randomized_svd(
 
 
 def _passes(apply, apply_t, n: int, rank: int, *, n_oversamples: int, n_iter: int, seed: int,
-            deadline: _timing.Deadline | None, structure: Structure
+            deadline: _timing.Deadline | None, structure: Structure, first_pass: Callable | None = None
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
-    """:func:`randomized_svd`'s work, with the passes over ``X`` it made as a fifth value."""
+    """:func:`randomized_svd`'s work, with the passes over ``X`` it made as a fifth value.
+
+    ``first_pass(omega) -> (Y, W, psi)``, when given, makes the sketch's pass instead of ``apply``,
+    with the co-range sketch ``W = psi @ X`` beside it when it judged a second pass would not fit
+    (else ``W`` and ``psi`` are None): :func:`sketch_pass`.
+    """
     width = min(n, rank + n_oversamples)
     rng = np.random.default_rng(seed)
     started = _timing.now()
     omega = rng.standard_normal((n, width))
-    Y = apply(omega)
+    Y, W, psi = first_pass(omega) if first_pass is not None else (apply(omega), None, None)
     per_pass = _timing.now() - started
-    if structure is not None and deadline is not None and not deadline.fits(per_pass):
-        return *one_pass_symmetric(Y, omega, rank, psd=structure == "psd"), 0, 1
+    if deadline is not None and not deadline.fits(per_pass):
+        if structure is not None:
+            return *one_pass_symmetric(Y, omega, rank, psd=structure == "psd"), 0, 1
+        if W is not None:
+            return *one_pass_general(Y, W, psi, rank), 0, 1
     Q, _ = np.linalg.qr(Y)
-    del Y, omega
+    del Y, omega, W, psi
     done = 0
     for _ in range(n_iter):
         # Two passes for an iteration, one more for B after it: start it only when all fit.
@@ -302,16 +407,21 @@ class RandomizedSVD(Approximation):
         deadline = _timing.Deadline.after(self.time_limit)
         # BLAS threads from the free cores: a second thread on a busy core made a QR 100x slower.
         with AdaptiveThreads(float(n) * n):
+            structure = _structure(source)
+            # A matrix of unknown symmetry read by columns: the sketch's pass may take its co-range too.
+            first = (None if structure is not None or self.time_limit is None or not source.products_by_columns else
+                     lambda omega: sketch_pass(source, omega, deadline, self.random_state))
             U, s, Vt, done, passes = _passes(source.matmat, source.rmatmat, n, rank,
                                              n_oversamples=self.n_oversamples, n_iter=self.n_iter,
-                                             seed=self.random_state, deadline=deadline, structure=_structure(source))
+                                             seed=self.random_state, deadline=deadline, structure=structure,
+                                             first_pass=first)
         self.U_, self.s_, self.Vt_, self.n_iter_ = U, s, Vt, done
         self.rank_ = rank
         self.n_stored_ = tsvd_count(n, rank)
         self.stop_reason_ = "closed_form" if done == self.n_iter and passes > 1 else "time_limit"
         self.params_ = {"rank": rank, "power_iterations": done, "passes": passes}
         if passes == 1:
-            self.params_["one_pass"] = "nystrom" if _structure(source) == "psd" else "symmetric"
+            self.params_["one_pass"] = {"psd": "nystrom", "symmetric": "symmetric", None: "co-range"}[structure]
         self.operator_ = HybridOperator(n, low_rank=(U, s, Vt))
         self.seconds_ = time.perf_counter() - start
         return self
@@ -332,7 +442,8 @@ register(
         label="low rank (randomized SVD)",
         iterative=False,
         access=("dense", "columns"),
-        # the sketch, its range and B's SVD: N (r + p) each; measured 0.1-1.9 x 8 budget (N = 1,500-6,000)
-        columns_memory=lambda n, budget: 8 * (2 * budget + 60 * n),
+        # the sketch, its range and B's SVD: N (r + p) each; measured 0.1-1.9 x 8 budget (N = 1,500-6,000);
+        # a pass that takes the co-range sketch too keeps two (2k + 1) x N arrays more
+        columns_memory=lambda n, budget: 8 * (4 * budget + 80 * n),
     )
 )

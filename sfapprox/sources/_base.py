@@ -193,6 +193,13 @@ class MatrixSource:
             yield fn(self, *shared, item)
 
     # ------------------------------------------------------------------ passes
+    @property
+    def products_by_columns(self) -> bool:
+        """Whether :meth:`matmat` and :meth:`rmatmat` are passes over the column blocks (each as dear as
+        reading the matrix); False where the source has a cheaper product of its own (a sparse matrix,
+        an operator, a covariance's factored form, an array in memory)."""
+        return type(self).matmat is MatrixSource.matmat
+
     def block_width(self, max_memory: int | None = None, *, extra_columns: int = 0) -> int:
         """Columns per block of a pass: :data:`BLOCK_SHARE` of the memory limit, between MIN_BLOCK and MAX_BLOCK.
 

@@ -75,6 +75,11 @@ class ArraySource(MatrixSource):
         out = A @ np.asarray(B, dtype=np.float64)
         return out if np.isfinite(out).all() else None
 
+    @property
+    def products_by_columns(self) -> bool:
+        """A memory-mapped (or not float64) array's products are passes by column blocks."""
+        return type(self.array) is not np.ndarray or self.array.dtype != np.float64
+
     def matmat(self, B: np.ndarray) -> np.ndarray:
         """``X @ B``: one product for a float64 array in memory, else by column blocks.
 

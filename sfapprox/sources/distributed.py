@@ -106,6 +106,11 @@ class DistributedSource(MatrixSource):
         own = type(self.source)
         return own.matmat is not MatrixSource.matmat or own.rmatmat is not MatrixSource.rmatmat
 
+    @property
+    def products_by_columns(self) -> bool:
+        """A pass on the executor (the wrapped source's own products run here: not by columns there)."""
+        return not self._local_products()
+
     def matmat(self, B: np.ndarray) -> np.ndarray:
         return self.source.matmat(B) if self._local_products() else super().matmat(B)
 
