@@ -15,7 +15,12 @@ from the sketch alone: a positive semi-definite matrix by the stable
 single-pass Nyström form of Tropp, Yurtsever, Udell & Cevher (2017,
 "Fixed-rank approximation of a positive-semidefinite matrix from streaming
 data", Algorithm 3), any other symmetric one by the least-squares core of
-Halko, Martinsson & Tropp (2011, section 5.5).  At N = 65,536 a pass can take
+Halko, Martinsson & Tropp (2011, section 5.5).  A matrix of unknown symmetry
+read by column blocks (attention, a memory-mapped array) takes its co-range
+sketch ``psi X`` in the same pass when the first block's time says that a
+second pass would not fit (:func:`sketch_pass`), and is rebuilt from both
+sketches (Tropp, Yurtsever, Udell & Cevher 2017, "Practical sketching
+algorithms", :func:`one_pass_general`).  At N = 65,536 a pass can take
 minutes; the second one used to run past the limit by a whole pass.
 """
 
@@ -332,9 +337,11 @@ class RandomizedSVD(Approximation):
         Seed of the Gaussian sketch.
     time_limit : float or None, default=DEFAULT_TIME_LIMIT
         Seconds the fit may take; power iterations that would not fit are skipped.
-        A symmetric source (kernel, covariance) whose second pass would not
-        fit ends after one, from its sketch (``params_["one_pass"]``); any
-        other matrix needs two passes, however short the limit.
+        A source read by column blocks whose second pass would not fit ends
+        after one (``params_["one_pass"]``): a symmetric one from its sketch,
+        any other from its sketch and the co-range sketch taken beside it.
+        Sources with cheap products of their own (sparse, operators, arrays
+        in memory) always make their two passes.
 
     Attributes
     ----------
