@@ -1,0 +1,94 @@
+"""Randomized SVD under a time limit shorter than two passes: one pass, and what it costs in error.
+
+Run by hand (not part of the tests):
+
+    python benchmarks/one_pass.py [--sizes 8192,16384] [--share 1.5] [--tag one_pass]
+
+A randomized SVD needs two passes over a matrix it reads by columns (the sketch ``X Omega``, then
+``Q^T X``); under a limit shorter than that it ran past it by a whole pass.  Now a symmetric source
+ends from its sketch (the single-pass Nyström form) and any other takes its co-range sketch in the
+same pass when the first block's time says so.  For each size and matrix (softmax attention of seeded
+Gaussian queries and keys, d = 64, not symmetric; an RBF kernel of a seeded clustered cloud,
+symmetric), one pass is timed first (``X @ Omega`` by blocks); then ``RandomizedSVD`` at SF's budget
+runs with ``time_limit`` = ``--share`` passes and with no limit (its two passes and two power
+iterations). Each row: the fit's seconds, passes, how it ended, and its exact relative error (a pass
+over every column).  Writes benchmarks/results/<tag>.json and .md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from _common import machine, meta, write_results
+
+
+def matrices(n: int, seed: int = 0) -> dict:
+    """The two sources of order ``n``: attention (not symmetric) and an RBF kernel (symmetric PSD)."""
+    from sfapprox.sources import AttentionMatrix, KernelMatrix
+
+    rng = np.random.default_rng(seed)
+    q, k = rng.standard_normal((n, 64)), rng.standard_normal((n, 64))
+    centres = rng.standard_normal((32, 16)) * 3
+    points = centres[rng.integers(0, 32, n)] + rng.standard_normal((n, 16))
+    return {"attention": AttentionMatrix(q, k, name=f"attention-{n}"),
+            "kernel": KernelMatrix(points, name=f"kernel-{n}")}
+
+
+def one(source, budget: int, share: float) -> list[dict]:
+    """The pass's time, then the fit under ``share`` passes and without a limit; one row each."""
+    from sfapprox import estimate_errors
+    from sfapprox.baselines.rsvd import RandomizedSVD
+
+    rank = budget // (2 * source.n + 1)
+    began = time.perf_counter()
+    source.matmat(np.random.default_rng(1).standard_normal((source.n, rank + 10)))
+    per_pass = time.perf_counter() - began
+    rows = []
+    for limit in (share * per_pass, None):
+        est = RandomizedSVD(budget=budget, time_limit=limit).fit(source)
+        error = estimate_errors(source, {"rsvd": est.operator_}, time_limit=None)["rsvd"]
+        rows.append({"matrix": source.name, "n": source.n, "pass_s": round(per_pass, 2),
+                     "time_limit": None if limit is None else round(limit, 2), "seconds": round(est.seconds_, 2),
+                     "passes": est.params_["passes"], "one_pass": est.params_.get("one_pass"),
+                     "rel_error": error.rel_error, "rank": est.rank_})
+        print(rows[-1], flush=True)
+    return rows
+
+
+def render(rows: list[dict], share: float) -> list[str]:
+    lines = [f"# Randomized SVD under a limit shorter than two passes ({time.strftime('%Y-%m-%d')})", "",
+             f"Machine: {machine()}. Command: `{meta()['command']}`. Budget: SF's at each N; the limit: {share:g} "
+             "times one pass, measured just before; errors exact (a pass over every column).", "",
+             "| matrix | N | one pass s | time limit s | seconds | passes | ended | relative error |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        limit = "none" if r["time_limit"] is None else f"{r['time_limit']:.1f}"
+        over = " **over**" if r["time_limit"] is not None and r["seconds"] > r["time_limit"] else ""
+        ended = r["one_pass"] or ("all passes" if r["time_limit"] is None else "two passes")
+        lines.append(f"| {r['matrix']} | {r['n']:,} | {r['pass_s']:.1f} | {limit} | {r['seconds']:.1f}{over} | "
+                     f"{r['passes']} | {ended} | {r['rel_error']:.4g} |")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="8192,16384")
+    parser.add_argument("--share", type=float, default=1.5, help="the time limit, in passes")
+    parser.add_argument("--tag", default="one_pass")
+    args = parser.parse_args()
+    from sfapprox.budget import sf_count
+
+    rows = []
+    for n in (int(s) for s in args.sizes.split(",")):
+        budget = sf_count(n)
+        for source in matrices(n).values():
+            rows.extend(one(source, budget, args.share))
+    write_results(args.tag, {**meta(machine=machine()), "rows": rows, "share": args.share},
+                  render(rows, args.share))
+
+
+if __name__ == "__main__":
+    main()
