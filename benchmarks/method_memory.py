@@ -7,8 +7,9 @@ Run by hand (not part of the tests):
     python benchmarks/method_memory.py --columns --limit-arrays 0.5 --budget 0.1 --sizes 4096
         --methods rsvd,nystrom,sparse,rpca,monarch --tag method_memory_columns
 
-``--columns``: X is never formed (a ``KernelMatrix`` of the same points), so the methods that work from
-columns run from its column blocks; with ``--budget`` above SF's, what they keep grows with it.
+``--columns``: X is given as its source (a ``KernelMatrix`` of the same points): the comparison forms it
+only where it and its scoring fit the limit, else the methods that work from columns run from its column
+blocks; with ``--budget`` above SF's, what they keep grows with it.
 
 "The memory limit is a limit": a comparison that ``--max-memory L`` lets run must not hold more than
 ``L``.  Each check before work is a call of ``sfapprox._validation.check_memory(need, ...)``; the
@@ -126,7 +127,7 @@ def main() -> None:
                         help="run under max_memory = this many N x N arrays + the libraries' working sets "
                              "(methods over it fall back to columns or are refused); the table then compares "
                              "the peak with that limit")
-    parser.add_argument("--columns", action="store_true", help="X never formed: a KernelMatrix source")
+    parser.add_argument("--columns", action="store_true", help="X given as a KernelMatrix source")
     parser.add_argument("--budget", default=None, help="the comparison's budget (default: SF's)")
     parser.add_argument("--tag", default="method_memory")
     args = parser.parse_args()
@@ -165,7 +166,7 @@ def render_limited(rows: list[dict], args) -> list[str]:
     lines = [f"# Every method under a memory limit: peak against the limit ({time.strftime('%Y-%m-%d')})", "",
              f"Machine: {machine()}. Command: `{meta()['command']}`"
              + (f" (sfapprox from `{args.sfapprox}`)" if args.sfapprox else "") + ". X: the RBF kernel of a "
-             f"32-cluster cloud (float64{', never formed: from its columns' if args.columns else ''}); one `compare` "
+             f"32-cluster cloud (float64{', given as its source: formed by the comparison only where it and its scoring fit the limit, else read by columns' if args.columns else ''}); one `compare` "
              f"per cell, {'budget ' + args.budget if args.budget else 'SF' + chr(39) + 's budget'}, "
              f"`max_memory` = {args.limit_arrays:g} "
              "N x N float64 arrays + the libraries' and compiled kernels' working sets (192 MiB); peak RSS over "

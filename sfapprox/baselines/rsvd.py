@@ -44,7 +44,11 @@ from ..operators import HybridOperator
 from ..sources import as_source, block_columns
 from ..sources._base import _product_part
 
-__all__ = ["RandomizedSVD", "randomized_svd", "one_pass_symmetric", "one_pass_general", "sketch_pass"]
+__all__ = ["RandomizedSVD", "randomized_svd", "one_pass_symmetric", "one_pass_general", "sketch_pass", "co_range_pays"]
+
+#: The final pass starts, where one pass could end the fit instead, only when this many times the
+#: first pass's time is left.
+FINAL_PASS_MARGIN = 1.25
 
 #: What a matrix must be known to be for the fit to end from its sketch alone.
 Structure = Literal["psd", "symmetric"] | None
@@ -152,7 +156,9 @@ def sketch_pass(source, omega: np.ndarray, deadline: _timing.Deadline | None, se
                 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """``Y = X @ omega`` by one pass over ``source``'s column blocks, with the co-range sketch
     ``W = psi @ X`` (``psi`` Gaussian, ``2k + 1`` rows) beside it when the first block's time says that
-    a second pass would not fit before ``deadline``: the matrix's row space then comes from this pass.
+    a second pass would not fit before ``deadline`` and reading the columns, not multiplying them, takes
+    most of a pass (the co-range's product costs twice the sketch's): the matrix's row space then
+    comes from this pass.
 
     ``Y`` is the sum :meth:`~sfapprox.sources.MatrixSource.matmat` makes, in its order (the same
     numbers).
@@ -175,27 +181,61 @@ def sketch_pass(source, omega: np.ndarray, deadline: _timing.Deadline | None, se
     psi : numpy.ndarray, shape (2k + 1, n), or None
     """
     n, k = omega.shape
+    rows = 2 * k + 1
     first, *rest = list(block_columns(n, source.block_width()))
     started = _timing.now()
+    block = source.columns(first)  # the first block alone, its reading and its product timed apart
+    read = _timing.now() - started
     Y = np.zeros((n, k))
-    Y += next(source._map_blocks(_product_part, [(first, omega[first])]))  # the first block alone, timed
-    estimate = (_timing.now() - started) * (1 + len(rest))
-    if deadline is None or not rest or deadline.fits(2 * estimate):
+    Y += block @ omega[first]  # as matmat's first term: the same numbers
+    product = _timing.now() - started - read
+    if deadline is None or not rest or not co_range_pays(read, product, 1 + len(rest), k, rows, deadline):
+        del block
         for part in source._map_blocks(_product_part, ((J, omega[J]) for J in rest)):
             Y += part
         return Y, None, None
-    psi = np.random.default_rng([seed, 1]).standard_normal((2 * k + 1, n))
-    W = np.empty((psi.shape[0], n))
-    W[:, first] = next(source._map_blocks(_co_range_part, [first], psi))  # one block read again
+    psi = np.random.default_rng([seed, 1]).standard_normal((rows, n))
+    W = np.empty((rows, n))
+    W[:, first] = psi @ block
+    del block
     for J, (part, co) in zip(rest, source._map_blocks(_both_parts, ((J, omega[J]) for J in rest), psi)):
         Y += part
         W[:, J] = co
     return Y, W, psi
 
 
-def _co_range_part(source, psi: np.ndarray, J: np.ndarray) -> np.ndarray:
-    """``psi @ X[:, J]`` (module level: it travels to other processes)."""
-    return psi @ source.columns(J)
+def co_range_pays(read: float, product: float, blocks: int, k: int, rows: int, deadline: _timing.Deadline) -> bool:
+    """Whether a pass should take the co-range sketch too: two passes would not fit before ``deadline``
+    and one pass with it is quicker than two without.
+
+    Its product (``rows x N`` by the block) costs ``rows / k`` times the sketch's, so it pays where
+    reading the columns dominates (a mapped file, a costly kernel).  Softmax attention's columns are
+    cheap to compute: its co-range pass took 3.2 s where two passes took 1.5 (N = 8,192).
+
+    Parameters
+    ----------
+    read, product : float
+        Seconds the first block took to read and to multiply by the sketch's test matrix.
+    blocks : int
+        Blocks in a pass.
+    k, rows : int
+        Columns of the sketch, rows of the co-range sketch.
+    deadline : Deadline
+        When the fit must end (measured from now: the first block's time is spent).
+
+    Examples
+    --------
+    >>> from sfapprox._timing import Deadline
+    >>> co_range_pays(1.0, 0.1, 10, 20, 41, Deadline.after(15.0))  # reading dominates, 2 passes: 22 s
+    True
+    >>> co_range_pays(0.1, 1.0, 10, 20, 41, Deadline.after(15.0))  # multiplying dominates
+    False
+    >>> co_range_pays(1.0, 0.1, 10, 20, 41, Deadline.after(30.0))  # two passes fit
+    False
+    """
+    two_passes = 2 * blocks * (read + product)
+    one_pass = blocks * (read + product * (1 + rows / k))
+    return not deadline.fits(two_passes) and one_pass < two_passes
 
 
 def _both_parts(source, psi: np.ndarray, task: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -299,7 +339,9 @@ def _passes(apply, apply_t, n: int, rank: int, *, n_oversamples: int, n_iter: in
     omega = rng.standard_normal((n, width))
     Y, W, psi = first_pass(omega) if first_pass is not None else (apply(omega), None, None)
     per_pass = _timing.now() - started
-    if deadline is not None and not deadline.fits(per_pass):
+    # A quarter's margin on the next pass's time: at N = 8,192 a second pass measured as fitting ran 15 %
+    # past the limit (a pass's time varies on a shared machine); one pass is the fit to keep then.
+    if deadline is not None and not deadline.fits(FINAL_PASS_MARGIN * per_pass):
         if structure is not None:
             return *one_pass_symmetric(Y, omega, rank, psd=structure == "psd"), 0, 1
         if W is not None:
