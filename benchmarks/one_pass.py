@@ -81,6 +81,10 @@ def main() -> None:
     args = parser.parse_args()
     from sfapprox.budget import sf_count
 
+    from sfapprox.baselines.rsvd import RandomizedSVD
+
+    for source in matrices(64).values():  # torch's import and the thread pools: not in the first fit's limit
+        RandomizedSVD(n_components=2, time_limit=None).fit(source)
     rows = []
     for n in (int(s) for s in args.sizes.split(",")):
         budget = sf_count(n)
