@@ -328,10 +328,10 @@ class MethodSpec:
     columns_memory : callable or None
         ``columns_memory(n, budget) -> bytes``: what its fit from column blocks
         keeps beside the pass's blocks (sketches, factors, the entries kept;
-        measured), which :func:`sfapprox.compare` checks, with the narrowest
-        block and the libraries' working set, against the memory limit before
-        a fit from columns (:func:`sfapprox.comparison.columns_need`).  None:
-        the method checks its own (SF) or does not work from columns.
+        measured), which :func:`sfapprox.compare` checks against the half of
+        the memory limit that the passes' blocks leave, before a fit from
+        columns (:func:`sfapprox.comparison.columns_need`).  None: the method
+        checks its own (SF) or does not work from columns.
     """
 
     name: str

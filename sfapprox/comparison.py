@@ -45,8 +45,15 @@ from .factors import load_factors
 from .estimate import estimate_errors
 from .metrics import DENSE_SCORING_MAX_N, operator_error
 from .results import Comparison, MethodResult, library_versions
-from .sources import DistributedSource, MatrixSource, columns_within, formable, formed_need, scoring_need
-from .sources._base import BLOCK_SHARE
+from .sources import (
+    BLOCK_SHARE,
+    DistributedSource,
+    MatrixSource,
+    columns_within,
+    formable,
+    formed_need,
+    scoring_need,
+)
 
 __all__ = ["compare", "available_methods", "run_method", "run_all", "PROTOCOLS"]
 

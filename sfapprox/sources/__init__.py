@@ -25,7 +25,7 @@ source is a subclass that implements ``_columns(J)`` (and ``describe()``).
 
 from __future__ import annotations
 
-from ._base import MAX_BLOCK, MIN_BLOCK, MatrixSource, block_columns, formable, formed_need, scoring_need
+from ._base import BLOCK_SHARE, MAX_BLOCK, MIN_BLOCK, MatrixSource, block_columns, formable, formed_need, scoring_need
 from .arrays import ArraySource, OperatorSource, SparseSource, as_source, columns_within, open_npy, room
 from .attention import AttentionMatrix
 from .covariance import CovarianceMatrix
@@ -49,6 +49,7 @@ __all__ = [
     "median_bandwidth",
     "KERNELS",
     "MIN_BLOCK",
+    "BLOCK_SHARE",
     "MAX_BLOCK",
     "formable",
     "formed_need",

@@ -24,7 +24,8 @@ from .._errors import ParameterError
 from .._validation import LIBRARY_WORKING_SET, check_memory, format_bytes, memory_limit
 from ..metrics import scoring_bytes
 
-__all__ = ["MatrixSource", "block_columns", "MIN_BLOCK", "MAX_BLOCK", "formable", "formed_need", "scoring_need"]
+__all__ = ["MatrixSource", "block_columns", "MIN_BLOCK", "MAX_BLOCK", "BLOCK_SHARE", "formable", "formed_need",
+           "scoring_need"]
 
 #: Narrowest and widest column block a pass uses: narrower blocks waste the BLAS calls
 #: (and, for a memory-mapped row-major file, read a whole page per row for a few numbers).
