@@ -340,8 +340,9 @@ def test_column_checkpoints_resume(tmp_path, fake_clock):
     assert saved.fit["checkpoint"] and saved.fit["iterations"] == 20
     resumed = ChordSF(max_iter=1, time_limit=None, max_memory=limit, init=path, device="cpu").fit(X)
     assert resumed.init_ == "saved" and resumed.params_["path"] == "columns"
-    # one small step from the saved values (a resume, not a fresh start)
-    assert np.abs(resumed.factors_ - saved.operator.values).max() < 0.05
+    # one small step from the saved values (a resume, not a fresh start), the product then at its best multiple
+    scaled = saved.operator.values * resumed.params_.get("best_multiple", 1.0) ** (1 / saved.operator.values.shape[0])
+    assert np.abs(resumed.factors_ - scaled).max() < 0.05
 
 
 def test_a_comparison_from_columns_has_an_sf_row_scored_like_the_others():
@@ -469,3 +470,39 @@ def test_a_stop_whose_interrupt_was_swallowed_still_stops_the_column_fit(monkeyp
         lambda a, b: X[:, a:b], start, offs, settings=C.ColumnSettings(batch=8), max_iter=50, width=8,
         callback=lost_stop)
     assert fit.stop_reason == "interrupted" and steps[-1] <= 4 and np.isfinite(fit.values).all()
+
+
+def test_a_step_gives_its_block_s_inner_product_and_square_exactly():
+    """<X_S, P_S> and ||P_S||^2 from the step's loss, ||X_S||^2 and gradient (P homogeneous of degree M)."""
+    X = _cloud(64).to_dense()
+    offs, m = chord_offsets(64), 6
+    w = start_values(["identity"], 0, (m, 64, len(offs)))["identity"] * 1.1
+    grads = np.empty((2, *w.shape))
+    block = np.ascontiguousarray(X[:, 8:40])
+    loss = _kernels.block_loss_and_grad(w, offs, block, 8, list(grads), 16, add=False)
+    inner, square = C._products(grads, w, loss, float((block * block).sum()))
+    P = ChordOperator(w, offs).to_dense()[:, 8:40]
+    assert inner == pytest.approx(float((block * P).sum()), rel=1e-9)
+    assert square == pytest.approx(float((P * P).sum()), rel=1e-9)
+
+
+def test_adam_s_product_ends_at_its_best_multiple_never_worse_than_nothing():
+    """After one epoch of Adam the product overshot (relative error above 1 at N = 2,048: worse than
+    storing nothing); it is scaled to the best multiple the last epoch's blocks estimate."""
+    n = 512
+    X = _cloud(n).to_dense()
+    fro = float(np.linalg.norm(X))
+    scale = fro / math.sqrt(n)
+    offs, m = chord_offsets(n), math.ceil(math.log2(n))
+    start = start_values(["identity"], 0, (m, n, len(offs)))["identity"]
+    fit = C.fit_columns(lambda a, b: X[:, a:b] / scale, start, offs, max_iter=math.ceil(n / 256))
+    assert fit.multiple != 1.0
+
+    def error(values):
+        return float(np.linalg.norm(X - ChordOperator(values * scale ** (1 / m), offs).to_dense()) / fro)
+
+    scaled, unscaled = error(fit.values), error(fit.values / fit.multiple ** (1 / m))
+    P = ChordOperator(fit.values * scale ** (1 / m), offs).to_dense()
+    best = math.sqrt(1 - float((X * P).sum()) ** 2 / (float((P * P).sum()) * fro**2))
+    assert scaled < min(unscaled, 1.0) and scaled == pytest.approx(best, rel=0.02)
+    assert fit.running_error == pytest.approx(scaled, rel=0.1)  # the window's estimate of the scaled product

@@ -755,6 +755,7 @@ class ChordSF(Approximation):
             self.fro_error_ = self.rel_error_ = None
         self.params_.update(path="columns", optimizer=fit.optimizer, epochs=round(fit.columns / n, 2),
                             batch=settings.batch, block_width=width, running_error=round(fit.running_error, 6),
+                            **({"best_multiple": round(fit.multiple, 6)} if fit.multiple != 1.0 else {}),
                             **({"history": settings.history} if "lbfgs" in fit.optimizer else {}))
         return self
 
