@@ -58,9 +58,9 @@ def _spy_checks() -> list:
     checked: list = []
     original = _validation.check_memory
 
-    def spy(n_bytes, *, what, limit=None, held=0):
+    def spy(n_bytes, *, what, limit=None, held=0, **more):
         checked.append((int(n_bytes) + int(held), what))  # the need with what a held matrix takes of the limit
-        return original(n_bytes, what=what, limit=limit, held=held)
+        return original(n_bytes, what=what, limit=limit, held=held, **more)
 
     for module in list(sys.modules.values()):
         if getattr(module, "__name__", "").startswith("sfapprox") and getattr(module, "check_memory", None) is original:

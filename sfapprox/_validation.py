@@ -170,7 +170,8 @@ def estimate_dense_bytes(n: int, dtype: np.dtype | type = np.float64) -> int:
     return int(n) * int(n) * np.dtype(dtype).itemsize
 
 
-def check_memory(n_bytes: int, *, what: str, limit: int | None = None, held: int = 0) -> None:
+def check_memory(n_bytes: int, *, what: str, limit: int | None = None, held: int = 0,
+                 advice: str = "use a smaller input") -> None:
     """Refuse work that would need more than ``limit`` bytes, before allocating.
 
     Parameters
@@ -186,6 +187,8 @@ def check_memory(n_bytes: int, *, what: str, limit: int | None = None, held: int
         Bytes of the limit already taken by a matrix held in memory: the work
         gets the rest, and the message says so (not a smaller "limit" than the
         one the user gave).
+    advice : str, default="use a smaller input"
+        What else helps, after raising the limit (``"lower the budget"``).
 
     Raises
     ------
@@ -204,7 +207,7 @@ def check_memory(n_bytes: int, *, what: str, limit: int | None = None, held: int
     raise ResourceError(
         f"{what} needs about {format_bytes(n_bytes)}{beside}, over the memory limit of "
         f"{format_bytes(limit)}; raise the limit with --max-memory (max_memory=) "
-        "if the machine has the room, or use a smaller input"
+        f"if the machine has the room, or {advice}"
     )
 
 

@@ -321,8 +321,10 @@ def parse_budget(spec: str | int | float | None) -> str:
         raise ParameterError(
             f"budget {spec!r} is neither a fraction in (0, 1] nor a whole number of stored values"
         )
-    if value > 1 and isinstance(spec, str) and "." in text and "e" not in text:
-        # "2.0" would be a count of 2 stored numbers: more likely a fraction or a percentage mistyped.
+    if value > 1 and not isinstance(spec, str):
+        return str(int(value))  # a float from code (600.0): the count, as text that parses back the same
+    if value > 1 and "." in text and "e" not in text:
+        # "2.0" typed would be a count of 2 stored numbers: more likely a fraction or a percentage mistyped.
         raise ParameterError(f"budget {spec!r} is above 1 with a decimal point: write a count of stored values "
                              f"as a whole number ({int(value)}), or a fraction of N^2 in (0, 1] (0.02 for 2%)")
     return text

@@ -238,7 +238,7 @@ def check_columns_memory(name: str, source: MatrixSource, budget: int, max_memor
         return
     kept = spec.columns_memory(source.n, budget)
     check_memory(columns_need(spec, source, budget, max_memory), limit=max_memory, held=source.held_bytes,
-                 what=f"its fit of {source.name} ({source.n:,} x {source.n:,}) from column blocks at a budget of "
+                 advice="lower the budget", what=f"its fit of {source.name} ({source.n:,} x {source.n:,}) from column blocks at a budget of "
                       f"{budget:,} ({format_bytes(kept)} kept, beside its passes' blocks, half the limit)")
 
 
@@ -729,7 +729,7 @@ def compare_columns(
     resolved = resolve_budget(budget, source.n)
     info = {**source.summary(), "path": "columns", **(matrix_info or {})}
     context = RunContext(settings, count_indices, protocol, callback, dict(structure or {}))
-    _check_any_from_columns(names, source, resolved.value, settings.max_memory)
+    check_methods_memory_from_columns(names, source, resolved.value, settings.max_memory)
     previous, source.max_memory = source.max_memory, settings.max_memory  # every pass sized for the limit
     try:
         return _compare_columns(source, names, resolved, info, context, settings, on_result, include, executor)
@@ -737,9 +737,27 @@ def compare_columns(
         source.max_memory = previous
 
 
-def _check_any_from_columns(names: Sequence[str], source: MatrixSource, budget: int, max_memory: int | None) -> None:
+def check_methods_memory_from_columns(names: Sequence[str], source: MatrixSource, budget: int,
+                                      max_memory: int | None) -> None:
     """Refuse, before the first fit, a comparison from columns in which no method asked for could run: each
-    needs the matrix formed, or keeps more than the memory limit (:func:`check_columns_memory`)."""
+    needs the matrix formed, or keeps more than the memory limit (:func:`check_columns_memory`).
+
+    Parameters
+    ----------
+    names : sequence of str
+        The methods (checked names).
+    source : MatrixSource
+        The matrix known by its columns.
+    budget : int
+        Stored numbers allowed.
+    max_memory : int or None
+        Memory limit in bytes; None: the default limit (80% of RAM).
+
+    Raises
+    ------
+    ResourceError
+        Naming each method and what it would keep.
+    """
     limit = memory_limit(max_memory)
     if limit is None:
         return

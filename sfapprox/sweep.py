@@ -19,6 +19,7 @@ from .comparison import (
     as_loaded_matrix,
     build_comparison,
     check_methods_memory,
+    check_methods_memory_from_columns,
     check_scoring_memory,
     columns_note,
     compare_columns,
@@ -60,8 +61,10 @@ def parse_budget_list(text: str | Sequence[str | int | float], *, name: str = "-
     >>> parse_budget_list("0.05, sf,100")
     ['0.05', 'sf', '100']
     """
-    items = split_items(text, name) if isinstance(text, str) else [str(part).strip() for part in text]
-    items = [item for item in items if item]
+    # Numbers given as numbers stay numbers (600.0 is a count; "600.0" typed is refused as ambiguous).
+    items = split_items(text, name) if isinstance(text, str) else [
+        str(part).strip() if isinstance(part, str) else part for part in text]
+    items = [item for item in items if not isinstance(item, str) or item]
     if not items:
         example = "0.01,0.02,0.05" if name.startswith("-") else "[0.01, 0.02, 0.05]"
         raise ParameterError(f"{name} needs at least one budget, e.g. {example}")
@@ -332,6 +335,8 @@ def _sweep_columns(source: MatrixSource, names: list[str], specs: list[str], *, 
     (:func:`~sfapprox.comparison.compare_columns`: the column methods fit, every row scored from the
     same columns, exactly or with a 95 % interval)."""
     resolved = _distinct_budgets(specs, source.n)
+    for value in sorted(resolved):  # every budget before the first fit: a later one's refusal lost them all
+        check_methods_memory_from_columns(names, source, value, settings.max_memory)
     points: list[Comparison] = []
     for value in sorted(resolved):
         report = (lambda r, b=value: on_result(b, r)) if on_result else None

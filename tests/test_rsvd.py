@@ -7,7 +7,7 @@ import pytest
 import scipy.sparse as sp
 
 from sfapprox import BudgetError, _timing
-from sfapprox.baselines.rsvd import RandomizedSVD, one_pass_symmetric, randomized_svd
+from sfapprox.baselines.rsvd import RandomizedSVD, one_pass_nystrom, randomized_svd
 from sfapprox.baselines.tsvd import TruncatedSVD
 from sfapprox.sources import KernelMatrix, MatrixSource
 
@@ -50,19 +50,16 @@ def test_budget_refused():
         RandomizedSVD(budget=10).fit(np.eye(20))
 
 
-def test_one_pass_symmetric_recovers_low_rank_of_either_sign():
+def test_one_pass_nystrom_recovers_low_rank_and_a_zero_matrix():
     rng = np.random.default_rng(3)
     G = rng.standard_normal((60, 4))
     omega = rng.standard_normal((60, 9))
     psd = G @ G.T
-    U, s, Vt = one_pass_symmetric(psd @ omega, omega, 4)
+    U, s, Vt = one_pass_nystrom(psd @ omega, omega, 4)
     assert np.allclose((U * s) @ Vt, psd, atol=1e-9) and np.all(s >= 0)
-    indefinite = G @ np.diag([3.0, -2.0, 1.0, -0.5]) @ G.T
-    U, s, Vt = one_pass_symmetric(indefinite @ omega, omega, 4, psd=False)
-    assert np.allclose((U * s) @ Vt, indefinite, atol=1e-9)
-    # The PSD form never gives a negative eigenvalue, so it cannot represent this one.
-    U, s, Vt = one_pass_symmetric(indefinite @ omega, omega, 4)
-    assert not np.allclose((U * s) @ Vt, indefinite, atol=1e-3)
+    # A zero sketch (a linear kernel of zero points): its Cholesky factorisation failed
+    U, s, Vt = one_pass_nystrom(np.zeros((60, 9)), omega, 4)
+    assert np.all(s == 0) and np.all(np.isfinite(U))
 
 
 class _TimedKernel(KernelMatrix):
@@ -107,10 +104,36 @@ def test_a_matrix_not_known_symmetric_still_gets_its_second_pass(fake_clock):
     U, s, Vt, done = randomized_svd(slow, slow, 50, 3, n_iter=2, deadline=_timing.Deadline.after(1.5))
     assert done == 0 and fake_clock.time == 2.0  # one pass cannot give a non-symmetric matrix's row space
     fake_clock.time = 0.0
-    S = X + X.T
+    S = X @ X.T
     U, s, Vt, done = randomized_svd(lambda B: (fake_clock.advance(1.0), S @ B)[1], None, 50, 3, n_iter=2,
-                                    deadline=_timing.Deadline.after(1.5), structure="symmetric")
-    assert fake_clock.time == 1.0 and np.allclose(np.abs(Vt), np.abs(U.T))  # from the sketch alone
+                                    deadline=_timing.Deadline.after(1.5), psd=True)
+    assert fake_clock.time == 1.0 and np.allclose(Vt, U.T)  # from the sketch alone
+
+
+def test_a_symmetric_source_that_is_not_psd_takes_the_co_range_sketch(fake_clock):
+    """Halko et al.'s one-pass core for a symmetric matrix gave 2.6 where two passes gave 0.008."""
+    rng = np.random.default_rng(8)
+    Q, _ = np.linalg.qr(rng.standard_normal((300, 300)))
+    X = (Q * (0.9 ** np.arange(300) * (-1.0) ** np.arange(300))) @ Q.T
+    source = _TimedArray(X, fake_clock)
+    source.symmetric = True
+    est = RandomizedSVD(n_components=20, time_limit=1.5).fit(source)
+    assert est.params_["one_pass"] == "co-range"
+    assert np.linalg.norm(X - est.to_dense()) / np.linalg.norm(X) < 0.5
+
+
+def test_a_zero_kernel_ends_after_one_pass(fake_clock):
+    K = _TimedKernel(np.zeros((40, 2)), fake_clock, kernel="linear")
+    est = RandomizedSVD(n_components=2, time_limit=1.5).fit(K)
+    assert est.params_["one_pass"] == "nystrom" and np.all(est.to_dense() == 0)
+
+
+def test_sources_with_cheap_products_make_their_two_passes(fake_clock):
+    from sfapprox.sources import CovarianceMatrix
+
+    C = CovarianceMatrix(np.random.default_rng(9).standard_normal((30, 80)))
+    est = RandomizedSVD(n_components=3, time_limit=1e-9).fit(C)
+    assert est.params_["passes"] >= 2 and "one_pass" not in est.params_
 
 
 class _TimedArray(MatrixSource):
@@ -179,3 +202,49 @@ def test_sources_with_products_of_their_own_are_not_read_by_columns():
 
     assert not ArraySource(np.eye(4)).products_by_columns and not SparseSource(sp.eye(4, format="csr")).products_by_columns
     assert KernelMatrix(np.eye(4)).products_by_columns
+
+
+def test_a_co_range_sketch_taken_ends_the_fit_after_its_pass(fake_clock):
+    """The first block looked slow (a cold cache): the co-range was taken, and the pass then fitted twice
+    over; the fit went on to a second pass, slower than before and with fewer power iterations."""
+    X = _low_rank_plus_noise(seed=10)
+    source = _TimedArray(X, fake_clock)
+    first = [True]
+    read = source._columns
+
+    def slow_first(J):
+        if first[0]:
+            first[0] = False
+            fake_clock.advance(3.0)
+        return read(J)
+
+    source._columns = slow_first
+    est = RandomizedSVD(n_components=6, time_limit=6.0).fit(source)
+    assert est.params_["one_pass"] == "co-range" and est.params_["passes"] == 1
+    assert fake_clock.time <= 6.0
+
+
+def test_on_an_executor_the_passes_give_the_local_numbers_with_a_time_limit():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sfapprox.sources import AttentionMatrix, DistributedSource
+
+    rng = np.random.default_rng(11)
+    A = AttentionMatrix(rng.standard_normal((300, 8)), rng.standard_normal((300, 8)))
+    A.max_memory = 1  # several blocks
+    local = RandomizedSVD(n_components=5, time_limit=None).fit(A)
+    with ThreadPoolExecutor(2) as pool:
+        remote = RandomizedSVD(n_components=5, time_limit=600.0).fit(DistributedSource(A, pool))
+    np.testing.assert_array_equal(remote.to_dense(), local.to_dense())
+
+
+def test_a_mapped_array_on_an_executor_is_read_by_columns_here(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sfapprox.sources import DistributedSource, open_npy
+
+    np.save(tmp_path / "x.npy", np.random.default_rng(12).random((50, 50)))
+    mapped = open_npy(tmp_path / "x.npy")
+    with ThreadPoolExecutor(1) as pool:
+        wrapped = DistributedSource(mapped, pool)
+        assert mapped.products_by_columns and wrapped.products_by_columns and wrapped.pass_source is mapped

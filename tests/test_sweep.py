@@ -139,3 +139,24 @@ def test_every_distinct_reason_of_a_method_is_said_under_the_table():
     notes = Sweep({"name": "m", "n": 400}, ["sf"], points).tables()[0].notes
     assert [n for n in notes if n.startswith("sf: ")] == ["sf: budget 8000 is too small",
                                                          "sf: needs about 233 MiB, over the memory limit of 60 MiB"]
+
+
+def test_budgets_given_as_numbers_are_counts_whatever_their_type():
+    X = np.random.default_rng(0).standard_normal((60, 60))
+    s = sweep(X, [600.0, np.float64(900.0), 0.1], "tsvd")
+    assert [p.budget for p in s.points] == [360, 600, 900]
+    with pytest.raises(ParameterError, match="above 1 with a decimal point"):
+        sweep(X, "0.1,600.0", "tsvd")  # typed: ambiguous
+
+
+def test_a_sweep_from_columns_checks_every_budget_before_its_first_fit():
+    """The smaller budgets were fitted, then the largest was refused and the whole sweep ended, exit 2,
+    nothing written."""
+    from sfapprox import ResourceError
+    from sfapprox.sources import KernelMatrix
+
+    K = KernelMatrix(np.random.default_rng(1).standard_normal((400, 3)), bandwidth=1.0)
+    seen = []
+    with pytest.raises(ResourceError, match="no method asked for fits the memory limit"):
+        sweep(K, [0.001, 0.3], "rsvd", max_memory=2 << 20, on_result=lambda b, r: seen.append(b))
+    assert seen == []

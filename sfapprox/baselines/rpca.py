@@ -50,7 +50,7 @@ from .._errors import BudgetError, ConvergenceWarning, ParameterError, ResourceE
 from .._params import Interval, Options
 from .._settings import COUNT_INDICES, DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
-from ..sources import MIN_BLOCK, MatrixSource, columns_within, room
+from ..sources import MatrixSource, columns_within, room
 from .._validation import LIBRARY_WORKING_SET, check_memory, estimate_dense_bytes
 from ..budget import (
     check_within,
@@ -937,8 +937,7 @@ for _name, _method, _summary, _order in (
                         min_budget=_min_budget, order=_order, label="low rank + sparse (RPCA)",
                         access=("dense", "columns") if _method == "godec" else ("dense",),
                         reuses=RobustPCA.REUSES if _method == "godec" else (),
-                        # from columns: L's sketch and factors and S's entries; measured 5.2-16 x 8 budget
-                        # beside the narrowest block (the most at small budgets: the per-N sketch and a
-                        # block's candidates)
-                        columns_memory=(lambda n, budget: 8 * (5 * budget + 60 * n) + min(n, MIN_BLOCK) * 8 * n * 8)
-                        if _method == "godec" else None))
+                        # from columns: L's sketch and factors and S's entries (a block's candidates are
+                        # sized with the block); measured 5.2-6.4 x 8 budget beside the blocks, more at
+                        # small budgets (the sketch's oversampling, per N)
+                        columns_memory=(lambda n, budget: 8 * (5 * budget + 60 * n)) if _method == "godec" else None))

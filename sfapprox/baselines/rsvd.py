@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Literal
 
 import numpy as np
 import scipy.linalg
@@ -44,26 +43,21 @@ from ..operators import HybridOperator
 from ..sources import as_source, block_columns
 from ..sources._base import _product_part
 
-__all__ = ["RandomizedSVD", "randomized_svd", "one_pass_symmetric", "one_pass_general", "sketch_pass", "co_range_pays"]
+__all__ = ["RandomizedSVD", "randomized_svd", "one_pass_nystrom", "one_pass_general", "sketch_pass", "co_range_pays"]
 
 #: The final pass starts, where one pass could end the fit instead, only when this many times the
 #: first pass's time is left.
 FINAL_PASS_MARGIN = 1.25
 
-#: What a matrix must be known to be for the fit to end from its sketch alone.
-Structure = Literal["psd", "symmetric"] | None
+def one_pass_nystrom(Y: np.ndarray, omega: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``U, s, Vt`` of rank ``rank`` of a positive semi-definite ``X`` from its sketch ``Y = X @ omega``
+    alone: the stable Nyström form ``Y (omega^T Y)^+ Y^T`` with a tiny shift (Tropp, Yurtsever, Udell &
+    Cevher 2017, "Fixed-rank approximation of a positive-semidefinite matrix from streaming data",
+    Algorithm 3), whose eigenvalues are never negative.
 
-
-def _structure(source) -> Structure:
-    """``"psd"``, ``"symmetric"`` or None, from what ``source`` declares (None: not known; one pass cannot do)."""
-    if source.symmetric is not True:
-        return None
-    return "psd" if source.psd is True else "symmetric"
-
-
-def one_pass_symmetric(Y: np.ndarray, omega: np.ndarray, rank: int, *, psd: bool = True
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``U, s, Vt`` of rank ``rank`` of a symmetric ``X`` from its sketch ``Y = X @ omega`` alone.
+    (A symmetric matrix that is not PSD gets no such form here: the least-squares core of Halko et
+    al., section 5.5, gave relative errors of 2.6 where two passes gave 0.008; such a matrix takes
+    the co-range sketch, as any other.)
 
     Parameters
     ----------
@@ -73,27 +67,21 @@ def one_pass_symmetric(Y: np.ndarray, omega: np.ndarray, rank: int, *, psd: bool
         The test matrix (any of full column rank; only its range matters).
     rank : int
         Rank ``r <= k`` of the result.
-    psd : bool, default=True
-        ``X`` is positive semi-definite: the stable Nyström form
-        ``Y (omega^T Y)^+ Y^T`` with a tiny shift (Tropp et al. 2017, Algorithm 3),
-        whose eigenvalues are never negative.  False: the core ``C`` of
-        ``X ~ Q C Q^T`` (``Q = orth(Y)``) solved from ``C (Q^T omega) = Q^T Y``
-        (Halko et al. 2011, section 5.5), eigenvalues of either sign.
 
     Returns
     -------
     U : numpy.ndarray, shape (n, r)
     s : numpy.ndarray, shape (r,)
-        The magnitudes, largest first.
+        The eigenvalues, largest first.
     Vt : numpy.ndarray, shape (r, n)
-        ``U.T`` with each row's sign that of its eigenvalue.
+        ``U.T``.
 
     Examples
     --------
     >>> G = np.random.default_rng(0).standard_normal((30, 3))
     >>> X = G @ G.T
     >>> omega = np.random.default_rng(1).standard_normal((30, 5))
-    >>> U, s, Vt = one_pass_symmetric(X @ omega, omega, 3)
+    >>> U, s, Vt = one_pass_nystrom(X @ omega, omega, 3)
     >>> bool(np.allclose((U * s) @ Vt, X))
     True
     """
@@ -101,16 +89,8 @@ def one_pass_symmetric(Y: np.ndarray, omega: np.ndarray, rank: int, *, psd: bool
     # An orthonormal test matrix of the same range: X @ Om = Y R^-1 (the approximation depends on the range only).
     Om, R = np.linalg.qr(omega)
     Y = scipy.linalg.solve_triangular(R, Y.T, trans="T").T
-    if psd:
-        lam, U = _nystrom_eig(Y, Om)
-    else:
-        Q, _ = np.linalg.qr(Y)
-        core = np.linalg.lstsq((Om.T @ Q), (Y.T @ Q), rcond=None)[0].T  # C (Q^T Om) = Q^T Y
-        lam, V = np.linalg.eigh((core + core.T) / 2)
-        U = Q @ V
-    order = np.argsort(-np.abs(lam))[:rank]
-    U, lam = U[:, order], lam[order]
-    return U, np.abs(lam), np.sign(lam + (lam == 0))[:, None] * U.T
+    lam, U = _nystrom_eig(Y, Om)
+    return U[:, :rank], lam[:rank], U[:, :rank].T
 
 
 def one_pass_general(Y: np.ndarray, W: np.ndarray, psi: np.ndarray, rank: int
@@ -183,25 +163,38 @@ def sketch_pass(source, omega: np.ndarray, deadline: _timing.Deadline | None, se
     n, k = omega.shape
     rows = 2 * k + 1
     first, *rest = list(block_columns(n, source.block_width()))
-    started = _timing.now()
-    block = source.columns(first)  # the first block alone, its reading and its product timed apart
-    read = _timing.now() - started
+    # The first block alone, its reading and its product timed apart where they run (an executor's
+    # worker), its share the same numbers as matmat's first term.
+    part, read, product = next(source._map_blocks(_timed_product_part, [(first, omega[first])]))
     Y = np.zeros((n, k))
-    Y += block @ omega[first]  # as matmat's first term: the same numbers
-    product = _timing.now() - started - read
+    Y += part
     if deadline is None or not rest or not co_range_pays(read, product, 1 + len(rest), k, rows, deadline):
-        del block
         for part in source._map_blocks(_product_part, ((J, omega[J]) for J in rest)):
             Y += part
         return Y, None, None
     psi = np.random.default_rng([seed, 1]).standard_normal((rows, n))
     W = np.empty((rows, n))
-    W[:, first] = psi @ block
-    del block
+    W[:, first] = next(source._map_blocks(_co_range_part, [first], psi))  # the first block read again
     for J, (part, co) in zip(rest, source._map_blocks(_both_parts, ((J, omega[J]) for J in rest), psi)):
         Y += part
         W[:, J] = co
     return Y, W, psi
+
+
+def _timed_product_part(source, task: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, float, float]:
+    """``X[:, J] @ B[J]`` (as the pass's :func:`~sfapprox.sources._base._product_part`), and the seconds
+    the block took to read and to multiply (module level: it travels to other processes)."""
+    J, B = task
+    began = _timing.now()
+    block = source.columns(J)
+    read = _timing.now() - began
+    part = block @ B
+    return part, read, _timing.now() - began - read
+
+
+def _co_range_part(source, psi: np.ndarray, J: np.ndarray) -> np.ndarray:
+    """``psi @ X[:, J]``."""
+    return psi @ source.columns(J)
 
 
 def co_range_pays(read: float, product: float, blocks: int, k: int, rows: int, deadline: _timing.Deadline) -> bool:
@@ -248,7 +241,8 @@ def _both_parts(source, psi: np.ndarray, task: tuple[np.ndarray, np.ndarray]) ->
 def _nystrom_eig(Y: np.ndarray, Om: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Eigenvalues and vectors of ``Y (Om^T Y)^+ Y^T``, the shifted Cholesky form (Tropp et al. 2017, Alg. 3)."""
     # The shift keeps the Cholesky factorisation of a numerically singular core defined; taken back off below.
-    nu = np.sqrt(Y.shape[0]) * np.finfo(float).eps * np.linalg.norm(Y, 2)
+    # (positive even for a zero sketch: the Cholesky factorisation of a zero core failed)
+    nu = max(np.sqrt(Y.shape[0]) * np.finfo(float).eps * np.linalg.norm(Y, 2), np.finfo(float).tiny)
     Yn = Y + nu * Om
     core = Om.T @ Yn
     core = (core + core.T) / 2
@@ -261,7 +255,8 @@ def _nystrom_eig(Y: np.ndarray, Om: np.ndarray) -> tuple[np.ndarray, np.ndarray]
         L = np.linalg.cholesky(core)
     E = scipy.linalg.solve_triangular(L, Yn.T, lower=True).T  # Yn L^-T
     U, S, _ = np.linalg.svd(E, full_matrices=False)
-    return np.maximum(S * S - nu, 0.0), U
+    lam = S * S - nu
+    return np.where(lam > nu, lam, 0.0), U  # the shift's own size is round-off: zero (not 3e-323)
 
 
 def randomized_svd(
@@ -274,7 +269,7 @@ def randomized_svd(
     n_iter: int = 2,
     seed: int = 0,
     deadline: _timing.Deadline | None = None,
-    structure: Structure = None,
+    psd: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """``U, s, Vt`` of rank ``rank`` from ``apply(B) = X @ B`` and ``apply_t(B) = X.T @ B``.
 
@@ -299,10 +294,11 @@ def randomized_svd(
         Seed of the Gaussian sketch.
     deadline : Deadline, optional
         A power iteration starts only when it and the final pass fit before it.
-    structure : {"psd", "symmetric"} or None, default=None
-        What ``X`` is known to be.  Given, and the final pass does not fit
-        before ``deadline`` after the sketch's, the result comes from the sketch
-        alone (:func:`one_pass_symmetric`); None: the final pass always runs.
+    psd : bool, default=False
+        ``X`` is known to be positive semi-definite: when the final pass would
+        not fit before ``deadline`` after the sketch's, the result comes from
+        the sketch alone (:func:`one_pass_nystrom`).  False: the final pass
+        always runs.
 
     Returns
     -------
@@ -320,34 +316,34 @@ def randomized_svd(
     True
     """
     U, s, Vt, done, _ = _passes(apply, apply_t, n, rank, n_oversamples=n_oversamples, n_iter=n_iter, seed=seed,
-                                deadline=deadline, structure=structure)
+                                deadline=deadline, psd=psd)
     return U, s, Vt, done
 
 
 def _passes(apply, apply_t, n: int, rank: int, *, n_oversamples: int, n_iter: int, seed: int,
-            deadline: _timing.Deadline | None, structure: Structure, first_pass: Callable | None = None
+            deadline: _timing.Deadline | None, psd: bool, first_pass: Callable | None = None
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
     """:func:`randomized_svd`'s work, with the passes over ``X`` it made as a fifth value.
 
     ``first_pass(omega) -> (Y, W, psi)``, when given, makes the sketch's pass instead of ``apply``,
     with the co-range sketch ``W = psi @ X`` beside it when it judged a second pass would not fit
-    (else ``W`` and ``psi`` are None): :func:`sketch_pass`.
+    (else ``W`` and ``psi`` are None): :func:`sketch_pass`.  A co-range sketch taken ends the fit
+    after that pass (its cost is paid; a second pass then ran on past the limit).
     """
     width = min(n, rank + n_oversamples)
     rng = np.random.default_rng(seed)
     started = _timing.now()
     omega = rng.standard_normal((n, width))
     Y, W, psi = first_pass(omega) if first_pass is not None else (apply(omega), None, None)
-    per_pass = _timing.now() - started
+    if W is not None:
+        return *one_pass_general(Y, W, psi, rank), 0, 1
     # A quarter's margin on the next pass's time: at N = 8,192 a second pass measured as fitting ran 15 %
     # past the limit (a pass's time varies on a shared machine); one pass is the fit to keep then.
-    if deadline is not None and not deadline.fits(FINAL_PASS_MARGIN * per_pass):
-        if structure is not None:
-            return *one_pass_symmetric(Y, omega, rank, psd=structure == "psd"), 0, 1
-        if W is not None:
-            return *one_pass_general(Y, W, psi, rank), 0, 1
+    if psd and deadline is not None and not deadline.fits(FINAL_PASS_MARGIN * (_timing.now() - started)):
+        return *one_pass_nystrom(Y, omega, rank), 0, 1
     Q, _ = np.linalg.qr(Y)
-    del Y, omega, W, psi
+    per_pass = _timing.now() - started  # with the QR, as every later pass has one
+    del Y, omega
     done = 0
     for _ in range(n_iter):
         # Two passes for an iteration, one more for B after it: start it only when all fit.
@@ -456,21 +452,22 @@ class RandomizedSVD(Approximation):
         deadline = _timing.Deadline.after(self.time_limit)
         # BLAS threads from the free cores: a second thread on a busy core made a QR 100x slower.
         with AdaptiveThreads(float(n) * n):
-            structure = _structure(source)
-            # A matrix of unknown symmetry read by columns: the sketch's pass may take its co-range too.
-            first = (None if structure is not None or self.time_limit is None or not source.products_by_columns else
-                     lambda omega: sketch_pass(source, omega, deadline, self.random_state))
+            # One pass can end the fit only where passes read the columns (others' products are cheap): a
+            # PSD source's from its sketch, any other's from the co-range sketch its pass may take too.
+            by_columns = self.time_limit is not None and source.products_by_columns
+            psd = by_columns and source.symmetric is True and source.psd is True
+            first = (lambda omega: sketch_pass(source.pass_source, omega, deadline, self.random_state)
+                     ) if by_columns and not psd else None
             U, s, Vt, done, passes = _passes(source.matmat, source.rmatmat, n, rank,
                                              n_oversamples=self.n_oversamples, n_iter=self.n_iter,
-                                             seed=self.random_state, deadline=deadline, structure=structure,
-                                             first_pass=first)
+                                             seed=self.random_state, deadline=deadline, psd=psd, first_pass=first)
         self.U_, self.s_, self.Vt_, self.n_iter_ = U, s, Vt, done
         self.rank_ = rank
         self.n_stored_ = tsvd_count(n, rank)
         self.stop_reason_ = "closed_form" if done == self.n_iter and passes > 1 else "time_limit"
         self.params_ = {"rank": rank, "power_iterations": done, "passes": passes}
         if passes == 1:
-            self.params_["one_pass"] = {"psd": "nystrom", "symmetric": "symmetric", None: "co-range"}[structure]
+            self.params_["one_pass"] = "nystrom" if psd else "co-range"
         self.operator_ = HybridOperator(n, low_rank=(U, s, Vt))
         self.seconds_ = time.perf_counter() - start
         return self

@@ -38,7 +38,7 @@ from .._errors import BudgetError, ParameterError
 from .._params import Interval
 from ..budget import sparse_count, sparse_entries_for_budget
 from ..operators.sparse import SparseOperator
-from ..sources import MIN_BLOCK, ArraySource, DistributedSource, MatrixSource
+from ..sources import ArraySource, DistributedSource, MatrixSource
 
 __all__ = ["SparseApproximation", "SparseOperator", "sparse_count", "sparse_entries_for_budget", "top_entries",
            "streamed_top_entries", "dense_top_entries"]
@@ -394,7 +394,7 @@ register(
         iterative=False,
         access=("dense", "columns"),
         working_memory=working_memory,
-        # the entries kept and a block's candidates (its passes count 8 more columns per column)
-        columns_memory=lambda n, budget: 8 * 6 * budget + min(n, MIN_BLOCK) * 8 * n * 8,
+        # the entries kept (a block's candidates are sized with the block: 8 more columns per column)
+        columns_memory=lambda n, budget: 8 * 6 * budget,
     )
 )

@@ -201,6 +201,12 @@ class MatrixSource:
         an operator, a covariance's factored form, an array in memory)."""
         return type(self).matmat is MatrixSource.matmat
 
+    @property
+    def pass_source(self) -> "MatrixSource":
+        """The source whose blocks a pass reads (:class:`~sfapprox.sources.DistributedSource`: the
+        wrapped one where its products run here)."""
+        return self
+
     def block_width(self, max_memory: int | None = None, *, extra_columns: int = 0) -> int:
         """Columns per block of a pass: :data:`BLOCK_SHARE` of the memory limit, between MIN_BLOCK and MAX_BLOCK.
 

@@ -108,8 +108,14 @@ class DistributedSource(MatrixSource):
 
     @property
     def products_by_columns(self) -> bool:
-        """A pass on the executor (the wrapped source's own products run here: not by columns there)."""
-        return not self._local_products()
+        """The wrapped source's (its own products, a mapped file's passes among them, run here)."""
+        return self.source.products_by_columns
+
+    @property
+    def pass_source(self) -> MatrixSource:
+        """The wrapped source where its products are its own (they run here, as :meth:`matmat`'s), else
+        this one (its blocks on the executor)."""
+        return self.source if self._local_products() else self
 
     def matmat(self, B: np.ndarray) -> np.ndarray:
         return self.source.matmat(B) if self._local_products() else super().matmat(B)
