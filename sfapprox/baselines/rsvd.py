@@ -9,18 +9,17 @@ Stored numbers: ``r (2N + 1)``, as TSVD's.  Under a time limit a power
 iteration runs only when the passes measured so far say it fits, keeping
 the final ``B`` pass.
 
-When even that final pass does not fit and the matrix is known to be
-symmetric (a kernel or covariance source), the fit ends after its one pass,
-from the sketch alone: a positive semi-definite matrix by the stable
-single-pass Nyström form of Tropp, Yurtsever, Udell & Cevher (2017,
-"Fixed-rank approximation of a positive-semidefinite matrix from streaming
-data", Algorithm 3), any other symmetric one by the least-squares core of
-Halko, Martinsson & Tropp (2011, section 5.5).  A matrix of unknown symmetry
-read by column blocks (attention, a memory-mapped array) takes its co-range
-sketch ``psi X`` in the same pass when the first block's time says that a
-second pass would not fit (:func:`sketch_pass`), and is rebuilt from both
-sketches (Tropp, Yurtsever, Udell & Cevher 2017, "Practical sketching
-algorithms", :func:`one_pass_general`).  At N = 65,536 a pass can take
+When even that final pass does not fit, a matrix read by column blocks ends
+after one pass: a positive semi-definite source (a kernel) from its sketch
+alone, by the stable single-pass Nyström form of Tropp, Yurtsever, Udell &
+Cevher (2017, "Fixed-rank approximation of a positive-semidefinite matrix
+from streaming data", Algorithm 3); any other (attention, a memory-mapped
+array) from the co-range sketch ``psi X`` it takes in the same pass when the
+first block's time says that a second pass would not fit and that reading,
+not multiplying, dominates (:func:`sketch_pass`), rebuilt from both sketches
+(Tropp et al. 2017, "Practical sketching algorithms", :func:`one_pass_general`).
+Sources with cheap products of their own (sparse, operators, covariances,
+arrays in memory) always make their passes.  At N = 65,536 a pass can take
 minutes; the second one used to run past the limit by a whole pass.
 """
 
@@ -376,10 +375,11 @@ class RandomizedSVD(Approximation):
     time_limit : float or None, default=DEFAULT_TIME_LIMIT
         Seconds the fit may take; power iterations that would not fit are skipped.
         A source read by column blocks whose second pass would not fit ends
-        after one (``params_["one_pass"]``): a symmetric one from its sketch,
-        any other from its sketch and the co-range sketch taken beside it.
-        Sources with cheap products of their own (sparse, operators, arrays
-        in memory) always make their two passes.
+        after one (``params_["one_pass"]``): a PSD one (a kernel) from its
+        sketch (``"nystrom"``), any other from its sketch and the co-range
+        sketch taken beside it where that is the quicker way (``"co-range"``).
+        Sources with cheap products of their own (sparse, operators,
+        covariances, arrays in memory) always make their passes.
 
     Attributes
     ----------
