@@ -51,6 +51,7 @@ FINAL_PASS_MARGIN = 1.25
 #: The co-range sketch is taken only where its pass is estimated at most this share of two passes.
 CO_RANGE_MARGIN = 0.8
 
+
 def one_pass_nystrom(Y: np.ndarray, omega: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``U, s, Vt`` of rank ``rank`` of a positive semi-definite ``X`` from its sketch ``Y = X @ omega``
     alone: the stable Nyström form ``Y (omega^T Y)^+ Y^T`` with a tiny shift (Tropp, Yurtsever, Udell &
@@ -204,8 +205,9 @@ def co_range_pays(read: float, product: float, blocks: int, k: int, rows: int, d
     and one pass with it is quicker than two without.
 
     Its product (``rows x N`` by the block) costs ``rows / k`` times the sketch's, so it pays where
-    reading the columns dominates (a mapped file, a costly kernel).  Softmax attention's columns are
-    cheap to compute: its co-range pass took 3.2 s where two passes took 1.5 (N = 8,192).
+    reading the columns dominates (a mapped file read from disk).  Softmax attention's columns are
+    cheap to compute: at N = 16,384 its co-range pass took 8.97 s where two passes took 8.8 (1.4 against
+    1.65 at 8,192), at a worse error (0.89 against 0.64; ``benchmarks/results/one_pass.md``).
 
     Parameters
     ----------
