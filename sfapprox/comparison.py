@@ -238,7 +238,8 @@ def check_columns_memory(name: str, source: MatrixSource, budget: int, max_memor
         return
     kept = spec.columns_memory(source.n, budget)
     check_memory(columns_need(spec, source, budget, max_memory), limit=max_memory, held=source.held_bytes,
-                 advice="lower the budget", what=f"its fit of {source.name} ({source.n:,} x {source.n:,}) from column blocks at a budget of "
+                 advice="lower the budget",
+                 what=f"its fit of {source.name} ({source.n:,} x {source.n:,}) from column blocks at a budget of "
                       f"{budget:,} ({format_bytes(kept)} kept, beside its passes' blocks, half the limit)")
 
 
@@ -770,8 +771,8 @@ def check_methods_memory_from_columns(names: Sequence[str], source: MatrixSource
         asked = ", ".join(f"{name} about {format_bytes(b)}" for name, b in needs.items())
         raise ResourceError(f"{source.name}: no method asked for fits the memory limit of {format_bytes(limit)} from "
                             f"the columns of the {source.n:,} x {source.n:,} matrix at a budget of {budget:,} (what "
-                            f"each keeps, with its passes' blocks, half the limit: {asked}); raise the limit with --max-memory (max_memory=) if the machine "
-                            f"has the room, or lower the budget")
+                            f"each keeps, with its passes' blocks, half the limit: {asked}); raise the limit with "
+                            f"--max-memory (max_memory=) if the machine has the room, or lower the budget")
 
 
 def score_from_columns(source: MatrixSource, results: Sequence[MethodResult], settings: FitSettings,

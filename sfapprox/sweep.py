@@ -63,7 +63,7 @@ def parse_budget_list(text: str | Sequence[str | int | float], *, name: str = "-
     """
     # Numbers given as numbers stay numbers (600.0 is a count; "600.0" typed is refused as ambiguous).
     items = split_items(text, name) if isinstance(text, str) else [
-        str(part).strip() if isinstance(part, str) else part for part in text]
+        part.strip() if isinstance(part, str) else part for part in text]
     items = [item for item in items if not isinstance(item, str) or item]
     if not items:
         example = "0.01,0.02,0.05" if name.startswith("-") else "[0.01, 0.02, 0.05]"

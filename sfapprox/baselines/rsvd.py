@@ -246,18 +246,20 @@ def _both_parts(source, psi: np.ndarray, task: tuple[np.ndarray, np.ndarray]) ->
 
 def _nystrom_eig(Y: np.ndarray, Om: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Eigenvalues and vectors of ``Y (Om^T Y)^+ Y^T``, the shifted Cholesky form (Tropp et al. 2017, Alg. 3)."""
+    def shifted(nu: float) -> tuple[np.ndarray, np.ndarray]:  # the sketch of X + nu I, and its core
+        Yn = Y + nu * Om
+        core = Om.T @ Yn
+        return Yn, (core + core.T) / 2
+
     # The shift keeps the Cholesky factorisation of a numerically singular core defined; taken back off below.
     # (positive even for a zero sketch: the Cholesky factorisation of a zero core failed)
     nu = max(np.sqrt(Y.shape[0]) * np.finfo(float).eps * np.linalg.norm(Y, 2), np.finfo(float).tiny)
-    Yn = Y + nu * Om
-    core = Om.T @ Yn
-    core = (core + core.T) / 2
+    Yn, core = shifted(nu)
     try:
         L = np.linalg.cholesky(core)
     except np.linalg.LinAlgError:  # not PSD after all (a declared kernel's round-off): shift by the deficit
         nu += max(0.0, -float(np.linalg.eigvalsh(core)[0])) * 2 + nu
-        Yn = Y + nu * Om
-        core = (Om.T @ Yn + Yn.T @ Om) / 2
+        Yn, core = shifted(nu)
         L = np.linalg.cholesky(core)
     E = scipy.linalg.solve_triangular(L, Yn.T, lower=True).T  # Yn L^-T
     U, S, _ = np.linalg.svd(E, full_matrices=False)

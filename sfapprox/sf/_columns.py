@@ -38,7 +38,7 @@ import numpy as np
 from .. import _timing
 from .._signals import stop_requested
 from ._kernels import NUMBA_GROUPS, _numba_module, block_loss_and_grad
-from ._solver import StopReason
+from ._solver import StopReason, inner_and_square
 
 __all__ = ["ColumnFit", "ColumnSettings", "column_fit_memory", "column_width", "fit_columns", "fit_columns_auto",
            "fit_columns_lbfgs"]
@@ -303,22 +303,17 @@ def fit_columns(
 
 
 def _products(grads: np.ndarray, xk: np.ndarray, loss: float, norm2: float) -> tuple[float, float]:
-    """``<X_S, P_S>`` and ``||P_S||^2`` of a step's block, from its loss, ``||X_S||^2`` and gradient.
-
-    ``P`` is homogeneous of degree ``M`` in the values ``v``, so ``<g, v> = -M <X_S - P_S, P_S>``
-    (as :func:`._solver.best_multiple_start` uses); with ``loss = ||X_S - P_S||^2 / 2`` that gives both.
-    The groups' gradients are dotted a million values at a time, each sum in float64.
+    """``<X_S, P_S>`` and ``||P_S||^2`` of a step's block, from its loss, ``||X_S||^2`` and gradient
+    (:func:`._solver.inner_and_square`, as the in-memory fit's best multiple of its start).  The groups'
+    gradients are dotted a million values at a time, each sum in float64.
     """
-    n_factors = xk.shape[0]
     flat = xk.reshape(-1)
     dot = 0.0
     for g in grads:
         g = g.reshape(-1)
         for s in range(0, flat.size, 1 << 20):
             dot += float(np.dot(g[s:s + (1 << 20)], flat[s:s + (1 << 20)]))
-    h = -dot / n_factors  # <X_S - P_S, P_S>
-    square = norm2 - 2.0 * h - 2.0 * loss
-    return h + square, square
+    return inner_and_square(loss, dot, norm2, xk.shape[0])
 
 
 def best_multiple(x: np.ndarray, inner: float, square: float) -> float:

@@ -877,6 +877,15 @@ def warm_up(dtype: torch.dtype, objective: Objective | None = None) -> None:
         lbfgs(small, state, dataclasses.replace(options, max_iter=6))
 
 
+def inner_and_square(loss: float, g_dot_v: float, target_norm2: float, n_factors: int) -> tuple[float, float]:
+    """``<X, P>`` and ``||P||^2`` from ``loss = 0.5 ||X - P||^2``, ``<g, v>`` and ``||X||^2``: ``P`` is
+    homogeneous of degree ``n_factors`` in the values ``v``, so ``<g, v> = -n_factors <X - P, P>``.
+    (A block of columns' own ``X_S``, ``P_S`` and gradient give the block's two sums.)"""
+    h = -g_dot_v / n_factors  # <X - P, P> = a - b
+    b = target_norm2 - 2.0 * h - 2.0 * loss
+    return h + b, b
+
+
 def best_multiple_start(state: dict, n_factors: int, target_norm2: float) -> bool:
     """Scale the evaluated start of ``state`` so that its product is the best multiple ``c P`` of
     the product ``P`` (closed form, no evaluation): a start whose product overshoots ``X`` (the
@@ -893,9 +902,7 @@ def best_multiple_start(state: dict, n_factors: int, target_norm2: float) -> boo
         return False
     ops = _CPU_OPS if state["x"].device.type == "cpu" else _TorchOps
     x, g, loss = ops.array(state["x"]), ops.array(state["grad"]), float(state["loss"])
-    h = -float(g.dot(x)) / n_factors  # <X - P, P> = a - b
-    b = target_norm2 - 2.0 * h - 2.0 * loss
-    a = h + b
+    a, b = inner_and_square(loss, float(g.dot(x)), target_norm2, n_factors)
     if not (a > 0 and b > 0 and math.isfinite(a / b)):
         return False
     new_loss = 0.5 * (target_norm2 - a * a / b)
