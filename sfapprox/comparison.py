@@ -210,7 +210,8 @@ def method_need(spec, n: int) -> int:
     return spec.working_memory(n) + LIBRARY_WORKING_SET
 
 
-def check_columns_memory(name: str, source: MatrixSource, budget: int, max_memory: int | None) -> None:
+def check_columns_memory(name: str, source: MatrixSource, budget: int, max_memory: int | None, *,
+                         subject: str = "its") -> None:
     """Refuse ``name``'s fit from ``source``'s column blocks when what it keeps
     (:attr:`~sfapprox._base.MethodSpec.columns_memory`: sketches, factors, entries; measured) and a
     matrix held beside it (:attr:`~sfapprox.sources.MatrixSource.held_bytes`) do not fit in what the
@@ -227,11 +228,14 @@ def check_columns_memory(name: str, source: MatrixSource, budget: int, max_memor
         Stored numbers allowed.
     max_memory : int or None
         Memory limit in bytes; None: the default limit (80% of RAM).
+    subject : str, default="its"
+        Whose fit the message names ("its": a comparison's row names the method; an estimator's
+        own check names it: "rpca's").
 
     Raises
     ------
     ResourceError
-        Saying what the fit needs and the limit (the row names the method).
+        Saying what the fit needs and the limit.
     """
     spec = get_method(name)
     if spec.columns_memory is None:
@@ -239,7 +243,7 @@ def check_columns_memory(name: str, source: MatrixSource, budget: int, max_memor
     kept = spec.columns_memory(source.n, budget)
     check_memory(columns_need(spec, source, budget, max_memory), limit=max_memory, held=source.held_bytes,
                  advice="lower the budget",
-                 what=f"its fit of {source.name} ({source.n:,} x {source.n:,}) from column blocks at a budget of "
+                 what=f"{subject} fit of {source.name} ({source.n:,} x {source.n:,}) from column blocks at a budget of "
                       f"{budget:,} ({format_bytes(kept)} kept, beside its passes' blocks, half the limit)")
 
 

@@ -416,3 +416,18 @@ def test_a_rank_grid_of_other_than_whole_ranks_is_refused(grid):
         RobustPCA(budget=300, rank_grid=grid, device="cpu").fit(X)
     fit = RobustPCA(budget=300, rank_grid=[3, 1], device="cpu").fit(X)
     assert fit.n_stored_ <= 300 and fit.rank_ <= 3
+
+
+@pytest.mark.parametrize("formed", [False, True])
+def test_godec_from_columns_is_refused_before_any_pass_where_its_budget_is_over_the_limit(monkeypatch, formed):
+    """RobustPCA fitted from the API, from a source or from a dense matrix over its limit, is checked as a
+    comparison checks it (its sketch and entries beside the passes' blocks): it ran and went over."""
+    from sfapprox import ResourceError
+    from sfapprox.baselines import _rpca_columns
+    from sfapprox.sources import KernelMatrix
+
+    monkeypatch.setattr(_rpca_columns, "fit_grid_columns", lambda *a, **k: pytest.fail("a pass was made"))
+    K = KernelMatrix(np.random.default_rng(0).standard_normal((2000, 3)))
+    X = K.to_dense() if formed else K
+    with pytest.raises(ResourceError, match="^rpca's fit of .* lower the budget$"):
+        RobustPCA(budget=2000 * 1800, max_memory=200 << 20, device="cpu").fit(X)

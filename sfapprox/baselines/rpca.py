@@ -817,8 +817,16 @@ class RobustPCA(Approximation):
         if self.method != "godec":
             raise NotApplicableError("Principal Component Pursuit needs the matrix formed (its singular value "
                                      "thresholding works on all of it); rpca (GoDec) works from columns")
+        from ..comparison import check_columns_memory  # here: the comparison imports the methods
+
         n = source.n
         splits = self._splits(n)
+        # What a comparison checks before it, for this fit from the API too (the fallback from a dense
+        # matrix over the limit included): a large budget's sketch and entries over the limit are refused
+        # before any pass
+        stored = max(rpca_count(n, rank, n_sparse, count_indices=self.count_indices) for rank, n_sparse in splits)
+        check_columns_memory(self.method_name, source, stored, self.max_memory,
+                             subject=f"{self.method_name}'s")
         start = time.perf_counter()
         deadline = None if self.time_limit is None else _timing.Deadline.after(self.time_limit)
         given = self._reused_start(n)
