@@ -170,8 +170,13 @@ class Approximation:
 
     def __getattr__(self, name: str) -> Any:
         # Only for names not found: a fitted attribute (``operator_``, ``U_``) asked for before fit.
-        if name.endswith("_") and not name.startswith("_"):
+        fitted = "operator_" in self.__dict__
+        if name.endswith("_") and not name.startswith("_") and not fitted:
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet (no {name}); call fit(X) first")
+        if fitted and name in ("fro_error_", "rel_error_"):
+            # a fitted estimator told "not fitted yet": only SF and the hybrids keep their error from the fit
+            raise AttributeError(f"{type(self).__name__} keeps no {name} (its fit does not score it): "
+                                 f"frobenius_error(X) gives the absolute and relative errors")
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # ------------------------------------------------------------------ using the fit

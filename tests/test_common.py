@@ -143,6 +143,22 @@ def test_an_unfitted_estimator_says_so(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_a_fitted_estimator_is_never_told_it_is_not_fitted(fitted, name):
+    """A fitted estimator without an error of its own (only SF and the hybrids keep one) says where
+    the error is, not "not fitted yet" (it said so); other missing names stay plain AttributeErrors."""
+    from sfapprox import NotFittedError
+
+    est = fitted[name][1]
+    for attribute in ("fro_error_", "rel_error_", "no_such_"):
+        try:
+            getattr(est, attribute)
+        except NotFittedError:
+            pytest.fail(f"a fitted {name} said it was not fitted ({attribute})")
+        except AttributeError as exc:
+            assert attribute == "no_such_" or "frobenius_error(X)" in str(exc)
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_every_method_scores_itself_by_the_one_definition(fitted, X, name):
     """est.frobenius_error(X): the same number for every method as frobenius_error on its dense form
     (only SF and the hybrids had fro_error_)."""
