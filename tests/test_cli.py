@@ -175,6 +175,17 @@ def test_fit_structure_options(tmp_path, small_mtx):
     assert clash.exit_code == 2 and "leave out base" in clash.output
 
 
+def test_fit_from_the_rank_one_start(tmp_path, small_mtx):
+    js = tmp_path / "f.json"
+    res = invoke("fit", small_mtx, "--json", js, "--iters", "10", "--device", "cpu", "--init", "rank1", "-q")
+    assert res.exit_code == 0, res.output
+    assert json.loads(js.read_text())["init"] == "rank1"
+    wrong = invoke("fit", small_mtx, "--init", "rank1", "--base", "3", "--device", "cpu", "-q")
+    assert wrong.exit_code == 2 and "init='rank1' needs the offsets 1, 2, 4" in wrong.output
+    unknown = invoke("fit", small_mtx, "--init", "rank2", "--device", "cpu", "-q")
+    assert unknown.exit_code == 2 and "auto, reference, identity, rank1" in unknown.output
+
+
 def test_json_dash_goes_to_stdout_alone(small_mtx):
     res = runner.invoke(app, ["compare", str(small_mtx), "--methods", "tsvd", "--json", "-"])
     assert res.exit_code == 0, res.output

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from sfapprox import ChordSF, ResourceError, compare, estimate_errors, load_factors
+from sfapprox import ChordSF, ParameterError, ResourceError, compare, estimate_errors, load_factors
 from sfapprox._settings import FitSettings
 from sfapprox._threads import AdaptiveThreads
 from sfapprox.chord import chord_offsets, support_offsets
@@ -260,7 +260,8 @@ def test_a_source_over_the_limit_is_fitted_from_columns_and_scored_honestly():
     K = _cloud(300)
     limit = _column_limit(300)
     sf = ChordSF(max_iter=200, time_limit=None, max_memory=limit, device="cpu").fit(K)
-    assert sf.params_["path"] == "columns" and sf.kernel_ == "columns" and sf.init_ == "identity"
+    # four clusters: the rank-one error is 0.87 of the identity's
+    assert sf.params_["path"] == "columns" and sf.kernel_ == "columns" and sf.init_ == "rank1"
     assert sf.params_["epochs"] == 100 and sf.n_iter_ == 200  # blocks of 256 and 44 columns
     assert sf.fro_error_ is None  # not known without a pass over X
     dense = K.to_dense()
@@ -506,3 +507,72 @@ def test_adam_s_product_ends_at_its_best_multiple_never_worse_than_nothing():
     best = math.sqrt(1 - float((X * P).sum()) ** 2 / (float((P * P).sum()) * fro**2))
     assert scaled < min(unscaled, 1.0) and scaled == pytest.approx(best, rel=0.02)
     assert fit.running_error == pytest.approx(scaled, rel=0.1)  # the window's estimate of the scaled product
+
+
+# ------------------------------------------------------------------------------ the rank-one start
+def _smooth(n: int) -> KernelMatrix:
+    """The RBF kernel of sorted points at a wide bandwidth: near rank one (0.37 against the identity's 0.99)."""
+    return KernelMatrix(np.linspace(0, 4, n)[:, None], bandwidth=1.5, name="smooth")
+
+
+def test_from_columns_a_matrix_near_rank_one_starts_from_its_rank_one_approximation():
+    K, limit = _smooth(256), _column_limit(256)
+    ranked = ChordSF(max_iter=40, time_limit=None, max_memory=limit, device="cpu").fit(K)
+    plain = ChordSF(init="identity", max_iter=40, time_limit=None, max_memory=limit, device="cpu").fit(K)
+    assert ranked.params_["path"] == plain.params_["path"] == "columns"
+    assert ranked.init_ == "rank1" and plain.init_ == "identity"
+    errors = estimate_errors(K, {"rank1": ranked.operator_, "identity": plain.operator_}, time_limit=None)
+    assert errors["rank1"].rel_error < 0.25 * errors["identity"].rel_error
+
+
+def test_from_columns_a_kernel_near_the_identity_keeps_the_identity_start():
+    K = KernelMatrix(np.linspace(0, 4, 256)[:, None], bandwidth=0.05, name="narrow")
+    sf = ChordSF(max_iter=5, time_limit=None, max_memory=_column_limit(256), device="cpu").fit(K)
+    assert sf.params_["path"] == "columns" and sf.init_ == "identity"
+
+
+def test_from_columns_the_rank_one_pass_is_made_only_where_it_may_pay(monkeypatch):
+    from sfapprox.sf import model
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the rank-one start's pass was made")
+
+    smooth, narrow = _smooth(256), KernelMatrix(np.linspace(0, 4, 256)[:, None], bandwidth=0.05)
+    for src in (smooth, narrow):
+        monkeypatch.setattr(src, "rmatmat", refused)
+    limit = _column_limit(256)
+    # near the identity: the pilot columns say it would not pay, and no pass is made
+    assert ChordSF(max_iter=5, time_limit=600, max_memory=limit, device="cpu").fit(narrow).init_ == "identity"
+    # near rank one, but no time limit leaves room for the pass
+    monkeypatch.setattr(model, "RANK_ONE_TIME_SHARE", 1e-12)
+    assert ChordSF(max_iter=5, time_limit=600, max_memory=limit, device="cpu").fit(smooth).init_ == "identity"
+    with pytest.raises(AssertionError, match="pass was made"):  # asked for: made
+        ChordSF(init="rank1", max_iter=5, time_limit=600, max_memory=limit, device="cpu").fit(smooth)
+
+
+def test_the_pilot_columns_give_the_norm_the_trace_and_the_top_left_vector():
+    from sfapprox.sf.model import _pilot
+
+    X = _smooth(300).to_dense()
+    pilot = _pilot(ArraySource(X), seed=0, columns=300)  # every column: exact
+    U, s, _ = np.linalg.svd(X)
+    assert pilot.fro == pytest.approx(np.linalg.norm(X)) and pilot.trace == pytest.approx(np.trace(X))
+    assert pilot.top == pytest.approx(s[0]) and abs(float(pilot.left @ U[:, 0])) == pytest.approx(1.0)
+    sampled = _pilot(ArraySource(X), seed=0, columns=64)
+    assert abs(float(sampled.left @ U[:, 0])) > 0.99 and sampled.top == pytest.approx(s[0], rel=0.1)
+
+
+def test_from_columns_rank1_asked_for_starts_there_whatever_its_error():
+    sf = ChordSF(init="rank1", max_iter=5, time_limit=None, max_memory=_column_limit(300),
+                 device="cpu").fit(_cloud(300))
+    assert sf.params_["path"] == "columns" and sf.init_ == "rank1"
+    with pytest.raises(ParameterError, match="init='rank1' needs"):
+        ChordSF(init="rank1", base=3, max_iter=5, time_limit=None, max_memory=_column_limit(300),
+                device="cpu").fit(_cloud(300))
+
+
+@pytest.mark.parametrize("init", ["auto", "rank1"])
+def test_from_columns_a_zero_matrix_starts_and_ends_at_zero(init):
+    sf = ChordSF(init=init, max_iter=3, time_limit=None, max_memory=_column_limit(256),
+                 device="cpu").fit(ArraySource(np.zeros((256, 256))))
+    assert sf.params_["path"] == "columns" and sf.fro_error_ == 0.0 and not sf.factors_.any()

@@ -356,3 +356,10 @@ def test_unknown_sf_params_and_a_callback_that_is_not_one_are_refused(cls):
         cls(sf_params={"bogus": 1}, device="cpu").fit(X)
     with pytest.raises(ParameterError, match="must be a callable or None"):
         cls(callback=3, device="cpu").fit(X)
+
+
+def test_the_hybrids_refuse_the_rank_one_start():
+    """init="rank1" is SF's start alone: a hybrid asked for it says so (it raced the usual two before)."""
+    X = np.random.default_rng(0).random((64, 64))
+    with pytest.raises(ParameterError, match="init='rank1' is SF's start alone"):
+        ChordLowRank(budget=2000, sf_params={"init": "rank1"}, device="cpu").fit(X)

@@ -468,7 +468,7 @@ def test_compiling_on_first_use_is_not_the_fits_time(monkeypatch):
 def test_an_init_that_is_neither_a_named_start_nor_a_file_lists_the_valid_ones(init):
     # not "bogus: no such file" from reading it as a factors file: say what init may be
     X = np.random.default_rng(0).random((16, 16))
-    with pytest.raises(ParameterError, match=r"^init must be 'auto', 'reference' or 'identity', an array of factor "
+    with pytest.raises(ParameterError, match=r"^init must be 'auto', 'reference', 'identity' or 'rank1', an array of factor "
                        r"values or an existing factors file \(\.h5\); '.*' is neither \(no such file\)$"):
         ChordSF(init=init, device="cpu").fit(X)
 
@@ -551,3 +551,73 @@ def test_a_memory_message_names_the_matrix_held_beside_the_fit():
     with pytest.raises(ResourceError, match=r"beside the matrix held in memory \(8\.0 KiB\), over the memory "
                                             r"limit of 1000 B"):
         ChordSF(max_iter=5, device="cpu", max_memory=1000).fit(X)  # it said "(999 B)": the limit less one byte
+
+
+# ------------------------------------------------------------------------------ the rank-one start
+def _near_rank_one(n: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.outer(1 + rng.random(n), 1 + rng.random(n)) + 0.05 * rng.standard_normal((n, n))
+
+
+def test_the_named_starts_are_the_cli_s():
+    from sfapprox._settings import SF_NAMED_INITS
+    from sfapprox.sf._multistart import RANK_ONE, START_KINDS
+    from sfapprox.sf.model import NAMED_INITS
+
+    assert NAMED_INITS == SF_NAMED_INITS == ("auto", *START_KINDS, RANK_ONE)
+
+
+def test_a_rank_one_fit_with_no_time_returns_the_best_rank_one_approximation():
+    """time_limit=0 returns the start: for N a power of two its product is s1 u1 v1^T exactly."""
+    X = _near_rank_one(64)
+    sf = ChordSF(init="rank1", time_limit=0, device="cpu").fit(X)
+    U, s, Vt = np.linalg.svd(X)
+    assert sf.init_ == "rank1" and sf.n_iter_ == 0
+    np.testing.assert_allclose(sf.to_dense(), s[0] * np.outer(U[:, 0], Vt[0]), atol=1e-9 * s[0])
+    assert sf.rel_error_ == pytest.approx(np.sqrt(1 - s[0] ** 2 / (s ** 2).sum()), rel=1e-6)
+
+
+def test_auto_races_the_rank_one_start_as_a_third_where_it_is_far_ahead():
+    near = ChordSF(max_iter=300, time_limit=None, device="cpu").fit(_near_rank_one(64))
+    assert set(near.starts_) == {"reference", "identity", "rank1"} and near.init_ == "rank1"
+    # a sparse graph is hardly nearer rank one than constant: the usual race
+    graph = (np.random.default_rng(1).random((64, 64)) < 0.05).astype(float)
+    usual = ChordSF(max_iter=300, time_limit=None, device="cpu").fit(graph)
+    assert set(usual.starts_) == {"reference", "identity"}
+
+
+def test_the_rank_one_start_asked_for_beats_the_usual_starts_on_a_smooth_kernel():
+    """The RBF kernel of sorted points: its rank-one error (0.67) is hardly a constant's (0.70), so
+    auto does not race it, yet the fit from it ends several times lower: init="rank1" is there for that."""
+    from sfapprox import KernelMatrix
+
+    X = KernelMatrix(np.linspace(0, 4, 128)[:, None], bandwidth=0.7).to_dense()
+    ranked = ChordSF(init="rank1", max_iter=400, time_limit=None, device="cpu").fit(X)
+    usual = ChordSF(max_iter=400, time_limit=None, device="cpu").fit(X)
+    assert set(usual.starts_) == {"reference", "identity"}
+    assert ranked.rel_error_ < 0.5 * usual.rel_error_
+
+
+def test_no_room_for_a_third_state_races_the_usual_two(monkeypatch):
+    from sfapprox.sf import model
+
+    real = model.estimate_fit_memory
+    monkeypatch.setattr(model, "estimate_fit_memory",
+                        lambda *a, n_starts=1, **k: real(*a, n_starts=n_starts, **k) * (100 if n_starts > 2 else 1))
+    limit = real(64, 6, 7, 8, 50, "cpu", n_starts=2, input_bytes=64 * 64 * 8) * 10
+    sf = ChordSF(max_iter=50, time_limit=None, device="cpu", max_memory=limit).fit(_near_rank_one(64))
+    assert set(sf.starts_) == {"reference", "identity"}
+
+
+@pytest.mark.parametrize("params", [{"support": "butterfly"}, {"base": 3}])
+def test_rank1_where_the_support_cannot_hold_it_is_refused_before_the_fit(params):
+    with pytest.raises(ParameterError, match="init='rank1' needs the offsets 1, 2, 4"):
+        ChordSF(init="rank1", device="cpu", **params).fit(_near_rank_one(64))
+    # auto races the usual starts there
+    assert set(ChordSF(max_iter=20, time_limit=None, device="cpu", **params).fit(_near_rank_one(64)).starts_) <= \
+        {"reference", "identity"}
+
+
+def test_a_zero_matrix_with_the_rank_one_start_is_zero_factors():
+    sf = ChordSF(init="rank1", device="cpu").fit(np.zeros((16, 16)))
+    assert sf.stop_reason_ == "zero_matrix" and not sf.factors_.any()

@@ -11,7 +11,7 @@ import typer
 
 from .._atomic import FileStamp, output_target, stream_kind
 from .._errors import ParameterError
-from .._settings import SF_BASE, SF_FTOL, SF_GTOL, SF_INIT, SF_SUPPORT
+from .._settings import SF_BASE, SF_FTOL, SF_GTOL, SF_INIT, SF_NAMED_INITS, SF_SUPPORT
 from ..formats import jsonable
 from . import _options as o
 from ._app import EXIT_INTERRUPTED, announce_start, app, error_boundary, read_matrix, show_notes, stop_cause
@@ -27,7 +27,7 @@ def fit(
     ftol: Annotated[float, typer.Option("--ftol", min=0, help="Stop when the loss falls by a relative amount below this over 20 iterations.", metavar="X")] = SF_FTOL,
     gtol: Annotated[float, typer.Option("--gtol", min=0, help="Stop when max |gradient| falls below this (scale-free units).", metavar="X")] = SF_GTOL,
     factors: Annotated[Optional[int], typer.Option("--factors", min=1, help="Number of factors M (default: ceil(log2 N) for the reference support).", metavar="M")] = None,
-    init: Annotated[str, typer.Option("--init", help="Start: auto (probe both, continue the better), reference (values 1/K), identity (near-identity factors), or a saved fit FILE.h5 (a checkpoint: resume, or refine).", metavar="auto|reference|identity|FILE")] = SF_INIT,
+    init: Annotated[str, typer.Option("--init", help="Start: auto (probe two, continue the better), reference (values 1/K), identity (near-identity factors), rank1 (the product starts as the best rank-one approximation), or a saved fit FILE.h5 (a checkpoint: resume, or refine).", metavar="auto|reference|identity|rank1|FILE")] = SF_INIT,
     checkpoint_every: Annotated[Optional[float], typer.Option("--checkpoint-every", min=0.001, help="Write the best factors so far to --out every SECONDS (atomically): a fit killed outright loses at most one interval; resume with --init FILE --out FILE --force.", metavar="SECONDS")] = None,
     support: Annotated[Literal["chord", "symmetric", "butterfly"], typer.Option("--support", help="chord (offsets 0, b^k; N·K·M numbers), symmetric (also -b^k) or butterfly (FAµST's: N a power of two, 2·N·log2 N numbers).")] = SF_SUPPORT,
     base: Annotated[int, typer.Option("--base", min=2, help="Chord base b: offsets {0} ∪ {b^k < N}.", metavar="B")] = SF_BASE,
@@ -64,7 +64,7 @@ def fit(
             # each checkpoint replaces the last one in a file: a stream would get them all, one after another
             raise ParameterError(f"--checkpoint-every replaces the factors in --out FILE at each checkpoint; "
                                  f"{out_path} is a stream, not a file: give a file's path")
-        if init not in ("auto", "reference", "identity"):
+        if init not in SF_NAMED_INITS:
             check_saved_fit(Path(init))
         to_stdout = json_path is not None and str(json_path) == "-"
         if to_stdout and is_stdout(out_path):
@@ -158,7 +158,7 @@ def check_saved_fit(path: Path) -> None:
     from ..io._common import HDF5_SIGNATURE
 
     if not path.is_file():
-        raise ParameterError(f"--init {path}: neither a start (auto, reference, identity) nor an existing file")
+        raise ParameterError(f"--init {path}: neither a start (auto, reference, identity, rank1) nor an existing file")
     if not is_factors_file(path):
         with open(path, "rb") as fh:
             hdf5 = fh.read(8) == HDF5_SIGNATURE

@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from .. import _timing
 from .._base import Approximation
 from .._device import resolve_device, resolve_dtype
-from .._errors import BudgetError, ConvergenceWarning
+from .._errors import BudgetError, ConvergenceWarning, ParameterError
 from .._params import Interval
 from .._settings import DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
@@ -26,7 +26,7 @@ from ..budget import SFConfig, sf_config_for_budget, sf_count
 from ..chord import chord_offsets, default_n_factors
 from ..metrics import operator_error
 from ..operators import ChordOperator, HybridOperator
-from ..sf._multistart import START_KINDS, best_run, race, start_values
+from ..sf._multistart import RANK_ONE, START_KINDS, best_run, race, start_values
 from ..sf.model import ChordSF
 from .grid import HybridSplit
 from .objectives import dense_product
@@ -497,7 +497,11 @@ class _ChordHybrid(Approximation):
 
     def _reference(self, params: dict[str, Any] | None) -> ChordSF:
         """ChordSF's own defaults (max_iter, tolerances, init, memory limit) with ``params``, not repeated here."""
-        return ChordSF(**{k: v for k, v in (params or self.sf_params or {}).items() if k != "callback"})
+        ref = ChordSF(**{k: v for k, v in (params or self.sf_params or {}).items() if k != "callback"})
+        if ref.init == RANK_ONE:  # the joint fits race the reference and identity starts only
+            raise ParameterError(f"{self._method}: init='rank1' is SF's start alone; the hybrids start from "
+                                 "'reference' or 'identity', or race both ('auto')")
+        return ref
 
     def _check_memory(self, n: int, dense: np.ndarray, params: dict[str, Any] | None) -> None:
         """Refuse, before any fit (the grid's ends included), joint fits over the memory limit: they hold

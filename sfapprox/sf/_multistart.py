@@ -8,6 +8,12 @@ the one to continue by the same rule.
   ``1/K`` times ``1 + noise``, the reference code's) or ``"identity"`` (each
   factor near the identity), with one random stream per kind of start
   (``[seed, i]``), so ``init="auto"`` and ``init="identity"`` start alike.
+* :func:`rank_one_values` is the informed start ``"rank1"``: factors whose
+  product is the best rank-one approximation ``s1 u1 v1^T`` of ``X``
+  (exactly, for ``N`` a power of two), from its top singular pair
+  (:func:`top_pair`).  In memory it races with the other two where it is
+  far ahead of both; from column blocks, where one start runs, it replaces
+  the identity start where it is clearly ahead of it (:func:`rank_one_pays`).
 * :func:`race` runs L-BFGS from each start in rounds (100 iterations and an
   eighth of its probe time, then twice that, ...) within a probe share of the
   iteration and time budgets; a start whose error is :data:`MARGIN` times the
@@ -22,6 +28,7 @@ a Ctrl-C propagates from :func:`race` and is turned into the stop reason
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable
 
@@ -30,8 +37,9 @@ import numpy as np
 from .._signals import stop_requested
 from ._solver import LBFGSOptions, StopReason, best_multiple_start, evaluate_start, lbfgs
 
-__all__ = ["START_KINDS", "FIRST", "MARGIN", "PREFERRED", "start_noise", "start_values", "race", "race_affordable",
-           "multistart", "best_run"]
+__all__ = ["START_KINDS", "FIRST", "MARGIN", "PREFERRED", "RANK_ONE", "RANK_ONE_MARGIN", "start_noise", "start_values",
+           "rank_one_values", "rank_one_applies", "rank_one_error", "multiple_error", "rank_one_pays", "top_pair",
+           "race", "race_affordable", "multistart", "best_run"]
 
 #: The kinds of start, in the order of their random streams.
 START_KINDS = ("reference", "identity")
@@ -59,6 +67,23 @@ PREFERRED = "identity"
 #: with 48 s (~3.4 evaluations) left the scaling's new gradient cost the steps more (0.877 after
 #: 1 iteration against 0.830 after 3).
 SCALED_START_EVALS = 3
+
+#: The informed start's name: the product starts as ``X``'s best rank-one approximation.
+RANK_ONE = "rank1"
+#: The rank-one start's relative error, as a share of the other starts' best multiples', at most which it
+#: is taken (:func:`rank_one_pays`).  Its start error does not say how far a fit gets from it: on the RBF
+#: kernel of 128 sorted points (bandwidth 0.7) it was 0.67 against a constant's 0.70 and its fit ended 7x
+#: lower than theirs, but on the Table 1 graphs (0.76-0.96 of a constant's) it led the race and ended worse
+#: (mexican_power 0.35 against 0.15; world_trade 3.82e4 against 3.24e4), and on a clustered kernel (0.979
+#: against a constant's 0.985) its 60-s fit at N = 4,096 stayed at 0.978 where the identity start's reached
+#: 0.57 (``benchmarks/results/starts.md``).  So: in memory it races the other two only where it is far
+#: ahead of both (``"memory"``: a kernel of image patches, 0.27 against 0.49, is), none of the Table 1
+#: matrices; from column blocks, where one start runs and few passes leave a fit near its start, it
+#: replaces the identity start where it is clearly ahead of that one (``"columns"``).
+RANK_ONE_MARGIN = {"memory": 0.6, "columns": 0.9}
+#: Power iterations of the top singular pair in memory (each two products with ``X``: cheap there; from
+#: column blocks the fit takes its left vector from the columns it reads first, and one pass).
+TOP_PAIR_ITER = 4
 
 Run = tuple[Callable, dict]
 
@@ -100,6 +125,122 @@ def start_values(kinds, seed: int, shape: tuple[int, int, int], init_noise: floa
             values = (1.0 + noise * jitter) / shape[2]
         out[kind] = values
     return out
+
+
+def rank_one_applies(n: int, offsets, n_factors: int) -> bool:
+    """Whether :func:`rank_one_values` can build its start for this structure: the offsets hold every
+    ``2^m < N`` (base 2: the chord and symmetric supports) and there are as many factors."""
+    jumps = math.ceil(math.log2(n)) if n > 1 else 0
+    have = {int(d) for d in offsets}
+    return n_factors >= max(jumps, 1) and all((1 << m) in have for m in range(jumps))
+
+
+def rank_one_values(u: np.ndarray, v: np.ndarray, offsets, n_factors: int) -> np.ndarray:
+    """Factor values ``(M, N, K)`` whose product is ``u v^T`` when ``N`` is a power of two.
+
+    Factor ``m`` (``m = 0`` the leftmost) holds ``a`` at the offsets ``0`` and
+    ``2^m``: the product of ``(I + S^(2^m))`` over ``m < log2 N`` is the matrix
+    of ones, since every ``s < N`` is one sum of distinct powers of two.  The
+    first factor's rows are then scaled by ``u``, the last factor's entries by
+    ``v`` at their column, so the product is ``D_u J D_v = u v^T``; ``a`` and the
+    scales give every factor the same Frobenius norm.  For other ``N`` the sums
+    ``s`` in ``[N, 2^M)`` wrap onto ``s - N``: those entries are doubled (the fit
+    goes on from there).  Factors beyond ``ceil(log2 N)`` are ``a I``.
+
+    Parameters
+    ----------
+    u, v : numpy.ndarray, shape (N,)
+        The rank-one approximation ``u v^T`` (e.g. from :func:`top_pair`).
+    offsets : sequence of int
+        The support's offsets (holding every ``2^m < N``: :func:`rank_one_applies`).
+    n_factors : int
+        ``M``, at least ``ceil(log2 N)``.
+
+    Returns
+    -------
+    numpy.ndarray, shape (M, N, K)
+
+    Examples
+    --------
+    >>> from sfapprox.operators.chord import ChordOperator
+    >>> u, v = np.arange(1.0, 9.0), np.linspace(-1.0, 1.0, 8)
+    >>> values = rank_one_values(u, v, [0, 1, 2, 4], 3)
+    >>> bool(np.allclose(ChordOperator(values, np.array([0, 1, 2, 4])).to_dense(), np.outer(u, v)))
+    True
+    """
+    u, v = np.asarray(u, dtype=np.float64), np.asarray(v, dtype=np.float64)
+    n = u.size
+    if not rank_one_applies(n, offsets, n_factors):
+        raise ValueError(f"no rank-one start for N = {n} with offsets {list(offsets)} and {n_factors} factors")
+    index = {int(d): k for k, d in enumerate(offsets)}
+    values = np.zeros((n_factors, n, len(index)))
+    nu, nv = float(np.linalg.norm(u)), float(np.linalg.norm(v))
+    if nu == 0.0 or nv == 0.0:
+        return values
+    # a^M t^2 = |u| |v| with t = sqrt(N): the first and last factors' norm 2 a^2 t^2, the others' 2 N a^2
+    a = (nu * nv / n) ** (1.0 / n_factors)
+    jumps = math.ceil(math.log2(n)) if n > 1 else 0
+    values[:, :, index[0]] = a
+    for m in range(jumps):
+        values[m, :, index[1 << m]] = a
+    values[0] *= (math.sqrt(n) / nu * u)[:, None]  # row i of the product: u_i
+    cols = (np.arange(n)[:, None] + np.asarray([int(d) for d in offsets])[None, :]) % n
+    values[-1] *= (math.sqrt(n) / nv * v)[cols]  # the last factor's entry at column j: v_j
+    return values
+
+
+def top_pair(apply: Callable[[np.ndarray], np.ndarray], apply_t: Callable[[np.ndarray], np.ndarray], n: int, *,
+             n_iter: int, seed: int, deadline=None) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(u, v, s)`` with ``u v^T`` the best rank-one approximation of ``X`` (``s`` its singular value), by
+    the randomized SVD of :mod:`sfapprox.baselines.rsvd` (``n_iter`` power iterations, 7 extra vectors).
+
+    ``apply(B) = X @ B`` and ``apply_t(B) = X.T @ B``; ``u`` and ``v`` carry ``sqrt(s)`` each.
+    """
+    from ..baselines.rsvd import randomized_svd  # here: the baselines import this package's neighbours
+
+    U, s, Vt, _ = randomized_svd(apply, apply_t, n, 1, n_oversamples=min(7, max(0, n - 1)), n_iter=n_iter,
+                                 seed=seed, deadline=deadline)
+    root = math.sqrt(max(float(s[0]), 0.0))
+    return U[:, 0] * root, Vt[0] * root, float(s[0])
+
+
+def rank_one_error(top: float, norm2: float, n: int) -> float:
+    """The relative error of the rank-one start at its best multiple, from ``top = s1`` and ``norm2 =
+    ||X||^2``: ``sqrt(1 - s1^2 / ||X||^2)`` for ``N`` a power of two; for other ``N`` the doubled entries
+    (a share ``q = (2^M - N) / N`` of them, :func:`rank_one_values`) add ``q (1 - q) / (1 + 3 q)`` of the
+    rank-one part's square (its best multiple where its entries are alike).
+
+    Examples
+    --------
+    >>> round(rank_one_error(8.0, 100.0, 64), 3), round(rank_one_error(8.0, 100.0, 100), 3)
+    (0.6, 0.656)
+    """
+    if not norm2 > 0:
+        return 0.0
+    share = min(1.0, top * top / norm2)
+    q = ((1 << math.ceil(math.log2(n))) - n) / n if n > 1 else 0.0
+    return math.sqrt(max(0.0, 1.0 - share + share * q * (1.0 - q) / (1.0 + 3.0 * q)))
+
+
+def multiple_error(inner: float, square: float, norm2: float) -> float:
+    """The relative error of ``c P`` at its best multiple ``c``, ``sqrt(1 - <X, P>^2 / (||P||^2 ||X||^2))``,
+    from ``inner = <X, P>``, ``square = ||P||^2`` and ``norm2 = ||X||^2`` (1 where ``P`` or ``X`` is 0)."""
+    if not (norm2 > 0 and square > 0):
+        return 1.0
+    return math.sqrt(max(0.0, 1.0 - inner * inner / (square * norm2)))
+
+
+def rank_one_pays(mine: float, other: float, where: str) -> bool:
+    """Whether the rank-one start (relative error ``mine``, :func:`rank_one_error`) is taken against starts
+    whose products' best multiples have the error ``other`` (the least of them, :func:`multiple_error`):
+    ``mine`` at most ``RANK_ONE_MARGIN[where]`` times ``other`` (``where``: "memory" or "columns").
+
+    Examples
+    --------
+    >>> rank_one_pays(0.44, 0.87, "memory"), rank_one_pays(0.76, 0.99, "memory"), rank_one_pays(0.76, 0.99, "columns")
+    (True, False, True)
+    """
+    return mine <= RANK_ONE_MARGIN[where] * other
 
 
 def release_history(state: dict) -> None:

@@ -16,6 +16,7 @@ import os
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,7 @@ from .._settings import (
     SF_GTOL,
     SF_INIT,
     SF_MAX_ITER,
+    SF_NAMED_INITS,
     SF_SUPPORT,
 )
 from .._threads import AdaptiveThreads
@@ -58,7 +60,8 @@ from ..chord import (
 from ..metrics import operator_error, scoring_bytes
 from ..operators import ChordOperator
 from ..sources import ArraySource, MatrixSource, SparseSource, columns_within, room
-from ._multistart import PREFERRED, START_KINDS, multistart, start_values
+from ._multistart import (PREFERRED, RANK_ONE, TOP_PAIR_ITER, multiple_error, multistart, rank_one_applies,
+                          rank_one_error, rank_one_pays, rank_one_values, start_values, top_pair)
 
 __all__ = ["ChordSF", "fit_sf", "estimate_fit_memory", "optimizer_time_limit", "SCORING_EVALS"]
 
@@ -128,7 +131,7 @@ def estimate_fit_memory(
         The largest offset (it sizes the CPU column panels' workspace); None:
         the reference Chord's.
     n_starts : int, default=1
-        Starts that race (2 for ``init="auto"``).
+        Starts that race (2 for ``init="auto"``, 3 with the rank-one start).
     input_bytes : int, default=0
         Bytes of the input matrix as given.
 
@@ -205,7 +208,7 @@ def _nbytes(X) -> int:
 
 
 #: The ``init`` values that name a start (anything else is a factors file or values).
-NAMED_INITS = ("auto", *START_KINDS)
+NAMED_INITS = SF_NAMED_INITS  # ("auto", *START_KINDS, RANK_ONE): tests/test_model.py checks
 
 #: Column blocks on which a resumed column fit's end is compared with its saved start.
 KEEP_START_BLOCKS = 8
@@ -273,12 +276,21 @@ class ChordSF(Approximation):
         Stop when ``max |grad| <= gtol * max(1, loss)`` (scale-free units).
     history_size : int, default=50
         L-BFGS memory.
-    init : {"auto", "reference", "identity"}, path or ndarray, default="auto"
+    init : {"auto", "reference", "identity", "rank1"}, path or ndarray, default="auto"
         Starting point: every value 1/K (the reference code's), each factor
         near the identity (better for sparse graphs such as citation and
-        trade networks), or ``"auto"``: both race, in rounds of 100, 200,
-        400, ... iterations, until one is ahead by 15% in error or each has
-        had its probe share; then the better one continues.  A saved fit
+        trade networks), factors whose product is X's best rank-one
+        approximation (``"rank1"``, from its top singular pair: exactly for
+        N a power of two; base-2 offset supports only), or ``"auto"``: the
+        reference and identity starts race, in rounds of 100, 200, 400, ...
+        iterations, until one is ahead by 15% in error or each has had its
+        probe share; then the better one continues.  Where X is far nearer
+        rank one than constant or diagonal (its rank-one error at most 0.6
+        times theirs, as a kernel of image patches) and the memory limit has
+        room for a third state, the rank-one start races too.  From column
+        blocks one start runs: the identity, or the rank-one start where its
+        error is at most 0.9 times the identity's and its pass over the
+        columns takes a quarter of the time left at most.  A saved fit
         (a factors file, e.g. a checkpoint) or an array of values ``(M, N, K)``
         in X's units starts from those factors (to resume or to refine); its
         structure must be this fit's.
@@ -555,11 +567,14 @@ class ChordSF(Approximation):
         else:
             offsets, n_factors = self._structure(n)
             n_values = len(offsets)
+        limit = self._memory_limit(device)
         check_memory(
             self._in_memory_need(X, n_factors, offsets, n_values, dtype, device),
             what=f"fitting SF to the {n} x {n} matrix on {device.type} in {dtype}".replace("torch.", ""),
-            limit=self._memory_limit(device),
+            limit=limit,
         )
+        # room for the rank-one start's state beside the two that race (init="auto")
+        room = limit is None or self._in_memory_need(X, n_factors, offsets, n_values, dtype, device, 3) <= limit
         dense = X.toarray() if hasattr(X, "toarray") else X
         fro = float(np.linalg.norm(dense))
         self.offsets_ = offsets
@@ -570,7 +585,7 @@ class ChordSF(Approximation):
         starts = ({"saved": saved} if saved is not None else
                   start_values(self._inits(), self.random_state, shape, self.init_noise))
         if fro == 0.0:
-            return self._finish_zero(next(iter(starts.values())), fro)
+            return self._finish_zero(np.zeros(shape), fro)
 
         # Fit X / s with s = ||X||_F / sqrt(N): the loss is then O(N) for every
         # input, so tolerances and the line search's first step mean the same
@@ -592,6 +607,8 @@ class ChordSF(Approximation):
 
         if saved is not None:  # in X's units: each factor carries an equal share of the scale
             starts = {"saved": saved / scale ** (1.0 / n_factors)}
+        else:
+            starts = self._with_rank_one(starts, dense, fro, scale, offsets, n_factors, butterfly, room)
         runs = {
             name: (fun, _solver.new_state(torch.as_tensor(v, dtype=dtype, device=device).reshape(-1)))
             for name, v in starts.items()
@@ -679,17 +696,18 @@ class ChordSF(Approximation):
         limit = memory_limit(self.max_memory)
         return limit is None or need <= limit
 
-    def _in_memory_need(self, X, n_factors: int, offsets: np.ndarray, n_values: int, dtype, device) -> int:
+    def _in_memory_need(self, X, n_factors: int, offsets: np.ndarray, n_values: int, dtype, device,
+                        n_starts: int | None = None) -> int:
         """:func:`estimate_fit_memory` of the L-BFGS fit of ``X`` (a source counts as formed, a sparse
-        matrix with its dense copy)."""
+        matrix with its dense copy) with ``n_starts`` starts (default: the named ones)."""
         import torch
 
         n = X.shape[0]
         held = X.formed_bytes if isinstance(X, MatrixSource) else _nbytes(X) + (8 * n * n if hasattr(X, "toarray") else 0)
         return estimate_fit_memory(n, n_factors, n_values, torch.empty((), dtype=dtype).element_size(),
                                    self.history_size, device.type, support=self.support,
-                                   reach=int(offsets.max()) if len(offsets) else 0, n_starts=len(self._inits()),
-                                   input_bytes=held)
+                                   reach=int(offsets.max()) if len(offsets) else 0,
+                                   n_starts=n_starts or len(self._inits()), input_bytes=held)
 
     def _fit_columns(self, source: MatrixSource, fit_begin: float) -> "ChordSF":
         """Fit from ``source``'s column blocks (:mod:`._columns`): the path of a matrix whose
@@ -713,12 +731,19 @@ class ChordSF(Approximation):
         lbfgs_fits = limit is None or _columns.column_fit_memory(
             n, n_factors, len(offsets), width, history=settings.history) + libraries <= limit
         self.offsets_, self.device_, self.dtype_, self.kernel_ = offsets, "cpu", "float64", "columns"
-        fro = _pilot_norm(source, self.random_state)
+        pilot = _pilot(source, self.random_state)
+        fro = pilot.fro
         scale = self._scale(fro, n) if fro > 0 else 1.0
         saved = self._saved_start(shape, offsets)
         name = "saved" if saved is not None else ("identity" if self.init == "auto" else self.init)
-        start = (saved / scale ** (1.0 / n_factors) if saved is not None else
-                 start_values([name], self.random_state, shape, self.init_noise)[name])
+        start = None
+        if saved is not None:
+            start = saved / scale ** (1.0 / n_factors)
+        elif self.init in ("auto", RANK_ONE):
+            start = self._column_rank_one(source, pilot, scale, offsets, n_factors, fit_begin)
+            name = RANK_ONE if start is not None else name
+        if start is None:
+            start = start_values([name], self.random_state, shape, self.init_noise)[name]
         governor = AdaptiveThreads(n * n // settings.groups, threads=self.threads, compiled=True)
         began = time.perf_counter()
         with governor:
@@ -776,6 +801,67 @@ class ChordSF(Approximation):
 
         return report
 
+    # ------------------------------------------------------------- the rank-one start
+    def _rank_one_possible(self, n: int, offsets: np.ndarray, n_factors: int, butterfly: bool = False) -> bool:
+        """Whether the rank-one start can be built here; ``init="rank1"`` where it cannot is refused."""
+        possible = not butterfly and rank_one_applies(n, offsets, n_factors)
+        if self.init == RANK_ONE and not possible:
+            what = "the butterfly support" if butterfly else f"offsets {offsets.tolist()} with {n_factors} factors"
+            raise ParameterError(f"init='rank1' needs the offsets 1, 2, 4, ... below N (base 2) and ceil(log2 N) "
+                                 f"factors at least; this fit has {what}: use 'auto', 'reference' or 'identity'")
+        return possible
+
+    def _with_rank_one(self, starts: dict, dense: np.ndarray, fro: float, scale: float, offsets: np.ndarray,
+                       n_factors: int, butterfly: bool, room: bool) -> dict:
+        """The starts of an in-memory fit with the rank-one start: alone for ``init="rank1"``; for
+        ``"auto"`` a third start in the race where the support holds it, its solver state fits the
+        memory limit (``room``) and it pays against the best constant (what the reference start
+        approximates) and the identity's best multiple (:func:`._multistart.rank_one_pays`)."""
+        n = dense.shape[0]
+        if self.init not in ("auto", RANK_ONE) or not self._rank_one_possible(n, offsets, n_factors, butterfly):
+            return starts
+        if self.init == "auto" and not room:
+            return starts
+        u, v, top = top_pair(lambda B: dense @ B, lambda B: dense.T @ B, n, n_iter=TOP_PAIR_ITER,
+                             seed=self.random_state)
+        norm2 = fro * fro
+        others = min(multiple_error(float(dense.sum()), float(n * n), norm2),
+                     multiple_error(float(np.trace(dense)), float(n), norm2))
+        if self.init == "auto" and not rank_one_pays(rank_one_error(top, norm2, n), others, "memory"):
+            return starts
+        root = math.sqrt(scale)  # in the fit's units, X / scale
+        return {**starts, RANK_ONE: rank_one_values(u / root, v / root, offsets, n_factors)}
+
+    def _column_rank_one(self, source: MatrixSource, pilot: "_Pilot", scale: float, offsets: np.ndarray,
+                         n_factors: int, fit_begin: float) -> np.ndarray | None:
+        """The rank-one start of a fit from columns (its values in the fit's units), or None.
+
+        ``u`` is the pilot columns' top left singular vector and ``v = X^T u``
+        (one pass over the columns: the best ``v`` for that ``u``).  For
+        ``"auto"`` only where it pays against the identity start (the one it
+        would replace, at its best multiple; :func:`._multistart.rank_one_pays`),
+        as the pilot columns estimate first (no pass where they say it would
+        not) and ``X^T u`` then says, and where the pass (timed by the pilot's
+        columns) takes at most :data:`RANK_ONE_TIME_SHARE` of the time left.
+        """
+        n = source.n
+        if not self._rank_one_possible(n, offsets, n_factors):
+            return None
+        auto = self.init == "auto"
+        norm2 = pilot.fro ** 2
+        identity = multiple_error(pilot.trace, float(n), norm2)
+        if auto and not rank_one_pays(rank_one_error(pilot.top, norm2, n), identity, "columns"):
+            return None
+        deadline = _timing.Deadline.after(self.time_limit, fit_begin)
+        per_pass = pilot.seconds * n / min(n, PILOT_COLUMNS) if source.products_by_columns else 0.0
+        if auto and not deadline.fits(per_pass / RANK_ONE_TIME_SHARE):
+            return None
+        v = source.rmatmat(pilot.left)
+        if auto and not rank_one_pays(rank_one_error(float(np.linalg.norm(v)), norm2, n), identity, "columns"):
+            return None
+        root = math.sqrt(scale)
+        return rank_one_values(pilot.left / root, v / root, offsets, n_factors)
+
     # ------------------------------------------------------------- helpers
     def _work(self, n: int, n_factors: int) -> int:
         """Numbers one kernel operation touches: what decides whether threads pay (see ``_threads``)."""
@@ -792,8 +878,9 @@ class ChordSF(Approximation):
             return  # other types: the declared constraints name them
         if not os.path.isfile(self.init):
             what = "a directory" if os.path.isdir(self.init) else "no such file"
-            raise ParameterError(f"init must be 'auto', 'reference' or 'identity', an array of factor values or "
-                                 f"an existing factors file (.h5); {os.fspath(self.init)!r} is neither ({what})")
+            raise ParameterError(f"init must be 'auto', 'reference', 'identity' or 'rank1', an array of factor "
+                                 f"values or an existing factors file (.h5); {os.fspath(self.init)!r} is neither "
+                                 f"({what})")
 
     def _inits(self) -> list[str]:
         if isinstance(self.init, str) and self.init in NAMED_INITS:
@@ -1015,16 +1102,48 @@ def product_error(values: np.ndarray, offsets: np.ndarray, dense, fro: float, de
     return err, (err / fro if fro > 0 else None)
 
 
-def _pilot_norm(source: MatrixSource, seed: int, columns: int = 512) -> float:
-    """``||X||_F`` estimated from ``columns`` random columns (exact when that is all of them): the
-    fit's scale, which only conditions the optimisation (any estimate within a few times will do)."""
+#: Random columns the fit from columns reads first: its scale, and the rank-one start's choice.
+PILOT_COLUMNS = 512
+#: ``init="auto"`` from columns makes the rank-one start's pass only when it takes at most this share
+#: of the time left (the fit's own passes are what the rest buys).
+RANK_ONE_TIME_SHARE = 0.25
+
+
+@dataclass(frozen=True)
+class _Pilot:
+    """What :func:`_pilot` reads off random columns ``X[:, J]`` (scaled by ``N / |J|``; exact where ``J``
+    is every column): ``||X||_F``, ``tr X``, ``top`` (``s1`` of ``X[:, J]`` scaled: an estimate of
+    ``X``'s, high where the columns are few), ``left`` (its left singular vector, unit length) and the
+    seconds the columns took."""
+
+    fro: float
+    trace: float
+    top: float
+    left: np.ndarray
+    seconds: float
+
+
+def _pilot(source: MatrixSource, seed: int, columns: int = PILOT_COLUMNS) -> _Pilot:
+    """Read ``columns`` random columns of ``source`` (all where there are no more): the fit's scale, which
+    only conditions the optimisation (any estimate within a few times will do), the identity start's
+    best multiple and the rank-one start's left vector and estimated error."""
+    began = _timing.now()
     n = source.n
     if n <= columns:
         J = np.arange(n)
     else:
         J = np.sort(np.random.default_rng([seed, 2]).choice(n, size=columns, replace=False))
     block = source.columns(J)
-    return float(np.sqrt(np.vdot(block, block) * n / J.size))
+    seconds = _timing.now() - began
+    share = n / J.size
+    gram = block.T @ block  # |J| x |J|: its top eigenvector w gives the top left singular vector B w / |B w|
+    values, vectors = np.linalg.eigh(gram)
+    left = block @ vectors[:, -1]
+    length = float(np.linalg.norm(left))
+    left = left / length if length > 0 else np.full(n, 1.0 / math.sqrt(n))
+    return _Pilot(fro=float(np.sqrt(np.vdot(block, block) * share)),
+                  trace=float(block[J, np.arange(J.size)].sum() * share),
+                  top=float(np.sqrt(max(values[-1], 0.0) * share)), left=left, seconds=seconds)
 
 
 def fit_sf(X, **params) -> ChordSF:
