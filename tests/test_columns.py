@@ -538,8 +538,7 @@ def test_from_columns_the_rank_one_pass_is_made_only_where_it_may_pay(monkeypatc
         raise AssertionError("the rank-one start's pass was made")
 
     smooth, narrow = _smooth(256), KernelMatrix(np.linspace(0, 4, 256)[:, None], bandwidth=0.05)
-    for src in (smooth, narrow):
-        monkeypatch.setattr(src, "rmatmat", refused)
+    monkeypatch.setattr(model, "_transposed_product", refused)
     limit = _column_limit(256)
     # near the identity: the pilot columns say it would not pay, and no pass is made
     assert ChordSF(max_iter=5, time_limit=600, max_memory=limit, device="cpu").fit(narrow).init_ == "identity"
@@ -554,11 +553,12 @@ def test_the_pilot_columns_give_the_norm_the_trace_and_the_top_left_vector():
     from sfapprox.sf.model import _pilot
 
     X = _smooth(300).to_dense()
-    pilot = _pilot(ArraySource(X), seed=0, columns=300)  # every column: exact
+    assert _pilot(ArraySource(X), seed=0, top=False).left.size == 0  # the Gram's work only where it is used
+    pilot = _pilot(ArraySource(X), seed=0, columns=300, top=True)  # every column: exact
     U, s, _ = np.linalg.svd(X)
     assert pilot.fro == pytest.approx(np.linalg.norm(X)) and pilot.trace == pytest.approx(np.trace(X))
     assert pilot.top == pytest.approx(s[0]) and abs(float(pilot.left @ U[:, 0])) == pytest.approx(1.0)
-    sampled = _pilot(ArraySource(X), seed=0, columns=64)
+    sampled = _pilot(ArraySource(X), seed=0, columns=64, top=True)
     assert abs(float(sampled.left @ U[:, 0])) > 0.99 and sampled.top == pytest.approx(s[0], rel=0.1)
 
 
@@ -576,3 +576,64 @@ def test_from_columns_a_zero_matrix_starts_and_ends_at_zero(init):
     sf = ChordSF(init=init, max_iter=3, time_limit=None, max_memory=_column_limit(256),
                  device="cpu").fit(ArraySource(np.zeros((256, 256))))
     assert sf.params_["path"] == "columns" and sf.fro_error_ == 0.0 and not sf.factors_.any()
+
+
+def test_from_columns_an_operator_without_a_transposed_product_still_gets_its_rank_one_start():
+    """The rank-one pass reads columns as the fit does: X^T u from them, not from the source's rmatmat
+    (a LinearOperator without rmatvec raised NotImplementedError under the default init)."""
+    from scipy.sparse.linalg import LinearOperator
+
+    from sfapprox.sources import OperatorSource
+
+    A = _smooth(256).to_dense()
+    src = OperatorSource(LinearOperator((256, 256), matvec=lambda b: A @ b, matmat=lambda B: A @ B, dtype=float))
+    sf = ChordSF(max_iter=5, time_limit=None, max_memory=_column_limit(256), device="cpu").fit(src)
+    assert sf.params_["path"] == "columns" and sf.init_ == "rank1"
+
+
+def test_from_columns_a_fit_never_ends_worse_than_its_rank_one_start():
+    """An exact rank-one matrix: the start is exact, and Adam's first steps wandered off it (0.17 after 5)."""
+    rng = np.random.default_rng(0)
+    X = np.outer(rng.standard_normal(512), rng.standard_normal(512))
+    for steps in (1, 5, 20):
+        sf = ChordSF(init="rank1", max_iter=steps, time_limit=None, max_memory=_column_limit(512),
+                     device="cpu").fit(X)
+        assert sf.params_["path"] == "columns" and sf.rel_error_ < 1e-6 and sf.params_.get("kept_start")
+
+
+class _SlowColumns(ArraySource):
+    """Every request for columns "takes" one second on the fake clock."""
+
+    def __init__(self, array, clock):
+        super().__init__(array)
+        self._clock = clock
+
+    def columns(self, J):
+        self._clock.advance(1.0)
+        return super().columns(J)
+
+
+def test_from_columns_a_rank_one_pass_the_time_limit_would_cut_leaves_the_identity_start(fake_clock):
+    """Two chunks of 256 columns, eight reads each: the second would end after the limit, so it is not
+    started; "rank1" asked for says so, "auto" says nothing (its estimate had already said no)."""
+    X = _smooth(512).to_dense()
+    with pytest.warns(RuntimeWarning, match="did not fit the time limit; the fit starts from the identity"):
+        sf = ChordSF(init="rank1", max_iter=2, time_limit=12, max_memory=_column_limit(512),
+                     device="cpu").fit(_SlowColumns(X, fake_clock))
+    assert sf.init_ == "identity"
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        auto = ChordSF(max_iter=2, time_limit=12, max_memory=_column_limit(512), device="cpu").fit(
+            _SlowColumns(X, fake_clock))
+    assert auto.init_ == "identity"
+
+
+def test_rank1_where_the_structure_cannot_hold_it_is_refused_before_reading_a_column():
+    class Unread(ArraySource):
+        def columns(self, J):
+            raise AssertionError("a column was read")
+
+    with pytest.raises(ParameterError, match="init='rank1' needs"):
+        ChordSF(init="rank1", base=3, max_memory=_column_limit(256), device="cpu").fit(Unread(np.eye(256)))

@@ -568,13 +568,17 @@ def test_the_named_starts_are_the_cli_s():
 
 
 def test_a_rank_one_fit_with_no_time_returns_the_best_rank_one_approximation():
-    """time_limit=0 returns the start: for N a power of two its product is s1 u1 v1^T exactly."""
+    """max_iter=0 returns the start: for N a power of two its product is s1 u1 v1^T exactly."""
     X = _near_rank_one(64)
-    sf = ChordSF(init="rank1", time_limit=0, device="cpu").fit(X)
+    with pytest.warns(ConvergenceWarning):
+        sf = ChordSF(init="rank1", max_iter=0, time_limit=None, device="cpu").fit(X)
     U, s, Vt = np.linalg.svd(X)
     assert sf.init_ == "rank1" and sf.n_iter_ == 0
     np.testing.assert_allclose(sf.to_dense(), s[0] * np.outer(U[:, 0], Vt[0]), atol=1e-9 * s[0])
     assert sf.rel_error_ == pytest.approx(np.sqrt(1 - s[0] ** 2 / (s ** 2).sum()), rel=1e-6)
+    # with no time at all its top pair has no power iteration: near, not exact
+    quick = ChordSF(init="rank1", time_limit=0, device="cpu").fit(X)
+    assert quick.n_iter_ == 0 and sf.rel_error_ <= quick.rel_error_ < 1.5 * sf.rel_error_
 
 
 def test_auto_races_the_rank_one_start_as_a_third_where_it_is_far_ahead():
@@ -621,3 +625,15 @@ def test_rank1_where_the_support_cannot_hold_it_is_refused_before_the_fit(params
 def test_a_zero_matrix_with_the_rank_one_start_is_zero_factors():
     sf = ChordSF(init="rank1", device="cpu").fit(np.zeros((16, 16)))
     assert sf.stop_reason_ == "zero_matrix" and not sf.factors_.any()
+
+
+def test_where_no_race_can_be_afforded_the_rank_one_start_let_in_runs_alone(fake_clock, monkeypatch):
+    """One "second" per evaluation: the race is not affordable, and the start let in far ahead of the
+    others runs alone (the identity start ran alone instead: 0.86 against 0.05 at N = 1,024 in 1 s)."""
+    _one_second_evaluations(fake_clock, monkeypatch)
+    sf = ChordSF(max_iter=10**6, time_limit=20, device="cpu").fit(_near_rank_one(64))
+    assert sf.init_ == "rank1" and sf.starts_["rank1"]["iterations"] > 0
+    assert sf.starts_.get("identity", {"iterations": 0})["iterations"] == 0  # evaluated once, to time it
+    plain = ChordSF(max_iter=10**6, time_limit=20, device="cpu").fit(
+        (np.random.default_rng(1).random((64, 64)) < 0.05).astype(float))
+    assert plain.init_ == "identity"  # where it was not let in: the preferred start, as before

@@ -18,7 +18,9 @@ the one to continue by the same rule.
   eighth of its probe time, then twice that, ...) within a probe share of the
   iteration and time budgets; a start whose error is :data:`MARGIN` times the
   best one's drops out.
-* :func:`multistart` races, then continues the best start with what is left.
+* :func:`multistart` races, then continues the best start with what is left
+  (where no race can be afforded: the rank-one start where it was let in,
+  else :data:`PREFERRED`, alone).
 
 Runs are ``{name: (objective, solver state)}`` (:func:`~sfapprox.sf._solver.new_state`);
 a Ctrl-C propagates from :func:`race` and is turned into the stop reason
@@ -374,9 +376,11 @@ def multistart(
             # Too slow to judge the starts: the preferred one alone, its first step the Polyak step,
             # which took 1 evaluation where the gradient rule's took 6 (N = 8,192: 0.641 against
             # 0.682 after 40 s, 0.772 against 0.882 at bandwidth 2; benchmarks/results/scale_fit_solo_8192.md).
-            runs = {PREFERRED: runs[PREFERRED]}
+            # The rank-one start, where it races, was let in far ahead of the others: it is that one.
+            solo = RANK_ONE if RANK_ONE in runs else PREFERRED
+            runs = {solo: runs[solo]}
             options = _polyak_first(options)
-            state = runs[PREFERRED][1]
+            state = runs[solo][1]
             if (n_factors is not None and target_norm2 is not None and time_limit is not None
                     and time_limit < SCALED_START_EVALS * (state.get("eval_seconds") or 0.0)):
                 # No step fits the time left: the start's best multiple is all the fit can still do

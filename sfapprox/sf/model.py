@@ -281,16 +281,20 @@ class ChordSF(Approximation):
         near the identity (better for sparse graphs such as citation and
         trade networks), factors whose product is X's best rank-one
         approximation (``"rank1"``, from its top singular pair: exactly for
-        N a power of two; base-2 offset supports only), or ``"auto"``: the
+        N a power of two; base-2 offsets and ``ceil(log2 N)`` factors at least,
+        so the symmetric support only with ``n_factors`` given), or ``"auto"``: the
         reference and identity starts race, in rounds of 100, 200, 400, ...
         iterations, until one is ahead by 15% in error or each has had its
         probe share; then the better one continues.  Where X is far nearer
         rank one than constant or diagonal (its rank-one error at most 0.6
         times theirs, as a kernel of image patches) and the memory limit has
-        room for a third state, the rank-one start races too.  From column
-        blocks one start runs: the identity, or the rank-one start where its
-        error is at most 0.9 times the identity's and its pass over the
-        columns takes a quarter of the time left at most.  A saved fit
+        room for a third state, the rank-one start races too (and runs alone
+        where no race can be afforded).  From column blocks one start runs:
+        the identity, or the rank-one start where its error is at most 0.9
+        times the identity's and its pass over the columns takes a quarter
+        of the time left at most; a fit from columns that ends worse than its
+        rank-one or saved start (compared on random column blocks) returns
+        the start.  A saved fit
         (a factors file, e.g. a checkpoint) or an array of values ``(M, N, K)``
         in X's units starts from those factors (to resume or to refine); its
         structure must be this fit's.
@@ -387,8 +391,8 @@ class ChordSF(Approximation):
         The start the returned factors came from ("none" for the zero matrix).
     starts_ : dict
         Per start tried: ``{"iterations": int, "fro_error": float}`` (its best
-        error in X's units); with ``init="auto"`` the losing start's iterations
-        show how long the race ran.
+        error in X's units); with ``init="auto"`` the losing starts' iterations
+        (two or, with the rank-one start, three starts) show how long the race ran.
     kernel_ : str
         The loss+gradient path used ("numba", "dense", "panels", "triton" or "shifts";
         for the butterfly "butterfly-panels" on the CPU, "butterfly" on a
@@ -552,6 +556,10 @@ class ChordSF(Approximation):
             self.checkpoint_written_ = (Path(self.checkpoint),
                                         (FileStamp.of(self.checkpoint) or False) if start is None else start)
         X = self._validate(X, check_input)
+        if self.init == RANK_ONE:  # refused before any work where the structure cannot hold it
+            butterfly = self.support == "butterfly"
+            self._rank_one_possible(X.shape[0], *((np.zeros(0), 0) if butterfly else self._structure(X.shape[0])),
+                                    butterfly=butterfly)
         if not self._fits_in_memory(X):  # its in-memory fit is over the memory limit: from column blocks
             return self._fit_columns(columns_within(X, self.max_memory), fit_begin)
         if isinstance(X, MatrixSource):
@@ -608,7 +616,7 @@ class ChordSF(Approximation):
         if saved is not None:  # in X's units: each factor carries an equal share of the scale
             starts = {"saved": saved / scale ** (1.0 / n_factors)}
         else:
-            starts = self._with_rank_one(starts, dense, fro, scale, offsets, n_factors, butterfly, room)
+            starts = self._with_rank_one(starts, dense, fro, scale, offsets, n_factors, butterfly, room, fit_begin)
         runs = {
             name: (fun, _solver.new_state(torch.as_tensor(v, dtype=dtype, device=device).reshape(-1)))
             for name, v in starts.items()
@@ -731,16 +739,18 @@ class ChordSF(Approximation):
         lbfgs_fits = limit is None or _columns.column_fit_memory(
             n, n_factors, len(offsets), width, history=settings.history) + libraries <= limit
         self.offsets_, self.device_, self.dtype_, self.kernel_ = offsets, "cpu", "float64", "columns"
-        pilot = _pilot(source, self.random_state)
+        saved = self._saved_start(shape, offsets)
+        wanted = saved is None and self.init in ("auto", RANK_ONE) and self._rank_one_possible(n, offsets, n_factors)
+        pilot = _pilot(source, self.random_state, top=wanted)
         fro = pilot.fro
         scale = self._scale(fro, n) if fro > 0 else 1.0
-        saved = self._saved_start(shape, offsets)
-        name = "saved" if saved is not None else ("identity" if self.init == "auto" else self.init)
+        # one start from columns: the identity for "auto" (and a rank-one start that did not fit the time)
+        name = "saved" if saved is not None else "identity" if self.init in ("auto", RANK_ONE) else self.init
         start = None
         if saved is not None:
             start = saved / scale ** (1.0 / n_factors)
-        elif self.init in ("auto", RANK_ONE):
-            start = self._column_rank_one(source, pilot, scale, offsets, n_factors, fit_begin)
+        elif wanted:
+            start = self._column_rank_one(source, pilot, scale, offsets, n_factors, fit_begin, settings.batch, width)
             name = RANK_ONE if start is not None else name
         if start is None:
             start = start_values([name], self.random_state, shape, self.init_noise)[name]
@@ -760,7 +770,9 @@ class ChordSF(Approximation):
                 fit = run(columns, start, offsets, settings=settings, width=width, max_iter=self.max_iter,
                           time_limit=limit_s, seed=self.random_state, callback=report, **extra)
             values = fit.values
-            if saved is not None and fit.steps > 0:
+            if name in ("saved", RANK_ONE) and fit.steps > 0:
+                # Adam restarts its moments near a good point, and its first steps can wander (from an
+                # exact rank-one start, 0.17 after 5 steps): the start, where it is better, is kept
                 values = _better_of(columns, start, fit.values, offsets, width, n, self.random_state)
         self.threads_ = governor.used
         self.seconds_ = time.perf_counter() - began
@@ -772,7 +784,7 @@ class ChordSF(Approximation):
         self.running_error_ = fit.running_error
         self._set_result(values * scale ** (1.0 / n_factors), None, fro)
         if values is start:
-            self.params_["kept_start"] = True  # the saved fit was better than where this run ended
+            self.params_["kept_start"] = True  # the start was better than where this run ended
         if isinstance(source, (ArraySource, SparseSource)):  # X is in memory (or mapped): scored exactly
             matrix = source.array if isinstance(source, ArraySource) else source.matrix
             self.fro_error_, self.rel_error_ = operator_error(matrix, self.operator_, threads=self.threads)
@@ -812,7 +824,7 @@ class ChordSF(Approximation):
         return possible
 
     def _with_rank_one(self, starts: dict, dense: np.ndarray, fro: float, scale: float, offsets: np.ndarray,
-                       n_factors: int, butterfly: bool, room: bool) -> dict:
+                       n_factors: int, butterfly: bool, room: bool, fit_begin: float) -> dict:
         """The starts of an in-memory fit with the rank-one start: alone for ``init="rank1"``; for
         ``"auto"`` a third start in the race where the support holds it, its solver state fits the
         memory limit (``room``) and it pays against the best constant (what the reference start
@@ -823,7 +835,7 @@ class ChordSF(Approximation):
         if self.init == "auto" and not room:
             return starts
         u, v, top = top_pair(lambda B: dense @ B, lambda B: dense.T @ B, n, n_iter=TOP_PAIR_ITER,
-                             seed=self.random_state)
+                             seed=self.random_state, deadline=_timing.Deadline.after(self.time_limit, fit_begin))
         norm2 = fro * fro
         others = min(multiple_error(float(dense.sum()), float(n * n), norm2),
                      multiple_error(float(np.trace(dense)), float(n), norm2))
@@ -833,30 +845,36 @@ class ChordSF(Approximation):
         return {**starts, RANK_ONE: rank_one_values(u / root, v / root, offsets, n_factors)}
 
     def _column_rank_one(self, source: MatrixSource, pilot: "_Pilot", scale: float, offsets: np.ndarray,
-                         n_factors: int, fit_begin: float) -> np.ndarray | None:
+                         n_factors: int, fit_begin: float, chunk: int, width: int) -> np.ndarray | None:
         """The rank-one start of a fit from columns (its values in the fit's units), or None.
 
         ``u`` is the pilot columns' top left singular vector and ``v = X^T u``
-        (one pass over the columns: the best ``v`` for that ``u``).  For
-        ``"auto"`` only where it pays against the identity start (the one it
-        would replace, at its best multiple; :func:`._multistart.rank_one_pays`),
-        as the pilot columns estimate first (no pass where they say it would
-        not) and ``X^T u`` then says, and where the pass (timed by the pilot's
+        (one pass over the columns, ``chunk`` at a time in pieces of ``width``
+        as the fit reads them: the best ``v`` for that ``u``).  For ``"auto"``
+        only where it pays against the identity start (the one it would
+        replace, at its best multiple; :func:`._multistart.rank_one_pays`), as
+        the pilot columns estimate first (no pass where they say it would not)
+        and ``X^T u`` then says, and where the pass (timed by the pilot's
         columns) takes at most :data:`RANK_ONE_TIME_SHARE` of the time left.
+        A pass that the time limit cuts leaves the identity start (with a
+        warning where ``"rank1"`` was asked for).
         """
         n = source.n
-        if not self._rank_one_possible(n, offsets, n_factors):
-            return None
         auto = self.init == "auto"
         norm2 = pilot.fro ** 2
         identity = multiple_error(pilot.trace, float(n), norm2)
         if auto and not rank_one_pays(rank_one_error(pilot.top, norm2, n), identity, "columns"):
             return None
         deadline = _timing.Deadline.after(self.time_limit, fit_begin)
-        per_pass = pilot.seconds * n / min(n, PILOT_COLUMNS) if source.products_by_columns else 0.0
+        per_pass = pilot.seconds * n / min(n, PILOT_COLUMNS)
         if auto and not deadline.fits(per_pass / RANK_ONE_TIME_SHARE):
             return None
-        v = source.rmatmat(pilot.left)
+        v = _transposed_product(source, pilot.left, chunk, width, deadline)
+        if v is None:
+            if not auto:
+                warnings.warn(f"init='rank1': its pass over the columns of {source.name} did not fit the time "
+                              "limit; the fit starts from the identity", RuntimeWarning, stacklevel=4)
+            return None
         if auto and not rank_one_pays(rank_one_error(float(np.linalg.norm(v)), norm2, n), identity, "columns"):
             return None
         root = math.sqrt(scale)
@@ -1123,10 +1141,11 @@ class _Pilot:
     seconds: float
 
 
-def _pilot(source: MatrixSource, seed: int, columns: int = PILOT_COLUMNS) -> _Pilot:
+def _pilot(source: MatrixSource, seed: int, columns: int = PILOT_COLUMNS, *, top: bool = False) -> _Pilot:
     """Read ``columns`` random columns of ``source`` (all where there are no more): the fit's scale, which
     only conditions the optimisation (any estimate within a few times will do), the identity start's
-    best multiple and the rank-one start's left vector and estimated error."""
+    best multiple and, with ``top``, the rank-one start's left vector and estimated error (``top`` 0
+    and ``left`` empty without)."""
     began = _timing.now()
     n = source.n
     if n <= columns:
@@ -1136,14 +1155,35 @@ def _pilot(source: MatrixSource, seed: int, columns: int = PILOT_COLUMNS) -> _Pi
     block = source.columns(J)
     seconds = _timing.now() - began
     share = n / J.size
+    fro = float(np.sqrt(np.vdot(block, block) * share))
+    trace = float(block[J, np.arange(J.size)].sum() * share)
+    if not top:
+        return _Pilot(fro=fro, trace=trace, top=0.0, left=np.zeros(0), seconds=seconds)
     gram = block.T @ block  # |J| x |J|: its top eigenvector w gives the top left singular vector B w / |B w|
     values, vectors = np.linalg.eigh(gram)
     left = block @ vectors[:, -1]
     length = float(np.linalg.norm(left))
     left = left / length if length > 0 else np.full(n, 1.0 / math.sqrt(n))
-    return _Pilot(fro=float(np.sqrt(np.vdot(block, block) * share)),
-                  trace=float(block[J, np.arange(J.size)].sum() * share),
-                  top=float(np.sqrt(max(values[-1], 0.0) * share)), left=left, seconds=seconds)
+    return _Pilot(fro=fro, trace=trace, top=float(np.sqrt(max(values[-1], 0.0) * share)), left=left,
+                  seconds=seconds)
+
+
+def _transposed_product(source: MatrixSource, u: np.ndarray, chunk: int, width: int,
+                        deadline: _timing.Deadline) -> np.ndarray | None:
+    """``X^T u`` by one pass over ``source``'s columns, ``chunk`` at a time in pieces of ``width`` (the
+    fit's own reads: within its memory, on any source that gives columns); None where ``deadline``
+    would pass before the next chunk (timed by the last one)."""
+    v = np.empty(source.n)
+    cost = 0.0
+    for start in range(0, source.n, chunk):
+        if not deadline.fits(cost):
+            return None
+        began = _timing.now()
+        for a in range(start, min(source.n, start + chunk), width):
+            J = np.arange(a, min(source.n, start + chunk, a + width))
+            v[J] = source.columns(J).T @ u
+        cost = _timing.now() - began
+    return v
 
 
 def fit_sf(X, **params) -> ChordSF:
