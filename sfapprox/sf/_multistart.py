@@ -73,15 +73,17 @@ SCALED_START_EVALS = 3
 #: The informed start's name: the product starts as ``X``'s best rank-one approximation.
 RANK_ONE = "rank1"
 #: The rank-one start's relative error, as a share of the other starts' best multiples', at most which it
-#: is taken (:func:`rank_one_pays`).  Its start error does not say how far a fit gets from it: on the RBF
-#: kernel of 128 sorted points (bandwidth 0.7) it was 0.67 against a constant's 0.70 and its fit ended 7x
-#: lower than theirs, but on the Table 1 graphs (0.76-0.96 of a constant's) it led the race and ended worse
-#: (mexican_power 0.35 against 0.15; world_trade 3.82e4 against 3.24e4), and on a clustered kernel (0.979
-#: against a constant's 0.985) its 60-s fit at N = 4,096 stayed at 0.978 where the identity start's reached
-#: 0.57 (``benchmarks/results/starts.md``).  So: in memory it races the other two only where it is far
-#: ahead of both (``"memory"``: a kernel of image patches, 0.27 against 0.49, is), none of the Table 1
-#: matrices; from column blocks, where one start runs and few passes leave a fit near its start, it
-#: replaces the identity start where it is clearly ahead of that one (``"columns"``).
+#: is taken (:func:`rank_one_pays`).  Its start error does not say how far a fit gets from it
+#: (``benchmarks/results/starts.md``, ``paper_table1_rank1.md``): on the RBF kernel of sorted points
+#: (bandwidth 0.7) it is 0.664 against a constant's 0.701, and its fits ended at 0.0071 / 0.052 (N = 1,024
+#: in 20 s / 4,096 in 60 s) where the usual starts' reached 0.064 / 0.139; on the Table 1 graphs (0.76-0.96
+#: of a constant's) it ends worse on all eight (mexican_power 0.350 against 0.114, mesh1e1 2.54 against
+#: 1.40), and led the race there when it was let in; on a clustered kernel (0.979 against a constant's
+#: 0.986) its fits ended at 0.735 / 0.842 where the identity start's reached 0.527 / 0.694.  So: in memory
+#: it races the other two only where it is far ahead of both (``"memory"``: a kernel of image patches,
+#: 0.271 against 0.487, is; 0.052 / 0.085 where the identity alone reached 0.066 / 0.185), none of the
+#: Table 1 matrices; from column blocks, where one start runs and few passes leave a fit near its start,
+#: it replaces the identity start where it is clearly ahead of that one (``"columns"``).
 RANK_ONE_MARGIN = {"memory": 0.6, "columns": 0.9}
 #: Power iterations of the top singular pair in memory (each two products with ``X``: cheap there; from
 #: column blocks the fit takes its left vector from the columns it reads first, and one pass).

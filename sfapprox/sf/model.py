@@ -1130,9 +1130,10 @@ PILOT_COLUMNS = 512
 RANK_ONE_TIME_SHARE = 0.25
 #: Adam's peak step from the rank-one start, as a share of its default: Adam steps every value by about
 #: its step size whatever the gradient's size, which near a good start is a step away from it.  Kernel
-#: of image patches, N = 4,096, 3.5 passes of Adam from the rank-one start (0.268): 0.2607 with a tenth,
-#: 0.2648 with a hundredth, while the default wandered to 0.39 (the start was kept); at N = 65,536 the
-#: default's 3.6 passes ended at 0.668 from 0.403.
+#: of image patches (``benchmarks/starts.py``'s), N = 4,096, 56 Adam steps (3.5 passes, ``ColumnSettings(
+#: optimizer="adam")``) from the rank-one start (0.268): 0.2607 with a tenth, 0.2648 with a hundredth,
+#: while the default wandered to 0.39 (the start was kept); at N = 65,536 in 1,800 s the default's 3.6
+#: passes ended at 0.668 from 0.403 (``results/scale_sources.md``).
 RANK_ONE_STEP = 0.1
 
 
