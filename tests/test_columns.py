@@ -637,19 +637,3 @@ def test_rank1_where_the_structure_cannot_hold_it_is_refused_before_reading_a_co
 
     with pytest.raises(ParameterError, match="init='rank1' needs"):
         ChordSF(init="rank1", base=3, max_memory=_column_limit(256), device="cpu").fit(Unread(np.eye(256)))
-
-
-def test_from_the_rank_one_start_adam_steps_a_tenth_of_its_default(monkeypatch):
-    from sfapprox.sf import model
-
-    seen = []
-    real = C.fit_columns_auto
-
-    def spy(*args, settings, **kwargs):
-        seen.append(settings.learning_rate)
-        return real(*args, settings=settings, **kwargs)
-
-    monkeypatch.setattr(C, "fit_columns_auto", spy)
-    for init in ("rank1", "identity"):
-        ChordSF(init=init, max_iter=2, time_limit=None, max_memory=_column_limit(256), device="cpu").fit(_smooth(256))
-    assert seen == [C.ColumnSettings.learning_rate * model.RANK_ONE_STEP, C.ColumnSettings.learning_rate]

@@ -11,7 +11,6 @@ protocols (kernels in ``_kernels``) or the butterfly (kernels in
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import time
@@ -755,8 +754,6 @@ class ChordSF(Approximation):
             name = RANK_ONE if start is not None else name
         if start is None:
             start = start_values([name], self.random_state, shape, self.init_noise)[name]
-        elif name == RANK_ONE:  # near a good point: Adam's sign-like steps would wander off it
-            settings = dataclasses.replace(settings, learning_rate=settings.learning_rate * RANK_ONE_STEP)
         governor = AdaptiveThreads(n * n // settings.groups, threads=self.threads, compiled=True)
         began = time.perf_counter()
         with governor:
@@ -1128,13 +1125,6 @@ PILOT_COLUMNS = 512
 #: ``init="auto"`` from columns makes the rank-one start's pass only when it takes at most this share
 #: of the time left (the fit's own passes are what the rest buys).
 RANK_ONE_TIME_SHARE = 0.25
-#: Adam's peak step from the rank-one start, as a share of its default: Adam steps every value by about
-#: its step size whatever the gradient's size, which near a good start is a step away from it.  Kernel
-#: of image patches (``benchmarks/starts.py``'s), N = 4,096, 56 Adam steps (3.5 passes, ``ColumnSettings(
-#: optimizer="adam")``) from the rank-one start (0.268): 0.2607 with a tenth, 0.2648 with a hundredth,
-#: while the default wandered to 0.39 (the start was kept); at N = 65,536 in 1,800 s the default's 3.6
-#: passes ended at 0.668 from 0.403 (``results/scale_sources.md``).
-RANK_ONE_STEP = 0.1
 
 
 @dataclass(frozen=True)
