@@ -556,7 +556,7 @@ class ChordSF(Approximation):
             self.checkpoint_written_ = (Path(self.checkpoint),
                                         (FileStamp.of(self.checkpoint) or False) if start is None else start)
         X = self._validate(X, check_input)
-        if self.init == RANK_ONE:  # refused before any work where the structure cannot hold it
+        if self._asks_rank_one():  # refused before any work where the structure cannot hold it
             butterfly = self.support == "butterfly"
             self._rank_one_possible(X.shape[0], *((np.zeros(0), 0) if butterfly else self._structure(X.shape[0])),
                                     butterfly=butterfly)
@@ -814,10 +814,14 @@ class ChordSF(Approximation):
         return report
 
     # ------------------------------------------------------------- the rank-one start
+    def _asks_rank_one(self) -> bool:
+        """Whether ``init`` is ``"rank1"`` (an array of values is not compared: it is a saved start)."""
+        return isinstance(self.init, str) and self.init == RANK_ONE
+
     def _rank_one_possible(self, n: int, offsets: np.ndarray, n_factors: int, butterfly: bool = False) -> bool:
         """Whether the rank-one start can be built here; ``init="rank1"`` where it cannot is refused."""
         possible = not butterfly and rank_one_applies(n, offsets, n_factors)
-        if self.init == RANK_ONE and not possible:
+        if self._asks_rank_one() and not possible:
             what = "the butterfly support" if butterfly else f"offsets {offsets.tolist()} with {n_factors} factors"
             raise ParameterError(f"init='rank1' needs the offsets 1, 2, 4, ... below N (base 2) and ceil(log2 N) "
                                  f"factors at least; this fit has {what}: use 'auto', 'reference' or 'identity'")
