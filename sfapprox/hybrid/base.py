@@ -26,7 +26,7 @@ from ..budget import SFConfig, sf_config_for_budget, sf_count
 from ..chord import chord_offsets, default_n_factors
 from ..metrics import operator_error
 from ..operators import ChordOperator, HybridOperator
-from ..sf._multistart import RANK_ONE, START_KINDS, best_run, race, start_values
+from ..sf._multistart import START_KINDS, best_run, race, start_values
 from ..sf.model import ChordSF
 from .grid import HybridSplit
 from .objectives import dense_product
@@ -498,7 +498,7 @@ class _ChordHybrid(Approximation):
     def _reference(self, params: dict[str, Any] | None) -> ChordSF:
         """ChordSF's own defaults (max_iter, tolerances, init, memory limit) with ``params``, not repeated here."""
         ref = ChordSF(**{k: v for k, v in (params or self.sf_params or {}).items() if k != "callback"})
-        if ref.init == RANK_ONE:  # the joint fits race the reference and identity starts only
+        if ref._asks_rank_one():  # the joint fits race the reference and identity starts only
             raise ParameterError(f"{self._method}: init='rank1' is SF's start alone; the hybrids start from "
                                  "'reference' or 'identity', or race both ('auto')")
         return ref

@@ -131,10 +131,16 @@ def start_values(kinds, seed: int, shape: tuple[int, int, int], init_noise: floa
     return out
 
 
+def _jumps(n: int) -> int:
+    """The offsets ``1, 2, 4, ...`` the rank-one start uses, one per factor: ``ceil(log2 N)`` of them (none for
+    ``N = 1``), whose sums of distinct ones are every ``s < 2^jumps``."""
+    return math.ceil(math.log2(n)) if n > 1 else 0
+
+
 def rank_one_applies(n: int, offsets, n_factors: int) -> bool:
     """Whether :func:`rank_one_values` can build its start for this structure: the offsets hold every
     ``2^m < N`` (base 2: the chord and symmetric supports) and there are as many factors."""
-    jumps = math.ceil(math.log2(n)) if n > 1 else 0
+    jumps = _jumps(n)
     have = {int(d) for d in offsets}
     return n_factors >= max(jumps, 1) and all((1 << m) in have for m in range(jumps))
 
@@ -183,9 +189,8 @@ def rank_one_values(u: np.ndarray, v: np.ndarray, offsets, n_factors: int) -> np
         return values
     # a^M t^2 = |u| |v| with t = sqrt(N): the first and last factors' norm 2 a^2 t^2, the others' 2 N a^2
     a = (nu * nv / n) ** (1.0 / n_factors)
-    jumps = math.ceil(math.log2(n)) if n > 1 else 0
     values[:, :, index[0]] = a
-    for m in range(jumps):
+    for m in range(_jumps(n)):
         values[m, :, index[1 << m]] = a
     values[0] *= (math.sqrt(n) / nu * u)[:, None]  # row i of the product: u_i
     cols = (np.arange(n)[:, None] + np.asarray([int(d) for d in offsets])[None, :]) % n
@@ -222,7 +227,7 @@ def rank_one_error(top: float, norm2: float, n: int) -> float:
     if not norm2 > 0:
         return 0.0
     share = min(1.0, top * top / norm2)
-    q = ((1 << math.ceil(math.log2(n))) - n) / n if n > 1 else 0.0
+    q = ((1 << _jumps(n)) - n) / n  # 0 for N a power of two (and N = 1)
     return math.sqrt(max(0.0, 1.0 - share + share * q * (1.0 - q) / (1.0 + 3.0 * q)))
 
 
