@@ -9,7 +9,8 @@ stay fast and do not load torch):
 * fitting: :class:`ChordSF`, :func:`fit_sf`, :func:`fit_matrix`
 * the other methods, one module each: :mod:`sfapprox.baselines` (``tsvd``:
   :class:`TruncatedSVD`, ``rpca`` / ``rpca-pcp``: :class:`RobustPCA`, ``nmf``:
-  :class:`NMF`, ``rsvd``, ``nystrom``, ``sparse``, ``monarch``, ``monarch+lr``,
+  :class:`NMF`, ``rsvd``: :class:`RandomizedSVD`, ``nystrom``: :class:`Nystrom`,
+  ``sparse``: :class:`SparseApproximation`, ``monarch``: :class:`Monarch`, ``monarch+lr``,
   ``butterfly-hier``) and
   :mod:`sfapprox.hybrid` (``sf+lr``: :class:`ChordLowRank`, ``sf+s``:
   :class:`ChordSparse`); :func:`available_methods` lists all of them
@@ -58,6 +59,10 @@ _LAZY = {
     "TruncatedSVD": "sfapprox.baselines.tsvd",
     "RobustPCA": "sfapprox.baselines.rpca",
     "NMF": "sfapprox.baselines.nmf",
+    "RandomizedSVD": "sfapprox.baselines.rsvd",
+    "Nystrom": "sfapprox.baselines.nystrom",
+    "SparseApproximation": "sfapprox.baselines.sparse",
+    "Monarch": "sfapprox.baselines.monarch",
     "ChordLowRank": "sfapprox.hybrid",
     "ChordSparse": "sfapprox.hybrid",
     "ChordOperator": "sfapprox.operators",

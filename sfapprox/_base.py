@@ -29,11 +29,12 @@ new file there: ``--methods`` help, ``compare``, ``sweep``, ``batch``,
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
 import inspect
 import pkgutil
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -43,8 +44,8 @@ from scipy.sparse.linalg import LinearOperator
 from ._errors import NotFittedError, ParameterError, ResourceError
 from ._params import check_params, split_items
 from ._settings import COUNT_INDICES, FitSettings
-from ._validation import check_square_matrix
-from .sources import MatrixSource, as_source
+from ._validation import check_memory, check_square_matrix, format_bytes, memory_limit
+from .sources import BLOCK_SHARE, MatrixSource, as_source, passes_within
 
 __all__ = [
     "Approximation",
@@ -164,6 +165,25 @@ class Approximation:
             able = ", ".join(name for name, spec in methods().items() if "columns" in spec.access)
             raise ResourceError(f"{exc}; {self.method_name} needs the matrix in memory, while {able} work from "
                                 "its columns (compare --methods ...)") from None
+
+    @contextlib.contextmanager
+    def _from_columns(self, source: Any, stored: int) -> Iterator[None]:
+        """A fit from ``source``'s column blocks keeping ``stored`` numbers: refused before any pass
+        where what it keeps (:attr:`MethodSpec.columns_memory`) and its passes' blocks are over the
+        limit (:func:`check_columns_memory`), as a comparison refuses its row; its passes sized for
+        that limit meanwhile.  The limit is the estimator's ``max_memory``, else the source's own (a
+        comparison sets it), else the default (80% of RAM).  ``source`` not a
+        :class:`~sfapprox.sources.MatrixSource` (a matrix in memory): nothing to do."""
+        if not isinstance(source, MatrixSource):
+            yield
+            return
+        own = getattr(self, "max_memory", None)
+        # a source made from a matrix held in memory has the rest of the limit as its own
+        limit = own if own is not None else (None if source.max_memory is None
+                                             else source.max_memory + source.held_bytes)
+        check_columns_memory(self.method_name, source, stored, limit, subject=f"{self.method_name}'s")
+        with passes_within(source, own):
+            yield
 
     def fit(self, X, *, check_input: bool = True) -> "Approximation":  # pragma: no cover - abstract
         raise NotImplementedError
@@ -424,3 +444,65 @@ def parse_methods(spec: str | Iterable[str]) -> list[str]:
         raise ParameterError(f"unknown method(s) {', '.join(guesses)}; choose from {', '.join(methods())} "
                              "('sfapprox methods' says what each one stores)")
     return names
+
+
+def check_columns_memory(name: str, source: MatrixSource, budget: int, max_memory: int | None, *,
+                         subject: str = "its") -> None:
+    """Refuse ``name``'s fit from ``source``'s column blocks when what it keeps
+    (:attr:`~sfapprox._base.MethodSpec.columns_memory`: sketches, factors, entries; measured) and a
+    matrix held beside it (:attr:`~sfapprox.sources.MatrixSource.held_bytes`) do not fit in what the
+    passes' blocks leave of the limit: they take :data:`~sfapprox.sources.BLOCK_SHARE` (half) of it
+    (:meth:`~sfapprox.sources.MatrixSource.block_width`), so the check is :func:`columns_need`.
+
+    Parameters
+    ----------
+    name : str
+        A method name; one without ``columns_memory`` (SF checks its own) passes.
+    source : MatrixSource
+        The matrix known by its columns.
+    budget : int
+        Stored numbers allowed.
+    max_memory : int or None
+        Memory limit in bytes; None: the default limit (80% of RAM).
+    subject : str, default="its"
+        Whose fit the message names ("its": a comparison's row names the method; an estimator's
+        own check names it: "rpca's").
+
+    Raises
+    ------
+    ResourceError
+        Saying what the fit needs and the limit.
+    """
+    spec = get_method(name)
+    if spec.columns_memory is None:
+        return
+    kept = spec.columns_memory(source.n, budget)
+    check_memory(columns_need(spec, source, budget, max_memory), limit=max_memory, held=source.held_bytes,
+                 advice="lower the budget",
+                 what=f"{subject} fit of {source.name} ({source.n:,} x {source.n:,}) from column blocks at a budget of "
+                      f"{budget:,} ({format_bytes(kept)} kept, beside its passes' blocks, half the limit)")
+
+
+def columns_need(spec, source: MatrixSource, budget: int, max_memory: int | None) -> int:
+    """What ``spec``'s fit from ``source``'s columns is checked for: what it keeps
+    (:attr:`~sfapprox._base.MethodSpec.columns_memory`) and the passes' blocks
+    (:data:`~sfapprox.sources.BLOCK_SHARE` of what a matrix held beside them leaves of the limit, as
+    :func:`~sfapprox.sources.columns_within` sizes them); the held matrix comes on top.
+
+    Parameters
+    ----------
+    spec : MethodSpec
+        A method with a ``columns_memory``.
+    source : MatrixSource
+        The matrix known by its columns.
+    budget : int
+        Stored numbers allowed.
+    max_memory : int or None
+        Memory limit in bytes; None: the default limit (80% of RAM).
+
+    Returns
+    -------
+    int
+    """
+    limit = memory_limit(max_memory)
+    return spec.columns_memory(source.n, budget) + int(BLOCK_SHARE * max(0, (limit or 0) - source.held_bytes))

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ._base import RunContext, get_method, methods, parse_methods
+from ._base import RunContext, check_columns_memory, columns_need, get_method, methods, parse_methods
 from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceError, one_line
 from ._settings import COUNT_INDICES, DEFAULT_METHODS, DEFAULT_TOTAL_TIME, PROTOCOLS, FitSettings, LoadOptions
 from ._progress import same_progress
@@ -46,7 +46,6 @@ from .estimate import estimate_errors
 from .metrics import DENSE_SCORING_MAX_N, operator_error
 from .results import Comparison, MethodResult, library_versions
 from .sources import (
-    BLOCK_SHARE,
     DistributedSource,
     MatrixSource,
     columns_within,
@@ -208,68 +207,6 @@ def method_need(spec, n: int) -> int:
     int
     """
     return spec.working_memory(n) + LIBRARY_WORKING_SET
-
-
-def check_columns_memory(name: str, source: MatrixSource, budget: int, max_memory: int | None, *,
-                         subject: str = "its") -> None:
-    """Refuse ``name``'s fit from ``source``'s column blocks when what it keeps
-    (:attr:`~sfapprox._base.MethodSpec.columns_memory`: sketches, factors, entries; measured) and a
-    matrix held beside it (:attr:`~sfapprox.sources.MatrixSource.held_bytes`) do not fit in what the
-    passes' blocks leave of the limit: they take :data:`~sfapprox.sources.BLOCK_SHARE` (half) of it
-    (:meth:`~sfapprox.sources.MatrixSource.block_width`), so the check is :func:`columns_need`.
-
-    Parameters
-    ----------
-    name : str
-        A method name; one without ``columns_memory`` (SF checks its own) passes.
-    source : MatrixSource
-        The matrix known by its columns.
-    budget : int
-        Stored numbers allowed.
-    max_memory : int or None
-        Memory limit in bytes; None: the default limit (80% of RAM).
-    subject : str, default="its"
-        Whose fit the message names ("its": a comparison's row names the method; an estimator's
-        own check names it: "rpca's").
-
-    Raises
-    ------
-    ResourceError
-        Saying what the fit needs and the limit.
-    """
-    spec = get_method(name)
-    if spec.columns_memory is None:
-        return
-    kept = spec.columns_memory(source.n, budget)
-    check_memory(columns_need(spec, source, budget, max_memory), limit=max_memory, held=source.held_bytes,
-                 advice="lower the budget",
-                 what=f"{subject} fit of {source.name} ({source.n:,} x {source.n:,}) from column blocks at a budget of "
-                      f"{budget:,} ({format_bytes(kept)} kept, beside its passes' blocks, half the limit)")
-
-
-def columns_need(spec, source: MatrixSource, budget: int, max_memory: int | None) -> int:
-    """What ``spec``'s fit from ``source``'s columns is checked for: what it keeps
-    (:attr:`~sfapprox._base.MethodSpec.columns_memory`) and the passes' blocks
-    (:data:`~sfapprox.sources.BLOCK_SHARE` of what a matrix held beside them leaves of the limit, as
-    :func:`~sfapprox.sources.columns_within` sizes them); the held matrix comes on top.
-
-    Parameters
-    ----------
-    spec : MethodSpec
-        A method with a ``columns_memory``.
-    source : MatrixSource
-        The matrix known by its columns.
-    budget : int
-        Stored numbers allowed.
-    max_memory : int or None
-        Memory limit in bytes; None: the default limit (80% of RAM).
-
-    Returns
-    -------
-    int
-    """
-    limit = memory_limit(max_memory)
-    return spec.columns_memory(source.n, budget) + int(BLOCK_SHARE * max(0, (limit or 0) - source.held_bytes))
 
 
 def needs_formed(source: MatrixSource, max_memory: int | None, spec=None) -> str:

@@ -20,3 +20,12 @@ def test_its_convergence_warning_points_at_the_callers_line():
         fit_matrix(X, settings=FitSettings(max_iter=20, time_limit=None, device="cpu"))
     found = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
     assert found and all(w.filename == __file__ for w in found), [(w.filename, w.lineno) for w in found]
+
+
+def test_the_methods_that_work_from_columns_are_importable_from_the_package():
+    import sfapprox
+    from sfapprox._base import methods
+
+    for name in ("RandomizedSVD", "Nystrom", "SparseApproximation", "Monarch"):
+        cls = getattr(sfapprox, name)
+        assert name in sfapprox.__all__ and methods()[cls._method].access == ("dense", "columns")

@@ -170,3 +170,80 @@ def test_every_method_scores_itself_by_the_one_definition(fitted, X, name):
     expected = frobenius_error(X, est.to_dense())
     assert fro == pytest.approx(expected[0], rel=1e-10) and rel == pytest.approx(expected[1], rel=1e-10)
     assert est.frobenius_error(ArraySource(X))[0] == pytest.approx(fro, rel=1e-10)  # from columns, exactly
+
+
+# ------------------------------------------------------------------ fits from column blocks, through the API
+COLUMN_METHODS = [name for name, spec in methods().items() if "columns" in spec.access and spec.columns_memory]
+
+
+class _LoggedKernel:
+    """A kernel matrix source that logs the width of every read (``reads``)."""
+
+    @staticmethod
+    def make(n=400, seed=4):
+        from sfapprox.sources import KernelMatrix
+
+        class Logged(KernelMatrix):
+            def _columns(self, J):
+                self.reads.append(J.size)
+                return super()._columns(J)
+
+        K = Logged(np.random.default_rng(seed).standard_normal((n, 3)), bandwidth=1.0)
+        K.reads = []
+        return K
+
+
+def _column_fit(name, n, budget, max_memory):
+    from sfapprox._base import get_method
+
+    return get_method(name).make(n, budget, RunContext(FitSettings(device="cpu", time_limit=5,
+                                                                    max_memory=max_memory)))
+
+
+@pytest.mark.parametrize("name", COLUMN_METHODS)
+def test_a_fit_from_columns_over_its_limit_is_refused_before_reading_a_column(name):
+    """The estimators' own fits from a source were checked only inside a comparison: through the API a
+    budget whose sketches and entries could not fit ran past the limit."""
+    from sfapprox import ResourceError
+    from sfapprox._base import get_method
+
+    n, budget = 400, 60_000
+    spec = get_method(name)
+    limit = spec.columns_memory(n, budget)  # what it keeps alone: its blocks get nothing
+    est = _column_fit(name, n, budget, limit)
+    assert est.max_memory == limit  # the settings' limit reaches the estimator
+    K = _LoggedKernel.make(n)
+    with pytest.raises(ResourceError, match=rf"^{name}'s fit of kernel \(400 x 400\) from column blocks at a "
+                                            r"budget of [\d,]+ .* over the memory limit"):
+        est.fit(K)
+    assert K.reads == [] and K.max_memory is None  # nothing read; the source as it was given
+    # with no limit of its own, the source's is the limit (a comparison sets it there)
+    K.max_memory = limit
+    with pytest.raises(ResourceError, match="over the memory limit"):
+        _column_fit(name, n, budget, None).fit(K)
+    assert K.reads == [] and K.max_memory == limit
+
+
+@pytest.mark.parametrize("name", ["rsvd", "sparse", "rpca"])
+def test_a_fit_from_columns_sizes_its_passes_by_its_own_limit(name):
+    from sfapprox._base import get_method
+    from sfapprox.sources import MIN_BLOCK
+
+    n, budget = 400, 20_000
+    K = _LoggedKernel.make(n)
+    limit = 2 * get_method(name).columns_memory(n, budget) + (2 << 20)  # about 100 columns a block
+    est = _column_fit(name, n, budget, limit).fit(K)
+    assert est.n_stored_ <= budget and K.max_memory is None  # restored after the fit
+    widest = max(K.reads)
+    assert MIN_BLOCK <= widest <= K.block_width(limit) < n  # the default limit would read all 400 at once
+    K.reads.clear()
+    _column_fit(name, n, budget, None).fit(K)
+    assert max(K.reads) == n
+
+
+def test_a_matrix_in_memory_is_not_checked_as_a_fit_from_columns():
+    """max_memory is the limit of a fit from a source's columns; a dense matrix goes its in-memory way."""
+    from sfapprox.baselines.rsvd import RandomizedSVD
+
+    X = np.random.default_rng(1).standard_normal((50, 50))
+    assert RandomizedSVD(n_components=3, max_memory=1).fit(X).n_stored_ == 3 * 101

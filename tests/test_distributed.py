@@ -14,7 +14,7 @@ import sfapprox
 from sfapprox.baselines.nystrom import Nystrom
 from sfapprox.baselines.rsvd import RandomizedSVD
 from sfapprox.baselines.sparse import streamed_top_entries
-from sfapprox.sources import ArraySource, DistributedSource, KernelMatrix
+from sfapprox.sources import MIN_BLOCK, ArraySource, DistributedSource, KernelMatrix
 from sfapprox.sources.distributed import MIN_REMOTE_COLUMNS
 
 
@@ -98,7 +98,7 @@ def test_the_top_entries_are_the_local_ones_ties_included():
 @pytest.mark.parametrize("pool", ["threads", "processes"])
 def test_column_methods_on_a_pool_give_the_local_fits(pool):
     K = _kernel(260, seed=4)
-    K.max_memory = 260 * 8 * 2 * 60
+    K.max_memory = 2 * MIN_BLOCK * 8 * 260 * K.column_copies  # blocks of MIN_BLOCK columns, room for the fits
     make = (lambda: ThreadPoolExecutor(2)) if pool == "threads" else \
         (lambda: ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")))
     local_nys = Nystrom(n_components=70, pivots="uniform").fit(K)
@@ -118,7 +118,7 @@ def test_rpca_from_columns_on_a_pool_gives_the_local_fit():
     from sfapprox.baselines.rpca import RobustPCA
 
     K = _kernel(220, seed=7)
-    K.max_memory = 220 * 8 * 3 * 80
+    K.max_memory = 2 << 20  # blocks of about 100 columns, room for what GoDec keeps
     local = RobustPCA(budget=20_000, time_limit=None).fit(K)
     with _Counting() as pool:
         remote = RobustPCA(budget=20_000, time_limit=None).fit(DistributedSource(K, pool))

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from sfapprox import BudgetError, _timing
 from sfapprox.baselines.rsvd import RandomizedSVD, one_pass_nystrom, randomized_svd
 from sfapprox.baselines.tsvd import TruncatedSVD
-from sfapprox.sources import KernelMatrix, MatrixSource
+from sfapprox.sources import MIN_BLOCK, KernelMatrix, MatrixSource
 
 
 def test_exact_rank_is_recovered():
@@ -142,7 +142,9 @@ class _TimedArray(MatrixSource):
     def __init__(self, X, clock):
         super().__init__(X.shape[0], name="timed")
         self.X, self.clock = X, clock
-        self.max_memory = 1  # the narrowest blocks: several per pass
+
+    def block_width(self, max_memory=None, *, extra_columns=0):
+        return MIN_BLOCK  # the narrowest blocks: several per pass
 
     def _columns(self, J):
         self.clock.advance(J.size / self.n)
@@ -231,7 +233,7 @@ def test_on_an_executor_the_passes_give_the_local_numbers_with_a_time_limit():
 
     rng = np.random.default_rng(11)
     A = AttentionMatrix(rng.standard_normal((300, 8)), rng.standard_normal((300, 8)))
-    A.max_memory = 1  # several blocks
+    A.max_memory = 1 << 20  # several blocks (of MIN_BLOCK columns), and room for what the fit keeps
     local = RandomizedSVD(n_components=5, time_limit=None).fit(A)
     with ThreadPoolExecutor(2) as pool:
         remote = RandomizedSVD(n_components=5, time_limit=600.0).fit(DistributedSource(A, pool))

@@ -331,6 +331,11 @@ class Monarch(Approximation):
         Wall-clock limit of the whole grid, in seconds; the first shape always
         runs, each later one only when it ends within the limit at the cost
         the last projection predicts (:func:`projection_seconds`).
+    max_memory : int or None, default=None
+        Memory limit in bytes of a fit from a :class:`~sfapprox.sources.MatrixSource`'s
+        columns: one that would keep more than it beside its passes' blocks is refused
+        before any pass (None: the source's own limit, else 80% of the physical
+        memory).
 
     Attributes
     ----------
@@ -370,6 +375,7 @@ class Monarch(Approximation):
         "budget": Interval(int, 0, None, allow_none=True),
         "max_shapes": Interval(int, 1, None),
         "time_limit": Interval(float, 0, None, allow_none=True),
+        "max_memory": Interval(int, 1, None, allow_none=True),
     }
 
     def __init__(
@@ -381,6 +387,7 @@ class Monarch(Approximation):
         budget: int | None = None,
         max_shapes: int = MAX_SHAPES,
         time_limit: float | None = DEFAULT_TIME_LIMIT,
+        max_memory: int | None = None,
     ):
         self.rank = rank
         self.left_block = left_block
@@ -388,6 +395,7 @@ class Monarch(Approximation):
         self.budget = budget
         self.max_shapes = max_shapes
         self.time_limit = time_limit
+        self.max_memory = max_memory
 
     def _candidates(self, n: int) -> list[MonarchShape]:
         """The shapes to project, each with its rank and count; errors name what does not fit."""
@@ -456,28 +464,30 @@ class Monarch(Approximation):
         deadline = _timing.Deadline.after(self.time_limit)
         best, grid, reason = None, [], None
         last = None  # (shape, seconds) of the last projection: what the next one is expected to cost
-        try:
-            for shape in shapes:
-                if best is not None and not deadline.fits(projection_seconds(shape, *last)):
-                    reason = "time_limit"  # (the shapes are tried in order, squarest first)
-                    break
-                began = _timing.now()
-                if streamed:
-                    left, right, err, norm = monarch_project_columns(X, shape.left_block, shape.right_block,
-                                                                     shape.rank)
-                else:
-                    left, right = monarch_project(dense, shape.left_block, shape.right_block, shape.rank)
-                    err = float(np.linalg.norm(dense - from_slabs(monarch_slabs(left, right), n)))
-                grid.append({"blocks": [shape.left_block, shape.right_block], "rank": shape.rank,
-                             "count": shape.count, "fro_error": err})
-                last = (shape, _timing.now() - began)
-                # Smallest error; a tie goes to the earlier (squarer) shape.
-                if best is None or err < best[0] * (1 - 1e-12):
-                    best = (err, shape, left, right)
-        except KeyboardInterrupt:
-            if best is None:
-                raise
-            reason = "interrupted"
+        # a fit from columns: refused before its first pass where its largest shape would not fit
+        with self._from_columns(X, max(shape.count for shape in shapes)):
+            try:
+                for shape in shapes:
+                    if best is not None and not deadline.fits(projection_seconds(shape, *last)):
+                        reason = "time_limit"  # (the shapes are tried in order, squarest first)
+                        break
+                    began = _timing.now()
+                    if streamed:
+                        left, right, err, norm = monarch_project_columns(X, shape.left_block, shape.right_block,
+                                                                         shape.rank)
+                    else:
+                        left, right = monarch_project(dense, shape.left_block, shape.right_block, shape.rank)
+                        err = float(np.linalg.norm(dense - from_slabs(monarch_slabs(left, right), n)))
+                    grid.append({"blocks": [shape.left_block, shape.right_block], "rank": shape.rank,
+                                 "count": shape.count, "fro_error": err})
+                    last = (shape, _timing.now() - began)
+                    # Smallest error; a tie goes to the earlier (squarer) shape.
+                    if best is None or err < best[0] * (1 - 1e-12):
+                        best = (err, shape, left, right)
+            except KeyboardInterrupt:
+                if best is None:
+                    raise
+                reason = "interrupted"
         self.seconds_ = time.perf_counter() - start
         err, shape, left, right = best
         exact = err <= EXACT_TOL * norm

@@ -206,6 +206,11 @@ class Nystrom(Approximation):
         Seed of the pivots' draws (and of the symmetry check's sample).
     time_limit : float or None, default=DEFAULT_TIME_LIMIT
         Seconds the pivot search may take (fewer pivots when it runs out).
+    max_memory : int or None, default=None
+        Memory limit in bytes of a fit from a :class:`~sfapprox.sources.MatrixSource`'s
+        columns: one that would keep more than it beside its passes' blocks is refused
+        before any pass, and the passes are sized for it (None: the source's own
+        limit, else 80% of the physical memory).
 
     Attributes
     ----------
@@ -229,15 +234,18 @@ class Nystrom(Approximation):
         "pivots": Options(("rpcholesky", "uniform")),
         "random_state": Interval(int, 0, None),
         "time_limit": Interval(float, 0, None, allow_none=True),
+        "max_memory": Interval(int, 1, None, allow_none=True),
     }
 
     def __init__(self, n_components: int | None = None, *, budget: int | None = None, pivots: str = "rpcholesky",
-                 random_state: int = 0, time_limit: float | None = DEFAULT_TIME_LIMIT):
+                 random_state: int = 0, time_limit: float | None = DEFAULT_TIME_LIMIT,
+                 max_memory: int | None = None):
         self.n_components = n_components
         self.budget = budget
         self.pivots = pivots
         self.random_state = random_state
         self.time_limit = time_limit
+        self.max_memory = max_memory
 
     def fit(self, X, *, check_input: bool = True) -> "Nystrom":
         """Choose the pivots and form ``C`` and the core from ``X``'s columns (dense, sparse or a source).
@@ -266,7 +274,8 @@ class Nystrom(Approximation):
             When ``X`` is not symmetric or has a negative diagonal entry.
         """
         start = time.perf_counter()
-        source = as_source(self._validate(X, check_input))
+        given = self._validate(X, check_input)
+        source = as_source(given)
         n = source.n
         if self.n_components is None and self.budget is None:
             raise ParameterError("Nystrom needs n_components (the rank) or a budget")
@@ -274,9 +283,10 @@ class Nystrom(Approximation):
         if rank == 0:
             raise BudgetError(f"budget {self.budget} is below one Nyström pivot of a {n} x {n} matrix "
                               f"({nystrom_count(n, 1)} numbers)")
-        _check_structure(source, self.random_state)
         deadline = _timing.Deadline.after(self.time_limit)
-        with AdaptiveThreads(float(n) * rank):  # BLAS threads from the free cores
+        # BLAS threads from the free cores
+        with self._from_columns(given, nystrom_count(n, rank)), AdaptiveThreads(float(n) * rank):
+            _check_structure(source, self.random_state)
             if self.pivots == "uniform":
                 S = np.sort(np.random.default_rng(self.random_state).choice(n, size=rank, replace=False))
             else:

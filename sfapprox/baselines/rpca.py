@@ -652,7 +652,11 @@ class RobustPCA(Approximation):
         None: float64 on CPU, float32 on GPU.
     max_memory : int or None, default=None
         Bytes the dense work arrays may take; refused before any work above it
-        (None: 80% of the physical memory).
+        (None: 80% of the physical memory).  A fit from a
+        :class:`~sfapprox.sources.MatrixSource`'s columns is refused before
+        any pass where what it keeps beside its passes' blocks is over it,
+        and its passes are sized for it (None: the source's own limit, else
+        80%).
 
     Attributes
     ----------
@@ -817,20 +821,16 @@ class RobustPCA(Approximation):
         if self.method != "godec":
             raise NotApplicableError("Principal Component Pursuit needs the matrix formed (its singular value "
                                      "thresholding works on all of it); rpca (GoDec) works from columns")
-        from ..comparison import check_columns_memory  # here: the comparison imports the methods
-
         n = source.n
         splits = self._splits(n)
         # What a comparison checks before it, for this fit from the API too (the fallback from a dense
         # matrix over the limit included): a large budget's sketch and entries over the limit are refused
         # before any pass
         stored = max(rpca_count(n, rank, n_sparse, count_indices=self.count_indices) for rank, n_sparse in splits)
-        check_columns_memory(self.method_name, source, stored, self.max_memory,
-                             subject=f"{self.method_name}'s")
         start = time.perf_counter()
         deadline = None if self.time_limit is None else _timing.Deadline.after(self.time_limit)
         given = self._reused_start(n)
-        with AdaptiveThreads(float(n) * n):
+        with self._from_columns(source, stored), AdaptiveThreads(float(n) * n):
             best, grid = fit_grid_columns(source, splits, max_iter=self.max_iter, tol=self.tol,
                                           seed=self.random_state, deadline=deadline,
                                           max_memory=room(source, self.max_memory),

@@ -389,6 +389,11 @@ class RandomizedSVD(Approximation):
         sketch taken beside it where that is the quicker way (``"co-range"``).
         Sources with cheap products of their own (sparse, operators,
         covariances, arrays in memory) always make their passes.
+    max_memory : int or None, default=None
+        Memory limit in bytes of a fit from a :class:`~sfapprox.sources.MatrixSource`'s
+        columns: one that would keep more than it beside its passes' blocks is refused
+        before any pass, and the passes are sized for it (None: the source's own
+        limit, else 80% of the physical memory).
 
     Attributes
     ----------
@@ -415,16 +420,19 @@ class RandomizedSVD(Approximation):
         "n_iter": Interval(int, 0, None),
         "random_state": Interval(int, 0, None),
         "time_limit": Interval(float, 0, None, allow_none=True),
+        "max_memory": Interval(int, 1, None, allow_none=True),
     }
 
     def __init__(self, n_components: int | None = None, *, budget: int | None = None, n_oversamples: int = 10,
-                 n_iter: int = 2, random_state: int = 0, time_limit: float | None = DEFAULT_TIME_LIMIT):
+                 n_iter: int = 2, random_state: int = 0, time_limit: float | None = DEFAULT_TIME_LIMIT,
+                 max_memory: int | None = None):
         self.n_components = n_components
         self.budget = budget
         self.n_oversamples = n_oversamples
         self.n_iter = n_iter
         self.random_state = random_state
         self.time_limit = time_limit
+        self.max_memory = max_memory
 
     def fit(self, X, *, check_input: bool = True) -> "RandomizedSVD":
         """Fit the factors to ``X`` (dense, sparse or a source) from products with it.
@@ -450,7 +458,8 @@ class RandomizedSVD(Approximation):
             When the budget is below one rank (``2N + 1`` numbers).
         """
         start = time.perf_counter()
-        source = as_source(self._validate(X, check_input))
+        given = self._validate(X, check_input)
+        source = as_source(given)
         n = source.n
         if self.n_components is None and self.budget is None:
             raise ParameterError("RandomizedSVD needs n_components (the rank) or a budget")
@@ -460,7 +469,7 @@ class RandomizedSVD(Approximation):
                               f"({tsvd_count(n, 1)} numbers)")
         deadline = _timing.Deadline.after(self.time_limit)
         # BLAS threads from the free cores: a second thread on a busy core made a QR 100x slower.
-        with AdaptiveThreads(float(n) * n):
+        with self._from_columns(given, tsvd_count(n, rank)), AdaptiveThreads(float(n) * n):
             # One pass can end the fit only where passes read the columns (others' products are cheap): a
             # PSD source's from its sketch, any other's from the co-range sketch its pass may take too.
             by_columns = self.time_limit is not None and source.products_by_columns

@@ -265,6 +265,11 @@ class SparseApproximation(Approximation):
     budget : int or None, default=None
         Stored-number budget (used when ``n_sparse`` is None), counted as
         ``2 s + N + 1`` (:func:`sparse_count`).
+    max_memory : int or None, default=None
+        Memory limit in bytes of a fit from a :class:`~sfapprox.sources.MatrixSource`'s
+        columns: one that would keep more than it beside its passes' blocks is refused
+        before any pass, and the passes are sized for it (None: the source's own
+        limit, else 80% of the physical memory).
 
     Attributes
     ----------
@@ -300,11 +305,13 @@ class SparseApproximation(Approximation):
     _parameter_constraints = {
         "n_sparse": Interval(int, 0, None, allow_none=True),
         "budget": Interval(int, 0, None, allow_none=True),
+        "max_memory": Interval(int, 1, None, allow_none=True),
     }
 
-    def __init__(self, n_sparse: int | None = None, *, budget: int | None = None):
+    def __init__(self, n_sparse: int | None = None, *, budget: int | None = None, max_memory: int | None = None):
         self.n_sparse = n_sparse
         self.budget = budget
+        self.max_memory = max_memory
 
     def fit(self, X, *, check_input: bool = True) -> "SparseApproximation":
         """Keep the largest entries of the square matrix ``X`` (dense, sparse or a source).
@@ -346,7 +353,8 @@ class SparseApproximation(Approximation):
             # Too big to form: one pass over its columns.  A large dense X goes the same way, in
             # blocks of selection_bytes(n): the same entries, without six N x N temporaries.
             source, memory = (X, None) if isinstance(X, MatrixSource) else (ArraySource(X), selection_bytes(n))
-            rows, cols, vals, nnz = streamed_top_entries(source, limit, max_memory=memory)
+            with self._from_columns(X, sparse_count(n, limit)):
+                rows, cols, vals, nnz = streamed_top_entries(source, limit, max_memory=memory)
             S = sp.csr_array((vals, (rows, cols)), shape=(n, n))
             s = int(vals.size)
         else:
@@ -379,7 +387,7 @@ class SparseApproximation(Approximation):
 
 # --------------------------------------------------------------------------- registration
 def _make(n: int, budget: int, context: RunContext) -> SparseApproximation:
-    return SparseApproximation(budget=budget)
+    return SparseApproximation(**context.settings.apply_to(SparseApproximation, budget=budget))
 
 
 register(

@@ -26,7 +26,7 @@ source is a subclass that implements ``_columns(J)`` (and ``describe()``).
 from __future__ import annotations
 
 from ._base import BLOCK_SHARE, MAX_BLOCK, MIN_BLOCK, MatrixSource, block_columns, formable, formed_need, scoring_need
-from .arrays import ArraySource, OperatorSource, SparseSource, as_source, columns_within, open_npy, room
+from .arrays import ArraySource, OperatorSource, SparseSource, as_source, columns_within, open_npy, passes_within, room
 from .attention import AttentionMatrix
 from .covariance import CovarianceMatrix
 from .distributed import DistributedSource
@@ -44,6 +44,7 @@ __all__ = [
     "as_source",
     "columns_within",
     "room",
+    "passes_within",
     "open_npy",
     "block_columns",
     "median_bandwidth",

@@ -3,7 +3,9 @@ sparse matrix, or any LinearOperator that can multiply."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -353,3 +355,30 @@ def room(source: MatrixSource, max_memory: int | None) -> int | None:
     if source.max_memory is None:
         return limit
     return source.max_memory if limit is None else min(limit, source.max_memory)
+
+
+@contextlib.contextmanager
+def passes_within(source: MatrixSource, max_memory: int | None) -> Iterator[MatrixSource]:
+    """``source`` with its passes sized for ``max_memory`` during the block (:func:`room`: never more
+    than its own limit), as a comparison sizes them for its limit; None leaves them as they are.
+
+    Parameters
+    ----------
+    source : MatrixSource
+        The matrix read by its columns.
+    max_memory : int or None
+        Memory limit in bytes.
+
+    Yields
+    ------
+    MatrixSource
+        ``source`` itself.
+    """
+    if max_memory is None:
+        yield source
+        return
+    previous, source.max_memory = source.max_memory, room(source, max_memory)
+    try:
+        yield source
+    finally:
+        source.max_memory = previous

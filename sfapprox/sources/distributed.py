@@ -81,6 +81,10 @@ class DistributedSource(MatrixSource):
         if "source" in self.__dict__:
             self.source.max_memory = value
 
+    def block_width(self, max_memory: int | None = None, *, extra_columns: int = 0) -> int:
+        """The wrapped source's blocks (:meth:`MatrixSource.block_width`): the same passes, split here."""
+        return self.source.block_width(max_memory, extra_columns=extra_columns)
+
     def __reduce__(self):
         return (_unwrap, (self.source,))
 
