@@ -6,6 +6,11 @@ Run by hand (not part of the tests):
         [--sfapprox PATH --tag method_memory-before]
     python benchmarks/method_memory.py --columns --limit-arrays 0.5 --budget 0.1 --sizes 4096
         --methods rsvd,nystrom,sparse,rpca,monarch --tag method_memory_columns
+    python benchmarks/method_memory.py --columns --direct --limit-arrays 0 --budget 0.3 --sizes 4096
+        --methods rsvd,nystrom,sparse,rpca,monarch --tag method_memory_direct
+
+``--direct`` (with ``--columns``): each method's estimator is fitted alone through the API, made from
+``FitSettings(max_memory=...)`` as a comparison makes it, not inside a comparison.
 
 ``--columns``: X is given as its source (a ``KernelMatrix`` of the same points): the comparison forms it
 only where it and its scoring fit the limit, else the methods that work from columns run from its column
@@ -69,7 +74,7 @@ def _spy_checks() -> list:
 
 
 def one(n: int, method: str, seconds: float, limit_arrays: float | None = None, columns: bool = False,
-        budget: str | None = None) -> dict:
+        budget: str | None = None, direct: bool = False) -> dict:
     """``compare`` of one method at order ``n`` in this process: its peak RSS over the start (X included)
     and the largest memory need it checked; with ``limit_arrays``, under ``max_memory`` = that many
     N x N arrays plus the libraries' and compiled kernels' working sets."""
@@ -98,6 +103,8 @@ def one(n: int, method: str, seconds: float, limit_arrays: float | None = None, 
 
         limit = int(limit_arrays * 8 * n * n) + LIBRARY_WORKING_SET + COMPILED_WORKING_SET
     began = time.perf_counter()
+    if direct:
+        return _direct(X, n, method, seconds, limit, budget, base, checked, began)
     try:
         result = sfapprox.compare(X, methods=[method], time_limit=seconds, max_memory=limit, budget=budget)
     except sfapprox.ResourceError as exc:  # refused before any work: the whole comparison
@@ -117,6 +124,39 @@ def one(n: int, method: str, seconds: float, limit_arrays: float | None = None, 
             "sfapprox": str(Path(sfapprox.__file__).parent), "numpy": np.__version__}
 
 
+def _direct(X, n: int, method: str, seconds: float, limit: int | None, budget: str | None, base: int,
+            checked: list, began: float) -> dict:
+    """The method's estimator alone (the API, no comparison), made from the settings
+    ``FitSettings(max_memory=limit)`` as a comparison makes it: a checkout whose estimator takes no
+    ``max_memory`` is given none (its settings pass only what the constructor accepts)."""
+    import numpy as np
+
+    import sfapprox
+    from sfapprox._base import RunContext, get_method
+    from sfapprox.budget import resolve_budget
+
+    value = resolve_budget(budget, n).value
+    est = get_method(method).make(n, value, RunContext(sfapprox.FitSettings(device="cpu", time_limit=seconds,
+                                                                            max_memory=limit)))
+    row = {"n": n, "method": method, "limit_bytes": limit, "array_bytes": 8 * n * n, "direct": True,
+           "given_limit": getattr(est, "max_memory", None) is not None,
+           "sfapprox": str(Path(sfapprox.__file__).parent), "numpy": np.__version__}
+    try:
+        est.fit(X)
+    except sfapprox.ResourceError as exc:
+        return {**row, "refused": str(exc), "peak_over_bytes": proc_status("VmHWM") - base}
+    need, what = max(checked) if checked else (None, None)
+    return {**row, "seconds": time.perf_counter() - began, "peak_over_bytes": proc_status("VmHWM") - base,
+            "checked_bytes": need, "checked_what": what, "checks": len(checked), "status": "ok",
+            "rel_error": None, "path": "columns" if columns_source(X) else "memory", "reason": None}
+
+
+def columns_source(X) -> bool:
+    from sfapprox.sources import MatrixSource
+
+    return isinstance(X, MatrixSource)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1024,2048,3000")
@@ -129,6 +169,9 @@ def main() -> None:
                              "the peak with that limit")
     parser.add_argument("--columns", action="store_true", help="X given as a KernelMatrix source")
     parser.add_argument("--budget", default=None, help="the comparison's budget (default: SF's)")
+    parser.add_argument("--direct", action="store_true",
+                        help="fit each method's estimator alone through the API (made from FitSettings with "
+                             "the limit), not in a comparison")
     parser.add_argument("--tag", default="method_memory")
     args = parser.parse_args()
     env = checkout_env(args.sfapprox)
@@ -144,7 +187,7 @@ def main() -> None:
         for method in names:
             try:
                 r = run_child("method_memory", "one", [n, method, args.seconds, args.limit_arrays, args.columns,
-                                                       args.budget], env=env)
+                                                       args.budget, args.direct], env=env)
             except RuntimeError as exc:  # a method that fails is a row, not the end of the run
                 r = {"n": n, "method": method, "failed": str(exc).splitlines()[-1][:200]}
                 print(f"N={n} {method}: failed: {r['failed']}", flush=True)
@@ -166,8 +209,10 @@ def render_limited(rows: list[dict], args) -> list[str]:
     lines = [f"# Every method under a memory limit: peak against the limit ({time.strftime('%Y-%m-%d')})", "",
              f"Machine: {machine()}. Command: `{meta()['command']}`"
              + (f" (sfapprox from `{args.sfapprox}`)" if args.sfapprox else "") + ". X: the RBF kernel of a "
-             f"32-cluster cloud (float64{', given as its source: formed by the comparison only where it and its scoring fit the limit, else read by columns' if args.columns else ''}); one `compare` "
-             f"per cell, {'budget ' + args.budget if args.budget else 'SF' + chr(39) + 's budget'}, "
+             f"32-cluster cloud (float64{_given(args)}); "
+             + ("each method's estimator fitted alone through the API, made from `FitSettings(max_memory=...)` "
+                "(an estimator without a `max_memory` of its own gets none)" if args.direct else "one `compare` per cell")
+             + f", {'budget ' + args.budget if args.budget else 'SF' + chr(39) + 's budget'}, "
              f"`max_memory` = {args.limit_arrays:g} "
              "N x N float64 arrays + the libraries' and compiled kernels' working sets (192 MiB); peak RSS over "
              "the RSS before X was made (X included).", "",
@@ -189,6 +234,15 @@ def render_limited(rows: list[dict], args) -> list[str]:
         lines.append(f"| {r['n']:,} | {r['method']} | {limit:.2f} | {peak:.2f} | {peak / limit:.2f}{flag} | "
                      f"{r['path']} | {status} | {rel} |")
     return lines
+
+
+def _given(args) -> str:
+    """How X was given (the table's note)."""
+    if not args.columns:
+        return ""
+    if args.direct:
+        return ", given as its source"
+    return ", given as its source: formed by the comparison only where it and its scoring fit the limit, else read by columns"
 
 
 def render(rows: list[dict], args) -> list[str]:
