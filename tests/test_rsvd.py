@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sfapprox import BudgetError, _timing
+from sfapprox import BudgetError, ConvergenceWarning, _timing
 from sfapprox.baselines.rsvd import RandomizedSVD, one_pass_nystrom, randomized_svd
 from sfapprox.baselines.tsvd import TruncatedSVD
 from sfapprox.sources import MIN_BLOCK, KernelMatrix, MatrixSource
@@ -131,9 +131,28 @@ def test_a_zero_kernel_ends_after_one_pass(fake_clock):
 def test_sources_with_cheap_products_make_their_two_passes(fake_clock):
     from sfapprox.sources import CovarianceMatrix
 
-    C = CovarianceMatrix(np.random.default_rng(9).standard_normal((30, 80)))
-    est = RandomizedSVD(n_components=3, time_limit=1e-9).fit(C)
-    assert est.params_["passes"] >= 2 and "one_pass" not in est.params_
+    class Slow(CovarianceMatrix):  # each product a second of the fake clock
+        def matmat(self, B):
+            fake_clock.advance(1.0)
+            return super().matmat(B)
+
+        rmatmat = matmat
+
+    C = Slow(np.random.default_rng(9).standard_normal((30, 80)))
+    # past the limit, and it says so: the fewest passes it has did not fit
+    with pytest.warns(ConvergenceWarning, match=r"took [\d.]+ s of time_limit=1.5 s: its fewest passes over X \(2: the "
+                                                r"sketch and Q\^T X\) did not fit"):
+        est = RandomizedSVD(n_components=3, time_limit=1.5).fit(C)
+    assert est.params_["passes"] == 2 and "one_pass" not in est.params_
+
+
+def test_a_fit_within_its_limit_does_not_warn(fake_clock):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = RandomizedSVD(n_components=3, time_limit=60.0).fit(_low_rank_plus_noise(n=60, r=3))
+    assert est.n_iter_ == 2
 
 
 class _TimedArray(MatrixSource):
