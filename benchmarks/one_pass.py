@@ -3,6 +3,7 @@
 Run by hand (not part of the tests):
 
     python benchmarks/one_pass.py [--sizes 8192,16384] [--share 1.5] [--tag one_pass]
+    python benchmarks/one_pass.py --memmap DIR [--cold] --sizes 8192 --tag one_pass_disk
 
 A randomized SVD needs two passes over a matrix it reads by columns (the sketch ``X Omega``, then
 ``Q^T X``); under a limit shorter than that it ran past it by a whole pass.  Now a symmetric source
@@ -13,12 +14,22 @@ symmetric), one pass is timed first (``X @ Omega`` by blocks); then ``Randomized
 runs with ``time_limit`` = ``--share`` passes and with no limit (its two passes and two power
 iterations). Each row: the fit's seconds, passes, how it ended, and its exact relative error (a pass
 over every column).  Writes benchmarks/results/<tag>.json and .md.
+
+``--memmap DIR``: the attention matrix is written to ``DIR/attention-N.npy`` (float64, C order) and read
+back memory-mapped (``sfapprox.sources.open_npy``), the case the co-range sketch is for: reading its
+columns, not computing them, is the cost.  ``--cold``: a thread evicts the file's pages from the page
+cache every 50 ms (``posix_fadvise(DONTNEED)``), so that every pass reads the disk, as for a file larger
+than the machine's memory.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import threading
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -37,18 +48,64 @@ def matrices(n: int, seed: int = 0) -> dict:
             "kernel": KernelMatrix(points, name=f"kernel-{n}")}
 
 
-def one(source, budget: int, share: float) -> list[dict]:
+def on_disk(source, folder: Path):
+    """``source`` written to ``folder`` as a ``.npy`` (by column blocks) and opened memory-mapped."""
+    from sfapprox.sources import block_columns, open_npy
+
+    path = folder / f"{source.name}.npy"
+    out = np.lib.format.open_memmap(path, mode="w+", dtype=np.float64, shape=(source.n, source.n))
+    for J in block_columns(source.n, 1024):
+        out[:, J] = source.columns(J)
+    out.flush()
+    del out
+    return open_npy(path, name=f"{source.name} (.npy on disk)")
+
+
+def evict(path: str) -> None:
+    """Drop the file's clean pages from the page cache."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def kept_cold(path: str | None):
+    """Evict ``path``'s pages every 50 ms while the block runs (None: nothing)."""
+    if path is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(0.05):
+            evict(path)
+
+    evict(path)
+    worker = threading.Thread(target=loop, daemon=True)
+    worker.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        worker.join()
+
+
+def one(source, budget: int, share: float, cold: str | None = None) -> list[dict]:
     """The pass's time, then the fit under ``share`` passes and without a limit; one row each."""
     from sfapprox import estimate_errors
     from sfapprox.baselines.rsvd import RandomizedSVD
 
     rank = budget // (2 * source.n + 1)
-    began = time.perf_counter()
-    source.matmat(np.random.default_rng(1).standard_normal((source.n, rank + 10)))
-    per_pass = time.perf_counter() - began
+    with kept_cold(cold):
+        began = time.perf_counter()
+        source.matmat(np.random.default_rng(1).standard_normal((source.n, rank + 10)))
+        per_pass = time.perf_counter() - began
     rows = []
     for limit in (share * per_pass, None):
-        est = RandomizedSVD(budget=budget, time_limit=limit).fit(source)
+        with kept_cold(cold):
+            est = RandomizedSVD(budget=budget, time_limit=limit).fit(source)
         error = estimate_errors(source, {"rsvd": est.operator_}, time_limit=None)["rsvd"]
         rows.append({"matrix": source.name, "n": source.n, "pass_s": round(per_pass, 2),
                      "time_limit": None if limit is None else round(limit, 2), "seconds": round(est.seconds_, 2),
@@ -78,6 +135,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="8192,16384")
     parser.add_argument("--share", type=float, default=1.5, help="the time limit, in passes")
     parser.add_argument("--tag", default="one_pass")
+    parser.add_argument("--memmap", default=None, help="a folder: attention written there as .npy, read mapped")
+    parser.add_argument("--cold", action="store_true", help="with --memmap: keep its pages out of the page cache")
     args = parser.parse_args()
     from sfapprox.budget import sf_count
 
@@ -88,8 +147,17 @@ def main() -> None:
     rows = []
     for n in (int(s) for s in args.sizes.split(",")):
         budget = sf_count(n)
-        for source in matrices(n).values():
-            rows.extend(one(source, budget, args.share))
+        if args.memmap is None:
+            for source in matrices(n).values():
+                rows.extend(one(source, budget, args.share))
+            continue
+        source = on_disk(matrices(n)["attention"], Path(args.memmap))
+        path = os.fspath(source.array.filename)
+        try:
+            rows.extend(one(source, budget, args.share, path if args.cold else None))
+        finally:
+            del source
+            os.unlink(path)
     write_results(args.tag, {**meta(machine=machine()), "rows": rows, "share": args.share},
                   render(rows, args.share))
 
