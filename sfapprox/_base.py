@@ -29,12 +29,11 @@ new file there: ``--methods`` help, ``compare``, ``sweep``, ``batch``,
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import importlib
 import inspect
 import pkgutil
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -166,24 +165,25 @@ class Approximation:
             raise ResourceError(f"{exc}; {self.method_name} needs the matrix in memory, while {able} work from "
                                 "its columns (compare --methods ...)") from None
 
-    @contextlib.contextmanager
-    def _from_columns(self, source: Any, stored: int) -> Iterator[None]:
-        """A fit from ``source``'s column blocks keeping ``stored`` numbers: refused before any pass
-        where what it keeps (:attr:`MethodSpec.columns_memory`) and its passes' blocks are over the
-        limit (:func:`check_columns_memory`), as a comparison refuses its row; its passes sized for
-        that limit meanwhile.  The limit is the estimator's ``max_memory``, else the source's own (a
-        comparison sets it), else the default (80% of RAM).  ``source`` not a
-        :class:`~sfapprox.sources.MatrixSource` (a matrix in memory): nothing to do."""
+    def _from_columns(self, source: Any, stored: int) -> Any:
+        """The source a fit from ``source``'s column blocks keeping ``stored`` numbers reads: refused
+        before any pass where what it keeps (:attr:`MethodSpec.columns_memory`) and its passes' blocks
+        are over the limit (:func:`check_columns_memory`), as a comparison refuses its row; else
+        ``source``, or a copy of it whose passes are sized for that limit
+        (:func:`~sfapprox.sources.passes_within`: the source given is never changed).  The limit is
+        the estimator's ``max_memory``, else the source's own (:attr:`MatrixSource.max_memory`;
+        during a comparison, the comparison's), else the default (80% of RAM).  ``source`` not a
+        :class:`~sfapprox.sources.MatrixSource` (a matrix in memory, which ``max_memory`` does not
+        limit here): ``source`` itself."""
         if not isinstance(source, MatrixSource):
-            yield
-            return
+            return source
         own = getattr(self, "max_memory", None)
         # a source made from a matrix held in memory has the rest of the limit as its own
         limit = own if own is not None else (None if source.max_memory is None
                                              else source.max_memory + source.held_bytes)
-        check_columns_memory(self.method_name, source, stored, limit, subject=f"{self.method_name}'s")
-        with passes_within(source, own):
-            yield
+        check_columns_memory(self.method_name, source, stored, limit, subject=f"{self.method_name}'s",
+                             counted="keeping")
+        return passes_within(source, own)
 
     def fit(self, X, *, check_input: bool = True) -> "Approximation":  # pragma: no cover - abstract
         raise NotImplementedError
@@ -447,7 +447,7 @@ def parse_methods(spec: str | Iterable[str]) -> list[str]:
 
 
 def check_columns_memory(name: str, source: MatrixSource, budget: int, max_memory: int | None, *,
-                         subject: str = "its") -> None:
+                         subject: str = "its", counted: str = "at a budget of") -> None:
     """Refuse ``name``'s fit from ``source``'s column blocks when what it keeps
     (:attr:`~sfapprox._base.MethodSpec.columns_memory`: sketches, factors, entries; measured) and a
     matrix held beside it (:attr:`~sfapprox.sources.MatrixSource.held_bytes`) do not fit in what the
@@ -467,6 +467,8 @@ def check_columns_memory(name: str, source: MatrixSource, budget: int, max_memor
     subject : str, default="its"
         Whose fit the message names ("its": a comparison's row names the method; an estimator's
         own check names it: "rpca's").
+    counted : str, default="at a budget of"
+        What ``budget`` is, in the message (an estimator's own check: "keeping", its stored count).
 
     Raises
     ------
@@ -478,9 +480,9 @@ def check_columns_memory(name: str, source: MatrixSource, budget: int, max_memor
         return
     kept = spec.columns_memory(source.n, budget)
     check_memory(columns_need(spec, source, budget, max_memory), limit=max_memory, held=source.held_bytes,
-                 advice="lower the budget",
-                 what=f"{subject} fit of {source.name} ({source.n:,} x {source.n:,}) from column blocks at a budget of "
-                      f"{budget:,} ({format_bytes(kept)} kept, beside its passes' blocks, half the limit)")
+                 advice="lower the budget" if counted == "at a budget of" else "keep fewer numbers (a lower budget or rank)",
+                 what=f"{subject} fit of {source.name} ({source.n:,} x {source.n:,}) from column blocks {counted} "
+                      f"{budget:,} numbers ({format_bytes(kept)} kept, beside its passes' blocks, half the limit)")
 
 
 def columns_need(spec, source: MatrixSource, budget: int, max_memory: int | None) -> int:

@@ -213,8 +213,8 @@ def test_a_fit_from_columns_over_its_limit_is_refused_before_reading_a_column(na
     est = _column_fit(name, n, budget, limit)
     assert est.max_memory == limit  # the settings' limit reaches the estimator
     K = _LoggedKernel.make(n)
-    with pytest.raises(ResourceError, match=rf"^{name}'s fit of kernel \(400 x 400\) from column blocks at a "
-                                            r"budget of [\d,]+ .* over the memory limit"):
+    with pytest.raises(ResourceError, match=rf"^{name}'s fit of kernel \(400 x 400\) from column blocks keeping "
+                                            r"[\d,]+ numbers .* over the memory limit .* keep fewer numbers"):
         est.fit(K)
     assert K.reads == [] and K.max_memory is None  # nothing read; the source as it was given
     # with no limit of its own, the source's is the limit (a comparison sets it there)
@@ -247,3 +247,45 @@ def test_a_matrix_in_memory_is_not_checked_as_a_fit_from_columns():
 
     X = np.random.default_rng(1).standard_normal((50, 50))
     assert RandomizedSVD(n_components=3, max_memory=1).fit(X).n_stored_ == 3 * 101
+
+
+def test_a_fit_with_its_own_limit_never_changes_the_source_given():
+    """Two fits of one source in two threads with two limits each keep theirs: the passes read a copy
+    sized for the estimator's limit (the shared source's limit was set and restored, out of order)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sfapprox.sources import DistributedSource, passes_within
+
+    K = _LoggedKernel.make(300)
+    limited = passes_within(K, 5 << 20)
+    assert limited is not K and limited.max_memory == 5 << 20 and K.max_memory is None
+    assert passes_within(K, None) is K
+    with ThreadPoolExecutor(2) as pool:
+        D = DistributedSource(K, pool)
+        copy = passes_within(D, 5 << 20)
+        assert isinstance(copy, DistributedSource) and copy.source is not K and K.max_memory is None
+        assert copy.max_memory == 5 << 20
+
+
+def test_a_matrix_held_beside_the_passes_takes_its_share_of_an_estimators_own_limit():
+    from sfapprox.sources import DistributedSource, columns_within, passes_within
+
+    X = np.eye(400)
+    held = X.nbytes
+    source = columns_within(X, 64 << 20)
+    assert source.held_bytes == held and source.max_memory == (64 << 20) - held
+    # a smaller limit of the estimator's: its passes get that limit less the held matrix
+    assert passes_within(source, 8 << 20).max_memory == (8 << 20) - held
+    wrapped = DistributedSource(source, executor=None)
+    assert wrapped.held_bytes == held  # a wrapped source's held matrix is counted too
+
+
+def test_rsvd_counts_its_oversampling_in_its_memory_check():
+    from sfapprox import ResourceError
+    from sfapprox.baselines.rsvd import RandomizedSVD
+
+    K = _LoggedKernel.make(400)
+    limit = 16 << 20
+    RandomizedSVD(n_components=5, max_memory=limit, time_limit=None).fit(K)
+    with pytest.raises(ResourceError, match="over the memory limit"):
+        RandomizedSVD(n_components=5, n_oversamples=1500, max_memory=limit, time_limit=None).fit(K)

@@ -455,6 +455,8 @@ class Monarch(Approximation):
         streamed = isinstance(X, MatrixSource)
         n = X.n if streamed else X.shape[0]
         shapes = self._candidates(n)
+        # a fit from columns: refused before its first pass where its largest shape would not fit
+        X = self._from_columns(X, max(shape.count for shape in shapes))
         if streamed:  # one pass over its columns per shape; the padded projection's error
             norm = None
         else:
@@ -464,30 +466,28 @@ class Monarch(Approximation):
         deadline = _timing.Deadline.after(self.time_limit)
         best, grid, reason = None, [], None
         last = None  # (shape, seconds) of the last projection: what the next one is expected to cost
-        # a fit from columns: refused before its first pass where its largest shape would not fit
-        with self._from_columns(X, max(shape.count for shape in shapes)):
-            try:
-                for shape in shapes:
-                    if best is not None and not deadline.fits(projection_seconds(shape, *last)):
-                        reason = "time_limit"  # (the shapes are tried in order, squarest first)
-                        break
-                    began = _timing.now()
-                    if streamed:
-                        left, right, err, norm = monarch_project_columns(X, shape.left_block, shape.right_block,
-                                                                         shape.rank)
-                    else:
-                        left, right = monarch_project(dense, shape.left_block, shape.right_block, shape.rank)
-                        err = float(np.linalg.norm(dense - from_slabs(monarch_slabs(left, right), n)))
-                    grid.append({"blocks": [shape.left_block, shape.right_block], "rank": shape.rank,
-                                 "count": shape.count, "fro_error": err})
-                    last = (shape, _timing.now() - began)
-                    # Smallest error; a tie goes to the earlier (squarer) shape.
-                    if best is None or err < best[0] * (1 - 1e-12):
-                        best = (err, shape, left, right)
-            except KeyboardInterrupt:
-                if best is None:
-                    raise
-                reason = "interrupted"
+        try:
+            for shape in shapes:
+                if best is not None and not deadline.fits(projection_seconds(shape, *last)):
+                    reason = "time_limit"  # (the shapes are tried in order, squarest first)
+                    break
+                began = _timing.now()
+                if streamed:
+                    left, right, err, norm = monarch_project_columns(X, shape.left_block, shape.right_block,
+                                                                     shape.rank)
+                else:
+                    left, right = monarch_project(dense, shape.left_block, shape.right_block, shape.rank)
+                    err = float(np.linalg.norm(dense - from_slabs(monarch_slabs(left, right), n)))
+                grid.append({"blocks": [shape.left_block, shape.right_block], "rank": shape.rank,
+                             "count": shape.count, "fro_error": err})
+                last = (shape, _timing.now() - began)
+                # Smallest error; a tie goes to the earlier (squarer) shape.
+                if best is None or err < best[0] * (1 - 1e-12):
+                    best = (err, shape, left, right)
+        except KeyboardInterrupt:
+            if best is None:
+                raise
+            reason = "interrupted"
         self.seconds_ = time.perf_counter() - start
         err, shape, left, right = best
         exact = err <= EXACT_TOL * norm

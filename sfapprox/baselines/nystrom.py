@@ -284,9 +284,9 @@ class Nystrom(Approximation):
             raise BudgetError(f"budget {self.budget} is below one Nyström pivot of a {n} x {n} matrix "
                               f"({nystrom_count(n, 1)} numbers)")
         deadline = _timing.Deadline.after(self.time_limit)
-        # BLAS threads from the free cores
-        with self._from_columns(given, nystrom_count(n, rank)), AdaptiveThreads(float(n) * rank):
-            _check_structure(source, self.random_state)
+        _check_structure(source, self.random_state)
+        source = as_source(self._from_columns(given, nystrom_count(n, rank)))
+        with AdaptiveThreads(float(n) * rank):  # BLAS threads from the free cores
             if self.pivots == "uniform":
                 S = np.sort(np.random.default_rng(self.random_state).choice(n, size=rank, replace=False))
             else:

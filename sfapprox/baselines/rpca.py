@@ -830,7 +830,8 @@ class RobustPCA(Approximation):
         start = time.perf_counter()
         deadline = None if self.time_limit is None else _timing.Deadline.after(self.time_limit)
         given = self._reused_start(n)
-        with self._from_columns(source, stored), AdaptiveThreads(float(n) * n):
+        source = self._from_columns(source, stored)
+        with AdaptiveThreads(float(n) * n):
             best, grid = fit_grid_columns(source, splits, max_iter=self.max_iter, tol=self.tol,
                                           seed=self.random_state, deadline=deadline,
                                           max_memory=room(source, self.max_memory),

@@ -470,7 +470,9 @@ class RandomizedSVD(Approximation):
                               f"({tsvd_count(n, 1)} numbers)")
         deadline = _timing.Deadline.after(self.time_limit)
         # BLAS threads from the free cores: a second thread on a busy core made a QR 100x slower.
-        with self._from_columns(given, tsvd_count(n, rank)), AdaptiveThreads(float(n) * n):
+        # the declared need was measured with the default oversampling: more widens every sketch
+        source = as_source(self._from_columns(given, tsvd_count(n, min(n, rank + max(0, self.n_oversamples - 10)))))
+        with AdaptiveThreads(float(n) * n):
             # One pass can end the fit only where passes read the columns (others' products are cheap): a
             # PSD source's from its sketch, any other's from the co-range sketch its pass may take too.
             by_columns = self.time_limit is not None and source.products_by_columns

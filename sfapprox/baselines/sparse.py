@@ -353,8 +353,9 @@ class SparseApproximation(Approximation):
             # Too big to form: one pass over its columns.  A large dense X goes the same way, in
             # blocks of selection_bytes(n): the same entries, without six N x N temporaries.
             source, memory = (X, None) if isinstance(X, MatrixSource) else (ArraySource(X), selection_bytes(n))
-            with self._from_columns(X, sparse_count(n, limit)):
-                rows, cols, vals, nnz = streamed_top_entries(source, limit, max_memory=memory)
+            if isinstance(X, MatrixSource):
+                source = self._from_columns(X, sparse_count(n, limit))
+            rows, cols, vals, nnz = streamed_top_entries(source, limit, max_memory=memory)
             S = sp.csr_array((vals, (rows, cols)), shape=(n, n))
             s = int(vals.size)
         else:

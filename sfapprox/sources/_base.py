@@ -15,6 +15,7 @@ so that a pass holds one block of ``N x b`` numbers plus what its caller keeps.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from typing import Any
 
@@ -206,6 +207,22 @@ class MatrixSource:
         """The source whose blocks a pass reads (:class:`~sfapprox.sources.DistributedSource`: the
         wrapped one where its products run here)."""
         return self
+
+    def limited(self, max_memory: int | None) -> "MatrixSource":
+        """A shallow copy of this source (the same data) whose passes are sized for ``max_memory``.
+
+        Parameters
+        ----------
+        max_memory : int or None
+            The copy's :attr:`max_memory`.
+
+        Returns
+        -------
+        MatrixSource
+        """
+        clone = copy.copy(self)
+        clone.max_memory = max_memory
+        return clone
 
     def block_width(self, max_memory: int | None = None, *, extra_columns: int = 0) -> int:
         """Columns per block of a pass: :data:`BLOCK_SHARE` of the memory limit, between MIN_BLOCK and MAX_BLOCK.

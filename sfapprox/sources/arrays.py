@@ -3,9 +3,7 @@ sparse matrix, or any LinearOperator that can multiply."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -352,15 +350,18 @@ def room(source: MatrixSource, max_memory: int | None) -> int | None:
     machine's memory), or less where the source was made by :func:`columns_within` from a matrix held
     in memory (None: no limit known)."""
     limit = memory_limit(max_memory)
+    if limit is not None:
+        limit = max(1, limit - source.held_bytes)  # a matrix held beside the passes takes its share
     if source.max_memory is None:
         return limit
     return source.max_memory if limit is None else min(limit, source.max_memory)
 
 
-@contextlib.contextmanager
-def passes_within(source: MatrixSource, max_memory: int | None) -> Iterator[MatrixSource]:
-    """``source`` with its passes sized for ``max_memory`` during the block (:func:`room`: never more
-    than its own limit), as a comparison sizes them for its limit; None leaves them as they are.
+def passes_within(source: MatrixSource, max_memory: int | None) -> MatrixSource:
+    """``source`` with its passes sized for ``max_memory``: a copy of it whose own limit is
+    :func:`room` (never more than the source's own limit, less a matrix held beside it), so that the
+    source given is never changed (two fits of it in two threads with two limits each keep theirs);
+    None: ``source`` itself.
 
     Parameters
     ----------
@@ -369,16 +370,10 @@ def passes_within(source: MatrixSource, max_memory: int | None) -> Iterator[Matr
     max_memory : int or None
         Memory limit in bytes.
 
-    Yields
-    ------
+    Returns
+    -------
     MatrixSource
-        ``source`` itself.
     """
     if max_memory is None:
-        yield source
-        return
-    previous, source.max_memory = source.max_memory, room(source, max_memory)
-    try:
-        yield source
-    finally:
-        source.max_memory = previous
+        return source
+    return source.limited(room(source, max_memory))

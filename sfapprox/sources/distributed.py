@@ -81,6 +81,20 @@ class DistributedSource(MatrixSource):
         if "source" in self.__dict__:
             self.source.max_memory = value
 
+    @property
+    def held_bytes(self) -> int:  # type: ignore[override]
+        """The wrapped source's (a matrix held in memory beside the passes)."""
+        return self.source.held_bytes
+
+    @held_bytes.setter
+    def held_bytes(self, value: int) -> None:
+        if "source" in self.__dict__:
+            self.source.held_bytes = value
+
+    def limited(self, max_memory: int | None) -> "DistributedSource":
+        """The same executor over a limited copy of the wrapped source (:meth:`MatrixSource.limited`)."""
+        return DistributedSource(self.source.limited(max_memory), self.executor)
+
     def block_width(self, max_memory: int | None = None, *, extra_columns: int = 0) -> int:
         """The wrapped source's blocks (:meth:`MatrixSource.block_width`): the same passes, split here."""
         return self.source.block_width(max_memory, extra_columns=extra_columns)
