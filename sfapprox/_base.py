@@ -182,7 +182,7 @@ class Approximation:
         limit = own if own is not None else (None if source.max_memory is None
                                              else source.max_memory + source.held_bytes)
         check_columns_memory(self.method_name, source, stored, limit, subject=f"{self.method_name}'s",
-                             counted="keeping")
+                             counted="keeping", advice="keep fewer numbers (a lower budget or rank)")
         return passes_within(source, own)
 
     def fit(self, X, *, check_input: bool = True) -> "Approximation":  # pragma: no cover - abstract
@@ -447,7 +447,8 @@ def parse_methods(spec: str | Iterable[str]) -> list[str]:
 
 
 def check_columns_memory(name: str, source: MatrixSource, budget: int, max_memory: int | None, *,
-                         subject: str = "its", counted: str = "at a budget of") -> None:
+                         subject: str = "its", counted: str = "at a budget of",
+                         advice: str = "lower the budget") -> None:
     """Refuse ``name``'s fit from ``source``'s column blocks when what it keeps
     (:attr:`~sfapprox._base.MethodSpec.columns_memory`: sketches, factors, entries; measured) and a
     matrix held beside it (:attr:`~sfapprox.sources.MatrixSource.held_bytes`) do not fit in what the
@@ -469,6 +470,8 @@ def check_columns_memory(name: str, source: MatrixSource, budget: int, max_memor
         own check names it: "rpca's").
     counted : str, default="at a budget of"
         What ``budget`` is, in the message (an estimator's own check: "keeping", its stored count).
+    advice : str, default="lower the budget"
+        What to do besides raising the limit.
 
     Raises
     ------
@@ -480,7 +483,7 @@ def check_columns_memory(name: str, source: MatrixSource, budget: int, max_memor
         return
     kept = spec.columns_memory(source.n, budget)
     check_memory(columns_need(spec, source, budget, max_memory), limit=max_memory, held=source.held_bytes,
-                 advice="lower the budget" if counted == "at a budget of" else "keep fewer numbers (a lower budget or rank)",
+                 advice=advice,
                  what=f"{subject} fit of {source.name} ({source.n:,} x {source.n:,}) from column blocks {counted} "
                       f"{budget:,} numbers ({format_bytes(kept)} kept, beside its passes' blocks, half the limit)")
 

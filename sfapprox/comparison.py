@@ -672,11 +672,9 @@ def compare_columns(
     info = {**source.summary(), "path": "columns", **(matrix_info or {})}
     context = RunContext(settings, count_indices, protocol, callback, dict(structure or {}))
     check_methods_memory_from_columns(names, source, resolved.value, settings.max_memory)
-    previous, source.max_memory = source.max_memory, settings.max_memory  # every pass sized for the limit
-    try:
-        return _compare_columns(source, names, resolved, info, context, settings, on_result, include, executor)
-    finally:
-        source.max_memory = previous
+    # every pass sized for the limit, on a copy: the source given is never changed (MatrixSource.limited)
+    return _compare_columns(source.limited(settings.max_memory), names, resolved, info, context, settings,
+                            on_result, include, executor)
 
 
 def check_methods_memory_from_columns(names: Sequence[str], source: MatrixSource, budget: int,

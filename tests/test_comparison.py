@@ -530,3 +530,16 @@ def test_a_comparison_from_columns_where_no_method_fits_the_limit_is_refused_bef
                                             r"columns .* rsvd about .* sparse about"):
         compare(K, ["rsvd", "sparse", "tsvd"], budget=0.1, max_memory=1, device="cpu", callback=seen.append)
     assert seen == []
+
+
+def test_a_comparison_from_columns_never_changes_the_source_given():
+    """Its passes are sized for its limit on a copy: the source's own limit stays as it was, during the
+    comparison too (it used to be set for the run and restored after)."""
+    from sfapprox.sources import KernelMatrix
+
+    K = KernelMatrix(np.random.default_rng(6).standard_normal((200, 3)), bandwidth=1.0)
+    K.max_memory = 1 << 40
+    seen = []
+    c = compare(K, ["rsvd", "sparse"], budget=4_000, settings=FitSettings(device="cpu", max_memory=64 << 20),
+                on_result=lambda row: seen.append(K.max_memory))
+    assert c.matrix["path"] == "columns" and seen == [1 << 40, 1 << 40] and K.max_memory == 1 << 40

@@ -460,8 +460,7 @@ class RandomizedSVD(Approximation):
         """
         start = time.perf_counter()
         given = self._validate(X, check_input)
-        source = as_source(given)
-        n = source.n
+        n = given.shape[0]
         if self.n_components is None and self.budget is None:
             raise ParameterError("RandomizedSVD needs n_components (the rank) or a budget")
         rank = tsvd_rank_for_budget(n, self.budget) if self.n_components is None else min(self.n_components, n)

@@ -352,9 +352,8 @@ class SparseApproximation(Approximation):
         if isinstance(X, MatrixSource) or (not sp.issparse(X) and n > STREAMED_MIN_N):
             # Too big to form: one pass over its columns.  A large dense X goes the same way, in
             # blocks of selection_bytes(n): the same entries, without six N x N temporaries.
-            source, memory = (X, None) if isinstance(X, MatrixSource) else (ArraySource(X), selection_bytes(n))
-            if isinstance(X, MatrixSource):
-                source = self._from_columns(X, sparse_count(n, limit))
+            source, memory = ((self._from_columns(X, sparse_count(n, limit)), None) if isinstance(X, MatrixSource)
+                              else (ArraySource(X), selection_bytes(n)))
             rows, cols, vals, nnz = streamed_top_entries(source, limit, max_memory=memory)
             S = sp.csr_array((vals, (rows, cols)), shape=(n, n))
             s = int(vals.size)
