@@ -38,13 +38,14 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
+from scipy.sparse import issparse
 from scipy.sparse.linalg import LinearOperator
 
 from ._errors import NotFittedError, ParameterError, ResourceError
 from ._params import check_params, split_items
 from ._settings import COUNT_INDICES, FitSettings
-from ._validation import check_memory, check_square_matrix, format_bytes, memory_limit
-from .sources import BLOCK_SHARE, MatrixSource, as_source, passes_within
+from ._validation import LIBRARY_WORKING_SET, check_memory, check_square_matrix, format_bytes, memory_limit
+from .sources import BLOCK_SHARE, MatrixSource, as_source, columns_within, passes_within
 
 __all__ = [
     "Approximation",
@@ -184,6 +185,18 @@ class Approximation:
         check_columns_memory(self.method_name, source, stored, limit, subject=f"{self.method_name}'s",
                              counted="keeping", advice="keep fewer numbers (a lower budget or rank)")
         return passes_within(source, own)
+
+    def _within_limit(self, X: Any) -> Any:
+        """What a fit of ``X`` reads within the memory limit: ``X`` itself, or, a matrix in memory whose
+        in-memory fit is over the limit (:func:`method_need`), its column blocks, as a comparison decides
+        (:func:`in_memory_or_columns`; a method that needs it in memory is refused there).  The limit is
+        the estimator's ``max_memory``, else the default (80% of RAM).  A source, or a method that
+        declares no working memory, is returned as it is (:meth:`_from_columns` checks a fit from
+        columns)."""
+        spec = get_method(self.method_name)
+        if isinstance(X, MatrixSource) or spec.working_memory is None:
+            return X
+        return in_memory_or_columns(self.method_name, spec, X, getattr(self, "max_memory", None))
 
     def fit(self, X, *, check_input: bool = True) -> "Approximation":  # pragma: no cover - abstract
         raise NotImplementedError
@@ -357,6 +370,12 @@ class MethodSpec:
         the memory limit that the passes' blocks leave, before a fit from
         columns (:func:`sfapprox.comparison.columns_need`).  None: the method
         checks its own (SF) or does not work from columns.
+    sparse_memory : callable or None
+        ``sparse_memory(n, nnz) -> bytes``: the peak memory its fit allocates
+        for an ``n x n`` scipy sparse matrix of ``nnz`` stored entries, X
+        included (measured), where the fit works on the entries and never
+        forms the matrix (top-s: its selection).  None: a sparse matrix costs
+        what ``working_memory`` says (the fit forms it).
     """
 
     name: str
@@ -372,6 +391,7 @@ class MethodSpec:
     access: tuple[str, ...] = ("dense",)
     working_memory: Callable[[int], int] | None = None
     columns_memory: Callable[[int, int], int] | None = None
+    sparse_memory: Callable[[int, int], int] | None = None
 
 
 _REGISTRY: dict[str, MethodSpec] = {}
@@ -444,6 +464,69 @@ def parse_methods(spec: str | Iterable[str]) -> list[str]:
         raise ParameterError(f"unknown method(s) {', '.join(guesses)}; choose from {', '.join(methods())} "
                              "('sfapprox methods' says what each one stores)")
     return names
+
+
+def method_need(spec, n: int, nnz: int | None = None) -> int:
+    """The bytes checked before ``spec``'s fit of an ``n x n`` matrix in memory (by a comparison, and by
+    an estimator alone: :meth:`Approximation._within_limit`): its measured
+    :attr:`~sfapprox._base.MethodSpec.working_memory` (X included; for a scipy sparse matrix of ``nnz``
+    entries, its :attr:`~sfapprox._base.MethodSpec.sparse_memory` where it has one) and the libraries'
+    own working set (:data:`~sfapprox._validation.LIBRARY_WORKING_SET`: BLAS and LAPACK buffers, the
+    allocator's slack), which every fit's estimate counts.
+
+    Parameters
+    ----------
+    spec : MethodSpec
+        A method with a ``working_memory``.
+    n : int
+        Order of the matrix.
+    nnz : int or None, default=None
+        Stored entries of a scipy sparse matrix; None: a dense one.
+
+    Returns
+    -------
+    int
+    """
+    if nnz is not None and spec.sparse_memory is not None:
+        return spec.sparse_memory(n, nnz) + LIBRARY_WORKING_SET
+    return spec.working_memory(n) + LIBRARY_WORKING_SET
+
+
+def in_memory_or_columns(name: str, spec, X, max_memory: int | None):
+    """What ``name`` fits on: ``X`` itself, or, when its in-memory fit (:func:`method_need`) is over the
+    memory limit and it works from columns, ``X``'s column blocks (in bounded memory; a comparison's row
+    then says ``path=columns``).
+
+    Parameters
+    ----------
+    name : str
+        The method's name (for the message).
+    spec : MethodSpec
+        The method, with a ``working_memory``.
+    X : numpy.ndarray or scipy sparse matrix
+        The matrix, in memory.
+    max_memory : int or None
+        Memory limit in bytes; None: the default limit (80% of RAM).
+
+    Returns
+    -------
+    numpy.ndarray, scipy sparse matrix or MatrixSource
+
+    Raises
+    ------
+    ResourceError
+        When the in-memory fit is over the limit and the method needs the matrix in memory.
+    """
+    n = X.shape[0]
+    nnz = int(X.nnz) if issparse(X) else None
+    what = f"{name}: its fit of a {n} x {n} {'sparse ' if nnz is not None else ''}matrix"
+    try:
+        check_memory(method_need(spec, n, nnz), what=what, limit=max_memory)
+    except ResourceError:
+        if "columns" not in spec.access:
+            raise
+        return columns_within(X, max_memory)  # X stays held: the passes get what it leaves
+    return X
 
 
 def check_columns_memory(name: str, source: MatrixSource, budget: int, max_memory: int | None, *,

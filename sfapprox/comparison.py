@@ -27,13 +27,13 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ._base import RunContext, check_columns_memory, columns_need, get_method, methods, parse_methods
+from ._base import (RunContext, check_columns_memory, columns_need, get_method, in_memory_or_columns, method_need,
+                    methods, parse_methods)
 from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceError, one_line
 from ._settings import COUNT_INDICES, DEFAULT_METHODS, DEFAULT_TOTAL_TIME, PROTOCOLS, FitSettings, LoadOptions
 from ._progress import same_progress
 from ._signals import stop_cause, stop_requested
 from ._validation import (
-    LIBRARY_WORKING_SET,
     check_memory,
     estimate_dense_bytes,
     format_bytes,
@@ -48,7 +48,6 @@ from .results import Comparison, MethodResult, library_versions
 from .sources import (
     DistributedSource,
     MatrixSource,
-    columns_within,
     formable,
     formed_need,
     scoring_need,
@@ -114,7 +113,7 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
                             reason=needs_formed(X, context.settings.max_memory, spec))
     fit_on = X
     if spec.working_memory is not None and not streaming:
-        fit_on = _in_memory_or_columns(name, spec, X, context.settings.max_memory)
+        fit_on = in_memory_or_columns(name, spec, X, context.settings.max_memory)
     if isinstance(fit_on, MatrixSource):
         check_columns_memory(name, fit_on, budget, context.settings.max_memory)
     try:
@@ -167,46 +166,6 @@ def row_error(est, X, fro_norm: float | None = None, *, threads: int | None = No
         norm = float(np.linalg.norm(X.data if sp.issparse(X) else X)) if fro_norm is None else float(fro_norm)
         return float(own), (float(own) / norm if norm > 0 else None)
     return operator_error(X, est.operator_, fro_norm, threads=threads)
-
-
-def _in_memory_or_columns(name: str, spec, X, max_memory: int | None):
-    """What ``name`` fits on: ``X`` itself, or, when its in-memory fit is over the memory limit and it
-    works from columns, ``X``'s column blocks (in bounded memory; its row says ``path=columns``).
-
-    Raises
-    ------
-    ResourceError
-        When the in-memory fit is over the limit and the method needs the matrix in memory.
-    """
-    n = X.shape[0]
-    what = f"{name}: its fit of a {n} x {n} matrix"
-    try:
-        check_memory(method_need(spec, n), what=what, limit=max_memory)
-    except ResourceError:
-        if "columns" not in spec.access:
-            raise
-        return columns_within(X, max_memory)  # X stays held: the passes get what it leaves
-    return X
-
-
-def method_need(spec, n: int) -> int:
-    """The bytes a comparison checks before ``spec``'s fit of an ``n x n`` matrix in memory: its measured
-    :attr:`~sfapprox._base.MethodSpec.working_memory` (X included) and the libraries' own working set
-    (:data:`~sfapprox._validation.LIBRARY_WORKING_SET`: BLAS and LAPACK buffers, the allocator's
-    slack), which every fit's estimate counts.
-
-    Parameters
-    ----------
-    spec : MethodSpec
-        A method with a ``working_memory``.
-    n : int
-        Order of the matrix.
-
-    Returns
-    -------
-    int
-    """
-    return spec.working_memory(n) + LIBRARY_WORKING_SET
 
 
 def needs_formed(source: MatrixSource, max_memory: int | None, spec=None) -> str:

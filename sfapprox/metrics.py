@@ -187,6 +187,8 @@ def operator_error(X, operator, fro_norm: float | None = None, *,
     _check_shapes(X.shape, operator.shape)
     if n <= DENSE_SCORING_MAX_N:
         return frobenius_error(X, operator.to_dense(), fro_norm)
+    if sp.issparse(X) and getattr(operator, "kind", None) == "csr":  # both sparse: the difference's entries
+        return _sparse_error(X, operator.matrix, fro_norm)
     columns = X.tocsc() if sp.issparse(X) else np.asarray(X)  # a sparse X's column blocks: slices of CSC
     width = scoring_block(n)
 
@@ -217,6 +219,20 @@ def operator_error(X, operator, fro_norm: float | None = None, *,
     err = math.sqrt(math.fsum(p[0] for p in parts))
     norm = math.sqrt(math.fsum(p[1] for p in parts)) if fro_norm is None else float(fro_norm)
     return err, _relative(err, norm)
+
+
+def _sparse_error(X, S, fro_norm: float | None) -> tuple[float, float | None]:
+    """:func:`operator_error` of a sparse surrogate ``S`` (CSR) of a sparse ``X``: the entries of ``X - S``,
+    in ``O(nnz)`` time and memory instead of a pass over ``N^2`` entries (9 s at N = 20,000)."""
+    X = sp.csr_array(X, dtype=np.float64)
+    if not X.has_canonical_format:  # repeated entries add up (on a copy: X is the caller's)
+        X = X.copy()
+        X.sum_duplicates()
+    diff = X - S
+    err = math.sqrt(float(np.vdot(diff.data, diff.data)))
+    if fro_norm is None:
+        fro_norm = math.sqrt(float(np.vdot(X.data, X.data)))
+    return err, _relative(err, float(fro_norm))
 
 
 def scoring_block(n: int) -> int:

@@ -325,9 +325,10 @@ def test_a_source_is_formed_when_it_and_its_scoring_fit_and_forming_it_stays_wit
     for module in (metrics, comparison):
         monkeypatch.setattr(module, "DENSE_SCORING_MAX_N", 50)
     monkeypatch.setattr(metrics, "SCORING_BLOCK", 16)
+    from sfapprox import _base
     from sfapprox.sources import _base as source_base
 
-    for module in (comparison, source_base):  # the arrays decide, at this small N
+    for module in (_base, source_base):  # the arrays decide, at this small N
         monkeypatch.setattr(module, "LIBRARY_WORKING_SET", 1 << 16)
     K = KernelMatrix(np.random.default_rng(0).standard_normal((1000, 3)))
     limit = formed_need(K)

@@ -68,6 +68,22 @@ def test_small_n_stays_dense(monkeypatch):
     assert operator_error(X, op) == frobenius_error(X, op.to_dense())
 
 
+def test_a_sparse_surrogate_of_a_sparse_target_is_scored_on_their_entries(blocked, monkeypatch):
+    """Both sparse: the entries of X - S (O(nnz)), never a block of columns; the same error (a COO X with
+    repeated entries too: they add up, and the caller's X is not changed)."""
+    rng = np.random.default_rng(5)
+    X = sp.random_array((40, 40), density=0.1, random_state=6, format="csr")
+    op = _operators(40, rng)["sparse"]
+    want = frobenius_error(X.toarray(), op.to_dense())
+    monkeypatch.setattr(metrics, "surrogate_columns", None)  # a block would fail
+    assert operator_error(X, op) == pytest.approx(want, rel=1e-13)
+    assert operator_error(X, op, 2 * want[0] / want[1])[1] == pytest.approx(want[1] / 2, rel=1e-13)
+    coo = sp.coo_array(([1.0, 2.0, 3.0], ([0, 0, 1], [0, 0, 1])), shape=(40, 40))
+    empty = SparseOperator(sp.csr_array((40, 40)))
+    assert operator_error(coo, empty) == pytest.approx((np.sqrt(18.0), 1.0)) and coo.nnz == 3
+    assert operator_error(sp.csr_array((40, 40)), empty) == (0.0, None)
+
+
 def test_zero_target_and_exact_fit(blocked):
     op = SparseOperator(sp.csr_array((20, 20)))
     assert operator_error(np.zeros((20, 20)), op) == (0.0, None)

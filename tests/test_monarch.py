@@ -255,3 +255,24 @@ def test_from_columns_the_same_projection(n):
     left, right, err, norm = monarch_project_columns(ArraySource(X), 8, 8, 2)
     assert norm == pytest.approx(np.linalg.norm(X)) and err >= np.linalg.norm(
         X - MonarchOperator(left, right, n).to_dense()) - 1e-9  # the padded error bounds the cropped one
+
+
+def test_alone_a_sparse_matrix_over_its_own_limit_is_projected_from_its_columns():
+    """``Monarch(max_memory=...)`` alone forms a sparse X for its projections; where they are over its
+    limit it projects from X's column blocks instead (the same fit), and refuses before any work where
+    what it keeps is over the limit too."""
+    import scipy.sparse as sp
+
+    from sfapprox import Monarch, ResourceError
+    from sfapprox._base import get_method, method_need
+
+    n = 300
+    X = sp.random(n, n, density=0.02, random_state=0, format="csr")
+    limit = method_need(get_method("monarch"), n) - 1
+    alone = Monarch(budget=30_000, max_memory=limit).fit(X)
+    free = Monarch(budget=30_000).fit(X)
+    assert alone.params_["from"] == "columns" and "from" not in free.params_
+    assert alone.n_stored_ == free.n_stored_ <= 30_000
+    assert alone.frobenius_error(X)[0] == pytest.approx(free.frobenius_error(X)[0], rel=1e-9)
+    with pytest.raises(ResourceError, match="memory limit"):
+        Monarch(budget=30_000, max_memory=1 << 16).fit(X)

@@ -159,7 +159,8 @@ def test_streamed_top_entries_are_the_in_memory_ones():
         streamed = SparseApproximation(budget=budget).fit(ArraySource(X))
         in_memory = SparseApproximation(budget=budget).fit(X)
         assert np.array_equal(streamed.S_.toarray(), in_memory.S_.toarray())
-        assert streamed.params_ == in_memory.params_ and streamed.n_stored_ == in_memory.n_stored_
+        assert streamed.params_ == {**in_memory.params_, "from": "columns"}
+        assert streamed.n_stored_ == in_memory.n_stored_
     from sfapprox.baselines.sparse import streamed_top_entries
 
     rows, cols, vals, nnz = streamed_top_entries(ArraySource(X), 7, max_memory=90 * 8 * 64 * 8 * 4)
@@ -224,3 +225,42 @@ def test_the_block_selection_of_a_dense_matrix_in_memory_stays_within_its_workin
         tracemalloc.stop()
     assert np.array_equal(np.sort(np.abs(fit.S_.data)), in_memory)
     assert peak <= module.working_memory(300) - X.nbytes
+
+
+def test_alone_a_dense_matrix_over_its_own_limit_is_read_by_columns_as_a_comparison_does():
+    """``SparseApproximation(max_memory=...)`` alone: its in-memory selection (six copies of X) is over the
+    limit, so it reads X's column blocks within what X leaves (the comparison's decision, the same entries)."""
+    from sfapprox._validation import LIBRARY_WORKING_SET
+
+    X = np.random.default_rng(0).random((40, 40))
+    limit = 3 * X.nbytes + LIBRARY_WORKING_SET  # six copies do not fit
+    alone = SparseApproximation(budget=400, max_memory=limit).fit(X)
+    free = SparseApproximation(budget=400).fit(X)
+    assert alone.params_["from"] == "columns" and "from" not in free.params_
+    assert (alone.S_ != free.S_).nnz == 0 and alone.n_stored_ == free.n_stored_ <= 400
+    row = compare(X, ["sparse"], budget=400, max_memory=limit, device="cpu").results[0]
+    assert row.params["path"] == "columns" and row.fro_error == pytest.approx(alone.frobenius_error(X)[0])
+
+
+def test_a_sparse_matrix_is_selected_from_its_entries_within_a_limit_far_below_its_dense_size():
+    """A scipy sparse X costs its entries (about 112 bytes each), not the N x N copies of a dense one: a
+    limit far below one dense copy keeps the fit (and its scoring) on the entries, in a comparison too."""
+    from sfapprox._base import get_method, method_need
+    from sfapprox.baselines.sparse import SPARSE_ENTRY_BYTES
+
+    n = 3000
+    X = sp.random(n, n, density=2e-4, random_state=0, format="csr") + sp.eye(n, format="csr")
+    spec = get_method("sparse")
+    assert method_need(spec, n, X.nnz) < method_need(spec, n) and SPARSE_ENTRY_BYTES * X.nnz < 8 * n * n // 100
+    limit = method_need(spec, n, X.nnz) + 1
+    alone = SparseApproximation(budget=2 * n, max_memory=limit).fit(X)
+    assert "from" not in alone.params_
+    scored = 256 << 20  # a comparison's scoring (column blocks, for any method) fits; the dense need does not
+    assert method_need(spec, n) > scored
+    row = compare(X, ["sparse"], budget=2 * n, max_memory=scored, device="cpu").results[0]
+    assert row.status == "ok" and "path" not in row.params
+    dense = X.toarray()
+    kept = alone.S_.toarray()
+    assert row.fro_error == pytest.approx(np.linalg.norm(dense - kept), rel=1e-12)
+    tight = SparseApproximation(budget=2 * n, max_memory=n * 8 * 70).fit(X)  # below even the entries' need
+    assert tight.params_["from"] == "columns" and (tight.S_ != alone.S_).nnz == 0

@@ -335,7 +335,10 @@ class Monarch(Approximation):
         Memory limit in bytes of a fit from a :class:`~sfapprox.sources.MatrixSource`'s
         columns: one that would keep more than it beside its passes' blocks is refused
         before any pass (None: the source's own limit, else 80% of the physical
-        memory).
+        memory).  A matrix in memory (dense, or sparse: the projections form it)
+        whose projections' working arrays would be over the limit is projected
+        from its column blocks instead (``params_["from"] == "columns"``), as a
+        comparison does.
 
     Attributes
     ----------
@@ -452,9 +455,10 @@ class Monarch(Approximation):
             When no Monarch shape fits the budget.
         """
         X = self._validate(X, check_input)
+        n = X.n if isinstance(X, MatrixSource) else X.shape[0]
+        shapes = self._candidates(n)  # checks the budget before any work
+        X = self._within_limit(X)  # a matrix in memory whose projections are over the limit: its columns
         streamed = isinstance(X, MatrixSource)
-        n = X.n if streamed else X.shape[0]
-        shapes = self._candidates(n)
         # a fit from columns: refused before its first pass where its largest shape would not fit
         X = self._from_columns(X, max(shape.count for shape in shapes))
         if streamed:  # one pass over its columns per shape; the padded projection's error

@@ -73,6 +73,18 @@ def working_memory(n: int) -> int:
     return 6 * array if n <= STREAMED_MIN_N else array + selection_bytes(n)
 
 
+#: Bytes per stored entry of the selection from a scipy sparse X (X included: 12 for its CSR arrays): the
+#: entries' rows, columns and values, their magnitudes, the kept ones and the result; 89 measured
+#: (tracemalloc, N = 20,000, 2,000,000 entries, half to all kept).
+SPARSE_ENTRY_BYTES = 112
+
+
+def sparse_memory(n: int, nnz: int) -> int:
+    """Peak bytes of the selection from a scipy sparse ``n x n`` X of ``nnz`` entries, X included: it
+    works on the entries (:data:`SPARSE_ENTRY_BYTES` each) and never forms X."""
+    return SPARSE_ENTRY_BYTES * nnz + 16 * (n + 1)
+
+
 def _min_budget(n: int, context: RunContext) -> int:
     return sparse_count(n, 1)
 
@@ -269,7 +281,11 @@ class SparseApproximation(Approximation):
         Memory limit in bytes of a fit from a :class:`~sfapprox.sources.MatrixSource`'s
         columns: one that would keep more than it beside its passes' blocks is refused
         before any pass, and the passes are sized for it (None: the source's own
-        limit, else 80% of the physical memory).
+        limit, else 80% of the physical memory).  A dense matrix in memory whose
+        selection (several copies of it) would be over the limit is read by its
+        column blocks instead (``params_["from"] == "columns"``), as a comparison
+        does; a scipy sparse one is selected from its entries (about 112 bytes
+        each).
 
     Attributes
     ----------
@@ -348,11 +364,13 @@ class SparseApproximation(Approximation):
                                   f"({sparse_count(n, 1)} numbers: value, column index and {n + 1} row pointers)")
         else:
             limit = min(self.n_sparse, n * n)
+        X = self._within_limit(X)  # a matrix in memory whose selection is over the limit: its columns
         start = time.perf_counter()
-        if isinstance(X, MatrixSource) or (not sp.issparse(X) and n > STREAMED_MIN_N):
+        from_columns = isinstance(X, MatrixSource)
+        if from_columns or (not sp.issparse(X) and n > STREAMED_MIN_N):
             # Too big to form: one pass over its columns.  A large dense X goes the same way, in
             # blocks of selection_bytes(n): the same entries, without six N x N temporaries.
-            source, memory = ((self._from_columns(X, sparse_count(n, limit)), None) if isinstance(X, MatrixSource)
+            source, memory = ((self._from_columns(X, sparse_count(n, limit)), None) if from_columns
                               else (ArraySource(X), selection_bytes(n)))
             rows, cols, vals, nnz = streamed_top_entries(source, limit, max_memory=memory)
             S = sp.csr_array((vals, (rows, cols)), shape=(n, n))
@@ -377,6 +395,7 @@ class SparseApproximation(Approximation):
             "count_indices": True,
             "index_storage": s + n + 1,
             "exact_budget": sparse_count(n, nnz),
+            **({"from": "columns"} if from_columns else {}),
         }
         return self
 
@@ -402,6 +421,7 @@ register(
         iterative=False,
         access=("dense", "columns"),
         working_memory=working_memory,
+        sparse_memory=sparse_memory,
         # the entries kept (a block's candidates are sized with the block: 8 more columns per column)
         columns_memory=lambda n, budget: 8 * 6 * budget,
     )
