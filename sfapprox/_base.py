@@ -146,15 +146,15 @@ class Approximation:
     def _validate(self, X, check_input: bool = True):
         """Check the parameters, and ``X`` unless the caller already did; returns ``X``.
 
-        A :class:`~sfapprox.sources.MatrixSource` is returned as it is to a
-        method that works from columns, and formed (within ``max_memory``) for
-        the others.
+        A :class:`~sfapprox.sources.MatrixSource` (or a ``LinearOperator``, read
+        by its products) is returned as it is to a method that works from
+        columns, and formed (within ``max_memory``) for the others.
         """
         check_params(self, self._parameter_constraints)
+        if isinstance(X, LinearOperator):  # known by its products only: its columns, as a source's
+            X = as_source(X)
         if isinstance(X, MatrixSource):
             return X if self._accepts_sources else self._formed(X)
-        if self._accepts_sources and isinstance(X, LinearOperator):  # known by its products only
-            return as_source(X)
         return check_square_matrix(X, source="X") if check_input else X
 
     def _formed(self, source: MatrixSource):
@@ -220,7 +220,7 @@ class Approximation:
 
         Parameters
         ----------
-        X : numpy.ndarray, scipy sparse matrix or MatrixSource, shape (N, N)
+        X : numpy.ndarray, scipy sparse matrix, MatrixSource or LinearOperator, shape (N, N)
             The matrix (usually the one fitted).
         fro_norm : float, optional
             ``||X||_F`` when already known.
@@ -239,6 +239,8 @@ class Approximation:
         """
         from .metrics import operator_error
 
+        if isinstance(X, LinearOperator):  # known by its products: its columns, as a source's
+            X = as_source(X)
         if isinstance(X, MatrixSource):
             from .estimate import estimate_errors
 

@@ -216,7 +216,7 @@ def check_memory(n_bytes: int, *, what: str, limit: int | None = None, held: int
 # ---------------------------------------------------------------------------
 
 
-def _check_dtype(dtype: np.dtype, source: str) -> None:
+def check_matrix_dtype(dtype: np.dtype, source: str) -> None:
     """Raise InputError unless ``dtype`` is a real numeric (or boolean) type."""
     if dtype.kind == "c":
         raise InputError(f"{source}: complex matrices are not supported; pass the real part (X.real) or abs(X)")
@@ -254,7 +254,7 @@ def _sum_of_squares(values: np.ndarray) -> float:
         return float(np.dot(values, values)) if values.size else 0.0
 
 
-def _check_magnitude(values: np.ndarray, source: str, squared: float | None = None) -> None:
+def check_magnitude(values: np.ndarray, source: str, squared: float | None = None) -> None:
     """Refuse finite values whose sum of squares over- or underflows float64.
 
     ``values`` is a 1-D view of every stored entry; ``squared`` their sum of squares when the caller
@@ -346,7 +346,7 @@ def check_sparse_structure(X, *, source: str = "array") -> None:
 
 
 def _check_sparse(X, source: str, max_memory: int | None) -> sp.csr_array:
-    _check_dtype(np.dtype(X.dtype), source)
+    check_matrix_dtype(np.dtype(X.dtype), source)
     _check_shape(X.shape, source)
     check_sparse_structure(X, source=source)
     n = X.shape[0]
@@ -372,7 +372,7 @@ def _check_sparse(X, source: str, max_memory: int | None) -> sp.csr_array:
         first = int(np.flatnonzero(bad)[0])
         row = int(np.searchsorted(A.indptr, first, side="right") - 1)
         _raise_nonfinite(int(bad.sum()), row, int(A.indices[first]), source)
-    _check_magnitude(A.data, source)
+    check_magnitude(A.data, source)
     return A
 
 
@@ -383,7 +383,7 @@ def _check_dense(X, source: str, max_memory: int | None) -> np.ndarray:
         arr = np.asarray(X)
     except (ValueError, TypeError) as exc:  # ragged nested lists and the like
         raise InputError(f"{source}: cannot convert input to an array ({exc})".replace("\n", " ")) from None
-    _check_dtype(arr.dtype, source)
+    check_matrix_dtype(arr.dtype, source)
     _check_shape(arr.shape, source)
     if arr.dtype != np.float64 or not arr.flags.c_contiguous:
         n = arr.shape[0]
@@ -401,7 +401,7 @@ def _check_dense(X, source: str, max_memory: int | None) -> np.ndarray:
         if not finite.all():
             rows, cols = np.nonzero(~finite)
             _raise_nonfinite(int(rows.size), int(rows[0]), int(cols[0]), source)
-    _check_magnitude(arr.ravel(), source, squared)
+    check_magnitude(arr.ravel(), source, squared)
     return arr
 
 

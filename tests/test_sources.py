@@ -249,3 +249,61 @@ def test_column_indices_must_be_whole_numbers():
         with pytest.raises(ParameterError, match="column indices must be whole numbers"):
             K.columns(bad)  # 1.5 was read as column 1
     np.testing.assert_array_equal(K.columns(np.array([1.0, 2.0])), K.columns([1, 2]))
+
+
+def test_a_sparse_source_checks_its_matrix_as_a_matrix_given_directly_is_checked():
+    """A corrupt index (scipy would read out of bounds: a segfault), complex values (their imaginary part
+    would be dropped) or values whose squares overflow: refused when the source is made, in one line."""
+    n = 50
+    corrupt = sp.csr_matrix((np.ones(3), np.array([0, 1, 10**6]), np.array([0, 1, 2] + [3] * (n - 2))), shape=(n, n))
+    with pytest.raises(InputError, match="column index 1000000 out of range"):
+        SparseSource(corrupt)
+    with pytest.raises(InputError, match="column index 1000000 out of range"):
+        as_source(corrupt)
+    with pytest.raises(InputError, match="complex"):
+        SparseSource(sp.eye(4, format="csr", dtype=complex))
+    with pytest.raises(InputError, match="values too large"):
+        SparseSource(sp.csr_matrix(np.full((5, 5), 1e200)))
+
+
+def test_every_source_refuses_a_column_block_that_is_not_finite_or_overflows():
+    """Whatever makes the columns, a NaN, an infinity or values whose squares overflow are refused when
+    their block is read (the errors could not be computed), as a matrix in memory is refused."""
+    X = np.ones((6, 6))
+    X[4, 2] = np.nan
+    with pytest.raises(InputError, match=r"entry \(4, 2\) is nan"):
+        ArraySource(X).columns([0, 2])
+    assert ArraySource(X).columns([0, 1]).shape == (6, 2)  # a block without it is read
+    with pytest.raises(InputError, match="values too large"):
+        ArraySource(np.full((6, 6), 1e200)).columns([1])
+
+
+def test_an_operator_must_be_real_and_its_products_finite():
+    """An operator's entries cannot be looked at: a complex dtype is refused when the source is made, and a
+    product (a column block, ``X @ B``, ``X.T @ B``) holding NaN or infinite values when it is made."""
+    from sfapprox import RandomizedSVD, SparseApproximation
+
+    Z = np.eye(5) * (1 + 1j)
+    with pytest.raises(InputError, match="complex"):
+        OperatorSource(aslinearoperator(Z))
+    A = np.random.default_rng(0).standard_normal((20, 20))
+    A[3, 7] = np.nan
+    source = OperatorSource(aslinearoperator(A))
+    for read in (lambda: source.columns([0]), lambda: source.matmat(np.ones((20, 2))),
+                 lambda: source.rmatmat(np.ones(20))):
+        with pytest.raises(InputError, match="product with the operator holds NaN"):
+            read()
+    for est in (RandomizedSVD(n_components=3), SparseApproximation(n_sparse=3)):
+        with pytest.raises(InputError, match="NaN"):
+            est.fit(aslinearoperator(A))
+
+
+def test_a_method_that_needs_the_matrix_in_memory_forms_an_operator_and_scores_against_one():
+    """A LinearOperator given to TSVD (which needs X in memory) is formed, as a source is; its error
+    against the operator is the error against the matrix."""
+    from sfapprox import TruncatedSVD
+
+    B = np.random.default_rng(1).random((30, 30))
+    fitted = TruncatedSVD(n_components=3).fit(aslinearoperator(B))
+    direct = TruncatedSVD(n_components=3).fit(B)
+    assert fitted.frobenius_error(aslinearoperator(B)) == pytest.approx(direct.frobenius_error(B), rel=1e-12)

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import ParameterError
-from .._validation import LIBRARY_WORKING_SET, check_memory, format_bytes, memory_limit
+from .._errors import InputError, ParameterError
+from .._validation import LIBRARY_WORKING_SET, MAX_SQUARED_NORM, check_memory, format_bytes, memory_limit
 from ..metrics import scoring_bytes
 
 __all__ = ["MatrixSource", "block_columns", "MIN_BLOCK", "MAX_BLOCK", "BLOCK_SHARE", "formable", "formed_need",
@@ -68,6 +68,10 @@ class MatrixSource:
     #: ``N``-long float64 arrays per column that computing a block takes at its peak (the block and
     #: its temporaries; measured with tracemalloc), what :meth:`block_width` sizes blocks by.
     column_copies: int = 2
+    #: Whether every column block is finite and bounded by construction (a kernel's entries lie in [-1, 1]
+    #: or are checked with its points; attention's are probabilities): :meth:`columns` then skips its
+    #: check of each block (:func:`check_block`, up to 15 % of making a kernel block).
+    bounded_columns: bool = False
     #: The memory limit passes are sized for when their caller gives none (a comparison sets it).
     max_memory: int | None = None
     #: Bytes of a matrix held in memory beside this source's passes (:func:`~.arrays.columns_within`).
@@ -113,6 +117,8 @@ class MatrixSource:
         out = np.asarray(self._columns(J), dtype=np.float64)
         if out.shape != (self.n, J.size):
             raise AssertionError(f"{type(self).__name__} gave columns of shape {out.shape}, not {(self.n, J.size)}")
+        if not self.bounded_columns:
+            check_block(out, J, self.name)
         return out
 
     def diagonal(self) -> np.ndarray:
@@ -319,6 +325,49 @@ class MatrixSource:
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.describe().items() if k != "kind")
         return f"{type(self).__name__}(n={self.n}{', ' + params if params else ''})"
+
+
+def check_block(block: np.ndarray, J: np.ndarray, name: str) -> None:
+    """Refuse a block of columns ``X[:, J]`` holding a NaN or infinite entry, or values so large that
+    ``||X||_F^2`` overflows float64 (as a matrix in memory is refused: :func:`~sfapprox._validation.check_square_matrix`).
+
+    One dot product over the block decides (a NaN or an infinity makes it NaN or infinite too): a pass
+    cheaper than making the block; the entry is looked for only to word the error.
+
+    Parameters
+    ----------
+    block : numpy.ndarray, shape (N, |J|)
+        The columns, float64.
+    J : numpy.ndarray of int
+        Their indices.
+    name : str
+        The matrix's name, for the message.
+
+    Raises
+    ------
+    InputError
+        Naming the first non-finite entry, or the largest entry.
+
+    Examples
+    --------
+    >>> check_block(np.ones((3, 2)), np.array([0, 2]), "X")
+    >>> check_block(np.array([[1.0], [np.nan]]), np.array([4]), "X")
+    Traceback (most recent call last):
+    ...
+    sfapprox._errors.InputError: X: entry (1, 4) is nan; the matrix must be finite
+    """
+    flat = block.ravel(order="K")  # a view of a contiguous block
+    with np.errstate(over="ignore", invalid="ignore"):
+        squared = float(np.dot(flat, flat)) if flat.size else 0.0
+    if squared <= MAX_SQUARED_NORM:  # False for NaN
+        return
+    bad = ~np.isfinite(block)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise InputError(f"{name}: entry ({i}, {J[j]}) is {block[i, j]}; the matrix must be finite")
+    raise InputError(f"{name}: values too large (largest |entry| {float(np.abs(block).max()):.3g}): ||X||_F**2 "
+                     "overflows float64, so errors cannot be computed; divide the matrix by a constant "
+                     "(e.g. its largest entry)")
 
 
 def _product_part(source: MatrixSource, task: tuple[np.ndarray, np.ndarray]) -> np.ndarray:

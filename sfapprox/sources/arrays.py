@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from .._errors import InputError, ParameterError
-from .._validation import held_bytes, memory_limit
+from .._validation import check_magnitude, check_matrix_dtype, check_sparse_structure, held_bytes, memory_limit
 from .._npy import read_npy_header
 from ._base import MatrixSource
 
@@ -60,11 +60,7 @@ class ArraySource(MatrixSource):
         super().__init__(array.shape[0], name)
 
     def _columns(self, J: np.ndarray) -> np.ndarray:
-        block = np.asarray(self.array[:, J], dtype=np.float64)
-        if not np.isfinite(block).all():
-            i, j = np.argwhere(~np.isfinite(block))[0]
-            raise InputError(f"{self.name}: entry ({i}, {J[j]}) is {block[i, j]}; the matrix must be finite")
-        return block
+        return np.asarray(self.array[:, J], dtype=np.float64)  # columns() refuses a non-finite entry
 
     def _whole_product(self, A: np.ndarray, B: np.ndarray) -> np.ndarray | None:
         """``A @ B`` (``A`` is ``X`` or ``X.T``) in one BLAS product when ``X`` is a float64 array in memory
@@ -123,7 +119,9 @@ class SparseSource(MatrixSource):
     Raises
     ------
     InputError
-        For a matrix that is not square or holds NaN or infinite values.
+        For a matrix that is not square, not of real numbers, has index arrays
+        pointing outside it (a corrupt file: refused before scipy reads them),
+        or holds NaN, infinite or overflowing values.
 
     Examples
     --------
@@ -137,9 +135,12 @@ class SparseSource(MatrixSource):
     def __init__(self, matrix, name: str = "X") -> None:
         if matrix.shape[0] != matrix.shape[1]:
             raise InputError(f"{name}: a square matrix is needed, got shape {matrix.shape}")
+        check_matrix_dtype(np.dtype(matrix.dtype), name)  # complex values would lose their imaginary part
+        check_sparse_structure(matrix, source=name)  # scipy's conversion trusts the indices
         self.matrix = sp.csc_array(matrix, dtype=np.float64)
         if not np.isfinite(self.matrix.data).all():
             raise InputError(f"{name}: the matrix holds NaN or infinite values")
+        check_magnitude(self.matrix.data, name)
         super().__init__(matrix.shape[0], name)
         self.nonnegative = bool(self.matrix.data.size == 0 or self.matrix.data.min() >= 0)
 
@@ -189,7 +190,8 @@ class OperatorSource(MatrixSource):
     Raises
     ------
     InputError
-        For an operator that is not square.
+        For an operator that is not square or not real (its ``dtype``); a
+        product holding NaN or infinite values is refused when it is made.
 
     Examples
     --------
@@ -205,13 +207,15 @@ class OperatorSource(MatrixSource):
     def __init__(self, operator: LinearOperator, name: str = "X") -> None:
         if len(operator.shape) != 2 or operator.shape[0] != operator.shape[1]:
             raise InputError(f"{name}: a square operator is needed, got shape {operator.shape}")
+        if getattr(operator, "dtype", None) is not None:
+            check_matrix_dtype(np.dtype(operator.dtype), name)
         self.operator = operator
         super().__init__(operator.shape[0], name)
 
     def _columns(self, J: np.ndarray) -> np.ndarray:
         E = np.zeros((self.n, J.size))
         E[J, np.arange(J.size)] = 1.0
-        return np.asarray(self.operator.matmat(E), dtype=np.float64)
+        return self._finite(self.operator.matmat(E))  # a NaN spreads along its row: no entry is named
 
     def matmat(self, B: np.ndarray) -> np.ndarray:
         """``X @ B`` by the operator's own ``matvec``/``matmat``.
@@ -221,7 +225,7 @@ class OperatorSource(MatrixSource):
         B : array_like, shape (N,) or (N, k)
         """
         B = np.asarray(B, dtype=np.float64)
-        return np.asarray(self.operator.matvec(B) if B.ndim == 1 else self.operator.matmat(B), dtype=np.float64)
+        return self._finite(self.operator.matvec(B) if B.ndim == 1 else self.operator.matmat(B))
 
     def rmatmat(self, B: np.ndarray) -> np.ndarray:
         """``X.T @ B`` by the operator's own ``rmatvec``/``rmatmat``.
@@ -231,7 +235,16 @@ class OperatorSource(MatrixSource):
         B : array_like, shape (N,) or (N, k)
         """
         B = np.asarray(B, dtype=np.float64)
-        return np.asarray(self.operator.rmatvec(B) if B.ndim == 1 else self.operator.rmatmat(B), dtype=np.float64)
+        return self._finite(self.operator.rmatvec(B) if B.ndim == 1 else self.operator.rmatmat(B))
+
+    def _finite(self, product) -> np.ndarray:
+        """An operator's product as float64, refused where it holds NaN or infinite values (the operator's
+        entries cannot be looked at; a column block's can: :meth:`columns` names the entry)."""
+        out = np.asarray(product, dtype=np.float64)
+        if not np.isfinite(out).all():
+            raise InputError(f"{self.name}: a product with the operator holds NaN or infinite values; "
+                             "the matrix must be finite")
+        return out
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "operator": type(self.operator).__name__}

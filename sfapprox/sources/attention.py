@@ -69,6 +69,7 @@ class AttentionMatrix(MatrixSource):
     """
 
     kind = "attention"
+    bounded_columns = True  # probabilities, of logits checked finite when it is made
     column_copies = 4  # the logits, their exponentials, the block
     symmetric = False
     nonnegative = True

@@ -198,6 +198,12 @@ class KernelMatrix(MatrixSource):
             return (self._sq > 0).astype(np.float64)
         return np.ones(self.n)
 
+    @property
+    def bounded_columns(self) -> bool:
+        """Entries in [-1, 1] (and the points checked when it was made), except the linear kernel's
+        inner products, whose squares may overflow."""
+        return self.kernel != "linear"
+
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "kernel": self.kernel, "bandwidth": self.bandwidth_,
                 "bandwidth_rule": self.bandwidth_rule_, "points": list(self.points.shape)}
