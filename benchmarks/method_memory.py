@@ -9,8 +9,15 @@ Run by hand (not part of the tests):
     python benchmarks/method_memory.py --columns --direct --limit-arrays 0 --budget 0.3 --sizes 4096
         --methods rsvd,nystrom,sparse,rpca,monarch --tag method_memory_direct
 
-``--direct`` (with ``--columns``): each method's estimator is fitted alone through the API, made from
-``FitSettings(max_memory=...)`` as a comparison makes it, not inside a comparison.
+``--direct``: each method's estimator is fitted alone through the API, made from
+``FitSettings(max_memory=...)`` as a comparison makes it, not inside a comparison (X its source with
+``--columns``, else in memory).
+
+``--sparse-input``: X in memory is a scipy CSR matrix, the kernel's largest 1 % of entries (a network-like
+sparse matrix that Monarch forms for its projections, and top-s selects from its entries):
+
+    python benchmarks/method_memory.py --direct --sparse-input --limit-arrays 1 --sizes 4096
+        --methods monarch,sparse --tag method_memory_sparse_input
 
 ``--columns``: X is given as its source (a ``KernelMatrix`` of the same points): the comparison forms it
 only where it and its scoring fit the limit, else the methods that work from columns run from its column
@@ -73,8 +80,23 @@ def _spy_checks() -> list:
     return checked
 
 
+def sparse_kernel(n: int, keep: float = 0.01):
+    """The kernel's largest ``keep`` share of entries as a scipy CSR matrix (made by column blocks)."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    source = kernel(n, formed=False)
+    sample = source.columns(np.arange(0, n, max(1, n // 64)))
+    threshold = float(np.quantile(sample, 1.0 - keep))
+    parts = []
+    for J, block in source.blocks(256):
+        block[block < threshold] = 0.0
+        parts.append(sp.csc_array(block))
+    return sp.hstack(parts, format="csr")
+
+
 def one(n: int, method: str, seconds: float, limit_arrays: float | None = None, columns: bool = False,
-        budget: str | None = None, direct: bool = False) -> dict:
+        budget: str | None = None, direct: bool = False, sparse_input: bool = False) -> dict:
     """``compare`` of one method at order ``n`` in this process: its peak RSS over the start (X included)
     and the largest memory need it checked; with ``limit_arrays``, under ``max_memory`` = that many
     N x N arrays plus the libraries' and compiled kernels' working sets."""
@@ -89,7 +111,7 @@ def one(n: int, method: str, seconds: float, limit_arrays: float | None = None, 
     sfapprox.compare(kernel(64), methods=[method], time_limit=2)  # the libraries' first working sets
     checked = _spy_checks()
     base = proc_status("VmRSS")
-    X = kernel(n, formed=not columns)
+    X = sparse_kernel(n) if sparse_input else kernel(n, formed=not columns)
     checked.clear()  # the kernel's own check, when it formed X
     reset_peak()  # the peak from here on: X's making left out
     limit = None
@@ -148,7 +170,9 @@ def _direct(X, n: int, method: str, seconds: float, limit: int | None, budget: s
     need, what = max(checked) if checked else (None, None)
     return {**row, "seconds": time.perf_counter() - began, "peak_over_bytes": proc_status("VmHWM") - base,
             "checked_bytes": need, "checked_what": what, "checks": len(checked), "status": "ok",
-            "rel_error": None, "path": "columns" if columns_source(X) else "memory", "reason": None}
+            "rel_error": None, "reason": None,
+            "path": "columns" if columns_source(X) or (getattr(est, "params_", None) or {}).get("from") == "columns"
+            else "memory"}
 
 
 def columns_source(X) -> bool:
@@ -172,6 +196,8 @@ def main() -> None:
     parser.add_argument("--direct", action="store_true",
                         help="fit each method's estimator alone through the API (made from FitSettings with "
                              "the limit), not in a comparison")
+    parser.add_argument("--sparse-input", action="store_true",
+                        help="X in memory as a scipy CSR matrix: the kernel's largest 1 %% of entries")
     parser.add_argument("--tag", default="method_memory")
     args = parser.parse_args()
     env = checkout_env(args.sfapprox)
@@ -187,7 +213,7 @@ def main() -> None:
         for method in names:
             try:
                 r = run_child("method_memory", "one", [n, method, args.seconds, args.limit_arrays, args.columns,
-                                                       args.budget, args.direct], env=env)
+                                                       args.budget, args.direct, args.sparse_input], env=env)
             except RuntimeError as exc:  # a method that fails is a row, not the end of the run
                 r = {"n": n, "method": method, "failed": str(exc).splitlines()[-1][:200]}
                 print(f"N={n} {method}: failed: {r['failed']}", flush=True)
@@ -238,6 +264,8 @@ def render_limited(rows: list[dict], args) -> list[str]:
 
 def _given(args) -> str:
     """How X was given (the table's note)."""
+    if getattr(args, "sparse_input", False):
+        return ", its largest 1 % of entries, given as a scipy CSR matrix in memory"
     if not args.columns:
         return ""
     if args.direct:
