@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sfapprox import BudgetError, NotApplicableError, load_factors, save_factors
-from sfapprox.baselines.nystrom import Nystrom, pinvh, rpcholesky_pivots
+from sfapprox import BudgetError, NotApplicableError, compare, load_factors, save_factors
+from sfapprox.baselines.nystrom import Nystrom, check_psd_fit, nystrom_factor, pinvh, rpcholesky_pivots
 from sfapprox.budget import nystrom_count, nystrom_rank_for_budget
 from sfapprox.sources import ArraySource, KernelMatrix
 
@@ -78,3 +78,95 @@ def test_more_pivots_never_make_a_worse_fit():
     errors = [Nystrom(n_components=r).fit(X).frobenius_error(X)[1] for r in (60, 120, 180, 240)]
     assert all(b < a for a, b in zip(errors, errors[1:])), errors
     assert errors[-1] < 1e-9
+
+
+def _indefinite(n=40, seed=0):
+    """Symmetric, unit diagonal, entries up to 2: indefinite (the audit's matrix: Nyström was "ok" at
+    relative errors 1.28-5.25, worse than the zero matrix)."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0, 2, (n, n))
+    X = (X + X.T) / 2
+    np.fill_diagonal(X, 1.0)
+    return X
+
+
+@pytest.mark.parametrize("pivots", ["rpcholesky", "uniform"])
+@pytest.mark.parametrize("wrap", [np.asarray, ArraySource], ids=["array", "columns"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_an_indefinite_matrix_is_not_applicable(pivots, wrap, seed):
+    with pytest.raises(NotApplicableError, match="not positive semi-definite.*use rsvd or tsvd"):
+        Nystrom(n_components=4, pivots=pivots).fit(wrap(_indefinite(seed=seed)))
+
+
+@pytest.mark.parametrize("wrap", [np.asarray, ArraySource], ids=["array", "columns"])
+def test_a_comparison_says_why_nystrom_is_not_applicable(wrap):
+    X = _indefinite()
+    rows = {r.method: r for r in compare(wrap(X), "nystrom,tsvd" if wrap is np.asarray else "nystrom,rsvd",
+                                         budget=400).results}
+    assert rows["nystrom"].status == "not applicable" and rows["nystrom"].operator is None
+    assert "not positive semi-definite" in rows["nystrom"].reason and "rsvd" in rows["nystrom"].reason
+    other = rows.get("tsvd") or rows["rsvd"]
+    assert other.status == "ok" and other.rel_error < 1
+
+
+def test_the_psd_check_reads_the_residual_and_the_core():
+    X = np.array([[1.0, 2.0], [2.0, 1.0]])  # eigenvalues 3 and -1, a positive diagonal
+    S = np.array([0])
+    with pytest.raises(NotApplicableError, match=r"diagonal entry -3 at row 1"):
+        check_psd_fit("X", np.diag(X), X[:, S], S, nystrom_factor(X[:, S], S))
+    S = np.array([0, 1])  # the whole matrix as the core: no Cholesky factor, its eigenvalue -1
+    assert nystrom_factor(X, S) is None
+    with pytest.raises(NotApplicableError, match=r"2 x 2 block at the pivots has eigenvalue -1"):
+        check_psd_fit("X", np.diag(X), X, S, None)
+    G = np.random.default_rng(0).standard_normal((30, 3))
+    P = G @ G.T  # PSD of rank 3: all 30 pivots, a singular core (round-off negative eigenvalues)
+    S = np.arange(30)
+    check_psd_fit("P", np.diag(P), P, S, nystrom_factor(P, S))
+    check_psd_fit("P", np.diag(P), P, S, None)
+
+
+@pytest.mark.parametrize("n, dim, bandwidth", [(300, 1, 5.0), (300, 3, 1.0), (1000, 2, 3.0), (2000, 1, 5.0),
+                                               (2000, 2, None)])
+@pytest.mark.parametrize("pivots", ["rpcholesky", "uniform"])
+def test_psd_kernels_are_never_refused(n, dim, bandwidth, pivots):
+    """Nearly singular kernels (wide bandwidths, few dimensions: numerical rank 40-200) at ranks past
+    their numerical rank, where the core's eigenvalues and the residual diagonal are round-off; given
+    as arrays (no PSD declared), so the check runs."""
+    K = KernelMatrix(np.random.default_rng(n + dim).standard_normal((n, dim)), bandwidth=bandwidth)
+    X = K.to_dense()
+    for rank in (20, 300):
+        est = Nystrom(n_components=rank, pivots=pivots).fit(X)
+        assert est.rank_ > 0 and est.frobenius_error(X)[1] < 0.5
+    Nystrom(n_components=300, pivots=pivots).fit(ArraySource(X))
+    Nystrom(n_components=300, pivots=pivots).fit(K)
+
+
+class _Counting(ArraySource):
+    """An array read by columns that counts what the fit reads (declared symmetric: no sampled check)."""
+
+    symmetric = True
+
+    def __init__(self, array):
+        super().__init__(array)
+        self.read, self.diagonals = 0, 0
+
+    def _columns(self, J):
+        self.read += J.size
+        return super()._columns(J)
+
+    def diagonal(self):
+        self.diagonals += 1
+        return super().diagonal()
+
+
+@pytest.mark.parametrize("pivots, columns", [("rpcholesky", 2), ("uniform", 1)])
+def test_the_psd_check_reads_nothing_more(pivots, columns):
+    X = KernelMatrix(_clustered(150)).to_dense()
+    source = _Counting(X)
+    est = Nystrom(n_components=12, pivots=pivots).fit(source)
+    # the pivots' columns (randomly pivoted Cholesky reads them again for C) and the diagonal once
+    assert est.rank_ == 12 and source.read == columns * 12 and source.diagonals == 1
+    with pytest.raises(NotApplicableError, match="not positive semi-definite"):
+        Nystrom(n_components=4, pivots=pivots).fit(indefinite := _Counting(_indefinite()))
+    assert indefinite.read <= columns * 4 and indefinite.diagonals == 1
+
