@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import difflib
 import math
+import numbers
 import os
 import time
 import warnings
@@ -464,7 +465,8 @@ def compare(
     include : mapping or sequence, optional
         Surrogates fitted earlier, scored like the methods (each must fit the
         budget too): a mapping of row name to a factors file, what
-        :func:`~sfapprox.load_factors` returns or an operator, or a sequence
+        :func:`~sfapprox.load_factors` returns or a surrogate operator (one
+        with ``n_stored``: a fitted estimator's ``operator_``), or a sequence
         of factors files (rows ``saved:<file stem>``).  Files are read before
         any fitting; one fitted to another input is said in the notes.
     executor : Executor, optional
@@ -755,14 +757,31 @@ def load_included(include, max_memory: int | None = None) -> dict[str, Any]:
     dict of str to object
         Row name -> what :func:`~sfapprox.load_factors` returned (or the
         surrogate as given).
+
+    Raises
+    ------
+    ParameterError
+        For a surrogate that does not say how many numbers it stores (an
+        array, a plain LinearOperator, an estimator rather than its
+        ``operator_``).
     """
     if include is None:
         return {}
     if isinstance(include, (str, os.PathLike)) or not isinstance(include, Mapping):
         paths = [include] if isinstance(include, (str, os.PathLike)) else list(include)
         include = {f"saved:{os.path.splitext(os.path.basename(os.fspath(p)))[0]}": p for p in paths}
-    return {name: load_factors(s, max_memory=max_memory) if isinstance(s, (str, os.PathLike)) else s
-            for name, s in include.items()}
+    loaded = {name: load_factors(s, max_memory=max_memory) if isinstance(s, (str, os.PathLike)) else s
+              for name, s in include.items()}
+    for name, surrogate in loaded.items():
+        # Its row is held to the budget by its count: an array or a plain LinearOperator has none (an
+        # AttributeError once every method had been fitted), and a count made up here would not be honest.
+        stored = getattr(getattr(surrogate, "operator", surrogate), "n_stored", None)
+        if isinstance(stored, bool) or not isinstance(stored, numbers.Integral) or stored < 0:
+            raise ParameterError(f"include: {name!r} is a {type(surrogate).__name__}, which does not say how many "
+                                 "numbers it stores (n_stored), so it cannot be held to the budget; give a factors "
+                                 "file, what sfapprox.load_factors returns, or a surrogate operator (a fitted "
+                                 "estimator's operator_)")
+    return loaded
 
 
 def _source_notes(saved: Mapping[str, Any], loaded) -> list[str]:

@@ -544,3 +544,26 @@ def test_a_comparison_from_columns_never_changes_the_source_given():
     c = compare(K, ["rsvd", "sparse"], budget=4_000, settings=FitSettings(device="cpu", max_memory=64 << 20),
                 on_result=lambda row: seen.append(K.max_memory))
     assert c.matrix["path"] == "columns" and seen == [1 << 40, 1 << 40] and K.max_memory == 1 << 40
+
+
+@pytest.mark.parametrize("given", ["linear_operator", "array", "estimator", "count"])
+def test_include_without_a_stored_count_is_refused_before_any_fit(given):
+    """An array or a plain LinearOperator has no n_stored: an AttributeError once every method had been fitted."""
+    import scipy.sparse.linalg as spla
+
+    from sfapprox import TruncatedSVD
+    from sfapprox.sources import ArraySource
+
+    X = np.eye(50)
+    fitted = TruncatedSVD(n_components=2).fit(X)
+    bad = {"linear_operator": spla.aslinearoperator(X), "array": X, "estimator": fitted,
+           "count": type("Counted", (), {"n_stored": -1, "shape": (50, 50)})()}[given]
+    ran = []
+    for matrix in (X, ArraySource(X)):
+        with pytest.raises(ParameterError, match=r"include: 'mine' is a \w+, which does not say how many numbers "
+                                                 r"it stores.*operator_"):
+            compare(matrix, "tsvd", budget=500, include={"mine": bad}, on_result=ran.append)
+    assert ran == []
+    # a surrogate operator (an estimator's operator_) is scored like a method
+    row = compare(X, "tsvd", budget=500, include={"mine": fitted.operator_}).results[1]
+    assert (row.method, row.status, row.nnz) == ("mine", "ok", fitted.n_stored_)
