@@ -170,3 +170,15 @@ def test_the_psd_check_reads_nothing_more(pivots, columns):
         Nystrom(n_components=4, pivots=pivots).fit(indefinite := _Counting(_indefinite()))
     assert indefinite.read <= columns * 4 and indefinite.diagonals == 1
 
+
+@pytest.mark.parametrize("wrap", [np.asarray, ArraySource], ids=["array", "columns"])
+def test_zero_components_is_the_zero_matrix_as_in_tsvd(wrap):
+    """n_components=0 said "budget None is below one Nyström pivot" (no budget was given)."""
+    from sfapprox import TruncatedSVD
+
+    X = KernelMatrix(_clustered(30)).to_dense()
+    est, tsvd = Nystrom(n_components=0).fit(wrap(X)), TruncatedSVD(n_components=0).fit(X)
+    assert (est.rank_, est.n_stored_, est.pivots_.size) == (tsvd.rank_, tsvd.n_stored_, 0) == (0, 0, 0)
+    assert est.to_dense().shape == (30, 30) and not est.to_dense().any()
+    with pytest.raises(BudgetError, match="budget 5 is below one Nyström pivot"):
+        Nystrom(budget=5).fit(wrap(X))

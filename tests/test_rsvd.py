@@ -46,8 +46,24 @@ def test_power_iterations_that_do_not_fit_are_skipped(fake_clock, monkeypatch):
 
 
 def test_budget_refused():
-    with pytest.raises(BudgetError, match="below one rank"):
+    with pytest.raises(BudgetError, match="budget 10 is below one rank"):
         RandomizedSVD(budget=10).fit(np.eye(20))
+
+
+def test_zero_components_is_the_zero_matrix_as_in_tsvd():
+    """n_components=0 said "budget None is below one rank" (no budget was given); TruncatedSVD gives the zero
+    matrix, and so does RandomizedSVD now, without a pass over X."""
+
+    class Unread(MatrixSource):
+        def _columns(self, J):
+            raise AssertionError("a rank-0 fit read columns")
+
+    X = np.random.default_rng(4).random((8, 8))
+    tsvd = TruncatedSVD(n_components=0).fit(X)
+    for given in (X, Unread(8)):
+        est = RandomizedSVD(n_components=0).fit(given)
+        assert (est.rank_, est.n_stored_, est.stop_reason_) == (tsvd.rank_, tsvd.n_stored_, tsvd.stop_reason_)
+        assert est.params_["passes"] == 0 and not est.to_dense().any() and est.to_dense().shape == (8, 8)
 
 
 def test_one_pass_nystrom_recovers_low_rank_and_a_zero_matrix():

@@ -269,7 +269,8 @@ class Nystrom(Approximation):
     Parameters
     ----------
     n_components : int or None, default=None
-        Rank ``r`` (the pivots); None: the largest that fits ``budget``.
+        Rank ``r`` (the pivots; 0 gives the zero matrix, as in
+        :class:`~sfapprox.TruncatedSVD`); None: the largest that fits ``budget``.
     budget : int or None, default=None
         Stored-number budget, ``r (N + r)``.
     pivots : {"rpcholesky", "uniform"}, default="rpcholesky"
@@ -342,7 +343,7 @@ class Nystrom(Approximation):
         ParameterError
             When neither ``n_components`` nor ``budget`` is given.
         BudgetError
-            When the budget is below one pivot.
+            When the budget (with no ``n_components``) is below one pivot.
         NotApplicableError
             When ``X`` is not symmetric, has a negative diagonal entry, or its
             pivots show it is not positive semi-definite (:func:`check_psd_fit`).
@@ -354,7 +355,7 @@ class Nystrom(Approximation):
         if self.n_components is None and self.budget is None:
             raise ParameterError("Nystrom needs n_components (the rank) or a budget")
         rank = nystrom_rank_for_budget(n, self.budget) if self.n_components is None else min(self.n_components, n)
-        if rank == 0:
+        if self.n_components is None and rank == 0:  # n_components=0 is the zero matrix, as in TruncatedSVD
             raise BudgetError(f"budget {self.budget} is below one Nyström pivot of a {n} x {n} matrix "
                               f"({nystrom_count(n, 1)} numbers)")
         deadline = _timing.Deadline.after(self.time_limit)

@@ -373,7 +373,8 @@ class RandomizedSVD(Approximation):
     Parameters
     ----------
     n_components : int or None, default=None
-        Rank ``r``; None: the largest that fits ``budget``.
+        Rank ``r`` (0 gives the zero matrix, with no pass over ``X``, as in
+        :class:`~sfapprox.TruncatedSVD`); None: the largest that fits ``budget``.
     budget : int or None, default=None
         Stored-number budget, ``r (2N + 1)`` (used when ``n_components`` is None).
     n_oversamples : int, default=10
@@ -456,7 +457,7 @@ class RandomizedSVD(Approximation):
         ParameterError
             When neither ``n_components`` nor ``budget`` is given.
         BudgetError
-            When the budget is below one rank (``2N + 1`` numbers).
+            When the budget (with no ``n_components``) is below one rank (``2N + 1`` numbers).
         """
         start = time.perf_counter()
         given = self._validate(X, check_input)
@@ -464,9 +465,11 @@ class RandomizedSVD(Approximation):
         if self.n_components is None and self.budget is None:
             raise ParameterError("RandomizedSVD needs n_components (the rank) or a budget")
         rank = tsvd_rank_for_budget(n, self.budget) if self.n_components is None else min(self.n_components, n)
-        if rank == 0:
+        if self.n_components is None and rank == 0:
             raise BudgetError(f"budget {self.budget} is below one rank of a {n} x {n} randomized SVD "
                               f"({tsvd_count(n, 1)} numbers)")
+        if rank == 0:  # n_components=0: the zero matrix, as TruncatedSVD gives it (no sketch, no pass)
+            return self._set_fit(0, np.zeros((n, 0)), np.zeros(0), np.zeros((0, n)), 0, 0, start, "exact")
         deadline = _timing.Deadline.after(self.time_limit)
         # BLAS threads from the free cores: a second thread on a busy core made a QR 100x slower.
         # the declared need was measured with the default oversampling: more widens every sketch
@@ -481,15 +484,10 @@ class RandomizedSVD(Approximation):
             U, s, Vt, done, passes = _passes(source.matmat, source.rmatmat, n, rank,
                                              n_oversamples=self.n_oversamples, n_iter=self.n_iter,
                                              seed=self.random_state, deadline=deadline, psd=psd, first_pass=first)
-        self.U_, self.s_, self.Vt_, self.n_iter_ = U, s, Vt, done
-        self.rank_ = rank
-        self.n_stored_ = tsvd_count(n, rank)
-        self.stop_reason_ = "closed_form" if done == self.n_iter and passes > 1 else "time_limit"
-        self.params_ = {"rank": rank, "power_iterations": done, "passes": passes}
+        self._set_fit(rank, U, s, Vt, done, passes, start,
+                      "closed_form" if done == self.n_iter and passes > 1 else "time_limit")
         if passes == 1:
             self.params_["one_pass"] = "nystrom" if psd else "co-range"
-        self.operator_ = HybridOperator(n, low_rank=(U, s, Vt))
-        self.seconds_ = time.perf_counter() - start
         if self.time_limit is not None and done == 0 and deadline.passed():
             # The method's fewest passes ran past the limit: a result, and a warning that says so (attention
             # at N = 16,384 took 9.4 s of 5.7: its columns are cheap, the co-range sketch's product is not).
@@ -500,6 +498,19 @@ class RandomizedSVD(Approximation):
                 ConvergenceWarning,
                 stacklevel=2,
             )
+        return self
+
+    def _set_fit(self, rank: int, U: np.ndarray, s: np.ndarray, Vt: np.ndarray, done: int, passes: int,
+                 start: float, stop_reason: str) -> "RandomizedSVD":
+        """Record the factors and what the fit did (``start``: its ``perf_counter`` at the beginning)."""
+        n = U.shape[0]
+        self.U_, self.s_, self.Vt_, self.n_iter_ = U, s, Vt, done
+        self.rank_ = rank
+        self.n_stored_ = tsvd_count(n, rank)
+        self.stop_reason_ = stop_reason
+        self.params_ = {"rank": rank, "power_iterations": done, "passes": passes}
+        self.operator_ = HybridOperator(n, low_rank=(U, s, Vt))
+        self.seconds_ = time.perf_counter() - start
         return self
 
 
