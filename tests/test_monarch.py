@@ -167,6 +167,22 @@ def test_budget_grid_accounting():
     assert spec.min_budget(n, RunContext()) == 432
 
 
+def test_a_refused_rank_is_named_not_a_budget_never_given():
+    """Monarch(rank=32) on a 32 x 32 matrix said "budget None is below the smallest Monarch matrix"."""
+    X = np.random.default_rng(3).random((32, 32))
+    with pytest.raises(BudgetError, match=r"^block rank 32 is above min\(b1, b2\) of every Monarch shape of a "
+                                          r"32 x 32 matrix \(6 at most.*choose a rank of at most 6$"):
+        Monarch(rank=32).fit(X)
+    assert Monarch(rank=6).fit(X).params_["rank"] == 6
+    with pytest.raises(BudgetError, match=r"^budget 100 is below every Monarch matrix of block rank 2 of a 32 x 32 "
+                                          r"matrix \(the smallest stores 768 numbers\); raise the budget"):
+        Monarch(rank=2, budget=100).fit(X)
+    for refused in (Monarch(rank=32), Monarch(rank=2, budget=100), Monarch(budget=100)):
+        with pytest.raises(BudgetError) as info:
+            refused.fit(X)
+        assert "None" not in str(info.value)
+
+
 def test_sparse_input_gives_the_dense_fit():
     X = sp.random_array((20, 20), density=0.2, random_state=10, format="csr")
     a = Monarch(budget=2000).fit(X)

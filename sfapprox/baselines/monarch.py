@@ -419,16 +419,24 @@ class Monarch(Approximation):
             return [MonarchShape(b1, b2, r, r * unit)]
         if self.rank is None:
             shapes = monarch_configs_for_budget(n, self.budget, self.max_shapes)
-        else:
-            shapes = [MonarchShape(b1, b2, self.rank, monarch_count(n, b1, b2, self.rank))
-                      for b1, b2 in monarch_shapes(n) if self.rank <= min(b1, b2)]
-            if self.budget is not None:
-                shapes = [s for s in shapes if s.count <= self.budget]
-            shapes = shapes[: self.max_shapes]
+            if not shapes:
+                raise BudgetError(f"budget {self.budget} is below the smallest Monarch matrix of a {n} x {n} "
+                                  f"matrix ({monarch_min_budget(n)} numbers)")
+            return shapes
+        # a rank given: each refusal names it (and the budget only where one was given)
+        ranked = [MonarchShape(b1, b2, self.rank, monarch_count(n, b1, b2, self.rank))
+                  for b1, b2 in monarch_shapes(n) if self.rank <= min(b1, b2)]
+        if not ranked:
+            most = max(min(b1, b2) for b1, b2 in monarch_shapes(n))
+            raise BudgetError(f"block rank {self.rank} is above min(b1, b2) of every Monarch shape of a {n} x {n} "
+                              f"matrix ({most} at most, where the fit is already exact); choose a rank of at most "
+                              f"{most}")
+        shapes = ranked if self.budget is None else [s for s in ranked if s.count <= self.budget]
         if not shapes:
-            raise BudgetError(f"budget {self.budget} is below the smallest Monarch matrix of a {n} x {n} "
-                              f"matrix ({monarch_min_budget(n)} numbers)")
-        return shapes
+            raise BudgetError(f"budget {self.budget} is below every Monarch matrix of block rank {self.rank} of a "
+                              f"{n} x {n} matrix (the smallest stores {min(s.count for s in ranked)} numbers); "
+                              "raise the budget or lower the rank")
+        return shapes[: self.max_shapes]
 
     def fit(self, X, *, check_input: bool = True) -> "Monarch":
         """Project the square matrix ``X`` (dense, sparse or a source) onto the Monarch class.
@@ -452,7 +460,8 @@ class Monarch(Approximation):
         Raises
         ------
         BudgetError
-            When no Monarch shape fits the budget.
+            When no Monarch shape fits the budget, or none has ``min(b1, b2)``
+            as large as ``rank``.
         """
         X = self._validate(X, check_input)
         n = X.n if isinstance(X, MatrixSource) else X.shape[0]
