@@ -224,6 +224,15 @@ def test_attention_needs_a_feature_and_finite_logits():
     assert np.isfinite(A.to_dense()).all()
 
 
+@pytest.mark.parametrize("scale", ["x", "2", [1.0], 0, -1.0, float("nan"), float("inf"), True])
+def test_attention_scale_must_be_a_positive_number(scale):
+    """A string was a raw ValueError from float() ("x") or taken for a number ("2")."""
+    q = np.random.default_rng(0).standard_normal((4, 2))
+    with pytest.raises(ParameterError, match=r"^attention: scale must be a positive, finite number .* got "):
+        AttentionMatrix(q, q, scale=scale)
+    assert AttentionMatrix(q, q, scale=np.float32(0.5)).scale == 0.5 and AttentionMatrix(q, q, scale=2).scale == 2.0
+
+
 def test_a_npy_a_comparison_could_not_hold_formed_is_memory_mapped_not_loaded(tmp_path):
     """Loaded just under the limit, the matrix left its methods nothing (a higher --max-memory refused
     what a lower one, mapping it, ran): it is mapped unless it and its scoring fit."""

@@ -9,6 +9,7 @@ row's maximum and sum over all columns: one streamed pass at construction
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -81,8 +82,10 @@ class AttentionMatrix(MatrixSource):
             raise InputError(f"{name}: q {q.shape} and k {k.shape} must have the same shape (N tokens x d)")
         if scale is None:
             scale = 1.0 / math.sqrt(q.shape[1])
-        elif isinstance(scale, bool) or not math.isfinite(float(scale)) or float(scale) <= 0:
-            raise ParameterError(f"scale must be a positive, finite number, got {scale!r}")
+        # a number only: float("x") was a raw ValueError, and float("2") would take a string for a scale
+        elif not isinstance(scale, numbers.Real) or isinstance(scale, bool) or not math.isfinite(scale) or scale <= 0:
+            raise ParameterError(f"{name}: scale must be a positive, finite number (the logits' factor; None: "
+                                 f"1/sqrt(d)), got {scale!r}")
         # |q_i . k_j| <= d max|q| max|k|: a logit that could overflow would make the softmax NaN
         bound = float(scale) * q.shape[1] * float(np.abs(q).max()) * float(np.abs(k).max())
         if not math.isfinite(bound):
