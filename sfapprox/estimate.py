@@ -34,6 +34,7 @@ import numpy as np
 from . import _timing
 from ._errors import ParameterError
 from ._executors import ordered_map
+from ._params import Interval
 from ._threads import AdaptiveThreads
 from .metrics import surrogate_columns
 from .sources import DistributedSource, MatrixSource, as_source, block_columns
@@ -46,6 +47,15 @@ Z95 = 1.959963984540054
 DEFAULT_RTOL = 0.02
 #: Columns sampled at the least before an interval is trusted (the normal approximation).
 MIN_SAMPLE = 256
+#: :func:`estimate_errors`'s scalar arguments, checked before any work, in the estimators' message shape
+#: (a seed of -1 was numpy's raw ValueError; a time limit of -1, a memory of 0 and a NaN norm went through).
+_ARGUMENTS = {
+    "time_limit": Interval(float, 0, None, allow_none=True, low_open=True),
+    "rtol": Interval(float, 0, None, low_open=True),
+    "seed": Interval(int, 0, None),
+    "max_memory": Interval(int, 1, None, allow_none=True),
+    "fro_norm": Interval(float, 0, None, allow_none=True),
+}
 
 
 @dataclass
@@ -149,6 +159,14 @@ def estimate_errors(
     -------
     dict of str to ErrorEstimate
 
+    Raises
+    ------
+    ParameterError
+        Before any work, for a ``time_limit`` or ``rtol`` that is not
+        positive, a ``seed`` that is not a non-negative int, a ``max_memory``
+        below 1, a ``fro_norm`` that is negative or not finite, or a surrogate
+        of another shape than ``source``.
+
     Examples
     --------
     >>> from sfapprox.sources import ArraySource
@@ -157,8 +175,11 @@ def estimate_errors(
     >>> est["zero"].exact, round(est["zero"].fro_error / float(np.linalg.norm(X)), 12)
     (True, 1.0)
     """
-    if rtol <= 0:
-        raise ParameterError(f"rtol must be positive, got {rtol}")
+    given = {"time_limit": time_limit, "rtol": rtol, "seed": seed, "max_memory": max_memory, "fro_norm": fro_norm}
+    for name, constraint in _ARGUMENTS.items():
+        if not constraint.accepts(given[name]):
+            raise ParameterError(f"The {name!r} parameter of estimate_errors must be {constraint.describe()}. "
+                                 f"Got {given[name]!r} instead.")
     if isinstance(source, DistributedSource):  # its executor computes the blocks; they read the plain source
         source, executor = source.source, executor if executor is not None else source.executor
     source = as_source(source)  # an array, a sparse matrix or a LinearOperator as compare takes them

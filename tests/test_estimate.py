@@ -157,3 +157,34 @@ def test_an_array_is_read_as_a_source_and_a_surrogate_of_another_shape_is_refuse
     small = TruncatedSVD(n_components=1).fit(np.eye(8)).operator_
     with pytest.raises(ParameterError, match="surrogate 'a' is 8 x 8, the matrix 64 x 64"):
         estimate_errors(ArraySource(X), {"a": small})
+
+
+@pytest.mark.parametrize("argument, value, wanted", [
+    ("seed", -1, r"an int in the range \[0, inf\)"),  # numpy's raw ValueError before
+    ("seed", 1.5, r"an int in the range \[0, inf\)"),
+    ("time_limit", -1, r"a float in the range \(0, inf\) or None"),  # taken before, as were the next four
+    ("time_limit", 0, r"a float in the range \(0, inf\) or None"),
+    ("max_memory", 0, r"an int in the range \[1, inf\) or None"),
+    ("fro_norm", -1.0, r"a float in the range \[0, inf\) or None"),
+    ("fro_norm", float("nan"), r"a float in the range \[0, inf\) or None"),
+    ("rtol", float("nan"), r"a float in the range \(0, inf\)"),
+])
+def test_arguments_are_checked_before_any_work(argument, value, wanted):
+    from sfapprox import ParameterError
+    from sfapprox.sources import MatrixSource
+
+    class Unread(MatrixSource):
+        def _columns(self, J):
+            raise AssertionError("a column was read before the arguments were checked")
+
+    with pytest.raises(ParameterError, match=rf"^The '{argument}' parameter of estimate_errors must be {wanted}\. "
+                                             rf"Got {value!r} instead\.$"):
+        estimate_errors(Unread(8), {"zero": np.zeros((8, 8))}, **{argument: value})
+
+
+def test_arguments_at_their_bounds_are_taken():
+    X = np.random.default_rng(5).random((16, 16))
+    est = estimate_errors(X, {"zero": np.zeros((16, 16))}, time_limit=None, seed=np.int64(3), max_memory=1 << 20,
+                          fro_norm=float(np.linalg.norm(X)))["zero"]
+    assert est.exact and est.rel_error == pytest.approx(1.0, rel=1e-12)
+    assert estimate_errors(np.zeros((4, 4)), {"zero": np.zeros((4, 4))}, fro_norm=0.0)["zero"].fro_error == 0.0
