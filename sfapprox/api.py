@@ -16,7 +16,7 @@ from ._settings import SF_BASE, SF_SUPPORT, FitSettings, LoadOptions
 from .budget import parse_budget, resolve_budget, sf_config_for_budget
 from .comparison import as_loaded_matrix, scoring_seconds, warnings_at_caller
 from .estimate import estimate_errors
-from .factors import save_factors
+from .factors import input_record, save_factors
 from .results import library_versions
 from .sources import MatrixSource
 
@@ -129,11 +129,11 @@ def fit_matrix(
                                  "(or drop the budget)")
     if isinstance(matrix, MatrixSource):  # left to ChordSF: formed when its fit fits the memory limit
         target, name, n = matrix, matrix.name, matrix.n
-        origin = {"name": name, "path": getattr(matrix, "path", None), "sha256": None, "format": matrix.kind}
+        origin = input_record(matrix)
     else:
         loaded = as_loaded_matrix(matrix, load)
         target, name, n = loaded.matrix, loaded.name, loaded.n
-        origin = {"name": name, "path": loaded.path, "sha256": loaded.sha256, "format": loaded.format}
+        origin = input_record(loaded)
     if budget is not None:
         config = sf_config_for_budget(n, resolve_budget(budget, n).value)
         sf_params.update(n_factors=config.n_factors, base=config.base)

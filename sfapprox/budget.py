@@ -316,7 +316,8 @@ def parse_budget(spec: str | int | float | None) -> str:
             f"budget must be 'sf', a positive integer or a fraction of N^2 in (0, 1]; got {spec!r}"
         ) from None
     if not math.isfinite(value) or value <= 0:
-        raise ParameterError(f"budget must be positive, got {spec!r}")
+        raise ParameterError(f"budget must be a finite positive number ('sf', a count or a fraction of N^2 in "
+                             f"(0, 1]), got {spec!r}")
     if value > 1 and value != int(value):
         raise ParameterError(
             f"budget {spec!r} is neither a fraction in (0, 1] nor a whole number of stored values"

@@ -244,7 +244,10 @@ def as_loaded_matrix(matrix, load: LoadOptions | None, max_memory: int | None = 
     if isinstance(matrix, MatrixSource):  # small enough: formed (within the memory limit) and validated
         # The comparison's limit: under the default (80% of RAM) a block was the whole matrix, with its
         # temporaries five N x N arrays, where the limit allowed 3.75 (N = 4,096).
-        return as_loaded(matrix.to_dense(max_memory), matrix.name)
+        formed = as_loaded(matrix.to_dense(max_memory), matrix.name)
+        # what it was made from, as a loaded file records its own: results and saved fits name their input
+        return dataclasses.replace(formed, path=matrix.file, format=matrix.kind, notes=list(matrix.notes),
+                                   sha256=matrix.file_sha256, recipe=matrix.describe())
     if isinstance(matrix, (str, os.PathLike)):
         return load_matrix(matrix, **(load or LoadOptions()).keywords())
     if load is not None:
@@ -521,7 +524,7 @@ def compare(
     for name, surrogate in saved.items():
         results.append(score_surrogate(name, surrogate, X, resolved.value, info["fro_norm"]))
     comparison = build_comparison(info, resolved, results, context)
-    comparison.notes.extend(n for n in [resolved.note, not_run_note(names, results), *_source_notes(saved, loaded)]
+    comparison.notes.extend(n for n in [resolved.note, not_run_note(names, results), *_source_notes(saved, loaded.sha256, loaded.recipe)]
                             if n)
     if isinstance(matrix, MatrixSource):
         ran = "every method ran on it" if streamed is None else "the methods ran on it or its column blocks"
@@ -723,7 +726,8 @@ def _compare_columns(source, names, resolved, info, context, settings, on_result
         if r.method in estimates and r.nnz is not None and r.nnz > resolved.value:
             r.status, r.reason = "not applicable", f"stores {r.nnz} numbers, over the budget {resolved.value}"
     comparison = build_comparison(info, resolved, results, context)
-    comparison.notes.extend(n for n in [not_run_note(names, results)] if n)
+    comparison.notes.extend(n for n in [not_run_note(names, results),
+                                        *_source_notes(include or {}, source.file_sha256, source.describe())] if n)
     columns = max((e.columns for e in estimates.values()), default=0)
     how = ("exactly, by a pass over every column" if columns >= source.n else
            f"from {columns:,} random columns of {source.n:,} (95% intervals)")
@@ -784,15 +788,31 @@ def load_included(include, max_memory: int | None = None) -> dict[str, Any]:
     return loaded
 
 
-def _source_notes(saved: Mapping[str, Any], loaded) -> list[str]:
-    """A note for each saved fit whose recorded input is not this matrix's file."""
+def _source_notes(saved: Mapping[str, Any], sha256: str | None, recipe: Mapping[str, Any] | None) -> list[str]:
+    """A note for each saved fit whose recorded input is not this matrix: another file (``sha256``), or
+    another matrix made from this file (``recipe``: a kernel's and its bandwidth)."""
     notes = []
     for name, fit in saved.items():
         source = getattr(fit, "source", None) or {}
-        if source.get("sha256") and loaded.sha256 and source["sha256"] != loaded.sha256:
+        if source.get("sha256") and sha256 and source["sha256"] != sha256:
             notes.append(f"{name} was fitted to {source.get('path') or 'another input'} "
                          f"(sha256 {source['sha256'][:12]}…), not to this file")
+        elif recipe and source.get("recipe") and _recipe_key(source["recipe"]) != _recipe_key(recipe):
+            notes.append(f"{name} was fitted to another matrix of this file ({_made(source['recipe'])}; this one: "
+                         f"{_made(recipe)})")
     return notes
+
+
+def _recipe_key(recipe: Mapping[str, Any]) -> dict:
+    """What identifies a matrix made from a file (a float to 12 digits: it went through a file and back)."""
+    return {k: round(float(v), 12) if isinstance(v, float) else (list(v) if isinstance(v, tuple) else v)
+            for k, v in recipe.items()}
+
+
+def _made(description: Mapping[str, Any]) -> str:
+    """A source's description, for a note: ``kernel=rbf, bandwidth=1.2``."""
+    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                     for k, v in description.items() if k not in ("kind", "points"))
 
 
 def score_surrogate(name: str, surrogate, X, budget: int, fro_norm: float | None = None) -> MethodResult:

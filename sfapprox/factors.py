@@ -337,6 +337,29 @@ def check_results_folder(folder: str | os.PathLike, matrix: str, methods, *, for
             raise ParameterError(f"{target}: already exists; use --force (force=True) to overwrite it")
 
 
+def input_record(source) -> dict[str, Any]:
+    """What a saved fit records of its input: a loaded file's name, path, SHA-256 and format, or a
+    source's (the file it was read from, when it was, and how it made the matrix: its ``recipe``).
+
+    Parameters
+    ----------
+    source : LoadedMatrix or MatrixSource
+        The input.
+
+    Returns
+    -------
+    dict
+    """
+    from .sources import MatrixSource
+
+    if isinstance(source, MatrixSource):
+        return {"name": source.name, "path": source.file, "sha256": source.file_sha256, "format": source.kind,
+                "recipe": source.describe()}
+    record = {"name": source.name, "path": source.path, "sha256": source.sha256, "format": source.format}
+    recipe = getattr(source, "recipe", None)
+    return {**record, "recipe": dict(recipe)} if recipe else record
+
+
 def save_results(comparison, folder: str | os.PathLike, *, source=None, force: bool = False) -> list[Path]:
     """Write every fitted row of a comparison to ``folder/<matrix>.<method>.h5`` (:func:`result_path`).
 
@@ -364,8 +387,7 @@ def save_results(comparison, folder: str | os.PathLike, *, source=None, force: b
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     name = comparison.matrix.get("name", "matrix")
-    origin = {} if source is None else {"name": source.name, "path": source.path, "sha256": source.sha256,
-                                       "format": source.format}
+    origin = {} if source is None else input_record(source)
     written = []
     for r in comparison.results:
         if r.operator is None:

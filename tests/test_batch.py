@@ -219,6 +219,11 @@ def test_a_pair_at_another_budget_is_redone_not_resumed(tmp_path):
     assert [r["settings"]["budget"] for r in lines(out)] == ["0.1"]
     same = run_batch(m, out, BatchOptions(methods=("tsvd",), budget="0.1", settings=FitSettings(device="cpu")))
     assert (same.written, same.skipped, same.changed) == (0, 1, [])
+    # a method not asked for keeps its line made at another budget: said so, not "the matrix changed"
+    run_batch(m, out, BatchOptions(methods=("tsvd", "sparse"), budget="0.1", settings=FitSettings(device="cpu")))
+    fewer = run_batch(m, out, TSVD)
+    assert fewer.changed[-1] == ("lines of sparse were made with other settings (budget, time limit, ...) "
+                                 "(--methods sparse redoes them)")
 
 
 def test_a_method_not_applicable_under_a_memory_limit_is_redone_under_another(tmp_path):
@@ -743,3 +748,15 @@ def test_lines_of_matrices_the_manifest_no_longer_names_are_said(tmp_path):
     assert run_batch(both, out, TSVD, only=["a"]).orphans == []  # b is still the manifest's, only not selected
     one = write_manifest(tmp_path / "m.toml", gen_entry("a"))
     assert run_batch(one, out, TSVD).orphans == ["b"]
+
+
+def test_a_kernel_entry_s_own_memory_limit_holds_for_forming_it(tmp_path):
+    """``load = {max_memory = ...}`` below what forming the kernel and scoring it take: it is not formed (the
+    batch's larger limit was used for that), so tsvd is not applicable and the others run from columns."""
+    m, data = _kernel_manifest(tmp_path, load='kernel = "rbf", bandwidth = 1.5, max_memory = "32M"')
+    out = tmp_path / "out"
+    run_batch(m, out, BatchOptions(methods=("nystrom", "tsvd"), data_dir=str(data),
+                                   settings=FitSettings(max_iter=15, device="cpu", max_memory=8 << 30)))
+    recs = {r["method"]: r for r in lines(out)}
+    assert recs["tsvd"]["status"] == "not applicable"
+    assert recs["nystrom"]["status"] == "ok" and recs["nystrom"]["matrix_info"]["path"] == "columns"

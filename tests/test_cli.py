@@ -1,6 +1,7 @@
 """The CLI through Typer's test runner: output, JSON shape, errors and exit codes."""
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -500,3 +501,48 @@ def test_checkpoints_into_a_stream_are_refused(small_mtx, stream):
     # every checkpoint went to stdout one after another: the file read back was an early checkpoint
     res = invoke("fit", small_mtx, "--checkpoint-every", "0.2", "--out", stream, "--iters", "5", "--device", "cpu")
     assert res.exit_code == 2 and "is a stream, not a file" in " ".join(res.output.split())
+
+
+def test_compare_of_a_kernel_saves_its_factors_and_records_the_points_file_and_the_kernel(tmp_path):
+    """--save-factors on a kernel (formed, and from columns): the files are written (an AttributeError lost
+    every fit before), each naming the points file (path, SHA-256) and the kernel; the results say the
+    same, with the formed kernel exactly symmetric; a fit of another kernel of the same file is noted."""
+    import hashlib
+
+    from sfapprox.factors import load_factors
+
+    points = tmp_path / "pts.npy"
+    np.save(points, np.random.default_rng(0).standard_normal((120, 3)))
+    digest = hashlib.sha256(points.read_bytes()).hexdigest()
+    for extra, folder in (([], "formed"), (["--max-memory", "3M", "--budget", "0.05"], "columns")):
+        res = invoke("compare", points, "--kernel", "rbf", "--methods", "nystrom", "--save-factors", tmp_path / folder,
+                     "--json", tmp_path / f"{folder}.json", *extra)
+        assert res.exit_code == 0, res.output
+        matrix = json.loads((tmp_path / f"{folder}.json").read_text())["matrix"]
+        assert matrix["sha256"] == digest and matrix["format"] == "kernel" and matrix["symmetric"] is True
+        assert os.path.basename(matrix["file" if folder == "columns" else "path"]) == "pts.npy"
+        saved = load_factors(tmp_path / folder / "pts.nystrom.h5")
+        assert saved.source["sha256"] == digest and saved.source["recipe"]["kernel"] == "rbf"
+    res = invoke("compare", points, "--kernel", "laplacian", "--methods", "tsvd", "--with",
+                 tmp_path / "formed" / "pts.nystrom.h5")
+    assert res.exit_code == 0 and "was fitted to another matrix of this file (kernel=rbf" in res.output
+    res = invoke("compare", points, "--kernel", "rbf", "--methods", "tsvd", "--with", tmp_path / "formed" / "pts.nystrom.h5")
+    assert res.exit_code == 0 and "another matrix" not in res.output
+
+
+@pytest.mark.parametrize("option", [["--var", "x"], ["--resize", "100"], ["--gradient"], ["--network", "3"]])
+def test_reading_options_that_do_not_apply_to_a_kernel_are_refused(tmp_path, option):
+    points = tmp_path / "pts.npy"
+    np.save(points, np.random.default_rng(0).standard_normal((30, 3)))
+    res = invoke("compare", points, "--kernel", "rbf", "--methods", "tsvd", *option)
+    assert res.exit_code == 2 and "does not apply to it" in res.output
+
+
+@pytest.mark.parametrize("address", ["garbage", "", "tcp://[::1"])
+def test_a_scheduler_address_that_is_not_one_is_one_line(tmp_path, address):
+    pytest.importorskip("dask.distributed")
+    points = tmp_path / "points.csv"
+    np.savetxt(points, np.random.default_rng(0).standard_normal((20, 2)), delimiter=",")
+    res = invoke("compare", points, "--kernel", "rbf", "--scheduler", address, "--json", tmp_path / "r.json")
+    assert res.exit_code == 2 and "scheduler" in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "r.json").exists()

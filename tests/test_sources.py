@@ -316,3 +316,14 @@ def test_a_method_that_needs_the_matrix_in_memory_forms_an_operator_and_scores_a
     fitted = TruncatedSVD(n_components=3).fit(aslinearoperator(B))
     direct = TruncatedSVD(n_components=3).fit(B)
     assert fitted.frobenius_error(aslinearoperator(B)) == pytest.approx(direct.frobenius_error(B), rel=1e-12)
+
+
+def test_a_symmetric_source_is_formed_exactly_symmetric():
+    """A kernel's columns, computed block by block, differ from its rows by rounding: formed, its lower
+    triangle is the upper's mirror (a formed kernel read as not symmetric)."""
+    K = KernelMatrix(np.random.default_rng(0).standard_normal((300, 5)) * 3)
+    K.max_memory = 300 * 8 * 64 * 12  # several blocks
+    X = K.to_dense()
+    assert np.array_equal(X, X.T)
+    assert np.allclose(X, np.concatenate([K.columns(np.arange(j, min(300, j + 50))) for j in range(0, 300, 50)], axis=1),
+                       rtol=0, atol=1e-14)

@@ -579,16 +579,19 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
     network = NetworkState()
     selected = [e.name for e in entries]
     entries = expand_weights(entries, options.data_dir, Path(cache), network)
-    stale = {} if force else {**changed_measures(existing, options),
-                              **changed_sources(entries, existing, options.data_dir, Path(cache))}
+    sources = {} if force else changed_sources(entries, existing, options.data_dir, Path(cache))
+    stale = {} if force else {**changed_measures(existing, options), **sources}
     todo, drop, skipped = plan(entries, options.methods, existing, force, stale=set(stale))
     summary = BatchSummary(str(out), skipped=skipped, to_do=sum(len(m) for m in todo.values()))
     summary.changed = sorted({f"{name}: {why}; its lines are redone" for (name, method), why in stale.items()
                               if method in options.methods})
-    others = sorted({method for (_, method) in stale if method not in options.methods})
-    if others:  # not selected, so not redone: their lines stay, made from the old matrix
-        summary.changed.append(f"lines of {', '.join(others)} were made from matrices that changed since "
-                               f"(--methods {','.join(others)} redoes them)")
+    # not selected, so not redone: their lines stay, made from the old matrix or with other settings
+    for why, whose in (("were made from matrices that changed since", sources),
+                       ("were made with other settings (budget, time limit, ...)",
+                        {key: v for key, v in stale.items() if key not in sources})):
+        others = sorted({method for (_, method) in whose if method not in options.methods})
+        if others:
+            summary.changed.append(f"lines of {', '.join(others)} {why} (--methods {','.join(others)} redoes them)")
     # Said whenever lines made with other settings stay in the folder (skipped here, or of other
     # methods or matrices): the report ranks them beside this run's (a budget of 0.9 against 0.3).
     summary.warnings = settings_changes(_kept(existing, drop), options)

@@ -24,7 +24,7 @@ from .._settings import COUNT_INDICES, FitSettings, parse_size
 from ..budget import resolve_budget
 from .._validation import check_square_matrix
 from ..comparison import from_columns, run_all, score_from_columns
-from ..factors import save_factors
+from ..factors import input_record, save_factors
 from ..sources import MatrixSource
 from .fetch import ChecksumError, UnavailableError, fetch_entry, file_sha256
 from .manifest import Entry
@@ -202,12 +202,14 @@ def _materialize(task: MatrixTask):
     if not isinstance(opened, MatrixSource):
         return opened, extra
     opened.name = entry.name
-    if from_columns(opened, task.methods, limit):
+    # the entry's own limit holds for making its matrix (formed or not), as it held for reading the file
+    making = options["max_memory"]
+    if from_columns(opened, task.methods, making):
         return opened, {**extra, "path": "columns"}
     # The points file's hash: a saved fit then names the data it came from, as a loaded file's does.
-    dense = check_square_matrix(opened.to_dense(limit), source=entry.name)
+    dense = check_square_matrix(opened.to_dense(making), source=entry.name)
     return LoadedMatrix(dense, entry.name, str(found.path), opened.kind, list(opened.notes),
-                        file_sha256(found.path)), extra
+                        opened.file_sha256 or file_sha256(found.path), opened.describe()), extra
 
 
 def _factors_name(task: MatrixTask, method: str) -> str:
@@ -225,8 +227,7 @@ def _save(task: MatrixTask, result, record: dict[str, Any], loaded) -> str:
         loss_history=getattr(result.estimator, "loss_curve_", ()),
         fit={k: record[k] for k in ("fro_error", "rel_error", "seconds", "nnz", "n")} | record["params"],
         settings=task.options.recorded(),
-        source={"name": task.entry.name, "manifest": task.entry.manifest, "path": getattr(loaded, "path", None),
-                "sha256": getattr(loaded, "sha256", None), "format": getattr(loaded, "format", None) or getattr(loaded, "kind", None)},
+        source={**input_record(loaded), "name": task.entry.name, "manifest": task.entry.manifest},
     )
     return relative
 

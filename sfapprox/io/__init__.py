@@ -240,6 +240,10 @@ class LoadedMatrix:
     sha256 : str or None
         SHA-256 of the input file's bytes (for LINQS: of ``.cites`` then
         ``.content``); None for in-memory arrays.
+    recipe : dict or None
+        How a source made the matrix from its file, formed
+        (:meth:`~sfapprox.sources.MatrixSource.describe`: a kernel, its
+        bandwidth); None for a matrix the file holds.
     """
 
     matrix: np.ndarray | sp.csr_array = field(repr=False)
@@ -248,6 +252,7 @@ class LoadedMatrix:
     format: str
     notes: list[str] = field(default_factory=list)
     sha256: str | None = field(default=None, repr=False)
+    recipe: dict | None = field(default=None, repr=False)
 
     @property
     def n(self) -> int:
@@ -328,6 +333,7 @@ class LoadedMatrix:
             "max": hi,
             "sha256": self.sha256,
             "notes": list(self.notes),
+            **({"recipe": dict(self.recipe)} if self.recipe else {}),
         }
 
 

@@ -196,13 +196,43 @@ def open_matrix(
         if format == "attention" or options.get("covariance"):
             raise ParameterError("a kernel reads a table of points; it does not combine with an attention map "
                                  "or a covariance")
-        return KernelMatrix(read_points(path, format=format, max_memory=max_memory), kernel, bandwidth,
-                            name=_stem(path))
+        _refuse_unused(options, "--kernel (kernel=) reads a table of points", var=var)
+        return _from_file(KernelMatrix(read_points(path, format=format, max_memory=max_memory), kernel, bandwidth,
+                                       name=_stem(path)), path)
     if format == "attention":
-        return _attention(path, var, max_memory)
+        _refuse_unused(options, "an attention map (format='attention') reads Q and K from an .npz")
+        return _from_file(_attention(path, var, max_memory), path)
     if format in (None, "npy") and var is None and _big_npy(path, max_memory):
-        return open_npy(path)
+        return _from_file(open_npy(path), path, hashed=False)
     return load_matrix(path, format=format, var=var, max_memory=max_memory, **options)
+
+
+#: The reading options of a matrix file (:func:`~sfapprox.io.load_matrix`'s) and their defaults: none of
+#: them shapes a kernel's point table or an attention map's Q and K.
+_FILE_OPTIONS = {"network": None, "relation": None, "two_mode": None, "gradient": False, "resize": None,
+                 "square": None, "mirror": "auto"}
+
+
+def _refuse_unused(options: dict, reads: str, *, var: str | None = None) -> None:
+    """Refuse reading options given where they shape nothing (an option that parses but is ignored would
+    let a user believe it applied): one line naming them."""
+    given = [f"{name}={options[name]!r}" for name, default in _FILE_OPTIONS.items()
+             if name in options and options[name] != default]
+    if var is not None:
+        given.insert(0, f"var={var!r}")
+    if given:
+        raise ParameterError(f"{reads}: {', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to it "
+                             "(the options of a matrix file: leave them out)")
+
+
+def _from_file(source: MatrixSource, path, *, hashed: bool = True) -> MatrixSource:
+    """``source`` with the file it was read from recorded (:attr:`~sfapprox.sources.MatrixSource.file`), and
+    the file's SHA-256 where the whole file was read anyway (a point table, Q and K; not a memory-mapped
+    matrix too big to load, whose hash would be a pass over it)."""
+    source.file = os.fspath(path)
+    if hashed:
+        source.file_sha256 = Source(path).sha256()
+    return source
 
 
 def _covariance_table(path, format: str | None, max_memory: int | None) -> tuple[np.ndarray, list[str]] | None:
@@ -226,7 +256,7 @@ def _covariance(path, table: np.ndarray, notes: list[str], *, format: str | None
     limit = memory_limit(max_memory)
     features = table.shape[1] if table.ndim == 2 else 0
     if limit is not None and 8 * features * features > limit:
-        return CovarianceMatrix(table, name=_stem(path))
+        return _from_file(CovarianceMatrix(table, name=_stem(path)), path)
     return covariance_of_table(path, table, notes, format=format, max_memory=max_memory, **options)
 
 

@@ -76,6 +76,11 @@ class MatrixSource:
     max_memory: int | None = None
     #: Bytes of a matrix held in memory beside this source's passes (:func:`~.arrays.columns_within`).
     held_bytes: int = 0
+    #: The file it was read from and that file's SHA-256 (:func:`sfapprox.io.open_matrix` sets them; the
+    #: hash is left out for a file too big to load, whose hashing would be a pass over it): what a result
+    #: or a saved fit records as its input, as it records a loaded file's.
+    file: str | None = None
+    file_sha256: str | None = None
 
     def __init__(self, n: int, name: str = "X") -> None:
         if int(n) < 1:
@@ -312,19 +317,35 @@ class MatrixSource:
         limit = memory_limit(max_memory if max_memory is not None else self.max_memory)
         # The blocks get half of what the matrix leaves of the limit (block_width's share of it).
         rest = None if limit is None else max(1, limit - self.formed_bytes)
-        for J, block in self.blocks(self.block_width(rest)):
+        width = self.block_width(rest)
+        for J, block in self.blocks(width):
             out[:, J] = block
+        if self.symmetric:
+            _mirror_upper(out, width)
         return out
 
     def summary(self) -> dict[str, Any]:
         """Facts known without a pass over the matrix (what ``info`` and result files record)."""
         return {"name": self.name, "n": self.n, "format": self.kind, "formed_bytes": self.formed_bytes,
                 "formed": format_bytes(self.formed_bytes), "symmetric": self.symmetric,
-                "nonnegative": self.nonnegative, "psd": self.psd, "source": self.describe()}
+                "nonnegative": self.nonnegative, "psd": self.psd, "source": self.describe(),
+                "file": self.file, "sha256": self.file_sha256, "notes": list(self.notes)}
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.describe().items() if k != "kind")
         return f"{type(self).__name__}(n={self.n}{', ' + params if params else ''})"
+
+
+def _mirror_upper(X: np.ndarray, width: int) -> None:
+    """Make ``X`` exactly symmetric in place, its lower triangle the upper one's mirror, by row blocks of
+    ``width`` (no ``N x N`` temporary): a symmetric source's columns, computed block by block, differ from
+    its rows by rounding (1e-16), and a formed kernel then read as not symmetric."""
+    n = X.shape[0]
+    for i0 in range(0, n, width):
+        i1 = min(n, i0 + width)
+        X[i0:i1, :i0] = X[:i0, i0:i1].T
+        diagonal = X[i0:i1, i0:i1]
+        diagonal[:] = np.triu(diagonal) + np.triu(diagonal, 1).T
 
 
 def check_block(block: np.ndarray, J: np.ndarray, name: str) -> None:
