@@ -431,3 +431,22 @@ def test_godec_from_columns_is_refused_before_any_pass_where_its_budget_is_over_
     X = K.to_dense() if formed else K
     with pytest.raises(ResourceError, match=r"^rpca's fit of .* keep fewer numbers \(a lower budget or rank\)$"):
         RobustPCA(budget=2000 * 1800, max_memory=200 << 20, device="cpu").fit(X)
+
+
+def test_a_grid_the_time_limit_cut_short_says_it_stopped_on_the_time_limit():
+    """One split of the grid ran (an all-sparse one: exact in itself) before the time was up: the fit
+    stopped on its time limit, says so, and warns (it read "stop=exact")."""
+    import warnings
+
+    from sfapprox import ConvergenceWarning
+
+    X = np.random.default_rng(0).random((60, 60))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = RobustPCA(budget=1500, time_limit=1e-9, random_state=0).fit(X)
+    skipped = est.params_["splits_skipped"]
+    assert est.stop_reason_ == "time_limit" and 0 < skipped < len(est.params_["grid"])
+    assert any(issubclass(w.category, ConvergenceWarning) and "splits within time_limit" in str(w.message)
+               for w in caught)
+    full = RobustPCA(budget=1500, random_state=0).fit(X)
+    assert "splits_skipped" not in full.params_ and full.stop_reason_ != "time_limit"

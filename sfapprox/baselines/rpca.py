@@ -872,6 +872,7 @@ class RobustPCA(Approximation):
         nonzero = best.vals != 0
         idx, vals = best.idx[nonzero], best.vals[nonzero]
         rank, n_sparse = int(used.sum()), int(idx.size)
+        skipped = sum(1 for record in grid if record.get("skipped") == "time_limit")
         rows, cols = np.divmod(idx.astype(np.int64), n)
         self.L_ = (best.U[:, used], best.sig[used], best.Vt[used])
         self.S_ = sp.csr_array((vals.astype(np.float64), (rows, cols)), shape=(n, n))
@@ -886,14 +887,21 @@ class RobustPCA(Approximation):
             "method": self.method,
             "iterations": best.n_iter,
             "converged": best.stop_reason in ("exact", "converged"),
+            **({"splits_skipped": skipped} if skipped else {}),
             "svd": "exact" if _use_exact_svd(n, rank) else "subspace",
             "grid": grid,
             "device": str(device),
             "dtype": str(dtype).replace("torch.", ""),
             **extra,
         }
-        self.stop_reason_ = best.stop_reason
+        # A grid the time limit cut short stopped on it, whatever its best split's own stop (an all-sparse
+        # split is exact: "stop=exact" read as a finished fit where one split of twelve had run).
+        self.stop_reason_ = "time_limit" if skipped and best.stop_reason in ("exact", "converged") else best.stop_reason
         self.operator_ = HybridOperator(n, low_rank=self.L_, sparse=self.S_, count_indices=self.count_indices)
+        if skipped:
+            warnings.warn(f"RobustPCA ({self.method}) tried {len(grid) - skipped} of its {len(grid)} rank/sparse "
+                          f"splits within time_limit={self.time_limit:g} s; increase it to try them all",
+                          ConvergenceWarning, stacklevel=3)
         if best.stop_reason in ("max_iter", "time_limit"):
             limit = f"max_iter={self.max_iter} GoDec iterations" if best.stop_reason == "max_iter" else (
                 f"time_limit={self.time_limit:g} s ({best.n_iter} GoDec iterations)")
