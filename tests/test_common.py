@@ -249,6 +249,30 @@ def test_a_matrix_in_memory_is_not_checked_as_a_fit_from_columns():
     assert RandomizedSVD(n_components=3, max_memory=1).fit(X).n_stored_ == 3 * 101
 
 
+IN_MEMORY_LIMITED = [name for name, spec in methods().items() if spec.working_memory is not None]
+
+
+@pytest.mark.parametrize("name", IN_MEMORY_LIMITED)
+def test_alone_a_matrix_in_memory_over_its_own_limit_is_read_by_columns_or_refused(X, name):
+    """Every estimator whose in-memory fit declares its working memory keeps its own ``max_memory`` as a
+    comparison keeps it: over it, one that works from columns reads them, any other is refused before
+    any work (it ran, whatever the limit)."""
+    from sfapprox import ResourceError
+    from sfapprox._base import get_method
+
+    spec = get_method(name)
+    est = _column_fit(name, N, sf_count(N), 1 << 16)
+    assert est.max_memory == 1 << 16  # the settings' limit reaches it
+    if "columns" in spec.access:
+        fitted = est.fit(X)
+        assert fitted.params_["from"] == "columns" and fitted.n_stored_ <= sf_count(N)
+    else:
+        with pytest.raises(ResourceError, match=rf"^{name}: its fit of a {N} x {N} matrix needs about .* over the "
+                                                "memory limit"):
+            est.fit(X)
+    assert _column_fit(name, N, sf_count(N), 1 << 40).fit(X).n_stored_ <= sf_count(N)
+
+
 def test_a_fit_with_its_own_limit_never_changes_the_source_given():
     """Two fits of one source in two threads with two limits each keep theirs: the passes read a copy
     sized for the estimator's limit (the shared source's limit was set and restored, out of order)."""

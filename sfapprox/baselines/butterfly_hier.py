@@ -246,6 +246,11 @@ class HierarchicalButterfly(Approximation):
     time_limit : float or None, default=DEFAULT_TIME_LIMIT
         Wall-clock limit of the whole fit; ``"best"`` skips its second order
         once it has passed.
+    max_memory : int or None, default=None
+        Memory limit in bytes: a fit of a matrix in memory whose working arrays
+        (several copies of it, measured) would be over it is refused before any
+        work (ResourceError), as a comparison refuses its row (None: 80% of the
+        physical memory).
 
     Attributes
     ----------
@@ -278,11 +283,13 @@ class HierarchicalButterfly(Approximation):
         "order": Options(("best",) + ORDERS),
         "budget": Interval(int, 0, None, allow_none=True),
         "time_limit": Interval(float, 0, None, allow_none=True),
+        "max_memory": Interval(int, 1, None, allow_none=True),
     }
 
     def __init__(self, order: str = "best", *, budget: int | None = None,
-                 time_limit: float | None = DEFAULT_TIME_LIMIT):
+                 time_limit: float | None = DEFAULT_TIME_LIMIT, max_memory: int | None = None):
         self.order = order
+        self.max_memory = max_memory
         self.budget = budget
         self.time_limit = time_limit
 
@@ -312,6 +319,7 @@ class HierarchicalButterfly(Approximation):
             When ``2 N' log2 N'`` numbers are over the budget.
         """
         X = self._validate(X, check_input)
+        X = self._within_limit(X)  # its working arrays over the limit: refused before any work
         n = X.shape[0]
         big, count = padded_size(n), butterfly_hier_count(n)
         if self.budget is not None and count > self.budget:

@@ -313,6 +313,11 @@ class NMF(Approximation):
         Where the updates run; ``"auto"``: a CUDA GPU when available.
     dtype : {"float64", "float32"} or None, default=None
         None: float64 on CPU, float32 on GPU.
+    max_memory : int or None, default=None
+        Memory limit in bytes: a fit of a matrix in memory whose working arrays
+        (several copies of it, measured) would be over it is refused before any
+        work (ResourceError), as a comparison refuses its row (None: 80% of the
+        physical memory).
 
     Attributes
     ----------
@@ -363,6 +368,7 @@ class NMF(Approximation):
         "random_state": Interval(int, 0, None),
         "device": str,
         "dtype": (Options(("float64", "float32", "auto")), None),
+        "max_memory": Interval(int, 1, None, allow_none=True),
     }
 
     def __init__(
@@ -378,6 +384,7 @@ class NMF(Approximation):
         random_state: int = 0,
         device: str = "auto",
         dtype: str | None = None,
+        max_memory: int | None = None,
     ):
         self.n_components = n_components
         self.budget = budget
@@ -389,6 +396,7 @@ class NMF(Approximation):
         self.random_state = random_state
         self.device = device
         self.dtype = dtype
+        self.max_memory = max_memory
 
     def fit(self, X, *, check_input: bool = True) -> "NMF":
         """Fit ``W`` and ``H`` to the non-negative square matrix ``X`` (dense or sparse).
@@ -417,6 +425,7 @@ class NMF(Approximation):
             When ``X`` has a negative entry.
         """
         X = self._validate(X, check_input)
+        X = self._within_limit(X)  # its working arrays over the limit: refused before any work
         n = X.shape[0]
         if self.n_components is None and self.budget is None:
             raise ParameterError("NMF needs n_components (the rank) or a budget")

@@ -70,6 +70,11 @@ class TruncatedSVD(Approximation):
         Randomized SVD's extra columns and power iterations.
     random_state : int, default=0
         Seed of the randomized SVD.
+    max_memory : int or None, default=None
+        Memory limit in bytes: a fit of a matrix in memory whose working arrays
+        (several copies of it, measured) would be over it is refused before any
+        work (ResourceError), as a comparison refuses its row (None: 80% of the
+        physical memory).
 
     Attributes
     ----------
@@ -102,6 +107,7 @@ class TruncatedSVD(Approximation):
         "n_oversamples": Interval(int, 0, None),
         "n_iter": Interval(int, 0, None),
         "random_state": Interval(int, 0, None),
+        "max_memory": Interval(int, 1, None, allow_none=True),
     }
 
     def __init__(
@@ -113,10 +119,12 @@ class TruncatedSVD(Approximation):
         n_oversamples: int = 10,
         n_iter: int = 7,
         random_state: int = 0,
+        max_memory: int | None = None,
     ):
         self.n_components = n_components
         self.budget = budget
         self.solver = solver
+        self.max_memory = max_memory
         self.n_oversamples = n_oversamples
         self.n_iter = n_iter
         self.random_state = random_state
@@ -146,6 +154,7 @@ class TruncatedSVD(Approximation):
             When neither ``n_components`` nor ``budget`` is given.
         """
         X = self._validate(X, check_input)
+        X = self._within_limit(X)  # its working arrays over the limit: refused before any work
         n = X.shape[0]
         if self.n_components is None and self.budget is None:
             raise ParameterError("TruncatedSVD needs n_components (the rank) or a budget")
