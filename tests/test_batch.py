@@ -760,3 +760,31 @@ def test_a_kernel_entry_s_own_memory_limit_holds_for_forming_it(tmp_path):
     recs = {r["method"]: r for r in lines(out)}
     assert recs["tsvd"]["status"] == "not applicable"
     assert recs["nystrom"]["status"] == "ok" and recs["nystrom"]["matrix_info"]["path"] == "columns"
+
+
+def test_an_interrupted_redo_keeps_the_lines_it_did_not_redo(tmp_path):
+    """--redo (or a changed budget) removed every finished line before any work: stopped after one pair,
+    the folder held that pair alone.  Now a line goes when its new line is written."""
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"), gen_entry("b"), gen_entry("c"))
+    out = tmp_path / "out"
+    run_batch(m, out, TSVD)
+    before = {r["matrix"]: r for r in lines(out)}
+    seen = []
+
+    def stop_after_one(kind, **info):
+        if kind == "record":
+            seen.append(info["record"]["matrix"])
+            raise KeyboardInterrupt
+
+    try:
+        s = run_batch(m, out, TSVD, force=True, on_event=stop_after_one)
+    except KeyboardInterrupt:
+        s = None
+    assert s is None or s.interrupted
+    after = lines(out)
+    assert sorted(r["matrix"] for r in after) == ["a", "b", "c"]  # one line each: the redone one replaced
+    redone = seen[0]
+    assert all((r is before[r["matrix"]]) or (r == before[r["matrix"]]) for r in after if r["matrix"] != redone)
+    assert next(r for r in after if r["matrix"] == redone) != before[redone]
+    again = run_batch(m, out, TSVD, force=True)  # the redo finished: every pair once, all new
+    assert again.written == 3 and sorted(r["matrix"] for r in lines(out)) == ["a", "b", "c"]

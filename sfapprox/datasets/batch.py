@@ -59,6 +59,7 @@ from .results_file import (
     ResultsWriter,
     read_results,
     repair_results,
+    supersede_results,
 )
 from .runner import BatchOptions, MatrixTask, base_record, run_matrix, stamp, unavailable_records
 
@@ -597,10 +598,21 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
     summary.warnings = settings_changes(_kept(existing, drop), options)
     # the report ranks them too: a weight no longer in its file, an entry since removed
     summary.orphans = orphan_lines(_kept(existing, drop), manifest_names, selected, [e.name for e in entries])
-    summary.repaired = repair_results(results, drop)
+    # lines to redo stay until their new lines are written (supersede_results, at the end)
+    summary.repaired = repair_results(results)
     tasks = [MatrixTask(e, todo[e.name], options, str(out), cache) for e in entries if e.name in todo]
     emit = on_event or (lambda *a, **k: None)
     emit("start", total=len(tasks), skipped=skipped, pairs=summary.to_do)
+    try:
+        return _run_tasks(results, tasks, summary, Path(cache), network, jobs, executor, scheduler, emit, on_event)
+    finally:  # also after an interrupt: a redone pair's new line replaces its old one, an unredone keeps it
+        if drop:
+            supersede_results(results, drop)
+
+
+def _run_tasks(results: Path, tasks: list, summary: BatchSummary, cache: Path, network, jobs: int, executor: str,
+               scheduler: str | None, emit: Event, on_event: Event | None) -> BatchSummary:
+    """The tasks' records appended to ``results`` as they finish (serially, on processes or on Dask)."""
     with ResultsWriter(results) as writer:
 
         def write(record: dict[str, Any]) -> None:
@@ -610,7 +622,7 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
             emit("record", record=record)
 
         try:
-            tasks = _fetch_missing(tasks, Path(cache), network, write, emit)
+            tasks = _fetch_missing(tasks, cache, network, write, emit)
         except KeyboardInterrupt:
             summary.interrupted = True
             return summary

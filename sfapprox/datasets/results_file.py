@@ -31,6 +31,7 @@ __all__ = [
     "ResultsFile",
     "read_results",
     "repair_results",
+    "supersede_results",
     "record_problem",
 ]
 
@@ -282,6 +283,39 @@ def read_results(path: str | os.PathLike) -> ResultsFile:
                 bad.append(number)
                 problems[number] = problem
     return ResultsFile(records, bad, len(tail), problems)
+
+
+def supersede_results(path: str | os.PathLike, keys: set[tuple[str, str]]) -> int:
+    """Keep one line of each ``(matrix, method)`` in ``keys``, the newest (an interrupted one only where
+    no other is left): the lines a run redid are replaced once their new lines are written, never
+    before (an interrupted ``--redo`` removed every finished line and wrote none).  Rewritten atomically;
+    returns the lines removed.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The results file.
+    keys : set of (str, str)
+        The pairs this run recomputed.
+
+    Returns
+    -------
+    int
+    """
+    path = Path(path)
+    parsed = read_results(path)
+    keep_at: dict[tuple[str, str], int] = {}
+    for i, record in enumerate(parsed.records):
+        key = (record["matrix"], record["method"])
+        if key in keys and (record.get("status") != "interrupted" or key not in keep_at):
+            keep_at[key] = i
+    kept = [r for i, r in enumerate(parsed.records)
+            if (r["matrix"], r["method"]) not in keys or keep_at[(r["matrix"], r["method"])] == i]
+    removed = len(parsed.records) - len(kept)
+    if removed or parsed.bad_lines or parsed.tail_bytes:
+        with atomic_path(path) as tmp:
+            tmp.write_bytes(b"".join(encode_record(r) for r in kept))
+    return removed
 
 
 def repair_results(path: str | os.PathLike, drop: set[tuple[str, str]] = frozenset()) -> list[str]:
