@@ -788,3 +788,15 @@ def test_an_interrupted_redo_keeps_the_lines_it_did_not_redo(tmp_path):
     assert next(r for r in after if r["matrix"] == redone) != before[redone]
     again = run_batch(m, out, TSVD, force=True)  # the redo finished: every pair once, all new
     assert again.written == 3 and sorted(r["matrix"] for r in lines(out)) == ["a", "b", "c"]
+
+
+def test_entries_whose_fits_would_share_a_factors_file_are_refused(tmp_path):
+    from sfapprox.datasets import ManifestError
+
+    """Entry ``a``'s tsvd fit and entry ``a.tsvd``'s SF fit were both ``factors/a.tsvd.h5``: the second
+    overwrote the first.  Refused before any work, naming both."""
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"), gen_entry("a.tsvd", n=20))
+    with pytest.raises(ManifestError, match=r"entries 'a' \(tsvd\) and 'a.tsvd' \(sf\) would both save their "
+                                            r"factors as factors/a.tsvd.h5"):
+        run_batch(m, tmp_path / "out", TSVD)
+    assert not (tmp_path / "out" / "results.jsonl").exists()

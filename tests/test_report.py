@@ -327,3 +327,22 @@ def test_report_csv_holds_the_values_behind_the_cells():
     assert (att["entropy"], att["β"], att["nmf"]) == ("2.8226", "2.0", "")
     neg = next(r for r in rows if r["matrix"] == "neg")
     assert neg["nmf"] == "n/a"  # a status keeps its text
+
+
+def test_lines_made_at_different_budgets_are_not_ranked_against_each_other():
+    """A row whose sparse line was made at SF's budget and tsvd's at 0.3 declared a winner: a smaller error
+    at a larger budget is no win.  Not ranked, and the report says which rows and why."""
+    from sfapprox.datasets import build_report
+
+    def rec(matrix, method, error, budget):
+        return {"matrix": matrix, "category": "synthetic", "method": method, "status": "ok", "fro_error": error,
+                "n": 10, "settings": {"budget": budget, "protocol": "default", "count_indices": True}}
+
+    rep = build_report([rec("b1", "sparse", 2.0, "sf"), rec("b1", "tsvd", 1.0, "0.3"),
+                        rec("b2", "sparse", 2.0, "sf"), rec("b2", "tsvd", 1.0, "sf")])
+    rows = {row.name: row for row in rep.tables_by_category[0].rows}
+    assert rows["b1"].winner is None and rows["b1"].mixed == "budget '0.3', 'sf'"
+    assert rows["b2"].winner == "tsvd" and rows["b2"].mixed is None
+    assert rep.total_wins() == {"sparse": 0, "tsvd": 1}
+    notes = rep.tables()[-1].notes
+    assert any(n.startswith("not ranked, their lines measured different things: b1 (budget '0.3', 'sf')") for n in notes)

@@ -54,6 +54,7 @@ from .folder_lock import HOLDER_FILE, folder_lock
 from .manifest import Entry, ManifestError, load_manifest
 from .results_file import (
     DONE_STATUSES,
+    MEASURES,
     RESULTS_FILE,
     ResultsFile,
     ResultsWriter,
@@ -61,7 +62,7 @@ from .results_file import (
     repair_results,
     supersede_results,
 )
-from .runner import BatchOptions, MatrixTask, base_record, run_matrix, stamp, unavailable_records
+from .runner import BatchOptions, MatrixTask, base_record, factors_name, run_matrix, stamp, unavailable_records
 
 __all__ = ["BatchOptions", "BatchSummary", "MatrixTask", "run_batch", "run_matrix", "plan", "expand_weights", "RESULTS_FILE",
            "REPORT_FILES", "foreign_reports", "remember_reports"]
@@ -225,10 +226,6 @@ def settings_changes(existing: ResultsFile, options: BatchOptions) -> list[str]:
             for key, values in sorted(seen.items())]
 
 
-#: The recorded settings that say what a line measures (not how hard it tried): a line made with
-#: another one is another experiment, redone rather than skipped (a resume with --budget 0.1 over lines
-#: at 'sf' used to compute nothing and report the old numbers).
-MEASURES = ("budget", "protocol", "count_indices")
 
 
 def changed_measures(existing: ResultsFile, options: BatchOptions) -> dict[tuple[str, str], str]:
@@ -580,6 +577,7 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
     network = NetworkState()
     selected = [e.name for e in entries]
     entries = expand_weights(entries, options.data_dir, Path(cache), network)
+    check_factor_names([e.name for e in entries], entries[0].manifest if entries else "manifest")
     sources = {} if force else changed_sources(entries, existing, options.data_dir, Path(cache))
     stale = {} if force else {**changed_measures(existing, options), **sources}
     todo, drop, skipped = plan(entries, options.methods, existing, force, stale=set(stale))
@@ -696,6 +694,28 @@ def expand_weights(entries: list[Entry], data_dir: str | None, cache: Path, netw
 
 
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_.+-]")
+
+
+def check_factor_names(names: list[str], manifest) -> None:
+    """Refuse entry names whose fits would write one factors file (:func:`~.runner.factors_name`): entry
+    ``a``'s tsvd fit and entry ``a.tsvd``'s SF fit are both ``factors/a.tsvd.h5``, and the second
+    overwrote the first, silently.  Every registered method counts (a later run may add one).
+
+    Raises
+    ------
+    ManifestError
+        Naming the entries and the file they would share.
+    """
+    from .._base import methods
+
+    owner: dict[str, tuple[str, str]] = {}
+    for name in names:
+        for method in methods():
+            path = factors_name(name, method)
+            other = owner.setdefault(path, (name, method))
+            if other[0] != name:
+                raise ManifestError(f"{manifest}: entries {other[0]!r} ({other[1]}) and {name!r} ({method}) would "
+                                    f"both save their factors as {path}; rename one of them")
 
 
 def _fetch_missing(tasks: list[MatrixTask], cache: Path, network, write: Callable[[dict], None],

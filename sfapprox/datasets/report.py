@@ -16,7 +16,7 @@ from typing import Any
 
 from ..formats import Column, Table
 from .manifest import CATEGORIES
-from .results_file import FILE_MISSING
+from .results_file import FILE_MISSING, MEASURES
 from .results_file import finite_number as _finite  # the lines' own test: an edited 10**400 is not finite
 
 __all__ = ["MatrixRow", "CategoryTable", "Report", "Unavailable", "build_report", "table_cells", "wins_line",
@@ -57,7 +57,10 @@ class MatrixRow:
         Matrix facts from the records' ``matrix_info`` (entropy, ...).
     winner : str or None
         The ``ok`` method with the smallest Frobenius error, when two or more
-        were scored.
+        were scored under one measure (:data:`~.results_file.MEASURES`).
+    mixed : str or None
+        How its scored lines' measures differ (``budget 'sf', '0.3'``), when
+        they do: they are not ranked against each other (no winner).
     """
 
     name: str
@@ -66,6 +69,7 @@ class MatrixRow:
     reference: dict[str, float]
     info: dict[str, Any]
     winner: str | None
+    mixed: str | None = None
 
 
 @dataclass
@@ -172,6 +176,10 @@ class Report:
         totals = self.total_wins()
         if out and totals:
             out[-1].notes.append("total wins: " + ", ".join(f"{m} {n}" for m, n in totals.items()))
+        mixed = [f"{row.name} ({row.mixed})" for cat in self.tables_by_category for row in cat.rows if row.mixed]
+        if out and mixed:
+            out[-1].notes.append(f"not ranked, their lines measured different things: {', '.join(mixed)}; "
+                                 "'sfapprox batch' with one budget redoes them")
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -223,7 +231,20 @@ def _row(name: str, records: list[dict[str, Any]]) -> MatrixRow:
                           if k not in results or comparable(results[k], k)})
         info.update(r.get("matrix_info") or {})
         n = n if n is not None else r.get("n")
-    return MatrixRow(first["matrix"], n, results, reference, info, _winner(results))
+    mixed = _mixed_measures(results)
+    return MatrixRow(first["matrix"], n, results, reference, info, None if mixed else _winner(results), mixed)
+
+
+def _mixed_measures(results: dict[str, dict[str, Any]]) -> str | None:
+    """How the scored lines' measures differ (a budget of 0.3 beside SF's), or None where they agree: a
+    smaller error at a larger budget is no win."""
+    scored = [r for r in results.values() if r.get("status") == "ok"]
+    differ = []
+    for key in MEASURES:
+        values = {repr((r.get("settings") or {}).get(key)) for r in scored}
+        if len(values) > 1:
+            differ.append(f"{key} {', '.join(sorted(values))}")
+    return "; ".join(differ) or None
 
 
 def _unavailable(name: str, category: str, records: list[dict[str, Any]]) -> Unavailable:

@@ -25,6 +25,7 @@ __all__ = [
     "RECORD_FORMAT",
     "RECORD_VERSION",
     "DONE_STATUSES",
+    "MEASURES",
     "FILE_MISSING",
     "encode_record",
     "ResultsWriter",
@@ -41,6 +42,11 @@ RECORD_VERSION = 1
 
 #: Statuses that count as finished: resuming skips these pairs.
 DONE_STATUSES = ("ok", "not applicable")
+#: The recorded settings that say what a line measures (not how hard it tried): a line made with
+#: another one is another experiment, redone rather than skipped by a batch (a resume with --budget 0.1
+#: over lines at 'sf' used to compute nothing and report the old numbers), and never ranked beside the
+#: others in a report.
+MEASURES = ("budget", "protocol", "count_indices")
 
 #: ``reason`` of an ``unavailable`` record whose file was neither present nor downloadable.
 FILE_MISSING = "file missing"

@@ -212,10 +212,15 @@ def _materialize(task: MatrixTask):
                         opened.file_sha256 or file_sha256(found.path), opened.describe()), extra
 
 
-def _factors_name(task: MatrixTask, method: str) -> str:
-    # Plain SF keeps the historical name; the other methods get theirs in the file name.
+def factors_name(entry_name: str, method: str) -> str:
+    """The factors file of an entry's fit, relative to the batch folder: ``factors/<entry>[.<method>].h5``
+    (plain SF keeps the historical name; the other methods get theirs in the file name)."""
     suffix = "" if method == "sf" else f".{method}"
-    return f"factors/{task.entry.name}{suffix}.h5"
+    return f"factors/{entry_name}{suffix}.h5"
+
+
+def _factors_name(task: MatrixTask, method: str) -> str:
+    return factors_name(task.entry.name, method)
 
 
 def _save(task: MatrixTask, result, record: dict[str, Any], loaded) -> str:
