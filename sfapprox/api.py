@@ -155,6 +155,7 @@ def fit_matrix(
         "path": model.params_.get("path", "in memory"),
         "epochs": model.params_.get("epochs"),  # passes over the columns, on the column path
         "optimizer": model.params_.get("optimizer"),  # the column path's: "adam" or "adam+lbfgs"
+        "kept_start": bool(model.params_.get("kept_start", False)),  # it ended worse than its start, kept
         "iterations": model.n_iter_,
         "evaluations": model.n_evals_,
         "seconds": model.seconds_,

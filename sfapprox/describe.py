@@ -221,10 +221,13 @@ def describe_factors(path) -> MatrixDescription:
         ("size", f"{n} x {n}"),
         ("stored numbers", f"{stored:,} ({100 * stored / (n * n):.2f}% of N²)"),
     ]
-    for key, label in (("fro_error", "‖X−X̂‖_F"), ("rel_error", "relative error"), ("iterations", "iterations"),
-                       ("stop_reason", "stop reason"), ("seconds", "seconds")):
+    for key, label in (("fro_error", "‖X−X̂‖_F"), ("rel_error", "relative error"),
+                       ("running_fro_error", "‖X−X̂‖_F, running estimate (of the last steps' blocks)"),
+                       ("iterations", "iterations"), ("stop_reason", "stop reason"), ("seconds", "seconds")):
         if fit.get(key) is not None:
             facts.append((label, f"{fit[key]:.6g}" if isinstance(fit[key], float) else fit[key]))
+    if fit.get("kept_start"):
+        facts.append(("note", "the run had not beaten the factors it started from: these are they"))
     if source:
         facts.append(("fitted to", f"{source.get('name', '?')} ({source.get('path') or 'array'})"))
         if source.get("sha256"):

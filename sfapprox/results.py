@@ -360,7 +360,7 @@ def _label(method: str) -> str:
 #: Short names of the fitted parameters shown in the details column.
 _SHORT = {"monarch_rank": "monarch_r", "rank": "r", "n_sparse": "s", "index_storage": "indices", "n_factors": "M", "base": "b",
           "init": "init", "iterations": "it", "stop_reason": "stop", "path": "path", "epochs": "epochs",
-          "optimizer": "opt"}
+          "optimizer": "opt", "kept_start": "kept_start"}
 
 
 def details(params: dict[str, Any]) -> str:

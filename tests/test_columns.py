@@ -346,6 +346,38 @@ def test_column_checkpoints_resume(tmp_path, fake_clock):
     assert np.abs(resumed.factors_ - scaled).max() < 0.05
 
 
+def test_a_resumed_column_fit_checkpoints_the_better_of_its_start_and_its_iterate(tmp_path, fake_clock):
+    """Resumed from the exact factors of X, Adam's steps can only lose: every checkpoint holds the saved
+    factors, never the iterate (a checkpoint of the iterate replaced the better fit it started from, and
+    a kill -9 then lost it); a column checkpoint records no error it does not know."""
+    from sfapprox import save_factors
+    from sfapprox.chord import chord_offsets
+
+    offs = chord_offsets(128, 2)
+    values = np.random.default_rng(3).standard_normal((7, 128, len(offs))) / math.sqrt(len(offs))
+    exact = ChordOperator(values, offs)
+    start, ck = tmp_path / "exact.h5", tmp_path / "ck.h5"
+    save_factors(start, exact)
+    seen = []
+
+    def tick(info):
+        fake_clock.advance(1.0)
+        if ck.exists():
+            seen.append(load_factors(ck))
+
+    resumed = ChordSF(max_iter=30, time_limit=None, max_memory=_column_limit(128), init=start, checkpoint=ck,
+                      checkpoint_every=5.0, callback=tick, device="cpu").fit(exact.to_dense())
+    assert resumed.params_.get("kept_start") and resumed.loss_curve_ == [] and len(seen) >= 3
+    for saved in seen:
+        assert np.allclose(saved.operator.values, exact.values, rtol=1e-12, atol=0)
+        assert "fro_error" not in saved.fit and saved.fit["kept_start"]
+    fresh = tmp_path / "fresh.h5"
+    ChordSF(max_iter=25, time_limit=None, max_memory=_column_limit(128), checkpoint=fresh, checkpoint_every=10.0,
+            callback=lambda info: fake_clock.advance(1.0), device="cpu").fit(exact.to_dense())
+    fit = load_factors(fresh).fit
+    assert "fro_error" not in fit and fit["running_fro_error"] > 0  # the running estimate, named as such
+
+
 def test_a_comparison_from_columns_has_an_sf_row_scored_like_the_others():
     K = _cloud(128)
     settings = FitSettings(device="cpu", max_iter=60, time_limit=None, max_memory=_column_limit(128))

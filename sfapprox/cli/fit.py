@@ -121,6 +121,9 @@ def _advise(summary: dict, settings, n: int | None = None) -> None:
         note(f"note: SF was fitted from column blocks ({summary['epochs']:.3g} passes over the columns in "
              f"{summary['iterations']} steps{via}): its fit in memory would be over the memory limit; "
              "--time-limit (0 for none) allows more passes, --max-memory a fit in memory")
+        if summary.get("kept_start"):
+            note("note: this run ended worse than the factors it started from (--init), which are kept "
+                 "unchanged: Adam's first steps near a good point wander; a longer --time-limit may get past them")
     elif summary["stop_reason"] == "time_limit":
         note(f"note: the fit stopped on its time limit ({settings.per_method(1).time_limit:g} s) after {summary['iterations']} "
              "iterations, before its tolerances were met; --time-limit (0 for none) allows a closer fit")

@@ -757,9 +757,11 @@ class ChordSF(Approximation):
         governor = AdaptiveThreads(n * n // settings.groups, threads=self.threads, compiled=True)
         began = time.perf_counter()
         with governor:
-            report = self._column_progress(fro, began, governor.poll, shape, scale)
             limit_s = None if self.time_limit is None else max(0.0, self.time_limit - (_timing.now() - fit_begin))
             columns = lambda a, b: source.columns(np.arange(a, b)) / scale  # noqa: E731
+            better = (lambda values: _better_of(columns, start, values, offsets, width, n, self.random_state)) \
+                if name in ("saved", RANK_ONE) else None  # noqa: E731
+            report = self._column_progress(fro, began, governor.poll, shape, scale, better)
             if history is not None:
                 fit = _columns.fit_columns_lbfgs(columns, start, offsets, settings=settings, width=width,
                                                  history=history, max_iter=self.max_iter, time_limit=limit_s,
@@ -785,6 +787,7 @@ class ChordSF(Approximation):
         self._set_result(values * scale ** (1.0 / n_factors), None, fro)
         if values is start:
             self.params_["kept_start"] = True  # the start was better than where this run ended
+            self.loss_curve_ = []  # the curve is the kept factors' run's: this run's steps were discarded
         if isinstance(source, (ArraySource, SparseSource)):  # X is in memory (or mapped): scored exactly
             matrix = source.array if isinstance(source, ArraySource) else source.matrix
             self.fro_error_, self.rel_error_ = operator_error(matrix, self.operator_, threads=self.threads)
@@ -796,9 +799,13 @@ class ChordSF(Approximation):
                             **({"history": settings.history} if "lbfgs" in fit.optimizer else {}))
         return self
 
-    def _column_progress(self, fro: float, began: float, poll, shape, scale: float):
+    def _column_progress(self, fro: float, began: float, poll, shape, scale: float,
+                         better: Callable[[np.ndarray], np.ndarray] | None = None):
         """The per-step callback of a fit from columns: the thread governor's poll, the user's
-        callback (its ``fro_error`` the running estimate) and the checkpoints."""
+        callback (its ``fro_error`` the running estimate) and the checkpoints.  ``better(values)``: what a
+        checkpoint saves of the iterate (a resumed fit: the better of it and its saved start, on the
+        same column blocks, :func:`_better_of`; Adam near a good start wanders first, and a checkpoint
+        of that replaced the better fit it started from)."""
         user = self.callback
         due = self._checkpoint_due() if self.checkpoint is not None else (lambda: False)
 
@@ -808,7 +815,9 @@ class ChordSF(Approximation):
                                                    "fro_error": running * fro, "elapsed": time.perf_counter() - began,
                                                    "start": "columns", "epochs": columns / shape[1]}))
             if due():
-                self._save_checkpoint(values * scale ** (1.0 / shape[0]), step, running * fro)
+                kept = values if better is None else better(values)
+                self._save_checkpoint(kept * scale ** (1.0 / shape[0]), step, None,
+                                      running=running * fro if kept is values else None)
             return stop
 
         return report
@@ -936,16 +945,21 @@ class ChordSF(Approximation):
             raise ParameterError(f"{what}: the factor values must be finite")
         return values.copy()
 
-    def _save_checkpoint(self, values: np.ndarray, iterations: int, error: float) -> None:
-        """Write ``values`` (in X's units) to ``checkpoint``, atomically, with how far the fit got."""
+    def _save_checkpoint(self, values: np.ndarray, iterations: int, error: float | None,
+                         running: float | None = None) -> None:
+        """Write ``values`` (in X's units) to ``checkpoint``, atomically, with how far the fit got: the
+        factors' error where it is known (in memory), else the fit's running estimate, recorded as such
+        (``running_fro_error``: over the last steps' blocks, while the values moved; not these factors')."""
         from ..factors import save_factors  # here: factors loads h5py
 
         op = ChordOperator(values, support="butterfly") if self.support == "butterfly" else \
             ChordOperator(values, self.offsets_, support=self.support)
         path, expect = self.checkpoint_written_
+        known = {"fro_error": float(error)} if error is not None else \
+            {"running_fro_error": float(running)} if running is not None else {"kept_start": True}
         try:
             save_factors(path, op, kind=self.method_name, force=expect, source=self.__dict__.get("_checkpoint_source"),
-                         fit={"checkpoint": True, "iterations": int(iterations), "fro_error": float(error)},
+                         fit={"checkpoint": True, "iterations": int(iterations), **known},
                          settings={k: v for k, v in self.get_params().items() if not callable(v) and k != "init"})
         except OutputExistsError as exc:
             # Another file took the checkpoint's name during the fit: it is left alone, and this fit's
