@@ -350,6 +350,9 @@ def _place_new(tmp: Path, target: Path) -> None:
             os.replace(tmp, target)
             return
     kept = _keep_aside(tmp, target)
+    if target.is_dir():  # --force replaces a file, never a folder
+        raise OutputExistsError(f"{target}: is a folder, so it was left untouched; this result was saved as {kept} "
+                                "instead", target, kept)
     raise OutputExistsError(
         f"{target}: already exists, so it was left untouched; this result was saved as {kept} instead "
         "(use --force to overwrite)", target, kept)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ._atomic import FileStamp, OutputExistsError, write_json
@@ -48,6 +49,16 @@ def _out_force(model, out, force: bool):
         return force
     path, stamp = written
     return stamp if _same_path(path, out) else False  # its checkpoints went aside: so does the result
+
+
+def _checkpoints_aside(model, out) -> tuple[str, Any] | None:
+    """``(path, stamp)`` of the checkpoint a fit wrote beside ``out`` when another file took ``out``'s
+    name during the fit (:meth:`ChordSF._save_checkpoint`); None where its checkpoints went to ``out``."""
+    written = getattr(model, "checkpoint_written_", None)
+    if written is None or model.checkpoint is None or not _same_path(model.checkpoint, out):
+        return None
+    path, stamp = written
+    return None if _same_path(path, out) else (os.fspath(path), stamp)
 
 
 def _same_path(a, b) -> bool:
@@ -179,11 +190,19 @@ def fit_matrix(
     recorded = {k: v for k, v in model.get_params().items() if k != "callback"}
     taken: list[OutputExistsError] = []  # an output whose name was taken meanwhile: kept aside, the next still written
     if out is not None:
+        aside = _checkpoints_aside(model, out)
         try:
-            save_factors(out, model.operator_, loss_history=model.loss_curve_, fit=summary, settings=recorded,
-                         source=origin, force=_out_force(model, out, force))
+            # checkpoints that went aside (another file took the name meanwhile): the result replaces the
+            # last of them there, one file, not a second name beside it
+            save_factors(out if aside is None else aside[0], model.operator_, loss_history=model.loss_curve_,
+                         fit=summary, settings=recorded, source=origin,
+                         force=_out_force(model, out, force) if aside is None else aside[1])
         except OutputExistsError as exc:
             taken.append(exc)
+        if aside is not None:
+            taken.append(OutputExistsError(f"{out}: another file took its name during the fit, so it was left "
+                                           f"untouched; the result was saved as {aside[0]} instead, with the "
+                                           "checkpoints", Path(out), Path(aside[0])))
     if json_path is not None:
         try:
             write_json(json_path, {**summary, "settings": recorded, "versions": library_versions()}, force=force)

@@ -29,3 +29,4 @@ def test_the_methods_that_work_from_columns_are_importable_from_the_package():
     for name in ("RandomizedSVD", "Nystrom", "SparseApproximation", "Monarch"):
         cls = getattr(sfapprox, name)
         assert name in sfapprox.__all__ and methods()[cls._method].access == ("dense", "columns")
+

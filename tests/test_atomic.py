@@ -381,7 +381,9 @@ def test_a_file_that_takes_the_checkpoints_name_during_a_fit_is_left_alone(tmp_p
             fit_matrix(X, settings=FitSettings(time_limit=2.5, max_iter=10**9, device="cpu"), out=out, force=True,
                        checkpoint=out, checkpoint_every=0.2, ftol=0.0, gtol=0.0)
     assert out.read_text() == "mine\n" and info.value.kept.is_file()
-    assert len(list(tmp_path.glob("ck.*.new.h5"))) == 2  # the checkpoints' file, and the result's
+    # one file aside: the result replaced the last checkpoint there (it went to a second name beside them)
+    assert list(tmp_path.glob("ck.*.new.h5")) == [info.value.kept]
+    assert "the result was saved as" in str(info.value) and "with the checkpoints" in str(info.value)
 
 
 def test_a_checkpoint_replaces_only_what_the_command_saw(tmp_path):
@@ -403,3 +405,13 @@ def test_a_checkpoint_replaces_only_what_the_command_saw(tmp_path):
     from sfapprox import load_factors
 
     assert load_factors(out).n == 32
+
+
+def test_a_folder_in_the_way_is_named_as_one_not_as_a_file_to_force(tmp_path):
+    """A folder took the output's name: --force cannot replace it, so the message does not offer it."""
+    target = tmp_path / "out.json"
+    target.mkdir()
+    with pytest.raises(OutputExistsError, match=r"out.json: is a folder, so it was left untouched") as info:
+        with atomic_path(target, force=False) as tmp:
+            tmp.write_text("{}")
+    assert "--force" not in str(info.value) and info.value.kept.read_text() == "{}"

@@ -546,3 +546,14 @@ def test_a_scheduler_address_that_is_not_one_is_one_line(tmp_path, address):
     res = invoke("compare", points, "--kernel", "rbf", "--scheduler", address, "--json", tmp_path / "r.json")
     assert res.exit_code == 2 and "scheduler" in res.output and "Traceback" not in res.output
     assert not (tmp_path / "r.json").exists()
+
+
+def test_a_warning_is_one_line_without_python_s_source_line():
+    import io
+
+    from sfapprox.cli import _one_line_warning
+
+    buffer = io.StringIO()
+    _one_line_warning(RuntimeWarning("q.h5: taken;\n  saved aside"), RuntimeWarning, "/x/sfapprox/cli/fit.py", 84,
+                      file=buffer, line="run = fit_matrix(")
+    assert buffer.getvalue() == "warning: q.h5: taken; saved aside\n"

@@ -637,3 +637,20 @@ def test_where_no_race_can_be_afforded_the_rank_one_start_let_in_runs_alone(fake
     plain = ChordSF(max_iter=10**6, time_limit=20, device="cpu").fit(
         (np.random.default_rng(1).random((64, 64)) < 0.05).astype(float))
     assert plain.init_ == "identity"  # where it was not let in: the preferred start, as before
+
+
+def test_a_saved_start_whose_product_overflows_is_refused(tmp_path):
+    """Finite values of 1e300 whose product overflows: the fit ended at once, "ok" with an infinite error,
+    exit 0.  Refused before any work."""
+    from sfapprox import ParameterError, save_factors
+    from sfapprox.chord import chord_offsets
+    from sfapprox.operators import ChordOperator
+
+    offs = chord_offsets(16, 2)
+    X = np.random.default_rng(0).random((16, 16))
+    path = tmp_path / "huge.h5"
+    save_factors(path, ChordOperator(np.full((4, 16, offs.size), 1e300), offs))
+    with pytest.raises(ParameterError, match=r"the factors' product overflows .* not a start"):
+        ChordSF(init=path, max_iter=5, device="cpu").fit(X)
+    save_factors(tmp_path / "fine.h5", ChordOperator(np.full((4, 16, offs.size), 0.3), offs))
+    assert ChordSF(init=tmp_path / "fine.h5", max_iter=5, device="cpu").fit(X).init_ == "saved"

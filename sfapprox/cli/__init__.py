@@ -41,6 +41,7 @@ def main() -> None:
     """Entry point of the ``sfapprox`` console script."""
     # The stop reason is in every table and JSON file; the warning would only repeat it.
     warnings.simplefilter("ignore", ConvergenceWarning)
+    warnings.showwarning = _one_line_warning
     # SIGTERM stops like Ctrl-C: the commands keep what was finished either way.
     install_stop_handlers()
     try:
@@ -66,6 +67,12 @@ def main() -> None:
             raise SystemExit(_usage_error(exc)) from None
         raise
     raise SystemExit(exit_code(code if isinstance(code, int) else 0))
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning as the CLI's other messages are: one line on stderr (``warning: ...``), without the
+    source file and line Python adds (they name sfapprox's code, not anything the user can act on)."""
+    (file or sys.stderr).write(f"warning: {' '.join(str(message).split())}\n")
 
 
 def _usage_error(exc) -> int:

@@ -212,6 +212,9 @@ NAMED_INITS = SF_NAMED_INITS  # ("auto", *START_KINDS, RANK_ONE): tests/test_mod
 
 #: Column blocks on which a resumed column fit's end is compared with its saved start.
 KEEP_START_BLOCKS = 8
+#: The largest entry a saved start's product may reach (on a random vector): its squares, summed over
+#: N^2 entries, must stay finite in float64.
+MAX_START_ENTRY = 1e150
 
 
 def _better_of(columns, start: np.ndarray, end: np.ndarray, offsets: np.ndarray, width: int, n: int,
@@ -943,6 +946,18 @@ class ChordSF(Approximation):
                                  f"{shape} (M factors, N rows, K values per row)")
         if not np.isfinite(values).all():
             raise ParameterError(f"{what}: the factor values must be finite")
+        # Finite values whose product overflows (values of 1e300) made a fit that ended at once on a
+        # non-finite loss, "ok" with an infinite error: a product with one random vector tells (O(N K M)).
+        op = ChordOperator(values, support="butterfly") if self.support == "butterfly" else \
+            ChordOperator(values, offsets, support=self.support)
+        with np.errstate(over="ignore", invalid="ignore"):
+            probe = op @ np.random.default_rng(0).standard_normal(shape[1])
+        if not (np.isfinite(probe).all() and np.abs(probe).max(initial=0.0) <= MAX_START_ENTRY):
+            finite = np.abs(probe[np.isfinite(probe)])
+            reach = f"{float(finite.max()):.3g} and beyond" if finite.size and not np.isfinite(probe).all() else \
+                f"{float(finite.max()):.3g}" if finite.size else "infinity"
+            raise ParameterError(f"{what}: the factors' product overflows (its entries reach {reach}): "
+                                 "not a start; fit without init")
         return values.copy()
 
     def _save_checkpoint(self, values: np.ndarray, iterations: int, error: float | None,
@@ -964,7 +979,8 @@ class ChordSF(Approximation):
         except OutputExistsError as exc:
             # Another file took the checkpoint's name during the fit: it is left alone, and this fit's
             # checkpoints go on beside it (they replaced it before).
-            warnings.warn(f"sfapprox: {exc}; the next checkpoints go there too", RuntimeWarning, stacklevel=2)
+            warnings.warn(f"{exc}; the next checkpoints go there too".replace("this result", "this checkpoint"),
+                          RuntimeWarning, stacklevel=2)
             path = exc.kept
         self.checkpoint_written_ = (path, FileStamp.of(path) or False)
 
