@@ -654,3 +654,17 @@ def test_a_saved_start_whose_product_overflows_is_refused(tmp_path):
         ChordSF(init=path, max_iter=5, device="cpu").fit(X)
     save_factors(tmp_path / "fine.h5", ChordOperator(np.full((4, 16, offs.size), 0.3), offs))
     assert ChordSF(init=tmp_path / "fine.h5", max_iter=5, device="cpu").fit(X).init_ == "saved"
+
+
+def test_a_fit_ending_further_from_x_than_zero_is_handed_back_at_its_best_multiple():
+    """Stopped at its start (no iteration), a product far from X (rel 1.53 was recorded "ok"): handed back
+    at its best multiple, never worse than storing nothing, as a fit from columns is."""
+    from sfapprox.operators import ChordOperator
+
+    X = -np.random.default_rng(0).random((16, 16)) - 1.0  # every entry negative
+    values = np.abs(ChordSF(max_iter=0, device="cpu", init="identity").fit(X).factors_) * 3.0
+    start = ChordOperator(values, ChordSF(device="cpu").fit(X).offsets_).to_dense()
+    assert np.linalg.norm(X - start) > 1.2 * np.linalg.norm(X)  # the start: further than zero
+    est = ChordSF(max_iter=0, time_limit=None, device="cpu", init=values).fit(X)
+    assert est.params_["best_multiple"] < 0 and est.n_iter_ == 0
+    assert est.rel_error_ <= 1.0 and est.rel_error_ == pytest.approx(np.linalg.norm(X - est.to_dense()) / np.linalg.norm(X))

@@ -1124,6 +1124,32 @@ class ChordSF(Approximation):
             score = product_error(values, self.offsets_, dense, fro, device)
         # else (and where the GPU has no room for it) the CPU's product
         self.fro_error_, self.rel_error_ = score or operator_error(dense, self.operator_, fro, threads=self.threads)
+        if self.rel_error_ is not None and self.rel_error_ > 1.0:
+            self._at_best_multiple(values, dense, fro)
+
+    def _at_best_multiple(self, values: np.ndarray, dense: np.ndarray, fro: float) -> None:
+        """A product further from X than the zero matrix (a fit the time limit stopped at its start: rel 1.53
+        recorded "ok") is handed back at its best multiple ``c = <X, P> / ||P||^2``, whose error is at most
+        ``||X||``, as a fit from columns already is (one pass over the product's columns)."""
+        from ..metrics import scoring_block, surrogate_columns
+
+        n = dense.shape[0]
+        inner = square = 0.0
+        for j0 in range(0, n, scoring_block(n)):
+            J = np.arange(j0, min(n, j0 + scoring_block(n)))
+            P = surrogate_columns(self.operator_, J, n)
+            x = dense[:, J]
+            x = x.toarray() if hasattr(x, "toarray") else np.asarray(x, dtype=np.float64)
+            inner += float(np.vdot(x, P))
+            square += float(np.vdot(P, P))
+        c = inner / square if square > 0 else 0.0
+        scaled = values.copy()
+        scaled[0] *= c  # the product is linear in each factor
+        self.factors_ = scaled
+        self.operator_ = ChordOperator(scaled, support="butterfly") if self.support == "butterfly" else \
+            ChordOperator(scaled, self.offsets_, support=self.support)
+        self.fro_error_, self.rel_error_ = operator_error(dense, self.operator_, fro, threads=self.threads)
+        self.params_["best_multiple"] = round(c, 6)
 
     def to_dense(self) -> np.ndarray:
         """The fitted product as a dense ``N x N`` array."""
