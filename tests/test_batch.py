@@ -800,3 +800,22 @@ def test_entries_whose_fits_would_share_a_factors_file_are_refused(tmp_path):
                                             r"factors as factors/a.tsvd.h5"):
         run_batch(m, tmp_path / "out", TSVD)
     assert not (tmp_path / "out" / "results.jsonl").exists()
+
+
+def test_a_weights_entry_unavailable_at_first_leaves_no_stale_line_once_its_file_is_there(tmp_path):
+    """Its file missing, ``model`` (var = "*") got an "unavailable" line; once the file is there it is read
+    as its weights, and that line goes (it stayed for good, and every report said "1 entry unavailable")."""
+    import torch
+
+    data = tmp_path / "data"
+    data.mkdir()
+    m = write_manifest(tmp_path / "w.toml", '[[matrix]]\nname = "model"\ncategory = "other"\n'
+                                            'file = "model.pt"\nload = {var = "*"}\n')
+    out = tmp_path / "out"
+    options = BatchOptions(methods=("tsvd",), data_dir=str(data), budget="0.5", settings=FitSettings(device="cpu"))
+    run_batch(m, out, options)
+    assert [(r["matrix"], r["status"]) for r in lines(out)] == [("model", "unavailable")]
+    torch.save({"w": torch.randn(10, 10)}, data / "model.pt")
+    s = run_batch(m, out, options)
+    assert [(r["matrix"], r["status"]) for r in lines(out)] == [("model.w", "ok")]
+    assert any("model: now read as its weights" in x for x in s.repaired)

@@ -596,8 +596,16 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
     summary.warnings = settings_changes(_kept(existing, drop), options)
     # the report ranks them too: a weight no longer in its file, an entry since removed
     summary.orphans = orphan_lines(_kept(existing, drop), manifest_names, selected, [e.name for e in entries])
+    # An entry now read as its square weights (var = "*", its file there at last) is those weights: the
+    # lines that said it was unavailable under its own name go (they were kept, and reported, for good).
+    expanded = {e.name for e in entries}
+    replaced = {key for key, record in existing.latest().items()
+                if key[0] in selected and key[0] not in expanded and record.get("status") == "unavailable"}
     # lines to redo stay until their new lines are written (supersede_results, at the end)
-    summary.repaired = repair_results(results)
+    summary.repaired = repair_results(results, drop=replaced)
+    if replaced:
+        summary.repaired.append(f"{', '.join(sorted({name for name, _ in replaced}))}: now read as its weights; "
+                                "its 'unavailable' lines removed")
     tasks = [MatrixTask(e, todo[e.name], options, str(out), cache) for e in entries if e.name in todo]
     emit = on_event or (lambda *a, **k: None)
     emit("start", total=len(tasks), skipped=skipped, pairs=summary.to_do)
