@@ -372,6 +372,11 @@ class MethodSpec:
         the memory limit that the passes' blocks leave, before a fit from
         columns (:func:`sfapprox.comparison.columns_need`).  None: the method
         checks its own (SF) or does not work from columns.
+    needs : tuple of str
+        Properties the matrix must have for the method to apply (among
+        ``"symmetric"`` and ``"nonnegative"``: Nyström's and NMF's); ``info``
+        says "never" where the matrix's facts rule it out (the fit refuses it
+        with the reason).
     sparse_memory : callable or None
         ``sparse_memory(n, nnz) -> bytes``: the peak memory its fit allocates
         for an ``n x n`` scipy sparse matrix of ``nnz`` stored entries, X
@@ -394,6 +399,7 @@ class MethodSpec:
     working_memory: Callable[[int], int] | None = None
     columns_memory: Callable[[int, int], int] | None = None
     sparse_memory: Callable[[int, int], int] | None = None
+    needs: tuple[str, ...] = ()
 
 
 _REGISTRY: dict[str, MethodSpec] = {}

@@ -38,6 +38,9 @@ class MatrixDescription:
     data: dict[str, Any] = field(default_factory=dict)
 
 
+#: How a matrix property a method needs (:attr:`~sfapprox._base.MethodSpec.needs`) reads in a sentence.
+_FACT_WORDS = {"nonnegative": "non-negative"}
+
 def describe(matrix, *, count_indices: bool = COUNT_INDICES, max_memory: int | None = None) -> MatrixDescription:
     """Describe a matrix: shape, storage, symmetry, sign, SF's reference structure and budget,
     and the smallest budget at which each registered method applies.
@@ -107,12 +110,18 @@ def describe(matrix, *, count_indices: bool = COUNT_INDICES, max_memory: int | N
     per_method: dict[str, Any] = {}
     for method, spec in methods().items():
         need = spec.min_budget(n, context)
+        # a property the matrix lacks rules the method out whatever the budget (Nyström, NMF)
+        lacks = [_FACT_WORDS.get(fact, fact) for fact in spec.needs if summary.get(fact) is False]
+        if lacks:
+            need = None
         per_method[method] = {"stores": spec.stores, "min_budget": need, "summary": spec.summary,
-                              "from_columns": "columns" in spec.access}
+                              "from_columns": "columns" in spec.access,
+                              **({"not_applicable": f"X is not {' and '.join(lacks)}"} if lacks else {})}
         runs = ("yes" if "columns" in spec.access else "no: needs it formed") if streamed else \
             ("yes" if "columns" in spec.access else "–")
         table.add({"method": method, "stores": spec.stores,
-                   "min_budget": "never" if need is None else f"{need:,}",
+                   "min_budget": f"never: X is not {' and '.join(lacks)}" if lacks else
+                   "never" if need is None else f"{need:,}",
                    "share": "–" if need is None else f"{100 * need / dense:.1f}%",
                    "runs": runs, "summary": spec.summary})
     if count > dense:

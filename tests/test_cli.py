@@ -557,3 +557,18 @@ def test_a_warning_is_one_line_without_python_s_source_line():
     _one_line_warning(RuntimeWarning("q.h5: taken;\n  saved aside"), RuntimeWarning, "/x/sfapprox/cli/fit.py", 84,
                       file=buffer, line="run = fit_matrix(")
     assert buffer.getvalue() == "warning: q.h5: taken; saved aside\n"
+
+
+def test_info_says_never_where_the_matrix_rules_a_method_out(tmp_path):
+    """Nyström needs a symmetric matrix and NMF a non-negative one: info listed their smallest budgets on
+    matrices a comparison then marked "not applicable" for them."""
+    path = tmp_path / "x.npy"
+    np.save(path, np.triu(np.random.default_rng(0).standard_normal((12, 12))))  # neither
+    res = invoke("info", path, "--json", "-")
+    assert res.exit_code == 0, res.output
+    methods = json.loads(res.stdout[res.stdout.index("{"):])["methods"]
+    assert methods["nystrom"]["min_budget"] is None and methods["nystrom"]["not_applicable"] == "X is not symmetric"
+    assert methods["nmf"]["not_applicable"] == "X is not non-negative" and methods["tsvd"]["min_budget"] > 0
+    np.save(path, np.eye(12))
+    methods = json.loads((res := invoke("info", path, "--json", "-")).stdout[res.stdout.index("{"):])["methods"]
+    assert "not_applicable" not in methods["nystrom"] and "not_applicable" not in methods["nmf"]

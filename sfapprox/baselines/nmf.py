@@ -502,6 +502,7 @@ register(
         min_budget=lambda n, context: nmf_count(n, 1),
         order=40,
         label="non-negative low rank (NMF)",
+        needs=("nonnegative",),
         # dense X, its products and the candidates: 3.3-3.8 N^2 float64 (tracemalloc, N = 300-1000);
         # up to EXACT_MAX_N the NNDSVD start's exact SVD first (peak RSS: X + 8.9-9.8 N^2 at
         # N = 1,024-2,048; X + 3.6 N^2 at 3,000)

@@ -398,6 +398,7 @@ register(
         label="Nyström",
         iterative=False,
         access=("dense", "columns"),
+        needs=("symmetric",),
         # the pivots' columns and the factor, N r each; measured at most 2.9 x 8 budget (N = 3,000)
         columns_memory=lambda n, budget: 8 * (3 * budget + 4 * n),
     )
