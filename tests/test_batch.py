@@ -64,7 +64,7 @@ def test_writer_appends_whole_lines_and_reader_skips_a_partial_tail(tmp_path):
     path = tmp_path / "results.jsonl"
     with ResultsWriter(path) as w:
         w.write({"matrix": "a", "method": "sf", "status": "ok", "fro_error": float("nan")})
-        w.write({"matrix": "b", "method": "sf", "status": "ok"})
+        w.write({"matrix": "b", "method": "sf", "status": "ok", "fro_error": 1.0})
     with open(path, "ab") as f:
         f.write(b'{"matrix": "c", "meth')  # what a crash inside a write could leave
     parsed = read_results(path)
@@ -72,14 +72,14 @@ def test_writer_appends_whole_lines_and_reader_skips_a_partial_tail(tmp_path):
     assert parsed.records[0]["fro_error"] is None  # JSON has no NaN
     assert parsed.tail_bytes == len(b'{"matrix": "c", "meth')
     assert repair_results(path) == [f"cut an incomplete last line ({parsed.tail_bytes} bytes)"]
-    assert path.read_bytes().endswith(b'"status": "ok"}\n')
+    assert path.read_bytes().endswith(b'"fro_error": 1.0}\n')
     assert read_results(path).tail_bytes == 0
 
 
 def test_repair_drops_invalid_and_requested_lines(tmp_path):
     path = tmp_path / "results.jsonl"
     path.write_bytes(b'{"matrix": "a", "method": "sf", "status": "failed"}\nnot json\n'
-                     b'{"matrix": "b", "method": "sf", "status": "ok"}\n["x"]\n')
+                     b'{"matrix": "b", "method": "sf", "status": "ok", "fro_error": 1.0}\n["x"]\n')
     assert read_results(path).bad_lines == [2, 4]
     repair_results(path, drop={("a", "sf")})
     assert [r["matrix"] for r in read_results(path).records] == ["b"]
@@ -819,3 +819,31 @@ def test_a_weights_entry_unavailable_at_first_leaves_no_stale_line_once_its_file
     s = run_batch(m, out, options)
     assert [(r["matrix"], r["status"]) for r in lines(out)] == [("model.w", "ok")]
     assert any("model: now read as its weights" in x for x in s.repaired)
+
+
+def test_hand_edited_lines_with_an_unknown_status_or_an_ok_without_its_error_are_invalid(tmp_path):
+    """An edited "OK" was shown as a status of its own; an ok line without its error was skipped by every
+    resume and ranked nowhere.  Both are invalid lines now: said, and redone."""
+    from sfapprox.datasets.results_file import record_problem
+
+    assert "must be one of" in record_problem({"matrix": "a", "method": "sf", "status": "OK", "fro_error": 1.0})
+    assert "must have its fro_error" in record_problem({"matrix": "a", "method": "sf", "status": "ok"})
+    assert record_problem({"matrix": "a", "method": "sf", "status": "ok", "fro_error": None}) is None
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"))
+    out = tmp_path / "out"
+    run_batch(m, out, TSVD)
+    line = lines(out)[0]
+    del line["fro_error"]
+    (out / "results.jsonl").write_text(json.dumps(line) + "\n")
+    again = run_batch(m, out, TSVD)
+    assert again.written == 1 and any("invalid line" in x for x in again.repaired)
+    assert lines(out)[0]["fro_error"] > 0
+
+
+def test_with_only_the_entries_not_run_are_not_said_to_be_redone(tmp_path):
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"), gen_entry("b"))
+    out = tmp_path / "out"
+    run_batch(m, out, TSVD)
+    s = run_batch(m, out, BatchOptions(methods=("tsvd",), budget="0.3", settings=FitSettings(device="cpu")),
+                  only=["a"])
+    assert s.written == 1 and s.changed == ["a: its line was made with budget 'sf', now '0.3'; its lines are redone"]

@@ -579,7 +579,9 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
     entries = expand_weights(entries, options.data_dir, Path(cache), network)
     check_factor_names([e.name for e in entries], entries[0].manifest if entries else "manifest")
     sources = {} if force else changed_sources(entries, existing, options.data_dir, Path(cache))
-    stale = {} if force else {**changed_measures(existing, options), **sources}
+    running = {e.name for e in entries}  # --only: the other entries' lines are neither redone nor said to be
+    stale = {} if force else {key: why for key, why in {**changed_measures(existing, options), **sources}.items()
+                              if key[0] in running}
     todo, drop, skipped = plan(entries, options.methods, existing, force, stale=set(stale))
     summary = BatchSummary(str(out), skipped=skipped, to_do=sum(len(m) for m in todo.values()))
     summary.changed = sorted({f"{name}: {why}; its lines are redone" for (name, method), why in stale.items()

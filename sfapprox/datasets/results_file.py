@@ -42,6 +42,8 @@ RECORD_VERSION = 1
 
 #: Statuses that count as finished: resuming skips these pairs.
 DONE_STATUSES = ("ok", "not applicable")
+#: Every status a line may have (the others: a fit that failed, a matrix that could not be had).
+STATUSES = ("ok", "not applicable", "failed", "unavailable", "interrupted")
 #: The recorded settings that say what a line measures (not how hard it tried): a line made with
 #: another one is another experiment, redone rather than skipped by a batch (a resume with --budget 0.1
 #: over lines at 'sf' used to compute nothing and report the old numbers), and never ranked beside the
@@ -234,6 +236,12 @@ def record_problem(record: Any) -> str | None:
         if value is not None and not ok(value):
             got = type(value).__name__ if not _number(value) else _shown(value)
             return f"field {key!r} must be {kind}, got {got}"
+    if record["status"] not in STATUSES:  # an edited "OK" was shown as a status of its own
+        return f"field 'status' must be one of {', '.join(map(repr, STATUSES))}, got {record['status']!r}"
+    if record["status"] == "ok" and "fro_error" not in record:
+        # a finished line without its error was skipped by every resume and ranked nowhere, silently
+        # (null stays: JSON has no NaN, and a writer turns one into null)
+        return "an 'ok' line must have its fro_error"
     return None
 
 
@@ -262,7 +270,7 @@ def read_results(path: str | os.PathLike) -> ResultsFile:
     --------
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "results.jsonl"
-    >>> _ = p.write_bytes(b'{"matrix": "a", "method": "sf", "status": "ok"}\\n{"matrix": "b", "me')
+    >>> _ = p.write_bytes(b'{"matrix": "a", "method": "sf", "status": "ok", "fro_error": 1.0}\\n{"matrix": "b", "me')
     >>> r = read_results(p)
     >>> len(r.records), r.tail_bytes
     (1, 19)
