@@ -847,3 +847,17 @@ def test_with_only_the_entries_not_run_are_not_said_to_be_redone(tmp_path):
     s = run_batch(m, out, BatchOptions(methods=("tsvd",), budget="0.3", settings=FitSettings(device="cpu")),
                   only=["a"])
     assert s.written == 1 and s.changed == ["a: its line was made with budget 'sf', now '0.3'; its lines are redone"]
+
+
+def test_a_changed_category_or_reference_reaches_the_lines_a_resume_skips(tmp_path):
+    """Editing an entry's category or its reference figures changes nothing measured: the pairs are not
+    redone, but their lines (and so the report) say what the manifest now says; they kept the old."""
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"))
+    out = tmp_path / "out"
+    run_batch(m, out, TSVD)
+    write_manifest(m, gen_entry("a", category="other").replace("params", "reference = {tsvd = 3.0}\nparams"))
+    again = run_batch(m, out, TSVD)
+    assert (again.written, again.skipped) == (0, 1) and any("category and reference" in x for x in again.repaired)
+    line = lines(out)[0]
+    assert line["category"] == "other" and line["reference"] == {"tsvd": 3.0}
+    assert run_batch(m, out, TSVD).repaired == []  # nothing left to change

@@ -32,6 +32,7 @@ __all__ = [
     "ResultsFile",
     "read_results",
     "repair_results",
+    "restamp_results",
     "supersede_results",
     "record_problem",
 ]
@@ -297,6 +298,38 @@ def read_results(path: str | os.PathLike) -> ResultsFile:
                 bad.append(number)
                 problems[number] = problem
     return ResultsFile(records, bad, len(tail), problems)
+
+
+def restamp_results(path: str | os.PathLike, fields: dict[str, dict[str, Any]]) -> int:
+    """Give the lines of each matrix in ``fields`` those fields' values (what a manifest says of an entry
+    without changing what was measured: its category, its reference figures), atomically; returns the
+    lines changed.  A resume that skipped the pairs kept the old category and figures in the report.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The results file.
+    fields : dict of str to dict
+        Matrix name -> the fields its lines must have.
+
+    Returns
+    -------
+    int
+    """
+    path = Path(path)
+    parsed = read_results(path)
+    changed = 0
+    records = []
+    for record in parsed.records:
+        wanted = fields.get(record["matrix"], {})
+        if any(record.get(key) != value for key, value in wanted.items()):
+            record = {**record, **wanted}
+            changed += 1
+        records.append(record)
+    if changed:
+        with atomic_path(path) as tmp:
+            tmp.write_bytes(b"".join(encode_record(r) for r in records))
+    return changed
 
 
 def supersede_results(path: str | os.PathLike, keys: set[tuple[str, str]]) -> int:
