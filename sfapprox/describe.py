@@ -120,7 +120,7 @@ def describe(matrix, *, count_indices: bool = COUNT_INDICES, max_memory: int | N
         runs = ("yes" if "columns" in spec.access else "no: needs it formed") if streamed else \
             ("yes" if "columns" in spec.access else "–")
         table.add({"method": method, "stores": spec.stores,
-                   "min_budget": f"never: X is not {' and '.join(lacks)}" if lacks else
+                   "min_budget": f"never (X is not {' and '.join(lacks)})" if lacks else
                    "never" if need is None else f"{need:,}",
                    "share": "–" if need is None else f"{100 * need / dense:.1f}%",
                    "runs": runs, "summary": spec.summary})

@@ -479,6 +479,26 @@ def test_cli_batch_and_report_in_process(tmp_path):
     assert bad.exit_code == 2 and "papr" in bad.output and "default" in bad.output
 
 
+def test_a_stop_while_the_report_is_made_says_the_lines_are_kept(tmp_path, monkeypatch):
+    """A SIGTERM after the pairs ran, while the report was made, said "no output was written" (the lines
+    were), and no way to resume."""
+    from sfapprox import datasets
+    from sfapprox.cli import app
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"))
+    out = tmp_path / "out"
+
+    def stopped(records):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(datasets, "build_report", stopped)
+    result = CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(out), "--methods", "tsvd", "--quiet"])
+    text = " ".join(result.output.split())
+    assert result.exit_code == 130 and "no output was written" not in text
+    assert "while making the report: every finished line is kept in" in text and "(1 written by this run)" in text
+    assert [r["matrix"] for r in lines(out)] == ["a"]
+
+
 @pytest.mark.parametrize("method", ["sf+lr", "sf-butterfly"])
 def test_non_reference_sf_fits_are_saved_under_their_method(tmp_path, method):
     from dataclasses import replace

@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from .._errors import InputError, ParameterError, SfapproxError
 from ..formats import OutputFormat
 from . import _options as o
+from .._signals import stop_cause
 from ._app import EXIT_INTERRUPTED, app, error_boundary
 from ._render import Outputs, check_outputs, err, note, show_tables, write_outputs
 
@@ -167,8 +168,7 @@ def batch(
     """
     # here, not at the top: --help loads no numpy (tests/test_cli_terminal.py)
     from .._base import parse_methods
-    from ..datasets import BatchOptions, build_report, read_results, run_batch
-    from ..datasets.batch import remember_reports
+    from ..datasets import BatchOptions, run_batch
     from ..datasets.fetch import check_data_dir
 
     with error_boundary():
@@ -191,42 +191,57 @@ def batch(
 
             summary = run_batch(manifest, out_dir, options, only=names, force=redo, jobs=jobs,
                                 executor=executor, scheduler=scheduler, on_event=on_event, wait=wait)
-        for line in summary.repaired:
-            note(f"note: results.jsonl: {line}")
-        for line in summary.changed:
-            note(f"note: {line}", style="yellow")
-        if summary.orphans:
-            shown = ", ".join(summary.orphans[:5]) + (f" and {len(summary.orphans) - 5} more"
-                                                      if len(summary.orphans) > 5 else "")
-            note(f"warning: {out_dir} holds lines of matrices this manifest no longer names: {shown}; the report "
-                 "ranks them too (delete their lines from results.jsonl, or use another --out-dir)", style="yellow")
-        for line in summary.warnings:
-            note(f"warning: {out_dir} holds lines made with other settings ({line}); the report ranks "
-                 "them beside this run's (--redo reruns the selected pairs; another --out-dir keeps runs apart)",
-                 style="yellow")
-        records = read_results(summary.results_path).records
-        report = build_report(records)
-        tables = report.tables()
-        show_tables(tables, Outputs())
-        _problems(records)
-        _unavailable(report)
-        if summary.no_network:
-            skipped = len(summary.downloads_skipped)
-            more = f"; skipped the downloads of {skipped} more entr{'y' if skipped == 1 else 'ies'}" if skipped else ""
-            note(f"{summary.no_network}{more}", style="yellow")
-        targets = {fmt: out_dir / f"report{OutputFormat(fmt).suffix}" for fmt in ("markdown", "csv", "latex", "json")}
-        if _check_reports(out_dir, at_end=True):
-            write_outputs(_file_tables(report, tables), report.to_dict(), Outputs(targets, force=True))
-            remember_reports(out_dir)
-        order = ("ok", "not applicable", "failed", "unavailable", "interrupted")
-        statuses = sorted(summary.statuses.items(), key=lambda sn: order.index(sn[0]) if sn[0] in order else len(order))
-        counts = ", ".join(f"{s} {n}" for s, n in statuses) or "nothing new"
-        note(f"{summary.written} line(s) written ({counts}); {summary.skipped} finished pair(s) skipped; "
-             f"results in {summary.results_path}")
-        if summary.interrupted:
-            note(f"interrupted: every finished line is kept in {summary.results_path}; "
-                 "run the same command again to resume", style="bold yellow")
-            raise typer.Exit(EXIT_INTERRUPTED)
+        try:
+            _after_run(summary, out_dir)
+        except KeyboardInterrupt:  # the lines are written as they finish: only the report was cut short
+            note(f"interrupted ({stop_cause()}) while making the report: every finished line is kept in "
+                 f"{summary.results_path} ({summary.written} written by this run); run the same command again "
+                 "to resume and make the report", style="bold yellow")
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def _after_run(summary, out_dir: Path) -> None:
+    """What a batch says and writes once its pairs ran: notes, the report's tables and files, its tally."""
+    # here, not at the top: --help loads no numpy (tests/test_cli_terminal.py)
+    from ..datasets import build_report, read_results
+    from ..datasets.batch import remember_reports
+
+    for line in summary.repaired:
+        note(f"note: results.jsonl: {line}")
+    for line in summary.changed:
+        note(f"note: {line}", style="yellow")
+    if summary.orphans:
+        shown = ", ".join(summary.orphans[:5]) + (f" and {len(summary.orphans) - 5} more"
+                                                  if len(summary.orphans) > 5 else "")
+        note(f"warning: {out_dir} holds lines of matrices this manifest no longer names: {shown}; the report "
+             "ranks them too (delete their lines from results.jsonl, or use another --out-dir)", style="yellow")
+    for line in summary.warnings:
+        note(f"warning: {out_dir} holds lines made with other settings ({line}); the report ranks "
+             "them beside this run's (--redo reruns the selected pairs; another --out-dir keeps runs apart)",
+             style="yellow")
+    records = read_results(summary.results_path).records
+    report = build_report(records)
+    tables = report.tables()
+    show_tables(tables, Outputs())
+    _problems(records)
+    _unavailable(report)
+    if summary.no_network:
+        skipped = len(summary.downloads_skipped)
+        more = f"; skipped the downloads of {skipped} more entr{'y' if skipped == 1 else 'ies'}" if skipped else ""
+        note(f"{summary.no_network}{more}", style="yellow")
+    targets = {fmt: out_dir / f"report{OutputFormat(fmt).suffix}" for fmt in ("markdown", "csv", "latex", "json")}
+    if _check_reports(out_dir, at_end=True):
+        write_outputs(_file_tables(report, tables), report.to_dict(), Outputs(targets, force=True))
+        remember_reports(out_dir)
+    order = ("ok", "not applicable", "failed", "unavailable", "interrupted")
+    statuses = sorted(summary.statuses.items(), key=lambda sn: order.index(sn[0]) if sn[0] in order else len(order))
+    counts = ", ".join(f"{s} {n}" for s, n in statuses) or "nothing new"
+    note(f"{summary.written} line(s) written ({counts}); {summary.skipped} finished pair(s) skipped; "
+         f"results in {summary.results_path}")
+    if summary.interrupted:
+        note(f"interrupted: every finished line is kept in {summary.results_path}; "
+             "run the same command again to resume", style="bold yellow")
+        raise typer.Exit(EXIT_INTERRUPTED)
 
 
 @app.command()
