@@ -57,6 +57,8 @@ CASES = [
     (("sweep",), ["--budgets", "0.1,2.0"], "as a whole number (2), or a fraction of N^2 in (0, 1]"),
     (("fit",), ["--budget", "inf"], "budget must be a finite positive number"),
     (("sweep",), ["--budgets", "0.1,zero"], "budget"),
+    (("fit",), ["--gtol", "inf"], "--gtol must be a float in the range [0, inf)"),
+    (("fit",), ["--out", "OUT", "--checkpoint-every", "inf"], "--checkpoint-every must be a float"),
     (("compare", "sweep"), ["--plot", "FIG"], "cannot write a figure of type '.xyz'"),
 ]
 

@@ -165,18 +165,21 @@ _FIT_OPTIONS = {"max_iter": "--iters", "time_limit": "--time-limit", "seed": "--
                 "dtype": "--dtype", "threads": "--threads", "max_memory": "--max-memory"}
 
 
-def _in_option_words(make: Callable[[], Any]) -> Any:
-    """``make()``, its :class:`ParameterError` about a FitSettings field reworded to name the option
-    ("--time-limit must be ..."), not the class a user never sees."""
+def _in_option_words(make: Callable[[], Any], owner: str = "FitSettings",
+                     options: dict[str, str] | None = None) -> Any:
+    """``make()``, its :class:`ParameterError` about a field of ``owner`` (FitSettings, ChordSF) reworded
+    to name the option (``options``: field -> option; "--time-limit must be ..."), not the class a user
+    never sees."""
     import re
 
     from .._errors import ParameterError
 
+    options = _FIT_OPTIONS if options is None else options
     try:
         return make()
     except ParameterError as exc:
-        found = re.match(r"The '(\w+)' parameter of FitSettings (.*)", str(exc), re.S)
-        if found is None or found.group(1) not in _FIT_OPTIONS:
+        found = re.match(rf"The '(\w+)' parameter of {owner} (.*)", str(exc), re.S)
+        if found is None or found.group(1) not in options:
             raise
         field = found.group(1)
         if field == "time_limit":  # its 'auto' and None are the API's, not values a user types
@@ -184,7 +187,7 @@ def _in_option_words(make: Callable[[], Any]) -> Any:
             raise ParameterError("--time-limit must be a finite number of seconds, 0 for none"
                                  + (f"; got {got.group(1)}" if got else "")) from None
         # None is the API's "not given", not a value a user types
-        raise ParameterError(f"{_FIT_OPTIONS[field]} {found.group(2).replace(' or None', '')}") from None
+        raise ParameterError(f"{options[field]} {found.group(2).replace(' or None', '')}") from None
 
 
 # ---------------------------------------------------------------- outputs

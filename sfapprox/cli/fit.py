@@ -76,6 +76,8 @@ def fit(
         if not to_stdout:
             check_output(json_path, force, inputs=[path])
         check_distinct(out_path, None if to_stdout else json_path)
+        _check_sf_options(ftol=ftol, gtol=gtol, n_factors=factors, support=support, base=base,
+                          **({"checkpoint_every": checkpoint_every} if checkpoint_every else {}))
         loaded = read_matrix(path, load)
         show_notes(loaded)
         with fit_progress(f"SF {loaded.name}", settings.max_iter, quiet, settings.per_method(1).time_limit) as progress:
@@ -155,6 +157,22 @@ def _show(value) -> str:
     return "–" if value is None else str(value)
 
 
+#: The command-line option of each SF parameter `fit` takes.
+_SF_OPTIONS = {"ftol": "--ftol", "gtol": "--gtol", "n_factors": "--factors", "support": "--support",
+               "base": "--base", "checkpoint_every": "--checkpoint-every"}
+
+
+def _check_sf_options(**params) -> None:
+    """Refuse SF's options before the matrix loads, in the options' words (``--gtol must be ...``; it was
+    "The 'gtol' parameter of ChordSF ...", once the matrix had loaded)."""
+    from .._params import check_params
+    from ..sf.model import ChordSF
+    from ._options import _in_option_words
+
+    given = {k: v for k, v in params.items() if v is not None}
+    _in_option_words(lambda: check_params(ChordSF(**given), ChordSF._parameter_constraints), "ChordSF", _SF_OPTIONS)
+
+
 def check_saved_fit(path: Path) -> None:
     """Refuse, before loading the matrix, an ``--init`` that is neither a start nor a saved fit."""
     from ..factors import is_factors_file  # here: factors loads numpy
@@ -165,5 +183,6 @@ def check_saved_fit(path: Path) -> None:
     if not is_factors_file(path):
         with open(path, "rb") as fh:
             hdf5 = fh.read(8) == HDF5_SIGNATURE
-        why = ("an HDF5 file that cannot be read as one (truncated or damaged?)" if hdf5 else "not a saved fit")
+        why = ("an HDF5 file that is not a saved fit (another program's, or one truncated or damaged)" if hdf5
+               else "not a saved fit")
         raise ParameterError(f"--init {path}: {why} (fit --out, --checkpoint-every write one)")
