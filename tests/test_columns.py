@@ -669,3 +669,11 @@ def test_rank1_where_the_structure_cannot_hold_it_is_refused_before_reading_a_co
 
     with pytest.raises(ParameterError, match="init='rank1' needs"):
         ChordSF(init="rank1", base=3, max_memory=_column_limit(256), device="cpu").fit(Unread(np.eye(256)))
+
+
+def test_a_column_fit_reports_the_precision_its_steps_ran_in_and_says_a_float64_asked_for_does_not_apply():
+    X = _planted(128, seed=2)
+    est = ChordSF(max_iter=3, time_limit=None, max_memory=_column_limit(128), device="cpu").fit(X)
+    assert est.params_["path"] == "columns" and est.dtype_ == "float32" and est.params_["dtype"] == "float32"
+    with pytest.warns(UserWarning, match=r"dtype='float64' applies to fits in memory; from column blocks"):
+        ChordSF(max_iter=3, time_limit=None, max_memory=_column_limit(128), device="cpu", dtype="float64").fit(X)

@@ -741,7 +741,13 @@ class ChordSF(Approximation):
                      limit=full, held=held, what=f"fitting SF to {source.name} ({n:,} x {n:,}) from its column blocks")
         lbfgs_fits = limit is None or _columns.column_fit_memory(
             n, n_factors, len(offsets), width, history=settings.history) + libraries <= limit
-        self.offsets_, self.device_, self.dtype_, self.kernel_ = offsets, "cpu", "float64", "columns"
+        # the steps' products run in the kernel's precision (float32: half the memory traffic); the values
+        # and Adam's moments stay float64.  A float64 asked for applies to fits in memory: said, not ignored.
+        self.offsets_, self.device_, self.dtype_, self.kernel_ = offsets, "cpu", settings.kernel_dtype, "columns"
+        if self.dtype not in (None, "auto", settings.kernel_dtype):
+            warnings.warn(f"dtype={self.dtype!r} applies to fits in memory; from column blocks SF computes its steps "
+                          f"in {settings.kernel_dtype} (its values and their moments kept in float64)", UserWarning,
+                          stacklevel=3)
         saved = self._saved_start(shape, offsets)
         wanted = saved is None and self.init in ("auto", RANK_ONE) and self._rank_one_possible(n, offsets, n_factors)
         pilot = _pilot(source, self.random_state, top=wanted)
