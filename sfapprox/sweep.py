@@ -297,7 +297,7 @@ def sweep(
         return _sweep_columns(matrix, names, specs, settings=settings, count_indices=count_indices,
                               protocol=protocol, callback=callback, on_result=on_result, matrix_info=matrix_info)
     loaded = as_loaded_matrix(matrix, load, settings.max_memory)
-    resolved = _distinct_budgets(specs, loaded.n)
+    resolved, merged = _distinct_budgets(specs, loaded.n)
     check_scoring_memory(loaded, settings.max_memory)
     check_methods_memory(names, loaded, settings.max_memory)
     info = {**loaded.summary(), **(matrix_info or {})}
@@ -309,8 +309,7 @@ def sweep(
             report = (lambda r, b=value: on_result(b, r)) if on_result else None
             results = run_all(names, loaded.matrix, budget, context, info["fro_norm"], report)
             points.append(build_comparison(info, budget, results, context))
-            if budget.note:
-                points[-1].notes.append(budget.note)
+            points[-1].notes.extend(n for n in (budget.note, merged.get(value)) if n)
             streamed = columns_note(results, settings.max_memory)
             if streamed is not None:
                 points[-1].notes.append(streamed)
@@ -320,13 +319,19 @@ def sweep(
     return Sweep(info, names, points, settings=first.settings, versions=first.versions)
 
 
-def _distinct_budgets(specs: list[str], n: int) -> dict:
-    """The budgets of ``specs`` for an ``n x n`` matrix by value, each value once (its first spec)."""
+def _distinct_budgets(specs: list[str], n: int) -> tuple[dict, dict]:
+    """The budgets of ``specs`` for an ``n x n`` matrix by value, each value once (its first spec), and
+    for each value that several specs came to, a note saying which (200000 and 5000 both clamped to N^2:
+    the note named the first alone)."""
     resolved: dict = {}
+    came: dict = {}
     for spec in specs:
         budget = resolve_budget(spec, n)
         resolved.setdefault(budget.value, budget)
-    return resolved
+        came.setdefault(budget.value, []).append(str(spec))
+    merged = {value: f"budgets {', '.join(given)} all come to {value:,} stored numbers at N = {n:,}: one point"
+              for value, given in came.items() if len(given) > 1}
+    return resolved, merged
 
 
 def _sweep_columns(source: MatrixSource, names: list[str], specs: list[str], *, settings: FitSettings,
@@ -334,7 +339,7 @@ def _sweep_columns(source: MatrixSource, names: list[str], specs: list[str], *, 
     """:func:`sweep` of a source too big to form: one comparison from its columns per budget
     (:func:`~sfapprox.comparison.compare_columns`: the column methods fit, every row scored from the
     same columns, exactly or with a 95 % interval)."""
-    resolved = _distinct_budgets(specs, source.n)
+    resolved, merged = _distinct_budgets(specs, source.n)
     for value in sorted(resolved):  # every budget before the first fit: a later one's refusal lost them all
         check_methods_memory_from_columns(names, source, value, settings.max_memory)
     points: list[Comparison] = []
@@ -344,7 +349,7 @@ def _sweep_columns(source: MatrixSource, names: list[str], specs: list[str], *, 
                                 protocol=protocol, callback=callback, on_result=report, matrix_info=matrix_info)
         # Each budget's scoring note says its own columns and seconds: say which budget it is.
         point.notes = [f"budget {value:,}: {n}" if n.startswith(f"{source.name}: not formed") else n
-                       for n in point.notes]
+                       for n in point.notes] + ([merged[value]] if value in merged else [])
         points.append(point)
         if any(r.status == "interrupted" for r in point.results):
             break

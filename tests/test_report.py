@@ -346,3 +346,13 @@ def test_lines_made_at_different_budgets_are_not_ranked_against_each_other():
     assert rep.total_wins() == {"sparse": 0, "tsvd": 1}
     notes = rep.tables()[-1].notes
     assert any(n.startswith("not ranked, their lines measured different things: b1 (budget '0.3', 'sf')") for n in notes)
+
+
+def test_report_of_a_folder_with_no_lines_yet_says_so(tmp_path):
+    from typer.testing import CliRunner
+
+    from sfapprox.cli import app
+
+    (tmp_path / "results.jsonl").write_text("")
+    result = CliRunner().invoke(app, ["report", str(tmp_path)])
+    assert result.exit_code == 2 and "no result lines yet" in result.output

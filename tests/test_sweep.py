@@ -160,3 +160,11 @@ def test_a_sweep_from_columns_checks_every_budget_before_its_first_fit():
     with pytest.raises(ResourceError, match="no method asked for fits the memory limit"):
         sweep(K, [0.001, 0.3], "rsvd", max_memory=2 << 20, on_result=lambda b, r: seen.append(b))
     assert seen == []
+
+
+def test_budgets_that_come_to_one_value_are_one_point_and_each_is_named():
+    """200000 and 5000 both clamp to N^2 at N = 16: one point, and the note names both (it named the first)."""
+    X = np.random.default_rng(0).random((16, 16))
+    s = sweep(X, ["200000", "5000", "0.5"], ["tsvd"])
+    assert [p.budget for p in s.points] == [128, 256]
+    assert "budgets 200000, 5000 all come to 256 stored numbers at N = 16: one point" in s.points[-1].notes

@@ -276,6 +276,9 @@ def report(
                  f"({_line_list(parsed.bad_lines[5:])})", style="yellow")
         if parsed.tail_bytes:
             note(f"note: {results}: skipped {parsed.tail_bytes} bytes of an incomplete last line")
+        if not parsed.records:  # printed nothing, exit 0: as if the folder held a report of nothing
+            raise InputError(f"{results}: no result lines yet; run 'sfapprox batch MANIFEST --out-dir {out_dir}' "
+                             "(a batch stopped before its first pair finished leaves none)")
         rep = build_report(parsed.records)
         tables = rep.tables()
         show_tables(tables, outputs)
