@@ -357,7 +357,7 @@ def test_checkpoints_and_resuming_from_them(tmp_path, fake_clock):
     start_error = np.sqrt(2 * resumed.loss_curve_[0])
     assert start_error == pytest.approx(saved.fit["fro_error"], rel=1e-9)  # it starts where the file left off
     assert resumed.fro_error_ <= start_error
-    with pytest.raises(ParameterError, match="structure is"):
+    with pytest.raises(ParameterError, match="factors; this fit.s are .* and 6; fit with --support chord --base 2 --factors 5"):
         ChordSF(n_factors=6, init=path, device="cpu").fit(X)
     with pytest.raises(ParameterError, match=r"init: factor values of shape \(2, 24, 6\)"):
         ChordSF(init=np.ones((2, 24, 6)), device="cpu").fit(X)
@@ -668,3 +668,16 @@ def test_a_fit_ending_further_from_x_than_zero_is_handed_back_at_its_best_multip
     est = ChordSF(max_iter=0, time_limit=None, device="cpu", init=values).fit(X)
     assert est.params_["best_multiple"] < 0 and est.n_iter_ == 0
     assert est.rel_error_ <= 1.0 and est.rel_error_ == pytest.approx(np.linalg.norm(X - est.to_dense()) / np.linalg.norm(X))
+
+
+def test_a_saved_start_of_another_structure_says_which_options_give_it(tmp_path):
+    from sfapprox import ParameterError, save_factors
+
+    X = np.random.default_rng(0).random((40, 40))
+    saved = ChordSF(base=3, max_iter=2, device="cpu").fit(X)
+    path = tmp_path / "b3.h5"
+    save_factors(path, saved.operator_)
+    with pytest.raises(ParameterError, match=r"fit with --support chord --base 3 --factors \d+ "
+                                             r"\(support='chord', base=3, n_factors=\d+\)$"):
+        ChordSF(max_iter=2, device="cpu", init=path).fit(X)
+    assert ChordSF(base=3, max_iter=2, device="cpu", init=path).fit(X).init_ == "saved"

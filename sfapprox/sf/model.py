@@ -217,6 +217,21 @@ KEEP_START_BLOCKS = 8
 MAX_START_ENTRY = 1e150
 
 
+def _structure_hint(op) -> str:
+    """The options that give a fit a saved operator's structure (for a refused ``init``), where they can:
+    ``"; fit with --support chord --base 2 --factors 7 (support=, base=, n_factors=)"``."""
+    from ..chord import support_offsets
+
+    n, m = op.shape[0], op.values.shape[0]
+    if op.support == "butterfly":
+        return "; fit with --support butterfly (support='butterfly')"
+    for base in range(2, max(3, n)):
+        if np.array_equal(support_offsets(n, op.support, base), op.offsets):
+            return (f"; fit with --support {op.support} --base {base} --factors {m} "
+                    f"(support={op.support!r}, base={base}, n_factors={m})")
+    return ""
+
+
 def _better_of(columns, start: np.ndarray, end: np.ndarray, offsets: np.ndarray, width: int, n: int,
                seed: int | None) -> np.ndarray:
     """``start`` or ``end`` (factor values of a column fit), whichever has the smaller loss on the same
@@ -943,9 +958,11 @@ class ChordSF(Approximation):
             if op.shape[0] != shape[1]:
                 raise ParameterError(f"init={os.fspath(self.init)!r} is a fit of a {op.shape[0]} x {op.shape[0]} matrix; "
                                      f"this one is {shape[1]} x {shape[1]}")
-            if op.support != self.support or not np.array_equal(op.offsets, offsets):
+            if op.support != self.support or not np.array_equal(op.offsets, offsets) or \
+                    op.values.shape[0] != shape[0]:
                 raise ParameterError(f"init={os.fspath(self.init)!r} has support {op.support} with offsets "
-                                     f"{op.offsets.tolist()}; this fit's are {self.support}, {offsets.tolist()}")
+                                     f"{op.offsets.tolist()} and {op.values.shape[0]} factors; this fit's are "
+                                     f"{self.support}, {offsets.tolist()} and {shape[0]}{_structure_hint(op)}")
             values, what = np.asarray(op.values), f"init={os.fspath(self.init)!r}"
         if values.shape != shape:
             raise ParameterError(f"{what}: factor values of shape {values.shape}, but this fit's structure is "
