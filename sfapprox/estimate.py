@@ -198,8 +198,8 @@ def estimate_errors(
     tallies: dict[str, list[np.ndarray]] = {name: [] for name in operators}  # squared column errors so far
     norms: list[np.ndarray] = []
     with AdaptiveThreads(float(n) * width):  # BLAS threads from the free cores
-        seen = _scoring_pass(source, operators, order, width, tallies, norms, start, time_limit, rtol, fro_norm,
-                             executor)
+        _scoring_pass(source, operators, order, width, tallies, norms, start, time_limit, rtol, fro_norm,
+                      executor)
     x = np.concatenate(norms)
     return {name: _estimate(np.concatenate(e), x, n, fro_norm) for name, e in tallies.items()}
 

@@ -56,12 +56,10 @@ Ctrl-C keeps the best shape projected so far (``stop_reason_ ==
 from __future__ import annotations
 
 import contextlib
-import math
 import time
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 

@@ -28,7 +28,6 @@ time limit applies, and a Ctrl-C simply propagates (there is nothing to keep).
 from __future__ import annotations
 
 import time
-from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
