@@ -232,3 +232,13 @@ def test_a_narrow_window_cuts_the_labels_never_the_numbers(matrix, tmp_path):
     lines = [line for line in plain(screen).splitlines() if " it " in line and "error" in line]
     assert lines and all(whole.search(line) for line in lines), lines[:3]
     assert all(cell_len(line) <= 40 for line in lines)
+
+
+def test_a_reader_that_closes_the_pipe_early_gets_a_closed_pipe_s_status_and_no_noise():
+    """``sfapprox methods | head -1``: the reader went away; rich exited 1 (a failed check's status). Now
+    141 (128 + SIGPIPE, as a Unix tool a closed pipe stops), and nothing on stderr."""
+    proc = subprocess.Popen([sys.executable, "-m", "sfapprox", "methods"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()  # before it writes anything
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 141 and stderr == b""

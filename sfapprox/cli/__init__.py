@@ -8,7 +8,8 @@ checks several items found some bad (``datasets fetch``, ``datasets verify``);
 2 an error, reported in one line (bad input or option, an output that
 cannot be written, a busy batch folder); 130 stopped by Ctrl-C (SIGINT) and
 143 stopped by SIGTERM (``timeout``, systemd, Slurm, ``kill``), both after
-saving what was finished.
+saving what was finished; 141 the reader of the output closed the pipe
+(:data:`~sfapprox.cli._render.EXIT_BROKEN_PIPE`).
 """
 
 from __future__ import annotations

@@ -32,12 +32,27 @@ from ..formats import OutputFormat, Table, fmt_number, render_rich
 UNBOUNDED = 100_000
 
 
+#: Exit status when the reader of the output went away (``sfapprox info X | head -1``): 128 + SIGPIPE, what
+#: a Unix tool that a closed pipe stops gives (rich's own handling exits 1, the status of a failed check).
+EXIT_BROKEN_PIPE = 141
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """The reader closed the pipe: nothing more is written (stdout goes to /dev/null, so Python's own
+        flush at exit stays quiet), and the status is a closed pipe's, not a failure's."""
+        self.quiet = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise SystemExit(EXIT_BROKEN_PIPE)
+
+
 def _console(stderr: bool = False) -> Console:
-    console = Console(stderr=stderr)
+    console = _Console(stderr=stderr)
     # Piped or redirected, rich assumes 80 columns; a log file has no width, so tables are
     # drawn as wide as their content there (COLUMNS, when set, still wins).
     if not console.is_terminal and "COLUMNS" not in os.environ:
-        console = Console(stderr=stderr, width=UNBOUNDED)
+        console = _Console(stderr=stderr, width=UNBOUNDED)
     return console
 
 
