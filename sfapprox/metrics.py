@@ -228,11 +228,8 @@ def _sparse_error(X, S, fro_norm: float | None) -> tuple[float, float | None]:
     if not X.has_canonical_format:  # repeated entries add up (on a copy: X is the caller's)
         X = X.copy()
         X.sum_duplicates()
-    diff = X - S
-    err = math.sqrt(float(np.vdot(diff.data, diff.data)))
-    if fro_norm is None:
-        fro_norm = math.sqrt(float(np.vdot(X.data, X.data)))
-    return err, _relative(err, float(fro_norm))
+    err = _fro_norm((X - S).data)
+    return err, _relative(err, _fro_norm(X.data) if fro_norm is None else float(fro_norm))
 
 
 def scoring_block(n: int) -> int:

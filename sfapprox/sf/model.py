@@ -971,8 +971,7 @@ class ChordSF(Approximation):
             raise ParameterError(f"{what}: the factor values must be finite")
         # Finite values whose product overflows (values of 1e300) made a fit that ended at once on a
         # non-finite loss, "ok" with an infinite error: a product with one random vector tells (O(N K M)).
-        op = ChordOperator(values, support="butterfly") if self.support == "butterfly" else \
-            ChordOperator(values, offsets, support=self.support)
+        op = self._operator(values, offsets)
         with np.errstate(over="ignore", invalid="ignore"):
             probe = op @ np.random.default_rng(0).standard_normal(shape[1])
         if not (np.isfinite(probe).all() and np.abs(probe).max(initial=0.0) <= MAX_START_ENTRY):
@@ -990,8 +989,7 @@ class ChordSF(Approximation):
         (``running_fro_error``: over the last steps' blocks, while the values moved; not these factors')."""
         from ..factors import save_factors  # here: factors loads h5py
 
-        op = ChordOperator(values, support="butterfly") if self.support == "butterfly" else \
-            ChordOperator(values, self.offsets_, support=self.support)
+        op = self._operator(values)
         path, expect = self.checkpoint_written_
         known = {"fro_error": float(error)} if error is not None else \
             {"running_fro_error": float(running)} if running is not None else {"kept_start": True}
@@ -1118,12 +1116,16 @@ class ChordSF(Approximation):
         self._set_result(np.zeros_like(init), None, fro)
         return self
 
+    def _operator(self, values: np.ndarray, offsets: np.ndarray | None = None) -> ChordOperator:
+        """The product of ``values`` in this fit's structure (its offsets, or ``offsets`` before they are set;
+        the butterfly's positions need none)."""
+        if self.support == "butterfly":
+            return ChordOperator(values, support="butterfly")
+        return ChordOperator(values, self.offsets_ if offsets is None else offsets, support=self.support)
+
     def _set_result(self, values: np.ndarray, dense: np.ndarray | None, fro: float, device=None) -> None:
         self.factors_ = values
-        if self.support == "butterfly":
-            self.operator_ = ChordOperator(values, support="butterfly")
-        else:
-            self.operator_ = ChordOperator(values, self.offsets_, support=self.support)
+        self.operator_ = self._operator(values)
         self.n_stored_ = self.operator_.n_stored
         self.params_ = {
             "support": self.support,
@@ -1169,8 +1171,7 @@ class ChordSF(Approximation):
         scaled = values.copy()
         scaled[0] *= c  # the product is linear in each factor
         self.factors_ = scaled
-        self.operator_ = ChordOperator(scaled, support="butterfly") if self.support == "butterfly" else \
-            ChordOperator(scaled, self.offsets_, support=self.support)
+        self.operator_ = self._operator(scaled)
         self.fro_error_, self.rel_error_ = operator_error(dense, self.operator_, fro, threads=self.threads)
         self.params_["best_multiple"] = round(c, 6)
 

@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from .._errors import InputError, ParameterError
-from .._validation import LIBRARY_WORKING_SET, MAX_SQUARED_NORM, check_memory, format_bytes, memory_limit
+from .._validation import (LIBRARY_WORKING_SET, MAX_SQUARED_NORM, _sum_of_squares, check_memory, format_bytes,
+                           memory_limit)
 from ..metrics import scoring_bytes
 
 __all__ = ["MatrixSource", "block_columns", "MIN_BLOCK", "MAX_BLOCK", "BLOCK_SHARE", "formable", "formed_need",
@@ -377,9 +378,7 @@ def check_block(block: np.ndarray, J: np.ndarray, name: str) -> None:
     ...
     sfapprox._errors.InputError: X: entry (1, 4) is nan; the matrix must be finite
     """
-    flat = block.ravel(order="K")  # a view of a contiguous block
-    with np.errstate(over="ignore", invalid="ignore"):
-        squared = float(np.dot(flat, flat)) if flat.size else 0.0
+    squared = _sum_of_squares(block.ravel(order="K"))  # a view of a contiguous block
     if squared <= MAX_SQUARED_NORM:  # False for NaN
         return
     bad = ~np.isfinite(block)
