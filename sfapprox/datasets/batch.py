@@ -60,7 +60,6 @@ from .results_file import (
     ResultsWriter,
     read_results,
     repair_results,
-    restamp_results,
     supersede_results,
 )
 from .runner import BatchOptions, MatrixTask, base_record, factors_name, run_matrix, stamp, unavailable_records
@@ -604,17 +603,14 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
     expanded = {e.name for e in entries}
     replaced = {key for key, record in existing.latest().items()
                 if key[0] in selected and key[0] not in expanded and record.get("status") == "unavailable"}
-    # lines to redo stay until their new lines are written (supersede_results, at the end)
-    summary.repaired = repair_results(results, drop=replaced)
+    # lines to redo stay until their new lines are written (supersede_results, at the end); what the
+    # manifest says of an entry without changing what was measured reaches the lines it skips
+    summary.repaired = repair_results(results, drop=replaced,
+                                      fields={e.name: {"category": e.category, "reference": dict(e.reference)}
+                                              for e in entries})
     if replaced:
         summary.repaired.append(f"{', '.join(sorted({name for name, _ in replaced}))}: now read as its weights; "
                                 "its 'unavailable' lines removed")
-    # what the manifest says of an entry without changing what was measured reaches the lines it skips
-    restamped = restamp_results(results, {e.name: {"category": e.category, "reference": dict(e.reference)}
-                                          for e in entries})
-    if restamped:
-        summary.repaired.append(f"{restamped} line(s) given their entry's category and reference figures as the "
-                                "manifest now says")
     tasks = [MatrixTask(e, todo[e.name], options, str(out), cache) for e in entries if e.name in todo]
     emit = on_event or (lambda *a, **k: None)
     emit("start", total=len(tasks), skipped=skipped, pairs=summary.to_do)

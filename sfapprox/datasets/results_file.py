@@ -32,7 +32,6 @@ __all__ = [
     "ResultsFile",
     "read_results",
     "repair_results",
-    "restamp_results",
     "supersede_results",
     "record_problem",
 ]
@@ -300,38 +299,6 @@ def read_results(path: str | os.PathLike) -> ResultsFile:
     return ResultsFile(records, bad, len(tail), problems)
 
 
-def restamp_results(path: str | os.PathLike, fields: dict[str, dict[str, Any]]) -> int:
-    """Give the lines of each matrix in ``fields`` those fields' values (what a manifest says of an entry
-    without changing what was measured: its category, its reference figures), atomically; returns the
-    lines changed.  A resume that skipped the pairs kept the old category and figures in the report.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The results file.
-    fields : dict of str to dict
-        Matrix name -> the fields its lines must have.
-
-    Returns
-    -------
-    int
-    """
-    path = Path(path)
-    parsed = read_results(path)
-    changed = 0
-    records = []
-    for record in parsed.records:
-        wanted = fields.get(record["matrix"], {})
-        if any(record.get(key) != value for key, value in wanted.items()):
-            record = {**record, **wanted}
-            changed += 1
-        records.append(record)
-    if changed:
-        with atomic_path(path) as tmp:
-            tmp.write_bytes(b"".join(encode_record(r) for r in records))
-    return changed
-
-
 def supersede_results(path: str | os.PathLike, keys: set[tuple[str, str]]) -> int:
     """Keep one line of each ``(matrix, method)`` in ``keys``, the newest (an interrupted one only where
     no other is left): the lines a run redid are replaced once their new lines are written, never
@@ -365,12 +332,14 @@ def supersede_results(path: str | os.PathLike, keys: set[tuple[str, str]]) -> in
     return removed
 
 
-def repair_results(path: str | os.PathLike, drop: set[tuple[str, str]] = frozenset()) -> list[str]:
-    """Make the results file hold only complete, valid lines not in ``drop``.
+def repair_results(path: str | os.PathLike, drop: set[tuple[str, str]] = frozenset(),
+                   fields: dict[str, dict[str, Any]] | None = None) -> list[str]:
+    """Make the results file hold only complete, valid lines not in ``drop``, each matrix's lines with
+    ``fields``' values.
 
-    A partial tail alone is truncated in place; invalid lines or lines to
-    drop make the file be rewritten atomically.  Returns what was done, for
-    the user.
+    A partial tail alone is truncated in place; invalid lines, lines to
+    drop or lines to give new fields make the file be rewritten atomically.
+    Returns what was done, for the user.
 
     Parameters
     ----------
@@ -378,6 +347,10 @@ def repair_results(path: str | os.PathLike, drop: set[tuple[str, str]] = frozens
         The results file.
     drop : set of (str, str), default=frozenset()
         ``(matrix, method)`` pairs whose lines are removed (to be recomputed).
+    fields : dict of str to dict, optional
+        Matrix name -> the fields its lines must have: what a manifest says of an entry without
+        changing what was measured (its category, its reference figures), which a resume that
+        skipped the pairs left as they were.
 
     Returns
     -------
@@ -388,13 +361,22 @@ def repair_results(path: str | os.PathLike, drop: set[tuple[str, str]] = frozens
     parsed = read_results(path)
     keep = [r for r in parsed.records if (r["matrix"], r["method"]) not in drop]
     done: list[str] = []
+    restamped = 0
+    for i, record in enumerate(keep):
+        wanted = (fields or {}).get(record["matrix"], {})
+        if any(record.get(key) != value for key, value in wanted.items()):
+            keep[i] = {**record, **wanted}
+            restamped += 1
     if parsed.tail_bytes:
         done.append(f"cut an incomplete last line ({parsed.tail_bytes} bytes)")
     if parsed.bad_lines:
         done.append(f"removed {len(parsed.bad_lines)} invalid line(s): {parsed.bad_lines[:5]}")
     if len(keep) != len(parsed.records):
         done.append(f"removed {len(parsed.records) - len(keep)} line(s) to recompute")
-    if parsed.bad_lines or len(keep) != len(parsed.records):
+    if restamped:
+        done.append(f"{restamped} line(s) given their entry's category and reference figures as the manifest "
+                    "now says")
+    if parsed.bad_lines or len(keep) != len(parsed.records) or restamped:
         with atomic_path(path) as tmp:
             tmp.write_bytes(b"".join(encode_record(r) for r in keep))
     elif parsed.tail_bytes:
