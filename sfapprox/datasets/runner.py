@@ -13,7 +13,7 @@ import json
 import os
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -22,8 +22,7 @@ from .._base import RunContext, get_method
 from .._errors import ConvergenceWarning, SfapproxError, one_line
 from .._settings import COUNT_INDICES, FitSettings, parse_size
 from ..budget import resolve_budget
-from .._validation import check_square_matrix
-from ..comparison import from_columns, run_all, score_from_columns
+from ..comparison import as_loaded_matrix, from_columns, run_all, score_from_columns
 from ..factors import input_record, save_factors
 from ..sources import MatrixSource
 from .fetch import ChecksumError, UnavailableError, fetch_entry, file_sha256
@@ -185,7 +184,7 @@ def _materialize(task: MatrixTask):
     """The entry's matrix plus extra info (generator facts, file origin): a LoadedMatrix, or a
     :class:`~sfapprox.sources.MatrixSource` (a kernel entry, a big ``.npy``) too big to form
     within the batch's memory limit, whose methods then run from its columns."""
-    from ..io import LoadedMatrix, as_loaded, open_matrix  # here: sfapprox.io loads h5py and Pillow
+    from ..io import as_loaded, open_matrix  # here: sfapprox.io loads h5py and Pillow
 
     entry = task.entry
     limit = task.options.settings.max_memory  # the batch's --max-memory holds for making the matrix too
@@ -206,10 +205,10 @@ def _materialize(task: MatrixTask):
     making = options["max_memory"]
     if from_columns(opened, task.methods, making):
         return opened, {**extra, "path": "columns"}
-    # The points file's hash: a saved fit then names the data it came from, as a loaded file's does.
-    dense = check_square_matrix(opened.to_dense(making), source=entry.name)
-    return LoadedMatrix(dense, entry.name, str(found.path), opened.kind, list(opened.notes),
-                        opened.file_sha256 or file_sha256(found.path), opened.describe()), extra
+    # formed, with its file, hash and recipe, as a comparison forms it; a mapped .npy was not hashed when
+    # opened: a saved fit names the data it came from, as a loaded file's does
+    loaded = as_loaded_matrix(opened, None, making)
+    return (loaded if loaded.sha256 else replace(loaded, sha256=file_sha256(found.path))), extra
 
 
 def factors_name(entry_name: str, method: str) -> str:
@@ -219,12 +218,8 @@ def factors_name(entry_name: str, method: str) -> str:
     return f"factors/{entry_name}{suffix}.h5"
 
 
-def _factors_name(task: MatrixTask, method: str) -> str:
-    return factors_name(task.entry.name, method)
-
-
 def _save(task: MatrixTask, result, record: dict[str, Any], loaded) -> str:
-    relative = _factors_name(task, result.method)
+    relative = factors_name(task.entry.name, result.method)
     save_factors(
         Path(task.out_dir) / relative,
         result.operator,
