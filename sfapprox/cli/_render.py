@@ -39,12 +39,12 @@ EXIT_BROKEN_PIPE = 141
 
 class _Console(Console):
     def on_broken_pipe(self) -> None:
-        """The reader closed the pipe: nothing more is written (stdout goes to /dev/null, so Python's own
-        flush at exit stays quiet), and the status is a closed pipe's, not a failure's."""
-        self.quiet = True
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        raise SystemExit(EXIT_BROKEN_PIPE)
+        """The reader closed the pipe: rich's own handling (nothing more is written, stdout goes to
+        /dev/null so Python's flush at exit stays quiet), with a closed pipe's status, not a failure's."""
+        try:
+            super().on_broken_pipe()
+        except SystemExit:
+            raise SystemExit(EXIT_BROKEN_PIPE) from None
 
 
 def _console(stderr: bool = False) -> Console:
