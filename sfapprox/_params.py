@@ -16,7 +16,7 @@ from typing import Any
 
 from ._errors import ParameterError
 
-__all__ = ["Interval", "Options", "check_params"]
+__all__ = ["Interval", "Options", "check_params", "check_values"]
 
 
 @dataclass(frozen=True)
@@ -73,15 +73,25 @@ def check_params(owner: object, constraints: dict[str, Any]) -> None:
     A constraint is an :class:`Interval`, :class:`Options`, a type, or a
     tuple of those (any may match).
     """
+    check_values({name: getattr(owner, name) for name in constraints}, constraints, type(owner).__name__)
+
+
+def check_values(values: dict[str, Any], constraints: dict[str, Any], owner: str) -> None:
+    """Check ``values`` (name -> value: a function's arguments) against ``constraints``, as
+    :func:`check_params` checks an object's; ``owner`` names the function in the message.
+
+    Raises
+    ------
+    ParameterError
+        ``The 'name' parameter of owner must be ... Got ... instead.``
+    """
     for name, constraint in constraints.items():
-        value = getattr(owner, name)
+        value = values[name]
         options = constraint if isinstance(constraint, tuple) else (constraint,)
         if any(_accepts(c, value) for c in options):
             continue
         wanted = " or ".join(_describe(c) for c in options)
-        raise ParameterError(
-            f"The {name!r} parameter of {type(owner).__name__} must be {wanted}. Got {value!r} instead."
-        )
+        raise ParameterError(f"The {name!r} parameter of {owner} must be {wanted}. Got {value!r} instead.")
 
 
 def _accepts(constraint: Any, value: Any) -> bool:

@@ -34,7 +34,7 @@ import numpy as np
 from . import _timing
 from ._errors import ParameterError
 from ._executors import ordered_map
-from ._params import Interval
+from ._params import Interval, check_values
 from ._threads import AdaptiveThreads
 from .metrics import surrogate_columns
 from .sources import DistributedSource, MatrixSource, as_source, block_columns
@@ -178,11 +178,8 @@ def estimate_errors(
     >>> est["zero"].exact, round(est["zero"].fro_error / float(np.linalg.norm(X)), 12)
     (True, 1.0)
     """
-    given = {"time_limit": time_limit, "rtol": rtol, "seed": seed, "max_memory": max_memory, "fro_norm": fro_norm}
-    for name, constraint in _ARGUMENTS.items():
-        if not constraint.accepts(given[name]):
-            raise ParameterError(f"The {name!r} parameter of estimate_errors must be {constraint.describe()}. "
-                                 f"Got {given[name]!r} instead.")
+    check_values({"time_limit": time_limit, "rtol": rtol, "seed": seed, "max_memory": max_memory,
+                  "fro_norm": fro_norm}, _ARGUMENTS, "estimate_errors")
     if isinstance(source, DistributedSource):  # its executor computes the blocks; they read the plain source
         source, executor = source.source, executor if executor is not None else source.executor
     source = as_source(source)  # an array, a sparse matrix or a LinearOperator as compare takes them
