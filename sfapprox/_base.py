@@ -143,6 +143,15 @@ class Approximation:
         return f"{type(self).__name__}({', '.join(shown)})"
 
     # ------------------------------------------------------------------ fitting
+    #: The fits of other methods a comparison handed over for this fit (see :meth:`_handed_over`).
+    _reusing: dict[str, Any] = {}
+
+    def _handed_over(self) -> dict[str, Any]:
+        """The fits of the same matrix a comparison handed over (``est._reuse``: its rows named in the
+        class's ``REUSES``), taken for this fit only: a later ``fit`` of another matrix must not
+        reuse them (a hybrid refitted to a new matrix kept the old one's ends and reported their errors)."""
+        return self.__dict__.pop("_reuse", None) or {}
+
     def _validate(self, X, check_input: bool = True):
         """Check the parameters, and ``X`` unless the caller already did; returns ``X``.
 

@@ -41,6 +41,7 @@ from .chord import (
 
 __all__ = [
     "check_within",
+    "rank_within",
     "sf_count",
     "butterfly_count",
     "tsvd_count",
@@ -150,6 +151,66 @@ def check_within(count: int, budget: int | None, what: str, advice: str) -> None
     """
     if budget is not None and count > budget:
         raise BudgetError(f"{what} stores {count} numbers, over the budget of {budget}; {advice}")
+
+
+def rank_within(n: int, n_components: int | None, budget: int | None, rank_for_budget, count, method: str,
+                what: str = "rank") -> int:
+    """The rank of a low-rank fit: ``n_components`` when given (at most ``N``, and within ``budget``
+    when both are given: never over it silently), else the largest that fits ``budget``.
+
+    Parameters
+    ----------
+    n : int
+        Order of the matrix.
+    n_components : int or None
+        The rank asked for.
+    budget : int or None
+        Stored numbers allowed (None: only ``n_components`` decides).
+    rank_for_budget : callable
+        ``(n, budget) -> rank``: the largest that fits.
+    count : callable
+        ``(n, rank) -> numbers`` stored.
+    method : str
+        The method, as messages name it ("TSVD").
+    what : str, default="rank"
+        What a unit of the rank is called ("rank", "Nyström pivot").
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ParameterError
+        Neither given, or ``n_components`` above ``N``.
+    BudgetError
+        The budget is below one unit, or ``n_components`` stores more than it.
+
+    Examples
+    --------
+    >>> rank_within(10, None, 100, tsvd_rank_for_budget, tsvd_count, "TSVD")
+    4
+    >>> rank_within(10, 12, None, tsvd_rank_for_budget, tsvd_count, "TSVD")
+    Traceback (most recent call last):
+    ...
+    sfapprox._errors.ParameterError: TSVD: n_components=12 is more than the matrix's order N = 10; choose at most 10
+    """
+    if n_components is None and budget is None:
+        raise ParameterError(f"{method} needs n_components (the rank) or a budget")
+    if n_components is None:
+        rank = rank_for_budget(n, budget)
+        if rank == 0:
+            raise BudgetError(f"{method}: budget {budget} is below one {what} of a {n} x {n} matrix "
+                              f"({count(n, 1)} numbers)")
+        return rank
+    if n_components > n:
+        raise ParameterError(f"{method}: n_components={n_components} is more than the matrix's order N = {n}; "
+                             f"choose at most {n}")
+    fits = rank_for_budget(n, budget or 0)
+    check_within(count(n, n_components), budget, f"{what} {n_components}" if what == "rank" else
+                 f"{n_components} {what}s", f"choose n_components of at most {fits}" if fits else
+                 "raise the budget, or give none")
+    return n_components
 
 
 def tsvd_count(n: int, rank: int) -> int:

@@ -1000,6 +1000,10 @@ def _check_structure(structure: Mapping[str, Any] | None) -> None:
 
     if structure:
         ChordSF.check_param_names(structure, "structure")
+        if "support" in structure:  # each SF method fits its own support: it was overwritten without a word
+            raise ParameterError(f"structure: the support is the SF method's own (sf: chord, sf-symmetric, "
+                                 f"sf-butterfly); drop support={structure['support']!r} and name the method "
+                                 "in methods instead")
 
 
 def build_comparison(info: dict[str, Any], budget: Budget, results: list[MethodResult], context: RunContext) -> Comparison:

@@ -313,3 +313,39 @@ def test_rsvd_counts_its_oversampling_in_its_memory_check():
     RandomizedSVD(n_components=5, max_memory=limit, time_limit=None).fit(K)
     with pytest.raises(ResourceError, match="over the memory limit"):
         RandomizedSVD(n_components=5, n_oversamples=1500, max_memory=limit, time_limit=None).fit(K)
+
+
+# ---- sizes asked for beside a budget, and sizes above N (audit, 2026-11-27)
+
+def _low_rank_estimators():
+    from sfapprox import NMF, Nystrom, RandomizedSVD, TruncatedSVD
+
+    return [TruncatedSVD, RandomizedSVD, NMF, Nystrom]
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_a_rank_asked_for_over_the_budget_also_given_is_refused(index):
+    """RandomizedSVD(n_components=3, budget=20) stored 99 numbers (and Nystrom 105): never over a budget given."""
+    cls = _low_rank_estimators()[index]
+    X = np.random.default_rng(0).random((16, 16))
+    with pytest.raises(BudgetError, match="over the budget of 20"):
+        cls(n_components=3, budget=20).fit(X @ X.T)
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_a_rank_above_the_order_is_refused_not_clipped(index):
+    """n_components=100 on a 16 x 16 matrix gave rank 16 and 528 stored numbers (more than N^2) silently."""
+    cls = _low_rank_estimators()[index]
+    X = np.random.default_rng(0).random((16, 16))
+    with pytest.raises(ParameterError, match="n_components=100 is more than the matrix's order N = 16"):
+        cls(n_components=100).fit(X @ X.T)
+    assert cls(n_components=16).fit(X @ X.T).n_stored_ > 0  # N itself is a rank
+
+
+def test_sparse_entries_asked_for_over_the_budget_also_given_are_refused():
+    from sfapprox import SparseApproximation
+
+    X = np.random.default_rng(0).random((16, 16))
+    with pytest.raises(BudgetError, match="50 entries stores 117 numbers, over the budget of 20"):
+        SparseApproximation(n_sparse=50, budget=20).fit(X)
+    assert SparseApproximation(n_sparse=5, budget=100).fit(X).n_stored_ <= 100

@@ -363,3 +363,57 @@ def test_the_hybrids_refuse_the_rank_one_start():
     X = np.random.default_rng(0).random((64, 64))
     with pytest.raises(ParameterError, match="init='rank1' is SF's start alone"):
         ChordLowRank(budget=2000, sf_params={"init": "rank1"}, device="cpu").fit(X)
+
+
+# ---- audit fixes (2026-11-27): support, refits, sf_params, budget 0
+
+@pytest.mark.parametrize("cls", [ChordLowRank, ChordSparse])
+def test_a_support_other_than_chords_is_refused_not_fitted(cls):
+    """support="butterfly" in sf_params handed an empty offset list to the Chord kernel: a segmentation
+    fault. The hybrids fit Chord factors; another support is refused before any work."""
+    from sfapprox import NotApplicableError
+
+    X = np.random.default_rng(0).random((16, 16))
+    for support in ("butterfly", "symmetric"):
+        with pytest.raises(NotApplicableError, match=f"support='{support}' is for sf alone"):
+            cls(budget=320, sf_params={"support": support, "time_limit": 3}, device="cpu").fit(X)
+    # A comparison's structure names no support: each SF method fits its own (it was overwritten silently).
+    with pytest.raises(ParameterError, match="the support is the SF method's own"):
+        compare(X, methods=["sf-butterfly", "sf+s"], structure={"support": "butterfly"}, time_limit=3)
+
+
+def test_a_hybrid_from_a_comparison_refitted_to_another_matrix_fits_that_matrix():
+    """The comparison's sf and tsvd fits are handed over for its own fit only: fitted again to another
+    matrix, the hybrid reported the first matrix's error (0.037 for an actual 33)."""
+    rng = np.random.default_rng(0)
+    X1 = np.eye(32) + 0.01 * rng.random((32, 32))
+    X2 = rng.standard_normal((32, 32))
+    est = compare(X1, methods=["sf", "tsvd", "sf+lr"], time_limit=2).result("sf+lr").estimator
+    assert est.params_["reused"] == ["sf", "tsvd"]
+    est.fit(X2)
+    assert "reused" not in est.params_
+    assert est.fro_error_ == pytest.approx(np.linalg.norm(X2 - est.to_dense()), rel=1e-9)
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"history_size": 0}, "'history_size' parameter of ChordSF"),
+    ({"time_limit": -1.0}, "Got -1.0 instead"),
+    ({"time_limit": float("nan")}, "'time_limit' parameter"),
+    ({"max_iter": -3}, "'max_iter' parameter"),
+    ({"gtol": "x"}, "'gtol' parameter"),
+    ({"init": "bogus"}, "init='bogus' is SF's start alone"),
+])
+def test_sf_params_are_checked_as_given_whether_or_not_the_plain_end_runs(bad, message):
+    """At budget 150 (N = 16) no plain SF structure fits, and sf_params were never checked: an IndexError
+    for history_size=0, silence for time_limit=-1; at 320 the message showed -0.4 (the plain end's share)."""
+    X = np.random.default_rng(0).random((16, 16))
+    for budget in (150, 320):
+        with pytest.raises(ParameterError, match=re.escape(message)):
+            ChordLowRank(budget=budget, sf_params=dict(bad), device="cpu").fit(X)
+
+
+def test_a_budget_of_zero_is_a_budget_error_as_for_every_method():
+    X = np.random.default_rng(0).random((16, 16))
+    for cls in (ChordLowRank, ChordSparse):
+        with pytest.raises(BudgetError, match="too small"):
+            cls(budget=0, device="cpu").fit(X)

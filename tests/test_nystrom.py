@@ -182,3 +182,18 @@ def test_zero_components_is_the_zero_matrix_as_in_tsvd(wrap):
     assert est.to_dense().shape == (30, 30) and not est.to_dense().any()
     with pytest.raises(BudgetError, match="budget 5 is below one Nyström pivot"):
         Nystrom(budget=5).fit(wrap(X))
+
+
+def test_pivots_that_add_no_direction_are_neither_drawn_nor_charged():
+    """On a rank-1 PSD matrix, budget 1,600 kept 24 pivots (1,536 numbers) for the surrogate one pivot
+    (41 numbers) gives exactly: pivots drawn from round-off, and a block's pivots its others span."""
+    X = np.ones((40, 40))
+    for budget in (225, 1600):
+        est = Nystrom(budget=budget).fit(X)
+        assert est.params_["rank"] == 1 and est.n_stored_ == 41
+        assert est.frobenius_error(X)[0] < 1e-10
+    rng = np.random.default_rng(1)
+    F = rng.standard_normal((60, 2))
+    K = F @ F.T  # rank 2
+    est = Nystrom(budget=60 * 60).fit(K)
+    assert est.params_["rank"] == 2 and est.frobenius_error(K)[1] < 1e-8

@@ -402,3 +402,16 @@ def test_the_constructor_refuses_what_no_operator_is(tmp_path):
     assert op.offsets.tolist() == [2, 0, 1]
     save_factors(tmp_path / "f.h5", op)
     np.testing.assert_array_equal(load_factors(tmp_path / "f.h5").operator.to_dense(), op.to_dense())
+
+
+def test_torch_round_trip_keeps_a_products_count():
+    """NMF's W H is stored without singular values (2 N r); its torch module's to_operator() counted
+    r (2 N + 1) and went over the budget the fit kept (594 -> 603 at N = 33)."""
+    from sfapprox import NMF
+
+    est = NMF(budget=600, time_limit=2).fit(np.random.default_rng(0).random((33, 33)))
+    layer = est.operator_.to_torch(dtype=torch.float64)
+    assert "s" not in dict(layer.named_parameters())  # ones, not trained
+    back = layer.to_operator()
+    assert back.n_stored == est.operator_.n_stored == est.n_stored_ <= 600
+    np.testing.assert_allclose(back.to_dense(), est.operator_.to_dense(), atol=1e-12)

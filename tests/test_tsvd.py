@@ -74,3 +74,17 @@ def test_a_rank_over_the_budget_also_given_is_refused():
     with pytest.raises(BudgetError, match="raise the budget, or give none"):
         TruncatedSVD(n_components=3, budget=10).fit(X)
     assert TruncatedSVD(n_components=3, budget=147).fit(X).n_stored_ == 147
+
+
+def test_the_paper_protocol_at_a_smaller_budget_stays_within_it():
+    """protocol="paper" fixed the rank at ceil(M^2 / 2) whatever the budget: at budget 0.3 of N^2 the
+    comparison ended in an internal AssertionError (2,322 numbers over 1,228)."""
+    from sfapprox import compare
+    from sfapprox.budget import paper_tsvd_rank, tsvd_rank_for_budget
+
+    X = np.random.default_rng(0).random((64, 64))
+    row = compare(X, methods=["tsvd"], budget=0.3, protocol="paper").result("tsvd")
+    assert row.status == "ok" and row.nnz <= int(0.3 * 64 * 64)
+    assert row.params["rank"] == min(paper_tsvd_rank(64), tsvd_rank_for_budget(64, int(0.3 * 64 * 64)))
+    full = compare(X, methods=["tsvd"], protocol="paper").result("tsvd")
+    assert full.params["rank"] == paper_tsvd_rank(64)  # the paper's own budget: its rank

@@ -25,10 +25,10 @@ import numpy as np
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._device import resolve_device, resolve_dtype
-from .._errors import BudgetError, ConvergenceWarning, NotApplicableError, ParameterError
+from .._errors import ConvergenceWarning, NotApplicableError, ParameterError
 from .._params import Interval, Options
 from .._settings import DEFAULT_TIME_LIMIT
-from ..budget import check_within, nmf_count, nmf_rank_for_budget
+from ..budget import nmf_count, nmf_rank_for_budget, rank_within
 from ..metrics import operator_error
 from ..operators import HybridOperator
 from ._torch import as_tensor, few_threads
@@ -434,13 +434,7 @@ class NMF(Approximation):
             raise NotApplicableError(
                 f"matrix has negative entries (min {low:.3g}); NMF needs a non-negative matrix"
             )
-        rank = nmf_rank_for_budget(n, self.budget) if self.n_components is None else min(self.n_components, n)
-        if self.n_components is None and rank == 0:
-            raise BudgetError(f"budget {self.budget} is below one rank of a {n} x {n} NMF "
-                              f"({nmf_count(n, 1)} numbers)")
-        fits = nmf_rank_for_budget(n, self.budget or 0)
-        check_within(nmf_count(n, rank), self.budget, f"rank {rank}",
-                     f"choose n_components of at most {fits}" if fits else "raise the budget, or give none")
+        rank = rank_within(n, self.n_components, self.budget, nmf_rank_for_budget, nmf_count, "NMF")
         device = resolve_device(self.device)
         dtype = resolve_dtype(self.dtype, device)
         start = time.perf_counter()

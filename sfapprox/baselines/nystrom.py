@@ -34,11 +34,11 @@ import numpy as np
 
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
-from .._errors import BudgetError, NotApplicableError, ParameterError
+from .._errors import NotApplicableError
 from .._params import Interval, Options
 from .._settings import DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
-from ..budget import nystrom_count, nystrom_rank_for_budget
+from ..budget import nystrom_count, nystrom_rank_for_budget, rank_within
 from ..operators.nystrom import NystromOperator
 from ..sources import MatrixSource, as_source
 
@@ -50,6 +50,10 @@ BLOCK_SHARE = 0.1
 SYMMETRY_PAIRS = 512
 #: Relative tolerance of the symmetry check and of the PSD checks (diagonal, core, residual diagonal).
 STRUCTURE_RTOL = 1e-8
+#: Randomly pivoted Cholesky stops where the residual's trace is below this share of the diagonal's:
+#: what is left is round-off (an exactly low-rank kernel drew pivots from it, each charged r + N numbers
+#: and adding nothing), and ``||R||_F <= tr(R)`` bounds the error that stopping leaves.
+RESIDUAL_RTOL = 1e-12
 #: Advice of every "not positive semi-definite" refusal.
 NOT_PSD_ADVICE = "Nyström needs a positive semi-definite (kernel) matrix; use rsvd or tsvd for this one"
 
@@ -155,10 +159,11 @@ def rpcholesky_pivots(source: MatrixSource, rank: int, *, seed: int = 0, block: 
     n = source.n
     block = block or max(1, int(np.ceil(BLOCK_SHARE * rank)))
     residual = np.maximum(source.diagonal() if diagonal is None else diagonal, 0.0)
+    floor = RESIDUAL_RTOL * float(residual.sum())
     factor = np.zeros((n, 0))
     chosen: list[int] = []
     per_column = None
-    while len(chosen) < rank and residual.sum() > 0:
+    while len(chosen) < rank and residual.sum() > floor:
         want = min(block, rank - len(chosen))
         if deadline is not None and per_column is not None and not deadline.fits(per_column * want):
             break
@@ -168,15 +173,47 @@ def rpcholesky_pivots(source: MatrixSource, rank: int, *, seed: int = 0, block: 
         if picked.size == 0:
             continue
         G = source.columns(picked) - factor @ factor[picked].T
-        values, vectors = np.linalg.eigh((G[picked] + G[picked].T) / 2)
-        keep = values > STRUCTURE_RTOL * max(float(values.max(initial=0.0)), 1e-300)
-        new = G @ (vectors[:, keep] / np.sqrt(values[keep]))
-        factor = np.hstack([factor, new])
-        residual = np.maximum(residual - np.einsum("ij,ij->i", new, new), 0.0)
-        residual[picked] = 0.0
-        chosen.extend(picked.tolist())
+        core = (G[picked] + G[picked].T) / 2
+        # Only the pivots whose residual directions are independent are kept (and charged): a block's
+        # pivot its other pivots already span adds nothing to the surrogate.
+        own = _independent(core)
+        residual[picked] = 0.0  # (the others are spanned: never drawn again)
+        if own.size:
+            values, vectors = np.linalg.eigh(core[np.ix_(own, own)])
+            keep = values > STRUCTURE_RTOL * max(float(values.max(initial=0.0)), 1e-300)
+            new = G[:, own] @ (vectors[:, keep] / np.sqrt(values[keep]))
+            factor = np.hstack([factor, new])
+            residual = np.maximum(residual - np.einsum("ij,ij->i", new, new), 0.0)
+            residual[picked] = 0.0
+            chosen.extend(picked[own].tolist())
         per_column = (_timing.now() - started) / picked.size
     return np.array(chosen, dtype=np.int64)
+
+
+def _independent(core: np.ndarray) -> np.ndarray:
+    """Indices (ascending) of a largest set of ``core``'s pivots with independent directions: greedy
+    pivoted Cholesky of the PSD block, stopping where the largest remaining diagonal is below
+    :data:`STRUCTURE_RTOL` of the block's largest (all of them for a well-conditioned block).
+
+    Examples
+    --------
+    >>> _independent(np.ones((3, 3))).tolist(), _independent(np.diag([2.0, 0.0, 1.0])).tolist()
+    ([0], [0, 2])
+    """
+    A = core.copy()
+    d = np.diag(A).copy()
+    top = float(d.max(initial=0.0))
+    own: list[int] = []
+    while len(own) < d.size and top > 0:
+        i = int(np.argmax(d))
+        if d[i] <= STRUCTURE_RTOL * top:
+            break
+        own.append(i)
+        column = A[:, i] / np.sqrt(d[i])
+        A -= np.outer(column, column)
+        d = np.diag(A).copy()
+        d[own] = -np.inf
+    return np.sort(np.asarray(own, dtype=np.int64))
 
 
 def _check_structure(source: MatrixSource, seed: int) -> np.ndarray:
@@ -272,7 +309,8 @@ class Nystrom(Approximation):
         Rank ``r`` (the pivots; 0 gives the zero matrix, as in
         :class:`~sfapprox.TruncatedSVD`); None: the largest that fits ``budget``.
     budget : int or None, default=None
-        Stored-number budget, ``r (N + r)``.
+        Stored-number budget, ``r (N + r)``.  Sets the rank when ``n_components`` is None; with
+        both, a rank over the budget is refused (:class:`~sfapprox.BudgetError`).
     pivots : {"rpcholesky", "uniform"}, default="rpcholesky"
         How the pivots are drawn: randomly pivoted Cholesky
         (:func:`rpcholesky_pivots`) or uniformly, without replacement.
@@ -352,12 +390,9 @@ class Nystrom(Approximation):
         given = self._validate(X, check_input)
         source = as_source(given)
         n = source.n
-        if self.n_components is None and self.budget is None:
-            raise ParameterError("Nystrom needs n_components (the rank) or a budget")
-        rank = nystrom_rank_for_budget(n, self.budget) if self.n_components is None else min(self.n_components, n)
-        if self.n_components is None and rank == 0:  # n_components=0 is the zero matrix, as in TruncatedSVD
-            raise BudgetError(f"budget {self.budget} is below one Nyström pivot of a {n} x {n} matrix "
-                              f"({nystrom_count(n, 1)} numbers)")
+        # (n_components=0 is the zero matrix, as in TruncatedSVD)
+        rank = rank_within(n, self.n_components, self.budget, nystrom_rank_for_budget, nystrom_count, "Nystrom",
+                           what="Nyström pivot")
         deadline = _timing.Deadline.after(self.time_limit)
         diagonal = _check_structure(source, self.random_state)
         source = as_source(self._from_columns(given, nystrom_count(n, rank)))

@@ -38,7 +38,6 @@ import numbers
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -700,7 +699,6 @@ class RobustPCA(Approximation):
     _accepts_sources = True
     #: Rows of a comparison whose fits the fit from columns starts from (see ``_reused_start``).
     REUSES: tuple[str, ...] = ("rsvd",)
-    _reuse: dict[str, Any] = {}
     _parameter_constraints = {
         "rank": Interval(int, 0, None, allow_none=True),
         "n_sparse": Interval(int, 0, None, allow_none=True),
@@ -779,6 +777,7 @@ class RobustPCA(Approximation):
         """
         import torch
 
+        self._reusing = self._handed_over()
         X = self._validate(X, check_input)
         if isinstance(X, MatrixSource):
             return self._fit_columns(X)
@@ -847,7 +846,7 @@ class RobustPCA(Approximation):
         """The comparison's ``rsvd`` fit of this matrix as every split's first ``L`` (None: none was handed over)."""
         from ._rpca_columns import Start
 
-        fitted = self._reuse.get("rsvd")
+        fitted = self._reusing.get("rsvd")
         op = getattr(fitted, "operator_", None)
         if op is None or op.shape[0] != n or not getattr(op, "singular_values", False) or not fitted.params_.get("passes"):
             return None

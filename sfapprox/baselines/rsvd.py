@@ -34,11 +34,11 @@ import scipy.linalg
 
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
-from .._errors import BudgetError, ConvergenceWarning, ParameterError
+from .._errors import ConvergenceWarning
 from .._params import Interval
 from .._settings import DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
-from ..budget import tsvd_count, tsvd_rank_for_budget
+from ..budget import rank_within, tsvd_count, tsvd_rank_for_budget
 from ..operators import HybridOperator
 from ..sources import as_source, block_columns
 from ..sources._base import _product_part
@@ -376,7 +376,8 @@ class RandomizedSVD(Approximation):
         Rank ``r`` (0 gives the zero matrix, with no pass over ``X``, as in
         :class:`~sfapprox.TruncatedSVD`); None: the largest that fits ``budget``.
     budget : int or None, default=None
-        Stored-number budget, ``r (2N + 1)`` (used when ``n_components`` is None).
+        Stored-number budget, ``r (2N + 1)``.  Sets the rank when ``n_components`` is None; with
+        both, a rank over the budget is refused (:class:`~sfapprox.BudgetError`).
     n_oversamples : int, default=10
         Extra sketch columns ``p``.
     n_iter : int, default=2
@@ -462,12 +463,7 @@ class RandomizedSVD(Approximation):
         start = time.perf_counter()
         given = self._validate(X, check_input)
         n = given.shape[0]
-        if self.n_components is None and self.budget is None:
-            raise ParameterError("RandomizedSVD needs n_components (the rank) or a budget")
-        rank = tsvd_rank_for_budget(n, self.budget) if self.n_components is None else min(self.n_components, n)
-        if self.n_components is None and rank == 0:
-            raise BudgetError(f"budget {self.budget} is below one rank of a {n} x {n} randomized SVD "
-                              f"({tsvd_count(n, 1)} numbers)")
+        rank = rank_within(n, self.n_components, self.budget, tsvd_rank_for_budget, tsvd_count, "RandomizedSVD")
         if rank == 0:  # n_components=0: the zero matrix, as TruncatedSVD gives it (no sketch, no pass)
             return self._set_fit(0, np.zeros((n, 0)), np.zeros(0), np.zeros((0, n)), 0, 0, start, "exact")
         deadline = _timing.Deadline.after(self.time_limit)

@@ -35,7 +35,7 @@ import scipy.sparse as sp
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._errors import BudgetError, ParameterError
 from .._params import Interval
-from ..budget import sparse_count, sparse_entries_for_budget
+from ..budget import check_within, sparse_count, sparse_entries_for_budget
 from ..operators.sparse import SparseOperator
 from ..sources import ArraySource, DistributedSource, MatrixSource
 
@@ -274,7 +274,8 @@ class SparseApproximation(Approximation):
         Entries to keep, ``s``.  When None, the most that fit ``budget``
         (:func:`sparse_entries_for_budget`).  Never more than ``nnz(X)``.
     budget : int or None, default=None
-        Stored-number budget (used when ``n_sparse`` is None), counted as
+        Stored-number budget (sets ``s`` when ``n_sparse`` is None; with both, an
+        ``n_sparse`` over the budget is refused: :class:`~sfapprox.BudgetError`), counted as
         ``2 s + N + 1`` (:func:`sparse_count`).
     max_memory : int or None, default=None
         Memory limit in bytes of a fit from a :class:`~sfapprox.sources.MatrixSource`'s
@@ -363,6 +364,9 @@ class SparseApproximation(Approximation):
                                   f"({sparse_count(n, 1)} numbers: value, column index and {n + 1} row pointers)")
         else:
             limit = min(self.n_sparse, n * n)
+            fits = sparse_entries_for_budget(n, self.budget or 0)
+            check_within(sparse_count(n, limit), self.budget, f"{limit} entries",
+                         f"choose n_sparse of at most {fits}" if fits else "raise the budget, or give none")
         X = self._within_limit(X)  # a matrix in memory whose selection is over the limit: its columns
         start = time.perf_counter()
         from_columns = isinstance(X, MatrixSource)

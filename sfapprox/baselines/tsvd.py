@@ -13,9 +13,8 @@ import time
 import numpy as np
 
 from .._base import Approximation, MethodSpec, RunContext, register
-from .._errors import BudgetError, ParameterError
 from .._params import Interval, Options
-from ..budget import check_within, paper_tsvd_rank, tsvd_count, tsvd_rank_for_budget
+from ..budget import paper_tsvd_rank, rank_within, tsvd_count, tsvd_rank_for_budget
 from ..operators import HybridOperator
 
 __all__ = ["TruncatedSVD", "EXACT_MAX_N"]
@@ -156,15 +155,7 @@ class TruncatedSVD(Approximation):
         X = self._validate(X, check_input)
         X = self._within_limit(X)  # its working arrays over the limit: refused before any work
         n = X.shape[0]
-        if self.n_components is None and self.budget is None:
-            raise ParameterError("TruncatedSVD needs n_components (the rank) or a budget")
-        rank = tsvd_rank_for_budget(n, self.budget) if self.n_components is None else min(self.n_components, n)
-        if self.n_components is None and rank == 0:
-            raise BudgetError(f"budget {self.budget} is below one rank of a {n} x {n} TSVD "
-                              f"({tsvd_count(n, 1)} numbers)")
-        fits = tsvd_rank_for_budget(n, self.budget or 0)
-        check_within(tsvd_count(n, rank), self.budget, f"rank {rank}",
-                     f"choose n_components of at most {fits}" if fits else "raise the budget, or give none")
+        rank = rank_within(n, self.n_components, self.budget, tsvd_rank_for_budget, tsvd_count, "TruncatedSVD")
         solver = self.solver
         if solver == "auto":
             solver = "exact" if n <= EXACT_MAX_N else "randomized"
@@ -193,8 +184,10 @@ class TruncatedSVD(Approximation):
 # --------------------------------------------------------------------------- registration
 def _make(n: int, budget: int, context: RunContext) -> TruncatedSVD:
     if context.protocol == "paper":
-        # The paper's rank ceil(M^2 / 2), which fits SF's reference budget.
-        return TruncatedSVD(**context.settings.apply_to(TruncatedSVD, n_components=min(paper_tsvd_rank(n), n)))
+        # The paper's rank ceil(M^2 / 2), which fits SF's reference budget; a smaller budget asked for
+        # lowers it to the largest rank that fits (never over the budget).
+        rank = min(paper_tsvd_rank(n), n, tsvd_rank_for_budget(n, budget))
+        return TruncatedSVD(**context.settings.apply_to(TruncatedSVD, n_components=rank, budget=budget))
     return TruncatedSVD(**context.settings.apply_to(TruncatedSVD, budget=budget))
 
 

@@ -17,8 +17,8 @@ import scipy.sparse as sp
 from .. import _timing
 from .._base import Approximation
 from .._device import resolve_device, resolve_dtype
-from .._errors import BudgetError, ConvergenceWarning, ParameterError
-from .._params import Interval
+from .._errors import BudgetError, ConvergenceWarning, NotApplicableError, ParameterError
+from .._params import Interval, check_params
 from .._settings import DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
 from .._validation import check_memory
@@ -330,7 +330,7 @@ class _ChordHybrid(Approximation):
 
     _method = ""
     _parameter_constraints = {
-        "budget": Interval(int, 1, None, allow_none=True),
+        "budget": Interval(int, 0, None, allow_none=True),
         "max_splits": Interval(int, 0, None),
         "sf_params": (dict, None),
         "callback": (Callable, None),
@@ -369,8 +369,9 @@ class _ChordHybrid(Approximation):
         """
         begin = time.perf_counter()  # the time limit covers the whole fit
         self._plain_estimator = None
+        self._reusing = self._handed_over()
         X = self._validate(X, check_input)
-        ChordSF.check_param_names(self.sf_params or {}, "sf_params")
+        self._check_sf_params()  # every value, whether or not the plain SF end is fitted at this budget
         n = X.shape[0]
         budget = sf_count(n) if self.budget is None else int(self.budget)
         dense = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
@@ -475,11 +476,10 @@ class _ChordHybrid(Approximation):
 
     #: Fits of the same matrix a comparison hands over (``"sf"``: a ChordSF, ``"tsvd"``: a
     #: TruncatedSVD), used as the grid's ends instead of refitting them (:func:`hybrid_estimator`).
-    _reuse: dict[str, Any] = {}
     REUSES: tuple[str, ...] = ()
 
     def _fit_plain(self, X, dense: np.ndarray, params: dict[str, Any], budget: int) -> _Point | None:
-        given = self._reuse.get("sf")
+        given = self._reusing.get("sf")
         reusable = given is not None and given.n_stored_ <= budget and given.stop_reason_ != _INTERRUPTED
         est = given if reusable else _plain_sf(X, dense, params)
         self._plain_estimator = est
@@ -497,11 +497,25 @@ class _ChordHybrid(Approximation):
 
     def _reference(self, params: dict[str, Any] | None) -> ChordSF:
         """ChordSF's own defaults (max_iter, tolerances, init, memory limit) with ``params``, not repeated here."""
-        ref = ChordSF(**{k: v for k, v in (params or self.sf_params or {}).items() if k != "callback"})
-        if ref._asks_rank_one():  # the joint fits race the reference and identity starts only
-            raise ParameterError(f"{self._method}: init='rank1' is SF's start alone; the hybrids start from "
+        return ChordSF(**{k: v for k, v in (params or self.sf_params or {}).items() if k != "callback"})
+
+    def _check_sf_params(self) -> None:
+        """Refuse, before any work, ``sf_params`` that ChordSF would refuse (the values as given, not
+        the plain end's share of the time limit), and those the hybrids cannot use: a support other
+        than Chord's (the joint fits' kernels and grid are Chord's) and a start other than SF's
+        named ones (the joint fits race the reference and identity starts)."""
+        ChordSF.check_param_names(self.sf_params or {}, "sf_params")
+        ref = self._reference(None)
+        try:
+            check_params(ref, ref._parameter_constraints)
+        except ParameterError as exc:
+            raise ParameterError(f"{self._method}: {exc} (in sf_params)") from None
+        if ref.support != "chord":
+            raise NotApplicableError(f"{self._method} fits Chord factors beside its correction; "
+                                     f"support={ref.support!r} is for sf alone (drop it from sf_params / structure)")
+        if not (isinstance(ref.init, str) and (ref.init == "auto" or ref.init in START_KINDS)):
+            raise ParameterError(f"{self._method}: init={ref.init!r} is SF's start alone; the hybrids start from "
                                  "'reference' or 'identity', or race both ('auto')")
-        return ref
 
     def _check_memory(self, n: int, dense: np.ndarray, params: dict[str, Any] | None) -> None:
         """Refuse, before any fit (the grid's ends included), joint fits over the memory limit: they hold
@@ -639,8 +653,8 @@ class _ChordHybrid(Approximation):
         self.params_ = {**chosen, "budget": budget, "offsets": self.offsets_.tolist(),
                         "max_splits": self.max_splits, "device": self.device_, "dtype": self.dtype_,
                         "grid": self.grid_}
-        if self._reuse:
-            self.params_["reused"] = sorted(self._reuse)  # the grid ends that are other rows' fits
+        if self._reusing:
+            self.params_["reused"] = sorted(self._reusing)  # the grid ends that are other rows' fits
         if skipped:
             warnings.warn(
                 f"{self._method}: {skipped} of its {len(entries)} grid points did not fit in the time limit "

@@ -109,7 +109,7 @@ class ChordLowRank(_ChordHybrid):
     def _fit_end(self, X, dense: np.ndarray, budget: int, split: HybridSplit) -> _Point:
         """TSVD at the budget, exactly as the ``tsvd`` method fits it (its fit, when a comparison ran it)."""
         begin = time.perf_counter()
-        t = self._reuse.get("tsvd")
+        t = self._reusing.get("tsvd")
         if t is None or t.n_stored_ > budget:
             t = TruncatedSVD(budget=budget, random_state=self.random_state).fit(X, check_input=False)
         return _score(dense, split, HybridOperator(dense.shape[0], low_rank=(t.U_, t.s_, t.Vt_)), begin)

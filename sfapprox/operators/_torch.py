@@ -176,6 +176,10 @@ class HybridLinear(nn.Module):
         The sparse part's positions (fixed buffers) and values (a parameter).
     count_indices : bool, default=False
         Carried back by :meth:`to_operator` (stored-number accounting).
+    singular_values : bool, default=True
+        Whether ``s`` is stored (``U diag(s) V^T``); False: the low-rank part is
+        ``U V^T`` (NMF's ``W H``), ``s`` a fixed buffer of ones, and
+        :meth:`to_operator` counts ``2 N r`` numbers as the surrogate did.
     dtype, device : optional
         As :class:`ChordLinear`.
 
@@ -189,7 +193,7 @@ class HybridLinear(nn.Module):
     """
 
     def __init__(self, n: int, *, chord: ChordLinear | None = None, U, s, Vt, rows, cols, vals,
-                 count_indices: bool = False, dtype=None, device=None):
+                 count_indices: bool = False, singular_values: bool = True, dtype=None, device=None):
         super().__init__()
         dtype = torch.get_default_dtype() if dtype is None else dtype
 
@@ -198,8 +202,13 @@ class HybridLinear(nn.Module):
 
         self.n = int(n)
         self.count_indices = bool(count_indices)  # budget accounting only, kept for to_operator()
+        self.singular_values = bool(singular_values)  # (budget accounting, kept for to_operator())
         self.chord = None if chord is None else chord.to(dtype=dtype, device=device)
-        self.U, self.s, self.Vt = param(U), param(s), param(Vt)
+        self.U, self.Vt = param(U), param(Vt)
+        if self.singular_values:
+            self.s = param(s)
+        else:  # U V^T: no values of its own to train (or count)
+            self.register_buffer("s", torch.ones(self.U.shape[1], dtype=dtype, device=device))
         self.register_buffer("rows", torch.as_tensor(rows, dtype=torch.int64).to(device))
         self.register_buffer("cols", torch.as_tensor(cols, dtype=torch.int64).to(device))
         self.vals = param(vals)
@@ -211,7 +220,7 @@ class HybridLinear(nn.Module):
         chord = None if op.chord is None else op.chord.to_torch(dtype=dtype, device=device)
         return cls(op.shape[0], chord=chord, U=op.U, s=op.s, Vt=op.Vt, rows=coo.row.astype(np.int64),
                    cols=coo.col.astype(np.int64), vals=coo.data, count_indices=op.count_indices,
-                   dtype=dtype, device=device)
+                   singular_values=op.singular_values, dtype=dtype, device=device)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x @ A.T`` over the last dimension of ``x`` (shape ``(..., N)``)."""
@@ -237,7 +246,8 @@ class HybridLinear(nn.Module):
         sparse = sp.csr_array((host(self.vals), (self.rows.cpu().numpy(), self.cols.cpu().numpy())),
                               shape=(self.n, self.n))
         chord = None if self.chord is None else self.chord.to_operator()
-        return operator_class("hybrid")(self.n, chord=chord, low_rank=(host(self.U), host(self.s), host(self.Vt)),
+        s = host(self.s) if self.singular_values else None
+        return operator_class("hybrid")(self.n, chord=chord, low_rank=(host(self.U), s, host(self.Vt)),
                               sparse=sparse, count_indices=self.count_indices)
 
     def extra_repr(self) -> str:
