@@ -504,3 +504,15 @@ def test_compiled_plan_only_where_one_call_is_an_evaluation():
     n = K.NUMBA_PARALLEL_MIN_N * 2  # evaluated in groups, on threads: the Python loop
     big = chord_offsets(n)
     assert K.CompiledObjective((10, n, len(big)), big, torch.zeros(n, n, dtype=torch.float64)).compiled_plan() is None
+
+
+def test_the_compiled_kernel_refuses_offsets_that_do_not_match_the_factors():
+    """A hybrid once handed the butterfly's empty offset list with factors of 2 values per row to the
+    compiled kernel, which indexes without bounds checks: a segmentation fault. Refused in Python now."""
+    import torch
+
+    from sfapprox.sf import _kernels
+
+    ws = torch.full((4, 16, 2), 0.5, dtype=torch.float64)
+    with pytest.raises(ValueError, match="0 offsets for factors of shape"):
+        _kernels.loss_and_grad_numba(ws, [], torch.eye(16, dtype=torch.float64))

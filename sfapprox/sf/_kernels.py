@@ -430,6 +430,10 @@ def _run_groups(module, w: np.ndarray, target: np.ndarray, offsets: Sequence[int
     :func:`~sfapprox._threads.compiled_threads` threads: the summed loss, or None when the kernel
     failed to compile (a broken llvmlite, an unwritable cache; said once)."""
     fwd, bwd = _numba_plan(w.shape[1], tuple(offsets))  # ints or numpy ints: the same hash and key
+    if fwd.shape[1] != w.shape[2] or target.shape[0] != w.shape[1]:
+        # the compiled loops index without bounds checks: a mismatch would read out of bounds (a crash)
+        raise ValueError(f"the kernel got {fwd.shape[1]} offsets for factors of shape {w.shape} and a target "
+                         f"of {target.shape[0]} rows")
 
     def task(g: int):
         return lambda: module.loss_and_grad(w, target, fwd, bwd, width, grads[g], groups[g], x0)
@@ -512,6 +516,8 @@ class CompiledObjective:
         if not _numba_module() or numba_groups(n, target.itemsize) != 1 or not target.flags.c_contiguous:
             return None
         fwd, bwd = _numba_plan(n, self.offsets)
+        if fwd.shape[1] != self.shape[2] or target.shape[0] != n:  # (see _run_groups)
+            raise ValueError(f"the kernel got {fwd.shape[1]} offsets for factors of shape {self.shape}")
         width = numba_width(n, target.itemsize)
         return target, fwd, bwd, width, _block_groups(n, width, 1)[0], self.shape
 
