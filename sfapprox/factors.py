@@ -326,11 +326,21 @@ def check_results_folder(folder: str | os.PathLike, matrix: str, methods, *, for
     Raises
     ------
     ParameterError
-        When ``folder`` is a file, or (without ``force``) a fit's file exists already.
+        When ``folder`` is a file, cannot be written to (or created), or (without ``force``) a fit's
+        file exists already.
     """
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise ParameterError(f"{folder}: the fits need a folder, and this is a file")
+    # Writable (or creatable) now, not after the fitting: an unwritable folder lost every fit's file.
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ParameterError(f"{folder}: cannot be created, {existing} is a file")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        what = "folder is not writable" if existing == folder else f"cannot be created, {existing} is not writable"
+        raise ParameterError(f"{folder}: {what}; choose another folder for the fits")
     for method in methods:
         target = result_path(folder, matrix, method)
         if target.exists() and not force:

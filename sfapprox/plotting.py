@@ -30,6 +30,12 @@ SPARSE_DENSITY = 0.1
 #: ``--plot-scale auto`` also takes the log scale when half of the non-zeros are below this share
 #: of the largest |value| (a few values dominate: a linear scale shows a few bright pixels).
 DOMINATED = 0.02
+#: A panel shows at most this many rows and columns: of a larger matrix, every ``s``-th row and column
+#: (said in the title).  A figure then holds a few MiB per panel whatever N is: at N = 8,000 the full
+#: panels took 7.4 GB under a 200 MB --max-memory, after all the fitting.
+PANEL_MAX = 1024
+#: Columns of a surrogate or a source computed at a time for a sampled panel (``N`` values each).
+SAMPLE_COLUMNS = 64
 
 
 def _pyplot():
@@ -184,8 +190,10 @@ def plot_comparison(loaded, comparison, path: str | os.PathLike, *, scale: str =
 
     Parameters
     ----------
-    loaded : LoadedMatrix
-        The matrix compared (densified for the figure).
+    loaded : LoadedMatrix or MatrixSource
+        The matrix compared.  A panel shows all of an ``N x N`` matrix up to
+        :data:`PANEL_MAX`, else every ``s``-th row and column (its entries,
+        never the whole matrix or a surrogate formed).
     comparison : Comparison
         Its rows; those with an operator and a relative error get a panel.
     path : str or os.PathLike
@@ -205,14 +213,63 @@ def plot_comparison(loaded, comparison, path: str | os.PathLike, *, scale: str =
     SfapproxError
         When matplotlib is not installed.
     """
+    n = loaded.n
+    rows = sampled_indices(n)
     panels = {}
     for r in comparison.results:
         if r.operator is not None and r.rel_error is not None:
-            panels[f"{r.method}\n{r.nnz:,} numbers, rel {r.rel_error:.3g}"] = r.operator.to_dense()
-    title = f"{loaded.name} (N={loaded.n}), budget {comparison.budget:,} numbers"
-    X = loaded.to_dense()
+            panels[f"{r.method}\n{r.nnz:,} numbers, rel {r.rel_error:.3g}"] = _operator_entries(r.operator, rows)
+    title = f"{loaded.name} (N={n}), budget {comparison.budget:,} numbers"
+    if rows.size < n:
+        title += f"; 1 row and column in {rows[1]} shown"
+    X = _matrix_entries(loaded, rows)
     plot_approximations(X, panels, path, title=title, scale=scale, force=force)
     return choose_scale(X, scale)[1]
+
+
+def sampled_indices(n: int) -> np.ndarray:
+    """The rows (and columns) a panel of an ``n x n`` matrix shows: all, or every ``s``-th where
+    ``n > PANEL_MAX`` (``s = ceil(n / PANEL_MAX)``).
+
+    Examples
+    --------
+    >>> sampled_indices(5).tolist(), sampled_indices(2050)[:3].tolist(), sampled_indices(2050).size
+    ([0, 1, 2, 3, 4], [0, 3, 6], 684)
+    """
+    return np.arange(0, n, -(-n // PANEL_MAX), dtype=np.int64)
+
+
+def _matrix_entries(loaded, rows: np.ndarray) -> np.ndarray:
+    """``X[rows][:, rows]`` of a loaded matrix (dense or sparse) or a source (by its columns), float64."""
+    from .sources import MatrixSource
+
+    if isinstance(loaded, MatrixSource):
+        return _by_columns(loaded.n, rows, lambda cols: loaded.columns(cols))
+    X = loaded.matrix
+    if hasattr(X, "toarray"):
+        return np.asarray(X[rows][:, rows].toarray(), dtype=np.float64)
+    return np.asarray(X[np.ix_(rows, rows)], dtype=np.float64)
+
+
+def _operator_entries(operator, rows: np.ndarray) -> np.ndarray:
+    """``A[rows][:, rows]`` of a surrogate, from its products with the identity's columns ``rows``
+    (:data:`SAMPLE_COLUMNS` at a time: never ``N x N``)."""
+    n = operator.shape[0]
+
+    def columns(cols: np.ndarray) -> np.ndarray:
+        E = np.zeros((n, cols.size))
+        E[cols, np.arange(cols.size)] = 1.0
+        return np.asarray(operator @ E, dtype=np.float64)
+
+    return _by_columns(n, rows, columns)
+
+
+def _by_columns(n: int, rows: np.ndarray, columns) -> np.ndarray:
+    out = np.empty((rows.size, rows.size))
+    for lo in range(0, rows.size, SAMPLE_COLUMNS):
+        cols = rows[lo:lo + SAMPLE_COLUMNS]
+        out[:, lo:lo + cols.size] = columns(cols)[rows]
+    return out
 
 
 def plot_sweep(sweep, path: str | os.PathLike, *, force: bool = True) -> None:

@@ -572,3 +572,48 @@ def test_info_says_never_where_the_matrix_rules_a_method_out(tmp_path):
     np.save(path, np.eye(12))
     methods = json.loads((res := invoke("info", path, "--json", "-")).stdout[res.stdout.index("{"):])["methods"]
     assert "not_applicable" not in methods["nystrom"] and "not_applicable" not in methods["nmf"]
+
+
+def test_an_output_taken_meanwhile_costs_itself_alone(tmp_path, monkeypatch):
+    """race.json appearing during the fit made compare stop at it: --csv, the plot and the saved factors
+    after it were never written. Every output is written now; the failed one is the error (exit 2)."""
+    from sfapprox.cli import _render
+
+    path = tmp_path / "m.npy"
+    np.save(path, np.random.default_rng(0).random((20, 20)))
+    real = _render.output_steps
+
+    def taken_first(tables, data, outputs):  # the JSON file appears after the checks, before it is written
+        (tmp_path / "r.json").write_text("mine")
+        return real(tables, data, outputs)
+
+    monkeypatch.setattr(_render, "output_steps", taken_first)
+    result = runner.invoke(app, ["compare", str(path), "--methods", "tsvd,sparse", "--json", str(tmp_path / "r.json"),
+                                 "--csv", str(tmp_path / "r.csv"), "--save-factors", str(tmp_path / "fits")])
+    assert result.exit_code == 2
+    assert "r.json: already exists" in result.output
+    assert (tmp_path / "r.json").read_text() == "mine"  # the user's file untouched
+    assert (tmp_path / "r.csv").exists()  # the outputs after it were written
+    assert sorted(p.name for p in (tmp_path / "fits").iterdir()) == ["m.sparse.h5", "m.tsvd.h5"]
+
+
+def test_a_fits_folder_that_cannot_be_written_is_refused_before_any_work(tmp_path, monkeypatch):
+    """An unwritable --save-factors folder was found after the fitting ("not written: Operation not
+    permitted"); --json in it was refused up front. Now the folder is checked as the files are."""
+    import os as _os
+
+    path = tmp_path / "m.npy"
+    np.save(path, np.random.default_rng(0).random((20, 20)))
+    (tmp_path / "a_file").write_text("x")
+    result = runner.invoke(app, ["compare", str(path), "--methods", "tsvd", "--save-factors",
+                                 str(tmp_path / "a_file" / "fits")])
+    assert result.exit_code == 2 and "is a file" in result.output
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    real = _os.access
+    monkeypatch.setattr(_os, "access",  # (as root, permission bits do not stop writes: the denial is faked)
+                        lambda p, mode, **k: False if Path(p) == locked and mode & _os.W_OK else real(p, mode, **k))
+    for folder, said in ((locked, "folder is not writable"), (locked / "sub", f"{locked} is not writable")):
+        result = runner.invoke(app, ["compare", str(path), "--methods", "tsvd", "--save-factors", str(folder)])
+        assert result.exit_code == 2 and said in " ".join(result.output.split()), result.output
+        assert "tsvd" not in result.output.split("error")[0]  # nothing fitted (no table before the error)

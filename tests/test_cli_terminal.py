@@ -242,3 +242,13 @@ def test_a_reader_that_closes_the_pipe_early_gets_a_closed_pipe_s_status_and_no_
     proc.stdout.close()  # before it writes anything
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 141 and stderr == b""
+
+
+@pytest.mark.parametrize("args", [["methods", "--json", "-"], ["compare", "{matrix}", "--methods", "tsvd", "--json", "-"]])
+def test_machine_output_to_a_closed_pipe_is_a_closed_pipe_not_an_error(matrix, args):
+    """``--json - | true`` ended with "error: Broken pipe" and exit 2; the table's path already gave 141."""
+    proc = subprocess.Popen([sys.executable, "-m", "sfapprox", *[a.format(matrix=matrix) for a in args]], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 141 and b"error:" not in stderr, stderr

@@ -23,3 +23,61 @@ def test_missing_matplotlib_says_how_to_install(monkeypatch, tmp_path):
     s = sweep(np.eye(4), [1.0], ["tsvd"])
     with pytest.raises(SfapproxError, match=r"pip install 'sfapprox\[plot\]'"):
         plot_sweep(s, tmp_path / "x.png")
+
+
+def _compared(n, methods=("tsvd", "sparse", "monarch")):
+    from sfapprox import compare
+
+    X = np.random.default_rng(0).random((n, n))
+    return X, compare(X, methods=list(methods), time_limit=2)
+
+
+def test_a_large_matrixs_panels_show_sampled_entries_never_the_whole_matrix(monkeypatch, tmp_path):
+    """--plot formed X and every surrogate N x N (and their residuals): 7.4 GB at N = 8,000 under a
+    200 MB limit, after all the fitting. Above PANEL_MAX a panel holds every s-th row and column,
+    computed from the surrogate's products with identity columns, a few at a time."""
+    pytest.importorskip("matplotlib")
+    import sfapprox.plotting as plotting
+    from sfapprox.io import LoadedMatrix
+
+    X, res = _compared(50)
+    loaded = LoadedMatrix(X, "m", None, "npy")
+    monkeypatch.setattr(plotting, "PANEL_MAX", 16)
+    monkeypatch.setattr(plotting, "SAMPLE_COLUMNS", 5)
+    seen = {}
+
+    def record(X_, panels, path, *, title, scale, force):
+        seen.update(X=X_, panels=panels, title=title)
+
+    monkeypatch.setattr(plotting, "plot_approximations", record)
+    for r in res.results:  # a whole surrogate is never formed
+        monkeypatch.setattr(r.operator, "to_dense", lambda *a, **k: pytest.fail("formed a surrogate"), raising=False)
+    plotting.plot_comparison(loaded, res, tmp_path / "p.png")
+    rows = np.arange(0, 50, 4)
+    assert "1 row and column in 4 shown" in seen["title"]
+    np.testing.assert_array_equal(seen["X"], X[np.ix_(rows, rows)])
+    for r in res.results:
+        title = next(t for t in seen["panels"] if t.startswith(r.method + "\n"))
+        dense = type(r.operator).to_dense(r.operator)
+        np.testing.assert_allclose(seen["panels"][title], dense[np.ix_(rows, rows)], atol=1e-12)
+
+
+def test_a_sampled_panel_of_a_source_reads_its_columns(monkeypatch):
+    import sfapprox.plotting as plotting
+    from sfapprox.sources import KernelMatrix
+
+    points = np.random.default_rng(1).standard_normal((40, 3))
+    K = KernelMatrix(points, bandwidth=1.0)
+    monkeypatch.setattr(plotting, "PANEL_MAX", 10)
+    rows = plotting.sampled_indices(40)
+    np.testing.assert_allclose(plotting._matrix_entries(K, rows), K.to_dense()[np.ix_(rows, rows)], atol=1e-12)
+
+
+def test_a_small_matrixs_panels_are_whole(tmp_path):
+    pytest.importorskip("matplotlib")
+    from sfapprox.io import LoadedMatrix
+    from sfapprox.plotting import plot_comparison
+
+    X, res = _compared(20)
+    plot_comparison(LoadedMatrix(X, "m", None, "npy"), res, tmp_path / "p.png")
+    assert (tmp_path / "p.png").stat().st_size > 1000

@@ -54,11 +54,13 @@ def test_a_wrapper_keeps_the_marks_and_phases_of_what_it_wraps():
     assert not coarse_progress(plain) and not hasattr(plain, "phase")
 
 
-def _slow_warm_up(monkeypatch, seconds=0.8):
-    """The kernels' warm-up made to take ``seconds`` (as numba compiling on a fresh install)."""
+def _slow_warm_up(monkeypatch, seconds=0.8, cached=False):
+    """The kernels' warm-up made to take ``seconds`` (as numba compiling on a fresh install, or loading
+    its cache on a busy machine: ``cached``)."""
     from sfapprox.sf import _kernels
 
     real = _kernels.warm_up_numba
+    monkeypatch.setattr(_kernels, "kernels_cached", lambda: cached)
 
     def slow(dtype):
         time.sleep(seconds)
@@ -93,3 +95,19 @@ def test_a_log_gets_the_compiling_as_one_line(monkeypatch, tmp_path):
     quiet = CliRunner().invoke(app, ["fit", str(path), "--out", str(tmp_path / "g.h5"), "--iters", "30",
                                      "--device", "cpu", "--quiet"])
     assert quiet.exit_code == 0 and "compiling kernels" not in quiet.output
+
+
+def test_a_slow_load_of_cached_kernels_is_not_called_compiling(monkeypatch):
+    """On a busy machine loading numba's cache took over half a second, and every warm run said
+    "compiling kernels (first run)" while nothing was compiled."""
+    from sfapprox.sf import _kernels
+
+    _slow_warm_up(monkeypatch, cached=True)
+    display = Display()
+    display.phase = lambda text: display.phases.append((text, len(display.reports)))
+    ChordSF(max_iter=30, device="cpu", callback=display).fit(np.random.default_rng(0).random((16, 16)))
+    assert [text for text, _ in display.phases] == ["loading compiled kernels", ""]
+    monkeypatch.undo()
+    ChordSF(max_iter=5, device="cpu").fit(np.random.default_rng(0).random((16, 16)))  # (compiled now)
+    assert _kernels.kernels_cached()  # this process's kernels are in the cache
+

@@ -24,7 +24,7 @@ from rich.table import Column as TableColumn
 from rich.table import Table as RichTable
 
 from .._atomic import check_writable, output_target, stream_kind, write_text
-from .._errors import ParameterError
+from .._errors import ParameterError, SfapproxError
 from ..formats import OutputFormat, Table, fmt_number, render_rich
 
 
@@ -178,22 +178,60 @@ def show_tables(tables: list[Table], outputs: Outputs) -> None:
         console.print(item)
 
 
+def output_steps(tables: list[Table], data: Any, outputs: Outputs) -> list[Callable[[], None]]:
+    """One step per requested format: write it (atomically) to its file, or to stdout for ``-``."""
+    def step(fmt: str, path) -> Callable[[], None]:
+        def write() -> None:
+            text = OutputFormat(fmt).render(tables, data)
+            if str(path) == "-":
+                _to_stdout(text)
+            else:
+                write_text(path, text, force=outputs.force)
+                note(f"wrote {path}")
+        return write
+
+    return [step(fmt, path) for fmt, path in outputs.files.items()]
+
+
+def _to_stdout(text: str) -> None:
+    """Machine output on stdout; a reader that went away (``--json - | head -1``) ends the command as a
+    closed pipe does (exit 141, nothing more written), not as an error."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        out.on_broken_pipe()
+
+
+def write_all(steps: Sequence[Callable[[], None]]) -> None:
+    """Run every output step, even after one fails: a file that cannot be put in place (taken meanwhile,
+    a full disk) costs that file, not the outputs after it (the plot, the factors).  Each failure is
+    one ``error:`` line; the last is raised for the command's error boundary (exit 2)."""
+    failures: list[Exception] = []
+    for step in steps:
+        try:
+            step()
+        except (SfapproxError, OSError) as exc:
+            failures.append(exc)
+    for exc in failures[:-1]:
+        where = f"{exc.filename}: " if isinstance(exc, OSError) and getattr(exc, "filename", None) else ""
+        text = str(exc) if isinstance(exc, SfapproxError) else f"{where}{exc.strerror or exc}"
+        err.print(f"[bold red]error:[/] {escape(' '.join(text.split()))}", highlight=False, soft_wrap=one_line())
+    if failures:
+        raise failures[-1]
+
+
 def write_outputs(tables: list[Table], data: Any, outputs: Outputs) -> None:
-    """Write each requested format (atomically) to its file, or to stdout for ``-``."""
-    for fmt, path in outputs.files.items():
-        text = OutputFormat(fmt).render(tables, data)
-        if str(path) == "-":
-            sys.stdout.write(text)
-            sys.stdout.flush()
-        else:
-            write_text(path, text, force=outputs.force)
-            note(f"wrote {path}")
+    """Write each requested format (atomically) to its file, or to stdout for ``-`` (:func:`write_all`)."""
+    write_all(output_steps(tables, data, outputs))
 
 
-def emit(tables: list[Table], data: Any, outputs: Outputs) -> None:
-    """Show the tables to the person and write every requested format (the end of each table command)."""
+def emit(tables: list[Table], data: Any, outputs: Outputs, *, then: Sequence[Callable[[], None]] = ()) -> None:
+    """Show the tables to the person and write every requested format (the end of each table command),
+    then the command's other outputs ``then`` (a plot, saved factors): each is written whatever
+    became of the others (:func:`write_all`)."""
     show_tables(tables, outputs)
-    write_outputs(tables, data, outputs)
+    write_all([*output_steps(tables, data, outputs), *then])
 
 
 def advise_limits(results) -> None:

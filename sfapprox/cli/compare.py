@@ -70,16 +70,21 @@ def compare(
             if client is not None:
                 client.close()
         advise_limits(comparison.results)
-        emit(comparison.tables(), comparison.to_dict(), outputs)
-        suggest_next(comparison, path, names)
-        if plot is not None:
+
+        def write_plot() -> None:
             from ..plotting import plot_comparison
 
             how = plot_comparison(loaded, comparison, plot, scale=plot_scale, force=outputs.force)
             note(f"wrote {plot} (colour scale {how}; --plot-scale linear|log to choose)")
-        if save_factors is not None:
+
+        def write_factors() -> None:
             for written in save_results(comparison, save_factors, source=loaded, force=outputs.force):
                 note(f"wrote {written}")
+
+        # every output is written whatever became of the others (one taken meanwhile costs itself alone)
+        emit(comparison.tables(), comparison.to_dict(), outputs,
+             then=[step for step, asked in ((write_plot, plot), (write_factors, save_factors)) if asked is not None])
+        suggest_next(comparison, path, names)
         stopped = next((r for r in comparison.results if r.status == "interrupted"), None)
         if stopped is not None:
             kept = "the rows so far are shown" + (" and written" if outputs else "")

@@ -53,12 +53,13 @@ def sweep(
                                on_result=lambda budget, row: announce(row))
         advise_limits([r for p in result.points for r in p.results])
         tables = result.tables()
-        emit(tables, result.to_dict(), outputs)
-        if plot is not None:
+        def write_plot() -> None:
             from ..plotting import plot_sweep
 
             plot_sweep(result, plot, force=outputs.force)
             note(f"wrote {plot}")
+
+        emit(tables, result.to_dict(), outputs, then=[write_plot] if plot is not None else [])
         if any(r.status == "interrupted" for p in result.points for r in p.results):
             note("interrupted: budgets not reached were skipped", style="bold yellow")
             raise typer.Exit(EXIT_INTERRUPTED)

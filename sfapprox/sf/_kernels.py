@@ -522,6 +522,23 @@ class CompiledObjective:
         return target, fwd, bwd, width, _block_groups(n, width, 1)[0], self.shape
 
 
+def kernels_cached() -> bool:
+    """Whether numba's on-disk cache holds the compiled kernel and L-BFGS iterations (their index
+    files exist): a fit's warm-up then loads them (a busy machine can make that last over the
+    half second after which a display says so) rather than compiling them.  False where numba is
+    missing or its cache cannot be told (the index can also be stale: the display then says
+    "loading" while numba compiles, never the reverse on a warm install)."""
+    if not _numba_module():
+        return False
+    try:
+        from . import _kernels_numba, _solver_numba
+
+        return all(os.path.exists(d._cache._cache_file._index_path)
+                   for d in (_kernels_numba.loss_and_grad, _solver_numba.iterate))
+    except Exception:  # noqa: BLE001 - numba's cache internals changed: say nothing of it
+        return False
+
+
 def warm_up_numba(dtype: torch.dtype) -> None:
     """Compile (or load from numba's cache) :func:`loss_and_grad_numba`'s kernel for ``dtype``, on an
     ``8 x 8`` problem (the same compiled specialisation as any ``N``'s).

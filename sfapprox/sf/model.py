@@ -364,7 +364,8 @@ class ChordSF(Approximation):
         per iteration: a third of its time at ``N = 64``.  A callable with an
         attribute ``phase`` (a callable taking a text) is shown what a fit does
         before its first iteration when that lasts over half a second
-        (``"compiling kernels (first run)"`` on a fresh install), then ``""``.
+        (``"compiling kernels (first run)"`` on a fresh install, ``"loading compiled kernels"``
+        where numba's cache has them), then ``""``.
     threads : int or None, default=None
         CPU threads of the fit's kernel (the compiled kernel's from ``N = 512``,
         torch's intra-op threads for the torch kernels; restored afterwards).
@@ -653,7 +654,8 @@ class ChordSF(Approximation):
                 # time nor the race's first round holds the compiling; nor does the time limit: with
                 # --time-limit 1 a first fit ended at its start, the compiling had taken the second.
                 compiling = _timing.now()
-                with phase(self.callback, "compiling kernels (first run)"):
+                doing = "loading compiled kernels" if _kernels.kernels_cached() else "compiling kernels (first run)"
+                with phase(self.callback, doing):
                     _kernels.warm_up_numba(dtype)
                     _solver.warm_up(dtype, fun)
                 fit_begin += _timing.now() - compiling
