@@ -881,3 +881,17 @@ def test_a_changed_category_or_reference_reaches_the_lines_a_resume_skips(tmp_pa
     line = lines(out)[0]
     assert line["category"] == "other" and line["reference"] == {"tsvd": 3.0}
     assert run_batch(m, out, TSVD).repaired == []  # nothing left to change
+
+
+def test_lines_of_another_format_or_a_newer_version_or_with_control_characters_are_not_ours():
+    """report read a line with "format": "other" or "version": 2 as its own, and printed a matrix name
+    holding ESC to the terminal raw."""
+    from sfapprox.datasets.results_file import RECORD_FORMAT, RECORD_VERSION, record_problem
+
+    line = {"matrix": "a", "method": "sf", "status": "ok", "fro_error": 1.0}
+    assert record_problem({**line, "format": RECORD_FORMAT, "version": RECORD_VERSION}) is None
+    assert record_problem(line) is None  # lines written before the fields were recorded
+    assert "field 'format' must be" in record_problem({**line, "format": "other"})
+    assert "a newer sfapprox wrote it" in record_problem({**line, "version": RECORD_VERSION + 1})
+    assert "field 'version'" in record_problem({**line, "version": "1"})
+    assert "control character" in record_problem({**line, "matrix": "a\x1b[2Jb"})

@@ -236,6 +236,17 @@ def record_problem(record: Any) -> str | None:
         if value is not None and not ok(value):
             got = type(value).__name__ if not _number(value) else _shown(value)
             return f"field {key!r} must be {kind}, got {got}"
+    # A line of another format or a later version of this one is not read as ours (its fields may
+    # mean something else); lines without them (written before they were recorded) are.
+    if record.get("format", RECORD_FORMAT) != RECORD_FORMAT:
+        return f"field 'format' must be {RECORD_FORMAT!r}, got {record['format']!r}"
+    version = record.get("version", RECORD_VERSION)
+    if not (isinstance(version, int) and not isinstance(version, bool) and 1 <= version <= RECORD_VERSION):
+        return (f"field 'version' must be at most {RECORD_VERSION} (this sfapprox's records), got {version!r}; "
+                "a newer sfapprox wrote it")
+    for key in ("matrix", "method"):  # (a control character would reach the terminal raw: ESC sequences)
+        if any(ord(c) < 32 or ord(c) == 127 for c in record[key]):
+            return f"field {key!r} holds a control character"
     if record["status"] not in STATUSES:  # an edited "OK" was shown as a status of its own
         return f"field 'status' must be one of {', '.join(map(repr, STATUSES))}, got {record['status']!r}"
     if record["status"] == "ok" and "fro_error" not in record:
