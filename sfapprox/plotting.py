@@ -302,7 +302,7 @@ def plot_sweep(sweep, path: str | os.PathLike, *, force: bool = True) -> None:
             for r in point.results:
                 if r.method != method:
                     continue
-                if r.status == "ok" and r.rel_error is not None:
+                if r.status in ("ok", "interrupted") and r.rel_error is not None:  # (interrupted: its best so far)
                     xs.append(point.budget / n**2)
                     ys.append(r.rel_error)
                 else:

@@ -186,6 +186,9 @@ class Sweep:
                 r = rows.get(m)
                 if r is None:
                     cells[m] = "–"
+                elif r.status == "interrupted" and r.rel_error is not None:  # its best factors, scored (as compare)
+                    cells[m] = error_cell(r, r.rel_error, "rel_interval") + " (interrupted)"
+                    data[m] = r.rel_error
                 elif r.status != "ok":
                     cells[m] = "n/a" if r.status == "not applicable" else r.status  # the why is in the notes
                     if r.reason:

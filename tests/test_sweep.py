@@ -168,3 +168,14 @@ def test_budgets_that_come_to_one_value_are_one_point_and_each_is_named():
     s = sweep(X, ["200000", "5000", "0.5"], ["tsvd"])
     assert [p.budget for p in s.points] == [128, 256]
     assert "budgets 200000, 5000 all come to 256 stored numbers at N = 16: one point" in s.points[-1].notes
+
+
+def test_an_interrupted_method_with_its_best_factors_scored_shows_its_error(monkeypatch):
+    """An interrupted sweep showed SF's cell as "interrupted" and left it off the plot while its JSON had
+    rel_error 0.52 (compare shows it): its best factors were scored, so the cell shows the number."""
+    s = sweep(np.random.default_rng(0).random((12, 12)), [0.5], ["tsvd", "sparse"])
+    row = next(r for r in s.points[0].results if r.method == "sparse")
+    row.status = "interrupted"  # as a Ctrl-C during its fit leaves it: the best so far, scored
+    table = s.tables()[0]
+    assert table.rows[0]["sparse"].startswith(f"{row.rel_error:.3g}"[:4]) and "(interrupted)" in table.rows[0]["sparse"]
+    assert table.data[0]["sparse"] == row.rel_error
