@@ -76,3 +76,16 @@ def test_the_timing_probe_takes_blocks_of_columns_not_a_dense_target():
         tracemalloc.stop()
     assert seconds > 0
     assert peak < n * n * 8  # the kernel's blocks; not the dense float64 target (and its float32 copy)
+
+
+def test_compiling_the_kernel_is_no_part_of_the_methods_time(monkeypatch):
+    """The structure's timing is charged to SF's time limit, and on a fresh install its first kernel call
+    held the compiling (seconds of a batch's first, short, SF fit). The kernel is compiled before."""
+    import time
+
+    from sfapprox.sf import _kernels
+
+    calls = []
+    monkeypatch.setattr(_kernels, "warm_up_numba", lambda dtype: (calls.append(dtype), time.sleep(1.0)))
+    est = M.sf_estimator(300, 2 * sf_count(300), RunContext(FitSettings(time_limit=5.0, device="cpu")))
+    assert calls and est.time_limit > 4.5  # the second of "compiling" was not charged
