@@ -37,8 +37,9 @@ class Column:
     wrap : bool or None, default=None
         Free text (details, descriptions) that may wrap onto several lines;
         other cells are never cut or wrapped (their titles may wrap at
-        spaces).  None: a left-aligned column other than the first whose
-        cells hold spaces is free text.
+        spaces), except that a left-aligned cell (a name, a path) too wide
+        for the window folds onto more lines.  None: a left-aligned column
+        other than the first whose cells hold spaces is free text.
     priority : int or None, default=None
         Columns that may be left out of a terminal table too narrow for all
         of them, lowest priority first (the table's notes then name them;
@@ -308,6 +309,8 @@ def render_json(data: Any) -> str:
 
 #: Text columns wrap, in a narrow window, down to this width (a longer word is folded).
 WRAP_MIN_WIDTH = 16
+#: The least width a name or a path folds to before a number column gives way.
+FOLD_MIN_WIDTH = 4
 #: The compact table style's gap between columns, and the boxed style's cost per column
 #: (two padding spaces and a rule) plus its closing rule.
 _GAP, _BOX_PER_COLUMN = 2, 3
@@ -322,6 +325,23 @@ def _wraps(table: Table, index: int) -> bool:
     if column.wrap is not None:
         return column.wrap
     return index > 0 and column.align == "left" and any(" " in row.get(column.key, "") for row in table.rows)
+
+
+def _is_text(table: Table, index: int) -> bool:
+    """Left-aligned: names, paths, statuses, free text, which may fold; the other columns hold numbers."""
+    return table.columns[index].align == "left"
+
+
+def _fold(widths: list[int], columns: list[int], excess: int, floor: int) -> int:
+    """Take ``excess`` character cells from ``columns`` (in ``widths``, in place), one at a time from the
+    widest, none below ``floor``; returns how many are still over."""
+    while excess > 0:
+        widest = max((i for i in columns if widths[i] > floor), key=lambda i: widths[i], default=None)
+        if widest is None:
+            break
+        widths[widest] -= 1
+        excess -= 1
+    return excess
 
 
 def _column_widths(table: Table, index: int) -> tuple[int, int]:
@@ -348,7 +368,9 @@ class Layout:
 
     ``parts`` are lists of column indices: one part when the table fits,
     several (each repeating the first column) when even its essential
-    columns do not; ``hidden`` are the optional columns left out.
+    columns do not; ``hidden`` are the optional columns left out.  A
+    column's width below its widest cell means that its cells fold onto
+    more lines.
 
     Attributes
     ----------
@@ -373,8 +395,12 @@ def layout(table: Table, width: int | None) -> Layout:
 
     In order: every column at its natural width in the boxed style; the
     compact style with free text wrapped; optional columns left out, lowest
-    priority first; finally the remaining columns split into several parts,
-    each repeating the first column, so that no name is ever cut.
+    priority first; then the remaining columns split into several parts,
+    each repeating the first column.  A part still too wide (a long name or
+    path beside one other column) folds its text columns onto more lines,
+    the widest first, down to :data:`FOLD_MIN_WIDTH`; numbers give way only
+    in a window too narrow for them and that much text, and then fold too:
+    nothing is ever cut.
 
     Parameters
     ----------
@@ -417,10 +443,11 @@ def layout(table: Table, width: int | None) -> Layout:
         parts.append(current)
     widths = list(least)
     for part in parts:
-        spare = width - need(part)
-        if spare < 0:  # one column wider than the window on its own: it folds (never the first)
-            widest = max(part[1:], key=lambda i: widths[i])
-            widths[widest] = max(4, widths[widest] + spare)
+        # Measured on the widths so far: the first column, in every part, may have folded in an earlier one.
+        spare = width - sum(widths[i] for i in part) - _GAP * (len(part) - 1)
+        if spare < 0:  # even one column beside the first is too wide: text folds, numbers stay whole if they can
+            over = _fold(widths, [i for i in part if _is_text(table, i)], -spare, FOLD_MIN_WIDTH)
+            _fold(widths, part, over, 1)
         free = [i for i in part if wraps[i]]
         short = sum(natural[i] - least[i] for i in free)
         for i in free:  # free text shares what is left of the window, by how much each lacks
@@ -431,9 +458,10 @@ def layout(table: Table, width: int | None) -> Layout:
 def render_rich(tables: list[Table], width: int | None = None) -> list[Any]:
     """Rich tables for a terminal ``width`` characters wide (None: as wide as their content).
 
-    The winner is in bold green; names are never cut: a narrow window wraps
+    The winner is in bold green; nothing is ever cut: a narrow window wraps
     free text, then leaves out optional columns (said in a note), then splits
-    the table into parts that each repeat the first column.
+    the table into parts that each repeat the first column, and a name or a
+    path still too wide folds onto more lines (:func:`layout`).
 
     Parameters
     ----------
@@ -467,9 +495,11 @@ def render_rich(tables: list[Table], width: int | None = None) -> list[Any]:
                 c = table.columns[i]
                 rich.add_column(Text(c.title, overflow="fold"), justify=c.align if c.align in ("left", "right", "center") else "left",
                                 width=plan.widths[i], overflow="fold", no_wrap=False)
+            # No cell is cropped (rich's no_wrap would cut one wider than its column, silently): the layout
+            # gives a number its whole width, and a name or path it narrows folds onto the next lines.
             for cells, best in zip(table.cells(), table.best):
                 rich.add_row(*[Text(cells[i], style="bold green" if table.columns[i].key in best else "",
-                                    no_wrap=not (plan.boxed or _wraps(table, i)), overflow="fold") for i in part])
+                                    no_wrap=False, overflow="fold") for i in part])
             out.append(rich)
         notes = list(table.notes)
         if plan.hidden:

@@ -8,6 +8,7 @@ given width, as a person's shell would, and read what it shows.
 from __future__ import annotations
 
 import fcntl
+import itertools
 import os
 import pty
 import re
@@ -127,6 +128,27 @@ def test_listings_keep_their_names_in_narrow_windows(columns):
     assert code == 0, text
     for name in methods():
         assert re.search(rf"^{re.escape(name)}\s", text, re.M), f"{name} missing at {columns} columns:\n{text}"
+    assert max(map(cell_len, text.splitlines())) <= columns
+
+
+@pytest.mark.parametrize("columns", [30, 40])
+def test_a_listing_folds_long_paths_never_cuts_them(columns):
+    """At 40 columns 'datasets list' showed pajek/world_trade.paj as 'pajek/world_trade.p' (rich cropped the
+    cell); now a path too wide for the window continues on the next line."""
+    import tomllib
+
+    manifest = ROOT / "data_manifests" / "paper-table1.toml"
+    code, screen = run_in_terminal(["datasets", "list", manifest], columns=columns, timeout=60)
+    text = plain(screen)
+    assert code == 0, text
+    lines = [line for line in text.splitlines() if line.strip()]
+    header = next(n for n, line in enumerate(lines) if re.match(r"name\s+file\b", line))
+    at = lines[header].index("file")
+    body = itertools.takewhile(lambda line: not line.startswith("Sparse"), lines[header + 2:])
+    joined = "".join(line[at:].strip() for line in body)  # the file column, its folded pieces joined
+    for entry in tomllib.loads(manifest.read_text(encoding="utf-8"))["matrix"]:
+        if "file" in entry:
+            assert entry["file"] in joined, f"{entry['file']} cut at {columns} columns:\n{text}"
     assert max(map(cell_len, text.splitlines())) <= columns
 
 

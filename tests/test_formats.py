@@ -100,3 +100,76 @@ def test_rendered_tables_fit_and_name_what_was_left_out():
     text = console.export_text()
     assert max(len(line) for line in text.splitlines()) <= 60
     assert text.count("butterfly-hier-") == 4 and "left out to fit the window: of budget" in text
+
+
+def shown(tables, width: int) -> str:
+    """The text a terminal ``width`` characters wide shows for ``tables``."""
+    from rich.console import Console
+
+    console = Console(width=width, file=io.StringIO(), record=True)
+    for item in render_rich(tables, width):
+        console.print(item)
+    return console.export_text()
+
+
+def columns_shown(table: Table, width: int) -> list[dict[str, str]]:
+    """Per part of ``table`` in a (compact) window ``width`` characters wide, the text of each column by
+    title: what the lines under the part's rule hold at the column's place, its folded pieces joined."""
+    from rich.console import Console
+    from rich.table import Table as RichTable
+
+    plan = layout(table, width)
+    assert not plan.boxed
+    out = []
+    for part, item in zip(plan.parts, [i for i in render_rich([table], width) if isinstance(i, RichTable)]):
+        console = Console(width=width, file=io.StringIO(), record=True)
+        console.print(item)
+        lines = console.export_text().splitlines()
+        rule = next(n for n, line in enumerate(lines) if set(line.strip()) == {"─"})
+        texts, start = {}, 0
+        for i in part:
+            end = start + plan.widths[i]
+            texts[table.columns[i].title] = "".join(line[start:end].strip() for line in lines[rule + 1:])
+            start = end + 2  # the compact style's gap
+        out.append(texts)
+    return out
+
+
+NUMBERS = ["5.333", "19.27", "0.8177", "1.779e-14", "2.558e-15", "12,345"]
+
+
+def long_names_table() -> Table:
+    """A report's shape: a 40-character name, number columns, a winner; and a long path."""
+    t = Table("errors", [Column("m", "matrix", "left"), Column("n", "N"), Column("a", "tsvd"), Column("b", "sparse"),
+                         Column("c", "butterfly-hier"), Column("w", "winner", "left"),
+                         Column("f", "file", "left")])
+    t.add({"m": "a-matrix-name-that-is-forty-characters-x", "n": "12,345", "a": "5.333", "b": "19.27",
+           "c": "1.779e-14", "w": "sparse", "f": "suitesparse/mesh1e1_structural_48_48_177.mtx"}, best={"c"})
+    t.add({"m": "small", "n": "16", "a": "0.8177", "b": "2.558e-15", "c": "–", "w": "tsvd", "f": "pajek/world_trade.paj"})
+    return t
+
+
+@pytest.mark.parametrize("width", [20, 22, 30, 40, 46, 80])
+def test_narrow_windows_never_cut_a_number_and_fold_long_names(width):
+    """At 46 columns a 40-character name left the numbers beside it 4 wide: 5.333 showed as '5.33', 19.27
+    as '19.2', 0.8177 as '0.81', 'sparse' as 'spar'/'se'; at 22, 1.779e-14 as '1.779e'; at 40 a path as
+    'pajek/world_trade.p'.  Now the name or path folds onto more lines and every number is whole."""
+    t = long_names_table()
+    text = shown([t], width)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= width
+    tokens = {token for line in lines for token in line.split()}
+    for number in NUMBERS + ["sparse", "butterfly-hier", "winner"]:
+        assert number in tokens, f"{number!r} cut at {width} columns:\n{text}"
+    parts = columns_shown(t, width)
+    assert {p["matrix"] for p in parts} == {"a-matrix-name-that-is-forty-characters-xsmall"}, text
+    # folded onto more lines, every character kept
+    assert [p["file"] for p in parts if "file" in p] == ["suitesparse/mesh1e1_structural_48_48_177.mtxpajek/world_trade.paj"]
+
+
+def test_a_column_that_folds_is_a_text_column():
+    plan = layout(long_names_table(), 46)
+    widest = {0: 40, 6: 44}  # the name and the path, wider than the window allows
+    numbers = [1, 2, 3, 4]
+    assert all(plan.widths[i] < widest[i] for i in widest)
+    assert [plan.widths[i] for i in numbers] == [6, 6, 9, 14]  # whole: their widest cell (or title)

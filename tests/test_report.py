@@ -97,6 +97,28 @@ def test_published_figures_only_where_the_settings_match():
     assert "paper sf" in header and "Δ sf" in header
 
 
+@pytest.mark.parametrize("width", [20, 22, 30, 40, 46, 80])
+def test_a_long_matrix_name_folds_in_a_narrow_window_and_numbers_stay_whole(width):
+    """A 40-character matrix name at 46 columns cut the numbers beside it: 5.333 showed as '5.33', 19.27 as
+    '19.2', 0.8177 as '0.81', and the header 'sparse' folded into 'spar'/'se'."""
+    from rich.cells import cell_len
+    from rich.console import Console
+
+    from sfapprox.formats import render_rich
+
+    name = "a-matrix-name-that-is-forty-characters-x"
+    records = [rec(name, "sf", fro=5.333), rec(name, "tsvd", fro=19.27), rec(name, "sparse", fro=0.8177),
+               rec("small", "sf", fro=1.779e-14), rec("small", "tsvd", fro=2.558e-15), rec("small", "sparse", fro=3.0)]
+    console = Console(width=width, file=io.StringIO(), record=True)
+    for item in render_rich(build_report(records).tables(), width):
+        console.print(item)
+    text = console.export_text()
+    tokens = {token for line in text.splitlines() for token in line.split()}
+    for whole in ("5.333", "19.27", "0.8177", "1.779e-14", "2.558e-15", "sparse", "tsvd", "winner"):
+        assert whole in tokens, f"{whole!r} cut at {width} columns:\n{text}"
+    assert max(cell_len(line) for line in text.splitlines()) <= width
+
+
 def test_markdown():
     text = OutputFormat.MARKDOWN.render(build_report(RECORDS).tables(), {})
     assert "### network" in text and "### attention" in text
