@@ -239,6 +239,57 @@ def test_help_flags_and_module_entry_point():
     assert "<bool>" not in text.split("--help")[0]  # flags take no value
 
 
+def _commands():
+    """(words after 'sfapprox', click command) for the app, every command and every group's command."""
+    import typer
+
+    def walk(command, path):
+        yield path, command
+        for name, sub in getattr(command, "commands", {}).items():
+            yield from walk(sub, [*path, name])
+
+    return list(walk(typer.main.get_command(app), []))
+
+
+@pytest.mark.parametrize("columns", [40, 60, 80])
+def test_help_never_cuts_an_option_name(columns):
+    """Rich's options table cut names to fit: '--no-count-indi…' even at 80 columns, 9 names at 60, 25 at 40.
+    Now every option name of every command is shown whole in its --help (the descriptions wrap)."""
+    import re
+
+    for path, command in _commands():
+        res = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": str(columns)}, terminal_width=columns)
+        assert res.exit_code == 0, res.output
+        assert "…" not in res.output, res.output
+        names = [name for param in command.params if not getattr(param, "hidden", False)
+                 for name in (*param.opts, *param.secondary_opts) if name.startswith("-")]
+        for name in names:
+            assert re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", res.output), (
+                f"{name} cut in 'sfapprox {' '.join(path)} --help' at {columns} columns:\n{res.output}")
+
+
+def test_help_shows_brackets_and_each_command_s_whole_summary():
+    """Rich read '[plot]' in "pip install 'sfapprox[plot]'" as markup and dropped it; click's plain list of
+    commands cut each summary to one line with '...'."""
+    text = " ".join(invoke("compare", "--help").output.split())
+    assert "pip install 'sfapprox[plot]'" in text and "needs sfapprox[dask]" in text
+    text = " ".join(invoke("--help").output.split("Commands:")[1].split())
+    assert "batch Run methods on every matrix of a manifest; resumable, one JSON line per (matrix, method)." in text
+    assert "..." not in text
+
+
+@pytest.mark.parametrize("argv", [[], ["datasets"]])
+def test_no_arguments_print_the_help_whole(argv):
+    """A group run without a command prints its help on stdout, as --help does, and exits 2 (click's help
+    comes as the message of its usage error; it was folded into one 'error:' line)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "sfapprox", *argv], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stderr == ""
+    assert done.stdout.startswith("Usage: ") and "\nCommands:\n" in done.stdout
+
+
 def test_a_fit_cut_by_its_time_limit_is_said(small_mtx):
     res = invoke("compare", small_mtx, "--methods", "sf,tsvd", "--time-limit", "0.05", "--device", "cpu")
     assert res.exit_code == 0, res.output

@@ -79,9 +79,12 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
 def _usage_error(exc) -> int:
     """Print a click usage error as one line (``error: ...``, and where the command's help is);
     returns its exit code (2)."""
-    message = " ".join(exc.format_message().split())
-    if not message:  # no arguments at all: the help was shown
+    if any(kind.__name__ == "NoArgsIsHelpError" for kind in type(exc).__mro__):
+        # no arguments at all: its message is the help (click's plain layout, sfapprox.cli._app.HELP_MARKUP),
+        # printed whole where --help prints it
+        sys.stdout.write(exc.format_message().rstrip("\n") + "\n")
         return exc.exit_code
+    message = " ".join(exc.format_message().split())
     ctx = getattr(exc, "ctx", None)
     where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
     sys.stderr.write(f"error: {message}{where}\n")

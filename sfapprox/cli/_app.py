@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
+from typer.core import TyperGroup
 
 from .. import __version__
 from .._atomic import written_outputs
@@ -17,6 +18,27 @@ from .._errors import SfapproxError
 from .._progress import same_progress
 from .._signals import stop_cause
 from ._render import err, one_line
+
+#: How ``--help`` is drawn, for the app and its sub-command groups: click's plain layout, not Typer's rich
+#: panels.  Rich's table of options cut option names to fit (``--no-count-indi…`` at 80 columns, 25 names at
+#: 40), with no setting to stop it; click's puts a name too long for its column on a line of its own, so none
+#: is ever cut, and wraps only the descriptions.  (It also prints ``sfapprox[plot]`` as written, where rich
+#: read ``[plot]`` as markup and dropped it.)
+HELP_MARKUP = None
+
+
+class HelpGroup(TyperGroup):
+    """A command group (``typer.Typer(cls=HelpGroup)``) whose ``--help`` lists each command's whole summary."""
+
+    def format_commands(self, ctx, formatter) -> None:
+        """click's list of commands, each with its first sentence wrapped under it where click's own cut it
+        to the window's width with "..." (rich's panel wrapped it)."""
+        rows = [(name, command.get_short_help_str(limit=10_000)) for name in self.list_commands(ctx)
+                if (command := self.get_command(ctx, name)) is not None and not command.hidden]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
 
 app = typer.Typer(
     name="sfapprox",
@@ -26,6 +48,8 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode=HELP_MARKUP,
+    cls=HelpGroup,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 

@@ -10,13 +10,15 @@ from rich.markup import escape
 
 from ..formats import Column, Table
 from . import _options as o
-from ._app import app, error_boundary
+from ._app import HELP_MARKUP, HelpGroup, app, error_boundary
 from ._render import check_outputs, emit, err
 
 datasets_app = typer.Typer(
     name="datasets",
     help="List, download and verify the matrices of a dataset manifest (data_manifests/*.toml).",
     no_args_is_help=True,
+    rich_markup_mode=HELP_MARKUP,
+    cls=HelpGroup,
 )
 app.add_typer(datasets_app)
 
