@@ -86,3 +86,37 @@ def test_an_existing_output_is_refused_before_loading(no_loading, inputs, tmp_pa
 def test_a_missing_output_folder_is_refused_before_loading(no_loading, inputs, tmp_path):
     result = CliRunner().invoke(app, ["fit", inputs["MATRIX"], "--out", str(tmp_path / "no" / "f.h5")])
     assert result.exit_code == 2 and "does not exist; create it first" in result.output
+
+
+def test_json_help_says_what_the_json_holds(inputs, tmp_path):
+    """'--json: ... results as JSON (with the settings and versions)' was every table command's help; the JSON
+    of report, info, methods, formats and datasets had neither.  Now a command's --json help names the
+    settings or the versions only where its JSON records them."""
+    import json
+
+    import typer
+
+    results = tmp_path / "run"
+    results.mkdir()
+    record = {"matrix": "a", "category": "network", "method": "tsvd", "status": "ok", "fro_error": 1.0, "n": 4,
+              "settings": {"seed": 0}}
+    (results / "results.jsonl").write_text(json.dumps(record) + "\n")
+    runs = {("compare",): ["compare", inputs["MATRIX"], "--methods", "tsvd"],
+            ("sweep",): ["sweep", inputs["MATRIX"], "--methods", "tsvd", "--budgets", "0.5"],
+            ("report",): ["report", str(results)],
+            ("info",): ["info", inputs["MATRIX"]],
+            ("methods",): ["methods"], ("formats",): ["formats"],
+            ("datasets", "list"): ["datasets", "list", inputs["MANIFEST"]],
+            ("datasets", "verify"): ["datasets", "verify", inputs["MANIFEST"]]}
+    root = typer.main.get_command(app)
+    for path, args in runs.items():
+        command = root
+        for name in path:
+            command = command.commands[name]
+        said = next(p for p in command.params if "--json" in p.opts).help
+        done = CliRunner().invoke(app, [*args, "--json", "-"])
+        assert done.exit_code == 0, (path, done.output)
+        data = json.loads(done.stdout)
+        settings = "settings" in data or bool(data.get("records")) and all("settings" in r for r in data["records"])
+        assert ("versions" in said) == ("versions" in data), (path, said, sorted(data))
+        assert ("settings" in said) == settings, (path, said, sorted(data))

@@ -145,6 +145,28 @@ def test_json_keeps_every_record_at_full_precision():
     assert data["records"][0]["params"] == {"stop_reason": "max_iter", "iterations": 300}
 
 
+def test_json_records_the_library_versions(tmp_path):
+    """The --json help promised "(with the settings and versions)"; a report's JSON had no versions. Now
+    report --json and the report.json a batch writes record them (the settings are in each record)."""
+    from sfapprox.cli import app
+    from sfapprox.results import library_versions
+
+    assert build_report(RECORDS).to_dict()["versions"] == library_versions()
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RECORDS), encoding="utf-8")
+    shown = CliRunner().invoke(app, ["report", str(out), "--json", "-"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["versions"]["sfapprox"] == library_versions()["sfapprox"]
+    manifest = tmp_path / "m.toml"
+    manifest.write_text('[[matrix]]\nname = "a"\ncategory = "synthetic"\ngenerator = "banded"\nparams = {n = 8}\n')
+    batch = CliRunner().invoke(app, ["batch", str(manifest), "--out-dir", str(tmp_path / "b"), "--methods", "tsvd",
+                                     "--quiet"])
+    assert batch.exit_code == 0, batch.output
+    written = json.loads((tmp_path / "b" / "report.json").read_text())
+    assert written["versions"] == library_versions() and written["records"][0]["settings"]["seed"] == 0
+
+
 def test_latex_tables_are_escaped_and_balanced():
     text = OutputFormat.LATEX.render(build_report(RECORDS).tables(), {})
     assert text.count("\\begin{tabular}") == text.count("\\end{tabular}") == 2

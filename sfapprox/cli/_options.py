@@ -35,7 +35,7 @@ from .._settings import DEFAULT_METHODS as _DEFAULT_METHODS
 from ._app import error_boundary
 from ._render import Outputs
 
-__all__ = ["MatrixPath", "options", "LOAD", "FIT", "OUTPUTS", "Methods", "Budget", "CountIndices", "Force", "Quiet", "flag"]
+__all__ = ["MatrixPath", "options", "LOAD", "FIT", "OUTPUTS", "output_group", "Methods", "Budget", "CountIndices", "Force", "Quiet", "flag"]
 
 
 def flag(*names: str, help: str) -> Any:
@@ -195,17 +195,25 @@ def _output(name: str, what: str) -> inspect.Parameter:
     return _param(name, Annotated[Optional[Path], typer.Option(f"--{name}", help=f"Also write the {what} to this file ('-': standard output).", metavar="FILE")], None)
 
 
-OUTPUTS = Group(
-    "outputs",
-    (
-        _output("json", "results as JSON (with the settings and versions)"),
-        _output("csv", "table as CSV"),
-        _output("markdown", "table as Markdown"),
-        _output("latex", "table as LaTeX (booktabs)"),
-        _param("force", Force, False),
-    ),
-    lambda v: _outputs({fmt: v[fmt] for fmt in ("json", "csv", "markdown", "latex") if v[fmt] is not None}, v["force"]),
-)
+def output_group(json: str) -> Group:
+    """The output options of a table command; ``json`` says what its JSON holds (in ``--json``'s help:
+    "Also write the ``json`` to this file"), since that differs from command to command."""
+    return Group(
+        "outputs",
+        (
+            _output("json", json),
+            _output("csv", "table as CSV"),
+            _output("markdown", "table as Markdown"),
+            _output("latex", "table as LaTeX (booktabs)"),
+            _param("force", Force, False),
+        ),
+        lambda v: _outputs({fmt: v[fmt] for fmt in ("json", "csv", "markdown", "latex") if v[fmt] is not None},
+                           v["force"]),
+    )
+
+
+#: The outputs of a command whose JSON is a result (compare, sweep): it records what made it.
+OUTPUTS = output_group("results as JSON (with the settings and versions)")
 
 
 def _outputs(files: dict[str, Path], force: bool):

@@ -245,7 +245,7 @@ def _after_run(summary, out_dir: Path) -> None:
 
 
 @app.command()
-@o.options(o.OUTPUTS)
+@o.options(o.output_group("report as JSON (every result line, with its settings, and the library versions)"))
 def report(
     out_dir: Annotated[Path, typer.Argument(help="A batch output folder (holding results.jsonl).", show_default=False)],
     *,
@@ -283,7 +283,8 @@ def report(
         tables = rep.tables()
         show_tables(tables, outputs)
         _unavailable(rep)
-        write_outputs(_file_tables(rep, tables), rep.to_dict(), outputs)
+        # the JSON only when asked for: its library versions import torch, which the tables do not need
+        write_outputs(_file_tables(rep, tables), rep.to_dict() if "json" in outputs.files else None, outputs)
 
 
 def _line_list(numbers: list[int]) -> str:

@@ -58,7 +58,7 @@ def _counts(rows: list[dict]) -> str:
 
 
 @datasets_app.command("list")
-@o.options(o.OUTPUTS)
+@o.options(o.output_group("entries as JSON"))
 def list_entries(
     manifest: ManifestPath,
     data_dir: DataDir = None,
@@ -156,7 +156,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 @datasets_app.command("verify")
-@o.options(o.OUTPUTS)
+@o.options(o.output_group("checks as JSON"))
 def verify(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None, *,
            outputs) -> None:
     """Check the SHA-256 of every file present (in --data-dir or the cache); downloads nothing.

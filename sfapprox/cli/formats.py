@@ -8,7 +8,7 @@ from ._render import check_outputs, emit
 
 
 @app.command()
-@o.options(o.OUTPUTS)
+@o.options(o.output_group("formats as JSON"))
 def formats(*, outputs) -> None:
     """List the input formats (--format keys, extensions) and the output formats.
 
@@ -18,7 +18,7 @@ def formats(*, outputs) -> None:
 
 
 @app.command()
-@o.options(o.OUTPUTS)
+@o.options(o.output_group("methods as JSON"))
 def methods(*, outputs) -> None:
     """List the approximation methods: name, stored numbers, what they fit.
 

@@ -11,7 +11,7 @@ from ._render import check_outputs, emit, err, key_value_table, out, stdout_clai
 
 
 @app.command()
-@o.options(o.LOAD, o.OUTPUTS)
+@o.options(o.LOAD, o.output_group("description as JSON (what the summary and the table show)"))
 def info(
     path: o.MatrixPath,
     *,

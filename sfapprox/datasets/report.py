@@ -183,7 +183,11 @@ class Report:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        """The report as JSON: wins per category and in total, statuses, and every record."""
+        """The report as JSON: wins per category and in total, statuses, every record (each with its
+        settings), and the versions of the libraries that made the report
+        (:func:`~sfapprox.results.library_versions`), as every result file records them."""
+        from ..results import library_versions  # here: it imports torch, which the tables do not need
+
         return {
             "categories": [{"category": c.category, "methods": c.methods, "wins": c.wins,
                             "matrices": [r.name for r in c.rows]} for c in self.tables_by_category],
@@ -191,6 +195,7 @@ class Report:
             "statuses": self.statuses(),
             "unavailable": [u.name for u in self.unavailable],
             "records": self.records,
+            "versions": library_versions(),
         }
 
 
