@@ -230,6 +230,7 @@ def test_key_value_values_wrap_in_a_narrow_window_never_cut():
 
 @pytest.mark.parametrize("args, message", [
     (["fit", "{matrix}", "--ftol", "-1"], "error: Invalid value for '--ftol': "),
+    (["fit", "{matrix}", "--time-limit", "nan"], "error: Invalid value for '--time-limit': must be a number, not NaN "),
     (["methods", "extra"], "error: Got unexpected extra argument(s) (extra) (see '"),
     (["fitt"], "error: No such command 'fitt'."),
     (["fit"], "error: Missing argument 'path'. (see '"),

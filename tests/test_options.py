@@ -74,6 +74,26 @@ def test_bad_options_are_refused_before_any_loading(no_loading, inputs, commands
         assert "Traceback" not in result.output
 
 
+NUMBERS = [
+    # NaN was refused as "Input should be greater than or equal to 0", as if it were negative
+    (("fit", "compare", "sweep", "batch"), ["--time-limit", "nan"], "Invalid value for '--time-limit': must be a number, not NaN"),
+    (("fit",), ["--ftol", "nan"], "Invalid value for '--ftol': must be a number, not NaN"),
+    (("fit",), ["--gtol", "NaN"], "Invalid value for '--gtol': must be a number, not NaN"),
+    (("fit",), ["--out", "OUT", "--checkpoint-every", "nan"], "Invalid value for '--checkpoint-every': must be a number, not NaN"),
+    (("fit", "compare"), ["--time-limit", "-1"], "Invalid value for '--time-limit': must be at least 0; got -1"),
+    (("fit",), ["--ftol", "ten"], "Invalid value for '--ftol': must be a number; got 'ten'"),
+]
+
+
+@pytest.mark.parametrize("commands, extra, says", NUMBERS, ids=[" ".join(c[1]) for c in NUMBERS])
+def test_a_float_option_says_what_is_wrong_with_its_value(no_loading, inputs, commands, extra, says):
+    """Typer's parsing refuses these (a usage error: exit code 2) before the command runs."""
+    for command in commands:
+        result = CliRunner().invoke(app, [inputs.get(a, a) for a in COMMANDS[command] + extra])
+        assert result.exit_code == 2 and says in result.output, (command, result.output)
+        assert "greater than or equal" not in result.output
+
+
 def test_an_existing_output_is_refused_before_loading(no_loading, inputs, tmp_path):
     taken = tmp_path / "taken.json"
     taken.write_text("{}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,12 +36,34 @@ from .._settings import DEFAULT_METHODS as _DEFAULT_METHODS
 from ._app import error_boundary
 from ._render import Outputs
 
-__all__ = ["MatrixPath", "options", "LOAD", "FIT", "OUTPUTS", "output_group", "Methods", "Budget", "CountIndices", "Force", "Quiet", "flag"]
+__all__ = ["MatrixPath", "options", "LOAD", "FIT", "OUTPUTS", "output_group", "Methods", "Budget", "CountIndices", "Force", "Quiet", "flag", "number"]
 
 
 def flag(*names: str, help: str) -> Any:
     """A boolean flag; shown without a ``<bool>`` value (it takes none)."""
     return typer.Option(*names, help=help, metavar=" ")
+
+
+def number(*names: str, min: float, **kwargs: Any) -> Any:
+    """A float option of at least ``min`` (``--help`` shows the range), whose refusals say what is wrong.
+
+    Typer's own range check (pydantic's ``ge``) refused NaN as "Input should be
+    greater than or equal to 0", as if it were a negative number; the value is
+    parsed here instead.  Infinity passes, as it did: the library refuses it
+    where a limit must be finite, with the option's own words.
+    """
+    def parse(text: Any) -> float:
+        try:
+            value = float(text)
+        except (TypeError, ValueError):
+            raise typer.BadParameter(f"must be a number; got {text!r}") from None
+        if math.isnan(value):
+            raise typer.BadParameter("must be a number, not NaN")
+        if value < min:
+            raise typer.BadParameter(f"must be at least {min:g}; got {text}")
+        return value
+
+    return typer.Option(*names, min=min, parser=parse, **kwargs)
 
 
 MatrixPath = Annotated[Path, typer.Argument(help="Matrix file (.mtx, .net/.paj, .mat, .npy, .csv, image, ...; see 'sfapprox formats').", show_default=False)]
@@ -146,7 +169,7 @@ FIT = Group(
     "settings",
     (
         _param("iters", Annotated[Optional[int], typer.Option("--iters", min=0, help=f"SF (and sf+lr, sf+s): maximum L-BFGS iterations (default {SF_MAX_ITER}).", metavar="N", show_default=False)], None),
-        _param("time_limit", Annotated[Optional[float], typer.Option("--time-limit", min=0, help=f"Seconds each method may take as a whole (grids and starts share them); 0 for none (results then depend on the iteration limits alone: the same on any machine). Default: {DEFAULT_TIME_LIMIT:g} for one method; the methods of a comparison share {DEFAULT_TOTAL_TIME:g} (at most {DEFAULT_TIME_LIMIT:g} each).", metavar="SECONDS", show_default=False)], None),
+        _param("time_limit", Annotated[Optional[float], number("--time-limit", min=0, help=f"Seconds each method may take as a whole (grids and starts share them); 0 for none (results then depend on the iteration limits alone: the same on any machine). Default: {DEFAULT_TIME_LIMIT:g} for one method; the methods of a comparison share {DEFAULT_TOTAL_TIME:g} (at most {DEFAULT_TIME_LIMIT:g} each).", metavar="SECONDS", show_default=False)], None),
         _param("seed", Annotated[int, typer.Option("--seed", min=0, help="Random seed (random starts, randomized solvers).", metavar="N")], _field_default(FitSettings, "seed")),
         _param("device", Annotated[str, typer.Option("--device", help="auto (CUDA when available), cpu, cuda or cuda:N.", metavar="DEVICE")], _field_default(FitSettings, "device")),
         _param("dtype", Annotated[Optional[Literal["float64", "float32"]], typer.Option("--dtype", help="Floating point of the fits (default: float64 on CPU, float32 on GPU).")], None),
