@@ -668,3 +668,44 @@ def test_a_fits_folder_that_cannot_be_written_is_refused_before_any_work(tmp_pat
         result = runner.invoke(app, ["compare", str(path), "--methods", "tsvd", "--save-factors", str(folder)])
         assert result.exit_code == 2 and said in " ".join(result.output.split()), result.output
         assert "tsvd" not in result.output.split("error")[0]  # nothing fitted (no table before the error)
+
+
+def test_special_files_are_refused_before_anything_opens_them(tmp_path):
+    """``info fifo.mtx`` hung forever (h5py opened the named pipe to see whether it was a saved fit);
+    compare said "file is empty", --init /dev/zero "neither a start nor an existing file"."""
+    fifo = tmp_path / "fifo.mtx"
+    os.mkfifo(fifo)
+    for args in (["info", str(fifo)], ["compare", str(fifo)], ["info", os.devnull]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2 and "not a file" in result.output, result.output
+    path = tmp_path / "m.npy"
+    np.save(path, np.random.default_rng(0).random((8, 8)))
+    result = runner.invoke(app, ["fit", str(path), "--init", os.devnull])
+    assert result.exit_code == 2 and "is a character device, not a saved fit" in " ".join(result.output.split())
+    result = runner.invoke(app, ["compare", str(path), "--with", str(fifo)])
+    assert result.exit_code == 2 and "is a named pipe, not a file" in " ".join(result.output.split())
+
+
+def test_no_output_replaces_a_file_the_command_reads_even_with_force(tmp_path):
+    """--with w.h5 --json w.h5 --force (and fit --init w.h5 --json w.h5) overwrote the saved fit, and
+    --json t.content the LINQS node list of a t.cites comparison; the main input was already refused."""
+    path = tmp_path / "m.npy"
+    np.save(path, np.random.default_rng(0).random((16, 16)))
+    saved = tmp_path / "w.h5"
+    assert runner.invoke(app, ["fit", str(path), "--out", str(saved), "--iters", "5"]).exit_code == 0
+    before = saved.read_bytes()
+    for args in (["compare", str(path), "--methods", "tsvd", "--with", str(saved), "--json", str(saved), "--force"],
+                 ["fit", str(path), "--init", str(saved), "--json", str(saved), "--force", "--iters", "2"]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2 and "is this command's input" in " ".join(result.output.split()), result.output
+    assert saved.read_bytes() == before
+    # resuming into the file it starts from stays allowed
+    resumed = runner.invoke(app, ["fit", str(path), "--init", str(saved), "--out", str(saved), "--force", "--iters", "2"])
+    assert resumed.exit_code == 0, resumed.output
+    (tmp_path / "t.cites").write_text("a b\nb c\n")
+    (tmp_path / "t.content").write_text("a x\nb x\nc x\n")
+    kept = (tmp_path / "t.content").read_bytes()
+    result = runner.invoke(app, ["compare", str(tmp_path / "t.cites"), "--methods", "tsvd", "--json",
+                                 str(tmp_path / "t.content"), "--force"])
+    assert result.exit_code == 2 and "is this command's input" in " ".join(result.output.split())
+    assert (tmp_path / "t.content").read_bytes() == kept

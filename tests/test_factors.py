@@ -230,3 +230,18 @@ def test_a_checkpoint_says_it_is_one_and_names_its_matrix(tmp_path):
     assert saved.fit["checkpoint"] and saved.source["name"] == "x" and saved.source["sha256"]
     facts = dict(describe_factors(ck).facts)
     assert facts["holds"].startswith("a checkpoint of an unfinished sf fit") and "fitted to" in facts
+
+
+def test_a_group_where_a_dataset_belongs_is_a_damaged_file_not_a_traceback(tmp_path):
+    """values replaced by a group: AttributeError ('Group' object has no attribute 'shape'), exit 1."""
+    import h5py
+
+    from sfapprox import ChordSF, InputError, load_factors, save_factors
+
+    path = tmp_path / "g.h5"
+    save_factors(path, ChordSF(max_iter=3).fit(np.random.default_rng(0).random((16, 16))))
+    with h5py.File(path, "a") as f:
+        del f["values"]
+        f.create_group("values")
+    with pytest.raises(InputError, match="damaged or was edited"):
+        load_factors(path)

@@ -337,3 +337,21 @@ def test_a_projection_that_overflows_is_one_error_not_a_warning(tmp_path):
         warnings.simplefilter("error")  # numpy's "overflow encountered in matmul" reached the user
         with pytest.raises(InputError, match=r"big.paj: its B·Bᵀ projection overflows .*two_mode='bipartite'"):
             load_matrix(p)
+
+
+class TestSectionKeywords:
+    """A tab after a section keyword sent its relation's lines to an unknown section (dropped silently); a
+    misspelt section ("*Edge") gave an all-zero matrix, and compare's verdict called it exact."""
+
+    def test_a_tab_separates_a_keyword_as_a_space_does(self, tmp_path):
+        p = write(tmp_path / "tab.net", '*Vertices\t3\n*Arcs\t:1 "likes"\n1 2 1\n2 3 1\n*Arcs :2 "hates"\n1 3 5\n')
+        np.testing.assert_array_equal(load_matrix(p).matrix.toarray(), [[0, 1, 5], [0, 0, 1], [0, 0, 0]])
+
+    def test_data_in_an_unknown_section_is_refused_naming_it(self, tmp_path):
+        p = write(tmp_path / "typo.net", "*Vertices 3\n*Edge\n1 2 1\n2 3 1\n")
+        with pytest.raises(InputError, match=r"line 3: data in section \*Edge \(line 2\)"):
+            load_matrix(p)
+
+    def test_known_auxiliary_sections_are_still_skipped(self, tmp_path):
+        p = write(tmp_path / "aux.paj", "*Network n\n*Vertices 2\n*Arcs\n1 2 1\n*Partition p\n*Vertices 2\n1\n2\n")
+        assert load_matrix(p).matrix.toarray().tolist() == [[0, 1], [0, 0]]

@@ -49,8 +49,11 @@ def compare(
 
         names = parse_methods(methods)  # every option and output is checked before any work
         parse_budget(budget)
-        check_outputs(outputs, inputs=[path])
-        check_plot(plot, outputs.force, outputs, inputs=[path])
+        from ..io import input_files
+
+        inputs = [*input_files(path), *(saved or [])]  # every file read (a saved fit scored beside): none replaced
+        check_outputs(outputs, inputs=inputs)
+        check_plot(plot, outputs.force, outputs, inputs=inputs)
         included = load_included(saved, settings.max_memory)
         client = None
         if scheduler is not None:  # connected before any work: a wrong address costs nothing

@@ -38,8 +38,10 @@ def sweep(
 
         names = parse_methods(methods)
         specs = None if budgets is None else parse_budget_list(budgets)
-        check_outputs(outputs, inputs=[path])
-        check_plot(plot, outputs.force, outputs, inputs=[path])
+        from ..io import input_files
+
+        check_outputs(outputs, inputs=input_files(path))
+        check_plot(plot, outputs.force, outputs, inputs=input_files(path))
         loaded = read_matrix(path, load)
         show_notes(loaded)
         if specs is None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -36,7 +37,7 @@ from ._text import read_csv, read_ijv
 from ._weights import list_weights, read_safetensors, read_torch
 
 __all__ = ["LoadedMatrix", "load_matrix", "open_matrix", "read_points", "as_loaded", "detect_format",
-           "available_formats", "format_extensions"]
+           "available_formats", "format_extensions", "input_files"]
 
 
 # ---------------------------------------------------------------------------
@@ -511,6 +512,25 @@ def load_matrix(
         else:
             result = _FORMATS[fmt].reader(src, opts)
     return _loaded(path, src, fmt, result, max_memory)
+
+
+def input_files(path: str | os.PathLike) -> list[Path]:
+    """The files reading ``path`` opens: the file, and beside a LINQS ``.cites`` (``.content``) file the
+    other one; what no output of the command may replace (``--json t.content --force`` overwrote the
+    node list a ``t.cites`` comparison had just read).
+
+    Examples
+    --------
+    >>> [p.name for p in input_files("graph.mtx")]
+    ['graph.mtx']
+    """
+    from ._linqs import companion_candidates
+
+    path = Path(path)
+    files = [path]
+    if strip_compression(path.name).rpartition(".")[2].lower() in ("cites", "content"):
+        files += [p for p in companion_candidates(path)[2] if p.exists()]
+    return files
 
 
 def _open_checked(path, format: str | None, opts: Options) -> tuple[Source, str, bool]:

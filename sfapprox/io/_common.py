@@ -78,6 +78,38 @@ def one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def special_file(path: str | os.PathLike) -> str | None:
+    """What kind of non-regular file ``path`` is (following links): ``"named pipe"``,
+    ``"character device"``, ``"block device"`` or ``"socket"``; None for a regular file, a folder
+    or a missing path.  Such a file is never opened as input: opening a named pipe blocks until
+    a writer comes (``info fifo.mtx`` hung), and ``/dev/zero`` has no end.
+
+    Examples
+    --------
+    >>> special_file(os.devnull), special_file(__file__)
+    ('character device', None)
+    """
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    for test, kind in ((stat.S_ISFIFO, "named pipe"), (stat.S_ISCHR, "character device"),
+                       (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket")):
+        if test(mode):
+            return kind
+    return None
+
+
+def refuse_special(path: str | os.PathLike, display: str | None = None) -> None:
+    """Raise :class:`InputError` for a :func:`special_file` (before anything opens it)."""
+    kind = special_file(path)
+    if kind is not None:
+        raise InputError(f"{display or os.fspath(path)}: is a {kind}, not a file; sfapprox reads its inputs from "
+                         "regular files (save the data to a file first)")
+
+
 def fail(path: str, what: str, hint: str | None = None) -> InputError:
     """Build the standard one-line ``"{path}: {what}[; {hint}]"`` InputError."""
     msg = f"{path}: {one_line(what)}"
@@ -167,6 +199,7 @@ class Source:
             raise self.fail("is a directory, not a matrix file")
         if not self.path.exists():
             raise self.fail("no such file")
+        refuse_special(self.path, self.display)
         try:
             size = self.path.stat().st_size
         except OSError as exc:

@@ -14,12 +14,17 @@ import scipy.sparse as sp
 from ._common import COMPRESSIONS, Options, ReadResult, Source, strip_compression
 
 
+def companion_candidates(path: Path) -> tuple[str, str, list[Path]]:
+    """``(stem, other, candidates)``: the other LINQS file's extension and the paths it may have beside
+    ``path`` (a ``.cites`` or ``.content`` file, compressed or not)."""
+    stem, _, ext = strip_compression(path.name).rpartition(".")
+    other = "content" if ext.lower() == "cites" else "cites"
+    return stem, other, [path.with_name(f"{stem}.{other}{suffix}") for suffix in ("", *COMPRESSIONS)]
+
+
 def companion(src: Source) -> tuple[Source, Source]:
     """(cites, content) sources for a path naming either file (compressed allowed)."""
-    base = strip_compression(src.path.name)
-    stem, _, ext = base.rpartition(".")
-    other = "content" if ext.lower() == "cites" else "cites"
-    candidates = [src.path.with_name(f"{stem}.{other}{suffix}") for suffix in ("", *COMPRESSIONS)]
+    stem, other, candidates = companion_candidates(src.path)
     found = next((p for p in candidates if p.is_file()), None)
     if found is None:
         raise src.fail(

@@ -7,8 +7,9 @@ checked), ``*Arcs`` / ``*Edges`` with optional weight, ``*Arcslist`` /
 networks: a relation is named by its section (``*Arcs :2 "label"``,
 ``*Matrix :2 "label"``) or by a line prefix (``2: 1 3``, which overrides the
 section's).  Relations are summed unless ``relation=k`` picks one.
-``*Partition``, ``*Vector``, ``*Permutation`` and unknown sections end the
-network's edge sections and are skipped.
+``*Partition``, ``*Vector``, ``*Permutation``, ``*Cluster`` and ``*Hierarchy``
+end the network's edge sections and are skipped; an unknown section's data
+lines are refused (a misspelt ``*Edge`` would otherwise leave its edges out).
 
 Weights are never guessed: a decimal comma (``0,25``, written by some
 locales) is read as a decimal point when that is the only reading, a token
@@ -104,6 +105,7 @@ class _Parser:
         self.relation: int | None = None
         self.in_aux = False
         self.comma_weights = 0
+        self.unknown: tuple[str, int] = ("", 0)  # the unknown section's keyword and line
 
     @property
     def net(self) -> _Network | None:
@@ -124,6 +126,12 @@ class _Parser:
                 self._vertex_line(s, line_no)
             elif self.state == "matrix":
                 self._matrix_line(s, line_no)
+            elif self.state == "unknown":
+                name, where = self.unknown
+                raise self.src.fail(
+                    f"line {line_no}: data in section {name} (line {where}), which is not a Pajek section sfapprox "
+                    "reads", "its sections are *Network, *Vertices, *Arcs, *Edges, *Arcslist, *Edgeslist, *Matrix, "
+                    "and the skipped *Partition, *Vector, *Permutation, *Cluster, *Hierarchy; check the keyword's spelling")
             elif self.state is None:
                 raise self.src.fail(
                     f"line {line_no}: data before any section keyword: {s[:50]!r}",
@@ -135,8 +143,8 @@ class _Parser:
 
     # -- keywords ------------------------------------------------------------
     def _keyword(self, s: str, line_no: int) -> None:
-        kw, _, rest = s.partition(" ")
-        kw = kw.lower()
+        parts = s.split(None, 1)  # any whitespace: a tab after "*Arcs" sent the relation's data to an unknown section
+        kw, rest = parts[0].lower(), parts[1] if len(parts) > 1 else ""
         if kw == "*network":
             self.networks.append(_Network(rest.strip(), line_no, self._next_index(), "[2-mode]" in rest.lower()))
             self.in_aux, self.state = False, None
@@ -153,8 +161,9 @@ class _Parser:
                 self._start_matrix(line_no)
         elif kw in _AUX_SECTIONS:
             self.in_aux, self.state = True, "skip"
-        else:
-            self.state = "skip"  # unknown section: skipped, ends the edge sections
+        else:  # unknown: ends the edge sections; its data lines are refused (a typo such as "*Edge"
+            # gave an all-zero matrix, without a word)
+            self.state, self.unknown = "unknown", (s.split()[0], line_no)
 
     def _next_index(self) -> int:
         """1-based index of the next network that has vertices (as ``network=`` counts them)."""

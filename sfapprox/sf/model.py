@@ -934,7 +934,10 @@ class ChordSF(Approximation):
         if not isinstance(self.init, (str, os.PathLike)) or self.init in NAMED_INITS:
             return  # other types: the declared constraints name them
         if not os.path.isfile(self.init):
-            what = "a directory" if os.path.isdir(self.init) else "no such file"
+            from ..io._common import special_file
+
+            special = special_file(self.init)
+            what = "a directory" if os.path.isdir(self.init) else f"a {special}" if special else "no such file"
             raise ParameterError(f"init must be 'auto', 'reference', 'identity' or 'rank1', an array of factor "
                                  f"values or an existing factors file (.h5); {os.fspath(self.init)!r} is neither "
                                  f"({what})")
