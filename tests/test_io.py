@@ -207,3 +207,14 @@ class TestExamples:
             b = load_matrix(EXAMPLES / name, **kwargs).to_dense()
             np.testing.assert_array_equal(a, b)
         assert (tmp_path / "features.csv").read_text() == (EXAMPLES / "features.csv").read_text()
+
+
+@pytest.mark.parametrize("path", [None, 123, b"x.npy"])
+def test_a_path_that_is_not_a_path_is_a_parameter_error(path):
+    """load_matrix(None), (b"x.npy"), (123) raised a raw TypeError."""
+    from sfapprox import ParameterError
+    from sfapprox.io import load_matrix, open_matrix
+
+    for read in (load_matrix, open_matrix):
+        with pytest.raises(ParameterError, match="path must be a file path"):
+            read(path)

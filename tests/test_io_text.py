@@ -202,3 +202,16 @@ class TestHardening:
         with pytest.raises(ResourceError, match="beyond the supported maximum"):
             load_matrix(write(tmp_path / "t.ijv", "1e20 1 1.0\n"))
         input_error(write(tmp_path / "u.ijv", "inf 1 1.0\n"), "non-negative integers")
+
+
+def test_python_only_number_syntax_is_not_a_number(tmp_path):
+    """``1_000`` read as 1000 and Arabic-Indic digits as numbers (Python's float() syntax); the Matrix Market
+    reader refuses them, and a thousands separator is a guess, as ``1,000`` is."""
+    from sfapprox._errors import InputError
+    from sfapprox.io import load_matrix
+
+    for text, cell in (("1,2\n3,1_000\n", "1_000"), ("1,2\n\u0663,4\n", "\u0663")):
+        path = tmp_path / "t.csv"
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(InputError, match=f"non-numeric cell '{cell}'"):
+            load_matrix(path)

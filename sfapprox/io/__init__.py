@@ -503,6 +503,7 @@ def load_matrix(
     if format == "attention":
         raise ParameterError("an attention map is computed from its queries and keys, not loaded: use "
                              "sfapprox.io.open_matrix(path, format='attention') (the CLI does)")
+    check_path(path)
     opts = Options(format=format, var=var, network=network, relation=relation, two_mode=two_mode, gradient=gradient,
                    resize=resize, square=square, covariance=covariance, mirror=mirror, max_memory=max_memory)
     src, fmt, covariance = _open_checked(path, format, opts)
@@ -512,6 +513,19 @@ def load_matrix(
         else:
             result = _FORMATS[fmt].reader(src, opts)
     return _loaded(path, src, fmt, result, max_memory)
+
+
+def check_path(path) -> None:
+    """Refuse a ``path`` that is not a file path (``load_matrix(None)`` was a raw TypeError).
+
+    Raises
+    ------
+    ParameterError
+        For anything but a ``str`` or an ``os.PathLike`` giving one.
+    """
+    if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
+        raise ParameterError(f"path must be a file path (a str or pathlib.Path), got {type(path).__name__}; an array "
+                             "in memory goes to the methods directly (or sfapprox.io.as_loaded(X, name))")
 
 
 def input_files(path: str | os.PathLike) -> list[Path]:

@@ -334,7 +334,17 @@ def decode_text(data: bytes, src: Source) -> str:
 
 
 def parse_float(token: str) -> float | None:
-    """``float(token)`` or None when the token is not a number."""
+    """``float(token)`` or None when the token is not a number in a data file's sense: Python's own
+    syntax beyond it (``1_000``, digits of other scripts such as ``١٢``) is not read as one (a
+    thousands separator is a guess, as ``1,000`` is; the Matrix Market reader refuses both).
+
+    Examples
+    --------
+    >>> parse_float("1e-3"), parse_float("1_000"), parse_float("nan") != parse_float("nan")
+    (0.001, None, True)
+    """
+    if "_" in token or not token.isascii():
+        return None
     try:
         return float(token)
     except ValueError:
@@ -353,15 +363,18 @@ def is_missing_token(token: str) -> bool:
 def is_int_token(token: str) -> bool:
     """True for tokens such as ``"12"`` or ``"-3"``."""
     t = token[1:] if token[:1] in "+-" else token
-    return t.isdigit()
+    return t.isascii() and t.isdigit()
 
 
 def as_float_table(rows: list[list[str]], line_numbers: list[int], src: Source) -> np.ndarray:
-    """Convert equal-length rows of strings to float64, naming the first bad cell."""
-    try:
-        return np.array(rows, dtype=np.float64)
-    except ValueError:
-        pass
+    """Convert equal-length rows of strings to float64, naming the first bad cell (numpy reads
+    ``1_000`` and other scripts' digits as Python does: those cells are refused, see :func:`parse_float`)."""
+    cells = "\x00".join("\x00".join(row) for row in rows)  # one C-level scan for the rare syntax
+    if "_" not in cells and cells.isascii():
+        try:
+            return np.array(rows, dtype=np.float64)
+        except ValueError:
+            pass
     for row, line_no in zip(rows, line_numbers):
         for col, cell in enumerate(row, start=1):
             if parse_float(cell) is None:

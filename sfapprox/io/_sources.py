@@ -184,8 +184,9 @@ def open_matrix(
     >>> K.n, K.name, round(float(K.columns([0])[1, 0]), 4)
     (3, 'points', 0.6065)
     """
-    from . import load_matrix  # the package's own function (this module is imported at its end)
+    from . import check_path, load_matrix  # the package's own functions (this module is imported at its end)
 
+    check_path(path)
     if bandwidth is not None and kernel is None:
         raise ParameterError("a bandwidth needs a kernel: give --kernel (kernel=) too")
     if options.get("covariance") and kernel is None and format != "attention":
