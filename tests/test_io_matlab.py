@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import struct
+import tracemalloc
+import zlib
+
 import h5py
 import numpy as np
 import pytest
@@ -9,7 +13,7 @@ import scipy.io
 import scipy.sparse as sp
 
 from sfapprox._errors import InputError, ResourceError
-from sfapprox.io import load_matrix
+from sfapprox.io import _matlab, load_matrix
 
 
 def input_error(path, match, **kwargs) -> str:
@@ -96,6 +100,128 @@ class TestV5:
         scipy.io.savemat(t, {"X": np.random.default_rng(0).random((30, 30))})
         t.write_bytes(t.read_bytes()[:400])
         input_error(t, "MATLAB|cannot")
+
+
+# ---------------------------------------------------------------------------
+# v5 files written by hand (the format's own layout), a piece at a time: a
+# struct that decompresses to hundreds of MB is never held while it is made.
+# ---------------------------------------------------------------------------
+
+
+def _v5_problem(path, n, *, values=None, endian="<", compress=True):
+    """A v5 file holding struct ``Problem`` whose field ``A`` is an n x n double matrix (zeros or ``values``)."""
+
+    def pack(fmt, *args):
+        return struct.pack(endian + fmt, *args)
+
+    def element(mtype, data):  # a full 8-byte tag, the data padded to 8 bytes
+        return pack("II", mtype, len(data)) + data + bytes(-len(data) % 8)
+
+    def header(cls, dims, name):  # array flags, dimensions, name
+        return element(6, pack("II", cls, 0)) + element(5, pack(f"{len(dims)}i", *dims)) + element(1, name)
+
+    field = header(6, (n, n), b"") + pack("II", 9, 8 * n * n)  # mxDOUBLE_CLASS; miDOUBLE data follows
+    body = header(2, (1, 1), b"Problem") + element(5, pack("i", 32)) + element(1, b"A".ljust(32, b"\0"))
+    body += pack("II", 14, len(field) + 8 * n * n) + field
+    head = pack("II", 14, len(body) + 8 * n * n) + body
+
+    def data():
+        yield head
+        if values is not None:
+            yield np.asarray(values, dtype=endian + "f8").tobytes(order="F")
+            return
+        left = 8 * n * n
+        while left:
+            yield bytes(min(left, 1 << 22))
+            left -= min(left, 1 << 22)
+
+    with open(path, "wb") as fh:
+        fh.write(b"MATLAB 5.0 MAT-file, written by hand".ljust(116) + bytes(8) + pack("H", 0x0100)
+                 + (b"IM" if endian == "<" else b"MI"))
+        if not compress:
+            for piece in data():
+                fh.write(piece)
+            return path
+        tag = fh.tell()
+        fh.write(bytes(8))
+        z, size = zlib.compressobj(), 0
+        for piece in data():
+            out = z.compress(piece)
+            fh.write(out)
+            size += len(out)
+        out = z.flush()
+        fh.write(out)
+        fh.seek(tag)
+        fh.write(pack("II", 15, size + len(out)))
+    return path
+
+
+def _no_loadmat(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("scipy.io.loadmat called: the variable was not sized first")
+
+    monkeypatch.setattr(scipy.io, "loadmat", refuse)
+
+
+class TestV5Sizes:
+    """scipy reads a v5 variable whole, decompressed, a struct with every field: each is sized before."""
+
+    def test_compressed_problem_struct_refused_before_loadmat(self, tmp_path, monkeypatch):
+        # 4000 x 4000 zeros: 122 MiB in a file of about 125 kB (a 12000 x 12000 one, 1.1 GB in
+        # 1.1 MB, peaked at 1.4 GB before being refused).
+        p = _v5_problem(tmp_path / "bomb.mat", 4000)
+        assert p.stat().st_size < 200_000
+        _no_loadmat(monkeypatch)
+        for var in (None, "Problem.A", "Problem.title"):
+            with pytest.raises(ResourceError) as info:
+                load_matrix(p, var=var, max_memory=8 << 20)
+            msg = str(info.value)
+            assert msg.startswith(f"{p}: variable Problem (struct, ") and "\n" not in msg, msg
+            assert "zlib-compressed in the file, read whole, every field) needs about 122.1 MiB" in msg
+            assert "over the memory limit of 8.0 MiB; raise the limit with --max-memory" in msg
+        # Sized a piece at a time, to just past the limit (scipy's whosmat alone shows a fixed
+        # 264 MiB peak to tracemalloc, untouched memory: the sizing is measured alone).
+        tracemalloc.start()
+        try:
+            with open(p, "rb") as fh:
+                sizes = _matlab._v5_sizes(fh, {"Problem"}, 8 << 20)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert sizes["Problem"][1:] == (p.stat().st_size - 136, True)
+        assert peak < 4 * _matlab._PIECE, peak
+
+    def test_big_endian_and_uncompressed_files_sized_alike(self, tmp_path, monkeypatch):
+        small = _v5_problem(tmp_path / "be.mat", 4, values=NONSYM, endian=">")
+        np.testing.assert_array_equal(load_matrix(small).matrix, NONSYM)  # scipy reads what was sized
+        np.testing.assert_array_equal(load_matrix(_v5_problem(tmp_path / "raw.mat", 4, values=NONSYM,
+                                                              compress=False)).matrix, NONSYM)
+        big = _v5_problem(tmp_path / "be_big.mat", 1000, endian=">")
+        plain = _v5_problem(tmp_path / "raw_big.mat", 1000, compress=False)
+        _no_loadmat(monkeypatch)
+        with pytest.raises(ResourceError, match=r"Problem \(struct, .* zlib-compressed .* needs about 7.6 MiB"):
+            load_matrix(big, max_memory=1 << 20)
+        with pytest.raises(ResourceError, match=r"Problem \(struct, read whole, every field\) needs about 7.6 MiB"):
+            load_matrix(plain, max_memory=1 << 20)
+
+    def test_cell_variable_sized_before_loadmat(self, tmp_path, monkeypatch):
+        cell = np.empty((1, 1), dtype=object)
+        cell[0, 0] = np.zeros((1000, 1000))
+        p = tmp_path / "cell.mat"
+        scipy.io.savemat(p, {"C": cell, "X": np.eye(2)}, do_compression=True)
+        assert load_matrix(p).n == 2  # X is the only square numeric variable; C is not read
+        _no_loadmat(monkeypatch)
+        with pytest.raises(ResourceError, match=r"variable C \(cell, .* zlib-compressed in the file, read whole"):
+            load_matrix(p, var="C", max_memory=1 << 20)
+
+    def test_within_the_limit_loads_as_before(self, tmp_path):
+        A = np.random.default_rng(3).random((50, 50))
+        p = tmp_path / "ok.mat"
+        scipy.io.savemat(p, {"Problem": {"A": A, "title": "t"}}, do_compression=True)
+        np.testing.assert_array_equal(load_matrix(p, max_memory=1 << 20).matrix, A)
+        v4 = tmp_path / "v4.mat"  # no compression in v4: its headers give the sizes, nothing is walked
+        scipy.io.savemat(v4, {"X": NONSYM}, format="4")
+        np.testing.assert_array_equal(load_matrix(v4).matrix, NONSYM)
 
 
 # ---------------------------------------------------------------------------
