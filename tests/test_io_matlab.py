@@ -310,6 +310,26 @@ class TestV73:
         with pytest.raises(ResourceError):
             load_matrix(p, max_memory=1000)
 
+    @pytest.mark.parametrize("part", ["jc", "ir", "data"])
+    def test_sparse_part_that_is_a_group_is_a_damaged_file(self, tmp_path, part):
+        def build(f, where):
+            g = _sparse(where, "A", sp.eye(3, format="csc"))
+            del g[part]
+            g.create_group(part)
+
+        p = tmp_path / "g.mat"
+        write_v73(p, lambda f: build(f, f))
+        input_error(p, rf"sparse variable 'A': its '{part}' is a group, not a dataset, so the file is damaged")
+
+        def problem(f):
+            g = f.create_group("Problem")
+            g.attrs["MATLAB_class"] = np.bytes_("struct")
+            build(f, g)
+
+        q = tmp_path / "p.mat"
+        write_v73(q, problem)
+        input_error(q, rf"sparse variable 'Problem.A': its '{part}' is a group, not a dataset")
+
     def test_corrupt_hdf5(self, tmp_path):
         p = tmp_path / "bad.mat"
         write_v73(p, lambda f: _dense(f, "X", np.eye(50)))

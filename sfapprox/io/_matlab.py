@@ -305,10 +305,24 @@ def _attr_str(obj, key: str) -> str:
     return raw.decode() if isinstance(raw, bytes) else str(raw)
 
 
-def _h5_var(name: str, obj) -> _Var:
+def _sparse_parts(src: Source, name: str, obj) -> None:
+    """Refuse a sparse group whose ``jc``, ``ir`` or ``data`` is not a dataset (a damaged file).
+
+    MATLAB writes each of them as a 1-D dataset; a group (or a named type) in its place has no
+    shape or values, and reading it as one ended in an AttributeError traceback.
+    """
+    for key in ("jc", "ir", "data"):
+        if key in obj and not isinstance(obj[key], h5py.Dataset):
+            kind = "a group" if isinstance(obj[key], h5py.Group) else f"an HDF5 {type(obj[key]).__name__}"
+            raise src.fail(f"sparse variable {name!r}: its {key!r} is {kind}, not a dataset, so the file is damaged",
+                           "save the matrix again from MATLAB (save -v7.3)")
+
+
+def _h5_var(src: Source, name: str, obj) -> _Var:
     cls = _attr_str(obj, "MATLAB_class") or "unknown"
     if isinstance(obj, h5py.Group):
         if "MATLAB_sparse" in obj.attrs:
+            _sparse_parts(src, name, obj)
             ncols = obj["jc"].shape[0] - 1 if "jc" in obj else 0
             return _Var(name, (int(obj.attrs["MATLAB_sparse"]), ncols), "sparse")
         return _Var(name, (1, 1), "struct" if cls in ("struct", "unknown") else cls, tuple(obj.keys()))
@@ -326,7 +340,8 @@ def _h5_read(src: Source, obj, name: str, opts: Options):
     """
     if isinstance(obj, h5py.Group) and "MATLAB_sparse" in obj.attrs:
         nrows = int(obj.attrs["MATLAB_sparse"])
-        if "jc" not in obj or not isinstance(obj["jc"], h5py.Dataset):
+        _sparse_parts(src, name, obj)
+        if "jc" not in obj:
             raise src.fail(f"sparse variable {name!r} has no column pointers ('jc')")
         # Index validity is checked by check_square_matrix before scipy converts anything.
         check_order(max(nrows, obj["jc"].shape[0] - 1), src, f"sparse variable {name}")
@@ -345,7 +360,7 @@ def _h5_read(src: Source, obj, name: str, opts: Options):
         return sp.csc_array((data.astype(np.float64), ir, jc), shape=(nrows, jc.shape[0] - 1))
     if isinstance(obj, h5py.Group):
         raise src.fail(f"variable {name!r} is a struct or object, not a matrix", "pick a field with var='name.field' (--var name.field)")
-    var = _h5_var(name, obj)
+    var = _h5_var(src, name, obj)
     if var.cls not in _NUMERIC:
         raise src.fail(f"variable {name!r} is of MATLAB class {var.cls!r}, not numeric")
     if len(var.shape) == 2 and var.shape[0] == var.shape[1]:
@@ -362,7 +377,7 @@ def _read_v73(src: Source, opts: Options) -> ReadResult:
             # Before anything is listed: opening a variable behind an external
             # link would already read another file.
             check_self_contained(f, src.display)
-            variables = [_h5_var(k, f[k]) for k in f.keys() if not k.startswith("#")]
+            variables = [_h5_var(src, k, f[k]) for k in f.keys() if not k.startswith("#")]
             top, fld = _choose(src, variables, opts.var)
             obj = f[top]
             name = top
