@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import os
 
 import numpy as np
 import pytest
@@ -141,6 +142,23 @@ class TestHardening:
     def test_empty_array_refused_from_header(self, tmp_path):
         input_error(write(tmp_path / "e.mtx", "%%MatrixMarket matrix array real general\n0 0\n"), r"empty \(0 x 0\)")
 
+    def test_file_name_that_is_not_utf8_loads(self, tmp_path):
+        """scipy got the path and passed it on as UTF-8 text, which a Latin-1 byte in the name cannot
+        be: "cannot parse file (TypeError: open_read_file(): incompatible function arguments ...)"."""
+        name = tmp_path / os.fsdecode(b"ok_caf\xe9.mtx")
+        try:
+            name.write_text(MTX_GENERAL)
+        except (OSError, UnicodeError):
+            pytest.skip("this file system refuses a file name that is not UTF-8")
+        expected = load_matrix(write(tmp_path / "ok.mtx", MTX_GENERAL)).to_dense()
+        np.testing.assert_array_equal(load_matrix(name).to_dense(), expected)
+        gz = tmp_path / os.fsdecode(b"ok_caf\xe9.mtx.gz")
+        gz.write_bytes(gzip.compress(MTX_GENERAL.encode()))
+        np.testing.assert_array_equal(load_matrix(gz).to_dense(), expected)
+        with pytest.raises(ResourceError):  # the checks before scipy reads it still apply
+            load_matrix(name, max_memory=100)
+        input_error(write(name, MTX_GENERAL.replace("-2", "-2x")), r"line 4: Invalid floating-point value")
+
     def test_size_line_beyond_int64_refused(self, tmp_path):
         p = write(tmp_path / "o.mtx", "%%MatrixMarket matrix coordinate real general\n9223372036854775808\n")
         input_error(p, r"line 2: Invalid integer size line '9223372036854775808'")
@@ -167,5 +185,5 @@ def test_a_compressed_dense_file_is_refused_when_its_text_copies_and_parse_are_o
         load_matrix(path, max_memory=need // 2)
     np.testing.assert_allclose(load_matrix(path, max_memory=need).to_dense(), X, rtol=1e-12)
     plain = tmp_path / "x.mtx"
-    plain.write_bytes(text)  # read by scipy from its path: no copy of the text
+    plain.write_bytes(text)  # read by scipy from the open file: no copy of the text
     np.testing.assert_allclose(load_matrix(plain, max_memory=need // 2).to_dense(), X, rtol=1e-12)

@@ -11,6 +11,7 @@ import pytest
 import torch
 from _io_helpers import input_error
 
+from sfapprox._errors import ResourceError
 from sfapprox.describe import describe_weights
 from sfapprox.io import load_matrix
 
@@ -120,3 +121,30 @@ def test_a_raw_pickle_with_code_is_refused_never_run_and_quietly(tmp_path, monke
 def test_every_square_weight_of_a_file_with_none_says_so(tmp_path):
     torch.save({"up": torch.ones(3, 5)}, tmp_path / "rect.pt")  # a manifest's var = "*" left unexpanded
     input_error(tmp_path / "rect.pt", "holds no square weight matrix", var="*")
+
+
+def test_a_file_name_that_is_not_utf8_loads_still_weights_only(tmp_path, monkeypatch):
+    """torch memory-maps a file from its path as UTF-8 text, which a Latin-1 byte in the name cannot be:
+    such a file said "not a readable PyTorch file ('utf-8' codec can't encode ...)"; it is handed to torch
+    open and read whole (its size checked first), and still with weights_only."""
+    name = tmp_path / os.fsdecode(b"ok_caf\xe9.pt")
+    W = torch.arange(16.0).reshape(4, 4)
+    try:
+        torch.save({"w": W}, name)
+    except (OSError, UnicodeError):
+        pytest.skip("this file system refuses a file name that is not UTF-8")
+    assert np.array_equal(load_matrix(name).matrix, W.numpy())
+    assert [t["name"] for t in describe_weights(name, "torch").tables[0].rows] == ["w"]
+    with pytest.raises(ResourceError, match=r"a PyTorch file read whole \(torch memory-maps a file only by a UTF-8"):
+        load_matrix(name, max_memory=100)
+    legacy = tmp_path / os.fsdecode(b"legacy_caf\xe9.pt")
+    torch.save({"w": W}, legacy, _use_new_zipfile_serialization=False)
+    assert np.array_equal(load_matrix(legacy).matrix, W.numpy())
+    monkeypatch.chdir(tmp_path)
+    evil = tmp_path / os.fsdecode(b"evil_caf\xe9.pt")
+    torch.save({"w": torch.ones(3, 3), "x": _Payload()}, evil)
+    input_error(evil, "holds pickled objects other than tensors .* refused, never unpickled")
+    assert not (tmp_path / "PWNED").exists()
+    st = tmp_path / os.fsdecode(b"ok_caf\xe9.safetensors")  # read by its own rules, from the open file
+    write_safetensors(st, {"w": ("F32", W.numpy())})
+    assert np.array_equal(load_matrix(st).matrix, W.numpy())

@@ -22,10 +22,9 @@ from __future__ import annotations
 import contextlib
 import io
 import mmap
-import os
 import re
 from dataclasses import dataclass
-from typing import Iterator
+from typing import BinaryIO, Iterator
 
 import numpy as np
 import scipy.io
@@ -361,21 +360,26 @@ def _already_canonical(data, h: _Header) -> bool:
 
 
 @contextlib.contextmanager
-def _scipy_source(src: Source, h: _Header) -> Iterator[str | io.BytesIO]:
-    """What scipy reads, its body checked first: the path itself, or canonical bytes.
+def _scipy_source(src: Source, h: _Header) -> Iterator[BinaryIO]:
+    """What scipy reads, its body checked first: the file itself, open, or canonical bytes.
 
     A plain uncompressed file is checked through a read-only memory map and
-    read by scipy from its path, so no copy of it is held in memory; any
-    other file is rewritten by :func:`_canonical` (one copy).
+    read by scipy from the open file, so no copy of it is held in memory; any
+    other file is rewritten by :func:`_canonical` (one copy).  scipy gets the
+    file open, not its path: it passes a path on as UTF-8 text, which a name
+    that is not UTF-8 (a Latin-1 byte in it) cannot be.
     """
     if not src.compressed:
-        with src.guard(), open(src.path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            plain = _already_canonical(mapped, h)
+        with src.guard():
+            fh = open(src.path, "rb")
+        with fh:
+            with src.guard(), mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                plain = _already_canonical(mapped, h)
+                if plain:
+                    _check_body(src, mapped, h.body_offset, h)
             if plain:
-                _check_body(src, mapped, h.body_offset, h)
-        if plain:
-            yield os.fspath(src.path)
-            return
+                yield fh
+                return
     text = src.read_bytes()
     # Checked again now that the text's size is known: its copies, then the parse, the text still held.
     check_memory(CANONICAL_COPIES * len(text) + _parse_bytes(h), limit=src.max_memory,

@@ -16,6 +16,7 @@ error lists them (``sfapprox info`` does too).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import struct
@@ -126,17 +127,22 @@ def _torch_state(src: Source, max_memory: int | None = None) -> dict[str, Any]:
     import torch  # here: only .pt files need it
 
     # torch.save's zip format is memory-mapped (a tensor is read when chosen); the legacy format
-    # (_use_new_zipfile_serialization=False) cannot be, and is read whole: its size is checked first
+    # (_use_new_zipfile_serialization=False) cannot be, and is read whole: its size is checked first.
+    # torch maps a file only from its path, passed on as UTF-8 text: a file whose name is not UTF-8
+    # (a Latin-1 byte in it) is handed to torch open, and read whole too.
     zipped = zipfile.is_zipfile(src.path)
-    if not zipped:
-        check_memory(2 * os.path.getsize(src.path), what=f"{src.display}: a legacy-format PyTorch file",
-                     limit=max_memory)
+    mapped = zipped and _utf8_name(src.path)
+    if not mapped:
+        what = ("a PyTorch file read whole (torch memory-maps a file only by a UTF-8 name, and this one's is not)"
+                if zipped else "a legacy-format PyTorch file")
+        check_memory(2 * os.path.getsize(src.path), what=f"{src.display}: {what}", limit=max_memory)
     try:
         # torch's own notes ("sparse CSR support is in beta", "detected pickle protocol 4") are not the
         # user's concern: what it cannot load is said below, in one line
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), (contextlib.nullcontext(src.path) if mapped else open(src.path, "rb")) as f:
             warnings.simplefilter("ignore", UserWarning)
-            state = torch.load(src.path, map_location="cpu", weights_only=True, mmap=zipped)
+            # weights_only whichever way the file is given: tensors, dicts and lists, never code
+            state = torch.load(f, map_location="cpu", weights_only=True, mmap=mapped)
     except pickle.UnpicklingError:
         raise src.fail("holds pickled objects other than tensors (classes or code); refused, never unpickled",
                        "save the weights alone: torch.save(model.state_dict(), path), or use .safetensors") from None
@@ -144,6 +150,15 @@ def _torch_state(src: Source, max_memory: int | None = None) -> dict[str, Any]:
         raise src.fail(f"not a readable PyTorch file ({' '.join(str(exc).split())[:200]})",
                        "it may be truncated or damaged: copy or save it again") from None
     return dict(weight_tensors(state))
+
+
+def _utf8_name(path) -> bool:
+    """True when ``path`` can be passed on as UTF-8 text (a name read from a Latin-1 listing cannot)."""
+    try:
+        os.fspath(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def weight_tensors(state: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
