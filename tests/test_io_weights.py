@@ -11,7 +11,7 @@ import pytest
 import torch
 from _io_helpers import input_error
 
-from sfapprox._errors import ResourceError
+from sfapprox._errors import InputError, ResourceError
 from sfapprox.describe import describe_weights
 from sfapprox.io import load_matrix
 
@@ -148,3 +148,70 @@ def test_a_file_name_that_is_not_utf8_loads_still_weights_only(tmp_path, monkeyp
     st = tmp_path / os.fsdecode(b"ok_caf\xe9.safetensors")  # read by its own rules, from the open file
     write_safetensors(st, {"w": ("F32", W.numpy())})
     assert np.array_equal(load_matrix(st).matrix, W.numpy())
+
+
+def raw_safetensors(path, header, data: bytes):
+    """A .safetensors file with the header exactly as given (a dict, or JSON text for what a dict cannot say)."""
+    text = (header if isinstance(header, str) else json.dumps(header)).encode()
+    path.write_bytes(struct.pack("<Q", len(text)) + text + data)
+    return path
+
+
+F32_4x4 = np.arange(16, dtype=np.float32).reshape(4, 4)
+
+
+@pytest.mark.parametrize("entry, match", [
+    # [int(d) for d in shape] read these as 4 x 4, 4 x 4 and 1 x 1 (no guessed values)
+    ({"shape": "44"}, r"tensor 'w': its shape \"44\" is not a list of non-negative integers"),
+    ({"shape": [4.7, 4]}, r"tensor 'w': its shape \[4.7, 4\] is not a list of non-negative integers"),
+    ({"shape": [4.0, 4]}, r"tensor 'w': its shape \[4.0, 4\] is not"),
+    ({"shape": [True, True], "data_offsets": [0, 4]}, r"tensor 'w': its shape \[true, true\] is not"),
+    # passed the size check (16 values), then failed in numpy as "cannot parse file (ValueError: ...)"
+    ({"shape": [-4, -4]}, r"tensor 'w': its shape \[-4, -4\] is not a list of non-negative integers"),
+    ({"shape": None}, r"tensor 'w': its shape null is not"),
+    ({"data_offsets": ["0", 64]}, r"tensor 'w': its data_offsets \[\"0\", 64\] are not two integers"),
+    ({"data_offsets": [0, 64.0]}, r"tensor 'w': its data_offsets \[0, 64.0\] are not two integers"),
+    ({"data_offsets": [False, 64]}, r"tensor 'w': its data_offsets \[false, 64\] are not"),
+    ({"data_offsets": [0, 32, 64]}, r"tensor 'w': its data_offsets \[0, 32, 64\] are not two integers"),
+    ({"data_offsets": [64, 0]}, r"tensor 'w': its data offsets 64..0 do not hold a F32 tensor of shape \[4, 4\]"),
+    ({"data_offsets": [-64, 0]}, r"tensor 'w': its data offsets -64..0 do not hold"),
+    ({"data_offsets": [0, 32]}, r"its data offsets 0..32 do not hold a F32 tensor of shape \[4, 4\] \(64 bytes\)"),
+    ({"data_offsets": [32, 96]}, r"tensor 'w': its data offsets 32..96 do not hold .* \(truncated or edited\)"),
+    ({"dtype": ["F32"]}, r"tensor 'w' has dtype \[\"F32\"\], which sfapprox does not read"),
+], ids=["shape-string", "shape-float", "shape-float-integral", "shape-bool", "shape-negative", "shape-null",
+        "offsets-string", "offsets-float", "offsets-bool", "offsets-three", "offsets-reversed", "offsets-negative",
+        "offsets-short", "offsets-beyond-data", "dtype-list"])
+def test_safetensors_header_values_are_checked_never_guessed(tmp_path, entry, match):
+    header = {"w": {"dtype": "F32", "shape": [4, 4], "data_offsets": [0, 64], **entry}}
+    path = raw_safetensors(tmp_path / "bad.safetensors", header, F32_4x4.tobytes())
+    input_error(path, match)
+    with pytest.raises(InputError, match=match):  # what info lists is checked alike
+        describe_weights(path, "safetensors")
+
+
+def test_safetensors_tensors_never_share_bytes(tmp_path):
+    data = np.arange(32, dtype=np.float32).tobytes()
+    same = {"a": {"dtype": "F32", "shape": [4, 4], "data_offsets": [0, 64]},
+            "b": {"dtype": "F32", "shape": [4, 4], "data_offsets": [0, 64]}}
+    input_error(raw_safetensors(tmp_path / "same.safetensors", same, data),
+                r"tensor 'b': its data offsets 0..64 overlap tensor 'a''s 0..64; each tensor needs bytes of "
+                r"its own, so the header is damaged or edited", var="a")
+    part = {"a": {"dtype": "F32", "shape": [4, 4], "data_offsets": [0, 64]},
+            "b": {"dtype": "F32", "shape": [2, 2], "data_offsets": [60, 76]},
+            "c": {"dtype": "F32", "shape": [2, 2], "data_offsets": [96, 112]}}
+    input_error(raw_safetensors(tmp_path / "part.safetensors", part, data),
+                r"tensor 'b': its data offsets 60..76 overlap tensor 'a''s 0..64", var="a")
+    repeated = ('{"w": {"dtype": "F32", "shape": [4, 4], "data_offsets": [0, 64]}, '
+                '"w": {"dtype": "F32", "shape": [2, 2], "data_offsets": [64, 80]}}')
+    input_error(raw_safetensors(tmp_path / "twice.safetensors", repeated, data),
+                r"safetensors header names 'w' twice; which one holds is not said")
+    scalar = {**part, "s": {"dtype": "F32", "shape": [], "data_offsets": [0, 4]}}  # 1 value, in a's bytes
+    del scalar["b"]
+    input_error(raw_safetensors(tmp_path / "scalar.safetensors", scalar, data),
+                r"tensor 'a': its data offsets 0..64 overlap tensor 's''s 0..4", var="a")
+    # Neighbours share no bytes, nor does an empty tensor: read as written.
+    fine = {"a": {"dtype": "F32", "shape": [4, 4], "data_offsets": [0, 64]},
+            "b": {"dtype": "F32", "shape": [4, 4], "data_offsets": [64, 128]},
+            "e": {"dtype": "F32", "shape": [0, 4], "data_offsets": [32, 32]}}
+    path = raw_safetensors(tmp_path / "fine.safetensors", fine, data)
+    np.testing.assert_array_equal(load_matrix(path, var="b").matrix, np.arange(16, 32).reshape(4, 4))

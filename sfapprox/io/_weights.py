@@ -39,6 +39,19 @@ _DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": np.u
 _MAX_HEADER = 100 * 2**20
 
 
+class _RepeatedKey(ValueError):
+    """A JSON object names a key twice (json.loads would keep the last silently)."""
+
+
+def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise _RepeatedKey(key)
+        seen.add(key)
+    return dict(pairs)
+
+
 def _safetensors_header(src: Source) -> tuple[dict[str, Any], int]:
     """The header's tensors (name -> dtype, shape, offsets) and where the data starts."""
     size = os.path.getsize(src.path)
@@ -50,7 +63,10 @@ def _safetensors_header(src: Source) -> tuple[dict[str, Any], int]:
         if length > min(_MAX_HEADER, size - 8):
             raise src.fail(f"not a safetensors file (its header claims {length:,} bytes of a {size:,}-byte file)")
         try:
-            header = json.loads(fh.read(length))
+            header = json.loads(fh.read(length), object_pairs_hook=_no_repeats)
+        except _RepeatedKey as exc:
+            raise src.fail(f"safetensors header names {exc.args[0]!r} twice; which one holds is not said, so the "
+                           "header is damaged or edited") from None
         except (ValueError, UnicodeDecodeError) as exc:
             raise src.fail(f"safetensors header is not valid JSON ({exc})") from None
     if not isinstance(header, dict):
@@ -60,19 +76,55 @@ def _safetensors_header(src: Source) -> tuple[dict[str, Any], int]:
     for name, info in header.items():
         if name == "__metadata__":
             continue
-        try:
-            dtype, shape, (begin, end) = info["dtype"], [int(d) for d in info["shape"]], info["data_offsets"]
-        except (KeyError, TypeError, ValueError):
-            raise src.fail(f"tensor {name!r}: its header entry is malformed") from None
-        if dtype not in _DTYPES:
-            raise src.fail(f"tensor {name!r} has dtype {dtype}, which sfapprox does not read "
-                           f"(known: {', '.join(_DTYPES)})")
-        need = int(np.prod(shape, dtype=object)) * np.dtype(_DTYPES[dtype]).itemsize
-        if not (0 <= begin <= end and end - begin == need and start + end <= size):
-            raise src.fail(f"tensor {name!r}: its data offsets {begin}..{end} do not hold a {dtype} tensor of "
-                           f"shape {shape} inside the file (truncated or edited)")
-        tensors[name] = {"dtype": dtype, "shape": shape, "offsets": (begin, end)}
+        tensors[name] = _tensor_entry(src, name, info, size - start)
+    # Two tensors on the same bytes is an edited file: one of them holds values not its own.  Sorted by
+    # where they begin, any overlap shows between neighbours; an empty tensor has no bytes to share.
+    ranges = sorted((t["offsets"], n) for n, t in tensors.items() if t["offsets"][0] < t["offsets"][1])
+    for ((b1, e1), first), ((b2, e2), second) in zip(ranges, ranges[1:]):
+        if b2 < e1:
+            raise src.fail(f"tensor {second!r}: its data offsets {b2}..{e2} overlap tensor {first!r}'s {b1}..{e1}; "
+                           "each tensor needs bytes of its own, so the header is damaged or edited")
     return tensors, start
+
+
+def _shown(value: Any, most: int = 60) -> str:
+    """A header value as its JSON (``"44"`` is a string), cut to ``most`` characters (a hostile
+    header may hold a long one)."""
+    text = json.dumps(value)
+    return text if len(text) <= most else text[: most - 3] + "..."
+
+
+def _is_int(value: Any) -> bool:
+    """A JSON integer: not a float (4.0, 4.7), a string ("4") or a bool (true is 1 to Python)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _tensor_entry(src: Source, name: str, info: Any, data_size: int) -> dict[str, Any]:
+    """One tensor's header entry, checked as the format defines it: nothing is guessed or converted.
+
+    ``dtype`` a known name, ``shape`` a list of non-negative integers, ``data_offsets`` two integers
+    ``0 <= begin <= end`` within the data section (``data_size`` bytes), holding exactly the shape's
+    values.  (``[int(d) for d in shape]`` read ``"44"`` as 4 x 4, ``[4.7, 4]`` as 4 x 4, ``[true,
+    true]`` as 1 x 1, and passed ``[-4, -4]`` on to fail in numpy.)
+    """
+    if not isinstance(info, dict) or not {"dtype", "shape", "data_offsets"} <= info.keys():
+        raise src.fail(f"tensor {name!r}: its header entry is malformed (it needs dtype, shape and data_offsets)")
+    dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+    if not isinstance(dtype, str) or dtype not in _DTYPES:
+        shown = dtype if isinstance(dtype, str) else _shown(dtype)
+        raise src.fail(f"tensor {name!r} has dtype {shown}, which sfapprox does not read (known: {', '.join(_DTYPES)})")
+    if not isinstance(shape, list) or not all(_is_int(d) and d >= 0 for d in shape):
+        raise src.fail(f"tensor {name!r}: its shape {_shown(shape)} is not a list of non-negative integers, "
+                       "so the header is damaged or edited")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_int(d) for d in offsets)):
+        raise src.fail(f"tensor {name!r}: its data_offsets {_shown(offsets)} are not two integers "
+                       "[begin, end], so the header is damaged or edited")
+    begin, end = offsets
+    need = int(np.prod(shape, dtype=object)) * np.dtype(_DTYPES[dtype]).itemsize
+    if not (0 <= begin <= end and end - begin == need and end <= data_size):
+        raise src.fail(f"tensor {name!r}: its data offsets {begin}..{end} do not hold a {dtype} tensor of "
+                       f"shape {shape} ({need:,} bytes) inside the file (truncated or edited)")
+    return {"dtype": dtype, "shape": shape, "offsets": (begin, end)}
 
 
 def _choose(src: Source, shapes: dict[str, list[int]], var: str | None) -> str:
