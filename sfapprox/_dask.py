@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+
 from ._errors import ParameterError, one_line
 
-__all__ = ["connect"]
+__all__ = ["connect", "CONNECT_SECONDS"]
+
+#: Seconds a scheduler has to answer; a connection attempt is abandoned this much later still.
+CONNECT_SECONDS, GRACE_SECONDS = 10, 5
 
 
 def connect(scheduler: str, what: str = "--scheduler"):
@@ -33,10 +38,34 @@ def connect(scheduler: str, what: str = "--scheduler"):
         raise ParameterError(f"{what} needs dask.distributed, an optional extra: pip install 'sfapprox[dask]'") from None
     if not scheduler.strip():
         raise ParameterError(f"{what} needs the scheduler's address (such as tcp://10.0.0.5:8786), got an empty one")
-    try:
-        return Client(scheduler, timeout="10s")
-    except (OSError, TimeoutError) as exc:
-        raise ParameterError(f"cannot connect to the Dask scheduler at {scheduler} ({one_line(exc)})") from None
-    except ValueError as exc:  # an address dask cannot parse ("missing port number", a broken IPv6 bracket)
+    # On a thread, to hold the 10 s whatever answers: a server that accepts and never replies kept
+    # Client's handshake waiting past its own timeout (100 s and more).
+    outcome: dict = {}
+
+    def attempt() -> None:
+        try:
+            outcome["client"] = Client(scheduler, timeout=f"{CONNECT_SECONDS}s")
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread below
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=attempt, name="sfapprox-dask-connect", daemon=True)
+    worker.start()
+    worker.join(CONNECT_SECONDS + GRACE_SECONDS)
+    if worker.is_alive():
+        raise ParameterError(f"nothing answered as a Dask scheduler at {scheduler} within {CONNECT_SECONDS} s; "
+                             f"check {what}'s address (such as tcp://10.0.0.5:8786)")
+    exc = outcome.get("error")
+    if exc is None:
+        return outcome["client"]
+    if not isinstance(exc, Exception):
+        raise exc  # (KeyboardInterrupt and the like)
+    if isinstance(exc, ValueError):  # an address dask cannot parse ("missing port number", a broken IPv6 bracket)
         raise ParameterError(f"{what} {scheduler!r} is not a scheduler address ({one_line(exc)}); give one such "
                              "as tcp://10.0.0.5:8786") from None
+    if isinstance(exc, (OSError, TimeoutError)):
+        raise ParameterError(f"cannot connect to the Dask scheduler at {scheduler} ({one_line(exc)})") from None
+    # Anything else came from what answered: a server that is no Dask scheduler (its reply read as a
+    # message of exabytes: "out of memory"), a scheme this install cannot use (tls:// without
+    # certificates, ucx:// without its package).
+    raise ParameterError(f"no Dask scheduler answered at {scheduler} ({type(exc).__name__}: {one_line(exc)}); "
+                         f"check {what}'s address and its scheme (tcp://)") from None

@@ -38,6 +38,20 @@ def resolve_device(device: str | None = "auto"):
     raise ParameterError(f"unknown device {device!r}; choose auto, cpu, cuda or cuda:N")
 
 
+def check_device(device: str | None) -> None:
+    """Refuse, before any work, a device this machine does not have (``"cuda"`` without a GPU): a
+    comparison ran its other methods first, or recorded ``"cuda"`` for CPU-only ones, and a batch
+    wrote a failed line per SF fit.  ``"auto"`` and ``"cpu"`` are not checked (torch stays unloaded).
+
+    Raises
+    ------
+    DeviceError
+        As :func:`resolve_device`.
+    """
+    if (device or "auto").strip().lower() not in ("auto", "cpu"):
+        resolve_device(device)
+
+
 def resolve_dtype(dtype: str | None, device, float32_from: int | None = None, n: int | None = None) -> "torch.dtype":  # noqa: F821
     """Map ``"float64" | "float32" | None`` to a torch dtype.
 

@@ -64,6 +64,26 @@ def share(executor, objects: Sequence[Any]) -> list[Any]:
     return list(objects)
 
 
+#: Exceptions (by name: dask is optional) that say a Dask cluster went away under a task, not that
+#: the task failed: its scheduler stopped or was killed, a worker died (over its memory limit).
+_LOST = ("FutureCancelledError", "CancelledError", "KilledWorker", "CommClosedError")
+
+
+def _result(future, executor) -> Any:
+    """``future.result()``; a Dask cluster lost under it is one :class:`ResourceError` (it was a
+    traceback ending in ``FutureCancelledError: ... scheduler-connection-lost``, exit 1)."""
+    try:
+        return future.result()
+    except Exception as exc:
+        if not _is_dask(executor) or not any(k.__name__ in _LOST for k in type(exc).__mro__):
+            raise
+        from ._errors import ResourceError, one_line
+
+        raise ResourceError(f"the Dask cluster was lost during a pass over the columns ({type(exc).__name__}: "
+                            f"{one_line(exc)}); check that its scheduler runs and its workers have the memory "
+                            "(a worker over its limit is restarted), then run again") from None
+
+
 def ordered_map(executor, fn: Callable, items: Iterable[Any], shared: Sequence[Any] = (),
                 window: int | None = None) -> Iterator[Any]:
     """``fn(*shared, item)`` for each item on ``executor``, yielded in the items' order.
@@ -97,9 +117,9 @@ def ordered_map(executor, fn: Callable, items: Iterable[Any], shared: Sequence[A
         for item in items:
             pending.append(executor.submit(fn, *args, item, **options))
             if len(pending) >= window:
-                yield pending.popleft().result()
+                yield _result(pending.popleft(), executor)
         while pending:
-            yield pending.popleft().result()
+            yield _result(pending.popleft(), executor)
     finally:
         for future in pending:
             future.cancel()

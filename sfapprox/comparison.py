@@ -412,7 +412,11 @@ def settings_with(settings: FitSettings | None, changes: Mapping[str, Any], call
         raise TypeError(f"{caller}() got {what} {', '.join(map(repr, unknown))}{hint}; besides its own "
                         f"parameters it takes the FitSettings fields {', '.join(fields)}")
     settings = settings or FitSettings()
-    return settings.replace(**changes) if changes else settings
+    settings = settings.replace(**changes) if changes else settings
+    from ._device import check_device
+
+    check_device(settings.device)  # before any method runs: not after the ones that need no torch
+    return settings
 
 
 def compare(

@@ -567,3 +567,24 @@ def test_include_without_a_stored_count_is_refused_before_any_fit(given):
     # a surrogate operator (an estimator's operator_) is scored like a method
     row = compare(X, "tsvd", budget=500, include={"mine": fitted.operator_}).results[1]
     assert (row.method, row.status, row.nnz) == ("mine", "ok", fitted.n_stored_)
+
+
+def test_a_device_this_machine_lacks_is_refused_before_any_method(monkeypatch):
+    """--device cuda on a CPU-only machine ran tsvd first (and, with tsvd and sparse alone, recorded
+    "device": "cuda" and exited 0); a batch wrote a failed line per SF fit."""
+    import torch
+    from typer.testing import CliRunner
+
+    from sfapprox import DeviceError, compare
+    from sfapprox.cli import app
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    ran = []
+    import sfapprox.comparison as comparison
+
+    monkeypatch.setattr(comparison, "run_method", lambda *a, **k: ran.append(a) or pytest.fail("a method ran"))
+    with pytest.raises(DeviceError, match="no CUDA GPU"):
+        compare(np.eye(8), "tsvd,sparse", device="cuda")
+    result = CliRunner().invoke(app, ["compare", "missing.npy", "--methods", "tsvd", "--device", "cuda"])
+    assert result.exit_code == 2 and "no CUDA GPU" in result.output and "missing.npy" not in result.output
+    assert not ran

@@ -69,3 +69,80 @@ def test_worker_count_and_share_for_a_plain_pool():
         assert worker_count(pool) == 3
         objects = [object()]
         assert share(pool, objects) == objects  # a local pool takes the objects as they are
+
+
+def test_a_dask_cluster_lost_under_a_pass_is_one_resource_error(monkeypatch):
+    """A scheduler closed or killed (or a worker over its memory limit) during compare --scheduler ended in a
+    traceback ("FutureCancelledError: ... scheduler-connection-lost") and exit 1."""
+    pytest.importorskip("distributed")
+    from distributed.client import FutureCancelledError
+
+    from sfapprox import ResourceError
+    from sfapprox import _executors
+
+    class Lost:
+        def result(self):
+            raise FutureCancelledError("k", "scheduler-connection-lost")
+
+        def cancel(self):
+            pass
+
+    class Cluster:  # what _is_dask recognises
+        scatter = scheduler_info = None
+
+        def submit(self, fn, *args, **kw):
+            return Lost()
+
+    monkeypatch.setattr(_executors, "share", lambda executor, shared: list(shared))
+    monkeypatch.setattr(_executors, "worker_count", lambda executor: 1)
+    with pytest.raises(ResourceError, match="the Dask cluster was lost"):
+        list(_executors.ordered_map(Cluster(), abs, [1, 2]))
+
+
+def test_a_task_s_own_error_still_propagates_as_itself(monkeypatch):
+    from sfapprox import _executors
+
+    class Failed:
+        def result(self):
+            raise ZeroDivisionError("the task's own")
+
+        def cancel(self):
+            pass
+
+    class Cluster:
+        scatter = scheduler_info = None
+
+        def submit(self, fn, *args, **kw):
+            return Failed()
+
+    monkeypatch.setattr(_executors, "share", lambda executor, shared: list(shared))
+    monkeypatch.setattr(_executors, "worker_count", lambda executor: 1)
+    with pytest.raises(ZeroDivisionError):
+        list(_executors.ordered_map(Cluster(), abs, [1]))
+
+
+def test_a_server_that_answers_but_is_no_scheduler_is_refused_in_time(monkeypatch):
+    """A server that accepted and never replied kept compare --scheduler waiting past 100 s (it says 10 s);
+    tls:// without certificates was a TypeError traceback."""
+    pytest.importorskip("distributed")
+    import socket
+    import threading
+    import time
+
+    from sfapprox import ParameterError
+    from sfapprox import _dask
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    held = []
+    threading.Thread(target=lambda: held.append(server.accept()), daemon=True).start()
+    monkeypatch.setattr(_dask, "CONNECT_SECONDS", 1)
+    monkeypatch.setattr(_dask, "GRACE_SECONDS", 1)
+    began = time.monotonic()
+    with pytest.raises(ParameterError, match="nothing answered as a Dask scheduler"):
+        _dask.connect(f"tcp://127.0.0.1:{server.getsockname()[1]}")
+    assert time.monotonic() - began < 10
+    server.close()
+    with pytest.raises(ParameterError, match="no Dask scheduler answered at tls://127.0.0.1:1"):
+        _dask.connect("tls://127.0.0.1:1")

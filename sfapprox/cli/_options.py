@@ -176,12 +176,21 @@ FIT = Group(
         _param("threads", Annotated[Optional[int], typer.Option("--threads", min=1, help="CPU threads of the fits, at most the cores this process may use (default: chosen from the work size and the free cores).", metavar="N")], None),
         _MAX_MEMORY,
     ),
-    lambda v: _in_option_words(lambda: FitSettings(
+    lambda v: _usable(_in_option_words(lambda: FitSettings(
         max_iter=v["iters"], time_limit="auto" if v["time_limit"] is None else v["time_limit"] or None,
         seed=v["seed"], device=v["device"],
         dtype=v["dtype"], threads=v["threads"], max_memory=parse_size(v["max_memory"]),
-    )),
+    ))),
 )
+
+
+def _usable(settings: FitSettings) -> FitSettings:
+    """``settings`` once its device is one this machine has (checked before any file is read: a batch
+    fetched its downloads and wrote a failed line per SF fit for --device cuda on a CPU)."""
+    from .._device import check_device
+
+    check_device(settings.device)
+    return settings
 
 #: The command-line option of each FitSettings field whose value a user types.
 _FIT_OPTIONS = {"max_iter": "--iters", "time_limit": "--time-limit", "seed": "--seed", "device": "--device",
