@@ -471,3 +471,54 @@ def test_fetch_command_offline_one_line_per_entry_and_counts(tmp_path):
     assert lines[-2].startswith("1 present, 2 missing (1 generated, nothing to fetch); download cache: ")
     assert lines[-1] == "no network: could not reach 127.0.0.1 (connection refused); skipped the downloads of 1 more entry"
     assert "Traceback" not in result.output and "urllib3" not in result.output
+
+
+def test_a_download_that_stalls_is_that_download_s_problem_not_the_network_s():
+    """A server that sent its headers and then nothing was reported as "no network: could not reach
+    127.0.0.1", and every later entry's download was skipped, on other hosts too."""
+    import requests
+
+    from sfapprox.datasets.fetch import download_problem
+
+    url = "http://127.0.0.1:9/x.mtx"
+    stalled = requests.ConnectionError("HTTPConnectionPool(host='127.0.0.1', port=9): Read timed out.")
+    for exc in (stalled, requests.ReadTimeout("HTTPConnectionPool(host='127.0.0.1', port=9): Read timed out.")):
+        problem = download_problem(exc, url)
+        assert problem.startswith(f"download from {url} stalled") and not problem.startswith("no network")
+    assert download_problem(requests.ConnectTimeout("timed out"), url).startswith("no network")
+
+
+def test_a_bad_download_is_never_reused_and_no_copy_is_kept(tmp_path, monkeypatch):
+    """pooch reuses a file already in .downloads: a wrong or truncated copy was "downloaded" again on every
+    retry without a request (the README says a bad download is deleted), and each good one kept twice."""
+    import gzip
+    import hashlib
+
+    import pooch
+
+    from sfapprox.datasets import fetch
+
+    good = b"%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 1.0\n"
+    served = {"body": gzip.compress(b"wrong")}
+    requests_made = []
+
+    def fake_retrieve(url, known_hash, fname, path, downloader, progressbar):
+        requests_made.append(url)
+        out = Path(path) / fname
+        if not out.exists():  # pooch's own rule: a file there is reused
+            out.write_bytes(served["body"])
+        return str(out)
+
+    monkeypatch.setattr(pooch, "retrieve", fake_retrieve)
+    m = tmp_path / "m.toml"
+    m.write_text('[[matrix]]\nname = "g"\ncategory = "network"\nfile = "g.mtx"\nurl = "http://h/g.mtx.gz"\n'
+                 f'sha256 = "{hashlib.sha256(good).hexdigest()}"\n')
+    from sfapprox.datasets.manifest import load_manifest
+
+    entry = load_manifest(m).entries[0]
+    with pytest.raises(Exception, match="(?i)sha-?256|mismatch"):
+        fetch._download(entry, tmp_path / "cache", None)
+    served["body"] = gzip.compress(good)  # the server fixed
+    path, verified = fetch._download(entry, tmp_path / "cache", None)
+    assert verified and path.read_bytes() == good and len(requests_made) == 2
+    assert list((tmp_path / "cache" / ".downloads").iterdir()) == []  # no copy kept beside the file

@@ -466,6 +466,12 @@ def download_problem(exc: BaseException, url: str) -> str:
     if requests is not None:
         if isinstance(exc, requests.HTTPError) and exc.response is not None:
             return f"download from {url} failed (HTTP {exc.response.status_code} {exc.response.reason or ''})".replace(" )", ")")
+        if isinstance(exc, requests.ReadTimeout) or (isinstance(exc, requests.ConnectionError)
+                                                     and not isinstance(exc, requests.ConnectTimeout)
+                                                     and "read timed out" in text.lower()):
+            # the host answered, then sent nothing for the read timeout: this download's problem, not the
+            # network's (every later host was skipped as unreachable)
+            return f"download from {url} stalled (no data within the read timeout); try again later"
         if isinstance(exc, requests.Timeout):
             return f"no network: {host} did not answer in time"
         if isinstance(exc, requests.ConnectionError):
@@ -518,13 +524,26 @@ def _download(entry: Entry, target: Path, max_bytes: int | None) -> tuple[Path, 
     downloads = target / ".downloads"
     downloads.mkdir(parents=True, exist_ok=True)
     limit = size_limit(downloads, max_bytes)
+    # The downloaded copy is this run's own (its process in the name) and removed once used: pooch
+    # reuses a file already there, so a bad or truncated copy of an earlier run was "downloaded" again
+    # on every retry without a request, and each good one was kept twice.
+    spot = downloads / f"{entry.name}-{os.getpid()}-{name}"
+    spot.unlink(missing_ok=True)
     try:
-        fetched = Path(pooch.retrieve(entry.url, known_hash=known, fname=f"{entry.name}-{name}", path=downloads,
+        fetched = Path(pooch.retrieve(entry.url, known_hash=known, fname=spot.name, path=downloads,
                                       downloader=_bounded_downloader(entry, limit), progressbar=False))
     except ValueError as exc:  # pooch's hash mismatch (the temporary file is already gone)
         if "hash" in str(exc).lower():
             raise ChecksumError(f"{entry.where}: download from {entry.url}: {' '.join(str(exc).split())}") from None
         raise
+    try:
+        return _place(entry, fetched, target, max_bytes)
+    finally:
+        fetched.unlink(missing_ok=True)
+
+
+def _place(entry: Entry, fetched: Path, target: Path, max_bytes: int | None) -> tuple[Path, bool]:
+    """The entry's file from the downloaded ``fetched``: extracted, decompressed or copied, checked."""
     final = target / entry.file
     final.parent.mkdir(parents=True, exist_ok=True)
     if entry.member is not None:
