@@ -69,19 +69,28 @@ def share(executor, objects: Sequence[Any]) -> list[Any]:
 _LOST = ("FutureCancelledError", "CancelledError", "KilledWorker", "CommClosedError")
 
 
+def cluster_lost(exc: BaseException, during: str = "a pass over the columns"):
+    """The :class:`~sfapprox.ResourceError` to raise where ``exc`` (a task's ``result()``) says that its Dask
+    cluster went away (:data:`_LOST`), else None (the task's own failure)."""
+    if not any(k.__name__ in _LOST for k in type(exc).__mro__):
+        return None
+    from ._errors import ResourceError, one_line
+
+    return ResourceError(f"the Dask cluster was lost during {during} ({type(exc).__name__}: {one_line(exc)}); "
+                         "check that its scheduler runs and its workers have the memory (a worker over its limit "
+                         "is restarted), then run again")
+
+
 def _result(future, executor) -> Any:
     """``future.result()``; a Dask cluster lost under it is one :class:`ResourceError` (it was a
     traceback ending in ``FutureCancelledError: ... scheduler-connection-lost``, exit 1)."""
     try:
         return future.result()
     except Exception as exc:
-        if not _is_dask(executor) or not any(k.__name__ in _LOST for k in type(exc).__mro__):
+        lost = cluster_lost(exc) if _is_dask(executor) else None
+        if lost is None:
             raise
-        from ._errors import ResourceError, one_line
-
-        raise ResourceError(f"the Dask cluster was lost during a pass over the columns ({type(exc).__name__}: "
-                            f"{one_line(exc)}); check that its scheduler runs and its workers have the memory "
-                            "(a worker over its limit is restarted), then run again") from None
+        raise lost from None
 
 
 def ordered_map(executor, fn: Callable, items: Iterable[Any], shared: Sequence[Any] = (),

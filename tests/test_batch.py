@@ -895,3 +895,47 @@ def test_lines_of_another_format_or_a_newer_version_or_with_control_characters_a
     assert "a newer sfapprox wrote it" in record_problem({**line, "version": RECORD_VERSION + 1})
     assert "field 'version'" in record_problem({**line, "version": "1"})
     assert "control character" in record_problem({**line, "matrix": "a\x1b[2Jb"})
+
+
+def test_a_dask_batch_connects_before_any_work_and_stops_when_its_cluster_is_lost(tmp_path, monkeypatch):
+    """batch --executor dask connected after its downloads and lines ("--executor dask 'foo:bar' is not a
+    scheduler address" once the cache was filled), and a scheduler killed mid-run wrote a "failed" line per
+    pair that never ran, exit 0."""
+    pytest.importorskip("distributed")
+    from distributed.client import FutureCancelledError
+
+    from sfapprox import ParameterError, ResourceError
+    from sfapprox.datasets import batch as B
+
+    m = tmp_path / "m.toml"
+    m.write_text('[[matrix]]\nname = "band"\ncategory = "synthetic"\ngenerator = "banded"\nparams = {n = 16}\n')
+    with pytest.raises(ParameterError, match="--scheduler 'foo:bar' is not a scheduler address"):
+        B.run_batch(m, tmp_path / "out", B.BatchOptions(methods=("tsvd",)), executor="dask", scheduler="foo:bar")
+    assert not (tmp_path / "out").exists()  # nothing made before the connection
+
+    class Lost:
+        key = "k"
+
+        def result(self):
+            raise FutureCancelledError("k", "scheduler-connection-lost")
+
+    class Client:
+        closed = False
+
+        def map(self, fn, tasks, pure):
+            return [Lost() for _ in tasks]
+
+        def cancel(self, futures):
+            pass
+
+        def close(self):
+            Client.closed = True
+
+    import dask.distributed
+
+    monkeypatch.setattr(B, "connect", lambda scheduler, what: Client())
+    monkeypatch.setattr(dask.distributed, "as_completed", lambda futures: iter(futures))
+    with pytest.raises(ResourceError, match="the Dask cluster was lost during the batch"):
+        B.run_batch(m, tmp_path / "out2", B.BatchOptions(methods=("tsvd",)), executor="dask", scheduler="tcp://h:1")
+    assert Client.closed
+    assert not (tmp_path / "out2" / B.RESULTS_FILE).exists() or "failed" not in (tmp_path / "out2" / B.RESULTS_FILE).read_text()

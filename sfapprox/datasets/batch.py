@@ -46,6 +46,7 @@ from typing import Any
 
 from .._base import parse_methods
 from .._dask import connect
+from .._executors import cluster_lost
 from .._errors import ParameterError, one_line
 from .._settings import PROTOCOLS
 from ..budget import parse_budget
@@ -448,12 +449,19 @@ def run_batch(
     manifest = load_manifest(manifest_path)
     entries = manifest.select(only)
     out = Path(out_dir)
-    _make_folder(out, "the output folder")
-    emit = on_event or (lambda *a, **k: None)
-    with folder_lock(out, wait=wait, on_wait=lambda holder: emit("waiting", holder=holder)):
-        _make_folder(out / "factors", "the folder of the saved factors")
-        _remove_stale_temporaries(out)
-        return _run_locked(out, entries, options, force, jobs, executor, scheduler, on_event, manifest.names())
+    # Connected before any work (the folders, the lock, downloads, lines), as compare connects: a wrong
+    # address cost a batch its downloads and an 'unavailable' line before it was said.
+    client = connect(scheduler, "--scheduler") if executor == "dask" else None
+    try:
+        _make_folder(out, "the output folder")
+        emit = on_event or (lambda *a, **k: None)
+        with folder_lock(out, wait=wait, on_wait=lambda holder: emit("waiting", holder=holder)):
+            _make_folder(out / "factors", "the folder of the saved factors")
+            _remove_stale_temporaries(out)
+            return _run_locked(out, entries, options, force, jobs, executor, client, on_event, manifest.names())
+    finally:
+        if client is not None:
+            client.close()
 
 
 def _make_folder(path: Path, what: str) -> None:
@@ -569,7 +577,7 @@ def orphan_lines(existing: ResultsFile, manifest_names: Iterable[str], selected:
 
 
 def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: bool, jobs: int,
-                executor: str, scheduler: str | None, on_event: Event | None,
+                executor: str, client, on_event: Event | None,
                 manifest_names: list[str]) -> BatchSummary:
     results = out / RESULTS_FILE
     existing = read_results(results)
@@ -615,14 +623,14 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
     emit = on_event or (lambda *a, **k: None)
     emit("start", total=len(tasks), skipped=skipped, pairs=summary.to_do)
     try:
-        return _run_tasks(results, tasks, summary, Path(cache), network, jobs, executor, scheduler, emit, on_event)
+        return _run_tasks(results, tasks, summary, Path(cache), network, jobs, executor, client, emit, on_event)
     finally:  # also after an interrupt: a redone pair's new line replaces its old one, an unredone keeps it
         if drop:
             supersede_results(results, drop)
 
 
 def _run_tasks(results: Path, tasks: list, summary: BatchSummary, cache: Path, network, jobs: int, executor: str,
-               scheduler: str | None, emit: Event, on_event: Event | None) -> BatchSummary:
+               client, emit: Event, on_event: Event | None) -> BatchSummary:
     """The tasks' records appended to ``results`` as they finish (serially, on processes or on Dask)."""
     with ResultsWriter(results) as writer:
 
@@ -640,7 +648,7 @@ def _run_tasks(results: Path, tasks: list, summary: BatchSummary, cache: Path, n
         finally:
             summary.no_network, summary.downloads_skipped = network.down, list(network.skipped)
         if executor == "dask":
-            summary.interrupted = _run_dask(tasks, scheduler, write, emit)
+            summary.interrupted = _run_dask(tasks, client, write, emit)
         elif jobs > 1 and len(tasks) > 1:
             summary.interrupted = _run_processes(tasks, jobs, write, emit)
         else:
@@ -831,9 +839,8 @@ def _stop_pool(pool, interrupted: bool) -> None:
         process.join(max(0.0, deadline - time.monotonic()))
 
 
-def _run_dask(tasks: list[MatrixTask], scheduler: str, write: Callable[[dict], None], emit: Event) -> bool:
-    client = connect(scheduler, "--executor dask")  # as_completed looks up the default client
-    from dask.distributed import as_completed
+def _run_dask(tasks: list[MatrixTask], client, write: Callable[[dict], None], emit: Event) -> bool:
+    from dask.distributed import as_completed  # (it looks up the default client: ``client``)
     futures = []
     try:
         futures = client.map(run_matrix, tasks, pure=False)
@@ -845,6 +852,9 @@ def _run_dask(tasks: list[MatrixTask], scheduler: str, write: Callable[[dict], N
             try:
                 records = future.result()
             except Exception as exc:
+                lost = cluster_lost(exc, "the batch")
+                if lost is not None:  # the run stops: no "failed" line for pairs that never ran
+                    raise lost from None
                 records = _worker_failure(task, exc)
             for record in records:
                 if record["status"] != "interrupted":
@@ -856,7 +866,5 @@ def _run_dask(tasks: list[MatrixTask], scheduler: str, write: Callable[[dict], N
     except BaseException:  # e.g. a full disk while writing a line: stop the cluster's work too
         client.cancel(futures)
         raise
-    finally:
-        client.close()
     return False
 
