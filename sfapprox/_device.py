@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ._errors import DeviceError, ParameterError
 
 __all__ = ["resolve_device", "resolve_dtype"]
@@ -18,7 +20,11 @@ def resolve_device(device: str | None = "auto"):
     """
     import torch
 
+    if device is not None and not str(device).strip():  # (FitSettings refused it; the estimators took it as auto)
+        raise ParameterError("device is empty; choose auto, cpu, cuda or cuda:N")
     name = (device or "auto").strip().lower()
+    if (name.startswith("cuda") and not re.fullmatch(r"cuda(:\d+)?", name)):
+        raise ParameterError(f"unknown device {device!r}; choose auto, cpu, cuda or cuda:N")  # before "no GPU"
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cpu":

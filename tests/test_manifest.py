@@ -213,3 +213,13 @@ def test_generator_bounds_that_depend_on_n_are_checked_against_its_n(tmp_path):
     (tmp_path / "m.toml").write_text(ok.replace("n = 100", "n = 8"))
     with pytest.raises(ManifestError, match=r"bandwidth=10 must be between 0 and n-1=7"):
         load_manifest(tmp_path / "m.toml")
+
+
+def test_a_control_character_in_a_file_name_is_refused_when_the_manifest_is_read(tmp_path):
+    """A NUL byte in ``file`` passed the manifest's checks and failed at download ("embedded null byte")."""
+    from sfapprox.datasets.manifest import ManifestError, load_manifest
+
+    m = tmp_path / "m.toml"
+    m.write_text('[[matrix]]\nname = "x"\ncategory = "network"\nfile = "x\\u0000.mtx"\nurl = "http://h/x.mtx"\n')
+    with pytest.raises(ManifestError, match="holds a control character"):
+        load_manifest(m)

@@ -66,3 +66,19 @@ def test_time_share_passes_unused_time_on(monkeypatch):
     own = FitSettings(time_limit=7).share_time(3)
     assert [own.next_limit() for _ in range(3)] == [7.0, 7.0, 7.0]
     assert FitSettings(time_limit=0).share_time(2).next_limit() is None
+
+
+@pytest.mark.parametrize("device, message", [("", "device is empty"), ("  ", "device is empty"),
+                                             ("cuda:abc", "unknown device 'cuda:abc'"), ("cudax", "unknown device")])
+def test_an_empty_or_malformed_device_is_refused_by_the_estimators_as_by_the_settings(device, message):
+    """ChordSF, RobustPCA and NMF took device="" as auto (FitSettings refused it), and "cuda:abc" was
+    "no CUDA GPU is available" instead of a malformed name."""
+    import numpy as np
+
+    from sfapprox import ChordSF, ParameterError
+    from sfapprox._device import resolve_device
+
+    with pytest.raises(ParameterError, match=message):
+        resolve_device(device)
+    with pytest.raises(ParameterError, match=message):
+        ChordSF(device=device, max_iter=2).fit(np.eye(8))

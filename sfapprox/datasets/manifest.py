@@ -455,6 +455,8 @@ def _reference(item: dict[str, Any], where: str) -> dict[str, float]:
 
 
 def _check_relative(value: str, key: str, where: str) -> None:
+    if any(ord(c) < 32 for c in value):  # a NUL byte was refused only at download time ("embedded null byte")
+        raise ManifestError(f"{where}: field {key!r} = {value!r} holds a control character; a file name has none")
     pure = PurePosixPath(value.replace("\\", "/"))
     if pure.is_absolute() or ".." in pure.parts or re.match(r"^[A-Za-z]:", value):
         raise ManifestError(f"{where}: field {key!r} = {value!r} must be a relative path without '..'")
