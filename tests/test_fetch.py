@@ -522,3 +522,28 @@ def test_a_bad_download_is_never_reused_and_no_copy_is_kept(tmp_path, monkeypatc
     path, verified = fetch._download(entry, tmp_path / "cache", None)
     assert verified and path.read_bytes() == good and len(requests_made) == 2
     assert list((tmp_path / "cache" / ".downloads").iterdir()) == []  # no copy kept beside the file
+
+
+def test_a_corrupted_download_in_the_cache_says_how_to_replace_it(tmp_path):
+    """A corrupted file in the download cache failed every run with "SHA-256 mismatch ... corrupted" and
+    no word of what to do, though its URL is known."""
+    import hashlib
+
+    from sfapprox.datasets.fetch import _entry_cache, locate
+    from sfapprox.datasets.manifest import load_manifest
+
+    m = tmp_path / "m.toml"
+    m.write_text('[[matrix]]\nname = "g"\ncategory = "network"\nfile = "g.mtx"\nurl = "http://h/g.mtx"\n'
+                 f'sha256 = "{hashlib.sha256(b"good").hexdigest()}"\n')
+    entry = load_manifest(m).entries[0]
+    cache = tmp_path / "cache"
+    folder = _entry_cache(entry, cache)
+    folder.mkdir(parents=True)
+    (folder / "g.mtx").write_bytes(b"bad")
+    with pytest.raises(ChecksumError, match="it is a download in sfapprox's cache: delete it"):
+        locate(entry, cache=cache)
+    (folder / "g.mtx").unlink()
+    (tmp_path / "g.mtx").write_bytes(b"bad")  # beside the manifest: the user's own file, no such advice
+    with pytest.raises(ChecksumError) as info:
+        locate(entry, cache=cache)
+    assert "delete it" not in str(info.value)

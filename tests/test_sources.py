@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -327,3 +329,18 @@ def test_a_symmetric_source_is_formed_exactly_symmetric():
     assert np.array_equal(X, X.T)
     assert np.allclose(X, np.concatenate([K.columns(np.arange(j, min(300, j + 50))) for j in range(0, 300, 50)], axis=1),
                        rtol=0, atol=1e-14)
+
+
+def test_a_points_file_s_errors_name_its_path(tmp_path):
+    """"nan: point 3 has a non-finite coordinate" named the file by its stem only (the tables' name)."""
+    from sfapprox import InputError
+    from sfapprox.io import open_matrix
+
+    path = tmp_path / "pts.csv"
+    path.write_text("1,2\n3,nan\n5,6\n")
+    with pytest.raises(InputError, match=re.escape(f"{path}: point 1 has a non-finite coordinate")):
+        open_matrix(path, kernel="rbf")
+    qk = tmp_path / "att.npz"
+    np.savez(qk, q=np.ones((4, 3)), k=np.ones((4, 2)))
+    with pytest.raises(InputError, match=re.escape(f"{qk}: ")):
+        open_matrix(qk, format="attention")

@@ -270,16 +270,20 @@ def _nearest_folder(path: Path) -> Path:
     return path
 
 
-def _verify(entry: Entry, path: Path) -> bool:
-    """Check ``path`` against the entry's hashes; True if checked, False if it has none."""
+def _verify(entry: Entry, path: Path, origin: str = "") -> bool:
+    """Check ``path`` against the entry's hashes; True if checked, False if it has none.  ``origin``
+    "cache": the file is a download of sfapprox's own, which the message says how to replace."""
     if not entry.sha256:
         return False
     got = file_sha256(path)
     if got not in entry.sha256:
         expected = entry.sha256[0] if len(entry.sha256) == 1 else " or ".join(entry.sha256)
+        # a corrupted download in the cache failed every later run with no word of what to do
+        redo = (f"; it is a download in sfapprox's cache: delete it ({path}) and fetch again"
+                if origin == "cache" and entry.url else "")
         raise ChecksumError(
             f"{entry.where}: {path}: SHA-256 mismatch (expected {expected}, got {got}); "
-            "the file is corrupted or a different version (or the manifest's hash is outdated)"
+            f"the file is corrupted or a different version (or the manifest's hash is outdated){redo}"
         )
     return True
 
@@ -373,7 +377,7 @@ def locate(entry: Entry, *, data_dir: str | os.PathLike | None = None, cache: Pa
     if found is None:
         return None
     path, origin = found
-    return Located(path, origin, _verify(entry, path))
+    return Located(path, origin, _verify(entry, path, origin))
 
 
 def fetch_entry(

@@ -198,11 +198,11 @@ def open_matrix(
             raise ParameterError("a kernel reads a table of points; it does not combine with an attention map "
                                  "or a covariance")
         _refuse_unused(options, "--kernel (kernel=) reads a table of points", var=var)
-        return _from_file(KernelMatrix(read_points(path, format=format, max_memory=max_memory), kernel, bandwidth,
-                                       name=_stem(path)), path)
+        points = read_points(path, format=format, max_memory=max_memory)
+        return _from_file(_by_path(path, lambda: KernelMatrix(points, kernel, bandwidth, name=_stem(path))), path)
     if format == "attention":
         _refuse_unused(options, "an attention map (format='attention') reads Q and K from an .npz")
-        return _from_file(_attention(path, var, max_memory), path)
+        return _from_file(_by_path(path, lambda: _attention(path, var, max_memory)), path)
     if format in (None, "npy") and var is None and _big_npy(path, max_memory):
         return _from_file(open_npy(path), path, hashed=False)
     return load_matrix(path, format=format, var=var, max_memory=max_memory, **options)
@@ -224,6 +224,18 @@ def _refuse_unused(options: dict, reads: str, *, var: str | None = None) -> None
     if given:
         raise ParameterError(f"{reads}: {', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to it "
                              "(the options of a matrix file: leave them out)")
+
+
+def _by_path(path, build):
+    """``build()``, whose errors about the source (named by the file's stem, as its tables name it) name
+    the file's path: "nan: point 3 has a non-finite coordinate" said which file only by its stem."""
+    try:
+        return build()
+    except InputError as exc:
+        stem, text = _stem(path), str(exc)
+        if text.startswith(f"{stem}: "):
+            raise InputError(f"{os.fspath(path)}: {text[len(stem) + 2:]}") from None
+        raise
 
 
 def _from_file(source: MatrixSource, path, *, hashed: bool = True) -> MatrixSource:
