@@ -17,7 +17,7 @@ from .._atomic import written_outputs
 from .._errors import SfapproxError
 from .._progress import same_progress
 from .._signals import stop_cause
-from ._render import err, one_line
+from ._render import err, one_line, os_error_text, say_error
 
 #: How ``--help`` is drawn, for the app and its sub-command groups: click's plain layout, not Typer's rich
 #: panels.  Rich's table of options cut option names to fit (``--no-count-indi…`` at 80 columns, 25 names at
@@ -95,8 +95,7 @@ def error_boundary() -> Iterator[None]:
         _fail(f"out of memory ({exc or 'MemoryError'}); lower --max-memory so that oversize work is refused "
               "before it starts, or use a smaller input")
     except OSError as exc:
-        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        _fail(f"{where}{exc.strerror or exc}")
+        _fail(os_error_text(exc))
     except KeyboardInterrupt:
         if _state["debug"]:
             traceback.print_exc()
@@ -115,9 +114,7 @@ def _written_since_start() -> str:
 def _fail(message: str) -> None:
     if _state["debug"]:
         traceback.print_exc()
-    # One line, whatever a third-party message held; escaped so that "[...]" in
-    # a path or message is printed, not read as rich markup.
-    err.print(f"[bold red]error:[/] {escape(' '.join(message.split()))}", highlight=False, soft_wrap=one_line())
+    say_error(message)  # one line, whatever a third-party message held
     raise typer.Exit(EXIT_ERROR) from None
 
 

@@ -147,7 +147,7 @@ def check_output(path: Path | None, force: bool, inputs: Sequence[Path | str] = 
     """
     if path is None:
         return
-    for source in inputs:
+    for source in _read_files(inputs):
         with contextlib.suppress(OSError):
             if os.path.samefile(path, source):
                 raise ParameterError(f"{path}: is this command's input ({source}); write the output to another file")
@@ -157,6 +157,16 @@ def check_output(path: Path | None, force: bool, inputs: Sequence[Path | str] = 
     check_writable(path)
     if path.exists() and not force:
         raise ParameterError(f"{path}: already exists; use --force to overwrite it")
+
+
+def _read_files(inputs: Sequence[Path | str]) -> list[Path]:
+    """The command's inputs and the files reading them opens beside them (a LINQS ``.cites`` file's
+    ``.content``: :func:`sfapprox.io.input_files`)."""
+    if not inputs:
+        return []
+    from ..io import input_files  # here: sfapprox.io loads numpy, which a command without inputs need not
+
+    return [file for given in inputs for file in input_files(given)]
 
 
 def check_distinct(*paths: Path | None) -> None:
@@ -214,11 +224,21 @@ def write_all(steps: Sequence[Callable[[], None]]) -> None:
         except (SfapproxError, OSError) as exc:
             failures.append(exc)
     for exc in failures[:-1]:
-        where = f"{exc.filename}: " if isinstance(exc, OSError) and getattr(exc, "filename", None) else ""
-        text = str(exc) if isinstance(exc, SfapproxError) else f"{where}{exc.strerror or exc}"
-        err.print(f"[bold red]error:[/] {escape(' '.join(text.split()))}", highlight=False, soft_wrap=one_line())
+        say_error(str(exc) if isinstance(exc, SfapproxError) else os_error_text(exc))
     if failures:
         raise failures[-1]
+
+
+def say_error(message: str) -> None:
+    """One ``error:`` line on stderr, whatever the message held (its whitespace folded; escaped, so that
+    "[...]" in a path or message is printed, not read as rich markup)."""
+    err.print(f"[bold red]error:[/] {escape(' '.join(message.split()))}", highlight=False, soft_wrap=one_line())
+
+
+def os_error_text(exc: OSError) -> str:
+    """An OSError as a user reads it: the file it concerns, then what went wrong (``f: No space left``)."""
+    where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+    return f"{where}{exc.strerror or exc}"
 
 
 def write_outputs(tables: list[Table], data: Any, outputs: Outputs) -> None:

@@ -49,9 +49,7 @@ def compare(
 
         names = parse_methods(methods)  # every option and output is checked before any work
         parse_budget(budget)
-        from ..io import input_files
-
-        inputs = [*input_files(path), *(saved or [])]  # every file read (a saved fit scored beside): none replaced
+        inputs = [path, *(saved or [])]  # every file read (a saved fit scored beside): none replaced
         check_outputs(outputs, inputs=inputs)
         check_plot(plot, outputs.force, outputs, inputs=inputs)
         included = load_included(saved, settings.max_memory)

@@ -69,14 +69,12 @@ def fit(
         to_stdout = json_path is not None and str(json_path) == "-"
         if to_stdout and is_stdout(out_path):
             raise ParameterError("only one output can go to standard output; got --out and --json")
-        from ..io import input_files
-
-        check_output(out_path, force, inputs=input_files(path))
+        check_output(out_path, force, inputs=[path])
         # What a checkpoint may replace: the file seen now, if --force allowed it; none otherwise (a file
         # put there while the matrix loads is another program's)
         replaces = (FileStamp.of(out_path) or False) if force and out_path is not None else False
         if not to_stdout:  # (the saved start is an input too: --out may replace it, to resume; --json not)
-            check_output(json_path, force, inputs=input_files(path) + ([] if init in SF_NAMED_INITS else [Path(init)]))
+            check_output(json_path, force, inputs=[path] + ([] if init in SF_NAMED_INITS else [Path(init)]))
         check_distinct(out_path, None if to_stdout else json_path)
         _check_sf_options(ftol=ftol, gtol=gtol, n_factors=factors, support=support, base=base,
                           **({"checkpoint_every": checkpoint_every} if checkpoint_every else {}))
@@ -178,13 +176,11 @@ def _check_sf_options(**params) -> None:
 def check_saved_fit(path: Path) -> None:
     """Refuse, before loading the matrix, an ``--init`` that is neither a start nor a saved fit."""
     from ..factors import is_factors_file  # here: factors loads numpy
-    from ..io._common import HDF5_SIGNATURE
+    from ..io._common import HDF5_SIGNATURE, special_file
 
-    from ..io._common import special_file
-
-    kind = "a folder" if path.is_dir() else special_file(path) and f"a {special_file(path)}"
+    kind = "folder" if path.is_dir() else special_file(path)
     if kind:
-        raise ParameterError(f"--init {path}: is {kind}, not a saved fit (fit --out, --checkpoint-every write one)")
+        raise ParameterError(f"--init {path}: is a {kind}, not a saved fit (fit --out, --checkpoint-every write one)")
     if not path.is_file():
         raise ParameterError(f"--init {path}: neither a start (auto, reference, identity, rank1) nor an existing file")
     if not is_factors_file(path):

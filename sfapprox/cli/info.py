@@ -29,9 +29,7 @@ def info(
         from ..describe import describe, describe_factors, describe_weights
         from ..factors import is_factors_file
 
-        from ..io import input_files
-
-        check_outputs(outputs, inputs=input_files(path))
+        check_outputs(outputs, inputs=[path])
         weights = load.format or _weights_format(path)
         if is_factors_file(path):
             _no_load_options(load, path)

@@ -38,10 +38,8 @@ def sweep(
 
         names = parse_methods(methods)
         specs = None if budgets is None else parse_budget_list(budgets)
-        from ..io import input_files
-
-        check_outputs(outputs, inputs=input_files(path))
-        check_plot(plot, outputs.force, outputs, inputs=input_files(path))
+        check_outputs(outputs, inputs=[path])
+        check_plot(plot, outputs.force, outputs, inputs=[path])
         loaded = read_matrix(path, load)
         show_notes(loaded)
         if specs is None:
@@ -55,6 +53,7 @@ def sweep(
                                on_result=lambda budget, row: announce(row))
         advise_limits([r for p in result.points for r in p.results])
         tables = result.tables()
+
         def write_plot() -> None:
             from ..plotting import plot_sweep
 
