@@ -44,7 +44,8 @@ from ._signals import deferred
 from .formats import jsonable
 
 __all__ = ["atomic_path", "write_text", "write_json", "write_bytes", "OutputError", "OutputExistsError",
-           "written_outputs", "output_target", "stream_kind", "names_descriptor", "FileStamp", "check_writable"]
+           "written_outputs", "output_target", "stream_kind", "special_kind", "names_descriptor", "FileStamp",
+           "check_writable"]
 
 #: errnos of a file system that cannot make hard links (FAT, exFAT, some FUSE and SMB mounts).
 _NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK, errno.EXDEV}
@@ -272,6 +273,12 @@ def output_target(path: str | os.PathLike) -> Path:
 #: What :func:`stream_kind` calls each kind of non-regular file, and whether an output may go there.
 _STREAMS = {stat.S_ISCHR: ("character device", True), stat.S_ISFIFO: ("named pipe", True),
             stat.S_ISBLK: ("block device", False), stat.S_ISSOCK: ("socket", False)}
+
+
+def special_kind(mode: int) -> str | None:
+    """What kind of non-regular file an ``st_mode`` says (``"character device"``, ``"named pipe"``,
+    ``"block device"``, ``"socket"``); None for a regular file or a folder."""
+    return next((kind for test, (kind, _) in _STREAMS.items() if test(mode)), None)
 
 
 def stream_kind(path: str | os.PathLike) -> str | None:

@@ -89,17 +89,13 @@ def special_file(path: str | os.PathLike) -> str | None:
     >>> special_file(os.devnull), special_file(__file__)
     ('character device', None)
     """
-    import stat
+    from .._atomic import special_kind  # the outputs' own names for these kinds
 
     try:
         mode = os.stat(path).st_mode
     except (OSError, ValueError):
         return None
-    for test, kind in ((stat.S_ISFIFO, "named pipe"), (stat.S_ISCHR, "character device"),
-                       (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket")):
-        if test(mode):
-            return kind
-    return None
+    return special_kind(mode)
 
 
 def refuse_special(path: str | os.PathLike, display: str | None = None) -> None:
@@ -369,8 +365,8 @@ def is_int_token(token: str) -> bool:
 def as_float_table(rows: list[list[str]], line_numbers: list[int], src: Source) -> np.ndarray:
     """Convert equal-length rows of strings to float64, naming the first bad cell (numpy reads
     ``1_000`` and other scripts' digits as Python does: those cells are refused, see :func:`parse_float`)."""
-    cells = "\x00".join("\x00".join(row) for row in rows)  # one C-level scan for the rare syntax
-    if "_" not in cells and cells.isascii():
+    # one C-level scan per row for the rare syntax (a join of the whole table was one more copy of its text)
+    if all("_" not in (line := "".join(row)) and line.isascii() for row in rows):
         try:
             return np.array(rows, dtype=np.float64)
         except ValueError:
