@@ -23,13 +23,11 @@ def resolve_device(device: str | None = "auto"):
     if device is not None and not str(device).strip():  # (FitSettings refused it; the estimators took it as auto)
         raise ParameterError("device is empty; choose auto, cpu, cuda or cuda:N")
     name = (device or "auto").strip().lower()
-    if (name.startswith("cuda") and not re.fullmatch(r"cuda(:\d+)?", name)):
-        raise ParameterError(f"unknown device {device!r}; choose auto, cpu, cuda or cuda:N")  # before "no GPU"
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cpu":
         return torch.device("cpu")
-    if name == "cuda" or name.startswith("cuda:"):
+    if re.fullmatch(r"cuda(:\d+)?", name):  # a malformed "cuda:abc" is an unknown device, not a missing GPU
         if not torch.cuda.is_available():
             raise DeviceError(
                 f"device {device!r} was requested but no CUDA GPU is available "
