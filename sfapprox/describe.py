@@ -41,6 +41,7 @@ class MatrixDescription:
 #: How a matrix property a method needs (:attr:`~sfapprox._base.MethodSpec.needs`) reads in a sentence.
 _FACT_WORDS = {"nonnegative": "non-negative"}
 
+
 def describe(matrix, *, count_indices: bool = COUNT_INDICES, max_memory: int | None = None) -> MatrixDescription:
     """Describe a matrix: shape, storage, symmetry, sign, SF's reference structure and budget,
     and the smallest budget at which each registered method applies.

@@ -244,7 +244,7 @@ def _matrix_entries(loaded, rows: np.ndarray) -> np.ndarray:
     from .sources import MatrixSource
 
     if isinstance(loaded, MatrixSource):
-        return _by_columns(loaded.n, rows, lambda cols: loaded.columns(cols))
+        return _by_columns(rows, loaded.columns)
     X = loaded.matrix
     if hasattr(X, "toarray"):
         return np.asarray(X[rows][:, rows].toarray(), dtype=np.float64)
@@ -261,10 +261,11 @@ def _operator_entries(operator, rows: np.ndarray) -> np.ndarray:
         E[cols, np.arange(cols.size)] = 1.0
         return np.asarray(operator @ E, dtype=np.float64)
 
-    return _by_columns(n, rows, columns)
+    return _by_columns(rows, columns)
 
 
-def _by_columns(n: int, rows: np.ndarray, columns) -> np.ndarray:
+def _by_columns(rows: np.ndarray, columns) -> np.ndarray:
+    """``A[rows][:, rows]`` from ``columns(J)`` (``A[:, J]``), :data:`SAMPLE_COLUMNS` columns at a time."""
     out = np.empty((rows.size, rows.size))
     for lo in range(0, rows.size, SAMPLE_COLUMNS):
         cols = rows[lo:lo + SAMPLE_COLUMNS]

@@ -227,8 +227,6 @@ def settings_changes(existing: ResultsFile, options: BatchOptions) -> list[str]:
             for key, values in sorted(seen.items())]
 
 
-
-
 def changed_measures(existing: ResultsFile, options: BatchOptions) -> dict[tuple[str, str], str]:
     """Finished pairs whose line measured something else than this run asks (:data:`MEASURES`), or
     was found not applicable under another memory limit, and why.
