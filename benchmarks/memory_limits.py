@@ -3,7 +3,7 @@
 Run by hand (not part of the tests):
 
     python benchmarks/memory_limits.py [--n 7000] [--limits 100M,200M,300M,400M,600M,1G]
-        [--methods sf] [--time-limit 2] [--sfapprox CHECKOUT] [--tag memory_limits]
+        [--methods sf] [--time-limit 2] [--plot] [--sfapprox CHECKOUT] [--tag memory_limits]
 
 A square ``.npy`` of order ``--n`` (the identity, float64, written through a memory map) is compared
 with ``sfapprox compare FILE --methods sf[,...] --time-limit T --max-memory L -q --json OUT`` for every
@@ -16,7 +16,8 @@ What it checks (found by an adversarial audit, 2026-11-27): SF's timing probe ma
 ``N x N`` target (two copies) before any memory check, at any ``N`` up to 8,192; a ``.npy`` just
 under the limit was loaded whole and left its methods nothing, so 400M refused what 300M ran.
 With ``--methods sf,tsvd`` (2026-11-27): the matrix was formed for TSVD, whose own fit needed more
-than the limit, and SF's fit from columns was then refused beside it.
+than the limit, and SF's fit from columns was then refused beside it.  With ``--plot`` (2026-11-27):
+the panels formed X and every surrogate N x N after the fitting, whatever the limit.
 
 Writes benchmarks/results/<tag>.json and .md.
 """
@@ -51,10 +52,13 @@ def make_matrix(path: Path, n: int) -> None:
     del a
 
 
-def one(path: Path, limit: str, time_limit: float, env: dict, out: Path, methods: str = "sf") -> dict:
-    """One ``compare`` run under ``limit``; its row."""
+def one(path: Path, limit: str, time_limit: float, env: dict, out: Path, methods: str = "sf",
+        plot: Path | None = None) -> dict:
+    """One ``compare`` run under ``limit`` (with ``--plot plot`` where given); its row."""
     command = [sys.executable, "-m", "sfapprox", "compare", str(path), "--methods", methods, "--time-limit",
                f"{time_limit:g}", "--max-memory", limit, "-q", "--json", str(out), "--force"]
+    if plot is not None:
+        command += ["--plot", str(plot)]
     done = subprocess.run([sys.executable, "-c", _WRAPPER, *command], env=env, capture_output=True, text=True,
                           cwd=tempfile.gettempdir(), check=True)
     run = json.loads(done.stdout)
@@ -66,9 +70,13 @@ def one(path: Path, limit: str, time_limit: float, env: dict, out: Path, methods
         row.update(status=sf["status"], rel_error=sf.get("rel_error"), reason=(sf.get("reason") or "")[:160],
                    path="columns" if (data.get("matrix") or {}).get("path") == "columns" else "formed",
                    others="; ".join(f"{r['method']} {r['status']}" for r in data["results"] if r["method"] != "sf"))
+        if plot is not None:
+            row["others"] += f"; plot {'written' if plot.exists() else 'missing'}"
     else:
         row.update(status="refused", reason=" ".join(run["stderr"].split())[-160:])
     out.unlink(missing_ok=True)
+    if plot is not None:
+        plot.unlink(missing_ok=True)
     return row
 
 
@@ -79,7 +87,8 @@ def render(data: dict) -> list[str]:
              + ", ".join(f"`{c}`" for c in data.get("commands") or [data["meta"]["command"]]) + ".", "",
              f"N = {data['n']:,} (the identity, {data['n'] ** 2 * 8 / 2**20:.1f} MiB as float64), "
              f"`--methods {data.get('methods', 'sf')}`, "
-             f"`--time-limit {data['time_limit']:g}`; one fresh process per row; peak RSS is the child's "
+             f"`--time-limit {data['time_limit']:g}`{' `--plot PANEL.png`' if data.get('plot') else ''}; "
+             "one fresh process per row; peak RSS is the child's "
              "`ru_maxrss` (it includes the file's pages read through the map).", ""]
     for name, rows in data["runs"].items():
         lines += [f"## {name}", "", "| --max-memory | exit | SF | relative error | path | other methods | seconds | "
@@ -104,6 +113,7 @@ def main() -> int:
     ap.add_argument("--sfapprox", help="another checkout to measure (its sfapprox first on PYTHONPATH)")
     ap.add_argument("--label", help="the heading of this checkout's table (default: 'now', or the checkout)")
     ap.add_argument("--merge", action="store_true", help="add this run's table to the tag's existing results")
+    ap.add_argument("--plot", action="store_true", help="each run also draws --plot (its memory counted)")
     ap.add_argument("--tag", default="memory_limits")
     args = ap.parse_args()
     env = checkout_env(args.sfapprox)
@@ -113,13 +123,15 @@ def main() -> int:
         make_matrix(path, args.n)
         rows = []
         for limit in args.limits.split(","):
-            rows.append(one(path, limit, args.time_limit, env, Path(tmp) / "out.json", args.methods))
+            rows.append(one(path, limit, args.time_limit, env, Path(tmp) / "out.json", args.methods,
+                            Path(tmp) / "panel.png" if args.plot else None))
             print(rows[-1], flush=True)
             time.sleep(0.5)
     from _common import OUT
 
     old = json.loads((OUT / f"{args.tag}.json").read_text()) if args.merge and (OUT / f"{args.tag}.json").exists() else None
-    data = old or {"meta": meta(), "n": args.n, "time_limit": args.time_limit, "methods": args.methods, "runs": {}}
+    data = old or {"meta": meta(), "n": args.n, "time_limit": args.time_limit, "methods": args.methods,
+                    "plot": args.plot, "runs": {}}
     data["runs"][label] = rows
     data.setdefault("commands", [])
     data["commands"] = [c for c in data["commands"] if c != meta()["command"]] + [meta()["command"]]
