@@ -71,7 +71,7 @@ def one(path: Path, limit: str, time_limit: float, env: dict, out: Path, methods
                    path="columns" if (data.get("matrix") or {}).get("path") == "columns" else "formed",
                    others="; ".join(f"{r['method']} {r['status']}" for r in data["results"] if r["method"] != "sf"))
         if plot is not None:
-            row["others"] += f"; plot {'written' if plot.exists() else 'missing'}"
+            row["others"] = "; ".join(filter(None, [row["others"], f"plot {'written' if plot.exists() else 'missing'}"]))
     else:
         row.update(status="refused", reason=" ".join(run["stderr"].split())[-160:])
     out.unlink(missing_ok=True)
