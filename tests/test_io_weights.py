@@ -67,6 +67,18 @@ def test_torch_state_dicts_with_weights_only(tmp_path):
     assert m.n == 5 and m.format == "torch" and m.notes == ["tensor 'layer.weight' (torch.float32)"]
 
 
+@pytest.mark.parametrize("dtype", ["uint16", "uint32", "uint64", "bool", "uint8", "int16"])
+def test_integer_and_boolean_weights_read_as_a_npy_of_them_is(tmp_path, dtype):
+    """Every integer type and bool a .npy of them loads as (an unsigned .pt tensor was refused while
+    ``info`` listed it as a square matrix)."""
+    values = (np.arange(16).reshape(4, 4) % 3).astype(dtype)
+    torch.save({"w": torch.from_numpy(values.astype(np.int64)).to(getattr(torch, dtype))}, tmp_path / "w.pt")
+    codes = {"uint16": "U16", "uint32": "U32", "uint64": "U64", "bool": "BOOL", "uint8": "U8", "int16": "I16"}
+    write_safetensors(tmp_path / "w.safetensors", {"w": (codes[dtype], values)})
+    for name in ("w.pt", "w.safetensors"):
+        assert np.array_equal(load_matrix(tmp_path / name).to_dense(), values.astype(np.float64)), name
+
+
 class _Payload:
     def __reduce__(self):
         return (os.system, ("touch PWNED",))

@@ -8,7 +8,7 @@ error lists them (``sfapprox info`` does too).
 * ``.safetensors`` is read by its own rules (an 8-byte header length, a JSON
   header of ``{name: {dtype, shape, data_offsets}}``, the raw data): no
   package needed, only the chosen tensor read, offsets checked against the
-  file's size first.  Float (F64, F32, F16, BF16) and integer tensors.
+  file's size first.  Float (F64, F32, F16, BF16), integer (signed and unsigned) and boolean tensors.
 * ``.pt`` / ``.pth`` go through ``torch.load(weights_only=True)``: tensors,
   dicts and lists only.  A file that holds anything else (pickled classes,
   code) is refused, never executed.
@@ -34,7 +34,8 @@ __all__ = ["read_safetensors", "read_torch", "weight_tensors", "list_weights"]
 
 #: safetensors dtypes and their numpy types (BF16: the upper half of a float32).
 _DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": np.uint16, "I64": np.int64,
-           "I32": np.int32, "I16": np.int16, "I8": np.int8, "U8": np.uint8}
+           "I32": np.int32, "I16": np.int16, "I8": np.int8, "U64": np.uint64, "U32": np.uint32, "U16": np.uint16,
+           "U8": np.uint8, "BOOL": np.bool_}
 #: Largest JSON header read (the format's own limit is 100 MB).
 _MAX_HEADER = 100 * 2**20
 
@@ -251,9 +252,12 @@ def read_torch(src: Source, opts: Options) -> ReadResult:
 
 
 def _INT_DTYPES():
+    """The integer (and boolean) tensor types read as matrices, as a ``.npy`` of them is: torch has
+    ``uint16``/``uint32``/``uint64`` since 2.3 (looked up by name for older versions)."""
     import torch
 
-    return (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+    names = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool")
+    return tuple(getattr(torch, name) for name in names if hasattr(torch, name))
 
 
 def list_weights(path, fmt: str) -> list[dict[str, Any]]:
