@@ -102,6 +102,11 @@ def sf_estimator(n: int, budget: int, context: RunContext, *, support: str = "ch
     return est
 
 
+def _default_dtype(n: int) -> np.dtype:
+    """The floating point a default CPU fit of order ``n`` runs in (what the kernel is compiled and timed for)."""
+    return np.dtype(np.float32 if n >= SF_FLOAT32_MIN_N else np.float64)
+
+
 def _compiled_first(n: int) -> None:
     """The compiled kernel compiled (or loaded from numba's cache) before the structure is timed: the
     timing is charged to the method's time limit, and on a fresh install its first call held the
@@ -112,7 +117,7 @@ def _compiled_first(n: int) -> None:
     from ._kernels import select_kernel, warm_up_numba
 
     if select_kernel(n, "cpu")[1] == "numba":
-        warm_up_numba(torch.float32 if n >= SF_FLOAT32_MIN_N else torch.float64)
+        warm_up_numba(getattr(torch, _default_dtype(n).name))
 
 
 #: Up to this N a structure's evaluation is measured on a whole random target (8 MiB at most); above
@@ -137,11 +142,11 @@ def _evaluation_seconds(n: int, offsets, n_factors: int) -> float:
 
     kernel, name = select_kernel(n, "cpu")
     rng = np.random.default_rng(0)
-    dtype = np.float32 if n >= SF_FLOAT32_MIN_N else np.float64  # what a default fit of this N runs in
+    dtype = _default_dtype(n)
     values = (rng.random((n_factors, n, len(offsets))) / len(offsets)).astype(dtype)
     offs = [int(d) for d in offsets]
     if name == "numba" and n > WHOLE_MEASURE_MAX_N:
-        return _blocks_seconds(values, offs, numba_width(n, np.dtype(dtype).itemsize), rng)
+        return _blocks_seconds(values, offs, numba_width(n, dtype.itemsize), rng)
     ws, target = torch.as_tensor(values), torch.as_tensor(rng.random((n, n), dtype=dtype))
     return _best_of_two(lambda: kernel(ws, offs, target))
 
