@@ -25,7 +25,7 @@ import numpy as np
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._device import resolve_device, resolve_dtype
-from .._errors import ConvergenceWarning, NotApplicableError, ParameterError
+from .._errors import ConvergenceWarning, NotApplicableError
 from .._params import Interval, Options
 from .._settings import DEFAULT_TIME_LIMIT
 from ..budget import nmf_count, nmf_rank_for_budget, rank_within
@@ -427,14 +427,12 @@ class NMF(Approximation):
         X = self._validate(X, check_input)
         X = self._within_limit(X)  # its working arrays over the limit: refused before any work
         n = X.shape[0]
-        if self.n_components is None and self.budget is None:
-            raise ParameterError("NMF needs n_components (the rank) or a budget")
+        rank = rank_within(n, self.n_components, self.budget, nmf_rank_for_budget, nmf_count, "NMF")
         low = float(X.data.min(initial=0.0) if hasattr(X, "toarray") else X.min())
         if low < 0:
             raise NotApplicableError(
                 f"matrix has negative entries (min {low:.3g}); NMF needs a non-negative matrix"
             )
-        rank = rank_within(n, self.n_components, self.budget, nmf_rank_for_budget, nmf_count, "NMF")
         device = resolve_device(self.device)
         dtype = resolve_dtype(self.dtype, device)
         start = time.perf_counter()
