@@ -7,6 +7,7 @@ import functools
 import hashlib
 import http.server
 import io
+import os
 import re
 import tarfile
 import threading
@@ -522,6 +523,33 @@ def test_a_bad_download_is_never_reused_and_no_copy_is_kept(tmp_path, monkeypatc
     path, verified = fetch._download(entry, tmp_path / "cache", None)
     assert verified and path.read_bytes() == good and len(requests_made) == 2
     assert list((tmp_path / "cache" / ".downloads").iterdir()) == []  # no copy kept beside the file
+
+
+def test_what_killed_downloads_left_is_swept_and_a_live_one_s_file_kept(tmp_path, server):
+    """``kill -9`` during a download left its copy (and pooch's temporary file) in .downloads for
+    good, counted against every later download's size limit."""
+    import subprocess
+    import time
+
+    from sfapprox.datasets import fetch
+
+    base, www, _ = server
+    (www / "strike.paj").write_bytes(STRIKE)
+    e = entry(tmp_path, f'file = "pajek/strike.paj"\nurl = "{base}/strike.paj"\nsha256 = "{SHA}"\n')
+    downloads = tmp_path / "cache" / "m" / ".downloads"
+    downloads.mkdir(parents=True)
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a process id that no longer runs
+    (downloads / f"run{gone.pid}-strike-strike.paj").write_bytes(b"half")
+    (downloads / "tmpab12cd34").write_bytes(b"half")
+    old = time.time() - 2 * fetch.STALE_SECONDS
+    os.utime(downloads / "tmpab12cd34", (old, old))
+    live = [downloads / f"run{os.getppid()}-strike-strike.paj", downloads / "tmpfresh99"]  # another run's, now
+    for path in live:
+        path.write_bytes(b"in progress")
+    got = fetch_entry(e, cache=tmp_path / "cache")
+    assert got.origin == "download" and got.path.read_bytes() == STRIKE
+    assert sorted(downloads.iterdir()) == sorted(live)
 
 
 def test_a_corrupted_download_in_the_cache_says_how_to_replace_it(tmp_path):

@@ -32,6 +32,7 @@ network, no further host is tried in that run.
 from __future__ import annotations
 
 import bz2
+import contextlib
 import gzip
 import hashlib
 import lzma
@@ -40,6 +41,7 @@ import re
 import shutil
 import stat
 import tarfile
+import time
 import zipfile
 import zlib
 from dataclasses import dataclass, field
@@ -527,11 +529,12 @@ def _download(entry: Entry, target: Path, max_bytes: int | None) -> tuple[Path, 
     known = f"sha256:{entry.sha256[0]}" if direct and len(entry.sha256) == 1 else None
     downloads = target / ".downloads"
     downloads.mkdir(parents=True, exist_ok=True)
+    _sweep_stale(downloads)
     limit = size_limit(downloads, max_bytes)
     # The downloaded copy is this run's own (its process in the name) and removed once used: pooch
     # reuses a file already there, so a bad or truncated copy of an earlier run was "downloaded" again
     # on every retry without a request, and each good one was kept twice.
-    spot = downloads / f"{entry.name}-{os.getpid()}-{name}"
+    spot = downloads / f"run{os.getpid()}-{entry.name}-{name}"
     spot.unlink(missing_ok=True)
     try:
         fetched = Path(pooch.retrieve(entry.url, known_hash=known, fname=spot.name, path=downloads,
@@ -544,6 +547,44 @@ def _download(entry: Entry, target: Path, max_bytes: int | None) -> tuple[Path, 
         return _place(entry, fetched, target, max_bytes)
     finally:
         fetched.unlink(missing_ok=True)
+
+
+#: A file of pooch's own (``tmpXXXXXXXX``, the download before it is renamed) untouched for this long
+#: belongs to no running download: a live one writes to it all along, or stalls and gives up (read timeout).
+STALE_SECONDS = 3600.0
+
+
+def _sweep_stale(downloads: Path) -> None:
+    """Remove what downloads killed with ``kill -9`` (or a power cut) left in ``downloads``: a run's
+    own copy (``runPID-ENTRY-FILE``) whose process is gone, and pooch's temporary files untouched for
+    :data:`STALE_SECONDS`.  Each took disk space for good and counted against the next download's
+    size limit.  A file another run is writing now is never one of them."""
+    now = time.time()
+    for path in downloads.iterdir():
+        match = _OWN_COPY.fullmatch(path.name)
+        with contextlib.suppress(OSError):
+            stale = (not _process_alive(int(match.group(1))) if match
+                     else path.name.startswith("tmp") and now - path.stat().st_mtime > STALE_SECONDS)
+            if stale and path.is_file() and not path.is_symlink():
+                path.unlink()
+
+
+#: A run's own downloaded copy, ``run<pid>-<entry>-<file name>``: the process first, where no entry's or
+#: file's name can be mistaken for it.
+_OWN_COPY = re.compile(r"run(\d+)-.*", re.DOTALL)
+
+
+def _process_alive(pid: int) -> bool:
+    """True when a process ``pid`` exists (one of another user counts as alive)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True
+    return True
 
 
 def _place(entry: Entry, fetched: Path, target: Path, max_bytes: int | None) -> tuple[Path, bool]:
