@@ -309,6 +309,8 @@ def key_value_table(title: str, rows: list[tuple[str, Any]]) -> RichTable:
 #: Below this many columns the progress line has no bar: the label and the phase give way first, the
 #: numbers never.
 NARROW_PROGRESS = 72
+#: Below this width the progress line shows its numbers only (they take 32 columns with their gaps).
+TINY_PROGRESS = 40
 
 
 @contextlib.contextmanager
@@ -331,11 +333,15 @@ def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float |
     # the numbers' columns and the gaps take 32; in a narrow window the label and the phase share the rest
     room = max(4, err.width - 32)
     cut = dict(no_wrap=True, overflow="ellipsis", ratio=1)
-    progress = Progress(
+    # below TINY_PROGRESS columns the numbers alone fill the line: the label and phase go (rich shrank
+    # the elapsed time to "0:0" to fit a label cut to "…")
+    words = [] if err.width < TINY_PROGRESS else [
         TextColumn("[bold]{task.description}", table_column=TableColumn(
             max_width=room - room // 2 if narrow else None, **cut)),
         *bar,
-        TextColumn("{task.fields[phase]}", table_column=TableColumn(max_width=room // 2 if narrow else None, **cut)),
+        TextColumn("{task.fields[phase]}", table_column=TableColumn(max_width=room // 2 if narrow else None, **cut))]
+    progress = Progress(
+        *words,
         TextColumn("it {task.fields[iteration]}", table_column=TableColumn(min_width=9, **whole)),
         TextColumn("error {task.fields[error]}", table_column=TableColumn(min_width=12, **whole)),
         TimeElapsedColumn(table_column=TableColumn(min_width=7, **whole)),
