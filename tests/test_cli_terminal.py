@@ -246,6 +246,22 @@ def test_a_usage_error_is_one_line(matrix, args, message):
     assert done.stderr.rstrip().endswith("--help')")  # where the command's help is
 
 
+@pytest.mark.parametrize("args, message", [
+    (["compare", "{matrix}", "--methods", "tsvd", "--save-factors", ""], "error: --save-factors: an empty value "),
+    (["compare", "", "--methods", "tsvd"], "error: an empty argument after compare "),
+    (["fit", "{matrix}", "--iters", "3", "--json="], "error: --json: an empty value "),
+    (["datasets", "list", ""], "error: an empty argument after datasets list "),
+])
+def test_an_empty_value_is_refused_never_read_as_the_current_folder(matrix, tmp_path, args, message):
+    """``--save-factors "$DIR"`` with ``DIR`` unset wrote the fits into the current folder ("" is a path
+    to "."); an empty matrix name was "a folder"."""
+    done = subprocess.run([sys.executable, "-m", "sfapprox", *[a.format(matrix=matrix) for a in args]],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert done.returncode == 2 and done.stdout == "" and list(tmp_path.iterdir()) == []
+    assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith(message), done.stderr
+    assert "(an unset shell variable?)" in done.stderr
+
+
 @pytest.mark.parametrize("columns", [40, 30])
 def test_a_narrow_window_cuts_the_labels_never_the_numbers(matrix, tmp_path, columns):
     """At 40 columns the progress line read "it 7… error 6…" at iteration 7,429; now the label and the

@@ -27,8 +27,28 @@ from ._render import err, one_line, os_error_text, say_error
 HELP_MARKUP = None
 
 
+#: click's usage error, of the click that typer uses (its own copy from typer 0.29, plain click before).
+_USAGE_ERROR = next(kind for kind in typer.BadParameter.__mro__ if kind.__name__ == "UsageError")
+
+
 class HelpGroup(TyperGroup):
     """A command group (``typer.Typer(cls=HelpGroup)``) whose ``--help`` lists each command's whole summary."""
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        """Refuse an empty argument before anything else: it is an unset shell variable far more often
+        than a value (``--save-factors "$DIR"`` with no ``DIR`` wrote into the current folder; an empty
+        file name read as ".")."""
+        for i, arg in enumerate(args):
+            if arg == "--":
+                break
+            name, eq, value = arg.partition("=")
+            option = name if eq and name.startswith("--") and not value else None
+            if arg == "" and i and args[i - 1].startswith("-"):
+                option = args[i - 1]
+            if option or arg == "":
+                what = f"{option}: an empty value" if option else f"an empty argument after {' '.join(args[:i]) or 'sfapprox'}"
+                raise _USAGE_ERROR(f"{what} (an unset shell variable?); give it a value", ctx)
+        return super().parse_args(ctx, args)
 
     def format_commands(self, ctx, formatter) -> None:
         """click's list of commands, each with its first sentence wrapped under it where click's own cut it
