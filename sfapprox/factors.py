@@ -252,6 +252,9 @@ def save_factors(
     """
     import h5py
 
+    from .io import check_path
+
+    check_path(path)
     if callable(getattr(operator, "fit", None)) and not hasattr(operator, "operator_"):
         raise NotFittedError(f"this {type(operator).__name__} is not fitted yet; call fit(X) before saving it")
     if hasattr(operator, "operator_"):  # a fitted estimator: record what it is and how it was made
@@ -566,6 +569,9 @@ def load_factors(path: str | os.PathLike, *, max_memory: int | None = None) -> S
     """
     import h5py
 
+    from .io import check_path
+
+    check_path(path)
     path = Path(path)
     if path.is_dir():
         raise InputError(f"{path}: is a folder; give a factors file (.h5)")

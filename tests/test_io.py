@@ -218,3 +218,18 @@ def test_a_path_that_is_not_a_path_is_a_parameter_error(path):
     for read in (load_matrix, open_matrix):
         with pytest.raises(ParameterError, match="path must be a file path"):
             read(path)
+
+
+def test_an_empty_path_is_no_file_not_the_current_folder(tmp_path, monkeypatch):
+    """"" is "." to the file system: load_matrix("") said ": is a directory", and save_factors("", fit)
+    failed with "Device or resource busy" (an unset variable in a user's script)."""
+    from sfapprox import ChordSF, ParameterError, load_factors, save_factors
+    from sfapprox.io import load_matrix, open_matrix
+
+    monkeypatch.chdir(tmp_path)
+    fitted = ChordSF(max_iter=1).fit(np.eye(4))
+    for call in (lambda: load_matrix(""), lambda: open_matrix(""), lambda: load_factors(""),
+                 lambda: save_factors("", fitted)):
+        with pytest.raises(ParameterError, match="path is empty; give a file name"):
+            call()
+    assert list(tmp_path.iterdir()) == []
