@@ -415,3 +415,38 @@ def test_torch_round_trip_keeps_a_products_count():
     back = layer.to_operator()
     assert back.n_stored == est.operator_.n_stored == est.n_stored_ <= 600
     np.testing.assert_allclose(back.to_dense(), est.operator_.to_dense(), atol=1e-12)
+
+
+def _every_kind():
+    """One operator of every kind a method fits (a 16 x 16 matrix), by name."""
+    import sfapprox
+    from sfapprox.operators import NystromOperator, PaddedButterflyOperator, SparseOperator
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((16, 16))
+    return {
+        "sparse": SparseOperator(sp.random(6, 6, density=0.4, format="csr", random_state=0)),
+        "nystrom": NystromOperator(rng.standard_normal((6, 2)), np.eye(2)),
+        "padded-butterfly": PaddedButterflyOperator(rng.standard_normal((2, 4, 2)), 3),
+        "monarch": sfapprox.Monarch(budget=200).fit(X).operator_,
+        "monarch+lr": sfapprox.compare(X, "monarch+lr", budget=200, time_limit=1).results[0].operator,
+        "chord": ChordOperator(rng.standard_normal((3, 6, 4))),
+        "hybrid": HybridOperator(6, chord=ChordOperator(rng.standard_normal((3, 6, 4))),
+                                 sparse=sp.random(6, 6, density=0.3, format="csr", random_state=1)),
+    }
+
+
+@pytest.mark.filterwarnings("error::numpy.exceptions.ComplexWarning")
+def test_complex_operands_keep_their_imaginary_part_and_3d_ones_are_refused():
+    """Five kinds read a complex operand as float64 (numpy's ComplexWarning, once) and dropped its
+    imaginary part; a 3-D operand got scipy's ValueError with the array in its message."""
+    rng = np.random.default_rng(4)
+    for name, op in _every_kind().items():
+        n = op.shape[0]
+        D = op.to_dense()
+        x = rng.standard_normal((n, 3)) + 1j * rng.standard_normal((n, 3))
+        for got, want in ((op @ x, D @ x), (op.T @ x, D.T @ x), (op.matvec(x[:, 0]), D @ x[:, 0]),
+                          (op.rmatmat(x), D.T @ x), (x.T @ op, x.T @ D)):
+            np.testing.assert_allclose(got, want, atol=1e-12, err_msg=name)
+        with pytest.raises(ParameterError, match=f"is {n} x {n}: it applies to a vector or a matrix"):
+            op @ np.ones((n, 2, 2))

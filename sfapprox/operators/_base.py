@@ -176,19 +176,32 @@ class SurrogateOperator(LinearOperator):
                              "torch.from_numpy(op.to_dense()) gives its dense matrix")
 
     # ------------------------------------------------------------------ products
+    def _applied(self, B, transpose: bool) -> np.ndarray:
+        """``A @ B`` (``A.T @ B`` with ``transpose``) by the subclass's real :meth:`_apply`; a complex
+        operand as its real and imaginary parts (five kinds dropped the imaginary part, reading the
+        operand as float64 with only numpy's ComplexWarning)."""
+        if np.iscomplexobj(B):
+            B = np.asarray(B)
+            return self._apply(B.real, transpose) + 1j * self._apply(B.imag, transpose)
+        return self._apply(B, transpose)
+
     def _matvec(self, x: np.ndarray) -> np.ndarray:
-        return self._apply(np.reshape(x, -1), False)
+        return self._applied(np.reshape(x, -1), False)
 
     def _rmatvec(self, x: np.ndarray) -> np.ndarray:
-        return self._apply(np.reshape(x, -1), True)
+        return self._applied(np.reshape(x, -1), True)
 
     def _matmat(self, B: np.ndarray) -> np.ndarray:
-        return self._apply(B, False)
+        return self._applied(B, False)
 
     def _rmatmat(self, B: np.ndarray) -> np.ndarray:
-        return self._apply(B, True)
+        return self._applied(B, True)
 
     def _fast(self, x) -> bool:
+        """True for a vector or block of N rows (applied here); an array of more dimensions is refused
+        (scipy's message held the whole array); anything else goes to scipy (operator products)."""
+        if not isinstance(x, LinearOperator) and np.ndim(x) > 2:
+            self._check_operand(x, "a vector or a matrix", 2)
         return type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[0] == self.shape[1]
 
     def dot(self, x):
@@ -199,10 +212,10 @@ class SurrogateOperator(LinearOperator):
         x : array_like or LinearOperator
             A vector of length ``N``, an ``(N, k)`` block, or an operator to compose with.
         """
-        return self._apply(x, False) if self._fast(x) else super().dot(x)
+        return self._applied(x, False) if self._fast(x) else super().dot(x)
 
     def __matmul__(self, x):
-        return self._apply(x, False) if self._fast(x) else super().__matmul__(x)
+        return self._applied(x, False) if self._fast(x) else super().__matmul__(x)
 
     def _adjoint(self) -> LinearOperator:
         if self._transposed is None:  # made once: `op.T @ x` in a loop should not rebuild it
@@ -221,7 +234,7 @@ class _Transposed(SurrogateOperator):
         super().__init__(op.shape[0])
 
     def _apply(self, B: np.ndarray, transpose: bool) -> np.ndarray:
-        return self._op._apply(B, not transpose)
+        return self._op._applied(B, not transpose)
 
     @property
     def n_stored(self) -> int:
