@@ -183,7 +183,7 @@ class Comparison:
         ratio = None
         if exact and _stores_entries_only(best):
             how = "" if best.method == "sparse" else f" with their positions ({best.method}'s sparse part alone)"
-            entries = best.params.get("nnz", best.params.get("n_sparse", self.matrix.get("nnz")))
+            entries = best.params.get("matrix_nnz", best.params.get("nnz", best.params.get("n_sparse", self.matrix.get("nnz"))))
             text = (f"exact sparse storage is cheapest: X's {_counted(entries, 'non-zero')} take "
                     f"{_counted(best.nnz, 'number')}{how} ({_share(best.nnz, self.budget)} of the budget) and reproduce it exactly")
         elif exact:

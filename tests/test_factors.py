@@ -245,3 +245,19 @@ def test_a_group_where_a_dataset_belongs_is_a_damaged_file_not_a_traceback(tmp_p
         f.create_group("values")
     with pytest.raises(InputError, match="damaged or was edited"):
         load_factors(path)
+
+
+def test_a_saved_fit_records_its_stored_count_never_a_parameter_of_the_same_name(tmp_path):
+    """sparse's parameter "nnz" (X's non-zeros) replaced the stored count in a saved fit's record:
+    1,024 recorded for 613 stored, over the budget of 614."""
+    import sfapprox
+    from sfapprox.factors import save_results
+
+    X = np.random.default_rng(0).standard_normal((32, 32))
+    est = sfapprox.SparseApproximation(budget=614).fit(X)
+    save_factors(tmp_path / "s.h5", est)
+    saved = load_factors(tmp_path / "s.h5")
+    assert saved.n_stored == saved.fit["nnz"] == est.n_stored_ <= 614 and saved.fit["matrix_nnz"] == 1024
+    comparison = sfapprox.compare(X, "sparse", budget=614)
+    save_results(comparison, tmp_path / "r")
+    assert load_factors(tmp_path / "r" / "X.sparse.h5").fit["nnz"] == comparison.results[0].nnz == saved.n_stored

@@ -392,7 +392,8 @@ class SparseApproximation(Approximation):
         self.stop_reason_ = "exact" if exact else "closed_form"
         self.params_ = {
             "n_sparse": s,
-            "nnz": nnz,
+            "matrix_nnz": nnz,  # X's non-zeros
+            "nnz": nnz,  # the same, by its first name (a saved fit's record has its own "nnz": the stored count)
             "exact": exact,
             "format": "csr",
             "count_indices": True,

@@ -225,7 +225,7 @@ def _save(task: MatrixTask, result, record: dict[str, Any], loaded) -> str:
         result.operator,
         kind=result.method,
         loss_history=getattr(result.estimator, "loss_curve_", ()),
-        fit={k: record[k] for k in ("fro_error", "rel_error", "seconds", "nnz", "n")} | record["params"],
+        fit=record["params"] | {k: record[k] for k in ("fro_error", "rel_error", "seconds", "nnz", "n")},
         settings=task.options.recorded(),
         source={**input_record(loaded), "name": task.entry.name, "manifest": task.entry.manifest},
     )
