@@ -15,6 +15,7 @@ from the registry (:func:`sfapprox._base.methods`).
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import difflib
 import math
@@ -526,7 +527,8 @@ def compare(
         results = run_all(names, X, resolved, context, info["fro_norm"], on_result)
     streamed = columns_note(results, settings.max_memory)  # before the saved rows: those were fitted elsewhere
     for name, surrogate in saved.items():
-        results.append(score_surrogate(name, surrogate, X, resolved.value, info["fro_norm"]))
+        results.append(score_surrogate(name, surrogate, X, resolved.value, info["fro_norm"],
+                                       count_indices=context.count_indices))
     comparison = build_comparison(info, resolved, results, context)
     comparison.notes.extend(n for n in [resolved.note, not_run_note(names, results), *_source_notes(saved, loaded.sha256, loaded.recipe)]
                             if n)
@@ -721,7 +723,7 @@ def _compare_columns(source, names, resolved, info, context, settings, on_result
     with warnings_at_caller():
         results = run_all(names, methods_source, resolved, context, None, on_result)
     for name, surrogate in (include or {}).items():
-        operator = getattr(surrogate, "operator", surrogate)
+        operator = counted_as(getattr(surrogate, "operator", surrogate), context.count_indices)
         results.append(MethodResult(name, "ok", nnz=int(operator.n_stored), operator=operator,
                                     params={"kind": getattr(surrogate, "kind", None)}))
     started = time.perf_counter()
@@ -819,7 +821,19 @@ def _made(description: Mapping[str, Any]) -> str:
                      for k, v in description.items() if k not in ("kind", "points"))
 
 
-def score_surrogate(name: str, surrogate, X, budget: int, fro_norm: float | None = None) -> MethodResult:
+def counted_as(operator, count_indices: bool):
+    """``operator`` charged as the comparison charges its own fits: a hybrid saved by a comparison that
+    did not count its sparse part's positions (``count_indices=False``) was held to this one's budget
+    by its own rule (614 numbers, "ok" and the winner, where this comparison counts 1,098).  A copy
+    sharing the values, with the comparison's rule; any other surrogate as it is."""
+    if isinstance(getattr(operator, "count_indices", None), bool) and operator.count_indices != count_indices:
+        operator = copy.copy(operator)
+        operator.count_indices = count_indices
+    return operator
+
+
+def score_surrogate(name: str, surrogate, X, budget: int, fro_norm: float | None = None, *,
+                    count_indices: bool | None = None) -> MethodResult:
     """A row for a surrogate fitted earlier (an operator, or what :func:`~sfapprox.load_factors` returns).
 
     Parameters
@@ -835,6 +849,9 @@ def score_surrogate(name: str, surrogate, X, budget: int, fro_norm: float | None
         Stored numbers allowed; a surrogate over it gets a ``"not applicable"`` row.
     fro_norm : float, optional
         ``||X||_F`` when already known.
+    count_indices : bool, optional
+        The comparison's rule for a sparse part's positions (:func:`counted_as`); None: the
+        surrogate's own.
 
     Returns
     -------
@@ -846,6 +863,8 @@ def score_surrogate(name: str, surrogate, X, budget: int, fro_norm: float | None
         When the surrogate's shape is not ``X``'s.
     """
     operator = getattr(surrogate, "operator", surrogate)
+    if count_indices is not None:
+        operator = counted_as(operator, count_indices)
     if operator.shape != X.shape:
         raise ParameterError(f"{name}: a {operator.shape[0]} x {operator.shape[1]} surrogate cannot approximate "
                              f"this {X.shape[0]} x {X.shape[1]} matrix")

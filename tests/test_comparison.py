@@ -588,3 +588,23 @@ def test_a_device_this_machine_lacks_is_refused_before_any_method(monkeypatch):
     result = CliRunner().invoke(app, ["compare", "missing.npy", "--methods", "tsvd", "--device", "cuda"])
     assert result.exit_code == 2 and "no CUDA GPU" in result.output and "missing.npy" not in result.output
     assert not ran
+
+
+@pytest.mark.filterwarnings("ignore::sfapprox.ConvergenceWarning")
+def test_an_included_fit_is_charged_as_this_comparison_charges_its_own(tmp_path):
+    """A hybrid saved by a comparison that did not charge its sparse part's positions was held to a
+    comparison that does by its own rule: 614 numbers, "ok" and the winner, for 1,098 charged."""
+    from sfapprox.factors import save_results
+    from sfapprox.sources import ArraySource
+
+    X = np.random.default_rng(0).standard_normal((32, 32))
+    save_results(compare(X, "rpca", budget=0.6, time_limit=2, count_indices=False), tmp_path)
+    saved = tmp_path / "X.rpca.h5"
+    for limit in (None, 20_000):  # in memory, and from columns
+        settings = FitSettings(max_memory=limit)
+        comparison = compare(ArraySource(X), "tsvd", budget=0.6, include=[saved], settings=settings)
+        assert comparison.matrix.get("path") == ("columns" if limit else None)
+        assert (comparison.results[-1].nnz, comparison.results[-1].status) == (1098, "not applicable")
+        row = compare(ArraySource(X), "tsvd", budget=0.6, include=[saved], count_indices=False,
+                      settings=settings).results[-1]
+        assert (row.nnz, row.status) == (614, "ok")
