@@ -450,3 +450,21 @@ def test_complex_operands_keep_their_imaginary_part_and_3d_ones_are_refused():
             np.testing.assert_allclose(got, want, atol=1e-12, err_msg=name)
         with pytest.raises(ParameterError, match=f"is {n} x {n}: it applies to a vector or a matrix"):
             op @ np.ones((n, 2, 2))
+
+
+@pytest.mark.parametrize("support, k", [("chord", 4), ("butterfly", 2)])
+@pytest.mark.parametrize("layer", ["float32", "float64"])
+@pytest.mark.parametrize("given", ["float32", "float64", "int64"])
+def test_the_chord_layer_computes_in_the_promoted_dtype_forward_and_backward(support, k, layer, given):
+    """A float32 input to a float64 layer crashed in backward (offset supports), came back float32 from
+    the butterfly, and an integer input crashed the butterfly's forward."""
+    import torch
+
+    layer_dtype, dtype = getattr(torch, layer), getattr(torch, given)
+    L = ChordOperator(np.random.default_rng(0).standard_normal((3, 8, k)), support=support).to_torch(dtype=layer_dtype)
+    x = torch.arange(16, dtype=dtype).reshape(2, 8)
+    y = L(x)
+    y.sum().backward()
+    assert y.dtype == torch.promote_types(dtype, layer_dtype) and L.values.grad.dtype == layer_dtype
+    want = x.double() @ torch.as_tensor(L.to_operator().to_dense()).T
+    assert torch.allclose(y.double(), want, rtol=1e-4, atol=1e-4)

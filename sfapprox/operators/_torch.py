@@ -132,14 +132,17 @@ class ChordLinear(nn.Module):
         """``x @ A.T`` over the last dimension of ``x`` (shape ``(..., N)``)."""
         if x.shape[-1] != self.n:
             raise ParameterError(f"expected input with last dimension {self.n}, got shape {tuple(x.shape)}")
-        # Columns of a block: (..., N) -> (N, b); y^T = A x^T, the rightmost factor acting first.
-        P = x.reshape(-1, self.n).T.contiguous()
+        # Columns of a block: (..., N) -> (N, b); y^T = A x^T, the rightmost factor acting first. In the
+        # promoted dtype, input and values alike (a float32 input to a float64 layer crashed in backward,
+        # the butterfly returned float32, an integer input crashed it).
+        dtype = torch.promote_types(x.dtype, self.values.dtype)
+        P = x.reshape(-1, self.n).T.to(dtype).contiguous()
         for m in range(self.values.shape[0] - 1, -1, -1):
             P = self._factor(m, P)
         return P.T.reshape(x.shape)
 
     def _factor(self, m: int, P: torch.Tensor) -> torch.Tensor:
-        w = self.values[m]
+        w = self.values[m].to(P.dtype)
         if self.support == "butterfly":
             return _Factor.apply(w, P, m, _butterfly)
         if self._shift_order is not None:  # the kernels want offset 0 first
