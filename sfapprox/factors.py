@@ -494,10 +494,13 @@ def _read_operator(r: _Reader, kind: str, n: int):
     if cls is None:
         raise InputError(f"{r.path}: unknown operator kind {kind!r} (known: {', '.join(operator_kinds())}); "
                          "the file may come from a newer sfapprox")
+    import h5py
+
     where = r.f if cls.layout == "root" else r.f.get("parts")
     if where is None:
         raise r.fail("group 'parts' is missing")
-    import h5py
+    if not isinstance(where, h5py.Group):  # a dataset (or link) where the group belongs
+        raise r.fail("'parts' is not a group")
 
     names = [name for name, node in where.items() if isinstance(node, h5py.Dataset) and name != "loss_history"]
     arrays = {name: r.array(name, ndim=len(where[name].shape), where=where,

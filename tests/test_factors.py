@@ -261,3 +261,16 @@ def test_a_saved_fit_records_its_stored_count_never_a_parameter_of_the_same_name
     comparison = sfapprox.compare(X, "sparse", budget=614)
     save_results(comparison, tmp_path / "r")
     assert load_factors(tmp_path / "r" / "X.sparse.h5").fit["nnz"] == comparison.results[0].nnz == saved.n_stored
+
+
+def test_a_dataset_where_the_parts_group_belongs_is_a_damaged_file(tmp_path):
+    """A saved sparse fit whose 'parts' was a dataset: a raw AttributeError (also from info, --init, --with)."""
+    import sfapprox
+
+    path = tmp_path / "s.h5"
+    save_factors(path, sfapprox.SparseApproximation(budget=100).fit(np.eye(8)))
+    with h5py.File(path, "r+") as f:
+        del f["parts"]
+        f["parts"] = np.zeros(3)
+    with pytest.raises(InputError, match="'parts' is not a group"):
+        load_factors(path)
