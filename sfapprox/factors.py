@@ -265,6 +265,11 @@ def save_factors(
         fit = fit or _fit_record(estimator)
         settings = settings or {k: v for k, v in estimator.get_params().items() if not callable(v)}
     n = operator.shape[0]
+    chord = operator if isinstance(operator, ChordOperator) else getattr(operator, "chord", None)
+    if isinstance(chord, ChordOperator) and chord.n_factors == 0:
+        # the empty product (the identity) has no values to write, and a file without factors reads as damaged
+        # (a hybrid came back without its identity term: another matrix with the same count)
+        raise ParameterError("a Chord part of no factors (the identity) cannot be saved; give it at least one factor")
     op_kind = _operator_kind(operator)
     # Built in memory, then written by one checked write: HDF5 writing straight to a full disk
     # can crash inside the library; a full disk must be one error line, with no partial file.

@@ -274,3 +274,19 @@ def test_a_dataset_where_the_parts_group_belongs_is_a_damaged_file(tmp_path):
         f["parts"] = np.zeros(3)
     with pytest.raises(InputError, match="'parts' is not a group"):
         load_factors(path)
+
+
+def test_a_chord_part_of_no_factors_is_refused_before_writing(tmp_path):
+    """M = 0 (the identity) was saved, then refused as damaged (plain) or read back without its identity
+    term (a hybrid: another matrix with the same count)."""
+    import scipy.sparse as sp
+
+    from sfapprox import HybridOperator, ParameterError
+    from sfapprox.operators import ChordOperator
+
+    empty = ChordOperator(np.zeros((0, 8, 4)))
+    hybrid = HybridOperator(8, chord=empty, sparse=sp.csr_array(([2.0], ([0], [1])), shape=(8, 8)))
+    for operator in (empty, hybrid):
+        with pytest.raises(ParameterError, match="no factors"):
+            save_factors(tmp_path / "e.h5", operator)
+        assert not (tmp_path / "e.h5").exists()
