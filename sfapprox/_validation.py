@@ -14,7 +14,7 @@ import os
 import numpy as np
 import scipy.sparse as sp
 
-from ._errors import InputError, ResourceError
+from ._errors import InputError, ParameterError, ResourceError
 
 __all__ = [
     "check_square_matrix",
@@ -23,6 +23,7 @@ __all__ = [
     "check_memory",
     "default_memory_limit",
     "format_bytes",
+    "check_path",
 ]
 
 #: Fraction of physical RAM that a single matrix may use when no explicit
@@ -450,3 +451,18 @@ def check_square_matrix(X, *, source: str = "array", allow_sparse: bool = True, 
             )
         return _check_sparse(X, source, max_memory)
     return _check_dense(X, source, max_memory)
+
+
+def check_path(path) -> None:
+    """Refuse a ``path`` that is not a file path (``load_matrix(None)`` was a raw TypeError), or is empty.
+
+    Raises
+    ------
+    ParameterError
+        For anything but a ``str`` or an ``os.PathLike`` giving one, and for an empty one.
+    """
+    if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
+        raise ParameterError(f"path must be a file path (a str or pathlib.Path), got {type(path).__name__}; an array "
+                             "in memory goes to the methods directly (or sfapprox.io.as_loaded(X, name))")
+    if not os.fspath(path):  # "" is a path to "." for the file system: an unset variable, not a file
+        raise ParameterError("path is empty; give a file name")

@@ -47,7 +47,7 @@ import numpy as np
 
 from ._atomic import FileStamp, write_bytes
 from ._errors import InputError, NotFittedError, ParameterError, SfapproxError
-from ._validation import check_memory
+from ._validation import check_memory, check_path
 from .formats import jsonable
 from .operators import ChordOperator, HybridOperator, SurrogateOperator, operator_class, operator_kinds
 from .operators import register_operator as _register_operator
@@ -251,8 +251,6 @@ def save_factors(
     96
     """
     import h5py
-
-    from .io import check_path
 
     check_path(path)
     if callable(getattr(operator, "fit", None)) and not hasattr(operator, "operator_"):
@@ -578,8 +576,6 @@ def load_factors(path: str | os.PathLike, *, max_memory: int | None = None) -> S
     96
     """
     import h5py
-
-    from .io import check_path
 
     check_path(path)
     path = Path(path)

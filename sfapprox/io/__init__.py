@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._errors import InputError, ParameterError
-from .._validation import check_memory, check_square_matrix, estimate_dense_bytes
+from .._validation import check_memory, check_path, check_square_matrix, estimate_dense_bytes
 from ..factors import is_factors_file
 from ._common import Options, ReadResult, Source, check_order, fail, strip_compression
 from ._covariance import covariance_of, read_covariance
@@ -513,21 +513,6 @@ def load_matrix(
         else:
             result = _FORMATS[fmt].reader(src, opts)
     return _loaded(path, src, fmt, result, max_memory)
-
-
-def check_path(path) -> None:
-    """Refuse a ``path`` that is not a file path (``load_matrix(None)`` was a raw TypeError), or is empty.
-
-    Raises
-    ------
-    ParameterError
-        For anything but a ``str`` or an ``os.PathLike`` giving one, and for an empty one.
-    """
-    if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
-        raise ParameterError(f"path must be a file path (a str or pathlib.Path), got {type(path).__name__}; an array "
-                             "in memory goes to the methods directly (or sfapprox.io.as_loaded(X, name))")
-    if not os.fspath(path):  # "" is a path to "." for the file system: an unset variable, not a file
-        raise ParameterError("path is empty; give a file name")
 
 
 def input_files(path: str | os.PathLike) -> list[Path]:
