@@ -35,6 +35,7 @@ virtual datasets).  Anything else is an :class:`~sfapprox.InputError`.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -317,7 +318,8 @@ def result_path(folder: str | os.PathLike, matrix: str, method: str) -> Path:
     return Path(folder) / f"{matrix}.{method}.h5"
 
 
-def check_results_folder(folder: str | os.PathLike, matrix: str, methods, *, force: bool = False) -> None:
+def check_results_folder(folder: str | os.PathLike, matrix: str, methods, *, force: bool = False,
+                         inputs=()) -> list[Path]:
     """Refuse, before any fitting, a :func:`save_results` folder that could not take the fits.
 
     Parameters
@@ -327,17 +329,25 @@ def check_results_folder(folder: str | os.PathLike, matrix: str, methods, *, for
     matrix : str
         The matrix's name.
     methods : iterable of str
-        The methods whose fits will be written.
+        The rows whose fits will be written (the methods, and the names of included fits).
     force : bool, default=False
         Allow existing fit files (they will be overwritten).
+    inputs : iterable of path, default=()
+        Files the run reads (the matrix, included fits): never overwritten, not even with ``force``.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files the fits will be written to (for a check that no other output names them).
 
     Raises
     ------
     ParameterError
-        When ``folder`` is a file, cannot be written to (or created), or (without ``force``) a fit's
-        file exists already.
+        When ``folder`` is a file, cannot be written to (or created), or a fit's file exists already
+        (without ``force``), is one of ``inputs`` or a loop of symbolic links.
     """
     folder = Path(folder)
+    _no_loop(folder)
     if folder.exists() and not folder.is_dir():
         raise ParameterError(f"{folder}: the fits need a folder, and this is a file")
     # Writable (or creatable) now, not after the fitting: an unwritable folder lost every fit's file.
@@ -349,10 +359,25 @@ def check_results_folder(folder: str | os.PathLike, matrix: str, methods, *, for
     if not os.access(existing, os.W_OK | os.X_OK):
         what = "folder is not writable" if existing == folder else f"cannot be created, {existing} is not writable"
         raise ParameterError(f"{folder}: {what}; choose another folder for the fits")
-    for method in methods:
-        target = result_path(folder, matrix, method)
+    targets = [result_path(folder, matrix, method) for method in methods]
+    for target in targets:
+        _no_loop(target)
+        for source in inputs:
+            with contextlib.suppress(OSError):
+                if os.path.samefile(target, source):  # the fit it scored would be replaced by its own row's
+                    raise ParameterError(f"{target}: is this run's input; choose another folder for the fits")
         if target.exists() and not force:
             raise ParameterError(f"{target}: already exists; use --force (force=True) to overwrite it")
+    return targets
+
+
+def _no_loop(path: Path) -> None:
+    """Refuse a path through a loop of symbolic links (Python 3.11's RuntimeError was a traceback)."""
+    try:
+        path.resolve()
+    except (RuntimeError, OSError):
+        raise ParameterError(f"{path}: a symbolic link that leads back to itself (a loop); "
+                             "remove it or choose another folder") from None
 
 
 def input_record(source) -> dict[str, Any]:

@@ -670,6 +670,35 @@ def test_a_fits_folder_that_cannot_be_written_is_refused_before_any_work(tmp_pat
         assert "tsvd" not in result.output.split("error")[0]  # nothing fitted (no table before the error)
 
 
+def test_the_fits_files_are_checked_against_inputs_other_outputs_and_link_loops_before_any_work(tmp_path):
+    """--json F/m.tsvd.h5 --save-factors F --force: the JSON silently became the factors; --with F/m.sf.h5
+    --save-factors F --force replaced the fit it scored; an existing file for an included row, or a loop
+    of links as an output, was found after the fitting (a traceback, exit 1, for the loop)."""
+    path = tmp_path / "m.npy"
+    np.save(path, np.random.default_rng(0).random((20, 20)))
+    fits = tmp_path / "F"
+    fits.mkdir()
+    assert invoke("fit", path, "--iters", "5", "--out", fits / "m.sf.h5", "-q").exit_code == 0
+    (tmp_path / "loopA").symlink_to(tmp_path / "loopB")
+    (tmp_path / "loopB").symlink_to(tmp_path / "loopA")
+    (tmp_path / "H").mkdir()
+    (tmp_path / "H" / "m.saved:m.sf.h5").write_text("mine")
+    for args, said in (
+        (["--json", fits / "m.tsvd.h5", "--save-factors", fits, "--force"], "named for two outputs"),
+        (["--methods", "sf", "--with", fits / "m.sf.h5", "--save-factors", fits, "--force"], "is this run's input"),
+        (["--with", fits / "m.sf.h5", "--save-factors", tmp_path / "H"], "m.saved:m.sf.h5: already exists"),
+        (["--json", tmp_path / "loopA"], "loopA: a symbolic link that leads back to itself"),
+        (["--save-factors", tmp_path / "loopA"], "loopA: a symbolic link that leads back to itself"),
+    ):
+        before = sorted(p.name for p in tmp_path.rglob("*"))
+        result = invoke("compare", path, "--methods", "tsvd", *args) if "--methods" not in args else invoke(
+            "compare", path, *args)
+        assert result.exit_code == 2 and said in " ".join(result.output.split()), result.output
+        assert "Traceback" not in result.output and "stored" not in result.output  # nothing fitted
+        assert sorted(p.name for p in tmp_path.rglob("*")) == before
+    assert (tmp_path / "H" / "m.saved:m.sf.h5").read_text() == "mine"
+
+
 def test_special_files_are_refused_before_anything_opens_them(tmp_path):
     """``info fifo.mtx`` hung forever (h5py opened the named pipe to see whether it was a saved fit);
     compare said "file is empty", --init /dev/zero "neither a start nor an existing file"."""

@@ -9,8 +9,8 @@ import typer
 
 from . import _options as o
 from ._app import EXIT_INTERRUPTED, announce_start, app, error_boundary, read_matrix, show_notes, stop_cause
-from ._render import (advise_limits, check_outputs, check_plot, emit, fit_progress, method_announcer, note,
-                      suggest_next)
+from ._render import (advise_limits, check_distinct, check_outputs, check_plot, emit, fit_progress, method_announcer,
+                      note, read_files, suggest_next)
 
 
 @app.command()
@@ -60,8 +60,10 @@ def compare(
             client = connect(scheduler)
         loaded = read_matrix(path, load)
         show_notes(loaded)
-        if save_factors is not None:
-            check_results_folder(save_factors, loaded.name, names, force=outputs.force)
+        if save_factors is not None:  # every fit's file, included rows' too: none an input or another output
+            targets = check_results_folder(save_factors, loaded.name, [*names, *included], force=outputs.force,
+                                           inputs=read_files(inputs))
+            check_distinct(*(p for p in outputs.files.values() if str(p) != "-"), plot, *targets)
         try:
             with fit_progress(loaded.name, settings.max_iter, quiet) as progress:
                 comparison = run_compare(loaded, names, budget=budget, settings=settings, count_indices=count_indices,
