@@ -287,9 +287,11 @@ def test_a_reader_that_closes_the_pipe_early_gets_a_closed_pipe_s_status_and_no_
     assert proc.returncode == 141 and stderr == b""
 
 
-@pytest.mark.parametrize("args", [["methods", "--json", "-"], ["compare", "{matrix}", "--methods", "tsvd", "--json", "-"]])
+@pytest.mark.parametrize("args", [["methods", "--json", "-"], ["compare", "{matrix}", "--methods", "tsvd", "--json", "-"],
+                                  ["fit", "{matrix}", "--iters", "5", "--out", "-", "-q"]])
 def test_machine_output_to_a_closed_pipe_is_a_closed_pipe_not_an_error(matrix, args):
-    """``--json - | true`` ended with "error: Broken pipe" and exit 2; the table's path already gave 141."""
+    """``--json - | true`` ended with "error: Broken pipe" and exit 2; the table's path already gave 141.
+    ``fit --out - | true`` (written through /dev/stdout) said "not written to this named pipe", exit 2."""
     proc = subprocess.Popen([sys.executable, "-m", "sfapprox", *[a.format(matrix=matrix) for a in args]], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdout.close()

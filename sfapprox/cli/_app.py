@@ -17,7 +17,7 @@ from .._atomic import written_outputs
 from .._errors import SfapproxError
 from .._progress import same_progress
 from .._signals import stop_cause
-from ._render import err, one_line, os_error_text, say_error
+from ._render import closed_pipe, err, one_line, os_error_text, out, say_error
 
 #: How ``--help`` is drawn, for the app and its sub-command groups: click's plain layout, not Typer's rich
 #: panels.  Rich's table of options cut option names to fit (``--no-count-indi…`` at 80 columns, 25 names at
@@ -110,6 +110,8 @@ def error_boundary() -> Iterator[None]:
     try:
         yield
     except SfapproxError as exc:
+        if closed_pipe(exc):
+            out.on_broken_pipe()  # exit 141, as the tables' and --json -'s closed pipe
         _fail(str(exc))
     except MemoryError as exc:
         _fail(f"out of memory ({exc or 'MemoryError'}); lower --max-memory so that oversize work is refused "

@@ -9,6 +9,7 @@ go to stderr, so that a pipe receives clean JSON/CSV.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shlex
 import sys
@@ -234,10 +235,20 @@ def write_all(steps: Sequence[Callable[[], None]]) -> None:
             step()
         except (SfapproxError, OSError) as exc:
             failures.append(exc)
+    closed = [exc for exc in failures if closed_pipe(exc)]  # the reader went away: not an error to report
+    failures = [exc for exc in failures if not closed_pipe(exc)]
     for exc in failures[:-1]:
         say_error(str(exc) if isinstance(exc, SfapproxError) else os_error_text(exc))
     if failures:
         raise failures[-1]
+    if closed:
+        out.on_broken_pipe()
+
+
+def closed_pipe(exc: BaseException) -> bool:
+    """Whether ``exc`` is the reader of an output closing its pipe (``--out - | head -c 10``, a named
+    pipe's reader gone): a closed pipe's exit status 141, not an error line and 2."""
+    return isinstance(exc, BrokenPipeError) or getattr(exc, "errno", None) == errno.EPIPE
 
 
 def say_error(message: str) -> None:
