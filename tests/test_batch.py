@@ -856,7 +856,7 @@ def test_hand_edited_lines_with_an_unknown_status_or_an_ok_without_its_error_are
     del line["fro_error"]
     (out / "results.jsonl").write_text(json.dumps(line) + "\n")
     again = run_batch(m, out, TSVD)
-    assert again.written == 1 and any("invalid line" in x for x in again.repaired)
+    assert again.written == 1 and any("line(s) it cannot read" in x for x in again.repaired)
     assert lines(out)[0]["fro_error"] > 0
 
 

@@ -307,8 +307,11 @@ def test_a_resumed_batch_removes_malformed_lines_and_redoes_their_pairs(tmp_path
     line["fro_error"] = [line["fro_error"]]  # damaged by hand
     (out / "results.jsonl").write_text(json.dumps(line) + "\n")
     again = run_batch(m, out, BatchOptions(methods=("tsvd",)))
-    assert again.written == 1 and any("removed 1 invalid line(s)" in x for x in again.repaired)
+    assert again.written == 1 and any("moved 1 line(s) it cannot read to results.jsonl.rejected" in x
+                                      for x in again.repaired)
     assert len(read_results(out / "results.jsonl").records) == 1
+    # kept aside, never deleted (a newer version's line, or one edited by hand, was gone for good)
+    assert json.loads((out / "results.jsonl.rejected").read_text()) == line
 
 
 def test_odd_but_valid_records_never_break_a_report():

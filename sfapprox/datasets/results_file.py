@@ -338,9 +338,36 @@ def supersede_results(path: str | os.PathLike, keys: set[tuple[str, str]]) -> in
             if (r["matrix"], r["method"]) not in keys or keep_at[(r["matrix"], r["method"])] == i]
     removed = len(parsed.records) - len(kept)
     if removed or parsed.bad_lines or parsed.tail_bytes:
+        if parsed.bad_lines:
+            set_aside(path, parsed.bad_lines)
         with atomic_path(path) as tmp:
             tmp.write_bytes(b"".join(encode_record(r) for r in kept))
     return removed
+
+
+def set_aside(path: str | os.PathLike, numbers: list[int]) -> Path:
+    """Append the results file's lines ``numbers`` (1-based) to ``<file>.rejected`` beside it, before a
+    rewrite leaves them out: a line this version cannot read (a newer version's, one edited by hand)
+    was deleted for good.  Returns the file they went to.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The results file.
+    numbers : list of int
+        The lines to keep aside (:func:`read_results`' ``bad_lines``).
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    path = Path(path)
+    aside = path.with_name(path.name + ".rejected")
+    lines = path.read_bytes().split(b"\n")
+    kept = aside.read_bytes() if aside.exists() else b""
+    with atomic_path(aside) as tmp:
+        tmp.write_bytes(kept + b"".join(lines[n - 1] + b"\n" for n in numbers if 0 < n <= len(lines)))
+    return aside
 
 
 def repair_results(path: str | os.PathLike, drop: set[tuple[str, str]] = frozenset(),
@@ -381,7 +408,8 @@ def repair_results(path: str | os.PathLike, drop: set[tuple[str, str]] = frozens
     if parsed.tail_bytes:
         done.append(f"cut an incomplete last line ({parsed.tail_bytes} bytes)")
     if parsed.bad_lines:
-        done.append(f"removed {len(parsed.bad_lines)} invalid line(s): {parsed.bad_lines[:5]}")
+        aside = set_aside(path, parsed.bad_lines)
+        done.append(f"moved {len(parsed.bad_lines)} line(s) it cannot read to {aside.name}: {parsed.bad_lines[:5]}")
     if len(keep) != len(parsed.records):
         done.append(f"removed {len(parsed.records) - len(keep)} line(s) to recompute")
     if restamped:
