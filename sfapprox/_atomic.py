@@ -134,8 +134,8 @@ def atomic_path(path: str | os.PathLike, *, force: bool | FileStamp = True, make
         outputs before they start work (``check_output``); this is the last
         line of defence, and it never loses a result.  A :class:`FileStamp`:
         replace the file at ``path`` only while it is that one (the one this
-        run wrote last); another is kept, and the result goes beside it as
-        with False.
+        run wrote last), or write it where none is left; another is kept,
+        and the result goes beside it as with False.
     make_parents : bool, default=False
         Create the destination folder (caches).
 
@@ -173,8 +173,10 @@ def atomic_path(path: str | os.PathLike, *, force: bool | FileStamp = True, make
                     os.replace(tmp, target)
                 elif force is False:
                     _place_new(Path(tmp), target)
-                elif FileStamp.of(target) == force:
+                elif (now := FileStamp.of(target)) == force:
                     os.replace(tmp, target)  # still the file this run wrote last
+                elif now is None:  # removed meanwhile: nothing to protect (placed as a new file would be)
+                    _place_new(Path(tmp), target)
                 else:
                     kept = _keep_aside(Path(tmp), target)
                     raise OutputExistsError(

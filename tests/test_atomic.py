@@ -415,3 +415,20 @@ def test_a_folder_in_the_way_is_named_as_one_not_as_a_file_to_force(tmp_path):
         with atomic_path(target, force=False) as tmp:
             tmp.write_text("{}")
     assert "--force" not in str(info.value) and info.value.kept.read_text() == "{}"
+
+
+def test_a_stamped_write_whose_file_was_removed_writes_it_again(tmp_path):
+    """A checkpoint deleted during a fit: its next write said "another file took its place" and kept
+    the result aside, with no file at the path at all (exit 2 from the CLI)."""
+    from sfapprox._atomic import FileStamp
+
+    out = tmp_path / "ck.h5"
+    write_text(out, "first")
+    stamp = FileStamp.of(out)
+    out.unlink()
+    write_text(out, "second", force=stamp)
+    assert out.read_text() == "second" and sorted(p.name for p in tmp_path.iterdir()) == ["ck.h5"]
+    out.write_text("someone else's")  # another file there: still left alone
+    with pytest.raises(OutputExistsError):
+        write_text(out, "third", force=stamp)
+    assert out.read_text() == "someone else's"
