@@ -737,10 +737,14 @@ def _compare_columns(source, names, resolved, info, context, settings, on_result
     columns = max((e.columns for e in estimates.values()), default=0)
     how = ("exactly, by a pass over every column" if columns >= source.n else
            f"from {columns:,} random columns of {source.n:,} (95% intervals)")
-    short = {name: e.columns_advised for name, e in estimates.items() if e.too_few_columns}
+    unbounded = [name for name, e in estimates.items() if e.fro_interval and not math.isfinite(e.fro_interval[1])]
+    short = {name: e.columns_advised for name, e in estimates.items() if e.too_few_columns and name not in unbounded}
     if short:  # the time limit stopped the sample before the errors' skew allows a normal interval
         how += (f"; the intervals of {', '.join(short)} may be too narrow: their squared column errors are skewed "
                 f"enough to ask for {max(short.values()):,} columns (a longer --time-limit samples more)")
+    if unbounded:  # "± ?": a sample without spread bounds nothing
+        how += (f"; {', '.join(unbounded)}: every sampled column had the same error, which says nothing of the "
+                "others (shown '± ?'; a longer --time-limit looks at more of them, or all)")
     scored = (f"every row was scored {how} in {time.perf_counter() - started:.1f} s" if estimates else
               "no method gave a surrogate to score")  # not "from 0 random columns"
     comparison.notes.append(f"{source.name}: not formed ({source.summary()['formed']} dense); the methods that work "

@@ -327,12 +327,16 @@ def _estimate(e: np.ndarray, x: np.ndarray, n: int, fro_norm: float | None) -> E
         return ErrorEstimate(fro, fro / norm if norm > 0 else None, True, columns=m)
     shrink = math.sqrt(max(0.0, 1.0 - m / n)) / math.sqrt(m)
     total = n * float(e.mean())
-    se_total = n * float(e.std(ddof=1)) * shrink if m > 1 else math.inf
+    # Every sampled column alike (all exact, typically: a sparse surrogate that missed few entries) says
+    # nothing of the columns not seen: no interval (its upper end unknown) and every column advised. A
+    # spread of 0 made it "0 ± 0", and the verdict called a surrogate of relative error 0.014 exact.
+    alike = m > 1 and float(np.ptp(e)) == 0.0
+    se_total = n * float(e.std(ddof=1)) * shrink if m > 1 and not alike else math.inf
     fro = math.sqrt(total)
     g = _skewness(e)  # once: it moves the interval and says how many columns it wants
     low, high = _studentized_quantiles(g, m)
     fro_interval = (math.sqrt(max(0.0, total - high * se_total)), math.sqrt(max(0.0, total - low * se_total)))
-    advised = _cochran(g, n)
+    advised = n if alike else _cochran(g, n)
     if fro_norm is not None:  # only the error is uncertain
         if fro_norm <= 0:
             return ErrorEstimate(fro, None, False, fro_interval, None, m, advised)
@@ -342,7 +346,7 @@ def _estimate(e: np.ndarray, x: np.ndarray, n: int, fro_norm: float | None) -> E
         return ErrorEstimate(fro, None, False, fro_interval, None, m, advised)
     ratio = float(e.sum() / x.sum())
     d = e - ratio * x
-    se_ratio = float(d.std(ddof=1)) * shrink / float(x.mean()) if m > 1 else math.inf
+    se_ratio = float(d.std(ddof=1)) * shrink / float(x.mean()) if m > 1 and not alike else math.inf
     g = _skewness(d)
     low, high = _studentized_quantiles(g, m)
     rel_interval = (math.sqrt(max(0.0, ratio - high * se_ratio)), math.sqrt(max(0.0, ratio - low * se_ratio)))

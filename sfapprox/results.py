@@ -9,6 +9,7 @@ its fitted operator); ``to_dict()`` gives the documented JSON shape and
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -122,7 +123,7 @@ class Comparison:
         exactly (or tie), the fewest stored numbers.  The winner, the ★ and the verdict
         all come from this one order."""
         scored = [r for r in self.results if r.status == "ok" and r.fro_error is not None]
-        return sorted(scored, key=lambda r: (0.0 if _is_exact(r) else r.fro_error, r.nnz if r.nnz is not None else 0))
+        return sorted(scored, key=_rank_key)
 
     def winner(self) -> str | None:
         """The best ``ok`` method (:meth:`ranked`'s first), or None: no row was scored, or the best
@@ -134,12 +135,18 @@ class Comparison:
         return ranked[0].method
 
     def tied(self) -> MethodResult | None:
-        """The runner-up whose 95 % error interval overlaps the best row's (None when the best is clear)."""
+        """A row the best cannot be told from (None when the best is clear): the first whose 95 % error
+        interval overlaps the best row's — any row, not only the runner-up (a wide interval further down
+        can reach below the best) — or, with exact errors, one of the same error and stored numbers
+        (which of the two ran first decided the winner)."""
         ranked = self.ranked()
-        if len(ranked) < 2 or not any((r.error_estimate or {}).get("fro_interval") for r in ranked[:2]):
-            return None  # exact errors: the order (and its tie-break by stored numbers) decides
-        best, runner = _interval(ranked[0]), _interval(ranked[1])
-        return ranked[1] if runner[0] <= best[1] else None
+        if len(ranked) < 2:
+            return None
+        if not any((r.error_estimate or {}).get("fro_interval") for r in ranked):
+            key = _rank_key(ranked[0])
+            return ranked[1] if _rank_key(ranked[1]) == key else None  # else the order decides
+        best = _interval(ranked[0])
+        return next((r for r in ranked[1:] if _interval(r)[0] <= best[1]), None)
 
     def result(self, method: str) -> MethodResult:
         """The row of ``method`` (a KeyError naming the methods that were run when it was not).
@@ -173,6 +180,10 @@ class Comparison:
         best = ranked[0]
         label = _label(best.method)
         tied = self.tied()
+        if tied is not None and not (best.error_estimate or tied.error_estimate):
+            text = (f"no clear winner: {best.method} and {tied.method} reach the same error "
+                    f"({_with_interval(best)}) with the same {_counted(best.nnz, 'stored number')}")
+            return {"winner": None, "text": text, "ratio": None, "exact": False, "suggest": []}
         if tied is not None:
             text = (f"no clear winner: {best.method} ({_with_interval(best)}) and {tied.method} "
                     f"({_with_interval(tied)}) are within each other's 95% intervals; estimate from more "
@@ -297,7 +308,16 @@ EXACT_REL_ERROR = 1e-12
 
 
 def _is_exact(r: MethodResult) -> bool:
+    """Whether the row reproduces X (to round-off); never an error estimated from some columns (a sample
+    of exact columns said "0 ± 0" of a surrogate with relative error 0.014)."""
+    if (r.error_estimate or {}).get("exact") is False:
+        return False
     return r.fro_error == 0.0 or (r.rel_error is not None and r.rel_error < EXACT_REL_ERROR)
+
+
+def _rank_key(r: MethodResult) -> tuple[float, int]:
+    """A row's place in :meth:`Comparison.ranked`: its error (0 when exact), then its stored numbers."""
+    return (0.0 if _is_exact(r) else r.fro_error, r.nnz if r.nnz is not None else 0)
 
 
 def _stores_entries_only(r: MethodResult) -> bool:
@@ -312,7 +332,8 @@ def _interval(r: MethodResult) -> tuple[float, float]:
     """A row's error interval: its 95 % interval when estimated, else the exact value twice."""
     estimate = r.error_estimate or {}
     if estimate.get("fro_interval"):
-        return tuple(estimate["fro_interval"])
+        low, high = estimate["fro_interval"]
+        return low or 0.0, math.inf if high is None else high  # None: an unbounded end read back from JSON
     value = 0.0 if _is_exact(r) else r.fro_error
     return value, value
 
@@ -332,6 +353,8 @@ def error_cell(r: MethodResult, value: float | None, key: str) -> str:
     interval = (r.error_estimate or {}).get(key)
     if value is None or not interval:
         return fmt_number(value)
+    if interval[1] is None or not math.isfinite(interval[1]):  # every sampled column alike: nothing bounds the others
+        return f"{fmt_number(value)} ± ?"
     return f"{fmt_number(value)} ± {fmt_number(max(interval[1] - value, value - interval[0]), 2)}"
 
 

@@ -67,11 +67,21 @@ def test_the_intervals_hold_the_exact_error_about_95_percent_of_the_time():
 
 
 def test_a_known_norm_only_carries_the_errors_uncertainty():
-    e, x = np.full(100, 4.0), np.full(100, 16.0)
+    e, x = np.tile([3.0, 5.0], 50), np.full(100, 16.0)
     est = _estimate(e[:50], x[:50], 100, fro_norm=40.0)
     assert est.fro_error == pytest.approx(20.0) and est.rel_error == pytest.approx(0.5)
-    assert est.fro_interval == pytest.approx((20.0, 20.0))  # equal columns: no spread
+    assert est.rel_interval == pytest.approx((est.fro_interval[0] / 40.0, est.fro_interval[1] / 40.0))
     assert _estimate(e, x, 100, None).exact
+
+
+@pytest.mark.parametrize("value", [0.0, 4.0])
+def test_columns_all_alike_bound_nothing_about_the_others(value):
+    """Every sampled column exact (a sparse surrogate that missed 4 of 20,006 entries) made "0 ± 0", and
+    the verdict said the surrogate reproduced X exactly (its relative error 0.014): a sample without
+    spread says nothing of the columns not seen, so no upper end, and every column is advised."""
+    est = _estimate(np.full(300, value), np.ones(300), 20_000, None)
+    assert est.fro_interval[1] == np.inf and est.rel_interval[1] == np.inf and not est.exact
+    assert est.columns_advised == 20_000 and est.too_few_columns
 
 
 @pytest.mark.parametrize("pool", ["threads", "processes"])

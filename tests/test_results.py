@@ -1,5 +1,7 @@
 """Result records: JSON shape, winner, tables."""
 
+import math
+
 from sfapprox.results import Comparison, MethodResult, details
 
 
@@ -115,3 +117,40 @@ def test_csv_holds_the_values_not_the_display():
     assert table[0]["stored"] == "14400" and float(table[0]["‖X−X̂‖_F"]) == 111.89427123
     assert float(table[0]["of budget"]) == 100.0 and table[0]["winner"] == "False" and table[1]["winner"] == "True"
     assert (table[0]["‖X−X̂‖_F 95% low"], float(table[1]["‖X−X̂‖_F 95% high"])) == ("", 101.75)
+
+
+def _estimated(method: str, fro: float, low: float, high: float, nnz: int = 100) -> MethodResult:
+    return MethodResult(method, "ok", nnz=nnz, fro_error=fro, rel_error=fro / 10,
+                        error_estimate={"exact": False, "fro_interval": [low, high], "rel_interval": [low / 10, high / 10],
+                                        "columns": 256, "columns_advised": 0})
+
+
+def test_no_winner_when_any_row_s_interval_reaches_the_best_not_only_the_runner_up_s():
+    """rsvd's [2.5, 3.9] holds all of SF's [2.95, 3.05]; only the runner-up's [3.08, 3.12] was compared,
+    and "SF wins by 1.07x over low rank (randomized SVD)" was declared."""
+    rows = [_estimated("sf", 3.0, 2.95, 3.05), _estimated("sf-symmetric", 3.1, 3.08, 3.12),
+            _estimated("rsvd", 3.2, 2.5, 3.9)]
+    c = Comparison(matrix={"name": "X", "n": 1000}, budget=1000, budget_spec="1000", results=rows)
+    assert c.winner() is None and c.tied().method == "rsvd" and "no clear winner" in c.verdict()["text"]
+    rows[2] = _estimated("rsvd", 3.2, 3.1, 3.3)  # clear of SF's: SF wins
+    c = Comparison(matrix={"name": "X", "n": 1000}, budget=1000, budget_spec="1000", results=rows)
+    assert c.winner() == "sf"
+
+
+def test_an_exact_tie_has_no_winner_whatever_the_order_of_the_methods():
+    """Equal errors and counts (sf+lr with no factors is TSVD): the method run first won."""
+    for order in (["sf+lr", "tsvd"], ["tsvd", "sf+lr"]):
+        rows = [MethodResult(m, "ok", nnz=100, fro_error=9.676, rel_error=0.9676) for m in order]
+        c = Comparison(matrix={"name": "X", "n": 1000}, budget=1000, budget_spec="1000", results=rows)
+        assert c.winner() is None and "reach the same error" in c.verdict()["text"], order
+
+
+def test_an_estimated_error_is_never_called_exact():
+    """A sample of exact columns gave "0 ± 0" (now "0 ± ?"), and the verdict said the surrogate (relative
+    error 0.014) reproduced X exactly."""
+    row = MethodResult("sparse", "ok", nnz=100, fro_error=0.0, rel_error=0.0,
+                       error_estimate={"exact": False, "fro_interval": [0.0, math.inf],
+                                       "rel_interval": [0.0, math.inf], "columns": 300, "columns_advised": 20_000})
+    c = Comparison(matrix={"name": "X", "n": 20_000}, budget=100, budget_spec="100", results=[row])
+    assert not c.verdict()["exact"] and "exactly" not in c.verdict()["text"]
+    assert c.tables()[0].rows[0]["fro_error"] == "0 ± ?"

@@ -144,6 +144,9 @@ def _error(summary: dict, key: str) -> str:
     value, interval = summary[key], estimate.get(_INTERVALS[key])
     if value is None or not interval:
         return _show(value)
+    if interval[1] is None or interval[1] == float("inf"):  # every sampled column alike: the others unbounded
+        return (f"{value:.6g} ± ? (estimated from {estimate['columns']:,} columns, all with the same error: that "
+                "bounds nothing of the others; a longer --time-limit looks at more)")
     half = max(interval[1] - value, value - interval[0])
     advised = estimate.get("columns_advised", 0)
     short = (f"; its skew asks for {advised:,}: the interval may be too narrow"
