@@ -93,3 +93,20 @@ def test_a_covariance_that_fits_is_read_once_and_is_load_matrix_s(tmp_path, monk
     np.testing.assert_array_equal(loaded.matrix, expected.matrix)
     assert (loaded.notes, loaded.format, loaded.sha256, loaded.name) == \
         (expected.notes, expected.format, expected.sha256, expected.name)
+
+
+def test_a_higher_limit_never_refuses_a_covariance_a_lower_one_runs(tmp_path):
+    """The covariance was formed whenever its own 8 N^2 bytes fit the limit, and its scoring (twice more)
+    then refused the run: 25M ran from columns, 40M to 150M were refused. It is formed now where it and
+    its scoring fit (sources.formable, as for every source), else read by columns."""
+    from sfapprox.io import open_matrix
+    from sfapprox.sources import CovarianceMatrix, formable
+
+    T = np.random.default_rng(0).standard_normal((20, 600))
+    p = tmp_path / "wide.npy"
+    np.save(p, T)
+    own = 8 * 600 * 600
+    for limit in (own // 2, own + 1, 2 * own, 3 * own, 1 << 30):
+        opened = open_matrix(p, covariance=True, max_memory=limit)
+        formed = not isinstance(opened, CovarianceMatrix)
+        assert formed == formable(CovarianceMatrix(T), limit), limit

@@ -261,15 +261,17 @@ def _covariance_table(path, format: str | None, max_memory: int | None) -> tuple
 
 def _covariance(path, table: np.ndarray, notes: list[str], *, format: str | None, max_memory: int | None,
                 **options):
-    """A :class:`~sfapprox.sources.CovarianceMatrix` (computed by columns) when the covariance
-    (``8 N^2`` bytes) is over the memory limit; else formed, as ``load_matrix`` forms it — from the
-    table already read."""
+    """A :class:`~sfapprox.sources.CovarianceMatrix` (computed by columns) when the covariance formed
+    and scored would not fit the memory limit (:func:`~sfapprox.sources.formable`, as for every source);
+    else formed, as ``load_matrix`` forms it — from the table already read.  Deciding by the matrix's
+    own ``8 N^2`` bytes alone formed one whose scoring was then refused: 40M ran, 100M did not."""
     from . import covariance_of_table
 
-    limit = memory_limit(max_memory)
     features = table.shape[1] if table.ndim == 2 else 0
-    if limit is not None and 8 * features * features > limit:
-        return _from_file(CovarianceMatrix(table, name=_stem(path)), path)
+    if features and memory_limit(max_memory) is not None:
+        source = CovarianceMatrix(table, name=_stem(path))
+        if not formable(source, max_memory):
+            return _from_file(source, path)
     return covariance_of_table(path, table, notes, format=format, max_memory=max_memory, **options)
 
 
