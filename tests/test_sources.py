@@ -344,3 +344,28 @@ def test_a_points_file_s_errors_name_its_path(tmp_path):
     np.savez(qk, q=np.ones((4, 3)), k=np.ones((4, 2)))
     with pytest.raises(InputError, match=re.escape(f"{qk}: ")):
         open_matrix(qk, format="attention")
+
+
+def test_the_median_heuristic_is_the_median_pairwise_distance_in_bounded_memory():
+    """It formed the sample's m x m distances, their temporaries and triu_indices' index arrays (76 MiB
+    at the default 2,000 points, whatever --max-memory said); now one array of the m(m-1)/2 pairs."""
+    import tracemalloc
+
+    from scipy.spatial.distance import pdist
+
+    from sfapprox.sources.kernels import MEDIAN_SAMPLE, median_bandwidth
+
+    rng = np.random.default_rng(0)
+    points = rng.standard_normal((MEDIAN_SAMPLE + 500, 5))
+    sample = points[np.random.default_rng(0).choice(points.shape[0], MEDIAN_SAMPLE, replace=False)]
+    tracemalloc.start()
+    try:
+        h = median_bandwidth(points)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert h == pytest.approx(np.median(pdist(sample)), rel=1e-12)
+    pairs = MEDIAN_SAMPLE * (MEDIAN_SAMPLE - 1) // 2
+    assert peak < 8 * pairs * 1.8  # the pairs' array and a few row blocks (it was about 5 of them)
+    duplicates = np.repeat(rng.standard_normal((4, 2)), 3, axis=0)  # zero distances are left out
+    assert median_bandwidth(duplicates) == pytest.approx(np.median(pdist(duplicates)[pdist(duplicates) > 0]))
