@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ._base import RunContext, get_method, parse_methods
-from ._errors import ParameterError
+from ._errors import ParameterError, ResourceError
 from ._params import split_items
 from ._settings import COUNT_INDICES, PROTOCOLS, FitSettings, LoadOptions
 from .budget import parse_budget, resolve_budget
@@ -322,6 +322,18 @@ def sweep(
     return Sweep(info, names, points, settings=first.settings, versions=first.versions)
 
 
+def _over_the_limit(source: MatrixSource, names: list[str], budget, settings: FitSettings, count_indices: bool,
+                    protocol: str, matrix_info, refusal: ResourceError) -> Comparison:
+    """A sweep point where no method fits the memory limit from the source's columns: each row "not
+    applicable", the refusal as its note."""
+    info = {**source.summary(), "path": "columns", **(matrix_info or {})}
+    rows = [MethodResult(name, "not applicable", reason="over the memory limit from columns at this budget")
+            for name in names]
+    point = build_comparison(info, budget, rows, RunContext(settings, count_indices, protocol, None, {}))
+    point.notes.append(f"budget {budget.value:,}: {refusal}")
+    return point
+
+
 def _distinct_budgets(specs: list[str], n: int) -> tuple[dict, dict]:
     """The budgets of ``specs`` for an ``n x n`` matrix by value, each value once (its first spec), and
     for each value that several specs came to, a note saying which (200000 and 5000 both clamped to N^2:
@@ -343,11 +355,24 @@ def _sweep_columns(source: MatrixSource, names: list[str], specs: list[str], *, 
     (:func:`~sfapprox.comparison.compare_columns`: the column methods fit, every row scored from the
     same columns, exactly or with a 95 % interval)."""
     resolved, merged = _distinct_budgets(specs, source.n)
-    for value in sorted(resolved):  # every budget before the first fit: a later one's refusal lost them all
-        check_methods_memory_from_columns(names, source, value, settings.max_memory)
+    # Every budget before the first fit (a later one's refusal lost them all); one where no method fits
+    # the limit is a point of "not applicable" rows, as a budget below a method's least is in memory
+    # (it ended the whole sweep, the budgets that fit included). Only when none fits is it refused.
+    refused: dict[int, ResourceError] = {}
+    for value in sorted(resolved):
+        try:
+            check_methods_memory_from_columns(names, source, value, settings.max_memory)
+        except ResourceError as exc:
+            refused[value] = exc
+    if len(refused) == len(resolved):
+        raise refused[min(refused)]
     points: list[Comparison] = []
     for value in sorted(resolved):
         report = (lambda r, b=value: on_result(b, r)) if on_result else None
+        if value in refused:
+            points.append(_over_the_limit(source, names, resolved[value], settings, count_indices, protocol,
+                                          matrix_info, refused[value]))
+            continue
         point = compare_columns(source, names, budget=resolved[value].spec, settings=settings, count_indices=count_indices,
                                 protocol=protocol, callback=callback, on_result=report, matrix_info=matrix_info)
         # Each budget's scoring note says its own columns and seconds: say which budget it is.

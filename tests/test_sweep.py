@@ -151,15 +151,15 @@ def test_budgets_given_as_numbers_are_counts_whatever_their_type():
 
 def test_a_sweep_from_columns_checks_every_budget_before_its_first_fit():
     """The smaller budgets were fitted, then the largest was refused and the whole sweep ended, exit 2,
-    nothing written."""
-    from sfapprox import ResourceError
+    nothing written. Every budget is checked first: the one over the limit is a point of "not
+    applicable" rows, never fitted, and the others are."""
     from sfapprox.sources import KernelMatrix
 
     K = KernelMatrix(np.random.default_rng(1).standard_normal((400, 3)), bandwidth=1.0)
     seen = []
-    with pytest.raises(ResourceError, match="no method asked for fits the memory limit"):
-        sweep(K, [0.001, 0.3], "rsvd", max_memory=2 << 20, on_result=lambda b, r: seen.append(b))
-    assert seen == []
+    result = sweep(K, [0.001, 0.3], "rsvd", max_memory=2 << 20, on_result=lambda b, r: seen.append(b))
+    assert seen == [160] and "memory limit" not in (result.points[0].results[0].reason or "")
+    assert "over the memory limit" in result.points[1].results[0].reason
 
 
 def test_budgets_that_come_to_one_value_are_one_point_and_each_is_named():
@@ -179,3 +179,21 @@ def test_an_interrupted_method_with_its_best_factors_scored_shows_its_error(monk
     table = s.tables()[0]
     assert table.rows[0]["sparse"].startswith(f"{row.rel_error:.3g}"[:4]) and "(interrupted)" in table.rows[0]["sparse"]
     assert table.data[0]["sparse"] == row.rel_error
+
+
+def test_a_budget_no_method_fits_from_columns_is_a_point_of_not_applicable_rows():
+    """One budget over the memory limit ended the whole sweep from columns (the budgets that fit
+    included); it is a point of "not applicable" rows now, and only a sweep where no budget fits is
+    refused."""
+    import sfapprox
+    from sfapprox import ResourceError
+
+    K = sfapprox.KernelMatrix(np.random.default_rng(0).standard_normal((600, 3)), kernel="rbf", bandwidth=1.5)
+    settings = sfapprox.FitSettings(time_limit=2, max_memory=4 << 20)
+    result = sweep(K, budgets=[0.02, 0.5], methods=["rsvd", "sparse"], settings=settings)
+    small, large = result.points
+    assert [r.status for r in small.results] == ["ok", "ok"]
+    assert [r.status for r in large.results] == ["not applicable"] * 2
+    assert any("no method asked for fits the memory limit" in n for n in large.notes)
+    with pytest.raises(ResourceError, match="no method asked for fits the memory limit"):
+        sweep(K, budgets=[0.5], methods=["rsvd", "sparse"], settings=settings)
