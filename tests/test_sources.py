@@ -369,3 +369,17 @@ def test_the_median_heuristic_is_the_median_pairwise_distance_in_bounded_memory(
     assert peak < 8 * pairs * 1.8  # the pairs' array and a few row blocks (it was about 5 of them)
     duplicates = np.repeat(rng.standard_normal((4, 2)), 3, axis=0)  # zero distances are left out
     assert median_bandwidth(duplicates) == pytest.approx(np.median(pdist(duplicates)[pdist(duplicates) > 0]))
+
+
+@pytest.mark.parametrize("kernel", ["matern32", "matern52"])
+@pytest.mark.parametrize("bandwidth", [1e-154, 1e-308])
+def test_a_matern_kernel_of_a_tiny_bandwidth_is_finite(kernel, bandwidth):
+    """(1 + s + s^2/3) exp(-s) with s (or s^2) overflowing was inf * 0 = NaN: an SVD that "did not
+    converge" (a traceback, exit 1) from columns, "NaN/Inf entries" in memory. Every entry off the
+    diagonal is 0 there, as exp(-s) is."""
+    from sfapprox.sources import KernelMatrix
+
+    K = KernelMatrix(np.random.default_rng(0).standard_normal((40, 3)), kernel=kernel, bandwidth=bandwidth)
+    assert np.array_equal(K.to_dense(), np.eye(40))
+    ordinary = KernelMatrix(np.random.default_rng(0).standard_normal((40, 3)), kernel=kernel, bandwidth=0.7)
+    assert np.all(np.isfinite(ordinary.to_dense())) and np.all(ordinary.to_dense() > 0)

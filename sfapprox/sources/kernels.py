@@ -40,6 +40,9 @@ KERNELS = {"rbf": True, "laplacian": True, "matern32": True, "matern52": True, "
 MEDIAN_SAMPLE = 2000
 
 
+#: Where a Matérn kernel's ``exp(-s)`` is 0 in float64 (below 2**-1074 from s = 745): its entries are 0 beyond.
+MATERN_FAR = 1000.0
+
 #: Rows of the sample whose distances :func:`median_bandwidth` computes at a time.
 MEDIAN_BLOCK = 256
 
@@ -207,10 +210,12 @@ class KernelMatrix(MatrixSource):
         r = np.sqrt(d2) / h
         if self.kernel == "laplacian":
             return np.exp(-r)
+        # Beyond s = MATERN_FAR, exp(-s) is 0 in float64 and so is the entry; without the cap a tiny bandwidth
+        # made s (or s*s) inf and the entry inf * 0 = NaN (an SVD that "did not converge", exit 1).
         if self.kernel == "matern32":
-            s = math.sqrt(3.0) * r
+            s = np.minimum(math.sqrt(3.0) * r, MATERN_FAR)
             return (1.0 + s) * np.exp(-s)
-        s = math.sqrt(5.0) * r  # matern52
+        s = np.minimum(math.sqrt(5.0) * r, MATERN_FAR)  # matern52
         return (1.0 + s + s * s / 3.0) * np.exp(-s)
 
     def diagonal(self) -> np.ndarray:
