@@ -207,7 +207,8 @@ class KernelMatrix(MatrixSource):
         h = self.bandwidth_
         if self.kernel == "rbf":
             return np.exp(d2 * (-0.5 / (h * h)))
-        r = np.sqrt(d2) / h
+        with np.errstate(over="ignore"):  # a tiny bandwidth: r is inf, and the entry 0 (below)
+            r = np.sqrt(d2) / h
         if self.kernel == "laplacian":
             return np.exp(-r)
         # Beyond s = MATERN_FAR, exp(-s) is 0 in float64 and so is the entry; without the cap a tiny bandwidth
