@@ -207,16 +207,16 @@ class KernelMatrix(MatrixSource):
         h = self.bandwidth_
         if self.kernel == "rbf":
             return np.exp(d2 * (-0.5 / (h * h)))
-        with np.errstate(over="ignore"):  # a tiny bandwidth: r is inf, and the entry 0 (below)
+        with np.errstate(over="ignore"):  # a tiny bandwidth: r (and s) inf, and the entry 0 (below)
             r = np.sqrt(d2) / h
-        if self.kernel == "laplacian":
-            return np.exp(-r)
-        # Beyond s = MATERN_FAR, exp(-s) is 0 in float64 and so is the entry; without the cap a tiny bandwidth
-        # made s (or s*s) inf and the entry inf * 0 = NaN (an SVD that "did not converge", exit 1).
-        if self.kernel == "matern32":
-            s = np.minimum(math.sqrt(3.0) * r, MATERN_FAR)
-            return (1.0 + s) * np.exp(-s)
-        s = np.minimum(math.sqrt(5.0) * r, MATERN_FAR)  # matern52
+            if self.kernel == "laplacian":
+                return np.exp(-r)
+            # Beyond s = MATERN_FAR, exp(-s) is 0 in float64 and so is the entry; without the cap a tiny
+            # bandwidth made s (or s*s) inf and the entry inf * 0 = NaN (an SVD that "did not converge").
+            if self.kernel == "matern32":
+                s = np.minimum(math.sqrt(3.0) * r, MATERN_FAR)
+                return (1.0 + s) * np.exp(-s)
+            s = np.minimum(math.sqrt(5.0) * r, MATERN_FAR)  # matern52
         return (1.0 + s + s * s / 3.0) * np.exp(-s)
 
     def diagonal(self) -> np.ndarray:
