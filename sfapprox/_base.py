@@ -32,6 +32,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import inspect
+import math
 import pkgutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -585,7 +586,32 @@ def check_columns_memory(name: str, source: MatrixSource, budget: int, max_memor
     check_memory(columns_need(spec, source, budget, max_memory), limit=max_memory, held=source.held_bytes,
                  advice=advice,
                  what=f"{subject} fit of {source.name} ({source.n:,} x {source.n:,}) from column blocks {counted} "
-                      f"{budget:,} numbers ({format_bytes(kept)} kept, beside its passes' blocks, half the limit)")
+                      f"{budget:,} numbers ({format_bytes(kept)} kept, beside its passes' blocks, half the limit: "
+                      f"it runs from a limit of {format_bytes(least_columns_limit(spec, source, budget), up=True)})")
+
+
+def least_columns_limit(spec, source: MatrixSource, budget: int) -> int:
+    """The smallest memory limit under which ``spec``'s fit from ``source``'s columns passes
+    :func:`columns_need`'s check: what it keeps and the held matrix, with the blocks' share of the
+    limit on top.  A refusal's "needs about X" grows with the limit given (the blocks take half of it),
+    so raising the limit to X was refused again; this is the figure to raise it to.
+
+    Parameters
+    ----------
+    spec : MethodSpec
+        A method with a ``columns_memory``.
+    source : MatrixSource
+        The matrix known by its columns.
+    budget : int
+        Stored numbers allowed.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
+    held = source.held_bytes
+    return math.ceil((spec.columns_memory(source.n, budget) + (1.0 - BLOCK_SHARE) * held) / (1.0 - BLOCK_SHARE))
 
 
 def columns_need(spec, source: MatrixSource, budget: int, max_memory: int | None) -> int:

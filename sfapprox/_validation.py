@@ -42,13 +42,15 @@ MAX_SQUARED_NORM = float(np.finfo(np.float64).max) / 4
 MIN_SQUARED_NORM = float(np.finfo(np.float64).tiny)
 
 
-def format_bytes(n_bytes: float) -> str:
+def format_bytes(n_bytes: float, *, up: bool = False) -> str:
     """Return ``n_bytes`` as a short human-readable string (``"1.5 GiB"``).
 
     Parameters
     ----------
     n_bytes : float
         A number of bytes.
+    up : bool, default=False
+        Round up to the digit shown (a least limit to give: 32.16 MiB shown as 32.2, never 32.1).
 
     Returns
     -------
@@ -65,6 +67,8 @@ def format_bytes(n_bytes: float) -> str:
         if abs(size) < 1024 or unit == "EiB":
             if unit == "B":
                 return f"{size:.0f} {unit}"
+            if up and abs(size) < 1e4:
+                size = math.ceil(size * 10) / 10
             return f"{size:.1f} {unit}" if abs(size) < 1e4 else f"{size:.3g} {unit}"
         size /= 1024
     return f"{size:.1f} EiB"  # pragma: no cover - loop always returns

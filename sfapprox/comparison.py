@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ._base import (RunContext, check_columns_memory, columns_need, get_method, in_memory_or_columns, method_need,
-                    methods, parse_methods)
+from ._base import (RunContext, check_columns_memory, columns_need, get_method, in_memory_or_columns,
+                    least_columns_limit, method_need, methods, parse_methods)
 from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceError, one_line
 from ._settings import COUNT_INDICES, DEFAULT_METHODS, DEFAULT_TOTAL_TIME, PROTOCOLS, FitSettings, LoadOptions
 from ._progress import same_progress
@@ -678,10 +678,15 @@ def check_methods_memory_from_columns(names: Sequence[str], source: MatrixSource
     needs = needs_if_none_fits([name for name in names if "columns" in get_method(name).access], need_of, limit)
     if needs:
         asked = ", ".join(f"{name} about {format_bytes(b)}" for name, b in needs.items())
+        # the limit each would run from (its need above grows with the limit: the blocks take half of it)
+        least = {name: least_columns_limit(get_method(name), source, budget) for name in needs
+                 if get_method(name).columns_memory is not None}
+        first = min(least, key=least.get, default=None)
+        runs = f" to at least {format_bytes(least[first], up=True)} (where {first} runs)" if first else ""
         raise ResourceError(f"{source.name}: no method asked for fits the memory limit of {format_bytes(limit)} from "
                             f"the columns of the {source.n:,} x {source.n:,} matrix at a budget of {budget:,} (what "
                             f"each keeps, with its passes' blocks, half the limit: {asked}); raise the limit with "
-                            f"--max-memory (max_memory=) if the machine has the room, or lower the budget")
+                            f"--max-memory (max_memory=){runs} if the machine has the room, or lower the budget")
 
 
 def score_from_columns(source: MatrixSource, results: Sequence[MethodResult], settings: FitSettings,

@@ -608,3 +608,22 @@ def test_an_included_fit_is_charged_as_this_comparison_charges_its_own(tmp_path)
         row = compare(ArraySource(X), "tsvd", budget=0.6, include=[saved], count_indices=False,
                       settings=settings).results[-1]
         assert (row.nnz, row.status) == (614, "ok")
+
+
+def test_a_refusal_from_columns_names_the_limit_that_runs_and_that_limit_runs():
+    """The refusal's "needs about X" grows with the limit given (the blocks take half of it): raising
+    the limit to X was refused again (28.6 MiB asked at 25M, 30.6 MiB at 29M). It names the least limit
+    that runs a method, rounded up, and that limit runs."""
+    import re
+
+    from sfapprox import ResourceError
+    from sfapprox.sources import KernelMatrix
+
+    K = KernelMatrix(np.random.default_rng(0).standard_normal((600, 3)), kernel="rbf", bandwidth=1.5)
+    with pytest.raises(ResourceError, match=r"to at least [\d.]+ MiB \(where rsvd runs\)") as info:
+        compare(K, "rsvd", budget=0.5, settings=FitSettings(time_limit=2, max_memory=4 << 20))
+    least = float(re.search(r"to at least ([\d.]+) MiB", str(info.value)).group(1))
+    row = compare(K, "rsvd", budget=0.5, settings=FitSettings(time_limit=2, max_memory=int(least * 2**20))).results[0]
+    assert row.status == "ok"
+    with pytest.raises(ResourceError):  # a little below it: refused
+        compare(K, "rsvd", budget=0.5, settings=FitSettings(time_limit=2, max_memory=int((least - 0.2) * 2**20)))
