@@ -738,3 +738,17 @@ def test_no_output_replaces_a_file_the_command_reads_even_with_force(tmp_path):
                                  str(tmp_path / "t.content"), "--force"])
     assert result.exit_code == 2 and "is this command's input" in " ".join(result.output.split())
     assert (tmp_path / "t.content").read_bytes() == kept
+
+
+def test_a_method_whose_least_work_ran_past_its_limit_is_not_said_to_have_stopped_on_it(capsys):
+    """Randomized SVD from columns took 15.4 s of a 4 s limit (one pass over the columns cannot be cut)
+    and the note said "stopped on the time limit before converging: rsvd 4 s"."""
+    from sfapprox.cli._render import advise_limits
+    from sfapprox.results import MethodResult
+
+    rows = [MethodResult("rsvd", "ok", 10, 1.0, 0.1, 15.4, {"stop_reason": "time_limit"}, time_limit=4.0),
+            MethodResult("sf", "ok", 10, 1.0, 0.1, 4.1, {"stop_reason": "time_limit"}, time_limit=4.0)]
+    advise_limits(rows)
+    said = " ".join(capsys.readouterr().err.split())
+    assert "stopped on the time limit before converging: sf 4 s;" in said
+    assert "ran past the time limit: rsvd 15.4 s of 4 s" in said
