@@ -572,13 +572,24 @@ def better_from_columns(source: MatrixSource, names: Sequence[str], max_memory: 
     """
     limit = memory_limit(max_memory)
     specs = [get_method(name) for name in names]
-    if limit is None or not specs or 2 * source.formed_bytes <= limit:
+    if limit is None or not specs or not any(spec.label.startswith("SF") for spec in specs):
         return False
+    if 2 * source.formed_bytes <= limit and _sf_fits_formed(source, limit):
+        return False  # SF's in-memory fit of the formed matrix fits: form it
 
     def helped(spec) -> bool:  # a method that needs the matrix formed, and would fit beside it
         return "columns" not in spec.access and (spec.working_memory is None or method_need(spec, source.n) <= limit)
 
-    return any(spec.label.startswith("SF") for spec in specs) and not any(helped(spec) for spec in specs)
+    # SF fits from columns either way: beside a formed matrix it has that much less (a kernel of 2,000
+    # points, --methods sf: 255M ran from columns, 260M formed it and refused SF beside it)
+    return not any(helped(spec) for spec in specs)
+
+
+def _sf_fits_formed(source: MatrixSource, limit: int) -> bool:
+    """Whether SF's default in-memory fit of ``source`` formed (the matrix counted) fits ``limit``."""
+    from .sf.model import ChordSF
+
+    return ChordSF(max_memory=limit)._fits_in_memory(source)
 
 
 def columns_note(results: Sequence[MethodResult], max_memory: int | None) -> str | None:

@@ -368,7 +368,10 @@ def test_a_source_whose_methods_all_work_from_columns_is_not_formed_where_formed
     tight = 2 * source.formed_bytes - 1  # formed, it would take over half of it
     assert better_from_columns(source, ["sf", "rsvd"], tight)
     assert not better_from_columns(source, ["rsvd", "sparse"], tight)  # their needs are known, and fit
-    assert not better_from_columns(source, ["sf", "rsvd"], 10 * source.formed_bytes)
+    assert not better_from_columns(source, ["sf", "rsvd"], 1 << 30)  # SF's in-memory fit of it fits
+    # under half the limit, but SF's in-memory fit would not fit beside it: SF runs from columns either
+    # way, with that much less formed (a kernel of 2,000 points: 255M ran from columns, 260M refused SF)
+    assert better_from_columns(source, ["sf", "rsvd"], 10 * source.formed_bytes)
     # tsvd needs it formed, but beside it would not fit either (its need is several copies): forming
     # it would help no method and starve SF
     assert better_from_columns(source, ["sf", "tsvd"], tight)
