@@ -594,21 +594,8 @@ def least_columns_limit(spec, source: MatrixSource, budget: int) -> int:
     """The smallest memory limit under which ``spec``'s fit from ``source``'s columns passes
     :func:`columns_need`'s check: what it keeps and the held matrix, with the blocks' share of the
     limit on top.  A refusal's "needs about X" grows with the limit given (the blocks take half of it),
-    so raising the limit to X was refused again; this is the figure to raise it to.
-
-    Parameters
-    ----------
-    spec : MethodSpec
-        A method with a ``columns_memory``.
-    source : MatrixSource
-        The matrix known by its columns.
-    budget : int
-        Stored numbers allowed.
-
-    Returns
-    -------
-    int
-        Bytes.
+    so raising the limit to X was refused again; this is the figure to raise it to.  ``spec``,
+    ``source`` and ``budget`` are :func:`columns_need`'s; returns bytes.
     """
     held = source.held_bytes
     return math.ceil((spec.columns_memory(source.n, budget) + (1.0 - BLOCK_SHARE) * held) / (1.0 - BLOCK_SHARE))
