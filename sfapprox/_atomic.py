@@ -44,7 +44,7 @@ from ._signals import deferred
 from .formats import jsonable
 
 __all__ = ["atomic_path", "write_text", "write_json", "write_bytes", "OutputError", "OutputExistsError",
-           "written_outputs", "output_target", "stream_kind", "special_kind", "names_descriptor", "FileStamp",
+           "written_outputs", "output_target", "stream_kind", "special_kind", "names_descriptor", "FileStamp", "resolved_path",
            "check_writable"]
 
 #: errnos of a file system that cannot make hard links (FAT, exFAT, some FUSE and SMB mounts).
@@ -205,18 +205,20 @@ def _remove_stale(target: Path) -> None:
         return
     for name in names:
         match = stale.match(name)
-        if match and int(match.group(1)) != os.getpid() and not _running(int(match.group(1))):
+        if match and int(match.group(1)) != os.getpid() and not process_running(int(match.group(1))):
             with contextlib.suppress(OSError):
                 os.unlink(target.parent / name)
 
 
-def _running(pid: int) -> bool:
-    """Whether a process ``pid`` exists (POSIX: signal 0 checks without sending anything)."""
+def process_running(pid: int) -> bool:
+    """Whether a process ``pid`` exists (POSIX only: signal 0 checks without sending anything; on
+    Windows ``os.kill(pid, 0)`` would end the process, so callers check ``os.name`` first).  A pid too
+    large for the system (a name edited by hand) counts as running: what is named for it is kept."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except OSError:  # it exists, and belongs to someone else
+    except (OSError, OverflowError):  # it exists, and belongs to someone else; or no pid can be that large
         return True
     return True
 
@@ -261,6 +263,23 @@ def check_writable(target: Path, label: str = "") -> None:
         raise ParameterError(f"{label}{target}: folder {parent} does not exist; create it first")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise ParameterError(f"{label}{target}: folder {parent} is not writable")
+
+
+def resolved_path(path: str | os.PathLike) -> Path:
+    """``path`` with its links followed; a loop of links is a one-line error (Python 3.11's
+    ``Path.resolve`` raises RuntimeError "Symlink loop": a traceback and exit 1, as an output or a
+    results folder).
+
+    Raises
+    ------
+    ParameterError
+        Naming ``path``, for a loop of symbolic links.
+    """
+    try:
+        return Path(path).resolve()
+    except (RuntimeError, OSError):
+        raise ParameterError(f"{path}: a symbolic link that leads back to itself (a loop); "
+                             "remove it or give another path") from None
 
 
 def output_target(path: str | os.PathLike) -> Path:

@@ -470,3 +470,4 @@ def check_path(path) -> None:
                              "in memory goes to the methods directly (or sfapprox.io.as_loaded(X, name))")
     if not os.fspath(path):  # "" is a path to "." for the file system: an unset variable, not a file
         raise ParameterError("path is empty; give a file name")
+

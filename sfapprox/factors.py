@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from ._atomic import FileStamp, write_bytes
+from ._atomic import FileStamp, resolved_path, write_bytes
 from ._errors import InputError, NotFittedError, ParameterError, SfapproxError
 from ._validation import check_memory, check_path
 from .formats import jsonable
@@ -347,7 +347,7 @@ def check_results_folder(folder: str | os.PathLike, matrix: str, methods, *, for
         (without ``force``), is one of ``inputs`` or a loop of symbolic links.
     """
     folder = Path(folder)
-    _no_loop(folder)
+    resolved_path(folder)  # a loop of links: one error line
     if folder.exists() and not folder.is_dir():
         raise ParameterError(f"{folder}: the fits need a folder, and this is a file")
     # Writable (or creatable) now, not after the fitting: an unwritable folder lost every fit's file.
@@ -361,7 +361,7 @@ def check_results_folder(folder: str | os.PathLike, matrix: str, methods, *, for
         raise ParameterError(f"{folder}: {what}; choose another folder for the fits")
     targets = [result_path(folder, matrix, method) for method in methods]
     for target in targets:
-        _no_loop(target)
+        resolved_path(target)
         for source in inputs:
             with contextlib.suppress(OSError):
                 if os.path.samefile(target, source):  # the fit it scored would be replaced by its own row's
@@ -369,15 +369,6 @@ def check_results_folder(folder: str | os.PathLike, matrix: str, methods, *, for
         if target.exists() and not force:
             raise ParameterError(f"{target}: already exists; use --force (force=True) to overwrite it")
     return targets
-
-
-def _no_loop(path: Path) -> None:
-    """Refuse a path through a loop of symbolic links (Python 3.11's RuntimeError was a traceback)."""
-    try:
-        path.resolve()
-    except (RuntimeError, OSError):
-        raise ParameterError(f"{path}: a symbolic link that leads back to itself (a loop); "
-                             "remove it or choose another folder") from None
 
 
 def input_record(source) -> dict[str, Any]:

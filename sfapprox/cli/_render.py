@@ -24,7 +24,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Column as TableColumn
 from rich.table import Table as RichTable
 
-from .._atomic import check_writable, output_target, stream_kind, write_text
+from .._atomic import check_writable, output_target, resolved_path, stream_kind, write_text
 from .._errors import ParameterError, SfapproxError
 from ..formats import OutputFormat, Table, fmt_number, render_rich
 
@@ -152,7 +152,7 @@ def check_output(path: Path | None, force: bool, inputs: Sequence[Path | str] = 
         with contextlib.suppress(OSError):
             if os.path.samefile(path, source):
                 raise ParameterError(f"{path}: is this command's input ({source}); write the output to another file")
-    _resolved(path)  # a loop of links: refused here, not when something follows it
+    resolved_path(path)  # a loop of links: refused here, not when something follows it
     path = output_target(path)  # a link's target is what gets written
     if stream_kind(path) is not None:  # /dev/null, a pipe: written through, nothing overwritten
         return
@@ -171,23 +171,13 @@ def read_files(inputs: Sequence[Path | str]) -> list[Path]:
     return [file for given in inputs for file in input_files(given)]
 
 
-def _resolved(path: Path) -> Path:
-    """``path`` with its links followed; a loop of links is a one-line error (Python 3.11's RuntimeError
-    "Symlink loop" was a traceback and exit 1)."""
-    try:
-        return path.resolve()
-    except (RuntimeError, OSError):
-        raise ParameterError(f"{path}: a symbolic link that leads back to itself (a loop); "
-                             "remove it or give another file") from None
-
-
 def check_distinct(*paths: Path | None) -> None:
     """Refuse the same file named for two outputs (one would silently replace the other)."""
     seen: dict[Path, Path] = {}
     for path in paths:
         if path is None or stream_kind(output_target(path)) is not None:  # /dev/null may take them all
             continue
-        key = _resolved(path)
+        key = resolved_path(path)
         if key in seen:
             raise ParameterError(f"{path}: named for two outputs ({seen[key]} and {path}); give each its own file")
         seen[key] = path

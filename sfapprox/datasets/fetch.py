@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlparse
 
-from .._atomic import atomic_path
+from .._atomic import atomic_path, process_running
 from .._errors import InputError
 from .manifest import COMPRESSED_SUFFIXES, Entry, is_archive
 
@@ -561,30 +561,24 @@ def _sweep_stale(downloads: Path) -> None:
     size limit.  A file another run is writing now is never one of them."""
     now = time.time()
     for path in downloads.iterdir():
-        match = _OWN_COPY.fullmatch(path.name)
         with contextlib.suppress(OSError):
-            stale = (not _process_alive(int(match.group(1))) if match
-                     else path.name.startswith("tmp") and now - path.stat().st_mtime > STALE_SECONDS)
-            if stale and path.is_file() and not path.is_symlink():
+            if _stale(path, now) and path.is_file() and not path.is_symlink():
                 path.unlink()
+
+
+def _stale(path: Path, now: float) -> bool:
+    """Whether ``path`` in ``.downloads`` is left by a download that no longer runs (see :func:`_sweep_stale`)."""
+    match = _OWN_COPY.fullmatch(path.name)
+    if match is None:
+        return path.name.startswith("tmp") and now - path.stat().st_mtime > STALE_SECONDS
+    pid = int(match.group(1))
+    # only where its process can be checked without harm (POSIX), as _atomic's temporaries
+    return os.name == "posix" and pid != os.getpid() and not process_running(pid)
 
 
 #: A run's own downloaded copy, ``run<pid>-<entry>-<file name>``: the process first, where no entry's or
 #: file's name can be mistaken for it.
 _OWN_COPY = re.compile(r"run(\d+)-.*", re.DOTALL)
-
-
-def _process_alive(pid: int) -> bool:
-    """True when a process ``pid`` exists (one of another user counts as alive)."""
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, OSError):
-        return True
-    return True
 
 
 def _place(entry: Entry, fetched: Path, target: Path, max_bytes: int | None) -> tuple[Path, bool]:
