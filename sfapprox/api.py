@@ -155,10 +155,15 @@ def fit_matrix(
     with warnings_at_caller():  # a ConvergenceWarning points at the caller's line, as compare's do
         model.fit(target, check_input=False)
     fro, rel, estimate = model.fro_error_, model.rel_error_, None
-    if fro is None:  # fitted from the columns of a matrix never formed: scored from its columns too
-        scored = estimate_errors(target, {"sf": model.operator_}, seed=settings.seed, max_memory=settings.max_memory,
-                                 time_limit=scoring_seconds(settings.per_method(1).time_limit))["sf"]
-        fro, rel, estimate = scored.fro_error, scored.rel_error, scored.to_dict()
+    if fro is None and model.params_.get("scoring") != "interrupted":
+        # fitted from the columns of a matrix never formed: scored from its columns too
+        try:
+            scored = estimate_errors(target, {"sf": model.operator_}, seed=settings.seed,
+                                     max_memory=settings.max_memory,
+                                     time_limit=scoring_seconds(settings.per_method(1).time_limit))["sf"]
+            fro, rel, estimate = scored.fro_error, scored.rel_error, scored.to_dict()
+        except KeyboardInterrupt:  # the fit is finished: kept and saved, its error not known (as ChordSF's own)
+            model._scoring_stopped()
     summary = {
         "fro_error": fro,
         "rel_error": rel,
@@ -171,6 +176,8 @@ def fit_matrix(
         "evaluations": model.n_evals_,
         "seconds": model.seconds_,
         "stop_reason": model.stop_reason_,
+        # False where a stop cut the final scoring short: the errors are then the optimizer's own, or None
+        "scored": model.params_.get("scoring") != "interrupted",
         "init": model.init_,
         "kernel": model.kernel_,
         "device": model.device_,

@@ -125,7 +125,10 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
     if est.n_stored_ > budget:  # a broken promise is a bug, never a silent excess
         raise AssertionError(f"{name} stored {est.n_stored_} numbers over the budget {budget}")
     # From columns, every row is scored afterwards, together, on the same columns (estimate_errors).
-    fro, rel = (None, None) if streaming else row_error(est, X, fro_norm, threads=context.settings.threads)
+    # A stop during SF's own scoring left its error as it could: not scored again here (the stop is on)
+    unscored = est.params_.get("scoring") == "interrupted"
+    fro, rel = ((est.fro_error_, est.rel_error_) if unscored else
+                (None, None) if streaming else row_error(est, X, fro_norm, threads=context.settings.threads))
     return MethodResult(
         method=name,
         status="interrupted" if est.stop_reason_ == "interrupted" else "ok",
@@ -743,7 +746,14 @@ def _compare_columns(source, names, resolved, info, context, settings, on_result
         results.append(MethodResult(name, "ok", nnz=int(operator.n_stored), operator=operator,
                                     params={"kind": getattr(surrogate, "kind", None)}))
     started = time.perf_counter()
-    estimates = score_from_columns(source, results, settings, executor)
+    try:
+        estimates = score_from_columns(source, results, settings, executor)
+    except KeyboardInterrupt:  # the fits are finished: their rows are kept, unscored (the stop is reported)
+        estimates = {}
+        for r in results:
+            if r.operator is not None and r.status in ("ok", "interrupted"):
+                r.status, r.params = "interrupted", {**(r.params or {}), "scoring": "interrupted"}
+                r.reason = f"fitted, then stopped by {stop_cause()} while the rows were scored: its error is not known"
     for r in results:
         if r.method in estimates and r.nnz is not None and r.nnz > resolved.value:
             r.status, r.reason = "not applicable", f"stores {r.nnz} numbers, over the budget {resolved.value}"
@@ -762,6 +772,7 @@ def _compare_columns(source, names, resolved, info, context, settings, on_result
         how += (f"; {', '.join(unbounded)}: every sampled column had the same error, which says nothing of the "
                 "others (shown '± ?'; a longer --time-limit looks at more of them, or all)")
     scored = (f"every row was scored {how} in {time.perf_counter() - started:.1f} s" if estimates else
+              f"the scoring was stopped by {stop_cause()}" if any(r.status == "interrupted" for r in results) else
               "no method gave a surrogate to score")  # not "from 0 random columns"
     comparison.notes.append(f"{source.name}: not formed ({source.summary()['formed']} dense); the methods that work "
                             f"from columns ran, and {scored}")

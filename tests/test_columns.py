@@ -677,3 +677,37 @@ def test_a_column_fit_reports_the_precision_its_steps_ran_in_and_says_a_float64_
     assert est.params_["path"] == "columns" and est.dtype_ == "float32" and est.params_["dtype"] == "float32"
     with pytest.warns(UserWarning, match=r"dtype='float64' applies to fits in memory; from column blocks"):
         ChordSF(max_iter=3, time_limit=None, max_memory=_column_limit(128), device="cpu", dtype="float64").fit(X)
+
+
+def test_a_stop_while_a_fit_from_columns_is_scored_keeps_the_fit(tmp_path, monkeypatch):
+    """A source never formed, SF fitted from its columns: a stop during fit_matrix's scoring from columns
+    keeps the fit (saved), its error unknown."""
+    import sfapprox.api as api
+    from sfapprox import fit_matrix
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(api, "estimate_errors", stopped)
+    run = fit_matrix(_cloud(128), out=tmp_path / "k.h5",
+                     settings=FitSettings(device="cpu", max_iter=10, time_limit=None, max_memory=_column_limit(128)))
+    assert run.summary["path"] == "columns" and run.summary["stop_reason"] == "interrupted"
+    assert run.summary["scored"] is False and run.summary["fro_error"] is None
+    assert load_factors(tmp_path / "k.h5").fit["stop_reason"] == "interrupted"
+
+
+def test_a_stop_while_a_comparison_from_columns_scores_its_rows_keeps_them(monkeypatch):
+    """Every fit finished, then a stop during the scoring from columns: the rows and their surrogates are
+    kept, "interrupted" with their errors unknown (the comparison was lost with them), no winner."""
+    import sfapprox.comparison as comparison
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(comparison, "estimate_errors", stopped)
+    settings = FitSettings(device="cpu", max_iter=10, time_limit=None, max_memory=_column_limit(128))
+    c = compare_columns(_cloud(128), ["nystrom", "sparse"], budget="sf", settings=settings)
+    assert [(r.method, r.status, r.fro_error) for r in c.results] == [("nystrom", "interrupted", None),
+                                                                      ("sparse", "interrupted", None)]
+    assert all(r.operator is not None and "error is not known" in r.reason for r in c.results)
+    assert c.winner() is None and any("the scoring was stopped by Ctrl-C" in n for n in c.notes)

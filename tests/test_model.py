@@ -681,3 +681,49 @@ def test_a_saved_start_of_another_structure_says_which_options_give_it(tmp_path)
                                              r"\(support='chord', base=3, n_factors=\d+\)$"):
         ChordSF(max_iter=2, device="cpu", init=path).fit(X)
     assert ChordSF(base=3, max_iter=2, device="cpu", init=path).fit(X).init_ == "saved"
+
+
+def _stopped_scoring(*args, **kwargs):
+    raise KeyboardInterrupt  # a Ctrl-C (or SIGTERM's handler) during the final scoring
+
+
+def test_a_stop_during_the_final_scoring_keeps_the_finished_fit(monkeypatch):
+    """The fit had ended when the stop came: its factors are kept, with the optimizer's own error,
+    as a stop during the fit keeps its best (the KeyboardInterrupt escaped fit() and lost them)."""
+    import sfapprox.sf.model as model
+
+    X = np.random.default_rng(4).random((16, 16))
+    plain = ChordSF(max_iter=30, device="cpu", random_state=2).fit(X)
+    monkeypatch.setattr(model, "operator_error", _stopped_scoring)
+    sf = ChordSF(max_iter=30, device="cpu", random_state=2).fit(X)
+    np.testing.assert_array_equal(sf.factors_, plain.factors_)
+    assert sf.stop_reason_ == sf.params_["stop_reason"] == "interrupted"
+    assert sf.params_["scoring"] == "interrupted" and "scoring" not in plain.params_
+    # the optimizer's figure of the same factors, in the fit's dtype
+    assert sf.fro_error_ == pytest.approx(plain.fro_error_, rel=1e-6)
+    assert sf.rel_error_ == pytest.approx(plain.rel_error_, rel=1e-6)
+
+
+def test_a_stop_while_scaling_a_fit_worse_than_zero_keeps_it_consistent(monkeypatch):
+    """The best multiple's scoring cut short: the unscaled product with its own (scored) error, never
+    the scaled factors beside the unscaled one's error."""
+    import sfapprox.sf.model as model
+
+    X = np.random.default_rng(5).random((16, 16))
+    sf = ChordSF(max_iter=1, device="cpu").fit(X)
+    values = sf.factors_ * 3.0  # a product far worse than the zero matrix
+    real = model.operator_error
+    calls = []
+
+    def second_call_stopped(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(model, "operator_error", second_call_stopped)
+    sf._set_result(values, X, float(np.linalg.norm(X)))
+    assert sf.stop_reason_ == "interrupted" and "best_multiple" not in sf.params_
+    np.testing.assert_array_equal(sf.factors_, values)
+    fro = np.linalg.norm(X - sf.to_dense())
+    assert sf.fro_error_ == pytest.approx(fro, rel=1e-9) and sf.rel_error_ > 1

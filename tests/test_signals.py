@@ -380,3 +380,53 @@ def test_interrupt_messages_name_the_outputs(tmp_path):
         lines.append(" ".join(captured.get().split()))
     assert lines[0] == f"interrupted (Ctrl-C): stopped; outputs written: {tmp_path / 'a.md'}"
     assert lines[1] == "interrupted (Ctrl-C): stopped; no output was written"
+
+
+def _stopped(*args, **kwargs):
+    raise KeyboardInterrupt
+
+
+def test_a_stop_during_the_fits_final_scoring_still_writes_the_fit(tmp_path, monkeypatch):
+    """Ctrl-C after the optimizer ended, while the fit scores itself: the factors are written, the error
+    is the optimizer's own and said so, exit 130 (the finished fit was lost, exit 130 and nothing written)."""
+    import sfapprox.sf.model as model
+
+    path, out, js = tmp_path / "m.npy", tmp_path / "f.h5", tmp_path / "f.json"
+    np.save(path, np.random.default_rng(1).random((16, 16)))
+    monkeypatch.setattr(model, "operator_error", _stopped)
+    res = CliRunner().invoke(app, ["fit", str(path), "--iters", "20", "--device", "cpu", "--out", str(out),
+                                   "--json", str(js)])
+    assert res.exit_code == 130, res.output
+    said = " ".join(res.output.split())
+    assert "interrupted (Ctrl-C) during the final scoring, so the error shown is the optimizer's own" in said
+    summary = json.loads(js.read_text())
+    assert summary["stop_reason"] == "interrupted" and summary["scored"] is False and summary["fro_error"] > 0
+    saved = load_factors(out)
+    assert saved.fit["stop_reason"] == "interrupted" and saved.operator.shape == (16, 16)
+
+
+def test_a_stop_while_a_comparison_scores_sf_ends_it_with_sfs_row_kept(monkeypatch):
+    import sfapprox.sf.model as model
+    from sfapprox import FitSettings, compare
+
+    X = np.random.default_rng(2).random((16, 16))
+    monkeypatch.setattr(model, "operator_error", _stopped)
+    c = compare(X, ["sf", "nmf"], settings=FitSettings(device="cpu", max_iter=20))
+    assert [(r.method, r.status) for r in c.results] == [("sf", "interrupted")]  # nmf not run: the stop holds
+    assert c.results[0].fro_error > 0 and c.results[0].operator is not None
+
+
+
+def test_a_stop_while_a_comparison_from_columns_is_scored_exits_130_with_the_rows(tmp_path, monkeypatch):
+    import sfapprox.comparison as comparison
+
+    monkeypatch.setattr(comparison, "estimate_errors", _stopped)
+    path, js = tmp_path / "pts.npy", tmp_path / "c.json"
+    np.save(path, np.random.default_rng(0).random((400, 3)))
+    res = CliRunner().invoke(app, ["compare", str(path), "--kernel", "rbf", "--methods", "nystrom,sparse",
+                                   "--max-memory", "30M", "--time-limit", "3", "--json", str(js)])
+    assert res.exit_code == 130, res.output
+    assert "interrupted (Ctrl-C) while nystrom was scored" in " ".join(res.output.split())
+    rows = json.loads(js.read_text())["results"]
+    assert [(r["method"], r["status"], r["fro_error"]) for r in rows] == [("nystrom", "interrupted", None),
+                                                                          ("sparse", "interrupted", None)]

@@ -95,5 +95,7 @@ def compare(
                 kept += f" ({stopped.method}: the best factors found before the stop)"
             left = not_run(names, comparison.results)
             skipped = f"; not run: {', '.join(left)}" if left else ""
-            note(f"interrupted ({stop_cause()}) during {stopped.method}: {kept}{skipped}", style="bold yellow")
+            when = (f"while {stopped.method} was scored" if (stopped.params or {}).get("scoring") == "interrupted"
+                    else f"during {stopped.method}")  # (its fit had ended)
+            note(f"interrupted ({stop_cause()}) {when}: {kept}{skipped}", style="bold yellow")
             raise typer.Exit(EXIT_INTERRUPTED)

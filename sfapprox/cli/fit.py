@@ -107,7 +107,12 @@ def fit(
         if summary["stop_reason"] == "interrupted":
             kept = ("the best factors found so far were written" if out_path is not None else
                     "the error above is that of the best factors found so far (pass --out to keep them)")
-            note(f"interrupted ({stop_cause()}) after {summary['iterations']} iterations: {kept}", style="bold yellow")
+            when = ""
+            if not summary["scored"]:  # the fit had ended; its scoring was cut short
+                when = (" during the final scoring" + (", so the error is not known" if summary["fro_error"] is None
+                                                       else ", so the error shown is the optimizer's own"))
+            note(f"interrupted ({stop_cause()}){when} after {summary['iterations']} iterations: {kept}",
+                 style="bold yellow")
             raise typer.Exit(EXIT_INTERRUPTED)
 
 

@@ -691,7 +691,7 @@ class ChordSF(Approximation):
         self.n_evals_ = sum(int(st["func_evals"]) for st in states.values())
         self.stop_reason_ = reason
         self._set_result(values, dense, fro, device)
-        if reason in (_solver.StopReason.MAX_ITER, _solver.StopReason.TIME_LIMIT):
+        if self.stop_reason_ in (_solver.StopReason.MAX_ITER, _solver.StopReason.TIME_LIMIT):
             warnings.warn(
                 f"SF stopped on its {reason.replace('_', ' ')} ({self.n_iter_} iterations) before "
                 "its tolerances were met; increase max_iter / time_limit for a closer fit",
@@ -816,7 +816,7 @@ class ChordSF(Approximation):
             self.loss_curve_ = []  # the curve is the kept factors' run's: this run's steps were discarded
         if isinstance(source, (ArraySource, SparseSource)):  # X is in memory (or mapped): scored exactly
             matrix = source.array if isinstance(source, ArraySource) else source.matrix
-            self.fro_error_, self.rel_error_ = operator_error(matrix, self.operator_, threads=self.threads)
+            self._scored(lambda: operator_error(matrix, self.operator_, threads=self.threads), (None, None))
         else:  # not known without a pass over X: the caller's estimate_errors scores it
             self.fro_error_ = self.rel_error_ = None
         self.params_.update(path="columns", optimizer=fit.optimizer, epochs=round(fit.columns / n, 2),
@@ -1149,13 +1149,49 @@ class ChordSF(Approximation):
         if dense is None:
             self.fro_error_, self.rel_error_ = 0.0, None
             return
-        score = None
-        if device is not None and device.type != "cpu" and self.support != "butterfly":
-            score = product_error(values, self.offsets_, dense, fro, device)
-        # else (and where the GPU has no room for it) the CPU's product
-        self.fro_error_, self.rel_error_ = score or operator_error(dense, self.operator_, fro, threads=self.threads)
+
+        def score() -> tuple[float, float | None]:
+            on_device = None
+            if device is not None and device.type != "cpu" and self.support != "butterfly":
+                on_device = product_error(values, self.offsets_, dense, fro, device)
+            # else (and where the GPU has no room for it) the CPU's product
+            return on_device or operator_error(dense, self.operator_, fro, threads=self.threads)
+
+        # Unscored, the optimizer's own figure of the best point (in the fit's dtype) stands for it
+        measured = self.starts_.get(self.init_, {}).get("fro_error")
+        unscored = (None, None) if measured is None else (measured, measured / fro if fro > 0 else None)
+        if not self._scored(score, unscored):
+            return
         if self.rel_error_ is not None and self.rel_error_ > 1.0:
-            self._at_best_multiple(values, dense, fro)
+            self._scored(lambda: self._at_best_multiple(values, dense, fro))
+
+    def _scored(self, score: Callable[[], tuple[float, float | None] | None],
+                unscored: tuple[float | None, float | None] | None = None) -> bool:
+        """Run the final scoring ``score`` (which returns the errors or sets them itself); False where a
+        Ctrl-C or SIGTERM cut it short.
+
+        The fit is finished by then: a stop during its scoring (minutes at N = 16,384 on the CPU) keeps the
+        factors, as a stop during the fit does, with ``stop_reason_`` ``"interrupted"``,
+        ``params_["scoring"]`` ``"interrupted"``, and ``unscored`` as the errors (the optimizer's own
+        figure where there is one; None: not known).  Without it the stop lost the finished fit.
+        """
+        try:
+            errors = score()
+        except KeyboardInterrupt:
+            self._scoring_stopped(unscored)
+            return False
+        if errors is not None:
+            self.fro_error_, self.rel_error_ = errors
+        return True
+
+    def _scoring_stopped(self, unscored: tuple[float | None, float | None] | None = None) -> None:
+        """Record a stop during the final scoring (see :meth:`_scored`; also ``fit_matrix``'s scoring from columns)."""
+        from ._solver import StopReason
+
+        self.stop_reason_ = self.params_["stop_reason"] = StopReason.INTERRUPTED
+        self.params_["scoring"] = "interrupted"
+        if unscored is not None:
+            self.fro_error_, self.rel_error_ = unscored
 
     def _at_best_multiple(self, values: np.ndarray, dense: np.ndarray, fro: float) -> None:
         """A product further from X than the zero matrix (a fit the time limit stopped at its start: rel 1.53
@@ -1175,9 +1211,11 @@ class ChordSF(Approximation):
         c = inner / square if square > 0 else 0.0
         scaled = values.copy()
         scaled[0] *= c  # the product is linear in each factor
-        self.factors_ = scaled
-        self.operator_ = self._operator(scaled)
-        self.fro_error_, self.rel_error_ = operator_error(dense, self.operator_, fro, threads=self.threads)
+        operator = self._operator(scaled)
+        errors = operator_error(dense, operator, fro, threads=self.threads)
+        # set together, after the scoring: a stop during it leaves the unscaled product and its errors
+        self.factors_, self.operator_ = scaled, operator
+        self.fro_error_, self.rel_error_ = errors
         self.params_["best_multiple"] = round(c, 6)
 
     def to_dense(self) -> np.ndarray:
