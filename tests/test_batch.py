@@ -939,3 +939,45 @@ def test_a_dask_batch_connects_before_any_work_and_stops_when_its_cluster_is_los
         B.run_batch(m, tmp_path / "out2", B.BatchOptions(methods=("tsvd",)), executor="dask", scheduler="tcp://h:1")
     assert Client.closed
     assert not (tmp_path / "out2" / B.RESULTS_FILE).exists() or "failed" not in (tmp_path / "out2" / B.RESULTS_FILE).read_text()
+
+
+def test_reports_cut_short_by_a_stop_are_the_batchs_own_next_time(tmp_path, monkeypatch):
+    """A stop (or a failure) while a batch wrote its reports left them unrecorded: the next batch refused
+    its own reports as another's, for good.  Those written are recorded whatever happens."""
+    import sfapprox.cli.batch as cli_batch
+    from sfapprox.cli import app
+    from sfapprox.datasets.batch import foreign_reports
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"))
+    out = tmp_path / "out"
+    run = lambda *extra: CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(out), "--quiet", *extra])
+    assert run("--methods", "tsvd").exit_code == 0
+    real = cli_batch.write_outputs
+
+    def stopped_after_writing(*args, **kwargs):
+        real(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_batch, "write_outputs", stopped_after_writing)
+    assert run("--methods", "sparse").exit_code == 130
+    monkeypatch.setattr(cli_batch, "write_outputs", real)
+    assert foreign_reports(out) == []
+    again = run("--methods", "sparse")
+    assert again.exit_code == 0, again.output
+
+
+def test_reports_written_before_a_kill_are_the_batchs_own_next_time(tmp_path):
+    """kill -9 between a report's write and its record: the record said "writing", so a report that
+    begins as the batch's counts as its own; anything else stays foreign."""
+    from sfapprox.datasets.batch import foreign_reports, remember_reports
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report.md").write_text("### old\n")
+    remember_reports(out)
+    (out / "report.md").write_text("### new, written before the kill\n")
+    assert foreign_reports(out) == [out / "report.md"]  # recorded, finished: an edit is another's
+    remember_reports(out, writing=True)
+    (out / "report.md").write_text("### newer, written before the kill\n")
+    (out / "report.csv").write_text("MY NOTES\n")
+    assert foreign_reports(out) == [out / "report.csv"]

@@ -231,8 +231,11 @@ def _after_run(summary, out_dir: Path) -> None:
         note(f"{summary.no_network}{more}", style="yellow")
     targets = {fmt: out_dir / f"report{OutputFormat(fmt).suffix}" for fmt in ("markdown", "csv", "latex", "json")}
     if _check_reports(out_dir, at_end=True):
-        write_outputs(_file_tables(report, tables), report.to_dict(), Outputs(targets, force=True))
-        remember_reports(out_dir)
+        remember_reports(out_dir, writing=True)
+        try:
+            write_outputs(_file_tables(report, tables), report.to_dict(), Outputs(targets, force=True))
+        finally:  # those written before a stop or a failure are this batch's too (not another's, next time)
+            remember_reports(out_dir)
     order = ("ok", "not applicable", "failed", "unavailable", "interrupted")
     statuses = sorted(summary.statuses.items(), key=lambda sn: order.index(sn[0]) if sn[0] in order else len(order))
     counts = ", ".join(f"{s} {n}" for s, n in statuses) or "nothing new"

@@ -72,6 +72,7 @@ __all__ = ["BatchOptions", "BatchSummary", "MatrixTask", "run_batch", "run_matri
 REPORT_FILES = ("report.md", "report.csv", "report.tex", "report.json")
 #: The SHA-256 of each report file as the last batch wrote it: a file that differs is not overwritten.
 REPORTS_WRITTEN = ".sfapprox-reports.json"
+_WRITING = "writing"  # the record's flag while a batch writes its reports (see remember_reports)
 #: How each report file begins, for folders from before :data:`REPORTS_WRITTEN` was kept.
 _REPORT_STARTS = {"report.md": (b"### ",), "report.csv": (b"table,", b"matrix,"), "report.tex": (b"% ",),
                   "report.json": (b"{",)}
@@ -478,8 +479,10 @@ def foreign_reports(out_dir: str | os.PathLike) -> list[Path]:
 
     A file counts as the batch's own when its SHA-256 is the one the last
     batch recorded (:func:`remember_reports`), or, in a folder that has no
-    record yet, when it begins as that report does.  Anything else (a user's
-    notes, an edited report) is foreign: the batch refuses it before any work.
+    record yet or whose last batch was stopped while it wrote its reports
+    (the record says ``"writing"``), when it begins as that report does.
+    Anything else (a user's notes, an edited report) is foreign: the batch
+    refuses it before any work.
 
     Parameters
     ----------
@@ -504,9 +507,8 @@ def foreign_reports(out_dir: str | os.PathLike) -> list[Path]:
         if not os.path.lexists(path):
             continue
         try:
-            if isinstance(written, dict):
-                own = written.get(name) == file_sha256(path)
-            else:
+            own = isinstance(written, dict) and written.get(name) == file_sha256(path)
+            if not own and (not isinstance(written, dict) or written.get(_WRITING)):
                 with open(path, "rb") as fh:
                     own = fh.read(8).startswith(_REPORT_STARTS[name])
         except OSError:  # a folder, a dangling link, no permission: not a report the batch may replace
@@ -516,12 +518,20 @@ def foreign_reports(out_dir: str | os.PathLike) -> list[Path]:
     return foreign
 
 
-def remember_reports(out_dir: str | os.PathLike) -> None:
-    """Record the SHA-256 of the report files now in ``out_dir`` (just written by a batch)."""
+def remember_reports(out_dir: str | os.PathLike, *, writing: bool = False) -> None:
+    """Record the SHA-256 of the report files now in ``out_dir`` (just written by a batch).
+
+    With ``writing``, before a batch writes them: the record then also says so, and until the
+    batch records them again (written, or as far as a stop let it) a report that begins as the
+    batch's does counts as its own (:func:`foreign_reports`): one written before a ``kill -9``
+    that left the record behind is not refused as another's by the next batch.
+    """
     from .._atomic import write_json
 
     out = Path(out_dir)
-    digests = {name: file_sha256(out / name) for name in REPORT_FILES if (out / name).is_file()}
+    digests: dict[str, object] = {name: file_sha256(out / name) for name in REPORT_FILES if (out / name).is_file()}
+    if writing:
+        digests[_WRITING] = True
     write_json(out / REPORTS_WRITTEN, digests, force=True)
 
 
