@@ -32,15 +32,16 @@ import errno
 import json
 import os
 import re
-import shutil
+import select
 import stat
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ._errors import ParameterError, SfapproxError
-from ._signals import deferred
+from ._signals import deferred, held_back
 from .formats import jsonable
 
 __all__ = ["atomic_path", "write_text", "write_json", "write_bytes", "OutputError", "OutputExistsError",
@@ -338,17 +339,62 @@ def _through(target: Path, kind: str) -> Iterator[Path]:
         with deferred():
             yield Path(tmp)
             try:
-                # append: a FIFO or a device takes it the same, and /dev/stdout redirected with `>>`
-                # keeps what the shell's file held (with `>`, the shell emptied it already)
-                with open(tmp, "rb") as src, open(target, "ab") as out:
-                    shutil.copyfileobj(src, out)
+                _copy_into(Path(tmp), target)
             except OSError as exc:
                 raise OutputError(f"{target}: not written to this {kind}: {exc.strerror or exc}", target,
                                   exc.errno) from exc
+            except _Abandoned:
+                raise OutputError(f"{target}: not written to this {kind}: stopped while waiting for its reader",
+                                  target) from None
             _written.append(target)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+
+
+#: How often a write into a pipe that cannot take it yet looks for a stop signal held back (seconds).
+_WAIT_STEP = 0.05
+
+
+class _Abandoned(Exception):
+    """A stop signal came while an output waited for its pipe's reader."""
+
+
+def _copy_into(tmp: Path, target: Path) -> None:
+    """Append ``tmp`` to the pipe or device ``target``, waiting for it only while no stop is held back.
+
+    Append: a FIFO or a device takes it the same, and /dev/stdout redirected with ``>>`` keeps what
+    the shell's file held (with ``>``, the shell emptied it already).  A named pipe with no reader
+    blocks a plain open until one comes, and a pipe whose reader does not read blocks a write: the
+    signals :func:`~sfapprox._signals.deferred` holds back were then held for good.  Here the open
+    and the writes do not block; between tries a stop held back ends the wait (:class:`_Abandoned`).
+    """
+    while True:
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK)
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:  # ENXIO: a named pipe that has no reader yet
+                raise
+        _stop_waiting()
+        time.sleep(_WAIT_STEP)
+    try:
+        with open(tmp, "rb") as src:
+            while chunk := src.read(1 << 16):
+                view = memoryview(chunk)
+                while view:
+                    try:
+                        view = view[os.write(fd, view):]
+                    except BlockingIOError:  # the pipe is full: its reader has not read yet
+                        _stop_waiting()
+                        select.select([], [fd], [], _WAIT_STEP)
+    finally:
+        os.close(fd)
+
+
+def _stop_waiting() -> None:
+    if held_back():
+        raise _Abandoned
 
 
 def _output_error(target: Path, exc: OSError) -> OutputError:

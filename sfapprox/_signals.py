@@ -22,13 +22,15 @@ import sys
 import threading
 from collections.abc import Iterator
 
-__all__ = ["STOP_SIGNALS", "install_stop_handlers", "stop_requested", "stop_signal", "stop_cause", "deferred", "exit_code"]
+__all__ = ["STOP_SIGNALS", "install_stop_handlers", "stop_requested", "stop_signal", "stop_cause", "deferred",
+           "held_back", "exit_code"]
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 #: Signals received by the handlers of :func:`install_stop_handlers`, in order.
 _received: list[int] = []
 _depth = 0  # nesting of deferred() in the main thread
+_held: list[int] = []  # the signals the current deferred() block holds back
 
 
 def _on_stop(signum: int, frame) -> None:
@@ -116,7 +118,8 @@ def deferred() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread() or _depth:
         yield
         return
-    pending: list[int] = []
+    pending = _held
+    pending.clear()
     previous: dict[int, object] = {}
 
     def hold(signum: int, frame) -> None:
@@ -136,5 +139,16 @@ def deferred() -> Iterator[None]:
         _depth -= 1
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-        for signum in pending:
+        delivered = list(pending)
+        pending.clear()
+        for signum in delivered:
             signal.raise_signal(signum)  # runs the restored handler now
+
+
+def held_back() -> bool:
+    """Whether the current :func:`deferred` block holds a stop signal back (to deliver when it ends).
+
+    A block that waits on something outside the program (a named pipe's reader) looks at this
+    so that the stop ends the wait instead of waiting for it.
+    """
+    return bool(_held)

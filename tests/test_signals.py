@@ -430,3 +430,42 @@ def test_a_stop_while_a_comparison_from_columns_is_scored_exits_130_with_the_row
     rows = json.loads(js.read_text())["results"]
     assert [(r["method"], r["status"], r["fro_error"]) for r in rows] == [("nystrom", "interrupted", None),
                                                                           ("sparse", "interrupted", None)]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_while_an_output_waits_for_its_pipes_reader_ends_the_wait(tmp_path, signum):
+    """`fit --out FIFO` with no reader waited in its open with the stop signals held back: SIGTERM
+    and Ctrl-C were ignored for good.  The stop now ends the wait: nothing written, exit 143/130."""
+    path, fifo = tmp_path / "m.npy", tmp_path / "fifo"
+    np.save(path, np.random.default_rng(1).random((24, 24)))
+    os.mkfifo(fifo)
+    cli = Cli("fit", path, "--iters", "5", "--device", "cpu", "--out", fifo, "--force")
+    cli.wait_for("optimizer running")
+    time.sleep(2.0)  # 5 iterations: the fit is done, and its factors wait for the pipe's reader
+    took = cli.interrupt(signum)
+    stderr = "".join(cli.stderr)
+    assert cli.proc.returncode == 128 + signum, stderr
+    assert took < STOP_WITHIN and "Traceback" not in stderr
+    assert "no output was written" in stderr
+
+
+def test_an_output_through_a_pipe_whose_reader_comes_late_is_written_whole(tmp_path):
+    from sfapprox._atomic import atomic_path
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    data = os.urandom(1 << 20)  # more than a pipe holds: the writes wait for the reader too
+    got = []
+
+    def late_reader():
+        time.sleep(0.3)
+        with open(fifo, "rb") as fh:
+            time.sleep(0.3)
+            got.append(fh.read())
+
+    reader = threading.Thread(target=late_reader)
+    reader.start()
+    with atomic_path(fifo) as tmp:
+        tmp.write_bytes(data)
+    reader.join(timeout=10)
+    assert got == [data]
