@@ -48,6 +48,7 @@ import numpy as np
 
 from ._atomic import FileStamp, resolved_path, write_bytes
 from ._errors import InputError, NotFittedError, ParameterError, SfapproxError
+from ._params import Interval, check_values
 from ._validation import check_memory, check_path
 from .formats import jsonable
 from .operators import ChordOperator, HybridOperator, SurrogateOperator, operator_class, operator_kinds
@@ -270,6 +271,12 @@ def save_factors(
         # (a hybrid came back without its identity term: another matrix with the same count)
         raise ParameterError("a Chord part of no factors (the identity) cannot be saved; give it at least one factor")
     op_kind = _operator_kind(operator)
+    history = _loss_history(loss_history)
+    records = {key: _json_record(key, value) for key, value in
+               (("fit", fit or {}), ("settings", settings or {}), ("source", source or {}),
+                ("versions", library_versions()))}
+    if kind is not None and not (isinstance(kind, str) and kind.strip()):
+        raise ParameterError(f"kind={kind!r} must be the name of the method that made the fit (a string)")
     # Built in memory, then written by one checked write: HDF5 writing straight to a full disk
     # can crash inside the library; a full disk must be one error line, with no partial file.
     buffer = io.BytesIO()
@@ -283,12 +290,31 @@ def save_factors(
         _write_arrays(f, operator)
         where = "" if operator.layout == "root" else " (arrays in the group 'parts')"
         f.attrs["description"] = f"An sfapprox fit of a {n} x {n} matrix A{where}. {operator.description}"
-        history = f.create_dataset("loss_history", data=np.asarray(loss_history, dtype=np.float64))
-        history.attrs["description"] = _LOSS_HISTORY
-        for key, value in (("fit", fit or {}), ("settings", settings or {}), ("source", source or {}),
-                           ("versions", library_versions())):
-            f.attrs[key] = json.dumps(jsonable(value))
+        f.create_dataset("loss_history", data=history).attrs["description"] = _LOSS_HISTORY
+        for key, text in records.items():
+            f.attrs[key] = text
     write_bytes(path, buffer.getbuffer(), force=force)
+
+
+def _loss_history(values) -> np.ndarray:
+    """``save_factors``'s ``loss_history`` as the file holds it: finite floats, one per iteration (None:
+    none).  Checked here: a file written with NaN, a scalar or a table in it read back as damaged."""
+    try:
+        history = np.asarray(() if values is None else values, dtype=np.float64)
+    except (TypeError, ValueError):
+        history = None
+    if history is None or history.ndim != 1 or not np.isfinite(history).all():
+        raise ParameterError(f"loss_history must be a sequence of finite numbers, one per iteration; got {values!r:.80}")
+    return history
+
+
+def _json_record(key: str, value) -> str:
+    """One of the file's JSON records (``fit``, ``settings``, ``source``): a value JSON cannot hold is
+    refused by name, not as json's TypeError."""
+    try:
+        return json.dumps(jsonable(value), allow_nan=True)
+    except (TypeError, ValueError) as exc:
+        raise ParameterError(f"{key}= must hold numbers, strings, lists and dicts only (written as JSON): {exc}") from None
 
 
 def _fit_record(est) -> dict[str, Any]:
@@ -594,6 +620,7 @@ def load_factors(path: str | os.PathLike, *, max_memory: int | None = None) -> S
     import h5py
 
     check_path(path)
+    check_values({"max_memory": max_memory}, {"max_memory": Interval(int, 1, None, allow_none=True)}, "load_factors")
     path = Path(path)
     if path.is_dir():
         raise InputError(f"{path}: is a folder; give a factors file (.h5)")

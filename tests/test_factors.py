@@ -6,7 +6,8 @@ import h5py
 import numpy as np
 import pytest
 
-from sfapprox import ChordSF, InputError, load_factors, save_factors
+from sfapprox import ChordSF, InputError, ParameterError, load_factors, save_factors
+from sfapprox.operators import ChordOperator
 
 
 def test_h5_round_trip_and_matvec(tmp_path):
@@ -60,7 +61,6 @@ def _legacy(path, values, offsets, **attrs):
 
 def test_files_of_earlier_versions_still_load(tmp_path):
     # Version 1 had no "support" attribute: its factors are offset-based (Chord).
-    from sfapprox import ChordOperator
 
     op = ChordOperator(np.random.default_rng(0).random((3, 8, 4)))
     _legacy(tmp_path / "old.h5", op.values, op.offsets)
@@ -90,7 +90,6 @@ def test_files_describe_themselves_and_the_readme_rebuilds_them(tmp_path):
 
 
 def _saved(tmp_path, name="f.h5"):
-    from sfapprox import ChordOperator
 
     path = tmp_path / name
     save_factors(path, ChordOperator(np.random.default_rng(0).random((3, 8, 4))))
@@ -290,3 +289,32 @@ def test_a_chord_part_of_no_factors_is_refused_before_writing(tmp_path):
         with pytest.raises(ParameterError, match="no factors"):
             save_factors(tmp_path / "e.h5", operator)
         assert not (tmp_path / "e.h5").exists()
+
+
+@pytest.mark.parametrize("history", [[1.0, float("nan")], [[1.0, 2.0]], "abc", 3.0, [1.0, float("inf")]])
+def test_a_loss_history_the_file_cannot_hold_is_refused_when_saving(tmp_path, history):
+    """It was written, and the file then read back as damaged (or json's ValueError came out)."""
+    with pytest.raises(ParameterError, match="loss_history must be a sequence of finite numbers"):
+        save_factors(tmp_path / "f.h5", ChordOperator(np.full((3, 8, 4), 0.25)), loss_history=history)
+    assert not (tmp_path / "f.h5").exists()
+
+
+def test_save_factors_checks_its_records_and_kind_and_takes_no_history(tmp_path):
+    op = ChordOperator(np.full((3, 8, 4), 0.25))
+    with pytest.raises(ParameterError, match="fit= must hold numbers, strings"):
+        save_factors(tmp_path / "f.h5", op, fit={"a": object()})  # json's TypeError
+    for kind in (5, "", "  "):
+        with pytest.raises(ParameterError, match="kind="):
+            save_factors(tmp_path / "f.h5", op, kind=kind)  # 5 was stored as '5'
+    assert not (tmp_path / "f.h5").exists()
+    save_factors(tmp_path / "f.h5", op, loss_history=None, kind="mine")
+    saved = load_factors(tmp_path / "f.h5")
+    assert saved.kind == "mine" and saved.loss_history.shape == (0,)
+
+
+@pytest.mark.parametrize("limit", ["1G", -1, 0, True, 1.5])
+def test_load_factors_refuses_a_memory_limit_that_is_not_one(tmp_path, limit):
+    """'1G' blamed the file ("cannot read sfapprox factors ('<=' not supported ...)"); -1 was a limit of -1 B."""
+    save_factors(tmp_path / "f.h5", ChordOperator(np.full((3, 8, 4), 0.25)))
+    with pytest.raises(ParameterError, match="'max_memory' parameter of load_factors"):
+        load_factors(tmp_path / "f.h5", max_memory=limit)
