@@ -468,3 +468,28 @@ def test_the_chord_layer_computes_in_the_promoted_dtype_forward_and_backward(sup
     assert y.dtype == torch.promote_types(dtype, layer_dtype) and L.values.grad.dtype == layer_dtype
     want = x.double() @ torch.as_tensor(L.to_operator().to_dense()).T
     assert torch.allclose(y.double(), want, rtol=1e-4, atol=1e-4)
+
+
+def test_torch_layers_check_their_dtype_device_and_input():
+    """torch's AssertionError ("Torch not compiled with CUDA enabled"), TypeError and RuntimeError came
+    out of to_torch; a 0-d input was an IndexError."""
+    import torch
+
+    from sfapprox import DeviceError
+
+    op = ChordOperator(np.full((3, 8, 4), 0.25))
+    hybrid = HybridOperator(8, chord=op, low_rank=(np.ones((8, 1)), np.ones(1), np.ones((1, 8))))
+    for made in (op, hybrid):
+        for dtype in (torch.int64, "int", "no-such", 5):
+            with pytest.raises(ParameterError, match="must be a floating-point torch dtype"):
+                made.to_torch(dtype=dtype)
+        with pytest.raises(ParameterError, match="unknown device"):
+            made.to_torch(device="tpu")
+        if not torch.cuda.is_available():
+            with pytest.raises(DeviceError, match="no CUDA GPU"):
+                made.to_torch(device="cuda")
+        layer = made.to_torch(dtype="float64", device=torch.device("cpu"))
+        assert all(p.dtype == torch.float64 for p in layer.parameters())
+        for bad in (torch.tensor(1.0), np.ones(8)):
+            with pytest.raises(ParameterError, match="last dimension 8"):
+                layer(bad)

@@ -34,6 +34,36 @@ from ._base import operator_class
 __all__ = ["ChordLinear", "HybridLinear"]
 
 
+def _placement(dtype, device) -> tuple[torch.dtype, torch.device | None]:
+    """The parameters' dtype and device, checked: a floating torch dtype (or its name, ``"float32"``;
+    None: torch's default) and a device :func:`~sfapprox._device.resolve_device` takes (None: the CPU).
+
+    torch's own AssertionError ("Torch not compiled with CUDA enabled"), TypeError and RuntimeError
+    came out of ``to_torch(device="cuda")`` on a machine without a GPU and of a dtype that was not one.
+    """
+    from .._device import resolve_device
+
+    asked = dtype
+    if dtype is None:
+        dtype = torch.get_default_dtype()
+    elif isinstance(dtype, str) and isinstance(getattr(torch, dtype.strip().lower(), None), torch.dtype):
+        dtype = getattr(torch, dtype.strip().lower())
+    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise ParameterError(f"dtype={asked!r} must be a floating-point torch dtype (torch.float32, torch.float64, "
+                             "...) or its name")
+    if device is not None:
+        device = resolve_device(str(device) if isinstance(device, torch.device) else device)
+    return dtype, device
+
+
+def _check_operand(x, n: int) -> None:
+    """A layer's input: a tensor whose last dimension is ``N`` (a 0-d one was torch's IndexError)."""
+    if not torch.is_tensor(x):
+        raise ParameterError(f"expected a torch tensor with last dimension {n}, got {type(x).__name__}")
+    if x.ndim == 0 or x.shape[-1] != n:
+        raise ParameterError(f"expected input with last dimension {n}, got shape {tuple(x.shape)}")
+
+
 class _Factor(torch.autograd.Function):
     """``W @ P`` for one factor, ``P`` (N, b): ``kernels`` is the fitting-kernel module of its support
     (:mod:`sfapprox.sf._kernels` with ``key`` the offsets, 0 first, and values (N, K); or
@@ -102,7 +132,7 @@ class ChordLinear(nn.Module):
     def __init__(self, values, offsets=None, *, support: str = "chord", dtype=None, device=None):
         super().__init__()
 
-        dtype = torch.get_default_dtype() if dtype is None else dtype
+        dtype, device = _placement(dtype, device)
         # np.array copies: ChordOperator.values is a read-only view (torch warns on those).
         values = values if torch.is_tensor(values) else torch.from_numpy(np.array(values, dtype=np.float64))
         n_factors, n, _ = values.shape
@@ -130,8 +160,7 @@ class ChordLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x @ A.T`` over the last dimension of ``x`` (shape ``(..., N)``)."""
-        if x.shape[-1] != self.n:
-            raise ParameterError(f"expected input with last dimension {self.n}, got shape {tuple(x.shape)}")
+        _check_operand(x, self.n)
         # Columns of a block: (..., N) -> (N, b); y^T = A x^T, the rightmost factor acting first. In the
         # promoted dtype, input and values alike (a float32 input to a float64 layer crashed in backward,
         # the butterfly returned float32, an integer input crashed it).
@@ -198,7 +227,7 @@ class HybridLinear(nn.Module):
     def __init__(self, n: int, *, chord: ChordLinear | None = None, U, s, Vt, rows, cols, vals,
                  count_indices: bool = False, singular_values: bool = True, dtype=None, device=None):
         super().__init__()
-        dtype = torch.get_default_dtype() if dtype is None else dtype
+        dtype, device = _placement(dtype, device)
 
         def param(a):
             return nn.Parameter(torch.as_tensor(a).detach().to(device=device, dtype=dtype, copy=True))
@@ -227,8 +256,7 @@ class HybridLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x @ A.T`` over the last dimension of ``x`` (shape ``(..., N)``)."""
-        if x.shape[-1] != self.n:
-            raise ParameterError(f"expected input with last dimension {self.n}, got shape {tuple(x.shape)}")
+        _check_operand(x, self.n)
         # In the promoted dtype, as the Chord part computes (float64 input, float32 parameters: float64);
         # a low-rank or sparse surrogate alone raised torch's "expected m1 and m2 to have the same dtype".
         dtype = torch.promote_types(x.dtype, self.U.dtype)
