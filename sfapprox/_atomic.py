@@ -157,6 +157,8 @@ def atomic_path(path: str | os.PathLike, *, force: bool | FileStamp = True, make
         parent.mkdir(parents=True, exist_ok=True)
     if not parent.is_dir():
         raise SfapproxError(f"{target}: folder {parent} does not exist")
+    # before this write, not after it: on a nearly full disk a killed writer's temporary took the room it needs
+    _remove_stale(target)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=parent)
     except OSError as exc:
@@ -186,7 +188,6 @@ def atomic_path(path: str | os.PathLike, *, force: bool | FileStamp = True, make
             except OSError as exc:
                 raise _output_error(target, exc) from exc
             _written.append(target)
-            _remove_stale(target)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)

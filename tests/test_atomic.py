@@ -432,3 +432,21 @@ def test_a_stamped_write_whose_file_was_removed_writes_it_again(tmp_path):
     with pytest.raises(OutputExistsError):
         write_text(out, "third", force=stamp)
     assert out.read_text() == "someone else's"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="pids are checked with signal 0 on POSIX only")
+def test_a_killed_writers_temporary_is_removed_before_the_next_write_needs_its_room(tmp_path):
+    """On a nearly full disk the stale temporary held the room the write needed, and was removed only
+    after a write that succeeded: never.  It goes first, whatever becomes of the write."""
+    from sfapprox._atomic import OutputError, atomic_path
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    stale = tmp_path / f".out.json.{dead}.abcd1234.tmp"
+    stale.write_text("half")
+    seen = []
+    with pytest.raises(OutputError, match="full"):
+        with atomic_path(tmp_path / "out.json"):
+            seen.append(stale.exists())
+            raise OSError(28, "No space left on device")  # the write fails
+    assert seen == [False] and not stale.exists()
