@@ -76,6 +76,25 @@ def test_writer_appends_whole_lines_and_reader_skips_a_partial_tail(tmp_path):
     assert read_results(path).tail_bytes == 0
 
 
+def test_a_whole_last_line_without_its_newline_is_kept_and_ended(tmp_path):
+    """A file edited by hand and saved without a final newline: its valid last line was cut as
+    "incomplete" (the result lost); it is a record, and a repair ends it so that the next line appended
+    is not glued to it."""
+    path = tmp_path / "results.jsonl"
+    with ResultsWriter(path) as w:
+        w.write({"matrix": "a", "method": "sf", "status": "ok", "fro_error": 2.0})
+    with open(path, "ab") as f:
+        f.write(b'{"matrix": "b", "method": "sf", "status": "ok", "fro_error": 1.0}')
+    parsed = read_results(path)
+    assert [r["matrix"] for r in parsed.records] == ["a", "b"] and parsed.tail_bytes == 0 and parsed.unterminated
+    assert repair_results(path) == ["ended the last line, which had no newline"]
+    with ResultsWriter(path) as w:
+        w.write({"matrix": "c", "method": "sf", "status": "ok", "fro_error": 3.0})
+    again = read_results(path)
+    assert [r["matrix"] for r in again.records] == ["a", "b", "c"] and not again.unterminated
+    assert repair_results(path) == []
+
+
 def test_repair_drops_invalid_and_requested_lines(tmp_path):
     path = tmp_path / "results.jsonl"
     path.write_bytes(b'{"matrix": "a", "method": "sf", "status": "failed"}\nnot json\n'

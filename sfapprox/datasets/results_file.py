@@ -151,12 +151,16 @@ class ResultsFile:
         Bytes of an incomplete last line (0: none).
     problems : dict of int to str
         Why each bad line is bad, by line number.
+    unterminated : bool
+        The last line is a whole, valid record without its newline (a file edited by hand and saved
+        without one): it is among ``records``, not an incomplete line, and a repair ends it.
     """
 
     records: list[dict[str, Any]]
     bad_lines: list[int]
     tail_bytes: int
     problems: dict[int, str] = field(default_factory=dict)
+    unterminated: bool = False
 
     def latest(self) -> dict[tuple[str, str], dict[str, Any]]:
         """The last record of each (matrix, method)."""
@@ -307,7 +311,22 @@ def read_results(path: str | os.PathLike) -> ResultsFile:
             else:
                 bad.append(number)
                 problems[number] = problem
+    last = _whole_record(tail)
+    if last is not None:  # a crash inside the one write leaves no valid record: this one was edited
+        records.append(last)
+        return ResultsFile(records, bad, 0, problems, unterminated=True)
     return ResultsFile(records, bad, len(tail), problems)
+
+
+def _whole_record(line: bytes) -> dict[str, Any] | None:
+    """``line`` as a valid record, else None (not JSON, not a usable record, or empty)."""
+    if not line.strip():
+        return None
+    try:
+        record = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        return None
+    return record if record_problem(record) is None else None
 
 
 def supersede_results(path: str | os.PathLike, keys: set[tuple[str, str]]) -> int:
@@ -407,6 +426,8 @@ def repair_results(path: str | os.PathLike, drop: set[tuple[str, str]] = frozens
             restamped += 1
     if parsed.tail_bytes:
         done.append(f"cut an incomplete last line ({parsed.tail_bytes} bytes)")
+    if parsed.unterminated:  # the next line appended would have been glued to it
+        done.append("ended the last line, which had no newline")
     if parsed.bad_lines:
         aside = set_aside(path, parsed.bad_lines)
         done.append(f"moved {len(parsed.bad_lines)} line(s) it cannot read to {aside.name}: {parsed.bad_lines[:5]}")
@@ -415,7 +436,7 @@ def repair_results(path: str | os.PathLike, drop: set[tuple[str, str]] = frozens
     if restamped:
         done.append(f"{restamped} line(s) given their entry's category and reference figures as the manifest "
                     "now says")
-    if parsed.bad_lines or len(keep) != len(parsed.records) or restamped:
+    if parsed.bad_lines or len(keep) != len(parsed.records) or restamped or parsed.unterminated:
         with atomic_path(path) as tmp:
             tmp.write_bytes(b"".join(encode_record(r) for r in keep))
     elif parsed.tail_bytes:
