@@ -727,3 +727,28 @@ def test_a_stop_while_scaling_a_fit_worse_than_zero_keeps_it_consistent(monkeypa
     np.testing.assert_array_equal(sf.factors_, values)
     fro = np.linalg.norm(X - sf.to_dense())
     assert sf.fro_error_ == pytest.approx(fro, rel=1e-9) and sf.rel_error_ > 1
+
+
+def test_a_checkpoint_that_cannot_be_written_mid_fit_does_not_end_the_fit(tmp_path, fake_clock, monkeypatch):
+    """A full disk at the second checkpoint ended the fit with an error, its factors in memory lost: it
+    warns, the fit goes on, the first checkpoint stays as it was, and the next one is written."""
+    import sfapprox.factors as factors
+    from sfapprox import load_factors
+    from sfapprox._atomic import OutputError
+
+    X = np.random.default_rng(3).random((24, 24))
+    path = tmp_path / "ck.h5"
+    real, calls = factors.save_factors, []
+
+    def disk_full_once(*args, **kwargs):
+        calls.append(kwargs["fit"]["iterations"])
+        if len(calls) == 2:
+            raise OutputError(f"{path}: not written: No space left on device", path)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(factors, "save_factors", disk_full_once)
+    with pytest.warns(RuntimeWarning, match="checkpoint not written: .*No space left.*the fit goes on"):
+        sf = ChordSF(max_iter=30, time_limit=None, checkpoint=path, checkpoint_every=10.0, init="reference",
+                     callback=lambda info: fake_clock.advance(1.0), device="cpu").fit(X)
+    assert sf.n_iter_ == 30 and len(calls) >= 3
+    assert load_factors(path).fit["iterations"] == calls[-1]  # a later checkpoint replaced the first

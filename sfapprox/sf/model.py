@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import _timing
-from .._atomic import FileStamp, OutputExistsError, check_writable, output_target
+from .._atomic import FileStamp, OutputError, OutputExistsError, check_writable, output_target
 from .._base import Approximation
 from .._device import resolve_device, resolve_dtype
 from .._errors import ConvergenceWarning, ParameterError
@@ -1008,6 +1008,12 @@ class ChordSF(Approximation):
             warnings.warn(f"{exc}; the next checkpoints go there too".replace("this result", "this checkpoint"),
                           RuntimeWarning, stacklevel=2)
             path = exc.kept
+        except OutputError as exc:
+            # A full disk (or a folder gone) hours into a fit ended it, the factors in memory lost with it:
+            # the fit goes on, the last checkpoint written stays as it was, and the next one tries again.
+            warnings.warn(f"checkpoint not written: {exc}; the fit goes on (the last checkpoint stays as it "
+                          "was) and the next checkpoint tries again", RuntimeWarning, stacklevel=2)
+            return
         self.checkpoint_written_ = (path, FileStamp.of(path) or False)
 
     def _checkpoint_due(self) -> Callable[[], bool]:
