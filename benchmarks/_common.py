@@ -178,3 +178,22 @@ def run_parallel(fn, tasks: list[tuple], jobs: int, describe) -> list:
             results.append(fut.result())
             print(f"[{time.perf_counter() - start:6.0f}s] {describe(results[-1])}", file=sys.stderr, flush=True)
     return results
+
+
+#: Runs one command and prints its exit code, seconds and peak RSS (KiB) as JSON: a fresh wrapper per
+#: run, so that ``RUSAGE_CHILDREN`` is that run's alone.
+_WRAPPER = ("import json, resource, subprocess, sys, time; t = time.perf_counter(); "
+            "r = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+            "print(json.dumps({'rc': r.returncode, 'seconds': time.perf_counter() - t, "
+            "'maxrss_kib': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, 'stderr': r.stderr[-600:]}))")
+
+
+def measure_command(command: list[str], env: dict | None = None, cwd: str | None = None) -> dict:
+    """Run ``command`` in a fresh wrapper process; its ``rc``, wall ``seconds``, peak RSS
+    ``maxrss_kib`` (measured: ``getrusage(RUSAGE_CHILDREN).ru_maxrss``) and the end of its ``stderr``."""
+    import subprocess
+    import tempfile
+
+    done = subprocess.run([sys.executable, "-c", _WRAPPER, *command], env=env, capture_output=True, text=True,
+                          cwd=cwd or tempfile.gettempdir(), check=True)
+    return json.loads(done.stdout)

@@ -26,21 +26,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _common import checkout_env, meta, write_results
-
-#: Runs one command and prints its exit code, seconds and peak RSS (KiB) as JSON: a fresh wrapper per
-#: run, so that ``RUSAGE_CHILDREN`` is that run's alone.
-_WRAPPER = ("import json, resource, subprocess, sys, time; t = time.perf_counter(); "
-            "r = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
-            "print(json.dumps({'rc': r.returncode, 'seconds': time.perf_counter() - t, "
-            "'maxrss_kib': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, 'stderr': r.stderr[-600:]}))")
-
+from _common import checkout_env, measure_command, meta, write_results
 
 def make_matrix(path: Path, n: int) -> None:
     """The identity of order ``n``, float64, written through a memory map (never held whole)."""
@@ -59,9 +50,7 @@ def one(path: Path, limit: str, time_limit: float, env: dict, out: Path, methods
                f"{time_limit:g}", "--max-memory", limit, "-q", "--json", str(out), "--force"]
     if plot is not None:
         command += ["--plot", str(plot)]
-    done = subprocess.run([sys.executable, "-c", _WRAPPER, *command], env=env, capture_output=True, text=True,
-                          cwd=tempfile.gettempdir(), check=True)
-    run = json.loads(done.stdout)
+    run = measure_command(command, env)
     row = {"limit": limit, "rc": run["rc"], "seconds": round(run["seconds"], 2),
            "peak_rss_mib": round(run["maxrss_kib"] / 1024, 1)}
     if run["rc"] == 0 and out.exists():

@@ -1,0 +1,136 @@
+"""What the memory limit decides for a source: formed or read by columns, refused, or a point of "not applicable".
+
+Run by hand (not part of the tests):
+
+    python benchmarks/limit_decisions.py [--time-limit 5] [--sfapprox CHECKOUT] [--label NAME]
+        [--merge] [--tag limit_decisions]
+
+Three decisions that an audit found wrong (2026-12-05) and that were fixed, each run as the command a
+user types, one fresh process per row (``python -m sfapprox`` of this checkout, or of ``--sfapprox``
+through ``PYTHONPATH``), with its exit code, wall seconds and measured peak RSS (the child's
+``ru_maxrss``: it counts the ~280 MiB of the interpreter and its libraries):
+
+- ``covariance``: ``compare TABLE.npy --covariance`` (3,000 samples x 1,500 features; the covariance
+  17.2 MiB) at limits from 40M: a covariance was formed by its own size alone, and its scoring then
+  refused what a smaller limit ran from columns;
+- ``sf-kernel``: ``compare POINTS.npy --kernel rbf --methods sf`` (2,000 points) around 255M-260M:
+  the kernel was formed where it fitted beside nothing, and SF's fit beside it refused;
+- ``sweep``: ``sweep POINTS.npy --kernel rbf --budgets 0.01,0.05,0.5`` (4,000 points) under 60M, the
+  last budget over the limit for every method: the sweep ended whole; now that budget is a point of
+  "not applicable" rows.
+
+Writes benchmarks/results/<tag>.json and .md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from _common import OUT, checkout_env, measure_command, meta, write_results
+
+#: Each case: its input (written once), the command's arguments after the file, and the limits tried.
+CASES = {
+    "covariance": ("table.npy", ["compare", "--covariance", "--methods", "rsvd,sparse,nystrom"],
+                   ["40M", "80M", "150M", "400M"]),
+    "sf-kernel": ("pts2000.npy", ["compare", "--kernel", "rbf", "--methods", "sf"], ["255M", "260M", "400M", "1G"]),
+    "sweep": ("pts4000.npy", ["sweep", "--kernel", "rbf", "--methods", "nystrom,sparse", "--budgets",
+                              "0.01,0.05,0.5"], ["60M"]),
+}
+
+
+def make_inputs(folder: Path) -> None:
+    """The cases' inputs: a correlated data table and two point clouds (seeded)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    np.save(folder / "table.npy", rng.standard_normal((3000, 1500)) @ rng.standard_normal((1500, 1500)) * 0.1)
+    np.save(folder / "pts2000.npy", rng.standard_normal((2000, 3)))
+    np.save(folder / "pts4000.npy", rng.standard_normal((4000, 3)))
+
+
+def rows_of(data: dict) -> list[dict]:
+    """A comparison's rows, or every point's rows of a sweep (each with its budget)."""
+    if "points" in data:
+        return [{**r, "budget": p["budget"]} for p in data["points"] for r in p["results"]]
+    return data["results"]
+
+
+def one(case: str, limit: str, folder: Path, time_limit: float, env: dict) -> dict:
+    """One run of ``case`` under ``limit``: its row."""
+    file, args, _ = CASES[case]
+    out = folder / "out.json"
+    command = [sys.executable, "-m", "sfapprox", args[0], str(folder / file), *args[1:], "--time-limit",
+               f"{time_limit:g}", "--max-memory", limit, "-q", "--json", str(out), "--force"]
+    run = measure_command(command, env, cwd=str(folder))
+    row = {"case": case, "limit": limit, "rc": run["rc"], "seconds": round(run["seconds"], 2),
+           "peak_rss_mib": round(run["maxrss_kib"] / 1024, 1)}
+    if run["rc"] == 0 and out.exists():
+        data = json.loads(out.read_text())
+        row["path"] = "columns" if (data.get("matrix") or {}).get("path") == "columns" else "formed"
+        row["methods"] = "; ".join(_described(r) for r in rows_of(data))
+    else:
+        row["why"] = " ".join(run["stderr"].split())[-200:]
+    out.unlink(missing_ok=True)
+    return row
+
+
+def _described(r: dict) -> str:
+    """``[budget: ]method status [relative error]``."""
+    at = "" if r.get("budget") is None else f"{r['budget']:,}: "
+    error = "" if r.get("rel_error") is None else f" {r['rel_error']:.4g}"
+    return f"{at}{r['method']} {r['status']}{error}"
+
+
+def render(data: dict) -> list[str]:
+    lines = ["# What the memory limit decides for a source", "",
+             f"Machine: {data['meta']['machine']}. Commands: "
+             + ", ".join(f"`{c}`" for c in data.get("commands") or [data["meta"]["command"]]) + ".", "",
+             f"`--time-limit {data['time_limit']:g}`; one fresh process per row; peak RSS is the child's "
+             "`ru_maxrss` (with the ~280 MiB of the interpreter and its libraries). Cases: see the script's "
+             "docstring.", ""]
+    for name, rows in data["runs"].items():
+        lines += [f"## {name}", "", "| case | --max-memory | exit | path | rows (relative error) | seconds | "
+                  "peak RSS MiB | why |", "|---|---|---|---|---|---|---|---|"]
+        for r in rows:
+            lines.append(f"| {r['case']} | {r['limit']} | {r['rc']} | {r.get('path', '')} | {r.get('methods', '')} | "
+                         f"{r['seconds']} | {r['peak_rss_mib']} | {r.get('why', '')} |")
+        lines.append("")
+    if data.get("findings"):
+        lines += ["## Findings (written by hand after the run)", "", data["findings"]]
+    return lines
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--time-limit", type=float, default=5.0)
+    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--sfapprox", help="another checkout to measure (its sfapprox first on PYTHONPATH)")
+    ap.add_argument("--label", help="the heading of this checkout's table (default: 'now', or the checkout)")
+    ap.add_argument("--merge", action="store_true", help="add this run's table to the tag's existing results")
+    ap.add_argument("--tag", default="limit_decisions")
+    args = ap.parse_args()
+    env = checkout_env(args.sfapprox)
+    label = args.label or (f"before ({args.sfapprox})" if args.sfapprox else "now")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        make_inputs(folder)
+        for case in args.cases.split(","):
+            for limit in CASES[case][2]:
+                rows.append(one(case, limit, folder, args.time_limit, env))
+                print(rows[-1], flush=True)
+    path = OUT / f"{args.tag}.json"
+    old = json.loads(path.read_text()) if args.merge and path.exists() else None
+    data = old or {"meta": meta(), "time_limit": args.time_limit, "runs": {}}
+    data["runs"][label] = rows
+    data["commands"] = [c for c in data.get("commands", []) if c != meta()["command"]] + [meta()["command"]]
+    write_results(args.tag, data, render(data))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
