@@ -251,6 +251,9 @@ def test_a_usage_error_is_one_line(matrix, args, message):
     (["compare", "", "--methods", "tsvd"], "error: an empty argument after compare "),
     (["fit", "{matrix}", "--iters", "3", "--json="], "error: --json: an empty value "),
     (["datasets", "list", ""], "error: an empty argument after datasets list "),
+    # after a flag, an argument of its own (it was "--quiet: an empty value": --quiet takes none)
+    (["fit", "{matrix}", "--quiet", ""], "error: an empty argument after fit "),
+    (["compare", "{matrix}", "--no-count-indices", ""], "error: an empty argument after compare "),
 ])
 def test_an_empty_value_is_refused_never_read_as_the_current_folder(matrix, tmp_path, args, message):
     """``--save-factors "$DIR"`` with ``DIR`` unset wrote the fits into the current folder ("" is a path

@@ -43,12 +43,25 @@ class HelpGroup(TyperGroup):
                 break
             name, eq, value = arg.partition("=")
             option = name if eq and name.startswith("--") and not value else None
-            if arg == "" and i and args[i - 1].startswith("-"):
-                option = args[i - 1]
+            if arg == "" and i and args[i - 1].startswith("-") and args[i - 1] not in self._flags(ctx):
+                option = args[i - 1]  # (after a flag such as --quiet, it is an argument of its own)
             if option or arg == "":
                 what = f"{option}: an empty value" if option else f"an empty argument after {' '.join(args[:i]) or 'sfapprox'}"
                 raise _USAGE_ERROR(f"{what} (an unset shell variable?); give it a value", ctx)
         return super().parse_args(ctx, args)
+
+    def _flags(self, ctx) -> set[str]:
+        """The names of every option of the group and its commands (and theirs) that takes no value
+        (``--quiet``)."""
+        commands, flags = [self], set()
+        while commands:
+            command = commands.pop()
+            flags.update(opt for param in command.params
+                         if getattr(param, "is_flag", False) or getattr(param, "count", False)
+                         for opt in (*param.opts, *param.secondary_opts))
+            if hasattr(command, "list_commands"):
+                commands += [c for name in command.list_commands(ctx) if (c := command.get_command(ctx, name))]
+        return flags
 
     def format_commands(self, ctx, formatter) -> None:
         """click's list of commands, each with its first sentence wrapped under it where click's own cut it
