@@ -471,3 +471,70 @@ def check_path(path) -> None:
     if not os.fspath(path):  # "" is a path to "." for the file system: an unset variable, not a file
         raise ParameterError("path is empty; give a file name")
 
+
+
+# ---------------------------------------------------------------------------
+# operands of products
+# ---------------------------------------------------------------------------
+
+
+def check_operand(x, n: int, *, owner: str, what: str = "a vector or a matrix", ndim: int = 2) -> None:
+    """Refuse an operand of ``X @ x`` that is not ``N`` rows long (and 1-D or 2-D), before any product.
+
+    Shared by the surrogate operators and the matrix sources: numpy's broadcasting and reshaping
+    otherwise turned a wrong shape into a result of the wrong shape, or said only "dimension mismatch".
+
+    Parameters
+    ----------
+    x : array_like
+        The operand.
+    n : int
+        The order ``N`` of the (square) matrix it is applied to.
+    owner : str
+        What is applied (a class or a matrix name); it starts the message.
+    what : str, default="a vector or a matrix"
+        What the product takes, for the message.
+    ndim : {1, 2}, default=2
+        1: only a vector (or an ``(N, 1)`` block); 2: a vector or an ``(N, k)`` block.
+
+    Raises
+    ------
+    ParameterError
+        For an operand of another length than ``N`` or of more than two dimensions.
+
+    Examples
+    --------
+    >>> check_operand(np.ones((3, 2)), 3, owner="X")
+    """
+    shape = np.shape(x)
+    if not shape or shape[0] != n or len(shape) > 2 or (ndim == 1 and len(shape) == 2 and shape[1] != 1):
+        raise ParameterError(f"{owner} is {n} x {n}: it applies to {what} of {n} rows, got shape {shape}")
+
+
+def apply_real_parts(apply, B):
+    """``apply(B)`` for a real ``B``; for a complex one ``apply(B.real) + 1j * apply(B.imag)``.
+
+    Products are computed in float64: reading a complex operand as float64 dropped its imaginary part
+    with only numpy's ComplexWarning, and the matrix is real, so the product is linear in each part.
+
+    Parameters
+    ----------
+    apply : callable
+        The real product, taking and returning arrays.
+    B : array_like
+        The operand.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``apply(B)``, complex where ``B`` is.
+
+    Examples
+    --------
+    >>> apply_real_parts(lambda b: 2 * np.asarray(b, dtype=float), np.array([1 + 1j]))
+    array([2.+2.j])
+    """
+    if np.iscomplexobj(B):
+        B = np.asarray(B)
+        return apply(B.real) + 1j * apply(B.imag)
+    return apply(B)

@@ -383,3 +383,30 @@ def test_a_matern_kernel_of_a_tiny_bandwidth_is_finite(kernel, bandwidth):
     assert np.array_equal(K.to_dense(), np.eye(40))
     ordinary = KernelMatrix(np.random.default_rng(0).standard_normal((40, 3)), kernel=kernel, bandwidth=0.7)
     assert np.all(np.isfinite(ordinary.to_dense())) and np.all(ordinary.to_dense() > 0)
+
+
+def _every_kind_of_source(D):
+    from sfapprox.sources import CovarianceMatrix
+    P = _points()
+    T = np.random.default_rng(1).standard_normal((7, 40))
+    return [(KernelMatrix(P), KernelMatrix(P).to_dense()), (ArraySource(D), D), (SparseSource(sp.csr_array(D)), D),
+            (OperatorSource(aslinearoperator(D)), D), (CovarianceMatrix(T), np.cov(T, rowvar=False))]
+
+
+@pytest.mark.parametrize("shape", [(80,), (20, 4), (40, 2, 3), (39, 2), ()])
+def test_a_product_with_an_operand_of_the_wrong_shape_is_refused(shape):
+    D = _dense_kernel(_points(), "rbf", 1.0)
+    B = np.ones(shape)
+    for src, _ in _every_kind_of_source(D):
+        for product in (src.matmat, src.rmatmat):
+            with pytest.raises(ParameterError, match=r"40 x 40: it applies to a vector or a matrix of 40 rows"):
+                product(B)
+
+
+def test_a_complex_operand_keeps_its_imaginary_part():
+    D = _dense_kernel(_points(), "rbf", 1.0)
+    B = np.random.default_rng(2).standard_normal((40, 2)) + 1j * np.random.default_rng(3).standard_normal((40, 2))
+    for src, X in _every_kind_of_source(D):
+        np.testing.assert_allclose(src.matmat(B), X @ B, atol=1e-12)
+        np.testing.assert_allclose(src.rmatmat(B), X.T @ B, atol=1e-12)
+        np.testing.assert_allclose(src.matmat(B[:, 0]), X @ B[:, 0], atol=1e-12)

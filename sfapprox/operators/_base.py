@@ -33,6 +33,7 @@ import numpy as np
 from scipy.sparse.linalg import LinearOperator
 
 from .._errors import ParameterError
+from .._validation import apply_real_parts, check_operand
 
 __all__ = ["SurrogateOperator", "register_operator", "operator_class", "operator_kinds"]
 
@@ -100,11 +101,7 @@ class SurrogateOperator(LinearOperator):
     def _check_operand(self, x, what: str, ndim: int) -> None:
         """:class:`~sfapprox.ParameterError` for an operand of another length than ``N`` (scipy's own
         check says only "dimension mismatch")."""
-        shape = np.shape(x)
-        n = self.shape[0]
-        if not shape or shape[0] != n or len(shape) > 2 or (ndim == 1 and len(shape) == 2 and shape[1] != 1):
-            raise ParameterError(f"{type(self).__name__} is {n} x {n}: it applies to {what} of {n} rows, "
-                                 f"got shape {shape}")
+        check_operand(x, self.shape[0], owner=type(self).__name__, what=what, ndim=ndim)
 
     # ------------------------------------------------------------------ what a subclass supplies
     def _apply(self, B: np.ndarray, transpose: bool) -> np.ndarray:  # pragma: no cover - abstract
@@ -180,10 +177,7 @@ class SurrogateOperator(LinearOperator):
         """``A @ B`` (``A.T @ B`` with ``transpose``) by the subclass's real :meth:`_apply`; a complex
         operand as its real and imaginary parts (five kinds dropped the imaginary part, reading the
         operand as float64 with only numpy's ComplexWarning)."""
-        if np.iscomplexobj(B):
-            B = np.asarray(B)
-            return self._apply(B.real, transpose) + 1j * self._apply(B.imag, transpose)
-        return self._apply(B, transpose)
+        return apply_real_parts(lambda part: self._apply(part, transpose), B)
 
     def _matvec(self, x: np.ndarray) -> np.ndarray:
         return self._applied(np.reshape(x, -1), False)

@@ -16,17 +16,18 @@ so that a pass holds one block of ``N x b`` numbers plus what its caller keeps.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
 from .._errors import InputError, ParameterError
-from .._validation import (LIBRARY_WORKING_SET, MAX_SQUARED_NORM, _sum_of_squares, check_memory, format_bytes,
-                           memory_limit)
+from .._validation import (LIBRARY_WORKING_SET, MAX_SQUARED_NORM, _sum_of_squares, apply_real_parts, check_memory,
+                           check_operand, format_bytes, memory_limit)
 from ..metrics import scoring_bytes
 
-__all__ = ["MatrixSource", "block_columns", "MIN_BLOCK", "MAX_BLOCK", "BLOCK_SHARE", "formable", "formed_need",
+__all__ = ["MatrixSource", "checked_product", "block_columns", "MIN_BLOCK", "MAX_BLOCK", "BLOCK_SHARE", "formable", "formed_need",
            "scoring_need"]
 
 #: Narrowest and widest column block a pass uses: narrower blocks waste the BLAS calls
@@ -35,6 +36,34 @@ MIN_BLOCK, MAX_BLOCK = 64, 4096
 #: Share of the memory limit a pass's blocks may take, with every temporary of computing and using
 #: them (the rest is the process itself and what the method keeps: its factors, its entries).
 BLOCK_SHARE = 0.5
+
+
+def checked_product(product: Callable[[Any, np.ndarray], np.ndarray]) -> Callable[[Any, Any], np.ndarray]:
+    """Wrap a source's ``matmat`` or ``rmatmat`` (a real product) so that its operand is checked and a
+    complex one is applied to its real and imaginary parts.
+
+    Every source's products go through it (the base class's and the overrides of its subclasses): the
+    operand was read as ``np.asarray(B, dtype=np.float64).reshape(N, -1)``, so an ``(2N,)`` vector gave
+    an ``(2N,)`` result, an ``(N/2, 4)`` block an ``(N, 2)`` one of garbage, a 3-D block a 2-D one, and a
+    complex operand lost its imaginary part with only numpy's ComplexWarning.
+
+    Parameters
+    ----------
+    product : callable
+        ``product(source, B)`` for a real ``B`` of shape ``(N,)`` or ``(N, k)``.
+
+    Returns
+    -------
+    callable
+        The checked method; :class:`~sfapprox.ParameterError` for an operand that is not ``N`` rows
+        long or has more than two dimensions (as the surrogate operators give).
+    """
+    @functools.wraps(product)
+    def checked(self, B):
+        check_operand(B, self.n, owner=self.name)
+        return apply_real_parts(lambda part: product(self, part), B)
+
+    return checked
 
 
 class MatrixSource:
@@ -158,6 +187,7 @@ class MatrixSource:
             out[take] = block[rows[take], inverse[take] - start]
         return out
 
+    @checked_product
     def matmat(self, B: np.ndarray) -> np.ndarray:
         """``X @ B`` by one pass over column blocks: ``sum_J X[:, J] @ B[J]``.
 
@@ -168,7 +198,13 @@ class MatrixSource:
         Returns
         -------
         numpy.ndarray
-            ``X @ B``, of ``B``'s shape.
+            ``X @ B``, of ``B``'s shape (complex where ``B`` is: its real and imaginary parts are
+            applied apart).
+
+        Raises
+        ------
+        ParameterError
+            For a ``B`` that is not ``N`` rows long or has more than two dimensions.
         """
         B = np.asarray(B, dtype=np.float64)
         vector = B.ndim == 1
@@ -179,6 +215,7 @@ class MatrixSource:
             out += part  # in the blocks' order, wherever they were computed: the same sums
         return out.ravel() if vector else out
 
+    @checked_product
     def rmatmat(self, B: np.ndarray) -> np.ndarray:
         """``X.T @ B`` by one pass over column blocks: row block ``J`` of the result is ``X[:, J].T @ B``.
 
@@ -189,7 +226,13 @@ class MatrixSource:
         Returns
         -------
         numpy.ndarray
-            ``X.T @ B``, of ``B``'s shape.
+            ``X.T @ B``, of ``B``'s shape (complex where ``B`` is: its real and imaginary parts are
+            applied apart).
+
+        Raises
+        ------
+        ParameterError
+            For a ``B`` that is not ``N`` rows long or has more than two dimensions.
         """
         B = np.asarray(B, dtype=np.float64)
         vector = B.ndim == 1

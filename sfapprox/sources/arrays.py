@@ -13,7 +13,7 @@ from scipy.sparse.linalg import LinearOperator
 from .._errors import InputError, ParameterError
 from .._validation import check_magnitude, check_matrix_dtype, check_sparse_structure, held_bytes, memory_limit
 from .._npy import read_npy_header
-from ._base import MatrixSource
+from ._base import MatrixSource, checked_product
 
 __all__ = ["ArraySource", "SparseSource", "OperatorSource", "open_npy", "as_source"]
 
@@ -76,6 +76,7 @@ class ArraySource(MatrixSource):
         """A memory-mapped (or not float64) array's products are passes by column blocks."""
         return type(self.array) is not np.ndarray or self.array.dtype != np.float64
 
+    @checked_product
     def matmat(self, B: np.ndarray) -> np.ndarray:
         """``X @ B``: one product for a float64 array in memory, else by column blocks.
 
@@ -85,6 +86,7 @@ class ArraySource(MatrixSource):
         out = self._whole_product(self.array, B)
         return super().matmat(B) if out is None else out
 
+    @checked_product
     def rmatmat(self, B: np.ndarray) -> np.ndarray:
         """``X.T @ B``, as :meth:`matmat`."""
         out = self._whole_product(self.array.T, B)
@@ -147,6 +149,7 @@ class SparseSource(MatrixSource):
     def _columns(self, J: np.ndarray) -> np.ndarray:
         return self.matrix[:, J].toarray()
 
+    @checked_product
     def matmat(self, B: np.ndarray) -> np.ndarray:
         """``X @ B`` by the sparse product (no pass over column blocks).
 
@@ -156,6 +159,7 @@ class SparseSource(MatrixSource):
         """
         return np.asarray(self.matrix @ np.asarray(B, dtype=np.float64))
 
+    @checked_product
     def rmatmat(self, B: np.ndarray) -> np.ndarray:
         """``X.T @ B`` by the sparse product.
 
@@ -217,6 +221,7 @@ class OperatorSource(MatrixSource):
         E[J, np.arange(J.size)] = 1.0
         return self._finite(self.operator.matmat(E))  # a NaN spreads along its row: no entry is named
 
+    @checked_product
     def matmat(self, B: np.ndarray) -> np.ndarray:
         """``X @ B`` by the operator's own ``matvec``/``matmat``.
 
@@ -227,6 +232,7 @@ class OperatorSource(MatrixSource):
         B = np.asarray(B, dtype=np.float64)
         return self._finite(self.operator.matvec(B) if B.ndim == 1 else self.operator.matmat(B))
 
+    @checked_product
     def rmatmat(self, B: np.ndarray) -> np.ndarray:
         """``X.T @ B`` by the operator's own ``rmatvec``/``rmatmat``.
 

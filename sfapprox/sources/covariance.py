@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import InputError
-from ._base import MatrixSource
+from ._base import MatrixSource, checked_product
 
 __all__ = ["CovarianceMatrix"]
 
@@ -78,6 +78,7 @@ class CovarianceMatrix(MatrixSource):
     def diagonal(self) -> np.ndarray:
         return np.einsum("ij,ij->j", self.centred, self.centred) / self._denominator
 
+    @checked_product
     def matmat(self, B: np.ndarray) -> np.ndarray:
         """``X @ B`` (as :meth:`MatrixSource.matmat`) by ``A_c^T (A_c B) / (m - 1)``: ``O(m N k)``,
         no pass over the ``N^2`` entries."""
