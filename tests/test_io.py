@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -84,6 +85,17 @@ class TestFileProblems:
         p = write(tmp_path / "m.mtx", MTX_GENERAL)
         with pytest.raises(ParameterError, match=match):
             load_matrix(p, **kwargs)
+
+    @pytest.mark.parametrize("file, kwargs", [("shapes.png", {"gradient": "no"}), ("shapes.png", {"gradient": 1}),
+                                              ("features.csv", {"covariance": "false"}),
+                                              ("features.csv", {"covariance": None})])
+    def test_bool_options_must_be_bools(self, file, kwargs):
+        # a truthy "no" or "false" was read as True
+        path = Path(__file__).resolve().parents[1] / "examples" / file
+        (name, value), = kwargs.items()
+        with pytest.raises(ParameterError, match=rf"{name}={value!r} must be True or False"):
+            load_matrix(path, **kwargs)
+        assert load_matrix(path, **{name: np.True_}).n == load_matrix(path, **{name: True}).n  # numpy bools are bools
 
     @pytest.mark.parametrize(
         "kwargs", [{"gradient": True}, {"var": "A"}, {"network": 2}, {"two_mode": "rows"}, {"covariance": True}, {"resize": 8}]

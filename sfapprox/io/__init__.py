@@ -387,6 +387,10 @@ def _check_options(format: str | None, opts: Options) -> None:
             raise ParameterError(f"{name}={value!r} must be a positive integer")
     if opts.var is not None and not isinstance(opts.var, str):
         raise ParameterError(f"var={opts.var!r} must be a string")
+    for name in ("gradient", "covariance"):
+        value = getattr(opts, name)
+        if not isinstance(value, (bool, np.bool_)):  # "no" and "false" are truthy: they read as True
+            raise ParameterError(f"{name}={value!r} must be True or False")
 
 
 def _check_option_use(path: str, fmt: str, opts: Options, covariance: bool) -> None:
