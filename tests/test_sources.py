@@ -410,3 +410,11 @@ def test_a_complex_operand_keeps_its_imaginary_part():
         np.testing.assert_allclose(src.matmat(B), X @ B, atol=1e-12)
         np.testing.assert_allclose(src.rmatmat(B), X.T @ B, atol=1e-12)
         np.testing.assert_allclose(src.matmat(B[:, 0]), X @ B[:, 0], atol=1e-12)
+
+
+@pytest.mark.parametrize("max_memory", [0, -1, True, "1GB", 1.5e9])
+def test_to_dense_refuses_a_memory_limit_that_is_not_a_positive_int(max_memory):
+    K = KernelMatrix(_points())
+    with pytest.raises(ParameterError, match=r"The 'max_memory' parameter of KernelMatrix.to_dense must be an int"):
+        K.to_dense(max_memory=max_memory)
+    assert K.to_dense(max_memory=np.int64(1 << 30)).shape == (40, 40)

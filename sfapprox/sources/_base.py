@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import InputError, ParameterError
+from .._params import Interval, check_values
 from .._validation import (LIBRARY_WORKING_SET, MAX_SQUARED_NORM, _sum_of_squares, apply_real_parts, check_memory,
                            check_operand, format_bytes, memory_limit)
 from ..metrics import scoring_bytes
@@ -352,9 +353,14 @@ class MatrixSource:
 
         Raises
         ------
+        ParameterError
+            For a ``max_memory`` that is not a positive int (or None).
         ResourceError
             When the formed matrix is over the limit.
         """
+        # As load_matrix and the estimators check it: -1 was "a memory limit of -1 B" (a ResourceError).
+        check_values({"max_memory": max_memory}, {"max_memory": Interval(int, 1, None, allow_none=True)},
+                     f"{type(self).__name__}.to_dense")
         check_memory(self.formed_bytes, what=f"{self.name}: forming the {self.n:,} x {self.n:,} matrix",
                      limit=max_memory)
         out = np.empty((self.n, self.n))
