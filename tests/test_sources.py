@@ -80,6 +80,10 @@ def test_median_heuristic_is_recorded():
     (np.zeros((3, 2)), {"kernel": "linear", "bandwidth": 1.0}, ParameterError, "takes no bandwidth"),
     (np.zeros((3, 2)), {"kernel": "gauss"}, ParameterError, "unknown kernel 'gauss'"),
     (np.zeros(3), {}, InputError, r"shape \(N, d\)"),
+    (np.zeros((3, 2)), {"kernel": ["rbf"]}, ParameterError, r"unknown kernel \['rbf'\]"),
+    (np.zeros((3, 2)), {"seed": -1}, ParameterError, r"'seed' parameter of KernelMatrix must be an int in the range"),
+    (np.zeros((3, 2)), {"seed": 1.5}, ParameterError, r"'seed' parameter of KernelMatrix must be an int in the range"),
+    (np.zeros((3, 2)), {"seed": "0"}, ParameterError, r"'seed' parameter of KernelMatrix must be an int in the range"),
 ])
 def test_bad_kernel_input_is_one_line(points, kwargs, error, match):
     with pytest.raises(error, match=match) as info:
@@ -418,3 +422,10 @@ def test_to_dense_refuses_a_memory_limit_that_is_not_a_positive_int(max_memory):
     with pytest.raises(ParameterError, match=r"The 'max_memory' parameter of KernelMatrix.to_dense must be an int"):
         K.to_dense(max_memory=max_memory)
     assert K.to_dense(max_memory=np.int64(1 << 30)).shape == (40, 40)
+
+
+def test_no_seed_is_the_default_seed_so_the_median_heuristic_is_reproducible():
+    from sfapprox.sources.kernels import MEDIAN_SAMPLE
+    P = _points(MEDIAN_SAMPLE + 100, 2)  # above MEDIAN_SAMPLE the heuristic looks at a sample
+    first = KernelMatrix(P, seed=None).bandwidth_
+    assert KernelMatrix(P, seed=None).bandwidth_ == first == KernelMatrix(P).bandwidth_

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import InputError, ParameterError
+from .._params import Interval, check_values
 from ._base import MatrixSource
 
 __all__ = ["KernelMatrix", "KERNELS", "median_bandwidth", "MEDIAN_SAMPLE"]
@@ -123,8 +124,10 @@ class KernelMatrix(MatrixSource):
         for ``cosine`` and ``linear``, which have none.
     name : str, default="kernel"
         What the matrix is called in tables and messages.
-    seed : int, default=0
-        Seed of the median heuristic's sample.
+    seed : int or None, default=0
+        Seed of the median heuristic's sample (drawn above :data:`MEDIAN_SAMPLE`
+        points), an int >= 0; None is the default seed 0, so that the same
+        points always get the same bandwidth.
 
     Attributes
     ----------
@@ -152,8 +155,12 @@ class KernelMatrix(MatrixSource):
     column_copies = 5  # inner products, squared distances, the profile's temporaries, the block
 
     def __init__(self, points, kernel: str = "rbf", bandwidth: float | None = None, *, name: str = "kernel",
-                 seed: int = 0) -> None:
-        if kernel not in KERNELS:
+                 seed: int | None = 0) -> None:
+        # None is the documented default: an unseeded sample gave another bandwidth at each call above
+        # MEDIAN_SAMPLE points (and another matrix for the same points).
+        seed = 0 if seed is None else seed
+        check_values({"seed": seed}, {"seed": Interval(int, 0, None)}, "KernelMatrix")
+        if not isinstance(kernel, str) or kernel not in KERNELS:  # ["rbf"] was a raw "unhashable" TypeError
             raise ParameterError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)} (--kernel)")
         pts = np.asarray(points)
         if pts.ndim != 2 or pts.shape[0] < 1 or pts.shape[1] < 1:
