@@ -464,13 +464,17 @@ def parse_methods(spec: str | Iterable[str]) -> list[str]:
     Raises
     ------
     ParameterError
-        For an empty list or an unknown name (all unknown names are listed).
+        For an empty list, an unknown name (all unknown names are listed), or a ``spec`` that is neither a
+        string nor a list of names (None, a number).
 
     Examples
     --------
     >>> parse_methods("sf, tsvd,sf")
     ['sf', 'tsvd']
     """
+    if not isinstance(spec, (str, Iterable)):  # None was list(None)'s raw TypeError
+        raise ParameterError(f"methods must be a name, comma-separated names or a list of names, got {spec!r}; "
+                             f"choose from {', '.join(methods())}")
     items = split_items(spec, "methods") if isinstance(spec, str) else list(spec)
     names = list(dict.fromkeys(str(m).strip() for m in items if str(m).strip()))
     if not names:

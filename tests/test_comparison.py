@@ -630,3 +630,9 @@ def test_a_refusal_from_columns_names_the_limit_that_runs_and_that_limit_runs():
     assert row.status == "ok"
     with pytest.raises(ResourceError):  # a little below it: refused
         compare(K, "rsvd", budget=0.5, settings=FitSettings(time_limit=2, max_memory=int((least - 0.2) * 2**20)))
+
+
+@pytest.mark.parametrize("spec", [None, 3])
+def test_methods_that_are_not_names_are_refused(spec):
+    with pytest.raises(ParameterError, match=r"methods must be a name, comma-separated names or a list of names"):
+        compare(np.eye(4), spec)

@@ -197,3 +197,8 @@ def test_a_budget_no_method_fits_from_columns_is_a_point_of_not_applicable_rows(
     assert any("no method asked for fits the memory limit" in n for n in large.notes)
     with pytest.raises(ResourceError, match="no method asked for fits the memory limit"):
         sweep(K, budgets=[0.5], methods=["rsvd", "sparse"], settings=settings)
+
+
+def test_methods_none_is_refused():
+    with pytest.raises(ParameterError, match=r"methods must be a name, comma-separated names or a list of names"):
+        sweep(np.eye(4), [0.5], None)
