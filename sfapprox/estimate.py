@@ -167,8 +167,8 @@ def estimate_errors(
     ParameterError
         Before any work, for a ``time_limit`` or ``rtol`` that is not
         positive, a ``seed`` that is not a non-negative int, a ``max_memory``
-        below 1, a ``fro_norm`` that is negative or not finite, or a surrogate
-        of another shape than ``source``.
+        below 1, a ``fro_norm`` that is negative or not finite, ``operators``
+        that are not a mapping, or a surrogate of another shape than ``source``.
 
     Examples
     --------
@@ -184,6 +184,9 @@ def estimate_errors(
         source, executor = source.source, executor if executor is not None else source.executor
     source = as_source(source)  # an array, a sparse matrix or a LinearOperator as compare takes them
     n = source.n
+    if not isinstance(operators, Mapping):  # a list was .items()'s raw AttributeError
+        raise ParameterError(f"operators must be a mapping of name -> surrogate operator (e.g. {{'sf': op}}), "
+                             f"got a {type(operators).__name__}; name each surrogate")
     for name, op in operators.items():
         shape = tuple(getattr(op, "shape", ()))
         if shape != (n, n):

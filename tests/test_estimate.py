@@ -180,6 +180,13 @@ def test_an_array_is_read_as_a_source_and_a_surrogate_of_another_shape_is_refuse
         estimate_errors(ArraySource(X), {"a": small})
 
 
+
+def test_surrogates_in_a_list_are_refused_asking_for_names():
+    from sfapprox import ParameterError
+
+    with pytest.raises(ParameterError, match=r"operators must be a mapping of name -> surrogate operator .* got a list"):
+        estimate_errors(np.eye(8), [np.zeros((8, 8))])  # an AttributeError ('no attribute items') before
+
 @pytest.mark.parametrize("argument, value, wanted", [
     ("seed", -1, r"an int in the range \[0, inf\)"),  # numpy's raw ValueError before
     ("seed", 1.5, r"an int in the range \[0, inf\)"),
