@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.linalg import LinearOperator
 
 from ._base import (RunContext, check_columns_memory, columns_need, get_method, in_memory_or_columns,
                     least_columns_limit, method_need, methods, parse_methods)
@@ -50,6 +51,7 @@ from .results import Comparison, MethodResult, library_versions
 from .sources import (
     DistributedSource,
     MatrixSource,
+    as_source,
     formable,
     formed_need,
     scoring_need,
@@ -220,6 +222,13 @@ def scoring_seconds(time_limit: float | str | None) -> float | None:
     if time_limit is None:
         return None
     return max(SCORE_MIN_SECONDS, SCORE_SHARE * (DEFAULT_TOTAL_TIME if time_limit == "auto" else float(time_limit)))
+
+
+def operator_as_source(matrix: Any) -> Any:
+    """``matrix``, a ``LinearOperator`` made a source that gives its columns (as the estimators read one,
+    :meth:`~sfapprox._base.Approximation._validate`): compared from its columns or formed within the
+    memory limit like any source.  Read as an array, it was a 0-d object array ("object dtype")."""
+    return as_source(matrix) if isinstance(matrix, LinearOperator) else matrix
 
 
 def as_loaded_matrix(matrix, load: LoadOptions | None, max_memory: int | None = None):
@@ -444,9 +453,10 @@ def compare(
 
     Parameters
     ----------
-    matrix : LoadedMatrix, path, ndarray or scipy sparse array
+    matrix : LoadedMatrix, path, ndarray, scipy sparse array, MatrixSource or LinearOperator
         The square matrix: what :func:`~sfapprox.load_matrix` returns, a file
-        (loaded with ``load``), or an array.
+        (loaded with ``load``), an array, or a source of its columns (a
+        ``LinearOperator`` is read by its products, as the estimators read it).
     methods : str or sequence of str, default=DEFAULT_METHODS
         Names from :func:`available_methods` (``"sf,tsvd"`` works too);
         by default SF, TSVD and plain sparse storage.
@@ -515,6 +525,7 @@ def compare(
     parse_budget(budget)
     _check_structure(structure)
     saved = load_included(include, settings.max_memory)
+    matrix = operator_as_source(matrix)
     if isinstance(matrix, MatrixSource) and from_columns(matrix, names, settings.max_memory):
         return compare_columns(matrix, names, budget=budget, settings=settings, count_indices=count_indices,
                                protocol=protocol, structure=structure, callback=callback, on_result=on_result,

@@ -24,6 +24,7 @@ from .comparison import (
     columns_note,
     compare_columns,
     from_columns,
+    operator_as_source,
     run_all,
     settings_with,
     warnings_at_caller,
@@ -243,7 +244,7 @@ def sweep(
 
     Parameters
     ----------
-    matrix : LoadedMatrix, MatrixSource, path, ndarray or scipy sparse array
+    matrix : LoadedMatrix, MatrixSource, LinearOperator, path, ndarray or scipy sparse array
         The square matrix, as :func:`~sfapprox.compare` takes it; a source too
         big to form with its scoring within ``settings.max_memory`` is swept
         from its columns (the column methods at each budget, every row scored
@@ -296,6 +297,7 @@ def sweep(
     if protocol not in PROTOCOLS:
         raise ParameterError(f"unknown protocol {protocol!r}; choose {' or '.join(PROTOCOLS)}")
     specs = _budget_specs(budgets)
+    matrix = operator_as_source(matrix)
     if isinstance(matrix, MatrixSource) and from_columns(matrix, names, settings.max_memory):
         return _sweep_columns(matrix, names, specs, settings=settings, count_indices=count_indices,
                               protocol=protocol, callback=callback, on_result=on_result, matrix_info=matrix_info)

@@ -636,3 +636,13 @@ def test_a_refusal_from_columns_names_the_limit_that_runs_and_that_limit_runs():
 def test_methods_that_are_not_names_are_refused(spec):
     with pytest.raises(ParameterError, match=r"methods must be a name, comma-separated names or a list of names"):
         compare(np.eye(4), spec)
+
+
+def test_a_linear_operator_is_compared_as_a_source_of_columns():
+    from scipy.sparse.linalg import aslinearoperator
+
+    X = np.random.default_rng(4).random((16, 16))
+    by_operator = compare(aslinearoperator(X), "tsvd", budget=100)  # "matrix has object dtype" before
+    by_array = compare(X, "tsvd", budget=100)
+    assert by_operator.results[0].status == "ok"
+    assert by_operator.results[0].fro_error == pytest.approx(by_array.results[0].fro_error, rel=1e-10)

@@ -202,3 +202,14 @@ def test_a_budget_no_method_fits_from_columns_is_a_point_of_not_applicable_rows(
 def test_methods_none_is_refused():
     with pytest.raises(ParameterError, match=r"methods must be a name, comma-separated names or a list of names"):
         sweep(np.eye(4), [0.5], None)
+
+
+def test_a_linear_operator_is_swept_as_a_source_of_columns():
+    from scipy.sparse.linalg import aslinearoperator
+
+    X = np.random.default_rng(4).random((16, 16))
+    by_operator = sweep(aslinearoperator(X), [0.5], ["tsvd"])  # "matrix has object dtype" before
+    by_array = sweep(X, [0.5], ["tsvd"])
+    assert by_operator.points[0].results[0].status == "ok"
+    assert by_operator.points[0].results[0].rel_error == pytest.approx(by_array.points[0].results[0].rel_error,
+                                                                        rel=1e-10)
