@@ -16,7 +16,7 @@ from typing import Any
 
 from ._errors import ParameterError
 
-__all__ = ["Interval", "Options", "check_params", "check_values"]
+__all__ = ["Interval", "Options", "MEMORY_LIMIT", "check_params", "check_values"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,10 @@ class Interval:
         high = "inf)" if self.high is None else f"{self.high:g}]"
         text = f"{kind} in the range {low}, {high}"
         return text + " or None" if self.allow_none else text
+
+
+#: Every ``max_memory`` parameter's constraint: bytes, at least one; None for the default limit.
+MEMORY_LIMIT = Interval(int, 1, None, allow_none=True)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ._errors import ParameterError
-from ._params import Interval, Options, check_params
+from ._params import MEMORY_LIMIT, Interval, Options, check_params
 
 __all__ = ["FitSettings", "LoadOptions", "TimeShare", "DEFAULT_TIME_LIMIT", "DEFAULT_TOTAL_TIME", "DEFAULT_METHODS", "PROTOCOLS",
            "COUNT_INDICES", "SF_MAX_ITER", "SF_FTOL", "SF_GTOL", "SF_INIT", "SF_NAMED_INITS", "SF_SUPPORT", "SF_BASE", "parse_size"]
@@ -127,7 +127,7 @@ class FitSettings:
         "device": str,
         "dtype": (Options(("float64", "float32")), None),
         "threads": Interval(int, 1, MAX_THREADS, allow_none=True),
-        "max_memory": Interval(int, 1, None, allow_none=True),
+        "max_memory": MEMORY_LIMIT,
     }
 
     def __post_init__(self) -> None:

@@ -48,7 +48,7 @@ import numpy as np
 
 from ._atomic import FileStamp, resolved_path, write_bytes
 from ._errors import InputError, NotFittedError, ParameterError, SfapproxError
-from ._params import Interval, check_values
+from ._params import MEMORY_LIMIT, check_values
 from ._validation import check_memory, check_path
 from .formats import jsonable
 from .operators import ChordOperator, HybridOperator, SurrogateOperator, operator_class, operator_kinds
@@ -620,7 +620,7 @@ def load_factors(path: str | os.PathLike, *, max_memory: int | None = None) -> S
     import h5py
 
     check_path(path)
-    check_values({"max_memory": max_memory}, {"max_memory": Interval(int, 1, None, allow_none=True)}, "load_factors")
+    check_values({"max_memory": max_memory}, {"max_memory": MEMORY_LIMIT}, "load_factors")
     path = Path(path)
     if path.is_dir():
         raise InputError(f"{path}: is a folder; give a factors file (.h5)")

@@ -429,3 +429,22 @@ def test_no_seed_is_the_default_seed_so_the_median_heuristic_is_reproducible():
     P = _points(MEDIAN_SAMPLE + 100, 2)  # above MEDIAN_SAMPLE the heuristic looks at a sample
     first = KernelMatrix(P, seed=None).bandwidth_
     assert KernelMatrix(P, seed=None).bandwidth_ == first == KernelMatrix(P).bandwidth_
+
+
+def test_every_memory_limit_of_a_source_and_the_median_seed_are_checked():
+    """block_width(-5) was 40 columns, limited(-5) a source sized by it; median_bandwidth's seed=-1
+    numpy's ValueError (above its sample's size)."""
+    from sfapprox.sources import KernelMatrix, median_bandwidth
+
+    K = KernelMatrix(np.random.default_rng(0).standard_normal((40, 3)))
+    for bad in (-5, 0, "1G", True, 1.5):
+        with pytest.raises(ParameterError, match="'max_memory' parameter of KernelMatrix.block_width"):
+            K.block_width(bad)
+        with pytest.raises(ParameterError, match="'max_memory' parameter of KernelMatrix.limited"):
+            K.limited(bad)
+    assert K.limited(1 << 30).block_width() == 40
+    points = np.random.default_rng(0).standard_normal((30, 2))
+    for bad in (-1, 1.5, None):
+        with pytest.raises(ParameterError, match="'seed' parameter of median_bandwidth"):
+            median_bandwidth(points, seed=bad, sample=10)
+    assert median_bandwidth(points, seed=3, sample=10) == median_bandwidth(points, seed=3, sample=10)

@@ -68,7 +68,7 @@ import numpy as np
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._errors import BudgetError
-from .._params import Interval, Options
+from .._params import MEMORY_LIMIT, Interval, Options
 from .._settings import DEFAULT_TIME_LIMIT
 from .._validation import COMPILED_WORKING_SET
 from ..budget import butterfly_hier_count, padded_size
@@ -282,7 +282,7 @@ class HierarchicalButterfly(Approximation):
         "order": Options(("best",) + ORDERS),
         "budget": Interval(int, 0, None, allow_none=True),
         "time_limit": Interval(float, 0, None, allow_none=True),
-        "max_memory": Interval(int, 1, None, allow_none=True),
+        "max_memory": MEMORY_LIMIT,
     }
 
     def __init__(self, order: str = "best", *, budget: int | None = None,

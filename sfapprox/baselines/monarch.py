@@ -66,7 +66,7 @@ import numpy as np
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._errors import BudgetError, ConvergenceWarning, ParameterError
-from .._params import Interval
+from .._params import MEMORY_LIMIT, Interval
 from .._settings import DEFAULT_TIME_LIMIT
 from .._threads import _limit_blas
 from ..budget import monarch_count, monarch_min_budget, monarch_rank_for_budget, monarch_shapes
@@ -376,7 +376,7 @@ class Monarch(Approximation):
         "budget": Interval(int, 0, None, allow_none=True),
         "max_shapes": Interval(int, 1, None),
         "time_limit": Interval(float, 0, None, allow_none=True),
-        "max_memory": Interval(int, 1, None, allow_none=True),
+        "max_memory": MEMORY_LIMIT,
     }
 
     def __init__(

@@ -26,7 +26,7 @@ from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._device import resolve_device, resolve_dtype
 from .._errors import ConvergenceWarning, NotApplicableError
-from .._params import Interval, Options
+from .._params import MEMORY_LIMIT, Interval, Options
 from .._settings import DEFAULT_TIME_LIMIT
 from ..budget import nmf_count, nmf_rank_for_budget, rank_within
 from ..metrics import operator_error
@@ -368,7 +368,7 @@ class NMF(Approximation):
         "random_state": Interval(int, 0, None),
         "device": str,
         "dtype": (Options(("float64", "float32", "auto")), None),
-        "max_memory": Interval(int, 1, None, allow_none=True),
+        "max_memory": MEMORY_LIMIT,
     }
 
     def __init__(

@@ -35,7 +35,7 @@ import numpy as np
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._errors import NotApplicableError
-from .._params import Interval, Options
+from .._params import MEMORY_LIMIT, Interval, Options
 from .._settings import DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
 from ..budget import nystrom_count, nystrom_rank_for_budget, rank_within
@@ -346,7 +346,7 @@ class Nystrom(Approximation):
         "pivots": Options(("rpcholesky", "uniform")),
         "random_state": Interval(int, 0, None),
         "time_limit": Interval(float, 0, None, allow_none=True),
-        "max_memory": Interval(int, 1, None, allow_none=True),
+        "max_memory": MEMORY_LIMIT,
     }
 
     def __init__(self, n_components: int | None = None, *, budget: int | None = None, pivots: str = "rpcholesky",

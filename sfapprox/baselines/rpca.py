@@ -46,7 +46,7 @@ from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._device import resolve_device, resolve_dtype
 from .._errors import BudgetError, ConvergenceWarning, ParameterError, ResourceError
-from .._params import Interval, Options
+from .._params import MEMORY_LIMIT, Interval, Options
 from .._settings import COUNT_INDICES, DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
 from ..sources import MatrixSource, columns_within, room
@@ -713,7 +713,7 @@ class RobustPCA(Approximation):
         "random_state": Interval(int, 0, None),
         "device": str,
         "dtype": (Options(("float64", "float32", "auto")), None),
-        "max_memory": Interval(int, 1, None, allow_none=True),
+        "max_memory": MEMORY_LIMIT,
     }
 
     def __init__(

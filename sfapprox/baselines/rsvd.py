@@ -35,7 +35,7 @@ import scipy.linalg
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._errors import ConvergenceWarning
-from .._params import Interval
+from .._params import MEMORY_LIMIT, Interval
 from .._settings import DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
 from ..budget import rank_within, tsvd_count, tsvd_rank_for_budget
@@ -423,7 +423,7 @@ class RandomizedSVD(Approximation):
         "n_iter": Interval(int, 0, None),
         "random_state": Interval(int, 0, None),
         "time_limit": Interval(float, 0, None, allow_none=True),
-        "max_memory": Interval(int, 1, None, allow_none=True),
+        "max_memory": MEMORY_LIMIT,
     }
 
     def __init__(self, n_components: int | None = None, *, budget: int | None = None, n_oversamples: int = 10,

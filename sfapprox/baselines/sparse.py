@@ -34,7 +34,7 @@ import scipy.sparse as sp
 
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._errors import BudgetError, ParameterError
-from .._params import Interval
+from .._params import MEMORY_LIMIT, Interval
 from ..budget import check_within, sparse_count, sparse_entries_for_budget
 from ..operators.sparse import SparseOperator
 from ..sources import ArraySource, DistributedSource, MatrixSource
@@ -321,7 +321,7 @@ class SparseApproximation(Approximation):
     _parameter_constraints = {
         "n_sparse": Interval(int, 0, None, allow_none=True),
         "budget": Interval(int, 0, None, allow_none=True),
-        "max_memory": Interval(int, 1, None, allow_none=True),
+        "max_memory": MEMORY_LIMIT,
     }
 
     def __init__(self, n_sparse: int | None = None, *, budget: int | None = None, max_memory: int | None = None):

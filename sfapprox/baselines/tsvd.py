@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from .._base import Approximation, MethodSpec, RunContext, register
-from .._params import Interval, Options
+from .._params import MEMORY_LIMIT, Interval, Options
 from ..budget import paper_tsvd_rank, rank_within, tsvd_count, tsvd_rank_for_budget
 from ..operators import HybridOperator
 
@@ -106,7 +106,7 @@ class TruncatedSVD(Approximation):
         "n_oversamples": Interval(int, 0, None),
         "n_iter": Interval(int, 0, None),
         "random_state": Interval(int, 0, None),
-        "max_memory": Interval(int, 1, None, allow_none=True),
+        "max_memory": MEMORY_LIMIT,
     }
 
     def __init__(

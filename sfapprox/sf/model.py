@@ -26,7 +26,7 @@ from .._atomic import FileStamp, OutputError, OutputExistsError, check_writable,
 from .._base import Approximation
 from .._device import resolve_device, resolve_dtype
 from .._errors import ConvergenceWarning, ParameterError
-from .._params import Interval, Options
+from .._params import MEMORY_LIMIT, Interval, Options
 from .._progress import coarse_progress, phase
 from .._settings import (
     DEFAULT_TIME_LIMIT,
@@ -469,7 +469,7 @@ class ChordSF(Approximation):
         "random_state": Interval(int, 0, None),
         "device": str,
         "dtype": (Options(("float64", "float32", "auto")), None),
-        "max_memory": Interval(int, 1, None, allow_none=True),
+        "max_memory": MEMORY_LIMIT,
         "threads": Interval(int, 1, MAX_THREADS, allow_none=True),
     }
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import InputError, ParameterError
-from .._params import Interval, check_values
+from .._params import MEMORY_LIMIT, check_values
 from .._validation import (LIBRARY_WORKING_SET, MAX_SQUARED_NORM, _sum_of_squares, apply_real_parts, check_memory,
                            check_operand, format_bytes, memory_limit)
 from ..metrics import scoring_bytes
@@ -276,9 +276,15 @@ class MatrixSource:
         -------
         MatrixSource
         """
+        self._check_limit(max_memory, "limited")
         clone = copy.copy(self)
         clone.max_memory = max_memory
         return clone
+
+    def _check_limit(self, max_memory, method: str) -> None:
+        """ParameterError for a ``max_memory`` that is not a positive int or None (as every limit is
+        checked): -1 was "a memory limit of -1 B", or a block width of its own."""
+        check_values({"max_memory": max_memory}, {"max_memory": MEMORY_LIMIT}, f"{type(self).__name__}.{method}")
 
     def block_width(self, max_memory: int | None = None, *, extra_columns: int = 0) -> int:
         """Columns per block of a pass: :data:`BLOCK_SHARE` of the memory limit, between MIN_BLOCK and MAX_BLOCK.
@@ -304,6 +310,7 @@ class MatrixSource:
         int
             At least 1 and at most ``min(N, MAX_BLOCK)``.
         """
+        self._check_limit(max_memory, "block_width")
         limit = memory_limit(max_memory if max_memory is not None else self.max_memory)
         per_column = 8 * self.n * (self.column_copies + extra_columns)
         if limit is None:
@@ -359,8 +366,7 @@ class MatrixSource:
             When the formed matrix is over the limit.
         """
         # As load_matrix and the estimators check it: -1 was "a memory limit of -1 B" (a ResourceError).
-        check_values({"max_memory": max_memory}, {"max_memory": Interval(int, 1, None, allow_none=True)},
-                     f"{type(self).__name__}.to_dense")
+        self._check_limit(max_memory, "to_dense")
         check_memory(self.formed_bytes, what=f"{self.name}: forming the {self.n:,} x {self.n:,} matrix",
                      limit=max_memory)
         out = np.empty((self.n, self.n))

@@ -71,6 +71,8 @@ def median_bandwidth(points: np.ndarray, *, seed: int = 0, sample: int = MEDIAN_
     >>> median_bandwidth(np.array([[0.0], [1.0], [3.0]]))
     2.0
     """
+    check_values({"seed": seed, "sample": sample}, {"seed": Interval(int, 0, None), "sample": Interval(int, 2, None)},
+                 "median_bandwidth")  # (-1 was numpy's ValueError, None an unseeded sample: another bandwidth each call)
     pts = np.asarray(points, dtype=np.float64)
     if pts.shape[0] > sample:
         pts = pts[np.random.default_rng(seed).choice(pts.shape[0], sample, replace=False)]
