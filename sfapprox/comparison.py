@@ -252,6 +252,7 @@ def as_loaded_matrix(matrix, load: LoadOptions | None, max_memory: int | None = 
     """
     from .io import LoadedMatrix, as_loaded, load_matrix  # here: sfapprox.io loads h5py and Pillow
 
+    check_load_applies(matrix, load)
     if isinstance(matrix, LoadedMatrix):
         return matrix
     if isinstance(matrix, MatrixSource):  # small enough: formed (within the memory limit) and validated
@@ -263,9 +264,15 @@ def as_loaded_matrix(matrix, load: LoadOptions | None, max_memory: int | None = 
                                    sha256=matrix.file_sha256, recipe=matrix.describe())
     if isinstance(matrix, (str, os.PathLike)):
         return load_matrix(matrix, **(load or LoadOptions()).keywords())
-    if load is not None:
-        raise ParameterError("load options apply to a file path, not to an array or a loaded matrix")
     return as_loaded(matrix, "X")
+
+
+def check_load_applies(matrix, load: LoadOptions | None) -> None:
+    """ParameterError for ``load`` options given with anything but a file path: they were ignored
+    without a word for a loaded matrix, a source or a LinearOperator (an array's was refused)."""
+    if load is not None and not isinstance(matrix, (str, os.PathLike)):
+        raise ParameterError(f"load options apply to a file path, not to a {type(matrix).__name__}; "
+                             "leave load out (the matrix is read already)")
 
 
 def check_scoring_memory(loaded, limit: int | None) -> None:
@@ -525,6 +532,7 @@ def compare(
     parse_budget(budget)
     _check_structure(structure)
     saved = load_included(include, settings.max_memory)
+    check_load_applies(matrix, load)
     matrix = operator_as_source(matrix)
     if isinstance(matrix, MatrixSource) and from_columns(matrix, names, settings.max_memory):
         return compare_columns(matrix, names, budget=budget, settings=settings, count_indices=count_indices,

@@ -18,6 +18,7 @@ from .budget import parse_budget, resolve_budget
 from .comparison import (
     as_loaded_matrix,
     build_comparison,
+    check_load_applies,
     check_methods_memory,
     check_methods_memory_from_columns,
     check_scoring_memory,
@@ -297,6 +298,7 @@ def sweep(
     if protocol not in PROTOCOLS:
         raise ParameterError(f"unknown protocol {protocol!r}; choose {' or '.join(PROTOCOLS)}")
     specs = _budget_specs(budgets)
+    check_load_applies(matrix, load)
     matrix = operator_as_source(matrix)
     if isinstance(matrix, MatrixSource) and from_columns(matrix, names, settings.max_memory):
         return _sweep_columns(matrix, names, specs, settings=settings, count_indices=count_indices,

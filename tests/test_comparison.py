@@ -646,3 +646,21 @@ def test_a_linear_operator_is_compared_as_a_source_of_columns():
     by_array = compare(X, "tsvd", budget=100)
     assert by_operator.results[0].status == "ok"
     assert by_operator.results[0].fro_error == pytest.approx(by_array.results[0].fro_error, rel=1e-10)
+
+
+def test_load_options_with_a_matrix_already_read_are_refused_everywhere():
+    """compare, sweep and fit_matrix ignored load= without a word for a loaded matrix, a source or a
+    LinearOperator (an array's was refused)."""
+    import scipy.sparse.linalg as spla
+
+    from sfapprox import KernelMatrix, LoadOptions, fit_matrix
+    from sfapprox.io import as_loaded
+    from sfapprox.sweep import sweep
+
+    X = np.random.default_rng(0).random((12, 12))
+    load = LoadOptions(gradient=True)
+    for matrix in (X, as_loaded(X, "X"), KernelMatrix(X[:, :3]), spla.aslinearoperator(X)):
+        for run in (lambda m: compare(m, "tsvd", load=load), lambda m: sweep(m, [0.5], "tsvd", load=load),
+                    lambda m: fit_matrix(m, load=load)):
+            with pytest.raises(ParameterError, match="load options apply to a file path"):
+                run(matrix)
