@@ -223,3 +223,22 @@ def test_a_control_character_in_a_file_name_is_refused_when_the_manifest_is_read
     m.write_text('[[matrix]]\nname = "x"\ncategory = "network"\nfile = "x\\u0000.mtx"\nurl = "http://h/x.mtx"\n')
     with pytest.raises(ManifestError, match="holds a control character"):
         load_manifest(m)
+
+
+@pytest.mark.parametrize("load, message", [
+    ({"format": "nope"}, "format='nope' is not one of"),
+    ({"network": 0}, "network=0 must be a positive integer"),
+    ({"two_mode": "x"}, "two_mode='x' must be"),
+    ({"max_memory": "-5G"}, "max_memory must be a positive, finite size"),
+    ({"kernel": "linear", "bandwidth": 3.0}, "the linear kernel takes no bandwidth"),
+    ({"kernel": "rbf", "covariance": True}, "does not combine with an attention map or a covariance"),
+    ({"kernel": "cosine", "resize": 10, "gradient": True}, "gradient=True, resize=10 do not apply to it"),
+])
+def test_load_values_no_file_makes_right_are_refused_when_the_manifest_is_read(load, message):
+    """They passed the manifest's type checks and were found at run time: the entry "unavailable", exit 0,
+    tried again at every run."""
+    entry = {"name": "a", "category": "network", "file": "karate_like.net", "load": load}
+    with pytest.raises(ManifestError, match=rf"entry 'a': load options: .*{re.escape(message)}"):
+        parse_manifest({"title": "t", "matrix": [entry]})
+    fine = parse_manifest({"title": "t", "matrix": [{**entry, "load": {"max_memory": "1G", "network": 1}}]})
+    assert fine.entries[0].load["network"] == 1

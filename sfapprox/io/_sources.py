@@ -21,11 +21,12 @@ from .._errors import InputError, ParameterError, SfapproxError
 from .._npy import read_npy_header
 from .._validation import memory_limit
 from ..sources import AttentionMatrix, CovarianceMatrix, KernelMatrix, MatrixSource, formable, open_npy
+from ..sources.kernels import KERNELS
 from ._common import Options, Source, fail, one_line, strip_compression
 from ._covariance import read_samples
 from ._numpy import _load_npy
 
-__all__ = ["open_matrix", "read_points"]
+__all__ = ["open_matrix", "read_points", "check_reading_options"]
 
 #: Point-table formats a kernel reads, by extension.
 _POINT_FORMATS = {".csv": "csv", ".tsv": "csv", ".txt": "csv", ".dat": "csv", ".npy": "npy", ".svm": "libsvm",
@@ -187,25 +188,57 @@ def open_matrix(
     from . import check_path, load_matrix  # the package's own functions (this module is imported at its end)
 
     check_path(path)
-    if bandwidth is not None and kernel is None:
-        raise ParameterError("a bandwidth needs a kernel: give --kernel (kernel=) too")
+    check_reading_options(kernel=kernel, bandwidth=bandwidth, format=format, var=var, max_memory=max_memory,
+                          **options)
     if options.get("covariance") and kernel is None and format != "attention":
         read = _covariance_table(path, format, max_memory)
         if read is not None:
             return _covariance(path, *read, format=format, var=var, max_memory=max_memory, **options)
     if kernel is not None:
-        if format == "attention" or options.get("covariance"):
-            raise ParameterError("a kernel reads a table of points; it does not combine with an attention map "
-                                 "or a covariance")
-        _refuse_unused(options, "--kernel (kernel=) reads a table of points", var=var)
         points = read_points(path, format=format, max_memory=max_memory)
         return _from_file(_by_path(path, lambda: KernelMatrix(points, kernel, bandwidth, name=_stem(path))), path)
     if format == "attention":
-        _refuse_unused(options, "an attention map (format='attention') reads Q and K from an .npz")
         return _from_file(_by_path(path, lambda: _attention(path, var, max_memory)), path)
     if format in (None, "npy") and var is None and _big_npy(path, max_memory):
         return _from_file(open_npy(path), path, hashed=False)
     return load_matrix(path, format=format, var=var, max_memory=max_memory, **options)
+
+
+def check_reading_options(*, kernel: str | None = None, bandwidth: float | None = None, format: str | None = None,
+                          var: str | None = None, **options) -> None:
+    """The checks of :func:`open_matrix`'s options that need no file: made before it reads one, and by a
+    manifest when it is read (a bad value there was found at run time only, its entry "unavailable").
+
+    Parameters
+    ----------
+    kernel, bandwidth, format, var, **options
+        As :func:`open_matrix` takes them (``max_memory`` in bytes).
+
+    Raises
+    ------
+    ParameterError
+        For a value no file makes right: an unknown kernel or format, a bandwidth without a kernel or
+        with one that takes none, a kernel with an attention map or a covariance, a matrix file's
+        options beside a kernel or an attention map, or a value :func:`~sfapprox.io.load_matrix`
+        refuses whatever the file (a network below 1, a two_mode that is not one, ...).
+    """
+    from . import _check_options  # the package's own (this module is imported at its end)
+
+    if kernel is not None and (not isinstance(kernel, str) or kernel not in KERNELS):
+        raise ParameterError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)} (--kernel)")
+    if bandwidth is not None and kernel is None:
+        raise ParameterError("a bandwidth needs a kernel: give --kernel (kernel=) too")
+    if bandwidth is not None and not KERNELS[kernel]:
+        raise ParameterError(f"the {kernel} kernel takes no bandwidth; leave --bandwidth (bandwidth=) out")
+    if kernel is not None:
+        if format == "attention" or options.get("covariance"):
+            raise ParameterError("a kernel reads a table of points; it does not combine with an attention map "
+                                 "or a covariance")
+        _refuse_unused(options, "--kernel (kernel=) reads a table of points", var=var)
+    if format == "attention":
+        _refuse_unused(options, "an attention map (format='attention') reads Q and K from an .npz")
+    if format != "attention":  # (load_matrix's own formats; an attention map is not one of them)
+        _check_options(format, Options(format=format, var=var, **options))
 
 
 #: The reading options of a matrix file (:func:`~sfapprox.io.load_matrix`'s) and their defaults: none of
