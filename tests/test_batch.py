@@ -354,7 +354,7 @@ def test_cli_batch_offline_shows_what_ran_and_one_line_per_cause(tmp_path):
     runner = CliRunner(env={"SFAPPROX_CACHE": str(tmp_path / "cache"), "COLUMNS": "400"})
     result = runner.invoke(app, ["batch", str(m), "--out-dir", str(out), "--methods", "tsvd,sparse",
                                  "--data-dir", str(data), "--quiet"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output
     text = " ".join(result.output.split())
     assert "│ fine " in result.output and "unavailable │" not in result.output  # the table shows what ran
     assert not any(f"│ {name} " in result.output for name in ("a", "b", "c", "local", "wrong"))
@@ -364,6 +364,7 @@ def test_cli_batch_offline_shows_what_ran_and_one_line_per_cause(tmp_path):
     assert text.count("no network") == 1
     assert "no network: could not reach 127.0.0.1 (connection refused); skipped the downloads of 2 more entries" in text
     assert "12 line(s) written (ok 2, unavailable 10)" in text
+    assert "exit 1: 10 unavailable (see above); the next run tries them again" in text  # (a script can tell)
     assert len(result.output.strip().splitlines()) <= 16, result.output  # was 29: a row per entry and a line per failed download
     assert len(lines(out)) == 12  # every pair has its line
 
@@ -490,7 +491,7 @@ def test_cli_batch_and_report_in_process(tmp_path):
     m = write_manifest(tmp_path / "m.toml", gen_entry("a"), '[[matrix]]\nname = "gone"\ncategory = "network"\nfile = "x.net"\n')
     out = tmp_path / "out"
     result = CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(out), "--methods", "tsvd", "--quiet"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output
     assert "synthetic" in result.output and "gone │" not in result.output
     assert "1 entry unavailable (files not found): gone — `sfapprox datasets list" in " ".join(result.output.split())
     assert "2 line(s) written (ok 1, unavailable 1)" in " ".join(result.output.split())
@@ -1000,3 +1001,21 @@ def test_reports_written_before_a_kill_are_the_batchs_own_next_time(tmp_path):
     (out / "report.md").write_text("### newer, written before the kill\n")
     (out / "report.csv").write_text("MY NOTES\n")
     assert foreign_reports(out) == [out / "report.csv"]
+
+
+def test_a_batch_with_failed_pairs_exits_1_after_writing_what_ran(tmp_path):
+    """A failed pair (its factors file cannot be written) left the exit code 0: a script or CI could
+    not tell.  Exit 1, with the rest written; once it runs, 0."""
+    from sfapprox.cli import app
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"), gen_entry("b"))
+    out = tmp_path / "out"
+    (out / "factors" / "a.tsvd.h5").mkdir(parents=True)  # not a file: a.tsvd's factors cannot be saved
+    run = lambda: CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(out), "--methods", "tsvd", "--quiet"])
+    first = run()
+    assert first.exit_code == 1, first.output
+    assert "exit 1: 1 failed" in " ".join(first.output.split())
+    assert {(r["matrix"], r["status"]) for r in lines(out)} == {("a", "failed"), ("b", "ok")}
+    assert (out / "report.md").exists()
+    (out / "factors" / "a.tsvd.h5").rmdir()
+    assert run().exit_code == 0

@@ -88,6 +88,9 @@ app = typer.Typer(
 
 _state: dict[str, Any] = {"debug": False}
 
+#: Some of the work could not be done (entries not fetched or verified, batch pairs failed or unavailable);
+#: the rest was, and is written.
+EXIT_INCOMPLETE = 1
 EXIT_ERROR = 2
 #: Stopped by Ctrl-C; main() turns it into 143 when SIGTERM was the cause (sfapprox/_signals.py).
 EXIT_INTERRUPTED = 130

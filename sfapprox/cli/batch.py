@@ -16,7 +16,7 @@ from .._errors import InputError, ParameterError, SfapproxError
 from ..formats import OutputFormat
 from . import _options as o
 from .._signals import stop_cause
-from ._app import EXIT_INTERRUPTED, app, error_boundary
+from ._app import EXIT_INCOMPLETE, EXIT_INTERRUPTED, app, error_boundary
 from ._render import Outputs, check_outputs, err, note, show_tables, write_outputs
 
 ManifestPath = Annotated[Path, typer.Argument(help="Dataset manifest (.toml), e.g. data_manifests/synthetic.toml.", show_default=False)]
@@ -245,6 +245,11 @@ def _after_run(summary, out_dir: Path) -> None:
         note(f"interrupted: every finished line is kept in {summary.results_path}; "
              "run the same command again to resume", style="bold yellow")
         raise typer.Exit(EXIT_INTERRUPTED)
+    undone = {status: summary.statuses[status] for status in ("failed", "unavailable") if summary.statuses.get(status)}
+    if undone:  # a script or CI must be able to tell (it exited 0); what ran is written all the same
+        said = " and ".join(f"{n} {status}" for status, n in undone.items())
+        note(f"exit {EXIT_INCOMPLETE}: {said} (see above); the next run tries them again", style="yellow")
+        raise typer.Exit(EXIT_INCOMPLETE)
 
 
 @app.command()

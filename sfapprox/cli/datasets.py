@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from ..formats import Column, Table
 from . import _options as o
-from ._app import HELP_MARKUP, HelpGroup, app, error_boundary
+from ._app import EXIT_INCOMPLETE, HELP_MARKUP, HelpGroup, app, error_boundary
 from ._render import check_outputs, emit, err
 
 datasets_app = typer.Typer(
@@ -136,7 +136,7 @@ def fetch(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None) -
             err.print(f"[yellow]{escape(network.down)}; skipped the downloads of {skipped} more "
                       f"entr{'y' if skipped == 1 else 'ies'}[/]", highlight=False, soft_wrap=True)
         if counts["missing"] or counts["bad checksum"]:
-            raise typer.Exit(1)
+            raise typer.Exit(EXIT_INCOMPLETE)
 
 
 def _checked_entries(manifest: Path, data_dir: Path | None, only: str | None, outputs):
@@ -172,4 +172,4 @@ def verify(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None, 
         table.notes.append(_counts(rows))
         emit([table], {"manifest": str(manifest), "entries": rows}, outputs)
         if any(row["status"] == "mismatch" for row in rows):
-            raise typer.Exit(1)
+            raise typer.Exit(EXIT_INCOMPLETE)
