@@ -982,7 +982,9 @@ def run_all(
                 raise KeyboardInterrupt
             result = run_method(name, X, budget.value, own, fro_norm)
         except ResourceError as exc:
-            result = MethodResult(name, "failed", reason=str(exc), seconds=time.perf_counter() - start)
+            # over the memory limit: not applicable under it, as a method that needs the matrix formed is
+            # (tsvd's row said so, sparse's "failed"; a batch redoes such lines under another limit)
+            result = MethodResult(name, "not applicable", reason=str(exc), seconds=time.perf_counter() - start)
         except Exception as exc:
             if not isolate:
                 raise
