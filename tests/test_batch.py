@@ -1019,3 +1019,17 @@ def test_a_batch_with_failed_pairs_exits_1_after_writing_what_ran(tmp_path):
     assert (out / "report.md").exists()
     (out / "factors" / "a.tsvd.h5").rmdir()
     assert run().exit_code == 0
+
+
+def test_entry_names_no_factors_file_can_have_are_refused_before_anything_is_made(tmp_path):
+    """A clash of factors files was refused after the folder, factors/ and the lock were made; a name too
+    long for a file name ran every fit, each failing at its save."""
+    from sfapprox.cli import app
+
+    out = tmp_path / "out"
+    for entries, said in (((gen_entry("a.tsvd"), gen_entry("a")), "would both save their factors as"),
+                          ((gen_entry("x" * 260),), "bytes, over the 210")):
+        m = write_manifest(tmp_path / "m.toml", *entries)
+        done = CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(out), "--methods", "tsvd", "--quiet"])
+        assert done.exit_code == 2 and said in " ".join(done.output.split()), done.output
+        assert not out.exists()

@@ -452,6 +452,9 @@ def run_batch(
     # address cost a batch its downloads and an 'unavailable' line before it was said.
     client = connect(scheduler, "--scheduler") if executor == "dask" else None
     try:
+        # the entries' own names, before anything is made (a clash left the folder, factors/ and the lock);
+        # a model's weights are named once its file is read, under the lock
+        check_factor_names([e.name for e in entries], manifest_path)
         _make_folder(out, "the output folder")
         emit = on_event or (lambda *a, **k: None)
         with folder_lock(out, wait=wait, on_wait=lambda holder: emit("waiting", holder=holder)):
@@ -725,6 +728,11 @@ def expand_weights(entries: list[Entry], data_dir: str | None, cache: Path, netw
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_.+-]")
 
 
+#: The longest factors file name (bytes) a batch writes: file systems take 255, and the temporary it is
+#: written as adds about 25 (``.<name>.<pid>.<random>.tmp``), the name kept aside on a clash ~15.
+FACTORS_NAME_MAX = 210
+
+
 def check_factor_names(names: list[str], manifest) -> None:
     """Refuse entry names whose fits would write one factors file (:func:`~.runner.factors_name`): entry
     ``a``'s tsvd fit and entry ``a.tsvd``'s SF fit are both ``factors/a.tsvd.h5``, and the second
@@ -741,6 +749,10 @@ def check_factor_names(names: list[str], manifest) -> None:
     for name in names:
         for method in methods():
             path = factors_name(name, method)
+            if len(os.fsencode(path)) > FACTORS_NAME_MAX:  # each fit ran, then failed at its save
+                raise ManifestError(f"{manifest}: entry {name!r}: its factors file ({path[:40]}...) would have a "
+                                    f"name of {len(os.fsencode(path))} bytes, over the {FACTORS_NAME_MAX} a file "
+                                    "system takes with a writer's temporary name around it; shorten the name")
             other = owner.setdefault(path, (name, method))
             if other[0] != name:
                 raise ManifestError(f"{manifest}: entries {other[0]!r} ({other[1]}) and {name!r} ({method}) would "
