@@ -403,3 +403,28 @@ def test_report_of_a_folder_with_no_lines_yet_says_so(tmp_path):
     (tmp_path / "results.jsonl").write_text("")
     result = CliRunner().invoke(app, ["report", str(tmp_path)])
     assert result.exit_code == 2 and "no result lines yet" in result.output
+
+
+def test_lines_made_with_other_settings_are_said_where_they_are_ranked():
+    """A batch resumed with another --time-limit or --seed said so on stderr only; the report files and
+    `sfapprox report` ranked the lines together without a word."""
+    one = {"time_limit": 1.0, "seed": 0, "max_iter": None}
+    other = {**one, "time_limit": 2.0, "seed": 3}
+    mixed = build_report([rec("a", "sf", fro=1.0, settings=one), rec("a", "tsvd", fro=2.0, settings=one),
+                          rec("b", "sf", fro=1.0, settings=other), rec("b", "tsvd", fro=2.0, settings=other)])
+    assert mixed.mixed_settings() == {"time_limit": ["1.0", "2.0"], "seed": ["0", "3"]}
+    notes = mixed.tables()[-1].notes
+    assert "ranked together, made with different settings: time_limit 1.0 and 2.0; seed 0 and 3" in " ".join(notes)
+    assert mixed.to_dict()["mixed_settings"] == mixed.mixed_settings()
+    alike = build_report([rec("a", "sf", fro=1.0, settings=one), rec("b", "sf", fro=1.0, settings=one),
+                          rec("c", "sf", status="failed", settings=other)])  # a failed line ranks nothing
+    assert alike.mixed_settings() == {} and not any("different settings" in n for n in alike.tables()[-1].notes)
+
+
+def test_the_report_csv_names_each_rows_category_with_one_category_or_several():
+    from sfapprox.formats import render_csv
+
+    for categories in (["network"], ["network", "surface mesh"]):
+        records = [rec(f"m{i}", "sf", fro=1.0, category=c) for i, c in enumerate(categories)]
+        rows = list(csv.DictReader(io.StringIO(render_csv(build_report(records).tables()))))
+        assert [r["category"] for r in rows] == categories

@@ -11,6 +11,8 @@ is no row but one of :attr:`Report.unavailable`, which
 
 from __future__ import annotations
 
+import json
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -169,9 +171,13 @@ class Report:
             table = Table(f"{cat.category}: ‖X − X̂‖_F by method ({wins_line(cat)})",
                           [Column(f"c{i}", h, "left" if i == 0 or h == "winner" else "right")
                            for i, h in enumerate(header)])
+            # every row names its category (a CSV-only column): the CSV's "table" column, holding the title,
+            # is there only beside other categories, so one category's CSV said it nowhere
+            table.data_titles = {"category": "category"}
             for row, cells in zip(cat.rows, rows):
                 best = {f"c{i}" for i, h in enumerate(header) if h == row.winner}
-                table.add({f"c{i}": c for i, c in enumerate(cells)}, best=best, data=_row_data(header, cat, row))
+                table.add({f"c{i}": c for i, c in enumerate(cells)}, best=best,
+                          data={**_row_data(header, cat, row), "category": cat.category})
             out.append(table)
         totals = self.total_wins()
         if out and totals:
@@ -180,7 +186,24 @@ class Report:
         if out and mixed:
             out[-1].notes.append(f"not ranked, their lines measured different things: {', '.join(mixed)}; "
                                  "'sfapprox batch' with one budget redoes them")
+        differ = self.mixed_settings()
+        if out and differ:
+            said = "; ".join(f"{key} {' and '.join(values)}" for key, values in differ.items())
+            out[-1].notes.append(f"ranked together, made with different settings: {said} "
+                                 "('sfapprox batch --redo' with one setting makes them alike)")
         return out
+
+    def mixed_settings(self) -> dict[str, list[str]]:
+        """The settings that change what a fit reaches (:data:`RESULT_SETTINGS`) whose values differ
+        between the ranked records, each with its values (as JSON); empty when they agree.  A batch
+        resumed with another ``--time-limit`` or ``--seed`` said so on stderr only: its report files and
+        ``sfapprox report`` ranked the lines together without a word."""
+        seen: dict[str, set[str]] = {}
+        for r in self.records:
+            if r.get("status") in ("ok", "interrupted"):
+                for key in RESULT_SETTINGS:
+                    seen.setdefault(key, set()).add(json.dumps((r.get("settings") or {}).get(key)))
+        return {key: sorted(values) for key, values in seen.items() if len(values) > 1}
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON: wins per category and in total, statuses, every record (each with its
@@ -194,9 +217,15 @@ class Report:
             "total_wins": self.total_wins(),
             "statuses": self.statuses(),
             "unavailable": [u.name for u in self.unavailable],
+            "mixed_settings": self.mixed_settings(),
             "records": self.records,
             "versions": library_versions(),
         }
+
+
+#: The settings that change what a fit reaches without changing what it measures (the budget, the
+#: protocol and the index counting do: lines that differ in them are not ranked; see MEASURES).
+RESULT_SETTINGS = ("time_limit", "max_iter", "seed", "device", "dtype", "max_memory")
 
 
 def _winner(results: dict[str, dict[str, Any]]) -> str | None:
