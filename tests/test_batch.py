@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -1033,3 +1034,17 @@ def test_entry_names_no_factors_file_can_have_are_refused_before_anything_is_mad
         done = CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(out), "--methods", "tsvd", "--quiet"])
         assert done.exit_code == 2 and said in " ".join(done.output.split()), done.output
         assert not out.exists()
+
+
+def test_a_batch_where_nothing_ran_names_every_unavailable_entry_in_its_reports(tmp_path):
+    """Its report files were empty (report.csv 0 bytes, report.md a blank line); entries unavailable for
+    another reason than a missing file were named nowhere in them."""
+    from sfapprox.cli import app
+
+    m = write_manifest(tmp_path / "m.toml", '[[matrix]]\nname = "x"\ncategory = "network"\nfile = "nope.net"\n\n')
+    out = tmp_path / "out"
+    done = CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(out), "--methods", "tsvd", "--quiet"])
+    assert done.exit_code == 1, done.output
+    md, rows = (out / "report.md").read_text(), list(csv.DictReader(open(out / "report.csv")))
+    assert "| x | network | " in md and "file 'nope.net' not found" in md
+    assert [(r["matrix"], r["category"]) for r in rows] == [("x", "network")] and "not found" in rows[0]["why"]

@@ -197,10 +197,13 @@ def test_report_command_prints_and_exports(tmp_path):
     assert result.exit_code == 0, result.output
     assert "network" in result.output and "wins: sf 1, tsvd 1" in result.output
     assert "bytes of an incomplete last line" in " ".join(result.output.split())
-    assert md.read_text().startswith("### network") and cs.read_text().count("\n") == 4 + 1
+    # the ranked rows, then a table of the matrices no method could run on (gone_1, with why)
+    assert md.read_text().startswith("### network") and cs.read_text().count("\n") == 4 + 1 + 1
     assert "1 entry unavailable (files not found): gone_1 — `sfapprox datasets list MANIFEST -v` says where" in " ".join(
         result.output.split())
-    assert "1 entry unavailable" in md.read_text() and "gone_1 |" not in md.read_text()
+    assert "1 entry unavailable" in md.read_text()
+    unavailable = md.read_text().split("### unavailable: no method could run on these")[1]
+    assert "| gone_1 | network |" in unavailable and "gone_1 |" not in md.read_text().split("### unavailable")[0]
     assert "\\begin{tabular}" in tex.read_text()
     again = CliRunner().invoke(app, ["report", str(out), "--csv", str(cs)])
     assert again.exit_code == 2 and "already exists; use --force" in again.output

@@ -83,13 +83,15 @@ def _unavailable(report) -> None:
 
 
 def _file_tables(report, tables: list) -> list:
-    """The tables for report files: the on-screen ones, plus the missing matrices under the last one."""
+    """The tables for report files: the on-screen ones, then the matrices no method could run on, each
+    with why, and under them the command that says where to get the missing files."""
     from ..datasets.report import unavailable_line  # here: --help loads no numpy
 
-    line = unavailable_line(report.unavailable)
-    if not line or not tables:
+    table = report.unavailable_table()
+    if table is None:
         return tables
-    return [*tables[:-1], replace(tables[-1], notes=[*tables[-1].notes, line])]
+    line = unavailable_line(report.unavailable)
+    return [*tables, replace(table, notes=[*table.notes, line] if line else table.notes)]
 
 
 # ---------------------------------------------------------------------------

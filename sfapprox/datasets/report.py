@@ -193,6 +193,20 @@ class Report:
                                  "('sfapprox batch --redo' with one setting makes them alike)")
         return out
 
+    def unavailable_table(self) -> Table | None:
+        """The matrices no method could run on, with why (for the report files); None when there are none.
+
+        The files named only those whose file was missing, under the last category's table, and a
+        batch where nothing ran wrote empty files.
+        """
+        if not self.unavailable:
+            return None
+        table = Table("unavailable: no method could run on these", [Column("matrix", "matrix", "left"),
+                      Column("category", "category", "left"), Column("why", "why", "left")])
+        for u in self.unavailable:
+            table.add({"matrix": u.name, "category": u.category, "why": u.error})
+        return table
+
     def mixed_settings(self) -> dict[str, list[str]]:
         """The settings that change what a fit reaches (:data:`RESULT_SETTINGS`) whose values differ
         between the ranked records, each with its values (as JSON); empty when they agree.  A batch
