@@ -137,6 +137,22 @@ def default_budgets(n: int, methods: Sequence[str], *, count_indices: bool = COU
     return [str(v) for v in values]
 
 
+def beyond_dense(n: int, methods: Sequence[str], *, count_indices: bool = COUNT_INDICES) -> dict[str, int]:
+    """The methods whose smallest budget is over ``N^2``, with it: no budget up to the dense matrix's own
+    count (where counts are capped, :func:`~sfapprox.budget.resolve_budget`) lets them run.
+
+    Examples
+    --------
+    >>> beyond_dense(8, ["sf", "tsvd"])
+    {'sf': 72}
+    >>> beyond_dense(100, ["sf", "tsvd"])
+    {}
+    """
+    context = RunContext(count_indices=count_indices)
+    needs = {m: get_method(m).min_budget(n, context) for m in methods}
+    return {m: need for m, need in needs.items() if need is not None and need > n * n}
+
+
 @dataclass
 class Sweep:
     """One :class:`~sfapprox.results.Comparison` per budget, by increasing budget.
@@ -178,6 +194,9 @@ class Sweep:
         columns = [Column("budget", "budget"), Column("share", "% of N²", priority=10)]
         columns += [Column(m, m) for m in self.methods]
         table = Table(f"{self.matrix.get('name', 'matrix')} (N={n}): relative error by budget", columns)
+        # each method's status beside its error in the CSV (CSV-only columns, after the others): a bare
+        # number there was a fit cut short as much as a finished one ("interrupted", "time_limit")
+        table.data_titles = {f"{m} status": f"{m} status" for m in self.methods}
         reasons: dict[str, dict[str, None]] = {}  # per method, its distinct reasons (a failure after a "too small")
         for point in self.points:
             rows = {r.method: r for r in point.results}
@@ -186,6 +205,9 @@ class Sweep:
             data = {"budget": point.budget, "share": 100 * point.budget / n**2}  # CSV's values (Table.data)
             for m in self.methods:
                 r = rows.get(m)
+                if r is not None:
+                    stop = r.params.get("stop_reason") if r.status == "ok" else None
+                    data[f"{m} status"] = stop if stop in ("time_limit", "max_iter") else r.status
                 if r is None:
                     cells[m] = "–"
                 elif r.status == "interrupted" and r.rel_error is not None:  # its best factors, scored (as compare)

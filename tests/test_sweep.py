@@ -213,3 +213,52 @@ def test_a_linear_operator_is_swept_as_a_source_of_columns():
     assert by_operator.points[0].results[0].status == "ok"
     assert by_operator.points[0].results[0].rel_error == pytest.approx(by_array.points[0].results[0].rel_error,
                                                                         rel=1e-10)
+
+
+def test_the_sweeps_csv_carries_each_methods_status_beside_its_error(tmp_path):
+    """A bare number in the CSV was a fit cut short (interrupted, stopped on its limit) as much as a
+    finished one; the table and the JSON said which."""
+    import csv
+    import io
+
+    from sfapprox.formats import render_csv
+
+    X = np.random.default_rng(0).random((24, 24))
+    s = sweep(X, ["0.1", "sf"], ["sf", "tsvd"], device="cpu", max_iter=3)
+    rows = list(csv.DictReader(io.StringIO(render_csv(s.tables()))))
+    assert [(r["sf status"], r["tsvd status"]) for r in rows] == [("not applicable", "ok"), ("max_iter", "ok")]
+    assert rows[1]["sf"] and float(rows[1]["sf"]) == s.points[1].results[0].rel_error
+
+
+def test_default_budgets_say_when_a_method_runs_at_none_of_them(tmp_path):
+    """At N = 8 SF needs 72 stored numbers, more than the 64 entries the budgets are capped at: the note
+    said the budgets were where every method applies, and SF was n/a at all of them."""
+    from sfapprox.sweep import beyond_dense, default_budgets
+
+    assert default_budgets(8, ["sf", "tsvd"]) == ["36", "64"] and beyond_dense(8, ["sf", "tsvd"]) == {"sf": 72}
+    path = tmp_path / "t8.npy"
+    np.save(path, np.random.default_rng(1).standard_normal((8, 8)))
+    res = CliRunner().invoke(app, ["sweep", str(path), "--methods", "sf,tsvd", "-q", "--iters", "3"])
+    assert res.exit_code == 0, res.output
+    assert "need more stored numbers than the matrix's own 64 entries (sf 72)" in " ".join(res.output.split())
+
+
+@pytest.mark.parametrize("command", ["sweep", "compare"])
+def test_a_figure_goes_through_to_a_device_or_standard_output(tmp_path, command):
+    """--plot /dev/null was "cannot write a figure of type '(none)'" though outputs are written through
+    there; a figure on standard output takes it from the tables (which go to stderr)."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "m.npy"
+    np.save(path, np.random.default_rng(1).random((16, 16)))
+    extra = ["--budgets", "0.3"] if command == "sweep" else []
+    run = lambda plot, *more: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "sfapprox", command, str(path), "--methods", "tsvd", "-q", "--plot", plot, *extra,
+         *more], capture_output=True, timeout=120)
+    assert run("/dev/null").returncode == 0
+    png = run("/dev/stdout")
+    assert png.returncode == 0 and png.stdout[:8] == b"\x89PNG\r\n\x1a\n", png.stderr
+    both = run("/dev/stdout", "--json", "-")
+    assert both.returncode == 2 and b"only one output can go to standard output" in both.stderr

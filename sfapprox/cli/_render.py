@@ -9,6 +9,7 @@ go to stderr, so that a pipe receives clean JSON/CSV.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import os
 import shlex
@@ -83,6 +84,8 @@ class Outputs:
 
     files: dict[str, Path] = field(default_factory=dict)
     force: bool = False
+    #: Another of the command's outputs (its --plot) goes to standard output: the tables go to stderr.
+    stdout_taken: bool = False
 
 
 def is_stdout(path: Path | str | None) -> bool:
@@ -101,7 +104,7 @@ def is_stdout(path: Path | str | None) -> bool:
 
 def stdout_claimed(outputs: Outputs) -> bool:
     """True when some output goes to standard output (``-``, ``/dev/stdout``)."""
-    return any(is_stdout(p) for p in outputs.files.values())
+    return outputs.stdout_taken or any(is_stdout(p) for p in outputs.files.values())
 
 
 def check_outputs(outputs: Outputs, inputs: Sequence[Path | str] = ()) -> None:
@@ -121,21 +124,30 @@ PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif",
 
 
 def check_plot(path: Path | None, force: bool, outputs: Outputs | None = None,
-               inputs: Sequence[Path | str] = ()) -> None:
+               inputs: Sequence[Path | str] = ()) -> Outputs | None:
     """Refuse, before any work, a figure that could not be written (type, matplotlib, folder), that
     is the command's input, or that another of its ``outputs`` names too (the table's text went into
-    the figure's file, after the whole run)."""
+    the figure's file, after the whole run).  Returns the ``outputs`` to use: marked
+    ``stdout_taken`` where the figure goes to standard output (the tables then go to stderr)."""
     if path is None:
-        return
-    if path.suffix.lower() not in PLOT_SUFFIXES:
+        return outputs
+    # a pipe or a device without a suffix (/dev/null, /dev/stdout) gets a PNG, as README says outputs
+    # are written through there (it was "cannot write a figure of type '(none)'")
+    through = not path.suffix and stream_kind(output_target(path)) is not None
+    if path.suffix.lower() not in PLOT_SUFFIXES and not through:
         raise ParameterError(f"{path}: cannot write a figure of type {path.suffix or '(none)'!r}; "
                             f"use one of {', '.join(PLOT_SUFFIXES)}")
     check_output(path, force, inputs)
     if outputs is not None:
         check_distinct(*(p for p in outputs.files.values() if str(p) != "-"), path)
+        if is_stdout(path):  # a figure on stdout: the tables (and any other output) may not go there too
+            if stdout_claimed(outputs):
+                raise ParameterError(f"only one output can go to standard output; got --plot {path} and another")
+            outputs = dataclasses.replace(outputs, stdout_taken=True)
     from ..plotting import _pyplot
 
     _pyplot()  # fail now, not after the fits, when matplotlib is missing
+    return outputs
 
 
 def check_output(path: Path | None, force: bool, inputs: Sequence[Path | str] = ()) -> None:

@@ -51,7 +51,7 @@ def compare(
         parse_budget(budget)
         inputs = [path, *(saved or [])]  # every file read (a saved fit scored beside): none replaced
         check_outputs(outputs, inputs=inputs)
-        check_plot(plot, outputs.force, outputs, inputs=inputs)
+        outputs = check_plot(plot, outputs.force, outputs, inputs=inputs)
         included = load_included(saved, settings.max_memory)
         client = None
         if scheduler is not None:  # connected before any work: a wrong address costs nothing

@@ -33,19 +33,25 @@ def sweep(
     with error_boundary():
         # here, not at the top: --help loads no numpy (tests/test_cli_terminal.py)
         from .._base import parse_methods
-        from ..sweep import default_budgets, parse_budget_list
+        from ..sweep import beyond_dense, default_budgets, parse_budget_list
         from ..sweep import sweep as run_sweep
 
         names = parse_methods(methods)
         specs = None if budgets is None else parse_budget_list(budgets)
         check_outputs(outputs, inputs=[path])
-        check_plot(plot, outputs.force, outputs, inputs=[path])
+        outputs = check_plot(plot, outputs.force, outputs, inputs=[path])
         loaded = read_matrix(path, load)
         show_notes(loaded)
         if specs is None:
             specs = default_budgets(loaded.n, names, count_indices=count_indices)
             which = f"{names[0]} applies" if len(names) == 1 else f"all of {', '.join(names)} apply"
             note(f"budgets: {', '.join(specs)} (0.5 to 3 times the smallest budget at which {which})")
+            over = beyond_dense(loaded.n, names, count_indices=count_indices)
+            if over:  # capped at N^2, they run at none of them (the note above promised every method)
+                needs = ", ".join(f"{m} {need:,}" for m, need in over.items())
+                note(f"note: at N = {loaded.n:,} some methods need more stored numbers than the matrix's own "
+                     f"{loaded.n ** 2:,} entries ({needs}); budgets are capped there, so they run at none "
+                     "(--budgets sf runs SF at its own count)", style="yellow")
         with fit_progress(loaded.name, settings.max_iter, quiet) as progress:
             announce = method_announcer(progress, names, cycle=True)
             result = run_sweep(loaded, specs, names, settings=settings, count_indices=count_indices,
