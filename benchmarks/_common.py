@@ -197,3 +197,29 @@ def measure_command(command: list[str], env: dict | None = None, cwd: str | None
     done = subprocess.run([sys.executable, "-c", _WRAPPER, *command], env=env, capture_output=True, text=True,
                           cwd=cwd or tempfile.gettempdir(), check=True)
     return json.loads(done.stdout)
+
+
+def add_checkout_options(ap, tag: str) -> None:
+    """The options of a benchmark that measures this checkout or another one, table by table:
+    ``--sfapprox``, ``--label``, ``--merge`` and ``--tag``."""
+    ap.add_argument("--sfapprox", help="another checkout to measure (its sfapprox first on PYTHONPATH)")
+    ap.add_argument("--label", help="the heading of this checkout's table (default: 'now', or the checkout)")
+    ap.add_argument("--merge", action="store_true", help="add this run's table to the tag's existing results")
+    ap.add_argument("--tag", default=tag)
+
+
+def checkout_label(args) -> str:
+    """The heading of this run's table (:func:`add_checkout_options`)."""
+    return args.label or (f"before ({args.sfapprox})" if args.sfapprox else "now")
+
+
+def write_runs(args, rows: list, fresh: dict, render) -> None:
+    """Write ``rows`` as the run ``checkout_label(args)`` of OUT/<tag>: added to the tag's results with
+    ``--merge`` (else a new file of ``fresh``'s keys and the run's meta), each command that made a run
+    listed once; ``render(data)`` gives the Markdown lines."""
+    path = OUT / f"{args.tag}.json"
+    old = json.loads(path.read_text()) if args.merge and path.exists() else None
+    data = old or {"meta": meta(), **fresh, "runs": {}}
+    data["runs"][checkout_label(args)] = rows
+    data["commands"] = [c for c in data.get("commands", []) if c != meta()["command"]] + [meta()["command"]]
+    write_results(args.tag, data, render(data))

@@ -30,7 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _common import OUT, checkout_env, measure_command, meta, write_results
+from _common import add_checkout_options, checkout_env, measure_command, write_runs
 
 #: Each case: its input (written once), the command's arguments after the file, and the limits tried.
 CASES = {
@@ -108,13 +108,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--time-limit", type=float, default=5.0)
     ap.add_argument("--cases", default=",".join(CASES))
-    ap.add_argument("--sfapprox", help="another checkout to measure (its sfapprox first on PYTHONPATH)")
-    ap.add_argument("--label", help="the heading of this checkout's table (default: 'now', or the checkout)")
-    ap.add_argument("--merge", action="store_true", help="add this run's table to the tag's existing results")
-    ap.add_argument("--tag", default="limit_decisions")
+    add_checkout_options(ap, "limit_decisions")
     args = ap.parse_args()
     env = checkout_env(args.sfapprox)
-    label = args.label or (f"before ({args.sfapprox})" if args.sfapprox else "now")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -123,12 +119,7 @@ def main() -> int:
             for limit in CASES[case][2]:
                 rows.append(one(case, limit, folder, args.time_limit, env))
                 print(rows[-1], flush=True)
-    path = OUT / f"{args.tag}.json"
-    old = json.loads(path.read_text()) if args.merge and path.exists() else None
-    data = old or {"meta": meta(), "time_limit": args.time_limit, "runs": {}}
-    data["runs"][label] = rows
-    data["commands"] = [c for c in data.get("commands", []) if c != meta()["command"]] + [meta()["command"]]
-    write_results(args.tag, data, render(data))
+    write_runs(args, rows, {"time_limit": args.time_limit}, render)
     return 0
 
 

@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import checkout_env, measure_command, meta, write_results
+from _common import add_checkout_options, checkout_env, measure_command, write_runs
 
 def make_matrix(path: Path, n: int) -> None:
     """The identity of order ``n``, float64, written through a memory map (never held whole)."""
@@ -99,14 +99,10 @@ def main() -> int:
     ap.add_argument("--limits", default="100M,200M,300M,400M,600M,1G")
     ap.add_argument("--time-limit", type=float, default=2.0)
     ap.add_argument("--methods", default="sf", help="the methods compared (SF first in the table)")
-    ap.add_argument("--sfapprox", help="another checkout to measure (its sfapprox first on PYTHONPATH)")
-    ap.add_argument("--label", help="the heading of this checkout's table (default: 'now', or the checkout)")
-    ap.add_argument("--merge", action="store_true", help="add this run's table to the tag's existing results")
     ap.add_argument("--plot", action="store_true", help="each run also draws --plot (its memory counted)")
-    ap.add_argument("--tag", default="memory_limits")
+    add_checkout_options(ap, "memory_limits")
     args = ap.parse_args()
     env = checkout_env(args.sfapprox)
-    label = args.label or (f"before ({args.sfapprox})" if args.sfapprox else "now")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "identity.npy"
         make_matrix(path, args.n)
@@ -116,15 +112,8 @@ def main() -> int:
                             Path(tmp) / "panel.png" if args.plot else None))
             print(rows[-1], flush=True)
             time.sleep(0.5)
-    from _common import OUT
-
-    old = json.loads((OUT / f"{args.tag}.json").read_text()) if args.merge and (OUT / f"{args.tag}.json").exists() else None
-    data = old or {"meta": meta(), "n": args.n, "time_limit": args.time_limit, "methods": args.methods,
-                    "plot": args.plot, "runs": {}}
-    data["runs"][label] = rows
-    data.setdefault("commands", [])
-    data["commands"] = [c for c in data["commands"] if c != meta()["command"]] + [meta()["command"]]
-    write_results(args.tag, data, render(data))
+    write_runs(args, rows, {"n": args.n, "time_limit": args.time_limit, "methods": args.methods, "plot": args.plot},
+               render)
     return 0
 
 
