@@ -174,6 +174,8 @@ def fit_matrix(
         "optimizer": model.params_.get("optimizer"),  # the column path's: "adam" or "adam+lbfgs"
         "kept_start": bool(model.params_.get("kept_start", False)),  # it ended worse than its start, kept
         "iterations": model.n_iter_,
+        # a resumed fit (--init a saved fit): the iterations of the fits before this run's
+        "iterations_before": model.params_.get("iterations_before", 0),
         "evaluations": model.n_evals_,
         "seconds": model.seconds_,
         "stop_reason": model.stop_reason_,

@@ -752,3 +752,24 @@ def test_a_checkpoint_that_cannot_be_written_mid_fit_does_not_end_the_fit(tmp_pa
                      callback=lambda info: fake_clock.advance(1.0), device="cpu").fit(X)
     assert sf.n_iter_ == 30 and len(calls) >= 3
     assert load_factors(path).fit["iterations"] == calls[-1]  # a later checkpoint replaced the first
+
+
+def test_a_resumed_fit_counts_the_iterations_before_its_resume(tmp_path, fake_clock):
+    """A fit resumed from a saved fit (or a checkpoint) said only its own run's iterations: 20 after 30
+    and 20 more read as 20 in all.  The ones before are said apart, through resumes of resumes."""
+    from sfapprox import FitSettings, fit_matrix, load_factors
+
+    X = np.random.default_rng(3).random((24, 24))
+    settings = FitSettings(device="cpu", max_iter=30, time_limit=None)
+    first = fit_matrix(X, settings=settings, out=tmp_path / "a.h5")
+    assert first.summary["iterations_before"] == 0 and "iterations_before" not in first.model.params_
+    second = fit_matrix(X, settings=settings.replace(max_iter=20), out=tmp_path / "b.h5", init=str(tmp_path / "a.h5"))
+    assert second.summary["iterations_before"] == first.summary["iterations"]
+    ck = tmp_path / "ck.h5"
+    third = ChordSF(max_iter=20, time_limit=None, init=str(tmp_path / "b.h5"), checkpoint=ck, checkpoint_every=5.0,
+                    callback=lambda info: fake_clock.advance(1.0), device="cpu").fit(X)
+    before = first.summary["iterations"] + second.summary["iterations"]
+    assert third.params_["iterations_before"] == before
+    assert load_factors(ck).fit["iterations_before"] == before  # a checkpoint of a resume says it too
+    fourth = ChordSF(max_iter=5, time_limit=None, init=str(ck), device="cpu").fit(X)
+    assert fourth.params_["iterations_before"] == before + load_factors(ck).fit["iterations"]

@@ -96,6 +96,9 @@ def fit(
         rows = [(k, _error(summary, k) if k in _INTERVALS else _show(summary[k]))
                 for k in ("fro_error", "rel_error", "nnz", "n_factors", "base", "iterations", "evaluations", "seconds",
                           "stop_reason", "init", "path", "time_limit", "max_iter", "device", "dtype", "threads")]
+        if summary["iterations_before"]:  # this run's are a resume's: say those of the fits it resumed
+            rows = [(k, f"{v} (+ {summary['iterations_before']:,} before the resume)" if k == "iterations" else v)
+                    for k, v in rows]
         # stderr when stdout carries an output (--json -, --out /dev/stdout): it would be mixed into it
         claimed = is_stdout(out_path) or is_stdout(json_path)  # "-" included
         (err if claimed else out).print(key_value_table(f"SF fit of {loaded.name}", rows))

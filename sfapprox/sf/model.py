@@ -949,6 +949,7 @@ class ChordSF(Approximation):
 
     def _saved_start(self, shape: tuple[int, int, int], offsets: np.ndarray) -> np.ndarray | None:
         """The values ``init`` gives (a saved fit or an array), checked against this fit's structure."""
+        self._iterations_before = 0  # a saved fit's own, and those before it (a resume of a resume)
         if isinstance(self.init, str) and self.init in NAMED_INITS:
             return None
         if isinstance(self.init, np.ndarray):
@@ -969,6 +970,7 @@ class ChordSF(Approximation):
                                      f"{op.offsets.tolist()} and {op.values.shape[0]} factors; this fit's are "
                                      f"{self.support}, {offsets.tolist()} and {shape[0]}{_structure_hint(op)}")
             values, what = np.asarray(op.values), f"init={os.fspath(self.init)!r}"
+            self._iterations_before = _iterations_of(saved.fit)
         if values.shape != shape:
             raise ParameterError(f"{what}: factor values of shape {values.shape}, but this fit's structure is "
                                  f"{shape} (M factors, N rows, K values per row)")
@@ -1000,7 +1002,8 @@ class ChordSF(Approximation):
             {"running_fro_error": float(running)} if running is not None else {"kept_start": True}
         try:
             save_factors(path, op, kind=self.method_name, force=expect, source=self.__dict__.get("_checkpoint_source"),
-                         fit={"checkpoint": True, "iterations": int(iterations), **known},
+                         fit={"checkpoint": True, "iterations": int(iterations), **known,
+                              **({"iterations_before": self._iterations_before} if self._iterations_before else {})},
                          settings={k: v for k, v in self.get_params().items() if not callable(v) and k != "init"})
         except OutputExistsError as exc:
             # Another file took the checkpoint's name during the fit: it is left alone, and this fit's
@@ -1151,6 +1154,8 @@ class ChordSF(Approximation):
             "dtype": self.dtype_,
             "threads": self.threads_,
             **(self._structure_choice or {}),
+            # a resumed fit's iterations are this run's: those of the fit it started from are said apart
+            **({"iterations_before": self._iterations_before} if getattr(self, "_iterations_before", 0) else {}),
         }
         if dense is None:
             self.fro_error_, self.rel_error_ = 0.0, None
@@ -1227,6 +1232,16 @@ class ChordSF(Approximation):
     def to_dense(self) -> np.ndarray:
         """The fitted product as a dense ``N x N`` array."""
         return self.operator_.to_dense()
+
+
+def _iterations_of(fit: dict) -> int:
+    """The iterations a saved fit's record counts: its run's (``iterations``; ``n_iter`` in a fit saved
+    from an estimator) and those before it (``iterations_before``); 0 where it does not say."""
+    def count(key: str) -> int:
+        value = fit.get(key)
+        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else 0
+
+    return (count("iterations") or count("n_iter")) + count("iterations_before")
 
 
 def product_error(values: np.ndarray, offsets: np.ndarray, dense, fro: float, device) -> tuple[float, float | None] | None:
