@@ -313,16 +313,23 @@ class Budget:
         clamped to ``N^2`` says so: ``"1e30 (clamped to N^2 = 256)"``.
     requested : int or None
         The count asked for when it was above ``N^2`` and clamped (else None).
+    dense : int or None
+        ``N^2`` where ``"sf"`` came to more (SF's own count is never clamped): the note says so.
     """
 
     value: int
     spec: str
     requested: int | None = None
+    dense: int | None = None
 
     @property
     def note(self) -> str | None:
         """A sentence for the user when the budget was clamped, or when ``1`` was read as the fraction
         1 of ``N^2`` (None otherwise)."""
+        if self.dense is not None:  # README promised no budget above N^2: this one is, and said nowhere
+            return (f"budget sf (SF's own count, {self.value:,} stored numbers) is above the {self.dense:,} entries "
+                    "of the matrix: SF's structure needs it, so it is not capped, and a method may store more "
+                    "than X's entries (the verdict says where a dense copy costs no more)")
         if self.requested is None:
             if _is_one(self.spec):
                 return (f"budget {self.spec} is the fraction 1 of N^2: all {self.value:,} entries (a count of "
@@ -434,7 +441,8 @@ def resolve_budget(spec: str | int | float | None, n: int) -> Budget:
     """
     text = parse_budget(spec)
     if text == "sf":
-        return Budget(sf_count(n), text)
+        count = sf_count(n)
+        return Budget(count, text, dense=int(n) * int(n) if count > int(n) * int(n) else None)
     value = float(text)
     # "1" means the fraction 1.0 (all of N^2): a budget of one number is useless.
     if value <= 1:

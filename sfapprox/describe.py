@@ -247,7 +247,12 @@ def describe_factors(path) -> MatrixDescription:
     data = {"kind": saved.kind, "operator": type(op).__name__, "n": n, "n_stored": stored, "fit": fit,
             "source": source, "settings": saved.settings, "versions": saved.versions,
             "loss_history_length": int(saved.loss_history.size)}
-    return MatrixDescription(facts, [], data)
+    # the facts as a table of their own, for --csv/--markdown/--latex (those files were empty, "wrote" said)
+    table = Table(f"{os.path.basename(os.fspath(path))}: a saved fit",
+                  [Column("what", "what", "left"), Column("value", "value", "left")])
+    for label, value in facts:
+        table.add({"what": label, "value": str(value)})
+    return MatrixDescription(facts, [table], data)
 
 
 def describe_methods() -> MatrixDescription:

@@ -199,3 +199,12 @@ def test_a_budget_of_1_says_it_is_all_of_n2():
     one = resolve_budget(1, 10)
     assert one.value == 100 and one.note.startswith("budget 1 is the fraction 1 of N^2: all 100 entries")
     assert resolve_budget(0.5, 10).note is None and resolve_budget(2, 10).note is None
+
+
+def test_sfs_own_count_above_n_squared_stands_and_says_so():
+    """README promised no budget above N^2; "sf" on a small matrix is one (SF's structure needs it), and
+    nothing said so."""
+    big = resolve_budget("sf", 34)
+    assert big.value == 1428 > 34 * 34 and big.dense == 1156
+    assert "above the 1,156 entries of the matrix" in big.note and "not capped" in big.note
+    assert resolve_budget("sf", 100).note is None and resolve_budget("sf", 100).dense is None

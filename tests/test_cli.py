@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -752,3 +753,35 @@ def test_a_method_whose_least_work_ran_past_its_limit_is_not_said_to_have_stoppe
     said = " ".join(capsys.readouterr().err.split())
     assert "stopped on the time limit before converging: sf 4 s;" in said
     assert "ran past the time limit: rsvd 15.4 s of 4 s" in said
+
+
+def test_info_of_a_saved_fit_writes_its_facts_to_every_output_format(tmp_path):
+    """--csv, --markdown and --latex of `info F.h5` were empty files, "wrote" said all the same."""
+    from sfapprox import ChordSF, save_factors
+
+    X = np.random.default_rng(0).random((16, 16))
+    save_factors(tmp_path / "f.h5", ChordSF(max_iter=5, device="cpu").fit(X))
+    res = runner.invoke(app, ["info", str(tmp_path / "f.h5"), "--csv", str(tmp_path / "f.csv"),
+                              "--markdown", str(tmp_path / "f.md"), "--latex", str(tmp_path / "f.tex")])
+    assert res.exit_code == 0, res.output
+    assert "stored numbers" in (tmp_path / "f.csv").read_text() and "size,16 x 16" in (tmp_path / "f.csv").read_text()
+    assert "| size | 16 x 16 |" in (tmp_path / "f.md").read_text() and "tabular" in (tmp_path / "f.tex").read_text()
+
+
+def test_info_of_a_weights_file_refuses_reading_options_it_would_ignore(tmp_path):
+    torch = pytest.importorskip("torch")
+    torch.save({"a.weight": torch.randn(16, 16)}, tmp_path / "w.pt")
+    for extra in (["--kernel", "rbf"], ["--covariance", "--gradient"]):
+        res = runner.invoke(app, ["info", str(tmp_path / "w.pt"), *extra])
+        assert res.exit_code == 2 and "a model's weights file lists its tensors as they are" in res.output
+    assert runner.invoke(app, ["info", str(tmp_path / "w.pt")]).exit_code == 0
+
+
+def test_info_shows_a_float_fact_to_six_digits(tmp_path):
+    """A bandwidth's 17 digits wrapped over two lines at 40 columns."""
+    path = tmp_path / "p.csv"
+    np.savetxt(path, np.random.default_rng(0).standard_normal((50, 3)), delimiter=",")
+    res = runner.invoke(app, ["info", str(path), "--kernel", "rbf", "--json", str(tmp_path / "i.json")])
+    assert res.exit_code == 0, res.output
+    shown = re.search(r"bandwidth\s*│\s*([0-9.]+)", res.output).group(1)
+    assert len(shown.replace(".", "")) <= 6

@@ -172,7 +172,7 @@ FIT = Group(
         _param("time_limit", Annotated[Optional[float], number("--time-limit", min=0, help=f"Seconds each method may take as a whole (grids and starts share them); 0 for none (results then depend on the iteration limits alone: the same on any machine). Default: {DEFAULT_TIME_LIMIT:g} for one method; the methods of a comparison share {DEFAULT_TOTAL_TIME:g} (at most {DEFAULT_TIME_LIMIT:g} each).", metavar="SECONDS", show_default=False)], None),
         _param("seed", Annotated[int, typer.Option("--seed", min=0, help="Random seed (random starts, randomized solvers).", metavar="N")], _field_default(FitSettings, "seed")),
         _param("device", Annotated[str, typer.Option("--device", help="auto (CUDA when available), cpu, cuda or cuda:N.", metavar="DEVICE")], _field_default(FitSettings, "device")),
-        _param("dtype", Annotated[Optional[Literal["float64", "float32"]], typer.Option("--dtype", help="Floating point of the fits (default: float64 on CPU, float32 on GPU).")], None),
+        _param("dtype", Annotated[Optional[Literal["float64", "float32"]], typer.Option("--dtype", help="Floating point of the fits (default: float32 on a GPU; on the CPU float64, but float32 for SF from N = 4,096).")], None),
         _param("threads", Annotated[Optional[int], typer.Option("--threads", min=1, help="CPU threads of the fits, at most the cores this process may use (default: chosen from the work size and the free cores).", metavar="N")], None),
         _MAX_MEMORY,
     ),

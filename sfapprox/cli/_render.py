@@ -332,6 +332,14 @@ def _with_methods(words: list[str], methods: str) -> list[str]:
     return [*out, "--methods", methods]
 
 
+def show_value(value) -> str:
+    """A value as a fact table shows it: a float to 6 significant digits (a bandwidth's 17 digits wrapped
+    over two lines at 40 columns), None as "–", anything else as its text."""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return "–" if value is None else str(value)
+
+
 def key_value_table(title: str, rows: list[tuple[str, Any]]) -> RichTable:
     """Facts as a two-column table; in a narrow window a value wraps (folds), never cut to "0.993…"."""
     table = RichTable(title=title, show_header=False)

@@ -15,7 +15,7 @@ from .._settings import SF_BASE, SF_FTOL, SF_GTOL, SF_INIT, SF_NAMED_INITS, SF_S
 from ..formats import jsonable
 from . import _options as o
 from ._app import EXIT_INTERRUPTED, announce_start, app, error_boundary, read_matrix, show_notes, stop_cause
-from ._render import check_distinct, check_output, err, fit_progress, is_stdout, key_value_table, note, out
+from ._render import check_distinct, check_output, err, fit_progress, is_stdout, key_value_table, note, out, show_value
 
 
 @app.command()
@@ -93,7 +93,7 @@ def fit(
             )
         summary = run.summary
         # What the library resolved, not only what was asked: structure, limits, device, threads.
-        rows = [(k, _error(summary, k) if k in _INTERVALS else _show(summary[k]))
+        rows = [(k, _error(summary, k) if k in _INTERVALS else show_value(summary[k]))
                 for k in ("fro_error", "rel_error", "nnz", "n_factors", "base", "iterations", "evaluations", "seconds",
                           "stop_reason", "init", "path", "time_limit", "max_iter", "device", "dtype", "threads")]
         if summary["iterations_before"]:  # this run's are a resume's: say those of the fits it resumed
@@ -151,7 +151,7 @@ def _error(summary: dict, key: str) -> str:
     estimate = summary.get("error_estimate") or {}
     value, interval = summary[key], estimate.get(_INTERVALS[key])
     if value is None or not interval:
-        return _show(value)
+        return show_value(value)
     if interval[1] is None or interval[1] == float("inf"):  # every sampled column alike: the others unbounded
         return (f"{value:.6g} ± ? (estimated from {estimate['columns']:,} columns, all with the same error: that "
                 "bounds nothing of the others; a longer --time-limit looks at more)")
@@ -160,12 +160,6 @@ def _error(summary: dict, key: str) -> str:
     short = (f"; its skew asks for {advised:,}: the interval may be too narrow"
              if estimate["columns"] < advised else "")
     return f"{value:.6g} ± {half:.2g} (estimated from {estimate['columns']:,} columns{short})"
-
-
-def _show(value) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return "–" if value is None else str(value)
 
 
 #: The command-line option of each SF parameter `fit` takes.

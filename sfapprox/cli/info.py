@@ -7,7 +7,7 @@ from rich.markup import escape
 from .._errors import ParameterError
 from . import _options as o
 from ._app import app, error_boundary, read_matrix, show_notes
-from ._render import check_outputs, emit, err, key_value_table, out, stdout_claimed
+from ._render import check_outputs, emit, err, key_value_table, out, show_value, stdout_claimed
 
 
 @app.command()
@@ -35,13 +35,15 @@ def info(
             _no_load_options(load, path)
             report, title, loaded = describe_factors(path), escape(path.name), None
         elif weights in ("safetensors", "torch") and load.var is None:
+            _no_load_options(load, path, "a model's weights file lists its tensors as they are (--var NAME "
+                                         "reads one as a matrix)")
             report, title, loaded = describe_weights(path, weights), escape(path.name), None
         else:
             loaded = read_matrix(path, load)
             report, title = describe(loaded, max_memory=load.max_memory), escape(loaded.name)
         # the summary goes where the tables go: stderr when stdout carries --json - (it was left out)
         console = err if stdout_claimed(outputs) else out
-        console.print(key_value_table(title, [(k, escape(str(v))) for k, v in report.facts]))
+        console.print(key_value_table(title, [(k, escape(show_value(v))) for k, v in report.facts]))
         if loaded is not None:
             show_notes(loaded)
         emit(report.tables, report.data, outputs)
@@ -53,9 +55,9 @@ def _weights_format(path) -> str | None:
     return "safetensors" if suffix == ".safetensors" else "torch" if suffix in (".pt", ".pth") else None
 
 
-def _no_load_options(load, path) -> None:
-    """Refuse the options that say how to read a matrix for a saved fit, which is read as it is
-    (``info fit.h5 --kernel rbf`` ran and ignored the kernel)."""
+def _no_load_options(load, path, what: str = "a saved fit is read as it is") -> None:
+    """Refuse the options that say how to read a matrix for a file that is described as it is: a saved
+    fit, a model's weights file (``info fit.h5 --kernel rbf`` ran and ignored the kernel)."""
     from .._settings import LoadOptions
 
     default = LoadOptions()
@@ -63,5 +65,5 @@ def _no_load_options(load, path) -> None:
              and getattr(load, name) != getattr(default, name)]
     if given or load.extra:
         names = ", ".join("--" + name.replace("_", "-") for name in [*given, *load.extra])
-        raise ParameterError(f"{path}: a saved fit is read as it is; {names} appl{'ies' if len(given) + len(load.extra) == 1 else 'y'} "
+        raise ParameterError(f"{path}: {what}; {names} appl{'ies' if len(given) + len(load.extra) == 1 else 'y'} "
                              "to matrix files (leave it out)")
