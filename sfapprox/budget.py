@@ -25,7 +25,7 @@ nystrom         ``r * (N + r)``                         the pivots' columns and 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ._errors import BudgetError, NotApplicableError, ParameterError
 from .chord import (
@@ -320,7 +320,7 @@ class Budget:
     value: int
     spec: str
     requested: int | None = None
-    dense: int | None = None
+    dense: int | None = field(default=None, repr=False)
 
     @property
     def note(self) -> str | None:
