@@ -399,11 +399,17 @@ def _sweep_columns(source: MatrixSource, names: list[str], specs: list[str], *, 
             points.append(_over_the_limit(source, names, resolved[value], settings, count_indices, protocol,
                                           matrix_info, refused[value]))
             continue
-        point = compare_columns(source, names, budget=resolved[value].spec, settings=settings, count_indices=count_indices,
-                                protocol=protocol, callback=callback, on_result=report, matrix_info=matrix_info)
+        budget = resolved[value]
+        clamped = budget.requested is not None
+        # a clamped budget's spec ("30000 (clamped to N^2 = 22500)") does not parse again: its value does
+        point = compare_columns(source, names, budget=str(value) if clamped else budget.spec, settings=settings,
+                                count_indices=count_indices, protocol=protocol, callback=callback, on_result=report,
+                                matrix_info=matrix_info)
+        if clamped:
+            point.budget_spec = budget.spec
         # Each budget's scoring note says its own columns and seconds: say which budget it is.
         point.notes = [f"budget {value:,}: {n}" if n.startswith(f"{source.name}: not formed") else n
-                       for n in point.notes] + ([merged[value]] if value in merged else [])
+                       for n in point.notes] + [n for n in (budget.note if clamped else None, merged.get(value)) if n]
         points.append(point)
         if any(r.status == "interrupted" for r in point.results):
             break

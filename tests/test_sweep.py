@@ -262,3 +262,15 @@ def test_a_figure_goes_through_to_a_device_or_standard_output(tmp_path, command)
     assert png.returncode == 0 and png.stdout[:8] == b"\x89PNG\r\n\x1a\n", png.stderr
     both = run("/dev/stdout", "--json", "-")
     assert both.returncode == 2 and b"only one output can go to standard output" in both.stderr
+
+
+def test_a_budget_clamped_to_n_squared_is_swept_from_columns():
+    """From columns, a budget above N² that fits the memory limit was handed on as its clamped text
+    "30000 (clamped to N^2 = 22500)", which was refused as a malformed budget: the whole sweep failed."""
+    from sfapprox.sources import KernelMatrix
+
+    K = KernelMatrix(np.random.default_rng(3).standard_normal((150, 3)), bandwidth=1.0, name="k")
+    s = sweep(K, "0.02,30000", ["nystrom"], settings=FitSettings(device="cpu", max_memory=8 * K.formed_bytes))
+    assert s.matrix["path"] == "columns" and [p.budget for p in s.points] == [450, 22500]
+    assert s.points[1].results[0].status == "ok" and s.points[1].budget_spec == "30000 (clamped to N^2 = 22500)"
+    assert any(n.startswith("budget 30000 (3e+04 stored numbers) is above the 22,500 entries") for n in s.points[1].notes)
