@@ -19,7 +19,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Column", "Table", "OutputFormat", "Layout", "layout", "render_rich", "fmt_number", "fmt_seconds", "jsonable"]
+__all__ = ["Column", "Table", "OutputFormat", "Layout", "layout", "render_rich", "fmt_number", "fmt_seconds", "jsonable",
+           "PLOT_SUFFIXES"]
+
+#: Figure formats matplotlib writes without extra packages (the plots' files; a stream gets a PNG).
+PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp")
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ import numpy as np
 
 from ._atomic import atomic_path
 from ._errors import ParameterError, SfapproxError
+from .formats import PLOT_SUFFIXES
 
 __all__ = ["plot_sweep", "plot_comparison", "plot_approximations", "choose_scale", "SCALES"]
 
@@ -52,7 +53,11 @@ def _pyplot():
 
 
 def _save(fig, path: str | os.PathLike, plt, force: bool = True) -> None:
-    suffix = os.path.splitext(str(path))[1].lstrip(".").lower() or "png"
+    suffix = os.path.splitext(str(path))[1].lower()
+    if suffix and suffix not in PLOT_SUFFIXES:  # matplotlib's ValueError ("Format 'foo' is not supported")
+        plt.close(fig)
+        raise ParameterError(f"{path}: cannot write a figure of type {suffix!r}; use one of {', '.join(PLOT_SUFFIXES)}")
+    suffix = suffix.lstrip(".") or "png"  # (a device or a pipe without a suffix: PNG)
     try:
         with atomic_path(path, force=force) as tmp:
             fig.savefig(tmp, format=suffix, dpi=120, bbox_inches="tight")

@@ -81,3 +81,15 @@ def test_a_small_matrixs_panels_are_whole(tmp_path):
     X, res = _compared(20)
     plot_comparison(LoadedMatrix(X, "m", None, "npy"), res, tmp_path / "p.png")
     assert (tmp_path / "p.png").stat().st_size > 1000
+
+
+def test_a_figure_type_matplotlib_cannot_write_is_a_parameter_error(tmp_path):
+    """The library's plots let matplotlib's ValueError ("Format 'foo' is not supported") out; the CLI
+    checked the suffix itself."""
+    from sfapprox import ParameterError
+
+    pytest.importorskip("matplotlib")
+    s = sweep(np.random.default_rng(0).random((12, 12)), [0.3], ["tsvd"])
+    with pytest.raises(ParameterError, match="cannot write a figure of type '.foo'"):
+        plot_sweep(s, tmp_path / "x.foo")
+    assert not (tmp_path / "x.foo").exists()

@@ -27,7 +27,7 @@ from rich.table import Table as RichTable
 
 from .._atomic import check_writable, output_target, resolved_path, stream_kind, write_text
 from .._errors import ParameterError, SfapproxError
-from ..formats import OutputFormat, Table, fmt_number, render_rich
+from ..formats import PLOT_SUFFIXES, OutputFormat, Table, fmt_number, render_rich
 
 
 #: Width of a console that writes to a pipe or a file: tables there are as wide as their content.
@@ -119,8 +119,6 @@ def check_outputs(outputs: Outputs, inputs: Sequence[Path | str] = ()) -> None:
     check_distinct(*files)
 
 
-#: Figure formats matplotlib writes without extra packages.
-PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp")
 
 
 def check_plot(path: Path | None, force: bool, outputs: Outputs | None = None,
