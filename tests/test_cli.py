@@ -785,3 +785,12 @@ def test_info_shows_a_float_fact_to_six_digits(tmp_path):
     assert res.exit_code == 0, res.output
     shown = re.search(r"bandwidth\s*│\s*([0-9.]+)", res.output).group(1)
     assert len(shown.replace(".", "")) <= 6
+
+
+def test_the_next_command_asks_force_only_for_files_it_wrote(tmp_path):
+    """--plot /dev/null (or --json -) made the suggested command add --force, which a stream never needs."""
+    from sfapprox.cli._render import _writes_files
+
+    assert not _writes_files(["compare", "x.mtx", "--plot", "/dev/null", "--json", "-", "--csv=-"])
+    assert _writes_files(["compare", "x.mtx", "--plot", "/dev/null", "--json", str(tmp_path / "c.json")])
+    assert _writes_files(["compare", "x.mtx", f"--save-factors={tmp_path}"])

@@ -307,7 +307,7 @@ def suggest_next(comparison, path: Path, names: list[str], argv: list[str] | Non
         words = _with_methods(list(sys.argv[1:] if argv is None else argv), methods)
         if not words or words[0] != "compare":  # not run as the CLI (a test, an embedding): the plain form
             words = ["compare", str(path), "--methods", methods]
-        if "--force" not in words and any(w.split("=")[0] in _FILE_OUTPUTS for w in words):
+        if "--force" not in words and _writes_files(words):
             words.append("--force")  # its outputs exist now: as it ran, the command would refuse to start
         # Never wrapped: a command to copy.
         err.print(f"[bold]next: {escape(shlex.join(['sfapprox', *words]))}[/]", highlight=False, soft_wrap=True)
@@ -315,6 +315,18 @@ def suggest_next(comparison, path: Path, names: list[str], argv: list[str] | Non
 
 #: compare's options that write files (a command suggested again must be let replace them).
 _FILE_OUTPUTS = ("--json", "--csv", "--markdown", "--latex", "--plot", "--save-factors")
+
+
+def _writes_files(words: list[str]) -> bool:
+    """Whether the command ``words`` writes a file that exists once it ran: an output option whose value
+    is neither standard output (``-``) nor a stream (``/dev/null``, a pipe), which need no --force."""
+    for i, word in enumerate(words):
+        name, eq, value = word.partition("=")
+        if name in _FILE_OUTPUTS:
+            value = value if eq else (words[i + 1] if i + 1 < len(words) else "")
+            if value and value != "-" and stream_kind(output_target(value)) is None:
+                return True
+    return False
 
 
 def _with_methods(words: list[str], methods: str) -> list[str]:
