@@ -137,6 +137,19 @@ def default_budgets(n: int, methods: Sequence[str], *, count_indices: bool = COU
     return [str(v) for v in values]
 
 
+#: A budget named in a method's reason ("budget 40 is too small ..."): the same reason at every budget
+#: differs by it alone, and was said once per budget (five near-identical lines at N = 8).
+_BUDGET_IN_REASON = re.compile(r"\bbudget [0-9][0-9,]*")
+
+
+def _reason_note(method: str, key: str, first: str, budgets: list[int]) -> str:
+    """A method's reason under the sweep's table: as given where one budget gave it, else once for
+    every budget that gave it ("sf at budgets 10, 20, 30: the budget is too small ...")."""
+    if len(budgets) == 1 or key == first:
+        return f"{method}: {first}"
+    return f"{method} at budgets {', '.join(f'{b:,}' for b in budgets)}: {key.replace('budget B', 'the budget')}"
+
+
 def beyond_dense(n: int, methods: Sequence[str], *, count_indices: bool = COUNT_INDICES) -> dict[str, int]:
     """The methods whose smallest budget is over ``N^2``, with it: no budget up to the dense matrix's own
     count (where counts are capped, :func:`~sfapprox.budget.resolve_budget`) lets them run.
@@ -197,7 +210,8 @@ class Sweep:
         # each method's status beside its error in the CSV (CSV-only columns, after the others): a bare
         # number there was a fit cut short as much as a finished one ("interrupted", "time_limit")
         table.data_titles = {f"{m} status": f"{m} status" for m in self.methods}
-        reasons: dict[str, dict[str, None]] = {}  # per method, its distinct reasons (a failure after a "too small")
+        # per method, its distinct reasons (a failure after a "too small"), each with the budgets it was given at
+        reasons: dict[str, dict[str, tuple[str, list[int]]]] = {}
         for point in self.points:
             rows = {r.method: r for r in point.results}
             winner = point.winner()
@@ -216,14 +230,16 @@ class Sweep:
                 elif r.status != "ok":
                     cells[m] = "n/a" if r.status == "not applicable" else r.status  # the why is in the notes
                     if r.reason:
-                        reasons.setdefault(m, {})[r.reason] = None
+                        key = _BUDGET_IN_REASON.sub("budget B", r.reason)
+                        reasons.setdefault(m, {}).setdefault(key, (r.reason, []))[1].append(point.budget)
                 else:
                     stop = r.params.get("stop_reason")
                     flag = f" ({stop})" if stop in ("time_limit", "max_iter") else ""
                     cells[m] = error_cell(r, r.rel_error, "rel_interval") + flag  # "0.31 ± 0.004" when estimated
                     data[m] = r.rel_error
             table.add(cells, best={winner} if winner else set(), data=data)
-        table.notes.extend(f"{m}: {why}" for m, whys in reasons.items() for why in whys)
+        table.notes.extend(_reason_note(m, key, first, at) for m, whys in reasons.items()
+                           for key, (first, at) in whys.items())
         if any("(time_limit)" in row.get(m, "") or "(max_iter)" in row.get(m, "") for row in table.rows for m in self.methods):
             table.notes.append("(time_limit) / (max_iter): the fit stopped on that limit before converging")
         table.notes.extend(dict.fromkeys(f"note: {n}" for p in self.points for n in p.notes))  # once each

@@ -274,3 +274,17 @@ def test_a_budget_clamped_to_n_squared_is_swept_from_columns():
     assert s.matrix["path"] == "columns" and [p.budget for p in s.points] == [450, 22500]
     assert s.points[1].results[0].status == "ok" and s.points[1].budget_spec == "30000 (clamped to N^2 = 22500)"
     assert any(n.startswith("budget 30000 (3e+04 stored numbers) is above the 22,500 entries") for n in s.points[1].notes)
+
+
+def test_a_reason_given_at_several_budgets_is_said_once_with_them():
+    """The same "too small" reason at every budget differed by its budget alone: one line per budget."""
+    from sfapprox.results import Comparison, MethodResult
+    from sfapprox.sweep import Sweep
+
+    points = [Comparison({"name": "m", "n": 8}, b, str(b),
+                         [MethodResult("sf", "not applicable", reason=f"budget {b:,} is too small (needs 72)")])
+              for b in (10, 20, 1000)]
+    notes = [n for n in Sweep({"name": "m", "n": 8}, ["sf"], points).tables()[0].notes if n.startswith("sf")]
+    assert notes == ["sf at budgets 10, 20, 1,000: the budget is too small (needs 72)"]
+    one = Sweep({"name": "m", "n": 8}, ["sf"], points[:1]).tables()[0].notes
+    assert "sf: budget 10 is too small (needs 72)" in one
