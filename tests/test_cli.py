@@ -794,3 +794,18 @@ def test_the_next_command_asks_force_only_for_files_it_wrote(tmp_path):
     assert not _writes_files(["compare", "x.mtx", "--plot", "/dev/null", "--json", "-", "--csv=-"])
     assert _writes_files(["compare", "x.mtx", "--plot", "/dev/null", "--json", str(tmp_path / "c.json")])
     assert _writes_files(["compare", "x.mtx", f"--save-factors={tmp_path}"])
+
+
+def test_an_output_to_dev_null_does_not_take_standard_output_from_the_tables(tmp_path):
+    """With stdout sent to /dev/null too, --plot /dev/null counted as standard output: the tables went to
+    stderr, where the user had not sent them away."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "m.npy"
+    np.save(path, np.random.default_rng(1).random((16, 16)))
+    with open(os.devnull, "w") as null:
+        done = subprocess.run([sys.executable, "-m", "sfapprox", "compare", str(path), "--methods", "tsvd", "-q",
+                               "--plot", os.devnull], stdout=null, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert done.returncode == 0 and "tsvd ★" not in done.stderr, done.stderr  # the table row stays out

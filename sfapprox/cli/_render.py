@@ -97,7 +97,10 @@ def is_stdout(path: Path | str | None) -> bool:
     if str(path) == "-":
         return True
     try:
-        return os.path.samestat(os.stat(path), os.fstat(1))
+        target = os.stat(path)
+        # /dev/null takes anything and keeps nothing: nothing written there mixes with the tables (with
+        # `> /dev/null`, `--plot /dev/null` sent the tables to stderr)
+        return os.path.samestat(target, os.fstat(1)) and not os.path.samestat(target, os.stat(os.devnull))
     except (OSError, ValueError):  # no such file, or no stdout at all
         return False
 
