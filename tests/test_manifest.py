@@ -233,6 +233,7 @@ def test_a_control_character_in_a_file_name_is_refused_when_the_manifest_is_read
     ({"kernel": "linear", "bandwidth": 3.0}, "the linear kernel takes no bandwidth"),
     ({"kernel": "rbf", "covariance": True}, "does not combine with an attention map or a covariance"),
     ({"kernel": "cosine", "resize": 10, "gradient": True}, "gradient=True, resize=10 do not apply to it"),
+    ({"kernel": "rbf"}, "karate_like.net: a kernel needs a table of points"),  # (found at run time)
 ])
 def test_load_values_no_file_makes_right_are_refused_when_the_manifest_is_read(load, message):
     """They passed the manifest's type checks and were found at run time: the entry "unavailable", exit 0,

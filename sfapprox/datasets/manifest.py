@@ -428,7 +428,7 @@ def _load_options(item: dict[str, Any], where: str) -> dict[str, Any]:
     if options.get("kernel") is not None and weights:  # (its lines were "unavailable", naming a CLI flag)
         raise ManifestError(f"{where}: load option 'kernel' is the kernel matrix of a table of points "
                             "(.csv, .npy, .libsvm); a model's weights file holds matrices: leave 'kernel' out")
-    _check_values(options, where)
+    _check_values(options, where, item.get("member") or item.get("file"))
     return options
 
 
@@ -447,7 +447,7 @@ def _check_kernel(options: dict[str, Any], where: str) -> None:
             raise ManifestError(f"{where}: load option 'bandwidth' must be a positive number, got {bandwidth!r}")
 
 
-def _check_values(options: dict[str, Any], where: str) -> None:
+def _check_values(options: dict[str, Any], where: str, file: str | None = None) -> None:
     """The load options' values, as the reading will check them but before any run (a format that is not
     one, network = 0, a linear kernel with a bandwidth, a kernel beside a covariance: the entry was
     "unavailable" at run time, exit 0, and tried again at every run)."""
@@ -457,7 +457,7 @@ def _check_values(options: dict[str, Any], where: str) -> None:
 
     try:
         limit = parse_size(options.get("max_memory"), what="max_memory")
-        check_reading_options(**{**options, "max_memory": limit})
+        check_reading_options(**{**options, "max_memory": limit}, file=file)
     except ParameterError as exc:
         raise ManifestError(f"{where}: load options: {exc}") from None
 

@@ -66,13 +66,24 @@ def _read_table(path, format: str | None, max_memory: int | None) -> tuple[np.nd
     """:func:`read_points`'s table and what reading it noted."""
     src = Source(path, max_memory)
     src.check_exists()
-    ext = os.path.splitext(strip_compression(os.path.basename(os.fspath(path)).lower()))[1]
-    kind = {"csv": "csv", "npy": "npy", "libsvm": "libsvm"}.get(format or "", _POINT_FORMATS.get(ext))
+    kind = _point_kind(path, format)
     if kind is None:
-        raise fail(os.fspath(path), f"a kernel needs a table of points (.csv, .tsv, .txt, .dat, .npy, .libsvm), "
-                   f"not a {ext or 'file without extension'}", "pass --format csv|npy|libsvm if it is one")
+        raise fail(os.fspath(path), _not_points(path), "pass --format csv|npy|libsvm if it is one")
     with src.guard():
         return read_samples(src, Options(max_memory=max_memory), kind)
+
+
+def _point_kind(path, format: str | None) -> str | None:
+    """How a point table named ``path`` is read ("csv", "npy", "libsvm"): by ``format``, else its
+    extension; None for a name that is no such table."""
+    ext = os.path.splitext(strip_compression(os.path.basename(os.fspath(path)).lower()))[1]
+    return {"csv": "csv", "npy": "npy", "libsvm": "libsvm"}.get(format or "", _POINT_FORMATS.get(ext))
+
+
+def _not_points(path) -> str:
+    ext = os.path.splitext(strip_compression(os.path.basename(os.fspath(path)).lower()))[1]
+    return (f"a kernel needs a table of points (.csv, .tsv, .txt, .dat, .npy, .libsvm), "
+            f"not a {ext or 'file without extension'}")
 
 
 def _attention(path, var: str | None, max_memory: int | None) -> AttentionMatrix:
@@ -205,7 +216,7 @@ def open_matrix(
 
 
 def check_reading_options(*, kernel: str | None = None, bandwidth: float | None = None, format: str | None = None,
-                          var: str | None = None, **options) -> None:
+                          var: str | None = None, file: str | os.PathLike | None = None, **options) -> None:
     """The checks of :func:`open_matrix`'s options that need no file: made before it reads one, and by a
     manifest when it is read (a bad value there was found at run time only, its entry "unavailable").
 
@@ -213,6 +224,9 @@ def check_reading_options(*, kernel: str | None = None, bandwidth: float | None 
     ----------
     kernel, bandwidth, format, var, **options
         As :func:`open_matrix` takes them (``max_memory`` in bytes).
+    file : str or os.PathLike, optional
+        The file's name, where known before it is read: a kernel over a file that is no table of
+        points (a ``.mtx``) is refused by its name.
 
     Raises
     ------
@@ -235,6 +249,8 @@ def check_reading_options(*, kernel: str | None = None, bandwidth: float | None 
             raise ParameterError("a kernel reads a table of points; it does not combine with an attention map "
                                  "or a covariance")
         _refuse_unused(options, "--kernel (kernel=) reads a table of points", var=var)
+        if file is not None and _point_kind(file, format) is None:
+            raise ParameterError(f"{os.fspath(file)}: {_not_points(file)}; pass format csv|npy|libsvm if it is one")
     if format == "attention":
         _refuse_unused(options, "an attention map (format='attention') reads Q and K from an .npz")
     if format != "attention":  # (load_matrix's own formats; an attention map is not one of them)
