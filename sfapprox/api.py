@@ -153,6 +153,7 @@ def fit_matrix(
     if replaces is not None:
         model._checkpoint_start = replaces  # read (once) by ChordSF.fit
     model._checkpoint_source = origin  # a checkpoint names the matrix it is a fit of, as the final file does
+    model._matrix_name = name  # and its messages name it ("fitting SF to X" named an array the user never saw)
     with warnings_at_caller():  # a ConvergenceWarning points at the caller's line, as compare's do
         model.fit(target, check_input=False)
     fro, rel, estimate = model.fro_error_, model.rel_error_, None

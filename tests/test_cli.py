@@ -809,3 +809,11 @@ def test_an_output_to_dev_null_does_not_take_standard_output_from_the_tables(tmp
         done = subprocess.run([sys.executable, "-m", "sfapprox", "compare", str(path), "--methods", "tsvd", "-q",
                                "--plot", os.devnull], stdout=null, stderr=subprocess.PIPE, text=True, timeout=120)
     assert done.returncode == 0 and "tsvd ★" not in done.stderr, done.stderr  # the table row stays out
+
+
+def test_a_fit_refused_for_memory_names_the_matrix_not_x(tmp_path):
+    """"fitting SF to X (300 x 300) from its column blocks needs ...": X was the array the user never saw."""
+    path = tmp_path / "id300.npy"
+    np.save(path, np.eye(300))
+    res = runner.invoke(app, ["fit", str(path), "--max-memory", "100M", "-q"])
+    assert res.exit_code == 2 and "fitting SF to id300 (300 x 300) from its column blocks" in " ".join(res.output.split())

@@ -580,7 +580,9 @@ class ChordSF(Approximation):
             self._rank_one_possible(X.shape[0], *((np.zeros(0), 0) if butterfly else self._structure(X.shape[0])),
                                     butterfly=butterfly)
         if not self._fits_in_memory(X):  # its in-memory fit is over the memory limit: from column blocks
-            return self._fit_columns(columns_within(X, self.max_memory), fit_begin)
+            # named as the caller knows it (fit_matrix: the file's name), not "X", in what it says
+            return self._fit_columns(columns_within(X, self.max_memory, self.__dict__.get("_matrix_name", "X")),
+                                     fit_begin)
         if isinstance(X, MatrixSource):
             X = X.to_dense(self.max_memory)
         n = X.shape[0]
