@@ -190,6 +190,8 @@ class Sweep:
     points: list[Comparison]
     settings: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
+    #: The budgets a stop left unreached (an interrupted sweep): rows of "skipped" in its table and CSV.
+    skipped: list[int] = field(default_factory=list)
 
     def table(self) -> dict[int, dict[str, MethodResult]]:
         """``{budget: {method: result}}``.
@@ -238,6 +240,13 @@ class Sweep:
                     cells[m] = error_cell(r, r.rel_error, "rel_interval") + flag  # "0.31 ± 0.004" when estimated
                     data[m] = r.rel_error
             table.add(cells, best={winner} if winner else set(), data=data)
+        for budget in self.skipped:  # a stop left them unreached: said, not left out without a sign
+            cells = {"budget": f"{budget:,}", "share": f"{100 * budget / n**2:.2f}%"}
+            table.add({**cells, **{m: "skipped" for m in self.methods}},
+                      data={"budget": budget, "share": 100 * budget / n**2, **{m: None for m in self.methods},
+                            **{f"{m} status": "skipped" for m in self.methods}})
+        if self.skipped:
+            table.notes.append(f"skipped: the sweep was stopped before budgets {', '.join(f'{b:,}' for b in self.skipped)}")
         table.notes.extend(_reason_note(m, key, first, at) for m, whys in reasons.items()
                            for key, (first, at) in whys.items())
         if any("(time_limit)" in row.get(m, "") or "(max_iter)" in row.get(m, "") for row in table.rows for m in self.methods):
@@ -257,6 +266,7 @@ class Sweep:
                 ],
                 "settings": self.settings,
                 "versions": self.versions,
+                "skipped": self.skipped,
             }
         )
 
@@ -361,7 +371,8 @@ def sweep(
             if any(r.status == "interrupted" for r in results):
                 break
     first = points[0] if points else build_comparison(info, next(iter(resolved.values())), [], context)
-    return Sweep(info, names, points, settings=first.settings, versions=first.versions)
+    return Sweep(info, names, points, settings=first.settings, versions=first.versions,
+                 skipped=_unreached(resolved, points))
 
 
 def _over_the_limit(source: MatrixSource, names: list[str], budget, settings: FitSettings, count_indices: bool,
@@ -429,4 +440,12 @@ def _sweep_columns(source: MatrixSource, names: list[str], specs: list[str], *, 
         points.append(point)
         if any(r.status == "interrupted" for r in point.results):
             break
-    return Sweep(points[0].matrix, names, points, settings=points[0].settings, versions=points[0].versions)
+    return Sweep(points[0].matrix, names, points, settings=points[0].settings, versions=points[0].versions,
+                 skipped=_unreached(resolved, points))
+
+
+def _unreached(resolved: dict, points: list[Comparison]) -> list[int]:
+    """The budgets after the last point a stop ended the sweep at (none when every budget ran)."""
+    reached = {p.budget for p in points}
+    last = max(reached, default=0)
+    return sorted(value for value in resolved if value not in reached and value > last)

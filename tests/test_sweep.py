@@ -288,3 +288,30 @@ def test_a_reason_given_at_several_budgets_is_said_once_with_them():
     assert notes == ["sf at budgets 10, 20, 1,000: the budget is too small (needs 72)"]
     one = Sweep({"name": "m", "n": 8}, ["sf"], points[:1]).tables()[0].notes
     assert "sf: budget 10 is too small (needs 72)" in one
+
+
+def test_the_budgets_a_stop_left_unreached_are_rows_of_skipped(monkeypatch):
+    """An interrupted sweep's CSV ended at the point it stopped, with no sign of the budgets after it."""
+    import csv
+    import io
+
+    import sfapprox.sweep as sweep_module
+    from sfapprox.formats import render_csv
+
+    real = sweep_module.run_all
+
+    def stopped(names, *args, **kwargs):
+        rows = real(names, *args, **kwargs)
+        rows[0].status = "interrupted"  # a Ctrl-C during the first budget's fit
+        return rows
+
+    monkeypatch.setattr(sweep_module, "run_all", stopped)
+    s = sweep(np.random.default_rng(0).random((12, 12)), [0.3, 0.5, 0.8], ["tsvd"])
+    assert [p.budget for p in s.points] == [43] and s.skipped == [72, 115] and s.to_dict()["skipped"] == [72, 115]
+    rows = list(csv.DictReader(io.StringIO(render_csv(s.tables()))))
+    assert [(r["budget"], r["tsvd status"]) for r in rows] == [("43", "interrupted"), ("72", "skipped"),
+                                                               ("115", "skipped")]
+    assert rows[1]["tsvd"] == "" and any("stopped before budgets 72, 115" in n for n in s.tables()[0].notes)
+    monkeypatch.undo()
+    whole = sweep(np.random.default_rng(0).random((12, 12)), [0.3, 0.5], ["tsvd"])
+    assert whole.skipped == []
