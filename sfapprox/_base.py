@@ -317,6 +317,9 @@ class RunContext:
     fitted : mapping
         The estimators the methods run before this one in the same
         comparison fitted, by method name (what ``MethodSpec.reuses`` draws on).
+    matrix_name : str
+        What the matrix is called (a fit's messages name it: "fitting SF to X" named an array the user
+        never saw).
     """
 
     settings: FitSettings = field(default_factory=FitSettings)
@@ -325,6 +328,7 @@ class RunContext:
     callback: Callable[[dict], bool | None] | None = None
     structure: Mapping[str, Any] = field(default_factory=dict)
     fitted: Mapping[str, Any] = field(default_factory=dict)
+    matrix_name: str = "X"
 
 
 @dataclass(frozen=True)

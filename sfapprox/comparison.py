@@ -121,7 +121,9 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
     if isinstance(fit_on, MatrixSource):
         check_columns_memory(name, fit_on, budget, context.settings.max_memory)
     try:
-        est = spec.make(n, budget, context).fit(fit_on, check_input=False)
+        est = spec.make(n, budget, context)
+        est._matrix_name = context.matrix_name  # named so in what its fit says (SF from columns)
+        est = est.fit(fit_on, check_input=False)
     except (NotApplicableError, BudgetError) as exc:
         return MethodResult(name, "not applicable", reason=str(exc), seconds=time.perf_counter() - start)
     if est.n_stored_ > budget:  # a broken promise is a bug, never a silent excess
@@ -544,7 +546,7 @@ def compare(
     check_methods_memory(names, loaded, settings.max_memory)
     X = loaded.matrix
     info = {**loaded.summary(), **(matrix_info or {})}
-    context = RunContext(settings, count_indices, protocol, callback, dict(structure or {}))
+    context = RunContext(settings, count_indices, protocol, callback, dict(structure or {}), matrix_name=loaded.name)
     with warnings_at_caller():
         results = run_all(names, X, resolved, context, info["fro_norm"], on_result)
     streamed = columns_note(results, settings.max_memory)  # before the saved rows: those were fitted elsewhere

@@ -356,7 +356,7 @@ def sweep(
     check_scoring_memory(loaded, settings.max_memory)
     check_methods_memory(names, loaded, settings.max_memory)
     info = {**loaded.summary(), **(matrix_info or {})}
-    context = RunContext(settings, count_indices, protocol, callback)
+    context = RunContext(settings, count_indices, protocol, callback, matrix_name=loaded.name)
     points: list[Comparison] = []
     with warnings_at_caller():
         for value in sorted(resolved):

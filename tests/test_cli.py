@@ -817,3 +817,6 @@ def test_a_fit_refused_for_memory_names_the_matrix_not_x(tmp_path):
     np.save(path, np.eye(300))
     res = runner.invoke(app, ["fit", str(path), "--max-memory", "100M", "-q"])
     assert res.exit_code == 2 and "fitting SF to id300 (300 x 300) from its column blocks" in " ".join(res.output.split())
+    res = runner.invoke(app, ["compare", str(path), "--methods", "sf", "--max-memory", "100M", "-q", "--json", "-"])
+    sf = json.loads(res.stdout)["results"][0]
+    assert sf["status"] == "not applicable" and sf["reason"].startswith("fitting SF to id300 (300 x 300)")

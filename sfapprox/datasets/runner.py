@@ -322,7 +322,7 @@ def run_matrix(task: MatrixTask, on_record: Callable[[dict], None] | None = None
         options = task.options
         callback = (lambda it: emit("iteration", matrix=name, **it)) if on_event else None
         settings = options.settings.per_method(len(options.methods))
-        context = RunContext(settings, options.count_indices, options.protocol, callback)
+        context = RunContext(settings, options.count_indices, options.protocol, callback, matrix_name=name)
         records: list[dict[str, Any]] = []
 
         def done(result) -> None:
