@@ -448,3 +448,13 @@ def test_every_memory_limit_of_a_source_and_the_median_seed_are_checked():
         with pytest.raises(ParameterError, match="'seed' parameter of median_bandwidth"):
             median_bandwidth(points, seed=bad, sample=10)
     assert median_bandwidth(points, seed=3, sample=10) == median_bandwidth(points, seed=3, sample=10)
+
+
+def test_a_sources_product_takes_a_sparse_operand():
+    """numpy's "setting an array element with a sequence" came out of K.matmat(csr)."""
+    from sfapprox.sources import KernelMatrix
+
+    K = KernelMatrix(np.random.default_rng(0).standard_normal((40, 3)))
+    B = sp.random(40, 3, density=0.3, random_state=1, format="csr")
+    np.testing.assert_allclose(K.matmat(B), K.to_dense() @ B.toarray(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(K.rmatmat(B), K.to_dense().T @ B.toarray(), rtol=1e-12, atol=1e-12)

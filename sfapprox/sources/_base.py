@@ -61,6 +61,8 @@ def checked_product(product: Callable[[Any, np.ndarray], np.ndarray]) -> Callabl
     """
     @functools.wraps(product)
     def checked(self, B):
+        if hasattr(B, "toarray"):  # a scipy sparse operand: its N x k block, dense as the product is
+            B = B.toarray()          # (numpy's "setting an array element with a sequence" came out)
         check_operand(B, self.n, owner=self.name)
         return apply_real_parts(lambda part: product(self, part), B)
 
