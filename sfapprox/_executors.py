@@ -76,9 +76,11 @@ def cluster_lost(exc: BaseException, during: str = "a pass over the columns"):
         return None
     from ._errors import ResourceError, one_line
 
-    return ResourceError(f"the Dask cluster was lost during {during} ({type(exc).__name__}: {one_line(exc)}); "
+    lost = ResourceError(f"the Dask cluster was lost during {during} ({type(exc).__name__}: {one_line(exc)}); "
                          "check that its scheduler runs and its workers have the memory (a worker over its limit "
                          "is restarted), then run again")
+    lost.transient = True  # a failure of the moment, not of the method under the limit (run_all: "failed")
+    return lost
 
 
 def _result(future, executor) -> Any:

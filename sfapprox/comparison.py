@@ -984,9 +984,12 @@ def run_all(
                 raise KeyboardInterrupt
             result = run_method(name, X, budget.value, own, fro_norm)
         except ResourceError as exc:
-            # over the memory limit: not applicable under it, as a method that needs the matrix formed is
-            # (tsvd's row said so, sparse's "failed"; a batch redoes such lines under another limit)
-            result = MethodResult(name, "not applicable", reason=str(exc), seconds=time.perf_counter() - start)
+            # over a memory limit the user gave: not applicable under it, as a method that needs the matrix
+            # formed is (a batch redoes such lines under another limit). A limit of the moment (a GPU's free
+            # memory, the default) or a lost cluster is a failure, tried again by the next run.
+            fixed = context.settings.max_memory is not None and not getattr(exc, "transient", False)
+            result = MethodResult(name, "not applicable" if fixed else "failed", reason=str(exc),
+                                  seconds=time.perf_counter() - start)
         except Exception as exc:
             if not isolate:
                 raise

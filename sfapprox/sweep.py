@@ -139,7 +139,7 @@ def default_budgets(n: int, methods: Sequence[str], *, count_indices: bool = COU
 
 #: A budget named in a method's reason ("budget 40 is too small ..."): the same reason at every budget
 #: differs by it alone, and was said once per budget (five near-identical lines at N = 8).
-_BUDGET_IN_REASON = re.compile(r"\bbudget [0-9][0-9,]*")
+_BUDGET_IN_REASON = re.compile(r"(?<!the )\bbudget [0-9][0-9,]*")
 
 
 def _reason_note(method: str, key: str, first: str, budgets: list[int]) -> str:

@@ -820,3 +820,27 @@ def test_a_fit_refused_for_memory_names_the_matrix_not_x(tmp_path):
     res = runner.invoke(app, ["compare", str(path), "--methods", "sf", "--max-memory", "100M", "-q", "--json", "-"])
     sf = json.loads(res.stdout)["results"][0]
     assert sf["status"] == "not applicable" and sf["reason"].startswith("fitting SF to id300 (300 x 300)")
+
+
+def test_info_of_a_saved_fit_shows_its_facts_once(tmp_path):
+    from sfapprox import ChordSF, save_factors
+
+    save_factors(tmp_path / "f.h5", ChordSF(max_iter=5, device="cpu").fit(np.random.default_rng(0).random((16, 16))))
+    res = runner.invoke(app, ["info", str(tmp_path / "f.h5")])
+    assert res.exit_code == 0 and res.output.count("stored numbers") == 1, res.output
+
+
+def test_a_memory_refusal_of_the_moment_is_a_failure_tried_again(monkeypatch):
+    """Under no --max-memory (a GPU's free memory, the default) or a lost cluster, a ResourceError is
+    'failed' (a batch runs it again); under a limit the user gave, 'not applicable'."""
+    from sfapprox import FitSettings, ResourceError, compare
+    from sfapprox.baselines import tsvd
+
+    X = np.random.default_rng(0).random((12, 12))
+
+    def refused(self, *args, **kwargs):
+        raise ResourceError("needs more memory")
+
+    monkeypatch.setattr(tsvd.TruncatedSVD, "fit", refused)
+    assert compare(X, "tsvd").results[0].status == "failed"
+    assert compare(X, "tsvd", settings=FitSettings(max_memory=1 << 30)).results[0].status == "not applicable"

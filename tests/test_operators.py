@@ -493,3 +493,11 @@ def test_torch_layers_check_their_dtype_device_and_input():
         for bad in (torch.tensor(1.0), np.ones(8)):
             with pytest.raises(ParameterError, match="last dimension 8"):
                 layer(bad)
+
+
+def test_torch_layers_take_every_device_torch_knows():
+    """'cpu:0' and 'meta' were refused as unknown (only auto, cpu and cuda[:N] were taken)."""
+    op = ChordOperator(np.full((3, 8, 4), 0.25))
+    assert op.to_torch(device="cpu:0").values.device.type == "cpu"
+    assert op.to_torch(device=torch.device("cpu", 0)).values.device.type == "cpu"
+    assert op.to_torch(device="meta").values.device.type == "meta"

@@ -315,3 +315,14 @@ def test_the_budgets_a_stop_left_unreached_are_rows_of_skipped(monkeypatch):
     monkeypatch.undo()
     whole = sweep(np.random.default_rng(0).random((12, 12)), [0.3, 0.5], ["tsvd"])
     assert whole.skipped == []
+
+
+def test_a_grouped_reason_keeps_its_own_words_about_the_budget():
+    from sfapprox.results import Comparison, MethodResult
+    from sfapprox.sweep import Sweep
+
+    points = [Comparison({"name": "m", "n": 8}, b, str(b),
+                         [MethodResult("sf", "not applicable", reason=f"stores 960 numbers, over the budget {b}")])
+              for b in (100, 200)]
+    notes = [n for n in Sweep({"name": "m", "n": 8}, ["sf"], points).tables()[0].notes if n.startswith("sf")]
+    assert not any("the the" in n for n in notes), notes

@@ -142,6 +142,9 @@ def check_plot(path: Path | None, force: bool, outputs: Outputs | None = None,
     if outputs is not None:
         check_distinct(*(p for p in outputs.files.values() if str(p) != "-"), path)
         if is_stdout(path):  # a figure on stdout: the tables (and any other output) may not go there too
+            if sys.stdout.isatty():
+                raise ParameterError(f"--plot {path}: the figure (PNG, binary) would go to the terminal; redirect "
+                                     "standard output (> plot.png) or give a file name")
             if stdout_claimed(outputs):
                 raise ParameterError(f"only one output can go to standard output; got --plot {path} and another")
             outputs = dataclasses.replace(outputs, stdout_taken=True)

@@ -7,7 +7,7 @@ from rich.markup import escape
 from .._errors import ParameterError
 from . import _options as o
 from ._app import app, error_boundary, read_matrix, show_notes
-from ._render import check_outputs, emit, err, key_value_table, out, show_value, stdout_claimed
+from ._render import check_outputs, emit, err, key_value_table, out, show_value, stdout_claimed, write_outputs
 
 
 @app.command()
@@ -46,7 +46,11 @@ def info(
         console.print(key_value_table(title, [(k, escape(show_value(v))) for k, v in report.facts]))
         if loaded is not None:
             show_notes(loaded)
-        emit(report.tables, report.data, outputs)
+        if loaded is None and weights not in ("safetensors", "torch"):
+            # a saved fit: its facts table is for the files (--csv, ...); the summary above shows them
+            write_outputs(report.tables, report.data, outputs)
+        else:
+            emit(report.tables, report.data, outputs)
 
 
 def _weights_format(path) -> str | None:

@@ -52,7 +52,12 @@ def _placement(dtype, device) -> tuple[torch.dtype, torch.device | None]:
         raise ParameterError(f"dtype={asked!r} must be a floating-point torch dtype (torch.float32, torch.float64, "
                              "...) or its name")
     if device is not None:
-        device = resolve_device(str(device) if isinstance(device, torch.device) else device)
+        try:  # any device torch knows ("cpu:0", "meta", "mps"); a CUDA one checked for its GPU
+            named = torch.device(device)
+        except (RuntimeError, TypeError, ValueError):
+            named = None
+        if named is None or named.type == "cuda" or str(device).strip().lower() == "auto":
+            device = resolve_device(str(device))
     return dtype, device
 
 
