@@ -73,15 +73,19 @@ def _read_table(path, format: str | None, max_memory: int | None) -> tuple[np.nd
         return read_samples(src, Options(max_memory=max_memory), kind)
 
 
+def _extension(path) -> str:
+    """``path``'s extension, lower case, a compression suffix looked through."""
+    return os.path.splitext(strip_compression(os.path.basename(os.fspath(path)).lower()))[1]
+
+
 def _point_kind(path, format: str | None) -> str | None:
     """How a point table named ``path`` is read ("csv", "npy", "libsvm"): by ``format``, else its
     extension; None for a name that is no such table."""
-    ext = os.path.splitext(strip_compression(os.path.basename(os.fspath(path)).lower()))[1]
-    return {"csv": "csv", "npy": "npy", "libsvm": "libsvm"}.get(format or "", _POINT_FORMATS.get(ext))
+    return {"csv": "csv", "npy": "npy", "libsvm": "libsvm"}.get(format or "", _POINT_FORMATS.get(_extension(path)))
 
 
 def _not_points(path) -> str:
-    ext = os.path.splitext(strip_compression(os.path.basename(os.fspath(path)).lower()))[1]
+    ext = _extension(path)
     return (f"a kernel needs a table of points (.csv, .tsv, .txt, .dat, .npy, .libsvm), "
             f"not a {ext or 'file without extension'}")
 
