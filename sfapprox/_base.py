@@ -388,7 +388,7 @@ class MethodSpec:
         checks its own (SF) or does not work from columns.
     needs : tuple of str
         Properties the matrix must have for the method to apply (among
-        ``"symmetric"`` and ``"nonnegative"``: Nyström's and NMF's); ``info``
+        ``"symmetric"``, ``"psd"`` and ``"nonnegative"``: Nyström's and NMF's); ``info``
         says "never" where the matrix's facts rule it out (the fit refuses it
         with the reason).
     sparse_memory : callable or None

@@ -39,7 +39,7 @@ class MatrixDescription:
 
 
 #: How a matrix property a method needs (:attr:`~sfapprox._base.MethodSpec.needs`) reads in a sentence.
-_FACT_WORDS = {"nonnegative": "non-negative"}
+_FACT_WORDS = {"nonnegative": "non-negative", "psd": "positive semi-definite"}
 
 
 def describe(matrix, *, count_indices: bool = COUNT_INDICES, max_memory: int | None = None) -> MatrixDescription:

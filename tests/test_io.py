@@ -119,7 +119,7 @@ class TestLoadedMatrix:
 
     def test_summary_of_a_sparse_matrix(self, tmp_path):
         s = load_matrix(write(tmp_path / "small.mtx", MTX_GENERAL)).summary()
-        assert set(s) == {"name", "path", "format", "n", "nnz", "density", "symmetric", "nonnegative",
+        assert set(s) == {"name", "path", "format", "n", "nnz", "density", "symmetric", "psd", "nonnegative",
                           "fro_norm", "min", "max", "sha256", "notes"}
         assert s["symmetric"] is False and s["nonnegative"] is False
         assert s["min"] == -2.0 and s["max"] == 4.0
@@ -129,6 +129,21 @@ class TestLoadedMatrix:
     def test_summary_min_counts_implicit_zeros(self):
         s = as_loaded(sp.csr_array(np.array([[1.0, 2.0], [2.0, 0.0]]))).summary()
         assert s["min"] == 0.0 and s["max"] == 2.0 and s["symmetric"] is True and s["nonnegative"] is True
+
+    @pytest.mark.parametrize("sparse", [False, True])
+    def test_summary_says_not_psd_only_where_an_entry_shows_it(self, sparse, monkeypatch):
+        """A graph without self-loops (Sawmill) was listed by info as a matrix Nyström applies to."""
+        import sfapprox.io as io
+        monkeypatch.setattr(io, "_PSD_BLOCK", 7)  # dense rows in blocks of one: every block is read
+        ring = np.roll(np.eye(6), 1, axis=1) + np.roll(np.eye(6), -1, axis=1)
+        G = np.random.default_rng(0).standard_normal((6, 2))
+        wrap = sp.csr_array if sparse else np.asarray
+        for X, verdict in ((ring, False), (ring + 2 * np.eye(6), None), (G @ G.T, None), (-np.eye(6), False),
+                           (np.diag([1.0, 4.0]) + 2.5 * np.eye(2)[::-1], False), (np.triu(ring), None)):
+            assert as_loaded(wrap(X)).summary()["psd"] is verdict
+        from sfapprox.describe import describe
+        assert describe(wrap(ring)).data["methods"]["nystrom"]["not_applicable"] == "X is not positive semi-definite"
+        assert "not_applicable" not in describe(wrap(G @ G.T)).data["methods"]["nystrom"]
 
     def test_summary_dense_exact_symmetry(self):
         X = np.array([[1.0, 2.0], [2.0 + 1e-15, 1.0]])

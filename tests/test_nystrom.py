@@ -197,3 +197,40 @@ def test_pivots_that_add_no_direction_are_neither_drawn_nor_charged():
     K = F @ F.T  # rank 2
     est = Nystrom(budget=60 * 60).fit(K)
     assert est.params_["rank"] == 2 and est.frobenius_error(K)[1] < 1e-8
+
+
+@pytest.mark.parametrize("wrap", [np.asarray, ArraySource], ids=["array", "columns"])
+def test_a_zero_diagonal_graph_is_not_applicable_rather_than_exact(wrap):
+    """A graph without self-loops (Sawmill) drew no pivot (its diagonal is zero): Nyström stored 0 numbers,
+    relative error 1, and was "ok, stop=exact"."""
+    ring = np.roll(np.eye(30), 1, axis=1) + np.roll(np.eye(30), -1, axis=1)
+    with pytest.raises(NotApplicableError, match=r"its diagonal is zero but its entry .* is 1.*use rsvd or tsvd"):
+        Nystrom(n_components=5).fit(wrap(ring))
+    rows = {r.method: r for r in compare(wrap(ring), "nystrom,rsvd", budget=400).results}
+    assert rows["nystrom"].status == "not applicable"
+
+
+def test_a_spent_diagonal_with_a_non_zero_residual_is_not_called_exact():
+    """Positive diagonal, pivot 0 (drawn first: scaled up) spends it, the residual's entry (1, 2) is b - 1:
+    PSD only for b = 1."""
+    D = np.diag([1000.0, 1.0, 1.0])
+    for b, psd in ((1.0, True), (0.5, False)):
+        X = np.ones((3, 3))
+        X[1, 2] = X[2, 1] = b
+        X = D @ X @ D
+        if psd:
+            est = Nystrom(n_components=3).fit(X)
+            assert est.stop_reason_ == "exact" and est.rank_ == 1 and np.allclose(est.to_dense(), X)
+        else:
+            with pytest.raises(NotApplicableError, match=r"after 1 pivots the residual's diagonal is spent but its "
+                                                         r"entry \(1, 2\) is -0.5"):
+                Nystrom(n_components=3).fit(X)
+
+
+def test_pivots_cut_short_by_the_time_limit_are_not_called_exact(monkeypatch):
+    """A block of pivots that did not fit the time left ended the draw with the deadline not yet passed:
+    the fit said "exact" for a surrogate of 1 pivot of a full-rank kernel."""
+    from sfapprox import _timing
+    monkeypatch.setattr(_timing.Deadline, "fits", lambda self, seconds: False)
+    est = Nystrom(n_components=40, time_limit=100.0).fit(KernelMatrix(_clustered(90), bandwidth=0.3))
+    assert est.rank_ < 40 and est.stop_reason_ == "time_limit"

@@ -23,7 +23,9 @@ Only symmetric positive semi-definite matrices qualify: a source that says
 it is not symmetric (or not PSD), a diagonal with negative entries, an array
 whose sampled entries are not symmetric, or pivots whose core or residual
 diagonal shows a negative direction (:func:`check_psd_fit`) give "not
-applicable".
+applicable"; so does a residual whose diagonal is spent while its sampled
+columns are not (:func:`check_spent_residual`: a zero-diagonal graph, whose
+Nyström surrogate would be 0 and called exact).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from ..budget import nystrom_count, nystrom_rank_for_budget, rank_within
 from ..operators.nystrom import NystromOperator
 from ..sources import MatrixSource, as_source
 
-__all__ = ["Nystrom", "rpcholesky_pivots", "pinvh", "nystrom_factor", "check_psd_fit"]
+__all__ = ["Nystrom", "rpcholesky_pivots", "pinvh", "nystrom_factor", "check_psd_fit", "check_spent_residual"]
 
 #: Pivots drawn per block of randomly pivoted Cholesky (a share of the rank, at least one).
 BLOCK_SHARE = 0.1
@@ -54,6 +56,9 @@ STRUCTURE_RTOL = 1e-8
 #: what is left is round-off (an exactly low-rank kernel drew pivots from it, each charged r + N numbers
 #: and adding nothing), and ``||R||_F <= tr(R)`` bounds the error that stopping leaves.
 RESIDUAL_RTOL = 1e-12
+#: Columns of the residual read to confirm it is zero where the pivots stopped before the rank with its
+#: diagonal spent: a PSD residual of zero diagonal is zero, an indefinite one need not be.
+SPENT_CHECK_COLUMNS = 64
 #: Advice of every "not positive semi-definite" refusal.
 NOT_PSD_ADVICE = "Nyström needs a positive semi-definite (kernel) matrix; use rsvd or tsvd for this one"
 
@@ -155,6 +160,12 @@ def rpcholesky_pivots(source: MatrixSource, rank: int, *, seed: int = 0, block: 
     >>> sorted(rpcholesky_pivots(ArraySource(X), 2).tolist())  # the zero diagonal is never drawn
     [0, 2]
     """
+    return _rpcholesky(source, rank, seed=seed, block=block, deadline=deadline, diagonal=diagonal)[0]
+
+
+def _rpcholesky(source: MatrixSource, rank: int, *, seed: int, block: int | None,
+                deadline: _timing.Deadline | None, diagonal: np.ndarray | None) -> tuple[np.ndarray, bool]:
+    """:func:`rpcholesky_pivots` and whether it stopped on a spent residual (else the rank or the time limit)."""
     rng = np.random.default_rng(seed)
     n = source.n
     block = block or max(1, int(np.ceil(BLOCK_SHARE * rank)))
@@ -187,7 +198,7 @@ def rpcholesky_pivots(source: MatrixSource, rank: int, *, seed: int = 0, block: 
             residual[picked] = 0.0
             chosen.extend(picked[own].tolist())
         per_column = (_timing.now() - started) / picked.size
-    return np.array(chosen, dtype=np.int64)
+    return np.array(chosen, dtype=np.int64), len(chosen) < rank and residual.sum() <= floor
 
 
 def _independent(core: np.ndarray) -> np.ndarray:
@@ -237,6 +248,23 @@ def _check_structure(source: MatrixSource, seed: int) -> np.ndarray:
     return diagonal
 
 
+def residual_diagonal(diagonal: np.ndarray, C: np.ndarray, S: np.ndarray, F: np.ndarray | None) -> np.ndarray:
+    """The diagonal of ``X - C W^+ C^T`` (``X - F F^T`` where the factor ``F`` exists), from ``X``'s diagonal.
+
+    Examples
+    --------
+    >>> X = np.array([[2.0, 1.0], [1.0, 2.0]])
+    >>> residual_diagonal(np.diag(X), X[:, [0]], np.array([0]), None).tolist()
+    [0.0, 1.5]
+    """
+    if F is not None:
+        return diagonal - np.einsum("ij,ij->i", F, F)
+    if S.size == 0:
+        return diagonal.astype(float, copy=True)
+    kept = C @ pinvh((C[S] + C[S].T) / 2)
+    return diagonal - np.einsum("ij,ij->i", kept, C)
+
+
 def check_psd_fit(name: str, diagonal: np.ndarray, C: np.ndarray, S: np.ndarray, F: np.ndarray | None) -> None:
     """NotApplicableError where the pivots' columns show that the matrix is not positive semi-definite.
 
@@ -283,21 +311,76 @@ def check_psd_fit(name: str, diagonal: np.ndarray, C: np.ndarray, S: np.ndarray,
         return
     scale = max(float(np.abs(diagonal).max(initial=0.0)), 1e-300)
     if F is None:  # the shifted core has no Cholesky factor: a negative eigenvalue, round-off or not
-        W = (C[S] + C[S].T) / 2
-        low = float(np.linalg.eigvalsh(W)[0])
+        low = float(np.linalg.eigvalsh((C[S] + C[S].T) / 2)[0])
         if low < -STRUCTURE_RTOL * scale:
             raise NotApplicableError(f"{name} is not positive semi-definite: its {S.size} x {S.size} block at the "
                                      f"pivots has eigenvalue {low:.3g} (largest diagonal entry {scale:.3g}); "
                                      f"{NOT_PSD_ADVICE}")
-        kept = C @ pinvh(W)
-        residual = diagonal - np.einsum("ij,ij->i", kept, C)
-    else:
-        residual = diagonal - np.einsum("ij,ij->i", F, F)
+    residual = residual_diagonal(diagonal, C, S, F)
     worst = int(np.argmin(residual))
     if residual[worst] < -STRUCTURE_RTOL * scale:
         raise NotApplicableError(f"{name} is not positive semi-definite: after {S.size} pivots the residual "
                                  f"X - C W⁺ Cᵀ has diagonal entry {residual[worst]:.3g} at row {worst} (never below "
                                  f"0 for a PSD matrix; largest diagonal entry {scale:.3g}); {NOT_PSD_ADVICE}")
+
+
+def check_spent_residual(source: MatrixSource, diagonal: np.ndarray, C: np.ndarray, S: np.ndarray,
+                         F: np.ndarray | None, *, seed: int = 0) -> None:
+    """NotApplicableError unless the residual of pivots that stopped with its diagonal spent is zero.
+
+    Randomly pivoted Cholesky stops before the rank where the residual's diagonal
+    is (nearly) zero, and the surrogate is then called exact: true for a PSD
+    ``X``, whose residual obeys ``|R_ij| <= sqrt(R_ii R_jj)``, not for an
+    indefinite one (a graph's adjacency matrix has a zero diagonal: no pivot is
+    ever drawn, the surrogate is 0).  Up to :data:`SPENT_CHECK_COLUMNS` columns of
+    the residual, drawn among the non-pivots, are read and held to that bound.
+
+    Parameters
+    ----------
+    source : MatrixSource
+        The matrix (its columns are read).
+    diagonal : numpy.ndarray, shape (N,)
+        ``X``'s diagonal.
+    C, S, F
+        The pivots' columns, the pivots and the factor, as :func:`check_psd_fit` takes them.
+    seed : int
+        Seed of the columns drawn.
+
+    Raises
+    ------
+    NotApplicableError
+        When a residual entry exceeds the bound: ``X`` is not positive semi-definite.
+
+    Examples
+    --------
+    >>> from sfapprox.sources import ArraySource
+    >>> ring = np.roll(np.eye(4), 1, axis=1) + np.roll(np.eye(4), -1, axis=1)  # zero diagonal
+    >>> check_spent_residual(ArraySource(ring), np.zeros(4), np.zeros((4, 0)), np.zeros(0, int), None)
+    Traceback (most recent call last):
+    ...
+    sfapprox._errors.NotApplicableError: X is not positive semi-definite: ...
+    """
+    n = diagonal.size
+    others = np.setdiff1d(np.arange(n), S)
+    if others.size == 0:
+        return
+    rng = np.random.default_rng(seed)
+    J = np.sort(rng.choice(others, size=min(others.size, SPENT_CHECK_COLUMNS), replace=False))
+    R = source.columns(J)
+    if F is not None:
+        R = R - F @ F[J].T
+    elif S.size:
+        R = R - C @ pinvh((C[S] + C[S].T) / 2) @ C[J].T
+    left = np.maximum(residual_diagonal(diagonal, C, S, F), 0.0)
+    scale = max(float(np.abs(diagonal).max(initial=0.0)), 1e-300)
+    excess = np.abs(R) - np.sqrt(np.outer(left, left[J])) * (1 + STRUCTURE_RTOL) - STRUCTURE_RTOL * scale
+    if excess.max(initial=0.0) > 0:
+        i, j = np.unravel_index(int(np.argmax(excess)), excess.shape)
+        where = (f"its diagonal is zero but its entry ({int(i)}, {int(J[j])}) is {R[i, j]:.3g} (a PSD matrix's "
+                 "would be zero too: a graph without self-loops is never PSD)" if S.size == 0 else
+                 f"after {S.size} pivots the residual's diagonal is spent but its entry ({int(i)}, {int(J[j])}) is "
+                 f"{R[i, j]:.3g} (zero for a PSD matrix)")
+        raise NotApplicableError(f"{source.name} is not positive semi-definite: {where}; {NOT_PSD_ADVICE}")
 
 
 class Nystrom(Approximation):
@@ -388,31 +471,35 @@ class Nystrom(Approximation):
         """
         start = time.perf_counter()
         given = self._validate(X, check_input)
-        source = as_source(given)
+        name = self.__dict__.get("_matrix_name", "X")  # a comparison's matrix named in the refusals
+        source = as_source(given, name)
         n = source.n
         # (n_components=0 is the zero matrix, as in TruncatedSVD)
         rank = rank_within(n, self.n_components, self.budget, nystrom_rank_for_budget, nystrom_count, "Nystrom",
                            what="Nyström pivot")
         deadline = _timing.Deadline.after(self.time_limit)
         diagonal = _check_structure(source, self.random_state)
-        source = as_source(self._from_columns(given, nystrom_count(n, rank)))
+        source = as_source(self._from_columns(given, nystrom_count(n, rank)), name)
         with AdaptiveThreads(float(n) * rank):  # BLAS threads from the free cores
             if self.pivots == "uniform":
-                S = np.sort(np.random.default_rng(self.random_state).choice(n, size=rank, replace=False))
+                S, spent = np.sort(np.random.default_rng(self.random_state).choice(n, size=rank, replace=False)), False
             else:
-                S = rpcholesky_pivots(source, rank, seed=self.random_state, deadline=deadline, diagonal=diagonal)
+                S, spent = _rpcholesky(source, rank, seed=self.random_state, block=None, deadline=deadline,
+                                       diagonal=diagonal)
             C = source.columns(S) if S.size else np.zeros((n, 0))
             F = nystrom_factor(C, S) if S.size else None
             # Checked here, on the final columns, not in the pivots' loop: the loop's residual comes from its
             # eigenvalue-truncated blocks and fell to -5e-8 of the diagonal on PSD kernels (this one: -1e-15).
             if source.psd is not True:  # a kernel or a covariance is PSD by construction
                 check_psd_fit(source.name, diagonal, C, S, F)
+            if spent and source.psd is not True:  # about to be called exact: only a PSD residual of zero diagonal is 0
+                check_spent_residual(source, diagonal, C, S, F, seed=self.random_state)
             # F F^T, the stable form, stored as C = F with the identity as core; else C W^+ C^T
             C, core = (F, np.eye(S.size)) if F is not None else (C, pinvh(C[S]) if S.size else np.zeros((0, 0)))
         self.pivots_, self.rank_ = S, int(S.size)
         self.operator_ = NystromOperator(C, core)
         self.n_stored_ = self.operator_.n_stored
-        self.stop_reason_ = "closed_form" if S.size == rank else ("time_limit" if deadline.passed() else "exact")
+        self.stop_reason_ = "closed_form" if S.size == rank else ("exact" if spent else "time_limit")
         self.params_ = {"rank": int(S.size), "pivots": self.pivots, "rank_budget": rank}
         self.seconds_ = time.perf_counter() - start
         return self
@@ -433,7 +520,7 @@ register(
         label="Nyström",
         iterative=False,
         access=("dense", "columns"),
-        needs=("symmetric",),
+        needs=("symmetric", "psd"),
         # the pivots' columns and the factor, N r each; measured at most 2.9 x 8 budget (N = 3,000)
         columns_memory=lambda n, budget: 8 * (3 * budget + 4 * n),
     )

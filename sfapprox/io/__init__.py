@@ -307,11 +307,15 @@ class LoadedMatrix:
         -------
         dict
             Keys "name", "path", "format", "n", "nnz", "density", "symmetric"
-            (exact), "nonnegative", "fro_norm", "min", "max", "sha256", "notes".
-            Sparse matrices are never densified.
+            (exact), "psd" (False where an entry shows the matrix is not positive
+            semi-definite: a negative diagonal entry, or ``X_ij^2 > X_ii X_jj`` as
+            in a graph without self-loops; else None, unknown), "nonnegative",
+            "fro_norm", "min", "max", "sha256", "notes".  Sparse matrices are
+            never densified.
         """
         A = self.matrix
         n, nnz = self.n, self.nnz
+        symmetric = self._symmetric()
         if self.is_sparse:
             values = A.data
             has_zero = nnz < n * n
@@ -327,7 +331,8 @@ class LoadedMatrix:
             "n": n,
             "nnz": nnz,
             "density": nnz / float(n * n),
-            "symmetric": self._symmetric(),
+            "symmetric": symmetric,
+            "psd": False if symmetric and _breaks_psd_bound(A) else None,
             "nonnegative": lo >= 0.0,
             "fro_norm": float(np.linalg.norm(np.ravel(values))),
             "min": lo,
@@ -336,6 +341,39 @@ class LoadedMatrix:
             "notes": list(self.notes),
             **({"recipe": dict(self.recipe)} if self.recipe else {}),
         }
+
+
+#: Relative tolerance of :func:`_breaks_psd_bound` (of the largest diagonal entry; Nyström's own checks').
+_PSD_RTOL = 1e-8
+#: Entries of a dense matrix's row block in :func:`_breaks_psd_bound` (2 MiB float64 temporaries, and at most a
+#: 16th of the matrix: the summary adds no matrix-sized memory to a comparison held to its limit).
+_PSD_BLOCK = 1 << 18
+
+
+def _breaks_psd_bound(A) -> bool:
+    """Whether an entry of the symmetric ``A`` rules out positive semi-definiteness: a diagonal entry below
+    zero, or ``|A_ij| > sqrt(A_ii A_jj)`` (a zero diagonal with a non-zero in its row: a graph's adjacency).
+    By row blocks for a dense ``A`` (no N x N temporary); a sparse one's stored entries.
+
+    Examples
+    --------
+    >>> _breaks_psd_bound(np.array([[0.0, 1.0], [1.0, 0.0]])), _breaks_psd_bound(np.ones((2, 2)))
+    (True, False)
+    """
+    d = A.diagonal().astype(np.float64)
+    atol = _PSD_RTOL * float(np.abs(d).max(initial=0.0))
+    if d.size and d.min() < -atol:
+        return True
+    root = np.sqrt(np.maximum(d, 0.0))
+    if sp.issparse(A):
+        C = A.tocoo()
+        return bool(np.any(np.abs(C.data) > root[C.row] * root[C.col] * (1 + _PSD_RTOL) + atol))
+    step = max(1, min(_PSD_BLOCK, d.size * d.size // 16) // max(1, d.size))  # temporaries well below A's size
+    for start in range(0, d.size, step):
+        rows = np.abs(A[start:start + step])
+        if np.any(rows > np.outer(root[start:start + step], root) * (1 + _PSD_RTOL) + atol):
+            return True
+    return False
 
 
 def as_loaded(X, name: str = "array") -> LoadedMatrix:
