@@ -40,6 +40,16 @@ class FitRun:
     model: Any  # ChordSF
     summary: dict[str, Any]
 
+    def record(self) -> dict[str, Any]:
+        """What ``fit --json`` writes (to a file or to stdout alike): the summary, the estimator's
+        settings and the library versions."""
+        return {**self.summary, "settings": _recorded_settings(self.model), "versions": library_versions()}
+
+
+def _recorded_settings(model) -> dict[str, Any]:
+    """The estimator's parameters as a fit's files record them (the callback is code, not a setting)."""
+    return {k: v for k, v in model.get_params().items() if k != "callback"}
+
 
 def _out_force(model, out, force: bool):
     """``force`` for the final factors, but where the fit checkpointed into ``out``: replace only its
@@ -198,7 +208,7 @@ def fit_matrix(
         # butterfly positions are i and i XOR 2^m, not offsets: the list is empty there
         "offsets": model.offsets_.tolist(),
     }
-    recorded = {k: v for k, v in model.get_params().items() if k != "callback"}
+    recorded = _recorded_settings(model)
     taken: list[OutputExistsError] = []  # an output whose name was taken meanwhile: kept aside, the next still written
     if out is not None:
         aside = _checkpoints_aside(model, out)
@@ -216,7 +226,7 @@ def fit_matrix(
                                            "checkpoints", Path(out), Path(aside[0])))
     if json_path is not None:
         try:
-            write_json(json_path, {**summary, "settings": recorded, "versions": library_versions()}, force=force)
+            write_json(json_path, FitRun(model, summary).record(), force=force)
         except OutputExistsError as exc:
             taken.append(exc)
     if taken:

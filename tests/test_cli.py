@@ -56,6 +56,17 @@ def test_fit_writes_h5_and_json(tmp_path, small_mtx):
     assert load_factors(out).fit["iterations"] == data["iterations"]
 
 
+def test_fit_json_to_stdout_is_what_the_json_file_holds(tmp_path, small_mtx):
+    """`fit --json -` printed the summary only: no settings and no versions, which the file has."""
+    js = tmp_path / "f.json"
+    filed = invoke("fit", small_mtx, "--json", js, "--iters", "5", "--device", "cpu", "--seed", "3")
+    piped = invoke("fit", small_mtx, "--json", "-", "--iters", "5", "--device", "cpu", "--seed", "3")
+    assert filed.exit_code == 0 and piped.exit_code == 0, piped.output
+    data, printed = json.loads(js.read_text()), json.loads(piped.stdout)
+    assert set(printed) == set(data) and {"settings", "versions"} <= set(printed)
+    assert printed["settings"] == data["settings"] and printed["settings"]["random_state"] == 3
+
+
 def test_compare_json_shape(tmp_path, small_mtx):
     js = tmp_path / "c.json"
     res = invoke("compare", small_mtx, "--methods", "sf,tsvd", "--iters", "30", "--json", js, "--device", "cpu")

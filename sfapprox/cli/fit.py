@@ -103,7 +103,7 @@ def fit(
         claimed = is_stdout(out_path) or is_stdout(json_path)  # "-" included
         (err if claimed else out).print(key_value_table(f"SF fit of {loaded.name}", rows))
         if to_stdout:
-            sys.stdout.write(json.dumps(jsonable(summary), indent=2) + "\n")
+            sys.stdout.write(json.dumps(jsonable(run.record()), indent=2) + "\n")  # as a --json file has it
         for written in (p for p in (out_path, None if to_stdout else json_path) if p is not None):
             note(f"wrote {written}")
         _advise(summary, settings, loaded.n)
