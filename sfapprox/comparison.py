@@ -541,6 +541,7 @@ def compare(
                                protocol=protocol, structure=structure, callback=callback, on_result=on_result,
                                include=saved, matrix_info=matrix_info, executor=executor)
     loaded = as_loaded_matrix(matrix, load, settings.max_memory)
+    check_included_shapes(saved, loaded.n)
     resolved = resolve_budget(budget, loaded.n)
     check_scoring_memory(loaded, settings.max_memory)
     check_methods_memory(names, loaded, settings.max_memory)
@@ -673,9 +674,10 @@ def compare_columns(
     Comparison
     """
     _check_structure(structure)
+    check_included_shapes(include or {}, source.n)
     resolved = resolve_budget(budget, source.n)
     info = {**source.summary(), "path": "columns", **(matrix_info or {})}
-    context = RunContext(settings, count_indices, protocol, callback, dict(structure or {}))
+    context = RunContext(settings, count_indices, protocol, callback, dict(structure or {}), matrix_name=source.name)
     check_methods_memory_from_columns(names, source, resolved.value, settings.max_memory)
     # every pass sized for the limit, on a copy: the source given is never changed (MatrixSource.limited)
     return _compare_columns(source.limited(settings.max_memory), names, resolved, info, context, settings,
@@ -802,6 +804,30 @@ def _compare_columns(source, names, resolved, info, context, settings, on_result
     return comparison
 
 
+def check_included_shapes(included: Mapping[str, Any], n: int) -> None:
+    """Refuse, before any fit, a surrogate fitted earlier whose shape is not the ``n x n`` matrix's: it was
+    found only when it was scored, after every method had been fitted.
+
+    Parameters
+    ----------
+    included : mapping of str to object
+        Row name -> a loaded surrogate (:func:`load_included`).
+    n : int
+        The matrix's order.
+
+    Raises
+    ------
+    ParameterError
+        Naming the row, its shape and the file it came from where known.
+    """
+    for name, surrogate in included.items():
+        shape = tuple(getattr(getattr(surrogate, "operator", surrogate), "shape", ()))
+        if shape != (n, n):
+            where = getattr(surrogate, "path", None)
+            raise ParameterError(f"{name}{f' ({where})' if where else ''}: a {' x '.join(map(str, shape))} surrogate "
+                                 f"cannot approximate this {n} x {n} matrix; give a fit of this matrix")
+
+
 def load_included(include, max_memory: int | None = None) -> dict[str, Any]:
     """``compare``'s ``include``: factors files read (and checked) before any fitting, by row name.
 
@@ -917,9 +943,7 @@ def score_surrogate(name: str, surrogate, X, budget: int, fro_norm: float | None
     operator = getattr(surrogate, "operator", surrogate)
     if count_indices is not None:
         operator = counted_as(operator, count_indices)
-    if operator.shape != X.shape:
-        raise ParameterError(f"{name}: a {operator.shape[0]} x {operator.shape[1]} surrogate cannot approximate "
-                             f"this {X.shape[0]} x {X.shape[1]} matrix")
+    check_included_shapes({name: operator}, X.shape[0])
     stored = int(operator.n_stored)
     params = {"kind": getattr(surrogate, "kind", None), **dict(getattr(surrogate, "fit", {}) or {})}
     if stored > budget:

@@ -665,3 +665,21 @@ def test_load_options_with_a_matrix_already_read_are_refused_everywhere():
                     lambda m: fit_matrix(m, load=load)):
             with pytest.raises(ParameterError, match="load options apply to a file path"):
                 run(matrix)
+
+
+@pytest.mark.parametrize("columns", [False, True])
+def test_a_saved_fit_of_another_size_is_refused_before_any_fit(tmp_path, columns):
+    """`compare --with` a fit of a 12 x 12 matrix on a 20 x 20 one fitted every method, then failed."""
+    from sfapprox import save_factors
+    from sfapprox.baselines.tsvd import TruncatedSVD
+    from sfapprox.sources import ArraySource
+
+    rng = np.random.default_rng(0)
+    saved = tmp_path / "small.h5"
+    save_factors(saved, TruncatedSVD(n_components=2).fit(rng.standard_normal((12, 12))).operator_)
+    X = rng.standard_normal((20, 20))
+    ran = []
+    with pytest.raises(ParameterError, match=r"saved:small: a 12 x 12 surrogate cannot approximate this 20 x 20"):
+        compare(ArraySource(X) if columns else X, "tsvd" if not columns else "rsvd", budget=200, include=[saved],
+                on_result=ran.append)
+    assert ran == []
