@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._base import RunContext, methods
+from ._base import RunContext, least_columns_limit, methods
 from ._settings import COUNT_INDICES
 from ._validation import format_bytes, memory_limit
 from .budget import sf_count, sf_structure, tsvd_count, tsvd_rank_for_budget
@@ -115,11 +115,15 @@ def describe(matrix, *, count_indices: bool = COUNT_INDICES, max_memory: int | N
         lacks = [_FACT_WORDS.get(fact, fact) for fact in spec.needs if summary.get(fact) is False]
         if lacks:
             need = None
+        # at the budget a comparison takes by default (SF's), or the method's least where that is above it
+        # (a matrix a comparison forms is fitted in memory: the columns' memory matters where it is not)
+        runs = (_runs_from_columns(spec, matrix, need and max(need, count), max_memory if streamed else None,
+                                   context) if loaded is None else None)
+        runs = (runs or "no: needs it formed") if streamed else (runs or "–")
         per_method[method] = {"stores": spec.stores, "min_budget": need, "summary": spec.summary,
                               "from_columns": "columns" in spec.access,
+                              **({"from_columns_under_limit": runs == "yes"} if streamed else {}),
                               **({"not_applicable": f"X is not {' and '.join(lacks)}"} if lacks else {})}
-        runs = ("yes" if "columns" in spec.access else "no: needs it formed") if streamed else \
-            ("yes" if "columns" in spec.access else "–")
         table.add({"method": method, "stores": spec.stores,
                    "min_budget": f"never (X is not {' and '.join(lacks)})" if lacks else
                    "never" if need is None else f"{need:,}",
@@ -136,6 +140,23 @@ def describe(matrix, *, count_indices: bool = COUNT_INDICES, max_memory: int | N
                                       "share_of_dense": count / dense},
             "tsvd_rank_at_sf_budget": rank, "methods": per_method, "notes": table.notes}
     return MatrixDescription(facts, [table], data)
+
+
+def _runs_from_columns(spec, source: MatrixSource, budget: int | None, max_memory: int | None,
+                       context: RunContext) -> str | None:
+    """``info``'s word on a method's fit from ``source``'s columns at ``budget``: "yes", or "no: ..." where
+    what it keeps with its passes' blocks is over the memory limit (as a comparison would refuse it:
+    :func:`~sfapprox._base.least_columns_limit`); None where it does not work from columns."""
+    if "columns" not in spec.access:
+        return None
+    limit = memory_limit(max_memory)
+    if budget is None or limit is None:
+        return "yes"
+    if spec.columns_memory is not None:
+        least = least_columns_limit(spec, source, budget)
+    else:  # SF sizes its own fit from columns
+        least = spec.make(source.n, budget, context).least_columns_limit(source)
+    return "yes" if least <= limit else f"no: needs --max-memory {format_bytes(least, up=True)}"
 
 
 def _source_facts(source: MatrixSource, max_memory: int | None) -> list[tuple[str, Any]]:
@@ -258,6 +279,9 @@ def describe_factors(path) -> MatrixDescription:
 def describe_methods() -> MatrixDescription:
     """Every registered method: its name, stored-number formula and what it fits (``sfapprox methods``).
 
+    ``data`` has ``"methods"`` (name -> what it fits), ``"stores"`` (name -> stored-number formula) and
+    ``"from_columns"`` (name -> whether it works from column blocks of a matrix never formed).
+
     Examples
     --------
     >>> d = describe_methods()
@@ -267,9 +291,14 @@ def describe_methods() -> MatrixDescription:
     table = Table("methods (--methods NAME,NAME,...)", [Column("name", "name", "left"),
                                                         Column("stores", "stores", "left"),
                                                         Column("summary", "what", "left")])
-    for name, spec in methods().items():
+    registered = methods()
+    for name, spec in registered.items():
         table.add({"name": name, "stores": spec.stores, "summary": spec.summary})
-    return MatrixDescription([], [table], {"methods": {name: spec.summary for name, spec in methods().items()}})
+    # "methods" stays name -> summary (scripts read it); the formulas and access beside it
+    return MatrixDescription([], [table], {"methods": {name: spec.summary for name, spec in registered.items()},
+                                           "stores": {name: spec.stores for name, spec in registered.items()},
+                                           "from_columns": {name: "columns" in spec.access
+                                                            for name, spec in registered.items()}})
 
 
 def describe_formats() -> MatrixDescription:

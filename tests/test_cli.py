@@ -225,6 +225,9 @@ def test_formats_and_methods_commands():
     assert res.exit_code == 0 and "mtx" in res.output and "--markdown" in res.output
     res = invoke("methods", "--json", "-")
     assert res.exit_code == 0 and {"sf", "tsvd", "nmf"} <= set(json.loads(res.stdout)["methods"])
+    data = json.loads(res.stdout)  # the table's formulas were missing from the JSON
+    assert data["stores"]["tsvd"] == "r·(2N + 1)" and set(data["stores"]) == set(data["methods"])
+    assert data["from_columns"]["rsvd"] is True and data["from_columns"]["nmf"] is False
 
 
 def test_info_and_compare_with_a_saved_fit(tmp_path, small_mtx):

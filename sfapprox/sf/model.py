@@ -739,6 +739,29 @@ class ChordSF(Approximation):
                                    reach=int(offsets.max()) if len(offsets) else 0,
                                    n_starts=n_starts or len(self._inits()), input_bytes=held)
 
+    def least_columns_limit(self, source: MatrixSource) -> int:
+        """The smallest ``max_memory`` under which this estimator's fit from ``source``'s column blocks
+        runs (its narrowest blocks, the libraries' working set, a matrix held beside it): what ``info``
+        says a comparison from columns needs, the figure the fit's refusal is checked against.
+
+        Parameters
+        ----------
+        source : MatrixSource
+            The matrix known by its columns.
+
+        Returns
+        -------
+        int
+            Bytes.
+        """
+        from . import _columns
+
+        offsets, n_factors = self._structure(source.n)
+        settings = COLUMN_SETTINGS or _columns.ColumnSettings()
+        history = settings.history if settings.optimizer == "lbfgs" else None
+        return (_columns.column_fit_memory(source.n, n_factors, len(offsets), 1, history=history)
+                + LIBRARY_WORKING_SET + COMPILED_WORKING_SET + source.held_bytes)
+
     def _fit_columns(self, source: MatrixSource, fit_begin: float) -> "ChordSF":
         """Fit from ``source``'s column blocks (:mod:`._columns`): the path of a matrix whose
         in-memory fit is over the memory limit.  The error is left to the caller's scoring

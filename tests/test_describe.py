@@ -1,0 +1,57 @@
+"""describe (``sfapprox info``): what it says a method can do is what a comparison then does."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sfapprox import ResourceError, compare
+from sfapprox.describe import describe, describe_methods
+from sfapprox.sources import KernelMatrix
+
+
+def _points(n=900, seed=0):
+    return np.random.default_rng(seed).standard_normal((n, 3))
+
+
+def _least(K, method, start=1 << 20):
+    """The smallest whole MiB limit under which info says ``method`` runs from ``K``'s columns."""
+    mib = start >> 20
+    while not describe(K, max_memory=mib << 20).data["methods"][method]["from_columns_under_limit"]:
+        mib += 1
+    return mib << 20
+
+
+@pytest.mark.parametrize("method", ["rsvd", "sparse", "sf"])
+def test_info_says_a_method_runs_from_columns_where_a_comparison_runs_it(method, monkeypatch):
+    """info said "yes" for every method that works from columns, whatever --max-memory: a comparison under
+    that limit then refused rsvd (32.3 MiB needed at 30M) and SF (250 MiB needed at 6M)."""
+    from sfapprox import _base
+    from sfapprox.sf import model
+    from sfapprox.sources import _base as source_base
+
+    # the libraries' working sets made small: the matrix and the fits decide at this N (900: 6.2 MiB formed)
+    for module in (_base, source_base, model):
+        monkeypatch.setattr(module, "LIBRARY_WORKING_SET", 1 << 16)
+    monkeypatch.setattr(model, "COMPILED_WORKING_SET", 1 << 16)
+    K = KernelMatrix(_points())
+    least = _least(K, method)
+    assert least > 1 << 20  # the limit matters: at 1 MiB info says no
+    said = describe(K, max_memory=least - (1 << 20)).data["methods"][method]
+    assert said["from_columns"] and not said["from_columns_under_limit"]
+    budget = describe(K).data["sf"]["count"]  # info decides at the comparison's default budget, SF's
+    for limit, runs in ((least - (1 << 20), False), (least, True)):
+        assert describe(K, max_memory=limit).data["matrix"]["formed_bytes"] > limit // 2  # not formed
+        try:
+            row = compare(K, [method], budget=budget, max_memory=limit, time_limit=0, max_iter=2,
+                          device="cpu").results[0]  # (no time limit: SF keeps the structure of its budget)
+        except ResourceError:  # the one method asked for does not fit: the comparison is refused whole
+            row, ran = None, False
+        else:
+            ran = row.status == "ok"
+        assert ran is runs, (limit, row)
+
+
+def test_methods_json_has_every_formula():
+    data = describe_methods().data
+    assert set(data["stores"]) == set(data["methods"]) == set(data["from_columns"])
