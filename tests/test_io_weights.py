@@ -227,3 +227,19 @@ def test_safetensors_tensors_never_share_bytes(tmp_path):
             "e": {"dtype": "F32", "shape": [0, 4], "data_offsets": [32, 32]}}
     path = raw_safetensors(tmp_path / "fine.safetensors", fine, data)
     np.testing.assert_array_equal(load_matrix(path, var="b").matrix, np.arange(16, 32).reshape(4, 4))
+
+
+@pytest.mark.parametrize("suffix", ["safetensors", "pt"])
+def test_an_empty_tensor_is_not_a_matrix_to_approximate(tmp_path, suffix):
+    """info listed a 0 x 0 tensor as square, usable; --var then refused it as empty."""
+    tensors = {"empty": np.zeros((0, 0), np.float32), "w": np.ones((3, 3), np.float32)}
+    path = tmp_path / f"m.{suffix}"
+    if suffix == "pt":
+        torch.save({k: torch.from_numpy(v) for k, v in tensors.items()}, path)
+    else:
+        write_safetensors(path, {k: ("F32", v) for k, v in tensors.items()})
+    table = describe_weights(path, "safetensors" if suffix == "safetensors" else "torch").tables[0]
+    assert [(r["name"], r["square"]) for r in table.rows] == [("empty", ""), ("w", "✓")]
+    assert load_matrix(path).n == 3  # the only square one, as before
+    with pytest.raises(InputError, match=r"tensor 'empty' has shape \[0, 0\], not a square matrix"):
+        load_matrix(path, var="empty")

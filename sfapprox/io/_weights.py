@@ -128,6 +128,18 @@ def _tensor_entry(src: Source, name: str, info: Any, data_size: int) -> dict[str
     return {"dtype": dtype, "shape": shape, "offsets": (begin, end)}
 
 
+def is_square(shape) -> bool:
+    """Whether a tensor of ``shape`` is a matrix to approximate: 2-D, square, not empty (a 0 x 0 tensor
+    was listed by ``info`` as usable, then refused by ``--var``).
+
+    Examples
+    --------
+    >>> is_square([4, 4]), is_square([0, 0]), is_square([4, 3]), is_square([4])
+    (True, False, False, False)
+    """
+    return len(shape) == 2 and shape[0] == shape[1] > 0
+
+
 def _choose(src: Source, shapes: dict[str, list[int]], var: str | None) -> str:
     """The tensor ``var`` names, or the only square 2-D one (``var="*"``, a manifest's "every square
     weight", left unexpanded only where the file has none: as no ``var``)."""
@@ -135,11 +147,11 @@ def _choose(src: Source, shapes: dict[str, list[int]], var: str | None) -> str:
         var = None
     if var is not None:
         if var not in shapes:
-            square = [n for n, s in shapes.items() if len(s) == 2 and s[0] == s[1]]
+            square = [n for n, s in shapes.items() if is_square(s)]
             raise src.fail(f"no tensor {var!r}; square weight matrices: {_listing(shapes, square)}",
                            "pick one with var= (--var NAME)")
         return var
-    square = [n for n, s in shapes.items() if len(s) == 2 and s[0] == s[1] > 0]
+    square = [n for n, s in shapes.items() if is_square(s)]
     if len(square) == 1:
         return square[0]
     if not square:
@@ -161,7 +173,7 @@ def read_safetensors(src: Source, opts: Options) -> ReadResult:
     name = _choose(src, {k: v["shape"] for k, v in tensors.items()}, opts.var)
     info = tensors[name]
     shape = info["shape"]
-    if len(shape) != 2 or shape[0] != shape[1]:
+    if not is_square(shape):
         raise src.fail(f"tensor {name!r} has shape {shape}, not a square matrix")
     check_memory(8 * shape[0] * shape[1], what=f"{src.display}: tensor {name!r}", limit=opts.max_memory)
     begin, end = info["offsets"]
@@ -234,7 +246,7 @@ def read_torch(src: Source, opts: Options) -> ReadResult:
         tensors = _torch_state(src, opts.max_memory)
     name = _choose(src, {k: list(t.shape) for k, t in tensors.items()}, opts.var)
     tensor = tensors[name]
-    if tensor.ndim != 2 or tensor.shape[0] != tensor.shape[1]:
+    if not is_square(tensor.shape):
         raise src.fail(f"tensor {name!r} has shape {list(tensor.shape)}, not a square matrix")
     if tensor.is_complex() or not (tensor.is_floating_point() or tensor.dtype in _INT_DTYPES()):
         raise src.fail(f"tensor {name!r} holds {tensor.dtype} values; a real numeric matrix is needed")
@@ -268,6 +280,6 @@ def list_weights(path, fmt: str) -> list[dict[str, Any]]:
         if fmt == "safetensors":
             tensors, _ = _safetensors_header(src)
             return [{"name": k, "shape": v["shape"], "dtype": v["dtype"],
-                     "square": len(v["shape"]) == 2 and v["shape"][0] == v["shape"][1]} for k, v in tensors.items()]
+                     "square": is_square(v["shape"])} for k, v in tensors.items()]
         return [{"name": k, "shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
-                 "square": t.ndim == 2 and t.shape[0] == t.shape[1]} for k, t in _torch_state(src).items()]
+                 "square": is_square(t.shape)} for k, t in _torch_state(src).items()]
