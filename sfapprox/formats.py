@@ -81,6 +81,10 @@ class Table:
         CSV columns of their own, after the others (``data_titles``).
     data_titles : dict of str to str
         Titles of those CSV-only columns, by key, in order.
+    hidden_notes : dict of str to list of str
+        Lines a terminal table shows under its notes when the column of that
+        key is left out to fit the window: what its cells said that matters
+        (why a row of a comparison has no result, when ``details`` gives way).
     """
 
     title: str
@@ -90,6 +94,7 @@ class Table:
     notes: list[str] = field(default_factory=list)
     data: list[dict[str, Any]] = field(default_factory=list)
     data_titles: dict[str, str] = field(default_factory=dict)
+    hidden_notes: dict[str, list[str]] = field(default_factory=dict)
 
     def add(self, row: dict[str, str], best: set[str] | None = None, data: dict[str, Any] | None = None) -> None:
         """Append a row of cells.
@@ -506,6 +511,9 @@ def render_rich(tables: list[Table], width: int | None = None) -> list[Any]:
                                     no_wrap=False, overflow="fold") for i in part])
             out.append(rich)
         notes = list(table.notes)
+        for c in table.columns:  # what a column left out said that the reader must not lose
+            if c.title in plan.hidden:
+                notes.extend(table.hidden_notes.get(c.key, []))
         if plan.hidden:
             notes.append(f"(left out to fit the window: {', '.join(plan.hidden)}; a wider window, "
                          "--json or --csv shows every column)")

@@ -280,6 +280,9 @@ class Comparison:
                 data=self._row_data(r, mark),
             )
         table.data_titles = {"winner": "winner", "fro_low": "‖X−X̂‖_F 95% low", "fro_high": "‖X−X̂‖_F 95% high"}
+        # a narrow window leaves out status and details first: why a row has no result still shows
+        table.hidden_notes["details"] = [f"{r.method}: {r.status}: {r.reason}" for r in self.results
+                                         if r.status != "ok" and r.reason]
         if winner is not None:
             table.notes.append(f"★ smallest error at this budget: {winner}")
         if any((r.error_estimate or {}).get("fro_interval") for r in self.results):

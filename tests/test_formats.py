@@ -173,3 +173,22 @@ def test_a_column_that_folds_is_a_text_column():
     numbers = [1, 2, 3, 4]
     assert all(plan.widths[i] < widest[i] for i in widest)
     assert [plan.widths[i] for i in numbers] == [6, 6, 9, 14]  # whole: their widest cell (or title)
+
+
+def test_a_narrow_window_still_says_why_a_comparison_row_has_no_result():
+    """At 50 columns status and details gave way: a row of dashes and no reason anywhere (a sweep said it
+    in notes)."""
+    import numpy as np
+
+    from sfapprox import compare
+
+    ring = np.roll(np.eye(30), 1, axis=1) + np.roll(np.eye(30), -1, axis=1)
+    tables = compare(ring, "nystrom,tsvd", budget=400).tables()
+    narrow, wide = " ".join(shown(tables, 50).split()), " ".join(shown(tables, 400).split())
+    assert "left out to fit the window" in narrow and "details" in narrow
+    assert "nystrom: not applicable: X is not positive semi-definite" in narrow
+    assert "nystrom: not applicable:" not in wide  # said once, in its row, where the column shows
+    t = Table("t", [Column("a", "a"), Column("why", "why", priority=1)])
+    t.add({"a": "1", "why": "9" * 40})  # a number: never folded, so left out at 30 columns
+    t.hidden_notes["why"] = ["a: because"]
+    assert "a: because" in shown([t], 30) and "a: because" not in shown([t], 300)
