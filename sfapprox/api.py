@@ -15,7 +15,7 @@ from ._atomic import FileStamp, OutputExistsError, write_json
 from ._errors import ParameterError
 from ._settings import SF_BASE, SF_SUPPORT, FitSettings, LoadOptions
 from .budget import parse_budget, resolve_budget, sf_config_for_budget
-from .comparison import as_loaded_matrix, check_load_applies, scoring_seconds, warnings_at_caller
+from .comparison import as_loaded_matrix, opened_input, scoring_seconds, warnings_at_caller
 from .estimate import estimate_errors
 from .factors import input_record, save_factors
 from .results import library_versions
@@ -148,12 +148,12 @@ def fit_matrix(
         if chosen:
             raise ParameterError(f"a budget chooses SF's structure itself; leave out {', '.join(chosen)} "
                                  "(or drop the budget)")
-    check_load_applies(matrix, load)
+    matrix = opened_input(matrix, load)
     if isinstance(matrix, MatrixSource):  # left to ChordSF: formed when its fit fits the memory limit
         target, name, n = matrix, matrix.name, matrix.n
         origin = input_record(matrix)
     else:
-        loaded = as_loaded_matrix(matrix, load)
+        loaded = as_loaded_matrix(matrix, None)
         target, name, n = loaded.matrix, loaded.name, loaded.n
         origin = input_record(loaded)
     if budget is not None:

@@ -233,6 +233,26 @@ def operator_as_source(matrix: Any) -> Any:
     return as_source(matrix) if isinstance(matrix, LinearOperator) else matrix
 
 
+def opened_input(matrix: Any, load: LoadOptions | None) -> Any:
+    """What :func:`compare`, :func:`~sfapprox.sweep.sweep` and :func:`~sfapprox.fit_matrix` work on: a file
+    opened as the command line opens it (:func:`~sfapprox.io.open_matrix`: a kernel of a point table, an
+    attention map and a ``.npy`` too big to load are sources; other files are read), a ``LinearOperator``
+    made a source (:func:`operator_as_source`), anything else as given.  A path with ``kernel=`` in its
+    load options was read as a plain table (TypeError from load_matrix).
+
+    Raises
+    ------
+    ParameterError
+        For load options given with anything but a path (:func:`check_load_applies`).
+    """
+    check_load_applies(matrix, load)
+    if isinstance(matrix, (str, os.PathLike)):
+        from .io import open_matrix  # here: sfapprox.io loads h5py and Pillow
+
+        return open_matrix(matrix, **(load or LoadOptions()).keywords())
+    return operator_as_source(matrix)
+
+
 def as_loaded_matrix(matrix, load: LoadOptions | None, max_memory: int | None = None):
     """A :class:`~sfapprox.io.LoadedMatrix` (validated once) from a path, a LoadedMatrix or an array.
 
@@ -534,13 +554,12 @@ def compare(
     parse_budget(budget)
     _check_structure(structure)
     saved = load_included(include, settings.max_memory)
-    check_load_applies(matrix, load)
-    matrix = operator_as_source(matrix)
+    matrix = opened_input(matrix, load)
     if isinstance(matrix, MatrixSource) and from_columns(matrix, names, settings.max_memory):
         return compare_columns(matrix, names, budget=budget, settings=settings, count_indices=count_indices,
                                protocol=protocol, structure=structure, callback=callback, on_result=on_result,
                                include=saved, matrix_info=matrix_info, executor=executor)
-    loaded = as_loaded_matrix(matrix, load, settings.max_memory)
+    loaded = as_loaded_matrix(matrix, None, settings.max_memory)
     check_included_shapes(saved, loaded.n)
     resolved = resolve_budget(budget, loaded.n)
     check_scoring_memory(loaded, settings.max_memory)
@@ -882,8 +901,8 @@ def _source_notes(saved: Mapping[str, Any], sha256: str | None, recipe: Mapping[
             notes.append(f"{name} was fitted to {source.get('path') or 'another input'} "
                          f"(sha256 {source['sha256'][:12]}…), not to this file")
         elif recipe and source.get("recipe") and _recipe_key(source["recipe"]) != _recipe_key(recipe):
-            notes.append(f"{name} was fitted to another matrix of this file ({_made(source['recipe'])}; this one: "
-                         f"{_made(recipe)})")
+            notes.append(f"{name} was fitted to another matrix of this file ({recipe_text(source['recipe'])}; this one: "
+                         f"{recipe_text(recipe)})")
     return notes
 
 
@@ -893,8 +912,9 @@ def _recipe_key(recipe: Mapping[str, Any]) -> dict:
             for k, v in recipe.items()}
 
 
-def _made(description: Mapping[str, Any]) -> str:
-    """A source's description, for a note: ``kernel=rbf, bandwidth=1.2``."""
+def recipe_text(description: Mapping[str, Any]) -> str:
+    """A source's description (a matrix made from a file: its recipe), for a note or ``info`` of a saved
+    fit: ``kernel=rbf, bandwidth=1.2``."""
     return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                      for k, v in description.items() if k not in ("kind", "points"))
 

@@ -10,7 +10,7 @@ from ._base import RunContext, least_columns_limit, methods
 from ._settings import COUNT_INDICES
 from ._validation import format_bytes, memory_limit
 from .budget import sf_count, sf_structure, tsvd_count, tsvd_rank_for_budget
-from .comparison import as_loaded_matrix, formable, formed_need
+from .comparison import as_loaded_matrix, formable, formed_need, recipe_text
 from .factors import load_factors
 from .formats import Column, OutputFormat, Table
 from .sources import MatrixSource
@@ -261,6 +261,9 @@ def describe_factors(path) -> MatrixDescription:
         facts.append(("note", "the run had not beaten the factors it started from: these are they"))
     if source:
         facts.append(("fitted to", f"{source.get('name', '?')} ({source.get('path') or 'array'})"))
+        if source.get("recipe"):  # a matrix made from the file (a kernel of its points): not the file's table
+            recipe = source["recipe"]
+            facts.append(("the matrix", f"{recipe.get('kind', 'made')} of the file: {recipe_text(recipe)}"))
         if source.get("sha256"):
             facts.append(("its sha256", source["sha256"]))
     if saved.versions:

@@ -18,14 +18,13 @@ from .budget import parse_budget, resolve_budget
 from .comparison import (
     as_loaded_matrix,
     build_comparison,
-    check_load_applies,
     check_methods_memory,
     check_methods_memory_from_columns,
     check_scoring_memory,
     columns_note,
     compare_columns,
     from_columns,
-    operator_as_source,
+    opened_input,
     run_all,
     settings_with,
     warnings_at_caller,
@@ -346,12 +345,11 @@ def sweep(
     if protocol not in PROTOCOLS:
         raise ParameterError(f"unknown protocol {protocol!r}; choose {' or '.join(PROTOCOLS)}")
     specs = _budget_specs(budgets)
-    check_load_applies(matrix, load)
-    matrix = operator_as_source(matrix)
+    matrix = opened_input(matrix, load)
     if isinstance(matrix, MatrixSource) and from_columns(matrix, names, settings.max_memory):
         return _sweep_columns(matrix, names, specs, settings=settings, count_indices=count_indices,
                               protocol=protocol, callback=callback, on_result=on_result, matrix_info=matrix_info)
-    loaded = as_loaded_matrix(matrix, load, settings.max_memory)
+    loaded = as_loaded_matrix(matrix, None, settings.max_memory)
     resolved, merged = _distinct_budgets(specs, loaded.n)
     check_scoring_memory(loaded, settings.max_memory)
     check_methods_memory(names, loaded, settings.max_memory)

@@ -30,3 +30,22 @@ def test_the_methods_that_work_from_columns_are_importable_from_the_package():
         cls = getattr(sfapprox, name)
         assert name in sfapprox.__all__ and methods()[cls._method].access == ("dense", "columns")
 
+
+
+def test_a_path_with_kernel_options_is_the_kernel_matrix_in_every_entry_point(tmp_path):
+    """compare/sweep/fit_matrix of a points file with LoadOptions(kernel=...) let load_matrix's TypeError
+    out ("unexpected keyword argument 'kernel'"): the command line opened it, the API read it as a table."""
+    from sfapprox import LoadOptions, compare
+    from sfapprox.sources import KernelMatrix
+    from sfapprox.sweep import sweep
+
+    points = np.random.default_rng(0).standard_normal((60, 2))
+    np.savetxt(tmp_path / "pts.csv", points, delimiter=",")
+    load = LoadOptions(kernel="rbf", bandwidth=0.7)
+    K = KernelMatrix(points, bandwidth=0.7)
+    from_file = compare(tmp_path / "pts.csv", "tsvd", budget=500, load=load).results[0]
+    assert from_file.rel_error == pytest.approx(compare(K, "tsvd", budget=500).results[0].rel_error)
+    point = sweep(tmp_path / "pts.csv", [500], "tsvd", load=load).points[0].results[0]
+    assert point.rel_error == pytest.approx(from_file.rel_error)
+    run = fit_matrix(tmp_path / "pts.csv", load=load, settings=FitSettings(max_iter=3, device="cpu"))
+    assert run.summary["matrix"] == "pts" and run.summary["n"] == 60

@@ -231,6 +231,20 @@ def test_a_checkpoint_says_it_is_one_and_names_its_matrix(tmp_path):
     assert facts["holds"].startswith("a checkpoint of an unfinished sf fit") and "fitted to" in facts
 
 
+def test_info_of_a_kernel_fit_says_which_matrix_of_the_file_it_is(tmp_path):
+    """info said "fitted to pts (pts.csv)": the points' table, not their rbf kernel at bandwidth 0.7."""
+    from sfapprox import FitSettings, LoadOptions
+    from sfapprox.api import fit_matrix
+    from sfapprox.describe import describe_factors
+
+    np.savetxt(tmp_path / "pts.csv", np.random.default_rng(0).standard_normal((40, 2)), delimiter=",")
+    out = tmp_path / "k.h5"
+    fit_matrix(tmp_path / "pts.csv", settings=FitSettings(max_iter=3, device="cpu"), out=out,
+               load=LoadOptions(kernel="rbf", bandwidth=0.7))
+    facts = dict(describe_factors(out).facts)
+    assert facts["the matrix"] == "kernel of the file: kernel=rbf, bandwidth=0.7, bandwidth_rule=given"
+
+
 def test_a_group_where_a_dataset_belongs_is_a_damaged_file_not_a_traceback(tmp_path):
     """values replaced by a group: AttributeError ('Group' object has no attribute 'shape'), exit 1."""
     import h5py
