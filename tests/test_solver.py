@@ -627,6 +627,10 @@ def test_compiled_call_limits():
     assert steps == min(90, int(_solver.COMPILED_CALL_SECONDS / 0.001)) and evals == 6 and timed > 10**9
     assert _solver._compiled_call_limits(state, options, _solver._timing.Deadline.after(None), True)[0] == 1
     assert _solver._compiled_call_limits(state, options, _solver._timing.Deadline.after(0.0105), False)[2] in (9, 10)
+    # --time-limit 1e308 / 1e300: OverflowError / an int too big for the compiled loop, which then failed
+    for huge in (1e308, 1e300):
+        timed = _solver._compiled_call_limits(state, options, _solver._timing.Deadline.after(huge), False)[2]
+        assert timed == 1 << 62
 
 
 def test_a_failure_of_the_compiled_iterations_hands_the_fit_to_the_python_loop(compiled_calls, monkeypatch):

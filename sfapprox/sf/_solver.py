@@ -478,7 +478,9 @@ def _compiled_call_limits(state: dict, options: LBFGSOptions, deadline: _timing.
         steps = min(steps, max(1, int(COMPILED_CALL_SECONDS / per)))
     evals_left = big if options.max_evals is None else options.max_evals - state["func_evals"]
     left = deadline.left()
-    time_evals = big if not math.isfinite(left) else (big if per <= 0 else int(left / per))
+    # capped before int(): a time limit of 1e308 s made left / per inf (OverflowError) or 1e300 an int the
+    # compiled loop cannot take, which sent every later fit of the process to the Python loop
+    time_evals = big if not math.isfinite(left) or per <= 0 else int(min(left / per, big))
     return max(steps, 0), max(evals_left, 0), max(time_evals, 0)
 
 
