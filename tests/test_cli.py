@@ -858,3 +858,15 @@ def test_a_memory_refusal_of_the_moment_is_a_failure_tried_again(monkeypatch):
     monkeypatch.setattr(tsvd.TruncatedSVD, "fit", refused)
     assert compare(X, "tsvd").results[0].status == "failed"
     assert compare(X, "tsvd", settings=FitSettings(max_memory=1 << 30)).results[0].status == "not applicable"
+
+
+def test_more_threads_than_cores_is_said_and_recorded_as_run(tmp_path, small_mtx, monkeypatch):
+    """--threads 1000 ran 2 threads without a word, and the results recorded 1000."""
+    from sfapprox import _threads
+
+    monkeypatch.setattr(_threads, "available_cores", lambda: 2)
+    js = tmp_path / "c.json"
+    res = invoke("compare", small_mtx, "--methods", "tsvd", "--threads", "1000", "--json", js)
+    assert res.exit_code == 0, res.output
+    assert "--threads 1000 is more than the 2 cores this process may use; the fits use 2" in res.stderr
+    assert json.loads(js.read_text())["settings"]["threads"] == 2

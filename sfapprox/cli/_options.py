@@ -186,10 +186,20 @@ FIT = Group(
 
 def _usable(settings: FitSettings) -> FitSettings:
     """``settings`` once its device is one this machine has (checked before any file is read: a batch
-    fetched its downloads and wrote a failed line per SF fit for --device cuda on a CPU)."""
+    fetched its downloads and wrote a failed line per SF fit for --device cuda on a CPU), and its threads
+    at most the cores this process may use."""
     from .._device import check_device
+    from .._threads import available_cores
 
     check_device(settings.device)
+    cores = available_cores()
+    if settings.threads is not None and settings.threads > cores:
+        # the fits never use more (the count was recorded as asked while 2 threads ran): said, and recorded as run
+        from ._render import note
+
+        note(f"note: --threads {settings.threads} is more than the {cores} cores this process may use; the fits "
+             f"use {cores}")
+        settings = dataclasses.replace(settings, threads=cores)
     return settings
 
 #: The command-line option of each FitSettings field whose value a user types.
