@@ -431,3 +431,40 @@ def test_the_report_csv_names_each_rows_category_with_one_category_or_several():
         records = [rec(f"m{i}", "sf", fro=1.0, category=c) for i, c in enumerate(categories)]
         rows = list(csv.DictReader(io.StringIO(render_csv(build_report(records).tables()))))
         assert [r["category"] for r in rows] == categories
+
+
+def test_lines_of_one_name_made_from_different_matrices_are_not_ranked():
+    """An entry changed from N = 32 to 64 and a batch redid tsvd only: the row showed N = 32, sparse's error
+    of the old matrix beside tsvd's of the new, and a winner."""
+    old = rec("band", "sparse", fro=0.0, n=32, source={"generator": "banded", "params": {"n": 32}})
+    new = rec("band", "tsvd", fro=8.9, n=64, source={"generator": "banded", "params": {"n": 64}})
+    row = build_report([old, new]).tables_by_category[0].rows[0]
+    assert row.winner is None and row.mixed == "N 32, 64"
+    # the same size, another input (a file's content, a generator's seed): not ranked either
+    seeded = rec("band", "tsvd", fro=8.9, n=32, source={"generator": "banded", "params": {"n": 32, "seed": 2}})
+    row = build_report([old, seeded]).tables_by_category[0].rows[0]
+    assert row.winner is None and "different inputs" in row.mixed
+    same = rec("band", "tsvd", fro=8.9, n=32, source={"generator": "banded", "params": {"n": 32}})
+    assert build_report([old, same]).tables_by_category[0].rows[0].winner == "sparse"
+
+
+def test_an_edited_line_over_its_budget_is_not_ranked():
+    row = build_report([rec("m", "sf", fro=1.0), rec("m", "tsvd", fro=0.5, nnz=5000)]).tables_by_category[0].rows[0]
+    assert row.winner is None and row.mixed == "tsvd stores 5,000 numbers, over its budget 120"
+
+
+def test_a_report_says_which_lines_it_could_not_read(tmp_path):
+    """A damaged line changed the winner in every exported report; only stderr said a line was skipped."""
+    from sfapprox.cli import app
+
+    out = tmp_path / "run"
+    out.mkdir()
+    body = [json.dumps(r) for r in RECORDS]
+    body[3] = "this is not json"  # sawmill's tsvd: sf is left alone in its row
+    (out / "results.jsonl").write_text("\n".join(body) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["report", str(out), "--json", str(tmp_path / "r.json"),
+                                      "--markdown", str(tmp_path / "r.md")])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "r.json").read_text())["skipped_lines"] == {"4": "not valid JSON"}
+    text = " ".join((tmp_path / "r.md").read_text().split())
+    assert "1 line(s) of the results file could not be read and are left out (line 4 (not valid JSON))" in text

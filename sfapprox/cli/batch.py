@@ -221,8 +221,9 @@ def _after_run(summary, out_dir: Path) -> None:
         note(f"warning: {out_dir} holds lines made with other settings ({line}); the report ranks "
              "them beside this run's (--redo reruns the selected pairs; another --out-dir keeps runs apart)",
              style="yellow")
-    records = read_results(summary.results_path).records
-    report = build_report(records)
+    parsed = read_results(summary.results_path)
+    records = parsed.records
+    report = build_report(records, parsed.skipped())
     tables = report.tables()
     show_tables(tables, Outputs())
     _problems(records)
@@ -289,7 +290,7 @@ def report(
         if not parsed.records:  # printed nothing, exit 0: as if the folder held a report of nothing
             raise InputError(f"{results}: no result lines yet; run 'sfapprox batch MANIFEST --out-dir {out_dir}' "
                              "(a batch stopped before its first pair finished leaves none)")
-        rep = build_report(parsed.records)
+        rep = build_report(parsed.records, parsed.skipped())
         tables = rep.tables()
         show_tables(tables, outputs)
         _unavailable(rep)

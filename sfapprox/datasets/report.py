@@ -144,12 +144,17 @@ class Report:
     unavailable : list of Unavailable
         The matrices left out of the tables because no method could run on
         them (their records stay in ``records``).
+    skipped_lines : dict of int to str
+        Lines of the results file that could not be read (damaged, edited),
+        by number, with why: said in the tables' notes and the JSON, as a
+        row may lack the line of a method, and its winner be another.
     """
 
     records: list[dict[str, Any]]
     methods: list[str]
     tables_by_category: list[CategoryTable] = field(default_factory=list)
     unavailable: list[Unavailable] = field(default_factory=list)
+    skipped_lines: dict[int, str] = field(default_factory=dict)
 
     def total_wins(self) -> dict[str, int]:
         """Rows won by each method, over every category."""
@@ -185,7 +190,12 @@ class Report:
         mixed = [f"{row.name} ({row.mixed})" for cat in self.tables_by_category for row in cat.rows if row.mixed]
         if out and mixed:
             out[-1].notes.append(f"not ranked, their lines measured different things: {', '.join(mixed)}; "
-                                 "'sfapprox batch' with one budget redoes them")
+                                 "'sfapprox batch --redo' with one budget and the manifest as it is now redoes them")
+        if out and self.skipped_lines:  # a damaged line's method is unknown: any row may lack it
+            lines = sorted(self.skipped_lines)
+            shown = ", ".join(f"{k} ({self.skipped_lines[k]})" for k in lines[:3]) + (" …" if len(lines) > 3 else "")
+            out[-1].notes.append(f"{len(lines)} line(s) of the results file could not be read and are left out "
+                                 f"(line {shown}): a row may lack a method's line, and its winner be another")
         differ = self.mixed_settings()
         if out and differ:
             said = "; ".join(f"{key} {' and '.join(values)}" for key, values in differ.items())
@@ -232,6 +242,7 @@ class Report:
             "statuses": self.statuses(),
             "unavailable": [u.name for u in self.unavailable],
             "mixed_settings": self.mixed_settings(),
+            "skipped_lines": {str(k): v for k, v in sorted(self.skipped_lines.items())},
             "records": self.records,
             "versions": library_versions(),
         }
@@ -292,7 +303,28 @@ def _mixed_measures(results: dict[str, dict[str, Any]]) -> str | None:
         values = {repr((r.get("settings") or {}).get(key)) for r in scored}
         if len(values) > 1:
             differ.append(f"{key} {', '.join(sorted(values))}")
+    # Lines of one name made from different matrices (an entry whose parameters or file changed, and a
+    # batch that redid only some methods): an N = 64 matrix's error ranked beside an N = 32 one's.
+    sizes = {r.get("n") for r in scored}
+    if len(sizes) > 1:
+        differ.append(f"N {', '.join(str(n) for n in sorted(sizes, key=str))}")
+    elif len({_input_identity(r) for r in scored}) > 1:
+        differ.append("made from different inputs (the entry's file or parameters changed)")
+    # a batch never writes one (a method over its budget is a bug): an edited line, not a result
+    differ.extend(f"{r['method']} stores {r['nnz']:,} numbers, over its budget {r['budget']:,}" for r in scored
+                  if _count(r.get("nnz")) and _count(r.get("budget")) and r["nnz"] > r["budget"])
     return "; ".join(differ) or None
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _input_identity(record: dict[str, Any]) -> str:
+    """What identifies the matrix a line was made from: its file's digest and how it was read or made
+    (the manifest entry's ``source``: file, generator and parameters, reading options)."""
+    info = record.get("matrix_info") if isinstance(record.get("matrix_info"), dict) else {}
+    return json.dumps([info.get("sha256"), record.get("source")], sort_keys=True, default=str)
 
 
 def _unavailable(name: str, category: str, records: list[dict[str, Any]]) -> Unavailable:
@@ -306,13 +338,16 @@ def _unavailable(name: str, category: str, records: list[dict[str, Any]]) -> Una
     return Unavailable(name, category, error, missing, **text)
 
 
-def build_report(records: list[dict[str, Any]]) -> Report:
+def build_report(records: list[dict[str, Any]], skipped_lines: dict[int, str] | None = None) -> Report:
     """Group records (the last one per (matrix, method) wins) into category tables.
 
     Parameters
     ----------
     records : list of dict
         Batch records, in file order (:func:`~sfapprox.datasets.read_results`).
+    skipped_lines : dict of int to str, optional
+        The results file's lines that could not be read, with why
+        (:meth:`~sfapprox.datasets.results_file.ResultsFile.skipped`): the report says so.
 
     Returns
     -------
@@ -332,7 +367,7 @@ def build_report(records: list[dict[str, Any]]) -> Report:
     for r in ordered:
         by_category.setdefault(r.get("category") or "other", {}).setdefault(r["matrix"], []).append(r)
     order = [c for c in CATEGORIES if c in by_category] + sorted(c for c in by_category if c not in CATEGORIES)
-    report = Report(ordered, methods)
+    report = Report(ordered, methods, skipped_lines=dict(skipped_lines or {}))
     for category in order:
         rows = []
         for name, recs in by_category[category].items():

@@ -162,6 +162,10 @@ class ResultsFile:
     problems: dict[int, str] = field(default_factory=dict)
     unterminated: bool = False
 
+    def skipped(self) -> dict[int, str]:
+        """The complete lines that are not valid records, by number, with why (what a report says it left out)."""
+        return {number: self.problems.get(number, "invalid") for number in self.bad_lines}
+
     def latest(self) -> dict[tuple[str, str], dict[str, Any]]:
         """The last record of each (matrix, method)."""
         return {(r["matrix"], r["method"]): r for r in self.records}
