@@ -509,7 +509,7 @@ def test_a_stop_while_the_report_is_made_says_the_lines_are_kept(tmp_path, monke
     m = write_manifest(tmp_path / "m.toml", gen_entry("a"))
     out = tmp_path / "out"
 
-    def stopped(records):
+    def stopped(records, skipped=None):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(datasets, "build_report", stopped)
