@@ -151,6 +151,12 @@ def test_synthetic_manifest_attention_entropy_decreases():
         ("attention", {"n": 8, "beta": 0.0}, "beta=0.0 must be positive"),
         ("low_rank_plus_sparse", {"n": 8, "rank": 9}, "rank=9 must be between 1 and n=8"),
         ("random_sparse", {"n": 1}, r"n=1 must be an integer >= 2"),
+        # made NaN/inf entries ("unavailable", retried every run) or ran for minutes
+        ("circulant", {"n": 64, "decay": -200.0}, r"decay=-200.0 makes entries .* must be at most 300"),
+        ("attention", {"n": 16, "spread": 1e300}, r"spread=1e\+300 must be between 0.0 and 1000000.0"),
+        ("attention", {"n": 16, "beta": 1e300}, r"beta=1e\+300 must be between"),
+        ("low_rank_plus_sparse", {"n": 16, "sparse_scale": 1e308}, r"sparse_scale=1e\+308 must be between"),
+        ("edge_image", {"n": 16, "n_shapes": 10**9}, r"n_shapes=1000000000 must be <= 100,000 at n=16"),
     ],
 )
 def test_generate_rejects_bad_parameters(name, params, match):
@@ -167,3 +173,11 @@ def test_generate_refuses_a_matrix_over_the_memory_limit_before_making_it():
     with pytest.raises(ResourceError, match=r"generator 'banded' with n=10000000 needs about .* over the memory limit of 1.0 MiB"):
         generate("banded", {"n": 10_000_000}, max_memory=2**20)  # 1.4 PiB of index grid before
     assert generate("banded", {"n": 64}, max_memory=2**20).matrix.shape == (64, 64)
+    # the parameters that size a generator's other arrays count too: numpy's MemoryError came first
+    for name, params in (("attention", {"n": 16, "dim": 10**9}), ("covariance", {"n": 16, "n_latent": 10**9}),
+                         ("chord_product", {"n": 16, "n_factors": 10**8})):
+        assert generator_peak_bytes(name, params) > 10**10
+        with pytest.raises(ResourceError, match=rf"generator '{name}' with n=16 needs about"):
+            generate(name, params, max_memory=2**30)
+    for name in ("attention", "covariance", "chord_product"):  # the defaults still fit a small limit
+        assert generate(name, {"n": 32}, max_memory=2**22).matrix.shape == (32, 32)

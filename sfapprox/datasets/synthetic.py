@@ -509,9 +509,19 @@ _RULES: dict[str, tuple[str, Any, Any]] = {
     "n_samples": ("int", 2, None), "n_latent": ("int", 1, None), "dim": ("int", 1, None),
     "n_clusters": ("int", 1, None), "n_shapes": ("int", 0, None), "base": ("int", 2, None),
     "n_factors": ("int", 1, None), "density": ("float", 0.0, 1.0), "noise": ("float", 0.0, None),
-    "sparse_scale": ("float", None, None), "decay": ("float", None, None), "spread": ("float", 0.0, None),
-    "beta": ("float", 0.0, None), "symmetric": ("bool", None, None), "gradient": ("bool", None, None),
+    # scales bounded where float64 stays finite through the matrix's making and its norm (1e308 overflowed
+    # to inf; the softmax of logits of 1e300 was NaN): far beyond any value that changes the matrix's kind
+    "sparse_scale": ("float", -1e100, 1e100), "decay": ("float", None, None), "spread": ("float", 0.0, 1e6),
+    "beta": ("float", 0.0, 1e6), "symmetric": ("bool", None, None), "gradient": ("bool", None, None),
 }
+
+#: ``|decay| * ln(n)`` at most this: circulant's entries ``/ (1 + k)^decay`` stay within 1e±130 (decay = -200
+#: at n = 64 overflowed to inf, "1856 NaN/Inf entries").
+DECAY_LOG_MAX = 300.0
+#: edge_image paints each shape over its whole ``n x n`` grid, one Python step each: ``n_shapes * n^2`` at
+#: most EDGE_PAINT_MAX and ``n_shapes`` at most EDGE_SHAPES_MAX (a billion shapes ran for minutes, before
+#: any time limit, which does not cover making a matrix).
+EDGE_PAINT_MAX, EDGE_SHAPES_MAX = 1 << 32, 100_000
 
 
 def _check_value(name: str, value: Any, n: int) -> None:
@@ -583,6 +593,13 @@ def check_params(name: str, params: dict[str, Any]) -> dict[str, Any]:
             raise ParameterError(f"density={values['density']!r} must be in (0, 1]")
         if name == "attention" and values["beta"] == 0:
             raise ParameterError(f"beta={values['beta']!r} must be positive")
+        if name == "circulant" and abs(values["decay"]) * math.log(values["n"]) > DECAY_LOG_MAX:
+            raise ParameterError(f"decay={values['decay']!r} makes entries (1 + k)^{-values['decay']:g} beyond "
+                                 f"float64's range; |decay| * ln(n) must be at most {DECAY_LOG_MAX:g}")
+        most = min(EDGE_SHAPES_MAX, EDGE_PAINT_MAX // values["n"] ** 2)
+        if name == "edge_image" and values["n_shapes"] > most:
+            raise ParameterError(f"n_shapes={values['n_shapes']!r} must be <= {most:,} at n={values['n']} (each "
+                                 "shape is painted over the whole image)")
     except ParameterError as exc:
         raise ParameterError(f"generator {name!r}: {exc}") from None
     return values
@@ -614,8 +631,27 @@ def generator_peak_bytes(name: str, params: dict[str, Any]) -> int:
     if name == "random_sparse":  # about 3 copies of (value, column) pairs while scipy builds the matrix
         density = float(params.get("density", 0.05))
         return int(48 * max(0.0, min(density, 1.0)) * n * n) + 16 * n
-    extra = 16 * int(params.get("n_samples", 500)) * n if name == "covariance" else 0
-    return _PEAK_ARRAYS.get(name, 4) * 8 * n * n + extra
+    return _PEAK_ARRAYS.get(name, 4) * 8 * n * n + _side_bytes(name, n, params)
+
+
+def _side_bytes(name: str, n: int, params: dict[str, Any]) -> int:
+    """A generator's arrays besides its ``n x n`` ones, from the parameters that size them (a covariance of
+    a billion latent factors, attention of a billion dimensions and chord_product of 1e8 factors were
+    numpy's MemoryError, past any --max-memory, where they are refused first)."""
+    def get(key: str, default: int) -> int:
+        value = params.get(key, default)
+        return default if value is None else int(value)
+
+    if name == "covariance":  # the samples (and their noise), the latent draws and the loadings
+        samples, latent = get("n_samples", 500), get("n_latent", 4)
+        return 8 * (2 * samples * n + latent * (samples + n))
+    if name == "attention":  # centres, the tokens and their noise
+        dim = get("dim", 16)
+        return 8 * dim * (get("n_clusters", 4) + 2 * n)
+    if name == "chord_product":  # the factors' values
+        offsets = len(chord_offsets(n, get("base", 2)))
+        return 8 * get("n_factors", default_n_factors(n)) * n * offsets
+    return 0
 
 
 def generate(name: str, params: dict[str, Any], max_memory: int | None = None) -> Generated:
