@@ -222,8 +222,10 @@ def plot_comparison(loaded, comparison, path: str | os.PathLike, *, scale: str =
     rows = sampled_indices(n)
     panels = {}
     for r in comparison.results:
-        if r.operator is not None and r.rel_error is not None:
-            panels[f"{r.method}\n{r.nnz:,} numbers, rel {r.rel_error:.3g}"] = _operator_entries(r.operator, rows)
+        if r.operator is not None and (r.rel_error is not None or r.fro_error is not None):
+            # a zero matrix has no relative error (0/0): its panels show the absolute one, not nothing
+            error = f"rel {r.rel_error:.3g}" if r.rel_error is not None else f"‖X−X̂‖_F {r.fro_error:.3g}"
+            panels[f"{r.method}\n{r.nnz:,} numbers, {error}"] = _operator_entries(r.operator, rows)
     title = f"{loaded.name} (N={n}), budget {comparison.budget:,} numbers"
     if rows.size < n:
         title += f"; 1 row and column in {rows[1]} shown"
@@ -311,6 +313,8 @@ def plot_sweep(sweep, path: str | os.PathLike, *, force: bool = True) -> None:
                 if r.status in ("ok", "interrupted") and r.rel_error is not None:  # (interrupted: its best so far)
                     xs.append(point.budget / n**2)
                     ys.append(r.rel_error)
+                elif r.status in ("ok", "interrupted"):  # ("ok at every budget" said a zero matrix's gap)
+                    reasons.append("no relative error (‖X‖_F = 0)" if r.fro_error is not None else "not scored")
                 else:
                     reasons.append(r.status)
         if xs:

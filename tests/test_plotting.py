@@ -93,3 +93,27 @@ def test_a_figure_type_matplotlib_cannot_write_is_a_parameter_error(tmp_path):
     with pytest.raises(ParameterError, match="cannot write a figure of type '.foo'"):
         plot_sweep(s, tmp_path / "x.foo")
     assert not (tmp_path / "x.foo").exists()
+
+
+def test_a_zero_matrix_gets_its_panels_and_the_sweep_says_why_it_has_no_curve(monkeypatch, tmp_path):
+    """A zero matrix's compare figure dropped every method's panel (no relative error: 0/0), and the sweep's
+    empty axes said "tsvd: ok at every budget"."""
+    pytest.importorskip("matplotlib")
+    import sfapprox.plotting as plotting
+    from sfapprox import compare
+    from sfapprox.io import LoadedMatrix
+
+    Z = np.zeros((16, 16))
+    seen = {}
+    monkeypatch.setattr(plotting, "plot_approximations",
+                        lambda X, panels, path, **k: seen.update(panels=panels))
+    plotting.plot_comparison(LoadedMatrix(Z, "z", None, "npy"), compare(Z, "tsvd,sparse", budget=100),
+                             tmp_path / "p.png")
+    assert sorted(t.split("\n")[0] for t in seen["panels"]) == ["sparse", "tsvd"]
+    assert all("‖X−X̂‖_F 0" in t for t in seen["panels"])
+    texts = []
+    import matplotlib.axes
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "text", lambda self, x, y, s, **k: texts.append(s))
+    plot_sweep(sweep(Z, [0.2, 0.5], ["tsvd"]), tmp_path / "s.png")
+    assert texts == ["tsvd: no relative error (‖X‖_F = 0) at every budget"]
