@@ -677,9 +677,11 @@ def test_a_kernel_entry_too_big_for_the_limit_runs_from_columns(tmp_path):
 
 
 @pytest.mark.parametrize("load,match", [
-    ('kernel = "gauss"', "must be one of rbf"),
-    ("bandwidth = 2.0", "needs a 'kernel'"),
-    ('kernel = "rbf", bandwidth = -1.0', "positive number"),
+    ('kernel = "gauss"', "load options: unknown kernel 'gauss'; choose one of rbf"),
+    ("bandwidth = 2.0", "load options: a bandwidth needs a kernel"),
+    ('kernel = "rbf", bandwidth = -1.0', "load options: bandwidth must be a positive, finite number, got -1.0"),
+    ('kernel = "rbf", bandwidth = nan', "load options: bandwidth must be a positive, finite number, got nan"),
+    ('kernel = "linear", bandwidth = 1.0', "load options: the linear kernel takes no bandwidth"),
 ])
 def test_bad_kernel_entries_are_refused_when_the_manifest_is_read(tmp_path, load, match):
     from sfapprox.datasets.manifest import ManifestError, load_manifest

@@ -13,7 +13,6 @@ as they are).
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import tomllib
@@ -420,7 +419,6 @@ def _load_options(item: dict[str, Any], where: str) -> dict[str, Any]:
         if wrong_bool or not isinstance(value, types):
             names = " or ".join(t.__name__ for t in types)
             raise ManifestError(f"{where}: load option {key!r} must be {names}, got {value!r}")
-    _check_kernel(options, where)
     weights = options.get("format") in WEIGHT_FORMATS or str(item.get("file", "")).lower().endswith(WEIGHT_SUFFIXES)
     if options.get("var") == "*" and not weights:
         raise ManifestError(f"{where}: load option var = \"*\" (every square weight) applies to a model's weights "
@@ -432,28 +430,13 @@ def _load_options(item: dict[str, Any], where: str) -> dict[str, Any]:
     return options
 
 
-def _check_kernel(options: dict[str, Any], where: str) -> None:
-    """A kernel entry (``kernel = "rbf"`` over a table of points) names a known kernel, and a
-    bandwidth comes with a kernel and is positive and finite: checked before any download."""
-    from ..sources.kernels import KERNELS  # numpy only
-
-    kernel, bandwidth = options.get("kernel"), options.get("bandwidth")
-    if kernel is not None and kernel not in KERNELS:
-        raise ManifestError(f"{where}: load option 'kernel' must be one of {', '.join(KERNELS)}, got {kernel!r}")
-    if bandwidth is not None:
-        if kernel is None:
-            raise ManifestError(f"{where}: load option 'bandwidth' needs a 'kernel' too")
-        if not (math.isfinite(bandwidth) and bandwidth > 0):
-            raise ManifestError(f"{where}: load option 'bandwidth' must be a positive number, got {bandwidth!r}")
-
-
 def _check_values(options: dict[str, Any], where: str, file: str | None = None) -> None:
     """The load options' values, as the reading will check them but before any run (a format that is not
     one, network = 0, a linear kernel with a bandwidth, a kernel beside a covariance: the entry was
     "unavailable" at run time, exit 0, and tried again at every run)."""
     from .._errors import ParameterError
     from .._settings import parse_size
-    from ..io._sources import check_reading_options  # numpy only, as _check_kernel's import
+    from ..io._sources import check_reading_options  # numpy only
 
     try:
         limit = parse_size(options.get("max_memory"), what="max_memory")

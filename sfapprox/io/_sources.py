@@ -21,7 +21,7 @@ from .._errors import InputError, ParameterError, SfapproxError
 from .._npy import read_npy_header
 from .._validation import memory_limit
 from ..sources import AttentionMatrix, CovarianceMatrix, KernelMatrix, MatrixSource, formable, open_npy
-from ..sources.kernels import KERNELS
+from ..sources.kernels import KERNELS, check_bandwidth
 from ._common import Options, Source, fail, one_line, strip_compression
 from ._covariance import read_samples
 from ._numpy import _load_npy
@@ -246,8 +246,8 @@ def check_reading_options(*, kernel: str | None = None, bandwidth: float | None 
         raise ParameterError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)} (--kernel)")
     if bandwidth is not None and kernel is None:
         raise ParameterError("a bandwidth needs a kernel: give --kernel (kernel=) too")
-    if bandwidth is not None and not KERNELS[kernel]:
-        raise ParameterError(f"the {kernel} kernel takes no bandwidth; leave --bandwidth (bandwidth=) out")
+    if kernel is not None:
+        check_bandwidth(kernel, bandwidth)
     if kernel is not None:
         if format == "attention" or options.get("covariance"):
             raise ParameterError("a kernel reads a table of points; it does not combine with an attention map "

@@ -112,6 +112,24 @@ def _check_computable(kernel: str, h: float, points: np.ndarray, seed: int) -> N
                          "these points (--bandwidth)")
 
 
+def check_bandwidth(kernel: str, bandwidth) -> None:
+    """ParameterError unless ``bandwidth`` is None, or a positive finite number for a kernel that takes one
+    (what a KernelMatrix, the command line's options and a manifest's load options all check).
+
+    Examples
+    --------
+    >>> check_bandwidth("rbf", 0.5), check_bandwidth("linear", None)
+    (None, None)
+    """
+    if bandwidth is None:
+        return
+    if not KERNELS[kernel]:
+        raise ParameterError(f"the {kernel} kernel takes no bandwidth; leave --bandwidth (bandwidth=) out")
+    if isinstance(bandwidth, bool) or not isinstance(bandwidth, (int, float, np.floating, np.integer)) \
+            or not math.isfinite(float(bandwidth)) or float(bandwidth) <= 0:
+        raise ParameterError(f"bandwidth must be a positive, finite number, got {bandwidth!r} (--bandwidth)")
+
+
 class KernelMatrix(MatrixSource):
     """The kernel matrix of a point set, as a :class:`~sfapprox.sources.MatrixSource` (never formed unless it fits).
 
@@ -175,12 +193,7 @@ class KernelMatrix(MatrixSource):
             i, j = np.argwhere(bad)[0]
             raise InputError(f"{name}: point {i} has a non-finite coordinate ({pts[i, j]}) in column {j}; "
                              "remove or impute it first")
-        if bandwidth is not None:
-            if not KERNELS[kernel]:
-                raise ParameterError(f"the {kernel} kernel takes no bandwidth; leave --bandwidth out")
-            if isinstance(bandwidth, bool) or not isinstance(bandwidth, (int, float, np.floating, np.integer)) \
-                    or not math.isfinite(float(bandwidth)) or float(bandwidth) <= 0:
-                raise ParameterError(f"bandwidth must be a positive, finite number, got {bandwidth!r} (--bandwidth)")
+        check_bandwidth(kernel, bandwidth)
         self.points, self.kernel = pts, kernel
         self._sq = np.einsum("ij,ij->i", pts, pts)
         if not math.isfinite(4.0 * float(self._sq.max())):  # ||x - y||^2 <= 4 max ||x||^2 must be a number
