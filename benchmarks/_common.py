@@ -98,6 +98,17 @@ def meta(command: str | None = None, **extra: object) -> dict:
     return out
 
 
+#: The heading under which a results file's findings are written by hand after a run.
+FINDINGS = "## Findings (written by hand after the run)"
+
+
+def findings_lines(data: dict, empty: str | None = None) -> list[str]:
+    """The findings section of a results file: its heading and ``data["findings"]`` (kept across a rerun
+    that merges into the file), or ``empty`` where there are none yet (None: no section)."""
+    text = data.get("findings") or empty
+    return [] if text is None else [FINDINGS, "", text, ""]
+
+
 def write_markdown(name: str, lines: list[str] | str) -> Path:
     """OUT/<name>.md: ``lines`` joined by newlines, with a final newline (a string is written as it is)."""
     OUT.mkdir(parents=True, exist_ok=True)

@@ -30,7 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _common import add_checkout_options, checkout_env, measure_command, write_runs
+from _common import add_checkout_options, checkout_env, findings_lines, measure_command, write_runs
 
 #: Each case: its input (written once), the command's arguments after the file, and the limits tried.
 CASES = {
@@ -99,9 +99,7 @@ def render(data: dict) -> list[str]:
             lines.append(f"| {r['case']} | {r['limit']} | {r['rc']} | {r.get('path', '')} | {r.get('methods', '')} | "
                          f"{r['seconds']} | {r['peak_rss_mib']} | {r.get('why', '')} |")
         lines.append("")
-    if data.get("findings"):
-        lines += ["## Findings (written by hand after the run)", "", data["findings"]]
-    return lines
+    return lines + findings_lines(data)
 
 
 def main() -> int:

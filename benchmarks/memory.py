@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import ROOT, machine, meta, version, write_results
+from _common import FINDINGS, ROOT, machine, meta, version, write_results
 
 CHILD = r"""
 import json, sys
@@ -125,7 +125,7 @@ def main() -> int:
         lines.append(f"| {r['n']:,} | {mb(r['estimate'])} | {mb(r['used'])} | {r['used_over_estimate']:.2f} | "
                      f"{mb(r['base'])} | exit {r['at_estimate_exit']} | exit {r['below_estimate_exit']}, {below} "
                      f"(allocated {mb(r['below_estimate_peak_over_base'])}) |")
-    lines += ["", "## Findings (written by hand after the run)", ""]
+    lines += ["", FINDINGS, ""]
     write_results("memory", {"meta": info, "rows": rows}, lines)
     return 0
 

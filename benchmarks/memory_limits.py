@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import add_checkout_options, checkout_env, measure_command, write_runs
+from _common import add_checkout_options, checkout_env, findings_lines, measure_command, write_runs
 
 def make_matrix(path: Path, n: int) -> None:
     """The identity of order ``n``, float64, written through a memory map (never held whole)."""
@@ -88,9 +88,7 @@ def render(data: dict) -> list[str]:
                          f"{r.get('others') or ''} | {r['seconds']} | {r['peak_rss_mib']} | "
                          f"{r.get('reason', '') if r['status'] != 'ok' else ''} |")
         lines.append("")
-    if data.get("findings"):
-        lines += ["## Findings (written by hand after the run)", "", data["findings"]]
-    return lines
+    return lines + findings_lines(data)
 
 
 def main() -> int:

@@ -50,7 +50,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import DEFAULT_DATA_DIR, OUT, machine, meta, run_child, version
+from _common import DEFAULT_DATA_DIR, OUT, findings_lines, machine, meta, run_child, version
 
 from sfapprox._settings import parse_size
 
@@ -310,8 +310,7 @@ def render(data: dict) -> list[str]:
                              f"{shown} | {secs} / {limit} |")
             lines += ["", *[f"N = {run['n']:,}: {note}" for note in run["notes"]],
                       f"N = {run['n']:,}: verdict: {run['verdict']}", ""]
-    lines += ["## Findings (written by hand after the run)", "", data.get("findings", "(none yet)"), ""]
-    return lines
+    return lines + findings_lines(data, "(none yet)")
 
 
 def main() -> int:

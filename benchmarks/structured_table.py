@@ -36,7 +36,7 @@ import time
 import warnings
 from pathlib import Path
 
-from _common import DEFAULT_DATA_DIR, OUT, ROOT, machine, meta, run_parallel, version
+from _common import DEFAULT_DATA_DIR, FINDINGS, OUT, ROOT, machine, meta, run_parallel, version
 from _common import write_markdown, write_results
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -51,7 +51,6 @@ FACTORS = (0.5, 1.0, 2.0)
 TIE = 1e-9  # relative tolerance of a tie for the lowest error
 FLOOR = 1e-12  # relative errors below this count as exact (0)
 PLOT_FLOOR = 1e-6  # ... and are drawn at this height in the plot
-FINDINGS = "## Findings (written by hand after the run)"
 
 
 def time_limit_for(n: int) -> float:
