@@ -53,6 +53,9 @@ _NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, er
 
 #: Outputs this process has finished writing, the latest last (for "what exists" after an interruption).
 _written: collections.deque[Path] = collections.deque(maxlen=1000)
+#: Outputs into a pipe or a device a stop cut short after part of them went through: (target, bytes sent,
+#: bytes in all), the latest last.  Their reader got an incomplete file: "no output was written" hid it.
+_cut_short: collections.deque[tuple[Path, int, int]] = collections.deque(maxlen=1000)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,6 +119,12 @@ class OutputExistsError(SfapproxError):
 def written_outputs() -> list[Path]:
     """The files :func:`atomic_path` has put in place in this process (the last 1000), oldest first."""
     return list(_written)
+
+
+def cut_short_outputs() -> list[tuple[Path, int, int]]:
+    """The outputs into a pipe or a device that a stop cut short after part of them went through, as
+    ``(target, bytes sent, bytes in all)``, oldest first (the last 1000)."""
+    return list(_cut_short)
 
 
 @contextlib.contextmanager
@@ -344,7 +353,11 @@ def _through(target: Path, kind: str) -> Iterator[Path]:
             except OSError as exc:
                 raise OutputError(f"{target}: not written to this {kind}: {exc.strerror or exc}", target,
                                   exc.errno) from exc
-            except _Abandoned:
+            except _Abandoned as stop:
+                if stop.sent:  # its reader has part of it: said as such, never "not written"
+                    _cut_short.append((target, stop.sent, stop.total))
+                    raise OutputError(f"{target}: cut short by a stop after {stop.sent:,} of {stop.total:,} bytes: "
+                                      f"its reader got an incomplete output", target) from None
                 raise OutputError(f"{target}: not written to this {kind}: stopped while waiting for its reader",
                                   target) from None
             _written.append(target)
@@ -358,7 +371,12 @@ _WAIT_STEP = 0.05
 
 
 class _Abandoned(Exception):
-    """A stop signal came while an output waited for its pipe's reader."""
+    """A stop signal came while an output waited for its pipe's reader; ``sent`` of its ``total`` bytes
+    had gone through."""
+
+    def __init__(self, sent: int = 0, total: int = 0):
+        super().__init__(sent, total)
+        self.sent, self.total = sent, total
 
 
 def _copy_into(tmp: Path, target: Path) -> None:
@@ -379,16 +397,20 @@ def _copy_into(tmp: Path, target: Path) -> None:
                 raise
         _stop_waiting()
         time.sleep(_WAIT_STEP)
+    sent, total = 0, os.path.getsize(tmp)
     try:
         with open(tmp, "rb") as src:
             while chunk := src.read(1 << 16):
                 view = memoryview(chunk)
                 while view:
                     try:
-                        view = view[os.write(fd, view):]
+                        done = os.write(fd, view)
                     except BlockingIOError:  # the pipe is full: its reader has not read yet
-                        _stop_waiting()
+                        if held_back():
+                            raise _Abandoned(sent, total) from None
                         select.select([], [fd], [], _WAIT_STEP)
+                    else:
+                        view, sent = view[done:], sent + done
     finally:
         os.close(fd)
 

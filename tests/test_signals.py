@@ -449,6 +449,32 @@ def test_a_stop_while_an_output_waits_for_its_pipes_reader_ends_the_wait(tmp_pat
     assert "no output was written" in stderr
 
 
+def test_a_stop_while_a_reader_has_part_of_an_output_says_its_copy_is_incomplete(tmp_path):
+    """A reader that took part of `fit --out FIFO` and then read no more: the stop said "no output was
+    written", and the reader held a truncated HDF5 file."""
+    path, fifo = tmp_path / "m.npy", tmp_path / "fifo"
+    np.save(path, np.random.default_rng(1).random((256, 256)))  # factors of ~150 KB: more than a pipe holds
+    os.mkfifo(fifo)
+    got = []
+
+    def stalled_reader():
+        with open(fifo, "rb") as fh:
+            got.append(fh.read(1000))
+            time.sleep(8)  # reads no more, the pipe stays open
+
+    reader = threading.Thread(target=stalled_reader, daemon=True)
+    reader.start()
+    cli = Cli("fit", path, "--iters", "5", "--device", "cpu", "--out", fifo, "--force")
+    cli.wait_for("optimizer running")
+    time.sleep(3.0)  # the fit is done; its factors fill the pipe
+    cli.interrupt(signal.SIGTERM)
+    stderr = " ".join("".join(cli.stderr).split())
+    assert cli.proc.returncode == 143, stderr
+    assert len(got[0]) == 1000 and "Traceback" not in stderr
+    assert re.search(rf"no output was written whole; {re.escape(str(fifo))} got [\d,]+ of [\d,]+ bytes, an "
+                     "incomplete output", stderr), stderr
+
+
 def test_an_output_through_a_pipe_whose_reader_comes_late_is_written_whole(tmp_path):
     from sfapprox._atomic import atomic_path
 

@@ -13,7 +13,7 @@ from rich.markup import escape
 from typer.core import TyperGroup
 
 from .. import __version__
-from .._atomic import written_outputs
+from .._atomic import cut_short_outputs, written_outputs
 from .._errors import SfapproxError
 from .._progress import same_progress
 from .._signals import stop_cause
@@ -109,6 +109,7 @@ def _main(
 ) -> None:
     _state["debug"] = debug
     _state["written_before"] = len(written_outputs())
+    _state["cut_before"] = len(cut_short_outputs())
 
 
 @contextlib.contextmanager
@@ -144,9 +145,11 @@ def error_boundary() -> Iterator[None]:
 
 def _written_since_start() -> str:
     done = written_outputs()[_state.get("written_before", 0):]
-    if not done:
-        return "no output was written"
-    return "outputs written: " + ", ".join(map(str, done))
+    cut = [f"{target} got {sent:,} of {total:,} bytes, an incomplete output"
+           for target, sent, total in cut_short_outputs()[_state.get("cut_before", 0):]]
+    said = ("outputs written: " + ", ".join(map(str, done))) if done else \
+        "no output was written" + (" whole" if cut else "")
+    return "; ".join([said, *cut])
 
 
 def _fail(message: str) -> None:
