@@ -847,6 +847,30 @@ def check_included_shapes(included: Mapping[str, Any], n: int) -> None:
                                  f"cannot approximate this {n} x {n} matrix; give a fit of this matrix")
 
 
+def _included_names(paths: Sequence[Any]) -> list[str]:
+    """Row names of saved fits given by their files: ``saved:<file stem>``; files of one stem in different
+    folders ``saved:<folder>.<stem>`` (two `fit.h5` gave one row, the other dropped without a word), and
+    numbered where that still clashes.
+
+    Examples
+    --------
+    >>> _included_names(["a/fit.h5", "b/fit.h5", "c.h5"])
+    ['saved:a.fit', 'saved:b.fit', 'saved:c']
+    """
+    def stem(p) -> str:
+        return os.path.splitext(os.path.basename(os.fspath(p)))[0]
+
+    stems = [stem(p) for p in paths]
+    names = [f"saved:{os.path.basename(os.path.dirname(os.path.abspath(os.fspath(p))))}.{s}"
+             if stems.count(s) > 1 else f"saved:{s}" for p, s in zip(paths, stems)]
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        seen[name] = seen.get(name, 0) + 1
+        if seen[name] > 1:
+            names[i] = f"{name}-{seen[name]}"
+    return names
+
+
 def load_included(include, max_memory: int | None = None) -> dict[str, Any]:
     """``compare``'s ``include``: factors files read (and checked) before any fitting, by row name.
 
@@ -876,7 +900,7 @@ def load_included(include, max_memory: int | None = None) -> dict[str, Any]:
         return {}
     if isinstance(include, (str, os.PathLike)) or not isinstance(include, Mapping):
         paths = [include] if isinstance(include, (str, os.PathLike)) else list(include)
-        include = {f"saved:{os.path.splitext(os.path.basename(os.fspath(p)))[0]}": p for p in paths}
+        include = dict(zip(_included_names(paths), paths))
     loaded = {name: load_factors(s, max_memory=max_memory) if isinstance(s, (str, os.PathLike)) else s
               for name, s in include.items()}
     for name, surrogate in loaded.items():

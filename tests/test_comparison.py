@@ -683,3 +683,17 @@ def test_a_saved_fit_of_another_size_is_refused_before_any_fit(tmp_path, columns
         compare(ArraySource(X) if columns else X, "tsvd" if not columns else "rsvd", budget=200, include=[saved],
                 on_result=ran.append)
     assert ran == []
+
+
+def test_two_saved_fits_of_one_file_name_are_two_rows(tmp_path):
+    """--with a/fit.h5 --with b/fit.h5 gave one row 'saved:fit': the other fit was dropped without a word."""
+    from sfapprox import save_factors
+    from sfapprox.baselines.tsvd import TruncatedSVD
+
+    X = np.random.default_rng(0).standard_normal((12, 12))
+    for folder, rank in (("a", 1), ("b", 2)):
+        (tmp_path / folder).mkdir()
+        save_factors(tmp_path / folder / "fit.h5", TruncatedSVD(n_components=rank).fit(X).operator_)
+    rows = compare(X, "tsvd", budget=100, include=[tmp_path / "a" / "fit.h5", tmp_path / "b" / "fit.h5"]).results
+    saved = {r.method: r.nnz for r in rows if r.method.startswith("saved:")}
+    assert saved == {"saved:a.fit": 25, "saved:b.fit": 50}
