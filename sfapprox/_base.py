@@ -34,6 +34,7 @@ import importlib
 import inspect
 import math
 import pkgutil
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -100,6 +101,21 @@ class Approximation:
         3
         """
         return {name: getattr(self, name) for name in self._param_names()}
+
+    def _take_renamed(self, given: dict[str, Any], renamed: dict[str, str]) -> None:
+        """Old names of constructor parameters, kept for scripts (``TruncatedSVD(rank=5)``): each sets its
+        new name, with a DeprecationWarning at the caller's line; a name neither old nor new is the
+        TypeError Python gives, and an old name beside its new one a ParameterError."""
+        for old, value in given.items():
+            if old not in renamed:
+                raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword argument {old!r}")
+            new = renamed[old]
+            signature = inspect.signature(type(self).__init__)
+            if not _same(getattr(self, new), signature.parameters[new].default):
+                raise ParameterError(f"{type(self).__name__}: {old}= is the old name of {new}=; give only {new}=")
+            warnings.warn(f"{type(self).__name__}({old}=) is deprecated and will be removed in a later release; "
+                          f"use {new}=", DeprecationWarning, stacklevel=3)
+            setattr(self, new, value)
 
     def set_params(self, **params: Any) -> "Approximation":
         """Change parameters (checked when ``fit`` runs); unknown names are an error."""

@@ -36,6 +36,7 @@ virtual datasets).  Anything else is an :class:`~sfapprox.InputError`.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import json
 import os
@@ -81,7 +82,22 @@ def register_operator(cls: type) -> type:
     """
     warnings.warn("sfapprox.factors.register_operator moved to sfapprox.operators.register_operator; "
                   "the old name will be removed in a later release", DeprecationWarning, stacklevel=2)
+    # The old contract: ``kind``, ``to_arrays``/``from_arrays`` and the layout told by the docstring's first
+    # paragraph; what the registry asks for now is filled from it (an AttributeError on 'layout' before).
+    defaults = {"layout": "parts", "dataset_descriptions": {},
+                "description": " ".join((inspect.getdoc(cls) or cls.__name__).split("\n\n")[0].split()),
+                # what it stores, where it does not say: its arrays' entries
+                "n_stored": property(lambda self: int(sum(np.asarray(a).size for a in self.to_arrays()[0].values())))}
+    for name, value in defaults.items():
+        if not getattr(cls, name, None):
+            setattr(cls, name, value)
+    if not issubclass(cls, SurrogateOperator):
+        _LEGACY_CLASSES.add(cls)
     return _register_operator(cls)
+
+
+#: Operator classes registered by the old contract (plain LinearOperators): saved and read as the others.
+_LEGACY_CLASSES: set[type] = set()
 
 
 # =============================================================================== the record
@@ -176,7 +192,8 @@ _LOSS_HISTORY = "0.5 ||X - A||_F^2 after each iteration of the optimizer run tha
 
 def _operator_kind(operator) -> str:
     kind = getattr(type(operator), "kind", None)
-    if isinstance(operator, SurrogateOperator) and operator_class(kind) is type(operator):
+    if (isinstance(operator, SurrogateOperator) or type(operator) in _LEGACY_CLASSES) \
+            and operator_class(kind) is type(operator):
         return kind
     raise SfapproxError(f"cannot save a {type(operator).__name__}: it is not an operator sfapprox knows how to "
                         f"write (registered kinds: {', '.join(operator_kinds())})")

@@ -18,10 +18,16 @@ import scipy
 
 from . import __version__
 from ._base import methods
+from ._moved import moved_names
 from .baselines.sparse import sparse_count
 from .formats import Column, Table, fmt_number, fmt_seconds, jsonable
 
 __all__ = ["MethodResult", "Comparison", "library_versions", "details", "error_cell"]
+
+# The saved fits' functions and the atomic writes lived here before they had modules of their own.
+__getattr__ = moved_names(__name__, {"SavedFactors": "sfapprox.factors", "save_factors": "sfapprox.factors",
+                                     "load_factors": "sfapprox.factors", "atomic_path": "sfapprox._atomic",
+                                     "write_json": "sfapprox._atomic"})
 
 @dataclass
 class MethodResult:

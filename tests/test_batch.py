@@ -299,6 +299,24 @@ def test_old_option_name_out_still_works_with_a_note(tmp_path):
     assert neither.exit_code == 2 and "--out-dir DIR" in neither.output
 
 
+def test_old_option_name_force_still_redoes_the_pairs_with_a_note(tmp_path):
+    """batch --force (recompute the finished pairs) was renamed --redo with no alias: "No such option"."""
+    from sfapprox.cli import app
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"))
+    args = ["batch", str(m), "--out-dir", str(tmp_path / "o"), "--methods", "tsvd", "--quiet"]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    again = CliRunner().invoke(app, [*args, "--force"])
+    assert again.exit_code == 0, again.output
+    assert "batch --force is deprecated" in again.output and "use --redo" in again.output
+    first = lines(tmp_path / "o")
+    assert CliRunner().invoke(app, args).exit_code == 0 and lines(tmp_path / "o") == first  # skipped: finished
+    assert CliRunner().invoke(app, [*args, "--force"]).exit_code == 0
+    redone = lines(tmp_path / "o")  # redone, as --redo does: its line replaced by a new one
+    assert pairs(redone) == [("a", "tsvd")] and redone[0]["finished"] >= first[0]["finished"]
+    assert redone[0]["seconds"] != first[0]["seconds"]
+
+
 def _closed_port() -> int:
     import socket
 
@@ -767,6 +785,9 @@ def test_report_files_a_batch_did_not_write_are_never_overwritten(tmp_path):
     assert foreign_reports(out) == [out / "report.csv"] and run("--methods", "tsvd").exit_code == 2
     (out / "report.csv").write_text((out / "report.csv").read_text().replace("my edit\n", ""))
     (out / REPORTS_WRITTEN).unlink()  # a folder from before the record
+    assert foreign_reports(out) == [] and run("--methods", "tsvd").exit_code == 0
+    (out / REPORTS_WRITTEN).unlink()  # ... of the first versions, whose report.md began "# Batch report"
+    (out / "report.md").write_text("# Batch report\n\n## synthetic\n")
     assert foreign_reports(out) == [] and run("--methods", "tsvd").exit_code == 0
 
 

@@ -332,3 +332,50 @@ def test_load_factors_refuses_a_memory_limit_that_is_not_one(tmp_path, limit):
     save_factors(tmp_path / "f.h5", ChordOperator(np.full((3, 8, 4), 0.25)))
     with pytest.raises(ParameterError, match="'max_memory' parameter of load_factors"):
         load_factors(tmp_path / "f.h5", max_memory=limit)
+
+
+def test_an_operator_class_of_the_old_contract_registers_saves_and_loads(tmp_path, monkeypatch):
+    """The deprecated sfapprox.factors.register_operator warned, then failed on a class of the contract it
+    was kept for (kind, to_arrays, from_arrays, its layout in its docstring): AttributeError 'layout'."""
+    import warnings
+
+    from scipy.sparse.linalg import LinearOperator
+
+    from sfapprox import factors
+    from sfapprox.operators import _base
+
+    monkeypatch.setattr(_base, "_KINDS", dict(_base._KINDS))  # the registry as it was, after the test
+    monkeypatch.setattr(factors, "_LEGACY_CLASSES", set())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+
+        @factors.register_operator
+        class Diag(LinearOperator):
+            """A diagonal matrix: dataset ``d``, its diagonal.
+
+            Written by a user's script."""
+            kind = "test-old-diag"
+
+            def __init__(self, d):
+                self.d = np.asarray(d, float)
+                super().__init__(float, (self.d.size, self.d.size))
+
+            def _matvec(self, x):
+                return self.d * np.ravel(x)
+
+            def _rmatvec(self, x):
+                return self.d * np.ravel(x)
+
+            def to_arrays(self):
+                return {"d": self.d}, {}
+
+            @classmethod
+            def from_arrays(cls, datasets, attrs):
+                return cls(datasets["d"])
+
+    assert [w.category for w in caught] == [DeprecationWarning] and caught[0].filename == __file__
+    assert Diag.description == "A diagonal matrix: dataset ``d``, its diagonal."
+    save_factors(tmp_path / "d.h5", Diag([1.0, 2.0, 3.0]))
+    back = load_factors(tmp_path / "d.h5")
+    assert isinstance(back.operator, Diag) and back.n_stored == 3
+    assert np.allclose(back.operator.matvec(np.ones(3)), [1.0, 2.0, 3.0])

@@ -122,12 +122,38 @@ def test_importing_the_package_loads_no_heavy_library():
     assert done.stdout.strip() == "[]", done.stderr
 
 
-@pytest.mark.parametrize("old, new", [("sfapprox.sf.linop", "ChordOperator"), ("sfapprox.sf.linop", "HybridOperator")])
-def test_old_operator_paths_still_work_with_a_deprecation_note(old, new):
+@pytest.mark.parametrize("old, new, home", [
+    ("sfapprox.sf.linop", "ChordOperator", "sfapprox.operators"),
+    ("sfapprox.sf.linop", "HybridOperator", "sfapprox.operators"),
+    # the first homes (sfapprox.linop; results held the saved fits and the atomic writes): no shim was left
+    ("sfapprox.linop", "ChordOperator", "sfapprox.operators"),
+    ("sfapprox.linop", "HybridOperator", "sfapprox.operators"),
+    ("sfapprox.results", "load_factors", "sfapprox.factors"),
+    ("sfapprox.results", "save_factors", "sfapprox.factors"),
+    ("sfapprox.results", "SavedFactors", "sfapprox.factors"),
+    ("sfapprox.results", "write_json", "sfapprox._atomic"),
+    ("sfapprox.results", "atomic_path", "sfapprox._atomic"),
+])
+def test_old_paths_still_work_with_a_deprecation_note_at_the_callers_line(old, new, home):
     import importlib
 
-    import sfapprox.operators
-
-    with pytest.warns(DeprecationWarning, match=f"moved to sfapprox.operators.{new}"):
+    with pytest.warns(DeprecationWarning, match=f"moved to {home}.{new}") as caught:
         cls = getattr(importlib.import_module(old), new)
-    assert cls is getattr(sfapprox.operators, new)
+    assert cls is getattr(importlib.import_module(home), new)
+    assert caught[0].filename == __file__
+    with pytest.raises(AttributeError, match=f"module '{old}' has no attribute 'nope'"):
+        importlib.import_module(old).nope
+
+
+@pytest.mark.parametrize("cls", ["TruncatedSVD", "NMF"])
+def test_the_old_rank_parameter_still_works_with_a_deprecation_note(cls):
+    """TruncatedSVD(rank=5), the name before scikit-learn's n_components, was a TypeError."""
+    import sfapprox
+
+    with pytest.warns(DeprecationWarning, match=rf"{cls}\(rank=\) is deprecated .* use n_components=") as caught:
+        est = getattr(sfapprox, cls)(rank=3)
+    assert caught[0].filename == __file__ and est.n_components == 3 and "rank" not in est.get_params()
+    with pytest.raises(sfapprox.ParameterError, match="rank= is the old name of n_components=; give only"):
+        getattr(sfapprox, cls)(rank=3, n_components=2)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'ranks'"):
+        getattr(sfapprox, cls)(ranks=3)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -385,6 +386,7 @@ class NMF(Approximation):
         device: str = "auto",
         dtype: str | None = None,
         max_memory: int | None = None,
+        **renamed: Any,
     ):
         self.n_components = n_components
         self.budget = budget
@@ -397,6 +399,7 @@ class NMF(Approximation):
         self.device = device
         self.dtype = dtype
         self.max_memory = max_memory
+        self._take_renamed(renamed, {"rank": "n_components"})  # (its name until scikit-learn's was taken)
 
     def fit(self, X, *, check_input: bool = True) -> "NMF":
         """Fit ``W`` and ``H`` to the non-negative square matrix ``X`` (dense or sparse).

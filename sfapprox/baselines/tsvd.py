@@ -9,6 +9,7 @@ accurate for the leading singular triplets and costs ``O(N^2 r)``.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 
@@ -119,6 +120,7 @@ class TruncatedSVD(Approximation):
         n_iter: int = 7,
         random_state: int = 0,
         max_memory: int | None = None,
+        **renamed: Any,
     ):
         self.n_components = n_components
         self.budget = budget
@@ -127,6 +129,7 @@ class TruncatedSVD(Approximation):
         self.n_oversamples = n_oversamples
         self.n_iter = n_iter
         self.random_state = random_state
+        self._take_renamed(renamed, {"rank": "n_components"})  # (its name until scikit-learn's was taken)
 
     def fit(self, X, *, check_input: bool = True) -> "TruncatedSVD":
         """Compute the truncated SVD of the square matrix ``X`` (dense or sparse).

@@ -40,6 +40,15 @@ def _out_dir(out_dir: Path | None, old_out: Path | None) -> Path:
     return out_dir
 
 
+def _redo(redo: bool, old_redo: bool) -> bool:
+    """``--redo``, or its old name ``--force`` (renamed in 0.1, where --force of the other commands replaces
+    outputs; kept for scripts, with a note)."""
+    if old_redo:
+        note("note: batch --force is deprecated and will be removed in a later release; use --redo (it "
+             "recomputes the selected pairs)", style="yellow")
+    return redo or old_redo
+
+
 def _problems(records: list[dict[str, Any]], limit: int = 8) -> None:
     """One line per failed pair (a matrix's pairs that failed alike: one line), at most ``limit``."""
     bad = [r for r in records if r["status"] == "failed"]
@@ -151,6 +160,7 @@ def batch(
     data_dir: Annotated[Optional[Path], typer.Option("--data-dir", help="Folder searched first for manifest files (it must exist).", metavar="DIR")] = None,
     only: Annotated[Optional[str], typer.Option("--only", help="Comma-separated entry names (default: all).", metavar="NAMES")] = None,
     redo: Annotated[bool, o.flag("--redo", help="Recompute (matrix, method) pairs that already have a finished line.")] = False,
+    old_redo: Annotated[bool, typer.Option("--force", hidden=True, help="Deprecated name of --redo.", metavar=" ")] = False,
     executor: Annotated[Literal["process", "dask"], typer.Option("--executor", help="process (local processes) or dask (an existing Dask cluster).")] = "process",
     scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Dask scheduler address, e.g. tcp://10.0.0.5:8786.", metavar="ADDRESS")] = None,
     quiet: o.Quiet = False,
@@ -175,6 +185,7 @@ def batch(
 
     with error_boundary():
         out_dir = _out_dir(out_dir, old_out)
+        redo = _redo(redo, old_redo)
         check_data_dir(data_dir, name="--data-dir")
         options = BatchOptions(
             methods=tuple(parse_methods(methods)), budget=budget, protocol=protocol, settings=settings,

@@ -73,8 +73,9 @@ REPORT_FILES = ("report.md", "report.csv", "report.tex", "report.json")
 #: The SHA-256 of each report file as the last batch wrote it: a file that differs is not overwritten.
 REPORTS_WRITTEN = ".sfapprox-reports.json"
 _WRITING = "writing"  # the record's flag while a batch writes its reports (see remember_reports)
-#: How each report file begins, for folders from before :data:`REPORTS_WRITTEN` was kept.
-_REPORT_STARTS = {"report.md": (b"### ",), "report.csv": (b"table,", b"matrix,"), "report.tex": (b"% ",),
+#: How each report file begins, for folders from before :data:`REPORTS_WRITTEN` was kept (report.md began
+#: "# Batch report" in the first versions: a folder of theirs was refused as "not written by a batch").
+_REPORT_STARTS = {"report.md": (b"### ", b"# Batch "), "report.csv": (b"table,", b"matrix,"), "report.tex": (b"% ",),
                   "report.json": (b"{",)}
 
 Event = Callable[..., None]

@@ -7,17 +7,7 @@ with a ``DeprecationWarning``; import from :mod:`sfapprox.operators` (or
 
 from __future__ import annotations
 
-import importlib
-import warnings
-from typing import Any
+from .._moved import moved_names
 
-_MOVED = {"ChordOperator": "sfapprox.operators", "HybridOperator": "sfapprox.operators",
-          "TORCH_DENSE_MAX_N": "sfapprox.operators.chord"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        warnings.warn(f"sfapprox.sf.linop.{name} moved to {_MOVED[name]}.{name}; the old name will be removed "
-                      "in a later release", DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module(_MOVED[name]), name)
-    raise AttributeError(f"module 'sfapprox.sf.linop' has no attribute {name!r}")
+__getattr__ = moved_names(__name__, {"ChordOperator": "sfapprox.operators", "HybridOperator": "sfapprox.operators",
+                                     "TORCH_DENSE_MAX_N": "sfapprox.operators.chord"})
