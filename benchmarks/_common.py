@@ -109,6 +109,17 @@ def findings_lines(data: dict, empty: str | None = None) -> list[str]:
     return [] if text is None else [FINDINGS, "", text, ""]
 
 
+def run_tables(data: dict, header: list[str], cells) -> list[str]:
+    """One Markdown table per run of ``data["runs"]`` (a heading with its name): ``header`` and, per row,
+    ``cells(row)`` (its cells in the header's order), then the findings (:func:`findings_lines`)."""
+    lines = []
+    for name, rows in data["runs"].items():
+        lines += [f"## {name}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(str(c) for c in cells(r)) + " |" for r in rows]
+        lines.append("")
+    return lines + findings_lines(data)
+
+
 def write_markdown(name: str, lines: list[str] | str) -> Path:
     """OUT/<name>.md: ``lines`` joined by newlines, with a final newline (a string is written as it is)."""
     OUT.mkdir(parents=True, exist_ok=True)

@@ -30,7 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _common import add_checkout_options, checkout_env, findings_lines, measure_command, write_runs
+from _common import add_checkout_options, checkout_env, measure_command, run_tables, write_runs
 
 #: Each case: its input (written once), the command's arguments after the file, and the limits tried.
 CASES = {
@@ -92,14 +92,10 @@ def render(data: dict) -> list[str]:
              f"`--time-limit {data['time_limit']:g}`; one fresh process per row; peak RSS is the child's "
              "`ru_maxrss` (with the ~280 MiB of the interpreter and its libraries). Cases: see the script's "
              "docstring.", ""]
-    for name, rows in data["runs"].items():
-        lines += [f"## {name}", "", "| case | --max-memory | exit | path | rows (relative error) | seconds | "
-                  "peak RSS MiB | why |", "|---|---|---|---|---|---|---|---|"]
-        for r in rows:
-            lines.append(f"| {r['case']} | {r['limit']} | {r['rc']} | {r.get('path', '')} | {r.get('methods', '')} | "
-                         f"{r['seconds']} | {r['peak_rss_mib']} | {r.get('why', '')} |")
-        lines.append("")
-    return lines + findings_lines(data)
+    header = ["case", "--max-memory", "exit", "path", "rows (relative error)", "seconds", "peak RSS MiB", "why"]
+    return lines + run_tables(data, header, lambda r: [r["case"], r["limit"], r["rc"], r.get("path", ""),
+                                                       r.get("methods", ""), r["seconds"], r["peak_rss_mib"],
+                                                       r.get("why", "")])
 
 
 def main() -> int:

@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import add_checkout_options, checkout_env, findings_lines, measure_command, write_runs
+from _common import add_checkout_options, checkout_env, measure_command, run_tables, write_runs
 
 def make_matrix(path: Path, n: int) -> None:
     """The identity of order ``n``, float64, written through a memory map (never held whole)."""
@@ -79,16 +79,12 @@ def render(data: dict) -> list[str]:
              f"`--time-limit {data['time_limit']:g}`{' `--plot PANEL.png`' if data.get('plot') else ''}; "
              "one fresh process per row; peak RSS is the child's "
              "`ru_maxrss` (it includes the file's pages read through the map).", ""]
-    for name, rows in data["runs"].items():
-        lines += [f"## {name}", "", "| --max-memory | exit | SF | relative error | path | other methods | seconds | "
-                  "peak RSS MiB | why |", "|---|---|---|---|---|---|---|---|---|"]
-        for r in rows:
-            err = "" if r.get("rel_error") is None else f"{r['rel_error']:.4g}"
-            lines.append(f"| {r['limit']} | {r['rc']} | {r['status']} | {err} | {r.get('path') or ''} | "
-                         f"{r.get('others') or ''} | {r['seconds']} | {r['peak_rss_mib']} | "
-                         f"{r.get('reason', '') if r['status'] != 'ok' else ''} |")
-        lines.append("")
-    return lines + findings_lines(data)
+    header = ["--max-memory", "exit", "SF", "relative error", "path", "other methods", "seconds", "peak RSS MiB",
+              "why"]
+    return lines + run_tables(data, header, lambda r: [
+        r["limit"], r["rc"], r["status"], "" if r.get("rel_error") is None else f"{r['rel_error']:.4g}",
+        r.get("path") or "", r.get("others") or "", r["seconds"], r["peak_rss_mib"],
+        r.get("reason", "") if r["status"] != "ok" else ""])
 
 
 def main() -> int:
