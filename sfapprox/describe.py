@@ -102,10 +102,12 @@ def describe(matrix, *, count_indices: bool = COUNT_INDICES, max_memory: int | N
     ]
     context = RunContext(count_indices=count_indices)
     streamed = loaded is None and not formable(matrix, max_memory)
-    columns = [Column("method", "method", "left"), Column("stores", "stores", "left"),
+    columns = [Column("method", "method", "left"), Column("stores", "stores", "left", wrap=True),
                Column("min_budget", "smallest budget"), Column("share", "% of N²", priority=10)]
     if loaded is None:
-        columns.append(Column("runs", "runs" if streamed else "from columns", "left", priority=20))
+        # for a matrix not formed, whether each method runs is the point of the table: never left out
+        columns.append(Column("runs", "runs" if streamed else "from columns", "left", wrap=True if streamed else None,
+                              priority=None if streamed else 20))
     table = Table(f"{name}: where each method applies (N² = {dense:,})",
                   columns + [Column("summary", "what", "left")])
     per_method: dict[str, Any] = {}
@@ -292,7 +294,7 @@ def describe_methods() -> MatrixDescription:
     ('sf', True)
     """
     table = Table("methods (--methods NAME,NAME,...)", [Column("name", "name", "left"),
-                                                        Column("stores", "stores", "left"),
+                                                        Column("stores", "stores", "left", wrap=True),
                                                         Column("summary", "what", "left")])
     registered = methods()
     for name, spec in registered.items():
