@@ -16,6 +16,7 @@ import io
 import json
 import math
 import os
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -203,17 +204,129 @@ def _md_escape(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+#: LaTeX's special characters, and the non-ASCII symbols sfapprox's own text uses (method
+#: formulas such as "2·N·log₂N" and "C W⁺ Cᵀ", titles, cells).  pdflatex without a Unicode setup
+#: stops at any character it has no definition for, so each maps to plain ASCII LaTeX that needs no
+#: package: a math symbol in ``$...$``, typography as its text-mode ligature or command.
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-                  "‖": r"$\|$", "−": "-", "Δ": r"$\Delta$", "β": r"$\beta$", "–": "--", "★": r"$\star$",
-                  "²": r"$^2$"}
+                  "X̂": r"$\hat X$",  # a two-code-point symbol (X + combining circumflex), kept whole
+                  # typography
+                  "–": "--", "—": "---", "…": r"\ldots{}", "‘": "`", "’": "'", "“": "``", "”": "''",
+                  "\u00a0": "~", "\u2009": r"\,", "\u202f": r"\,", "\u00ad": r"\-", "§": r"\S{}", "¶": r"\P{}",
+                  "†": r"\dag{}", "‡": r"\ddag{}", "©": r"\copyright{}", "£": r"\pounds{}", "•": r"$\bullet$",
+                  "ß": r"\ss{}", "æ": r"\ae{}", "Æ": r"\AE{}", "œ": r"\oe{}", "Œ": r"\OE{}", "ø": r"\o{}",
+                  "Ø": r"\O{}", "ł": r"\l{}", "Ł": r"\L{}", "ı": r"\i{}", "ȷ": r"\j{}",
+                  # operators and relations (all in LaTeX's own math fonts: no amssymb)
+                  "·": r"$\cdot$", "⋅": r"$\cdot$", "∙": r"$\bullet$", "×": r"$\times$", "÷": r"$\div$",
+                  "−": r"$-$", "±": r"$\pm$", "∓": r"$\mp$", "∗": r"$\ast$", "∘": r"$\circ$", "°": r"$^\circ$",
+                  "√": r"$\surd$", "∞": r"$\infty$", "∑": r"$\sum$", "∏": r"$\prod$", "∂": r"$\partial$",
+                  "∇": r"$\nabla$", "⊙": r"$\odot$", "⊗": r"$\otimes$", "⊕": r"$\oplus$", "ℓ": r"$\ell$",
+                  "≥": r"$\geq$", "≤": r"$\leq$", "≠": r"$\neq$", "≈": r"$\approx$", "≡": r"$\equiv$",
+                  "∼": r"$\sim$", "≪": r"$\ll$", "≫": r"$\gg$", "∝": r"$\propto$", "∈": r"$\in$",
+                  "∉": r"$\notin$", "∪": r"$\cup$", "∩": r"$\cap$", "⊂": r"$\subset$", "⊆": r"$\subseteq$",
+                  "∅": r"$\emptyset$", "∀": r"$\forall$", "∃": r"$\exists$", "¬": r"$\neg$", "∧": r"$\wedge$",
+                  "∨": r"$\vee$", "⊥": r"$\perp$", "→": r"$\to$", "←": r"$\leftarrow$", "↔": r"$\leftrightarrow$",
+                  "⇒": r"$\Rightarrow$", "⇐": r"$\Leftarrow$", "⇔": r"$\Leftrightarrow$", "↑": r"$\uparrow$",
+                  "↓": r"$\downarrow$", "‖": r"$\|$", "⌈": r"$\lceil$", "⌉": r"$\rceil$", "⌊": r"$\lfloor$",
+                  "⌋": r"$\rfloor$", "⟨": r"$\langle$", "⟩": r"$\rangle$", "′": r"$'$", "″": r"$''$",
+                  "⁄": "/", "ᵀ": r"$^\top$", "µ": r"$\mu$", "★": r"$\star$", "☆": r"$\star$",
+                  # marks of tables (✓ has no symbol in plain LaTeX: \checkmark is amssymb's; \surd is its
+                  # classic stand-in)
+                  "✓": r"$\surd$", "✔": r"$\surd$", "✗": r"$\times$", "✘": r"$\times$"}
+
+#: Greek letters by their Unicode name's last word; the capitals LaTeX has no command for look like
+#: Latin ones ("Α" is "A").
+_LATEX_GREEK = {"alpha": r"\alpha", "beta": r"\beta", "gamma": r"\gamma", "delta": r"\delta",
+                "epsilon": r"\epsilon", "zeta": r"\zeta", "eta": r"\eta", "theta": r"\theta", "iota": r"\iota",
+                "kappa": r"\kappa", "lamda": r"\lambda", "mu": r"\mu", "nu": r"\nu", "xi": r"\xi", "omicron": "o",
+                "pi": r"\pi", "rho": r"\rho", "sigma": r"\sigma", "final sigma": r"\varsigma", "tau": r"\tau",
+                "upsilon": r"\upsilon", "phi": r"\phi", "chi": r"\chi", "psi": r"\psi", "omega": r"\omega"}
+_LATEX_GREEK_CAPITAL = {"gamma", "delta", "theta", "lamda", "xi", "pi", "sigma", "upsilon", "phi", "psi", "omega"}
+_LATEX_GREEK_LATIN = {"alpha": "A", "beta": "B", "epsilon": "E", "zeta": "Z", "eta": "H", "iota": "I", "kappa": "K",
+                      "mu": "M", "nu": "N", "omicron": "O", "rho": "P", "tau": "T", "chi": "X"}
+
+#: Combining accents and the text-mode accent command that puts each on a letter ("ö" is o + U+0308).
+_LATEX_ACCENTS = {"\u0300": "\\`", "\u0301": "\\'", "\u0302": "\\^", "\u0303": "\\~", "\u0304": "\\=",
+                  "\u0306": "\\u", "\u0307": "\\.", "\u0308": '\\"', "\u030a": "\\r", "\u030b": "\\H",
+                  "\u030c": "\\v", "\u0327": "\\c", "\u0328": "\\k", "\u0323": "\\d", "\u0331": "\\b"}
 
 
 def _latex_escape(text: str) -> str:
-    """Escape LaTeX's special characters (and the few non-ASCII symbols used in titles)."""
-    text = text.replace("X̂", "\x00")  # a two-code-point symbol, kept whole
-    out = "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
-    return out.replace("\x00", r"$\hat X$")
+    """``text`` as LaTeX that plain pdflatex typesets: special characters escaped, and no character
+    outside ASCII left.
+
+    Parameters
+    ----------
+    text : str
+        A title or a cell, as shown in a terminal (it may hold "·", "₂", "ᵀ", "≥", "ö", ...).
+
+    Returns
+    -------
+    str
+        Pure ASCII: every non-ASCII character is mapped to LaTeX (math symbols in ``$...$``,
+        sub- and superscripts as ``$_2$``/``$^+$``, accented letters as ``\\"{o}``); one that has
+        no LaTeX equivalent becomes ``\\texttt{[U+XXXX]}``, never the character itself.
+
+    Examples
+    --------
+    >>> _latex_escape("2·N·log₂N, C W⁺ Cᵀ, Nyström")
+    '2$\\\\cdot$N$\\\\cdot$log$_2$N, C W$^+$ C$^\\\\top$, Nystr\\\\"{o}m'
+    """
+    # Compose first so that "o" + U+0308 and "ö" read alike; then each base character with the
+    # combining marks that follow it is one cluster (the marks are accents on that base).
+    text = unicodedata.normalize("NFC", text)
+    out, start = [], 0
+    while start < len(text):
+        end = start + 1
+        while end < len(text) and unicodedata.combining(text[end]):
+            end += 1
+        out.append(_latex_cluster(text[start:end]))
+        start = end
+    return "".join(out)
+
+
+def _latex_cluster(cluster: str, compatible: bool = True) -> str:
+    """One character (and the combining marks on it) as ASCII LaTeX; see :func:`_latex_escape`."""
+    if cluster in _LATEX_SPECIAL:
+        return _LATEX_SPECIAL[cluster]
+    if cluster.isascii():
+        return cluster
+    decomposed = unicodedata.normalize("NFD", cluster)
+    base, marks = decomposed[0], decomposed[1:]
+    if marks:
+        shown = _latex_cluster(base)
+        if base.isascii() and base.isalpha() or base in "ıȷ":
+            for mark in marks:  # innermost first: U+0323 then U+0302 on "a" is \^{\d{a}}
+                shown = f"{_LATEX_ACCENTS[mark]}{{{shown}}}" if mark in _LATEX_ACCENTS else shown
+        # a mark LaTeX has no text accent for, or one on a symbol, is dropped: the base stays readable
+        return shown
+    name = unicodedata.name(cluster, "")
+    if name.startswith("GREEK ") and " LETTER " in name:
+        letter = name.split(" LETTER ", 1)[1].lower()
+        capital = name.startswith("GREEK CAPITAL")
+        if capital and letter in _LATEX_GREEK_LATIN:
+            return _LATEX_GREEK_LATIN[letter]
+        if letter in _LATEX_GREEK:
+            command = _LATEX_GREEK[letter]
+            command = "\\" + command[1].upper() + command[2:] if capital and letter in _LATEX_GREEK_CAPITAL else command
+            return f"${command}$" if command.startswith("\\") else command
+    # sub- and superscript forms ("₂", "⁺", "ⁿ") are their character, lowered or raised
+    tag, _, _ = unicodedata.decomposition(cluster).partition(" ")
+    plain = unicodedata.normalize("NFKC", cluster)
+    if tag in ("<sub>", "<super>") and len(plain) == 1 and (plain.isalnum() and plain.isascii() or plain in "+-=()"):
+        return f"${'_' if tag == '<sub>' else '^'}{plain}$"
+    category = unicodedata.category(cluster)
+    if category == "Zs":  # any other space (en, em, figure space...): a space
+        return " "
+    if category == "Cf":  # zero-width joiners, byte-order marks: nothing to typeset
+        return ""
+    # compatibility forms ("ﬁ" is "fi", "½" is "1⁄2", full-width letters): their plain spelling, once
+    if compatible and plain != cluster:
+        return "".join(_latex_cluster(ch, compatible=False) for ch in plain)
+    # The fallback for anything else (emoji, CJK, rare symbols): its code point, so the LaTeX stays
+    # ASCII (pdflatex would stop at the character) and the reader still sees that something was there.
+    return "".join(rf"\texttt{{[U+{ord(ch):04X}]}}" for ch in cluster)
 
 
 def render_csv(tables: list[Table]) -> str:

@@ -4,9 +4,10 @@ import csv
 import io
 import json
 
+import numpy as np
 import pytest
 
-from sfapprox.formats import Column, OutputFormat, Table, fmt_seconds, layout, render_rich
+from sfapprox.formats import Column, OutputFormat, Table, _latex_escape, fmt_seconds, layout, render_rich
 
 
 def table(title="t"):
@@ -34,6 +35,44 @@ def test_latex_escapes_and_balances():
     text = OutputFormat.LATEX.render([table()], {})
     assert "\\textbf{1.5}" in text and "a|b\\_\\&" in text and "--" in text
     assert text.count("\\begin{tabular}") == text.count("\\end{tabular}") == 1
+
+
+def test_latex_is_ascii_for_every_method_formula():
+    # pdflatex without a Unicode setup stops at "·", "₂", "ᵀ", "≥", "ö", ...: the methods' table
+    # (``sfapprox methods --latex -``) must come out as plain ASCII LaTeX
+    from sfapprox.describe import describe_methods
+
+    text = OutputFormat.LATEX.render(describe_methods().tables, {})
+    assert text.isascii(), sorted({ch for ch in text if not ch.isascii()})
+    assert r"2$\cdot$N$\cdot$log$_2$N" in text and r"C W$^+$ C$^\top$" in text and r"Nystr\"{o}m" in text
+
+
+def test_latex_is_ascii_for_a_comparison():
+    from sfapprox import FitSettings, compare
+
+    rng = np.random.default_rng(0)
+    points = rng.standard_normal((24, 3))
+    X = points @ points.T + np.eye(24)  # symmetric PSD, so nystrom runs too
+    c = compare(X, ["sf", "tsvd", "nystrom", "sparse"], settings=FitSettings(device="cpu", max_iter=20))
+    text = OutputFormat.LATEX.render(c.tables(), c.to_dict())
+    assert text.isascii(), sorted({ch for ch in text if not ch.isascii()})
+    assert text.count("\\begin{tabular}") == text.count("\\end{tabular}") >= 1
+
+
+@pytest.mark.parametrize("raw, shown", [
+    ("‖X − X̂‖ ≥ 0.5 ± µ", r"$\|$X $-$ $\hat X$$\|$ $\geq$ 0.5 $\pm$ $\mu$"),
+    ("N′ = 2^⌈log₂N⌉ × √N ≤ 3", r"N$'$ = 2\textasciicircum{}$\lceil$log$_2$N$\rceil$ $\times$ $\surd$N $\leq$ 3"),
+    ("a – b … c", r"a -- b \ldots{} c"),
+    ("Ω ω Α é", r"$\Omega$ $\omega$ A \'{e}"),
+    ("ﬁ", "fi"),
+])
+def test_latex_maps_non_ascii_symbols(raw, shown):
+    assert _latex_escape(raw) == shown
+
+
+def test_latex_falls_back_to_ascii_for_unmapped_characters():
+    # no LaTeX equivalent: the code point, never the character (pdflatex would stop there)
+    assert _latex_escape("☃ 😀") == r"\texttt{[U+2603]} \texttt{[U+1F600]}"
 
 
 def test_json_renders_the_data_without_nan():
