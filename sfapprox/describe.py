@@ -316,17 +316,31 @@ def describe_formats() -> MatrixDescription:
     (True, 'json')
     """
     from .io import available_formats, format_extensions  # here: sfapprox.io loads h5py and Pillow
+    from .io._sources import _POINT_FORMATS
 
+    # The formats --kernel reads as a table of points (sfapprox/io/_sources.py) are also what
+    # --covariance reads; the registry's own text says only the latter for LIBSVM ("only with
+    # covariance=True"), though a LIBSVM file is a point table for --kernel as well, so the text
+    # shown here says both for every such format.
+    point_tables = set(_POINT_FORMATS.values())
+
+    def what(key: str, text: str) -> str:
+        if key not in point_tables:
+            return text
+        text = text.replace("; only with covariance=True", ", not a square matrix itself")
+        return f"{text}; with --kernel a table of points (one per row), with --covariance of samples x features"
+
+    descriptions = {key: what(key, text) for key, text in available_formats().items()}
     inputs = Table("input formats (--format KEY overrides the extension)",
                    [Column("key", "key", "left"), Column("extensions", "extensions", "left"),
                     Column("what", "what", "left")])
-    for key, text in available_formats().items():
+    for key, text in descriptions.items():
         inputs.add({"key": key, "extensions": " ".join(format_extensions(key)) or "–", "what": text})
     outputs = Table("output formats (compare, sweep, info, report: --json/--csv/--markdown/--latex FILE, "
                     "'-' for stdout)", [Column("key", "option", "left"), Column("suffix", "suffix", "left")])
     for fmt in OutputFormat:
         outputs.add({"key": f"--{fmt.value}", "suffix": fmt.suffix})
-    data = {"inputs": {k: {"extensions": format_extensions(k), "description": d} for k, d in available_formats().items()},
+    data = {"inputs": {k: {"extensions": format_extensions(k), "description": d} for k, d in descriptions.items()},
             "outputs": [f.value for f in OutputFormat]}
     return MatrixDescription([], [inputs, outputs], data)
 

@@ -55,3 +55,18 @@ def test_info_says_a_method_runs_from_columns_where_a_comparison_runs_it(method,
 def test_methods_json_has_every_formula():
     data = describe_methods().data
     assert set(data["stores"]) == set(data["methods"]) == set(data["from_columns"])
+
+
+def test_formats_say_a_libsvm_file_is_a_point_table_for_kernel_too(tmp_path):
+    # sfapprox formats said "only with covariance=True", though --kernel reads a LIBSVM file as points
+    from sfapprox.describe import describe_formats
+    from sfapprox.io import open_matrix
+
+    path = tmp_path / "p.libsvm"
+    path.write_text("1 1:0.5 2:1.0\n0 1:0.1 3:2.0\n1 2:0.3 3:0.7\n0 1:1.5\n")
+    assert open_matrix(path, kernel="rbf").shape == (4, 4)  # what the text below claims
+    described = describe_formats()
+    text = described.data["inputs"]["libsvm"]["description"]
+    assert "--kernel" in text and "--covariance" in text and "only with covariance" not in text
+    shown = {row["key"]: row["what"] for row in described.tables[0].rows}
+    assert all("--kernel" in shown[key] for key in ("csv", "npy", "libsvm")) and "--kernel" not in shown["mtx"]
