@@ -43,3 +43,14 @@ def test_readme_python_examples_run(tmp_path, monkeypatch):
         for block in blocks:
             exec(compile(block, "README.md", "exec"), {})
     assert (tmp_path / "f.h5").is_file()
+
+
+def test_readme_input_formats_table_names_every_extension():
+    """Every extension a reader is chosen by is in README's table of input formats (.safetensors and
+    .pt/.pth were missing)."""
+    from sfapprox.io import available_formats, format_extensions
+
+    section = (ROOT / "README.md").read_text().split("## Input formats")[1].split("\n## ")[0]
+    missing = {key: [ext for ext in format_extensions(key) if f"`{ext}`" not in section]
+               for key in available_formats()}
+    assert not {key: exts for key, exts in missing.items() if exts}
