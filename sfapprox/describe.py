@@ -319,15 +319,12 @@ def describe_formats() -> MatrixDescription:
     from .io._sources import _POINT_FORMATS
 
     # The formats --kernel reads as a table of points (sfapprox/io/_sources.py) are also what
-    # --covariance reads; the registry's own text says only the latter for LIBSVM ("only with
-    # covariance=True"), though a LIBSVM file is a point table for --kernel as well, so the text
-    # shown here says both for every such format.
+    # --covariance reads: the text shown says both for every such format (LIBSVM's said covariance only).
     point_tables = set(_POINT_FORMATS.values())
 
     def what(key: str, text: str) -> str:
         if key not in point_tables:
             return text
-        text = text.replace("; only with covariance=True", ", not a square matrix itself")
         return f"{text}; with --kernel a table of points (one per row), with --covariance of samples x features"
 
     descriptions = {key: what(key, text) for key, text in available_formats().items()}

@@ -55,7 +55,8 @@ class _Format:
 def _needs_covariance(src: Source, opts: Options) -> ReadResult:
     raise src.fail(
         "LIBSVM files hold a samples x features table, not a square matrix",
-        "use covariance=True (--covariance) to load the feature covariance",
+        "use covariance=True (--covariance) for the feature covariance, or kernel= (--kernel rbf) for the kernel "
+        "matrix of its points",
     )
 
 
@@ -78,7 +79,8 @@ _FORMATS: dict[str, _Format] = {
         (".png", ".jpg", ".jpeg", ".pgm", ".ppm", ".pbm", ".bmp", ".tif", ".tiff", ".gif", ".webp"),
         read_image,
     ),
-    "libsvm": _Format("LIBSVM/svmlight table (.svm, .libsvm); only with covariance=True", (".svm", ".libsvm"), _needs_covariance),
+    "libsvm": _Format("LIBSVM/svmlight table (.svm, .libsvm), not a square matrix itself", (".svm", ".libsvm"),
+                      _needs_covariance),
     "covariance": _Format("features x features sample covariance of a table (.csv/.tsv/.txt/.dat, .npy, .libsvm)", (), None),
     "attention": _Format("attention map softmax(Q K^T / sqrt(d)) of an .npz holding q and k (--var Q,K names others); "
                          "read from columns, never formed unless it fits", (), None),
