@@ -106,8 +106,9 @@ class TestMatrixMarket:
 
     def test_order_whose_dense_form_exceeds_the_limit_refused_from_header(self, tmp_path):
         p = write(tmp_path / "wide.mtx", "%%MatrixMarket matrix coordinate real general\n100000 100000 2\n1 1 1\n100000 5 2\n")
-        with pytest.raises(ResourceError, match=r"wide.mtx: matrix of order 100,000 \(its dense form, which every "
-                                                r"method works on\) needs about 74.5 GiB, over the memory limit of 9.5 MiB"):
+        with pytest.raises(ResourceError, match=r"wide.mtx: matrix of order 100,000 in its dense form \(a matrix read "
+                                                r"from this format must fit dense; a .npy too big for that is read by "
+                                                r"columns instead\) needs about 74.5 GiB, over the memory limit of 9.5 MiB"):
             load_matrix(p, max_memory=10**7)
 
     def test_garbage_first_line_refused_as_not_matrix_market(self, tmp_path):

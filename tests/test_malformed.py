@@ -397,7 +397,7 @@ HEADER_ORDERS = [
 def test_order_whose_dense_form_exceeds_the_limit_refused_from_the_header(tmp_path, name, content):
     path = tmp_path / name
     _write(path, content)
-    line = _assert_one_line_error(_run("info", path, "--max-memory", "64M"), name, "of order 5,000 (its dense form")
+    line = _assert_one_line_error(_run("info", path, "--max-memory", "64M"), name, "of order 5,000 in its dense form")
     assert "needs about 190.7 MiB, over the memory limit of 64.0 MiB" in line
     if not name.endswith(".rua"):  # (its body is that of a 3 x 3 matrix)
         assert _run("info", path, "--max-memory", "1G").exit_code == 0
@@ -410,7 +410,7 @@ def test_two_mode_network_checked_at_its_projected_order(tmp_path):
     res = _run("info", path, "--max-memory", "64M")
     assert res.exit_code == 0, res.output
     _assert_one_line_error(_run("info", path, "--max-memory", "64M", "--two-mode", "bipartite"),
-                           "two_mode.net", "of order 100,003 (its dense form")
+                           "two_mode.net", "of order 100,003 in its dense form")
 
 
 def test_headerless_mtx_loads_with_format_ijv(tmp_path):
@@ -492,7 +492,7 @@ def test_huge_order_with_two_entries_refused_from_the_header(tmp_path):
     # A 64 MiB cap: the row pointers alone would be 1.4 GiB, so exit 2 here
     # shows the refusal came from the header, before anything was allocated.
     line = _assert_one_line_error(_run("info", path, "--max-memory", "64M"), "huge.mtx",
-                                  "matrix of order 90,000,000 (its dense form")
+                                  "matrix of order 90,000,000 in its dense form")
     assert " an 90" not in line and "PiB" in line
 
 

@@ -66,7 +66,11 @@ def check_order(n: int, src: "Source", what: str = "matrix", *, dense: bool = Tr
         # the number is read aloud ("an 80000", "a 90000000").
         check_memory(
             estimate_dense_bytes(n),
-            what=f"{src.display}: {what} of order {n:,} (its dense form, which every method works on)",
+            # (not "which every method works on": sparse, rsvd and SF read a matrix's columns; but a matrix
+            # read from a file is loaded, and held to fit dense; only .npy files and the kernel, attention
+            # and covariance sources are read by columns)
+            what=f"{src.display}: {what} of order {n:,} in its dense form (a matrix read from this format must "
+                 "fit dense; a .npy too big for that is read by columns instead)",
             limit=src.max_memory,
         )
     check_memory(index_bytes, what=f"{src.display}: {what} of order {n:,} (its sparse row pointers alone)",
