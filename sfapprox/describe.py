@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._base import RunContext, least_columns_limit, methods
-from ._settings import COUNT_INDICES
+from ._settings import COUNT_INDICES, FitSettings
 from ._validation import format_bytes, memory_limit
 from .budget import sf_count, sf_structure, tsvd_count, tsvd_rank_for_budget
 from .comparison import as_loaded_matrix, formable, formed_need, recipe_text
@@ -119,8 +119,8 @@ def describe(matrix, *, count_indices: bool = COUNT_INDICES, max_memory: int | N
             need = None
         # at the budget a comparison takes by default (SF's), or the method's least where that is above it
         # (a matrix a comparison forms is fitted in memory: the columns' memory matters where it is not)
-        runs = (_runs_from_columns(spec, matrix, need and max(need, count), max_memory if streamed else None,
-                                   context) if loaded is None else None)
+        runs = (_runs_from_columns(spec, matrix, need and max(need, count), max_memory, checked=streamed)
+                if loaded is None else None)
         runs = (runs or "no: needs it formed") if streamed else (runs or "–")
         per_method[method] = {"stores": spec.stores, "min_budget": need, "summary": spec.summary,
                               "from_columns": "columns" in spec.access,
@@ -144,20 +144,23 @@ def describe(matrix, *, count_indices: bool = COUNT_INDICES, max_memory: int | N
     return MatrixDescription(facts, [table], data)
 
 
-def _runs_from_columns(spec, source: MatrixSource, budget: int | None, max_memory: int | None,
-                       context: RunContext) -> str | None:
+def _runs_from_columns(spec, source: MatrixSource, budget: int | None, max_memory: int | None, *,
+                       checked: bool) -> str | None:
     """``info``'s word on a method's fit from ``source``'s columns at ``budget``: "yes", or "no: ..." where
     what it keeps with its passes' blocks is over the memory limit (as a comparison would refuse it:
-    :func:`~sfapprox._base.least_columns_limit`); None where it does not work from columns."""
+    :func:`~sfapprox._base.least_columns_limit`); None where it does not work from columns.  Unless
+    ``checked`` (a matrix a comparison forms: its fits run in memory), the limit is not looked at."""
     if "columns" not in spec.access:
         return None
     limit = memory_limit(max_memory)
-    if budget is None or limit is None:
+    if not checked or budget is None or limit is None:
         return "yes"
     if spec.columns_memory is not None:
         least = least_columns_limit(spec, source, budget)
-    else:  # SF sizes its own fit from columns
-        least = spec.make(source.n, budget, context).least_columns_limit(source)
+    else:  # SF sizes its own fit from columns: the budget's whole structure (with no time limit to fit it in,
+        # nothing is compiled or timed to choose fewer factors)
+        untimed = RunContext(FitSettings(time_limit=None))
+        least = spec.make(source.n, budget, untimed).least_columns_limit(source)
     return "yes" if least <= limit else f"no: needs --max-memory {format_bytes(least, up=True)}"
 
 
