@@ -367,9 +367,16 @@ def _breaks_psd_bound(A) -> bool:
     if d.size and d.min() < -atol:
         return True
     root = np.sqrt(np.maximum(d, 0.0))
-    if sp.issparse(A):
-        C = A.tocoo()
-        return bool(np.any(np.abs(C.data) > root[C.row] * root[C.col] * (1 + _PSD_RTOL) + atol))
+    if sp.issparse(A):  # the stored entries, by blocks of rows (no nnz-sized row index beside A)
+        A = A if A.format == "csr" else A.tocsr()
+        rows_per_block = max(1, _PSD_BLOCK * d.size // max(1, A.nnz))
+        for start in range(0, d.size, rows_per_block):
+            lo, hi = A.indptr[start], A.indptr[min(start + rows_per_block, d.size)]
+            rows = np.repeat(np.arange(start, min(start + rows_per_block, d.size)),
+                             np.diff(A.indptr[start:start + rows_per_block + 1]))
+            if np.any(np.abs(A.data[lo:hi]) > root[rows] * root[A.indices[lo:hi]] * (1 + _PSD_RTOL) + atol):
+                return True
+        return False
     step = max(1, min(_PSD_BLOCK, d.size * d.size // 16) // max(1, d.size))  # temporaries well below A's size
     for start in range(0, d.size, step):
         rows = np.abs(A[start:start + step])
