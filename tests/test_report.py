@@ -446,6 +446,10 @@ def test_lines_of_one_name_made_from_different_matrices_are_not_ranked():
     assert row.winner is None and "different inputs" in row.mixed
     same = rec("band", "tsvd", fro=8.9, n=32, source={"generator": "banded", "params": {"n": 32}})
     assert build_report([old, same]).tables_by_category[0].rows[0].winner == "sparse"
+    unknown = rec("band", "tsvd", fro=8.9, n=32)  # an older version's line, without its source: not "different"
+    assert build_report([old, unknown]).tables_by_category[0].rows[0].winner == "sparse"
+    other_file = [rec("m", m, fro=f, matrix_info={"sha256": h}) for m, f, h in (("sf", 1.0, "aa"), ("tsvd", 2.0, "bb"))]
+    assert build_report(other_file).tables_by_category[0].rows[0].winner is None
 
 
 def test_an_edited_line_over_its_budget_is_not_ranked():

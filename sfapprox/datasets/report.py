@@ -308,7 +308,7 @@ def _mixed_measures(results: dict[str, dict[str, Any]]) -> str | None:
     sizes = {r.get("n") for r in scored}
     if len(sizes) > 1:
         differ.append(f"N {', '.join(str(n) for n in sorted(sizes, key=str))}")
-    elif len({_input_identity(r) for r in scored}) > 1:
+    elif _different_inputs(scored):
         differ.append("made from different inputs (the entry's file or parameters changed)")
     # a batch never writes one (a method over its budget is a bug): an edited line, not a result
     differ.extend(f"{r['method']} stores {r['nnz']:,} numbers, over its budget {r['budget']:,}" for r in scored
@@ -320,11 +320,18 @@ def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _input_identity(record: dict[str, Any]) -> str:
-    """What identifies the matrix a line was made from: its file's digest and how it was read or made
-    (the manifest entry's ``source``: file, generator and parameters, reading options)."""
-    info = record.get("matrix_info") if isinstance(record.get("matrix_info"), dict) else {}
-    return json.dumps([info.get("sha256"), record.get("source")], sort_keys=True, default=str)
+def _different_inputs(records: list[dict[str, Any]]) -> bool:
+    """Whether ``records`` were made from different matrices: their files' digests differ, or the manifest
+    entries they were made from (``source``: file, generator and parameters, reading options; what a batch
+    redoes a line for).  A line without one (an older version's) is not taken as different."""
+    digests, sources = set(), set()
+    for r in records:
+        info = r.get("matrix_info") if isinstance(r.get("matrix_info"), dict) else {}
+        if info.get("sha256"):
+            digests.add(info["sha256"])
+        if r.get("source") is not None:
+            sources.add(json.dumps(r["source"], sort_keys=True, default=str))
+    return len(digests) > 1 or len(sources) > 1
 
 
 def _unavailable(name: str, category: str, records: list[dict[str, Any]]) -> Unavailable:
