@@ -45,7 +45,7 @@ from ._validation import (
 )
 from .budget import Budget, parse_budget, resolve_budget
 from .factors import load_factors
-from .estimate import estimate_errors
+from .estimate import ErrorEstimate, estimate_errors
 from .metrics import DENSE_SCORING_MAX_N, operator_error
 from .results import Comparison, MethodResult, library_versions
 from .sources import (
@@ -131,7 +131,10 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
     # From columns, every row is scored afterwards, together, on the same columns (estimate_errors).
     # A stop during SF's own scoring left its error as it could: not scored again here (the stop is on)
     unscored = est.params_.get("scoring") == "interrupted"
-    fro, rel = ((est.fro_error_, est.rel_error_) if unscored else
+    # top-s from columns scored itself exactly in its selection's pass (``||X||^2 - sum kept^2``): its row is
+    # not sampled again (a sample of a surrogate that keeps every non-zero said "0 ± ?", and no winner)
+    own = streaming and est.__dict__.get("error_from_pass_", False)
+    fro, rel = ((est.fro_error_, est.rel_error_) if unscored or own else
                 (None, None) if streaming else row_error(est, X, fro_norm, threads=context.settings.threads))
     return MethodResult(
         method=name,
@@ -140,7 +143,8 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
         fro_error=fro,
         rel_error=rel,
         seconds=float(est.seconds_),
-        params={**est.params_, **({"path": "columns"} if fit_on is not X else {}), "stop_reason": est.stop_reason_},
+        params={**est.params_, **({"path": "columns"} if fit_on is not X else {}), "stop_reason": est.stop_reason_,
+                **({"error_from_pass": True} if own else {})},
         operator=est.operator_,
         estimator=est,
     )
@@ -767,11 +771,15 @@ def score_from_columns(source: MatrixSource, results: Sequence[MethodResult], se
     dict of str to ErrorEstimate
         By method name.
     """
-    scored = {r.method: r.operator for r in results if r.operator is not None and r.status in ("ok", "interrupted")}
-    if not scored:
-        return {}
-    estimates = estimate_errors(source, scored, time_limit=scoring_seconds(settings.time_limit), seed=settings.seed,
-                                max_memory=settings.max_memory, executor=executor)
+    fitted = [r for r in results if r.operator is not None and r.status in ("ok", "interrupted")]
+    # rows that scored themselves exactly by a pass over every column (top-s) are not sampled again
+    own = {r.method: ErrorEstimate(r.fro_error, r.rel_error, exact=True, columns=source.n)
+           for r in fitted if (r.params or {}).get("error_from_pass") and r.fro_error is not None}
+    scored = {r.method: r.operator for r in fitted if r.method not in own}
+    estimates = {} if not scored else estimate_errors(
+        source, scored, time_limit=scoring_seconds(settings.time_limit), seed=settings.seed,
+        max_memory=settings.max_memory, executor=executor)
+    estimates = {**estimates, **own}
     for r in results:
         if r.method in estimates:
             e = estimates[r.method]
@@ -793,7 +801,12 @@ def _compare_columns(source, names, resolved, info, context, settings, on_result
     except KeyboardInterrupt:  # the fits are finished: their rows are kept, unscored (the stop is reported)
         estimates = {}
         for r in results:
-            if r.operator is not None and r.status in ("ok", "interrupted"):
+            if (r.params or {}).get("error_from_pass") and r.fro_error is not None:  # scored before the stop
+                r.error_estimate = ErrorEstimate(r.fro_error, r.rel_error, exact=True, columns=source.n).to_dict()
+                r.status = "interrupted"  # (no winner beside rows whose errors the stop left unknown)
+                r.reason = (f"scored exactly by its own pass; the scoring of the other rows was stopped by "
+                            f"{stop_cause()}")
+            elif r.operator is not None and r.status in ("ok", "interrupted"):
                 r.status, r.params = "interrupted", {**(r.params or {}), "scoring": "interrupted"}
                 r.reason = f"fitted, then stopped by {stop_cause()} while the rows were scored: its error is not known"
     for r in results:
@@ -802,7 +815,9 @@ def _compare_columns(source, names, resolved, info, context, settings, on_result
     comparison = build_comparison(info, resolved, results, context)
     comparison.notes.extend(n for n in [not_run_note(names, results),
                                         *_source_notes(include or {}, source.file_sha256, source.describe())] if n)
-    columns = max((e.columns for e in estimates.values()), default=0)
+    sampled = [e for name, e in estimates.items() if not any(r.method == name and (r.params or {}).get("error_from_pass")
+                                                               for r in results)]
+    columns = max((e.columns for e in sampled), default=source.n)  # (rows scored by their own pass: exactly)
     how = ("exactly, by a pass over every column" if columns >= source.n else
            f"from {columns:,} random columns of {source.n:,} (95% intervals)")
     unbounded = [name for name, e in estimates.items() if e.fro_interval and not math.isfinite(e.fro_interval[1])]

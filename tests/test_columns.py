@@ -707,7 +707,34 @@ def test_a_stop_while_a_comparison_from_columns_scores_its_rows_keeps_them(monke
     monkeypatch.setattr(comparison, "estimate_errors", stopped)
     settings = FitSettings(device="cpu", max_iter=10, time_limit=None, max_memory=_column_limit(128))
     c = compare_columns(_cloud(128), ["nystrom", "sparse"], budget="sf", settings=settings)
-    assert [(r.method, r.status, r.fro_error) for r in c.results] == [("nystrom", "interrupted", None),
-                                                                      ("sparse", "interrupted", None)]
-    assert all(r.operator is not None and "error is not known" in r.reason for r in c.results)
+    assert [(r.method, r.status) for r in c.results] == [("nystrom", "interrupted"), ("sparse", "interrupted")]
+    nystrom, sparse = c.results
+    assert nystrom.fro_error is None and "error is not known" in nystrom.reason and nystrom.operator is not None
+    # top-s scored itself exactly in its own pass, before the stop: that error is kept
+    assert sparse.fro_error is not None and sparse.error_estimate["exact"] and "its own pass" in sparse.reason
     assert c.winner() is None and any("the scoring was stopped by Ctrl-C" in n for n in c.notes)
+
+
+def test_top_s_from_columns_is_scored_exactly_by_its_own_pass(monkeypatch):
+    """A comparison from columns sampled the surrogate that keeps every non-zero of a sparse matrix: "0 ± ?"
+    and no winner.  Its selection's pass knows its error exactly (||X||^2 - the kept squares)."""
+    from sfapprox import comparison
+    from sfapprox.sources import ArraySource
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((120, 120)) * (rng.random((120, 120)) < 0.05)
+    sampled = []
+    real = comparison.estimate_errors
+    monkeypatch.setattr(comparison, "estimate_errors", lambda src, ops, **k: sampled.append(set(ops)) or real(src, ops, **k))
+    settings = FitSettings(device="cpu", time_limit=None)
+    whole = compare_columns(ArraySource(X), ["sparse", "rsvd"], budget=4000, settings=settings)
+    row = next(r for r in whole.results if r.method == "sparse")
+    assert row.params["exact"] and row.fro_error == 0.0 and row.rel_error == 0.0 and row.error_estimate["exact"]
+    assert sampled == [{"rsvd"}] and "exactly" in whole.verdict()["text"]
+    part = compare_columns(ArraySource(X), ["sparse"], budget=500, settings=settings)
+    row = part.results[0]
+    S = row.operator.to_dense()
+    assert not row.params["exact"] and row.error_estimate["exact"]
+    assert row.fro_error == pytest.approx(np.linalg.norm(X - S), rel=1e-9)
+    assert row.rel_error == pytest.approx(np.linalg.norm(X - S) / np.linalg.norm(X), rel=1e-9)
+    assert sampled == [{"rsvd"}] and any("exactly, by a pass over every column" in n for n in part.notes)

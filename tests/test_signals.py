@@ -428,8 +428,8 @@ def test_a_stop_while_a_comparison_from_columns_is_scored_exits_130_with_the_row
     assert res.exit_code == 130, res.output
     assert "interrupted (Ctrl-C) while nystrom was scored" in " ".join(res.output.split())
     rows = json.loads(js.read_text())["results"]
-    assert [(r["method"], r["status"], r["fro_error"]) for r in rows] == [("nystrom", "interrupted", None),
-                                                                          ("sparse", "interrupted", None)]
+    assert [(r["method"], r["status"]) for r in rows] == [("nystrom", "interrupted"), ("sparse", "interrupted")]
+    assert rows[0]["fro_error"] is None and rows[1]["fro_error"] > 0  # top-s scored itself in its own pass
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])

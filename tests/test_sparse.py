@@ -196,8 +196,8 @@ def test_a_large_dense_matrix_in_memory_is_read_in_blocks_with_the_same_entries(
     monkeypatch.setattr(module, "STREAMED_MIN_N", 50)
     monkeypatch.setattr(module, "SELECTION_BYTES", 1)  # the narrowest blocks (64 columns: five of them)
     passes = []
-    real = module.streamed_top_entries
-    monkeypatch.setattr(module, "streamed_top_entries", lambda *a, **k: passes.append(1) or real(*a, **k))
+    real = module.streamed_top
+    monkeypatch.setattr(module, "streamed_top", lambda *a, **k: passes.append(1) or real(*a, **k))
     for budget, in_memory in want.items():
         blocks = SparseApproximation(budget=budget).fit(X)
         assert np.array_equal(blocks.S_.toarray(), in_memory.S_.toarray()), budget

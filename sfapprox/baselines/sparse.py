@@ -183,6 +183,35 @@ def streamed_top(source, k: int, max_memory: int | None = None):
     return rows[order], cols[order], vals[order], nnz, squared
 
 
+#: The smallest share of ``||X||_F^2`` a residual's squares computed as ``||X||^2 - sum(kept^2)`` are taken at:
+#: below it the difference is round-off (float64 sums of ``||X||^2`` carry about 1e-16 of it), so the error
+#: is left to the comparison's scoring.
+OWN_ERROR_MIN_SHARE = 1e-10
+
+
+def own_pass_error(squared: float, kept: np.ndarray, *, exact: bool) -> tuple[float, float | None] | None:
+    """The top-s surrogate's error ``(||X - S||_F, relative)`` from its selection's pass: the surrogate is
+    ``X`` on the kept entries and 0 elsewhere, so ``||X - S||_F^2 = ||X||_F^2 - sum(kept^2)``, exact, with
+    ``||X||_F^2`` summed over every entry seen.  0 when every non-zero was kept; None where the difference
+    is within round-off of ``||X||^2`` (:data:`OWN_ERROR_MIN_SHARE`): then it is scored as any row.
+
+    Examples
+    --------
+    >>> own_pass_error(25.0, np.array([4.0]), exact=False)
+    (3.0, 0.6)
+    >>> own_pass_error(16.0, np.array([4.0]), exact=True)
+    (0.0, 0.0)
+    """
+    norm = float(np.sqrt(squared))
+    if exact:
+        return 0.0, (0.0 if norm > 0 else None)
+    left = float(squared) - float(np.dot(kept, kept))
+    if left < OWN_ERROR_MIN_SHARE * float(squared):
+        return None
+    fro = float(np.sqrt(left))
+    return fro, fro / norm
+
+
 def dense_top_entries(X: np.ndarray, k: int, max_memory: int) -> tuple[np.ndarray, np.ndarray]:
     """Flat positions (ascending) and values of the ``k`` largest ``|X|`` among the non-zeros of a
     dense square array in memory, by one pass over its column blocks (:func:`streamed_top_entries`).
@@ -375,14 +404,16 @@ class SparseApproximation(Approximation):
             # blocks of selection_bytes(n): the same entries, without six N x N temporaries.
             source, memory = ((self._from_columns(X, sparse_count(n, limit)), None) if from_columns
                               else (ArraySource(X), selection_bytes(n)))
-            rows, cols, vals, nnz = streamed_top_entries(source, limit, max_memory=memory)
+            rows, cols, vals, nnz, squared = streamed_top(source, limit, max_memory=memory)
             S = sp.csr_array((vals, (rows, cols)), shape=(n, n))
             s = int(vals.size)
+            own = own_pass_error(squared, vals, exact=s == nnz)
         else:
             rows, cols, vals = _nonzeros(X)
             kept = top_entries(vals, limit)
             S = sp.csr_array((vals[kept], (rows[kept], cols[kept])), shape=(n, n))
             nnz, s = int(vals.size), int(kept.size)
+            own = None  # (a comparison scores a matrix in memory exactly, on X)
         self.seconds_ = time.perf_counter() - start
         exact = s == nnz
         self.S_ = S
@@ -401,6 +432,9 @@ class SparseApproximation(Approximation):
             "exact_budget": sparse_count(n, nnz),
             **({"from": "columns"} if from_columns else {}),
         }
+        if own is not None:  # scored exactly by the selection's own pass: a comparison need not sample it
+            self.fro_error_, self.rel_error_ = own
+            self.error_from_pass_ = True
         return self
 
     def to_dense(self) -> np.ndarray:
