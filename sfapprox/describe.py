@@ -114,7 +114,8 @@ def describe(matrix, *, count_indices: bool = COUNT_INDICES, max_memory: int | N
     for method, spec in methods().items():
         need = spec.min_budget(n, context)
         # a property the matrix lacks rules the method out whatever the budget (Nyström, NMF)
-        lacks = [_FACT_WORDS.get(fact, fact) for fact in spec.needs if summary.get(fact) is False]
+        # (the first one it lacks: a matrix that is not symmetric is not PSD either, and the cell stays short)
+        lacks = [_FACT_WORDS.get(fact, fact) for fact in spec.needs if summary.get(fact) is False][:1]
         if lacks:
             need = None
         # at the budget a comparison takes by default (SF's), or the method's least where that is above it
