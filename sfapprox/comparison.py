@@ -145,9 +145,16 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
         seconds=float(est.seconds_),
         params={**est.params_, **({"path": "columns"} if fit_on is not X else {}), "stop_reason": est.stop_reason_,
                 **({"error_from_pass": True} if own else {})},
+        error_estimate=ErrorEstimate(fro, rel, exact=True, columns=n).to_dict() if own else None,
         operator=est.operator_,
         estimator=est,
     )
+
+
+def _scored_by_own_pass(r: MethodResult) -> bool:
+    """Whether ``r``'s error was computed exactly by its fit's own pass over every column (top-s from
+    columns: :func:`run_method`), so that the comparison's scoring leaves it as it is."""
+    return bool((r.params or {}).get("error_from_pass")) and r.error_estimate is not None
 
 
 def row_error(est, X, fro_norm: float | None = None, *, threads: int | None = None) -> tuple[float, float | None]:
@@ -771,15 +778,13 @@ def score_from_columns(source: MatrixSource, results: Sequence[MethodResult], se
     dict of str to ErrorEstimate
         By method name.
     """
-    fitted = [r for r in results if r.operator is not None and r.status in ("ok", "interrupted")]
-    # rows that scored themselves exactly by a pass over every column (top-s) are not sampled again
-    own = {r.method: ErrorEstimate(r.fro_error, r.rel_error, exact=True, columns=source.n)
-           for r in fitted if (r.params or {}).get("error_from_pass") and r.fro_error is not None}
-    scored = {r.method: r.operator for r in fitted if r.method not in own}
-    estimates = {} if not scored else estimate_errors(
-        source, scored, time_limit=scoring_seconds(settings.time_limit), seed=settings.seed,
-        max_memory=settings.max_memory, executor=executor)
-    estimates = {**estimates, **own}
+    # (rows that scored themselves exactly by a pass over every column, top-s, are not sampled again)
+    scored = {r.method: r.operator for r in results if r.operator is not None and r.status in ("ok", "interrupted")
+              and not _scored_by_own_pass(r)}
+    if not scored:
+        return {}
+    estimates = estimate_errors(source, scored, time_limit=scoring_seconds(settings.time_limit), seed=settings.seed,
+                                max_memory=settings.max_memory, executor=executor)
     for r in results:
         if r.method in estimates:
             e = estimates[r.method]
@@ -795,14 +800,13 @@ def _compare_columns(source, names, resolved, info, context, settings, on_result
         operator = counted_as(getattr(surrogate, "operator", surrogate), context.count_indices)
         results.append(MethodResult(name, "ok", nnz=int(operator.n_stored), operator=operator,
                                     params={"kind": getattr(surrogate, "kind", None)}))
-    started = time.perf_counter()
+    started, stopped = time.perf_counter(), False
     try:
         estimates = score_from_columns(source, results, settings, executor)
     except KeyboardInterrupt:  # the fits are finished: their rows are kept, unscored (the stop is reported)
-        estimates = {}
+        estimates, stopped = {}, True
         for r in results:
-            if (r.params or {}).get("error_from_pass") and r.fro_error is not None:  # scored before the stop
-                r.error_estimate = ErrorEstimate(r.fro_error, r.rel_error, exact=True, columns=source.n).to_dict()
+            if _scored_by_own_pass(r):  # scored before the stop: its error is kept
                 r.status = "interrupted"  # (no winner beside rows whose errors the stop left unknown)
                 r.reason = (f"scored exactly by its own pass; the scoring of the other rows was stopped by "
                             f"{stop_cause()}")
@@ -815,9 +819,7 @@ def _compare_columns(source, names, resolved, info, context, settings, on_result
     comparison = build_comparison(info, resolved, results, context)
     comparison.notes.extend(n for n in [not_run_note(names, results),
                                         *_source_notes(include or {}, source.file_sha256, source.describe())] if n)
-    sampled = [e for name, e in estimates.items() if not any(r.method == name and (r.params or {}).get("error_from_pass")
-                                                               for r in results)]
-    columns = max((e.columns for e in sampled), default=source.n)  # (rows scored by their own pass: exactly)
+    columns = max((e.columns for e in estimates.values()), default=source.n)  # (rows scored by their own pass: exactly)
     how = ("exactly, by a pass over every column" if columns >= source.n else
            f"from {columns:,} random columns of {source.n:,} (95% intervals)")
     unbounded = [name for name, e in estimates.items() if e.fro_interval and not math.isfinite(e.fro_interval[1])]
@@ -828,7 +830,8 @@ def _compare_columns(source, names, resolved, info, context, settings, on_result
     if unbounded:  # "± ?": a sample without spread bounds nothing
         how += (f"; {', '.join(unbounded)}: every sampled column had the same error, which says nothing of the "
                 "others (shown '± ?'; a longer --time-limit looks at more of them, or all)")
-    scored = (f"every row was scored {how} in {time.perf_counter() - started:.1f} s" if estimates else
+    any_scored = not stopped and (estimates or any(_scored_by_own_pass(r) for r in results))
+    scored = (f"every row was scored {how} in {time.perf_counter() - started:.1f} s" if any_scored else
               f"the scoring was stopped by {stop_cause()}" if any(r.status == "interrupted" for r in results) else
               "no method gave a surrogate to score")  # not "from 0 random columns"
     comparison.notes.append(f"{source.name}: not formed ({source.summary()['formed']} dense); the methods that work "
