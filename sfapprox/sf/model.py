@@ -757,10 +757,9 @@ class ChordSF(Approximation):
         from . import _columns
 
         offsets, n_factors = self._structure(source.n)
-        settings = COLUMN_SETTINGS or _columns.ColumnSettings()
-        history = settings.history if settings.optimizer == "lbfgs" else None
+        _, history, libraries = _column_plan()
         return (_columns.column_fit_memory(source.n, n_factors, len(offsets), 1, history=history)
-                + LIBRARY_WORKING_SET + COMPILED_WORKING_SET + source.held_bytes)
+                + libraries + source.held_bytes)
 
     def _fit_columns(self, source: MatrixSource, fit_begin: float) -> "ChordSF":
         """Fit from ``source``'s column blocks (:mod:`._columns`): the path of a matrix whose
@@ -772,9 +771,7 @@ class ChordSF(Approximation):
         offsets, n_factors = self._structure(n)
         shape = (n_factors, n, len(offsets))
         limit = room(source, self.max_memory)  # less what a matrix held in memory takes of it
-        libraries = LIBRARY_WORKING_SET + COMPILED_WORKING_SET
-        settings = COLUMN_SETTINGS or _columns.ColumnSettings()
-        history = settings.history if settings.optimizer == "lbfgs" else None  # else Adam's memory is the need
+        settings, history, libraries = _column_plan()
         width = _columns.column_width(n, n_factors, len(offsets), None if limit is None else limit - libraries,
                                       history=history)
         full = memory_limit(self.max_memory)
@@ -1257,6 +1254,17 @@ class ChordSF(Approximation):
     def to_dense(self) -> np.ndarray:
         """The fitted product as a dense ``N x N`` array."""
         return self.operator_.to_dense()
+
+
+def _column_plan():
+    """The fit from column blocks' settings (:data:`COLUMN_SETTINGS` or the defaults), the L-BFGS history its
+    memory is checked for (None: Adam's memory is the need) and the libraries' working set beside it: what
+    the fit checks and what :meth:`ChordSF.least_columns_limit` says it needs, computed alike."""
+    from . import _columns
+
+    settings = COLUMN_SETTINGS or _columns.ColumnSettings()
+    history = settings.history if settings.optimizer == "lbfgs" else None
+    return settings, history, LIBRARY_WORKING_SET + COMPILED_WORKING_SET
 
 
 def _iterations_of(fit: dict) -> int:
