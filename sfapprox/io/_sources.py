@@ -81,7 +81,9 @@ def _extension(path) -> str:
 def _point_kind(path, format: str | None) -> str | None:
     """How a point table named ``path`` is read ("csv", "npy", "libsvm"): by ``format``, else its
     extension; None for a name that is no such table."""
-    return {"csv": "csv", "npy": "npy", "libsvm": "libsvm"}.get(format or "", _POINT_FORMATS.get(_extension(path)))
+    from . import _TABLE_FORMATS  # the package's own (this module is imported at its end): covariance's tables
+
+    return _TABLE_FORMATS.get(format or "", _POINT_FORMATS.get(_extension(path)))
 
 
 def _not_points(path) -> str:
@@ -248,7 +250,6 @@ def check_reading_options(*, kernel: str | None = None, bandwidth: float | None 
         raise ParameterError("a bandwidth needs a kernel: give --kernel (kernel=) too")
     if kernel is not None:
         check_bandwidth(kernel, bandwidth)
-    if kernel is not None:
         if format == "attention" or options.get("covariance"):
             raise ParameterError("a kernel reads a table of points; it does not combine with an attention map "
                                  "or a covariance")
