@@ -320,18 +320,8 @@ def describe_formats() -> MatrixDescription:
     (True, 'json')
     """
     from .io import available_formats, format_extensions  # here: sfapprox.io loads h5py and Pillow
-    from .io._sources import _POINT_FORMATS
 
-    # The formats --kernel reads as a table of points (sfapprox/io/_sources.py) are also what
-    # --covariance reads: the text shown says both for every such format (LIBSVM's said covariance only).
-    point_tables = set(_POINT_FORMATS.values())
-
-    def what(key: str, text: str) -> str:
-        if key not in point_tables:
-            return text
-        return f"{text}; with --kernel a table of points (one per row), with --covariance of samples x features"
-
-    descriptions = {key: what(key, text) for key, text in available_formats().items()}
+    descriptions = available_formats()
     inputs = Table("input formats (--format KEY overrides the extension)",
                    [Column("key", "key", "left"), Column("extensions", "extensions", "left"),
                     Column("what", "what", "left")])

@@ -107,14 +107,20 @@ def available_formats() -> dict[str, str]:
     Returns
     -------
     dict of str to str
-        Format key -> one-line description (used by ``--help``).
+        Format key -> one-line description (used by ``--help``); a table format says it is read as
+        points by a kernel and as samples by a covariance.
 
     Examples
     --------
     >>> "mtx" in available_formats()
     True
     """
-    return {key: f.description for key, f in _FORMATS.items()}
+    return {key: f.description + (_TABLE_USES if key in _TABLE_FORMATS else "") for key, f in _FORMATS.items()}
+
+
+#: What a table format (:data:`_TABLE_FORMATS`) is read as: LIBSVM's text said covariance only, though
+#: --kernel reads its points too.
+_TABLE_USES = "; with --kernel a table of points (one per row), with --covariance of samples x features"
 
 
 def format_extensions(key: str) -> tuple[str, ...]:
