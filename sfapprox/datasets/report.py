@@ -312,12 +312,8 @@ def _mixed_measures(results: dict[str, dict[str, Any]]) -> str | None:
         differ.append("made from different inputs (the entry's file or parameters changed)")
     # a batch never writes one (a method over its budget is a bug): an edited line, not a result
     differ.extend(f"{r['method']} stores {r['nnz']:,} numbers, over its budget {r['budget']:,}" for r in scored
-                  if _count(r.get("nnz")) and _count(r.get("budget")) and r["nnz"] > r["budget"])
+                  if _finite(r.get("nnz")) and _finite(r.get("budget")) and r["nnz"] > r["budget"])
     return "; ".join(differ) or None
-
-
-def _count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _different_inputs(records: list[dict[str, Any]]) -> bool:
