@@ -29,6 +29,7 @@ __getattr__ = moved_names(__name__, {"SavedFactors": "sfapprox.factors", "save_f
                                      "load_factors": "sfapprox.factors", "atomic_path": "sfapprox._atomic",
                                      "write_json": "sfapprox._atomic"})
 
+
 @dataclass
 class MethodResult:
     """One method's outcome at a budget.

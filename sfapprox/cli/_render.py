@@ -122,8 +122,6 @@ def check_outputs(outputs: Outputs, inputs: Sequence[Path | str] = ()) -> None:
     check_distinct(*files)
 
 
-
-
 def check_plot(path: Path | None, force: bool, outputs: Outputs | None = None,
                inputs: Sequence[Path | str] = ()) -> Outputs | None:
     """Refuse, before any work, a figure that could not be written (type, matplotlib, folder), that
