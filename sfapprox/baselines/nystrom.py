@@ -257,12 +257,20 @@ def residual_diagonal(diagonal: np.ndarray, C: np.ndarray, S: np.ndarray, F: np.
     >>> residual_diagonal(np.diag(X), X[:, [0]], np.array([0]), None).tolist()
     [0.0, 1.5]
     """
-    if F is not None:
-        return diagonal - np.einsum("ij,ij->i", F, F)
-    if S.size == 0:
+    parts = _surrogate_parts(C, S, F)
+    if parts is None:
         return diagonal.astype(float, copy=True)
-    kept = C @ pinvh((C[S] + C[S].T) / 2)
-    return diagonal - np.einsum("ij,ij->i", kept, C)
+    A, B = parts
+    return diagonal - np.einsum("ij,ij->i", A, B)
+
+
+def _surrogate_parts(C: np.ndarray, S: np.ndarray, F: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(A, B)`` with ``A B^T`` the surrogate: ``(F, F)``, else ``(C W^+, C)``; None for no pivots (0)."""
+    if F is not None:
+        return F, F
+    if S.size == 0:
+        return None
+    return C @ pinvh((C[S] + C[S].T) / 2), C
 
 
 def check_psd_fit(name: str, diagonal: np.ndarray, C: np.ndarray, S: np.ndarray, F: np.ndarray | None) -> None:
@@ -366,12 +374,12 @@ def check_spent_residual(source: MatrixSource, diagonal: np.ndarray, C: np.ndarr
         return
     rng = np.random.default_rng(seed)
     J = np.sort(rng.choice(others, size=min(others.size, SPENT_CHECK_COLUMNS), replace=False))
-    R = source.columns(J)
-    if F is not None:
-        R = R - F @ F[J].T
-    elif S.size:
-        R = R - C @ pinvh((C[S] + C[S].T) / 2) @ C[J].T
-    left = np.maximum(residual_diagonal(diagonal, C, S, F), 0.0)
+    R, left = source.columns(J), diagonal.astype(float, copy=True)
+    parts = _surrogate_parts(C, S, F)  # (the core's pseudo-inverse once, for the columns and the diagonal)
+    if parts is not None:
+        A, B = parts
+        R, left = R - A @ B[J].T, left - np.einsum("ij,ij->i", A, B)
+    left = np.maximum(left, 0.0)
     scale = max(float(np.abs(diagonal).max(initial=0.0)), 1e-300)
     excess = np.abs(R) - np.sqrt(np.outer(left, left[J])) * (1 + STRUCTURE_RTOL) - STRUCTURE_RTOL * scale
     if excess.max(initial=0.0) > 0:
