@@ -291,8 +291,9 @@ def report(
         if not results.is_file():
             raise InputError(f"{out_dir}: no {RESULTS_FILE}; run 'sfapprox batch MANIFEST --out-dir {out_dir}' first")
         parsed = read_results(results)
-        for number in parsed.bad_lines[:5]:
-            note(f"warning: {results}: line {number} skipped: {parsed.problems.get(number, 'invalid')}", style="yellow")
+        skipped = parsed.skipped()
+        for number, why in list(skipped.items())[:5]:
+            note(f"warning: {results}: line {number} skipped: {why}", style="yellow")
         if len(parsed.bad_lines) > 5:
             note(f"warning: {results}: {len(parsed.bad_lines) - 5} more invalid line(s) skipped "
                  f"({_line_list(parsed.bad_lines[5:])})", style="yellow")
@@ -301,7 +302,7 @@ def report(
         if not parsed.records:  # printed nothing, exit 0: as if the folder held a report of nothing
             raise InputError(f"{results}: no result lines yet; run 'sfapprox batch MANIFEST --out-dir {out_dir}' "
                              "(a batch stopped before its first pair finished leaves none)")
-        rep = build_report(parsed.records, parsed.skipped())
+        rep = build_report(parsed.records, skipped)
         tables = rep.tables()
         show_tables(tables, outputs)
         _unavailable(rep)
