@@ -596,8 +596,8 @@ def check_params(name: str, params: dict[str, Any]) -> dict[str, Any]:
         if name == "circulant" and abs(values["decay"]) * math.log(values["n"]) > DECAY_LOG_MAX:
             raise ParameterError(f"decay={values['decay']!r} makes entries (1 + k)^{-values['decay']:g} beyond "
                                  f"float64's range; |decay| * ln(n) must be at most {DECAY_LOG_MAX:g}")
-        most = min(EDGE_SHAPES_MAX, EDGE_PAINT_MAX // values["n"] ** 2)
-        if name == "edge_image" and values["n_shapes"] > most:
+        most = min(EDGE_SHAPES_MAX, EDGE_PAINT_MAX // values["n"] ** 2) if name == "edge_image" else None
+        if most is not None and values["n_shapes"] > most:
             raise ParameterError(f"n_shapes={values['n_shapes']!r} must be <= {most:,} at n={values['n']} (each "
                                  "shape is painted over the whole image)")
     except ParameterError as exc:
