@@ -17,7 +17,12 @@ through ``PYTHONPATH``), with its exit code, wall seconds and measured peak RSS 
   the kernel was formed where it fitted beside nothing, and SF's fit beside it refused;
 - ``sweep``: ``sweep POINTS.npy --kernel rbf --budgets 0.01,0.05,0.5`` (4,000 points) under 60M, the
   last budget over the limit for every method: the sweep ended whole; now that budget is a point of
-  "not applicable" rows.
+  "not applicable" rows;
+- ``sparse-npy``: ``compare SPARSE.npy --methods sparse,rsvd --budget 0.02`` (6,000 x 6,000, 0.1 %
+  non-zeros, stored dense: mapped) under 150M: top-s keeps every non-zero, and its row was sampled
+  ("0 ± ?"); its own pass now scores it exactly;
+- ``sparse-kernel``: ``compare POINTS.npy --kernel rbf --methods sparse,nystrom --budget 0.0005`` (40,000
+  points) under 400M: one scoring pass does not fit the time, the rows are sampled; top-s's is exact now.
 
 Writes benchmarks/results/<tag>.json and .md.
 """
@@ -39,17 +44,29 @@ CASES = {
     "sf-kernel": ("pts2000.npy", ["compare", "--kernel", "rbf", "--methods", "sf"], ["255M", "260M", "400M", "1G"]),
     "sweep": ("pts4000.npy", ["sweep", "--kernel", "rbf", "--methods", "nystrom,sparse", "--budgets",
                               "0.01,0.05,0.5"], ["60M"]),
+    # a sparse matrix stored dense in a .npy too big to load: mapped, compared from columns
+    "sparse-npy": ("sparse6000.npy", ["compare", "--methods", "sparse,rsvd", "--budget", "0.02"], ["150M"]),
+    # a kernel too big for one scoring pass in the time: the rows are sampled, but top-s is scored by its own pass
+    "sparse-kernel": ("pts40000.npy", ["compare", "--kernel", "rbf", "--methods", "sparse,nystrom", "--budget",
+                                       "0.0005"], ["400M"]),
 }
 
 
-def make_inputs(folder: Path) -> None:
-    """The cases' inputs: a correlated data table and two point clouds (seeded)."""
+def make_inputs(folder: Path, cases: list[str]) -> None:
+    """The inputs of ``cases``: a correlated data table, three point clouds, a sparse 6,000 x 6,000 matrix with
+    0.1 % non-zeros stored dense (seeded)."""
     import numpy as np
 
     rng = np.random.default_rng(0)
-    np.save(folder / "table.npy", rng.standard_normal((3000, 1500)) @ rng.standard_normal((1500, 1500)) * 0.1)
-    np.save(folder / "pts2000.npy", rng.standard_normal((2000, 3)))
-    np.save(folder / "pts4000.npy", rng.standard_normal((4000, 3)))
+    makers = {
+        "table.npy": lambda: rng.standard_normal((3000, 1500)) @ rng.standard_normal((1500, 1500)) * 0.1,
+        "pts2000.npy": lambda: rng.standard_normal((2000, 3)),
+        "pts4000.npy": lambda: rng.standard_normal((4000, 3)),
+        "sparse6000.npy": lambda: rng.standard_normal((6000, 6000)) * (rng.random((6000, 6000)) < 0.001),
+        "pts40000.npy": lambda: rng.standard_normal((40000, 3)),
+    }
+    for file in dict.fromkeys(CASES[case][0] for case in cases):
+        np.save(folder / file, makers[file]())
 
 
 def rows_of(data: dict) -> list[dict]:
@@ -79,9 +96,15 @@ def one(case: str, limit: str, folder: Path, time_limit: float, env: dict) -> di
 
 
 def _described(r: dict) -> str:
-    """``[budget: ]method status [relative error]``."""
+    """``[budget: ]method status [relative error [± half-width | (exact)]]``."""
     at = "" if r.get("budget") is None else f"{r['budget']:,}: "
     error = "" if r.get("rel_error") is None else f" {r['rel_error']:.4g}"
+    estimate = r.get("error_estimate") or {}
+    if error and estimate.get("rel_interval"):
+        low, high = estimate["rel_interval"]
+        error += " ± ?" if high is None else f" ± {(high - low) / 2:.2g}"
+    elif error and estimate.get("exact"):
+        error += " (exact)"
     return f"{at}{r['method']} {r['status']}{error}"
 
 
@@ -108,8 +131,9 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        make_inputs(folder)
-        for case in args.cases.split(","):
+        cases = args.cases.split(",")
+        make_inputs(folder, cases)
+        for case in cases:
             for limit in CASES[case][2]:
                 rows.append(one(case, limit, folder, args.time_limit, env))
                 print(rows[-1], flush=True)
