@@ -258,6 +258,13 @@ def _keep_largest(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, k: int, 
 def _top_of_range(source, J: np.ndarray, k: int, max_memory: int | None):
     """The ``k`` largest entries among the columns ``J`` of ``source`` (rows, columns, values), the
     non-zeros seen and their sum of squares: one pass over ``J`` in blocks (a task of its own on an executor)."""
+    part = source.sparse_columns(J)
+    if part is not None:  # a matrix held sparse: its non-zeros are the candidates (no dense block)
+        part = part.tocoo()
+        nonzero = part.data != 0
+        r, c, v = part.row[nonzero].astype(np.int64), J[part.col[nonzero]], part.data[nonzero]
+        rows, cols, vals = _keep_largest(r, c, v, max(k, 0), source.n)
+        return rows, cols, vals, int(v.size), float(np.dot(v, v))
     rows = cols = np.zeros(0, dtype=np.int64)
     vals = np.zeros(0)
     nnz, squared = 0, 0.0

@@ -110,6 +110,9 @@ class SparseSource(MatrixSource):
         Finite real values.
     name : str, default="X"
         What the matrix is called in tables and messages.
+    file_format : str or None, default=None
+        The format of the file it was read from (:func:`~sfapprox.io.open_matrix` sets it: "mtx",
+        "pajek", ...); None for a matrix given in memory.
 
     Attributes
     ----------
@@ -117,6 +120,8 @@ class SparseSource(MatrixSource):
         A float64 CSC copy.
     nonnegative : bool
         Whether every stored value is ``>= 0``.
+    symmetric : bool
+        Whether it equals its transpose (exact, from its stored entries).
 
     Raises
     ------
@@ -134,7 +139,7 @@ class SparseSource(MatrixSource):
 
     kind = "sparse"
 
-    def __init__(self, matrix, name: str = "X") -> None:
+    def __init__(self, matrix, name: str = "X", *, file_format: str | None = None) -> None:
         if matrix.shape[0] != matrix.shape[1]:
             raise InputError(f"{name}: a square matrix is needed, got shape {matrix.shape}")
         check_matrix_dtype(np.dtype(matrix.dtype), name)  # complex values would lose their imaginary part
@@ -144,10 +149,17 @@ class SparseSource(MatrixSource):
             raise InputError(f"{name}: the matrix holds NaN or infinite values")
         check_magnitude(self.matrix.data, name)
         super().__init__(matrix.shape[0], name)
+        self.file_format = file_format
         self.nonnegative = bool(self.matrix.data.size == 0 or self.matrix.data.min() >= 0)
+        self.symmetric = bool((self.matrix != self.matrix.T).nnz == 0)  # O(nnz): a pass would read N^2 entries
 
     def _columns(self, J: np.ndarray) -> np.ndarray:
         return self.matrix[:, J].toarray()
+
+    @property
+    def sparse_matrix(self) -> sp.csc_array:
+        """The CSC copy (:attr:`matrix`): the top-s pass and the scoring read its non-zeros."""
+        return self.matrix
 
     @checked_product
     def matmat(self, B: np.ndarray) -> np.ndarray:
@@ -173,7 +185,18 @@ class SparseSource(MatrixSource):
         return np.asarray(self.matrix.diagonal(), dtype=np.float64)
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": self.kind, "nnz": int(self.matrix.nnz)}
+        return {"kind": self.kind, "nnz": int(self.matrix.nnz),
+                **({"file_format": self.file_format} if self.file_format else {})}
+
+    def summary(self) -> dict[str, Any]:
+        """:meth:`MatrixSource.summary` and the facts its stored entries give without a pass: ``nnz``,
+        ``density``, ``fro_norm``, ``min`` and ``max`` (as a loaded matrix's summary has them)."""
+        values = self.matrix.data
+        nnz, full = int(np.count_nonzero(values)), self.n * self.n
+        lo = float(values.min(initial=0.0)) if nnz < full else float(values.min())
+        hi = float(values.max(initial=0.0)) if nnz < full else float(values.max())
+        return {**super().summary(), "nnz": nnz, "density": nnz / float(full),
+                "fro_norm": float(np.linalg.norm(values)), "min": lo, "max": hi}
 
 
 class OperatorSource(MatrixSource):
