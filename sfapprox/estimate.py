@@ -36,7 +36,7 @@ from ._errors import ParameterError
 from ._executors import ordered_map
 from ._params import MEMORY_LIMIT, Interval, check_values
 from ._threads import AdaptiveThreads
-from .metrics import surrogate_columns
+from .metrics import sparse_target_error, surrogate_columns
 from .sources import DistributedSource, MatrixSource, as_source, block_columns
 
 __all__ = ["ErrorEstimate", "estimate_errors", "block_errors", "Z95", "DEFAULT_RTOL", "MIN_SAMPLE"]
@@ -81,6 +81,9 @@ class ErrorEstimate:
         (0 when exact).  An interval from fewer columns (a sampling pass the
         time limit stopped early) may be too narrow: a few columns hold much
         of the error, and a small sample often misses them.
+    by_nonzeros : bool
+        Computed exactly from the non-zeros of a matrix held sparse
+        (:func:`~sfapprox.metrics.sparse_target_error`), not by a pass.
     """
 
     fro_error: float
@@ -90,11 +93,14 @@ class ErrorEstimate:
     rel_interval: tuple[float, float] | None = None
     columns: int = 0
     columns_advised: int = 0
+    by_nonzeros: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON record: ``{"exact", "fro_interval", "rel_interval", "columns", "columns_advised"}``."""
+        """The JSON record: ``{"exact", "fro_interval", "rel_interval", "columns", "columns_advised"}``, and
+        ``"by_nonzeros": true`` for an error computed from a sparse matrix's non-zeros."""
         return {"exact": self.exact, "fro_interval": self.fro_interval, "rel_interval": self.rel_interval,
-                "columns": self.columns, "columns_advised": self.columns_advised}
+                "columns": self.columns, "columns_advised": self.columns_advised,
+                **({"by_nonzeros": True} if self.by_nonzeros else {})}
 
     @property
     def too_few_columns(self) -> bool:
@@ -192,6 +198,32 @@ def estimate_errors(
         if shape != (n, n):
             raise ParameterError(f"surrogate {name!r} is {' x '.join(map(str, shape)) or 'not a matrix'}, "
                                  f"the matrix {n} x {n}; give surrogates of the matrix's shape")
+    exact = _from_nonzeros(source, operators, fro_norm)
+    if len(exact) == len(operators):
+        return exact
+    passed = _pass_errors(source, {k: op for k, op in operators.items() if k not in exact}, time_limit, rtol,
+                          seed, max_memory, fro_norm, executor)
+    return {name: exact[name] if name in exact else passed[name] for name in operators}
+
+
+def _from_nonzeros(source: MatrixSource, operators: Mapping[str, Any], fro_norm: float | None) -> dict[str, ErrorEstimate]:
+    """The exact errors of the low-rank-plus-sparse surrogates of a matrix held sparse, from its non-zeros
+    (:func:`~sfapprox.metrics.sparse_target_error`): no column of theirs is sampled."""
+    held = source.sparse_matrix
+    if held is None:
+        return {}
+    out = {}
+    for name, op in operators.items():
+        found = sparse_target_error(held, op, fro_norm)
+        if found is not None:
+            out[name] = ErrorEstimate(found[0], found[1], True, columns=source.n, by_nonzeros=True)
+    return out
+
+
+def _pass_errors(source: MatrixSource, operators: Mapping[str, Any], time_limit, rtol, seed, max_memory, fro_norm,
+                 executor) -> dict[str, ErrorEstimate]:
+    """:func:`estimate_errors` by a pass over ``source``'s columns (exact or sampled)."""
+    n = source.n
     start = _timing.now()
     width = source.block_width(max_memory, extra_columns=3)  # the identity's and the surrogate's columns, R
     order = np.random.default_rng(seed).permutation(n)

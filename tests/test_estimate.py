@@ -216,3 +216,29 @@ def test_arguments_at_their_bounds_are_taken():
                           fro_norm=float(np.linalg.norm(X)))["zero"]
     assert est.exact and est.rel_error == pytest.approx(1.0, rel=1e-12)
     assert estimate_errors(np.zeros((4, 4)), {"zero": np.zeros((4, 4))}, fro_norm=0.0)["zero"].fro_error == 0.0
+
+
+def test_a_matrix_held_sparse_gives_its_low_rank_surrogates_exact_errors_from_its_non_zeros(monkeypatch):
+    """No column is sampled for a low-rank-plus-sparse surrogate of a SparseSource (at N = 60,000 a sample of
+    4,096 columns took 23 s and gave 0.997 +- 1.2e-05); a Chord product still goes by the pass, on the
+    same columns as before."""
+    import scipy.sparse as sp
+
+    from sfapprox.operators import ChordOperator, HybridOperator
+    from sfapprox.sources import SparseSource
+
+    n = 64
+    rng = np.random.default_rng(3)
+    X = sp.random_array((n, n), density=0.1, random_state=3, format="csr")
+    low = HybridOperator(n, low_rank=(rng.standard_normal((n, 3)), rng.random(3), rng.standard_normal((3, n))))
+    chord = ChordOperator(np.full((6, n, 7), 1 / 7))
+    dense = X.toarray()
+    got = estimate_errors(SparseSource(X), {"lr": low, "sf": chord}, time_limit=None)
+    assert list(got) == ["lr", "sf"]
+    assert got["lr"].exact and got["lr"].by_nonzeros and got["lr"].to_dict()["by_nonzeros"] is True
+    assert got["lr"].fro_error == pytest.approx(np.linalg.norm(dense - low @ np.eye(n)), rel=1e-12)
+    assert got["sf"].exact and not got["sf"].by_nonzeros and "by_nonzeros" not in got["sf"].to_dict()
+    assert got["sf"].fro_error == pytest.approx(np.linalg.norm(dense - chord.to_dense()), rel=1e-12)
+    monkeypatch.setattr(SparseSource, "_columns", lambda self, J: pytest.fail("a column was read"))
+    alone = estimate_errors(SparseSource(X), {"lr": low}, time_limit=1e-9)  # no time for a pass: none is made
+    assert alone["lr"].exact and alone["lr"].fro_error == got["lr"].fro_error

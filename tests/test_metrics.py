@@ -214,3 +214,49 @@ def test_frobenius_error_takes_sparse_and_operator_approximations_and_huge_entri
     for bad in (-1.0, float("nan"), float("inf")):
         with pytest.raises(ParameterError, match="fro_norm must be"):
             metrics.frobenius_error(X, op, fro_norm=bad)
+
+
+# --------------------------------------------------------------------------- a sparse X's errors from its non-zeros
+def _sparse_target_case(n: int = 120, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = sp.random_array((n, n), density=0.05, random_state=seed, format="csr")
+    U, s, Vt = rng.standard_normal((n, 4)), rng.random(4), rng.standard_normal((4, n))
+    S = sp.random_array((n, n), density=0.02, random_state=seed + 1, format="csr")
+    return X, U, s, Vt, S
+
+
+def test_sparse_target_error_equals_the_dense_error_of_every_low_rank_plus_sparse_form():
+    from sfapprox.metrics import sparse_target_error
+    from sfapprox.operators import NystromOperator
+
+    X, U, s, Vt, S = _sparse_target_case()
+    n = X.shape[0]
+    ops = [HybridOperator(n, low_rank=(U, s, Vt)), HybridOperator(n, low_rank=(U, s, Vt), sparse=S),
+           HybridOperator(n, low_rank=(U, None, Vt)), NystromOperator(U, np.diag(s)), SparseOperator(S)]
+    ops.append(ops[1].T)  # a transposed surrogate's parts are the transposed parts
+    for op in ops:
+        expected = frobenius_error(X.toarray(), op @ np.eye(n))
+        got = sparse_target_error(X, op)
+        assert got is not None
+        assert got[0] == pytest.approx(expected[0], rel=1e-12) and got[1] == pytest.approx(expected[1], rel=1e-12)
+
+
+def test_sparse_target_error_leaves_other_forms_and_round_off_to_a_pass():
+    from sfapprox.metrics import sparse_target_error
+
+    X, U, s, Vt, S = _sparse_target_case()
+    assert sparse_target_error(X, ChordOperator(np.full((2, 4, 3), 0.5))) is None  # no low-rank-plus-sparse form
+    # X = U V^T exactly: the difference of its terms is round-off, not the error
+    exact = HybridOperator(4, low_rank=(np.eye(4)[:, :1], np.array([2.0]), np.eye(4)[:1]))
+    assert sparse_target_error(sp.csr_array(exact @ np.eye(4)), exact) is None
+
+
+def test_operator_error_of_a_large_sparse_x_takes_its_low_rank_surrogates_error_from_its_non_zeros(monkeypatch):
+    # Above DENSE_SCORING_MAX_N a pass over the N^2 entries took minutes at N = 60,000: no column is made.
+    X, U, s, Vt, S = _sparse_target_case()
+    op = HybridOperator(X.shape[0], low_rank=(U, s, Vt), sparse=S)
+    expected = frobenius_error(X.toarray(), op @ np.eye(X.shape[0]))
+    monkeypatch.setattr(metrics, "DENSE_SCORING_MAX_N", 16)
+    monkeypatch.setattr(metrics, "surrogate_columns", lambda *a: pytest.fail("a column of the surrogate was made"))
+    got = metrics.operator_error(X, op)
+    assert got[0] == pytest.approx(expected[0], rel=1e-12)

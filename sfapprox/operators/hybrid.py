@@ -125,6 +125,12 @@ class HybridOperator(SurrogateOperator):
             count_indices=self.count_indices, singular_values=self.singular_values,
         )
 
+    def factored_parts(self) -> tuple[np.ndarray, np.ndarray, Any] | None:
+        """``(U diag(s), V^T, S)`` without Chord factors (TSVD, RPCA, NMF); None with them."""
+        if self.chord is not None:
+            return None
+        return self.U * self.s, self.Vt, self.sparse if self.sparse.nnz else None
+
     def _apply(self, B: np.ndarray, transpose: bool) -> np.ndarray:
         """``A @ B`` or ``A.T @ B``: the Chord kernel, two BLAS products and one CSR product."""
         B = np.asarray(B)

@@ -80,6 +80,10 @@ class NystromOperator(SurrogateOperator):
         """The ``N x N`` matrix, ``O(N^2 r)``."""
         return (self.C @ self.core) @ self.C.T
 
+    def factored_parts(self) -> tuple[np.ndarray, np.ndarray, None]:
+        """``(C core, C^T, None)``."""
+        return self.C @ self.core, self.C.T, None
+
     def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """``C`` and ``core``."""
         return {"C": self.C, "core": self.core}, {}

@@ -76,6 +76,11 @@ class SparseOperator(SurrogateOperator):
         """The ``N x N`` matrix as a dense array."""
         return self.matrix.toarray()
 
+    def factored_parts(self) -> tuple[np.ndarray, np.ndarray, Any]:
+        """No low-rank part (``r = 0``) and the CSR matrix."""
+        n = self.shape[0]
+        return np.zeros((n, 0)), np.zeros((0, n)), self.matrix
+
     def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """The CSR arrays (``data``, ``indices``, ``indptr``) and ``{"n": N}``."""
         m = self.matrix
