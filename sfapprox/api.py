@@ -148,7 +148,7 @@ def fit_matrix(
         if chosen:
             raise ParameterError(f"a budget chooses SF's structure itself; leave out {', '.join(chosen)} "
                                  "(or drop the budget)")
-    matrix = opened_input(matrix, load)
+    matrix = opened_input(matrix, load, settings.max_memory)
     if isinstance(matrix, MatrixSource):  # left to ChordSF: formed when its fit fits the memory limit
         target, name, n = matrix, matrix.name, matrix.n
         origin = input_record(matrix)

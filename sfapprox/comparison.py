@@ -51,6 +51,7 @@ from .results import Comparison, MethodResult, library_versions
 from .sources import (
     DistributedSource,
     MatrixSource,
+    SparseSource,
     as_source,
     formable,
     formed_need,
@@ -237,19 +238,31 @@ def scoring_seconds(time_limit: float | str | None) -> float | None:
     return max(SCORE_MIN_SECONDS, SCORE_SHARE * (DEFAULT_TOTAL_TIME if time_limit == "auto" else float(time_limit)))
 
 
-def operator_as_source(matrix: Any) -> Any:
+def operator_as_source(matrix: Any, max_memory: int | None = None) -> Any:
     """``matrix``, a ``LinearOperator`` made a source that gives its columns (as the estimators read one,
     :meth:`~sfapprox._base.Approximation._validate`): compared from its columns or formed within the
-    memory limit like any source.  Read as an array, it was a 0-d object array ("object dtype")."""
-    return as_source(matrix) if isinstance(matrix, LinearOperator) else matrix
+    memory limit like any source.  Read as an array, it was a 0-d object array ("object dtype").  A square
+    scipy sparse matrix that a comparison could not form (:func:`~sfapprox.sources.formable` under
+    ``max_memory``) is a :class:`~sfapprox.sources.SparseSource`, as such a file is read
+    (:func:`~sfapprox.io.open_matrix`)."""
+    if isinstance(matrix, LinearOperator):
+        return as_source(matrix)
+    if sp.issparse(matrix) and len(matrix.shape) == 2 and matrix.shape[0] == matrix.shape[1] and matrix.shape[0]:
+        source = SparseSource(matrix)
+        if not formable(source, max_memory):
+            return source
+    return matrix
 
 
-def opened_input(matrix: Any, load: LoadOptions | None) -> Any:
+def opened_input(matrix: Any, load: LoadOptions | None, max_memory: int | None = None) -> Any:
     """What :func:`compare`, :func:`~sfapprox.sweep.sweep` and :func:`~sfapprox.fit_matrix` work on: a file
     opened as the command line opens it (:func:`~sfapprox.io.open_matrix`: a kernel of a point table, an
-    attention map and a ``.npy`` too big to load are sources; other files are read), a ``LinearOperator``
-    made a source (:func:`operator_as_source`), anything else as given.  A path with ``kernel=`` in its
-    load options was read as a plain table (TypeError from load_matrix).
+    attention map, a ``.npy`` too big to load and a sparse matrix too big to form are sources; other files
+    are read), a ``LinearOperator`` or such a sparse matrix made a source (:func:`operator_as_source`),
+    anything else as given.  A path with ``kernel=`` in its load options was read as a plain table
+    (TypeError from load_matrix).  ``max_memory`` (the settings') is the limit a file is opened under where
+    ``load`` sets none: a ``.npy`` of 500 MB under ``max_memory=300M`` was loaded under the default limit,
+    where the command line mapped it.
 
     Raises
     ------
@@ -260,8 +273,11 @@ def opened_input(matrix: Any, load: LoadOptions | None) -> Any:
     if isinstance(matrix, (str, os.PathLike)):
         from .io import open_matrix  # here: sfapprox.io loads h5py and Pillow
 
-        return open_matrix(matrix, **(load or LoadOptions()).keywords())
-    return operator_as_source(matrix)
+        keywords = (load or LoadOptions()).keywords()
+        if keywords.get("max_memory") is None:
+            keywords["max_memory"] = max_memory
+        return open_matrix(matrix, **keywords)
+    return operator_as_source(matrix, max_memory)
 
 
 def as_loaded_matrix(matrix, load: LoadOptions | None, max_memory: int | None = None):
@@ -565,7 +581,7 @@ def compare(
     parse_budget(budget)
     _check_structure(structure)
     saved = load_included(include, settings.max_memory)
-    matrix = opened_input(matrix, load)
+    matrix = opened_input(matrix, load, settings.max_memory)
     if isinstance(matrix, MatrixSource) and from_columns(matrix, names, settings.max_memory):
         return compare_columns(matrix, names, budget=budget, settings=settings, count_indices=count_indices,
                                protocol=protocol, structure=structure, callback=callback, on_result=on_result,
@@ -819,9 +835,13 @@ def _compare_columns(source, names, resolved, info, context, settings, on_result
     comparison = build_comparison(info, resolved, results, context)
     comparison.notes.extend(n for n in [not_run_note(names, results),
                                         *_source_notes(include or {}, source.file_sha256, source.describe())] if n)
-    columns = max((e.columns for e in estimates.values()), default=source.n)  # (rows scored by their own pass: exactly)
+    passed = [e for e in estimates.values() if not e.by_nonzeros]  # (rows scored by their own pass: exactly)
+    columns = max((e.columns for e in passed), default=source.n)
     how = ("exactly, by a pass over every column" if columns >= source.n else
            f"from {columns:,} random columns of {source.n:,} (95% intervals)")
+    nonzeros = [name for name, e in estimates.items() if e.by_nonzeros]
+    if nonzeros:  # no pass for those: the sparse matrix's non-zeros give their errors
+        how = f"{how} ({', '.join(nonzeros)}: exactly, from X's non-zeros)" if passed else "exactly, from X's non-zeros"
     unbounded = [name for name, e in estimates.items() if e.fro_interval and not math.isfinite(e.fro_interval[1])]
     short = {name: e.columns_advised for name, e in estimates.items() if e.too_few_columns and name not in unbounded}
     if short:  # the time limit stopped the sample before the errors' skew allows a normal interval

@@ -174,8 +174,12 @@ def _source_facts(source: MatrixSource, max_memory: int | None) -> list[tuple[st
                                      f"from columns (it and its scoring, {format_bytes(formed_need(source))}, "
                                      f"would pass the memory limit"
                                      f"{f' of {format_bytes(limit)}' if limit else ''})")]
+    summary = source.summary()
+    if summary.get("nnz") is not None:  # a matrix held sparse: its stored entries and values, as a loaded one's
+        facts += [("stored entries", f"{summary['nnz']:,} ({100 * summary['density']:.2g}% of N²)"),
+                  ("values", f"min {summary['min']:.4g}, max {summary['max']:.4g}, ‖X‖_F {summary['fro_norm']:.4g}")]
     for key, value in source.describe().items():
-        if key != "kind":
+        if key not in ("kind", "nnz"):
             facts.append((key.replace("_", " "), value))
     for key in ("symmetric", "psd", "nonnegative"):
         value = getattr(source, key)

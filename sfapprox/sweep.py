@@ -345,7 +345,7 @@ def sweep(
     if protocol not in PROTOCOLS:
         raise ParameterError(f"unknown protocol {protocol!r}; choose {' or '.join(PROTOCOLS)}")
     specs = _budget_specs(budgets)
-    matrix = opened_input(matrix, load)
+    matrix = opened_input(matrix, load, settings.max_memory)
     if isinstance(matrix, MatrixSource) and from_columns(matrix, names, settings.max_memory):
         return _sweep_columns(matrix, names, specs, settings=settings, count_indices=count_indices,
                               protocol=protocol, callback=callback, on_result=on_result, matrix_info=matrix_info)

@@ -697,3 +697,57 @@ def test_two_saved_fits_of_one_file_name_are_two_rows(tmp_path):
     rows = compare(X, "tsvd", budget=100, include=[tmp_path / "a" / "fit.h5", tmp_path / "b" / "fit.h5"]).results
     saved = {r.method: r.nnz for r in rows if r.method.startswith("saved:")}
     assert saved == {"saved:a.fit": 25, "saved:b.fit": 50}
+
+
+def test_a_sparse_matrix_that_cannot_be_formed_is_compared_from_its_columns_with_exact_errors():
+    """compare(scipy sparse) under a limit its dense form and scoring pass is compared from its columns (as
+    such a file is read), its low-rank rows scored exactly from its non-zeros: the same errors as the
+    comparison that forms it."""
+    import scipy.sparse as sp
+
+    from sfapprox.sources import SparseSource, formable
+
+    n = 400
+    X = sp.random_array((n, n), density=0.02, random_state=5, format="csr")
+    limit = 2 << 20
+    assert not formable(SparseSource(X), limit)
+    streamed = compare(X, ["sparse", "rsvd"], budget=20_000, max_memory=limit, seed=0)
+    formed = compare(X, ["sparse", "rsvd"], budget=20_000, seed=0)
+    assert streamed.matrix["path"] == "columns" and formed.matrix.get("path") != "columns"
+    for a, b in zip(streamed.results, formed.results):
+        assert a.status == b.status == "ok" and a.nnz == b.nnz
+        assert a.error_estimate["exact"] and a.fro_error == pytest.approx(b.fro_error, rel=1e-6)
+    assert streamed.results[1].error_estimate["by_nonzeros"]
+    assert any("exactly, from X's non-zeros" in note for note in streamed.notes)
+
+
+def test_a_file_is_opened_under_the_settings_memory_limit(tmp_path):
+    """compare(path, max_memory=...) opened the file under the default limit (80% of RAM): a .npy the command
+    line maps under --max-memory was loaded whole, and compared formed."""
+    X = np.random.default_rng(2).random((300, 300))
+    np.save(tmp_path / "x.npy", X)
+    c = compare(tmp_path / "x.npy", ["rsvd"], budget=20_000, max_memory=2 << 20, seed=0, time_limit=None)
+    assert c.matrix["path"] == "columns" and c.results[0].status == "ok"
+
+
+def test_sf_scored_exactly_by_its_own_fit_is_not_scored_again(monkeypatch):
+    """Without a time limit SF's fit from a sparse matrix's columns scores itself by a pass over them, and its
+    row says so (the comparison's scoring then leaves it); under a time limit that pass is not made (it took
+    263 s after a 10 s fit at N = 60,025, and the comparison scored the row again)."""
+    import scipy.sparse as sp
+
+    from sfapprox.comparison import _scored_by_own_pass
+    from sfapprox.sf.model import ChordSF
+    from sfapprox.sources import SparseSource
+
+    monkeypatch.setattr(ChordSF, "_fits_in_memory", lambda self, X: False)  # its fit from columns, at a small N
+    n = 96
+    X = sp.random_array((n, n), density=0.1, random_state=1, format="csr")
+    source = SparseSource(X)
+    untimed = RunContext(FitSettings(time_limit=None, max_iter=5, seed=0, device="cpu"))
+    row = run_method("sf", source, 20_000, untimed)
+    assert row.params["path"] == "columns" and row.status == "ok"
+    assert _scored_by_own_pass(row) and row.error_estimate["exact"]
+    assert row.fro_error == pytest.approx(np.linalg.norm(X.toarray() - row.operator.to_dense()), rel=1e-9)
+    row = run_method("sf", source, 20_000, RunContext(FitSettings(time_limit=30.0, max_iter=5, seed=0, device="cpu")))
+    assert row.status == "ok" and not _scored_by_own_pass(row) and row.fro_error is None

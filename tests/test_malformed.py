@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import struct
 import zipfile
 import zlib
@@ -377,8 +378,9 @@ def _npz_sparse(path: Path, n: int) -> None:
 
 
 #: Files declaring an order of 5,000 with one or two entries: tiny on disk and
-#: as CSR, 190.7 MiB dense.  Every method works on the dense form, so each is
-#: refused from its header (size line, *Vertices, shapes) under a 64 MiB limit.
+#: as CSR, 190.7 MiB dense.  load_matrix holds a matrix to fit dense, so each is
+#: refused from its header (size line, *Vertices, shapes) under a 64 MiB limit;
+#: the commands read it kept sparse (a source the methods read by columns).
 ORDER = 5000
 HEADER_ORDERS = [
     ("order.mtx", MM + f"{ORDER} {ORDER} 2\n1 1 1.0\n{ORDER} {ORDER} 1.0\n"),
@@ -395,12 +397,32 @@ HEADER_ORDERS = [
 
 @pytest.mark.parametrize("name, content", HEADER_ORDERS, ids=[h[0] for h in HEADER_ORDERS])
 def test_order_whose_dense_form_exceeds_the_limit_refused_from_the_header(tmp_path, name, content):
+    from sfapprox import ResourceError, load_matrix
+
     path = tmp_path / name
     _write(path, content)
-    line = _assert_one_line_error(_run("info", path, "--max-memory", "64M"), name, "of order 5,000 in its dense form")
-    assert "needs about 190.7 MiB, over the memory limit of 64.0 MiB" in line
+    with pytest.raises(ResourceError, match="of order 5,000 in its dense form") as refused:
+        load_matrix(path, max_memory=64 << 20)
+    assert "needs about 190.7 MiB, over the memory limit of 64.0 MiB" in str(refused.value)
     if not name.endswith(".rua"):  # (its body is that of a 3 x 3 matrix)
-        assert _run("info", path, "--max-memory", "1G").exit_code == 0
+        assert load_matrix(path, max_memory=1 << 30).is_sparse
+
+
+@pytest.mark.parametrize("name, content", [h for h in HEADER_ORDERS if not h[0].endswith(".rua")],
+                         ids=[h[0] for h in HEADER_ORDERS if not h[0].endswith(".rua")])
+def test_order_whose_dense_form_exceeds_the_limit_is_read_kept_sparse(tmp_path, name, content):
+    """The commands read such a file kept sparse (a source the methods read by columns): it was refused,
+    "must fit dense", although its 5,000-order CSR takes kilobytes."""
+    from sfapprox import load_matrix
+    from sfapprox.sources import SparseSource
+
+    path = tmp_path / name
+    _write(path, content)
+    res = _run("info", path, "--max-memory", "64M")
+    assert res.exit_code == 0, res.output
+    assert "kept sparse" in res.output and "from columns" in res.output
+    assert isinstance(__import__("sfapprox").io.open_matrix(path, max_memory=64 << 20), SparseSource)
+    assert load_matrix(path, max_memory=64 << 20, keep_sparse=True).is_sparse
 
 
 def test_two_mode_network_checked_at_its_projected_order(tmp_path):
@@ -409,8 +431,11 @@ def test_two_mode_network_checked_at_its_projected_order(tmp_path):
     path.write_text("*Vertices 100003 3\n*Edges\n1 4\n2 4\n3 100003\n")
     res = _run("info", path, "--max-memory", "64M")
     assert res.exit_code == 0, res.output
-    _assert_one_line_error(_run("info", path, "--max-memory", "64M", "--two-mode", "bipartite"),
-                           "two_mode.net", "of order 100,003 in its dense form")
+    # Bipartite, its order is 100,003: kept sparse, but a surrogate at SF's budget (30.6 million numbers)
+    # is over 64 MiB: refused from the header still.
+    line = _assert_one_line_error(_run("info", path, "--max-memory", "64M", "--two-mode", "bipartite"),
+                                  "two_mode.net", "network matrix of order 100,003 (kept sparse")
+    assert "SF's budget of 30,600,918 numbers" in line and "64.0 MiB" in line
 
 
 def test_headerless_mtx_loads_with_format_ijv(tmp_path):
@@ -443,16 +468,18 @@ def big_sparse(tmp_path) -> Path:
     return path
 
 
-def test_big_sparse_refused_from_the_header_when_its_dense_form_exceeds_the_limit(big_sparse, tmp_path):
-    # Every method works on the dense form: a header declaring an order whose
-    # dense form is over the limit is refused before the matrix is read.
-    line = _assert_one_line_error(_run("info", big_sparse, "--max-memory", "2G"), "big_sparse.mtx", "needs about 26.8 GiB")
-    assert "order 60,000" in line and "dense form" in line and "2.0 GiB" in line and "--max-memory" in line
-    out = tmp_path / "f.h5"
-    line = _assert_one_line_error(
-        _run("fit", big_sparse, "--device", "cpu", "--out", out, "--max-memory", "2G"), "order 60,000", "needs about"
-    )
-    assert not out.exists()
+def test_big_sparse_read_kept_sparse_when_its_dense_form_exceeds_the_limit(big_sparse, tmp_path):
+    # load_matrix holds a matrix to fit dense: a header declaring an order whose dense form is over the
+    # limit is refused before the matrix is read.
+    from sfapprox import ResourceError, load_matrix
+
+    with pytest.raises(ResourceError, match="order 60,000 in its dense form") as refused:
+        load_matrix(big_sparse, max_memory=2 << 30)
+    assert "needs about 26.8 GiB" in str(refused.value) and "2.0 GiB" in str(refused.value)
+    # The commands read it kept sparse: the methods that work from columns run on it.
+    res = _run("info", big_sparse, "--max-memory", "2G")
+    assert res.exit_code == 0, res.output
+    assert "kept sparse (3 non-zeros)" in res.output and "from columns" in res.output
     # With room for one dense copy it loads, sparse.
     assert _run("info", big_sparse, "--max-memory", "30G").exit_code == 0
 
@@ -466,14 +493,19 @@ def test_compare_refuses_methods_that_cannot_run_before_any_work(big_sparse):
     assert "tsvd needs about 80.5 GiB" in line and "40.0 GiB" in line and "work from its columns" in line
 
 
-def test_compare_refuses_dense_scoring_before_any_method(tmp_path):
-    # Up to N = 2,048 the scoring holds dense copies (X densified, the approximation, the residual):
-    # the dense form fits 60M, the three copies do not.
+def test_compare_of_sparse_file_whose_dense_scoring_is_over_the_limit_runs_from_columns(tmp_path):
+    # Up to N = 2,048 a formed comparison's scoring holds dense copies (X densified, the approximation,
+    # the residual): the dense form fits 60M, the three copies do not.  It was refused; kept sparse, the
+    # methods that work from columns run on it, scored exactly from its non-zeros.
     path = tmp_path / "sparse2000.mtx"
-    path.write_text(MM + "2000 2000 2\n1 1 1.0\n2000 2000 2.0\n")
-    line = _assert_one_line_error(_run("compare", path, "--methods", "sparse", "--max-memory", "60M"),
-                                  "sparse2000", "needs about")
-    assert "scoring" in line and "60.0 MiB" in line
+    path.write_text(MM + "2000 2000 3\n1 1 1.0\n2000 2000 2.0\n7 9 -4.0\n")
+    res = _run("compare", path, "--methods", "sparse,rsvd", "--max-memory", "60M", "--json", "-")
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    rows = {r["method"]: r for r in data["results"]}
+    assert rows["sparse"]["status"] == "ok" and rows["sparse"]["fro_error"] == 0
+    assert rows["rsvd"]["status"] == "ok" and rows["rsvd"]["error_estimate"]["exact"]
+    assert data["matrix"]["path"] == "columns"
 
 
 def test_to_dense_of_large_sparse_is_checked(big_sparse):
@@ -492,8 +524,9 @@ def test_huge_order_with_two_entries_refused_from_the_header(tmp_path):
     # A 64 MiB cap: the row pointers alone would be 1.4 GiB, so exit 2 here
     # shows the refusal came from the header, before anything was allocated.
     line = _assert_one_line_error(_run("info", path, "--max-memory", "64M"), "huge.mtx",
-                                  "matrix of order 90,000,000 in its dense form")
-    assert " an 90" not in line and "PiB" in line
+                                  "matrix of order 90,000,000 (kept sparse, its dense form 57.6 PiB")
+    assert " an 90" not in line and "a surrogate at SF's budget of 68,040,000,000 numbers" in line
+    assert "needs about 506.9 GiB" in line
 
 
 # ---------------------------------------------------------------------------

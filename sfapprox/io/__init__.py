@@ -485,6 +485,7 @@ def load_matrix(
     mirror: str = "auto",
     max_memory: int | None = None,
     relation: int | None = None,
+    keep_sparse: bool = False,
 ) -> LoadedMatrix:
     """Load a square matrix from a file.
 
@@ -527,10 +528,16 @@ def load_matrix(
         off-diagonal (i, j).
     max_memory : int or None, default=None
         Memory limit in bytes (None: 80% of physical RAM); larger inputs are
-        refused before they are allocated.  Every method works on the dense
-        ``n x n`` form, so a matrix whose dense form exceeds the limit is
-        refused from its header (size line, ``*Vertices``, shapes), even when
-        it is stored sparse.
+        refused before they are allocated.  A comparison forms a loaded matrix
+        for the methods that need it dense, so a matrix whose dense form exceeds
+        the limit is refused from its header (size line, ``*Vertices``, shapes),
+        even when it is stored sparse, unless ``keep_sparse``.
+    keep_sparse : bool, default=False
+        Read a sparse matrix whose dense form exceeds ``max_memory`` (it is
+        refused otherwise): returned sparse, for the methods that work from
+        its columns (:func:`~sfapprox.io.open_matrix` reads with it and makes
+        it a :class:`~sfapprox.sources.SparseSource`).  A surrogate at SF's
+        budget must still fit the limit.
 
     Returns
     -------
@@ -563,7 +570,9 @@ def load_matrix(
     check_path(path)
     opts = Options(format=format, var=var, network=network, relation=relation, two_mode=two_mode, gradient=gradient,
                    resize=resize, square=square, covariance=covariance, mirror=mirror, max_memory=max_memory)
-    src, fmt, covariance = _open_checked(path, format, opts)
+    if not isinstance(keep_sparse, (bool, np.bool_)):
+        raise ParameterError(f"keep_sparse={keep_sparse!r} must be True or False")
+    src, fmt, covariance = _open_checked(path, format, opts, keep_sparse=bool(keep_sparse))
     with src.guard():
         if covariance:
             result = read_covariance(src, opts, _TABLE_FORMATS[fmt])
@@ -591,14 +600,14 @@ def input_files(path: str | os.PathLike) -> list[Path]:
     return files
 
 
-def _open_checked(path, format: str | None, opts: Options) -> tuple[Source, str, bool]:
-    """The file's :class:`Source`, its format and whether its covariance is asked, after every check
-    of the options and the path that comes before reading."""
+def _open_checked(path, format: str | None, opts: Options, *, keep_sparse: bool = False) -> tuple[Source, str, bool]:
+    """The file's :class:`Source` (``keep_sparse`` as :func:`load_matrix`'s), its format and whether its
+    covariance is asked, after every check of the options and the path that comes before reading."""
     _check_options(format, opts)
     display = os.fspath(path)
     if os.path.isdir(path):
         raise fail(display, "is a folder, not a matrix file", _folder_hint(path))
-    src = Source(path, opts.max_memory)
+    src = Source(path, opts.max_memory, keep_sparse=keep_sparse)
     src.check_exists()
     fmt = format or _detect_input_format(path)
     covariance = opts.covariance
@@ -642,7 +651,7 @@ def _loaded(path, src: Source, fmt: str, result: ReadResult, max_memory: int | N
     if sp.issparse(result.matrix) and len(shape) == 2 and shape[0] == shape[1]:
         # Readers refuse from their headers; this catches the matrices whose
         # order is known only now (projections, LINQS), before the CSR copies.
-        check_order(int(shape[0]), src)
+        check_order(int(shape[0]), src, sparse=True)
     matrix = check_square_matrix(result.matrix, source=result.source or display, max_memory=max_memory)
     return LoadedMatrix(matrix, _stem(path), display, result.format, result.notes, _sha256(src, fmt))
 

@@ -40,19 +40,21 @@ _CHUNK = 1 << 16
 MAX_DIM = 10**8
 
 
-def check_order(n: int, src: "Source", what: str = "matrix", *, dense: bool = True) -> None:
+def check_order(n: int, src: "Source", what: str = "matrix", *, dense: bool = True, sparse: bool = False) -> None:
     """Refuse an order from a header before anything of that size is allocated.
 
-    Every method works on the dense ``n x n`` form (SF, TSVD, RPCA and NMF
-    densify, and every error is scored on dense arrays), so a matrix whose
-    dense form exceeds the memory limit (``src.max_memory``) is of no use:
-    it is refused here, from the header, instead of after seconds and
-    gigabytes of loading a sparse matrix that ``fit`` then refuses
-    (``dense=False`` where the header's order is not yet the final one, e.g.
-    a 2-mode network to be projected).  Orders beyond :data:`MAX_DIM` are
-    refused whatever the limit, as are orders whose sparse row pointers
-    (``8 (n + 1)`` bytes, twice while converting) exceed it.  Every message
-    gives the estimate and the limit.
+    A matrix :func:`~sfapprox.io.load_matrix` returns is held to fit the memory limit
+    (``src.max_memory``) in its dense form (a comparison of a loaded matrix forms it for
+    SF, TSVD, RPCA and NMF): one whose dense form exceeds it is refused here, from the
+    header, instead of after seconds and gigabytes of loading a sparse matrix that ``fit``
+    then refuses (``dense=False`` where the header's order is not yet the final one, e.g.
+    a 2-mode network to be projected).  A reader that builds a sparse matrix says so
+    (``sparse=True``): where the source keeps such matrices sparse
+    (:attr:`Source.keep_sparse`, what :func:`~sfapprox.io.open_matrix` reads with: the
+    methods then work from its columns), its dense form need not fit, but a surrogate at
+    SF's budget must (:func:`check_sparse_order`).  Orders beyond :data:`MAX_DIM` are
+    refused whatever the limit, as are orders whose sparse row pointers (``8 (n + 1)``
+    bytes, twice while converting) exceed it.  Every message gives the estimate and the limit.
     """
     index_bytes = 2 * 8 * (n + 1)
     if n > MAX_DIM:
@@ -61,7 +63,9 @@ def check_order(n: int, src: "Source", what: str = "matrix", *, dense: bool = Tr
             f"its dense form would need about {format_bytes(8.0 * n * n)} and even its sparse row "
             f"pointers about {format_bytes(index_bytes)}; check the file"
         )
-    if dense:
+    if dense and sparse and src.keep_sparse:
+        check_sparse_order(n, src, what)
+    elif dense:
         # Worded without an article: "a"/"an" before a number depends on how
         # the number is read aloud ("an 80000", "a 90000000").
         check_memory(
@@ -74,6 +78,19 @@ def check_order(n: int, src: "Source", what: str = "matrix", *, dense: bool = Tr
             limit=src.max_memory,
         )
     check_memory(index_bytes, what=f"{src.display}: {what} of order {n:,} (its sparse row pointers alone)",
+                 limit=src.max_memory)
+
+
+def check_sparse_order(n: int, src: "Source", what: str = "matrix") -> None:
+    """Refuse, from the header, a matrix kept sparse whose order leaves no method room: a surrogate
+    at SF's budget (``N K M`` numbers, the budget a comparison takes by default; 8 bytes each) over
+    the memory limit.  A 90,000,000-order file with two entries would otherwise allocate its row
+    pointers (1.4 GB) and its source's before every method refused it."""
+    from ..budget import sf_count  # here: the budget module is not needed to read a file otherwise
+
+    stored = 8 * sf_count(n)
+    check_memory(stored, what=f"{src.display}: {what} of order {n:,} (kept sparse, its dense form "
+                               f"{format_bytes(8.0 * n * n)}; a surrogate at SF's budget of {stored // 8:,} numbers)",
                  limit=src.max_memory)
 
 
@@ -169,12 +186,17 @@ class Source:
         (standard library codecs).
     max_memory : int or None
         Memory limit for decompressed data (guards against decompression bombs).
+    keep_sparse : bool, default=False
+        Read a sparse matrix whose dense form is over ``max_memory`` (:func:`check_order`).
     """
 
-    def __init__(self, path: str | os.PathLike, max_memory: int | None = None) -> None:
+    def __init__(self, path: str | os.PathLike, max_memory: int | None = None, *, keep_sparse: bool = False) -> None:
         self.path = Path(path)
         self.display = os.fspath(path)
         self.max_memory = max_memory
+        #: A sparse matrix whose dense form is over ``max_memory`` is read (kept sparse: a source read by
+        #: its columns) rather than refused from its header; :func:`check_order`.
+        self.keep_sparse = keep_sparse
         self.compression = compression_of(self.path.name)
         self._data: bytes | None = None
 

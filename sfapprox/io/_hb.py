@@ -68,7 +68,7 @@ def read_hb(src: Source, opts: Options) -> ReadResult:
         raise src.fail("elemental (unassembled) Harwell-Boeing files are not supported", "assemble it first")
     if nrow != ncol:
         raise src.fail(f"matrix is not square ({nrow} x {ncol})", "only square matrices can be approximated")
-    check_order(nrow, src)
+    check_order(nrow, src, sparse=True)
     check_memory(
         2 * 16 * nnz * (2 if mxtype[1] in "SZ" else 1) + 8 * nrow,
         what=f"{src.display}: sparse {nrow} x {ncol} matrix with {nnz} stored entries",

@@ -109,7 +109,7 @@ def _read_v5(src: Source, opts: Options) -> ReadResult:
     top, fld = _choose(src, variables, opts.var)
     info = next(v for v in variables if v.name == top)
     if info.cls == "sparse" and len(info.shape) == 2:
-        check_order(max(info.shape), src, f"sparse variable {top}")
+        check_order(max(info.shape), src, f"sparse variable {top}", sparse=True)
     elif info.cls not in ("struct", "cell") and len(info.shape) == 2:
         check_memory(8 * int(np.prod(info.shape)), what=f"{src.display}: variable {top}", limit=opts.max_memory)
     if top not in structs:
@@ -344,7 +344,7 @@ def _h5_read(src: Source, obj, name: str, opts: Options):
         if "jc" not in obj:
             raise src.fail(f"sparse variable {name!r} has no column pointers ('jc')")
         # Index validity is checked by check_square_matrix before scipy converts anything.
-        check_order(max(nrows, obj["jc"].shape[0] - 1), src, f"sparse variable {name}")
+        check_order(max(nrows, obj["jc"].shape[0] - 1), src, f"sparse variable {name}", sparse=True)
         stored = sum(int(np.prod(obj[k].shape)) for k in ("jc", "ir", "data") if k in obj)
         check_memory(2 * 8 * stored, what=f"{src.display}: sparse variable {name}", limit=opts.max_memory)
         parts = {k: read_dataset(obj[k], src.display, max_memory=opts.max_memory, name=f"{name}.{k}", copies=2)

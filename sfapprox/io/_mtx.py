@@ -245,7 +245,7 @@ def _check_sizes(src: Source, h: _Header, opts: Options) -> None:
     if h.rows != h.cols:
         # Also keeps a non-square symmetric "array" file (a segfault in scipy's reader) away from scipy.
         raise src.fail(f"matrix is not square ({h.rows} x {h.cols})", "only square matrices can be approximated")
-    check_order(h.rows, src)
+    check_order(h.rows, src, sparse=h.fmt != "array")
     if h.fmt == "array":
         check_memory(_parse_bytes(h), what=f"{src.display}: dense {h.rows} x {h.cols} array", limit=opts.max_memory)
     else:

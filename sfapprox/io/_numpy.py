@@ -118,7 +118,7 @@ def _read_sparse_npz(src: Source, zf: zipfile.ZipFile, members, opts: Options) -
         shape = _load_npy(src, io.BytesIO(raw.read(1024)), "array 'shape'", opts).ravel()
     if shape.size != 2 or shape.dtype.kind not in "iu":
         raise src.fail(f"scipy.sparse file with an invalid 'shape' array {shape.tolist()[:4]}")
-    check_order(int(max(shape)), src)
+    check_order(int(max(shape)), src, sparse=True)
     stored = sum(int(np.prod(s)) * max(d.itemsize, 8) for s, d in members.values())
     check_memory(2 * stored, what=f"{src.display}: sparse arrays", limit=opts.max_memory)
     with src.guard():

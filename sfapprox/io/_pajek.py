@@ -206,7 +206,7 @@ class _Parser:
             final = {"cols": net.n - net.n1}.get(mode or "rows", net.n1)
         check_order(net.n, self.src, "network", dense=False)
         if selected and final is not None:
-            check_order(final, self.src, "network matrix")
+            check_order(final, self.src, "network matrix", sparse=True)  # a *Matrix section checks its own size
 
     def _relation(self, rest: str, line_no: int) -> int | None:
         """The relation number of a section (``*Arcs :2 "label"``), or None."""

@@ -19,8 +19,9 @@ import numpy as np
 
 from .._errors import InputError, ParameterError, SfapproxError
 from .._npy import read_npy_header
-from .._validation import memory_limit
-from ..sources import AttentionMatrix, CovarianceMatrix, KernelMatrix, MatrixSource, formable, open_npy
+from .._validation import format_bytes, memory_limit
+from ..sources import (AttentionMatrix, CovarianceMatrix, KernelMatrix, MatrixSource, SparseSource, formable, formed_need,
+                       open_npy)
 from ..sources.kernels import KERNELS, check_bandwidth
 from ._common import Options, Source, fail, one_line, strip_compression
 from ._covariance import read_samples
@@ -218,7 +219,28 @@ def open_matrix(
         return _from_file(_by_path(path, lambda: _attention(path, var, max_memory)), path)
     if format in (None, "npy") and var is None and _big_npy(path, max_memory):
         return _from_file(open_npy(path), path, hashed=False)
-    return load_matrix(path, format=format, var=var, max_memory=max_memory, **options)
+    loaded = load_matrix(path, format=format, var=var, max_memory=max_memory, keep_sparse=True, **options)
+    return _kept_sparse(loaded, max_memory)
+
+
+def _kept_sparse(loaded, max_memory: int | None):
+    """``loaded``, or where it is sparse and could not be formed for a comparison (its dense form and
+    scoring over the memory limit, :func:`~sfapprox.sources.formable`), a
+    :class:`~sfapprox.sources.SparseSource` of it: the methods that work from columns run on it, as on a
+    ``.npy`` too big to load (it was refused from its header: "must fit dense")."""
+    if not loaded.is_sparse:
+        return loaded
+    source = SparseSource(loaded.matrix, loaded.name, file_format=loaded.format)
+    if formable(source, max_memory):
+        return loaded
+    limit = memory_limit(max_memory)
+    source.psd = loaded.summary()["psd"]  # False where an entry rules it out (Nyström is then not applicable)
+    source.notes.extend(loaded.notes)
+    source.notes.append(f"kept sparse ({source.matrix.nnz:,} non-zeros): formed, it and its scoring would take "
+                        f"{format_bytes(formed_need(source))}, over the memory limit"
+                        f"{f' of {format_bytes(limit)}' if limit else ''}; the methods that work from columns run on it")
+    source.file, source.file_sha256 = loaded.path, loaded.sha256
+    return source
 
 
 def check_reading_options(*, kernel: str | None = None, bandwidth: float | None = None, format: str | None = None,

@@ -300,6 +300,6 @@ def read_ijv(src: Source, opts: Options) -> ReadResult:
     else:
         i, j = i - 1, j - 1
     n = int(max(i.max(), j.max())) + 1
-    check_order(n, src, "largest index gives a matrix")
+    check_order(n, src, "largest index gives a matrix", sparse=True)
     notes.insert(0, f"size {n} x {n} taken from the largest index")
     return ReadResult(triplets_to_matrix(i, j, v, n, opts.mirror, notes), "ijv", notes)
