@@ -220,6 +220,34 @@ def test_coordinates_whose_squares_overflow_are_refused(kernel):
         KernelMatrix(pts, kernel=kernel)
 
 
+def test_attention_s_row_sums_are_a_pass_within_its_memory_limit(tmp_path):
+    """Its row normalisers' pass, made when it is opened, was sized before any limit was known: blocks of
+    up to 4,096 columns of N-long logits and exponentials (1.2 GB at 12,000 tokens, --max-memory 64M)."""
+    import tracemalloc
+
+    from sfapprox.io import open_matrix
+
+    rng = np.random.default_rng(3)
+    q, k = rng.standard_normal((2000, 8)), rng.standard_normal((2000, 8))
+    limit = 16 << 20
+    tracemalloc.start()
+    try:
+        A = AttentionMatrix(q, k, max_memory=limit)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < limit  # blocks of 131 columns, about 6 MiB (unlimited: 2,000 columns, 90 MiB)
+    assert A.max_memory == limit and A.block_width() == 131  # kept for its later passes
+    unlimited = AttentionMatrix(q, k)
+    np.testing.assert_allclose(A._row_sum, unlimited._row_sum, rtol=1e-12)
+    np.testing.assert_array_equal(A._row_max, unlimited._row_max)
+    path = tmp_path / "att.npz"
+    np.savez(path, q=q[:100], k=k[:100])
+    assert open_matrix(path, format="attention", max_memory=limit).max_memory == limit  # the CLI's way in
+    with pytest.raises(ParameterError, match=r"'max_memory' parameter of AttentionMatrix must be"):
+        AttentionMatrix(q, k, max_memory=0)
+
+
 def test_attention_needs_a_feature_and_finite_logits():
     with pytest.raises(InputError, match="at least one token .* one feature"):
         AttentionMatrix(np.zeros((5, 0)), np.zeros((5, 0)))

@@ -113,7 +113,7 @@ def _attention(path, var: str | None, max_memory: int | None) -> AttentionMatrix
                                "an attention map needs the queries and keys: arrays q and k, or --var Q,K")
             with zf.open(name + ".npy") as raw:
                 arrays.append(_load_npy(src, io.BytesIO(raw.read()), f"array {name!r}", Options(max_memory=max_memory)))
-    return AttentionMatrix(arrays[0], arrays[1], name=_stem(path))
+    return AttentionMatrix(arrays[0], arrays[1], name=_stem(path), max_memory=max_memory)
 
 
 def _big_npy(path, max_memory: int | None) -> bool:

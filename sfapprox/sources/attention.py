@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import InputError, ParameterError
+from .._params import MEMORY_LIMIT, check_values
 from ._base import MatrixSource, block_columns
 
 __all__ = ["AttentionMatrix"]
@@ -45,6 +46,9 @@ class AttentionMatrix(MatrixSource):
         The logits' factor; None: ``1 / sqrt(d)``.
     name : str, default="attention"
         What the matrix is called in tables and messages.
+    max_memory : int or None, default=None
+        Memory limit in bytes for the row normalisers' pass made here, and
+        the source's :attr:`max_memory` afterwards (None: the default limit).
 
     Attributes
     ----------
@@ -59,7 +63,8 @@ class AttentionMatrix(MatrixSource):
         For queries or keys that are not finite real ``(N, d)`` arrays of the
         same shape.
     ParameterError
-        For a scale that is not a positive, finite number.
+        For a scale that is not a positive, finite number, or a
+        ``max_memory`` that is not a positive int or None.
 
     Examples
     --------
@@ -76,7 +81,9 @@ class AttentionMatrix(MatrixSource):
     nonnegative = True
     psd = False
 
-    def __init__(self, q, k, scale: float | None = None, *, name: str = "attention") -> None:
+    def __init__(self, q, k, scale: float | None = None, *, name: str = "attention",
+                 max_memory: int | None = None) -> None:
+        check_values({"max_memory": max_memory}, {"max_memory": MEMORY_LIMIT}, "AttentionMatrix")
         q, k = _check(name, "q", q), _check(name, "k", k)
         if q.shape != k.shape:
             raise InputError(f"{name}: q {q.shape} and k {k.shape} must have the same shape (N tokens x d)")
@@ -93,6 +100,9 @@ class AttentionMatrix(MatrixSource):
                              "their scaled products overflow; rescale them or give a smaller scale")
         self.q, self.k, self.scale = q, k, float(scale)
         super().__init__(q.shape[0], name)
+        # the pass below is sized by the limit: without it, its blocks were MAX_BLOCK columns of N-long
+        # logits and exponentials whatever --max-memory said (1.2 GB at 12,000 tokens)
+        self.max_memory = max_memory
         self._row_max, self._row_sum = self._normalisers()
         self.notes.append(f"attention map softmax(Q Kᵀ x {self.scale:.4g}) of {self.n:,} tokens, d = {q.shape[1]}")
 
