@@ -111,6 +111,7 @@ def describe(matrix, *, count_indices: bool = COUNT_INDICES, max_memory: int | N
     table = Table(f"{name}: where each method applies (N² = {dense:,})",
                   columns + [Column("summary", "what", "left")])
     per_method: dict[str, Any] = {}
+    above_default = False
     for method, spec in methods().items():
         need = spec.min_budget(n, context)
         # a property the matrix lacks rules the method out whatever the budget (Nyström, NMF)
@@ -118,11 +119,8 @@ def describe(matrix, *, count_indices: bool = COUNT_INDICES, max_memory: int | N
         lacks = [_FACT_WORDS.get(fact, fact) for fact in spec.needs if summary.get(fact) is False][:1]
         if lacks:
             need = None
-        # at the budget a comparison takes by default (SF's), or the method's least where that is above it
-        # (a matrix a comparison forms is fitted in memory: the columns' memory matters where it is not)
-        runs = (_runs_from_columns(spec, matrix, need and max(need, count), max_memory, checked=streamed)
-                if loaded is None else None)
-        runs = (runs or "no: needs it formed") if streamed else (runs or "–")
+        runs = _runs(spec, matrix, need, count, lacks, max_memory, streamed=streamed) if loaded is None else None
+        above_default = above_default or (streamed and need is not None and need > count)
         per_method[method] = {"stores": spec.stores, "min_budget": need, "summary": spec.summary,
                               "from_columns": "columns" in spec.access,
                               **({"from_columns_under_limit": runs == "yes"} if streamed else {}),
@@ -132,6 +130,9 @@ def describe(matrix, *, count_indices: bool = COUNT_INDICES, max_memory: int | N
                    "never" if need is None else f"{need:,}",
                    "share": "–" if need is None else f"{100 * need / dense:.1f}%",
                    "runs": runs, "summary": spec.summary})
+    if above_default:
+        table.notes.append(f"runs: at the budget a comparison takes by default, SF's {count:,} (--budget sets "
+                           "another)")
     if count > dense:
         table.notes.append(f"SF's reference structure stores {count:,} numbers, more than the dense "
                            f"matrix's {dense:,}: at this size storing X itself is cheaper")
@@ -145,24 +146,42 @@ def describe(matrix, *, count_indices: bool = COUNT_INDICES, max_memory: int | N
     return MatrixDescription(facts, [table], data)
 
 
-def _runs_from_columns(spec, source: MatrixSource, budget: int | None, max_memory: int | None, *,
-                       checked: bool) -> str | None:
-    """``info``'s word on a method's fit from ``source``'s columns at ``budget``: "yes", or "no: ..." where
-    what it keeps with its passes' blocks is over the memory limit (as a comparison would refuse it:
-    :func:`~sfapprox._base.least_columns_limit`); None where it does not work from columns.  Unless
-    ``checked`` (a matrix a comparison forms: its fits run in memory), the limit is not looked at."""
+def _runs(spec, source: MatrixSource, need: int | None, default: int, lacks: list[str], max_memory: int | None, *,
+          streamed: bool) -> str:
+    """``info``'s word on a method for a matrix source: its "runs" cell where a comparison fits from columns
+    (``streamed``), its "from columns" cell where a comparison forms the matrix.
+
+    What a comparison at its default budget (SF's, ``default``) does: "yes", or "no: ..." with why. The
+    cell said "yes" from memory alone, where the comparison then refused Nyström for a matrix that is not
+    symmetric, or Monarch for a budget below its least (``need``). A method's memory is looked at for a
+    matrix not formed only (one formed is fitted in memory), at ``max(need, default)``: the least budget
+    it runs at.
+    """
+    if lacks:  # refused whatever the budget and the memory ("not applicable")
+        return f"no: X is not {' and '.join(lacks)}"
     if "columns" not in spec.access:
-        return None
-    limit = memory_limit(max_memory)
-    if not checked or budget is None or limit is None:
+        return "no: needs it formed" if streamed else "–"
+    if not streamed:
         return "yes"
+    if need is None:
+        return "no: at no budget"
+    wants = [f"a budget ≥ {need:,}"] if need > default else []
+    limit = memory_limit(max_memory)
+    least = None if limit is None else _least_columns_memory(spec, source, max(need, default))
+    if least is not None and least > limit:  # as a comparison would refuse it (:func:`least_columns_limit`)
+        wants.append(f"--max-memory {format_bytes(least, up=True)}")
+    return f"no: needs {' and '.join(wants)}" if wants else "yes"
+
+
+def _least_columns_memory(spec, source: MatrixSource, budget: int) -> int:
+    """The smallest memory limit under which ``spec`` (a method that works from columns) fits from
+    ``source``'s columns at ``budget``."""
     if spec.columns_memory is not None:
-        least = least_columns_limit(spec, source, budget)
-    else:  # SF sizes its own fit from columns: the budget's whole structure (with no time limit to fit it in,
-        # nothing is compiled or timed to choose fewer factors)
-        untimed = RunContext(FitSettings(time_limit=None))
-        least = spec.make(source.n, budget, untimed).least_columns_limit(source)
-    return "yes" if least <= limit else f"no: needs --max-memory {format_bytes(least, up=True)}"
+        return least_columns_limit(spec, source, budget)
+    # SF sizes its own fit from columns: the budget's whole structure (with no time limit to fit it in,
+    # nothing is compiled or timed to choose fewer factors)
+    untimed = RunContext(FitSettings(time_limit=None))
+    return spec.make(source.n, budget, untimed).least_columns_limit(source)
 
 
 def _source_facts(source: MatrixSource, max_memory: int | None) -> list[tuple[str, Any]]:

@@ -70,3 +70,43 @@ def test_formats_say_a_libsvm_file_is_a_point_table_for_kernel_too(tmp_path):
     assert "--kernel" in text and "--covariance" in text and "only with covariance" not in text
     shown = {row["key"]: row["what"] for row in described.tables[0].rows}
     assert all("--kernel" in shown[key] for key in ("csv", "npy", "libsvm")) and "--kernel" not in shown["mtx"]
+
+
+def _runs(described):
+    """The "runs" (or "from columns") cell of each method of ``info``'s table."""
+    return {row["method"]: row["runs"] for row in described.tables[0].rows}
+
+
+def test_info_says_a_method_the_matrix_rules_out_does_not_run():
+    """The runs column came from memory alone: for an attention map (not symmetric) it said Nyström "yes"
+    beside its smallest budget "never (X is not symmetric)", and a comparison refused it."""
+    from sfapprox import AttentionMatrix
+
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((300, 4))
+    A = AttentionMatrix(q, q + rng.standard_normal((300, 4)))
+    limit = 4 << 20  # not formed: compared from columns
+    streamed = describe(A, max_memory=limit)
+    assert "from_columns_under_limit" in streamed.data["methods"]["rsvd"]  # (only where it is not formed)
+    assert _runs(streamed)["nystrom"] == "no: X is not symmetric" and _runs(streamed)["rsvd"] == "yes"
+    said = streamed.data["methods"]["nystrom"]  # --json says the same
+    assert said["not_applicable"] == "X is not symmetric" and not said["from_columns_under_limit"]
+    assert _runs(describe(A))["nystrom"] == "no: X is not symmetric"  # formed: its "from columns" cell
+    row = compare(A, ["nystrom"], time_limit=0, device="cpu").results[0]
+    assert row.status == "not applicable" and "not symmetric" in row.reason
+
+
+def test_info_says_a_method_whose_least_budget_is_above_the_default_does_not_run():
+    """Monarch's smallest budget (5,660,566 at 20,000 points) was above a comparison's default one, SF's
+    (4,800,000), which then refused it; info said "yes". At N = 2 Monarch, the randomized SVD and the
+    sparse entries are above SF's 4 numbers."""
+    K = KernelMatrix(_points(2))
+    described = describe(K, max_memory=1 << 20)  # not formed: compared from columns
+    runs, count = _runs(described), described.data["sf"]["count"]
+    assert count == 4 and runs["monarch"] == "no: needs a budget ≥ 6" and runs["rsvd"] == "no: needs a budget ≥ 5"
+    assert runs["rpca"] == "yes" and any("SF's 4 (--budget" in note for note in described.tables[0].notes)
+    assert not described.data["methods"]["monarch"]["from_columns_under_limit"]  # --json says the same
+    assert described.data["methods"]["rpca"]["from_columns_under_limit"]
+    for method in ("monarch", "rsvd"):
+        row = compare(K, [method], time_limit=0, device="cpu").results[0]  # at the default budget
+        assert row.status == "not applicable" and f"budget {count} is below" in row.reason
