@@ -397,7 +397,8 @@ def _check_dense(X, source: str, max_memory: int | None) -> np.ndarray:
         check_memory(int(arr.nbytes) + estimate_dense_bytes(n),
                      what=f"{source}: float64 copy of the {n} x {n} matrix (besides the {arr.dtype} array it is "
                           f"made from)", limit=max_memory)
-    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    with np.errstate(invalid="ignore"):  # a signalling NaN's cast warned before the error that names it
+        arr = np.ascontiguousarray(arr, dtype=np.float64)
     # One pass and no temporary: the sum of squares is finite only when every entry is (an N x N mask
     # of np.isfinite is an eighth of an array more, at the peak of a copy); the mask only to say where.
     squared = _sum_of_squares(arr.ravel())

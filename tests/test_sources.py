@@ -486,3 +486,15 @@ def test_a_sources_product_takes_a_sparse_operand():
     B = sp.random(40, 3, density=0.3, random_state=1, format="csr")
     np.testing.assert_allclose(K.matmat(B), K.to_dense() @ B.toarray(), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(K.rmatmat(B), K.to_dense().T @ B.toarray(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.filterwarnings("error")
+def test_a_mapped_float32_file_s_signalling_nan_is_one_error_and_no_warning(tmp_path):
+    """A block's cast to float64 of a signalling NaN (other programs write them; numpy's NaN is quiet)
+    printed "warning: invalid value encountered in cast" before the error naming the entry."""
+    X = np.ones((80, 80), dtype=np.float32)
+    X.view(np.uint32)[5, 7] = 0x7FA00000  # a signalling NaN
+    np.save(tmp_path / "x.npy", X)
+    src = ArraySource(np.load(tmp_path / "x.npy", mmap_mode="r"), name="x")
+    with pytest.raises(InputError, match=r"^x: entry \(5, 7\) is nan; the matrix must be finite$"):
+        src.columns(np.arange(10))

@@ -282,3 +282,13 @@ def test_a_dense_matrix_is_checked_finite_without_a_mask():
         check_square_matrix(X)
     with pytest.raises(InputError, match="values too large"):
         check_square_matrix(np.full((3, 3), 1e200))
+
+
+@pytest.mark.filterwarnings("error")
+def test_a_signalling_nan_is_one_error_and_no_warning():
+    """Cast to float64, a float32 signalling NaN (other programs write them) set the invalid flag: numpy's
+    "invalid value encountered in cast" came before the one-line error."""
+    X = np.ones((4, 4), dtype=np.float32)
+    X.view(np.uint32)[2, 3] = 0x7FA00000  # a signalling NaN
+    with pytest.raises(InputError, match=r"matrix has 1 NaN/Inf entries \(first at row 2, col 3"):
+        check_square_matrix(X, source="m.npy")

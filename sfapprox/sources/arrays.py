@@ -60,7 +60,10 @@ class ArraySource(MatrixSource):
         super().__init__(array.shape[0], name)
 
     def _columns(self, J: np.ndarray) -> np.ndarray:
-        return np.asarray(self.array[:, J], dtype=np.float64)  # columns() refuses a non-finite entry
+        # a signalling NaN (numpy's own NaN is quiet; other programs write them) sets the invalid flag when
+        # cast: numpy's "invalid value encountered in cast" came before columns() refused the entry
+        with np.errstate(invalid="ignore"):
+            return np.asarray(self.array[:, J], dtype=np.float64)  # columns() refuses a non-finite entry
 
     def _whole_product(self, A: np.ndarray, B: np.ndarray) -> np.ndarray | None:
         """``A @ B`` (``A`` is ``X`` or ``X.T``) in one BLAS product when ``X`` is a float64 array in memory
