@@ -54,3 +54,11 @@ def test_readme_input_formats_table_names_every_extension():
     missing = {key: [ext for ext in format_extensions(key) if f"`{ext}`" not in section]
                for key in available_formats()}
     assert not {key: exts for key, exts in missing.items() if exts}
+
+
+def test_safety_says_a_mapped_file_s_pages_count_in_rss():
+    """A pass over a memory-mapped .npy brings the file's pages into RSS (651 MiB peak at --max-memory 100M
+    for a 275 MiB file): the limit covers what sfapprox holds, and the README says so."""
+    safety = (ROOT / "README.md").read_text().split("## Safety", 1)[1].split("\n## ", 1)[0]
+    text = " ".join(safety.split())
+    assert "memory-mapped `.npy`'s pages" in text and "RSS can pass `--max-memory` by up to the file's size" in text
