@@ -43,7 +43,7 @@ from ..operators import HybridOperator
 from ..sources import as_source, block_columns
 from ..sources._base import _product_part
 
-__all__ = ["RandomizedSVD", "randomized_svd", "one_pass_nystrom", "one_pass_general", "sketch_pass", "co_range_pays"]
+__all__ = ["RandomizedSVD", "randomized_svd", "source_svd", "one_pass_nystrom", "one_pass_general", "sketch_pass", "co_range_pays"]
 
 #: The final pass starts, where one pass could end the fit instead, only when this many times the
 #: first pass's time is left.
@@ -330,14 +330,16 @@ def randomized_svd(
 
 
 def _passes(apply, apply_t, n: int, rank: int, *, n_oversamples: int, n_iter: int, seed: int,
-            deadline: _timing.Deadline | None, psd: bool, first_pass: Callable | None = None
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
+            deadline: _timing.Deadline | None, psd: bool, first_pass: Callable | None = None,
+            keep_back: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
     """:func:`randomized_svd`'s work, with the passes over ``X`` it made as a fifth value.
 
     ``first_pass(omega) -> (Y, W, psi)``, when given, makes the sketch's pass instead of ``apply``,
     with the co-range sketch ``W = psi @ X`` beside it when it judged a second pass would not fit
     (else ``W`` and ``psi`` are None): :func:`sketch_pass`.  A co-range sketch taken ends the fit
-    after that pass (its cost is paid; a second pass then ran on past the limit).
+    after that pass (its cost is paid; a second pass then ran on past the limit).  ``keep_back``
+    passes' worth of time (at the first pass's measured speed) is left before ``deadline`` for
+    the caller's work after the fit.
     """
     width = min(n, rank + n_oversamples)
     rng = np.random.default_rng(seed)
@@ -348,7 +350,7 @@ def _passes(apply, apply_t, n: int, rank: int, *, n_oversamples: int, n_iter: in
         return *one_pass_general(Y, W, psi, rank), 0, 1
     # A quarter's margin on the next pass's time: at N = 8,192 a second pass measured as fitting ran 15 %
     # past the limit (a pass's time varies on a shared machine); one pass is the fit to keep then.
-    if psd and deadline is not None and not deadline.fits(FINAL_PASS_MARGIN * (_timing.now() - started)):
+    if psd and deadline is not None and not deadline.fits((FINAL_PASS_MARGIN + keep_back) * (_timing.now() - started)):
         return *one_pass_nystrom(Y, omega, rank), 0, 1
     Q, _ = np.linalg.qr(Y)
     per_pass = _timing.now() - started  # with the QR, as every later pass has one
@@ -356,7 +358,7 @@ def _passes(apply, apply_t, n: int, rank: int, *, n_oversamples: int, n_iter: in
     done = 0
     for _ in range(n_iter):
         # Two passes for an iteration, one more for B after it: start it only when all fit.
-        if deadline is not None and not deadline.fits(3 * per_pass):
+        if deadline is not None and not deadline.fits((3 + keep_back) * per_pass):
             break
         # Re-orthonormalise after every product, so the smaller directions survive round-off.
         Q, _ = np.linalg.qr(apply_t(Q))
@@ -365,6 +367,49 @@ def _passes(apply, apply_t, n: int, rank: int, *, n_oversamples: int, n_iter: in
     B = np.asarray(apply_t(Q)).T
     Ub, s, Vt = np.linalg.svd(B, full_matrices=False)
     return (Q @ Ub)[:, :rank], s[:rank], Vt[:rank], done, 2 + 2 * done
+
+
+def source_svd(source, rank: int, *, n_oversamples: int = 10, n_iter: int = 2, seed: int = 0,
+               deadline: _timing.Deadline | None = None, keep_back: float = 0.0):
+    """:func:`randomized_svd` of a :class:`~sfapprox.sources.MatrixSource` as :class:`RandomizedSVD` fits it:
+    under a ``deadline``, a source read by column blocks may end after one pass (:func:`sketch_pass`,
+    :func:`one_pass_nystrom`).
+
+    Parameters
+    ----------
+    source : MatrixSource
+        The matrix.
+    rank : int
+        Rank ``r >= 1`` of the result.
+    n_oversamples, n_iter, seed
+        As :func:`randomized_svd`'s.
+    deadline : Deadline or None, default=None
+        When the fit must end; None: every pass is made.
+    keep_back : float, default=0.0
+        Passes' worth of time (at the measured speed of the first) to leave before ``deadline`` for
+        the caller's own passes after it (RPCA's residual pass).
+
+    Returns
+    -------
+    U, s, Vt : numpy.ndarray
+        The factors.
+    iterations : int
+        Power iterations that ran.
+    passes : int
+        Passes over ``X`` made.
+    one_pass : {"nystrom", "co-range"} or None
+        How a fit that ended after one pass was made (None: it made two or more).
+    """
+    # One pass can end the fit only where passes read the columns (others' products are cheap): a
+    # PSD source's from its sketch, any other's from the co-range sketch its pass may take too.
+    by_columns = deadline is not None and deadline.end is not None and source.products_by_columns
+    psd = by_columns and source.symmetric is True and source.psd is True
+    first = (lambda omega: sketch_pass(source.pass_source, omega, deadline, seed)) if by_columns and not psd else None
+    U, s, Vt, done, passes = _passes(source.matmat, source.rmatmat, source.n, rank, n_oversamples=n_oversamples,
+                                     n_iter=n_iter, seed=seed, deadline=deadline, psd=psd, first_pass=first,
+                                     keep_back=keep_back)
+    one_pass = None if passes > 1 else ("nystrom" if psd else "co-range")
+    return U, s, Vt, done, passes, one_pass
 
 
 class RandomizedSVD(Approximation):
@@ -471,19 +516,13 @@ class RandomizedSVD(Approximation):
         # the declared need was measured with the default oversampling: more widens every sketch
         source = as_source(self._from_columns(given, tsvd_count(n, min(n, rank + max(0, self.n_oversamples - 10)))))
         with AdaptiveThreads(float(n) * n):
-            # One pass can end the fit only where passes read the columns (others' products are cheap): a
-            # PSD source's from its sketch, any other's from the co-range sketch its pass may take too.
-            by_columns = self.time_limit is not None and source.products_by_columns
-            psd = by_columns and source.symmetric is True and source.psd is True
-            first = (lambda omega: sketch_pass(source.pass_source, omega, deadline, self.random_state)
-                     ) if by_columns and not psd else None
-            U, s, Vt, done, passes = _passes(source.matmat, source.rmatmat, n, rank,
-                                             n_oversamples=self.n_oversamples, n_iter=self.n_iter,
-                                             seed=self.random_state, deadline=deadline, psd=psd, first_pass=first)
+            U, s, Vt, done, passes, one_pass = source_svd(source, rank, n_oversamples=self.n_oversamples,
+                                                          n_iter=self.n_iter, seed=self.random_state,
+                                                          deadline=deadline)
         self._set_fit(rank, U, s, Vt, done, passes, start,
                       "closed_form" if done == self.n_iter and passes > 1 else "time_limit")
-        if passes == 1:
-            self.params_["one_pass"] = "nystrom" if psd else "co-range"
+        if one_pass is not None:
+            self.params_["one_pass"] = one_pass
         if self.time_limit is not None and done == 0 and deadline.passed():
             # The method's fewest passes ran past the limit: a result, and a warning that says so (attention
             # at N = 16,384 took 9.4 s of 5.7: its columns are cheap, the co-range sketch's product is not).
