@@ -406,6 +406,26 @@ def test_without_a_start_the_low_rank_end_runs_before_the_godec_splits(fake_cloc
     assert error <= 1.5 * np.linalg.norm(X - TruncatedSVD(n_components=4).fit(X).to_dense())  # rsvd's quality
 
 
+def test_where_no_residual_pass_fits_the_grid_ends_at_its_start_without_a_pass(fake_clock):
+    """At N = 20,000 under 3 s the first split ran regardless (9.3 s): it is priced at the start's pass
+    like the others, and where none fits the result is the start's low rank part alone, unscored."""
+    from sfapprox import _timing
+    from sfapprox.baselines._rpca_columns import Start, fit_grid_columns
+
+    rng = np.random.default_rng(4)
+    n = 48
+    X = rng.standard_normal((n, 4)) @ rng.standard_normal((4, n))
+    U, sig, Vt = np.linalg.svd(X)
+    start = Start(U[:, :4], sig[:4], Vt[:4], product_pass=1.0)  # a pass over X: 1 s, over X - L: 1.25 s
+    splits = [(4, 30), (2, 200), (0, 400)]
+    best, grid = fit_grid_columns(_TimedColumns(X, fake_clock), splits, max_iter=1, tol=0.0, seed=0,
+                                  deadline=_timing.Deadline.after(0.9), start=start)
+    assert fake_clock.time == 0.0 and all(g.get("skipped") == "time_limit" for g in grid)
+    error, U4, sig4, Vt4, idx, vals, _, stop = best
+    assert error is None and stop == "time_limit" and idx.size == vals.size == 0
+    assert np.allclose((U4 * sig4) @ Vt4, (U[:, :4] * sig[:4]) @ Vt[:4])
+
+
 def test_rpca_from_columns_in_a_comparison_starts_from_the_rsvd_row():
     """From columns, RPCA's splits start from the rsvd row's fit: with no time limit never worse than it.
 

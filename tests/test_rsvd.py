@@ -110,6 +110,28 @@ def test_a_second_pass_that_does_not_fit_is_not_made_on_a_kernel(fake_clock):
     assert np.linalg.norm(X - two.to_dense()) < one
 
 
+class _NarrowTimedKernel(_TimedKernel):
+    """:class:`_TimedKernel` read in the narrowest blocks: several per pass."""
+
+    def block_width(self, max_memory=None, *, extra_columns=0):
+        return MIN_BLOCK
+
+
+def test_a_kernel_whose_one_pass_does_not_fit_is_cut_within_the_limit(fake_clock):
+    """At N = 20,000 rsvd's one pass (Nystrom's form) took 10 s of a 3 s limit: the pass now stops where
+    the next block would not fit, the approximation made from the columns read, and it says so."""
+    points = np.random.default_rng(4).standard_normal((600, 3))
+    K = _NarrowTimedKernel(points, fake_clock, bandwidth=1.5)
+    with pytest.warns(ConvergenceWarning, match=r"cut at 256 of 600 columns"):
+        est = RandomizedSVD(n_components=10, time_limit=0.5).fit(K)
+    assert fake_clock.time <= 0.5 + 1e-9  # a pass is 1 s
+    assert est.stop_reason_ == "time_limit" and est.params_["columns_read"] == 256
+    assert est.params_["one_pass"] == "nystrom" and est.n_stored_ == 10 * 1201
+    X = KernelMatrix(points, bandwidth=1.5).to_dense()
+    best = np.linalg.norm(X - TruncatedSVD(n_components=10).fit(X).to_dense())
+    assert best <= np.linalg.norm(X - est.to_dense()) <= 5 * best
+
+
 def test_a_matrix_not_known_symmetric_still_gets_its_second_pass(fake_clock):
     X = np.random.default_rng(5).random((50, 50))
 

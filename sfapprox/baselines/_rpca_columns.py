@@ -168,9 +168,10 @@ def fit_grid_columns(source: MatrixSource, splits, *, max_iter: int, tol: float,
     (:func:`_own_start`).  The split of the largest rank it covers runs first:
     its first iteration is one pass over ``X - L`` with ``L`` given, and its
     result is never worse than that low rank part alone — at N = 65,536,
-    where a pass takes minutes, the one split a time limit may allow.  After
-    the first split, each starts only when the passes it needs fit the time
-    left.
+    where a pass takes minutes, the one split a time limit may allow.  Each
+    split starts only when the passes it needs fit the time left (before any
+    top-s pass is measured, priced at the start's product pass); where not one
+    does, the result is the start's low rank part alone, its error None.
     """
     if start is None:
         start = _own_start(source, max(rank for rank, _ in splits), seed, deadline)
@@ -178,7 +179,7 @@ def fit_grid_columns(source: MatrixSource, splits, *, max_iter: int, tol: float,
     best, records, timing = None, {}, {}
     for rank, n_sparse in order:
         cost = _first_cost(rank, n_sparse, start, timing)
-        if best is not None and deadline is not None and cost is not None and not deadline.fits(cost):
+        if deadline is not None and cost is not None and not deadline.fits(cost):
             records[rank, n_sparse] = {"rank": rank, "n_sparse": n_sparse, "fro_error": None, "iterations": 0,
                                        "skipped": "time_limit"}
             continue
@@ -188,7 +189,17 @@ def fit_grid_columns(source: MatrixSource, splits, *, max_iter: int, tol: float,
                                    "iterations": fitted[6]}
         if best is None or fitted[0] < best[0]:
             best = fitted
+    if best is None:  # not one residual pass fits: the start's low rank part alone, unscored
+        best = _start_alone(start, max(rank for rank, _ in splits))
     return best, [records[split] for split in splits]
+
+
+def _start_alone(start: Start, rank: int):
+    """The grid's result where no split fitted the time: the start's leading ``rank`` terms, no sparse
+    part (within the budget: the largest rank's split holds them), its error unknown (None) — at
+    N = 20,000 the first split's pass ran 9 s past a 3 s limit."""
+    U, sig, Vt = start.leading(min(rank, start.sig.size))
+    return None, U, sig, Vt, np.zeros(0, dtype=np.int64), np.zeros(0), 0, "time_limit"
 
 
 def _own_start(source: MatrixSource, rank: int, seed: int, deadline: _timing.Deadline | None) -> Start | None:
@@ -198,8 +209,8 @@ def _own_start(source: MatrixSource, rank: int, seed: int, deadline: _timing.Dea
     if rank == 0:
         return None
     started = _timing.now()
-    U, sig, Vt, _, passes, _ = source_svd(source, rank, seed=seed, deadline=deadline, keep_back=RESIDUAL_PASS)
-    return Start(U, sig, Vt, product_pass=(_timing.now() - started) / passes)
+    U, sig, Vt, _, passes, _, read = source_svd(source, rank, seed=seed, deadline=deadline, keep_back=RESIDUAL_PASS)
+    return Start(U, sig, Vt, product_pass=(_timing.now() - started) / (passes - 1 + read / source.n))
 
 
 def _order(splits, start: Start | None) -> list[tuple[int, int]]:
@@ -212,10 +223,11 @@ def _order(splits, start: Start | None) -> list[tuple[int, int]]:
 
 
 def _first_cost(rank: int, n_sparse: int, start: Start | None, timing: dict) -> float | None:
-    """Seconds a split's first result costs, from the top-s pass measured so far (None: none yet): one
-    such pass for rank 0, ``RESIDUAL_PASS`` of them with a given ``L``, else a randomized SVD's
-    ``2 + 2q`` product passes (the start's measured ones, or priced as top-s passes) and the residual's."""
-    top = timing.get("top_pass")
+    """Seconds a split's first result costs, from the top-s pass measured so far (before any: priced as
+    the start's product pass; None without a start): one such pass for rank 0, ``RESIDUAL_PASS`` of them
+    with a given ``L``, else a randomized SVD's ``2 + 2q`` product passes (the start's measured ones, or
+    priced as top-s passes) and the residual's."""
+    top = timing.get("top_pass", None if start is None else start.product_pass)
     if top is None:
         return None
     if rank == 0:

@@ -635,7 +635,9 @@ class RobustPCA(Approximation):
     time_limit : float or None, default=DEFAULT_TIME_LIMIT
         Wall-clock limit of the whole fit (every grid point, PCP and its
         refit), in seconds; None for none.  The grid points with an exact
-        answer (rank 0, or no sparse part) always run.
+        answer (rank 0, or no sparse part) always run in memory; from
+        columns, where not one residual pass fits, the result is the low
+        rank start alone (its grid all skipped).
     tol : float, default=1e-6
         GoDec stops when ``||X - L - S||_F`` changes by a relative ``tol`` or less.
     pcp_tol : float, default=1e-7
@@ -850,7 +852,9 @@ class RobustPCA(Approximation):
         op = getattr(fitted, "operator_", None)
         if op is None or op.shape[0] != n or not getattr(op, "singular_values", False) or not fitted.params_.get("passes"):
             return None
-        return Start(op.U, op.s, op.Vt, product_pass=float(fitted.seconds_) / fitted.params_["passes"])
+        # (a pass cut short read a share of the columns: a whole one costs that much more)
+        share = fitted.params_.get("columns_read", n) / n
+        return Start(op.U, op.s, op.Vt, product_pass=float(fitted.seconds_) / (fitted.params_["passes"] - 1 + share))
 
     def _splits(self, n: int, max_rank: int | None = None) -> list[tuple[int, int]]:
         return _resolve_splits(
