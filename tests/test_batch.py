@@ -1071,3 +1071,20 @@ def test_a_batch_where_nothing_ran_names_every_unavailable_entry_in_its_reports(
     md, rows = (out / "report.md").read_text(), list(csv.DictReader(open(out / "report.csv")))
     assert "| x | network | " in md and "file 'nope.net' not found" in md
     assert [(r["matrix"], r["category"]) for r in rows] == [("x", "network")] and "not found" in rows[0]["why"]
+
+
+def test_a_failed_line_behind_a_newer_ok_one_is_neither_reported_nor_kept(tmp_path):
+    """A redo killed (kill -9) before its final rewrite left the old 'failed' line above the new 'ok' one:
+    every later run skipped the pair, kept both lines and printed the old failure."""
+    from sfapprox.cli import app
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"), gen_entry("b", seed=2))
+    out = tmp_path / "out"
+    run_batch(m, out, TSVD)
+    ok = (out / "results.jsonl").read_bytes()
+    failed = {**lines(out)[0], "status": "failed", "error": "factors not saved: File too large", "factors": None}
+    (out / "results.jsonl").write_bytes(json.dumps(failed).encode() + b"\n" + ok)  # as the killed redo left it
+    result = CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(out), "--methods", "tsvd", "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert "failed a/tsvd" not in result.output and "2 finished pair(s) skipped" in " ".join(result.output.split())
+    assert (out / "results.jsonl").read_bytes() == ok  # the superseded line dropped, the others as they were

@@ -634,11 +634,27 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
     tasks = [MatrixTask(e, todo[e.name], options, str(out), cache) for e in entries if e.name in todo]
     emit = on_event or (lambda *a, **k: None)
     emit("start", total=len(tasks), skipped=skipped, pairs=summary.to_do)
+    # pairs with older lines behind their latest one (a redo killed before its rewrite left them): those
+    # older lines go too, or a "failed" line superseded by an "ok" one stayed in the folder for good
+    superseded = drop | superseded_pairs(existing)
     try:
         return _run_tasks(results, tasks, summary, Path(cache), network, jobs, executor, client, emit, on_event)
     finally:  # also after an interrupt: a redone pair's new line replaces its old one, an unredone keeps it
-        if drop:
-            supersede_results(results, drop)
+        if superseded:
+            supersede_results(results, superseded)
+
+
+def superseded_pairs(existing: ResultsFile) -> set[tuple[str, str]]:
+    """The ``(matrix, method)`` pairs that have more than one line: all but their latest are superseded.
+
+    Examples
+    --------
+    >>> lines = ResultsFile([{"matrix": "a", "method": "tsvd", "status": s} for s in ("failed", "ok")], [], 0)
+    >>> superseded_pairs(lines)
+    {('a', 'tsvd')}
+    """
+    counts = Counter((r["matrix"], r["method"]) for r in existing.records)
+    return {key for key, count in counts.items() if count > 1}
 
 
 def _run_tasks(results: Path, tasks: list, summary: BatchSummary, cache: Path, network, jobs: int, executor: str,
