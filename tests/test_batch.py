@@ -1088,3 +1088,34 @@ def test_a_failed_line_behind_a_newer_ok_one_is_neither_reported_nor_kept(tmp_pa
     assert result.exit_code == 0, result.output
     assert "failed a/tsvd" not in result.output and "2 finished pair(s) skipped" in " ".join(result.output.split())
     assert (out / "results.jsonl").read_bytes() == ok  # the superseded line dropped, the others as they were
+
+
+def test_a_full_disk_in_the_final_rewrite_keeps_the_new_lines_and_still_makes_the_report(tmp_path, monkeypatch):
+    """The rewrite dropping superseded lines failed on a full disk: the command said "results.jsonl: not
+    written ... no partial file was left" and showed no table, though this run's lines were appended."""
+    import errno
+
+    import sfapprox._atomic as atomic
+    from sfapprox.cli import app
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"), gen_entry("b", seed=2))
+    out = tmp_path / "out"
+    run_batch(m, out, TSVD)
+    failed = {**lines(out)[1], "status": "failed", "error": "worker failed: x", "factors": None}
+    with open(out / "results.jsonl", "ab") as f:  # b's latest line failed: this run redoes it
+        f.write(json.dumps(failed).encode() + b"\n")
+    real_fsync = atomic._fsync
+
+    def full_for_results(path):
+        if Path(path).name.startswith(".results.jsonl."):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_fsync(path)
+
+    monkeypatch.setattr(atomic, "_fsync", full_for_results)
+    result = CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(out), "--methods", "tsvd", "--quiet"])
+    text = " ".join(result.output.split())
+    assert result.exit_code == 2, result.output
+    assert "no partial file was left" not in text and "synthetic" in text  # the table is shown
+    assert "this run's lines are kept (appended to it)" in text and "No space left on device" in text
+    assert "1 line(s) written (ok 1)" in text and (out / "report.md").is_file()
+    assert [(r["matrix"], r["status"]) for r in lines(out)][-1] == ("b", "ok")  # appended, kept

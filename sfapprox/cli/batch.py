@@ -16,8 +16,8 @@ from .._errors import InputError, ParameterError, SfapproxError
 from ..formats import OutputFormat
 from . import _options as o
 from .._signals import stop_cause
-from ._app import EXIT_INCOMPLETE, EXIT_INTERRUPTED, app, error_boundary
-from ._render import Outputs, check_outputs, err, note, show_tables, write_outputs
+from ._app import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_INTERRUPTED, app, error_boundary
+from ._render import Outputs, check_outputs, err, note, say_error, show_tables, write_outputs
 
 ManifestPath = Annotated[Path, typer.Argument(help="Dataset manifest (.toml), e.g. data_manifests/synthetic.toml.", show_default=False)]
 OutDir = Annotated[Optional[Path], typer.Option("--out-dir", help="Output folder: results.jsonl, factors/, report.md/.csv/.tex/.json (required).", show_default=False, metavar="DIR")]
@@ -243,6 +243,10 @@ def _after_run(summary, out_dir: Path) -> None:
         skipped = len(summary.downloads_skipped)
         more = f"; skipped the downloads of {skipped} more entr{'y' if skipped == 1 else 'ies'}" if skipped else ""
         note(f"{summary.no_network}{more}", style="yellow")
+    if summary.rewrite_error:  # said before the report files, whose own failure would end the command
+        say_error(f"{summary.results_path}: this run's lines are kept (appended to it), but its rewrite that "
+                  f"drops the older lines they supersede failed: {summary.rewrite_error}; the report counts each "
+                  "pair's latest line only, and the next run drops the older ones")
     targets = {fmt: out_dir / f"report{OutputFormat(fmt).suffix}" for fmt in ("markdown", "csv", "latex", "json")}
     if _check_reports(out_dir, at_end=True):
         remember_reports(out_dir, writing=True)
@@ -259,6 +263,8 @@ def _after_run(summary, out_dir: Path) -> None:
         note(f"interrupted: every finished line is kept in {summary.results_path}; "
              "run the same command again to resume", style="bold yellow")
         raise typer.Exit(EXIT_INTERRUPTED)
+    if summary.rewrite_error:  # an output that could not be written, as elsewhere
+        raise typer.Exit(EXIT_ERROR)
     undone = {status: summary.statuses[status] for status in ("failed", "unavailable") if summary.statuses.get(status)}
     if undone:  # a script or CI must be able to tell (it exited 0); what ran is written all the same
         said = " and ".join(f"{n} {status}" for status, n in undone.items())

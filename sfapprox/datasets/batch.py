@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._atomic import OutputError
 from .._base import parse_methods
 from .._dask import connect
 from .._executors import cluster_lost
@@ -115,6 +116,10 @@ class BatchSummary:
     changed : list of str
         Entries whose finished lines are redone because their matrix changed, and what changed (and
         the methods not selected whose lines were made from a changed matrix).
+    rewrite_error : str or None
+        Why the final rewrite of the results file (dropping the lines this run's lines supersede)
+        failed, e.g. a full disk; None when it worked or was not needed.  The new lines were appended
+        and are kept; a report counts only each pair's latest line, and the next run drops the rest.
     results_path : Path
         ``out_dir/results.jsonl`` (property).
     """
@@ -131,6 +136,7 @@ class BatchSummary:
     downloads_skipped: list[str] = field(default_factory=list)
     orphans: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
+    rewrite_error: str | None = None
 
     @property
     def results_path(self) -> Path:
@@ -641,7 +647,23 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
         return _run_tasks(results, tasks, summary, Path(cache), network, jobs, executor, client, emit, on_event)
     finally:  # also after an interrupt: a redone pair's new line replaces its old one, an unredone keeps it
         if superseded:
-            supersede_results(results, superseded)
+            summary.rewrite_error = _supersede(results, superseded)
+
+
+def _supersede(results: Path, keys: set[tuple[str, str]]) -> str | None:
+    """Drop the lines superseded by newer ones of ``keys`` (:func:`supersede_results`); why it failed, or None.
+
+    A failure (a full disk) is returned, not raised: the new lines are appended already and kept, the
+    old ones only take room until the next run (each pair's latest line is the one counted), and the
+    report must still be made from them.
+    """
+    try:
+        supersede_results(results, keys)
+    except OutputError as exc:
+        return os.strerror(exc.errno) if exc.errno else str(exc)
+    except OSError as exc:  # reading the file back, or keeping its unreadable lines aside
+        return exc.strerror or str(exc)
+    return None
 
 
 def superseded_pairs(existing: ResultsFile) -> set[tuple[str, str]]:
