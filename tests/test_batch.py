@@ -1119,3 +1119,38 @@ def test_a_full_disk_in_the_final_rewrite_keeps_the_new_lines_and_still_makes_th
     assert "this run's lines are kept (appended to it)" in text and "No space left on device" in text
     assert "1 line(s) written (ok 1)" in text and (out / "report.md").is_file()
     assert [(r["matrix"], r["status"]) for r in lines(out)][-1] == ("b", "ok")  # appended, kept
+
+
+class _PoolStoppedWhileShuttingDown:
+    """A process pool that runs each task at once, here, and is stopped (Ctrl-C/SIGTERM) in its final shutdown."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def submit(self, fn, *args):
+        from concurrent.futures import Future
+
+        future = Future()
+        future.set_result(fn(*args))
+        return future
+
+    def shutdown(self, wait=True, cancel_futures=False):
+        if wait:
+            raise KeyboardInterrupt
+
+
+def test_a_stop_while_the_worker_pool_shuts_down_says_the_lines_are_kept(tmp_path, monkeypatch):
+    """batch -j 2: a SIGTERM while the pool shut down reached the CLI's last resort, which said "no output
+    was written" though every line was."""
+    import sfapprox.datasets.batch as batch
+    from sfapprox.cli import app
+
+    monkeypatch.setattr(batch, "ProcessPoolExecutor", _PoolStoppedWhileShuttingDown)
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"), gen_entry("b", seed=2))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(out), "--methods", "tsvd", "-j", "2", "--quiet"])
+    text = " ".join(result.output.split())
+    assert result.exit_code == 130, result.output
+    assert "no output was written" not in text
+    assert "interrupted: every finished line is kept in" in text and "run the same command again to resume" in text
+    assert pairs(lines(out)) == [("a", "tsvd"), ("b", "tsvd")]

@@ -697,12 +697,15 @@ def _run_tasks(results: Path, tasks: list, summary: BatchSummary, cache: Path, n
             return summary
         finally:
             summary.no_network, summary.downloads_skipped = network.down, list(network.skipped)
-        if executor == "dask":
-            summary.interrupted = _run_dask(tasks, client, write, emit)
-        elif jobs > 1 and len(tasks) > 1:
-            summary.interrupted = _run_processes(tasks, jobs, write, emit)
-        else:
-            summary.interrupted = _run_serial(tasks, write, on_event)
+        try:
+            if executor == "dask":
+                summary.interrupted = _run_dask(tasks, client, write, emit)
+            elif jobs > 1 and len(tasks) > 1:
+                summary.interrupted = _run_processes(tasks, jobs, write, emit)
+            else:
+                summary.interrupted = _run_serial(tasks, write, on_event)
+        except KeyboardInterrupt:  # a stop outside the runners' own handling: the lines written are kept all the same
+            summary.interrupted = True
     return summary
 
 
@@ -878,24 +881,36 @@ def _run_processes(tasks: list[MatrixTask], jobs: int, write: Callable[[dict], N
     finally:
         # After Ctrl-C/SIGTERM, or an error such as a full disk while writing a
         # line, stop the workers now instead of waiting for their fits.
-        _stop_pool(pool, interrupted or not finished)
-    return interrupted
+        stopped = _stop_pool(pool, interrupted or not finished)
+    return interrupted or stopped
 
 
-def _stop_pool(pool, interrupted: bool) -> None:
-    """Shut the pool down: wait for it normally, terminate the workers (SIGTERM) when stopping early."""
+def _stop_pool(pool, interrupted: bool) -> bool:
+    """Shut the pool down: wait for it normally, terminate the workers (SIGTERM) when stopping early.
+
+    Returns True when a Ctrl-C or SIGTERM came while waiting for the pool: the workers are then
+    terminated and the batch ends as interrupted, its lines written (the stop reached the CLI's
+    last resort, which said that no output was written).
+    """
     if not interrupted:
-        pool.shutdown(wait=True)
-        return
+        try:
+            pool.shutdown(wait=True)
+            return False
+        except KeyboardInterrupt:
+            pass
     # ProcessPoolExecutor has no public "kill the workers": terminate them so
     # Ctrl-C returns within seconds instead of after the running fits.
-    processes = list(getattr(pool, "_processes", {}).values())
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # (None once a shutdown ended)
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         process.terminate()
     deadline = time.monotonic() + 2.0
-    for process in processes:
-        process.join(max(0.0, deadline - time.monotonic()))
+    try:
+        for process in processes:
+            process.join(max(0.0, deadline - time.monotonic()))
+    except KeyboardInterrupt:  # a second stop: the workers have their SIGTERM, stop waiting for them
+        pass
+    return not interrupted
 
 
 def _run_dask(tasks: list[MatrixTask], client, write: Callable[[dict], None], emit: Event) -> bool:
