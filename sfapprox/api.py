@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._atomic import FileStamp, OutputExistsError, write_json
+from ._atomic import FileStamp, OutputError, OutputExistsError, write_json
 from ._errors import ParameterError
 from ._settings import SF_BASE, SF_SUPPORT, FitSettings, LoadOptions
 from .budget import parse_budget, resolve_budget, sf_config_for_budget
@@ -130,6 +130,13 @@ def fit_matrix(
     -------
     FitRun
 
+    Raises
+    ------
+    OutputError, OutputExistsError
+        After the fit, when an output could not be written (a full disk) or its name was taken
+        meanwhile (the result kept aside): each output is tried whatever became of the other.  The
+        exception's ``run`` is the finished :class:`FitRun` and its ``failures`` each output's error.
+
     Examples
     --------
     >>> import numpy as np
@@ -208,27 +215,56 @@ def fit_matrix(
         # butterfly positions are i and i XOR 2^m, not offsets: the list is empty there
         "offsets": model.offsets_.tolist(),
     }
-    recorded = _recorded_settings(model)
-    taken: list[OutputExistsError] = []  # an output whose name was taken meanwhile: kept aside, the next still written
+    run = FitRun(model, summary)
+    failures = _write_outputs(run, origin, out, json_path, force)
+    if failures:
+        raise _output_failure(failures, run)
+    return run
+
+
+def _write_outputs(run: FitRun, origin, out, json_path, force: bool) -> list[Exception]:
+    """Write the factors (``out``) and the JSON summary, each whatever became of the other; their failures.
+
+    An output whose name was taken meanwhile is kept aside (:class:`OutputExistsError`); one that cannot
+    be written (a full disk, a file too large) costs itself alone: the JSON summary was never written
+    after a failed ``--out``.
+    """
+    model, failures = run.model, []
     if out is not None:
         aside = _checkpoints_aside(model, out)
         try:
             # checkpoints that went aside (another file took the name meanwhile): the result replaces the
             # last of them there, one file, not a second name beside it
             save_factors(out if aside is None else aside[0], model.operator_, loss_history=model.loss_curve_,
-                         fit=summary, settings=recorded, source=origin,
+                         fit=run.summary, settings=_recorded_settings(model), source=origin,
                          force=_out_force(model, out, force) if aside is None else aside[1])
-        except OutputExistsError as exc:
-            taken.append(exc)
+        except (OutputExistsError, OutputError) as exc:
+            failures.append(exc)
+        except OSError as exc:  # (an output's own writer says which file; this one may not)
+            failures.append(OutputError(f"{out}: not written: {exc.strerror or exc}", Path(out), exc.errno))
         if aside is not None:
-            taken.append(OutputExistsError(f"{out}: another file took its name during the fit, so it was left "
-                                           f"untouched; the result was saved as {aside[0]} instead, with the "
-                                           "checkpoints", Path(out), Path(aside[0])))
+            failures.append(OutputExistsError(f"{out}: another file took its name during the fit, so it was left "
+                                              f"untouched; the result was saved as {aside[0]} instead, with the "
+                                              "checkpoints", Path(out), Path(aside[0])))
     if json_path is not None:
         try:
-            write_json(json_path, FitRun(model, summary).record(), force=force)
-        except OutputExistsError as exc:
-            taken.append(exc)
-    if taken:
-        raise OutputExistsError("; ".join(str(exc) for exc in taken), taken[0].path, taken[0].kept)
-    return FitRun(model, summary)
+            write_json(json_path, run.record(), force=force)
+        except (OutputExistsError, OutputError) as exc:
+            failures.append(exc)
+        except OSError as exc:
+            failures.append(OutputError(f"{json_path}: not written: {exc.strerror or exc}", Path(json_path), exc.errno))
+    return failures
+
+
+def _output_failure(failures: list[Exception], run: FitRun) -> Exception:
+    """One exception for the outputs that failed: an :class:`OutputExistsError` when every one was only
+    kept aside, else an :class:`OutputError`; its ``run`` is the finished fit and ``failures`` each output's
+    own error, for a caller that still shows the result."""
+    message = "; ".join(str(exc) for exc in failures)
+    if all(isinstance(exc, OutputExistsError) for exc in failures):
+        error: Exception = OutputExistsError(message, failures[0].path, failures[0].kept)
+    else:
+        first = next(exc for exc in failures if isinstance(exc, OutputError))
+        error = OutputError(message, first.path, first.errno)
+    error.run, error.failures = run, failures  # type: ignore[attr-defined]
+    return error

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Literal, Optional
 
 import typer
 
-from .._atomic import FileStamp, output_target, stream_kind
+from .._atomic import FileStamp, OutputError, OutputExistsError, output_target, stream_kind
 from .._errors import ParameterError
 from .._settings import SF_BASE, SF_FTOL, SF_GTOL, SF_INIT, SF_NAMED_INITS, SF_SUPPORT
 from ..formats import jsonable
 from . import _options as o
 from ._app import EXIT_INTERRUPTED, announce_start, app, error_boundary, read_matrix, show_notes, stop_cause
-from ._render import check_distinct, check_output, err, fit_progress, is_stdout, key_value_table, note, out, show_value
+from ._render import (check_distinct, check_output, err, fit_progress, is_stdout, key_value_table, note, out, say_error,
+                      show_value)
 
 
 @app.command()
@@ -83,14 +85,19 @@ def fit(
         with fit_progress(f"SF {loaded.name}", settings.max_iter, quiet, settings.per_method(1).time_limit) as progress:
             # A Ctrl-C inside the optimizer is caught by ChordSF.fit (stop_reason
             # "interrupted", best factors kept); fit_matrix then writes the outputs.
-            run = fit_matrix(
-                loaded, settings=settings, budget=budget, out=out_path, json_path=None if to_stdout else json_path,
-                # --out was checked before the fit; with checkpoints the file there is this fit's own.
-                force=force or checkpoint_every is not None, callback=announce_start(progress, f"SF {loaded.name}", quiet),
-                ftol=ftol, gtol=gtol, n_factors=factors, init=init, support=support, base=base,
-                **({"checkpoint": out_path, "checkpoint_every": checkpoint_every, "replaces": replaces}
-                   if checkpoint_every else {}),
-            )
+            try:
+                run, failures = fit_matrix(
+                    loaded, settings=settings, budget=budget, out=out_path, json_path=None if to_stdout else json_path,
+                    # --out was checked before the fit; with checkpoints the file there is this fit's own.
+                    force=force or checkpoint_every is not None, callback=announce_start(progress, f"SF {loaded.name}", quiet),
+                    ftol=ftol, gtol=gtol, n_factors=factors, init=init, support=support, base=base,
+                    **({"checkpoint": out_path, "checkpoint_every": checkpoint_every, "replaces": replaces}
+                       if checkpoint_every else {}),
+                ), []
+            except (OutputError, OutputExistsError) as exc:
+                if getattr(exc, "run", None) is None:
+                    raise
+                run, failures = exc.run, exc.failures  # the fit is done: its table is shown, then what failed
         summary = run.summary
         # What the library resolved, not only what was asked: structure, limits, device, threads.
         rows = [(k, _error(summary, k) if k in _INTERVALS else show_value(summary[k]))
@@ -104,9 +111,15 @@ def fit(
         (err if claimed else out).print(key_value_table(f"SF fit of {loaded.name}", rows))
         if to_stdout:
             sys.stdout.write(json.dumps(jsonable(run.record()), indent=2) + "\n")  # as a --json file has it
+        failed = {os.path.abspath(exc.path) for exc in failures}
         for written in (p for p in (out_path, None if to_stdout else json_path) if p is not None):
-            note(f"wrote {written}")
+            if os.path.abspath(written) not in failed:
+                note(f"wrote {written}")
         _advise(summary, settings, loaded.n)
+        if failures:  # each one line, the last for the error boundary (exit 2), as compare's outputs
+            for exc in failures[:-1]:
+                say_error(str(exc))
+            raise failures[-1]
         if summary["stop_reason"] == "interrupted":
             kept = ("the best factors found so far were written" if out_path is not None else
                     "the error above is that of the best factors found so far (pass --out to keep them)")
