@@ -894,3 +894,34 @@ def test_fit_whose_out_cannot_be_written_still_writes_json_and_shows_its_table(t
     assert "SF fit of small" in text and "fro_error" in text  # the table
     assert f"wrote {js}" in text and f"wrote {out}" not in text and json.loads(js.read_text())["n"] == 12
     assert f"error: {out}: not written: File too large" in text
+
+
+def test_a_stop_while_the_arguments_are_read_is_said(monkeypatch):
+    """A Ctrl-C early in startup (typer turned it into exit 130) ended the command with no message at all."""
+    from sfapprox.cli import _app
+
+    def stopped(self, ctx, args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_app.HelpGroup, "parse_args", stopped)
+    res = invoke("formats")
+    assert res.exit_code == 130
+    assert "interrupted (Ctrl-C) while starting; nothing was written" in " ".join(res.output.split())
+
+
+def test_a_stop_before_a_commands_own_handling_is_said(monkeypatch):
+    """A Ctrl-C in the app's callback, before any command's error boundary, was a silent exit 130."""
+    from sfapprox.cli import _app
+
+    real, calls = _app.cut_short_outputs, []
+
+    def stopped_once():
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return real()
+
+    monkeypatch.setattr(_app, "cut_short_outputs", stopped_once)
+    res = invoke("formats")
+    assert res.exit_code == 130
+    assert "interrupted (Ctrl-C): stopped; no output was written" in " ".join(res.output.split())

@@ -50,6 +50,25 @@ class HelpGroup(TyperGroup):
                 raise _USAGE_ERROR(f"{what} (an unset shell variable?); give it a value", ctx)
         return super().parse_args(ctx, args)
 
+    def make_context(self, *args: Any, **kwargs: Any):
+        """click's context, made from the arguments; a stop while they are read is said (typer's own handling
+        turned it into a silent exit 130)."""
+        try:
+            return super().make_context(*args, **kwargs)
+        except KeyboardInterrupt:
+            err.print(f"[bold yellow]interrupted[/] ({stop_cause()}) while starting; nothing was written",
+                      highlight=False, soft_wrap=one_line())
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+
+    def invoke(self, ctx):
+        """Run the command; a stop outside the commands' own handling (before their error boundary, while
+        their options are built) is said as the boundary says it, not as typer's silent exit 130."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            _say_interrupted()
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+
     def _flags(self, ctx) -> set[str]:
         """The names of every option of the group and its commands (and theirs) that takes no value
         (``--quiet``)."""
@@ -136,11 +155,16 @@ def error_boundary() -> Iterator[None]:
     except OSError as exc:
         _fail(os_error_text(exc))
     except KeyboardInterrupt:
-        if _state["debug"]:
-            traceback.print_exc()
-        err.print(f"[bold yellow]interrupted[/] ({stop_cause()}): stopped; {escape(_written_since_start())}",
-                  highlight=False, soft_wrap=one_line())
+        _say_interrupted()
         raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def _say_interrupted() -> None:
+    """The one line for a stop that reached no command's own handling: what was written by then."""
+    if _state["debug"]:
+        traceback.print_exc()
+    err.print(f"[bold yellow]interrupted[/] ({stop_cause()}): stopped; {escape(_written_since_start())}",
+              highlight=False, soft_wrap=one_line())
 
 
 def _written_since_start() -> str:
