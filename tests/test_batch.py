@@ -1154,3 +1154,21 @@ def test_a_stop_while_the_worker_pool_shuts_down_says_the_lines_are_kept(tmp_pat
     assert "no output was written" not in text
     assert "interrupted: every finished line is kept in" in text and "run the same command again to resume" in text
     assert pairs(lines(out)) == [("a", "tsvd"), ("b", "tsvd")]
+
+
+def test_a_line_whose_factors_file_was_deleted_is_redone_and_report_warns_of_it(tmp_path):
+    """`rm out/factors/b.tsvd.h5`: the next run skipped b/tsvd as finished and the report counted its win,
+    though its fit was in no file."""
+    from sfapprox.cli import app
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"), gen_entry("b", seed=2))
+    out = tmp_path / "out"
+    run_batch(m, out, TSVD)
+    (out / "factors" / "b.tsvd.h5").unlink()
+    shown = CliRunner().invoke(app, ["report", str(out)])
+    assert shown.exit_code == 0, shown.output
+    assert "warning: b/tsvd: its factors file factors/b.tsvd.h5 is missing" in " ".join(shown.output.split())
+    again = run_batch(m, out, TSVD)
+    assert (again.written, again.skipped) == (1, 1)
+    assert again.changed == ["b: its factors file factors/b.tsvd.h5 is missing; its lines are redone"]
+    assert (out / "factors" / "b.tsvd.h5").is_file() and pairs(lines(out)) == [("a", "tsvd"), ("b", "tsvd")]

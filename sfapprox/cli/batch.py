@@ -305,6 +305,7 @@ def report(
                  f"({_line_list(parsed.bad_lines[5:])})", style="yellow")
         if parsed.tail_bytes:
             note(f"note: {results}: skipped {parsed.tail_bytes} bytes of an incomplete last line")
+        _missing_factors(parsed, out_dir)
         if not parsed.records:  # printed nothing, exit 0: as if the folder held a report of nothing
             raise InputError(f"{results}: no result lines yet; run 'sfapprox batch MANIFEST --out-dir {out_dir}' "
                              "(a batch stopped before its first pair finished leaves none)")
@@ -314,6 +315,18 @@ def report(
         _unavailable(rep)
         # the JSON only when asked for: its library versions import torch, which the tables do not need
         write_outputs(_file_tables(rep, tables), rep.to_dict() if "json" in outputs.files else None, outputs)
+
+
+def _missing_factors(parsed, out_dir: Path, shown: int = 5) -> None:
+    """Warn of finished lines whose factors file is gone: the report ranks them, but their fit is in no file."""
+    from ..datasets.batch import missing_factors  # here: --help loads no numpy
+
+    missing = missing_factors(parsed, out_dir)
+    for (matrix, method), why in list(missing.items())[:shown]:
+        note(f"warning: {matrix}/{method}: {why} (the report ranks its line all the same; the batch that made "
+             "it redoes the pair when run again)", style="yellow")
+    if len(missing) > shown:
+        note(f"warning: {len(missing) - shown} more line(s) whose factors file is missing", style="yellow")
 
 
 def _line_list(numbers: list[int]) -> str:

@@ -67,7 +67,7 @@ from .results_file import (
 from .runner import BatchOptions, MatrixTask, base_record, factors_name, run_matrix, stamp, unavailable_records
 
 __all__ = ["BatchOptions", "BatchSummary", "MatrixTask", "run_batch", "run_matrix", "plan", "expand_weights", "RESULTS_FILE",
-           "REPORT_FILES", "foreign_reports", "remember_reports"]
+           "REPORT_FILES", "foreign_reports", "remember_reports", "missing_factors"]
 
 #: The report files a batch writes in its output folder (after its run).
 REPORT_FILES = ("report.md", "report.csv", "report.tex", "report.json")
@@ -330,6 +330,34 @@ def _why_changed(record: dict[str, Any], definition: dict[str, Any], path: Path 
     if not info.get("sha256"):
         return None if "file_stamp" not in info else f"its file {path} changed (size or time)"
     return None if digest() == info["sha256"] else f"its file {path} changed (another SHA-256)"
+
+
+def missing_factors(existing: ResultsFile, out_dir: str | os.PathLike) -> dict[tuple[str, str], str]:
+    """Finished pairs whose line names a factors file that is no longer in ``out_dir``, and why.
+
+    Parameters
+    ----------
+    existing : ResultsFile
+        The lines in the folder (each pair's latest counts).
+    out_dir : str or os.PathLike
+        The batch's output folder (a line's ``factors`` is relative to it).
+
+    Returns
+    -------
+    dict of (str, str) to str
+        ``(matrix, method)`` -> what is missing.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> lines = ResultsFile([{"matrix": "a", "method": "sf", "status": "ok", "factors": "factors/a.h5"}], [], 0)
+    >>> missing_factors(lines, tempfile.mkdtemp())
+    {('a', 'sf'): 'its factors file factors/a.h5 is missing'}
+    """
+    out = Path(out_dir)
+    return {key: f"its factors file {record['factors']} is missing" for key, record in existing.latest().items()
+            if record.get("status") == "ok" and isinstance(record.get("factors"), str)
+            and not (out / record["factors"]).is_file()}
 
 
 def _kept(existing: ResultsFile, drop: set[tuple[str, str]]) -> ResultsFile:
@@ -608,6 +636,11 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
     running = {e.name for e in entries}  # --only: the other entries' lines are neither redone nor said to be
     stale = {} if force else {key: why for key, why in {**changed_measures(existing, options), **sources}.items()
                               if key[0] in running}
+    if not force and options.save_factors:
+        # a line whose factors file was deleted (or moved) is redone: skipped, it counted as done and its
+        # fit was in no file; only the selected pairs (the others' lines are not this run's to redo)
+        stale.update({key: why for key, why in missing_factors(existing, out).items()
+                      if key[0] in running and key[1] in options.methods and key not in stale})
     todo, drop, skipped = plan(entries, options.methods, existing, force, stale=set(stale))
     summary = BatchSummary(str(out), skipped=skipped, to_do=sum(len(m) for m in todo.values()))
     summary.changed = sorted({f"{name}: {why}; its lines are redone" for (name, method), why in stale.items()
