@@ -925,3 +925,20 @@ def test_a_stop_before_a_commands_own_handling_is_said(monkeypatch):
     res = invoke("formats")
     assert res.exit_code == 130
     assert "interrupted (Ctrl-C): stopped; no output was written" in " ".join(res.output.split())
+
+
+def test_tables_that_cannot_be_written_name_standard_output(monkeypatch):
+    """`sfapprox compare X > /dev/full` said only "error: No space left on device"."""
+    import errno
+    import io
+
+    from sfapprox.cli import _render
+
+    class Full(io.StringIO):
+        def write(self, text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(_render.out, "file", Full())
+    res = invoke("formats")
+    assert res.exit_code == 2
+    assert "error: standard output: No space left on device" in res.output

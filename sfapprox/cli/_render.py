@@ -40,6 +40,16 @@ EXIT_BROKEN_PIPE = 141
 
 
 class _Console(Console):
+    def print(self, *args: Any, **kwargs: Any) -> None:
+        """rich's print; a write that fails (stdout on a full disk, ``> /dev/full``) names the stream, which
+        the error then lacked ("error: No space left on device")."""
+        try:
+            super().print(*args, **kwargs)
+        except OSError as exc:
+            if exc.filename is None and not closed_pipe(exc):
+                exc.filename = "standard error" if self.stderr else "standard output"
+            raise
+
     def on_broken_pipe(self) -> None:
         """The reader closed the pipe: rich's own handling (nothing more is written, stdout goes to
         /dev/null so Python's flush at exit stays quiet), with a closed pipe's status, not a failure's."""
