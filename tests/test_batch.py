@@ -1172,3 +1172,24 @@ def test_a_line_whose_factors_file_was_deleted_is_redone_and_report_warns_of_it(
     assert (again.written, again.skipped) == (1, 1)
     assert again.changed == ["b: its factors file factors/b.tsvd.h5 is missing; its lines are redone"]
     assert (out / "factors" / "b.tsvd.h5").is_file() and pairs(lines(out)) == [("a", "tsvd"), ("b", "tsvd")]
+
+
+def test_an_out_dir_that_is_a_broken_link_or_holds_a_folder_as_its_results_is_said_as_such(tmp_path):
+    """A dangling link or a link loop as --out-dir was "a file here"; a folder named results.jsonl a bare
+    "Is a directory", in batch and report."""
+    from sfapprox import ParameterError
+    from sfapprox.cli import app
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"))
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(ParameterError, match=r"dangling: the output folder is a symbolic link to .*nowhere, which "
+                                             "does not exist"):
+        run_batch(m, tmp_path / "dangling", TSVD)
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    with pytest.raises(ParameterError, match="loop: the output folder is a symbolic link to .*loop that leads back"):
+        run_batch(m, tmp_path / "loop", TSVD)
+    (tmp_path / "out" / "results.jsonl").mkdir(parents=True)
+    with pytest.raises(ParameterError, match=r"results\.jsonl: is a folder, not the batch's results file; move it"):
+        run_batch(m, tmp_path / "out", TSVD)
+    shown = CliRunner().invoke(app, ["report", str(tmp_path / "out")])
+    assert shown.exit_code == 2 and "results.jsonl: is a folder, not the batch's results file" in shown.output

@@ -285,6 +285,7 @@ def report(
     """
     # here, not at the top: --help loads no numpy (tests/test_cli_terminal.py)
     from ..datasets import build_report, read_results
+    from ..datasets.batch import check_results_file
     from ..datasets.results_file import RESULTS_FILE
 
     with error_boundary():
@@ -294,6 +295,7 @@ def report(
                              f"({hint})")
         check_outputs(outputs, inputs=[out_dir / RESULTS_FILE])
         results = out_dir / RESULTS_FILE
+        check_results_file(results)  # a folder there is said as such, not as "no results.jsonl"
         if not results.is_file():
             raise InputError(f"{out_dir}: no {RESULTS_FILE}; run 'sfapprox batch MANIFEST --out-dir {out_dir}' first")
         parsed = read_results(results)

@@ -506,10 +506,33 @@ def _make_folder(path: Path, what: str) -> None:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
-        raise ParameterError(f"{path}: {what} is a file here, not a folder; move the file, or choose "
-                             "another --out-dir") from None
+        raise ParameterError(f"{path}: {what} {_not_a_folder(path)}; move it, or choose another --out-dir") from None
     except OSError as exc:
         raise ParameterError(f"{path}: cannot create {what} ({exc.strerror or exc})") from None
+
+
+def _not_a_folder(path: Path) -> str:
+    """What is at ``path`` in place of a folder: a file, or a symbolic link that leads nowhere (both were
+    "a file here")."""
+    if not path.is_symlink():
+        return "is a file here, not a folder"
+    target = os.readlink(path)
+    try:
+        path.resolve(strict=True)
+    except FileNotFoundError:
+        return f"is a symbolic link to {target}, which does not exist"
+    except (OSError, RuntimeError):  # ELOOP (RuntimeError before Python 3.13)
+        return f"is a symbolic link to {target} that leads back to itself (a loop)"
+    return f"is a symbolic link to {target}, which is not a folder"
+
+
+def check_results_file(results: Path) -> None:
+    """Refuse a results file that is no regular file (a folder in its place read as "Is a directory")."""
+    if os.path.lexists(results) and not results.is_file():
+        kind = "folder" if results.is_dir() else "symbolic link that leads nowhere" if results.is_symlink() \
+            else "special file"
+        raise ParameterError(f"{results}: is a {kind}, not the batch's results file; move it away, or choose "
+                             "another --out-dir")
 
 
 def foreign_reports(out_dir: str | os.PathLike) -> list[Path]:
@@ -626,6 +649,7 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
                 executor: str, client, on_event: Event | None,
                 manifest_names: list[str]) -> BatchSummary:
     results = out / RESULTS_FILE
+    check_results_file(results)
     existing = read_results(results)
     cache = str(cache_dir())
     network = NetworkState()
