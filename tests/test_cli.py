@@ -938,7 +938,7 @@ def test_tables_that_cannot_be_written_name_standard_output(monkeypatch):
         def write(self, text):
             raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(_render.out, "file", Full())
+    monkeypatch.setattr(_render.out, "_file", Full())  # (its "file" property: undone, it pinned the stream)
     res = invoke("formats")
     assert res.exit_code == 2
     assert "error: standard output: No space left on device" in res.output
