@@ -504,3 +504,41 @@ def test_a_grid_the_time_limit_cut_short_says_it_stopped_on_the_time_limit():
                for w in caught)
     full = RobustPCA(budget=1500, random_state=0).fit(X)
     assert "splits_skipped" not in full.params_ and full.stop_reason_ != "time_limit"
+
+
+class _CheapProducts(_TimedColumns):
+    """A matrix whose products are its own and cost nothing (a sparse matrix's), its columns read by blocks
+    at one second of the fake clock a pass: a residual pass over ``X - L`` costs that, not a product."""
+
+    products_by_columns = False
+
+    def matmat(self, B):
+        return self.X @ B
+
+    def rmatmat(self, B):
+        return self.X.T @ B
+
+
+def test_a_residual_pass_is_priced_by_its_own_first_block_where_products_say_nothing_of_it(fake_clock):
+    """At N = 60,025 (a sparse mesh) the start's product pass took 0.2 s and the residual pass a minute: the
+    first split, priced at the product, ran 70 s of a 30 s limit.  Where X's products are its own, the
+    residual pass is priced by the time of its first block: a split that does not fit is skipped."""
+    from sfapprox import _timing
+    from sfapprox.baselines._rpca_columns import Start, fit_grid_columns
+
+    rng = np.random.default_rng(4)
+    n = 48
+    X = rng.standard_normal((n, 4)) @ rng.standard_normal((4, n))
+    U, sig, Vt = np.linalg.svd(X)
+    start = Start(U[:, :4], sig[:4], Vt[:4], product_pass=0.001)  # what a cheap product measures
+    splits = [(4, 30), (2, 200), (0, 400)]
+    best, grid = fit_grid_columns(_CheapProducts(X, fake_clock), splits, max_iter=1, tol=0.0, seed=0,
+                                  deadline=_timing.Deadline.after(0.9), start=start)
+    assert fake_clock.time == pytest.approx(16 / n)  # the probe's one block, no pass
+    assert all(g.get("skipped") == "time_limit" for g in grid)
+    assert best[0] is None and best[-1] == "time_limit"
+    # with the time for it, the split runs
+    fake_clock.time = 0.0
+    best, grid = fit_grid_columns(_CheapProducts(X, fake_clock), splits, max_iter=1, tol=0.0, seed=0,
+                                  deadline=_timing.Deadline.after(10.0), start=start)
+    assert best[0] is not None and "skipped" not in grid[0]

@@ -177,6 +177,8 @@ def fit_grid_columns(source: MatrixSource, splits, *, max_iter: int, tol: float,
         start = _own_start(source, max(rank for rank, _ in splits), seed, deadline)
     order = _order(splits, start)
     best, records, timing = None, {}, {}
+    if deadline is not None and start is not None and not source.products_by_columns:
+        timing["top_pass"] = _probed_top_pass(source, start, max_memory)
     for rank, n_sparse in order:
         cost = _first_cost(rank, n_sparse, start, timing)
         if deadline is not None and cost is not None and not deadline.fits(cost):
@@ -192,6 +194,21 @@ def fit_grid_columns(source: MatrixSource, splits, *, max_iter: int, tol: float,
     if best is None:  # not one residual pass fits: the start's low rank part alone, unscored
         best = _start_alone(start, max(rank for rank, _ in splits))
     return best, [records[split] for split in splits]
+
+
+def _probed_top_pass(source: MatrixSource, start: Start, max_memory: int | None) -> float:
+    """Seconds of a top-s pass over ``X - L``, from the time of its first block, where the start's product
+    pass says nothing of it: ``X``'s products are its own (a sparse matrix's sparse product), the
+    residual's blocks dense ``N x |J|`` products with ``L`` (at N = 60,025 a product pass took 0.2 s and a
+    residual pass a minute: the first split, priced at the product, ran 70 s of a 30 s limit)."""
+    plain = source.source if isinstance(source, DistributedSource) else source
+    residual = _Residual(plain, start.U, start.sig, start.Vt)
+    # (a block no wider than the pass's own: the probe is a share of the pass, never more)
+    J = np.arange(min(source.block_width(max_memory, extra_columns=8), residual.block_width(max_memory, extra_columns=8)))
+    started = _timing.now()
+    block = residual.columns(J)
+    np.count_nonzero(np.abs(block) >= float(np.abs(block).max(initial=0.0)))  # the selection's own share
+    return (_timing.now() - started) * source.n / max(J.size, 1)
 
 
 def _start_alone(start: Start, rank: int):
