@@ -541,6 +541,27 @@ def test_adam_s_product_ends_at_its_best_multiple_never_worse_than_nothing():
     assert fit.running_error == pytest.approx(scaled, rel=0.1)  # the window's estimate of the scaled product
 
 
+def test_a_fit_of_under_one_pass_ends_at_its_best_multiple_of_either_sign(monkeypatch):
+    """A fit of fewer columns than N (large N, a short limit) kept Adam's scale: a graph's adjacency, the
+    product anti-correlated with it, ended at rel 1.39 (N = 20,000, 0.3 passes), worse than storing nothing.
+    From MULTIPLE_MIN_COLUMNS columns the product is set to its best multiple, a negative one carried by
+    the first factor's sign."""
+    n = 96
+    monkeypatch.setattr(C, "MULTIPLE_MIN_COLUMNS", 16)
+    X = -np.eye(n) + 0.05 * np.random.default_rng(3).standard_normal((n, n))  # the identity start, negated
+    offs, m = chord_offsets(n), math.ceil(math.log2(n))
+    start = start_values(["identity"], 0, (m, n, len(offs)))["identity"]
+    settings = C.ColumnSettings(batch=16)
+    fit = C.fit_columns(lambda a, b: X[:, a:b], start.copy(), offs, settings=settings, max_iter=2, width=8)
+    assert fit.columns < n and fit.multiple < 0
+    rel = float(np.linalg.norm(X - ChordOperator(fit.values, offs).to_dense()) / np.linalg.norm(X))
+    assert rel < 1.0
+    monkeypatch.setattr(C, "MULTIPLE_MIN_COLUMNS", 1 << 62)  # as before: under one pass, the scale as it ends
+    kept = C.fit_columns(lambda a, b: X[:, a:b], start.copy(), offs, settings=settings, max_iter=2, width=8)
+    assert kept.multiple == 1.0
+    assert float(np.linalg.norm(X - ChordOperator(kept.values, offs).to_dense()) / np.linalg.norm(X)) > 1.0
+
+
 # ------------------------------------------------------------------------------ the rank-one start
 def _smooth(n: int) -> KernelMatrix:
     """The RBF kernel of sorted points at a wide bandwidth: near rank one (0.37 against the identity's 0.99)."""
