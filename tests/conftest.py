@@ -67,3 +67,20 @@ def fake_clock(monkeypatch) -> FakeClock:
     clock = FakeClock()
     monkeypatch.setattr(_timing, "clock", clock)
     return clock
+
+
+@pytest.fixture
+def factors_too_large(monkeypatch) -> None:
+    """Every factors file (HDF5) fails as on ``ulimit -f``: File too large (the other outputs are written)."""
+    import errno
+
+    import sfapprox._atomic as atomic
+
+    real_fsync = atomic._fsync
+
+    def fsync(path):
+        if ".h5." in Path(path).name:
+            raise OSError(errno.EFBIG, "File too large")
+        real_fsync(path)
+
+    monkeypatch.setattr(atomic, "_fsync", fsync)

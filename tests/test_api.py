@@ -51,29 +51,11 @@ def test_a_path_with_kernel_options_is_the_kernel_matrix_in_every_entry_point(tm
     assert run.summary["matrix"] == "pts" and run.summary["n"] == 60
 
 
-def _factors_too_large(monkeypatch):
-    """Every factors file (HDF5) fails as on `ulimit -f`: File too large."""
-    import errno
-    from pathlib import Path
-
-    import sfapprox._atomic as atomic
-
-    real_fsync = atomic._fsync
-
-    def fsync(path):
-        if ".h5." in Path(path).name:
-            raise OSError(errno.EFBIG, "File too large")
-        real_fsync(path)
-
-    monkeypatch.setattr(atomic, "_fsync", fsync)
-
-
-def test_a_factors_file_that_cannot_be_written_costs_itself_alone(tmp_path, monkeypatch):
+def test_a_factors_file_that_cannot_be_written_costs_itself_alone(tmp_path, factors_too_large):
     """`out` that could not be written (a file too large) skipped the JSON summary after it, and the finished
     fit was lost to the caller."""
     from sfapprox._atomic import OutputError
 
-    _factors_too_large(monkeypatch)
     out, js = tmp_path / "f.h5", tmp_path / "f.json"
     with pytest.raises(OutputError, match="f.h5: not written: File too large") as caught:
         fit_matrix(np.eye(8), settings=FitSettings(max_iter=5, device="cpu"), out=out, json_path=js)
