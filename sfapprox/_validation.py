@@ -209,9 +209,12 @@ def check_memory(n_bytes: int, *, what: str, limit: int | None = None, held: int
     if limit is None or n_bytes + held <= limit:
         return
     beside = f" beside the matrix held in memory ({format_bytes(held)})" if held > 0 else ""
+    need, cap = format_bytes(n_bytes), format_bytes(limit)
+    if need == cap and not held:  # "needs about 6.9 MiB, over the memory limit of 6.9 MiB": the bytes
+        need, cap = f"{int(n_bytes):,} B", f"{int(limit):,} B"
     raise ResourceError(
-        f"{what} needs about {format_bytes(n_bytes)}{beside}, over the memory limit of "
-        f"{format_bytes(limit)}; raise the limit with --max-memory (max_memory=) "
+        f"{what} needs about {need}{beside}, over the memory limit of "
+        f"{cap}; raise the limit with --max-memory (max_memory=) "
         f"if the machine has the room, or {advice}"
     )
 

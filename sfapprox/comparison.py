@@ -270,13 +270,16 @@ def opened_input(matrix: Any, load: LoadOptions | None, max_memory: int | None =
         For load options given with anything but a path (:func:`check_load_applies`).
     """
     check_load_applies(matrix, load)
-    if isinstance(matrix, (str, os.PathLike)):
-        from .io import open_matrix  # here: sfapprox.io loads h5py and Pillow
+    from .io import LoadedMatrix, open_matrix  # here: sfapprox.io loads h5py and Pillow
+    from .io._sources import kept_sparse
 
+    if isinstance(matrix, (str, os.PathLike)):
         keywords = (load or LoadOptions()).keywords()
         if keywords.get("max_memory") is None:
             keywords["max_memory"] = max_memory
         return open_matrix(matrix, **keywords)
+    if isinstance(matrix, LoadedMatrix):  # as its file is opened: load_matrix(keep_sparse=True)'s was refused
+        return kept_sparse(matrix, max_memory)
     return operator_as_source(matrix, max_memory)
 
 

@@ -238,9 +238,9 @@ def _sparse_error(X, S, fro_norm: float | None) -> tuple[float, float | None]:
 #: The smallest share of ``||X||_F^2`` an error from :func:`sparse_target_error` is taken at: its terms are
 #: each about ``||X||^2`` and carry 1e-16 of it in round-off, so a smaller difference is left to a pass.
 SPARSE_TARGET_MIN_SHARE = 1e-10
-#: Non-zeros of ``X`` whose ``L``-rows and ``R``-columns :func:`sparse_target_error` gathers at a time
-#: (two ``chunk x r`` arrays: 64 MiB at r = 256).
-_GATHER_NUMBERS = 1 << 22
+#: Numbers :func:`sparse_target_error` gathers at a time: entries of ``X`` (their rows, columns and values),
+#: and their ``L``-rows and ``R``-columns (two ``chunk x r`` arrays: 16 MiB at most).
+_GATHER_NUMBERS = 1 << 20
 
 
 def sparse_target_error(X, operator, fro_norm: float | None = None) -> tuple[float, float | None] | None:
@@ -278,23 +278,53 @@ def sparse_target_error(X, operator, fro_norm: float | None = None) -> tuple[flo
     if parts is None:
         return None
     L, R, S = parts
-    X = sp.coo_array(X)
-    X.sum_duplicates()
-    x = X.data.astype(np.float64)
-    squared = float(np.dot(x, x))
-    cross = _low_rank_entries_dot(L, R, X.row, X.col, x)
+    X = _compressed(X)
+    squared = float(sum(np.dot(v, v) for _, _, v in _entry_chunks(X)))
+    cross = sum(_low_rank_entries_dot(L, R, rows, cols, v) for rows, cols, v in _entry_chunks(X))
     norms = float(np.sum((L.T @ L) * (R @ R.T)))
     if S is not None and S.nnz:
-        S = sp.coo_array(S)
+        S = sp.coo_array(S)  # (as big as the budget: it is the surrogate's own part)
         S.sum_duplicates()
         s = S.data.astype(np.float64)
-        cross += float((sp.csr_array(X).multiply(sp.csr_array(S))).sum())
+        for start in range(0, s.size, _GATHER_NUMBERS):  # X's entries at S's positions, by binary search
+            stop = start + _GATHER_NUMBERS
+            cross += float(np.dot(s[start:stop], np.asarray(X[S.row[start:stop], S.col[start:stop]]).ravel()))
         norms += 2 * _low_rank_entries_dot(L, R, S.row, S.col, s) + float(np.dot(s, s))
     total = squared - 2 * cross + norms
     if total < SPARSE_TARGET_MIN_SHARE * max(squared, norms):
         return None
     err = math.sqrt(total)
     return err, _relative(err, math.sqrt(squared) if fro_norm is None else float(fro_norm))
+
+
+def _compressed(X):
+    """``X`` as a canonical CSR or CSC array, without a copy where it is one already (a loaded matrix's CSR,
+    a SparseSource's CSC): the whole matrix copied was as big again as X (9.5 million non-zeros: 411 MB)."""
+    if getattr(X, "format", None) not in ("csr", "csc"):
+        X = sp.csr_array(X)
+    elif not isinstance(X, sp.sparray):
+        X = sp.csr_array(X) if X.format == "csr" else sp.csc_array(X)
+    if not X.has_canonical_format:  # repeated entries add up (on a copy: X is the caller's)
+        X = X.copy()
+        X.sum_duplicates()
+    return X
+
+
+def _entry_chunks(X):
+    """``(rows, cols, values)`` of the stored entries of a CSR or CSC ``X``, at most about
+    :data:`_GATHER_NUMBERS` at a time (slices of its arrays, no copy of the whole)."""
+    ptr, idx, data = X.indptr, X.indices, X.data
+    major = ptr.size - 1
+    start = 0
+    while start < major:
+        stop = int(np.searchsorted(ptr, ptr[start] + _GATHER_NUMBERS, side="right")) - 1
+        stop = min(major, max(stop, start + 1))
+        lo, hi = int(ptr[start]), int(ptr[stop])
+        outer = np.repeat(np.arange(start, stop), np.diff(ptr[start:stop + 1]))
+        inner = idx[lo:hi].astype(np.int64)
+        values = np.asarray(data[lo:hi], dtype=np.float64)
+        yield (outer, inner, values) if X.format == "csr" else (inner, outer, values)
+        start = stop
 
 
 def _low_rank_entries_dot(L: np.ndarray, R: np.ndarray, rows: np.ndarray, cols: np.ndarray, values: np.ndarray) -> float:

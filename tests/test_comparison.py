@@ -751,3 +751,22 @@ def test_sf_scored_exactly_by_its_own_fit_is_not_scored_again(monkeypatch):
     assert row.fro_error == pytest.approx(np.linalg.norm(X.toarray() - row.operator.to_dense()), rel=1e-9)
     row = run_method("sf", source, 20_000, RunContext(FitSettings(time_limit=30.0, max_iter=5, seed=0, device="cpu")))
     assert row.status == "ok" and not _scored_by_own_pass(row) and row.fro_error is None
+
+
+def test_a_loaded_matrix_kept_sparse_is_compared_as_its_file_is(tmp_path):
+    """compare(load_matrix(path, keep_sparse=True)) refused what compare(path) ran: the dense scoring of a
+    LoadedMatrix held sparse (155.8 MiB under 60 MiB at N = 2,000); it is made a SparseSource as its file is."""
+    import scipy.io
+    import scipy.sparse as sp
+
+    from sfapprox import load_matrix
+
+    path = tmp_path / "r.mtx"
+    scipy.io.mmwrite(path, sp.random(2000, 2000, density=0.005, random_state=0, format="coo"))
+    limit = 60 << 20
+    loaded = load_matrix(path, keep_sparse=True, max_memory=limit)
+    from_file = compare(path, ["sparse", "rsvd"], budget=20_000, max_memory=limit, seed=0)
+    from_loaded = compare(loaded, ["sparse", "rsvd"], budget=20_000, max_memory=limit, seed=0)
+    assert from_loaded.matrix["path"] == from_file.matrix["path"] == "columns"
+    assert from_loaded.matrix["format"] == "mtx" and from_loaded.matrix["path"] == "columns"
+    assert [r.fro_error for r in from_loaded.results] == [r.fro_error for r in from_file.results]

@@ -566,3 +566,30 @@ def test_existing_output_needs_force(small_csv, tmp_path):
     assert target.read_text() == "{}"
     assert _run("compare", small_csv, "--methods", "tsvd", "--json", target, "--force").exit_code == 0
     assert target.read_text() != "{}"
+
+
+def test_a_file_kept_sparse_must_fit_with_its_column_copy(tmp_path):
+    """Kept sparse, a file's CSR and the source's CSC copy are held together: refused where the two are over
+    the limit (a comparison of 9.5 million non-zeros under 300M peaked at 1.0 GB)."""
+    import scipy.sparse as sp
+
+    from sfapprox import ResourceError, load_matrix
+    from sfapprox.io._sources import kept_sparse
+    from sfapprox.sources import SparseSource
+
+    path = tmp_path / "dense_ish.npz"
+    sp.save_npz(path, sp.random_array((2000, 2000), density=0.1, random_state=1, format="csr"))
+    loaded = load_matrix(path, keep_sparse=True)
+    with pytest.raises(ResourceError, match=r"kept sparse \(400,000 non-zeros\), its row and column copies needs "
+                                            r"about 9.2 MiB, over the memory limit of 8.0 MiB"):
+        kept_sparse(loaded, 8 << 20)
+    assert isinstance(kept_sparse(loaded, 10 << 20), SparseSource)
+
+
+def test_info_json_of_a_file_kept_sparse_names_its_path_and_format(tmp_path):
+    """info --json of one file said "mtx" and its path in memory, "sparse" and no path kept sparse."""
+    path = tmp_path / "s.mtx"
+    path.write_text(MM + "3000 3000 2\n1 1 1.0\n3000 2 2.0\n")
+    kept = json.loads(_run("info", path, "--max-memory", "40M", "--json", "-").stdout)["matrix"]
+    loaded = json.loads(_run("info", path, "--json", "-").stdout)["matrix"]
+    assert kept["format"] == loaded["format"] == "mtx" and kept["path"] == loaded["path"] == str(path)

@@ -498,3 +498,22 @@ def test_a_mapped_float32_file_s_signalling_nan_is_one_error_and_no_warning(tmp_
     src = ArraySource(np.load(tmp_path / "x.npy", mmap_mode="r"), name="x")
     with pytest.raises(InputError, match=r"^x: entry \(5, 7\) is nan; the matrix must be finite$"):
         src.columns(np.arange(10))
+
+
+def test_a_sparse_source_counts_what_it_holds_and_knows_its_symmetry_without_a_transposed_copy():
+    """Its CSC arrays are held beside every pass (held_bytes: the passes were sized as if it held
+    nothing, and a kept-sparse comparison of 9.5 million non-zeros peaked at 2.3 times its limit); its
+    symmetry from the given CSR's arrays where it is one (X != X.T held three more copies)."""
+    from sfapprox._validation import held_bytes
+
+    A = sp.random_array((40, 40), density=0.2, random_state=2, format="csr")
+    S = (A + A.T).tocsr()
+    for given, symmetric in [(A, False), (S, True), (S.tocoo(), True), (S.tocsc(), True), (sp.csr_matrix(S), True),
+                             ((10 * A).astype(np.int64) + sp.eye_array(40, dtype=np.int64), False)]:
+        source = SparseSource(given)
+        assert source.symmetric is symmetric
+        assert source.held_bytes == held_bytes(source.matrix) > 0
+    duplicated = sp.csr_array((np.ones(3), np.array([0, 0, 1]), np.array([0, 2, 3])), shape=(2, 2))
+    assert not duplicated.has_canonical_format
+    held = SparseSource(duplicated)
+    assert held.matrix.has_canonical_format and held.matrix[0, 0] == 2.0

@@ -270,6 +270,7 @@ def test_a_matrix_held_sparse_is_selected_from_its_non_zeros_as_from_its_dense_c
     """A SparseSource's top-s pass reads its non-zeros: the same entries, ties included, and the same
     count and sum of squares as the pass over dense column blocks, without a dense block (at N = 60,000
     the blocks took 15.9 s for 300 non-zeros)."""
+    from sfapprox.baselines import sparse as sparse_module
     from sfapprox.baselines.sparse import streamed_top
     from sfapprox.sources import ArraySource, SparseSource
 
@@ -278,6 +279,8 @@ def test_a_matrix_held_sparse_is_selected_from_its_non_zeros_as_from_its_dense_c
     X[rng.random((80, 80)) < 0.8] = 0.0
     held = SparseSource(sp.csr_array(X))
     monkeypatch.setattr(SparseSource, "_columns", lambda self, J: pytest.fail("a dense block was read"))
+    monkeypatch.setattr(sparse_module, "_SPARSE_PIECE_MIN", 50)  # pieces of about 50 entries: many
+    monkeypatch.setattr(sparse_module, "_SPARSE_ENTRY_BYTES", 1 << 40)
     for k in (0, 5, 300, 10_000):
         got, expected = streamed_top(held, k), streamed_top(ArraySource(X), k)
         for a, b in zip(got[:3], expected[:3]):

@@ -292,3 +292,14 @@ def test_a_signalling_nan_is_one_error_and_no_warning():
     X.view(np.uint32)[2, 3] = 0x7FA00000  # a signalling NaN
     with pytest.raises(InputError, match=r"matrix has 1 NaN/Inf entries \(first at row 2, col 3"):
         check_square_matrix(X, source="m.npy")
+
+
+def test_a_need_just_over_the_limit_is_said_in_bytes_where_its_rounding_would_match_the_limit():
+    """"needs about 6.9 MiB, over the memory limit of 6.9 MiB" (7,280,000 B against 7,235,174 B)."""
+    from sfapprox import ResourceError
+    from sfapprox._validation import check_memory
+
+    with pytest.raises(ResourceError, match=r"needs about 7,280,000 B, over the memory limit of 7,235,174 B"):
+        check_memory(7_280_000, what="x", limit=7_235_174)
+    with pytest.raises(ResourceError, match=r"needs about 9.5 MiB, over the memory limit of 6.9 MiB"):
+        check_memory(10_000_000, what="x", limit=7_235_174)

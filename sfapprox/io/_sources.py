@@ -19,7 +19,7 @@ import numpy as np
 
 from .._errors import InputError, ParameterError, SfapproxError
 from .._npy import read_npy_header
-from .._validation import format_bytes, memory_limit
+from .._validation import check_memory, format_bytes, held_bytes, memory_limit
 from ..sources import (AttentionMatrix, CovarianceMatrix, KernelMatrix, MatrixSource, SparseSource, formable, formed_need,
                        open_npy)
 from ..sources.kernels import KERNELS, check_bandwidth
@@ -220,21 +220,28 @@ def open_matrix(
     if format in (None, "npy") and var is None and _big_npy(path, max_memory):
         return _from_file(open_npy(path), path, hashed=False)
     loaded = load_matrix(path, format=format, var=var, max_memory=max_memory, keep_sparse=True, **options)
-    return _kept_sparse(loaded, max_memory)
+    return kept_sparse(loaded, max_memory)
 
 
-def _kept_sparse(loaded, max_memory: int | None):
+def kept_sparse(loaded, max_memory: int | None):
     """``loaded``, or where it is sparse and could not be formed for a comparison (its dense form and
     scoring over the memory limit, :func:`~sfapprox.sources.formable`), a
     :class:`~sfapprox.sources.SparseSource` of it: the methods that work from columns run on it, as on a
     ``.npy`` too big to load (it was refused from its header: "must fit dense")."""
     if not loaded.is_sparse:
         return loaded
-    source = SparseSource(loaded.matrix, loaded.name, file_format=loaded.format)
-    if formable(source, max_memory):
+    if formable(MatrixSource(loaded.n, loaded.name), max_memory):  # (formed, any source's need is the same)
         return loaded
     limit = memory_limit(max_memory)
-    source.psd = loaded.summary()["psd"]  # False where an entry rules it out (Nyström is then not applicable)
+    # its CSC copy beside the CSR read (the CSR then dropped): refused where the two are over the limit
+    check_memory(2 * held_bytes(loaded.matrix), limit=limit,
+                 what=f"{loaded.path or loaded.name}: kept sparse ({loaded.nnz:,} non-zeros), its row and column copies")
+    source = SparseSource(loaded.matrix, loaded.name, file_format=loaded.format)
+    from . import _breaks_psd_bound  # the package's own (this module is imported at its end)
+
+    # False where an entry rules it out (Nyström is then not applicable); the loaded matrix's summary
+    # would compare it with its transpose again
+    source.psd = False if source.symmetric and _breaks_psd_bound(loaded.matrix) else None
     source.notes.extend(loaded.notes)
     source.notes.append(f"kept sparse ({source.matrix.nnz:,} non-zeros): formed, it and its scoring would take "
                         f"{format_bytes(formed_need(source))}, over the memory limit"

@@ -148,13 +148,17 @@ class SparseSource(MatrixSource):
         check_matrix_dtype(np.dtype(matrix.dtype), name)  # complex values would lose their imaginary part
         check_sparse_structure(matrix, source=name)  # scipy's conversion trusts the indices
         self.matrix = sp.csc_array(matrix, dtype=np.float64)
+        if not self.matrix.has_canonical_format:  # (a CSR's repeated entries survive the conversion)
+            self.matrix.sum_duplicates()
         if not np.isfinite(self.matrix.data).all():
             raise InputError(f"{name}: the matrix holds NaN or infinite values")
         check_magnitude(self.matrix.data, name)
         super().__init__(matrix.shape[0], name)
         self.file_format = file_format
         self.nonnegative = bool(self.matrix.data.size == 0 or self.matrix.data.min() >= 0)
-        self.symmetric = bool((self.matrix != self.matrix.T).nnz == 0)  # O(nnz): a pass would read N^2 entries
+        self.symmetric = _symmetric(self.matrix, matrix)
+        #: its CSC arrays, held while passes run beside them (what they are sized without)
+        self.held_bytes = held_bytes(self.matrix)
 
     def _columns(self, J: np.ndarray) -> np.ndarray:
         return self.matrix[:, J].toarray()
@@ -198,8 +202,22 @@ class SparseSource(MatrixSource):
         nnz, full = int(np.count_nonzero(values)), self.n * self.n
         lo = float(values.min(initial=0.0)) if nnz < full else float(values.min())
         hi = float(values.max(initial=0.0)) if nnz < full else float(values.max())
+        # a file's format and path under the keys a loaded matrix's summary has them (info --json of one
+        # file said "mtx" and its path, or "sparse" and no path, by the memory limit)
         return {**super().summary(), "nnz": nnz, "density": nnz / float(full),
-                "fro_norm": float(np.linalg.norm(values)), "min": lo, "max": hi}
+                "fro_norm": float(np.linalg.norm(values)), "min": lo, "max": hi,
+                **({"format": self.file_format} if self.file_format else {}),
+                **({"path": self.file} if self.file else {})}
+
+
+def _symmetric(csc: sp.csc_array, given) -> bool:
+    """Whether the canonical CSC ``csc`` equals its transpose, in O(nnz) without a transposed copy where
+    ``given`` is its canonical CSR (a loaded matrix's): the CSR arrays of ``X`` are the CSC arrays of
+    ``X^T``.  (``X != X.T`` held three more copies of X: 9.5 million non-zeros, 400 MB.)"""
+    csr = given if (getattr(given, "format", None) == "csr" and given.has_canonical_format
+                    and given.dtype == np.float64) else csc.tocsr()
+    return (np.array_equal(csr.indptr, csc.indptr) and np.array_equal(csr.indices, csc.indices)
+            and np.array_equal(csr.data, csc.data))
 
 
 class OperatorSource(MatrixSource):
