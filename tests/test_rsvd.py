@@ -307,3 +307,22 @@ def test_a_mapped_array_on_an_executor_is_read_by_columns_here(tmp_path):
     with ThreadPoolExecutor(1) as pool:
         wrapped = DistributedSource(mapped, pool)
         assert mapped.products_by_columns and wrapped.products_by_columns and wrapped.pass_source is mapped
+
+
+def test_a_cut_pass_reads_columns_from_all_of_the_matrix(fake_clock):
+    """Cut by the time limit, the pass read the first columns in their order: on points sorted by position,
+    one end of the matrix alone (its approximation knew nothing of the other).  Its blocks are taken in a
+    seeded random order under a deadline, so the columns read spread over the whole matrix."""
+    from sfapprox.baselines.rsvd import nystrom_pass
+
+    points = np.sort(np.random.default_rng(6).uniform(0, 30, 600))[:, None]
+    K = _NarrowTimedKernel(points, fake_clock, bandwidth=1.0)
+    omega = np.random.default_rng(0).standard_normal((600, 20))
+    kept, cut_omega = omega.copy(), omega.copy()
+    Y, read = nystrom_pass(K, cut_omega, _timing.Deadline.after(0.5), seed=3)
+    assert read == 256
+    columns = np.flatnonzero(np.any(cut_omega != 0, axis=1))
+    assert columns.size == 256 and columns.min() < 150 and columns.max() > 450  # from both ends
+    assert np.allclose(Y, K.to_dense() @ cut_omega)  # still exactly X @ omega for the rows kept
+    whole, read = nystrom_pass(K, kept, None)
+    assert read == 600 and np.array_equal(kept, omega)  # no deadline: the whole pass, in order

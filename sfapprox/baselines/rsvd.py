@@ -185,12 +185,15 @@ def sketch_pass(source, omega: np.ndarray, deadline: _timing.Deadline | None, se
     return Y, W, psi
 
 
-def nystrom_pass(source, omega: np.ndarray, deadline: _timing.Deadline | None) -> tuple[np.ndarray, int]:
+def nystrom_pass(source, omega: np.ndarray, deadline: _timing.Deadline | None, seed: int = 0
+                 ) -> tuple[np.ndarray, int]:
     """``Y = X @ omega`` by one pass over the column blocks of a positive semi-definite ``source`` that
     stops where the next block would not end before ``deadline`` (at the speed of the slowest so far),
     once ``k`` columns are read: the rows of ``omega`` of the columns left unread are set to 0, so ``Y``
     is exactly ``X @ omega`` still, and :func:`one_pass_nystrom` makes the approximation from the
-    columns read.  (At N = 20,000 a pass took 10 s under a 3 s limit.)
+    columns read.  (At N = 20,000 a pass took 10 s under a 3 s limit.)  Under a deadline the blocks are
+    taken in a seeded random order, so a cut pass reads columns from all of the matrix (in their order it
+    read the first ones: on points sorted by position, one end of the matrix alone).
 
     Parameters
     ----------
@@ -199,27 +202,30 @@ def nystrom_pass(source, omega: np.ndarray, deadline: _timing.Deadline | None) -
     omega : numpy.ndarray, shape (n, k)
         The test matrix; changed in place where the pass stops early.
     deadline : Deadline or None
-        When the fit must end; None: the whole pass.
+        When the fit must end; None: the whole pass, its blocks in order.
+    seed : int, default=0
+        Seed of the blocks' order under a deadline.
 
     Returns
     -------
     Y : numpy.ndarray, shape (n, k)
     read : int
-        Columns read (``n``: the whole pass), the first ``read``.
+        Columns read (``n``: the whole pass).
     """
     n, k = omega.shape
     Y = np.zeros((n, k))
     read, slowest = 0, 0.0
-    blocks = list(block_columns(n, source.block_width()))
+    order = None if deadline is None else np.random.default_rng(seed).permutation(n)
+    blocks = list(block_columns(n, source.block_width(), order=order))
     parts = source._map_blocks(_product_part, ((J, omega[J]) for J in blocks))
     began = _timing.now()
-    for J, part in zip(blocks, parts):
-        Y += part  # in the blocks' order: matmat's numbers where the pass is whole
+    for i, (J, part) in enumerate(zip(blocks, parts)):
+        Y += part  # in the blocks' order: matmat's numbers where the pass is whole and in order
         read += J.size
         slowest = max(slowest, _timing.now() - began)
         if read < n and read >= k and deadline is not None and not deadline.fits(slowest):
             parts.close()  # (an executor's pending blocks are cancelled)
-            omega[read:] = 0.0
+            omega[np.concatenate(blocks[i + 1:])] = 0.0
             break
         began = _timing.now()
     return Y, read
@@ -451,7 +457,7 @@ def source_svd(source, rank: int, *, n_oversamples: int = 10, n_iter: int = 2, s
     read = [source.n]
 
     def cut_sketch(omega):
-        Y, read[0] = nystrom_pass(source.pass_source, omega, deadline)
+        Y, read[0] = nystrom_pass(source.pass_source, omega, deadline, seed)
         return Y, None, None
 
     first = cut_sketch if psd else (lambda omega: sketch_pass(source.pass_source, omega, deadline, seed)
