@@ -36,6 +36,7 @@ from .._base import Approximation, MethodSpec, RunContext, register
 from .._errors import BudgetError, ParameterError
 from .._params import MEMORY_LIMIT, Interval
 from ..budget import check_within, sparse_count, sparse_entries_for_budget
+from ..metrics import SPARSE_TARGET_MIN_SHARE
 from ..operators.sparse import SparseOperator
 from .._validation import memory_limit
 from ..sources import BLOCK_SHARE, ArraySource, DistributedSource, MatrixSource
@@ -186,8 +187,8 @@ def streamed_top(source, k: int, max_memory: int | None = None):
 
 #: The smallest share of ``||X||_F^2`` a residual's squares computed as ``||X||^2 - sum(kept^2)`` are taken at:
 #: below it the difference is round-off (float64 sums of ``||X||^2`` carry about 1e-16 of it), so the error
-#: is left to the comparison's scoring.
-OWN_ERROR_MIN_SHARE = 1e-10
+#: is left to the comparison's scoring (the same bound as the errors from a sparse X's non-zeros).
+OWN_ERROR_MIN_SHARE = SPARSE_TARGET_MIN_SHARE
 
 
 def own_pass_error(squared: float, kept: np.ndarray, *, exact: bool) -> tuple[float, float | None] | None:
@@ -278,11 +279,15 @@ def _top_of_range(source, J: np.ndarray, k: int, max_memory: int | None):
         # An entry below the k-th largest magnitude held cannot enter (one equal to it may, by its
         # position): with k held, only the few above it are gathered and partitioned with them.
         r, c = np.nonzero(np.abs(block) >= threshold if threshold > 0 else block)
-        rows, cols, vals = _keep_largest(np.concatenate([rows, r]), np.concatenate([cols, columns[c]]),
-                                         np.concatenate([vals, block[r, c]]), k, source.n)
-        if vals.size >= k:
-            threshold = float(np.abs(vals).min())
+        (rows, cols, vals), threshold = _admitted((rows, cols, vals), (r, columns[c], block[r, c]), k, source.n)
     return rows, cols, vals, nnz, squared
+
+
+def _admitted(held: tuple, new: tuple, k: int, n: int) -> tuple[tuple, float]:
+    """The candidates ``held`` (rows, columns, values) and the ``new`` ones, the ``k`` largest kept
+    (:func:`_keep_largest`), and the magnitude an entry must reach to enter next (0 until ``k`` are held)."""
+    rows, cols, vals = _keep_largest(*(np.concatenate([a, b]) for a, b in zip(held, new)), k, n)
+    return (rows, cols, vals), (float(np.abs(vals).min()) if vals.size >= k else 0.0)
 
 
 #: Bytes per stored entry the sparse top-s pass holds for a piece of columns: its COO copy (row, column,
@@ -313,11 +318,8 @@ def _top_of_sparse(source, J: np.ndarray, k: int, max_memory: int | None):
         nnz += int(nonzero.size)
         squared += float(np.dot(nonzero, nonzero))
         if k > 0:
-            rows, cols, vals = _keep_largest(np.concatenate([rows, part.row[keep].astype(np.int64)]),
-                                             np.concatenate([cols, J[start:stop][part.col[keep]]]),
-                                             np.concatenate([vals, part.data[keep]]), k, source.n)
-            if vals.size >= k:
-                threshold = float(np.abs(vals).min())
+            new = (part.row[keep].astype(np.int64), J[start:stop][part.col[keep]], part.data[keep])
+            (rows, cols, vals), threshold = _admitted((rows, cols, vals), new, k, source.n)
         start = stop
     return rows, cols, vals, nnz, squared
 
