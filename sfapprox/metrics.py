@@ -279,8 +279,10 @@ def sparse_target_error(X, operator, fro_norm: float | None = None) -> tuple[flo
         return None
     L, R, S = parts
     X = _compressed(X)
-    squared = float(sum(np.dot(v, v) for _, _, v in _entry_chunks(X)))
-    cross = sum(_low_rank_entries_dot(L, R, rows, cols, v) for rows, cols, v in _entry_chunks(X))
+    squared = cross = 0.0
+    for rows, cols, v in _entry_chunks(X):  # one pass over X's entries for ||X||^2 and <X, L R>
+        squared += float(np.dot(v, v))
+        cross += _low_rank_entries_dot(L, R, rows, cols, v)
     norms = float(np.sum((L.T @ L) * (R @ R.T)))
     if S is not None and S.nnz:
         S = sp.coo_array(S)  # (as big as the budget: it is the surrogate's own part)
