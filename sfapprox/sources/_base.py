@@ -162,21 +162,9 @@ class MatrixSource:
     @property
     def sparse_matrix(self) -> Any:
         """``X`` itself where the source holds it sparse (:class:`~sfapprox.sources.SparseSource`: a scipy
-        sparse array); None here.  Passes read its non-zeros instead of dense column blocks."""
+        sparse array); None here.  Passes read its non-zeros instead of dense column blocks (a dense block
+        of a 60,000-order matrix is 480 KB a column for its few non-zeros)."""
         return None
-
-    def sparse_columns(self, J: np.ndarray) -> Any:
-        """``X[:, J]`` as a scipy sparse block where the source holds ``X`` sparse (:attr:`sparse_matrix`;
-        a dense block of a 60,000-order matrix is 480 KB a column for its few non-zeros); None otherwise:
-        a pass reads its dense :meth:`columns`.
-
-        Parameters
-        ----------
-        J : numpy.ndarray of int
-            Column indices, each in ``0..N-1``.
-        """
-        held = self.sparse_matrix
-        return None if held is None else held[:, np.asarray(J, dtype=np.int64)]
 
     def diagonal(self) -> np.ndarray:
         """``X[i, i]`` for every ``i`` (subclasses with a cheaper rule override it)."""
