@@ -247,10 +247,10 @@ def operator_as_source(matrix: Any, max_memory: int | None = None) -> Any:
     (:func:`~sfapprox.io.open_matrix`)."""
     if isinstance(matrix, LinearOperator):
         return as_source(matrix)
-    if sp.issparse(matrix) and len(matrix.shape) == 2 and matrix.shape[0] == matrix.shape[1] and matrix.shape[0]:
-        source = SparseSource(matrix)
-        if not formable(source, max_memory):
-            return source
+    square = sp.issparse(matrix) and len(matrix.shape) == 2 and matrix.shape[0] == matrix.shape[1] > 0
+    # decided by the order (formed, any source's need is the same): a matrix that is formed is not copied first
+    if square and not formable(MatrixSource(matrix.shape[0]), max_memory):
+        return SparseSource(matrix)
     return matrix
 
 
