@@ -206,8 +206,8 @@ def _probed_top_pass(source: MatrixSource, start: Start, max_memory: int | None)
     # (a block no wider than the pass's own: the probe is a share of the pass, never more)
     J = np.arange(min(source.block_width(max_memory, extra_columns=8), residual.block_width(max_memory, extra_columns=8)))
     started = _timing.now()
-    block = residual.columns(J)
-    np.count_nonzero(np.abs(block) >= float(np.abs(block).max(initial=0.0)))  # the selection's own share
+    magnitudes = np.abs(residual.columns(J))
+    np.count_nonzero(magnitudes >= float(magnitudes.max(initial=0.0)))  # the selection's own share
     return (_timing.now() - started) * source.n / max(J.size, 1)
 
 
