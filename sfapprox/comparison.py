@@ -843,8 +843,15 @@ def _compare_columns(source, names, resolved, info, context, settings, on_result
     how = ("exactly, by a pass over every column" if columns >= source.n else
            f"from {columns:,} random columns of {source.n:,} (95% intervals)")
     nonzeros = [name for name, e in estimates.items() if e.by_nonzeros]
-    if nonzeros:  # no pass for those: the sparse matrix's non-zeros give their errors
-        how = f"{how} ({', '.join(nonzeros)}: exactly, from X's non-zeros)" if passed else "exactly, from X's non-zeros"
+    own = [r.method for r in results if _scored_by_own_pass(r)]
+    # no pass for those: the sparse matrix's non-zeros, or the fit's own pass (top-s, Monarch), give their errors
+    exactly = [(", ".join(names), way) for names, way in
+               ((nonzeros, "from X's non-zeros"), (own, f"by {'its' if len(own) == 1 else 'their'} own pass")) if names]
+    if passed and exactly:
+        how += " (" + "; ".join(f"{names}: exactly, {way}" for names, way in exactly) + ")"
+    elif exactly:
+        how = ("exactly, " + exactly[0][1] if len(exactly) == 1 and not own else
+               "exactly (" + "; ".join(f"{names}: {way}" for names, way in exactly) + ")")
     unbounded = [name for name, e in estimates.items() if e.fro_interval and not math.isfinite(e.fro_interval[1])]
     short = {name: e.columns_advised for name, e in estimates.items() if e.too_few_columns and name not in unbounded}
     if short:  # the time limit stopped the sample before the errors' skew allows a normal interval

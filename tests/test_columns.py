@@ -758,4 +758,4 @@ def test_top_s_from_columns_is_scored_exactly_by_its_own_pass(monkeypatch):
     assert not row.params["exact"] and row.error_estimate["exact"]
     assert row.fro_error == pytest.approx(np.linalg.norm(X - S), rel=1e-9)
     assert row.rel_error == pytest.approx(np.linalg.norm(X - S) / np.linalg.norm(X), rel=1e-9)
-    assert sampled == [{"rsvd"}] and any("exactly, by a pass over every column" in n for n in part.notes)
+    assert sampled == [{"rsvd"}] and any("exactly (sparse: by its own pass)" in n for n in part.notes)

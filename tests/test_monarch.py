@@ -13,6 +13,7 @@ from sfapprox.baselines.monarch import (
     monarch_count,
     monarch_min_budget,
     monarch_project,
+    monarch_project_sparse,
     monarch_shapes,
 )
 
@@ -183,11 +184,45 @@ def test_a_refused_rank_is_named_not_a_budget_never_given():
         assert "None" not in str(info.value)
 
 
+def _same_fit(a: Monarch, b: Monarch) -> None:
+    """``a`` and ``b`` chose one shape and reproduce one matrix (their grids' errors within round-off)."""
+    assert np.allclose(a.to_dense(), b.to_dense(), atol=1e-12)
+    assert {k: v for k, v in a.params_.items() if k not in ("grid", "from")} == \
+        {k: v for k, v in b.params_.items() if k not in ("grid", "from")}
+    assert [(g["blocks"], g["rank"]) for g in a.params_["grid"]] == [(g["blocks"], g["rank"]) for g in b.params_["grid"]]
+    assert np.allclose([g["fro_error"] for g in a.params_["grid"]], [g["fro_error"] for g in b.params_["grid"]],
+                       rtol=1e-10, atol=1e-12)
+
+
 def test_sparse_input_gives_the_dense_fit():
     X = sp.random_array((20, 20), density=0.2, random_state=10, format="csr")
     a = Monarch(budget=2000).fit(X)
     b = Monarch(budget=2000).fit(X.toarray())
-    assert np.allclose(a.to_dense(), b.to_dense()) and a.params_ == b.params_
+    _same_fit(a, b)
+    # every shape reproduces X here: the fewest numbers win (round-off chose among them before)
+    assert a.params_["exact"] and a.n_stored_ == min(g["count"] for g in a.params_["grid"]) == 480
+    assert a.params_["from"] == "non-zeros" and "from" not in b.params_
+
+
+@pytest.mark.parametrize("n, density, rank", [(37, 0.05, None), (50, 0.3, 2), (64, 0.004, 1)])
+def test_sparse_projection_is_the_dense_one_from_the_non_zeros(n, density, rank):
+    X = sp.random_array((n, n), density=density, random_state=n, format="coo")
+    X = sp.coo_array((np.r_[X.data - 0.5, [0.25]], (np.r_[X.row, [3]], np.r_[X.col, [4]])), shape=(n, n))  # a duplicate
+    dense = X.toarray()
+    budget = 6 * n * 8
+    a = Monarch(rank=rank, budget=budget).fit(X)
+    b = Monarch(rank=rank, budget=budget).fit(dense)
+    _same_fit(a, b)
+    assert np.isclose(a.fro_error_, np.linalg.norm(dense - a.to_dense()), rtol=1e-12, atol=1e-13)
+    assert np.isclose(a.rel_error_, a.fro_error_ / np.linalg.norm(dense))
+
+
+def test_sparse_projection_never_forms_the_matrix(monkeypatch):
+    X = sp.random_array((400, 400), density=0.002, random_state=3, format="csc")
+    monkeypatch.setattr(sp.csc_array, "toarray", lambda self, *a, **k: pytest.fail("formed"))
+    left, right, err, norm = monarch_project_sparse(X, 20, 20, 1)
+    assert norm == pytest.approx(np.linalg.norm(X.data))
+    assert left.shape == (20, 20, 20, 1) and right.shape == (20, 1, 20, 20)
 
 
 def test_time_limit_keeps_the_first_shape():
@@ -273,10 +308,10 @@ def test_from_columns_the_same_projection(n):
         X - MonarchOperator(left, right, n).to_dense()) - 1e-9  # the padded error bounds the cropped one
 
 
-def test_alone_a_sparse_matrix_over_its_own_limit_is_projected_from_its_columns():
-    """``Monarch(max_memory=...)`` alone forms a sparse X for its projections; where they are over its
-    limit it projects from X's column blocks instead (the same fit), and refuses before any work where
-    what it keeps is over the limit too."""
+def test_alone_a_sparse_matrix_is_projected_from_its_non_zeros_within_its_limit():
+    """``Monarch(max_memory=...)`` alone projects a sparse X from its non-zeros (it formed X for its
+    projections, or read its column blocks where they were over its limit: the same fit), and refuses
+    before any work where what it keeps is over the limit."""
     import scipy.sparse as sp
 
     from sfapprox import Monarch, ResourceError
@@ -287,7 +322,7 @@ def test_alone_a_sparse_matrix_over_its_own_limit_is_projected_from_its_columns(
     limit = method_need(get_method("monarch"), n) - 1
     alone = Monarch(budget=30_000, max_memory=limit).fit(X)
     free = Monarch(budget=30_000).fit(X)
-    assert alone.params_["from"] == "columns" and "from" not in free.params_
+    assert alone.params_["from"] == free.params_["from"] == "non-zeros"
     assert alone.n_stored_ == free.n_stored_ <= 30_000
     assert alone.frobenius_error(X)[0] == pytest.approx(free.frobenius_error(X)[0], rel=1e-9)
     with pytest.raises(ResourceError, match="memory limit"):
