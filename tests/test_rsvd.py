@@ -326,3 +326,15 @@ def test_a_cut_pass_reads_columns_from_all_of_the_matrix(fake_clock):
     assert np.allclose(Y, K.to_dense() @ cut_omega)  # still exactly X @ omega for the rows kept
     whole, read = nystrom_pass(K, kept, None)
     assert read == 600 and np.array_equal(kept, omega)  # no deadline: the whole pass, in order
+
+
+def test_singular_values_that_carry_nothing_are_not_stored():
+    """As TruncatedSVD: a zero matrix stored rank 9 of zeros (297 numbers at N = 16), a rank-one matrix its
+    round-off singular values; only the rank that carries something is kept and charged."""
+    n = 16
+    zero = RandomizedSVD(budget=320).fit(np.zeros((n, n)))
+    assert (zero.rank_, zero.n_stored_, zero.operator_.n_stored, zero.params_["rank_budget"]) == (0, 0, 0, 9)
+    X = np.outer(np.arange(1.0, n + 1), np.ones(n))
+    one = RandomizedSVD(n_components=4).fit(X)
+    assert (one.rank_, one.n_stored_, one.operator_.n_stored) == (1, 2 * n + 1, 2 * n + 1)
+    assert np.linalg.norm(X - one.operator_.to_dense()) < 1e-12 * np.linalg.norm(X)

@@ -38,6 +38,7 @@ from .._errors import ConvergenceWarning
 from .._params import MEMORY_LIMIT, Interval
 from .._settings import DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
+from .tsvd import numerical_rank
 from ..budget import rank_within, tsvd_count, tsvd_rank_for_budget
 from ..operators import HybridOperator
 from ..sources import as_source, block_columns
@@ -604,11 +605,14 @@ class RandomizedSVD(Approximation):
                  start: float, stop_reason: str) -> "RandomizedSVD":
         """Record the factors and what the fit did (``start``: its ``perf_counter`` at the beginning)."""
         n = U.shape[0]
+        kept = numerical_rank(s, n)  # singular values at round-off carry nothing: not stored, not charged
+        U, s, Vt = U[:, :kept], s[:kept], Vt[:kept]
         self.U_, self.s_, self.Vt_, self.n_iter_ = U, s, Vt, done
-        self.rank_ = rank
-        self.n_stored_ = tsvd_count(n, rank)
+        self.rank_ = kept
+        self.n_stored_ = tsvd_count(n, kept)
         self.stop_reason_ = stop_reason
-        self.params_ = {"rank": rank, "power_iterations": done, "passes": passes}
+        self.params_ = {"rank": kept, "power_iterations": done, "passes": passes,
+                        **({"rank_budget": rank} if kept < rank else {})}
         self.operator_ = HybridOperator(n, low_rank=(U, s, Vt))
         self.seconds_ = time.perf_counter() - start
         return self

@@ -118,8 +118,11 @@ class ChordLowRank(_ChordHybrid):
         """``U, V`` from the TSVD of ``X - P(W)`` (balanced: each takes ``sqrt(s)``)."""
         residual = pb.residual(x_w, shape, offsets).double().cpu().numpy()
         t = TruncatedSVD(n_components=split.rank, random_state=self.random_state).fit(residual, check_input=False)
+        # the split's rank is optimized: the directions of a residual of lower rank start at zero (what its
+        # zero singular values gave before TSVD kept only the rank that carries something)
+        pad = np.zeros((pb.n, split.rank - t.rank_))
         root = np.sqrt(t.s_)
-        return split.rank, _cat(x_w, pb.tensor(t.U_ * root), pb.tensor(t.Vt_.T * root))
+        return split.rank, _cat(x_w, pb.tensor(np.hstack([t.U_ * root, pad])), pb.tensor(np.hstack([t.Vt_.T * root, pad])))
 
     def _objective(self, pb: _Problem, rank: int, shape, offsets):
         return _lr_objective(pb.kernel, offsets, pb.target, shape, rank)
