@@ -235,3 +235,15 @@ def test_a_rank_over_the_budget_also_given_is_refused():
                                           r"of at most 2"):
         NMF(n_components=3, budget=100).fit(X)
     assert NMF(n_components=3, budget=144, max_iter=20).fit(X).n_stored_ == 144
+
+
+def test_zero_components_are_not_stored():
+    """A zero matrix stored rank 10 of zeros (320 numbers at N = 16) where none give the same error: a
+    component that adds nothing to W H is neither kept nor charged."""
+    n = 16
+    nmf = NMF(budget=320).fit(np.zeros((n, n)))
+    assert (nmf.rank_, nmf.n_stored_, nmf.operator_.n_stored, nmf.W_.shape) == (0, 0, 0, (n, 0))
+    assert nmf.params_["rank"] == 0 and nmf.params_["rank_budget"] == 10
+    X = np.abs(np.random.default_rng(0).standard_normal((n, n)))
+    full = NMF(n_components=3).fit(X)
+    assert full.rank_ == 3 and full.n_stored_ == nmf_count(n, 3) and "rank_budget" not in full.params_
