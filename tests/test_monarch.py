@@ -3,7 +3,7 @@ import pytest
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from sfapprox import BudgetError, ConvergenceWarning, InputError, ParameterError
+from sfapprox import BudgetError, ConvergenceWarning, ParameterError
 from sfapprox._base import RunContext, get_method
 from sfapprox.baselines import monarch as mod
 from sfapprox.baselines.monarch import (
@@ -327,3 +327,13 @@ def test_alone_a_sparse_matrix_is_projected_from_its_non_zeros_within_its_limit(
     assert alone.frobenius_error(X)[0] == pytest.approx(free.frobenius_error(X)[0], rel=1e-9)
     with pytest.raises(ResourceError, match="memory limit"):
         Monarch(budget=30_000, max_memory=1 << 16).fit(X)
+
+
+def test_among_exact_shapes_the_fewest_stored_numbers_win():
+    """The shape grid kept the first (squarest) shape on a tie: a zero or constant 16 x 16 matrix stored 256
+    numbers (blocks 4 x 4, rank 2) where blocks 2 x 8 at rank 1 reproduce it with 160."""
+    for X in (np.zeros((16, 16)), np.ones((16, 16))):
+        m = Monarch(budget=256).fit(X)
+        exact = [g["count"] for g in m.params_["grid"] if g["fro_error"] <= 1e-12 * max(np.linalg.norm(X), 1e-300)]
+        assert m.n_stored_ == m.operator_.n_stored == min(exact) == 160
+        assert np.linalg.norm(X - m.to_dense()) <= 1e-12 * max(np.linalg.norm(X), 1.0)
