@@ -74,6 +74,12 @@ _LAZY = {
     "estimate_errors": "sfapprox.estimate",
 }
 
+#: Old names, kept for scripts (each warns when used; not in ``__all__``).
+_OLD = {
+    "compare_matrix": "sfapprox.api",
+    "RunOptions": "sfapprox._old_api",
+}
+
 __all__ = sorted([*_LAZY, *(name for name in _errors.__all__ if name != "one_line"), "__version__"])
 
 
@@ -81,6 +87,8 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         module = importlib.import_module(_LAZY[name])
         return module if module.__name__ == f"sfapprox.{name}" else getattr(module, name)
+    if name in _OLD:
+        return getattr(importlib.import_module(_OLD[name]), name)
     raise AttributeError(f"module 'sfapprox' has no attribute {name!r}")
 
 

@@ -7,15 +7,17 @@ its outputs.  Comparing is :func:`sfapprox.compare`, which takes the same inputs
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ._atomic import FileStamp, OutputError, OutputExistsError, write_json
 from ._errors import ParameterError
+from ._old_api import options_keywords
 from ._settings import SF_BASE, SF_SUPPORT, FitSettings, LoadOptions
 from .budget import parse_budget, resolve_budget, sf_config_for_budget
-from .comparison import as_loaded_matrix, opened_input, scoring_seconds, warnings_at_caller
+from .comparison import as_loaded_matrix, compare, opened_input, scoring_seconds, warnings_at_caller
 from .estimate import estimate_errors
 from .factors import input_record, save_factors
 from .results import library_versions
@@ -268,3 +270,39 @@ def _output_failure(failures: list[Exception], run: FitRun) -> Exception:
         error = OutputError(message, first.path, first.errno)
     error.run, error.failures = run, failures  # type: ignore[attr-defined]
     return error
+
+
+def compare_matrix(matrix, methods=("sf", "tsvd"), *, budget: str | int | float | None = "sf", options=None,
+                   on_result=None, approximations: dict | None = None):
+    """Deprecated: :func:`sfapprox.compare`, which takes a LoadedMatrix, a path or an array alike.
+
+    Kept for scripts for one release; it warns (a DeprecationWarning at the caller's line) and
+    runs ``compare(matrix, methods, budget=budget, on_result=on_result)`` with ``options`` (a
+    deprecated ``RunOptions``) as today's keywords (``settings=FitSettings(...)``,
+    ``count_indices``, ``protocol``, ``structure``, ``callback``).  ``methods`` keeps its old
+    default, SF and TSVD.
+
+    Parameters
+    ----------
+    matrix : LoadedMatrix, path or array
+    methods : str or sequence of str, default=("sf", "tsvd")
+    budget : "sf", int or float, default="sf"
+    options : RunOptions, optional
+    on_result : callable, optional
+    approximations : dict, optional
+        Filled with each scored row's dense approximation (now: ``c.result(name).operator.to_dense()``).
+
+    Returns
+    -------
+    Comparison
+    """
+    warnings.warn("sfapprox.compare_matrix is deprecated (the old name will be removed in a later release); use "
+                  "sfapprox.compare(matrix, methods, budget=..., settings=FitSettings(...)): it takes a "
+                  "LoadedMatrix, a path or an array alike", DeprecationWarning, stacklevel=2)
+    keywords = options_keywords(options, "compare_matrix") if options is not None else {}
+    if approximations is not None:
+        keywords["approximations"] = approximations
+    with warnings_at_caller():  # a ConvergenceWarning points at the caller's line, as compare's do
+        with warnings.catch_warnings():  # said once, by the warning above
+            warnings.filterwarnings("ignore", r"compare\(approximations=\)", DeprecationWarning)
+            return compare(matrix, methods, budget=budget, on_result=on_result, **keywords)

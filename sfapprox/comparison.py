@@ -33,6 +33,7 @@ from scipy.sparse.linalg import LinearOperator
 from ._base import (RunContext, check_columns_memory, columns_need, get_method, in_memory_or_columns,
                     least_columns_limit, method_need, methods, parse_methods)
 from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceError, one_line
+from ._old_api import REQUIRED, fill_approximations, take_old_keywords
 from ._settings import COUNT_INDICES, DEFAULT_METHODS, DEFAULT_TOTAL_TIME, PROTOCOLS, FitSettings, LoadOptions
 from ._progress import same_progress
 from ._signals import stop_cause, stop_requested
@@ -492,7 +493,7 @@ def settings_with(settings: FitSettings | None, changes: Mapping[str, Any], call
 
 
 def compare(
-    matrix,
+    matrix=REQUIRED,
     methods: str | Sequence[str] = DEFAULT_METHODS,
     *,
     budget: str | int | float | None = "sf",
@@ -558,7 +559,11 @@ def compare(
         numbers as here).  Ignored when the matrix is formed.
     **setting_changes
         :class:`FitSettings` fields to change (``time_limit=2``, ``seed=1``, ...);
-        any other keyword is a TypeError that lists them.
+        any other keyword is a TypeError that lists them.  The old keywords
+        ``X=`` (``matrix``), ``options=`` (a ``RunOptions``: ``settings`` and the
+        keywords above) and ``approximations=`` (a dict filled with each row's
+        ``operator.to_dense()``) still work, with a DeprecationWarning
+        (:mod:`sfapprox._old_api`).
 
     Returns
     -------
@@ -577,6 +582,14 @@ def compare(
     (True, (16, 16))
     """
     # Every argument is checked before anything is loaded or fitted.
+    matrix, replaced, approximations = take_old_keywords(
+        "compare", matrix, setting_changes,
+        {"settings": (settings, None), "count_indices": (count_indices, COUNT_INDICES),
+         "protocol": (protocol, "default"), "structure": (structure, None), "callback": (callback, None)})
+    if replaced:
+        settings, count_indices, protocol, callback = (replaced["settings"], replaced["count_indices"],
+                                                       replaced["protocol"], replaced["callback"])
+        structure = replaced.get("structure")
     settings = settings_with(settings, setting_changes, "compare")
     names = parse_methods(methods)
     if protocol not in PROTOCOLS:
@@ -586,6 +599,10 @@ def compare(
     saved = load_included(include, settings.max_memory)
     matrix = opened_input(matrix, load, settings.max_memory)
     if isinstance(matrix, MatrixSource) and from_columns(matrix, names, settings.max_memory):
+        if approximations is not None:
+            raise ParameterError(f"compare: approximations= asks for each row's dense {matrix.n:,} x {matrix.n:,} "
+                                 f"approximation, but {matrix.name} is compared from its columns (too big to form "
+                                 "within the memory limit); use each row's operator (c.result(name).operator)")
         return compare_columns(matrix, names, budget=budget, settings=settings, count_indices=count_indices,
                                protocol=protocol, structure=structure, callback=callback, on_result=on_result,
                                include=saved, matrix_info=matrix_info, executor=executor)
@@ -612,7 +629,17 @@ def compare(
                                 "row was scored exactly")
     if streamed is not None:
         comparison.notes.append(streamed)
+    fill_approximations(approximations, comparison)
     return comparison
+
+
+def __getattr__(name: str) -> Any:
+    """The old names of this module: ``RunOptions`` (it warns when made)."""
+    if name == "RunOptions":
+        from ._old_api import RunOptions
+
+        return RunOptions
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def from_columns(source: MatrixSource, names: Sequence[str], max_memory: int | None) -> bool:

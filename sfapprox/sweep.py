@@ -12,6 +12,7 @@ import numpy as np
 
 from ._base import RunContext, get_method, parse_methods
 from ._errors import ParameterError, ResourceError
+from ._old_api import REQUIRED, take_old_keywords
 from ._params import split_items
 from ._settings import COUNT_INDICES, PROTOCOLS, FitSettings, LoadOptions
 from .budget import parse_budget, resolve_budget
@@ -271,8 +272,8 @@ class Sweep:
 
 
 def sweep(
-    matrix,
-    budgets: str | int | float | Sequence[str | int | float],
+    matrix=REQUIRED,
+    budgets: str | int | float | Sequence[str | int | float] = REQUIRED,
     methods: str | Sequence[str] = ("sf", "tsvd"),
     *,
     settings: FitSettings | None = None,
@@ -319,7 +320,9 @@ def sweep(
         Extra facts merged into the matrix summary.
     **setting_changes
         :class:`~sfapprox.FitSettings` fields to change (``time_limit=2``, ``seed=1``);
-        any other keyword is a TypeError that lists them.
+        any other keyword is a TypeError that lists them.  The old keywords ``X=``
+        (``matrix``) and ``options=`` (a ``RunOptions``: ``settings`` and the keywords
+        above) still work, with a DeprecationWarning (:mod:`sfapprox._old_api`).
 
     Returns
     -------
@@ -340,6 +343,15 @@ def sweep(
     >>> [p.budget for p in s.points]
     [50, 100]
     """
+    matrix, replaced, _ = take_old_keywords(
+        "sweep", matrix, setting_changes,
+        {"settings": (settings, None), "count_indices": (count_indices, COUNT_INDICES),
+         "protocol": (protocol, "default"), "callback": (callback, None)}, structure=False, approximations=False)
+    if budgets is REQUIRED:
+        raise TypeError("sweep() missing 1 required positional argument: 'budgets'")
+    if replaced:
+        settings, count_indices, protocol, callback = (replaced["settings"], replaced["count_indices"],
+                                                       replaced["protocol"], replaced["callback"])
     settings = settings_with(settings, setting_changes, "sweep")
     names = parse_methods(methods)
     if protocol not in PROTOCOLS:

@@ -61,3 +61,24 @@ def test_a_factors_file_that_cannot_be_written_costs_itself_alone(tmp_path, fact
         fit_matrix(np.eye(8), settings=FitSettings(max_iter=5, device="cpu"), out=out, json_path=js)
     assert not out.exists() and js.is_file()  # the summary is written all the same
     assert caught.value.run.summary["n"] == 8 and [f.path for f in caught.value.failures] == [out]
+
+
+def test_the_old_compare_matrix_still_works_with_a_deprecation_note():
+    """sfapprox.compare_matrix (removed in 7ce4959 without an alias) is compare, with its old defaults."""
+    import sfapprox
+    from sfapprox import compare
+
+    X = np.random.default_rng(0).standard_normal((16, 16))
+    approximations = {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        options = sfapprox.RunOptions(device="cpu", sf={"max_iter": 5, "time_limit": None})
+        old = sfapprox.compare_matrix(X, budget=400, options=options, approximations=approximations)
+    notes = [str(w.message) for w in caught if w.category is DeprecationWarning]
+    assert len(notes) == 2 and notes[1].startswith("sfapprox.compare_matrix is deprecated") and "sfapprox.compare(" in notes[1]
+    # every warning, the fit's own included, points at the line that called it
+    assert {w.filename for w in caught} == {__file__} and any(w.category is ConvergenceWarning for w in caught)
+    new = compare(X, ("sf", "tsvd"), budget=400, settings=FitSettings(device="cpu", max_iter=5, time_limit=None))
+    assert [(r.method, r.fro_error) for r in old.results] == [(r.method, r.fro_error) for r in new.results]
+    assert sorted(approximations) == ["sf", "tsvd"] and "compare_matrix" not in sfapprox.__all__
+    np.testing.assert_array_equal(approximations["sf"], old.result("sf").operator.to_dense())

@@ -796,3 +796,75 @@ def test_a_loaded_matrix_kept_sparse_is_compared_as_its_file_is(tmp_path):
     assert from_loaded.matrix["path"] == from_file.matrix["path"] == "columns"
     assert from_loaded.matrix["format"] == "mtx" and from_loaded.matrix["path"] == "columns"
     assert [r.fro_error for r in from_loaded.results] == [r.fro_error for r in from_file.results]
+
+
+# ---------------------------------------------------------------- the API before FitSettings (7ce4959), kept
+def _old(record):
+    """The deprecation notes of ``record``: each at this file's line, as (message, line)."""
+    notes = [w for w in record if w.category is DeprecationWarning]
+    assert notes and all(w.filename == __file__ for w in notes), [(w.filename, str(w.message)) for w in record]
+    return [str(w.message) for w in notes]
+
+
+def test_old_compare_keywords_map_to_todays_with_a_note_at_the_callers_line():
+    """compare(X=, options=RunOptions(...), approximations=) was a TypeError once RunOptions was removed."""
+    import warnings
+
+    import sfapprox
+
+    X = np.random.default_rng(0).random((32, 32))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        options = sfapprox.RunOptions(random_state=2, device="cpu", count_indices=False, protocol="paper",
+                                      sf={"max_iter": 20, "time_limit": None, "n_factors": 5, "ftol": 1e-9})
+        approximations = {}
+        old = compare(X=X, methods=["sf", "tsvd"], budget=1000, options=options, approximations=approximations)
+    notes = _old(caught)
+    assert [n.split(" is deprecated")[0] for n in notes] == [
+        "RunOptions", "compare(X=)", "compare(approximations=)", "compare(options=)"]
+    assert "use matrix=" in notes[1] and "operator.to_dense()" in notes[2] and "settings=FitSettings(" in notes[3]
+    new = compare(X, ["sf", "tsvd"], budget=1000, settings=FitSettings(seed=2, device="cpu", max_iter=20, time_limit=None),
+                  count_indices=False, protocol="paper", structure={"n_factors": 5, "ftol": 1e-9})
+    assert old.settings == new.settings and old.settings["structure"] == {"n_factors": 5, "ftol": 1e-9}
+    assert [(r.method, r.status, r.nnz, r.fro_error) for r in old.results] == \
+        [(r.method, r.status, r.nnz, r.fro_error) for r in new.results]
+    assert sorted(approximations) == ["sf", "tsvd"]
+    for r in old.results:
+        np.testing.assert_array_equal(approximations[r.method], r.operator.to_dense())
+
+
+def test_run_options_defaults_are_todays():
+    """RunOptions declares no default of its own: FitSettings' and COUNT_INDICES (count_indices was False)."""
+    import warnings
+
+    import sfapprox
+    from sfapprox._old_api import options_keywords
+    from sfapprox._settings import COUNT_INDICES
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        options = sfapprox.RunOptions()
+    assert _old(caught)[0].startswith("RunOptions is deprecated; use settings=FitSettings(")
+    assert sfapprox.comparison.RunOptions is sfapprox.RunOptions and "RunOptions" not in sfapprox.__all__
+    keywords = options_keywords(options, "compare")
+    assert keywords == {"settings": FitSettings(), "count_indices": COUNT_INDICES, "protocol": "default",
+                        "callback": None}
+
+
+@pytest.mark.parametrize("given, match", [
+    (dict(settings=FitSettings()), r"options= \(a RunOptions\) is the old spelling of settings=, .* \(got options= with settings=\)$"),
+    (dict(seed=3), r"give one or the other \(got options= with seed=\)$"),
+    (dict(count_indices=False, structure={"base": 3}), r"\(got options= with count_indices=, structure=\)$"),
+    (dict(X=np.eye(4)), r"^compare: X= is the old name of matrix=; give only matrix=$"),
+    (dict(options_sf={"device": "cpu"}), r"options.sf sets device, which RunOptions has a field for; give it once"),
+])
+def test_an_old_spelling_beside_its_new_one_is_a_parameter_error(given, match):
+    import warnings
+
+    import sfapprox
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        options = sfapprox.RunOptions(sf=given.pop("options_sf", {}))
+        with pytest.raises(ParameterError, match=match):
+            compare(np.eye(4), ["tsvd"], budget=9, options=options, **given)

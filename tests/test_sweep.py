@@ -326,3 +326,32 @@ def test_a_grouped_reason_keeps_its_own_words_about_the_budget():
               for b in (100, 200)]
     notes = [n for n in Sweep({"name": "m", "n": 8}, ["sf"], points).tables()[0].notes if n.startswith("sf")]
     assert not any("the the" in n for n in notes), notes
+
+
+def test_old_sweep_keywords_map_to_todays_with_a_note_at_the_callers_line():
+    """sweep(X=, options=RunOptions(...)) was a TypeError once RunOptions was removed."""
+    import warnings
+
+    import sfapprox
+
+    X = np.random.default_rng(0).random((12, 12))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        old = sweep(X=X, budgets=[0.5, 1.0], methods=["tsvd"],
+                    options=sfapprox.RunOptions(random_state=4, sf={"max_iter": 10, "time_limit": None}))
+    notes = [w for w in caught if w.category is DeprecationWarning]
+    assert [str(w.message).split(" is deprecated")[0] for w in notes] == ["RunOptions", "sweep(X=)", "sweep(options=)"]
+    assert all(w.filename == __file__ for w in notes)
+    new = sweep(X, [0.5, 1.0], ["tsvd"], seed=4, max_iter=10, time_limit=None)
+    assert old.settings == new.settings and old.settings["seed"] == 4
+    assert [(p.budget, [r.fro_error for r in p.results]) for p in old.points] == \
+        [(p.budget, [r.fro_error for r in p.results]) for p in new.points]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        # a sweep fixes no SF structure any more (compare(structure=) does, at one budget)
+        with pytest.raises(ParameterError, match="options.sf holds n_factors, an SF structure fixed by hand, which sweep"):
+            sweep(X, [0.5], ["tsvd"], options=sfapprox.RunOptions(sf={"n_factors": 2}))
+        with pytest.raises(ParameterError, match=r"\(got options= with seed=\)"):
+            sweep(X, [0.5], ["tsvd"], options=sfapprox.RunOptions(), seed=1)
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'budgets'"):
+        sweep(X)
