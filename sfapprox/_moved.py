@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 
-def moved_names(module: str, moved: Mapping[str, str]) -> Callable[[str], Any]:
+def moved_names(module: str, moved: Mapping[str, str], *, stacklevel: int = 2) -> Callable[[str], Any]:
     """A module ``__getattr__`` giving each name of ``moved`` from its new module, with a deprecation warning.
 
     Parameters
@@ -22,6 +22,9 @@ def moved_names(module: str, moved: Mapping[str, str]) -> Callable[[str], Any]:
         The old module's name (its ``__name__``), for the messages.
     moved : mapping of str to str
         Name -> the module it lives in now.
+    stacklevel : int, default=2
+        Of the warning, from the returned function's frame: 2 when it is the module's
+        ``__getattr__``, 3 when a ``__getattr__`` of the module's own calls it.
 
     Returns
     -------
@@ -39,7 +42,7 @@ def moved_names(module: str, moved: Mapping[str, str]) -> Callable[[str], Any]:
     def __getattr__(name: str) -> Any:
         if name in moved:
             warnings.warn(f"{module}.{name} moved to {moved[name]}.{name}; the old name will be removed in a later "
-                          "release", DeprecationWarning, stacklevel=2)
+                          "release", DeprecationWarning, stacklevel=stacklevel)
             return getattr(importlib.import_module(moved[name]), name)
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
 

@@ -33,6 +33,7 @@ from scipy.sparse.linalg import LinearOperator
 from ._base import (RunContext, check_columns_memory, columns_need, get_method, in_memory_or_columns,
                     least_columns_limit, method_need, methods, parse_methods)
 from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceError, one_line
+from ._moved import moved_names
 from ._old_api import REQUIRED, fill_approximations, take_old_keywords
 from ._settings import COUNT_INDICES, DEFAULT_METHODS, DEFAULT_TOTAL_TIME, PROTOCOLS, FitSettings, LoadOptions
 from ._progress import same_progress
@@ -633,13 +634,16 @@ def compare(
     return comparison
 
 
+_moved_name = moved_names(__name__, {"paper_tsvd_rank": "sfapprox.budget"}, stacklevel=3)
+
+
 def __getattr__(name: str) -> Any:
-    """The old names of this module: ``RunOptions`` (it warns when made)."""
+    """The old names of this module: ``RunOptions`` (it warns when made) and ``paper_tsvd_rank`` (moved)."""
     if name == "RunOptions":
         from ._old_api import RunOptions
 
         return RunOptions
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _moved_name(name)
 
 
 def from_columns(source: MatrixSource, names: Sequence[str], max_memory: int | None) -> bool:

@@ -133,6 +133,8 @@ def test_importing_the_package_loads_no_heavy_library():
     ("sfapprox.results", "SavedFactors", "sfapprox.factors"),
     ("sfapprox.results", "write_json", "sfapprox._atomic"),
     ("sfapprox.results", "atomic_path", "sfapprox._atomic"),
+    # comparison's, until 7ce4959 (no shim was left)
+    ("sfapprox.comparison", "paper_tsvd_rank", "sfapprox.budget"),
 ])
 def test_old_paths_still_work_with_a_deprecation_note_at_the_callers_line(old, new, home):
     import importlib
