@@ -472,3 +472,33 @@ def test_a_report_says_which_lines_it_could_not_read(tmp_path):
     assert json.loads((tmp_path / "r.json").read_text())["skipped_lines"] == {"4": "not valid JSON"}
     text = " ".join((tmp_path / "r.md").read_text().split())
     assert "1 line(s) of the results file could not be read and are left out (line 4 (not valid JSON))" in text
+
+
+def test_errors_estimated_from_columns_show_their_interval_and_no_winner_inside_it():
+    """A batch of a matrix never formed records errors estimated from random columns (``error_estimate``):
+    the report showed them as plain numbers, and named a winner (and counted its win) where the intervals
+    overlapped — what compare and sweep refuse to do."""
+    def est(low, high):
+        return {"error_estimate": {"exact": False, "fro_interval": [low, high], "rel_interval": [low / 10, None if high is None else high / 10],
+                                   "columns": 163, "columns_advised": 0}}
+
+    overlapping = [rec("k1", "rsvd", fro=76.5, category="other", **est(74.6, 78.3)),
+                   rec("k1", "rpca", fro=75.3, category="other", **est(73.4, 77.2)),
+                   rec("k2", "rsvd", fro=76.5, category="other", **est(74.6, 78.3)),
+                   rec("k2", "rpca", fro=71.3, category="other", **est(69.3, 73.2))]
+    report = build_report(overlapping)
+    (table,) = report.tables_by_category
+    assert [r.winner for r in table.rows] == [None, "rpca"]  # k1's intervals overlap: no winner
+    assert table.wins == {"rsvd": 0, "rpca": 1}
+    header, rows = table_cells(table)
+    assert rows[0][header.index("rsvd")] == "76.5 ± 1.9" and rows[1][header.index("rpca")] == "71.3 ± 2"
+    rendered = report.tables()[0]
+    assert any("95% interval" in n for n in rendered.notes)
+    text = OutputFormat.CSV.render([rendered], {})
+    got = list(csv.DictReader(io.StringIO(text)))
+    assert float(got[0]["rpca 95% low"]) == 73.4 and float(got[1]["rsvd 95% high"]) == 78.3
+    # exact errors keep their plain cells, and an unbounded upper end ("0 ± ?") bounds nothing
+    plain = build_report([rec("m", "sf", fro=1.0), rec("m", "tsvd", fro=2.0, **est(0.0, None))])
+    (ptable,) = plain.tables_by_category
+    h, (cells,) = table_cells(ptable)
+    assert cells[h.index("sf")] == "1" and cells[h.index("tsvd")] == "2 ± ?" and ptable.rows[0].winner is None

@@ -12,6 +12,7 @@ is no row but one of :attr:`Report.unavailable`, which
 from __future__ import annotations
 
 import json
+import math
 
 from dataclasses import dataclass, field
 from typing import Any
@@ -179,10 +180,24 @@ class Report:
             # every row names its category (a CSV-only column): the CSV's "table" column, holding the title,
             # is there only beside other categories, so one category's CSV said it nowhere
             table.data_titles = {"category": "category"}
+            # an estimated error's 95 % interval, CSV-only columns beside the value (empty where exact)
+            estimated = [m for m in cat.methods if any(
+                r.get("status") == "ok" and error_interval(r) is not None
+                for row in cat.rows for r in [row.results.get(m) or {}])]
+            for m in estimated:
+                table.data_titles.update({f"{m} 95% low": f"{m} 95% low", f"{m} 95% high": f"{m} 95% high"})
             for row, cells in zip(cat.rows, rows):
                 best = {f"c{i}" for i, h in enumerate(header) if h == row.winner}
+                intervals = {}
+                for m in estimated:
+                    r = row.results.get(m) or {}
+                    low, high = (error_interval(r) if r.get("status") == "ok" else None) or (None, None)
+                    intervals.update({f"{m} 95% low": low, f"{m} 95% high": high})
                 table.add({f"c{i}": c for i, c in enumerate(cells)}, best=best,
-                          data={**_row_data(header, cat, row), "category": cat.category})
+                          data={**_row_data(header, cat, row), "category": cat.category, **intervals})
+            if estimated:
+                table.notes.append("± : half-width of a 95% interval; those errors are estimated from random "
+                                   "columns (the matrix was not formed); no winner where the intervals overlap")
             out.append(table)
         totals = self.total_wins()
         if out and totals:
@@ -255,7 +270,33 @@ RESULT_SETTINGS = ("time_limit", "max_iter", "seed", "device", "dtype", "max_mem
 
 def _winner(results: dict[str, dict[str, Any]]) -> str | None:
     scored = [(r["fro_error"], m) for m, r in results.items() if r.get("status") == "ok" and _finite(r.get("fro_error"))]
-    return min(scored)[1] if len(scored) >= 2 else None
+    if len(scored) < 2:
+        return None
+    best = min(scored)[1]
+    if any(error_interval(results[m]) is not None for _, m in scored):
+        # errors estimated from random columns (a matrix never formed): as a comparison, no winner is
+        # declared where another row's 95 % interval reaches the best row's
+        low, high = _span(results[best])
+        if any(_span(results[m])[0] <= high for _, m in scored if m != best):
+            return None
+    return best
+
+
+def error_interval(record: dict[str, Any]) -> tuple[float, float] | None:
+    """The 95 % interval of a record's ``fro_error`` where it was estimated from random columns (the
+    record's ``error_estimate``; an unbounded upper end is infinite), else None (an exact error)."""
+    estimate = record.get("error_estimate")
+    interval = estimate.get("fro_interval") if isinstance(estimate, dict) else None
+    if not isinstance(interval, (list, tuple)) or len(interval) != 2:
+        return None
+    low, high = interval
+    low = float(low) if _finite(low) else 0.0
+    return low, float(high) if _finite(high) else math.inf
+
+
+def _span(record: dict[str, Any]) -> tuple[float, float]:
+    """A scored record's error interval: its 95 % interval when estimated, else its error twice."""
+    return error_interval(record) or (record["fro_error"], record["fro_error"])
 
 
 def comparable(record: dict[str, Any], method: str) -> bool:
@@ -400,7 +441,13 @@ def _result_cell(record: dict[str, Any] | None) -> str:
     if record is None:
         return ""
     if record.get("status") == "ok":
-        return fmt(record.get("fro_error"))
+        interval = error_interval(record) if _finite(record.get("fro_error")) else None
+        if interval is None:
+            return fmt(record.get("fro_error"))
+        # estimated from random columns: its 95 % interval's half-width, as compare and sweep show it
+        value = record["fro_error"]
+        half = max(interval[1] - value, value - interval[0])
+        return f"{fmt(value)} ± {fmt(half, 2) if math.isfinite(half) else '?'}"
     return _SHORT_STATUS.get(record.get("status"), str(record.get("status")))
 
 
