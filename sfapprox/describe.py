@@ -124,6 +124,8 @@ def describe(matrix, *, count_indices: bool = COUNT_INDICES, max_memory: int | N
         per_method[method] = {"stores": spec.stores, "min_budget": need, "summary": spec.summary,
                               "from_columns": "columns" in spec.access,
                               **({"from_columns_under_limit": runs == "yes"} if streamed else {}),
+                              # the table's "runs" / "from columns" cell: why not, and what it would need
+                              **({"runs": runs} if loaded is None else {}),
                               **({"not_applicable": f"X is not {' and '.join(lacks)}"} if lacks else {})}
         table.add({"method": method, "stores": spec.stores,
                    "min_budget": f"never (X is not {' and '.join(lacks)})" if lacks else
@@ -140,6 +142,9 @@ def describe(matrix, *, count_indices: bool = COUNT_INDICES, max_memory: int | N
     if nnz is not None and 2 * nnz < count:
         table.notes.append(f"X has {nnz:,} non-zeros: stored as values + positions (2 numbers each) it takes "
                            f"{2 * nnz:,} numbers, less than SF's budget")
+    if loaded is None:  # the table's "in a comparison" row: formed, or from columns (and what forming needs)
+        summary = {**summary, "in_a_comparison": "columns" if streamed else "formed",
+                   "formed_need": formed_need(matrix), "max_memory": memory_limit(max_memory)}
     data = {"matrix": summary, "sf": {"n_factors": ref.n_factors, "n_offsets": ref.n_offsets, "count": count,
                                       "share_of_dense": count / dense},
             "tsvd_rank_at_sf_budget": rank, "methods": per_method, "notes": table.notes}

@@ -110,3 +110,21 @@ def test_info_says_a_method_whose_least_budget_is_above_the_default_does_not_run
     for method in ("monarch", "rsvd"):
         row = compare(K, [method], time_limit=0, device="cpu").results[0]  # at the default budget
         assert row.status == "not applicable" and f"budget {count} is below" in row.reason
+
+
+def test_info_json_of_a_source_holds_its_comparison_path_and_each_methods_runs_cell():
+    """The JSON of info holds what its table shows: for a matrix not formed the table said "in a comparison:
+    from columns (it and its scoring, 78.6 MiB, would pass the memory limit ...)" and, per method, "no: needs
+    --max-memory 11.2 MiB"; the JSON had neither (only a boolean, and nothing where it is formed)."""
+    K = KernelMatrix(_points(300))
+    limit = 1 << 20
+    streamed = describe(K, max_memory=limit)
+    matrix = streamed.data["matrix"]
+    assert matrix["in_a_comparison"] == "columns" and matrix["max_memory"] == limit
+    assert matrix["formed_need"] > limit and dict(streamed.facts)["in a comparison"].startswith("from columns")
+    runs = _runs(streamed)
+    assert {m: said["runs"] for m, said in streamed.data["methods"].items()} == runs
+    assert runs["rsvd"].startswith("no: needs --max-memory")
+    formed = describe(K, max_memory=1 << 30)
+    assert formed.data["matrix"]["in_a_comparison"] == "formed"
+    assert {m: said["runs"] for m, said in formed.data["methods"].items()} == _runs(formed)
