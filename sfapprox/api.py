@@ -189,6 +189,8 @@ def fit_matrix(
         "fro_error": fro,
         "rel_error": rel,
         "error_estimate": estimate,
+        # a start (init=) saved from a fit of another matrix: its factors were only a start, not resumed
+        "init_note": _init_note(sf_params.get("init"), origin),
         "path": model.params_.get("path", "in memory"),
         "epochs": model.params_.get("epochs"),  # passes over the columns, on the column path
         "optimizer": model.params_.get("optimizer"),  # the column path's: "adam" or "adam+lbfgs"
@@ -222,6 +224,19 @@ def fit_matrix(
     if failures:
         raise _output_failure(failures, run)
     return run
+
+
+def _init_note(init, origin: dict[str, Any]) -> str | None:
+    """Where ``init`` is a saved fit of another matrix (another file, or another kernel of the same points),
+    a line that says so, as ``compare --with`` says it of a saved fit it scores; None otherwise."""
+    if not isinstance(init, (str, os.PathLike)) or not os.path.isfile(init):
+        return None
+    from .comparison import _source_notes
+    from .factors import load_factors
+
+    notes = _source_notes({f"the start {os.fspath(init)}": load_factors(init)}, origin.get("sha256"),
+                          origin.get("recipe"))
+    return f"{notes[0]}: its factors were this fit's start, not a fit of this matrix resumed" if notes else None
 
 
 def _write_outputs(run: FitRun, origin, out, json_path, force: bool) -> list[Exception]:

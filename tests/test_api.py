@@ -82,3 +82,27 @@ def test_the_old_compare_matrix_still_works_with_a_deprecation_note():
     assert [(r.method, r.fro_error) for r in old.results] == [(r.method, r.fro_error) for r in new.results]
     assert sorted(approximations) == ["sf", "tsvd"] and "compare_matrix" not in sfapprox.__all__
     np.testing.assert_array_equal(approximations["sf"], old.result("sf").operator.to_dense())
+
+
+def test_a_start_saved_from_a_fit_of_another_matrix_is_said_not_counted_as_a_resume(tmp_path):
+    """fit --init FILE.h5 of a fit to another kernel of the same points (or another file) went on silently,
+    its table saying "(+ 30 before the resume)", where compare --with notes a fit of another matrix."""
+    from sfapprox import LoadOptions
+
+    points = np.random.default_rng(0).standard_normal((60, 2))
+    np.savetxt(tmp_path / "pts.csv", points, delimiter=",")
+    np.savetxt(tmp_path / "other.csv", points + 1.0, delimiter=",")
+    settings = FitSettings(max_iter=3, device="cpu", time_limit=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fit_matrix(tmp_path / "pts.csv", load=LoadOptions(kernel="rbf", bandwidth=0.7), settings=settings,
+                   out=tmp_path / "k.h5")
+        same = fit_matrix(tmp_path / "pts.csv", load=LoadOptions(kernel="rbf", bandwidth=0.7), settings=settings,
+                          init=str(tmp_path / "k.h5"))
+        kernel = fit_matrix(tmp_path / "pts.csv", load=LoadOptions(kernel="rbf", bandwidth=2.0), settings=settings,
+                            init=str(tmp_path / "k.h5"))
+        other = fit_matrix(tmp_path / "other.csv", load=LoadOptions(kernel="rbf", bandwidth=0.7), settings=settings,
+                           init=str(tmp_path / "k.h5"))
+    assert same.summary["init_note"] is None and same.summary["iterations_before"] > 0  # a resume
+    assert "another matrix of this file" in kernel.summary["init_note"] and "bandwidth=2" in kernel.summary["init_note"]
+    assert "not to this file" in other.summary["init_note"] and "pts.csv" in other.summary["init_note"]

@@ -104,7 +104,8 @@ def fit(
                 for k in ("fro_error", "rel_error", "nnz", "n_factors", "base", "iterations", "evaluations", "seconds",
                           "stop_reason", "init", "path", "time_limit", "max_iter", "device", "dtype", "threads")]
         if summary["iterations_before"]:  # this run's are a resume's: say those of the fits it resumed
-            rows = [(k, f"{v} (+ {summary['iterations_before']:,} before the resume)" if k == "iterations" else v)
+            before = "of the start's fit, of another matrix" if summary.get("init_note") else "before the resume"
+            rows = [(k, f"{v} (+ {summary['iterations_before']:,} {before})" if k == "iterations" else v)
                     for k, v in rows]
         # stderr when stdout carries an output (--json -, --out /dev/stdout): it would be mixed into it
         claimed = is_stdout(out_path) or is_stdout(json_path)  # "-" included
@@ -135,6 +136,8 @@ def fit(
 def _advise(summary: dict, settings, n: int | None = None) -> None:
     """Say on stderr when the fit stopped on a limit, with the knob to turn; and when its structure
     stores no fewer numbers than the matrix's own ``N^2`` entries (a dense copy would be as small)."""
+    if summary.get("init_note"):
+        note(f"note: {summary['init_note']}", style="yellow")
     if n is not None and summary.get("nnz") is not None and summary["nnz"] >= n * n:
         note(f"note: this structure stores {summary['nnz']:,} numbers, no fewer than the matrix's own {n * n:,} "
              "entries: a dense copy would be as small")
