@@ -212,6 +212,12 @@ class Sweep:
         # each method's status beside its error in the CSV (CSV-only columns, after the others): a bare
         # number there was a fit cut short as much as a finished one ("interrupted", "time_limit")
         table.data_titles = {f"{m} status": f"{m} status" for m in self.methods}
+        # an error estimated from random columns (a matrix never formed): its 95 % interval, CSV-only columns
+        # (empty where exact), as compare's CSV has it; the bare value read as exact
+        estimated = [m for m in self.methods if any(r.method == m and (r.error_estimate or {}).get("rel_interval")
+                                                    for p in self.points for r in p.results)]
+        for m in estimated:
+            table.data_titles.update({f"{m} 95% low": f"{m} 95% low", f"{m} 95% high": f"{m} 95% high"})
         # per method, its distinct reasons (a failure after a "too small"), each with the budgets it was given at
         reasons: dict[str, dict[str, tuple[str, list[int]]]] = {}
         for point in self.points:
@@ -239,6 +245,10 @@ class Sweep:
                     flag = f" ({stop})" if stop in ("time_limit", "max_iter") else ""
                     cells[m] = error_cell(r, r.rel_error, "rel_interval") + flag  # "0.31 ± 0.004" when estimated
                     data[m] = r.rel_error
+            for m in estimated:
+                r = rows.get(m)
+                interval = (r.error_estimate or {}).get("rel_interval") if r is not None and m in data else None
+                data[f"{m} 95% low"], data[f"{m} 95% high"] = interval or (None, None)
             table.add(cells, best={winner} if winner else set(), data=data)
         for budget in self.skipped:  # a stop left them unreached: said, not left out without a sign
             cells = {"budget": f"{budget:,}", "share": f"{100 * budget / n**2:.2f}%"}

@@ -355,3 +355,25 @@ def test_old_sweep_keywords_map_to_todays_with_a_note_at_the_callers_line():
             sweep(X, [0.5], ["tsvd"], options=sfapprox.RunOptions(), seed=1)
     with pytest.raises(TypeError, match="missing 1 required positional argument: 'budgets'"):
         sweep(X)
+
+
+def test_the_sweeps_csv_carries_an_estimated_errors_interval(tmp_path):
+    """The table shows an error estimated from random columns (a matrix never formed) as "0.068 ± 0.0019"; the
+    CSV had the bare value, read as exact (compare's CSV gives the interval's ends as columns)."""
+    import csv
+    import io
+
+    from sfapprox.formats import render_csv
+
+    X = np.random.default_rng(0).random((24, 24))
+    s = sweep(X, ["0.1", "0.2"], ["tsvd", "sparse"], device="cpu")
+    row = s.points[1].results[0]
+    row.error_estimate = {"exact": False, "fro_interval": [0.9 * row.fro_error, 1.1 * row.fro_error],
+                          "rel_interval": [0.9 * row.rel_error, 1.1 * row.rel_error], "columns": 12,
+                          "columns_advised": 0}
+    (table,) = s.tables()
+    assert " ± " in table.rows[1]["tsvd"]
+    rows = list(csv.DictReader(io.StringIO(render_csv([table]))))
+    assert float(rows[1]["tsvd 95% low"]) == pytest.approx(0.9 * row.rel_error)
+    assert float(rows[1]["tsvd 95% high"]) == pytest.approx(1.1 * row.rel_error)
+    assert rows[0]["tsvd 95% low"] == "" and "sparse 95% low" not in rows[0]  # exact: empty; no column for sparse
