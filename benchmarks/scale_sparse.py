@@ -3,6 +3,7 @@
 Run by hand (not part of the tests):
 
     python benchmarks/scale_sparse.py [--n 60025] [--time-limit 30] [--max-memory 4G]
+        [--methods sparse,rsvd,nystrom,rpca,sf] [--budget sf]
         [--sfapprox CHECKOUT] [--label NAME] [--merge] [--tag scale_sparse]
 
 A SuiteSparse mesh or a network of 60,000 vertices is a few megabytes as a Matrix Market file and
@@ -13,7 +14,8 @@ surrogates are scored exactly from its non-zeros.  Two matrices are written as `
 run repeats): the 5-point Laplacian of a ``sqrt(n) x sqrt(n)`` grid (a mesh: symmetric positive definite)
 and a random symmetric graph of about 5 edges per vertex (an adjacency: not PSD).  Each is run as a user
 runs it, in a fresh process of this checkout or of ``--sfapprox``: ``info FILE`` and ``compare FILE
---methods sparse,rsvd,nystrom,rpca,sf`` at SF's budget under ``--time-limit`` and ``--max-memory``.  Rows:
+--methods sparse,rsvd,nystrom,rpca,sf`` at SF's budget (or ``--methods``, ``--budget``) under ``--time-limit``
+and ``--max-memory``.  Rows:
 the command's exit code, wall seconds and peak RSS (``getrusage`` of the child), and per method its
 status, stored numbers, relative error (exact, or estimated with its 95 % interval) and seconds.
 
@@ -73,8 +75,9 @@ def one(name: str, path: Path, env: dict, args) -> dict:
                  "info_seconds": round(info["seconds"], 2), "info_rss_mib": round(info["maxrss_kib"] / 1024)}
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "c.json"
-        done = measure_command([sys.executable, "-m", "sfapprox", "compare", str(path), "--methods", METHODS,
-                                "--time-limit", str(args.time_limit), *limits, "--json", str(out)], env)
+        done = measure_command([sys.executable, "-m", "sfapprox", "compare", str(path), "--methods", args.methods,
+                                "--budget", args.budget, "--time-limit", str(args.time_limit), *limits,
+                                "--json", str(out)], env)
         row.update(rc=done["rc"], seconds=round(done["seconds"], 1), rss_mib=round(done["maxrss_kib"] / 1024))
         if done["rc"] != 0 or not out.exists():
             row["error"] = " ".join(done.get("stderr", "").split())[-300:]
@@ -109,8 +112,9 @@ def render(data: dict) -> list[str]:
 
     lines = ["# Sparse files whose dense form is over the memory limit", "", f"Machine: {data['meta']['machine']}",
              "", "Commands: " + "; ".join(f"`{c}`" for c in data.get("commands", [])), "",
-             f"`compare FILE --methods {METHODS} --time-limit {data['time_limit']} --max-memory {data['max_memory']}`"
-             " at SF's budget, each in a fresh process; seconds and peak RSS of the whole command (getrusage).", ""]
+             f"`compare FILE --methods {data.get('methods', METHODS)} --budget {data.get('budget', 'sf')} --time-limit "
+             f"{data['time_limit']} --max-memory {data['max_memory']}`, each in a fresh process; seconds and peak RSS "
+             "of the whole command (getrusage).", ""]
     header = ["matrix", "N", "file MiB", "info rc / s / MiB", "compare rc", "path", "seconds", "peak RSS MiB",
               "method", "status", "stored", "relative error", "method s", "stop / why"]
 
@@ -135,6 +139,8 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=60_025, help="order (the grid's is the square below it)")
     ap.add_argument("--time-limit", type=float, default=30.0)
     ap.add_argument("--max-memory", default="4G")
+    ap.add_argument("--methods", default=METHODS, help="compare's --methods")
+    ap.add_argument("--budget", default="sf", help="compare's --budget (default: SF's)")
     add_checkout_options(ap, "scale_sparse")
     args = ap.parse_args()
     env = checkout_env(args.sfapprox)
@@ -143,7 +149,8 @@ def main() -> int:
         for name, path in write_inputs(Path(tmp), args.n).items():
             rows.append(one(name, path, env, args))
             print(json.dumps(rows[-1]), flush=True)
-    write_runs(args, rows, {"time_limit": args.time_limit, "max_memory": args.max_memory}, render)
+    write_runs(args, rows, {"time_limit": args.time_limit, "max_memory": args.max_memory, "methods": args.methods,
+                            "budget": args.budget}, render)
     return 0
 
 
