@@ -1000,26 +1000,39 @@ def _source_notes(saved: Mapping[str, Any], sha256: str | None, recipe: Mapping[
     notes = []
     for name, fit in saved.items():
         source = getattr(fit, "source", None) or {}
+        theirs = source.get("recipe") or {}
         if source.get("sha256") and sha256 and source["sha256"] != sha256:
             notes.append(f"{name} was fitted to {source.get('path') or 'another input'} "
                          f"(sha256 {source['sha256'][:12]}…), not to this file")
-        elif recipe and source.get("recipe") and _recipe_key(source["recipe"]) != _recipe_key(recipe):
-            notes.append(f"{name} was fitted to another matrix of this file ({recipe_text(source['recipe'])}; this one: "
+        elif recipe and theirs.get("sampled_sha256") and recipe.get("sampled_sha256") not in (
+                None, theirs["sampled_sha256"]):
+            # a memory-mapped file (never hashed whole): its size and sampled chunks differ
+            notes.append(f"{name} was fitted to {theirs.get('path') or 'another file'} (another file's contents: "
+                         f"{theirs.get('bytes', '?'):,} bytes, sampled sha256 {theirs['sampled_sha256'][:12]}…), "
+                         "not to this file")
+        elif recipe and theirs and _recipe_key(theirs, recipe) != _recipe_key(recipe, theirs):
+            notes.append(f"{name} was fitted to another matrix of this file ({recipe_text(theirs)}; this one: "
                          f"{recipe_text(recipe)})")
     return notes
 
 
-def _recipe_key(recipe: Mapping[str, Any]) -> dict:
-    """What identifies a matrix made from a file (a float to 12 digits: it went through a file and back)."""
+#: Recipe entries that say how a matrix was reached, not which it is: a copy of a mapped file elsewhere, or a
+#: bandwidth given that the median rule also gives, is the same matrix.
+_NOT_IDENTITY = ("path", "bandwidth_rule", "bytes", "sampled_sha256")
+
+
+def _recipe_key(recipe: Mapping[str, Any], other: Mapping[str, Any]) -> dict:
+    """What identifies a matrix made from a file (a float to 12 digits: it went through a file and back),
+    of the entries ``other`` records too (a record written before an entry existed is not judged on it)."""
     return {k: round(float(v), 12) if isinstance(v, float) else (list(v) if isinstance(v, tuple) else v)
-            for k, v in recipe.items()}
+            for k, v in recipe.items() if k in other and k not in _NOT_IDENTITY}
 
 
 def recipe_text(description: Mapping[str, Any]) -> str:
     """A source's description (a matrix made from a file: its recipe), for a note or ``info`` of a saved
     fit: ``kernel=rbf, bandwidth=1.2``."""
     return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                     for k, v in description.items() if k not in ("kind", "points"))
+                     for k, v in description.items() if k not in ("kind", "points", "sampled_sha256"))
 
 
 def counted_as(operator, count_indices: bool):

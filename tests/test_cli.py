@@ -1,6 +1,7 @@
 """The CLI through Typer's test runner: output, JSON shape, errors and exit codes."""
 
 import json
+import shutil
 import os
 import re
 from pathlib import Path
@@ -594,6 +595,38 @@ def test_compare_of_a_kernel_saves_its_factors_and_records_the_points_file_and_t
     assert res.exit_code == 0 and "was fitted to another matrix of this file (kernel=rbf" in res.output
     res = invoke("compare", points, "--kernel", "rbf", "--methods", "tsvd", "--with", tmp_path / "formed" / "pts.nystrom.h5")
     assert res.exit_code == 0 and "another matrix" not in res.output
+
+
+def test_a_saved_fit_of_a_memory_mapped_file_is_told_from_another_file_by_its_contents_not_its_path(tmp_path):
+    """A memory-mapped .npy is never hashed whole: its saved fit was judged by its path, so a byte-identical
+    copy elsewhere was "another matrix of this file" and another file of the same shape passed unnoticed.
+    Its size and sampled chunks tell them apart; a bandwidth given as the median rule gives it is the same
+    kernel."""
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((400, 400))
+    np.save(tmp_path / "a.npy", A)
+    np.save(tmp_path / "b.npy", A + 1e-3)
+    shutil.copy(tmp_path / "a.npy", tmp_path / "copy.npy")
+    limit = ["--max-memory", "2M", "--methods", "rsvd", "--budget", "0.1"]
+    res = invoke("compare", tmp_path / "a.npy", *limit, "--save-factors", tmp_path / "fits")
+    assert res.exit_code == 0, res.output
+    fit = tmp_path / "fits" / "a.rsvd.h5"
+    for name, other in (("a", False), ("copy", False), ("b", True)):
+        res = invoke("compare", tmp_path / f"{name}.npy", *limit, "--with", fit)
+        assert res.exit_code == 0, res.output
+        said = " ".join(res.output.split())
+        assert "memory-mapped" in said  # (not formed: no SHA-256 of the whole file)
+        assert ("another file's contents" in said and "not to this file" in said) is other, said
+        assert "another matrix" not in said
+    points = tmp_path / "pts.npy"
+    np.save(points, rng.standard_normal((100, 3)))
+    res = invoke("compare", points, "--kernel", "rbf", "--methods", "tsvd", "--save-factors", tmp_path / "k",
+                 "--json", tmp_path / "k.json")
+    assert res.exit_code == 0, res.output
+    median = json.loads((tmp_path / "k.json").read_text())["matrix"]["recipe"]["bandwidth"]
+    res = invoke("compare", points, "--kernel", "rbf", "--bandwidth", repr(median), "--methods", "tsvd",
+                 "--with", tmp_path / "k" / "pts.tsvd.h5")
+    assert res.exit_code == 0 and "another matrix" not in res.output, res.output
 
 
 @pytest.mark.parametrize("option", [["--var", "x"], ["--resize", "100"], ["--gradient"], ["--network", "3"]])

@@ -100,8 +100,44 @@ class ArraySource(MatrixSource):
 
     def describe(self) -> dict[str, Any]:
         memmap = isinstance(self.array, np.memmap)
-        return {"kind": self.kind, "memory_mapped": memmap, "dtype": str(self.array.dtype),
-                **({"path": os.fspath(self.array.filename)} if memmap and self.array.filename else {})}
+        if not (memmap and self.array.filename):
+            return {"kind": self.kind, "memory_mapped": memmap, "dtype": str(self.array.dtype)}
+        path = os.fspath(self.array.filename)
+        if getattr(self, "_sampled", None) is None:  # once: a saved fit's record and a comparison's notes use it
+            self._sampled = sampled_sha256(path)
+        return {"kind": self.kind, "memory_mapped": memmap, "dtype": str(self.array.dtype), "path": path,
+                **self._sampled}
+
+
+#: ``(chunks, bytes each)`` that :func:`sampled_sha256` reads of a large file.
+SAMPLED_CHUNKS = (16, 1 << 20)
+
+
+def sampled_sha256(path: str | os.PathLike) -> dict[str, Any]:
+    """``{"bytes": size, "sampled_sha256": hex}``: SHA-256 of a file's size and of 16 chunks of 1 MiB spread
+    evenly over it (all of it when smaller), what tells a saved fit of a memory-mapped ``.npy`` from a
+    fit of another file without a pass over it (the whole file is hashed for every file read whole; a
+    mapped one may be tens of GB).  Files differing only between the chunks are taken for the same.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+
+    Returns
+    -------
+    dict
+    """
+    import hashlib
+
+    chunks, width = SAMPLED_CHUNKS
+    size = os.path.getsize(path)
+    digest = hashlib.sha256(str(size).encode())
+    with open(path, "rb") as fh:
+        starts = [0] if size <= chunks * width else np.linspace(0, size - width, chunks).astype(np.int64).tolist()
+        for start in starts:
+            fh.seek(start)
+            digest.update(fh.read(width if len(starts) > 1 else size))
+    return {"bytes": size, "sampled_sha256": digest.hexdigest()}
 
 
 class SparseSource(MatrixSource):
