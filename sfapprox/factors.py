@@ -603,6 +603,21 @@ def _read(f, path: Path, max_memory: int | None) -> tuple[Any, np.ndarray, str]:
     return operator, history, str(f.attrs.get("kind", "sf"))
 
 
+def _check_source(source: dict, path: Path) -> None:
+    """The ``source`` record as :func:`input_record` writes it: text fields (or null) and a ``recipe``
+    object.  What reads it (``compare --with``'s notes) slices the SHA-256 and walks the recipe: a
+    number there was a TypeError traceback."""
+    for field in ("name", "path", "sha256", "format"):
+        value = source.get(field)
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"{path}: attribute 'source' has {field} = {value!r:.60}, not text; the file was edited "
+                             "(write the fit again)")
+    recipe = source.get("recipe")
+    if recipe is not None and not isinstance(recipe, dict):
+        raise InputError(f"{path}: attribute 'source' has recipe = {recipe!r:.60}, not a JSON object; the file was "
+                         "edited (write the fit again)")
+
+
 def load_factors(path: str | os.PathLike, *, max_memory: int | None = None) -> SavedFactors:
     """Read a fit written by :func:`save_factors`, validating it as an input.
 
@@ -657,6 +672,7 @@ def load_factors(path: str | os.PathLike, *, max_memory: int | None = None) -> S
                     raise InputError(f"{path}: attribute {key!r} is not valid JSON; the file was edited") from None
                 if not isinstance(meta[key], dict):
                     raise InputError(f"{path}: attribute {key!r} is not a JSON object; the file was edited")
+            _check_source(meta["source"], path)
     except SfapproxError:
         raise
     except (OSError, KeyError, ValueError, TypeError) as exc:

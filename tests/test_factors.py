@@ -115,6 +115,22 @@ def test_edited_files_are_refused_in_one_line(tmp_path, edit, message):
     assert "\n" not in str(info.value) and str(path) in str(info.value)
 
 
+@pytest.mark.parametrize("record", ['{"sha256": 5, "path": "x.npy"}', '{"sha256": NaN}', '{"path": ["x"]}',
+                                    '{"sha256": "ab", "recipe": [1, 2]}'])
+def test_source_record_of_other_types_is_refused_not_a_traceback(tmp_path, record):
+    # compare --with sliced source["sha256"] and walked source["recipe"]: an edited record was a TypeError
+    import sfapprox
+
+    path = _saved(tmp_path)
+    with h5py.File(path, "a") as f:
+        f.attrs["source"] = record
+    with pytest.raises(InputError, match="attribute 'source'") as info:
+        load_factors(path)
+    assert "\n" not in str(info.value) and str(path) in str(info.value)
+    with pytest.raises(InputError, match="attribute 'source'"):
+        sfapprox.compare(np.eye(8), "tsvd", include=[path])
+
+
 def test_data_outside_the_file_is_never_read(tmp_path):
     secret = tmp_path / "secret.bin"
     np.full((3, 8, 4), 7.0).tofile(secret)
