@@ -662,7 +662,18 @@ def load_factors(path: str | os.PathLike, *, max_memory: int | None = None) -> S
     if not path.is_file():
         raise InputError(f"{path}: no such file")
     try:
-        with h5py.File(path, "r") as f:
+        f = h5py.File(path, "r")
+    except PermissionError:
+        raise InputError(f"{path}: cannot be read (permission denied); check its permissions") from None
+    except OSError as exc:
+        # h5py's own words ("file signature not found", "truncated file: eof = ...") said neither what the
+        # file is nor what to do
+        what = "truncated (cut short while written or copied)" if "truncated" in str(exc) else \
+            "not an HDF5 file, or a damaged one"
+        raise InputError(f"{path}: {what}; give a factors file written by 'sfapprox fit --out', "
+                         "'compare --save-factors' or save_factors, or write it again") from None
+    try:
+        with f:
             operator, history, kind = _read(f, path, max_memory)
             meta = {}
             for key in ("fit", "settings", "source", "versions"):

@@ -131,6 +131,17 @@ def test_source_record_of_other_types_is_refused_not_a_traceback(tmp_path, recor
         sfapprox.compare(np.eye(8), "tsvd", include=[path])
 
 
+def test_a_truncated_or_non_hdf5_file_says_so_and_what_to_do(tmp_path):
+    # was h5py's "cannot read sfapprox factors (Unable to synchronously open file (truncated file: eof = ...))"
+    path = _saved(tmp_path)
+    data = path.read_bytes()
+    for name, content, what in (("cut.h5", data[: len(data) // 2], "truncated"), ("text.h5", b"hello\n", "not an HDF5 file")):
+        (tmp_path / name).write_bytes(content)
+        with pytest.raises(InputError, match=f"{name}: {what}.*write it again") as info:
+            load_factors(tmp_path / name)
+        assert "\n" not in str(info.value) and "Unable to" not in str(info.value)
+
+
 def test_data_outside_the_file_is_never_read(tmp_path):
     secret = tmp_path / "secret.bin"
     np.full((3, 8, 4), 7.0).tofile(secret)

@@ -483,7 +483,7 @@ def test_an_init_file_that_exists_is_still_read_as_factors(tmp_path):
 
     path = tmp_path / "not_factors.h5"
     path.write_text("not hdf5")
-    with pytest.raises(InputError, match="not_factors.h5: cannot read sfapprox factors"):  # load_factors's words
+    with pytest.raises(InputError, match="not_factors.h5: not an HDF5 file"):  # load_factors's words
         ChordSF(init=path, max_iter=1, device="cpu").fit(np.random.default_rng(0).random((16, 16)))
 
 
