@@ -1007,9 +1007,10 @@ def _source_notes(saved: Mapping[str, Any], sha256: str | None, recipe: Mapping[
         elif recipe and theirs.get("sampled_sha256") and recipe.get("sampled_sha256") not in (
                 None, theirs["sampled_sha256"]):
             # a memory-mapped file (never hashed whole): its size and sampled chunks differ
+            size = theirs.get("bytes")  # (an edited record's entries are shown, never computed with)
             notes.append(f"{name} was fitted to {theirs.get('path') or 'another file'} (another file's contents: "
-                         f"{theirs.get('bytes', '?'):,} bytes, sampled sha256 {theirs['sampled_sha256'][:12]}…), "
-                         "not to this file")
+                         f"{f'{size:,}' if isinstance(size, int) else '?'} bytes, sampled sha256 "
+                         f"{str(theirs['sampled_sha256'])[:12]}…), not to this file")
         elif recipe and theirs and _recipe_key(theirs, recipe) != _recipe_key(recipe, theirs):
             notes.append(f"{name} was fitted to another matrix of this file ({recipe_text(theirs)}; this one: "
                          f"{recipe_text(recipe)})")
