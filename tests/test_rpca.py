@@ -373,6 +373,43 @@ def test_with_a_start_its_largest_rank_split_runs_first_and_the_rest_only_in_tim
     assert all(g["fro_error"] is not None for g in grid)  # no limit: every split
 
 
+def test_a_sparse_source_s_largest_entries_come_from_its_non_zeros_first(fake_clock, monkeypatch):
+    """X held sparse: the grid's rank-0 end is a selection among its non-zeros (no pass of dense blocks,
+    not priced as one), run before the residual passes; where every non-zero fits, X is reproduced and no
+    split runs after it, nor is one counted as cut by the time limit.  (At N = 60,025 the rank-0 end was
+    priced at a minute's residual pass and skipped: RPCA ended at its start's L, rel 0.997, beside top-s
+    reproducing X with 4 % of the budget.)"""
+    from sfapprox import _timing
+    from sfapprox.baselines import _rpca_columns
+    from sfapprox.baselines._rpca_columns import Start, fit_grid_columns
+    from sfapprox.sources import SparseSource
+
+    n = 80
+    X = sp.random_array((n, n), density=0.05, random_state=3, format="csr")
+    dense_reads = []
+    real_columns = _rpca_columns._Residual._columns
+    monkeypatch.setattr(_rpca_columns._Residual, "_columns",
+                        lambda self, J: dense_reads.append(len(J)) or real_columns(self, J))
+    monkeypatch.setattr(_rpca_columns, "_probed_top_pass", lambda *a: 1e6)  # a residual pass: never in time
+    U, sig, Vt = np.linalg.svd(X.toarray())
+    start = Start(U[:, :3], sig[:3], Vt[:3], product_pass=1e6)
+    splits = [(3, 40), (1, 200), (0, 2 * X.nnz)]
+    best, grid = fit_grid_columns(SparseSource(X), splits, max_iter=3, tol=0.0, seed=0,
+                                  deadline=_timing.Deadline.after(10.0), start=start)
+    records = {(g["rank"], g["n_sparse"]): g for g in grid}
+    assert best[0] == 0.0 and records[0, 2 * X.nnz]["fro_error"] == 0.0 and not dense_reads
+    assert records[3, 40].get("skipped") == records[1, 200].get("skipped") == "exact"
+    fewer = [(3, 40), (0, X.nnz // 2)]  # not every non-zero fits: the rest stay priced, here out of time
+    best, grid = fit_grid_columns(SparseSource(X), fewer, max_iter=3, tol=0.0, seed=0,
+                                  deadline=_timing.Deadline.after(10.0), start=start)
+    kept = np.sort(np.abs(X.data))[::-1][: X.nnz // 2]
+    assert best[0] == pytest.approx(np.sqrt(max(0.0, (X.data**2).sum() - (kept**2).sum())), rel=1e-9)
+    assert grid[0].get("skipped") == "time_limit" and not dense_reads
+    est = RobustPCA(budget=4 * X.nnz, time_limit=5).fit(SparseSource(X))
+    assert est.stop_reason_ == "exact" and "splits_skipped" not in est.params_
+    assert np.allclose(est.to_dense(), X.toarray())
+
+
 class _TimedColumns(MatrixSource):
     """A matrix read by column blocks, each pass one second of the fake clock ``clock``."""
 
