@@ -164,3 +164,17 @@ def test_an_alternation_runs_only_when_its_expected_cost_fits(fake_clock, monkey
     assert (point.k, point.iterations, point.reason) == (0, 0, "time_limit") and point.count == shape.count
     left, right = real(X, shape.left_block, shape.right_block, shape.rank)
     assert np.allclose(point.left, left) and np.allclose(point.right, right)
+
+
+def test_among_points_that_reproduce_x_the_fewest_stored_numbers_win():
+    """The grid stopped at its first exact point, which stored the whole budget (256 numbers of a zero or
+    constant 16 x 16 matrix) where plain Monarch's 160 are as exact: the fewest numbers win, and a point
+    that cannot store fewer is not fitted after X is reproduced."""
+    from sfapprox.baselines.monarch import Monarch
+    from sfapprox.baselines.monarch_lr import MonarchLowRank
+
+    for X in (np.zeros((16, 16)), np.ones((16, 16))):
+        m = MonarchLowRank(budget=256).fit(X)
+        assert m.n_stored_ == m.operator_.n_stored == Monarch(budget=256).fit(X).n_stored_ == 160
+        assert np.linalg.norm(X - m.to_dense()) <= 1e-12 * max(np.linalg.norm(X), 1.0)
+        assert all(g["count"] < 256 for g in m.params_["grid"][1:])  # after the first exact point: fewer only

@@ -296,6 +296,9 @@ class MonarchLowRank(Approximation):
         last = None  # (shape, seconds) of the last Monarch projection: the next one's expected cost
         try:
             for shape, k in grid:
+                if best is not None and best.fro_error <= EXACT_TOL * norm and \
+                        (0 if shape is None else shape.count) + tsvd_count(n, k) >= best.count:
+                    continue  # X is reproduced: only a point storing fewer numbers could do as well
                 # A point's least work: its projection (at the measured cost of the last one), and
                 # for an alternating point one alternation after it.
                 least = 0.0 if last is None or shape is None else projection_seconds(shape, *last)
@@ -318,10 +321,13 @@ class MonarchLowRank(Approximation):
                 tried.append({"blocks": None if shape is None else [shape.left_block, shape.right_block],
                               "monarch_rank": None if shape is None else shape.rank, "rank": point.k,
                               "count": point.count, "fro_error": point.fro_error, "iterations": point.iterations})
-                if best is None or point.fro_error < best.fro_error * (1 - 1e-12):
+                # Smallest error; of points that reproduce X (errors round-off) the one storing fewest
+                # numbers (the first exact one stored the whole budget: 256 numbers of a zero 16 x 16
+                # matrix, where plain Monarch's 160 are as exact)
+                both_exact = best is not None and max(point.fro_error, best.fro_error) <= EXACT_TOL * norm
+                if best is None or (point.count < best.count if both_exact else
+                                    point.fro_error < best.fro_error * (1 - 1e-12)):
                     best = point
-                if best.fro_error <= EXACT_TOL * norm:
-                    break  # nothing beats reproducing X
         except KeyboardInterrupt:
             if best is None:
                 raise
