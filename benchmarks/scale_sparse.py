@@ -96,7 +96,7 @@ def _method(r: dict) -> dict:
     return {"method": r["method"], "status": r["status"], "stored": r.get("nnz"), "rel_error": r.get("rel_error"),
             "exact": est.get("exact", r.get("rel_error") is not None),
             "by_nonzeros": bool(est.get("by_nonzeros")),
-            "half_width": None if not interval else (interval[1] - interval[0]) / 2,
+            "half_width": None if not interval else math.inf if None in interval else (interval[1] - interval[0]) / 2,
             "seconds": r.get("seconds"), "stop": (r.get("params") or {}).get("stop_reason") or r.get("reason")}
 
 

@@ -254,6 +254,25 @@ def test_sparse_target_error_leaves_other_forms_and_round_off_to_a_pass():
     assert sparse_target_error(sp.csr_array(exact @ np.eye(4)), exact) is None
 
 
+@pytest.mark.parametrize("gather", [1 << 20, 7], ids=["one chunk", "chunks of 7"])
+def test_a_sparse_part_alone_is_scored_entry_by_entry_even_where_it_reproduces_x(monkeypatch, gather):
+    """RPCA's rank-0 end keeps every non-zero of X: the general formula's difference of sums is round-off
+    there (left to a pass, sampled "0 +- ?" at N = 60,025); a sparse part alone is X - S entry by entry."""
+    from sfapprox.metrics import sparse_target_error
+
+    monkeypatch.setattr(metrics, "_GATHER_NUMBERS", gather)
+    n = 40
+    X = sp.random_array((n, n), density=0.1, random_state=7, format="csr")
+    empty = (np.zeros((n, 0)), np.zeros(0), np.zeros((0, n)))
+    other = sp.random_array((n, n), density=0.05, random_state=8, format="csr")
+    half = X.multiply(sp.random_array((n, n), density=0.5, random_state=9) > 0).tocsr() * 1.5
+    for S, expected in ((X.copy(), 0.0), (other, None), (half, None), (X.tocoo(), 0.0)):
+        got = sparse_target_error(X, HybridOperator(n, low_rank=empty, sparse=S))
+        want = np.linalg.norm(X.toarray() - S.toarray())
+        assert got is not None and got[0] == pytest.approx(want, rel=1e-12, abs=0.0)
+        assert expected is None or got == (0.0, 0.0)
+
+
 def test_operator_error_of_a_large_sparse_x_takes_its_low_rank_surrogates_error_from_its_non_zeros(monkeypatch):
     # Above DENSE_SCORING_MAX_N a pass over the N^2 entries took minutes at N = 60,000: no column is made.
     X, U, s, Vt, S = _sparse_target_case()
