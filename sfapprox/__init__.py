@@ -68,6 +68,10 @@ _LAZY = {
     "ChordOperator": "sfapprox.operators",
     "HybridOperator": "sfapprox.operators",
     "operators": "sfapprox.operators",
+    # modules the docstring names (``sfapprox.sweep.sweep`` after ``import sfapprox`` was an AttributeError)
+    "sweep": "sfapprox.sweep",
+    "datasets": "sfapprox.datasets",
+    "budget": "sfapprox.budget",
     "save_factors": "sfapprox.factors",
     "load_factors": "sfapprox.factors",
     "frobenius_error": "sfapprox.metrics",

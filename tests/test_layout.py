@@ -122,6 +122,14 @@ def test_importing_the_package_loads_no_heavy_library():
     assert done.stdout.strip() == "[]", done.stderr
 
 
+def test_the_modules_the_package_docstring_names_are_attributes_after_a_plain_import():
+    """``import sfapprox; sfapprox.sweep.sweep(...)`` (the package docstring's spelling) was an AttributeError."""
+    code = ("import sfapprox; print(sfapprox.sweep.sweep.__name__, sfapprox.datasets.__name__, "
+            "sfapprox.budget.parse_budget.__name__)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["sweep", "sfapprox.datasets", "parse_budget"], done.stderr
+
+
 @pytest.mark.parametrize("old, new, home", [
     ("sfapprox.sf.linop", "ChordOperator", "sfapprox.operators"),
     ("sfapprox.sf.linop", "HybridOperator", "sfapprox.operators"),
