@@ -187,6 +187,12 @@ class Comparison:
         best = ranked[0]
         label = _label(best.method)
         tied = self.tied()
+        if best.fro_error == 0.0 and best.rel_error is None:  # X is zero: no relative error to compare
+            fewest = [r.method for r in ranked if r.fro_error == 0.0 and r.nnz == best.nnz]
+            text = (f"X is all zeros: {' and '.join(fewest)} reproduce{'s' if len(fewest) == 1 else ''} it with "
+                    f"the fewest numbers ({_counted(best.nnz, 'stored number')})")
+            return {"winner": None if tied is not None else best.method, "text": text, "ratio": None, "exact": True,
+                    "suggest": []}
         if tied is not None and not (best.error_estimate or tied.error_estimate):
             text = (f"no clear winner: {best.method} and {tied.method} reach the same error "
                     f"({_with_interval(best)}) with the same {_counted(best.nnz, 'stored number')}")

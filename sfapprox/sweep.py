@@ -208,13 +208,17 @@ class Sweep:
         n = self.matrix["n"]
         columns = [Column("budget", "budget"), Column("share", "% of N²", priority=10)]
         columns += [Column(m, m) for m in self.methods]
-        table = Table(f"{self.matrix.get('name', 'matrix')} (N={n}): relative error by budget", columns)
+        # X all zeros has no relative error ("–" in every cell): the absolute one, and the title says so
+        zero = self.matrix.get("fro_norm") == 0
+        error, interval = ("fro_error", "fro_interval") if zero else ("rel_error", "rel_interval")
+        what = "absolute error by budget (X is all zeros)" if zero else "relative error by budget"
+        table = Table(f"{self.matrix.get('name', 'matrix')} (N={n}): {what}", columns)
         # each method's status beside its error in the CSV (CSV-only columns, after the others): a bare
         # number there was a fit cut short as much as a finished one ("interrupted", "time_limit")
         table.data_titles = {f"{m} status": f"{m} status" for m in self.methods}
         # an error estimated from random columns (a matrix never formed): its 95 % interval, CSV-only columns
         # (empty where exact), as compare's CSV has it; the bare value read as exact
-        estimated = [m for m in self.methods if any(r.method == m and (r.error_estimate or {}).get("rel_interval")
+        estimated = [m for m in self.methods if any(r.method == m and (r.error_estimate or {}).get(interval)
                                                     for p in self.points for r in p.results)]
         for m in estimated:
             table.data_titles.update({f"{m} 95% low": f"{m} 95% low", f"{m} 95% high": f"{m} 95% high"})
@@ -232,9 +236,9 @@ class Sweep:
                     data[f"{m} status"] = stop if stop in ("time_limit", "max_iter") else r.status
                 if r is None:
                     cells[m] = "–"
-                elif r.status == "interrupted" and r.rel_error is not None:  # its best factors, scored (as compare)
-                    cells[m] = error_cell(r, r.rel_error, "rel_interval") + " (interrupted)"
-                    data[m] = r.rel_error
+                elif r.status == "interrupted" and getattr(r, error) is not None:  # its best factors, scored (as compare)
+                    cells[m] = error_cell(r, getattr(r, error), interval) + " (interrupted)"
+                    data[m] = getattr(r, error)
                 elif r.status != "ok":
                     cells[m] = "n/a" if r.status == "not applicable" else r.status  # the why is in the notes
                     if r.reason:
@@ -243,12 +247,12 @@ class Sweep:
                 else:
                     stop = r.params.get("stop_reason")
                     flag = f" ({stop})" if stop in ("time_limit", "max_iter") else ""
-                    cells[m] = error_cell(r, r.rel_error, "rel_interval") + flag  # "0.31 ± 0.004" when estimated
-                    data[m] = r.rel_error
+                    cells[m] = error_cell(r, getattr(r, error), interval) + flag  # "0.31 ± 0.004" when estimated
+                    data[m] = getattr(r, error)
             for m in estimated:
                 r = rows.get(m)
-                interval = (r.error_estimate or {}).get("rel_interval") if r is not None and m in data else None
-                data[f"{m} 95% low"], data[f"{m} 95% high"] = interval or (None, None)
+                bounds = (r.error_estimate or {}).get(interval) if r is not None and m in data else None
+                data[f"{m} 95% low"], data[f"{m} 95% high"] = bounds or (None, None)
             table.add(cells, best={winner} if winner else set(), data=data)
         for budget in self.skipped:  # a stop left them unreached: said, not left out without a sign
             cells = {"budget": f"{budget:,}", "share": f"{100 * budget / n**2:.2f}%"}

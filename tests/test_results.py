@@ -154,3 +154,17 @@ def test_an_estimated_error_is_never_called_exact():
     c = Comparison(matrix={"name": "X", "n": 20_000}, budget=100, budget_spec="100", results=[row])
     assert not c.verdict()["exact"] and "exactly" not in c.verdict()["text"]
     assert c.tables()[0].rows[0]["fro_error"] == "0 ± ?"
+
+
+def test_a_zero_matrix_s_verdict_names_what_reproduces_it_with_fewest_numbers():
+    """X all zeros: the verdict said "no clear winner: tsvd and rsvd reach the same error (– relative)"."""
+    import numpy as np
+
+    from sfapprox import compare
+
+    c = compare(np.zeros((16, 16)), ["tsvd", "rsvd", "sparse"], budget=200)
+    v = c.verdict()
+    assert v["text"] == "X is all zeros: tsvd and rsvd reproduce it with the fewest numbers (0 stored numbers)"
+    assert v["winner"] is None and v["exact"] and "–" not in v["text"]
+    v = compare(np.zeros((16, 16)), ["sparse", "monarch"], budget=200).verdict()
+    assert v["winner"] == "sparse" and v["text"].startswith("X is all zeros: sparse reproduces it")

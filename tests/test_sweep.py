@@ -377,3 +377,12 @@ def test_the_sweeps_csv_carries_an_estimated_errors_interval(tmp_path):
     assert float(rows[1]["tsvd 95% low"]) == pytest.approx(0.9 * row.rel_error)
     assert float(rows[1]["tsvd 95% high"]) == pytest.approx(1.1 * row.rel_error)
     assert rows[0]["tsvd 95% low"] == "" and "sparse 95% low" not in rows[0]  # exact: empty; no column for sparse
+
+
+def test_a_zero_matrix_s_sweep_shows_absolute_errors():
+    """Relative errors do not exist for X = 0: every cell was "–"; the table shows the absolute ones."""
+    s = sweep(np.zeros((16, 16)), [50, 100], ["tsvd", "sparse"])
+    table = s.tables()[0]
+    assert "absolute error by budget (X is all zeros)" in table.title
+    assert all(row[m] == "0" for row in table.rows for m in ("tsvd", "sparse"))
+    assert all(d["tsvd"] == 0.0 for d in table.data)
