@@ -308,20 +308,13 @@ def monarch_project_sparse(X, left_block: int, right_block: int, rank: int = 1):
     ----------
     X : scipy sparse matrix or array, shape (n, n)
         The matrix, ``n <= b1 b2``.
-    left_block, right_block : int
-        ``b1`` and ``b2``.
-    rank : int, default=1
-        Block rank ``r``.
+    left_block, right_block, rank : int
+        As :func:`monarch_project_columns` takes them.
 
     Returns
     -------
-    left, right : numpy.ndarray
-        As :func:`monarch_project` returns them (the same matrix, up to round-off).
-    error : float
-        ``||X - M||_F``, exact: the singular values the slabs drop (``M`` is zero
-        in the padding, whose rows and columns of ``X`` are zero).
-    norm : float
-        ``||X||_F``.
+    left, right, error, norm
+        As :func:`monarch_project_columns` returns them (the same, up to round-off).
 
     Examples
     --------
