@@ -315,7 +315,7 @@ def as_loaded_matrix(matrix, load: LoadOptions | None, max_memory: int | None = 
         formed = as_loaded(matrix.to_dense(max_memory), matrix.name)
         # what it was made from, as a loaded file records its own: results and saved fits name their input
         return dataclasses.replace(formed, path=matrix.file, format=matrix.kind, notes=list(matrix.notes),
-                                   sha256=matrix.file_sha256, recipe=matrix.describe())
+                                   sha256=matrix.file_sha256, recipe=matrix.recipe)
     if isinstance(matrix, (str, os.PathLike)):
         return load_matrix(matrix, **(load or LoadOptions()).keywords())
     return as_loaded(matrix, "X")
@@ -868,7 +868,7 @@ def _compare_columns(source, names, resolved, info, context, settings, on_result
             r.status, r.reason = "not applicable", f"stores {r.nnz} numbers, over the budget {resolved.value}"
     comparison = build_comparison(info, resolved, results, context)
     comparison.notes.extend(n for n in [not_run_note(names, results),
-                                        *_source_notes(include or {}, source.file_sha256, source.describe())] if n)
+                                        *_source_notes(include or {}, source.file_sha256, source.recipe)] if n)
     passed = [e for e in estimates.values() if not e.by_nonzeros]  # (rows scored by their own pass: exactly)
     columns = max((e.columns for e in passed), default=source.n)
     how = ("exactly, by a pass over every column" if columns >= source.n else

@@ -202,7 +202,7 @@ def _source_facts(source: MatrixSource, max_memory: int | None) -> list[tuple[st
     if summary.get("nnz") is not None:  # a matrix held sparse: its stored entries and values, as a loaded one's
         facts += [("stored entries", f"{summary['nnz']:,} ({100 * summary['density']:.2g}% of N²)"),
                   ("values", f"min {summary['min']:.4g}, max {summary['max']:.4g}, ‖X‖_F {summary['fro_norm']:.4g}")]
-    for key, value in source.describe().items():
+    for key, value in source.recipe.items():
         if key not in ("kind", "nnz"):
             facts.append((key.replace("_", " "), value))
     for key in ("symmetric", "psd", "nonnegative"):

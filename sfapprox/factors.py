@@ -431,7 +431,7 @@ def input_record(source) -> dict[str, Any]:
 
     if isinstance(source, MatrixSource):
         return {"name": source.name, "path": source.file, "sha256": source.file_sha256, "format": source.kind,
-                "recipe": source.describe()}
+                "recipe": source.recipe}
     record = {"name": source.name, "path": source.path, "sha256": source.sha256, "format": source.format}
     recipe = getattr(source, "recipe", None)
     return {**record, "recipe": dict(recipe)} if recipe else record

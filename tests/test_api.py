@@ -106,3 +106,22 @@ def test_a_start_saved_from_a_fit_of_another_matrix_is_said_not_counted_as_a_res
     assert same.summary["init_note"] is None and same.summary["iterations_before"] > 0  # a resume
     assert "another matrix of this file" in kernel.summary["init_note"] and "bandwidth=2" in kernel.summary["init_note"]
     assert "not to this file" in other.summary["init_note"] and "pts.csv" in other.summary["init_note"]
+
+
+def test_a_start_saved_from_another_variable_of_the_same_file_is_said(tmp_path):
+    """fit --init of a fit to --var A of an .npz, for its --var B, went on as a resume without a word."""
+    from sfapprox import ChordSF, load_matrix, save_factors
+    from sfapprox.api import _init_note
+    from sfapprox.factors import input_record
+
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "two.npz", A=rng.random((8, 8)), B=rng.random((8, 8)))
+    np.savez(tmp_path / "one.npz", A=rng.random((8, 8)))
+    for name, var in (("two", "A"), ("one", None)):
+        save_factors(tmp_path / f"{name}.h5", ChordSF(max_iter=2).fit(np.eye(8)).operator_,
+                     source=input_record(load_matrix(tmp_path / f"{name}.npz", var=var)))
+    note = _init_note(str(tmp_path / "two.h5"), input_record(load_matrix(tmp_path / "two.npz", var="B")))
+    assert note.startswith(f"the start {tmp_path / 'two.h5'} was fitted to another matrix of this file (var=A; "
+                           "this one: var=B): its factors were this fit's start")
+    assert _init_note(str(tmp_path / "two.h5"), input_record(load_matrix(tmp_path / "two.npz", var="A"))) is None
+    assert _init_note(str(tmp_path / "one.h5"), input_record(load_matrix(tmp_path / "one.npz", var="A"))) is None

@@ -868,3 +868,65 @@ def test_an_old_spelling_beside_its_new_one_is_a_parameter_error(given, match):
         options = sfapprox.RunOptions(sf=given.pop("options_sf", {}))
         with pytest.raises(ParameterError, match=match):
             compare(np.eye(4), ["tsvd"], budget=9, options=options, **given)
+
+
+def test_a_saved_fit_of_another_variable_of_the_same_file_is_noted(tmp_path):
+    """compare two.npz --var B --with a fit of its --var A said nothing: the record named the file and its
+    SHA-256 only.  The variable read is recorded and compared; the same one, the file's only one given
+    explicitly, or a record written before it was kept, is not another matrix."""
+    import json
+
+    import h5py
+
+    from sfapprox import LoadOptions, load_matrix, save_factors
+    from sfapprox.factors import input_record
+
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "two.npz", A=rng.random((12, 12)), B=rng.random((12, 12)))
+    np.savez(tmp_path / "one.npz", A=rng.random((12, 12)))
+
+    def saved(path, name, **load):
+        row = compare(path, "tsvd", budget=40, load=LoadOptions(**load) if load else None).results[0]
+        save_factors(tmp_path / name, row.operator, source=input_record(load_matrix(path, **load)))
+        return tmp_path / name
+
+    def notes(path, fit, **load):
+        return " ".join(compare(path, "sparse", budget=40, load=LoadOptions(**load) if load else None,
+                                include=[fit]).notes)
+
+    a = saved(tmp_path / "two.npz", "a.h5", var="A")
+    assert "saved:a was fitted to another matrix of this file (var=A; this one: var=B)" in notes(
+        tmp_path / "two.npz", a, var="B")
+    assert "another matrix" not in notes(tmp_path / "two.npz", a, var="A")
+    only = saved(tmp_path / "one.npz", "only.h5")  # --var left out: the file's one square array, A
+    assert "another matrix" not in notes(tmp_path / "one.npz", only, var="A")
+    with h5py.File(a, "a") as f:  # a fit saved before the variable was recorded
+        record = json.loads(f.attrs["source"])
+        del record["recipe"]
+        f.attrs["source"] = json.dumps(record)
+    assert "another matrix" not in notes(tmp_path / "two.npz", a, var="B")
+
+
+def test_a_saved_fit_of_another_variable_is_noted_where_the_matrix_is_kept_sparse(tmp_path):
+    """A sparse variable too big to form is compared from its columns (a SparseSource): its record and the
+    comparison's notes carry the variable read as a formed one's do."""
+    import scipy.io
+    import scipy.sparse as sp
+
+    from sfapprox import LoadOptions
+    from sfapprox.factors import load_factors, save_results
+    from sfapprox.io import open_matrix
+
+    n = 1500
+    A = sp.random(n, n, density=2e-3, random_state=0, format="csc") + sp.eye(n)
+    scipy.io.savemat(tmp_path / "s.mat", {"A": A, "B": (A * 2).tocsc()})
+    settings = FitSettings(max_memory=8 << 20, device="cpu")
+    source = open_matrix(tmp_path / "s.mat", var="A", max_memory=8 << 20)
+    assert source.kind == "sparse" and source.recipe["var"] == "A" and source.summary()["source"]["var"] == "A"
+    first = compare(source, "rsvd", budget=0.01, settings=settings)
+    fit = save_results(first, tmp_path / "fits", source=source)[0]
+    assert load_factors(fit).source["recipe"]["var"] == "A"
+    for var, other in (("B", True), ("A", False)):
+        said = " ".join(compare(tmp_path / "s.mat", "rsvd", budget=0.01, settings=settings,
+                                load=LoadOptions(var=var), include=[fit]).notes)
+        assert ("another matrix of this file" in said and "this one: " in said and "var=B" in said) is other, said

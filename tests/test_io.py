@@ -260,3 +260,37 @@ def test_an_empty_path_is_no_file_not_the_current_folder(tmp_path, monkeypatch):
         with pytest.raises(ParameterError, match="path is empty; give a file name"):
             call()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_loaded_matrix_records_what_picked_it_in_its_file_as_it_was_read(tmp_path):
+    """A saved fit named its file but not the variable, network or mirroring that made the matrix from it,
+    so a fit of var A was taken for one of var B.  The recipe records what was read: a default given
+    explicitly (the file's only variable, network 1, mirroring that "auto" did) is the same matrix."""
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "one.npz", A=rng.random((4, 4)), v=rng.random(3))
+    np.savez(tmp_path / "two.npz", A=rng.random((4, 4)), B=rng.random((4, 4)))
+    assert load_matrix(tmp_path / "one.npz").recipe == load_matrix(tmp_path / "one.npz", var="A").recipe == {"var": "A"}
+    assert load_matrix(tmp_path / "two.npz", var="B").recipe == {"var": "B"}
+    assert load_matrix(tmp_path / "two.npz", var="B").summary()["recipe"] == {"var": "B"}  # compare --json's matrix
+    scipy.io.savemat(tmp_path / "m.mat", {"Problem": {"A": np.eye(3)}})
+    assert load_matrix(tmp_path / "m.mat").recipe == {"var": "Problem.A"}
+    net = write(tmp_path / "g.net", "*Vertices 3\n*Edges\n1 2\n2 3\n")
+    assert load_matrix(net).recipe == load_matrix(net, network=1, two_mode="bipartite").recipe == {
+        "network": 1, "relation": None, "two_mode": None}
+    rel = write(tmp_path / "rel.net", '*Vertices 3\n*Arcs :1 "likes"\n1 2\n*Edges :2 "knows"\n1 2\n')
+    assert load_matrix(rel).recipe["relation"] is None and load_matrix(rel, relation=2).recipe["relation"] == 2
+    one = write(tmp_path / "one.net", '*Vertices 3\n*Arcs :1 "likes"\n1 2\n2 3\n')
+    assert load_matrix(one).recipe == load_matrix(one, relation=1).recipe
+    tri = write(tmp_path / "t.ijv", "1 2 1\n1 3 2\n")
+    assert load_matrix(tri).recipe == load_matrix(tri, mirror="mirror").recipe == {"mirror": "mirror"}
+    assert load_matrix(tri, mirror="none").recipe == {"mirror": "none"}
+    table = write(tmp_path / "t.csv", "1,2,3\n2,5,1\n3,1,4\n")
+    assert load_matrix(table).recipe == {"covariance": False}
+    assert load_matrix(table, covariance=True).recipe == {"covariance": True}
+    Image.fromarray((rng.random((6, 6)) * 255).astype(np.uint8)).save(tmp_path / "i.png")
+    plain = {"square": None, "resize": None, "gradient": False}
+    assert load_matrix(tmp_path / "i.png").recipe == load_matrix(tmp_path / "i.png", square="crop", resize=6).recipe == plain
+    assert load_matrix(tmp_path / "i.png", resize=3, gradient=True).recipe == {**plain, "resize": 3, "gradient": True}
+    assert load_matrix(write(tmp_path / "g.mtx", MTX_GENERAL)).recipe is None  # one matrix, read as it is

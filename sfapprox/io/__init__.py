@@ -250,9 +250,15 @@ class LoadedMatrix:
         SHA-256 of the input file's bytes (for LINQS: of ``.cites`` then
         ``.content``); None for in-memory arrays.
     recipe : dict or None
-        How a source made the matrix from its file, formed
-        (:meth:`~sfapprox.sources.MatrixSource.describe`: a kernel, its
-        bandwidth); None for a matrix the file holds.
+        How the matrix was made from its file: a source's, formed
+        (:attr:`~sfapprox.sources.MatrixSource.recipe`: a kernel, its
+        bandwidth), or what selected or transformed it in the file, as it was
+        read (``var``: the variable or array read, chosen or given; Pajek
+        ``network``, ``relation``, ``two_mode``; an image's ``square``,
+        ``resize``, ``gradient``; triplets' ``mirror``; a table's
+        ``covariance``); None for a file that holds one matrix, read as is.
+        A saved fit records it, so a fit of another matrix of the same file
+        is told from a fit of this one.
     """
 
     matrix: np.ndarray | sp.csr_array = field(repr=False)
@@ -653,7 +659,11 @@ def _loaded(path, src: Source, fmt: str, result: ReadResult, max_memory: int | N
         # order is known only now (projections, LINQS), before the CSR copies.
         check_order(int(shape[0]), src, sparse=True)
     matrix = check_square_matrix(result.matrix, source=result.source or display, max_memory=max_memory)
-    return LoadedMatrix(matrix, _stem(path), display, result.format, result.notes, _sha256(src, fmt))
+    reading = dict(result.reading or {})
+    if fmt in ("csv", "npy"):  # a table read as the matrix or as samples: two matrices of one file
+        reading = {"covariance": result.format == "covariance", **reading}
+    return LoadedMatrix(matrix, _stem(path), display, result.format, result.notes, _sha256(src, fmt),
+                        recipe=reading or None)
 
 
 from ._sources import open_matrix, read_points  # noqa: E402  (they read through load_matrix above)

@@ -145,13 +145,18 @@ class ReadResult:
     """What a reader hands back: the raw matrix (or table), its format key, notes.
 
     ``source`` overrides the path in validation messages (e.g. naming the
-    MATLAB variable); it must still start with the path.
+    MATLAB variable); it must still start with the path.  ``reading`` is what
+    selected or transformed the matrix in its file, as it was done (the
+    variable read, the network and relation, the image's crop and resize, the
+    triplets' mirroring): the loaded matrix's ``recipe``, which tells a saved
+    fit of another matrix of the same file from one of this matrix.
     """
 
     matrix: object
     format: str
     notes: list[str] = field(default_factory=list)
     source: str | None = None
+    reading: dict | None = None
 
 
 #: Compressed suffixes read transparently, with the module that opens them.

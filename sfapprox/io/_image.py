@@ -53,8 +53,11 @@ def _resample(arr: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     return np.clip(out, 0.0, 1.0)
 
 
-def _shape_square(src: Source, arr: np.ndarray, opts: Options, notes: list[str]) -> np.ndarray:
+def _shape_square(src: Source, arr: np.ndarray, opts: Options, notes: list[str], reading: dict) -> np.ndarray:
+    """``arr`` made square as asked; what was done in ``reading`` (``square`` and ``resize``: None where
+    nothing was, as for an image already square or of that size)."""
     h, w = arr.shape
+    reading.update(square=opts.square if h != w else None, resize=None)
     if h != w and opts.square is None and opts.resize is None:
         raise src.fail(
             f"image is {w} x {h}, not square",
@@ -74,6 +77,7 @@ def _shape_square(src: Source, arr: np.ndarray, opts: Options, notes: list[str])
         check_memory(8 * opts.resize**2, what=f"{src.display}: resized image", limit=opts.max_memory)
         arr = _resample(arr, (opts.resize, opts.resize))
         notes.append(f"resized {w}x{h} -> {opts.resize}x{opts.resize} (LANCZOS)")
+        reading["resize"] = opts.resize
     return arr
 
 
@@ -104,9 +108,11 @@ def read_image(src: Source, opts: Options) -> ReadResult:
         raise src.fail(f"cannot read image ({one_line(exc) or type(exc).__name__})") from None
     if arr.ndim != 2:
         raise src.fail(f"image decoded to shape {arr.shape}, expected a 2-D grayscale array")
-    arr = _shape_square(src, arr, opts, notes)
+    reading: dict = {}
+    arr = _shape_square(src, arr, opts, notes, reading)
+    reading["gradient"] = bool(opts.gradient)
     if opts.gradient:
         gy, gx = np.gradient(arr)
         arr = np.sqrt(gx * gx + gy * gy)
         notes.append("gradient magnitude sqrt(gx² + gy²) (numpy.gradient)")
-    return ReadResult(np.ascontiguousarray(arr), "image", notes)
+    return ReadResult(np.ascontiguousarray(arr), "image", notes, reading=reading)

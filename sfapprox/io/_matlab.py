@@ -398,7 +398,8 @@ def _finish(src: Source, value, name: str, kind: str) -> ReadResult:
         value = np.asarray(value)
         if value.dtype.kind in "OUSV":
             raise src.fail(f"variable {name!r} is not numeric (MATLAB cell, char or struct)", "pick another with var= (--var NAME)")
-    return ReadResult(value, "mat", [f"{kind}: variable {name}"], source=f"{src.display} (variable {name})")
+    return ReadResult(value, "mat", [f"{kind}: variable {name}"], source=f"{src.display} (variable {name})",
+                      reading={"var": name})
 
 
 def read_mat(src: Source, opts: Options) -> ReadResult:

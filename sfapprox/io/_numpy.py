@@ -105,7 +105,8 @@ def read_npz(src: Source, opts: Options) -> ReadResult:
         with zf.open(key + ".npy") as raw:
             fh = io.BytesIO(raw.read()) if not raw.seekable() else raw
             array = _load_npy(src, fh, f"array {key!r}", opts)
-    return ReadResult(array, "npz", [f"npz array {key!r}"], source=f"{src.display} (array {key})")
+    return ReadResult(array, "npz", [f"npz array {key!r}"], source=f"{src.display} (array {key})",
+                      reading={"var": key})
 
 
 def _read_sparse_npz(src: Source, zf: zipfile.ZipFile, members, opts: Options) -> ReadResult:

@@ -466,13 +466,18 @@ def _one_mode(src: Source, net: _Network, mode: str | None, notes: list[str]):
     return _adjacency(src, net)
 
 
-def _two_mode(src: Source, net: _Network, mode: str | None, notes: list[str], limit: int | None = None):
-    """The matrix for ``two_mode=mode``: 1-mode adjacency, B·Bᵀ, BᵀB or the bipartite adjacency."""
+def _two_mode(src: Source, net: _Network, mode: str | None, notes: list[str], limit: int | None = None,
+              reading: dict | None = None):
+    """The matrix for ``two_mode=mode``: 1-mode adjacency, B·Bᵀ, BᵀB or the bipartite adjacency; the mode
+    used goes in ``reading["two_mode"]`` (None: a 1-mode adjacency as written, as ``"bipartite"`` gives it)."""
+    reading = {} if reading is None else reading
     n1 = _resolve_split(src, net, mode, notes)
     if n1 is None:
+        reading["two_mode"] = None
         return _one_mode(src, net, mode, notes)
     B = _bipartite_block(src, net, n1)
     n2 = net.n - n1
+    reading["two_mode"] = mode or "rows"
     if mode is None:
         mode = "rows"
         notes.append(
@@ -519,5 +524,16 @@ def read_pajek(src: Source, opts: Options) -> ReadResult:
     for kind in ("arcs", "edges"):
         if net.repeats[kind]:
             notes.append(f"Pajek: {net.repeats[kind]} repeated {kind} summed")
-    matrix = _two_mode(src, net, opts.two_mode, notes, opts.max_memory)
-    return ReadResult(matrix, "pajek", notes)
+    # what picked the matrix, as read: network 1 and a relation or two_mode given as the file's default
+    # are the matrix read without them
+    reading = {"network": which, "relation": _relation_read(net, opts.relation)}
+    matrix = _two_mode(src, net, opts.two_mode, notes, opts.max_memory, reading)
+    return ReadResult(matrix, "pajek", notes, reading=reading)
+
+
+def _relation_read(net: _Network, relation: int | None) -> int | None:
+    """The relation ``net`` was read as: the one picked, the network's only one (every line numbered
+    with it: all lines summed are it), or None (all relations summed, or none numbered)."""
+    if relation is None and len(net.relations) == 1 and net.unnumbered_line is None:
+        return next(iter(net.relations))
+    return relation

@@ -113,7 +113,9 @@ def _attention(path, var: str | None, max_memory: int | None) -> AttentionMatrix
                                "an attention map needs the queries and keys: arrays q and k, or --var Q,K")
             with zf.open(name + ".npy") as raw:
                 arrays.append(_load_npy(src, io.BytesIO(raw.read()), f"array {name!r}", Options(max_memory=max_memory)))
-    return AttentionMatrix(arrays[0], arrays[1], name=_stem(path), max_memory=max_memory)
+    attention = AttentionMatrix(arrays[0], arrays[1], name=_stem(path), max_memory=max_memory)
+    attention.reading = {"var": ",".join(names)}  # the arrays read (``q,k`` by default): another pair, another map
+    return attention
 
 
 def _big_npy(path, max_memory: int | None) -> bool:
@@ -218,7 +220,9 @@ def open_matrix(
     if format == "attention":
         return _from_file(_by_path(path, lambda: _attention(path, var, max_memory)), path)
     if format in (None, "npy") and var is None and _big_npy(path, max_memory):
-        return _from_file(open_npy(path), path, hashed=False)
+        mapped = _from_file(open_npy(path), path, hashed=False)
+        mapped.reading = {"covariance": False}  # the matrix itself, as a loaded .npy records it
+        return mapped
     loaded = load_matrix(path, format=format, var=var, max_memory=max_memory, keep_sparse=True, **options)
     return kept_sparse(loaded, max_memory)
 
@@ -247,6 +251,7 @@ def kept_sparse(loaded, max_memory: int | None):
                         f"{format_bytes(formed_need(source))}, over the memory limit"
                         f"{f' of {format_bytes(limit)}' if limit else ''}; the methods that work from columns run on it")
     source.file, source.file_sha256 = loaded.path, loaded.sha256
+    source.reading = dict(loaded.recipe) if loaded.recipe else None  # what picked it in the file (var=, network=)
     return source
 
 
@@ -354,6 +359,7 @@ def _covariance(path, table: np.ndarray, notes: list[str], *, format: str | None
     if features and memory_limit(max_memory) is not None:
         source = CovarianceMatrix(table, name=_stem(path))
         if not formable(source, max_memory):
+            source.reading = {"covariance": True}  # as the formed covariance records it (the table itself: False)
             return _from_file(source, path)
     return covariance_of_table(path, table, notes, format=format, max_memory=max_memory, **options)
 

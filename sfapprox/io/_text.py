@@ -236,13 +236,16 @@ def _triangle(i: np.ndarray, j: np.ndarray) -> str | None:
     return None
 
 
-def triplets_to_matrix(i, j, v, n: int, mirror: str, notes: list[str]) -> sp.csr_array:
-    """Assemble 0-based triplets into an n x n csr_array, mirroring as asked."""
+def triplets_to_matrix(i, j, v, n: int, mirror: str, notes: list[str], reading: dict | None = None) -> sp.csr_array:
+    """Assemble 0-based triplets into an n x n csr_array, mirroring as asked; what was done in
+    ``reading["mirror"]``: "mirror" or "none" (``"auto"`` is one of them: the same matrix as it)."""
     dup = len(i) - len(np.unique(i * n + j))
     if dup:
         notes.append(f"{dup} repeated entries summed")
     tri = _triangle(i, j)
     do_mirror = mirror == "mirror" or (mirror == "auto" and tri is not None)
+    if reading is not None:
+        reading["mirror"] = "mirror" if do_mirror else "none"
     if do_mirror:
         off = i != j
         i, j, v = np.concatenate([i, j[off]]), np.concatenate([j, i[off]]), np.concatenate([v, v[off]])
@@ -302,4 +305,6 @@ def read_ijv(src: Source, opts: Options) -> ReadResult:
     n = int(max(i.max(), j.max())) + 1
     check_order(n, src, "largest index gives a matrix", sparse=True)
     notes.insert(0, f"size {n} x {n} taken from the largest index")
-    return ReadResult(triplets_to_matrix(i, j, v, n, opts.mirror, notes), "ijv", notes)
+    reading: dict = {}
+    matrix = triplets_to_matrix(i, j, v, n, opts.mirror, notes, reading)
+    return ReadResult(matrix, "ijv", notes, reading=reading)

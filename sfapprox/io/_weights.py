@@ -183,7 +183,7 @@ def read_safetensors(src: Source, opts: Options) -> ReadResult:
     if info["dtype"] == "BF16":
         data = (data.astype(np.uint32) << 16).view(np.float32)
     return ReadResult(data.astype(np.float64).reshape(shape), "safetensors", [f"tensor {name!r} ({info['dtype']})"],
-                      source=f"{src.display} (tensor {name})")
+                      source=f"{src.display} (tensor {name})", reading={"var": name})
 
 
 def _torch_state(src: Source, max_memory: int | None = None) -> dict[str, Any]:
@@ -260,7 +260,7 @@ def read_torch(src: Source, opts: Options) -> ReadResult:
         tensor = tensor.to_dense()
 
     return ReadResult(tensor.detach().to(torch.float64).numpy(), "torch", [f"tensor {name!r} ({tensor.dtype})"],
-                      source=f"{src.display} (tensor {name})")
+                      source=f"{src.display} (tensor {name})", reading={"var": name})
 
 
 def _INT_DTYPES():

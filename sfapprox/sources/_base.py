@@ -114,6 +114,10 @@ class MatrixSource:
     #: or a saved fit records as its input, as it records a loaded file's.
     file: str | None = None
     file_sha256: str | None = None
+    #: What selected or transformed the matrix in that file, as it was read (``{"var": "A"}``, a Pajek
+    #: ``network``, a table's ``covariance``; :attr:`sfapprox.io.LoadedMatrix.recipe`): set by
+    #: :func:`sfapprox.io.open_matrix`, part of :attr:`recipe`.
+    reading: dict | None = None
 
     def __init__(self, n: int, name: str = "X") -> None:
         if int(n) < 1:
@@ -130,6 +134,12 @@ class MatrixSource:
     def describe(self) -> dict[str, Any]:
         """What the source is, in plain JSON values (its kind and parameters)."""
         return {"kind": self.kind}
+
+    @property
+    def recipe(self) -> dict[str, Any]:
+        """How the matrix was made: :meth:`describe` and, for one read from a file, what selected it there
+        (:attr:`reading`); what a saved fit records and a comparison tells another matrix of the file by."""
+        return {**self.describe(), **(self.reading or {})}
 
     # ------------------------------------------------------------------ access
     @property
@@ -393,7 +403,7 @@ class MatrixSource:
         """Facts known without a pass over the matrix (what ``info`` and result files record)."""
         return {"name": self.name, "n": self.n, "format": self.kind, "formed_bytes": self.formed_bytes,
                 "formed": format_bytes(self.formed_bytes), "symmetric": self.symmetric,
-                "nonnegative": self.nonnegative, "psd": self.psd, "source": self.describe(),
+                "nonnegative": self.nonnegative, "psd": self.psd, "source": self.recipe,
                 "file": self.file, "sha256": self.file_sha256, "notes": list(self.notes)}
 
     def __repr__(self) -> str:

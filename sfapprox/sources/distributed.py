@@ -105,6 +105,11 @@ class DistributedSource(MatrixSource):
     def describe(self) -> dict[str, Any]:
         return self.source.describe()
 
+    @property
+    def reading(self) -> dict | None:  # type: ignore[override]
+        """The wrapped source's (what selected it in its file)."""
+        return self.source.reading
+
     def diagonal(self) -> np.ndarray:
         return self.source.diagonal()
 
