@@ -297,7 +297,9 @@ def describe_factors(path) -> MatrixDescription:
         facts.append(("fitted to", f"{source.get('name', '?')} ({source.get('path') or 'array'})"))
         if source.get("recipe"):  # a matrix made from the file (a kernel of its points): not the file's table
             recipe = source["recipe"]
-            facts.append(("the matrix", f"{recipe.get('kind', 'made')} of the file: {recipe_text(recipe)}"))
+            # one the file holds, picked or transformed as it was read (var=, network=): no kind
+            facts.append(("the matrix", f"{recipe['kind']} of the file: {recipe_text(recipe)}" if "kind" in recipe
+                          else f"read from the file with {recipe_text(recipe)}"))
         if source.get("sha256"):
             facts.append(("its sha256", source["sha256"]))
     if saved.versions:

@@ -406,3 +406,17 @@ def test_an_operator_class_of_the_old_contract_registers_saves_and_loads(tmp_pat
     back = load_factors(tmp_path / "d.h5")
     assert isinstance(back.operator, Diag) and back.n_stored == 3
     assert np.allclose(back.operator.matvec(np.ones(3)), [1.0, 2.0, 3.0])
+
+
+def test_info_of_a_fit_of_one_variable_of_a_file_says_which(tmp_path):
+    """info said "fitted to two (two.npz)" of a fit of its array B: which of the file's arrays it was."""
+    from sfapprox import compare, load_matrix
+    from sfapprox.describe import describe_factors
+    from sfapprox.factors import save_results
+
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "two.npz", A=rng.random((8, 8)), B=rng.random((8, 8)))
+    loaded = load_matrix(tmp_path / "two.npz", var="B")
+    fit = save_results(compare(loaded, "tsvd", budget=30), tmp_path / "fits", source=loaded)[0]
+    facts = dict(describe_factors(fit).facts)
+    assert facts["the matrix"] == "read from the file with var=B" and facts["fitted to"].startswith("two (")
