@@ -1012,8 +1012,11 @@ def _source_notes(saved: Mapping[str, Any], sha256: str | None, recipe: Mapping[
                          f"{f'{size:,}' if isinstance(size, int) else '?'} bytes, sampled sha256 "
                          f"{str(theirs['sampled_sha256'])[:12]}…), not to this file")
         elif recipe and theirs and _recipe_key(theirs, recipe) != _recipe_key(recipe, theirs):
-            notes.append(f"{name} was fitted to another matrix of this file ({recipe_text(theirs)}; this one: "
-                         f"{recipe_text(recipe)})")
+            mine, other = _recipe_key(recipe, theirs), _recipe_key(theirs, recipe)
+            # a kernel's whole recipe (kernel and bandwidth go together); a file's reading, what differs
+            keys = None if "kind" in theirs else [k for k in other if other[k] != mine[k]]
+            notes.append(f"{name} was fitted to another matrix of this file ({recipe_text(theirs, keys)}; this one: "
+                         f"{recipe_text(recipe, keys)})")
     return notes
 
 
@@ -1029,11 +1032,13 @@ def _recipe_key(recipe: Mapping[str, Any], other: Mapping[str, Any]) -> dict:
             for k, v in recipe.items() if k in other and k not in _NOT_IDENTITY}
 
 
-def recipe_text(description: Mapping[str, Any]) -> str:
+def recipe_text(description: Mapping[str, Any], keys: Sequence[str] | None = None) -> str:
     """A source's description (a matrix made from a file: its recipe), for a note or ``info`` of a saved
-    fit: ``kernel=rbf, bandwidth=1.2``."""
-    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                     for k, v in description.items() if k not in ("kind", "points", "sampled_sha256"))
+    fit: ``kernel=rbf, bandwidth=1.2``; ``keys``: those entries alone (None or False ones too), else every
+    entry that says something (a reading's ``two_mode=None``, ``covariance=False`` do not)."""
+    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in description.items()
+                     if (k in keys if keys is not None else
+                         k not in ("kind", "points", "sampled_sha256") and v is not None and v is not False))
 
 
 def counted_as(operator, count_indices: bool):

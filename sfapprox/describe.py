@@ -295,7 +295,8 @@ def describe_factors(path) -> MatrixDescription:
         facts.append(("note", "the run had not beaten the factors it started from: these are they"))
     if source:
         facts.append(("fitted to", f"{source.get('name', '?')} ({source.get('path') or 'array'})"))
-        if source.get("recipe"):  # a matrix made from the file (a kernel of its points): not the file's table
+        if source.get("recipe") and ("kind" in source["recipe"] or recipe_text(source["recipe"])):
+            # a matrix made from the file (a kernel of its points), or read from it by options: not its table
             recipe = source["recipe"]
             # one the file holds, picked or transformed as it was read (var=, network=): no kind
             facts.append(("the matrix", f"{recipe['kind']} of the file: {recipe_text(recipe)}" if "kind" in recipe

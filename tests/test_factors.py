@@ -1,6 +1,7 @@
 """Factor files (HDF5): round trip, matvec, refusals, older files."""
 
 import os
+import tempfile
 
 import h5py
 import numpy as np
@@ -420,3 +421,25 @@ def test_info_of_a_fit_of_one_variable_of_a_file_says_which(tmp_path):
     fit = save_results(compare(loaded, "tsvd", budget=30), tmp_path / "fits", source=loaded)[0]
     facts = dict(describe_factors(fit).facts)
     assert facts["the matrix"] == "read from the file with var=B" and facts["fitted to"].startswith("two (")
+
+
+def test_info_and_notes_of_a_reading_say_what_tells_it_apart_only():
+    """A plain table's reading records ``covariance=False`` (what tells it from the table's covariance): info
+    said "read from the file with covariance=False" of every fit of a .csv matrix; a note names the entries
+    that differ, not every entry of the reading."""
+    from sfapprox import compare, load_matrix
+    from sfapprox.comparison import _source_notes
+    from sfapprox.describe import describe_factors
+    from sfapprox.factors import save_results
+
+    with tempfile.TemporaryDirectory() as tmp:
+        np.savetxt(f"{tmp}/sq.csv", np.random.default_rng(1).random((8, 8)), delimiter=",")
+        loaded = load_matrix(f"{tmp}/sq.csv")
+        fit = save_results(compare(loaded, "tsvd", budget=30), f"{tmp}/fits", source=loaded)[0]
+        assert "the matrix" not in dict(describe_factors(fit).facts)
+
+    class Saved:
+        source = {"sha256": "s", "recipe": {"network": 2, "relation": None, "two_mode": None}}
+
+    note, = _source_notes({"saved:g": Saved()}, "s", {"network": 1, "relation": None, "two_mode": None})
+    assert note == "saved:g was fitted to another matrix of this file (network=2; this one: network=1)"
