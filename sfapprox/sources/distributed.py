@@ -91,6 +91,12 @@ class DistributedSource(MatrixSource):
         if "source" in self.__dict__:
             self.source.held_bytes = value
 
+    @property
+    def sparse_matrix(self) -> Any:
+        """The wrapped source's sparse ``X`` (None where it holds none): a selection among its non-zeros
+        (Monarch's slabs, the exact scoring) is cheaper here than passes of dense blocks on the workers."""
+        return self.source.sparse_matrix
+
     def limited(self, max_memory: int | None) -> "DistributedSource":
         """The same executor over a limited copy of the wrapped source (:meth:`MatrixSource.limited`)."""
         return DistributedSource(self.source.limited(max_memory), self.executor)
