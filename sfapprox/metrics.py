@@ -308,8 +308,8 @@ def _sparse_part_error(X, S, fro_norm: float | None) -> tuple[float, float | Non
     to round-off: then to a pass over the ``N^2`` entries, sampled ("0 +- ?") at N = 60,025."""
     n = X.shape[1]
     S = sp.coo_array(S)
-    S.sum_duplicates()  # (canonical: row-major order, so the flat positions are sorted)
-    flat_s = S.row.astype(np.int64) * n + S.col
+    S.sum_duplicates()
+    flat_s = np.sort(S.row.astype(np.int64) * n + S.col)  # (for the search; sorted already where canonical)
     s = S.data.astype(np.float64)
     squared = uncovered = 0.0
     for rows, cols, v in _entry_chunks(X):
