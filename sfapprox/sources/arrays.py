@@ -104,7 +104,10 @@ class ArraySource(MatrixSource):
             return {"kind": self.kind, "memory_mapped": memmap, "dtype": str(self.array.dtype)}
         path = os.fspath(self.array.filename)
         if getattr(self, "_sampled", None) is None:  # once: a saved fit's record and a comparison's notes use it
-            self._sampled = sampled_sha256(path)
+            try:
+                self._sampled = sampled_sha256(path)
+            except OSError:  # the file went away or cannot be read again since it was mapped: no fingerprint
+                self._sampled = {}
         return {"kind": self.kind, "memory_mapped": memmap, "dtype": str(self.array.dtype), "path": path,
                 **self._sampled}
 
