@@ -14,6 +14,8 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+from ._errors import one_line
+
 __all__ = ["worker_count", "share", "ordered_map"]
 
 #: Tasks kept in flight per worker: one running and one queued, so a worker never waits for the
@@ -74,9 +76,13 @@ def cluster_lost(exc: BaseException, during: str = "a pass over the columns"):
     cluster went away (:data:`_LOST`), else None (the task's own failure)."""
     if not any(k.__name__ in _LOST for k in type(exc).__mro__):
         return None
-    from ._errors import ResourceError, one_line
+    return _lost(during, f"{type(exc).__name__}: {one_line(exc)}")
 
-    lost = ResourceError(f"the Dask cluster was lost during {during} ({type(exc).__name__}: {one_line(exc)}); "
+
+def _lost(during: str, detail: str):
+    from ._errors import ResourceError
+
+    lost = ResourceError(f"the Dask cluster was lost during {during} ({detail}); "
                          "check that its scheduler runs and its workers have the memory (a worker over its limit "
                          "is restarted), then run again")
     lost.transient = True  # a failure of the moment, not of the method under the limit (run_all: "failed")
@@ -90,6 +96,23 @@ def _result(future, executor) -> Any:
         return future.result()
     except Exception as exc:
         lost = cluster_lost(exc) if _is_dask(executor) else None
+        if lost is None:
+            raise
+        raise lost from None
+
+
+def _sent(executor, call: Callable, *args, **kwargs) -> Any:
+    """``call(*args, **kwargs)``, a call to the executor (scatter, submit, its workers); a Dask cluster
+    lost before it is one :class:`ResourceError`, as under :func:`_result` (a scatter to a scheduler that
+    had gone was a traceback ending in ``CommClosedError: ConnectionPool closing.``)."""
+    try:
+        return call(*args, **kwargs)
+    except Exception as exc:
+        lost = cluster_lost(exc) if _is_dask(executor) else None
+        if lost is None and _is_dask(executor) and getattr(executor, "status", None) in ("closing", "closed"):
+            # a client that gave up reconnecting closed itself: its calls fail on what it let go
+            # ("'NoneType' object has no attribute 'scatter'")
+            lost = _lost("a pass over the columns", f"its client closed itself: {one_line(exc)}")
         if lost is None:
             raise
         raise lost from None
@@ -120,13 +143,13 @@ def ordered_map(executor, fn: Callable, items: Iterable[Any], shared: Sequence[A
     Any
         Each task's result, in order.
     """
-    args = share(executor, shared)
+    args = _sent(executor, share, executor, shared)
     options = {"pure": False} if _is_dask(executor) else {}  # fresh task keys too, for the same reason
-    window = max(1, window or IN_FLIGHT_PER_WORKER * worker_count(executor))
+    window = max(1, window or IN_FLIGHT_PER_WORKER * _sent(executor, worker_count, executor))
     pending: deque = deque()
     try:
         for item in items:
-            pending.append(executor.submit(fn, *args, item, **options))
+            pending.append(_sent(executor, executor.submit, fn, *args, item, **options))
             if len(pending) >= window:
                 yield _result(pending.popleft(), executor)
         while pending:

@@ -146,3 +146,45 @@ def test_a_server_that_answers_but_is_no_scheduler_is_refused_in_time(monkeypatc
     server.close()
     with pytest.raises(ParameterError, match="no Dask scheduler answered at tls://127.0.0.1:1"):
         _dask.connect("tls://127.0.0.1:1")
+
+
+def test_a_dask_cluster_lost_before_a_pass_sends_its_tasks_is_one_resource_error():
+    """A scheduler killed during compare --scheduler: the next pass's scatter raised dask's
+    "CommClosedError: ConnectionPool closing." as a traceback (CLI: "error: ConnectionPool closing."), and
+    once the client had given up reconnecting, "AttributeError: 'NoneType' object has no attribute 'scatter'"."""
+    from sfapprox import ResourceError
+    from sfapprox import _executors
+
+    class CommClosedError(OSError):  # dask's, by name (dask is optional)
+        pass
+
+    class Cluster:  # what _is_dask recognises
+        status = "running"
+
+        def scheduler_info(self):
+            return {"workers": {"w": {"nthreads": 1}}}
+
+        def scatter(self, objects, **kw):
+            raise CommClosedError("ConnectionPool closing.")
+
+        def submit(self, fn, *args, **kw):
+            raise AssertionError("not reached")
+
+    with pytest.raises(ResourceError, match="the Dask cluster was lost"):
+        list(_executors.ordered_map(Cluster(), abs, [1, 2], shared=[3]))
+
+    class Closed(Cluster):
+        status = "closed"
+
+        def scatter(self, objects, **kw):
+            return None.scatter  # what a client that closed itself does
+
+    with pytest.raises(ResourceError, match="the Dask cluster was lost.*its client closed itself"):
+        list(_executors.ordered_map(Closed(), abs, [1, 2], shared=[3]))
+
+    class Bug(Cluster):  # a running client's own error is not a lost cluster
+        def scatter(self, objects, **kw):
+            raise TypeError("a task's argument")
+
+    with pytest.raises(TypeError):
+        list(_executors.ordered_map(Bug(), abs, [1, 2], shared=[3]))
