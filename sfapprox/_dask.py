@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 
 from ._errors import ParameterError, one_line
 
-__all__ = ["connect", "CONNECT_SECONDS"]
+__all__ = ["connect", "close", "CONNECT_SECONDS"]
 
 #: Seconds a scheduler has to answer; a connection attempt is abandoned this much later still.
 CONNECT_SECONDS, GRACE_SECONDS = 10, 5
@@ -69,3 +70,23 @@ def connect(scheduler: str, what: str = "--scheduler"):
     # certificates, ucx:// without its package).
     raise ParameterError(f"no Dask scheduler answered at {scheduler} ({type(exc).__name__}: {one_line(exc)}); "
                          f"check {what}'s address and its scheme (tcp://)") from None
+
+
+def close(client) -> None:
+    """Close ``client`` without dask's log of a reconnection cut short.
+
+    A client whose scheduler went away (killed mid-run) is trying to reconnect; closing it cancels
+    that, and dask logged the cancellation as an ERROR with three chained tracebacks on stderr,
+    printed above the run's own one-line error ("the Dask cluster was lost ...").
+
+    Parameters
+    ----------
+    client : dask.distributed.Client
+    """
+    log = logging.getLogger("distributed.client")
+    level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        client.close()
+    finally:
+        log.setLevel(level)

@@ -188,3 +188,41 @@ def test_a_dask_cluster_lost_before_a_pass_sends_its_tasks_is_one_resource_error
 
     with pytest.raises(TypeError):
         list(_executors.ordered_map(Bug(), abs, [1, 2], shared=[3]))
+
+
+def test_closing_a_client_whose_scheduler_was_killed_logs_no_traceback():
+    """batch --executor dask with its scheduler killed mid-run: closing the client cancelled its reconnection,
+    which dask logged as an ERROR with three chained tracebacks, above the run's one-line error."""
+    pytest.importorskip("distributed")
+    import logging
+    import socket
+    import subprocess
+    import sys
+
+    from sfapprox._dask import close, connect
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                                  "--port", str(port), "--no-dashboard"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        client = connect(f"tcp://127.0.0.1:{port}")
+    finally:
+        scheduler.kill()
+        scheduler.wait()
+    time.sleep(0.5)  # the client notices, and starts reconnecting
+    logged = []
+
+    class Kept(logging.Handler):
+        def emit(self, record):
+            logged.append(record)
+
+    handler = Kept()
+    logging.getLogger("distributed.client").addHandler(handler)  # (dask's own handler writes to stderr)
+    try:
+        close(client)
+    finally:
+        logging.getLogger("distributed.client").removeHandler(handler)
+    assert not [r for r in logged if r.levelno >= logging.ERROR]

@@ -71,7 +71,9 @@ def compare(
                                          executor=client, on_result=method_announcer(progress, names))
         finally:
             if client is not None:
-                client.close()
+                from .._dask import close
+
+                close(client)
         advise_limits(comparison.results)
 
         def write_plot() -> None:

@@ -46,7 +46,7 @@ from typing import Any
 
 from .._atomic import OutputError
 from .._base import parse_methods
-from .._dask import connect
+from .._dask import close, connect
 from .._executors import cluster_lost
 from .._errors import ParameterError, one_line
 from .._settings import PROTOCOLS
@@ -498,7 +498,7 @@ def run_batch(
             return _run_locked(out, entries, options, force, jobs, executor, client, on_event, manifest.names())
     finally:
         if client is not None:
-            client.close()
+            close(client)
 
 
 def _make_folder(path: Path, what: str) -> None:
