@@ -95,7 +95,8 @@ def test_budget_never_exceeded(n, budget):
         return
     nmf = NMF(budget=budget, max_iter=20, device="cpu").fit(X)
     assert nmf.n_stored_ <= budget
-    assert nmf.rank_ == nmf_rank_for_budget(n, budget)
+    # (at rank N a component may sit at the factors' floor, carrying nothing: not stored, and said so)
+    assert nmf.params_.get("rank_budget", nmf.rank_) == nmf_rank_for_budget(n, budget)
     assert nmf.n_stored_ == nmf_count(n, nmf.rank_) == nmf.W_.size + nmf.H_.size
 
 
@@ -247,3 +248,19 @@ def test_zero_components_are_not_stored():
     X = np.abs(np.random.default_rng(0).standard_normal((n, n)))
     full = NMF(n_components=3).fit(X)
     assert full.rank_ == 3 and full.n_stored_ == nmf_count(n, 3) and "rank_budget" not in full.params_
+
+
+def test_components_at_the_floor_are_not_stored():
+    """A matrix with one non-zero entry kept rank 10 at N = 16 (320 numbers): one component that holds the
+    entry and 9 that HALS holds at its EPS floor (each about 1e-31 of ||X|| in W H).  Components whose shares
+    of W H add up to no more than round-off (N eps ||X||) are not stored nor charged; the error is unchanged
+    and an ordinary fit keeps its rank."""
+    n = 16
+    X = np.zeros((n, n))
+    X[3, 5] = 2.0
+    nmf = NMF(budget=320, device="cpu").fit(X)
+    assert (nmf.rank_, nmf.n_stored_, nmf.operator_.n_stored, nmf.W_.shape) == (1, nmf_count(n, 1), nmf_count(n, 1), (n, 1))
+    assert nmf.params_["rank"] == 1 and nmf.params_["rank_budget"] == 10
+    assert np.linalg.norm(X - nmf.to_dense()) <= 1e-14 * np.linalg.norm(X)
+    full = NMF(budget=320, device="cpu").fit(np.abs(np.random.default_rng(0).standard_normal((n, n))))
+    assert full.rank_ == 10 and "rank_budget" not in full.params_

@@ -231,6 +231,27 @@ def _error_of(X, W: np.ndarray, H: np.ndarray) -> float:
     return operator_error(X, HybridOperator(X.shape[0], low_rank=(W, None, H)))[0]
 
 
+def _carrying(W: np.ndarray, H: np.ndarray, norm: float) -> np.ndarray:
+    """Which components of ``W H`` carry more than round-off (a boolean mask over the ``r`` components).
+
+    A component's share of ``W H`` is the rank-one ``W[:, k] H[k]``, of Frobenius norm
+    ``c_k = ||W[:, k]|| ||H[k]||``; leaving out a set of them moves ``W H``, and so the error
+    ``||X - W H||_F``, by at most the sum of their ``c_k``.  The smallest are left out as long as that
+    sum stays within ``N eps ||X||_F`` (numpy's ``matrix_rank`` scale of round-off, the rule TSVD keeps
+    singular values by): all-zero components, and those HALS holds at the ``EPS`` floor (entries of
+    1e-16 in the scaled problem: ``c_k`` about ``N 1e-32`` of the scale), which the floor keeps positive
+    by design (HALS divides by ``(H H^T)_kk``) but which add nothing to ``W H``.  A component of an
+    ordinary fit carries a share of ``||X||`` many orders above that, and stays.
+    """
+    n = W.shape[0]
+    share = np.linalg.norm(W, axis=0) * np.linalg.norm(H, axis=1)
+    order = np.argsort(share, kind="stable")
+    dropped = np.cumsum(share[order]) <= n * np.finfo(np.float64).eps * norm
+    live = np.ones(share.size, dtype=bool)
+    live[order[dropped]] = False
+    return live
+
+
 def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, time_limit: float | None,
              all_starts: bool, **options) -> tuple:
     """HALS from the starts in ``inits``; the smallest error wins.
@@ -329,8 +350,8 @@ class NMF(Approximation):
     components_ : ndarray of shape (r, N)
         ``H_``, as scikit-learn names it.
     rank_ : int
-        Components kept: below the rank asked where some came out zero (they add nothing to ``W H``;
-        ``params_["rank_budget"]`` then says the rank asked).
+        Components kept: below the rank asked where some came out zero or at the factors' floor (they add
+        nothing to ``W H`` but round-off: :func:`_carrying`; ``params_["rank_budget"]`` then says the rank asked).
     n_stored_ : int
         ``2 N r``.
     n_iter_ : int
@@ -457,9 +478,10 @@ class NMF(Approximation):
                 ConvergenceWarning,
                 stacklevel=2,
             )
-        # A component whose W column or H row is all zero adds exactly nothing to W H (a zero matrix gave
-        # rank 10 of zeros, 320 numbers at N = 16): it is not stored, nor charged
-        live = np.any(W != 0, axis=0) & np.any(H != 0, axis=1)
+        # A component that adds nothing to W H but round-off is not stored, nor charged: an all-zero W column
+        # or H row (a zero matrix gave rank 10 of zeros, 320 numbers at N = 16), or one held at the EPS floor
+        # (a matrix with one non-zero kept rank 10, 9 of them ~1e-32 of ||X||: 320 numbers where 32 do)
+        live = _carrying(W, H, float(np.linalg.norm(X.data if hasattr(X, "toarray") else X)))
         W, H = W[:, live], H[live]
         self.W_, self.H_ = W, H
         self.components_ = H
