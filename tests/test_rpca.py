@@ -579,3 +579,34 @@ def test_a_residual_pass_is_priced_by_its_own_first_block_where_products_say_not
     best, grid = fit_grid_columns(_CheapProducts(X, fake_clock), splits, max_iter=1, tol=0.0, seed=0,
                                   deadline=_timing.Deadline.after(10.0), start=start)
     assert best[0] is not None and "skipped" not in grid[0]
+
+
+@pytest.mark.parametrize("columns", [False, True])
+def test_round_off_is_not_stored_and_the_fewest_numbers_reproduce_x(columns):
+    """A 5 x 5 ones matrix at a budget of 25 stored rank 1 and 7 sparse entries of round-off (25 numbers),
+    a 16 x 16 one at 256 rank 2 and 95 entries (256), where rank 1 alone (11, 33) is as exact: singular values
+    and entries that carry only round-off are not stored, and of the splits that reproduce X the fewest
+    numbers win; the grid records say what each split stores.  A matrix of one non-zero: rank 0 and that
+    entry (2 numbers), not rank 1 (25)."""
+    from sfapprox.sources import ArraySource
+
+    one = np.zeros((12, 12))
+    one[3, 5] = 2.0
+    for X, budget, rank, n_sparse in [(np.ones((5, 5)), 25, 1, 0), (np.ones((16, 16)), 256, 1, 0), (one, 100, 0, 1)]:
+        n = X.shape[0]
+        est = RobustPCA(budget=budget, device="cpu").fit(ArraySource(X) if columns else X)
+        assert (est.rank_, est.n_sparse_) == (rank, n_sparse) and est.S_.nnz == n_sparse
+        assert est.n_stored_ == rpca_count(n, rank, n_sparse, count_indices=True) == est.operator_.n_stored
+        assert (est.params_["rank"], est.params_["n_sparse"]) == (rank, n_sparse)
+        assert np.linalg.norm(X - est.to_dense()) <= 1e-14 * np.linalg.norm(X)
+        grid = est.params_["grid"]
+        assert min(g["count"] for g in grid if g["fro_error"] is not None) == est.n_stored_
+        assert tuple(est.params_["split"]) in {(g["rank"], g["n_sparse"]) for g in grid}  # the split fitted
+        for g in grid:
+            kept = (g.get("rank_kept", g["rank"]), g.get("n_sparse_kept", g["n_sparse"]))
+            assert g["fro_error"] is None or g["count"] == rpca_count(n, *kept, count_indices=True)
+    # an ordinary matrix keeps what its split holds
+    X = np.random.default_rng(0).standard_normal((20, 20))
+    est = RobustPCA(budget=300, device="cpu", max_iter=20).fit(ArraySource(X) if columns else X)
+    assert "split" not in est.params_ and est.n_stored_ >= 300 - 41  # (a rank-1 term does not fit what is left)
+    assert all("rank_kept" not in g and "n_sparse_kept" not in g for g in est.params_["grid"])

@@ -36,6 +36,8 @@ import scipy.sparse as sp
 
 from .. import _timing
 from ..sources import DistributedSource, MatrixSource
+from .._settings import COUNT_INDICES
+from .rpca import _Candidate, carrying_entries, carrying_rank, preferred, reproduces
 from .rsvd import randomized_svd, source_svd
 from .sparse import streamed_top
 
@@ -121,12 +123,33 @@ def _sparse_part(source: MatrixSource, U, sig, Vt, n_sparse: int, max_memory: in
 
 def _timed_sparse_part(timing: dict | None, source: MatrixSource, U, sig, Vt, n_sparse: int,
                        max_memory: int | None):
-    """:func:`_sparse_part`, its seconds per pass over ``X`` noted in ``timing["top_pass"]``."""
+    """:func:`_sparse_part`, its seconds per pass over ``X`` noted in ``timing["top_pass"]``, without the
+    entries that carry only round-off (:func:`_without_round_off`)."""
     started = _timing.now()
     out = _sparse_part(source, U, sig, Vt, n_sparse, max_memory)
     if timing is not None and (sig.size or not _held_sparse(source)):  # (X's non-zeros price no residual pass)
         timing["top_pass"] = (_timing.now() - started) / (RESIDUAL_PASS if sig.size else 1.0)
-    return out
+    return _without_round_off(source.n, sig, *out)
+
+
+def norm_below(sig: np.ndarray, vals: np.ndarray, error: float) -> float:
+    """A lower bound of ``||X||_F`` from a split's result, where ``X`` is not formed: ``| ||L|| - ||X - L|| |``,
+    with ``||L||_F = ||sigma||`` and ``||X - L||_F^2 = error^2 + ||S||^2`` (``S`` holds ``X - L`` at its
+    positions).  It is ``||X||`` itself at rank 0 and, within round-off, where ``L`` reproduces ``X``."""
+    return abs(float(np.linalg.norm(sig)) - math.hypot(error, float(np.linalg.norm(vals))))
+
+
+def _without_round_off(n: int, sig: np.ndarray, idx: np.ndarray, vals: np.ndarray, error: float):
+    """The sparse part without the entries that carry only round-off (:func:`~.rpca.carrying_entries`, on
+    :func:`norm_below`'s bound of ``||X||_F``), and the error of what is kept."""
+    keep, error = carrying_entries(vals, error, n, norm_below(sig, vals, error))
+    return (idx, vals, error) if keep.all() else (idx[keep], vals[keep], error)
+
+
+def _carrying(U: np.ndarray, sig: np.ndarray, Vt: np.ndarray):
+    """``L`` without its singular values at round-off (:func:`~.rpca.carrying_rank`)."""
+    keep = carrying_rank(sig, U.shape[0])
+    return (U, sig, Vt) if keep.all() else (U[:, keep], sig[keep], Vt[keep])
 
 
 def fit_split_columns(source: MatrixSource, rank: int, n_sparse: int, *, max_iter: int, tol: float, seed: int,
@@ -143,7 +166,7 @@ def fit_split_columns(source: MatrixSource, rank: int, n_sparse: int, *, max_ite
         return error, *empty, idx, vals, 0, "exact"
     started = _timing.now()
     given = None if start is None else start.leading(rank)
-    U, sig, Vt = given if given is not None else _low_rank(source, sp.csr_array((n, n)), rank, seed)
+    U, sig, Vt = _carrying(*(given if given is not None else _low_rank(source, sp.csr_array((n, n)), rank, seed)))
     idx, vals, error = _timed_sparse_part(timing, source, U, sig, Vt, n_sparse, max_memory)
     if n_sparse == 0:
         return error, U, sig, Vt, idx, vals, 0, "exact"
@@ -159,7 +182,7 @@ def fit_split_columns(source: MatrixSource, rank: int, n_sparse: int, *, max_ite
         started = _timing.now()
         rows, cols = np.divmod(idx, n)
         S = sp.csr_array((vals, (rows, cols)), shape=(n, n))
-        U, sig, Vt = _low_rank(source, S, rank, seed + iterations)
+        U, sig, Vt = _carrying(*_low_rank(source, S, rank, seed + iterations))
         idx, vals, error = _timed_sparse_part(timing, source, U, sig, Vt, n_sparse, max_memory)
         per_iteration = _timing.now() - started
         iterations += 1
@@ -173,8 +196,11 @@ def fit_split_columns(source: MatrixSource, rank: int, n_sparse: int, *, max_ite
 
 
 def fit_grid_columns(source: MatrixSource, splits, *, max_iter: int, tol: float, seed: int,
-                     deadline: _timing.Deadline | None, max_memory: int | None = None, start: Start | None = None):
-    """Every split of the grid from columns that fits the time; the best ``(error, ...)`` and the grid records.
+                     deadline: _timing.Deadline | None, max_memory: int | None = None, start: Start | None = None,
+                     count_indices: bool = COUNT_INDICES):
+    """Every split of the grid from columns that fits the time; the best ``(error, ..., stop)`` and the grid
+    records.  The best: the smallest error, and of the splits that reproduce ``X`` the one storing fewest
+    numbers (:func:`~.rpca.preferred`, on the largest of the splits' :func:`norm_below` bounds of ``||X||``).
 
     Without a ``start`` (the comparison's ``rsvd`` fit) one is made first
     (:func:`_own_start`).  The split of the largest rank it covers runs first:
@@ -183,15 +209,25 @@ def fit_grid_columns(source: MatrixSource, splits, *, max_iter: int, tol: float,
     where a pass takes minutes, the one split a time limit may allow.  Each
     split starts only when the passes it needs fit the time left (before any
     top-s pass is measured, priced at the start's product pass); where not one
-    does, the result is the start's low rank part alone, its error None.
+    does, the result is the start's low rank part alone, its error None.  Once
+    a split reproduces ``X``, only the splits of a lower rank than it keeps
+    are tried (they may store fewer numbers; the others are marked
+    ``skipped: "exact"``).
     """
     if start is None:
         start = _own_start(source, max(rank for rank, _ in splits), seed, deadline)
+    n = source.n
     order = _order(splits, start, _held_sparse(source))
-    best, records, timing = None, {}, {}
+    best, records, timing, norm = None, {}, {}, 0.0
     if deadline is not None and start is not None and not source.products_by_columns:
         timing["top_pass"] = _probed_top_pass(source, start, max_memory)
     for rank, n_sparse in order:
+        if best is not None and reproduces(best[0], norm) and rank >= _Candidate(*best).kept()[0]:
+            # X reproduced: a split of no lower rank holds the same directions and more, and is not tried
+            # (its passes spared); one of a lower rank may store fewer numbers (a sparse part in their place)
+            records[rank, n_sparse] = {"rank": rank, "n_sparse": n_sparse, "fro_error": None, "iterations": 0,
+                                       "skipped": "exact"}
+            continue
         cost = _first_cost(rank, n_sparse, start, timing, _held_sparse(source))
         if deadline is not None and cost is not None and not deadline.fits(cost):
             records[rank, n_sparse] = {"rank": rank, "n_sparse": n_sparse, "fro_error": None, "iterations": 0,
@@ -199,15 +235,11 @@ def fit_grid_columns(source: MatrixSource, splits, *, max_iter: int, tol: float,
             continue
         fitted = fit_split_columns(source, rank, n_sparse, max_iter=max_iter, tol=tol, seed=seed,
                                    deadline=deadline, max_memory=max_memory, start=start, timing=timing)
-        records[rank, n_sparse] = {"rank": rank, "n_sparse": n_sparse, "fro_error": fitted[0],
-                                   "iterations": fitted[6]}
-        if best is None or fitted[0] < best[0]:
+        records[rank, n_sparse] = _Candidate(*fitted).record((rank, n_sparse), n, count_indices)
+        norm = max(norm, norm_below(fitted[2], fitted[5], fitted[0]))
+        if best is None or preferred(fitted[0], _Candidate(*fitted).count(n, count_indices), best[0],
+                                     _Candidate(*best).count(n, count_indices), norm):
             best = fitted
-        if best[0] == 0.0:  # X reproduced (every non-zero kept): no split does better
-            for other in order:
-                records.setdefault(other, {"rank": other[0], "n_sparse": other[1], "fro_error": None,
-                                           "iterations": 0, "skipped": "exact"})
-            break
     if best is None:  # not one residual pass fits: the start's low rank part alone, unscored
         best = _start_alone(start, max(rank for rank, _ in splits))
     return best, [records[split] for split in splits]
@@ -232,7 +264,7 @@ def _start_alone(start: Start, rank: int):
     """The grid's result where no split fitted the time: the start's leading ``rank`` terms, no sparse
     part (within the budget: the largest rank's split holds them), its error unknown (None) — at
     N = 20,000 the first split's pass ran 9 s past a 3 s limit."""
-    U, sig, Vt = start.leading(min(rank, start.sig.size))
+    U, sig, Vt = _carrying(*start.leading(min(rank, start.sig.size)))
     return None, U, sig, Vt, np.zeros(0, dtype=np.int64), np.zeros(0), 0, "time_limit"
 
 

@@ -29,6 +29,15 @@ Two methods:
 
 Both run in torch on the CPU or a CUDA GPU; the returned factors and the
 choice among grid points are evaluated in float64.
+
+What carries only round-off is not stored nor charged: ``L``'s singular
+values at or below ``N eps max(sigma)`` (TSVD's rule, :func:`carrying_rank`)
+and ``S``'s smallest entries while all that is left out stays within
+``N eps ||X||_F`` (:func:`carrying_entries`; the error moves by no more).
+Each split is scored without them, and of the splits that reproduce ``X``
+(error within ``EXACT_TOL ||X||_F``) the one storing fewest numbers wins
+(:func:`preferred`): a 16 x 16 ones matrix at a budget of 256 stored rank 2
+and 95 entries of round-off, all 256 numbers, where rank 1 (33) is as exact.
 """
 
 from __future__ import annotations
@@ -92,6 +101,10 @@ PCP_AFTER_PASSES = 30
 #: iteration, its result scored): this many scorings of a split, measured on the exact points first.
 GODEC_LEAST_SCORINGS = 4
 
+#: Relative error at or below which a split reproduces ``X`` (round-off; Monarch's ``EXACT_TOL``): among
+#: the splits that do, the one storing fewest numbers is kept, not round-off's draw.
+EXACT_TOL = 1e-12
+
 #: A selection of the largest entries of a dense ``N x N`` array may take this many arrays' worth of
 #: memory besides it (its column blocks half of it: :func:`~.sparse.dense_top_entries`).
 SELECTION_ARRAYS = 2
@@ -103,6 +116,59 @@ GODEC_ARRAYS, PCP_ARRAYS = 4, 5
 #: and PCP's shrinkage at N <= EXACT_MAX_N, GoDec's rank-r steps where the warm subspace would not
 #: be small, and PCP's partial SVD, whose rank may grow to N.
 SVD_ARRAYS = EXACT_SVD_ARRAYS
+
+
+# --------------------------------------------------------------------------- what carries nothing
+def carrying_rank(sig: np.ndarray, n: int) -> np.ndarray:
+    """Which singular values of ``L`` carry something (a mask): those above ``N eps max(sigma)``, TSVD's
+    :func:`~.tsvd.numerical_rank` rule.  The others are round-off (a rank-one ``X``'s second direction at
+    rank 2) and are neither stored nor charged ``2N + 1`` numbers each."""
+    if sig.size == 0 or not sig.max() > 0:
+        return np.zeros(sig.shape, dtype=bool)
+    return sig > n * np.finfo(np.float64).eps * sig.max()
+
+
+def carrying_entries(vals: np.ndarray, error: float, n: int, norm: float) -> tuple[np.ndarray, float]:
+    """Which sparse values carry something (a mask), and the error of what they leave: ``X``'s residual
+    ``error`` with the ``S`` of all of ``vals``, ``||X||_F = norm``.
+
+    ``S`` holds the residual ``X - L`` at its positions, so leaving entries out adds their squares to
+    the error's: ``sqrt(error^2 + ||left out||^2)``, at most ``error + ||left out||``.  The smallest
+    ``|v|`` are left out (exact zeros always) as long as the norm of all that is left out stays within
+    round-off, ``N eps ||X||_F`` (:func:`round_off`).  An exactly low-rank ``X`` left ``S`` nothing but
+    its residual's round-off to select (a 5 x 5 ones matrix: rank 1 and 7 entries of 1e-16, 25 numbers,
+    where rank 1 alone, 11, is as exact); the entries of an ordinary fit are many orders above it, and
+    stay.
+    """
+    keep = vals != 0
+    if vals.size and norm > 0:
+        order = np.argsort(np.abs(vals), kind="stable")
+        # (hypot: no square under- or overflows, whatever the scale of X)
+        keep[order[np.hypot.accumulate(np.abs(vals[order])) <= round_off(n, norm)]] = False
+    if keep.all():
+        return keep, error
+    return keep, math.hypot(error, float(np.linalg.norm(vals[~keep])))
+
+
+def round_off(n: int, norm: float) -> float:
+    """``N eps ||X||_F``: the norm of what a fit may leave out as round-off (numpy's ``matrix_rank``
+    scale, as TSVD's and NMF's rules)."""
+    return n * np.finfo(np.float64).eps * norm
+
+
+def reproduces(error: float | None, norm: float) -> bool:
+    """Whether a split's error is round-off of ``||X||_F`` (:data:`EXACT_TOL`)."""
+    return error is not None and error <= EXACT_TOL * norm
+
+
+def preferred(error: float, count: int, best_error: float | None, best_count: int, norm: float) -> bool:
+    """Whether a split of this ``error`` and stored ``count`` beats the best so far: the smaller error; of
+    two that reproduce ``X`` (:func:`reproduces`), the fewer numbers (ties: the earlier split)."""
+    if best_error is None:
+        return True
+    if reproduces(error, norm) and reproduces(best_error, norm):
+        return count < best_count
+    return error < best_error
 
 
 # --------------------------------------------------------------------------- projections
@@ -353,12 +419,19 @@ def _pcp_ialm(D, *, lam: float, tol: float, max_iter: int, deadline: _timing.Dea
 
 # --------------------------------------------------------------------------- float64 scoring
 def _score(X: np.ndarray, U: np.ndarray, sig: np.ndarray, Vt: np.ndarray, n_sparse: int):
-    """Best ``S`` for this ``L`` and the error, in float64 numpy.
+    """Best ``S`` for this ``L`` and the error, in float64 numpy, without what carries only round-off.
 
     Re-doing the S-step in float64 makes a float32 (GPU) fit's ``S`` exactly
-    optimal for its ``L``, and puts every candidate on the same scale.
-    Returns ``error, flat indices, values``.
+    optimal for its ``L``, and puts every candidate on the same scale.  ``L``'s
+    singular values at round-off are dropped first (:func:`carrying_rank`),
+    then ``S``'s entries that carry only round-off (:func:`carrying_entries`);
+    the error is that of what is kept, exactly.
+    Returns ``error, U, sig, Vt, flat indices, values``.
     """
+    n = X.shape[0]
+    keep = carrying_rank(sig, n)
+    if not keep.all():
+        U, sig, Vt = U[:, keep], sig[keep], Vt[keep]
     R = _residual(X, U, sig, Vt)
     flat = R.reshape(-1)
     if n_sparse >= flat.size:
@@ -369,7 +442,9 @@ def _score(X: np.ndarray, U: np.ndarray, sig: np.ndarray, Vt: np.ndarray, n_spar
     else:
         idx, vals = _largest(R, n_sparse)
     flat[idx] = 0.0  # the norm of what is left, exactly (0 where L + S is X)
-    return float(np.linalg.norm(flat)), idx, vals
+    error = float(np.linalg.norm(flat))
+    kept, error = carrying_entries(vals, error, n, float(np.linalg.norm(X)))
+    return error, U, sig, Vt, idx[kept], vals[kept]
 
 
 def _residual(X: np.ndarray, U: np.ndarray, sig: np.ndarray, Vt: np.ndarray) -> np.ndarray:
@@ -471,20 +546,35 @@ class _Candidate:
     vals: np.ndarray
     n_iter: int = 0
     stop_reason: str = "exact"
+    #: The ``(rank, n_sparse)`` split it fitted (None: not known, a start alone).
+    split: tuple[int, int] | None = None
 
-    def record(self) -> dict:
-        """The grid entry of ``params_``."""
+    def kept(self) -> tuple[int, int]:
+        """The rank and sparse entries it stores (exact zeros are not stored)."""
+        return int(np.count_nonzero(self.sig > 0)), int(np.count_nonzero(self.vals))
+
+    def count(self, n: int, count_indices: bool) -> int:
+        """The numbers it stores."""
+        return rpca_count(n, *self.kept(), count_indices=count_indices)
+
+    def record(self, split: tuple[int, int], n: int, count_indices: bool) -> dict:
+        """The grid entry of ``params_`` for the split ``(rank, n_sparse)`` it fitted: its error and the
+        numbers it stores (``count``); ``rank_kept`` and ``n_sparse_kept`` where it stores fewer than the
+        split holds (singular values and entries that carry only round-off, exact zeros)."""
+        rank, n_sparse = split
+        kept = self.kept()
         return {
-            "rank": int(self.U.shape[1]),
-            "n_sparse": int(self.idx.size),
+            "rank": int(rank),
+            "n_sparse": int(n_sparse),
             "fro_error": self.error,
             "iterations": self.n_iter,
+            "count": rpca_count(n, *kept, count_indices=count_indices),
+            **({"rank_kept": kept[0], "n_sparse_kept": kept[1]} if kept != (rank, n_sparse) else {}),
         }
 
 
 def _scored(dense: np.ndarray, U, sig, Vt, n_sparse: int, n_iter: int = 0, stop_reason: str = "exact") -> _Candidate:
-    error, idx, vals = _score(dense, U, sig, Vt, n_sparse)
-    return _Candidate(error, U, sig, Vt, idx, vals, n_iter, stop_reason)
+    return _Candidate(*_score(dense, U, sig, Vt, n_sparse), n_iter, stop_reason)
 
 
 def _fit_split(dense: np.ndarray, Xt, rank: int, n_sparse: int, start, *, max_iter: int, tol: float,
@@ -517,8 +607,9 @@ def _fit_split(dense: np.ndarray, Xt, rank: int, n_sparse: int, start, *, max_it
 
 
 def _fit_grid(dense: np.ndarray, Xt, splits, *, seed: int, deadline: _timing.Deadline | None = None,
-              **options) -> tuple[_Candidate, list[dict]]:
-    """GoDec at every split from one shared start SVD; the smallest error wins.
+              count_indices: bool = COUNT_INDICES, **options) -> tuple[_Candidate, list[dict]]:
+    """GoDec at every split from one shared start SVD; the smallest error wins, and of the splits that
+    reproduce ``X`` (:func:`preferred`) the one storing fewest numbers.
 
     The splits with an exact answer (rank 0: the largest entries; no sparse
     part: TSVD) run first and always; the GoDec splits share what is left
@@ -526,6 +617,7 @@ def _fit_grid(dense: np.ndarray, Xt, splits, *, seed: int, deadline: _timing.Dea
     scorings, at the measured cost of the exact points') would not end by it
     are skipped (their grid records say so).
     """
+    n, norm = dense.shape[0], float(np.linalg.norm(dense))
     start = _start_svd(dense, max(rank for rank, _ in splits), seed)
     exact = [split for split in splits if split[0] == 0 or split[1] == 0]
     best, records, scoring = None, {}, 0.0
@@ -539,10 +631,12 @@ def _fit_grid(dense: np.ndarray, Xt, splits, *, seed: int, deadline: _timing.Dea
             continue
         began = _timing.now()
         cand = _fit_split(dense, Xt, rank, n_sparse, start, deadline=deadline, **options)
+        cand.split = (rank, n_sparse)
         if not godec:
             scoring = max(scoring, _timing.now() - began)
-        records[rank, n_sparse] = cand.record()
-        if best is None or cand.error < best.error:
+        records[rank, n_sparse] = cand.record((rank, n_sparse), n, count_indices)
+        if best is None or preferred(cand.error, cand.count(n, count_indices), best.error,
+                                     best.count(n, count_indices), norm):
             best = cand
     return best, [records[split] for split in splits]  # reported in the grid's order
 
@@ -556,7 +650,7 @@ def _cut_error(X: np.ndarray, U, sig, Vt, idx: np.ndarray, vals: np.ndarray) -> 
 
 
 def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int, tol: float,
-             deadline: _timing.Deadline | None = None, seed: int = 0) -> tuple:
+             deadline: _timing.Deadline | None = None, seed: int = 0, count_indices: bool = COUNT_INDICES) -> tuple:
     """PCP, cut to the best split of its solution, refitted with GoDec.
 
     ``split_for(max_rank)`` gives the ``(rank, n_sparse)`` splits allowed with
@@ -600,6 +694,7 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
     else:
         best = _fit_split(dense, Xt, rank, n_sparse, (U, sig, Vt), max_iter=max_iter, tol=tol, deadline=deadline,
                           first_step=per_iteration)
+    best.split = (rank, n_sparse)
     extra = {
         "natural_rank": natural_rank,
         "natural_nnz": natural_nnz,
@@ -608,7 +703,7 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
         "pcp_iterations": pcp_iter,
         "pcp_converged": pcp_converged,
     }
-    return best, [best.record()], extra
+    return best, [best.record((rank, n_sparse), n, count_indices)], extra
 
 
 class RobustPCA(Approximation):
@@ -676,10 +771,13 @@ class RobustPCA(Approximation):
     stop_reason_ : str
         The chosen split's: ``"exact"``, ``"converged"``, ``"max_iter"`` or ``"time_limit"``.
     params_ : dict
-        ``rank``, ``n_sparse``, ``count_indices``, ``index_storage``, ``method``,
-        ``iterations``, ``converged``, ``svd``, ``grid`` (one record per split
-        tried: ``rank``, ``n_sparse``, ``fro_error``, ``iterations``),
-        ``device``, ``dtype``; for PCP also ``natural_rank``, ``natural_nnz``,
+        ``rank``, ``n_sparse`` (what is stored), ``count_indices``, ``index_storage``, ``method``,
+        ``split`` (the ``[rank, n_sparse]`` fitted, where fewer are stored: singular values and
+        sparse entries that carry only round-off are not, see :func:`carrying_rank` and
+        :func:`carrying_entries`), ``iterations``, ``converged``, ``svd``, ``grid`` (one record
+        per split tried: ``rank``, ``n_sparse``, ``fro_error``, ``iterations``, ``count`` (the
+        numbers its result stores), and ``rank_kept``, ``n_sparse_kept`` where that is fewer
+        than the split's), ``device``, ``dtype``; for PCP also ``natural_rank``, ``natural_nnz``,
         ``cut`` (``{"rank": [natural, kept], "nnz": [natural, kept]}``),
         ``pcp_iterations``, ``pcp_converged``.
 
@@ -806,9 +904,10 @@ class RobustPCA(Approximation):
             if self.method == "pcp":
                 split_for = lambda max_rank: self._splits(n, max_rank)  # noqa: E731
                 best, grid, extra = _fit_pcp(dense, Xt, split_for, pcp_tol=self.pcp_tol, seed=self.random_state,
-                                             **options)
+                                             count_indices=self.count_indices, **options)
             else:
-                best, grid = _fit_grid(dense, Xt, splits, seed=self.random_state, **options)
+                best, grid = _fit_grid(dense, Xt, splits, seed=self.random_state, count_indices=self.count_indices,
+                                       **options)
                 extra = {}
         self.seconds_ = time.perf_counter() - start
         self._store(n, best, grid, extra, device, dtype)
@@ -836,12 +935,16 @@ class RobustPCA(Approximation):
             best, grid = fit_grid_columns(source, splits, max_iter=self.max_iter, tol=self.tol,
                                           seed=self.random_state, deadline=deadline,
                                           max_memory=room(source, self.max_memory),
-                                          start=given)
+                                          start=given, count_indices=self.count_indices)
         self.seconds_ = time.perf_counter() - start
-        error, U, sig, Vt, idx, vals, n_iter, stop = best
+        chosen = _Candidate(*best)
+        # the split it fitted: the grid's record of its error and count (the first, where two came out the same)
+        chosen.split = next(((g["rank"], g["n_sparse"]) for g in grid if g["fro_error"] is not None
+                             and g["fro_error"] == chosen.error and g["count"] == chosen.count(n, self.count_indices)),
+                            None)
         extra = {"from": "columns", "path": "columns", "svd": "randomized",
                  **({"reused": ["rsvd"]} if given is not None else {})}
-        self._store(n, _Candidate(error, U, sig, Vt, idx, vals, n_iter, stop), grid, extra, "cpu", "float64")
+        self._store(n, chosen, grid, extra, "cpu", "float64")
         return self
 
     def _reused_start(self, n: int):
@@ -870,7 +973,8 @@ class RobustPCA(Approximation):
     def _store(self, n: int, best: _Candidate, grid: list[dict], extra: dict, device, dtype) -> None:
         """Set the fitted attributes from the chosen candidate."""
         # Exact zeros (singular values of a rank-deficient X, entries where X - L
-        # is already 0) add nothing to the approximation and are not stored.
+        # is already 0) add nothing to the approximation and are not stored (nor, dropped
+        # when the split was scored, what carries only round-off: carrying_rank, carrying_entries).
         used = best.sig > 0
         nonzero = best.vals != 0
         idx, vals = best.idx[nonzero], best.vals[nonzero]
@@ -889,6 +993,8 @@ class RobustPCA(Approximation):
             "count_indices": self.count_indices,
             "index_storage": n_sparse,
             "method": self.method,
+            # the split fitted, where round-off (singular values, entries) or exact zeros were not stored
+            **({"split": list(best.split)} if best.split is not None and best.split != (rank, n_sparse) else {}),
             "iterations": best.n_iter,
             "converged": best.stop_reason in ("exact", "converged"),
             **({"splits_skipped": skipped} if skipped else {}),
