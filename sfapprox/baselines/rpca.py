@@ -142,9 +142,13 @@ def carrying_entries(vals: np.ndarray, error: float, n: int, norm: float) -> tup
     """
     keep = vals != 0
     if vals.size and norm > 0:
-        order = np.argsort(np.abs(vals), kind="stable")
+        limit = round_off(n, norm)
+        # only entries at most the limit can be left out: they alone are sorted (an ordinary fit's millions
+        # of entries, every one above it, were sorted at each GoDec step)
+        small = np.flatnonzero(np.abs(vals) <= limit)
+        order = small[np.argsort(np.abs(vals[small]), kind="stable")]
         # (hypot: no square under- or overflows, whatever the scale of X)
-        keep[order[np.hypot.accumulate(np.abs(vals[order])) <= round_off(n, norm)]] = False
+        keep[order[np.hypot.accumulate(np.abs(vals[order])) <= limit]] = False
     if keep.all():
         return keep, error
     return keep, math.hypot(error, float(np.linalg.norm(vals[~keep])))
