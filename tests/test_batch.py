@@ -985,6 +985,52 @@ def test_a_dask_batch_connects_before_any_work_and_stops_when_its_cluster_is_los
     assert not (tmp_path / "out2" / B.RESULTS_FILE).exists() or "failed" not in (tmp_path / "out2" / B.RESULTS_FILE).read_text()
 
 
+def test_a_dask_task_whose_workers_died_is_a_failed_line_and_the_batch_goes_on(tmp_path, monkeypatch):
+    """A matrix whose Dask workers died running it (KilledWorker after the scheduler's retries: over its memory
+    limit, or killed) stopped the whole batch with "the Dask cluster was lost", no line written, though the
+    cluster ran the other matrices on.  Its pairs are "failed" lines saying why; the others run."""
+    pytest.importorskip("distributed")
+    from distributed.scheduler import KilledWorker
+
+    from sfapprox.datasets import batch as B
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("big"), gen_entry("a"), gen_entry("b", "circulant"))
+
+    class Future:
+        def __init__(self, task):
+            self.key, self.task = task.entry.name, task
+
+        def result(self):
+            if self.task.entry.name == "big":
+                raise KilledWorker("run_matrix-1", type("WorkerState", (), {"address": "tcp://10.0.0.7:4000"})(), 3)
+            return B.run_matrix(self.task)
+
+    class Client:
+        def map(self, fn, tasks, pure):
+            return [Future(t) for t in tasks]
+
+        def cancel(self, futures):
+            pass
+
+        def close(self):
+            pass
+
+    import dask.distributed
+
+    monkeypatch.setattr(B, "connect", lambda scheduler, what: Client())
+    monkeypatch.setattr(dask.distributed, "as_completed", lambda futures: iter(futures))
+    s = B.run_batch(m, tmp_path / "out", B.BatchOptions(methods=("tsvd", "sparse")), executor="dask",
+                    scheduler="tcp://h:1")
+    assert not s.interrupted and dict(s.statuses) == {"failed": 2, "ok": 4}
+    got = {(r["matrix"], r["method"]): r for r in lines(tmp_path / "out")}
+    for method in ("tsvd", "sparse"):
+        error = got[("big", method)]["error"]
+        assert got[("big", method)]["status"] == "failed"
+        assert error.startswith("worker died: the Dask worker running it died 4 times") and "memory limit" in error
+        assert "tcp://10.0.0.7:4000" in error and "\n" not in error
+        assert got[("a", method)]["status"] == got[("b", method)]["status"] == "ok"
+
+
 def test_reports_cut_short_by_a_stop_are_the_batchs_own_next_time(tmp_path, monkeypatch):
     """A stop (or a failure) while a batch wrote its reports left them unrecorded: the next batch refused
     its own reports as another's, for good.  Those written are recorded whatever happens."""

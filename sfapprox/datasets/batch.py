@@ -911,6 +911,30 @@ def _worker_failure(task: MatrixTask, exc: BaseException) -> list[dict[str, Any]
     return out
 
 
+def _is_killed_worker(exc: BaseException) -> bool:
+    """``exc`` is dask's ``KilledWorker`` (by name: dask is optional): the workers that ran one task died."""
+    return any(k.__name__ == "KilledWorker" for k in type(exc).__mro__)
+
+
+def _worker_died(task: MatrixTask, exc: BaseException) -> list[dict[str, Any]]:
+    """A ``failed`` record per method of a task whose Dask workers died running it (``KilledWorker``, after
+    the scheduler's allowed retries): over their memory limit, or killed.  The batch goes on (it stopped
+    with "the Dask cluster was lost", no line written, though the cluster ran the other tasks on)."""
+    tries = getattr(exc, "allowed_failures", None)
+    tries = ("once" if tries == 0 else f"{tries + 1} times") if isinstance(tries, int) else "each time"
+    last = getattr(getattr(exc, "last_worker", None), "address", None)
+    where = f", the last one {last}" if isinstance(last, str) else ""
+    error = (f"worker died: the Dask worker running it died {tries}, the scheduler's retries used up (KilledWorker"
+             f"{where}): over its memory limit, or killed, by this matrix or one beside it; see the worker's log, "
+             "give the workers more memory (or set a lower --max-memory) and run again")
+    out = []
+    for method in task.methods:
+        record = base_record(task, method)
+        record.update(status="failed", error=error)
+        out.append(stamp(record))
+    return out
+
+
 def _run_processes(tasks: list[MatrixTask], jobs: int, write: Callable[[dict], None], emit: Event) -> bool:
     jobs = min(jobs, len(tasks))
     threads = max(1, (os.cpu_count() or 1) // jobs)
@@ -983,6 +1007,11 @@ def _run_dask(tasks: list[MatrixTask], client, write: Callable[[dict], None], em
             try:
                 records = future.result()
             except Exception as exc:
+                if _is_killed_worker(exc):  # this task's own end, not the cluster's: its pairs fail, the rest run
+                    for record in _worker_died(task, exc):
+                        write(record)
+                    emit("matrix_done", name=task.entry.name)
+                    continue
                 lost = cluster_lost(exc, "the batch")
                 if lost is not None:  # the run stops: no "failed" line for pairs that never ran
                     raise lost from None
