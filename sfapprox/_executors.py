@@ -9,14 +9,17 @@ numbers do not depend on which worker computed what.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import pickle
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ._errors import one_line
 
-__all__ = ["worker_count", "share", "ordered_map"]
+__all__ = ["worker_count", "share", "ordered_map", "not_picklable", "serialization_logs_off"]
 
 #: Tasks kept in flight per worker: one running and one queued, so a worker never waits for the
 #: caller, while results not yet consumed stay bounded (a top-s task's result is O(k) numbers).
@@ -95,19 +98,76 @@ def _result(future, executor) -> Any:
     try:
         return future.result()
     except Exception as exc:
+        # a process pool pickles a task's arguments on its own thread: their failure comes with the result
+        unsent = not_picklable(exc) if not _is_dask(executor) else None
+        if unsent is not None:
+            raise unsent from None
         lost = cluster_lost(exc) if _is_dask(executor) else None
         if lost is None:
             raise
         raise lost from None
 
 
+def not_picklable(exc: BaseException, what: str = "the matrix source"):
+    """The :class:`~sfapprox.ParameterError` to raise where ``exc`` says that what was sent to an executor's
+    workers does not pickle (dask's ``TypeError('Could not serialize object of type ...')``, a process
+    pool's ``cannot pickle '_io.BufferedReader' object``), else None.
+
+    It was that TypeError's traceback (dask's: above three chained ones it logged), for a source that
+    holds an open file, a lock or a connection."""
+    from ._errors import ParameterError
+
+    chain, seen = [], exc
+    while seen is not None and len(chain) < 8:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    texts = [str(e.args[0]) if e.args else str(e) for e in chain
+             if isinstance(e, (TypeError, AttributeError, pickle.PicklingError))]
+    if not any(t.startswith(("Could not serialize object", "cannot pickle", "Can't pickle", "Can't get local"))
+               for t in texts):
+        return None
+    # the object dask names (a source's class), not its graph's expression (a task's arguments: "_MapExpr")
+    objects = [str(e.args[0]) for e in chain if e.args and str(e.args[0]).startswith("Could not serialize object")
+               and not str(e.args[0]).endswith("Expr")]
+    why = next((one_line(e) for e in reversed(chain) if isinstance(e, (TypeError, AttributeError, pickle.PicklingError))
+                and not str(e.args[0] if e.args else e).startswith("Could not serialize object")), one_line(exc))
+    whose = f" ({objects[0][len('Could not serialize '):]})" if objects else ""
+    return ParameterError(f"{what} cannot be sent to the executor's workers{whose}: it does not pickle ({why}); "
+                          "an object that holds an open file, a lock or a connection must reopen it when unpickled "
+                          "(__reduce__), or run it without an executor")
+
+
+@contextlib.contextmanager
+def serialization_logs_off(executor) -> Iterator[None]:
+    """Dask's ERROR log of an object it cannot serialize (three chained tracebacks, each time) is off: the
+    failure is raised, and said in one line (:func:`not_picklable`)."""
+    if not _is_dask(executor):
+        yield
+        return
+    names = ("distributed.protocol.pickle", "distributed.protocol.core", "distributed.comm.utils")
+    logs = [logging.getLogger(name) for name in names]
+    levels = [log.level for log in logs]
+    for log in logs:
+        log.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for log, level in zip(logs, levels):
+            log.setLevel(level)
+
+
 def _sent(executor, call: Callable, *args, **kwargs) -> Any:
     """``call(*args, **kwargs)``, a call to the executor (scatter, submit, its workers); a Dask cluster
     lost before it is one :class:`ResourceError`, as under :func:`_result` (a scatter to a scheduler that
-    had gone was a traceback ending in ``CommClosedError: ConnectionPool closing.``)."""
+    had gone was a traceback ending in ``CommClosedError: ConnectionPool closing.``); an argument that
+    does not pickle is one :class:`ParameterError` (:func:`not_picklable`)."""
     try:
-        return call(*args, **kwargs)
+        with serialization_logs_off(executor):
+            return call(*args, **kwargs)
     except Exception as exc:
+        unsent = not_picklable(exc)
+        if unsent is not None:
+            raise unsent from None
         lost = cluster_lost(exc) if _is_dask(executor) else None
         if lost is None and _is_dask(executor) and getattr(executor, "status", None) in ("closing", "closed"):
             # a client that gave up reconnecting closed itself: its calls fail on what it let go

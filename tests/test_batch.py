@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import os
 import signal
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -1029,6 +1031,31 @@ def test_a_dask_task_whose_workers_died_is_a_failed_line_and_the_batch_goes_on(t
         assert error.startswith("worker died: the Dask worker running it died 4 times") and "memory limit" in error
         assert "tcp://10.0.0.7:4000" in error and "\n" not in error
         assert got[("a", method)]["status"] == got[("b", method)]["status"] == "ok"
+
+
+@dataclasses.dataclass(frozen=True)
+class Logged(BatchOptions):
+    """Options that carry a log file (which does not pickle)."""
+
+    log: Any = None
+
+
+def test_a_dask_batch_whose_options_do_not_pickle_is_one_parameter_error(tmp_path, capfd):
+    """Options that carry an open file (a subclass with a log) sent to a Dask cluster: dask's TypeError
+    ("Could not serialize object of type _MapExpr") came out, after three chained tracebacks it logged."""
+    distributed = pytest.importorskip("dask.distributed")
+    from sfapprox import ParameterError
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"))
+    with open(tmp_path / "log.txt", "w") as log, \
+            distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as c:
+        capfd.readouterr()
+        with pytest.raises(ParameterError, match=r"^the batch's matrices \(their manifest entries, the batch's options\) "
+                           r"cannot be sent to the executor's workers: it does not pickle "
+                           r"\(TypeError: cannot pickle '_io.TextIOWrapper' object\)") as caught:
+            run_batch(m, tmp_path / "out", Logged(methods=("tsvd",), log=log), executor="dask",
+                      scheduler=c.scheduler_address)
+        assert "\n" not in str(caught.value) and "Traceback" not in capfd.readouterr().err
 
 
 def test_reports_cut_short_by_a_stop_are_the_batchs_own_next_time(tmp_path, monkeypatch):

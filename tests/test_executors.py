@@ -226,3 +226,66 @@ def test_closing_a_client_whose_scheduler_was_killed_logs_no_traceback():
     finally:
         logging.getLogger("distributed.client").removeHandler(handler)
     assert not [r for r in logged if r.levelno >= logging.ERROR]
+
+
+class _HoldsAFile:
+    """What a source holding an open file is to pickle (``cannot pickle '_io.BufferedReader' object``)."""
+
+    def __init__(self, path):
+        self.fh = open(path, "rb")
+
+    def __repr__(self):
+        return "FileSource(n=8)"
+
+
+def _first(source, x):
+    return x
+
+
+def test_a_shared_object_that_does_not_pickle_is_one_parameter_error(tmp_path, caplog):
+    """A source whose attributes hold an open file, run on a Dask cluster or a process pool: a TypeError's
+    traceback (dask's "Could not serialize object of type FileSource", above three chained tracebacks it
+    logged as an ERROR), not a line saying what could not be sent, and why."""
+    import logging
+    from concurrent.futures import ProcessPoolExecutor
+
+    from sfapprox import ParameterError
+
+    (tmp_path / "x").write_bytes(b"x")
+    held = _HoldsAFile(tmp_path / "x")
+    try:
+        with ProcessPoolExecutor(1) as pool:
+            with pytest.raises(ParameterError, match=r"^the matrix source cannot be sent to the executor's workers: "
+                               r"it does not pickle \(TypeError: cannot pickle '_io.BufferedReader' object\); "
+                               r".*__reduce__"):
+                list(ordered_map(pool, _first, [1, 2], shared=[held]))
+
+        class Cluster:  # what _is_dask recognises; its scatter fails as dask's does, logging as it does
+            status = "running"
+
+            def scheduler_info(self):
+                return {"workers": {"w": {"nthreads": 1}}}
+
+            def scatter(self, objects, **kw):
+                import pickle
+
+                try:
+                    pickle.dumps(objects[0])
+                except TypeError as exc:
+                    logging.getLogger("distributed.protocol.pickle").error("Failed to serialize %r.", objects[0],
+                                                                          exc_info=True)
+                    raise TypeError("Could not serialize object of type _HoldsAFile", repr(objects[0])) from exc
+
+            def submit(self, fn, *args, **kw):
+                raise AssertionError("not reached")
+
+        caplog.set_level(logging.DEBUG)
+        with pytest.raises(ParameterError, match=r"^the matrix source cannot be sent to the executor's workers "
+                           r"\(object of type _HoldsAFile\): it does not pickle \(TypeError: cannot pickle "
+                           r"'_io.BufferedReader' object\)") as caught:
+            list(ordered_map(Cluster(), _first, [1, 2], shared=[held]))
+        assert "\n" not in str(caught.value)
+        assert not [r for r in caplog.records if r.name.startswith("distributed")]  # no logged tracebacks
+        assert logging.getLogger("distributed.protocol.pickle").level == logging.NOTSET  # as it was
+    finally:
+        held.fh.close()

@@ -47,7 +47,7 @@ from typing import Any
 from .._atomic import OutputError
 from .._base import parse_methods
 from .._dask import close, connect
-from .._executors import cluster_lost
+from .._executors import cluster_lost, not_picklable, serialization_logs_off
 from .._errors import ParameterError, one_line
 from .._settings import PROTOCOLS
 from ..budget import parse_budget
@@ -998,7 +998,14 @@ def _run_dask(tasks: list[MatrixTask], client, write: Callable[[dict], None], em
     from dask.distributed import as_completed  # (it looks up the default client: ``client``)
     futures = []
     try:
-        futures = client.map(run_matrix, tasks, pure=False)
+        try:
+            with serialization_logs_off(client):
+                futures = client.map(run_matrix, tasks, pure=False)
+        except Exception as exc:
+            unsent = not_picklable(exc, "the batch's matrices (their manifest entries, the batch's options)")
+            if unsent is None:
+                raise
+            raise unsent from None
         owner = {f.key: t for f, t in zip(futures, tasks)}
         for task in tasks:
             emit("matrix", name=task.entry.name)
