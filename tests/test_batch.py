@@ -1058,6 +1058,59 @@ def test_a_dask_batch_whose_options_do_not_pickle_is_one_parameter_error(tmp_pat
         assert "\n" not in str(caught.value) and "Traceback" not in capfd.readouterr().err
 
 
+_HELD: dict = {}  # the events of the test below (its task is pickled, and refers to them by name)
+
+
+def _run_then_flag(task):
+    from sfapprox.datasets.runner import run_matrix
+
+    run_matrix(task)
+    _HELD["done"].set()
+
+
+def test_a_matrix_cancelled_on_a_dask_worker_writes_no_factors_into_the_folder(tmp_path, monkeypatch):
+    """A Dask batch stopped (SIGTERM, Ctrl-C) cancels its tasks, but dask cannot stop one that runs: its
+    worker ran the matrix on and wrote its factors files into the folder after the batch had ended and
+    released its lock (seen 12 s after exit 143).  A cancelled task saves nothing and runs no further method."""
+    distributed = pytest.importorskip("dask.distributed")
+    import threading
+
+    from sfapprox.datasets import runner
+    from sfapprox.datasets.batch import MatrixTask
+    from sfapprox.datasets.manifest import load_manifest
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"))
+    entry = load_manifest(m).select(None)[0]
+    out = tmp_path / "out"
+    (out / "factors").mkdir(parents=True)
+    task = MatrixTask(entry, ("tsvd", "sparse"), BatchOptions(methods=("tsvd", "sparse")), str(out))
+    started, go, done, ran = threading.Event(), threading.Event(), threading.Event(), []
+    _HELD["done"] = done
+    real = runner.run_all
+
+    def held(*args, **kwargs):  # the first method waits until its task is cancelled
+        ran.append(args[0][0])
+        started.set()
+        go.wait(10)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "run_all", held)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as c, \
+            distributed.Client(c) as client:
+        future = client.submit(_run_then_flag, task, pure=False)
+        assert started.wait(10)
+        client.cancel(future)
+        worker = next(iter(c.workers.values()))
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and any(ts.state != "cancelled" for ts in worker.state.tasks.values()):
+            time.sleep(0.02)
+        go.set()
+        assert done.wait(10)
+    assert ran == ["tsvd"] and list((out / "factors").iterdir()) == []
+    # a task that is not cancelled saves its factors, as ever
+    assert runner.run_matrix(task)[0]["factors"] == "factors/a.tsvd.h5" and (out / "factors" / "a.tsvd.h5").is_file()
+
+
 def test_reports_cut_short_by_a_stop_are_the_batchs_own_next_time(tmp_path, monkeypatch):
     """A stop (or a failure) while a batch wrote its reports left them unrecorded: the next batch refused
     its own reports as another's, for good.  Those written are recorded whatever happens."""

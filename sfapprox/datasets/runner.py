@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -239,6 +240,9 @@ def _record(task: MatrixTask, result, loaded, info: dict[str, Any], budget) -> d
     if result.status == "failed":
         record["error"] = result.reason
     saves = get_method(result.method).saves
+    if result.status == "ok" and abandoned():  # its batch was stopped: nothing of it goes into the folder now
+        record.update(status="interrupted", reason="its batch was stopped before it finished")
+        return stamp(record)
     if saves and result.status == "ok" and task.options.save_factors and result.operator is not None:
         try:
             record["factors"] = _save(task, result, record, loaded)
@@ -246,6 +250,25 @@ def _record(task: MatrixTask, result, loaded, info: dict[str, Any], budget) -> d
             # Not "ok": a re-run must redo this pair, or its factors would never be written.
             record.update(status="failed", error=f"factors not saved: {one_line(exc)}")
     return stamp(record)
+
+
+def abandoned() -> bool:
+    """True in a Dask worker's task that its client cancelled: the batch that sent it was stopped (Ctrl-C,
+    SIGTERM, a lost line) and no longer holds its folder.
+
+    Dask cannot stop a task that runs: the worker ran the matrix's methods on and wrote their factors
+    files into the folder after the batch had ended (and released its lock), under the next batch's feet.
+    """
+    if "distributed" not in sys.modules:
+        return False
+    try:
+        from distributed.worker import get_worker, thread_state
+
+        key = getattr(thread_state, "key", None)
+        state = get_worker().state.tasks.get(key) if key is not None else None
+    except (ImportError, ValueError, AttributeError):  # not on a worker (get_worker: ValueError), another dask
+        return False
+    return state is not None and getattr(state, "state", None) in ("cancelled", "released", "forgotten")
 
 
 def unavailable_records(task: MatrixTask, exc: BaseException) -> list[dict[str, Any]]:
@@ -334,6 +357,8 @@ def run_matrix(task: MatrixTask, on_record: Callable[[dict], None] | None = None
                 on_record(record)
 
         for method in task.methods:
+            if abandoned():  # (see abandoned: the rest of a cancelled task's methods are not run)
+                break
             emit("method", matrix=name, method=method)
             matrix = loaded if isinstance(loaded, MatrixSource) else loaded.matrix
             results = run_all([method], matrix, budget, context, info.get("fro_norm"), done, isolate=True)
