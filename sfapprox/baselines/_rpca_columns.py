@@ -37,7 +37,7 @@ import scipy.sparse as sp
 from .. import _timing
 from ..sources import DistributedSource, MatrixSource
 from .._settings import COUNT_INDICES
-from .rpca import _Candidate, carrying_entries, carrying_rank, preferred, reproduces
+from ._rpca_parts import _Candidate, carrying_entries, carrying_rank, preferred, reproduces
 from .rsvd import randomized_svd, source_svd
 from .sparse import streamed_top
 
@@ -140,14 +140,14 @@ def norm_below(sig: np.ndarray, vals: np.ndarray, error: float) -> float:
 
 
 def _without_round_off(n: int, sig: np.ndarray, idx: np.ndarray, vals: np.ndarray, error: float):
-    """The sparse part without the entries that carry only round-off (:func:`~.rpca.carrying_entries`, on
+    """The sparse part without the entries that carry only round-off (:func:`~._rpca_parts.carrying_entries`, on
     :func:`norm_below`'s bound of ``||X||_F``), and the error of what is kept."""
     keep, error = carrying_entries(vals, error, n, norm_below(sig, vals, error))
     return (idx, vals, error) if keep.all() else (idx[keep], vals[keep], error)
 
 
 def _carrying(U: np.ndarray, sig: np.ndarray, Vt: np.ndarray):
-    """``L`` without its singular values at round-off (:func:`~.rpca.carrying_rank`)."""
+    """``L`` without its singular values at round-off (:func:`~._rpca_parts.carrying_rank`)."""
     keep = carrying_rank(sig, U.shape[0])
     return (U, sig, Vt) if keep.all() else (U[:, keep], sig[keep], Vt[keep])
 
@@ -200,7 +200,7 @@ def fit_grid_columns(source: MatrixSource, splits, *, max_iter: int, tol: float,
                      count_indices: bool = COUNT_INDICES):
     """Every split of the grid from columns that fits the time; the best ``(error, ..., stop)`` and the grid
     records.  The best: the smallest error, and of the splits that reproduce ``X`` the one storing fewest
-    numbers (:func:`~.rpca.preferred`, on the largest of the splits' :func:`norm_below` bounds of ``||X||``).
+    numbers (:func:`~._rpca_parts.preferred`, on the largest of the splits' :func:`norm_below` bounds of ``||X||``).
 
     Without a ``start`` (the comparison's ``rsvd`` fit) one is made first
     (:func:`_own_start`).  The split of the largest rank it covers runs first:

@@ -36,7 +36,7 @@ and ``S``'s smallest entries while all that is left out stays within
 ``N eps ||X||_F`` (:func:`carrying_entries`; the error moves by no more).
 Each split is scored without them, and of the splits that reproduce ``X``
 (error within ``EXACT_TOL ||X||_F``) the one storing fewest numbers wins
-(:func:`preferred`): a 16 x 16 ones matrix at a budget of 256 stored rank 2
+(:func:`~._rpca_parts.preferred`): a 16 x 16 ones matrix at a budget of 256 stored rank 2
 and 95 entries of round-off, all 256 numbers, where rank 1 (33) is as exact.
 """
 
@@ -46,7 +46,6 @@ import math
 import numbers
 import time
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -60,6 +59,7 @@ from .._settings import COUNT_INDICES, DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
 from ..sources import MatrixSource, columns_within, room
 from .._validation import LIBRARY_WORKING_SET, check_memory, estimate_dense_bytes
+from ._rpca_parts import _Candidate, carrying_entries, carrying_rank, preferred
 from ..budget import (
     check_within,
     rpca_count,
@@ -101,10 +101,6 @@ PCP_AFTER_PASSES = 30
 #: iteration, its result scored): this many scorings of a split, measured on the exact points first.
 GODEC_LEAST_SCORINGS = 4
 
-#: Relative error at or below which a split reproduces ``X`` (round-off; Monarch's ``EXACT_TOL``): among
-#: the splits that do, the one storing fewest numbers is kept, not round-off's draw.
-EXACT_TOL = 1e-12
-
 #: A selection of the largest entries of a dense ``N x N`` array may take this many arrays' worth of
 #: memory besides it (its column blocks half of it: :func:`~.sparse.dense_top_entries`).
 SELECTION_ARRAYS = 2
@@ -116,63 +112,6 @@ GODEC_ARRAYS, PCP_ARRAYS = 4, 5
 #: and PCP's shrinkage at N <= EXACT_MAX_N, GoDec's rank-r steps where the warm subspace would not
 #: be small, and PCP's partial SVD, whose rank may grow to N.
 SVD_ARRAYS = EXACT_SVD_ARRAYS
-
-
-# --------------------------------------------------------------------------- what carries nothing
-def carrying_rank(sig: np.ndarray, n: int) -> np.ndarray:
-    """Which singular values of ``L`` carry something (a mask): those above ``N eps max(sigma)``, TSVD's
-    :func:`~.tsvd.numerical_rank` rule.  The others are round-off (a rank-one ``X``'s second direction at
-    rank 2) and are neither stored nor charged ``2N + 1`` numbers each."""
-    if sig.size == 0 or not sig.max() > 0:
-        return np.zeros(sig.shape, dtype=bool)
-    return sig > n * np.finfo(np.float64).eps * sig.max()
-
-
-def carrying_entries(vals: np.ndarray, error: float, n: int, norm: float) -> tuple[np.ndarray, float]:
-    """Which sparse values carry something (a mask), and the error of what they leave: ``X``'s residual
-    ``error`` with the ``S`` of all of ``vals``, ``||X||_F = norm``.
-
-    ``S`` holds the residual ``X - L`` at its positions, so leaving entries out adds their squares to
-    the error's: ``sqrt(error^2 + ||left out||^2)``, at most ``error + ||left out||``.  The smallest
-    ``|v|`` are left out (exact zeros always) as long as the norm of all that is left out stays within
-    round-off, ``N eps ||X||_F`` (:func:`round_off`).  An exactly low-rank ``X`` left ``S`` nothing but
-    its residual's round-off to select (a 5 x 5 ones matrix: rank 1 and 7 entries of 1e-16, 25 numbers,
-    where rank 1 alone, 11, is as exact); the entries of an ordinary fit are many orders above it, and
-    stay.
-    """
-    keep = vals != 0
-    if vals.size and norm > 0:
-        limit = round_off(n, norm)
-        # only entries at most the limit can be left out: they alone are sorted (an ordinary fit's millions
-        # of entries, every one above it, were sorted at each GoDec step)
-        small = np.flatnonzero(np.abs(vals) <= limit)
-        order = small[np.argsort(np.abs(vals[small]), kind="stable")]
-        # (hypot: no square under- or overflows, whatever the scale of X)
-        keep[order[np.hypot.accumulate(np.abs(vals[order])) <= limit]] = False
-    if keep.all():
-        return keep, error
-    return keep, math.hypot(error, float(np.linalg.norm(vals[~keep])))
-
-
-def round_off(n: int, norm: float) -> float:
-    """``N eps ||X||_F``: the norm of what a fit may leave out as round-off (numpy's ``matrix_rank``
-    scale, as TSVD's and NMF's rules)."""
-    return n * np.finfo(np.float64).eps * norm
-
-
-def reproduces(error: float | None, norm: float) -> bool:
-    """Whether a split's error is round-off of ``||X||_F`` (:data:`EXACT_TOL`)."""
-    return error is not None and error <= EXACT_TOL * norm
-
-
-def preferred(error: float, count: int, best_error: float | None, best_count: int, norm: float) -> bool:
-    """Whether a split of this ``error`` and stored ``count`` beats the best so far: the smaller error; of
-    two that reproduce ``X`` (:func:`reproduces`), the fewer numbers (ties: the earlier split)."""
-    if best_error is None:
-        return True
-    if reproduces(error, norm) and reproduces(best_error, norm):
-        return count < best_count
-    return error < best_error
 
 
 # --------------------------------------------------------------------------- projections
@@ -538,45 +477,6 @@ def _start_svd(dense: np.ndarray, rank: int, seed: int) -> tuple[np.ndarray, np.
     return _randomized_svd(dense, rank, 10, 7, seed)
 
 
-@dataclass
-class _Candidate:
-    """One fitted split, scored in float64: ``L = U diag(sig) Vt``, ``S`` at flat ``idx``."""
-
-    error: float
-    U: np.ndarray
-    sig: np.ndarray
-    Vt: np.ndarray
-    idx: np.ndarray
-    vals: np.ndarray
-    n_iter: int = 0
-    stop_reason: str = "exact"
-    #: The ``(rank, n_sparse)`` split it fitted (None: not known, a start alone).
-    split: tuple[int, int] | None = None
-
-    def kept(self) -> tuple[int, int]:
-        """The rank and sparse entries it stores (exact zeros are not stored)."""
-        return int(np.count_nonzero(self.sig > 0)), int(np.count_nonzero(self.vals))
-
-    def count(self, n: int, count_indices: bool) -> int:
-        """The numbers it stores."""
-        return rpca_count(n, *self.kept(), count_indices=count_indices)
-
-    def record(self, split: tuple[int, int], n: int, count_indices: bool) -> dict:
-        """The grid entry of ``params_`` for the split ``(rank, n_sparse)`` it fitted: its error and the
-        numbers it stores (``count``); ``rank_kept`` and ``n_sparse_kept`` where it stores fewer than the
-        split holds (singular values and entries that carry only round-off, exact zeros)."""
-        rank, n_sparse = split
-        kept = self.kept()
-        return {
-            "rank": int(rank),
-            "n_sparse": int(n_sparse),
-            "fro_error": self.error,
-            "iterations": self.n_iter,
-            "count": rpca_count(n, *kept, count_indices=count_indices),
-            **({"rank_kept": kept[0], "n_sparse_kept": kept[1]} if kept != (rank, n_sparse) else {}),
-        }
-
-
 def _scored(dense: np.ndarray, U, sig, Vt, n_sparse: int, n_iter: int = 0, stop_reason: str = "exact") -> _Candidate:
     return _Candidate(*_score(dense, U, sig, Vt, n_sparse), n_iter, stop_reason)
 
@@ -613,7 +513,7 @@ def _fit_split(dense: np.ndarray, Xt, rank: int, n_sparse: int, start, *, max_it
 def _fit_grid(dense: np.ndarray, Xt, splits, *, seed: int, deadline: _timing.Deadline | None = None,
               count_indices: bool = COUNT_INDICES, **options) -> tuple[_Candidate, list[dict]]:
     """GoDec at every split from one shared start SVD; the smallest error wins, and of the splits that
-    reproduce ``X`` (:func:`preferred`) the one storing fewest numbers.
+    reproduce ``X`` (:func:`~._rpca_parts.preferred`) the one storing fewest numbers.
 
     The splits with an exact answer (rank 0: the largest entries; no sparse
     part: TSVD) run first and always; the GoDec splits share what is left
