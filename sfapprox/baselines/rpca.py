@@ -361,14 +361,14 @@ def _pcp_ialm(D, *, lam: float, tol: float, max_iter: int, deadline: _timing.Dea
 
 
 # --------------------------------------------------------------------------- float64 scoring
-def _score(X: np.ndarray, U: np.ndarray, sig: np.ndarray, Vt: np.ndarray, n_sparse: int):
+def _score(X: np.ndarray, U: np.ndarray, sig: np.ndarray, Vt: np.ndarray, n_sparse: int, norm: float):
     """Best ``S`` for this ``L`` and the error, in float64 numpy, without what carries only round-off.
 
     Re-doing the S-step in float64 makes a float32 (GPU) fit's ``S`` exactly
     optimal for its ``L``, and puts every candidate on the same scale.  ``L``'s
     singular values at round-off are dropped first (:func:`carrying_rank`),
     then ``S``'s entries that carry only round-off (:func:`carrying_entries`);
-    the error is that of what is kept, exactly.
+    the error is that of what is kept, exactly.  ``norm`` is ``||X||_F`` (the fit's, computed once).
     Returns ``error, U, sig, Vt, flat indices, values``.
     """
     n = X.shape[0]
@@ -386,7 +386,7 @@ def _score(X: np.ndarray, U: np.ndarray, sig: np.ndarray, Vt: np.ndarray, n_spar
         idx, vals = _largest(R, n_sparse)
     flat[idx] = 0.0  # the norm of what is left, exactly (0 where L + S is X)
     error = float(np.linalg.norm(flat))
-    kept, error = carrying_entries(vals, error, n, float(np.linalg.norm(X)))
+    kept, error = carrying_entries(vals, error, n, norm)
     return error, U, sig, Vt, idx[kept], vals[kept]
 
 
@@ -477,13 +477,15 @@ def _start_svd(dense: np.ndarray, rank: int, seed: int) -> tuple[np.ndarray, np.
     return _randomized_svd(dense, rank, 10, 7, seed)
 
 
-def _scored(dense: np.ndarray, U, sig, Vt, n_sparse: int, n_iter: int = 0, stop_reason: str = "exact") -> _Candidate:
-    return _Candidate(*_score(dense, U, sig, Vt, n_sparse), n_iter, stop_reason)
+def _scored(dense: np.ndarray, U, sig, Vt, n_sparse: int, norm: float, n_iter: int = 0,
+            stop_reason: str = "exact") -> _Candidate:
+    return _Candidate(*_score(dense, U, sig, Vt, n_sparse, norm), n_iter, stop_reason)
 
 
-def _fit_split(dense: np.ndarray, Xt, rank: int, n_sparse: int, start, *, max_iter: int, tol: float,
+def _fit_split(dense: np.ndarray, Xt, rank: int, n_sparse: int, start, *, max_iter: int, tol: float, norm: float,
                deadline: _timing.Deadline | None = None, first_step: float = 0.0) -> _Candidate:
-    """GoDec at one split from the float64 start ``(U, sigma, Vt)`` (at least ``rank`` wide).
+    """GoDec at one split from the float64 start ``(U, sigma, Vt)`` (at least ``rank`` wide); ``norm`` is
+    ``||dense||_F``.
 
     The start itself (TSVD's ``L`` with its best ``S`` for the largest rank)
     is a candidate too, so that a float32 (GPU) fit cannot lose to it by
@@ -493,7 +495,7 @@ def _fit_split(dense: np.ndarray, Xt, rank: int, n_sparse: int, start, *, max_it
 
     U0, s0, Vt0 = start[0][:, :rank], start[1][:rank], start[2][:rank]
     began = _timing.now()
-    first = _scored(dense, U0, s0, Vt0, n_sparse)
+    first = _scored(dense, U0, s0, Vt0, n_sparse, norm)
     if rank == 0 or n_sparse == 0:
         # r = 0: S = the s largest entries of X; s = 0: L = the start. Both exact.
         return first
@@ -503,7 +505,7 @@ def _fit_split(dense: np.ndarray, Xt, rank: int, n_sparse: int, start, *, max_it
     U, sig, Vt = (torch.as_tensor(np.ascontiguousarray(a), dtype=Xt.dtype, device=Xt.device) for a in (U0, s0, Vt0))
     U, sig, Vt, n_iter, reason = _godec(Xt, rank, n_sparse, U, sig, Vt, max_iter=max_iter, tol=tol, deadline=deadline,
                                         first_step=first_step)
-    fitted = _scored(dense, *_to_numpy(U, sig, Vt), n_sparse, n_iter, reason)
+    fitted = _scored(dense, *_to_numpy(U, sig, Vt), n_sparse, norm, n_iter, reason)
     if first.error < fitted.error:
         first.n_iter, first.stop_reason = n_iter, reason
         return first
@@ -534,7 +536,7 @@ def _fit_grid(dense: np.ndarray, Xt, splits, *, seed: int, deadline: _timing.Dea
                                        "skipped": "time_limit"}
             continue
         began = _timing.now()
-        cand = _fit_split(dense, Xt, rank, n_sparse, start, deadline=deadline, **options)
+        cand = _fit_split(dense, Xt, rank, n_sparse, start, deadline=deadline, norm=norm, **options)
         cand.split = (rank, n_sparse)
         if not godec:
             scoring = max(scoring, _timing.now() - began)
@@ -563,7 +565,7 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
     """
     import torch
 
-    n = dense.shape[0]
+    n, norm = dense.shape[0], float(np.linalg.norm(dense))
     # Float32 cannot reach a residual of 1e-7 relative: stop at its round-off instead.
     ptol = max(pcp_tol, 10 * torch.finfo(Xt.dtype).eps)
     began = _timing.now()
@@ -594,10 +596,10 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
     # scored alone (the result needs that one scoring).
     scoring = (cutting - selecting) + (_timing.now() - cutting) / len(cuts)
     if deadline is not None and not deadline.fits(GODEC_LEAST_SCORINGS * scoring):
-        best = _scored(dense, U[:, :rank], sig[:rank], Vt[:rank], n_sparse, 0, "time_limit")
+        best = _scored(dense, U[:, :rank], sig[:rank], Vt[:rank], n_sparse, norm, 0, "time_limit")
     else:
         best = _fit_split(dense, Xt, rank, n_sparse, (U, sig, Vt), max_iter=max_iter, tol=tol, deadline=deadline,
-                          first_step=per_iteration)
+                          first_step=per_iteration, norm=norm)
     best.split = (rank, n_sparse)
     extra = {
         "natural_rank": natural_rank,
