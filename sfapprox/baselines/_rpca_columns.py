@@ -98,10 +98,9 @@ def _low_rank(source: MatrixSource, S: sp.csr_array, rank: int, seed: int) -> tu
 
 
 def _held_sparse(source: MatrixSource) -> bool:
-    """Whether ``source`` (or the source a :class:`~sfapprox.sources.DistributedSource` spreads) holds its
-    matrix sparse: then ``X`` itself (rank 0) is selected from its non-zeros, not by a pass of dense blocks."""
-    plain = source.source if isinstance(source, DistributedSource) else source
-    return plain.sparse_matrix is not None
+    """Whether ``source`` holds its matrix sparse (a :class:`~sfapprox.sources.DistributedSource` gives its
+    wrapped source's): then ``X`` itself (rank 0) is selected from its non-zeros, not by a pass of dense blocks."""
+    return source.sparse_matrix is not None
 
 
 def _sparse_part(source: MatrixSource, U, sig, Vt, n_sparse: int, max_memory: int | None):
@@ -215,29 +214,33 @@ def fit_grid_columns(source: MatrixSource, splits, *, max_iter: int, tol: float,
     ``skipped: "exact"``).
     """
     held = _held_sparse(source)
+    n, largest = source.n, max(rank for rank, _ in splits)
+    best, records, timing, norm = None, {}, {}, 0.0
+    best_count = best_kept_rank = 0  # (the best's numbers stored and rank kept, once there is one)
+
+    def made(start: Start | None) -> Start | None:
+        """``start`` or the grid's own, with the time of a residual pass probed where products say nothing of it."""
+        start = start if start is not None else _own_start(source, largest, seed, deadline)
+        if deadline is not None and start is not None and not source.products_by_columns:
+            timing["top_pass"] = _probed_top_pass(source, start, max_memory)
+        return start
+
     # X held sparse: its all-sparse end first, before the start is made (where every non-zero fits, X is
     # reproduced and no start is needed: 6-8 s of randomized SVD at N = 60,025 for a 0.1 s answer)
     later = start is None and held and any(rank == 0 for rank, _ in splits)
-    if start is None and not later:
-        start = _own_start(source, max(rank for rank, _ in splits), seed, deadline)
-    n = source.n
+    if not later:
+        start = made(start)
     order = _order(splits, start, held)
-    best, records, timing, norm = None, {}, {}, 0.0
-    if deadline is not None and start is not None and not source.products_by_columns:
-        timing["top_pass"] = _probed_top_pass(source, start, max_memory)
     while order:
         rank, n_sparse = order.pop(0)
-        if best is not None and reproduces(best[0], norm) and rank >= _Candidate(*best).kept()[0]:
+        if best is not None and reproduces(best[0], norm) and rank >= best_kept_rank:
             # X reproduced: a split of no lower rank holds the same directions and more, and is not tried
             # (its passes spared); one of a lower rank may store fewer numbers (a sparse part in their place)
             records[rank, n_sparse] = {"rank": rank, "n_sparse": n_sparse, "fro_error": None, "iterations": 0,
                                        "skipped": "exact"}
             continue
         if later and rank > 0:  # the all-sparse end did not settle it: the start now, and the rest in its order
-            later = False
-            start = _own_start(source, max(r for r, _ in splits), seed, deadline)
-            if deadline is not None and start is not None and not source.products_by_columns:
-                timing["top_pass"] = _probed_top_pass(source, start, max_memory)
+            later, start = False, made(None)
             order = _order([(rank, n_sparse), *order], start, held)
             rank, n_sparse = order.pop(0)
         cost = _first_cost(rank, n_sparse, start, timing, held)
@@ -247,13 +250,13 @@ def fit_grid_columns(source: MatrixSource, splits, *, max_iter: int, tol: float,
             continue
         fitted = fit_split_columns(source, rank, n_sparse, max_iter=max_iter, tol=tol, seed=seed,
                                    deadline=deadline, max_memory=max_memory, start=start, timing=timing)
-        records[rank, n_sparse] = _Candidate(*fitted).record((rank, n_sparse), n, count_indices)
+        cand = _Candidate(*fitted)
+        records[rank, n_sparse] = cand.record((rank, n_sparse), n, count_indices)
         norm = max(norm, norm_below(fitted[2], fitted[5], fitted[0]))
-        if best is None or preferred(fitted[0], _Candidate(*fitted).count(n, count_indices), best[0],
-                                     _Candidate(*best).count(n, count_indices), norm):
-            best = fitted
+        if best is None or preferred(cand.error, cand.count(n, count_indices), best[0], best_count, norm):
+            best, best_count, best_kept_rank = fitted, cand.count(n, count_indices), cand.kept()[0]
     if best is None:  # not one residual pass fits: the start's low rank part alone, unscored
-        best = _start_alone(start, max(rank for rank, _ in splits), n)
+        best = _start_alone(start, largest, n)
     return best, [records[split] for split in splits]
 
 
