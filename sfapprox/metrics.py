@@ -287,12 +287,10 @@ def sparse_target_error(X, operator, fro_norm: float | None = None) -> tuple[flo
         cross += _low_rank_entries_dot(L, R, rows, cols, v)
     norms = float(np.sum((L.T @ L) * (R @ R.T)))
     if S is not None and S.nnz:
-        S = sp.coo_array(S)  # (as big as the budget: it is the surrogate's own part)
-        S.sum_duplicates()
+        S = _summed_coo(S)  # (as big as the budget: it is the surrogate's own part)
         s = S.data.astype(np.float64)
-        for start in range(0, s.size, _GATHER_NUMBERS):  # X's entries at S's positions, by binary search
-            stop = start + _GATHER_NUMBERS
-            cross += float(np.dot(s[start:stop], np.asarray(X[S.row[start:stop], S.col[start:stop]]).ravel()))
+        for part, x in _entries_at(X, S.row, S.col):
+            cross += float(np.dot(s[part], x))
         norms += 2 * _low_rank_entries_dot(L, R, S.row, S.col, s) + float(np.dot(s, s))
     total = squared - 2 * cross + norms
     if total < SPARSE_TARGET_MIN_SHARE * max(squared, norms):
@@ -307,8 +305,7 @@ def _sparse_part_error(X, S, fro_norm: float | None) -> tuple[float, float | Non
     formula's difference of sums left an ``S`` holding every non-zero of ``X`` (RPCA's rank-0 end, top-s)
     to round-off: then to a pass over the ``N^2`` entries, sampled ("0 +- ?") at N = 60,025."""
     n = X.shape[1]
-    S = sp.coo_array(S)
-    S.sum_duplicates()
+    S = _summed_coo(S)
     flat_s = np.sort(S.row.astype(np.int64) * n + S.col)  # (for the search; sorted already where canonical)
     s = S.data.astype(np.float64)
     squared = uncovered = 0.0
@@ -319,12 +316,26 @@ def _sparse_part_error(X, S, fro_norm: float | None) -> tuple[float, float | Non
         squared += float(np.dot(v, v))
         uncovered += float(np.dot(v[out], v[out]))
     covered = 0.0
-    for start in range(0, s.size, _GATHER_NUMBERS):  # X's entries at S's positions, by binary search
-        stop = start + _GATHER_NUMBERS
-        d = np.asarray(X[S.row[start:stop], S.col[start:stop]]).ravel() - s[start:stop]
+    for part, x in _entries_at(X, S.row, S.col):
+        d = x - s[part]
         covered += float(np.dot(d, d))
     err = math.sqrt(uncovered + covered)
     return err, _relative(err, math.sqrt(squared) if fro_norm is None else float(fro_norm))
+
+
+def _summed_coo(S):
+    """``S`` as a COO array with its repeated positions added up (a copy: ``S`` is the surrogate's)."""
+    S = sp.coo_array(S)
+    S.sum_duplicates()
+    return S
+
+
+def _entries_at(X, rows: np.ndarray, cols: np.ndarray):
+    """``(part, X[rows[part], cols[part]])`` for successive slices ``part`` of at most :data:`_GATHER_NUMBERS`
+    positions: a compressed ``X``'s entries found by binary search, never a dense block."""
+    for start in range(0, rows.size, _GATHER_NUMBERS):
+        part = slice(start, start + _GATHER_NUMBERS)
+        yield part, np.asarray(X[rows[part], cols[part]]).ravel()
 
 
 def _compressed(X):
