@@ -1011,12 +1011,13 @@ def _source_notes(saved: Mapping[str, Any], sha256: str | None, recipe: Mapping[
             notes.append(f"{name} was fitted to {theirs.get('path') or 'another file'} (another file's contents: "
                          f"{f'{size:,}' if isinstance(size, int) else '?'} bytes, sampled sha256 "
                          f"{str(theirs['sampled_sha256'])[:12]}…), not to this file")
-        elif recipe and theirs and _recipe_key(theirs, recipe) != _recipe_key(recipe, theirs):
+        elif recipe and theirs:
             mine, other = _recipe_key(recipe, theirs), _recipe_key(theirs, recipe)
-            # a kernel's whole recipe (kernel and bandwidth go together); a file's reading, what differs
-            keys = None if "kind" in theirs else [k for k in other if other[k] != mine[k]]
-            notes.append(f"{name} was fitted to another matrix of this file ({recipe_text(theirs, keys)}; this one: "
-                         f"{recipe_text(recipe, keys)})")
+            if mine != other:
+                # a kernel's whole recipe (kernel and bandwidth go together); a file's reading, what differs
+                keys = None if "kind" in theirs else [k for k in other if other[k] != mine[k]]
+                notes.append(f"{name} was fitted to another matrix of this file ({recipe_text(theirs, keys)}; "
+                             f"this one: {recipe_text(recipe, keys)})")
     return notes
 
 
