@@ -83,10 +83,7 @@ def close(client) -> None:
     ----------
     client : dask.distributed.Client
     """
-    log = logging.getLogger("distributed.client")
-    level = log.level
-    log.setLevel(logging.CRITICAL)
-    try:
+    from ._executors import logs_off
+
+    with logs_off("distributed.client", below=logging.CRITICAL):
         client.close()
-    finally:
-        log.setLevel(level)

@@ -19,7 +19,7 @@ from typing import Any
 
 from ._errors import one_line
 
-__all__ = ["worker_count", "share", "ordered_map", "not_picklable", "serialization_logs_off"]
+__all__ = ["worker_count", "share", "ordered_map", "not_picklable", "serialization_logs_off", "logs_off"]
 
 #: Tasks kept in flight per worker: one running and one queued, so a worker never waits for the
 #: caller, while results not yet consumed stay bounded (a top-s task's result is O(k) numbers).
@@ -138,22 +138,26 @@ def not_picklable(exc: BaseException, what: str = "the matrix source"):
 
 
 @contextlib.contextmanager
-def serialization_logs_off(executor) -> Iterator[None]:
-    """Dask's ERROR log of an object it cannot serialize (three chained tracebacks, each time) is off: the
-    failure is raised, and said in one line (:func:`not_picklable`)."""
-    if not _is_dask(executor):
-        yield
-        return
-    names = ("distributed.protocol.pickle", "distributed.protocol.core", "distributed.comm.utils")
+def logs_off(*names: str, below: int = logging.CRITICAL + 1) -> Iterator[None]:
+    """The loggers ``names`` silenced below ``below`` for the block, their levels restored after (dask's own
+    ERROR logs of a failure sfapprox raises and says in one line)."""
     logs = [logging.getLogger(name) for name in names]
     levels = [log.level for log in logs]
     for log in logs:
-        log.setLevel(logging.CRITICAL + 1)
+        log.setLevel(below)
     try:
         yield
     finally:
         for log, level in zip(logs, levels):
             log.setLevel(level)
+
+
+def serialization_logs_off(executor):
+    """Dask's ERROR log of an object it cannot serialize (three chained tracebacks, each time) is off: the
+    failure is raised, and said in one line (:func:`not_picklable`)."""
+    if not _is_dask(executor):
+        return contextlib.nullcontext()
+    return logs_off("distributed.protocol.pickle", "distributed.protocol.core", "distributed.comm.utils")
 
 
 def _sent(executor, call: Callable, *args, **kwargs) -> Any:
