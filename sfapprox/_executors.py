@@ -74,10 +74,15 @@ def share(executor, objects: Sequence[Any]) -> list[Any]:
 _LOST = ("FutureCancelledError", "CancelledError", "KilledWorker", "CommClosedError")
 
 
+def is_kind(exc: BaseException, *names: str) -> bool:
+    """Whether ``exc`` is of a class named one of ``names`` (by name: dask is optional, never imported here)."""
+    return any(k.__name__ in names for k in type(exc).__mro__)
+
+
 def cluster_lost(exc: BaseException, during: str = "a pass over the columns"):
     """The :class:`~sfapprox.ResourceError` to raise where ``exc`` (a task's ``result()``) says that its Dask
     cluster went away (:data:`_LOST`), else None (the task's own failure)."""
-    if not any(k.__name__ in _LOST for k in type(exc).__mro__):
+    if not is_kind(exc, *_LOST):
         return None
     return _lost(during, f"{type(exc).__name__}: {one_line(exc)}")
 

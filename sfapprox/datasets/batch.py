@@ -47,7 +47,7 @@ from typing import Any
 from .._atomic import OutputError
 from .._base import parse_methods
 from .._dask import close, connect
-from .._executors import cluster_lost, not_picklable, serialization_logs_off
+from .._executors import cluster_lost, is_kind, not_picklable, serialization_logs_off
 from .._errors import ParameterError, one_line
 from .._settings import PROTOCOLS
 from ..budget import parse_budget
@@ -911,11 +911,6 @@ def _worker_failure(task: MatrixTask, exc: BaseException) -> list[dict[str, Any]
     return out
 
 
-def _is_killed_worker(exc: BaseException) -> bool:
-    """``exc`` is dask's ``KilledWorker`` (by name: dask is optional): the workers that ran one task died."""
-    return any(k.__name__ == "KilledWorker" for k in type(exc).__mro__)
-
-
 def _worker_died(task: MatrixTask, exc: BaseException) -> list[dict[str, Any]]:
     """A ``failed`` record per method of a task whose Dask workers died running it (``KilledWorker``, after
     the scheduler's allowed retries): over their memory limit, or killed.  The batch goes on (it stopped
@@ -1014,7 +1009,7 @@ def _run_dask(tasks: list[MatrixTask], client, write: Callable[[dict], None], em
             try:
                 records = future.result()
             except Exception as exc:
-                if _is_killed_worker(exc):  # this task's own end, not the cluster's: its pairs fail, the rest run
+                if is_kind(exc, "KilledWorker"):  # its workers died: this task's own end, not the cluster's
                     for record in _worker_died(task, exc):
                         write(record)
                     emit("matrix_done", name=task.entry.name)
