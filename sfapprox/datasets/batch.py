@@ -903,12 +903,12 @@ def _run_serial(tasks: list[MatrixTask], write: Callable[[dict], None], on_event
 
 
 def _worker_failure(task: MatrixTask, exc: BaseException) -> list[dict[str, Any]]:
-    out = []
-    for method in task.methods:
-        record = base_record(task, method)
-        record.update(status="failed", error=f"worker failed: {one_line(exc)}")
-        out.append(stamp(record))
-    return out
+    return _failed_records(task, f"worker failed: {one_line(exc)}")
+
+
+def _failed_records(task: MatrixTask, error: str) -> list[dict[str, Any]]:
+    """A ``failed`` record per method of ``task``, each with ``error``."""
+    return [stamp({**base_record(task, method), "status": "failed", "error": error}) for method in task.methods]
 
 
 def _worker_died(task: MatrixTask, exc: BaseException) -> list[dict[str, Any]]:
@@ -922,12 +922,7 @@ def _worker_died(task: MatrixTask, exc: BaseException) -> list[dict[str, Any]]:
     error = (f"worker died: the Dask worker running it died {tries}, the scheduler's retries used up (KilledWorker"
              f"{where}): over its memory limit, or killed, by this matrix or one beside it; see the worker's log, "
              "give the workers more memory (or set a lower --max-memory) and run again")
-    out = []
-    for method in task.methods:
-        record = base_record(task, method)
-        record.update(status="failed", error=error)
-        out.append(stamp(record))
-    return out
+    return _failed_records(task, error)
 
 
 def _run_processes(tasks: list[MatrixTask], jobs: int, write: Callable[[dict], None], emit: Event) -> bool:
