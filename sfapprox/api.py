@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -249,28 +250,30 @@ def _write_outputs(run: FitRun, origin, out, json_path, force: bool) -> list[Exc
     model, failures = run.model, []
     if out is not None:
         aside = _checkpoints_aside(model, out)
-        try:
-            # checkpoints that went aside (another file took the name meanwhile): the result replaces the
-            # last of them there, one file, not a second name beside it
-            save_factors(out if aside is None else aside[0], model.operator_, loss_history=model.loss_curve_,
-                         fit=run.summary, settings=_recorded_settings(model), source=origin,
-                         force=_out_force(model, out, force) if aside is None else aside[1])
-        except (OutputExistsError, OutputError) as exc:
-            failures.append(exc)
-        except OSError as exc:  # (an output's own writer says which file; this one may not)
-            failures.append(OutputError(f"{out}: not written: {exc.strerror or exc}", Path(out), exc.errno))
+        # checkpoints that went aside (another file took the name meanwhile): the result replaces the
+        # last of them there, one file, not a second name beside it
+        _tried(out, failures, lambda: save_factors(
+            out if aside is None else aside[0], model.operator_, loss_history=model.loss_curve_, fit=run.summary,
+            settings=_recorded_settings(model), source=origin,
+            force=_out_force(model, out, force) if aside is None else aside[1]))
         if aside is not None:
             failures.append(OutputExistsError(f"{out}: another file took its name during the fit, so it was left "
                                               f"untouched; the result was saved as {aside[0]} instead, with the "
                                               "checkpoints", Path(out), Path(aside[0])))
     if json_path is not None:
-        try:
-            write_json(json_path, run.record(), force=force)
-        except (OutputExistsError, OutputError) as exc:
-            failures.append(exc)
-        except OSError as exc:
-            failures.append(OutputError(f"{json_path}: not written: {exc.strerror or exc}", Path(json_path), exc.errno))
+        _tried(json_path, failures, lambda: write_json(json_path, run.record(), force=force))
     return failures
+
+
+def _tried(path, failures: list[Exception], write: Callable[[], Any]) -> None:
+    """``write()`` of the output ``path``; its failure, if any, appended to ``failures`` (an ``OSError`` made an
+    :class:`OutputError` naming ``path``: an output's own writer says which file, the error may not)."""
+    try:
+        write()
+    except (OutputExistsError, OutputError) as exc:
+        failures.append(exc)
+    except OSError as exc:
+        failures.append(OutputError(f"{path}: not written: {exc.strerror or exc}", Path(path), exc.errno))
 
 
 def _output_failure(failures: list[Exception], run: FitRun) -> Exception:
