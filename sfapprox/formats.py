@@ -163,6 +163,31 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+def fmt_with_interval(value: float | None, interval) -> str:
+    """An error with its 95 % interval: ``0.312 ± 0.004`` (the interval's half-width about ``value``), ``0.312 ± ?``
+    where its upper end is unbounded (every sampled column alike: nothing bounds the others), the value alone
+    without an interval (an exact error).
+
+    Parameters
+    ----------
+    value : float or None
+        The error.
+    interval : (float, float) or None
+        Its 95 % interval (``(low, high)``; ``high`` None or infinite when unbounded).
+
+    Examples
+    --------
+    >>> fmt_with_interval(0.3124, (0.3084, 0.3164)), fmt_with_interval(0.5, (0.4, None)), fmt_with_interval(0.5, None)
+    ('0.3124 ± 0.004', '0.5 ± ?', '0.5')
+    """
+    if value is None or not interval:
+        return fmt_number(value)
+    low, high = interval
+    if high is None or not math.isfinite(high):
+        return f"{fmt_number(value)} ± ?"
+    return f"{fmt_number(value)} ± {fmt_number(max(high - value, value - low), 2)}"
+
+
 def fmt_number(value: float | None, digits: int = 4) -> str:
     """``0.08742`` / ``3.52e+04``; "–" for missing values.
 

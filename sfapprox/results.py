@@ -20,7 +20,7 @@ from . import __version__
 from ._base import methods
 from ._moved import moved_names
 from .baselines.sparse import sparse_count
-from .formats import Column, Table, fmt_number, fmt_seconds, jsonable
+from .formats import Column, Table, fmt_seconds, fmt_with_interval, jsonable
 
 __all__ = ["MethodResult", "Comparison", "library_versions", "details", "error_cell"]
 
@@ -366,12 +366,7 @@ def error_cell(r: MethodResult, value: float | None, key: str) -> str:
     key : {"fro_interval", "rel_interval"}
         Which interval goes with ``value``.
     """
-    interval = (r.error_estimate or {}).get(key)
-    if value is None or not interval:
-        return fmt_number(value)
-    if interval[1] is None or not math.isfinite(interval[1]):  # every sampled column alike: nothing bounds the others
-        return f"{fmt_number(value)} ± ?"
-    return f"{fmt_number(value)} ± {fmt_number(max(interval[1] - value, value - interval[0]), 2)}"
+    return fmt_with_interval(value, (r.error_estimate or {}).get(key))
 
 
 def _with_interval(r: MethodResult) -> str:

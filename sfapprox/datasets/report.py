@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..formats import Column, Table
+from ..formats import Column, Table, fmt_with_interval
 from .manifest import CATEGORIES
 from .results_file import FILE_MISSING, MEASURES
 from .results_file import finite_number as _finite  # the lines' own test: an edited 10**400 is not finite
@@ -445,9 +445,7 @@ def _result_cell(record: dict[str, Any] | None) -> str:
         if interval is None:
             return fmt(record.get("fro_error"))
         # estimated from random columns: its 95 % interval's half-width, as compare and sweep show it
-        value = record["fro_error"]
-        half = max(interval[1] - value, value - interval[0])
-        return f"{fmt(value)} ± {fmt(half, 2) if math.isfinite(half) else '?'}"
+        return fmt_with_interval(record["fro_error"], interval)
     return _SHORT_STATUS.get(record.get("status"), str(record.get("status")))
 
 
