@@ -163,6 +163,18 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+#: The note under a table whose errors carry "±" (estimated from random columns of a matrix never formed).
+ESTIMATED_NOTE = ("± : half-width of a 95% interval; those errors are estimated from random columns (the matrix was "
+                  "not formed)")
+
+
+def interval_columns(method: str, interval=None) -> dict[str, Any]:
+    """The CSV-only columns of ``method``'s 95 % interval (``"<method> 95% low"``, ``"... high"``): their values
+    from ``interval`` (None: empty, an exact error); as titles, ``interval_columns(m, None).keys()``."""
+    low, high = interval or (None, None)
+    return {f"{method} 95% low": low, f"{method} 95% high": high}
+
+
 def fmt_with_interval(value: float | None, interval) -> str:
     """An error with its 95 % interval: ``0.312 ± 0.004`` (the interval's half-width about ``value``), ``0.312 ± ?``
     where its upper end is unbounded (every sampled column alike: nothing bounds the others), the value alone

@@ -20,7 +20,7 @@ from . import __version__
 from ._base import methods
 from ._moved import moved_names
 from .baselines.sparse import sparse_count
-from .formats import Column, Table, fmt_seconds, fmt_with_interval, jsonable
+from .formats import ESTIMATED_NOTE, Column, Table, fmt_seconds, fmt_with_interval, jsonable
 
 __all__ = ["MethodResult", "Comparison", "library_versions", "details", "error_cell"]
 
@@ -299,8 +299,7 @@ class Comparison:
         if winner is not None:
             table.notes.append(f"★ smallest error at this budget: {winner}")
         if any((r.error_estimate or {}).get("fro_interval") for r in self.results):
-            table.notes.append("± : half-width of a 95% interval; those errors are estimated from random columns "
-                               "(the matrix was not formed)")
+            table.notes.append(ESTIMATED_NOTE)
         verdict = self.verdict()
         if verdict is not None:
             table.notes.append(f"verdict: {verdict['text']}")

@@ -30,7 +30,7 @@ from .comparison import (
     settings_with,
     warnings_at_caller,
 )
-from .formats import Column, Table, jsonable
+from .formats import Column, Table, interval_columns, jsonable
 from .results import Comparison, MethodResult, error_cell
 from .sources import MatrixSource
 
@@ -221,7 +221,7 @@ class Sweep:
         estimated = [m for m in self.methods if any(r.method == m and (r.error_estimate or {}).get(interval)
                                                     for p in self.points for r in p.results)]
         for m in estimated:
-            table.data_titles.update({f"{m} 95% low": f"{m} 95% low", f"{m} 95% high": f"{m} 95% high"})
+            table.data_titles.update({title: title for title in interval_columns(m)})
         # per method, its distinct reasons (a failure after a "too small"), each with the budgets it was given at
         reasons: dict[str, dict[str, tuple[str, list[int]]]] = {}
         for point in self.points:
@@ -251,8 +251,8 @@ class Sweep:
                     data[m] = getattr(r, error)
             for m in estimated:
                 r = rows.get(m)
-                bounds = (r.error_estimate or {}).get(interval) if r is not None and m in data else None
-                data[f"{m} 95% low"], data[f"{m} 95% high"] = bounds or (None, None)
+                data.update(interval_columns(m, (r.error_estimate or {}).get(interval) if r is not None and m in data
+                                             else None))
             table.add(cells, best={winner} if winner else set(), data=data)
         for budget in self.skipped:  # a stop left them unreached: said, not left out without a sign
             cells = {"budget": f"{budget:,}", "share": f"{100 * budget / n**2:.2f}%"}

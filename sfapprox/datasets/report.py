@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..formats import Column, Table, fmt_with_interval
+from ..formats import ESTIMATED_NOTE, Column, Table, fmt_with_interval, interval_columns
 from .manifest import CATEGORIES
 from .results_file import FILE_MISSING, MEASURES
 from .results_file import finite_number as _finite  # the lines' own test: an edited 10**400 is not finite
@@ -185,19 +185,17 @@ class Report:
                 r.get("status") == "ok" and error_interval(r) is not None
                 for row in cat.rows for r in [row.results.get(m) or {}])]
             for m in estimated:
-                table.data_titles.update({f"{m} 95% low": f"{m} 95% low", f"{m} 95% high": f"{m} 95% high"})
+                table.data_titles.update({title: title for title in interval_columns(m)})
             for row, cells in zip(cat.rows, rows):
                 best = {f"c{i}" for i, h in enumerate(header) if h == row.winner}
                 intervals = {}
                 for m in estimated:
                     r = row.results.get(m) or {}
-                    low, high = (error_interval(r) if r.get("status") == "ok" else None) or (None, None)
-                    intervals.update({f"{m} 95% low": low, f"{m} 95% high": high})
+                    intervals.update(interval_columns(m, error_interval(r) if r.get("status") == "ok" else None))
                 table.add({f"c{i}": c for i, c in enumerate(cells)}, best=best,
                           data={**_row_data(header, cat, row), "category": cat.category, **intervals})
             if estimated:
-                table.notes.append("± : half-width of a 95% interval; those errors are estimated from random "
-                                   "columns (the matrix was not formed); no winner where the intervals overlap")
+                table.notes.append(f"{ESTIMATED_NOTE}; no winner where the intervals overlap")
             out.append(table)
         totals = self.total_wins()
         if out and totals:
