@@ -37,8 +37,9 @@ import scipy.sparse as sp
 from .. import _timing
 from ..sources import DistributedSource, MatrixSource
 from .._settings import COUNT_INDICES
-from ._rpca_parts import _Candidate, carrying_entries, carrying_rank, preferred, reproduces
+from ._rpca_parts import _Candidate, carrying_entries, preferred, reproduces
 from .rsvd import randomized_svd, source_svd
+from .tsvd import carrying_rank
 from .sparse import streamed_top
 
 __all__ = ["fit_grid_columns", "Start", "POWER_ITERATIONS"]
@@ -146,7 +147,7 @@ def _without_round_off(n: int, sig: np.ndarray, idx: np.ndarray, vals: np.ndarra
 
 
 def _carrying(U: np.ndarray, sig: np.ndarray, Vt: np.ndarray):
-    """``L`` without its singular values at round-off (:func:`~._rpca_parts.carrying_rank`)."""
+    """``L`` without its singular values at round-off (:func:`~.tsvd.carrying_rank`)."""
     keep = carrying_rank(sig, U.shape[0])
     return (U, sig, Vt) if keep.all() else (U[:, keep], sig[keep], Vt[keep])
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..budget import rpca_count
+from .tsvd import round_off
 
 #: Relative error at or below which a split reproduces ``X`` (round-off; Monarch's ``EXACT_TOL``): among
 #: the splits that do, the one storing fewest numbers is kept, not round-off's draw.
@@ -16,15 +17,6 @@ EXACT_TOL = 1e-12
 
 
 # --------------------------------------------------------------------------- what carries nothing
-def carrying_rank(sig: np.ndarray, n: int) -> np.ndarray:
-    """Which singular values of ``L`` carry something (a mask): those above ``N eps max(sigma)``, TSVD's
-    :func:`~.tsvd.numerical_rank` rule.  The others are round-off (a rank-one ``X``'s second direction at
-    rank 2) and are neither stored nor charged ``2N + 1`` numbers each."""
-    if sig.size == 0 or not sig.max() > 0:
-        return np.zeros(sig.shape, dtype=bool)
-    return sig > n * np.finfo(np.float64).eps * sig.max()
-
-
 def carrying_entries(vals: np.ndarray, error: float, n: int, norm: float) -> tuple[np.ndarray, float]:
     """Which sparse values carry something (a mask), and the error of what they leave: ``X``'s residual
     ``error`` with the ``S`` of all of ``vals``, ``||X||_F = norm``.
@@ -49,12 +41,6 @@ def carrying_entries(vals: np.ndarray, error: float, n: int, norm: float) -> tup
     if keep.all():
         return keep, error
     return keep, math.hypot(error, float(np.linalg.norm(vals[~keep])))
-
-
-def round_off(n: int, norm: float) -> float:
-    """``N eps ||X||_F``: the norm of what a fit may leave out as round-off (numpy's ``matrix_rank``
-    scale, as TSVD's and NMF's rules)."""
-    return n * np.finfo(np.float64).eps * norm
 
 
 def reproduces(error: float | None, norm: float) -> bool:

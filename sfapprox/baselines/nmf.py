@@ -33,7 +33,7 @@ from ..budget import nmf_count, nmf_rank_for_budget, rank_within
 from ..metrics import operator_error
 from ..operators import HybridOperator
 from ._torch import as_tensor, few_threads
-from .tsvd import EXACT_MAX_N, EXACT_SVD_ARRAYS, _exact_svd, _randomized_svd
+from .tsvd import EXACT_MAX_N, EXACT_SVD_ARRAYS, _exact_svd, _randomized_svd, round_off
 
 __all__ = ["NMF"]
 
@@ -246,7 +246,7 @@ def _carrying(W: np.ndarray, H: np.ndarray, norm: float) -> np.ndarray:
     n = W.shape[0]
     share = np.linalg.norm(W, axis=0) * np.linalg.norm(H, axis=1)
     order = np.argsort(share, kind="stable")
-    dropped = np.cumsum(share[order]) <= n * np.finfo(np.float64).eps * norm
+    dropped = np.cumsum(share[order]) <= round_off(n, norm)
     live = np.ones(share.size, dtype=bool)
     live[order[dropped]] = False
     return live

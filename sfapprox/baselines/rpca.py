@@ -31,7 +31,7 @@ Both run in torch on the CPU or a CUDA GPU; the returned factors and the
 choice among grid points are evaluated in float64.
 
 What carries only round-off is not stored nor charged: ``L``'s singular
-values at or below ``N eps max(sigma)`` (TSVD's rule, :func:`carrying_rank`)
+values at or below ``N eps max(sigma)`` (TSVD's rule, :func:`~.tsvd.carrying_rank`)
 and ``S``'s smallest entries while all that is left out stays within
 ``N eps ||X||_F`` (:func:`carrying_entries`; the error moves by no more).
 Each split is scored without them, and of the splits that reproduce ``X``
@@ -59,7 +59,7 @@ from .._settings import COUNT_INDICES, DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
 from ..sources import MatrixSource, columns_within, room
 from .._validation import LIBRARY_WORKING_SET, check_memory, estimate_dense_bytes
-from ._rpca_parts import _Candidate, carrying_entries, carrying_rank, preferred
+from ._rpca_parts import _Candidate, carrying_entries, preferred
 from ..budget import (
     check_within,
     rpca_count,
@@ -70,7 +70,7 @@ from ..budget import (
 from ..operators import HybridOperator
 from ._torch import few_threads
 from .sparse import dense_top_entries
-from .tsvd import EXACT_MAX_N, EXACT_SVD_ARRAYS, _exact_svd, _randomized_svd
+from .tsvd import EXACT_MAX_N, EXACT_SVD_ARRAYS, _exact_svd, _randomized_svd, carrying_rank
 
 __all__ = ["RobustPCA", "RANK_FRACTIONS", "PCP_MU_GROWTH"]
 
