@@ -9,6 +9,7 @@ that every "too big" message has one shape and names the ``--max-memory`` knob.
 from __future__ import annotations
 
 import math
+import numbers
 import os
 
 import numpy as np
@@ -515,30 +516,70 @@ def check_operand(x, n: int, *, owner: str, what: str = "a vector or a matrix", 
         raise ParameterError(f"{owner} is {n} x {n}: it applies to {what} of {n} rows, got shape {shape}")
 
 
-def apply_real_parts(apply, B):
+def apply_real_parts(apply, B, owner: str = "the matrix"):
     """``apply(B)`` for a real ``B``; for a complex one ``apply(B.real) + 1j * apply(B.imag)``.
 
     Products are computed in float64: reading a complex operand as float64 dropped its imaginary part
     with only numpy's ComplexWarning, and the matrix is real, so the product is linear in each part.
+    An operand that does not hold numbers is refused here, once for every kind: strings and dates were
+    read as numbers by some kinds (``'1.0'`` as 1, a date as its days since 1970) and raised numpy's or
+    scipy's own TypeError in others, and an object array of numbers came back as an object array.
 
     Parameters
     ----------
     apply : callable
         The real product, taking and returning arrays.
     B : array_like
-        The operand.
+        The operand: booleans, integers, reals or complex numbers (an object array of Python numbers
+        is read as float64, or complex128 where it holds complex ones).
+    owner : str, default="the matrix"
+        What is applied (a class or a matrix name), for the message.
 
     Returns
     -------
     numpy.ndarray
         ``apply(B)``, complex where ``B`` is.
 
+    Raises
+    ------
+    ParameterError
+        For an operand that does not hold numbers.
+
     Examples
     --------
     >>> apply_real_parts(lambda b: 2 * np.asarray(b, dtype=float), np.array([1 + 1j]))
     array([2.+2.j])
     """
+    B = _numeric_operand(B, owner)
     if np.iscomplexobj(B):
         B = np.asarray(B)
         return apply(B.real) + 1j * apply(B.imag)
     return apply(B)
+
+
+def _numeric_operand(B, owner: str):
+    """``B`` itself when it holds numbers; an object array of numbers as float64 (complex128)."""
+    dtype = getattr(B, "dtype", None)
+    if not isinstance(dtype, np.dtype):  # a list, a scalar, a tensor: what numpy makes of it
+        B = np.asarray(B)
+        dtype = B.dtype
+    if dtype.kind in "biufc":
+        return B
+    if dtype.kind == "O":
+        values = np.asarray(B).ravel()
+        if all(isinstance(v, (numbers.Number, np.bool_)) for v in values):
+            complex_ = any(isinstance(v, numbers.Complex) and not isinstance(v, numbers.Real) for v in values)
+            try:
+                return np.asarray(B).astype(np.complex128 if complex_ else np.float64)
+            except (TypeError, ValueError):
+                pass
+        raise ParameterError(f"{owner} applies to numbers; got an object array holding "
+                             f"{_first_non_number(values)}")
+    raise ParameterError(f"{owner} applies to numbers (bool, integer, float or complex); got an operand of "
+                         f"dtype {dtype}")
+
+
+def _first_non_number(values) -> str:
+    """The first entry of ``values`` that is no number, in words (the message of an object operand)."""
+    bad = [v for v in values if not isinstance(v, (numbers.Number, np.bool_))][:1]
+    return f"{bad[0]!r:.40} ({type(bad[0]).__name__})" if bad else "numbers that cannot be read as float64"

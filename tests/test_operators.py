@@ -501,3 +501,20 @@ def test_torch_layers_take_every_device_torch_knows():
     assert op.to_torch(device="cpu:0").values.device.type == "cpu"
     assert op.to_torch(device=torch.device("cpu", 0)).values.device.type == "cpu"
     assert op.to_torch(device="meta").values.device.type == "meta"
+
+
+def test_operands_that_are_not_numbers_are_refused_by_every_kind():
+    """Strings and dates were read as numbers by the Chord, sparse, Monarch and butterfly kinds
+    (``'1.0'`` as 1, a date as its days since 1970) and gave numpy's or scipy's TypeError in the hybrids
+    (TSVD, RPCA, NMF, sf+lr); an object array of numbers came back from a hybrid as an object array."""
+    for name, op in _every_kind().items():
+        n = op.shape[0]
+        D = op.to_dense()
+        for bad in (np.array(["1.0"] * n), np.array(["2020-01-01"] * n, dtype="datetime64[D]"), ["a"] * n):
+            with pytest.raises(ParameterError, match="applies to numbers"):
+                op @ bad
+        with pytest.raises(ParameterError, match="None"):
+            op.T @ np.array([None] * n, dtype=object)
+        got = op @ np.ones(n, dtype=object)
+        assert got.dtype == np.float64, name
+        np.testing.assert_allclose(got, D @ np.ones(n), atol=1e-12, err_msg=name)

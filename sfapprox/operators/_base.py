@@ -187,7 +187,7 @@ class SurrogateOperator(LinearOperator):
         """``A @ B`` (``A.T @ B`` with ``transpose``) by the subclass's real :meth:`_apply`; a complex
         operand as its real and imaginary parts (five kinds dropped the imaginary part, reading the
         operand as float64 with only numpy's ComplexWarning)."""
-        return apply_real_parts(lambda part: self._apply(part, transpose), B)
+        return apply_real_parts(lambda part: self._apply(part, transpose), B, owner=type(self).__name__)
 
     def _matvec(self, x: np.ndarray) -> np.ndarray:
         return self._applied(np.reshape(x, -1), False)

@@ -64,7 +64,7 @@ def checked_product(product: Callable[[Any, np.ndarray], np.ndarray]) -> Callabl
         if hasattr(B, "toarray"):  # a scipy sparse operand: its N x k block, dense as the product is
             B = B.toarray()          # (numpy's "setting an array element with a sequence" came out)
         check_operand(B, self.n, owner=self.name)
-        return apply_real_parts(lambda part: product(self, part), B)
+        return apply_real_parts(lambda part: product(self, part), B, owner=self.name)
 
     return checked
 
