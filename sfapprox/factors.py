@@ -203,6 +203,10 @@ def _default_method(operator) -> str:
     if isinstance(operator, ChordOperator):
         return "sf"
     if isinstance(operator, HybridOperator):
+        if operator.chord is None:  # no Chord factors: a baseline's sum, not sf+s / sf+lr (as files said)
+            if operator.sparse.nnz:
+                return "rpca"
+            return "tsvd" if operator.singular_values else "nmf"
         return "sf+s" if operator.sparse.nnz else "sf+lr"
     return _operator_kind(operator)
 
@@ -242,8 +246,11 @@ def save_factors(
         A fitted estimator (e.g. ``ChordSF().fit(X)``) records its fit, settings and
         loss history itself.
     kind : str, optional
-        The method that made it (default: ``"sf"`` for a ChordOperator, ``"sf+s"``
-        or ``"sf+lr"`` for a HybridOperator, the operator's kind otherwise).
+        The method that made it (default: ``"sf"`` for a ChordOperator; for a
+        HybridOperator ``"sf+s"`` or ``"sf+lr"`` with Chord factors, and without
+        them ``"rpca"`` (a sparse part), ``"nmf"`` (``U V^T``) or ``"tsvd"``
+        (``U diag(s) V^T``; a randomized SVD's too: name it here); the operator's
+        kind otherwise).  A fitted estimator records its own method.
     loss_history : sequence of float, default=()
         The loss after each iteration (empty: the estimator's ``loss_curve_``, if any).
     fit, settings, source : dict, optional

@@ -443,3 +443,19 @@ def test_info_and_notes_of_a_reading_say_what_tells_it_apart_only():
 
     note, = _source_notes({"saved:g": Saved()}, "s", {"network": 1, "relation": None, "two_mode": None})
     assert note == "saved:g was fitted to another matrix of this file (network=2; this one: network=1)"
+
+
+def test_a_baseline_operator_saved_alone_is_named_by_its_method_not_sf_lr(tmp_path):
+    """``save_factors(path, c.result("tsvd").operator)`` wrote kind "sf+lr" (NMF's too, RPCA's "sf+s"):
+    ``load_factors(path).kind`` and ``sfapprox info`` called a surrogate without Chord factors an SF hybrid."""
+    import sfapprox
+
+    X = np.random.default_rng(0).random((16, 16))
+    c = sfapprox.compare(X, "tsvd,nmf,rpca,sf+lr", budget=100, time_limit=1)
+    for method in ("tsvd", "nmf", "rpca"):
+        path = tmp_path / f"{method}.h5"
+        save_factors(path, c.result(method).operator)
+        assert load_factors(path).kind == method
+    op = c.result("sf+lr").operator
+    save_factors(tmp_path / "h.h5", op)
+    assert load_factors(tmp_path / "h.h5").kind == ("sf+lr" if op.chord is not None else "tsvd")
