@@ -105,7 +105,7 @@ _LEGACY_CLASSES: set[type] = set()
 class SavedFactors:
     """A fit read back from HDF5: the operator plus how it was made.
 
-    ``matvec``/``rmatvec``/``matmat``/``to_dense`` delegate to :attr:`operator`.
+    ``matvec``/``rmatvec``/``matmat``/``to_dense`` and ``@`` delegate to :attr:`operator`.
 
     Attributes
     ----------
@@ -176,6 +176,18 @@ class SavedFactors:
         B : numpy.ndarray, shape (n, k)
         """
         return self.operator.matmat(B)
+
+    # ``saved @ x`` as ``matvec`` does: numpy read the record as a 0-d object array ("matmul: Input operand 0
+    # does not have enough dimensions"); None makes numpy leave ``x @ saved`` to __rmatmul__ as well.
+    __array_ufunc__ = None
+
+    def __matmul__(self, x):
+        """``operator @ x`` (a vector, a block or another operator)."""
+        return self.operator @ x
+
+    def __rmatmul__(self, x):
+        """``x @ operator``."""
+        return x @ self.operator
 
     def to_dense(self) -> np.ndarray:
         """The dense ``n x n`` matrix of the operator."""

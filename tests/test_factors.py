@@ -459,3 +459,18 @@ def test_a_baseline_operator_saved_alone_is_named_by_its_method_not_sf_lr(tmp_pa
     op = c.result("sf+lr").operator
     save_factors(tmp_path / "h.h5", op)
     assert load_factors(tmp_path / "h.h5").kind == ("sf+lr" if op.chord is not None else "tsvd")
+
+
+def test_a_loaded_fit_applies_with_the_matmul_operator_as_with_matvec(tmp_path):
+    """``load_factors(p) @ x`` (it has matvec, rmatvec and matmat) gave numpy's "matmul: Input operand 0
+    does not have enough dimensions", and ``x @ load_factors(p)`` the same."""
+    op = ChordOperator(np.random.default_rng(0).standard_normal((3, 8, 4)))
+    save_factors(tmp_path / "f.h5", op)
+    saved = load_factors(tmp_path / "f.h5")
+    x, B = np.arange(8.0), np.ones((8, 2))
+    D = op.to_dense()
+    np.testing.assert_allclose(saved @ x, D @ x)
+    np.testing.assert_allclose(saved @ B, D @ B)
+    np.testing.assert_allclose(x @ saved, x @ D)
+    with pytest.raises(ParameterError, match="8 x 8"):
+        saved @ np.ones(9)
