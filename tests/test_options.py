@@ -60,6 +60,9 @@ CASES = [
     (("fit",), ["--gtol", "inf"], "--gtol must be a float in the range [0, inf)"),
     (("fit",), ["--out", "OUT", "--checkpoint-every", "inf"], "--checkpoint-every must be a float"),
     (("compare", "sweep"), ["--plot", "FIG"], "cannot write a figure of type '.xyz'"),
+    # the budget chooses the structure: refused once the matrix had loaded, as "leave out n_factors"
+    (("fit",), ["--budget", "100", "--factors", "3"], "--budget chooses SF's structure itself; leave out --factors"),
+    (("fit",), ["--budget", "0.5", "--base", "3", "--support", "symmetric"], "leave out --base, --support"),
 ]
 
 

@@ -55,6 +55,13 @@ def fit(
 
         if budget is not None:
             parse_budget(budget)
+            # the budget picks the structure; refused here, before the matrix loads, in the options' words
+            # (fit_matrix refused it only once the matrix had loaded, as "leave out n_factors")
+            chosen = [option for option, value, default in (("--factors", factors, None), ("--base", base, SF_BASE),
+                                                            ("--support", support, SF_SUPPORT)) if value != default]
+            if chosen:
+                raise ParameterError(f"--budget chooses SF's structure itself; leave out {', '.join(chosen)} "
+                                     "(or drop --budget)")
         if checkpoint_every is not None and out_path is None:
             raise ParameterError("--checkpoint-every writes the factors to --out FILE; give --out too")
         if out_path is not None and str(out_path) == "-":  # standard output, as for --json (a file named "-" before)
