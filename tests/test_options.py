@@ -63,6 +63,8 @@ CASES = [
     # the budget chooses the structure: refused once the matrix had loaded, as "leave out n_factors"
     (("fit",), ["--budget", "100", "--factors", "3"], "--budget chooses SF's structure itself; leave out --factors"),
     (("fit",), ["--budget", "0.5", "--base", "3", "--support", "symmetric"], "leave out --base, --support"),
+    # without --plot it was accepted and ignored
+    (("compare",), ["--plot-scale", "log"], "--plot-scale log sets the colours of --plot's figure; give --plot FILE"),
 ]
 
 

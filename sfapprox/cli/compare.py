@@ -7,6 +7,7 @@ from typing import Annotated, Literal, Optional
 
 import typer
 
+from .._errors import ParameterError
 from . import _options as o
 from ._app import EXIT_INTERRUPTED, announce_start, app, error_boundary, read_matrix, show_notes, stop_cause
 from ._render import (advise_limits, check_distinct, check_outputs, check_plot, emit, fit_progress, method_announcer,
@@ -48,6 +49,9 @@ def compare(
         from ..factors import check_results_folder, save_results
 
         names = parse_methods(methods)  # every option and output is checked before any work
+        if plot_scale != "auto" and plot is None:  # it colours --plot's figure: alone it was ignored without a word
+            raise ParameterError(f"--plot-scale {plot_scale} sets the colours of --plot's figure; give --plot FILE too "
+                                 "(or leave --plot-scale out)")
         parse_budget(budget)
         inputs = [path, *(saved or [])]  # every file read (a saved fit scored beside): none replaced
         check_outputs(outputs, inputs=inputs)
