@@ -65,6 +65,9 @@ CASES = [
     (("fit",), ["--budget", "0.5", "--base", "3", "--support", "symmetric"], "leave out --base, --support"),
     # without --plot it was accepted and ignored
     (("compare",), ["--plot-scale", "log"], "--plot-scale log sets the colours of --plot's figure; give --plot FILE"),
+    # a list of no names ran every entry; an empty item was dropped without a word
+    (("batch",), ["--only", ","], "--only ',' names no entry"),
+    (("batch",), ["--only", "a,,b"], "--only 'a,,b': an item between two commas is empty"),
 ]
 
 
@@ -97,6 +100,15 @@ def test_a_float_option_says_what_is_wrong_with_its_value(no_loading, inputs, co
         result = CliRunner().invoke(app, [inputs.get(a, a) for a in COMMANDS[command] + extra])
         assert result.exit_code == 2 and says in result.output, (command, result.output)
         assert "greater than or equal" not in result.output
+
+
+@pytest.mark.parametrize("command", ["list", "verify", "fetch"])
+def test_datasets_only_that_names_no_entry_is_refused(inputs, command):
+    """``datasets ... --only ,`` listed, verified or fetched every entry of the manifest."""
+    for only, says in ((",", "--only ',' names no entry"), ("a,,a", "an item between two commas is empty")):
+        result = CliRunner().invoke(app, ["datasets", command, inputs["MANIFEST"], "--only", only])
+        assert result.exit_code == 2 and says in result.output, result.output
+        assert "Traceback" not in result.output
 
 
 def test_an_existing_output_is_refused_before_loading(no_loading, inputs, tmp_path):

@@ -36,7 +36,8 @@ from .._settings import DEFAULT_METHODS as _DEFAULT_METHODS
 from ._app import error_boundary
 from ._render import Outputs
 
-__all__ = ["MatrixPath", "options", "LOAD", "FIT", "OUTPUTS", "output_group", "Methods", "Budget", "CountIndices", "Force", "Quiet", "flag", "number"]
+__all__ = ["MatrixPath", "options", "LOAD", "FIT", "OUTPUTS", "output_group", "Methods", "Budget", "CountIndices", "Force", "Quiet", "flag", "number",
+           "entry_names"]
 
 
 def flag(*names: str, help: str) -> Any:
@@ -83,6 +84,32 @@ CountIndices = Annotated[bool, typer.Option(
     help="Charge each sparse entry at a free position (rpca, rpca-pcp, sf+s) its position too, 2 numbers: "
          "honest storage, the default. --no-count-indices charges values only (the SF paper's convention).")]
 Quiet = Annotated[bool, flag("--quiet", "-q", help="No progress display (it is also off when stderr is not a terminal).")]
+
+
+def entry_names(only: str | None) -> list[str] | None:
+    """``--only``'s entry names, in order and without repeats; None when it is not given (every entry).
+
+    Raises
+    ------
+    ParameterError
+        For a list that names no entry (``--only ,`` ran every entry) or has an empty item between two
+        commas (``a,,b``, as ``--methods`` refuses it).
+
+    Examples
+    --------
+    >>> entry_names("a, b,a"), entry_names(None)
+    (['a', 'b'], None)
+    """
+    from .._errors import ParameterError
+    from .._params import split_items
+
+    if only is None:
+        return None
+    names = list(dict.fromkeys(split_items(only, "--only")))
+    if not names:
+        raise ParameterError(f"--only {only!r} names no entry; give entry names ('sfapprox datasets list "
+                             "MANIFEST' shows them), or leave --only out to select every entry")
+    return names
 
 
 # ----------------------------------------------------------------------------- groups

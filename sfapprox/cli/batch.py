@@ -191,7 +191,7 @@ def batch(
             methods=tuple(parse_methods(methods)), budget=budget, protocol=protocol, settings=settings,
             count_indices=count_indices, data_dir=str(data_dir) if data_dir else None,
         )
-        names = [n.strip() for n in only.split(",") if n.strip()] if only else None
+        names = o.entry_names(only)
         _check_reports(out_dir)
         with batch_progress(quiet) as progress:
 

@@ -26,10 +26,6 @@ ManifestPath = Annotated[Path, typer.Argument(help="Dataset manifest (.toml), e.
 DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="Folder searched first for the files (used and verified, nothing downloaded); it must exist.")]
 Only = Annotated[Optional[str], typer.Option("--only", help="Comma-separated entry names (default: all).")]
 
-def _names(only: str | None) -> list[str] | None:
-    return [n.strip() for n in only.split(",") if n.strip()] if only else None
-
-
 def _source(entry) -> str:
     if entry.generator:
         params = ", ".join(f"{k}={v}" for k, v in entry.params.items())
@@ -104,11 +100,12 @@ def fetch(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None) -
 
     with error_boundary():
         check_data_dir(data_dir, name="--data-dir")
+        names = o.entry_names(only)
         m = load_manifest(manifest)
         network = NetworkState()
         counts = {"present": 0, "missing": 0, "bad checksum": 0}
         generated = 0
-        for entry in m.select(_names(only)):
+        for entry in m.select(names):
             if entry.generator:
                 generated += 1
                 continue
@@ -147,8 +144,9 @@ def _checked_entries(manifest: Path, data_dir: Path | None, only: str | None, ou
 
     check_data_dir(data_dir, name="--data-dir")
     check_outputs(outputs)
+    names = o.entry_names(only)
     m = load_manifest(manifest)
-    return m, [(entry, *verify_entry(entry, data_dir=data_dir)) for entry in m.select(_names(only))]
+    return m, [(entry, *verify_entry(entry, data_dir=data_dir)) for entry in m.select(names)]
 
 
 def _one_line(exc: BaseException) -> str:
