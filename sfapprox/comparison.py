@@ -957,7 +957,8 @@ def load_included(include, max_memory: int | None = None) -> dict[str, Any]:
     ----------
     include : mapping, sequence, str, os.PathLike or None
         A mapping of row name to a factors file or a loaded surrogate, or one
-        or more factors files (rows named ``saved:<file stem>``); None: none.
+        or more factors files (rows named ``saved:<file stem>``; a file given
+        more than once is one row); None: none.
     max_memory : int or None
         Memory limit in bytes; None: :func:`~sfapprox._validation.default_memory_limit`
         (80% of RAM).
@@ -979,6 +980,9 @@ def load_included(include, max_memory: int | None = None) -> dict[str, Any]:
         return {}
     if isinstance(include, (str, os.PathLike)) or not isinstance(include, Mapping):
         paths = [include] if isinstance(include, (str, os.PathLike)) else list(include)
+        # one row per file, as methods are named once: the same file given twice ("k.h5", "./k.h5") was
+        # scored twice, and the verdict found no winner between a fit and itself
+        paths = list({os.path.realpath(os.fspath(p)): p for p in reversed(paths)}.values())[::-1]
         include = dict(zip(_included_names(paths), paths))
     loaded = {name: load_factors(s, max_memory=max_memory) if isinstance(s, (str, os.PathLike)) else s
               for name, s in include.items()}

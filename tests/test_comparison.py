@@ -614,6 +614,18 @@ def test_an_included_fit_is_charged_as_this_comparison_charges_its_own(tmp_path)
         assert (row.nnz, row.status) == (614, "ok")
 
 
+def test_a_saved_fit_given_twice_is_one_row(tmp_path, monkeypatch):
+    """compare --with k.h5 --with ./k.h5 scored the file twice (saved:w.k and saved:w.k-2), and the
+    verdict found no winner between the fit and itself."""
+    from sfapprox.factors import save_results
+
+    X = np.random.default_rng(0).standard_normal((16, 16))
+    save_results(compare(X, "tsvd", budget=0.5), tmp_path)
+    monkeypatch.chdir(tmp_path)
+    comparison = compare(X, "sparse", budget=0.5, include=["X.tsvd.h5", tmp_path / "X.tsvd.h5", "./X.tsvd.h5"])
+    assert [r.method for r in comparison.results] == ["sparse", "saved:X.tsvd"]
+
+
 def test_a_refusal_from_columns_names_the_limit_that_runs_and_that_limit_runs():
     """The refusal's "needs about X" grows with the limit given (the blocks take half of it): raising
     the limit to X was refused again (28.6 MiB asked at 25M, 30.6 MiB at 29M). It names the least limit
