@@ -68,6 +68,8 @@ CASES = [
     # a list of no names ran every entry; an empty item was dropped without a word
     (("batch",), ["--only", ","], "--only ',' names no entry"),
     (("batch",), ["--only", "a,,b"], "--only 'a,,b': an item between two commas is empty"),
+    # a file for the folder of the fits was refused only once the matrix had been read
+    (("compare",), ["--save-factors", "MATRIX"], "the fits need a folder, and this is a file"),
 ]
 
 

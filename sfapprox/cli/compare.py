@@ -57,6 +57,8 @@ def compare(
         check_outputs(outputs, inputs=inputs)
         outputs = check_plot(plot, outputs.force, outputs, inputs=inputs)
         included = load_included(saved, settings.max_memory)
+        if save_factors is not None:  # the folder itself now (a file, not creatable): it was said once the matrix was read
+            check_results_folder(save_factors, "", [], force=outputs.force)
         client = None
         if scheduler is not None:  # connected before any work: a wrong address costs nothing
             from .._dask import connect
