@@ -1319,3 +1319,15 @@ def test_an_out_dir_that_is_a_broken_link_or_holds_a_folder_as_its_results_is_sa
         run_batch(m, tmp_path / "out", TSVD)
     shown = CliRunner().invoke(app, ["report", str(tmp_path / "out")])
     assert shown.exit_code == 2 and "results.jsonl: is a folder, not the batch's results file" in shown.output
+
+
+def test_jobs_with_the_dask_executor_is_refused_before_any_work(tmp_path, monkeypatch):
+    """--executor dask --jobs 4 ran on the cluster's workers, the --jobs ignored without a word."""
+    import sfapprox.datasets.batch as batch
+    from sfapprox import ParameterError
+
+    monkeypatch.setattr(batch, "load_manifest", lambda *a, **k: pytest.fail("the manifest was read"))
+    with pytest.raises(ParameterError, match=r"--jobs 4 sets how many local processes"):
+        run_batch(tmp_path / "m.toml", tmp_path / "out", BatchOptions(methods=("tsvd",)), jobs=4,
+                  executor="dask", scheduler="tcp://127.0.0.1:1")
+    assert not (tmp_path / "out").exists()

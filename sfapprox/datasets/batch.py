@@ -202,6 +202,10 @@ def _check_options(options: BatchOptions, jobs: int, executor: str, scheduler: s
         raise ParameterError(f"executor {executor!r} must be 'process' or 'dask'")
     if executor == "dask" and not scheduler:
         raise ParameterError("--executor dask needs --scheduler ADDRESS (e.g. tcp://127.0.0.1:8786)")
+    if executor == "dask" and jobs > 1:
+        # the cluster's workers take the matrices as they come: --jobs was ignored without a word
+        raise ParameterError(f"--jobs {jobs} sets how many local processes --executor process runs; on --executor "
+                             "dask the cluster's workers run the matrices (leave --jobs out)")
     if executor != "dask" and scheduler:
         # the work would run here while the user believes it runs on the cluster
         raise ParameterError(f"--scheduler {scheduler} applies to --executor dask; add --executor dask to run there")
