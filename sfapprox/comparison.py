@@ -982,7 +982,10 @@ def load_included(include, max_memory: int | None = None) -> dict[str, Any]:
         paths = [include] if isinstance(include, (str, os.PathLike)) else list(include)
         # one row per file, as methods are named once: the same file given twice ("k.h5", "./k.h5") was
         # scored twice, and the verdict found no winner between a fit and itself
-        paths = list({os.path.realpath(os.fspath(p)): p for p in reversed(paths)}.values())[::-1]
+        first: dict[str, Any] = {}
+        for p in paths:
+            first.setdefault(os.path.realpath(os.fspath(p)), p)
+        paths = list(first.values())
         include = dict(zip(_included_names(paths), paths))
     loaded = {name: load_factors(s, max_memory=max_memory) if isinstance(s, (str, os.PathLike)) else s
               for name, s in include.items()}

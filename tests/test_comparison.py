@@ -626,6 +626,17 @@ def test_a_saved_fit_given_twice_is_one_row(tmp_path, monkeypatch):
     assert [r.method for r in comparison.results] == ["sparse", "saved:X.tsvd"]
 
 
+def test_saved_fits_keep_their_order_when_one_is_given_twice(tmp_path, monkeypatch):
+    """The rows of --with files are in the order given, a repeat dropped where it comes again."""
+    from sfapprox.factors import save_results
+
+    X = np.random.default_rng(0).standard_normal((16, 16))
+    save_results(compare(X, "tsvd,sparse", budget=0.5), tmp_path)
+    monkeypatch.chdir(tmp_path)
+    comparison = compare(X, "tsvd", budget=0.5, include=["X.tsvd.h5", "X.sparse.h5", "./X.tsvd.h5"])
+    assert [r.method for r in comparison.results] == ["tsvd", "saved:X.tsvd", "saved:X.sparse"]
+
+
 def test_a_refusal_from_columns_names_the_limit_that_runs_and_that_limit_runs():
     """The refusal's "needs about X" grows with the limit given (the blocks take half of it): raising
     the limit to X was refused again (28.6 MiB asked at 25M, 30.6 MiB at 29M). It names the least limit
