@@ -186,7 +186,7 @@ def test_fit_structure_options(tmp_path, small_mtx):
     assert summary["init"] == "identity" and summary["support"] == "symmetric" and summary["base"] == 2
     assert summary["offsets"] == [0, 1, 2, 4, 8, 10, 11]  # -2, -1 mod 12 (-4, -8 coincide with 8, 4)
     clash = invoke("fit", small_mtx, "--budget", "0.5", "--base", "3")
-    assert clash.exit_code == 2 and "leave out base" in clash.output
+    assert clash.exit_code == 2 and "leave out --base" in clash.output
 
 
 def test_fit_from_the_rank_one_start(tmp_path, small_mtx):
