@@ -1278,7 +1278,7 @@ def test_a_stop_while_the_worker_pool_shuts_down_says_the_lines_are_kept(tmp_pat
     text = " ".join(result.output.split())
     assert result.exit_code == 130, result.output
     assert "no output was written" not in text
-    assert "interrupted: every finished line is kept in" in text and "run the same command again to resume" in text
+    assert "interrupted (Ctrl-C): every finished line is kept in" in text and "run the same command again to resume" in text
     assert pairs(lines(out)) == [("a", "tsvd"), ("b", "tsvd")]
 
 

@@ -386,3 +386,19 @@ def test_a_zero_matrix_s_sweep_shows_absolute_errors():
     assert "absolute error by budget (X is all zeros)" in table.title
     assert all(row[m] == "0" for row in table.rows for m in ("tsvd", "sparse"))
     assert all(d["tsvd"] == 0.0 for d in table.data)
+
+
+def test_an_interrupted_sweep_names_what_stopped_it(tmp_path, monkeypatch):
+    """A stopped sweep ended with "interrupted: budgets not reached were skipped", where fit and compare
+    say "interrupted (Ctrl-C) ..." or "(SIGTERM)": the same stop now reads the same in every command."""
+    import sfapprox.comparison as comparison
+
+    def interrupt(name, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(comparison, "run_method", interrupt)
+    path = tmp_path / "m.npy"
+    np.save(path, np.random.default_rng(1).random((16, 16)))
+    res = CliRunner().invoke(app, ["sweep", str(path), "--budgets", "0.3,0.6", "--methods", "tsvd", "--quiet"])
+    assert res.exit_code == 130, res.output
+    assert "interrupted (Ctrl-C): budgets not reached were skipped" in " ".join(res.output.split())

@@ -260,7 +260,8 @@ def _after_run(summary, out_dir: Path) -> None:
     note(f"{summary.written} line(s) written ({counts}); {summary.skipped} finished pair(s) skipped; "
          f"results in {summary.results_path}")
     if summary.interrupted:
-        note(f"interrupted: every finished line is kept in {summary.results_path}; "
+        # named as every other command's stop line names it: Ctrl-C, or SIGTERM (a `timeout`, a job scheduler)
+        note(f"interrupted ({stop_cause()}): every finished line is kept in {summary.results_path}; "
              "run the same command again to resume", style="bold yellow")
         raise typer.Exit(EXIT_INTERRUPTED)
     if summary.rewrite_error:  # an output that could not be written, as elsewhere

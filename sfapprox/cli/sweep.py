@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from . import _options as o
-from ._app import EXIT_INTERRUPTED, announce_start, app, error_boundary, read_matrix, show_notes
+from ._app import EXIT_INTERRUPTED, announce_start, app, error_boundary, read_matrix, show_notes, stop_cause
 from ._render import advise_limits, check_outputs, check_plot, emit, fit_progress, method_announcer, note
 
 
@@ -68,5 +68,6 @@ def sweep(
 
         emit(tables, result.to_dict(), outputs, then=[write_plot] if plot is not None else [])
         if any(r.status == "interrupted" for p in result.points for r in p.results):
-            note("interrupted: budgets not reached were skipped", style="bold yellow")
+            # named as fit's and compare's name it: Ctrl-C, or SIGTERM (a `timeout`, a job scheduler)
+            note(f"interrupted ({stop_cause()}): budgets not reached were skipped", style="bold yellow")
             raise typer.Exit(EXIT_INTERRUPTED)
