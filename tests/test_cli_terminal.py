@@ -300,3 +300,17 @@ def test_machine_output_to_a_closed_pipe_is_a_closed_pipe_not_an_error(matrix, a
     proc.stdout.close()
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 141 and b"error:" not in stderr, stderr
+
+
+@pytest.mark.parametrize("args", [["--help"], ["compare", "--help"], ["batch", "--help"], ["datasets", "--help"]])
+def test_help_fits_a_narrow_window(args):
+    """At 40 columns ``compare --help`` drew 250 lines up to 50 columns wide (click never draws help narrower
+    than 50, and gives option names 30 of them), each broken in two by the terminal; now the help is as wide
+    as the window, and a long option name has a line of its own."""
+    code, screen = run_in_terminal(args, columns=40, timeout=60)
+    text = plain(screen)
+    assert code == 0, text
+    lines = [line for line in text.splitlines() if not line.startswith("Usage:")]  # (the program's own name)
+    assert max(map(cell_len, lines)) <= 40, [line for line in lines if cell_len(line) > 40][:3]
+    if "compare" in args:
+        assert re.search(r"^  --methods LIST\n+ +Comma-separated", text, re.M)  # name, then its description

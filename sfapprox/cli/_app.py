@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import shutil
+import sys
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,10 +31,58 @@ HELP_MARKUP = None
 
 #: click's usage error, of the click that typer uses (its own copy from typer 0.29, plain click before).
 _USAGE_ERROR = next(kind for kind in typer.BadParameter.__mro__ if kind.__name__ == "UsageError")
+#: click's context, of that same click.
+_CONTEXT = next(kind for kind in typer.Context.__mro__[1:] if kind.__name__ == "Context")
+
+#: The least room ``--help`` leaves an option's description beside its name; a longer name goes on a
+#: line of its own, its description under it.
+HELP_TEXT_MIN_WIDTH = 20
+#: The narrowest ``--help`` drawn: below this a window shows it wrapped by the terminal.
+HELP_MIN_WIDTH = 30
+
+
+class NarrowHelpFormatter(_CONTEXT.formatter_class):
+    """click's help formatter, kept within a narrow window.
+
+    click never drew help narrower than 50 columns, and gave option names up
+    to 30 of them: at 40 columns 250 lines of ``compare --help`` ran over the
+    window's edge (up to 50 columns), and the terminal broke each of them in
+    two.  Here the help is as wide as the window, and a name too long for a
+    third of it goes on a line of its own (as click does for any name over 30).
+    """
+
+    def __init__(self, indent_increment: int = 2, width: int | None = None, max_width: int | None = None) -> None:
+        forced = getattr(sys.modules[_CONTEXT.formatter_class.__module__], "FORCED_WIDTH", None)  # (test runners)
+        if width is None and forced is None:
+            width = max(min(shutil.get_terminal_size().columns, max_width or 80) - 2, HELP_MIN_WIDTH)
+        super().__init__(indent_increment, width, max_width)
+
+    def write_dl(self, rows, col_max: int = 30, col_spacing: int = 2) -> None:
+        """click's definition list, its first column narrowed so that the descriptions keep
+        :data:`HELP_TEXT_MIN_WIDTH` columns within the window."""
+        room = self.width - self.current_indent - col_spacing - 2 - HELP_TEXT_MIN_WIDTH
+        super().write_dl(rows, col_max=max(min(col_max, room), 8), col_spacing=col_spacing)
+
+
+class HelpContext(_CONTEXT):
+    """click's context, drawing ``--help`` with :class:`NarrowHelpFormatter`."""
+
+    formatter_class = NarrowHelpFormatter
 
 
 class HelpGroup(TyperGroup):
-    """A command group (``typer.Typer(cls=HelpGroup)``) whose ``--help`` lists each command's whole summary."""
+    """A command group (``typer.Typer(cls=HelpGroup)``) whose ``--help`` lists each command's whole summary,
+    and fits the window (its own and its commands': :class:`HelpContext`)."""
+
+    context_class = HelpContext
+
+    def get_command(self, ctx, cmd_name: str):
+        """The command ``cmd_name``, drawing its ``--help`` as this group does (typer gives each command
+        click's own context, whose help is never narrower than 50 columns)."""
+        command = super().get_command(ctx, cmd_name)
+        if command is not None and not isinstance(command, HelpGroup):
+            command.context_class = HelpContext
+        return command
 
     def parse_args(self, ctx, args: list[str]) -> list[str]:
         """Refuse an empty argument before anything else: it is an unset shell variable far more often
