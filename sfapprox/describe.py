@@ -103,7 +103,9 @@ def describe(matrix, *, count_indices: bool = COUNT_INDICES, max_memory: int | N
     context = RunContext(count_indices=count_indices)
     streamed = loaded is None and not formable(matrix, max_memory)
     columns = [Column("method", "method", "left"), Column("stores", "stores", "left", wrap=True),
-               Column("min_budget", "smallest budget"), Column("share", "% of N²", priority=10)]
+               # wraps: "never (X is not non-negative)" kept whole took 29 columns of a 40-column window, and
+               # the method names folded ("butterfly" over "-hier", read as the method butterfly)
+               Column("min_budget", "smallest budget", wrap=True), Column("share", "% of N²", priority=10)]
     if loaded is None:
         # for a matrix not formed, whether each method runs is the point of the table: never left out
         columns.append(Column("runs", "runs" if streamed else "from columns", "left", wrap=True if streamed else None,

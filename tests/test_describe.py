@@ -128,3 +128,28 @@ def test_info_json_of_a_source_holds_its_comparison_path_and_each_methods_runs_c
     formed = describe(K, max_memory=1 << 30)
     assert formed.data["matrix"]["in_a_comparison"] == "formed"
     assert {m: said["runs"] for m, said in formed.data["methods"].items()} == _runs(formed)
+
+
+def test_the_methods_table_keeps_method_names_whole_in_a_40_column_window():
+    """At 40 columns ``info`` folded the method names ("butterfly" over "-hier", read as the method
+    butterfly; "sf-symmet" over "ric"): "never (X is not non-negative)" was kept on one line, 29 columns.
+    That cell wraps now, and every name stays whole on its row."""
+    import io
+    import re
+
+    from rich.console import Console
+
+    from sfapprox._base import methods
+    from sfapprox.describe import describe
+    from sfapprox.formats import render_rich
+
+    X = np.random.default_rng(0).standard_normal((64, 64))  # negative entries: NMF never applies
+    report = describe(X)
+    buf = io.StringIO()
+    console = Console(file=buf, width=40, color_system=None)
+    for item in render_rich(report.tables, 40):
+        console.print(item)
+    text = buf.getvalue()
+    for name in methods():
+        assert re.search(rf"^{re.escape(name)}\s", text, re.M), f"{name} folded:\n{text}"
+    assert "never (X is not" in text and max(map(len, text.splitlines())) <= 40
