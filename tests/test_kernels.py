@@ -516,3 +516,24 @@ def test_the_compiled_kernel_refuses_offsets_that_do_not_match_the_factors():
     ws = torch.full((4, 16, 2), 0.5, dtype=torch.float64)
     with pytest.raises(ValueError, match="0 offsets for factors of shape"):
         _kernels.loss_and_grad_numba(ws, [], torch.eye(16, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("source", [np.float64, np.float32])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_scaled_target_is_the_quotient_to_the_bit_without_a_float64_copy(source, dtype):
+    """A fit's target ``X / s`` in its dtype: the same numbers as ``torch.as_tensor(X / s, dtype=...)``,
+    which made a float64 quotient first, an ``N x N`` array a float32 fit never keeps (2 GiB and
+    seconds of fresh pages at N = 16,384)."""
+    import tracemalloc
+
+    X = np.random.default_rng(0).standard_normal((300, 300)).astype(source) * 7.0
+    X = np.asfortranarray(X) if source is np.float32 else X  # any layout in, a C-ordered target out
+    expected = torch.as_tensor(X / 3.3, dtype=dtype)
+    tracemalloc.start()
+    try:
+        got = K.scaled_target(X, 3.3, dtype)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert got.dtype == dtype and got.is_contiguous() and torch.equal(got, expected)
+    assert peak < X.size * 8 // 4  # no N x N numpy array of its own (torch's target is not traced)

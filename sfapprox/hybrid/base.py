@@ -539,12 +539,12 @@ class _ChordHybrid(Approximation):
                  poll: Callable[[], Any]) -> _Problem:
         import torch
 
-        from ..sf._kernels import select_kernel
+        from ..sf._kernels import scaled_target, select_kernel
 
         ref = self._reference(params)
         fro = float(np.linalg.norm(dense))
         scale = fro / math.sqrt(n)  # ChordSF's "sqrt_n" scale: the loss is O(N) whatever X's units
-        target = torch.as_tensor(dense / scale, dtype=self._dtype, device=self._device)
+        target = scaled_target(dense, scale, self._dtype, self._device)
         kernel, _ = select_kernel(n, self._device.type)
         inits = [ref.init] if ref.init in START_KINDS else list(START_KINDS)
         options = {k: getattr(ref, k) for k in ("max_iter", "ftol", "gtol", "history_size")}

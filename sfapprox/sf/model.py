@@ -620,7 +620,7 @@ class ChordSF(Approximation):
         # input, so tolerances and the line search's first step mean the same
         # thing for a 0/1 graph and for trade volumes of 1e5 (scale invariance).
         scale = self._scale(fro, n)
-        target = torch.as_tensor(dense / scale, dtype=dtype, device=device)
+        target = _kernels.scaled_target(dense, scale, dtype, device)
         offs = offsets.tolist()
         if butterfly:
             kernel, self.kernel_ = _butterfly.select_kernel(device.type)
