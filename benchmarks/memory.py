@@ -18,7 +18,8 @@ process each, `sfapprox fit FILE --iters 3 --time-limit 0` runs with:
   its in-memory fit is over the limit; the note says so) or be refused (exit 2)
   before anything large is allocated.
 
-Writes benchmarks/results/memory.json and memory.md.
+Writes benchmarks/results/memory.json and memory.md (``--tag NAME``: NAME.json and NAME.md); ``--sfapprox
+DIR`` measures another checkout (e.g. a worktree of main before a change).
 """
 
 from __future__ import annotations
@@ -58,11 +59,12 @@ print(json.dumps({"base": base, "peak": status("VmHWM"), "code": code}), file=sy
 """
 
 
-def run(args: list[str]) -> dict:
+def run(args: list[str], checkout: str | None = None) -> dict:
     # An empty numba cache for every run: the first fit after installing compiles the kernels, which
     # is the costliest case the limit must cover.
     cache = tempfile.mkdtemp(prefix="sfapprox-numba-")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "NUMBA_CACHE_DIR": cache}
+    env = {**os.environ, "PYTHONPATH": str(Path(checkout).resolve() if checkout else ROOT), "OMP_NUM_THREADS": "1",
+           "NUMBA_CACHE_DIR": cache}
     done = subprocess.run([sys.executable, "-c", CHILD, *args], capture_output=True, text=True, env=env, timeout=900)
     last = done.stderr.strip().splitlines()[-1]
     out = json.loads(last)
@@ -87,6 +89,8 @@ def main() -> int:
     ap.add_argument("--iters", type=int, default=3,
                     help="iterations per fit; 150 or more fills both racing starts' L-BFGS histories (the "
                          "CPU loop writes its pair buffer as it goes, so a short fit touches only part of it)")
+    ap.add_argument("--sfapprox", help="another checkout to measure (e.g. main before a change, a worktree)")
+    ap.add_argument("--tag", default="memory", help="results name (default: memory)")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     rows = []
@@ -97,10 +101,10 @@ def main() -> int:
             est = estimate(n)
             common = ["fit", str(path), "--iters", str(args.iters), "--time-limit", "0", "--device", "cpu", "--quiet"]
             t0 = time.perf_counter()
-            free = run(common)
+            free = run(common, args.sfapprox)
             seconds = time.perf_counter() - t0
-            at = run([*common, "--max-memory", str(est)])
-            below = run([*common, "--max-memory", str(int(0.9 * est))])
+            at = run([*common, "--max-memory", str(est)], args.sfapprox)
+            below = run([*common, "--max-memory", str(int(0.9 * est))], args.sfapprox)
             used = free["peak"] - free["base"]
             rows.append({"n": n, "estimate": est, "peak": free["peak"], "base": free["base"], "used": used,
                          "used_over_estimate": used / est, "seconds": seconds,
@@ -109,8 +113,10 @@ def main() -> int:
                          "below_message": below["stderr"]})
             print(json.dumps(rows[-1]), flush=True)
     info = meta("python benchmarks/memory.py" + ("" if args.sizes == "1024,2048,4096" else f" --sizes {args.sizes}")
-                + ("" if args.iters == 3 else f" --iters {args.iters}"),
-                machine=machine(numpy=np.__version__, torch=version("torch")), iters=args.iters)
+                + ("" if args.iters == 3 else f" --iters {args.iters}")
+                + (f" --sfapprox {args.sfapprox}" if args.sfapprox else "") + ("" if args.tag == "memory" else f" --tag {args.tag}"),
+                machine=machine(numpy=np.__version__, torch=version("torch")), iters=args.iters,
+                checkout=args.sfapprox or "this checkout")
     mb = lambda b: f"{b / 2**20:,.0f} MB"  # noqa: E731
     lines = [f"# Peak memory of `sfapprox fit` against `--max-memory` ({info['date']})", "",
              f"Machine: {info['machine']}. Command: `{info['command']}`. Input: a random dense N x N float64 "
@@ -126,7 +132,7 @@ def main() -> int:
                      f"{mb(r['base'])} | exit {r['at_estimate_exit']} | exit {r['below_estimate_exit']}, {below} "
                      f"(allocated {mb(r['below_estimate_peak_over_base'])}) |")
     lines += ["", FINDINGS, ""]
-    write_results("memory", {"meta": info, "rows": rows}, lines)
+    write_results(args.tag, {"meta": info, "rows": rows}, lines)
     return 0
 
 
