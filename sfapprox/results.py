@@ -169,6 +169,16 @@ class Comparison:
         ran = ", ".join(r.method for r in self.results) or "none"
         raise KeyError(f"no row for method {method!r} in this comparison; the methods run were: {ran}")
 
+    def stopped_ahead(self) -> list[MethodResult]:
+        """Rows stopped before they finished (``"interrupted"``, their best point kept and scored) whose
+        error so far is below the best finished row's: they are not ranked (a fit cut short is no
+        method's result), but a ★ and a verdict beside a smaller error read as wrong without a word."""
+        ranked = self.ranked()
+        if not ranked or ranked[0].fro_error is None:
+            return []
+        return [r for r in self.results if r.status == "interrupted" and r.fro_error is not None
+                and r.fro_error < ranked[0].fro_error]
+
     def verdict(self) -> dict[str, Any] | None:
         """What the rows say, in one line: which kind of surrogate wins, and by how much.
 
@@ -179,8 +189,17 @@ class Comparison:
         best kind's error over SF's), or ``"low rank (TSVD) wins: SF's error is
         2.1x larger"``.  When plain sparse storage was not run but would hold X
         exactly within the budget, the text says so and ``suggest`` names the
-        methods to add (``["sparse"]``), whatever the methods that ran.
+        methods to add (``["sparse"]``), whatever the methods that ran.  A row stopped early
+        with a smaller error so far (:meth:`stopped_ahead`) is named after it.
         """
+        out = self._verdict()
+        stopped = self.stopped_ahead()
+        if out is not None and stopped:
+            out["text"] += f" (of the methods that finished; {_stopped_words(stopped)} not ranked)"
+        return out
+
+    def _verdict(self) -> dict[str, Any] | None:
+        """:meth:`verdict` of the finished rows."""
         ranked = self.ranked()
         if not ranked:
             return None
@@ -297,7 +316,9 @@ class Comparison:
         table.hidden_notes["details"] = [f"{r.method}: {r.status}: {r.reason}" for r in self.results
                                          if r.status != "ok" and r.reason]
         if winner is not None:
-            table.notes.append(f"★ smallest error at this budget: {winner}")
+            stopped = self.stopped_ahead()
+            table.notes.append(f"★ smallest error at this budget: {winner}"
+                               + (" of the methods that finished" if stopped else ""))
         if any((r.error_estimate or {}).get("fro_interval") for r in self.results):
             table.notes.append(ESTIMATED_NOTE)
         verdict = self.verdict()
@@ -366,6 +387,14 @@ def error_cell(r: MethodResult, value: float | None, key: str) -> str:
         Which interval goes with ``value``.
     """
     return fmt_with_interval(value, (r.error_estimate or {}).get(key))
+
+
+def _stopped_words(rows: list[MethodResult]) -> str:
+    """"sf, stopped early at 0.689 relative, is", "sf and rpca, stopped early at 0.689 and 0.5 relative, are":
+    the rows :meth:`Comparison.stopped_ahead` names."""
+    names = " and ".join(r.method for r in rows)
+    errors = " and ".join(error_cell(r, r.rel_error, "rel_interval") for r in rows)
+    return f"{names}, stopped early at {errors} relative, {'is' if len(rows) == 1 else 'are'}"
 
 
 def _with_interval(r: MethodResult) -> str:

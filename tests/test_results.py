@@ -45,6 +45,22 @@ def test_verdicts():
     assert "verdict" in low_rank.to_dict() and low_rank.tables()[0].notes[-1].startswith("verdict: low rank")
 
 
+def test_a_row_stopped_early_with_a_smaller_error_is_named_beside_the_star_and_the_verdict():
+    """Ctrl-C during SF kept its best point (rel 0.66) beside TSVD's 0.76: the star and the verdict went
+    to TSVD without a word, which read as wrong. A stopped row is still not ranked, but it is named."""
+    info = {"name": "m", "n": 8}
+    stopped = MethodResult("sf", "interrupted", 10, 0.66, 0.066, 0.1, {"stop_reason": "interrupted"})
+    c = Comparison(info, 100, "sf", [_row("tsvd", 0.76), stopped])
+    assert c.winner() == "tsvd" and c.stopped_ahead() == [stopped]
+    assert c.verdict()["text"] == ("low rank (TSVD) wins (of the methods that finished; sf, stopped early at "
+                                   "0.066 relative, is not ranked)")
+    notes = c.tables()[0].notes
+    assert "★ smallest error at this budget: tsvd of the methods that finished" in notes
+    behind = Comparison(info, 100, "sf", [_row("tsvd", 0.5), stopped])  # behind the winner: nothing to say
+    assert behind.stopped_ahead() == [] and behind.verdict()["text"] == "low rank (TSVD) wins"
+    assert "★ smallest error at this budget: tsvd" in behind.tables()[0].notes
+
+
 def test_one_order_decides_the_star_the_verdict_and_the_json_winner():
     info = {"name": "m", "n": 8, "nnz": 12}
     # Two exact rows: the one that stores fewer numbers wins, everywhere.
