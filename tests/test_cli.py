@@ -57,6 +57,16 @@ def test_fit_writes_h5_and_json(tmp_path, small_mtx):
     assert load_factors(out).fit["iterations"] == data["iterations"]
 
 
+def test_fit_table_writes_counts_as_compare_does(tmp_path):
+    """fit's table said "max_iter 20000" and "nnz 27000" where compare writes 27,000."""
+    path = tmp_path / "m.npy"
+    np.save(path, np.random.default_rng(0).standard_normal((40, 40)))
+    res = invoke("fit", path, "--iters", "3", "--device", "cpu", "-q")
+    assert res.exit_code == 0, res.output
+    nnz = json.loads(invoke("fit", path, "--iters", "3", "--device", "cpu", "-q", "--json", "-").stdout)["nnz"]
+    assert nnz >= 1000 and f"{nnz:,}" in res.output and not re.search(rf"\b{nnz}\b", res.output)
+
+
 def test_fit_json_to_stdout_is_what_the_json_file_holds(tmp_path, small_mtx):
     """`fit --json -` printed the summary only: no settings and no versions, which the file has."""
     js = tmp_path / "f.json"

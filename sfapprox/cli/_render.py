@@ -358,9 +358,12 @@ def _with_methods(words: list[str], methods: str) -> list[str]:
 
 def show_value(value) -> str:
     """A value as a fact table shows it: a float to 6 significant digits (a bandwidth's 17 digits wrapped
-    over two lines at 40 columns), None as "–", anything else as its text."""
+    over two lines at 40 columns), an integer with thousands separators (as ``compare``'s table writes
+    counts: ``fit``'s said "27000" where it said "27,000"), None as "–", anything else as its text."""
     if isinstance(value, float):
         return f"{value:.6g}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
     return "–" if value is None else str(value)
 
 
