@@ -630,6 +630,10 @@ def compare(
                                 "row was scored exactly")
     if streamed is not None:
         comparison.notes.append(streamed)
+    if executor is not None:  # (it ran here: a cluster the user named and saw go unused said nothing)
+        comparison.notes.append(f"{loaded.name} fits in memory ({loaded.n:,} x {loaded.n:,} within the memory "
+                                "limit): every method ran in this process; the executor runs the passes of a "
+                                "matrix compared from its columns")
     fill_approximations(approximations, comparison)
     return comparison
 

@@ -150,6 +150,18 @@ def test_compare_on_an_executor_gives_the_local_table():
         assert a.rel_error == pytest.approx(b.rel_error, rel=1e-12, abs=1e-15)
 
 
+def test_compare_of_a_matrix_formed_here_says_the_executor_went_unused():
+    """compare --scheduler ADDRESS on a matrix that fits in memory ran every method here and said nothing:
+    the user believed the cluster did the work."""
+    K = _kernel(60, seed=5)
+    with _Counting() as pool:
+        formed = sfapprox.compare(K, executor=pool, methods=["tsvd"], time_limit=None)
+        assert pool.tasks == 0
+    assert formed.matrix.get("path") != "columns"
+    assert any("every method ran in this process" in n for n in formed.notes)
+    assert not any("ran in this process" in n for n in sfapprox.compare(K, methods=["tsvd"], time_limit=None).notes)
+
+
 def test_compare_on_a_dask_cluster_gives_the_local_table():
     distributed = pytest.importorskip("dask.distributed")
     K = _kernel(200, seed=6)
