@@ -170,7 +170,7 @@ LOAD = Group(
     "load",
     (
         _param("format", Annotated[Optional[str], typer.Option("--format", help="Input format, overriding the file extension (see 'sfapprox formats').", metavar="FORMAT")], None),
-        _param("var", Annotated[Optional[str], typer.Option("--var", help="Variable to read from a .mat/.npz file (e.g. Problem.A).", metavar="NAME")], None),
+        _param("var", Annotated[Optional[str], typer.Option("--var", help="Variable to read from a .mat/.npz file (e.g. Problem.A), or the weight to read from a .safetensors/.pt/.pth file ('sfapprox info FILE' lists them).", metavar="NAME")], None),
         _param("network", Annotated[Optional[int], typer.Option("--network", min=1, help="Which network of a multi-network Pajek .paj file (1-based).", metavar="K")], None),
         _param("relation", Annotated[Optional[int], typer.Option("--relation", min=1, help="Pajek: only relation K (*Arcs :K, 'K: i j' lines, *Matrix :K); default: all relations, summed.", metavar="K")], None),
         _param("two_mode", Annotated[Optional[Literal["rows", "cols", "bipartite"]], typer.Option("--two-mode", help="2-mode Pajek network: rows (B·Bᵀ), cols (BᵀB) or bipartite.")], None),
@@ -179,7 +179,7 @@ LOAD = Group(
         _param("square", Annotated[Optional[Literal["crop", "resize"]], typer.Option("--square", help="Non-square image: crop (center) or resize.")], None),
         _param("covariance", Annotated[bool, flag("--covariance", help="Input is a data table (rows = samples): use the features x features covariance.")], False),
         _param("mirror", Annotated[Literal["auto", "none", "mirror"], typer.Option("--mirror", help="Header-less triplets: mirror a one-triangle file (auto), never (none) or always (mirror).")], _field_default(LoadOptions, "mirror")),
-        _param("kernel", Annotated[Optional[str], typer.Option("--kernel", help="The file is a table of points (.csv, .npy, .libsvm): use their kernel matrix, rbf, laplacian, matern32, matern52, cosine or linear (computed from columns; formed only when it fits).", metavar="KERNEL")], None),
+        _param("kernel", Annotated[Optional[str], typer.Option("--kernel", help="The file is a table of points (.csv/.tsv/.txt/.dat, .npy, .libsvm): use their kernel matrix, rbf, laplacian, matern32, matern52, cosine or linear (computed from columns; formed only when it fits).", metavar="KERNEL")], None),
         _param("bandwidth", Annotated[Optional[float], typer.Option("--bandwidth", help="The kernel's bandwidth h (rbf: exp(-d²/2h²)); default: the median distance between points (printed).", metavar="H")], None),
         _MAX_MEMORY,
     ),
