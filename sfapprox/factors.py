@@ -53,6 +53,7 @@ from ._params import MEMORY_LIMIT, check_values
 from ._validation import check_memory, check_path
 from .formats import jsonable
 from .operators import ChordOperator, HybridOperator, SurrogateOperator, operator_class, operator_kinds
+from .operators._base import operator_words
 from .operators import register_operator as _register_operator
 from .results import library_versions
 
@@ -207,8 +208,8 @@ def _operator_kind(operator) -> str:
     if (isinstance(operator, SurrogateOperator) or type(operator) in _LEGACY_CLASSES) \
             and operator_class(kind) is type(operator):
         return kind
-    raise SfapproxError(f"cannot save a {type(operator).__name__}: it is not an operator sfapprox knows how to "
-                        f"write (registered kinds: {', '.join(operator_kinds())})")
+    raise SfapproxError(f"cannot save {operator_words(operator)}: it is not an operator sfapprox knows how to "
+                        f"write (registered kinds: {', '.join(operator_kinds())}); save the surrogate itself")
 
 
 def _default_method(operator) -> str:

@@ -474,3 +474,21 @@ def test_a_loaded_fit_applies_with_the_matmul_operator_as_with_matvec(tmp_path):
     np.testing.assert_allclose(x @ saved, x @ D)
     with pytest.raises(ParameterError, match="8 x 8"):
         saved @ np.ones(9)
+
+
+def test_an_operator_that_cannot_be_saved_is_named_by_what_it_is(tmp_path):
+    """save_factors(op.T) and save_factors(2 * op) named scipy's and our private classes
+    ("cannot save a _Transposed", "a _ScaledLinearOperator"), and op.T.to_torch() too."""
+    from sfapprox import SfapproxError, save_factors
+    from sfapprox.operators import ChordOperator
+    from sfapprox.chord import chord_offsets
+
+    op = ChordOperator(np.full((3, 8, 4), 0.25), chord_offsets(8))
+    with pytest.raises(SfapproxError, match=r"cannot save the transpose \(\.T\) of a ChordOperator: .*save the "
+                                            r"surrogate itself"):
+        save_factors(tmp_path / "t.h5", op.T)
+    with pytest.raises(SfapproxError, match="cannot save a multiple, sum, product or power of scipy LinearOperators"):
+        save_factors(tmp_path / "s.h5", 2 * op)
+    with pytest.raises(SfapproxError, match=r"^the transpose \(\.T\) of a ChordOperator has no torch export"):
+        op.T.to_torch()
+    assert not list(tmp_path.iterdir())

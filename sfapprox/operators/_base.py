@@ -179,7 +179,7 @@ class SurrogateOperator(LinearOperator):
         ParameterError
             Here, in the base class: this surrogate has no torch export.
         """
-        raise ParameterError(f"a {type(self).__name__} has no torch export yet; "
+        raise ParameterError(f"{operator_words(self)} has no torch export yet; "
                              "torch.from_numpy(op.to_dense()) gives its dense matrix")
 
     # ------------------------------------------------------------------ products
@@ -228,6 +228,24 @@ class SurrogateOperator(LinearOperator):
 
     # Real: the transpose is the adjoint (scipy's default would conjugate twice per product).
     _transpose = _adjoint
+
+
+def operator_words(op) -> str:
+    """An operator as a message names it: ``"a ChordOperator"``, ``"the transpose (.T) of a ChordOperator"``;
+    scipy's combinations by what they are, not by their private classes (``_ScaledLinearOperator``).
+
+    Examples
+    --------
+    >>> from scipy.sparse.linalg import aslinearoperator
+    >>> operator_words(2 * aslinearoperator(np.eye(2)))
+    'a multiple, sum, product or power of scipy LinearOperators'
+    """
+    if isinstance(op, _Transposed):
+        return f"the transpose (.T) of {operator_words(op._op)}"
+    name = type(op).__name__
+    if name.startswith("_") and isinstance(op, LinearOperator):
+        return "a multiple, sum, product or power of scipy LinearOperators"
+    return f"a {name}"
 
 
 class _Transposed(SurrogateOperator):
