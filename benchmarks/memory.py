@@ -74,12 +74,18 @@ def run(args: list[str], checkout: str | None = None) -> dict:
 
 
 def estimate(n: int) -> int:
-    """What `fit` checks against --max-memory for a dense N x N float64 input (bytes)."""
+    """What `fit` checks against --max-memory for a dense N x N float64 input (bytes), in the fit's own
+    dtype (float32 on the CPU from ``SF_FLOAT32_MIN_N``; this counted float64 at every N)."""
+    import torch
+
+    from sfapprox._device import resolve_dtype
+    from sfapprox._settings import SF_FLOAT32_MIN_N
     from sfapprox.chord import chord_offsets, default_n_factors
     from sfapprox.sf.model import estimate_fit_memory
 
+    itemsize = resolve_dtype(None, torch.device("cpu"), SF_FLOAT32_MIN_N, n).itemsize
     # init="auto" races two starts; the input is the dense N x N float64 array itself.
-    return estimate_fit_memory(n, default_n_factors(n), len(chord_offsets(n)), 8, 50, "cpu",
+    return estimate_fit_memory(n, default_n_factors(n), len(chord_offsets(n)), itemsize, 50, "cpu",
                                reach=int(chord_offsets(n).max()), n_starts=2, input_bytes=8 * n * n)
 
 
