@@ -9,7 +9,7 @@ import pytest
 from sfapprox.chord import chord_offsets, default_n_factors, support_offsets
 from sfapprox.operators import ChordOperator
 from sfapprox.sf._multistart import (RANK_ONE_MARGIN, multiple_error, rank_one_applies, rank_one_error,
-                                     rank_one_pays, rank_one_values, top_pair)
+                                     rank_one_pays, rank_one_values, top_bound, top_pair)
 
 
 def _product(values: np.ndarray, offsets) -> np.ndarray:
@@ -82,3 +82,35 @@ def test_the_rank_one_start_pays_only_by_its_margin():
     assert multiple_error(0.0, 1.0, 4.0) == 1.0 and multiple_error(1.0, 0.0, 4.0) == 1.0
     assert rank_one_error(2.0, 4.0, 64) == 0.0 and rank_one_error(0.0, 0.0, 64) == 0.0
     assert math.isclose(rank_one_error(1.0, 4.0, 64), math.sqrt(0.75))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_top_bound_is_never_below_the_largest_singular_value(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 90))
+    X = rng.standard_normal((n, n)) * rng.choice([1e-8, 1.0, 1e8]) + rng.choice([0.0, 3.0])
+    assert top_bound(X, rows=7) >= np.linalg.norm(X, 2) * (1 - 1e-12)
+    assert top_bound(X, rows=7) == pytest.approx(top_bound(X))  # the row blocks change nothing
+
+
+def test_the_rank_one_start_that_cannot_pay_at_its_bound_costs_no_power_iterations(monkeypatch):
+    """init="auto" made the top singular pair (9 products with X: 7-8 s at N = 16,384) even where the
+    rank-one start could not pay; where its singular value's bound already says so, it is not made, and
+    the fit is the same."""
+    import sfapprox
+    from sfapprox.sf import model
+
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return top_pair(*args, **kwargs)
+
+    monkeypatch.setattr(model, "top_pair", counted)
+    noise = np.random.default_rng(0).standard_normal((64, 64))
+    X = np.kron(np.eye(8), np.ones((8, 8))) + 0.01 * noise  # 8 clusters: s1^2 / ||X||^2 <= 1/8 at the bound
+    fit = sfapprox.ChordSF(max_iter=30, time_limit=None, device="cpu").fit(X)
+    assert calls == [] and "rank1" not in fit.starts_
+    near_rank_one = np.outer(np.arange(1.0, 65.0), np.ones(64)) + 0.01 * noise  # it pays here: made as before
+    fit = sfapprox.ChordSF(max_iter=30, time_limit=None, device="cpu").fit(near_rank_one)
+    assert calls == [1] and "rank1" in fit.starts_

@@ -61,7 +61,7 @@ from ..metrics import operator_error, scoring_bytes
 from ..operators import ChordOperator
 from ..sources import ArraySource, MatrixSource, SparseSource, columns_within, room
 from ._multistart import (PREFERRED, RANK_ONE, TOP_PAIR_ITER, multiple_error, multistart, rank_one_applies,
-                          rank_one_error, rank_one_pays, rank_one_values, start_values, top_pair)
+                          rank_one_error, rank_one_pays, rank_one_values, start_values, top_bound, top_pair)
 
 __all__ = ["ChordSF", "fit_sf", "estimate_fit_memory", "optimizer_time_limit", "SCORING_EVALS"]
 
@@ -900,11 +900,13 @@ class ChordSF(Approximation):
             return starts
         if self.init == "auto" and not room:
             return starts
-        u, v, top = top_pair(lambda B: dense @ B, lambda B: dense.T @ B, n, n_iter=TOP_PAIR_ITER,
-                             seed=self.random_state, deadline=_timing.Deadline.after(self.time_limit, fit_begin))
         norm2 = fro * fro
         others = min(multiple_error(float(dense.sum()), float(n * n), norm2),
                      multiple_error(float(np.trace(dense)), float(n), norm2))
+        if self.init == "auto" and not rank_one_pays(rank_one_error(top_bound(dense), norm2, n), others, "memory"):
+            return starts  # not even at the bound of its singular value: its power iterations are spared
+        u, v, top = top_pair(lambda B: dense @ B, lambda B: dense.T @ B, n, n_iter=TOP_PAIR_ITER,
+                             seed=self.random_state, deadline=_timing.Deadline.after(self.time_limit, fit_begin))
         if self.init == "auto" and not rank_one_pays(rank_one_error(top, norm2, n), others, "memory"):
             return starts
         root = math.sqrt(scale)  # in the fit's units, X / scale
