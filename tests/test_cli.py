@@ -812,6 +812,22 @@ def test_a_method_whose_least_work_ran_past_its_limit_is_not_said_to_have_stoppe
     assert "ran past the time limit: rsvd 15.4 s of 4 s" in said
 
 
+def test_a_fit_the_limit_left_with_few_iterations_says_what_an_evaluation_takes(capsys):
+    """SF at N = 16,384 under compare's 60 s made 0 iterations (an evaluation took 15 s): the note said only
+    "stopped on the time limit", which left the limit to ask for a guess."""
+    from sfapprox.cli._render import advise_limits
+    from sfapprox.results import MethodResult
+
+    rows = [MethodResult("sf", "ok", 10, 1.0, 0.1, 46.0, {"stop_reason": "time_limit", "iterations": 0,
+                                                          "evaluation_seconds": 15.23}, time_limit=60.0),
+            MethodResult("sf-symmetric", "ok", 10, 1.0, 0.1, 60.0, {"stop_reason": "time_limit", "iterations": 400,
+                                                                    "evaluation_seconds": 0.1}, time_limit=60.0)]
+    advise_limits(rows)
+    said = " ".join(capsys.readouterr().err.split())
+    assert ("stopped on the time limit before converging: sf 60 s (0 iterations; an evaluation takes 15.2 s here), "
+            "sf-symmetric 60 s;") in said
+
+
 def test_info_of_a_saved_fit_writes_its_facts_to_every_output_format(tmp_path):
     """--csv, --markdown and --latex of `info F.h5` were empty files, "wrote" said all the same."""
     from sfapprox import ChordSF, save_factors

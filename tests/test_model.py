@@ -773,3 +773,10 @@ def test_a_resumed_fit_counts_the_iterations_before_its_resume(tmp_path, fake_cl
     assert load_factors(ck).fit["iterations_before"] == before  # a checkpoint of a resume says it too
     fourth = ChordSF(max_iter=5, time_limit=None, init=str(ck), device="cpu").fit(X)
     assert fourth.params_["iterations_before"] == before + load_factors(ck).fit["iterations"]
+
+
+def test_an_in_memory_fit_records_what_one_evaluation_took():
+    """What a note names when the time limit leaves a fit with few iterations (the limit to ask for)."""
+    X = np.random.default_rng(3).standard_normal((20, 20))
+    fit = ChordSF(max_iter=5, time_limit=None, device="cpu").fit(X)
+    assert 0 < fit.params_["evaluation_seconds"] < 5

@@ -295,10 +295,11 @@ def advise_limits(results) -> None:
     more for those whose least work (a pass over every column) ran well past it, which "stopped on the
     time limit" misstated (randomized SVD from columns: 15.4 s of 4 s)."""
     timed = [r for r in results if r.params.get("stop_reason") == "time_limit" and r.time_limit]
+    by_name = {r.method: r for r in timed}
     over = {r.method: (r.seconds, r.time_limit) for r in timed if r.seconds and r.seconds > OVERRUN * r.time_limit + 1.0}
     cut = {r.method: r.time_limit for r in timed if r.method not in over}
     if cut:
-        limits = ", ".join(f"{m} {t:.3g} s" for m, t in cut.items())
+        limits = ", ".join(f"{m} {t:.3g} s{_few_iterations(by_name[m])}" for m, t in cut.items())
         note(f"note: stopped on the time limit before converging: {limits}; --time-limit SECONDS (each method's; "
              "0 for none) allows closer fits")
     if over:
@@ -309,6 +310,17 @@ def advise_limits(results) -> None:
 
 #: A method that took more than this many times its time limit (and a second) is said to have run past it.
 OVERRUN = 1.5
+#: Iterations below which a fit cut by its time limit says what one evaluation took (the limit to ask for).
+FEW_ITERATIONS = 20
+
+
+def _few_iterations(r) -> str:
+    """`` (3 iterations; an evaluation takes 15.2 s here)`` for a fit that the time limit left with fewer
+    than :data:`FEW_ITERATIONS` iterations and that timed its evaluations, else ``""``."""
+    iterations, each = r.params.get("iterations"), r.params.get("evaluation_seconds")
+    if iterations is None or not each or iterations >= FEW_ITERATIONS:
+        return ""
+    return f" ({iterations:,} iteration{'' if iterations == 1 else 's'}; an evaluation takes {each:.3g} s here)"
 
 
 def suggest_next(comparison, path: Path, names: list[str], argv: list[str] | None = None) -> None:
