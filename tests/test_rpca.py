@@ -627,3 +627,15 @@ def test_a_sparse_source_reproduced_by_its_largest_entries_makes_no_start(monkey
     est = RobustPCA(budget=X.nnz, time_limit=5).fit(SparseSource(X))  # half the entries: the other splits run
     assert made and est.params_["grid"][-1]["fro_error"] is not None
     assert any(g["rank"] > 0 and g["fro_error"] is not None for g in est.params_["grid"])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_pcp_refit_without_a_sparse_part_is_the_best_rank_r(seed):
+    # At 2N + 1 numbers only rank 1 with no sparse entry fits: the refit of PCP's cut must be X's best
+    # rank-1 approximation (Eckart-Young), not PCP's rank-1 L with its shrunk singular value (2x the error).
+    X = np.random.default_rng(seed).random((17, 17))
+    rp = RobustPCA(budget=2 * 17 + 1, method="pcp", device="cpu").fit(X)
+    s = np.linalg.svd(X, compute_uv=False)
+    assert (rp.rank_, rp.n_sparse_) == (1, 0)
+    assert _err(X, rp) == pytest.approx(np.sqrt(np.sum(s[1:] ** 2)), rel=1e-10)
+    assert _err(X, rp) <= rp.params_["cut_error"] * (1 + 1e-12)

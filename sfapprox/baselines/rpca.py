@@ -598,7 +598,11 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
     if deadline is not None and not deadline.fits(GODEC_LEAST_SCORINGS * scoring):
         best = _scored(dense, U[:, :rank], sig[:rank], Vt[:rank], n_sparse, norm, 0, "time_limit")
     else:
-        best = _fit_split(dense, Xt, rank, n_sparse, (U, sig, Vt), max_iter=max_iter, tol=tol, deadline=deadline,
+        # Without a sparse part the refit is the best rank-r approximation of X itself (TSVD's): GoDec
+        # from PCP's L stops before its first L-step when s = 0, which kept PCP's shrunk singular
+        # values (at 2N + 1 numbers, twice TSVD's error at the same rank).
+        start = _start_svd(dense, rank, seed) if n_sparse == 0 else (U, sig, Vt)
+        best = _fit_split(dense, Xt, rank, n_sparse, start, max_iter=max_iter, tol=tol, deadline=deadline,
                           first_step=per_iteration, norm=norm)
     best.split = (rank, n_sparse)
     extra = {
