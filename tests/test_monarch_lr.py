@@ -178,3 +178,15 @@ def test_among_points_that_reproduce_x_the_fewest_stored_numbers_win():
         assert m.n_stored_ == m.operator_.n_stored == Monarch(budget=256).fit(X).n_stored_ == 160
         assert np.linalg.norm(X - m.to_dense()) <= 1e-12 * max(np.linalg.norm(X), 1.0)
         assert all(g["count"] < 256 for g in m.params_["grid"][1:])  # after the first exact point: fewer only
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_low_rank_end_stores_no_round_off_singular_values(seed):
+    # Below Monarch's smallest shape only the TSVD end fits: a rank-2 matrix kept rank 4 (196 numbers)
+    # and a zero matrix rank 1 (17), where TruncatedSVD stores 98 and 0 for the same error.
+    A = np.random.default_rng(seed).standard_normal((24, 2))
+    for X, budget in ((A @ A.T, 200), (np.zeros((8, 8)), 32)):
+        fit = MonarchLowRank(budget=budget).fit(X)
+        tsvd = TruncatedSVD(budget=budget).fit(X)
+        assert fit.params_["rank"] == tsvd.rank_ and fit.n_stored_ == tsvd.n_stored_ == fit.operator_.n_stored
+        assert np.linalg.norm(X - fit.to_dense()) <= 1e-12 * max(np.linalg.norm(X), 1.0)
