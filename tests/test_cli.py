@@ -989,3 +989,18 @@ def test_tables_that_cannot_be_written_name_standard_output(monkeypatch):
     res = invoke("formats")
     assert res.exit_code == 2
     assert "error: standard output: No space left on device" in res.output
+
+
+def test_a_fit_from_columns_that_kept_its_start_names_that_start(capsys):
+    """A fit from columns with no --init that kept its rank-one start said it kept "the factors it started
+    from (--init)"."""
+    from sfapprox.cli.fit import _advise
+
+    base = {"path": "columns", "epochs": 1.0, "iterations": 3, "optimizer": "adam+lbfgs", "kept_start": True,
+            "stop_reason": "max_iter", "nnz": 10}
+    _advise({**base, "init": "rank1"}, None)
+    _advise({**base, "init": "saved"}, None)
+    said = " ".join(capsys.readouterr().err.split())
+    assert "ended worse than where it started (its rank-one start), which is kept unchanged" in said
+    assert "ended worse than where it started (--init's factors), which is kept unchanged" in said
+    assert "(--init), which" not in said

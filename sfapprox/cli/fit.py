@@ -155,8 +155,11 @@ def _advise(summary: dict, settings, n: int | None = None) -> None:
              f"{summary['iterations']} steps{via}): its fit in memory would be over the memory limit; "
              "--time-limit (0 for none) allows more passes, --max-memory a fit in memory")
         if summary.get("kept_start"):
-            note("note: this run ended worse than the factors it started from (--init), which are kept "
-                 "unchanged: Adam's first steps near a good point wander; a longer --time-limit may get past them")
+            # the start named as it was made: --init's factors, or the rank-one start of init auto/rank1
+            # (a fit with no --init was told "(--init)")
+            start = "--init's factors" if summary.get("init") == "saved" else "its rank-one start"
+            note(f"note: this run ended worse than where it started ({start}), which is kept unchanged: "
+                 "Adam's first steps near a good point wander; a longer --time-limit may get past them")
     elif summary["stop_reason"] == "time_limit":
         note(f"note: the fit stopped on its time limit ({settings.per_method(1).time_limit:g} s) after {summary['iterations']} "
              "iterations, before its tolerances were met; --time-limit (0 for none) allows a closer fit")
