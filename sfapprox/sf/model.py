@@ -696,7 +696,7 @@ class ChordSF(Approximation):
         # what one loss-and-gradient evaluation took: a fit cut short after a few iterations says so, for
         # choosing a limit that allows more (N = 16,384 in 60 s: 0 iterations, 15 s an evaluation)
         if first.get("eval_seconds"):
-            self.params_["evaluation_seconds"] = round(float(first["eval_seconds"]), 4)
+            self.params_["evaluation_seconds"] = float(f"{first['eval_seconds']:.4g}")  # (microseconds at small N)
         if self.stop_reason_ in (_solver.StopReason.MAX_ITER, _solver.StopReason.TIME_LIMIT):
             warnings.warn(
                 f"SF stopped on its {reason.replace('_', ' ')} ({self.n_iter_} iterations) before "
