@@ -656,6 +656,21 @@ def test_a_saved_start_whose_product_overflows_is_refused(tmp_path):
     assert ChordSF(init=tmp_path / "fine.h5", max_iter=5, device="cpu").fit(X).init_ == "saved"
 
 
+def test_a_saved_start_whose_product_is_zero_is_refused(tmp_path):
+    """The saved fit of a zero matrix (zero factors) as a start: its gradient is zero, and the fit stopped at
+    once, "gtol" with relative error 1, exit 0, in memory and from columns alike.  Refused before any work."""
+    from sfapprox import save_factors
+
+    X = np.random.default_rng(0).random((16, 16))
+    zero = ChordSF(device="cpu").fit(np.zeros((16, 16)))
+    path = tmp_path / "zero.h5"
+    save_factors(path, zero)
+    with pytest.raises(ParameterError, match=r"zero\.h5'.*product is the zero matrix.* not a start"):
+        ChordSF(init=path, max_iter=5, device="cpu").fit(X)
+    with pytest.raises(ParameterError, match=r"product is the zero matrix"):
+        ChordSF(init=np.zeros_like(zero.factors_), max_iter=5, device="cpu").fit(X)
+
+
 def test_a_fit_ending_further_from_x_than_zero_is_handed_back_at_its_best_multiple():
     """Stopped at its start (no iteration), a product far from X (rel 1.53 was recorded "ok"): handed back
     at its best multiple, never worse than storing nothing, as a fit from columns is."""

@@ -1020,6 +1020,11 @@ class ChordSF(Approximation):
                 f"{float(finite.max()):.3g}" if finite.size else "infinity"
             raise ParameterError(f"{what}: the factors' product overflows (its entries reach {reach}): "
                                  "not a start; fit without init")
+        if not probe.any():
+            # A zero product (the factors of a zero matrix's fit, or an array of zeros) has a zero gradient
+            # once two factors are zero: the fit stopped at its start, "gtol" with relative error 1, exit 0.
+            raise ParameterError(f"{what}: the factors' product is the zero matrix (a fit of a zero matrix?), "
+                                 "from which the fit cannot move: not a start; fit without init")
         return values.copy()
 
     def _save_checkpoint(self, values: np.ndarray, iterations: int, error: float | None,
