@@ -293,6 +293,11 @@ def describe_factors(path) -> MatrixDescription:
                        ("iterations", "iterations"), ("stop_reason", "stop reason"), ("seconds", "seconds")):
         if fit.get(key) is not None:
             facts.append((label, f"{fit[key]:.6g}" if isinstance(fit[key], float) else fit[key]))
+            if key == "iterations" and _count(fit.get("iterations_before")) and _count(fit[key]) is not None:
+                # a resume's (or its checkpoint's) run counts its own iterations: say those it built on, as the
+                # fit's table did ("1,044" alone read as the whole fit's, of 3,748)
+                before = "of the start's fit, of another matrix" if fit.get("init_note") else "before the resume"
+                facts[-1] = (label, f"{fit[key]:,} (+ {fit['iterations_before']:,} {before})")
     if fit.get("kept_start"):
         facts.append(("note", "the run had not beaten the factors it started from: these are they"))
     if source:
@@ -316,6 +321,12 @@ def describe_factors(path) -> MatrixDescription:
     for label, value in facts:
         table.add({"what": label, "value": str(value)})
     return MatrixDescription(facts, [table], data)
+
+
+def _count(value) -> int | None:
+    """``value`` where it is a count (a whole number >= 0, not a bool: a record edited by hand may hold
+    anything), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def describe_methods() -> MatrixDescription:

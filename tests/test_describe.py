@@ -153,3 +153,26 @@ def test_the_methods_table_keeps_method_names_whole_in_a_40_column_window():
     for name in methods():
         assert re.search(rf"^{re.escape(name)}\s", text, re.M), f"{name} folded:\n{text}"
     assert "never (X is not" in text and max(map(len, text.splitlines())) <= 40
+
+
+def test_info_of_a_resumed_fit_and_of_its_checkpoint_counts_the_iterations_before(tmp_path):
+    """`info` of a resumed fit showed "iterations 1,044" where its fit's table said "1,044 (+ 2,704 before
+    the resume)": the count read as the whole fit's, in the final file and in the resume's checkpoints."""
+    from sfapprox import FitSettings
+    from sfapprox.api import fit_matrix
+    from sfapprox.describe import describe_factors
+    from sfapprox.factors import load_factors
+
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).standard_normal((32, 32)))
+    first, resumed, ck = tmp_path / "first.h5", tmp_path / "resumed.h5", tmp_path / "ck.h5"
+    settings = FitSettings(time_limit=None, max_iter=20, device="cpu")
+    fit_matrix(tmp_path / "x.npy", settings=settings, out=first, ftol=0.0, gtol=0.0)
+    fit_matrix(tmp_path / "x.npy", settings=FitSettings(time_limit=1.0, max_iter=10**9, device="cpu"), out=resumed,
+               init=str(first), checkpoint=ck, checkpoint_every=0.05, ftol=0.0, gtol=0.0)
+    before = load_factors(first).fit["iterations"]
+    for path in (resumed, ck):
+        fit = load_factors(path).fit
+        assert fit["iterations_before"] == before
+        facts = dict(describe_factors(path).facts)
+        assert facts["iterations"] == f"{fit['iterations']:,} (+ {before:,} before the resume)"
+    assert dict(describe_factors(first).facts)["iterations"] == before  # a fit from a named start: as it was
