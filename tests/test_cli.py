@@ -383,6 +383,19 @@ def test_a_fit_killed_outright_resumes_from_its_checkpoint(tmp_path):
     assert summary["init"] == "saved" and summary["fro_error"] <= saved.fit["fro_error"] * (1 + 1e-9)
 
 
+def test_the_table_of_a_resumed_fit_names_the_file_it_started_from(tmp_path, monkeypatch):
+    """A fit from --init FILE showed "init: saved" alone: its table named no file (only the JSON's settings did)."""
+    import scipy.io
+
+    monkeypatch.chdir(tmp_path)  # a short name: the table's cell holds it whole
+    path, start = Path("m.mtx"), Path("start.h5")
+    scipy.io.mmwrite(path, np.random.default_rng(1).random((16, 16)))
+    assert invoke("fit", path, "--out", start, "--iters", "5", "--device", "cpu", "-q").exit_code == 0
+    res = invoke("fit", path, "--init", start, "--iters", "5", "--device", "cpu", "-q")
+    assert res.exit_code == 0, res.output
+    assert re.search(r"init\s*│\s*saved \(" + re.escape(str(start)), res.output), res.output
+
+
 def test_fit_of_a_kernel_over_the_memory_limit_runs_from_columns(tmp_path):
     """`fit points.csv --kernel rbf` whose in-memory fit is over --max-memory: SF from column blocks,
     never formed; the table says which path ran and the error is scored from the columns."""

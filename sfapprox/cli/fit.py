@@ -110,6 +110,9 @@ def fit(
         rows = [(k, _error(summary, k) if k in _INTERVALS else show_value(summary[k]))
                 for k in ("fro_error", "rel_error", "nnz", "n_factors", "base", "iterations", "evaluations", "seconds",
                           "stop_reason", "init", "path", "time_limit", "max_iter", "device", "dtype", "threads")]
+        if summary["init"] == "saved" and init not in SF_NAMED_INITS:  # which file it resumed (or refined): not
+            # "saved" alone, which named none (the JSON's settings do)
+            rows = [(k, f"saved ({init})" if k == "init" else v) for k, v in rows]
         if summary["iterations_before"]:  # this run's are a resume's: say those of the fits it resumed
             before = "of the start's fit, of another matrix" if summary.get("init_note") else "before the resume"
             rows = [(k, f"{v} (+ {summary['iterations_before']:,} {before})" if k == "iterations" else v)
