@@ -16,7 +16,7 @@ from typing import Any
 from ._atomic import FileStamp, OutputError, OutputExistsError, write_json
 from ._errors import ParameterError
 from ._old_api import options_keywords
-from ._settings import SF_BASE, SF_SUPPORT, FitSettings, LoadOptions
+from ._settings import SF_BASE, SF_NAMED_INITS, SF_SUPPORT, FitSettings, LoadOptions
 from .budget import parse_budget, resolve_budget, sf_config_for_budget
 from .comparison import as_loaded_matrix, compare, opened_input, scoring_seconds, warnings_at_caller
 from .estimate import estimate_errors
@@ -230,7 +230,9 @@ def fit_matrix(
 def _init_note(init, origin: dict[str, Any]) -> str | None:
     """Where ``init`` is a saved fit of another matrix (another file, or another kernel of the same points),
     a line that says so, as ``compare --with`` says it of a saved fit it scores; None otherwise."""
-    if not isinstance(init, (str, os.PathLike)) or not os.path.isfile(init):
+    if not isinstance(init, (str, os.PathLike)) or init in SF_NAMED_INITS or not os.path.isfile(init):
+        # a named start is one even where a file of that name sits in the working directory (ChordSF reads
+        # it as the start, not the file): read as a fit, that file failed the finished fit, nothing written
         return None
     from .comparison import _source_notes
     from .factors import load_factors

@@ -125,3 +125,17 @@ def test_a_start_saved_from_another_variable_of_the_same_file_is_said(tmp_path):
                            "this one: var=B): its factors were this fit's start")
     assert _init_note(str(tmp_path / "two.h5"), input_record(load_matrix(tmp_path / "two.npz", var="A"))) is None
     assert _init_note(str(tmp_path / "one.h5"), input_record(load_matrix(tmp_path / "one.npz", var="A"))) is None
+
+
+def test_a_named_start_is_one_beside_a_file_of_its_name(tmp_path, monkeypatch):
+    """fit --init identity in a folder holding a file named "identity": the fit ran from the identity start,
+    then its summary read that file as the saved start, and the finished fit ended in "not an HDF5 file",
+    exit 2, nothing written."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "identity").write_text("notes\n")
+    settings = FitSettings(max_iter=3, device="cpu", time_limit=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        run = fit_matrix(np.random.default_rng(0).random((16, 16)), settings=settings, init="identity",
+                         out=tmp_path / "f.h5")
+    assert run.summary["init"] == "identity" and run.summary["init_note"] is None and (tmp_path / "f.h5").is_file()
