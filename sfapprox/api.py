@@ -174,6 +174,10 @@ def fit_matrix(
         model._checkpoint_start = replaces  # read (once) by ChordSF.fit
     model._checkpoint_source = origin  # a checkpoint names the matrix it is a fit of, as the final file does
     model._matrix_name = name  # and its messages name it ("fitting SF to X" named an array the user never saw)
+    # a start (init=) saved from a fit of another matrix: its factors were only a start, not resumed.  Read
+    # before the fit: its checkpoints may replace the start's file (--init F --out F), which then names this
+    # matrix, and a start of another matrix was reported as "(+ N before the resume)"
+    init_note = _init_note(sf_params.get("init"), origin)
     with warnings_at_caller():  # a ConvergenceWarning points at the caller's line, as compare's do
         model.fit(target, check_input=False)
     fro, rel, estimate = model.fro_error_, model.rel_error_, None
@@ -190,8 +194,7 @@ def fit_matrix(
         "fro_error": fro,
         "rel_error": rel,
         "error_estimate": estimate,
-        # a start (init=) saved from a fit of another matrix: its factors were only a start, not resumed
-        "init_note": _init_note(sf_params.get("init"), origin),
+        "init_note": init_note,
         "path": model.params_.get("path", "in memory"),
         "epochs": model.params_.get("epochs"),  # passes over the columns, on the column path
         "optimizer": model.params_.get("optimizer"),  # the column path's: "adam" or "adam+lbfgs"

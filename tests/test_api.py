@@ -139,3 +139,19 @@ def test_a_named_start_is_one_beside_a_file_of_its_name(tmp_path, monkeypatch):
         run = fit_matrix(np.random.default_rng(0).random((16, 16)), settings=settings, init="identity",
                          out=tmp_path / "f.h5")
     assert run.summary["init"] == "identity" and run.summary["init_note"] is None and (tmp_path / "f.h5").is_file()
+
+
+def test_a_start_of_another_matrix_is_said_where_the_checkpoints_replace_its_file(tmp_path):
+    """fit B --init A.h5 --out A.h5 --checkpoint-every: the note was read after the fit, from the file this fit's
+    checkpoints had replaced (naming B), so a fit of another matrix was reported "(+ N before the resume)"."""
+    np.save(tmp_path / "a.npy", np.random.default_rng(0).random((32, 32)))
+    np.save(tmp_path / "b.npy", np.random.default_rng(1).random((32, 32)))
+    path = tmp_path / "f.h5"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fit_matrix(tmp_path / "a.npy", settings=FitSettings(max_iter=5, device="cpu", time_limit=None), out=path)
+        run = fit_matrix(tmp_path / "b.npy", settings=FitSettings(max_iter=10**9, device="cpu", time_limit=1.0),
+                         init=str(path), out=path, force=True, checkpoint=path, checkpoint_every=0.05,
+                         ftol=0.0, gtol=0.0)
+    assert run.summary["iterations_before"] > 0
+    assert run.summary["init_note"] and "not to this file" in run.summary["init_note"]
