@@ -178,6 +178,7 @@ def fit_matrix(
     # before the fit: its checkpoints may replace the start's file (--init F --out F), which then names this
     # matrix, and a start of another matrix was reported as "(+ N before the resume)"
     init_note = _init_note(sf_params.get("init"), origin)
+    model._init_note = init_note  # and its checkpoints say it, as the final file does
     with warnings_at_caller():  # a ConvergenceWarning points at the caller's line, as compare's do
         model.fit(target, check_input=False)
     fro, rel, estimate = model.fro_error_, model.rel_error_, None

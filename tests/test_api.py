@@ -155,3 +155,22 @@ def test_a_start_of_another_matrix_is_said_where_the_checkpoints_replace_its_fil
                          ftol=0.0, gtol=0.0)
     assert run.summary["iterations_before"] > 0
     assert run.summary["init_note"] and "not to this file" in run.summary["init_note"]
+
+
+def test_a_checkpoint_of_a_fit_from_another_matrix_s_start_says_so(tmp_path):
+    """The checkpoints of fit B --init A.h5 (a fit of another matrix) had no note: info said their iterations
+    were "(+ N before the resume)", where the final file says "of the start's fit, of another matrix"."""
+    from sfapprox import load_factors
+    from sfapprox.describe import describe_factors
+
+    np.save(tmp_path / "a.npy", np.random.default_rng(0).random((32, 32)))
+    np.save(tmp_path / "b.npy", np.random.default_rng(1).random((32, 32)))
+    start, ck = tmp_path / "a.h5", tmp_path / "ck.h5"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fit_matrix(tmp_path / "a.npy", settings=FitSettings(max_iter=5, device="cpu", time_limit=None), out=start)
+        fit_matrix(tmp_path / "b.npy", settings=FitSettings(max_iter=10**9, device="cpu", time_limit=1.0),
+                   init=str(start), checkpoint=ck, checkpoint_every=0.05, ftol=0.0, gtol=0.0)
+    fit = load_factors(ck).fit
+    assert fit["checkpoint"] and "not to this file" in fit["init_note"]
+    assert dict(describe_factors(ck).facts)["iterations"].endswith("of the start's fit, of another matrix)")

@@ -1041,7 +1041,10 @@ class ChordSF(Approximation):
         try:
             save_factors(path, op, kind=self.method_name, force=expect, source=self.__dict__.get("_checkpoint_source"),
                          fit={"checkpoint": True, "iterations": int(iterations), **known,
-                              **({"iterations_before": self._iterations_before} if self._iterations_before else {})},
+                              **({"iterations_before": self._iterations_before} if self._iterations_before else {}),
+                              # a start of another matrix (fit_matrix's note): its iterations were not this
+                              # matrix's, and info said "(+ N before the resume)" of the checkpoint
+                              **({"init_note": note} if (note := self.__dict__.get("_init_note")) else {})},
                          settings={k: v for k, v in self.get_params().items() if not callable(v) and k != "init"})
         except OutputExistsError as exc:
             # Another file took the checkpoint's name during the fit: it is left alone, and this fit's
