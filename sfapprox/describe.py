@@ -298,6 +298,15 @@ def describe_factors(path) -> MatrixDescription:
                 # fit's table did ("1,044" alone read as the whole fit's, of 3,748)
                 before = "of the start's fit, of another matrix" if fit.get("init_note") else "before the resume"
                 facts[-1] = (label, f"{fit[key]:,} (+ {fit['iterations_before']:,} {before})")
+    if fit.get("path") == "columns":  # (info said nothing of it: a fit of a matrix too big to form, or limited)
+        passes = fit.get("epochs")
+        facts.append(("fitted", "from column blocks" + (f" ({passes:.3g} passes over the columns)"
+                                                         if isinstance(passes, (int, float)) else "")))
+    estimate = fit.get("error_estimate")
+    if isinstance(estimate, dict) and isinstance(estimate.get("columns"), int) and not estimate.get("exact"):
+        # its errors above are estimates, not exact: said as compare and fit say them
+        facts.append(("errors", f"estimated from {estimate['columns']:,} random columns (95% intervals in "
+                                "the file's record)"))
     if fit.get("kept_start"):
         facts.append(("note", "the run had not beaten the factors it started from: these are they"))
     if source:

@@ -176,3 +176,22 @@ def test_info_of_a_resumed_fit_and_of_its_checkpoint_counts_the_iterations_befor
         facts = dict(describe_factors(path).facts)
         assert facts["iterations"] == f"{fit['iterations']:,} (+ {before:,} before the resume)"
     assert dict(describe_factors(first).facts)["iterations"] == before  # a fit from a named start: as it was
+
+
+def test_info_of_a_fit_from_columns_says_so_and_that_its_errors_are_estimated(tmp_path):
+    """info of a fit made from column blocks (a matrix too big to form) showed its errors as any fit's:
+    nothing said how it was made, nor that its errors came from a sample of columns."""
+    import numpy as np
+
+    from sfapprox import ChordOperator, save_factors
+    from sfapprox.describe import describe_factors
+
+    path = tmp_path / "f.h5"
+    estimate = {"exact": False, "fro_interval": [0.9, 1.1], "rel_interval": [0.09, 0.11], "columns": 512}
+    save_factors(path, ChordOperator(np.full((3, 8, 4), 0.25)),
+                 fit={"fro_error": 1.0, "rel_error": 0.1, "path": "columns", "epochs": 2.5, "error_estimate": estimate})
+    facts = dict(describe_factors(path).facts)
+    assert facts["fitted"] == "from column blocks (2.5 passes over the columns)"
+    assert facts["errors"].startswith("estimated from 512 random columns")
+    save_factors(path, ChordOperator(np.full((3, 8, 4), 0.25)), fit={"fro_error": 1.0, "path": "in memory"}, force=True)
+    assert "fitted" not in dict(describe_factors(path).facts) and "errors" not in dict(describe_factors(path).facts)
