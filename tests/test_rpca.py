@@ -329,8 +329,8 @@ def test_godec_from_columns_starts_each_split_from_a_given_low_rank_part():
                                   start=Start(U[:, :8], sig[:8], Vt[:8], product_pass=0.0))
     R = X - (U[:, :rank] * sig[:rank]) @ Vt[:rank]
     kept = np.sort(np.abs(R).ravel())[::-1][:n_sparse]
-    assert best[0] == pytest.approx(np.sqrt(np.sum(R**2) - np.sum(kept**2)), rel=1e-10)
-    assert np.allclose(best[1] * best[2] @ best[3], (U[:, :rank] * sig[:rank]) @ Vt[:rank])
+    assert best.error == pytest.approx(np.sqrt(np.sum(R**2) - np.sum(kept**2)), rel=1e-10)
+    assert np.allclose(best.U * best.sig @ best.Vt, (U[:, :rank] * sig[:rank]) @ Vt[:rank])
 
 
 def test_with_a_start_its_largest_rank_split_runs_first_and_the_rest_only_in_time(fake_clock, monkeypatch):
@@ -361,7 +361,7 @@ def test_with_a_start_its_largest_rank_split_runs_first_and_the_rest_only_in_tim
                                   deadline=_timing.Deadline.after(150.0), start=start)
     records = {(g["rank"], g["n_sparse"]): g for g in grid}
     # (4, 30) first: 125 s; the exact end (100 s) and (2, 200) (125 s) do not fit the 25 s left
-    assert records[4, 30]["fro_error"] is not None and best[0] <= np.linalg.norm(X - L) + 1e-12
+    assert records[4, 30]["fro_error"] is not None and best.error <= np.linalg.norm(X - L) + 1e-12
     assert records[0, 400].get("skipped") == records[2, 200].get("skipped") == "time_limit"
     best, grid = fit_grid_columns(ArraySource(X), splits, max_iter=1, tol=0.0, seed=0,
                                   deadline=_timing.Deadline.after(300.0), start=start)
@@ -397,13 +397,13 @@ def test_a_sparse_source_s_largest_entries_come_from_its_non_zeros_first(fake_cl
     best, grid = fit_grid_columns(SparseSource(X), splits, max_iter=3, tol=0.0, seed=0,
                                   deadline=_timing.Deadline.after(10.0), start=start)
     records = {(g["rank"], g["n_sparse"]): g for g in grid}
-    assert best[0] == 0.0 and records[0, 2 * X.nnz]["fro_error"] == 0.0 and not dense_reads
+    assert best.error == 0.0 and records[0, 2 * X.nnz]["fro_error"] == 0.0 and not dense_reads
     assert records[3, 40].get("skipped") == records[1, 200].get("skipped") == "exact"
     fewer = [(3, 40), (0, X.nnz // 2)]  # not every non-zero fits: the rest stay priced, here out of time
     best, grid = fit_grid_columns(SparseSource(X), fewer, max_iter=3, tol=0.0, seed=0,
                                   deadline=_timing.Deadline.after(10.0), start=start)
     kept = np.sort(np.abs(X.data))[::-1][: X.nnz // 2]
-    assert best[0] == pytest.approx(np.sqrt(max(0.0, (X.data**2).sum() - (kept**2).sum())), rel=1e-9)
+    assert best.error == pytest.approx(np.sqrt(max(0.0, (X.data**2).sum() - (kept**2).sum())), rel=1e-9)
     assert grid[0].get("skipped") == "time_limit" and not dense_reads
     est = RobustPCA(budget=4 * X.nnz, time_limit=5).fit(SparseSource(X))
     assert est.stop_reason_ == "exact" and "splits_skipped" not in est.params_
@@ -458,7 +458,7 @@ def test_where_no_residual_pass_fits_the_grid_ends_at_its_start_without_a_pass(f
     best, grid = fit_grid_columns(_TimedColumns(X, fake_clock), splits, max_iter=1, tol=0.0, seed=0,
                                   deadline=_timing.Deadline.after(0.9), start=start)
     assert fake_clock.time == 0.0 and all(g.get("skipped") == "time_limit" for g in grid)
-    error, U4, sig4, Vt4, idx, vals, _, stop = best
+    error, U4, sig4, Vt4, idx, vals, stop = best.error, best.U, best.sig, best.Vt, best.idx, best.vals, best.stop_reason
     assert error is None and stop == "time_limit" and idx.size == vals.size == 0
     assert np.allclose((U4 * sig4) @ Vt4, (U[:, :4] * sig[:4]) @ Vt[:4])
 
@@ -573,12 +573,12 @@ def test_a_residual_pass_is_priced_by_its_own_first_block_where_products_say_not
                                   deadline=_timing.Deadline.after(0.9), start=start)
     assert fake_clock.time == pytest.approx(16 / n)  # the probe's one block, no pass
     assert all(g.get("skipped") == "time_limit" for g in grid)
-    assert best[0] is None and best[-1] == "time_limit"
+    assert best.error is None and best.stop_reason == "time_limit"
     # with the time for it, the split runs
     fake_clock.time = 0.0
     best, grid = fit_grid_columns(_CheapProducts(X, fake_clock), splits, max_iter=1, tol=0.0, seed=0,
                                   deadline=_timing.Deadline.after(10.0), start=start)
-    assert best[0] is not None and "skipped" not in grid[0]
+    assert best.error is not None and "skipped" not in grid[0]
 
 
 @pytest.mark.parametrize("columns", [False, True])

@@ -198,8 +198,8 @@ def fit_split_columns(source: MatrixSource, rank: int, n_sparse: int, *, max_ite
 def fit_grid_columns(source: MatrixSource, splits, *, max_iter: int, tol: float, seed: int,
                      deadline: _timing.Deadline | None, max_memory: int | None = None, start: Start | None = None,
                      count_indices: bool = COUNT_INDICES):
-    """Every split of the grid from columns that fits the time; the best ``(error, ..., stop)`` and the grid
-    records.  The best: the smallest error, and of the splits that reproduce ``X`` the one storing fewest
+    """Every split of the grid from columns that fits the time; the best (a :class:`~._rpca_parts._Candidate`,
+    its ``split`` the one it fitted) and the grid records.  The best: the smallest error, and of the splits that reproduce ``X`` the one storing fewest
     numbers (:func:`~._rpca_parts.preferred`, on the largest of the splits' :func:`norm_below` bounds of ``||X||``).
 
     Without a ``start`` (the comparison's ``rsvd`` fit) one is made first
@@ -217,7 +217,6 @@ def fit_grid_columns(source: MatrixSource, splits, *, max_iter: int, tol: float,
     held = _held_sparse(source)
     n, largest = source.n, max(rank for rank, _ in splits)
     best, records, timing, norm = None, {}, {}, 0.0
-    best_count = best_kept_rank = 0  # (the best's numbers stored and rank kept, once there is one)
 
     def made(start: Start | None) -> Start | None:
         """``start`` or the grid's own, with the time of a residual pass probed where products say nothing of it."""
@@ -234,7 +233,7 @@ def fit_grid_columns(source: MatrixSource, splits, *, max_iter: int, tol: float,
     order = _order(splits, start, held)
     while order:
         rank, n_sparse = order.pop(0)
-        if best is not None and reproduces(best[0], norm) and rank >= best_kept_rank:
+        if best is not None and reproduces(best.error, norm) and rank >= best.kept()[0]:
             # X reproduced: a split of no lower rank holds the same directions and more, and is not tried
             # (its passes spared); one of a lower rank may store fewer numbers (a sparse part in their place)
             records[rank, n_sparse] = {"rank": rank, "n_sparse": n_sparse, "fro_error": None, "iterations": 0,
@@ -249,13 +248,14 @@ def fit_grid_columns(source: MatrixSource, splits, *, max_iter: int, tol: float,
             records[rank, n_sparse] = {"rank": rank, "n_sparse": n_sparse, "fro_error": None, "iterations": 0,
                                        "skipped": "time_limit"}
             continue
-        fitted = fit_split_columns(source, rank, n_sparse, max_iter=max_iter, tol=tol, seed=seed,
-                                   deadline=deadline, max_memory=max_memory, start=start, timing=timing)
-        cand = _Candidate(*fitted)
-        records[rank, n_sparse] = cand.record((rank, n_sparse), n, count_indices)
-        norm = max(norm, norm_below(fitted[2], fitted[5], fitted[0]))
-        if best is None or preferred(cand.error, cand.count(n, count_indices), best[0], best_count, norm):
-            best, best_count, best_kept_rank = fitted, cand.count(n, count_indices), cand.kept()[0]
+        cand = _Candidate(*fit_split_columns(source, rank, n_sparse, max_iter=max_iter, tol=tol, seed=seed,
+                                             deadline=deadline, max_memory=max_memory, start=start, timing=timing),
+                          split=(rank, n_sparse))
+        records[rank, n_sparse] = cand.record(cand.split, n, count_indices)
+        norm = max(norm, norm_below(cand.sig, cand.vals, cand.error))
+        if best is None or preferred(cand.error, cand.count(n, count_indices), best.error,
+                                     best.count(n, count_indices), norm):
+            best = cand
     if best is None:  # not one residual pass fits: the start's low rank part alone, unscored
         best = _start_alone(start, largest, n)
     return best, [records[split] for split in splits]
@@ -276,15 +276,15 @@ def _probed_top_pass(source: MatrixSource, start: Start, max_memory: int | None)
     return (_timing.now() - started) * source.n / max(J.size, 1)
 
 
-def _start_alone(start: Start | None, rank: int, n: int):
+def _start_alone(start: Start | None, rank: int, n: int) -> _Candidate:
     """The grid's result where no split fitted the time: the start's leading ``rank`` terms, no sparse
-    part (within the budget: the largest rank's split holds them), its error unknown (None) — at
-    N = 20,000 the first split's pass ran 9 s past a 3 s limit."""
+    part (within the budget: the largest rank's split holds them), its error unknown (None) and no split
+    fitted — at N = 20,000 the first split's pass ran 9 s past a 3 s limit."""
     if start is None:  # (a grid of its all-sparse end alone, out of time before it: nothing stored)
-        return None, np.zeros((n, 0)), np.zeros(0), np.zeros((0, n)), np.zeros(0, dtype=np.int64), np.zeros(0), 0, \
-            "time_limit"
-    U, sig, Vt = _carrying(*start.leading(min(rank, start.sig.size)))
-    return None, U, sig, Vt, np.zeros(0, dtype=np.int64), np.zeros(0), 0, "time_limit"
+        U, sig, Vt = np.zeros((n, 0)), np.zeros(0), np.zeros((0, n))
+    else:
+        U, sig, Vt = _carrying(*start.leading(min(rank, start.sig.size)))
+    return _Candidate(None, U, sig, Vt, np.zeros(0, dtype=np.int64), np.zeros(0), 0, "time_limit")
 
 
 def _own_start(source: MatrixSource, rank: int, seed: int, deadline: _timing.Deadline | None) -> Start | None:

@@ -847,14 +847,9 @@ class RobustPCA(Approximation):
                                           max_memory=room(source, self.max_memory),
                                           start=given, count_indices=self.count_indices)
         self.seconds_ = time.perf_counter() - start
-        chosen = _Candidate(*best)
-        # the split it fitted: the grid's record of its error and count (the first, where two came out the same)
-        chosen.split = next(((g["rank"], g["n_sparse"]) for g in grid if g["fro_error"] is not None
-                             and g["fro_error"] == chosen.error and g["count"] == chosen.count(n, self.count_indices)),
-                            None)
         extra = {"from": "columns", "path": "columns", "svd": "randomized",
                  **({"reused": ["rsvd"]} if given is not None else {})}
-        self._store(n, chosen, grid, extra, "cpu", "float64")
+        self._store(n, best, grid, extra, "cpu", "float64")
         return self
 
     def _reused_start(self, n: int):
