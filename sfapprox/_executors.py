@@ -104,13 +104,10 @@ def _result(future, executor) -> Any:
         return future.result()
     except Exception as exc:
         # a process pool pickles a task's arguments on its own thread: their failure comes with the result
-        unsent = not_picklable(exc) if not _is_dask(executor) else None
-        if unsent is not None:
-            raise unsent from None
-        lost = cluster_lost(exc) if _is_dask(executor) else None
-        if lost is None:
+        said = _said(exc, executor, sent=False)
+        if said is None:
             raise
-        raise lost from None
+        raise said from None
 
 
 def not_picklable(exc: BaseException, what: str = "the matrix source"):
@@ -174,17 +171,27 @@ def _sent(executor, call: Callable, *args, **kwargs) -> Any:
         with serialization_logs_off(executor):
             return call(*args, **kwargs)
     except Exception as exc:
-        unsent = not_picklable(exc)
-        if unsent is not None:
-            raise unsent from None
-        lost = cluster_lost(exc) if _is_dask(executor) else None
-        if lost is None and _is_dask(executor) and getattr(executor, "status", None) in ("closing", "closed"):
-            # a client that gave up reconnecting closed itself: its calls fail on what it let go
-            # ("'NoneType' object has no attribute 'scatter'")
-            lost = _lost("a pass over the columns", f"its client closed itself: {one_line(exc)}")
-        if lost is None:
+        said = _said(exc, executor, sent=True)
+        if said is None:
             raise
-        raise lost from None
+        raise said from None
+
+
+def _said(exc: Exception, executor, *, sent: bool) -> Exception | None:
+    """The one-line error to raise for ``exc`` from a call to ``executor`` (``sent``: sending to it, else a
+    task's result), or None (raise ``exc`` itself): what did not pickle (:func:`not_picklable`; a Dask task's
+    result never says that, its arguments were sent already), a Dask cluster lost (:func:`cluster_lost`),
+    or, sending, a Dask client that closed itself."""
+    dask = _is_dask(executor)
+    unsent = not_picklable(exc) if sent or not dask else None
+    if unsent is not None or not dask:
+        return unsent
+    lost = cluster_lost(exc)
+    if lost is None and sent and getattr(executor, "status", None) in ("closing", "closed"):
+        # a client that gave up reconnecting closed itself: its calls fail on what it let go
+        # ("'NoneType' object has no attribute 'scatter'")
+        lost = _lost("a pass over the columns", f"its client closed itself: {one_line(exc)}")
+    return lost
 
 
 def ordered_map(executor, fn: Callable, items: Iterable[Any], shared: Sequence[Any] = (),
