@@ -795,3 +795,46 @@ def test_an_in_memory_fit_records_what_one_evaluation_took():
     X = np.random.default_rng(3).standard_normal((20, 20))
     fit = ChordSF(max_iter=5, time_limit=None, device="cpu").fit(X)
     assert 0 < fit.params_["evaluation_seconds"] < 5
+
+
+def _column_path_limit(n: int) -> int:
+    """A memory limit that SF's column path fits and its in-memory fit does not (checked): a fit from
+    column blocks at small N, the path whose runs keep their start when they end worse."""
+    import math
+
+    from sfapprox.sf import _columns
+    from sfapprox.sf.model import COMPILED_WORKING_SET, LIBRARY_WORKING_SET, estimate_fit_memory
+
+    offs = chord_offsets(n)
+    m = math.ceil(math.log2(n))
+    limit = (_columns.column_fit_memory(n, m, len(offs), _columns.COLUMN_WIDTH) + LIBRARY_WORKING_SET
+             + COMPILED_WORKING_SET + (1 << 20))
+    assert estimate_fit_memory(n, m, len(offs), 8, 50, "cpu", reach=int(offs.max()), n_starts=2,
+                               input_bytes=8 * n * n) > limit, "the test needs a limit between the two estimates"
+    return limit
+
+
+def test_a_kept_start_credits_its_resume_only_the_iterations_that_made_its_factors(tmp_path, fake_clock):
+    """A run that ended worse than its start keeps the start: its own steps made nothing that was saved.
+    Its checkpoints and its final file counted them all the same, and a resume of either said
+    "(+ 3,341 before the resume)" of factors that 300 iterations had made."""
+    import math
+
+    from sfapprox import FitSettings, fit_matrix, load_factors, save_factors
+    from sfapprox.operators import ChordOperator
+
+    n = 128
+    offs = chord_offsets(n)
+    exact = ChordOperator(np.random.default_rng(3).standard_normal((7, n, len(offs))) / math.sqrt(len(offs)), offs)
+    X = exact.to_dense()
+    start, out, ck = tmp_path / "start.h5", tmp_path / "out.h5", tmp_path / "ck.h5"
+    save_factors(start, exact, fit={"iterations": 300})  # exact factors: any step of the resume can only lose
+    limit = _column_path_limit(n)
+    run = fit_matrix(X, settings=FitSettings(device="cpu", max_iter=30, time_limit=None, max_memory=limit),
+                     out=out, init=str(start), checkpoint=ck, checkpoint_every=5.0,
+                     callback=lambda info: fake_clock.advance(1.0))
+    assert run.summary["kept_start"] and run.summary["iterations"] == 30 and run.summary["iterations_before"] == 300
+    assert load_factors(ck).fit["kept_start"] and load_factors(ck).fit["iterations"] > 0  # a kept-start checkpoint
+    for saved in (out, ck):
+        resumed = ChordSF(max_iter=1, time_limit=None, init=str(saved), device="cpu").fit(X)
+        assert resumed.params_["iterations_before"] == 300, saved  # the start's, not the discarded steps too

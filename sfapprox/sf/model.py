@@ -1287,13 +1287,30 @@ def _column_plan():
 
 
 def _iterations_of(fit: dict) -> int:
-    """The iterations a saved fit's record counts: its run's (``iterations``; ``n_iter`` in a fit saved
-    from an estimator) and those before it (``iterations_before``); 0 where it does not say."""
+    """The iterations that produced a saved fit's factors: its run's (``iterations``; ``n_iter`` in a fit
+    saved from an estimator) and those before it (``iterations_before``); 0 where it does not say.
+
+    A run that ended worse than its start kept the start (``kept_start``, the final file's and its
+    checkpoints' alike): its own steps were discarded, so its factors are those of the iterations before
+    it alone.  They were counted, and a resume of such a file said "(+ 3,341 before the resume)" of a start
+    that 300 had made.
+
+    Parameters
+    ----------
+    fit : dict
+        The saved fit's record (:attr:`~sfapprox.factors.SavedFactors.fit`).
+
+    Returns
+    -------
+    int
+        The count a resume of it reports as the iterations before it.
+    """
     def count(key: str) -> int:
         value = fit.get(key)
         return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else 0
 
-    return (count("iterations") or count("n_iter")) + count("iterations_before")
+    own = 0 if fit.get("kept_start") is True else count("iterations") or count("n_iter")
+    return own + count("iterations_before")
 
 
 def product_error(values: np.ndarray, offsets: np.ndarray, dense, fro: float, device) -> tuple[float, float | None] | None:
