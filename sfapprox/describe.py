@@ -293,11 +293,9 @@ def describe_factors(path) -> MatrixDescription:
                        ("iterations", "iterations"), ("stop_reason", "stop reason"), ("seconds", "seconds")):
         if fit.get(key) is not None:
             facts.append((label, f"{fit[key]:.6g}" if isinstance(fit[key], float) else fit[key]))
-            if key == "iterations" and _count(fit.get("iterations_before")) and _count(fit[key]) is not None:
-                # a resume's (or its checkpoint's) run counts its own iterations: say those it built on, as the
-                # fit's table did ("1,044" alone read as the whole fit's, of 3,748)
-                before = "of the start's fit, of another matrix" if fit.get("init_note") else "before the resume"
-                facts[-1] = (label, f"{fit[key]:,} (+ {fit['iterations_before']:,} {before})")
+            if key == "iterations" and _count(fit[key]) is not None and \
+                    (_count(fit.get("iterations_before")) or fit.get("kept_start") is True):
+                facts[-1] = (label, iterations_words(fit))  # a resume's, or a run that kept its start
     if fit.get("path") == "columns":  # (info said nothing of it: a fit of a matrix too big to form, or limited)
         passes = fit.get("epochs")
         facts.append(("fitted", "from column blocks" + (f" ({passes:.3g} passes over the columns)"
@@ -330,6 +328,33 @@ def describe_factors(path) -> MatrixDescription:
     for label, value in facts:
         table.add({"what": label, "value": str(value)})
     return MatrixDescription(facts, [table], data)
+
+
+def iterations_words(fit: dict[str, Any]) -> str:
+    """A fit's iterations as its table and ``info`` say them (``fit`` its record: ``iterations``, and
+    ``iterations_before``, ``init_note`` and ``kept_start`` where they apply).
+
+    A resume's (or its checkpoint's) run counts its own iterations: those it built on are said beside them
+    ("1,044" alone read as the whole fit's, of 3,748).  A run that kept its start (it ended worse) made
+    none of the factors: its steps are said discarded, and the factors the start's ("30 (+ 300 before the
+    resume)" read as 330 iterations behind factors that 300 had made).
+
+    Parameters
+    ----------
+    fit : dict
+        The fit's record: the summary of ``fit --json``, or a saved file's ``fit``.
+
+    Returns
+    -------
+    str
+        E.g. ``"1,044 (+ 2,704 before the resume)"``.
+    """
+    own, before = fit["iterations"], _count(fit.get("iterations_before"))
+    where = "of the start's fit, of another matrix" if fit.get("init_note") else "before the resume"
+    if fit.get("kept_start") is True:
+        made = f", of {before:,} iterations {where}" if before else ""
+        return f"{own:,} (discarded: these factors are the start's{made})"
+    return f"{own:,} (+ {before:,} {where})" if before else f"{own:,}"
 
 
 def _count(value) -> int | None:

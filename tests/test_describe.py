@@ -195,3 +195,45 @@ def test_info_of_a_fit_from_columns_says_so_and_that_its_errors_are_estimated(tm
     assert facts["errors"].startswith("estimated from 512 random columns")
     save_factors(path, ChordOperator(np.full((3, 8, 4), 0.25)), fit={"fro_error": 1.0, "path": "in memory"}, force=True)
     assert "fitted" not in dict(describe_factors(path).facts) and "errors" not in dict(describe_factors(path).facts)
+
+
+def test_info_and_the_fit_table_say_a_kept_starts_steps_were_discarded(tmp_path):
+    """A run that ended worse than its start keeps the start: info and the fit's table said "30 (+ 300
+    before the resume)", which read as 330 iterations behind factors that 300 had made.  Its steps are
+    now said discarded, and the iterations that made the factors named."""
+    import math
+    import re
+
+    from typer.testing import CliRunner
+
+    from sfapprox import save_factors
+    from sfapprox.chord import chord_offsets
+    from sfapprox.cli import app
+    from sfapprox.describe import describe_factors
+    from sfapprox.operators import ChordOperator
+    from sfapprox.sf._columns import COLUMN_WIDTH, column_fit_memory
+    from sfapprox.sf.model import COMPILED_WORKING_SET, LIBRARY_WORKING_SET
+
+    n = 128
+    offs = chord_offsets(n)
+    exact = ChordOperator(np.random.default_rng(3).standard_normal((7, n, len(offs))) / math.sqrt(len(offs)), offs)
+    start, out, x = tmp_path / "start.h5", tmp_path / "out.h5", tmp_path / "x.npy"
+    save_factors(start, exact, fit={"iterations": 300})  # exact factors: any step of the resume can only lose
+    np.save(x, exact.to_dense())
+    limit = column_fit_memory(n, 7, len(offs), COLUMN_WIDTH) + LIBRARY_WORKING_SET + COMPILED_WORKING_SET + (1 << 20)
+    res = CliRunner().invoke(app, [str(a) for a in ("fit", x, "--init", start, "--out", out, "--iters", 10,
+                                                    "--time-limit", 0, "--max-memory", limit, "--device", "cpu",
+                                                    "-q")])
+    assert res.exit_code == 0, res.output
+    table = re.sub(r"[\s│]+", " ", res.output)  # a long cell wraps over lines
+    assert "(discarded: these factors are the start's, of 300 iterations before the resume)" in table, res.output
+    assert "(+ 300" not in table
+    facts = dict(describe_factors(out).facts)
+    assert facts["iterations"] == "10 (discarded: these factors are the start's, of 300 iterations before the resume)"
+    # a kept rank-one start (no saved fit before it), and a start of another matrix
+    from sfapprox.describe import iterations_words
+
+    assert iterations_words({"iterations": 12, "kept_start": True}) == "12 (discarded: these factors are the start's)"
+    assert iterations_words({"iterations": 12, "kept_start": True, "iterations_before": 5, "init_note": "x"}) == \
+        "12 (discarded: these factors are the start's, of 5 iterations of the start's fit, of another matrix)"
+    assert iterations_words({"iterations": 1044, "iterations_before": 2704}) == "1,044 (+ 2,704 before the resume)"

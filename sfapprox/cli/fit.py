@@ -113,10 +113,12 @@ def fit(
         if summary["init"] == "saved" and init not in SF_NAMED_INITS:  # which file it resumed (or refined): not
             # "saved" alone, which named none (the JSON's settings do)
             rows = [(k, f"saved ({init})" if k == "init" else v) for k, v in rows]
-        if summary["iterations_before"]:  # this run's are a resume's: say those of the fits it resumed
-            before = "of the start's fit, of another matrix" if summary.get("init_note") else "before the resume"
-            rows = [(k, f"{v} (+ {summary['iterations_before']:,} {before})" if k == "iterations" else v)
-                    for k, v in rows]
+        if summary["iterations_before"] or summary.get("kept_start"):
+            # a resume's run: those of the fits it resumed said beside its own; a kept start: its steps
+            # discarded (as info says them, from the same words)
+            from ..describe import iterations_words
+
+            rows = [(k, iterations_words(summary) if k == "iterations" else v) for k, v in rows]
         # stderr when stdout carries an output (--json -, --out /dev/stdout): it would be mixed into it
         claimed = is_stdout(out_path) or is_stdout(json_path)  # "-" included
         (err if claimed else out).print(key_value_table(f"SF fit of {loaded.name}", rows))
