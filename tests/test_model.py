@@ -838,3 +838,25 @@ def test_a_kept_start_credits_its_resume_only_the_iterations_that_made_its_facto
     for saved in (out, ck):
         resumed = ChordSF(max_iter=1, time_limit=None, init=str(saved), device="cpu").fit(X)
         assert resumed.params_["iterations_before"] == 300, saved  # the start's, not the discarded steps too
+
+
+def test_a_resume_of_a_fit_started_from_another_matrix_credits_only_this_matrix_s_iterations(tmp_path):
+    """fit X --init A.h5 (A a fit of Y) says "20 (+ 40 of the start's fit, of another matrix)"; a resume of
+    that fit of X said "5 (+ 60 before the resume)": Y's 40 counted as this matrix's fit, without a word."""
+    import warnings
+
+    from sfapprox import FitSettings, fit_matrix
+
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "x.npy", rng.random((32, 32)))
+    np.save(tmp_path / "y.npy", rng.random((32, 32)))
+    a, b = tmp_path / "a.h5", tmp_path / "b.h5"
+    settings = FitSettings(device="cpu", max_iter=40, time_limit=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fit_matrix(tmp_path / "y.npy", settings=settings, out=a, ftol=0.0, gtol=0.0)
+        second = fit_matrix(tmp_path / "x.npy", settings=settings.replace(max_iter=20), out=b, init=str(a),
+                            ftol=0.0, gtol=0.0)
+        third = fit_matrix(tmp_path / "x.npy", settings=settings.replace(max_iter=5), init=str(b))
+    assert second.summary["init_note"] and second.summary["iterations_before"] == 40  # said as Y's, in its table
+    assert third.summary["init_note"] is None and third.summary["iterations_before"] == 20  # X's own alone

@@ -1293,7 +1293,8 @@ def _iterations_of(fit: dict) -> int:
     A run that ended worse than its start kept the start (``kept_start``, the final file's and its
     checkpoints' alike): its own steps were discarded, so its factors are those of the iterations before
     it alone.  They were counted, and a resume of such a file said "(+ 3,341 before the resume)" of a start
-    that 300 had made.
+    that 300 had made.  Iterations of a fit of another matrix (a record with an ``init_note``: its start
+    was such a fit) are not this matrix's fit's, and are not counted.
 
     Parameters
     ----------
@@ -1310,7 +1311,9 @@ def _iterations_of(fit: dict) -> int:
         return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else 0
 
     own = 0 if fit.get("kept_start") is True else count("iterations") or count("n_iter")
-    return own + count("iterations_before")
+    # A fit whose start was another matrix's (``init_note``) resumed nothing: the iterations before it were
+    # that matrix's fit, and a resume of it said "(+ 60 before the resume)" where 40 of them were
+    return own + (0 if fit.get("init_note") else count("iterations_before"))
 
 
 def product_error(values: np.ndarray, offsets: np.ndarray, dense, fro: float, device) -> tuple[float, float | None] | None:
