@@ -1017,3 +1017,20 @@ def test_a_fit_from_columns_that_kept_its_start_names_that_start(capsys):
     assert "ended worse than where it started (its rank-one start), which is kept unchanged" in said
     assert "ended worse than where it started (--init's factors), which is kept unchanged" in said
     assert "(--init), which" not in said
+
+
+def test_a_fit_from_columns_stopped_by_its_iterations_names_iters_not_the_time_limit(capsys):
+    """A fit from columns that ran its --iters with no time limit (--time-limit 0) was told "--time-limit (0
+    for none) allows more passes" and, keeping its start, "a longer --time-limit may get past them": a knob
+    that allowed nothing more.  The knob named is the one that stopped it."""
+    from sfapprox.cli.fit import _advise
+
+    base = {"path": "columns", "epochs": 30.0, "iterations": 30, "optimizer": "adam", "kept_start": True,
+            "init": "saved", "nnz": 10}
+    _advise({**base, "stop_reason": "max_iter", "time_limit": None}, None)
+    said = " ".join(capsys.readouterr().err.split())
+    assert "--iters allows more steps" in said and "more --iters may get past them" in said
+    assert "--time-limit" not in said
+    _advise({**base, "stop_reason": "time_limit", "time_limit": 10.0}, None)
+    said = " ".join(capsys.readouterr().err.split())
+    assert "--time-limit (0 for none) allows more passes" in said and "a longer --time-limit may get past" in said

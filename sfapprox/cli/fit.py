@@ -156,15 +156,20 @@ def _advise(summary: dict, settings, n: int | None = None) -> None:
     if summary.get("path") == "columns":
         via = {"adam+lbfgs": ": Adam's, then L-BFGS's by passes", "lbfgs": " of L-BFGS by passes"}.get(
             summary.get("optimizer"), "")  # a summary of an older version has no optimizer: Adam's
+        # the knob that stopped it: a fit that ran to --iters (with no time limit at all) was told to raise
+        # --time-limit, which allowed nothing more
+        more = "--iters allows more steps" if summary.get("stop_reason") == "max_iter" else \
+            "--time-limit (0 for none) allows more passes"
         note(f"note: SF was fitted from column blocks ({summary['epochs']:.3g} passes over the columns in "
              f"{summary['iterations']} steps{via}): its fit in memory would be over the memory limit; "
-             "--time-limit (0 for none) allows more passes, --max-memory a fit in memory")
+             f"{more}, --max-memory a fit in memory")
         if summary.get("kept_start"):
             # the start named as it was made: --init's factors, or the rank-one start of init auto/rank1
             # (a fit with no --init was told "(--init)")
             start = "--init's factors" if summary.get("init") == "saved" else "its rank-one start"
+            longer = "more --iters" if summary.get("stop_reason") == "max_iter" else "a longer --time-limit"
             note(f"note: this run ended worse than where it started ({start}), which is kept unchanged: "
-                 "Adam's first steps near a good point wander; a longer --time-limit may get past them")
+                 f"Adam's first steps near a good point wander; {longer} may get past them")
     elif summary["stop_reason"] == "time_limit":
         note(f"note: the fit stopped on its time limit ({settings.per_method(1).time_limit:g} s) after {summary['iterations']} "
              "iterations, before its tolerances were met; --time-limit (0 for none) allows a closer fit")
