@@ -150,7 +150,9 @@ def test_godec_objective_monotone():
 
 def test_pcp_recovers_planted():
     X = _planted(40, 2, 80, seed=5, scale=5.0)
-    rp = RobustPCA(budget=10**6, method="pcp", device="cpu").fit(X)
+    # (at a budget that holds all of X every split reproduces it, and the fewest numbers, X's entries, win:
+    # this one holds the planted split and little more)
+    rp = RobustPCA(budget=rpca_count(40, 2, 84, count_indices=True), method="pcp", device="cpu").fit(X)
     p = rp.params_
     # (PCP's S may keep a few round-off-sized entries beyond the planted ones)
     assert p["pcp_converged"] and p["natural_rank"] == 2 and 80 <= p["natural_nnz"] <= 84
@@ -639,3 +641,16 @@ def test_pcp_refit_without_a_sparse_part_is_the_best_rank_r(seed):
     assert (rp.rank_, rp.n_sparse_) == (1, 0)
     assert _err(X, rp) == pytest.approx(np.sqrt(np.sum(s[1:] ** 2)), rel=1e-10)
     assert _err(X, rp) <= rp.params_["cut_error"] * (1 + 1e-12)
+
+
+def test_pcp_keeps_the_split_of_smallest_refitted_error_not_of_smallest_cut():
+    # A Gaussian kernel at 180 numbers: PCP's best cut (rank 3, 28 entries) refits to 0.107 of ||X||, above
+    # TSVD's 0.087, where the rank-4 cut (worse as a cut) refits to 0.072. The refitted errors decide.
+    x = np.sort(np.random.default_rng(0).random(20))
+    X = np.exp(-np.subtract.outer(x, x) ** 2 / 0.05)
+    rp = RobustPCA(budget=180, method="pcp", device="cpu").fit(X)
+    refitted = [g["fro_error"] for g in rp.params_["grid"]]
+    assert len(refitted) == len(rp.params_["grid"]) > 1 and None not in refitted  # every split refitted
+    assert _err(X, rp) == pytest.approx(min(refitted), rel=1e-12)
+    assert _err(X, rp) <= _err(X, TruncatedSVD(budget=180).fit(X))
+    assert _err(X, rp) <= rp.params_["cut_error"] * (1 + 1e-12)  # the chosen split's refit improves its cut

@@ -23,9 +23,11 @@ Two methods:
     Principal Component Pursuit, ``min ||L||_* + lambda ||S||_1`` subject to
     ``L + S = X``, by the inexact augmented Lagrangian method (Lin, Chen & Ma
     2010) with ``lambda = 1/sqrt(N)``.  Its solution has a natural rank and
-    number of nonzeros; it is cut to the budget (largest singular values,
-    largest ``|S|`` entries, best split over the rank grid) and refitted with
-    GoDec from there.  Each ALM iteration is a full SVD, ``O(N^3)``.
+    number of nonzeros; it is cut to each split of the rank grid (largest
+    singular values, largest ``|S|`` entries), each cut is refitted with GoDec
+    from there, and the split of smallest refitted error is kept (not that of
+    the smallest cut: the refit can reorder them).  Each ALM iteration is a
+    full SVD, ``O(N^3)``.
 
 Both run in torch on the CPU or a CUDA GPU; the returned factors and the
 choice among grid points are evaluated in float64.
@@ -557,11 +559,16 @@ def _cut_error(X: np.ndarray, U, sig, Vt, idx: np.ndarray, vals: np.ndarray) -> 
 
 def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int, tol: float,
              deadline: _timing.Deadline | None = None, seed: int = 0, count_indices: bool = COUNT_INDICES) -> tuple:
-    """PCP, cut to the best split of its solution, refitted with GoDec.
+    """PCP, cut to each split of the grid, each cut refitted with GoDec; the smallest refitted error wins.
 
     ``split_for(max_rank)`` gives the ``(rank, n_sparse)`` splits allowed with
-    ranks at most PCP's natural rank.  Returns the candidate, its grid
-    record list and the PCP entries of ``params_``.
+    ranks at most PCP's natural rank.  The refits run best cut first; under
+    ``deadline`` those whose least work would not end by it are skipped (their
+    grid records say so), and where not even the first's does, the best cut is
+    scored alone.  Of the splits that reproduce ``X`` the one storing fewest
+    numbers wins (:func:`~._rpca_parts.preferred`).  Returns the candidate, its
+    grid record list and the PCP entries of ``params_`` (``cut`` and ``cut_error``:
+    the chosen split's cut).
     """
     import torch
 
@@ -585,26 +592,43 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
     idx, vals = idx[order], vals[order]
     del E
     cutting = _timing.now()
-    cuts = []
+    cuts = {}
     for rank, n_sparse in splits:
         kept = min(n_sparse, natural_nnz)
-        cuts.append((_cut_error(dense, U[:, :rank], sig[:rank], Vt[:rank], idx[:kept], vals[:kept]),
-                     rank, n_sparse, kept))
-    cut_error, rank, n_sparse, kept = min(cuts, key=lambda c: c[0])
-    # A scoring is a residual (what a cut cost) and a selection: the refit (its start scored, an
-    # iteration, its result scored) runs when GODEC_LEAST_SCORINGS of them fit; else the cut's L is
-    # scored alone (the result needs that one scoring).
+        cuts[rank, n_sparse] = (_cut_error(dense, U[:, :rank], sig[:rank], Vt[:rank], idx[:kept], vals[:kept]), kept)
+    # A scoring is a residual (what a cut cost) and a selection: a GoDec refit (its start scored, an
+    # iteration, its result scored) runs when GODEC_LEAST_SCORINGS of them fit, a split with an exact
+    # answer (r = 0, s = 0) when one does.
     scoring = (cutting - selecting) + (_timing.now() - cutting) / len(cuts)
-    if deadline is not None and not deadline.fits(GODEC_LEAST_SCORINGS * scoring):
-        best = _scored(dense, U[:, :rank], sig[:rank], Vt[:rank], n_sparse, norm, 0, "time_limit")
-    else:
-        # Without a sparse part the refit is the best rank-r approximation of X itself (TSVD's): GoDec
-        # from PCP's L stops before its first L-step when s = 0, which kept PCP's shrunk singular
-        # values (at 2N + 1 numbers, twice TSVD's error at the same rank).
-        start = _start_svd(dense, rank, seed) if n_sparse == 0 else (U, sig, Vt)
-        best = _fit_split(dense, Xt, rank, n_sparse, start, max_iter=max_iter, tol=tol, deadline=deadline,
-                          first_step=per_iteration, norm=norm)
-    best.split = (rank, n_sparse)
+    # Every split is refitted and the smallest refitted error wins: the cut's error does not rank the
+    # refits (a kernel matrix's best cut, refitted, ended 10x above another split's refit and above
+    # TSVD's).  The best cut goes first: when the time left pays for one refit alone, it is that one.
+    best, records = None, {}
+    for split in sorted(splits, key=lambda split: cuts[split][0]):
+        rank, n_sparse = split
+        godec = rank > 0 and n_sparse > 0
+        fits = deadline is None or deadline.fits((GODEC_LEAST_SCORINGS if godec else 1) * scoring)
+        if best is not None and not fits:
+            records[split] = {"rank": rank, "n_sparse": n_sparse, "fro_error": None, "iterations": 0,
+                              "skipped": "time_limit"}
+            continue
+        if not fits:
+            # no refit fits: the best cut's L is scored alone (the result needs that one scoring)
+            cand = _scored(dense, U[:, :rank], sig[:rank], Vt[:rank], n_sparse, norm, 0, "time_limit")
+        else:
+            # Without a sparse part the refit is the best rank-r approximation of X itself (TSVD's): GoDec
+            # from PCP's L stops before its first L-step when s = 0, which kept PCP's shrunk singular
+            # values (at 2N + 1 numbers, twice TSVD's error at the same rank).
+            start = _start_svd(dense, rank, seed) if n_sparse == 0 else (U, sig, Vt)
+            cand = _fit_split(dense, Xt, rank, n_sparse, start, max_iter=max_iter, tol=tol, deadline=deadline,
+                              first_step=per_iteration, norm=norm)
+        cand.split = split
+        records[split] = cand.record(split, n, count_indices)
+        if best is None or preferred(cand.error, cand.count(n, count_indices), best.error,
+                                     best.count(n, count_indices), norm):
+            best = cand
+    rank, n_sparse = best.split
+    cut_error, kept = cuts[best.split]
     extra = {
         "natural_rank": natural_rank,
         "natural_nnz": natural_nnz,
@@ -613,7 +637,7 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
         "pcp_iterations": pcp_iter,
         "pcp_converged": pcp_converged,
     }
-    return best, [best.record((rank, n_sparse), n, count_indices)], extra
+    return best, [records[split] for split in splits], extra  # reported in the grid's order
 
 
 class RobustPCA(Approximation):
