@@ -264,3 +264,14 @@ def test_components_at_the_floor_are_not_stored():
     assert np.linalg.norm(X - nmf.to_dense()) <= 1e-14 * np.linalg.norm(X)
     full = NMF(budget=320, device="cpu").fit(np.abs(np.random.default_rng(0).standard_normal((n, n))))
     assert full.rank_ == 10 and "rank_budget" not in full.params_
+
+
+def test_an_exact_non_negative_product_is_reproduced_to_round_off():
+    # W H of rank 3 at rank 3: the small-product error formula's round-off read as no progress, and the fit
+    # stopped "converged" at 2.3e-8 of ||X||; below its resolution the error is measured, and HALS goes on
+    # to round-off (as TSVD reproduces an exact low-rank matrix)
+    rng = np.random.default_rng(0)
+    X = rng.random((20, 3)) @ rng.random((3, 20))
+    nmf = NMF(n_components=3, device="cpu", time_limit=None).fit(X)
+    assert nmf.stop_reason_ == "converged" and nmf.rank_ == 3
+    assert np.linalg.norm(X - nmf.to_dense()) <= 1e-13 * np.linalg.norm(X)

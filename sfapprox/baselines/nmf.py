@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -60,6 +60,10 @@ MAX_SWEEPS = 3
 #: Under a time limit, ``init="auto"`` tries a further start only when the time left pays for
 #: about this many iterations of it (at the first start's cost), its start and its scoring.
 EXTRA_START_ITERATIONS = 20
+
+#: Columns of ``X`` per block of a measured residual ``X - W H`` (:func:`_residual_norm`): a block
+#: of ``N x RESIDUAL_BLOCK`` besides the fit's arrays, never an ``N x N`` one.
+RESIDUAL_BLOCK = 256
 
 #: Starts tried by ``init="best"`` and ``init="auto"`` (the first is the usual one).
 BEST_INITS = ("nndsvda", "nndsvd", "nndsvdar", "random")
@@ -177,8 +181,20 @@ def _squared_error(norm_x2: float, H, XtW, WtW) -> float:
     return max(value, 0.0)
 
 
+def _residual_norm(X, W, H) -> float:
+    """``||X - W H||_F`` of a dense tensor ``X``, by blocks of :data:`RESIDUAL_BLOCK` columns (no
+    ``N x N`` product): no difference of squares, so it resolves errors down to round-off."""
+    import torch
+
+    total = 0.0
+    for j in range(0, X.shape[1], RESIDUAL_BLOCK):
+        block = torch.addmm(X[:, j:j + RESIDUAL_BLOCK], W, H[:, j:j + RESIDUAL_BLOCK], alpha=-1.0)
+        total = math.hypot(total, float(torch.linalg.vector_norm(block)))
+    return total
+
+
 def _fit_hals(X, Xt, W, H, *, max_iter: int, tol: float, norm_x2: float,
-              deadline: _timing.Deadline | None = None) -> tuple:
+              deadline: _timing.Deadline | None = None, measure: Callable | None = None) -> tuple:
     """Accelerated HALS from ``(W, H)``; ``X`` and ``Xt = X^T`` are dense or sparse-CSR tensors.
 
     Stops when the Frobenius error fell by a relative ``tol`` or less since
@@ -187,11 +203,24 @@ def _fit_hals(X, Xt, W, H, *, max_iter: int, tol: float, norm_x2: float,
     after ``max_iter`` outer iterations, or before an iteration that, at the
     cost of the last one, would end after ``deadline`` (a
     :class:`~sfapprox._timing.Deadline`; the first iteration always runs).
+
+    With ``measure(W, H)`` (``||X - W H||_F`` itself, float64 fits): where the
+    error is so small that the formula's round-off (``eps ||X||^2`` in the
+    squared error) is a relative change of ``tol`` or more, the checks measure
+    it instead, and the floor is round-off (:func:`~.tsvd.round_off`): HALS
+    goes on reproducing an exact non-negative product down to round-off, as
+    TSVD reproduces an exact low-rank one, where the formula stopped it at 1e-8
+    to 1e-5 of ``||X||`` (a false "converged": its noise read as no progress).
+    Errors above that, every ordinary fit's, are checked as before.
     Returns ``W, H, n_iter, stop_reason``.
     """
     import torch
 
-    floor = math.sqrt(torch.finfo(W.dtype).eps * norm_x2)
+    eps = torch.finfo(W.dtype).eps
+    floor = math.sqrt(eps * norm_x2)
+    # Below this error a relative change of tol is within the formula's round-off.
+    measured_below = math.sqrt(eps * norm_x2 / max(tol, eps)) if measure is not None else 0.0
+    exact = round_off(W.shape[0], math.sqrt(norm_x2))
     n, rank = W.shape
     sweeps = _max_sweeps(n, rank)
     last = math.sqrt(_squared_error(norm_x2, H, Xt @ W, W.T @ W))
@@ -209,7 +238,11 @@ def _fit_hals(X, Xt, W, H, *, max_iter: int, tol: float, norm_x2: float,
         _hals_sweeps(Ht, XtW, WtW, sweeps)
         if it % CHECK_EVERY == 0 or it == max_iter:
             err = math.sqrt(_squared_error(norm_x2, Ht.T, XtW, WtW))
-            if last - err <= tol * last or err <= floor:
+            if err <= measured_below:
+                err = measure(W, Ht.T)
+                if last - err <= tol * last or err <= exact:
+                    return W, Ht.T, it, "converged"
+            elif last - err <= tol * last or err <= floor:
                 return W, Ht.T, it, "converged"
             last = err
         step = _timing.now() - began
@@ -264,6 +297,8 @@ def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, 
     the time it leaves, unless ``all_starts`` (``init="best"``).  Returns
     ``W, H, n_iter, stop_reason, errors`` (``errors``: per start tried, None for one start).
     """
+    import torch
+
     n = X.shape[0]
     values = X.data if hasattr(X, "toarray") else X
     norm = float(np.linalg.norm(values))
@@ -275,6 +310,11 @@ def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, 
     norm_x2 = float(n)  # ||X / scale||_F^2
     Xd = as_tensor(X, device, dtype)
     Xt = as_tensor(X.T.tocsr(), device, dtype) if hasattr(X, "toarray") else Xd.T
+    measure = None
+    if Xd.dtype == torch.float64:
+        # (a sparse X's residual by the comparison's scoring, by column blocks; a dense one's on the device)
+        measure = ((lambda W, H: _error_of(X, W.cpu().numpy(), H.cpu().numpy())) if hasattr(X, "toarray")
+                   else (lambda W, H: _residual_norm(Xd, W, H)))
     deadline = None if time_limit is None else _timing.Deadline.after(time_limit)
     best, errors = None, {}
     each = 0.0  # seconds of the first start's least work (start, a few iterations, scoring)
@@ -284,7 +324,8 @@ def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, 
         began = _timing.now()
         start = _initialize(X, rank, init, seed)
         fitting = _timing.now()
-        W, H, n_iter, reason = _fit_from(Xd, Xt, start, device, dtype, norm_x2=norm_x2, deadline=deadline, **options)
+        W, H, n_iter, reason = _fit_from(Xd, Xt, start, device, dtype, norm_x2=norm_x2, deadline=deadline,
+                                         measure=measure, **options)
         scoring = _timing.now()
         W, H = W.double().cpu().numpy(), H.double().cpu().numpy()
         errors[init] = _error_of(X, W, H) if len(inits) > 1 else 0.0
