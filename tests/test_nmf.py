@@ -275,3 +275,13 @@ def test_an_exact_non_negative_product_is_reproduced_to_round_off():
     nmf = NMF(n_components=3, device="cpu", time_limit=None).fit(X)
     assert nmf.stop_reason_ == "converged" and nmf.rank_ == 3
     assert np.linalg.norm(X - nmf.to_dense()) <= 1e-13 * np.linalg.norm(X)
+
+
+def test_of_the_starts_that_reproduce_x_the_fewest_components_are_kept():
+    # A constant matrix at rank 2: NNDSVDa's two components and NNDSVD's one reproduce it alike (error 0);
+    # the first start's two were kept, 64 numbers where 32 do
+    X = np.full((16, 16), 2.0)
+    nmf = NMF(budget=64, device="cpu").fit(X)
+    assert (nmf.rank_, nmf.n_stored_) == (1, 32) and nmf.params_["rank_budget"] == 2
+    assert np.linalg.norm(X - nmf.to_dense()) <= 1e-14 * np.linalg.norm(X)
+    assert nmf.params_["init"] == "nndsvd"

@@ -65,6 +65,10 @@ EXTRA_START_ITERATIONS = 20
 #: of ``N x RESIDUAL_BLOCK`` besides the fit's arrays, never an ``N x N`` one.
 RESIDUAL_BLOCK = 256
 
+#: Relative error at or below which a start's fit reproduces ``X`` (round-off; RPCA's and Monarch's
+#: ``EXACT_TOL``): of the starts that do, the one with fewest carrying components is kept.
+EXACT_TOL = 1e-12
+
 #: Starts tried by ``init="best"`` and ``init="auto"`` (the first is the usual one).
 BEST_INITS = ("nndsvda", "nndsvd", "nndsvdar", "random")
 
@@ -295,7 +299,8 @@ def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, 
     tolerances then mean the same for every positive multiple of ``X``.
     The first start gets the whole ``time_limit``; the others run only in
     the time it leaves, unless ``all_starts`` (``init="best"``).  Returns
-    ``W, H, n_iter, stop_reason, errors`` (``errors``: per start tried, None for one start).
+    ``W, H, n_iter, stop_reason, init, errors`` (``init``: the start kept, :func:`_preferred`;
+    ``errors``: per start tried, None for one start).
     """
     import torch
 
@@ -304,7 +309,7 @@ def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, 
     norm = float(np.linalg.norm(values))
     if rank == 0 or norm == 0.0:
         # Nothing to fit: the zero matrix is the exact (or only) answer.
-        return np.zeros((n, rank)), np.zeros((rank, n)), 0, "exact", None
+        return np.zeros((n, rank)), np.zeros((rank, n)), 0, "exact", inits[0], None
     scale = norm / math.sqrt(n)
     X = X / scale
     norm_x2 = float(n)  # ||X / scale||_F^2
@@ -334,12 +339,23 @@ def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, 
             # and EXTRA_START_ITERATIONS at the first start's cost per iteration.
             per_iteration = (scoring - fitting) / max(1, n_iter)
             each = (fitting - began) + (_timing.now() - scoring) + EXTRA_START_ITERATIONS * per_iteration
-        if best is None or errors[init] < best[-1]:
-            best = (W, H, n_iter, reason, errors[init])
-    W, H, n_iter, reason, _ = best
+        live = int(_carrying(W, H, math.sqrt(n)).sum()) if len(inits) > 1 else rank
+        if best is None or _preferred(errors[init], live, best[-1], best[-2], math.sqrt(n)):
+            best = (W, H, n_iter, reason, init, live, errors[init])
+    W, H, n_iter, reason, kept, *_ = best
     root = math.sqrt(scale)
     errors = {k: v * scale for k, v in errors.items()} if len(inits) > 1 else None
-    return W * root, H * root, n_iter, reason, errors
+    return W * root, H * root, n_iter, reason, kept, errors
+
+
+def _preferred(error: float, live: int, best_error: float, best_live: int, norm: float) -> bool:
+    """Whether a start's fit of this ``error`` and ``live`` carrying components beats the best so far: the
+    smaller error; of two that reproduce ``X`` (within ``EXACT_TOL ||X||_F``), the fewer components (ties:
+    the earlier start).  A constant matrix at rank 2 kept NNDSVDa's two components (64 numbers at
+    N = 16, error 0) where NNDSVD's one (32) is as exact: round-off's draw chose between them."""
+    if error <= EXACT_TOL * norm and best_error <= EXACT_TOL * norm:
+        return live < best_live
+    return error < best_error
 
 
 class NMF(Approximation):
@@ -505,7 +521,7 @@ class NMF(Approximation):
         start = time.perf_counter()
         inits = BEST_INITS if self.init in ("auto", "best") else (self.init,)
         with few_threads(n, device):
-            W, H, n_iter, reason, errors = _fit_nmf(
+            W, H, n_iter, reason, kept, errors = _fit_nmf(
                 X, rank, inits, self.random_state, device, dtype, time_limit=self.time_limit,
                 all_starts=self.init == "best", max_iter=self.max_iter, tol=self.tol,
             )
@@ -530,7 +546,6 @@ class NMF(Approximation):
         self.n_stored_ = nmf_count(n, self.rank_)
         self.n_iter_ = n_iter
         self.stop_reason_ = reason
-        kept = min(errors, key=errors.get) if errors else inits[0]
         self.params_ = {
             "rank": self.rank_,
             **({"rank_budget": rank} if self.rank_ < rank else {}),
