@@ -294,6 +294,29 @@ def test_help_never_cuts_an_option_name(columns):
                 f"{name} cut in 'sfapprox {' '.join(path)} --help' at {columns} columns:\n{res.output}")
 
 
+@pytest.mark.parametrize("columns", [40, 60, 80, 120])
+def test_help_never_breaks_a_word_at_its_hyphen(columns):
+    """click's wrapper broke lines after hyphens: '--no-' / 'count-indices' at 60 to 120 columns, '--out-' /
+    'dir' in batch's example, '[default: count-' / 'indices]', 'data_manifests/paper-' / 'table1.toml'.
+    No line of any command's --help now ends in a word's hyphen, and the names read whole."""
+    import re
+
+    from sfapprox.cli._app import wrap_help
+
+    for path, _ in _commands():
+        res = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": str(columns)}, terminal_width=columns)
+        assert res.exit_code == 0, res.output
+        broken = re.findall(r"^.*\w-$", res.output, re.M)
+        assert not broken, f"'sfapprox {' '.join(path)} --help' at {columns} columns breaks at a hyphen: {broken}"
+    text = " ".join(CliRunner().invoke(app, ["compare", "--help"], env={"COLUMNS": str(columns)},
+                                       terminal_width=columns).output.split())
+    assert "--no-count-indices charges" in text and "[default: count-indices]" in text
+    # a word longer than the line is cut after a folder, not at its hyphen
+    assert wrap_help("e.g. data_manifests/paper-table1.toml.", 22).splitlines() == [
+        "e.g. data_manifests/", "paper-table1.toml."]
+    assert all(not line.endswith("-") for line in wrap_help("x" * 9 + "-" + "y" * 30, 10).splitlines())
+
+
 def test_help_shows_brackets_and_each_command_s_whole_summary():
     """Rich read '[plot]' in "pip install 'sfapprox[plot]'" as markup and dropped it; click's plain list of
     commands cut each summary to one line with '...'."""

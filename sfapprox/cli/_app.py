@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import sys
+import textwrap
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -49,6 +50,8 @@ class NarrowHelpFormatter(_CONTEXT.formatter_class):
     window's edge (up to 50 columns), and the terminal broke each of them in
     two.  Here the help is as wide as the window, and a name too long for a
     third of it goes on a line of its own (as click does for any name over 30).
+    Its text is wrapped at spaces only (:func:`wrap_help`): click's wrapper broke
+    ``--no-count-indices`` after ``--no-`` at every width.
     """
 
     def __init__(self, indent_increment: int = 2, width: int | None = None, max_width: int | None = None) -> None:
@@ -59,9 +62,106 @@ class NarrowHelpFormatter(_CONTEXT.formatter_class):
 
     def write_dl(self, rows, col_max: int = 30, col_spacing: int = 2) -> None:
         """click's definition list, its first column narrowed so that the descriptions keep
-        :data:`HELP_TEXT_MIN_WIDTH` columns within the window."""
+        :data:`HELP_TEXT_MIN_WIDTH` columns within the window, and wrapped by :func:`wrap_help`."""
         room = self.width - self.current_indent - col_spacing - 2 - HELP_TEXT_MIN_WIDTH
-        super().write_dl(rows, col_max=max(min(col_max, room), 8), col_spacing=col_spacing)
+        rows = [(str(first), str(second or "")) for first, second in rows]
+        if not rows:
+            return
+        first_col = min(max(len(first) for first, _ in rows), max(min(col_max, room), 8)) + col_spacing
+        margin = " " * self.current_indent
+        for first, second in rows:
+            if not second:
+                self.write(f"{margin}{first}\n")
+                continue
+            # a name too long for the column goes on a line of its own, its description under it
+            gap = " " * (first_col - len(first)) if len(first) <= first_col - col_spacing else \
+                "\n" + " " * (first_col + self.current_indent)
+            lines = wrap_help(second, max(self.width - first_col - 2, 10), paragraphs=True).splitlines() or [""]
+            hang = " " * (first_col + self.current_indent)
+            self.write(f"{margin}{first}{gap}{lines[0]}\n" + "".join(f"{hang}{line}\n" for line in lines[1:]))
+
+    def write_text(self, text: str) -> None:
+        """click's paragraphs of text, wrapped by :func:`wrap_help`."""
+        indent = " " * self.current_indent
+        self.write(wrap_help(text, self.width, indent, indent, paragraphs=True) + "\n")
+
+    def write_usage(self, prog: str, args: str = "", prefix: str | None = None) -> None:
+        """click's usage line, wrapped by :func:`wrap_help`."""
+        lead = f"{'Usage: ' if prefix is None else prefix:>{self.current_indent}}{prog} "
+        room = self.width - self.current_indent
+        if room >= len(lead) + 20:  # the arguments beside the program's name
+            self.write(wrap_help(args, room, lead, " " * len(lead)) + "\n")
+        else:  # under it
+            indent = " " * (max(self.current_indent, len(prefix or "Usage: ")) + 4)
+            self.write(f"{lead}\n{wrap_help(args, room, indent, indent)}\n")
+
+
+class _WholeWordWrapper(textwrap.TextWrapper):
+    """A wrapper that breaks lines at spaces only, never at a hyphen: ``--no-count-indices``,
+    ``rpca-pcp`` and ``paper-table1.toml`` are names to type, and ``--no-`` at the end of a line, its
+    ``count-indices`` on the next, read as two words (textwrap's default breaks after any hyphen)."""
+
+    def __init__(self, width: int, initial_indent: str = "", subsequent_indent: str = "") -> None:
+        super().__init__(width, initial_indent=initial_indent, subsequent_indent=subsequent_indent,
+                         replace_whitespace=False, break_on_hyphens=False)
+
+    def _handle_long_word(self, reversed_chunks: list[str], cur_line: list[str], cur_len: int, width: int) -> None:
+        """Cut a word longer than a whole line (a path at 40 columns): after its last ``/``, ``|`` or ``,``
+        that fits, or, with none, where the line ends, moved off any hyphen; a word that fits no part of
+        the rest of this line begins the next one, which has the whole width."""
+        word = reversed_chunks[-1]
+        room = max(width - cur_len, 1)
+        cut = max(word.rfind(mark, 0, room) for mark in "/|,") + 1
+        if cut <= 1:
+            if cur_line:
+                return  # (textwrap then ends this line, and comes back with the whole of the next)
+            cut = room
+            while cut > 1 and "-" in word[cut - 1 : cut + 1]:
+                cut -= 1
+        cur_line.append(word[:cut])
+        reversed_chunks[-1] = word[cut:]
+
+
+def wrap_help(text: str, width: int, initial_indent: str = "", subsequent_indent: str = "",
+              paragraphs: bool = False) -> str:
+    """``text`` wrapped to ``width`` as click's ``wrap_text`` does, but never at a hyphen (:class:`_WholeWordWrapper`).
+
+    Parameters
+    ----------
+    text : str
+        The text; with ``paragraphs``, blank lines part paragraphs, each indented as its first line is,
+        and a paragraph whose first line is ``\\b`` is kept as written (click's rules).
+    width : int
+        The widest line, indents included.
+    initial_indent, subsequent_indent : str
+        Put before the first line, and before each of the others.
+    paragraphs : bool
+        Keep the paragraphs apart (else the text is one paragraph).
+
+    Returns
+    -------
+    str
+        The wrapped lines, without a final newline.
+    """
+    text = text.expandtabs()
+    if not paragraphs:
+        return _WholeWordWrapper(width, initial_indent, subsequent_indent).fill(text)
+    blocks: list[list[str]] = [[]]
+    for line in text.splitlines():
+        if line:
+            blocks[-1].append(line)
+        elif blocks[-1]:
+            blocks.append([])
+    done = []
+    for block in filter(None, blocks):
+        extra = " " * (len(block[0]) - len(block[0].lstrip()))
+        first, rest = initial_indent + extra, subsequent_indent + extra
+        if block[0].strip() == "\b":  # kept as written
+            done.append("\n".join((first if i == 0 else rest) + line for i, line in enumerate(block[1:])))
+        else:
+            done.append(_WholeWordWrapper(width, first, rest).fill(" ".join(line.lstrip() if i == 0 else line
+                                                                            for i, line in enumerate(block))))
+    return "\n\n".join(done)
 
 
 class HelpContext(_CONTEXT):
