@@ -68,3 +68,67 @@ def one_line(exc: BaseException) -> str:
     (a foreign message alone, e.g. "4", would not say what happened)."""
     text = " ".join(str(exc).split())
     return text if isinstance(exc, SfapproxError) else f"{type(exc).__name__}: {text}"
+
+
+#: Who reads the messages of this process: "api" (a Python caller, who passes ``var="A"``) or "cli" (a
+#: command-line user, who types ``--var A``); the CLI sets it for its commands (:func:`spelled_for`).
+_READER = {"now": "api"}
+
+
+def parameter(name: str, value: object = None, *, shown: str | None = None) -> str:
+    """A reading option named in a message, as its reader passes it: ``var='A'`` to a Python caller,
+    ``--var A`` on the command line (one message for both: a CLI user told "pick one with var=" had
+    no such thing to type, and a Python caller told "(--bandwidth)" none either).
+
+    Parameters
+    ----------
+    name : str
+        The keyword (``var``, ``two_mode``); its option is ``--`` and the keyword with ``-`` for ``_``.
+    value : object, optional
+        Its value, shown as Python writes it (``var='A'``) or as typed (``--var A``); ``True`` is the
+        flag alone on the command line (``--covariance``); None: the name alone (``var=``, ``--var``).
+    shown : str, optional
+        A value written the same to both, instead of ``value``: a pattern such as ``1..3`` or
+        ``Problem.<field>`` (quoted for Python where it stands for a string, as ``'Problem.<field>'``).
+
+    Returns
+    -------
+    str
+        The option as this process's reader writes it.
+
+    Examples
+    --------
+    >>> parameter("var", "Problem.A"), parameter("network", shown="1..2"), parameter("covariance", True)
+    ("var='Problem.A'", 'network=1..2', 'covariance=True')
+    >>> with spelled_for("cli"):
+    ...     parameter("var", "Problem.A"), parameter("two_mode"), parameter("covariance", True)
+    ('--var Problem.A', '--two-mode', '--covariance')
+    """
+    if _READER["now"] == "api":
+        return f"{name}={shown if shown is not None else '' if value is None else repr(value)}"
+    flag = "--" + name.replace("_", "-")
+    text = shown if shown is not None else None if value is None or value is True else str(value)
+    return flag if text is None else f"{flag} {text.strip(chr(39))}"
+
+
+def spelled_for(reader: str):
+    """A context in which :func:`parameter` writes options for ``reader`` ("cli" or "api"), as before after it.
+
+    The CLI's commands whose reading options are typed (``fit``, ``compare``, ``info``, ``sweep``) run in
+    one; a batch's are a manifest's keys (``var = "A"``), the keywords' own names.  A setting of the
+    process, not of a thread: a message raised in a worker thread of the command is read by the same user.
+    """
+    import contextlib
+
+    if reader not in ("api", "cli"):
+        raise ValueError(f"reader must be 'api' or 'cli', got {reader!r}")
+
+    @contextlib.contextmanager
+    def spelled():
+        before, _READER["now"] = _READER["now"], reader
+        try:
+            yield
+        finally:
+            _READER["now"] = before
+
+    return spelled()

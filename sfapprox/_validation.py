@@ -15,7 +15,7 @@ import os
 import numpy as np
 import scipy.sparse as sp
 
-from ._errors import InputError, ParameterError, ResourceError
+from ._errors import InputError, ParameterError, ResourceError, parameter
 
 __all__ = [
     "check_square_matrix",
@@ -247,7 +247,7 @@ def _check_shape(shape: tuple[int, ...], source: str) -> None:
     if rows != cols:
         raise InputError(
             f"{source}: matrix is not square ({rows} x {cols}); only square matrices can be "
-            "approximated (for a samples x features table use covariance=True / --covariance)"
+            f"approximated (for a samples x features table use {parameter('covariance', True)})"
         )
 
 

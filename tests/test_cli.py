@@ -1057,3 +1057,40 @@ def test_a_fit_from_columns_stopped_by_its_iterations_names_iters_not_the_time_l
     _advise({**base, "stop_reason": "time_limit", "time_limit": 10.0}, None)
     said = " ".join(capsys.readouterr().err.split())
     assert "--time-limit (0 for none) allows more passes" in said and "a longer --time-limit may get past" in said
+
+
+def test_refusals_name_the_option_typed_and_the_api_keeps_its_keywords(tmp_path):
+    """Reading refusals named the keyword to a CLI user ('pick one with var=', 'option two_mode= applies to
+    pajek files', 'network=3 but the file holds 2 networks; use network=1..2') and the option to a Python
+    caller ('(--bandwidth)', '(CLI: --format ijv)'); or both ('--kernel (kernel=)'). One message now says
+    each reader's own: --var for the command line, var= for Python."""
+    import scipy.io as sio
+
+    from sfapprox.io import open_matrix
+
+    X = np.arange(16.0).reshape(4, 4)
+    np.savez(tmp_path / "two.npz", A=X, B=X.T)
+    sio.mmwrite(tmp_path / "a.mtx", X)
+    np.savetxt(tmp_path / "pts.csv", np.arange(12.0).reshape(6, 2), delimiter=",")
+    (tmp_path / "t.ijv").write_text("1 2 1.0\n2 3 2.0\n")
+    cases = [  # (file, CLI options, keywords, what the CLI says, what Python says)
+        ("two.npz", [], {}, "pick one with --var", "pick one with var="),
+        ("a.mtx", ["--two-mode", "rows"], {"two_mode": "rows"}, "option --two-mode applies to pajek files",
+         "option two_mode= applies to pajek files"),
+        ("pts.csv", ["--kernel", "rbf", "--var", "x"], {"kernel": "rbf", "var": "x"},
+         "--kernel reads a table of points: --var x does not apply", "kernel= reads a table of points: var='x' does not"),
+        ("a.mtx", ["--bandwidth", "1"], {"bandwidth": 1.0}, "give --kernel too", "give kernel= too"),
+        ("pts.csv", ["--kernel", "linear", "--bandwidth", "2"], {"kernel": "linear", "bandwidth": 2.0},
+         "leave --bandwidth out", "leave bandwidth= out"),
+        ("a.mtx", ["--covariance"], {"covariance": True}, "--covariance needs a samples x features table",
+         "covariance=True needs a samples x features table"),
+        ("t.ijv", ["--format", "mtx"], {"format": "mtx"}, "read them as triplets with --format ijv",
+         "read them as triplets with format='ijv'"),
+    ]
+    for name, options, keywords, cli, api in cases:
+        res = invoke("info", str(tmp_path / name), *options)
+        text = " ".join(res.output.split())
+        assert res.exit_code == 2 and cli in text and not re.search(r"\b[a-z_]+=", text), text
+        with pytest.raises(Exception) as info:
+            open_matrix(tmp_path / name, **keywords)
+        assert api in str(info.value) and "--" not in str(info.value).replace(str(tmp_path), ""), str(info.value)

@@ -73,11 +73,11 @@ class TestNumpy:
     def test_npz_of_attention_inputs_points_to_the_attention_format(self, tmp_path):
         p = tmp_path / "att.npz"
         np.savez(p, q=np.ones((6, 3)), k=np.ones((6, 3)))
-        input_error(p, r"no square 2-D array; arrays: q 6x3 float64, k 6x3 float64; .*--format attention")
+        input_error(p, r"no square 2-D array; arrays: q 6x3 float64, k 6x3 float64; .*format='attention'")
         np.savez(p, q=np.ones((6, 3)), k=np.ones((6, 2)))  # not one width: no attention map
         with pytest.raises(Exception) as info:
             load_matrix(p)
-        assert "--format attention" not in str(info.value)
+        assert "format='attention'" not in str(info.value)
 
     def test_npz_object_member_refused(self, tmp_path):
         p = tmp_path / "o.npz"

@@ -86,7 +86,7 @@ class TestPajek:
         p = write(tmp_path / "multi.paj", text)
         m = load_matrix(p)
         assert m.n == 2
-        assert "file holds 3 networks; loaded the first (network=K, --network K, picks another)" in m.notes
+        assert "file holds 3 networks; loaded the first (network=K picks another)" in m.notes
         m2 = load_matrix(p, network=2)
         assert m2.n == 3 and m2.to_dense()[0, 2] == 9 and "loaded the second" in m2.notes[0]
         with pytest.raises(ParameterError, match="network=4 but the file holds 3 networks"):
@@ -247,7 +247,7 @@ class TestPajekRelations:
         m = load_matrix(write(tmp_path / "p.net", self.PREFIXED))
         d = m.to_dense()
         assert d[0, 1] == 4 and d[2, 3] == 5 and d[1, 2] == 1
-        assert any("3 relations summed: 1 'likes', 2 'knows', 10 (relation=K, --relation K, picks one)" in n for n in m.notes)
+        assert any("3 relations summed: 1 'likes', 2 'knows', 10 (relation=K picks one)" in n for n in m.notes)
 
     @pytest.mark.parametrize("k, entries", [(1, {(0, 1): 1}), (2, {(0, 1): 3, (1, 2): 1}), (10, {(2, 3): 5})])
     def test_relation_picks_one(self, tmp_path, k, entries):

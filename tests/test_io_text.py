@@ -23,7 +23,7 @@ class TestHeaderlessTriplets:
     def test_mtx_without_header_refused_with_the_ijv_hint(self, tmp_path):
         # A file named .mtx is Matrix Market: header-less lines are never guessed.
         msg = input_error(write(tmp_path / "mesh.mtx", self.LOWER), r"line 1: no %%MatrixMarket banner")
-        assert "header-less 'i j value' lines" in msg and "format='ijv' (CLI: --format ijv)" in msg
+        assert "header-less 'i j value' lines" in msg and "read them as triplets with format='ijv'" in msg
 
     def test_format_ijv_reads_a_headerless_mtx_mirrored(self, tmp_path):
         m = load_matrix(write(tmp_path / "mesh.mtx", self.LOWER), format="ijv")

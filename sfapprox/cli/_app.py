@@ -17,7 +17,7 @@ from typer.core import TyperGroup
 
 from .. import __version__
 from .._atomic import cut_short_outputs, written_outputs
-from .._errors import SfapproxError
+from .._errors import SfapproxError, spelled_for
 from .._progress import same_progress
 from .._signals import stop_cause
 from ._render import closed_pipe, err, one_line, os_error_text, out, say_error
@@ -265,6 +265,10 @@ EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 
 
+#: The commands whose reading options are a manifest's keys, not options typed: their messages name the keywords.
+_KEYWORD_COMMANDS = ("batch", "datasets")
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"sfapprox {__version__}")
@@ -273,10 +277,14 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _main(
+    ctx: typer.Context,
     debug: Annotated[bool, typer.Option("--debug", help="Show full tracebacks for errors.", metavar=" ")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.", metavar=" ")] = False,
 ) -> None:
     _state["debug"] = debug
+    # messages name the reading options as typed (--var A), where the Python caller's say var='A'; a
+    # batch's come from a manifest's keys, which are the keywords (var = "A")
+    ctx.with_resource(spelled_for("api" if ctx.invoked_subcommand in _KEYWORD_COMMANDS else "cli"))
     _state["written_before"] = len(written_outputs())
     _state["cut_before"] = len(cut_short_outputs())
 

@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 import scipy.sparse as sp
 
-from .._errors import InputError, ParameterError
+from .._errors import InputError, ParameterError, parameter
 from .._validation import check_memory, check_path, check_square_matrix, estimate_dense_bytes
 from ..factors import is_factors_file
 from ._common import Options, ReadResult, Source, check_order, fail, strip_compression
@@ -55,8 +55,8 @@ class _Format:
 def _needs_covariance(src: Source, opts: Options) -> ReadResult:
     raise src.fail(
         "LIBSVM files hold a samples x features table, not a square matrix",
-        "use covariance=True (--covariance) for the feature covariance, or kernel= (--kernel rbf) for the kernel "
-        "matrix of its points",
+        f"use {parameter('covariance', True)} for the feature covariance, or {parameter('kernel', 'rbf')} for the "
+        "kernel matrix of its points",
     )
 
 
@@ -206,12 +206,12 @@ def detect_format(path: str | os.PathLike) -> str:
         # sfapprox's own HDF5 files (saved factors) are told apart before this; here, one that is not one
         raise fail(os.fspath(path), "an HDF5 file that is not an sfapprox factors file, or one that cannot be "
                    "opened (truncated or damaged?)",
-                   "a matrix in HDF5 is read as MATLAB v7.3 (rename it .mat or pass --format mat)")
+                   f"a matrix in HDF5 is read as MATLAB v7.3 (rename it .mat or pass {parameter('format', 'mat')})")
     shown = f"extension {ext!r}" if ext else "no extension"
     raise fail(
         os.fspath(path),
         f"unknown file type ({shown}); known extensions: {_known_extensions()}",
-        f"pass format= (--format KEY): one of {', '.join(_FORMATS)}",
+        f"pass {parameter('format')}: one of {', '.join(_FORMATS)}",
     )
 
 
@@ -433,7 +433,7 @@ def as_loaded(X, name: str = "array") -> LoadedMatrix:
 def _check_options(format: str | None, opts: Options) -> None:
     """ParameterError for option values that are wrong whatever the file."""
     if format is not None and format not in _FORMATS:
-        raise ParameterError(f"format={format!r} is not one of: {', '.join(_FORMATS)}")
+        raise ParameterError(f"{parameter('format', format)} is not one of: {', '.join(_FORMATS)}")
     if opts.two_mode not in (None, "rows", "cols", "bipartite"):
         raise ParameterError(f"two_mode={opts.two_mode!r} must be 'rows', 'cols' or 'bipartite'")
     if opts.square not in (None, "crop", "resize"):
@@ -457,12 +457,12 @@ def _check_option_use(path: str, fmt: str, opts: Options, covariance: bool) -> N
     defaults = Options()
     for name, formats in _OPTION_FORMATS.items():
         if getattr(opts, name) != getattr(defaults, name) and fmt not in formats:
-            raise ParameterError(f"{path}: option {name}= applies to {'/'.join(sorted(formats))} files, not {fmt!r}")
+            raise ParameterError(f"{path}: option {parameter(name)} applies to {'/'.join(sorted(formats))} files, not {fmt!r}")
     if opts.mirror != "auto" and fmt != "ijv":
-        raise ParameterError(f"{path}: option mirror= applies to header-less triplet files (format 'ijv'), not {fmt!r}")
+        raise ParameterError(f"{path}: option {parameter('mirror')} applies to header-less triplet files (format 'ijv'), not {fmt!r}")
     if covariance and fmt not in _TABLE_FORMATS:
         raise ParameterError(
-            f"{path}: covariance=True needs a samples x features table (.csv/.tsv/.txt/.dat, .npy, .libsvm), not {fmt!r}"
+            f"{path}: {parameter('covariance', True)} needs a samples x features table (.csv/.tsv/.txt/.dat, .npy, .libsvm), not {fmt!r}"
         )
 
 

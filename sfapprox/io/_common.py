@@ -25,7 +25,7 @@ from typing import Iterator
 
 import numpy as np
 
-from .._errors import InputError, ResourceError, SfapproxError
+from .._errors import InputError, ResourceError, SfapproxError, parameter
 from .._settings import LoadOptions
 from .._validation import check_memory, estimate_dense_bytes, format_bytes
 
@@ -352,7 +352,7 @@ def decode_text(data: bytes, src: Source) -> str:
     for NUL bytes instead.
     """
     if b"\x00" in data[:65536]:
-        raise src.fail("looks like a binary file, not text", "check the file or pass format= (--format KEY)")
+        raise src.fail("looks like a binary file, not text", f"check the file or pass {parameter('format')}")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -18,7 +18,7 @@ import numpy as np
 import scipy.io
 import scipy.sparse as sp
 
-from .._errors import SfapproxError
+from .._errors import SfapproxError, parameter
 from .._validation import check_memory, format_bytes, memory_limit
 from ._common import HDF5_SIGNATURE, Options, ReadResult, Source, check_order, one_line
 from ._hdf5 import check_self_contained, read_dataset
@@ -61,11 +61,11 @@ def _choose(src: Source, variables: list[_Var], var: str | None) -> tuple[str, s
     if var is not None:
         top, _, fld = var.partition(".")
         if top not in by_name:
-            raise src.fail(f"no variable {top!r}; variables: {listing}", "pick one with var= (--var NAME)")
+            raise src.fail(f"no variable {top!r}; variables: {listing}", f"pick one with {parameter('var')}")
         if fld and fld not in by_name[top].fields and by_name[top].cls == "struct" and by_name[top].fields:
             raise src.fail(
                 f"struct {top!r} has no field {fld!r}; fields: {', '.join(by_name[top].fields)}",
-                f"pick one with var='{top}.<field>' (--var {top}.<field>)",
+                f"pick one with {parameter('var', shown=repr(f'{top}.<field>'))}",
             )
         return top, (fld or None)
     candidates = [(v.name, None) for v in variables if v.square_numeric]
@@ -75,9 +75,9 @@ def _choose(src: Source, variables: list[_Var], var: str | None) -> tuple[str, s
     if len(candidates) == 1:
         return candidates[0]
     if not candidates:
-        raise src.fail(f"no square numeric variable; variables: {listing}", "pick one with var= (--var NAME)")
+        raise src.fail(f"no square numeric variable; variables: {listing}", f"pick one with {parameter('var')}")
     names = ", ".join(n if f is None else f"{n}.{f}" for n, f in candidates)
-    raise src.fail(f"several square numeric variables: {names}", "pick one with var= (--var NAME)")
+    raise src.fail(f"several square numeric variables: {names}", f"pick one with {parameter('var')}")
 
 
 # ---------------------------------------------------------------------------
@@ -359,7 +359,7 @@ def _h5_read(src: Source, obj, name: str, opts: Options):
             data = np.ones(ir.shape[0])
         return sp.csc_array((data.astype(np.float64), ir, jc), shape=(nrows, jc.shape[0] - 1))
     if isinstance(obj, h5py.Group):
-        raise src.fail(f"variable {name!r} is a struct or object, not a matrix", "pick a field with var='name.field' (--var name.field)")
+        raise src.fail(f"variable {name!r} is a struct or object, not a matrix", f"pick a field with {parameter('var', shown=repr(f'{name}.<field>'))}")
     var = _h5_var(src, name, obj)
     if var.cls not in _NUMERIC:
         raise src.fail(f"variable {name!r} is of MATLAB class {var.cls!r}, not numeric")
@@ -397,7 +397,7 @@ def _finish(src: Source, value, name: str, kind: str) -> ReadResult:
     if not sp.issparse(value):
         value = np.asarray(value)
         if value.dtype.kind in "OUSV":
-            raise src.fail(f"variable {name!r} is not numeric (MATLAB cell, char or struct)", "pick another with var= (--var NAME)")
+            raise src.fail(f"variable {name!r} is not numeric (MATLAB cell, char or struct)", f"pick another with {parameter('var')}")
     return ReadResult(value, "mat", [f"{kind}: variable {name}"], source=f"{src.display} (variable {name})",
                       reading={"var": name})
 

@@ -30,6 +30,7 @@ import numpy as np
 import scipy.io
 import scipy.sparse as sp
 
+from .._errors import parameter
 from .._validation import check_memory, format_bytes
 from ._common import Options, ReadResult, Source, check_order, decode_text, one_line
 
@@ -139,11 +140,11 @@ def _refuse_headerless(src: Source, lines: list[tuple[int, bytes]], line_no: int
         raise src.fail(
             f"line {line_no}: no %%MatrixMarket banner, so not a Matrix Market file; "
             f"it holds header-less 'i j value' lines ({first[:40]!r})",
-            "read them as triplets with format='ijv' (CLI: --format ijv)",
+            f"read them as triplets with {parameter('format', 'ijv')}",
         )
     raise src.fail(
         f"line {line_no}: not a Matrix Market file: expected the banner {_EXAMPLE}, got {first[:50]!r}",
-        "check the file or pass format=",
+        f"check the file or pass {parameter('format')}",
     )
 
 

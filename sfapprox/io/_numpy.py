@@ -15,6 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._npy import read_npy_header
+from .._errors import parameter
 from .._validation import check_memory
 from ._common import Options, ReadResult, Source, check_order, one_line
 
@@ -78,8 +79,9 @@ def _npz_hint(members) -> str:
     width are the inputs of an attention map, which the attention format reads."""
     q, k = members.get("q"), members.get("k")
     if q and k and len(q[0]) == len(k[0]) == 2 and q[0][1] == k[0][1]:
-        return "pick one with var= (--var NAME), or read q and k as softmax(Q K^T / sqrt d) with --format attention"
-    return "pick one with var= (--var NAME)"
+        return (f"pick one with {parameter('var')}, or read q and k as softmax(Q K^T / sqrt d) with "
+                f"{parameter('format', 'attention')}")
+    return f"pick one with {parameter('var')}"
 
 
 def read_npz(src: Source, opts: Options) -> ReadResult:
@@ -94,7 +96,7 @@ def read_npz(src: Source, opts: Options) -> ReadResult:
             return _read_sparse_npz(src, zf, members, opts)
         if opts.var is not None:
             if opts.var not in members:
-                raise src.fail(f"no array {opts.var!r}; arrays: {_describe(members)}", "pick one with var= (--var NAME)")
+                raise src.fail(f"no array {opts.var!r}; arrays: {_describe(members)}", f"pick one with {parameter('var')}")
             key = opts.var
         else:
             square = [k for k, (s, d) in members.items() if len(s) == 2 and s[0] == s[1] > 0]

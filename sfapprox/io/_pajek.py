@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from .._errors import ParameterError
+from .._errors import ParameterError, parameter
 from .._validation import check_memory
 from ._common import Options, ReadResult, Source, check_order, is_int_token, parse_float
 
@@ -328,25 +328,25 @@ def _select_relation(src: Source, net: _Network, relation: int | None, notes: li
     if relation is None:
         if len(net.relations) > 1:
             notes.append(f"Pajek: {len(net.relations)} relations summed: {net.describe_relations()} "
-                         "(relation=K, --relation K, picks one)")
+                         f"({parameter('relation', shown='K')} picks one)")
         elif net.relations:
             notes.append(f"Pajek: relation {net.describe_relations()}")
         return
     if not net.relations:
         raise ParameterError(
-            f"{src.display}: relation={relation} but the network has no numbered relations "
-            "('*Arcs :k', '*Edges :k', '*Matrix :k' or 'k: i j' lines); drop relation="
+            f"{src.display}: {parameter('relation', relation)} but the network has no numbered relations "
+            f"('*Arcs :k', '*Edges :k', '*Matrix :k' or 'k: i j' lines); drop {parameter('relation')}"
         )
     if relation not in net.relations:
         raise ParameterError(
-            f"{src.display}: relation={relation} does not exist; the network's relations are "
+            f"{src.display}: {parameter('relation', relation)} does not exist; the network's relations are "
             f"{net.describe_relations()}"
         )
     if net.unnumbered_line is not None:
         raise src.fail(
-            f"line {net.unnumbered_line}: relation={relation} asked, but this line has no relation number "
+            f"line {net.unnumbered_line}: {parameter('relation', relation)} asked, but this line has no relation number "
             "(neither '*Arcs :k' nor a 'k:' prefix), so it belongs to no known relation",
-            "drop relation= to sum all lines",
+            f"drop {parameter('relation')} to sum all lines",
         )
     keep = np.asarray(net.relation_of) == relation
     for name in ("src_i", "src_j", "weight", "undirected", "line_of", "relation_of"):
@@ -493,7 +493,7 @@ def _two_mode(src: Source, net: _Network, mode: str | None, notes: list[str], li
         values = product.data if sp.issparse(product) else product
         if not np.isfinite(values).all():
             raise src.fail(f"its {'B·Bᵀ' if mode == 'rows' else 'BᵀB'} projection overflows (weights too large to "
-                           "multiply in float64)", "scale the weights down, or use two_mode='bipartite' (--two-mode)")
+                           "multiply in float64)", f"scale the weights down, or use {parameter('two_mode', 'bipartite')}")
         return product
     if sp.issparse(B):
         return sp.csr_array(sp.bmat([[None, B], [B.T, None]], format="csr"))
@@ -508,14 +508,15 @@ def read_pajek(src: Source, opts: Options) -> ReadResult:
     if which > len(networks):
         count = len(networks)
         raise ParameterError(
-            f"{src.display}: network={which} but the file holds {count} network{'s' if count > 1 else ''}; "
-            f"use network=1..{count} (--network K)"
+            f"{src.display}: {parameter('network', which)} but the file holds {count} network{'s' if count > 1 else ''}; "
+            f"use {parameter('network', shown=f'1..{count}')}"
         )
     net = networks[which - 1]
     notes: list[str] = []
     if len(networks) > 1:
         ordinal = _ORDINALS.get(which, f"number {which}")
-        notes.append(f"file holds {len(networks)} networks; loaded the {ordinal} (network=K, --network K, picks another)")
+        notes.append(f"file holds {len(networks)} networks; loaded the {ordinal} "
+                     f"({parameter('network', shown='K')} picks another)")
     if net.name:
         notes.append(f"Pajek network {net.name!r}")
     _select_relation(src, net, opts.relation, notes)

@@ -17,7 +17,7 @@ import zipfile
 
 import numpy as np
 
-from .._errors import InputError, ParameterError, SfapproxError
+from .._errors import InputError, ParameterError, SfapproxError, parameter
 from .._npy import read_npy_header
 from .._validation import check_memory, format_bytes, held_bytes, memory_limit
 from ..sources import (AttentionMatrix, CovarianceMatrix, KernelMatrix, MatrixSource, SparseSource, formable, formed_need,
@@ -99,7 +99,7 @@ def _attention(path, var: str | None, max_memory: int | None) -> AttentionMatrix
     src.check_exists()
     names = [v.strip() for v in var.split(",")] if var else ["q", "k"]
     if len(names) != 2:
-        raise ParameterError(f"--var for an attention map names the query and key arrays: 'Q,K', got {var!r}")
+        raise ParameterError(f"{parameter('var')} for an attention map names the query and key arrays: 'Q,K', got {var!r}")
     try:
         zf = zipfile.ZipFile(src.file_arg())
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
@@ -110,7 +110,7 @@ def _attention(path, var: str | None, max_memory: int | None) -> AttentionMatrix
         for name in names:
             if name not in present:
                 raise src.fail(f"no array {name!r} (arrays: {', '.join(present) or 'none'})",
-                               "an attention map needs the queries and keys: arrays q and k, or --var Q,K")
+                               f"an attention map needs the queries and keys: arrays q and k, or {parameter('var', 'Q,K')}")
             with zf.open(name + ".npy") as raw:
                 arrays.append(_load_npy(src, io.BytesIO(raw.read()), f"array {name!r}", Options(max_memory=max_memory)))
     attention = AttentionMatrix(arrays[0], arrays[1], name=_stem(path), max_memory=max_memory)
@@ -279,19 +279,19 @@ def check_reading_options(*, kernel: str | None = None, bandwidth: float | None 
     from . import _check_options  # the package's own (this module is imported at its end)
 
     if kernel is not None and (not isinstance(kernel, str) or kernel not in KERNELS):
-        raise ParameterError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)} (--kernel)")
+        raise ParameterError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)} ({parameter('kernel')})")
     if bandwidth is not None and kernel is None:
-        raise ParameterError("a bandwidth needs a kernel: give --kernel (kernel=) too")
+        raise ParameterError(f"a bandwidth needs a kernel: give {parameter('kernel')} too")
     if kernel is not None:
         check_bandwidth(kernel, bandwidth)
         if format == "attention" or options.get("covariance"):
             raise ParameterError("a kernel reads a table of points; it does not combine with an attention map "
                                  "or a covariance")
-        _refuse_unused(options, "--kernel (kernel=) reads a table of points", var=var)
+        _refuse_unused(options, f"{parameter('kernel')} reads a table of points", var=var)
         if file is not None and _point_kind(file, format) is None:
             raise ParameterError(f"{os.fspath(file)}: {_not_points(file)}; pass format csv|npy|libsvm if it is one")
     if format == "attention":
-        _refuse_unused(options, "an attention map (format='attention') reads Q and K from an .npz")
+        _refuse_unused(options, f"an attention map ({parameter('format', 'attention')}) reads Q and K from an .npz")
     if format != "attention":  # (load_matrix's own formats; an attention map is not one of them)
         _check_options(format, Options(format=format, var=var, **options))
 
@@ -305,10 +305,10 @@ _FILE_OPTIONS = {"network": None, "relation": None, "two_mode": None, "gradient"
 def _refuse_unused(options: dict, reads: str, *, var: str | None = None) -> None:
     """Refuse reading options given where they shape nothing (an option that parses but is ignored would
     let a user believe it applied): one line naming them."""
-    given = [f"{name}={options[name]!r}" for name, default in _FILE_OPTIONS.items()
+    given = [parameter(name, options[name]) for name, default in _FILE_OPTIONS.items()
              if name in options and options[name] != default]
     if var is not None:
-        given.insert(0, f"var={var!r}")
+        given.insert(0, parameter("var", var))
     if given:
         raise ParameterError(f"{reads}: {', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to it "
                              "(the options of a matrix file: leave them out)")

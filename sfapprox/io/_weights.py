@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .._errors import parameter
 from .._validation import check_memory
 from ._common import Options, ReadResult, Source
 
@@ -149,7 +150,7 @@ def _choose(src: Source, shapes: dict[str, list[int]], var: str | None) -> str:
         if var not in shapes:
             square = [n for n, s in shapes.items() if is_square(s)]
             raise src.fail(f"no tensor {var!r}; square weight matrices: {_listing(shapes, square)}",
-                           "pick one with var= (--var NAME)")
+                           f"pick one with {parameter('var')}")
         return var
     square = [n for n, s in shapes.items() if is_square(s)]
     if len(square) == 1:
@@ -158,7 +159,7 @@ def _choose(src: Source, shapes: dict[str, list[int]], var: str | None) -> str:
         raise src.fail(f"holds no square weight matrix ({len(shapes)} tensor{'s' if len(shapes) != 1 else ''}, e.g. "
                        f"{_listing(shapes, list(shapes)[:5])})", "a matrix to approximate must be square")
     raise src.fail(f"holds {len(square)} square weight matrices: {_listing(shapes, square)}",
-                   "pick one with var= (--var NAME); 'sfapprox info FILE' lists them")
+                   f"pick one with {parameter('var')}; 'sfapprox info FILE' lists them")
 
 
 def _listing(shapes: dict[str, list[int]], names: list[str], most: int = 8) -> str:

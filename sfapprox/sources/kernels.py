@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import InputError, ParameterError
+from .._errors import InputError, ParameterError, parameter
 from .._params import Interval, check_values
 from ._base import MatrixSource
 
@@ -109,7 +109,7 @@ def _check_computable(kernel: str, h: float, points: np.ndarray, seed: int) -> N
         return
     raise ParameterError(f"bandwidth {h:g} is too small to compute the {kernel} kernel with (h{'^2' if kernel == 'rbf' else ''} "
                          f"underflows); the median heuristic gives {median_bandwidth(points, seed=seed):.4g} for "
-                         "these points (--bandwidth)")
+                         f"these points ({parameter('bandwidth')})")
 
 
 def check_bandwidth(kernel: str, bandwidth) -> None:
@@ -124,10 +124,10 @@ def check_bandwidth(kernel: str, bandwidth) -> None:
     if bandwidth is None:
         return
     if not KERNELS[kernel]:
-        raise ParameterError(f"the {kernel} kernel takes no bandwidth; leave --bandwidth (bandwidth=) out")
+        raise ParameterError(f"the {kernel} kernel takes no bandwidth; leave {parameter('bandwidth')} out")
     if isinstance(bandwidth, bool) or not isinstance(bandwidth, (int, float, np.floating, np.integer)) \
             or not math.isfinite(float(bandwidth)) or float(bandwidth) <= 0:
-        raise ParameterError(f"bandwidth must be a positive, finite number, got {bandwidth!r} (--bandwidth)")
+        raise ParameterError(f"bandwidth must be a positive, finite number, got {bandwidth!r} ({parameter('bandwidth')})")
 
 
 class KernelMatrix(MatrixSource):
@@ -181,7 +181,7 @@ class KernelMatrix(MatrixSource):
         seed = 0 if seed is None else seed
         check_values({"seed": seed}, {"seed": Interval(int, 0, None)}, "KernelMatrix")
         if not isinstance(kernel, str) or kernel not in KERNELS:  # ["rbf"] was a raw "unhashable" TypeError
-            raise ParameterError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)} (--kernel)")
+            raise ParameterError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)} ({parameter('kernel')})")
         pts = np.asarray(points)
         if pts.ndim != 2 or pts.shape[0] < 1 or pts.shape[1] < 1:
             raise InputError(f"{name}: the points must be a table of shape (N, d), got shape {pts.shape}")
