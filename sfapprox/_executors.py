@@ -13,13 +13,15 @@ import contextlib
 import logging
 import os
 import pickle
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ._errors import one_line
 
-__all__ = ["worker_count", "share", "ordered_map", "not_picklable", "serialization_logs_off", "logs_off"]
+__all__ = ["worker_count", "share", "ordered_map", "not_picklable", "worker_died", "worker_death",
+           "serialization_logs_off", "logs_off"]
 
 #: Tasks kept in flight per worker: one running and one queued, so a worker never waits for the
 #: caller, while results not yet consumed stay bounded (a top-s task's result is O(k) numbers).
@@ -49,7 +51,17 @@ def worker_count(executor) -> int:
 
 
 def share(executor, objects: Sequence[Any]) -> list[Any]:
-    """``objects`` as the tasks should receive them: sent once to every Dask worker (``scatter``), or as they are.
+    """``objects`` as the tasks should receive them: sent once to a Dask cluster, or as they are.
+
+    On Dask each object is a task of its own (:func:`_held`), its result
+    kept by the cluster while the futures returned are held: the tasks that
+    take it fetch it from the worker that has it.  Not ``scatter``: scattered
+    data is lost for good with the last worker that held it (a worker killed
+    by a task that kills the next one too, over its memory limit), and every
+    task of the pass was then cancelled ("already forgotten", said as a lost
+    cluster) where Dask retries a task whose worker died on another one
+    (``distributed.scheduler.allowed-failures``) and recomputes what it
+    needs.
 
     Parameters
     ----------
@@ -60,18 +72,27 @@ def share(executor, objects: Sequence[Any]) -> list[Any]:
     Returns
     -------
     list
-        Futures of the scattered objects (Dask), or the objects.
+        Futures of the objects (Dask), or the objects.
     """
-    if _is_dask(executor):
-        # Fresh keys (hash=False): a pass that scatters what the previous one released, under the same
-        # content-derived key, would find it being deleted (its tasks cancelled).
-        return list(executor.scatter(list(objects), broadcast=True, hash=False))
-    return list(objects)
+    if not _is_dask(executor):
+        return list(objects)
+    with warnings.catch_warnings():
+        # dask's advice on a big task argument ("Sending large graph ... consider futures"): this is the future
+        warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
+        # fresh keys (pure=False): a pass sharing what the previous one released, under the same
+        # content-derived key, would find it being forgotten (its tasks cancelled)
+        return [executor.submit(_held, obj, pure=False) for obj in objects]
+
+
+def _held(obj: Any) -> Any:
+    """``obj`` itself: the task whose result is an object the tasks of a pass share (:func:`share`)."""
+    return obj
 
 
 #: Exceptions (by name: dask is optional) that say a Dask cluster went away under a task, not that
-#: the task failed: its scheduler stopped or was killed, a worker died (over its memory limit).
-_LOST = ("FutureCancelledError", "CancelledError", "KilledWorker", "CommClosedError")
+#: the task failed: its scheduler stopped or was killed.  (A worker that died running the task, each
+#: time Dask tried it, is ``KilledWorker``: :func:`worker_died`.)
+_LOST = ("FutureCancelledError", "CancelledError", "CommClosedError")
 
 
 def is_kind(exc: BaseException, *names: str) -> bool:
@@ -85,6 +106,48 @@ def cluster_lost(exc: BaseException, during: str = "a pass over the columns"):
     if not is_kind(exc, *_LOST):
         return None
     return _lost(during, f"{type(exc).__name__}: {one_line(exc)}")
+
+
+def worker_death(exc: BaseException) -> str | None:
+    """What a ``KilledWorker`` says, in words (the ``allowed-failures`` retries it used up, the last worker),
+    else None: the Dask workers that ran a task died each time, the scheduler's retries used up.
+
+    Shared by :func:`worker_died` (a pass of ``compare --scheduler``) and the batch's failed lines.
+
+    Examples
+    --------
+    >>> class KilledWorker(Exception):
+    ...     allowed_failures, last_worker = 3, None
+    >>> worker_death(KilledWorker())
+    "the Dask worker running it died 4 times, the scheduler's retries used up (KilledWorker; \
+distributed.scheduler.allowed-failures: 3)"
+    """
+    if not is_kind(exc, "KilledWorker"):
+        return None
+    tries = getattr(exc, "allowed_failures", None)
+    times = ("once" if tries == 0 else f"{tries + 1} times") if isinstance(tries, int) else "each time"
+    last = getattr(getattr(exc, "last_worker", None), "address", None)
+    where = f", the last one {last}" if isinstance(last, str) else ""
+    setting = f"; distributed.scheduler.allowed-failures: {tries}" if isinstance(tries, int) else ""
+    return f"the Dask worker running it died {times}, the scheduler's retries used up (KilledWorker{where}{setting})"
+
+
+def worker_died(exc: BaseException, during: str = "a pass over the columns"):
+    """The :class:`~sfapprox.ResourceError` to raise where ``exc`` (a task's ``result()``) says that the
+    workers running it died, each time Dask tried it (``KilledWorker``), else None.
+
+    Not a lost cluster (:func:`cluster_lost`): the scheduler runs, and so do the other workers; the task
+    killed its workers, over their memory limit (a nanny restarts such a worker) or killed by the system."""
+    death = worker_death(exc)
+    if death is None:
+        return None
+    from ._errors import ResourceError
+
+    died = ResourceError(f"a Dask worker died during {during}: {death}: over its memory limit, or killed; see the "
+                         "worker's log, give the workers more memory (dask worker --memory-limit) or set a lower "
+                         "--max-memory (max_memory=: smaller blocks), and run again")
+    died.transient = True  # (run_all: "failed", not "not applicable" under the limit)
+    return died
 
 
 def _lost(during: str, detail: str):
@@ -180,13 +243,14 @@ def _sent(executor, call: Callable, *args, **kwargs) -> Any:
 def _said(exc: Exception, executor, *, sent: bool) -> Exception | None:
     """The one-line error to raise for ``exc`` from a call to ``executor`` (``sent``: sending to it, else a
     task's result), or None (raise ``exc`` itself): what did not pickle (:func:`not_picklable`; a Dask task's
-    result never says that, its arguments were sent already), a Dask cluster lost (:func:`cluster_lost`),
-    or, sending, a Dask client that closed itself."""
+    result never says that, its arguments were sent already), the workers that ran a task dead each time
+    (:func:`worker_died`), a Dask cluster lost (:func:`cluster_lost`), or, sending, a Dask client that
+    closed itself."""
     dask = _is_dask(executor)
     unsent = not_picklable(exc) if sent or not dask else None
     if unsent is not None or not dask:
         return unsent
-    lost = cluster_lost(exc)
+    lost = worker_died(exc) or cluster_lost(exc)
     if lost is None and sent and getattr(executor, "status", None) in ("closing", "closed"):
         # a client that gave up reconnecting closed itself: its calls fail on what it let go
         # ("'NoneType' object has no attribute 'scatter'")

@@ -6,6 +6,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import pytest
 
 from sfapprox._executors import ordered_map, share, worker_count
@@ -149,7 +150,8 @@ def test_a_server_that_answers_but_is_no_scheduler_is_refused_in_time(monkeypatc
 
 
 def test_a_dask_cluster_lost_before_a_pass_sends_its_tasks_is_one_resource_error():
-    """A scheduler killed during compare --scheduler: the next pass's scatter raised dask's
+    """A scheduler killed during compare --scheduler: the next pass's scatter (now: its shared objects'
+    tasks) raised dask's
     "CommClosedError: ConnectionPool closing." as a traceback (CLI: "error: ConnectionPool closing."), and
     once the client had given up reconnecting, "AttributeError: 'NoneType' object has no attribute 'scatter'"."""
     from sfapprox import ResourceError
@@ -167,8 +169,8 @@ def test_a_dask_cluster_lost_before_a_pass_sends_its_tasks_is_one_resource_error
         def scatter(self, objects, **kw):
             raise CommClosedError("ConnectionPool closing.")
 
-        def submit(self, fn, *args, **kw):
-            raise AssertionError("not reached")
+        def submit(self, fn, *args, **kw):  # (the shared objects are sent as tasks of their own)
+            return self.scatter([fn])
 
     with pytest.raises(ResourceError, match="the Dask cluster was lost"):
         list(_executors.ordered_map(Cluster(), abs, [1, 2], shared=[3]))
@@ -276,8 +278,8 @@ def test_a_shared_object_that_does_not_pickle_is_one_parameter_error(tmp_path, c
                                                                           exc_info=True)
                     raise TypeError("Could not serialize object of type _HoldsAFile", repr(objects[0])) from exc
 
-            def submit(self, fn, *args, **kw):
-                raise AssertionError("not reached")
+            def submit(self, fn, *args, **kw):  # (the shared objects are sent as tasks of their own)
+                return self.scatter(list(args))
 
         caplog.set_level(logging.DEBUG)
         with pytest.raises(ParameterError, match=r"^the matrix source cannot be sent to the executor's workers "
@@ -289,3 +291,80 @@ def test_a_shared_object_that_does_not_pickle_is_one_parameter_error(tmp_path, c
         assert logging.getLogger("distributed.protocol.pickle").level == logging.NOTSET  # as it was
     finally:
         held.fh.close()
+
+
+def test_a_worker_that_died_under_a_pass_is_said_so_not_a_lost_cluster(monkeypatch):
+    """A task that killed its Dask workers each time the scheduler tried it (KilledWorker: over their memory
+    limit, or killed) ended compare --scheduler's row with "the Dask cluster was lost ... check that its
+    scheduler runs", though the scheduler and the other workers ran on."""
+    pytest.importorskip("distributed")
+    from distributed.scheduler import KilledWorker
+
+    from sfapprox import ResourceError
+    from sfapprox import _executors
+
+    class Died:
+        def result(self):
+            raise KilledWorker("_product_part-1", type("WorkerState", (), {"address": "tcp://10.0.0.7:4000"})(), 3)
+
+        def cancel(self):
+            pass
+
+    class Cluster:  # what _is_dask recognises
+        scatter = scheduler_info = None
+
+        def submit(self, fn, *args, **kw):
+            return Died()
+
+    monkeypatch.setattr(_executors, "share", lambda executor, shared: list(shared))
+    monkeypatch.setattr(_executors, "worker_count", lambda executor: 1)
+    with pytest.raises(ResourceError) as raised:
+        list(_executors.ordered_map(Cluster(), abs, [1, 2]))
+    said = str(raised.value)
+    assert said.startswith("a Dask worker died during a pass over the columns: the Dask worker running it died 4 "
+                           "times") and "memory" in said and "allowed-failures: 3" in said
+    assert "cluster was lost" not in said and "tcp://10.0.0.7:4000" in said
+    assert raised.value.transient  # a failed row, not "not applicable" under the memory limit
+
+
+def _kills_its_workers(X, marker, deaths, home):
+    """``ArraySource(X)`` whose first ``deaths`` column reads away from the process ``home`` kill the worker
+    reading them (SIGKILL, as the system kills a process over its memory), counted in the file ``marker``."""
+    from sfapprox.sources import ArraySource
+
+    class KillsItsWorkers(ArraySource):
+        def _columns(self, J):
+            import os
+            import signal
+            from pathlib import Path
+
+            counted = Path(marker)
+            died = int(counted.read_text()) if counted.exists() else 0
+            if os.getpid() != home and died < deaths:
+                counted.write_text(str(died + 1))
+                os.kill(os.getpid(), signal.SIGKILL)
+            return super()._columns(J)
+
+    return KillsItsWorkers(X)
+
+
+def test_a_pass_whose_worker_died_is_retried_on_another_worker(tmp_path):
+    """A worker killed under a column block (its memory), then the one the block was retried on: the pass was
+    cancelled ("the Dask cluster was lost ... already forgotten") after two deaths of the three retries Dask
+    allows, for the source had been scattered, and scattered data is lost with the last worker holding it."""
+    distributed = pytest.importorskip("distributed")
+    import os
+
+    from sfapprox.sources import ArraySource, DistributedSource
+    from sfapprox.sources._base import _product_part
+
+    X = np.random.default_rng(0).standard_normal((120, 120))
+    B = np.random.default_rng(1).standard_normal((120, 3))
+    local = ArraySource(X)
+    source = _kills_its_workers(X, tmp_path / "deaths", 2, os.getpid())
+    tasks = [(J, B[J]) for J in np.array_split(np.arange(120), 4)]
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=50) as cluster, distributed.Client(cluster) as client:
+        parts = list(ordered_map(client, _product_part, tasks, (source,)))
+    assert (tmp_path / "deaths").read_text() == "2"
+    assert np.array_equal(sum(parts), sum(_product_part(local, task) for task in tasks))

@@ -47,7 +47,7 @@ from typing import Any
 from .._atomic import OutputError
 from .._base import parse_methods
 from .._dask import close, connect
-from .._executors import cluster_lost, is_kind, not_picklable, serialization_logs_off
+from .._executors import cluster_lost, not_picklable, serialization_logs_off, worker_death
 from .._errors import ParameterError, one_line
 from .._settings import PROTOCOLS
 from ..budget import parse_budget
@@ -918,14 +918,10 @@ def _failed_records(task: MatrixTask, error: str) -> list[dict[str, Any]]:
 def _worker_died(task: MatrixTask, exc: BaseException) -> list[dict[str, Any]]:
     """A ``failed`` record per method of a task whose Dask workers died running it (``KilledWorker``, after
     the scheduler's allowed retries): over their memory limit, or killed.  The batch goes on (it stopped
-    with "the Dask cluster was lost", no line written, though the cluster ran the other tasks on)."""
-    tries = getattr(exc, "allowed_failures", None)
-    tries = ("once" if tries == 0 else f"{tries + 1} times") if isinstance(tries, int) else "each time"
-    last = getattr(getattr(exc, "last_worker", None), "address", None)
-    where = f", the last one {last}" if isinstance(last, str) else ""
-    error = (f"worker died: the Dask worker running it died {tries}, the scheduler's retries used up (KilledWorker"
-             f"{where}): over its memory limit, or killed, by this matrix or one beside it; see the worker's log, "
-             "give the workers more memory (or set a lower --max-memory) and run again")
+    with "the Dask cluster was lost", no line written, though the cluster ran the other tasks on).
+    Said as a pass of ``compare --scheduler`` says it (:func:`~sfapprox._executors.worker_death`)."""
+    error = (f"worker died: {worker_death(exc)}: over its memory limit, or killed, by this matrix or one beside "
+             "it; see the worker's log, give the workers more memory (or set a lower --max-memory) and run again")
     return _failed_records(task, error)
 
 
@@ -1008,7 +1004,7 @@ def _run_dask(tasks: list[MatrixTask], client, write: Callable[[dict], None], em
             try:
                 records = future.result()
             except Exception as exc:
-                if is_kind(exc, "KilledWorker"):  # its workers died: this task's own end, not the cluster's
+                if worker_death(exc) is not None:  # its workers died: this task's own end, not the cluster's
                     for record in _worker_died(task, exc):
                         write(record)
                     emit("matrix_done", name=task.entry.name)
