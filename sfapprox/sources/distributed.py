@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .._executors import ordered_map, worker_count
+from .._executors import _sent, ordered_map, share, worker_count
 from ._base import MatrixSource
 
 __all__ = ["DistributedSource"]
@@ -80,6 +80,7 @@ class DistributedSource(MatrixSource):
     def max_memory(self, value: int | None) -> None:
         if "source" in self.__dict__:
             self.source.max_memory = value
+            self.__dict__.pop("_on_executor", None)  # the copy sent sizes its blocks by the old limit
 
     @property
     def held_bytes(self) -> int:  # type: ignore[override]
@@ -90,6 +91,18 @@ class DistributedSource(MatrixSource):
     def held_bytes(self, value: int) -> None:
         if "source" in self.__dict__:
             self.source.held_bytes = value
+            self.__dict__.pop("_on_executor", None)
+
+    def _sent_source(self) -> Any:
+        """The wrapped source as the tasks take it: sent to a Dask cluster once for all this source's passes
+        (a future kept here, released with it), not once a pass.  RPCA from columns makes ``2 + 2q``
+        product passes a GoDec step, each of which sent the source again (:func:`~sfapprox._executors.share`)."""
+        held = self.__dict__.get("_on_executor")
+        if held is None:
+            held = _sent(self.executor, share, self.executor, [self.source])[0]
+            if held is not self.source:  # (a local pool takes the source itself, with each task)
+                self._on_executor = held
+        return held
 
     @property
     def sparse_matrix(self) -> Any:
@@ -127,7 +140,7 @@ class DistributedSource(MatrixSource):
             return self.source.columns(J)
         pieces = max(1, min(worker_count(self.executor), J.size // (MIN_REMOTE_COLUMNS // 2)))
         parts = np.array_split(J, pieces)
-        return np.hstack(list(ordered_map(self.executor, _columns_of, parts, (self.source,))))
+        return np.hstack(list(ordered_map(self.executor, _columns_of, parts, (self._sent_source(),))))
 
     def _local_products(self) -> bool:
         """The wrapped source has its own ``X @ B`` (a sparse matrix, a covariance's factored product):
@@ -154,7 +167,7 @@ class DistributedSource(MatrixSource):
 
     def _map_blocks(self, fn, items, *shared) -> Iterator[Any]:
         """The pass's blocks on the executor: ``fn(wrapped source, *shared, item)``, results in order."""
-        return ordered_map(self.executor, fn, items, (self.source, *shared))
+        return ordered_map(self.executor, fn, items, (self._sent_source(), *shared))
 
     def map_ranges(self, fn: Callable, *args: Any) -> Iterator[Any]:
         """``fn(source, J, *args)`` for consecutive column ranges ``J`` (two per worker), on the executor.
@@ -176,7 +189,7 @@ class DistributedSource(MatrixSource):
             ``fn``'s results, in the ranges' order.
         """
         ranges = np.array_split(np.arange(self.n), min(self.n, 2 * worker_count(self.executor)))
-        return ordered_map(self.executor, _call_on_range, ((J, fn, args) for J in ranges), (self.source,))
+        return ordered_map(self.executor, _call_on_range, ((J, fn, args) for J in ranges), (self._sent_source(),))
 
 
 def _call_on_range(source: MatrixSource, task: tuple[np.ndarray, Callable, tuple]) -> Any:
