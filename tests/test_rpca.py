@@ -654,3 +654,34 @@ def test_pcp_keeps_the_split_of_smallest_refitted_error_not_of_smallest_cut():
     assert _err(X, rp) == pytest.approx(min(refitted), rel=1e-12)
     assert _err(X, rp) <= _err(X, TruncatedSVD(budget=180).fit(X))
     assert _err(X, rp) <= rp.params_["cut_error"] * (1 + 1e-12)  # the chosen split's refit improves its cut
+
+
+def test_pcp_is_never_worse_than_tsvd_where_its_own_grid_would_be():
+    # A Gaussian kernel at 760 numbers: TSVD's rank 9 leaves room for 15 entries, so s = 0 is no split of
+    # the grid, and the rank-9 split refitted from PCP's L (natural rank 21) stopped at 7.0e-4 of ||X||
+    # after 200 GoDec iterations, where TSVD's rank 9 has 1.2e-4. From X's best rank 9 it ends below TSVD.
+    x = np.sort(np.random.default_rng(4).random(40))
+    X = np.exp(-np.subtract.outer(x, x) ** 2 / 0.05)
+    rp = RobustPCA(budget=760, method="pcp", device="cpu").fit(X)
+    tsvd = TruncatedSVD(budget=760).fit(X)
+    assert rp.n_stored_ <= 760
+    assert _err(X, rp) <= _err(X, tsvd) * (1 + 1e-12)
+    p = rp.params_
+    assert p["natural_rank"] > tsvd.rank_ == rp.rank_ and p["start"] == "tsvd"
+    top = p["grid"][0]  # the largest rank, refitted from both starts: the record names the other's error
+    assert top["rank"] == tsvd.rank_ and top["start"] == "tsvd" and top["other_start"]["start"] == "pcp"
+    assert top["fro_error"] <= top["other_start"]["fro_error"]
+
+
+@pytest.mark.parametrize("budget", [500, 1300])
+def test_pcp_holds_tsvd_s_rank_where_its_natural_rank_is_lower(budget):
+    # Planted rank 3 + 60 spikes: PCP's natural rank 3 capped its grid below TSVD's rank (6, 16), which the
+    # grid now holds too, refitted from X's best rank-r (PCP's L has not that rank).
+    X = _planted(40, 3, 60)
+    rp = RobustPCA(budget=budget, method="pcp", device="cpu").fit(X)
+    tsvd = TruncatedSVD(budget=budget).fit(X)
+    assert rp.n_stored_ <= budget and _err(X, rp) <= _err(X, tsvd) * (1 + 1e-12)
+    assert rp.params_["natural_rank"] == 3 and rp.rank_ == 3 and rp.params_["start"] == "pcp"
+    top = rp.params_["grid"][0]
+    assert top["rank"] == tsvd_rank_for_budget(40, budget) > 3 and top["start"] == "tsvd"
+    assert top["fro_error"] <= _err(X, tsvd) * (1 + 1e-12)
