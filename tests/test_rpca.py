@@ -274,13 +274,27 @@ def _take_seconds(monkeypatch, clock, name: str, seconds: float) -> None:
 
 def test_godec_grid_points_the_time_left_cannot_pay_for_are_skipped(fake_clock, monkeypatch):
     # Scoring a split "takes" 10 s on the fake clock: after the exact points, a GoDec point needs
-    # GODEC_LEAST_SCORINGS of them; with 25 s left it is skipped (recorded), never started.
+    # GODEC_LEAST_SCORINGS of them; with 25 s left it is skipped (recorded), never started.  The largest
+    # rank's start (TSVD's L) is scored alone instead, in one scoring: the grid stays within TSVD's error.
     _take_seconds(monkeypatch, fake_clock, "_scored", 10.0)
     X = _planted(40, 3, 60)
-    rp = RobustPCA(budget=1500, rank_grid=[0, 3], time_limit=35.0, device="cpu").fit(X)
+    rp = RobustPCA(budget=1500, rank_grid=[0, 2, 3], time_limit=35.0, device="cpu").fit(X)
     grid = {g["rank"]: g for g in rp.params_["grid"]}
-    assert grid[3].get("skipped") == "time_limit" and grid[0]["fro_error"] is not None
-    assert rp.rank_ == 0 and rp.n_stored_ <= 1500
+    assert grid[2].get("skipped") == "time_limit" and grid[0]["fro_error"] is not None
+    assert grid[3]["fro_error"] is not None and grid[3]["iterations"] == 0
+    assert rp.rank_ == 3 and rp.stop_reason_ == "time_limit" and rp.n_stored_ <= 1500
+    assert fake_clock.time <= 35.0
+
+
+def test_godec_within_tsvd_s_error_where_the_time_left_pays_for_no_refit(fake_clock, monkeypatch):
+    # A 40 x 40 Gaussian kernel at 760 numbers (rank 9 and 15 entries), a scoring "taking" 10 s of 35: the
+    # GoDec splits were all skipped and the grid ended at its largest entries alone (10.8 where TSVD has 2.6e-3).
+    _take_seconds(monkeypatch, fake_clock, "_scored", 10.0)
+    x = np.sort(np.random.default_rng(4).random(40))
+    X = np.exp(-np.subtract.outer(x, x) ** 2 / 0.05)
+    rp = RobustPCA(budget=760, time_limit=35.0, device="cpu").fit(X)
+    assert rp.n_stored_ <= 760 and fake_clock.time <= 35.0
+    assert _err(X, rp) <= _err(X, TruncatedSVD(budget=760).fit(X)) * (1 + 1e-12)
 
 
 def test_pcp_refits_only_when_its_scorings_fit_the_time_left(fake_clock, monkeypatch):

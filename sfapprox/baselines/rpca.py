@@ -525,10 +525,12 @@ def _fit_grid(dense: np.ndarray, Xt, splits, *, seed: int, deadline: _timing.Dea
     part: TSVD) run first and always; the GoDec splits share what is left
     before ``deadline``, and those whose least work (:data:`GODEC_LEAST_SCORINGS`
     scorings, at the measured cost of the exact points') would not end by it
-    are skipped (their grid records say so).
+    are skipped (their grid records say so), but for the largest rank's, whose start (TSVD's ``L``) is then
+    scored alone where one scoring fits: the grid stays within TSVD's error.
     """
     n, norm = dense.shape[0], float(np.linalg.norm(dense))
     start = _start_svd(dense, max(rank for rank, _ in splits), seed)
+    top = max(splits)  # the largest rank: its start is TSVD's L
     exact = [split for split in splits if split[0] == 0 or split[1] == 0]
     best, records, scoring = None, {}, 0.0
     for rank, n_sparse in exact + [split for split in splits if split not in exact]:
@@ -536,6 +538,17 @@ def _fit_grid(dense: np.ndarray, Xt, splits, *, seed: int, deadline: _timing.Dea
         # Its least work, at the cost of the exact points' scoring measured so far.
         least = GODEC_LEAST_SCORINGS * scoring if godec else scoring
         if best is not None and deadline is not None and not deadline.fits(least):
+            if (rank, n_sparse) == top and deadline.fits(scoring):
+                # no refit fits, one scoring does: TSVD's L with its best S, never worse than TSVD (skipped,
+                # a 40 x 40 kernel's grid ended at its largest entries alone, 4000 x TSVD's error)
+                cand = _scored(dense, start[0][:, :rank], start[1][:rank], start[2][:rank], n_sparse, norm, 0,
+                               "time_limit")
+                cand.split = top
+                records[top] = cand.record(top, n, count_indices)
+                if preferred(cand.error, cand.count(n, count_indices), best.error, best.count(n, count_indices),
+                             norm):
+                    best = cand
+                continue
             records[rank, n_sparse] = {"rank": rank, "n_sparse": n_sparse, "fro_error": None, "iterations": 0,
                                        "skipped": "time_limit"}
             continue
