@@ -74,6 +74,9 @@ def one_line(exc: BaseException) -> str:
 #: command-line user, who types ``--var A``); the CLI sets it for its commands (:func:`spelled_for`).
 _READER = {"now": "api"}
 
+#: The keywords whose command-line option is not their own name with ``-`` for ``_`` (the rest are).
+_OPTIONS = {"n_factors": "--factors", "max_iter": "--iters"}
+
 
 def parameter(name: str, value: object = None, *, shown: str | None = None) -> str:
     """A reading option named in a message, as its reader passes it: ``var='A'`` to a Python caller,
@@ -106,9 +109,34 @@ def parameter(name: str, value: object = None, *, shown: str | None = None) -> s
     """
     if _READER["now"] == "api":
         return f"{name}={shown if shown is not None else '' if value is None else repr(value)}"
-    flag = "--" + name.replace("_", "-")
+    flag = _OPTIONS.get(name, "--" + name.replace("_", "-"))
     text = shown if shown is not None else None if value is None or value is True else str(value)
     return flag if text is None else f"{flag} {text.strip(chr(39))}"
+
+
+def parameters(**values: object) -> str:
+    """Several options with their values, as their reader passes them (:func:`parameter`): a command
+    line's ``--support chord --base 2`` (options part with spaces), a call's ``support='chord', base=2``.
+
+    Parameters
+    ----------
+    **values : object
+        Each keyword and its value, in the order written.
+
+    Returns
+    -------
+    str
+        The options as this process's reader writes them together.
+
+    Examples
+    --------
+    >>> parameters(support="chord", n_factors=6)
+    "support='chord', n_factors=6"
+    >>> with spelled_for("cli"):
+    ...     parameters(support="chord", n_factors=6)
+    '--support chord --factors 6'
+    """
+    return (", " if _READER["now"] == "api" else " ").join(parameter(k, v) for k, v in values.items())
 
 
 def spelled_for(reader: str):

@@ -174,6 +174,8 @@ def fit_matrix(
         model._checkpoint_start = replaces  # read (once) by ChordSF.fit
     model._checkpoint_source = origin  # a checkpoint names the matrix it is a fit of, as the final file does
     model._matrix_name = name  # and its messages name it ("fitting SF to X" named an array the user never saw)
+    # and a saved start of another structure is refused with options the budget leaves room for
+    model._budget = budget
     # a start (init=) saved from a fit of another matrix: its factors were only a start, not resumed.  Read
     # before the fit: its checkpoints may replace the start's file (--init F --out F), which then names this
     # matrix, and a start of another matrix was reported as "(+ N before the resume)"

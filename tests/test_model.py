@@ -1,4 +1,5 @@
 import os
+import re
 import warnings
 from pathlib import Path
 
@@ -357,7 +358,7 @@ def test_checkpoints_and_resuming_from_them(tmp_path, fake_clock):
     start_error = np.sqrt(2 * resumed.loss_curve_[0])
     assert start_error == pytest.approx(saved.fit["fro_error"], rel=1e-9)  # it starts where the file left off
     assert resumed.fro_error_ <= start_error
-    with pytest.raises(ParameterError, match="factors; this fit.s are .* and 6; fit with --support chord --base 2 --factors 5"):
+    with pytest.raises(ParameterError, match="factors; this fit.s are .* and 6; fit with support='chord', base=2, n_factors=5$"):
         ChordSF(n_factors=6, init=path, device="cpu").fit(X)
     with pytest.raises(ParameterError, match=r"init: factor values of shape \(2, 24, 6\)"):
         ChordSF(init=np.ones((2, 24, 6)), device="cpu").fit(X)
@@ -692,10 +693,38 @@ def test_a_saved_start_of_another_structure_says_which_options_give_it(tmp_path)
     saved = ChordSF(base=3, max_iter=2, device="cpu").fit(X)
     path = tmp_path / "b3.h5"
     save_factors(path, saved.operator_)
-    with pytest.raises(ParameterError, match=r"fit with --support chord --base 3 --factors \d+ "
-                                             r"\(support='chord', base=3, n_factors=\d+\)$"):
+    with pytest.raises(ParameterError, match=r"^init='.*b3.h5' has .*; fit with support='chord', base=3, "
+                                             r"n_factors=\d+$"):
         ChordSF(max_iter=2, device="cpu", init=path).fit(X)
     assert ChordSF(base=3, max_iter=2, device="cpu", init=path).fit(X).init_ == "saved"
+
+
+def test_a_saved_start_refused_under_a_budget_says_what_its_reader_can_run(tmp_path):
+    """``fit --budget 255 --init s6.h5`` (a 6-factor fit, the budget's structure 5 factors) said "init='s6.h5'
+    ...; fit with --support chord --base 2 --factors 6 (support='chord', base=2, n_factors=6)": both spellings
+    to each reader, and options that --budget refuses beside it.  Each reader now gets its own spelling, and
+    under a budget the hint drops it first; the Python hint, followed, fits."""
+    from sfapprox import FitSettings, ParameterError, fit_matrix, save_factors
+    from sfapprox._errors import spelled_for
+
+    X = np.random.default_rng(0).standard_normal((16, 16))
+    path = tmp_path / "s6.h5"
+    save_factors(path, ChordSF(n_factors=6, max_iter=2, device="cpu").fit(X).operator_)
+    settings = FitSettings(max_iter=2, device="cpu")
+    with pytest.raises(ParameterError) as api:
+        fit_matrix(X, settings=settings, budget=255, init=path)
+    assert str(api.value).startswith(f"init={str(path)!r} has support chord")
+    assert "this fit's, chosen by budget=255, are" in str(api.value)
+    assert str(api.value).endswith("; drop budget=255 and fit with support='chord', base=2, n_factors=6")
+    assert "--" not in str(api.value)
+    with spelled_for("cli"), pytest.raises(ParameterError) as cli:
+        fit_matrix(X, settings=settings, budget="255", init=path)
+    assert str(cli.value).startswith(f"--init {path} has support chord")
+    assert "this fit's, chosen by --budget 255, are" in str(cli.value)
+    assert str(cli.value).endswith("; drop --budget 255 and fit with --support chord --base 2 --factors 6")
+    assert not re.search(r"\b[a-z_]+=", str(cli.value))
+    # what the hint says runs
+    assert fit_matrix(X, settings=settings, init=path, support="chord", base=2, n_factors=6).summary["init"] == "saved"
 
 
 def _stopped_scoring(*args, **kwargs):

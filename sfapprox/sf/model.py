@@ -25,7 +25,7 @@ from .. import _timing
 from .._atomic import FileStamp, OutputError, OutputExistsError, check_writable, output_target
 from .._base import Approximation
 from .._device import resolve_device, resolve_dtype
-from .._errors import ConvergenceWarning, ParameterError
+from .._errors import ConvergenceWarning, ParameterError, parameter, parameters
 from .._params import MEMORY_LIMIT, Interval, Options
 from .._progress import coarse_progress, phase
 from .._settings import (
@@ -217,18 +217,33 @@ KEEP_START_BLOCKS = 8
 MAX_START_ENTRY = 1e150
 
 
-def _structure_hint(op) -> str:
-    """The options that give a fit a saved operator's structure (for a refused ``init``), where they can:
-    ``"; fit with --support chord --base 2 --factors 7 (support=, base=, n_factors=)"``."""
+def _structure_hint(op, budget: object = None) -> str:
+    """The options that give a fit a saved operator's structure (for a refused ``init``), where they can, as
+    the reader passes them (:func:`~sfapprox._errors.parameters`): ``"; fit with --support chord --base 2
+    --factors 7"`` on the command line, ``"; fit with support='chord', base=2, n_factors=7"`` to Python.
+
+    Parameters
+    ----------
+    op : ChordOperator
+        The saved fit's operator.
+    budget : object, optional
+        The budget that chose this fit's structure, if one did: it cannot be given with those options (a
+        budget chooses the structure itself), so the hint drops it first.
+
+    Returns
+    -------
+    str
+        The hint, from ``"; "``, or ``""`` where no options give that structure.
+    """
     from ..chord import support_offsets
 
     n, m = op.shape[0], op.values.shape[0]
+    drop = f"drop {parameter('budget', budget)} and " if budget is not None else ""
     if op.support == "butterfly":
-        return "; fit with --support butterfly (support='butterfly')"
+        return f"; {drop}fit with {parameter('support', 'butterfly')}"
     for base in range(2, max(3, n)):
         if np.array_equal(support_offsets(n, op.support, base), op.offsets):
-            return (f"; fit with --support {op.support} --base {base} --factors {m} "
-                    f"(support={op.support!r}, base={base}, n_factors={m})")
+            return f"; {drop}fit with {parameters(support=op.support, base=base, n_factors=m)}"
     return ""
 
 
@@ -992,17 +1007,23 @@ class ChordSF(Approximation):
 
             saved = load_factors(self.init)
             op = saved.operator
+            # the file as its reader named it: --init FILE on the command line, init='FILE' to Python
+            what = parameter("init", os.fspath(self.init))
             if not isinstance(op, ChordOperator):
-                raise ParameterError(f"init={os.fspath(self.init)!r} holds a {saved.kind} fit, not SF factors")
+                raise ParameterError(f"{what} holds a {saved.kind} fit, not SF factors")
             if op.shape[0] != shape[1]:
-                raise ParameterError(f"init={os.fspath(self.init)!r} is a fit of a {op.shape[0]} x {op.shape[0]} matrix; "
+                raise ParameterError(f"{what} is a fit of a {op.shape[0]} x {op.shape[0]} matrix; "
                                      f"this one is {shape[1]} x {shape[1]}")
             if op.support != self.support or not np.array_equal(op.offsets, offsets) or \
                     op.values.shape[0] != shape[0]:
-                raise ParameterError(f"init={os.fspath(self.init)!r} has support {op.support} with offsets "
-                                     f"{op.offsets.tolist()} and {op.values.shape[0]} factors; this fit's are "
-                                     f"{self.support}, {offsets.tolist()} and {shape[0]}{_structure_hint(op)}")
-            values, what = np.asarray(op.values), f"init={os.fspath(self.init)!r}"
+                # a budget (fit_matrix's) chose this fit's structure: the options that give the saved one
+                # cannot be given beside it ("fit with --factors 6" was refused with --budget)
+                budget = self.__dict__.get("_budget")
+                chosen = f", chosen by {parameter('budget', budget)}," if budget is not None else ""
+                raise ParameterError(f"{what} has support {op.support} with offsets {op.offsets.tolist()} and "
+                                     f"{op.values.shape[0]} factors; this fit's{chosen} are {self.support}, "
+                                     f"{offsets.tolist()} and {shape[0]}{_structure_hint(op, budget)}")
+            values = np.asarray(op.values)
             self._iterations_before = _iterations_of(saved.fit)
         if values.shape != shape:
             raise ParameterError(f"{what}: factor values of shape {values.shape}, but this fit's structure is "
@@ -1019,12 +1040,12 @@ class ChordSF(Approximation):
             reach = f"{float(finite.max()):.3g} and beyond" if finite.size and not np.isfinite(probe).all() else \
                 f"{float(finite.max()):.3g}" if finite.size else "infinity"
             raise ParameterError(f"{what}: the factors' product overflows (its entries reach {reach}): "
-                                 "not a start; fit without init")
+                                 f"not a start; fit without {parameter('init')}")
         if not probe.any():
             # A zero product (the factors of a zero matrix's fit, or an array of zeros) has a zero gradient
             # once two factors are zero: the fit stopped at its start, "gtol" with relative error 1, exit 0.
             raise ParameterError(f"{what}: the factors' product is the zero matrix (a fit of a zero matrix?), "
-                                 "from which the fit cannot move: not a start; fit without init")
+                                 f"from which the fit cannot move: not a start; fit without {parameter('init')}")
         return values.copy()
 
     def _save_checkpoint(self, values: np.ndarray, iterations: int, error: float | None,
