@@ -302,15 +302,34 @@ def test_machine_output_to_a_closed_pipe_is_a_closed_pipe_not_an_error(matrix, a
     assert proc.returncode == 141 and b"error:" not in stderr, stderr
 
 
-@pytest.mark.parametrize("args", [["--help"], ["compare", "--help"], ["batch", "--help"], ["datasets", "--help"]])
+def _every_command() -> list[list[str]]:
+    """The words that name each command of the CLI, the groups' and their commands' ([] for the app itself)."""
+    import typer
+
+    from sfapprox.cli import app
+
+    found, todo = [], [([], typer.main.get_command(app))]
+    while todo:
+        words, command = todo.pop()
+        found.append(words)
+        if hasattr(command, "list_commands"):
+            todo += [([*words, name], command.get_command(None, name)) for name in command.list_commands(None)]
+    return sorted(found)
+
+
+@pytest.mark.parametrize("args", [[*words, "--help"] for words in _every_command()], ids=" ".join)
 def test_help_fits_a_narrow_window(args):
     """At 40 columns ``compare --help`` drew 250 lines up to 50 columns wide (click never draws help narrower
     than 50, and gives option names 30 of them), each broken in two by the terminal; now the help is as wide
-    as the window, and a long option name has a line of its own."""
+    as the window, and a long option name has a line of its own.  An option with its choices wider than
+    the window (``fit``'s ``--init auto|reference|identity|rank1|FILE``, 43 columns) and a program's name
+    (``Usage: python -m sfapprox datasets verify``, 41) are wrapped at their spaces: every command's fits."""
     code, screen = run_in_terminal(args, columns=40, timeout=60)
     text = plain(screen)
     assert code == 0, text
-    lines = [line for line in text.splitlines() if not line.startswith("Usage:")]  # (the program's own name)
+    lines = text.splitlines()
     assert max(map(cell_len, lines)) <= 40, [line for line in lines if cell_len(line) > 40][:3]
     if "compare" in args:
         assert re.search(r"^  --methods LIST\n+ +Comma-separated", text, re.M)  # name, then its description
+    if args == ["fit", "--help"]:
+        assert re.search(r"^  --init\n+    auto\|reference\|identity\|rank1\|FILE\n+ +Start:", text, re.M)

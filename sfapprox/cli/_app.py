@@ -70,15 +70,20 @@ class NarrowHelpFormatter(_CONTEXT.formatter_class):
         first_col = min(max(len(first) for first, _ in rows), max(min(col_max, room), 8)) + col_spacing
         margin = " " * self.current_indent
         for first, second in rows:
+            # a name wider than the window (an option and its choices: "--init auto|reference|identity|
+            # rank1|FILE" is 41 columns) is wrapped as its text is, its further lines indented under it;
+            # unwrapped, a 40-column terminal broke it wherever the edge fell
+            name = f"{margin}{first}" if len(margin) + len(first) <= self.width else \
+                wrap_help(first, self.width, margin, margin + " " * self.indent_increment)
             if not second:
-                self.write(f"{margin}{first}\n")
+                self.write(f"{name}\n")
                 continue
             # a name too long for the column goes on a line of its own, its description under it
             gap = " " * (first_col - len(first)) if len(first) <= first_col - col_spacing else \
                 "\n" + " " * (first_col + self.current_indent)
             lines = wrap_help(second, max(self.width - first_col - 2, 10), paragraphs=True).splitlines() or [""]
             hang = " " * (first_col + self.current_indent)
-            self.write(f"{margin}{first}{gap}{lines[0]}\n" + "".join(f"{hang}{line}\n" for line in lines[1:]))
+            self.write(f"{name}{gap}{lines[0]}\n" + "".join(f"{hang}{line}\n" for line in lines[1:]))
 
     def write_text(self, text: str) -> None:
         """click's paragraphs of text, wrapped by :func:`wrap_help`."""
@@ -93,7 +98,9 @@ class NarrowHelpFormatter(_CONTEXT.formatter_class):
             self.write(wrap_help(args, room, lead, " " * len(lead)) + "\n")
         else:  # under it
             indent = " " * (max(self.current_indent, len(prefix or "Usage: ")) + 4)
-            self.write(f"{lead}\n{wrap_help(args, room, indent, indent)}\n")
+            # the program's name wrapped at its spaces too: "Usage: python -m sfapprox datasets verify" is
+            # 41 columns, and a 40-column terminal broke it
+            self.write(f"{wrap_help(lead.rstrip(), room, '', indent)}\n{wrap_help(args, room, indent, indent)}\n")
 
 
 class _WholeWordWrapper(textwrap.TextWrapper):
