@@ -215,7 +215,7 @@ def check_memory(n_bytes: int, *, what: str, limit: int | None = None, held: int
         need, cap = f"{int(n_bytes):,} B", f"{int(limit):,} B"
     raise ResourceError(
         f"{what} needs about {need}{beside}, over the memory limit of "
-        f"{cap}; raise the limit with --max-memory (max_memory=) "
+        f"{cap}; raise the limit with {parameter('max_memory')} "
         f"if the machine has the room, or {advice}"
     )
 

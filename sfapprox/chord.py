@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from ._errors import ParameterError
+from ._errors import ParameterError, parameter
 
 __all__ = [
     "SUPPORTS",
@@ -274,7 +274,7 @@ def check_butterfly_size(n: int) -> None:
     sizes = f"{lower} or {upper}" if lower != upper else f"{upper}"
     raise ParameterError(
         f"the butterfly support needs N to be a power of two (at least 2), got N = {n}; resize the "
-        f"input to {sizes} (--resize for images, or zero-pad the matrix), or use support 'chord' or "
+        f"input to {sizes} ({parameter('resize')} for images, or zero-pad the matrix), or use support 'chord' or "
         "'symmetric', which take any N"
     )
 

@@ -32,7 +32,7 @@ from scipy.sparse.linalg import LinearOperator
 
 from ._base import (RunContext, check_columns_memory, columns_need, get_method, in_memory_or_columns,
                     least_columns_limit, method_need, methods, parse_methods)
-from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceError, one_line
+from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceError, one_line, parameter
 from ._moved import moved_names
 from ._old_api import REQUIRED, fill_approximations, take_old_keywords
 from ._settings import COUNT_INDICES, DEFAULT_METHODS, DEFAULT_TOTAL_TIME, PROTOCOLS, FitSettings, LoadOptions
@@ -422,7 +422,7 @@ def check_methods_memory(names: Sequence[str], loaded, limit: int | None) -> Non
         able = ", ".join(m for m, spec in methods().items() if "columns" in spec.access)
         raise ResourceError(f"{loaded.name}: no method asked for fits the memory limit of {format_bytes(limit)} with "
                             f"the {loaded.n} x {loaded.n} matrix in memory ({asked}); raise the limit with "
-                            f"--max-memory (max_memory=) if the machine has the room, or use methods that work "
+                            f"{parameter('max_memory')} if the machine has the room, or use methods that work "
                             f"from its columns ({able})")
 
 
@@ -807,7 +807,7 @@ def check_methods_memory_from_columns(names: Sequence[str], source: MatrixSource
         raise ResourceError(f"{source.name}: no method asked for fits the memory limit of {format_bytes(limit)} from "
                             f"the columns of the {source.n:,} x {source.n:,} matrix at a budget of {budget:,} (what "
                             f"each keeps, with its passes' blocks, half the limit: {asked}); raise the limit with "
-                            f"--max-memory (max_memory=){runs} if the machine has the room, or lower the budget")
+                            f"{parameter('max_memory')}{runs} if the machine has the room, or lower the budget")
 
 
 def score_from_columns(source: MatrixSource, results: Sequence[MethodResult], settings: FitSettings,

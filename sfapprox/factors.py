@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from ._atomic import FileStamp, resolved_path, write_bytes
-from ._errors import InputError, NotFittedError, ParameterError, SfapproxError
+from ._errors import InputError, NotFittedError, ParameterError, SfapproxError, parameter
 from ._params import MEMORY_LIMIT, check_values
 from ._validation import check_memory, check_path
 from .formats import jsonable
@@ -430,7 +430,7 @@ def check_results_folder(folder: str | os.PathLike, matrix: str, methods, *, for
                 if os.path.samefile(target, source):  # the fit it scored would be replaced by its own row's
                     raise ParameterError(f"{target}: is this run's input; choose another folder for the fits")
         if target.exists() and not force:
-            raise ParameterError(f"{target}: already exists; use --force (force=True) to overwrite it")
+            raise ParameterError(f"{target}: already exists; use {parameter('force', True)} to overwrite it")
     return targets
 
 

@@ -85,7 +85,7 @@ def test_power_of_two_rule_and_counts():
     assert [k for k in range(1, 40) if is_power_of_two(k)] == [1, 2, 4, 8, 16, 32]
     assert butterfly_count(1024) == 2 * 1024 * 10
     assert butterfly_count(16, 2) == 64
-    with pytest.raises(ParameterError, match=r"power of two.*N = 12.*8 or 16.*--resize.*'chord'"):
+    with pytest.raises(ParameterError, match=r"power of two.*N = 12.*8 or 16.*resize= for images.*'chord'"):
         check_butterfly_size(12)
     with pytest.raises(ParameterError, match="power of two"):
         check_butterfly_size(1)
@@ -163,7 +163,7 @@ def test_inits(init):
 
 
 def test_bad_sizes_and_parameters_are_parameter_errors():
-    with pytest.raises(ParameterError, match=r"power of two.*N = 12.*--resize"):
+    with pytest.raises(ParameterError, match=r"power of two.*N = 12.*resize= for images"):
         ChordSF(support="butterfly", device="cpu").fit(np.eye(12))
     with pytest.raises(ParameterError, match="exactly log2 N = 4 factors"):
         ChordSF(support="butterfly", n_factors=3, device="cpu").fit(np.eye(16))

@@ -178,7 +178,7 @@ class TestV5Sizes:
             msg = str(info.value)
             assert msg.startswith(f"{p}: variable Problem (struct, ") and "\n" not in msg, msg
             assert "zlib-compressed in the file, read whole, every field) needs about 122.1 MiB" in msg
-            assert "over the memory limit of 8.0 MiB; raise the limit with --max-memory" in msg
+            assert "over the memory limit of 8.0 MiB; raise the limit with max_memory= if" in msg
         # Sized a piece at a time, to just past the limit (scipy's whosmat alone shows a fixed
         # 264 MiB peak to tracemalloc, untouched memory: the sizing is measured alone).
         tracemalloc.start()

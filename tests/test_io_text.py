@@ -195,7 +195,7 @@ class TestHardening:
 
     def test_text_parsing_cost_refused_before_splitting(self, tmp_path):
         p = write(tmp_path / "long.txt", "1\n" * 5000)
-        with pytest.raises(ResourceError, match=r"parsing 5,001 lines of text .* --max-memory"):
+        with pytest.raises(ResourceError, match=r"parsing 5,001 lines of text .* max_memory= if"):
             load_matrix(p, max_memory=100_000)
 
     def test_ijv_index_beyond_int64_refused_before_cast(self, tmp_path):

@@ -143,7 +143,7 @@ def test_bad_parameters_and_devices():
 
 
 def test_memory_guard_refuses_before_allocating():
-    with pytest.raises(ResourceError, match="max-memory"):
+    with pytest.raises(ResourceError, match="max_memory= if"):
         ChordSF(device="cpu", max_memory=10_000).fit(np.eye(64))
 
 

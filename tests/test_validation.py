@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -156,7 +158,7 @@ class TestMemory:
         check_memory(100, what="x", limit=100)
 
     def test_over_limit_raises_with_estimate_and_limit(self):
-        with pytest.raises(ResourceError, match="max-memory") as info:
+        with pytest.raises(ResourceError, match="max_memory= if") as info:
             check_memory(3 * 2**30, what="big.mtx: dense matrix", limit=2**30)
         msg = str(info.value)
         assert msg.startswith("big.mtx: dense matrix")
@@ -216,7 +218,7 @@ class TestSparseStructure:
 
     def test_memory_of_the_canonical_copy(self):
         A = sp.coo_array((np.ones(1), (np.array([0]), np.array([0]))), shape=(10**7, 10**7))
-        with pytest.raises(ResourceError, match="max-memory"):
+        with pytest.raises(ResourceError, match="max_memory= if"):
             check_square_matrix(A, max_memory=2**20)
 
 
@@ -303,3 +305,59 @@ def test_a_need_just_over_the_limit_is_said_in_bytes_where_its_rounding_would_ma
         check_memory(7_280_000, what="x", limit=7_235_174)
     with pytest.raises(ResourceError, match=r"needs about 9.5 MiB, over the memory limit of 6.9 MiB"):
         check_memory(10_000_000, what="x", limit=7_235_174)
+
+
+def _refusals(tmp_path) -> list:
+    """Each refusal (or note) that named an option in both spellings, or a reader's wrong one: a callable
+    that raises it or returns its text, and what it says in each spelling (Python's, the command line's)."""
+    from PIL import Image
+
+    from sfapprox import ChordSF, compare
+    from sfapprox.chord import check_butterfly_size
+    from sfapprox.factors import check_results_folder
+    from sfapprox.io import load_matrix
+    from sfapprox.sources import KernelMatrix
+
+    (tmp_path / "empty.net").write_text("% no network here\n")
+    (tmp_path / "one.net").write_text("*Vertices 3\n*Edges\n1 2\n2 3\n")
+    Image.fromarray(np.zeros((4, 6), dtype=np.uint8)).save(tmp_path / "wide.png")
+    (tmp_path / "m.tsvd.h5").write_text("")
+    kernel = KernelMatrix(np.random.default_rng(5).standard_normal((300, 3)), bandwidth=1.0)
+    return [
+        (lambda: check_memory(10**9, what="the work", limit=10**6), "raise the limit with max_memory= if",
+         "raise the limit with --max-memory if"),
+        (lambda: check_butterfly_size(12), "(resize= for images", "(--resize for images"),
+        (lambda: ChordSF(support="butterfly", n_factors=3, device="cpu").fit(np.eye(16)),
+         "got n_factors=3; leave n_factors= out", "got --factors 3; leave --factors out"),
+        (lambda: ChordSF(support="butterfly", base=3, device="cpu").fit(np.eye(16)),
+         "base=3 does not apply", "--base 3 does not apply"),
+        (lambda: check_results_folder(tmp_path, "m", ["tsvd"]), "use force=True to overwrite", "use --force to overwrite"),
+        (lambda: compare(kernel, ["rsvd", "sparse", "tsvd"], budget=0.1, max_memory=1, device="cpu"),
+         "raise the limit with max_memory= to at least", "raise the limit with --max-memory to at least"),
+        (lambda: load_matrix(tmp_path / "empty.net"), "pass format=", "pass --format"),
+        (lambda: " ".join(load_matrix(tmp_path / "one.net", two_mode="bipartite").notes),
+         "two_mode='bipartite' loads it", "--two-mode bipartite loads it"),
+        (lambda: load_matrix(tmp_path / "wide.png"), "use square='crop' (center crop) or square='resize'",
+         "use --square crop (center crop) or --square resize"),
+    ]
+
+
+def test_messages_name_an_option_as_their_reader_passes_it(tmp_path):
+    """Messages named the command line's option to a Python caller ('leave n_factors out (--factors)',
+    '--resize for images'), or both spellings to each ('--max-memory (max_memory=)', '--force (force=True)',
+    "square='resize' (or --square crop|resize)"). Each reader now gets its own (sfapprox._errors.parameter)."""
+    from sfapprox._errors import spelled_for
+
+    def said(make) -> str:
+        try:
+            text = make()
+        except Exception as exc:  # noqa: BLE001  (the refusal is the text looked at)
+            text = str(exc)
+        return " ".join(text.replace(str(tmp_path), "DIR").split())
+
+    for make, api, cli in _refusals(tmp_path):
+        text = said(make)
+        assert api in text and "--" not in text, text
+        with spelled_for("cli"):
+            text = said(make)
+        assert cli in text and not re.search(r"\b[a-z_]+=", text), text

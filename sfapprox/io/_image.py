@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
+from .._errors import parameter
 from .._validation import check_memory
 from ._common import Options, ReadResult, Source, one_line
 
@@ -61,7 +62,7 @@ def _shape_square(src: Source, arr: np.ndarray, opts: Options, notes: list[str],
     if h != w and opts.square is None and opts.resize is None:
         raise src.fail(
             f"image is {w} x {h}, not square",
-            "use square='crop' (center crop) or square='resize' (or --square crop|resize)",
+            f"use {parameter('square', 'crop')} (center crop) or {parameter('square', 'resize')}",
         )
     if h != w and opts.square == "crop":
         side = min(h, w)

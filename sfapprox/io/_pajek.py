@@ -138,7 +138,7 @@ class _Parser:
                     "a Pajek network starts with '*Vertices n'",
                 )
         if not self.networks or all(n.n is None for n in self.networks):
-            raise self.src.fail("no '*Vertices n' line: not a Pajek network file", "check the file or pass format= (--format KEY)")
+            raise self.src.fail("no '*Vertices n' line: not a Pajek network file", f"check the file or pass {parameter('format')}")
         return [n for n in self.networks if n.n is not None]
 
     # -- keywords ------------------------------------------------------------
@@ -444,8 +444,8 @@ def _resolve_split(src: Source, net: _Network, mode: str | None, notes: list[str
         )
     if n1 is None:
         raise src.fail(
-            f"two_mode={mode!r} needs a 2-mode network ('*Vertices n n1'), and the lines do not split into "
-            "two vertex ranges", "drop two_mode",
+            f"{parameter('two_mode', mode)} needs a 2-mode network ('*Vertices n n1'), and the lines do not split "
+            f"into two vertex ranges", f"drop {parameter('two_mode')}",
         )
     how = "declared 2-mode" if declared else "file does not declare 2-mode"
     notes.append(f"{how}; split inferred from the lines: rows 1..{n1}, columns {n1 + 1}..{net.n}")
@@ -455,13 +455,13 @@ def _resolve_split(src: Source, net: _Network, mode: str | None, notes: list[str
 def _one_mode(src: Source, net: _Network, mode: str | None, notes: list[str]):
     """The adjacency as written, with a hint when the lines look 2-mode."""
     if mode == "bipartite":
-        notes.append("network is 1-mode: two_mode='bipartite' loads it as written")
+        notes.append(f"network is 1-mode: {parameter('two_mode', 'bipartite')} loads it as written")
     else:
         guess = _infer_split(net)
         if guess is not None and guess >= 2 and net.n - guess >= 2:
             notes.append(
                 f"every line joins 1..{guess} to {guess + 1}..{net.n}: this looks like a 2-mode network; "
-                "two_mode='rows' or 'cols' projects it"
+                f"{parameter('two_mode', 'rows')} or {parameter('two_mode', 'cols')} projects it"
             )
     return _adjacency(src, net)
 
@@ -482,10 +482,10 @@ def _two_mode(src: Source, net: _Network, mode: str | None, notes: list[str], li
         mode = "rows"
         notes.append(
             f"2-mode network {n1}x{n2} projected to rows (B·Bᵀ), as the file declares; "
-            "change with --two-mode (CLI) or two_mode= (Python): 'rows', 'cols' or 'bipartite'"
+            f"change with {parameter('two_mode')}: 'rows', 'cols' or 'bipartite'"
         )
     else:
-        notes.append(f"2-mode network {n1}x{n2}: two_mode={mode!r}")
+        notes.append(f"2-mode network {n1}x{n2}: {parameter('two_mode', mode)}")
     if mode in ("rows", "cols"):
         _check_projection_memory(src, B, mode, limit)
         with np.errstate(over="ignore", invalid="ignore"):  # said below, as one line, not as a warning

@@ -1131,12 +1131,12 @@ class ChordSF(Approximation):
         if self.n_factors is not None and self.n_factors != m:
             raise ParameterError(
                 f"the butterfly support of a {n} x {n} matrix has exactly log2 N = {m} factors, "
-                f"got n_factors={self.n_factors}; leave n_factors out (--factors)"
+                f"got {parameter('n_factors', self.n_factors)}; leave {parameter('n_factors')} out"
             )
         if self.base != 2:
             raise ParameterError(
-                f"base={self.base} does not apply to the butterfly support (its positions are i and "
-                "i XOR 2^m); leave base out (--base) or use support 'chord' or 'symmetric'"
+                f"{parameter('base', self.base)} does not apply to the butterfly support (its positions are i "
+                f"and i XOR 2^m); leave {parameter('base')} out or use support 'chord' or 'symmetric'"
             )
         return m
 
