@@ -147,11 +147,12 @@ def worker_died(exc: BaseException, during: str = "a pass over the columns"):
     death = worker_death(exc)
     if death is None:
         return None
-    from ._errors import ResourceError
+    from ._errors import ResourceError, parameter
 
+    # the limit in its reader's spelling (a command line's --max-memory, a call's max_memory=)
     died = ResourceError(f"a Dask worker died during {during}: {death}: over its memory limit, or killed; see the "
                          "worker's log, give the workers more memory (dask worker --memory-limit) or set a lower "
-                         "--max-memory (max_memory=: smaller blocks), and run again")
+                         f"{parameter('max_memory')} (smaller blocks), and run again")
     died.transient = True  # (run_all: "failed", not "not applicable" under the limit)
     return died
 

@@ -325,6 +325,14 @@ def test_a_worker_that_died_under_a_pass_is_said_so_not_a_lost_cluster(monkeypat
                            "times") and "memory" in said and "allowed-failures: 3" in said
     assert "cluster was lost" not in said and "tcp://10.0.0.7:4000" in said
     assert raised.value.transient  # a failed row, not "not applicable" under the memory limit
+    # the memory limit in its reader's spelling: a call's max_memory=, a command line's --max-memory (it
+    # said "--max-memory (max_memory=: smaller blocks)" to both)
+    assert "set a lower max_memory= (smaller blocks)" in said and "--max-memory" not in said
+    from sfapprox._errors import spelled_for
+
+    with spelled_for("cli"), pytest.raises(ResourceError) as raised:
+        list(_executors.ordered_map(Cluster(), abs, [1, 2]))
+    assert "set a lower --max-memory (smaller blocks)" in str(raised.value)
 
 
 def _kills_its_workers(X, marker, deaths, home):
