@@ -675,6 +675,30 @@ def test_a_kernel_entry_is_formed_when_it_fits_and_its_fit_names_the_points_file
     assert saved.source["sha256"] == file_sha256(data / "points.csv")
 
 
+def test_the_shipped_kernels_manifest_runs_on_a_local_copy_of_its_table(tmp_path):
+    """data_manifests/kernels.toml's MNIST test entry, its LIBSVM file (here 40 rows of made-up pixels) found in
+    --data-dir: the RBF kernel of its rows at the median heuristic's bandwidth, in the 'kernel' category."""
+    from sfapprox import KernelMatrix
+
+    rng = np.random.default_rng(0)
+    pixels = rng.integers(0, 256, (40, 12)) * (rng.random((40, 12)) < 0.5)
+    text = "".join(f"{i % 10} " + " ".join(f"{j + 1}:{v}" for j, v in enumerate(row) if v) + "\n"
+                   for i, row in enumerate(pixels))
+    data = tmp_path / "data"
+    (data / "kernels").mkdir(parents=True)
+    (data / "kernels" / "mnist.t.libsvm").write_text(text, encoding="utf-8")
+    out = tmp_path / "out"
+    s = run_batch(ROOT / "data_manifests" / "kernels.toml", out, only=["mnist-test-rbf"],
+                  options=BatchOptions(methods=("tsvd", "nystrom"), data_dir=str(data)))
+    assert dict(s.statuses) == {"ok": 2}
+    recs = {r["method"]: r for r in lines(out)}
+    assert {r["category"] for r in recs.values()} == {"kernel"} and recs["tsvd"]["n"] == 40
+    K = KernelMatrix(pixels.astype(float)).to_dense()  # (features absent from the file are zeros: the same distances)
+    sv = np.linalg.svd(K, compute_uv=False)
+    r = recs["tsvd"]["params"]["rank"]
+    assert recs["tsvd"]["fro_error"] == pytest.approx(np.sqrt((sv[r:] ** 2).sum()), rel=1e-6)
+
+
 def test_a_kernel_entry_too_big_for_the_limit_runs_from_columns(tmp_path):
     from sfapprox import KernelMatrix
 

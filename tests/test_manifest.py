@@ -14,6 +14,7 @@ from sfapprox.datasets.manifest import CATEGORIES, ManifestError, load_manifest,
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = ROOT / "data_manifests" / "paper-table1.toml"
 SYNTHETIC = ROOT / "data_manifests" / "synthetic.toml"
+KERNELS = ROOT / "data_manifests" / "kernels.toml"
 REALDATA = (ROOT / ".." / "shared" / "realdata").resolve()
 
 # The paper's figures that realdata/README.md states (name: (TSVD, SF)).
@@ -68,6 +69,18 @@ def test_paper_manifest_files_and_hashes_match_the_local_copies():
             assert file_sha256(REALDATA / e.file) in e.sha256, e.name
         for c in e.companions:
             assert (REALDATA / c).is_file()
+
+
+def test_kernels_manifest_is_rbf_kernels_of_downloadable_point_tables():
+    """The seed paper's MNIST example (and smaller sets): each entry a kernel of a LIBSVM table downloaded
+    from its url, in the 'kernel' category (a report's table of its own)."""
+    m = load_manifest(KERNELS)
+    assert m.names() == ["pendigits-rbf", "mnist-test-rbf", "ijcnn1-rbf", "mnist-rbf"]
+    for e in m.entries:
+        assert e.category == "kernel" and e.kind == "download", e.name
+        assert e.url.startswith("https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/"), e.name
+        assert e.file.startswith("kernels/") and e.file.endswith(".libsvm"), e.name
+        assert e.load == {"kernel": "rbf"}, e.name  # the median heuristic's bandwidth
 
 
 def test_synthetic_manifest_is_all_generators():

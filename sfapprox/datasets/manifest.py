@@ -58,6 +58,7 @@ CATEGORIES = (
     "gradient image",
     "synthetic",
     "attention",
+    "kernel",
     "other",
 )
 
