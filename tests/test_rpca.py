@@ -297,6 +297,39 @@ def test_godec_within_tsvd_s_error_where_the_time_left_pays_for_no_refit(fake_cl
     assert _err(X, rp) <= _err(X, TruncatedSVD(budget=760).fit(X)) * (1 + 1e-12)
 
 
+@pytest.mark.parametrize("time_limit", [5.0, 15.0])
+def test_godec_runs_its_largest_rank_split_first_so_a_tight_limit_keeps_it_within_tsvd(fake_clock, monkeypatch,
+                                                                                      time_limit):
+    # The 40 x 40 Gaussian kernel at 760 numbers, a scoring "taking" 10 s: the all-sparse end ran first and
+    # left no time for a second scoring, and the grid ended at its largest entries alone (10.8 where TSVD
+    # has 2.6e-3).  The largest rank's start runs first now; every later split, the all-sparse end
+    # included, only in time (recorded as skipped otherwise).
+    _take_seconds(monkeypatch, fake_clock, "_scored", 10.0)
+    x = np.sort(np.random.default_rng(4).random(40))
+    X = np.exp(-np.subtract.outer(x, x) ** 2 / 0.05)
+    rp = RobustPCA(budget=760, time_limit=time_limit, device="cpu").fit(X)
+    grid = {g["rank"]: g for g in rp.params_["grid"]}
+    assert rp.rank_ == 9 and rp.n_stored_ <= 760 and fake_clock.time <= 10.0  # the one scoring, no more
+    assert grid[9]["fro_error"] is not None and grid[9]["iterations"] == 0
+    assert all(grid[r].get("skipped") == "time_limit" for r in (0, 2, 4, 7))
+    assert rp.params_["splits_skipped"] == 4 and rp.stop_reason_ == "time_limit"
+    assert _err(X, rp) <= _err(X, TruncatedSVD(budget=760).fit(X)) * (1 + 1e-12)
+
+
+def test_godec_refits_its_largest_rank_split_before_the_exact_ends(fake_clock, monkeypatch):
+    # With 45 s and a scoring of 10 s, the largest rank's split is refitted (its start scored, GoDec, its
+    # result scored: 20 s) and the all-sparse end runs after it (10 s); the exact end first left the time
+    # for the start alone (2.5e-3 where the refit has 2.1e-3).
+    _take_seconds(monkeypatch, fake_clock, "_scored", 10.0)
+    x = np.sort(np.random.default_rng(4).random(40))
+    X = np.exp(-np.subtract.outer(x, x) ** 2 / 0.05)
+    rp = RobustPCA(budget=760, time_limit=45.0, device="cpu").fit(X)
+    grid = {g["rank"]: g for g in rp.params_["grid"]}
+    assert grid[9]["iterations"] > 0 and grid[0]["fro_error"] is not None and fake_clock.time <= 45.0
+    roomy = RobustPCA(budget=760, time_limit=None, device="cpu").fit(X)
+    assert _err(X, rp) == pytest.approx(_err(X, roomy), rel=1e-9)  # the roomy fit's best split is rank 9's
+
+
 def test_pcp_refits_only_when_its_scorings_fit_the_time_left(fake_clock, monkeypatch):
     # A selection of E's (or a residual's) largest entries "takes" 5 s on the fake clock: after PCP and
     # the cuts, the GoDec refit needs GODEC_LEAST_SCORINGS scorings; without the time for them the

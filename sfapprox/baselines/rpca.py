@@ -102,7 +102,7 @@ PCP_NORM_ITERATIONS = 100
 #: pass 0.17 s, the five cuts 2.7 s, a scoring 0.18 s: about 20 passes in all.
 PCP_AFTER_PASSES = 30
 #: A GoDec grid point runs only when the time left pays for its least work (its start scored, one
-#: iteration, its result scored): this many scorings of a split, measured on the exact points first.
+#: iteration, its result scored): this many scorings of a split, measured on the largest rank's start first.
 GODEC_LEAST_SCORINGS = 4
 
 #: A selection of the largest entries of a dense ``N x N`` array may take this many arrays' worth of
@@ -487,25 +487,32 @@ def _scored(dense: np.ndarray, U, sig, Vt, n_sparse: int, norm: float, n_iter: i
 
 
 def _fit_split(dense: np.ndarray, Xt, rank: int, n_sparse: int, start, *, max_iter: int, tol: float, norm: float,
-               deadline: _timing.Deadline | None = None, first_step: float = 0.0) -> _Candidate:
+               deadline: _timing.Deadline | None = None, first_step: float = 0.0,
+               scored: tuple[_Candidate, float] | None = None) -> _Candidate:
     """GoDec at one split from the float64 start ``(U, sigma, Vt)`` (at least ``rank`` wide); ``norm`` is
     ``||dense||_F``.
 
     The start itself (TSVD's ``L`` with its best ``S`` for the largest rank)
     is a candidate too, so that a float32 (GPU) fit cannot lose to it by
-    round-off: the result is never worse than the start.
+    round-off: the result is never worse than the start.  ``scored``: the
+    start already scored (:func:`_scored`) and the seconds that took, where
+    the caller scored it first to price the rest.
     """
     import torch
 
     U0, s0, Vt0 = start[0][:, :rank], start[1][:rank], start[2][:rank]
-    began = _timing.now()
-    first = _scored(dense, U0, s0, Vt0, n_sparse, norm)
+    if scored is None:
+        began = _timing.now()
+        first = _scored(dense, U0, s0, Vt0, n_sparse, norm)
+        scoring = _timing.now() - began
+    else:
+        first, scoring = scored
     if rank == 0 or n_sparse == 0:
         # r = 0: S = the s largest entries of X; s = 0: L = the start. Both exact.
         return first
     if deadline is not None and deadline.end is not None:
         # GoDec stops early enough for its result to be scored as the start just was.
-        deadline = _timing.Deadline(deadline.end - (_timing.now() - began))
+        deadline = _timing.Deadline(deadline.end - scoring)
     U, sig, Vt = (torch.as_tensor(np.ascontiguousarray(a), dtype=Xt.dtype, device=Xt.device) for a in (U0, s0, Vt0))
     U, sig, Vt, n_iter, reason = _godec(Xt, rank, n_sparse, U, sig, Vt, max_iter=max_iter, tol=tol, deadline=deadline,
                                         first_step=first_step)
@@ -521,42 +528,45 @@ def _fit_grid(dense: np.ndarray, Xt, splits, *, seed: int, deadline: _timing.Dea
     """GoDec at every split from one shared start SVD; the smallest error wins, and of the splits that
     reproduce ``X`` (:func:`~._rpca_parts.preferred`) the one storing fewest numbers.
 
-    The splits with an exact answer (rank 0: the largest entries; no sparse
-    part: TSVD) run first and always; the GoDec splits share what is left
-    before ``deadline``, and those whose least work (:data:`GODEC_LEAST_SCORINGS`
-    scorings, at the measured cost of the exact points') would not end by it
-    are skipped (their grid records say so), but for the largest rank's, whose start (TSVD's ``L``) is then
-    scored alone where one scoring fits: the grid stays within TSVD's error.
+    The largest rank's split runs first and always: its start (TSVD's ``L``
+    with its best ``S``) is scored, which prices a scoring, and GoDec goes on
+    from it only where the rest of its least work (:data:`GODEC_LEAST_SCORINGS`
+    scorings in all) ends by ``deadline``: the grid is never worse than TSVD,
+    however little time is left after the start SVD.  (The exact ends ran
+    first before: a 40 x 40 kernel at 760 numbers, one scoring of 15 s left,
+    ended at its largest entries alone, 4000 x TSVD's error.)  Every later
+    split, the exact ends (rank 0: the largest entries; no sparse part: TSVD)
+    included, starts only when its least work fits the time left, one scoring
+    for an exact end, :data:`GODEC_LEAST_SCORINGS` for a GoDec split; those
+    that do not fit are skipped (their grid records say so).
     """
     n, norm = dense.shape[0], float(np.linalg.norm(dense))
     start = _start_svd(dense, max(rank for rank, _ in splits), seed)
     top = max(splits)  # the largest rank: its start is TSVD's L
-    exact = [split for split in splits if split[0] == 0 or split[1] == 0]
     best, records, scoring = None, {}, 0.0
-    for rank, n_sparse in exact + [split for split in splits if split not in exact]:
+    for rank, n_sparse in [top] + [split for split in splits if split != top]:
         godec = rank > 0 and n_sparse > 0
-        # Its least work, at the cost of the exact points' scoring measured so far.
-        least = GODEC_LEAST_SCORINGS * scoring if godec else scoring
-        if best is not None and deadline is not None and not deadline.fits(least):
-            if (rank, n_sparse) == top and deadline.fits(scoring):
-                # no refit fits, one scoring does: TSVD's L with its best S, never worse than TSVD (skipped,
-                # a 40 x 40 kernel's grid ended at its largest entries alone, 4000 x TSVD's error)
-                cand = _scored(dense, start[0][:, :rank], start[1][:rank], start[2][:rank], n_sparse, norm, 0,
-                               "time_limit")
-                cand.split = top
-                records[top] = cand.record(top, n, count_indices)
-                if preferred(cand.error, cand.count(n, count_indices), best.error, best.count(n, count_indices),
-                             norm):
-                    best = cand
+        if (rank, n_sparse) == top:
+            began = _timing.now()
+            first = _scored(dense, start[0][:, :rank], start[1][:rank], start[2][:rank], n_sparse, norm)
+            scoring = _timing.now() - began
+            first.split = top
+            if godec and deadline is not None and not deadline.fits((GODEC_LEAST_SCORINGS - 1) * scoring):
+                # no refit fits after its start: TSVD's L with its best S, never worse than TSVD
+                first.stop_reason = "time_limit"
+                cand = first
+            else:
+                cand = _fit_split(dense, Xt, rank, n_sparse, start, deadline=deadline, norm=norm,
+                                  scored=(first, scoring), **options)
+        else:
+            # Its least work, at the cost of a scoring measured on the largest rank's start.
+            least = GODEC_LEAST_SCORINGS * scoring if godec else scoring
+            if deadline is not None and not deadline.fits(least):
+                records[rank, n_sparse] = {"rank": rank, "n_sparse": n_sparse, "fro_error": None, "iterations": 0,
+                                           "skipped": "time_limit"}
                 continue
-            records[rank, n_sparse] = {"rank": rank, "n_sparse": n_sparse, "fro_error": None, "iterations": 0,
-                                       "skipped": "time_limit"}
-            continue
-        began = _timing.now()
-        cand = _fit_split(dense, Xt, rank, n_sparse, start, deadline=deadline, norm=norm, **options)
+            cand = _fit_split(dense, Xt, rank, n_sparse, start, deadline=deadline, norm=norm, **options)
         cand.split = (rank, n_sparse)
-        if not godec:
-            scoring = max(scoring, _timing.now() - began)
         records[rank, n_sparse] = cand.record((rank, n_sparse), n, count_indices)
         if best is None or preferred(cand.error, cand.count(n, count_indices), best.error,
                                      best.count(n, count_indices), norm):
@@ -732,10 +742,11 @@ class RobustPCA(Approximation):
         Maximum iterations of each GoDec run, and of PCP's ALM.
     time_limit : float or None, default=DEFAULT_TIME_LIMIT
         Wall-clock limit of the whole fit (every grid point, PCP and its
-        refit), in seconds; None for none.  The grid points with an exact
-        answer (rank 0, or no sparse part) always run in memory; from
-        columns, where not one residual pass fits, the result is the low
-        rank start alone (its grid all skipped).
+        refit), in seconds; None for none.  In memory GoDec's largest-rank
+        split always runs, its start (TSVD's ``L`` and its best ``S``) at
+        least, and every other split only where its least work fits the
+        time left; from columns, where not one residual pass fits, the
+        result is the low rank start alone (its grid all skipped).
     tol : float, default=1e-6
         GoDec stops when ``||X - L - S||_F`` changes by a relative ``tol`` or less.
     pcp_tol : float, default=1e-7
