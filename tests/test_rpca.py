@@ -732,3 +732,36 @@ def test_pcp_holds_tsvd_s_rank_where_its_natural_rank_is_lower(budget):
     top = rp.params_["grid"][0]
     assert top["rank"] == tsvd_rank_for_budget(40, budget) > 3 and top["start"] == "tsvd"
     assert top["fro_error"] <= _err(X, tsvd) * (1 + 1e-12)
+
+
+def _blocks(n: int, k: int, p_in: float, p_out: float, seed: int) -> np.ndarray:
+    """The adjacency of a graph of ``k`` equal blocks: edges within a block with ``p_in``, across with ``p_out``."""
+    label = np.repeat(np.arange(k), n // k)
+    p = np.where(label[:, None] == label[None, :], p_in, p_out)
+    upper = np.triu(np.random.default_rng(seed).random((n, n)) < p, 1)
+    return (upper | upper.T).astype(float)
+
+
+def test_pcp_refits_the_budget_s_ranks_above_its_natural_rank_from_x_s_best_rank_r():
+    # Three blocks of 30 nodes at 1500 numbers: PCP's natural rank is 1, and its grid held ranks 1, 0 and
+    # TSVD's 8 alone; it ended at rank 1 (0.638 of ||X||) where GoDec reaches 0.567 at rank 4.
+    X = _blocks(90, 3, 0.5, 0.05, seed=0)
+    pcp = RobustPCA(budget=1500, method="pcp", time_limit=None, device="cpu").fit(X)
+    godec = RobustPCA(budget=1500, time_limit=None, device="cpu").fit(X)
+    grid = {g["rank"]: g for g in pcp.params_["grid"]}
+    assert pcp.params_["natural_rank"] == 1 and sorted(grid) == [0, 1, 2, 4, 6, 8]
+    assert all(grid[r]["start"] == "tsvd" and grid[r]["fro_error"] is not None for r in (2, 4, 6))
+    assert pcp.n_stored_ <= 1500 and pcp.rank_ > 1
+    assert _err(X, pcp) <= _err(X, godec) * (1 + 1e-6)
+
+
+def test_pcp_refits_no_rank_above_its_own_where_a_split_is_within_tol_of_x():
+    # A planted rank 2 + 100 entries: PCP's rank-2 refit ends within tol * ||X|| of X; the ranks the budget
+    # holds above PCP's but TSVD's (5, 4) could gain less than that and are not refitted (200 iterations each).
+    X = _planted(60, 2, 100, seed=1, scale=5.0)
+    rp = RobustPCA(budget=900, method="pcp", time_limit=None, device="cpu").fit(X)
+    grid = {g["rank"]: g for g in rp.params_["grid"]}
+    assert rp.params_["natural_rank"] == 2 and rp.rank_ == 2
+    assert grid[5]["skipped"] == grid[4]["skipped"] == "tol" and grid[5]["fro_error"] is None
+    assert grid[7]["fro_error"] is not None  # TSVD's rank, refitted whatever
+    assert _err(X, rp) <= 1e-6 * np.linalg.norm(X)
