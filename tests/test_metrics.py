@@ -50,6 +50,29 @@ def test_blocks_give_the_dense_error(blocked, n, threads):
         assert operator_error(X, op, 2 * np.linalg.norm(X), threads=threads)[1] == pytest.approx(want[1] / 2, rel=1e-13)
 
 
+@pytest.mark.parametrize("n", [32, 45])
+def test_sparse_and_low_rank_parts_are_sliced_not_multiplied_by_identity_columns(blocked, monkeypatch, n):
+    # S @ E cost nnz(S) per column of every block: O(nnz(S) N) over the pass (23 s for top-s at N = 8,192).
+    # The blocks are column slices of S (and of Vt) instead, with the same numbers.
+    rng = np.random.default_rng(n)
+    X = rng.standard_normal((n, n))
+    ops = _operators(n, rng)
+    want = {name: operator_error(X, ops[name], threads=1) for name in ("sparse", "hybrid")}
+    U, s, Vt = rng.standard_normal((n, 3)), rng.random(3), rng.standard_normal((3, n))
+    lr_s = HybridOperator(n, low_rank=(U, s, Vt), sparse=ops["sparse"].matrix)
+    want["lr+s"] = frobenius_error(X, lr_s.to_dense())
+    for cls in (SparseOperator, HybridOperator):
+        monkeypatch.setattr(cls, "_apply", lambda *a: pytest.fail("identity columns multiplied"))
+    assert operator_error(X, ops["sparse"], threads=1) == want["sparse"]
+    assert operator_error(X, lr_s, threads=1) == pytest.approx(want["lr+s"], rel=1e-13)
+    # a hybrid with Chord factors: only the Chord part is applied to the identity's columns
+    monkeypatch.undo()
+    monkeypatch.setattr(metrics, "DENSE_SCORING_MAX_N", 4)
+    monkeypatch.setattr(metrics, "SCORING_BLOCK", 7)
+    monkeypatch.setattr(HybridOperator, "_apply", lambda *a: pytest.fail("identity columns multiplied"))
+    assert operator_error(X, ops["hybrid"], threads=1) == pytest.approx(want["hybrid"], rel=1e-13)
+
+
 def test_sparse_target(blocked):
     rng = np.random.default_rng(3)
     X = sp.random_array((40, 40), density=0.1, random_state=4, format="csr")
