@@ -289,3 +289,25 @@ def test_a_matrix_held_sparse_is_selected_from_its_non_zeros_as_from_its_dense_c
     fit = SparseApproximation(budget=400).fit(held)
     assert fit.params_["from"] == "columns" and fit.error_from_pass_
     assert np.array_equal(fit.S_.toarray(), SparseApproximation(budget=400).fit(X).S_.toarray())
+
+
+@pytest.mark.parametrize("max_memory", [1 << 20, 3 * 8 * 60 * 60, 1])
+def test_dense_top_entries_reads_row_views_with_the_streamed_entries(monkeypatch, max_memory):
+    # RPCA's GoDec selects every iteration: the C-ordered array's rows are read in place (views), not
+    # copied column block by column block with their squares and counts (which it drops); the same entries,
+    # ties (many equal values, zeros never kept) to the earlier positions.
+    from sfapprox.baselines import sparse as sparse_mod
+    from sfapprox.sources import ArraySource
+
+    rng = np.random.default_rng(7)
+    X = np.round(rng.standard_normal((60, 60)), 1)
+    X[rng.random((60, 60)) < 0.3] = 0.0
+    want = {}
+    for k in (0, 1, 17, 500, 2519, 3600):
+        rows, cols, vals, _ = sparse_mod.streamed_top_entries(ArraySource(X), k, max_memory=max_memory)
+        want[k] = (rows * 60 + cols, vals)
+    monkeypatch.setattr(ArraySource, "columns", lambda *a, **kw: pytest.fail("a column block copied"))
+    for k, (pos, vals) in want.items():
+        got = sparse_mod.dense_top_entries(X, k, max_memory=max_memory)
+        np.testing.assert_array_equal(got[0], pos)
+        np.testing.assert_array_equal(got[1], vals)
