@@ -205,7 +205,9 @@ def test_fit_from_the_rank_one_start(tmp_path, small_mtx):
     assert res.exit_code == 0, res.output
     assert json.loads(js.read_text())["init"] == "rank1"
     wrong = invoke("fit", small_mtx, "--init", "rank1", "--base", "3", "--device", "cpu", "-q")
-    assert wrong.exit_code == 2 and "init='rank1' needs the offsets 1, 2, 4" in wrong.output
+    # the start and its alternatives as typed: "init='rank1'" is a Python caller's spelling
+    assert wrong.exit_code == 2 and "--init rank1 needs the offsets 1, 2, 4" in wrong.output
+    assert "use --init auto, --init reference or --init identity" in wrong.output and "init='" not in wrong.output
     unknown = invoke("fit", small_mtx, "--init", "rank2", "--device", "cpu", "-q")
     assert unknown.exit_code == 2 and "auto, reference, identity, rank1" in unknown.output
 

@@ -616,8 +616,10 @@ def test_no_room_for_a_third_state_races_the_usual_two(monkeypatch):
 
 @pytest.mark.parametrize("params", [{"support": "butterfly"}, {"base": 3}])
 def test_rank1_where_the_support_cannot_hold_it_is_refused_before_the_fit(params):
-    with pytest.raises(ParameterError, match="init='rank1' needs the offsets 1, 2, 4"):
+    with pytest.raises(ParameterError, match="init='rank1' needs the offsets 1, 2, 4") as refused:
         ChordSF(init="rank1", device="cpu", **params).fit(_near_rank_one(64))
+    # the alternatives as a Python caller passes them, not as typed (--init auto)
+    assert str(refused.value).endswith("use init='auto', init='reference' or init='identity'")
     # auto races the usual starts there
     assert set(ChordSF(max_iter=20, time_limit=None, device="cpu", **params).fit(_near_rank_one(64)).starts_) <= \
         {"reference", "identity"}

@@ -904,8 +904,12 @@ class ChordSF(Approximation):
         possible = not butterfly and rank_one_applies(n, offsets, n_factors)
         if self._asks_rank_one() and not possible:
             what = "the butterfly support" if butterfly else f"offsets {offsets.tolist()} with {n_factors} factors"
-            raise ParameterError(f"init='rank1' needs the offsets 1, 2, 4, ... below N (base 2) and ceil(log2 N) "
-                                 f"factors at least; this fit has {what}: use 'auto', 'reference' or 'identity'")
+            # the start and its alternatives as the reader passes them: "init='rank1'" reached a command
+            # line, whose user types --init rank1
+            others = [parameter("init", start) for start in ("auto", "reference", "identity")]
+            raise ParameterError(f"{parameter('init', RANK_ONE)} needs the offsets 1, 2, 4, ... below N (base 2) "
+                                 f"and ceil(log2 N) factors at least; this fit has {what}: use "
+                                 f"{', '.join(others[:-1])} or {others[-1]}")
         return possible
 
     def _with_rank_one(self, starts: dict, dense: np.ndarray, fro: float, scale: float, offsets: np.ndarray,
@@ -959,7 +963,7 @@ class ChordSF(Approximation):
         v = _transposed_product(source, pilot.left, chunk, width, deadline)
         if v is None:
             if not auto:
-                warnings.warn(f"init='rank1': its pass over the columns of {source.name} did not fit the time "
+                warnings.warn(f"{parameter('init', RANK_ONE)}: its pass over the columns of {source.name} did not fit the time "
                               "limit; the fit starts from the identity", RuntimeWarning, stacklevel=4)
             return None
         if auto and not rank_one_pays(rank_one_error(float(np.linalg.norm(v)), norm2, n), identity, "columns"):
