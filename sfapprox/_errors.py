@@ -78,7 +78,7 @@ _READER = {"now": "api"}
 _OPTIONS = {"n_factors": "--factors", "max_iter": "--iters"}
 
 
-def parameter(name: str, value: object = None, *, shown: str | None = None) -> str:
+def parameter(name: str, value: object = None, *, shown: str | None = None, typed: str | None = None) -> str:
     """A reading option named in a message, as its reader passes it: ``var='A'`` to a Python caller,
     ``--var A`` on the command line (one message for both: a CLI user told "pick one with var=" had
     no such thing to type, and a Python caller told "(--bandwidth)" none either).
@@ -93,6 +93,9 @@ def parameter(name: str, value: object = None, *, shown: str | None = None) -> s
     shown : str, optional
         A value written the same to both, instead of ``value``: a pattern such as ``1..3`` or
         ``Problem.<field>`` (quoted for Python where it stands for a string, as ``'Problem.<field>'``).
+    typed : str, optional
+        ``value`` as typed on the command line, where that is not its ``str``: a tuple of methods
+        ``('sf', 'tsvd')`` is ``--methods sf,tsvd`` (to Python, ``value`` as written).
 
     Returns
     -------
@@ -106,11 +109,18 @@ def parameter(name: str, value: object = None, *, shown: str | None = None) -> s
     >>> with spelled_for("cli"):
     ...     parameter("var", "Problem.A"), parameter("two_mode"), parameter("covariance", True)
     ('--var Problem.A', '--two-mode', '--covariance')
+    >>> methods = ("sf", "tsvd")
+    >>> parameter("methods", methods, typed=",".join(methods))
+    "methods=('sf', 'tsvd')"
+    >>> with spelled_for("cli"):
+    ...     parameter("methods", methods, typed=",".join(methods))
+    '--methods sf,tsvd'
     """
     if _READER["now"] == "api":
         return f"{name}={shown if shown is not None else '' if value is None else repr(value)}"
     flag = _OPTIONS.get(name, "--" + name.replace("_", "-"))
-    text = shown if shown is not None else None if value is None or value is True else str(value)
+    text = shown if shown is not None else typed if typed is not None else \
+        None if value is None or value is True else str(value)
     return flag if text is None else f"{flag} {text.strip(chr(39))}"
 
 
@@ -142,8 +152,9 @@ def parameters(**values: object) -> str:
 def spelled_for(reader: str):
     """A context in which :func:`parameter` writes options for ``reader`` ("cli" or "api"), as before after it.
 
-    The CLI's commands whose reading options are typed (``fit``, ``compare``, ``info``, ``sweep``) run in
-    one; a batch's are a manifest's keys (``var = "A"``), the keywords' own names.  A setting of the
+    The CLI's commands whose options are typed (``fit``, ``compare``, ``info``, ``sweep``, ``batch``) run in
+    one; a batch entry's reading options are a manifest's keys (``var = "A"``), the keywords' own names, and
+    the entry is read and fitted in an "api" one.  A setting of the
     process, not of a thread: a message raised in a worker thread of the command is read by the same user.
     """
     import contextlib

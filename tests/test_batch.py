@@ -183,11 +183,12 @@ def test_bad_options_are_refused_before_any_work(tmp_path):
 
     with pytest.raises(ParameterError, match="unknown method.*svd"):
         run_batch(m, tmp_path / "o", BatchOptions(methods=("svd",)))
-    with pytest.raises(ParameterError, match="needs --scheduler"):
+    # run_batch's keywords, not the batch command's options (a Python caller was told "--scheduler")
+    with pytest.raises(ParameterError, match="executor='dask' needs the cluster's scheduler, e.g. scheduler='tcp:"):
         run_batch(m, tmp_path / "o", executor="dask")
     with pytest.raises(ManifestError, match="no entry named 'b'"):
         run_batch(m, tmp_path / "o", only=["b"])
-    with pytest.raises(ParameterError, match="--scheduler tcp://h:1 applies to --executor dask"):
+    with pytest.raises(ParameterError, match="scheduler='tcp://h:1' applies to executor='dask'; add executor='dask'"):
         run_batch(m, tmp_path / "o", scheduler="tcp://h:1")  # ran locally, silently, before
     assert not (tmp_path / "o").exists()
 
@@ -224,7 +225,7 @@ def test_a_changed_file_is_redone_and_a_touched_one_is_not(tmp_path):
     changed = run_batch(m, out, TSVD)
     assert (changed.written, changed.skipped) == (1, 0)
     assert changed.changed[0].startswith("a: its file") and "another SHA-256" in changed.changed[0]
-    assert changed.changed[1] == "lines of sparse were made from matrices that changed since (--methods sparse redoes them)"
+    assert changed.changed[1] == "lines of sparse were made from matrices that changed since (methods=('sparse',) redoes them)"
     tsvd = next(r for r in lines(out) if r["method"] == "tsvd")
     assert tsvd["matrix_info"]["fro_norm"] == pytest.approx(2 * np.linalg.norm(X))
 
@@ -245,7 +246,7 @@ def test_a_pair_at_another_budget_is_redone_not_resumed(tmp_path):
     run_batch(m, out, BatchOptions(methods=("tsvd", "sparse"), budget="0.1", settings=FitSettings(device="cpu")))
     fewer = run_batch(m, out, TSVD)
     assert fewer.changed[-1] == ("lines of sparse were made with other settings (budget, time limit, ...) "
-                                 "(--methods sparse redoes them)")
+                                 "(methods=('sparse',) redoes them)")
 
 
 def test_a_method_not_applicable_under_a_memory_limit_is_redone_under_another(tmp_path):
@@ -979,7 +980,7 @@ def test_a_dask_batch_connects_before_any_work_and_stops_when_its_cluster_is_los
 
     m = tmp_path / "m.toml"
     m.write_text('[[matrix]]\nname = "band"\ncategory = "synthetic"\ngenerator = "banded"\nparams = {n = 16}\n')
-    with pytest.raises(ParameterError, match="--scheduler 'foo:bar' is not a scheduler address"):
+    with pytest.raises(ParameterError, match="^scheduler 'foo:bar' is not a scheduler address"):
         B.run_batch(m, tmp_path / "out", B.BatchOptions(methods=("tsvd",)), executor="dask", scheduler="foo:bar")
     assert not (tmp_path / "out").exists()  # nothing made before the connection
 
@@ -1055,6 +1056,14 @@ def test_a_dask_task_whose_workers_died_is_a_failed_line_and_the_batch_goes_on(t
         assert error.startswith("worker died: the Dask worker running it died 4 times") and "memory limit" in error
         assert "tcp://10.0.0.7:4000" in error and "\n" not in error
         assert got[("a", method)]["status"] == got[("b", method)]["status"] == "ok"
+        # the limit as run_batch's caller sets it (a Python caller was told "--max-memory")
+        assert "(or set a lower max_memory=) and run again" in error
+    from sfapprox._errors import spelled_for
+
+    with spelled_for("cli"):  # the batch command's: its limit is typed
+        B.run_batch(m, tmp_path / "typed", B.BatchOptions(methods=("tsvd",)), executor="dask", scheduler="tcp://h:1")
+    typed = {r["matrix"]: r for r in lines(tmp_path / "typed")}["big"]["error"]
+    assert "(or set a lower --max-memory) and run again" in typed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1351,7 +1360,37 @@ def test_jobs_with_the_dask_executor_is_refused_before_any_work(tmp_path, monkey
     from sfapprox import ParameterError
 
     monkeypatch.setattr(batch, "load_manifest", lambda *a, **k: pytest.fail("the manifest was read"))
-    with pytest.raises(ParameterError, match=r"--jobs 4 sets how many local processes"):
+    with pytest.raises(ParameterError, match=r"jobs=4 sets how many local processes executor='process' runs; on "
+                                             r"executor='dask' .* \(leave jobs= out\)"):
         run_batch(tmp_path / "m.toml", tmp_path / "out", BatchOptions(methods=("tsvd",)), jobs=4,
                   executor="dask", scheduler="tcp://127.0.0.1:1")
     assert not (tmp_path / "out").exists()
+
+
+def test_the_batch_command_names_its_options_as_typed_and_an_entrys_as_its_manifest_keys(tmp_path):
+    """The batch command's own options are typed (--jobs 4), an entry's reading options are its manifest's
+    keys (var = "..."): the command ran as a Python caller, and said "jobs=4", "executor='dask'" to its user;
+    an entry read in its run says "var=" there still, as its manifest writes it."""
+    from typer.testing import CliRunner
+
+    from sfapprox.cli import app
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"))
+    jobs = CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(tmp_path / "o"), "--jobs", "4", "--executor",
+                                    "dask", "--scheduler", "tcp://127.0.0.1:1"])
+    assert jobs.exit_code == 2, jobs.output
+    said = " ".join(jobs.output.split())
+    assert "--jobs 4 sets how many local processes --executor process runs; on --executor dask" in said
+    assert "(leave --jobs out)" in said and "jobs=" not in said
+    alone = CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(tmp_path / "o"), "--scheduler", "tcp://h:1"])
+    assert alone.exit_code == 2 and "--scheduler tcp://h:1 applies to --executor dask; add --executor dask" in \
+        " ".join(alone.output.split())
+    # an entry with two arrays and no var: its own run says so in its manifest's key
+    np.savez(tmp_path / "two.npz", p=np.eye(8), q=np.eye(8))
+    two = write_manifest(tmp_path / "two.toml", '[[matrix]]\nname = "two"\ncategory = "other"\nfile = "two.npz"\n')
+    ran = CliRunner().invoke(app, ["batch", str(two), "--out-dir", str(tmp_path / "o2"), "--methods", "tsvd",
+                                   "--device", "cpu", "-q"])
+    assert ran.exit_code == 1, ran.output
+    (record,) = lines(tmp_path / "o2")
+    assert record["status"] == "unavailable" and "pick one with var=" in record["error"], record
+    assert "--var" not in record["error"]

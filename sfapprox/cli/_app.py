@@ -272,8 +272,10 @@ EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 
 
-#: The commands whose reading options are a manifest's keys, not options typed: their messages name the keywords.
-_KEYWORD_COMMANDS = ("batch", "datasets")
+#: The commands whose options are a manifest's keys, not options typed: their messages name the keywords.
+#: ``batch`` is not one: its run options (--methods, --jobs, --max-memory) are typed, and its entries' reading
+#: options, a manifest's keys, are spelled as keywords where each entry is read (datasets.runner.run_matrix).
+_KEYWORD_COMMANDS = ("datasets",)
 
 
 def _version(value: bool) -> None:
@@ -289,8 +291,8 @@ def _main(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.", metavar=" ")] = False,
 ) -> None:
     _state["debug"] = debug
-    # messages name the reading options as typed (--var A), where the Python caller's say var='A'; a
-    # batch's come from a manifest's keys, which are the keywords (var = "A")
+    # messages name the options as typed (--var A), where the Python caller's say var='A'; the datasets
+    # commands' come from a manifest's keys, which are the keywords (var = "A")
     ctx.with_resource(spelled_for("api" if ctx.invoked_subcommand in _KEYWORD_COMMANDS else "cli"))
     _state["written_before"] = len(written_outputs())
     _state["cut_before"] = len(cut_short_outputs())

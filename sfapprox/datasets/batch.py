@@ -48,7 +48,7 @@ from .._atomic import OutputError
 from .._base import parse_methods
 from .._dask import close, connect
 from .._executors import cluster_lost, not_picklable, serialization_logs_off, worker_death
-from .._errors import ParameterError, one_line
+from .._errors import ParameterError, one_line, parameter, spelled_for
 from .._settings import PROTOCOLS
 from ..budget import parse_budget
 from .fetch import NetworkState, cache_dir, check_data_dir, fetch_entry, file_sha256, is_present
@@ -196,19 +196,24 @@ def _check_options(options: BatchOptions, jobs: int, executor: str, scheduler: s
     parse_budget(options.budget)  # a bad budget is refused before any work
     if options.protocol not in PROTOCOLS:
         raise ParameterError(f"protocol {options.protocol!r} must be 'default' or 'paper'")
+    # the run's options as its reader gives them: run_batch's keywords to Python, the batch command's
+    # options on its command line (a Python caller was told "--jobs 4", "--executor dask")
     if jobs < 1:
-        raise ParameterError(f"jobs={jobs} must be at least 1")
+        raise ParameterError(f"{parameter('jobs', jobs)} must be at least 1")
     if executor not in ("process", "dask"):
         raise ParameterError(f"executor {executor!r} must be 'process' or 'dask'")
     if executor == "dask" and not scheduler:
-        raise ParameterError("--executor dask needs --scheduler ADDRESS (e.g. tcp://127.0.0.1:8786)")
+        raise ParameterError(f"{parameter('executor', 'dask')} needs the cluster's scheduler, e.g. "
+                             f"{parameter('scheduler', 'tcp://127.0.0.1:8786')}")
     if executor == "dask" and jobs > 1:
         # the cluster's workers take the matrices as they come: --jobs was ignored without a word
-        raise ParameterError(f"--jobs {jobs} sets how many local processes --executor process runs; on --executor "
-                             "dask the cluster's workers run the matrices (leave --jobs out)")
+        raise ParameterError(f"{parameter('jobs', jobs)} sets how many local processes "
+                             f"{parameter('executor', 'process')} runs; on {parameter('executor', 'dask')} the "
+                             f"cluster's workers run the matrices (leave {parameter('jobs')} out)")
     if executor != "dask" and scheduler:
         # the work would run here while the user believes it runs on the cluster
-        raise ParameterError(f"--scheduler {scheduler} applies to --executor dask; add --executor dask to run there")
+        raise ParameterError(f"{parameter('scheduler', scheduler)} applies to {parameter('executor', 'dask')}; "
+                             f"add {parameter('executor', 'dask')} to run there")
     if not isinstance(wait, bool) and not (isinstance(wait, (int, float)) and math.isfinite(wait) and wait >= 0):
         raise ParameterError(f"wait={wait!r} must be True, False or a number of seconds >= 0")
     check_data_dir(options.data_dir)  # a mistyped --data-dir would make every file entry "unavailable"
@@ -489,7 +494,8 @@ def run_batch(
     out = Path(out_dir)
     # Connected before any work (the folders, the lock, downloads, lines), as compare connects: a wrong
     # address cost a batch its downloads and an 'unavailable' line before it was said.
-    client = connect(scheduler, "--scheduler") if executor == "dask" else None
+    # its messages say "check --scheduler's address" on the command line, "check scheduler's address" to Python
+    client = connect(scheduler, parameter("scheduler").rstrip("=")) if executor == "dask" else None
     try:
         # the entries' own names, before anything is made (a clash left the folder, factors/ and the lock);
         # a model's weights are named once its file is read, under the lock
@@ -510,7 +516,8 @@ def _make_folder(path: Path, what: str) -> None:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
-        raise ParameterError(f"{path}: {what} {_not_a_folder(path)}; move it, or choose another --out-dir") from None
+        raise ParameterError(f"{path}: {what} {_not_a_folder(path)}; move it, or choose another "
+                             f"{parameter('out_dir')}") from None
     except OSError as exc:
         raise ParameterError(f"{path}: cannot create {what} ({exc.strerror or exc})") from None
 
@@ -536,7 +543,7 @@ def check_results_file(results: Path) -> None:
         kind = "folder" if results.is_dir() else "symbolic link that leads nowhere" if results.is_symlink() \
             else "special file"
         raise ParameterError(f"{results}: is a {kind}, not the batch's results file; move it away, or choose "
-                             "another --out-dir")
+                             f"another {parameter('out_dir')}")
 
 
 def foreign_reports(out_dir: str | os.PathLike) -> list[Path]:
@@ -658,7 +665,8 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
     cache = str(cache_dir())
     network = NetworkState()
     selected = [e.name for e in entries]
-    entries = expand_weights(entries, options.data_dir, Path(cache), network)
+    with spelled_for("api"):  # the entries' files read as their manifest says (run_matrix's reason)
+        entries = expand_weights(entries, options.data_dir, Path(cache), network)
     check_factor_names([e.name for e in entries], entries[0].manifest if entries else "manifest")
     sources = {} if force else changed_sources(entries, existing, options.data_dir, Path(cache))
     running = {e.name for e in entries}  # --only: the other entries' lines are neither redone nor said to be
@@ -679,7 +687,8 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
                         {key: v for key, v in stale.items() if key not in sources})):
         others = sorted({method for (_, method) in whose if method not in options.methods})
         if others:
-            summary.changed.append(f"lines of {', '.join(others)} {why} (--methods {','.join(others)} redoes them)")
+            redo = parameter("methods", tuple(others), typed=",".join(others))
+            summary.changed.append(f"lines of {', '.join(others)} {why} ({redo} redoes them)")
     # Said whenever lines made with other settings stay in the folder (skipped here, or of other
     # methods or matrices): the report ranks them beside this run's (a budget of 0.9 against 0.3).
     summary.warnings = settings_changes(_kept(existing, drop), options)
@@ -921,7 +930,8 @@ def _worker_died(task: MatrixTask, exc: BaseException) -> list[dict[str, Any]]:
     with "the Dask cluster was lost", no line written, though the cluster ran the other tasks on).
     Said as a pass of ``compare --scheduler`` says it (:func:`~sfapprox._executors.worker_death`)."""
     error = (f"worker died: {worker_death(exc)}: over its memory limit, or killed, by this matrix or one beside "
-             "it; see the worker's log, give the workers more memory (or set a lower --max-memory) and run again")
+             "it; see the worker's log, give the workers more memory (or set a lower "
+             f"{parameter('max_memory')}) and run again")
     return _failed_records(task, error)
 
 

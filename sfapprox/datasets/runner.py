@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .._base import RunContext, get_method
-from .._errors import ConvergenceWarning, SfapproxError, one_line
+from .._errors import ConvergenceWarning, SfapproxError, one_line, spelled_for
 from .._settings import COUNT_INDICES, FitSettings, parse_size
 from ..budget import resolve_budget
 from ..comparison import as_loaded_matrix, from_columns, run_all, score_from_columns
@@ -328,7 +328,9 @@ def run_matrix(task: MatrixTask, on_record: Callable[[dict], None] | None = None
         gives an ``"interrupted"`` record and stops (that record is returned
         but not passed to ``on_record``: an interrupted pair is redone).
     """
-    with warnings.catch_warnings():
+    # the entry's reading options are its manifest's keys (var = "A"), the keywords' own names: its
+    # messages name them so, also where the batch command's own options are spelled as typed (--jobs 2)
+    with warnings.catch_warnings(), spelled_for("api"):
         warnings.simplefilter("ignore", ConvergenceWarning)  # stop_reason is in the record
         try:
             loaded, extra = _materialize(task)
