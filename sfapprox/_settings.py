@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ._errors import ParameterError
+from ._errors import ParameterError, parameter
 from ._params import MEMORY_LIMIT, Interval, Options, check_params
 
 __all__ = ["FitSettings", "LoadOptions", "TimeShare", "DEFAULT_TIME_LIMIT", "DEFAULT_TOTAL_TIME", "DEFAULT_METHODS", "PROTOCOLS",
@@ -363,7 +363,7 @@ class LoadOptions:
         return out
 
 
-def parse_size(text: str | int | None, *, what: str = "--max-memory") -> int | None:
+def parse_size(text: str | int | None, *, what: str | None = None) -> int | None:
     """``"8G"``, ``"500M"``, ``"1.5g"``, ``"123456"`` (or an int) → bytes; None stays None.
 
     Parameters
@@ -371,8 +371,9 @@ def parse_size(text: str | int | None, *, what: str = "--max-memory") -> int | N
     text : str, int or None
         A size with an optional unit ``K``, ``M``, ``G``, ``T`` or ``P`` (powers
         of 1024; a trailing ``B`` or ``iB`` is allowed), or a byte count.
-    what : str, default="--max-memory"
-        The option named in error messages.
+    what : str, optional
+        The option named in error messages; by default the memory limit as its reader names it
+        (``--max-memory`` on the command line, ``max_memory`` to Python: :func:`sfapprox._errors.parameter`).
 
     Returns
     -------
@@ -392,6 +393,9 @@ def parse_size(text: str | int | None, *, what: str = "--max-memory") -> int | N
     """
     if text is None:
         return None
+    if what is None:
+        # a Python caller was told "--max-memory must be ...", an option it has no way to type
+        what = parameter("max_memory").rstrip("=")
     if isinstance(text, int) and not isinstance(text, bool):
         if text <= 0:
             raise ParameterError(f"{what} must be positive, got {text}")

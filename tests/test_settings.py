@@ -46,7 +46,12 @@ def test_parse_size(text, expected):
 
 @pytest.mark.parametrize("text", ["nan", "inf", "1e400", "-5", "0", "lots", "1e30G"])
 def test_parse_size_refuses_nonsense(text):
-    with pytest.raises(ParameterError, match="max-memory"):
+    from sfapprox._errors import spelled_for
+
+    # the limit as its reader names it: max_memory to Python, --max-memory on the command line
+    with pytest.raises(ParameterError, match="^max_memory"):
+        parse_size(text)
+    with spelled_for("cli"), pytest.raises(ParameterError, match="^--max-memory"):
         parse_size(text)
 
 
