@@ -1,8 +1,10 @@
 """Progress callbacks: coarse marks, and the phases a display shows before a fit's first iteration."""
 
+import os
 import time
 
 import numpy as np
+import pytest
 from typer.testing import CliRunner
 
 from sfapprox import ChordSF
@@ -111,3 +113,21 @@ def test_a_slow_load_of_cached_kernels_is_not_called_compiling(monkeypatch):
     ChordSF(max_iter=5, device="cpu").fit(np.random.default_rng(0).random((16, 16)))  # (compiled now)
     assert _kernels.kernels_cached()  # this process's kernels are in the cache
 
+
+
+def test_a_fresh_install_s_kernels_are_not_said_cached_before_they_are_compiled(tmp_path):
+    """Importing the compiled iterations writes their empty cache index (a fresh install's stale-cache check
+    flushes it), and the kernel compiles first: an index for each was there before the iterations were
+    compiled, and every first fit after installing showed "loading compiled kernels" for its 10 s of
+    compiling.  A fresh cache folder (NUMBA_CACHE_DIR), the kernel compiled, the iterations not: not cached."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("numba")
+    code = ("import torch; from sfapprox.sf import _kernels; "
+            "before = _kernels.kernels_cached(); _kernels.warm_up_numba(torch.float64); "
+            "print(before, _kernels.kernels_cached())")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False"]

@@ -543,17 +543,21 @@ class CompiledObjective:
 
 
 def kernels_cached() -> bool:
-    """Whether numba's on-disk cache holds the compiled kernel and L-BFGS iterations (their index
-    files exist): a fit's warm-up then loads them (a busy machine can make that last over the
+    """Whether numba's on-disk cache holds the compiled kernel and L-BFGS iterations (their indexes
+    list compiled code): a fit's warm-up then loads them (a busy machine can make that last over the
     half second after which a display says so) rather than compiling them.  False where numba is
-    missing or its cache cannot be told (the index can also be stale: the display then says
-    "loading" while numba compiles, never the reverse on a warm install)."""
+    missing or its cache cannot be told (an entry can also be stale: the display then says
+    "loading" while numba compiles, never the reverse on a warm install).
+
+    An index file alone says nothing: importing :mod:`._solver_numba` writes the iterations' empty
+    one (:func:`._solver_numba._drop_stale_iterations` flushes it on a fresh install), and every
+    first fit after installing said "loading compiled kernels" while it compiled them for 10 s."""
     if not _numba_module():
         return False
     try:
         from . import _kernels_numba, _solver_numba
 
-        return all(os.path.exists(d._cache._cache_file._index_path)
+        return all(len(d._cache._cache_file._load_index()) > 0
                    for d in (_kernels_numba.loss_and_grad, _solver_numba.iterate))
     except Exception:  # noqa: BLE001 - numba's cache internals changed: say nothing of it
         return False
