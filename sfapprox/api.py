@@ -207,6 +207,8 @@ def fit_matrix(
         "iterations_before": model.params_.get("iterations_before", 0),
         "evaluations": model.n_evals_,
         "seconds": model.seconds_,
+        # of those, compiling the kernels (the first fit after installing; outside the time limit), or None
+        "compile_seconds": model.params_.get("compile_seconds"),
         "stop_reason": model.stop_reason_,
         # False where a stop cut the final scoring short: the errors are then the optimizer's own, or None
         "scored": model.params_.get("scoring") != "interrupted",

@@ -16,8 +16,8 @@ from .._settings import SF_BASE, SF_FTOL, SF_GTOL, SF_INIT, SF_NAMED_INITS, SF_S
 from ..formats import jsonable
 from . import _options as o
 from ._app import EXIT_INTERRUPTED, announce_start, app, error_boundary, read_matrix, show_notes, stop_cause
-from ._render import (check_distinct, check_output, err, fit_progress, is_stdout, key_value_table, note, out, say_error,
-                      show_value)
+from ._render import (check_distinct, check_output, compiling_note, err, fit_progress, is_stdout, key_value_table,
+                      note, out, say_error, show_value)
 
 
 @app.command()
@@ -150,6 +150,8 @@ def _advise(summary: dict, settings, n: int | None = None) -> None:
     stores no fewer numbers than the matrix's own ``N^2`` entries (a dense copy would be as small)."""
     if summary.get("init_note"):
         note(f"note: {summary['init_note']}", style="yellow")
+    if summary.get("compile_seconds"):
+        compiling_note(f"the fit's {summary['seconds']:.3g} s include {summary['compile_seconds']:.3g} s")
     if n is not None and summary.get("nnz") is not None and summary["nnz"] >= n * n:
         note(f"note: this structure stores {summary['nnz']:,} numbers, no fewer than the matrix's own {n * n:,} "
              "entries: a dense copy would be as small")
