@@ -81,23 +81,32 @@ def test_a_dask_cluster_lost_under_a_pass_is_one_resource_error(monkeypatch):
     from sfapprox import ResourceError
     from sfapprox import _executors
 
-    class Lost:
+    cluster = _failing_cluster(monkeypatch, lambda: FutureCancelledError("k", "scheduler-connection-lost"))
+    with pytest.raises(ResourceError, match="the Dask cluster was lost"):
+        list(_executors.ordered_map(cluster, abs, [1, 2]))
+
+
+def _failing_cluster(monkeypatch, failure):
+    """A stand-in for a Dask client (what ``_executors._is_dask`` recognises) each of whose tasks' results
+    raises ``failure()``; sharing and the worker count made plain."""
+    from sfapprox import _executors
+
+    class Failed:
         def result(self):
-            raise FutureCancelledError("k", "scheduler-connection-lost")
+            raise failure()
 
         def cancel(self):
             pass
 
-    class Cluster:  # what _is_dask recognises
+    class Cluster:
         scatter = scheduler_info = None
 
         def submit(self, fn, *args, **kw):
-            return Lost()
+            return Failed()
 
     monkeypatch.setattr(_executors, "share", lambda executor, shared: list(shared))
     monkeypatch.setattr(_executors, "worker_count", lambda executor: 1)
-    with pytest.raises(ResourceError, match="the Dask cluster was lost"):
-        list(_executors.ordered_map(Cluster(), abs, [1, 2]))
+    return Cluster()
 
 
 def test_a_task_s_own_error_still_propagates_as_itself(monkeypatch):
@@ -303,23 +312,10 @@ def test_a_worker_that_died_under_a_pass_is_said_so_not_a_lost_cluster(monkeypat
     from sfapprox import ResourceError
     from sfapprox import _executors
 
-    class Died:
-        def result(self):
-            raise KilledWorker("_product_part-1", type("WorkerState", (), {"address": "tcp://10.0.0.7:4000"})(), 3)
-
-        def cancel(self):
-            pass
-
-    class Cluster:  # what _is_dask recognises
-        scatter = scheduler_info = None
-
-        def submit(self, fn, *args, **kw):
-            return Died()
-
-    monkeypatch.setattr(_executors, "share", lambda executor, shared: list(shared))
-    monkeypatch.setattr(_executors, "worker_count", lambda executor: 1)
+    worker = type("WorkerState", (), {"address": "tcp://10.0.0.7:4000"})()
+    cluster = _failing_cluster(monkeypatch, lambda: KilledWorker("_product_part-1", worker, 3))
     with pytest.raises(ResourceError) as raised:
-        list(_executors.ordered_map(Cluster(), abs, [1, 2]))
+        list(_executors.ordered_map(cluster, abs, [1, 2]))
     said = str(raised.value)
     assert said.startswith("a Dask worker died during a pass over the columns: the Dask worker running it died 4 "
                            "times") and "memory" in said and "allowed-failures: 3" in said
@@ -331,7 +327,7 @@ def test_a_worker_that_died_under_a_pass_is_said_so_not_a_lost_cluster(monkeypat
     from sfapprox._errors import spelled_for
 
     with spelled_for("cli"), pytest.raises(ResourceError) as raised:
-        list(_executors.ordered_map(Cluster(), abs, [1, 2]))
+        list(_executors.ordered_map(cluster, abs, [1, 2]))
     assert "set a lower --max-memory (smaller blocks)" in str(raised.value)
 
 
@@ -363,7 +359,7 @@ def test_a_pass_whose_worker_died_is_retried_on_another_worker(tmp_path):
     distributed = pytest.importorskip("distributed")
     import os
 
-    from sfapprox.sources import ArraySource, DistributedSource
+    from sfapprox.sources import ArraySource
     from sfapprox.sources._base import _product_part
 
     X = np.random.default_rng(0).standard_normal((120, 120))
