@@ -19,8 +19,8 @@ from scipy.sparse.linalg import LinearOperator
 from ._errors import ParameterError
 from ._threads import _limit_blas, available_cores, threads_free_now
 
-__all__ = ["frobenius_error", "operator_error", "sparse_target_error", "surrogate_columns", "scoring_bytes", "scoring_block",
-           "DENSE_SCORING_MAX_N", "SCORING_BLOCK", "SCORING_BLOCK_NUMBERS"]
+__all__ = ["frobenius_error", "operator_error", "sparse_target_error", "surrogate_columns", "column_reader", "scoring_bytes",
+           "scoring_block", "DENSE_SCORING_MAX_N", "SCORING_BLOCK", "SCORING_BLOCK_NUMBERS"]
 
 #: Up to this order :func:`operator_error` scores a surrogate on its dense form (the product and
 #: the residual, ``2 N^2`` float64: 64 MiB at N = 2,048); above it by column blocks.
@@ -137,6 +137,11 @@ def surrogate_columns(operator, J: np.ndarray, n: int) -> np.ndarray:
     >>> surrogate_columns(np.arange(9.0).reshape(3, 3), np.array([2]), 3).ravel().tolist()
     [2.0, 5.0, 8.0]
     """
+    return column_reader(operator, n)(J)
+
+
+def _identity_columns(operator, J: np.ndarray, n: int) -> np.ndarray:
+    """The operator applied to the identity's columns ``J``, as a dense float64 block."""
     E = np.zeros((n, J.size))
     E[J, np.arange(J.size)] = 1.0
     return np.asarray(operator @ E, dtype=np.float64)
@@ -194,7 +199,7 @@ def operator_error(X, operator, fro_norm: float | None = None, *,
         return exact
     columns = X.tocsc() if sp.issparse(X) else np.asarray(X)  # a sparse X's column blocks: slices of CSC
     width = scoring_block(n)
-    column_block = _column_blocks(operator, n)
+    column_block = column_reader(operator, n)
 
     def block(j0: int) -> tuple[float, float]:
         J = np.arange(j0, min(n, j0 + width))
@@ -225,24 +230,28 @@ def operator_error(X, operator, fro_norm: float | None = None, *,
     return err, _relative(err, norm)
 
 
-def _column_blocks(operator, n: int):
-    """``J -> A[:, J]`` (dense float64, ``J`` consecutive) for :func:`operator_error`'s blocks: the same
-    numbers as :func:`surrogate_columns`, without its products with the identity's columns where the
-    surrogate has a sparse or low-rank part.  ``S @ E`` cost ``nnz(S)`` per column of a block, so
-    ``O(nnz(S) N)`` over all blocks (23 s for top-s at 5 % of N = 8,192); a column slice of ``S``'s CSC
-    (made once, ``nnz(S)`` entries) is ``O(nnz(S) + N^2)`` in all.  Likewise ``Vt[:, J]`` instead of
-    ``Vt @ E``.  Each column of ``S @ E`` or ``Vt @ E`` is one entry times 1 plus zeros: the slice's values
-    exactly."""
+def column_reader(operator, n: int):
+    """``J -> A[:, J]`` (dense float64) for the surrogate ``A`` (``operator``): :func:`surrogate_columns`'s
+    numbers, read where the surrogate has a sparse or low-rank part without its products with the
+    identity's columns.  ``S @ E`` cost ``nnz(S)`` per column of a block, so ``O(nnz(S) N)`` over all
+    blocks (23 s for top-s at 5 % of N = 8,192); a column slice of ``S``'s CSC (made once per reader,
+    ``nnz(S)`` entries) is ``O(nnz(S) + N^2)`` in all.  Likewise ``Vt[:, J]`` instead of ``Vt @ E``.
+    Each column of ``S @ E`` or ``Vt @ E`` is one entry times 1 plus zeros: the slice's values exactly.
+
+    Examples
+    --------
+    >>> column_reader(np.arange(9.0).reshape(3, 3), 3)(np.array([2, 0])).tolist()
+    [[2.0, 0.0], [5.0, 3.0], [8.0, 6.0]]
+    """
     kind = getattr(operator, "kind", None)
     if kind == "csr":
         csc = operator.matrix.tocsc()
-        return lambda J: csc[:, J[0] : J[-1] + 1].toarray()
+        return lambda J: csc[:, J].toarray()
     if kind != "hybrid":
-        return lambda J: surrogate_columns(operator, J, n)
+        return lambda J: _identity_columns(operator, J, n)
     csc = operator.sparse.tocsc() if operator.sparse.nnz else None
 
     def columns(J: np.ndarray) -> np.ndarray:
-        j0, j1 = int(J[0]), int(J[-1]) + 1
         if operator.chord is not None:
             E = np.zeros((n, J.size))
             E[J, np.arange(J.size)] = 1.0
@@ -250,9 +259,9 @@ def _column_blocks(operator, n: int):
         else:
             out = np.zeros((n, J.size))
         if operator.rank:
-            out += operator.U @ (operator.s[:, None] * operator.Vt[:, j0:j1])
+            out += operator.U @ (operator.s[:, None] * operator.Vt[:, J])
         if csc is not None:
-            out += csc[:, j0:j1].toarray()
+            out += csc[:, J].toarray()
         return out
 
     return columns

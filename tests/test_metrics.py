@@ -86,7 +86,7 @@ def test_small_n_stays_dense(monkeypatch):
     # Up to DENSE_SCORING_MAX_N the surrogate is formed once (no identity blocks go through it).
     rng = np.random.default_rng(5)
     op = _operators(32, rng)["chord"]
-    monkeypatch.setattr(metrics, "surrogate_columns", lambda *a: pytest.fail("scored by blocks"))
+    monkeypatch.setattr(metrics, "column_reader", lambda *a: pytest.fail("scored by blocks"))
     X = rng.standard_normal((32, 32))
     assert operator_error(X, op) == frobenius_error(X, op.to_dense())
 
@@ -98,7 +98,7 @@ def test_a_sparse_surrogate_of_a_sparse_target_is_scored_on_their_entries(blocke
     X = sp.random_array((40, 40), density=0.1, random_state=6, format="csr")
     op = _operators(40, rng)["sparse"]
     want = frobenius_error(X.toarray(), op.to_dense())
-    monkeypatch.setattr(metrics, "surrogate_columns", None)  # a block would fail
+    monkeypatch.setattr(metrics, "column_reader", None)  # a block would fail
     assert operator_error(X, op) == pytest.approx(want, rel=1e-13)
     assert operator_error(X, op, 2 * want[0] / want[1])[1] == pytest.approx(want[1] / 2, rel=1e-13)
     coo = sp.coo_array(([1.0, 2.0, 3.0], ([0, 0, 1], [0, 0, 1])), shape=(40, 40))
@@ -209,7 +209,7 @@ def test_an_interrupt_stops_the_blocks_still_waiting(blocked, monkeypatch):
     rng = np.random.default_rng(8)
     op = _operators(60, rng)["chord"]
     calls = []
-    real = metrics.surrogate_columns
+    real = metrics._identity_columns  # (each block's columns of a Chord operator)
 
     def slow(*args):
         calls.append(1)
@@ -218,7 +218,7 @@ def test_an_interrupt_stops_the_blocks_still_waiting(blocked, monkeypatch):
         time.sleep(0.02)
         return real(*args)
 
-    monkeypatch.setattr(metrics, "surrogate_columns", slow)
+    monkeypatch.setattr(metrics, "_identity_columns", slow)
     with pytest.raises(KeyboardInterrupt):
         operator_error(rng.standard_normal((60, 60)), op, threads=2)
     assert len(calls) < 30
@@ -302,6 +302,6 @@ def test_operator_error_of_a_large_sparse_x_takes_its_low_rank_surrogates_error_
     op = HybridOperator(X.shape[0], low_rank=(U, s, Vt), sparse=S)
     expected = frobenius_error(X.toarray(), op @ np.eye(X.shape[0]))
     monkeypatch.setattr(metrics, "DENSE_SCORING_MAX_N", 16)
-    monkeypatch.setattr(metrics, "surrogate_columns", lambda *a: pytest.fail("a column of the surrogate was made"))
+    monkeypatch.setattr(metrics, "column_reader", lambda *a: pytest.fail("a column of the surrogate was made"))
     got = metrics.operator_error(X, op)
     assert got[0] == pytest.approx(expected[0], rel=1e-12)
