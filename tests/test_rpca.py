@@ -148,6 +148,23 @@ def test_godec_objective_monotone():
     assert errors[-1] < errors[0]
 
 
+def _rbf(n: int, width: float) -> np.ndarray:
+    """An RBF kernel of sorted 2-D points: nearly low rank, its tail singular values decaying to round-off."""
+    points = np.sort(np.random.default_rng(0).random((n, 2)), axis=0)
+    return np.exp(-((points[:, None] - points[None]) ** 2).sum(-1) / width)
+
+
+def test_godec_stops_where_an_iteration_gains_no_more_than_round_off():
+    # Rank 58 of a 64 x 64 kernel is within 6e-12 of X; GoDec from it gains less than N eps ||X||_F per
+    # iteration after a few: a relative tol of 1e-6 of that error ran all 300 (each an exact SVD).
+    X = _rbf(64, 0.05)
+    U, s, Vt = np.linalg.svd(X)
+    start = [torch.as_tensor(np.ascontiguousarray(a)) for a in (U[:, :58], s[:58], Vt[:58])]
+    with few_threads(64, torch.device("cpu")):
+        *_, n_iter, reason = _godec(torch.as_tensor(X), 58, 128, *start, max_iter=300, tol=1e-6)
+    assert reason == "converged" and n_iter < 30
+
+
 def test_pcp_recovers_planted():
     X = _planted(40, 2, 80, seed=5, scale=5.0)
     # (at a budget that holds all of X every split reproduces it, and the fewest numbers, X's entries, win:
