@@ -190,3 +190,27 @@ def test_the_low_rank_end_stores_no_round_off_singular_values(seed):
         tsvd = TruncatedSVD(budget=budget).fit(X)
         assert fit.params_["rank"] == tsvd.rank_ and fit.n_stored_ == tsvd.n_stored_ == fit.operator_.n_stored
         assert np.linalg.norm(X - fit.to_dense()) <= 1e-12 * max(np.linalg.norm(X), 1.0)
+
+
+def test_an_alternating_point_prices_its_first_truncated_svd_and_keeps_the_limit(fake_clock, monkeypatch):
+    # A truncated SVD "takes" 100 s on the fake clock, a projection 1 s.  The low-rank point's SVD
+    # prices the alternating points' first one: with 60 s left none starts; unpriced (3 projections
+    # expected) each started and its SVD ran the fit past its limit.
+    real_project, real_svd = mod.monarch_project, mod._first_low_rank
+
+    def project(*args, **kwargs):
+        fake_clock.advance(1.0)
+        return real_project(*args, **kwargs)
+
+    def svd(*args, **kwargs):
+        fake_clock.advance(100.0)
+        return real_svd(*args, **kwargs)
+
+    monkeypatch.setattr(mod, "monarch_project", project)
+    monkeypatch.setattr(mod, "_first_low_rank", svd)
+    X = np.random.default_rng(5).standard_normal((36, 36))
+    fit = MonarchLowRank(budget=1500, time_limit=170.0)
+    with pytest.warns(ConvergenceWarning, match="grid points within time_limit"):
+        fit.fit(X)
+    assert fake_clock.time <= 170.0
+    assert all(point["rank"] == 0 or point["blocks"] is None for point in fit.params_["grid"])

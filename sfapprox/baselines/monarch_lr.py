@@ -101,12 +101,13 @@ def _monarch_dense(left: np.ndarray, right: np.ndarray, n: int) -> np.ndarray:
 
 
 def _fit_point(X: np.ndarray, shape: MonarchShape | None, k: int, *, max_iter: int, tol: float,
-               deadline: _timing.Deadline | None, seed: int) -> _Point:
+               deadline: _timing.Deadline | None, seed: int, svd_seconds: float = 0.0) -> _Point:
     """Alternate the two exact projections from the plain Monarch fit (or fit the low rank alone).
 
     An alternation starts only when it ends by ``deadline`` at the cost of
     the last one (the first: :data:`ALTERNATION_PROJECTIONS` times the
-    initial projection's); ``"time_limit"`` when none did.
+    initial projection's, plus ``svd_seconds``, what its truncated SVD of
+    ``X - M`` is expected to cost); ``"time_limit"`` when none did.
     """
     n = X.shape[0]
     deadline = deadline or _timing.Deadline(None)
@@ -125,7 +126,9 @@ def _fit_point(X: np.ndarray, shape: MonarchShape | None, k: int, *, max_iter: i
     err = float(np.linalg.norm(X - M))
     if k == 0:
         return _Point(shape, 0, left, right, empty, err, 1, "closed_form")
-    step = ALTERNATION_PROJECTIONS * (_timing.now() - began)  # what the next alternation is expected to cost
+    # What the next alternation is expected to cost: the first one's truncated SVD of an N x N residual
+    # too, which at N = 1024 costs 10-30 projections and overran a 30 s limit by 1.3-7.6 s unpriced.
+    step = ALTERNATION_PROJECTIONS * (_timing.now() - began) + svd_seconds
     low, reason, it = None, "max_iter", 0
     for it in range(1, max(1, max_iter) + 1):
         if not deadline.fits(step):
@@ -298,6 +301,9 @@ class MonarchLowRank(Approximation):
         best, tried, reason = None, [], None
         alternating = sum(1 for shape, k in grid if shape is not None and k > 0)
         last = None  # (shape, seconds) of the last Monarch projection: the next one's expected cost
+        # Seconds of the low-rank point's truncated SVD (rank k_all, the largest): what an alternating
+        # point's first low-rank step (a truncated SVD of the same order, rank k <= k_all) may cost.
+        svd_seconds = 0.0
         try:
             for shape, k in grid:
                 if best is not None and best.fro_error <= EXACT_TOL * norm and \
@@ -307,7 +313,7 @@ class MonarchLowRank(Approximation):
                 # for an alternating point one alternation after it.
                 least = 0.0 if last is None or shape is None else projection_seconds(shape, *last)
                 if shape is not None and k > 0:
-                    least *= 1.0 + ALTERNATION_PROJECTIONS
+                    least = least * (1.0 + ALTERNATION_PROJECTIONS) + svd_seconds
                 if best is not None and not deadline.fits(least):
                     reason = "time_limit"
                     break
@@ -319,9 +325,11 @@ class MonarchLowRank(Approximation):
                     alternating -= 1
                 began = _timing.now()
                 point = _fit_point(dense, shape, k, max_iter=self.max_iter, tol=self.tol, deadline=share,
-                                   seed=self.random_state)
+                                   seed=self.random_state, svd_seconds=svd_seconds)
                 if shape is not None and k == 0:
                     last = (shape, _timing.now() - began)
+                elif shape is None:
+                    svd_seconds = _timing.now() - began
                 tried.append({"blocks": None if shape is None else [shape.left_block, shape.right_block],
                               "monarch_rank": None if shape is None else shape.rank, "rank": point.k,
                               "count": point.count, "fro_error": point.fro_error, "iterations": point.iterations})
