@@ -129,8 +129,8 @@ def main() -> None:
              "the sketch | L-BFGS on X at that work | " + " | ".join(f"at {w}: on X / sketch, then X" for w in MARKS) + " |",
              "|" + "---|" * (7 + len(MARKS))]
     for r in rows:
-        cells = [f"{r['marks'][str(w)]['whole']} / {r['marks'][str(w)]['sketch_then_whole']}" if str(w) in r["marks"]
-                 else "" for w in MARKS]
+        cells = [" / ".join("–" if v is None else str(v) for v in r["marks"][str(w)].values()) if str(w) in r["marks"]
+                 else "" for w in MARKS]  # (–: that work is still the sketch's)
         lines.append(f"| {r['n']:,} | {r['b']:,} | {r['values_per_equation']} | {r['sketch_evaluations']} "
                      f"({r['sketch_work']}) | {r['sketch_rel']} | {r['after_sketch_rel']} | {r['whole_at_sketch_work']} | "
                      + " | ".join(cells) + " |")
