@@ -44,7 +44,7 @@ from scipy.sparse import issparse
 from scipy.sparse.linalg import LinearOperator
 
 from ._errors import NotFittedError, ParameterError, ResourceError
-from ._params import check_params, split_items
+from ._params import MEMORY_LIMIT, check_params, split_items
 from ._settings import COUNT_INDICES, FitSettings
 from ._validation import LIBRARY_WORKING_SET, check_memory, check_square_matrix, format_bytes, memory_limit
 from .sources import BLOCK_SHARE, MatrixSource, as_source, columns_within, passes_within
@@ -79,6 +79,12 @@ class Approximation:
     #: The fit works from a :class:`~sfapprox.sources.MatrixSource`'s columns (never forming it); other
     #: methods given a source form it first, within their ``max_memory``.
     _accepts_sources: ClassVar[bool] = False
+
+    @property
+    def _max_memory_bytes(self) -> int | None:
+        """The estimator's ``max_memory`` in bytes (None: none given).  The parameter stays as it was
+        passed (``"4G"``: ``get_params`` returns it, as scikit-learn does); the fit reads this."""
+        return MEMORY_LIMIT.to_bytes(getattr(self, "max_memory", None))
 
     @property
     def method_name(self) -> str:
@@ -186,7 +192,7 @@ class Approximation:
     def _formed(self, source: MatrixSource):
         """``source`` formed for a method that needs the matrix in memory (within its ``max_memory``)."""
         try:
-            return source.to_dense(getattr(self, "max_memory", None))
+            return source.to_dense(self._max_memory_bytes)
         except ResourceError as exc:
             able = ", ".join(name for name, spec in methods().items() if "columns" in spec.access)
             raise ResourceError(f"{exc}; {self.method_name} needs the matrix in memory, while {able} work from "
@@ -204,7 +210,7 @@ class Approximation:
         limit here): ``source`` itself."""
         if not isinstance(source, MatrixSource):
             return source
-        own = getattr(self, "max_memory", None)
+        own = self._max_memory_bytes
         # a source made from a matrix held in memory has the rest of the limit as its own
         limit = own if own is not None else (None if source.max_memory is None
                                              else source.max_memory + source.held_bytes)
@@ -222,7 +228,7 @@ class Approximation:
         spec = get_method(self.method_name)
         if isinstance(X, MatrixSource) or spec.working_memory is None:
             return X
-        return in_memory_or_columns(self.method_name, spec, X, getattr(self, "max_memory", None))
+        return in_memory_or_columns(self.method_name, spec, X, self._max_memory_bytes)
 
     def fit(self, X, *, check_input: bool = True) -> "Approximation":  # pragma: no cover - abstract
         raise NotImplementedError

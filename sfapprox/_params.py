@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ._errors import ParameterError
+from ._errors import ParameterError, parameter
 
-__all__ = ["Interval", "Options", "MEMORY_LIMIT", "check_params", "check_values"]
+__all__ = ["Interval", "Options", "MemorySize", "MEMORY_LIMIT", "check_params", "check_values", "parse_size"]
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,64 @@ class Interval:
         return text + " or None" if self.allow_none else text
 
 
-#: Every ``max_memory`` parameter's constraint: bytes, at least one; None for the default limit.
-MEMORY_LIMIT = Interval(int, 1, None, allow_none=True)
+@dataclass(frozen=True)
+class MemorySize:
+    """A memory limit as every entry point takes it: bytes (an int, at least 1), a size as the command
+    line's ``--max-memory`` reads it (``"4G"``, ``"500M"``, ``"1.5g"``: :func:`parse_size`), or None
+    (the default limit).
+
+    One check for every ``max_memory``: a notebook user who read ``--max-memory 4G`` and passed
+    ``max_memory="4G"`` was refused by the estimators, the settings and the readers alike, each in
+    its own words.  :meth:`to_bytes` is what the value means; a constraint's owner keeps what it was
+    given where scikit-learn would (an estimator's ``get_params``) and converts where it uses it.
+
+    Examples
+    --------
+    >>> MEMORY_LIMIT.to_bytes("4G"), MEMORY_LIMIT.to_bytes(1024), MEMORY_LIMIT.to_bytes(None)
+    (4294967296, 1024, None)
+    >>> MEMORY_LIMIT.accepts("4 GiB"), MEMORY_LIMIT.accepts("lots"), MEMORY_LIMIT.accepts(0)
+    (True, False, False)
+    """
+
+    def accepts(self, value: Any) -> bool:
+        try:
+            self.to_bytes(value)
+        except ParameterError:
+            return False
+        return True
+
+    def describe(self) -> str:
+        return "an int in the range [1, inf) (bytes), a size such as '8G' or '500M', or None"
+
+    def to_bytes(self, value: Any, name: str = "max_memory") -> int | None:
+        """``value`` in bytes (None stays None).
+
+        Parameters
+        ----------
+        value : int, str or None
+            A byte count, or a size :func:`parse_size` reads.
+        name : str, default="max_memory"
+            The keyword named in the message, as its reader passes it (:func:`~sfapprox._errors.parameter`).
+
+        Raises
+        ------
+        ParameterError
+            ``max_memory='4X' must be an int in the range [1, inf) (bytes), a size such as ...``.
+        """
+        if value is None:
+            return None
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1:
+            return int(value)  # a numpy integer too, stored as the int it is
+        if isinstance(value, str):
+            try:
+                return parse_size(value, what=name)
+            except ParameterError:
+                pass  # said below, in the words of every other refused value
+        raise ParameterError(f"{parameter(name, value)} must be {self.describe()}")
+
+
+#: Every ``max_memory`` parameter's constraint: bytes, at least one, or a size string; None for the default limit.
+MEMORY_LIMIT = MemorySize()
 
 
 @dataclass(frozen=True)
@@ -71,31 +127,50 @@ class Options:
         return "one of " + ", ".join(repr(v) for v in self.values)
 
 
-def check_params(owner: object, constraints: dict[str, Any]) -> None:
+def check_params(owner: object, constraints: dict[str, Any]) -> dict[str, Any]:
     """Check ``owner``'s attributes against ``constraints``; raise :class:`ParameterError`.
 
-    A constraint is an :class:`Interval`, :class:`Options`, a type, or a
+    A constraint is an :class:`Interval`, :class:`Options`, :class:`MemorySize`, a type, or a
     tuple of those (any may match).
+
+    Returns
+    -------
+    dict
+        The values as :func:`check_values` returns them (a memory limit in bytes); the attributes
+        themselves are left as they were given (``get_params`` returns them).
     """
-    check_values({name: getattr(owner, name) for name in constraints}, constraints, type(owner).__name__)
+    return check_values({name: getattr(owner, name) for name in constraints}, constraints, type(owner).__name__)
 
 
-def check_values(values: dict[str, Any], constraints: dict[str, Any], owner: str) -> None:
+def check_values(values: dict[str, Any], constraints: dict[str, Any], owner: str) -> dict[str, Any]:
     """Check ``values`` (name -> value: a function's arguments) against ``constraints``, as
     :func:`check_params` checks an object's; ``owner`` names the function in the message.
+
+    Returns
+    -------
+    dict
+        name -> value, a :class:`MemorySize`'s in bytes (``"4G"`` -> ``4294967296``), the others as given.
 
     Raises
     ------
     ParameterError
         ``The 'name' parameter of owner must be ... Got ... instead.``
     """
+    out: dict[str, Any] = {}
     for name, constraint in constraints.items():
         value = values[name]
         options = constraint if isinstance(constraint, tuple) else (constraint,)
-        if any(_accepts(c, value) for c in options):
+        taken = next((c for c in options if _accepts(c, value)), _REFUSED)
+        if taken is not _REFUSED:
+            out[name] = taken.to_bytes(value, name) if isinstance(taken, MemorySize) else value
             continue
         wanted = " or ".join(_describe(c) for c in options)
         raise ParameterError(f"The {name!r} parameter of {owner} must be {wanted}. Got {value!r} instead.")
+    return out
+
+
+#: No constraint took the value (None is a constraint: it takes None).
+_REFUSED = object()
 
 
 def _accepts(constraint: Any, value: Any) -> bool:
@@ -146,3 +221,56 @@ def split_items(text: str, what: str) -> list[str]:
         raise ParameterError(f"{what} {text!r}: an item between two commas is empty; remove the extra comma "
                              "or name what goes there")
     return [item for item in items if item]
+
+
+def parse_size(text: str | int | None, *, what: str | None = None) -> int | None:
+    """``"8G"``, ``"500M"``, ``"1.5g"``, ``"123456"`` (or an int) → bytes; None stays None.
+
+    Parameters
+    ----------
+    text : str, int or None
+        A size with an optional unit ``K``, ``M``, ``G``, ``T`` or ``P`` (powers
+        of 1024; a trailing ``B`` or ``iB`` is allowed), or a byte count.
+    what : str, optional
+        The option named in error messages; by default the memory limit as its reader names it
+        (``--max-memory`` on the command line, ``max_memory`` to Python: :func:`sfapprox._errors.parameter`).
+
+    Returns
+    -------
+    int or None
+        Bytes, at least 1.
+
+    Raises
+    ------
+    ParameterError
+        For text that is not a size, a size that is not positive and finite,
+        or one above ``2**62`` bytes.
+
+    Examples
+    --------
+    >>> parse_size("1.5K"), parse_size("2G"), parse_size(None)
+    (1536, 2147483648, None)
+    """
+    if text is None:
+        return None
+    if what is None:
+        # a Python caller was told "--max-memory must be ...", an option it has no way to type
+        what = parameter("max_memory").rstrip("=")
+    if isinstance(text, int) and not isinstance(text, bool):
+        if text <= 0:
+            raise ParameterError(f"{what} must be positive, got {text}")
+        return text
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+    raw = str(text).strip().lower().removesuffix("b").removesuffix("i")
+    scale = units.get(raw[-1:], 1)
+    number = raw[:-1] if raw[-1:] in units else raw
+    try:
+        value = float(number)
+    except ValueError:
+        raise ParameterError(f"{what}: cannot read {text!r}; use e.g. 8G, 500M or a byte count") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ParameterError(f"{what} must be a positive, finite size such as 8G, got {text!r}")
+    size = value * scale
+    if size > 1 << 62:
+        raise ParameterError(f"{what} {text!r} is beyond any machine's memory; use e.g. 8G")
+    return max(1, int(size))

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import math
 import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ._errors import ParameterError, parameter
-from ._params import MEMORY_LIMIT, Interval, Options, check_params
+from ._errors import ParameterError
+from ._params import MEMORY_LIMIT, Interval, Options, check_params, parse_size
 
 __all__ = ["FitSettings", "LoadOptions", "TimeShare", "DEFAULT_TIME_LIMIT", "DEFAULT_TOTAL_TIME", "DEFAULT_METHODS", "PROTOCOLS",
            "COUNT_INDICES", "SF_MAX_ITER", "SF_FTOL", "SF_GTOL", "SF_INIT", "SF_NAMED_INITS", "SF_SUPPORT", "SF_BASE", "parse_size"]
@@ -96,10 +95,11 @@ class FitSettings:
         None: float64 on the CPU, float32 on a GPU.
     threads : int or None, default=None
         CPU threads of the torch kernels; None chooses from the work size.
-    max_memory : int or None, default=None
+    max_memory : int, str or None, default=None
         Bytes a fit may use; work estimated above it is refused before it
-        starts.  None: 80% of the physical memory (for SF on a GPU, 90% of
-        the GPU's free memory).
+        starts.  A size as the command line's ``--max-memory`` takes it
+        (``"4G"``, ``"500M"``: powers of 1024) is stored in bytes.  None: 80%
+        of the physical memory (for SF on a GPU, 90% of the GPU's free memory).
 
     Examples
     --------
@@ -108,6 +108,8 @@ class FitSettings:
     (3, 5.0)
     >>> FitSettings().per_method(4).time_limit, FitSettings().per_method(1).time_limit
     (30.0, 60.0)
+    >>> FitSettings(max_memory="4G").max_memory
+    4294967296
     """
 
     max_iter: int | None = None
@@ -116,7 +118,7 @@ class FitSettings:
     device: str = "auto"
     dtype: str | None = None
     threads: int | None = None
-    max_memory: int | None = None
+    max_memory: int | str | None = None
 
     #: Checked at construction (the boundary), by the same declared constraints the
     #: estimators use, so a bad value fails before any loading or fitting.
@@ -131,7 +133,9 @@ class FitSettings:
     }
 
     def __post_init__(self) -> None:
-        check_params(self, self._parameter_constraints)
+        checked = check_params(self, self._parameter_constraints)
+        # stored in bytes: what every method and result file reads, whether "4G" or 4294967296 was given
+        object.__setattr__(self, "max_memory", checked["max_memory"])
         if self.time_limit not in (None, "auto"):
             object.__setattr__(self, "time_limit", None if self.time_limit == 0 else float(self.time_limit))
         device = self.device.strip().lower()
@@ -325,9 +329,9 @@ class LoadOptions:
         columns and formed only when it fits.
     bandwidth : float or None
         The kernel's bandwidth; None: the median heuristic.
-    max_memory : int or None
-        Bytes the loaded matrix (and its dense copy) may take; None: 80% of
-        the physical memory.
+    max_memory : int, str or None
+        Bytes the loaded matrix (and its dense copy) may take, or a size such as
+        ``"4G"`` (read by the reader it is passed to); None: 80% of the physical memory.
     extra : dict
         Further reader keywords (e.g. ones a newer reader adds).
 
@@ -361,56 +365,3 @@ class LoadOptions:
                 del out[name]
         out.update(self.extra)
         return out
-
-
-def parse_size(text: str | int | None, *, what: str | None = None) -> int | None:
-    """``"8G"``, ``"500M"``, ``"1.5g"``, ``"123456"`` (or an int) → bytes; None stays None.
-
-    Parameters
-    ----------
-    text : str, int or None
-        A size with an optional unit ``K``, ``M``, ``G``, ``T`` or ``P`` (powers
-        of 1024; a trailing ``B`` or ``iB`` is allowed), or a byte count.
-    what : str, optional
-        The option named in error messages; by default the memory limit as its reader names it
-        (``--max-memory`` on the command line, ``max_memory`` to Python: :func:`sfapprox._errors.parameter`).
-
-    Returns
-    -------
-    int or None
-        Bytes, at least 1.
-
-    Raises
-    ------
-    ParameterError
-        For text that is not a size, a size that is not positive and finite,
-        or one above ``2**62`` bytes.
-
-    Examples
-    --------
-    >>> parse_size("1.5K"), parse_size("2G"), parse_size(None)
-    (1536, 2147483648, None)
-    """
-    if text is None:
-        return None
-    if what is None:
-        # a Python caller was told "--max-memory must be ...", an option it has no way to type
-        what = parameter("max_memory").rstrip("=")
-    if isinstance(text, int) and not isinstance(text, bool):
-        if text <= 0:
-            raise ParameterError(f"{what} must be positive, got {text}")
-        return text
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
-    raw = str(text).strip().lower().removesuffix("b").removesuffix("i")
-    scale = units.get(raw[-1:], 1)
-    number = raw[:-1] if raw[-1:] in units else raw
-    try:
-        value = float(number)
-    except ValueError:
-        raise ParameterError(f"{what}: cannot read {text!r}; use e.g. 8G, 500M or a byte count") from None
-    if not math.isfinite(value) or value <= 0:
-        raise ParameterError(f"{what} must be a positive, finite size such as 8G, got {text!r}")
-    size = value * scale
-    if size > 1 << 62:
-        raise ParameterError(f"{what} {text!r} is beyond any machine's memory; use e.g. 8G")
-    return max(1, int(size))

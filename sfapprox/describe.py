@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._base import RunContext, least_columns_limit, methods
+from ._params import MEMORY_LIMIT
 from ._settings import COUNT_INDICES, FitSettings
 from ._validation import format_bytes, memory_limit
 from .budget import sf_count, sf_structure, tsvd_count, tsvd_rank_for_budget
@@ -53,8 +54,9 @@ def describe(matrix, *, count_indices: bool = COUNT_INDICES, max_memory: int | N
         source is not formed to be described.
     count_indices : bool, default=True
         Charge sparse entries for their positions (changes RPCA's and sf+s's smallest budget).
-    max_memory : int or None, default=None
-        The memory limit in bytes a comparison would run under (decides
+    max_memory : int, str or None, default=None
+        The memory limit in bytes (or a size such as ``"4G"``, as ``--max-memory``
+        reads it) a comparison would run under (decides
         whether a matrix source would be formed or compared from columns);
         None: the default limit (80% of RAM).
 
@@ -71,6 +73,7 @@ def describe(matrix, *, count_indices: bool = COUNT_INDICES, max_memory: int | N
     >>> d.data["sf"]["count"], d.data["methods"]["tsvd"]["min_budget"]
     (1512, 73)
     """
+    max_memory = MEMORY_LIMIT.to_bytes(max_memory)  # bytes: the limit is compared and reported below
     if isinstance(matrix, MatrixSource):
         loaded, summary = None, matrix.summary()
         facts: list[tuple[str, Any]] = _source_facts(matrix, max_memory)

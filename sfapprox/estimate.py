@@ -148,8 +148,8 @@ def estimate_errors(
         ``25 g^2`` of them for a skewness ``g`` of the squared column errors).
     seed : int, default=0
         Seed of the column sample.
-    max_memory : int or None
-        Bytes a block (of ``X`` and of one surrogate) may take.
+    max_memory : int, str or None
+        Bytes a block (of ``X`` and of one surrogate) may take, or a size such as ``"4G"``.
     fro_norm : float or None
         ``||X||_F`` when known exactly (the relative errors then only carry
         the error's uncertainty).
@@ -184,8 +184,8 @@ def estimate_errors(
     >>> est["zero"].exact, round(est["zero"].fro_error / float(np.linalg.norm(X)), 12)
     (True, 1.0)
     """
-    check_values({"time_limit": time_limit, "rtol": rtol, "seed": seed, "max_memory": max_memory,
-                  "fro_norm": fro_norm}, _ARGUMENTS, "estimate_errors")
+    max_memory = check_values({"time_limit": time_limit, "rtol": rtol, "seed": seed, "max_memory": max_memory,
+                               "fro_norm": fro_norm}, _ARGUMENTS, "estimate_errors")["max_memory"]  # in bytes
     if isinstance(source, DistributedSource):  # its executor computes the blocks; they read the plain source
         source, executor = source.source, executor if executor is not None else source.executor
     source = as_source(source)  # an array, a sparse matrix or a LinearOperator as compare takes them

@@ -645,8 +645,8 @@ def load_factors(path: str | os.PathLike, *, max_memory: int | None = None) -> S
     ----------
     path : str or os.PathLike
         A file written by :func:`save_factors` (any format version 1-4).
-    max_memory : int, optional
-        Bytes the datasets may take once read (default: 80% of the
+    max_memory : int or str, optional
+        Bytes (or a size such as ``"4G"``, as ``--max-memory`` reads it) the datasets may take once read (default: 80% of the
         physical memory); checked from the header, before reading.
 
     Returns
@@ -672,7 +672,7 @@ def load_factors(path: str | os.PathLike, *, max_memory: int | None = None) -> S
     import h5py
 
     check_path(path)
-    check_values({"max_memory": max_memory}, {"max_memory": MEMORY_LIMIT}, "load_factors")
+    max_memory = check_values({"max_memory": max_memory}, {"max_memory": MEMORY_LIMIT}, "load_factors")["max_memory"]
     path = Path(path)
     if path.is_dir():
         raise InputError(f"{path}: is a folder; give a factors file (.h5)")

@@ -192,7 +192,7 @@ def test_surrogates_in_a_list_are_refused_asking_for_names():
     ("seed", 1.5, r"an int in the range \[0, inf\)"),
     ("time_limit", -1, r"a float in the range \(0, inf\) or None"),  # taken before, as were the next four
     ("time_limit", 0, r"a float in the range \(0, inf\) or None"),
-    ("max_memory", 0, r"an int in the range \[1, inf\) or None"),
+    ("max_memory", 0, r"an int in the range \[1, inf\) \(bytes\), a size such as '8G' or '500M', or None"),
     ("fro_norm", -1.0, r"a float in the range \[0, inf\) or None"),
     ("fro_norm", float("nan"), r"a float in the range \[0, inf\) or None"),
     ("rtol", float("nan"), r"a float in the range \(0, inf\)"),

@@ -87,3 +87,59 @@ def test_an_empty_or_malformed_device_is_refused_by_the_estimators_as_by_the_set
         resolve_device(device)
     with pytest.raises(ParameterError, match=message):
         ChordSF(device=device, max_iter=2).fit(np.eye(8))
+
+
+def test_every_max_memory_takes_the_sizes_the_command_line_takes(tmp_path):
+    """``--max-memory 4G`` in the README, ``max_memory="4G"`` in a notebook: each public entry point takes
+    the size (as ``parse_size`` reads it), an estimator's ``get_params`` returns it as passed, and
+    ``FitSettings`` (what result files record) holds it in bytes."""
+    import numpy as np
+
+    import sfapprox
+    from sfapprox.describe import describe
+    from sfapprox.estimate import estimate_errors
+    from sfapprox.sources import ArraySource
+
+    four_g = 4 << 30
+    X = np.random.default_rng(0).random((12, 12))
+    X = X + X.T
+    path = tmp_path / "x.csv"
+    np.savetxt(path, X, delimiter=",")
+
+    sf = ChordSF(max_iter=3, max_memory="4G")
+    assert sf.get_params()["max_memory"] == "4G"  # as passed, as scikit-learn returns it
+    with pytest.warns(sfapprox.ConvergenceWarning):
+        sf.fit(X)
+    assert sfapprox.TruncatedSVD(n_components=2, max_memory="500M").fit(X).n_stored_ > 0
+    assert FitSettings(max_memory="4G").max_memory == four_g
+    assert FitSettings(max_memory="4G").to_dict()["max_memory"] == four_g  # what a result file records
+    assert FitSettings().replace(max_memory="1.5g").max_memory == 3 << 29
+    assert FitSettings(max_memory=np.int64(1 << 20)).max_memory == 1 << 20  # a numpy integer: the int it is
+    assert sfapprox.compare(X, ["tsvd"], max_memory="4G").to_dict()["settings"]["max_memory"] == four_g
+    assert sfapprox.load_matrix(path, max_memory="4G").n == 12
+    assert sfapprox.load_matrix(path).to_dense(max_memory="1M").shape == (12, 12)
+    assert sfapprox.open_matrix(path, kernel="rbf", max_memory="4G").n == 12
+    assert describe(ArraySource(X), max_memory="4G").data["matrix"]["max_memory"] == four_g
+    assert ArraySource(X).limited("4G").max_memory == four_g
+    assert ArraySource(X).to_dense("1M").shape == (12, 12)
+    assert estimate_errors(ArraySource(X), {"zero": np.zeros((12, 12))}, max_memory="1M")["zero"].exact
+
+
+@pytest.mark.parametrize("bad", ["4X", "0G", "", "-1", "inf"])
+def test_a_size_no_reader_reads_is_one_parameter_error_naming_max_memory(tmp_path, bad):
+    """A size ``parse_size`` cannot read is refused by every entry point, naming ``max_memory`` as a
+    Python caller passes it (never ``--max-memory``)."""
+    import numpy as np
+
+    import sfapprox
+
+    X = np.eye(4)
+    path = tmp_path / "x.csv"
+    np.savetxt(path, X, delimiter=",")
+    calls = [lambda: ChordSF(max_memory=bad).fit(X), lambda: FitSettings(max_memory=bad),
+             lambda: sfapprox.compare(X, ["tsvd"], max_memory=bad), lambda: sfapprox.load_matrix(path, max_memory=bad),
+             lambda: sfapprox.open_matrix(path, kernel="rbf", max_memory=bad)]
+    for call in calls:
+        with pytest.raises(ParameterError, match=r"max_memory.*a size such as '8G'") as info:
+            call()
+        assert "--max-memory" not in str(info.value) and repr(bad) in str(info.value)

@@ -444,7 +444,7 @@ def test_a_complex_operand_keeps_its_imaginary_part():
         np.testing.assert_allclose(src.matmat(B[:, 0]), X @ B[:, 0], atol=1e-12)
 
 
-@pytest.mark.parametrize("max_memory", [0, -1, True, "1GB", 1.5e9])
+@pytest.mark.parametrize("max_memory", [0, -1, True, "1 lots", 1.5e9])
 def test_to_dense_refuses_a_memory_limit_that_is_not_a_positive_int(max_memory):
     K = KernelMatrix(_points())
     with pytest.raises(ParameterError, match=r"The 'max_memory' parameter of KernelMatrix.to_dense must be an int"):
@@ -465,12 +465,13 @@ def test_every_memory_limit_of_a_source_and_the_median_seed_are_checked():
     from sfapprox.sources import KernelMatrix, median_bandwidth
 
     K = KernelMatrix(np.random.default_rng(0).standard_normal((40, 3)))
-    for bad in (-5, 0, "1G", True, 1.5):
+    for bad in (-5, 0, "lots", True, 1.5):
         with pytest.raises(ParameterError, match="'max_memory' parameter of KernelMatrix.block_width"):
             K.block_width(bad)
         with pytest.raises(ParameterError, match="'max_memory' parameter of KernelMatrix.limited"):
             K.limited(bad)
     assert K.limited(1 << 30).block_width() == 40
+    assert K.limited("1G").max_memory == 1 << 30  # a size as --max-memory reads it, held in bytes
     points = np.random.default_rng(0).standard_normal((30, 2))
     for bad in (-1, 1.5, None):
         with pytest.raises(ParameterError, match="'seed' parameter of median_bandwidth"):

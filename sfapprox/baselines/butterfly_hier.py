@@ -245,7 +245,9 @@ class HierarchicalButterfly(Approximation):
     time_limit : float or None, default=DEFAULT_TIME_LIMIT
         Wall-clock limit of the whole fit; ``"best"`` skips its second order
         once it has passed.
-    max_memory : int or None, default=None
+    max_memory : int, str or None, default=None
+        Bytes, or a size such as ``"4G"`` or ``"500M"`` as ``--max-memory`` reads it
+        (``get_params`` returns it as given; the fit reads it in bytes).
         Memory limit in bytes: a fit of a matrix in memory whose working arrays
         (several copies of it, measured) would be over it is refused before any
         work (ResourceError), as a comparison refuses its row (None: 80% of the

@@ -416,7 +416,9 @@ class Monarch(Approximation):
         Wall-clock limit of the whole grid, in seconds; the first shape always
         runs, each later one only when it ends within the limit at the cost
         the last projection predicts (:func:`projection_seconds`).
-    max_memory : int or None, default=None
+    max_memory : int, str or None, default=None
+        Bytes, or a size such as ``"4G"`` or ``"500M"`` as ``--max-memory`` reads it
+        (``get_params`` returns it as given; the fit reads it in bytes).
         Memory limit in bytes of a fit from a :class:`~sfapprox.sources.MatrixSource`'s
         columns: one that would keep more than it beside its passes' blocks is refused
         before any pass (None: the source's own limit, else 80% of the physical
@@ -564,7 +566,7 @@ class Monarch(Approximation):
         elif not isinstance(X, MatrixSource):  # what it keeps beside X: the factors, and X's CSC copy
             keeps = get_method(self.method_name).columns_memory(n, max(shape.count for shape in shapes))
             check_memory(keeps + (0 if X.format == "csc" else 12 * X.nnz + 8 * n) + LIBRARY_WORKING_SET,
-                         what=f"monarch: its fit of a {n} x {n} sparse matrix", limit=self.max_memory)
+                         what=f"monarch: its fit of a {n} x {n} sparse matrix", limit=self._max_memory_bytes)
         streamed = isinstance(X, MatrixSource)
         # a fit from columns: refused before its first pass where its largest shape would not fit
         X = self._from_columns(X, max(shape.count for shape in shapes))

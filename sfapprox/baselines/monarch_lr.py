@@ -180,7 +180,9 @@ class MonarchLowRank(Approximation):
         Wall-clock limit of the whole grid, in seconds.
     random_state : int, default=0
         Seed of the randomized SVD (only for N above the exact-SVD limit).
-    max_memory : int or None, default=None
+    max_memory : int, str or None, default=None
+        Bytes, or a size such as ``"4G"`` or ``"500M"`` as ``--max-memory`` reads it
+        (``get_params`` returns it as given; the fit reads it in bytes).
         Refuse fits whose working memory (:data:`WORKING_COPIES` dense
         ``N x N`` arrays) exceeds this many bytes (default: 80% of the
         physical memory).
@@ -293,7 +295,7 @@ class MonarchLowRank(Approximation):
         grid = self._grid(n)
         padded = max([n] + [shape.padded_n for shape, _ in grid if shape is not None])
         check_memory(WORKING_COPIES * 8 * padded * padded,
-                     what=f"monarch+lr: {WORKING_COPIES} dense {padded} x {padded} working arrays", limit=self.max_memory)
+                     what=f"monarch+lr: {WORKING_COPIES} dense {padded} x {padded} working arrays", limit=self._max_memory_bytes)
         dense = np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=np.float64)
         norm = float(np.linalg.norm(dense))
         start = time.perf_counter()

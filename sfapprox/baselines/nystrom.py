@@ -409,7 +409,9 @@ class Nystrom(Approximation):
         Seed of the pivots' draws (and of the symmetry check's sample).
     time_limit : float or None, default=DEFAULT_TIME_LIMIT
         Seconds the pivot search may take (fewer pivots when it runs out).
-    max_memory : int or None, default=None
+    max_memory : int, str or None, default=None
+        Bytes, or a size such as ``"4G"`` or ``"500M"`` as ``--max-memory`` reads it
+        (``get_params`` returns it as given; the fit reads it in bytes).
         Memory limit in bytes of a fit from a :class:`~sfapprox.sources.MatrixSource`'s
         columns: one that would keep more than it beside its passes' blocks is refused
         before any pass, and the passes are sized for it (None: the source's own

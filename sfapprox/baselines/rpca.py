@@ -782,7 +782,9 @@ class RobustPCA(Approximation):
         Where the iterations run; ``"auto"``: a CUDA GPU when available.
     dtype : {"float64", "float32"} or None, default=None
         None: float64 on CPU, float32 on GPU.
-    max_memory : int or None, default=None
+    max_memory : int, str or None, default=None
+        Bytes, or a size such as ``"4G"`` or ``"500M"`` as ``--max-memory`` reads it
+        (``get_params`` returns it as given; the fit reads it in bytes).
         Bytes the dense work arrays may take; refused before any work above it
         (None: 80% of the physical memory).  A fit from a
         :class:`~sfapprox.sources.MatrixSource`'s columns is refused before
@@ -925,12 +927,12 @@ class RobustPCA(Approximation):
             check_memory(
                 work_bytes(n, self.method, [rank for rank, _ in splits]),
                 what=f"RobustPCA ({self.method}) on a {n} x {n} matrix (dense work arrays)",
-                limit=self.max_memory,
+                limit=self._max_memory_bytes,
             )
         except ResourceError:
             if self.method != "godec":
                 raise
-            return self._fit_columns(columns_within(X, self.max_memory))  # GoDec from X's column blocks
+            return self._fit_columns(columns_within(X, self._max_memory_bytes))  # GoDec from X's column blocks
         dense = X.toarray() if sp.issparse(X) else X
         device = resolve_device(self.device)
         dtype = resolve_dtype(self.dtype, device)
@@ -972,7 +974,7 @@ class RobustPCA(Approximation):
         with AdaptiveThreads(float(n) * n):
             best, grid = fit_grid_columns(source, splits, max_iter=self.max_iter, tol=self.tol,
                                           seed=self.random_state, deadline=deadline,
-                                          max_memory=room(source, self.max_memory),
+                                          max_memory=room(source, self._max_memory_bytes),
                                           start=given, count_indices=self.count_indices)
         self.seconds_ = time.perf_counter() - start
         extra = {"from": "columns", "path": "columns", "svd": "randomized",

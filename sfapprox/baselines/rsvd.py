@@ -495,7 +495,9 @@ class RandomizedSVD(Approximation):
         sketch taken beside it where that is the quicker way (``"co-range"``).
         Sources with cheap products of their own (sparse, operators,
         covariances, arrays in memory) always make their passes.
-    max_memory : int or None, default=None
+    max_memory : int, str or None, default=None
+        Bytes, or a size such as ``"4G"`` or ``"500M"`` as ``--max-memory`` reads it
+        (``get_params`` returns it as given; the fit reads it in bytes).
         Memory limit in bytes of a fit from a :class:`~sfapprox.sources.MatrixSource`'s
         columns: one that would keep more than it beside its passes' blocks is refused
         before any pass, and the passes are sized for it (None: the source's own

@@ -371,7 +371,9 @@ class SparseApproximation(Approximation):
         Stored-number budget (sets ``s`` when ``n_sparse`` is None; with both, an
         ``n_sparse`` over the budget is refused: :class:`~sfapprox.BudgetError`), counted as
         ``2 s + N + 1`` (:func:`sparse_count`).
-    max_memory : int or None, default=None
+    max_memory : int, str or None, default=None
+        Bytes, or a size such as ``"4G"`` or ``"500M"`` as ``--max-memory`` reads it
+        (``get_params`` returns it as given; the fit reads it in bytes).
         Memory limit in bytes of a fit from a :class:`~sfapprox.sources.MatrixSource`'s
         columns: one that would keep more than it beside its passes' blocks is refused
         before any pass, and the passes are sized for it (None: the source's own

@@ -92,7 +92,9 @@ class TruncatedSVD(Approximation):
         Randomized SVD's extra columns and power iterations.
     random_state : int, default=0
         Seed of the randomized SVD.
-    max_memory : int or None, default=None
+    max_memory : int, str or None, default=None
+        Bytes, or a size such as ``"4G"`` or ``"500M"`` as ``--max-memory`` reads it
+        (``get_params`` returns it as given; the fit reads it in bytes).
         Memory limit in bytes: a fit of a matrix in memory whose working arrays
         (several copies of it, measured) would be over it is refused before any
         work (ResourceError), as a comparison refuses its row (None: 80% of the

@@ -532,7 +532,7 @@ class _ChordHybrid(Approximation):
                                 self._device.type, n_starts=starts, input_bytes=dense.nbytes)
             + 3 * n * n * itemsize,
             what=f"fitting {self._method} to the {n} x {n} matrix on {self._device.type}",
-            limit=ref.max_memory,
+            limit=ref._max_memory_bytes,
         )
 
     def _problem(self, n: int, dense: np.ndarray, params: dict[str, Any] | None, costs: StepCosts,

@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._errors import InputError, ParameterError, parameter
+from .._params import MEMORY_LIMIT
 from .._validation import check_memory, check_path, check_square_matrix, estimate_dense_bytes
 from ..factors import is_factors_file
 from ._common import Options, ReadResult, Source, check_order, fail, strip_compression
@@ -291,8 +292,9 @@ class LoadedMatrix:
 
         Parameters
         ----------
-        max_memory : int or None, default=None
-            Memory limit in bytes for densifying a sparse matrix (None: 80% of RAM).
+        max_memory : int, str or None, default=None
+            Memory limit in bytes for densifying a sparse matrix, or a size such as ``"4G"``
+            (None: 80% of RAM).
 
         Returns
         -------
@@ -305,7 +307,8 @@ class LoadedMatrix:
         """
         if not self.is_sparse:
             return self.matrix
-        check_memory(estimate_dense_bytes(self.n), what=f"{self.name}: dense copy of {self.n} x {self.n} matrix", limit=max_memory)
+        check_memory(estimate_dense_bytes(self.n), what=f"{self.name}: dense copy of {self.n} x {self.n} matrix",
+                     limit=MEMORY_LIMIT.to_bytes(max_memory))
         return np.ascontiguousarray(self.matrix.toarray(), dtype=np.float64)
 
     def _symmetric(self) -> bool:
@@ -440,7 +443,9 @@ def _check_options(format: str | None, opts: Options) -> None:
         raise ParameterError(f"square={opts.square!r} must be 'crop' or 'resize'")
     if opts.mirror not in ("auto", "none", "mirror"):
         raise ParameterError(f"mirror={opts.mirror!r} must be 'auto', 'none' or 'mirror'")
-    for name in ("network", "relation", "resize", "max_memory"):
+    # the memory limit as every entry point checks it (bytes, or a size such as "4G", as --max-memory reads it)
+    MEMORY_LIMIT.to_bytes(opts.max_memory)
+    for name in ("network", "relation", "resize"):
         value = getattr(opts, name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
             raise ParameterError(f"{name}={value!r} must be a positive integer")
@@ -532,8 +537,10 @@ def load_matrix(
         Triplet files: ``"auto"`` mirrors entries that all lie in one
         triangle, ``"none"`` keeps them, ``"mirror"`` adds (j, i) for every
         off-diagonal (i, j).
-    max_memory : int or None, default=None
-        Memory limit in bytes (None: 80% of physical RAM); larger inputs are
+    max_memory : int, str or None, default=None
+        Memory limit in bytes, or a size as the command line's ``--max-memory``
+        takes it (``"4G"``, ``"500M"``: powers of 1024); None: 80% of
+        physical RAM.  Larger inputs are
         refused before they are allocated.  A comparison forms a loaded matrix
         for the methods that need it dense, so a matrix whose dense form exceeds
         the limit is refused from its header (size line, ``*Vertices``, shapes),
@@ -574,6 +581,7 @@ def load_matrix(
         raise ParameterError("an attention map is computed from its queries and keys, not loaded: use "
                              "sfapprox.io.open_matrix(path, format='attention') (the CLI does)")
     check_path(path)
+    max_memory = MEMORY_LIMIT.to_bytes(max_memory)  # "4G" as the command line's --max-memory 4G, in bytes
     opts = Options(format=format, var=var, network=network, relation=relation, two_mode=two_mode, gradient=gradient,
                    resize=resize, square=square, covariance=covariance, mirror=mirror, max_memory=max_memory)
     if not isinstance(keep_sparse, (bool, np.bool_)):
@@ -643,6 +651,7 @@ def covariance_of_table(path: str | os.PathLike, table: np.ndarray, notes: list[
     -------
     LoadedMatrix
     """
+    max_memory = MEMORY_LIMIT.to_bytes(max_memory)
     opts = Options(format=format, max_memory=max_memory, **{**options, "covariance": True})
     src, fmt, _ = _open_checked(path, format, opts)
     with src.guard():

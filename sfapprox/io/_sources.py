@@ -19,6 +19,7 @@ import numpy as np
 
 from .._errors import InputError, ParameterError, SfapproxError, parameter
 from .._npy import read_npy_header
+from .._params import MEMORY_LIMIT
 from .._validation import check_memory, format_bytes, held_bytes, memory_limit
 from ..sources import (AttentionMatrix, CovarianceMatrix, KernelMatrix, MatrixSource, SparseSource, formable, formed_need,
                        open_npy)
@@ -48,8 +49,9 @@ def read_points(path: str | os.PathLike, *, format: str | None = None, max_memor
         The table: one point (sample) per row.
     format : {"csv", "npy", "libsvm"} or None, default=None
         The table's format; None: from the extension.
-    max_memory : int or None, default=None
-        Bytes the table may take (None: 80% of physical RAM).
+    max_memory : int, str or None, default=None
+        Bytes the table may take, or a size such as ``"4G"`` (as ``--max-memory``
+        reads it); None: 80% of physical RAM.
 
     Returns
     -------
@@ -60,7 +62,7 @@ def read_points(path: str | os.PathLike, *, format: str | None = None, max_memor
     InputError
         For a file that is not such a table (one line, starting with the path).
     """
-    return _read_table(path, format, max_memory)[0]
+    return _read_table(path, format, MEMORY_LIMIT.to_bytes(max_memory))[0]
 
 
 def _read_table(path, format: str | None, max_memory: int | None) -> tuple[np.ndarray, list[str]]:
@@ -208,6 +210,7 @@ def open_matrix(
     from . import check_path, load_matrix  # the package's own functions (this module is imported at its end)
 
     check_path(path)
+    max_memory = MEMORY_LIMIT.to_bytes(max_memory)  # "4G" as the command line's --max-memory 4G, in bytes
     check_reading_options(kernel=kernel, bandwidth=bandwidth, format=format, var=var, max_memory=max_memory,
                           **options)
     if options.get("covariance") and kernel is None and format != "attention":

@@ -363,7 +363,9 @@ class ChordSF(Approximation):
         ``N = 4,096`` (:data:`~sfapprox._settings.SF_FLOAT32_MIN_N`: twice the
         iterations per second there), float64 on the CPU below.  The
         returned factors and their error are float64 either way.
-    max_memory : int or None, default=None
+    max_memory : int, str or None, default=None
+        Bytes, or a size such as ``"4G"`` or ``"500M"`` as ``--max-memory`` reads it
+        (``get_params`` returns it as given; the fit reads it in bytes).
         Memory limit in bytes (default: 90% of the GPU's free memory on
         CUDA, 80% of the physical memory on the CPU).  On the CPU, an offset
         support (chord, symmetric) whose in-memory fit's estimated peak is
@@ -599,10 +601,10 @@ class ChordSF(Approximation):
                                     butterfly=butterfly)
         if not self._fits_in_memory(X):  # its in-memory fit is over the memory limit: from column blocks
             # named as the caller knows it (fit_matrix: the file's name), not "X", in what it says
-            return self._fit_columns(columns_within(X, self.max_memory, self.__dict__.get("_matrix_name", "X")),
+            return self._fit_columns(columns_within(X, self._max_memory_bytes, self.__dict__.get("_matrix_name", "X")),
                                      fit_begin)
         if isinstance(X, MatrixSource):
-            X = X.to_dense(self.max_memory)
+            X = X.to_dense(self._max_memory_bytes)
         n = X.shape[0]
         device = resolve_device(self.device)
         dtype = resolve_dtype(self.dtype, device, SF_FLOAT32_MIN_N, n)
@@ -753,7 +755,7 @@ class ChordSF(Approximation):
         offsets, n_factors = self._structure(n)
         need = self._in_memory_need(X, n_factors, offsets, len(offsets),
                                     resolve_dtype(self.dtype, device, SF_FLOAT32_MIN_N, n), device)
-        limit = memory_limit(self.max_memory)
+        limit = memory_limit(self._max_memory_bytes)
         return limit is None or need <= limit
 
     def _in_memory_need(self, X, n_factors: int, offsets: np.ndarray, n_values: int, dtype, device,
@@ -800,11 +802,11 @@ class ChordSF(Approximation):
         n = source.n
         offsets, n_factors = self._structure(n)
         shape = (n_factors, n, len(offsets))
-        limit = room(source, self.max_memory)  # less what a matrix held in memory takes of it
+        limit = room(source, self._max_memory_bytes)  # less what a matrix held in memory takes of it
         settings, history, libraries = _column_plan()
         width = _columns.column_width(n, n_factors, len(offsets), None if limit is None else limit - libraries,
                                       history=history)
-        full = memory_limit(self.max_memory)
+        full = memory_limit(self._max_memory_bytes)
         held = source.held_bytes if full is not None else 0  # the user's limit, in the message
         check_memory(_columns.column_fit_memory(n, n_factors, len(offsets), width, history=history) + libraries,
                      limit=full, held=held, what=f"fitting SF to {source.name} ({n:,} x {n:,}) from its column blocks")
@@ -1165,8 +1167,9 @@ class ChordSF(Approximation):
             )
 
     def _memory_limit(self, device) -> int | None:
-        if self.max_memory is not None:
-            return self.max_memory
+        limit = self._max_memory_bytes
+        if limit is not None:
+            return limit
         if device.type == "cuda":
             import torch
 

@@ -288,22 +288,24 @@ class MatrixSource:
 
         Parameters
         ----------
-        max_memory : int or None
-            The copy's :attr:`max_memory`.
+        max_memory : int, str or None
+            The copy's :attr:`max_memory`, in bytes (a size such as ``"4G"`` is read as ``--max-memory`` reads it).
 
         Returns
         -------
         MatrixSource
         """
-        self._check_limit(max_memory, "limited")
+        max_memory = self._check_limit(max_memory, "limited")
         clone = copy.copy(self)
         clone.max_memory = max_memory
         return clone
 
-    def _check_limit(self, max_memory, method: str) -> None:
-        """ParameterError for a ``max_memory`` that is not a positive int or None (as every limit is
-        checked): -1 was "a memory limit of -1 B", or a block width of its own."""
-        check_values({"max_memory": max_memory}, {"max_memory": MEMORY_LIMIT}, f"{type(self).__name__}.{method}")
+    def _check_limit(self, max_memory, method: str) -> int | None:
+        """``max_memory`` in bytes (a size such as ``"4G"`` read as the command line reads it); ParameterError
+        for one that is neither a positive int, a size nor None (as every limit is checked): -1 was "a
+        memory limit of -1 B", or a block width of its own."""
+        return check_values({"max_memory": max_memory}, {"max_memory": MEMORY_LIMIT},
+                            f"{type(self).__name__}.{method}")["max_memory"]
 
     def block_width(self, max_memory: int | None = None, *, extra_columns: int = 0) -> int:
         """Columns per block of a pass: :data:`BLOCK_SHARE` of the memory limit, between MIN_BLOCK and MAX_BLOCK.
@@ -316,8 +318,8 @@ class MatrixSource:
 
         Parameters
         ----------
-        max_memory : int or None, default=None
-            Memory limit in bytes; the blocks take ``BLOCK_SHARE`` (half) of it
+        max_memory : int, str or None, default=None
+            Memory limit in bytes (or a size such as ``"4G"``); the blocks take ``BLOCK_SHARE`` (half) of it
             (but at least ``MIN_BLOCK`` columns).  None: the source's
             :attr:`max_memory`, else the default limit (80% of RAM); no limit
             known: ``min(N, MAX_BLOCK)``.
@@ -329,7 +331,7 @@ class MatrixSource:
         int
             At least 1 and at most ``min(N, MAX_BLOCK)``.
         """
-        self._check_limit(max_memory, "block_width")
+        max_memory = self._check_limit(max_memory, "block_width")
         limit = memory_limit(max_memory if max_memory is not None else self.max_memory)
         per_column = 8 * self.n * (self.column_copies + extra_columns)
         if limit is None:
@@ -369,8 +371,8 @@ class MatrixSource:
 
         Parameters
         ----------
-        max_memory : int or None, default=None
-            Memory limit in bytes for the ``8 N^2`` bytes (None: the source's :attr:`max_memory`, else
+        max_memory : int, str or None, default=None
+            Memory limit in bytes (or a size such as ``"4G"``) for the ``8 N^2`` bytes (None: the source's :attr:`max_memory`, else
             80% of RAM); the blocks computed meanwhile take half of what the matrix leaves of it.
 
         Returns
@@ -385,7 +387,7 @@ class MatrixSource:
             When the formed matrix is over the limit.
         """
         # As load_matrix and the estimators check it: -1 was "a memory limit of -1 B" (a ResourceError).
-        self._check_limit(max_memory, "to_dense")
+        max_memory = self._check_limit(max_memory, "to_dense")
         check_memory(self.formed_bytes, what=f"{self.name}: forming the {self.n:,} x {self.n:,} matrix",
                      limit=max_memory)
         out = np.empty((self.n, self.n))

@@ -46,8 +46,8 @@ class AttentionMatrix(MatrixSource):
         The logits' factor; None: ``1 / sqrt(d)``.
     name : str, default="attention"
         What the matrix is called in tables and messages.
-    max_memory : int or None, default=None
-        Memory limit in bytes for the row normalisers' pass made here, and
+    max_memory : int, str or None, default=None
+        Memory limit in bytes (or a size such as ``"4G"``, stored in bytes) for the row normalisers' pass made here, and
         the source's :attr:`max_memory` afterwards (None: the default limit).
 
     Attributes
@@ -83,7 +83,7 @@ class AttentionMatrix(MatrixSource):
 
     def __init__(self, q, k, scale: float | None = None, *, name: str = "attention",
                  max_memory: int | None = None) -> None:
-        check_values({"max_memory": max_memory}, {"max_memory": MEMORY_LIMIT}, "AttentionMatrix")
+        max_memory = check_values({"max_memory": max_memory}, {"max_memory": MEMORY_LIMIT}, "AttentionMatrix")["max_memory"]
         q, k = _check(name, "q", q), _check(name, "k", k)
         if q.shape != k.shape:
             raise InputError(f"{name}: q {q.shape} and k {k.shape} must have the same shape (N tokens x d)")
