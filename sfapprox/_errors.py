@@ -149,6 +149,22 @@ def parameters(**values: object) -> str:
     return (", " if _READER["now"] == "api" else " ").join(parameter(k, v) for k, v in values.items())
 
 
+def reader() -> str:
+    """Who reads this process's messages now: ``"api"`` or ``"cli"`` (:func:`spelled_for`), for a hint
+    that is more than one option: a command to type (``sfapprox compare FILE --var NAME``) or a call
+    (``sfapprox.load_matrix(FILE, var='NAME')``).
+
+    Examples
+    --------
+    >>> reader()
+    'api'
+    >>> with spelled_for("cli"):
+    ...     reader()
+    'cli'
+    """
+    return _READER["now"]
+
+
 def spelled_for(reader: str):
     """A context in which :func:`parameter` writes options for ``reader`` ("cli" or "api"), as before after it.
 

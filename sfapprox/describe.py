@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._base import RunContext, least_columns_limit, methods
+from ._errors import parameter, reader
 from ._params import MEMORY_LIMIT
 from ._settings import COUNT_INDICES, FitSettings
 from ._validation import format_bytes, memory_limit
@@ -138,8 +139,9 @@ def describe(matrix, *, count_indices: bool = COUNT_INDICES, max_memory: int | N
                    "share": "–" if need is None else f"{100 * need / dense:.1f}%",
                    "runs": runs, "summary": spec.summary})
     if above_default:
-        table.notes.append(f"runs: at the budget a comparison takes by default, SF's {count:,} (--budget sets "
-                           "another)")
+        # the option as its reader passes it: a Python caller has no --budget to type (budget= is compare's)
+        table.notes.append(f"runs: at the budget a comparison takes by default, SF's {count:,} "
+                           f"({parameter('budget')} sets another)")
     if count > dense:
         table.notes.append(f"SF's reference structure stores {count:,} numbers, more than the dense "
                            f"matrix's {dense:,}: at this size storing X itself is cheaper")
@@ -179,7 +181,8 @@ def _runs(spec, source: MatrixSource, need: int | None, default: int, lacks: lis
     limit = memory_limit(max_memory)
     least = None if limit is None else _least_columns_memory(spec, source, max(need, default))
     if least is not None and least > limit:  # as a comparison would refuse it (:func:`least_columns_limit`)
-        wants.append(f"--max-memory {format_bytes(least, up=True)}")
+        # a size either reader can pass: --max-memory 11.2 MiB, or max_memory='11.2 MiB' (read as the CLI reads it)
+        wants.append(parameter("max_memory", format_bytes(least, up=True)))
     return f"no: needs {' and '.join(wants)}" if wants else "yes"
 
 
@@ -243,7 +246,8 @@ def describe_weights(path, fmt: str) -> MatrixDescription:
     from .io import list_weights  # here: sfapprox.io loads h5py and Pillow
 
     tensors = list_weights(path, fmt)
-    table = Table(f"{os.path.basename(os.fspath(path))}: its tensors (--var NAME picks a square one)",
+    # the options as the reader passes them: describe_weights is a library call too (var='NAME', not --var NAME)
+    table = Table(f"{os.path.basename(os.fspath(path))}: its tensors ({parameter('var', shown=_NAME)} picks a square one)",
                   [Column("name", "name", "left"), Column("shape", "shape"), Column("dtype", "dtype", "left"),
                    Column("square", "square", "left")])
     for t in tensors:
@@ -251,10 +255,25 @@ def describe_weights(path, fmt: str) -> MatrixDescription:
                    "square": "✓" if t["square"] else ""})
     square = sum(t["square"] for t in tensors)
     counted = f"{len(tensors)} tensor{'' if len(tensors) == 1 else 's'}, {square} square"
-    table.notes.append(f"{counted}: each one is a matrix sfapprox can approximate (sfapprox compare FILE --var NAME)"
+    # a command to type, or a call: each is more than the option alone
+    use = "sfapprox compare FILE --var NAME" if reader() == "cli" else f"sfapprox.load_matrix(FILE, var={_NAME})"
+    table.notes.append(f"{counted}: each one is a matrix sfapprox can approximate ({use})"
                        if square else f"{counted}: no matrix here that sfapprox can approximate (it needs a square one)")
     facts = [("file", os.fspath(path)), ("format", fmt), ("tensors", len(tensors)), ("square matrices", square)]
     return MatrixDescription(facts, [table], {"tensors": tensors})
+
+
+#: A name to give an option, quoted for Python (``var='NAME'``), bare on the command line (``--var NAME``).
+_NAME = "'NAME'"
+#: A list of methods as compare takes it: ``methods='NAME,NAME,...'``, ``--methods NAME,NAME,...``.
+_NAMES = "'NAME,NAME,...'"
+
+
+def _resume(path) -> str:
+    """How its reader resumes the checkpoint at ``path``: a command (``fit --init f.h5``) or a call."""
+    if reader() == "cli":
+        return f"`fit --init {path}`"
+    return f"`ChordSF(init={os.fspath(path)!r}).fit(X)`"
 
 
 def describe_factors(path) -> MatrixDescription:
@@ -286,7 +305,7 @@ def describe_factors(path) -> MatrixDescription:
     op = saved.operator
     facts: list[tuple[str, Any]] = [
         ("file", str(path)),
-        ("holds", f"a checkpoint of an unfinished {saved.kind} fit ({type(op).__name__}): `fit --init {path}` "
+        ("holds", f"a checkpoint of an unfinished {saved.kind} fit ({type(op).__name__}): {_resume(path)} "
                   "resumes it" if fit.get("checkpoint") else f"a saved {saved.kind} fit ({type(op).__name__})"),
         ("size", f"{n} x {n}"),
         ("stored numbers", f"{stored:,} ({100 * stored / (n * n):.2f}% of N²)"),
@@ -378,7 +397,7 @@ def describe_methods() -> MatrixDescription:
     >>> d.tables[0].rows[0]["name"], "tsvd" in d.data["methods"]
     ('sf', True)
     """
-    table = Table("methods (--methods NAME,NAME,...)", [Column("name", "name", "left"),
+    table = Table(f"methods ({parameter('methods', shown=_NAMES)})", [Column("name", "name", "left"),
                                                         Column("stores", "stores", "left", wrap=True),
                                                         Column("summary", "what", "left")])
     registered = methods()
@@ -403,7 +422,7 @@ def describe_formats() -> MatrixDescription:
     from .io import available_formats, format_extensions  # here: sfapprox.io loads h5py and Pillow
 
     descriptions = available_formats()
-    inputs = Table("input formats (--format KEY overrides the extension)",
+    inputs = Table(f"input formats ({parameter('format', shown=chr(39) + 'KEY' + chr(39))} overrides the extension)",
                    [Column("key", "key", "left"), Column("extensions", "extensions", "left"),
                     Column("what", "what", "left")])
     for key, text in descriptions.items():

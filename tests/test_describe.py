@@ -67,9 +67,10 @@ def test_formats_say_a_libsvm_file_is_a_point_table_for_kernel_too(tmp_path):
     assert open_matrix(path, kernel="rbf").shape == (4, 4)  # what the text below claims
     described = describe_formats()
     text = described.data["inputs"]["libsvm"]["description"]
-    assert "--kernel" in text and "--covariance" in text and "only with covariance" not in text
+    # a Python caller's spelling (describe_formats is a call); `sfapprox formats` says --kernel, --covariance
+    assert "kernel=" in text and "covariance=True" in text and "only with covariance" not in text
     shown = {row["key"]: row["what"] for row in described.tables[0].rows}
-    assert all("--kernel" in shown[key] for key in ("csv", "npy", "libsvm")) and "--kernel" not in shown["mtx"]
+    assert all("kernel=" in shown[key] for key in ("csv", "npy", "libsvm")) and "kernel=" not in shown["mtx"]
 
 
 def _runs(described):
@@ -104,7 +105,7 @@ def test_info_says_a_method_whose_least_budget_is_above_the_default_does_not_run
     described = describe(K, max_memory=1 << 20)  # not formed: compared from columns
     runs, count = _runs(described), described.data["sf"]["count"]
     assert count == 4 and runs["monarch"] == "no: needs a budget ≥ 6" and runs["rsvd"] == "no: needs a budget ≥ 5"
-    assert runs["rpca"] == "yes" and any("SF's 4 (--budget" in note for note in described.tables[0].notes)
+    assert runs["rpca"] == "yes" and any("SF's 4 (budget= sets" in note for note in described.tables[0].notes)
     assert not described.data["methods"]["monarch"]["from_columns_under_limit"]  # --json says the same
     assert described.data["methods"]["rpca"]["from_columns_under_limit"]
     for method in ("monarch", "rsvd"):
@@ -124,7 +125,7 @@ def test_info_json_of_a_source_holds_its_comparison_path_and_each_methods_runs_c
     assert matrix["formed_need"] > limit and dict(streamed.facts)["in a comparison"].startswith("from columns")
     runs = _runs(streamed)
     assert {m: said["runs"] for m, said in streamed.data["methods"].items()} == runs
-    assert runs["rsvd"].startswith("no: needs --max-memory")
+    assert runs["rsvd"].startswith("no: needs max_memory='")  # a Python caller's spelling (describe is a call)
     formed = describe(K, max_memory=1 << 30)
     assert formed.data["matrix"]["in_a_comparison"] == "formed"
     assert {m: said["runs"] for m, said in formed.data["methods"].items()} == _runs(formed)
@@ -237,3 +238,48 @@ def test_info_and_the_fit_table_say_a_kept_starts_steps_were_discarded(tmp_path)
     assert iterations_words({"iterations": 12, "kept_start": True, "iterations_before": 5, "init_note": "x"}) == \
         "12 (discarded: these factors are the start's, of 5 iterations of the start's fit, of another matrix)"
     assert iterations_words({"iterations": 1044, "iterations_before": 2704}) == "1,044 (+ 2,704 before the resume)"
+
+
+def test_what_describe_and_the_formats_say_to_do_is_spelled_for_their_reader(tmp_path):
+    """describe, describe_methods, describe_formats, describe_weights and sfapprox.io.available_formats are
+    library calls: their titles and notes told a Python caller "--methods NAME,NAME,...", "--format KEY",
+    "--var NAME picks a square one", "(sfapprox compare FILE --var NAME)", "no: needs --max-memory 11.2 MiB",
+    and the formats mixed "var= picks a variable" with "(--var Q,K names others)" for both readers.  Now
+    each says the option as its reader passes it; the command line's words stay as they were."""
+    import torch
+
+    from sfapprox._errors import spelled_for
+    from sfapprox._params import parse_size
+    from sfapprox.describe import describe_formats, describe_weights
+    from sfapprox.io import available_formats
+
+    weights = tmp_path / "w.pt"
+    torch.save({"attn.q": torch.ones(4, 4), "bias": torch.ones(4)}, weights)
+    K = KernelMatrix(_points(300))
+
+    def said():
+        runs = _runs(describe(K, max_memory=1 << 20))
+        table = describe_weights(weights, "torch").tables[0]
+        return {"methods": describe_methods().tables[0].title, "formats": describe_formats().tables[0].title,
+                "tensors": table.title, "tensors note": table.notes[0], "runs": runs["rsvd"],
+                "formats text": " ".join(available_formats().values())}
+
+    api = said()
+    with spelled_for("cli"):
+        cli = said()
+    assert api["methods"] == "methods (methods='NAME,NAME,...')"
+    assert cli["methods"] == "methods (--methods NAME,NAME,...)"
+    assert api["formats"] == "input formats (format='KEY' overrides the extension)"
+    assert cli["formats"] == "input formats (--format KEY overrides the extension)"
+    assert api["tensors"] == "w.pt: its tensors (var='NAME' picks a square one)"
+    assert cli["tensors"] == "w.pt: its tensors (--var NAME picks a square one)"
+    assert api["tensors note"].endswith("(sfapprox.load_matrix(FILE, var='NAME'))")
+    assert cli["tensors note"].endswith("(sfapprox compare FILE --var NAME)")
+    assert cli["runs"].startswith("no: needs --max-memory ")
+    least = api["runs"].removeprefix("no: needs max_memory=")
+    assert least != api["runs"] and parse_size(least.strip("'")) > 1 << 20  # a value the caller can pass
+    assert describe(K, max_memory=least.strip("'")).data["methods"]["rsvd"]["runs"] == "yes"
+    for text, stray in ((api["formats text"], "--"), (cli["formats text"], "var=")):
+        assert stray not in text, text
+    assert "var='Q,K' names others" in api["formats text"] and "--var Q,K names others" in cli["formats text"]
+    assert "var= picks a variable" in api["formats text"] and "--var picks a variable" in cli["formats text"]

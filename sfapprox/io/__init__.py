@@ -48,7 +48,10 @@ __all__ = ["LoadedMatrix", "load_matrix", "open_matrix", "read_points", "as_load
 
 @dataclass(frozen=True)
 class _Format:
-    description: str
+    #: One line for ``available_formats``; a function where it names reading options, called when the
+    #: formats are listed so that they are named as the reader passes them (``var=`` to Python, ``--var``
+    #: on ``sfapprox formats``): the line was written once, for one of them or a mix of both.
+    description: str | Callable[[], str]
     extensions: tuple[str, ...]
     reader: Callable[[Source, Options], ReadResult] | None
 
@@ -62,29 +65,37 @@ def _needs_covariance(src: Source, opts: Options) -> ReadResult:
 
 
 _FORMATS: dict[str, _Format] = {
-    "mtx": _Format("Matrix Market (.mtx, .mtx.gz/.bz2/.xz); header-less 'i j value' files need format ijv", (".mtx",), read_mtx),
+    "mtx": _Format(lambda: "Matrix Market (.mtx, .mtx.gz/.bz2/.xz); header-less 'i j value' files need "
+                   f"{parameter('format', 'ijv')}", (".mtx",), read_mtx),
     "hb": _Format("Harwell-Boeing / Rutherford-Boeing, real assembled (.rb, .rua, .rsa, .rza, .hb)", (".rb", ".rua", ".rsa", ".rza", ".hb"), read_hb),
-    "mat": _Format("MATLAB .mat v4-v7 and v7.3 (HDF5); var= picks a variable ('Problem.A' for fields)", (".mat",), read_mat),
-    "pajek": _Format("Pajek network (.net, .paj); network= and relation= pick one, two_mode= rows|cols|bipartite", (".net", ".paj"), read_pajek),
+    "mat": _Format(lambda: f"MATLAB .mat v4-v7 and v7.3 (HDF5); {parameter('var')} picks a variable "
+                   f"({parameter('var', 'Problem.A')} for fields)", (".mat",), read_mat),
+    "pajek": _Format(lambda: f"Pajek network (.net, .paj); {parameter('network')} and {parameter('relation')} pick one, "
+                     f"{parameter('two_mode', shown='rows|cols|bipartite')}", (".net", ".paj"), read_pajek),
     "npy": _Format("NumPy array (.npy), no pickles", (".npy",), read_npy),
-    "npz": _Format("NumPy archive or scipy.sparse save_npz (.npz); var= picks an array", (".npz",), read_npz),
-    "safetensors": _Format("a network's weights (.safetensors); var= picks a square tensor", (".safetensors",),
+    "npz": _Format(lambda: f"NumPy archive or scipy.sparse save_npz (.npz); {parameter('var')} picks an array", (".npz",),
+                   read_npz),
+    "safetensors": _Format(lambda: f"a network's weights (.safetensors); {parameter('var')} picks a square tensor",
+                           (".safetensors",),
                            read_safetensors),
-    "torch": _Format("a PyTorch state dict (.pt, .pth), loaded with weights_only=True (no code unpickled); var= "
-                     "picks a square tensor", (".pt", ".pth"), read_torch),
+    "torch": _Format(lambda: "a PyTorch state dict (.pt, .pth), loaded with weights_only=True (no code unpickled); "
+                     f"{parameter('var')} picks a square tensor", (".pt", ".pth"), read_torch),
     "csv": _Format("dense text table (.csv ',', .tsv tab, .txt/.dat whitespace); header row skipped", (".csv", ".tsv", ".txt", ".dat"), read_csv),
-    "ijv": _Format("header-less 'i j [value]' triplets (.ijv, .coo, .edges); mirror= auto|none|mirror", (".ijv", ".coo", ".edges"), read_ijv),
+    "ijv": _Format(lambda: f"header-less 'i j [value]' triplets (.ijv, .coo, .edges); {parameter('mirror', shown='auto|none|mirror')}",
+                   (".ijv", ".coo", ".edges"), read_ijv),
     "linqs": _Format("LINQS citations (.cites with .content beside it)", (".cites", ".content"), read_linqs),
     "image": _Format(
-        "grayscale image in [0, 1] (.png, .jpg, .pgm, .tif, ...); resize=, square=crop|resize, gradient=",
+        lambda: f"grayscale image in [0, 1] (.png, .jpg, .pgm, .tif, ...); {parameter('resize')}, "
+                f"{parameter('square', shown='crop|resize')}, {parameter('gradient', True)}",
         (".png", ".jpg", ".jpeg", ".pgm", ".ppm", ".pbm", ".bmp", ".tif", ".tiff", ".gif", ".webp"),
         read_image,
     ),
     "libsvm": _Format("LIBSVM/svmlight table (.svm, .libsvm), not a square matrix itself", (".svm", ".libsvm"),
                       _needs_covariance),
     "covariance": _Format("features x features sample covariance of a table (.csv/.tsv/.txt/.dat, .npy, .libsvm)", (), None),
-    "attention": _Format("attention map softmax(Q K^T / sqrt(d)) of an .npz holding q and k (--var Q,K names others); "
-                         "read from columns, never formed unless it fits", (), None),
+    "attention": _Format(lambda: "attention map softmax(Q K^T / sqrt(d)) of an .npz holding q and k "
+                         f"({parameter('var', shown=chr(39) + 'Q,K' + chr(39))} names others); read from columns, "
+                         "never formed unless it fits", (), None),
 }
 
 #: Formats whose samples x features tables ``covariance=True`` accepts.
@@ -116,12 +127,15 @@ def available_formats() -> dict[str, str]:
     >>> "mtx" in available_formats()
     True
     """
-    return {key: f.description + (_TABLE_USES if key in _TABLE_FORMATS else "") for key, f in _FORMATS.items()}
+    return {key: (f.description if isinstance(f.description, str) else f.description())
+                 + (_table_uses() if key in _TABLE_FORMATS else "") for key, f in _FORMATS.items()}
 
 
-#: What a table format (:data:`_TABLE_FORMATS`) is read as: LIBSVM's text said covariance only, though
-#: --kernel reads its points too.
-_TABLE_USES = "; with --kernel a table of points (one per row), with --covariance of samples x features"
+def _table_uses() -> str:
+    """What a table format (:data:`_TABLE_FORMATS`) is read as (LIBSVM's text said covariance only, though a
+    kernel reads its points too), its options as the reader passes them (``kernel=`` or ``--kernel``)."""
+    return (f"; with {parameter('kernel')} a table of points (one per row), with {parameter('covariance', True)} "
+            "of samples x features")
 
 
 def format_extensions(key: str) -> tuple[str, ...]:
