@@ -74,7 +74,7 @@ def test_mesh_notes():
     assert m.format == "ijv" and m.summary()["symmetric"]
     assert any("mirrored to a symmetric matrix" in n for n in m.notes)
     # Named .mtx, it is Matrix Market: without format="ijv" it is refused, with the hint.
-    with pytest.raises(InputError, match=r"line 1: no %%MatrixMarket banner.*--format ijv"):
+    with pytest.raises(InputError, match=r"line 1: no %%MatrixMarket banner.*format='ijv'"):
         _load("suitesparse/mesh2e1.mtx")
 
 
