@@ -165,6 +165,23 @@ def test_godec_stops_where_an_iteration_gains_no_more_than_round_off():
     assert reason == "converged" and n_iter < 30
 
 
+def test_godec_from_columns_stops_where_an_iteration_gains_no_more_than_round_off():
+    # The same from column blocks (X not formed, ||X|| bounded from the split): rank 58 of a 64 x 64 kernel
+    # ran all 300 iterations (a randomized SVD and a top-s pass each) at 2e-13 of ||X||; an ordinary matrix
+    # stops where it did.
+    from sfapprox.baselines._rpca_columns import fit_split_columns
+    from sfapprox.sources import ArraySource
+
+    X = _rbf(64, 0.05)
+    *_, n_iter, reason = fit_split_columns(ArraySource(X), 58, 128, max_iter=300, tol=1e-6, seed=0, deadline=None,
+                                           max_memory=None)
+    assert reason == "converged" and n_iter < 30
+    G = np.random.default_rng(0).standard_normal((64, 64))
+    error, *_, n_iter, reason = fit_split_columns(ArraySource(G), 10, 300, max_iter=300, tol=1e-6, seed=0,
+                                                  deadline=None, max_memory=None)
+    assert (n_iter, reason) == (10, "converged") and error / np.linalg.norm(G) == pytest.approx(0.5263121805, rel=1e-9)
+
+
 def test_pcp_recovers_planted():
     X = _planted(40, 2, 80, seed=5, scale=5.0)
     # (at a budget that holds all of X every split reproduces it, and the fewest numbers, X's entries, win:
