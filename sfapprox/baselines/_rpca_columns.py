@@ -37,7 +37,7 @@ import scipy.sparse as sp
 from .. import _timing
 from ..sources import DistributedSource, MatrixSource
 from .._settings import COUNT_INDICES
-from ._rpca_parts import _Candidate, carrying_entries, preferred, reproduces
+from ._rpca_parts import _Candidate, carrying_entries, preferred, reproduces, skipped_record
 from .rsvd import randomized_svd, source_svd
 from .tsvd import carrying_rank, round_off
 from .sparse import streamed_top
@@ -240,8 +240,7 @@ def fit_grid_columns(source: MatrixSource, splits, *, max_iter: int, tol: float,
         if best is not None and reproduces(best.error, norm) and rank >= best.kept()[0]:
             # X reproduced: a split of no lower rank holds the same directions and more, and is not tried
             # (its passes spared); one of a lower rank may store fewer numbers (a sparse part in their place)
-            records[rank, n_sparse] = {"rank": rank, "n_sparse": n_sparse, "fro_error": None, "iterations": 0,
-                                       "skipped": "exact"}
+            records[rank, n_sparse] = skipped_record((rank, n_sparse), "exact")
             continue
         if later and rank > 0:  # the all-sparse end did not settle it: the start now, and the rest in its order
             later, start = False, made(None)
@@ -249,8 +248,7 @@ def fit_grid_columns(source: MatrixSource, splits, *, max_iter: int, tol: float,
             rank, n_sparse = order.pop(0)
         cost = _first_cost(rank, n_sparse, start, timing, held)
         if deadline is not None and cost is not None and not deadline.fits(cost):
-            records[rank, n_sparse] = {"rank": rank, "n_sparse": n_sparse, "fro_error": None, "iterations": 0,
-                                       "skipped": "time_limit"}
+            records[rank, n_sparse] = skipped_record((rank, n_sparse), "time_limit")
             continue
         cand = _Candidate(*fit_split_columns(source, rank, n_sparse, max_iter=max_iter, tol=tol, seed=seed,
                                              deadline=deadline, max_memory=max_memory, start=start, timing=timing),

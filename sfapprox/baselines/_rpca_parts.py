@@ -95,3 +95,10 @@ class _Candidate:
             "count": rpca_count(n, *kept, count_indices=count_indices),
             **({"rank_kept": kept[0], "n_sparse_kept": kept[1]} if kept != (rank, n_sparse) else {}),
         }
+
+
+def skipped_record(split: tuple[int, int], why: str, **extra) -> dict:
+    """The grid entry of ``params_`` for a split not fitted, and ``why`` (``"time_limit"``, ``"tol"``,
+    ``"exact"``): no error, no iteration; ``extra`` (its ``start``) before the reason."""
+    rank, n_sparse = split
+    return {"rank": rank, "n_sparse": n_sparse, "fro_error": None, "iterations": 0, **extra, "skipped": why}

@@ -63,7 +63,7 @@ from .._settings import COUNT_INDICES, DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
 from ..sources import MatrixSource, columns_within, room
 from .._validation import LIBRARY_WORKING_SET, check_memory, estimate_dense_bytes
-from ._rpca_parts import _Candidate, carrying_entries, preferred
+from ._rpca_parts import _Candidate, carrying_entries, preferred, skipped_record
 from ..budget import (
     check_within,
     rpca_count,
@@ -570,8 +570,7 @@ def _fit_grid(dense: np.ndarray, Xt, splits, *, seed: int, deadline: _timing.Dea
             # Its least work, at the cost of a scoring measured on the largest rank's start.
             least = GODEC_LEAST_SCORINGS * scoring if godec else scoring
             if deadline is not None and not deadline.fits(least):
-                records[rank, n_sparse] = {"rank": rank, "n_sparse": n_sparse, "fro_error": None, "iterations": 0,
-                                           "skipped": "time_limit"}
+                records[rank, n_sparse] = skipped_record((rank, n_sparse), "time_limit")
                 continue
             cand = _fit_split(dense, Xt, rank, n_sparse, start, deadline=deadline, norm=norm, **options)
         cand.split = (rank, n_sparse)
@@ -698,16 +697,14 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
             # A split above PCP's rank is not refitted where the best so far is within tol * ||X|| of X: it could
             # gain less than GoDec's own tolerance (a planted rank 2 + 100 entries, N = 60, PCP's rank-2 refit at
             # 1e-10 of ||X||, took 0.8 s for three such refits of 200 iterations each, where it took 0.2 s).
-            records[split] = {"rank": rank, "n_sparse": n_sparse, "fro_error": None, "iterations": 0,
-                              "start": "tsvd", "skipped": "tol"}
+            records[split] = skipped_record(split, "tol", start="tsvd")
             continue
         for name in starts[split] or [None]:
             start = (U, sig, Vt) if name == "pcp" else low
             begun = {"start": name} if name else {}
             fits = deadline is None or deadline.fits((GODEC_LEAST_SCORINGS if godec else 1) * scoring)
             if best is not None and not fits:
-                records.setdefault(split, {"rank": rank, "n_sparse": n_sparse, "fro_error": None, "iterations": 0,
-                                           **begun, "skipped": "time_limit"})
+                records.setdefault(split, skipped_record(split, "time_limit", **begun))
                 continue
             if not fits:
                 # no refit fits: the smallest bound's start is scored alone (the result needs that one scoring)
