@@ -76,13 +76,12 @@ def share(executor, objects: Sequence[Any]) -> list[Any]:
     """
     if not _is_dask(executor):
         return list(objects)
-    sent = [obj for obj in objects if _is_future(obj)]  # (shared already, for all of a source's passes)
     with warnings.catch_warnings():
         # dask's advice on a big task argument ("Sending large graph ... consider futures"): this is the future
         warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
-        # fresh keys (pure=False): a pass sharing what the previous one released, under the same
-        # content-derived key, would find it being forgotten (its tasks cancelled)
-        return [obj if any(obj is f for f in sent) else executor.submit(_held, obj, pure=False) for obj in objects]
+        # a future is shared already (for all of a source's passes); fresh keys (pure=False): a pass sharing what
+        # the previous one released, under the same content-derived key, would find it being forgotten
+        return [obj if _is_future(obj) else executor.submit(_held, obj, pure=False) for obj in objects]
 
 
 def _is_future(obj: Any) -> bool:

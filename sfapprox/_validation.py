@@ -581,5 +581,9 @@ def _numeric_operand(B, owner: str):
 
 def _first_non_number(values) -> str:
     """The first entry of ``values`` that is no number, in words (the message of an object operand)."""
-    bad = [v for v in values if not isinstance(v, (numbers.Number, np.bool_))][:1]
-    return f"{bad[0]!r:.40} ({type(bad[0]).__name__})" if bad else "numbers that cannot be read as float64"
+    bad = next((v for v in values if not isinstance(v, (numbers.Number, np.bool_))), _NO_ENTRY)
+    return "numbers that cannot be read as float64" if bad is _NO_ENTRY else f"{bad!r:.40} ({type(bad).__name__})"
+
+
+#: No entry of an operand was found (None may be one).
+_NO_ENTRY = object()
