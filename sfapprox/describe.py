@@ -265,6 +265,7 @@ def describe_weights(path, fmt: str) -> MatrixDescription:
 
 #: A name to give an option, quoted for Python (``var='NAME'``), bare on the command line (``--var NAME``).
 _NAME = "'NAME'"
+_KEY = "'KEY'"
 #: A list of methods as compare takes it: ``methods='NAME,NAME,...'``, ``--methods NAME,NAME,...``.
 _NAMES = "'NAME,NAME,...'"
 
@@ -422,7 +423,7 @@ def describe_formats() -> MatrixDescription:
     from .io import available_formats, format_extensions  # here: sfapprox.io loads h5py and Pillow
 
     descriptions = available_formats()
-    inputs = Table(f"input formats ({parameter('format', shown=chr(39) + 'KEY' + chr(39))} overrides the extension)",
+    inputs = Table(f"input formats ({parameter('format', shown=_KEY)} overrides the extension)",
                    [Column("key", "key", "left"), Column("extensions", "extensions", "left"),
                     Column("what", "what", "left")])
     for key, text in descriptions.items():

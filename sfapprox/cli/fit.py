@@ -160,8 +160,8 @@ def _advise(summary: dict, settings, n: int | None = None) -> None:
             summary.get("optimizer"), "")  # a summary of an older version has no optimizer: Adam's
         # the knob that stopped it: a fit that ran to --iters (with no time limit at all) was told to raise
         # --time-limit, which allowed nothing more
-        more = "--iters allows more steps" if summary.get("stop_reason") == "max_iter" else \
-            "--time-limit (0 for none) allows more passes"
+        by_iters = summary.get("stop_reason") == "max_iter"
+        more = "--iters allows more steps" if by_iters else "--time-limit (0 for none) allows more passes"
         note(f"note: SF was fitted from column blocks ({summary['epochs']:.3g} passes over the columns in "
              f"{summary['iterations']} steps{via}): its fit in memory would be over the memory limit; "
              f"{more}, --max-memory a fit in memory")
@@ -169,7 +169,7 @@ def _advise(summary: dict, settings, n: int | None = None) -> None:
             # the start named as it was made: --init's factors, or the rank-one start of init auto/rank1
             # (a fit with no --init was told "(--init)")
             start = "--init's factors" if summary.get("init") == "saved" else "its rank-one start"
-            longer = "more --iters" if summary.get("stop_reason") == "max_iter" else "a longer --time-limit"
+            longer = "more --iters" if by_iters else "a longer --time-limit"
             note(f"note: this run ended worse than where it started ({start}), which is kept unchanged: "
                  f"Adam's first steps near a good point wander; {longer} may get past them")
     elif summary["stop_reason"] == "time_limit":

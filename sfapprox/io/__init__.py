@@ -64,6 +64,9 @@ def _needs_covariance(src: Source, opts: Options) -> ReadResult:
     )
 
 
+#: An attention file's arrays, named as a pattern (quoted for Python, as a string it stands for).
+_QK = "'Q,K'"
+
 _FORMATS: dict[str, _Format] = {
     "mtx": _Format(lambda: "Matrix Market (.mtx, .mtx.gz/.bz2/.xz); header-less 'i j value' files need "
                    f"{parameter('format', 'ijv')}", (".mtx",), read_mtx),
@@ -94,7 +97,7 @@ _FORMATS: dict[str, _Format] = {
                       _needs_covariance),
     "covariance": _Format("features x features sample covariance of a table (.csv/.tsv/.txt/.dat, .npy, .libsvm)", (), None),
     "attention": _Format(lambda: "attention map softmax(Q K^T / sqrt(d)) of an .npz holding q and k "
-                         f"({parameter('var', shown=chr(39) + 'Q,K' + chr(39))} names others); read from columns, "
+                         f"({parameter('var', shown=_QK)} names others); read from columns, "
                          "never formed unless it fits", (), None),
 }
 
