@@ -1,3 +1,4 @@
+import math
 import os
 import time
 
@@ -537,3 +538,69 @@ def test_scaled_target_is_the_quotient_to_the_bit_without_a_float64_copy(source,
         tracemalloc.stop()
     assert got.dtype == dtype and got.is_contiguous() and torch.equal(got, expected)
     assert peak < X.size * 8 // 4  # no N x N numpy array of its own (torch's target is not traced)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("n, b, width", [(40, 23, 8), (37, 5, 16), (2, 3, 1)])
+def test_sketch_loss_and_gradient_are_those_of_the_product_applied_to_the_test_matrix(compiled, n, b, width, monkeypatch):
+    """sketch_loss_and_grad: 0.5 ||Y - P S||^2 and its gradient, as torch's product and autograd give them
+    (compiled, in groups of blocks not aligned to b, and the torch fallback); every factor, the last
+    one too, gets a gradient."""
+    offs = support_offsets(n, "chord", 2)
+    n_factors = max(1, math.ceil(math.log2(n)))
+    rng = np.random.default_rng(n + b)
+    w = rng.standard_normal((n_factors, n, len(offs))) / len(offs)
+    S, Y = rng.standard_normal((n, b)), rng.standard_normal((n, b))
+    ws = torch.from_numpy(w.copy()).requires_grad_(True)
+    residual = K.apply_product(ws, offs.tolist(), torch.from_numpy(S)) - torch.from_numpy(Y)
+    expected = 0.5 * (residual**2).sum()
+    expected.backward()
+    if not compiled:
+        monkeypatch.setattr(K, "_numba_module", lambda: False)
+    grads = [np.full_like(w, np.nan) for _ in range(3)]
+    loss = K.sketch_loss_and_grad(w, offs, Y, S, grads, width)
+    assert loss == pytest.approx(float(expected.detach()), rel=1e-12)
+    np.testing.assert_allclose(grads[0], ws.grad.numpy(), rtol=1e-10, atol=1e-12)
+    assert np.abs(grads[0][-1]).max() > 0
+
+
+def test_sketch_loss_in_float32_and_a_mismatched_test_matrix_refused():
+    n, b = 64, 20
+    offs = support_offsets(n, "chord", 2)
+    rng = np.random.default_rng(9)
+    w = rng.standard_normal((6, n, len(offs))) / len(offs)
+    S, Y = rng.standard_normal((n, b)), rng.standard_normal((n, b))
+    grads = [np.empty_like(w)]
+    loss = K.sketch_loss_and_grad(w, offs, Y, S, grads, 8)
+    low = [np.empty(w.shape, np.float32) for _ in range(2)]
+    loss32 = K.sketch_loss_and_grad(w.astype(np.float32), offs, Y.astype(np.float32), S.astype(np.float32), low, 8)
+    assert loss32 == pytest.approx(loss, rel=1e-4)
+    np.testing.assert_allclose(low[0], grads[0], rtol=1e-3, atol=1e-4 * np.abs(grads[0]).max())
+    with pytest.raises(ValueError, match="test matrix"):
+        K.sketch_loss_and_grad(w, offs, Y, S[:, :-1].copy(), grads, 8)
+    with pytest.raises(ValueError, match="offsets"):
+        K.sketch_loss_and_grad(w, offs[:-1], Y, S, grads, 8)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_sketch_loss_over_some_of_its_columns_is_that_of_those_columns(compiled, monkeypatch):
+    """columns=(a, b): the loss and gradient of the sketch's columns a..b-1 alone (a fit's part and a
+    held-out part of one sketch); ranges that a block would cross are refused."""
+    n = 40
+    offs = support_offsets(n, "chord", 2)
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((6, n, len(offs))) / len(offs)
+    S, Y = rng.standard_normal((n, 28)), rng.standard_normal((n, 28))
+    if not compiled:
+        monkeypatch.setattr(K, "_numba_module", lambda: False)
+    whole = [np.empty_like(w)]
+    alone = [np.empty_like(w), np.empty_like(w)]
+    for first, stop in [(0, 16), (16, 28), (8, 24)]:
+        loss = K.sketch_loss_and_grad(w, offs, Y, S, alone, 8, columns=(first, stop))
+        expected = K.sketch_loss_and_grad(w, offs, np.ascontiguousarray(Y[:, first:stop]),
+                                          np.ascontiguousarray(S[:, first:stop]), whole, 8)
+        assert loss == pytest.approx(expected, rel=1e-12)
+        np.testing.assert_allclose(alone[0], whole[0], rtol=1e-10, atol=1e-12)
+    for bad in [(0, 12), (20, 20), (4, 40)]:
+        with pytest.raises(ValueError, match="columns"):
+            K.sketch_loss_and_grad(w, offs, Y, S, alone, 8, columns=bad)

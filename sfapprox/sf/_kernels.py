@@ -444,26 +444,98 @@ def _block_groups(n: int, width: int, groups: int) -> tuple[np.ndarray, ...]:
     return tuple(np.array_split(np.arange(0, n, width, dtype=np.int64), groups))
 
 
-def _run_groups(module, w: np.ndarray, target: np.ndarray, offsets: Sequence[int], width: int,
-                grads: Sequence[np.ndarray], groups: Sequence[np.ndarray], x0: int) -> float | None:
-    """The compiled kernel on each group of block starts (``groups[g]`` into ``grads[g]``), on up to
-    :func:`~sfapprox._threads.compiled_threads` threads: the summed loss, or None when the kernel
-    failed to compile (a broken llvmlite, an unwritable cache; said once)."""
+def _checked_plan(w: np.ndarray, rows: int, offsets: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_numba_plan` for factors ``w`` and a target of ``rows`` rows, checked to agree with them."""
     fwd, bwd = _numba_plan(w.shape[1], tuple(offsets))  # ints or numpy ints: the same hash and key
-    if fwd.shape[1] != w.shape[2] or target.shape[0] != w.shape[1]:
+    if fwd.shape[1] != w.shape[2] or rows != w.shape[1]:
         # the compiled loops index without bounds checks: a mismatch would read out of bounds (a crash)
         raise ValueError(f"the kernel got {fwd.shape[1]} offsets for factors of shape {w.shape} and a target "
-                         f"of {target.shape[0]} rows")
+                         f"of {rows} rows")
+    return fwd, bwd
 
-    def task(g: int):
-        return lambda: module.loss_and_grad(w, target, fwd, bwd, width, grads[g], groups[g], x0)
 
+def _run_compiled(tasks: list) -> float | None:
+    """The summed losses of compiled-kernel ``tasks`` run on up to :func:`~sfapprox._threads.compiled_threads`
+    threads, or None when the kernel failed to compile (a broken llvmlite, an unwritable cache; said once)."""
     try:
-        losses = _run_tasks([task(g) for g in range(len(groups))], compiled_threads())
+        losses = _run_tasks(tasks, compiled_threads())
     except Exception as exc:
         _COMPILED.failed(exc)
         return None
     return float(sum(losses))
+
+
+def _run_groups(module, w: np.ndarray, target: np.ndarray, offsets: Sequence[int], width: int,
+                grads: Sequence[np.ndarray], groups: Sequence[np.ndarray], x0: int) -> float | None:
+    """The compiled kernel on each group of block starts (``groups[g]`` into ``grads[g]``), on up to
+    :func:`~sfapprox._threads.compiled_threads` threads: the summed loss, or None when the kernel
+    failed to compile (said once)."""
+    fwd, bwd = _checked_plan(w, target.shape[0], offsets)
+
+    def task(g: int):
+        return lambda: module.loss_and_grad(w, target, fwd, bwd, width, grads[g], groups[g], x0)
+
+    return _run_compiled([task(g) for g in range(len(groups))])
+
+
+def sketch_loss_and_grad(w: np.ndarray, offsets: Sequence[int], Y: np.ndarray, S: np.ndarray,
+                         grads: Sequence[np.ndarray], width: int, columns: tuple[int, int] | None = None) -> float:
+    """``0.5 ||Y_J - P S_J||_F^2`` and its gradient in ``grads[0]``: the loss of a fit to the sketch
+    ``Y = X S`` of a target, with ``P = W_1 ... W_M`` the product of the factors ``w`` and ``J`` the
+    sketch's columns ``columns`` (all of them by default).
+
+    :func:`._kernels_numba.sketch_loss_and_grad` on ``S``'s column blocks of
+    ``width``, split into ``len(grads)`` fixed groups (the same numbers on any
+    number of threads, as :func:`block_loss_and_grad`); an evaluation costs
+    about ``b / N`` of one on the whole matrix.  Without numba, torch's product
+    and autograd give the same values.
+
+    Parameters
+    ----------
+    w : numpy.ndarray, shape (M, N, K)
+        Factor values, C-contiguous, in the kernel's dtype (``Y``'s and ``S``'s too).
+    offsets : sequence of int
+        The support's offsets ``d_k``.
+    Y, S : numpy.ndarray, shape (N, b)
+        The sketch and its test matrix, C-contiguous.
+    grads : sequence of numpy.ndarray
+        One gradient buffer of ``w``'s shape per group; ``grads[0]`` gets the sum.
+    width : int
+        Columns of ``S`` per block of the compiled kernel.
+    columns : (int, int), optional
+        ``(start, stop)``: the sketch's columns ``start .. stop - 1`` only (``stop - start`` a
+        multiple of ``width``, or ``stop`` the last column: a block never crosses ``stop``).
+
+    Returns
+    -------
+    float
+        The loss.
+    """
+    if S.shape != Y.shape:
+        raise ValueError(f"a sketch of shape {Y.shape} for a test matrix of shape {S.shape}")
+    first, stop = (0, S.shape[1]) if columns is None else columns
+    if not (0 <= first < stop <= S.shape[1] and ((stop - first) % width == 0 or stop == S.shape[1])):
+        raise ValueError(f"columns {first}..{stop} of a sketch of {S.shape[1]} in blocks of {width}")
+    module = _numba_module()
+    if module:
+        fwd, bwd = _checked_plan(w, Y.shape[0], offsets)
+        groups = [g for g in np.array_split(np.arange(first, stop, width, dtype=np.int64), len(grads)) if g.size]
+
+        def task(g: int):
+            return lambda: module.sketch_loss_and_grad(w, Y, S, fwd, bwd, width, grads[g], groups[g])
+
+        loss = _run_compiled([task(g) for g in range(len(groups))])
+        if loss is not None:  # else a failed compile, said once: the torch path below
+            for extra in grads[1:len(groups)]:
+                grads[0] += extra
+            return loss
+    ws = torch.from_numpy(w).clone().requires_grad_(True)
+    residual = apply_product(ws, [int(d) for d in offsets], torch.from_numpy(S[:, first:stop])) \
+        - torch.from_numpy(Y[:, first:stop])
+    loss = 0.5 * (residual.double() ** 2).sum()
+    loss.backward()
+    grads[0][...] = ws.grad.numpy()
+    return float(loss.detach())
 
 
 def loss_and_grad_numba(

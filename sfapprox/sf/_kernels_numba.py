@@ -32,7 +32,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-__all__ = ["loss_and_grad", "adam_step"]
+__all__ = ["loss_and_grad", "sketch_loss_and_grad", "adam_step"]
 
 # error_model="numpy": no ZeroDivisionError checks; boundscheck off (the plan is built by the
 # caller).  "reassoc" lets LLVM vectorise the row dot products and the loss (sums in another
@@ -189,6 +189,57 @@ def loss_and_grad(ws, X, fwd, bwd, width, grad, starts, x0):
                 col = fwd[i, k] - j0
                 if 0 <= col < c:
                     grad[n_factors - 1, i, k] += G[i, col]
+    return 0.5 * loss
+
+
+@nb.njit(**_JIT)
+def sketch_loss_and_grad(ws, Y, S, fwd, bwd, width, grad, starts):
+    """``0.5 ||Y[:, J] - (W_0 ... W_{M-1}) S[:, J]||_F^2``, returned, and its gradient, written into ``grad``.
+
+    The loss of a fit to a sketch ``Y = X S`` of the target (``S`` an
+    ``N x b`` test matrix, ``Y`` ``N x b``, both C-contiguous): the chain of
+    :func:`loss_and_grad` with ``S``'s columns where that one has the
+    identity's, so every factor, the last one too, is a dense combination
+    (``M`` forward products where that one has ``M - 1``) and the last
+    factor's gradient is ``<G_{M-1}[i], S[fwd[i, k]]>``.  ``J`` is the union
+    of the blocks ``[j0, j0 + width)`` of ``S``'s columns for ``j0`` in
+    ``starts``; an evaluation costs about ``b / N`` of one on the whole matrix.
+    ``grad`` is ``(M, N, K)``.
+    """
+    n_factors, n, n_offsets = ws.shape
+    width = min(width, S.shape[1])
+    Q = np.empty((n_factors + 2, n, width), dtype=ws.dtype)  # Q[M]: the spare; Q[M + 1]: S's block
+    coef_t = np.empty((n_factors, n, n_offsets), dtype=ws.dtype)
+    for m in range(n_factors):
+        for j in range(n):
+            for k in range(n_offsets):
+                coef_t[m, j, k] = ws[m, bwd[j, k], k]
+    grad[:, :, :] = 0.0
+    loss = 0.0
+    block = Q[n_factors + 1]
+    for b in range(starts.shape[0]):
+        j0 = starts[b]
+        c = min(width, S.shape[1] - j0)
+        for i in range(n):
+            for j in range(c):
+                block[i, j] = S[i, j0 + j]
+        # ---- forward: Q[m] = W_m Q[m + 1], Q[M] standing for S's block
+        for m in range(n_factors - 1, -1, -1):
+            src = block if m == n_factors - 1 else Q[m + 1]
+            for i in range(n):
+                _combine(Q[m], i, ws[m, i], fwd[i], src, c)
+        G = Q[0]
+        loss += _residual(G, Y, j0, c)
+        # ---- backward
+        spare = Q[n_factors]
+        for m in range(n_factors):
+            right = block if m == n_factors - 1 else Q[m + 1]
+            for i in range(n):
+                _row_dots(grad[m], G, i, fwd[i], right, c)
+            if m < n_factors - 1:
+                for j in range(n):
+                    _combine(spare, j, coef_t[m, j], bwd[j], G, c)
+                G, spare = spare, Q[m + 1]
     return 0.5 * loss
 
 
