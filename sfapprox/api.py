@@ -200,7 +200,7 @@ def fit_matrix(
         "init_note": init_note,
         "path": model.params_.get("path", "in memory"),
         "epochs": model.params_.get("epochs"),  # passes over the columns, on the column path
-        "optimizer": model.params_.get("optimizer"),  # the column path's: "adam" or "adam+lbfgs"
+        "optimizer": model.params_.get("optimizer"),  # the column path's: "adam", "adam+lbfgs", "adam+sketch"
         "kept_start": bool(model.params_.get("kept_start", False)),  # it ended worse than its start, kept
         "iterations": model.n_iter_,
         # a resumed fit (--init a saved fit): the iterations of the fits before this run's

@@ -1119,3 +1119,13 @@ def test_refusals_name_the_option_typed_and_the_api_keeps_its_keywords(tmp_path)
         with pytest.raises(Exception) as info:
             open_matrix(tmp_path / name, **keywords)
         assert api in str(info.value) and "--" not in str(info.value).replace(str(tmp_path), ""), str(info.value)
+
+
+def test_a_fit_from_columns_by_sketches_says_so(capsys):
+    from sfapprox.cli.fit import _advise
+
+    _advise({"path": "columns", "epochs": 6.0, "iterations": 120, "optimizer": "adam+sketch", "stop_reason": "time_limit",
+             "nnz": 10}, None)
+    said = " ".join(capsys.readouterr().err.split())
+    assert "(6 passes over the columns in 120 steps: Adam's, then L-BFGS's on sketches of the columns, a new one " \
+           "each pass)" in said

@@ -243,6 +243,23 @@ def test_auto_stays_with_adam_when_passes_are_few_memory_is_short_or_no_clock_ru
     np.testing.assert_array_equal(unlimited.values, plain.values)  # Adam's fit, step for step
 
 
+def test_auto_fits_by_rounds_of_sketches_where_the_time_left_allows_few_passes(fake_clock):
+    """Under settings.sketch_max_passes passes left (and its memory fitting), the rounds of sketches
+    (:func:`._sketch.fit_rounds`) take over from Adam's probe steps; not where their memory does not fit."""
+    X = _planted(64, seed=7)  # a pass "takes" 4 s: 10 passes
+    fit, seen = _auto(X, fake_clock, time_limit=40.0 + C.PROBE_STEPS, sketch_fits=True)
+    assert fit.optimizer == "adam+sketch" and fit.steps > C.PROBE_STEPS
+    steps = [s for s, _ in seen]
+    assert steps == list(range(1, len(steps) + 1))  # numbered on across the hand-over
+    assert fit.stop_reason in ("time_limit", "max_iter") and fake_clock.time <= 40.0 + C.PROBE_STEPS
+    fake_clock.time = 0.0
+    without, _ = _auto(X, fake_clock, time_limit=40.0 + C.PROBE_STEPS, sketch_fits=False)
+    assert without.optimizer == "adam+lbfgs"
+    fake_clock.time = 0.0
+    many, _ = _auto(X, fake_clock, time_limit=4.0 * (C.ColumnSettings.sketch_max_passes + 10), sketch_fits=True)
+    assert many.optimizer == "adam+lbfgs"  # passes enough for L-BFGS on the whole loss
+
+
 def test_memory_estimate_and_width():
     sizes = [C.column_fit_memory(65536, 16, 17, w) for w in (1, 8, 16, 32)]
     assert sizes == sorted(sizes) and sizes[-1] < 3 * 2**30
@@ -270,6 +287,30 @@ def test_a_source_over_the_limit_is_fitted_from_columns_and_scored_honestly():
     assert exact.exact and exact.fro_error == pytest.approx(fro, rel=1e-9)
     assert rel < 0.5 * np.linalg.norm(dense - np.eye(300)) / np.linalg.norm(dense)  # it learned
     assert sf.running_error_ == pytest.approx(rel, rel=0.25)
+
+
+def test_a_source_with_few_passes_in_its_time_is_fitted_by_rounds_of_sketches(monkeypatch):
+    """Where the time left allows few passes (here: any number, by the settings) and the rounds' memory
+    fits the limit, ChordSF from columns fits by rounds of sketches, says so, and its error is honest."""
+    from sfapprox.sf import _sketch
+    from sfapprox.sf import model as sf_model
+
+    monkeypatch.setattr(sf_model, "COLUMN_SETTINGS", C.ColumnSettings(sketch_max_passes=1e9))
+    K = _cloud(128)
+    offs = support_offsets(128, "chord", 2)
+    limit = _sketch.rounds_memory(128, 7, len(offs), C.COLUMN_WIDTH, C.ColumnSettings()) + LIBRARY_WORKING_SET \
+        + COMPILED_WORKING_SET + (1 << 20)
+    assert limit < estimate_fit_memory(128, 7, len(offs), 8, 50, "cpu", reach=int(offs.max()), n_starts=2,
+                                       input_bytes=8 * 128 * 128)
+    sf = ChordSF(max_iter=80, time_limit=30, max_memory=limit, device="cpu", init="identity").fit(K)
+    assert sf.params_["path"] == "columns" and sf.params_["optimizer"] == "adam+sketch"
+    assert (sf.params_["sketch_columns"], sf.params_["holdout_columns"]) == (32, 16)
+    dense = K.to_dense()
+    _, rel = frobenius_error(dense, sf.to_dense())
+    assert rel < 0.92 * np.linalg.norm(dense - np.eye(128)) / np.linalg.norm(dense)  # (few columns at N = 128)
+    assert sf.running_error_ == pytest.approx(rel, rel=0.1)
+    tight = ChordSF(max_iter=20, time_limit=30, max_memory=_column_limit(128), device="cpu", init="identity").fit(K)
+    assert tight.params_["optimizer"] != "adam+sketch"  # the rounds' memory is over that limit
 
 
 def test_a_dense_matrix_over_the_limit_is_fitted_from_its_columns_with_its_exact_error():

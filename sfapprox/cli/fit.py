@@ -156,7 +156,9 @@ def _advise(summary: dict, settings, n: int | None = None) -> None:
         note(f"note: this structure stores {summary['nnz']:,} numbers, no fewer than the matrix's own {n * n:,} "
              "entries: a dense copy would be as small")
     if summary.get("path") == "columns":
-        via = {"adam+lbfgs": ": Adam's, then L-BFGS's by passes", "lbfgs": " of L-BFGS by passes"}.get(
+        via = {"adam+lbfgs": ": Adam's, then L-BFGS's by passes", "lbfgs": " of L-BFGS by passes",
+               "adam+sketch": ": Adam's, then L-BFGS's on sketches of the columns, a new one each pass",
+               "sketch": " of L-BFGS on sketches of the columns, a new one each pass"}.get(
             summary.get("optimizer"), "")  # a summary of an older version has no optimizer: Adam's
         # the knob that stopped it: a fit that ran to --iters (with no time limit at all) was told to raise
         # --time-limit, which allowed nothing more

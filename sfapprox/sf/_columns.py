@@ -19,7 +19,10 @@ on two cores); here a step of 256 columns is about a second.  But steps of Adam 
 where L-BFGS by passes gets 0.874 and in memory 0.56 in 135), so where the time
 limit leaves room for :data:`LBFGS_MIN_PASSES` passes, :func:`fit_columns_auto`
 hands over to :func:`fit_columns_lbfgs`: the in-memory fit's L-BFGS, each
-evaluation one pass over the column blocks.  Either way the fit's own memory is
+evaluation one pass over the column blocks; where it leaves room for fewer than
+``sketch_max_passes`` (30), to rounds of sketches (:func:`._sketch.fit_rounds`: each
+pass a new Gaussian sketch ``X S`` of the columns, L-BFGS on it at ``b / N`` of a
+pass per evaluation, until columns held out of the sketch stop improving).  Either way the fit's own memory is
 ``O(N K M)`` — the values, Adam's two moments, L-BFGS's history — plus one
 gradient and ``(M + 1) N w`` workspace per group of column blocks
 (:func:`column_fit_memory`): this path is for matrices that cannot be formed,
@@ -70,14 +73,23 @@ class ColumnSettings:
         moments stay float64).  float32 halves the kernel's memory traffic:
         1.85-2x faster per column at N = 16,384-65,536 (measured), and a
         stochastic step's gradient is far noisier than its rounding.
-    optimizer : {"auto", "lbfgs", "adam"}
+    optimizer : {"auto", "lbfgs", "adam", "sketch"}
         ``"adam"``: :func:`fit_columns`, Adam steps on ``batch`` columns;
         ``"lbfgs"``: :func:`fit_columns_lbfgs`, L-BFGS on the whole loss, one
-        pass over the columns per evaluation; ``"auto"``: :func:`fit_columns_auto`,
-        Adam, switching to L-BFGS where the time limit leaves room for
-        :data:`LBFGS_MIN_PASSES` passes.
+        pass over the columns per evaluation; ``"sketch"``: :func:`._sketch.fit_rounds`,
+        L-BFGS on rounds of sketches of the columns; ``"auto"``: :func:`fit_columns_auto`,
+        Adam, switching to the sketches or L-BFGS by what the time limit leaves room for.
     history : int
         L-BFGS pairs kept.
+    sketch_columns, holdout_columns : int
+        Columns of each sketch of ``X`` that :func:`._sketch.fit_rounds` fits, and
+        that it holds out to tell when to take the next sketch.
+    sketch_max_passes : float
+        ``"auto"`` fits by rounds of sketches (:func:`._sketch.fit_rounds`) where
+        the time left allows fewer passes over the columns than this.
+    sketch_history : int
+        L-BFGS pairs the rounds keep (a round is tens of iterations; each pair
+        is ``8 N K M`` bytes: 0.7 GB of five at N = 65,536).
     """
 
     batch: int = 256
@@ -91,6 +103,10 @@ class ColumnSettings:
     kernel_dtype: str = "float32"
     optimizer: str = "auto"
     history: int = 10
+    sketch_columns: int = 2048
+    holdout_columns: int = 128
+    sketch_max_passes: float = 30.0
+    sketch_history: int = 5
 
 
 @dataclass
@@ -114,7 +130,8 @@ class ColumnFit:
     curve : list of (float, float)
         ``(seconds, running squared loss x 2)`` after each step, for the loss curve.
     optimizer : str
-        What took the steps: ``"adam"``, ``"lbfgs"`` or ``"adam+lbfgs"``.
+        What took the steps: ``"adam"``, ``"lbfgs"``, ``"sketch"`` (:func:`._sketch.fit_rounds`),
+        ``"adam+lbfgs"`` or ``"adam+sketch"``.
     multiple : float
         The factor ``c`` Adam's product was scaled by at its end (:func:`best_multiple`; 1: not).
     """
@@ -430,18 +447,21 @@ def fit_columns_auto(
     seed: int = 0,
     callback: Callable[[int, float, int, np.ndarray], bool] | None = None,
     lbfgs_fits: bool = True,
+    sketch_fits: bool = False,
 ) -> ColumnFit:
-    """Adam (:func:`fit_columns`) for :data:`PROBE_STEPS` steps, then L-BFGS (:func:`fit_columns_lbfgs`)
-    from where it got when the time left allows :data:`LBFGS_MIN_PASSES` passes at the speed those
-    steps had (and ``lbfgs_fits``: its history fits the memory limit); else Adam to the end.
+    """Adam (:func:`fit_columns`) for :data:`PROBE_STEPS` steps, then, from where it got, by what the
+    time left allows at the speed those steps had: rounds of sketches (:func:`._sketch.fit_rounds`)
+    under ``settings.sketch_max_passes`` passes over the columns (where ``sketch_fits``: their memory
+    fits the limit), L-BFGS (:func:`fit_columns_lbfgs`) from :data:`LBFGS_MIN_PASSES` passes (where
+    ``lbfgs_fits``); else Adam to the end.
 
     Without a time limit (``max_iter`` steps bound the fit) it is Adam's fit, step for step.
-    Parameters and result as :func:`fit_columns`; ``callback`` sees the steps of both, numbered on.
+    Parameters and result as :func:`fit_columns`; ``callback`` sees the steps of all, numbered on.
     """
     n = values.shape[1]
     began = _timing.now()
     stamps: list[float] = []
-    switch = [False]
+    switch = [None]
     per_pass = [0.0]
 
     def probe(step: int, running: float, seen: int, x: np.ndarray) -> bool:
@@ -449,26 +469,33 @@ def fit_columns_auto(
         stamps.append(_timing.now())
         if step == PROBE_STEPS and not stop:
             per_step = (stamps[-1] - stamps[0]) / max(1, PROBE_STEPS - 1)  # the first step's compile left out
-            left = time_limit - (stamps[-1] - began)
             per_pass[0] = per_step * math.ceil(n / max(1, settings.batch))
-            switch[0] = left >= LBFGS_MIN_PASSES * per_pass[0]
-            return switch[0]
+            passes = (time_limit - (stamps[-1] - began)) / max(per_pass[0], 1e-9)
+            switch[0] = "sketch" if sketch_fits and passes < settings.sketch_max_passes else \
+                "lbfgs" if lbfgs_fits and passes >= LBFGS_MIN_PASSES else None
+            return switch[0] is not None
         return stop
 
-    choose = time_limit is not None and lbfgs_fits and max_iter > PROBE_STEPS
+    choose = time_limit is not None and (lbfgs_fits or sketch_fits) and max_iter > PROBE_STEPS
     adam = fit_columns(columns, values, offsets, settings=settings, width=width, max_iter=max_iter,
                        time_limit=time_limit, seed=seed, callback=probe if choose else callback)
-    if not switch[0]:
+    if switch[0] is None:
         return adam
 
     def shifted(step: int, running: float, seen: int, x: np.ndarray) -> bool:
         return callback is not None and callback(adam.steps + step, running, adam.columns + seen, x)
 
     offset = _timing.now() - began
-    rest = fit_columns_lbfgs(columns, adam.values, offsets, settings=settings, width=width, history=settings.history,
-                             max_iter=max_iter - adam.steps, time_limit=max(0.0, time_limit - offset),
-                             callback=shifted, pass_seconds=per_pass[0])
-    return ColumnFit(values=rest.values, optimizer="adam+lbfgs", steps=adam.steps + rest.steps,
+    if switch[0] == "sketch":
+        from ._sketch import fit_rounds
+
+        rest = fit_rounds(columns, adam.values, offsets, settings=settings, width=width, max_iter=max_iter - adam.steps,
+                          time_limit=max(0.0, time_limit - offset), seed=seed, callback=shifted)
+    else:
+        rest = fit_columns_lbfgs(columns, adam.values, offsets, settings=settings, width=width,
+                                 history=settings.history, max_iter=max_iter - adam.steps,
+                                 time_limit=max(0.0, time_limit - offset), callback=shifted, pass_seconds=per_pass[0])
+    return ColumnFit(values=rest.values, optimizer=f"adam+{rest.optimizer}", steps=adam.steps + rest.steps,
                      columns=adam.columns + rest.columns, stop_reason=rest.stop_reason,
                      running_error=rest.running_error if math.isfinite(rest.running_error) else adam.running_error,
                      curve=adam.curve + [(t + offset, v) for t, v in rest.curve])

@@ -11,6 +11,7 @@ protocols (kernels in ``_kernels``) or the butterfly (kernels in
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
@@ -797,7 +798,7 @@ class ChordSF(Approximation):
         """Fit from ``source``'s column blocks (:mod:`._columns`): the path of a matrix whose
         in-memory fit is over the memory limit.  The error is left to the caller's scoring
         (:func:`~sfapprox.estimate_errors`), which looks at the columns honestly."""
-        from . import _columns
+        from . import _columns, _sketch
 
         n = source.n
         offsets, n_factors = self._structure(n)
@@ -812,6 +813,10 @@ class ChordSF(Approximation):
                      limit=full, held=held, what=f"fitting SF to {source.name} ({n:,} x {n:,}) from its column blocks")
         lbfgs_fits = limit is None or _columns.column_fit_memory(
             n, n_factors, len(offsets), width, history=settings.history) + libraries <= limit
+        # rounds of sketches where their memory fits (fewer sketch columns where all do not)
+        sketch_columns = _sketch.sketch_columns_within(n, n_factors, len(offsets), width, settings,
+                                                       None if limit is None else limit - libraries)
+        settings = dataclasses.replace(settings, sketch_columns=sketch_columns or settings.sketch_columns)
         # the steps' products run in the kernel's precision (float32: half the memory traffic); the values
         # and Adam's moments stay float64.  A float64 asked for applies to fits in memory: said, not ignored.
         self.offsets_, self.device_, self.dtype_, self.kernel_ = offsets, "cpu", settings.kernel_dtype, "columns"
@@ -847,8 +852,11 @@ class ChordSF(Approximation):
                                                  history=history, max_iter=self.max_iter, time_limit=limit_s,
                                                  callback=report)
             else:
-                run = _columns.fit_columns_auto if settings.optimizer == "auto" else _columns.fit_columns
-                extra = {"lbfgs_fits": lbfgs_fits} if settings.optimizer == "auto" else {}
+                # (rounds of sketches asked for where not even the fewest columns fit: Adam's steps)
+                run = {"auto": _columns.fit_columns_auto, "sketch": _sketch.fit_rounds if sketch_columns else None}.get(
+                    settings.optimizer) or _columns.fit_columns
+                extra = {"lbfgs_fits": lbfgs_fits, "sketch_fits": sketch_columns > 0} \
+                    if settings.optimizer == "auto" else {}
                 fit = run(columns, start, offsets, settings=settings, width=width, max_iter=self.max_iter,
                           time_limit=limit_s, seed=self.random_state, callback=report, **extra)
             values = fit.values
@@ -881,7 +889,9 @@ class ChordSF(Approximation):
         self.params_.update(path="columns", optimizer=fit.optimizer, epochs=round(fit.columns / n, 2),
                             batch=settings.batch, block_width=width, running_error=round(fit.running_error, 6),
                             **({"best_multiple": round(fit.multiple, 6)} if fit.multiple != 1.0 else {}),
-                            **({"history": settings.history} if "lbfgs" in fit.optimizer else {}))
+                            **({"history": settings.history} if "lbfgs" in fit.optimizer else {}),
+                            **(dict(zip(("sketch_columns", "holdout_columns"), _sketch.sketch_shape(n, width, settings)))
+                               if "sketch" in fit.optimizer else {}))
         return self
 
     def _column_progress(self, fro: float, began: float, poll, shape, scale: float,

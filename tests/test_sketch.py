@@ -1,0 +1,189 @@
+"""SF fitted to a Gaussian sketch of the target's columns: :mod:`sfapprox.sf._sketch`."""
+
+import math
+
+import numpy as np
+import pytest
+
+from sfapprox.chord import chord_offsets
+from sfapprox.operators import ChordOperator
+from sfapprox.sf import _columns as C
+from sfapprox.sf import _kernels
+from sfapprox.sf import _sketch as K
+from sfapprox.sf._multistart import start_values
+
+
+def _planted(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    offs = chord_offsets(n)
+    m = math.ceil(math.log2(n))
+    return ChordOperator((1 + 0.3 * rng.standard_normal((m, n, len(offs)))) / len(offs), offs).to_dense(), offs
+
+
+@pytest.mark.parametrize("n, b, chunk", [(40, 12, 16), (33, 7, 5), (20, 30, 64)])
+def test_the_sketch_is_the_matrix_times_its_test_matrix_by_one_pass(n, b, chunk):
+    """Y = X S from column chunks not dividing N (each asked of the source in pieces), ||X||^2 on the
+    way, S of variance 1 / b from its seed (the same S for the same seed, another for another)."""
+    X = np.random.default_rng(n).standard_normal((n, n))
+    asked = []
+
+    def columns(a, b_):
+        asked.append((a, b_))
+        return X[:, a:b_]
+
+    Y, S, norm2 = K.sketch_target(columns, n, b, np.float64, seed=3, chunk=chunk, piece=4)
+    assert Y.shape == S.shape == (n, b) and Y.flags.c_contiguous and S.flags.c_contiguous
+    np.testing.assert_allclose(Y, X @ S, rtol=1e-6, atol=1e-5)  # (S drawn in float32)
+    assert norm2 == pytest.approx(float(np.sum(X**2)), rel=1e-12)
+    covered = np.concatenate([np.arange(a, c) for a, c in asked])  # every column once, 4 at most a time
+    assert np.array_equal(covered, np.arange(n)) and max(c - a for a, c in asked) <= 4
+    assert np.array_equal(K.sketch_target(columns, n, b, np.float64, seed=3)[1], S)
+    assert not np.array_equal(K.sketch_target(columns, n, b, np.float64, seed=4)[1], S)
+    assert K.sketch_target(columns, n, b, np.float32, seed=3)[0].dtype == np.float32
+
+
+def test_the_sketch_loss_estimates_the_whole_loss_without_bias():
+    """E ||(X - P) S||^2 = ||X - P||^2 over the test matrix's draws (entries of variance 1 / b)."""
+    n, b = 32, 16
+    X, offs = _planted(n)
+    P = X + 0.1 * np.random.default_rng(1).standard_normal((n, n))
+    draws = [np.sum((K.sketch_target(lambda a, c: (X - P)[:, a:c], n, b, np.float64, seed=s)[0]) ** 2)
+             for s in range(300)]
+    assert np.mean(draws) == pytest.approx(np.sum((X - P) ** 2), rel=0.05)
+
+
+def test_a_fit_to_the_sketch_lowers_its_loss_and_the_whole_matrix_error():
+    """L-BFGS on the sketch of a planted product (b well above the values per row): the sketch's error falls
+    far, and the whole matrix's error with it; the result is the best point, float64, of the start's shape."""
+    n = 64
+    X, offs = _planted(n)
+    shape = (math.ceil(math.log2(n)), n, len(offs))
+    start = start_values(["identity"], 0, shape)["identity"]
+    Y, S, _ = K.sketch_target(lambda a, b: X[:, a:b], n, 256, np.float64)
+    seen = []
+    fit = K.fit_sketch(Y, S, start, offs, width=16, groups=2, max_iter=150,
+                       callback=lambda i, e, v: seen.append(e) and False)
+    values, error = fit.values, fit.sketch_error
+    assert values.shape == shape and values.dtype == np.float64 and fit.stop_reason == "max_iter"
+    assert fit.iterations == 150 and fit.evaluations >= 150 and len(seen) == 150 and seen == sorted(seen, reverse=True)
+    assert math.isnan(fit.holdout_error)
+
+    def whole(v):
+        return np.linalg.norm(X - ChordOperator(v, offs).to_dense()) / np.linalg.norm(X)
+
+    before = np.linalg.norm(Y - ChordOperator(start, offs).to_dense() @ S) / np.linalg.norm(Y)
+    assert error == pytest.approx(seen[-1]) and error < 0.1 * before
+    assert whole(values) < 0.2 * whole(start)
+
+
+def test_a_fit_to_the_sketch_stops_at_its_time_limit_and_by_its_callback():
+    n = 64
+    X, offs = _planted(n)
+    start = start_values(["identity"], 0, (6, n, len(offs)))["identity"]
+    Y, S, _ = K.sketch_target(lambda a, b: X[:, a:b], n, 64, np.float32)
+    assert K.fit_sketch(Y, S, start, offs, width=16, groups=1, time_limit=0.3).stop_reason == "time_limit"
+    fit = K.fit_sketch(Y, S, start, offs, width=16, groups=1, callback=lambda i, e, v: i == 3)
+    assert (fit.iterations, fit.stop_reason) == (3, "callback")
+
+
+def test_an_interrupted_sketch_fit_keeps_its_best_point(monkeypatch):
+    n = 32
+    X, offs = _planted(n)
+    start = start_values(["identity"], 0, (5, n, len(offs)))["identity"]
+    Y, S, _ = K.sketch_target(lambda a, b: X[:, a:b], n, 32, np.float64)
+    calls = [0]
+    real = _kernels.sketch_loss_and_grad
+
+    def interrupted(*args):
+        calls[0] += 1
+        if calls[0] == 6:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(K, "sketch_loss_and_grad", interrupted)
+    fit = K.fit_sketch(Y, S, start, offs, width=8, groups=1)
+    assert fit.stop_reason == "interrupted" and 0 < fit.iterations < 6
+    loss = 0.5 * np.sum((Y - ChordOperator(fit.values, offs).to_dense() @ S) ** 2)
+    assert fit.sketch_error == pytest.approx(math.sqrt(2 * loss / np.sum(Y**2)), rel=1e-9)
+
+
+# ------------------------------------------------------------------------------------------ rounds
+def _cloud_columns(n: int):
+    from sfapprox.sources import KernelMatrix
+
+    rng = np.random.default_rng(2)
+    points = np.sort(rng.standard_normal((4, 3))[rng.integers(0, 4, n)] * 3 + 0.5 * rng.standard_normal((n, 3)), axis=0)
+    X = KernelMatrix(points, bandwidth=1.0).to_dense()
+    return X, lambda a, b: X[:, a:b]
+
+
+def _rounds(X, columns, **kw):
+    n = X.shape[0]
+    offs = chord_offsets(n)
+    start = start_values(["identity"], 0, (math.ceil(math.log2(n)), n, len(offs)))["identity"]
+    settings = C.ColumnSettings(sketch_columns=32, holdout_columns=16)
+    return K.fit_rounds(columns, start, offs, settings=settings, width=8, **kw), offs, start
+
+
+def test_rounds_of_sketches_take_a_new_sketch_each_and_lower_the_whole_error():
+    """Each round a new sketch (a pass over the columns, a new test matrix), L-BFGS on it from the last
+    round's end until its held-out columns stop improving; steps numbered on across the rounds; the
+    running error is the held-out estimate of the whole error."""
+    X, columns = _cloud_columns(128)
+    seen, asked = [], []
+
+    def counted(a, b):
+        asked.append(a)
+        return columns(a, b)
+
+    fit, offs, start = _rounds(X, counted, max_iter=120, callback=lambda s, e, c, v: seen.append((s, c)) and False)
+    rounds = fit.columns // 128
+    assert fit.optimizer == "sketch" and fit.stop_reason == "max_iter" and fit.steps == 120 and rounds >= 2
+    assert asked.count(0) == rounds and len(fit.curve) == rounds
+    assert [s for s, _ in seen] == list(range(1, 121))
+    whole = np.linalg.norm(X - ChordOperator(fit.values, offs).to_dense()) / np.linalg.norm(X)
+    first = np.linalg.norm(X - ChordOperator(start, offs).to_dense()) / np.linalg.norm(X)
+    assert whole < 0.92 * first  # (at N = 128 a sketch's 32 columns are fewer than a row's 56 values)
+    assert fit.running_error == pytest.approx(whole, rel=0.1)
+
+
+def test_rounds_stop_on_the_time_limit_the_callback_and_an_interrupt(fake_clock, monkeypatch):
+    X, columns = _cloud_columns(64)
+
+    def slow(a, b):
+        fake_clock.advance(0.01 * (b - a))  # a pass "takes" 0.64 s
+        return columns(a, b)
+
+    timed, *_ = _rounds(X, slow, time_limit=2.0)
+    assert timed.stop_reason == "time_limit" and fake_clock.time <= 2.0 + 1e-9 and timed.columns >= 64
+    called, *_ = _rounds(X, columns, callback=lambda s, e, c, v: s == 7)
+    assert (called.stop_reason, called.steps) == ("callback", 7)
+    calls = [0]
+    real = K.sketch_target
+
+    def interrupted(*args, **kw):
+        calls[0] += 1
+        if calls[0] == 3:
+            raise KeyboardInterrupt
+        return real(*args, **kw)
+
+    monkeypatch.setattr(K, "sketch_target", interrupted)
+    stopped, offs, _ = _rounds(X, columns)
+    assert stopped.stop_reason == "interrupted" and stopped.columns == 2 * 64 and stopped.steps > 0
+    assert np.all(np.isfinite(stopped.values))
+
+
+def test_the_sketch_columns_fit_the_memory_limit():
+    settings = C.ColumnSettings()
+    full = K.rounds_memory(65536, 16, 17, 32, settings)
+    from sfapprox.sf.model import COMPILED_WORKING_SET, LIBRARY_WORKING_SET
+
+    # issue 25's goal 2: 4 GB at N = 65,536, with sketches of 1,024 columns at least
+    assert K.sketch_columns_within(65536, 16, 17, 32, settings,
+                                   4 * 2**30 - LIBRARY_WORKING_SET - COMPILED_WORKING_SET) >= 1024
+    assert K.sketch_columns_within(65536, 16, 17, 32, settings, None) == settings.sketch_columns
+    assert K.sketch_columns_within(65536, 16, 17, 32, settings, full) == settings.sketch_columns
+    assert K.sketch_columns_within(65536, 16, 17, 32, settings, full - 1) == settings.sketch_columns // 2
+    least = K.rounds_memory(65536, 16, 17, 32, C.ColumnSettings(sketch_columns=K.MIN_SKETCH_COLUMNS))
+    assert K.sketch_columns_within(65536, 16, 17, 32, settings, least) == K.MIN_SKETCH_COLUMNS
+    assert K.sketch_columns_within(65536, 16, 17, 32, settings, least - 1) == 0
