@@ -105,3 +105,19 @@ def test_singular_values_that_carry_nothing_are_not_stored(solver):
     assert np.linalg.norm(X - one.to_dense()) < 1e-12 * np.linalg.norm(X)
     full = TruncatedSVD(n_components=5, solver=solver).fit(np.random.default_rng(0).standard_normal((n, n)))
     assert full.rank_ == 5 and "rank_budget" not in full.params_
+
+
+def test_the_exact_fit_rule_every_method_shares():
+    """tsvd.preferred: the smaller error (within `tie` the earlier); of two fits that reproduce X (round-off,
+    EXACT_TOL), the fewer numbers; the first fit always.  RPCA, NMF, Monarch and monarch+lr choose by it."""
+    from sfapprox.baselines import _rpca_columns, monarch, monarch_lr, nmf, rpca
+    from sfapprox.baselines.tsvd import EXACT_TOL, preferred, reproduces
+
+    assert preferred(5.0, 100, None, 0, 1.0)
+    assert preferred(0.4, 100, 0.5, 10, 1.0) and not preferred(0.5, 1, 0.4, 10, 1.0)
+    assert not preferred(0.5 * (1 - 1e-13), 1, 0.5, 10, 1.0, tie=1e-12)  # a tie: the earlier kept
+    assert preferred(0.5 * (1 - 1e-13), 1, 0.5, 10, 1.0)
+    assert preferred(EXACT_TOL, 3, 0.0, 4, 1.0) and not preferred(0.0, 4, EXACT_TOL, 4, 1.0)
+    assert not preferred(0.0, 5, 0.9 * EXACT_TOL * 1e3, 4, 1e3)  # both exact at ||X|| = 1000: fewer numbers win
+    assert reproduces(EXACT_TOL * 7, 7.0) and not reproduces(EXACT_TOL * 7.01, 7.0) and not reproduces(None, 1.0)
+    assert all(m.preferred is preferred for m in (rpca, _rpca_columns, nmf, monarch, monarch_lr))

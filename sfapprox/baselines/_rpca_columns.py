@@ -37,9 +37,9 @@ import scipy.sparse as sp
 from .. import _timing
 from ..sources import DistributedSource, MatrixSource
 from .._settings import COUNT_INDICES
-from ._rpca_parts import _Candidate, carrying_entries, preferred, reproduces, skipped_record
+from ._rpca_parts import _Candidate, carrying_entries, skipped_record
 from .rsvd import randomized_svd, source_svd
-from .tsvd import carrying_rank, round_off
+from .tsvd import carrying_rank, preferred, reproduces, round_off
 from .sparse import streamed_top
 
 __all__ = ["fit_grid_columns", "Start", "POWER_ITERATIONS"]

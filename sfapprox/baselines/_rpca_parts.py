@@ -11,10 +11,6 @@ import numpy as np
 from ..budget import rpca_count
 from .tsvd import round_off
 
-#: Relative error at or below which a split reproduces ``X`` (round-off; Monarch's ``EXACT_TOL``): among
-#: the splits that do, the one storing fewest numbers is kept, not round-off's draw.
-EXACT_TOL = 1e-12
-
 
 # --------------------------------------------------------------------------- what carries nothing
 def carrying_entries(vals: np.ndarray, error: float, n: int, norm: float) -> tuple[np.ndarray, float]:
@@ -41,21 +37,6 @@ def carrying_entries(vals: np.ndarray, error: float, n: int, norm: float) -> tup
     if keep.all():
         return keep, error
     return keep, math.hypot(error, float(np.linalg.norm(vals[~keep])))
-
-
-def reproduces(error: float | None, norm: float) -> bool:
-    """Whether a split's error is round-off of ``||X||_F`` (:data:`EXACT_TOL`)."""
-    return error is not None and error <= EXACT_TOL * norm
-
-
-def preferred(error: float, count: int, best_error: float | None, best_count: int, norm: float) -> bool:
-    """Whether a split of this ``error`` and stored ``count`` beats the best so far: the smaller error; of
-    two that reproduce ``X`` (:func:`reproduces`), the fewer numbers (ties: the earlier split)."""
-    if best_error is None:
-        return True
-    if reproduces(error, norm) and reproduces(best_error, norm):
-        return count < best_count
-    return error < best_error
 
 
 @dataclass

@@ -74,6 +74,7 @@ from .._validation import COMPILED_WORKING_SET
 from ..budget import butterfly_hier_count, padded_size
 from ..metrics import operator_error
 from ..operators import ChordOperator, PaddedButterflyOperator
+from .tsvd import reproduces
 
 __all__ = [
     "HierarchicalButterfly",
@@ -87,8 +88,6 @@ __all__ = [
 #: Hierarchical orders: which end of the product is peeled first.
 ORDERS = ("left-to-right", "right-to-left")
 
-#: Relative error below which a fit counts as reproducing ``X`` (round-off).
-EXACT_TOL = 1e-12
 
 #: Bytes of blocks one batched SVD call takes (see :func:`_split`).
 SVD_CHUNK_BYTES = 16 << 20
@@ -354,7 +353,7 @@ class HierarchicalButterfly(Approximation):
             reason = "interrupted"
         self.seconds_ = time.perf_counter() - start
         err, order, values, steps, op = best
-        exact = err <= EXACT_TOL * norm
+        exact = reproduces(err, norm)
         n_factors = values.shape[0]
         self.values_ = values
         self.operator_ = op

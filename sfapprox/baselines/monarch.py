@@ -74,6 +74,7 @@ from .._validation import LIBRARY_WORKING_SET, check_memory
 from ..budget import monarch_count, monarch_min_budget, monarch_rank_for_budget, monarch_shapes
 from ..operators.monarch import MonarchOperator, from_slabs, monarch_slabs, slabs
 from ..sources import MatrixSource
+from .tsvd import preferred, reproduces
 
 __all__ = [
     "Monarch",
@@ -94,8 +95,6 @@ __all__ = [
 #: Shapes ``(b1, b2)`` projected at most when the budget admits several.
 MAX_SHAPES = 12
 
-#: Relative error below which a fit counts as reproducing ``X`` (round-off).
-EXACT_TOL = 1e-12
 
 
 # --------------------------------------------------------------------------- accounting
@@ -599,8 +598,7 @@ class Monarch(Approximation):
                 last = (shape, _timing.now() - began)
                 # Smallest error; a tie goes to the earlier (squarer) shape, and of shapes that reproduce X
                 # (their errors round-off) the one storing fewest numbers wins, not round-off's draw
-                both_exact = best is not None and max(err, best[0]) <= EXACT_TOL * norm
-                if best is None or (shape.count < best[1].count if both_exact else err < best[0] * (1 - 1e-12)):
+                if best is None or preferred(err, shape.count, best[0], best[1].count, norm, tie=1e-12):
                     best = (err, shape, left, right)
         except KeyboardInterrupt:
             if best is None:
@@ -608,7 +606,7 @@ class Monarch(Approximation):
             reason = "interrupted"
         self.seconds_ = time.perf_counter() - start
         err, shape, left, right = best
-        exact = err <= EXACT_TOL * norm
+        exact = reproduces(err, norm)
         if reason == "time_limit":
             warnings.warn(
                 f"Monarch projected {len(grid)} of {len(shapes)} block shapes within time_limit="

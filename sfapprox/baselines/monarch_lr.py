@@ -43,8 +43,8 @@ from .._settings import DEFAULT_TIME_LIMIT
 from .._validation import check_memory
 from ..budget import monarch_lr_min_budget, tsvd_count, tsvd_rank_for_budget
 from ..operators.monarch import MonarchLowRankOperator, MonarchOperator
-from .monarch import EXACT_TOL, MonarchShape, monarch_configs_for_budget, monarch_project, projection_seconds
-from .tsvd import EXACT_MAX_N, _exact_svd, _randomized_svd, numerical_rank
+from .monarch import MonarchShape, monarch_configs_for_budget, monarch_project, projection_seconds
+from .tsvd import EXACT_MAX_N, _exact_svd, _randomized_svd, numerical_rank, preferred, reproduces
 
 __all__ = ["MonarchLowRank", "MonarchLowRankOperator", "monarch_lr_min_budget"]
 
@@ -143,7 +143,7 @@ def _fit_point(X: np.ndarray, shape: MonarchShape | None, k: int, *, max_iter: i
         new = float(np.linalg.norm(X - M - L))
         done = err - new <= tol * err  # less than tol of the error gained by this alternation
         err = new  # the error of the parts kept (monotone up to round-off)
-        if new <= EXACT_TOL * float(np.linalg.norm(X)):
+        if reproduces(new, float(np.linalg.norm(X))):
             reason = "exact"
             break
         if done:
@@ -308,7 +308,7 @@ class MonarchLowRank(Approximation):
         svd_seconds = 0.0
         try:
             for shape, k in grid:
-                if best is not None and best.fro_error <= EXACT_TOL * norm and \
+                if best is not None and reproduces(best.fro_error, norm) and \
                         (0 if shape is None else shape.count) + tsvd_count(n, k) >= best.count:
                     continue  # X is reproduced: only a point storing fewer numbers could do as well
                 # A point's least work: its projection (at the measured cost of the last one), and
@@ -338,9 +338,8 @@ class MonarchLowRank(Approximation):
                 # Smallest error; of points that reproduce X (errors round-off) the one storing fewest
                 # numbers (the first exact one stored the whole budget: 256 numbers of a zero 16 x 16
                 # matrix, where plain Monarch's 160 are as exact)
-                both_exact = best is not None and max(point.fro_error, best.fro_error) <= EXACT_TOL * norm
-                if best is None or (point.count < best.count if both_exact else
-                                    point.fro_error < best.fro_error * (1 - 1e-12)):
+                if best is None or preferred(point.fro_error, point.count, best.fro_error, best.count, norm,
+                                             tie=1e-12):
                     best = point
         except KeyboardInterrupt:
             if best is None:
@@ -353,7 +352,7 @@ class MonarchLowRank(Approximation):
         U, s, Vt = best.low_rank
         self.operator_ = MonarchLowRankOperator(n, left=best.left, right=best.right, U=U, s=s, Vt=Vt)
         self.n_stored_ = self.operator_.n_stored
-        exact = best.fro_error <= EXACT_TOL * norm
+        exact = reproduces(best.fro_error, norm)
         self.stop_reason_ = reason or ("exact" if exact else best.reason)
         shape = best.shape
         self.params_ = {

@@ -33,7 +33,7 @@ from ..budget import nmf_count, nmf_rank_for_budget, rank_within
 from ..metrics import operator_error
 from ..operators import HybridOperator
 from ._torch import as_tensor, few_threads
-from .tsvd import EXACT_MAX_N, EXACT_SVD_ARRAYS, _exact_svd, _randomized_svd, round_off
+from .tsvd import EXACT_MAX_N, EXACT_SVD_ARRAYS, _exact_svd, _randomized_svd, preferred, round_off
 
 __all__ = ["NMF"]
 
@@ -65,9 +65,6 @@ EXTRA_START_ITERATIONS = 20
 #: of ``N x RESIDUAL_BLOCK`` besides the fit's arrays, never an ``N x N`` one.
 RESIDUAL_BLOCK = 256
 
-#: Relative error at or below which a start's fit reproduces ``X`` (round-off; RPCA's and Monarch's
-#: ``EXACT_TOL``): of the starts that do, the one with fewest carrying components is kept.
-EXACT_TOL = 1e-12
 
 #: Starts tried by ``init="best"`` and ``init="auto"`` (the first is the usual one).
 BEST_INITS = ("nndsvda", "nndsvd", "nndsvdar", "random")
@@ -299,7 +296,7 @@ def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, 
     tolerances then mean the same for every positive multiple of ``X``.
     The first start gets the whole ``time_limit``; the others run only in
     the time it leaves, unless ``all_starts`` (``init="best"``).  Returns
-    ``W, H, n_iter, stop_reason, init, errors`` (``init``: the start kept, :func:`_preferred`;
+    ``W, H, n_iter, stop_reason, init, errors`` (``init``: the start kept, :func:`.tsvd.preferred`;
     ``errors``: per start tried, None for one start).
     """
     import torch
@@ -340,22 +337,14 @@ def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, 
             per_iteration = (scoring - fitting) / max(1, n_iter)
             each = (fitting - began) + (_timing.now() - scoring) + EXTRA_START_ITERATIONS * per_iteration
         live = int(_carrying(W, H, math.sqrt(n)).sum()) if len(inits) > 1 else rank
-        if best is None or _preferred(errors[init], live, best[-1], best[-2], math.sqrt(n)):
+        # of starts that reproduce X the fewest components: a constant matrix at rank 2 kept NNDSVDa's two
+        # (64 numbers at N = 16, error 0) where NNDSVD's one (32) is as exact
+        if best is None or preferred(errors[init], live, best[-1], best[-2], math.sqrt(n)):
             best = (W, H, n_iter, reason, init, live, errors[init])
     W, H, n_iter, reason, kept, *_ = best
     root = math.sqrt(scale)
     errors = {k: v * scale for k, v in errors.items()} if len(inits) > 1 else None
     return W * root, H * root, n_iter, reason, kept, errors
-
-
-def _preferred(error: float, live: int, best_error: float, best_live: int, norm: float) -> bool:
-    """Whether a start's fit of this ``error`` and ``live`` carrying components beats the best so far: the
-    smaller error; of two that reproduce ``X`` (within ``EXACT_TOL ||X||_F``), the fewer components (ties:
-    the earlier start).  A constant matrix at rank 2 kept NNDSVDa's two components (64 numbers at
-    N = 16, error 0) where NNDSVD's one (32) is as exact: round-off's draw chose between them."""
-    if error <= EXACT_TOL * norm and best_error <= EXACT_TOL * norm:
-        return live < best_live
-    return error < best_error
 
 
 class NMF(Approximation):

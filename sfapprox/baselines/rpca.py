@@ -63,7 +63,7 @@ from .._settings import COUNT_INDICES, DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
 from ..sources import MatrixSource, columns_within, room
 from .._validation import LIBRARY_WORKING_SET, check_memory, estimate_dense_bytes
-from ._rpca_parts import _Candidate, carrying_entries, preferred, skipped_record
+from ._rpca_parts import _Candidate, carrying_entries, skipped_record
 from ..budget import (
     check_within,
     rpca_count,
@@ -74,7 +74,7 @@ from ..budget import (
 from ..operators import HybridOperator
 from ._torch import few_threads
 from .sparse import dense_top_entries
-from .tsvd import EXACT_MAX_N, EXACT_SVD_ARRAYS, _exact_svd, _randomized_svd, carrying_rank, round_off
+from .tsvd import EXACT_MAX_N, EXACT_SVD_ARRAYS, _exact_svd, _randomized_svd, carrying_rank, preferred, round_off
 
 __all__ = ["RobustPCA", "RANK_FRACTIONS", "PCP_MU_GROWTH"]
 

@@ -18,7 +18,7 @@ from .._params import MEMORY_LIMIT, Interval, Options
 from ..budget import paper_tsvd_rank, rank_within, tsvd_count, tsvd_rank_for_budget
 from ..operators import HybridOperator
 
-__all__ = ["TruncatedSVD", "EXACT_MAX_N"]
+__all__ = ["TruncatedSVD", "EXACT_MAX_N", "EXACT_TOL", "preferred", "reproduces", "round_off"]
 
 #: Largest N for which the exact (full LAPACK) SVD is used with ``solver="auto"``.
 EXACT_MAX_N = 2048
@@ -26,6 +26,37 @@ EXACT_MAX_N = 2048
 #: of the input, U, Vt and its workspace), peak RSS measured: 7.9 at N = 1,024 and 2,048.  Every
 #: method that takes one counts it (tracemalloc, which sees only numpy's own arrays, had shown 2).
 EXACT_SVD_ARRAYS = 8
+
+
+#: Relative error at or below which a fit reproduces ``X`` (round-off of ``||X||_F``): every method's test
+#: of an exact fit (RPCA's splits, NMF's starts, Monarch's shapes and points, the hierarchical
+#: butterfly's orders, the hybrids' grid points), so that a matrix one method reproduces is reproduced
+#: by the others' same measure.
+EXACT_TOL = 1e-12
+
+
+def reproduces(error: float | None, norm: float) -> bool:
+    """Whether a fit's Frobenius ``error`` is round-off of ``||X||_F = norm`` (:data:`EXACT_TOL`)."""
+    return error is not None and error <= EXACT_TOL * norm
+
+
+def preferred(error: float, count: int, best_error: float | None, best_count: int, norm: float,
+              tie: float = 0.0) -> bool:
+    """Whether a fit of this ``error`` and stored ``count`` beats the best so far (``best_error`` None: none
+    yet): the smaller error (smaller than ``best_error (1 - tie)``: a tie within ``tie`` keeps the earlier);
+    of two that reproduce ``X`` (:func:`reproduces`), the fewer numbers (ties: the earlier), not round-off's
+    draw — the first exact fit of a zero 16 x 16 matrix stored 256 numbers where another's 160 are as exact.
+
+    Examples
+    --------
+    >>> preferred(0.5, 10, 0.6, 5, 1.0), preferred(1e-14, 10, 1e-15, 5, 1.0), preferred(1e-15, 4, 1e-14, 5, 1.0)
+    (True, False, True)
+    """
+    if best_error is None:
+        return True
+    if reproduces(error, norm) and reproduces(best_error, norm):
+        return count < best_count
+    return error < best_error * (1.0 - tie)
 
 
 def round_off(n: int, scale: float) -> float:

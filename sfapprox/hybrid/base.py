@@ -25,6 +25,7 @@ from .._validation import check_memory
 from ..budget import SFConfig, sf_config_for_budget, sf_count
 from ..chord import chord_offsets, default_n_factors
 from ..metrics import operator_error
+from ..baselines.tsvd import EXACT_TOL
 from ..operators import ChordOperator, HybridOperator
 from ..sf._multistart import START_KINDS, best_run, race, start_values
 from ..sf.model import ChordSF
@@ -43,8 +44,6 @@ RESELECT_AT = (0.4, 0.7)
 PLAIN_SHARE = 0.4
 #: Plain SF fits kept for reuse (each holds only its factors, ``N K M`` numbers).
 PLAIN_CACHE_SIZE = 4
-#: Relative error at which a grid point reproduces X (round-off): the grid stops there.
-EXACT_TOL = 1e-12
 #: Under a time limit, a ``"split"`` point (fresh starts) runs only when the time left pays for its
 #: starts, this many joint evaluations and its scoring (:func:`split_starts`): a fresh start a few
 #: evaluations old is far from its fit, and only costs time.  The warm ``"sf+rest"`` point needs
@@ -395,7 +394,7 @@ class _ChordHybrid(Approximation):
         # then skipped, never the time limit passed).
         splits.sort(key=lambda s: s.role not in ("lr", "sparse"))
         joint = [s for s in splits if s.role not in ("lr", "sparse")]
-        floor = EXACT_TOL * float(np.linalg.norm(dense))
+        floor = EXACT_TOL * float(np.linalg.norm(dense))  # a grid point reproduces X (round-off): the grid stops there
         with AdaptiveThreads(self._work(n), device_type=self._device.type, compiled=self._compiled(n)) as governor:
             for split in splits:
                 if points and isinstance(points[-1], _Point) and points[-1].stop_reason == _INTERRUPTED:
