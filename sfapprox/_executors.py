@@ -20,7 +20,7 @@ from typing import Any
 
 from ._errors import one_line
 
-__all__ = ["worker_count", "share", "ordered_map", "not_picklable", "worker_died", "worker_death",
+__all__ = ["worker_count", "share", "send_shared", "ordered_map", "not_picklable", "worker_died", "worker_death",
            "serialization_logs_off", "logs_off"]
 
 #: Tasks kept in flight per worker: one running and one queued, so a worker never waits for the
@@ -82,6 +82,11 @@ def share(executor, objects: Sequence[Any]) -> list[Any]:
         # a future is shared already (for all of a source's passes); fresh keys (pure=False): a pass sharing what
         # the previous one released, under the same content-derived key, would find it being forgotten
         return [obj if _is_future(obj) else executor.submit(_held, obj, pure=False) for obj in objects]
+
+
+def send_shared(executor, objects: Sequence[Any]) -> list[Any]:
+    """:func:`share`, with a lost cluster or an object that does not pickle said in one line (:func:`_sent`)."""
+    return _sent(executor, share, executor, objects)
 
 
 def _is_future(obj: Any) -> bool:
@@ -289,7 +294,7 @@ def ordered_map(executor, fn: Callable, items: Iterable[Any], shared: Sequence[A
     Any
         Each task's result, in order.
     """
-    args = _sent(executor, share, executor, shared)
+    args = send_shared(executor, shared)
     options = {"pure": False} if _is_dask(executor) else {}  # fresh task keys too, for the same reason
     window = max(1, window or IN_FLIGHT_PER_WORKER * _sent(executor, worker_count, executor))
     pending: deque = deque()

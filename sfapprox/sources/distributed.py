@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .._executors import _sent, ordered_map, share, worker_count
+from .._executors import ordered_map, send_shared, worker_count
 from ._base import MatrixSource
 
 __all__ = ["DistributedSource"]
@@ -99,7 +99,7 @@ class DistributedSource(MatrixSource):
         product passes a GoDec step, each of which sent the source again (:func:`~sfapprox._executors.share`)."""
         held = self.__dict__.get("_on_executor")
         if held is None:
-            held = _sent(self.executor, share, self.executor, [self.source])[0]
+            held = send_shared(self.executor, [self.source])[0]
             if held is not self.source:  # (a local pool takes the source itself, with each task)
                 self._on_executor = held
         return held
