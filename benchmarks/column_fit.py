@@ -25,6 +25,9 @@ from column blocks with Adam alone.
 ``--lbfgs-memory N --seconds S``: the memory of one such fit under a time limit long enough for the
 hand-over to L-BFGS by passes (its history counted in the estimate).
 
+``--rounds-memory N,... --seconds S``: the same for a fit whose time leaves few passes, so that it hands
+over to rounds of sketches (``_sketch.rounds_memory``, the estimate it checked).
+
 ``--passes N --counts 3,6,12,24``: the two column optimizers given the same number of passes over the
 columns (Adam: that many epochs of 256-column steps; L-BFGS: iterations until that many evaluations),
 each scored exactly: where L-BFGS by passes starts to pay (``_columns.LBFGS_MIN_PASSES``).
@@ -67,8 +70,17 @@ def one(n: int, steps: int, max_memory: str, seconds: float | None = None) -> di
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     m, k = sf.factors_.shape[0], sf.factors_.shape[2]
     width, batch = sf.params_["block_width"], sf.params_["batch"]
-    estimate = column_fit_memory(n, m, k, width, history=sf.params_.get("history")) + LIBRARY_WORKING_SET \
-        + COMPILED_WORKING_SET
+    if "sketch" in (sf.params_.get("optimizer") or ""):  # rounds of sketches: their own estimate, as the fit's check
+        from dataclasses import replace
+
+        from sfapprox.sf._columns import ColumnSettings
+        from sfapprox.sf._sketch import rounds_memory
+
+        settings = replace(ColumnSettings(), sketch_columns=sf.params_["sketch_columns"])
+        estimate = rounds_memory(n, m, k, width, settings)
+    else:
+        estimate = column_fit_memory(n, m, k, width, history=sf.params_.get("history"))
+    estimate += LIBRARY_WORKING_SET + COMPILED_WORKING_SET
     step = float(np.median(np.diff(stamps)[1:]))  # the first includes the scale's pilot columns
     return {"n": n, "n_factors": m, "n_offsets": k, "stored": int(sf.n_stored_), "path": sf.params_["path"],
             "block_width": width, "batch": batch, "steps": sf.n_iter_, "rss_before": base, "peak_rss": peak,
@@ -77,7 +89,7 @@ def one(n: int, steps: int, max_memory: str, seconds: float | None = None) -> di
                                                       input_bytes=8 * n * n),
             "step_seconds": step, "pass_seconds": step * math.ceil(n / batch), "threads": sf.threads_,
             "optimizer": sf.params_.get("optimizer"), "epochs": sf.params_.get("epochs"),
-            "max_memory": max_memory}
+            "sketch_columns": sf.params_.get("sketch_columns"), "max_memory": max_memory}
 
 
 def versus(n: int, seconds: float) -> dict:
@@ -186,13 +198,16 @@ def render(data: dict) -> list[str]:
                   "|---|---|---|---|---|"]
         lines += [f"| {r['run']} | {r['rel_error']:.4f} | {r['iterations']} | {r['passes']} | {r['seconds']:.1f} |"
                   for r in v["rows"]]
-    if data.get("lbfgs_memory"):
-        r = data["lbfgs_memory"]
-        lines += ["", f"## Memory when the fit hands over to L-BFGS by passes (`{r['command']}`)", "",
-                  "| N | optimizer | passes | estimate (checked) | allocated (peak − before) | peak RSS | "
-                  "allocated / estimate |", "|---|---|---|---|---|---|---|",
-                  f"| {r['n']:,} | {r['optimizer']} | {r['epochs']} | {_gib(r['estimate'])} | {_gib(r['allocated'])} | "
-                  f"{_gib(r['peak_rss'])} | {r['allocated'] / r['estimate']:.2f} |"]
+    for key, what in (("lbfgs_memory", "L-BFGS by passes"), ("rounds_memory", "rounds of sketches")):
+        if not data.get(key):
+            continue
+        rows = data[key] if isinstance(data[key], list) else [data[key]]
+        lines += ["", f"## Memory when the fit hands over to {what}", "",
+                  "| N | optimizer | passes | sketch columns | estimate (checked) | allocated (peak − before) | peak RSS | "
+                  "allocated / estimate | command |", "|---|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {r['n']:,} | {r['optimizer']} | {r['epochs']} | {r.get('sketch_columns') or '–'} | "
+                  f"{_gib(r['estimate'])} | {_gib(r['allocated'])} | {_gib(r['peak_rss'])} | "
+                  f"{r['allocated'] / r['estimate']:.2f} | `{r['command']}` |" for r in rows]
     if data.get("passes"):
         p = data["passes"]
         lines += ["", f"## The column optimizers at equal passes: N = {p['n']:,} (`{p['command']}`)", "",
@@ -214,6 +229,8 @@ def main() -> int:
     ap.add_argument("--passes", type=int, default=None, metavar="N", help="only the two column optimizers at equal passes")
     ap.add_argument("--lbfgs-memory", type=int, default=None, metavar="N",
                     help="only the memory of one fit of --seconds that hands over to L-BFGS by passes")
+    ap.add_argument("--rounds-memory", default=None, metavar="N,...",
+                    help="only the memory of one fit of --seconds at each N that hands over to rounds of sketches")
     ap.add_argument("--counts", default="3,6,12,24", help="--passes: the numbers of passes")
     args = ap.parse_args()
     path = OUT / f"{NAME}.json"
@@ -225,6 +242,10 @@ def main() -> int:
         data["lbfgs_memory"] = {**run_child(NAME, "one", [args.lbfgs_memory, 0, args.max_memory, args.seconds]),
                                 "command": command_line()}
         print(json.dumps(data["lbfgs_memory"], indent=1), flush=True)
+    elif args.rounds_memory:
+        data["rounds_memory"] = [{**run_child(NAME, "one", [int(n), 0, args.max_memory, args.seconds]),
+                                  "command": command_line()} for n in args.rounds_memory.split(",")]
+        print(json.dumps(data["rounds_memory"], indent=1), flush=True)
     elif args.passes:
         counts = [int(c) for c in args.counts.split(",")]
         data["passes"] = {**run_child(NAME, "passes", [args.passes, counts]), "command": command_line()}

@@ -40,6 +40,7 @@ from sfapprox.sf._multistart import start_values
 #: The table's columns.
 KEYS = ["n", "plan", "history", "seconds", "fit_seconds", "rel", "running_error", "after_sketch", "sketch_error", "sketch_seconds",
         "sketch_iterations", "sketch_evaluations", "whole_iterations", "whole_passes", "optimizer", "steps", "passes",
+        "sketch_columns",
         "peak_rss_gib"]
 
 

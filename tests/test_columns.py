@@ -19,6 +19,7 @@ from sfapprox.metrics import frobenius_error
 from sfapprox.operators import ChordOperator
 from sfapprox.sf import _columns as C
 from sfapprox.sf import _kernels
+from sfapprox.sf._sketch import fit_rounds
 from sfapprox.sf._multistart import start_values
 from sfapprox.sf.model import COMPILED_WORKING_SET, LIBRARY_WORKING_SET, estimate_fit_memory
 from sfapprox.sources import ArraySource, KernelMatrix
@@ -205,7 +206,7 @@ def test_lbfgs_by_passes_starts_no_pass_the_time_limit_would_cut():
     np.testing.assert_array_equal(fit.values, start.astype(np.float32))
 
 
-def _auto(X, fake_clock, time_limit, *, step_seconds=1.0, **kw):
+def _auto(X, fake_clock, time_limit, *, step_seconds=1.0, sketch_max_passes=None, **kw):
     """fit_columns_auto on blocks of 16 columns, each block "taking" step_seconds; what each step saw."""
     offs = chord_offsets(X.shape[0])
     start = start_values(["identity"], 0, (math.ceil(math.log2(X.shape[0])), X.shape[0], len(offs)))["identity"]
@@ -215,7 +216,8 @@ def _auto(X, fake_clock, time_limit, *, step_seconds=1.0, **kw):
         fake_clock.advance(step_seconds * (b - a) / 16)
         return X[:, a:b]
 
-    fit = C.fit_columns_auto(columns, start, offs, settings=C.ColumnSettings(batch=16), width=8, max_iter=60,
+    settings = C.ColumnSettings(batch=16, **({} if sketch_max_passes is None else {"sketch_max_passes": sketch_max_passes}))
+    fit = C.fit_columns_auto(columns, start, offs, settings=settings, width=8, max_iter=60,
                              time_limit=time_limit, callback=lambda step, r, cols, v: seen.append((step, cols)), **kw)
     return fit, seen
 
@@ -247,17 +249,21 @@ def test_auto_fits_by_rounds_of_sketches_where_the_time_left_allows_few_passes(f
     """Under settings.sketch_max_passes passes left (and its memory fitting), the rounds of sketches
     (:func:`._sketch.fit_rounds`) take over from Adam's probe steps; not where their memory does not fit."""
     X = _planted(64, seed=7)  # a pass "takes" 4 s: 10 passes
-    fit, seen = _auto(X, fake_clock, time_limit=40.0 + C.PROBE_STEPS, sketch_fits=True)
+    assert C.ColumnSettings().sketch_max_passes == 0  # (not chosen by default yet)
+    fit, seen = _auto(X, fake_clock, time_limit=40.0 + C.PROBE_STEPS, rounds=fit_rounds, sketch_max_passes=30)
     assert fit.optimizer == "adam+sketch" and fit.steps > C.PROBE_STEPS
     steps = [s for s, _ in seen]
     assert steps == list(range(1, len(steps) + 1))  # numbered on across the hand-over
     assert fit.stop_reason in ("time_limit", "max_iter") and fake_clock.time <= 40.0 + C.PROBE_STEPS
     fake_clock.time = 0.0
-    without, _ = _auto(X, fake_clock, time_limit=40.0 + C.PROBE_STEPS, sketch_fits=False)
+    without, _ = _auto(X, fake_clock, time_limit=40.0 + C.PROBE_STEPS, rounds=None, sketch_max_passes=30)
     assert without.optimizer == "adam+lbfgs"
     fake_clock.time = 0.0
-    many, _ = _auto(X, fake_clock, time_limit=4.0 * (C.ColumnSettings.sketch_max_passes + 10), sketch_fits=True)
+    many, _ = _auto(X, fake_clock, time_limit=4.0 * 40, rounds=fit_rounds, sketch_max_passes=30)
     assert many.optimizer == "adam+lbfgs"  # passes enough for L-BFGS on the whole loss
+    fake_clock.time = 0.0
+    default, _ = _auto(X, fake_clock, time_limit=40.0 + C.PROBE_STEPS, rounds=fit_rounds)
+    assert default.optimizer == "adam+lbfgs"
 
 
 def test_memory_estimate_and_width():

@@ -20,9 +20,10 @@ where L-BFGS by passes gets 0.874 and in memory 0.56 in 135), so where the time
 limit leaves room for :data:`LBFGS_MIN_PASSES` passes, :func:`fit_columns_auto`
 hands over to :func:`fit_columns_lbfgs`: the in-memory fit's L-BFGS, each
 evaluation one pass over the column blocks; where it leaves room for fewer than
-``sketch_max_passes`` (30), to rounds of sketches (:func:`._sketch.fit_rounds`: each
-pass a new Gaussian sketch ``X S`` of the columns, L-BFGS on it at ``b / N`` of a
-pass per evaluation, until columns held out of the sketch stop improving).  Either way the fit's own memory is
+``sketch_max_passes`` (0 by default: not yet chosen), to rounds of sketches
+(:func:`._sketch.fit_rounds`: each pass a new Gaussian sketch ``X S`` of the
+columns, L-BFGS on it at ``b / N`` of a pass per evaluation, until columns held
+out of the sketch stop improving).  Either way the fit's own memory is
 ``O(N K M)`` — the values, Adam's two moments, L-BFGS's history — plus one
 gradient and ``(M + 1) N w`` workspace per group of column blocks
 (:func:`column_fit_memory`): this path is for matrices that cannot be formed,
@@ -86,7 +87,10 @@ class ColumnSettings:
         that it holds out to tell when to take the next sketch.
     sketch_max_passes : float
         ``"auto"`` fits by rounds of sketches (:func:`._sketch.fit_rounds`) where
-        the time left allows fewer passes over the columns than this.
+        the time left allows fewer passes over the columns than this.  0 (the
+        default): never yet — they paid on one kernel and not on another
+        (``benchmarks/results/sketch_fit.md``); 30 is where they tied with L-BFGS
+        by passes on the one where they paid.
     sketch_history : int
         L-BFGS pairs the rounds keep (a round is tens of iterations; each pair
         is ``8 N K M`` bytes: 0.7 GB of five at N = 65,536).
@@ -105,7 +109,7 @@ class ColumnSettings:
     history: int = 10
     sketch_columns: int = 2048
     holdout_columns: int = 128
-    sketch_max_passes: float = 30.0
+    sketch_max_passes: float = 0.0
     sketch_history: int = 5
 
 
@@ -447,12 +451,12 @@ def fit_columns_auto(
     seed: int = 0,
     callback: Callable[[int, float, int, np.ndarray], bool] | None = None,
     lbfgs_fits: bool = True,
-    sketch_fits: bool = False,
+    rounds: Callable[..., ColumnFit] | None = None,
 ) -> ColumnFit:
     """Adam (:func:`fit_columns`) for :data:`PROBE_STEPS` steps, then, from where it got, by what the
     time left allows at the speed those steps had: rounds of sketches (:func:`._sketch.fit_rounds`)
-    under ``settings.sketch_max_passes`` passes over the columns (where ``sketch_fits``: their memory
-    fits the limit), L-BFGS (:func:`fit_columns_lbfgs`) from :data:`LBFGS_MIN_PASSES` passes (where
+    under ``settings.sketch_max_passes`` passes over the columns (``rounds``, given where their memory
+    fits the limit: :func:`._sketch.fit_rounds`, which imports this module), L-BFGS (:func:`fit_columns_lbfgs`) from :data:`LBFGS_MIN_PASSES` passes (where
     ``lbfgs_fits``); else Adam to the end.
 
     Without a time limit (``max_iter`` steps bound the fit) it is Adam's fit, step for step.
@@ -471,12 +475,12 @@ def fit_columns_auto(
             per_step = (stamps[-1] - stamps[0]) / max(1, PROBE_STEPS - 1)  # the first step's compile left out
             per_pass[0] = per_step * math.ceil(n / max(1, settings.batch))
             passes = (time_limit - (stamps[-1] - began)) / max(per_pass[0], 1e-9)
-            switch[0] = "sketch" if sketch_fits and passes < settings.sketch_max_passes else \
+            switch[0] = "sketch" if rounds is not None and passes < settings.sketch_max_passes else \
                 "lbfgs" if lbfgs_fits and passes >= LBFGS_MIN_PASSES else None
             return switch[0] is not None
         return stop
 
-    choose = time_limit is not None and (lbfgs_fits or sketch_fits) and max_iter > PROBE_STEPS
+    choose = time_limit is not None and (lbfgs_fits or rounds is not None) and max_iter > PROBE_STEPS
     adam = fit_columns(columns, values, offsets, settings=settings, width=width, max_iter=max_iter,
                        time_limit=time_limit, seed=seed, callback=probe if choose else callback)
     if switch[0] is None:
@@ -487,9 +491,7 @@ def fit_columns_auto(
 
     offset = _timing.now() - began
     if switch[0] == "sketch":
-        from ._sketch import fit_rounds
-
-        rest = fit_rounds(columns, adam.values, offsets, settings=settings, width=width, max_iter=max_iter - adam.steps,
+        rest = rounds(columns, adam.values, offsets, settings=settings, width=width, max_iter=max_iter - adam.steps,
                           time_limit=max(0.0, time_limit - offset), seed=seed, callback=shifted)
     else:
         rest = fit_columns_lbfgs(columns, adam.values, offsets, settings=settings, width=width,

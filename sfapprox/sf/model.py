@@ -855,7 +855,7 @@ class ChordSF(Approximation):
                 # (rounds of sketches asked for where not even the fewest columns fit: Adam's steps)
                 run = {"auto": _columns.fit_columns_auto, "sketch": _sketch.fit_rounds if sketch_columns else None}.get(
                     settings.optimizer) or _columns.fit_columns
-                extra = {"lbfgs_fits": lbfgs_fits, "sketch_fits": sketch_columns > 0} \
+                extra = {"lbfgs_fits": lbfgs_fits, "rounds": _sketch.fit_rounds if sketch_columns else None} \
                     if settings.optimizer == "auto" else {}
                 fit = run(columns, start, offsets, settings=settings, width=width, max_iter=self.max_iter,
                           time_limit=limit_s, seed=self.random_state, callback=report, **extra)
