@@ -47,9 +47,10 @@ from _common import OUT, command_line, machine, meta, proc_status, run_child, wr
 NAME = "column_fit"
 
 
-def one(n: int, steps: int, max_memory: str, seconds: float | None = None) -> dict:
+def one(n: int, steps: int, max_memory: str, seconds: float | None = None, rounds: bool = False) -> dict:
     """One fit from columns in this (fresh) process: memory and step times (``seconds``: a fit under that
-    time limit instead of ``steps`` steps, so that it hands over to L-BFGS by passes)."""
+    time limit instead of ``steps`` steps, so that it hands over to L-BFGS by passes; ``rounds``: to rounds
+    of sketches, which the defaults do not choose yet)."""
     import resource
 
     import numpy as np
@@ -61,6 +62,11 @@ def one(n: int, steps: int, max_memory: str, seconds: float | None = None) -> di
     from sfapprox.sf.model import COMPILED_WORKING_SET, LIBRARY_WORKING_SET, estimate_fit_memory
     from sfapprox.sources import KernelMatrix
 
+    if rounds:
+        from sfapprox.sf import model
+        from sfapprox.sf._columns import ColumnSettings
+
+        model.COLUMN_SETTINGS = ColumnSettings(sketch_max_passes=1e9)
     K = KernelMatrix(cloud(n), bandwidth=BANDWIDTH)
     base = proc_status("VmRSS")
     stamps = [time.perf_counter()]
@@ -243,7 +249,7 @@ def main() -> int:
                                 "command": command_line()}
         print(json.dumps(data["lbfgs_memory"], indent=1), flush=True)
     elif args.rounds_memory:
-        data["rounds_memory"] = [{**run_child(NAME, "one", [int(n), 0, args.max_memory, args.seconds]),
+        data["rounds_memory"] = [{**run_child(NAME, "one", [int(n), 0, args.max_memory, args.seconds, True]),
                                   "command": command_line()} for n in args.rounds_memory.split(",")]
         print(json.dumps(data["rounds_memory"], indent=1), flush=True)
     elif args.passes:
