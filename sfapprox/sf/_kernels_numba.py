@@ -128,6 +128,18 @@ def _residual(G, X, col, c):
     return total
 
 
+@nb.njit(inline="always", **_JIT)
+def _transposed(ws, bwd):
+    """``coef_t[m, j, k] = ws[m, bwd[j, k], k]``: row ``j`` of ``W_m^T`` reads ``coef_t[m, j]``."""
+    n_factors, n, n_offsets = ws.shape
+    coef_t = np.empty((n_factors, n, n_offsets), dtype=ws.dtype)
+    for m in range(n_factors):
+        for j in range(n):
+            for k in range(n_offsets):
+                coef_t[m, j, k] = ws[m, bwd[j, k], k]
+    return coef_t
+
+
 @nb.njit(**_JIT)
 def loss_and_grad(ws, X, fwd, bwd, width, grad, starts, x0):
     """``0.5 * ||X[:, J] - (W_0 ... W_{M-1})[:, J]||_F^2``, returned, and its gradient, written into ``grad``.
@@ -152,11 +164,7 @@ def loss_and_grad(ws, X, fwd, bwd, width, grad, starts, x0):
     n_factors, n, n_offsets = ws.shape
     width = min(width, n)
     Q = np.empty((n_factors + 1, n, width), dtype=ws.dtype)  # Q[m] for 1 <= m < M; Q[0], Q[M]: G
-    coef_t = np.empty((n_factors, n, n_offsets), dtype=ws.dtype)  # W_m^T's row j reads coef_t[m, j]
-    for m in range(n_factors):
-        for j in range(n):
-            for k in range(n_offsets):
-                coef_t[m, j, k] = ws[m, bwd[j, k], k]
+    coef_t = _transposed(ws, bwd)
     grad[:, :, :] = 0.0
     loss = 0.0
     for b in range(starts.shape[0]):
@@ -209,11 +217,7 @@ def sketch_loss_and_grad(ws, Y, S, fwd, bwd, width, grad, starts):
     n_factors, n, n_offsets = ws.shape
     width = min(width, S.shape[1])
     Q = np.empty((n_factors + 2, n, width), dtype=ws.dtype)  # Q[M]: the spare; Q[M + 1]: S's block
-    coef_t = np.empty((n_factors, n, n_offsets), dtype=ws.dtype)
-    for m in range(n_factors):
-        for j in range(n):
-            for k in range(n_offsets):
-                coef_t[m, j, k] = ws[m, bwd[j, k], k]
+    coef_t = _transposed(ws, bwd)
     grad[:, :, :] = 0.0
     loss = 0.0
     block = Q[n_factors + 1]
