@@ -454,10 +454,10 @@ def fit_columns_auto(
     rounds: Callable[..., ColumnFit] | None = None,
 ) -> ColumnFit:
     """Adam (:func:`fit_columns`) for :data:`PROBE_STEPS` steps, then, from where it got, by what the
-    time left allows at the speed those steps had: rounds of sketches (:func:`._sketch.fit_rounds`)
-    under ``settings.sketch_max_passes`` passes over the columns (``rounds``, given where their memory
-    fits the limit: :func:`._sketch.fit_rounds`, which imports this module), L-BFGS (:func:`fit_columns_lbfgs`) from :data:`LBFGS_MIN_PASSES` passes (where
-    ``lbfgs_fits``); else Adam to the end.
+    time left allows at the speed those steps had: rounds of sketches under ``settings.sketch_max_passes``
+    passes over the columns (``rounds``, given where their memory fits the limit: :func:`._sketch.fit_rounds`,
+    passed in because that module imports this one), L-BFGS (:func:`fit_columns_lbfgs`) from
+    :data:`LBFGS_MIN_PASSES` passes (where ``lbfgs_fits``); else Adam to the end.
 
     Without a time limit (``max_iter`` steps bound the fit) it is Adam's fit, step for step.
     Parameters and result as :func:`fit_columns`; ``callback`` sees the steps of all, numbered on.
@@ -492,7 +492,7 @@ def fit_columns_auto(
     offset = _timing.now() - began
     if switch[0] == "sketch":
         rest = rounds(columns, adam.values, offsets, settings=settings, width=width, max_iter=max_iter - adam.steps,
-                          time_limit=max(0.0, time_limit - offset), seed=seed, callback=shifted)
+                      time_limit=max(0.0, time_limit - offset), seed=seed, callback=shifted)
     else:
         rest = fit_columns_lbfgs(columns, adam.values, offsets, settings=settings, width=width,
                                  history=settings.history, max_iter=max_iter - adam.steps,
