@@ -44,6 +44,15 @@ KEYS = ["n", "plan", "history", "seconds", "fit_seconds", "rel", "running_error"
         "peak_rss_gib"]
 
 
+def _sources_cloud(n: int) -> np.ndarray:
+    """``scale_sources``' kernel (32 clusters in 16 dimensions, bandwidth 2), formed."""
+    from scale_sources import BANDWIDTH, cloud
+
+    from sfapprox.sources import KernelMatrix
+
+    return KernelMatrix(cloud(n), bandwidth=BANDWIDTH).to_dense()
+
+
 def exact_error(columns, values: np.ndarray, offsets, width: int) -> float:
     """``||X - P|| / ||X||`` by one pass (float32 kernel)."""
     shape = values.shape
@@ -105,6 +114,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=300)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--plans", default="columns,rounds:2048")
+    parser.add_argument("--matrix", choices=("ordered", "sources"), default="ordered",
+                        help="scale_fit's ordered cloud (bandwidth 1), or scale_sources' 16-dimensional one (bandwidth 2)")
     parser.add_argument("--render-only", action="store_true", help="rewrite the .md from the .json")
     args = parser.parse_args()
     previous = OUT / "sketch_fit.json"  # each command's rows kept beside the earlier commands'
@@ -114,7 +125,7 @@ def main() -> None:
         return
     rows = []
     for n in (int(v) for v in args.sizes.split(",")):
-        X = np.asarray(matrix("cloud", n), dtype=np.float64)
+        X = np.asarray(matrix("cloud", n), dtype=np.float64) if args.matrix == "ordered" else _sources_cloud(n)
         scale = float(np.linalg.norm(X)) / math.sqrt(n)
         columns = lambda a, b: X[:, a:b] / scale  # noqa: E731
         offsets = tuple(int(d) for d in support_offsets(n))
