@@ -24,7 +24,6 @@ they are built and tested, and not chosen by default yet
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -33,10 +32,10 @@ import numpy as np
 
 from .. import _timing
 from .._signals import stop_requested
-from .._threads import _limit_blas, compiled_threads
-from ._columns import ColumnFit, ColumnSettings, _fill, best_multiple, column_fit_memory
+from .._threads import compiled_threads, torch_threads
+from ._columns import ColumnFit, ColumnSettings, _fill, _products, best_multiple, column_fit_memory
 from ._kernels import sketch_loss_and_grad
-from ._solver import StopReason, inner_and_square
+from ._solver import StopReason
 
 __all__ = ["SketchFit", "fit_rounds", "fit_sketch", "rounds_memory", "sketch_columns_within", "sketch_memory",
            "sketch_shape", "sketch_target"]
@@ -124,7 +123,7 @@ def sketch_target(columns: Callable[[int, int], np.ndarray], n: int, b: int, dty
     full = np.empty((n, chunk), dtype=dtype)
     product = np.empty((min(n, SKETCH_ROWS), b), dtype=dtype)
     norm2 = 0.0
-    with _blas_threads(compiled_threads()):  # a fit holds BLAS at one thread beside its kernel's: the products want all
+    with torch_threads(compiled_threads()):  # a fit holds BLAS at one thread beside its kernel's: the products want all
         for start in range(0, n, chunk):
             if stop_requested():
                 raise KeyboardInterrupt
@@ -139,15 +138,14 @@ def sketch_target(columns: Callable[[int, int], np.ndarray], n: int, b: int, dty
     return Y, S, norm2
 
 
-@contextlib.contextmanager
-def _blas_threads(threads: int):
-    """The BLAS pools at ``threads`` threads for the block (threadpoolctl; nothing without it)."""
-    limiter = _limit_blas(threads)
-    try:
-        yield
-    finally:
-        if limiter is not None:
-            limiter.restore_original_limits()
+def _norm2(Y: np.ndarray, first: int, stop: int) -> float:
+    """``||Y[:, first:stop]||_F^2`` in float64, a few rows at a time: ``np.vdot`` of the column range (not
+    contiguous) copied it whole, twice (512 MB at N = 65,536, b = 1,024, outside the memory estimate)."""
+    total = 0.0
+    for r in range(0, Y.shape[0], 1024):
+        part = Y[r:r + 1024, first:stop].astype(np.float64)
+        total += float(np.einsum("ij,ij->", part, part))
+    return total
 
 
 def _flush_subnormal(block: np.ndarray) -> None:
@@ -173,8 +171,7 @@ def _best_multiple(objective: "_SketchObjective", w: np.ndarray, held: tuple[int
     gained nothing on a kernel ended at 1.004 of ``||X||``, above the zero matrix's 1.
     """
     loss = objective.loss(w, held)
-    dot = float(np.dot(objective.grads[0].reshape(-1).astype(np.float64), w.reshape(-1).astype(np.float64)))
-    inner, square = inner_and_square(loss, dot, norm2, w.shape[0])
+    inner, square = _products(objective.grads[:1], w, loss, norm2)  # (the groups' sum is in grads[0])
     if best_multiple(w, inner, square) == 1.0 or norm2 <= 0:
         return math.sqrt(2.0 * max(loss, 0.0) / norm2) if norm2 > 0 else 0.0
     return math.sqrt(max(0.0, 1.0 - inner * inner / (square * norm2)))
@@ -280,7 +277,7 @@ def fit_sketch(Y: np.ndarray, S: np.ndarray, values: np.ndarray, offsets, *, wid
     fitted = b if fit_columns is None or fit_columns >= b else fit_columns
     held = (fitted, b) if fitted < b else None
     objective = _SketchObjective(Y, S, offsets, shape, width, groups, (0, fitted))
-    norms = [float(np.vdot(Y[:, a:c], Y[:, a:c])) for a, c in ((0, fitted), held or (0, 0))]
+    norms = [_norm2(Y, a, c) for a, c in ((0, fitted), held or (0, 0))]
     state = new_state(torch.from_numpy(np.ascontiguousarray(values, dtype=Y.dtype).reshape(-1)))
     out = SketchFit(values=np.array(values, dtype=np.float64))
 
