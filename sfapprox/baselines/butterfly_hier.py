@@ -74,7 +74,7 @@ from .._validation import COMPILED_WORKING_SET
 from ..budget import butterfly_hier_count, padded_size
 from ..metrics import operator_error
 from ..operators import ChordOperator, PaddedButterflyOperator
-from .tsvd import reproduces
+from .tsvd import EXACT_TOL, reproduces  # noqa: F401 - EXACT_TOL: this module's own name for it before
 
 __all__ = [
     "HierarchicalButterfly",

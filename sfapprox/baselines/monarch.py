@@ -74,7 +74,7 @@ from .._validation import LIBRARY_WORKING_SET, check_memory
 from ..budget import monarch_count, monarch_min_budget, monarch_rank_for_budget, monarch_shapes
 from ..operators.monarch import MonarchOperator, from_slabs, monarch_slabs, slabs
 from ..sources import MatrixSource
-from .tsvd import preferred, reproduces
+from .tsvd import EXACT_TOL, preferred, reproduces  # noqa: F401 - EXACT_TOL: this module's own name for it before
 
 __all__ = [
     "Monarch",

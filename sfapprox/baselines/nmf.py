@@ -34,6 +34,7 @@ from ..metrics import operator_error
 from ..operators import HybridOperator
 from ._torch import as_tensor, few_threads
 from .tsvd import EXACT_MAX_N, EXACT_SVD_ARRAYS, _exact_svd, _randomized_svd, preferred, round_off
+from .tsvd import EXACT_TOL  # noqa: F401 - this module's own name for it before
 
 __all__ = ["NMF"]
 
