@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import time
 
 from _common import OUT, findings_lines, meta, run_child, write_results

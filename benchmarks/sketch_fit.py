@@ -10,6 +10,9 @@ source's would be) for ``--seconds`` on ``--threads`` threads from the identity 
 - ``columns``: today's fit from column blocks (``_columns.fit_columns_auto``: Adam, then L-BFGS by passes);
 - ``rounds:b[:history]``: rounds of sketches (``_sketch.fit_rounds``: each a new sketch of b columns and
   128 held out, L-BFGS on it, keeping ``history`` pairs, until the held-out columns stop improving);
+- ``auto:P[:gain]``: ``fit_columns_auto`` as the model runs it, with ``sketch_max_passes = P`` (rounds of
+  sketches under P passes left, then, where a round gains under ``gain`` of its held-out error, L-BFGS by
+  passes for the rest); ``rounds``, ``rounds_seconds``, ``rounds_error``: the rounds' part;
 - ``sketch:b:share``: the sketch ``Y = X S`` by one pass (``_sketch.sketch_target``), L-BFGS on
   ``0.5 ||Y - P S||^2`` (``_sketch.fit_sketch``) until ``share`` of the seconds, then L-BFGS by passes
   over the columns (``_columns.fit_columns_lbfgs``) for the rest.
@@ -38,7 +41,8 @@ from sfapprox.sf._multistart import start_values
 
 
 #: The table's columns.
-KEYS = ["n", "plan", "history", "seconds", "fit_seconds", "rel", "running_error", "after_sketch", "sketch_error", "sketch_seconds",
+KEYS = ["n", "plan", "history", "seconds", "fit_seconds", "rel", "running_error", "rounds", "rounds_seconds",
+        "rounds_error", "after_sketch", "sketch_error", "sketch_seconds",
         "sketch_iterations", "sketch_evaluations", "whole_iterations", "whole_passes", "optimizer", "steps", "passes",
         "sketch_columns",
         "peak_rss_gib"]
@@ -76,6 +80,25 @@ def run(plan: str, columns, n: int, offsets, shape, seconds: float, threads: int
                                             time_limit=seconds)
             values = fit.values
             row.update(optimizer=fit.optimizer, steps=fit.steps, passes=round(fit.columns / n, 2))
+        elif plan.startswith("auto"):
+            passes, *gain = (float(v) for v in plan.split(":")[1:])
+            chosen = replace(settings, sketch_max_passes=passes, **({"sketch_min_gain": gain[0]} if gain else {}))
+            kept = {}
+
+            def rounds(*a, **k):
+                t0 = time.perf_counter()
+                out = kept["fit"] = _sketch.fit_rounds(*a, **k)
+                kept["seconds"] = time.perf_counter() - t0
+                return out
+
+            fit = _columns.fit_columns_auto(columns, start, offsets, settings=chosen, width=width, max_iter=10**6,
+                                            time_limit=seconds, rounds=rounds)
+            values = fit.values
+            row.update(optimizer=fit.optimizer, steps=fit.steps, passes=round(fit.columns / n, 2),
+                       history=chosen.sketch_history)
+            if "fit" in kept:
+                row.update(rounds=kept["fit"].columns // n, rounds_seconds=round(kept["seconds"], 1),
+                           rounds_error=round(kept["fit"].running_error, 4))
         elif plan.startswith("rounds"):
             b, *history = (int(v) for v in plan.split(":")[1:])
             chosen = replace(settings, sketch_columns=b, **({"sketch_history": history[0]} if history else {}))
@@ -89,10 +112,11 @@ def run(plan: str, columns, n: int, offsets, shape, seconds: float, threads: int
             Y, S, _ = _sketch.sketch_target(columns, n, b, np.float32, seed=0)
             row["sketch_seconds"] = round(time.perf_counter() - began, 1)
             left = share * seconds - (time.perf_counter() - began)
-            values, iters, evals, stop, sketch_error = _sketch.fit_sketch(
-                Y, S, start, offsets, width=width, groups=settings.groups, time_limit=max(0.0, left))
-            row.update(sketch_iterations=iters, sketch_evaluations=evals, sketch_error=round(sketch_error, 4),
-                       fit_sketch_seconds=round(time.perf_counter() - began, 1))
+            one = _sketch.fit_sketch(Y, S, start, offsets, width=width, groups=settings.groups,
+                                     time_limit=max(0.0, left))
+            values = one.values
+            row.update(sketch_iterations=one.iterations, sketch_evaluations=one.evaluations,
+                       sketch_error=round(one.sketch_error, 4), fit_sketch_seconds=round(time.perf_counter() - began, 1))
             del Y, S
             mark = time.perf_counter()
             row["after_sketch"] = round(exact_error(columns, values, offsets, width), 4)

@@ -1129,3 +1129,8 @@ def test_a_fit_from_columns_by_sketches_says_so(capsys):
     said = " ".join(capsys.readouterr().err.split())
     assert "(6 passes over the columns in 120 steps: Adam's, then L-BFGS's on sketches of the columns, a new one " \
            "each pass)" in said
+    _advise({"path": "columns", "epochs": 6.0, "iterations": 120, "optimizer": "adam+sketch+lbfgs",
+             "stop_reason": "time_limit", "nnz": 10}, None)
+    said = " ".join(capsys.readouterr().err.split())
+    assert "(6 passes over the columns in 120 steps: Adam's, then L-BFGS's on sketches of the columns, a new one " \
+           "each pass, until a sketch gained nothing, then by passes)" in said

@@ -206,7 +206,8 @@ def test_lbfgs_by_passes_starts_no_pass_the_time_limit_would_cut():
     np.testing.assert_array_equal(fit.values, start.astype(np.float32))
 
 
-def _auto(X, fake_clock, time_limit, *, step_seconds=1.0, sketch_max_passes=None, **kw):
+def _auto(X, fake_clock, time_limit, *, step_seconds=1.0, sketch_max_passes=None, sketch_min_gain=0.005, max_iter=60,
+          **kw):
     """fit_columns_auto on blocks of 16 columns, each block "taking" step_seconds; what each step saw."""
     offs = chord_offsets(X.shape[0])
     start = start_values(["identity"], 0, (math.ceil(math.log2(X.shape[0])), X.shape[0], len(offs)))["identity"]
@@ -216,8 +217,9 @@ def _auto(X, fake_clock, time_limit, *, step_seconds=1.0, sketch_max_passes=None
         fake_clock.advance(step_seconds * (b - a) / 16)
         return X[:, a:b]
 
-    settings = C.ColumnSettings(batch=16, **({} if sketch_max_passes is None else {"sketch_max_passes": sketch_max_passes}))
-    fit = C.fit_columns_auto(columns, start, offs, settings=settings, width=8, max_iter=60,
+    settings = C.ColumnSettings(batch=16, sketch_min_gain=sketch_min_gain,
+                                **({} if sketch_max_passes is None else {"sketch_max_passes": sketch_max_passes}))
+    fit = C.fit_columns_auto(columns, start, offs, settings=settings, width=8, max_iter=max_iter,
                              time_limit=time_limit, callback=lambda step, r, cols, v: seen.append((step, cols)), **kw)
     return fit, seen
 
@@ -266,6 +268,26 @@ def test_auto_fits_by_rounds_of_sketches_where_the_time_left_allows_few_passes(f
     assert default.optimizer == "adam+lbfgs"
 
 
+def test_auto_goes_on_by_passes_where_a_round_of_sketches_gains_nothing(fake_clock):
+    """Rounds that end on a round gaining under settings.sketch_min_gain hand over to L-BFGS by passes for
+    the time left (steps and columns numbered on, the limit held); where its memory does not fit, or no
+    pass fits the time left, the rounds' end is the fit's."""
+    X = _planted(64, seed=7)  # a pass "takes" 4 s: 10 passes
+    limit = 40.0 + C.PROBE_STEPS
+    fit, seen = _auto(X, fake_clock, time_limit=limit, rounds=fit_rounds, sketch_max_passes=30, sketch_min_gain=1.0,
+                      max_iter=1000)
+    assert fit.optimizer == "adam+sketch+lbfgs" and fit.stop_reason in ("time_limit", "max_iter")
+    steps = [s for s, _ in seen]
+    assert steps == list(range(1, len(steps) + 1)) and fit.steps == len(steps)
+    cols = [c for _, c in seen]
+    assert cols == sorted(cols) and fit.columns == cols[-1] and fake_clock.time <= limit
+    assert fit.columns > C.PROBE_STEPS * 16 + 64  # a round's pass, then passes
+    fake_clock.time = 0.0
+    short, _ = _auto(X, fake_clock, time_limit=limit, rounds=fit_rounds, sketch_max_passes=30, sketch_min_gain=1.0,
+                     max_iter=1000, lbfgs_fits=False)
+    assert short.optimizer == "adam+sketch" and short.stop_reason == "no_progress"
+
+
 def test_memory_estimate_and_width():
     sizes = [C.column_fit_memory(65536, 16, 17, w) for w in (1, 8, 16, 32)]
     assert sizes == sorted(sizes) and sizes[-1] < 3 * 2**30
@@ -301,20 +323,27 @@ def test_a_source_with_few_passes_in_its_time_is_fitted_by_rounds_of_sketches(mo
     from sfapprox.sf import _sketch
     from sfapprox.sf import model as sf_model
 
-    monkeypatch.setattr(sf_model, "COLUMN_SETTINGS", C.ColumnSettings(sketch_max_passes=1e9))
     K = _cloud(128)
     offs = support_offsets(128, "chord", 2)
     limit = _sketch.rounds_memory(128, 7, len(offs), C.COLUMN_WIDTH, C.ColumnSettings()) + LIBRARY_WORKING_SET \
         + COMPILED_WORKING_SET + (1 << 20)
     assert limit < estimate_fit_memory(128, 7, len(offs), 8, 50, "cpu", reach=int(offs.max()), n_starts=2,
                                        input_bytes=8 * 128 * 128)
+    monkeypatch.setattr(sf_model, "COLUMN_SETTINGS", C.ColumnSettings(sketch_max_passes=1e9, sketch_min_gain=-1.0))
     sf = ChordSF(max_iter=80, time_limit=30, max_memory=limit, device="cpu", init="identity").fit(K)
-    assert sf.params_["path"] == "columns" and sf.params_["optimizer"] == "adam+sketch"
+    assert sf.params_["path"] == "columns" and sf.params_["optimizer"] == "adam+sketch"  # rounds to the end
     assert (sf.params_["sketch_columns"], sf.params_["holdout_columns"]) == (32, 16)
     dense = K.to_dense()
     _, rel = frobenius_error(dense, sf.to_dense())
     assert rel < 0.92 * np.linalg.norm(dense - np.eye(128)) / np.linalg.norm(dense)  # (few columns at N = 128)
     assert sf.running_error_ == pytest.approx(rel, rel=0.1)
+    # the default share: at N = 128 the second round gains under it, and L-BFGS by passes goes on from there
+    monkeypatch.setattr(sf_model, "COLUMN_SETTINGS", C.ColumnSettings(sketch_max_passes=1e9))
+    then = ChordSF(max_iter=80, time_limit=30, max_memory=limit, device="cpu", init="identity").fit(K)
+    assert then.params_["optimizer"] == "adam+sketch+lbfgs" and then.n_iter_ == 80
+    assert then.params_["history"] == C.ColumnSettings().history and then.params_["sketch_columns"] == 32
+    _, then_rel = frobenius_error(dense, then.to_dense())
+    assert then_rel < rel and then.running_error_ == pytest.approx(then_rel, rel=1e-3)  # (exact: L-BFGS's loss)
     tight = ChordSF(max_iter=20, time_limit=30, max_memory=_column_limit(128), device="cpu", init="identity").fit(K)
     assert tight.params_["optimizer"] != "adam+sketch"  # the rounds' memory is over that limit
 

@@ -117,11 +117,13 @@ def _cloud_columns(n: int):
     return X, lambda a, b: X[:, a:b]
 
 
-def _rounds(X, columns, **kw):
+def _rounds(X, columns, min_gain=-1.0, **kw):
+    """fit_rounds from the identity; by default rounds to the end (at N = 128 a round gains under the
+    default share from the second on)."""
     n = X.shape[0]
     offs = chord_offsets(n)
     start = start_values(["identity"], 0, (math.ceil(math.log2(n)), n, len(offs)))["identity"]
-    settings = C.ColumnSettings(sketch_columns=32, holdout_columns=16)
+    settings = C.ColumnSettings(sketch_columns=32, holdout_columns=16, sketch_min_gain=min_gain)
     return K.fit_rounds(columns, start, offs, settings=settings, width=8, **kw), offs, start
 
 
@@ -171,6 +173,33 @@ def test_rounds_stop_on_the_time_limit_the_callback_and_an_interrupt(fake_clock,
     stopped, offs, _ = _rounds(X, columns)
     assert stopped.stop_reason == "interrupted" and stopped.columns == 2 * 64 and stopped.steps > 0
     assert np.all(np.isfinite(stopped.values))
+
+
+def test_rounds_end_where_one_gains_less_than_its_share_on_the_held_out_columns():
+    """A round that lowers its held-out error by no more than settings.sketch_min_gain of where it began
+    ends the rounds ("no_progress", for fit_columns_auto to go on by passes); an exact start gains nothing."""
+    X, columns = _cloud_columns(64)
+    going, *_ = _rounds(X, columns, max_iter=120)
+    assert going.stop_reason == "max_iter" and going.columns >= 4 * 64  # (a negative share: to the end)
+    default, *_ = _rounds(X, columns, min_gain=C.ColumnSettings().sketch_min_gain, max_iter=120)
+    assert default.stop_reason == "no_progress" and 64 < default.columns < going.columns  # at N = 64: after 3
+    n, offs = 64, chord_offsets(64)
+    start = start_values(["identity"], 0, (6, n, len(offs)))["identity"]
+    settings = C.ColumnSettings(sketch_columns=32, holdout_columns=16, sketch_min_gain=1.0)  # (no round gains it all)
+    ended = K.fit_rounds(columns, start, offs, settings=settings, width=8, max_iter=60)
+    assert ended.stop_reason == "no_progress" and ended.columns == 64 and 0 < ended.steps < 60
+    assert np.linalg.norm(X - ChordOperator(ended.values, offs).to_dense()) < \
+        np.linalg.norm(X - ChordOperator(start, offs).to_dense())  # what the round gained is kept
+
+    def exact(Y, S, values, *args, **kw):  # a round from an exact start: 0 on the held-out columns, before and after
+        return K.SketchFit(values=values, iterations=5, evaluations=5, stop_reason="no_progress", sketch_error=0.0,
+                           holdout_error=0.0, start_holdout_error=0.0)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(K, "fit_sketch", exact)
+        same = K.fit_rounds(columns, start, offs, settings=C.ColumnSettings(sketch_columns=32, holdout_columns=16),
+                            width=8, max_iter=60)
+    assert same.stop_reason == "no_progress" and same.columns == 64 and same.steps == 5
 
 
 def test_the_sketch_columns_fit_the_memory_limit():

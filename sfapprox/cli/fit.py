@@ -158,6 +158,8 @@ def _advise(summary: dict, settings, n: int | None = None) -> None:
     if summary.get("path") == "columns":
         via = {"adam+lbfgs": ": Adam's, then L-BFGS's by passes", "lbfgs": " of L-BFGS by passes",
                "adam+sketch": ": Adam's, then L-BFGS's on sketches of the columns, a new one each pass",
+               "adam+sketch+lbfgs": ": Adam's, then L-BFGS's on sketches of the columns, a new one each pass, "
+                                    "until a sketch gained nothing, then by passes",
                "sketch": " of L-BFGS on sketches of the columns, a new one each pass"}.get(
             summary.get("optimizer"), "")  # a summary of an older version has no optimizer: Adam's
         # the knob that stopped it: a fit that ran to --iters (with no time limit at all) was told to raise

@@ -94,6 +94,11 @@ class ColumnSettings:
     sketch_history : int
         L-BFGS pairs the rounds keep (a round is tens of iterations; each pair
         is ``8 N K M`` bytes: 0.7 GB of five at N = 65,536).
+    sketch_min_gain : float
+        The rounds end where one lowers its held-out error by less than this
+        share of where it started (on the same held-out columns, so the two
+        are compared on one draw); ``"auto"`` then goes on by L-BFGS by passes
+        for the time left, where its memory fits.  Negative: to the end.
     """
 
     batch: int = 256
@@ -111,6 +116,7 @@ class ColumnSettings:
     holdout_columns: int = 128
     sketch_max_passes: float = 0.0
     sketch_history: int = 5
+    sketch_min_gain: float = 0.005
 
 
 @dataclass
@@ -135,7 +141,7 @@ class ColumnFit:
         ``(seconds, running squared loss x 2)`` after each step, for the loss curve.
     optimizer : str
         What took the steps: ``"adam"``, ``"lbfgs"``, ``"sketch"`` (:func:`._sketch.fit_rounds`),
-        ``"adam+lbfgs"`` or ``"adam+sketch"``.
+        ``"adam+lbfgs"``, ``"adam+sketch"`` or ``"adam+sketch+lbfgs"`` (the rounds stopped gaining).
     multiple : float
         The factor ``c`` Adam's product was scaled by at its end (:func:`best_multiple`; 1: not).
     """
@@ -456,8 +462,9 @@ def fit_columns_auto(
     """Adam (:func:`fit_columns`) for :data:`PROBE_STEPS` steps, then, from where it got, by what the
     time left allows at the speed those steps had: rounds of sketches under ``settings.sketch_max_passes``
     passes over the columns (``rounds``, given where their memory fits the limit: :func:`._sketch.fit_rounds`,
-    passed in because that module imports this one), L-BFGS (:func:`fit_columns_lbfgs`) from
-    :data:`LBFGS_MIN_PASSES` passes (where ``lbfgs_fits``); else Adam to the end.
+    passed in because that module imports this one; where a round stops gaining, L-BFGS by passes for
+    the time left), L-BFGS (:func:`fit_columns_lbfgs`) from :data:`LBFGS_MIN_PASSES` passes (where
+    ``lbfgs_fits``); else Adam to the end.
 
     Without a time limit (``max_iter`` steps bound the fit) it is Adam's fit, step for step.
     Parameters and result as :func:`fit_columns`; ``callback`` sees the steps of all, numbered on.
@@ -493,14 +500,42 @@ def fit_columns_auto(
     if switch[0] == "sketch":
         rest = rounds(columns, adam.values, offsets, settings=settings, width=width, max_iter=max_iter - adam.steps,
                       time_limit=max(0.0, time_limit - offset), seed=seed, callback=shifted)
+        rest = _then_passes(rest, columns, offsets, settings, width, max_iter - adam.steps,
+                            time_limit - (_timing.now() - began), _timing.now() - began - offset, per_pass[0],
+                            shifted, lbfgs_fits)
     else:
         rest = fit_columns_lbfgs(columns, adam.values, offsets, settings=settings, width=width,
                                  history=settings.history, max_iter=max_iter - adam.steps,
                                  time_limit=max(0.0, time_limit - offset), callback=shifted, pass_seconds=per_pass[0])
-    return ColumnFit(values=rest.values, optimizer=f"adam+{rest.optimizer}", steps=adam.steps + rest.steps,
-                     columns=adam.columns + rest.columns, stop_reason=rest.stop_reason,
-                     running_error=rest.running_error if math.isfinite(rest.running_error) else adam.running_error,
-                     curve=adam.curve + [(t + offset, v) for t, v in rest.curve])
+    return _joined(adam, rest, offset, "adam")
+
+
+def _joined(first: ColumnFit, rest: ColumnFit, offset: float, name: str) -> ColumnFit:
+    """One fit of ``first`` and then ``rest`` (begun ``offset`` seconds after ``first``): steps, columns
+    and curves added up, the optimizers named in turn (``name``: ``first``'s), ``rest``'s values."""
+    return ColumnFit(values=rest.values, optimizer=f"{name}+{rest.optimizer}", steps=first.steps + rest.steps,
+                     columns=first.columns + rest.columns, stop_reason=rest.stop_reason,
+                     running_error=rest.running_error if math.isfinite(rest.running_error) else first.running_error,
+                     curve=first.curve + [(t + offset, v) for t, v in rest.curve])
+
+
+def _then_passes(rounds: ColumnFit, columns, offsets, settings: ColumnSettings, width: int, max_iter: int,
+                 left: float, spent: float, pass_seconds: float, callback, lbfgs_fits: bool) -> ColumnFit:
+    """``rounds``, or, where they stopped gaining (``"no_progress"``), it and L-BFGS by passes
+    (:func:`fit_columns_lbfgs`) from its end for the ``left`` seconds, where its memory fits
+    (``lbfgs_fits``), those seconds hold a pass (``pass_seconds``, Adam's estimate) and ``max_iter`` a
+    step; ``spent``: the rounds' seconds (the passes' curve goes on from there)."""
+    if rounds.stop_reason != StopReason.NO_PROGRESS or not lbfgs_fits or rounds.steps >= max_iter \
+            or left < pass_seconds:
+        return rounds
+
+    def shifted(step: int, running: float, seen: int, x: np.ndarray) -> bool:
+        return callback(rounds.steps + step, running, rounds.columns + seen, x)
+
+    passes = fit_columns_lbfgs(columns, rounds.values, offsets, settings=settings, width=width,
+                               history=settings.history, max_iter=max_iter - rounds.steps, time_limit=left,
+                               callback=shifted, pass_seconds=pass_seconds)
+    return _joined(rounds, passes, spent, rounds.optimizer)
 
 
 class _pass_objective:

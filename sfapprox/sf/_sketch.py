@@ -214,6 +214,9 @@ class SketchFit:
     holdout_error : float
         The same on the held-out columns, for ``values`` (nan without them): an estimate of
         ``||X - P|| / ||X||`` that the fit did not look at.
+    start_holdout_error : float
+        The same for the start (nan without held-out columns): what the fit gained on them is
+        ``start_holdout_error - holdout_error``, both on one draw.
     """
 
     values: np.ndarray
@@ -222,6 +225,7 @@ class SketchFit:
     stop_reason: str = StopReason.MAX_ITER
     sketch_error: float = math.nan
     holdout_error: float = math.nan
+    start_holdout_error: float = math.nan
 
 
 def fit_sketch(Y: np.ndarray, S: np.ndarray, values: np.ndarray, offsets, *, width: int, groups: int,
@@ -310,6 +314,7 @@ def fit_sketch(Y: np.ndarray, S: np.ndarray, values: np.ndarray, offsets, *, wid
 
     if held is not None:
         check(kept[0])
+        out.start_holdout_error = kept[1]
     options = LBFGSOptions(max_iter=max_iter, time_limit=time_limit, history_size=history, ftol=0.0, gtol=0.0,
                            first_step="polyak")
     try:
@@ -353,7 +358,10 @@ def fit_rounds(
     sketch then passes; but on ``scale_sources``' 16-dimensional cloud a sketch's
     whole error rose from its fifth iteration, and 30 minutes at N = 65,536 ended
     at 1.004 (``benchmarks/results/sketch_fit.md``): not chosen by default yet.
-    A round starts only where its pass and a few iterations fit the time left.
+    A round starts only where its pass and a few iterations fit the time left;
+    the rounds end (``"no_progress"``) where one lowered its held-out error by
+    less than ``settings.sketch_min_gain`` of where it began, and
+    :func:`._columns.fit_columns_auto` goes on from there by passes.
 
     Parameters and result as :func:`._columns.fit_columns` (``steps``: iterations
     of all rounds; ``columns``: ``N`` per round's pass; ``running_error``: the
@@ -394,6 +402,11 @@ def fit_rounds(
             out.curve.append((_timing.now() - began, out.running_error**2 * norm2))
             if fit.stop_reason in (StopReason.INTERRUPTED, StopReason.TIME_LIMIT, StopReason.CALLBACK):
                 out.stop_reason = fit.stop_reason
+                break
+            # (not "gain < share": an exact start, 0 to 0 on the held-out columns, gains nothing either)
+            if held and not fit.start_holdout_error - fit.holdout_error > \
+                    settings.sketch_min_gain * fit.start_holdout_error:
+                out.stop_reason = StopReason.NO_PROGRESS  # (fit_columns_auto goes on by passes)
                 break
         else:
             out.stop_reason = StopReason.MAX_ITER
