@@ -4,15 +4,17 @@ Run by hand (not part of the tests):
 
     python benchmarks/sketch_fit.py --sizes 16384 --seconds 300 --plans columns,rounds:2048
 
-Each plan fits ``scale_fit``'s clustered RBF kernel (formed here, read through a column function as a
-source's would be) for ``--seconds`` on ``--threads`` threads from the identity start:
+Each plan fits ``scale_fit``'s clustered RBF kernel (``--matrix sources``: ``scale_sources``' cloud; formed
+here and read through a column function as a source's would be, or with ``--unformed`` never formed, its
+columns computed from the points at each request) for ``--seconds`` on ``--threads`` threads from the
+identity start:
 
 - ``columns``: today's fit from column blocks (``_columns.fit_columns_auto``: Adam, then L-BFGS by passes);
 - ``rounds:b[:history]``: rounds of sketches (``_sketch.fit_rounds``: each a new sketch of b columns and
   128 held out, L-BFGS on it, keeping ``history`` pairs, until the held-out columns stop improving);
-- ``auto:P[:gain]``: ``fit_columns_auto`` as the model runs it, with ``sketch_max_passes = P`` (rounds of
-  sketches under P passes left, then, where a round gains under ``gain`` of its held-out error, L-BFGS by
-  passes for the rest); ``rounds``, ``rounds_seconds``, ``rounds_error``: the rounds' part;
+- ``auto:P[:gain[:b]]``: ``fit_columns_auto`` as the model runs it, with ``sketch_max_passes = P`` (rounds
+  of sketches of b columns under P passes left, then, where a round gains under ``gain`` of its held-out
+  error, L-BFGS by passes for the rest); ``rounds``, ``rounds_seconds``, ``rounds_error``: the rounds' part;
 - ``sketch:b:share``: the sketch ``Y = X S`` by one pass (``_sketch.sketch_target``), L-BFGS on
   ``0.5 ||Y - P S||^2`` (``_sketch.fit_sketch``) until ``share`` of the seconds, then L-BFGS by passes
   over the columns (``_columns.fit_columns_lbfgs``) for the rest.
@@ -32,7 +34,6 @@ from dataclasses import replace
 
 import numpy as np
 from _common import OUT, meta, run_tables, write_results
-from scale_fit import matrix
 
 from sfapprox._threads import AdaptiveThreads
 from sfapprox.chord import support_offsets
@@ -48,13 +49,30 @@ KEYS = ["n", "plan", "history", "seconds", "fit_seconds", "rel", "running_error"
         "peak_rss_gib"]
 
 
-def _sources_cloud(n: int) -> np.ndarray:
-    """``scale_sources``' kernel (32 clusters in 16 dimensions, bandwidth 2), formed."""
+def _kernel(kind: str, n: int):
+    """The kernel source of ``--matrix kind``: ``scale_fit``'s ordered cloud (bandwidth 1), or
+    ``scale_sources``' cloud (32 clusters in 16 dimensions, bandwidth 2)."""
+    from scale_fit import ordered_cloud
     from scale_sources import BANDWIDTH, cloud
 
     from sfapprox.sources import KernelMatrix
 
-    return KernelMatrix(cloud(n), bandwidth=BANDWIDTH).to_dense()
+    return KernelMatrix(ordered_cloud(n), bandwidth=1.0) if kind == "ordered" else \
+        KernelMatrix(cloud(n), bandwidth=BANDWIDTH)
+
+
+def _target(kind: str, n: int, unformed: bool):
+    """``(columns, scale)``: ``columns(a, b)`` gives ``X[:, a:b] / scale``, ``scale`` ``||X|| / sqrt(N)``:
+    from the formed matrix, or (``unformed``) from the source's columns, never formed, the scale
+    estimated from 512 random columns (it only sets the fit's units)."""
+    source = _kernel(kind, n)
+    if unformed:
+        picked = np.sort(np.random.default_rng(5).choice(n, size=min(n, 512), replace=False))
+        scale = math.sqrt(float(np.sum(source.columns(picked) ** 2)) / len(picked))
+        return (lambda a, b: source.columns(np.arange(a, b)) / scale), scale
+    X = source.to_dense()
+    scale = float(np.linalg.norm(X)) / math.sqrt(n)
+    return (lambda a, b: X[:, a:b] / scale), scale
 
 
 def exact_error(columns, values: np.ndarray, offsets, width: int) -> float:
@@ -81,8 +99,9 @@ def run(plan: str, columns, n: int, offsets, shape, seconds: float, threads: int
             values = fit.values
             row.update(optimizer=fit.optimizer, steps=fit.steps, passes=round(fit.columns / n, 2))
         elif plan.startswith("auto"):
-            passes, *gain = (float(v) for v in plan.split(":")[1:])
-            chosen = replace(settings, sketch_max_passes=passes, **({"sketch_min_gain": gain[0]} if gain else {}))
+            passes, *rest = (float(v) for v in plan.split(":")[1:])
+            chosen = replace(settings, sketch_max_passes=passes, **dict(zip(("sketch_min_gain", "sketch_columns"),
+                                                                          (*rest[:1], *(int(v) for v in rest[1:])))))
             kept = {}
 
             def rounds(*a, **k):
@@ -95,7 +114,7 @@ def run(plan: str, columns, n: int, offsets, shape, seconds: float, threads: int
                                             time_limit=seconds, rounds=rounds)
             values = fit.values
             row.update(optimizer=fit.optimizer, steps=fit.steps, passes=round(fit.columns / n, 2),
-                       history=chosen.sketch_history)
+                       history=chosen.sketch_history, sketch_columns=chosen.sketch_columns)
             if "fit" in kept:
                 row.update(rounds=kept["fit"].columns // n, rounds_seconds=round(kept["seconds"], 1),
                            rounds_error=round(kept["fit"].running_error, 4))
@@ -140,6 +159,8 @@ def main() -> None:
     parser.add_argument("--plans", default="columns,rounds:2048")
     parser.add_argument("--matrix", choices=("ordered", "sources"), default="ordered",
                         help="scale_fit's ordered cloud (bandwidth 1), or scale_sources' 16-dimensional one (bandwidth 2)")
+    parser.add_argument("--unformed", action="store_true",
+                        help="read the kernel's columns from its points, never formed (N = 65,536: 16 GiB in float32)")
     parser.add_argument("--render-only", action="store_true", help="rewrite the .md from the .json")
     args = parser.parse_args()
     previous = OUT / "sketch_fit.json"  # each command's rows kept beside the earlier commands'
@@ -149,9 +170,7 @@ def main() -> None:
         return
     rows = []
     for n in (int(v) for v in args.sizes.split(",")):
-        X = np.asarray(matrix("cloud", n), dtype=np.float64) if args.matrix == "ordered" else _sources_cloud(n)
-        scale = float(np.linalg.norm(X)) / math.sqrt(n)
-        columns = lambda a, b: X[:, a:b] / scale  # noqa: E731
+        columns, _ = _target(args.matrix, n, args.unformed)
         offsets = tuple(int(d) for d in support_offsets(n))
         shape = (math.ceil(math.log2(n)), n, len(offsets))
         for plan in args.plans.split(","):

@@ -286,6 +286,10 @@ def test_auto_goes_on_by_passes_where_a_round_of_sketches_gains_nothing(fake_clo
     short, _ = _auto(X, fake_clock, time_limit=limit, rounds=fit_rounds, sketch_max_passes=30, sketch_min_gain=1.0,
                      max_iter=1000, lbfgs_fits=False)
     assert short.optimizer == "adam+sketch" and short.stop_reason == "no_progress"
+    fake_clock.time = 0.0  # the round ends at 7 s (3 probe steps and its pass): 7.9 s left, under two passes
+    brief, _ = _auto(X, fake_clock, time_limit=14.9, rounds=fit_rounds, sketch_max_passes=30, sketch_min_gain=1.0,
+                     max_iter=1000)
+    assert brief.optimizer == "adam+sketch" and brief.stop_reason == "no_progress" and fake_clock.time == 7.0
 
 
 def test_memory_estimate_and_width():

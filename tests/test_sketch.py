@@ -202,6 +202,48 @@ def test_rounds_end_where_one_gains_less_than_its_share_on_the_held_out_columns(
     assert same.stop_reason == "no_progress" and same.columns == 64 and same.steps == 5
 
 
+def test_rounds_give_their_step_scale_for_the_passes_after_them(monkeypatch):
+    """A sketch fit's last L-BFGS scale s.y / y.y, times fitted / b (the sketch's loss is that share of the
+    whole in expectation), goes out with the rounds and is the first step of L-BFGS by passes after them."""
+    X, columns = _cloud_columns(64)
+    fit, offs, start = _rounds(X, columns, min_gain=1.0, max_iter=60)
+    assert fit.stop_reason == "no_progress" and math.isfinite(fit.step_scale) and fit.step_scale > 0
+    Y, S, _ = K.sketch_target(columns, 64, 24, np.float32, seed=3)
+    one = K.fit_sketch(Y, S, start, offs, width=8, groups=1, fit_columns=16, max_iter=20)
+    seen = {}
+    real = K.fit_sketch
+
+    def spying(*args, **kw):
+        out = real(*args, **kw)
+        seen["scale"] = out.step_scale
+        return out
+
+    from sfapprox.sf import _solver
+
+    real_lbfgs = _solver.lbfgs
+
+    def recording(fun, state, options, callback=None):
+        seen.setdefault("h_diag", []).append(state)
+        return real_lbfgs(fun, state, options, callback)
+
+    monkeypatch.setattr(_solver, "lbfgs", recording)
+    again = K.fit_sketch(Y, S, start, offs, width=8, groups=1, fit_columns=16, max_iter=20)
+    assert again.step_scale == pytest.approx(float(seen["h_diag"][0]["H_diag"]) * 16 / 24)
+    assert one.step_scale == again.step_scale
+    monkeypatch.setattr(K, "fit_sketch", spying)
+    handed = {}
+
+    def passes(*args, **kw):
+        handed["first_step"] = kw["first_step"]
+        return C.ColumnFit(values=args[1], optimizer="lbfgs")
+
+    monkeypatch.setattr(C, "fit_columns_lbfgs", passes)
+    rounds = K.fit_rounds(columns, start, offs, settings=C.ColumnSettings(sketch_columns=32, holdout_columns=16,
+                                                                         sketch_min_gain=1.0), width=8, max_iter=60)
+    C._then_passes(rounds, columns, offs, C.ColumnSettings(), 8, 100, 100.0, 1.0, 0.1, lambda *a: False, True)
+    assert handed["first_step"] == rounds.step_scale == seen["scale"]
+
+
 def test_the_sketch_columns_fit_the_memory_limit():
     settings = C.ColumnSettings()
     full = K.rounds_memory(65536, 16, 17, 32, settings)

@@ -376,6 +376,28 @@ def test_polyak_first_step_takes_one_evaluation_where_the_gradient_rule_extrapol
     assert evals["gradient"] > evals["polyak"]
 
 
+def test_a_known_first_step_is_the_first_trial_where_polyak_overshoots(cpu_ops):
+    """A loss whose least value is far above 0 (a constant added): the Polyak step (loss / ||g||^2)
+    overshoots and the line search backtracks; a step known from an earlier fit (1 here, the exact
+    one on this quadratic) is the first trial, accepted at once."""
+    target = torch.linspace(1.0, 3.0, 200, dtype=torch.float64)
+    points = []
+
+    def offset_squares(x):
+        points.append(x.clone())
+        r = x - target
+        return float(0.5 * r.dot(r)) + 1e4, r.clone()
+
+    evals = {}
+    for rule in ("polyak", 1.0):
+        points.clear()
+        state = _solver.new_state(torch.zeros(200, dtype=torch.float64))
+        _solver.lbfgs(offset_squares, state, _solver.LBFGSOptions(max_iter=1, first_step=rule))
+        evals[rule] = state["func_evals"]
+    torch.testing.assert_close(points[1], target)  # x0 - 1.0 * g, g = x0 - target
+    assert evals[1.0] == 2 and evals["polyak"] > 2
+
+
 def test_best_multiple_start_is_the_closed_form_best_scale_of_the_product():
     """A start whose product overshoots X: scaled (no evaluation) to c^(1/M) v with c = <X,P>/||P||^2;
     its stated loss is the evaluated one, min_c 0.5 ||X - c P||^2, and the run goes on from there."""

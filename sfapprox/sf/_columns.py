@@ -144,6 +144,9 @@ class ColumnFit:
         ``"adam+lbfgs"``, ``"adam+sketch"`` or ``"adam+sketch+lbfgs"`` (the rounds stopped gaining).
     multiple : float
         The factor ``c`` Adam's product was scaled by at its end (:func:`best_multiple`; 1: not).
+    step_scale : float
+        Rounds of sketches: their L-BFGS's last scale ``s.y / y.y`` in the whole loss's units, the
+        first step for L-BFGS by passes from their end (nan: none).
     """
 
     values: np.ndarray
@@ -154,6 +157,7 @@ class ColumnFit:
     running_error: float = math.nan
     curve: list = field(default_factory=list)
     multiple: float = 1.0
+    step_scale: float = math.nan
 
 
 #: Columns the last steps' blocks must cover for Adam's product to be set to its best multiple
@@ -381,6 +385,7 @@ def fit_columns_lbfgs(
     time_limit: float | None = None,
     callback: Callable[[int, float, int, np.ndarray], bool] | None = None,
     pass_seconds: float | None = None,
+    first_step: float = math.nan,
 ) -> ColumnFit:
     """L-BFGS on the whole loss from ``values``, each evaluation one pass over ``X``'s column blocks.
 
@@ -395,7 +400,8 @@ def fit_columns_lbfgs(
     Parameters and the result are those of :func:`fit_columns` (``steps``:
     iterations; ``columns``: ``N`` per evaluation); ``history`` is the number of
     L-BFGS pairs kept, and ``pass_seconds`` what a pass is expected to take
-    (known: no evaluation starts that the time limit would not see end).
+    (known: no evaluation starts that the time limit would not see end), ``first_step`` the first
+    step along ``-g`` where one is known (nan: Polyak's, ``loss / ||g||^2``).
     """
     import torch
 
@@ -421,7 +427,7 @@ def fit_columns_lbfgs(
 
     # the Polyak first step: a first iteration of one or two passes, not six (results/column_fit.md)
     options = LBFGSOptions(max_iter=max_iter, time_limit=time_limit, history_size=history, ftol=0.0, gtol=0.0,
-                           first_step="polyak")
+                           first_step=first_step if first_step > 0 else "polyak")
     try:
         out.stop_reason = lbfgs(objective, state, options, callback=report)
     except KeyboardInterrupt:  # the best point evaluated so far is kept
@@ -523,10 +529,11 @@ def _then_passes(rounds: ColumnFit, columns, offsets, settings: ColumnSettings, 
                  left: float, spent: float, pass_seconds: float, callback, lbfgs_fits: bool) -> ColumnFit:
     """``rounds``, or, where they stopped gaining (``"no_progress"``), it and L-BFGS by passes
     (:func:`fit_columns_lbfgs`) from its end for the ``left`` seconds, where its memory fits
-    (``lbfgs_fits``), those seconds hold a pass (``pass_seconds``, Adam's estimate) and ``max_iter`` a
-    step; ``spent``: the rounds' seconds (the passes' curve goes on from there)."""
+    (``lbfgs_fits``), those seconds hold two passes (``pass_seconds``, Adam's estimate: the first only
+    measures the start) and ``max_iter`` a step; ``spent``: the rounds' seconds (the passes' curve goes
+    on from there)."""
     if rounds.stop_reason != StopReason.NO_PROGRESS or not lbfgs_fits or rounds.steps >= max_iter \
-            or left < pass_seconds:
+            or left < 2 * pass_seconds:
         return rounds
 
     def shifted(step: int, running: float, seen: int, x: np.ndarray) -> bool:
@@ -534,7 +541,7 @@ def _then_passes(rounds: ColumnFit, columns, offsets, settings: ColumnSettings, 
 
     passes = fit_columns_lbfgs(columns, rounds.values, offsets, settings=settings, width=width,
                                history=settings.history, max_iter=max_iter - rounds.steps, time_limit=left,
-                               callback=shifted, pass_seconds=pass_seconds)
+                               callback=shifted, pass_seconds=pass_seconds, first_step=rounds.step_scale)
     return _joined(rounds, passes, spent, rounds.optimizer)
 
 

@@ -94,14 +94,16 @@ class LBFGSOptions:
         Number of correction pairs kept.
     window : int
         Iterations over which ``ftol`` is measured.
-    first_step : {"gradient", "polyak"}
+    first_step : {"gradient", "polyak"} or float
         The first trial step along ``-g`` (and after a history reset):
         ``"gradient"``, ``min(1, 1 / ||g||_1)`` (torch.optim.LBFGS's); ``"polyak"``,
         ``loss / ||g||^2``, the step to zero loss in the linear model — for a
         loss whose least value is near 0 it is about right, where the gradient
         rule's tiny step makes the line search extrapolate over several
         evaluations (six passes over the columns for the fit from column
-        blocks, ``benchmarks/results/column_fit.md``).
+        blocks, ``benchmarks/results/column_fit.md``); a number: that step
+        (a scale known from an earlier fit of the same loss; the iterations
+        then run in Python, never compiled).
     coarse_callback : bool
         Where iterations run compiled (:func:`_compiled_steps`), call the
         callback once per compiled call (about every
@@ -117,7 +119,7 @@ class LBFGSOptions:
     gtol: float = 1e-12
     history_size: int = 50
     window: int = 20
-    first_step: str = "gradient"
+    first_step: str | float = "gradient"
     coarse_callback: bool = False
 
 
@@ -974,7 +976,8 @@ def lbfgs(
             return StopReason.MAX_EVALS
         if not next_evaluation_fits():
             return StopReason.TIME_LIMIT
-        if plan is not None and not _LOOP_FAILED and (state["pairs"] is None or state["pairs"].dtype == np.float32):
+        if plan is not None and not _LOOP_FAILED and isinstance(options.first_step, str) and \
+                (state["pairs"] is None or state["pairs"].dtype == np.float32):
             # ---- the same iterations, compiled whole
             x, g, loss, reason = _compiled_steps(plan, state, x, g, loss, options, deadline, callback)
             if reason is not None:
@@ -990,7 +993,9 @@ def lbfgs(
             d, proj, weights = -g, None, None
             gtd = float(g.dot(d))
         if not state["order"]:
-            if options.first_step == "polyak":  # the step along -g to zero loss in the linear model
+            if not isinstance(options.first_step, str):
+                t = float(options.first_step)
+            elif options.first_step == "polyak":  # the step along -g to zero loss in the linear model
                 t = loss / max(float(g.dot(g)), 1e-300)
             else:
                 t = min(1.0, 1.0 / float(abs(g).sum()))
