@@ -251,7 +251,7 @@ def test_auto_fits_by_rounds_of_sketches_where_the_time_left_allows_few_passes(f
     """Under settings.sketch_max_passes passes left (and its memory fitting), the rounds of sketches
     (:func:`._sketch.fit_rounds`) take over from Adam's probe steps; not where their memory does not fit."""
     X = _planted(64, seed=7)  # a pass "takes" 4 s: 10 passes
-    assert C.ColumnSettings().sketch_max_passes == 0  # (not chosen by default yet)
+    assert C.ColumnSettings().sketch_max_passes == 30
     fit, seen = _auto(X, fake_clock, time_limit=40.0 + C.PROBE_STEPS, rounds=fit_rounds, sketch_max_passes=30)
     assert fit.optimizer == "adam+sketch" and fit.steps > C.PROBE_STEPS
     steps = [s for s, _ in seen]
@@ -265,7 +265,10 @@ def test_auto_fits_by_rounds_of_sketches_where_the_time_left_allows_few_passes(f
     assert many.optimizer == "adam+lbfgs"  # passes enough for L-BFGS on the whole loss
     fake_clock.time = 0.0
     default, _ = _auto(X, fake_clock, time_limit=40.0 + C.PROBE_STEPS, rounds=fit_rounds)
-    assert default.optimizer == "adam+lbfgs"
+    assert default.optimizer.startswith("adam+sketch")  # 10 passes, under the default's 30
+    fake_clock.time = 0.0
+    never, _ = _auto(X, fake_clock, time_limit=40.0 + C.PROBE_STEPS, rounds=fit_rounds, sketch_max_passes=0)
+    assert never.optimizer == "adam+lbfgs"
 
 
 def test_auto_goes_on_by_passes_where_a_round_of_sketches_gains_nothing(fake_clock):

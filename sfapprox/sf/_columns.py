@@ -20,10 +20,10 @@ where L-BFGS by passes gets 0.874 and in memory 0.56 in 135), so where the time
 limit leaves room for :data:`LBFGS_MIN_PASSES` passes, :func:`fit_columns_auto`
 hands over to :func:`fit_columns_lbfgs`: the in-memory fit's L-BFGS, each
 evaluation one pass over the column blocks; where it leaves room for fewer than
-``sketch_max_passes`` (0 by default: not yet chosen), to rounds of sketches
-(:func:`._sketch.fit_rounds`: each pass a new Gaussian sketch ``X S`` of the
-columns, L-BFGS on it at ``b / N`` of a pass per evaluation, until columns held
-out of the sketch stop improving).  Either way the fit's own memory is
+``sketch_max_passes`` (30), to rounds of sketches (:func:`._sketch.fit_rounds`:
+each pass a new Gaussian sketch ``X S`` of the columns, L-BFGS on it at ``b / N``
+of a pass per evaluation, until columns held out of the sketch stop improving),
+and from where a round stops gaining, to L-BFGS by passes.  Either way the fit's own memory is
 ``O(N K M)`` — the values, Adam's two moments, L-BFGS's history — plus one
 gradient and ``(M + 1) N w`` workspace per group of column blocks
 (:func:`column_fit_memory`): this path is for matrices that cannot be formed,
@@ -87,10 +87,10 @@ class ColumnSettings:
         that it holds out to tell when to take the next sketch.
     sketch_max_passes : float
         ``"auto"`` fits by rounds of sketches (:func:`._sketch.fit_rounds`) where
-        the time left allows fewer passes over the columns than this.  0 (the
-        default): never yet — they paid on one kernel and not on another
-        (``benchmarks/results/sketch_fit.md``); 30 is where they tied with L-BFGS
-        by passes on the one where they paid.
+        the time left allows fewer passes over the columns than this (0: never):
+        on ``scale_fit``'s ordered cloud they beat L-BFGS by passes at 15-20
+        passes and tied at 36; where they stop gaining, L-BFGS by passes goes on
+        (``benchmarks/results/sketch_fit.md``).
     sketch_history : int
         L-BFGS pairs the rounds keep (a round is tens of iterations; each pair
         is ``8 N K M`` bytes: 0.7 GB of five at N = 65,536).
@@ -114,7 +114,7 @@ class ColumnSettings:
     history: int = 10
     sketch_columns: int = 2048
     holdout_columns: int = 128
-    sketch_max_passes: float = 0.0
+    sketch_max_passes: float = 30.0
     sketch_history: int = 5
     sketch_min_gain: float = 0.005
 

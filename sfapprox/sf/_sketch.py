@@ -15,11 +15,15 @@ but L-BFGS on the whole loss from its end got ahead of L-BFGS on the whole
 loss alone at equal work and stayed ahead (``benchmarks/results/sketch_probe.md``).
 Where a pass over the columns takes minutes (``N = 65,536``: about 5 on two
 cores) a fit of half an hour gets a handful of passes, and a sketch's
-hundreds of evaluations were meant to move it from its start.  One sketch
-overfits; rounds of new sketches, each stopped by columns held out of it
-(:func:`fit_rounds`), did not on one kernel and gained nothing on another:
-they are built and tested, and not chosen by default yet
-(``ColumnSettings.sketch_max_passes``).
+hundreds of evaluations move it from its start.  One sketch overfits; rounds
+of new sketches, each stopped by columns held out of it (:func:`fit_rounds`),
+went on lowering the whole error on a kernel SF fits (``scale_fit``'s ordered
+cloud at N = 16,384 in 300 s: 0.715 against 0.734 by passes), and gained
+nothing after their first round on one it barely fits (``scale_sources``'
+cloud: 0.995); there the rounds end where one gains under
+``ColumnSettings.sketch_min_gain`` and L-BFGS by passes goes on from their end
+(0.9907 against 0.9892 by passes alone; ``benchmarks/results/sketch_fit.md``),
+its first step the rounds' last scale (:attr:`SketchFit.step_scale`).
 """
 
 from __future__ import annotations
@@ -222,7 +226,7 @@ class SketchFit:
         loss on its ``fitted`` of ``b`` columns is ``fitted / b`` of the whole loss in expectation,
         so this is the scale for the whole loss.  The first step of L-BFGS by passes from here:
         Polyak's, ``loss / ||g||^2``, overshot where the loss stays far above 0 (at N = 4,096 on a
-        kernel SF barely fits, seven passes for the first iteration after the rounds).
+        kernel SF barely fits, nine passes for the first iteration after the rounds; with this, two).
     """
 
     values: np.ndarray
@@ -362,11 +366,10 @@ def fit_rounds(
 
     A new sketch undoes the last one's overfitting (the directions it did not
     see), so the rounds go on lowering the whole error where one sketch stops:
-    on ``scale_fit``'s ordered cloud at N = 16,384 in 300 s on two cores, 0.717
-    against 0.760 for the fit by passes over the columns, and 0.78 for one
+    on ``scale_fit``'s ordered cloud at N = 16,384 in 300 s on two cores, 0.715
+    against 0.734 for the fit by passes over the columns, and 0.78 for one
     sketch then passes; but on ``scale_sources``' 16-dimensional cloud a sketch's
-    whole error rose from its fifth iteration, and 30 minutes at N = 65,536 ended
-    at 1.004 (``benchmarks/results/sketch_fit.md``): not chosen by default yet.
+    whole error rose from its fifth iteration (``benchmarks/results/sketch_fit.md``).
     A round starts only where its pass and a few iterations fit the time left;
     the rounds end (``"no_progress"``) where one lowered its held-out error by
     less than ``settings.sketch_min_gain`` of where it began, and
