@@ -499,9 +499,7 @@ def fit_columns_auto(
     if switch[0] is None:
         return adam
 
-    def shifted(step: int, running: float, seen: int, x: np.ndarray) -> bool:
-        return callback is not None and callback(adam.steps + step, running, adam.columns + seen, x)
-
+    shifted = _after(adam, callback)
     offset = _timing.now() - began
     if switch[0] == "sketch":
         rest = rounds(columns, adam.values, offsets, settings=settings, width=width, max_iter=max_iter - adam.steps,
@@ -514,6 +512,15 @@ def fit_columns_auto(
                                  history=settings.history, max_iter=max_iter - adam.steps,
                                  time_limit=max(0.0, time_limit - offset), callback=shifted, pass_seconds=per_pass[0])
     return _joined(adam, rest, offset, "adam")
+
+
+def _after(first: ColumnFit, callback: Callable[[int, float, int, np.ndarray], bool] | None):
+    """``callback`` for a fit that goes on from ``first``: its steps and columns numbered on from ``first``'s."""
+
+    def shifted(step: int, running: float, seen: int, x: np.ndarray) -> bool:
+        return callback is not None and bool(callback(first.steps + step, running, first.columns + seen, x))
+
+    return shifted
 
 
 def _joined(first: ColumnFit, rest: ColumnFit, offset: float, name: str) -> ColumnFit:
@@ -535,13 +542,10 @@ def _then_passes(rounds: ColumnFit, columns, offsets, settings: ColumnSettings, 
     if rounds.stop_reason != StopReason.NO_PROGRESS or not lbfgs_fits or rounds.steps >= max_iter \
             or left < 2 * pass_seconds:
         return rounds
-
-    def shifted(step: int, running: float, seen: int, x: np.ndarray) -> bool:
-        return callback(rounds.steps + step, running, rounds.columns + seen, x)
-
     passes = fit_columns_lbfgs(columns, rounds.values, offsets, settings=settings, width=width,
                                history=settings.history, max_iter=max_iter - rounds.steps, time_limit=left,
-                               callback=shifted, pass_seconds=pass_seconds, first_step=rounds.step_scale)
+                               callback=_after(rounds, callback), pass_seconds=pass_seconds,
+                               first_step=rounds.step_scale)
     return _joined(rounds, passes, spent, rounds.optimizer)
 
 
