@@ -60,7 +60,8 @@ __all__ = [
     "METHOD_PACKAGES",
 ]
 
-#: Packages (or modules) whose public modules declare methods with :func:`register`.
+#: Packages (or modules) whose public modules (or the ``METHOD_MODULES`` a package lists) declare methods
+#: with :func:`register`.
 METHOD_PACKAGES = ("sfapprox.sf", "sfapprox.baselines", "sfapprox.hybrid")
 
 
@@ -452,15 +453,19 @@ def register(spec: MethodSpec) -> MethodSpec:
 
 
 def _discover() -> None:
-    """Import every public module of :data:`METHOD_PACKAGES` (each registers its methods)."""
+    """Import every public module of :data:`METHOD_PACKAGES` (each registers its methods), or those a
+    package names in its ``METHOD_MODULES`` (the SF package: its other modules load torch)."""
     global _DISCOVERED
     if _DISCOVERED:
         return
     for name in METHOD_PACKAGES:
         package = importlib.import_module(name)
-        for info in pkgutil.iter_modules(getattr(package, "__path__", [])):
-            if not info.name.startswith("_"):
-                importlib.import_module(f"{name}.{info.name}")
+        modules = getattr(package, "METHOD_MODULES", None)
+        if modules is None:
+            modules = [info.name for info in pkgutil.iter_modules(getattr(package, "__path__", []))
+                       if not info.name.startswith("_")]
+        for module in modules:
+            importlib.import_module(f"{name}.{module}")
     _DISCOVERED = True
 
 

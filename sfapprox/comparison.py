@@ -1254,9 +1254,9 @@ def _tagged(callback: Callable[[dict], Any] | None, method: str, limit: float | 
 def _check_structure(structure: Mapping[str, Any] | None) -> None:
     """An SF structure given by hand holds ChordSF parameters only (checked before any work: an
     unknown name was a TypeError when SF's turn came)."""
-    from .sf.model import ChordSF
-
     if structure:
+        from .sf.model import ChordSF  # here: it loads torch, which a comparison without SF never needs
+
         ChordSF.check_param_names(structure, "structure")
         if "support" in structure:  # each SF method fits its own support: it was overwritten without a word
             raise ParameterError(f"structure: the support is the SF method's own (sf: chord, sf-symmetric, "

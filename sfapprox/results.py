@@ -457,15 +457,27 @@ def details(params: dict[str, Any]) -> str:
 
 def library_versions() -> dict[str, str]:
     """Versions of sfapprox and the libraries that shaped a result."""
-    import h5py
-    import torch
-
     return {
         "sfapprox": __version__,
         "numpy": np.__version__,
         "scipy": scipy.__version__,
-        "torch": torch.__version__,
-        "h5py": h5py.__version__,
+        "torch": _installed_version("torch"),
+        "h5py": _installed_version("h5py"),
     }
+
+
+def _installed_version(name: str) -> str:
+    """``name.__version__``, from the installed package's metadata where it is not imported yet: importing
+    torch to read its version cost a comparison of baselines alone a second or more (they never use it)."""
+    import importlib
+    import importlib.metadata
+    import sys
+
+    if name not in sys.modules:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:  # not installed as a distribution: ask the module
+            pass
+    return str(importlib.import_module(name).__version__)
 
 

@@ -191,6 +191,15 @@ def test_starting_the_cli_loads_no_heavy_library(argv):
     assert not {"torch", "numba", "numpy", "scipy", "h5py", "matplotlib"} & loaded, argv
 
 
+@pytest.mark.parametrize("argv", [("info", "examples/mesh_small.mtx"), ("methods",),
+                                  ("compare", "examples/mesh_small.mtx", "--methods", "tsvd,sparse,monarch", "--quiet")])
+def test_work_without_sf_loads_no_torch(argv):
+    # torch (1-2 s to import) loads with SF's estimator, not with the method registry: info and a
+    # comparison of baselines that use no torch answered a second or more later for it.
+    loaded = _imported_modules(*argv)
+    assert "sfapprox.sf.methods" in loaded and "torch" not in loaded, argv
+
+
 def test_the_bar_names_the_method_being_fitted_then_the_scoring():
     """Closed-form methods report no iterations: the bar names each method as the previous one ends
     (in the fitting order, closed-form first), then "scoring"; a sweep starts again at each budget."""

@@ -184,3 +184,18 @@ def test_a_zero_matrix_s_verdict_names_what_reproduces_it_with_fewest_numbers():
     assert v["winner"] is None and v["exact"] and "–" not in v["text"]
     v = compare(np.zeros((16, 16)), ["sparse", "monarch"], budget=200).verdict()
     assert v["winner"] == "sparse" and v["text"].startswith("X is all zeros: sparse reproduces it")
+
+
+def test_library_versions_read_without_importing_torch():
+    # A result records torch's version; reading it imported torch, a second or more for a comparison of
+    # baselines that never use it. The metadata's version is the module's (2.13.0+cpu, local label included).
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom sfapprox.results import library_versions\nv = library_versions()\n"
+            "print('torch' in sys.modules, v['torch'], v['h5py'])\nimport torch, h5py\n"
+            "print(torch.__version__, h5py.__version__)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    first, second = done.stdout.splitlines()
+    loaded, torch_version, h5py_version = first.split()
+    assert loaded == "False" and [torch_version, h5py_version] == second.split(), done.stdout

@@ -9,7 +9,7 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -27,10 +27,13 @@ from ..chord import chord_offsets, default_n_factors
 from ..metrics import operator_error
 from ..baselines.tsvd import EXACT_TOL
 from ..operators import ChordOperator, HybridOperator
-from ..sf._multistart import START_KINDS, best_run, race, start_values
-from ..sf.model import ChordSF
 from .grid import HybridSplit
 from .objectives import dense_product
+
+# The SF estimator and its race are imported where used: they load torch, which listing the methods
+# (`info`, a comparison without SF or a hybrid) never needs.
+if TYPE_CHECKING:
+    from ..sf.model import ChordSF
 
 __all__ = ["PROBE_SHARE", "RESELECT_AT", "PLAIN_SHARE", "PLAIN_CACHE_SIZE", "MIN_SPLIT_EVALS", "MIN_PHASE_EVALS",
            "StepCosts", "split_starts", "split_need", "reselect_fits", "hybrid_estimator"]
@@ -184,6 +187,8 @@ def _plain_sf(X, dense: np.ndarray, params: dict[str, Any]):
         if key in _PLAIN_CACHE:
             _PLAIN_CACHE.move_to_end(key)
             return _PLAIN_CACHE[key]
+    from ..sf.model import ChordSF
+
     est = ChordSF(**params).fit(X, check_input=False)
     if key is not None and est.stop_reason_ != _INTERRUPTED:
         _PLAIN_CACHE[key] = est
@@ -234,6 +239,8 @@ class _Problem:
 
     def factor_starts(self, shape: tuple[int, int, int]) -> dict[str, Any]:
         """ChordSF's own starts (the same routine, seeds and noise), as flat tensors."""
+        from ..sf._multistart import start_values
+
         values = start_values(self.inits, self.seed, shape, self.init_noise)
         return {kind: self.tensor(v).reshape(-1) for kind, v in values.items()}
 
@@ -496,6 +503,8 @@ class _ChordHybrid(Approximation):
 
     def _reference(self, params: dict[str, Any] | None) -> ChordSF:
         """ChordSF's own defaults (max_iter, tolerances, init, memory limit) with ``params``, not repeated here."""
+        from ..sf.model import ChordSF
+
         return ChordSF(**{k: v for k, v in (params or self.sf_params or {}).items() if k != "callback"})
 
     def _check_sf_params(self) -> None:
@@ -503,6 +512,9 @@ class _ChordHybrid(Approximation):
         the plain end's share of the time limit), and those the hybrids cannot use: a support other
         than Chord's (the joint fits' kernels and grid are Chord's) and a start other than SF's
         named ones (the joint fits race the reference and identity starts)."""
+        from ..sf._multistart import START_KINDS
+        from ..sf.model import ChordSF
+
         ChordSF.check_param_names(self.sf_params or {}, "sf_params")
         ref = self._reference(None)
         try:
@@ -521,6 +533,7 @@ class _ChordHybrid(Approximation):
         the correction's target copies (3 N^2) besides what a plain fit holds."""
         import torch
 
+        from ..sf._multistart import START_KINDS
         from ..sf.model import estimate_fit_memory
 
         ref = self._reference(params)
@@ -539,6 +552,7 @@ class _ChordHybrid(Approximation):
         import torch
 
         from ..sf._kernels import scaled_target, select_kernel
+        from ..sf._multistart import START_KINDS
 
         ref = self._reference(params)
         fro = float(np.linalg.norm(dense))
@@ -596,6 +610,8 @@ class _ChordHybrid(Approximation):
 
         Returns the start's name, its correction, its best point, the stop reason and the iterations spent.
         """
+        from ..sf._multistart import best_run, race
+
         corrs, runs = {}, {}
         for name, x_w in starts.items():
             if runs and not pb.deadline.fits(split_need(pb.costs, 1, warm=False) - pb.costs.score):
@@ -712,6 +728,8 @@ def hybrid_estimator(cls: type, budget: int, context, **extra: Any) -> "_ChordHy
     ChordLowRank or ChordSparse
         Not fitted yet.
     """
+    from ..sf.model import ChordSF
+
     sf = {k: v for k, v in context.settings.apply_to(ChordSF).items() if k in ("max_iter", "time_limit", "max_memory")}
     sf.update(context.structure)
     if context.protocol == "paper":

@@ -18,6 +18,7 @@ budget — a "not applicable" row, never a run over budget.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,7 +27,9 @@ from .._settings import SF_FLOAT32_MIN_N
 from .._errors import BudgetError
 from ..budget import SFConfig, sf_config_for_budget, sf_min_budget, sf_structure
 from ..chord import min_full_factors, support_offsets
-from .model import ChordSF
+
+if TYPE_CHECKING:  # the estimator loads torch: imported with the first SF fit, not with the registry
+    from .model import ChordSF
 
 __all__ = ["SF_METHODS", "sf_estimator", "MIN_EVALS", "affordable_structure"]
 
@@ -90,6 +93,8 @@ def sf_estimator(n: int, budget: int, context: RunContext, *, support: str = "ch
         params.update(n_factors=config.n_factors, base=config.base)
         if settings.time_limit is not None:  # the structure's measured evaluations are part of the method's time
             params["time_limit"] = max(0.0, settings.time_limit - (time.perf_counter() - measuring))
+    from .model import ChordSF
+
     est = ChordSF(**context.settings.apply_to(ChordSF, callback=context.callback, **params))
     if not fixed and context.protocol != "paper" and config.n_factors < full.n_factors:
         # Said in the row (details "M=10/12") and its reason, never silent: the result then
