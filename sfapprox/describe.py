@@ -257,8 +257,14 @@ def describe_weights(path, fmt: str) -> MatrixDescription:
     counted = f"{len(tensors)} tensor{'' if len(tensors) == 1 else 's'}, {square} square"
     # a command to type, or a call: each is more than the option alone
     use = "sfapprox compare FILE --var NAME" if reader() == "cli" else f"sfapprox.load_matrix(FILE, var={_NAME})"
+    unread = [t for t in tensors if t.get("unread")]
+    needs = "a square one" + (" of values it reads" if unread else "")
     table.notes.append(f"{counted}: each one is a matrix sfapprox can approximate ({use})"
-                       if square else f"{counted}: no matrix here that sfapprox can approximate (it needs a square one)")
+                       if square else f"{counted}: no matrix here that sfapprox can approximate (it needs {needs})")
+    if unread:  # square, but not counted: said, so that a missing mark is not taken for a wrong shape
+        shown = "; ".join(f"{t['name']} {t['unread']}" for t in unread[:5])
+        table.notes.append(f"not counted, square but not read as a matrix: {shown}"
+                           + (f"; and {len(unread) - 5} more" if len(unread) > 5 else ""))
     facts = [("file", os.fspath(path)), ("format", fmt), ("tensors", len(tensors)), ("square matrices", square)]
     return MatrixDescription(facts, [table], {"tensors": tensors})
 

@@ -243,3 +243,55 @@ def test_an_empty_tensor_is_not_a_matrix_to_approximate(tmp_path, suffix):
     assert load_matrix(path).n == 3  # the only square one, as before
     with pytest.raises(InputError, match=r"tensor 'empty' has shape \[0, 0\], not a square matrix"):
         load_matrix(path, var="empty")
+
+
+def test_fp8_tensors_read_and_a_tensor_of_a_type_not_read_keeps_no_other_from_being_read(tmp_path):
+    """An FP8 checkpoint (F8_E4M3 weights, F32 scales) or a file with a C64 or F4 tensor anywhere was
+    refused whole, even by info ("tensor 'c' has dtype C64, which sfapprox does not read")."""
+    W = torch.randn(8, 8, generator=torch.Generator().manual_seed(0)) * 100
+    e4m3, e5m2 = W.to(torch.float8_e4m3fn), W.to(torch.float8_e5m2)
+    # every byte but the two NaNs (a matrix with NaN is refused): subnormals, both zeros, the largest
+    every_byte = torch.arange(256, dtype=torch.uint8).masked_fill(torch.arange(256) % 128 == 127, 0).reshape(16, 16)
+    raw = lambda t: t.view(torch.uint8).numpy()  # noqa: E731
+    blobs = {"e4m3": ("F8_E4M3", [8, 8], raw(e4m3).tobytes()), "e5m2": ("F8_E5M2", [8, 8], raw(e5m2).tobytes()),
+             "bytes": ("F8_E4M3", [16, 16], every_byte.numpy().tobytes()),
+             "c": ("C64", [4, 4], np.ones((4, 4), np.complex64).tobytes()),
+             "f4": ("F4", [4, 4], bytes(8)),  # 16 values packed 2 a byte, as the format has them
+             "new": ("F2_NEXT", [4, 4], bytes(3)),  # a type the format gains later: its size is not checked
+             "w": ("F32", [8, 8], W.numpy().tobytes())}
+    header, offset = {}, 0
+    for name, (dtype, shape, data) in blobs.items():
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len(data)]}
+        offset += len(data)
+    path = raw_safetensors(tmp_path / "fp8.safetensors", header, b"".join(d for _, _, d in blobs.values()))
+    np.testing.assert_array_equal(load_matrix(path, var="e4m3").matrix, e4m3.double().numpy())
+    np.testing.assert_array_equal(load_matrix(path, var="e5m2").matrix, e5m2.double().numpy())
+    np.testing.assert_array_equal(load_matrix(path, var="w").matrix, W.double().numpy())
+    np.testing.assert_array_equal(load_matrix(path, var="bytes").matrix,
+                                  every_byte.view(torch.float8_e4m3fn).double().numpy())
+    input_error(path, r"tensor 'c' holds complex values \(it reads F64, .*F8_E4M3.*\); a real numeric matrix", var="c")
+    input_error(path, r"tensor 'new' holds F2_NEXT values, which sfapprox does not read \(it reads F64, ", var="new")
+    rows = {r["name"]: r["square"] for r in describe_weights(path, "safetensors").tables[0].rows}
+    assert rows == {"e4m3": "✓", "e5m2": "✓", "bytes": "✓", "c": "", "f4": "", "new": "", "w": "✓"}
+
+
+def test_a_square_tensor_that_is_not_read_is_not_listed_as_one_to_approximate(tmp_path):
+    """info marked a complex (or meta) 4 x 4 tensor square, usable, --var then refused it, and a manifest's
+    var = "*" ran it to fail; the only readable square tensor is the one read without var."""
+    torch.save({"c": torch.ones(4, 4, dtype=torch.complex64), "m": torch.empty(4, 4, device="meta"),
+                "w": torch.eye(3)}, tmp_path / "w.pt")
+    write_safetensors(tmp_path / "w.safetensors", {"c": ("C64", np.ones((4, 4), np.complex64)),
+                                                   "w": ("F32", np.eye(3, dtype=np.float32))})
+    for name, fmt in (("w.pt", "torch"), ("w.safetensors", "safetensors")):
+        report = describe_weights(tmp_path / name, fmt)
+        assert [r["square"] for r in report.tables[0].rows if r["name"] != "w"] == [""] * (2 if fmt == "torch" else 1)
+        assert report.tables[0].notes[0].startswith(f"{3 if fmt == 'torch' else 2} tensors, 1 square")
+        assert "not counted, square but not read as a matrix: c holds " in report.tables[0].notes[1]
+        np.testing.assert_array_equal(load_matrix(tmp_path / name).matrix, np.eye(3))
+    input_error(tmp_path / "w.pt", r"tensor 'c' holds torch.complex64 values; a real numeric matrix is needed", var="c")
+    if hasattr(torch, "float4_e2m1fn_x2"):  # torch 2.8: two values a byte, which torch does not convert
+        torch.save({"w": torch.zeros(4, 4, dtype=torch.uint8).view(torch.float4_e2m1fn_x2)}, tmp_path / "fp4.pt")
+        input_error(tmp_path / "fp4.pt", r"tensor 'w' holds torch.float4_e2m1fn_x2 values, which torch does not "
+                                         r"convert to numbers; a real numeric matrix is needed")  # not a NotImplementedError
+        assert describe_weights(tmp_path / "fp4.pt", "torch").tables[0].notes[0].endswith(
+            "(it needs a square one of values it reads)")

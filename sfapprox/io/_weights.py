@@ -8,7 +8,10 @@ error lists them (``sfapprox info`` does too).
 * ``.safetensors`` is read by its own rules (an 8-byte header length, a JSON
   header of ``{name: {dtype, shape, data_offsets}}``, the raw data): no
   package needed, only the chosen tensor read, offsets checked against the
-  file's size first.  Float (F64, F32, F16, BF16), integer (signed and unsigned) and boolean tensors.
+  file's size first.  Float (F64, F32, F16, BF16, and the 8-bit F8_E4M3 and F8_E5M2), integer
+  (signed and unsigned) and boolean tensors.  A tensor of another type (complex C64, the packed
+  4- and 6-bit floats, a type newer than this reader) is listed, and refused only where it is chosen:
+  it does not keep the file's other tensors from being read.
 * ``.pt`` / ``.pth`` go through ``torch.load(weights_only=True)``: tensors,
   dicts and lists only.  A file that holds anything else (pickled classes,
   code) is refused, never executed.
@@ -37,6 +40,15 @@ __all__ = ["read_safetensors", "read_torch", "weight_tensors", "list_weights"]
 _DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": np.uint16, "I64": np.int64,
            "I32": np.int32, "I16": np.int16, "I8": np.int8, "U64": np.uint64, "U32": np.uint32, "U16": np.uint16,
            "U8": np.uint8, "BOOL": np.bool_}
+#: The format's other types, by their bits a value: listed and size-checked, never read as a matrix
+#: (complex values, packed 4- and 6-bit floats, an 8-bit exponent alone).
+_OTHER_BITS = {"C64": 64, "F8_E8M0": 8, "F6_E2M3": 6, "F6_E3M2": 6, "F4": 4}
+#: The 8-bit floats real checkpoints store (DeepSeek-V3's, Llama's FP8 releases), read through a float16:
+#: F8_E5M2 is float16's upper byte; F8_E4M3 (torch's float8_e4m3fn: no infinities, 0x7f and 0xff NaN)
+#: is decoded by a table of its 256 values.
+_FP8 = {"F8_E4M3", "F8_E5M2"}
+#: The types read as a matrix, as messages name them.
+_READ = (*_DTYPES, *sorted(_FP8))
 #: Largest JSON header read (the format's own limit is 100 MB).
 _MAX_HEADER = 100 * 2**20
 
@@ -112,9 +124,9 @@ def _tensor_entry(src: Source, name: str, info: Any, data_size: int) -> dict[str
     if not isinstance(info, dict) or not {"dtype", "shape", "data_offsets"} <= info.keys():
         raise src.fail(f"tensor {name!r}: its header entry is malformed (it needs dtype, shape and data_offsets)")
     dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
-    if not isinstance(dtype, str) or dtype not in _DTYPES:
-        shown = dtype if isinstance(dtype, str) else _shown(dtype)
-        raise src.fail(f"tensor {name!r} has dtype {shown}, which sfapprox does not read (known: {', '.join(_DTYPES)})")
+    if not isinstance(dtype, str):
+        raise src.fail(f"tensor {name!r} has dtype {_shown(dtype)}, which sfapprox does not read "
+                       f"(known: {', '.join(_READ)})")
     if not isinstance(shape, list) or not all(_is_int(d) and d >= 0 for d in shape):
         raise src.fail(f"tensor {name!r}: its shape {_shown(shape)} is not a list of non-negative integers, "
                        "so the header is damaged or edited")
@@ -122,11 +134,32 @@ def _tensor_entry(src: Source, name: str, info: Any, data_size: int) -> dict[str
         raise src.fail(f"tensor {name!r}: its data_offsets {_shown(offsets)} are not two integers "
                        "[begin, end], so the header is damaged or edited")
     begin, end = offsets
-    need = int(np.prod(shape, dtype=object)) * np.dtype(_DTYPES[dtype]).itemsize
-    if not (0 <= begin <= end and end - begin == need and end <= data_size):
+    # A type this reader does not know (the format has gained some) has a size it cannot check: the
+    # offsets must still lie in the file, and the tensor is refused only where it is chosen.
+    bits = _bits(dtype)
+    need = None if bits is None else -(-int(np.prod(shape, dtype=object)) * bits // 8)
+    if not (0 <= begin <= end and end <= data_size and need in (None, end - begin)):
+        size = "" if need is None else f" ({need:,} bytes)"
         raise src.fail(f"tensor {name!r}: its data offsets {begin}..{end} do not hold a {dtype} tensor of "
-                       f"shape {shape} ({need:,} bytes) inside the file (truncated or edited)")
+                       f"shape {shape}{size} inside the file (truncated or edited)")
     return {"dtype": dtype, "shape": shape, "offsets": (begin, end)}
+
+
+def _bits(dtype: str) -> int | None:
+    """Bits a value of a safetensors ``dtype`` takes; None for a type the format has gained since."""
+    if dtype in _DTYPES:
+        return 8 * np.dtype(_DTYPES[dtype]).itemsize
+    return 8 if dtype in _FP8 else _OTHER_BITS.get(dtype)
+
+
+def _e4m3_values() -> np.ndarray:
+    """The 256 values of F8_E4M3 (float8_e4m3fn), by byte: sign, 4 exponent bits (bias 7), 3 mantissa bits."""
+    byte = np.arange(256)
+    sign = np.where(byte >> 7, -1.0, 1.0)
+    exponent, mantissa = (byte >> 3) & 0xF, byte & 0x7
+    values = sign * np.where(exponent == 0, mantissa / 8 * 2.0**-6, (1 + mantissa / 8) * 2.0 ** (exponent - 7))
+    values[(exponent == 15) & (mantissa == 7)] = np.nan  # the only NaN, and no infinity
+    return values
 
 
 def is_square(shape) -> bool:
@@ -141,20 +174,24 @@ def is_square(shape) -> bool:
     return len(shape) == 2 and shape[0] == shape[1] > 0
 
 
-def _choose(src: Source, shapes: dict[str, list[int]], var: str | None) -> str:
-    """The tensor ``var`` names, or the only square 2-D one (``var="*"``, a manifest's "every square
-    weight", left unexpanded only where the file has none: as no ``var``)."""
+def _choose(src: Source, shapes: dict[str, list[int]], var: str | None, square: list[str]) -> str:
+    """The tensor ``var`` names, or the only one of ``square`` (the square tensors of a type read; ``var="*"``,
+    a manifest's "every square weight", left unexpanded only where the file has none: as no ``var``)."""
     if var == "*":
         var = None
     if var is not None:
         if var not in shapes:
-            square = [n for n, s in shapes.items() if is_square(s)]
             raise src.fail(f"no tensor {var!r}; square weight matrices: {_listing(shapes, square)}",
                            f"pick one with {parameter('var')}")
         return var
-    square = [n for n, s in shapes.items() if is_square(s)]
     if len(square) == 1:
         return square[0]
+    unread = [n for n, s in shapes.items() if is_square(s) and n not in square]
+    if not square and len(unread) == 1:  # the only square tensor: chosen, its reader says why it is not read
+        return unread[0]
+    if not square and unread:
+        raise src.fail(f"holds no square weight matrix of values sfapprox reads ({_listing(shapes, unread)}: "
+                       "complex, meta or of a type not read)", "a real numeric matrix is needed")
     if not square:
         raise src.fail(f"holds no square weight matrix ({len(shapes)} tensor{'s' if len(shapes) != 1 else ''}, e.g. "
                        f"{_listing(shapes, list(shapes)[:5])})", "a matrix to approximate must be square")
@@ -167,23 +204,41 @@ def _listing(shapes: dict[str, list[int]], names: list[str], most: int = 8) -> s
     return shown + (f" and {len(names) - most} more" if len(names) > most else "") if names else "none"
 
 
+def _safetensors_unread(dtype: str) -> str | None:
+    """Why a tensor of safetensors type ``dtype`` is not read as a matrix, or None where it is."""
+    if dtype in _DTYPES or dtype in _FP8:
+        return None
+    return "holds complex values" if dtype.startswith("C") else f"holds {dtype} values, which sfapprox does not read"
+
+
 def read_safetensors(src: Source, opts: Options) -> ReadResult:
     """Reader for format "safetensors": one square tensor, read alone, as float64."""
     with src.guard():
         tensors, start = _safetensors_header(src)
-    name = _choose(src, {k: v["shape"] for k, v in tensors.items()}, opts.var)
+    name = _choose(src, {k: v["shape"] for k, v in tensors.items()}, opts.var,
+                   [k for k, v in tensors.items() if is_square(v["shape"]) and not _safetensors_unread(v["dtype"])])
     info = tensors[name]
-    shape = info["shape"]
+    shape, dtype = info["shape"], info["dtype"]
     if not is_square(shape):
         raise src.fail(f"tensor {name!r} has shape {shape}, not a square matrix")
+    why = _safetensors_unread(dtype)
+    if why:
+        raise src.fail(f"tensor {name!r} {why} (it reads {', '.join(_READ)})",
+                       "a real numeric matrix is needed")
     check_memory(8 * shape[0] * shape[1], what=f"{src.display}: tensor {name!r}", limit=opts.max_memory)
     begin, end = info["offsets"]
     with src.guard(), open(src.path, "rb") as fh:
         fh.seek(start + begin)
-        data = np.frombuffer(fh.read(end - begin), dtype=np.dtype(_DTYPES[info["dtype"]]).newbyteorder("<"))
-    if info["dtype"] == "BF16":
+        raw = fh.read(end - begin)
+    if dtype == "F8_E4M3":
+        data = _e4m3_values()[np.frombuffer(raw, dtype=np.uint8)]
+    elif dtype == "F8_E5M2":  # float16 with its lower byte 0
+        data = (np.frombuffer(raw, dtype=np.uint8).astype("<u2") << 8).view("<f2")
+    else:
+        data = np.frombuffer(raw, dtype=np.dtype(_DTYPES[dtype]).newbyteorder("<"))
+    if dtype == "BF16":
         data = (data.astype(np.uint32) << 16).view(np.float32)
-    return ReadResult(data.astype(np.float64).reshape(shape), "safetensors", [f"tensor {name!r} ({info['dtype']})"],
+    return ReadResult(data.astype(np.float64).reshape(shape), "safetensors", [f"tensor {name!r} ({dtype})"],
                       source=f"{src.display} (tensor {name})", reading={"var": name})
 
 
@@ -241,19 +296,33 @@ def weight_tensors(state: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
             yield from weight_tensors(value, f"{prefix}.{i}" if prefix else str(i))
 
 
+def _torch_unread(tensor) -> tuple[str, str | None] | None:
+    """Why ``tensor`` is not read as a matrix (and what to do, if anything), or None where it is."""
+    if tensor.is_complex() or not (tensor.is_floating_point() or tensor.dtype in _INT_DTYPES()):
+        return f"holds {tensor.dtype} values", "a real numeric matrix is needed"
+    if tensor.is_meta:
+        return "is a meta tensor: it has a shape but no values", "save the model's weights after they are materialized"
+    import torch
+
+    try:  # a float torch cannot convert (float4_e2m1fn_x2, two values a byte): "cannot parse file (copy_ ...)"
+        torch.empty(1, dtype=tensor.dtype).to(torch.float64)  # one value: an empty tensor copies none
+    except (RuntimeError, NotImplementedError, TypeError):
+        return f"holds {tensor.dtype} values, which torch does not convert to numbers", "a real numeric matrix is needed"
+    return None
+
+
 def read_torch(src: Source, opts: Options) -> ReadResult:
     """Reader for format "torch": one square tensor of a state dict, loaded with ``weights_only=True``."""
     with src.guard():
         tensors = _torch_state(src, opts.max_memory)
-    name = _choose(src, {k: list(t.shape) for k, t in tensors.items()}, opts.var)
+    name = _choose(src, {k: list(t.shape) for k, t in tensors.items()}, opts.var,
+                   [k for k, t in tensors.items() if is_square(t.shape) and not _torch_unread(t)])
     tensor = tensors[name]
     if not is_square(tensor.shape):
         raise src.fail(f"tensor {name!r} has shape {list(tensor.shape)}, not a square matrix")
-    if tensor.is_complex() or not (tensor.is_floating_point() or tensor.dtype in _INT_DTYPES()):
-        raise src.fail(f"tensor {name!r} holds {tensor.dtype} values; a real numeric matrix is needed")
-    if tensor.is_meta:
-        raise src.fail(f"tensor {name!r} is a meta tensor: it has a shape but no values",
-                       "save the model's weights after they are materialized")
+    why = _torch_unread(tensor)
+    if why:
+        raise src.fail(f"tensor {name!r} {why[0]}", why[1])
     check_memory(8 * tensor.numel(), what=f"{src.display}: tensor {name!r}", limit=opts.max_memory)
     import torch
 
@@ -274,13 +343,20 @@ def _INT_DTYPES():
 
 
 def list_weights(path, fmt: str) -> list[dict[str, Any]]:
-    """Every tensor of a weights file: name, shape, dtype, square (what ``info`` shows)."""
+    """Every tensor of a weights file: name, shape, dtype, square (what ``info`` shows).
+
+    ``square`` is a matrix ``var=`` reads: 2-D, square, of values read.  ``unread`` says why a
+    square-shaped tensor is not (complex values, a meta tensor, a type sfapprox does not read), else
+    None: ``info`` marked a complex or FP4 tensor usable, and a manifest's ``var = "*"`` ran it to fail.
+    """
     src = Source(path)
     src.check_exists()
     with src.guard():
         if fmt == "safetensors":
             tensors, _ = _safetensors_header(src)
-            return [{"name": k, "shape": v["shape"], "dtype": v["dtype"],
-                     "square": is_square(v["shape"])} for k, v in tensors.items()]
-        return [{"name": k, "shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
-                 "square": is_square(t.shape)} for k, t in _torch_state(src).items()]
+            listed = [(k, v["shape"], v["dtype"], _safetensors_unread(v["dtype"])) for k, v in tensors.items()]
+        else:
+            listed = [(k, list(t.shape), str(t.dtype).replace("torch.", ""), (_torch_unread(t) or [None])[0])
+                      for k, t in _torch_state(src).items()]
+    return [{"name": name, "shape": shape, "dtype": dtype, "square": is_square(shape) and not why,
+             "unread": why if is_square(shape) else None} for name, shape, dtype, why in listed]
