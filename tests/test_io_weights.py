@@ -295,3 +295,19 @@ def test_a_square_tensor_that_is_not_read_is_not_listed_as_one_to_approximate(tm
                                          r"convert to numbers; a real numeric matrix is needed")  # not a NotImplementedError
         assert describe_weights(tmp_path / "fp4.pt", "torch").tables[0].notes[0].endswith(
             "(it needs a square one of values it reads)")
+
+
+@pytest.mark.parametrize("var, meant", [
+    ("layers.0.attn.q.weight", "'module.layers.0.attn.q.weight'"),  # saved from DataParallel
+    ("module.layers.3.attn.q", "'module.layers.3.attn.q.weight'"),  # .weight left out
+    ("module.layers.3.attn.q.weights", "'module.layers.3.attn.q.weight'"),  # misspelt
+])
+def test_a_tensor_name_not_in_the_file_names_the_one_meant(tmp_path, var, meant):
+    """The listing shows a model's first 8 square weights: layers 0 and 1, "and 40 more", never the
+    one a prefix or a suffix away."""
+    torch.save({f"module.layers.{i}.attn.{p}.weight": torch.ones(4, 4) for i in range(12) for p in "qkvo"},
+               tmp_path / "dp.pt")
+    msg = input_error(tmp_path / "dp.pt", r"no tensor", var=var)
+    assert f"no tensor {var!r} (did you mean {meant}?); square weight matrices: " in msg, msg
+    assert "' or '" not in msg.split("?")[0]  # the one meant alone, not the next layers' spellings
+    assert "no tensor 'zzz'; square" in input_error(tmp_path / "dp.pt", r"no tensor", var="zzz")

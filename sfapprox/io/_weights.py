@@ -181,8 +181,10 @@ def _choose(src: Source, shapes: dict[str, list[int]], var: str | None, square: 
         var = None
     if var is not None:
         if var not in shapes:
-            raise src.fail(f"no tensor {var!r}; square weight matrices: {_listing(shapes, square)}",
-                           f"pick one with {parameter('var')}")
+            near = _near(var, list(shapes))
+            meant = f" (did you mean {' or '.join(map(repr, near))}?)" if near else ""
+            raise src.fail(f"no tensor {var!r}{meant}; square weight matrices: {_listing(shapes, square)}",
+                           f"pick one with {parameter('var')}; 'sfapprox info FILE' lists them")
         return var
     if len(square) == 1:
         return square[0]
@@ -197,6 +199,37 @@ def _choose(src: Source, shapes: dict[str, list[int]], var: str | None, square: 
                        f"{_listing(shapes, list(shapes)[:5])})", "a matrix to approximate must be square")
     raise src.fail(f"holds {len(square)} square weight matrices: {_listing(shapes, square)}",
                    f"pick one with {parameter('var')}; 'sfapprox info FILE' lists them")
+
+
+def _near(var: str, names: list[str], most: int = 3) -> list[str]:
+    """The names ``var`` most likely meant: those it differs from by whole dotted parts at either end
+    (a ``module.`` or ``state_dict.`` prefix, a ``.weight`` suffix), fewest characters apart first, or
+    else the closest spellings (``q_proj.weights``).  The listing after them shows only the first few of a model's many square
+    weights: ``model.layers.3.self_attn.q_proj`` listed layers 0 and 1 "and 40 more".
+
+    Examples
+    --------
+    >>> _near("layers.0.q.weight", ["module.layers.0.q.weight", "module.layers.0.k.weight"])
+    ['module.layers.0.q.weight']
+    >>> _near("q_proj", ["attn.q_proj.weight", "attn.q_proj.bias", "mlp.up"])
+    []
+    >>> _near("attn.q_proj", ["attn.q_proj.weight", "attn.q_proj.bias", "mlp.up"])
+    ['attn.q_proj.bias', 'attn.q_proj.weight']
+    """
+    import difflib
+
+    def dotted_apart(name: str) -> bool:
+        short, long = sorted((var, name), key=len)
+        return long.endswith("." + short) or long.startswith(short + ".")
+
+    parts = sorted((n for n in names if dotted_apart(n)), key=lambda n: (abs(len(n) - len(var)), n))
+    # only where no name is a dotted part apart: beside it, the next layer's spelling is noise
+    if parts:
+        return parts[:most]
+    # the closest alone (and its ties): q_proj.weights is nearer q_proj.weight than v_proj.weight, by little
+    ratio = {n: difflib.SequenceMatcher(None, var, n).ratio() for n in names}
+    best = max(ratio.values(), default=0.0)
+    return [n for n in names if ratio[n] == best >= 0.8][:most]
 
 
 def _listing(shapes: dict[str, list[int]], names: list[str], most: int = 8) -> str:
