@@ -246,10 +246,13 @@ def describe_weights(path, fmt: str) -> MatrixDescription:
     from .io import list_weights  # here: sfapprox.io loads h5py and Pillow
 
     tensors = list_weights(path, fmt)
+    # dtype gives way first in a narrow window: a model's long names (language_model.model.layers.31.
+    # self_attn.q_proj.weight) with all four columns split the table in two parts, the square marks
+    # a whole listing below their names
     # the options as the reader passes them: describe_weights is a library call too (var='NAME', not --var NAME)
     table = Table(f"{os.path.basename(os.fspath(path))}: its tensors ({parameter('var', shown=_NAME)} picks a square one)",
-                  [Column("name", "name", "left"), Column("shape", "shape"), Column("dtype", "dtype", "left"),
-                   Column("square", "square", "left")])
+                  [Column("name", "name", "left"), Column("shape", "shape"),
+                   Column("dtype", "dtype", "left", priority=10), Column("square", "square", "left")])
     for t in tensors:
         table.add({"name": t["name"], "shape": " x ".join(map(str, t["shape"])) or "scalar", "dtype": t["dtype"],
                    "square": "✓" if t["square"] else ""})

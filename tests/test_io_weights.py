@@ -311,3 +311,17 @@ def test_a_tensor_name_not_in_the_file_names_the_one_meant(tmp_path, var, meant)
     assert f"no tensor {var!r} (did you mean {meant}?); square weight matrices: " in msg, msg
     assert "' or '" not in msg.split("?")[0]  # the one meant alone, not the next layers' spellings
     assert "no tensor 'zzz'; square" in input_error(tmp_path / "dp.pt", r"no tensor", var="zzz")
+
+
+def test_info_of_a_model_with_long_names_keeps_the_square_marks_beside_them_in_a_narrow_window(tmp_path):
+    """At 80 columns, language_model.model.layers.N... names split the table in two parts, the square
+    marks a whole listing below their names; the dtype gives way first (and is said to)."""
+    from sfapprox.formats import layout
+
+    torch.save({f"language_model.model.layers.{i}.self_attn.{p}_proj.weight": torch.ones(4, 4, dtype=torch.bfloat16)
+                for i in range(2) for p in "qk"}, tmp_path / "m.pt")
+    table = describe_weights(tmp_path / "m.pt", "torch").tables[0]
+    table.rows = [{**r, "shape": "4096 x 4096"} for r in table.rows]  # as a real model's
+    assert len(layout(table, 90).parts) == 1  # wide enough for all four
+    plan = layout(table, 80)
+    assert len(plan.parts) == 1 and plan.hidden == ["dtype"], plan
