@@ -1394,3 +1394,19 @@ def test_the_batch_command_names_its_options_as_typed_and_an_entrys_as_its_manif
     (record,) = lines(tmp_path / "o2")
     assert record["status"] == "unavailable" and "pick one with var=" in record["error"], record
     assert "--var" not in record["error"]
+
+
+def test_two_tensors_of_one_model_that_would_share_an_entry_name_say_so(tmp_path):
+    """'a/b' and 'a_b' both become entry m.a_b: the message said the name was "other entries'" and to
+    rename those, where there was no other entry and a tensor is not the manifest's to rename."""
+    import torch
+
+    from sfapprox.datasets.manifest import ManifestError
+
+    torch.save({"a/b": torch.eye(3), "a_b": torch.ones(3, 3)}, tmp_path / "m.pt")
+    m = write_manifest(tmp_path / "w.toml", '[[matrix]]\nname = "m"\ncategory = "other"\n'
+                                            'file = "m.pt"\nload = {var = "*"}\n')
+    with pytest.raises(ManifestError, match=r"entry 'm': its tensors 'a/b' and 'a_b' both become 'm.a_b' .*; "
+                                            r"list them as entries of their own"):
+        run_batch(m, tmp_path / "out", BatchOptions(methods=("tsvd",), data_dir=str(tmp_path),
+                                                    settings=FitSettings(device="cpu")))

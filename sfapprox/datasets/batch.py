@@ -825,8 +825,17 @@ def expand_weights(entries: list[Entry], data_dir: str | None, cache: Path, netw
         except Exception:  # as in run_matrix: the entry's own run says what is wrong with its file
             out.append(entry)
             continue
-        out.extend(replace(entry, name=f"{entry.name}.{_NAME_CHARS.sub('_', name)}", load={**entry.load, "var": name})
-                   for name in square)
+        named: dict[str, str] = {}
+        for name in square:
+            as_entry = f"{entry.name}.{_NAME_CHARS.sub('_', name)}"
+            # Two tensors of the one file (a/b and a_b) would share an entry, and its lines: the manifest
+            # cannot rename a tensor, but it can list each as an entry of its own.
+            if as_entry in named:
+                raise ManifestError(f"{entry.manifest}: entry {entry.name!r}: its tensors {named[as_entry]!r} and "
+                                    f"{name!r} both become {as_entry!r} (characters a name may not hold become _); "
+                                    "list them as entries of their own, each with its name and load = {var = \"...\"}")
+            named[as_entry] = name
+            out.append(replace(entry, name=as_entry, load={**entry.load, "var": name}))
         if not square:
             out.append(entry)
     names = [e.name for e in out]
