@@ -325,3 +325,12 @@ def test_info_of_a_model_with_long_names_keeps_the_square_marks_beside_them_in_a
     assert len(layout(table, 90).parts) == 1  # wide enough for all four
     plan = layout(table, 80)
     assert len(plan.parts) == 1 and plan.hidden == ["dtype"], plan
+
+
+def test_two_tensors_of_one_dotted_name_are_refused_not_one_dropped(tmp_path):
+    """{"a.b": I, "a": {"b": ones}}: info listed one tensor a.b, and --var a.b read the ones, silently."""
+    torch.save({"a.b": torch.eye(3), "a": {"b": torch.ones(3, 3)}}, tmp_path / "dup.pt")
+    input_error(tmp_path / "dup.pt", r"holds two tensors named 'a.b' once nested names are dotted .*; "
+                                     r"save them under names of their own", var="a.b")
+    with pytest.raises(InputError, match="two tensors named 'a.b'"):
+        describe_weights(tmp_path / "dup.pt", "torch")

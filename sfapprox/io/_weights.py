@@ -303,7 +303,16 @@ def _torch_state(src: Source, max_memory: int | None = None) -> dict[str, Any]:
     except (RuntimeError, OSError, EOFError, ValueError) as exc:
         raise src.fail(f"not a readable PyTorch file ({' '.join(str(exc).split())[:200]})",
                        "it may be truncated or damaged: copy or save it again") from None
-    return dict(weight_tensors(state))
+    tensors: dict[str, Any] = {}
+    for name, tensor in weight_tensors(state):
+        # {"a.b": t, "a": {"b": u}}: both are a.b once dotted, and dict() kept the last silently (info
+        # listed one tensor, --var a.b read u); refused as a safetensors header naming a tensor twice is
+        if name in tensors:
+            raise src.fail(f"holds two tensors named {name!r} once nested names are dotted (a key with a dot "
+                           f"beside a nested dict); which one {parameter('var')} means is not said",
+                           "save them under names of their own")
+        tensors[name] = tensor
+    return tensors
 
 
 def _utf8_name(path) -> bool:
