@@ -47,7 +47,8 @@ WORK = {
 
 
 def timed(argv: list[str], repeats: int, checkouts: dict[str, str | None]) -> dict[str, list[float]]:
-    """Wall seconds of ``repeats`` fresh runs of ``argv`` from each checkout (None: this one), alternated."""
+    """Wall seconds of ``repeats`` fresh runs of ``argv`` from each checkout (None: this one), alternated.
+    Each runs in its checkout's folder: ``python -m`` puts the working folder first on the path."""
     times: dict[str, list[float]] = {label: [] for label in checkouts}
     for _ in range(repeats):
         for label, path in checkouts.items():
@@ -55,7 +56,7 @@ def timed(argv: list[str], repeats: int, checkouts: dict[str, str | None]) -> di
             if path is not None:
                 env["PYTHONPATH"] = path
             start = time.perf_counter()
-            subprocess.run(argv, capture_output=True, cwd=ROOT, timeout=120, env=env)
+            subprocess.run(argv, capture_output=True, cwd=path or ROOT, timeout=120, env=env)
             times[label].append(time.perf_counter() - start)
     return times
 
