@@ -43,6 +43,8 @@ WORK = {
     "sfapprox info examples/mesh_small.mtx": [sys.executable, "-m", "sfapprox", "info", "examples/mesh_small.mtx"],
     "sfapprox compare examples/mesh_small.mtx --methods tsvd,sparse": [
         sys.executable, "-m", "sfapprox", "compare", "examples/mesh_small.mtx", "--methods", "tsvd,sparse"],
+    "sfapprox compare examples/mesh_small.mtx --methods rsvd,nystrom": [
+        sys.executable, "-m", "sfapprox", "compare", "examples/mesh_small.mtx", "--methods", "rsvd,nystrom"],
 }
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import sys
 import time
 from collections.abc import Iterator
 
@@ -181,7 +182,9 @@ def compiled_threads() -> int:
 def _blas():
     """threadpoolctl's controller of the BLAS libraries loaded (numpy's, scipy's), made once; None without it."""
     global _CONTROLLER
-    if _CONTROLLER is None:
+    # (made again while it finds no library: one made before numpy loaded its BLAS is empty, and was kept,
+    # so the pools went unlimited for the rest of the process)
+    if _CONTROLLER is None or (_CONTROLLER is not False and not _CONTROLLER.lib_controllers):
         try:
             from threadpoolctl import ThreadpoolController
 
@@ -189,6 +192,21 @@ def _blas():
         except (ImportError, OSError, RuntimeError, ValueError):  # not installed or an unusual platform
             _CONTROLLER = False
     return _CONTROLLER or None
+
+
+def _torch_module():
+    """torch (imported here, not at the top: this module is imported by commands that never run it)."""
+    import torch
+
+    return torch
+
+
+def _blas_threads() -> int:
+    """The BLAS pools' thread count (the largest of them: an ``OMP_NUM_THREADS`` or a batch worker's
+    setting), or the cores this process may use where threadpoolctl cannot tell."""
+    controller = _blas()
+    counts = [lib.num_threads for lib in controller.select(user_api="blas").lib_controllers] if controller else []
+    return max(counts) if counts else available_cores()
 
 
 def _limit_blas(threads: int):
@@ -331,12 +349,21 @@ class AdaptiveThreads:
         Work up to which one thread is used.
     compiled : bool, default=False
         The count is the compiled kernel's, not torch's (see above).
+    torch : bool, default=True
+        The block runs torch: it is imported, and its count set.  False (numpy's
+        BLAS alone: randomized SVD, Nyström, a scoring pass): torch's count is
+        set only where torch is loaded already; importing it for the block cost
+        a small comparison a second or more.  Without torch the cap is the BLAS
+        pools' own setting.
     """
 
     def __init__(self, work: float, *, threads: int | None = None, interval: float = 1.0,
-                 device_type: str = "cpu", min_work: float = PARALLEL_MIN_WORK, compiled: bool = False) -> None:
+                 device_type: str = "cpu", min_work: float = PARALLEL_MIN_WORK, compiled: bool = False,
+                 torch: bool = True) -> None:
         self.work = work
         self.compiled = compiled
+        self.uses_torch = torch
+        self._torch = None  # the torch module where the block's count goes to it too (on entry)
         self._compiled_before = 1
         self.min_work = min_work
         self.forced = threads
@@ -354,11 +381,10 @@ class AdaptiveThreads:
 
     # ---------------------------------------------------------------- context
     def __enter__(self) -> "AdaptiveThreads":
-        import torch
-
         if not self.active:
             return self
-        self._before = torch.get_num_threads()
+        self._torch = _torch_module() if self.uses_torch or "torch" in sys.modules else None
+        self._before = self._torch.get_num_threads() if self._torch is not None else _blas_threads()
         self._compiled_before = _COMPILED_THREADS
         if self.forced is not None:
             # at most the cores this process may run on: more threads only wait for each other (torch
@@ -373,8 +399,7 @@ class AdaptiveThreads:
         return self
 
     def __exit__(self, *exc) -> None:
-        import torch
-
+        torch = self._torch
         if not self.active or self._before is None:
             return
         global _COMPILED_THREADS
@@ -383,7 +408,7 @@ class AdaptiveThreads:
         if self._blas_restore is not None:
             self._blas_restore.restore_original_limits()
             self._blas_restore = None
-        if torch.get_num_threads() != self._before:
+        if torch is not None and torch.get_num_threads() != self._before:
             torch.set_num_threads(self._before)
 
     # ------------------------------------------------------------------ use
@@ -415,16 +440,15 @@ class AdaptiveThreads:
         return choose_threads(self.work, self._cores, free=free, cap=self._cap, min_work=self.min_work)
 
     def _set(self, threads: int) -> None:
-        import torch
-
         global _COMPILED_THREADS
+        torch = self._torch
         self._account()
         if self.compiled:
             _COMPILED_THREADS = threads
             library = 1  # torch and BLAS: one thread beside the kernel's (see the class docstring)
         else:
             library = threads
-        if torch.get_num_threads() != library:
+        if torch is not None and torch.get_num_threads() != library:
             torch.set_num_threads(library)
         if self.current is None or (not self.compiled and threads != self.current):
             limiter = _limit_blas(library)

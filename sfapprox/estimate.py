@@ -229,7 +229,7 @@ def _pass_errors(source: MatrixSource, operators: Mapping[str, Any], time_limit,
     order = np.random.default_rng(seed).permutation(n)
     tallies: dict[str, list[np.ndarray]] = {name: [] for name in operators}  # squared column errors so far
     norms: list[np.ndarray] = []
-    with AdaptiveThreads(float(n) * width):  # BLAS threads from the free cores
+    with AdaptiveThreads(float(n) * width, torch=False):  # BLAS threads from the free cores (torch where loaded)
         _scoring_pass(source, operators, order, width, tallies, norms, start, time_limit, rtol, fro_norm,
                       executor)
     x = np.concatenate(norms)

@@ -192,7 +192,8 @@ def test_starting_the_cli_loads_no_heavy_library(argv):
 
 
 @pytest.mark.parametrize("argv", [("info", "examples/mesh_small.mtx"), ("methods",),
-                                  ("compare", "examples/mesh_small.mtx", "--methods", "tsvd,sparse,monarch", "--quiet")])
+                                  ("compare", "examples/mesh_small.mtx", "--methods", "tsvd,sparse,monarch", "--quiet"),
+                                  ("compare", "examples/mesh_small.mtx", "--methods", "rsvd,nystrom", "--quiet")])
 def test_work_without_sf_loads_no_torch(argv):
     # torch (1-2 s to import) loads with SF's estimator, not with the method registry: info and a
     # comparison of baselines that use no torch answered a second or more later for it.

@@ -172,3 +172,24 @@ def test_a_forced_count_is_at_most_the_cores(monkeypatch):
     with T.AdaptiveThreads(10**9, threads=1000) as gov:
         assert torch.get_num_threads() == 2
     assert gov.used == 2 and torch.get_num_threads() == before
+
+
+def _in_fresh_process(code: str) -> str:
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_the_blas_controller_made_before_numpy_loaded_finds_its_blas_later():
+    # One made before numpy loaded OpenBLAS held no library and was kept: the pools went unlimited for the
+    # rest of the process.
+    code = ("import sys\nfrom sfapprox import _threads as T\nassert 'numpy' not in sys.modules\n"
+            "first = T._blas()\nimport numpy\nprint(first is None, T._blas() is not None)")
+    assert _in_fresh_process(code) == "True True"
+
+
+def test_a_block_of_numpy_alone_limits_the_blas_pools_and_imports_no_torch():
+    code = ("import sys\nimport numpy\nfrom sfapprox import _threads as T\nbefore = T._blas_threads()\n"
+            "with T.AdaptiveThreads(10**9, threads=1, torch=False) as gov:\n    inside = T._blas_threads()\n"
+            "print(inside, T._blas_threads() == before, gov.used, 'torch' in sys.modules)")
+    assert _in_fresh_process(code) == "1 True 1 False"

@@ -490,7 +490,7 @@ class Nystrom(Approximation):
         deadline = _timing.Deadline.after(self.time_limit)
         diagonal = _check_structure(source, self.random_state)
         source = as_source(self._from_columns(given, nystrom_count(n, rank)), name)
-        with AdaptiveThreads(float(n) * rank):  # BLAS threads from the free cores
+        with AdaptiveThreads(float(n) * rank, torch=False):  # BLAS threads from the free cores (numpy alone)
             if self.pivots == "uniform":
                 S, spent = np.sort(np.random.default_rng(self.random_state).choice(n, size=rank, replace=False)), False
             else:

@@ -575,7 +575,7 @@ class RandomizedSVD(Approximation):
         # BLAS threads from the free cores: a second thread on a busy core made a QR 100x slower.
         # the declared need was measured with the default oversampling: more widens every sketch
         source = as_source(self._from_columns(given, tsvd_count(n, min(n, rank + max(0, self.n_oversamples - 10)))))
-        with AdaptiveThreads(float(n) * n):
+        with AdaptiveThreads(float(n) * n, torch=False):  # numpy alone: torch is not imported for it
             U, s, Vt, done, passes, one_pass, read = source_svd(source, rank, n_oversamples=self.n_oversamples,
                                                                 n_iter=self.n_iter, seed=self.random_state,
                                                                 deadline=deadline)
