@@ -271,6 +271,21 @@ def test_auto_fits_by_rounds_of_sketches_where_the_time_left_allows_few_passes(f
     assert never.optimizer == "adam+lbfgs"
 
 
+def test_auto_takes_no_round_of_sketches_whose_pass_the_time_left_does_not_hold(fake_clock):
+    """A round begins with its sketch, a whole pass that the clock does not cut: with under
+    SKETCH_MIN_PASSES passes left after the probe (2 s of a 4 s pass) the rounds ended at 7 s of a 5 s
+    limit; Adam's steps go on to the limit instead, and from one pass left the rounds run as before."""
+    X = _planted(64, seed=7)  # a pass "takes" 4 s
+    limit = C.PROBE_STEPS + 2.0
+    fit, seen = _auto(X, fake_clock, time_limit=limit, rounds=fit_rounds, sketch_max_passes=30)
+    assert fake_clock.time <= limit and fit.optimizer == "adam" and fit.stop_reason == "time_limit"
+    assert [s for s, _ in seen] == list(range(1, fit.steps + 1))
+    fake_clock.time = 0.0
+    held = C.PROBE_STEPS + 5.0  # 1.25 passes left: the round's pass ends within the limit
+    rounds, _ = _auto(X, fake_clock, time_limit=held, rounds=fit_rounds, sketch_max_passes=30)
+    assert rounds.optimizer.startswith("adam+sketch") and fake_clock.time <= held
+
+
 def test_auto_goes_on_by_passes_where_a_round_of_sketches_gains_nothing(fake_clock):
     """Rounds that end on a round gaining under settings.sketch_min_gain hand over to L-BFGS by passes for
     the time left (steps and columns numbered on, the limit held); where its memory does not fit, or no

@@ -449,6 +449,11 @@ def fit_columns_lbfgs(
 LBFGS_MIN_PASSES = 6
 #: Adam steps timed before that choice (the first also compiles or warms the kernel).
 PROBE_STEPS = 3
+#: The fewest passes over the columns the time left must hold for :func:`fit_columns_auto` to go by rounds
+#: of sketches: a round begins with its sketch, a whole pass that no time limit cuts short, so under one
+#: pass left it ended past the limit (a pass of 4 s with 2 s left: at 7 s of a 5 s limit; at N = 65,536,
+#: where a pass takes minutes, a fit of the default 60 s would have run for one).  Adam's steps go on there.
+SKETCH_MIN_PASSES = 1.0
 
 
 def fit_columns_auto(
@@ -466,10 +471,10 @@ def fit_columns_auto(
     rounds: Callable[..., ColumnFit] | None = None,
 ) -> ColumnFit:
     """Adam (:func:`fit_columns`) for :data:`PROBE_STEPS` steps, then, from where it got, by what the
-    time left allows at the speed those steps had: rounds of sketches under ``settings.sketch_max_passes``
-    passes over the columns (``rounds``, given where their memory fits the limit: :func:`._sketch.fit_rounds`,
-    passed in because that module imports this one; where a round stops gaining, L-BFGS by passes for
-    the time left), L-BFGS (:func:`fit_columns_lbfgs`) from :data:`LBFGS_MIN_PASSES` passes (where
+    time left allows at the speed those steps had: rounds of sketches from :data:`SKETCH_MIN_PASSES` to
+    ``settings.sketch_max_passes`` passes over the columns (``rounds``, given where their memory fits the
+    limit: :func:`._sketch.fit_rounds`, passed in because that module imports this one; where a round stops
+    gaining, L-BFGS by passes for the time left), L-BFGS (:func:`fit_columns_lbfgs`) from :data:`LBFGS_MIN_PASSES` passes (where
     ``lbfgs_fits``); else Adam to the end.
 
     Without a time limit (``max_iter`` steps bound the fit) it is Adam's fit, step for step.
@@ -488,8 +493,8 @@ def fit_columns_auto(
             per_step = (stamps[-1] - stamps[0]) / max(1, PROBE_STEPS - 1)  # the first step's compile left out
             per_pass[0] = per_step * math.ceil(n / max(1, settings.batch))
             passes = (time_limit - (stamps[-1] - began)) / max(per_pass[0], 1e-9)
-            switch[0] = "sketch" if rounds is not None and passes < settings.sketch_max_passes else \
-                "lbfgs" if lbfgs_fits and passes >= LBFGS_MIN_PASSES else None
+            switch[0] = "sketch" if rounds is not None and SKETCH_MIN_PASSES <= passes < settings.sketch_max_passes \
+                else "lbfgs" if lbfgs_fits and passes >= LBFGS_MIN_PASSES else None
             return switch[0] is not None
         return stop
 
