@@ -202,6 +202,14 @@ def test_rounds_end_where_one_gains_less_than_its_share_on_the_held_out_columns(
     assert same.stop_reason == "no_progress" and same.columns == 64 and same.steps == 5
 
 
+def test_rounds_that_spend_their_iterations_stop_on_max_iter_whatever_the_last_one_gained():
+    """The last round cut by max_iter and gaining under the share: the stop is "max_iter" (it was
+    "no_progress", and fit then told the user to raise --time-limit of a fit --iters had ended)."""
+    X, columns = _cloud_columns(64)
+    fit, *_ = _rounds(X, columns, min_gain=1.0, max_iter=3)  # (no round gains it all)
+    assert (fit.steps, fit.columns, fit.stop_reason) == (3, 64, "max_iter")
+
+
 def test_rounds_give_their_step_scale_for_the_passes_after_them(monkeypatch):
     """A sketch fit's last L-BFGS scale s.y / y.y, times fitted / b (the sketch's loss is that share of the
     whole in expectation), goes out with the rounds and is the first step of L-BFGS by passes after them."""

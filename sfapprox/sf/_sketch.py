@@ -416,8 +416,10 @@ def fit_rounds(
             if fit.stop_reason in (StopReason.INTERRUPTED, StopReason.TIME_LIMIT, StopReason.CALLBACK):
                 out.stop_reason = fit.stop_reason
                 break
-            # (not "gain < share": an exact start, 0 to 0 on the held-out columns, gains nothing either)
-            if held and not fit.start_holdout_error - fit.holdout_error > \
+            # (not "gain < share": an exact start, 0 to 0 on the held-out columns, gains nothing either).  Not
+            # where the iterations are spent: that stop is "max_iter" (below), and "no_progress" told the user
+            # to raise --time-limit of a fit that --iters had ended
+            if held and out.steps < max_iter and not fit.start_holdout_error - fit.holdout_error > \
                     settings.sketch_min_gain * fit.start_holdout_error:
                 out.stop_reason = StopReason.NO_PROGRESS  # (fit_columns_auto goes on by passes)
                 break
