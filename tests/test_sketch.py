@@ -86,6 +86,26 @@ def test_a_fit_to_the_sketch_stops_at_its_time_limit_and_by_its_callback():
     assert (fit.iterations, fit.stop_reason) == (3, "callback")
 
 
+def test_a_sketch_fit_with_held_out_columns_calls_back_with_its_best_point_by_them_and_its_error():
+    """With held-out columns the callback gets the best point by them and that point's held-out error (the
+    rounds' checkpoints save it): it got the best point on the fitted columns, which overfits them, beside
+    the held-out error of another point."""
+    X, columns = _cloud_columns(64)
+    offs = chord_offsets(64)
+    start = start_values(["identity"], 0, (6, 64, len(offs)))["identity"]
+    Y, S, _ = K.sketch_target(columns, 64, 48, np.float64, seed=1)
+
+    def held_error(v):
+        return np.linalg.norm(Y[:, 32:] - ChordOperator(v, offs).to_dense() @ S[:, 32:]) / np.linalg.norm(Y[:, 32:])
+
+    seen = []
+    fit = K.fit_sketch(Y, S, start, offs, width=8, groups=1, fit_columns=32, max_iter=30,
+                       callback=lambda i, e, v: seen.append((e, held_error(v))) and False)
+    assert len(seen) == fit.iterations > 5
+    for shown, actual in seen:
+        assert shown == pytest.approx(actual, rel=1e-9)
+
+
 def test_an_interrupted_sketch_fit_keeps_its_best_point(monkeypatch):
     n = 32
     X, offs = _planted(n)

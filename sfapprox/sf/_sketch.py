@@ -277,8 +277,12 @@ def fit_sketch(Y: np.ndarray, S: np.ndarray, values: np.ndarray, offsets, *, wid
     time_limit : float or None
         Seconds at most (no evaluation starts that would not end within them).
     callback : callable, optional
-        ``callback(iteration, error, values)`` after every iteration (``error``
-        the held-out error last checked, else the sketch's); true stops the fit.
+        ``callback(iteration, error, values)`` after every iteration: with held-out
+        columns the best point by them so far and its held-out error (what the fit
+        returns, but for its best multiple), else the best point on the sketch and
+        its error; true stops the fit.  (It was given the best point on the sketch
+        beside the held-out error of another: the checkpoints during the rounds saved
+        that point, which overfits the sketch, under the other's error.)
 
     Returns
     -------
@@ -317,8 +321,8 @@ def fit_sketch(Y: np.ndarray, S: np.ndarray, values: np.ndarray, offsets, *, wid
         best = st["best_x"].numpy().reshape(shape)
         if held is not None and st["n_iter"] % check_every == 0 and check(best):
             out.stop_reason = StopReason.NO_PROGRESS
-        shown = out.holdout_error if held is not None else error(st["best_loss"])
-        asked = callback is not None and bool(callback(st["n_iter"], shown, best))
+        shown, point = (out.holdout_error, kept[0]) if held is not None else (error(st["best_loss"]), best)
+        asked = callback is not None and bool(callback(st["n_iter"], shown, point))
         if asked:
             out.stop_reason = StopReason.CALLBACK  # (the user's stop wins: the rounds end)
         return asked or out.stop_reason == StopReason.NO_PROGRESS
