@@ -288,8 +288,9 @@ def test_auto_takes_no_round_of_sketches_whose_pass_the_time_left_does_not_hold(
 
 def test_auto_goes_on_by_passes_where_a_round_of_sketches_gains_nothing(fake_clock):
     """Rounds that end on a round gaining under settings.sketch_min_gain hand over to L-BFGS by passes for
-    the time left (steps and columns numbered on, the limit held); where its memory does not fit, or no
-    pass fits the time left, the rounds' end is the fit's."""
+    the time left (steps and columns numbered on, the limit held); where no pass fits the time left, the
+    rounds' end is the fit's; where its memory does not fit, the rounds go on to the end (they ended the
+    fit after their first round, the time left unused)."""
     X = _planted(64, seed=7)  # a pass "takes" 4 s: 10 passes
     limit = 40.0 + C.PROBE_STEPS
     fit, seen = _auto(X, fake_clock, time_limit=limit, rounds=fit_rounds, sketch_max_passes=30, sketch_min_gain=1.0,
@@ -303,7 +304,8 @@ def test_auto_goes_on_by_passes_where_a_round_of_sketches_gains_nothing(fake_clo
     fake_clock.time = 0.0
     short, _ = _auto(X, fake_clock, time_limit=limit, rounds=fit_rounds, sketch_max_passes=30, sketch_min_gain=1.0,
                      max_iter=1000, lbfgs_fits=False)
-    assert short.optimizer == "adam+sketch" and short.stop_reason == "no_progress"
+    assert short.optimizer == "adam+sketch" and short.stop_reason in ("time_limit", "max_iter")
+    assert short.columns > C.PROBE_STEPS * 16 + 64 and fake_clock.time <= limit  # rounds after the first
     fake_clock.time = 0.0  # the round ends at 7 s (3 probe steps and its pass): 7.9 s left, under two passes
     brief, _ = _auto(X, fake_clock, time_limit=14.9, rounds=fit_rounds, sketch_max_passes=30, sketch_min_gain=1.0,
                      max_iter=1000)

@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -98,7 +98,8 @@ class ColumnSettings:
         The rounds end where one lowers its held-out error by less than this
         share of where it started (on the same held-out columns, so the two
         are compared on one draw); ``"auto"`` then goes on by L-BFGS by passes
-        for the time left, where its memory fits.  Negative: to the end.
+        for the time left, where its memory fits (where it does not, the rounds
+        go on to the end).  Negative: to the end.
     """
 
     batch: int = 256
@@ -474,8 +475,9 @@ def fit_columns_auto(
     time left allows at the speed those steps had: rounds of sketches from :data:`SKETCH_MIN_PASSES` to
     ``settings.sketch_max_passes`` passes over the columns (``rounds``, given where their memory fits the
     limit: :func:`._sketch.fit_rounds`, passed in because that module imports this one; where a round stops
-    gaining, L-BFGS by passes for the time left), L-BFGS (:func:`fit_columns_lbfgs`) from :data:`LBFGS_MIN_PASSES` passes (where
-    ``lbfgs_fits``); else Adam to the end.
+    gaining, L-BFGS by passes for the time left where ``lbfgs_fits``, else the rounds to the end), L-BFGS
+    (:func:`fit_columns_lbfgs`) from :data:`LBFGS_MIN_PASSES` passes (where ``lbfgs_fits``); else Adam to
+    the end.
 
     Without a time limit (``max_iter`` steps bound the fit) it is Adam's fit, step for step.
     Parameters and result as :func:`fit_columns`; ``callback`` sees the steps of all, numbered on.
@@ -507,7 +509,11 @@ def fit_columns_auto(
     shifted = _after(adam, callback)
     offset = _timing.now() - began
     if switch[0] == "sketch":
-        rest = rounds(columns, adam.values, offsets, settings=settings, width=width, max_iter=max_iter - adam.steps,
+        # the rounds' stop on a small gain hands over to L-BFGS by passes; where its memory does not fit, they
+        # go on to the end (they ended the fit with the time left unused: at N = 1,500 under --max-memory 380M,
+        # after 8 s of 15, "no_progress", and fit's advice to raise --time-limit)
+        plan = settings if lbfgs_fits else replace(settings, sketch_min_gain=-1.0)
+        rest = rounds(columns, adam.values, offsets, settings=plan, width=width, max_iter=max_iter - adam.steps,
                       time_limit=max(0.0, time_limit - offset), seed=seed, callback=shifted)
         rest = _then_passes(rest, columns, offsets, settings, width, max_iter - adam.steps,
                             time_limit - (_timing.now() - began), _timing.now() - began - offset, per_pass[0],
