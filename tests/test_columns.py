@@ -800,6 +800,22 @@ def test_a_column_fit_reports_the_precision_its_steps_ran_in_and_says_a_float64_
         ChordSF(max_iter=3, time_limit=None, max_memory=_column_limit(128), device="cpu", dtype="float64").fit(X)
 
 
+def test_a_column_fit_says_the_tolerances_asked_for_do_not_apply():
+    """No optimizer of the column path stops on ftol or gtol (their L-BFGS runs with both 0): given, they were
+    ignored without a word (the fit ran its whole limit); the defaults say nothing."""
+    import warnings
+
+    X = _planted(128, seed=2)
+    limit = _column_limit(128)
+    with pytest.warns(UserWarning, match=r"ftol=0\.01 applies to fits in memory; from column blocks SF stops on"):
+        ChordSF(max_iter=3, time_limit=None, max_memory=limit, device="cpu", ftol=0.01).fit(X)
+    with pytest.warns(UserWarning, match=r"ftol=0\.01, gtol=0\.5 apply to fits in memory"):
+        ChordSF(max_iter=3, time_limit=None, max_memory=limit, device="cpu", ftol=0.01, gtol=0.5).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        assert ChordSF(max_iter=3, time_limit=None, max_memory=limit, device="cpu").fit(X).params_["path"] == "columns"
+
+
 def test_a_stop_while_a_fit_from_columns_is_scored_keeps_the_fit(tmp_path, monkeypatch):
     """A source never formed, SF fitted from its columns: a stop during fit_matrix's scoring from columns
     keeps the fit (saved), its error unknown."""

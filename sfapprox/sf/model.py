@@ -824,6 +824,14 @@ class ChordSF(Approximation):
             warnings.warn(f"dtype={self.dtype!r} applies to fits in memory; from column blocks SF computes its steps "
                           f"in {settings.kernel_dtype} (its values and their moments kept in float64)", UserWarning,
                           stacklevel=3)
+        # so are the tolerances: Adam's steps, the rounds of sketches and L-BFGS by passes stop on the time and
+        # iteration limits alone (an --ftol or --gtol given was silently ignored: the fit ran its whole limit)
+        tolerances = {k: v for k, v, default in (("ftol", self.ftol, SF_FTOL), ("gtol", self.gtol, SF_GTOL))
+                      if v != default}
+        if tolerances:
+            warnings.warn(f"{parameters(**tolerances)} {'apply' if len(tolerances) > 1 else 'applies'} to fits in "
+                          "memory; from column blocks SF stops on its time and iteration limits alone", UserWarning,
+                          stacklevel=3)
         saved = self._saved_start(shape, offsets)
         wanted = saved is None and self.init in ("auto", RANK_ONE) and self._rank_one_possible(n, offsets, n_factors)
         pilot = _pilot(source, self.random_state, top=wanted)
