@@ -1082,6 +1082,11 @@ def test_a_fit_from_columns_stopped_by_its_iterations_names_iters_not_the_time_l
     _advise({**base, "stop_reason": "time_limit", "time_limit": 10.0}, None)
     said = " ".join(capsys.readouterr().err.split())
     assert "--time-limit (0 for none) allows more passes" in said and "a longer --time-limit may get past" in said
+    # Ctrl-C stopped it: no limit did, so none is named (it was told to raise --time-limit)
+    _advise({**base, "stop_reason": "interrupted", "time_limit": 10.0}, None)
+    said = " ".join(capsys.readouterr().err.split())
+    assert "--time-limit" not in said and "--iters" not in said, said
+    assert "memory limit; --max-memory a fit in memory" in said and "a longer run may get past them" in said
 
 
 def test_refusals_name_the_option_typed_and_the_api_keeps_its_keywords(tmp_path):

@@ -162,18 +162,19 @@ def _advise(summary: dict, settings, n: int | None = None) -> None:
                                     "until a sketch gained nothing, then by passes",
                "sketch": " of L-BFGS on sketches of the columns, a new one each pass"}.get(
             summary.get("optimizer"), "")  # a summary of an older version has no optimizer: Adam's
-        # the knob that stopped it: a fit that ran to --iters (with no time limit at all) was told to raise
-        # --time-limit, which allowed nothing more
-        by_iters = summary.get("stop_reason") == "max_iter"
-        more = "--iters allows more steps" if by_iters else "--time-limit (0 for none) allows more passes"
+        # the knob that stopped it, and none where no limit did: a fit that ran to --iters (with no time limit
+        # at all) was told to raise --time-limit, which allowed nothing more, and so was one stopped by Ctrl-C
+        knob = {"max_iter": ("--iters allows more steps, ", "more --iters"),
+                "time_limit": ("--time-limit (0 for none) allows more passes, ", "a longer --time-limit")}.get(
+            summary.get("stop_reason"), ("", "a longer run"))
         note(f"note: SF was fitted from column blocks ({summary['epochs']:.3g} passes over the columns in "
              f"{summary['iterations']} steps{via}): its fit in memory would be over the memory limit; "
-             f"{more}, --max-memory a fit in memory")
+             f"{knob[0]}--max-memory a fit in memory")
         if summary.get("kept_start"):
             # the start named as it was made: --init's factors, or the rank-one start of init auto/rank1
             # (a fit with no --init was told "(--init)")
             start = "--init's factors" if summary.get("init") == "saved" else "its rank-one start"
-            longer = "more --iters" if by_iters else "a longer --time-limit"
+            longer = knob[1]
             note(f"note: this run ended worse than where it started ({start}), which is kept unchanged: "
                  f"Adam's first steps near a good point wander; {longer} may get past them")
     elif summary["stop_reason"] == "time_limit":
