@@ -268,6 +268,11 @@ def describe_weights(path, fmt: str) -> MatrixDescription:
         shown = "; ".join(f"{t['name']} {t['unread']}" for t in unread[:5])
         table.notes.append(f"not counted, square but not read as a matrix: {shown}"
                            + (f"; and {len(unread) - 5} more" if len(unread) > 5 else ""))
+    moments = [t["name"] for t in tensors if t["square"] and t.get("optimizer")]
+    if moments:  # square and read, but a training run's optimizer state: not taken for the model's weights
+        table.notes.append(f"{len(moments)} of the square ones {'is' if len(moments) == 1 else 'are'} an optimizer's "
+                           f"state ({', '.join(moments[:3])}{', ...' if len(moments) > 3 else ''}): not among the "
+                           f"weights a manifest's var = \"*\" runs; {parameter('var', shown=_NAME)} reads one all the same")
     facts = [("file", os.fspath(path)), ("format", fmt), ("tensors", len(tensors)), ("square matrices", square)]
     return MatrixDescription(facts, [table], {"tensors": tensors})
 

@@ -744,7 +744,9 @@ def test_every_square_weight_of_a_model_is_one_entry(tmp_path):
     rng = np.random.default_rng(1)
     weights = {"attn.q.weight": rng.standard_normal((12, 12)), "mlp.up.weight": rng.standard_normal((12, 20)),
                "attn.q.bias": rng.standard_normal(12), "attn.o.weight": rng.standard_normal((10, 10))}
-    torch.save({k: torch.from_numpy(v) for k, v in weights.items()}, data / "model.pt")
+    # beside them, an optimizer's moments of a square weight (a training checkpoint): square, not weights
+    moments = {"optimizer.state.0.exp_avg": rng.standard_normal((12, 12))}
+    torch.save({k: torch.from_numpy(v) for k, v in {**weights, **moments}.items()}, data / "model.pt")
     m = write_manifest(tmp_path / "w.toml", '[[matrix]]\nname = "model"\ncategory = "other"\n'
                                             'file = "model.pt"\nload = {var = "*"}\n')
     out = tmp_path / "out"

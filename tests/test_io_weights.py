@@ -334,3 +334,22 @@ def test_two_tensors_of_one_dotted_name_are_refused_not_one_dropped(tmp_path):
                                      r"save them under names of their own", var="a.b")
     with pytest.raises(InputError, match="two tensors named 'a.b'"):
         describe_weights(tmp_path / "dup.pt", "torch")
+
+
+def test_a_training_checkpoint_s_optimizer_moments_are_not_taken_for_weights(tmp_path):
+    # A checkpoint of one square layer trained by Adam holds three square tensors, two of them Adam's moments:
+    # "holds 3 square weight matrices; pick one with --var", and a manifest's var = "*" ran all three.
+    layer = torch.nn.Linear(6, 6, bias=False)
+    opt = torch.optim.Adam(layer.parameters())
+    layer(torch.ones(2, 6)).sum().backward()
+    opt.step()
+    path = tmp_path / "ckpt.pt"
+    torch.save({"model_state_dict": layer.state_dict(), "optimizer_state_dict": opt.state_dict(), "epoch": 3}, path)
+    loaded = load_matrix(path)  # the one weight, without --var
+    assert np.array_equal(loaded.matrix, layer.weight.detach().double().numpy())
+    moment = load_matrix(path, var="optimizer_state_dict.state.0.exp_avg")  # still read where named
+    assert np.array_equal(moment.matrix, opt.state_dict()["state"][0]["exp_avg"].double().numpy())
+    info = describe_weights(path, "torch")
+    rows = {r["name"]: r for r in info.data["tensors"]}
+    assert rows["optimizer_state_dict.state.0.exp_avg_sq"]["optimizer"] and not rows["model_state_dict.weight"]["optimizer"]
+    assert any("2 of the square ones are an optimizer's state" in n for n in info.tables[0].notes)

@@ -821,7 +821,8 @@ def expand_weights(entries: list[Entry], data_dir: str | None, cache: Path, netw
         try:
             found = fetch_entry(entry, data_dir=data_dir, cache=cache, network=network)
             fmt = entry.load.get("format") or detect_format(found.path)
-            square = [t["name"] for t in list_weights(found.path, fmt) if t["square"]]
+            # the model's weights: an optimizer's moments in a training checkpoint are square too
+            square = [t["name"] for t in list_weights(found.path, fmt) if t["square"] and not t.get("optimizer")]
         except Exception:  # as in run_matrix: the entry's own run says what is wrong with its file
             out.append(entry)
             continue

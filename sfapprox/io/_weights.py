@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import struct
 import warnings
 import zipfile
@@ -162,6 +163,32 @@ def _e4m3_values() -> np.ndarray:
     return values
 
 
+#: A dotted part naming a training run's optimizer state (``optimizer_state_dict``, Lightning's
+#: ``optimizer_states``, ``optimizer``, ``optim``), and the per-parameter state torch's optimizers keep
+#: (``state.<index>.exp_avg`` in a bare ``optimizer.state_dict()``).
+_OPTIMIZER_PART = re.compile(r"optim(izer)?s?(_states?|_state_dict)?", re.IGNORECASE)
+_OPTIMIZER_STATE = {"exp_avg", "exp_avg_sq", "max_exp_avg_sq", "momentum_buffer", "square_avg", "acc_delta",
+                    "sum", "ax", "eta", "mu", "prev", "step_size", "grad_avg"}
+
+
+def optimizer_state(name: str) -> bool:
+    """Whether the tensor ``name`` (dotted) is an optimizer's state in a training checkpoint, not a weight:
+    under a part such as ``optimizer_state_dict``, or ``state.<index>.exp_avg`` (Adam's moments, SGD's
+    momentum).  A checkpoint of one 512 x 512 layer trained by Adam holds three square tensors, two of them
+    its moments: a manifest's ``var = "*"`` ran all three as the model's weights.
+
+    Examples
+    --------
+    >>> [optimizer_state(n) for n in ("model_state_dict.fc.weight", "optimizer_state_dict.state.0.exp_avg",
+    ...                                "state.3.momentum_buffer", "blocks.state.0.weight")]
+    [False, True, True, False]
+    """
+    parts = name.split(".")
+    if any(_OPTIMIZER_PART.fullmatch(part) for part in parts[:-1]):
+        return True
+    return len(parts) == 3 and parts[0] == "state" and parts[1].isdigit() and parts[2] in _OPTIMIZER_STATE
+
+
 def is_square(shape) -> bool:
     """Whether a tensor of ``shape`` is a matrix to approximate: 2-D, square, not empty (a 0 x 0 tensor
     was listed by ``info`` as usable, then refused by ``--var``).
@@ -176,7 +203,8 @@ def is_square(shape) -> bool:
 
 def _choose(src: Source, shapes: dict[str, list[int]], var: str | None, square: list[str]) -> str:
     """The tensor ``var`` names, or the only one of ``square`` (the square tensors of a type read; ``var="*"``,
-    a manifest's "every square weight", left unexpanded only where the file has none: as no ``var``)."""
+    a manifest's "every square weight", left unexpanded only where the file has none: as no ``var``), or the
+    only one of them that is not an optimizer's state (:func:`optimizer_state`)."""
     if var == "*":
         var = None
     if var is not None:
@@ -186,8 +214,9 @@ def _choose(src: Source, shapes: dict[str, list[int]], var: str | None, square: 
             raise src.fail(f"no tensor {var!r}{meant}; square weight matrices: {_listing(shapes, square)}",
                            f"pick one with {parameter('var')}; 'sfapprox info FILE' lists them")
         return var
-    if len(square) == 1:
-        return square[0]
+    weights = [n for n in square if not optimizer_state(n)]
+    if len(square) == 1 or len(weights) == 1:  # (a checkpoint's one weight beside its optimizer's moments)
+        return square[0] if len(square) == 1 else weights[0]
     unread = [n for n, s in shapes.items() if is_square(s) and n not in square]
     if not square and len(unread) == 1:  # the only square tensor: chosen, its reader says why it is not read
         return unread[0]
@@ -197,7 +226,7 @@ def _choose(src: Source, shapes: dict[str, list[int]], var: str | None, square: 
     if not square:
         raise src.fail(f"holds no square weight matrix ({len(shapes)} tensor{'s' if len(shapes) != 1 else ''}, e.g. "
                        f"{_listing(shapes, list(shapes)[:5])})", "a matrix to approximate must be square")
-    raise src.fail(f"holds {len(square)} square weight matrices: {_listing(shapes, square)}",
+    raise src.fail(f"holds {len(square)} square weight matrices: {_listing(shapes, weights or square)}",
                    f"pick one with {parameter('var')}; 'sfapprox info FILE' lists them")
 
 
@@ -390,6 +419,8 @@ def list_weights(path, fmt: str) -> list[dict[str, Any]]:
     ``square`` is a matrix ``var=`` reads: 2-D, square, of values read.  ``unread`` says why a
     square-shaped tensor is not (complex values, a meta tensor, a type sfapprox does not read), else
     None: ``info`` marked a complex or FP4 tensor usable, and a manifest's ``var = "*"`` ran it to fail.
+    ``optimizer`` marks an optimizer's state in a training checkpoint (:func:`optimizer_state`): read
+    where ``var=`` names it, never taken for one of the model's weights.
     """
     src = Source(path)
     src.check_exists()
@@ -401,4 +432,5 @@ def list_weights(path, fmt: str) -> list[dict[str, Any]]:
             listed = [(k, list(t.shape), str(t.dtype).replace("torch.", ""), (_torch_unread(t) or [None])[0])
                       for k, t in _torch_state(src).items()]
     return [{"name": name, "shape": shape, "dtype": dtype, "square": is_square(shape) and not why,
-             "unread": why if is_square(shape) else None} for name, shape, dtype, why in listed]
+             "unread": why if is_square(shape) else None, "optimizer": optimizer_state(name)}
+            for name, shape, dtype, why in listed]
