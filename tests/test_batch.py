@@ -410,6 +410,24 @@ def test_process_pool_gives_the_same_records(tmp_path):
         assert a["fro_error"] == pytest.approx(b["fro_error"])
 
 
+def test_a_process_worker_holds_the_blas_pools_to_its_share_of_the_cores(monkeypatch):
+    # Nystrom and randomized SVD load no torch: their thread cap is the BLAS pools' own count, which the
+    # worker's OMP_NUM_THREADS (set after numpy loaded its BLAS) never reached: each worker used every core
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from sfapprox import _threads
+    from sfapprox.datasets.batch import _worker_init
+
+    if _threads.available_cores() < 2:
+        pytest.skip("one core: every pool holds one thread anyway")
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):  # as a shell without them
+        monkeypatch.delenv(var, raising=False)
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init,
+                             initargs=(1,)) as pool:
+        assert pool.submit(_threads._blas_threads).result(timeout=120) == 1
+
+
 def test_dask_local_cluster(tmp_path):
     distributed = pytest.importorskip("dask.distributed")
     m = write_manifest(tmp_path / "m.toml", gen_entry("a"), gen_entry("b", "circulant"))

@@ -26,6 +26,7 @@ batch also removes the hidden temporaries a killed run left behind.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
 import functools
@@ -165,6 +166,13 @@ def _worker_init(threads: int) -> None:
         os.environ[var] = str(max(1, threads))  # read by torch/BLAS when first imported
     if "torch" in sys.modules:  # a fork-like start that inherited torch
         sys.modules["torch"].set_num_threads(max(1, threads))
+    # numpy's and scipy's BLAS were loaded (importing this module) before the variables were set: their
+    # pools are limited here, or a fit that loads no torch (Nystrom, randomized SVD: their cap is the
+    # pools' own count) ran on every core of the machine in each worker
+    with contextlib.suppress(ImportError):
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=max(1, threads), user_api="blas")
     parent = os.getppid()
     _die_with_parent()
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
