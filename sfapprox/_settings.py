@@ -22,7 +22,7 @@ from ._errors import ParameterError
 from ._params import MEMORY_LIMIT, Interval, Options, check_params, parse_size
 
 __all__ = ["FitSettings", "LoadOptions", "TimeShare", "DEFAULT_TIME_LIMIT", "DEFAULT_TOTAL_TIME", "DEFAULT_METHODS", "PROTOCOLS",
-           "COUNT_INDICES", "SF_MAX_ITER", "SF_FTOL", "SF_GTOL", "SF_INIT", "SF_NAMED_INITS", "SF_SUPPORT", "SF_BASE", "parse_size"]
+           "COUNT_INDICES", "SF_MAX_ITER", "SF_FTOL", "SF_GTOL", "SF_INIT", "SF_START_KINDS", "SF_NAMED_INITS", "SF_SUPPORT", "SF_BASE", "parse_size"]
 
 #: Default wall-clock limit of one method's fit, in seconds.  Every method stays
 #: within its limit as a whole (grids and multi-start searches share it).
@@ -50,8 +50,11 @@ SF_FTOL = 1e-10
 SF_GTOL = 1e-12
 #: The start: "auto" races the reference start (values 1/K) and the near-identity one.
 SF_INIT = "auto"
+#: The kinds of start "auto" races, in the order of their random streams (``sf._multistart.START_KINDS``;
+#: here, where reading them loads no torch).
+SF_START_KINDS = ("reference", "identity")
 #: The starts ``init`` names (the rest are factors files or values): ChordSF's and the CLI's ``--init``.
-SF_NAMED_INITS = ("auto", "reference", "identity", "rank1")
+SF_NAMED_INITS = ("auto", *SF_START_KINDS, "rank1")
 #: From this N an SF fit on the CPU runs in float32 unless a dtype is asked for: twice the L-BFGS
 #: iterations per second at N = 4,096, where it reached the old default's 10-minute error in 159 s
 #: instead of 322 s (``benchmarks/results/scale_fit_f32.md``); smaller fits stay float64.

@@ -19,7 +19,7 @@ from .._base import Approximation
 from .._device import resolve_device, resolve_dtype
 from .._errors import BudgetError, ConvergenceWarning, NotApplicableError, ParameterError
 from .._params import Interval, check_params
-from .._settings import DEFAULT_TIME_LIMIT
+from .._settings import DEFAULT_TIME_LIMIT, SF_START_KINDS as START_KINDS
 from .._threads import AdaptiveThreads
 from .._validation import check_memory
 from ..budget import SFConfig, sf_config_for_budget, sf_count
@@ -512,7 +512,6 @@ class _ChordHybrid(Approximation):
         the plain end's share of the time limit), and those the hybrids cannot use: a support other
         than Chord's (the joint fits' kernels and grid are Chord's) and a start other than SF's
         named ones (the joint fits race the reference and identity starts)."""
-        from ..sf._multistart import START_KINDS
         from ..sf.model import ChordSF
 
         ChordSF.check_param_names(self.sf_params or {}, "sf_params")
@@ -533,7 +532,6 @@ class _ChordHybrid(Approximation):
         the correction's target copies (3 N^2) besides what a plain fit holds."""
         import torch
 
-        from ..sf._multistart import START_KINDS
         from ..sf.model import estimate_fit_memory
 
         ref = self._reference(params)
@@ -552,7 +550,6 @@ class _ChordHybrid(Approximation):
         import torch
 
         from ..sf._kernels import scaled_target, select_kernel
-        from ..sf._multistart import START_KINDS
 
         ref = self._reference(params)
         fro = float(np.linalg.norm(dense))

@@ -36,6 +36,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .._settings import SF_START_KINDS
 from .._signals import stop_requested
 from ._solver import LBFGSOptions, StopReason, best_multiple_start, evaluate_start, lbfgs
 
@@ -44,7 +45,7 @@ __all__ = ["START_KINDS", "FIRST", "MARGIN", "PREFERRED", "RANK_ONE", "RANK_ONE_
            "race", "race_affordable", "multistart", "best_run"]
 
 #: The kinds of start, in the order of their random streams.
-START_KINDS = ("reference", "identity")
+START_KINDS = SF_START_KINDS
 #: Iterations of each start in the first round of a race (then doubled each round).
 FIRST = 100
 #: A start whose error is this many times the best start's drops out of the race.
