@@ -168,7 +168,8 @@ def _worker_init(threads: int) -> None:
         sys.modules["torch"].set_num_threads(max(1, threads))
     # numpy's and scipy's BLAS were loaded (importing this module) before the variables were set: their
     # pools are limited here, or a fit that loads no torch (Nystrom, randomized SVD: their cap is the
-    # pools' own count) ran on every core of the machine in each worker
+    # pools' own count) ran on every core of the machine in each worker.  (Not _threads._limit_blas: its
+    # controller, made and kept here, would miss a BLAS loaded later; the variables above reach that one.)
     with contextlib.suppress(ImportError):
         from threadpoolctl import threadpool_limits
 

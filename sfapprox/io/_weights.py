@@ -215,8 +215,10 @@ def _choose(src: Source, shapes: dict[str, list[int]], var: str | None, square: 
                            f"pick one with {parameter('var')}; 'sfapprox info FILE' lists them")
         return var
     weights = [n for n in square if not optimizer_state(n)]
-    if len(square) == 1 or len(weights) == 1:  # (a checkpoint's one weight beside its optimizer's moments)
-        return square[0] if len(square) == 1 else weights[0]
+    if len(square) == 1:
+        return square[0]
+    if len(weights) == 1:  # a checkpoint's one weight beside its optimizer's moments
+        return weights[0]
     unread = [n for n, s in shapes.items() if is_square(s) and n not in square]
     if not square and len(unread) == 1:  # the only square tensor: chosen, its reader says why it is not read
         return unread[0]
