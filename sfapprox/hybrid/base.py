@@ -547,8 +547,6 @@ class _ChordHybrid(Approximation):
 
     def _problem(self, n: int, dense: np.ndarray, params: dict[str, Any] | None, costs: StepCosts,
                  poll: Callable[[], Any]) -> _Problem:
-        import torch
-
         from ..sf._kernels import scaled_target, select_kernel
 
         ref = self._reference(params)
