@@ -39,6 +39,23 @@ def test_load_options_keywords():
     assert kw["var"] == "A" and kw["relation"] == 2 and "extra" not in kw
 
 
+def test_a_reading_option_no_reader_takes_is_one_parameter_error_naming_it(tmp_path):
+    """``LoadOptions(extra=...)`` with a misspelt keyword, or ``open_matrix`` given one, is refused
+    before reading, naming it and the options there are (a bare TypeError from inside before)."""
+    import numpy as np
+
+    import sfapprox
+
+    path = tmp_path / "x.csv"
+    np.savetxt(path, np.eye(4), delimiter=",")
+    calls = [lambda: sfapprox.compare(path, ["tsvd"], load=LoadOptions(extra={"relatoin": 2})),
+             lambda: sfapprox.open_matrix(path, relatoin=2),
+             lambda: sfapprox.open_matrix(path, kernel="rbf", relatoin=2)]
+    for call in calls:
+        with pytest.raises(ParameterError, match=r"unknown reading option 'relatoin'; the options are .*relation"):
+            call()
+
+
 @pytest.mark.parametrize("text,expected", [("8G", 8 << 30), ("500m", 500 << 20), ("1.5KiB", 1536), ("123", 123)])
 def test_parse_size(text, expected):
     assert parse_size(text) == expected

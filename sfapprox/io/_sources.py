@@ -11,6 +11,7 @@ limit: memory-mapped, never read whole), and otherwise what
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import zipfile
@@ -281,6 +282,7 @@ def check_reading_options(*, kernel: str | None = None, bandwidth: float | None 
     """
     from . import _check_options  # the package's own (this module is imported at its end)
 
+    _refuse_unknown(options)
     if kernel is not None and (not isinstance(kernel, str) or kernel not in KERNELS):
         raise ParameterError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)} ({parameter('kernel')})")
     if bandwidth is not None and kernel is None:
@@ -297,6 +299,16 @@ def check_reading_options(*, kernel: str | None = None, bandwidth: float | None 
         _refuse_unused(options, f"an attention map ({parameter('format', 'attention')}) reads Q and K from an .npz")
     if format != "attention":  # (load_matrix's own formats; an attention map is not one of them)
         _check_options(format, Options(format=format, var=var, **options))
+
+
+def _refuse_unknown(options: dict) -> None:
+    """A keyword no reader takes (a misspelling, or ``LoadOptions(extra=...)`` naming one) is refused in
+    one line naming the keywords there are: ``Options(**options)`` raised a bare TypeError from inside."""
+    known = [f.name for f in dataclasses.fields(Options) if f.name != "extra"]
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise ParameterError(f"unknown reading option{'s' if len(unknown) > 1 else ''} "
+                             f"{', '.join(map(repr, unknown))}; the options are {', '.join(known)}")
 
 
 #: The reading options of a matrix file (:func:`~sfapprox.io.load_matrix`'s) and their defaults: none of
