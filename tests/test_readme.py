@@ -62,3 +62,86 @@ def test_safety_says_a_mapped_file_s_pages_count_in_rss():
     safety = (ROOT / "README.md").read_text().split("## Safety", 1)[1].split("\n## ", 1)[0]
     text = " ".join(safety.split())
     assert "memory-mapped `.npy`'s pages" in text and "RSS can pass `--max-memory` by up to the file's size" in text
+
+
+# ------------------------------------------------------------------ README facts the code could silently break
+EXAMPLES = ROOT / "examples"
+
+
+def _text(path="README.md"):
+    """A README with its line breaks folded, so a quote split over lines still matches."""
+    return " ".join((ROOT / path).read_text().split())
+
+
+def _section(title, path="README.md"):
+    return _text(path).split(title, 1)[1].split(" ## ", 1)[0]
+
+
+def _cli_commands():
+    """{command path ("" for the program, "compare", "datasets list"): its click command}."""
+    import typer
+
+    from sfapprox.cli import app
+
+    out = {}
+
+    def walk(command, prefix):
+        out[" ".join(prefix)] = command
+        for name, sub in getattr(command, "commands", {}).items():  # a group (typer's own click)
+            walk(sub, prefix + [name])
+
+    walk(typer.main.get_command(app), [])
+    return out
+
+
+def _commands_and_options():
+    """{command path: its option names, hidden (old) ones too}."""
+    return {name: {o for p in command.params for o in (*p.opts, *p.secondary_opts) if o.startswith("-")}
+            for name, command in _cli_commands().items()}
+
+
+def _named_options(text):
+    import re
+
+    return set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", text))
+
+
+def test_manifest_readme_names_every_batch_record_field(tmp_path):
+    """data_manifests/README.md's list of a results.jsonl line holds every field a line has (error_estimate,
+    time_limit and source were missing)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from sfapprox.cli import app
+
+    manifest = tmp_path / "m.toml"
+    manifest.write_text('[[matrix]]\nname = "r"\ncategory = "synthetic"\ngenerator = "random_sparse"\n'
+                        "params = {n = 16}\n")
+    res = CliRunner().invoke(app, ["batch", str(manifest), "--out-dir", str(tmp_path / "out"), "--methods", "tsvd"])
+    assert res.exit_code == 0, res.output
+    record = json.loads((tmp_path / "out" / "results.jsonl").read_text().splitlines()[0])
+    listed = _section("## Batch results", "data_manifests/README.md").split("Each line holds:", 1)[1]
+    listed = listed.split("Running the same command again", 1)[0]
+    assert {key for key in record if f"`{key}`" not in listed} == set()
+
+
+def test_manifest_readme_schema_is_the_manifest_reader_s():
+    """The schema tables name every field, category, load option, archive suffix and generator parameter the
+    manifest reader takes (.tbz2 and .txz were missing)."""
+    import inspect
+
+    from sfapprox.datasets import manifest as m
+    from sfapprox.datasets.synthetic import GENERATORS
+
+    schema = _section("## Schema", "data_manifests/README.md")
+    assert {f for f in m.ENTRY_FIELDS if f"`{f}`" not in schema} == set()
+    assert {f for f in m.TOP_FIELDS - {"matrix"} if f"`{f}`" not in schema} == set()
+    assert {c for c in m.CATEGORIES if f"`{c}`" not in schema} == set()
+    assert {o for o in m.LOAD_OPTIONS if f"`{o}`" not in schema} == set()
+    assert {s for s in m.ARCHIVE_SUFFIXES + m.COMPRESSED_SUFFIXES if f"`{s}`" not in schema} == set()
+    generators = _section("## Generators", "data_manifests/README.md")
+    for name, make in GENERATORS.items():
+        row = generators.split(f"| `{name}` |", 1)[1].split(" | ", 1)[0]
+        assert {p for p in inspect.signature(make).parameters if p not in ("n", "seed") and f"`{p}`" not in row} \
+            == set(), name
