@@ -145,3 +145,98 @@ def test_manifest_readme_schema_is_the_manifest_reader_s():
         row = generators.split(f"| `{name}` |", 1)[1].split(" | ", 1)[0]
         assert {p for p in inspect.signature(make).parameters if p not in ("n", "seed") and f"`{p}`" not in row} \
             == set(), name
+
+
+def test_every_option_the_readmes_name_is_an_option_of_the_cli():
+    """An option README.md (but its benchmark table, whose options are the scripts') or data_manifests/README.md
+    names exists in some command."""
+    commands = _commands_and_options()
+    known = set().union(*commands.values()) | {"--help"}  # click's own, on every command
+    text = _text().split(" ## Benchmarks", 1)[0] + " " + _text("data_manifests/README.md")
+    assert _named_options(text) - known == set()
+
+
+def test_every_option_of_the_cli_is_in_the_readmes():
+    """Each command's options are documented (--plot-scale, sweep's --budgets and datasets list's --verbose were
+    not); a --x/--no-x pair counts when either is named."""
+    text = _text() + " " + _text("data_manifests/README.md")
+    named = _named_options(text)
+    missing = set()
+    for name, options in _commands_and_options().items():
+        for option in options:
+            if option.startswith("--") and option not in named and option != "--help":
+                missing.add(f"{name} {option}")
+    # a --x/--no-x pair: one of them named is enough
+    pairs = {f"{n} --{o[5:]}" for n in _commands_and_options() for o in named if o.startswith("--no-")}
+    assert missing - pairs == set()
+
+
+def test_readme_option_groups_are_the_cli_groups():
+    """README's Options paragraph lists the loading and fit options as _options.py declares them (--kernel and
+    --bandwidth were missing), on the commands it says take them."""
+    from sfapprox.cli import _options as o
+
+    commands = _commands_and_options()
+    options = _section("### Options")
+
+    def declared(group):
+        names = {p.name for p in group.params}
+        return {opt for p in _cli_commands()["fit"].params if p.name in names for opt in p.opts}
+
+    loading = options.split("takes the **loading** options", 1)[1].split("Every fitting command", 1)[0]
+    assert _named_options(loading) == declared(o.LOAD)
+    fitting = options.split("takes the **fit** settings", 1)[1].split("Every table-producing", 1)[0]
+    assert _named_options(fitting) | {"--max-memory"} == declared(o.FIT)
+    for command in ("info", "fit", "compare", "sweep"):
+        assert declared(o.LOAD) <= commands[command], command
+    for command in ("fit", "compare", "sweep", "batch"):
+        assert declared(o.FIT) <= commands[command], command
+
+
+def test_readme_python_names_resolve():
+    """Every dotted sfapprox name in the READMEs (sfapprox.compare, sfapprox.sources.DistributedSource, the old
+    names kept for scripts, ...) imports."""
+    import importlib
+    import re
+    import warnings
+
+    text = _text() + " " + _text("data_manifests/README.md")
+    bad = []
+    for name in sorted(set(re.findall(r"\bsfapprox(?:\.[A-Za-z_]\w*)+", text))):
+        parts = name.split(".")
+        for i in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:i]))
+                break
+            except ImportError:
+                continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                for part in parts[i:]:
+                    obj = getattr(obj, part)
+        except AttributeError:
+            bad.append(name)
+    assert bad == []
+
+
+def test_readme_quoted_verdicts_are_what_compare_says():
+    """The verdicts README quotes from the shipped examples are today's text (it quoted an older wording)."""
+    import sfapprox
+
+    text = _text()
+    exact = sfapprox.compare(EXAMPLES / "karate_like.net", "sparse").verdict()["text"]
+    assert f'"{exact}" (`examples/karate_like.net`)' in text
+    suggestion = sfapprox.compare(EXAMPLES / "mesh_small.mtx", "tsvd").verdict()["text"].split("; ", 1)[1]
+    assert f'("{suggestion}", on `examples/mesh_small.mtx`)' in text
+
+
+def test_readme_compare_json_keys_are_the_json_s():
+    """Every key of `compare --json` and of its rows is in README's description of it (notes and error_estimate
+    were missing)."""
+    import sfapprox
+
+    record = sfapprox.compare(EXAMPLES / "karate_like.net", "tsvd").to_dict()
+    described = _section("## Output files").split("`compare --json`:", 1)[1].split("`fit --out F.h5`", 1)[0]
+    keys = set(record) | set(record["results"][0]) | set(record["verdict"])
+    assert {key for key in keys if f'"{key}"' not in described and f"`{key}`" not in described} == set()
