@@ -442,8 +442,10 @@ def describe_formats() -> MatrixDescription:
                     Column("what", "what", "left")])
     for key, text in descriptions.items():
         inputs.add({"key": key, "extensions": " ".join(format_extensions(key)) or "–", "what": text})
-    outputs = Table("output formats (compare, sweep, info, report: --json/--csv/--markdown/--latex FILE, "
-                    "'-' for stdout)", [Column("key", "option", "left"), Column("suffix", "suffix", "left")])
+    # every table-producing command takes them (tests/test_readme.py checks this list against the CLI)
+    outputs = Table("output formats (compare, sweep, info, report, methods, formats, datasets list|verify: "
+                    "--json/--csv/--markdown/--latex FILE, '-' for stdout)",
+                    [Column("key", "option", "left"), Column("suffix", "suffix", "left")])
     for fmt in OutputFormat:
         outputs.add({"key": f"--{fmt.value}", "suffix": fmt.suffix})
     data = {"inputs": {k: {"extensions": format_extensions(k), "description": d} for k, d in descriptions.items()},

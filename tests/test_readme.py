@@ -240,3 +240,28 @@ def test_readme_compare_json_keys_are_the_json_s():
     described = _section("## Output files").split("`compare --json`:", 1)[1].split("`fit --out F.h5`", 1)[0]
     keys = set(record) | set(record["results"][0]) | set(record["verdict"])
     assert {key for key in keys if f'"{key}"' not in described and f"`{key}`" not in described} == set()
+
+
+def _table_commands(text):
+    """The command names in "(compare, sweep, ..., datasets list|verify)"."""
+    names = []
+    for item in text.replace("`", "").split(","):
+        words = item.strip().split()
+        if len(words) == 2 and "|" in words[1]:
+            names += [f"{words[0]} {sub}" for sub in words[1].split("|")]
+        else:
+            names.append(" ".join(words))
+    return set(names)
+
+
+def test_readme_and_formats_name_every_command_with_output_options():
+    """README's list of table-producing commands, and `sfapprox formats`' title of its output formats (which
+    named only compare, sweep, info and report), are the commands that take --json/--csv/--markdown/--latex."""
+    from sfapprox.describe import describe_formats
+
+    with_outputs = {name for name, options in _commands_and_options().items()
+                    if {"--json", "--csv", "--markdown", "--latex"} <= options}
+    readme = _section("### Options").split("Every table-producing command (", 1)[1].split(")", 1)[0]
+    assert _table_commands(readme) == with_outputs
+    title = describe_formats().tables[1].title
+    assert _table_commands(title.split("(", 1)[1].split(":", 1)[0]) == with_outputs
