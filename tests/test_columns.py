@@ -875,3 +875,39 @@ def test_top_s_from_columns_is_scored_exactly_by_its_own_pass(monkeypatch):
     assert row.fro_error == pytest.approx(np.linalg.norm(X - S), rel=1e-9)
     assert row.rel_error == pytest.approx(np.linalg.norm(X - S) / np.linalg.norm(X), rel=1e-9)
     assert sampled == [{"rsvd"}] and any("exactly (sparse: by its own pass)" in n for n in part.notes)
+
+# ------------------------------------------------------------------------------------------ what it reports
+def test_a_column_fit_counts_its_evaluations_not_its_steps(fake_clock, monkeypatch):
+    """``evaluations`` (n_evals_, the summary's and the JSON's) was the steps' count on this path: 141 for a
+    fit of 141 steps that took 144 evaluations (3 Adam steps, then L-BFGS by passes and its line search).
+    Now it counts loss-and-gradient evaluations, as in memory: one per Adam step (its block), one per pass
+    of L-BFGS by passes, one per evaluation on a sketch."""
+    from sfapprox.sf import _sketch
+    from sfapprox.sf import model as sf_model
+
+    # ChordSF's (n_evals_, the summary's), by passes and by rounds of sketches: theirs, no longer n_iter_
+    K = _cloud(128)
+    by_passes = C.ColumnSettings(optimizer="lbfgs")
+    monkeypatch.setattr(sf_model, "COLUMN_SETTINGS", by_passes)
+    limit = C.column_fit_memory(128, 7, len(chord_offsets(128)), C.COLUMN_WIDTH, history=by_passes.history) \
+        + LIBRARY_WORKING_SET + COMPILED_WORKING_SET + (1 << 20)
+    sf = ChordSF(max_iter=12, time_limit=None, max_memory=limit, device="cpu", init="identity").fit(K)
+    assert sf.params_["path"] == "columns" and sf.params_["optimizer"] == "lbfgs" and sf.n_iter_ == 12
+    assert sf.n_evals_ == sf.params_["evaluations"] == sf.params_["epochs"] > sf.n_iter_
+    monkeypatch.setattr(sf_model, "COLUMN_SETTINGS", C.ColumnSettings(optimizer="sketch"))
+    limit = _sketch.rounds_memory(128, 7, len(chord_offsets(128)), C.COLUMN_WIDTH, C.ColumnSettings()) \
+        + LIBRARY_WORKING_SET + COMPILED_WORKING_SET + (1 << 20)
+    sf = ChordSF(max_iter=12, time_limit=None, max_memory=limit, device="cpu", init="identity").fit(K)
+    assert sf.params_["optimizer"] == "sketch" and sf.n_iter_ == 12 and sf.n_evals_ > sf.n_iter_
+    # each optimizer's
+    X = _planted(64, seed=7)
+    adam, _ = _fit(X, 12)
+    assert adam.evaluations == adam.steps == 12
+    offs = chord_offsets(64)
+    start = start_values(["identity"], 0, (6, 64, len(offs)))["identity"]
+    passes = C.fit_columns_lbfgs(lambda a, b: X[:, a:b], start, offs, settings=C.ColumnSettings(batch=16), width=8,
+                                 max_iter=10)
+    assert passes.evaluations == passes.columns // 64 > passes.steps == 10  # a pass each, the line search's too
+    fit, seen = _auto(X, fake_clock, time_limit=40.0 + C.PROBE_STEPS, rounds=fit_rounds, sketch_max_passes=30,
+                      sketch_min_gain=1.0, max_iter=1000)
+    assert fit.optimizer == "adam+sketch+lbfgs" and fit.evaluations > fit.steps == len(seen)

@@ -130,6 +130,11 @@ class ColumnFit:
         The factor values (in the scaled units the fit ran in).
     steps : int
         Adam steps taken.
+    evaluations : int
+        Loss-and-gradient evaluations of what the optimizer minimized (what the in-memory fit's
+        ``n_evals_`` counts, each on its own objective here): one per Adam step (its block of columns),
+        one per L-BFGS evaluation by passes (a pass over every column) and one per L-BFGS evaluation
+        of a sketch's loss (:func:`._sketch.fit_rounds`; a sketch's own pass is counted in ``columns``).
     columns : int
         Columns of ``X`` looked at, repeats counted (``epochs = columns / N``).
     stop_reason : str
@@ -154,6 +159,7 @@ class ColumnFit:
     optimizer: str = "adam"
     steps: int = 0
     columns: int = 0
+    evaluations: int = 0
     stop_reason: str = StopReason.MAX_ITER
     running_error: float = math.nan
     curve: list = field(default_factory=list)
@@ -320,6 +326,7 @@ def fit_columns(
             # n / |S|: the whole loss's gradient, estimated from these columns
             _adam(x, xk, grads, m1, m2, n / (stop - start), out.steps + 1, settings, lr)
             out.steps += 1
+            out.evaluations += 1
             out.columns += stop - start
             _remember(window, totals, (stop - start, loss, norm2, inner, square), n)
             out.running_error = math.sqrt(2.0 * totals[1] / totals[2]) if totals[2] > 0 else 0.0
@@ -399,7 +406,7 @@ def fit_columns_lbfgs(
     reported is exact (in float32 arithmetic) for the best point.
 
     Parameters and the result are those of :func:`fit_columns` (``steps``:
-    iterations; ``columns``: ``N`` per evaluation); ``history`` is the number of
+    iterations; ``evaluations``: L-BFGS's, each a pass; ``columns``: ``N`` per evaluation); ``history`` is the number of
     L-BFGS pairs kept, and ``pass_seconds`` what a pass is expected to take
     (known: no evaluation starts that the time limit would not see end), ``first_step`` the first
     step along ``-g`` where one is known (nan: Polyak's, ``loss / ||g||^2``).
@@ -435,6 +442,7 @@ def fit_columns_lbfgs(
         out.stop_reason = StopReason.INTERRUPTED
     out.values = state["best_x"].numpy().reshape(shape).astype(np.float64)
     out.steps = int(state["n_iter"])
+    out.evaluations = int(state["func_evals"])
     out.columns = int(state["func_evals"]) * n
     if math.isfinite(state["best_loss"]) and objective.norm2 > 0:
         out.running_error = math.sqrt(2.0 * max(state["best_loss"], 0.0) / objective.norm2)
@@ -538,7 +546,8 @@ def _joined(first: ColumnFit, rest: ColumnFit, offset: float, name: str) -> Colu
     """One fit of ``first`` and then ``rest`` (begun ``offset`` seconds after ``first``): steps, columns
     and curves added up, the optimizers named in turn (``name``: ``first``'s), ``rest``'s values."""
     return ColumnFit(values=rest.values, optimizer=f"{name}+{rest.optimizer}", steps=first.steps + rest.steps,
-                     columns=first.columns + rest.columns, stop_reason=rest.stop_reason,
+                     columns=first.columns + rest.columns, evaluations=first.evaluations + rest.evaluations,
+                     stop_reason=rest.stop_reason,
                      running_error=rest.running_error if math.isfinite(rest.running_error) else first.running_error,
                      curve=first.curve + [(t + offset, v) for t, v in rest.curve])
 

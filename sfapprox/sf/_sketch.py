@@ -380,9 +380,10 @@ def fit_rounds(
     :func:`._columns.fit_columns_auto` goes on from there by passes.
 
     Parameters and result as :func:`._columns.fit_columns` (``steps``: iterations
-    of all rounds; ``columns``: ``N`` per round's pass; ``running_error``: the
-    last round's held-out error, an estimate of the whole error the fit did not
-    look at while fitting).
+    of all rounds; ``evaluations``: their L-BFGS evaluations on the sketches;
+    ``columns``: ``N`` per round's pass; ``running_error``: the last round's
+    held-out error, an estimate of the whole error the fit did not look at
+    while fitting).
     """
     n = values.shape[1]
     low = np.dtype(settings.kernel_dtype)
@@ -414,6 +415,7 @@ def fit_rounds(
             rounds += 1
             iteration_seconds = (_timing.now() - t1) / max(1, fit.iterations)
             out.values, out.steps = fit.values, out.steps + fit.iterations
+            out.evaluations += fit.evaluations
             out.step_scale = fit.step_scale if math.isfinite(fit.step_scale) else out.step_scale
             out.running_error = fit.holdout_error if held else fit.sketch_error
             out.curve.append((_timing.now() - began, out.running_error**2 * norm2))

@@ -410,7 +410,11 @@ class ChordSF(Approximation):
     n_iter_, n_evals_ : int
         Iterations and evaluations of every start together (``init="auto"``
         races two starts within ``max_iter``; with fewer iterations than
-        starts, the better start takes them all).
+        starts, the better start takes them all).  From column blocks: the
+        optimizers' steps, and their loss-and-gradient evaluations, each of
+        what that optimizer minimizes: an Adam step's block of columns, a
+        whole pass for L-BFGS by passes, a sketch for the rounds of sketches
+        (``params_["epochs"]`` counts the passes over the columns).
     loss_curve_ : list of float
         ``0.5 * ||X - product||_F^2`` after each iteration of the start kept
         (``init_``; index 0: its start), so up to ``n_iter_ + 1`` values.
@@ -875,7 +879,7 @@ class ChordSF(Approximation):
         self.threads_ = governor.used
         self.seconds_ = time.perf_counter() - began
         self.init_ = name
-        self.n_iter_ = self.n_evals_ = fit.steps
+        self.n_iter_, self.n_evals_ = fit.steps, fit.evaluations  # (evaluations were the steps, an L-BFGS's too)
         self.stop_reason_ = fit.stop_reason
         self.loss_curve_ = [0.5 * v * scale**2 for _, v in fit.curve]
         self.starts_ = {name: {"iterations": fit.steps, "fro_error": fit.running_error * fro}}
