@@ -290,6 +290,51 @@ def test_a_narrow_window_cuts_the_labels_never_the_numbers(matrix, tmp_path, col
     assert columns < TINY_PROGRESS or all(not line.startswith("it ") for line in lines)  # the label where it fits
 
 
+def _column_points(tmp_path) -> tuple[Path, int]:
+    """A table of 300 points and a --max-memory that their kernel's fit from column blocks fits and its
+    fit in memory does not (the path of a matrix too big to form, at a size a test affords)."""
+    from sfapprox.chord import chord_offsets
+    from sfapprox.sf import _columns
+    from sfapprox.sf.model import COMPILED_WORKING_SET, LIBRARY_WORKING_SET, estimate_fit_memory
+
+    offsets = chord_offsets(300)
+    limit = (_columns.column_fit_memory(300, 9, len(offsets), _columns.COLUMN_WIDTH) + LIBRARY_WORKING_SET
+             + COMPILED_WORKING_SET + (1 << 20))
+    assert estimate_fit_memory(300, 9, len(offsets), 8, 50, "cpu", reach=int(offsets.max()), n_starts=2,
+                               input_bytes=8 * 300 * 300) > limit
+    path = tmp_path / "points.csv"
+    np.savetxt(path, np.random.default_rng(4).random((300, 3)), delimiter=",")
+    return path, limit
+
+
+def test_a_fit_from_columns_says_what_its_steps_are_never_start_columns(tmp_path):
+    """Through a fit from column blocks the bar said "start columns" (no start has that name; that path is
+    no start): it says the stage (Adam's steps here; L-BFGS by passes, rounds of sketches) and the passes
+    over the columns so far.  Piped, the fit says no stage at all (a log gets no line per stage)."""
+    points, limit = _column_points(tmp_path)
+    args = ["fit", points, "--kernel", "rbf", "--max-memory", str(limit), "--time-limit", "3", "--init", "identity"]
+    code, screen = run_in_terminal([*args, "--out", tmp_path / "f.h5"])
+    text = plain(screen)
+    assert code == 0, text
+    assert "start columns" not in text and re.search(r"Adam steps, [0-9.,]+ passes +it [1-9]", text), text[-2000:]
+    assert "column blocks" in text  # (the path it took)
+    piped = subprocess.run([sys.executable, "-m", "sfapprox", *map(str, args), "--out", str(tmp_path / "g.h5")],
+                           capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert piped.returncode == 0, piped.stderr
+    assert not any(words in piped.stderr for words in ("Adam steps", "L-BFGS by passes", "rounds of sketches",
+                                                       "start columns"))
+
+
+def test_the_progress_line_names_a_column_fit_s_stage_and_passes():
+    """The words beside the bar: a fit in memory's start, a fit from columns' stage and passes so far."""
+    from sfapprox.cli._render import progress_phase
+
+    assert progress_phase({"start": "rank1"}) == "start rank1" and progress_phase({}) == ""
+    assert progress_phase({"start": "columns", "stage": "adam", "epochs": 0.51}) == "Adam steps, 0.5 passes"
+    assert progress_phase({"start": "columns", "stage": "sketch", "epochs": 3.0}) == "rounds of sketches, 3.0 passes"
+    assert progress_phase({"start": "columns", "stage": "lbfgs", "epochs": 1234.4}) == "L-BFGS by passes, 1,234 passes"
+
+
 def test_a_reader_that_closes_the_pipe_early_gets_a_closed_pipe_s_status_and_no_noise():
     """``sfapprox methods | head -1``: the reader went away; rich exited 1 (a failed check's status). Now
     141 (128 + SIGPIPE, as a Unix tool a closed pipe stops), and nothing on stderr."""

@@ -207,8 +207,9 @@ def test_lbfgs_by_passes_starts_no_pass_the_time_limit_would_cut():
 
 
 def _auto(X, fake_clock, time_limit, *, step_seconds=1.0, sketch_max_passes=None, sketch_min_gain=0.005, max_iter=60,
-          **kw):
-    """fit_columns_auto on blocks of 16 columns, each block "taking" step_seconds; what each step saw."""
+          stages=None, **kw):
+    """fit_columns_auto on blocks of 16 columns, each block "taking" step_seconds; what each step saw (and,
+    in the list ``stages``, the stages the callback was told of)."""
     offs = chord_offsets(X.shape[0])
     start = start_values(["identity"], 0, (math.ceil(math.log2(X.shape[0])), X.shape[0], len(offs)))["identity"]
     seen = []
@@ -219,8 +220,13 @@ def _auto(X, fake_clock, time_limit, *, step_seconds=1.0, sketch_max_passes=None
 
     settings = C.ColumnSettings(batch=16, sketch_min_gain=sketch_min_gain,
                                 **({} if sketch_max_passes is None else {"sketch_max_passes": sketch_max_passes}))
+    def record(step, r, cols, v):
+        seen.append((step, cols))
+
+    if stages is not None:
+        record.stage = stages.append
     fit = C.fit_columns_auto(columns, start, offs, settings=settings, width=8, max_iter=max_iter,
-                             time_limit=time_limit, callback=lambda step, r, cols, v: seen.append((step, cols)), **kw)
+                             time_limit=time_limit, callback=record, **kw)
     return fit, seen
 
 
@@ -911,3 +917,26 @@ def test_a_column_fit_counts_its_evaluations_not_its_steps(fake_clock, monkeypat
     fit, seen = _auto(X, fake_clock, time_limit=40.0 + C.PROBE_STEPS, rounds=fit_rounds, sketch_max_passes=30,
                       sketch_min_gain=1.0, max_iter=1000)
     assert fit.optimizer == "adam+sketch+lbfgs" and fit.evaluations > fit.steps == len(seen)
+
+def test_the_callback_is_told_which_optimizer_takes_the_steps(fake_clock, monkeypatch):
+    """A progress display showed "start columns" through every stage of a fit from columns (no start has
+    that name).  Each optimizer now tells the callback its stage before its steps, through the hand-overs,
+    and ChordSF's progress dicts say it (``stage``; ``start`` stays "columns" for the scripts that read it)."""
+    from sfapprox.sf import model as sf_model
+
+    X = _planted(64, seed=7)
+    stages = []
+    fit, _ = _auto(X, fake_clock, time_limit=40.0 + C.PROBE_STEPS, rounds=fit_rounds, sketch_max_passes=30,
+                   sketch_min_gain=1.0, max_iter=1000, stages=stages)
+    assert fit.optimizer == "adam+sketch+lbfgs" and stages == ["adam", "sketch", "lbfgs"]
+    fake_clock.time = 0.0
+    stages.clear()
+    _auto(X, fake_clock, time_limit=4.0 * (C.LBFGS_MIN_PASSES + 1) + C.PROBE_STEPS, stages=stages)
+    assert stages == ["adam", "lbfgs"]
+    seen = []
+    monkeypatch.setattr(sf_model, "COLUMN_SETTINGS", C.ColumnSettings(optimizer="adam"))
+    ChordSF(max_iter=5, time_limit=None, max_memory=_column_limit(128), device="cpu", init="identity",
+            callback=seen.append).fit(_cloud(128))
+    assert [(info["start"], info["stage"]) for info in seen] == [("columns", "adam")] * 5
+    assert seen[-1]["epochs"] == pytest.approx(5.0)  # (a step of 256 columns is a pass at N = 128)
+

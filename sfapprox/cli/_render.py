@@ -457,10 +457,9 @@ def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float |
             seconds = info.get("time_limit", time_limit)
             if seconds:
                 done = max(done, info["elapsed"] / seconds)
-            start = info.get("start")
             method = info.get("method")
             progress.update(task, completed=min(done, 1.0), iteration=info["iteration"],
-                            error=fmt_number(info["fro_error"]), phase=f"start {start}" if start else "",
+                            error=fmt_number(info["fro_error"]), phase=progress_phase(info),
                             description=f"{label} {method}" if method else label)
 
         def describe(what: str) -> None:
@@ -470,6 +469,30 @@ def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float |
         update.phase = lambda text: progress.update(task, phase=text)  # type: ignore[attr-defined]
         update.coarse = True  # type: ignore[attr-defined]  # a bar needs no call per iteration (see ChordSF's callback)
         yield update
+
+
+#: What a progress line calls each stage of a fit from column blocks (a progress dict's ``stage``).
+COLUMN_STAGES = {"adam": "Adam steps", "lbfgs": "L-BFGS by passes", "sketch": "rounds of sketches"}
+
+
+def progress_phase(info: dict) -> str:
+    """The progress line's words beside the bar for a progress dict: the start that runs (``start
+    identity``), or, from column blocks, the stage and the passes over the columns so far (``rounds of
+    sketches, 3.5 passes``: it said ``start columns``, of no start of that name, through every stage).
+
+    Examples
+    --------
+    >>> progress_phase({"start": "identity"}), progress_phase({"start": "columns", "stage": "lbfgs", "epochs": 12.5})
+    ('start identity', 'L-BFGS by passes, 12 passes')
+    """
+    stage, start = info.get("stage"), info.get("start")
+    if stage:
+        epochs = info.get("epochs")
+        if epochs is None:
+            return COLUMN_STAGES.get(stage, stage)
+        passes = f"{epochs:.1f}" if epochs < 10 else f"{epochs:,.0f}"
+        return f"{COLUMN_STAGES.get(stage, stage)}, {passes} passes"
+    return f"start {start}" if start else ""
 
 
 def _quiet_update(info: dict) -> None:

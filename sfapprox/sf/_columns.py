@@ -235,6 +235,24 @@ def column_fit_memory(n: int, n_factors: int, n_offsets: int, width: int, groups
     return state + groups * per_group + 8 * column_copies * n * min(width, n) + 4 * n * min(batch, n)
 
 
+def _announce(callback: Callable | None, stage: str) -> None:
+    """Tell ``callback`` (its attribute ``stage``, a callable taking the name, where it has one) that the
+    steps it sees from now on are ``stage``'s: ``"adam"``, ``"lbfgs"`` (by passes) or ``"sketch"``
+    (rounds of sketches), the names :attr:`ColumnFit.optimizer` joins.  A progress display says so: it
+    said "start columns" through every stage of the fit, a start of that name being none."""
+    tell = getattr(callback, "stage", None)
+    if callable(tell):
+        tell(stage)
+
+
+def _same_stage(wrapper: Callable, callback: Callable | None) -> Callable:
+    """``wrapper`` (a callback that calls ``callback``) told the stages ``callback`` is told; returns it."""
+    tell = getattr(callback, "stage", None)
+    if callable(tell):
+        wrapper.stage = tell  # type: ignore[attr-defined]
+    return wrapper
+
+
 def _step_size(settings: ColumnSettings, progress: float) -> float:
     """The cosine schedule: a linear warm-up to the peak, then down to ``final_share`` of it."""
     peak = settings.learning_rate
@@ -288,12 +306,16 @@ def fit_columns(
     callback : callable, optional
         ``callback(step, running_error, columns, values)`` after every step
         (``values`` the current ones, not to be changed); a true return
-        value stops the fit (``stop_reason`` ``"callback"``).
+        value stops the fit (``stop_reason`` ``"callback"``).  Where it has
+        an attribute ``stage`` (a callable), that is called with ``"adam"``
+        before the first step (L-BFGS by passes and the rounds of sketches
+        call it with ``"lbfgs"`` and ``"sketch"``).
 
     Returns
     -------
     ColumnFit
     """
+    _announce(callback, "adam")
     x = np.array(values, dtype=np.float64, order="C")
     n = x.shape[1]
     m1, m2 = np.zeros_like(x), np.zeros_like(x)
@@ -415,6 +437,7 @@ def fit_columns_lbfgs(
 
     from ._solver import LBFGSOptions, lbfgs, new_state
 
+    _announce(callback, "lbfgs")
     low = np.dtype(settings.kernel_dtype)
     shape = values.shape
     n = shape[1]
@@ -510,7 +533,7 @@ def fit_columns_auto(
 
     choose = time_limit is not None and (lbfgs_fits or rounds is not None) and max_iter > PROBE_STEPS
     adam = fit_columns(columns, values, offsets, settings=settings, width=width, max_iter=max_iter,
-                       time_limit=time_limit, seed=seed, callback=probe if choose else callback)
+                       time_limit=time_limit, seed=seed, callback=_same_stage(probe, callback) if choose else callback)
     if switch[0] is None:
         return adam
 
@@ -539,7 +562,7 @@ def _after(first: ColumnFit, callback: Callable[[int, float, int, np.ndarray], b
     def shifted(step: int, running: float, seen: int, x: np.ndarray) -> bool:
         return callback is not None and bool(callback(first.steps + step, running, first.columns + seen, x))
 
-    return shifted
+    return _same_stage(shifted, callback)
 
 
 def _joined(first: ColumnFit, rest: ColumnFit, offset: float, name: str) -> ColumnFit:

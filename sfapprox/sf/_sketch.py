@@ -37,7 +37,7 @@ import numpy as np
 from .. import _timing
 from .._signals import stop_requested
 from .._threads import compiled_threads, torch_threads
-from ._columns import ColumnFit, ColumnSettings, _fill, _products, best_multiple, column_fit_memory
+from ._columns import ColumnFit, ColumnSettings, _announce, _fill, _products, best_multiple, column_fit_memory
 from ._kernels import sketch_loss_and_grad
 from ._solver import StopReason
 
@@ -385,6 +385,7 @@ def fit_rounds(
     held-out error, an estimate of the whole error the fit did not look at
     while fitting).
     """
+    _announce(callback, "sketch")
     n = values.shape[1]
     low = np.dtype(settings.kernel_dtype)
     fitted, held = sketch_shape(n, width, settings)

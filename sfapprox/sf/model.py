@@ -378,6 +378,9 @@ class ChordSF(Approximation):
     callback : callable or None, default=None
         Called after each iteration with a dict (``iteration``, ``max_iter``,
         ``fro_error``, ``elapsed``, ``start``); returning True stops the fit.
+        From column blocks ``start`` is ``"columns"``, ``stage`` the optimizer
+        taking the steps (``"adam"``, ``"lbfgs"`` by passes or ``"sketch"``:
+        rounds of sketches) and ``epochs`` the passes over the columns so far.
         A callable whose attribute ``coarse`` is True (a progress display, as
         the CLI's) is instead called once per run of iterations where they
         run compiled (small in-memory CPU fits, about every 0.05 s;
@@ -915,18 +918,22 @@ class ChordSF(Approximation):
         of that replaced the better fit it started from)."""
         user = self.callback
         due = self._checkpoint_due() if self.checkpoint is not None else (lambda: False)
+        stage = [None]  # the optimizer taking the steps, as it says (_columns._announce)
 
         def report(step: int, running: float, columns: int, values: np.ndarray) -> bool:
             poll()
+            # "start": "columns" as before (users' callbacks may tell the path by it); "stage" says what steps
             stop = user is not None and bool(user({"iteration": step, "max_iter": self.max_iter,
                                                    "fro_error": running * fro, "elapsed": time.perf_counter() - began,
-                                                   "start": "columns", "epochs": columns / shape[1]}))
+                                                   "start": "columns", "stage": stage[0],
+                                                   "epochs": columns / shape[1]}))
             if due():
                 kept = values if better is None else better(values)
                 self._save_checkpoint(kept * scale ** (1.0 / shape[0]), step, None,
                                       running=running * fro if kept is values else None)
             return stop
 
+        report.stage = lambda name: stage.__setitem__(0, name)  # type: ignore[attr-defined]
         return report
 
     # ------------------------------------------------------------- the rank-one start
