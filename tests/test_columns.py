@@ -882,6 +882,7 @@ def test_top_s_from_columns_is_scored_exactly_by_its_own_pass(monkeypatch):
     assert row.rel_error == pytest.approx(np.linalg.norm(X - S) / np.linalg.norm(X), rel=1e-9)
     assert sampled == [{"rsvd"}] and any("exactly (sparse: by its own pass)" in n for n in part.notes)
 
+
 # ------------------------------------------------------------------------------------------ what it reports
 def test_a_column_fit_counts_its_evaluations_not_its_steps(fake_clock, monkeypatch):
     """``evaluations`` (n_evals_, the summary's and the JSON's) was the steps' count on this path: 141 for a
@@ -940,3 +941,34 @@ def test_the_callback_is_told_which_optimizer_takes_the_steps(fake_clock, monkey
     assert [(info["start"], info["stage"]) for info in seen] == [("columns", "adam")] * 5
     assert seen[-1]["epochs"] == pytest.approx(5.0)  # (a step of 256 columns is a pass at N = 128)
 
+
+def test_the_kernels_compile_before_the_fit_s_clock_starts(fake_clock, monkeypatch):
+    """The kernels of this path (float32; the sketch kernel, L-BFGS's host arithmetic) compiled on their first
+    calls, inside the time limit: about 5 s of a fresh install's first fit from columns.  They are compiled
+    first now, outside the limit and inside the fit's seconds, and recorded as the in-memory fit's are.  The
+    compile is made to "take" 5 s of the test's clock on the kernel's first call."""
+    from sfapprox.sf import model as sf_model
+
+    if not _kernels._numba_module():
+        pytest.skip("numba is not available: nothing compiles")
+    real = _kernels._run_groups
+    compiled = set()
+
+    def compiling(module, w, *args, **kw):  # the first call of each specialisation "compiles" for 5 s
+        if w.dtype not in compiled:
+            compiled.add(w.dtype)
+            fake_clock.advance(5.0)
+        return real(module, w, *args, **kw)
+
+    monkeypatch.setattr(_kernels, "_run_groups", compiling)
+    monkeypatch.setattr(_kernels, "compiled_for", lambda *a, **k: False, raising=False)  # a fresh install
+    monkeypatch.setattr(sf_model, "COLUMN_SETTINGS", C.ColumnSettings(optimizer="adam", batch=16))
+
+    def tick(info):  # every step "takes" a second
+        fake_clock.advance(1.0)
+
+    sf = ChordSF(max_iter=1000, time_limit=10.0, max_memory=_column_limit(128), device="cpu", init="identity",
+                 callback=tick).fit(_cloud(128))
+    assert sf.params_["path"] == "columns" and sf.stop_reason_ == "time_limit"
+    assert sf.n_iter_ == 10  # the limit's ten seconds are the steps': 1 step before (its compile took 5 + 1 of 10)
+    assert sf.params_["compile_seconds"] == 5.0

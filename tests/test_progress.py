@@ -115,6 +115,36 @@ def test_a_slow_load_of_cached_kernels_is_not_called_compiling(monkeypatch):
 
 
 
+def test_a_fit_from_columns_shows_its_compiling_before_its_first_step(monkeypatch):
+    """The fit from column blocks compiled its kernels (float32, about 5 s on a fresh install) inside its
+    first steps, under a bar at "it 0" and inside its time limit; it compiles them first now, and says so
+    as the in-memory fit does."""
+    from sfapprox.chord import chord_offsets
+    from sfapprox.sf import _columns
+    from sfapprox.sf.model import COMPILED_WORKING_SET, LIBRARY_WORKING_SET
+
+    # over the in-memory fit's need at N = 128, within the fit from columns' (checked: "path")
+    limit = (_columns.column_fit_memory(128, 7, len(chord_offsets(128)), _columns.COLUMN_WIDTH)
+             + LIBRARY_WORKING_SET + COMPILED_WORKING_SET + (1 << 20))
+    real = getattr(_columns, "warm_up", None)
+
+    def slow(*args, **kw):
+        time.sleep(0.8)
+        if real is not None:
+            real(*args, **kw)
+
+    monkeypatch.setattr(_columns, "warm_up", slow, raising=False)
+    monkeypatch.setattr(_columns, "kernels_cached", lambda *a, **k: False, raising=False)
+    display = Display()
+    display.phase = lambda text: display.phases.append((text, len(display.reports)))
+    X = np.random.default_rng(0).random((128, 128))
+    sf = ChordSF(max_iter=3, time_limit=None, device="cpu", init="identity", max_memory=limit,
+                 callback=display).fit(X)
+    assert sf.params_["path"] == "columns"
+    assert [text for text, _ in display.phases] == ["compiling kernels (first run)", ""]
+    assert all(reports == 0 for _, reports in display.phases) and len(display.reports) == 3
+
+
 def test_a_fresh_install_s_kernels_are_not_said_cached_before_they_are_compiled(tmp_path):
     """Importing the compiled iterations writes their empty cache index (a fresh install's stale-cache check
     flushes it), and the kernel compiles first: an index for each was there before the iterations were

@@ -45,7 +45,7 @@ from ._kernels import NUMBA_GROUPS, _numba_module, block_loss_and_grad
 from ._solver import StopReason, inner_and_square
 
 __all__ = ["ColumnFit", "ColumnSettings", "column_fit_memory", "column_width", "fit_columns", "fit_columns_auto",
-           "fit_columns_lbfgs"]
+           "fit_columns_lbfgs", "kernels_cached", "warm_up"]
 
 
 @dataclass(frozen=True)
@@ -233,6 +233,58 @@ def column_fit_memory(n: int, n_factors: int, n_offsets: int, width: int, groups
     per_group = 4 * ((n_factors + 1) * n * width + 2 * values)
     state = 28 * values if history is None else (8 * history + 56) * values
     return state + groups * per_group + 8 * column_copies * n * min(width, n) + 4 * n * min(batch, n)
+
+
+def warm_up(settings: ColumnSettings, *, adam: bool = True, lbfgs: bool = False, sketch: bool = False,
+            float64: bool = False) -> None:
+    """Compile (or load from numba's cache) what a fit from column blocks will call, on an ``8 x 8``
+    problem (the same compiled specialisations as any ``N``'s): the block kernel in
+    ``settings.kernel_dtype`` (in float64 too where ``float64``: the comparison of a saved or rank-one
+    start with the fit's end), Adam's step where ``adam``, the sketch kernel where ``sketch`` and
+    L-BFGS's host arithmetic where ``lbfgs`` or ``sketch`` (rounds of sketches run L-BFGS).
+
+    The fit calls this before its clock starts, as the in-memory fit does (:func:`._kernels.warm_up_numba`):
+    on a fresh install the float32 block kernel, the sketch kernel and the host arithmetic took 2.1, 1.8
+    and 1.3 s to compile on their first calls, inside the fit's time limit (a fit of 20 s lost a quarter
+    of it).  Loaded from the cache, this costs milliseconds.
+    """
+    import torch
+
+    from . import _solver
+    from ._kernels import sketch_loss_and_grad
+
+    offsets, shape = (0, 1, 2, 4), (3, 8, 4)
+    for dtype in dict.fromkeys([np.dtype(settings.kernel_dtype)] + ([np.dtype(np.float64)] if float64 else [])):
+        w = np.full(shape, 0.25, dtype=dtype)
+        grads = [np.empty_like(w) for _ in range(2)]  # two groups: the calls of a fit's
+        block = np.ascontiguousarray(np.eye(8, dtype=dtype)[:, :4])
+        block_loss_and_grad(w, offsets, block, 0, grads, 2, add=False)
+    low = np.dtype(settings.kernel_dtype)
+    w = np.full(shape, 0.25, dtype=low)
+    grads = np.zeros((2, *shape), dtype=low)
+    if adam:
+        x = w.astype(np.float64)
+        _adam(x, w, grads, np.zeros_like(x), np.zeros_like(x), 1.0, 1, settings, 0.01)
+    if sketch:
+        target = np.ascontiguousarray(np.eye(8, dtype=low)[:, :4])
+        sketch_loss_and_grad(w, offsets, target, target.copy(), list(grads), 2, (0, 2))
+    if lbfgs or sketch:
+        _solver.warm_up(getattr(torch, low.name))
+
+
+def kernels_cached(settings: ColumnSettings, *, adam: bool = True, lbfgs: bool = False, sketch: bool = False,
+                   float64: bool = False) -> bool:
+    """Whether numba's cache holds what :func:`warm_up` with these arguments compiles (it then loads it):
+    for the words a display shows while it runs, and whether its seconds were compiling."""
+    from ._kernels import compiled_for
+
+    low = settings.kernel_dtype
+    wanted = [("loss_and_grad", low, 0, "_kernels_numba")]
+    wanted += [("loss_and_grad", "float64", 0, "_kernels_numba")] if float64 else []
+    wanted += [("adam_step", low, 1, "_kernels_numba")] if adam else []
+    wanted += [("sketch_loss_and_grad", low, 0, "_kernels_numba")] if sketch else []
+    wanted += [("dot", low, 0, "_solver_numba")] if (lbfgs or sketch) and low != "float64" else []
+    return all(compiled_for(*entry) for entry in wanted)
 
 
 def _announce(callback: Callable | None, stage: str) -> None:
@@ -479,7 +531,7 @@ def fit_columns_lbfgs(
 #: (0.955 / 0.974) and 48 (0.874 / 0.966; in-memory L-BFGS gets 0.56 in 135).  With torch's first step
 #: its first iteration took six passes, and it was behind up to 12.
 LBFGS_MIN_PASSES = 6
-#: Adam steps timed before that choice (the first also compiles or warms the kernel).
+#: Adam steps timed before that choice (the first may also load the kernel where no :func:`warm_up` ran).
 PROBE_STEPS = 3
 #: The fewest passes over the columns the time left must hold for :func:`fit_columns_auto` to go by rounds
 #: of sketches: a round begins with its sketch, a whole pass that no time limit cuts short, so under one

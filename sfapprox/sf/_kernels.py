@@ -635,6 +635,25 @@ def kernels_cached() -> bool:
         return False
 
 
+def compiled_for(name: str, dtype, argument: int = 0, module: str = "_kernels_numba") -> bool:
+    """Whether numba's on-disk cache holds the compiled function ``name`` of :mod:`._kernels_numba` (or of
+    ``module``) for an array of ``dtype`` as its ``argument``-th argument: what :func:`kernels_cached` tells of
+    the in-memory fit's kernel, for one specialisation (the fit from column blocks runs the kernel in float32,
+    which an in-memory fit below ``N = 4,096`` never compiled).  False where numba is missing or its cache
+    cannot be told."""
+    if not _numba_module():
+        return False
+    try:
+        import importlib
+
+        function = getattr(importlib.import_module(f"{__package__}.{module}"), name)
+        wanted = np.dtype(dtype).name
+        return any(str(getattr(key[0][argument], "dtype", "")) == wanted
+                   for key in function._cache._cache_file._load_index())
+    except Exception:  # noqa: BLE001 - numba's cache internals changed: say nothing of it
+        return False
+
+
 def warm_up_numba(dtype: torch.dtype) -> None:
     """Compile (or load from numba's cache) :func:`loss_and_grad_numba`'s kernel for ``dtype``, on an
     ``8 x 8`` problem (the same compiled specialisation as any ``N``'s).

@@ -857,6 +857,8 @@ class ChordSF(Approximation):
         governor = AdaptiveThreads(n * n // settings.groups, threads=self.threads, compiled=True)
         began = time.perf_counter()
         with governor:
+            warm_up, compiled = self._warm_up_columns(settings, history, sketch_columns, lbfgs_fits, name)
+            fit_begin += warm_up  # outside the time limit, inside the fit's seconds (said), as in memory
             limit_s = None if self.time_limit is None else max(0.0, self.time_limit - (_timing.now() - fit_begin))
             columns = lambda a, b: source.columns(np.arange(a, b)) / scale  # noqa: E731
             better = (lambda values: _better_of(columns, start, values, offsets, width, n, self.random_state)) \
@@ -901,6 +903,8 @@ class ChordSF(Approximation):
         else:  # not known without a pass over X: the caller's estimate_errors scores it, within its time
             # share (a pass here, unlimited, took 263 s after a 10 s fit of a sparse 60,025-order matrix)
             self.fro_error_ = self.rel_error_ = None
+        if compiled is not None:
+            self.params_["compile_seconds"] = round(compiled, 2)
         self.params_.update(path="columns", optimizer=fit.optimizer, epochs=round(fit.columns / n, 2),
                             batch=settings.batch, block_width=width, running_error=round(fit.running_error, 6),
                             **({"best_multiple": round(fit.multiple, 6)} if fit.multiple != 1.0 else {}),
@@ -908,6 +912,29 @@ class ChordSF(Approximation):
                             **(dict(zip(("sketch_columns", "holdout_columns"), _sketch.sketch_shape(n, width, settings)))
                                if "sketch" in fit.optimizer else {}))
         return self
+
+    def _warm_up_columns(self, settings, history: int | None, sketch_columns: int, lbfgs_fits: bool,
+                         start: str) -> tuple[float, float | None]:
+        """Compile (or load) what the fit from columns may call (:func:`._columns.warm_up`), before its
+        clock starts, as the in-memory fit does: on a fresh install the float32 kernels took about 5 s,
+        out of the time limit (a fit of 20 s lost a quarter of it, one of 5 s all).  Returns its seconds
+        and, where it compiled for :data:`COMPILE_NOTE_SECONDS` or more, those seconds (else None)."""
+        from . import _columns, _kernels
+
+        if not _kernels._numba_module():
+            return 0.0, None
+        # what may run: fit_columns_auto chooses by the time left, so all it may choose
+        choose = self.time_limit is not None and self.max_iter > _columns.PROBE_STEPS
+        rounds = bool(sketch_columns) and (settings.optimizer == "sketch" or settings.optimizer == "auto" and choose)
+        plan = dict(adam=history is None and not (settings.optimizer == "sketch" and rounds),
+                    lbfgs=history is not None or settings.optimizer == "auto" and choose and lbfgs_fits,
+                    sketch=history is None and rounds, float64=start in ("saved", RANK_ONE))
+        began = _timing.now()
+        cached = _columns.kernels_cached(settings, **plan)
+        with phase(self.callback, "loading compiled kernels" if cached else "compiling kernels (first run)"):
+            _columns.warm_up(settings, **plan)
+        seconds = _timing.now() - began
+        return seconds, None if cached or seconds < COMPILE_NOTE_SECONDS else seconds
 
     def _column_progress(self, fro: float, began: float, poll, shape, scale: float,
                          better: Callable[[np.ndarray], np.ndarray] | None = None):
