@@ -145,6 +145,35 @@ def test_a_fit_from_columns_shows_its_compiling_before_its_first_step(monkeypatc
     assert all(reports == 0 for _, reports in display.phases) and len(display.reports) == 3
 
 
+def test_a_fit_from_columns_says_what_its_start_does_before_its_first_step(monkeypatch):
+    """Before its first step a fit from columns samples columns for its start and, for a rank-one start,
+    makes a pass over them: seconds on a large source under a bar at "it 0" with no word beside it."""
+    from sfapprox.chord import chord_offsets
+    from sfapprox.sf import _columns, model
+    from sfapprox.sf.model import COMPILED_WORKING_SET, LIBRARY_WORKING_SET
+
+    limit = (_columns.column_fit_memory(128, 7, len(chord_offsets(128)), _columns.COLUMN_WIDTH)
+             + LIBRARY_WORKING_SET + COMPILED_WORKING_SET + (1 << 20))
+
+    def slow(real):
+        def call(*args, **kw):
+            time.sleep(0.8)
+            return real(*args, **kw)
+        return call
+
+    monkeypatch.setattr(model, "_pilot", slow(model._pilot))
+    monkeypatch.setattr(ChordSF, "_column_rank_one", slow(ChordSF._column_rank_one))
+    display = Display()
+    display.phase = lambda text: display.phases.append((text, len(display.reports)))
+    rng = np.random.default_rng(0)
+    X = np.outer(rng.random(128), rng.random(128))
+    sf = ChordSF(max_iter=3, time_limit=None, device="cpu", init="rank1", max_memory=limit, callback=display).fit(X)
+    assert sf.params_["path"] == "columns" and sf.init_ == "rank1"
+    shown = [text for text, _ in display.phases if text]
+    assert shown[:2] == ["sampling columns for the start", "rank-one start (a pass over the columns)"]
+    assert all(reports == 0 for _, reports in display.phases[:4])
+
+
 def test_a_fresh_install_s_kernels_are_not_said_cached_before_they_are_compiled(tmp_path):
     """Importing the compiled iterations writes their empty cache index (a fresh install's stale-cache check
     flushes it), and the kernel compiles first: an index for each was there before the iterations were

@@ -841,7 +841,9 @@ class ChordSF(Approximation):
                           stacklevel=3)
         saved = self._saved_start(shape, offsets)
         wanted = saved is None and self.init in ("auto", RANK_ONE) and self._rank_one_possible(n, offsets, n_factors)
-        pilot = _pilot(source, self.random_state, top=wanted)
+        # (said on a display: the bar sat at "it 0" without a word for seconds on a large source)
+        with phase(self.callback, "sampling columns for the start"):
+            pilot = _pilot(source, self.random_state, top=wanted)
         fro = pilot.fro
         scale = self._scale(fro, n) if fro > 0 else 1.0
         # one start from columns: the identity for "auto" (and a rank-one start that did not fit the time)
@@ -850,7 +852,9 @@ class ChordSF(Approximation):
         if saved is not None:
             start = saved / scale ** (1.0 / n_factors)
         elif wanted:
-            start = self._column_rank_one(source, pilot, scale, offsets, n_factors, fit_begin, settings.batch, width)
+            with phase(self.callback, "rank-one start (a pass over the columns)"):
+                start = self._column_rank_one(source, pilot, scale, offsets, n_factors, fit_begin, settings.batch,
+                                              width)
             name = RANK_ONE if start is not None else name
         if start is None:
             start = start_values([name], self.random_state, shape, self.init_noise)[name]
