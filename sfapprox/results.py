@@ -253,7 +253,8 @@ class Comparison:
         suggest = []
         csr = self._exact_sparse_count()
         if not exact and csr is not None and not any(r.method == "sparse" for r in self.results):
-            text += (f"; but X has only {self.matrix['nnz']:,} non-zeros: plain sparse storage ('sparse') "
+            # (after the clause above, "; and": two "; but" in a row read as a stutter)
+            text += (f"; {'and' if '; but ' in text else 'but'} X has only {self.matrix['nnz']:,} non-zeros: plain sparse storage ('sparse') "
                      f"holds it exactly in {csr:,} numbers ({_share(csr, self.budget)} of the budget)")
             suggest = ["sparse"]
         return {"winner": best.method, "text": text, "ratio": ratio, "exact": exact, "suggest": suggest}

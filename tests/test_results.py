@@ -90,6 +90,14 @@ def test_verdict_says_when_the_winner_stores_no_fewer_numbers_than_x():
                                      "is no fewer than X's own 1 entry: X stored as it is costs no more")
 
 
+def test_verdict_joins_its_two_caveats_with_and_not_a_second_but():
+    """Sawmill (36 x 36, 124 non-zeros) with --methods tsvd: "...; but 1,460 numbers are no fewer than X's
+    own 1,296 entries: ...; but X has only 124 non-zeros: ..." (two "; but" in a row)."""
+    c = Comparison({"name": "m", "n": 8, "nnz": 12}, 100, "sf", [MethodResult("tsvd", "ok", 70, 1.0, 0.1, 0.1, {})])
+    text = c.verdict()["text"]
+    assert text.count("; but ") == 1 and "X stored as it is costs no more; and X has only 12 non-zeros" in text
+
+
 def test_verdict_says_when_unrun_sparse_storage_would_be_exact():
     info = {"name": "m", "n": 8, "nnz": 12}
     c = Comparison(info, 100, "sf", [_row("sf", 1.0), _row("tsvd", 3.0)])
