@@ -1,4 +1,4 @@
-"""A network's weights: ``.safetensors`` files and PyTorch state dicts (``.pt``/``.pth``), never unpickling code.
+"""A network's weights: ``.safetensors`` files, PyTorch state dicts (``.pt``/``.pth``) and checkpoints (``.ckpt``), never unpickling code.
 
 The square weight matrices of a model (attention projections, square MLP
 layers) are natural inputs.  ``var=`` (``--var NAME``) picks one; without
@@ -12,9 +12,14 @@ error lists them (``sfapprox info`` does too).
   (signed and unsigned) and boolean tensors.  A tensor of another type (complex C64, the packed
   4- and 6-bit floats, a type newer than this reader) is listed, and refused only where it is chosen:
   it does not keep the file's other tensors from being read.
-* ``.pt`` / ``.pth`` go through ``torch.load(weights_only=True)``: tensors,
-  dicts and lists only.  A file that holds anything else (pickled classes,
-  code) is refused, never executed.
+* ``.pt`` / ``.pth`` / ``.ckpt`` (a PyTorch Lightning checkpoint: its ``state_dict``
+  beside the optimizer's state, hyper-parameters and callbacks) go through
+  ``torch.load(weights_only=True)``: tensors, dicts and lists.  The objects of
+  other classes a checkpoint names (an ``argparse.Namespace`` or a user's class of
+  hyper-parameters, a ``pathlib.Path``) are never imported, built or run: each
+  stands as an inert placeholder (:class:`_Unbuilt`), so the tensors around them
+  are read.  A file whose tensors cannot be had that way (a whole pickled model,
+  a global of ``os`` or ``sys``) is refused, never executed.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import json
 import os
 import re
 import struct
+import threading
 import warnings
 import zipfile
 from collections.abc import Iterator
@@ -306,10 +312,98 @@ def read_safetensors(src: Source, opts: Options) -> ReadResult:
                       source=f"{src.display} (tensor {name})", reading={"var": name})
 
 
-def _torch_state(src: Source, max_memory: int | None = None) -> dict[str, Any]:
+#: What to do with a file whose objects are refused: its tensors saved alone, where it is trusted.
+_SAVE_ALONE = ("where the file is trusted, save its tensors alone: torch.save(model.state_dict(), path) (a Lightning "
+               "checkpoint's: torch.save(ckpt['state_dict'], path)), or use .safetensors")
+#: torch's list of the globals a weights_only load may take is one for the whole process: the placeholders
+#: of one file's load are on it only during that load, and no other load of ours runs meanwhile.
+_ALLOWLIST_LOCK = threading.Lock()
+
+
+class _Unbuilt:
+    """Stands for an object a checkpoint pickled that ``weights_only`` does not load (an ``argparse.Namespace``
+    of hyper-parameters, a user's class, a function): the name is never imported, nothing of it runs.
+
+    torch's weights-only unpickler takes a class it is told is safe and then only calls it (``cls(*args)``),
+    calls ``cls.__new__(cls, *args)``, or gives an instance its state (``__setstate__``).  Here each of these
+    takes its arguments and drops them: a placeholder holds nothing, so no tensor is hidden in it and no
+    memory-mapped storage kept.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, *args, **kwargs):
+        return object.__new__(cls)
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __setstate__(self, state):
+        pass
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__module__}.{type(self).__qualname__}, not built>"
+
+
+def _placeholder(path: str) -> type:
+    """A subclass of :class:`_Unbuilt` that torch's allowlist files under ``path`` (``argparse.Namespace``): it
+    keys a class by ``f"{__module__}.{__qualname__}"``, the GLOBAL's ``module.name`` however it is split."""
+    module, _, name = path.rpartition(".")
+    return type(name, (_Unbuilt,), {"__module__": module, "__qualname__": name, "__slots__": ()})
+
+
+@contextlib.contextmanager
+def _unbuilt_globals(names: list[str]) -> Iterator[None]:
+    """``names`` taken as placeholders by the weights-only loads inside (none: nothing changed)."""
+    if not names:
+        yield
+        return
+    import torch
+
+    with _ALLOWLIST_LOCK, torch.serialization.safe_globals([_placeholder(n) for n in names]):
+        yield
+
+
+def _unsafe_globals(src: Source, mapped: bool) -> list[str]:
+    """The globals (classes, functions) a torch.save file names beyond what ``weights_only`` loads, read
+    from its pickle without running it; empty where torch cannot say (before 2.5, a legacy-format file,
+    a raw pickle)."""
     import pickle
 
+    import torch
+
+    serialization = torch.serialization
+    if not (hasattr(serialization, "safe_globals") and hasattr(serialization, "get_unsafe_globals_in_checkpoint")):
+        return []
+    try:
+        with contextlib.nullcontext(src.path) if mapped else open(src.path, "rb") as f:
+            return sorted(serialization.get_unsafe_globals_in_checkpoint(f))
+    except (pickle.UnpicklingError, RuntimeError, ValueError, EOFError, OSError, KeyError):
+        return []
+
+
+def _named(names: list[str], most: int = 6) -> str:
+    shown = ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+    return f"classes or code: {shown}" if names else "classes or code"
+
+
+def _torch_load(src: Source, mapped: bool, unbuilt: list[str] = ()) -> Any:
+    """``torch.load(weights_only=True)`` of the file, the globals ``unbuilt`` taken as placeholders."""
     import torch  # here: only .pt files need it
+
+    # torch's own notes ("sparse CSR support is in beta", "detected pickle protocol 4") are not the
+    # user's concern: what it cannot load is said by the caller, in one line
+    with warnings.catch_warnings(), _unbuilt_globals(list(unbuilt)), \
+            (contextlib.nullcontext(src.path) if mapped else open(src.path, "rb")) as f:
+        warnings.simplefilter("ignore", UserWarning)
+        # weights_only whichever way the file is given: tensors, dicts and lists, never code
+        return torch.load(f, map_location="cpu", weights_only=True, mmap=mapped)
+
+
+def _torch_state(src: Source, max_memory: int | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The file's tensors by dotted name, and the globals its objects named that were left unbuilt
+    (:class:`_Unbuilt`; empty for a plain state dict)."""
+    import pickle
 
     # torch.save's zip format is memory-mapped (a tensor is read when chosen); the legacy format
     # (_use_new_zipfile_serialization=False) cannot be, and is read whole: its size is checked first.
@@ -321,16 +415,14 @@ def _torch_state(src: Source, max_memory: int | None = None) -> dict[str, Any]:
         what = ("a PyTorch file read whole (torch memory-maps a file only by a UTF-8 name, and this one's is not)"
                 if zipped else "a legacy-format PyTorch file")
         check_memory(2 * os.path.getsize(src.path), what=f"{src.display}: {what}", limit=max_memory)
+    unbuilt: list[str] = []
     try:
-        # torch's own notes ("sparse CSR support is in beta", "detected pickle protocol 4") are not the
-        # user's concern: what it cannot load is said below, in one line
-        with warnings.catch_warnings(), (contextlib.nullcontext(src.path) if mapped else open(src.path, "rb")) as f:
-            warnings.simplefilter("ignore", UserWarning)
-            # weights_only whichever way the file is given: tensors, dicts and lists, never code
-            state = torch.load(f, map_location="cpu", weights_only=True, mmap=mapped)
+        state = _torch_load(src, mapped)
     except pickle.UnpicklingError:
-        raise src.fail("holds pickled objects other than tensors (classes or code); refused, never unpickled",
-                       "save the weights alone: torch.save(model.state_dict(), path), or use .safetensors") from None
+        # A training checkpoint's hyper-parameters (an argparse.Namespace, a user's config class) are what
+        # weights_only refuses, not its state_dict: loaded again with those names as inert placeholders
+        unbuilt = _unsafe_globals(src, mapped)
+        state = _with_placeholders(src, mapped, unbuilt)
     except (RuntimeError, OSError, EOFError, ValueError) as exc:
         raise src.fail(f"not a readable PyTorch file ({' '.join(str(exc).split())[:200]})",
                        "it may be truncated or damaged: copy or save it again") from None
@@ -343,7 +435,25 @@ def _torch_state(src: Source, max_memory: int | None = None) -> dict[str, Any]:
                            f"beside a nested dict); which one {parameter('var')} means is not said",
                            "save them under names of their own")
         tensors[name] = tensor
-    return tensors
+    if unbuilt and not tensors:  # a whole pickled model (torch.save(model)): its tensors are inside its objects
+        raise src.fail(f"holds pickled objects other than tensors ({_named(unbuilt)}), and no tensor outside them; "
+                       "refused, never unpickled", _SAVE_ALONE)
+    return tensors, unbuilt
+
+
+def _with_placeholders(src: Source, mapped: bool, unbuilt: list[str]) -> Any:
+    """The file loaded with the globals ``unbuilt`` as placeholders; refused, naming them, where that
+    does not load it either (a module torch blocks, ``os``; a subclass of dict; nothing named)."""
+    refused = src.fail(f"holds pickled objects other than tensors ({_named(unbuilt)}); refused, never unpickled",
+                       _SAVE_ALONE)
+    if not unbuilt:
+        raise refused
+    try:
+        return _torch_load(src, mapped, unbuilt)
+    except MemoryError:
+        raise
+    except Exception:  # the unpickler's refusal, or an allowed rebuild function given a placeholder
+        raise refused from None
 
 
 def _utf8_name(path) -> bool:
@@ -385,9 +495,10 @@ def _torch_unread(tensor) -> tuple[str, str | None] | None:
 
 
 def read_torch(src: Source, opts: Options) -> ReadResult:
-    """Reader for format "torch": one square tensor of a state dict, loaded with ``weights_only=True``."""
+    """Reader for format "torch": one square tensor of a state dict or a training checkpoint, loaded with
+    ``weights_only=True`` (:func:`_torch_state`)."""
     with src.guard():
-        tensors = _torch_state(src, opts.max_memory)
+        tensors, unbuilt = _torch_state(src, opts.max_memory)
     name = _choose(src, {k: list(t.shape) for k, t in tensors.items()}, opts.var,
                    [k for k, t in tensors.items() if is_square(t.shape) and not _torch_unread(t)])
     tensor = tensors[name]
@@ -402,7 +513,11 @@ def read_torch(src: Source, opts: Options) -> ReadResult:
     if tensor.layout != torch.strided:  # a sparse (COO, CSR, ...) weight: its dense values, as any other
         tensor = tensor.to_dense()
 
-    return ReadResult(tensor.detach().to(torch.float64).numpy(), "torch", [f"tensor {name!r} ({tensor.dtype})"],
+    notes = [f"tensor {name!r} ({tensor.dtype})"]
+    if unbuilt:
+        notes.append(f"the file's other objects of {_named(unbuilt)} were left unbuilt (weights_only does not "
+                     "load them): none was imported or run")
+    return ReadResult(tensor.detach().to(torch.float64).numpy(), "torch", notes,
                       source=f"{src.display} (tensor {name})", reading={"var": name})
 
 
@@ -432,7 +547,7 @@ def list_weights(path, fmt: str) -> list[dict[str, Any]]:
             listed = [(k, v["shape"], v["dtype"], _safetensors_unread(v["dtype"])) for k, v in tensors.items()]
         else:
             listed = [(k, list(t.shape), str(t.dtype).replace("torch.", ""), (_torch_unread(t) or [None])[0])
-                      for k, t in _torch_state(src).items()]
+                      for k, t in _torch_state(src)[0].items()]
     return [{"name": name, "shape": shape, "dtype": dtype, "square": is_square(shape) and not why,
              "unread": why if is_square(shape) else None, "optimizer": optimizer_state(name)}
             for name, shape, dtype, why in listed]
