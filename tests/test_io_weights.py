@@ -353,3 +353,130 @@ def test_a_training_checkpoint_s_optimizer_moments_are_not_taken_for_weights(tmp
     rows = {r["name"]: r for r in info.data["tensors"]}
     assert rows["optimizer_state_dict.state.0.exp_avg_sq"]["optimizer"] and not rows["model_state_dict.weight"]["optimizer"]
     assert any("2 of the square ones are an optimizer's state" in n for n in info.tables[0].notes)
+
+
+# -- PyTorch Lightning checkpoints (.ckpt) --------------------------------------------------------------
+
+#: What the classes below did when built (each way a pickle can build an object): nothing, when a file is
+#: read as sfapprox reads it.
+_BUILT: list[str] = []
+
+
+def _record(what: str) -> None:
+    _BUILT.append(what)
+
+
+class _Hyper:
+    """A user's class of hyper-parameters, as LightningModule.save_hyperparameters() keeps them."""
+
+    def __new__(cls, *args, **kwargs):
+        _BUILT.append("__new__")
+        return super().__new__(cls)
+
+    def __init__(self, lr: float = 0.1):
+        _BUILT.append("__init__")
+        self.lr = lr
+
+    def __setstate__(self, state):
+        _BUILT.append("__setstate__")
+        self.__dict__.update(state)
+
+
+class _Reduced:
+    """An object that pickles as a call to a function of the user's."""
+
+    def __reduce__(self):
+        return (_record, ("__reduce__",))
+
+
+class _HyperDict(dict):
+    """A dict of the user's (a subclass): weights_only fills only dict's own, so it cannot stand unbuilt."""
+
+    def __setstate__(self, state):
+        _BUILT.append("__setstate__ of a dict")
+
+
+def lightning_checkpoint(path, hyper_parameters) -> torch.Tensor:
+    """A checkpoint as Lightning's Trainer.save_checkpoint writes it (torch.save of this dict), of a 6 x 6
+    layer trained one step by Adam; its weight is returned."""
+    import pathlib
+
+    layer = torch.nn.Linear(6, 6)
+    opt = torch.optim.Adam(layer.parameters())
+    layer(torch.ones(2, 6)).sum().backward()
+    opt.step()
+    torch.save({"epoch": 3, "global_step": 120, "pytorch-lightning_version": "2.4.0",
+                "state_dict": {f"model.{k}": v for k, v in layer.state_dict().items()},
+                "optimizer_states": [opt.state_dict()], "lr_schedulers": [],
+                "hyper_parameters": hyper_parameters,
+                "callbacks": {"ModelCheckpoint{'monitor': 'val_loss', 'mode': 'min'}": {
+                    "best_model_score": torch.tensor(0.25), "dirpath": pathlib.PosixPath("/runs/ckpts")}},
+                "loops": {"fit_loop": {"state_dict": {}, "epoch_progress": {"total": {"ready": 3}}}}}, path)
+    _BUILT.clear()  # the objects saved were built here, by the test
+    return layer.weight.detach()
+
+
+def test_a_lightning_checkpoint_reads_its_weights_and_builds_none_of_its_other_objects(tmp_path):
+    """A .ckpt was an unknown extension, and with --format torch weights_only refused the whole file for
+    its hyper-parameters (an argparse.Namespace, a user's class): now they stand unbuilt, never run."""
+    import argparse
+    import pathlib
+
+    from sfapprox.io import detect_format
+
+    path = tmp_path / "epoch=3-step=120.ckpt"
+    hyper = {"args": argparse.Namespace(lr=0.1, data=pathlib.PosixPath("/data")), "config": _Hyper(0.5),
+             "hook": _Reduced()}
+    weight = lightning_checkpoint(path, hyper)
+    assert detect_format(path) == "torch"
+    loaded = load_matrix(path)  # the one square weight: Adam's moments are not weights
+    assert np.array_equal(loaded.matrix, weight.double().numpy()) and loaded.format == "torch"
+    assert loaded.notes[0] == "tensor 'state_dict.model.weight' (torch.float32)"
+    assert "argparse.Namespace" in loaded.notes[1] and "test_io_weights._Hyper" in loaded.notes[1]
+    assert "none was imported or run" in loaded.notes[1]
+    moment = load_matrix(path, var="optimizer_states.0.state.0.exp_avg")  # read where named
+    assert moment.n == 6
+    rows = {r["name"]: r for r in describe_weights(path, "torch").data["tensors"]}
+    assert rows["state_dict.model.weight"]["square"] and rows["optimizer_states.0.state.0.exp_avg"]["optimizer"]
+    assert "callbacks.ModelCheckpoint{'monitor': 'val_loss', 'mode': 'min'}.best_model_score" in rows
+    input_error(path, r"no tensor 'model.weight' \(did you mean 'state_dict.model.weight'\?\)", var="model.weight")
+    assert _BUILT == []  # no __new__, __init__, __setstate__ or reduce function of the user's ran
+    # ... which the file would have run, unpickled as it was saved: the check above can see it
+    torch.load(path, weights_only=False)
+    assert {"__new__", "__setstate__", "__reduce__"} <= set(_BUILT)
+    _BUILT.clear()
+
+
+def test_a_checkpoint_whose_tensors_cannot_be_had_without_its_objects_is_refused_naming_them(tmp_path):
+    """Objects that cannot stand unbuilt (a dict subclass, which weights_only fills only if it is dict
+    itself), a whole pickled model (its tensors inside it): one line naming the classes, and what to do."""
+    path = tmp_path / "dict.ckpt"
+    lightning_checkpoint(path, _HyperDict(lr=0.1))
+    msg = input_error(path, r"holds pickled objects other than tensors \(classes or code: pathlib.PosixPath, "
+                            r"test_io_weights._HyperDict\); "
+                            r"refused, never unpickled; where the file is trusted, save its tensors alone: .*"
+                            r"torch.save\(ckpt\['state_dict'\], path\)")
+    assert _BUILT == [], msg
+    torch.save(torch.nn.Linear(4, 4), tmp_path / "model.pt")
+    input_error(tmp_path / "model.pt", r"holds pickled objects other than tensors \(classes or code: "
+                                       r"torch.nn.modules.linear.Linear\), and no tensor outside them; refused")
+
+
+def test_a_checkpoint_is_a_weights_file_to_info_and_to_a_manifest(tmp_path):
+    """info listed a .ckpt's tensors only with --format torch (without, it refused the extension), and a
+    manifest's var = "*" refused a .ckpt as no weights file."""
+    from typer.testing import CliRunner
+
+    from sfapprox.cli import app
+    from sfapprox.datasets.manifest import WEIGHT_FORMATS, WEIGHT_SUFFIXES
+    from sfapprox.io import format_extensions
+
+    assert set(WEIGHT_SUFFIXES) == {e for key in WEIGHT_FORMATS for e in format_extensions(key)}
+    path = tmp_path / "last.ckpt"
+    lightning_checkpoint(path, {"lr": 0.1})
+    res = CliRunner().invoke(app, ["info", str(path)])
+    assert res.exit_code == 0 and "state_dict.model.weight" in res.output, res.output
+    refused = tmp_path / "refused.ckpt"
+    lightning_checkpoint(refused, _HyperDict(lr=0.1))
+    res = CliRunner().invoke(app, ["compare", str(refused), "--methods", "tsvd"])
+    assert res.exit_code == 2 and "refused, never unpickled" in res.output and "Traceback" not in res.output

@@ -170,7 +170,7 @@ LOAD = Group(
     "load",
     (
         _param("format", Annotated[Optional[str], typer.Option("--format", help="Input format, overriding the file extension (see 'sfapprox formats').", metavar="FORMAT")], None),
-        _param("var", Annotated[Optional[str], typer.Option("--var", help="Variable to read from a .mat/.npz file (e.g. Problem.A), or the weight to read from a .safetensors/.pt/.pth file ('sfapprox info FILE' lists them).", metavar="NAME")], None),
+        _param("var", Annotated[Optional[str], typer.Option("--var", help="Variable to read from a .mat/.npz file (e.g. Problem.A), or the weight to read from a .safetensors/.pt/.pth/.ckpt file ('sfapprox info FILE' lists them).", metavar="NAME")], None),
         _param("network", Annotated[Optional[int], typer.Option("--network", min=1, help="Which network of a multi-network Pajek .paj file (1-based).", metavar="K")], None),
         _param("relation", Annotated[Optional[int], typer.Option("--relation", min=1, help="Pajek: only relation K (*Arcs :K, 'K: i j' lines, *Matrix :K); default: all relations, summed.", metavar="K")], None),
         _param("two_mode", Annotated[Optional[Literal["rows", "cols", "bipartite"]], typer.Option("--two-mode", help="2-mode Pajek network: rows (B·Bᵀ), cols (BᵀB) or bipartite.")], None),

@@ -54,9 +54,12 @@ def info(
 
 
 def _weights_format(path) -> str | None:
-    """``"safetensors"`` or ``"torch"`` for a weights file (by its extension), else None."""
+    """``"safetensors"`` or ``"torch"`` for a weights file (by its extension, as a matrix file's format is
+    detected: a Lightning ``.ckpt`` was read as a matrix, with ``--var``, and refused without), else None."""
+    from ..io import format_extensions
+
     suffix = path.suffix.lower()
-    return "safetensors" if suffix == ".safetensors" else "torch" if suffix in (".pt", ".pth") else None
+    return next((key for key in ("safetensors", "torch") if suffix in format_extensions(key)), None)
 
 
 def _no_load_options(load, path, what: str = "a saved fit is read as it is") -> None:

@@ -100,7 +100,8 @@ LOAD_OPTIONS: dict[str, tuple[type, ...]] = {
 
 #: Weight files whose every square tensor an entry can list with ``load = {var = "*"}``.
 WEIGHT_FORMATS = ("safetensors", "torch")
-WEIGHT_SUFFIXES = (".safetensors", ".pt", ".pth")
+#: Their extensions: sfapprox.io's (format_extensions), spelled out here, where sfapprox.io is not loaded.
+WEIGHT_SUFFIXES = (".safetensors", ".pt", ".pth", ".ckpt")
 
 TOP_FIELDS = {"title", "description", "reference_source", "matrix"}
 
