@@ -1430,3 +1430,21 @@ def test_two_tensors_of_one_model_that_would_share_an_entry_name_say_so(tmp_path
                                             r"list them as entries of their own"):
         run_batch(m, tmp_path / "out", BatchOptions(methods=("tsvd",), data_dir=str(tmp_path),
                                                     settings=FitSettings(device="cpu")))
+    assert not (tmp_path / "out").exists()  # refused before anything was made
+
+
+def test_a_weights_name_clash_is_refused_before_the_output_folder_is_made(tmp_path):
+    """The names of a model's square weights were checked once its file was read under the lock: a clash
+    (two tensors, or a tensor and another entry) failed the batch and left an empty folder, factors/ in it."""
+    import torch
+
+    from sfapprox.datasets.manifest import ManifestError
+
+    torch.save({"a": torch.eye(3), "b": torch.ones(3, 3)}, tmp_path / "m.pt")
+    m = write_manifest(tmp_path / "w.toml", '[[matrix]]\nname = "m"\ncategory = "other"\n'
+                                            'file = "m.pt"\nload = {var = "*"}\n', gen_entry("m.b"))
+    out = tmp_path / "out" / "run"
+    with pytest.raises(ManifestError, match=r"the square weights of an entry take the names m.b, which other "
+                                            r"entries have"):
+        run_batch(m, out, BatchOptions(methods=("tsvd",), data_dir=str(tmp_path), settings=FitSettings(device="cpu")))
+    assert not (tmp_path / "out").exists()

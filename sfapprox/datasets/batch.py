@@ -506,15 +506,20 @@ def run_batch(
     # its messages say "check --scheduler's address" on the command line, "check scheduler's address" to Python
     client = connect(scheduler, parameter("scheduler").rstrip("=")) if executor == "dask" else None
     try:
-        # the entries' own names, before anything is made (a clash left the folder, factors/ and the lock);
-        # a model's weights are named once its file is read, under the lock
-        check_factor_names([e.name for e in entries], manifest_path)
+        # The entries' names, before anything is made (a clash left the folder, factors/ and the lock): a
+        # model's square weights are named from its file's listing, here for a file at hand (two tensors
+        # whose names clash left an empty folder behind); a file still to download is listed under the lock,
+        # where the downloads are made
+        with spelled_for("api"):  # the entries' files read as their manifest says (run_matrix's reason)
+            expanded = expand_weights(entries, options.data_dir, cache_dir(), download=False)
+        check_factor_names([e.name for e in expanded], manifest_path)
         _make_folder(out, "the output folder")
         emit = on_event or (lambda *a, **k: None)
         with folder_lock(out, wait=wait, on_wait=lambda holder: emit("waiting", holder=holder)):
             _make_folder(out / "factors", "the folder of the saved factors")
             _remove_stale_temporaries(out)
-            return _run_locked(out, entries, options, force, jobs, executor, client, on_event, manifest.names())
+            return _run_locked(out, expanded, options, force, jobs, executor, client, on_event, manifest.names(),
+                               [e.name for e in entries])
     finally:
         if client is not None:
             close(client)
@@ -667,15 +672,16 @@ def orphan_lines(existing: ResultsFile, manifest_names: Iterable[str], selected:
 
 def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: bool, jobs: int,
                 executor: str, client, on_event: Event | None,
-                manifest_names: list[str]) -> BatchSummary:
+                manifest_names: list[str], selected: list[str]) -> BatchSummary:
+    """The batch in its locked folder; ``entries`` as expanded so far (the files at hand), ``selected``
+    their names before."""
     results = out / RESULTS_FILE
     check_results_file(results)
     existing = read_results(results)
     cache = str(cache_dir())
     network = NetworkState()
-    selected = [e.name for e in entries]
     with spelled_for("api"):  # the entries' files read as their manifest says (run_matrix's reason)
-        entries = expand_weights(entries, options.data_dir, Path(cache), network)
+        entries = expand_weights(entries, options.data_dir, Path(cache), network)  # those downloaded now
     check_factor_names([e.name for e in entries], entries[0].manifest if entries else "manifest")
     sources = {} if force else changed_sources(entries, existing, options.data_dir, Path(cache))
     running = {e.name for e in entries}  # --only: the other entries' lines are neither redone nor said to be
@@ -788,7 +794,8 @@ def _run_tasks(results: Path, tasks: list, summary: BatchSummary, cache: Path, n
     return summary
 
 
-def expand_weights(entries: list[Entry], data_dir: str | None, cache: Path, network=None) -> list[Entry]:
+def expand_weights(entries: list[Entry], data_dir: str | None, cache: Path, network=None, *,
+                   download: bool = True) -> list[Entry]:
     """Entries with ``load = {var = "*"}`` (a model's weights file) become one entry per square weight.
 
     The entry ``model`` of a file with square tensors ``a.weight`` and
@@ -807,6 +814,9 @@ def expand_weights(entries: list[Entry], data_dir: str | None, cache: Path, netw
         The download cache.
     network : NetworkState, optional
         Shared with the batch's downloads (a failed host is tried once).
+    download : bool, default=True
+        Download a file that is not at hand; False keeps its entry as it is (a batch lists the files at
+        hand before it makes its folder, the others once it holds it).
 
     Returns
     -------
@@ -828,7 +838,7 @@ def expand_weights(entries: list[Entry], data_dir: str | None, cache: Path, netw
             out.append(entry)
             continue
         try:
-            found = fetch_entry(entry, data_dir=data_dir, cache=cache, network=network)
+            found = fetch_entry(entry, data_dir=data_dir, cache=cache, network=network, download=download)
             fmt = entry.load.get("format") or detect_format(found.path)
             # the model's weights: an optimizer's moments in a training checkpoint are square too
             square = [t["name"] for t in list_weights(found.path, fmt) if t["square"] and not t.get("optimizer")]
