@@ -22,7 +22,7 @@ from ._moved import moved_names
 from .baselines.sparse import sparse_count
 from .formats import ESTIMATED_NOTE, Column, Table, fmt_seconds, fmt_with_interval, jsonable
 
-__all__ = ["MethodResult", "Comparison", "library_versions", "details", "error_cell"]
+__all__ = ["MethodResult", "Comparison", "library_versions", "details", "error_cell", "matrix_label"]
 
 # The saved fits' functions and the atomic writes lived here before they had modules of their own.
 __getattr__ = moved_names(__name__, {"SavedFactors": "sfapprox.factors", "save_factors": "sfapprox.factors",
@@ -285,7 +285,7 @@ class Comparison:
 
     def tables(self) -> list[Table]:
         """The comparison as one table: a row per method, the winner marked."""
-        name, n = self.matrix.get("name", "matrix"), self.matrix.get("n")
+        name, n = record_label(self.matrix), self.matrix.get("n")
         table = Table(
             f"{name}  (N={n}, budget {self.budget:,} stored numbers = {100 * self.budget / n**2:.2f}% of N²)",
             # In a narrow window the least telling columns give way first (priority).
@@ -373,6 +373,32 @@ def _interval(r: MethodResult) -> tuple[float, float]:
         return low or 0.0, math.inf if high is None else high  # None: an unbounded end read back from JSON
     value = 0.0 if _is_exact(r) else r.fro_error
     return value, value
+
+
+def matrix_label(name: str, reading: dict[str, Any] | None) -> str:
+    """A matrix as a title names it: its name and, for one picked in its file (``var``: a weight, a
+    ``.mat`` or ``.npz`` variable), that variable after a colon: the title named the file alone, whichever
+    of its weights ``--var`` picked.
+
+    Parameters
+    ----------
+    name : str
+        The matrix's name (its file's stem).
+    reading : dict or None
+        What selected it in its file (:attr:`sfapprox.io.LoadedMatrix.recipe`, a source's ``recipe``).
+
+    Examples
+    --------
+    >>> matrix_label("model", {"var": "layers.0.attn.q.weight"}), matrix_label("graph", None)
+    ('model:layers.0.attn.q.weight', 'graph')
+    """
+    var = (reading or {}).get("var")
+    return f"{name}:{var}" if var else name
+
+
+def record_label(matrix: dict[str, Any]) -> str:
+    """:func:`matrix_label` of a result's ``matrix`` record (a loaded matrix's ``recipe``, a source's)."""
+    return matrix_label(matrix.get("name", "matrix"), matrix.get("recipe") or matrix.get("source"))
 
 
 def error_cell(r: MethodResult, value: float | None, key: str) -> str:

@@ -31,7 +31,7 @@ from .comparison import (
     warnings_at_caller,
 )
 from .formats import Column, Table, interval_columns, jsonable
-from .results import Comparison, MethodResult, error_cell
+from .results import Comparison, MethodResult, error_cell, record_label
 from .sources import MatrixSource
 
 __all__ = ["Sweep", "sweep", "parse_budget_list", "default_budgets"]
@@ -212,7 +212,7 @@ class Sweep:
         zero = self.matrix.get("fro_norm") == 0
         error, interval = ("fro_error", "fro_interval") if zero else ("rel_error", "rel_interval")
         what = "absolute error by budget (X is all zeros)" if zero else "relative error by budget"
-        table = Table(f"{self.matrix.get('name', 'matrix')} (N={n}): {what}", columns)
+        table = Table(f"{record_label(self.matrix)} (N={n}): {what}", columns)
         # each method's status beside its error in the CSV (CSV-only columns, after the others): a bare
         # number there was a fit cut short as much as a finished one ("interrupted", "time_limit")
         table.data_titles = {f"{m} status": f"{m} status" for m in self.methods}

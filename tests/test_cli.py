@@ -93,6 +93,26 @@ def test_compare_json_shape(tmp_path, small_mtx):
     assert "sf" in res.output and "tsvd" in res.output
 
 
+def test_compare_sweep_and_fit_titles_name_the_weight_var_picked(tmp_path):
+    """``compare w.pt --var b.weight``: the table (terminal, Markdown) was titled "w", whichever weight was
+    read; sweep's and fit's too.  Now "w:b.weight", and the JSON's matrix records the var."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    torch.save({"a.weight": torch.from_numpy(rng.random((12, 12))), "b.weight": torch.from_numpy(rng.random((12, 12)))},
+               tmp_path / "w.pt")
+    md, js = tmp_path / "c.md", tmp_path / "c.json"
+    res = invoke("compare", tmp_path / "w.pt", "--var", "b.weight", "--methods", "tsvd", "--markdown", md, "--json", js)
+    assert res.exit_code == 0, res.output
+    assert "w:b.weight  (N=12" in md.read_text() and "w:b.weight" in res.output
+    assert json.loads(js.read_text())["matrix"]["recipe"] == {"var": "b.weight"}
+    np.savez(tmp_path / "arrays.npz", A=rng.random((8, 8)), B=rng.random((8, 8)))
+    res = invoke("sweep", tmp_path / "arrays.npz", "--var", "B", "--methods", "tsvd", "--budgets", "32",
+                 "--markdown", tmp_path / "s.md")
+    assert res.exit_code == 0 and "arrays:B (N=8)" in (tmp_path / "s.md").read_text(), res.output
+    res = invoke("fit", tmp_path / "w.pt", "--var", "a.weight", "--iters", "3", "--device", "cpu")
+    assert res.exit_code == 0 and "SF fit of w:a.weight" in res.output, res.output
+
+
 def test_compare_budget_fraction(small_mtx):
     res = invoke("compare", small_mtx, "--methods", "tsvd", "--budget", "0.5")
     assert res.exit_code == 0, res.output

@@ -28,6 +28,16 @@ def test_comparison_table_marks_the_winner():
     assert table.rows[0]["details"] == "M=2 stop=ftol" and table.rows[1]["seconds"] == "0.10"
 
 
+def test_a_table_title_names_the_variable_picked_in_its_file():
+    """A weight --var picked (a .npz or .mat variable, a source's arrays): the title named the file alone."""
+    rows = [MethodResult("tsvd", "ok", 9, 2.0, 0.2, 0.1, {"rank": 1})]
+    picked = Comparison({"name": "model", "n": 4, "recipe": {"var": "layers.0.attn.q.weight"}}, 10, "sf", rows)
+    assert picked.tables()[0].title.startswith("model:layers.0.attn.q.weight  (N=4, budget 10")
+    columns = Comparison({"name": "attn", "n": 4, "source": {"kind": "attention", "var": "q,k"}}, 10, "sf", rows)
+    assert columns.tables()[0].title.startswith("attn:q,k  (N=4")
+    assert Comparison({"name": "graph", "n": 4}, 10, "sf", rows).tables()[0].title.startswith("graph  (N=4")
+
+
 def _row(method, fro, **params):
     return MethodResult(method, "ok", 10, fro, fro / 10, 0.1, params)
 

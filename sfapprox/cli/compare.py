@@ -47,6 +47,7 @@ def compare(
         from ..budget import parse_budget
         from ..comparison import load_included, not_run
         from ..factors import check_results_folder, save_results
+        from ..results import matrix_label
 
         names = parse_methods(methods)  # every option and output is checked before any work
         if plot_scale != "auto" and plot is None:  # it colours --plot's figure: alone it was ignored without a word
@@ -70,10 +71,11 @@ def compare(
             targets = check_results_folder(save_factors, loaded.name, [*names, *included], force=outputs.force,
                                            inputs=read_files(inputs))
             check_distinct(*(p for p in outputs.files.values() if str(p) != "-"), plot, *targets)
+        label = matrix_label(loaded.name, loaded.recipe)  # the weight --var picked, not the file alone
         try:
-            with fit_progress(loaded.name, settings.max_iter, quiet) as progress:
+            with fit_progress(label, settings.max_iter, quiet) as progress:
                 comparison = run_compare(loaded, names, budget=budget, settings=settings, count_indices=count_indices,
-                                         callback=announce_start(progress, loaded.name, quiet), include=included,
+                                         callback=announce_start(progress, label, quiet), include=included,
                                          executor=client, on_result=method_announcer(progress, names))
         finally:
             if client is not None:

@@ -52,6 +52,7 @@ def fit(
         # here, not at the top: --help loads no numpy (tests/test_cli_terminal.py)
         from ..api import fit_matrix
         from ..budget import parse_budget
+        from ..results import matrix_label
 
         if budget is not None:
             parse_budget(budget)
@@ -89,14 +90,15 @@ def fit(
                           **({"checkpoint_every": checkpoint_every} if checkpoint_every else {}))
         loaded = read_matrix(path, load)
         show_notes(loaded)
-        with fit_progress(f"SF {loaded.name}", settings.max_iter, quiet, settings.per_method(1).time_limit) as progress:
+        label = matrix_label(loaded.name, loaded.recipe)  # the weight --var picked, not the file alone
+        with fit_progress(f"SF {label}", settings.max_iter, quiet, settings.per_method(1).time_limit) as progress:
             # A Ctrl-C inside the optimizer is caught by ChordSF.fit (stop_reason
             # "interrupted", best factors kept); fit_matrix then writes the outputs.
             try:
                 run, failures = fit_matrix(
                     loaded, settings=settings, budget=budget, out=out_path, json_path=None if to_stdout else json_path,
                     # --out was checked before the fit; with checkpoints the file there is this fit's own.
-                    force=force or checkpoint_every is not None, callback=announce_start(progress, f"SF {loaded.name}", quiet),
+                    force=force or checkpoint_every is not None, callback=announce_start(progress, f"SF {label}", quiet),
                     ftol=ftol, gtol=gtol, n_factors=factors, init=init, support=support, base=base,
                     **({"checkpoint": out_path, "checkpoint_every": checkpoint_every, "replaces": replaces}
                        if checkpoint_every else {}),
@@ -121,7 +123,7 @@ def fit(
             rows = [(k, iterations_words(summary) if k == "iterations" else v) for k, v in rows]
         # stderr when stdout carries an output (--json -, --out /dev/stdout): it would be mixed into it
         claimed = is_stdout(out_path) or is_stdout(json_path)  # "-" included
-        (err if claimed else out).print(key_value_table(f"SF fit of {loaded.name}", rows))
+        (err if claimed else out).print(key_value_table(f"SF fit of {label}", rows))
         if to_stdout:
             sys.stdout.write(json.dumps(jsonable(run.record()), indent=2) + "\n")  # as a --json file has it
         failed = {os.path.abspath(exc.path) for exc in failures}

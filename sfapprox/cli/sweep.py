@@ -33,6 +33,7 @@ def sweep(
     with error_boundary():
         # here, not at the top: --help loads no numpy (tests/test_cli_terminal.py)
         from .._base import parse_methods
+        from ..results import matrix_label
         from ..sweep import beyond_dense, default_budgets, parse_budget_list
         from ..sweep import sweep as run_sweep
 
@@ -52,10 +53,11 @@ def sweep(
                 note(f"note: at N = {loaded.n:,} some methods need more stored numbers than the matrix's own "
                      f"{loaded.n ** 2:,} entries ({needs}); budgets are capped there, so they run at none "
                      "(--budgets sf runs SF at its own count)", style="yellow")
-        with fit_progress(loaded.name, settings.max_iter, quiet) as progress:
+        label = matrix_label(loaded.name, loaded.recipe)  # the weight --var picked, not the file alone
+        with fit_progress(label, settings.max_iter, quiet) as progress:
             announce = method_announcer(progress, names, cycle=True)
             result = run_sweep(loaded, specs, names, settings=settings, count_indices=count_indices,
-                               callback=announce_start(progress, loaded.name, quiet),
+                               callback=announce_start(progress, label, quiet),
                                on_result=lambda budget, row: announce(row))
         advise_limits([r for p in result.points for r in p.results])
         tables = result.tables()
