@@ -447,6 +447,28 @@ def test_a_lightning_checkpoint_reads_its_weights_and_builds_none_of_its_other_o
     _BUILT.clear()
 
 
+class _Exec:
+    def __reduce__(self):
+        return (exec, ("open('PWNED', 'w').close()",))
+
+
+class _Call:
+    def __reduce__(self):
+        import subprocess
+
+        return (subprocess.call, (["touch", "PWNED"],))
+
+
+def test_code_a_checkpoint_names_outside_os_and_sys_stands_unbuilt_too_never_run(tmp_path, monkeypatch):
+    """exec, subprocess.call (torch blocks only os, sys and their kin): placeholders too, called with their
+    arguments and dropping them; the tensor beside them is read."""
+    monkeypatch.chdir(tmp_path)
+    torch.save({"w": torch.eye(3), "x": _Exec(), "y": _Call()}, tmp_path / "code.pt")
+    loaded = load_matrix(tmp_path / "code.pt")
+    assert loaded.n == 3 and "builtins.exec" in loaded.notes[1] and ".call" in loaded.notes[1], loaded.notes
+    assert not (tmp_path / "PWNED").exists()
+
+
 def test_a_checkpoint_whose_tensors_cannot_be_had_without_its_objects_is_refused_naming_them(tmp_path):
     """Objects that cannot stand unbuilt (a dict subclass, which weights_only fills only if it is dict
     itself), a whole pickled model (its tensors inside it): one line naming the classes, and what to do."""
