@@ -382,7 +382,7 @@ def result_path(folder: str | os.PathLike, matrix: str, method: str) -> Path:
 
 
 def check_results_folder(folder: str | os.PathLike, matrix: str, methods, *, force: bool = False,
-                         inputs=()) -> list[Path]:
+                         inputs=(), reading: dict[str, Any] | None = None) -> list[Path]:
     """Refuse, before any fitting, a :func:`save_results` folder that could not take the fits.
 
     Parameters
@@ -397,6 +397,9 @@ def check_results_folder(folder: str | os.PathLike, matrix: str, methods, *, for
         Allow existing fit files (they will be overwritten).
     inputs : iterable of path, default=()
         Files the run reads (the matrix, included fits): never overwritten, not even with ``force``.
+    reading : dict, optional
+        What picked the matrix in its file (a loaded matrix's ``recipe``: ``{"var": ...}``): a fit of
+        another variable of the file (a model's other weight) in the folder is said to be one.
 
     Returns
     -------
@@ -430,8 +433,34 @@ def check_results_folder(folder: str | os.PathLike, matrix: str, methods, *, for
                 if os.path.samefile(target, source):  # the fit it scored would be replaced by its own row's
                     raise ParameterError(f"{target}: is this run's input; choose another folder for the fits")
         if target.exists() and not force:
+            other = _other_variable(target, reading)
+            if other is not None:  # the fits of a file's variables share its name: --var b after --var a
+                raise ParameterError(f"{target}: already holds the fit of {other} (this run reads "
+                                     f"{(reading or {}).get('var')!r}); save to another folder, or use "
+                                     f"{parameter('force', True)} to overwrite it")
             raise ParameterError(f"{target}: already exists; use {parameter('force', True)} to overwrite it")
     return targets
+
+
+def _other_variable(target: Path, reading: dict[str, Any] | None) -> str | None:
+    """The variable a saved fit at ``target`` was made from (``'a.weight' of model.pt``), where it is another
+    than ``reading``'s (None where it is the same, not recorded, or the file is not a readable saved fit)."""
+    import h5py
+
+    from .io._common import refuse_special
+
+    try:
+        refuse_special(target)  # (a FIFO there would block the open)
+        with h5py.File(target, "r") as f:  # its attribute alone: load_factors would read the factors too
+            source = json.loads(f.attrs.get("source", "{}"))
+        source = source if isinstance(source, dict) else {}
+    except Exception:  # noqa: BLE001 - any file there is refused as existing; this only words the message
+        return None
+    recipe = source.get("recipe")
+    old, new = (recipe.get("var") if isinstance(recipe, dict) else None), (reading or {}).get("var")
+    if not isinstance(old, str) or old == new:
+        return None
+    return f"{old!r} of {source['path']}" if source.get("path") else repr(old)
 
 
 def input_record(source) -> dict[str, Any]:

@@ -113,6 +113,25 @@ def test_compare_sweep_and_fit_titles_name_the_weight_var_picked(tmp_path):
     assert res.exit_code == 0 and "SF fit of w:a.weight" in res.output, res.output
 
 
+def test_a_saved_fit_of_another_weight_of_the_file_is_named_in_the_refusal(tmp_path):
+    """``--save-factors out`` after a run on ``--var a.weight`` refused ``--var b.weight`` with "already
+    exists" alone: the two weights' fits share ``w.tsvd.h5``; the refusal says whose fit is there."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    torch.save({"a.weight": torch.from_numpy(rng.random((12, 12))), "b.weight": torch.from_numpy(rng.random((12, 12)))},
+               tmp_path / "w.pt")
+    out = tmp_path / "out"
+    first = invoke("compare", tmp_path / "w.pt", "--var", "a.weight", "--methods", "tsvd", "--save-factors", out)
+    assert first.exit_code == 0, first.output
+    before = (out / "w.tsvd.h5").read_bytes()
+    other = invoke("compare", tmp_path / "w.pt", "--var", "b.weight", "--methods", "tsvd", "--save-factors", out)
+    text = " ".join(other.output.split())
+    assert other.exit_code == 2 and "already holds the fit of 'a.weight' of" in text and "reads 'b.weight'" in text
+    assert (out / "w.tsvd.h5").read_bytes() == before
+    same = invoke("compare", tmp_path / "w.pt", "--var", "a.weight", "--methods", "tsvd", "--save-factors", out)
+    assert same.exit_code == 2 and "already exists; use --force" in " ".join(same.output.split())
+
+
 def test_compare_budget_fraction(small_mtx):
     res = invoke("compare", small_mtx, "--methods", "tsvd", "--budget", "0.5")
     assert res.exit_code == 0, res.output

@@ -69,7 +69,7 @@ def compare(
         show_notes(loaded)
         if save_factors is not None:  # every fit's file, included rows' too: none an input or another output
             targets = check_results_folder(save_factors, loaded.name, [*names, *included], force=outputs.force,
-                                           inputs=read_files(inputs))
+                                           inputs=read_files(inputs), reading=loaded.recipe)
             check_distinct(*(p for p in outputs.files.values() if str(p) != "-"), plot, *targets)
         label = matrix_label(loaded.name, loaded.recipe)  # the weight --var picked, not the file alone
         try:
