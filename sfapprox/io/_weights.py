@@ -382,9 +382,12 @@ def _unsafe_globals(src: Source, mapped: bool) -> list[str]:
         return []
 
 
-def _named(names: list[str], most: int = 6) -> str:
-    shown = ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
-    return f"classes or code: {shown}" if names else "classes or code"
+def _listed(names: list[str], most: int = 6) -> str:
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def _named(names: list[str]) -> str:
+    return f"classes or code: {_listed(names)}" if names else "classes or code"
 
 
 def _torch_load(src: Source, mapped: bool, unbuilt: list[str] = ()) -> Any:
@@ -515,8 +518,8 @@ def read_torch(src: Source, opts: Options) -> ReadResult:
 
     notes = [f"tensor {name!r} ({tensor.dtype})"]
     if unbuilt:
-        notes.append(f"the file's other objects of {_named(unbuilt)} were left unbuilt (weights_only does not "
-                     "load them): none was imported or run")
+        notes.append(f"the file's other objects ({_listed(unbuilt)}) were left unbuilt: weights_only does not load them, "
+                     "and none was imported or run")
     return ReadResult(tensor.detach().to(torch.float64).numpy(), "torch", notes,
                       source=f"{src.display} (tensor {name})", reading={"var": name})
 
