@@ -265,3 +265,20 @@ def test_readme_and_formats_name_every_command_with_output_options():
     assert _table_commands(readme) == with_outputs
     title = describe_formats().tables[1].title
     assert _table_commands(title.split("(", 1)[1].split(":", 1)[0]) == with_outputs
+
+
+def _benchmark_scripts():
+    """The runnable scripts of benchmarks/ (a main or an argument parser; not helpers such as _common.py)."""
+    return sorted(p.name for p in (ROOT / "benchmarks").glob("*.py") if not p.name.startswith("_")
+                  and ('if __name__ == "__main__"' in p.read_text() or "argparse" in p.read_text()))
+
+
+def test_readme_benchmarks_table_names_every_benchmark_script():
+    """Each runnable script of benchmarks/ has its row in README's Benchmarks table (ten had none:
+    coarse_probe.py, libsvm_read.py, limit_decisions.py, panel_width.py, ...)."""
+    rows = [line for line in (ROOT / "README.md").read_text().split("\n## Benchmarks", 1)[1].splitlines()
+            if line.startswith("| `")]
+    named = {line.split("`", 2)[1] for line in rows}
+    scripts = _benchmark_scripts()
+    assert len(scripts) > 30  # the scan found the scripts
+    assert [s for s in scripts if s not in named] == []
