@@ -282,3 +282,28 @@ def test_readme_benchmarks_table_names_every_benchmark_script():
     scripts = _benchmark_scripts()
     assert len(scripts) > 30  # the scan found the scripts
     assert [s for s in scripts if s not in named] == []
+
+
+def test_readme_names_every_root_attribute_of_a_saved_fit(tmp_path):
+    """README's list of a saved fit's root attributes holds every one that an SF file, a hybrid's and a baseline's
+    (arrays in `parts`) have (support and n_factors were missing, and the hybrids' count_indices and
+    lr_singular_values)."""
+    import h5py
+    import numpy as np
+    import scipy.sparse as sp
+
+    from sfapprox import save_factors
+    from sfapprox.operators import ChordOperator, HybridOperator, SparseOperator
+
+    chord = ChordOperator(np.full((3, 8, 4), 0.25))
+    U = np.ones((8, 1)) / np.sqrt(8)
+    operators = {"sf": chord, "sf+lr": HybridOperator(8, chord=chord, low_rank=(U, np.array([8.0]), U.T)),
+                 "nmf": HybridOperator(8, low_rank=(U, None, U.T)), "sparse": SparseOperator(sp.eye(8))}
+    attributes = set()
+    for name, operator in operators.items():
+        save_factors(tmp_path / f"{name}.h5", operator)
+        with h5py.File(tmp_path / f"{name}.h5") as f:
+            attributes |= set(f.attrs)
+    listed = _section("## Output files").split("`fit --out F.h5`", 1)[1].split("SF factors are", 1)[0]
+    assert {"format", "support", "n_factors"} <= attributes  # the files were read
+    assert {a for a in attributes if f"`{a}`" not in listed} == set()
