@@ -368,6 +368,19 @@ def test_help_shows_brackets_and_each_command_s_whole_summary():
     assert "..." not in text
 
 
+
+def test_help_names_a_folder_by_its_option_s_metavar():
+    """batch's help wrote the reports to 'OUT/report.md' where its option is '--out-dir DIR' (and --data-dir is
+    a DIR too): a placeholder path in a command's help (FOLDER/<name>.h5) is the metavar of exactly one of its
+    options."""
+    import re
+
+    for path, command in _commands():
+        texts = [command.help or ""] + [getattr(p, "help", None) or "" for p in command.params]
+        metavars = [p.metavar for p in command.params if p.metavar]
+        for name in re.findall(r"\b([A-Z][A-Z_]*)/[a-z<]", " ".join(texts)):
+            assert metavars.count(name) == 1, f"'sfapprox {' '.join(path)} --help' writes {name}/ ({metavars})"
+
 @pytest.mark.parametrize("argv", [[], ["datasets"]])
 def test_no_arguments_print_the_help_whole(argv):
     """A group run without a command prints its help on stdout, as --help does, and exits 2 (click's help

@@ -307,3 +307,13 @@ def test_readme_names_every_root_attribute_of_a_saved_fit(tmp_path):
     listed = _section("## Output files").split("`fit --out F.h5`", 1)[1].split("SF factors are", 1)[0]
     assert {"format", "support", "n_factors"} <= attributes  # the files were read
     assert {a for a in attributes if f"`{a}`" not in listed} == set()
+
+
+def test_readme_placeholder_folders_are_option_metavars():
+    """A placeholder path in README (`DIR/factors/`) names a folder given as `--option DIR` there (it wrote
+    batch's `OUT/factors/`, an OUT no option takes)."""
+    import re
+
+    text = _text()
+    for name in re.findall(r"`([A-Z][A-Z_]*)/", text):
+        assert re.search(rf"--[a-z][a-z-]* {name}\b", text), name

@@ -171,7 +171,8 @@ def batch(
 
     Re-running the same command skips finished pairs and retries failed or
     unavailable ones (--redo recomputes them all).  At the end: a table per
-    category, and OUT/report.md, report.csv, report.tex, report.json.
+    category, and report.md, report.csv, report.tex, report.json in the
+    --out-dir folder.
     Ctrl-C stops within seconds, keeps every finished line and exits 130
     (SIGTERM: the same, exit 143).  One batch at a time per output folder:
     a second one refuses, naming the first, or waits for it with --wait.
