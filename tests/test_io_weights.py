@@ -502,3 +502,145 @@ def test_a_checkpoint_is_a_weights_file_to_info_and_to_a_manifest(tmp_path):
     lightning_checkpoint(refused, _HyperDict(lr=0.1))
     res = CliRunner().invoke(app, ["compare", str(refused), "--methods", "tsvd"])
     assert res.exit_code == 2 and "refused, never unpickled" in res.output and "Traceback" not in res.output
+
+
+# -- Attacks on the placeholders: crafted pickles, as an attacker writes them ---------------------------
+#
+# Each file is torch.save's zip of {"w": eye(3)}, its pickle (data.pkl) edited by hand to hold one more
+# object, "x", of the opcodes given.  Whatever the file does, nothing of it may run: no PWNED file written
+# in the working folder, no function of this module called (_RAN), no module imported (pwn_on_import,
+# which writes PWNED when it is).
+
+#: Calls of _ran: a function a crafted file names, which must never be called.
+_RAN: list[tuple] = []
+
+
+def _ran(*args) -> None:
+    _RAN.append(args)
+
+
+def _g(module: str, name: str) -> bytes:
+    """GLOBAL module.name (as the weights-only unpickler reads it: text lines)."""
+    return b"c" + f"{module}\n{name}\n".encode()
+
+
+def _s(text: str) -> bytes:
+    """BINUNICODE text."""
+    raw = text.encode()
+    return b"X" + struct.pack("<I", len(raw)) + raw
+
+
+def _call(func: bytes, *args: bytes) -> bytes:
+    """func(*args), pickled as REDUCE."""
+    return func + b"(" + b"".join(args) + b"tR"
+
+
+#: The memo index torch.save's pickle of {"w": eye(3)} gives the tensor w (BINGET of it is that tensor).
+_W = b"h\x0d"
+_EMPTY_ORDERED_DICT = _call(_g("collections", "OrderedDict"))
+
+
+def crafted_pt(path, body: bytes):
+    """torch.save's file of {"w": eye(3)} with ``body`` (pickle opcodes of one object) set as its "x"."""
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    torch.save({"w": torch.eye(3)}, buf)
+    src = zipfile.ZipFile(buf)
+    names = src.namelist()
+    pkl = src.read(names[0])
+    assert names[0].endswith("/data.pkl") and pkl.endswith(b"q\x0ds.")  # ... the tensor, memo 13; SETITEM; STOP
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as out:
+        for name in names:
+            out.writestr(name, pkl[:-1] + _s("x") + body + b"s." if name == names[0] else src.read(name))
+    return path
+
+
+@pytest.fixture
+def attacked(tmp_path, monkeypatch):
+    """A working folder where code run by a file shows (PWNED), and a module whose import shows."""
+    import sys
+
+    monkeypatch.chdir(tmp_path)
+    mod = tmp_path / "mods"
+    mod.mkdir()
+    (mod / "pwn_on_import.py").write_text(f"open({str(tmp_path / 'PWNED')!r}, 'w').close()\nrun = print\n")
+    monkeypatch.syspath_prepend(str(mod))
+    _RAN.clear()
+    before = torch.serialization.get_safe_globals()
+    yield tmp_path
+    assert not (tmp_path / "PWNED").exists(), "code from the file ran"
+    assert _RAN == [], "a function the file names was called"
+    assert "pwn_on_import" not in sys.modules, "a module the file names was imported"
+    assert torch.serialization.get_safe_globals() == before, "torch's allowlist was left changed"
+
+
+_TOUCH = "open('PWNED', 'w').close()"
+_ATTACKS = {
+    "eval": _call(_g("builtins", "eval"), _s(_TOUCH)),
+    "exec": _call(_g("builtins", "exec"), _s(_TOUCH)),
+    "py2-name-of-eval": _call(_g("__builtin__", "eval"), _s(_TOUCH)),  # mapped to builtins.eval by torch
+    "compile-then-exec": _call(_g("builtins", "exec"), _call(_g("builtins", "compile"), _s(_TOUCH), _s("f"),
+                                                             _s("exec"))),
+    "os.system": _call(_g("os", "system"), _s("touch PWNED")),
+    "posix.system": _call(_g("posix", "system"), _s("touch PWNED")),
+    "subprocess.Popen": _call(_g("subprocess", "Popen"), b"](" + _s("touch") + _s("PWNED") + b"e"),
+    "subprocess.Popen-newobj": _g("subprocess", "Popen") + b"(](" + _s("touch") + _s("PWNED") + b"et\x81",
+    "subprocess.run-kwargs": _call(_g("subprocess", "run"), _s("touch PWNED"), b"}" + _s("shell") + b"\x88s"),
+    "getattr-of-import_module": _call(
+        _call(_g("builtins", "getattr"), _call(_g("importlib", "import_module"), _s("os")), _s("system")),
+        _s("touch PWNED")),
+    "import_module": _call(_g("importlib", "import_module"), _s("pwn_on_import")),
+    "__import__": _call(_g("builtins", "__import__"), _s("pwn_on_import")),
+    "global-of-a-module-with-side-effects": _call(_g("pwn_on_import", "run"), _s("x")),
+    "a-function-of-the-user-s": _call(_g("test_io_weights", "_ran"), _s("reduce")),
+    "a-function-of-the-user-s-newobj": _g("test_io_weights", "_ran") + b"(" + _s("newobj") + b"t\x81",
+    "pickle.loads-of-a-payload": _call(_g("pickle", "loads"), _call(
+        _g("_codecs", "encode"), _s("cposix\nsystem\n(X\x0b\x00\x00\x00touch PWNEDtR."), _s("latin1"))),
+    "runpy": _call(_g("runpy", "run_module"), _s("pwn_on_import")),
+    "torch.load-unsafe": _call(_g("torch", "load"), _s("other.pt"), b"}" + _s("weights_only") + b"\x89s"),
+    # a placeholder's instance called, or given state that names a class: dropped, or refused
+    "call-of-an-unbuilt-instance": _call(_call(_g("argparse", "Namespace")), _s(_TOUCH)),
+    "build-with-class-state": _call(_g("argparse", "Namespace")) + b"}" + _s("__class__") + _g("builtins", "eval")
+    + b"sb",
+    "build-with-slot-state": _call(_g("argparse", "Namespace")) + b"N}" + _s("__reduce__") + _g("builtins", "exec")
+    + b"s\x86b",
+    "build-of-the-class-itself": _g("argparse", "Namespace") + b"}" + _s("__init__") + _g("builtins", "eval") + b"sb",
+    "newobj-with-arguments": _g("argparse", "Namespace") + b"(" + _s(_TOUCH) + _g("builtins", "exec") + b"t\x81",
+    # a name torch treats specially (it tells the user to import torch.nested / torch.distributed)
+    "nested-tensor-name": _call(_g("torch.nested._internal.nested_tensor", "_rebuild_njt"), _s(_TOUCH)),
+    "dtensor-name": _call(_g("torch.distributed.tensor", "DTensor"), _s(_TOUCH)),
+    # placeholders handed to torch's allowed rebuild functions
+    "rebuild_tensor_v2-of-an-unbuilt-storage": _call(
+        _g("torch._utils", "_rebuild_tensor_v2"), _call(_g("argparse", "Namespace")), b"K\x00", b"K\x03K\x03\x86",
+        b"K\x03K\x01\x86", b"\x89", _call(_g("argparse", "Namespace"))),
+    "rebuild_parameter-with-unbuilt-hooks": _call(_g("torch._utils", "_rebuild_parameter"), _W, b"\x89",
+                                                  _call(_g("builtins", "eval"), _s(_TOUCH))),
+    "rebuild_from_type_v2-of-unbuilt": _call(_g("torch._tensor", "_rebuild_from_type_v2"), _g("builtins", "exec"),
+                                             _g("builtins", "exec"), b"(" + _s(_TOUCH) + b"t", b"}"),
+    "rebuild_from_type_v2-as-subclass": _call(_g("torch._tensor", "_rebuild_from_type_v2"),
+                                              _g("torch._utils", "_rebuild_tensor_v2"), _g("builtins", "eval"),
+                                              b"(" + _W + b"K\x00K\x03K\x03\x86K\x03K\x01\x86\x89" +
+                                              _EMPTY_ORDERED_DICT + b"t", b"}"),
+    # a persistent id (a storage) whose type is a placeholder, or whose record is outside the file's
+    "persistent-id-of-an-unbuilt-storage-type": b"(" + _s("storage") + _g("builtins", "eval") + _s("0") + _s("cpu")
+    + b"K\x09tQ",
+    "persistent-id-of-another-record": b"(" + _s("storage") + _g("torch", "FloatStorage") + _s("../../../etc/passwd")
+    + _s("cpu") + b"K\x09tQ" + _g("builtins", "eval") + b"\x86",
+}
+
+
+@pytest.mark.parametrize("body", _ATTACKS.values(), ids=_ATTACKS.keys())
+def test_a_crafted_pickle_runs_and_imports_nothing(attacked, body):
+    """Whatever a file names or calls, it is read around, or refused in one line: never run or imported."""
+    path = crafted_pt(attacked / "evil.pt", body)
+    try:
+        loaded = load_matrix(path, var="w")
+    except InputError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith(str(path)), exc
+    else:
+        np.testing.assert_array_equal(loaded.matrix, np.eye(3))
+        assert "were left unbuilt" in loaded.notes[1] and "none was imported or run" in loaded.notes[1], loaded.notes
+    with pytest.raises(Exception):  # the user's own weights_only load still fails on it after ours  # noqa: B017
+        torch.load(path, weights_only=True)
