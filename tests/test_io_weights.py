@@ -644,3 +644,21 @@ def test_a_crafted_pickle_runs_and_imports_nothing(attacked, body):
         assert "were left unbuilt" in loaded.notes[1] and "none was imported or run" in loaded.notes[1], loaded.notes
     with pytest.raises(Exception):  # the user's own weights_only load still fails on it after ours  # noqa: B017
         torch.load(path, weights_only=True)
+
+
+def test_a_file_naming_thousands_of_classes_is_refused_at_once_not_unpickled_for_hours(attacked):
+    """torch's unpickler looks every allowed name up afresh at each GLOBAL: 2,000 placeholders took 2 s to
+    read around, 4,000 8 s, and the time grows as the square of a file's size.  A checkpoint's few load."""
+    import time
+
+    def naming(n):
+        return b"](" + b"".join(_g("hyper", f"C{i}") for i in range(n)) + b"e"
+
+    many = crafted_pt(attacked / "many.pt", naming(2000))
+    t0 = time.perf_counter()
+    msg = input_error(many, r"holds pickled objects other than tensors "
+                      r"\(classes or code: hyper.C0, .* and 1994 more: more than the 64 left unbuilt at most\); "
+                      r"refused, never unpickled", var="w")
+    assert time.perf_counter() - t0 < 5, msg  # loose: refused before any placeholder is made
+    loaded = load_matrix(crafted_pt(attacked / "some.pt", naming(64)), var="w")
+    assert "hyper.C0, hyper.C1, hyper.C10" in loaded.notes[1] and "and 58 more" in loaded.notes[1], loaded.notes

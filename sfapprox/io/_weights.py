@@ -19,7 +19,7 @@ error lists them (``sfapprox info`` does too).
   hyper-parameters, a ``pathlib.Path``) are never imported, built or run: each
   stands as an inert placeholder (:class:`_Unbuilt`), so the tensors around them
   are read.  A file whose tensors cannot be had that way (a whole pickled model,
-  a global of ``os`` or ``sys``) is refused, never executed.
+  a global of ``os`` or ``sys``, more than 64 names to leave unbuilt) is refused, never executed.
 """
 
 from __future__ import annotations
@@ -318,6 +318,10 @@ _SAVE_ALONE = ("where the file is trusted, save its tensors alone: torch.save(mo
 #: torch's list of the globals a weights_only load may take is one for the whole process: the placeholders
 #: of one file's load are on it only during that load, and no other load of ours runs meanwhile.
 _ALLOWLIST_LOCK = threading.Lock()
+#: Most names a file may have stand unbuilt.  torch's unpickler rebuilds its dict of allowed names at every
+#: GLOBAL, NEWOBJ and BUILD of them: a 36 KB file naming 4,000 classes took 8 s to refuse, and time grows as
+#: the square (a 1 MB file, hours).  A training checkpoint names a few (a Namespace, a path, a config's classes).
+_MOST_UNBUILT = 64
 
 
 class _Unbuilt:
@@ -451,6 +455,9 @@ def _with_placeholders(src: Source, mapped: bool, unbuilt: list[str]) -> Any:
                        _SAVE_ALONE)
     if not unbuilt:
         raise refused
+    if len(unbuilt) > _MOST_UNBUILT:
+        raise src.fail(f"holds pickled objects other than tensors ({_named(unbuilt)}: more than the "
+                       f"{_MOST_UNBUILT} left unbuilt at most); refused, never unpickled", _SAVE_ALONE)
     try:
         return _torch_load(src, mapped, unbuilt)
     except MemoryError:
