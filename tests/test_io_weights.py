@@ -662,3 +662,68 @@ def test_a_file_naming_thousands_of_classes_is_refused_at_once_not_unpickled_for
     assert time.perf_counter() - t0 < 5, msg  # loose: refused before any placeholder is made
     loaded = load_matrix(crafted_pt(attacked / "some.pt", naming(64)), var="w")
     assert "hyper.C0, hyper.C1, hyper.C10" in loaded.notes[1] and "and 58 more" in loaded.notes[1], loaded.notes
+
+
+class _UsersOwn:
+    """A class the user put on torch's allowlist themselves."""
+
+
+def test_our_placeholders_leave_torch_s_allowlist_as_the_user_had_it(tmp_path, monkeypatch):
+    """After a checkpoint read (list_weights, info, load_matrix), read around or refused (an exception inside
+    the placeholders' load), the allowlist is the user's again: their own entry kept, ours gone, and their own
+    weights_only load of the checkpoint refused as before."""
+    import argparse
+    import pickle
+
+    from typer.testing import CliRunner
+
+    from sfapprox.cli import app
+    from sfapprox.io import list_weights
+
+    ckpt, refused = tmp_path / "ns.ckpt", tmp_path / "dict.ckpt"
+    lightning_checkpoint(ckpt, argparse.Namespace(lr=0.1))
+    lightning_checkpoint(refused, _HyperDict(lr=0.1))
+    torch.save(_UsersOwn(), tmp_path / "own.pt")
+    monkeypatch.setattr(torch.serialization._weights_only_unpickler, "_marked_safe_globals_set", set())
+    torch.serialization.add_safe_globals([_UsersOwn])
+    assert "state_dict.model.weight" in [t["name"] for t in list_weights(ckpt, "torch")]
+    assert CliRunner().invoke(app, ["info", str(ckpt)]).exit_code == 0
+    assert load_matrix(ckpt).n == 6
+    input_error(refused, "refused, never unpickled")  # its second load raised inside the placeholders' context
+    assert torch.serialization.get_safe_globals() == [_UsersOwn]
+    assert isinstance(torch.load(tmp_path / "own.pt", weights_only=True), _UsersOwn)
+    for path in (ckpt, refused):
+        with pytest.raises(pickle.UnpicklingError, match="Unsupported global"):
+            torch.load(path, weights_only=True)
+
+
+def test_another_thread_s_own_load_meanwhile_refuses_what_our_placeholders_stand_for(tmp_path, monkeypatch):
+    """torch's allowlist is the whole process's: while sfapprox read a checkpoint around its Namespace, a
+    weights_only load of the user's in another thread built that Namespace as our placeholder, not refused."""
+    import argparse
+    import pickle
+    import threading
+
+    from sfapprox.io._weights import _Unbuilt
+
+    ckpt = tmp_path / "ns.ckpt"
+    lightning_checkpoint(ckpt, argparse.Namespace(lr=0.1))
+    theirs, load = [], torch.load
+
+    def users_load():
+        try:
+            theirs.append(load(ckpt, weights_only=True))
+        except pickle.UnpicklingError as exc:
+            theirs.append(exc)
+
+    def ours(*args, **kwargs):  # sfapprox's load, with the user's thread loading while it is under way
+        if any(isinstance(g, type) and issubclass(g, _Unbuilt) for g in torch.serialization.get_safe_globals()):
+            user = threading.Thread(target=users_load)
+            user.start()
+            user.join()
+        return load(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "load", ours)
+    assert load_matrix(ckpt).n == 6
+    assert len(theirs) == 1 and isinstance(theirs[0], pickle.UnpicklingError), theirs
+    assert "argparse.Namespace" in str(theirs[0])

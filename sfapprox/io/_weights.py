@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pickle
 import re
 import struct
 import threading
@@ -318,6 +319,9 @@ _SAVE_ALONE = ("where the file is trusted, save its tensors alone: torch.save(mo
 #: torch's list of the globals a weights_only load may take is one for the whole process: the placeholders
 #: of one file's load are on it only during that load, and no other load of ours runs meanwhile.
 _ALLOWLIST_LOCK = threading.Lock()
+#: ``active`` in the thread of the load the placeholders are on the list for: another thread's own
+#: ``torch.load(weights_only=True)`` meanwhile finds them there too, and must refuse what it refuses without them.
+_LOADING = threading.local()
 #: Most names a file may have stand unbuilt.  torch's unpickler rebuilds its dict of allowed names at every
 #: GLOBAL, NEWOBJ and BUILD of them: a 36 KB file naming 4,000 classes took 8 s to refuse, and time grows as
 #: the square (a 1 MB file, hours).  A training checkpoint names a few (a Namespace, a path, a config's classes).
@@ -331,12 +335,16 @@ class _Unbuilt:
     torch's weights-only unpickler takes a class it is told is safe and then only calls it (``cls(*args)``),
     calls ``cls.__new__(cls, *args)``, or gives an instance its state (``__setstate__``).  Here each of these
     takes its arguments and drops them: a placeholder holds nothing, so no tensor is hidden in it and no
-    memory-mapped storage kept.
+    memory-mapped storage kept.  Only the load that put it on torch's list builds one: in another thread's
+    load it is refused as torch refuses a name not allowed.
     """
 
     __slots__ = ()
 
     def __new__(cls, *args, **kwargs):
+        if not getattr(_LOADING, "active", False):
+            raise pickle.UnpicklingError(f"Unsupported global: {cls.__module__}.{cls.__qualname__} is allowed only to "
+                                         "the load of sfapprox that stands it unbuilt")
         return object.__new__(cls)
 
     def __init__(self, *args, **kwargs):
@@ -365,15 +373,17 @@ def _unbuilt_globals(names: list[str]) -> Iterator[None]:
     import torch
 
     with _ALLOWLIST_LOCK, torch.serialization.safe_globals([_placeholder(n) for n in names]):
-        yield
+        _LOADING.active = True
+        try:
+            yield
+        finally:
+            _LOADING.active = False
 
 
 def _unsafe_globals(src: Source, mapped: bool) -> list[str]:
     """The globals (classes, functions) a torch.save file names beyond what ``weights_only`` loads, read
     from its pickle without running it; empty where torch cannot say (before 2.5, a legacy-format file,
     a raw pickle)."""
-    import pickle
-
     import torch
 
     serialization = torch.serialization
@@ -410,8 +420,6 @@ def _torch_load(src: Source, mapped: bool, unbuilt: list[str] = ()) -> Any:
 def _torch_state(src: Source, max_memory: int | None = None) -> tuple[dict[str, Any], list[str]]:
     """The file's tensors by dotted name, and the globals its objects named that were left unbuilt
     (:class:`_Unbuilt`; empty for a plain state dict)."""
-    import pickle
-
     # torch.save's zip format is memory-mapped (a tensor is read when chosen); the legacy format
     # (_use_new_zipfile_serialization=False) cannot be, and is read whole: its size is checked first.
     # torch maps a file only from its path, passed on as UTF-8 text: a file whose name is not UTF-8
