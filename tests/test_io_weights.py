@@ -727,3 +727,28 @@ def test_another_thread_s_own_load_meanwhile_refuses_what_our_placeholders_stand
     assert load_matrix(ckpt).n == 6
     assert len(theirs) == 1 and isinstance(theirs[0], pickle.UnpicklingError), theirs
     assert "argparse.Namespace" in str(theirs[0])
+
+
+def test_a_tensor_given_attributes_that_shadow_its_methods_is_read_by_its_values(attacked):
+    """torch's rebuild functions set any attribute a file names on a tensor (a Parameter's state): detach,
+    numel, to, numpy, is_complex, set to allowed classes or to placeholders, were what sfapprox called
+    (AttributeError: '_Unbuilt' object has no attribute 'to', a traceback), and a dict's items."""
+    shadows = b"}(" + b"".join(_s(m) + _g("builtins", "eval") for m in ("detach", "to", "numpy", "is_floating_point"))
+    shadows += _s("numel") + _g("torch", "Size") + _s("is_complex") + _g("builtins", "set") + b"u"
+    param = _call(_g("torch._utils", "_rebuild_parameter_with_state"), _W, b"\x89", _EMPTY_ORDERED_DICT, shadows)
+    path = crafted_pt(attacked / "shadowed.pt", param)
+    np.testing.assert_array_equal(load_matrix(path, var="x").matrix, np.eye(3))
+    assert {r["name"]: r["square"] for r in describe_weights(path, "torch").data["tensors"]} == {"w": True, "x": True}
+    plain = _call(_g("torch._utils", "_rebuild_parameter_with_state"), _W, b"\x89", _EMPTY_ORDERED_DICT,
+                  b"}" + _s("detach") + _g("builtins", "set") + b"s")  # no global beyond weights_only's own
+    np.testing.assert_array_equal(load_matrix(crafted_pt(attacked / "plain.pt", plain), var="x").matrix, np.eye(3))
+    items = _EMPTY_ORDERED_DICT + b"(" + _s("v") + _W + b"u}" + _s("items") + _g("collections", "Counter") + b"sb"
+    np.testing.assert_array_equal(load_matrix(crafted_pt(attacked / "items.pt", items), var="x.v").matrix, np.eye(3))
+
+
+def test_a_rebuild_function_given_the_wrong_objects_is_a_one_line_refusal_not_a_traceback(attacked):
+    """_rebuild_tensor_v2 given an int for its storage raised AttributeError ('int' object has no attribute
+    'dtype') out of the first load, past the one-line errors."""
+    bad = _call(_g("torch._utils", "_rebuild_tensor_v2"), b"K\x01K\x00K\x03K\x03\x86K\x03K\x01\x86\x89",
+                _EMPTY_ORDERED_DICT)
+    input_error(crafted_pt(attacked / "bad.pt", bad), r"not a readable PyTorch file \(.*'dtype'")

@@ -438,7 +438,8 @@ def _torch_state(src: Source, max_memory: int | None = None) -> tuple[dict[str, 
         # weights_only refuses, not its state_dict: loaded again with those names as inert placeholders
         unbuilt = _unsafe_globals(src, mapped)
         state = _with_placeholders(src, mapped, unbuilt)
-    except (RuntimeError, OSError, EOFError, ValueError) as exc:
+    except (RuntimeError, OSError, EOFError, ValueError, AttributeError) as exc:  # AttributeError: a rebuild
+        # function of torch's given what it does not take ('int' object has no attribute 'dtype')
         raise src.fail(f"not a readable PyTorch file ({' '.join(str(exc).split())[:200]})",
                        "it may be truncated or damaged: copy or save it again") from None
     tensors: dict[str, Any] = {}
@@ -449,7 +450,9 @@ def _torch_state(src: Source, max_memory: int | None = None) -> tuple[dict[str, 
             raise src.fail(f"holds two tensors named {name!r} once nested names are dotted (a key with a dot "
                            f"beside a nested dict); which one {parameter('var')} means is not said",
                            "save them under names of their own")
-        tensors[name] = tensor
+        # its values alone: torch sets any attribute a file names on a tensor (a Parameter's state), and one
+        # named detach, numel or to (an allowed class, a placeholder) is what tensor.detach() would call
+        tensors[name] = tensor.data
     if unbuilt and not tensors:  # a whole pickled model (torch.save(model)): its tensors are inside its objects
         raise src.fail(f"holds pickled objects other than tensors ({_named(unbuilt)}), and no tensor outside them; "
                        "refused, never unpickled", _SAVE_ALONE)
@@ -490,7 +493,7 @@ def weight_tensors(state: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
     if isinstance(state, torch.Tensor):
         yield prefix, state
     elif isinstance(state, dict):
-        for key, value in state.items():
+        for key, value in dict.items(state):  # not state.items: an OrderedDict's attributes are the file's
             yield from weight_tensors(value, f"{prefix}.{key}" if prefix else str(key))
     elif isinstance(state, (list, tuple)):
         for i, value in enumerate(state):
