@@ -623,6 +623,11 @@ _ATTACKS = {
                                               _g("torch._utils", "_rebuild_tensor_v2"), _g("builtins", "eval"),
                                               b"(" + _W + b"K\x00K\x03K\x03\x86K\x03K\x01\x86\x89" +
                                               _EMPTY_ORDERED_DICT + b"t", b"}"),
+    # a first load that fails for another reason than the globals named: the second fails too
+    "an-opcode-not-read-after-a-global": _call(_g("builtins", "exec"), _s(_TOUCH)) + b"\x93",
+    "an-append-to-a-dict-after-a-global": b"}" + _call(_g("builtins", "exec"), _s(_TOUCH)) + b"a",
+    "a-name-no-class-can-have": _call(_g("builtins", "e\x00val"), _s(_TOUCH)),
+    "a-module-inside-os": _call(_g("os.path", "exists"), _s("PWNED")),
     # a persistent id (a storage) whose type is a placeholder, or whose record is outside the file's
     "persistent-id-of-an-unbuilt-storage-type": b"(" + _s("storage") + _g("builtins", "eval") + _s("0") + _s("cpu")
     + b"K\x09tQ",
@@ -752,3 +757,13 @@ def test_a_rebuild_function_given_the_wrong_objects_is_a_one_line_refusal_not_a_
     bad = _call(_g("torch._utils", "_rebuild_tensor_v2"), b"K\x01K\x00K\x03K\x03\x86K\x03K\x01\x86\x89",
                 _EMPTY_ORDERED_DICT)
     input_error(crafted_pt(attacked / "bad.pt", bad), r"not a readable PyTorch file \(.*'dtype'")
+
+
+def test_a_global_s_name_reaches_the_terminal_with_its_control_characters_escaped(attacked):
+    """The names listed as unbuilt or refused are the file's: an ESC sequence in one (clear the screen, set the
+    window's title) was printed raw in the error line and the notes."""
+    esc = "\x1b]0;owned\x07\x1b[2J"
+    msg = input_error(crafted_pt(attacked / "refused.pt", _call(_g("os", "system" + esc), _s("x"))), "refused")
+    assert "\x1b" not in msg and "\x07" not in msg and r"os.system\x1b]0;owned\x07\x1b[2J" in msg, msg
+    loaded = load_matrix(crafted_pt(attacked / "read.pt", _call(_g("hyper", "C" + esc), _s("x"))), var="w")
+    assert "\x1b" not in loaded.notes[1] and r"hyper.C\x1b]0;owned" in loaded.notes[1], loaded.notes
