@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Column", "Table", "OutputFormat", "Layout", "layout", "render_rich", "fmt_number", "fmt_seconds", "jsonable",
-           "PLOT_SUFFIXES"]
+           "PLOT_SUFFIXES", "printable"]
 
 #: Figure formats matplotlib writes without extra packages (the plots' files; a stream gets a PNG).
 PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp")
@@ -109,7 +109,7 @@ class Table:
         data : dict, optional
             The values behind the cells, for CSV (see :attr:`data`).
         """
-        self.rows.append(row)
+        self.rows.append({k: printable(v) if isinstance(v, str) else v for k, v in row.items()})
         self.best.append(best or set())
         self.data.append(data or {})
 
@@ -198,6 +198,26 @@ def fmt_with_interval(value: float | None, interval) -> str:
     if high is None or not math.isfinite(high):
         return f"{fmt_number(value)} ± ?"
     return f"{fmt_number(value)} ± {fmt_number(max(high - value, value - low), 2)}"
+
+
+#: Characters a file may spell that a terminal would act on rather than show: C0 controls but the line break
+#: (ESC starts a colour, a title, a cursor move; BEL rings), DEL, C1 controls (0x9b is a one-byte CSI) and
+#: the bidirectional overrides that reorder what is shown.  Each is written as its escape instead.
+_ESCAPED = {**{c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7f, 0xa0)] if c != 0x0a},
+            **{c: f"\\u{c:04x}" for c in [*range(0x202a, 0x202f), *range(0x2066, 0x206a)]}}
+
+
+def printable(text: str) -> str:
+    r"""``text`` with what a terminal would act on written as escapes (``a\x1b[31m``): names read from a
+    file (a tensor's, a variable's, a file's own) reach tables, notes and error lines, and an ESC in one
+    recoloured or cleared the user's terminal.
+
+    Examples
+    --------
+    >>> printable("w\x1b[2J.weight"), printable("plain text")
+    ('w\\x1b[2J.weight', 'plain text')
+    """
+    return text.translate(_ESCAPED)
 
 
 def fmt_number(value: float | None, digits: int = 4) -> str:
@@ -393,7 +413,7 @@ def render_csv(tables: list[Table]) -> str:
     for table, (own, rows) in zip(tables, views):
         for values in rows:
             by_title = dict(zip(own, values))
-            writer.writerow(([table.title] if several else []) + [by_title.get(t, "") for t in titles])
+            writer.writerow(([printable(table.title)] if several else []) + [by_title.get(t, "") for t in titles])
     return buffer.getvalue()
 
 
@@ -411,13 +431,13 @@ def render_markdown(tables: list[Table]) -> str:
     """
     out = []
     for table in tables:
-        out.append(f"### {_md_escape(table.title)}\n")
+        out.append(f"### {_md_escape(printable(table.title))}\n")
         out.append("| " + " | ".join(_md_escape(c.title) for c in table.columns) + " |")
         out.append("|" + "|".join("---:" if c.align == "right" else "---" for c in table.columns) + "|")
         for cells, best in zip(table.cells(), table.best):
             shown = [f"**{_md_escape(v)}**" if c.key in best else _md_escape(v) for c, v in zip(table.columns, cells)]
             out.append("| " + " | ".join(shown) + " |")
-        out.extend(["", *(f"{_md_escape(n)}  " for n in table.notes), ""] if table.notes else [""])
+        out.extend(["", *(f"{_md_escape(printable(n))}  " for n in table.notes), ""] if table.notes else [""])
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -438,7 +458,7 @@ def render_latex(tables: list[Table]) -> str:
     out = []
     for table in tables:
         spec = "".join("r" if c.align == "right" else "l" for c in table.columns)
-        out.append(f"% {_latex_escape(table.title)}")
+        out.append(f"% {_latex_escape(printable(table.title))}")
         out.append(f"\\begin{{tabular}}{{{spec}}}\n\\toprule")
         out.append(" & ".join(_latex_escape(c.title) for c in table.columns) + r" \\")
         out.append(r"\midrule")
@@ -648,7 +668,7 @@ def render_rich(tables: list[Table], width: int | None = None) -> list[Any]:
             style = (dict(box=box.HEAVY_HEAD) if plan.boxed else
                      dict(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True))
             # The title on a line of its own: wrapped at the window, not at a narrow table's width.
-            out.append(Text(title, style="italic"))
+            out.append(Text(printable(title), style="italic"))
             rich = RichTable(**style)
             for i in part:
                 c = table.columns[i]
@@ -667,7 +687,7 @@ def render_rich(tables: list[Table], width: int | None = None) -> list[Any]:
         if plan.hidden:
             notes.append(f"(left out to fit the window: {', '.join(plan.hidden)}; a wider window, "
                          "--json or --csv shows every column)")
-        out.extend(Text(n) for n in notes)
+        out.extend(Text(printable(n)) for n in notes)
     return out
 
 

@@ -1191,3 +1191,18 @@ def test_a_fit_from_columns_by_sketches_says_so(capsys):
     said = " ".join(capsys.readouterr().err.split())
     assert "(6 passes over the columns in 120 steps: Adam's, then L-BFGS's on sketches of the columns, a new one " \
            "each pass, until a sketch gained nothing, then by passes)" in said
+
+
+def test_control_characters_a_file_spells_never_reach_the_terminal(tmp_path):
+    """A tensor's name (or a file's) with ESC in it reached info's table and the error line raw: an
+    ``ESC[2J`` cleared the user's screen, ``ESC[31m`` recoloured it.  They are shown escaped."""
+    torch = pytest.importorskip("torch")
+    torch.save({"a\x1b[2J\x07.weight": torch.eye(6)}, tmp_path / "esc.pt")
+    shown = invoke("info", tmp_path / "esc.pt")
+    assert shown.exit_code == 0 and "\x1b" not in shown.output and "\x07" not in shown.output
+    assert "a\\x1b[2J\\x07.weight" in shown.output
+    refused = invoke("compare", tmp_path / "esc.pt", "--var", "nope", "--methods", "tsvd")
+    assert refused.exit_code == 2 and "\x1b" not in refused.output and "a\\x1b[2J\\x07.weight" in refused.output
+    ran = invoke("compare", tmp_path / "esc.pt", "--methods", "tsvd", "--markdown", tmp_path / "c.md")
+    assert ran.exit_code == 0 and "\x1b" not in ran.output and "\x1b" not in (tmp_path / "c.md").read_text()
+    assert "esc:a\\x1b[2J\\x07.weight" in ran.output

@@ -73,7 +73,9 @@ def main() -> None:
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """A warning as the CLI's other messages are: one line on stderr (``warning: ...``), without the
     source file and line Python adds (they name sfapprox's code, not anything the user can act on)."""
-    (file or sys.stderr).write(f"warning: {' '.join(str(message).split())}\n")
+    from ..formats import printable  # (light: no numpy)
+
+    (file or sys.stderr).write(f"warning: {printable(' '.join(str(message).split()))}\n")
 
 
 def _usage_error(exc) -> int:

@@ -20,6 +20,7 @@ from .._atomic import cut_short_outputs, written_outputs
 from .._errors import SfapproxError, spelled_for
 from .._progress import same_progress
 from .._signals import stop_cause
+from ..formats import printable
 from ._render import closed_pipe, err, one_line, os_error_text, out, say_error
 
 #: How ``--help`` is drawn, for the app and its sub-command groups: click's plain layout, not Typer's rich
@@ -361,7 +362,7 @@ def read_matrix(path: Path, options):
 def show_notes(loaded) -> None:
     """Print how the file became a matrix (one ``note:`` line each) on stderr."""
     for line in loaded.notes:
-        err.print(f"note: {escape(line)}", highlight=False, soft_wrap=one_line())
+        err.print(f"note: {escape(printable(line))}", highlight=False, soft_wrap=one_line())
 
 
 def announce_start(callback: Callable[[dict], Any], what: str, quiet: bool) -> Callable[[dict], Any]:

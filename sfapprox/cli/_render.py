@@ -27,7 +27,7 @@ from rich.table import Table as RichTable
 
 from .._atomic import check_writable, output_target, resolved_path, stream_kind, write_text
 from .._errors import ParameterError, SfapproxError
-from ..formats import PLOT_SUFFIXES, OutputFormat, Table, fmt_number, render_rich
+from ..formats import PLOT_SUFFIXES, OutputFormat, Table, fmt_number, printable, render_rich
 
 
 #: Width of a console that writes to a pipe or a file: tables there are as wide as their content.
@@ -84,7 +84,7 @@ def one_line() -> bool:
 
 def note(message: str, *, style: str = "") -> None:
     """One line on stderr (markup in ``message`` is printed as is)."""
-    text = escape(message)
+    text = escape(printable(message))
     err.print(f"[{style}]{text}[/]" if style else text, highlight=False, soft_wrap=one_line())
 
 
@@ -268,7 +268,8 @@ def closed_pipe(exc: BaseException) -> bool:
 def say_error(message: str) -> None:
     """One ``error:`` line on stderr, whatever the message held (its whitespace folded; escaped, so that
     "[...]" in a path or message is printed, not read as rich markup)."""
-    err.print(f"[bold red]error:[/] {escape(' '.join(message.split()))}", highlight=False, soft_wrap=one_line())
+    err.print(f"[bold red]error:[/] {escape(printable(' '.join(message.split())))}", highlight=False,
+              soft_wrap=one_line())
 
 
 def os_error_text(exc: OSError) -> str:
@@ -398,11 +399,14 @@ def show_value(value) -> str:
 
 def key_value_table(title: str, rows: list[tuple[str, Any]]) -> RichTable:
     """Facts as a two-column table; in a narrow window a value wraps (folds), never cut to "0.993…"."""
-    table = RichTable(title=title, show_header=False)
+    from rich.text import Text
+
+    # Text, not markup: a value is shown as it is ("[...]" in a path), its control characters escaped
+    table = RichTable(title=Text(printable(title)), show_header=False)
     table.add_column(style="bold", overflow="fold")
     table.add_column(overflow="fold")
     for key, value in rows:
-        table.add_row(key, str(value))
+        table.add_row(Text(printable(key)), Text(printable(str(value))))
     return table
 
 
@@ -425,6 +429,7 @@ def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float |
     if quiet or not err.is_interactive:
         yield _quiet_update
         return
+    label = escape(printable(label))  # (a file's name: its "[...]" shown, not read as markup; no ESC let through)
     # In a narrow window the label, the bar and the phase give way; the numbers are never cut (a line
     # "it 7… error 6…" read as iteration 7 at iteration 7,429).
     whole = dict(no_wrap=True, overflow="ignore")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from rich.markup import escape
-
 from .._errors import ParameterError
 from . import _options as o
 from ._app import app, error_boundary, read_matrix, show_notes
@@ -33,17 +31,17 @@ def info(
         weights = load.format or _weights_format(path)
         if is_factors_file(path):
             _no_load_options(load, path)
-            report, title, loaded = describe_factors(path), escape(path.name), None
+            report, title, loaded = describe_factors(path), path.name, None
         elif weights in ("safetensors", "torch") and load.var is None:
             _no_load_options(load, path, "a model's weights file lists its tensors as they are (--var NAME "
                                          "reads one as a matrix)")
-            report, title, loaded = describe_weights(path, weights), escape(path.name), None
+            report, title, loaded = describe_weights(path, weights), path.name, None
         else:
             loaded = read_matrix(path, load)
-            report, title = describe(loaded, max_memory=load.max_memory), escape(loaded.name)
+            report, title = describe(loaded, max_memory=load.max_memory), loaded.name
         # the summary goes where the tables go: stderr when stdout carries --json - (it was left out)
         console = err if stdout_claimed(outputs) else out
-        console.print(key_value_table(title, [(k, escape(show_value(v))) for k, v in report.facts]))
+        console.print(key_value_table(title, [(k, show_value(v)) for k, v in report.facts]))
         if loaded is not None:
             show_notes(loaded)
         if loaded is None and weights not in ("safetensors", "torch"):

@@ -397,13 +397,11 @@ def _unsafe_globals(src: Source, mapped: bool) -> list[str]:
 
 
 def _listed(names: list[str], most: int = 6) -> str:
-    """Global names as a message lists them, each :func:`_printed`."""
-    return ", ".join(map(_printed, names[:most])) + (f" and {len(names) - most} more" if len(names) > most else "")
+    """Global names as a message lists them, their control characters escaped (``ESC[2J`` in a GLOBAL
+    reached the terminal raw; :func:`~sfapprox.formats.printable`)."""
+    from ..formats import printable
 
-
-def _printed(name: str) -> str:
-    """A name a file spelled, its control characters escaped: ``ESC[2J`` in a GLOBAL reached the terminal raw."""
-    return name if name.isprintable() else name.encode("unicode_escape").decode("ascii")
+    return ", ".join(map(printable, names[:most])) + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 def _named(names: list[str]) -> str:
