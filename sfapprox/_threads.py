@@ -209,6 +209,34 @@ def _blas_threads() -> int:
     return max(counts) if counts else available_cores()
 
 
+#: Where Linux tells which logical CPUs share a core (hyper-threads).
+_CPU_TOPOLOGY = "/sys/devices/system/cpu"
+
+
+def physical_cores() -> int:
+    """Cores (not hyper-threads) among the CPUs this process may run on: distinct sibling sets of
+    Linux's CPU topology; :func:`available_cores` where it cannot be read (another system)."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+        siblings = set()
+        for cpu in cpus:
+            with open(f"{_CPU_TOPOLOGY}/cpu{cpu}/topology/thread_siblings_list") as fh:
+                siblings.add(fh.read().strip())
+    except (AttributeError, OSError):
+        return available_cores()
+    return max(1, min(len(siblings), available_cores()))
+
+
+def _numpy_cap(blas: int) -> int:
+    """The most threads a numpy-only block (no torch loaded) may use: the BLAS pools' count, and, where
+    no ``OMP_NUM_THREADS`` set it, at most the physical cores, as torch's own default count is (OpenBLAS
+    starts one thread per logical CPU: with torch no longer loaded for Nystrom and rsvd, their cap was
+    every hyper-thread where it had been the cores)."""
+    if os.environ.get("OMP_NUM_THREADS"):
+        return blas
+    return min(blas, physical_cores())
+
+
 def _limit_blas(threads: int):
     """Limit the BLAS pools (numpy's OpenBLAS, ...) to ``threads``; returns an object that restores them."""
     controller = _blas()
@@ -392,7 +420,7 @@ class AdaptiveThreads:
             self._set(min(self.forced, available_cores()))
             return self
         self._cores = available_cores()
-        self._cap = self._before
+        self._cap = self._before if self._torch is not None else _numpy_cap(self._before)
         if self._choose() > 1:  # worth more than one thread: watched, and only on cores nobody else wants now
             self._monitor = CpuMonitor()
         self._set(threads_free_now(self.work, self._cores, self._cap, self.min_work))

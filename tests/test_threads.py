@@ -193,3 +193,26 @@ def test_a_block_of_numpy_alone_limits_the_blas_pools_and_imports_no_torch():
             "with T.AdaptiveThreads(10**9, threads=1, torch=False) as gov:\n    inside = T._blas_threads()\n"
             "print(inside, T._blas_threads() == before, gov.used, 'torch' in sys.modules)")
     assert _in_fresh_process(code) == "1 True 1 False"
+
+
+def test_a_numpy_block_is_capped_at_the_physical_cores_as_torch_s_default_is(tmp_path):
+    """Without torch loaded, the cap of a numpy-only block (Nystrom, rsvd) was the BLAS pools' count:
+    OpenBLAS's one thread per logical CPU, every hyper-thread, where torch's default count (the cap when it
+    was loaded) is the physical cores.  Two CPUs that are one core's two threads: a cap of 1."""
+    for cpu in (0, 1):
+        (tmp_path / f"cpu{cpu}" / "topology").mkdir(parents=True)
+        (tmp_path / f"cpu{cpu}" / "topology" / "thread_siblings_list").write_text("0-1\n")
+    code = ("import os, sys\nimport numpy\nfrom sfapprox import _threads as T\n"
+            "os.sched_setaffinity(0, {0, 1})\nT.available_cores = lambda: 2\n"
+            "T._blas_threads = lambda: 2\nT._limit_blas = lambda n: None\n"
+            f"T._CPU_TOPOLOGY = {str(tmp_path)!r}\n"
+            "with T.AdaptiveThreads(10**12, torch=False) as gov:\n    pass\n"
+            "os.environ['OMP_NUM_THREADS'] = '2'\n"
+            "with T.AdaptiveThreads(10**12, torch=False) as set_by_user:\n    pass\n"
+            "print(T.physical_cores(), gov._cap, set_by_user._cap, 'torch' in sys.modules)")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    if len(os.sched_getaffinity(0)) < 2 or not {0, 1} <= os.sched_getaffinity(0):
+        pytest.skip("needs CPUs 0 and 1")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "1", "2", "False"]
