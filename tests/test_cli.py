@@ -1206,3 +1206,24 @@ def test_control_characters_a_file_spells_never_reach_the_terminal(tmp_path):
     ran = invoke("compare", tmp_path / "esc.pt", "--methods", "tsvd", "--markdown", tmp_path / "c.md")
     assert ran.exit_code == 0 and "\x1b" not in ran.output and "\x1b" not in (tmp_path / "c.md").read_text()
     assert "esc:a\\x1b[2J\\x07.weight" in ran.output
+
+
+ESC_NAME = "x\x1b[2J\x07"  # a file's name with ESC[2J (clear the screen) and BEL in it
+
+
+def _raw_controls(text: str) -> list[str]:
+    """The characters in ``text`` a terminal would act on (what formats.printable escapes)."""
+    return re.findall("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", text)
+
+
+def test_a_usage_error_quoting_a_control_character_is_escaped(capsys):
+    """click's usage errors quote what was typed: typer's copy of click escapes ESC but not a bidirectional
+    override, and plain click (before typer 0.29) escapes nothing; the line went to the terminal raw."""
+    import typer
+
+    from sfapprox.cli import _usage_error
+
+    usage_error = next(k for k in typer.BadParameter.__mro__ if k.__name__ == "UsageError")
+    assert _usage_error(usage_error(f"No such option: --a\x1b[2J\u202eb")) == 2
+    said = capsys.readouterr().err
+    assert not _raw_controls(said) and "--a\\x1b[2J\\u202eb" in said

@@ -86,8 +86,12 @@ def _usage_error(exc) -> int:
         # printed whole where --help prints it
         sys.stdout.write(exc.format_message().rstrip("\n") + "\n")
         return exc.exit_code
+    from ..formats import printable  # (light: no numpy)
+
     message = " ".join(exc.format_message().split())
     ctx = getattr(exc, "ctx", None)
     where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-    sys.stderr.write(f"error: {message}{where}\n")
+    # the message quotes what was typed (an option's name, a file's): escaped as every error line is (click
+    # before typer 0.29 escapes none of it, typer's own copy leaves the bidirectional overrides)
+    sys.stderr.write(f"error: {printable(message + where)}\n")
     return exc.exit_code
