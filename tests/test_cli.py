@@ -1227,3 +1227,13 @@ def test_a_usage_error_quoting_a_control_character_is_escaped(capsys):
     assert _usage_error(usage_error(f"No such option: --a\x1b[2J\u202eb")) == 2
     said = capsys.readouterr().err
     assert not _raw_controls(said) and "--a\\x1b[2J\\u202eb" in said
+
+
+def test_the_next_command_escapes_a_file_name_s_control_characters(tmp_path, small_mtx):
+    """The ``next:`` line quotes the matrix's path with shlex, which keeps an ESC in it as it is."""
+    path = tmp_path / f"{ESC_NAME}.mtx"
+    shutil.copy(small_mtx, path)
+    res = invoke("compare", path, "--methods", "tsvd", "-q")
+    assert res.exit_code == 0, res.output
+    assert "next: sfapprox compare" in res.output
+    assert not _raw_controls(res.output) and "x\\x1b[2J\\x07.mtx" in res.output

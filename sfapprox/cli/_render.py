@@ -353,8 +353,10 @@ def suggest_next(comparison, path: Path, names: list[str], argv: list[str] | Non
             words = ["compare", str(path), "--methods", methods]
         if "--force" not in words and _writes_files(words):
             words.append("--force")  # its outputs exist now: as it ran, the command would refuse to start
-        # Never wrapped: a command to copy.
-        err.print(f"[bold]next: {escape(shlex.join(['sfapprox', *words]))}[/]", highlight=False, soft_wrap=True)
+        # Never wrapped: a command to copy.  A file's name in it with a control character (shlex quotes it,
+        # it does not hide it) is written as its escape: not the command to paste, but nothing the terminal acts on
+        err.print(f"[bold]next: {escape(printable(shlex.join(['sfapprox', *words])))}[/]", highlight=False,
+                  soft_wrap=True)
 
 
 #: compare's options that write files (a command suggested again must be let replace them).
