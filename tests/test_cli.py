@@ -1237,3 +1237,30 @@ def test_the_next_command_escapes_a_file_name_s_control_characters(tmp_path, sma
     assert res.exit_code == 0, res.output
     assert "next: sfapprox compare" in res.output
     assert not _raw_controls(res.output) and "x\\x1b[2J\\x07.mtx" in res.output
+
+
+def test_fit_s_optimizer_line_escapes_the_matrix_s_name(tmp_path, small_mtx):
+    """In a log (no progress bar) fit says "SF NAME: optimizer running": NAME is the file's, ESC and all."""
+    path = tmp_path / f"{ESC_NAME}[bold].mtx"
+    shutil.copy(small_mtx, path)
+    res = invoke("fit", path, "--iters", "3", "--device", "cpu")
+    assert res.exit_code == 0, res.output
+    assert not _raw_controls(res.output)
+    assert "SF x\\x1b[2J\\x07[bold]: optimizer running" in " ".join(res.output.split())
+
+
+def test_an_interruption_names_the_outputs_written_escaped(monkeypatch, capsys):
+    from sfapprox.cli import _app
+
+    monkeypatch.setattr(_app, "written_outputs", lambda: [Path(f"/tmp/{ESC_NAME}.json")])
+    monkeypatch.setitem(_app._state, "written_before", 0)
+    monkeypatch.setitem(_app._state, "debug", False)
+    _app._say_interrupted()
+    said = capsys.readouterr().err
+    assert not _raw_controls(said) and "outputs written: /tmp/x\\x1b[2J\\x07.json" in said
+
+
+def test_debug_s_traceback_escapes_control_characters(tmp_path):
+    res = invoke("--debug", "info", tmp_path / f"{ESC_NAME}.mtx")
+    assert res.exit_code == 2 and "Traceback" in res.output
+    assert not _raw_controls(res.output)

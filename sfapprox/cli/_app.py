@@ -330,8 +330,8 @@ def error_boundary() -> Iterator[None]:
 def _say_interrupted() -> None:
     """The one line for a stop that reached no command's own handling: what was written by then."""
     if _state["debug"]:
-        traceback.print_exc()
-    err.print(f"[bold yellow]interrupted[/] ({stop_cause()}): stopped; {escape(_written_since_start())}",
+        _print_traceback()
+    err.print(f"[bold yellow]interrupted[/] ({stop_cause()}): stopped; {escape(printable(_written_since_start()))}",
               highlight=False, soft_wrap=one_line())
 
 
@@ -344,9 +344,15 @@ def _written_since_start() -> str:
     return "; ".join([said, *cut])
 
 
+def _print_traceback() -> None:
+    """--debug's traceback on stderr, its control characters escaped: the exception's message quotes a file's
+    own names (traceback.print_exc wrote an ESC in one raw)."""
+    sys.stderr.write(printable(traceback.format_exc()))
+
+
 def _fail(message: str) -> None:
     if _state["debug"]:
-        traceback.print_exc()
+        _print_traceback()
     say_error(message)  # one line, whatever a third-party message held
     raise typer.Exit(EXIT_ERROR) from None
 
@@ -375,6 +381,7 @@ def announce_start(callback: Callable[[dict], Any], what: str, quiet: bool) -> C
     """
     if quiet or err.is_interactive:
         return callback
+    what = escape(printable(what))  # (a file's name: "[...]" in it shown, not read as markup; no ESC let through)
     started = False
 
     def wrapped(info: dict) -> Any:
@@ -387,7 +394,7 @@ def announce_start(callback: Callable[[dict], Any], what: str, quiet: bool) -> C
 
     def phase(text: str) -> None:
         if text:  # a log gets the phase once, as a line (a bar shows it and clears it)
-            err.print(f"{what}: {text}", highlight=False, soft_wrap=one_line())
+            err.print(f"{what}: {escape(text)}", highlight=False, soft_wrap=one_line())
 
     marked = same_progress(wrapped, callback)
     marked.phase = phase  # type: ignore[attr-defined]
