@@ -1264,3 +1264,18 @@ def test_debug_s_traceback_escapes_control_characters(tmp_path):
     res = invoke("--debug", "info", tmp_path / f"{ESC_NAME}.mtx")
     assert res.exit_code == 2 and "Traceback" in res.output
     assert not _raw_controls(res.output)
+
+
+def test_datasets_fetch_escapes_the_paths_it_names(tmp_path, small_mtx):
+    """fetch's ✓/✗ lines name the file found and where to put a missing one: the manifest's folder's
+    spelling, an ESC in it reached the terminal raw."""
+    folder = tmp_path / ESC_NAME
+    folder.mkdir()
+    shutil.copy(small_mtx, folder / "a.mtx")
+    (folder / "m.toml").write_text('[[matrix]]\nname = "a"\ncategory = "other"\nfile = "a.mtx"\n\n'
+                                   '[[matrix]]\nname = "b"\ncategory = "other"\nfile = "b.mtx"\n', encoding="utf-8")
+    res = invoke("datasets", "fetch", folder / "m.toml", "--data-dir", folder)
+    assert res.exit_code == 1, res.output
+    assert not _raw_controls(res.output)
+    shown = f"{tmp_path}/x\\x1b[2J\\x07"
+    assert f"a: {shown}/a.mtx" in res.output and f"put it at {shown}/b.mtx" in res.output
