@@ -183,8 +183,17 @@ def plot_approximations(
         ax.set_xticks([])
         ax.set_yticks([])
     if title:
-        fig.suptitle(title, fontsize=10)
+        fig.suptitle(_plain(title), fontsize=10)
     _save(fig, path, plt, force)
+
+
+def _plain(text: str) -> str:
+    """A title as matplotlib shows it literally: a matrix's name is its file's, and a ``$...$`` in one was
+    read as mathematics (``a$x^{2}$b`` drawn as a x squared b; ``$\\foo{$`` a ParseFatalException, the
+    plot not written, a traceback); its control characters escaped (:func:`~sfapprox.formats.printable`)."""
+    from .formats import printable
+
+    return printable(text).replace("$", r"\$")
 
 
 def plot_comparison(loaded, comparison, path: str | os.PathLike, *, scale: str = "auto", force: bool = True) -> str:
@@ -226,7 +235,9 @@ def plot_comparison(loaded, comparison, path: str | os.PathLike, *, scale: str =
             # a zero matrix has no relative error (0/0): its panels show the absolute one, not nothing
             error = f"rel {r.rel_error:.3g}" if r.rel_error is not None else f"‖X−X̂‖_F {r.fro_error:.3g}"
             panels[f"{r.method}\n{r.nnz:,} numbers, {error}"] = _operator_entries(r.operator, rows)
-    title = f"{loaded.name} (N={n}), budget {comparison.budget:,} numbers"
+    from .results import record_label
+
+    title = f"{record_label(comparison.matrix)} (N={n}), budget {comparison.budget:,} numbers"
     if rows.size < n:
         title += f"; 1 row and column in {rows[1]} shown"
     X = _matrix_entries(loaded, rows)
@@ -324,7 +335,9 @@ def plot_sweep(sweep, path: str | os.PathLike, *, force: bool = True) -> None:
             missing.append(f"{method}: {reasons[0]} {where}")
     ax.set_xlabel("budget (stored numbers / N²)")
     ax.set_ylabel("relative Frobenius error")
-    ax.set_title(f"{sweep.matrix.get('name', 'matrix')} (N={n})")
+    from .results import record_label
+
+    ax.set_title(_plain(f"{record_label(sweep.matrix)} (N={n})"))
     ax.grid(True, alpha=0.3)
     if ax.lines:
         ax.legend()

@@ -117,3 +117,25 @@ def test_a_zero_matrix_gets_its_panels_and_the_sweep_says_why_it_has_no_curve(mo
     monkeypatch.setattr(matplotlib.axes.Axes, "text", lambda self, x, y, s, **k: texts.append(s))
     plot_sweep(sweep(Z, [0.2, 0.5], ["tsvd"]), tmp_path / "s.png")
     assert texts == ["tsvd: no relative error (‖X‖_F = 0) at every budget"]
+
+
+def test_a_file_s_name_is_a_plot_title_as_it_is_never_mathematics(tmp_path):
+    """A matrix's name is its file's: ``$...$`` in one was read as matplotlib mathematics (drawn as a formula)
+    and an unknown command in it (``$\\foo{$``) raised ParseFatalException, a traceback and no plot."""
+    pytest.importorskip("matplotlib")
+    from sfapprox import compare
+    from sfapprox.plotting import plot_comparison
+
+    X = np.random.default_rng(0).random((12, 12))
+    np.save(tmp_path / "c$\\foo{$d.npy", X)
+    res = compare(tmp_path / "c$\\foo{$d.npy", "tsvd")
+    from sfapprox.io import load_matrix
+
+    plot_comparison(load_matrix(tmp_path / "c$\\foo{$d.npy"), res, tmp_path / "p.png")
+    assert (tmp_path / "p.png").stat().st_size > 1000
+    s = sweep(load_matrix(tmp_path / "c$\\foo{$d.npy"), [0.3, 0.6], ["tsvd"])
+    plot_sweep(s, tmp_path / "s.png")
+    assert (tmp_path / "s.png").stat().st_size > 1000
+    from sfapprox.plotting import _plain
+
+    assert _plain("a$x^{2}$b\x1b") == "a\\$x^{2}\\$b\\x1b"
