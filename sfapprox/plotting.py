@@ -169,7 +169,7 @@ def plot_approximations(
     image = None
     for ax, (name, A) in zip(axes[0], panels):
         image = ax.imshow(_display(np.asarray(A), log, floor), interpolation="nearest", **style)
-        ax.set_title(name, fontsize=8)
+        ax.set_title(_plain(name), fontsize=8)  # (an included fit's row is named by its file)
     fig.colorbar(image, ax=list(axes[0]), shrink=0.85, label=label)
     if residuals:
         axes[1][0].axis("off")
@@ -177,7 +177,7 @@ def plot_approximations(
         residual_image = None
         for ax, (name, R) in zip(axes[1][1:], residuals.items()):
             residual_image = ax.imshow(R, cmap="RdBu_r", vmin=-worst, vmax=worst, interpolation="nearest")
-            ax.set_title(f"{name.split()[0]}: residual", fontsize=8)
+            ax.set_title(_plain(f"{name.split()[0]}: residual"), fontsize=8)
         fig.colorbar(residual_image, ax=list(axes[1]), shrink=0.85, label="X − X̂")
     for ax in axes.ravel():
         ax.set_xticks([])
@@ -329,7 +329,7 @@ def plot_sweep(sweep, path: str | os.PathLike, *, force: bool = True) -> None:
                 else:
                     reasons.append(r.status)
         if xs:
-            ax.plot(xs, ys, marker="o", label=method)
+            ax.plot(xs, ys, marker="o", label=_plain(method))
         if reasons:
             where = "at every budget" if not xs else f"at {len(reasons)} of {len(sweep.points)} budgets"
             missing.append(f"{method}: {reasons[0]} {where}")
