@@ -21,7 +21,7 @@ from .._errors import SfapproxError, spelled_for
 from .._progress import same_progress
 from .._signals import stop_cause
 from ..formats import printable
-from ._render import closed_pipe, err, one_line, os_error_text, out, say_error
+from ._render import closed_pipe, err, literal, one_line, os_error_text, out, say_error
 
 #: How ``--help`` is drawn, for the app and its sub-command groups: click's plain layout, not Typer's rich
 #: panels.  Rich's table of options cut option names to fit (``--no-count-indi…`` at 80 columns, 25 names at
@@ -331,7 +331,7 @@ def _say_interrupted() -> None:
     """The one line for a stop that reached no command's own handling: what was written by then."""
     if _state["debug"]:
         _print_traceback()
-    err.print(f"[bold yellow]interrupted[/] ({stop_cause()}): stopped; {escape(printable(_written_since_start()))}",
+    err.print(f"[bold yellow]interrupted[/] ({stop_cause()}): stopped; {literal(_written_since_start())}",
               highlight=False, soft_wrap=one_line())
 
 
@@ -368,7 +368,7 @@ def read_matrix(path: Path, options):
 def show_notes(loaded) -> None:
     """Print how the file became a matrix (one ``note:`` line each) on stderr."""
     for line in loaded.notes:
-        err.print(f"note: {escape(printable(line))}", highlight=False, soft_wrap=one_line())
+        err.print(f"note: {literal(line)}", highlight=False, soft_wrap=one_line())
 
 
 def announce_start(callback: Callable[[dict], Any], what: str, quiet: bool) -> Callable[[dict], Any]:
@@ -381,7 +381,7 @@ def announce_start(callback: Callable[[dict], Any], what: str, quiet: bool) -> C
     """
     if quiet or err.is_interactive:
         return callback
-    what = escape(printable(what))  # (a file's name: "[...]" in it shown, not read as markup; no ESC let through)
+    what = literal(what)  # (a file's name)
     started = False
 
     def wrapped(info: dict) -> Any:

@@ -82,9 +82,15 @@ def one_line() -> bool:
     return not err.is_terminal
 
 
+def literal(text: str) -> str:
+    """``text`` in rich markup as it is: ``[...]`` shown, not read as a style, and what a terminal would act
+    on (an ESC in a file's name) written as its escape (:func:`~sfapprox.formats.printable`)."""
+    return escape(printable(text))
+
+
 def note(message: str, *, style: str = "") -> None:
     """One line on stderr (markup in ``message`` is printed as is)."""
-    text = escape(printable(message))
+    text = literal(message)
     err.print(f"[{style}]{text}[/]" if style else text, highlight=False, soft_wrap=one_line())
 
 
@@ -268,7 +274,7 @@ def closed_pipe(exc: BaseException) -> bool:
 def say_error(message: str) -> None:
     """One ``error:`` line on stderr, whatever the message held (its whitespace folded; escaped, so that
     "[...]" in a path or message is printed, not read as rich markup)."""
-    err.print(f"[bold red]error:[/] {escape(printable(' '.join(message.split())))}", highlight=False,
+    err.print(f"[bold red]error:[/] {literal(' '.join(message.split()))}", highlight=False,
               soft_wrap=one_line())
 
 
@@ -355,7 +361,7 @@ def suggest_next(comparison, path: Path, names: list[str], argv: list[str] | Non
             words.append("--force")  # its outputs exist now: as it ran, the command would refuse to start
         # Never wrapped: a command to copy.  A file's name in it with a control character (shlex quotes it,
         # it does not hide it) is written as its escape: not the command to paste, but nothing the terminal acts on
-        err.print(f"[bold]next: {escape(printable(shlex.join(['sfapprox', *words])))}[/]", highlight=False,
+        err.print(f"[bold]next: {literal(shlex.join(['sfapprox', *words]))}[/]", highlight=False,
                   soft_wrap=True)
 
 
@@ -431,7 +437,7 @@ def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float |
     if quiet or not err.is_interactive:
         yield _quiet_update
         return
-    label = escape(printable(label))  # (a file's name: its "[...]" shown, not read as markup; no ESC let through)
+    label = literal(label)  # (a file's name)
     # In a narrow window the label, the bar and the phase give way; the numbers are never cut (a line
     # "it 7… error 6…" read as iteration 7 at iteration 7,429).
     whole = dict(no_wrap=True, overflow="ignore")

@@ -11,7 +11,7 @@ from rich.markup import escape
 from ..formats import Column, Table, printable
 from . import _options as o
 from ._app import EXIT_INCOMPLETE, HELP_MARKUP, HelpGroup, app, error_boundary
-from ._render import check_outputs, emit, err
+from ._render import check_outputs, emit, err, literal
 
 datasets_app = typer.Typer(
     name="datasets",
@@ -122,16 +122,16 @@ def fetch(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None) -
                 continue
             counts["present"] += 1
             check = "sha256 ok" if found.verified else "no sha256 in the manifest"
-            where = escape(printable(str(found.path)))
+            where = literal(str(found.path))
             err.print(f"[green]✓[/] {escape(entry.name)}: {where} ({found.origin}, {check})",
                       highlight=False, soft_wrap=True)
         summary = ", ".join(f"{n} {what}" for what, n in counts.items() if n or what != "bad checksum")
         if generated:
             summary += f" ({generated} generated, nothing to fetch)"
-        err.print(f"{summary}; download cache: {escape(printable(str(cache_dir())))}", highlight=False, soft_wrap=True)
+        err.print(f"{summary}; download cache: {literal(str(cache_dir()))}", highlight=False, soft_wrap=True)
         if network.skipped:
             skipped = len(network.skipped)
-            err.print(f"[yellow]{escape(printable(network.down))}; skipped the downloads of {skipped} more "
+            err.print(f"[yellow]{literal(network.down)}; skipped the downloads of {skipped} more "
                       f"entr{'y' if skipped == 1 else 'ies'}[/]", highlight=False, soft_wrap=True)
         if counts["missing"] or counts["bad checksum"]:
             raise typer.Exit(EXIT_INCOMPLETE)
