@@ -614,6 +614,18 @@ class CompiledObjective:
         return target, fwd, bwd, width, _block_groups(n, width, 1)[0], self.shape
 
 
+def _cached_signatures(function) -> list | None:
+    """The signatures numba's on-disk cache index lists for a compiled ``function`` (its entries' keys,
+    argument types first), or None where numba is missing or its cache cannot be told: the one place
+    that reads numba's cache internals (:func:`kernels_cached`, :func:`compiled_for`)."""
+    if not _numba_module():
+        return None
+    try:
+        return [key[0] for key in function._cache._cache_file._load_index()]
+    except Exception:  # noqa: BLE001 - numba's cache internals changed: say nothing of it
+        return None
+
+
 def kernels_cached() -> bool:
     """Whether numba's on-disk cache holds the compiled kernel and L-BFGS iterations (their indexes
     list compiled code): a fit's warm-up then loads them (a busy machine can make that last over the
@@ -626,13 +638,9 @@ def kernels_cached() -> bool:
     first fit after installing said "loading compiled kernels" while it compiled them for 10 s."""
     if not _numba_module():
         return False
-    try:
-        from . import _kernels_numba, _solver_numba
+    from . import _kernels_numba, _solver_numba
 
-        return all(len(d._cache._cache_file._load_index()) > 0
-                   for d in (_kernels_numba.loss_and_grad, _solver_numba.iterate))
-    except Exception:  # noqa: BLE001 - numba's cache internals changed: say nothing of it
-        return False
+    return all(_cached_signatures(d) for d in (_kernels_numba.loss_and_grad, _solver_numba.iterate))
 
 
 def compiled_for(name: str, dtype, argument: int = 0, module: str = "_kernels_numba") -> bool:
@@ -643,15 +651,12 @@ def compiled_for(name: str, dtype, argument: int = 0, module: str = "_kernels_nu
     cannot be told."""
     if not _numba_module():
         return False
-    try:
-        import importlib
+    import importlib
 
-        function = getattr(importlib.import_module(f"{__package__}.{module}"), name)
-        wanted = np.dtype(dtype).name
-        return any(str(getattr(key[0][argument], "dtype", "")) == wanted
-                   for key in function._cache._cache_file._load_index())
-    except Exception:  # noqa: BLE001 - numba's cache internals changed: say nothing of it
-        return False
+    signatures = _cached_signatures(getattr(importlib.import_module(f"{__package__}.{module}"), name))
+    wanted = np.dtype(dtype).name
+    return any(len(types) > argument and str(getattr(types[argument], "dtype", "")) == wanted
+               for types in signatures or [])
 
 
 def warm_up_numba(dtype: torch.dtype) -> None:
