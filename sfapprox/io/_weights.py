@@ -270,9 +270,13 @@ def _near(var: str, names: list[str], most: int = 3) -> list[str]:
     return [n for n in names if ratio[n] == best >= 0.8][:most]
 
 
+def _first(items: list[str], most: int) -> str:
+    """The first ``most`` of ``items``, comma-separated, and how many more there are."""
+    return ", ".join(items[:most]) + (f" and {len(items) - most} more" if len(items) > most else "")
+
+
 def _listing(shapes: dict[str, list[int]], names: list[str], most: int = 8) -> str:
-    shown = ", ".join(f"{n} {'x'.join(map(str, shapes[n]))}" for n in names[:most])
-    return shown + (f" and {len(names) - most} more" if len(names) > most else "") if names else "none"
+    return _first([f"{n} {'x'.join(map(str, shapes[n]))}" for n in names], most) if names else "none"
 
 
 def _safetensors_unread(dtype: str) -> str | None:
@@ -401,7 +405,7 @@ def _listed(names: list[str], most: int = 6) -> str:
     reached the terminal raw; :func:`~sfapprox.formats.printable`)."""
     from ..formats import printable
 
-    return ", ".join(map(printable, names[:most])) + (f" and {len(names) - most} more" if len(names) > most else "")
+    return _first([printable(name) for name in names], most)
 
 
 def _named(names: list[str]) -> str:
