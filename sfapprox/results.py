@@ -245,16 +245,17 @@ class Comparison:
         else:
             text = f"{label} wins"
         n = self.matrix.get("n")
+        caveat = "but"  # the first caveat's word; "and" after it (two "; but" in a row read as a stutter)
         if n and best.nnz is not None and best.nnz >= int(n) ** 2:
             # A surrogate is only compact below N^2: SF's default budget is its structure's, over N^2 at small N.
             verb = "is" if best.nnz == 1 else "are"
             text += (f"; but {_counted(best.nnz, 'number')} {verb} no fewer than X's own "
                      f"{_counted(int(n) ** 2, 'entry', 'entries')}: X stored as it is costs no more")
+            caveat = "and"
         suggest = []
         csr = self._exact_sparse_count()
         if not exact and csr is not None and not any(r.method == "sparse" for r in self.results):
-            # (after the clause above, "; and": two "; but" in a row read as a stutter)
-            text += (f"; {'and' if '; but ' in text else 'but'} X has only {self.matrix['nnz']:,} non-zeros: plain sparse storage ('sparse') "
+            text += (f"; {caveat} X has only {self.matrix['nnz']:,} non-zeros: plain sparse storage ('sparse') "
                      f"holds it exactly in {csr:,} numbers ({_share(csr, self.budget)} of the budget)")
             suggest = ["sparse"]
         return {"winner": best.method, "text": text, "ratio": ratio, "exact": exact, "suggest": suggest}
