@@ -55,6 +55,18 @@ def test_verdicts():
     assert "verdict" in low_rank.to_dict() and low_rank.tables()[0].notes[-1].startswith("verdict: low rank")
 
 
+def test_a_verdict_ratio_of_a_thousand_or_more_reads_as_a_number_not_scientific_notation():
+    """A low-rank kernel's verdict said "SF's error is 1.07e+03x larger" (``.3g``); it reads "1,070x"."""
+    info = {"name": "m", "n": 8}
+    kernel = Comparison(info, 100, "sf", [_row("sf", 1070.4), _row("nystrom", 1.0)])
+    assert kernel.verdict()["text"].endswith("SF's error is 1,070x larger")
+    assert kernel.verdict()["ratio"] == 1070.4  # the JSON keeps the full number
+    huge = Comparison(info, 100, "sf", [_row("sf", 1.0), _row("tsvd", 2.3456e7)])
+    assert huge.verdict()["text"] == "SF wins by 23,500,000x over low rank (TSVD)"
+    small = Comparison(info, 100, "sf", [_row("sf", 999.0), _row("tsvd", 1.0)])
+    assert small.verdict()["text"].endswith("SF's error is 999x larger")
+
+
 def test_a_row_stopped_early_with_a_smaller_error_is_named_beside_the_star_and_the_verdict():
     """Ctrl-C during SF kept its best point (rel 0.66) beside TSVD's 0.76: the star and the verdict went
     to TSVD without a word, which read as wrong. A stopped row is still not ranked, but it is named."""
