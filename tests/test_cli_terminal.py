@@ -357,6 +357,28 @@ def test_machine_output_to_a_closed_pipe_is_a_closed_pipe_not_an_error(matrix, a
     assert proc.returncode == 141 and b"error:" not in stderr, stderr
 
 
+@pytest.mark.parametrize("args", [["sweep", "{matrix}", "--methods", "tsvd", "--budgets", "0.1", "--json", "-"],
+                                  ["compare", "{matrix}", "--methods", "tsvd", "--csv", "-"]])
+def test_machine_output_to_a_closed_stdout_is_refused_before_any_work(matrix, args):
+    """``sfapprox sweep X --json - >&-`` ran the whole sweep, then ended in a traceback ('NoneType' object
+    has no attribute 'write'): standard output was closed from the start, so it is refused at once."""
+    proc = subprocess.run([sys.executable, "-m", "sfapprox", *[a.format(matrix=matrix) for a in args]], cwd=ROOT,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120,
+                          preexec_fn=lambda: os.close(1))
+    lines = proc.stderr.decode().strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert "standard output is closed" in lines[0] and "Traceback" not in lines[0]
+
+
+def test_tables_with_stdout_closed_go_to_stderr(matrix):
+    """With stdout closed the sweep's table was printed nowhere and the command exited 0: a run's only
+    result lost without a word.  It goes to stderr, as when stdout carries machine output."""
+    proc = subprocess.run([sys.executable, "-m", "sfapprox", "sweep", str(matrix), "--methods", "tsvd", "--budgets",
+                           "0.1", "-q"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120,
+                          preexec_fn=lambda: os.close(1))
+    assert proc.returncode == 0 and "relative error by budget" in proc.stderr.decode(), proc.stderr
+
+
 def _every_command() -> list[list[str]]:
     """The words that name each command of the CLI, the groups' and their commands' ([] for the app itself)."""
     import typer

@@ -126,12 +126,27 @@ def stdout_claimed(outputs: Outputs) -> bool:
     return outputs.stdout_taken or any(is_stdout(p) for p in outputs.files.values())
 
 
+def stdout_closed() -> bool:
+    """True when the process has no standard output (started with ``>&-``: Python's ``sys.stdout`` is None)."""
+    return sys.stdout is None
+
+
+def human_console(outputs: Outputs) -> Console:
+    """Where the tables for a person go: stdout, or stderr when stdout carries machine output or is
+    closed (``>&-``: rich printed them nowhere, and a finished sweep exited 0 having shown nothing)."""
+    return err if stdout_claimed(outputs) or stdout_closed() else out
+
+
 def check_outputs(outputs: Outputs, inputs: Sequence[Path | str] = ()) -> None:
     """Refuse, before any work, outputs that could not be written, would overwrite a file or are one of
     the command's ``inputs``."""
     dashes = [fmt for fmt, p in outputs.files.items() if is_stdout(p)]
     if len(dashes) > 1:
         raise ParameterError(f"only one output can go to standard output ('-'); got {', '.join('--' + d for d in dashes)}")
+    closed = [fmt for fmt, p in outputs.files.items() if str(p) == "-"]
+    if closed and stdout_closed():  # it ended the command with a traceback, after all the work
+        raise ParameterError(f"--{closed[0]} -: standard output is closed (the command was started with >&-); "
+                             "give a file name, or redirect standard output to one")
     files = [p for p in outputs.files.values() if str(p) != "-"]
     for path in files:
         check_output(path, outputs.force, inputs)
@@ -215,7 +230,7 @@ def check_distinct(*paths: Path | None) -> None:
 
 def show_tables(tables: list[Table], outputs: Outputs) -> None:
     """Print the tables for a person: stdout, or stderr when stdout carries machine output."""
-    console = err if stdout_claimed(outputs) else out
+    console = human_console(outputs)
     for item in render_rich(tables, table_width(console)):
         console.print(item)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .._errors import ParameterError
 from . import _options as o
 from ._app import app, error_boundary, read_matrix, show_notes
-from ._render import check_outputs, emit, err, key_value_table, out, show_value, stdout_claimed, write_outputs
+from ._render import check_outputs, emit, human_console, key_value_table, show_value, write_outputs
 
 
 @app.command()
@@ -40,7 +40,7 @@ def info(
             loaded = read_matrix(path, load)
             report, title = describe(loaded, max_memory=load.max_memory), loaded.name
         # the summary goes where the tables go: stderr when stdout carries --json - (it was left out)
-        console = err if stdout_claimed(outputs) else out
+        console = human_console(outputs)
         console.print(key_value_table(title, [(k, show_value(v)) for k, v in report.facts]))
         if loaded is not None:
             show_notes(loaded)
