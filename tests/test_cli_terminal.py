@@ -379,6 +379,15 @@ def test_tables_with_stdout_closed_go_to_stderr(matrix):
     assert proc.returncode == 0 and "relative error by budget" in proc.stderr.decode(), proc.stderr
 
 
+@pytest.mark.parametrize("command", ["sweep", "compare"])
+def test_plot_to_a_dash_says_how_to_send_a_figure_to_stdout(matrix, command):
+    """``--plot -`` said "cannot write a figure of type '(none)'", as if '-' were a file without a suffix."""
+    proc = subprocess.run([sys.executable, "-m", "sfapprox", command, str(matrix), "--methods", "tsvd", "--plot", "-"],
+                          cwd=ROOT, capture_output=True, timeout=120)
+    assert proc.returncode == 2 and b"type '(none)'" not in proc.stderr, proc.stderr
+    assert b"--plot /dev/stdout > plot.png" in proc.stderr and proc.stdout == b""
+
+
 def _every_command() -> list[list[str]]:
     """The words that name each command of the CLI, the groups' and their commands' ([] for the app itself)."""
     import typer

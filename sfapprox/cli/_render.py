@@ -163,6 +163,9 @@ def check_plot(path: Path | None, force: bool, outputs: Outputs | None = None,
         return outputs
     # a pipe or a device without a suffix (/dev/null, /dev/stdout) gets a PNG, as README says outputs
     # are written through there (it was "cannot write a figure of type '(none)'")
+    if str(path) == "-":  # the tables' '-': it was "cannot write a figure of type '(none)'"
+        raise ParameterError("--plot -: a figure is not written to '-'; name a file (plot.png), or /dev/stdout "
+                             "with standard output redirected (--plot /dev/stdout > plot.png)")
     through = not path.suffix and stream_kind(output_target(path)) is not None
     if path.suffix.lower() not in PLOT_SUFFIXES and not through:
         raise ParameterError(f"{path}: cannot write a figure of type {path.suffix or '(none)'!r}; "
