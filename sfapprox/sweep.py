@@ -88,6 +88,10 @@ def _budget_specs(budgets) -> list[str]:
                              "or sfapprox.sweep.default_budgets(n, methods) for the CLI's default ones")
     if isinstance(budgets, np.ndarray) and budgets.ndim == 0:
         budgets = budgets.item()
+    if isinstance(budgets, (bytes, bytearray, memoryview)):
+        # iterable, it was swept as its byte values: b"0.1" ran the counts 46, 48 and 49
+        raise ParameterError(f"budgets must be text, a number or a list of them, not {type(budgets).__name__} "
+                             f"({bytes(budgets)[:20]!r}); decode it first (.decode())")
     if isinstance(budgets, Real):
         budgets = [budgets]
     elif not isinstance(budgets, Iterable):

@@ -402,3 +402,10 @@ def test_an_interrupted_sweep_names_what_stopped_it(tmp_path, monkeypatch):
     res = CliRunner().invoke(app, ["sweep", str(path), "--budgets", "0.3,0.6", "--methods", "tsvd", "--quiet"])
     assert res.exit_code == 130, res.output
     assert "interrupted (Ctrl-C): budgets not reached were skipped" in " ".join(res.output.split())
+
+
+@pytest.mark.parametrize("budgets", [b"0.1", bytearray(b"0.1,0.2")])
+def test_budgets_given_as_bytes_are_refused_not_read_as_byte_values(budgets):
+    """sweep(X, b"0.1") swept the budgets 46, 48 and 49 (the bytes' values), without a word."""
+    with pytest.raises(ParameterError, match="not (bytes|bytearray).*decode it first"):
+        sweep(np.eye(8), budgets, ["tsvd"])
