@@ -409,3 +409,28 @@ def test_budgets_given_as_bytes_are_refused_not_read_as_byte_values(budgets):
     """sweep(X, b"0.1") swept the budgets 46, 48 and 49 (the bytes' values), without a word."""
     with pytest.raises(ParameterError, match="not (bytes|bytearray).*decode it first"):
         sweep(np.eye(8), budgets, ["tsvd"])
+
+
+def test_a_stop_during_the_last_budget_says_none_was_skipped(tmp_path, monkeypatch):
+    """A Ctrl-C during the last budget ended with "budgets not reached were skipped", where every budget
+    had its row; the rows a stop skips are named."""
+    import sfapprox.comparison as comparison
+
+    real, calls = comparison.run_method, []
+
+    def interrupt_the_second(name, *args, **kwargs):
+        calls.append(name)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(comparison, "run_method", interrupt_the_second)
+    path = tmp_path / "m.npy"
+    np.save(path, np.random.default_rng(1).random((16, 16)))
+    res = CliRunner().invoke(app, ["sweep", str(path), "--budgets", "0.3,0.6", "--methods", "tsvd", "--quiet"])
+    said = " ".join(res.output.split())
+    assert res.exit_code == 130 and "skipped" not in said.replace("no budget was skipped", ""), res.output
+    assert "interrupted (Ctrl-C) during the last budget (153): no budget was skipped" in said
+    calls.clear()
+    res = CliRunner().invoke(app, ["sweep", str(path), "--budgets", "0.1,0.3,0.6", "--methods", "tsvd", "--quiet"])
+    assert "interrupted (Ctrl-C): budgets not reached were skipped (153)" in " ".join(res.output.split())

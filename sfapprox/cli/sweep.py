@@ -71,5 +71,15 @@ def sweep(
         emit(tables, result.to_dict(), outputs, then=[write_plot] if plot is not None else [])
         if any(r.status == "interrupted" for p in result.points for r in p.results):
             # named as fit's and compare's name it: Ctrl-C, or SIGTERM (a `timeout`, a job scheduler)
-            note(f"interrupted ({stop_cause()}): budgets not reached were skipped", style="bold yellow")
+            note(_stopped_line(stop_cause(), result), style="bold yellow")
             raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _stopped_line(cause: str, result) -> str:
+    """What a stop left out: the budgets not reached, or none when it came during the last one (it said
+    "budgets not reached were skipped" there too, where every budget had its row)."""
+    if result.skipped:
+        return (f"interrupted ({cause}): budgets not reached were skipped "
+                f"({', '.join(f'{b:,}' for b in result.skipped)})")
+    return (f"interrupted ({cause}) during the last budget ({result.points[-1].budget:,}): no budget was skipped; "
+            "a row marked interrupted holds the best fit found before the stop")
