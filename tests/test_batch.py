@@ -985,6 +985,10 @@ def test_lines_of_another_format_or_a_newer_version_or_with_control_characters_a
     assert "field 'format' must be" in record_problem({**line, "format": "other"})
     assert "a newer sfapprox wrote it" in record_problem({**line, "version": RECORD_VERSION + 1})
     assert "field 'version'" in record_problem({**line, "version": "1"})
+    for edited in (0, -1, "1", 1.0, True):  # each was said to be "a newer sfapprox"'s
+        assert "newer" not in record_problem({**line, "version": edited})
+        assert f"must be a whole number from 1 to {RECORD_VERSION}, got {edited!r}" in record_problem(
+            {**line, "version": edited})
     assert "control character" in record_problem({**line, "matrix": "a\x1b[2Jb"})
 
 

@@ -249,9 +249,12 @@ def record_problem(record: Any) -> str | None:
     if record.get("format", RECORD_FORMAT) != RECORD_FORMAT:
         return f"field 'format' must be {RECORD_FORMAT!r}, got {record['format']!r}"
     version = record.get("version", RECORD_VERSION)
-    if not (isinstance(version, int) and not isinstance(version, bool) and 1 <= version <= RECORD_VERSION):
+    whole = isinstance(version, int) and not isinstance(version, bool)
+    if whole and version > RECORD_VERSION:
         return (f"field 'version' must be at most {RECORD_VERSION} (this sfapprox's records), got {version!r}; "
                 "a newer sfapprox wrote it")
+    if not (whole and version >= 1):  # 0, -1 or "1": an edit, not a newer sfapprox (it said so of them all)
+        return f"field 'version' must be a whole number from 1 to {RECORD_VERSION}, got {version!r}"
     for key in ("matrix", "method"):  # (a control character would reach the terminal raw: ESC sequences)
         if any(ord(c) < 32 or ord(c) == 127 for c in record[key]):
             return f"field {key!r} holds a control character"
