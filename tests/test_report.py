@@ -502,3 +502,36 @@ def test_errors_estimated_from_columns_show_their_interval_and_no_winner_inside_
     (ptable,) = plain.tables_by_category
     h, (cells,) = table_cells(ptable)
     assert cells[h.index("sf")] == "1" and cells[h.index("tsvd")] == "2 ± ?" and ptable.rows[0].winner is None
+
+
+def test_an_incomplete_last_line_is_named_in_the_report_files_with_its_pair_and_what_to_do(tmp_path):
+    """A results file cut inside its last line: report said "skipped N bytes of an incomplete last line" on
+    stderr only, and its Markdown, CSV and JSON ranked the row that lacked the cut line's method (another
+    winner) without a sign; nor did it say which pair, or how to get it back."""
+    from sfapprox.cli import app
+
+    out = tmp_path / "run"
+    out.mkdir()
+    lines = "".join(json.dumps(r) + "\n" for r in RECORDS[:3])
+    (out / "results.jsonl").write_text(lines + json.dumps(RECORDS[3])[:75], encoding="utf-8")
+    md, js = tmp_path / "r.md", tmp_path / "r.json"
+    result = CliRunner().invoke(app, ["report", str(out), "--markdown", str(md), "--json", str(js)])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    assert "line 4 skipped: 75 bytes of an incomplete last line (sawmill/tsvd, by what is left of it)" in said
+    assert "run the batch that wrote" in said and "redoes their pairs" in said
+    assert "incomplete last line (sawmill/tsvd" in md.read_text()
+    assert "incomplete last line" in json.loads(js.read_text())["skipped_lines"]["4"]
+
+
+def test_a_line_that_cannot_be_read_is_said_with_what_to_do(tmp_path):
+    """"line 2 skipped: not valid JSON", and nothing on what to do about it."""
+    from sfapprox.cli import app
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "results.jsonl").write_text(json.dumps(RECORDS[2]) + "\ngarbage {\n" + json.dumps(RECORDS[3]) + "\n")
+    result = CliRunner().invoke(app, ["report", str(out)])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 0 and "line 2 skipped: not valid JSON" in said, result.output
+    assert "correct or delete the lines, or run the batch" in said and "results.jsonl.rejected" in said

@@ -235,7 +235,7 @@ def _after_run(summary, out_dir: Path) -> None:
              style="yellow")
     parsed = read_results(summary.results_path)
     records = parsed.records
-    report = build_report(records, parsed.skipped())
+    report = build_report(records, parsed.left_out())
     tables = report.tables()
     show_tables(tables, Outputs())
     _problems(list(parsed.latest().values()))  # a pair's older lines (a failure since redone) are not its state
@@ -301,14 +301,8 @@ def report(
         if not results.is_file():
             raise InputError(f"{out_dir}: no {RESULTS_FILE}; run 'sfapprox batch MANIFEST --out-dir {out_dir}' first")
         parsed = read_results(results)
-        skipped = parsed.skipped()
-        for number, why in list(skipped.items())[:5]:
-            note(f"warning: {results}: line {number} skipped: {why}", style="yellow")
-        if len(parsed.bad_lines) > 5:
-            note(f"warning: {results}: {len(parsed.bad_lines) - 5} more invalid line(s) skipped "
-                 f"({_line_list(parsed.bad_lines[5:])})", style="yellow")
-        if parsed.tail_bytes:
-            note(f"note: {results}: skipped {parsed.tail_bytes} bytes of an incomplete last line")
+        skipped = parsed.left_out()  # the incomplete last line too: the tables' notes and the JSON say it
+        _say_left_out(results, skipped)
         _missing_factors(parsed, out_dir)
         if not parsed.records:  # printed nothing, exit 0: as if the folder held a report of nothing
             raise InputError(f"{results}: no result lines yet; run 'sfapprox batch MANIFEST --out-dir {out_dir}' "
@@ -319,6 +313,20 @@ def report(
         _unavailable(rep)
         # the JSON only when asked for: its library versions import torch, which the tables do not need
         write_outputs(_file_tables(rep, tables), rep.to_dict() if "json" in outputs.files else None, outputs)
+
+
+def _say_left_out(results: Path, skipped: dict[int, str], shown: int = 5) -> None:
+    """Warn of the lines of ``results`` a report leaves out (each with why, the first ``shown``), and say
+    what to do about them: it said what was wrong, never how to get the pairs back."""
+    for number, why in list(skipped.items())[:shown]:
+        note(f"warning: {results}: line {number} skipped: {why}", style="yellow")
+    if len(skipped) > shown:
+        note(f"warning: {results}: {len(skipped) - shown} more invalid line(s) skipped "
+             f"({_line_list(list(skipped)[shown:])})", style="yellow")
+    if skipped:
+        note(f"note: the report lacks those lines' pairs: correct or delete the lines, or run the batch that "
+             f"wrote {results} again (it moves lines it cannot read to {results.name}.rejected, cuts an "
+             "incomplete last line, and redoes their pairs)")
 
 
 def _missing_factors(parsed, out_dir: Path, shown: int = 5) -> None:

@@ -13,6 +13,7 @@ import errno
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,6 +155,10 @@ class ResultsFile:
     unterminated : bool
         The last line is a whole, valid record without its newline (a file edited by hand and saved
         without one): it is among ``records``, not an incomplete line, and a repair ends it.
+    tail : bytes
+        The incomplete last line itself (empty: none).
+    tail_line : int
+        Its line number (0: none).
     """
 
     records: list[dict[str, Any]]
@@ -161,10 +166,21 @@ class ResultsFile:
     tail_bytes: int
     problems: dict[int, str] = field(default_factory=dict)
     unterminated: bool = False
+    tail: bytes = b""
+    tail_line: int = 0
 
     def skipped(self) -> dict[int, str]:
         """The complete lines that are not valid records, by number, with why (what a report says it left out)."""
         return {number: self.problems.get(number, "invalid") for number in self.bad_lines}
+
+    def left_out(self) -> dict[int, str]:
+        """Every line left out, by number, with why: :meth:`skipped`'s, then the incomplete last line (a
+        report said only "skipped N bytes" of it on stderr, and its files ranked the rows it is missing
+        from without a sign)."""
+        out = self.skipped()
+        if self.tail_bytes:
+            out[self.tail_line] = f"{self.tail_bytes:,} bytes of an incomplete last line{_tail_pair(self.tail)}"
+        return out
 
     def latest(self) -> dict[tuple[str, str], dict[str, Any]]:
         """The last record of each (matrix, method)."""
@@ -322,7 +338,21 @@ def read_results(path: str | os.PathLike) -> ResultsFile:
     if last is not None:  # a crash inside the one write leaves no valid record: this one was edited
         records.append(last)
         return ResultsFile(records, bad, 0, problems, unterminated=True)
-    return ResultsFile(records, bad, len(tail), problems)
+    return ResultsFile(records, bad, len(tail), problems, tail=tail, tail_line=data.count(b"\n") + 1 if tail else 0)
+
+
+#: A field's text at the start of a cut line: which pair it was is all that can be read of it.
+_TEXT_FIELD = {key: re.compile(rb'"' + key.encode() + rb'"\s*:\s*"([^"\\\x00-\x1f]{1,200})"')
+               for key in ("matrix", "method")}
+
+
+def _tail_pair(tail: bytes) -> str:
+    """``" (strike/sf, by what is left of it)"`` when the cut line still names its matrix and method, else ""."""
+    found = [_TEXT_FIELD[key].search(tail) for key in ("matrix", "method")]
+    if not all(found):
+        return ""
+    matrix, method = (m.group(1).decode("utf-8", "replace") for m in found)
+    return f" ({matrix}/{method}, by what is left of it)"
 
 
 def _whole_record(line: bytes) -> dict[str, Any] | None:
