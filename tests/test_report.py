@@ -535,3 +535,12 @@ def test_a_line_that_cannot_be_read_is_said_with_what_to_do(tmp_path):
     said = " ".join(result.output.split())
     assert result.exit_code == 0 and "line 2 skipped: not valid JSON" in said, result.output
     assert "correct or delete the lines, or run the batch" in said and "results.jsonl.rejected" in said
+
+
+def test_a_path_that_is_no_folder_is_said_so(tmp_path):
+    """``sfapprox report /dev/null`` said "no results.jsonl; run 'sfapprox batch MANIFEST --out-dir /dev/null'"."""
+    from sfapprox.cli import app
+
+    result = CliRunner().invoke(app, ["report", "/dev/null"])
+    assert result.exit_code == 2 and "/dev/null: is not a folder" in result.output, result.output
+    assert "--out-dir /dev/null" not in result.output

@@ -295,6 +295,9 @@ def report(
             hint = f"sfapprox report {out_dir.parent}" if out_dir.name == RESULTS_FILE else "sfapprox report DIR"
             raise InputError(f"{out_dir}: is a file; give the batch's folder, the one that holds {RESULTS_FILE} "
                              f"({hint})")
+        if out_dir.exists() and not out_dir.is_dir():  # /dev/null, a pipe: it said "run batch --out-dir /dev/null"
+            raise InputError(f"{out_dir}: is not a folder; give the batch's output folder, the one that holds "
+                             f"{RESULTS_FILE}")
         check_outputs(outputs, inputs=[out_dir / RESULTS_FILE])
         results = out_dir / RESULTS_FILE
         check_results_file(results)  # a folder there is said as such, not as "no results.jsonl"
