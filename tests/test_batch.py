@@ -1452,3 +1452,13 @@ def test_a_weights_name_clash_is_refused_before_the_output_folder_is_made(tmp_pa
                                             r"entries have"):
         run_batch(m, out, BatchOptions(methods=("tsvd",), data_dir=str(tmp_path), settings=FitSettings(device="cpu")))
     assert not (tmp_path / "out").exists()
+
+
+def test_a_line_in_another_encoding_is_said_to_be_so_not_invalid_json(tmp_path):
+    """A line an editor saved as Latin-1 ("café") was "not valid JSON", which sent the user looking for a
+    missing comma."""
+    path = tmp_path / "results.jsonl"
+    path.write_bytes(b'{"matrix": "a", "method": "sf", "status": "ok", "fro_error": 1.0}\n'
+                     b'{"matrix": "caf\xe9", "method": "sf", "status": "ok", "fro_error": 1.0}\n')
+    parsed = read_results(path)
+    assert len(parsed.records) == 1 and parsed.problems[2].startswith("not UTF-8 text")

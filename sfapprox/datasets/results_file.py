@@ -325,7 +325,9 @@ def read_results(path: str | os.PathLike) -> ResultsFile:
                 continue
             try:
                 record = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+            except UnicodeDecodeError:  # said "not valid JSON" of a line an editor saved as Latin-1 or UTF-16
+                problem = "not UTF-8 text (saved in another encoding?); a batch writes UTF-8"
+            except (json.JSONDecodeError, RecursionError):
                 problem = "not valid JSON"
             else:
                 problem = record_problem(record)
