@@ -590,8 +590,8 @@ def sf_config_for_budget(n: int, budget: int, *, max_base: int = 16, support: st
     if best is None:
         kind = "Chord" if support == "chord" else f"{support} Chord"
         raise BudgetError(
-            f"budget {budget} is too small for any full-support {kind} factorization of a "
-            f"{n} x {n} matrix (the smallest needs {smallest} stored numbers)"
+            f"budget {budget:,} is too small for any full-support {kind} factorization of a "
+            f"{n:,} x {n:,} matrix (the smallest needs {smallest:,} stored numbers)"
         )
     return best
 

@@ -78,6 +78,9 @@ def test_sf_reference_budget_gives_reference_structure():
 def test_sf_budget_too_small_is_clear():
     with pytest.raises(BudgetError, match="too small .* smallest needs"):
         sf_config_for_budget(300, 4000)
+    # counts read as the tables show them (it said "budget 127050 ... needs 288000" beside "127,050")
+    with pytest.raises(BudgetError, match="budget 127,050 is too small .* 3,000 x 3,000 .* needs 288,000 stored"):
+        sf_config_for_budget(3000, 127050)
 
 
 @settings(max_examples=30, deadline=None)

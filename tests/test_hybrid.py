@@ -143,6 +143,11 @@ def test_too_small_budget():
     lr, s = c.results
     assert lr.status == "not applicable" and "too small" in lr.reason
     assert s.status == "ok" and s.params["split"] == "sparse" and s.nnz <= 40
+    # the counts with separators, as the tables show them ("budget 1,000 ... one rank (6,001 numbers)")
+    assert ChordLowRank(budget=1000, device="cpu")._too_small(3000, 1000) == (
+        "budget 1,000 is too small for sf+lr on a 3,000 x 3,000 matrix: neither a full-support Chord "
+        "factorization nor one rank (6,001 numbers) fits")
+    assert "budget 1,000 is too small for sf+s on a 3,000 x 3,000 matrix" in ChordSparse._too_small(3000, 1000)
 
 
 def test_parameters_are_checked_at_fit():

@@ -103,8 +103,8 @@ class ChordLowRank(_ChordHybrid):
 
     @staticmethod
     def _too_small(n: int, budget: int) -> str:
-        return (f"budget {budget} is too small for sf+lr on a {n} x {n} matrix: neither a full-support "
-                f"Chord factorization nor one rank ({tsvd_count(n, 1)} numbers) fits")
+        return (f"budget {budget:,} is too small for sf+lr on a {n:,} x {n:,} matrix: neither a full-support "
+                f"Chord factorization nor one rank ({tsvd_count(n, 1):,} numbers) fits")
 
     def _fit_end(self, X, dense: np.ndarray, budget: int, split: HybridSplit) -> _Point:
         """TSVD at the budget, exactly as the ``tsvd`` method fits it (its fit, when a comparison ran it)."""

@@ -99,7 +99,7 @@ class ChordSparse(_ChordHybrid):
 
     @staticmethod
     def _too_small(n: int, budget: int) -> str:
-        return f"budget {budget} is too small for sf+s on a {n} x {n} matrix: not even one sparse entry fits"
+        return f"budget {budget:,} is too small for sf+s on a {n:,} x {n:,} matrix: not even one sparse entry fits"
 
     def _sparse(self, n: int, flat: np.ndarray, values: np.ndarray) -> sp.csr_array:
         keep = values != 0  # exact zeros add nothing: not stored, not counted
