@@ -33,8 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import sys
 import time
 from pathlib import Path
 
