@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import sys
 
 import numpy as np
 import scipy.sparse as sp
@@ -385,11 +386,25 @@ def _check_sparse(X, source: str, max_memory: int | None) -> sp.csr_array:
     return A
 
 
+def numpy_readable(X):
+    """``X`` itself, or a torch tensor as numpy can read it: detached from autograd (numpy refused a
+    tensor that ``requires_grad``: a raw RuntimeError), and a float type numpy lacks (bfloat16, the
+    float8s) widened to float64, exactly.  The caller's tensor is not changed.  torch is never imported
+    here: a tensor exists only where the caller imported it."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(X, torch.Tensor):
+        return X
+    X = X.detach()
+    if X.is_floating_point() and X.dtype not in (torch.float16, torch.float32, torch.float64):
+        X = X.to(torch.float64)
+    return X
+
+
 def _check_dense(X, source: str, max_memory: int | None) -> np.ndarray:
     if X is None:  # np.asarray(None) is a 0-d object array: "object dtype" would not say what is missing
         raise InputError(f"{source}: a matrix is needed (an array, a scipy sparse matrix or a MatrixSource), got None")
     try:
-        arr = np.asarray(X)
+        arr = np.asarray(numpy_readable(X))
     except (ValueError, TypeError) as exc:  # ragged nested lists and the like
         raise InputError(f"{source}: cannot convert input to an array ({exc})".replace("\n", " ")) from None
     check_matrix_dtype(arr.dtype, source)

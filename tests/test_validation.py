@@ -94,6 +94,25 @@ class TestDense:
         _one_line_error(info, "m.npy")
 
 
+class TestTorch:
+    """Tensors as a notebook holds them: with autograd on, or in a float type numpy lacks."""
+
+    @pytest.mark.parametrize("dtype", ["float64", "float32", "bfloat16"])
+    def test_tensor_requiring_grad_is_read_detached(self, dtype):
+        torch = pytest.importorskip("torch")
+        X = np.arange(9.0).reshape(3, 3)
+        T = torch.tensor(X, dtype=getattr(torch, dtype), requires_grad=True)
+        out = check_square_matrix(T)
+        assert out.dtype == np.float64
+        np.testing.assert_array_equal(out, X)  # small integers: exact in every float type
+        assert T.requires_grad and T.dtype == getattr(torch, dtype)  # the caller's tensor is as it was
+
+    def test_bfloat16_values_exact(self):
+        torch = pytest.importorskip("torch")
+        T = torch.randn(4, 4, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
+        np.testing.assert_array_equal(check_square_matrix(T), T.double().numpy())
+
+
 class TestSparse:
     def test_canonical_csr_array(self):
         # Duplicates, unsorted indices, an explicit zero.
