@@ -10,14 +10,16 @@ without forming it above :data:`DENSE_SCORING_MAX_N` (by column blocks,
 from __future__ import annotations
 
 import math
+import numbers
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from ._errors import ParameterError
+from ._errors import InputError, ParameterError
 from ._threads import _limit_blas, available_cores, threads_free_now
+from ._validation import numpy_readable
 
 __all__ = ["frobenius_error", "operator_error", "sparse_target_error", "surrogate_columns", "column_reader", "scoring_bytes",
            "scoring_block", "DENSE_SCORING_MAX_N", "SCORING_BLOCK", "SCORING_BLOCK_NUMBERS"]
@@ -49,8 +51,8 @@ def frobenius_error(X, approx: np.ndarray, fro_norm: float | None = None) -> tup
 
     Parameters
     ----------
-    X : ndarray or scipy sparse array
-        The target matrix (any real dtype).
+    X : ndarray, scipy sparse array, torch tensor or LinearOperator
+        The target matrix (any real dtype; a tensor is read detached, an operator formed).
     approx : ndarray, scipy sparse array, fitted surrogate or LinearOperator
         The approximation, same shape (a surrogate or operator with
         ``to_dense()``, or any LinearOperator, is formed).
@@ -66,6 +68,8 @@ def frobenius_error(X, approx: np.ndarray, fro_norm: float | None = None) -> tup
     ------
     ParameterError
         When ``approx``'s shape is not ``X``'s, or ``fro_norm`` is negative or not finite.
+    InputError
+        When ``X`` or ``approx`` does not hold numbers (strings, None) or cannot be read as an array.
 
     Examples
     --------
@@ -75,26 +79,44 @@ def frobenius_error(X, approx: np.ndarray, fro_norm: float | None = None) -> tup
     """
     if fro_norm is not None and not (math.isfinite(fro_norm) and fro_norm >= 0):
         raise ParameterError(f"fro_norm must be ||X||_F, finite and >= 0; got {fro_norm!r}")
-    dense = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
-    approx = _formed(approx)
+    dense, approx = _numeric(_formed(X), "the target X"), _numeric(_formed(approx), "the approximation")
     _check_shapes(dense.shape, approx.shape)
     # float64 at least: an int8 or uint8 difference would wrap around (100 - (-100) == -56)
     wide = np.result_type(dense.dtype, approx.dtype, np.float64)
     err = _fro_norm(np.subtract(dense, approx, dtype=wide))
-    norm = _fro_norm(dense) if fro_norm is None else float(fro_norm)
+    # in float64 too: a float32 target's own norm was summed in float32 (relative error 1.0000000075 for 1)
+    norm = _fro_norm(dense.astype(wide, copy=False)) if fro_norm is None else float(fro_norm)
     return err, _relative(err, norm)
 
 
 def _formed(approx) -> np.ndarray:
-    """An approximation as a dense array: an ndarray as it is, a sparse matrix, a surrogate or an
-    operator formed (a sparse one used to be read as a 0-d object array: "the approximation ()")."""
+    """An approximation (or a target) as a dense array: an ndarray as it is, a sparse matrix, a surrogate,
+    a source or an operator formed (a sparse one used to be read as a 0-d object array: "the approximation
+    ()"), a torch tensor as numpy reads it (one that requires grad was numpy's RuntimeError)."""
+    approx = numpy_readable(approx)  # before to_dense: a tensor has one, which keeps it a tensor
     if sp.issparse(approx):
         return approx.toarray()
     if callable(getattr(approx, "to_dense", None)):
         return np.asarray(approx.to_dense())
     if isinstance(approx, LinearOperator):
         return np.asarray(approx.matmat(np.eye(approx.shape[1])))
-    return np.asarray(approx)
+    try:
+        return np.asarray(approx)
+    except (TypeError, ValueError) as exc:  # a ragged list
+        raise InputError(f"cannot read {type(approx).__name__} as an array ({' '.join(str(exc).split())})") from None
+
+
+def _numeric(a: np.ndarray, what: str) -> np.ndarray:
+    """``a`` when it holds numbers; an object array of numbers as float64 (complex128); else InputError
+    (strings and None were numpy's TypeError from the subtraction)."""
+    if a.dtype.kind in "biufc":
+        return a
+    if a.dtype.kind == "O" and all(isinstance(v, (numbers.Number, np.bool_)) for v in a.flat):
+        # never strings ('1' read as 1) nor None (read as nan)
+        return a.astype(np.complex128 if any(isinstance(v, complex) for v in a.flat) else np.float64)
+    held = f"object entries such as {next(v for v in a.flat if not isinstance(v, (numbers.Number, np.bool_)))!r:.30}" \
+        if a.dtype.kind == "O" else f"dtype {a.dtype}"
+    raise InputError(f"{what} must hold numbers, got {held}; convert it to a numeric array first")
 
 
 def _fro_norm(a: np.ndarray) -> float:

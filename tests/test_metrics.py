@@ -7,7 +7,7 @@ import pytest
 import scipy.sparse as sp
 
 from sfapprox import metrics
-from sfapprox._errors import ParameterError
+from sfapprox._errors import InputError, ParameterError
 from sfapprox.chord import default_n_factors, support_offsets
 from sfapprox.metrics import frobenius_error, operator_error, scoring_bytes
 from sfapprox.operators import ChordOperator, HybridOperator, SparseOperator
@@ -137,9 +137,49 @@ def test_integer_inputs_do_not_wrap_around(dtype, x, a):
     assert frobenius_error(sp.csr_array(X), A)[0] == pytest.approx(3 * abs(x - a))  # sparse X too
 
 
+def test_float32_target_norm_summed_in_float64():
+    X = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
+    assert frobenius_error(X, np.zeros((64, 64))) == frobenius_error(X.astype(np.float64), np.zeros((64, 64)))
+
+
 def test_bool_inputs_count_as_0_1():
     X = np.eye(3, dtype=bool)
     assert frobenius_error(X, np.zeros((3, 3), dtype=bool)) == (pytest.approx(np.sqrt(3)), 1.0)
+
+
+@pytest.mark.parametrize("bad", [np.full((2, 2), "1"), np.full((2, 2), "1", dtype=object), [[None, 1.0], [1.0, 1.0]],
+                                 [[1.0, 2.0], [3.0]]])
+@pytest.mark.parametrize("side", ["X", "approx"])
+def test_non_numbers_are_an_input_error(bad, side):
+    # strings and None were numpy's TypeError from the subtraction, or read as numbers ('1' as 1, None as nan)
+    args = (bad, np.eye(2)) if side == "X" else (np.eye(2), bad)
+    with pytest.raises(InputError, match="numbers|cannot read"):
+        frobenius_error(*args)
+
+
+def test_object_array_of_numbers_is_read_as_float64():
+    X = np.array([[1, 2.5], [True, 4]], dtype=object)
+    assert frobenius_error(X, np.zeros((2, 2))) == frobenius_error(X.astype(float), np.zeros((2, 2)))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "bfloat16"])
+def test_torch_tensors_requiring_grad_are_read_as_their_values(dtype):
+    # a trained layer's weight as the approximation (or the target): numpy's RuntimeError on a tensor that
+    # requires grad, "unsupported ScalarType" on bfloat16
+    torch = pytest.importorskip("torch")
+    X = np.arange(16.0).reshape(4, 4)
+    T = torch.tensor(X + 1, dtype=getattr(torch, dtype), requires_grad=True)
+    assert frobenius_error(X, T) == frobenius_error(X, X + 1)
+    assert frobenius_error(T, X) == frobenius_error(X + 1, X)
+    assert T.requires_grad
+
+
+def test_a_linear_operator_target_is_formed():
+    # read as a 0-d object array: "the target X is ()"
+    from scipy.sparse.linalg import aslinearoperator
+
+    X = np.arange(9.0).reshape(3, 3)
+    assert frobenius_error(aslinearoperator(X), np.eye(3)) == frobenius_error(X, np.eye(3))
 
 
 def test_blocked_norm_of_an_integer_target_does_not_wrap_around(blocked):
