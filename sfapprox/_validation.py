@@ -572,8 +572,28 @@ def apply_real_parts(apply, B, owner: str = "the matrix"):
     return apply(B)
 
 
+def readable_operand(B):
+    """An operand of a product as the products take it: a scipy sparse one as its dense block (the
+    product is a dense ``N x k`` block anyway; scipy's LinearOperator refused it with a TypeError), a
+    torch tensor as an ndarray of its values (:func:`numpy_readable`: numpy refused one that requires
+    grad with a RuntimeError), anything else as it is.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> readable_operand(sp.eye(2, format="csr"))
+    array([[1., 0.],
+           [0., 1.]])
+    """
+    if sp.issparse(B):
+        return B.toarray()
+    readable = numpy_readable(B)
+    return B if readable is B else np.asarray(readable)
+
+
 def _numeric_operand(B, owner: str):
     """``B`` itself when it holds numbers; an object array of numbers as float64 (complex128)."""
+    B = readable_operand(B)
     dtype = getattr(B, "dtype", None)
     if not isinstance(dtype, np.dtype):  # a list, a scalar, a tensor: what numpy makes of it
         B = np.asarray(B)

@@ -518,3 +518,28 @@ def test_operands_that_are_not_numbers_are_refused_by_every_kind():
         got = op @ np.ones(n, dtype=object)
         assert got.dtype == np.float64, name
         np.testing.assert_allclose(got, D @ np.ones(n), atol=1e-12, err_msg=name)
+
+
+def test_torch_and_sparse_operands_are_read_by_every_kind():
+    """A tensor that requires grad was numpy's RuntimeError, a bfloat16 one its "unsupported ScalarType"
+    TypeError, a scipy sparse block scipy's "Unable to multiply a LinearOperator with a sparse matrix"."""
+    for name, op in _every_kind().items():
+        n = op.shape[0]
+        D = op.to_dense()
+        B = np.arange(2.0 * n).reshape(n, 2) / n
+        grad = torch.tensor(B, requires_grad=True)
+        half = torch.tensor(B).to(torch.bfloat16)
+        for product, want in ((op.__matmul__, D @ B), (op.dot, D @ B), (op.matmat, D @ B), (op.rmatmat, D.T @ B),
+                              (op.T.__matmul__, D.T @ B)):
+            np.testing.assert_allclose(product(grad), want, atol=1e-12, err_msg=name)
+            np.testing.assert_allclose(product(sp.csr_array(B)), want, atol=1e-12, err_msg=name)
+            np.testing.assert_allclose(product(half), product(half.double().numpy()), atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(op.matvec(grad[:, 0]), D @ B[:, 0], atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(op.rmatvec(grad[:, 0]), D.T @ B[:, 0], atol=1e-12, err_msg=name)
+        assert grad.requires_grad
+
+
+def test_a_transpose_is_named_by_its_operator_in_messages():
+    op = ChordOperator(np.full((3, 8, 4), 0.25))
+    with pytest.raises(ParameterError, match=r"^ChordOperator\.T is 8 x 8"):
+        op.T @ np.ones(5)

@@ -518,3 +518,17 @@ def test_a_sparse_source_counts_what_it_holds_and_knows_its_symmetry_without_a_t
     assert not duplicated.has_canonical_format
     held = SparseSource(duplicated)
     assert held.matrix.has_canonical_format and held.matrix[0, 0] == 2.0
+
+
+def test_a_sources_product_takes_a_torch_tensor_that_requires_grad():
+    """numpy's RuntimeError ("Can't call numpy() on Tensor that requires grad") came out of K.matmat(t)."""
+    torch = pytest.importorskip("torch")
+    from sfapprox.sources import KernelMatrix
+
+    K = KernelMatrix(np.random.default_rng(0).standard_normal((40, 3)))
+    B = np.random.default_rng(1).standard_normal((40, 2))
+    T = torch.tensor(B, requires_grad=True)
+    np.testing.assert_allclose(K.matmat(T), K.to_dense() @ B, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(K.rmatmat(T.to(torch.bfloat16)), K.to_dense().T @ T.detach().to(torch.bfloat16).double().numpy(),
+                               rtol=1e-12, atol=1e-12)
+    assert T.requires_grad

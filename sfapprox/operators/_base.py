@@ -33,7 +33,7 @@ import numpy as np
 from scipy.sparse.linalg import LinearOperator
 
 from .._errors import ParameterError
-from .._validation import apply_real_parts, check_operand
+from .._validation import apply_real_parts, check_operand, readable_operand
 
 __all__ = ["SurrogateOperator", "register_operator", "operator_class", "operator_kinds"]
 
@@ -82,26 +82,37 @@ class SurrogateOperator(LinearOperator):
         super().__init__(dtype=np.float64, shape=(int(n), int(n)))
 
     # ------------------------------------------------------------------ products (operands checked)
+    # Each operand is read first (readable_operand): scipy's own methods refused a sparse block and a torch
+    # tensor that requires grad with a raw TypeError or RuntimeError before any check here.
     def matvec(self, x):
+        x = readable_operand(x)
         self._check_operand(x, "a vector", 1)
         return super().matvec(x)
 
     def rmatvec(self, x):
+        x = readable_operand(x)
         self._check_operand(x, "a vector", 1)
         return super().rmatvec(x)
 
     def matmat(self, X):
+        X = readable_operand(X)
         self._check_operand(X, "a matrix", 2)
         return super().matmat(X)
 
     def rmatmat(self, X):
+        X = readable_operand(X)
         self._check_operand(X, "a matrix", 2)
         return super().rmatmat(X)
 
     def _check_operand(self, x, what: str, ndim: int) -> None:
         """:class:`~sfapprox.ParameterError` for an operand of another length than ``N`` (scipy's own
         check says only "dimension mismatch")."""
-        check_operand(x, self.shape[0], owner=type(self).__name__, what=what, ndim=ndim)
+        check_operand(x, self.shape[0], owner=self._named, what=what, ndim=ndim)
+
+    @property
+    def _named(self) -> str:
+        """What a message calls this operator: its class (a transpose: ``ChordOperator.T``, not ``_Transposed``)."""
+        return type(self).__name__
 
     # ------------------------------------------------------------------ what a subclass supplies
     def _apply(self, B: np.ndarray, transpose: bool) -> np.ndarray:  # pragma: no cover - abstract
@@ -187,7 +198,7 @@ class SurrogateOperator(LinearOperator):
         """``A @ B`` (``A.T @ B`` with ``transpose``) by the subclass's real :meth:`_apply`; a complex
         operand as its real and imaginary parts (five kinds dropped the imaginary part, reading the
         operand as float64 with only numpy's ComplexWarning)."""
-        return apply_real_parts(lambda part: self._apply(part, transpose), B, owner=type(self).__name__)
+        return apply_real_parts(lambda part: self._apply(part, transpose), B, owner=self._named)
 
     def _matvec(self, x: np.ndarray) -> np.ndarray:
         return self._applied(np.reshape(x, -1), False)
@@ -216,9 +227,11 @@ class SurrogateOperator(LinearOperator):
         x : array_like or LinearOperator
             A vector of length ``N``, an ``(N, k)`` block, or an operator to compose with.
         """
+        x = x if isinstance(x, LinearOperator) else readable_operand(x)
         return self._applied(x, False) if self._fast(x) else super().dot(x)
 
     def __matmul__(self, x):
+        x = x if isinstance(x, LinearOperator) else readable_operand(x)
         return self._applied(x, False) if self._fast(x) else super().__matmul__(x)
 
     def _adjoint(self) -> LinearOperator:
@@ -257,6 +270,10 @@ class _Transposed(SurrogateOperator):
 
     def _apply(self, B: np.ndarray, transpose: bool) -> np.ndarray:
         return self._op._applied(B, not transpose)
+
+    @property
+    def _named(self) -> str:
+        return f"{self._op._named}.T"
 
     @property
     def n_stored(self) -> int:
