@@ -400,6 +400,26 @@ def numpy_readable(X):
     return X
 
 
+def array_of(a, source: str, what: str) -> np.ndarray:
+    """An array argument other than the matrix (points, queries and keys, a samples x features table)
+    as numpy reads it: a torch tensor detached (:func:`numpy_readable`: numpy's RuntimeError for one that
+    requires grad), a scipy sparse table as its dense array (read as a 0-d object array: "got shape ()"),
+    a ragged list an :class:`~sfapprox.InputError` (numpy's ValueError).  Its shape and dtype are the
+    caller's to check.
+
+    Examples
+    --------
+    >>> array_of([[1, 2], [3, 4]], "kernel", "the points").shape
+    (2, 2)
+    """
+    if sp.issparse(a):
+        return a.toarray()
+    try:
+        return np.asarray(numpy_readable(a))
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{source}: cannot read {what} as an array ({' '.join(str(exc).split())})") from None
+
+
 def _check_dense(X, source: str, max_memory: int | None) -> np.ndarray:
     if X is None:  # np.asarray(None) is a 0-d object array: "object dtype" would not say what is missing
         raise InputError(f"{source}: a matrix is needed (an array, a scipy sparse matrix or a MatrixSource), got None")

@@ -532,3 +532,26 @@ def test_a_sources_product_takes_a_torch_tensor_that_requires_grad():
     np.testing.assert_allclose(K.rmatmat(T.to(torch.bfloat16)), K.to_dense().T @ T.detach().to(torch.bfloat16).double().numpy(),
                                rtol=1e-12, atol=1e-12)
     assert T.requires_grad
+
+
+def test_points_queries_keys_and_tables_are_read_from_tensors_sparse_tables_and_lists():
+    """q and k of a model (tensors that require grad, often bfloat16) were numpy's RuntimeError or
+    "unsupported ScalarType" TypeError; a scipy sparse table was read as a 0-d object array ("got shape
+    ()"); a ragged list was numpy's ValueError."""
+    torch = pytest.importorskip("torch")
+    from sfapprox.sources import AttentionMatrix, CovarianceMatrix, KernelMatrix, median_bandwidth
+
+    P = np.random.default_rng(0).standard_normal((12, 3))
+    makers = {"kernel": lambda a: KernelMatrix(a, bandwidth=1.0), "median": lambda a: KernelMatrix(a),
+              "attention": lambda a: AttentionMatrix(a, a), "covariance": lambda a: CovarianceMatrix(a)}
+    half = torch.tensor(P).to(torch.bfloat16)
+    for name, make in makers.items():
+        want = make(P).to_dense()
+        grad = torch.tensor(P, requires_grad=True)
+        np.testing.assert_array_equal(make(grad).to_dense(), want, err_msg=name)
+        np.testing.assert_array_equal(make(sp.csr_array(P)).to_dense(), want, err_msg=name)
+        np.testing.assert_array_equal(make(half).to_dense(), make(half.double().numpy()).to_dense(), err_msg=name)
+        assert grad.requires_grad
+        with pytest.raises(InputError, match="cannot read .* as an array"):
+            make([[1.0, 2.0], [3.0]])
+    assert median_bandwidth(torch.tensor(P, requires_grad=True)) == median_bandwidth(P)

@@ -16,13 +16,14 @@ import numpy as np
 
 from .._errors import InputError, ParameterError
 from .._params import MEMORY_LIMIT, check_values
+from .._validation import array_of
 from ._base import MatrixSource, block_columns
 
 __all__ = ["AttentionMatrix"]
 
 
 def _check(name: str, what: str, a) -> np.ndarray:
-    arr = np.asarray(a)
+    arr = array_of(a, name, what)
     if arr.ndim != 2 or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
         raise InputError(f"{name}: {what} must be a real (N, d) array, got shape {arr.shape} of {arr.dtype}")
     if arr.shape[0] < 1 or arr.shape[1] < 1:

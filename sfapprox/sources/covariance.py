@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import InputError
+from .._validation import array_of
 from ._base import MatrixSource, checked_product
 
 __all__ = ["CovarianceMatrix"]
@@ -55,7 +56,7 @@ class CovarianceMatrix(MatrixSource):
     psd = True
 
     def __init__(self, table, *, name: str = "covariance") -> None:
-        arr = np.asarray(table)
+        arr = array_of(table, name, "the table")
         if arr.ndim != 2 or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
             raise InputError(f"{name}: a covariance needs a real samples x features table, got shape {arr.shape} "
                              f"of {arr.dtype}")

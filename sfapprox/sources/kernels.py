@@ -31,6 +31,7 @@ import numpy as np
 
 from .._errors import InputError, ParameterError, parameter
 from .._params import Interval, check_values
+from .._validation import array_of
 from ._base import MatrixSource
 
 __all__ = ["KernelMatrix", "KERNELS", "median_bandwidth", "MEDIAN_SAMPLE"]
@@ -73,7 +74,7 @@ def median_bandwidth(points: np.ndarray, *, seed: int = 0, sample: int = MEDIAN_
     """
     check_values({"seed": seed, "sample": sample}, {"seed": Interval(int, 0, None), "sample": Interval(int, 2, None)},
                  "median_bandwidth")  # (-1 was numpy's ValueError, None an unseeded sample: another bandwidth each call)
-    pts = np.asarray(points, dtype=np.float64)
+    pts = np.asarray(array_of(points, "median_bandwidth", "the points"), dtype=np.float64)
     if pts.shape[0] > sample:
         pts = pts[np.random.default_rng(seed).choice(pts.shape[0], sample, replace=False)]
     # The distinct pairs' distances (i < j) filled a row block at a time into one array of m(m-1)/2:
@@ -182,7 +183,7 @@ class KernelMatrix(MatrixSource):
         check_values({"seed": seed}, {"seed": Interval(int, 0, None)}, "KernelMatrix")
         if not isinstance(kernel, str) or kernel not in KERNELS:  # ["rbf"] was a raw "unhashable" TypeError
             raise ParameterError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)} ({parameter('kernel')})")
-        pts = np.asarray(points)
+        pts = array_of(points, name, "the points")
         if pts.ndim != 2 or pts.shape[0] < 1 or pts.shape[1] < 1:
             raise InputError(f"{name}: the points must be a table of shape (N, d), got shape {pts.shape}")
         if not np.issubdtype(pts.dtype, np.number) or np.iscomplexobj(pts):
