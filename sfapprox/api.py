@@ -18,7 +18,7 @@ from ._errors import ParameterError
 from ._old_api import options_keywords
 from ._settings import SF_BASE, SF_NAMED_INITS, SF_SUPPORT, FitSettings, LoadOptions
 from .budget import parse_budget, resolve_budget, sf_config_for_budget
-from .comparison import as_loaded_matrix, compare, opened_input, scoring_seconds, warnings_at_caller
+from .comparison import as_loaded_matrix, check_settings, compare, opened_input, scoring_seconds, warnings_at_caller
 from .estimate import estimate_errors
 from .factors import input_record, save_factors
 from .results import library_versions
@@ -149,6 +149,7 @@ def fit_matrix(
     """
     from .sf.model import ChordSF
 
+    check_settings(settings, keywords=False)
     settings = settings or FitSettings()
     ChordSF.check_param_names(sf_params, "fit_matrix's keyword arguments")
     if budget is not None:

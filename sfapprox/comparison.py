@@ -23,7 +23,7 @@ import numbers
 import os
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -477,6 +477,7 @@ def settings_with(settings: FitSettings | None, changes: Mapping[str, Any], call
     >>> settings_with(None, {"seed": 3}, "compare").seed
     3
     """
+    check_settings(settings)
     fields = [f.name for f in dataclasses.fields(FitSettings)]
     unknown = [name for name in changes if name not in fields]
     if unknown:
@@ -491,6 +492,34 @@ def settings_with(settings: FitSettings | None, changes: Mapping[str, Any], call
 
     check_device(settings.device)  # before any method runs: not after the ones that need no torch
     return settings
+
+
+def check_settings(settings: Any, *, keywords: bool = True) -> None:
+    """ParameterError unless ``settings`` is a :class:`FitSettings` or None (a dict of its fields was an
+    AttributeError, ``'dict' object has no attribute 'replace'``, once the run had begun); ``keywords``:
+    the caller takes the fields as keywords too (``compare``, ``sweep``), which the message then says."""
+    if settings is not None and not isinstance(settings, FitSettings):
+        also = ", or its fields as keywords (seed=1, time_limit=5)" if keywords else ""
+        raise ParameterError(f"settings must be a FitSettings, got {type(settings).__name__}; pass "
+                             f"settings=sfapprox.FitSettings(...){also}")
+
+
+def check_run_arguments(*, count_indices: Any = False, callback: Any = None, on_result: Any = None,
+                        matrix_info: Any = None) -> None:
+    """ParameterError for a run's arguments of the wrong type, before anything is loaded or fitted.
+
+    ``count_indices="no"`` counted the indices (a non-empty string is true); a ``callback`` or
+    ``on_result`` that is no function was a TypeError once the first method was fitted, a ``matrix_info``
+    that is no mapping one after every method was.
+    """
+    if not isinstance(count_indices, (bool, np.bool_)):
+        raise ParameterError(f"count_indices must be True or False, got {count_indices!r}")
+    for name, value in (("callback", callback), ("on_result", on_result)):
+        if value is not None and not callable(value):
+            raise ParameterError(f"{name} must be a function (or None), got {type(value).__name__} {value!r:.40}")
+    if matrix_info is not None and not isinstance(matrix_info, Mapping):
+        raise ParameterError(f"matrix_info must be a mapping of facts for the report header, got "
+                             f"{type(matrix_info).__name__}")
 
 
 def compare(
@@ -592,6 +621,7 @@ def compare(
                                                        replaced["protocol"], replaced["callback"])
         structure = replaced.get("structure")
     settings = settings_with(settings, setting_changes, "compare")
+    check_run_arguments(count_indices=count_indices, callback=callback, on_result=on_result, matrix_info=matrix_info)
     names = parse_methods(methods)
     if protocol not in PROTOCOLS:
         raise ParameterError(f"unknown protocol {protocol!r}; choose {' or '.join(PROTOCOLS)}")
@@ -982,6 +1012,9 @@ def load_included(include, max_memory: int | None = None) -> dict[str, Any]:
     """
     if include is None:
         return {}
+    if not isinstance(include, (str, os.PathLike, Mapping, Iterable)):  # list(5) was a TypeError
+        raise ParameterError(f"include must be a factors file, a list of them or a mapping of row name to a "
+                             f"file or a surrogate, got {type(include).__name__}")
     if isinstance(include, (str, os.PathLike)) or not isinstance(include, Mapping):
         paths = [include] if isinstance(include, (str, os.PathLike)) else list(include)
         # one row per file, as methods are named once: the same file given twice ("k.h5", "./k.h5") was

@@ -21,6 +21,7 @@ from .comparison import (
     build_comparison,
     check_methods_memory,
     check_methods_memory_from_columns,
+    check_run_arguments,
     check_scoring_memory,
     columns_note,
     compare_columns,
@@ -371,6 +372,7 @@ def sweep(
         settings, count_indices, protocol, callback = (replaced["settings"], replaced["count_indices"],
                                                        replaced["protocol"], replaced["callback"])
     settings = settings_with(settings, setting_changes, "sweep")
+    check_run_arguments(count_indices=count_indices, callback=callback, on_result=on_result, matrix_info=matrix_info)
     names = parse_methods(methods)
     if protocol not in PROTOCOLS:
         raise ParameterError(f"unknown protocol {protocol!r}; choose {' or '.join(PROTOCOLS)}")

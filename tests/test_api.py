@@ -174,3 +174,10 @@ def test_a_checkpoint_of_a_fit_from_another_matrix_s_start_says_so(tmp_path):
     fit = load_factors(ck).fit
     assert fit["checkpoint"] and "not to this file" in fit["init_note"]
     assert dict(describe_factors(ck).facts)["iterations"].endswith("of the start's fit, of another matrix)")
+
+
+def test_a_settings_dict_is_a_parameter_error():
+    """fit_matrix(X, settings={...}) was an AttributeError ('dict' object has no attribute 'max_memory')."""
+    with pytest.raises(ParameterError, match=r"^settings must be a FitSettings, got dict; pass settings=sfapprox"
+                                             r"\.FitSettings\(\.\.\.\)$"):
+        fit_matrix(np.eye(8), settings={"max_iter": 5})

@@ -953,3 +953,20 @@ def test_a_saved_fit_of_another_variable_is_noted_where_the_matrix_is_kept_spars
         said = " ".join(compare(tmp_path / "s.mat", "rsvd", budget=0.01, settings=settings,
                                 load=LoadOptions(var=var), include=[fit]).notes)
         assert ("another matrix of this file" in said and "this one: " in said and "var=B" in said) is other, said
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(settings={"seed": 1}), r"^settings must be a FitSettings, got dict"),
+    (dict(count_indices="no"), r"^count_indices must be True or False, got 'no'"),
+    (dict(on_result="print"), r"^on_result must be a function"),
+    (dict(callback=5), r"^callback must be a function"),
+    (dict(matrix_info=5), r"^matrix_info must be a mapping"),
+    (dict(include=5), r"^include must be a factors file"),
+])
+def test_arguments_of_the_wrong_type_are_refused_before_any_fit(bad, match):
+    """A settings dict was an AttributeError; count_indices="no" counted the indices (a string is true);
+    on_result="print" and matrix_info=5 were TypeErrors after the fits, include=5 one from list(5)."""
+    fitted = []
+    with pytest.raises(ParameterError, match=match):
+        compare(np.eye(8), "tsvd", **{"on_result": fitted.append, **bad})
+    assert not fitted

@@ -434,3 +434,13 @@ def test_a_stop_during_the_last_budget_says_none_was_skipped(tmp_path, monkeypat
     calls.clear()
     res = CliRunner().invoke(app, ["sweep", str(path), "--budgets", "0.1,0.3,0.6", "--methods", "tsvd", "--quiet"])
     assert "interrupted (Ctrl-C): budgets not reached were skipped (153)" in " ".join(res.output.split())
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(settings={"seed": 1}), r"^settings must be a FitSettings, got dict"),
+    (dict(count_indices="no"), r"^count_indices must be True or False"),
+    (dict(on_result="print"), r"^on_result must be a function"),
+])
+def test_arguments_of_the_wrong_type_are_refused_before_any_fit(bad, match):
+    with pytest.raises(ParameterError, match=match):
+        sweep(np.eye(8), [0.5], ["tsvd"], **bad)
