@@ -301,13 +301,13 @@ def save_factors(
         loss_history = loss_history if len(loss_history) else getattr(estimator, "loss_curve_", ())
         fit = fit or _fit_record(estimator)
         settings = settings or {k: v for k, v in estimator.get_params().items() if not callable(v)}
+    op_kind = _operator_kind(operator)  # first: None or a list has no shape (an AttributeError below)
     n = operator.shape[0]
     chord = operator if isinstance(operator, ChordOperator) else getattr(operator, "chord", None)
     if isinstance(chord, ChordOperator) and chord.n_factors == 0:
         # the empty product (the identity) has no values to write, and a file without factors reads as damaged
         # (a hybrid came back without its identity term: another matrix with the same count)
         raise ParameterError("a Chord part of no factors (the identity) cannot be saved; give it at least one factor")
-    op_kind = _operator_kind(operator)
     history = _loss_history(loss_history)
     records = {key: _json_record(key, value) for key, value in
                (("fit", fit or {}), ("settings", settings or {}), ("source", source or {}),

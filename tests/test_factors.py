@@ -494,3 +494,13 @@ def test_an_operator_that_cannot_be_saved_is_named_by_what_it_is(tmp_path):
     with pytest.raises(SfapproxError, match=r"^the transpose \(\.T\) of a ChordOperator has no torch export"):
         op.T.to_torch()
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("what", [None, [[1.0, 0.0], [0.0, 1.0]], "f.h5"])
+def test_saving_what_is_no_surrogate_is_an_sfapprox_error(tmp_path, what):
+    """save_factors(path, None) was an AttributeError ('NoneType' object has no attribute 'shape')."""
+    from sfapprox import SfapproxError, save_factors
+
+    with pytest.raises(SfapproxError, match=r"^cannot save a (NoneType|list|str): it is not an operator"):
+        save_factors(tmp_path / "f.h5", what)
+    assert not (tmp_path / "f.h5").exists()
