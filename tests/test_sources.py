@@ -555,3 +555,21 @@ def test_points_queries_keys_and_tables_are_read_from_tensors_sparse_tables_and_
         with pytest.raises(InputError, match="cannot read .* as an array"):
             make([[1.0, 2.0], [3.0]])
     assert median_bandwidth(torch.tensor(P, requires_grad=True)) == median_bandwidth(P)
+
+
+def test_a_source_takes_the_matmul_operator_on_either_side():
+    """``K @ v`` was a TypeError (a source had no ``@``) and ``v @ K`` numpy's "does not support ufuncs":
+    the products a notebook user writes first, by one pass over the columns as matmat and rmatmat."""
+    rng = np.random.default_rng(0)
+    K = KernelMatrix(rng.standard_normal((40, 3)), kernel="laplacian")
+    A = AttentionMatrix(rng.standard_normal((40, 4)), rng.standard_normal((40, 4)))  # not symmetric
+    v, B = rng.standard_normal(40), rng.standard_normal((40, 3))
+    for source in (K, A):
+        D = source.to_dense()
+        assert np.allclose(source @ v, D @ v) and np.allclose(source @ B, D @ B)
+        assert np.allclose(v @ source, v @ D) and np.allclose(B.T @ source, B.T @ D)
+        assert (v @ source).shape == (40,) and (B.T @ source).shape == (3, 40)
+    with pytest.raises(ParameterError, match="40 x 40: it applies to a vector or a matrix of 40 rows"):
+        K @ np.ones(3)
+    with pytest.raises(ParameterError, match=r"B @ it takes a vector of 40 or a matrix of 40 columns, got shape \(2, 3\)"):
+        np.ones((2, 3)) @ K

@@ -25,7 +25,7 @@ import numpy as np
 from .._errors import InputError, ParameterError
 from .._params import MEMORY_LIMIT, check_values
 from .._validation import (LIBRARY_WORKING_SET, MAX_SQUARED_NORM, _sum_of_squares, apply_real_parts, check_memory,
-                           check_operand, format_bytes, memory_limit)
+                           check_operand, format_bytes, memory_limit, numpy_readable)
 from ..metrics import scoring_bytes
 
 __all__ = ["MatrixSource", "checked_product", "block_columns", "MIN_BLOCK", "MAX_BLOCK", "BLOCK_SHARE", "formable", "formed_need",
@@ -262,6 +262,22 @@ class MatrixSource:
         for J, part in zip(blocks, self._map_blocks(_transposed_part, blocks, B2)):
             out[J] = part
         return out.ravel() if vector else out
+
+    # ``K @ B`` and ``B @ K``, as a notebook user writes them first (a source had no ``@``: a TypeError, and
+    # ``ndarray @ K`` numpy's "matmul: Input operand 1 does not support ufuncs"); numpy defers to them:
+    __array_ufunc__ = None
+
+    def __matmul__(self, B) -> np.ndarray:
+        """``X @ B``: :meth:`matmat` (one pass over the column blocks)."""
+        return self.matmat(B)
+
+    def __rmatmul__(self, B) -> np.ndarray:
+        """``B @ X`` for a vector or a ``(k, N)`` block: ``(X.T @ B.T).T`` by :meth:`rmatmat`."""
+        B = B.toarray() if hasattr(B, "toarray") else np.asarray(numpy_readable(B))
+        if B.ndim not in (1, 2) or B.shape[-1] != self.n:  # (rmatmat would name B.T's shape)
+            raise ParameterError(f"{self.name} is {self.n} x {self.n}: B @ it takes a vector of {self.n} or a "
+                                 f"matrix of {self.n} columns, got shape {B.shape}")
+        return self.rmatmat(B.T).T
 
     def _map_blocks(self, fn, items, *shared) -> Iterator[Any]:
         """``fn(self, *shared, item)`` for each item, in order: a pass's work per block, done here
