@@ -575,3 +575,26 @@ def test_a_corrupted_download_in_the_cache_says_how_to_replace_it(tmp_path):
     with pytest.raises(ChecksumError) as info:
         locate(entry, cache=cache)
     assert "delete it" not in str(info.value)
+
+
+def test_ctrl_c_while_a_download_is_decompressed_stops_at_once_and_places_nothing(tmp_path):
+    """The whole decompression (or extraction) ran with Ctrl-C and SIGTERM held back: a 500 MB .bz2 took
+    7 s to stop, and then placed the file anyway (minutes for a larger one)."""
+    import signal
+
+    from sfapprox.datasets.fetch import _Sink
+
+    class Source:  # what bz2.open gives, with a Ctrl-C arriving while it is read
+        reads = 0
+
+        def read(self, size):
+            Source.reads += 1
+            if Source.reads == 2:
+                os.kill(os.getpid(), signal.SIGINT)
+            return b"x" * size if Source.reads <= 50 else b""
+
+    final = tmp_path / "cache" / "big.libsvm"
+    with pytest.raises(KeyboardInterrupt):
+        _Sink((), final, None, "m.toml: entry 'big'").fill(Source(), "download")
+    assert Source.reads < 5  # stopped where it was
+    assert not final.parent.exists() or list(final.parent.iterdir()) == []  # no file, no temporary

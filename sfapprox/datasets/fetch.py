@@ -41,6 +41,7 @@ import re
 import shutil
 import stat
 import tarfile
+import tempfile
 import time
 import zipfile
 import zlib
@@ -48,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlparse
 
-from .._atomic import atomic_path, process_running
+from .._atomic import OutputError, atomic_path, process_running
 from .._errors import InputError
 from .manifest import COMPRESSED_SUFFIXES, Entry, is_archive
 
@@ -646,29 +647,81 @@ class _Sink:
     def __init__(self, hashes: tuple[str, ...], final: Path, max_bytes: int | None, where: str = ""):
         self.hashes, self.final, self.max_bytes, self.where = tuple(hashes), Path(final), max_bytes, where
 
-    def fill(self, src, what: str) -> bool:
-        """Copy ``src`` into place; True when it was checked against a hash."""
-        self.final.parent.mkdir(parents=True, exist_ok=True)
+    def fill(self, src, what: str, damaged: str | None = None) -> bool:
+        """Copy ``src`` into place; True when it was checked against a hash.
+
+        The data goes to a temporary file of this process's own beside ``final`` and only the move
+        into place is :func:`atomic_path`'s: that one holds Ctrl-C and SIGTERM back until it ends,
+        which held them through a whole decompression (seconds to minutes) and then placed the file.
+        ``damaged`` says what a read error of ``src`` means (default: ``what`` cannot be read).
+        """
+        prefix = f"{self.where}: " if self.where else ""
+        with _own_temporary(self.final) as tmp:
+            got = self._stream(src, tmp, f"{prefix}{what}", f"{prefix}{damaged or what + ': cannot be read'}")
+            if self.hashes and got not in self.hashes:
+                expected = self.hashes[0] if len(self.hashes) == 1 else " or ".join(self.hashes)
+                raise ChecksumError(f"{prefix}{what}: SHA-256 mismatch (expected {expected}, got {got}); the file "
+                                    "is corrupted or a different version (or the manifest's hash is outdated); nothing was kept")
+            with _temporary_beside(self.final) as placed:
+                os.replace(tmp, placed)  # already on disk: the held-back part is a rename and an fsync
+        return bool(self.hashes)
+
+    def _stream(self, src, tmp: Path, what: str, damaged: str) -> str:
+        """Copy ``src`` into ``tmp``, bounded, fsync'ed; its SHA-256 (hex)."""
         limit = size_limit(self.final.parent, self.max_bytes)
         digest = hashlib.sha256()
         size = 0
-        prefix = f"{self.where}: " if self.where else ""
-        with _temporary_beside(self.final) as tmp, open(tmp, "wb") as out:
-            for chunk in iter(lambda: src.read(_CHUNK), b""):
+        with _writing(self.final), open(tmp, "wb") as out:
+            while chunk := _read(src, damaged):
                 size += len(chunk)
                 if size > limit:
-                    raise InputError(f"{prefix}{what}: larger than the {_bytes(limit)} allowed for {self.final.name} "
+                    raise InputError(f"{what}: larger than the {_bytes(limit)} allowed for {self.final.name} "
                                      "(free disk space less a reserve, or max_bytes); nothing was kept")
                 digest.update(chunk)
                 out.write(chunk)
             out.flush()
-            got = digest.hexdigest()
-            if self.hashes and got not in self.hashes:
-                expected = self.hashes[0] if len(self.hashes) == 1 else " or ".join(self.hashes)
-                # Raised inside the block: the temporary is removed, nothing is placed.
-                raise ChecksumError(f"{prefix}{what}: SHA-256 mismatch (expected {expected}, got {got}); the file "
-                                    "is corrupted or a different version (or the manifest's hash is outdated); nothing was kept")
-        return bool(self.hashes)
+            os.fsync(out.fileno())
+        return digest.hexdigest()
+
+
+#: What reading a damaged compressed file or archive member raises (bz2: OSError "Invalid data stream",
+#: a cut-short one EOFError; gzip BadGzipFile, an OSError; zip a wrong CRC).
+_DAMAGED = (OSError, EOFError, lzma.LZMAError, zlib.error, tarfile.TarError, zipfile.BadZipFile)
+
+
+def _read(src, damaged: str) -> bytes:
+    """The next chunk of ``src``; a read error is ``damaged`` in one line (it was an OutputError
+    "<the cache file>: not written: Invalid data stream", or an EOFError's type name)."""
+    try:
+        return src.read(_CHUNK)
+    except _DAMAGED as exc:
+        cause = " ".join(str(exc).split()) or type(exc).__name__
+        raise InputError(f"{damaged} ({cause}); nothing was kept") from None
+
+
+@contextlib.contextmanager
+def _writing(final: Path):
+    """Turn an OSError of writing next to ``final`` into :class:`OutputError` (one line, the file)."""
+    try:
+        yield
+    except OSError as exc:
+        cause = exc.strerror or " ".join(str(exc).split()) or type(exc).__name__
+        raise OutputError(f"{final}: not written: {cause}; nothing was kept", final, exc.errno) from None
+
+
+@contextlib.contextmanager
+def _own_temporary(final: Path):
+    """A temporary file beside ``final``, named as :func:`atomic_path` names its own (``.<name>.<pid>.<random>.tmp``,
+    so a later write of ``final`` removes one that ``kill -9`` left); removed when the block ends."""
+    with _writing(final):
+        final.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f".{final.name}.{os.getpid()}.", suffix=".tmp", dir=final.parent)
+        os.close(fd)
+    try:
+        yield Path(name)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name)
 
 
 def _needs_decompression(entry: Entry) -> bool:
