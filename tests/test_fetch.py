@@ -598,3 +598,32 @@ def test_ctrl_c_while_a_download_is_decompressed_stops_at_once_and_places_nothin
         _Sink((), final, None, "m.toml: entry 'big'").fill(Source(), "download")
     assert Source.reads < 5  # stopped where it was
     assert not final.parent.exists() or list(final.parent.iterdir()) == []  # no file, no temporary
+
+
+@pytest.mark.parametrize("body, cause", [
+    (b"BZh9" + b"\0" * 60, "Invalid data stream"),  # corrupt
+    (bz2.compress(STRIKE)[:-10], "Compressed file ended before the end-of-stream marker"),  # cut short
+], ids=["corrupt", "cut-short"])
+def test_a_damaged_compressed_download_is_one_line_naming_the_url(tmp_path, server, body, cause):
+    """A corrupt .bz2 read "failed (OutputError: <cache file>: not written: Invalid data stream ...)", a cut-short
+    one "failed (EOFError: ...)": type names, and the cache's file named as if writing it had failed."""
+    base, www, _ = server
+    (www / "strike.paj.bz2").write_bytes(body)
+    e = entry(tmp_path, f'file = "pajek/strike.paj"\nurl = "{base}/strike.paj.bz2"\n')
+    with pytest.raises(UnavailableError) as info:
+        fetch_entry(e, cache=tmp_path / "cache")
+    msg = str(info.value)
+    assert f"download from {base}/strike.paj.bz2: not a complete, valid .bz2 file ({cause}" in msg
+    assert "Error" not in msg and msg.count("entry 'strike'") == 1 and "put it at DATA_DIR/pajek/strike.paj" in msg
+    assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+
+
+def test_a_checksum_mismatch_after_decompression_names_the_url(tmp_path, server):
+    """It named this run's own copy ("decompressed run1234-strike-strike.paj.bz2"), a file nobody can find."""
+    base, www, _ = server
+    (www / "strike.paj.bz2").write_bytes(bz2.compress(STRIKE))
+    e = entry(tmp_path, f'file = "pajek/strike.paj"\nurl = "{base}/strike.paj.bz2"\nsha256 = "{"1" * 64}"\n')
+    with pytest.raises(ChecksumError) as info:
+        fetch_entry(e, cache=tmp_path / "cache")
+    assert f"entry 'strike': decompressed download from {base}/strike.paj.bz2: SHA-256 mismatch" in str(info.value)
+    assert "run" not in str(info.value)

@@ -436,7 +436,8 @@ def fetch_entry(
     except (ChecksumError, UnavailableError):
         raise
     except InputError as exc:  # unsafe or oversized archive and similar: say so, keep the hint
-        raise UnavailableError(_missing_message(entry, data_dir, str(exc))) from None
+        problem = str(exc).removeprefix(f"{entry.where}: ")  # the message starts with the entry already
+        raise UnavailableError(_missing_message(entry, data_dir, problem)) from None
     except Exception as exc:  # network errors come in many types (requests, OSError, ...)
         problem = download_problem(exc, entry.url)
         if network is not None and problem.startswith("no network"):
@@ -585,7 +586,8 @@ _OWN_COPY = re.compile(r"run(\d+)-.*", re.DOTALL)
 def _place(entry: Entry, fetched: Path, target: Path, max_bytes: int | None) -> tuple[Path, bool]:
     """The entry's file from the downloaded ``fetched``: extracted, decompressed or copied, checked."""
     final = target / entry.file
-    final.parent.mkdir(parents=True, exist_ok=True)
+    with _writing(final):
+        final.parent.mkdir(parents=True, exist_ok=True)
     if entry.member is not None:
         check_archive_members(fetched)
         # Companions first: the entry's file appears last, once everything it needs is there.
@@ -594,12 +596,15 @@ def _place(entry: Entry, fetched: Path, target: Path, max_bytes: int | None) -> 
             _extract(fetched, sibling, target / companion, (), max_bytes, entry.where)
         return final, _extract(fetched, entry.member, final, entry.sha256, max_bytes, entry.where)
     sink = _Sink(entry.sha256, final, max_bytes, entry.where)
+    # the URL, not the name of this run's own copy (run<pid>-...), which the user never sees
+    source = f"download from {entry.url}"
     if _needs_decompression(entry):
-        opener = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}[fetched.suffix.lower()]
+        suffix = fetched.suffix.lower()
+        opener = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}[suffix]
         with opener(fetched, "rb") as src:
-            return final, sink.fill(src, f"decompressed {fetched.name}")
+            return final, sink.fill(src, f"decompressed {source}", f"{source}: not a complete, valid {suffix} file")
     with open(fetched, "rb") as src:
-        return final, sink.fill(src, fetched.name)
+        return final, sink.fill(src, source)
 
 
 class _Counting:
