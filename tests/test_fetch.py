@@ -618,6 +618,33 @@ def test_a_damaged_compressed_download_is_one_line_naming_the_url(tmp_path, serv
     assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
 
 
+@pytest.mark.parametrize("url_file", ["strike.paj", "strike.paj.bz2"])
+def test_a_web_page_sent_with_status_200_is_not_kept_as_the_file(tmp_path, url_file):
+    """An error or sign-in page sent with status 200 was kept as the entry's file (no sha256 to catch it):
+    every later run read the HTML as the matrix, failed, and never downloaded again."""
+    page = b"<!DOCTYPE html>\n<html><body>Service unavailable</body></html>\n"
+
+    class Page(_Handler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/{url_file}"
+        e = entry(tmp_path, f'file = "pajek/strike.paj"\nurl = "{url}"\n')
+        with pytest.raises(UnavailableError, match=re.escape(f"download from {url}: the server sent a web page (HTML)")):
+            fetch_entry(e, cache=tmp_path / "cache")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+
+
 def test_a_checksum_mismatch_after_decompression_names_the_url(tmp_path, server):
     """It named this run's own copy ("decompressed run1234-strike-strike.paj.bz2"), a file nobody can find."""
     base, www, _ = server

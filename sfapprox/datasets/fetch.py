@@ -588,6 +588,7 @@ def _place(entry: Entry, fetched: Path, target: Path, max_bytes: int | None) -> 
     final = target / entry.file
     with _writing(final):
         final.parent.mkdir(parents=True, exist_ok=True)
+    _refuse_web_page(entry, fetched)
     if entry.member is not None:
         check_archive_members(fetched)
         # Companions first: the entry's file appears last, once everything it needs is there.
@@ -605,6 +606,26 @@ def _place(entry: Entry, fetched: Path, target: Path, max_bytes: int | None) -> 
             return final, sink.fill(src, f"decompressed {source}", f"{source}: not a complete, valid {suffix} file")
     with open(fetched, "rb") as src:
         return final, sink.fill(src, source)
+
+
+#: The start of an HTML page (after a byte-order mark, blanks, an XML declaration or comments).
+_WEB_PAGE = re.compile(rb"^(?:\xef\xbb\xbf)?(?:\s|<\?xml[^>]*>|<!--.*?-->)*<(?:!doctype\s+html|html|head|body)[\s>]",
+                       re.IGNORECASE | re.DOTALL)
+#: Files that are web pages on purpose.
+_WEB_SUFFIXES = (".html", ".htm", ".xhtml")
+
+
+def _refuse_web_page(entry: Entry, fetched: Path) -> None:
+    """Refuse a download that is an HTML page: a server's error, sign-in or "moved" page sent with status
+    200 was kept as the entry's file (without a sha256), and every later run read it as the matrix and
+    failed on its first line, with no word that it was a download to replace."""
+    if entry.file.lower().endswith(_WEB_SUFFIXES) or (entry.member or "").lower().endswith(_WEB_SUFFIXES):
+        return
+    with open(fetched, "rb") as f:
+        head = f.read(4096)
+    if _WEB_PAGE.match(head):
+        raise InputError(f"download from {entry.url}: the server sent a web page (HTML), not the file (an error, "
+                         "sign-in or moved page?); nothing was kept; open the URL in a browser, or fix the manifest's url")
 
 
 class _Counting:
