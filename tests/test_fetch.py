@@ -632,8 +632,7 @@ def test_a_web_page_sent_with_status_200_is_not_kept_as_the_file(tmp_path, url_f
             self.end_headers()
             self.wfile.write(page)
 
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
-    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    httpd = _serve(Page)
     try:
         url = f"http://127.0.0.1:{httpd.server_address[1]}/{url_file}"
         e = entry(tmp_path, f'file = "pajek/strike.paj"\nurl = "{url}"\n')
@@ -654,3 +653,56 @@ def test_a_checksum_mismatch_after_decompression_names_the_url(tmp_path, server)
         fetch_entry(e, cache=tmp_path / "cache")
     assert f"entry 'strike': decompressed download from {base}/strike.paj.bz2: SHA-256 mismatch" in str(info.value)
     assert "run" not in str(info.value)
+
+
+def _serve(handler):
+    """Start ``handler`` on a free port of 127.0.0.1; return the server (shut it down when done)."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    return httpd
+
+
+class _CutShort(_Handler):
+    """Promises the whole of STRIKE (Content-Length) and closes the connection half way."""
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(STRIKE)))
+        self.end_headers()
+        self.wfile.write(STRIKE[: len(STRIKE) // 2])
+        self.close_connection = True
+
+
+class _Loop(_Handler):
+    def do_GET(self):
+        self.send_response(302)
+        self.send_header("Location", self.path)
+        self.end_headers()
+
+
+class _ToFtp(_Handler):
+    def do_GET(self):
+        self.send_response(302)
+        self.send_header("Location", "ftp://example.org/strike.paj")
+        self.end_headers()
+
+
+@pytest.mark.parametrize("handler, problem", [
+    (_CutShort, "was cut short (the connection closed before the whole file came); try again"),
+    (_Loop, "failed (too many redirects; the URL may have moved: check it in a browser)"),
+    (_ToFtp, "failed (InvalidSchema: No connection adapters were found for 'ftp://example.org/strike.paj')"),
+], ids=["cut-short", "redirect-loop", "redirect-to-ftp"])
+def test_what_went_wrong_with_a_download_is_said_in_words(tmp_path, handler, problem):
+    """These read "failed (ChunkedEncodingError)", "failed (TooManyRedirects)", "failed (InvalidSchema)":
+    a type name, and nothing of what happened or what to do."""
+    httpd = _serve(handler)
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/strike.paj"
+        e = entry(tmp_path, f'file = "pajek/strike.paj"\nurl = "{url}"\n')
+        with pytest.raises(UnavailableError) as info:
+            fetch_entry(e, cache=tmp_path / "cache")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert f"download from {url} {problem}; put it at DATA_DIR/pajek/strike.paj" in str(info.value)
+    assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]

@@ -493,8 +493,13 @@ def download_problem(exc: BaseException, url: str) -> str:
             else:
                 why = ""
             return f"no network: could not reach {host}{why}"
-        if isinstance(exc, requests.RequestException):
-            return f"download from {url} failed ({type(exc).__name__})"
+        if isinstance(exc, (requests.exceptions.ChunkedEncodingError, requests.exceptions.ContentDecodingError)):
+            # the body ended before its Content-Length (or its last chunk): was "failed (ChunkedEncodingError)"
+            return f"download from {url} was cut short (the connection closed before the whole file came); try again"
+        if isinstance(exc, requests.TooManyRedirects):
+            return f"download from {url} failed (too many redirects; the URL may have moved: check it in a browser)"
+        if isinstance(exc, requests.RequestException):  # e.g. a redirect to an ftp:// URL: say where
+            return f"download from {url} failed ({type(exc).__name__}: {text})"
     if isinstance(exc, OSError) and exc.strerror:
         where = f"{exc.filename}: " if exc.filename else ""
         return f"download from {url} failed ({where}{exc.strerror})"
