@@ -706,3 +706,29 @@ def test_what_went_wrong_with_a_download_is_said_in_words(tmp_path, handler, pro
         httpd.server_close()
     assert f"download from {url} {problem}; put it at DATA_DIR/pajek/strike.paj" in str(info.value)
     assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+
+
+@pytest.mark.parametrize("spoil", ["file-in-the-way", "temporary-refused"])
+def test_a_cache_that_cannot_be_written_is_named_with_what_to_do(tmp_path, server, monkeypatch, spoil):
+    """A cache that cannot be written read "download from URL failed (<cache folder>: Read-only file system)":
+    the download blamed, though none was made, and no word of SFAPPROX_CACHE."""
+    import errno
+    import tempfile
+
+    base, www, requests = server
+    (www / "strike.paj").write_bytes(STRIKE)
+    e = entry(tmp_path, f'file = "pajek/strike.paj"\nurl = "{base}/strike.paj"\n')
+    cache = tmp_path / "cache"
+    if spoil == "file-in-the-way":
+        cache.write_bytes(b"")
+    else:  # .downloads read-only (which binds no root): pooch's temporary file there is refused
+        def refused(*args, dir=None, **kwargs):
+            raise PermissionError(errno.EACCES, "Permission denied", os.path.join(dir, "tmpab12cd34"))
+
+        monkeypatch.setattr(tempfile, "NamedTemporaryFile", refused)
+    with pytest.raises(UnavailableError) as info:
+        fetch_entry(e, cache=cache)
+    msg = str(info.value)
+    assert "file 'pajek/strike.paj' not found; the download cache cannot be written (" in msg
+    assert "set SFAPPROX_CACHE to a folder you can write; put it at DATA_DIR/pajek/strike.paj" in msg
+    assert "download from" not in msg and requests == []

@@ -438,6 +438,10 @@ def fetch_entry(
     except InputError as exc:  # unsafe or oversized archive and similar: say so, keep the hint
         problem = str(exc).removeprefix(f"{entry.where}: ")  # the message starts with the entry already
         raise UnavailableError(_missing_message(entry, data_dir, problem)) from None
+    except OutputError as exc:  # the cache, not the download: it read "download from URL failed (...)"
+        problem = (f"the download cache cannot be written ({' '.join(str(exc).split())}); "
+                   "set SFAPPROX_CACHE to a folder you can write")
+        raise UnavailableError(_missing_message(entry, data_dir, problem)) from None
     except Exception as exc:  # network errors come in many types (requests, OSError, ...)
         problem = download_problem(exc, entry.url)
         if network is not None and problem.startswith("no network"):
@@ -535,7 +539,7 @@ def _download(entry: Entry, target: Path, max_bytes: int | None) -> tuple[Path, 
     direct = entry.member is None and not _needs_decompression(entry)
     known = f"sha256:{entry.sha256[0]}" if direct and len(entry.sha256) == 1 else None
     downloads = target / ".downloads"
-    downloads.mkdir(parents=True, exist_ok=True)
+    _make_folder(downloads)  # before any request: a read-only cache is no download's fault
     _sweep_stale(downloads)
     limit = size_limit(downloads, max_bytes)
     # The downloaded copy is this run's own (its process in the name) and removed once used: pooch
@@ -550,6 +554,14 @@ def _download(entry: Entry, target: Path, max_bytes: int | None) -> tuple[Path, 
         if "hash" in str(exc).lower():
             raise ChecksumError(f"{entry.where}: download from {entry.url}: {' '.join(str(exc).split())}") from None
         raise
+    except OSError as exc:  # requests' errors are OSErrors too; any other is pooch's writing in .downloads
+        import requests
+
+        if isinstance(exc, requests.RequestException):
+            raise
+        # pooch's own check of the folder adds " | Pooch could not write to data cache folder ..."
+        cause = exc.strerror or " ".join(str(exc).split(" | ")[0].split()) or type(exc).__name__
+        raise OutputError(f"{exc.filename or downloads}: {cause}", downloads, exc.errno) from None
     try:
         return _place(entry, fetched, target, max_bytes)
     finally:
@@ -591,8 +603,7 @@ _OWN_COPY = re.compile(r"run(\d+)-.*", re.DOTALL)
 def _place(entry: Entry, fetched: Path, target: Path, max_bytes: int | None) -> tuple[Path, bool]:
     """The entry's file from the downloaded ``fetched``: extracted, decompressed or copied, checked."""
     final = target / entry.file
-    with _writing(final):
-        final.parent.mkdir(parents=True, exist_ok=True)
+    _make_folder(final.parent)
     _refuse_web_page(entry, fetched)
     if entry.member is not None:
         check_archive_members(fetched)
@@ -732,20 +743,30 @@ def _read(src, damaged: str) -> bytes:
 
 @contextlib.contextmanager
 def _writing(final: Path):
-    """Turn an OSError of writing next to ``final`` into :class:`OutputError` (one line, the file)."""
+    """Turn an OSError of writing ``final`` (or a folder on its way) into :class:`OutputError`, one line."""
     try:
         yield
     except OSError as exc:
         cause = exc.strerror or " ".join(str(exc).split()) or type(exc).__name__
-        raise OutputError(f"{final}: not written: {cause}; nothing was kept", final, exc.errno) from None
+        where = f" ({exc.filename})" if exc.filename and Path(exc.filename) != final else ""
+        raise OutputError(f"{final}: not written: {cause}{where}; nothing was kept", final, exc.errno) from None
+
+
+def _make_folder(folder: Path) -> None:
+    """``folder`` and its parents; an OSError is an :class:`OutputError` naming the folder that could not be made."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        cause = exc.strerror or " ".join(str(exc).split()) or type(exc).__name__
+        raise OutputError(f"{exc.filename or folder}: {cause}", folder, exc.errno) from None
 
 
 @contextlib.contextmanager
 def _own_temporary(final: Path):
     """A temporary file beside ``final``, named as :func:`atomic_path` names its own (``.<name>.<pid>.<random>.tmp``,
     so a later write of ``final`` removes one that ``kill -9`` left); removed when the block ends."""
+    _make_folder(final.parent)
     with _writing(final):
-        final.parent.mkdir(parents=True, exist_ok=True)
         fd, name = tempfile.mkstemp(prefix=f".{final.name}.{os.getpid()}.", suffix=".tmp", dir=final.parent)
         os.close(fd)
     try:
