@@ -238,6 +238,17 @@ def test_a_control_character_in_a_file_name_is_refused_when_the_manifest_is_read
         load_manifest(m)
 
 
+@pytest.mark.parametrize("url", ["http://h/x.mtx\\n", "http://h/x\\u001b[31m.mtx", "http://h/x.mtx\\t"])
+def test_a_control_character_in_a_url_is_refused_when_the_manifest_is_read(tmp_path, url):
+    """A line break or an escape in ``url`` was requested percent-encoded (a 404 at download time)."""
+    from sfapprox.datasets.manifest import ManifestError, load_manifest
+
+    m = tmp_path / "m.toml"
+    m.write_text(f'[[matrix]]\nname = "x"\ncategory = "network"\nfile = "x.mtx"\nurl = "{url}"\n')
+    with pytest.raises(ManifestError, match=r"m\.toml: entry 'x': field 'url' = .* holds a control character"):
+        load_manifest(m)
+
+
 @pytest.mark.parametrize("load, message", [
     ({"format": "nope"}, "format='nope' is not one of"),
     ({"network": 0}, "network=0 must be a positive integer"),

@@ -493,6 +493,10 @@ def _check_source(entry: Entry, where: str) -> None:
 
 
 def _check_url(entry: Entry, where: str) -> None:
+    # requests sent it percent-encoded and the server answered 404 (or the escape reached a log raw)
+    if any(ord(c) < 32 or ord(c) == 127 for c in entry.url):
+        raise ManifestError(f"{where}: field 'url' = {entry.url!r} holds a control character (a line break or tab "
+                            "copied with it?); a URL has none")
     parsed = urlparse(entry.url)
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
         raise ManifestError(f"{where}: field 'url' = {entry.url!r} must be an http:// or https:// URL")
