@@ -1462,3 +1462,63 @@ def test_a_line_in_another_encoding_is_said_to_be_so_not_invalid_json(tmp_path):
                      b'{"matrix": "caf\xe9", "method": "sf", "status": "ok", "fro_error": 1.0}\n')
     parsed = read_results(path)
     assert len(parsed.records) == 1 and parsed.problems[2].startswith("not UTF-8 text")
+
+
+def test_a_kernels_manifest_entry_downloads_decompresses_and_scores_as_compare_does(tmp_path, monkeypatch):
+    """data_manifests/kernels.toml's path end to end, from a local server: a LIBSVM .bz2 is downloaded and
+    decompressed by `datasets fetch` (once: a second fetch makes no request), and `batch` on its RBF kernel
+    gives the numbers `compare FILE --kernel rbf` gives on the decompressed file."""
+    import bz2
+    import functools
+    import http.server
+    import threading
+
+    from sfapprox.cli import app
+
+    rng = np.random.default_rng(0)
+    points = rng.normal(size=(150, 5))
+    text = "".join(f"{i % 3} " + " ".join(f"{j + 1}:{v:.6g}" for j, v in enumerate(row) if abs(v) > 0.3) + "\n"
+                   for i, row in enumerate(points)).encode()
+    www = tmp_path / "www"
+    www.mkdir()
+    (www / "pts.bz2").write_bytes(bz2.compress(text))
+    (tmp_path / "pts.libsvm").write_bytes(text)
+    asked: list[str] = []
+
+    class Logged(http.server.SimpleHTTPRequestHandler):
+        def do_GET(self):
+            asked.append(self.path)
+            super().do_GET()
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Logged, directory=str(www)))
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    m = tmp_path / "kernels.toml"
+    m.write_text(f'[[matrix]]\nname = "pts-rbf"\ncategory = "kernel"\nfile = "kernels/pts.libsvm"\n'
+                 f'url = "http://127.0.0.1:{httpd.server_address[1]}/pts.bz2"\nload = {{kernel = "rbf"}}\n')
+    monkeypatch.setenv("SFAPPROX_CACHE", str(tmp_path / "cache"))
+    try:
+        for _ in range(2):
+            fetched = CliRunner().invoke(app, ["datasets", "fetch", str(m)])
+            assert fetched.exit_code == 0 and "1 present, 0 missing" in fetched.output, fetched.output
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert asked == ["/pts.bz2"]
+    assert (tmp_path / "cache" / "kernels" / "kernels" / "pts.libsvm").read_bytes() == text
+    methods = ["--methods", "nystrom,rsvd,sparse", "--max-memory", "256M", "--seed", "0"]
+    ran = CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(tmp_path / "o"), "--quiet", *methods])
+    assert ran.exit_code == 0, ran.output
+    compared = CliRunner().invoke(app, ["compare", str(tmp_path / "pts.libsvm"), "--kernel", "rbf", *methods,
+                                        "--json", str(tmp_path / "c.json")])
+    assert compared.exit_code == 0, compared.output
+    direct = {r["method"]: r for r in json.loads((tmp_path / "c.json").read_text())["results"]}
+    records = lines(tmp_path / "o")
+    assert sorted(r["method"] for r in records) == ["nystrom", "rsvd", "sparse"]
+    for r in records:
+        assert r["status"] == "ok" and r["matrix_info"]["recipe"]["kernel"] == "rbf", r
+        assert r["fro_error"] == pytest.approx(direct[r["method"]]["fro_error"], rel=1e-9), r["method"]
+        assert r["params"]["rank" if r["method"] != "sparse" else "n_sparse"] == \
+            direct[r["method"]]["params"]["rank" if r["method"] != "sparse" else "n_sparse"]
