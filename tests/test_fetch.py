@@ -732,3 +732,26 @@ def test_a_cache_that_cannot_be_written_is_named_with_what_to_do(tmp_path, serve
     assert "file 'pajek/strike.paj' not found; the download cache cannot be written (" in msg
     assert "set SFAPPROX_CACHE to a folder you can write; put it at DATA_DIR/pajek/strike.paj" in msg
     assert "download from" not in msg and requests == []
+
+
+@pytest.mark.parametrize("body, problem", [
+    (b"junk" * 100, "not a readable zip or tar archive (neither zip nor tar, plain or compressed)"),
+    ("cut", "not a readable zip or tar archive (Compressed file ended before the end-of-stream marker was reached)"),
+    ("traversal", "member '../evil' contains '..'; refusing the archive"),
+], ids=["not-an-archive", "cut-short", "traversal"])
+def test_an_archive_download_s_problems_name_its_url_not_this_run_s_copy(tmp_path, server, body, problem):
+    """They named ".../cache/m/.downloads/run1234-strike-x.tgz", deleted by the time the message is read
+    (and a file that is no archive listed every method tarfile tried)."""
+    base, www, _ = server
+    if body == "cut":
+        body = make_tar(tmp_path / "x.tgz", {"x/strike.paj": os.urandom(4000)}).read_bytes()[:300]
+    elif body == "traversal":
+        body = make_tar(tmp_path / "x.tgz", {"x/strike.paj": STRIKE, "../evil": b""}).read_bytes()
+    (www / "x.tgz").write_bytes(body)
+    e = entry(tmp_path, f'file = "pajek/strike.paj"\nurl = "{base}/x.tgz"\nmember = "x/strike.paj"\n')
+    with pytest.raises(UnavailableError) as info:
+        fetch_entry(e, cache=tmp_path / "cache")
+    msg = str(info.value)
+    assert f"not found; download from {base}/x.tgz: {problem}" in msg
+    assert ".downloads" not in msg and "run" not in msg.split("not found")[1]
+    assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]

@@ -606,12 +606,13 @@ def _place(entry: Entry, fetched: Path, target: Path, max_bytes: int | None) -> 
     _make_folder(final.parent)
     _refuse_web_page(entry, fetched)
     if entry.member is not None:
-        check_archive_members(fetched)
+        shown = f"download from {entry.url}"  # not this run's own copy, gone when the message is read
+        check_archive_members(fetched, shown=shown)
         # Companions first: the entry's file appears last, once everything it needs is there.
         for companion in entry.companions:
             sibling = str(PurePosixPath(entry.member).parent / PurePosixPath(companion).name)
-            _extract(fetched, sibling, target / companion, (), max_bytes, entry.where)
-        return final, _extract(fetched, entry.member, final, entry.sha256, max_bytes, entry.where)
+            _extract(fetched, sibling, target / companion, (), max_bytes, entry.where, shown)
+        return final, _extract(fetched, entry.member, final, entry.sha256, max_bytes, entry.where, shown)
     sink = _Sink(entry.sha256, final, max_bytes, entry.where)
     # the URL, not the name of this run's own copy (run<pid>-...), which the user never sees
     source = f"download from {entry.url}"
@@ -804,7 +805,7 @@ def _unsafe_name(name: str) -> str | None:
     return None
 
 
-def _members(archive: Path) -> list[tuple[str, str, int]]:
+def _members(archive: Path, shown: str | None = None) -> list[tuple[str, str, int]]:
     """``(name, kind, declared size)`` of every member; kind is ``"file"``, ``"dir"``, ``"link"`` or ``"other"``."""
     if zipfile.is_zipfile(archive):
         with zipfile.ZipFile(archive) as z:
@@ -819,20 +820,25 @@ def _members(archive: Path) -> list[tuple[str, str, int]]:
             return [(m.name, "file" if m.isfile() else "dir" if m.isdir() else "link" if (m.issym() or m.islnk()) else "other",
                      m.size) for m in t.getmembers()]
     except (tarfile.TarError, EOFError, OSError, zlib_error()) as exc:
-        raise InputError(f"{archive}: not a readable zip or tar archive ({' '.join(str(exc).split())})") from None
+        cause = " ".join(str(exc).split())
+        if "could not be opened successfully" in cause:  # tarfile's list of every method it tried
+            cause = "neither zip nor tar, plain or compressed"
+        raise InputError(f"{shown or archive}: not a readable zip or tar archive ({cause})") from None
 
 
 def zlib_error() -> type[Exception]:
     return zlib.error
 
 
-def check_archive_members(archive: str | os.PathLike) -> list[str]:
+def check_archive_members(archive: str | os.PathLike, *, shown: str | None = None) -> list[str]:
     """Names of an archive's regular files, after refusing any unsafe member.
 
     Parameters
     ----------
     archive : str or os.PathLike
         A zip or tar file (compressed tar too).
+    shown : str, optional
+        How messages name the archive (default: its path), e.g. ``"download from URL"``.
 
     Returns
     -------
@@ -859,14 +865,14 @@ def check_archive_members(archive: str | os.PathLike) -> list[str]:
     """
     archive = Path(archive)
     files = []
-    for name, kind, _ in _members(archive):
+    for name, kind, _ in _members(archive, shown):
         why = _unsafe_name(name)
         if why is None and kind == "link":
             why = "is a link"
         if why is None and kind == "other":
             why = "is not a regular file or folder"
         if why is not None:
-            raise InputError(f"{archive}: member {name!r} {why}; refusing the archive (it could write outside the extraction folder)")
+            raise InputError(f"{shown or archive}: member {name!r} {why}; refusing the archive (it could write outside the extraction folder)")
         if kind == "file":
             files.append(name)
     return files
@@ -922,20 +928,22 @@ def extract_member(
     return Path(final)
 
 
-def _extract(archive: Path, member: str, final: Path, hashes: tuple[str, ...], max_bytes: int | None, where: str) -> bool:
+def _extract(archive: Path, member: str, final: Path, hashes: tuple[str, ...], max_bytes: int | None, where: str,
+             shown: str | None = None) -> bool:
     """:func:`extract_member`'s work; True when the member was checked against a hash."""
-    files = check_archive_members(archive)
+    files = check_archive_members(archive, shown=shown)
     if member not in files:
-        shown = ", ".join(files[:10]) + (" ..." if len(files) > 10 else "")
-        raise InputError(f"{archive}: no file member {member!r} (files: {shown})")
-    declared = next(size for name, _, size in _members(archive) if name == member)
+        listed = ", ".join(files[:10]) + (" ..." if len(files) > 10 else "")
+        raise InputError(f"{shown or archive}: no file member {member!r} (files: {listed})")
+    declared = next(size for name, _, size in _members(archive, shown) if name == member)
+    shown = shown or archive.name
     limit = size_limit(_nearest_folder(final.parent), max_bytes)
     if declared > limit:
         prefix = f"{where}: " if where else ""
-        raise InputError(f"{prefix}{archive.name}: member {member!r} is {_bytes(declared)}, more than the {_bytes(limit)} "
+        raise InputError(f"{prefix}{shown}: member {member!r} is {_bytes(declared)}, more than the {_bytes(limit)} "
                          "allowed (free disk space less a reserve, or max_bytes); nothing was extracted")
     sink = _Sink(hashes, final, max_bytes, where)
-    what = f"{archive.name}: member {member!r}"
+    what = f"{shown}: member {member!r}"
     if zipfile.is_zipfile(archive):
         with zipfile.ZipFile(archive) as z, z.open(member) as src:
             return sink.fill(src, what)
