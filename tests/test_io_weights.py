@@ -767,3 +767,73 @@ def test_a_global_s_name_reaches_the_terminal_with_its_control_characters_escape
     assert "\x1b" not in msg and "\x07" not in msg and r"os.system\x1b]0;owned\x07\x1b[2J" in msg, msg
     loaded = load_matrix(crafted_pt(attacked / "read.pt", _call(_g("hyper", "C" + esc), _s("x"))), var="w")
     assert "\x1b" not in loaded.notes[1] and r"hyper.C\x1b]0;owned" in loaded.notes[1], loaded.notes
+
+
+# -- Containers weights_only does not fill: collections.defaultdict --------------------------------------
+
+def _default_dict(factory: bytes, how: str = "reduce") -> bytes:
+    """defaultdict(factory) holding the tensor w under "v", as pickle writes it (REDUCE), or by NEWOBJ."""
+    made = (_call(_g("collections", "defaultdict"), factory) if how == "reduce"
+            else _g("collections", "defaultdict") + b"(" + factory + b"t\x81")
+    return made + b"(" + _s("v") + _W + b"u"
+
+
+_FACTORIES = {
+    "eval": _g("builtins", "eval"),
+    "exec": _g("builtins", "exec"),
+    "a-function-of-the-user-s": _g("test_io_weights", "_ran"),
+    "global-of-a-module-with-side-effects": _g("pwn_on_import", "run"),
+    "subprocess.Popen": _g("subprocess", "Popen"),
+    "a-call-as-factory": _call(_g("builtins", "eval"), _s(_TOUCH)),
+    "the-factory-a-defaultdict-too": _g("collections", "defaultdict"),
+}
+
+
+@pytest.mark.parametrize("how", ["reduce", "newobj"])
+@pytest.mark.parametrize("factory", _FACTORIES.values(), ids=_FACTORIES.keys())
+def test_a_defaultdict_is_read_as_a_plain_dict_its_factory_never_called(attacked, factory, how):
+    """torch's unpickler fills only dict, OrderedDict and Counter: a defaultdict anywhere refused the whole file.
+    It is a plain dict now, whatever its default factory names (never imported, built or called)."""
+    path = crafted_pt(attacked / "dd.pt", _default_dict(factory, how))
+    loaded = load_matrix(path, var="x.v")
+    np.testing.assert_array_equal(loaded.matrix, np.eye(3))
+    assert loaded.notes[1] == "x: collections.defaultdict, read as a plain dict (a default factory is never called)"
+    assert [t["name"] for t in describe_weights(path, "torch").data["tensors"]] == ["w", "x.v"]
+    with pytest.raises(Exception):  # the user's own weights_only load still refuses it  # noqa: B017
+        torch.load(path, weights_only=True)
+
+
+def test_a_defaultdict_whose_factory_torch_blocks_or_that_is_given_state_is_refused_in_one_line(attacked):
+    """os.system is a module torch blocks whatever the allowlist; a defaultdict given state (BUILD) or
+    called is no dict weights_only builds: each refused, nothing run."""
+    for body in (_default_dict(_g("os", "system")), _default_dict(_g("posix", "system")),
+                 _default_dict(_g("builtins", "list")) + b"}" + _s("__class__") + _g("builtins", "eval") + b"sb",
+                 _call(_call(_g("collections", "defaultdict"), _g("builtins", "list")), _s(_TOUCH))):
+        msg = input_error(crafted_pt(attacked / "dd.pt", body), "refused, never unpickled", var="w")
+        assert "\n" not in msg
+
+
+def test_a_checkpoint_holding_defaultdicts_reads_its_state_dict(tmp_path):
+    """A trainer's state saved as it is kept (optimizer.state is a defaultdict keyed by index, counters, a
+    defaultdict of hyper-parameters): real torch.save files, refused whole before, read with a note."""
+    import collections
+
+    layer = torch.nn.Linear(5, 5)
+    hyper = collections.defaultdict(list, {"milestones": [10, 20]})
+    state = collections.defaultdict(dict, {0: {"exp_avg": torch.ones(5, 5), "step": torch.tensor(3.0)}})
+    path = tmp_path / "trainer.pt"
+    torch.save({"state_dict": layer.state_dict(), "optim_state": state, "hparams": hyper,
+                "counts": collections.defaultdict(int, {"epoch": 3})}, path)
+    before = set(torch.serialization.get_safe_globals())
+    loaded = load_matrix(path, var="state_dict.weight")
+    np.testing.assert_array_equal(loaded.matrix, layer.weight.detach().double().numpy())
+    assert loaded.notes[1] == ("optim_state, hparams, counts: collections.defaultdict, read as plain dicts "
+                               "(a default factory is never called)")
+    assert "builtins.dict, builtins.int, builtins.list" in loaded.notes[2] and "were left unbuilt" in loaded.notes[2]
+    assert load_matrix(path).n == 5  # the one weight: the optimizer's moment is not taken for one
+    names = [t["name"] for t in describe_weights(path, "torch").data["tensors"]]
+    assert names == ["state_dict.weight", "state_dict.bias", "optim_state.0.exp_avg", "optim_state.0.step"]
+    assert set(torch.serialization.get_safe_globals()) == before
+    torch.save(collections.defaultdict(list, {"w": torch.eye(4)}), tmp_path / "top.pt")
+    assert load_matrix(tmp_path / "top.pt").notes[1].startswith(
+        "the file's top level: collections.defaultdict, read as a plain dict")

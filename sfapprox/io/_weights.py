@@ -18,7 +18,8 @@ error lists them (``sfapprox info`` does too).
   other classes a checkpoint names (an ``argparse.Namespace`` or a user's class of
   hyper-parameters, a ``pathlib.Path``) are never imported, built or run: each
   stands as an inert placeholder (:class:`_Unbuilt`), so the tensors around them
-  are read.  A file whose tensors cannot be had that way (a whole pickled model,
+  are read.  A ``collections.defaultdict`` (an optimizer's ``state``) is read as a
+  plain dict, its default factory never called (:class:`_PlainDict`).  A file whose tensors cannot be had that way (a whole pickled model,
   a global of ``os`` or ``sys``, more than 64 names to leave unbuilt) is refused, never executed.
 """
 
@@ -361,27 +362,49 @@ class _Unbuilt:
         return f"<{type(self).__module__}.{type(self).__qualname__}, not built>"
 
 
+class _PlainDict(_Unbuilt):
+    """Stands for ``collections.defaultdict`` (an optimizer's ``state``, a trainer's counters, hyper-parameters):
+    built, it is a plain ``dict``, which torch's unpickler fills as any other (it fills only dict, OrderedDict
+    and Counter, and refused the whole file).  Its default factory (``list``, a user's function) is an argument
+    dropped, never called; each dict made is kept in ``_LOADING.made``, for the note that says so.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, *args, **kwargs):  # called (REDUCE) or __new__ (NEWOBJ): either way a dict, nothing run
+        _Unbuilt.__new__(cls)  # refused outside the load that put it on the list
+        made: dict = {}
+        _LOADING.made.append(made)
+        return made
+
+
+#: Globals read as a container weights_only fills, not left unbuilt.
+_AS_PLAIN = {"collections.defaultdict": _PlainDict}
+
+
 def _placeholder(path: str) -> type:
     """A subclass of :class:`_Unbuilt` that torch's allowlist files under ``path`` (``argparse.Namespace``): it
     keys a class by ``f"{__module__}.{__qualname__}"``, the GLOBAL's ``module.name`` however it is split."""
     module, _, name = path.rpartition(".")
-    return type(name, (_Unbuilt,), {"__module__": module, "__qualname__": name, "__slots__": ()})
+    base = _AS_PLAIN.get(path, _Unbuilt)
+    return type(name, (base,), {"__module__": module, "__qualname__": name, "__slots__": ()})
 
 
 @contextlib.contextmanager
-def _unbuilt_globals(names: list[str]) -> Iterator[None]:
-    """``names`` taken as placeholders by the weights-only loads inside (none: nothing changed)."""
+def _unbuilt_globals(names: list[str], made: list | None = None) -> Iterator[None]:
+    """``names`` taken as placeholders by the weights-only loads inside (none: nothing changed); the plain
+    dicts made for a ``collections.defaultdict`` (:class:`_PlainDict`) are appended to ``made``."""
     if not names:
         yield
         return
     import torch
 
     with _ALLOWLIST_LOCK, torch.serialization.safe_globals([_placeholder(n) for n in names]):
-        _LOADING.active = True
+        _LOADING.active, _LOADING.made = True, [] if made is None else made
         try:
             yield
         finally:
-            _LOADING.active = False
+            _LOADING.active, _LOADING.made = False, []
 
 
 def _unsafe_globals(src: Source, mapped: bool) -> list[str]:
@@ -412,22 +435,24 @@ def _named(names: list[str]) -> str:
     return f"classes or code: {_listed(names)}" if names else "classes or code"
 
 
-def _torch_load(src: Source, mapped: bool, unbuilt: list[str] = ()) -> Any:
-    """``torch.load(weights_only=True)`` of the file, the globals ``unbuilt`` taken as placeholders."""
+def _torch_load(src: Source, mapped: bool, unbuilt: list[str] = (), made: list | None = None) -> Any:
+    """``torch.load(weights_only=True)`` of the file, the globals ``unbuilt`` taken as placeholders (the plain
+    dicts read for a defaultdict appended to ``made``)."""
     import torch  # here: only .pt files need it
 
     # torch's own notes ("sparse CSR support is in beta", "detected pickle protocol 4") are not the
     # user's concern: what it cannot load is said by the caller, in one line
-    with warnings.catch_warnings(), _unbuilt_globals(list(unbuilt)), \
+    with warnings.catch_warnings(), _unbuilt_globals(list(unbuilt), made), \
             (contextlib.nullcontext(src.path) if mapped else open(src.path, "rb")) as f:
         warnings.simplefilter("ignore", UserWarning)
         # weights_only whichever way the file is given: tensors, dicts and lists, never code
         return torch.load(f, map_location="cpu", weights_only=True, mmap=mapped)
 
 
-def _torch_state(src: Source, max_memory: int | None = None) -> tuple[dict[str, Any], list[str]]:
-    """The file's tensors by dotted name, and the globals its objects named that were left unbuilt
-    (:class:`_Unbuilt`; empty for a plain state dict)."""
+def _torch_state(src: Source, max_memory: int | None = None) -> tuple[dict[str, Any], list[str], list[str]]:
+    """The file's tensors by dotted name, the globals its objects named that were left unbuilt
+    (:class:`_Unbuilt`; empty for a plain state dict), and the names of the defaultdicts read as plain
+    dicts (:class:`_PlainDict`; ``""`` the file's top level)."""
     # torch.save's zip format is memory-mapped (a tensor is read when chosen); the legacy format
     # (_use_new_zipfile_serialization=False) cannot be, and is read whole: its size is checked first.
     # torch maps a file only from its path, passed on as UTF-8 text: a file whose name is not UTF-8
@@ -439,19 +464,21 @@ def _torch_state(src: Source, max_memory: int | None = None) -> tuple[dict[str, 
                 if zipped else "a legacy-format PyTorch file")
         check_memory(2 * os.path.getsize(src.path), what=f"{src.display}: {what}", limit=max_memory)
     unbuilt: list[str] = []
+    made: list[dict] = []
     try:
         state = _torch_load(src, mapped)
     except pickle.UnpicklingError:
         # A training checkpoint's hyper-parameters (an argparse.Namespace, a user's config class) are what
         # weights_only refuses, not its state_dict: loaded again with those names as inert placeholders
         unbuilt = _unsafe_globals(src, mapped)
-        state = _with_placeholders(src, mapped, unbuilt)
+        state = _with_placeholders(src, mapped, unbuilt, made)
     except (RuntimeError, OSError, EOFError, ValueError, AttributeError) as exc:  # AttributeError: a rebuild
         # function of torch's given what it does not take ('int' object has no attribute 'dtype')
         raise src.fail(f"not a readable PyTorch file ({' '.join(str(exc).split())[:200]})",
                        "it may be truncated or damaged: copy or save it again") from None
     tensors: dict[str, Any] = {}
-    for name, tensor in weight_tensors(state):
+    walk = _Walk(marked=made)
+    for name, tensor in walk.tensors(state):
         # {"a.b": t, "a": {"b": u}}: both are a.b once dotted, and dict() kept the last silently (info
         # listed one tensor, --var a.b read u); refused as a safetensors header naming a tensor twice is
         if name in tensors:
@@ -464,10 +491,10 @@ def _torch_state(src: Source, max_memory: int | None = None) -> tuple[dict[str, 
     if unbuilt and not tensors:  # a whole pickled model (torch.save(model)): its tensors are inside its objects
         raise src.fail(f"holds pickled objects other than tensors ({_named(unbuilt)}), and no tensor outside them; "
                        "refused, never unpickled", _SAVE_ALONE)
-    return tensors, unbuilt
+    return tensors, unbuilt, walk.found
 
 
-def _with_placeholders(src: Source, mapped: bool, unbuilt: list[str]) -> Any:
+def _with_placeholders(src: Source, mapped: bool, unbuilt: list[str], made: list | None = None) -> Any:
     """The file loaded with the globals ``unbuilt`` as placeholders; refused, naming them, where that
     does not load it either (a module torch blocks, ``os``; a subclass of dict; nothing named)."""
     refused = src.fail(f"holds pickled objects other than tensors ({_named(unbuilt)}); refused, never unpickled",
@@ -478,7 +505,7 @@ def _with_placeholders(src: Source, mapped: bool, unbuilt: list[str]) -> Any:
         raise src.fail(f"holds pickled objects other than tensors ({_named(unbuilt)}: more than the "
                        f"{_MOST_UNBUILT} left unbuilt at most); refused, never unpickled", _SAVE_ALONE)
     try:
-        return _torch_load(src, mapped, unbuilt)
+        return _torch_load(src, mapped, unbuilt, made)
     except MemoryError:
         raise
     except Exception:  # the unpickler's refusal, or an allowed rebuild function given a placeholder
@@ -496,16 +523,34 @@ def _utf8_name(path) -> bool:
 
 def weight_tensors(state: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
     """``(name, tensor)`` for every tensor in a (nested) state dict or list; dotted names."""
-    import torch
+    return _Walk().tensors(state, prefix)
 
-    if isinstance(state, torch.Tensor):
-        yield prefix, state
-    elif isinstance(state, dict):
-        for key, value in dict.items(state):  # not state.items: an OrderedDict's attributes are the file's
-            yield from weight_tensors(value, f"{prefix}.{key}" if prefix else str(key))
-    elif isinstance(state, (list, tuple)):
-        for i, value in enumerate(state):
-            yield from weight_tensors(value, f"{prefix}.{i}" if prefix else str(i))
+
+class _Walk:
+    """The tensors of a loaded state by dotted name, as torch's ``state_dict`` names them; and where the
+    containers ``marked`` (the plain dicts read for defaultdicts) are: :attr:`found`, their names."""
+
+    def __init__(self, marked: list = ()):
+        self.marked = {id(c) for c in marked}  # all alive in the state: their ids are theirs while it is
+        self.found: list[str] = []
+
+    def tensors(self, node: Any, name: str = "") -> Iterator[tuple[str, Any]]:
+        import torch
+
+        if isinstance(node, torch.Tensor):
+            yield name, node
+            return
+        if isinstance(node, dict):
+            if id(node) in self.marked:
+                self.found.append(name)
+            # not node.items: an OrderedDict's attributes are the file's
+            children: Any = ((str(key), value) for key, value in dict.items(node))
+        elif isinstance(node, (list, tuple)):
+            children = ((str(i), value) for i, value in enumerate(node))
+        else:
+            return
+        for key, value in children:
+            yield from self.tensors(value, f"{name}.{key}" if name else key)
 
 
 def _torch_unread(tensor) -> tuple[str, str | None] | None:
@@ -527,7 +572,7 @@ def read_torch(src: Source, opts: Options) -> ReadResult:
     """Reader for format "torch": one square tensor of a state dict or a training checkpoint, loaded with
     ``weights_only=True`` (:func:`_torch_state`)."""
     with src.guard():
-        tensors, unbuilt = _torch_state(src, opts.max_memory)
+        tensors, unbuilt, plain = _torch_state(src, opts.max_memory)
     name = _choose(src, {k: list(t.shape) for k, t in tensors.items()}, opts.var,
                    [k for k, t in tensors.items() if is_square(t.shape) and not _torch_unread(t)])
     tensor = tensors[name]
@@ -543,8 +588,13 @@ def read_torch(src: Source, opts: Options) -> ReadResult:
         tensor = tensor.to_dense()
 
     notes = [f"tensor {name!r} ({tensor.dtype})"]
-    if unbuilt:
-        notes.append(f"the file's other objects ({_listed(unbuilt)}) were left unbuilt: weights_only does not load them, "
+    if plain:
+        where = _listed([p or "the file's top level" for p in plain])
+        notes.append(f"{where}: collections.defaultdict, read as {'a plain dict' if len(plain) == 1 else 'plain dicts'} "
+                     "(a default factory is never called)")
+    others = [g for g in unbuilt if not (plain and g in _AS_PLAIN)]  # built, as said: not unbuilt
+    if others:
+        notes.append(f"the file's other objects ({_listed(others)}) were left unbuilt: weights_only does not load them, "
                      "and none was imported or run")
     return ReadResult(tensor.detach().to(torch.float64).numpy(), "torch", notes,
                       source=f"{src.display} (tensor {name})", reading={"var": name})
