@@ -837,3 +837,59 @@ def test_a_checkpoint_holding_defaultdicts_reads_its_state_dict(tmp_path):
     torch.save(collections.defaultdict(list, {"w": torch.eye(4)}), tmp_path / "top.pt")
     assert load_matrix(tmp_path / "top.pt").notes[1].startswith(
         "the file's top level: collections.defaultdict, read as a plain dict")
+
+
+# -- How a state's containers name their tensors ----------------------------------------------------------
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")
+def test_tensors_keyed_by_tensors_and_nested_tensors_have_names_to_type(tmp_path):
+    """optimizer.state, saved as kept, is keyed by the parameters themselves: each name was the key's repr,
+    lines of its values.  A nested tensor (tensors of several shapes) made the whole file "cannot parse file
+    (RuntimeError: NestedTensorImpl doesn't support sizes)"; it is its tensors, as a list of them is."""
+    layer = torch.nn.Linear(4, 4, bias=False)
+    opt = torch.optim.Adam(layer.parameters())
+    layer(torch.ones(2, 4)).sum().backward()
+    opt.step()
+    path = tmp_path / "state.pt"
+    torch.save({"model": layer.state_dict(), "optim_state": opt.state}, path)
+    names = [t["name"] for t in describe_weights(path, "torch").data["tensors"]]
+    assert names == ["model.weight", "optim_state.<tensor key 0>.step", "optim_state.<tensor key 0>.exp_avg",
+                     "optim_state.<tensor key 0>.exp_avg_sq"], names
+    moment = load_matrix(path, var="optim_state.<tensor key 0>.exp_avg").matrix
+    np.testing.assert_array_equal(moment, opt.state[layer.weight]["exp_avg"].double().numpy())
+    parts = [torch.arange(4.0).reshape(2, 2), torch.arange(9.0).reshape(3, 3)]
+    torch.save({"n": torch.nested.nested_tensor(parts), "w": torch.eye(5)}, tmp_path / "nested.pt")
+    rows = {t["name"]: (t["shape"], t["square"]) for t in describe_weights(tmp_path / "nested.pt", "torch").data["tensors"]}
+    assert rows == {"n.0": ([2, 2], True), "n.1": ([3, 3], True), "w": ([5, 5], True)}
+    np.testing.assert_array_equal(load_matrix(tmp_path / "nested.pt", var="n.1").matrix, parts[1].numpy())
+
+
+def _doubled(levels: int) -> bytes:
+    """(t, t), ((t, t), (t, t)), ...: ``levels`` tuples, each of the one before twice (by the pickle's memo)."""
+    body = _W + _W + b"\x86q\x64"
+    for k in range(levels):
+        body += b"h" + bytes([100 + k]) + b"\x86q" + bytes([101 + k])  # the one before, on the stack, twice
+    return body
+
+
+def test_containers_holding_themselves_or_one_another_many_times_over_are_refused_at_once(attacked):
+    """A list inside itself made naming its tensors recurse until Python's limit; 40 tuples, each of the one
+    before twice (200 bytes of pickle), named 2**41 tensors: info never ended, its memory growing."""
+    import time
+
+    itself = crafted_pt(attacked / "itself.pt", b"]q\xc8h\xc8a")  # x = [x]
+    msg = input_error(itself, r"holds a container inside itself \('x.0' is 'x' again\), so its tensors have no names that end; "
+                              r"refused", var="w")
+    assert "\n" not in msg
+    input_error(crafted_pt(attacked / "dict.pt", _W + b"}q\xc9" + _s("me") + b"h\xc9s\x86"),
+                r"holds a container inside itself \('x.1.me' is 'x.1' again\)", var="w")  # ({"me": ...}, t): found as deep
+    t0 = time.perf_counter()
+    input_error(crafted_pt(attacked / "doubled.pt", _doubled(40)), r"holds containers that hold one another so many "
+                r"times over that their tensors have more than 1,000,000 names", var="w")
+    assert time.perf_counter() - t0 < 20  # loose: refused after a million, not 2**41
+    # a dict saved under two names (the same object twice in the pickle) is listed under both
+    twice = crafted_pt(attacked / "twice.pt", _doubled(2))
+    names = [t["name"] for t in describe_weights(twice, "torch").data["tensors"]]
+    assert len(names) == 1 + 8 and names[-1] == "x.1.1.1"
+    deep = crafted_pt(attacked / "deep.pt", b"]" * 5000 + _W + b"a" * 5000)
+    input_error(deep, r"holds containers nested more than 500 deep \(at 'x.0.0.0", var="w")

@@ -478,7 +478,11 @@ def _torch_state(src: Source, max_memory: int | None = None) -> tuple[dict[str, 
                        "it may be truncated or damaged: copy or save it again") from None
     tensors: dict[str, Any] = {}
     walk = _Walk(marked=made)
-    for name, tensor in walk.tensors(state):
+    try:
+        named = list(walk.tensors(state))
+    except _Tangled as exc:
+        raise src.fail(f"{exc}; refused", "save the state dict alone (torch.save(model.state_dict(), path))") from None
+    for name, tensor in named:
         # {"a.b": t, "a": {"b": u}}: both are a.b once dotted, and dict() kept the last silently (info
         # listed one tensor, --var a.b read u); refused as a safetensors header naming a tensor twice is
         if name in tensors:
@@ -526,31 +530,108 @@ def weight_tensors(state: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
     return _Walk().tensors(state, prefix)
 
 
+#: Most entries of containers walked again (a dict saved under two names, its tensors listed under both):
+#: a pickle's memo lets a few hundred bytes hold a tuple of two tuples of two ... of a tensor, 2**40 names.
+_MOST_AGAIN = 1_000_000
+#: Deepest nesting walked (a model's state dict nests a few levels; Python's own limit, near 1000, said
+#: "cannot parse file (RecursionError: maximum recursion depth exceeded)").
+_MOST_DEPTH = 500
+
+
+class _Tangled(ValueError):
+    """A file's containers hold themselves, or one another so many times over that naming their tensors
+    does not end."""
+
+
 class _Walk:
     """The tensors of a loaded state by dotted name, as torch's ``state_dict`` names them; and where the
-    containers ``marked`` (the plain dicts read for defaultdicts) are: :attr:`found`, their names."""
+    containers ``marked`` (the plain dicts read for defaultdicts) are: :attr:`found`, their names.
+
+    A key that is not a plain value (a tensor: ``optimizer.state`` is keyed by the parameters themselves) is
+    named by its place: ``<tensor key 0>``; its repr was the name, lines of a matrix's values.  A nested
+    tensor is its tensors, as a list of them is (``name.0``, ``name.1``): it has no one shape to list.
+    """
 
     def __init__(self, marked: list = ()):
         self.marked = {id(c) for c in marked}  # all alive in the state: their ids are theirs while it is
         self.found: list[str] = []
+        self.above: dict[int, str] = {}  # the containers the one walked is inside, by their names
+        self.walked: set[int] = set()
+        self.bare: set[int] = set()  # walked, and no tensor in them: not walked again
+        self.again = 0
 
     def tensors(self, node: Any, name: str = "") -> Iterator[tuple[str, Any]]:
+        """``(name, tensor)`` for every tensor in ``node``."""
+        return (item for item in self._walk(node, name) if item is not None)
+
+    def _walk(self, node: Any, name: str) -> Iterator[tuple[str, Any] | None]:
+        # Yields None once a container holds a tensor (how its container knows), else (name, tensor).
         import torch
 
         if isinstance(node, torch.Tensor):
-            yield name, node
+            if node.is_nested:
+                yield from ((_dotted(name, str(i)), part) for i, part in enumerate(node.unbind()))
+            else:
+                yield name, node
             return
-        if isinstance(node, dict):
-            if id(node) in self.marked:
-                self.found.append(name)
-            # not node.items: an OrderedDict's attributes are the file's
-            children: Any = ((str(key), value) for key, value in dict.items(node))
+        if isinstance(node, dict):  # dict.items, not node.items: an OrderedDict's attributes are the file's
+            children: Any = ((_key_name(k, i), value) for i, (k, value) in enumerate(dict.items(node)))
         elif isinstance(node, (list, tuple)):
             children = ((str(i), value) for i, value in enumerate(node))
         else:
             return
-        for key, value in children:
-            yield from self.tensors(value, f"{name}.{key}" if name else key)
+        key = id(node)
+        if key in self.bare:
+            return
+        self._enter(node, name)
+        held = False
+        for child, value in children:
+            for item in self._walk(value, _dotted(name, child)):
+                held = True
+                if item is not None:
+                    yield item
+        if held:
+            yield None
+        else:
+            self.bare.add(key)
+        del self.above[key]
+
+    def _enter(self, node: Any, name: str) -> None:
+        """Refuse a container inside itself, nested past :data:`_MOST_DEPTH`, or walked again past
+        :data:`_MOST_AGAIN` entries; note it where it is marked."""
+        key, where = id(node), _where(name)
+        if key in self.above:
+            raise _Tangled(f"holds a container inside itself ({where} is {_where(self.above[key])} again), so its "
+                           "tensors have no names that end")
+        if len(self.above) >= _MOST_DEPTH:
+            raise _Tangled(f"holds containers nested more than {_MOST_DEPTH} deep (at {where}...)")
+        if key in self.walked:
+            self.again += len(node)
+            if self.again > _MOST_AGAIN:
+                raise _Tangled(f"holds containers that hold one another so many times over that their tensors "
+                               f"have more than {_MOST_AGAIN:,} names (a few bytes of pickle can name billions)")
+        self.walked.add(key)
+        self.above[key] = name
+        if key in self.marked:
+            self.found.append(name)
+
+
+def _where(name: str) -> str:
+    return repr(name[:80]) if name else "the file's top level"
+
+
+def _dotted(name: str, part: str) -> str:
+    return f"{name}.{part}" if name else part
+
+
+def _key_name(key: Any, place: int) -> str:
+    """A dict key as a part of a dotted name: a plain value as itself (``"fc"``, ``3``), anything else (a
+    tensor, a placeholder) by its place in the dict, ``<tensor key 0>``."""
+    import torch
+
+    if isinstance(key, (str, int, float, bytes)) or key is None:
+        return str(key)
+    return f"<{'tensor' if isinstance(key, torch.Tensor) else type(key).__name__} key {place}>"
 
 
 def _torch_unread(tensor) -> tuple[str, str | None] | None:
