@@ -893,3 +893,20 @@ def test_containers_holding_themselves_or_one_another_many_times_over_are_refuse
     assert len(names) == 1 + 8 and names[-1] == "x.1.1.1"
     deep = crafted_pt(attacked / "deep.pt", b"]" * 5000 + _W + b"a" * 5000)
     input_error(deep, r"holds containers nested more than 500 deep \(at 'x.0.0.0", var="w")
+
+
+@pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor")
+def test_a_quantized_weight_is_read_as_the_values_it_stands_for(tmp_path):
+    """A quantized model's state dict (qint8 weights, a scale and zero point each, or one per channel) was
+    "tensor 'w' holds torch.qint8 values; a real numeric matrix is needed", and info marked none square."""
+    W = torch.arange(-8.0, 8.0).reshape(4, 4)
+    per_tensor = torch.quantize_per_tensor(W, 0.5, 3, torch.qint8)
+    per_channel = torch.quantize_per_channel(W, torch.tensor([0.5, 1.0, 0.25, 2.0]), torch.tensor([0, 1, 2, 3]), 0,
+                                             torch.quint8)
+    torch.save({"fc.weight": per_tensor, "proj.weight": per_channel}, tmp_path / "q.pt")
+    for name, q in (("fc.weight", per_tensor), ("proj.weight", per_channel)):
+        loaded = load_matrix(tmp_path / "q.pt", var=name)
+        np.testing.assert_array_equal(loaded.matrix, q.dequantize().double().numpy())
+        assert loaded.notes[0].startswith(f"tensor {name!r} (torch.q") and "dequantized" in loaded.notes[0]
+    rows = {t["name"]: (t["dtype"], t["square"]) for t in describe_weights(tmp_path / "q.pt", "torch").data["tensors"]}
+    assert rows == {"fc.weight": ("qint8", True), "proj.weight": ("quint8", True)}

@@ -636,6 +636,8 @@ def _key_name(key: Any, place: int) -> str:
 
 def _torch_unread(tensor) -> tuple[str, str | None] | None:
     """Why ``tensor`` is not read as a matrix (and what to do, if anything), or None where it is."""
+    if tensor.is_quantized:  # qint8, quint8, qint32: integers that stand for real values, read dequantized
+        return None
     if tensor.is_complex() or not (tensor.is_floating_point() or tensor.dtype in _INT_DTYPES()):
         return f"holds {tensor.dtype} values", "a real numeric matrix is needed"
     if tensor.is_meta:
@@ -667,8 +669,10 @@ def read_torch(src: Source, opts: Options) -> ReadResult:
 
     if tensor.layout != torch.strided:  # a sparse (COO, CSR, ...) weight: its dense values, as any other
         tensor = tensor.to_dense()
-
     notes = [f"tensor {name!r} ({tensor.dtype})"]
+    if tensor.is_quantized:  # the values its integers stand for, scale * (q - zero_point), as torch computes them
+        notes = [f"tensor {name!r} ({tensor.dtype}, dequantized: its scale times its integers less its zero point)"]
+        tensor = tensor.dequantize()
     if plain:
         where = _listed([p or "the file's top level" for p in plain])
         notes.append(f"{where}: collections.defaultdict, read as {'a plain dict' if len(plain) == 1 else 'plain dicts'} "
