@@ -910,3 +910,18 @@ def test_a_quantized_weight_is_read_as_the_values_it_stands_for(tmp_path):
         assert loaded.notes[0].startswith(f"tensor {name!r} (torch.q") and "dequantized" in loaded.notes[0]
     rows = {t["name"]: (t["dtype"], t["square"]) for t in describe_weights(tmp_path / "q.pt", "torch").data["tensors"]}
     assert rows == {"fc.weight": ("qint8", True), "proj.weight": ("quint8", True)}
+
+
+def test_a_file_of_very_many_tensors_is_listed_and_refused_without_a_name_at_once(tmp_path):
+    """20,000 square tensors and no var: "holds 20000 square weight matrices" took 4 s (each name sought in
+    the list of square ones); info's listing and a named tensor's read stay as fast."""
+    import time
+
+    n = 20_000
+    header = {f"layers.{i}.w": {"dtype": "F32", "shape": [1, 1], "data_offsets": [4 * i, 4 * i + 4]} for i in range(n)}
+    path = raw_safetensors(tmp_path / "many.safetensors", header, np.arange(n, dtype=np.float32).tobytes())
+    t0 = time.perf_counter()
+    input_error(path, r"holds 20000 square weight matrices: layers.0.w 1x1, .* and 19992 more; pick one with var=")
+    assert time.perf_counter() - t0 < 2, time.perf_counter() - t0  # loose: 0.2 s here, 4 s before
+    assert len(describe_weights(path, "safetensors").data["tensors"]) == n
+    assert load_matrix(path, var="layers.19999.w").matrix[0, 0] == n - 1

@@ -227,7 +227,8 @@ def _choose(src: Source, shapes: dict[str, list[int]], var: str | None, square: 
         return square[0]
     if len(weights) == 1:  # a checkpoint's one weight beside its optimizer's moments
         return weights[0]
-    unread = [n for n, s in shapes.items() if is_square(s) and n not in square]
+    read = set(square)  # not the list: a model's 20,000 tensors took 4 s to say it holds many
+    unread = [n for n, s in shapes.items() if is_square(s) and n not in read]
     if not square and len(unread) == 1:  # the only square tensor: chosen, its reader says why it is not read
         return unread[0]
     if not square and unread:
