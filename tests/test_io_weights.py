@@ -925,3 +925,16 @@ def test_a_file_of_very_many_tensors_is_listed_and_refused_without_a_name_at_onc
     assert time.perf_counter() - t0 < 2, time.perf_counter() - t0  # loose: 0.2 s here, 4 s before
     assert len(describe_weights(path, "safetensors").data["tensors"]) == n
     assert load_matrix(path, var="layers.19999.w").matrix[0, 0] == n - 1
+
+
+def test_a_scalar_alone_and_a_header_nested_past_python_s_limit_say_what_they_are(tmp_path):
+    """A file of one 0-D tensor listed it as "e.g. w " (its empty shape); a header of 100,000 nested
+    brackets was "cannot parse file (RecursionError: maximum recursion depth exceeded ...)"."""
+    torch.save({"w": torch.tensor(3.0)}, tmp_path / "scalar.pt")
+    input_error(tmp_path / "scalar.pt", r"holds no square weight matrix \(1 tensor, e.g. w scalar\)")
+    raw_safetensors(tmp_path / "s.safetensors", {"w": {"dtype": "F32", "shape": [], "data_offsets": [0, 4]}}, bytes(4))
+    input_error(tmp_path / "s.safetensors", r"holds no square weight matrix \(1 tensor, e.g. w scalar\)")
+    deep = raw_safetensors(tmp_path / "deep.safetensors", '{"w": ' + "[" * 100_000 + "]" * 100_000 + "}", b"")
+    input_error(deep, r"safetensors header is not a header of tensors \(its JSON is nested deeper than Python reads\)")
+    with pytest.raises(InputError, match="nested deeper"):
+        describe_weights(deep, "safetensors")

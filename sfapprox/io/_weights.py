@@ -92,6 +92,9 @@ def _safetensors_header(src: Source) -> tuple[dict[str, Any], int]:
                            "header is damaged or edited") from None
         except (ValueError, UnicodeDecodeError) as exc:
             raise src.fail(f"safetensors header is not valid JSON ({exc})") from None
+        except RecursionError:  # [[[[...: json's parser recurses, and said "cannot parse file (RecursionError: ...)"
+            raise src.fail("safetensors header is not a header of tensors (its JSON is nested deeper than Python "
+                           "reads), so the file is damaged or edited") from None
     if not isinstance(header, dict):
         raise src.fail("safetensors header is not a JSON object")
     start = 8 + length
@@ -278,7 +281,8 @@ def _first(items: list[str], most: int) -> str:
 
 
 def _listing(shapes: dict[str, list[int]], names: list[str], most: int = 8) -> str:
-    return _first([f"{n} {'x'.join(map(str, shapes[n]))}" for n in names], most) if names else "none"
+    """Names and shapes, ``w 4x4`` (a 0-D tensor ``w scalar``, as info lists it: it was ``w `` alone)."""
+    return _first([f"{n} {'x'.join(map(str, shapes[n])) or 'scalar'}" for n in names], most) if names else "none"
 
 
 def _safetensors_unread(dtype: str) -> str | None:
