@@ -938,3 +938,22 @@ def test_a_scalar_alone_and_a_header_nested_past_python_s_limit_say_what_they_ar
     input_error(deep, r"safetensors header is not a header of tensors \(its JSON is nested deeper than Python reads\)")
     with pytest.raises(InputError, match="nested deeper"):
         describe_weights(deep, "safetensors")
+
+
+@pytest.mark.filterwarnings("ignore:Sparse")
+def test_a_sparse_tensor_whose_indices_lie_is_refused_not_read_past_its_values(tmp_path):
+    """torch checks a loaded sparse tensor's indices only where asked: a COO index past the shape was dropped
+    (the matrix read without it), and a CSR row pointer past its values crashed the process in to_dense()."""
+    coo = torch.sparse_coo_tensor(torch.tensor([[0, 9], [1, 1]]), torch.tensor([1.0, 2.0]), (4, 4),
+                                  check_invariants=False)
+    csr = torch.sparse_csr_tensor(torch.tensor([0, 1, 5, 2, 2]), torch.tensor([0, 7]), torch.tensor([1.0, 2.0]),
+                                  (4, 4), check_invariants=False)
+    for name, bad, match in (("coo", coo, "for dim 0, size is 4 but found index 9"),
+                             ("csr", csr, "col_indices < ncols")):
+        torch.save({"w": bad}, tmp_path / f"{name}.pt")
+        input_error(tmp_path / f"{name}.pt", rf"not a readable PyTorch file \(.*{match}")
+    W = torch.arange(16.0).reshape(4, 4)
+    torch.save({"csr": W.to_sparse_csr(), "bsc": W.to_sparse_bsc((2, 2))}, tmp_path / "fine.pt")
+    for name in ("csr", "bsc"):  # the true ones are read as before
+        np.testing.assert_array_equal(load_matrix(tmp_path / "fine.pt", var=name).matrix, W.numpy())
+    assert not torch.sparse.check_sparse_tensor_invariants.is_enabled()  # the user's setting, as it was

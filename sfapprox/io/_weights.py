@@ -447,7 +447,10 @@ def _torch_load(src: Source, mapped: bool, unbuilt: list[str] = (), made: list |
 
     # torch's own notes ("sparse CSR support is in beta", "detected pickle protocol 4") are not the
     # user's concern: what it cannot load is said by the caller, in one line
+    # torch checks a sparse tensor's indices at load only where asked: unchecked, a CSR row pointer past its
+    # values made to_dense() crash the process (a segmentation fault), a COO index past the shape was dropped
     with warnings.catch_warnings(), _unbuilt_globals(list(unbuilt), made), \
+            torch.sparse.check_sparse_tensor_invariants(enable=True), \
             (contextlib.nullcontext(src.path) if mapped else open(src.path, "rb")) as f:
         warnings.simplefilter("ignore", UserWarning)
         # weights_only whichever way the file is given: tensors, dicts and lists, never code
