@@ -859,7 +859,8 @@ def test_tensors_keyed_by_tensors_and_nested_tensors_have_names_to_type(tmp_path
     np.testing.assert_array_equal(moment, opt.state[layer.weight]["exp_avg"].double().numpy())
     parts = [torch.arange(4.0).reshape(2, 2), torch.arange(9.0).reshape(3, 3)]
     torch.save({"n": torch.nested.nested_tensor(parts), "w": torch.eye(5)}, tmp_path / "nested.pt")
-    rows = {t["name"]: (t["shape"], t["square"]) for t in describe_weights(tmp_path / "nested.pt", "torch").data["tensors"]}
+    listed = describe_weights(tmp_path / "nested.pt", "torch").data["tensors"]
+    rows = {t["name"]: (t["shape"], t["square"]) for t in listed}
     assert rows == {"n.0": ([2, 2], True), "n.1": ([3, 3], True), "w": ([5, 5], True)}
     np.testing.assert_array_equal(load_matrix(tmp_path / "nested.pt", var="n.1").matrix, parts[1].numpy())
 
@@ -878,11 +879,11 @@ def test_containers_holding_themselves_or_one_another_many_times_over_are_refuse
     import time
 
     itself = crafted_pt(attacked / "itself.pt", b"]q\xc8h\xc8a")  # x = [x]
-    msg = input_error(itself, r"holds a container inside itself \('x.0' is 'x' again\), so its tensors have no names that end; "
-                              r"refused", var="w")
+    msg = input_error(itself, r"holds a container inside itself \('x.0' is 'x' again\), so its tensors have no "
+                              r"names that end; refused", var="w")
     assert "\n" not in msg
-    input_error(crafted_pt(attacked / "dict.pt", _W + b"}q\xc9" + _s("me") + b"h\xc9s\x86"),
-                r"holds a container inside itself \('x.1.me' is 'x.1' again\)", var="w")  # ({"me": ...}, t): found as deep
+    input_error(crafted_pt(attacked / "dict.pt", _W + b"}q\xc9" + _s("me") + b"h\xc9s\x86"),  # (t, {"me": ...})
+                r"holds a container inside itself \('x.1.me' is 'x.1' again\)", var="w")
     t0 = time.perf_counter()
     input_error(crafted_pt(attacked / "doubled.pt", _doubled(40)), r"holds containers that hold one another so many "
                 r"times over that their tensors have more than 1,000,000 names", var="w")

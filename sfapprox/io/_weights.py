@@ -19,8 +19,10 @@ error lists them (``sfapprox info`` does too).
   hyper-parameters, a ``pathlib.Path``) are never imported, built or run: each
   stands as an inert placeholder (:class:`_Unbuilt`), so the tensors around them
   are read.  A ``collections.defaultdict`` (an optimizer's ``state``) is read as a
-  plain dict, its default factory never called (:class:`_PlainDict`).  A file whose tensors cannot be had that way (a whole pickled model,
-  a global of ``os`` or ``sys``, more than 64 names to leave unbuilt) is refused, never executed.
+  plain dict, its default factory never called (:class:`_PlainDict`); a quantized
+  tensor is read dequantized, a nested one as its tensors, a sparse one checked.
+  A file whose tensors cannot be had that way (a whole pickled model, a global of
+  ``os`` or ``sys``, more than 64 names to leave unbuilt) is refused, never executed.
 """
 
 from __future__ import annotations
