@@ -1522,3 +1522,19 @@ def test_a_kernels_manifest_entry_downloads_decompresses_and_scores_as_compare_d
         assert r["fro_error"] == pytest.approx(direct[r["method"]]["fro_error"], rel=1e-9), r["method"]
         assert r["params"]["rank" if r["method"] != "sparse" else "n_sparse"] == \
             direct[r["method"]]["params"]["rank" if r["method"] != "sparse" else "n_sparse"]
+
+
+def test_a_batch_typed_on_the_command_line_names_its_memory_limit_as_typed(tmp_path):
+    """A method refused for memory in `sfapprox batch ... --max-memory 12M` said "raise the limit with
+    max_memory=", a keyword the user never typed (the whole entry's run was spelled as its manifest's keys);
+    a Python caller's batch still names the keyword."""
+    from sfapprox._errors import spelled_for
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a", n=600))
+    options = BatchOptions(methods=("tsvd",), settings=FitSettings(device="cpu", max_memory="12M"))
+    with spelled_for("cli"):  # the batch command's
+        run_batch(m, tmp_path / "typed", options)
+    typed = lines(tmp_path / "typed")[0]
+    assert typed["status"] == "not applicable" and "raise the limit with --max-memory if" in typed["reason"]
+    run_batch(m, tmp_path / "api", options)
+    assert "raise the limit with max_memory= if" in lines(tmp_path / "api")[0]["reason"]

@@ -49,7 +49,7 @@ from .._atomic import OutputError
 from .._base import parse_methods
 from .._dask import close, connect
 from .._executors import cluster_lost, not_picklable, serialization_logs_off, worker_death
-from .._errors import ParameterError, one_line, parameter, spelled_for
+from .._errors import ParameterError, one_line, parameter, reader, spelled_for
 from .._settings import PROTOCOLS
 from ..budget import parse_budget
 from .fetch import NetworkState, cache_dir, check_data_dir, fetch_entry, file_sha256, is_present
@@ -722,7 +722,7 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
     if replaced:
         summary.repaired.append(f"{', '.join(sorted({name for name, _ in replaced}))}: now read as its weights; "
                                 "its 'unavailable' lines removed")
-    tasks = [MatrixTask(e, todo[e.name], options, str(out), cache) for e in entries if e.name in todo]
+    tasks = [MatrixTask(e, todo[e.name], options, str(out), cache, reader()) for e in entries if e.name in todo]
     emit = on_event or (lambda *a, **k: None)
     emit("start", total=len(tasks), skipped=skipped, pairs=summary.to_do)
     # pairs with older lines behind their latest one (a redo killed before its rewrite left them): those

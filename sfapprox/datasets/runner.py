@@ -89,6 +89,10 @@ class MatrixTask:
         The batch's output folder (factors go to ``out_dir/factors``).
     cache : str or None, default=None
         The download cache; None: :func:`~sfapprox.datasets.fetch.cache_dir`.
+    reader : {"api", "cli"}, default="api"
+        How the run's messages spell the batch's own options, its caller's way (``--max-memory`` where they
+        were typed, :func:`~sfapprox._errors.spelled_for`); the entry's reading options are always its
+        manifest's keys (``var = "A"``).  Carried, as a worker process has its own setting.
     """
 
     entry: Entry
@@ -96,6 +100,7 @@ class MatrixTask:
     options: BatchOptions
     out_dir: str
     cache: str | None = None
+    reader: str = "api"
 
 
 def stamp(record: dict[str, Any]) -> dict[str, Any]:
@@ -329,11 +334,14 @@ def run_matrix(task: MatrixTask, on_record: Callable[[dict], None] | None = None
         but not passed to ``on_record``: an interrupted pair is redone).
     """
     # the entry's reading options are its manifest's keys (var = "A"), the keywords' own names: its
-    # messages name them so, also where the batch command's own options are spelled as typed (--jobs 2)
-    with warnings.catch_warnings(), spelled_for("api"):
+    # messages name them so, also where the batch command's own options are spelled as typed (--jobs 2);
+    # the methods' messages name the batch's own options (its limit) as its caller typed them: a batch
+    # run from the command line said "raise the limit with max_memory=" of a --max-memory
+    with warnings.catch_warnings(), spelled_for(task.reader):
         warnings.simplefilter("ignore", ConvergenceWarning)  # stop_reason is in the record
         try:
-            loaded, extra = _materialize(task)
+            with spelled_for("api"):
+                loaded, extra = _materialize(task)
             budget = resolve_budget(task.options.budget, loaded.n)
         except Exception as exc:  # a missing or bad file (or a loader bug) must not stop the batch
             records = unavailable_records(task, exc)
