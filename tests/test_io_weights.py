@@ -14,6 +14,7 @@ from _io_helpers import input_error
 from sfapprox._errors import InputError, ResourceError
 from sfapprox.describe import describe_weights
 from sfapprox.io import load_matrix
+from sfapprox.io._weights import optimizer_state
 
 
 def write_safetensors(path, tensors: dict) -> None:
@@ -353,6 +354,23 @@ def test_a_training_checkpoint_s_optimizer_moments_are_not_taken_for_weights(tmp
     rows = {r["name"]: r for r in info.data["tensors"]}
     assert rows["optimizer_state_dict.state.0.exp_avg_sq"]["optimizer"] and not rows["model_state_dict.weight"]["optimizer"]
     assert any("2 of the square ones are an optimizer's state" in n for n in info.tables[0].notes)
+
+
+def test_an_optimizer_s_state_saved_under_any_name_is_not_taken_for_a_weight(tmp_path):
+    """{"model": ..., "opt": optimizer.state_dict()}: "opt.state.0.exp_avg" did not match the optimizer names
+    and was taken for a weight (the file then "holds 3 square weight matrices"); kept as torch keeps it (the
+    state keyed by the parameters themselves), its names are "<tensor key 0>"."""
+    layer = torch.nn.Linear(5, 5, bias=False)
+    opt = torch.optim.Adam(layer.parameters())
+    layer(torch.ones(2, 5)).sum().backward()
+    opt.step()
+    path = tmp_path / "run.pt"
+    torch.save({"model": layer.state_dict(), "opt": opt.state_dict(), "raw": {"state": dict(opt.state)}}, path)
+    assert np.array_equal(load_matrix(path).matrix, layer.weight.detach().double().numpy())  # without --var
+    rows = {r["name"]: r["optimizer"] for r in describe_weights(path, "torch").data["tensors"]}
+    assert rows["opt.state.0.exp_avg"] and rows["opt.state.0.exp_avg_sq"] and not rows["model.weight"]
+    assert rows["raw.state.<tensor key 0>.exp_avg"] and rows["raw.state.<tensor key 0>.exp_avg_sq"]
+    assert not optimizer_state("blocks.state.0.weight") and not optimizer_state("opt.fc.weight")
 
 
 # -- PyTorch Lightning checkpoints (.ckpt) --------------------------------------------------------------

@@ -184,6 +184,10 @@ _OPTIMIZER_STATE = {"exp_avg", "exp_avg_sq", "max_exp_avg_sq", "momentum_buffer"
                     "sum", "ax", "eta", "mu", "prev", "step_size", "grad_avg"}
 
 
+#: How a dotted name writes a dict key that is a tensor (:func:`_key_name`): an optimizer's ``state`` as torch keeps it.
+_TENSOR_KEY = re.compile(r"<tensor key \d+>")
+
+
 def optimizer_state(name: str) -> bool:
     """Whether the tensor ``name`` (dotted) is an optimizer's state in a training checkpoint, not a weight:
     under a part such as ``optimizer_state_dict``, or ``state.<index>.exp_avg`` (Adam's moments, SGD's
@@ -193,13 +197,16 @@ def optimizer_state(name: str) -> bool:
     Examples
     --------
     >>> [optimizer_state(n) for n in ("model_state_dict.fc.weight", "optimizer_state_dict.state.0.exp_avg",
-    ...                                "state.3.momentum_buffer", "blocks.state.0.weight")]
-    [False, True, True, False]
+    ...                                "state.3.momentum_buffer", "blocks.state.0.weight", "opt.state.0.exp_avg")]
+    [False, True, True, False, True]
     """
     parts = name.split(".")
     if any(_OPTIMIZER_PART.fullmatch(part) for part in parts[:-1]):
         return True
-    return len(parts) == 3 and parts[0] == "state" and parts[1].isdigit() and parts[2] in _OPTIMIZER_STATE
+    # an optimizer's state_dict under any name ({"opt": optimizer.state_dict()}: "opt.state.0.exp_avg" was
+    # taken for a weight), its parameters by index or, kept as torch keeps it, by the tensors themselves
+    return (len(parts) >= 3 and parts[-3] == "state" and parts[-1] in _OPTIMIZER_STATE
+            and (parts[-2].isdigit() or _TENSOR_KEY.fullmatch(parts[-2]) is not None))
 
 
 def is_square(shape) -> bool:
