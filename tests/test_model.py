@@ -891,3 +891,21 @@ def test_a_resume_of_a_fit_started_from_another_matrix_credits_only_this_matrix_
         third = fit_matrix(tmp_path / "x.npy", settings=settings.replace(max_iter=5), init=str(b))
     assert second.summary["init_note"] and second.summary["iterations_before"] == 40  # said as Y's, in its table
     assert third.summary["init_note"] is None and third.summary["iterations_before"] == 20  # X's own alone
+
+
+@pytest.mark.parametrize("record", ['{"iterations": 5, "iterations_before": Infinity}', '{"iterations": NaN}',
+                                    '{"iterations": 1e308}', '{"iterations": true, "iterations_before": "7"}'])
+def test_a_saved_fit_whose_iteration_counts_were_edited_is_still_a_start(tmp_path, record):
+    """The counts of a saved fit's record only word the resume's table: Infinity or NaN there (JSON that
+    Python reads) ended init=<file> in an OverflowError traceback; 1e308 was said as a 309-digit count."""
+    import h5py
+
+    from sfapprox import save_factors
+
+    X = np.random.default_rng(3).random((16, 16))
+    path = tmp_path / "start.h5"
+    save_factors(path, ChordSF(max_iter=3, time_limit=None, device="cpu").fit(X))
+    with h5py.File(path, "a") as f:
+        f.attrs["fit"] = record
+    resumed = ChordSF(max_iter=2, time_limit=None, init=str(path), device="cpu").fit(X)
+    assert resumed.init_ == "saved" and resumed.params_.get("iterations_before", 0) in (0, 5)

@@ -1406,8 +1406,10 @@ def _iterations_of(fit: dict) -> int:
         The count a resume of it reports as the iterations before it.
     """
     def count(key: str) -> int:
+        # whole counts only, as info reads them (describe._count): a record edited to NaN or Infinity (JSON
+        # that Python reads) ended --init in an OverflowError traceback, and 1e308 was said as 309 digits
         value = fit.get(key)
-        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else 0
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
     own = 0 if fit.get("kept_start") is True else count("iterations") or count("n_iter")
     # A fit whose start was another matrix's (``init_note``) resumed nothing: the iterations before it were
