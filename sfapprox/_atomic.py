@@ -165,7 +165,9 @@ def atomic_path(path: str | os.PathLike, *, force: bool | FileStamp = True, make
     if make_parents:
         parent.mkdir(parents=True, exist_ok=True)
     if not parent.is_dir():
-        raise SfapproxError(f"{target}: folder {parent} does not exist")
+        # an OutputError, as a full disk is: a checkpoint whose folder was removed during a long fit is
+        # warned of and the fit goes on (this ended it, its factors in memory lost with it)
+        raise OutputError(f"{target}: folder {parent} does not exist; create it first", target, errno.ENOENT)
     # before this write, not after it: on a nearly full disk a killed writer's temporary took the room it needs
     _remove_stale(target)
     try:

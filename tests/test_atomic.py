@@ -450,3 +450,27 @@ def test_a_killed_writers_temporary_is_removed_before_the_next_write_needs_its_r
             seen.append(stale.exists())
             raise OSError(28, "No space left on device")  # the write fails
     assert seen == [False] and not stale.exists()
+
+
+def test_a_folder_removed_during_a_checkpointed_fit_is_warned_of_and_the_fit_goes_on(tmp_path, fake_clock):
+    """A missing folder was a plain SfapproxError, not the OutputError a full disk is: a checkpoint's
+    folder removed during a long fit ended the fit, its factors in memory lost, where a full disk warns."""
+    import shutil
+
+    from sfapprox import ChordSF
+
+    with pytest.raises(OutputError, match="folder .*gone does not exist; create it first"):
+        write_text(tmp_path / "gone" / "r.json", "{}")
+    folder = tmp_path / "run"
+    folder.mkdir()
+
+    def tick(info):
+        fake_clock.advance(1.0)  # one "second" per iteration: a checkpoint every 10 iterations
+        if info["iteration"] == 15:
+            shutil.rmtree(folder)
+
+    X = np.random.default_rng(3).random((24, 24))
+    with pytest.warns(RuntimeWarning, match="checkpoint not written: .*does not exist.*the fit goes on"):
+        sf = ChordSF(max_iter=30, time_limit=None, checkpoint=folder / "ck.h5", checkpoint_every=10.0,
+                     init="reference", callback=tick, ftol=0.0, gtol=0.0, device="cpu").fit(X)
+    assert sf.n_iter_ == 30 and sf.factors_ is not None
