@@ -909,3 +909,21 @@ def test_a_saved_fit_whose_iteration_counts_were_edited_is_still_a_start(tmp_pat
         f.attrs["fit"] = record
     resumed = ChordSF(max_iter=2, time_limit=None, init=str(path), device="cpu").fit(X)
     assert resumed.init_ == "saved" and resumed.params_.get("iterations_before", 0) in (0, 5)
+
+
+def test_a_saved_start_that_cannot_be_one_says_what_to_do(tmp_path):
+    """A fit of another size, or another method's file, as init: the message named the mismatch and
+    stopped there ("holds a tsvd fit, not SF factors"), with nothing to do about it."""
+    from sfapprox import save_factors
+    from sfapprox import TruncatedSVD
+
+    X = np.random.default_rng(3).random((16, 16))
+    sf, tsvd = tmp_path / "sf.h5", tmp_path / "tsvd.h5"
+    save_factors(sf, ChordSF(max_iter=2, time_limit=None, device="cpu").fit(X))
+    save_factors(tsvd, TruncatedSVD(n_components=2).fit(X))
+    with pytest.raises(ParameterError, match=r"16 x 16 matrix; this one is 20 x 20: give a fit of a matrix of this "
+                                             r"size, or fit without init=$"):
+        ChordSF(max_iter=2, time_limit=None, init=str(sf), device="cpu").fit(np.eye(20) + 0.1)
+    with pytest.raises(ParameterError, match=r"holds a tsvd fit, not SF factors: give a file SF's fit wrote .*, or "
+                                             r"fit without init=$"):
+        ChordSF(max_iter=2, time_limit=None, init=str(tsvd), device="cpu").fit(X)

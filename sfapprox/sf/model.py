@@ -1086,11 +1086,14 @@ class ChordSF(Approximation):
             op = saved.operator
             # the file as its reader named it: --init FILE on the command line, init='FILE' to Python
             what = parameter("init", os.fspath(self.init))
+            # what to do said too: these two named the mismatch alone
             if not isinstance(op, ChordOperator):
-                raise ParameterError(f"{what} holds a {saved.kind} fit, not SF factors")
+                raise ParameterError(f"{what} holds a {saved.kind} fit, not SF factors: give a file SF's fit wrote "
+                                     f"(fit --out, a checkpoint), or fit without {parameter('init')}")
             if op.shape[0] != shape[1]:
                 raise ParameterError(f"{what} is a fit of a {op.shape[0]} x {op.shape[0]} matrix; "
-                                     f"this one is {shape[1]} x {shape[1]}")
+                                     f"this one is {shape[1]} x {shape[1]}: give a fit of a matrix of this size, "
+                                     f"or fit without {parameter('init')}")
             if op.support != self.support or not np.array_equal(op.offsets, offsets) or \
                     op.values.shape[0] != shape[0]:
                 # a budget (fit_matrix's) chose this fit's structure: the options that give the saved one
