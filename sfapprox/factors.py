@@ -536,6 +536,12 @@ def is_factors_file(path: str | os.PathLike) -> bool:
     ----------
     path : str or os.PathLike
         Any file; one that cannot be opened as HDF5 gives False.
+
+    Raises
+    ------
+    InputError
+        For an HDF5 file another program holds open for writing (HDF5's file lock): what it is cannot
+        be told now, and "not a saved fit" had its user write again a fit that was whole.
     """
     import h5py
 
@@ -546,8 +552,20 @@ def is_factors_file(path: str | os.PathLike) -> bool:
     try:
         with h5py.File(path, "r") as f:
             return f.attrs.get("format") in (FACTORS_FORMAT, LEGACY_FORMAT)
-    except (OSError, ValueError):
+    except (OSError, ValueError) as exc:
+        if _locked(exc):
+            raise _locked_error(path) from None
         return False
+
+
+def _locked(exc: BaseException) -> bool:
+    """Whether h5py's open failed on HDF5's file lock: another program has the file open for writing."""
+    return isinstance(exc, OSError) and "unable to lock file" in str(exc).lower()
+
+
+def _locked_error(path: str | os.PathLike) -> InputError:
+    return InputError(f"{os.fspath(path)}: another program holds it open for writing (HDF5's file lock), so it "
+                      "cannot be read now; close it there (or let that program finish), then run this again")
 
 
 class _Reader:
@@ -715,6 +733,8 @@ def load_factors(path: str | os.PathLike, *, max_memory: int | None = None) -> S
     except PermissionError:
         raise InputError(f"{path}: cannot be read (permission denied); check its permissions") from None
     except OSError as exc:
+        if _locked(exc):  # a whole fit, said to be damaged: "write it again"
+            raise _locked_error(path) from None
         # h5py's own words ("file signature not found", "truncated file: eof = ...") said neither what the
         # file is nor what to do
         what = "truncated (cut short while written or copied)" if "truncated" in str(exc) else \

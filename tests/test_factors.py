@@ -504,3 +504,32 @@ def test_saving_what_is_no_surrogate_is_an_sfapprox_error(tmp_path, what):
     with pytest.raises(SfapproxError, match=r"^cannot save a (NoneType|list|str): it is not an operator"):
         save_factors(tmp_path / "f.h5", what)
     assert not (tmp_path / "f.h5").exists()
+
+
+def test_a_fit_another_program_holds_open_for_writing_is_said_as_such_not_as_damaged(tmp_path):
+    """HDF5's file lock (a notebook with the file open in 'a' mode) made a whole saved fit "not an HDF5
+    file, or a damaged one ... write it again" to load_factors, and "not a saved fit" to --init."""
+    import subprocess
+    import sys
+
+    from sfapprox.factors import is_factors_file
+
+    path = tmp_path / "f.h5"
+    save_factors(path, ChordOperator(np.full((3, 8, 4), 0.25)))
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, h5py; f = h5py.File(sys.argv[1], 'a'); "
+                               "print('open', flush=True); sys.stdin.read()", str(path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        try:
+            h5py.File(path, "r").close()
+        except OSError:
+            pass
+        else:
+            pytest.skip("this file system has no HDF5 file locks")
+        for read in (load_factors, is_factors_file):
+            with pytest.raises(InputError, match="another program holds it open for writing .*close it there"):
+                read(path)
+    finally:
+        holder.communicate("")
+    assert load_factors(path).n == 8  # whole, once it is closed
