@@ -257,7 +257,8 @@ def describe_weights(path, fmt: str) -> MatrixDescription:
         table.add({"name": t["name"], "shape": " x ".join(map(str, t["shape"])) or "scalar", "dtype": t["dtype"],
                    "square": "✓" if t["square"] else ""})
     square = sum(t["square"] for t in tensors)
-    counted = f"{len(tensors)} tensor{'' if len(tensors) == 1 else 's'}, {square} square"
+    counted = f"{len(tensors):,} tensor{'' if len(tensors) == 1 else 's'}, {square:,} square"
+    table.terminal_rows, table.terminal_notes = _listed_tensors(tensors)
     # a command to type, or a call: each is more than the option alone
     use = "sfapprox compare FILE --var NAME" if reader() == "cli" else f"sfapprox.load_matrix(FILE, var={_NAME})"
     unread = [t for t in tensors if t.get("unread")]
@@ -275,6 +276,31 @@ def describe_weights(path, fmt: str) -> MatrixDescription:
                            f"weights a manifest's var = \"*\" runs; {parameter('var', shown=_NAME)} reads one all the same")
     facts = [("file", os.fspath(path)), ("format", fmt), ("tensors", len(tensors)), ("square matrices", square)]
     return MatrixDescription(facts, [table], {"tensors": tensors})
+
+
+#: A weights file of more tensors than this is listed on a terminal by its square ones, at most this many:
+#: a model's 10,000 tensors drawn took 4 s and scrolled the summary away (every other format lists all).
+TENSORS_SHOWN = 100
+
+
+def _listed_tensors(tensors: list[dict[str, Any]]) -> tuple[list[int] | None, list[str]]:
+    """The rows a terminal lists of a weights file's ``tensors`` (None: every one, up to
+    :data:`TENSORS_SHOWN`), and the note that says what it leaves out and where every tensor is."""
+    if len(tensors) <= TENSORS_SHOWN:
+        return None, []
+    square = [i for i, t in enumerate(tensors) if t["square"]]
+    rows = (square or list(range(len(tensors))))[:TENSORS_SHOWN]
+    if not square:
+        shown, left = f"the first {len(rows):,} tensors (none is square)", f"{len(tensors) - len(rows):,} more"
+    else:
+        shown = (f"the {len(square):,} square tensors" if len(rows) == len(square) else
+                 f"the first {len(rows):,} of the {len(square):,} square tensors")
+        others = len(tensors) - len(square)
+        left = " and ".join([*([f"{len(square) - len(rows):,} more square"] if len(square) > len(rows) else []),
+                             *([f"{others:,} that {'is' if others == 1 else 'are'} not square"] if others else [])])
+    everything = (f"--json - (or --csv FILE) lists all {len(tensors):,}" if reader() == "cli"
+                  else f"the table's rows and data['tensors'] hold all {len(tensors):,}")
+    return rows, [f"listed: {shown}; not listed: {left}; {everything}"]
 
 
 #: A name to give an option, quoted for Python (``var='NAME'``), bare on the command line (``--var NAME``).

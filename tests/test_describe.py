@@ -283,3 +283,42 @@ def test_what_describe_and_the_formats_say_to_do_is_spelled_for_their_reader(tmp
         assert stray not in text, text
     assert "var='Q,K' names others" in api["formats text"] and "--var Q,K names others" in cli["formats text"]
     assert "var= picks a variable" in api["formats text"] and "--var picks a variable" in cli["formats text"]
+
+
+def test_a_weights_file_of_many_tensors_lists_its_square_ones_on_a_terminal_and_every_one_elsewhere(tmp_path):
+    """`info` on a model of 10,000 tensors drew a 10,000-row table (4 s of the 8, its summary scrolled
+    away).  A terminal lists the square ones (at most TENSORS_SHOWN) and says how many it left out and
+    where every tensor is; the table's rows, CSV and --json keep them all."""
+    import json
+
+    import torch
+    from typer.testing import CliRunner
+
+    from sfapprox.cli import app
+    from sfapprox.describe import TENSORS_SHOWN, describe_weights
+
+    many = TENSORS_SHOWN + 50
+    state = {f"layers.{i}.bias": torch.ones(2) for i in range(many)}
+    state.update({f"layers.{i}.q.weight": torch.ones(2, 2) for i in range(3)})
+    torch.save(state, tmp_path / "m.pt")
+    table = describe_weights(tmp_path / "m.pt", "torch").tables[0]
+    assert len(table.rows) == many + 3 and [table.rows[i]["name"] for i in table.terminal_rows] == [
+        "layers.0.q.weight", "layers.1.q.weight", "layers.2.q.weight"]
+    assert table.terminal_notes == [f"listed: the 3 square tensors; not listed: {many} that are not square; "
+                                    f"the table's rows and data['tensors'] hold all {many + 3}"]
+    res = CliRunner().invoke(app, ["info", str(tmp_path / "m.pt"), "--json", "-"])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.stderr.split())  # the tables go to stderr, stdout carries the JSON
+    assert "layers.2.q.weight" in text and "layers.0.bias" not in text
+    assert f"not listed: {many} that are not square; --json - (or --csv FILE) lists all {many + 3}" in text
+    assert len(json.loads(res.stdout)["tensors"]) == many + 3
+
+    state = {f"w{i}": torch.ones(2, 2) for i in range(TENSORS_SHOWN + 1)}  # more square ones than are listed
+    torch.save(state, tmp_path / "s.pt")
+    table = describe_weights(tmp_path / "s.pt", "torch").tables[0]
+    assert table.terminal_rows == list(range(TENSORS_SHOWN))
+    assert table.terminal_notes[0].startswith(f"listed: the first {TENSORS_SHOWN} of the {TENSORS_SHOWN + 1} square "
+                                              "tensors; not listed: 1 more square;")
+    torch.save({"w": torch.ones(2, 2)}, tmp_path / "one.pt")  # a short listing: every row, no note
+    table = describe_weights(tmp_path / "one.pt", "torch").tables[0]
+    assert table.terminal_rows is None and table.terminal_notes == []

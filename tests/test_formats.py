@@ -89,6 +89,26 @@ def test_rich_and_seconds():
     assert fmt_seconds(0.0312) == "0.03" and fmt_seconds(None) == "–"
 
 
+def test_a_terminal_shows_the_rows_a_table_names_and_the_files_keep_every_row():
+    """A long listing (a model's 10,000 tensors) was drawn whole: 4 s of rich and a summary scrolled away.
+    A table names the rows a terminal shows; rich measures and draws those only, the other formats all."""
+    from rich.table import Table as RichTable
+
+    t = Table("many", [Column("m", "method", "left"), Column("e", "error")])
+    for i in range(300):
+        t.add({"m": f"row{i}" + ("-a-much-longer-name" if i == 299 else ""), "e": str(i)}, best={"e"} if i == 7 else None)
+    t.notes.append("a note")
+    t.terminal_rows, t.terminal_notes = [0, 7], ["listed: 2 of 300"]
+    shown = render_rich([t], 80)
+    drawn = [item for item in shown if isinstance(item, RichTable)]
+    assert len(drawn) == 1 and drawn[0].row_count == 2
+    assert drawn[0].columns[0].width == len("method")  # measured on the rows shown, not on row299's long name
+    assert [str(item) for item in shown if not isinstance(item, RichTable)][1:] == ["a note", "listed: 2 of 300"]
+    assert layout(t, None).widths[0] == len("row299-a-much-longer-name")  # the table itself keeps every row
+    assert OutputFormat.CSV.render([t], {}).count("\n") == 301 and "| row299" in OutputFormat.MARKDOWN.render([t], {})
+    assert "listed" not in OutputFormat.MARKDOWN.render([t], {})  # a terminal's note only
+
+
 # ----------------------------------------------------------------------------- fitting a window
 def wide_table(methods: int = 4) -> Table:
     """A comparison-like table: a name column, numbers, optional columns and free text."""
