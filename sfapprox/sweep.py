@@ -147,12 +147,36 @@ def default_budgets(n: int, methods: Sequence[str], *, count_indices: bool = COU
 _BUDGET_IN_REASON = re.compile(r"(?<!the )\bbudget [0-9][0-9,]*")
 
 
-def _reason_note(method: str, key: str, first: str, budgets: list[int]) -> str:
+def _reason_note(method: str, key: str, first: str, budgets: list[int], every: list[int]) -> str:
     """A method's reason under the sweep's table: as given where one budget gave it, else once for
-    every budget that gave it ("sf at budgets 10, 20, 30: the budget is too small ...")."""
+    every budget that gave it ("sf at budgets 10, 20, 30: the budget is too small ..."), of the sweep's
+    budgets ``every`` (:func:`budgets_text`)."""
     if len(budgets) == 1 or key == first:
         return f"{method}: {first}"
-    return f"{method} at budgets {', '.join(f'{b:,}' for b in budgets)}: {key.replace('budget B', 'the budget')}"
+    return f"{method} at {budgets_text(budgets, every)}: {key.replace('budget B', 'the budget')}"
+
+
+#: A list of more budgets than this is said by its ends: 40 budgets' "81, 163, ..., 3,276" took four lines.
+BUDGETS_LISTED = 6
+
+
+def budgets_text(budgets: list[int], every: list[int]) -> str:
+    """``budgets`` (some of a sweep's budgets ``every``, in order) as a note names them: each where there
+    are at most :data:`BUDGETS_LISTED`, else a run of ``every`` by its ends, else the first three and
+    how many more.
+
+    Examples
+    --------
+    >>> every = list(range(10, 410, 10))
+    >>> budgets_text([10, 20], every), budgets_text(every[:12], every), budgets_text(every[::2], every)
+    ('budgets 10, 20', 'the 12 budgets 10 to 120', 'budgets 10, 30, 50 and 17 more, up to 390')
+    """
+    if len(budgets) <= BUDGETS_LISTED:
+        return f"budgets {', '.join(f'{b:,}' for b in budgets)}"
+    start = every.index(budgets[0]) if budgets[0] in every else -1
+    if start >= 0 and every[start:start + len(budgets)] == budgets:
+        return f"the {len(budgets):,} budgets {budgets[0]:,} to {budgets[-1]:,}"
+    return f"budgets {', '.join(f'{b:,}' for b in budgets[:3])} and {len(budgets) - 3:,} more, up to {budgets[-1]:,}"
 
 
 def beyond_dense(n: int, methods: Sequence[str], *, count_indices: bool = COUNT_INDICES) -> dict[str, int]:
@@ -264,9 +288,10 @@ class Sweep:
             table.add({**cells, **{m: "skipped" for m in self.methods}},
                       data={"budget": budget, "share": 100 * budget / n**2, **{m: None for m in self.methods},
                             **{f"{m} status": "skipped" for m in self.methods}})
+        every = [p.budget for p in self.points] + list(self.skipped)
         if self.skipped:
-            table.notes.append(f"skipped: the sweep was stopped before budgets {', '.join(f'{b:,}' for b in self.skipped)}")
-        table.notes.extend(_reason_note(m, key, first, at) for m, whys in reasons.items()
+            table.notes.append(f"skipped: the sweep was stopped before {budgets_text(self.skipped, every)}")
+        table.notes.extend(_reason_note(m, key, first, at, every) for m, whys in reasons.items()
                            for key, (first, at) in whys.items())
         if any("(time_limit)" in row.get(m, "") or "(max_iter)" in row.get(m, "") for row in table.rows for m in self.methods):
             table.notes.append("(time_limit) / (max_iter): the fit stopped on that limit before converging")

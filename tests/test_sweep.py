@@ -290,6 +290,29 @@ def test_a_reason_given_at_several_budgets_is_said_once_with_them():
     assert "sf: budget 10 is too small (needs 72)" in one
 
 
+def test_a_reason_given_at_many_budgets_names_them_by_their_ends():
+    """A sweep of 40 budgets said "monarch at budgets 81, 163, 245, ..., 983" (four lines at 80 columns),
+    and a stop early in it listed every budget it skipped: a run of budgets is said by its ends now."""
+    from sfapprox.results import Comparison, MethodResult
+    from sfapprox.sweep import Sweep
+
+    budgets = list(range(100, 4100, 100))
+    points = [Comparison({"name": "m", "n": 64}, b, str(b),
+                         [MethodResult("monarch", "not applicable", reason=f"budget {b:,} is too small (needs 1024)")
+                          if b < 1024 else MethodResult("monarch", "ok", fro_error=1.0, rel_error=0.5),
+                          MethodResult("sf", "failed", reason=f"budget {b:,} failed") if b % 200 else
+                          MethodResult("sf", "ok", fro_error=1.0, rel_error=0.5)])
+              for b in budgets[:30]]
+    stopped = Sweep({"name": "m", "n": 64}, ["monarch", "sf"], points, skipped=budgets[30:])
+    notes = stopped.tables()[0].notes
+    assert "skipped: the sweep was stopped before the 10 budgets 3,100 to 4,000" in notes
+    assert "monarch at the 10 budgets 100 to 1,000: the budget is too small (needs 1024)" in notes
+    assert "sf at budgets 100, 300, 500 and 12 more, up to 2,900: the budget failed" in notes
+    from sfapprox.cli.sweep import _stopped_line
+
+    assert _stopped_line("Ctrl-C", stopped).endswith("skipped (the 10 budgets 3,100 to 4,000)")
+
+
 def test_the_budgets_a_stop_left_unreached_are_rows_of_skipped(monkeypatch):
     """An interrupted sweep's CSV ended at the point it stopped, with no sign of the budgets after it."""
     import csv

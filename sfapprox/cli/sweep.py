@@ -78,7 +78,11 @@ def _stopped_line(cause: str, result) -> str:
     """What a stop left out: the budgets not reached, or none when it came during the last one (it said
     "budgets not reached were skipped" there too, where every budget had its row)."""
     if result.skipped:
-        return (f"interrupted ({cause}): budgets not reached were skipped "
-                f"({', '.join(f'{b:,}' for b in result.skipped)})")
+        from ..sweep import BUDGETS_LISTED, budgets_text
+
+        every = [p.budget for p in result.points] + list(result.skipped)
+        skipped = (", ".join(f"{b:,}" for b in result.skipped) if len(result.skipped) <= BUDGETS_LISTED
+                   else budgets_text(result.skipped, every))  # 30 budgets of 40 by their ends, not four lines
+        return f"interrupted ({cause}): budgets not reached were skipped ({skipped})"
     return (f"interrupted ({cause}) during the last budget ({result.points[-1].budget:,}): no budget was skipped; "
             "a row marked interrupted holds the best fit found before the stop")
