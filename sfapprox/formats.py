@@ -463,21 +463,32 @@ def render_latex(tables: list[Table]) -> str:
     -------
     str
         One ``tabular`` per table, each after a ``%`` comment with its title;
+        a table of more than :data:`LATEX_PAGE_ROWS` rows is a ``longtable``
+        instead (it breaks across pages, its heading repeated on each);
         notes are left out.
     """
     out = []
     for table in tables:
         spec = "".join("r" if c.align == "right" else "l" for c in table.columns)
+        heading = " & ".join(_latex_escape(c.title) for c in table.columns) + r" \\"
         out.append(f"% {_latex_escape(printable(table.title))}")
-        out.append(f"\\begin{{tabular}}{{{spec}}}\n\\toprule")
-        out.append(" & ".join(_latex_escape(c.title) for c in table.columns) + r" \\")
-        out.append(r"\midrule")
+        # a tabular never breaks across pages: a report's 500 matrices ran off the first one
+        long = len(table.rows) > LATEX_PAGE_ROWS
+        if long:
+            out.append(f"% a longtable: it needs \\usepackage{{longtable}} beside booktabs\n\\begin{{longtable}}{{{spec}}}")
+            out.append(f"\\toprule\n{heading}\n\\midrule\n\\endhead\n\\bottomrule\n\\endlastfoot")
+        else:
+            out.append(f"\\begin{{tabular}}{{{spec}}}\n\\toprule\n{heading}\n\\midrule")
         for cells, best in zip(table.cells(), table.best):
             shown = [f"\\textbf{{{_latex_escape(v)}}}" if c.key in best else _latex_escape(v)
                      for c, v in zip(table.columns, cells)]
             out.append(" & ".join(shown) + r" \\")
-        out.append("\\bottomrule\n\\end{tabular}\n")
+        out.append("\\end{longtable}\n" if long else "\\bottomrule\n\\end{tabular}\n")
     return "\n".join(out)
+
+
+#: Rows a LaTeX table holds before it is a ``longtable`` (a page of a tabular holds about 45).
+LATEX_PAGE_ROWS = 40
 
 
 def render_json(data: Any) -> str:

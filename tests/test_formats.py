@@ -37,6 +37,22 @@ def test_latex_escapes_and_balances():
     assert text.count("\\begin{tabular}") == text.count("\\end{tabular}") == 1
 
 
+def test_a_long_latex_table_breaks_across_pages():
+    """A report's 500 matrices of a category were one tabular, which never breaks: it ran off the page.
+    Past LATEX_PAGE_ROWS rows a table is a longtable, its heading repeated on each page."""
+    from sfapprox.formats import LATEX_PAGE_ROWS
+
+    long = Table("long", [Column("m", "method", "left"), Column("e", "error")])
+    for i in range(LATEX_PAGE_ROWS + 1):
+        long.add({"m": f"m{i}", "e": str(i)}, best={"e"} if i == 3 else None)
+    text = OutputFormat.LATEX.render([table(), long], {})
+    assert text.count("\\begin{tabular}") == text.count("\\end{tabular}") == 1  # the short one stays a tabular
+    assert text.count("\\begin{longtable}{lr}") == text.count("\\end{longtable}") == 1
+    body = text.split("\\begin{longtable}")[1]
+    assert body.index("method & error") < body.index("\\endhead") < body.index("m0 &") and "\\textbf{3}" in body
+    assert body.count(" \\\\\n") == LATEX_PAGE_ROWS + 2  # the heading and every row
+
+
 def test_latex_is_ascii_for_every_method_formula():
     # pdflatex without a Unicode setup stops at "·", "₂", "ᵀ", "≥", "ö", ...: the methods' table
     # (``sfapprox methods --latex -``) must come out as plain ASCII LaTeX
