@@ -285,7 +285,7 @@ def test_what_describe_and_the_formats_say_to_do_is_spelled_for_their_reader(tmp
     assert "var= picks a variable" in api["formats text"] and "--var picks a variable" in cli["formats text"]
 
 
-def test_a_weights_file_of_many_tensors_lists_its_square_ones_on_a_terminal_and_every_one_elsewhere(tmp_path):
+def test_a_weights_file_of_many_tensors_lists_its_square_ones_on_a_terminal_and_every_one_elsewhere(tmp_path, monkeypatch):
     """`info` on a model of 10,000 tensors drew a 10,000-row table (4 s of the 8, its summary scrolled
     away).  A terminal lists the square ones (at most TENSORS_SHOWN) and says how many it left out and
     where every tensor is; the table's rows, CSV and --json keep them all."""
@@ -309,9 +309,16 @@ def test_a_weights_file_of_many_tensors_lists_its_square_ones_on_a_terminal_and_
     res = CliRunner().invoke(app, ["info", str(tmp_path / "m.pt"), "--json", "-"])
     assert res.exit_code == 0, res.output
     text = " ".join(res.stderr.split())  # the tables go to stderr, stdout carries the JSON
+    # not a terminal (a pipe: | grep bias): every tensor, as in the files; the cap is a terminal's
+    assert "layers.2.q.weight" in text and f"layers.{many - 1}.bias" in text and "not listed" not in text
+    assert len(json.loads(res.stdout)["tensors"]) == many + 3
+    from sfapprox.cli import _render
+
+    monkeypatch.setattr(_render.err, "_force_terminal", True)  # as a terminal's stderr is
+    res = CliRunner().invoke(app, ["info", str(tmp_path / "m.pt"), "--json", "-"])
+    text = " ".join(res.stderr.split())
     assert "layers.2.q.weight" in text and "layers.0.bias" not in text
     assert f"not listed: {many} that are not square; --json - (or --csv FILE) lists all {many + 3}" in text
-    assert len(json.loads(res.stdout)["tensors"]) == many + 3
 
     state = {f"w{i}": torch.ones(2, 2) for i in range(TENSORS_SHOWN + 1)}  # more square ones than are listed
     torch.save(state, tmp_path / "s.pt")

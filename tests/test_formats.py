@@ -123,6 +123,10 @@ def test_a_terminal_shows_the_rows_a_table_names_and_the_files_keep_every_row():
     assert layout(t, None).widths[0] == len("row299-a-much-longer-name")  # the table itself keeps every row
     assert OutputFormat.CSV.render([t], {}).count("\n") == 301 and "| row299" in OutputFormat.MARKDOWN.render([t], {})
     assert "listed" not in OutputFormat.MARKDOWN.render([t], {})  # a terminal's note only
+    # a pipe (capped=False) gets every row, as the files do: its reader may be grep
+    piped = render_rich([t], None, capped=False)
+    assert [item.row_count for item in piped if isinstance(item, RichTable)] == [300]
+    assert "listed: 2 of 300" not in [str(item) for item in piped if not isinstance(item, RichTable)]
 
 
 # ----------------------------------------------------------------------------- fitting a window

@@ -234,7 +234,8 @@ def check_distinct(*paths: Path | None) -> None:
 def show_tables(tables: list[Table], outputs: Outputs) -> None:
     """Print the tables for a person: stdout, or stderr when stdout carries machine output."""
     console = human_console(outputs)
-    for item in render_rich(tables, table_width(console)):
+    # a long listing is capped on a terminal only: a pipe (| grep layers.3) gets every row, as the files do
+    for item in render_rich(tables, table_width(console), capped=console.is_terminal):
         console.print(item)
 
 
