@@ -78,7 +78,8 @@ def choose_scale(X: np.ndarray, scale: str = "auto") -> tuple[bool, str]:
 
     ``"auto"`` takes the log scale when a linear one would show almost
     nothing: below :data:`SPARSE_DENSITY` non-zeros, or when one value
-    dominates (half of the non-zeros are below :data:`DOMINATED` of the largest).
+    dominates (half of the non-zeros are below :data:`DOMINATED` of the largest);
+    never for a matrix of zeros (there is no magnitude to show).
 
     Parameters
     ----------
@@ -112,6 +113,8 @@ def choose_scale(X: np.ndarray, scale: str = "auto") -> tuple[bool, str]:
     if scale != "auto":
         return scale == "log", f"{scale}: as asked"
     magnitudes = np.abs(X[X != 0])
+    if not magnitudes.size:  # nothing to take the log of: a log scale drew the zeros as 4 decades of nothing
+        return False, "linear: every entry is 0"
     if magnitudes.size < SPARSE_DENSITY * max(X.size, 1):
         return True, f"log: {100 * magnitudes.size / max(X.size, 1):.1f}% of the entries are non-zero"
     if magnitudes.size and np.median(magnitudes) < DOMINATED * magnitudes.max():

@@ -139,3 +139,12 @@ def test_a_file_s_name_is_a_plot_title_as_it_is_never_mathematics(tmp_path):
     from sfapprox.plotting import _plain
 
     assert _plain("a$x^{2}$b\x1b") == "a\\$x^{2}\\$b\\x1b"
+
+
+def test_a_zero_matrix_is_drawn_on_a_linear_scale():
+    """--plot-scale auto took log10 |x| of a zero matrix ("log: 0.0% of the entries are non-zero"): every
+    panel at the floor of a colour bar of 4 decades down from 1, values the matrix does not have."""
+    from sfapprox.plotting import choose_scale
+
+    assert choose_scale(np.zeros((4, 4))) == (False, "linear: every entry is 0")
+    assert choose_scale(np.zeros((4, 4)), "log") == (True, "log: as asked")
