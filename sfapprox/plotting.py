@@ -2,7 +2,8 @@
 
 * :func:`plot_comparison`: the original, each method's approximation and,
   below it, its residual ``X - X̂``; each panel titled with the method, its
-  stored numbers and its relative error, each row with a colorbar.
+  stored numbers and its relative error, each row with a colorbar; the
+  methods without a panel (not applicable, failed) are named under them.
 * :func:`plot_sweep`: relative error against budget, one line per method;
   methods with no result at any budget are named on the figure.
 
@@ -143,6 +144,7 @@ def plot_approximations(
     title: str = "",
     scale: str = "auto",
     force: bool = True,
+    note: str = "",
 ) -> None:
     """The original and each approximation side by side, and each residual below it.
 
@@ -161,6 +163,8 @@ def plot_approximations(
         always linear.
     force : bool, default=True
         Overwrite an existing file.
+    note : str, default=""
+        A line under the panels (e.g. the methods that have none).
     """
     plt = _pyplot()
     style, log, floor, label = _value_style(X, scale)
@@ -187,6 +191,8 @@ def plot_approximations(
         ax.set_yticks([])
     if title:
         fig.suptitle(_plain(title), fontsize=10)
+    if note:  # below the panels (the saved figure's tight box grows to hold it)
+        fig.text(0.01, 0.0, _plain(note), fontsize=8, va="top", color="0.3", wrap=True)
     _save(fig, path, plt, force)
 
 
@@ -203,7 +209,10 @@ def plot_comparison(loaded, comparison, path: str | os.PathLike, *, scale: str =
     """:func:`plot_approximations` of a :class:`~sfapprox.results.Comparison`'s fitted rows.
 
     Each panel's title gives the method, its stored numbers and its relative
-    error.  Returns the colour scale used and why (:func:`choose_scale`).
+    error (with its 95 % interval where it was estimated from some columns;
+    "stopped early" for an interrupted fit).  The rows without a panel (not
+    applicable, failed) are named under the panels.  Returns the colour scale
+    used and why (:func:`choose_scale`).
 
     Parameters
     ----------
@@ -234,18 +243,63 @@ def plot_comparison(loaded, comparison, path: str | os.PathLike, *, scale: str =
     rows = sampled_indices(n)
     panels = {}
     for r in comparison.results:
-        if r.operator is not None and (r.rel_error is not None or r.fro_error is not None):
-            # a zero matrix has no relative error (0/0): its panels show the absolute one, not nothing
-            error = f"rel {r.rel_error:.3g}" if r.rel_error is not None else f"‖X−X̂‖_F {r.fro_error:.3g}"
-            panels[f"{r.method}\n{r.nnz:,} numbers, {error}"] = _operator_entries(r.operator, rows)
+        if _has_panel(r):
+            panels[_panel_title(r)] = _operator_entries(r.operator, rows)
     from .results import record_label
 
-    title = f"{record_label(comparison.matrix)} (N={n}), budget {comparison.budget:,} numbers"
+    title = f"{record_label(comparison.matrix)} (N={n}), budget {_numbers(comparison.budget)}"
     if rows.size < n:
         title += f"; 1 row and column in {rows[1]} shown"
+    # the rows without a panel are named: a method that did not apply (or failed) vanished without a word
+    absent = [f"{r.method} ({_no_panel_reason(r)})" for r in comparison.results if not _has_panel(r)]
     X = _matrix_entries(loaded, rows)
-    plot_approximations(X, panels, path, title=title, scale=scale, force=force)
+    plot_approximations(X, panels, path, title=title, scale=scale, force=force,
+                        note=f"not shown: {', '.join(absent)}" if absent else "")
     return choose_scale(X, scale)[1]
+
+
+def _has_panel(r) -> bool:
+    """Whether a comparison's row gets a panel: a surrogate kept, and scored."""
+    return r.operator is not None and (r.rel_error is not None or r.fro_error is not None)
+
+
+def _panel_title(r) -> str:
+    """A panel's title: the method, its stored numbers and its error (with its 95 % interval where it was
+    estimated from some columns, as the table gives it; "stopped early" for a fit cut short)."""
+    estimate = r.error_estimate or {}
+    # a zero matrix has no relative error (0/0): its panels show the absolute one, not nothing
+    if r.rel_error is not None:
+        error = f"rel {_with_interval(r.rel_error, estimate.get('rel_interval'))}"
+    else:
+        error = f"‖X−X̂‖_F {_with_interval(r.fro_error, estimate.get('fro_interval'))}"
+    stopped = " (stopped early)" if r.status == "interrupted" else ""  # (the table's "interrupted": its best so far)
+    return f"{r.method}{stopped}\n{_numbers(r.nnz)}, {error}"
+
+
+def _with_interval(value: float, interval) -> str:
+    """``0.312`` or, estimated, ``0.312 ± 0.0041`` (``± ?``: open above): 3 digits, to fit a panel's width."""
+    if not interval:
+        return f"{value:.3g}"
+    low, high = interval
+    if high is None or not np.isfinite(high):
+        return f"{value:.3g} ± ?"
+    return f"{value:.3g} ± {max(high - value, value - low):.2g}"
+
+
+def _no_panel_reason(r) -> str:
+    """Why a row has no panel, in a few words: its status, or what it lacks."""
+    if r.status not in ("ok", "interrupted"):
+        return r.status  # "not applicable", "failed": the table says why
+    if r.operator is None:
+        return f"{r.status}, no surrogate kept" if r.status == "interrupted" else "no surrogate kept"
+    return "stopped before it was scored" if r.status == "interrupted" else "not scored"
+
+
+def _numbers(count: int | None) -> str:
+    """``"1 number"``, ``"27,000 numbers"`` (it said "1 numbers")."""
+    if count is None:
+        return "? numbers"
+    return f"{count:,} number{'' if count == 1 else 's'}"
 
 
 def sampled_indices(n: int) -> np.ndarray:

@@ -46,7 +46,7 @@ def test_a_large_matrixs_panels_show_sampled_entries_never_the_whole_matrix(monk
     monkeypatch.setattr(plotting, "SAMPLE_COLUMNS", 5)
     seen = {}
 
-    def record(X_, panels, path, *, title, scale, force):
+    def record(X_, panels, path, *, title, scale, force, **rest):
         seen.update(X=X_, panels=panels, title=title)
 
     monkeypatch.setattr(plotting, "plot_approximations", record)
@@ -148,3 +148,33 @@ def test_a_zero_matrix_is_drawn_on_a_linear_scale():
 
     assert choose_scale(np.zeros((4, 4))) == (False, "linear: every entry is 0")
     assert choose_scale(np.zeros((4, 4)), "log") == (True, "log: as asked")
+
+
+def test_the_compare_figure_names_the_rows_without_a_panel_and_marks_the_others(monkeypatch, tmp_path):
+    """A method not applicable or failed vanished from the figure without a word; a fit stopped early
+    (the table's "interrupted", not ranked) was drawn as a finished one; an error estimated from some
+    columns lost its interval; a budget of 1 was "1 numbers"."""
+    pytest.importorskip("matplotlib")
+    import sfapprox.plotting as plotting
+    from sfapprox import compare
+    from sfapprox.io import LoadedMatrix
+
+    X = np.random.default_rng(0).random((12, 12))
+    res = compare(X, "tsvd,sparse,rsvd,monarch", budget=100)
+    tsvd, sparse, rsvd, monarch = res.results
+    sparse.status, sparse.reason, sparse.operator = "failed", "boom", None
+    rsvd.status = "interrupted"
+    monarch.error_estimate = {"exact": False, "rel_interval": (monarch.rel_error - 0.01, monarch.rel_error + 0.01)}
+    seen = {}
+    monkeypatch.setattr(plotting, "plot_approximations", lambda X_, panels, path, **k: seen.update(panels=panels, **k))
+    plotting.plot_comparison(LoadedMatrix(X, "m", None, "npy"), res, tmp_path / "p.png")
+    titles = list(seen["panels"])
+    assert [t.split("\n")[0] for t in titles] == ["tsvd", "rsvd (stopped early)", "monarch"]
+    assert titles[2].endswith(f"rel {monarch.rel_error:.3g} ± 0.01")
+    assert seen["note"] == "not shown: sparse (failed)"
+
+    one = compare(np.ones((1, 1)), "sf,tsvd")
+    plotting.plot_comparison(LoadedMatrix(np.ones((1, 1)), "one", None, "npy"), one, tmp_path / "p.png")
+    assert seen["title"].endswith("budget 1 number")
+    assert seen["note"] == "not shown: tsvd (not applicable)"
+    assert list(seen["panels"]) == ["sf\n1 number, rel 0"]
