@@ -172,7 +172,11 @@ def plot_approximations(
     residuals = {name: X - np.asarray(A) for name, A in approximations.items()}
     worst = max((float(np.max(np.abs(R))) for R in residuals.values()), default=0.0) or 1.0
     rows = 2 if residuals else 1
-    fig, axes = plt.subplots(rows, len(panels), figsize=(2.7 * len(panels) + 0.8, 2.9 * rows), squeeze=False)
+    height = 2.9 * rows
+    # room above the panels for their two-line titles and the figure's title, in inches: as a share of the
+    # height (matplotlib's 12%) it was too little for one row (no method had a panel), and the two overlapped
+    fig, axes = plt.subplots(rows, len(panels), figsize=(2.7 * len(panels) + 0.8, height), squeeze=False,
+                             gridspec_kw={"top": 1 - 0.7 / height})
     image = None
     for ax, (name, A) in zip(axes[0], panels):
         image = ax.imshow(_display(np.asarray(A), log, floor), interpolation="nearest", **style)

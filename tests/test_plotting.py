@@ -178,3 +178,32 @@ def test_the_compare_figure_names_the_rows_without_a_panel_and_marks_the_others(
     assert seen["title"].endswith("budget 1 number")
     assert seen["note"] == "not shown: tsvd (not applicable)"
     assert list(seen["panels"]) == ["sf\n1 number, rel 0"]
+
+
+def _figures(monkeypatch):
+    """The figures the plots would save (drawn, not written), to look at what they show."""
+    import sfapprox.plotting as plotting
+
+    figures = []
+
+    def keep(fig, path, plt, force=True):
+        fig.canvas.draw()
+        figures.append(fig)
+
+    monkeypatch.setattr(plotting, "_save", keep)
+    return figures
+
+
+def test_the_figure_title_clears_the_panel_titles_when_no_method_has_a_panel(monkeypatch, tmp_path):
+    """With one row of panels (no method scored) the figure's title sat on the original's (half a pixel
+    apart): the room above the panels was a share of the figure's height, which one row halves."""
+    pytest.importorskip("matplotlib")
+    from sfapprox.plotting import plot_approximations
+
+    figures = _figures(monkeypatch)
+    plot_approximations(np.eye(3), {}, tmp_path / "p.png", title="m (N=3), budget 2 numbers")
+    fig = figures[0]
+    renderer = fig.canvas.get_renderer()
+    title = fig._suptitle.get_window_extent(renderer)
+    panel = fig.axes[0].title.get_window_extent(renderer)
+    assert title.y0 - panel.y1 > 5 * fig.dpi / 72  # 5 points
