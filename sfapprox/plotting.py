@@ -4,8 +4,10 @@
   below it, its residual ``X - X̂``; each panel titled with the method, its
   stored numbers and its relative error, each row with a colorbar; the
   methods without a panel (not applicable, failed) are named under them.
-* :func:`plot_sweep`: relative error against budget, one line per method;
-  methods with no result at any budget are named on the figure.
+* :func:`plot_sweep`: relative error against budget, one line per method
+  (95 % error bars on errors estimated from some columns, hollow markers on
+  fits stopped early); methods without a result at some budgets are named
+  under the axes.
 
 Colors: signed matrices use a diverging map centred on 0; non-negative ones
 a sequential map; residuals are always diverging.  ``scale="log"`` shows
@@ -355,8 +357,10 @@ def _by_columns(rows: np.ndarray, columns) -> np.ndarray:
 def plot_sweep(sweep, path: str | os.PathLike, *, force: bool = True) -> None:
     """Relative error against budget (fraction of N²), one line per method, by increasing budget.
 
-    Methods without a result at some budgets are named on the figure with
-    why (e.g. "sf: not applicable at 2 of 5 budgets").
+    Methods without a result at some budgets are named under the axes with
+    why (e.g. "sf: not applicable at 2 of 5 budgets").  An error estimated from
+    some columns gets its 95 % interval as an error bar; a fit stopped early
+    (``"interrupted"``: its best so far) a hollow marker.
 
     Parameters
     ----------
@@ -377,22 +381,21 @@ def plot_sweep(sweep, path: str | os.PathLike, *, force: bool = True) -> None:
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     missing = []
     for method in sweep.methods:
-        xs, ys, reasons = [], [], []
+        points, reasons = [], []
         for point in sorted(sweep.points, key=lambda p: p.budget):
             for r in point.results:
                 if r.method != method:
                     continue
                 if r.status in ("ok", "interrupted") and r.rel_error is not None:  # (interrupted: its best so far)
-                    xs.append(point.budget / n**2)
-                    ys.append(r.rel_error)
+                    points.append((point.budget / n**2, r))
                 elif r.status in ("ok", "interrupted"):  # ("ok at every budget" said a zero matrix's gap)
                     reasons.append("no relative error (‖X‖_F = 0)" if r.fro_error is not None else "not scored")
                 else:
                     reasons.append(r.status)
-        if xs:
-            ax.plot(xs, ys, marker="o", label=_plain(method))
+        if points:
+            missing.extend(_draw_method(ax, method, points))
         if reasons:
-            where = "at every budget" if not xs else f"at {len(reasons)} of {len(sweep.points)} budgets"
+            where = "at every budget" if not points else f"at {len(reasons)} of {len(sweep.points)} budgets"
             missing.append(f"{method}: {reasons[0]} {where}")
     ax.set_xlabel("budget (stored numbers / N²)")
     ax.set_ylabel("relative Frobenius error")
@@ -402,6 +405,37 @@ def plot_sweep(sweep, path: str | os.PathLike, *, force: bool = True) -> None:
     ax.grid(True, alpha=0.3)
     if ax.lines:
         ax.legend()
-    if missing:
-        ax.text(0.01, 0.01, "\n".join(missing), transform=ax.transAxes, fontsize=7, va="bottom", color="0.3")
+    if missing:  # under the axes: drawn inside them, the lines ran through the words
+        from matplotlib.transforms import offset_copy
+
+        below = offset_copy(ax.transAxes, fig=fig, y=-36, units="points")  # (under the ticks and the label)
+        ax.text(0.0, 0.0, _plain("\n".join(missing)), transform=below, fontsize=7, va="top", color="0.3")
     _save(fig, path, plt, force)
+
+
+def _draw_method(ax, method: str, points: list) -> list[str]:
+    """One method's line: its points (budget share, row), a 95 % error bar on each error estimated from
+    some columns (drawn as a bare point, it read as exact), a hollow marker on each fit stopped early.
+    Returns the lines to say under the axes about them."""
+    xs = [x for x, _ in points]
+    ys = [r.rel_error for _, r in points]
+    intervals = [(r.error_estimate or {}).get("rel_interval") for _, r in points]
+    notes = []
+    if any(intervals):
+        # (y - low, high - y); an interval open above (high None or infinite) is drawn below only
+        # (never negative: matplotlib refuses a negative bar, and a rounded interval may miss its estimate)
+        low = [max(0.0, y - i[0]) if i else 0.0 for y, i in zip(ys, intervals)]
+        high = [max(0.0, i[1] - y) if i and i[1] is not None and np.isfinite(i[1]) else 0.0
+                for y, i in zip(ys, intervals)]
+        line = ax.errorbar(xs, ys, yerr=[low, high], marker="o", capsize=3, label=_plain(method)).lines[0]
+        opened = sum(1 for i in intervals if i and (i[1] is None or not np.isfinite(i[1])))
+        notes.append(f"{method}: errors estimated from some columns (bars: 95% intervals"
+                     + (f"; {opened} open above)" if opened else ")"))
+    else:
+        (line,) = ax.plot(xs, ys, marker="o", label=_plain(method))
+    stopped = [(x, r.rel_error) for x, r in points if r.status == "interrupted"]
+    if stopped:
+        ax.plot(*zip(*stopped), linestyle="none", marker="o", markerfacecolor="white",
+                markeredgecolor=line.get_color())
+        notes.append(f"{method}: stopped early at {len(stopped)} of {len(points)} budgets (hollow: its best so far)")
+    return notes

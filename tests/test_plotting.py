@@ -207,3 +207,32 @@ def test_the_figure_title_clears_the_panel_titles_when_no_method_has_a_panel(mon
     title = fig._suptitle.get_window_extent(renderer)
     panel = fig.axes[0].title.get_window_extent(renderer)
     assert title.y0 - panel.y1 > 5 * fig.dpi / 72  # 5 points
+
+
+def test_the_sweep_draws_estimated_errors_with_their_intervals_and_its_notes_under_the_axes(monkeypatch, tmp_path):
+    """Errors estimated from some columns were drawn as bare points (read as exact); a fit stopped early
+    as a finished one; the notes on methods without a point were written inside the axes, over the lines."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.container import ErrorbarContainer
+
+    X = np.random.default_rng(0).random((12, 12))
+    s = sweep(X, [0.2, 0.4, 0.6], ["tsvd", "monarch"])
+    for point in s.points:
+        r = point.results[0]
+        r.error_estimate = {"exact": False, "rel_interval": (r.rel_error * 0.9, r.rel_error * 1.2)}
+    s.points[-1].results[0].status = "interrupted"
+    figures = _figures(monkeypatch)
+    plot_sweep(s, tmp_path / "s.png")
+    ax = figures[0].axes[0]
+    (bars,) = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    segments = bars.lines[2][0].get_segments()
+    errors = [p.results[0].rel_error for p in s.points]
+    np.testing.assert_allclose([seg[:, 1] for seg in segments], [(e * 0.9, e * 1.2) for e in errors])
+    hollow = [line for line in ax.lines if line.get_markerfacecolor() == "white"]
+    assert len(hollow) == 1 and hollow[0].get_ydata().tolist() == [errors[-1]]
+    (note,) = ax.texts
+    assert "tsvd: errors estimated from some columns (bars: 95% intervals)" in note.get_text()
+    assert "tsvd: stopped early at 1 of 3 budgets (hollow: its best so far)" in note.get_text()
+    assert "monarch: not applicable at 2 of 3 budgets" in note.get_text()
+    renderer = figures[0].canvas.get_renderer()
+    assert note.get_window_extent(renderer).y1 < ax.xaxis.label.get_window_extent(renderer).y0
