@@ -395,8 +395,7 @@ def plot_sweep(sweep, path: str | os.PathLike, *, force: bool = True) -> None:
         if points:
             missing.extend(_draw_method(ax, method, points))
         if reasons:
-            where = "at every budget" if not points else f"at {len(reasons)} of {len(sweep.points)} budgets"
-            missing.append(f"{method}: {reasons[0]} {where}")
+            missing.append(f"{method}: {_reasons_by_budget(reasons, len(sweep.points))}")
     ax.set_xlabel("budget (stored numbers / N²)")
     ax.set_ylabel("relative Frobenius error")
     from .results import record_label
@@ -411,6 +410,24 @@ def plot_sweep(sweep, path: str | os.PathLike, *, force: bool = True) -> None:
         below = offset_copy(ax.transAxes, fig=fig, y=-36, units="points")  # (under the ticks and the label)
         ax.text(0.0, 0.0, _plain("\n".join(missing)), transform=below, fontsize=7, va="top", color="0.3")
     _save(fig, path, plt, force)
+
+
+def _reasons_by_budget(reasons: list[str], budgets: int) -> str:
+    """Each distinct reason with the number of budgets it holds at: its first alone was said of them all
+    (a zero matrix's sweep, not applicable at its smallest budget, "not applicable at every budget").
+
+    Examples
+    --------
+    >>> _reasons_by_budget(["not applicable", "not scored", "not scored"], 3)
+    'not applicable at 1 of 3 budgets; not scored at 2 of 3 budgets'
+    >>> _reasons_by_budget(["failed", "failed"], 2)
+    'failed at every budget'
+    """
+    counts = dict.fromkeys(reasons, 0)  # (in the order met: by increasing budget)
+    for reason in reasons:
+        counts[reason] += 1
+    return "; ".join(f"{reason} at every budget" if count == budgets else f"{reason} at {count} of {budgets} budgets"
+                     for reason, count in counts.items())
 
 
 def _draw_method(ax, method: str, points: list) -> list[str]:

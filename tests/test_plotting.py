@@ -236,3 +236,14 @@ def test_the_sweep_draws_estimated_errors_with_their_intervals_and_its_notes_und
     assert "monarch: not applicable at 2 of 3 budgets" in note.get_text()
     renderer = figures[0].canvas.get_renderer()
     assert note.get_window_extent(renderer).y1 < ax.xaxis.label.get_window_extent(renderer).y0
+
+
+def test_the_sweep_says_each_reason_at_the_budgets_it_holds_at(monkeypatch, tmp_path):
+    """A zero matrix's sweep, its smallest budget below one rank, said "tsvd: not applicable at every budget":
+    the first budget's reason was said of all of them, though tsvd ran at the others (no relative error)."""
+    pytest.importorskip("matplotlib")
+    figures = _figures(monkeypatch)
+    plot_sweep(sweep(np.zeros((12, 12)), [10, 0.3, 0.5], ["tsvd"]), tmp_path / "s.png")
+    (note,) = figures[0].axes[0].texts
+    assert note.get_text() == ("tsvd: not applicable at 1 of 3 budgets; "
+                               "no relative error (‖X‖_F = 0) at 2 of 3 budgets")
