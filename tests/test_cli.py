@@ -598,6 +598,12 @@ def test_a_figure_named_like_another_output_is_refused_before_any_work(tmp_path,
     res = invoke(command, small_mtx, "--methods", "tsvd", *extra, "--plot", figure, "--csv", figure)
     assert res.exit_code == 2 and "named for two outputs" in res.output, res.output
     assert not figure.exists()  # the table's text went into the figure's file, after the whole run
+    # the two options named, as typed (it said "(p.png and p.png)"); a link to the other file, both paths
+    assert "named for two outputs (--csv and --plot); give each its own file" in " ".join(res.output.split())
+    (tmp_path / "link.png").symlink_to(figure)
+    res = invoke(command, small_mtx, "--methods", "tsvd", *extra, "--plot", tmp_path / "link.png", "--csv", figure)
+    said = " ".join(res.output.split())
+    assert res.exit_code == 2 and f"(--csv {figure} and --plot {tmp_path / 'link.png'}, the same file)" in said, said
 
 
 def test_null_takes_several_outputs_and_a_dash_out_is_standard_output(tmp_path, small_mtx):

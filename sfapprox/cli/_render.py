@@ -147,8 +147,8 @@ def check_outputs(outputs: Outputs, inputs: Sequence[Path | str] = ()) -> None:
     if closed and stdout_closed():  # it ended the command with a traceback, after all the work
         raise ParameterError(f"--{closed[0]} -: standard output is closed (the command was started with >&-); "
                              "give a file name, or redirect standard output to one")
-    files = [p for p in outputs.files.values() if str(p) != "-"]
-    for path in files:
+    files = named_outputs(outputs)
+    for _, path in files:
         check_output(path, outputs.force, inputs)
     check_distinct(*files)
 
@@ -172,7 +172,7 @@ def check_plot(path: Path | None, force: bool, outputs: Outputs | None = None,
                             f"use one of {', '.join(PLOT_SUFFIXES)}")
     check_output(path, force, inputs)
     if outputs is not None:
-        check_distinct(*(p for p in outputs.files.values() if str(p) != "-"), path)
+        check_distinct(*named_outputs(outputs), ("--plot", path))
         if is_stdout(path):  # a figure on stdout: the tables (and any other output) may not go there too
             if sys.stdout.isatty():
                 raise ParameterError(f"--plot {path}: the figure (PNG, binary) would go to the terminal; redirect "
@@ -219,16 +219,30 @@ def read_files(inputs: Sequence[Path | str]) -> list[Path]:
     return [file for given in inputs for file in input_files(given)]
 
 
-def check_distinct(*paths: Path | None) -> None:
-    """Refuse the same file named for two outputs (one would silently replace the other)."""
-    seen: dict[Path, Path] = {}
-    for path in paths:
+def check_distinct(*paths: Path | tuple[str, Path | None] | None) -> None:
+    """Refuse the same file named for two outputs (one would silently replace the other).  Each output is a
+    path, or ``(option, path)``: the message then names the two options, as typed ("--plot and --json";
+    the paths alone read "s.png and s.png"), and both paths where they differ (a link to the other)."""
+    seen: dict[Path, tuple[str, Path]] = {}
+    for item in paths:
+        option, path = item if isinstance(item, tuple) else ("", item)
         if path is None or stream_kind(output_target(path)) is not None:  # /dev/null may take them all
             continue
         key = resolved_path(path)
         if key in seen:
-            raise ParameterError(f"{path}: named for two outputs ({seen[key]} and {path}); give each its own file")
-        seen[key] = path
+            first_option, first = seen[key]
+            same = str(first) == str(path)
+            if first_option and option and first_option != option:
+                named = f"{first_option} and {option}" if same else f"{first_option} {first} and {option} {path}, the same file"
+            else:
+                named = f"twice, as {path}" if same else f"{first} and {path}, the same file"
+            raise ParameterError(f"{path}: named for two outputs ({named}); give each its own file")
+        seen[key] = (option, path)
+
+
+def named_outputs(outputs: Outputs) -> list[tuple[str, Path]]:
+    """``(option, path)`` of each output to a file (``--json``, ``--csv``, ...), for :func:`check_distinct`."""
+    return [(f"--{fmt}", p) for fmt, p in outputs.files.items() if str(p) != "-"]
 
 
 def show_tables(tables: list[Table], outputs: Outputs) -> None:

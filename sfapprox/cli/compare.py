@@ -11,7 +11,7 @@ from .._errors import ParameterError
 from . import _options as o
 from ._app import EXIT_INTERRUPTED, announce_start, app, error_boundary, read_matrix, show_notes, stop_cause
 from ._render import (advise_limits, check_distinct, check_outputs, check_plot, emit, fit_progress, method_announcer,
-                      note, read_files, suggest_next)
+                      named_outputs, note, read_files, suggest_next)
 
 
 @app.command()
@@ -70,7 +70,7 @@ def compare(
         if save_factors is not None:  # every fit's file, included rows' too: none an input or another output
             targets = check_results_folder(save_factors, loaded.name, [*names, *included], force=outputs.force,
                                            inputs=read_files(inputs), reading=loaded.recipe)
-            check_distinct(*(p for p in outputs.files.values() if str(p) != "-"), plot, *targets)
+            check_distinct(*named_outputs(outputs), ("--plot", plot), *(("--save-factors", t) for t in targets))
         label = matrix_label(loaded.name, loaded.recipe)  # the weight --var picked, not the file alone
         try:
             with fit_progress(label, settings.max_iter, quiet) as progress:

@@ -85,7 +85,7 @@ def fit(
         replaces = (FileStamp.of(out_path) or False) if force and out_path is not None else False
         if not to_stdout:  # (the saved start is an input too: --out may replace it, to resume; --json not)
             check_output(json_path, force, inputs=[path] + ([] if init in SF_NAMED_INITS else [Path(init)]))
-        check_distinct(out_path, None if to_stdout else json_path)
+        check_distinct(("--out", out_path), ("--json", None if to_stdout else json_path))
         _check_sf_options(ftol=ftol, gtol=gtol, n_factors=factors, support=support, base=base,
                           **({"checkpoint_every": checkpoint_every} if checkpoint_every else {}))
         loaded = read_matrix(path, load)
