@@ -52,14 +52,16 @@ class TestImage:
 
     def test_not_square(self, tmp_path):
         p = save(tmp_path / "r.png", np.zeros((4, 6), dtype=np.uint8))
-        input_error(p, r"image is 6 x 4, not square; use square='crop' \(center crop\) or square='resize'$")
+        # width and height named (it said "6 x 4": rows x columns everywhere else, a 4 x 6 matrix here)
+        input_error(p, r"image is 6 pixels wide and 4 high \(a 4 x 6 matrix\), not square; use square='crop' "
+                       r"\(center crop\) or square='resize'$")
 
     def test_crop(self, tmp_path):
         data = np.zeros((4, 8), dtype=np.uint8)
         data[:, 2:6] = 255
         m = load_matrix(save(tmp_path / "r.png", data), square="crop")
         np.testing.assert_array_equal(m.matrix, np.ones((4, 4)))
-        assert "center-cropped 8x4 -> 4x4" in m.notes
+        assert "center-cropped 8x4 (width x height) -> 4x4" in m.notes
 
     def test_square_resize_to_min_side(self, tmp_path):
         m = load_matrix(save(tmp_path / "r.png", np.full((4, 8), 128, dtype=np.uint8)), square="resize")

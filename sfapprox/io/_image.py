@@ -61,18 +61,19 @@ def _shape_square(src: Source, arr: np.ndarray, opts: Options, notes: list[str],
     reading.update(square=opts.square if h != w else None, resize=None)
     if h != w and opts.square is None and opts.resize is None:
         raise src.fail(
-            f"image is {w} x {h}, not square",
+            # width and height said as such: "6 x 4" read as the matrix's rows x columns everywhere else
+            f"image is {w} pixels wide and {h} high (a {h} x {w} matrix), not square",
             f"use {parameter('square', 'crop')} (center crop) or {parameter('square', 'resize')}",
         )
     if h != w and opts.square == "crop":
         side = min(h, w)
         top, left = (h - side) // 2, (w - side) // 2
         arr = arr[top : top + side, left : left + side]
-        notes.append(f"center-cropped {w}x{h} -> {side}x{side}")
+        notes.append(f"center-cropped {w}x{h} (width x height) -> {side}x{side}")
     elif h != w and opts.square == "resize":
         side = min(h, w)
         arr = _resample(arr, (side, side))
-        notes.append(f"resized {w}x{h} -> {side}x{side} (LANCZOS; aspect ratio changed)")
+        notes.append(f"resized {w}x{h} (width x height) -> {side}x{side} (LANCZOS; aspect ratio changed)")
     if opts.resize is not None and arr.shape != (opts.resize, opts.resize):
         h, w = arr.shape
         check_memory(8 * opts.resize**2, what=f"{src.display}: resized image", limit=opts.max_memory)
@@ -91,7 +92,7 @@ def read_image(src: Source, opts: Options) -> ReadResult:
             with Image.open(src.file_arg(), formats=PILLOW_FORMATS) as img:
                 w, h = img.size
                 # Header size first: refuse before decoding the pixels.
-                check_memory(2 * 8 * w * h, what=f"{src.display}: {w} x {h} image", limit=opts.max_memory)
+                check_memory(2 * 8 * w * h, what=f"{src.display}: image of {w} x {h} pixels (width x height)", limit=opts.max_memory)
                 if getattr(img, "n_frames", 1) > 1:
                     notes.append(f"image has {img.n_frames} frames; loaded the first")
                 img.load()
