@@ -380,6 +380,7 @@ def plot_sweep(sweep, path: str | os.PathLike, *, force: bool = True) -> None:
     n = sweep.matrix["n"]
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     missing = []
+    drawn: list[tuple[float, float]] = []  # (budget share, relative error) of every point drawn
     for method in sweep.methods:
         points, reasons = [], []
         for point in sorted(sweep.points, key=lambda p: p.budget):
@@ -394,10 +395,14 @@ def plot_sweep(sweep, path: str | os.PathLike, *, force: bool = True) -> None:
                     reasons.append(r.status)
         if points:
             missing.extend(_draw_method(ax, method, points))
+            drawn.extend((x, r.rel_error) for x, r in points)
         if reasons:
             missing.append(f"{method}: {_reasons_by_budget(reasons, len(sweep.points))}")
-    ax.set_xlabel("budget (stored numbers / N²)")
-    ax.set_ylabel("relative Frobenius error")
+    xlog, ylog = _log_axes(drawn)
+    ax.set_xscale("log" if xlog else "linear")
+    ax.set_yscale("log" if ylog else "linear")
+    ax.set_xlabel("budget (stored numbers / N²)" + (", log scale" if xlog else ""))
+    ax.set_ylabel("relative Frobenius error" + (", log scale" if ylog else ""))
     from .results import record_label
 
     ax.set_title(_plain(f"{record_label(sweep.matrix)} (N={n})"))
@@ -410,6 +415,26 @@ def plot_sweep(sweep, path: str | os.PathLike, *, force: bool = True) -> None:
         below = offset_copy(ax.transAxes, fig=fig, y=-36, units="points")  # (under the ticks and the label)
         ax.text(0.0, 0.0, _plain("\n".join(missing)), transform=below, fontsize=7, va="top", color="0.3")
     _save(fig, path, plt, force)
+
+
+#: How many times its smallest value an axis's largest must be for a log scale (two decades).
+LOG_SPAN = 100.0
+
+
+def _log_axes(points: list[tuple[float, float]]) -> tuple[bool, bool]:
+    """Whether a sweep's budget and error axes are drawn on a log scale: where their values are all
+    positive and span :data:`LOG_SPAN` or more (a linear axis drew an error of 1e-7 flat on 0 beside 0.9,
+    and budgets over decades crowded into its left end).
+
+    Examples
+    --------
+    >>> _log_axes([(0.01, 0.9), (0.02, 1e-7)]), _log_axes([(0.001, 0.5), (0.5, 0.1)]), _log_axes([(0.1, 0.0)])
+    ((False, True), (True, False), (False, False))
+    """
+    def spans(values: list[float]) -> bool:
+        return bool(values) and min(values) > 0 and max(values) >= LOG_SPAN * min(values)
+
+    return spans([x for x, _ in points]), spans([y for _, y in points])
 
 
 def _reasons_by_budget(reasons: list[str], budgets: int) -> str:

@@ -247,3 +247,19 @@ def test_the_sweep_says_each_reason_at_the_budgets_it_holds_at(monkeypatch, tmp_
     (note,) = figures[0].axes[0].texts
     assert note.get_text() == ("tsvd: not applicable at 1 of 3 budgets; "
                                "no relative error (‖X‖_F = 0) at 2 of 3 budgets")
+
+
+def test_the_sweep_draws_errors_and_budgets_over_decades_on_log_axes(monkeypatch, tmp_path):
+    """The axes were always linear: an exact-to-round-off 1e-7 sat flat on 0 beside 0.9, and budgets over
+    decades crowded into the left end.  Positive values that span two decades get a log axis (said)."""
+    pytest.importorskip("matplotlib")
+    X = np.random.default_rng(0).random((200, 200))
+    s = sweep(X, [300, 0.1, 1.0], ["sparse"])  # budget shares 0.0075 to 1
+    s.points[-1].results[0].rel_error = 1e-7  # (as a round-off floor would be)
+    figures = _figures(monkeypatch)
+    plot_sweep(s, tmp_path / "s.png")
+    ax = figures[0].axes[0]
+    assert ax.get_yscale() == "log" and ax.get_xscale() == "log" and "log scale" in ax.get_ylabel()
+    close = sweep(X, [0.3, 0.5], ["sparse"])  # within a decade, both ways: linear as before
+    plot_sweep(close, tmp_path / "t.png")
+    assert figures[1].axes[0].get_yscale() == "linear" and figures[1].axes[0].get_xscale() == "linear"
