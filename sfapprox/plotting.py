@@ -35,8 +35,10 @@ SPARSE_DENSITY = 0.1
 #: of the largest |value| (a few values dominate: a linear scale shows a few bright pixels).
 DOMINATED = 0.02
 #: A panel shows at most this many rows and columns: of a larger matrix, every ``s``-th row and column
-#: (said in the title).  A figure then holds a few MiB per panel whatever N is: at N = 8,000 the full
-#: panels took 7.4 GB under a 200 MB --max-memory, after all the fitting.
+#: (said in the title).  A figure's memory then stays bounded whatever N is — about 30 MB per panel
+#: at the cap, its 8 MiB of values and matplotlib's image buffers (a peak of about 150 MB for five
+#: panels, measured with tracemalloc) — where at N = 8,000 the full panels took 7.4 GB under a 200 MB
+#: --max-memory, after all the fitting.
 PANEL_MAX = 1024
 #: Columns of a surrogate or a source computed at a time for a sampled panel (``N`` values each).
 SAMPLE_COLUMNS = 64
