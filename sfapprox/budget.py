@@ -25,6 +25,7 @@ nystrom         ``r * (N + r)``                         the pivots' columns and 
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 
 from ._errors import BudgetError, NotApplicableError, ParameterError
@@ -213,6 +214,19 @@ def rank_within(n: int, n_components: int | None, budget: int | None, rank_for_b
     return n_components
 
 
+def _whole(value, what: str) -> int:
+    """``value`` as a count: a whole number ``>= 0`` (a rank of -1 gave a count of -33 without a word).
+
+    Examples
+    --------
+    >>> _whole(3, "rank"), _whole(0, "rank")
+    (3, 0)
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise ParameterError(f"{what} must be a whole number >= 0, got {value!r}")
+    return int(value)
+
+
 def tsvd_count(n: int, rank: int) -> int:
     """Stored numbers of a rank-``r`` truncated SVD: ``r * (2N + 1)``.
 
@@ -223,7 +237,7 @@ def tsvd_count(n: int, rank: int) -> int:
     rank : int
         Rank ``r``.
     """
-    return int(rank) * (2 * int(n) + 1)
+    return _whole(rank, "rank") * (2 * int(n) + 1)
 
 
 def nmf_count(n: int, rank: int) -> int:
@@ -236,7 +250,7 @@ def nmf_count(n: int, rank: int) -> int:
     rank : int
         Rank ``r`` (the inner dimension of ``W H``).
     """
-    return 2 * int(n) * int(rank)
+    return 2 * int(n) * _whole(rank, "rank")
 
 
 def rpca_count(n: int, rank: int, n_sparse: int, *, count_indices: bool = False) -> int:
@@ -267,7 +281,7 @@ def tsvd_rank_for_budget(n: int, budget: int) -> int:
     budget : int
         Stored numbers allowed.
     """
-    return min(int(n), int(budget) // (2 * int(n) + 1))
+    return max(0, min(int(n), int(budget) // (2 * int(n) + 1)))  # (a negative budget: none fits, not -1)
 
 
 def paper_tsvd_rank(n: int) -> int:
@@ -297,7 +311,7 @@ def nmf_rank_for_budget(n: int, budget: int) -> int:
     budget : int
         Stored numbers allowed.
     """
-    return min(int(n), int(budget) // (2 * int(n)))
+    return max(0, min(int(n), int(budget) // (2 * int(n))))
 
 
 @dataclass(frozen=True)
@@ -828,7 +842,7 @@ def sparse_count(n: int, n_sparse: int) -> int:
     >>> sparse_count(10, 4)
     19
     """
-    return 2 * int(n_sparse) + int(n) + 1
+    return 2 * _whole(n_sparse, "n_sparse") + int(n) + 1
 
 
 def sparse_entries_for_budget(n: int, budget: int) -> int:
@@ -1016,7 +1030,8 @@ def nystrom_count(n: int, rank: int) -> int:
     >>> nystrom_count(100, 5)
     525
     """
-    return int(rank) * (int(n) + int(rank))
+    rank = _whole(rank, "rank")
+    return rank * (int(n) + rank)
 
 
 def nystrom_rank_for_budget(n: int, budget: int) -> int:

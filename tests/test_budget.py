@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -211,3 +212,14 @@ def test_sfs_own_count_above_n_squared_stands_and_says_so():
     assert big.value == 1428 > 34 * 34 and big.dense == 1156
     assert "above the 1,156 entries of the matrix" in big.note and "not capped" in big.note
     assert resolve_budget("sf", 100).note is None and resolve_budget("sf", 100).dense is None
+
+
+def test_counts_refuse_a_negative_or_fractional_part_and_ranks_for_a_negative_budget_are_zero():
+    """tsvd_count(16, -1) was -33 and tsvd_rank_for_budget(16, -5) was -1 (its docstring: 0 if none fits)."""
+    from sfapprox.budget import nmf_count, nmf_rank_for_budget, nystrom_count, sparse_count, tsvd_count, tsvd_rank_for_budget
+
+    assert tsvd_rank_for_budget(16, -5) == 0 and nmf_rank_for_budget(16, -5) == 0
+    assert tsvd_count(16, np.int64(2)) == 66 and sparse_count(16, 0) == 17
+    for count, value in ((tsvd_count, -1), (nmf_count, 1.5), (nystrom_count, -2), (sparse_count, True)):
+        with pytest.raises(ParameterError, match="must be a whole number >= 0"):
+            count(16, value)
