@@ -78,6 +78,23 @@ def _display(A: np.ndarray, log: bool, floor: float) -> np.ndarray:
         return np.maximum(np.log10(np.abs(A)), floor)
 
 
+def _clipped(shown: list[np.ndarray], style: dict, log: bool) -> str:
+    """The colour bar's ``extend``: an arrow at each end some panel's values pass (an approximation's
+    negative entries of a non-negative X, or entries over X's largest, drew at the end colour without a
+    sign).  A log scale's floor is its definition (zeros sit there), not a clipping: never arrowed.
+
+    Examples
+    --------
+    >>> style = {"vmin": 0.0, "vmax": 1.0}
+    >>> _clipped([np.array([0.0, 1.0]), np.array([-0.1, 0.5])], style, False), _clipped([np.ones(2)], style, False)
+    ('min', 'neither')
+    """
+    values = [a for a in shown if a.size]
+    low = not log and any(float(np.nanmin(a)) < style["vmin"] for a in values)
+    high = any(float(np.nanmax(a)) > style["vmax"] for a in values)
+    return {(False, False): "neither", (True, False): "min", (False, True): "max", (True, True): "both"}[(low, high)]
+
+
 def choose_scale(X: np.ndarray, scale: str = "auto") -> tuple[bool, str]:
     """Whether X's panels use a log colour scale, and why (said on the figure and by the CLI).
 
@@ -182,10 +199,11 @@ def plot_approximations(
     fig, axes = plt.subplots(rows, len(panels), figsize=(2.7 * len(panels) + 0.8, height), squeeze=False,
                              gridspec_kw={"top": 1 - 0.7 / height})
     image = None
-    for ax, (name, A) in zip(axes[0], panels):
-        image = ax.imshow(_display(np.asarray(A), log, floor), interpolation="nearest", **style)
+    shown = [_display(np.asarray(A), log, floor) for _, A in panels]
+    for ax, (name, _), values in zip(axes[0], panels, shown):
+        image = ax.imshow(values, interpolation="nearest", **style)
         ax.set_title(_plain(name), fontsize=8)  # (an included fit's row is named by its file)
-    fig.colorbar(image, ax=list(axes[0]), shrink=0.85, label=label)
+    fig.colorbar(image, ax=list(axes[0]), shrink=0.85, label=label, extend=_clipped(shown, style, log))
     if residuals:
         axes[1][0].axis("off")
         axes[1][0].text(0.5, 0.5, "residual\nX − X̂", ha="center", va="center", fontsize=9)

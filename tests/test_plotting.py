@@ -263,3 +263,18 @@ def test_the_sweep_draws_errors_and_budgets_over_decades_on_log_axes(monkeypatch
     close = sweep(X, [0.3, 0.5], ["sparse"])  # within a decade, both ways: linear as before
     plot_sweep(close, tmp_path / "t.png")
     assert figures[1].axes[0].get_yscale() == "linear" and figures[1].axes[0].get_xscale() == "linear"
+
+
+def test_the_colour_bar_arrows_the_ends_an_approximation_passes(monkeypatch, tmp_path):
+    """An approximation's negative entries of a non-negative X (or entries over X's largest) drew at the
+    end colour without a sign; the colour bar now has an arrow at each end some panel passes."""
+    pytest.importorskip("matplotlib")
+    from sfapprox.plotting import plot_approximations
+
+    X = np.random.default_rng(0).random((8, 8))
+    figures = _figures(monkeypatch)
+    plot_approximations(X, {"low": X - 0.3, "high": X * 1.5}, tmp_path / "a.png", scale="linear")
+    plot_approximations(X, {"same": X.copy()}, tmp_path / "b.png", scale="linear")
+    bars = [[ax for ax in fig.axes if ax.get_label() == "<colorbar>"] for fig in figures]
+    assert bars[0][0]._colorbar.extend == "both" and bars[0][1]._colorbar.extend == "neither"  # (residuals: never)
+    assert bars[1][0]._colorbar.extend == "neither"
