@@ -17,6 +17,7 @@ a sequential map; residuals are always diverging.  ``scale="log"`` shows
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 
@@ -231,7 +232,8 @@ def _plain(text: str) -> str:
     return printable(text).replace("$", r"\$")
 
 
-def plot_comparison(loaded, comparison, path: str | os.PathLike, *, scale: str = "auto", force: bool = True) -> str:
+def plot_comparison(loaded, comparison, path: str | os.PathLike, *, scale: str = "auto", force: bool = True,
+                    max_memory: int | None = None) -> str:
     """:func:`plot_approximations` of a :class:`~sfapprox.results.Comparison`'s fitted rows.
 
     Each panel's title gives the method, its stored numbers and its relative
@@ -254,6 +256,9 @@ def plot_comparison(loaded, comparison, path: str | os.PathLike, *, scale: str =
         The colour scale of the values (:func:`choose_scale`).
     force : bool, default=True
         Overwrite an existing file.
+    max_memory : int, optional
+        Bytes the figure keeps to half of: fewer rows and columns shown per panel where the
+        :data:`PANEL_MAX` ones would not fit (:func:`panel_side`, said in the title as any sampling is).
 
     Returns
     -------
@@ -266,7 +271,8 @@ def plot_comparison(loaded, comparison, path: str | os.PathLike, *, scale: str =
         When matplotlib is not installed.
     """
     n = loaded.n
-    rows = sampled_indices(n)
+    shown = sum(_has_panel(r) for r in comparison.results)
+    rows = sampled_indices(n, panel_side(1 + 2 * shown, max_memory))  # X, and each row's values and residual
     panels = {}
     for r in comparison.results:
         if _has_panel(r):
@@ -328,16 +334,43 @@ def _numbers(count: int | None) -> str:
     return f"{count:,} number{'' if count == 1 else 's'}"
 
 
-def sampled_indices(n: int) -> np.ndarray:
+def sampled_indices(n: int, most: int = PANEL_MAX) -> np.ndarray:
     """The rows (and columns) a panel of an ``n x n`` matrix shows: all, or every ``s``-th where
-    ``n > PANEL_MAX`` (``s = ceil(n / PANEL_MAX)``).
+    ``n > most`` (``s = ceil(n / most)``).
 
     Examples
     --------
     >>> sampled_indices(5).tolist(), sampled_indices(2050)[:3].tolist(), sampled_indices(2050).size
     ([0, 1, 2, 3, 4], [0, 3, 6], 684)
     """
-    return np.arange(0, n, -(-n // PANEL_MAX), dtype=np.int64)
+    return np.arange(0, n, -(-n // max(1, most)), dtype=np.int64)
+
+
+#: Bytes a figure takes per entry shown, per panel (values, residuals), and its fixed part: measured
+#: peak RSS of nine panels (plot_approximations, Agg) at 256, 512 and 1,024 rows: 25, 63 and 189 MiB.
+FIGURE_BYTES_PER_ENTRY = 20
+FIGURE_FIXED_BYTES = 25 << 20
+#: The share of the memory limit a figure may take (drawn after the fits, beside the matrix and the fits).
+FIGURE_MEMORY_SHARE = 0.5
+#: The fewest rows and columns a panel shows, whatever the limit.
+PANEL_MIN = 64
+
+
+def panel_side(panels: int, max_memory: int | None) -> int:
+    """The most rows and columns each of ``panels`` panels shows within :data:`FIGURE_MEMORY_SHARE` of
+    ``max_memory`` (bytes; None: :data:`PANEL_MAX`): a figure of five 1,024-row panels peaked near 150 MB,
+    over a --max-memory of 40M.
+
+    Examples
+    --------
+    >>> panel_side(9, None), panel_side(9, 4 << 30), panel_side(9, 200 << 20), panel_side(9, 40 << 20)
+    (1024, 1024, 660, 64)
+    """
+    if max_memory is None:
+        return PANEL_MAX
+    room = FIGURE_MEMORY_SHARE * max_memory - FIGURE_FIXED_BYTES
+    fits = int(math.sqrt(max(room, 0.0) / (FIGURE_BYTES_PER_ENTRY * max(1, panels))))
+    return max(PANEL_MIN, min(PANEL_MAX, fits))
 
 
 def _matrix_entries(loaded, rows: np.ndarray) -> np.ndarray:

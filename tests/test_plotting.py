@@ -278,3 +278,23 @@ def test_the_colour_bar_arrows_the_ends_an_approximation_passes(monkeypatch, tmp
     bars = [[ax for ax in fig.axes if ax.get_label() == "<colorbar>"] for fig in figures]
     assert bars[0][0]._colorbar.extend == "both" and bars[0][1]._colorbar.extend == "neither"  # (residuals: never)
     assert bars[1][0]._colorbar.extend == "neither"
+
+
+def test_a_figure_keeps_to_the_memory_limit_by_showing_fewer_rows(monkeypatch, tmp_path):
+    """A figure of five 1,024-row panels peaked near 150 MB whatever --max-memory said (40M: 4x over):
+    under a limit its panels show every s-th row and column, as a large matrix's do, and the title says so."""
+    pytest.importorskip("matplotlib")
+    from sfapprox.comparison import compare
+    from sfapprox.io import LoadedMatrix
+    from sfapprox.plotting import FIGURE_BYTES_PER_ENTRY, FIGURE_FIXED_BYTES, panel_side, plot_comparison
+
+    X = LoadedMatrix(np.random.default_rng(0).random((300, 300)), "m", None, "npy")
+    c = compare(X, ["tsvd", "sparse"], budget=0.1)
+    figures = _figures(monkeypatch)
+    plot_comparison(X, c, tmp_path / "roomy.png")
+    limit = 2 * (FIGURE_FIXED_BYTES + FIGURE_BYTES_PER_ENTRY * 5 * 100**2)  # 100 rows for five panels
+    assert panel_side(5, limit) == 100
+    plot_comparison(X, c, tmp_path / "tight.png", max_memory=limit)
+    roomy, tight = ([im.get_array().shape for ax in fig.axes for im in ax.get_images()] for fig in figures)
+    assert set(roomy) == {(300, 300)} and set(tight) == {(100, 100)}
+    assert figures[1]._suptitle.get_text().endswith("; 1 row and column in 3 shown")

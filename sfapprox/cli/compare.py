@@ -87,7 +87,8 @@ def compare(
         def write_plot() -> None:
             from ..plotting import plot_comparison
 
-            how = plot_comparison(loaded, comparison, plot, scale=plot_scale, force=outputs.force)
+            how = plot_comparison(loaded, comparison, plot, scale=plot_scale, force=outputs.force,
+                                  max_memory=settings.max_memory)  # (the figure too keeps to the limit)
             note(f"wrote {plot} (colour scale {how}; --plot-scale linear|log to choose)")
 
         def write_factors() -> None:
