@@ -16,7 +16,8 @@ from typing import Any
 
 from ._errors import ParameterError, parameter
 
-__all__ = ["Interval", "Options", "MemorySize", "MEMORY_LIMIT", "check_params", "check_values", "parse_size"]
+__all__ = ["Interval", "Options", "MemorySize", "MEMORY_LIMIT", "SEED", "MAX_SEED", "check_params", "check_values",
+           "parse_size"]
 
 
 @dataclass(frozen=True)
@@ -45,10 +46,23 @@ class Interval:
     def describe(self) -> str:
         kind = "an int" if self.kind is int else "a float"
         # an open end is written open: infinities are refused (a "range [0, inf]" that refused inf read wrong)
-        low = "(-inf" if self.low is None else f"{'(' if self.low_open else '['}{self.low:g}"
-        high = "inf)" if self.high is None else f"{self.high:g}]"
+        low = "(-inf" if self.low is None else f"{'(' if self.low_open else '['}{self._bound(self.low)}"
+        high = "inf)" if self.high is None else f"{self._bound(self.high)}]"
         text = f"{kind} in the range {low}, {high}"
         return text + " or None" if self.allow_none else text
+
+    def _bound(self, value: float) -> str:
+        """A bound as written: an int's exactly (the largest seed read "1.84467e+19" as a float's)."""
+        if self.kind is int and float(value).is_integer():
+            return str(int(value))
+        return f"{value:g}"
+
+
+#: The largest seed: torch's generators take 64 bits (a seed of 2**64 ran every method seeded by numpy,
+#: then failed rpca-pcp's with a traceback, "Overflow when unpacking long long").
+MAX_SEED = 2**64 - 1
+#: Every ``seed`` / ``random_state`` parameter's constraint.
+SEED = Interval(int, 0, MAX_SEED)
 
 
 @dataclass(frozen=True)
@@ -273,4 +287,6 @@ def parse_size(text: str | int | None, *, what: str | None = None) -> int | None
     size = value * scale
     if size > 1 << 62:
         raise ParameterError(f"{what} {text!r} is beyond any machine's memory; use e.g. 8G")
-    return max(1, int(size))
+    if size < 1:  # '0.5' (a unit left out) was a limit of 1 byte, refused for every matrix as "over 1 B"
+        raise ParameterError(f"{what} {text!r} is less than one byte; give a size with a unit, such as 8G or 500M")
+    return int(size)

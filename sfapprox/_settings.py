@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ._errors import ParameterError
-from ._params import MEMORY_LIMIT, Interval, Options, check_params, parse_size
+from ._params import MEMORY_LIMIT, SEED, Interval, Options, check_params, parse_size
 
 __all__ = ["FitSettings", "LoadOptions", "TimeShare", "DEFAULT_TIME_LIMIT", "DEFAULT_TOTAL_TIME", "DEFAULT_METHODS", "PROTOCOLS",
            "COUNT_INDICES", "SF_MAX_ITER", "SF_FTOL", "SF_GTOL", "SF_INIT", "SF_START_KINDS", "SF_NAMED_INITS", "SF_SUPPORT", "SF_BASE", "parse_size"]
@@ -128,7 +128,7 @@ class FitSettings:
     _parameter_constraints: ClassVar[dict[str, Any]] = {
         "max_iter": Interval(int, 0, None, allow_none=True),
         "time_limit": (Options(("auto",)), Interval(float, 0, None, allow_none=True)),
-        "seed": Interval(int, 0, None),
+        "seed": SEED,
         "device": str,
         "dtype": (Options(("float64", "float32")), None),
         "threads": Interval(int, 1, MAX_THREADS, allow_none=True),

@@ -34,7 +34,7 @@ import numpy as np
 from . import _timing
 from ._errors import ParameterError
 from ._executors import ordered_map
-from ._params import MEMORY_LIMIT, Interval, check_values
+from ._params import MEMORY_LIMIT, SEED, Interval, check_values
 from ._threads import AdaptiveThreads
 from .metrics import sparse_target_error, surrogate_columns
 from .sources import DistributedSource, MatrixSource, as_source, block_columns
@@ -55,7 +55,7 @@ HALL_MAX_A = 0.1
 _ARGUMENTS = {
     "time_limit": Interval(float, 0, None, allow_none=True, low_open=True),
     "rtol": Interval(float, 0, None, low_open=True),
-    "seed": Interval(int, 0, None),
+    "seed": SEED,
     "max_memory": MEMORY_LIMIT,
     "fro_norm": Interval(float, 0, None, allow_none=True),
 }

@@ -1,5 +1,6 @@
 """FitSettings and LoadOptions: one object each, checked at the boundary."""
 
+import numpy as np
 import pytest
 
 from sfapprox import FitSettings, LoadOptions, ParameterError
@@ -23,6 +24,20 @@ def test_defaults_and_zero_time_limit():
 def test_bad_values_are_refused(field, value):
     with pytest.raises(ParameterError, match=field):
         FitSettings(**{field: value})
+
+
+def test_a_seed_torch_cannot_take_is_refused_by_the_settings_and_every_estimator():
+    """A seed of 2**64 ran every method seeded by numpy, then failed rpca-pcp's (a torch generator) with a
+    traceback, "Overflow when unpacking long long"; the largest seed is now said, in full."""
+    from sfapprox.baselines.rpca import RobustPCA
+
+    FitSettings(seed=2**64 - 1)
+    with pytest.raises(ParameterError, match=r"\[0, 18446744073709551615\]. Got 18446744073709551616"):
+        FitSettings(seed=2**64)
+    for make in (lambda: ChordSF(random_state=2**64).fit(np.eye(4)), lambda: NMF(random_state=2**64).fit(np.eye(4)),
+                 lambda: RobustPCA(budget=20, random_state=2**64).fit(np.eye(4))):
+        with pytest.raises(ParameterError, match="random_state"):
+            make()
 
 
 def test_apply_to_maps_names_and_keeps_class_defaults():
@@ -61,8 +76,9 @@ def test_parse_size(text, expected):
     assert parse_size(text) == expected
 
 
-@pytest.mark.parametrize("text", ["nan", "inf", "1e400", "-5", "0", "lots", "1e30G"])
+@pytest.mark.parametrize("text", ["nan", "inf", "1e400", "-5", "0", "lots", "1e30G", "0.5", "1e-300"])
 def test_parse_size_refuses_nonsense(text):
+    # "0.5" (a unit left out) was a limit of 1 byte, every matrix then refused as "over the limit of 1 B"
     from sfapprox._errors import spelled_for
 
     # the limit as its reader names it: max_memory to Python, --max-memory on the command line

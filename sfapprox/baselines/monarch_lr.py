@@ -38,7 +38,7 @@ import numpy as np
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._errors import BudgetError, ConvergenceWarning
-from .._params import MEMORY_LIMIT, Interval
+from .._params import MEMORY_LIMIT, SEED, Interval
 from .._settings import DEFAULT_TIME_LIMIT
 from .._validation import check_memory
 from ..budget import monarch_lr_min_budget, tsvd_count, tsvd_rank_for_budget
@@ -235,7 +235,7 @@ class MonarchLowRank(Approximation):
         "max_iter": Interval(int, 1, None),
         "tol": Interval(float, 0, None),
         "time_limit": Interval(float, 0, None, allow_none=True),
-        "random_state": Interval(int, 0, None),
+        "random_state": SEED,
         "max_memory": MEMORY_LIMIT,
     }
 

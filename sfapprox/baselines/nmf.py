@@ -27,7 +27,7 @@ from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._device import resolve_device, resolve_dtype
 from .._errors import ConvergenceWarning, NotApplicableError
-from .._params import MEMORY_LIMIT, Interval, Options
+from .._params import MEMORY_LIMIT, SEED, Interval, Options
 from .._settings import DEFAULT_TIME_LIMIT
 from ..budget import nmf_count, nmf_rank_for_budget, rank_within
 from ..metrics import operator_error
@@ -438,7 +438,7 @@ class NMF(Approximation):
         "max_iter": Interval(int, 1, None),
         "tol": Interval(float, 0, None),
         "time_limit": Interval(float, 0, None, allow_none=True),
-        "random_state": Interval(int, 0, None),
+        "random_state": SEED,
         "device": str,
         "dtype": (Options(("float64", "float32", "auto")), None),
         "max_memory": MEMORY_LIMIT,

@@ -37,7 +37,7 @@ import numpy as np
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._errors import NotApplicableError
-from .._params import MEMORY_LIMIT, Interval, Options
+from .._params import MEMORY_LIMIT, SEED, Interval, Options
 from .._settings import DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
 from ..budget import nystrom_count, nystrom_rank_for_budget, rank_within
@@ -437,7 +437,7 @@ class Nystrom(Approximation):
         "n_components": Interval(int, 0, None, allow_none=True),
         "budget": Interval(int, 0, None, allow_none=True),
         "pivots": Options(("rpcholesky", "uniform")),
-        "random_state": Interval(int, 0, None),
+        "random_state": SEED,
         "time_limit": Interval(float, 0, None, allow_none=True),
         "max_memory": MEMORY_LIMIT,
     }

@@ -58,7 +58,7 @@ from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._device import resolve_device, resolve_dtype
 from .._errors import BudgetError, ConvergenceWarning, ParameterError, ResourceError
-from .._params import MEMORY_LIMIT, Interval, Options
+from .._params import MEMORY_LIMIT, SEED, Interval, Options
 from .._settings import COUNT_INDICES, DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
 from ..sources import MatrixSource, columns_within, room
@@ -847,7 +847,7 @@ class RobustPCA(Approximation):
         "pcp_tol": Interval(float, 0, None),
         "time_limit": Interval(float, 0, None, allow_none=True),
         "rank_grid": (None, list, tuple),
-        "random_state": Interval(int, 0, None),
+        "random_state": SEED,
         "device": str,
         "dtype": (Options(("float64", "float32", "auto")), None),
         "max_memory": MEMORY_LIMIT,

@@ -35,7 +35,7 @@ import scipy.linalg
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._errors import ConvergenceWarning
-from .._params import MEMORY_LIMIT, Interval
+from .._params import MEMORY_LIMIT, SEED, Interval
 from .._settings import DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
 from .tsvd import numerical_rank
@@ -526,7 +526,7 @@ class RandomizedSVD(Approximation):
         "budget": Interval(int, 0, None, allow_none=True),
         "n_oversamples": Interval(int, 0, None),
         "n_iter": Interval(int, 0, None),
-        "random_state": Interval(int, 0, None),
+        "random_state": SEED,
         "time_limit": Interval(float, 0, None, allow_none=True),
         "max_memory": MEMORY_LIMIT,
     }

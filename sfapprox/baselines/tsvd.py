@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .._base import Approximation, MethodSpec, RunContext, register
-from .._params import MEMORY_LIMIT, Interval, Options
+from .._params import MEMORY_LIMIT, SEED, Interval, Options
 from ..budget import paper_tsvd_rank, rank_within, tsvd_count, tsvd_rank_for_budget
 from ..operators import HybridOperator
 
@@ -164,7 +164,7 @@ class TruncatedSVD(Approximation):
         "solver": Options(("auto", "exact", "randomized")),
         "n_oversamples": Interval(int, 0, None),
         "n_iter": Interval(int, 0, None),
-        "random_state": Interval(int, 0, None),
+        "random_state": SEED,
         "max_memory": MEMORY_LIMIT,
     }
 

@@ -18,7 +18,7 @@ from .. import _timing
 from .._base import Approximation
 from .._device import resolve_device, resolve_dtype
 from .._errors import BudgetError, ConvergenceWarning, NotApplicableError, ParameterError
-from .._params import Interval, check_params
+from .._params import SEED, Interval, check_params
 from .._settings import DEFAULT_TIME_LIMIT, SF_START_KINDS as START_KINDS
 from .._threads import AdaptiveThreads
 from .._validation import check_memory
@@ -340,7 +340,7 @@ class _ChordHybrid(Approximation):
         "max_splits": Interval(int, 0, None),
         "sf_params": (dict, None),
         "callback": (Callable, None),
-        "random_state": Interval(int, 0, None),
+        "random_state": SEED,
         "device": str,
         "dtype": (str, None),
     }

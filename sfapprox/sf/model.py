@@ -27,7 +27,7 @@ from .._atomic import FileStamp, OutputError, OutputExistsError, check_writable,
 from .._base import Approximation
 from .._device import resolve_device, resolve_dtype
 from .._errors import ConvergenceWarning, ParameterError, parameter, parameters
-from .._params import MEMORY_LIMIT, Interval, Options
+from .._params import MEMORY_LIMIT, SEED, Interval, Options
 from .._progress import coarse_progress, phase
 from .._settings import (
     DEFAULT_TIME_LIMIT,
@@ -494,7 +494,7 @@ class ChordSF(Approximation):
         "init_noise": Interval(float, 0, None, allow_none=True),
         "probe": Interval(float, 0, 1),
         "scale": (Options(("sqrt_n", "n", "fro")), Interval(float, 0, None, low_open=True)),
-        "random_state": Interval(int, 0, None),
+        "random_state": SEED,
         "device": str,
         "dtype": (Options(("float64", "float32", "auto")), None),
         "max_memory": MEMORY_LIMIT,

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import InputError, ParameterError, parameter
-from .._params import Interval, check_values
+from .._params import SEED, Interval, check_values
 from .._validation import array_of
 from ._base import MatrixSource
 
@@ -72,7 +72,7 @@ def median_bandwidth(points: np.ndarray, *, seed: int = 0, sample: int = MEDIAN_
     >>> median_bandwidth(np.array([[0.0], [1.0], [3.0]]))
     2.0
     """
-    check_values({"seed": seed, "sample": sample}, {"seed": Interval(int, 0, None), "sample": Interval(int, 2, None)},
+    check_values({"seed": seed, "sample": sample}, {"seed": SEED, "sample": Interval(int, 2, None)},
                  "median_bandwidth")  # (-1 was numpy's ValueError, None an unseeded sample: another bandwidth each call)
     pts = np.asarray(array_of(points, "median_bandwidth", "the points"), dtype=np.float64)
     if pts.shape[0] > sample:
@@ -180,7 +180,7 @@ class KernelMatrix(MatrixSource):
         # None is the documented default: an unseeded sample gave another bandwidth at each call above
         # MEDIAN_SAMPLE points (and another matrix for the same points).
         seed = 0 if seed is None else seed
-        check_values({"seed": seed}, {"seed": Interval(int, 0, None)}, "KernelMatrix")
+        check_values({"seed": seed}, {"seed": SEED}, "KernelMatrix")
         if not isinstance(kernel, str) or kernel not in KERNELS:  # ["rbf"] was a raw "unhashable" TypeError
             raise ParameterError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)} ({parameter('kernel')})")
         pts = array_of(points, name, "the points")
