@@ -558,7 +558,7 @@ def test_the_next_command_replaces_only_the_methods():
 
 
 @pytest.mark.parametrize("option, value, said", [
-    ("--time-limit", "inf", "--time-limit must be a finite number of seconds, 0 for none; got inf"),
+    ("--time-limit", "inf", "'--time-limit': must be a finite number of seconds, at least 0 (0 for none); got inf"),
     ("--device", "tpu", "--device must be one of auto, cpu, cuda or cuda:N. Got 'tpu' instead."),
 ])
 def test_a_setting_refused_names_its_option_not_the_settings_class(small_mtx, option, value, said):

@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal, Optional
 
 import typer
 
+from .._params import MAX_SEED
 from .._settings import (
     COUNT_INDICES,
     PROTOCOLS,
@@ -36,7 +37,7 @@ from .._settings import DEFAULT_METHODS as _DEFAULT_METHODS
 from ._app import error_boundary
 from ._render import Outputs
 
-__all__ = ["MatrixPath", "options", "LOAD", "FIT", "OUTPUTS", "output_group", "Methods", "Budget", "CountIndices", "Force", "Quiet", "flag", "number",
+__all__ = ["MatrixPath", "options", "LOAD", "FIT", "OUTPUTS", "output_group", "Methods", "Budget", "CountIndices", "Force", "Quiet", "flag", "number", "integer",
            "entry_names"]
 
 
@@ -45,14 +46,19 @@ def flag(*names: str, help: str) -> Any:
     return typer.Option(*names, help=help, metavar=" ")
 
 
-def number(*names: str, min: float, **kwargs: Any) -> Any:
-    """A float option of at least ``min`` (``--help`` shows the range), whose refusals say what is wrong.
+def number(*names: str, min: float, unit: str = "", none: str = "", **kwargs: Any) -> Any:
+    """A finite float option of at least ``min`` (``--help`` shows the range), whose refusals say what is wrong.
 
     Typer's own range check (pydantic's ``ge``) refused NaN as "Input should be
     greater than or equal to 0", as if it were a negative number; the value is
-    parsed here instead.  Infinity passes, as it did: the library refuses it
-    where a limit must be finite, with the option's own words.
+    parsed here instead.  Infinity is refused here too, with the option's own
+    minimum: the library's check said "--checkpoint-every must be a float in the
+    range [0, inf). Got inf instead.", a range the option does not have.
+    ``unit`` names what the number counts ("seconds"), ``none`` the value that
+    means no limit ("0 for none"), both said when infinity is refused.
     """
+    what = f"a finite number{f' of {unit}' if unit else ''}, at least {min:g}{f' ({none})' if none else ''}"
+
     def parse(text: Any) -> float:
         try:
             value = float(text)
@@ -62,9 +68,35 @@ def number(*names: str, min: float, **kwargs: Any) -> Any:
             raise typer.BadParameter("must be a number, not NaN")
         if value < min:
             raise typer.BadParameter(f"must be at least {min:g}; got {text}")
+        if math.isinf(value):
+            raise typer.BadParameter(f"must be {what}; got {text}")
         return value
 
     return typer.Option(*names, min=min, parser=parse, **kwargs)
+
+
+def integer(*names: str, min: int, max: int | None = None, **kwargs: Any) -> Any:
+    """A whole-number option in ``[min, max]``, refused in :func:`number`'s words.
+
+    Typer's own checks (pydantic's) said "Input should be greater than or equal
+    to 0" for ``--iters -1`` and "Input should be a valid integer, unable to
+    parse string as an integer" for ``--seed 1.5``, where ``--time-limit -1``
+    said "must be at least 0; got -1".
+    """
+    def parse(text: Any) -> int:
+        if isinstance(text, int):
+            return text
+        try:
+            value = int(str(text).strip(), 10)
+        except ValueError:
+            raise typer.BadParameter(f"must be a whole number; got {text!r}") from None
+        if value < min:
+            raise typer.BadParameter(f"must be at least {min}; got {text}")
+        if max is not None and value > max:
+            raise typer.BadParameter(f"must be at most {max}; got {text}")
+        return value
+
+    return typer.Option(*names, min=min, max=max, parser=parse, **kwargs)
 
 
 MatrixPath = Annotated[Path, typer.Argument(help="Matrix file (.mtx, .net/.paj, .mat, .npy, .csv, image, ...; see 'sfapprox formats').", show_default=False)]
@@ -171,11 +203,11 @@ LOAD = Group(
     (
         _param("format", Annotated[Optional[str], typer.Option("--format", help="Input format, overriding the file extension (see 'sfapprox formats').", metavar="FORMAT")], None),
         _param("var", Annotated[Optional[str], typer.Option("--var", help="Variable to read from a .mat/.npz file (e.g. Problem.A), or the weight to read from a .safetensors/.pt/.pth/.ckpt file ('sfapprox info FILE' lists them).", metavar="NAME")], None),
-        _param("network", Annotated[Optional[int], typer.Option("--network", min=1, help="Which network of a multi-network Pajek .paj file (1-based).", metavar="K")], None),
-        _param("relation", Annotated[Optional[int], typer.Option("--relation", min=1, help="Pajek: only relation K (*Arcs :K, 'K: i j' lines, *Matrix :K); default: all relations, summed.", metavar="K")], None),
+        _param("network", Annotated[Optional[int], integer("--network", min=1, help="Which network of a multi-network Pajek .paj file (1-based).", metavar="K")], None),
+        _param("relation", Annotated[Optional[int], integer("--relation", min=1, help="Pajek: only relation K (*Arcs :K, 'K: i j' lines, *Matrix :K); default: all relations, summed.", metavar="K")], None),
         _param("two_mode", Annotated[Optional[Literal["rows", "cols", "bipartite"]], typer.Option("--two-mode", help="2-mode Pajek network: rows (B·Bᵀ), cols (BᵀB) or bipartite.")], None),
         _param("gradient", Annotated[bool, flag("--gradient", help="Image: use its gradient magnitude instead of the intensities.")], False),
-        _param("resize", Annotated[Optional[int], typer.Option("--resize", min=1, help="Image: resize to N x N.", metavar="N")], None),
+        _param("resize", Annotated[Optional[int], integer("--resize", min=1, help="Image: resize to N x N.", metavar="N")], None),
         _param("square", Annotated[Optional[Literal["crop", "resize"]], typer.Option("--square", help="Non-square image: crop (center) or resize.")], None),
         _param("covariance", Annotated[bool, flag("--covariance", help="Input is a data table (rows = samples): use the features x features covariance.")], False),
         _param("mirror", Annotated[Literal["auto", "none", "mirror"], typer.Option("--mirror", help="Header-less triplets: mirror a one-triangle file (auto), never (none) or always (mirror).")], _field_default(LoadOptions, "mirror")),
@@ -195,12 +227,12 @@ LOAD = Group(
 FIT = Group(
     "settings",
     (
-        _param("iters", Annotated[Optional[int], typer.Option("--iters", min=0, help=f"SF (and sf+lr, sf+s): maximum L-BFGS iterations (default {SF_MAX_ITER}).", metavar="N", show_default=False)], None),
-        _param("time_limit", Annotated[Optional[float], number("--time-limit", min=0, help=f"Seconds each method may take as a whole (grids and starts share them); 0 for none (results then depend on the iteration limits alone: the same on any machine). Default: {DEFAULT_TIME_LIMIT:g} for one method; the methods of a comparison share {DEFAULT_TOTAL_TIME:g} (at most {DEFAULT_TIME_LIMIT:g} each).", metavar="SECONDS", show_default=False)], None),
-        _param("seed", Annotated[int, typer.Option("--seed", min=0, help="Random seed (random starts, randomized solvers).", metavar="N")], _field_default(FitSettings, "seed")),
+        _param("iters", Annotated[Optional[int], integer("--iters", min=0, help=f"SF (and sf+lr, sf+s): maximum L-BFGS iterations (default {SF_MAX_ITER}).", metavar="N", show_default=False)], None),
+        _param("time_limit", Annotated[Optional[float], number("--time-limit", min=0, unit="seconds", none="0 for none", help=f"Seconds each method may take as a whole (grids and starts share them); 0 for none (results then depend on the iteration limits alone: the same on any machine). Default: {DEFAULT_TIME_LIMIT:g} for one method; the methods of a comparison share {DEFAULT_TOTAL_TIME:g} (at most {DEFAULT_TIME_LIMIT:g} each).", metavar="SECONDS", show_default=False)], None),
+        _param("seed", Annotated[int, integer("--seed", min=0, max=MAX_SEED, help="Random seed (random starts, randomized solvers).", metavar="N")], _field_default(FitSettings, "seed")),
         _param("device", Annotated[str, typer.Option("--device", help="auto (CUDA when available), cpu, cuda or cuda:N.", metavar="DEVICE")], _field_default(FitSettings, "device")),
         _param("dtype", Annotated[Optional[Literal["float64", "float32"]], typer.Option("--dtype", help="Floating point of the fits (default: float32 on a GPU; on the CPU float64, but float32 for SF from N = 4,096).")], None),
-        _param("threads", Annotated[Optional[int], typer.Option("--threads", min=1, help="CPU threads of the fits, at most the cores this process may use (default: chosen from the work size and the free cores).", metavar="N")], None),
+        _param("threads", Annotated[Optional[int], integer("--threads", min=1, help="CPU threads of the fits, at most the cores this process may use (default: chosen from the work size and the free cores).", metavar="N")], None),
         _MAX_MEMORY,
     ),
     lambda v: _usable(_in_option_words(lambda: FitSettings(

@@ -155,7 +155,7 @@ def batch(
     budget: o.Budget = "sf",
     protocol: o.Protocol = "default",
     count_indices: o.CountIndices = o.COUNT_INDICES_DEFAULT,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Matrices run in parallel processes.", metavar="N")] = 1,
+    jobs: Annotated[int, o.integer("--jobs", "-j", min=1, help="Matrices run in parallel processes.", metavar="N")] = 1,
     wait: Annotated[bool, o.flag("--wait", help="When another batch is using the output folder, wait for it to end instead of refusing.")] = False,
     data_dir: Annotated[Optional[Path], typer.Option("--data-dir", help="Folder searched first for manifest files (it must exist).", metavar="DIR")] = None,
     only: Annotated[Optional[str], typer.Option("--only", help="Comma-separated entry names (default: all).", metavar="NAMES")] = None,
