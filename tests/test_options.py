@@ -179,3 +179,16 @@ def test_json_help_says_what_the_json_holds(inputs, tmp_path):
         assert ("versions" in said) == ("versions" in data), (path, said, sorted(data))
         assert ("settings" in said) == settings, (path, said, sorted(data))
 
+
+@pytest.mark.parametrize("command", ["list", "verify"])
+def test_datasets_output_that_is_the_manifest_is_refused_even_with_force(inputs, command):
+    """``datasets list MANIFEST --json MANIFEST --force`` replaced the manifest it listed with its JSON."""
+    from pathlib import Path
+
+    manifest = Path(inputs["MANIFEST"])
+    before = manifest.read_bytes()
+    for fmt in ("--json", "--csv"):
+        result = CliRunner().invoke(app, ["datasets", command, str(manifest), fmt, str(manifest), "--force"])
+        assert result.exit_code == 2 and "is this command's input" in result.output, result.output
+    assert manifest.read_bytes() == before
+

@@ -144,7 +144,7 @@ def _checked_entries(manifest: Path, data_dir: Path | None, only: str | None, ou
     from ..datasets.fetch import check_data_dir
 
     check_data_dir(data_dir, name="--data-dir")
-    check_outputs(outputs)
+    check_outputs(outputs, inputs=[manifest])  # --json MANIFEST --force replaced the manifest it listed
     names = o.entry_names(only)
     m = load_manifest(manifest)
     return m, [(entry, *verify_entry(entry, data_dir=data_dir)) for entry in m.select(names)]
