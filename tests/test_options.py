@@ -57,6 +57,8 @@ CASES = [
     (("sweep",), ["--budgets", "0.1,2.0"], "as a whole number (2), or a fraction of N^2 in (0, 1]"),
     (("fit",), ["--budget", "inf"], "budget must be a finite positive number"),
     (("sweep",), ["--budgets", "0.1,zero"], "budget"),
+    # --support butterfly --base 3 was refused only once the matrix had loaded
+    (("fit",), ["--support", "butterfly", "--base", "3"], "--base 3 does not apply to the butterfly support"),
     (("compare", "sweep"), ["--plot", "FIG"], "cannot write a figure of type '.xyz'"),
     # the budget chooses the structure: refused once the matrix had loaded, as "leave out n_factors"
     (("fit",), ["--budget", "100", "--factors", "3"], "--budget chooses SF's structure itself; leave out --factors"),

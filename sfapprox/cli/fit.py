@@ -220,7 +220,10 @@ def _check_sf_options(**params) -> None:
     from ._options import _in_option_words
 
     given = {k: v for k, v in params.items() if v is not None}
-    _in_option_words(lambda: check_params(ChordSF(**given), ChordSF._parameter_constraints), "ChordSF", _SF_OPTIONS)
+    sf = ChordSF(**given)
+    _in_option_words(lambda: check_params(sf, ChordSF._parameter_constraints), "ChordSF", _SF_OPTIONS)
+    if sf.support == "butterfly":  # --support butterfly --base 3 was refused only once the matrix had loaded
+        sf._check_butterfly_base()
 
 
 def check_saved_fit(path: Path) -> None:

@@ -1213,12 +1213,17 @@ class ChordSF(Approximation):
                 f"the butterfly support of a {n} x {n} matrix has exactly log2 N = {m} factors, "
                 f"got {parameter('n_factors', self.n_factors)}; leave {parameter('n_factors')} out"
             )
+        self._check_butterfly_base()
+        return m
+
+    def _check_butterfly_base(self) -> None:
+        """ParameterError for a base other than 2 with the butterfly support (checked without the matrix:
+        the command line refuses it before loading one)."""
         if self.base != 2:
             raise ParameterError(
                 f"{parameter('base', self.base)} does not apply to the butterfly support (its positions are i "
                 f"and i XOR 2^m); leave {parameter('base')} out or use support 'chord' or 'symmetric'"
             )
-        return m
 
     @staticmethod
     def _check_support(n: int, offsets: np.ndarray, n_factors: int) -> None:
