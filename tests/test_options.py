@@ -194,3 +194,23 @@ def test_datasets_output_that_is_the_manifest_is_refused_even_with_force(inputs,
         assert result.exit_code == 2 and "is this command's input" in result.output, result.output
     assert manifest.read_bytes() == before
 
+
+def test_batch_jobs_over_the_cores_is_said_and_lowered(inputs, monkeypatch):
+    """``--jobs 1000`` on 2 cores ran as asked, without a word: processes that share the cores each get less
+    of them in their fits' wall-clock time limits.  It is lowered to the cores, and said, as --threads is."""
+    import sfapprox._threads
+    import sfapprox.datasets
+    from sfapprox._errors import SfapproxError
+
+    asked = {}
+
+    def run_batch(*args, jobs, **kwargs):
+        asked["jobs"] = jobs
+        raise SfapproxError("stop here")
+
+    monkeypatch.setattr(sfapprox._threads, "available_cores", lambda: 2)
+    monkeypatch.setattr(sfapprox.datasets, "run_batch", run_batch)
+    result = CliRunner().invoke(app, ["batch", inputs["MANIFEST"], "--out-dir", inputs["OUT"], "--jobs", "1000"])
+    assert asked == {"jobs": 2}, result.output
+    assert "--jobs 1000 is more than the 2 cores this process may use; running 2 at a time" in \
+        " ".join(result.output.split())

@@ -193,6 +193,7 @@ def batch(
             count_indices=count_indices, data_dir=str(data_dir) if data_dir else None,
         )
         names = o.entry_names(only)
+        jobs = _usable_jobs(jobs, executor)
         _check_reports(out_dir)
         with batch_progress(quiet) as progress:
 
@@ -212,6 +213,19 @@ def batch(
                  f"{summary.results_path} ({summary.written} written by this run); run the same command again "
                  "to resume and make the report", style="bold yellow")
             raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def _usable_jobs(jobs: int, executor: str) -> int:
+    """``--jobs``, at most the cores this process may use, said when lowered (as ``--threads`` is): more
+    processes than cores share them, and each fit's wall-clock time limit then buys it less work than
+    one run alone (``--jobs 1000`` on 2 cores ran as asked, without a word)."""
+    from .._threads import available_cores
+
+    cores = available_cores()
+    if executor != "process" or jobs <= cores:  # (on --executor dask, --jobs above 1 is refused later)
+        return jobs
+    note(f"note: --jobs {jobs} is more than the {cores} cores this process may use; running {cores} at a time")
+    return cores
 
 
 def _after_run(summary, out_dir: Path) -> None:
