@@ -1285,3 +1285,23 @@ def test_datasets_fetch_escapes_the_paths_it_names(tmp_path, small_mtx):
     assert not _raw_controls(res.output)
     shown = f"{tmp_path}/x\\x1b[2J\\x07"
     assert f"a: {shown}/a.mtx" in res.output and f"put it at {shown}/b.mtx" in res.output
+
+
+def test_an_option_given_twice_with_two_values_is_refused_not_the_last_kept(tmp_path, small_mtx):
+    """click keeps the last of an option given twice: `--csv a.csv --csv b.csv` wrote b.csv alone and
+    `--methods sf --methods tsvd` ran tsvd alone, without a word.  Refused before any work; the same value
+    twice, a flag twice and --with (meant to repeat) pass."""
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    for args, said in ((["--methods", "sf", "--methods", "tsvd"], "--methods: given twice (--methods sf and "
+                                                                     "--methods tsvd), and only one is used"),
+                       (["--methods", "tsvd", "--csv", a, f"--csv={b}"], f"--csv: given twice (--csv {a} and --csv {b})"),
+                       (["--methods", "tsvd", "--time-limit", "5", "--time-limit=6"], "--time-limit: given twice")):
+        res = invoke("compare", small_mtx, *args)
+        assert res.exit_code == 2 and said in " ".join(res.output.split()), res.output
+    assert not a.exists() and not b.exists()
+    res = invoke("compare", small_mtx, "--methods", "tsvd", "-q", "--quiet", "--csv", a, "--csv", a)
+    assert res.exit_code == 0 and a.exists(), res.output
+    res = CliRunner().invoke(app, ["batch", str(tmp_path / "m.toml"), "--out-dir", str(tmp_path / "o"), "-j", "2",
+                                   "--jobs", "3"])
+    assert res.exit_code == 2 and "-j: given twice" not in res.output and "--jobs: given twice (-j 2 and --jobs 3)" in \
+        " ".join(res.output.split()), res.output

@@ -178,6 +178,38 @@ class HelpContext(_CONTEXT):
     formatter_class = NarrowHelpFormatter
 
 
+def refuse_repeats(command, ctx, args: list[str]) -> list[str]:
+    """``args`` of ``command``, refused where an option that takes one value is given twice with two
+    values: click keeps the last silently, so ``--csv a.csv --csv b.csv`` wrote b.csv alone and
+    ``--methods sf --methods tsvd`` ran tsvd alone.  The same value twice, a flag twice (``-q --quiet``)
+    and an option meant to repeat (``--with``) pass.
+    """
+    takes_one = {name: param for param in command.params
+                 if getattr(param, "opts", None) and not getattr(param, "is_flag", False)
+                 and not getattr(param, "count", False) and not getattr(param, "multiple", False) and param.nargs == 1
+                 for name in (*param.opts, *param.secondary_opts)}
+    seen: dict[str, tuple[str, str]] = {}  # the parameter's name: (the option as typed, its value)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            break
+        name, eq, inline = arg.partition("=") if arg.startswith("--") else (arg[:2], "", arg[2:])
+        param = takes_one.get(name) if arg.startswith("-") else None
+        if param is None:
+            i += 1
+            continue
+        value = inline if (eq or inline) else (args[i + 1] if i + 1 < len(args) else None)
+        i += 1 if (eq or inline) else 2
+        if value is None:
+            continue  # (click says what is missing)
+        before = seen.setdefault(param.name, (name, value))
+        if before[1] != value:
+            raise _USAGE_ERROR(f"{name}: given twice ({before[0]} {before[1]} and {name} {value}), and only one "
+                               "is used; give it once", ctx)
+    return args
+
+
 class HelpGroup(TyperGroup):
     """A command group (``typer.Typer(cls=HelpGroup)``) whose ``--help`` lists each command's whole summary,
     and fits the window (its own and its commands': :class:`HelpContext`)."""
@@ -190,6 +222,10 @@ class HelpGroup(TyperGroup):
         command = super().get_command(ctx, cmd_name)
         if command is not None and not isinstance(command, HelpGroup):
             command.context_class = HelpContext
+            if not getattr(command, "_repeats_refused", False):  # (commands are made once; wrapped once)
+                parse = command.parse_args
+                command.parse_args = lambda ctx_, args: parse(ctx_, refuse_repeats(command, ctx_, args))
+                command._repeats_refused = True
         return command
 
     def parse_args(self, ctx, args: list[str]) -> list[str]:
