@@ -168,8 +168,10 @@ def test_info_of_a_resumed_fit_and_of_its_checkpoint_counts_the_iterations_befor
     first, resumed, ck = tmp_path / "first.h5", tmp_path / "resumed.h5", tmp_path / "ck.h5"
     settings = FitSettings(time_limit=None, max_iter=20, device="cpu")
     fit_matrix(tmp_path / "x.npy", settings=settings, out=first, ftol=0.0, gtol=0.0)
-    fit_matrix(tmp_path / "x.npy", settings=FitSettings(time_limit=1.0, max_iter=10**9, device="cpu"), out=resumed,
-               init=str(first), checkpoint=ck, checkpoint_every=0.05, ftol=0.0, gtol=0.0)
+    # by iterations, not a time limit: a 1-s fit on a machine busy with other tests ended before its first
+    # 0.05-s checkpoint was due (no ck.h5 to read); 2,000 iterations pass a 1-ms interval on any machine
+    fit_matrix(tmp_path / "x.npy", settings=FitSettings(time_limit=None, max_iter=2000, device="cpu"), out=resumed,
+               init=str(first), checkpoint=ck, checkpoint_every=0.001, ftol=0.0, gtol=0.0)
     before = load_factors(first).fit["iterations"]
     for path in (resumed, ck):
         fit = load_factors(path).fit
