@@ -543,3 +543,37 @@ def test_a_transpose_is_named_by_its_operator_in_messages():
     op = ChordOperator(np.full((3, 8, 4), 0.25))
     with pytest.raises(ParameterError, match=r"^ChordOperator\.T is 8 x 8"):
         op.T @ np.ones(5)
+
+
+def test_a_hybrid_keeps_one_entry_per_position_so_its_file_reads_back(tmp_path):
+    # A sparse part with a repeated position was counted twice and saved as a file load_factors refused as
+    # damaged ("sparse entries repeat a position").
+    from sfapprox import load_factors, save_factors
+
+    S = sp.csr_array((np.array([1.0, 2.0, 3.0]), np.array([1, 1, 2]), np.array([0, 2, 3, 3, 3])), shape=(4, 4))
+    op = HybridOperator(4, sparse=S)
+    assert op.n_stored == 2 and op.to_dense()[0, 1] == 3.0
+    assert S.nnz == 3  # the caller's array is left as it was
+    save_factors(tmp_path / "h.h5", op)
+    back = load_factors(tmp_path / "h.h5").operator
+    assert back.n_stored == 2 and np.array_equal(back.to_dense(), op.to_dense())
+
+
+def test_a_saved_hybrid_gives_the_same_products_to_the_last_bit(tmp_path):
+    # RPCA's and NMF's U came Fortran-ordered and a sparse part may have unsorted columns; the loaded copy
+    # (C order, sorted) took other BLAS and CSR paths, and its products differed in the last bits.
+    from sfapprox import load_factors, save_factors
+
+    rng = np.random.default_rng(3)
+    n, r = 64, 5
+    U, Vt = np.asfortranarray(rng.standard_normal((n, r))), np.asfortranarray(rng.standard_normal((r, n)))
+    S = sp.random(n, n, density=0.2, random_state=4, format="csr")
+    flip = np.concatenate([np.arange(a, b)[::-1] for a, b in zip(S.indptr[:-1], S.indptr[1:])])
+    S = sp.csr_array((S.data[flip], S.indices[flip], S.indptr), shape=(n, n))  # each row's columns descending
+    for op in (HybridOperator(n, low_rank=(U, rng.standard_normal(r), Vt), sparse=S),
+               HybridOperator(n, low_rank=(np.abs(U), None, np.abs(Vt)))):
+        save_factors(tmp_path / "h.h5", op)
+        back = load_factors(tmp_path / "h.h5").operator
+        B = rng.standard_normal((n, 7))
+        for product in (lambda o: o @ B[:, 0], lambda o: o @ B, lambda o: o.T @ B[:, 0], lambda o: o.T @ B):
+            assert np.array_equal(product(back), product(op))

@@ -22,6 +22,21 @@ from .chord import CHORD_DATASETS, CHORD_DESCRIPTION, ChordOperator
 __all__ = ["HybridOperator"]
 
 
+def _canonical_csr(sparse) -> sp.csr_array:
+    """``sparse`` as float64 CSR with one entry per position, columns sorted in each row.
+
+    As a factors file holds it (COO entries, a repeated position refused): a part with repeated
+    entries was saved as a file that :func:`~sfapprox.load_factors` refused as damaged and counted
+    each repeat as a stored number, and unsorted columns summed a row in another order than the
+    loaded copy (products that differed in the last bits).
+    """
+    out = sp.csr_array(sparse, dtype=np.float64)
+    if not out.has_canonical_format:
+        out = out.copy()  # (the caller's array is left as it was)
+        out.sum_duplicates()  # sorts the columns too
+    return out
+
+
 @register_operator
 class HybridOperator(SurrogateOperator):
     """``W1 ... WM + U diag(s) V^T + S``: Chord factors plus low-rank and sparse corrections.
@@ -91,7 +106,9 @@ class HybridOperator(SurrogateOperator):
         self.singular_values = low_rank[1] is not None
         if not self.singular_values:
             low_rank = (low_rank[0], np.ones(np.shape(low_rank[0])[1]), low_rank[2])
-        U, sig, Vt = (np.asarray(a, dtype=np.float64) for a in low_rank)
+        # C-contiguous, as a factors file reads them back: a fit's Fortran-ordered U (RPCA, NMF) took
+        # another BLAS path than the loaded copy, whose products then differed in the last bits.
+        U, sig, Vt = (np.ascontiguousarray(a, dtype=np.float64) for a in low_rank)
         if U.shape != (n, sig.size) or Vt.shape != (sig.size, n):
             raise ParameterError(f"low-rank part shapes {U.shape}, {sig.shape}, {Vt.shape} do not match N={n}")
         if sparse is None:
@@ -100,7 +117,7 @@ class HybridOperator(SurrogateOperator):
             raise ParameterError(f"sparse part has shape {sparse.shape}, expected {(n, n)}")
         self.chord = chord
         self.U, self.s, self.Vt = U, sig, Vt
-        self.sparse = sp.csr_array(sparse, dtype=np.float64)
+        self.sparse = _canonical_csr(sparse)
         self.count_indices = bool(count_indices)
         self._sparse_t = None  # (sparse, its transpose as CSR), made on the first transposed product
         super().__init__(n)
