@@ -420,6 +420,10 @@ class MethodSpec:
         included (measured), where the fit works on the entries and never
         forms the matrix (top-s: its selection).  None: a sparse matrix costs
         what ``working_memory`` says (the fit forms it).
+    operators : tuple of str
+        The operator kinds its fits are (:func:`sfapprox.operators.operator_kinds`, a factors file's
+        ``operator`` attribute): a file that names this method and holds another kind was edited, and
+        :func:`~sfapprox.load_factors` refuses it.  Empty: any kind.
     """
 
     name: str
@@ -437,6 +441,7 @@ class MethodSpec:
     columns_memory: Callable[[int, int], int] | None = None
     sparse_memory: Callable[[int, int], int] | None = None
     needs: tuple[str, ...] = ()
+    operators: tuple[str, ...] = ()
 
 
 _REGISTRY: dict[str, MethodSpec] = {}

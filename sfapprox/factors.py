@@ -314,6 +314,9 @@ def save_factors(
                 ("versions", library_versions()))}
     if kind is not None and not (isinstance(kind, str) and kind.strip()):
         raise ParameterError(f"kind={kind!r} must be the name of the method that made the fit (a string)")
+    mismatch = kind and _method_mismatch(kind, op_kind)
+    if mismatch:  # a file load_factors would refuse as edited
+        raise ParameterError(f"kind={kind!r} does not fit this {type(operator).__name__}: {mismatch}")
     # Built in memory, then written by one checked write: HDF5 writing straight to a full disk
     # can crash inside the library; a full disk must be one error line, with no partial file.
     buffer = io.BytesIO()
@@ -641,7 +644,24 @@ def _read_operator(r: _Reader, kind: str, n: int):
         raise r.fail(what) from None
     if op.shape != (n, n):
         raise r.fail(f"its parts make a {op.shape} operator, but the file says n = {n}")
+    # Parts this kind does not read are another kind's: a monarch+lr file edited to say 'monarch' loaded as
+    # its Monarch part alone, its low-rank part dropped without a word.
+    unread = sorted(set(names) - set(op.to_arrays()[0]))
+    if unread:
+        raise r.fail(f"it holds {', '.join(map(repr, unread))}, which a {kind!r} operator does not have")
     return op
+
+
+def _method_mismatch(method: str, op_kind: str) -> str | None:
+    """Why a fit of ``method`` cannot be an operator of ``op_kind`` (None where it can, or where ``method``
+    is no method sfapprox knows: a name a user gave, ``saved:fit``), from the method's declared operators."""
+    from ._base import methods
+
+    spec = methods().get(method)
+    if spec is None or not spec.operators or op_kind in spec.operators:
+        return None
+    return (f"a {method} fit is a {' or '.join(repr(k) for k in spec.operators)} operator, not a {op_kind!r} "
+            "one")
 
 
 def _read(f, path: Path, max_memory: int | None) -> tuple[Any, np.ndarray, str]:
@@ -664,6 +684,12 @@ def _read(f, path: Path, max_memory: int | None) -> tuple[Any, np.ndarray, str]:
     if op_kind == "chord" and "values" in f and getattr(f["values"], "shape", (None,))[:1] == (0,):
         raise r.fail("it holds no factors")  # (a group where the dataset belongs: the reader below says so)
     operator = _read_operator(r, op_kind, n)
+    # The method it names must make this kind: an SF file edited to say 'tsvd' was described by info as
+    # "a saved tsvd fit (ChordOperator)".
+    method = str(f.attrs.get("kind", "sf"))
+    mismatch = _method_mismatch(method, op_kind)
+    if mismatch:
+        raise r.fail(f"it names the method {method!r}, but {mismatch}")
     if "n_stored" in f.attrs and _attr_int(f, "n_stored", path) != operator.n_stored:
         raise r.fail(f"it says it stores {f.attrs['n_stored']} numbers but holds {operator.n_stored}")
     history = r.array("loss_history", ndim=1) if "loss_history" in f else np.zeros(0)

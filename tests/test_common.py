@@ -60,6 +60,19 @@ def test_fit_returns_self_with_the_contract_attributes(fitted, X, name):
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_a_fit_is_an_operator_its_method_declares_and_saves_and_loads_as_it(fitted, tmp_path, name):
+    # load_factors refuses a file whose method does not make its operator kind (an edited file); a method
+    # that declared none, or not the one it makes, would write files it then refuses, or let edits through.
+    from sfapprox import load_factors, save_factors
+
+    est, _ = fitted[name]
+    assert type(est.operator_).kind in methods()[name].operators
+    save_factors(tmp_path / "fit.h5", est)
+    saved = load_factors(tmp_path / "fit.h5")
+    assert saved.kind == name and type(saved.operator) is type(est.operator_)
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_operator_matches_the_dense_surrogate(fitted, name):
     est, _ = fitted[name]
     D = est.to_dense()

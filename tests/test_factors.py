@@ -533,3 +533,54 @@ def test_a_fit_another_program_holds_open_for_writing_is_said_as_such_not_as_dam
     finally:
         holder.communicate("")
     assert load_factors(path).n == 8  # whole, once it is closed
+
+
+def _edited(path, **attrs):
+    with h5py.File(path, "r+") as f:
+        for name, value in attrs.items():
+            f.attrs[name] = value
+    return path
+
+
+def test_a_file_edited_to_name_another_method_is_refused(tmp_path):
+    # An SF file edited to say 'tsvd' loaded, and `sfapprox info` called it "a saved tsvd fit (ChordOperator)".
+    from sfapprox.operators import HybridOperator, SparseOperator
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    ops = {"sf": ChordOperator(rng.standard_normal((2, 8, 4))),
+           "tsvd": HybridOperator(8, low_rank=(rng.standard_normal((8, 1)), np.ones(1), rng.standard_normal((1, 8)))),
+           "sparse": SparseOperator(sp.eye(8, format="csr"))}
+    for kind, op in ops.items():
+        for other in ops:
+            path = tmp_path / f"{kind}-{other}.h5"
+            save_factors(path, op, kind=kind)
+            _edited(path, kind=other)
+            if other == kind:
+                assert load_factors(path).kind == kind
+                continue
+            with pytest.raises(InputError, match=f"names the method '{other}'") as info:
+                load_factors(path)
+            assert "\n" not in str(info.value) and "edited" in str(info.value)
+    # a name of the user's own, or a method of the same operator, is the user's to give
+    save_factors(tmp_path / "mine.h5", ops["sf"], kind="my-sf")
+    save_factors(tmp_path / "rsvd.h5", ops["tsvd"], kind="rsvd")
+    assert load_factors(tmp_path / "mine.h5").kind == "my-sf" and load_factors(tmp_path / "rsvd.h5").kind == "rsvd"
+    # and is not written where it could not be read back
+    with pytest.raises(ParameterError, match="kind='tsvd' does not fit this ChordOperator"):
+        save_factors(tmp_path / "bad.h5", ops["sf"], kind="tsvd")
+    assert not (tmp_path / "bad.h5").exists()
+
+
+def test_a_file_edited_to_another_operator_that_leaves_parts_unread_is_refused(tmp_path):
+    # A monarch+lr file (here without a low-rank term, so the counts agree) edited to say 'monarch' loaded as
+    # its Monarch part, the file's U, s and Vt never read.
+    from sfapprox.operators import MonarchLowRankOperator
+
+    rng = np.random.default_rng(1)
+    op = MonarchLowRankOperator(6, left=rng.random((3, 2, 2, 1)), right=rng.random((2, 1, 3, 3)))
+    path = tmp_path / "m.h5"
+    save_factors(path, op, kind="monarch+lr")
+    _edited(path, operator="monarch", kind="monarch")
+    with pytest.raises(InputError, match="'U', 'Vt', 's', which a 'monarch' operator does not have"):
+        load_factors(path)

@@ -393,6 +393,7 @@ def _make(n: int, budget: int, context: RunContext) -> HierarchicalButterfly:
 register(
     MethodSpec(
         name="butterfly-hier",
+        operators=("chord", "butterfly-padded"),
         summary="butterfly factors by the hierarchical block rank-one algorithm "
                 "(Zheng, Riccietti & Gribonval 2023; closed form; N padded to a power of two)",
         stores="2·N′·log₂N′, N′ = 2^⌈log₂N⌉",

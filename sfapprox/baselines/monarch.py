@@ -656,6 +656,7 @@ def _make(n: int, budget: int, context: RunContext) -> Monarch:
 register(
     MethodSpec(
         name="monarch",
+        operators=("monarch",),
         summary="Monarch matrices (Dao et al. 2022): block-diagonal · permutation · block-diagonal, "
                 "closed-form projection; block rank r, any N (padded)",
         stores="r·N′·(b₁ + b₂), N′ = b₁·b₂ ≥ N (2·N·√N at rank 1, b₁ = b₂ = √N)",

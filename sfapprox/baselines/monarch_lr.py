@@ -396,6 +396,7 @@ def _make(n: int, budget: int, context: RunContext) -> MonarchLowRank:
 register(
     MethodSpec(
         name="monarch+lr",
+        operators=("monarch+lr",),
         summary="Monarch plus low rank: alternating exact projections over a budget split "
                 "(never worse than monarch or tsvd at the same budget)",
         stores="r·N′·(b₁ + b₂) + k·(2N + 1)",

@@ -568,6 +568,7 @@ def _make(n: int, budget: int, context: RunContext) -> NMF:
 register(
     MethodSpec(
         name="nmf",
+        operators=("hybrid",),
         summary="non-negative matrix factorization (HALS; non-negative input only)",
         stores="2·N·r",
         make=_make,

@@ -522,6 +522,7 @@ def _make(n: int, budget: int, context: RunContext) -> Nystrom:
 register(
     MethodSpec(
         name="nystrom",
+        operators=("nystrom",),
         summary="Nyström C W⁺ Cᵀ at randomly pivoted Cholesky pivots (symmetric PSD matrices: kernels)",
         stores="r·(N + r)",
         make=_make,

@@ -1094,6 +1094,7 @@ for _name, _method, _summary, _order in (
 ):
     register(MethodSpec(name=_name, summary=_summary, stores="r·(2N + 1) + s", make=_maker(_method),
                         min_budget=_min_budget, order=_order, label="low rank + sparse (RPCA)",
+                        operators=("hybrid",),
                         access=("dense", "columns") if _method == "godec" else ("dense",),
                         reuses=RobustPCA.REUSES if _method == "godec" else (),
                         # from columns: L's sketch and factors and S's entries (a block's candidates are

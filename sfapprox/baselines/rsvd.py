@@ -627,6 +627,7 @@ def _make(n: int, budget: int, context: RunContext) -> RandomizedSVD:
 register(
     MethodSpec(
         name="rsvd",
+        operators=("hybrid",),
         summary="randomized SVD from products with X (works on matrices too big to form)",
         stores="r·(2N + 1)",
         make=_make,

@@ -517,6 +517,7 @@ def _make(n: int, budget: int, context: RunContext) -> SparseApproximation:
 register(
     MethodSpec(
         name="sparse",
+        operators=("csr",),
         summary="the largest entries, stored as CSR (exact when every non-zero fits)",
         stores="2·s + N + 1",
         make=_make,

@@ -257,6 +257,7 @@ def _make(n: int, budget: int, context: RunContext) -> TruncatedSVD:
 register(
     MethodSpec(
         name="tsvd",
+        operators=("hybrid",),
         summary="truncated SVD (best rank r)",
         stores="r·(2N + 1)",
         make=_make,

@@ -151,6 +151,7 @@ class ChordLowRank(_ChordHybrid):
 register(
     MethodSpec(
         name="sf+lr",
+        operators=("hybrid",),
         summary="Chord factors + low rank, budget split chosen on a grid (ends: sf, tsvd)",
         stores="N·K·M′ + r·(2N + 1)",
         make=lambda n, budget, context: hybrid_estimator(ChordLowRank, budget, context),

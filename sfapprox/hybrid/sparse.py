@@ -165,6 +165,7 @@ class ChordSparse(_ChordHybrid):
 register(
     MethodSpec(
         name="sf+s",
+        operators=("hybrid",),
         summary="Chord factors + sparse entries at free positions, budget split chosen on a grid",
         stores="N·K·M′ + s",
         make=lambda n, budget, context: hybrid_estimator(ChordSparse, budget, context,

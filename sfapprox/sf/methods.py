@@ -285,6 +285,7 @@ def _register(name: str, support: str, summary: str, stores: str, order: int) ->
             label="SF" if support == "chord" else f"SF ({support})",
             # offset supports fit from column blocks when the matrix is not formed (ChordSF._fit_columns)
             access=("dense",) if support == "butterfly" else ("dense", "columns"),
+            operators=("chord",),
         )
     )
 
