@@ -188,8 +188,8 @@ def test_surrogates_in_a_list_are_refused_asking_for_names():
         estimate_errors(np.eye(8), [np.zeros((8, 8))])  # an AttributeError ('no attribute items') before
 
 @pytest.mark.parametrize("argument, value, wanted", [
-    ("seed", -1, r"an int in the range \[0, inf\)"),  # numpy's raw ValueError before
-    ("seed", 1.5, r"an int in the range \[0, inf\)"),
+    ("seed", -1, r"an int in the range \[0, 18446744073709551615\]"),  # numpy's raw ValueError before
+    ("seed", 1.5, r"an int in the range \[0, 18446744073709551615\]"),  # (torch's generators: 64 bits)
     ("time_limit", -1, r"a float in the range \(0, inf\) or None"),  # taken before, as were the next four
     ("time_limit", 0, r"a float in the range \(0, inf\) or None"),
     ("max_memory", 0, r"an int in the range \[1, inf\) \(bytes\), a size such as '8G' or '500M', or None"),
