@@ -171,10 +171,9 @@ def atomic_path(path: str | os.PathLike, *, force: bool | FileStamp = True, make
     # before this write, not after it: on a nearly full disk a killed writer's temporary took the room it needs
     _remove_stale(target)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=parent)
+        tmp = new_temporary(target, parent)
     except OSError as exc:
         raise _output_error(target, exc) from exc
-    os.close(fd)
     try:
         # A Ctrl-C or SIGTERM while the file is written waits until it is complete.
         with deferred():
@@ -202,6 +201,21 @@ def atomic_path(path: str | os.PathLike, *, force: bool | FileStamp = True, make
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+
+
+def new_temporary(target: Path, parent: Path | None = None) -> Path:
+    """An empty temporary file beside ``target`` (in ``parent``, default its folder), named as this module
+    names its own, ``.<name>.<pid>.<random>.tmp``: one that ``kill -9`` left is removed by the next write
+    of ``target`` (:func:`_remove_stale` knows the name)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp",
+                               dir=target.parent if parent is None else parent)
+    os.close(fd)
+    return Path(tmp)
+
+
+def os_cause(exc: OSError) -> str:
+    """What went wrong in an OSError, in one line: its ``strerror``, else its text, else its type's name."""
+    return exc.strerror or " ".join(str(exc).split()) or type(exc).__name__
 
 
 def _remove_stale(target: Path) -> None:
@@ -423,7 +437,7 @@ def _stop_waiting() -> None:
 
 
 def _output_error(target: Path, exc: OSError) -> OutputError:
-    cause = exc.strerror or " ".join(str(exc).split()) or type(exc).__name__
+    cause = os_cause(exc)
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         cause += f" (the file system holding {target.parent if str(target.parent) else '.'} is full; free some space)"
     return OutputError(f"{target}: not written: {cause}; no partial file was left", target, exc.errno)

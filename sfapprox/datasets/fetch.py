@@ -41,7 +41,6 @@ import re
 import shutil
 import stat
 import tarfile
-import tempfile
 import time
 import zipfile
 import zlib
@@ -49,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlparse
 
-from .._atomic import OutputError, atomic_path, process_running
+from .._atomic import OutputError, atomic_path, new_temporary, os_cause, process_running
 from .._errors import InputError
 from .manifest import COMPRESSED_SUFFIXES, Entry, is_archive
 
@@ -748,7 +747,7 @@ def _writing(final: Path):
     try:
         yield
     except OSError as exc:
-        cause = exc.strerror or " ".join(str(exc).split()) or type(exc).__name__
+        cause = os_cause(exc)
         where = f" ({exc.filename})" if exc.filename and Path(exc.filename) != final else ""
         raise OutputError(f"{final}: not written: {cause}{where}; nothing was kept", final, exc.errno) from None
 
@@ -758,20 +757,18 @@ def _make_folder(folder: Path) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        cause = exc.strerror or " ".join(str(exc).split()) or type(exc).__name__
-        raise OutputError(f"{exc.filename or folder}: {cause}", folder, exc.errno) from None
+        raise OutputError(f"{exc.filename or folder}: {os_cause(exc)}", folder, exc.errno) from None
 
 
 @contextlib.contextmanager
 def _own_temporary(final: Path):
-    """A temporary file beside ``final``, named as :func:`atomic_path` names its own (``.<name>.<pid>.<random>.tmp``,
-    so a later write of ``final`` removes one that ``kill -9`` left); removed when the block ends."""
+    """A temporary file beside ``final``, named as :func:`atomic_path` names its own (:func:`new_temporary`: a
+    later write of ``final`` removes one that ``kill -9`` left); removed when the block ends."""
     _make_folder(final.parent)
     with _writing(final):
-        fd, name = tempfile.mkstemp(prefix=f".{final.name}.{os.getpid()}.", suffix=".tmp", dir=final.parent)
-        os.close(fd)
+        name = new_temporary(final)
     try:
-        yield Path(name)
+        yield name
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(name)
