@@ -620,18 +620,39 @@ def _numeric_operand(B, owner: str):
         dtype = B.dtype
     if dtype.kind in "biufc":
         return B
+    read = numbers_array(np.asarray(B))
+    if read is not None:
+        return read
     if dtype.kind == "O":
-        values = np.asarray(B).ravel()
-        if all(isinstance(v, (numbers.Number, np.bool_)) for v in values):
-            complex_ = any(isinstance(v, numbers.Complex) and not isinstance(v, numbers.Real) for v in values)
-            try:
-                return np.asarray(B).astype(np.complex128 if complex_ else np.float64)
-            except (TypeError, ValueError):
-                pass
         raise ParameterError(f"{owner} applies to numbers; got an object array holding "
-                             f"{_first_non_number(values)}")
+                             f"{_first_non_number(np.asarray(B).ravel())}")
     raise ParameterError(f"{owner} applies to numbers (bool, integer, float or complex); got an operand of "
                          f"dtype {dtype}")
+
+
+def numbers_array(a: np.ndarray) -> np.ndarray | None:
+    """``a`` where it holds numbers (bool, integer, float, complex), an object array of Python numbers as
+    float64 (complex128 where one is complex); None for anything else (strings, None, dates), never read
+    as numbers ('1' as 1, None as NaN).  The products' operands and :func:`~sfapprox.metrics.frobenius_error`'s
+    arguments are read by it, each refusing the None in its own words.
+
+    Examples
+    --------
+    >>> numbers_array(np.array([1, 2.5], dtype=object)).dtype, numbers_array(np.array(["1"])) is None
+    (dtype('float64'), True)
+    """
+    if a.dtype.kind in "biufc":
+        return a
+    if a.dtype.kind != "O":
+        return None
+    values = a.ravel()
+    if not all(isinstance(v, (numbers.Number, np.bool_)) for v in values):
+        return None
+    complex_ = any(isinstance(v, numbers.Complex) and not isinstance(v, numbers.Real) for v in values)
+    try:
+        return a.astype(np.complex128 if complex_ else np.float64)
+    except (TypeError, ValueError):
+        return None
 
 
 def _first_non_number(values) -> str:

@@ -19,7 +19,7 @@ from scipy.sparse.linalg import LinearOperator
 
 from ._errors import InputError, ParameterError
 from ._threads import _limit_blas, available_cores, threads_free_now
-from ._validation import numpy_readable
+from ._validation import numbers_array, numpy_readable
 
 __all__ = ["frobenius_error", "operator_error", "sparse_target_error", "surrogate_columns", "column_reader", "scoring_bytes",
            "scoring_block", "DENSE_SCORING_MAX_N", "SCORING_BLOCK", "SCORING_BLOCK_NUMBERS"]
@@ -109,13 +109,11 @@ def _formed(approx) -> np.ndarray:
 def _numeric(a: np.ndarray, what: str) -> np.ndarray:
     """``a`` when it holds numbers; an object array of numbers as float64 (complex128); else InputError
     (strings and None were numpy's TypeError from the subtraction)."""
-    if a.dtype.kind in "biufc":
-        return a
-    if a.dtype.kind == "O" and all(isinstance(v, (numbers.Number, np.bool_)) for v in a.flat):
-        # never strings ('1' read as 1) nor None (read as nan)
-        return a.astype(np.complex128 if any(isinstance(v, complex) for v in a.flat) else np.float64)
-    held = f"object entries such as {next(v for v in a.flat if not isinstance(v, (numbers.Number, np.bool_)))!r:.30}" \
-        if a.dtype.kind == "O" else f"dtype {a.dtype}"
+    read = numbers_array(a)  # never strings ('1' read as 1) nor None (read as nan)
+    if read is not None:
+        return read
+    bad = next((v for v in a.flat if not isinstance(v, (numbers.Number, np.bool_))), "numbers beyond float64")
+    held = f"object entries such as {bad!r:.30}" if a.dtype.kind == "O" else f"dtype {a.dtype}"
     raise InputError(f"{what} must hold numbers, got {held}; convert it to a numeric array first")
 
 
