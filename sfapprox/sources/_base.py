@@ -25,7 +25,7 @@ import numpy as np
 from .._errors import InputError, ParameterError
 from .._params import MEMORY_LIMIT, check_values
 from .._validation import (LIBRARY_WORKING_SET, MAX_SQUARED_NORM, _sum_of_squares, apply_real_parts, check_memory,
-                           check_operand, format_bytes, memory_limit, numpy_readable)
+                           check_operand, format_bytes, memory_limit, readable_operand)
 from ..metrics import scoring_bytes
 
 __all__ = ["MatrixSource", "checked_product", "block_columns", "MIN_BLOCK", "MAX_BLOCK", "BLOCK_SHARE", "formable", "formed_need",
@@ -61,8 +61,9 @@ def checked_product(product: Callable[[Any, np.ndarray], np.ndarray]) -> Callabl
     """
     @functools.wraps(product)
     def checked(self, B):
-        if hasattr(B, "toarray"):  # a scipy sparse operand: its N x k block, dense as the product is
-            B = B.toarray()          # (numpy's "setting an array element with a sequence" came out)
+        # a scipy sparse operand as its N x k block, dense as the product is (numpy's "setting an array
+        # element with a sequence" came out), a torch tensor as its values: as the operators read theirs
+        B = readable_operand(B)
         check_operand(B, self.n, owner=self.name)
         return apply_real_parts(lambda part: product(self, part), B, owner=self.name)
 
@@ -273,7 +274,7 @@ class MatrixSource:
 
     def __rmatmul__(self, B) -> np.ndarray:
         """``B @ X`` for a vector or a ``(k, N)`` block: ``(X.T @ B.T).T`` by :meth:`rmatmat`."""
-        B = B.toarray() if hasattr(B, "toarray") else np.asarray(numpy_readable(B))
+        B = np.asarray(readable_operand(B))
         if B.ndim not in (1, 2) or B.shape[-1] != self.n:  # (rmatmat would name B.T's shape)
             raise ParameterError(f"{self.name} is {self.n} x {self.n}: B @ it takes a vector of {self.n} or a "
                                  f"matrix of {self.n} columns, got shape {B.shape}")
