@@ -185,7 +185,7 @@ def interval_columns(method: str, interval=None) -> dict[str, Any]:
     return {f"{method} 95% low": low, f"{method} 95% high": high}
 
 
-def fmt_with_interval(value: float | None, interval) -> str:
+def fmt_with_interval(value: float | None, interval, digits: int = 4) -> str:
     """An error with its 95 % interval: ``0.312 ± 0.004`` (the interval's half-width about ``value``), ``0.312 ± ?``
     where its upper end is unbounded (every sampled column alike: nothing bounds the others), the value alone
     without an interval (an exact error).
@@ -196,6 +196,8 @@ def fmt_with_interval(value: float | None, interval) -> str:
         The error.
     interval : (float, float) or None
         Its 95 % interval (``(low, high)``; ``high`` None or infinite when unbounded).
+    digits : int, default=4
+        Significant digits of the error (the half-width gets 2).
 
     Examples
     --------
@@ -203,11 +205,11 @@ def fmt_with_interval(value: float | None, interval) -> str:
     ('0.3124 ± 0.004', '0.5 ± ?', '0.5')
     """
     if value is None or not interval:
-        return fmt_number(value)
+        return fmt_number(value, digits)
     low, high = interval
     if high is None or not math.isfinite(high):
-        return f"{fmt_number(value)} ± ?"
-    return f"{fmt_number(value)} ± {fmt_number(max(high - value, value - low), 2)}"
+        return f"{fmt_number(value, digits)} ± ?"
+    return f"{fmt_number(value, digits)} ± {fmt_number(max(high - value, value - low), 2)}"
 
 
 #: Characters a file may spell that a terminal would act on rather than show: C0 controls but the line break

@@ -25,7 +25,7 @@ import numpy as np
 
 from ._atomic import atomic_path
 from ._errors import ParameterError, SfapproxError
-from .formats import PLOT_SUFFIXES
+from .formats import PLOT_SUFFIXES, fmt_with_interval
 
 __all__ = ["plot_sweep", "plot_comparison", "plot_approximations", "choose_scale", "SCALES"]
 
@@ -277,9 +277,9 @@ def plot_comparison(loaded, comparison, path: str | os.PathLike, *, scale: str =
     for r in comparison.results:
         if _has_panel(r):
             panels[_panel_title(r)] = _operator_entries(r.operator, rows)
-    from .results import record_label
+    from .results import counted, record_label
 
-    title = f"{record_label(comparison.matrix)} (N={n}), budget {_numbers(comparison.budget)}"
+    title = f"{record_label(comparison.matrix)} (N={n}), budget {counted(comparison.budget, 'number')}"
     if rows.size < n:
         title += f"; 1 row and column in {rows[1]} shown"
     # the rows without a panel are named: a method that did not apply (or failed) vanished without a word
@@ -298,24 +298,17 @@ def _has_panel(r) -> bool:
 def _panel_title(r) -> str:
     """A panel's title: the method, its stored numbers and its error (with its 95 % interval where it was
     estimated from some columns, as the table gives it; "stopped early" for a fit cut short)."""
+    from .results import counted
+
     estimate = r.error_estimate or {}
-    # a zero matrix has no relative error (0/0): its panels show the absolute one, not nothing
+    # a zero matrix has no relative error (0/0): its panels show the absolute one, not nothing (3 digits,
+    # to fit a panel's width)
     if r.rel_error is not None:
-        error = f"rel {_with_interval(r.rel_error, estimate.get('rel_interval'))}"
+        error = f"rel {fmt_with_interval(r.rel_error, estimate.get('rel_interval'), digits=3)}"
     else:
-        error = f"‖X−X̂‖_F {_with_interval(r.fro_error, estimate.get('fro_interval'))}"
+        error = f"‖X−X̂‖_F {fmt_with_interval(r.fro_error, estimate.get('fro_interval'), digits=3)}"
     stopped = " (stopped early)" if r.status == "interrupted" else ""  # (the table's "interrupted": its best so far)
-    return f"{r.method}{stopped}\n{_numbers(r.nnz)}, {error}"
-
-
-def _with_interval(value: float, interval) -> str:
-    """``0.312`` or, estimated, ``0.312 ± 0.0041`` (``± ?``: open above): 3 digits, to fit a panel's width."""
-    if not interval:
-        return f"{value:.3g}"
-    low, high = interval
-    if high is None or not np.isfinite(high):
-        return f"{value:.3g} ± ?"
-    return f"{value:.3g} ± {max(high - value, value - low):.2g}"
+    return f"{r.method}{stopped}\n{counted(r.nnz, 'number')}, {error}"
 
 
 def _no_panel_reason(r) -> str:
@@ -325,13 +318,6 @@ def _no_panel_reason(r) -> str:
     if r.operator is None:
         return f"{r.status}, no surrogate kept" if r.status == "interrupted" else "no surrogate kept"
     return "stopped before it was scored" if r.status == "interrupted" else "not scored"
-
-
-def _numbers(count: int | None) -> str:
-    """``"1 number"``, ``"27,000 numbers"`` (it said "1 numbers")."""
-    if count is None:
-        return "? numbers"
-    return f"{count:,} number{'' if count == 1 else 's'}"
 
 
 def sampled_indices(n: int, most: int = PANEL_MAX) -> np.ndarray:

@@ -209,12 +209,12 @@ class Comparison:
         if best.fro_error == 0.0 and best.rel_error is None:  # X is zero: no relative error to compare
             fewest = [r.method for r in ranked if r.fro_error == 0.0 and r.nnz == best.nnz]
             text = (f"X is all zeros: {' and '.join(fewest)} reproduce{'s' if len(fewest) == 1 else ''} it with "
-                    f"the fewest numbers ({_counted(best.nnz, 'stored number')})")
+                    f"the fewest numbers ({counted(best.nnz, 'stored number')})")
             return {"winner": None if tied is not None else best.method, "text": text, "ratio": None, "exact": True,
                     "suggest": []}
         if tied is not None and not (best.error_estimate or tied.error_estimate):
             text = (f"no clear winner: {best.method} and {tied.method} reach the same error "
-                    f"({_with_interval(best)}) with the same {_counted(best.nnz, 'stored number')}")
+                    f"({_with_interval(best)}) with the same {counted(best.nnz, 'stored number')}")
             return {"winner": None, "text": text, "ratio": None, "exact": False, "suggest": []}
         if tied is not None:
             text = (f"no clear winner: {best.method} ({_with_interval(best)}) and {tied.method} "
@@ -227,10 +227,10 @@ class Comparison:
         if exact and _stores_entries_only(best):
             how = "" if best.method == "sparse" else f" with their positions ({best.method}'s sparse part alone)"
             entries = best.params.get("matrix_nnz", best.params.get("nnz", best.params.get("n_sparse", self.matrix.get("nnz"))))
-            text = (f"exact sparse storage is cheapest: X's {_counted(entries, 'non-zero')} take "
-                    f"{_counted(best.nnz, 'number')}{how} ({_share(best.nnz, self.budget)} of the budget) and reproduce it exactly")
+            text = (f"exact sparse storage is cheapest: X's {counted(entries, 'non-zero')} take "
+                    f"{counted(best.nnz, 'number')}{how} ({_share(best.nnz, self.budget)} of the budget) and reproduce it exactly")
         elif exact:
-            text = (f"{label} reproduces X exactly with {_counted(best.nnz, 'number')} "
+            text = (f"{label} reproduces X exactly with {counted(best.nnz, 'number')} "
                     f"({_share(best.nnz, self.budget)} of the budget)")
         elif label.startswith("SF"):
             runner = next((r for r in ranked[1:] if not _label(r.method).startswith("SF")), None)
@@ -249,8 +249,8 @@ class Comparison:
         if n and best.nnz is not None and best.nnz >= int(n) ** 2:
             # A surrogate is only compact below N^2: SF's default budget is its structure's, over N^2 at small N.
             verb = "is" if best.nnz == 1 else "are"
-            text += (f"; but {_counted(best.nnz, 'number')} {verb} no fewer than X's own "
-                     f"{_counted(int(n) ** 2, 'entry', 'entries')}: X stored as it is costs no more")
+            text += (f"; but {counted(best.nnz, 'number')} {verb} no fewer than X's own "
+                     f"{counted(int(n) ** 2, 'entry', 'entries')}: X stored as it is costs no more")
             caveat = "and"
         suggest = []
         csr = self._exact_sparse_count()
@@ -445,8 +445,14 @@ def _count(value: int | None) -> str:
     return "–" if value is None else f"{value:,}"
 
 
-def _counted(value: int | None, noun: str, plural: str | None = None) -> str:
-    """``value`` and ``noun`` in the singular or plural ("1 number", "2,688 numbers")."""
+def counted(value: int | None, noun: str, plural: str | None = None) -> str:
+    """``value`` and ``noun`` in the singular or plural ("1 number", "2,688 numbers"; a verdict's, a figure's).
+
+    Examples
+    --------
+    >>> counted(1, "number"), counted(2688, "number"), counted(3, "entry", "entries")
+    ('1 number', '2,688 numbers', '3 entries')
+    """
     return f"{_count(value)} {noun if value == 1 else plural or noun + 's'}"
 
 
