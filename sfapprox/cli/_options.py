@@ -248,18 +248,25 @@ def _usable(settings: FitSettings) -> FitSettings:
     fetched its downloads and wrote a failed line per SF fit for --device cuda on a CPU), and its threads
     at most the cores this process may use."""
     from .._device import check_device
-    from .._threads import available_cores
 
     check_device(settings.device)
-    cores = available_cores()
-    if settings.threads is not None and settings.threads > cores:
-        # the fits never use more (the count was recorded as asked while 2 threads ran): said, and recorded as run
-        from ._render import note
+    # the fits never use more (the count was recorded as asked while 2 threads ran): said, and recorded as run
+    threads = at_most_cores("--threads", settings.threads, "the fits use {cores}")
+    return settings if threads == settings.threads else dataclasses.replace(settings, threads=threads)
 
-        note(f"note: --threads {settings.threads} is more than the {cores} cores this process may use; the fits "
-             f"use {cores}")
-        settings = dataclasses.replace(settings, threads=cores)
-    return settings
+
+def at_most_cores(option: str, value: int | None, then: str) -> int | None:
+    """``value`` of a count option, at most the cores this process may use; where lowered, a note says so
+    (``then``: what runs instead, with ``{cores}``), as ``--threads`` and ``batch --jobs`` are lowered."""
+    from .._threads import available_cores
+
+    cores = available_cores()
+    if value is None or value <= cores:
+        return value
+    from ._render import note
+
+    note(f"note: {option} {value} is more than the {cores} cores this process may use; {then.format(cores=cores)}")
+    return cores
 
 #: The command-line option of each FitSettings field whose value a user types.
 _FIT_OPTIONS = {"max_iter": "--iters", "time_limit": "--time-limit", "seed": "--seed", "device": "--device",

@@ -219,13 +219,9 @@ def _usable_jobs(jobs: int, executor: str) -> int:
     """``--jobs``, at most the cores this process may use, said when lowered (as ``--threads`` is): more
     processes than cores share them, and each fit's wall-clock time limit then buys it less work than
     one run alone (``--jobs 1000`` on 2 cores ran as asked, without a word)."""
-    from .._threads import available_cores
-
-    cores = available_cores()
-    if executor != "process" or jobs <= cores:  # (on --executor dask, --jobs above 1 is refused later)
+    if executor != "process":  # (on --executor dask, --jobs above 1 is refused later)
         return jobs
-    note(f"note: --jobs {jobs} is more than the {cores} cores this process may use; running {cores} at a time")
-    return cores
+    return o.at_most_cores("--jobs", jobs, "running {cores} at a time")
 
 
 def _after_run(summary, out_dir: Path) -> None:
