@@ -125,18 +125,31 @@ class Table:
 
     def records(self) -> tuple[list[str], list[list[Any]]]:
         """CSV's view: the titles (the columns', then :attr:`data_titles`) and each row's values, its
-        data where given, else its text."""
+        data where given, else its text; a missing value (None, NaN, a cell of "–" or none) is empty."""
         keys = [c.key for c in self.columns] + list(self.data_titles)
         titles = [c.title for c in self.columns] + list(self.data_titles.values())
         rows = []
         for i, row in enumerate(self.rows):
             data = self.data[i] if i < len(self.data) else {}
-            rows.append([("" if data[k] is None else data[k]) if k in data else row.get(k, "–") for k in keys])
+            rows.append([_csv_value(data[k]) if k in data else _csv_value(row.get(k)) for k in keys])
         return titles, rows
 
     def cells(self) -> list[list[str]]:
         """The cell text of every row, in column order (missing cells as "–")."""
         return [[row.get(c.key, "–") for c in self.columns] for row in self.rows]
+
+
+#: What a table's cell says for a missing value (:func:`fmt_number` of None).
+MISSING = "–"
+
+
+def _csv_value(value: Any) -> Any:
+    """A CSV cell's value: an empty cell for a missing one (None, NaN, the "–" a table shows for it), so that
+    a reader (``pandas.read_csv``) finds a number column's gaps empty, not text ("–" made it a column of
+    strings, and ``nan`` is no spelling every reader takes)."""
+    if value is None or (isinstance(value, str) and value == MISSING) or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return value
 
 
 def jsonable(value: Any) -> Any:

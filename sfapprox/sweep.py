@@ -260,6 +260,9 @@ class Sweep:
             data = {"budget": point.budget, "share": 100 * point.budget / n**2}  # CSV's values (Table.data)
             for m in self.methods:
                 r = rows.get(m)
+                # no error ("n/a", "failed", a cut-short fit not scored): an empty CSV cell, the status column
+                # says why ("n/a" in a column of numbers made it a column of strings)
+                data[m] = None
                 if r is not None:
                     stop = r.params.get("stop_reason") if r.status == "ok" else None
                     data[f"{m} status"] = stop if stop in ("time_limit", "max_iter") else r.status

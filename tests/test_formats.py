@@ -26,6 +26,17 @@ def test_csv_one_header_for_all_tables():
     assert rows[0]["error"] == "1.5" and rows[2]["extra"] == "3" and rows[2]["error"] == ""
 
 
+def test_csv_leaves_missing_values_empty():
+    """A missing value was written as the table's "–" (a cell without data) or as ``nan`` (a NaN in its data):
+    text in a column of numbers, where a reader (pandas.read_csv, R's read.csv) expects an empty cell."""
+    t = Table("t", [Column("m", "method", "left"), Column("e", "error"), Column("s", "share")])
+    t.add({"m": "sf", "e": "0.5", "s": "–"}, data={"e": float("nan")})
+    t.add({"m": "tsvd", "e": "0.25", "s": "50.0%"}, data={"e": 0.25, "s": 50.0, "x": None})
+    t.data_titles = {"x": "extra"}
+    rows = list(csv.reader(io.StringIO(OutputFormat.CSV.render([t], {}))))
+    assert rows == [["method", "error", "share", "extra"], ["sf", "", "", ""], ["tsvd", "0.25", "50.0", ""]]
+
+
 def test_markdown_marks_best_and_escapes():
     text = OutputFormat.MARKDOWN.render([table()], {})
     assert "| sf | **1.5** |" in text and "a\\|b_&" in text and "a note" in text

@@ -230,6 +230,22 @@ def test_the_sweeps_csv_carries_each_methods_status_beside_its_error(tmp_path):
     assert rows[1]["sf"] and float(rows[1]["sf"]) == s.points[1].results[0].rel_error
 
 
+def test_the_sweeps_csv_leaves_a_method_without_an_error_empty():
+    """A method that did not apply wrote "n/a" in its column of errors: a reader (pandas.read_csv) took
+    the column for text, and "failed" is no missing value to any reader; the cell is empty, and its
+    status column says why."""
+    import csv
+    import io
+
+    from sfapprox.formats import render_csv
+
+    X = np.random.default_rng(0).random((16, 16)) - 0.5
+    s = sweep(X, ["0.3", "0.5"], ["tsvd", "nmf"], device="cpu", max_iter=3)
+    rows = list(csv.DictReader(io.StringIO(render_csv(s.tables()))))
+    assert [(r["nmf"], r["nmf status"]) for r in rows] == [("", "not applicable")] * 2
+    assert [float(r["tsvd"]) for r in rows] == [p.result("tsvd").rel_error for p in s.points]
+
+
 def test_default_budgets_say_when_a_method_runs_at_none_of_them(tmp_path):
     """At N = 8 SF needs 72 stored numbers, more than the 64 entries the budgets are capped at: the note
     said the budgets were where every method applies, and SF was n/a at all of them."""
