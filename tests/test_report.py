@@ -372,11 +372,26 @@ def test_report_csv_holds_the_values_behind_the_cells():
 
     rows = list(csv.DictReader(io.StringIO(render_csv(build_report(RECORDS).tables()))))
     strike = next(r for r in rows if r["matrix"] == "strike")
-    assert (strike["sf"], strike["tsvd"], strike["paper tsvd"], strike["Δ sf"]) == ("1.1", "2.727", "2.73", "+5.8%")
+    assert (strike["sf"], strike["tsvd"], strike["paper tsvd"]) == ("1.1", "2.727", "2.73")
+    assert float(strike["Δ sf"]) == 100 * (1.1 - 1.04) / 1.04  # in percent, not the display's "+5.8%"
     att = next(r for r in rows if r["matrix"] == "att")
-    assert (att["entropy"], att["β"], att["nmf"]) == ("2.8226", "2.0", "")
-    neg = next(r for r in rows if r["matrix"] == "neg")
-    assert neg["nmf"] == "n/a"  # a status keeps its text
+    assert (att["entropy"], att["β"], att["nmf"], att["nmf status"]) == ("2.8226", "2.0", "", "")
+
+
+def test_report_csv_leaves_a_method_without_an_error_empty_and_says_its_status():
+    """A method without an error wrote its status ("n/a", "failed") in its column of errors: text in a
+    column of numbers, which pandas.read_csv took for strings.  The cell is empty and a column of its own
+    says the status, as a sweep's CSV has it ("<method> status"; the limit a fit stopped on)."""
+    from sfapprox.formats import render_csv
+
+    records = RECORDS + [rec("broke", "sf", status="failed", category="attention", n=128, reason="out of memory"),
+                         rec("broke", "tsvd", fro=0.5, category="attention", n=128)]
+    rows = {r["matrix"]: r for r in csv.DictReader(io.StringIO(render_csv(build_report(records).tables())))}
+    assert (rows["neg"]["nmf"], rows["neg"]["nmf status"]) == ("", "not applicable")
+    assert (rows["broke"]["sf"], rows["broke"]["sf status"], rows["broke"]["tsvd status"]) == ("", "failed", "ok")
+    assert (rows["strike"]["sf status"], rows["strike"]["tsvd status"]) == ("max_iter", "ok")
+    for row in rows.values():  # every error cell a number or empty
+        assert all(row[m] == "" or float(row[m]) >= 0 for m in ("sf", "tsvd"))
 
 
 def test_lines_made_at_different_budgets_are_not_ranked_against_each_other():

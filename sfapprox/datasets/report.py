@@ -186,14 +186,18 @@ class Report:
                 for row in cat.rows for r in [row.results.get(m) or {}])]
             for m in estimated:
                 table.data_titles.update({title: title for title in interval_columns(m)})
+            # each method's status, CSV-only columns as a sweep's CSV has them: its column of errors is left
+            # empty where there is none ("n/a", "failed" were text in a column of numbers)
+            table.data_titles.update({f"{m} status": f"{m} status" for m in cat.methods})
             for row, cells in zip(cat.rows, rows):
                 best = {f"c{i}" for i, h in enumerate(header) if h == row.winner}
                 intervals = {}
                 for m in estimated:
                     r = row.results.get(m) or {}
                     intervals.update(interval_columns(m, error_interval(r) if r.get("status") == "ok" else None))
+                statuses = {f"{m} status": _status(row.results.get(m)) for m in cat.methods}
                 table.add({f"c{i}": c for i, c in enumerate(cells)}, best=best,
-                          data={**_row_data(header, cat, row), "category": cat.category, **intervals})
+                          data={**_row_data(header, cat, row), "category": cat.category, **intervals, **statuses})
             if estimated:
                 table.notes.append(f"{ESTIMATED_NOTE}; no winner where the intervals overlap")
             out.append(table)
@@ -447,10 +451,16 @@ def _result_cell(record: dict[str, Any] | None) -> str:
     return _SHORT_STATUS.get(record.get("status"), str(record.get("status")))
 
 
-def _deviation(record: dict[str, Any] | None, paper: float | None) -> str:
+def _deviation_percent(record: dict[str, Any] | None, paper: float | None) -> float | None:
+    """How far ``record``'s error is from the paper's figure, in percent of it (None where either is missing)."""
     if record is None or record.get("status") != "ok" or not _finite(record.get("fro_error")) or not _finite(paper) or paper == 0:
-        return ""
-    return f"{100.0 * (record['fro_error'] - paper) / paper:+.1f}%"
+        return None
+    return 100.0 * (record["fro_error"] - paper) / paper
+
+
+def _deviation(record: dict[str, Any] | None, paper: float | None) -> str:
+    percent = _deviation_percent(record, paper)
+    return "" if percent is None else f"{percent:+.1f}%"
 
 
 def table_cells(table: CategoryTable) -> tuple[list[str], list[list[str]]]:
@@ -487,21 +497,35 @@ def table_cells(table: CategoryTable) -> tuple[list[str], list[list[str]]]:
 
 def _row_data(header: list[str], table: CategoryTable, row) -> dict[str, Any]:
     """A category row's values behind its cells, for CSV (:attr:`~sfapprox.formats.Table.data`), by the
-    columns of :func:`table_cells`' ``header``: N, each scored method's error and the paper's figures
-    at full precision, and the matrix facts; the other cells (a status, a deviation) keep their text."""
+    columns of :func:`table_cells`' ``header``: N, each scored method's error (None, an empty cell, for a
+    method without one: its status is a column of its own), the paper's figures and the deviation from
+    them (in percent) at full precision, and the matrix facts; the other cells keep their text."""
     facts = {title: key for key, title in INFO_COLUMNS.items() if key in table.info_keys}
+    compared = {f"Δ {m}": m for m in table.methods if m in table.reference_keys}
     data: dict[str, Any] = {}
     for i, title in enumerate(header):
-        r = row.results.get(title) if title in table.methods else None
         if title == "N":
             data[f"c{i}"] = row.n
-        elif r is not None and r.get("status") == "ok" and _finite(r.get("fro_error")):
-            data[f"c{i}"] = r["fro_error"]
+        elif title in table.methods:
+            r = row.results.get(title)
+            data[f"c{i}"] = r["fro_error"] if r is not None and r.get("status") == "ok" and _finite(r.get("fro_error")) \
+                else None
         elif title.startswith("paper ") and title[6:] in row.reference:
             data[f"c{i}"] = row.reference[title[6:]]
+        elif title in compared:
+            data[f"c{i}"] = _deviation_percent(row.results.get(compared[title]), row.reference.get(compared[title]))
         elif title in facts:
             data[f"c{i}"] = row.info.get(facts[title])
     return data
+
+
+def _status(record: dict[str, Any] | None) -> str | None:
+    """A method's status in a report's CSV, as a sweep's CSV words it: its record's status, or the limit an
+    ``ok`` fit stopped on before converging (``time_limit``, ``max_iter``); None without a record."""
+    if record is None:
+        return None
+    stop = (record.get("params") or {}).get("stop_reason") if record.get("status") == "ok" else None
+    return stop if stop in ("time_limit", "max_iter") else record.get("status")
 
 
 def wins_line(table: CategoryTable) -> str:
