@@ -137,7 +137,12 @@ def describe(matrix, *, count_indices: bool = COUNT_INDICES, max_memory: int | N
                    "min_budget": f"never (X is not {' and '.join(lacks)})" if lacks else
                    "never" if need is None else f"{need:,}",
                    "share": "–" if need is None else f"{100 * need / dense:.1f}%",
-                   "runs": runs, "summary": spec.summary})
+                   "runs": runs, "summary": spec.summary},
+                  # CSV's values: the count without separators, the share unrounded, and why a method never
+                  # applies in a column of its own (its budget's cell said "1,512", "93.8%", "never (...)")
+                  data={"min_budget": need, "share": None if need is None else 100 * need / dense,
+                        "not_applicable": per_method[method].get("not_applicable")})
+    table.data_titles = {"not_applicable": "not applicable"}
     if above_default:
         # the option as its reader passes it: a Python caller has no --budget to type (budget= is compare's)
         table.notes.append(f"runs: at the budget a comparison takes by default, SF's {count:,} "
@@ -351,11 +356,15 @@ def describe_factors(path) -> MatrixDescription:
         ("size", f"{n} x {n}"),
         ("stored numbers", f"{stored:,} ({100 * stored / (n * n):.2f}% of N²)"),
     ]
+    # the numbers behind the facts shown rounded, by label: a CSV's values (full precision, no separators)
+    numbers: dict[str, Any] = {"stored numbers": stored}
     for key, label in (("fro_error", "‖X−X̂‖_F"), ("rel_error", "relative error"),
                        ("running_fro_error", "‖X−X̂‖_F, running estimate (of the last steps' blocks)"),
                        ("iterations", "iterations"), ("stop_reason", "stop reason"), ("seconds", "seconds")):
         if fit.get(key) is not None:
             facts.append((label, f"{fit[key]:.6g}" if isinstance(fit[key], float) else fit[key]))
+            if isinstance(fit[key], float):
+                numbers[label] = fit[key]
             if key == "iterations" and _count(fit[key]) is not None and \
                     (_count(fit.get("iterations_before")) or fit.get("kept_start") is True):
                 facts[-1] = (label, iterations_words(fit))  # a resume's, or a run that kept its start
@@ -389,7 +398,7 @@ def describe_factors(path) -> MatrixDescription:
     table = Table(f"{os.path.basename(os.fspath(path))}: a saved fit",
                   [Column("what", "what", "left"), Column("value", "value", "left")])
     for label, value in facts:
-        table.add({"what": label, "value": str(value)})
+        table.add({"what": label, "value": str(value)}, data={"value": numbers[label]} if label in numbers else None)
     return MatrixDescription(facts, [table], data)
 
 

@@ -331,3 +331,42 @@ def test_a_weights_file_of_many_tensors_lists_its_square_ones_on_a_terminal_and_
     torch.save({"w": torch.ones(2, 2)}, tmp_path / "one.pt")  # a short listing: every row, no note
     table = describe_weights(tmp_path / "one.pt", "torch").tables[0]
     assert table.terminal_rows is None and table.terminal_notes == []
+
+
+def test_the_info_csv_holds_each_methods_smallest_budget_as_a_number():
+    """info --csv wrote the table's text: "1,512" (a thousands separator), "93.8%" (rounded, a sign) and
+    "never (X is not symmetric)" in the column of budgets; it holds the count, the share in percent and
+    why a method never applies in a column of its own (as --json's ``not_applicable``)."""
+    import csv
+    import io
+
+    from sfapprox.formats import render_csv
+
+    X = np.random.default_rng(0).standard_normal((40, 40))
+    d = describe(X)
+    rows = {r["method"]: r for r in csv.DictReader(io.StringIO(render_csv(d.tables)))}
+    sf = d.data["methods"]["sf"]["min_budget"]
+    assert sf >= 1000 and rows["sf"]["smallest budget"] == str(sf)
+    assert float(rows["sf"]["% of N²"]) == 100 * sf / 40**2 and rows["sf"]["not applicable"] == ""
+    assert (rows["nystrom"]["smallest budget"], rows["nystrom"]["% of N²"]) == ("", "")
+    assert rows["nystrom"]["not applicable"] == d.data["methods"]["nystrom"]["not_applicable"] == "X is not symmetric"
+
+
+def test_the_csv_of_a_saved_fits_info_holds_its_numbers_unrounded(tmp_path):
+    """info --csv of a saved fit wrote the facts as shown: errors and seconds to 6 digits ("1.23457") and
+    "3,072 (18.75% of N²)" for its stored numbers; the CSV holds the numbers themselves."""
+    import csv
+    import io
+
+    from sfapprox import ChordOperator, save_factors
+    from sfapprox.describe import describe_factors
+    from sfapprox.formats import render_csv
+
+    path = tmp_path / "f.h5"
+    fit = {"fro_error": 1.2345678912345, "rel_error": 0.012345678912345, "seconds": 12.3456789, "iterations": 20000}
+    save_factors(path, ChordOperator(np.full((3, 128, 8), 0.25)), fit=fit)
+    rows = {r["what"]: r["value"] for r in csv.DictReader(io.StringIO(render_csv(describe_factors(path).tables)))}
+    assert (rows["stored numbers"], rows["iterations"]) == ("3072", "20000")
+    assert [float(rows[k]) for k in ("‖X−X̂‖_F", "relative error", "seconds")] == [
+        fit["fro_error"], fit["rel_error"], fit["seconds"]]
+    assert rows["size"] == "128 x 128"  # a fact that is no number keeps its words
