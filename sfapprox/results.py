@@ -313,7 +313,8 @@ class Comparison:
                 best={"method", "fro_error", "rel_error"} if mark else set(),
                 data=self._row_data(r, mark),
             )
-        table.data_titles = {"winner": "winner", "fro_low": "‖X−X̂‖_F 95% low", "fro_high": "‖X−X̂‖_F 95% high"}
+        table.data_titles = {"winner": "winner", "fro_low": "‖X−X̂‖_F 95% low", "fro_high": "‖X−X̂‖_F 95% high",
+                             "rel_low": "relative 95% low", "rel_high": "relative 95% high"}
         # a narrow window leaves out status and details first: why a row has no result still shows
         table.hidden_notes["details"] = [f"{r.method}: {r.status}: {r.reason}" for r in self.results
                                          if r.status != "ok" and r.reason]
@@ -334,11 +335,15 @@ class Comparison:
 
     def _row_data(self, r: MethodResult, winner: bool) -> dict[str, Any]:
         """A row's values for CSV: full precision (the share of the budget in percent), the winner
-        as a column of its own and an estimated error's 95 % interval (empty where exact)."""
-        interval = (r.error_estimate or {}).get("fro_interval") or (None, None)
+        as a column of its own and an estimated error's 95 % intervals, of both errors (empty where exact;
+        the relative one's was in the JSON only, where a sweep's CSV gives it)."""
+        estimate = r.error_estimate or {}
+        interval = estimate.get("fro_interval") or (None, None)
+        relative = estimate.get("rel_interval") or (None, None)
         return {"method": r.method, "stored": r.nnz, "of_budget": None if r.nnz is None else 100 * r.nnz / self.budget,
                 "min_budget": r.min_budget, "fro_error": r.fro_error, "rel_error": r.rel_error,
-                "seconds": r.seconds, "winner": winner, "fro_low": interval[0], "fro_high": interval[1]}
+                "seconds": r.seconds, "winner": winner, "fro_low": interval[0], "fro_high": interval[1],
+                "rel_low": relative[0], "rel_high": relative[1]}
 
 
 #: Relative error below which a row reproduces X exactly (floating-point round-off).

@@ -165,6 +165,44 @@ def test_csv_holds_the_values_not_the_display():
     assert (table[0]["‖X−X̂‖_F 95% low"], float(table[1]["‖X−X̂‖_F 95% high"])) == ("", 101.75)
 
 
+def test_compares_csv_gives_the_relative_errors_interval_too():
+    """compare's CSV gave the 95 % interval of the absolute error only; the relative error beside it read as
+    exact there (its interval was in the JSON, and a sweep's CSV gives it)."""
+    import csv
+    import io
+
+    from sfapprox.formats import render_csv
+
+    estimate = {"exact": False, "fro_interval": [0.9, math.inf], "rel_interval": [0.09, 0.1112345678901]}
+    c = Comparison({"name": "m", "n": 20}, 100, "sf", [MethodResult("rsvd", "ok", 90, 1.0, 0.1, 1.0, {},
+                                                                    error_estimate=estimate),
+                                                       MethodResult("tsvd", "ok", 90, 2.0, 0.2, 1.0, {})])
+    rows = list(csv.DictReader(io.StringIO(render_csv(c.tables()))))
+    assert (float(rows[0]["relative 95% low"]), float(rows[0]["relative 95% high"])) == (0.09, 0.1112345678901)
+    assert rows[1]["relative 95% low"] == rows[1]["relative 95% high"] == ""  # exact: empty
+
+
+def test_the_json_of_a_comparison_is_strict_whatever_its_numbers():
+    """JSON has no NaN or Infinity: a NaN error, an infinite time and an unbounded interval are null, and
+    a reader that refuses those tokens (json.loads with parse_constant raising, JavaScript's JSON.parse)
+    reads the file."""
+    import json
+
+    from sfapprox.formats import OutputFormat
+
+    def refuse(token):
+        raise ValueError(token)
+
+    estimate = {"exact": False, "fro_interval": (0.5, math.inf), "rel_interval": (float("nan"), math.inf)}
+    c = Comparison({"name": "m", "n": 4, "fro_norm": 0.0}, 10, "sf", [
+        MethodResult("sf", "interrupted", 10, float("nan"), None, math.inf, {"loss": float("-inf")}),
+        MethodResult("rsvd", "ok", 9, 1.0, float("nan"), 0.1, {}, error_estimate=estimate)])
+    text = OutputFormat.JSON.render(c.tables(), c.to_dict())
+    d = json.loads(text, parse_constant=refuse)
+    assert d["results"][0]["fro_error"] is None and d["results"][0]["seconds"] is None
+    assert d["results"][1]["error_estimate"]["fro_interval"] == [0.5, None]
+
+
 def _estimated(method: str, fro: float, low: float, high: float, nnz: int = 100) -> MethodResult:
     return MethodResult(method, "ok", nnz=nnz, fro_error=fro, rel_error=fro / 10,
                         error_estimate={"exact": False, "fro_interval": [low, high], "rel_interval": [low / 10, high / 10],
