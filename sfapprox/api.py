@@ -167,8 +167,9 @@ def fit_matrix(
         loaded = as_loaded_matrix(matrix, None)
         target, name, n = loaded.matrix, loaded.name, loaded.n
         origin = input_record(loaded)
-    if budget is not None:
-        config = sf_config_for_budget(n, resolve_budget(budget, n).value)
+    resolved = None if budget is None else resolve_budget(budget, n)
+    if resolved is not None:
+        config = sf_config_for_budget(n, resolved.value)
         sf_params.update(n_factors=config.n_factors, base=config.base)
     model = ChordSF(**settings.apply_to(ChordSF, callback=callback, **sf_params))
     if replaces is not None:
@@ -221,6 +222,11 @@ def fit_matrix(
         "time_limit": model.time_limit,
         "max_iter": model.max_iter,
         "nnz": model.n_stored_,
+        # the fields a comparison's rows and a batch's lines name them by: the method, and the budget asked
+        # (None: SF's structure was given or the reference one, not chosen for a budget)
+        "method": "sf",
+        "budget": None if resolved is None else resolved.value,
+        "budget_spec": None if resolved is None else resolved.spec,
         "matrix": name,
         "n": n,
         "support": model.support,

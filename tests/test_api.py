@@ -181,3 +181,23 @@ def test_a_settings_dict_is_a_parameter_error():
     with pytest.raises(ParameterError, match=r"^settings must be a FitSettings, got dict; pass settings=sfapprox"
                                              r"\.FitSettings\(\.\.\.\)$"):
         fit_matrix(np.eye(8), settings={"max_iter": 5})
+
+
+def test_a_fits_json_names_its_method_and_budget_as_a_comparisons_rows_do(tmp_path):
+    """fit --json had neither ``method`` nor the budget asked (``--budget 0.8``: only the ``nnz`` it came
+    to), fields a comparison's rows and a batch's lines carry: a script reading both found them missing."""
+    import json
+
+    import numpy as np
+
+    from sfapprox import FitSettings
+    from sfapprox.api import fit_matrix
+
+    X = np.random.default_rng(0).standard_normal((32, 32))
+    settings = FitSettings(max_iter=3, device="cpu")
+    run = fit_matrix(X, settings=settings, budget="0.8", json_path=tmp_path / "f.json")
+    record = json.loads((tmp_path / "f.json").read_text())
+    assert (record["method"], record["budget"], record["budget_spec"]) == ("sf", 819, "0.8")
+    assert record["nnz"] == run.model.n_stored_ <= 819
+    plain = fit_matrix(X, settings=settings).summary  # no budget asked: the reference structure
+    assert (plain["method"], plain["budget"], plain["budget_spec"]) == ("sf", None, None)
