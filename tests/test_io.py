@@ -119,12 +119,26 @@ class TestLoadedMatrix:
 
     def test_summary_of_a_sparse_matrix(self, tmp_path):
         s = load_matrix(write(tmp_path / "small.mtx", MTX_GENERAL)).summary()
-        assert set(s) == {"name", "path", "format", "n", "nnz", "density", "symmetric", "psd", "nonnegative",
+        assert set(s) == {"name", "path", "file", "format", "n", "nnz", "density", "symmetric", "psd", "nonnegative",
                           "fro_norm", "min", "max", "sha256", "notes"}
         assert s["symmetric"] is False and s["nonnegative"] is False
         assert s["min"] == -2.0 and s["max"] == 4.0
         assert s["density"] == pytest.approx(3 / 9)
         assert s["fro_norm"] == pytest.approx(np.sqrt(1.5**2 + 4 + 16))
+
+    def test_summary_names_its_file_under_the_key_a_sources_has_it(self, tmp_path):
+        """A result's ``matrix`` named its input file "path" when it was loaded, but "file" when it was
+        compared from its columns, where "path" says "columns": a script reading both found no one key.
+        "file" is the input file in both ("path" stays as it was)."""
+        from sfapprox import compare, open_matrix
+
+        p = tmp_path / "x.npy"
+        np.save(p, np.random.default_rng(0).random((12, 12)))
+        loaded = compare(load_matrix(p), ["sparse"], time_limit=0, device="cpu").matrix
+        streamed = compare(open_matrix(p, max_memory=3000), ["sparse"], time_limit=0, device="cpu",
+                           max_memory="24K").matrix
+        assert loaded["file"] == loaded["path"] == streamed["file"] == str(p) and streamed["path"] == "columns"
+        assert as_loaded(np.eye(3)).summary()["file"] is None
 
     def test_summary_min_counts_implicit_zeros(self):
         s = as_loaded(sp.csr_array(np.array([[1.0, 2.0], [2.0, 0.0]]))).summary()

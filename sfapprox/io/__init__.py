@@ -341,7 +341,7 @@ class LoadedMatrix:
         Returns
         -------
         dict
-            Keys "name", "path", "format", "n", "nnz", "density", "symmetric"
+            Keys "name", "path" and "file" (its file, None for an array), "format", "n", "nnz", "density", "symmetric"
             (exact), "psd" (False where an entry shows the matrix is not positive
             semi-definite: a negative diagonal entry, or ``X_ij^2 > X_ii X_jj`` as
             in a graph without self-loops; else None, unknown), "nonnegative",
@@ -362,6 +362,9 @@ class LoadedMatrix:
         return {
             "name": self.name,
             "path": self.path,
+            # the key a matrix source's summary has its file under: a comparison from columns writes
+            # "path": "columns" (how it was fitted), and its input file is "file" alone
+            "file": self.path,
             "format": self.format,
             "n": n,
             "nnz": nnz,
