@@ -333,8 +333,8 @@ def describe_factors(path) -> MatrixDescription:
     Returns
     -------
     MatrixDescription
-        No tables; ``data`` holds the kind, operator class, ``n``, ``n_stored``,
-        the recorded fit, source, settings and versions.
+        Its facts as a table; ``data`` holds the kind (``kind``, also as ``method``), operator class, ``n``,
+        ``n_stored`` (also as ``nnz``), the recorded fit, source, settings and versions.
 
     Examples
     --------
@@ -391,7 +391,10 @@ def describe_factors(path) -> MatrixDescription:
             facts.append(("its sha256", source["sha256"]))
     if saved.versions:
         facts.append(("written by", ", ".join(f"{k} {v}" for k, v in saved.versions.items())))
-    data = {"kind": saved.kind, "operator": type(op).__name__, "n": n, "n_stored": stored, "fit": fit,
+    # "method" and "nnz" beside the file's own names ("kind", "n_stored"): what a comparison's rows, a batch's
+    # lines and fit --json call the method and its stored numbers
+    data = {"kind": saved.kind, "method": saved.kind, "operator": type(op).__name__, "n": n, "n_stored": stored,
+            "nnz": stored, "fit": fit,
             "source": source, "settings": saved.settings, "versions": saved.versions,
             "loss_history_length": int(saved.loss_history.size)}
     # the facts as a table of their own, for --csv/--markdown/--latex (those files were empty, "wrote" said)

@@ -370,3 +370,15 @@ def test_the_csv_of_a_saved_fits_info_holds_its_numbers_unrounded(tmp_path):
     assert [float(rows[k]) for k in ("‖X−X̂‖_F", "relative error", "seconds")] == [
         fit["fro_error"], fit["rel_error"], fit["seconds"]]
     assert rows["size"] == "128 x 128"  # a fact that is no number keeps its words
+
+
+def test_info_of_a_saved_fit_names_its_method_and_stored_numbers_as_results_do(tmp_path):
+    """info --json of a saved fit had "kind" and "n_stored" only (the file's names), where a comparison's
+    rows, a batch's lines and fit --json say "method" and "nnz"; both are there now."""
+    from sfapprox import ChordOperator, save_factors
+    from sfapprox.describe import describe_factors
+
+    path = tmp_path / "f.h5"
+    save_factors(path, ChordOperator(np.full((3, 8, 4), 0.25)))
+    data = describe_factors(path).data
+    assert (data["method"], data["nnz"]) == (data["kind"], data["n_stored"]) == ("sf", 96)
