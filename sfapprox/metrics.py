@@ -117,14 +117,23 @@ def _numeric(a: np.ndarray, what: str) -> np.ndarray:
     raise InputError(f"{what} must hold numbers, got {held}; convert it to a numeric array first")
 
 
+#: Below this ``||a||_F`` the squares :func:`_fro_norm` sums may have lost digits as subnormals (or all
+#: of them, to 0): its sum of squares is under 1e-290, where squares of entries under 1.5e-154 are no
+#: longer normal floats.  Such an ``a`` is scaled by its largest entry first.
+_SCALED_BELOW = 1e-145
+
+
 def _fro_norm(a: np.ndarray) -> float:
-    """``||a||_F``, without overflow where the squares pass float64's range but the norm does not
-    (entries of 1e300: the norm 2e300, not inf)."""
-    with np.errstate(over="ignore"):  # an overflow is handled here, not warned about
+    """``||a||_F``, without overflow or underflow where the squares pass float64's range but the norm
+    does not (entries of 1e300: the norm 2e300, not inf; of 1e-300: 2e-300, not 0, which said the zero
+    matrix and an exact fit)."""
+    with np.errstate(over="ignore", under="ignore"):  # handled here, not warned about
         value = float(np.linalg.norm(a))
-    if math.isinf(value) and a.size and np.isfinite(a).all():
+    if (math.isinf(value) or value < _SCALED_BELOW) and a.size and np.isfinite(a).all():
         top = float(np.abs(a).max())
-        value = top * float(np.linalg.norm(a / top))
+        if top > 0:
+            with np.errstate(under="ignore"):
+                value = top * float(np.linalg.norm(a / top))
     return value
 
 

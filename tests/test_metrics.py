@@ -279,6 +279,20 @@ def test_frobenius_error_takes_sparse_and_operator_approximations_and_huge_entri
             metrics.frobenius_error(X, op, fro_norm=bad)
 
 
+def test_frobenius_error_of_tiny_entries_does_not_underflow():
+    """Squares of 1e-300 underflow to 0: the errors were (0.0, None), the zero matrix fitted exactly; squares
+    near 1e-320 are subnormals, which kept a few digits of a small residual (or none: an error of 1.6e-13
+    relative read 0, "exact")."""
+    X = np.array([[3.0, 0.0], [0.0, 4.0]])
+    fro, rel = metrics.frobenius_error(X * 1e-300, np.zeros((2, 2)))
+    assert fro == pytest.approx(5e-300, rel=1e-15) and rel == pytest.approx(1.0, rel=1e-15)
+    # an accepted matrix (||X||_F^2 is 2.5e-299) and a residual of 1e-13 of it
+    residual = np.array([[0.0, 3e-163], [4e-163, 0.0]])
+    fro, rel = metrics.frobenius_error(X * 1e-150, X * 1e-150 - residual)
+    assert fro == pytest.approx(5e-163, rel=1e-14) and rel == pytest.approx(1e-13, rel=1e-14)
+    assert metrics.frobenius_error(np.zeros((2, 2)), np.zeros((2, 2))) == (0.0, None)
+
+
 # --------------------------------------------------------------------------- a sparse X's errors from its non-zeros
 def _sparse_target_case(n: int = 120, seed: int = 0):
     rng = np.random.default_rng(seed)
