@@ -275,14 +275,35 @@ def check_magnitude(values: np.ndarray, source: str, squared: float | None = Non
         squared = _sum_of_squares(values)
     if squared <= MAX_SQUARED_NORM and (squared >= MIN_SQUARED_NORM or squared == 0.0 and not values.any()):
         return
-    largest = float(max(values.max(), -values.min()))
+    check_squared_norm(squared, source, nonzero=True, largest=float(max(values.max(), -values.min())))
+
+
+def check_squared_norm(squared: float, source: str, *, nonzero: bool, largest: float | None = None) -> None:
+    """Refuse a matrix whose ``||X||_F**2`` (``squared``, summed by a pass over its entries or columns) is
+    out of float64's range: over :data:`MAX_SQUARED_NORM`, or under :data:`MIN_SQUARED_NORM` although
+    ``nonzero`` (some entry is not 0: its squares underflowed, to 0 or to subnormals).
+
+    :func:`check_magnitude`'s test and words, for a matrix never held whole: a pass over its columns
+    knows the sum, whether an entry was non-zero, and perhaps the ``largest`` ``|entry|``.
+
+    Examples
+    --------
+    >>> check_squared_norm(0.0, "X", nonzero=False)  # the zero matrix
+    >>> check_squared_norm(0.0, "X", nonzero=True)
+    Traceback (most recent call last):
+    ...
+    sfapprox._errors.InputError: X: values too small: ||X||_F**2 underflows float64, so errors cannot be computed; multiply the matrix by a constant (e.g. 1 / its largest entry)
+    """
+    if squared <= MAX_SQUARED_NORM and (squared >= MIN_SQUARED_NORM or not nonzero):
+        return
+    seen = f" (largest |entry| {largest:.3g})" if largest is not None else ""
     if squared > MAX_SQUARED_NORM:
         raise InputError(
-            f"{source}: values too large (largest |entry| {largest:.3g}): ||X||_F**2 overflows float64, "
+            f"{source}: values too large{seen}: ||X||_F**2 overflows float64, "
             "so errors cannot be computed; divide the matrix by a constant (e.g. its largest entry)"
         )
     raise InputError(
-        f"{source}: values too small (largest |entry| {largest:.3g}): ||X||_F**2 underflows float64, "
+        f"{source}: values too small{seen}: ||X||_F**2 underflows float64, "
         "so errors cannot be computed; multiply the matrix by a constant (e.g. 1 / its largest entry)"
     )
 

@@ -36,10 +36,14 @@ from ._errors import ParameterError
 from ._executors import ordered_map
 from ._params import MEMORY_LIMIT, SEED, Interval, check_values
 from ._threads import AdaptiveThreads
+from ._validation import check_squared_norm
 from .metrics import sparse_target_error, surrogate_columns
 from .sources import DistributedSource, MatrixSource, as_source, block_columns
 
 __all__ = ["ErrorEstimate", "estimate_errors", "block_errors", "Z95", "DEFAULT_RTOL", "MIN_SAMPLE"]
+
+#: The least positive float64: :func:`block_errors`' squared norm of a non-zero column whose squares underflowed.
+_LEAST_POSITIVE = float(np.finfo(np.float64).smallest_subnormal)
 
 #: The normal quantile of a two-sided 95 % interval.
 Z95 = 1.959963984540054
@@ -233,6 +237,9 @@ def _pass_errors(source: MatrixSource, operators: Mapping[str, Any], time_limit,
         _scoring_pass(source, operators, order, width, tallies, norms, start, time_limit, rtol, fro_norm,
                       executor)
     x = np.concatenate(norms)
+    # a matrix never formed was not refused as one in memory is: its ||X||^2 is known only now. Out of
+    # float64's range every error here is 0, inf or round-off (1e-300 entries: "0.0", the zero matrix)
+    check_squared_norm(float(x.sum()) * n / x.size, source.name, nonzero=bool(x.any()))
     return {name: _estimate(np.concatenate(e), x, n, fro_norm) for name, e in tallies.items()}
 
 
@@ -252,6 +259,8 @@ def block_errors(source, operators: Mapping[str, Any], J: np.ndarray) -> tuple[n
     Returns
     -------
     norms : numpy.ndarray
+        ``||x_j||^2``; the least positive float where a column's squares all underflowed to 0 (entries
+        under 1.5e-162, not all 0), so that the pass can tell that column from a column of zeros.
     errors : dict of str to numpy.ndarray
     """
     block = source.columns(J)
@@ -259,7 +268,12 @@ def block_errors(source, operators: Mapping[str, Any], J: np.ndarray) -> tuple[n
     for name, op in operators.items():
         R = block - surrogate_columns(op, J, source.n)
         errors[name] = np.einsum("ij,ij->j", R, R)
-    return np.einsum("ij,ij->j", block, block), errors
+    with np.errstate(under="ignore"):
+        norms = np.einsum("ij,ij->j", block, block)
+    lost = np.flatnonzero(norms == 0)
+    if lost.size:
+        norms[lost[block[:, lost].any(axis=0)]] = _LEAST_POSITIVE
+    return norms, errors
 
 
 def _scoring_pass(source, operators, order, width, tallies, norms, start, time_limit, rtol, fro_norm,

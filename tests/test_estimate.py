@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sfapprox import InputError
 from sfapprox.estimate import MIN_SAMPLE, _estimate, estimate_errors
 from sfapprox.sources import ArraySource, KernelMatrix
 
@@ -25,6 +26,20 @@ def test_a_full_pass_is_exact():
     assert est["a"].fro_error == pytest.approx(np.linalg.norm(X - A), rel=1e-12)
     assert est["a"].rel_error == pytest.approx(np.linalg.norm(X - A) / np.linalg.norm(X), rel=1e-12)
     assert est["zero"].rel_error == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("scale, word", [(1e-300, "too small"), (1e-160, "too small")])
+def test_a_pass_over_a_matrix_whose_squares_underflow_refuses_it(scale, word):
+    """A matrix never formed is not refused when opened, as one in memory is: its squares underflowed to 0
+    in the pass, which scored it as the zero matrix fitted exactly (0.0, None)."""
+    X = np.random.default_rng(0).standard_normal((40, 40)) * scale
+    with pytest.raises(InputError, match=word):
+        estimate_errors(ArraySource(X), {"zero": np.zeros_like(X)})
+    # an accepted scale is scored, and the zero matrix still is what it is
+    est = estimate_errors(ArraySource(X / scale * 1e-150), {"zero": np.zeros_like(X)})
+    assert est["zero"].rel_error == pytest.approx(1.0)
+    zero = estimate_errors(ArraySource(np.zeros((40, 40))), {"zero": np.zeros((40, 40))})["zero"]
+    assert (zero.fro_error, zero.rel_error) == (0.0, None)
 
 
 def test_sampling_stops_at_the_time_limit_or_the_tolerance(fake_clock, monkeypatch):

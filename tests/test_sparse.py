@@ -167,6 +167,19 @@ def test_streamed_top_entries_are_the_in_memory_ones():
     assert nnz == np.count_nonzero(X) and vals.size == 7 and np.all(np.diff(rows * 90 + cols) > 0)
 
 
+def test_a_source_whose_squares_underflow_is_refused_by_the_selection_pass():
+    """From columns, ||X||^2 is known only by top-s's own pass: 1e-300 entries made it 0, and the error
+    0 / 0 a ZeroDivisionError; now refused as the matrix in memory is."""
+    from sfapprox.sources import ArraySource
+
+    X = np.random.default_rng(0).standard_normal((30, 30)) * 1e-300
+    with pytest.raises(InputError, match="too small") as info:
+        SparseApproximation(budget=200).fit(ArraySource(X))
+    assert f"largest |entry| {np.abs(X).max():.3g}" in str(info.value)
+    with pytest.raises(InputError, match="too small"):
+        SparseApproximation(budget=200).fit(X)
+
+
 def test_dense_top_entries_are_top_entries_in_small_blocks():
     """The positions of a dense array's k largest |entries| by column blocks (what RPCA selects its
     residual's entries with) are top_entries' own, ties and zeros included, for any block size."""

@@ -38,7 +38,7 @@ from .._params import MEMORY_LIMIT, Interval
 from ..budget import check_within, sparse_count, sparse_entries_for_budget
 from ..metrics import SPARSE_TARGET_MIN_SHARE
 from ..operators.sparse import SparseOperator
-from .._validation import memory_limit
+from .._validation import check_squared_norm, memory_limit
 from ..sources import BLOCK_SHARE, ArraySource, DistributedSource, MatrixSource
 
 __all__ = ["SparseApproximation", "SparseOperator", "sparse_count", "sparse_entries_for_budget", "top_entries",
@@ -472,6 +472,10 @@ class SparseApproximation(Approximation):
             source, memory = ((self._from_columns(X, sparse_count(n, limit)), None) if from_columns
                               else (ArraySource(X), selection_bytes(n)))
             rows, cols, vals, nnz, squared = streamed_top(source, limit, max_memory=memory)
+            # a matrix never formed is known by this pass alone: one whose ||X||^2 is out of float64's range
+            # is refused here, as one in memory is (1e-300 entries were a ZeroDivisionError, 0 / 0)
+            check_squared_norm(squared, source.name, nonzero=nnz > 0,
+                               largest=float(np.abs(vals).max()) if vals.size else None)
             S = sp.csr_array((vals, (rows, cols)), shape=(n, n))
             s = int(vals.size)
             own = own_pass_error(squared, vals, exact=s == nnz)
