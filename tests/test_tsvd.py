@@ -30,6 +30,16 @@ def test_randomized_close_to_exact_and_seeded():
     assert np.linalg.norm(X - a.to_dense()) == pytest.approx(_best_error(X, r), rel=1e-6)
 
 
+def test_only_the_exact_solver_says_exact():
+    """A randomized SVD is near the best rank-r approximation, not it (a flat spectrum shows the gap), and
+    said "exact" as LAPACK's did."""
+    X = np.random.default_rng(2).standard_normal((60, 60))
+    rand = TruncatedSVD(n_components=10, solver="randomized", n_iter=0, random_state=0).fit(X)
+    assert np.linalg.norm(X - rand.to_dense()) > 1.001 * _best_error(X, 10)
+    assert rand.stop_reason_ == "closed_form" and rand.params_["solver"] == "randomized"
+    assert TruncatedSVD(n_components=10, solver="exact").fit(X).stop_reason_ == "exact"
+
+
 def test_budget_picks_largest_rank_and_sparse_input():
     X = sp.random_array((40, 40), density=0.1, random_state=2, format="csr")
     t = TruncatedSVD(budget=500, solver="randomized").fit(X)

@@ -144,7 +144,8 @@ class TruncatedSVD(Approximation):
         then says the rank asked).
     seconds_ : float
     stop_reason_ : str
-        ``"exact"`` (the best rank-r approximation; randomized above ``EXACT_MAX_N``).
+        ``"exact"`` (the best rank-r approximation, by LAPACK's SVD) or ``"closed_form"`` (the
+        randomized SVD's, near it: ``solver="randomized"``, which ``"auto"`` takes above ``EXACT_MAX_N``).
     params_ : dict
         What was fitted (rank, solver), for reports.
 
@@ -235,7 +236,9 @@ class TruncatedSVD(Approximation):
         self.rank_ = kept
         self.n_stored_ = tsvd_count(n, kept)
         self.params_ = {"rank": kept, "solver": solver, **({"rank_budget": rank} if kept < rank else {})}
-        self.stop_reason_ = "exact"
+        # only LAPACK's SVD is the best rank-r approximation: the randomized one is near it (0.18 % above at
+        # N = 3,000 on a flat spectrum), and was said "exact" too
+        self.stop_reason_ = "exact" if solver == "exact" else "closed_form"
         self.operator_ = HybridOperator(n, low_rank=(U, s, Vt))
         return self
 
