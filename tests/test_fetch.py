@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bz2
 import functools
+import gzip
 import hashlib
 import http.server
 import io
@@ -37,16 +38,31 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.fixture
-def server(tmp_path):
-    """An HTTP server on 127.0.0.1 serving tmp_path/www; yields (base_url, folder, request log)."""
+def server(tmp_path, request):
+    """An HTTP server on 127.0.0.1 serving tmp_path/www; yields (base_url, folder, request log).
+
+    Parametrized indirectly with ``{suffix: how}``, it sends the files whose names end in ``suffix`` with
+    ``Content-Encoding: gzip``: ``"label"`` sends the file as it is (a server that labels a ``.gz`` file so,
+    a common misconfiguration), ``"compress"`` gzip-compresses it on the way (as HTTP means it)."""
     www = tmp_path / "www"
     www.mkdir()
     requests: list[str] = []
+    encoded = getattr(request, "param", {})
 
     class Logged(_Handler):
         def do_GET(self):
             requests.append(self.path)
-            super().do_GET()
+            how = next((how for suffix, how in encoded.items() if self.path.endswith(suffix)), None)
+            if how is None:
+                return super().do_GET()
+            body = (www / self.path.lstrip("/")).read_bytes()
+            body = gzip.compress(body) if how == "compress" else body
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
 
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Logged, directory=str(www)))
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -111,6 +127,40 @@ def test_compressed_download_is_decompressed(tmp_path, server):
     e = entry(tmp_path, f'file = "pajek/strike.paj"\nurl = "{base}/strike.paj.bz2"\nsha256 = "{SHA}"\n')
     got = fetch_entry(e, cache=tmp_path / "cache")
     assert got.path.read_bytes() == STRIKE and got.verified
+
+
+@pytest.mark.parametrize("server", [{".gz": "label", ".tgz": "label"}], indirect=True)
+@pytest.mark.parametrize("url_file, file, member", [
+    ("strike.paj.gz", "pajek/strike.paj", None),  # decompressed
+    ("strike.paj.gz", "pajek/strike.paj.gz", None),  # kept compressed, its sha256 the .gz file's
+    ("x.tgz", "pajek/strike.paj", "x/strike.paj"),  # extracted
+], ids=["decompressed", "kept-compressed", "archive-member"])
+def test_a_gz_file_labelled_content_encoding_gzip_is_the_file_the_url_names(tmp_path, server, url_file, file, member):
+    """A server that sends a .gz file with "Content-Encoding: gzip" (as it is: the label is wrong) had requests
+    decompress it on the way: the download kept as the .gz file was its content (its sha256 refused), and the
+    one to decompress was "not a complete, valid .gz file"."""
+    base, www, _ = server
+    gz = gzip.compress(STRIKE)
+    if member is None:
+        (www / url_file).write_bytes(gz)
+    else:
+        (www / url_file).write_bytes(make_tar(tmp_path / url_file, {member: STRIKE}).read_bytes())
+    wanted = gz if file.endswith(".gz") else STRIKE
+    e = entry(tmp_path, f'file = "{file}"\nurl = "{base}/{url_file}"\nsha256 = "{hashlib.sha256(wanted).hexdigest()}"\n'
+              + (f'member = "{member}"\n' if member else ""))
+    got = fetch_entry(e, cache=tmp_path / "cache")
+    assert got.origin == "download" and got.verified and got.path.read_bytes() == wanted
+
+
+@pytest.mark.parametrize("server", [{".paj": "compress", ".gz": "compress"}], indirect=True)
+@pytest.mark.parametrize("url_file", ["strike.paj", "strike.paj.gz"])
+def test_a_file_compressed_on_the_way_is_kept_as_the_file_the_url_names(tmp_path, server, url_file):
+    """Content-Encoding as HTTP means it (compressed for the way only; a .gz file compressed once more):
+    the file is what is left once the encoding is undone."""
+    base, www, _ = server
+    (www / url_file).write_bytes(gzip.compress(STRIKE) if url_file.endswith(".gz") else STRIKE)
+    e = entry(tmp_path, f'file = "pajek/strike.paj"\nurl = "{base}/{url_file}"\nsha256 = "{SHA}"\n')
+    assert fetch_entry(e, cache=tmp_path / "cache").path.read_bytes() == STRIKE
 
 
 def test_failed_download_says_where_to_put_the_file(tmp_path, server):
@@ -705,6 +755,30 @@ def test_what_went_wrong_with_a_download_is_said_in_words(tmp_path, handler, pro
         httpd.shutdown()
         httpd.server_close()
     assert f"download from {url} {problem}; put it at DATA_DIR/pajek/strike.paj" in str(info.value)
+    assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+
+
+def test_a_gz_file_labelled_content_encoding_gzip_and_cut_short_is_said_so(tmp_path):
+    """Its body is read as sent (not through requests' decoding): urllib3's error is still said in words."""
+    body = gzip.compress(os.urandom(4000))
+
+    class CutShortGz(_Handler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body[: len(body) // 2])
+            self.close_connection = True
+
+    httpd = _serve(CutShortGz)
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/strike.paj.gz"
+        with pytest.raises(UnavailableError, match=re.escape(f"download from {url} was cut short")):
+            fetch_entry(entry(tmp_path, f'file = "pajek/strike.paj"\nurl = "{url}"\n'), cache=tmp_path / "cache")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
     assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
 
 

@@ -8,7 +8,9 @@ Where a file is looked for, in order:
 3. the download cache ``pooch.os_cache("sfapprox")/<manifest name>/<file>`` (the name made safe,
    :func:`cache_folder_name`);
 4. a download from ``url`` with pooch into that cache (a compressed copy is
-   decompressed; an archive has its ``member`` extracted).
+   decompressed; an archive has its ``member`` extracted).  The download is
+   the file the URL names: a ``.gz`` file that its server labels
+   ``Content-Encoding: gzip`` is kept as sent (:func:`_body`).
 
 Every file with a ``sha256`` is verified wherever it came from.  Downloads
 are atomic (pooch writes to a temporary file and moves it into place only
@@ -35,6 +37,7 @@ import bz2
 import contextlib
 import gzip
 import hashlib
+import itertools
 import lzma
 import os
 import re
@@ -670,9 +673,92 @@ def _bounded_downloader(entry: Entry, limit: int):
         if check_only:
             return base(url, output_file, pooch_obj, check_only=True)
         with open(output_file, "w+b") as f:
-            return base(url, _Counting(f, limit, f"{entry.where}: download from {url}"), pooch_obj)
+            return _get(url, _Counting(f, limit, f"{entry.where}: download from {url}"))
 
     return download
+
+
+def _get(url: str, out) -> None:
+    """Write the file ``url`` names into ``out`` (as pooch's HTTPDownloader does, but :func:`_body`'s bytes)."""
+    import requests
+    from pooch.downloaders import DEFAULT_TIMEOUT
+
+    with requests.get(url, timeout=DEFAULT_TIMEOUT, stream=True) as response:
+        response.raise_for_status()
+        for chunk in _body(response, url):
+            out.write(chunk)
+
+
+#: URL endings of a gzip file (the compressed tar archives' too).
+_GZIP_URLS = (".gz", ".tgz")
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _body(response, url: str):
+    """The chunks of the file ``url`` names, from ``response`` (streamed).
+
+    requests undoes a ``Content-Encoding: gzip``, right where the server compressed the file for the way.
+    A server that labels a ``.gz`` file so (a common misconfiguration: Apache's ``AddEncoding x-gzip .gz``,
+    an object store's metadata) sends the file as it is, and requests handed over its content: kept as the
+    ``.gz`` file its sha256 was refused, to be decompressed it was "not a complete, valid .gz file".  So a
+    URL that names a gzip file gets the body as sent, decoded only where that leaves gzip data (a server
+    that compressed the file once more, as HTTP means it)."""
+    encoding = response.headers.get("Content-Encoding", "").strip().lower()
+    if encoding not in ("gzip", "x-gzip") or not urlparse(url).path.lower().endswith(_GZIP_URLS):
+        return response.iter_content(_CHUNK)
+    chunks = _as_sent(response)
+    head, inside = b"", None
+    for chunk in chunks:
+        head += chunk
+        if (inside := _gzip_inside(head)) is not None:
+            break
+    rest = itertools.chain([head], chunks)
+    return _gunzip(rest) if inside else rest
+
+
+def _gzip_inside(data: bytes) -> bool | None:
+    """Whether the gzip ``data`` holds gzip data (its first two bytes decompressed); None: too few bytes to say."""
+    try:
+        start = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data, len(_GZIP_MAGIC))
+    except zlib.error:
+        return False  # not gzip data: there is nothing to undo
+    return start == _GZIP_MAGIC if len(start) == len(_GZIP_MAGIC) else None
+
+
+def _as_sent(response):
+    """``response``'s body as the server sent it (no Content-Encoding undone); urllib3's errors as
+    requests' own (:meth:`requests.Response.iter_content`'s), which :func:`download_problem` words."""
+    import requests
+    from urllib3.exceptions import ProtocolError, ReadTimeoutError, SSLError
+
+    try:
+        yield from response.raw.stream(_CHUNK, decode_content=False)
+    except ProtocolError as exc:
+        raise requests.exceptions.ChunkedEncodingError(exc) from None
+    except ReadTimeoutError as exc:
+        raise requests.ConnectionError(exc) from None
+    except SSLError as exc:
+        raise requests.exceptions.SSLError(exc) from None
+
+
+def _gunzip(chunks):
+    """``chunks`` of gzip data decompressed, member after member (as urllib3 undoes a Content-Encoding)."""
+    import requests
+
+    member, fed = zlib.decompressobj(16 + zlib.MAX_WBITS), False
+    try:
+        for chunk in chunks:
+            while chunk:
+                fed = True
+                if data := member.decompress(chunk):
+                    yield data
+                chunk = member.unused_data
+                if member.eof:
+                    member, fed = zlib.decompressobj(16 + zlib.MAX_WBITS), False
+    except zlib.error as exc:
+        raise requests.exceptions.ContentDecodingError(exc) from None
+    if fed:
+        raise requests.exceptions.ContentDecodingError("the gzip Content-Encoding ended before its end-of-stream marker")
 
 
 def _bytes(n: int) -> str:
