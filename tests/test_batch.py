@@ -1454,6 +1454,64 @@ def test_a_weights_name_clash_is_refused_before_the_output_folder_is_made(tmp_pa
     assert not (tmp_path / "out").exists()
 
 
+def test_a_weights_name_clash_found_once_the_file_is_downloaded_leaves_nothing_new(tmp_path, monkeypatch):
+    """A model's file still to download was listed under the lock: a clash of its square weights' names with
+    another entry was refused after the folder, its lock file and factors/ were made, and left them behind."""
+    import functools
+    import http.server
+    import threading
+
+    import torch
+
+    from sfapprox.datasets.manifest import ManifestError
+
+    www = tmp_path / "www"
+    www.mkdir()
+    torch.save({"a": torch.eye(3), "b": torch.ones(3, 3)}, www / "m.pt")
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(www)))
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    monkeypatch.setenv("SFAPPROX_CACHE", str(tmp_path / "cache"))
+    m = write_manifest(tmp_path / "w.toml", '[[matrix]]\nname = "m"\ncategory = "other"\nfile = "m.pt"\n'
+                                            f'url = "http://127.0.0.1:{httpd.server_address[1]}/m.pt"\n'
+                                            'load = {var = "*"}\n', gen_entry("m.b"))
+    out = tmp_path / "out" / "run"
+    try:
+        with pytest.raises(ManifestError, match=r"the square weights of an entry take the names m\.b, which other "
+                                                r"entries have"):
+            run_batch(m, out, BatchOptions(methods=("tsvd",), settings=FitSettings(device="cpu")))
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert not (tmp_path / "out").exists()
+    assert (tmp_path / "cache" / "w" / "m.pt").is_file()  # the download is kept in the cache, for the next run
+
+
+@pytest.mark.parametrize("taken", ["results-a-folder", "factors-a-file"])
+def test_an_output_name_taken_by_something_else_is_refused_leaving_nothing_new(tmp_path, taken):
+    """results.jsonl a folder (or factors a file) was refused under the lock: after factors/ and the lock file
+    had been made in the folder, and they were left behind."""
+    from sfapprox import ParameterError
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"))
+    out = tmp_path / "out"
+    if taken == "results-a-folder":
+        (out / "results.jsonl").mkdir(parents=True)
+        said = r"results\.jsonl: is a folder, not the batch's results file"
+    else:
+        out.mkdir()
+        (out / "factors").write_text("mine")
+        said = r"factors: the folder of the saved factors is a file here, not a folder"
+    before = sorted(out.rglob("*"))
+    with pytest.raises(ParameterError, match=said):
+        run_batch(m, out, BatchOptions(methods=("tsvd",)))
+    assert sorted(out.rglob("*")) == before
+
+
 def test_a_line_in_another_encoding_is_said_to_be_so_not_invalid_json(tmp_path):
     """A line an editor saved as Latin-1 ("café") was "not valid JSON", which sent the user looking for a
     missing comma."""

@@ -11,7 +11,9 @@ redone (:data:`MEASURES`); resuming with other settings (time limit,
 iterations) than the lines already there is reported (``BatchSummary.warnings``).
 
 Files that are not on this machine yet are downloaded first, by the parent
-process, one after the other; once a download fails for want of a network,
+process, one after the other (a model's file read as its square weights,
+``load = {var = "*"}``, before the output folder is made: the entries' names
+come from it, and a clash is refused before anything is written); once a download fails for want of a network,
 no further host is tried (``BatchSummary.no_network``, ``.downloads_skipped``),
 and an entry whose file cannot be had gets its ``unavailable`` lines at once.
 Matrices (:mod:`~sfapprox.datasets.runner`) then run one after the other, in
@@ -507,22 +509,33 @@ def run_batch(
     client = connect(scheduler, parameter("scheduler").rstrip("=")) if executor == "dask" else None
     try:
         # The entries' names, before anything is made (a clash left the folder, factors/ and the lock): a
-        # model's square weights are named from its file's listing, here for a file at hand (two tensors
-        # whose names clash left an empty folder behind); a file still to download is listed under the lock,
-        # where the downloads are made
+        # model's square weights are named from its file's listing, so its file is downloaded (into the
+        # cache) here, not under the lock; listed there, a clash left the folder, its lock and factors/
+        network = NetworkState()
         with spelled_for("api"):  # the entries' files read as their manifest says (run_matrix's reason)
-            expanded = expand_weights(entries, options.data_dir, cache_dir(), download=False)
+            expanded = expand_weights(entries, options.data_dir, cache_dir(), network)
         check_factor_names([e.name for e in expanded], manifest_path)
+        _check_outputs(out)
         _make_folder(out, "the output folder")
         emit = on_event or (lambda *a, **k: None)
         with folder_lock(out, wait=wait, on_wait=lambda holder: emit("waiting", holder=holder)):
+            _check_outputs(out)  # again: the folder may have changed while this batch waited for it
             _make_folder(out / "factors", "the folder of the saved factors")
             _remove_stale_temporaries(out)
             return _run_locked(out, expanded, options, force, jobs, executor, client, on_event, manifest.names(),
-                               [e.name for e in entries])
+                               [e.name for e in entries], network)
     finally:
         if client is not None:
             close(client)
+
+
+def _check_outputs(out: Path) -> None:
+    """Refuse what lies where the batch writes its results file or its factors folder, before anything is made
+    (refused once factors/ and the folder's lock file were made, they were left behind)."""
+    check_results_file(out / RESULTS_FILE)
+    factors = out / "factors"
+    if os.path.lexists(factors) and not factors.is_dir():
+        raise _not_made(factors, "the folder of the saved factors")
 
 
 def _make_folder(path: Path, what: str) -> None:
@@ -530,10 +543,14 @@ def _make_folder(path: Path, what: str) -> None:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
-        raise ParameterError(f"{path}: {what} {_not_a_folder(path)}; move it, or choose another "
-                             f"{parameter('out_dir')}") from None
+        raise _not_made(path, what) from None
     except OSError as exc:
         raise ParameterError(f"{path}: cannot create {what} ({exc.strerror or exc})") from None
+
+
+def _not_made(path: Path, what: str) -> ParameterError:
+    """The error for a folder of the batch's that cannot be made: something else is at ``path``."""
+    return ParameterError(f"{path}: {what} {_not_a_folder(path)}; move it, or choose another {parameter('out_dir')}")
 
 
 def _not_a_folder(path: Path) -> str:
@@ -672,17 +689,12 @@ def orphan_lines(existing: ResultsFile, manifest_names: Iterable[str], selected:
 
 def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: bool, jobs: int,
                 executor: str, client, on_event: Event | None,
-                manifest_names: list[str], selected: list[str]) -> BatchSummary:
-    """The batch in its locked folder; ``entries`` as expanded so far (the files at hand), ``selected``
-    their names before."""
+                manifest_names: list[str], selected: list[str], network: NetworkState) -> BatchSummary:
+    """The batch in its locked folder; ``entries`` as expanded (:func:`expand_weights`, its names checked),
+    ``selected`` their names before; ``network`` the run's, shared with those downloads."""
     results = out / RESULTS_FILE
-    check_results_file(results)
     existing = read_results(results)
     cache = str(cache_dir())
-    network = NetworkState()
-    with spelled_for("api"):  # the entries' files read as their manifest says (run_matrix's reason)
-        entries = expand_weights(entries, options.data_dir, Path(cache), network)  # those downloaded now
-    check_factor_names([e.name for e in entries], entries[0].manifest if entries else "manifest")
     sources = {} if force else changed_sources(entries, existing, options.data_dir, Path(cache))
     running = {e.name for e in entries}  # --only: the other entries' lines are neither redone nor said to be
     stale = {} if force else {key: why for key, why in {**changed_measures(existing, options), **sources}.items()
@@ -815,8 +827,8 @@ def expand_weights(entries: list[Entry], data_dir: str | None, cache: Path, netw
     network : NetworkState, optional
         Shared with the batch's downloads (a failed host is tried once).
     download : bool, default=True
-        Download a file that is not at hand; False keeps its entry as it is (a batch lists the files at
-        hand before it makes its folder, the others once it holds it).
+        Download a file that is not at hand; False keeps its entry as it is (a look at the files at hand
+        only).  A batch downloads them before it makes its folder: the names they give are checked first.
 
     Returns
     -------
