@@ -42,17 +42,34 @@ def connect(scheduler: str, what: str = "--scheduler"):
     # On a thread, to hold the 10 s whatever answers: a server that accepts and never replies kept
     # Client's handshake waiting past its own timeout (100 s and more).
     outcome: dict = {}
+    decided, answered = threading.Lock(), threading.Event()
 
     def attempt() -> None:
+        # made apart from its __init__, to be closed when that fails: dask leaves such a client half made,
+        # its event loop running, and its finalizer, run by a garbage collection at some later moment, could
+        # wait in the thread of another client's event loop as it started, for the lock that start held
+        # (a later connection failed after 10 s: "no Dask scheduler answered ... (AssertionError)")
+        client = Client.__new__(Client)
         try:
-            outcome["client"] = Client(scheduler, timeout=f"{CONNECT_SECONDS}s")
+            client.__init__(scheduler, timeout=f"{CONNECT_SECONDS}s")
         except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread below
-            outcome["error"] = exc
+            with decided:
+                outcome["error"] = exc
+            answered.set()
+            _discard(client)
+            return
+        with decided:
+            outcome["client"] = client
+            late = outcome.get("abandoned", False)
+        answered.set()
+        if late:  # the caller gave up on it: nobody else would close it
+            _discard(client)
 
-    worker = threading.Thread(target=attempt, name="sfapprox-dask-connect", daemon=True)
-    worker.start()
-    worker.join(CONNECT_SECONDS + GRACE_SECONDS)
-    if worker.is_alive():
+    threading.Thread(target=attempt, name="sfapprox-dask-connect", daemon=True).start()
+    answered.wait(CONNECT_SECONDS + GRACE_SECONDS)
+    with decided:
+        outcome["abandoned"] = not ("client" in outcome or "error" in outcome)
+    if outcome["abandoned"]:
         raise ParameterError(f"nothing answered as a Dask scheduler at {scheduler} within {CONNECT_SECONDS} s; "
                              f"check {what}'s address (such as tcp://10.0.0.5:8786)")
     exc = outcome.get("error")
@@ -70,6 +87,15 @@ def connect(scheduler: str, what: str = "--scheduler"):
     # certificates, ucx:// without its package).
     raise ParameterError(f"no Dask scheduler answered at {scheduler} ({type(exc).__name__}: {one_line(exc)}); "
                          f"check {what}'s address and its scheme (tcp://)") from None
+
+
+def _discard(client) -> None:
+    """Close a client that failed to connect, or connected after :func:`connect` gave up on it; what that
+    raises is of no use to anyone (the failure is said already)."""
+    try:
+        close(client)
+    except Exception:  # noqa: BLE001 - e.g. one that failed before it had an event loop to close
+        pass
 
 
 def close(client) -> None:

@@ -158,6 +158,42 @@ def test_a_server_that_answers_but_is_no_scheduler_is_refused_in_time(monkeypatc
         _dask.connect("tls://127.0.0.1:1")
 
 
+def test_a_failed_connection_leaves_no_dask_client_behind(monkeypatch):
+    """dask leaves a Client that failed to connect half made, its event loop running; collected later, by chance
+    in the thread of the next client's event loop as it started, it waited there for the lock that start held,
+    and the next connection failed after 10 s: "no Dask scheduler answered at inproc://... (AssertionError)",
+    in a test of test_batch.py run after test_cli.py (whose wrong addresses left such clients)."""
+    distributed = pytest.importorskip("dask.distributed")
+    import gc
+    import socket
+    import threading
+
+    from sfapprox import ParameterError
+    from sfapprox import _dask
+
+    def loops() -> int:
+        return sum(t.name == "IO loop" for t in threading.enumerate())
+
+    def clients() -> list:  # those that failed to connect too (dask lists only the connected ones)
+        return [c for c in gc.get_objects() if isinstance(c, distributed.Client)]
+
+    monkeypatch.setattr(_dask, "CONNECT_SECONDS", 1)  # the refused port: dask tries again until then
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        refused = f"tcp://127.0.0.1:{s.getsockname()[1]}"
+    earlier, running = set(map(id, clients())), loops()
+    failures = []  # kept: each one's traceback holds its client
+    for address in ("garbage", "tcp://[::1", refused):
+        with pytest.raises(ParameterError) as caught:
+            _dask.connect(address)
+        failures.append(caught.value)
+    made = [c for c in clients() if id(c) not in earlier]
+    assert made and {c.status for c in made} == {"closed"} and loops() == running
+    monkeypatch.setattr(_dask, "CONNECT_SECONDS", 10)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as c:
+        _dask.close(_dask.connect(c.scheduler_address))
+
+
 def test_a_dask_cluster_lost_before_a_pass_sends_its_tasks_is_one_resource_error():
     """A scheduler killed during compare --scheduler: the next pass's scatter (now: its shared objects'
     tasks) raised dask's
