@@ -13,8 +13,8 @@ iterations) than the lines already there is reported (``BatchSummary.warnings``)
 Files that are not on this machine yet are downloaded first, by the parent
 process, one after the other (a model's file read as its square weights,
 ``load = {var = "*"}``, before the output folder is made: the entries' names
-come from it, and a clash is refused before anything is written); once a download fails for want of a network,
-no further host is tried (``BatchSummary.no_network``, ``.downloads_skipped``),
+come from it, and a clash is refused before anything is written); once a
+download fails for want of a network, no further host is tried (``BatchSummary.no_network``, ``.downloads_skipped``),
 and an entry whose file cannot be had gets its ``unavailable`` lines at once.
 Matrices (:mod:`~sfapprox.datasets.runner`) then run one after the other, in
 parallel processes (:class:`~concurrent.futures.ProcessPoolExecutor`,
