@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Column", "Table", "OutputFormat", "Layout", "layout", "render_rich", "fmt_number", "fmt_seconds", "jsonable",
-           "PLOT_SUFFIXES", "printable"]
+           "PLOT_SUFFIXES", "printable", "to_ascii", "ascii_table"]
 
 #: Figure formats matplotlib writes without extra packages (the plots' files; a stream gets a PNG).
 PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp")
@@ -243,6 +243,48 @@ def printable(text: str) -> str:
     ('w\\x1b[2J.weight', 'plain text')
     """
     return text.translate(_ESCAPED)
+
+
+#: ASCII spellings of the glyphs sfapprox writes (tables, notes, help), for a terminal or a log that cannot show
+#: them (``PYTHONIOENCODING=ascii``, a Latin-1 locale).  Box drawing is rich's to replace (it draws ASCII boxes
+#: for such a stream); other letters lose their accents (NFKD), and the rest become "?".
+_ASCII = str.maketrans({
+    "±": "+/-", "×": "x", "→": "->", "←": "<-", "≥": ">=", "≤": "<=", "≈": "~", "…": "...", "√": "sqrt",
+    "‖": "||", "−": "-", "–": "-", "—": "-", "·": "*", "★": "*", "′": "'", "µ": "u", "²": "^2", "³": "^3",
+    "ᵀ": "^T", "⁺": "^+", "⌈": "ceil(", "⌉": ")", "⌊": "floor(", "⌋": ")", "━": "-", "─": "-", "│": "|",
+    "\u0302": "^",  # the hat of X̂ (a combining circumflex)
+})
+
+
+def to_ascii(text: str) -> str:
+    """``text`` in ASCII: sfapprox's glyphs spelled out (``±`` as ``+/-``, ``‖X−X̂‖_F`` as ``||X-X^||_F``),
+    accents dropped, anything else ``?``.  For a stream whose encoding cannot write them, where printing
+    them raised UnicodeEncodeError.
+
+    Examples
+    --------
+    >>> to_ascii("‖X−X̂‖_F ± 2·N²"), to_ascii("Schröder ★")
+    ('||X-X^||_F +/- 2*N^2', 'Schroder *')
+    """
+    text = text.translate(_ASCII)
+    if text.isascii():
+        return text
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c if c.isascii() else "" if unicodedata.combining(c) else "?" for c in decomposed)
+
+
+def ascii_table(table: Table) -> Table:
+    """``table`` with every text a terminal shows in ASCII (:func:`to_ascii`), so that it is laid out
+    on the text it prints (a glyph spelled out after the layout would push its column out of line)."""
+    def lines(items: list[str]) -> list[str]:
+        return [to_ascii(item) for item in items]
+
+    return dataclasses.replace(
+        table, title=to_ascii(table.title),
+        columns=[dataclasses.replace(c, title=to_ascii(c.title)) for c in table.columns],
+        rows=[{k: to_ascii(v) if isinstance(v, str) else v for k, v in row.items()} for row in table.rows],
+        notes=lines(table.notes), terminal_notes=lines(table.terminal_notes),
+        hidden_notes={k: lines(v) for k, v in table.hidden_notes.items()})
 
 
 def fmt_number(value: float | None, digits: int = 4) -> str:

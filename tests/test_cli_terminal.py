@@ -419,3 +419,21 @@ def test_help_fits_a_narrow_window(args):
         assert re.search(r"^  --methods LIST\n+ +Comma-separated", text, re.M)  # name, then its description
     if args == ["fit", "--help"]:
         assert re.search(r"^  --init\n+    auto\|reference\|identity\|rank1\|FILE\n+ +Start:", text, re.M)
+
+
+@pytest.mark.parametrize("args", [["methods"], ["info", "{matrix}"],
+                                  ["compare", "{matrix}", "--methods", "tsvd,sparse", "--budget", "0.2"]])
+def test_a_terminal_that_writes_ascii_only_gets_the_glyphs_spelled_out(matrix, args):
+    """Under ``PYTHONIOENCODING=ascii`` every table ended in a UnicodeEncodeError (``‖X−X̂‖_F``, ``N²``, a
+    formula's ``·``): now they are spelled in ASCII (``||X-X^||_F``), and the tables stay in line."""
+    code, screen = run_in_terminal([a.format(matrix=matrix) for a in args], env={"PYTHONIOENCODING": "ascii"},
+                                   timeout=120)
+    text = plain(screen)
+    assert code == 0 and "Traceback" not in text and "Error" not in text, text[-2000:]
+    assert screen.isascii(), sorted({c for c in screen if not c.isascii()})
+    if args[0] == "compare":
+        header = next(line for line in text.splitlines() if "||X-X^||_F" in line)
+        row = next(line for line in text.splitlines() if line.startswith("tsvd"))
+        # laid out on the text it prints: the header's column rules where the row's are
+        assert all(header[i] == "|" for i, c in enumerate(row) if c == "|"), (header, row)
+

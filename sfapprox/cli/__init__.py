@@ -45,6 +45,7 @@ def main() -> None:
     warnings.showwarning = _one_line_warning
     # SIGTERM stops like Ctrl-C: the commands keep what was finished either way.
     install_stop_handlers()
+    _spell_glyphs_in_ascii()
     try:
         app = _load_app()
         # not standalone: click's usage errors come here (a boxed "Usage: ... Try ..." block of four lines
@@ -68,6 +69,37 @@ def main() -> None:
             raise SystemExit(_usage_error(exc)) from None
         raise
     raise SystemExit(exit_code(code if isinstance(code, int) else 0))
+
+
+def _ascii_spelling(exc: UnicodeError) -> tuple[str, int]:
+    """The codec error handler ``sfapprox.ascii``: what a stream cannot encode, spelled in ASCII."""
+    from ..formats import to_ascii  # (light: no numpy)
+
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    return to_ascii(exc.object[exc.start:exc.end]), exc.end
+
+
+def _spell_glyphs_in_ascii() -> None:
+    """Let stdout and stderr write what their encoding cannot (``PYTHONIOENCODING=ascii``, a Latin-1 locale)
+    in ASCII: a table's ``‖X−X̂‖``, a note's ``±``, a bar's ``━`` ended every command in a UnicodeEncodeError,
+    after the work.  (The tables themselves are laid out in ASCII there: _render.writes_glyphs.)"""
+    import codecs
+    import os
+
+    if ":" in os.environ.get("PYTHONIOENCODING", ""):  # the user named an error handler: theirs to keep
+        return
+    codecs.register_error("sfapprox.ascii", _ascii_spelling)
+    for stream in (sys.stdout, sys.stderr):  # (stderr's own handler wrote a dash as "\u2013")
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is None:  # closed (>&-), or not a text stream Python made
+            continue
+        try:
+            "‖━".encode(stream.encoding)
+        except UnicodeEncodeError:
+            reconfigure(errors="sfapprox.ascii")
+        except (LookupError, TypeError):  # an encoding Python does not know: left as it is
+            pass
 
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:

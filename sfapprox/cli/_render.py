@@ -27,7 +27,7 @@ from rich.table import Table as RichTable
 
 from .._atomic import check_writable, output_target, resolved_path, stream_kind, write_text
 from .._errors import ParameterError, SfapproxError
-from ..formats import PLOT_SUFFIXES, OutputFormat, Table, fmt_number, printable, render_rich
+from ..formats import PLOT_SUFFIXES, OutputFormat, Table, ascii_table, fmt_number, printable, render_rich, to_ascii
 
 
 #: Width of a console that writes to a pipe or a file: tables there are as wide as their content.
@@ -245,9 +245,25 @@ def named_outputs(outputs: Outputs) -> list[tuple[str, Path]]:
     return [(f"--{fmt}", p) for fmt, p in outputs.files.items() if str(p) != "-"]
 
 
+def writes_glyphs(console: Console) -> bool:
+    """Whether ``console``'s stream can write sfapprox's non-ASCII glyphs (``‖X−X̂‖``, ``±``, ``★``, a bar's
+    ``━``); not with ``PYTHONIOENCODING=ascii`` or a Latin-1 locale, where they are spelled in ASCII."""
+    try:
+        GLYPHS.encode(console.encoding)
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
+
+
+#: The glyphs :func:`writes_glyphs` tries.
+GLYPHS = "‖−X̂±★━"
+
+
 def show_tables(tables: list[Table], outputs: Outputs) -> None:
     """Print the tables for a person: stdout, or stderr when stdout carries machine output."""
     console = human_console(outputs)
+    if not writes_glyphs(console):  # laid out on the ASCII text it prints, so that its columns stay in line
+        tables = [ascii_table(table) for table in tables]
     # a long listing is capped on a terminal only: a pipe (| grep layers.3) gets every row, as the files do
     for item in render_rich(tables, table_width(console), capped=console.is_terminal):
         console.print(item)
@@ -438,10 +454,14 @@ def show_value(value) -> str:
     return "–" if value is None else str(value)
 
 
-def key_value_table(title: str, rows: list[tuple[str, Any]]) -> RichTable:
-    """Facts as a two-column table; in a narrow window a value wraps (folds), never cut to "0.993…"."""
+def key_value_table(title: str, rows: list[tuple[str, Any]], *, ascii: bool = False) -> RichTable:
+    """Facts as a two-column table; in a narrow window a value wraps (folds), never cut to "0.993…".
+    With ``ascii`` (a stream that cannot write other characters: :func:`writes_glyphs`) every text is
+    spelled in ASCII (:func:`~sfapprox.formats.to_ascii`)."""
     from rich.text import Text
 
+    if ascii:
+        title, rows = to_ascii(title), [(to_ascii(k), to_ascii(str(v))) for k, v in rows]
     # Text, not markup: a value is shown as it is ("[...]" in a path), its control characters escaped
     table = RichTable(title=Text(printable(title)), show_header=False)
     table.add_column(style="bold", overflow="fold")

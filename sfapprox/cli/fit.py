@@ -17,7 +17,7 @@ from ..formats import jsonable
 from . import _options as o
 from ._app import EXIT_INTERRUPTED, announce_start, app, error_boundary, read_matrix, show_notes, stop_cause
 from ._render import (check_distinct, check_output, compiling_note, err, fit_progress, is_stdout, key_value_table,
-                      note, out, say_error, show_value)
+                      note, out, say_error, show_value, writes_glyphs)
 
 
 @app.command()
@@ -123,7 +123,8 @@ def fit(
             rows = [(k, iterations_words(summary) if k == "iterations" else v) for k, v in rows]
         # stderr when stdout carries an output (--json -, --out /dev/stdout): it would be mixed into it
         claimed = is_stdout(out_path) or is_stdout(json_path)  # "-" included
-        (err if claimed else out).print(key_value_table(f"SF fit of {label}", rows))
+        console = err if claimed else out
+        console.print(key_value_table(f"SF fit of {label}", rows, ascii=not writes_glyphs(console)))
         if to_stdout:
             sys.stdout.write(json.dumps(jsonable(run.record()), indent=2) + "\n")  # as a --json file has it
         failed = {os.path.abspath(exc.path) for exc in failures}
