@@ -437,3 +437,43 @@ def test_a_terminal_that_writes_ascii_only_gets_the_glyphs_spelled_out(matrix, a
         # laid out on the text it prints: the header's column rules where the row's are
         assert all(header[i] == "|" for i, c in enumerate(row) if c == "|"), (header, row)
 
+
+@pytest.mark.parametrize("command", ["fit", "batch"])
+def test_force_color_in_a_log_colours_it_but_draws_no_bar(matrix, tmp_path, command):
+    """``FORCE_COLOR=1 sfapprox fit X 2> log`` (CI sets it for colours) drew the progress bar into the log, a
+    line per refresh with the cursor hidden: rich takes FORCE_COLOR for a terminal.  The bar is for a
+    terminal only; the log gets the one "optimizer running" line, as without FORCE_COLOR."""
+    (tmp_path / "m.npy").write_bytes(b"")
+    np.save(tmp_path / "m.npy", np.random.default_rng(1).random((16, 16)))
+    (tmp_path / "one.toml").write_text('[[matrix]]\nname = "m"\ncategory = "other"\nfile = "m.npy"\n')
+    args = {"fit": ["fit", matrix], "batch": ["batch", tmp_path / "one.toml", "--out-dir", tmp_path / "out",
+                                              "--methods", "sf,tsvd"]}[command]
+    environment = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "NO_COLOR", "TTY_INTERACTIVE")}
+    done = subprocess.run([sys.executable, "-m", "sfapprox", *map(str, args), *FIT], capture_output=True, text=True,
+                          cwd=ROOT, env={**environment, "FORCE_COLOR": "1", "TERM": "xterm-256color"}, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert "\x1b[?25l" not in done.stderr and "\r" not in done.stderr and "━━━━" not in done.stderr, done.stderr[:500]
+    if command == "fit":
+        assert "optimizer running" in done.stderr
+
+
+def test_a_window_narrowed_during_the_fit_keeps_the_numbers_whole(monkeypatch):
+    """Narrowed from 80 to 30 columns during a fit (SIGWINCH), the line kept its 80-column layout and read
+    "start ide… it 33330  error 0." (the error cut, the time gone): it is laid out at each redraw."""
+    import io
+
+    from rich.console import Console
+
+    from sfapprox.cli import _render
+
+    console = Console(file=io.StringIO(), force_terminal=True, width=80, color_system=None)
+    monkeypatch.setattr(_render, "err", console)
+    monkeypatch.setattr(_render, "draws_progress", lambda: True, raising=False)  # a StringIO is no terminal
+    info = {"iteration": 7429, "max_iter": 100000, "fro_error": 0.3755, "elapsed": 1.0, "start": "identity"}
+    with _render.fit_progress("SF a_matrix_with_a_long_name", 100000, False) as update:
+        update(info)
+        console.width = 30  # what rich reads again after a SIGWINCH
+        update({**info, "iteration": 33330})
+    drawn = [line for line in plain(console.file.getvalue()).splitlines() if "it 33330" in line]
+    assert drawn and all(re.search(r"it 33330 +error 0\.3755 +0:00:\d\d$", line.rstrip()) for line in drawn), drawn
+    assert all(cell_len(line) <= 30 for line in drawn)

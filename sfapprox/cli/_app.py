@@ -21,7 +21,7 @@ from .._errors import SfapproxError, spelled_for
 from .._progress import same_progress
 from .._signals import stop_cause
 from ..formats import printable
-from ._render import closed_pipe, err, literal, one_line, os_error_text, out, say_error
+from ._render import closed_pipe, draws_progress, err, literal, one_line, os_error_text, out, say_error
 
 #: How ``--help`` is drawn, for the app and its sub-command groups: click's plain layout, not Typer's rich
 #: panels.  Rich's table of options cut option names to fit (``--no-count-indi…`` at 80 columns, 25 names at
@@ -415,7 +415,7 @@ def announce_start(callback: Callable[[dict], Any], what: str, quiet: bool) -> C
     iteration (compiling on a fresh install, :func:`sfapprox._progress.phase`)
     gets a line too.  Nothing is added under ``--quiet`` or when the bar is shown.
     """
-    if quiet or err.is_interactive:
+    if quiet or draws_progress():
         return callback
     what = literal(what)  # (a file's name)
     started = False

@@ -59,11 +59,25 @@ class _Console(Console):
             raise SystemExit(EXIT_BROKEN_PIPE) from None
 
 
+def on_terminal(console: Console) -> bool:
+    """Whether ``console`` writes to a terminal: rich's ``is_terminal``, and its stream a terminal indeed.
+
+    ``FORCE_COLOR`` (set for colours in CI logs) makes rich take a pipe for a
+    terminal: a progress bar was drawn into the log, a line per refresh with
+    the cursor hidden, and the tables were cut to 80 columns there.
+    """
+    isatty = getattr(console.file, "isatty", None)
+    try:
+        return console.is_terminal and isatty is not None and isatty()
+    except ValueError:  # closed
+        return False
+
+
 def _console(stderr: bool = False) -> Console:
     console = _Console(stderr=stderr)
     # Piped or redirected, rich assumes 80 columns; a log file has no width, so tables are
     # drawn as wide as their content there (COLUMNS, when set, still wins).
-    if not console.is_terminal and "COLUMNS" not in os.environ:
+    if not on_terminal(console) and "COLUMNS" not in os.environ:
         console = _Console(stderr=stderr, width=UNBOUNDED)
     return console
 
@@ -79,7 +93,7 @@ err = _console(stderr=True)
 
 def one_line() -> bool:
     """Messages on stderr stay one line each in a pipe or a log; in a terminal they wrap at words."""
-    return not err.is_terminal
+    return not on_terminal(err)
 
 
 def literal(text: str) -> str:
@@ -265,7 +279,7 @@ def show_tables(tables: list[Table], outputs: Outputs) -> None:
     if not writes_glyphs(console):  # laid out on the ASCII text it prints, so that its columns stay in line
         tables = [ascii_table(table) for table in tables]
     # a long listing is capped on a terminal only: a pipe (| grep layers.3) gets every row, as the files do
-    for item in render_rich(tables, table_width(console), capped=console.is_terminal):
+    for item in render_rich(tables, table_width(console), capped=on_terminal(console)):
         console.print(item)
 
 
@@ -487,33 +501,11 @@ def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float |
     ``max_iter``, ``fro_error``, ``elapsed`` and, when they are known,
     ``start``, ``method`` and the method's own ``time_limit``).
     """
-    if quiet or not err.is_interactive:
+    if quiet or not draws_progress():
         yield _quiet_update
         return
     label = literal(label)  # (a file's name)
-    # In a narrow window the label, the bar and the phase give way; the numbers are never cut (a line
-    # "it 7… error 6…" read as iteration 7 at iteration 7,429).
-    whole = dict(no_wrap=True, overflow="ignore")
-    narrow = err.width < NARROW_PROGRESS
-    bar = [] if narrow else [BarColumn(table_column=TableColumn(ratio=1))]
-    # the numbers' columns and the gaps take 32; in a narrow window the label and the phase share the rest
-    room = max(4, err.width - 32)
-    cut = dict(no_wrap=True, overflow="ellipsis", ratio=1)
-    # below TINY_PROGRESS columns the numbers alone fill the line: the label and phase go (rich shrank
-    # the elapsed time to "0:0" to fit a label cut to "…")
-    words = [] if err.width < TINY_PROGRESS else [
-        TextColumn("[bold]{task.description}", table_column=TableColumn(
-            max_width=room - room // 2 if narrow else None, **cut)),
-        *bar,
-        TextColumn("{task.fields[phase]}", table_column=TableColumn(max_width=room // 2 if narrow else None, **cut))]
-    progress = Progress(
-        *words,
-        TextColumn("it {task.fields[iteration]}", table_column=TableColumn(min_width=9, **whole)),
-        TextColumn("error {task.fields[error]}", table_column=TableColumn(min_width=12, **whole)),
-        TimeElapsedColumn(table_column=TableColumn(min_width=7, **whole)),
-        console=err,
-        transient=True,
-    )
+    progress = _FitProgress(console=err, transient=True)
     with progress:
         task = progress.add_task(label, total=1.0, iteration=0, error="–", phase="")
 
@@ -535,6 +527,48 @@ def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float |
         update.phase = lambda text: progress.update(task, phase=text)  # type: ignore[attr-defined]
         update.coarse = True  # type: ignore[attr-defined]  # a bar needs no call per iteration (see ChordSF's callback)
         yield update
+
+
+def draws_progress() -> bool:
+    """Whether stderr is a terminal a progress bar can redraw its line on (not a dumb one)."""
+    return err.is_interactive and on_terminal(err)
+
+
+def fit_progress_columns(width: int) -> list[Any]:
+    """The progress line's columns for a window ``width`` columns wide.
+
+    In a narrow window the label, the bar and the phase give way; the numbers
+    are never cut (a line "it 7… error 6…" read as iteration 7 at iteration
+    7,429).  Chosen at each redraw: a window narrowed during the fit cut the
+    error to "0." and lost the time, widened it kept a narrow line.
+    """
+    whole = dict(no_wrap=True, overflow="ignore")
+    narrow = width < NARROW_PROGRESS
+    bar = [] if narrow else [BarColumn(table_column=TableColumn(ratio=1))]
+    # the numbers' columns and the gaps take 32; in a narrow window the label and the phase share the rest
+    room = max(4, width - 32)
+    cut = dict(no_wrap=True, overflow="ellipsis", ratio=1)
+    # below TINY_PROGRESS columns the numbers alone fill the line: the label and phase go (rich shrank
+    # the elapsed time to "0:0" to fit a label cut to "…")
+    words = [] if width < TINY_PROGRESS else [
+        TextColumn("[bold]{task.description}", table_column=TableColumn(
+            max_width=room - room // 2 if narrow else None, **cut)),
+        *bar,
+        TextColumn("{task.fields[phase]}", table_column=TableColumn(max_width=room // 2 if narrow else None, **cut))]
+    return [
+        *words,
+        TextColumn("it {task.fields[iteration]}", table_column=TableColumn(min_width=9, **whole)),
+        TextColumn("error {task.fields[error]}", table_column=TableColumn(min_width=12, **whole)),
+        TimeElapsedColumn(table_column=TableColumn(min_width=7, **whole)),
+    ]
+
+
+class _FitProgress(Progress):
+    """A fit's progress line, laid out for the window's width at each redraw (:func:`fit_progress_columns`)."""
+
+    def make_tasks_table(self, tasks):
+        self.columns = tuple(fit_progress_columns(err.width))  # (err: this console, also while __init__ draws)
+        return super().make_tasks_table(tasks)
 
 
 #: What a progress line calls each stage of a fit from column blocks (a progress dict's ``stage``).

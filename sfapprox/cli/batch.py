@@ -17,7 +17,7 @@ from ..formats import OutputFormat
 from . import _options as o
 from .._signals import stop_cause
 from ._app import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_INTERRUPTED, app, error_boundary
-from ._render import Outputs, check_outputs, err, note, say_error, show_tables, write_outputs
+from ._render import Outputs, check_outputs, draws_progress, err, note, say_error, show_tables, write_outputs
 
 ManifestPath = Annotated[Path, typer.Argument(help="Dataset manifest (.toml), e.g. data_manifests/synthetic.toml.", show_default=False)]
 OutDir = Annotated[Optional[Path], typer.Option("--out-dir", help="Output folder: results.jsonl, factors/, report.md/.csv/.tex/.json (required).", show_default=False, metavar="DIR")]
@@ -111,7 +111,7 @@ def _file_tables(report, tables: list) -> list:
 @contextlib.contextmanager
 def batch_progress(quiet: bool) -> Iterator[Any]:
     """An event handler drawing matrices done / to do, the current matrix and method, elapsed time."""
-    if quiet or not err.is_interactive:
+    if quiet or not draws_progress():
         yield None
         return
     progress = Progress(
