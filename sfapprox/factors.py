@@ -88,7 +88,8 @@ def register_operator(cls: type) -> type:
     defaults = {"layout": "parts", "dataset_descriptions": {},
                 "description": " ".join((inspect.getdoc(cls) or cls.__name__).split("\n\n")[0].split()),
                 # what it stores, where it does not say: its arrays' entries
-                "n_stored": property(lambda self: int(sum(np.asarray(a).size for a in self.to_arrays()[0].values())))}
+                "n_stored": property(lambda self: int(sum(np.asarray(a).size for a in self.to_arrays()[0].values()))),
+                "array_names": lambda self: tuple(self.to_arrays()[0])}
     for name, value in defaults.items():
         if not getattr(cls, name, None):
             setattr(cls, name, value)
@@ -646,7 +647,8 @@ def _read_operator(r: _Reader, kind: str, n: int):
         raise r.fail(f"its parts make a {op.shape} operator, but the file says n = {n}")
     # Parts this kind does not read are another kind's: a monarch+lr file edited to say 'monarch' loaded as
     # its Monarch part alone, its low-rank part dropped without a word.
-    unread = sorted(set(names) - set(op.to_arrays()[0]))
+    # (by name: to_arrays copied a hybrid's sparse part to learn them)
+    unread = sorted(set(names) - set(op.array_names()))
     if unread:
         raise r.fail(f"it holds {', '.join(map(repr, unread))}, which a {kind!r} operator does not have")
     return op

@@ -364,6 +364,25 @@ def test_load_factors_refuses_a_memory_limit_that_is_not_one(tmp_path, limit):
     assert load_factors(tmp_path / "f.h5", max_memory="1G").n_stored == 96
 
 
+def test_loading_a_hybrid_does_not_export_its_arrays_again(tmp_path, monkeypatch):
+    """The check that a file holds no other kind's datasets called to_arrays() for their names: a COO
+    copy of the sparse part of every hybrid loaded.  It reads the names alone now."""
+    import scipy.sparse as sp
+
+    from sfapprox.operators import HybridOperator
+
+    rng = np.random.default_rng(0)
+    op = HybridOperator(8, low_rank=(rng.standard_normal((8, 2)), np.ones(2), rng.standard_normal((2, 8))),
+                        sparse=sp.random(8, 8, density=0.3, format="csr", random_state=0))
+    save_factors(tmp_path / "h.h5", op)
+
+    def exported(self):
+        pytest.fail("to_arrays() was called to load a file")
+
+    monkeypatch.setattr(HybridOperator, "to_arrays", exported)
+    np.testing.assert_allclose(load_factors(tmp_path / "h.h5").operator.to_dense(), op.to_dense())
+
+
 def test_an_operator_class_of_the_old_contract_registers_saves_and_loads(tmp_path, monkeypatch):
     """The deprecated sfapprox.factors.register_operator warned, then failed on a class of the contract it
     was kept for (kind, to_arrays, from_arrays, its layout in its docstring): AttributeError 'layout'."""

@@ -436,6 +436,22 @@ def _every_kind():
     }
 
 
+def test_array_names_are_the_saved_arrays_names_for_every_kind():
+    """A reader learns the datasets a kind holds from array_names() (to_arrays copied a hybrid's sparse
+    part for their names alone): the same names, in the same order, for every kind and its variants."""
+    from sfapprox.operators import MonarchLowRankOperator, operator_kinds
+
+    rng = np.random.default_rng(5)
+    ops = _every_kind()
+    lr = ops["monarch+lr"]
+    ops["monarch+lr without monarch"] = MonarchLowRankOperator(lr.shape[0], U=lr.U, s=lr.s, Vt=lr.Vt)
+    ops["hybrid without chord"] = HybridOperator(6, low_rank=(rng.standard_normal((6, 2)), np.ones(2),
+                                                              rng.standard_normal((2, 6))))
+    assert {type(op) for op in ops.values()} >= set(operator_kinds().values())  # none left out
+    for name, op in ops.items():
+        assert op.array_names() == tuple(op.to_arrays()[0]), name
+
+
 @pytest.mark.filterwarnings("error::numpy.exceptions.ComplexWarning")
 def test_complex_operands_keep_their_imaginary_part_and_3d_ones_are_refused():
     """Five kinds read a complex operand as float64 (numpy's ComplexWarning, once) and dropped its

@@ -17,7 +17,8 @@ supplies
   numpy, written into every file) and ``dataset_descriptions``, and the
   methods ``to_arrays() -> (arrays, attrs)`` and ``from_arrays(arrays,
   attrs)``, which checks its parts and raises ``ValueError`` naming what is
-  inconsistent;
+  inconsistent (and, to spare a copy, ``array_names()``: the names of
+  ``to_arrays``'s arrays);
 * optionally ``to_torch()`` and ``to_sparse_factors()``.
 
 :func:`register_operator` (a class decorator) makes a class known to
@@ -139,6 +140,15 @@ class SurrogateOperator(LinearOperator):
     def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:  # pragma: no cover - abstract
         """The arrays and attributes a factors file holds (each subclass implements it)."""
         raise NotImplementedError
+
+    def array_names(self) -> tuple[str, ...]:
+        """The names of the arrays :meth:`to_arrays` returns, in its order, without making them.
+
+        A reader checks a file's datasets against them (:func:`sfapprox.load_factors`): ``to_arrays``
+        copies some parts (a hybrid's sparse part as COO), only for their names to be read.  This
+        default asks ``to_arrays``; each kind of this package names its own.
+        """
+        return tuple(self.to_arrays()[0])
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "SurrogateOperator":  # pragma: no cover

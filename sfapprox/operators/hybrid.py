@@ -235,6 +235,11 @@ class HybridOperator(SurrogateOperator):
                  "count_indices": self.count_indices, "lr_singular_values": self.singular_values}
         return arrays, attrs
 
+    def array_names(self) -> tuple[str, ...]:
+        """:meth:`to_arrays`' names, without its COO copy of the sparse part
+        (:meth:`SurrogateOperator.array_names`)."""
+        return ("values", "offsets", "lr_U", "lr_s", "lr_Vt", "sparse_rows", "sparse_cols", "sparse_vals")
+
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "HybridOperator":
         """Rebuild from :meth:`to_arrays` (:meth:`SurrogateOperator.from_arrays` states the contract)."""

@@ -88,6 +88,10 @@ class SparseOperator(SurrogateOperator):
                   "indptr": m.indptr.astype(np.int64)}
         return arrays, {"n": int(self.shape[0])}
 
+    def array_names(self) -> tuple[str, ...]:
+        """:meth:`to_arrays`' names, without its int64 copies (:meth:`SurrogateOperator.array_names`)."""
+        return ("data", "indices", "indptr")
+
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "SparseOperator":
         """Rebuild from :meth:`to_arrays` (:meth:`SurrogateOperator.from_arrays` states the contract)."""
