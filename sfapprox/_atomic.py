@@ -46,7 +46,7 @@ from .formats import jsonable
 
 __all__ = ["atomic_path", "write_text", "write_json", "write_bytes", "OutputError", "OutputExistsError",
            "written_outputs", "output_target", "stream_kind", "special_kind", "names_descriptor", "FileStamp", "resolved_path",
-           "check_writable"]
+           "check_writable", "check_named_file"]
 
 #: errnos of a file system that cannot make hard links (FAT, exFAT, some FUSE and SMB mounts).
 _NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK, errno.EXDEV}
@@ -327,6 +327,29 @@ def special_kind(mode: int) -> str | None:
     """What kind of non-regular file an ``st_mode`` says (``"character device"``, ``"named pipe"``,
     ``"block device"``, ``"socket"``); None for a regular file or a folder."""
     return next((kind for test, (kind, _) in _STREAMS.items() if test(mode)), None)
+
+
+def check_named_file(path: str | os.PathLike, instead: str) -> None:
+    """Refuse an output whose name sfapprox chose (a fit's file in ``--save-factors``' folder, a batch's
+    factors and reports) where a named pipe, a device or a socket has that name.
+
+    An output the user names is written through a pipe or a device (:func:`stream_kind`): they set it up,
+    and someone reads it.  A file sfapprox names inside a folder is never meant as one: written through,
+    a named pipe there waited for a reader that nobody would start (``compare --save-factors DIR
+    --force`` hung once its fits were done).  ``instead`` says what to do ("choose another folder").
+
+    Raises
+    ------
+    OutputError
+        One line naming the file, what it is and ``instead``.
+    """
+    try:
+        kind = special_kind(os.stat(path).st_mode)
+    except (OSError, ValueError):  # missing (or unreadable: the write says why)
+        return
+    if kind is not None:
+        raise OutputError(f"{path}: is a {kind}, not a file; sfapprox writes a file of this name here: "
+                          f"remove it, or {instead}", Path(path))
 
 
 def stream_kind(path: str | os.PathLike) -> str | None:

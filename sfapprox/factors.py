@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from ._atomic import FileStamp, resolved_path, write_bytes
+from ._atomic import FileStamp, OutputError, check_named_file, resolved_path, write_bytes
 from ._errors import InputError, NotFittedError, ParameterError, SfapproxError, parameter
 from ._params import MEMORY_LIMIT, check_values
 from ._validation import check_memory, check_path
@@ -414,7 +414,8 @@ def check_results_folder(folder: str | os.PathLike, matrix: str, methods, *, for
     ------
     ParameterError
         When ``folder`` is a file, cannot be written to (or created), or a fit's file exists already
-        (without ``force``), is one of ``inputs`` or a loop of symbolic links.
+        (without ``force``), is one of ``inputs``, a loop of symbolic links, or a named pipe, a device
+        or a socket (even with ``force``).
     """
     folder = Path(folder)
     resolved_path(folder)  # a loop of links: one error line
@@ -436,6 +437,10 @@ def check_results_folder(folder: str | os.PathLike, matrix: str, methods, *, for
             with contextlib.suppress(OSError):
                 if os.path.samefile(target, source):  # the fit it scored would be replaced by its own row's
                     raise ParameterError(f"{target}: is this run's input; choose another folder for the fits")
+        try:  # before "already exists": --force would not make it a file
+            check_named_file(target, "choose another folder for the fits")
+        except OutputError as exc:
+            raise ParameterError(str(exc)) from None
         if target.exists() and not force:
             other = _other_variable(target, reading)
             if other is not None:  # the fits of a file's variables share its name: --var b after --var a
@@ -513,6 +518,12 @@ def save_results(comparison, folder: str | os.PathLike, *, source=None, force: b
     -------
     list of pathlib.Path
         The files written.
+
+    Raises
+    ------
+    OutputError
+        For a fit's file that cannot be written, or that is a named pipe, a device or a socket (written
+        through, a pipe waited for a reader; :func:`check_results_folder` refuses it before any work).
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -523,6 +534,7 @@ def save_results(comparison, folder: str | os.PathLike, *, source=None, force: b
         if r.operator is None:
             continue
         target = result_path(folder, name, r.method)
+        check_named_file(target, "choose another folder for the fits")  # (one put there during the run)
         fit = {**r.params, "method": r.method, "status": r.status, "nnz": r.nnz, "fro_error": r.fro_error,
                "rel_error": r.rel_error, "seconds": r.seconds}  # the row's own keys win (see _fit_record)
         history = getattr(r.estimator, "loss_curve_", ())

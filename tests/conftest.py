@@ -84,3 +84,22 @@ def factors_too_large(monkeypatch) -> None:
         real_fsync(path)
 
     monkeypatch.setattr(atomic, "_fsync", fsync)
+
+
+class Blocked(Exception):
+    """A test's call blocked (a named pipe opened with no other end): raised by :func:`no_hang`."""
+
+
+@pytest.fixture
+def no_hang():
+    """Fail, instead of hanging the run, a test whose code blocks for more than 60 s (SIGALRM)."""
+    def blocked(signum, frame):
+        raise Blocked("blocked for 60 s (a named pipe opened with no other end?)")
+
+    before = signal.signal(signal.SIGALRM, blocked)
+    signal.alarm(60)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)

@@ -809,6 +809,32 @@ def test_the_batch_memory_limit_holds_for_making_and_loading_the_matrix(tmp_path
     assert dict(s.statuses) == {"unavailable": 1, "not applicable": 1}
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_a_named_pipe_where_a_batch_writes_a_file_is_refused_not_waited_on(tmp_path, no_hang):
+    """A named pipe at a report's name (or the reports' record) blocked the batch before it began, in
+    the open that reads it; one at a pair's factors file, after the fit, writing through it."""
+    from sfapprox.cli import app
+    from sfapprox.datasets.batch import REPORTS_WRITTEN
+    from sfapprox.datasets.runner import factors_name
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"))
+    for name in ("report.md", REPORTS_WRITTEN):
+        out = tmp_path / name
+        out.mkdir()
+        os.mkfifo(out / name)
+        res = CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(out), "--methods", "tsvd", "--quiet"])
+        assert res.exit_code == 2 and f"{name}: not written by a batch" in " ".join(res.output.split())
+        assert not (out / "results.jsonl").exists()
+    out = tmp_path / "out"
+    fifo = out / factors_name("a", "tsvd")
+    fifo.parent.mkdir(parents=True)
+    os.mkfifo(fifo)
+    run_batch(m, out, dataclasses.replace(FAST, methods=("tsvd",)))
+    (record,) = lines(out)
+    assert record["status"] == "failed" and "is a named pipe, not a file" in record["error"]
+    assert fifo.is_fifo()
+
+
 def test_report_files_a_batch_did_not_write_are_never_overwritten(tmp_path):
     """A report.md of the user's own in --out-dir is refused before any work (it was replaced); the
     batch's own reports are rewritten on the next run, and one edited since is refused; a folder

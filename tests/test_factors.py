@@ -364,6 +364,26 @@ def test_load_factors_refuses_a_memory_limit_that_is_not_one(tmp_path, limit):
     assert load_factors(tmp_path / "f.h5", max_memory="1G").n_stored == 96
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_a_named_pipe_in_the_fits_folder_is_refused_even_with_force(tmp_path, no_hang):
+    """compare --save-factors DIR --force with a named pipe at a fit's name in DIR passed the checks, ran
+    every fit, then waited for ever to write through the pipe: a file sfapprox names is no stream."""
+    from sfapprox import compare
+    from sfapprox._atomic import OutputError
+    from sfapprox.factors import check_results_folder, result_path, save_results
+
+    c = compare(np.random.default_rng(0).standard_normal((12, 12)), "tsvd", budget=60)
+    folder = tmp_path / "fits"
+    folder.mkdir()
+    fifo = result_path(folder, c.matrix["name"], "tsvd")
+    os.mkfifo(fifo)
+    with pytest.raises(ParameterError, match="is a named pipe, not a file.*remove it, or choose another folder"):
+        check_results_folder(folder, c.matrix["name"], ["tsvd"], force=True)
+    with pytest.raises(OutputError, match="is a named pipe, not a file"):  # (one made during the run)
+        save_results(c, folder, force=True)
+    assert fifo.is_fifo()
+
+
 def test_loading_a_hybrid_does_not_export_its_arrays_again(tmp_path, monkeypatch):
     """The check that a file holds no other kind's datasets called to_arrays() for their names: a COO
     copy of the sparse part of every hybrid loaded.  It reads the names alone now."""

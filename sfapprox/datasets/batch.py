@@ -599,15 +599,23 @@ def foreign_reports(out_dir: str | os.PathLike) -> list[Path]:
     """
     import json
 
+    from ..io._common import special_file
+
     out = Path(out_dir)
+    record = out / REPORTS_WRITTEN
+    if special_file(record):  # opened, a named pipe blocked the batch before it began; written, at its end
+        return [record]
     try:
-        written = json.loads((out / REPORTS_WRITTEN).read_text(encoding="utf-8"))
+        written = json.loads(record.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         written = None
     foreign = []
     for name in REPORT_FILES:
         path = out / name
         if not os.path.lexists(path):
+            continue
+        if special_file(path):  # never opened (a named pipe blocked): not a report the batch may replace
+            foreign.append(path)
             continue
         try:
             own = isinstance(written, dict) and written.get(name) == file_sha256(path)

@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .._atomic import check_named_file
 from .._base import RunContext, get_method
 from .._errors import ConvergenceWarning, SfapproxError, one_line, spelled_for
 from .._settings import COUNT_INDICES, FitSettings, parse_size
@@ -226,6 +227,8 @@ def factors_name(entry_name: str, method: str) -> str:
 
 def _save(task: MatrixTask, result, record: dict[str, Any], loaded) -> str:
     relative = factors_name(task.entry.name, result.method)
+    # a named pipe there was written through: the batch waited for a reader nobody would start
+    check_named_file(Path(task.out_dir) / relative, "choose another output folder")
     save_factors(
         Path(task.out_dir) / relative,
         result.operator,
