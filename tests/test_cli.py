@@ -549,6 +549,33 @@ def test_the_next_command_keeps_the_source_options(tmp_path):
         " ".join(done.stderr.split())
 
 
+class _Suggesting:
+    """A comparison whose verdict suggests running sparse too (what suggest_next reads of one)."""
+
+    def verdict(self):
+        return {"suggest": ["sparse"]}
+
+
+@pytest.mark.parametrize("argv, said", [
+    # an option given twice (the same value: the last counts) is said once, in its first place
+    (["compare", "m.mat", "--var", "A", "-q", "--var=A", "--quiet", "--methods", "tsvd"],
+     "compare m.mat --var=A --quiet --methods tsvd,sparse"),
+    (["compare", "m.mat", "--no-count-indices", "--count-indices", "--methods", "tsvd"],
+     "compare m.mat --count-indices --methods tsvd,sparse"),
+    # a repeatable option keeps every value
+    (["compare", "m.mat", "--with", "a.h5", "--with", "b.h5", "--methods", "tsvd"],
+     "compare m.mat --with a.h5 --with b.h5 --methods tsvd,sparse"),
+    # sfapprox's own --debug before the command: the command's options kept (it was the plain form)
+    (["--debug", "compare", "p.csv", "--kernel", "rbf", "--methods", "tsvd"],
+     "--debug compare p.csv --kernel rbf --methods tsvd,sparse"),
+])
+def test_the_next_command_gives_each_option_once(capsys, argv, said):
+    from sfapprox.cli._render import suggest_next
+
+    suggest_next(_Suggesting(), Path("m.mat"), ["tsvd"], argv=argv)
+    assert f"next: sfapprox {said}\n" in capsys.readouterr().err
+
+
 def test_the_next_command_replaces_only_the_methods():
     from sfapprox.cli._render import _with_methods
 
