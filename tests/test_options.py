@@ -214,3 +214,56 @@ def test_batch_jobs_over_the_cores_is_said_and_lowered(inputs, monkeypatch):
     assert asked == {"jobs": 2}, result.output
     assert "--jobs 1000 is more than the 2 cores this process may use; running 2 at a time" in \
         " ".join(result.output.split())
+
+
+def _stop_here(seen: dict, key: str):
+    """A stand-in that keeps what a command passed it (under ``key``) and ends the command there."""
+    from sfapprox._errors import SfapproxError
+
+    def stand_in(*args, **kwargs):
+        seen[key] = (args, kwargs)
+        raise SfapproxError("stop here")
+
+    return stand_in
+
+
+def test_choices_are_taken_in_any_case_and_kept_as_declared(inputs, monkeypatch):
+    """``--kernel RBF``, ``--format MTX``, ``--dtype FLOAT32``, ``--support Chord`` ... were refused as
+    unknown; each is taken in any case, and what the command gets (stores, prints) is the declared word."""
+    import sfapprox.api
+    import sfapprox.cli.info
+    import sfapprox.cli.sweep
+    import sfapprox.datasets
+    import sfapprox.sweep
+
+    seen: dict = {}
+    monkeypatch.setattr(sfapprox.cli.info, "read_matrix", _stop_here(seen, "load"))
+    monkeypatch.setattr(sfapprox.datasets, "run_batch", _stop_here(seen, "batch"))
+    monkeypatch.setattr(sfapprox.api, "fit_matrix", _stop_here(seen, "fit"))
+    monkeypatch.setattr(sfapprox.sweep, "parse_budget_list", _stop_here(seen, "budgets"))
+    runs = {
+        "load": ["info", inputs["MATRIX"], "--format", "NPY", "--kernel", "RBF", "--mirror", "NONE",
+                 "--two-mode", "Rows", "--square", "CROP"],
+        "batch": ["batch", inputs["MANIFEST"], "--out-dir", inputs["OUT"], "--methods", "TSVD,Sparse",
+                  "--budget", "SF", "--protocol", "PAPER", "--executor", "Process", "--device", "CPU",
+                  "--dtype", "FLOAT32"],
+        "fit": ["fit", inputs["MATRIX"], "--support", "Chord", "--init", "Reference"],
+        "budgets": ["sweep", inputs["MATRIX"], "--budgets", "SF,0.5"],
+    }
+    for key, args in runs.items():
+        result = CliRunner().invoke(app, args)
+        assert key in seen and "stop here" in result.output, (args, result.output)
+    load = seen["load"][0][1]
+    assert (load.format, load.kernel, load.mirror, load.two_mode, load.square) == ("npy", "rbf", "none", "rows", "crop")
+    options = seen["batch"][0][2]
+    assert options.methods == ("tsvd", "sparse") and options.budget == "sf" and options.protocol == "paper"
+    assert (options.settings.device, options.settings.dtype) == ("cpu", "float32")
+    assert seen["batch"][1]["executor"] == "process"
+    assert (seen["fit"][1]["support"], seen["fit"][1]["init"]) == ("chord", "reference")
+    assert seen["budgets"][0] == ("sf,0.5",)
+    said = CliRunner().invoke(app, ["compare", inputs["MATRIX"], "--plot-scale", "LOG"]).output
+    assert "--plot-scale log sets the colours" in " ".join(said.split())
+    # words that name no choice are still refused, and a file's name keeps its case
+    assert "--dtype" in CliRunner().invoke(app, ["fit", inputs["MATRIX"], "--dtype", "FLOAT16"]).output
+    said = CliRunner().invoke(app, ["fit", inputs["MATRIX"], "--init", "Missing.h5"]).output
+    assert "--init Missing.h5: neither a start" in " ".join(said.split())

@@ -38,7 +38,24 @@ from ._app import error_boundary
 from ._render import Outputs
 
 __all__ = ["MatrixPath", "options", "LOAD", "FIT", "OUTPUTS", "output_group", "Methods", "Budget", "CountIndices", "Force", "Quiet", "flag", "number", "integer",
-           "entry_names"]
+           "entry_names", "lowered", "CHOICE"]
+
+#: Given to every option whose value is one of a few words (a Literal): ``--dtype FLOAT32`` is float32,
+#: as a user who types ``--kernel RBF`` expects; the value the command gets is the word as declared.
+CHOICE = {"case_sensitive": False}
+
+
+def lowered(value: Any) -> Any:
+    """An option's text in lower case (a callback): the words of a choice typed as free text (``--format
+    MTX``, ``--kernel RBF``, ``--methods SF,TSVD``, ``--device CPU``) as the library spells them, so
+    what is stored and printed is that spelling.
+
+    Examples
+    --------
+    >>> lowered("SF,Tsvd"), lowered(None)
+    ('sf,tsvd', None)
+    """
+    return value.lower() if isinstance(value, str) else value
 
 
 def flag(*names: str, help: str) -> Any:
@@ -103,12 +120,12 @@ MatrixPath = Annotated[Path, typer.Argument(help="Matrix file (.mtx, .net/.paj, 
 #: The methods compare/sweep/batch run when --methods is not given.
 DEFAULT_METHODS = ",".join(_DEFAULT_METHODS)
 # The names are not listed here: that would import every method (and torch) for --help.
-Methods = Annotated[str, typer.Option("--methods", help="Comma-separated method names; 'sfapprox methods' lists them all and what each stores.", metavar="LIST")]
-Budget = Annotated[str, typer.Option("--budget", help="Stored numbers per method: 'sf' (SF's own count), a whole number, or a fraction of N² (0.05).", metavar="BUDGET")]
+Methods = Annotated[str, typer.Option("--methods", help="Comma-separated method names; 'sfapprox methods' lists them all and what each stores.", metavar="LIST", callback=lowered)]
+Budget = Annotated[str, typer.Option("--budget", help="Stored numbers per method: 'sf' (SF's own count), a whole number, or a fraction of N² (0.05).", metavar="BUDGET", callback=lowered)]
 Force = Annotated[bool, flag("--force", help="Overwrite existing output files.")]
 Plot = Annotated[Optional[Path], typer.Option("--plot", help="Write a figure (PNG/PDF/SVG, ...; needs matplotlib: pip install 'sfapprox[plot]').", metavar="FILE")]
 Protocol = Annotated[Literal[PROTOCOLS], typer.Option(
-    "--protocol", help="default, or paper: the SF paper's Table 1 settings (TSVD at rank ceil(M²/2), SF's reference structure).")]
+    "--protocol", **CHOICE, help="default, or paper: the SF paper's Table 1 settings (TSVD at rank ceil(M²/2), SF's reference structure).")]
 #: Default of :data:`CountIndices`, from the library.
 COUNT_INDICES_DEFAULT = COUNT_INDICES
 CountIndices = Annotated[bool, typer.Option(
@@ -201,17 +218,17 @@ _MAX_MEMORY = _param(
 LOAD = Group(
     "load",
     (
-        _param("format", Annotated[Optional[str], typer.Option("--format", help="Input format, overriding the file extension (see 'sfapprox formats').", metavar="FORMAT")], None),
+        _param("format", Annotated[Optional[str], typer.Option("--format", help="Input format, overriding the file extension (see 'sfapprox formats').", metavar="FORMAT", callback=lowered)], None),
         _param("var", Annotated[Optional[str], typer.Option("--var", help="Variable to read from a .mat/.npz file (e.g. Problem.A), or the weight to read from a .safetensors/.pt/.pth/.ckpt file ('sfapprox info FILE' lists them).", metavar="NAME")], None),
         _param("network", Annotated[Optional[int], integer("--network", min=1, help="Which network of a multi-network Pajek .paj file (1-based).", metavar="K")], None),
         _param("relation", Annotated[Optional[int], integer("--relation", min=1, help="Pajek: only relation K (*Arcs :K, 'K: i j' lines, *Matrix :K); default: all relations, summed.", metavar="K")], None),
-        _param("two_mode", Annotated[Optional[Literal["rows", "cols", "bipartite"]], typer.Option("--two-mode", help="2-mode Pajek network: rows (B·Bᵀ), cols (BᵀB) or bipartite.")], None),
+        _param("two_mode", Annotated[Optional[Literal["rows", "cols", "bipartite"]], typer.Option("--two-mode", **CHOICE, help="2-mode Pajek network: rows (B·Bᵀ), cols (BᵀB) or bipartite.")], None),
         _param("gradient", Annotated[bool, flag("--gradient", help="Image: use its gradient magnitude instead of the intensities.")], False),
         _param("resize", Annotated[Optional[int], integer("--resize", min=1, help="Image: resize to N x N.", metavar="N")], None),
-        _param("square", Annotated[Optional[Literal["crop", "resize"]], typer.Option("--square", help="Non-square image: crop (center) or resize.")], None),
+        _param("square", Annotated[Optional[Literal["crop", "resize"]], typer.Option("--square", **CHOICE, help="Non-square image: crop (center) or resize.")], None),
         _param("covariance", Annotated[bool, flag("--covariance", help="Input is a data table (rows = samples): use the features x features covariance.")], False),
-        _param("mirror", Annotated[Literal["auto", "none", "mirror"], typer.Option("--mirror", help="Header-less triplets: mirror a one-triangle file (auto), never (none) or always (mirror).")], _field_default(LoadOptions, "mirror")),
-        _param("kernel", Annotated[Optional[str], typer.Option("--kernel", help="The file is a table of points (.csv/.tsv/.txt/.dat, .npy, .libsvm): use their kernel matrix, rbf, laplacian, matern32, matern52, cosine or linear (computed from columns; formed only when it fits).", metavar="KERNEL")], None),
+        _param("mirror", Annotated[Literal["auto", "none", "mirror"], typer.Option("--mirror", **CHOICE, help="Header-less triplets: mirror a one-triangle file (auto), never (none) or always (mirror).")], _field_default(LoadOptions, "mirror")),
+        _param("kernel", Annotated[Optional[str], typer.Option("--kernel", help="The file is a table of points (.csv/.tsv/.txt/.dat, .npy, .libsvm): use their kernel matrix, rbf, laplacian, matern32, matern52, cosine or linear (computed from columns; formed only when it fits).", metavar="KERNEL", callback=lowered)], None),
         _param("bandwidth", Annotated[Optional[float], typer.Option("--bandwidth", help="The kernel's bandwidth h (rbf: exp(-d²/2h²)); default: the median distance between points (printed).", metavar="H")], None),
         _MAX_MEMORY,
     ),
@@ -230,8 +247,8 @@ FIT = Group(
         _param("iters", Annotated[Optional[int], integer("--iters", min=0, help=f"SF (and sf+lr, sf+s): maximum L-BFGS iterations (default {SF_MAX_ITER}).", metavar="N", show_default=False)], None),
         _param("time_limit", Annotated[Optional[float], number("--time-limit", min=0, unit="seconds", none="0 for none", help=f"Seconds each method may take as a whole (grids and starts share them); 0 for none (results then depend on the iteration limits alone: the same on any machine). Default: {DEFAULT_TIME_LIMIT:g} for one method; the methods of a comparison share {DEFAULT_TOTAL_TIME:g} (at most {DEFAULT_TIME_LIMIT:g} each).", metavar="SECONDS", show_default=False)], None),
         _param("seed", Annotated[int, integer("--seed", min=0, max=MAX_SEED, help="Random seed (random starts, randomized solvers).", metavar="N")], _field_default(FitSettings, "seed")),
-        _param("device", Annotated[str, typer.Option("--device", help="auto (CUDA when available), cpu, cuda or cuda:N.", metavar="DEVICE")], _field_default(FitSettings, "device")),
-        _param("dtype", Annotated[Optional[Literal["float64", "float32"]], typer.Option("--dtype", help="Floating point of the fits (default: float32 on a GPU; on the CPU float64, but float32 for SF from N = 4,096).")], None),
+        _param("device", Annotated[str, typer.Option("--device", help="auto (CUDA when available), cpu, cuda or cuda:N.", metavar="DEVICE", callback=lowered)], _field_default(FitSettings, "device")),
+        _param("dtype", Annotated[Optional[Literal["float64", "float32"]], typer.Option("--dtype", **CHOICE, help="Floating point of the fits (default: float32 on a GPU; on the CPU float64, but float32 for SF from N = 4,096).")], None),
         _param("threads", Annotated[Optional[int], integer("--threads", min=1, help="CPU threads of the fits, at most the cores this process may use (default: chosen from the work size and the free cores).", metavar="N")], None),
         _MAX_MEMORY,
     ),

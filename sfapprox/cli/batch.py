@@ -161,7 +161,7 @@ def batch(
     only: Annotated[Optional[str], typer.Option("--only", help="Comma-separated entry names (default: all).", metavar="NAMES")] = None,
     redo: Annotated[bool, o.flag("--redo", help="Recompute (matrix, method) pairs that already have a finished line.")] = False,
     old_redo: Annotated[bool, typer.Option("--force", hidden=True, help="Deprecated name of --redo.", metavar=" ")] = False,
-    executor: Annotated[Literal["process", "dask"], typer.Option("--executor", help="process (local processes) or dask (an existing Dask cluster).")] = "process",
+    executor: Annotated[Literal["process", "dask"], typer.Option("--executor", **o.CHOICE, help="process (local processes) or dask (an existing Dask cluster).")] = "process",
     scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Dask scheduler address, e.g. tcp://10.0.0.5:8786.", metavar="ADDRESS")] = None,
     quiet: o.Quiet = False,
     *,

@@ -20,6 +20,12 @@ from ._render import (check_distinct, check_output, compiling_note, err, fit_pro
                       note, out, say_error, show_value, writes_glyphs)
 
 
+def _named_start(init: str) -> str:
+    """``--init``: a named start in any case as its name (``Auto`` is auto, as ``--support Chord`` is
+    chord), anything else as typed (a file's name keeps its case)."""
+    return init.lower() if init.lower() in SF_NAMED_INITS else init
+
+
 @app.command()
 @o.options(o.LOAD, o.FIT)
 def fit(
@@ -29,11 +35,11 @@ def fit(
     ftol: Annotated[float, o.number("--ftol", min=0, help="Stop when the loss falls by a relative amount below this over 20 iterations.", metavar="X")] = SF_FTOL,
     gtol: Annotated[float, o.number("--gtol", min=0, help="Stop when max |gradient| falls below this (scale-free units).", metavar="X")] = SF_GTOL,
     factors: Annotated[Optional[int], o.integer("--factors", min=1, help="Number of factors M (default: ceil(log2 N) for the reference support).", metavar="M")] = None,
-    init: Annotated[str, typer.Option("--init", help="Start: auto (probe two, continue the better), reference (values 1/K), identity (near-identity factors), rank1 (the product starts as the best rank-one approximation), or a saved fit FILE.h5 (a checkpoint: resume, or refine).", metavar="auto|reference|identity|rank1|FILE")] = SF_INIT,
+    init: Annotated[str, typer.Option("--init", help="Start: auto (probe two, continue the better), reference (values 1/K), identity (near-identity factors), rank1 (the product starts as the best rank-one approximation), or a saved fit FILE.h5 (a checkpoint: resume, or refine).", metavar="auto|reference|identity|rank1|FILE", callback=_named_start)] = SF_INIT,
     checkpoint_every: Annotated[Optional[float], o.number("--checkpoint-every", min=0.001, unit="seconds", help="Write the best factors so far to --out every SECONDS (atomically): a fit killed outright loses at most one interval; resume with --init FILE --out FILE --force.", metavar="SECONDS")] = None,
-    support: Annotated[Literal["chord", "symmetric", "butterfly"], typer.Option("--support", help="chord (offsets 0, b^k; N·K·M numbers), symmetric (also -b^k) or butterfly (FAµST's: N a power of two, 2·N·log2 N numbers).")] = SF_SUPPORT,
+    support: Annotated[Literal["chord", "symmetric", "butterfly"], typer.Option("--support", **o.CHOICE, help="chord (offsets 0, b^k; N·K·M numbers), symmetric (also -b^k) or butterfly (FAµST's: N a power of two, 2·N·log2 N numbers).")] = SF_SUPPORT,
     base: Annotated[int, o.integer("--base", min=2, help="Chord base b: offsets {0} ∪ {b^k < N}.", metavar="B")] = SF_BASE,
-    budget: Annotated[Optional[str], typer.Option("--budget", help="Fit the Chord structure that best fills this budget (count or fraction of N²) instead of the reference one.", metavar="BUDGET")] = None,
+    budget: Annotated[Optional[str], typer.Option("--budget", help="Fit the Chord structure that best fills this budget (count or fraction of N²) instead of the reference one.", metavar="BUDGET", callback=o.lowered)] = None,
     quiet: o.Quiet = False,
     force: o.Force = False,
     *,

@@ -15,7 +15,7 @@ from ._render import advise_limits, check_outputs, check_plot, emit, fit_progres
 @o.options(o.LOAD, o.FIT, o.OUTPUTS)
 def sweep(
     path: o.MatrixPath,
-    budgets: Annotated[Optional[str], typer.Option("--budgets", help="Comma-separated budgets: fractions of N², counts or 'sf' (default: 0.5 to 3 times the smallest budget at which every method applies).", metavar="LIST", show_default=False)] = None,
+    budgets: Annotated[Optional[str], typer.Option("--budgets", help="Comma-separated budgets: fractions of N², counts or 'sf' (default: 0.5 to 3 times the smallest budget at which every method applies).", metavar="LIST", show_default=False, callback=o.lowered)] = None,
     methods: o.Methods = o.DEFAULT_METHODS,
     plot: o.Plot = None,
     count_indices: o.CountIndices = o.COUNT_INDICES_DEFAULT,
