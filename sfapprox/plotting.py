@@ -448,12 +448,42 @@ def plot_sweep(sweep, path: str | os.PathLike, *, force: bool = True) -> None:
     ax.grid(True, alpha=0.3)
     if ax.lines:
         ax.legend()
+    if not drawn:  # empty axes, ticks from 0 to 1, said nothing of why: said in them, the ticks dropped
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.text(0.5, 0.5, _plain(_nothing_drawn(sweep)), transform=ax.transAxes, ha="center", va="center",
+                fontsize=9, color="0.3", wrap=True)
     if missing:  # under the axes: drawn inside them, the lines ran through the words
         from matplotlib.transforms import offset_copy
 
         below = offset_copy(ax.transAxes, fig=fig, y=-36, units="points")  # (under the ticks and the label)
         ax.text(0.0, 0.0, _plain("\n".join(missing)), transform=below, fontsize=7, va="top", color="0.3")
     _save(fig, path, plt, force)
+
+
+def _nothing_drawn(sweep) -> str:
+    """Why a sweep's figure has no point: a zero matrix has no relative error (0/0), and its fits' absolute
+    errors are said instead (as the table gives them, and compare's panels); else no method had one.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> point = NS(results=[NS(status="ok", fro_error=0.0)])
+    >>> print(_nothing_drawn(NS(matrix={"fro_norm": 0.0}, points=[point])))
+    nothing to draw: X is all zeros (‖X‖_F = 0), so no relative error is defined;
+    every fit reproduces it exactly (‖X−X̂‖_F = 0)
+    """
+    if sweep.matrix.get("fro_norm") != 0:
+        return "nothing to draw: no method has a relative error at any budget (why: under the axes)"
+    errors = [r.fro_error for p in sweep.points for r in p.results
+              if r.status in ("ok", "interrupted") and r.fro_error is not None]
+    if not errors:
+        fits = "no method ran at any budget (why: under the axes)"
+    elif max(errors) == 0:
+        fits = "every fit reproduces it exactly (‖X−X̂‖_F = 0)"
+    else:
+        fits = f"the fits' ‖X−X̂‖_F are at most {max(errors):.3g} (the table gives each)"
+    return f"nothing to draw: X is all zeros (‖X‖_F = 0), so no relative error is defined;\n{fits}"
 
 
 #: How many times its smallest value an axis's largest must be for a log scale (two decades).
