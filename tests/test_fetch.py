@@ -468,6 +468,23 @@ def test_after_a_no_network_failure_no_other_host_is_tried(tmp_path, monkeypatch
     assert tried == ["a", "b"]
 
 
+def test_a_run_names_each_skipped_download_once_and_never_the_one_it_tried(tmp_path):
+    # a batch asks for a model file's entry twice (its weights' names first, then the file): "skipped the
+    # downloads of N more entries" counted it twice, and counted the entry whose download had failed
+    from sfapprox.datasets.fetch import NetworkState
+
+    port = _closed_port()
+    m = tmp_path / "m.toml"
+    m.write_text("".join(f'[[matrix]]\nname = "{name}"\ncategory = "network"\nfile = "{name}.paj"\n'
+                         f'url = "http://127.0.0.1:{port}/{name}.paj"\n\n' for name in ("a", "b")))
+    a, b = load_manifest(m).entries
+    network = NetworkState()
+    for entry in (a, a, b, b, a):
+        with pytest.raises(UnavailableError):
+            fetch_entry(entry, cache=tmp_path / "cache", network=network)
+    assert network.down is not None and network.tried == {"a"} and network.skipped == ["b"]
+
+
 def test_a_failed_download_that_is_not_the_network_tries_the_next_host(tmp_path, server):
     from sfapprox.datasets.fetch import NetworkState
 

@@ -95,7 +95,9 @@ class NetworkState:
     that :func:`download_problem` calls "no network" (a name that does not
     resolve, a host that refuses or does not answer, an unreachable network)
     sets ``down`` to that problem; from then on downloads are not tried and
-    their entries are named in ``skipped``.
+    their entries are named in ``skipped``, each once, and never one whose
+    download was tried (``tried``): a run asks for a model file twice (its
+    weights' names are listed before any work, then it is read).
 
     Attributes
     ----------
@@ -103,6 +105,8 @@ class NetworkState:
         The "no network" problem met in this run (None: none yet).
     skipped : list of str
         Names of the entries whose download was not tried because of it.
+    tried : set of str
+        Names of the entries whose download was tried in this run.
 
     Examples
     --------
@@ -113,6 +117,7 @@ class NetworkState:
 
     down: str | None = None
     skipped: list[str] = field(default_factory=list)
+    tried: set[str] = field(default_factory=set)
 
 
 class ChecksumError(InputError):
@@ -430,9 +435,14 @@ def fetch_entry(
     if not download or entry.url is None:
         raise UnavailableError(_missing_message(entry, data_dir, None))
     if network is not None and network.down:
-        network.skipped.append(entry.name)
+        # once each, and not one tried: "skipped the downloads of 3 more entries" counted a model file's
+        # entry twice (asked for its weights' names, then for its file) and the entry whose download failed
+        if entry.name not in network.skipped and entry.name not in network.tried:
+            network.skipped.append(entry.name)
         raise UnavailableError(_missing_message(entry, data_dir, f"download not tried ({network.down}, earlier in this run)"))
     target = _entry_cache(entry, cache)
+    if network is not None:
+        network.tried.add(entry.name)
     try:
         path, verified = _download(entry, target, max_bytes)
     except (ChecksumError, UnavailableError):
