@@ -36,11 +36,13 @@ virtual datasets).  Anything else is an :class:`~sfapprox.InputError`.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import io
 import json
 import os
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,6 +64,7 @@ __all__ = [
     "save_factors",
     "load_factors",
     "save_results",
+    "result_writers",
     "register_operator",
     "is_factors_file",
     "result_path",
@@ -499,7 +502,8 @@ def save_results(comparison, folder: str | os.PathLike, *, source=None, force: b
     """Write every fitted row of a comparison to ``folder/<matrix>.<method>.h5`` (:func:`result_path`).
 
     Rows without an operator (not applicable, failed) are skipped.  The
-    folder is created.
+    folder is created.  A file that cannot be written (taken meanwhile, a
+    full disk) costs that file alone: every other row is still written.
 
     Parameters
     ----------
@@ -521,27 +525,61 @@ def save_results(comparison, folder: str | os.PathLike, *, source=None, force: b
 
     Raises
     ------
-    OutputError
-        For a fit's file that cannot be written, or that is a named pipe, a device or a socket (written
+    OutputExistsError or OutputError
+        The first file that could not be put in place, once every row was tried; the others' messages
+        are its notes.  A fit's file that is a named pipe, a device or a socket is one of them (written
         through, a pipe waited for a reader; :func:`check_results_folder` refuses it before any work).
     """
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    from ._atomic import OutputError, OutputExistsError
+
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    written, failures = [], []
+    for write in result_writers(comparison, folder, source=source, force=force):
+        try:
+            written.append(write())
+        except (OutputExistsError, OutputError) as exc:
+            failures.append(exc)
+    if failures:
+        for other in failures[1:]:
+            failures[0].add_note(str(other))
+        raise failures[0]
+    return written
+
+
+def result_writers(comparison, folder: str | os.PathLike, *, source=None,
+                   force: bool = False) -> list[Callable[[], Path]]:
+    """One step per fitted row of a comparison, each writing that row's file as :func:`save_results` does
+    and returning its path.
+
+    Steps, not one call: a command runs each whatever became of the others and says each failure in a
+    line of its own (two runs saving into one folder at once: the first file found taken had stopped
+    the rest, whose fits were neither written nor kept, and nothing said so).  Each step creates the
+    folder where it is missing.
+
+    Parameters
+    ----------
+    comparison, folder, source, force
+        As for :func:`save_results`.
+
+    Returns
+    -------
+    list of callable
+    """
     name = comparison.matrix.get("name", "matrix")
     origin = {} if source is None else input_record(source)
-    written = []
-    for r in comparison.results:
-        if r.operator is None:
-            continue
-        target = result_path(folder, name, r.method)
-        check_named_file(target, "choose another folder for the fits")  # (one put there during the run)
-        fit = {**r.params, "method": r.method, "status": r.status, "nnz": r.nnz, "fro_error": r.fro_error,
-               "rel_error": r.rel_error, "seconds": r.seconds}  # the row's own keys win (see _fit_record)
-        history = getattr(r.estimator, "loss_curve_", ())
-        save_factors(target, r.operator, kind=r.method, loss_history=history, fit=fit,
-                     settings=comparison.settings, source=origin, force=force)
-        written.append(target)
-    return written
+    return [functools.partial(_save_row, comparison, r, result_path(folder, name, r.method), origin, force)
+            for r in comparison.results if r.operator is not None]
+
+
+def _save_row(comparison, r, target: Path, origin: dict[str, Any], force: bool) -> Path:
+    fit = {**r.params, "method": r.method, "status": r.status, "nnz": r.nnz, "fro_error": r.fro_error,
+           "rel_error": r.rel_error, "seconds": r.seconds}  # the row's own keys win (see _fit_record)
+    history = getattr(r.estimator, "loss_curve_", ())
+    target.parent.mkdir(parents=True, exist_ok=True)
+    check_named_file(target, "choose another folder for the fits")  # (one put there during the run)
+    save_factors(target, r.operator, kind=r.method, loss_history=history, fit=fit,
+                 settings=comparison.settings, source=origin, force=force)
+    return target
 
 
 # =============================================================================== reading

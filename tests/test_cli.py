@@ -1332,3 +1332,29 @@ def test_an_option_given_twice_with_two_values_is_refused_not_the_last_kept(tmp_
                                    "--jobs", "3"])
     assert res.exit_code == 2 and "-j: given twice" not in res.output and "--jobs: given twice (-j 2 and --jobs 3)" in \
         " ".join(res.output.split()), res.output
+
+
+def test_compare_saves_every_fit_when_one_file_was_taken_meanwhile(tmp_path, monkeypatch):
+    """Two `compare --save-factors F` at once: the loser's first file found taken ended the saving, its other
+    fits neither written nor kept, and only that one file was said."""
+    import sfapprox
+
+    matrix, fits = tmp_path / "m.npy", tmp_path / "fits"
+    np.save(matrix, np.random.default_rng(0).random((10, 10)))
+    real = sfapprox.compare
+
+    def compare_and_meanwhile(*args, **kwargs):
+        result = real(*args, **kwargs)
+        fits.mkdir(exist_ok=True)
+        (fits / "m.sparse.h5").write_bytes(b"the other run's fit")  # the other run saved its first
+        return result
+
+    monkeypatch.setattr(sfapprox, "compare", compare_and_meanwhile)
+    res = invoke("compare", matrix, "--methods", "sparse,tsvd", "--save-factors", fits)
+    assert res.exit_code == 2, res.output
+    out = " ".join(res.output.split())
+    assert f"error: {fits / 'm.sparse.h5'}: already exists, so it was left untouched" in out
+    assert f"wrote {fits / 'm.tsvd.h5'}" in out
+    assert (fits / "m.sparse.h5").read_bytes() == b"the other run's fit"
+    assert sfapprox.load_factors(fits / "m.tsvd.h5").kind == "tsvd"
+    assert sfapprox.load_factors(fits / f"m.sparse.{os.getpid()}.new.h5").kind == "sparse"

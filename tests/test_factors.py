@@ -623,3 +623,24 @@ def test_a_file_edited_to_another_operator_that_leaves_parts_unread_is_refused(t
     _edited(path, operator="monarch", kind="monarch")
     with pytest.raises(InputError, match="'U', 'Vt', 's', which a 'monarch' operator does not have"):
         load_factors(path)
+
+
+def test_a_fit_file_taken_meanwhile_costs_that_file_alone(tmp_path):
+    """Two runs saving into one folder at once: the first file found taken stopped save_results, and the
+    rows after it were neither written nor kept (nothing said so)."""
+    from sfapprox import compare
+    from sfapprox._atomic import OutputExistsError
+    from sfapprox.factors import result_path, save_results
+
+    X = np.random.default_rng(7).random((12, 12))
+    c = compare(X, ["sparse", "tsvd", "nmf"], max_iter=5, device="cpu")
+    name = c.matrix.get("name", "matrix")
+    for method in ("sparse", "nmf"):  # the other run got there first
+        result_path(tmp_path, name, method).write_bytes(b"the other run's fit")
+    with pytest.raises(OutputExistsError) as caught:
+        save_results(c, tmp_path)
+    assert result_path(tmp_path, name, "sparse").read_bytes() == b"the other run's fit"
+    assert load_factors(result_path(tmp_path, name, "tsvd")).kind == "tsvd"  # the row after it: written
+    assert load_factors(caught.value.kept).kind == "sparse"
+    [note] = caught.value.__notes__  # the second one taken: said too, its fit kept
+    assert "nmf" in note and load_factors(tmp_path / note.split("saved as ")[1].split(" instead")[0]).kind == "nmf"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Annotated, Literal, Optional
 
@@ -46,7 +47,7 @@ def compare(
         from .._base import parse_methods
         from ..budget import parse_budget
         from ..comparison import load_included, not_run
-        from ..factors import check_results_folder, save_results
+        from ..factors import check_results_folder, result_writers
         from ..results import matrix_label
 
         names = parse_methods(methods)  # every option and output is checked before any work
@@ -91,13 +92,16 @@ def compare(
                                   max_memory=settings.max_memory)  # (the figure too keeps to the limit)
             note(f"wrote {plot} (colour scale {how}; --plot-scale linear|log to choose)")
 
-        def write_factors() -> None:
-            for written in save_results(comparison, save_factors, source=loaded, force=outputs.force):
-                note(f"wrote {written}")
+        def write_factors(write) -> None:
+            note(f"wrote {write()}")
 
+        # one step per fit's file: one taken meanwhile (a second run saving there) costs that file alone
+        factor_steps = [] if save_factors is None else [
+            functools.partial(write_factors, write)
+            for write in result_writers(comparison, save_factors, source=loaded, force=outputs.force)]
         # every output is written whatever became of the others (one taken meanwhile costs itself alone)
         emit(comparison.tables(), comparison.to_dict(), outputs,
-             then=[step for step, asked in ((write_plot, plot), (write_factors, save_factors)) if asked is not None])
+             then=[*([write_plot] if plot is not None else []), *factor_steps])
         suggest_next(comparison, path, names)
         stopped = next((r for r in comparison.results if r.status == "interrupted"), None)
         if stopped is not None:
