@@ -260,3 +260,34 @@ def test_two_real_batches_on_one_folder(tmp_path, gated_file):
     assert "2 finished pair(s) skipped" in third_err
     lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
     assert sorted((r["matrix"], r["method"], r["status"]) for r in lines) == [("a", "sf", "ok"), ("a", "tsvd", "ok")]
+
+
+def test_a_report_made_while_a_batch_runs_says_so_and_a_killed_ones_holder_file_does_not(tmp_path, holder):
+    """`report OUT` while a batch ran there said "no results.jsonl; run 'sfapprox batch ...' first" before its
+    first line, and of a table with the lines so far nothing at all."""
+    from typer.testing import CliRunner
+
+    from sfapprox.cli import app
+
+    done = tmp_path / "done"
+    run_batch(manifest(tmp_path), done, TSVD)
+    proc, out = holder()
+    res = CliRunner().invoke(app, ["report", str(out)])
+    assert res.exit_code == 2, res.output
+    [line] = res.output.strip().splitlines()
+    assert line.startswith(f"error: {out}: no result lines yet: the batch using this folder (pid {proc.pid} on ")
+    assert line.endswith("has finished no pair so far; run this again later")
+    (out / "results.jsonl").write_bytes((done / "results.jsonl").read_bytes())  # its first line
+    res = CliRunner().invoke(app, ["report", str(out)])
+    assert res.exit_code == 0, res.output
+    said = " ".join(res.output.split())
+    assert f"note: a batch is still running in {out} (pid {proc.pid} on " in said
+    assert "this report holds the 1 line(s) it had finished so far" in said
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    assert read_holder(out)["pid"] == proc.pid  # left behind by the kill: no batch runs there now
+    res = CliRunner().invoke(app, ["report", str(out)])
+    assert res.exit_code == 0 and "still running" not in res.output, res.output
+    (out / "results.jsonl").unlink()
+    res = CliRunner().invoke(app, ["report", str(out)])
+    assert res.exit_code == 2 and "run 'sfapprox batch MANIFEST" in res.output, res.output

@@ -298,6 +298,7 @@ def report(
     # here, not at the top: --help loads no numpy (tests/test_cli_terminal.py)
     from ..datasets import build_report, read_results
     from ..datasets.batch import check_results_file
+    from ..datasets.folder_lock import describe_holder, running_holder
     from ..datasets.results_file import RESULTS_FILE
 
     with error_boundary():
@@ -311,12 +312,17 @@ def report(
         check_outputs(outputs, inputs=[out_dir / RESULTS_FILE])
         results = out_dir / RESULTS_FILE
         check_results_file(results)  # a folder there is said as such, not as "no results.jsonl"
-        if not results.is_file():
+        # a batch running there now: its lines so far ("run batch first" was said while it ran its first pair)
+        running = running_holder(out_dir)
+        if not results.is_file() and not running:
             raise InputError(f"{out_dir}: no {RESULTS_FILE}; run 'sfapprox batch MANIFEST --out-dir {out_dir}' first")
-        parsed = read_results(results)
+        parsed = read_results(results)  # (a missing one reads as empty)
         skipped = parsed.left_out()  # the incomplete last line too: the tables' notes and the JSON say it
         _say_left_out(results, skipped)
         _missing_factors(parsed, out_dir)
+        if not parsed.records and running:
+            raise InputError(f"{out_dir}: no result lines yet: the batch using this folder "
+                             f"({describe_holder(running)}) has finished no pair so far; run this again later")
         if not parsed.records:  # printed nothing, exit 0: as if the folder held a report of nothing
             raise InputError(f"{results}: no result lines yet; run 'sfapprox batch MANIFEST --out-dir {out_dir}' "
                              "(a batch stopped before its first pair finished leaves none)")
@@ -324,6 +330,9 @@ def report(
         tables = rep.tables()
         show_tables(tables, outputs)
         _unavailable(rep)
+        if running:
+            note(f"note: a batch is still running in {out_dir} ({describe_holder(running)}): this report holds "
+                 f"the {len(parsed.records)} line(s) it had finished so far")
         # the JSON only when asked for: its library versions import torch, which the tables do not need
         write_outputs(_file_tables(rep, tables), rep.to_dict() if "json" in outputs.files else None, outputs)
 

@@ -24,7 +24,8 @@ from typing import Any
 
 from .._errors import SfapproxError
 
-__all__ = ["LOCK_FILE", "HOLDER_FILE", "FolderBusyError", "folder_lock", "read_holder", "describe_holder"]
+__all__ = ["LOCK_FILE", "HOLDER_FILE", "FolderBusyError", "folder_lock", "read_holder", "running_holder",
+           "describe_holder"]
 
 LOCK_FILE = ".sfapprox-batch.lock"
 HOLDER_FILE = ".sfapprox-batch.holder.json"
@@ -78,6 +79,34 @@ def read_holder(folder: str | os.PathLike) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def running_holder(folder: str | os.PathLike) -> dict[str, Any]:
+    """What the batch using ``folder`` now wrote about itself; empty when none is.
+
+    For a reader of the folder (``report``), which must not take the lock even for a moment (a batch
+    starting then would be refused).  The holder file alone is no proof: a batch killed outright
+    leaves it behind, so one whose process no longer runs on this host is none.  One on another host
+    cannot be checked from here and counts as running.
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        The batch output folder.
+
+    Returns
+    -------
+    dict
+        As :func:`read_holder`.
+    """
+    from .._atomic import process_running
+
+    holder = read_holder(folder)
+    pid = holder.get("pid")
+    if holder.get("host") == socket.gethostname() and os.name == "posix":
+        if not isinstance(pid, int) or pid == os.getpid() or not process_running(pid):
+            return {}
+    return holder
 
 
 def describe_holder(holder: dict[str, Any]) -> str:
