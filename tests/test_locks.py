@@ -291,3 +291,28 @@ def test_a_report_made_while_a_batch_runs_says_so_and_a_killed_ones_holder_file_
     (out / "results.jsonl").unlink()
     res = CliRunner().invoke(app, ["report", str(out)])
     assert res.exit_code == 2 and "run 'sfapprox batch MANIFEST" in res.output, res.output
+
+
+def test_a_killed_batchs_holder_file_is_never_named_as_the_holder(tmp_path):
+    """A batch killed outright leaves its holder file; the next one takes the lock and only then writes its
+    own.  A third refused in between named the dead process (pid, start time, command) as the holder."""
+    out = tmp_path / "out"
+    out.mkdir()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (out / HOLDER_FILE).write_text(json.dumps({"pid": int(dead.stdout), "host": __import__("socket").gethostname(),
+                                               "started": "2020-01-01 00:00:00 UTC", "command": "sfapprox batch old"}))
+    script = "import sys, filelock; l = filelock.FileLock(sys.argv[1]); l.acquire(); print('locked', flush=True); " \
+             "sys.stdin.read()"  # holds the lock, its holder file not written yet, until the test closes stdin
+    taker = subprocess.Popen([sys.executable, "-c", script, str(out / ".sfapprox-batch.lock")], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, env=env())
+    try:
+        assert taker.stdout.readline().strip() == "locked"
+        with pytest.raises(FolderBusyError) as caught:
+            run_batch(manifest(tmp_path), out, TSVD)
+        assert "(holder unknown)" in str(caught.value) and "sfapprox batch old" not in str(caught.value)
+        with pytest.raises(FolderBusyError, match=r"\(holder unknown\); still busy after waiting"):
+            run_batch(manifest(tmp_path), out, TSVD, wait=0.3)
+    finally:
+        taker.stdin.close()
+        taker.wait(10)
+        taker.stdout.close()

@@ -175,7 +175,8 @@ def folder_lock(
     try:
         lock.acquire(timeout=0)
     except Timeout:
-        holder = read_holder(folder)
+        # who holds it, never a batch killed outright before it (its file stays until the holder writes its own)
+        holder = running_holder(folder)
         if wait is False or (wait is not True and float(wait) <= 0):
             raise _busy(folder, holder, None) from None
         if on_wait is not None:
@@ -184,7 +185,7 @@ def folder_lock(
         try:
             lock.acquire(timeout=-1 if wait is True else float(wait), poll_interval=0.2)
         except Timeout:
-            raise _busy(folder, read_holder(folder) or holder, time.monotonic() - start) from None
+            raise _busy(folder, running_holder(folder), time.monotonic() - start) from None
     _held[key] = lock
     try:
         _write_holder(folder)
