@@ -376,7 +376,7 @@ def test_a_file_that_takes_the_checkpoints_name_during_a_fit_is_left_alone(tmp_p
     fit_matrix(X, settings=FitSettings(max_iter=2, device="cpu"))  # imports and compiling done: the fit starts at once
     out = tmp_path / "ck.h5"
     threading.Timer(0.8, lambda: out.write_text("mine\n")).start()
-    with pytest.warns(RuntimeWarning, match="another file took its place|already exists"):
+    with pytest.warns(RuntimeWarning, match="another file took its name during the fit"):
         with pytest.raises(OutputExistsError) as info:  # no tolerance stop: it runs its 2.5 s
             fit_matrix(X, settings=FitSettings(time_limit=2.5, max_iter=10**9, device="cpu"), out=out, force=True,
                        checkpoint=out, checkpoint_every=0.2, ftol=0.0, gtol=0.0)
@@ -396,7 +396,7 @@ def test_a_checkpoint_replaces_only_what_the_command_saw(tmp_path):
     X = np.random.default_rng(1).standard_normal((32, 32))
     out = tmp_path / "ck.h5"
     out.write_text("mine\n")
-    with pytest.warns(RuntimeWarning, match="already exists"), pytest.raises(OutputExistsError):
+    with pytest.warns(RuntimeWarning, match="another file took its name"), pytest.raises(OutputExistsError):
         fit_matrix(X, settings=FitSettings(time_limit=1.0, device="cpu"), out=out, force=True,
                    checkpoint=out, checkpoint_every=0.1, replaces=False)
     assert out.read_text() == "mine\n"

@@ -927,3 +927,27 @@ def test_a_saved_start_that_cannot_be_one_says_what_to_do(tmp_path):
     with pytest.raises(ParameterError, match=r"holds a tsvd fit, not SF factors: give a file SF's fit wrote .*, or "
                                              r"fit without init=$"):
         ChordSF(max_iter=2, time_limit=None, init=str(tsvd), device="cpu").fit(X)
+
+
+def test_a_file_that_takes_the_checkpoints_name_is_said_without_advising_force(tmp_path, fake_clock):
+    """Two `fit --out ck.h5 --checkpoint-every S --force` at once: the one whose checkpoint found the other's
+    file there warned "(use --force to overwrite)", to a user who had given --force (it allows replacing
+    the file there at the start, never one that came during the fit)."""
+    from sfapprox import load_factors
+
+    X = np.random.default_rng(3).random((24, 24))
+    path = tmp_path / "ck.h5"
+
+    def tick(info):
+        fake_clock.advance(1.0)
+        if info["iteration"] == 5:
+            path.write_bytes(b"the other run's checkpoint")
+
+    with pytest.warns(RuntimeWarning) as caught:
+        ChordSF(max_iter=30, time_limit=None, checkpoint=path, checkpoint_every=10.0, callback=tick,
+                init="reference", device="cpu").fit(X)
+    [said] = [str(w.message) for w in caught if "took its name" in str(w.message)]
+    kept = tmp_path / f"ck.{os.getpid()}.new.h5"
+    assert said == (f"{path}: another file took its name during the fit, so it was left untouched; this checkpoint "
+                    f"was saved as {kept} instead, and the next checkpoints go there too")
+    assert path.read_bytes() == b"the other run's checkpoint" and load_factors(kept).fit["checkpoint"]

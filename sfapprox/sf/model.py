@@ -1149,8 +1149,11 @@ class ChordSF(Approximation):
                          settings={k: v for k, v in self.get_params().items() if not callable(v) and k != "init"})
         except OutputExistsError as exc:
             # Another file took the checkpoint's name during the fit: it is left alone, and this fit's
-            # checkpoints go on beside it (they replaced it before).
-            warnings.warn(f"{exc}; the next checkpoints go there too".replace("this result", "this checkpoint"),
+            # checkpoints go on beside it (they replaced it before).  Said in words of its own: the write's
+            # "(use --force to overwrite)" was said to those who gave --force (it allows replacing what was
+            # there when the fit started, never a file that came during it).
+            warnings.warn(f"{exc.path}: another file took its name during the fit, so it was left untouched; this "
+                          f"checkpoint was saved as {exc.kept} instead, and the next checkpoints go there too",
                           RuntimeWarning, stacklevel=2)
             path = exc.kept
         except OutputError as exc:
