@@ -525,6 +525,32 @@ def test_ctrl_c_keeps_finished_lines_and_exits_130(tmp_path):
     assert pairs(lines(out)) == [("big", "tsvd")]
 
 
+def test_a_stop_of_a_parallel_batch_keeps_the_pairs_its_workers_had_finished(tmp_path):
+    """With --jobs a worker sent its matrix's records when the last method was done: a stop during a long fit
+    (SF, after TSVD had finished on every matrix) lost the finished pairs, to be run again, and 'every finished
+    line is kept' said nothing of them.  Each pair's line is written as it finishes now."""
+    m = write_manifest(tmp_path / "m.toml", *(gen_entry(name, "attention", "attention", n=96, beta=beta)
+                                              for name, beta in (("a", 2.0), ("b", 3.0))))
+    out = tmp_path / "out"
+    # SF runs to its time limit (100 s): a batch that got this far unstopped has its TSVD lines only from the workers
+    args = cli("batch", str(m), "--out-dir", str(out), "--methods", "tsvd,sf", "--iters", "100000000",
+               "--time-limit", "100", "--device", "cpu", "--jobs", "2", "--quiet")
+    proc = subprocess.Popen(args, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_lines(out / "results.jsonl", 2, proc, timeout=90)  # both TSVD lines, while SF fits
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 143, stderr
+    assert "every finished line is kept" in stderr and "Traceback" not in stderr
+    assert sorted((r["matrix"], r["method"], r["status"]) for r in lines(out)) == [("a", "tsvd", "ok"),
+                                                                                  ("b", "tsvd", "ok")]
+    assert not [p.name for p in out.rglob("*.tmp")]
+
+
 def test_cli_batch_and_report_in_process(tmp_path):
     from sfapprox.cli import app
 

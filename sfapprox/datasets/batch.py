@@ -18,7 +18,8 @@ download fails for want of a network, no further host is tried (``BatchSummary.n
 and an entry whose file cannot be had gets its ``unavailable`` lines at once.
 Matrices (:mod:`~sfapprox.datasets.runner`) then run one after the other, in
 parallel processes (:class:`~concurrent.futures.ProcessPoolExecutor`,
-"spawn"), or on a Dask cluster; the parent process does all the writing.
+"spawn"), or on a Dask cluster; the parent process does all the writing
+(a process worker's lines as each of its pairs finishes).
 
 One batch at a time per output folder: :func:`run_batch` holds the folder's
 lock (:mod:`~sfapprox.datasets.folder_lock`) while it runs; a second one
@@ -35,14 +36,16 @@ import functools
 import math
 import multiprocessing
 import os
+import pickle
 import re
+import select
 import signal
 import sys
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,8 +155,19 @@ class BatchSummary:
 # ---------------------------------------------------------------------------
 
 
-def _worker_init(threads: int) -> None:
-    """Process-pool workers: the parent handles Ctrl-C; share the cores; die with the parent.
+#: In a process-pool worker: the pipe through which it sends each pair's record as the pair finishes
+#: (:func:`_run_in_worker`).
+_to_parent = None
+#: The largest message a worker sends through that pipe: a write of at most PIPE_BUF bytes goes in whole
+#: or not at all, whatever becomes of its writer (killed meanwhile), so the workers need no lock between
+#: them (a lock held by a worker that was killed would stop the others) and the parent never finds half a
+#: message.  A larger record comes with the matrix's other records when its task ends.
+_WHOLE_WRITE = getattr(select, "PIPE_BUF", 512) - 4  # (less the length that precedes each message)
+
+
+def _worker_init(threads: int, to_parent=None) -> None:
+    """Process-pool workers: the parent handles Ctrl-C; share the cores; die with the parent; send each
+    pair's record to the parent through ``to_parent`` (a pipe's writing end) as it finishes.
 
     SIGINT (a terminal's Ctrl-C reaches the whole process group) is ignored:
     the parent decides.  SIGTERM keeps its default (stop), which is how the
@@ -176,9 +190,23 @@ def _worker_init(threads: int) -> None:
         from threadpoolctl import threadpool_limits
 
         threadpool_limits(limits=max(1, threads), user_api="blas")
+    global _to_parent
+    _to_parent = to_parent
     parent = os.getppid()
     _die_with_parent()
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
+
+
+def _run_in_worker(index: int, task: MatrixTask) -> list[dict[str, Any]]:
+    """:func:`run_matrix` in a pool worker, each finished pair's record sent to the parent at once, tagged
+    with the task's ``index``: the parent writes it then, not when the matrix's last method is done (a stop
+    during a long fit lost the lines of the matrix's methods that had finished before it)."""
+    def send(record: dict[str, Any]) -> None:
+        data = pickle.dumps((index, record))
+        if _to_parent is not None and len(data) <= _WHOLE_WRITE:
+            _to_parent.send_bytes(data)
+
+    return run_matrix(task, on_record=send)
 
 
 def _die_with_parent() -> None:
@@ -984,34 +1012,70 @@ def _worker_died(task: MatrixTask, exc: BaseException) -> list[dict[str, Any]]:
     return _failed_records(task, error)
 
 
+class _RecordPipe:
+    """The pipe through which pool workers send each pair's record as it finishes (:func:`_run_in_worker`),
+    read by the parent; what came through, by task, so that a task's result adds only the others."""
+
+    def __init__(self, context) -> None:
+        self.reader, self.writer = context.Pipe(duplex=False)
+        self.sent: dict[int, set[str]] = {}
+
+    def receive(self, write: Callable[[dict], None]) -> None:
+        """Write the records there now (each message is whole once there: see :data:`_WHOLE_WRITE`)."""
+        while self.reader.poll():
+            index, record = pickle.loads(self.reader.recv_bytes())
+            self.sent.setdefault(index, set()).add(record["method"])
+            write(record)
+
+    def rest(self, index: int, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Task ``index``'s records that did not come through (a failure's: those of the methods not run),
+        less the interrupted ones (an interrupted pair is redone)."""
+        sent = self.sent.get(index, set())
+        return [r for r in records if r["status"] != "interrupted" and r["method"] not in sent]
+
+    def close(self) -> None:
+        self.reader.close()
+        self.writer.close()
+
+
 def _run_processes(tasks: list[MatrixTask], jobs: int, write: Callable[[dict], None], emit: Event) -> bool:
     jobs = min(jobs, len(tasks))
     threads = max(1, (os.cpu_count() or 1) // jobs)
-    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_worker_init, initargs=(threads,))
+    context = multiprocessing.get_context("spawn")
+    pipe = _RecordPipe(context)
+    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_init, initargs=(threads, pipe.writer))
     interrupted = False
     finished = False
     try:
-        futures = {pool.submit(run_matrix, task): task for task in tasks}
+        futures = {pool.submit(_run_in_worker, index, task): index for index, task in enumerate(tasks)}
         for task in tasks[:jobs]:
             emit("matrix", name=task.entry.name)
-        for future in as_completed(futures):
-            task = futures[future]
-            try:
-                records = future.result()
-            except Exception as exc:  # e.g. BrokenProcessPool when a worker was killed
-                records = _worker_failure(task, exc)
-            for record in records:
-                if record["status"] != "interrupted":
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            pipe.receive(write)  # (a task's records are in the pipe before its result is back)
+            for future in done:
+                index = futures[future]
+                try:
+                    records = future.result()
+                except Exception as exc:  # e.g. BrokenProcessPool when a worker was killed
+                    records = _worker_failure(tasks[index], exc)
+                for record in pipe.rest(index, records):
                     write(record)
-            emit("matrix_done", name=task.entry.name)
+                emit("matrix_done", name=tasks[index].entry.name)
         finished = True
     except KeyboardInterrupt:
         interrupted = True
     finally:
-        # After Ctrl-C/SIGTERM, or an error such as a full disk while writing a
-        # line, stop the workers now instead of waiting for their fits.
-        stopped = _stop_pool(pool, interrupted or not finished)
+        try:
+            if interrupted:  # the pairs finished before the stop: their lines, before the workers are stopped
+                with contextlib.suppress(KeyboardInterrupt):
+                    pipe.receive(write)
+        finally:
+            # After Ctrl-C/SIGTERM, or an error such as a full disk while writing a
+            # line, stop the workers now instead of waiting for their fits.
+            stopped = _stop_pool(pool, interrupted or not finished)
+            pipe.close()
     return interrupted or stopped
 
 
