@@ -570,14 +570,14 @@ class _Suggesting:
      "--debug compare p.csv --kernel rbf --methods tsvd,sparse"),
 ])
 def test_the_next_command_gives_each_option_once(capsys, argv, said):
-    from sfapprox.cli._render import suggest_next
+    from sfapprox.cli.compare import suggest_next
 
     suggest_next(_Suggesting(), Path("m.mat"), ["tsvd"], argv=argv)
     assert f"next: sfapprox {said}\n" in capsys.readouterr().err
 
 
 def test_the_next_command_replaces_only_the_methods():
-    from sfapprox.cli._render import _with_methods
+    from sfapprox.cli.compare import _with_methods
 
     assert _with_methods(["compare", "a b.csv", "--methods", "sf", "--var", "W"], "sf,sparse") == \
         ["compare", "a b.csv", "--var", "W", "--methods", "sf,sparse"]
@@ -1008,7 +1008,7 @@ def test_info_shows_a_float_fact_to_six_digits(tmp_path):
 
 def test_the_next_command_asks_force_only_for_files_it_wrote(tmp_path):
     """--plot /dev/null (or --json -) made the suggested command add --force, which a stream never needs."""
-    from sfapprox.cli._render import _writes_files
+    from sfapprox.cli.compare import _writes_files
 
     assert not _writes_files(["compare", "x.mtx", "--plot", "/dev/null", "--json", "-", "--csv=-"])
     assert _writes_files(["compare", "x.mtx", "--plot", "/dev/null", "--json", str(tmp_path / "c.json")])

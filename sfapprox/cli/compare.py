@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import functools
+import itertools
+import shlex
+import sys
 from pathlib import Path
 from typing import Annotated, Literal, Optional
 
 import typer
 
+from .._atomic import output_target, stream_kind
 from .._errors import ParameterError
 from . import _options as o
 from ._app import EXIT_INTERRUPTED, announce_start, app, error_boundary, read_matrix, show_notes, stop_cause
-from ._render import (advise_limits, check_distinct, check_outputs, check_plot, emit, fit_progress, method_announcer,
-                      named_outputs, note, read_files, suggest_next)
+from ._render import (advise_limits, check_distinct, check_outputs, check_plot, emit, err, fit_progress, literal,
+                      method_announcer, named_outputs, note, read_files)
 
 
 @app.command()
@@ -114,3 +118,98 @@ def compare(
                     else f"during {stopped.method}")  # (its fit had ended)
             note(f"interrupted ({stop_cause()}) {when}: {kept}{skipped}", style="bold yellow")
             raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def suggest_next(comparison, path: Path, names: list[str], argv: list[str] | None = None) -> None:
+    """The next command, when the verdict says a method that was not run would do better: the command
+    that ran (``argv``, default ``sys.argv[1:]``: its source options such as ``--kernel`` and
+    ``--var`` kept) with the methods to run next."""
+    verdict = comparison.verdict()
+    if verdict and verdict.get("suggest"):
+        methods = ",".join(list(names) + [m for m in verdict["suggest"] if m not in names])
+        words = list(sys.argv[1:] if argv is None else argv)
+        # sfapprox's own options before the command (--debug): kept; the command was not recognised after
+        # them, and the plain form left out --kernel (the points table then read as a matrix)
+        lead = list(itertools.takewhile(_options_of(None).__contains__, words))
+        words = _with_methods(words[len(lead):], methods)
+        if not words or words[0] != "compare":  # not run as the CLI (a test, an embedding): the plain form
+            lead, words = [], ["compare", str(path), "--methods", methods]
+        words = [*lead, *_once_each(words)]  # `--var W --var W` ran (the last counts): said once
+        if "--force" not in words and _writes_files(words):
+            words.append("--force")  # its outputs exist now: as it ran, the command would refuse to start
+        # Never wrapped: a command to copy.  A file's name in it with a control character (shlex quotes it,
+        # it does not hide it) is written as its escape: not the command to paste, but nothing the terminal acts on
+        err.print(f"[bold]next: {literal(shlex.join(['sfapprox', *words]))}[/]", highlight=False,
+                  soft_wrap=True)
+
+
+#: compare's options that write files (a command suggested again must be let replace them).
+_FILE_OUTPUTS = ("--json", "--csv", "--markdown", "--latex", "--plot", "--save-factors")
+
+
+def _writes_files(words: list[str]) -> bool:
+    """Whether the command ``words`` writes a file that exists once it ran: an output option whose value
+    is neither standard output (``-``) nor a stream (``/dev/null``, a pipe), which need no --force."""
+    for i, word in enumerate(words):
+        name, eq, value = word.partition("=")
+        if name in _FILE_OUTPUTS:
+            value = value if eq else (words[i + 1] if i + 1 < len(words) else "")
+            if value and value != "-" and stream_kind(output_target(value)) is None:
+                return True
+    return False
+
+
+def _once_each(words: list[str]) -> list[str]:
+    """``words`` (a ``compare`` command line) with each option once: one given again (which the command
+    allows, its last value counting) keeps its first place and takes its last value; a repeatable one
+    (``--with``) keeps every occurrence, and words that are no option of compare's stay as they are."""
+    options = _options_of("compare")
+    items: list[list[str]] = []
+    first: dict[str, int] = {}  # an option's name -> its item
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == "--":  # the rest are arguments
+            items.extend([w] for w in words[i:])
+            break
+        spec = options.get(word.partition("=")[0] if word.startswith("--") else word)
+        if spec is None:
+            items.append([word])
+            i += 1
+            continue
+        name, takes_value, repeatable = spec
+        item = words[i:i + 2] if takes_value and "=" not in word else [word]
+        i += len(item)
+        if repeatable or name not in first:
+            first.setdefault(name, len(items))
+            items.append(item)
+        else:
+            items[first[name]] = item
+    return [w for item in items for w in item]
+
+
+def _options_of(command: str | None) -> dict[str, tuple[str, bool, bool]]:
+    """Each spelling of a command's options (``--quiet``, ``-q``, ``--no-count-indices``; ``command``
+    None: sfapprox's own, ``--debug``) -> its parameter's name, whether it takes a value and whether it
+    may be repeated, read from the command itself."""
+    import typer
+
+    from ._app import app
+
+    group = typer.main.get_command(app)
+    command = group if command is None else group.commands[command]
+    return {spelled: (p.name, not p.is_flag, p.multiple) for p in command.params
+            if p.param_type_name == "option" for spelled in [*p.opts, *p.secondary_opts]}
+
+
+def _with_methods(words: list[str], methods: str) -> list[str]:
+    """``words`` with its ``--methods`` option (``--methods X`` or ``--methods=X``) set to ``methods``."""
+    out, skip = [], False
+    for word in words:
+        if skip:
+            skip = False
+        elif word == "--methods":
+            skip = True
+        elif not word.startswith("--methods="):
+            out.append(word)
+    return [*out, "--methods", methods]
