@@ -477,3 +477,64 @@ def test_a_window_narrowed_during_the_fit_keeps_the_numbers_whole(monkeypatch):
     drawn = [line for line in plain(console.file.getvalue()).splitlines() if "it 33330" in line]
     assert drawn and all(re.search(r"it 33330 +error 0\.3755 +0:00:\d\d$", line.rstrip()) for line in drawn), drawn
     assert all(cell_len(line) <= 30 for line in drawn)
+
+
+def _drawn_progress(monkeypatch, width: int, reports: list[dict], timed: bool = False) -> list[str]:
+    """The progress lines drawn for ``reports`` in a window ``width`` columns wide (``timed``: each drawn
+    at its ``elapsed`` seconds of the bar's clock)."""
+    import io
+
+    from rich.console import Console
+
+    from sfapprox.cli import _render
+
+    console = Console(file=io.StringIO(), force_terminal=True, width=width, color_system=None)
+    monkeypatch.setattr(_render, "err", console)
+    monkeypatch.setattr(_render, "draws_progress", lambda: True, raising=False)  # a StringIO is no terminal
+    now = [0.0]
+    if timed:
+        console.get_time = lambda: now[0]  # (the bar's clock)
+    # drawn at each report, not at the refresh thread's pace (a busy machine drew some reports never)
+    redraw = _render._FitProgress.update
+    monkeypatch.setattr(_render._FitProgress, "update", lambda self, *a, **kw: redraw(self, *a, **kw, refresh=True))
+    with _render.fit_progress("SF a_matrix_with_a_long_name", 100000, False, time_limit=10) as update:
+        for info in reports:
+            now[0] = info["elapsed"]
+            update(info)
+    return [line.rstrip() for line in plain(console.file.getvalue()).splitlines() if re.search(r"(^| )it \d", line)]
+
+
+@pytest.mark.parametrize("columns", [30, 40, 60])
+@pytest.mark.parametrize("error", [0.00012345, 12345.6, 0.37551])
+def test_five_digit_iterations_and_a_long_error_keep_the_time_whole(monkeypatch, columns, error):
+    """At 30 columns "it 54321  error 0.0001234" left the elapsed time "0:00:0" (the numbers' fixed widths
+    9 + 12 + 7 assumed shorter ones): a narrow window gets fewer of the error's digits, never a cut number."""
+    from sfapprox.formats import fmt_number
+
+    info = {"iteration": 54321, "max_iter": 100000, "fro_error": error, "elapsed": 1.0, "start": "identity"}
+    lines = [line for line in _drawn_progress(monkeypatch, columns, [info]) if "it 54321" in line]
+    assert lines, columns
+    for line in lines:
+        assert cell_len(line) <= columns, line
+        found = re.search(r"it 54321 +error (\S+) +(\d+:\d\d:\d\d)$", line)
+        assert found, line
+        shown = found.group(1)
+        assert shown in {fmt_number(error, digits) for digits in (1, 2, 3, 4)}, line  # the error, rounded
+        assert float(shown) == pytest.approx(error, rel=0.5)
+
+
+def test_a_wide_window_keeps_the_error_s_four_digits(monkeypatch):
+    info = {"iteration": 54321, "max_iter": 100000, "fro_error": 0.00012345, "elapsed": 1.0}
+    lines = [line for line in _drawn_progress(monkeypatch, 100, [info]) if "it 54321" in line]
+    assert lines and all("error 0.0001234 " in line for line in lines), lines
+
+
+def test_the_elapsed_time_goes_on_after_the_bar_fills(monkeypatch):
+    """The bar fills at the time limit (or max_iter); the fit goes on past it (the limit leaves out the
+    compiling and the scoring) and compare's methods after it: rich's elapsed column stopped at the second the
+    bar filled, and showed it for the rest of the run."""
+    reports = [{"iteration": iteration, "max_iter": 100000, "fro_error": 0.5, "elapsed": seconds}
+               for seconds, iteration in ((0.0, 0), (12.0, 30), (25.0, 40), (75.0, 50))]
+    lines = _drawn_progress(monkeypatch, 100, reports, timed=True)
+    last = [line for line in lines if "it 50 " in line]
+    assert last and all(line.endswith("0:01:15") for line in last), lines

@@ -20,7 +20,8 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn
+from rich.text import Text
 from rich.table import Column as TableColumn
 from rich.table import Table as RichTable
 
@@ -459,7 +460,7 @@ def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float |
     label = literal(label)  # (a file's name)
     progress = _FitProgress(console=err, transient=True)
     with progress:
-        task = progress.add_task(label, total=1.0, iteration=0, error="–", phase="")
+        task = progress.add_task(label, total=1.0, iteration=0, error=None, phase="")
 
         def update(info: dict) -> None:
             limit = info.get("max_iter") or total
@@ -469,11 +470,11 @@ def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float |
                 done = max(done, info["elapsed"] / seconds)
             method = info.get("method")
             progress.update(task, completed=min(done, 1.0), iteration=info["iteration"],
-                            error=fmt_number(info["fro_error"]), phase=progress_phase(info),
+                            error=info["fro_error"], phase=progress_phase(info),
                             description=f"{label} {method}" if method else label)
 
         def describe(what: str) -> None:
-            progress.update(task, completed=0.0, iteration=0, error="–", phase="", description=f"{label} {what}")
+            progress.update(task, completed=0.0, iteration=0, error=None, phase="", description=f"{label} {what}")
 
         update.describe = describe  # type: ignore[attr-defined]
         update.phase = lambda text: progress.update(task, phase=text)  # type: ignore[attr-defined]
@@ -507,12 +508,72 @@ def fit_progress_columns(width: int) -> list[Any]:
             max_width=room - room // 2 if narrow else None, **cut)),
         *bar,
         TextColumn("{task.fields[phase]}", table_column=TableColumn(max_width=room // 2 if narrow else None, **cut))]
+    it_width, error_width, time_width = NUMBER_WIDTHS
     return [
         *words,
-        TextColumn("it {task.fields[iteration]}", table_column=TableColumn(min_width=9, **whole)),
-        TextColumn("error {task.fields[error]}", table_column=TableColumn(min_width=12, **whole)),
-        TimeElapsedColumn(table_column=TableColumn(min_width=7, **whole)),
+        TextColumn("it {task.fields[iteration]}", table_column=TableColumn(min_width=it_width, **whole)),
+        _ErrorColumn(numbers_room(width), table_column=TableColumn(min_width=error_width, **whole)),
+        _ElapsedColumn(table_column=TableColumn(min_width=time_width, **whole)),
     ]
+
+
+#: The least widths of the progress line's numbers, "it N", "error E" and the elapsed time: the line
+#: keeps its layout as the iterations gain a digit.
+NUMBER_WIDTHS = (9, 12, 7)
+
+
+def numbers_room(width: int) -> int | None:
+    """The columns a window ``width`` wide leaves the text of the progress line's three numbers (the gaps
+    between its columns left out): all of it below :data:`TINY_PROGRESS`, what the label and phase leave
+    below :data:`NARROW_PROGRESS` (:func:`fit_progress_columns`), None (what they need) beside a bar."""
+    if width < TINY_PROGRESS:
+        return width - 2
+    if width < NARROW_PROGRESS:
+        return width - max(4, width - 32) - 4
+    return None
+
+
+def error_text(value: float | None, room: int | None) -> str:
+    """``error E``, E to 4 significant digits, or to fewer where ``room`` columns are fewer: at 30 columns
+    "error 0.0001234" beside "it 12345" pushed the elapsed time off the line (cut to "0:00:0"); a
+    shorter error is still the error, a cut time is not the time."""
+    text = f"error {fmt_number(value)}"
+    for digits in (3, 2, 1):
+        if room is None or len(text) <= room:
+            break
+        text = f"error {fmt_number(value, digits)}"
+    return text
+
+
+def elapsed_text(task: Any) -> str:
+    """The time since the task began, ``H:MM:SS``."""
+    import datetime
+
+    return str(datetime.timedelta(seconds=max(0, int(task.elapsed or 0))))
+
+
+class _ErrorColumn(ProgressColumn):
+    """The progress line's error, to as many digits as the numbers' ``room`` leaves it (:func:`error_text`)."""
+
+    def __init__(self, room: int | None, table_column: TableColumn | None = None) -> None:
+        self.room = room
+        super().__init__(table_column=table_column)
+
+    def render(self, task: Any) -> Text:
+        room = self.room
+        if room is not None:
+            it_width, error_width, time_width = NUMBER_WIDTHS
+            room -= max(it_width, len(f"it {task.fields['iteration']}")) + max(time_width, len(elapsed_text(task)))
+        return Text(error_text(task.fields["error"], room))
+
+
+class _ElapsedColumn(ProgressColumn):
+    """The time since the line began, going on after the bar is full: rich's column stops at the time the
+    bar filled (``finished_time``), and a fit past its time limit's share (the limit leaves out the
+    compiling; the scoring, the methods after) showed the same second for the rest of the run."""
+
+    def render(self, task: Any) -> Text:
+        return Text(elapsed_text(task), style="progress.elapsed")
 
 
 class _FitProgress(Progress):
