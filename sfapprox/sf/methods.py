@@ -87,7 +87,7 @@ def sf_estimator(n: int, budget: int, context: RunContext, *, support: str = "ch
         full = sf_config_for_budget(n, budget, support=support)
         settings = context.settings.per_method(1)
         if settings.time_limit is not None:
-            _compiled_first(n)
+            _compiled_first(n, context.callback)
         measuring = time.perf_counter()
         config = affordable_structure(n, full, settings.time_limit, settings.device, max_iter=settings.max_iter)
         params.update(n_factors=config.n_factors, base=config.base)
@@ -112,17 +112,21 @@ def _default_dtype(n: int) -> np.dtype:
     return np.dtype(np.float32 if n >= SF_FLOAT32_MIN_N else np.float64)
 
 
-def _compiled_first(n: int) -> None:
+def _compiled_first(n: int, callback=None) -> None:
     """The compiled kernel compiled (or loaded from numba's cache) before the structure is timed: the
     timing is charged to the method's time limit, and on a fresh install its first call held the
     kernel's compiling, seconds of a short limit (a batch's first SF fit), which ChordSF.fit keeps
-    out of its own limit."""
+    out of its own limit.  A progress display (``callback``'s ``phase``) says so, as ChordSF.fit's
+    warm-up does: a comparison's first SF showed "sf it 0" and nothing more for 8 s of compiling."""
     import torch
 
-    from ._kernels import select_kernel, warm_up_numba
+    from .._progress import phase
+    from ._kernels import kernels_cached, select_kernel, warm_up_numba
 
     if select_kernel(n, "cpu")[1] == "numba":
-        warm_up_numba(getattr(torch, _default_dtype(n).name))
+        doing = "loading compiled kernels" if kernels_cached() else "compiling kernels (first run)"
+        with phase(callback, doing):
+            warm_up_numba(getattr(torch, _default_dtype(n).name))
 
 
 #: Up to this N a structure's evaluation is measured on a whole random target (8 MiB at most); above
