@@ -14,6 +14,7 @@ from ._base import RunContext, get_method, parse_methods
 from ._errors import ParameterError, ResourceError
 from ._old_api import REQUIRED, take_old_keywords
 from ._params import split_items
+from ._progress import phase
 from ._settings import COUNT_INDICES, PROTOCOLS, FitSettings, LoadOptions
 from .budget import parse_budget, resolve_budget
 from .comparison import (
@@ -409,17 +410,18 @@ def sweep(
     if isinstance(matrix, MatrixSource) and from_columns(matrix, names, settings.max_memory):
         return _sweep_columns(matrix, names, specs, settings=settings, count_indices=count_indices,
                               protocol=protocol, callback=callback, on_result=on_result, matrix_info=matrix_info)
-    loaded = as_loaded_matrix(matrix, None, settings.max_memory)
-    resolved, merged = _distinct_budgets(specs, loaded.n)
-    check_scoring_memory(loaded, settings.max_memory)
-    check_methods_memory(names, loaded, settings.max_memory)
-    info = {**loaded.summary(), **(matrix_info or {})}
+    with phase(callback, "forming the matrix"):  # (a kernel's source: seconds to minutes)
+        loaded = as_loaded_matrix(matrix, None, settings.max_memory)
+        resolved, merged = _distinct_budgets(specs, loaded.n)
+        check_scoring_memory(loaded, settings.max_memory)
+        check_methods_memory(names, loaded, settings.max_memory)
+        info = {**loaded.summary(), **(matrix_info or {})}
     context = RunContext(settings, count_indices, protocol, callback, matrix_name=loaded.name)
     points: list[Comparison] = []
     with warnings_at_caller():
         for value in sorted(resolved):
             budget = resolved[value]
-            report = (lambda r, b=value: on_result(b, r)) if on_result else None
+            report = _per_budget(on_result, value)
             results = run_all(names, loaded.matrix, budget, context, info["fro_norm"], report)
             points.append(build_comparison(info, budget, results, context))
             points[-1].notes.extend(n for n in (budget.note, merged.get(value)) if n)
@@ -479,7 +481,7 @@ def _sweep_columns(source: MatrixSource, names: list[str], specs: list[str], *, 
         raise refused[min(refused)]
     points: list[Comparison] = []
     for value in sorted(resolved):
-        report = (lambda r, b=value: on_result(b, r)) if on_result else None
+        report = _per_budget(on_result, value)
         if value in refused:
             points.append(_over_the_limit(source, names, resolved[value], settings, count_indices, protocol,
                                           matrix_info, refused[value]))
@@ -507,3 +509,18 @@ def _unreached(resolved: dict, points: list[Comparison]) -> list[int]:
     reached = {p.budget for p in points}
     last = max(reached, default=0)
     return sorted(value for value in resolved if value not in reached and value > last)
+
+
+def _per_budget(on_result: Callable[..., Any] | None, budget: int) -> Callable[[Any], Any] | None:
+    """The comparison's ``on_result`` of one budget: ``on_result(budget, row)``, and its ``starting`` hook
+    (a display's: the method that starts now, see :func:`~sfapprox.comparison.run_all`) where it has one."""
+    if on_result is None:
+        return None
+
+    def report(row: Any) -> Any:
+        return on_result(budget, row)
+
+    starting = getattr(on_result, "starting", None)
+    if callable(starting):
+        report.starting = starting  # type: ignore[attr-defined]
+    return report

@@ -970,3 +970,37 @@ def test_arguments_of_the_wrong_type_are_refused_before_any_fit(bad, match):
     with pytest.raises(ParameterError, match=match):
         compare(np.eye(8), "tsvd", **{"on_result": fitted.append, **bad})
     assert not fitted
+
+
+def test_a_display_says_the_matrix_is_formed_and_names_each_method_as_it_starts(monkeypatch):
+    """compare on a kernel of 8,000 points formed its matrix for 27 s under a bar naming "tsvd" (named at
+    once, before any method started) with no word beside it. The forming is a phase now, and each method is
+    named by the ``starting`` hook of ``on_result`` as it starts."""
+    import time
+
+    from sfapprox.sources import KernelMatrix
+
+    source = KernelMatrix(np.random.default_rng(0).random((40, 3)), "rbf", 0.5)
+    forming = type(source).to_dense
+    monkeypatch.setattr(type(source), "to_dense", lambda self, *a, **kw: (time.sleep(0.8), forming(self, *a, **kw))[1])
+    events = []
+
+    def display(info):
+        events.append(("report", info.get("method")))
+
+    display.phase = lambda text: events.append(("phase", text))
+
+    def on_result(row):
+        events.append(("result", row.method))
+
+    on_result.starting = lambda name: events.append(("starting", name))
+    compare(source, ["tsvd", "sparse"], budget=200, callback=display, on_result=on_result, device="cpu")
+    assert events == [("phase", "forming the matrix"), ("phase", ""), ("starting", "tsvd"), ("result", "tsvd"),
+                      ("starting", "sparse"), ("result", "sparse")]
+
+
+def test_run_all_calls_no_starting_hook_where_there_is_none():
+    rows = []
+    X = np.random.default_rng(0).random((16, 16))
+    compare(X, ["tsvd"], budget=100, on_result=rows.append)
+    assert [r.method for r in rows] == ["tsvd"]

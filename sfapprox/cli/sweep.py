@@ -55,9 +55,13 @@ def sweep(
         label = matrix_label(loaded.name, loaded.recipe)  # the weight --var picked, not the file alone
         with fit_progress(label, settings.max_iter, quiet) as progress:
             announce = method_announcer(progress, names, cycle=True)
+
+            def on_result(budget: int, row) -> None:
+                announce(row)
+
+            on_result.starting = announce.starting  # type: ignore[attr-defined]
             result = run_sweep(loaded, specs, names, settings=settings, count_indices=count_indices,
-                               callback=announce_start(progress, label, quiet),
-                               on_result=lambda budget, row: announce(row))
+                               callback=announce_start(progress, label, quiet), on_result=on_result)
         advise_limits([r for p in result.points for r in p.results])
         tables = result.tables()
 
