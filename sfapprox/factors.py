@@ -388,6 +388,11 @@ def result_path(folder: str | os.PathLike, matrix: str, method: str) -> Path:
     return Path(folder) / f"{matrix}.{method}.h5"
 
 
+#: Endings of an HDF5 file's name: a folder for the fits (:func:`check_results_folder`) that does not exist yet
+#: and ends so is taken for a file's name.
+FILE_SUFFIXES = (".h5", ".hdf5", ".he5", ".hdf")
+
+
 def check_results_folder(folder: str | os.PathLike, matrix: str, methods, *, force: bool = False,
                          inputs=(), reading: dict[str, Any] | None = None) -> list[Path]:
     """Refuse, before any fitting, a :func:`save_results` folder that could not take the fits.
@@ -416,7 +421,8 @@ def check_results_folder(folder: str | os.PathLike, matrix: str, methods, *, for
     Raises
     ------
     ParameterError
-        When ``folder`` is a file, cannot be written to (or created), or a fit's file exists already
+        When ``folder`` is a file, names one (a new folder whose name ends in ``.h5``), cannot be written
+        to (or created), or a fit's file exists already
         (without ``force``), is one of ``inputs``, a loop of symbolic links, or a named pipe, a device
         or a socket (even with ``force``).
     """
@@ -424,6 +430,11 @@ def check_results_folder(folder: str | os.PathLike, matrix: str, methods, *, for
     resolved_path(folder)  # a loop of links: one error line
     if folder.exists() and not folder.is_dir():
         raise ParameterError(f"{folder}: the fits need a folder, and this is a file")
+    if not folder.exists() and folder.suffix.lower() in FILE_SUFFIXES:
+        # `--save-factors fits.h5` made a folder named fits.h5, each fit a file in it: not what was asked
+        raise ParameterError(f"{folder}: the fits need a folder (one file per method, FOLDER/<matrix>.<method>.h5), "
+                             f"and this names a file; give a folder (such as {folder.with_suffix('')}), or "
+                             "'sfapprox fit --out FILE.h5' for one SF fit")
     # Writable (or creatable) now, not after the fitting: an unwritable folder lost every fit's file.
     existing = folder
     while not existing.exists() and existing != existing.parent:

@@ -113,6 +113,20 @@ def test_compare_sweep_and_fit_titles_name_the_weight_var_picked(tmp_path):
     assert res.exit_code == 0 and "SF fit of w:a.weight" in res.output, res.output
 
 
+def test_save_factors_given_a_file_name_is_refused_before_any_fit(tmp_path):
+    """``--save-factors fits.h5`` made a folder named fits.h5 holding one file per method: a user who
+    named a file gets a folder they did not ask for.  Refused before any work, nothing made."""
+    np.save(tmp_path / "m.npy", np.random.default_rng(0).standard_normal((12, 12)))
+    res = invoke("compare", tmp_path / "m.npy", "--methods", "tsvd", "--save-factors", tmp_path / "fits.H5")
+    text = " ".join(res.output.split())
+    assert res.exit_code == 2 and "the fits need a folder" in text and "names a file" in text, res.output
+    assert "sfapprox fit --out FILE.h5" in text
+    assert not (tmp_path / "fits.H5").exists()
+    (tmp_path / "old.h5").mkdir()  # an existing folder of that name is a folder: taken
+    res = invoke("compare", tmp_path / "m.npy", "--methods", "tsvd", "--save-factors", tmp_path / "old.h5")
+    assert res.exit_code == 0 and (tmp_path / "old.h5" / "m.tsvd.h5").is_file(), res.output
+
+
 def test_a_saved_fit_of_another_weight_of_the_file_is_named_in_the_refusal(tmp_path):
     """``--save-factors out`` after a run on ``--var a.weight`` refused ``--var b.weight`` with "already
     exists" alone: the two weights' fits share ``w.tsvd.h5``; the refusal says whose fit is there."""
