@@ -317,6 +317,7 @@ def test_a_weights_file_of_many_tensors_lists_its_square_ones_on_a_terminal_and_
     from sfapprox.cli import _render
 
     monkeypatch.setattr(_render.err, "_force_terminal", True)  # as a terminal's stderr is
+    monkeypatch.setattr(_render, "on_terminal", lambda console: True)  # (its stream a terminal indeed)
     res = CliRunner().invoke(app, ["info", str(tmp_path / "m.pt"), "--json", "-"])
     text = " ".join(res.stderr.split())
     assert "layers.2.q.weight" in text and "layers.0.bias" not in text
