@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import enum
+import html
 import io
 import json
 import math
@@ -21,8 +22,9 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Column", "Table", "OutputFormat", "Layout", "layout", "render_rich", "fmt_number", "fmt_seconds", "jsonable",
-           "PLOT_SUFFIXES", "printable", "to_ascii", "ascii_table"]
+__all__ = ["Column", "Table", "OutputFormat", "Layout", "layout", "render_rich", "render_html", "render_frame",
+           "fmt_number", "fmt_seconds", "fact_text", "jsonable", "PLOT_SUFFIXES", "printable", "to_ascii",
+           "ascii_table"]
 
 #: Figure formats matplotlib writes without extra packages (the plots' files; a stream gets a PNG).
 PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp")
@@ -123,15 +125,21 @@ class Table:
         self.best.append(best or set())
         self.data.append(data or {})
 
-    def records(self) -> tuple[list[str], list[list[Any]]]:
+    def records(self, missing: Any = "") -> tuple[list[str], list[list[Any]]]:
         """CSV's view: the titles (the columns', then :attr:`data_titles`) and each row's values, its
-        data where given, else its text; a missing value (None, NaN, a cell of "–" or none) is empty."""
+        data where given, else its text; a missing value (None, NaN, a cell of "–" or none) is empty.
+
+        Parameters
+        ----------
+        missing : object, default=""
+            What a missing value is: CSV's empty cell, or None for a DataFrame (:func:`render_frame`).
+        """
         keys = [c.key for c in self.columns] + list(self.data_titles)
         titles = [c.title for c in self.columns] + list(self.data_titles.values())
         rows = []
         for i, row in enumerate(self.rows):
             data = self.data[i] if i < len(self.data) else {}
-            rows.append([_csv_value(data[k]) if k in data else _csv_value(row.get(k)) for k in keys])
+            rows.append([_csv_value(data[k] if k in data else row.get(k), missing) for k in keys])
         return titles, rows
 
     def cells(self) -> list[list[str]]:
@@ -143,12 +151,14 @@ class Table:
 MISSING = "–"
 
 
-def _csv_value(value: Any) -> Any:
-    """A CSV cell's value: an empty cell for a missing one (None, NaN, the "–" a table shows for it), so that
-    a reader (``pandas.read_csv``) finds a number column's gaps empty, not text ("–" made it a column of
-    strings, and ``nan`` is no spelling every reader takes)."""
-    if value is None or (isinstance(value, str) and value == MISSING) or (isinstance(value, float) and math.isnan(value)):
-        return ""
+def _csv_value(value: Any, missing: Any = "") -> Any:
+    """A CSV cell's value: an empty cell (``missing``) for a missing one (None, NaN, the "–" a table shows
+    for it), so that a reader (``pandas.read_csv``) finds a number column's gaps empty, not text ("–" made
+    it a column of strings, and ``nan`` is no spelling every reader takes)."""
+    # an empty cell ("" where a row has no paper figure) is as missing in a DataFrame as in the CSV
+    if value is None or (isinstance(value, str) and value in (MISSING, "")) or \
+            (isinstance(value, float) and math.isnan(value)):
+        return missing
     return value
 
 
@@ -305,6 +315,23 @@ def fmt_number(value: float | None, digits: int = 4) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "–"
     return f"{value:.{digits}g}"
+
+
+def fact_text(value: Any) -> str:
+    """A fact's value as ``info``'s summary shows it: a float to 6 significant digits (a bandwidth's 17
+    digits wrapped over two lines at 40 columns), an integer with thousands separators (as ``compare``'s
+    table writes counts), None as "–", anything else as its text.
+
+    Examples
+    --------
+    >>> fact_text(0.123456789), fact_text(27000), fact_text(None), fact_text(True)
+    ('0.123457', '27,000', '–', 'True')
+    """
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return "–" if value is None else str(value)
 
 
 def fmt_seconds(value: float | None) -> str:
@@ -469,19 +496,129 @@ def render_csv(tables: list[Table]) -> str:
     str
         The CSV text ("" when no table has a column); notes are left out.
     """
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    several = len(tables) > 1
-    views = [table.records() for table in tables]
-    titles = list(dict.fromkeys(t for own, _ in views for t in own))
+    titles, rows = _flat_records(tables)
     if not titles:
         return ""
-    writer.writerow((["table"] if several else []) + titles)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(titles)
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def _flat_records(tables: list[Table], missing: Any = "") -> tuple[list[str], list[list[Any]]]:
+    """The tables' rows under one header, as CSV has them (:func:`render_csv`) and a DataFrame
+    (:func:`render_frame`): the union of their titles, a leading ``table`` column (the title) when there
+    are several, ``missing`` where a value is missing or a table lacks the column."""
+    several = len(tables) > 1
+    views = [table.records(missing) for table in tables]
+    titles = list(dict.fromkeys(t for own, _ in views for t in own))
+    if not titles:
+        return [], []
+    out = []
     for table, (own, rows) in zip(tables, views):
         for values in rows:
             by_title = dict(zip(own, values))
-            writer.writerow(([printable(table.title)] if several else []) + [by_title.get(t, "") for t in titles])
-    return buffer.getvalue()
+            out.append(([printable(table.title)] if several else []) + [by_title.get(t, missing) for t in titles])
+    return (["table"] if several else []) + titles, out
+
+
+def render_frame(tables: list[Table]):
+    """All tables as one pandas DataFrame: CSV's columns and values (:func:`render_csv`: full precision,
+    no separators or marks, the winner as a column of its own), a missing value as None (NaN in a column
+    of numbers).  For the ``to_frame()`` of the result objects.
+
+    Parameters
+    ----------
+    tables : list of Table
+        The tables, in order.
+
+    Returns
+    -------
+    pandas.DataFrame
+        A row per table row; a leading ``table`` column (the title) when there are several tables.
+
+    Raises
+    ------
+    SfapproxError
+        When pandas is not installed (sfapprox does not depend on it).
+    """
+    try:
+        import pandas  # here, and only here: pandas is no dependency of sfapprox
+    except ImportError:
+        from ._errors import SfapproxError
+
+        raise SfapproxError("to_frame() needs pandas, which sfapprox does not install: pip install pandas") from None
+    titles, rows = _flat_records(tables, missing=None)
+    # by column: one with no value at all (an interval's ends where every error is exact) is a column of
+    # NaN, as pandas.read_csv reads the CSV's, not one of None objects
+    columns = [pandas.Series([row[i] for row in rows], dtype=float if rows and all(row[i] is None for row in rows)
+                             else None) for i in range(len(titles))]
+    frame = pandas.DataFrame(dict(enumerate(columns)))
+    frame.columns = titles  # by position: two tables may share no title, but a title may repeat
+    return frame
+
+
+def _html_text(text: str) -> str:
+    """``text`` as HTML: escaped (a matrix's name is its file's: ``<b>x&y</b>.mtx`` is text, not markup),
+    what a terminal would act on written as escapes (:func:`printable`), a line break as ``<br>``."""
+    return html.escape(printable(text), quote=True).replace("\n", "<br>")
+
+
+_HTML_ALIGN = {"left": "left", "right": "right", "center": "center"}
+
+
+def render_html(tables: list[Table], facts: list[tuple[str, str]] | None = None) -> str:
+    """The tables as HTML, as a terminal shows them (:func:`render_rich`): each title, the table with its
+    columns' alignment and the winner in bold, its notes under it; a long listing is shown by the rows a
+    terminal shows (:attr:`Table.terminal_rows`, said in its ``terminal_notes``).  Every text is escaped.
+    For a notebook (the ``_repr_html_`` of the result objects).
+
+    Parameters
+    ----------
+    tables : list of Table
+        The tables, in order.
+    facts : list of (str, str), optional
+        Label/value pairs shown first, as a two-column table (``sfapprox info``'s summary).
+
+    Returns
+    -------
+    str
+        One ``<div>`` holding everything.
+
+    Examples
+    --------
+    >>> t = Table("<b>x&y</b>", [Column("method", "method", "left"), Column("error", "error")])
+    >>> t.add({"method": "sf", "error": "0.1"}, best={"error"})
+    >>> print(render_html([t]))  # doctest: +ELLIPSIS
+    <div>
+    <p><i>&lt;b&gt;x&amp;y&lt;/b&gt;</i></p>
+    ...<td style="text-align: right"><b>0.1</b></td>...
+    """
+    out = ["<div>"]
+    if facts:
+        out.append("<table>")
+        out.extend(f'<tr><th style="text-align: left">{_html_text(str(k))}</th>'
+                   f'<td style="text-align: left">{_html_text(str(v))}</td></tr>' for k, v in facts)
+        out.append("</table>")
+    for whole in tables:
+        table = _terminal_view(whole)
+        out.append(f"<p><i>{_html_text(table.title)}</i></p>")
+        out.append("<table>")
+        align = [f' style="text-align: {_HTML_ALIGN.get(c.align, "left")}"' for c in table.columns]
+        out.append("<thead><tr>" + "".join(f"<th{a}>{_html_text(c.title)}</th>" for c, a in zip(table.columns, align))
+                   + "</tr></thead>")
+        out.append("<tbody>")
+        for cells, best in zip(table.cells(), table.best):
+            shown = [f"<b>{_html_text(v)}</b>" if c.key in best else _html_text(v)
+                     for c, v in zip(table.columns, cells)]
+            out.append("<tr>" + "".join(f"<td{a}>{v}</td>" for a, v in zip(align, shown)) + "</tr>")
+        out.append("</tbody></table>")
+        notes = table.notes + (whole.terminal_notes if whole.terminal_rows is not None else [])
+        if notes:
+            out.append("<p>" + "<br>".join(_html_text(n) for n in notes) + "</p>")
+    out.append("</div>")
+    return "\n".join(out)
 
 
 def render_markdown(tables: list[Table]) -> str:

@@ -282,3 +282,39 @@ def test_a_narrow_window_still_says_why_a_comparison_row_has_no_result():
     t.add({"a": "1", "why": "9" * 40})  # a number: never folded, so left out at 30 columns
     t.hidden_notes["why"] = ["a: because"]
     assert "a: because" in shown([t], 30) and "a: because" not in shown([t], 300)
+
+
+def test_html_escapes_every_text_and_shows_the_rows_a_terminal_shows():
+    """A notebook's view of a table: titles, headings, cells and notes are text (a name is a file's:
+    ``<b>x&y</b>`` is no markup), a line break a <br>, a long listing the rows a terminal shows."""
+    from sfapprox.formats import render_html
+
+    t = Table("<i>t</i>", [Column("name", "<name>", "left"), Column("n", "n")])
+    for i in range(5):
+        t.add({"name": f"a<{i}>\nb", "n": str(i)}, best={"n"} if i == 1 else None)
+    t.notes.append("note & <more>")
+    t.terminal_rows, t.terminal_notes = [0, 1], ["listed: 2 of 5 & more"]
+    html = render_html([t], facts=[("<k>", "v&")])
+    assert "<i>t</i>" not in html and "<p><i>&lt;i&gt;t&lt;/i&gt;</i></p>" in html
+    assert "&lt;name&gt;" in html and "a&lt;0&gt;<br>b" in html and "a&lt;2&gt;" not in html
+    assert '<td style="text-align: right"><b>1</b></td>' in html
+    assert "note &amp; &lt;more&gt;<br>listed: 2 of 5 &amp; more" in html
+    assert '<th style="text-align: left">&lt;k&gt;</th><td style="text-align: left">v&amp;</td>' in html
+
+
+def test_a_frame_of_several_tables_is_their_csv():
+    """One header for all (the union of the titles), the title in a leading "table" column, a value a
+    table lacks missing: as render_csv writes them."""
+    pytest.importorskip("pandas")
+    from _frames import assert_frame_is_the_csv
+
+    from sfapprox.formats import render_frame
+
+    a = Table("a", [Column("x", "x"), Column("y", "y")])
+    a.add({"x": "1,000", "y": "–"}, data={"x": 1000.5})
+    b = Table("b", [Column("x", "x"), Column("z", "z", "left")])
+    b.add({"x": "2", "z": "text"}, data={"x": 2})
+    frame = render_frame([a, b])
+    assert list(frame.columns) == ["table", "x", "y", "z"] and frame["x"].tolist() == [1000.5, 2]
+    assert frame["table"].tolist() == ["a", "b"] and frame["z"].tolist()[1] == "text"
+    assert_frame_is_the_csv(frame, [a, b])

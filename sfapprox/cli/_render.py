@@ -27,7 +27,8 @@ from rich.table import Table as RichTable
 
 from .._atomic import check_writable, output_target, resolved_path, stream_kind, write_text
 from .._errors import ParameterError, SfapproxError
-from ..formats import PLOT_SUFFIXES, OutputFormat, Table, ascii_table, fmt_number, printable, render_rich, to_ascii
+from ..formats import (PLOT_SUFFIXES, OutputFormat, Table, ascii_table, fact_text, fmt_number, printable, render_rich,
+                       to_ascii)
 
 
 #: Width of a console that writes to a pipe or a file: tables there are as wide as their content.
@@ -411,14 +412,9 @@ def _few_iterations(r) -> str:
 
 
 def show_value(value) -> str:
-    """A value as a fact table shows it: a float to 6 significant digits (a bandwidth's 17 digits wrapped
-    over two lines at 40 columns), an integer with thousands separators (as ``compare``'s table writes
-    counts: ``fit``'s said "27000" where it said "27,000"), None as "–", anything else as its text."""
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    if isinstance(value, int) and not isinstance(value, bool):
-        return f"{value:,}"
-    return "–" if value is None else str(value)
+    """A value as a fact table shows it (:func:`~sfapprox.formats.fact_text`, which a notebook's view of
+    ``info`` shares)."""
+    return fact_text(value)
 
 
 def key_value_table(title: str, rows: list[tuple[str, Any]], *, ascii: bool = False) -> RichTable:
