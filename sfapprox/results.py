@@ -20,9 +20,19 @@ from . import __version__
 from ._base import methods
 from ._moved import moved_names
 from .baselines.sparse import sparse_count
-from .formats import ESTIMATED_NOTE, Column, Table, fmt_seconds, fmt_with_interval, jsonable
+from .formats import (
+    ESTIMATED_NOTE,
+    Column,
+    Table,
+    fmt_seconds,
+    fmt_with_interval,
+    jsonable,
+    printable,
+    render_frame,
+    render_html,
+)
 
-__all__ = ["MethodResult", "Comparison", "library_versions", "details", "error_cell", "matrix_label"]
+__all__ = ["MethodResult", "Comparison", "library_versions", "details", "error_cell", "error_text", "matrix_label"]
 
 # The saved fits' functions and the atomic writes lived here before they had modules of their own.
 __getattr__ = moved_names(__name__, {"SavedFactors": "sfapprox.factors", "save_factors": "sfapprox.factors",
@@ -30,9 +40,12 @@ __getattr__ = moved_names(__name__, {"SavedFactors": "sfapprox.factors", "save_f
                                      "write_json": "sfapprox._atomic"})
 
 
-@dataclass
+@dataclass(repr=False)  # its own __repr__: the fitted parameters made a row's 700 characters
 class MethodResult:
     """One method's outcome at a budget.
+
+    Its ``repr`` is one line: the method, its status, what it stores, its errors (with their 95 %
+    intervals where estimated from columns) and its seconds, or why it has no result.
 
     Attributes
     ----------
@@ -88,12 +101,38 @@ class MethodResult:
         skip = ("operator", "estimator")
         return jsonable({f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip})
 
+    def __repr__(self) -> str:
+        """One line, the numbers of its row of ``compare``'s table.
 
-@dataclass
+        Examples
+        --------
+        >>> MethodResult("tsvd", "ok", 297, 1.43321, 0.145912, 0.0012, {"rank": 9})
+        <MethodResult tsvd: ok, stored 297, fro_error 1.433, rel_error 0.1459, 0.00 s>
+        >>> MethodResult("nmf", "not applicable", reason="X has negative entries")
+        <MethodResult nmf: not applicable: X has negative entries>
+        """
+        parts = [] if self.nnz is None else [f"stored {self.nnz:,}"]
+        for name, key in (("fro_error", "fro_interval"), ("rel_error", "rel_interval")):
+            value = getattr(self, name)
+            if value is not None:
+                estimated = (self.error_estimate or {}).get(key)
+                parts.append(f"{name} {error_cell(self, value, key)}" + (" (95%)" if estimated else ""))
+        if parts and self.seconds is not None:  # a row without a result took no time worth a word
+            parts.append(f"{fmt_seconds(self.seconds)} s")
+        said = f"{self.status}, {', '.join(parts)}" if parts else self.status
+        if self.reason:
+            said += f"{'; ' if parts else ': '}{' '.join(self.reason.split())}"
+        return printable(f"<MethodResult {self.method}: {said}>")
+
+
+@dataclass(repr=False)  # its own __repr__: every field of the matrix summary and each row was 1,500 characters
 class Comparison:
     """Every method's result on one matrix at one budget, and how they were run.
 
-    ``settings``, ``versions`` and ``notes`` are written to every JSON file.
+    ``settings``, ``versions`` and ``notes`` are written to every JSON file.  In a
+    notebook it shows as ``compare``'s table (``_repr_html_``); its ``repr`` says
+    the matrix, the budget, each method's error (the winner starred) and the
+    verdict in a few lines; :meth:`to_frame` gives the rows as a pandas DataFrame.
 
     Attributes
     ----------
@@ -284,6 +323,57 @@ class Comparison:
             }
         )
 
+    def __repr__(self) -> str:
+        """A few lines: the matrix and the budget, each method's error as the table says it (the
+        winner starred), and the verdict.
+
+        Examples
+        --------
+        >>> c = Comparison({"name": "graph", "n": 20}, 100, "100", [
+        ...     MethodResult("sf", "ok", 100, 1.0, 0.1, 0.5), MethodResult("tsvd", "ok", 82, 3.2, 0.32, 0.1),
+        ...     MethodResult("nmf", "not applicable", reason="X has negative entries")])
+        >>> c
+        Comparison: graph (N=20), budget 100 stored numbers (25.00% of N²)
+          relative error: sf 0.1 ★, tsvd 0.32, nmf n/a
+          verdict: SF wins by 3.2x over low rank (TSVD)
+        """
+        n = self.matrix.get("n")
+        share = f" ({100 * self.budget / n**2:.2f}% of N²)" if n else ""
+        # X all zeros has no relative error: the absolute one, as a sweep's table says it
+        absolute = self.matrix.get("fro_norm") == 0
+        winner = self.winner()
+        errors = ", ".join(f"{r.method} {error_text(r, absolute=absolute)}{' ★' if r.method == winner else ''}"
+                           for r in self.results)
+        budget = counted(self.budget, "stored number")
+        lines = [f"Comparison: {record_label(self.matrix)} (N={n}), budget {budget}{share}",
+                 f"  {'absolute' if absolute else 'relative'} error: {errors or 'no method was run'}"]
+        verdict = self.verdict()
+        if verdict is not None:
+            lines.append(f"  verdict: {verdict['text']}")
+        return printable("\n".join(lines))
+
+    def _repr_html_(self) -> str:
+        """``compare``'s table as HTML, for a notebook (:func:`~sfapprox.formats.render_html`)."""
+        return render_html(self.tables())
+
+    def to_frame(self):
+        """The table's rows as a pandas DataFrame: the values of ``compare --csv`` (full precision, the
+        winner and the 95 % intervals as columns of their own).
+
+        Returns
+        -------
+        pandas.DataFrame
+            A row per method; columns ``method``, ``stored``, ``of budget``, ``min budget``,
+            ``‖X−X̂‖_F``, ``relative``, ``seconds``, ``status``, ``details``, ``winner`` and the
+            intervals' ends; a missing value is NaN (None in a column of text).
+
+        Raises
+        ------
+        SfapproxError
+            When pandas is not installed (sfapprox does not depend on it: ``pip install pandas``).
+        """
+        return render_frame(self.tables())
+
     def tables(self) -> list[Table]:
         """The comparison as one table: a row per method, the winner marked."""
         name, n = record_label(self.matrix), self.matrix.get("n")
@@ -420,6 +510,35 @@ def error_cell(r: MethodResult, value: float | None, key: str) -> str:
         Which interval goes with ``value``.
     """
     return fmt_with_interval(value, (r.error_estimate or {}).get(key))
+
+
+def error_text(r: MethodResult, *, absolute: bool = False) -> str:
+    """A row's error as a sweep's table says it: the relative error (``absolute``: the Frobenius one)
+    with its interval where estimated, ``(time_limit)`` / ``(max_iter)`` after a fit that stopped on that
+    limit, ``(interrupted)`` after one cut short, else ``n/a`` or the status (why is in the row's reason).
+
+    Parameters
+    ----------
+    r : MethodResult
+        The row.
+    absolute : bool, default=False
+        The Frobenius error instead of the relative one (X all zeros has no relative error).
+
+    Examples
+    --------
+    >>> error_text(MethodResult("sf", "ok", 10, 2.0, 0.25, 1.0, {"stop_reason": "time_limit"}))
+    '0.25 (time_limit)'
+    >>> error_text(MethodResult("nmf", "not applicable")), error_text(MethodResult("rpca", "failed"))
+    ('n/a', 'failed')
+    """
+    error, interval = ("fro_error", "fro_interval") if absolute else ("rel_error", "rel_interval")
+    value = getattr(r, error)
+    if r.status == "interrupted" and value is not None:  # its best factors, scored
+        return error_cell(r, value, interval) + " (interrupted)"
+    if r.status != "ok":
+        return "n/a" if r.status == "not applicable" else r.status
+    stop = r.params.get("stop_reason")
+    return error_cell(r, value, interval) + (f" ({stop})" if stop in ("time_limit", "max_iter") else "")
 
 
 def _stopped_words(rows: list[MethodResult]) -> str:

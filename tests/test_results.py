@@ -2,6 +2,8 @@
 
 import math
 
+import pytest
+
 from sfapprox.results import Comparison, MethodResult, details
 
 
@@ -267,3 +269,83 @@ def test_library_versions_read_without_importing_torch():
     first, second = done.stdout.splitlines()
     loaded, torch_version, h5py_version = first.split()
     assert loaded == "False" and [torch_version, h5py_version] == second.split(), done.stdout
+
+
+# ----------------------------------------------------------------------------- in a notebook and a REPL
+def _notebook_comparison(name="graph"):
+    """Three rows as compare makes them: SF's fitted parameters long (a row's repr was 700 characters)."""
+    params = {"n_factors": 4, "offsets": list(range(40)), "stop_reason": "ftol", "iterations": 812}
+    return Comparison({"name": name, "n": 20, "nnz": 400, "fro_norm": 10.0, "path": f"/data/{name}.mtx"}, 100, "100", [
+        MethodResult("sf", "ok", 100, 1.0123456789, 0.10123456789, 0.5, params),
+        MethodResult("tsvd", "ok", 82, 3.2, 0.32, 0.1, {"rank": 2}),
+        MethodResult("nmf", "not applicable", reason="X has negative entries")],
+        settings={"time_limit": 60.0, "seed": 0}, versions={"sfapprox": "0.1.0", "numpy": "2.4"})
+
+
+def test_a_comparison_s_repr_is_a_few_lines_with_each_error_the_winner_and_the_verdict():
+    """In a notebook, ``c`` showed a 1,500-character dataclass repr (every field of the matrix summary
+    and of each row); it says the matrix, the budget, each error as the table does and the verdict."""
+    text = repr(_notebook_comparison())
+    assert text.splitlines() == [
+        "Comparison: graph (N=20), budget 100 stored numbers (25.00% of N²)",
+        "  relative error: sf 0.1012 ★, tsvd 0.32, nmf n/a",
+        "  verdict: SF wins by 3.16x over low rank (TSVD)"]
+    assert "offsets" not in text and "versions" not in text
+    # X all zeros has no relative error: the absolute one, as a sweep's table gives it
+    zero = Comparison({"name": "z", "n": 4, "fro_norm": 0.0}, 8, "8", [MethodResult("tsvd", "ok", 0, 0.0, None),
+                                                                     MethodResult("sparse", "ok", 0, 0.0, None)])
+    assert repr(zero).splitlines()[1] == "  absolute error: tsvd 0, sparse 0"
+
+
+def test_a_method_result_s_repr_is_one_line_with_its_errors_and_their_interval():
+    """A row's repr held its every fitted parameter; it says its status, stored numbers, errors (the 95 %
+    interval where estimated) and seconds, or why it has no result."""
+    assert repr(_notebook_comparison().results[0]) == \
+        "<MethodResult sf: ok, stored 100, fro_error 1.012, rel_error 0.1012, 0.50 s>"
+    assert repr(_estimated("rsvd", 3.0, 2.95, 3.05)) == \
+        "<MethodResult rsvd: ok, stored 100, fro_error 3 ± 0.05 (95%), rel_error 0.3 ± 0.005 (95%)>"
+    assert repr(MethodResult("nmf", "not applicable", seconds=0.0, reason="X has\nnegative entries")) == \
+        "<MethodResult nmf: not applicable: X has negative entries>"
+    # fields and equality are the dataclass's: the repr changed, nothing else
+    assert MethodResult("sf", "ok", 10) == MethodResult("sf", "ok", 10) != MethodResult("sf", "ok", 11)
+
+
+def test_a_comparison_shows_as_its_table_in_a_notebook_every_text_escaped():
+    """No _repr_html_: a notebook showed the repr. It is compare's table (the winner in bold, its notes
+    under it), and a matrix's name, from its file's, is text: ``<b>x&y</b>`` is not markup."""
+    c = _notebook_comparison("<b>x&y</b>")
+    html = c._repr_html_()
+    assert "<b>x&y</b>" not in html and "&lt;b&gt;x&amp;y&lt;/b&gt;" in html
+    (table,) = c.tables()
+    for cells in table.cells():
+        assert all(f">{v}<" in html.replace("<b>", "").replace("</b>", "") for v in cells)
+    assert "<b>sf ★</b>" in html and "<b>0.1012</b>" in html and "<b>tsvd</b>" not in html
+    assert "verdict: SF wins by 3.16x over low rank (TSVD)" in html
+    assert html.count("<tr>") == 1 + len(c.results)
+
+
+def test_to_frame_gives_the_values_of_the_csv_at_full_precision():
+    """A DataFrame of compare's rows: the CSV's values (no marks, no separators, all the digits)."""
+    pytest.importorskip("pandas")
+    from _frames import assert_frame_is_the_csv
+
+    c = _notebook_comparison()
+    frame = c.to_frame()
+    assert list(frame.columns) == c.tables()[0].records()[0] and len(frame) == len(c.results)
+    assert frame["method"].tolist() == ["sf", "tsvd", "nmf"] and frame["winner"].tolist() == [True, False, False]
+    assert frame["‖X−X̂‖_F"].tolist()[:2] == [1.0123456789, 3.2] and math.isnan(frame["‖X−X̂‖_F"][2])
+    assert frame["relative"].tolist()[:2] == [r.rel_error for r in c.results[:2]]
+    assert frame["stored"].tolist()[:2] == [100, 82] and frame["of budget"][1] == 82.0
+    assert_frame_is_the_csv(frame, c.tables())  # every value the CSV writes, read back
+
+
+def test_to_frame_without_pandas_says_how_to_install_it(monkeypatch):
+    """pandas is no dependency of sfapprox: to_frame says so in one line, as sfapprox's error."""
+    import sys
+
+    from sfapprox import SfapproxError
+
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas raises ImportError
+    with pytest.raises(SfapproxError, match=r"^to_frame\(\) needs pandas, which sfapprox does not install: "
+                                            r"pip install pandas$"):
+        _notebook_comparison().to_frame()
