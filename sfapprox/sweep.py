@@ -32,8 +32,8 @@ from .comparison import (
     settings_with,
     warnings_at_caller,
 )
-from .formats import Column, Table, interval_columns, jsonable
-from .results import Comparison, MethodResult, error_cell, record_label
+from .formats import Column, Table, interval_columns, jsonable, printable, render_frame, render_html
+from .results import Comparison, MethodResult, error_text, record_label
 from .sources import MatrixSource
 
 __all__ = ["Sweep", "sweep", "parse_budget_list", "default_budgets"]
@@ -196,9 +196,17 @@ def beyond_dense(n: int, methods: Sequence[str], *, count_indices: bool = COUNT_
     return {m: need for m, need in needs.items() if need is not None and need > n * n}
 
 
-@dataclass
+#: Budgets a sweep's ``repr`` gives a line each; of more, the first and last ones.
+REPR_BUDGETS = 6
+
+
+@dataclass(repr=False)  # its own __repr__: every point's every field was 2,400 characters
 class Sweep:
     """One :class:`~sfapprox.results.Comparison` per budget, by increasing budget.
+
+    In a notebook it shows as ``sweep``'s table (``_repr_html_``); its ``repr`` gives
+    each budget's errors (the smallest starred) in a few lines; :meth:`to_frame`
+    gives the rows as a pandas DataFrame.
 
     Attributes
     ----------
@@ -231,6 +239,53 @@ class Sweep:
         dict of int to dict of str to MethodResult
         """
         return {p.budget: {r.method: r for r in p.results} for p in self.points}
+
+    def __repr__(self) -> str:
+        """The table's title, then a line per budget (its errors as the table says them, the smallest
+        starred); of more than :data:`REPR_BUDGETS` budgets, the first and last ones.
+
+        Examples
+        --------
+        >>> s = Sweep({"name": "graph", "n": 10}, ["sf", "tsvd"], [
+        ...     Comparison({"name": "graph", "n": 10}, 40, "40", [MethodResult("sf", "not applicable"),
+        ...                                                       MethodResult("tsvd", "ok", 38, 2.0, 0.4)]),
+        ...     Comparison({"name": "graph", "n": 10}, 80, "80", [MethodResult("sf", "ok", 80, 1.0, 0.2),
+        ...                                                       MethodResult("tsvd", "ok", 76, 1.5, 0.3)])])
+        >>> s
+        Sweep: graph (N=10): relative error by budget
+          budget 40 (40.00% of N²): sf n/a, tsvd 0.4 ★
+          budget 80 (80.00% of N²): sf 0.2 ★, tsvd 0.3
+        """
+        (table,) = self.tables()
+        lines = [f"  budget {row['budget']} ({row['share']} of N²): "
+                 + ", ".join(f"{m} {row.get(m, '–')}{' ★' if m in best else ''}" for m in self.methods)
+                 for row, best in zip(table.rows, table.best)]
+        if len(lines) > REPR_BUDGETS:
+            head = REPR_BUDGETS // 2
+            left = len(lines) - REPR_BUDGETS + 1
+            lines = [*lines[:head], f"  ... {left} more budgets ...", *lines[-(REPR_BUDGETS - head - 1):]]
+        return printable("\n".join([f"Sweep: {table.title}", *(lines or ["  no budget was run"])]))
+
+    def _repr_html_(self) -> str:
+        """``sweep``'s table as HTML, for a notebook (:func:`~sfapprox.formats.render_html`)."""
+        return render_html(self.tables())
+
+    def to_frame(self):
+        """The table's rows as a pandas DataFrame: the values of ``sweep --csv`` (full precision).
+
+        Returns
+        -------
+        pandas.DataFrame
+            A row per budget (a stopped sweep's unreached ones too, "skipped"): ``budget``, ``% of N²``,
+            each method's relative error (its absolute one when X is all zeros; NaN where it has none),
+            each method's status (``"<method> status"``) and, where estimated, the 95 % intervals' ends.
+
+        Raises
+        ------
+        SfapproxError
+            When pandas is not installed (sfapprox does not depend on it: ``pip install pandas``).
+        """
+        return render_frame(self.tables())
 
     def tables(self) -> list[Table]:
         """The sweep as one table: a row per budget, a column per method (relative errors)
@@ -267,20 +322,17 @@ class Sweep:
                 if r is not None:
                     stop = r.params.get("stop_reason") if r.status == "ok" else None
                     data[f"{m} status"] = stop if stop in ("time_limit", "max_iter") else r.status
+                # "0.31 ± 0.004" when estimated, "(time_limit)" after a fit stopped on it, "n/a" (as compare's repr)
+                cells[m] = "–" if r is None else error_text(r, absolute=zero)
                 if r is None:
-                    cells[m] = "–"
+                    pass
                 elif r.status == "interrupted" and getattr(r, error) is not None:  # its best factors, scored (as compare)
-                    cells[m] = error_cell(r, getattr(r, error), interval) + " (interrupted)"
                     data[m] = getattr(r, error)
                 elif r.status != "ok":
-                    cells[m] = "n/a" if r.status == "not applicable" else r.status  # the why is in the notes
-                    if r.reason:
+                    if r.reason:  # the why is in the notes
                         key = _BUDGET_IN_REASON.sub("budget B", r.reason)
                         reasons.setdefault(m, {}).setdefault(key, (r.reason, []))[1].append(point.budget)
                 else:
-                    stop = r.params.get("stop_reason")
-                    flag = f" ({stop})" if stop in ("time_limit", "max_iter") else ""
-                    cells[m] = error_cell(r, getattr(r, error), interval) + flag  # "0.31 ± 0.004" when estimated
                     data[m] = getattr(r, error)
             for m in estimated:
                 r = rows.get(m)

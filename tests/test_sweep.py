@@ -483,3 +483,59 @@ def test_a_stop_during_the_last_budget_says_none_was_skipped(tmp_path, monkeypat
 def test_arguments_of_the_wrong_type_are_refused_before_any_fit(bad, match):
     with pytest.raises(ParameterError, match=match):
         sweep(np.eye(8), [0.5], ["tsvd"], **bad)
+
+
+# ----------------------------------------------------------------------------- in a notebook and a REPL
+def _notebook_sweep(name="graph", budgets=(40, 80), skipped=()):
+    """A sweep as sweep() makes it: at each budget a point of full rows (their params long)."""
+    from sfapprox.results import Comparison, MethodResult
+    from sfapprox.sweep import Sweep
+
+    info = {"name": name, "n": 10, "fro_norm": 5.0, "path": f"/data/{name}.mtx"}
+    long = {"offsets": list(range(40)), "stop_reason": "ftol"}
+    points = [Comparison(info, b, str(b), [
+        MethodResult("sf", "not applicable", reason=f"budget {b} is too small") if b < 60 else
+        MethodResult("sf", "ok", b, 2.0 / b, 0.4 / b, 0.5, long),
+        MethodResult("tsvd", "ok", b - 2, 3.0 / b, 0.6 / b + 0.0123456789, 0.1, {"rank": 2})]) for b in budgets]
+    return Sweep(info, ["sf", "tsvd"], points, settings={"seed": 0}, versions={"sfapprox": "0.1.0"},
+                 skipped=list(skipped))
+
+
+def test_a_sweep_s_repr_is_a_line_per_budget_with_its_errors_and_the_smallest_starred():
+    """In a notebook, ``s`` showed a 2,400-character dataclass repr (every point's every field); it says
+    what the table says, a budget a line."""
+    assert repr(_notebook_sweep()).splitlines() == [
+        "Sweep: graph (N=10): relative error by budget",
+        "  budget 40 (40.00% of N²): sf n/a, tsvd 0.02735 ★",
+        "  budget 80 (80.00% of N²): sf 0.005 ★, tsvd 0.01985"]
+
+
+def test_a_long_sweep_s_repr_gives_its_first_and_last_budgets():
+    from sfapprox.sweep import REPR_BUDGETS
+
+    text = repr(_notebook_sweep(budgets=range(60, 460, 10), skipped=[460, 470]))
+    lines = text.splitlines()
+    assert len(lines) == 1 + REPR_BUDGETS and "offsets" not in text
+    assert lines[1].startswith("  budget 60 (") and lines[-1].startswith("  budget 470 (")
+    assert lines[-1].endswith("sf skipped, tsvd skipped")
+    assert "  ... 37 more budgets ..." in lines
+
+
+def test_a_sweep_shows_as_its_table_in_a_notebook_every_text_escaped():
+    s = _notebook_sweep("<b>x&y</b>")
+    html = s._repr_html_()
+    assert "<b>x&y</b>" not in html and "&lt;b&gt;x&amp;y&lt;/b&gt;" in html
+    assert "<b>0.02735</b>" in html and "<b>0.005</b>" in html and html.count("<tr>") == 1 + len(s.points)
+    assert "sf: budget 40 is too small" in html  # the table's notes, under it
+
+
+def test_a_sweep_s_frame_holds_the_values_of_its_csv():
+    pytest.importorskip("pandas")
+    from _frames import assert_frame_is_the_csv
+
+    s = _notebook_sweep(budgets=(40, 80), skipped=[120])
+    frame = s.to_frame()
+    assert frame["budget"].tolist() == [40, 80, 120] and frame["tsvd"].tolist()[:2] == [
+        p.result("tsvd").rel_error for p in s.points]
+    assert frame["sf status"].tolist() == ["not applicable", "ok", "skipped"]
+    assert_frame_is_the_csv(frame, s.tables())
