@@ -559,3 +559,40 @@ def test_a_path_that_is_no_folder_is_said_so(tmp_path):
     result = CliRunner().invoke(app, ["report", "/dev/null"])
     assert result.exit_code == 2 and "/dev/null: is not a folder" in result.output, result.output
     assert "--out-dir /dev/null" not in result.output
+
+
+# ----------------------------------------------------------------------------- in a notebook and a REPL
+def test_a_report_s_repr_sums_it_up_in_a_few_lines():
+    """A Report's repr was every record's every field (thousands of characters); it gives the wins by
+    category, in total, and what was left out."""
+    text = repr(build_report(RECORDS, {7: "not JSON"}))
+    assert text.splitlines() == [
+        "Report: 9 records of 4 matrices, methods sf, tsvd, nmf",
+        "  network (2 matrices): wins: sf 1, tsvd 1",
+        "  attention (2 matrices): wins: sf 1, tsvd 0, nmf 0",
+        "  total wins: sf 2, tsvd 1, nmf 0",
+        "  unavailable (no method could run): 1 matrix (gone_1)",
+        "  1 line of the results file could not be read"]
+
+
+def test_a_report_shows_as_its_files_tables_in_a_notebook_every_text_escaped():
+    """The tables of ``sfapprox report`` and of its files (the matrices no method ran on, with why), a
+    matrix's name (its file's) as text: ``<b>x&y</b>`` is not markup."""
+    records = [rec("<b>x&y</b>", "sf", fro=1.0), rec("<b>x&y</b>", "tsvd", fro=2.0), *RECORDS[4:6]]
+    html = build_report(records)._repr_html_()
+    assert "<b>x&y</b>" not in html and "&lt;b&gt;x&amp;y&lt;/b&gt;" in html
+    assert "network: ‖X − X̂‖_F by method (wins: sf 1, tsvd 0)" in html and "<b>1</b>" in html
+    assert "unavailable: no method could run on these" in html and "gone_1" in html
+
+
+def test_a_report_s_frame_holds_the_values_of_its_csv():
+    pytest.importorskip("pandas")
+    from _frames import assert_frame_is_the_csv
+
+    report = build_report(RECORDS)
+    frame = report.to_frame()
+    assert_frame_is_the_csv(frame, report.file_tables())
+    rows = frame[frame["table"].str.startswith("network: ")]
+    assert rows["matrix"].tolist() == ["strike", "sawmill"] and rows["tsvd"].tolist() == [2.727, 3.236]
+    # the matrices no method ran on, as in the CSV file
+    assert frame["matrix"].tolist()[-1] == "gone_1" and frame["table"].tolist()[-1].startswith("unavailable")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, Optional
 
@@ -93,14 +92,9 @@ def _unavailable(report) -> None:
 
 def _file_tables(report, tables: list) -> list:
     """The tables for report files: the on-screen ones, then the matrices no method could run on, each
-    with why, and under them the command that says where to get the missing files."""
-    from ..datasets.report import unavailable_line  # here: --help loads no numpy
-
-    table = report.unavailable_table()
-    if table is None:
-        return tables
-    line = unavailable_line(report.unavailable)
-    return [*tables, replace(table, notes=[*table.notes, line] if line else table.notes)]
+    with why, and under them the command that says where to get the missing files
+    (:meth:`~sfapprox.datasets.report.Report.file_tables`, which a notebook's view of a report shares)."""
+    return report.file_tables(tables)
 
 
 # ---------------------------------------------------------------------------

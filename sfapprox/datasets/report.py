@@ -11,13 +11,14 @@ is no row but one of :attr:`Report.unavailable`, which
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
-
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..formats import ESTIMATED_NOTE, Column, Table, fmt_with_interval, interval_columns
+from ..formats import (ESTIMATED_NOTE, Column, Table, fmt_with_interval, interval_columns, printable, render_frame,
+                       render_html)
 from .manifest import CATEGORIES
 from .results_file import FILE_MISSING, MEASURES
 from .results_file import finite_number as _finite  # the lines' own test: an edited 10**400 is not finite
@@ -130,9 +131,13 @@ class Unavailable:
     data_dir: str | None = None
 
 
-@dataclass
+@dataclass(repr=False)  # its own __repr__: every record's every field, thousands of characters
 class Report:
     """Tables by category (in :data:`~sfapprox.datasets.manifest.CATEGORIES` order) and the records.
+
+    In a notebook it shows as ``sfapprox report``'s tables (``_repr_html_``: those of its files, the
+    matrices no method could run on included); its ``repr`` sums it up in a few lines (the wins by
+    category); :meth:`to_frame` gives the rows as a pandas DataFrame.
 
     Attributes
     ----------
@@ -219,6 +224,69 @@ class Report:
             out[-1].notes.append(f"ranked together, made with different settings: {said} "
                                  "('sfapprox batch --redo' with one setting makes them alike)")
         return out
+
+    def __repr__(self) -> str:
+        """A few lines: the records, matrices and methods, the wins of each category and in total, and
+        what was left out (matrices no method could run on, lines that could not be read).
+
+        Examples
+        --------
+        >>> recs = [{"matrix": "a", "category": "network", "method": m, "status": "ok", "fro_error": e, "n": 4}
+        ...         for m, e in (("sf", 1.0), ("tsvd", 2.0))]
+        >>> build_report(recs)
+        Report: 2 records of 1 matrix, methods sf, tsvd
+          network (1 matrix): wins: sf 1, tsvd 0
+          total wins: sf 1, tsvd 0
+        """
+        rows = sum(len(c.rows) for c in self.tables_by_category)
+        lines = [f"Report: {_counted(len(self.records), 'record')} of {_counted(rows, 'matrix', 'matrices')}, "
+                 f"methods {', '.join(self.methods) or 'none'}"]
+        lines += [f"  {c.category} ({_counted(len(c.rows), 'matrix', 'matrices')}): {wins_line(c)}"
+                  for c in self.tables_by_category]
+        if self.tables_by_category:
+            lines.append("  total wins: " + ", ".join(f"{m} {n}" for m, n in self.total_wins().items()))
+        if self.unavailable:
+            names = ", ".join(u.name for u in self.unavailable[:3]) + (" ..." if len(self.unavailable) > 3 else "")
+            count = _counted(len(self.unavailable), "matrix", "matrices")
+            lines.append(f"  unavailable (no method could run): {count} ({names})")
+        if self.skipped_lines:
+            lines.append(f"  {_counted(len(self.skipped_lines), 'line')} of the results file could not be read")
+        return printable("\n".join(lines))
+
+    def _repr_html_(self) -> str:
+        """The report's tables as HTML, for a notebook (:func:`~sfapprox.formats.render_html`): those of
+        its files (:meth:`file_tables`)."""
+        return render_html(self.file_tables())
+
+    def to_frame(self):
+        """The rows as a pandas DataFrame: the values of ``sfapprox report --csv`` (:meth:`file_tables`,
+        full precision).
+
+        Returns
+        -------
+        pandas.DataFrame
+            A row per matrix: its name, ``N``, each method's ‖X − X̂‖_F (NaN where it has none), the
+            paper's figures and the deviation from them, the winner, ``category``, each method's status
+            and, where estimated, the 95 % intervals' ends; a leading ``table`` column (the table's title)
+            where there are several (categories, or the matrices no method could run on).
+
+        Raises
+        ------
+        SfapproxError
+            When pandas is not installed (sfapprox does not depend on it: ``pip install pandas``).
+        """
+        return render_frame(self.file_tables())
+
+    def file_tables(self, tables: list[Table] | None = None) -> list[Table]:
+        """The tables of the report's files (``--csv``, ``--markdown``, ...): those on screen (``tables``,
+        None: :meth:`tables`), then the matrices no method could run on, each with why, and under them
+        the command that says where to get the missing files."""
+        tables = self.tables() if tables is None else tables
+        table = self.unavailable_table()
+        if table is None:
+            return tables
+        line = unavailable_line(self.unavailable)
+        return [*tables, dataclasses.replace(table, notes=[*table.notes, line] if line else table.notes)]
 
     def unavailable_table(self) -> Table | None:
         """The matrices no method could run on, with why (for the report files); None when there are none.
@@ -526,6 +594,10 @@ def _status(record: dict[str, Any] | None) -> str | None:
         return None
     stop = (record.get("params") or {}).get("stop_reason") if record.get("status") == "ok" else None
     return stop if stop in ("time_limit", "max_iter") else record.get("status")
+
+
+def _counted(count: int, noun: str, plural: str | None = None) -> str:
+    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
 
 
 def wins_line(table: CategoryTable) -> str:
