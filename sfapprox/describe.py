@@ -14,16 +14,20 @@ from ._validation import format_bytes, memory_limit
 from .budget import sf_count, sf_structure, tsvd_count, tsvd_rank_for_budget
 from .comparison import as_loaded_matrix, formable, formed_need, recipe_text
 from .factors import load_factors
-from .formats import Column, OutputFormat, Table
+from .formats import Column, OutputFormat, Table, fact_text, printable, render_frame, render_html
 from .sources import MatrixSource
 
 __all__ = ["MatrixDescription", "describe", "describe_factors", "describe_weights", "describe_methods",
            "describe_formats"]
 
 
-@dataclass
+@dataclass(repr=False)  # its own __repr__: every cell of every table was 8,000 characters
 class MatrixDescription:
     """Facts about a matrix (or a file), its tables and the same as a JSON dict.
+
+    In a notebook it shows as ``sfapprox info`` does (``_repr_html_``: the facts, then the tables);
+    its ``repr`` gives the tables' titles and the main facts in a few lines; :meth:`to_frame` gives the
+    tables' rows as a pandas DataFrame.
 
     Attributes
     ----------
@@ -38,6 +42,62 @@ class MatrixDescription:
     facts: list[tuple[str, Any]]
     tables: list[Table]
     data: dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        """A few lines: each table's title and rows, then the main facts (:data:`HEADLINE_FACTS`, else the
+        first :data:`REPR_FACTS`) and how many there are.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> describe(np.eye(36))  # doctest: +ELLIPSIS
+        MatrixDescription: X: where each method applies (N² = 1,296) (... rows)
+          size 36 x 36; stored entries 36 (2.78% of N²); symmetric yes; sign non-negative;
+          SF stored numbers N·K·M 1,512 (116.67% of N²) (13 facts)
+        """
+        lines = [f"MatrixDescription: {t.title} ({len(t.rows):,} row{'' if len(t.rows) == 1 else 's'})"
+                 for t in self.tables] or ["MatrixDescription"]
+        headline = [(k, v) for k, v in self.facts if k in HEADLINE_FACTS] or self.facts[:REPR_FACTS]
+        if headline:
+            lines.append("  " + "; ".join(f"{k} {fact_text(v)}" for k, v in headline)
+                         + f" ({len(self.facts)} fact{'' if len(self.facts) == 1 else 's'})")
+        return printable("\n".join(lines))
+
+    def _repr_html_(self) -> str:
+        """As ``sfapprox info`` shows it, in HTML for a notebook (:func:`~sfapprox.formats.render_html`):
+        the facts, then the tables (a saved fit's facts once: its table of them is for the files)."""
+        facts = [(k, fact_text(v)) for k, v in self.facts]
+        return render_html([t for t in self.tables if not _repeats_facts(t, self.facts)], facts)
+
+    def to_frame(self):
+        """The tables' rows as a pandas DataFrame: the values of ``sfapprox info --csv`` (full precision).
+
+        Returns
+        -------
+        pandas.DataFrame
+            For :func:`describe`, a row per method (its smallest budget, the share of N², why it never
+            applies); for :func:`describe_factors`, a row per fact; a leading ``table`` column (the
+            title) where there are several tables (:func:`describe_formats`).
+
+        Raises
+        ------
+        SfapproxError
+            When pandas is not installed (sfapprox does not depend on it: ``pip install pandas``).
+        """
+        return render_frame(self.tables)
+
+
+#: The facts a description's ``repr`` gives, where it has them (a matrix's, a saved fit's, a source's);
+#: the others are in ``facts`` and its HTML.
+HEADLINE_FACTS = ("size", "stored entries", "symmetric", "sign", "SF stored numbers N·K·M", "holds", "stored numbers",
+                  "relative error", "source", "in a comparison")
+#: The facts a description's ``repr`` gives where it has none of :data:`HEADLINE_FACTS`.
+REPR_FACTS = 4
+
+
+def _repeats_facts(table: Table, facts: list[tuple[str, Any]]) -> bool:
+    """Whether ``table`` is the facts again (a saved fit's, for its files: ``info`` shows them once)."""
+    return bool(facts) and [row.get("what") for row in table.rows] == [k for k, _ in facts]
 
 
 #: How a matrix property a method needs (:attr:`~sfapprox._base.MethodSpec.needs`) reads in a sentence.

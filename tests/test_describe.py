@@ -383,3 +383,53 @@ def test_info_of_a_saved_fit_names_its_method_and_stored_numbers_as_results_do(t
     save_factors(path, ChordOperator(np.full((3, 8, 4), 0.25)))
     data = describe_factors(path).data
     assert (data["method"], data["nnz"]) == (data["kind"], data["n_stored"]) == ("sf", 96)
+
+
+# ----------------------------------------------------------------------------- in a notebook and a REPL
+def test_a_description_s_repr_gives_its_table_and_main_facts_in_a_few_lines():
+    """describe()'s repr was every cell of its table and every fact (8,000 characters)."""
+    text = repr(describe(np.eye(36)))
+    assert text.splitlines() == [
+        "MatrixDescription: X: where each method applies (N² = 1,296) "
+        f"({len(describe_methods().tables[0].rows)} rows)",
+        "  size 36 x 36; stored entries 36 (2.78% of N²); symmetric yes; sign non-negative; "
+        "SF stored numbers N·K·M 1,512 (116.67% of N²) (13 facts)"]
+    # a description with no fact of those (a listing of the methods): its table alone
+    assert repr(describe_methods()).splitlines() == [
+        f"MatrixDescription: methods (methods='NAME,NAME,...') ({len(describe_methods().tables[0].rows)} rows)"]
+
+
+def test_a_description_shows_as_info_does_in_a_notebook_every_text_escaped():
+    """The facts, then the table, as ``sfapprox info`` prints them; a matrix's name (its file's) as text."""
+    from sfapprox.io import LoadedMatrix
+
+    html = describe(LoadedMatrix(np.eye(8), "<b>x&y</b>", "<b>x&y</b>.npy", "npy"))._repr_html_()
+    assert "<b>x&y</b>" not in html and "&lt;b&gt;x&amp;y&lt;/b&gt;: where each method applies" in html
+    assert '<th style="text-align: left">SF factors M</th><td style="text-align: left">3</td>' in html
+    assert html.count("<tr>") == 13 + 1 + len(describe_methods().tables[0].rows)  # facts, heading, methods
+
+
+def test_a_saved_fits_description_shows_its_facts_once_in_a_notebook(tmp_path):
+    """info prints a saved fit's facts; their table is for the files (--csv): not shown twice."""
+    from sfapprox import ChordOperator, save_factors
+    from sfapprox.describe import describe_factors
+
+    save_factors(tmp_path / "f.h5", ChordOperator(np.full((3, 8, 4), 0.25)), fit={"fro_error": 1.25})
+    d = describe_factors(tmp_path / "f.h5")
+    html = d._repr_html_()
+    assert html.count("‖X−X̂‖_F") == 1 and html.count("<tr>") == len(d.facts)
+    assert "holds a saved sf fit (ChordOperator); size 8 x 8; stored numbers 96 (150.00% of N²)" in repr(d)
+
+
+def test_a_description_s_frame_holds_the_values_of_its_csv():
+    pytest.importorskip("pandas")
+    from _frames import assert_frame_is_the_csv
+
+    X = np.random.default_rng(0).standard_normal((40, 40))
+    d = describe(X)
+    frame = d.to_frame()
+    assert_frame_is_the_csv(frame, d.tables)
+    sf = frame[frame["method"] == "sf"].iloc[0]
+    assert sf["smallest budget"] == d.data["methods"]["sf"]["min_budget"]
+    assert sf["% of N²"] == 100 * sf["smallest budget"] / 1600
+    assert frame[frame["method"] == "nystrom"].iloc[0]["not applicable"] == "X is not symmetric"
