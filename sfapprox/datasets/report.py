@@ -597,6 +597,7 @@ def _status(record: dict[str, Any] | None) -> str | None:
 
 
 def _counted(count: int, noun: str, plural: str | None = None) -> str:
+    """"1 matrix", "3 matrices" (results.counted's words; that module is imported where it is needed only)."""
     return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
 
 
