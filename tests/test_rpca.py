@@ -799,3 +799,17 @@ def test_pcp_refits_no_rank_above_its_own_where_a_split_is_within_tol_of_x():
     assert grid[5]["skipped"] == grid[4]["skipped"] == "tol" and grid[5]["fro_error"] is None
     assert grid[7]["fro_error"] is not None  # TSVD's rank, refitted whatever
     assert _err(X, rp) <= 1e-6 * np.linalg.norm(X)
+
+
+def test_a_sparse_x_in_memory_reproduced_by_its_entries_is_not_lost_to_the_time_limit(fake_clock, monkeypatch):
+    # A scipy sparse X whose 200 non-zeros fit the all-sparse split: that split ran last, and a scoring
+    # "taking" 10 s of 15 left it skipped behind the largest rank's (rel 1e-3 in the whole budget, where
+    # its entries reproduce X in 400 numbers).  It runs first now, from X's non-zeros, without a scoring.
+    _take_seconds(monkeypatch, fake_clock, "_scored", 10.0)
+    rng = np.random.default_rng(0)
+    n = 40
+    cols = np.concatenate([rng.choice(n, 5, replace=False) for _ in range(n)])
+    X = sp.csr_array((rng.standard_normal(5 * n), (np.repeat(np.arange(n), 5), cols)), shape=(n, n))
+    rp = RobustPCA(budget=1500, time_limit=15.0, device="cpu").fit(X)
+    assert _err(X.toarray(), rp) == 0.0 and (rp.rank_, rp.n_sparse_, rp.n_stored_) == (0, 200, 400)
+    assert rp.stop_reason_ == "exact" and fake_clock.time <= 15.0

@@ -547,14 +547,25 @@ def _fit_grid(dense: np.ndarray, Xt, splits, *, seed: int, deadline: _timing.Dea
     included, starts only when its least work fits the time left, one scoring
     for an exact end, :data:`GODEC_LEAST_SCORINGS` for a GoDec split; those
     that do not fit are skipped (their grid records say so).
+
+    One exception runs first of all: the all-sparse end (rank 0) where ``X``'s
+    non-zeros fit in it, which reproduces ``X`` (a count of the non-zeros says
+    so, without a scoring), as from columns.  It ran last, and a time limit
+    spent on GoDec skipped it: a scipy sparse ``X`` of 1,285 non-zeros at N = 257
+    ended at 1.4e-3 of ``||X||`` in 23,129 numbers, where its entries reproduce
+    it in 2,570.
     """
     n, norm = dense.shape[0], float(np.linalg.norm(dense))
     start = _start_svd(dense, max(rank for rank, _ in splits), seed)
     top = max(splits)  # the largest rank: its start is TSVD's L
+    nnz = int(np.count_nonzero(dense))
+    exact_end = [split for split in splits if split[0] == 0 and split[1] >= nnz and split != top]
     best, records, scoring = None, {}, 0.0
-    for rank, n_sparse in [top] + [split for split in splits if split != top]:
+    for rank, n_sparse in exact_end + [top] + [split for split in splits if split != top and split not in exact_end]:
         godec = rank > 0 and n_sparse > 0
-        if (rank, n_sparse) == top:
+        if (rank, n_sparse) in exact_end:
+            cand = _all_entries(dense, norm)  # X's own non-zeros: no selection, no time check
+        elif (rank, n_sparse) == top:
             began = _timing.now()
             first = _scored(dense, start[0][:, :rank], start[1][:rank], start[2][:rank], n_sparse, norm)
             scoring = _timing.now() - began
@@ -579,6 +590,17 @@ def _fit_grid(dense: np.ndarray, Xt, splits, *, seed: int, deadline: _timing.Dea
                                      best.count(n, count_indices), norm):
             best = cand
     return best, [records[split] for split in splits]  # reported in the grid's order
+
+
+def _all_entries(dense: np.ndarray, norm: float) -> _Candidate:
+    """The all-sparse split that holds every non-zero of ``X``: ``S = X``, what :func:`_scored` gives at rank 0
+    (the entries that carry only round-off left out, :func:`carrying_entries`) without selecting the largest."""
+    n = dense.shape[0]
+    flat = dense.reshape(-1)
+    idx = np.flatnonzero(flat)
+    vals = flat[idx]
+    kept, error = carrying_entries(vals, 0.0, n, norm)
+    return _Candidate(error, np.zeros((n, 0)), np.zeros(0), np.zeros((0, n)), idx[kept], vals[kept])
 
 
 def _cut_error(X: np.ndarray, U, sig, Vt, idx: np.ndarray, vals: np.ndarray) -> float:
