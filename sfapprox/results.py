@@ -440,17 +440,29 @@ class Comparison:
 EXACT_REL_ERROR = 1e-12
 
 
-def _is_exact(r: MethodResult) -> bool:
-    """Whether the row reproduces X (to round-off); never an error estimated from some columns (a sample
-    of exact columns said "0 ± 0" of a surrogate with relative error 0.014)."""
-    if (r.error_estimate or {}).get("exact") is False:
+def is_exact(fro_error: float | None, rel_error: float | None, error_estimate: dict | None = None) -> bool:
+    """Whether a row (or a batch line) of these errors reproduces X (to round-off); never an error estimated
+    from some columns (a sample of exact columns said "0 ± 0" of a surrogate with relative error 0.014)."""
+    if (error_estimate or {}).get("exact") is False:
         return False
-    return r.fro_error == 0.0 or (r.rel_error is not None and r.rel_error < EXACT_REL_ERROR)
+    return fro_error == 0.0 or (rel_error is not None and rel_error < EXACT_REL_ERROR)
+
+
+def rank_key(fro_error: float, rel_error: float | None, nnz: int | None,
+             error_estimate: dict | None = None) -> tuple[float, int]:
+    """A row's place in :meth:`Comparison.ranked`, and a batch line's in its report's row: its error (0 when
+    exact, :func:`is_exact`), then its stored numbers.  Two rows of the same key have no winner between them."""
+    return (0.0 if is_exact(fro_error, rel_error, error_estimate) else fro_error, nnz if nnz is not None else 0)
+
+
+def _is_exact(r: MethodResult) -> bool:
+    """:func:`is_exact` of a row."""
+    return is_exact(r.fro_error, r.rel_error, r.error_estimate)
 
 
 def _rank_key(r: MethodResult) -> tuple[float, int]:
-    """A row's place in :meth:`Comparison.ranked`: its error (0 when exact), then its stored numbers."""
-    return (0.0 if _is_exact(r) else r.fro_error, r.nnz if r.nnz is not None else 0)
+    """:func:`rank_key` of a row."""
+    return rank_key(r.fro_error, r.rel_error, r.nnz, r.error_estimate)
 
 
 def _stores_entries_only(r: MethodResult) -> bool:

@@ -561,6 +561,23 @@ def test_a_path_that_is_no_folder_is_said_so(tmp_path):
     assert "--out-dir /dev/null" not in result.output
 
 
+def test_a_row_s_winner_follows_a_comparison_s_rule_for_exact_and_tied_lines():
+    """An all-zero matrix every method reproduced: the report named nmf, the first name of error 0, where
+    compare names none (tsvd, nmf and rpca store 0 numbers each); of exact lines the one storing fewer
+    numbers wins (round-off's 1e-15 is exact), whatever the names' order."""
+    zero = [rec("z", "sf", fro=0.0, nnz=320), rec("z", "tsvd", fro=0.0, nnz=0), rec("z", "sparse", fro=0.0, nnz=17),
+            rec("z", "nmf", fro=0.0, nnz=0), rec("z", "rpca", fro=0.0, nnz=0)]
+    for r in zero:
+        r.update(rel_error=None, budget=320)  # ||X|| = 0: no relative error, as a comparison's rows have it
+    row = build_report(zero).tables_by_category[0].rows[0]
+    assert row.mixed is None and row.winner is None
+    exact = [rec("e", "nmf", fro=0.0, nnz=32), rec("e", "sparse", fro=1e-15, nnz=17, rel_error=1e-16),
+             rec("e", "tsvd", fro=0.5, nnz=10)]
+    assert build_report(exact).tables_by_category[0].rows[0].winner == "sparse"
+    same = [rec("s", "tsvd", fro=0.5, nnz=100), rec("s", "nystrom", fro=0.5, nnz=100)]
+    assert build_report(same).tables_by_category[0].rows[0].winner is None
+
+
 # ----------------------------------------------------------------------------- in a notebook and a REPL
 def test_a_report_s_repr_sums_it_up_in_a_few_lines():
     """A Report's repr was every record's every field (thousands of characters); it gives the wins by

@@ -339,10 +339,16 @@ RESULT_SETTINGS = ("time_limit", "max_iter", "seed", "device", "dtype", "max_mem
 
 
 def _winner(results: dict[str, dict[str, Any]]) -> str | None:
-    scored = [(r["fro_error"], m) for m, r in results.items() if r.get("status") == "ok" and _finite(r.get("fro_error"))]
+    """A row's winner by a comparison's rule (:func:`~sfapprox.results.rank_key`): the smallest error; of rows
+    that reproduce X, the fewest stored numbers; none between rows of the same error and stored numbers (the
+    method's name decided: nmf "won" an all-zero matrix every method reproduced in 0 numbers)."""
+    scored = sorted((_rank_key(r), m) for m, r in results.items()
+                    if r.get("status") == "ok" and _finite(r.get("fro_error")))
     if len(scored) < 2:
         return None
-    best = min(scored)[1]
+    best = scored[0][1]
+    if scored[1][0] == scored[0][0]:
+        return None
     if any(error_interval(results[m]) is not None for _, m in scored):
         # errors estimated from random columns (a matrix never formed): as a comparison, no winner is
         # declared where another row's 95 % interval reaches the best row's
@@ -350,6 +356,16 @@ def _winner(results: dict[str, dict[str, Any]]) -> str | None:
         if any(_span(results[m])[0] <= high for _, m in scored if m != best):
             return None
     return best
+
+
+def _rank_key(record: dict[str, Any]) -> tuple[float, int]:
+    nnz = record.get("nnz")
+    rel = record.get("rel_error")
+    estimate = record.get("error_estimate")
+    from ..results import rank_key  # here, as results is everywhere in this module: it loads the methods
+
+    return rank_key(float(record["fro_error"]), float(rel) if _finite(rel) else None,
+                    int(nnz) if _finite(nnz) else None, estimate if isinstance(estimate, dict) else None)
 
 
 def error_interval(record: dict[str, Any]) -> tuple[float, float] | None:
