@@ -422,3 +422,30 @@ def test_a_budget_of_zero_is_a_budget_error_as_for_every_method():
     for cls in (ChordLowRank, ChordSparse):
         with pytest.raises(BudgetError, match="too small"):
             cls(budget=0, device="cpu").fit(X)
+
+
+def test_the_plain_end_s_kernel_loading_is_outside_the_hybrid_s_time_limit(monkeypatch):
+    """Loading (or compiling) SF's kernels is outside a fit's time limit; the plain end's took the hybrid's:
+    sf+lr at 2 s, the kernels' loading 1.5 s (a first fit in a process), skipped every joint point."""
+    import time
+    import warnings
+
+    from sfapprox import ConvergenceWarning
+    from sfapprox.sf import _kernels
+
+    real, calls = _kernels.warm_up_numba, []
+
+    def first_slow(*args, **kwargs):  # 1.5 s of loading, the first time only
+        if not calls:
+            time.sleep(1.5)
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_kernels, "warm_up_numba", first_slow)
+    X = _planted(24, 3, 2, seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        h = ChordLowRank(sf_params={"time_limit": 2.0}, device="cpu").fit(X)  # SF's own budget: the plain end fits
+    joint = [g for g in h.grid_ if g["split"] in ("split", "sf+rest")]
+    assert h.grid_[0]["split"] == "sf" and joint and any(g.get("skipped") is None for g in joint)
+    assert h.wall_seconds_ < 4.5  # the limit and the loading

@@ -389,6 +389,10 @@ class _ChordHybrid(Approximation):
         if params is not None and limit is not None:
             params["time_limit"] = PLAIN_SHARE * limit
         plain = None if params is None else self._fit_plain(X, dense, params, budget)
+        if plain is not None and plain.start == "sf" and deadline.end is not None:
+            # the plain end's loading (or compiling) of its kernels is outside its time limit, and so outside
+            # the hybrid's: a first fit's (seconds) had taken the joint points' time, every one skipped
+            deadline = _timing.Deadline(deadline.end + getattr(self._plain_estimator, "_warm_up_seconds", 0.0))
         points: list[_Point | dict] = [] if plain is None else [plain]  # a dict: a point skipped for time
         config = None if plain is None else _config(plain.split)
         splits = [s for s in self._grid(n, budget, config) if s.role != "sf"]
@@ -436,7 +440,9 @@ class _ChordHybrid(Approximation):
         seconds per evaluation (a joint evaluation, a start's residual and a scoring each
         cost about one dense pass over the factors; refined as they are measured)."""
         plain = getattr(self, "_plain_estimator", None)
-        each = 0.0 if plain is None else float(plain.seconds_) / max(1, int(plain.n_evals_))
+        # (its seconds less its kernels' loading or compiling, which no joint evaluation repeats)
+        fitting = 0.0 if plain is None else max(0.0, float(plain.seconds_) - getattr(plain, "_warm_up_seconds", 0.0))
+        each = 0.0 if plain is None else fitting / max(1, int(plain.n_evals_))
         return StepCosts(begin=each, evaluation=each, score=each)
 
     @staticmethod

@@ -673,6 +673,7 @@ class ChordSF(Approximation):
         states = {name: st for name, (_, st) in runs.items()}
         start = time.perf_counter()
         compiled = None  # seconds of compiling the kernels, where they were compiled for this fit
+        self._warm_up_seconds = 0.0  # loading or compiling them: outside the time limit (a hybrid's too)
         governor = AdaptiveThreads(self._work(n, n_factors), threads=self.threads, device_type=device.type,
                                    compiled=self.kernel_ == "numba")
         with governor:
@@ -692,6 +693,7 @@ class ChordSF(Approximation):
                     _solver.warm_up(dtype, fun)
                 warm_up = _timing.now() - compiling
                 fit_begin += warm_up
+                self._warm_up_seconds = warm_up
                 # outside the time limit, inside the fit's seconds: said, or "sf 15.0 s" beside --time-limit 5
                 # read as a limit not kept
                 compiled = None if cached or warm_up < COMPILE_NOTE_SECONDS else warm_up
