@@ -41,7 +41,10 @@ class ChordLowRank(_ChordHybrid):
         as the ``sf`` method does, and every joint fit stops by the same
         rules (``max_iter`` applies to each grid point).  ``time_limit``
         bounds the whole fit: the plain SF point gets ``PLAIN_SHARE`` of it
-        and the joint fits share the rest equally (with ``time_limit=None``
+        and the joint fits share the rest equally, less ``CONTINUE_SHARE``
+        of it, in which the best point goes on from its fit where it stopped
+        on its time limit (none beside a comparison's ``sf`` row, whose fit
+        is the plain point; with ``time_limit=None``
         the plain point is exactly the ``sf`` method's fit).  A joint point
         whose least work (:func:`~sfapprox.hybrid.base.split_starts`, at the
         measured cost of its steps) the time left cannot pay for is skipped,
