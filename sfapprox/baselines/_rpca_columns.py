@@ -154,11 +154,12 @@ def _carrying(U: np.ndarray, sig: np.ndarray, Vt: np.ndarray):
 
 def fit_split_columns(source: MatrixSource, rank: int, n_sparse: int, *, max_iter: int, tol: float, seed: int,
                       deadline: _timing.Deadline | None, max_memory: int | None, start: Start | None = None,
-                      timing: dict | None = None):
+                      timing: dict | None = None, report=None):
     """GoDec at one ``(rank, n_sparse)`` split from columns; returns ``(error, U, sig, Vt, idx, vals, iterations, stop)``.
 
     ``timing`` (a dict), when given, gets the seconds of its last top-s pass per pass over ``X``
-    (``"top_pass"``): what the grid prices the next splits by."""
+    (``"top_pass"``): what the grid prices the next splits by.  ``report`` (a
+    :class:`~sfapprox._progress.Reporter`) is given each iteration's error (its top-s pass's)."""
     n = source.n
     empty = (np.zeros((n, 0)), np.zeros(0), np.zeros((0, n)))
     if rank == 0:  # the largest entries of X: one pass, exact
@@ -186,6 +187,8 @@ def fit_split_columns(source: MatrixSource, rank: int, n_sparse: int, *, max_ite
         idx, vals, error = _timed_sparse_part(timing, source, U, sig, Vt, n_sparse, max_memory)
         per_iteration = _timing.now() - started
         iterations += 1
+        if report is not None:
+            report(error)
         improved = best[0] - error
         if error < best[0]:
             best = (error, U, sig, Vt, idx, vals)
@@ -201,7 +204,7 @@ def fit_split_columns(source: MatrixSource, rank: int, n_sparse: int, *, max_ite
 
 def fit_grid_columns(source: MatrixSource, splits, *, max_iter: int, tol: float, seed: int,
                      deadline: _timing.Deadline | None, max_memory: int | None = None, start: Start | None = None,
-                     count_indices: bool = COUNT_INDICES):
+                     count_indices: bool = COUNT_INDICES, report=None):
     """Every split of the grid from columns that fits the time; the best (a :class:`~._rpca_parts._Candidate`,
     its ``split`` the one it fitted) and the grid records.  The best: the smallest error, and of the splits that reproduce ``X`` the one storing fewest
     numbers (:func:`~._rpca_parts.preferred`, on the largest of the splits' :func:`norm_below` bounds of ``||X||``).
@@ -216,8 +219,13 @@ def fit_grid_columns(source: MatrixSource, splits, *, max_iter: int, tol: float,
     does, the result is the start's low rank part alone, its error None.  Once
     a split reproduces ``X``, only the splits of a lower rank than it keeps
     are tried (they may store fewer numbers; the others are marked
-    ``skipped: "exact"``).
+    ``skipped: "exact"``).  ``report`` (a :class:`~sfapprox._progress.Reporter`) is told each split
+    and given its iterations' errors.
     """
+    from .._progress import Reporter
+    from .rpca import split_stage
+
+    report = report or Reporter(None)
     held = _held_sparse(source)
     n, largest = source.n, max(rank for rank, _ in splits)
     best, records, timing, norm = None, {}, {}, 0.0
@@ -235,6 +243,7 @@ def fit_grid_columns(source: MatrixSource, splits, *, max_iter: int, tol: float,
     if not later:
         start = made(start)
     order = _order(splits, start, held)
+    tried = 0
     while order:
         rank, n_sparse = order.pop(0)
         if best is not None and reproduces(best.error, norm) and rank >= best.kept()[0]:
@@ -250,9 +259,13 @@ def fit_grid_columns(source: MatrixSource, splits, *, max_iter: int, tol: float,
         if deadline is not None and cost is not None and not deadline.fits(cost):
             records[rank, n_sparse] = skipped_record((rank, n_sparse), "time_limit")
             continue
+        tried += 1
+        report.at(split_stage(tried, len(splits), rank))
         cand = _Candidate(*fit_split_columns(source, rank, n_sparse, max_iter=max_iter, tol=tol, seed=seed,
-                                             deadline=deadline, max_memory=max_memory, start=start, timing=timing),
+                                             deadline=deadline, max_memory=max_memory, start=start, timing=timing,
+                                             report=report),
                           split=(rank, n_sparse))
+        report(cand.error, steps=0)
         records[rank, n_sparse] = cand.record(cand.split, n, count_indices)
         norm = max(norm, norm_below(cand.sig, cand.vals, cand.error))
         if best is None or preferred(cand.error, cand.count(n, count_indices), best.error,

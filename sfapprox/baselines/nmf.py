@@ -19,7 +19,8 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from .._base import Approximation, MethodSpec, RunContext, register
 from .._device import resolve_device, resolve_dtype
 from .._errors import ConvergenceWarning, NotApplicableError
 from .._params import MEMORY_LIMIT, SEED, Interval, Options
+from .._progress import Reporter
 from .._settings import DEFAULT_TIME_LIMIT
 from ..budget import nmf_count, nmf_rank_for_budget, rank_within
 from ..metrics import operator_error
@@ -221,7 +223,8 @@ def _residual_norm(X, W, H) -> float:
 
 
 def _fit_hals(X, Xt, W, H, *, max_iter: int, tol: float, norm_x2: float,
-              deadline: _timing.Deadline | None = None, measure: Callable | None = None) -> tuple:
+              deadline: _timing.Deadline | None = None, measure: Callable | None = None,
+              report: Reporter | None = None) -> tuple:
     """Accelerated HALS from ``(W, H)``; ``X`` and ``Xt = X^T`` are dense or sparse-CSR tensors.
 
     Stops when the Frobenius error fell by a relative ``tol`` or less since
@@ -239,8 +242,11 @@ def _fit_hals(X, Xt, W, H, *, max_iter: int, tol: float, norm_x2: float,
     TSVD reproduces an exact low-rank one, where the formula stopped it at 1e-8
     to 1e-5 of ``||X||`` (a false "converged": its noise read as no progress).
     Errors above that, every ordinary fit's, are checked as before.
+    ``report`` (a :class:`~sfapprox._progress.Reporter`) is told each iteration, with the error where
+    a check computed it (from the small products: no extra pass over ``X``).
     Returns ``W, H, n_iter, stop_reason``.
     """
+    report = report or Reporter(None)
     import torch
 
     eps = torch.finfo(W.dtype).eps
@@ -251,6 +257,7 @@ def _fit_hals(X, Xt, W, H, *, max_iter: int, tol: float, norm_x2: float,
     n, rank = W.shape
     sweeps = _max_sweeps(n, rank)
     last = math.sqrt(_squared_error(norm_x2, H, Xt @ W, W.T @ W))
+    report(last, steps=0)
     Ht = H.T.contiguous()  # rows of H are updated as columns of H^T (contiguous writes)
     step = 0.0  # seconds of the last iteration: what the next one is expected to cost
     for it in range(1, max_iter + 1):
@@ -267,11 +274,16 @@ def _fit_hals(X, Xt, W, H, *, max_iter: int, tol: float, norm_x2: float,
             err = math.sqrt(_squared_error(norm_x2, Ht.T, XtW, WtW))
             if err <= measured_below:
                 err = measure(W, Ht.T)
+                report(err)
                 if last - err <= tol * last or err <= exact:
                     return W, Ht.T, it, "converged"
-            elif last - err <= tol * last or err <= floor:
-                return W, Ht.T, it, "converged"
+            else:
+                report(err)
+                if last - err <= tol * last or err <= floor:
+                    return W, Ht.T, it, "converged"
             last = err
+        else:
+            report()  # (the error of the last check stands)
         step = _timing.now() - began
     return W, Ht.T, max_iter, "max_iter"
 
@@ -313,7 +325,7 @@ def _carrying(W: np.ndarray, H: np.ndarray, norm: float) -> np.ndarray:
 
 
 def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, time_limit: float | None,
-             all_starts: bool, **options) -> tuple:
+             all_starts: bool, report: Reporter | None = None, **options) -> tuple:
     """HALS from the starts in ``inits``; the smallest error wins.
 
     ``X`` is the validated float64 ndarray or CSR array.  It is fitted as
@@ -323,7 +335,8 @@ def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, 
     The first start gets the whole ``time_limit``; the others run only in
     the time it leaves, unless ``all_starts`` (``init="best"``).  Returns
     ``W, H, n_iter, stop_reason, init, errors`` (``init``: the start kept, :func:`.tsvd.preferred`;
-    ``errors``: per start tried, None for one start).
+    ``errors``: per start tried, None for one start).  ``report`` is told each start (its ``stage``)
+    and given HALS's iterations (:func:`_fit_hals`), its errors in ``X``'s units.
     """
     import torch
 
@@ -334,6 +347,8 @@ def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, 
         # Nothing to fit: the zero matrix is the exact (or only) answer.
         return np.zeros((n, rank)), np.zeros((rank, n)), 0, "exact", inits[0], None
     scale = norm / math.sqrt(n)
+    report = report or Reporter(None)
+    report.scale = scale
     X = X / scale
     norm_x2 = float(n)  # ||X / scale||_F^2
     Xd = as_tensor(X, device, dtype)
@@ -350,10 +365,11 @@ def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, 
         if i and not all_starts and deadline is not None and not deadline.fits(each):
             break  # the later starts are extras: only in the time the first one left, when theirs fits
         began = _timing.now()
+        report.at(f"start {init}")
         start = _initialize(X, rank, init, seed)
         fitting = _timing.now()
         W, H, n_iter, reason = _fit_from(Xd, Xt, start, device, dtype, norm_x2=norm_x2, deadline=deadline,
-                                         measure=measure, **options)
+                                         measure=measure, report=report, **options)
         scoring = _timing.now()
         W, H = W.double().cpu().numpy(), H.double().cpu().numpy()
         errors[init] = _error_of(X, W, H) if len(inits) > 1 else 0.0
@@ -414,6 +430,12 @@ class NMF(Approximation):
         (several copies of it, measured) would be over it is refused before any
         work (ResourceError), as a comparison refuses its row (None: 80% of the
         physical memory).
+    callback : callable or None, default=None
+        Progress, as ChordSF's ``callback``: called with a dict after each HALS iteration
+        (``iteration``, counted over every start, ``max_iter``, ``max_iter`` per start together,
+        ``fro_error``, ``||X - W H||_F`` as of the last convergence check, every
+        ``CHECK_EVERY`` iterations, ``elapsed``) and as each start begins (``stage``:
+        ``"start nndsvda"``); what it returns is not read.
 
     Attributes
     ----------
@@ -467,6 +489,7 @@ class NMF(Approximation):
         "device": str,
         "dtype": (Options(("float64", "float32", "auto")), None),
         "max_memory": MEMORY_LIMIT,
+        "callback": (Callable, None),
     }
 
     def __init__(
@@ -483,6 +506,7 @@ class NMF(Approximation):
         device: str = "auto",
         dtype: str | None = None,
         max_memory: int | None = None,
+        callback: Callable[[dict], Any] | None = None,
         **renamed: Any,
     ):
         self.n_components = n_components
@@ -496,6 +520,7 @@ class NMF(Approximation):
         self.device = device
         self.dtype = dtype
         self.max_memory = max_memory
+        self.callback = callback
         self._take_renamed(renamed, {"rank": "n_components"})  # (its name until scikit-learn's was taken)
 
     def fit(self, X, *, check_input: bool = True) -> "NMF":
@@ -541,6 +566,7 @@ class NMF(Approximation):
             W, H, n_iter, reason, kept, errors = _fit_nmf(
                 X, rank, inits, self.random_state, device, dtype, time_limit=self.time_limit,
                 all_starts=self.init == "best", max_iter=self.max_iter, tol=self.tol,
+                report=Reporter(self.callback, max_iter=self.max_iter * len(inits)),
             )
         self.seconds_ = time.perf_counter() - start
         if reason in ("max_iter", "time_limit"):
@@ -587,7 +613,7 @@ class NMF(Approximation):
 # --------------------------------------------------------------------------- registration
 def _make(n: int, budget: int, context: RunContext) -> NMF:
     # NMF's iterations are outer HALS sweeps, not L-BFGS steps: --iters is SF's, not NMF's.
-    return NMF(**context.settings.apply_to(NMF, exclude=("max_iter",), budget=budget))
+    return NMF(**context.settings.apply_to(NMF, exclude=("max_iter",), budget=budget, callback=context.callback))
 
 
 register(

@@ -50,6 +50,8 @@ import math
 import numbers
 import time
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -59,6 +61,7 @@ from .._base import Approximation, MethodSpec, RunContext, register
 from .._device import resolve_device, resolve_dtype
 from .._errors import BudgetError, ConvergenceWarning, ParameterError, ResourceError
 from .._params import MEMORY_LIMIT, SEED, Interval, Options
+from .._progress import Reporter
 from .._settings import COUNT_INDICES, DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
 from ..sources import MatrixSource, columns_within, room
@@ -206,7 +209,7 @@ def work_bytes(n: int, method: str, ranks) -> int:
 
 # --------------------------------------------------------------------------- GoDec
 def _godec(X, rank: int, n_sparse: int, U, sig, Vt, *, max_iter: int, tol: float,
-           deadline: _timing.Deadline | None = None, first_step: float = 0.0) -> tuple:
+           deadline: _timing.Deadline | None = None, first_step: float = 0.0, report: Reporter | None = None) -> tuple:
     """GoDec at fixed ``rank`` (>= 1) and ``n_sparse`` from the start ``L = U diag(sig) Vt``.
 
     ``X`` is a dense tensor.  Each iteration is an S-step (the ``n_sparse``
@@ -219,7 +222,9 @@ def _godec(X, rank: int, n_sparse: int, U, sig, Vt, *, max_iter: int, tol: float
     last one (the first: ``first_step`` seconds, an estimate), would end
     after ``deadline``.  Returns the ``L`` of the best iterate (the
     objective is monotone; keeping the best guards round-off) as
-    ``U, sig, Vt, n_iter, stop_reason``; its best ``S`` is recomputed by the caller.
+    ``U, sig, Vt, n_iter, stop_reason``; its best ``S`` is recomputed by the caller.  ``report``
+    (a :class:`~sfapprox._progress.Reporter`) is given each iterate's error, which the S-step leaves
+    at hand.
     """
     import torch
 
@@ -242,6 +247,8 @@ def _godec(X, rank: int, n_sparse: int, U, sig, Vt, *, max_iter: int, tol: float
         idx, vals = _top_entries(R, n_sparse)
         R.view(-1)[idx] = 0.0  # what S leaves: its norm is the error, exactly (no difference of squares)
         err = float(torch.linalg.vector_norm(R))
+        if report is not None:
+            report(err, steps=1 if it else 0)  # (the start's error is no iteration)
         if err < best_err:
             best, best_err = (U, sig, Vt), err
         if n_sparse == 0 or err <= floor or (it > 0 and last - err <= max(tol * last, unresolved)):
@@ -304,7 +311,7 @@ def _partial_svd(A, k: int, generator, n_iter: int = PCP_POWER_ITERATIONS):
 
 
 def _pcp_ialm(D, *, lam: float, tol: float, max_iter: int, deadline: _timing.Deadline | None = None,
-              partial: bool = False, seed: int = 0) -> tuple:
+              partial: bool = False, seed: int = 0, report: Reporter | None = None) -> tuple:
     """Principal Component Pursuit by inexact ALM (Lin, Chen & Ma 2010, Algorithm 5).
 
     Returns ``U, sigma, Vt`` of the low-rank part (singular values after
@@ -313,7 +320,8 @@ def _pcp_ialm(D, *, lam: float, tol: float, max_iter: int, deadline: _timing.Dea
     (it stops unconverged after ``max_iter`` iterations, or when the next
     iteration and what follows PCP would not end by ``deadline``: the cut and
     the refit get :data:`PCP_AFTER_PASSES` residual passes of time, each
-    costing what this iteration's residual did).
+    costing what this iteration's residual did).  ``report`` is given each iteration's
+    ``||D - A - E||_F`` (its residual, computed anyway).
 
     Each iteration shrinks the singular values of an ``N x N`` matrix.
     ``partial=False``: a full SVD (``O(N^3)``).  ``partial=True``: only the
@@ -363,6 +371,8 @@ def _pcp_ialm(D, *, lam: float, tol: float, max_iter: int, deadline: _timing.Dea
         Y.add_(Z, alpha=mu)
         mu = min(mu * PCP_MU_GROWTH, mu_bar)
         residual = float(torch.linalg.vector_norm(Z))
+        if report is not None:
+            report(residual)
         ended = _timing.now()
         if residual < tol * norm_fro:
             converged = True
@@ -496,7 +506,7 @@ def _scored(dense: np.ndarray, U, sig, Vt, n_sparse: int, norm: float, n_iter: i
 
 def _fit_split(dense: np.ndarray, Xt, rank: int, n_sparse: int, start, *, max_iter: int, tol: float, norm: float,
                deadline: _timing.Deadline | None = None, first_step: float = 0.0,
-               scored: tuple[_Candidate, float] | None = None) -> _Candidate:
+               scored: tuple[_Candidate, float] | None = None, report: Reporter | None = None) -> _Candidate:
     """GoDec at one split from the float64 start ``(U, sigma, Vt)`` (at least ``rank`` wide); ``norm`` is
     ``||dense||_F``.
 
@@ -504,7 +514,7 @@ def _fit_split(dense: np.ndarray, Xt, rank: int, n_sparse: int, start, *, max_it
     is a candidate too, so that a float32 (GPU) fit cannot lose to it by
     round-off: the result is never worse than the start.  ``scored``: the
     start already scored (:func:`_scored`) and the seconds that took, where
-    the caller scored it first to price the rest.
+    the caller scored it first to price the rest.  ``report``: GoDec's progress (:func:`_godec`).
     """
     import torch
 
@@ -523,7 +533,7 @@ def _fit_split(dense: np.ndarray, Xt, rank: int, n_sparse: int, start, *, max_it
         deadline = _timing.Deadline(deadline.end - scoring)
     U, sig, Vt = (torch.as_tensor(np.ascontiguousarray(a), dtype=Xt.dtype, device=Xt.device) for a in (U0, s0, Vt0))
     U, sig, Vt, n_iter, reason = _godec(Xt, rank, n_sparse, U, sig, Vt, max_iter=max_iter, tol=tol, deadline=deadline,
-                                        first_step=first_step)
+                                        first_step=first_step, report=report)
     fitted = _scored(dense, *_to_numpy(U, sig, Vt), n_sparse, norm, n_iter, reason)
     if first.error < fitted.error:
         first.n_iter, first.stop_reason = n_iter, reason
@@ -532,7 +542,8 @@ def _fit_split(dense: np.ndarray, Xt, rank: int, n_sparse: int, start, *, max_it
 
 
 def _fit_grid(dense: np.ndarray, Xt, splits, *, seed: int, deadline: _timing.Deadline | None = None,
-              count_indices: bool = COUNT_INDICES, **options) -> tuple[_Candidate, list[dict]]:
+              count_indices: bool = COUNT_INDICES, report: Reporter | None = None,
+              **options) -> tuple[_Candidate, list[dict]]:
     """GoDec at every split from one shared start SVD; the smallest error wins, and of the splits that
     reproduce ``X`` (:func:`~._rpca_parts.preferred`) the one storing fewest numbers.
 
@@ -554,14 +565,21 @@ def _fit_grid(dense: np.ndarray, Xt, splits, *, seed: int, deadline: _timing.Dea
     spent on GoDec skipped it: a scipy sparse ``X`` of 1,285 non-zeros at N = 257
     ended at 1.4e-3 of ``||X||`` in 23,129 numbers, where its entries reproduce
     it in 2,570.
+
+    ``report`` (a :class:`~sfapprox._progress.Reporter`) is told each stage (the start SVD, each
+    split) and given GoDec's iterations and every error the fit computes anyway.
     """
+    report = report or Reporter(None)
     n, norm = dense.shape[0], float(np.linalg.norm(dense))
+    report.at("start SVD")
     start = _start_svd(dense, max(rank for rank, _ in splits), seed)
     top = max(splits)  # the largest rank: its start is TSVD's L
     nnz = int(np.count_nonzero(dense))
     exact_end = [split for split in splits if split[0] == 0 and split[1] >= nnz and split != top]
     best, records, scoring = None, {}, 0.0
-    for rank, n_sparse in exact_end + [top] + [split for split in splits if split != top and split not in exact_end]:
+    order = exact_end + [top] + [split for split in splits if split != top and split not in exact_end]
+    for i, (rank, n_sparse) in enumerate(order, 1):
+        report.at(split_stage(i, len(splits), rank))
         godec = rank > 0 and n_sparse > 0
         if (rank, n_sparse) in exact_end:
             cand = _all_entries(dense, norm)  # X's own non-zeros: no selection, no time check
@@ -576,14 +594,15 @@ def _fit_grid(dense: np.ndarray, Xt, splits, *, seed: int, deadline: _timing.Dea
                 cand = first
             else:
                 cand = _fit_split(dense, Xt, rank, n_sparse, start, deadline=deadline, norm=norm,
-                                  scored=(first, scoring), **options)
+                                  scored=(first, scoring), report=report, **options)
         else:
             # Its least work, at the cost of a scoring measured on the largest rank's start.
             least = GODEC_LEAST_SCORINGS * scoring if godec else scoring
             if deadline is not None and not deadline.fits(least):
                 records[rank, n_sparse] = skipped_record((rank, n_sparse), "time_limit")
                 continue
-            cand = _fit_split(dense, Xt, rank, n_sparse, start, deadline=deadline, norm=norm, **options)
+            cand = _fit_split(dense, Xt, rank, n_sparse, start, deadline=deadline, norm=norm, report=report, **options)
+        report(cand.error, steps=0)  # (scored in float64: the split's error, as its record says)
         cand.split = (rank, n_sparse)
         records[rank, n_sparse] = cand.record((rank, n_sparse), n, count_indices)
         if best is None or preferred(cand.error, cand.count(n, count_indices), best.error,
@@ -603,6 +622,17 @@ def _all_entries(dense: np.ndarray, norm: float) -> _Candidate:
     return _Candidate(error, np.zeros((n, 0)), np.zeros(0), np.zeros((0, n)), idx[kept], vals[kept])
 
 
+def split_stage(i: int, count: int, rank: int) -> str:
+    """What a progress display says while the ``i``-th of ``count`` rank/sparse splits runs.
+
+    Examples
+    --------
+    >>> split_stage(2, 5, 39)
+    'split 2/5, rank 39'
+    """
+    return f"split {i}/{count}, rank {rank}"
+
+
 def _cut_error(X: np.ndarray, U, sig, Vt, idx: np.ndarray, vals: np.ndarray) -> float:
     """``||X - L_r - E_kept||_F`` for PCP's ``r`` leading triplets and its sparse part's kept
     entries (flat positions ``idx``, values ``vals``)."""
@@ -619,7 +649,8 @@ def _low_rank_error(norm: float, sig: np.ndarray, rank: int) -> float:
 
 
 def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int, tol: float,
-             deadline: _timing.Deadline | None = None, seed: int = 0, count_indices: bool = COUNT_INDICES) -> tuple:
+             deadline: _timing.Deadline | None = None, seed: int = 0, count_indices: bool = COUNT_INDICES,
+             report: Reporter | None = None) -> tuple:
     """PCP, cut to each split of the grid, each split refitted with GoDec; the smallest refitted error wins.
 
     ``split_for(max_rank)`` gives the ``(rank, n_sparse)`` splits allowed with
@@ -656,19 +687,23 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
     list (each record's ``start``: ``"pcp"`` or ``"tsvd"``, and where both ran
     ``other_start``, the other's ``start`` and ``fro_error``) and the PCP
     entries of ``params_`` (``start``, ``cut`` and ``cut_error``: the chosen
-    split's start and PCP cut).
+    split's start and PCP cut).  ``report``: as :func:`_fit_grid`'s (PCP's iterations, then each refit's).
     """
     import torch
 
+    report = report or Reporter(None)
     n, norm = dense.shape[0], float(np.linalg.norm(dense))
     top = max(split_for(None))  # the largest rank the budget holds, with what it leaves to S
     # X's best rank-r for every r of the grid, from one SVD (TSVD's own, as TruncatedSVD computes it)
+    report.at("start SVD")
     low = _start_svd(dense, top[0], seed)
     # Float32 cannot reach a residual of 1e-7 relative: stop at its round-off instead.
     ptol = max(pcp_tol, 10 * torch.finfo(Xt.dtype).eps)
     began = _timing.now()
+    report.at("PCP")
     U, sig, Vt, E, pcp_iter, pcp_converged = _pcp_ialm(Xt, lam=1.0 / math.sqrt(n), tol=ptol, max_iter=max_iter,
-                                                        deadline=deadline, partial=n > EXACT_MAX_N, seed=seed)
+                                                        deadline=deadline, partial=n > EXACT_MAX_N, seed=seed,
+                                                        report=report)
     # A GoDec iteration of the refit costs about what a PCP iteration did (a rank-r SVD step and a
     # residual): the refit's first one runs only when that fits.
     per_iteration = (_timing.now() - began) / max(1, pcp_iter)
@@ -712,8 +747,9 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
     # (a kernel matrix's best cut, refitted, ended 10x above another split's refit and above TSVD's).
     # The smallest bound goes first: when the time left pays for one refit alone, it is that one.
     best, records, chosen = None, {}, {}
-    for split in sorted(splits, key=lambda split: bounds[split]):
+    for i, split in enumerate(sorted(splits, key=lambda split: bounds[split]), 1):
         rank, n_sparse = split
+        report.at(f"refit {split_stage(i, len(splits), rank)}")
         godec = rank > 0 and n_sparse > 0
         if natural_rank < rank and split != top and best is not None and best.error <= tol * norm:
             # A split above PCP's rank is not refitted where the best so far is within tol * ||X|| of X: it could
@@ -734,7 +770,8 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
                                "time_limit")
             else:
                 cand = _fit_split(dense, Xt, rank, n_sparse, start, max_iter=max_iter, tol=tol, deadline=deadline,
-                                  first_step=per_iteration, norm=norm)
+                                  first_step=per_iteration, norm=norm, report=report)
+            report(cand.error, steps=0)
             cand.split = split
             record = {**cand.record(split, n, count_indices), **begun}
             other = records.get(split)
@@ -810,6 +847,12 @@ class RobustPCA(Approximation):
         any pass where what it keeps beside its passes' blocks is over it,
         and its passes are sized for it (None: the source's own limit, else
         80%).
+    callback : callable or None, default=None
+        Progress, as ChordSF's ``callback``: called with a dict after each GoDec (or PCP) iteration
+        (``iteration``, counted over the whole grid, ``max_iter``, every split's together,
+        ``fro_error``, the current iterate's ``||X - L - S||_F``, which each iteration computes
+        anyway, ``elapsed``) and as each stage starts (``stage``: ``"start SVD"``, ``"PCP"``,
+        ``"split 2/5, rank 39"``); what it returns is not read.
 
     Attributes
     ----------
@@ -873,6 +916,7 @@ class RobustPCA(Approximation):
         "device": str,
         "dtype": (Options(("float64", "float32", "auto")), None),
         "max_memory": MEMORY_LIMIT,
+        "callback": (Callable, None),
     }
 
     def __init__(
@@ -892,6 +936,7 @@ class RobustPCA(Approximation):
         device: str = "auto",
         dtype: str | None = None,
         max_memory: int | None = None,
+        callback: Callable[[dict], Any] | None = None,
     ):
         self.rank = rank
         self.n_sparse = n_sparse
@@ -907,6 +952,7 @@ class RobustPCA(Approximation):
         self.device = device
         self.dtype = dtype
         self.max_memory = max_memory
+        self.callback = callback
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, *, check_input: bool = True) -> "RobustPCA":
@@ -957,7 +1003,8 @@ class RobustPCA(Approximation):
         dtype = resolve_dtype(self.dtype, device)
         start = time.perf_counter()
         deadline = None if self.time_limit is None else _timing.Deadline.after(self.time_limit)
-        options = {"max_iter": self.max_iter, "tol": self.tol, "deadline": deadline}
+        options = {"max_iter": self.max_iter, "tol": self.tol, "deadline": deadline,
+                   "report": self._reporter(splits)}
         with few_threads(n, device):
             Xt = torch.as_tensor(dense, dtype=dtype, device=device)
             if self.method == "pcp":
@@ -994,12 +1041,21 @@ class RobustPCA(Approximation):
             best, grid = fit_grid_columns(source, splits, max_iter=self.max_iter, tol=self.tol,
                                           seed=self.random_state, deadline=deadline,
                                           max_memory=room(source, self._max_memory_bytes),
-                                          start=given, count_indices=self.count_indices)
+                                          start=given, count_indices=self.count_indices,
+                                          report=self._reporter(splits))
         self.seconds_ = time.perf_counter() - start
         extra = {"from": "columns", "path": "columns", "svd": "randomized",
                  **({"reused": ["rsvd"]} if given is not None else {})}
         self._store(n, best, grid, extra, "cpu", "float64")
         return self
+
+    def _reporter(self, splits: list[tuple[int, int]]) -> Reporter:
+        """The fit's progress reports (:attr:`callback`), its ``max_iter`` the most iterations the grid may
+        take: ``max_iter`` GoDec iterations per split that iterates, and for PCP its ALM iterations and
+        the refits of a grid up to twice as long (PCP's and the budget's), two starts at the largest rank."""
+        iterating = sum(1 for rank, n_sparse in splits if rank and n_sparse)
+        runs = max(1, iterating) if self.method == "godec" else 2 * len(splits) + 2
+        return Reporter(self.callback, max_iter=self.max_iter * runs)
 
     def _reused_start(self, n: int):
         """The comparison's ``rsvd`` fit of this matrix as every split's first ``L`` (None: none was handed over)."""
@@ -1097,7 +1153,8 @@ def _maker(method: str):
     def make(n: int, budget: int, context: RunContext) -> RobustPCA:
         # GoDec/ALM iterations are not SF's L-BFGS steps: --iters does not apply.
         est = RobustPCA(**context.settings.apply_to(RobustPCA, exclude=("max_iter",), budget=budget,
-                                                    method=method, count_indices=context.count_indices))
+                                                    method=method, count_indices=context.count_indices,
+                                                    callback=context.callback))
         # From columns, the rsvd row's fit of the same matrix gives each split its first L (not a
         # parameter: what a comparison hands over, as to the hybrids).
         est._reuse = {m: context.fitted[m] for m in RobustPCA.REUSES if m in context.fitted}
