@@ -221,3 +221,17 @@ def test_the_splits_by_chunks_give_the_whole_batch_numbers_in_bounded_memory(mon
     np.testing.assert_allclose(errors, whole_errors, rtol=1e-12)
     mirrored = X.nbytes if order == "right-to-left" else 0  # its input, P X^T P, is a new array
     assert peak - mirrored < 1.0 * X.nbytes
+
+
+def test_each_order_and_split_is_reported_then_its_error():
+    """butterfly-hier took no callback: at N = 2,000 (padded to 2,048) its splits ran under a bar at "it 0"."""
+    X = np.random.default_rng(0).random((60, 60))
+    seen = []
+    est = HierarchicalButterfly(time_limit=None, callback=seen.append).fit(X)
+    splits = est.params_["n_factors"] - 1
+    assert seen[-1]["iteration"] == 2 * splits and all(info["max_iter"] == 2 * splits for info in seen)
+    assert [info["stage"] for info in seen].count("order left-to-right") == splits + 2
+    assert [info["fro_error"] for info in seen if info["iteration"] == 2 * splits][-1] == \
+        est.params_["errors"]["right-to-left"]
+    display = lambda info: None  # noqa: E731
+    assert get_method("butterfly-hier").make(60, 10**6, RunContext(callback=display)).callback is display

@@ -351,3 +351,17 @@ def test_on_an_executor_a_sparse_source_is_still_projected_from_its_non_zeros():
         m = Monarch(budget=12_000).fit(DistributedSource(SparseSource(X), pool))
     assert m.params_["from"] == "non-zeros"
     assert m.fro_error_ == pytest.approx(np.linalg.norm(X.toarray() - m.to_dense()), rel=1e-9)
+
+
+def test_each_shape_is_reported_as_it_starts_and_with_its_error():
+    """monarch took no callback: a comparison's bar said nothing of its shapes (N = 2,000: seconds each)."""
+    X = np.random.default_rng(0).random((64, 64))
+    seen = []
+    est = Monarch(budget=3000, time_limit=None, callback=seen.append).fit(X)
+    errors = [record["fro_error"] for record in est.params_["grid"]]
+    assert seen[-1]["iteration"] == len(errors) and all(info["max_iter"] == len(errors) for info in seen)
+    assert [info["fro_error"] for info in seen[1::2]] == errors  # each shape's, after its projection
+    assert [info["stage"] for info in seen[::2]] == [mod.shape_stage(mod.MonarchShape(*r["blocks"], r["rank"], 0))
+                                                     for r in est.params_["grid"]]
+    display = lambda info: None  # noqa: E731
+    assert get_method("monarch").make(64, 3000, RunContext(callback=display)).callback is display

@@ -232,3 +232,18 @@ def test_a_point_that_cannot_catch_the_best_stops_alternating():
     assert mixed and all(g["iterations"] < 500 and g["fro_error"] > best for g in mixed)
     tsvd = TruncatedSVD(budget=2000).fit(X)
     assert best == pytest.approx(np.linalg.norm(X - tsvd.to_dense()), rel=1e-12)
+
+
+def test_the_grid_reports_its_points_and_alternations():
+    """monarch+lr took no callback: its alternations ran under a bar at "it 0"."""
+    from sfapprox._base import RunContext, get_method
+
+    X = np.random.default_rng(0).random((32, 32))
+    seen = []
+    est = MonarchLowRank(budget=800, max_iter=20, time_limit=None, callback=seen.append).fit(X)
+    assert seen[-1]["iteration"] == sum(point["iterations"] for point in est.params_["grid"])
+    stages = list(dict.fromkeys(info["stage"] for info in seen))
+    assert len(stages) == len(est.params_["grid"]) and any(" + rank " in stage for stage in stages)
+    assert seen[-1]["fro_error"] == est.params_["grid"][-1]["fro_error"]
+    display = lambda info: None  # noqa: E731
+    assert get_method("monarch+lr").make(32, 800, RunContext(callback=display)).callback is display

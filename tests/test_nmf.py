@@ -305,3 +305,18 @@ def test_a_small_problem_s_columns_are_updated_without_a_torch_call_each(monkeyp
         small = NMF(n_components=6, max_iter=50, device="cpu").fit(X)
     assert not calls and small.n_iter_ == by_torch.n_iter_
     np.testing.assert_allclose(small.to_dense(), by_torch.to_dense(), rtol=1e-9, atol=1e-12)
+
+
+def test_hals_reports_each_iteration_and_the_errors_of_its_checks():
+    """nmf took no callback: a progress bar stood at "it 0 error –" through its whole fit."""
+    from sfapprox._base import RunContext, get_method
+
+    X = np.random.default_rng(0).random((30, 30))
+    seen = []
+    est = NMF(n_components=3, init="nndsvda", device="cpu", time_limit=None, callback=seen.append).fit(X)
+    assert seen[-1]["iteration"] == est.n_iter_ and all(info["max_iter"] == est.max_iter for info in seen)
+    assert {info["stage"] for info in seen} == {"start nndsvda"}
+    # the errors are X's (not the scaled problem's): the last check's is the fit's own, to the formula's round-off
+    assert seen[-1]["fro_error"] == pytest.approx(np.linalg.norm(X - est.to_dense()), rel=1e-6)
+    display = lambda info: None  # noqa: E731
+    assert get_method("nmf").make(30, 200, RunContext(callback=display)).callback is display

@@ -8,7 +8,7 @@ from sfapprox.baselines._torch import few_threads
 from sfapprox.baselines.rpca import RobustPCA, _godec, _pcp_ialm, _use_exact_svd
 from sfapprox.baselines.tsvd import TruncatedSVD
 from sfapprox.budget import rpca_count, rpca_rank_for_budget, rpca_sparse_for_budget, tsvd_rank_for_budget
-from sfapprox.sources import MatrixSource
+from sfapprox.sources import MatrixSource, as_source
 
 
 def _planted(n: int, rank: int, n_sparse: int, seed: int = 0, scale: float = 10.0):
@@ -813,3 +813,56 @@ def test_a_sparse_x_in_memory_reproduced_by_its_entries_is_not_lost_to_the_time_
     rp = RobustPCA(budget=1500, time_limit=15.0, device="cpu").fit(X)
     assert _err(X.toarray(), rp) == 0.0 and (rp.rank_, rp.n_sparse_, rp.n_stored_) == (0, 200, 400)
     assert rp.stop_reason_ == "exact" and fake_clock.time <= 15.0
+
+
+def _reports(method: str, X, **params) -> tuple[RobustPCA, list[dict]]:
+    seen = []
+    est = RobustPCA(method=method, device="cpu", time_limit=None, callback=seen.append, **params).fit(X)
+    return est, seen
+
+
+def test_godec_reports_each_iteration_with_its_error_and_the_split_it_runs():
+    """rpca took no callback: a progress bar stood at "it 0 error –" through its whole fit (N = 2,000, 10 s)."""
+    rng = np.random.default_rng(0)
+    X = rng.random((40, 40))
+    est, seen = _reports("godec", X, budget=600)
+    iterating = [r for r in est.params_["grid"] if r["rank"] and r["n_sparse"]]
+    assert seen[-1]["iteration"] == sum(r["iterations"] for r in iterating)  # counted over the whole grid
+    assert all(info["max_iter"] == est.max_iter * len(iterating) for info in seen)
+    assert [info["iteration"] for info in seen] == sorted(info["iteration"] for info in seen)
+    stages = list(dict.fromkeys(info["stage"] for info in seen))
+    assert stages[0] == "start SVD" and stages[1].startswith("split 1/5, rank ") and len(stages) == 6
+    # each split's record error was reported, and each iterate's error is GoDec's (non-increasing in a split)
+    reported = {info["fro_error"] for info in seen}
+    assert all(r["fro_error"] in reported for r in est.params_["grid"])
+    first = [info["fro_error"] for info in seen if info["stage"] == stages[1] and info["fro_error"] is not None]
+    assert len(first) > 2 and all(b <= a * (1 + 1e-12) for a, b in zip(first, first[1:]))
+    assert all(info["elapsed"] >= 0 for info in seen)
+
+
+def test_pcp_reports_its_alm_iterations_then_its_refits():
+    rng = np.random.default_rng(1)
+    X = np.outer(rng.random(30), rng.random(30))
+    X[3, 7] += 5.0
+    est, seen = _reports("pcp", X, budget=300)
+    pcp = [info for info in seen if info.get("stage") == "PCP" and info["iteration"]]
+    assert len(pcp) == est.params_["pcp_iterations"]
+    assert any(info["stage"].startswith("refit split 1/") for info in seen)
+
+
+def test_a_fit_from_columns_reports_its_iterations():
+    rng = np.random.default_rng(2)
+    X = rng.random((30, 30))
+    seen = []
+    RobustPCA(budget=400, time_limit=None, callback=seen.append).fit(as_source(X))
+    assert any(info["iteration"] > 0 and info["fro_error"] is not None for info in seen)
+    assert any(info.get("stage", "").startswith("split 1/") for info in seen)
+
+
+def test_the_comparison_hands_rpca_its_progress_callback():
+    from sfapprox._base import RunContext, get_method
+
+    display = lambda info: None  # noqa: E731
+    assert get_method("rpca").make(20, 200, RunContext(callback=display)).callback is display
+    assert get_method("rpca-pcp").make(20, 200, RunContext(callback=display)).callback is display
+    assert RobustPCA().callback is None  # optional, as before

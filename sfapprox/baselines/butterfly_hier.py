@@ -62,6 +62,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -69,6 +71,7 @@ from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._errors import BudgetError
 from .._params import MEMORY_LIMIT, Interval, Options
+from .._progress import Reporter
 from .._settings import DEFAULT_TIME_LIMIT
 from .._validation import COMPILED_WORKING_SET
 from ..budget import butterfly_hier_count, padded_size
@@ -95,12 +98,13 @@ SVD_CHUNK_BYTES = 16 << 20
 
 # --------------------------------------------------------------------------- accounting
 # --------------------------------------------------------------------------- the algorithm
-def _left_to_right(A: np.ndarray) -> tuple[np.ndarray, list[float]]:
+def _left_to_right(A: np.ndarray, step: Callable[[], Any] | None = None) -> tuple[np.ndarray, list[float]]:
     """Factor values ``(L, N, 2)`` and the per-step errors ``e_t`` of the left-to-right algorithm.
 
     The remainder ``A_t`` (support: bits ``t .. L-1``) is kept as a batch
     ``T[q, p, p'] = A_t[p 2^t + q, p' 2^t + q]`` of ``2^t`` dense matrices
-    (``q``: the ``t`` low bits that row and column share).
+    (``q``: the ``t`` low bits that row and column share).  ``step()``, where given, is called after
+    each split (a progress report).
     """
     n = A.shape[0]
     n_factors = n.bit_length() - 1
@@ -111,6 +115,8 @@ def _left_to_right(A: np.ndarray) -> tuple[np.ndarray, list[float]]:
         batch, half = 1 << t, n >> (t + 1)
         u, error, T = _split(T, batch, half)  # u: [q, h, lo, x], unit columns of W_t
         errors.append(error)
+        if step is not None:
+            step()
         # Row i = (2h + x) 2^t + q of W_t: W[i, i] = u[q, h, x, x], W[i, i ^ 2^t] = u[q, h, 1 - x, x].
         values[t, :, 0] = u[:, :, [0, 1], [0, 1]].transpose(1, 2, 0).reshape(n)
         values[t, :, 1] = u[:, :, [1, 0], [0, 1]].transpose(1, 2, 0).reshape(n)
@@ -151,7 +157,7 @@ def _bit_reversal(n: int) -> np.ndarray:
     return rev
 
 
-def _right_to_left(A: np.ndarray) -> tuple[np.ndarray, list[float]]:
+def _right_to_left(A: np.ndarray, step: Callable[[], Any] | None = None) -> tuple[np.ndarray, list[float]]:
     """The mirror algorithm: left-to-right on ``A' = P A^T P`` (``P``: bit reversal), mapped back.
 
     ``A = P A'^T P = Π_m P W'^T_{L-1-m} P`` and ``P W'^T_k P`` sits on bit
@@ -160,7 +166,7 @@ def _right_to_left(A: np.ndarray) -> tuple[np.ndarray, list[float]]:
     """
     n = A.shape[0]
     rev = _bit_reversal(n)
-    mirrored, errors = _left_to_right(A.T[np.ix_(rev, rev)])  # a new array (fancy indexing copies)
+    mirrored, errors = _left_to_right(A.T[np.ix_(rev, rev)], step)  # a new array (fancy indexing copies)
     n_factors = mirrored.shape[0]
     values = np.empty_like(mirrored)
     for m in range(n_factors):
@@ -170,7 +176,8 @@ def _right_to_left(A: np.ndarray) -> tuple[np.ndarray, list[float]]:
     return values, errors[::-1]
 
 
-def factorize(X: np.ndarray, order: str = "left-to-right") -> tuple[np.ndarray, list[float]]:
+def factorize(X: np.ndarray, order: str = "left-to-right", step: Callable[[], Any] | None = None,
+              ) -> tuple[np.ndarray, list[float]]:
     """Hierarchical butterfly factorization of a ``2^L x 2^L`` matrix.
 
     Parameters
@@ -179,6 +186,8 @@ def factorize(X: np.ndarray, order: str = "left-to-right") -> tuple[np.ndarray, 
         ``N`` a power of two, at least 2.
     order : {"left-to-right", "right-to-left"}
         Peel ``W_0`` first (``X ≈ W_0 A_1``, ...) or ``W_{L-1}`` first.
+    step : callable or None, default=None
+        Called with no argument after each of the ``L - 1`` splits (a progress report).
 
     Returns
     -------
@@ -223,9 +232,9 @@ def factorize(X: np.ndarray, order: str = "left-to-right") -> tuple[np.ndarray, 
     if X.shape != (n, n) or n < 2 or n & (n - 1):
         raise ValueError(f"factorize needs a square matrix of a power-of-two order >= 2, got {X.shape}")
     if order == "left-to-right":
-        return _left_to_right(X)
+        return _left_to_right(X, step)
     if order == "right-to-left":
-        return _right_to_left(X)
+        return _right_to_left(X, step)
     raise ValueError(f"unknown order {order!r}; choose one of {', '.join(ORDERS)}")
 
 
@@ -251,6 +260,11 @@ class HierarchicalButterfly(Approximation):
         (several copies of it, measured) would be over it is refused before any
         work (ResourceError), as a comparison refuses its row (None: 80% of the
         physical memory).
+    callback : callable or None, default=None
+        Progress, as ChordSF's ``callback``: called with a dict as each order starts (``stage``:
+        ``"order left-to-right"``), after each of its ``L - 1`` rank-one splits (``iteration``, over
+        both orders, ``max_iter``, ``elapsed``) and after its scoring (``fro_error``); what it
+        returns is not read.
 
     Attributes
     ----------
@@ -284,11 +298,14 @@ class HierarchicalButterfly(Approximation):
         "budget": Interval(int, 0, None, allow_none=True),
         "time_limit": Interval(float, 0, None, allow_none=True),
         "max_memory": MEMORY_LIMIT,
+        "callback": (Callable, None),
     }
 
     def __init__(self, order: str = "best", *, budget: int | None = None,
-                 time_limit: float | None = DEFAULT_TIME_LIMIT, max_memory: int | None = None):
+                 time_limit: float | None = DEFAULT_TIME_LIMIT, max_memory: int | None = None,
+                 callback: Callable[[dict], Any] | None = None):
         self.order = order
+        self.callback = callback
         self.max_memory = max_memory
         self.budget = budget
         self.time_limit = time_limit
@@ -333,6 +350,7 @@ class HierarchicalButterfly(Approximation):
         start = time.perf_counter()
         deadline = _timing.Deadline.after(self.time_limit)
         best, errors, reason, each = None, {}, None, 0.0
+        report = Reporter(self.callback, max_iter=len(orders) * max(1, big.bit_length() - 2))
         try:
             for order in orders:
                 # The second order costs what the first did (the mirror image of the same work).
@@ -340,9 +358,11 @@ class HierarchicalButterfly(Approximation):
                     reason = "time_limit"
                     break
                 began = _timing.now()
-                values, steps = factorize(padded, order)
+                report.at(f"order {order}")
+                values, steps = factorize(padded, order, step=report)
                 op = self._operator(values, n)
                 err = operator_error(dense, op, norm)[0]  # by column blocks above DENSE_SCORING_MAX_N
+                report(err, steps=0)
                 errors[order] = err
                 each = _timing.now() - began
                 if best is None or err < best[0] * (1 - 1e-12):
@@ -387,7 +407,8 @@ class HierarchicalButterfly(Approximation):
 
 # --------------------------------------------------------------------------- registration
 def _make(n: int, budget: int, context: RunContext) -> HierarchicalButterfly:
-    return HierarchicalButterfly(**context.settings.apply_to(HierarchicalButterfly, budget=budget))
+    return HierarchicalButterfly(**context.settings.apply_to(HierarchicalButterfly, budget=budget,
+                                                             callback=context.callback))
 
 
 register(

@@ -58,8 +58,9 @@ from __future__ import annotations
 import contextlib
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -68,6 +69,7 @@ from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, get_method, register
 from .._errors import BudgetError, ConvergenceWarning, ParameterError
 from .._params import MEMORY_LIMIT, Interval
+from .._progress import Reporter
 from .._settings import DEFAULT_TIME_LIMIT
 from .._threads import _limit_blas
 from .._validation import LIBRARY_WORKING_SET, check_memory
@@ -201,6 +203,18 @@ def projection_seconds(shape: MonarchShape, measured: MonarchShape, seconds: flo
 
 
 # --------------------------------------------------------------------------- the projection
+def shape_stage(shape: MonarchShape) -> str:
+    """What a progress display says while ``shape`` is projected (its rank where above one).
+
+    Examples
+    --------
+    >>> shape_stage(MonarchShape(45, 45, 1, 0)), shape_stage(MonarchShape(32, 64, 2, 0))
+    ('shape 45 x 45', 'shape 32 x 64, rank 2')
+    """
+    rank = f", rank {shape.rank}" if shape.rank > 1 else ""
+    return f"shape {shape.left_block} x {shape.right_block}{rank}"
+
+
 def monarch_project(X, left_block: int, right_block: int, rank: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """The nearest block-rank-``r`` Monarch matrix to ``X`` (zero-padded to ``b1 b2``), as its blocks.
 
@@ -427,6 +441,11 @@ class Monarch(Approximation):
         one (in memory, or a source that holds it sparse) is projected from
         its non-zeros (:func:`monarch_project_sparse`, ``params_["from"] ==
         "non-zeros"``), never formed.
+    callback : callable or None, default=None
+        Progress, as ChordSF's ``callback``: called with a dict as each block shape starts
+        (``stage``: ``"shape 45 x 45"``) and after its projection (``iteration``: the shapes
+        projected, ``max_iter``: the shapes to try, ``fro_error``: that shape's error, which its
+        projection gives, ``elapsed``); what it returns is not read.
 
     Attributes
     ----------
@@ -471,6 +490,7 @@ class Monarch(Approximation):
         "max_shapes": Interval(int, 1, None),
         "time_limit": Interval(float, 0, None, allow_none=True),
         "max_memory": MEMORY_LIMIT,
+        "callback": (Callable, None),
     }
 
     def __init__(
@@ -483,6 +503,7 @@ class Monarch(Approximation):
         max_shapes: int = MAX_SHAPES,
         time_limit: float | None = DEFAULT_TIME_LIMIT,
         max_memory: int | None = None,
+        callback: Callable[[dict], Any] | None = None,
     ):
         self.rank = rank
         self.left_block = left_block
@@ -491,6 +512,7 @@ class Monarch(Approximation):
         self.max_shapes = max_shapes
         self.time_limit = time_limit
         self.max_memory = max_memory
+        self.callback = callback
 
     def _candidates(self, n: int) -> list[MonarchShape]:
         """The shapes to project, each with its rank and count; errors name what does not fit."""
@@ -578,11 +600,13 @@ class Monarch(Approximation):
         deadline = _timing.Deadline.after(self.time_limit)
         best, grid, reason = None, [], None
         last = None  # (shape, seconds) of the last projection: what the next one is expected to cost
+        report = Reporter(self.callback, max_iter=len(shapes))
         try:
             for shape in shapes:
                 if best is not None and not deadline.fits(projection_seconds(shape, *last)):
                     reason = "time_limit"  # (the shapes are tried in order, squarest first)
                     break
+                report.at(shape_stage(shape))
                 began = _timing.now()
                 if held is not None:
                     left, right, err, norm = monarch_project_sparse(held, shape.left_block, shape.right_block,
@@ -596,6 +620,7 @@ class Monarch(Approximation):
                 grid.append({"blocks": [shape.left_block, shape.right_block], "rank": shape.rank,
                              "count": shape.count, "fro_error": err})
                 last = (shape, _timing.now() - began)
+                report(err)
                 # Smallest error; a tie goes to the earlier (squarer) shape, and of shapes that reproduce X
                 # (their errors round-off) the one storing fewest numbers wins, not round-off's draw
                 if best is None or preferred(err, shape.count, best[0], best[1].count, norm, tie=1e-12):
@@ -650,7 +675,7 @@ class Monarch(Approximation):
 
 # --------------------------------------------------------------------------- registration
 def _make(n: int, budget: int, context: RunContext) -> Monarch:
-    return Monarch(**context.settings.apply_to(Monarch, budget=budget))
+    return Monarch(**context.settings.apply_to(Monarch, budget=budget, callback=context.callback))
 
 
 register(

@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -39,11 +41,12 @@ from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._errors import BudgetError, ConvergenceWarning
 from .._params import MEMORY_LIMIT, SEED, Interval
+from .._progress import Reporter
 from .._settings import DEFAULT_TIME_LIMIT
 from .._validation import check_memory
 from ..budget import monarch_lr_min_budget, tsvd_count, tsvd_rank_for_budget
 from ..operators.monarch import MonarchLowRankOperator, MonarchOperator
-from .monarch import MonarchShape, monarch_configs_for_budget, monarch_project, projection_seconds
+from .monarch import MonarchShape, monarch_configs_for_budget, monarch_project, projection_seconds, shape_stage
 from .tsvd import EXACT_MAX_N, _exact_svd, _randomized_svd, numerical_rank, preferred, reproduces
 
 __all__ = ["MonarchLowRank", "MonarchLowRankOperator", "monarch_lr_min_budget"]
@@ -102,13 +105,26 @@ def _power_step(R: np.ndarray, Vt: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     return Q @ Ub, s, Vt_new
 
 
+def point_stage(shape: MonarchShape | None, k: int) -> str:
+    """What a progress display says while the grid point ``(shape, k)`` is fitted.
+
+    Examples
+    --------
+    >>> point_stage(MonarchShape(45, 45, 1, 0), 12), point_stage(None, 30)
+    ('shape 45 x 45 + rank 12', 'rank 30')
+    """
+    if shape is None:
+        return f"rank {k}"
+    return shape_stage(shape) + (f" + rank {k}" if k else "")
+
+
 def _monarch_dense(left: np.ndarray, right: np.ndarray, n: int) -> np.ndarray:
     return MonarchOperator(left, right, n).to_dense()
 
 
 def _fit_point(X: np.ndarray, shape: MonarchShape | None, k: int, *, max_iter: int, tol: float,
                deadline: _timing.Deadline | None, seed: int, svd_seconds: float = 0.0,
-               beat: float | None = None) -> _Point:
+               beat: float | None = None, report: Reporter | None = None) -> _Point:
     """Alternate the two exact projections from the plain Monarch fit (or fit the low rank alone).
 
     An alternation starts only when it ends by ``deadline`` at the cost of
@@ -117,8 +133,10 @@ def _fit_point(X: np.ndarray, shape: MonarchShape | None, k: int, *, max_iter: i
     ``X - M`` is expected to cost); ``"time_limit"`` when none did.  With
     ``beat`` (the best point's error so far) the alternations stop
     (``"behind"``) once they could not reach it at :data:`BEHIND_PACE` times
-    the last one's gain in the alternations left.
+    the last one's gain in the alternations left.  ``report`` (a
+    :class:`~sfapprox._progress.Reporter`) is given each alternation's error, computed anyway.
     """
+    report = report or Reporter(None)
     n = X.shape[0]
     deadline = deadline or _timing.Deadline(None)
     if shape is None:  # low rank only: TSVD
@@ -139,6 +157,7 @@ def _fit_point(X: np.ndarray, shape: MonarchShape | None, k: int, *, max_iter: i
     # What the next alternation is expected to cost: the first one's truncated SVD of an N x N residual
     # too, which at N = 1024 costs 10-30 projections and overran a 30 s limit by 1.3-7.6 s unpriced.
     step = ALTERNATION_PROJECTIONS * (_timing.now() - began) + svd_seconds
+    report(err, steps=0)  # the plain Monarch start's
     low, reason, it = None, "max_iter", 0
     for it in range(1, max(1, max_iter) + 1):
         if not deadline.fits(step):
@@ -154,6 +173,7 @@ def _fit_point(X: np.ndarray, shape: MonarchShape | None, k: int, *, max_iter: i
         gain = err - new
         done = gain <= tol * err  # less than tol of the error gained by this alternation
         err = new  # the error of the parts kept (monotone up to round-off)
+        report(err)
         if reproduces(new, float(np.linalg.norm(X))):
             reason = "exact"
             break
@@ -200,6 +220,12 @@ class MonarchLowRank(Approximation):
         Refuse fits whose working memory (:data:`WORKING_COPIES` dense
         ``N x N`` arrays) exceeds this many bytes (default: 80% of the
         physical memory).
+    callback : callable or None, default=None
+        Progress, as ChordSF's ``callback``: called with a dict as each grid point starts
+        (``stage``: ``"shape 45 x 45 + rank 12"``), after each alternation and after each
+        closed-form point (``iteration``: alternations and closed-form points so far,
+        ``max_iter``: the most the grid may take, ``fro_error``: the current error, computed
+        anyway, ``elapsed``); what it returns is not read.
 
     Attributes
     ----------
@@ -237,6 +263,7 @@ class MonarchLowRank(Approximation):
         "time_limit": Interval(float, 0, None, allow_none=True),
         "random_state": SEED,
         "max_memory": MEMORY_LIMIT,
+        "callback": (Callable, None),
     }
 
     def __init__(
@@ -250,6 +277,7 @@ class MonarchLowRank(Approximation):
         time_limit: float | None = DEFAULT_TIME_LIMIT,
         random_state: int = 0,
         max_memory: int | None = None,
+        callback: Callable[[dict], Any] | None = None,
     ):
         self.budget = budget
         self.max_splits = max_splits
@@ -259,6 +287,7 @@ class MonarchLowRank(Approximation):
         self.time_limit = time_limit
         self.random_state = random_state
         self.max_memory = max_memory
+        self.callback = callback
 
     def _grid(self, n: int) -> list[tuple[MonarchShape | None, int]]:
         """(shape, low rank) points: plain Monarch, the shares, then all to the low rank."""
@@ -320,6 +349,7 @@ class MonarchLowRank(Approximation):
         # Seconds of the low-rank point's truncated SVD (rank k_all, the largest): what an alternating
         # point's first low-rank step (a truncated SVD of the same order, rank k <= k_all) may cost.
         svd_seconds = 0.0
+        report = Reporter(self.callback, max_iter=len(grid) - alternating + alternating * max(1, self.max_iter))
         try:
             for shape, k in grid:
                 if best is not None and reproduces(best.fro_error, norm) and \
@@ -339,10 +369,13 @@ class MonarchLowRank(Approximation):
                     # work: then the later ones are skipped), so all are tried.
                     share = _timing.Deadline.after(max(deadline.left() / alternating, least))
                     alternating -= 1
+                report.at(point_stage(shape, k))
                 began = _timing.now()
                 point = _fit_point(dense, shape, k, max_iter=self.max_iter, tol=self.tol, deadline=share,
                                    seed=self.random_state, svd_seconds=svd_seconds,
-                                   beat=None if best is None else best.fro_error)
+                                   beat=None if best is None else best.fro_error, report=report)
+                # (a closed-form point counts as one iteration; an alternating one reported its own)
+                report(point.fro_error, steps=1 if shape is None or k == 0 else 0)
                 if shape is not None and k == 0:
                     last = (shape, _timing.now() - began)
                 elif shape is None:
@@ -390,7 +423,8 @@ class MonarchLowRank(Approximation):
 # --------------------------------------------------------------------------- registration
 def _make(n: int, budget: int, context: RunContext) -> MonarchLowRank:
     # Its iterations are alternations, not L-BFGS steps: --iters is SF's, not this method's.
-    return MonarchLowRank(**context.settings.apply_to(MonarchLowRank, exclude=("max_iter",), budget=budget))
+    return MonarchLowRank(**context.settings.apply_to(MonarchLowRank, exclude=("max_iter",), budget=budget,
+                                                      callback=context.callback))
 
 
 register(
