@@ -34,6 +34,16 @@ def raise_interrupt(exc: BaseException) -> None:
         cause = cause.__cause__ or cause.__context__
 
 
+def cached_signatures(function) -> list | None:
+    """The signatures numba's on-disk cache index lists for a compiled ``function`` (its entries' keys,
+    argument types first), or None where its cache cannot be told: the one place that reads numba's
+    cache internals."""
+    try:
+        return [key[0] for key in function._cache._cache_file._load_index()]
+    except Exception:  # noqa: BLE001 - numba's cache internals changed: say nothing of it
+        return None
+
+
 class CompiledModule:
     """One optional compiled module and the path its user falls back to.
 

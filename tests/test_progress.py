@@ -204,3 +204,50 @@ def test_a_fit_records_the_seconds_it_compiled_its_kernels_not_those_it_loaded_t
     assert "compile_seconds" not in ChordSF(max_iter=5, device="cpu").fit(X).params_
     monkeypatch.undo()
     assert "compile_seconds" not in ChordSF(max_iter=5, device="cpu").fit(X).params_  # (cached by now)
+
+
+def _recorded_phases(monkeypatch, module):
+    """``module``'s :func:`phase` replaced by one that records each text as its block starts (no timer:
+    what a display would be shown, whatever the machine's speed)."""
+    import contextlib
+
+    shown = []
+
+    @contextlib.contextmanager
+    def recorded(callback, text, delay=0.5):
+        shown.append(text)
+        yield
+
+    monkeypatch.setattr(module, "phase", recorded)
+    return shown
+
+
+@pytest.mark.parametrize("cached, text", [(False, "compiling kernels (first run)"),
+                                          (True, "loading compiled kernels")])
+def test_the_scoring_s_first_compiling_is_a_phase_after_the_last_iteration(monkeypatch, cached, text):
+    """After SF's last iteration on a fresh install the bar stood still ~9 s: the scoring compiled the
+    apply kernels.  They are made ready first, under the compiling phase, after every report."""
+    from sfapprox.operators import _chord_apply, chord
+    from sfapprox.sf import model
+
+    shown = _recorded_phases(monkeypatch, model)
+    monkeypatch.setattr(chord, "TORCH_DENSE_MAX_N", 8)  # the scoring of N = 16 then runs the apply kernels
+    # the apply kernels not ready, as in a fresh process (their cache as the case says)
+    monkeypatch.setattr(_chord_apply, "block_kernel_phase", lambda butterfly=False: text)
+    warmed = []
+    monkeypatch.setattr(_chord_apply, "warm_up_block_kernel", lambda butterfly=False: warmed.append(len(display.reports)))
+    display = Display()
+    est = ChordSF(max_iter=5, device="cpu", callback=display).fit(np.random.default_rng(0).random((16, 16)))
+    assert shown[-1] == text and warmed == [len(display.reports)] and display.reports
+    assert est.fro_error_ is not None
+
+
+def test_the_block_kernel_is_said_ready_once_warmed():
+    from sfapprox.operators import _chord_apply
+
+    pytest.importorskip("sfapprox.operators._chord_apply_numba")
+    if _chord_apply.backend() != "numba":
+        pytest.skip("the scipy apply backend runs")
+    _chord_apply.warm_up_block_kernel(False)
+    _chord_apply.warm_up_block_kernel(True)
+    assert _chord_apply.block_kernel_phase(False) is None and _chord_apply.block_kernel_phase(True) is None

@@ -46,6 +46,8 @@ __all__ = [
     "THREADS",
     "FactorStack",
     "backend",
+    "block_kernel_phase",
+    "warm_up_block_kernel",
     "offset_plan",
     "pack",
     "unpack_view",
@@ -107,6 +109,45 @@ CHUNK_COLUMNS = 64
 PARALLEL_MIN_WORK = 8_000_000
 
 _POOL = None
+
+
+def _block_kernel(butterfly: bool):
+    """The compiled block kernel a product with a wide block runs (``to_dense``, a scoring's blocks)."""
+    kernels = _numba_kernels()
+    return kernels.butterfly_mat if butterfly else kernels.offset_mat
+
+
+def block_kernel_phase(butterfly: bool = False) -> str | None:
+    """What making the block kernel ready does, for a progress display: ``"compiling kernels (first
+    run)"``, ``"loading compiled kernels"`` (numba's on-disk cache holds it), or None where it is
+    ready in this process already or the scipy backend runs.
+
+    A fit's scoring (above ``TORCH_DENSE_MAX_N``) was the first product with the apply kernels: on a
+    fresh install it compiled them for about 9 s after the last iteration, under a bar that stood still.
+    """
+    from .._compiled import cached_signatures
+
+    try:
+        if backend() != "numba":
+            return None
+    except ParameterError:
+        return None
+    kernel = _block_kernel(butterfly)
+    if kernel.signatures:  # compiled, or loaded from the cache, by this process
+        return None
+    return "loading compiled kernels" if cached_signatures(kernel) else "compiling kernels (first run)"
+
+
+def warm_up_block_kernel(butterfly: bool = False) -> None:
+    """Compile (or load from numba's cache) the block kernel on an ``8 x 8`` stack: the one
+    specialisation any ``N``'s products use (float64 values and blocks)."""
+    if butterfly:
+        stack = FactorStack(pack(np.full((3, 8, 2), 0.5)), np.zeros(0, dtype=np.int64))
+    else:
+        stack = FactorStack(pack(np.full((2, 8, 4), 0.25)), np.array([0, 1, 2, 4]))
+    # 8 columns: the block kernel (vector_columns_max(8) is 4); a failed compile falls back to scipy
+    # with its one warning, as any product does (apply)
+    stack.apply(np.eye(8))
 
 
 def _threads_for(work: int, B: np.ndarray) -> int:

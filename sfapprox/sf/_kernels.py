@@ -620,10 +620,9 @@ def _cached_signatures(function) -> list | None:
     that reads numba's cache internals (:func:`kernels_cached`, :func:`compiled_for`)."""
     if not _numba_module():
         return None
-    try:
-        return [key[0] for key in function._cache._cache_file._load_index()]
-    except Exception:  # noqa: BLE001 - numba's cache internals changed: say nothing of it
-        return None
+    from .._compiled import cached_signatures
+
+    return cached_signatures(function)
 
 
 def kernels_cached() -> bool:

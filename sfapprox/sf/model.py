@@ -1319,6 +1319,8 @@ class ChordSF(Approximation):
             if device is not None and device.type != "cpu" and self.support != "butterfly":
                 on_device = product_error(values, self.offsets_, dense, fro, device)
             # else (and where the GPU has no room for it) the CPU's product
+            if on_device is None:
+                self._apply_kernels_ready(dense.shape[0])
             return on_device or operator_error(dense, self.operator_, fro, threads=self.threads)
 
         # Unscored, the optimizer's own figure of the best point (in the fit's dtype) stands for it
@@ -1328,6 +1330,21 @@ class ChordSF(Approximation):
             return
         if self.rel_error_ is not None and self.rel_error_ > 1.0:
             self._scored(lambda: self._at_best_multiple(values, dense, fro))
+
+    def _apply_kernels_ready(self, n: int) -> None:
+        """The compiled apply kernels the CPU scoring of an ``n x n`` product runs, compiled (or loaded)
+        first under the display's phase (``"compiling kernels (first run)"``): on a fresh install the
+        scoring compiled them for about 9 s after the last iteration, under a bar that stood still.
+        Up to ``TORCH_DENSE_MAX_N`` the product is formed by the fitting kernels, which need none."""
+        from ..operators import _chord_apply, chord
+
+        if n <= chord.TORCH_DENSE_MAX_N:
+            return
+        butterfly = self.support == "butterfly"
+        doing = _chord_apply.block_kernel_phase(butterfly)
+        if doing is not None:
+            with phase(self.callback, doing):
+                _chord_apply.warm_up_block_kernel(butterfly)
 
     def _scored(self, score: Callable[[], tuple[float, float | None] | None],
                 unscored: tuple[float | None, float | None] | None = None) -> bool:
