@@ -541,3 +541,78 @@ def test_the_elapsed_time_goes_on_after_the_bar_fills(monkeypatch):
     lines = _drawn_progress(monkeypatch, 100, reports, timed=True)
     last = [line for line in lines if "it 50 " in line]
     assert last and all(line.endswith("0:01:15") for line in last), lines
+
+
+@pytest.mark.skipif(not Path("/proc/self/fdinfo").is_dir(), reason="the bytes read are told from Linux's /proc")
+def test_the_bytes_read_of_a_file_are_those_its_open_reader_has_read(tmp_path):
+    from sfapprox.cli._render import bytes_read
+
+    path = tmp_path / "big.mtx"
+    path.write_bytes(b"x" * 10_000)
+    assert bytes_read(path) is None  # not open
+    with open(path, "rb", buffering=0) as fh:
+        fh.read(1234)
+        assert bytes_read(path) == 1234
+
+
+def test_reading_a_file_shows_its_name_and_the_bytes_read_of_its_size(monkeypatch, tmp_path):
+    """A 237 MB .mtx took 7 s with nothing on the screen (info, compare, fit): it reads as a hang."""
+    import io
+
+    from rich.console import Console
+
+    from sfapprox.cli import _render
+
+    console = Console(file=io.StringIO(), force_terminal=True, width=100, color_system=None)
+    monkeypatch.setattr(_render, "err", console)
+    path = tmp_path / "graph.mtx"
+    path.write_bytes(b"x" * 300_000)
+    monkeypatch.setattr(_render, "bytes_read", lambda p: 100_000)
+    line = _render._ReadingLine(path)
+    line.show()  # (what the redraw thread calls, after half a second)
+    line.close()
+    drawn = plain(console.file.getvalue())
+    assert re.search(r"reading graph\.mtx .*97\.7 KiB of 293\.0 KiB", drawn), drawn
+    monkeypatch.setattr(_render, "bytes_read", lambda p: None)  # not told: the size alone
+    assert line.amount() == "293.0 KiB"
+
+
+def test_reading_shows_nothing_when_quiet_or_piped(monkeypatch, tmp_path):
+    import threading
+
+    from sfapprox.cli import _render
+
+    started = []
+    monkeypatch.setattr(_render, "_ReadingLine", lambda path: started.append(path))
+    monkeypatch.setattr(threading, "Thread", lambda *a, **kw: pytest.fail("a drawing thread started"))
+    monkeypatch.setattr(_render, "draws_progress", lambda: False)  # piped
+    with _render.reading_progress(tmp_path / "m.mtx"):
+        pass
+    monkeypatch.setattr(_render, "draws_progress", lambda: True)
+    with _render.reading_progress(tmp_path / "m.mtx", quiet=True):
+        pass
+    assert started == []
+
+
+@pytest.mark.parametrize("command, quiet", [("info", False), ("compare", True), ("fit", False), ("sweep", True)])
+def test_every_command_reads_its_matrix_under_the_reading_line(monkeypatch, matrix, tmp_path, command, quiet):
+    import contextlib
+
+    from typer.testing import CliRunner
+
+    from sfapprox.cli import _app, app
+
+    seen = []
+
+    @contextlib.contextmanager
+    def recorded(path, quiet=False):
+        seen.append((Path(path).name, quiet))
+        yield
+
+    monkeypatch.setattr(_app, "reading_progress", recorded)
+    args = {"info": ["info", matrix], "compare": ["compare", matrix, "--methods", "tsvd", "-q"],
+            "fit": ["fit", matrix, "--iters", "3", "--device", "cpu", "--out", tmp_path / "f.h5"],
+            "sweep": ["sweep", matrix, "--methods", "tsvd", "--budgets", "0.2", "-q"]}[command]
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    assert result.exit_code == 0, result.output
+    assert seen == [(matrix.name, quiet)]

@@ -21,7 +21,8 @@ from .._errors import SfapproxError, spelled_for
 from .._progress import same_progress
 from .._signals import stop_cause
 from ..formats import printable
-from ._render import closed_pipe, draws_progress, err, literal, one_line, os_error_text, out, say_error
+from ._render import (closed_pipe, draws_progress, err, literal, one_line, os_error_text, out, reading_progress,
+                      say_error)
 
 #: How ``--help`` is drawn, for the app and its sub-command groups: click's plain layout, not Typer's rich
 #: panels.  Rich's table of options cut option names to fit (``--no-count-indi…`` at 80 columns, 25 names at
@@ -393,12 +394,14 @@ def _fail(message: str) -> None:
     raise typer.Exit(EXIT_ERROR) from None
 
 
-def read_matrix(path: Path, options):
+def read_matrix(path: Path, options, quiet: bool = False):
     """The command's matrix through the public API (``options``: a LoadOptions): a LoadedMatrix, or a
-    matrix source for a kernel, an attention map or a ``.npy`` too big to load (:func:`~sfapprox.io.open_matrix`)."""
+    matrix source for a kernel, an attention map or a ``.npy`` too big to load (:func:`~sfapprox.io.open_matrix`).
+    On a terminal, and not ``quiet``, a read that takes over half a second says so ("reading FILE")."""
     from ..io import open_matrix  # here: sfapprox.io loads numpy, h5py and Pillow; --help loads none
 
-    return open_matrix(path, **options.keywords())
+    with reading_progress(path, quiet):
+        return open_matrix(path, **options.keywords())
 
 
 def show_notes(loaded) -> None:

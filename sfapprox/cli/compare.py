@@ -70,7 +70,7 @@ def compare(
             from .._dask import connect
 
             client = connect(scheduler)
-        loaded = read_matrix(path, load)
+        loaded = read_matrix(path, load, quiet)
         show_notes(loaded)
         if save_factors is not None:  # every fit's file, included rows' too: none an input or another output
             targets = check_results_folder(save_factors, loaded.name, [*names, *included], force=outputs.force,

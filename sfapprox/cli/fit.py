@@ -94,7 +94,7 @@ def fit(
         check_distinct(("--out", out_path), ("--json", None if to_stdout else json_path))
         _check_sf_options(ftol=ftol, gtol=gtol, n_factors=factors, support=support, base=base,
                           **({"checkpoint_every": checkpoint_every} if checkpoint_every else {}))
-        loaded = read_matrix(path, load)
+        loaded = read_matrix(path, load, quiet)
         show_notes(loaded)
         label = matrix_label(loaded.name, loaded.recipe)  # the weight --var picked, not the file alone
         with fit_progress(f"SF {label}", settings.max_iter, quiet, settings.per_method(1).time_limit) as progress:

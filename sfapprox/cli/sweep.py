@@ -40,7 +40,7 @@ def sweep(
         specs = None if budgets is None else parse_budget_list(budgets)
         check_outputs(outputs, inputs=[path])
         outputs = check_plot(plot, outputs.force, outputs, inputs=[path])
-        loaded = read_matrix(path, load)
+        loaded = read_matrix(path, load, quiet)
         show_notes(loaded)
         if specs is None:
             specs = default_budgets(loaded.n, names, count_indices=count_indices)
