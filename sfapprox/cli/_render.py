@@ -650,16 +650,18 @@ class _ReadingLine:
 
     def show(self) -> None:
         done, amount = bytes_read(self.path), self.amount()
-        completed = min(done or 0, self.total or 1)
+        # a bar that fills with the bytes read where they are told, else one that pulses (no total)
+        total = self.total if done is not None else None
+        completed = min(done or 0, self.total or 0)
         if self.progress is None:
             self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                                      TextColumn("{task.fields[amount]}"), _ElapsedColumn(),
                                      console=err, transient=True)
-            self.task = self.progress.add_task(f"reading {literal(Path(self.path).name)}", total=self.total or 1,
+            self.task = self.progress.add_task(f"reading {literal(Path(self.path).name)}", total=total,
                                                completed=completed, amount=amount)
             self.progress.start()
         else:
-            self.progress.update(self.task, completed=completed, amount=amount)
+            self.progress.update(self.task, total=total, completed=completed, amount=amount)
 
     def close(self) -> None:
         if self.progress is not None:
