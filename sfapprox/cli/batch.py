@@ -126,7 +126,9 @@ def batch_progress(quiet: bool) -> Iterator[Any]:
             progress.update(task, current=f"{info['matrix']}: {info['method']}")
         elif kind == "iteration" and time.monotonic() - state["last"] > 0.2:
             state["last"] = time.monotonic()
-            progress.update(task, current=f"{info['matrix']}: sf it {info['iteration']}/{info['max_iter']}")
+            # (every iterative method reports now, rpca's and nmf's too: "sf it" named the wrong one)
+            progress.update(task, current=f"{info['matrix']}: {info.get('method', 'sf')} it {info['iteration']}/"
+                                          f"{info['max_iter']}")
         elif kind == "matrix_done":
             progress.advance(task)
 
