@@ -131,3 +131,27 @@ def test_the_exact_fit_rule_every_method_shares():
     assert not preferred(0.0, 5, 0.9 * EXACT_TOL * 1e3, 4, 1e3)  # both exact at ||X|| = 1000: fewer numbers win
     assert reproduces(EXACT_TOL * 7, 7.0) and not reproduces(EXACT_TOL * 7.01, 7.0) and not reproduces(None, 1.0)
     assert all(m.preferred is preferred for m in (rpca, _rpca_columns, nmf, monarch, monarch_lr))
+
+
+@pytest.mark.parametrize("solver", ["exact", "randomized"])
+def test_its_blas_threads_are_the_free_cores(monkeypatch, solver):
+    """Beside busy cores the SVD runs on one BLAS thread, as rsvd's: on the default pool each product
+    waited for a descheduled thread (N = 4,096 on 2 shared cores: 15-17 s where one thread took 2-3 s)."""
+    from sfapprox import _threads
+
+    monkeypatch.setattr(_threads, "runnable_others", lambda *a, **k: 64)  # every core wanted by others
+    seen = []
+    real_qr, real_svd = np.linalg.qr, np.linalg.svd
+    monkeypatch.setattr(np.linalg, "qr", lambda *a, **k: (seen.append(_threads._blas_threads()), real_qr(*a, **k))[1])
+    monkeypatch.setattr(np.linalg, "svd", lambda *a, **k: (seen.append(_threads._blas_threads()), real_svd(*a, **k))[1])
+    pool = _threads._limit_blas(2)  # a pool of two threads (the tests run under OMP_NUM_THREADS=1)
+    if pool is None:
+        pytest.skip("threadpoolctl cannot set the BLAS pools here")
+    try:
+        X = np.random.default_rng(0).standard_normal((40, 40))
+        TruncatedSVD(n_components=3, solver=solver).fit(X)
+        after = _threads._blas_threads()
+    finally:
+        pool.restore_original_limits()
+    assert seen and set(seen) == {1}
+    assert after == 2  # the pool's own setting is restored after the fit
