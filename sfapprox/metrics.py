@@ -242,18 +242,23 @@ def operator_error(X, operator, fro_norm: float | None = None, *,
 
     starts = range(0, n, width)
     workers = threads or threads_free_now(float(n) * width, available_cores())
-    if workers > 1:
-        limiter = _limit_blas(1)  # each worker's products on one BLAS thread: the workers are the parallelism
-        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sfapprox-score")
-        try:
-            parts = list(pool.map(block, starts))
-        finally:
-            # A Ctrl-C (or SIGTERM) waits for the blocks being computed, not for all the others.
-            pool.shutdown(wait=True, cancel_futures=True)
-            if limiter is not None:
-                limiter.restore_original_limits()
-    else:
-        parts = [block(j0) for j0 in starts]
+    # Each worker's products on one BLAS thread: the workers are the parallelism. One worker too, as it
+    # is one where no second core is free: on the default pool beside a busy process each product waited
+    # for a descheduled thread (monarch+lr at N = 4,096 on 2 shared cores: 9-20 s, outside its time limit).
+    limiter = _limit_blas(1)
+    try:
+        if workers > 1:
+            pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sfapprox-score")
+            try:
+                parts = list(pool.map(block, starts))
+            finally:
+                # A Ctrl-C (or SIGTERM) waits for the blocks being computed, not for all the others.
+                pool.shutdown(wait=True, cancel_futures=True)
+        else:
+            parts = [block(j0) for j0 in starts]
+    finally:
+        if limiter is not None:
+            limiter.restore_original_limits()
     err = math.sqrt(math.fsum(p[0] for p in parts))
     norm = math.sqrt(math.fsum(p[1] for p in parts)) if fro_norm is None else float(fro_norm)
     return err, _relative(err, norm)

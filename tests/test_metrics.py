@@ -359,3 +359,28 @@ def test_operator_error_of_a_large_sparse_x_takes_its_low_rank_surrogates_error_
     monkeypatch.setattr(metrics, "column_reader", lambda *a: pytest.fail("a column of the surrogate was made"))
     got = metrics.operator_error(X, op)
     assert got[0] == pytest.approx(expected[0], rel=1e-12)
+
+
+def test_one_worker_scores_on_one_blas_thread(blocked, monkeypatch):
+    """A scoring by one worker (no second core free) runs its products on one BLAS thread, as each of
+    several workers does: on the default pool beside a busy process each product waited for a
+    descheduled thread (monarch+lr at N = 4,096 on 2 shared cores: 9-20 s to score)."""
+    from sfapprox import _threads
+    from sfapprox.operators import MonarchOperator
+
+    monkeypatch.setattr(_threads, "runnable_others", lambda *a, **k: 64)  # every core wanted by others
+    rng = np.random.default_rng(0)
+    op = MonarchOperator(rng.random((4, 4, 4, 1)), rng.random((4, 1, 4, 4)), 16)
+    seen = []
+    product = op._product
+    monkeypatch.setattr(op, "_product", lambda B: (seen.append(_threads._blas_threads()), product(B))[1])
+    pool = _threads._limit_blas(2)  # a pool of two threads (the tests run under OMP_NUM_THREADS=1)
+    if pool is None:
+        pytest.skip("threadpoolctl cannot set the BLAS pools here")
+    try:
+        got = operator_error(rng.random((16, 16)), op)
+        after = _threads._blas_threads()
+    finally:
+        pool.restore_original_limits()
+    assert seen and set(seen) == {1} and after == 2
+    assert got[0] > 0
