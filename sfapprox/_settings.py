@@ -222,7 +222,7 @@ class FitSettings:
         --------
         >>> from sfapprox.baselines.tsvd import TruncatedSVD
         >>> FitSettings(seed=4).apply_to(TruncatedSVD, n_components=2)
-        {'random_state': 4, 'max_memory': None, 'n_components': 2}
+        {'time_limit': 60.0, 'random_state': 4, 'max_memory': None, 'n_components': 2}
         """
         accepted = inspect.signature(cls).parameters
         resolved = self.per_method(1)
