@@ -77,7 +77,7 @@ from ..budget import (
 from ..operators import HybridOperator
 from ._torch import few_threads
 from .sparse import dense_top_entries
-from .tsvd import EXACT_MAX_N, EXACT_SVD_ARRAYS, _exact_svd, _randomized_svd, carrying_rank, preferred, round_off
+from .tsvd import EXACT_MAX_N, EXACT_SVD_ARRAYS, _exact_svd, _randomized_svd_within, carrying_rank, preferred, round_off
 
 __all__ = ["RobustPCA", "RANK_FRACTIONS", "PCP_MU_GROWTH"]
 
@@ -488,15 +488,18 @@ def _resolve_splits(
 
 
 # --------------------------------------------------------------------------- one split
-def _start_svd(dense: np.ndarray, rank: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _start_svd(dense: np.ndarray, rank: int, seed: int,
+               deadline: _timing.Deadline | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Leading ``rank`` singular triplets of ``X``, computed exactly as TruncatedSVD does,
-    so that the largest-rank grid point starts from TSVD's own answer."""
+    so that the largest-rank grid point starts from TSVD's own answer; above ``EXACT_MAX_N`` its
+    power iterations each start only when they fit ``deadline``, as TruncatedSVD's do (all 7 ran
+    whatever the limit: rpca at N = 8,192 took 65 s of a 10 s limit)."""
     n = dense.shape[0]
     if rank == 0:
         return np.zeros((n, 0)), np.zeros(0), np.zeros((0, n))
     if n <= EXACT_MAX_N:
         return _exact_svd(dense, rank)
-    return _randomized_svd(dense, rank, 10, 7, seed)
+    return _randomized_svd_within(dense, rank, 10, 7, seed, deadline)[:3]
 
 
 def _scored(dense: np.ndarray, U, sig, Vt, n_sparse: int, norm: float, n_iter: int = 0,
@@ -572,7 +575,7 @@ def _fit_grid(dense: np.ndarray, Xt, splits, *, seed: int, deadline: _timing.Dea
     report = report or Reporter(None)
     n, norm = dense.shape[0], float(np.linalg.norm(dense))
     report.at("start SVD")
-    start = _start_svd(dense, max(rank for rank, _ in splits), seed)
+    start = _start_svd(dense, max(rank for rank, _ in splits), seed, deadline)
     top = max(splits)  # the largest rank: its start is TSVD's L
     nnz = int(np.count_nonzero(dense))
     exact_end = [split for split in splits if split[0] == 0 and split[1] >= nnz and split != top]
@@ -696,7 +699,7 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
     top = max(split_for(None))  # the largest rank the budget holds, with what it leaves to S
     # X's best rank-r for every r of the grid, from one SVD (TSVD's own, as TruncatedSVD computes it)
     report.at("start SVD")
-    low = _start_svd(dense, top[0], seed)
+    low = _start_svd(dense, top[0], seed, deadline)
     # Float32 cannot reach a residual of 1e-7 relative: stop at its round-off instead.
     ptol = max(pcp_tol, 10 * torch.finfo(Xt.dtype).eps)
     began = _timing.now()
