@@ -469,3 +469,23 @@ def test_the_plain_end_s_kernel_loading_is_outside_the_hybrid_s_time_limit(monke
     joint = [g for g in h.grid_ if g["split"] in ("split", "sf+rest")]
     assert h.grid_[0]["split"] == "sf" and joint and any(g.get("skipped") is None for g in joint)
     assert h.wall_seconds_ < 4.5  # the limit and the loading
+
+
+def test_the_tsvd_end_fits_within_the_hybrids_time_limit(monkeypatch):
+    """The low-rank end was a TruncatedSVD of its own default limit (none before it took one), whose
+    randomized SVD ran every power iteration whatever the hybrid's limit (sf+lr at N = 8,192: 26 s of
+    10 s): it now gets the time the hybrid's limit leaves."""
+    from sfapprox.baselines.tsvd import TruncatedSVD
+    from sfapprox.hybrid import lowrank
+
+    limits = []
+
+    class Recorded(TruncatedSVD):
+        def fit(self, X, *, check_input=True):
+            limits.append(self.get_params().get("time_limit", "none"))
+            return super().fit(X, check_input=check_input)
+
+    monkeypatch.setattr(lowrank, "TruncatedSVD", Recorded)
+    X = np.random.default_rng(0).random((32, 32))
+    ChordLowRank(budget=2000, max_splits=1, sf_params={**FAST, "time_limit": 5}, device="cpu").fit(X)
+    assert limits and isinstance(limits[0], float) and 0 < limits[0] <= 5

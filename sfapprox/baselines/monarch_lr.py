@@ -47,7 +47,7 @@ from .._validation import check_memory
 from ..budget import monarch_lr_min_budget, tsvd_count, tsvd_rank_for_budget
 from ..operators.monarch import MonarchLowRankOperator, MonarchOperator
 from .monarch import MonarchShape, monarch_configs_for_budget, monarch_project, projection_seconds, shape_stage
-from .tsvd import EXACT_MAX_N, _exact_svd, _randomized_svd, numerical_rank, preferred, reproduces
+from .tsvd import EXACT_MAX_N, _exact_svd, _randomized_svd_within, numerical_rank, preferred, reproduces
 
 __all__ = ["MonarchLowRank", "MonarchLowRankOperator", "monarch_lr_min_budget"]
 
@@ -91,11 +91,14 @@ class _Point:
         return (0 if self.shape is None else self.shape.count) + tsvd_count(n, self.k)
 
 
-def _first_low_rank(R: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The best rank-``k`` approximation of ``R`` (randomized above :data:`EXACT_MAX_N`), as U, s, Vt."""
+def _first_low_rank(R: np.ndarray, k: int, seed: int,
+                    deadline: _timing.Deadline | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The best rank-``k`` approximation of ``R`` (randomized above :data:`EXACT_MAX_N`), as U, s, Vt; the
+    randomized SVD's power iterations each start only when they fit ``deadline``, as TruncatedSVD's do
+    (all 4 ran whatever the limit: the low-rank end at N = 8,192 took 39 s of a 10 s limit)."""
     if R.shape[0] <= EXACT_MAX_N:
         return _exact_svd(R, k)
-    return _randomized_svd(R, k, 10, 4, seed)
+    return _randomized_svd_within(R, k, 10, 4, seed, deadline)[:3]
 
 
 def _power_step(R: np.ndarray, Vt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -140,7 +143,7 @@ def _fit_point(X: np.ndarray, shape: MonarchShape | None, k: int, *, max_iter: i
     n = X.shape[0]
     deadline = deadline or _timing.Deadline(None)
     if shape is None:  # low rank only: TSVD
-        U, s, Vt = _first_low_rank(X, k, seed)
+        U, s, Vt = _first_low_rank(X, k, seed, deadline)
         # As TruncatedSVD: singular values at round-off carry nothing and are neither stored nor charged
         # (a rank-2 matrix of order 24 kept rank 4, 196 numbers, where tsvd's rank 2 takes 98).
         kept = numerical_rank(s, n)
@@ -165,7 +168,7 @@ def _fit_point(X: np.ndarray, shape: MonarchShape | None, k: int, *, max_iter: i
             break
         began = _timing.now()
         R = X - M
-        low = _first_low_rank(R, k, seed) if low is None else _power_step(R, low[2])
+        low = _first_low_rank(R, k, seed, deadline) if low is None else _power_step(R, low[2])
         L = (low[0] * low[1]) @ low[2]
         left, right = monarch_project(X - L, shape.left_block, shape.right_block, shape.rank)
         M = _monarch_dense(left, right, n)

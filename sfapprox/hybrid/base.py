@@ -425,7 +425,7 @@ class _ChordHybrid(Approximation):
                     break  # a point reproduces X: nothing can beat it (e.g. every non-zero fits sf+s's budget)
                 if split.role in ("lr", "sparse"):
                     started = _timing.now()
-                    points.append(self._fit_end(X, dense, budget, split))
+                    points.append(self._fit_end(X, dense, budget, split, deadline))
                     costs.score = max(costs.score, _timing.now() - started)  # fit and scoring: an upper estimate
                     continue
                 if not np.any(dense):  # (for the zero matrix both ends are exact already)

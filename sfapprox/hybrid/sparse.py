@@ -106,7 +106,7 @@ class ChordSparse(_ChordHybrid):
         rows, cols = np.divmod(np.asarray(flat, dtype=np.int64)[keep], n)
         return sp.csr_array((values[keep].astype(np.float64), (rows, cols)), shape=(n, n))
 
-    def _fit_end(self, X, dense: np.ndarray, budget: int, split: HybridSplit) -> _Point:
+    def _fit_end(self, X, dense: np.ndarray, budget: int, split: HybridSplit, deadline=None) -> _Point:
         """The ``s`` largest entries of ``X``: the best ``s``-sparse approximation, exactly."""
         begin = time.perf_counter()
         n = dense.shape[0]
