@@ -951,18 +951,22 @@ def test_a_method_whose_least_work_ran_past_its_limit_is_not_said_to_have_stoppe
 
 def test_a_closed_form_that_ran_past_its_limit_says_so(capsys):
     """tsvd's SVD and sparse's selection are not cut by the time limit: tsvd at N = 4,096 with budget 0.3
-    took 36-38 s of a 2 s limit, and nothing said so (its stop reason is "closed_form", not "time_limit")."""
+    took 36-38 s of a 2 s limit, and nothing said so (its stop reason is "closed_form", not "time_limit"); rpca
+    in memory (65.5 s of 10 s at N = 8,192, its start) was said to want one pass over the matrix's columns."""
     from sfapprox.cli._render import advise_limits
     from sfapprox.results import MethodResult
 
     rows = [MethodResult("tsvd", "ok", 10, 1.0, 0.1, 42.0, {"stop_reason": "closed_form"}, time_limit=2.0),
             MethodResult("sparse", "ok", 10, 1.0, 0.1, 2.5, {"stop_reason": "closed_form"}, time_limit=2.0),
-            MethodResult("rsvd", "ok", 10, 1.0, 0.1, 15.4, {"stop_reason": "time_limit"}, time_limit=4.0),
-            MethodResult("nmf", "not applicable", seconds=30.0, time_limit=2.0)]
+            MethodResult("rsvd", "ok", 10, 1.0, 0.1, 15.4, {"stop_reason": "time_limit", "path": "columns"},
+                         time_limit=4.0),
+            MethodResult("nmf", "not applicable", seconds=30.0, time_limit=2.0),
+            MethodResult("rpca", "ok", 10, 1.0, 0.1, 65.5, {"stop_reason": "time_limit"}, time_limit=10.0)]
     advise_limits(rows)
     said = " ".join(capsys.readouterr().err.split())
     assert ("ran past the time limit: tsvd 42 s of 2 s (its closed form is not cut), rsvd 15.4 s of 4 s (its least "
-            "work, one pass over the matrix's columns, does not fit in it); a longer --time-limit") in said
+            "work, one pass over the matrix's columns, does not fit in it), rpca 65.5 s of 10 s (its least work does not fit "
+            "in it); a longer --time-limit") in said
     assert "sparse" not in said and "nmf" not in said and "stopped on the time limit" not in said
 
 
