@@ -37,7 +37,7 @@ import scipy.sparse as sp
 from .. import _timing
 from ..sources import DistributedSource, MatrixSource
 from .._settings import COUNT_INDICES
-from ._rpca_parts import _Candidate, carrying_entries, skipped_record
+from ._rpca_parts import _Candidate, carrying_entries, skipped_record, split_stage
 from .rsvd import randomized_svd, source_svd
 from .tsvd import carrying_rank, preferred, reproduces, round_off
 from .sparse import streamed_top
@@ -223,7 +223,6 @@ def fit_grid_columns(source: MatrixSource, splits, *, max_iter: int, tol: float,
     and given its iterations' errors.
     """
     from .._progress import Reporter
-    from .rpca import split_stage
 
     report = report or Reporter(None)
     held = _held_sparse(source)

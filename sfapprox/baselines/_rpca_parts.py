@@ -83,3 +83,14 @@ def skipped_record(split: tuple[int, int], why: str, **extra) -> dict:
     ``"exact"``): no error, no iteration; ``extra`` (its ``start``) before the reason."""
     rank, n_sparse = split
     return {"rank": rank, "n_sparse": n_sparse, "fro_error": None, "iterations": 0, **extra, "skipped": why}
+
+
+def split_stage(i: int, count: int, rank: int) -> str:
+    """What a progress display says while the ``i``-th of ``count`` rank/sparse splits runs.
+
+    Examples
+    --------
+    >>> split_stage(2, 5, 39)
+    'split 2/5, rank 39'
+    """
+    return f"split {i}/{count}, rank {rank}"

@@ -66,7 +66,7 @@ from .._settings import COUNT_INDICES, DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
 from ..sources import MatrixSource, columns_within, room
 from .._validation import LIBRARY_WORKING_SET, check_memory, estimate_dense_bytes
-from ._rpca_parts import _Candidate, carrying_entries, skipped_record
+from ._rpca_parts import _Candidate, carrying_entries, skipped_record, split_stage
 from ..budget import (
     check_within,
     rpca_count,
@@ -623,17 +623,6 @@ def _all_entries(dense: np.ndarray, norm: float) -> _Candidate:
     vals = flat[idx]
     kept, error = carrying_entries(vals, 0.0, n, norm)
     return _Candidate(error, np.zeros((n, 0)), np.zeros(0), np.zeros((0, n)), idx[kept], vals[kept])
-
-
-def split_stage(i: int, count: int, rank: int) -> str:
-    """What a progress display says while the ``i``-th of ``count`` rank/sparse splits runs.
-
-    Examples
-    --------
-    >>> split_stage(2, 5, 39)
-    'split 2/5, rank 39'
-    """
-    return f"split {i}/{count}, rank {rank}"
 
 
 def _cut_error(X: np.ndarray, U, sig, Vt, idx: np.ndarray, vals: np.ndarray) -> float:
