@@ -1044,6 +1044,29 @@ def test_lines_of_another_format_or_a_newer_version_or_with_control_characters_a
     assert "control character" in record_problem({**line, "matrix": "a\x1b[2Jb"})
 
 
+def _without_a_scheduler(monkeypatch):
+    """A fake Dask client's batch: its futures are done when asked, and nothing comes through the records'
+    queue (each task's records come with its result)."""
+    import dask.distributed
+
+    from sfapprox.datasets import batch as B
+
+    class NoQueue(B._DaskRecords):
+        name = "no-queue"
+
+        def __init__(self, client):
+            self.client, self.sent, self.unwritten = client, {}, []
+
+        def receive(self, write):
+            pass
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(dask.distributed, "wait", lambda futures, **kwargs: None)
+    monkeypatch.setattr(B, "_DaskRecords", NoQueue)
+
+
 def test_a_dask_batch_connects_before_any_work_and_stops_when_its_cluster_is_lost(tmp_path, monkeypatch):
     """batch --executor dask connected after its downloads and lines ("--executor dask 'foo:bar' is not a
     scheduler address" once the cache was filled), and a scheduler killed mid-run wrote a "failed" line per
@@ -1063,6 +1086,9 @@ def test_a_dask_batch_connects_before_any_work_and_stops_when_its_cluster_is_los
     class Lost:
         key = "k"
 
+        def done(self):
+            return True
+
         def result(self):
             raise FutureCancelledError("k", "scheduler-connection-lost")
 
@@ -1078,10 +1104,8 @@ def test_a_dask_batch_connects_before_any_work_and_stops_when_its_cluster_is_los
         def close(self):
             Client.closed = True
 
-    import dask.distributed
-
     monkeypatch.setattr(B, "connect", lambda scheduler, what: Client())
-    monkeypatch.setattr(dask.distributed, "as_completed", lambda futures: iter(futures))
+    _without_a_scheduler(monkeypatch)
     with pytest.raises(ResourceError, match="the Dask cluster was lost during the batch"):
         B.run_batch(m, tmp_path / "out2", B.BatchOptions(methods=("tsvd",)), executor="dask", scheduler="tcp://h:1")
     assert Client.closed
@@ -1103,6 +1127,9 @@ def test_a_dask_task_whose_workers_died_is_a_failed_line_and_the_batch_goes_on(t
         def __init__(self, task):
             self.key, self.task = task.entry.name, task
 
+        def done(self):
+            return True
+
         def result(self):
             if self.task.entry.name == "big":
                 raise KilledWorker("run_matrix-1", type("WorkerState", (), {"address": "tcp://10.0.0.7:4000"})(), 3)
@@ -1118,10 +1145,8 @@ def test_a_dask_task_whose_workers_died_is_a_failed_line_and_the_batch_goes_on(t
         def close(self):
             pass
 
-    import dask.distributed
-
     monkeypatch.setattr(B, "connect", lambda scheduler, what: Client())
-    monkeypatch.setattr(dask.distributed, "as_completed", lambda futures: iter(futures))
+    _without_a_scheduler(monkeypatch)
     s = B.run_batch(m, tmp_path / "out", B.BatchOptions(methods=("tsvd", "sparse")), executor="dask",
                     scheduler="tcp://h:1")
     assert not s.interrupted and dict(s.statuses) == {"failed": 2, "ok": 4}
@@ -1218,6 +1243,79 @@ def test_a_matrix_cancelled_on_a_dask_worker_writes_no_factors_into_the_folder(t
     assert ran == ["tsvd"] and list((out / "factors").iterdir()) == []
     # a task that is not cancelled saves its factors, as ever
     assert runner.run_matrix(task)[0]["factors"] == "factors/a.tsvd.h5" and (out / "factors" / "a.tsvd.h5").is_file()
+
+
+def test_a_stop_of_a_dask_batch_keeps_the_pairs_of_a_matrix_that_had_finished(tmp_path, monkeypatch):
+    """On Dask a matrix's records came back with its task, when its last method was done: a stop (Ctrl-C,
+    SIGTERM) during a later method lost the lines of those that had finished, to be run again, while the batch
+    said that every finished line was kept.  Each pair's record is sent as it finishes now; the next run redoes
+    only the others."""
+    distributed = pytest.importorskip("dask.distributed")
+    import threading
+
+    from sfapprox.datasets import runner
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"))
+    out = tmp_path / "out"
+    options = BatchOptions(methods=("tsvd", "sparse"))
+    go, finished, ran = threading.Event(), threading.Event(), []
+    real = runner.run_all
+
+    def stopped_at_the_second(names, *args, **kwargs):  # the batch is stopped as the matrix's second pair starts
+        ran.append(names[0])
+        if names[0] != "sparse":
+            return real(names, *args, **kwargs)
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)  # (a Ctrl-C: the main thread's)
+        go.wait(30)  # until the batch has ended (bounded: a batch that never ends fails below)
+        try:
+            return real(names, *args, **kwargs)
+        finally:
+            finished.set()
+
+    monkeypatch.setattr(runner, "run_all", stopped_at_the_second)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as c:
+        try:
+            s = run_batch(m, out, options, executor="dask", scheduler=c.scheduler_address)
+        finally:
+            go.set()
+        assert finished.wait(30)  # the cancelled task's method ends (and saves nothing) before the cluster does
+        assert s.interrupted and dict(s.statuses) == {"ok": 1}
+        assert [(r["matrix"], r["method"], r["status"]) for r in lines(out)] == [("a", "tsvd", "ok")]
+        assert [p.name for p in (out / "factors").iterdir()] == ["a.tsvd.h5"]
+        ran.clear()
+        monkeypatch.setattr(runner, "run_all", lambda names, *a, **k: (ran.append(names[0]), real(names, *a, **k))[1])
+        again = run_batch(m, out, options, executor="dask", scheduler=c.scheduler_address)
+    assert ran == ["sparse"] and again.skipped == 1 and dict(again.statuses) == {"ok": 1}
+    assert sorted((r["matrix"], r["method"], r["status"]) for r in lines(out)) == [("a", "sparse", "ok"),
+                                                                                  ("a", "tsvd", "ok")]
+
+
+def test_a_dask_task_retried_after_its_worker_was_lost_runs_only_the_pairs_not_sent(tmp_path):
+    """A matrix's task that Dask runs again on another worker (its first one lost after some pairs were sent)
+    runs only the others: their lines are written already, and a fit run again would write its factors file
+    over the one its line describes.  The batch writes each pair's line once."""
+    distributed = pytest.importorskip("dask.distributed")
+    from sfapprox.datasets import batch as B
+    from sfapprox.datasets.manifest import load_manifest
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"))
+    out = tmp_path / "out"
+    (out / "factors").mkdir(parents=True)
+    task = B.MatrixTask(load_manifest(m).select(None)[0], ("tsvd", "sparse"), BatchOptions(methods=("tsvd", "sparse")),
+                        str(out))
+    written: list = []
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as c, \
+            distributed.Client(c) as client:
+        channel = B._DaskRecords(client)
+        first = client.submit(B._run_on_dask, channel.name, task, pure=False).result()
+        saved = (out / "factors" / "a.tsvd.h5").stat().st_mtime_ns
+        # Dask's retry of that task (the same task, the same queue)
+        again = client.submit(B._run_on_dask, channel.name, task, pure=False).result()
+        channel.receive(written.append)
+        channel.close()
+    assert [r["method"] for r in first] == ["tsvd", "sparse"] and again == []
+    assert [(r["method"], r["status"]) for r in written] == [("tsvd", "ok"), ("sparse", "ok")]
+    assert channel.rest(task, first) == [] and (out / "factors" / "a.tsvd.h5").stat().st_mtime_ns == saved
 
 
 def test_reports_cut_short_by_a_stop_are_the_batchs_own_next_time(tmp_path, monkeypatch):

@@ -19,7 +19,7 @@ and an entry whose file cannot be had gets its ``unavailable`` lines at once.
 Matrices (:mod:`~sfapprox.datasets.runner`) then run one after the other, in
 parallel processes (:class:`~concurrent.futures.ProcessPoolExecutor`,
 "spawn"), or on a Dask cluster; the parent process does all the writing
-(a process worker's lines as each of its pairs finishes).
+(a process worker's or a Dask task's lines as each of its pairs finishes).
 
 One batch at a time per output folder: :func:`run_batch` holds the folder's
 lock (:mod:`~sfapprox.datasets.folder_lock`) while it runs; a second one
@@ -56,6 +56,7 @@ from .._dask import close, connect
 from .._executors import cluster_lost, not_picklable, serialization_logs_off, worker_death
 from .._errors import ParameterError, one_line, parameter, reader, spelled_for
 from .._settings import PROTOCOLS
+from .._signals import deferred
 from ..budget import parse_budget
 from .fetch import NetworkState, cache_dir, check_data_dir, fetch_entry, file_sha256, is_present
 from .folder_lock import HOLDER_FILE, folder_lock
@@ -1107,44 +1108,163 @@ def _stop_pool(pool, interrupted: bool) -> bool:
     return not interrupted
 
 
-def _run_dask(tasks: list[MatrixTask], client, write: Callable[[dict], None], emit: Event) -> bool:
-    from dask.distributed import as_completed  # (it looks up the default client: ``client``)
-    futures = []
-    try:
+def _run_on_dask(channel: str, task: MatrixTask) -> list[dict[str, Any]]:
+    """:func:`run_matrix` in a Dask task, each finished pair's record put on the batch's queue ``channel`` at
+    once (:class:`_DaskRecords`): the batch writes it then, not when the matrix's last method is done (a stop,
+    or a worker lost, during a long fit lost the lines of the matrix's methods that had finished before it).
+
+    The matrix stays one task: its methods share the matrix loaded (or its columns' source) and run one after
+    the other on one worker, as on the other paths.  The methods whose records are on the queue are kept in a
+    ``distributed.Variable`` of the matrix's (:func:`_sent_variable`): a task that Dask retries on another
+    worker, its first one lost, runs only the others (their lines are written; a fit run again would write
+    its factors file over the one its line describes)."""
+    from distributed import Queue
+
+    try:  # (the worker's client; released below: the queue counts its users)
+        queue, sent = Queue(channel), _sent_variable(channel, task.entry.name)
+        done = set(sent.get(timeout=0))
+    except TimeoutError:  # the task's first try: nothing sent yet
+        done = set()
+    except Exception:  # noqa: BLE001 - no queue, no stream: the records come with the task's result
+        return run_matrix(task)
+
+    def send(record: dict[str, Any]) -> None:
+        # pickled (the queue takes msgpack's types only); put waits for the scheduler to hold it, so the record
+        # is there before the next method starts, and before the task's end is known
         try:
-            with serialization_logs_off(client):
-                futures = client.map(run_matrix, tasks, pure=False)
-        except Exception as exc:
-            unsent = not_picklable(exc, "the batch's matrices (their manifest entries, the batch's options)")
-            if unsent is None:
-                raise
-            raise unsent from None
+            queue.put(pickle.dumps(record))
+            done.add(record["method"])
+            sent.set(sorted(done))  # (after the put: a method said sent is on the queue)
+        except Exception:  # noqa: BLE001 - not sent: it comes with the task's result (_DaskRecords.rest)
+            pass
+
+    rest = tuple(m for m in task.methods if m not in done)
+    try:
+        return run_matrix(dataclasses.replace(task, methods=rest), on_record=send) if rest else []
+    finally:
+        with contextlib.suppress(Exception):
+            queue.close()
+
+
+def _sent_variable(channel: str, matrix: str, client=None):
+    """The ``distributed.Variable`` that holds the methods of ``matrix`` whose records are on ``channel``."""
+    from distributed import Variable
+
+    return Variable(f"{channel}/{matrix}", client=client)
+
+
+class _DaskRecords:
+    """The queue (``distributed.Queue``, on the scheduler) on which a Dask batch's tasks put each pair's record
+    as it finishes (:func:`_run_on_dask`), read by the batch; what came through, by matrix, so that a task's
+    result adds only the others.  Entry names are unique in a batch: they tell the tasks apart."""
+
+    def __init__(self, client) -> None:
+        from distributed import Queue
+
+        self.client = client
+        self.queue = _on_scheduler(Queue, f"sfapprox-batch-{os.getpid()}-{time.monotonic_ns()}", client=client)
+        self.name = self.queue.name
+        self.sent: dict[str, set[str]] = {}
+        self.unwritten: list[dict[str, Any]] = []
+
+    def receive(self, write: Callable[[dict], None]) -> None:
+        """Write the records on the queue now; a pair's second one (its task retried by Dask on another worker,
+        its first worker lost after the pair was sent) is not written again."""
+        if getattr(self.client, "status", "running") == "running":  # (its scheduler gone: nothing to read)
+            with deferred():  # taken off the scheduler's queue, a record is only here: a stop waits for it to be
+                self.unwritten.extend(pickle.loads(data) for data in _on_scheduler(self.queue.get, batch=True))
+        while self.unwritten:
+            record = self.unwritten.pop(0)
+            sent = self.sent.setdefault(record["matrix"], set())
+            if record["method"] not in sent:
+                sent.add(record["method"])
+                write(record)
+
+    def rest(self, task: MatrixTask, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``task``'s records that did not come through (a failure's: those of the methods not run), less the
+        interrupted ones (an interrupted pair is redone)."""
+        sent = self.sent.get(task.entry.name, set())
+        return [r for r in records if r["status"] != "interrupted" and r["method"] not in sent]
+
+    def close(self) -> None:
+        """Release the queue, and the matrices' variables of what was sent (:func:`_run_on_dask`)."""
+        with contextlib.suppress(Exception):  # a scheduler gone took its queue with it
+            for matrix in self.sent:
+                _sent_variable(self.name, matrix, self.client).delete()
+            self.queue.close()
+
+
+def _on_scheduler(call: Callable, *args, **kwargs) -> Any:
+    """``call(*args, **kwargs)``, a call to the scheduler (the records' queue); its loss is one
+    :class:`~sfapprox.ResourceError`, as a task's (:func:`~sfapprox._executors.cluster_lost`)."""
+    try:
+        return call(*args, **kwargs)
+    except Exception as exc:
+        lost = cluster_lost(exc, "the batch")
+        if lost is None:
+            raise
+        raise lost from None
+
+
+def _run_dask(tasks: list[MatrixTask], client, write: Callable[[dict], None], emit: Event) -> bool:
+    from dask.distributed import wait as wait_for  # (it looks up the futures' client: ``client``)
+
+    futures: list = []
+    channel = None
+    finished = interrupted = False
+    try:
+        channel = _DaskRecords(client)
+        futures = _map_on_dask(client, functools.partial(_run_on_dask, channel.name), tasks)
         owner = {f.key: t for f, t in zip(futures, tasks)}
         for task in tasks:
             emit("matrix", name=task.entry.name)
-        for future in as_completed(futures):
-            task = owner[future.key]
-            try:
-                records = future.result()
-            except Exception as exc:
-                if worker_death(exc) is not None:  # its workers died: this task's own end, not the cluster's
-                    for record in _worker_died(task, exc):
-                        write(record)
-                    emit("matrix_done", name=task.entry.name)
-                    continue
-                lost = cluster_lost(exc, "the batch")
-                if lost is not None:  # the run stops: no "failed" line for pairs that never ran
-                    raise lost from None
-                records = _worker_failure(task, exc)
-            for record in records:
-                if record["status"] != "interrupted":
+        pending = list(futures)
+        while pending:
+            with contextlib.suppress(Exception):  # a timeout, or futures cancelled: their result() says which
+                wait_for(pending, timeout=0.2, return_when="FIRST_COMPLETED")
+            done = [f for f in pending if f.done()]
+            pending = [f for f in pending if f not in done]
+            channel.receive(write)  # after done was taken: a task's records are on the queue before its end
+            for future in done:
+                task = owner[future.key]
+                for record in channel.rest(task, _dask_records(future, task)):
                     write(record)
-            emit("matrix_done", name=task.entry.name)
+                emit("matrix_done", name=task.entry.name)
+        finished = True
     except KeyboardInterrupt:
-        client.cancel(futures)
-        return True
-    except BaseException:  # e.g. a full disk while writing a line: stop the cluster's work too
-        client.cancel(futures)
-        raise
-    return False
+        interrupted = True
+        if channel is not None:  # the pairs finished before the stop: their lines, before the tasks are cancelled
+            with contextlib.suppress(KeyboardInterrupt):
+                channel.receive(write)
+    finally:
+        if not finished:  # a stop, or e.g. a full disk while writing a line: stop the cluster's work too
+            client.cancel(futures)
+        if channel is not None:
+            channel.close()
+    return interrupted
 
+
+def _map_on_dask(client, fn: Callable, tasks: list[MatrixTask]) -> list:
+    """``fn`` on each task on the cluster (its futures); tasks that do not pickle are said in one line."""
+    try:
+        with serialization_logs_off(client):
+            return client.map(fn, tasks, pure=False)
+    except Exception as exc:
+        unsent = not_picklable(exc, "the batch's matrices (their manifest entries, the batch's options)")
+        if unsent is None:
+            raise
+        raise unsent from None
+
+
+def _dask_records(future, task: MatrixTask) -> list[dict[str, Any]]:
+    """A finished Dask task's records: its result, or its pairs' ``failed`` lines (its workers died, it
+    failed); a cluster lost stops the batch (no "failed" line for pairs that never ran)."""
+    try:
+        return future.result()
+    except Exception as exc:
+        if worker_death(exc) is not None:  # its workers died: this task's own end, not the cluster's
+            return _worker_died(task, exc)
+        lost = cluster_lost(exc, "the batch")
+        if lost is not None:
+            raise lost from None
+        return _worker_failure(task, exc)
