@@ -380,6 +380,28 @@ def test_pcp_refits_only_when_its_scorings_fit_the_time_left(fake_clock, monkeyp
     assert np.linalg.norm(X - roomy.to_dense()) <= np.linalg.norm(X - tight.to_dense()) * (1 + 1e-12)
 
 
+def test_pcp_cuts_only_while_the_time_left_pays_for_them(fake_clock, monkeypatch):
+    """After PCP each split's cut (a dense residual: 1.5 s at N = 8,192) ran whatever the limit, six of
+    them 9 s past a 10 s limit.  A PCP that ends past the limit now leaves the splits uncut: the result is
+    X's best rank-r start scored once, within TSVD's error."""
+    from sfapprox.baselines import rpca
+
+    _take_seconds(monkeypatch, fake_clock, "_pcp_ialm", 20.0)  # PCP alone ends past the limit
+    cuts = []
+    real_cut = rpca._cut_error
+    monkeypatch.setattr(rpca, "_cut_error", lambda *a: (cuts.append(1), real_cut(*a))[1])
+    X = _planted(40, 2, 80, seed=5, scale=5.0)
+    tight = RobustPCA(budget=900, method="pcp", time_limit=10.0, device="cpu").fit(X)
+    assert not cuts and tight.stop_reason_ == "time_limit" and tight.params_["cut_error"] is None
+    assert tight.n_stored_ <= 900
+    rank = tight.rank_
+    tsvd = np.linalg.svd(X)[1]
+    assert np.linalg.norm(X - tight.to_dense()) <= np.sqrt(np.sum(tsvd[rank:] ** 2)) * (1 + 1e-9)
+    fake_clock.time = 0.0
+    roomy = RobustPCA(budget=900, method="pcp", time_limit=None, device="cpu").fit(X)
+    assert len(cuts) >= 2 and roomy.params_["cut_error"] is not None
+
+
 def test_godec_from_columns_finds_the_in_memory_split():
     """RPCA on a source (every step a pass over its columns) recovers a planted low rank + sparse matrix."""
     from sfapprox import NotApplicableError

@@ -708,16 +708,25 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
     splits = sorted({*split_for(natural_rank), *split_for(None)}, reverse=True)
     # E's largest entries once, in order (larger first, ties to the earlier position): a split's
     # kept entries are a prefix of it.
+    # Under a deadline the selection and each cut (a dense residual: 1.5 s at N = 8,192, six of them
+    # 9 s past a 10 s limit) run only while the time left pays for them; a split left uncut is refitted
+    # from X's best rank-r alone (its bound TSVD's), a rank-0 one (S alone) last.
     selecting = _timing.now()
-    idx, vals = _largest(E, max(min(s, natural_nnz) for _, s in splits))
+    cutting_fits = deadline is None or deadline.left() > 0
+    idx, vals = _largest(E, max(min(s, natural_nnz) for _, s in splits)) if cutting_fits else (np.zeros(0, dtype=np.int64), np.zeros(0))
     order = np.lexsort((idx, -np.abs(vals)))
     idx, vals = idx[order], vals[order]
     del E
     cutting = _timing.now()
     cuts, starts, bounds = {}, {}, {}
+    cut_seconds, computed = 0.0, 0
     for rank, n_sparse in splits:
         kept = min(n_sparse, natural_nnz)
-        cut = _cut_error(dense, U[:, :rank], sig[:rank], Vt[:rank], idx[:kept], vals[:kept])
+        cut = None
+        if cutting_fits and (deadline is None or deadline.fits(cut_seconds / max(1, computed))):
+            began_cut = _timing.now()
+            cut = _cut_error(dense, U[:, :rank], sig[:rank], Vt[:rank], idx[:kept], vals[:kept])
+            cut_seconds, computed = cut_seconds + _timing.now() - began_cut, computed + 1
         cuts[rank, n_sparse] = (cut, kept)
         lowrank = _low_rank_error(norm, low[1], rank)
         # Each start with the error bound it refits within, smaller bound first.  PCP's L only where it has
@@ -725,16 +734,17 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
         # singular values, twice TSVD's error at the same rank).  X's best rank-r where PCP's is not one,
         # and at the largest rank: the split that keeps RPCA within TSVD's error.
         tried = {}
-        if 0 < rank <= natural_rank and n_sparse > 0:
+        if cut is not None and 0 < rank <= natural_rank and n_sparse > 0:
             tried["pcp"] = cut
         if rank > 0 and (not tried or (rank, n_sparse) == top):
             tried["tsvd"] = lowrank
         starts[rank, n_sparse] = sorted(tried, key=tried.get)
-        bounds[rank, n_sparse] = min(tried.values(), default=cut)  # (rank 0: S is X's largest entries)
+        # (rank 0: S is X's largest entries; uncut, its bound is unknown and it goes last)
+        bounds[rank, n_sparse] = min(tried.values(), default=math.inf if cut is None else cut)
     # A scoring is a residual (what a cut cost) and a selection: a GoDec refit (its start scored, an
     # iteration, its result scored) runs when GODEC_LEAST_SCORINGS of them fit, a split with an exact
     # answer (r = 0, s = 0) when one does.
-    scoring = (cutting - selecting) + (_timing.now() - cutting) / len(cuts)
+    scoring = (cutting - selecting) + cut_seconds / max(1, computed)
     # Every split is refitted and the smallest refitted error wins: the bound does not rank the refits
     # (a kernel matrix's best cut, refitted, ended 10x above another split's refit and above TSVD's).
     # The smallest bound goes first: when the time left pays for one refit alone, it is that one.
@@ -870,8 +880,8 @@ class RobustPCA(Approximation):
         per split tried: ``rank``, ``n_sparse``, ``fro_error``, ``iterations``, ``count`` (the
         numbers its result stores), and ``rank_kept``, ``n_sparse_kept`` where that is fewer
         than the split's), ``device``, ``dtype``; for PCP also ``natural_rank``, ``natural_nnz``,
-        ``cut`` (``{"rank": [natural, kept], "nnz": [natural, kept]}``), ``cut_error``,
-        ``start`` (the chosen split's refit started from PCP's cut, ``"pcp"``, or from ``X``'s
+        ``cut`` (``{"rank": [natural, kept], "nnz": [natural, kept]}``), ``cut_error`` (None where
+        the time limit left that split uncut), ``start`` (the chosen split's refit started from PCP's cut, ``"pcp"``, or from ``X``'s
         best rank-r, ``"tsvd"``; absent at rank 0; each grid record names its own, and
         ``other_start`` where a split was refitted from both), ``pcp_iterations``, ``pcp_converged``.
 
