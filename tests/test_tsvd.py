@@ -40,6 +40,16 @@ def test_only_the_exact_solver_says_exact():
     assert TruncatedSVD(n_components=10, solver="exact").fit(X).stop_reason_ == "exact"
 
 
+def test_what_sfapprox_methods_says_of_tsvd_names_its_randomized_svd():
+    """`sfapprox methods` (the registry's summary) said "truncated SVD (best rank r)" for every N, where above
+    EXACT_MAX_N it is a randomized SVD near the best rank r, not it."""
+    from sfapprox._base import methods
+    from sfapprox.baselines.tsvd import EXACT_MAX_N
+
+    summary = methods()["tsvd"].summary
+    assert "randomized" in summary and f"{EXACT_MAX_N:,}" in summary
+
+
 def test_budget_picks_largest_rank_and_sparse_input():
     X = sp.random_array((40, 40), density=0.1, random_state=2, format="csr")
     t = TruncatedSVD(budget=500, solver="randomized").fit(X)

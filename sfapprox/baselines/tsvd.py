@@ -1,4 +1,4 @@
-"""Truncated SVD: the best rank-r approximation (Eckart–Young), at a budget.
+"""Truncated SVD: the best rank-r approximation (Eckart–Young) up to ``EXACT_MAX_N``, near it above, at a budget.
 
 Stored numbers: ``r * (2N + 1)`` (U, V and the singular values).  Exact SVD
 (LAPACK through numpy) up to ``EXACT_MAX_N``; above it a seeded randomized
@@ -129,7 +129,8 @@ def _randomized_svd_within(
 
 
 class TruncatedSVD(Approximation):
-    """Best rank-``r`` approximation ``U diag(s) V^T``.
+    """Rank-``r`` approximation ``U diag(s) V^T``: the best one (LAPACK's SVD) up to ``EXACT_MAX_N``, a randomized
+    SVD's, near it, above (``stop_reason_`` says which).
 
     Parameters
     ----------
@@ -303,7 +304,7 @@ register(
     MethodSpec(
         name="tsvd",
         operators=("hybrid",),
-        summary="truncated SVD (best rank r)",
+        summary=f"truncated SVD (best rank r; above N = {EXACT_MAX_N:,} a randomized SVD, near it)",
         stores="r·(2N + 1)",
         make=_make,
         min_budget=lambda n, context: tsvd_count(n, 1),
