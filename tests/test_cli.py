@@ -395,6 +395,26 @@ def test_help_names_a_folder_by_its_option_s_metavar():
         for name in re.findall(r"\b([A-Z][A-Z_]*)/[a-z<]", " ".join(texts)):
             assert metavars.count(name) == 1, f"'sfapprox {' '.join(path)} --help' writes {name}/ ({metavars})"
 
+def test_every_option_s_value_is_named_by_a_metavar():
+    """datasets list/verify/fetch showed '--data-dir <path>' and '--only <str>' (Typer's type names) where batch's
+    same options read '--data-dir DIR' and '--only NAMES': no option's value is shown as a bare type."""
+    import re
+
+    for path, command in _commands():
+        res = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "200"}, terminal_width=200)
+        options = res.output.split("Options:", 1)[-1]
+        bare = re.findall(r"^\s+(?:-\w, )?--[\w-]+ (<(?:path|str|int|float|text)>|TEXT|INTEGER|FLOAT|PATH)(?!\w)",
+                          options, re.M | re.I)
+        assert not bare, f"'sfapprox {' '.join(path)} --help': {bare}"
+
+
+def test_fit_help_says_its_budget_takes_sf():
+    """fit --budget takes 'sf' (the reference structure's count), as compare's does; its help named only a count
+    or a fraction."""
+    text = " ".join(invoke("fit", "--help").output.split())
+    assert "'sf'" in text.split("--budget BUDGET", 1)[1].split(" --", 1)[0]
+
+
 @pytest.mark.parametrize("argv", [[], ["datasets"]])
 def test_no_arguments_print_the_help_whole(argv):
     """A group run without a command prints its help on stdout, as --help does, and exits 2 (click's help

@@ -23,8 +23,8 @@ datasets_app = typer.Typer(
 app.add_typer(datasets_app)
 
 ManifestPath = Annotated[Path, typer.Argument(help="Dataset manifest (.toml), e.g. data_manifests/paper-table1.toml.", show_default=False)]
-DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="Folder searched first for the files (used and verified, nothing downloaded); it must exist.")]
-Only = Annotated[Optional[str], typer.Option("--only", help="Comma-separated entry names (default: all).")]
+DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="Folder searched first for the files (used and verified, nothing downloaded); it must exist.", metavar="DIR")]
+Only = Annotated[Optional[str], typer.Option("--only", help="Comma-separated entry names (default: all).", metavar="NAMES")]
 
 def _source(entry) -> str:
     if entry.generator:

@@ -39,7 +39,7 @@ def fit(
     checkpoint_every: Annotated[Optional[float], o.number("--checkpoint-every", min=0.001, unit="seconds", help="Write the best factors so far to --out every SECONDS (atomically): a fit killed outright loses at most one interval; resume with --init FILE --out FILE --force.", metavar="SECONDS")] = None,
     support: Annotated[Literal["chord", "symmetric", "butterfly"], typer.Option("--support", **o.CHOICE, help="chord (offsets 0, b^k; N·K·M numbers), symmetric (also -b^k) or butterfly (FAµST's: N a power of two, 2·N·log2 N numbers).")] = SF_SUPPORT,
     base: Annotated[int, o.integer("--base", min=2, help="Chord base b: offsets {0} ∪ {b^k < N}.", metavar="B")] = SF_BASE,
-    budget: Annotated[Optional[str], typer.Option("--budget", help="Fit the Chord structure that best fills this budget (count or fraction of N²) instead of the reference one.", metavar="BUDGET", callback=o.lowered)] = None,
+    budget: Annotated[Optional[str], typer.Option("--budget", help="Fit the Chord structure that best fills this budget (a whole number, a fraction of N², or 'sf': the reference one's own count) instead of the reference one.", metavar="BUDGET", callback=o.lowered)] = None,
     quiet: o.Quiet = False,
     force: o.Force = False,
     *,
