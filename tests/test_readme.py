@@ -317,3 +317,101 @@ def test_readme_placeholder_folders_are_option_metavars():
     text = _text()
     for name in re.findall(r"`([A-Z][A-Z_]*)/", text):
         assert re.search(rf"--[a-z][a-z-]* {name}\b", text), name
+
+
+def test_readme_stop_reasons_are_every_method_s():
+    """The Stopping rules list every stop_reason a row can say: SF's and the other methods' (README listed SF's
+    alone, so `exact`, `closed_form` and `converged`, in most rows' details, were nowhere)."""
+    import warnings
+
+    import numpy as np
+
+    import sfapprox
+    from sfapprox.sf._solver import StopReason
+
+    listed = _text().split("**Stopping rules**", 1)[1].split("**Supports.**", 1)[0]
+    sf_reasons = {v for k, v in vars(StopReason).items() if k.isupper()} - {StopReason.MAX_EVALS}  # (no fit sets it)
+    reasons = sf_reasons | {"zero_matrix"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rows = sfapprox.compare(EXAMPLES / "karate_like.net", "tsvd,sparse,nmf,rpca,rsvd,monarch+lr", budget=0.3,
+                                time_limit=5).results
+        kernel = np.abs(np.random.default_rng(0).standard_normal((40, 40)))
+        rows += sfapprox.compare(kernel @ kernel.T, "nystrom,sparse", budget=0.3, time_limit=5).results
+    seen = {r.params.get("stop_reason") for r in rows if r.status == "ok"}
+    assert {"exact", "closed_form", "converged"} <= seen  # the run reached the baselines' own reasons
+    assert {r for r in reasons | seen if f"`{r}`" not in listed} == set()
+
+
+def test_readme_quoted_defaults_are_the_code_s():
+    """Numbers README quotes for a default are the constants the code uses (the hybrids' 40 % / 30 % shares and
+    float32's 128-column kernel blocks were not said)."""
+    from sfapprox import _settings
+    from sfapprox.baselines.tsvd import EXACT_MAX_N
+    from sfapprox.estimate import DEFAULT_RTOL
+    from sfapprox.hybrid.base import CONTINUE_SHARE, PLAIN_SHARE
+    from sfapprox.plotting import PANEL_MAX
+    from sfapprox.sf._columns import LBFGS_MIN_PASSES, ColumnSettings
+    from sfapprox.sf._kernels import NUMBA_SINGLE_BLOCK_MAX_N, numba_width
+    from sfapprox.sf._solver import LBFGSOptions
+    from sfapprox.sources.kernels import MEDIAN_SAMPLE
+
+    text = _text()
+    cs = ColumnSettings()
+    quotes = [
+        f"`--iters N` (SF's L-BFGS iterations, default {_settings.SF_MAX_ITER})",
+        f"By default one method gets {_settings.DEFAULT_TIME_LIMIT:.0f} s and the methods of one comparison",
+        f"share {_settings.DEFAULT_TOTAL_TIME:.0f} s, at most {_settings.DEFAULT_TIME_LIMIT:.0f} s each",
+        f"within {DEFAULT_RTOL:.0%} of its estimate".replace("%", " %"),
+        f"a seeded sample of {MEDIAN_SAMPLE:,}",
+        f"over {PANEL_MAX:,} rows",
+        f"LAPACK's exact SVD up to N = {EXACT_MAX_N}",
+        f"`tsvd` | truncated SVD, the largest rank that fits: the best rank-r approximation (LAPACK's SVD, "
+        f"`stop=exact`) up to N = {EXACT_MAX_N:,}",
+        f"their plain SF end {PLAIN_SHARE:.0%} of their limit and keep {CONTINUE_SHARE:.0%} back".replace("%", " %"),
+        f"in column blocks of {numba_width(4096)} ({numba_width(4096, itemsize=4)} in float32) above "
+        f"N = {NUMBA_SINGLE_BLOCK_MAX_N}",
+        f"from blocks of {cs.batch} consecutive columns",
+        f"with {cs.history} pairs of history",
+        f"room for {LBFGS_MIN_PASSES} passes over the columns",
+        f"fewer than {cs.sketch_max_passes:.0f} passes",
+        f"sketch `Y = X S` of {cs.sketch_columns:,} columns",
+        f"{cs.holdout_columns} more held out",
+        f"gains under {cs.sketch_min_gain:.1%} on its held-out columns".replace("%", " %"),
+        f"relative decrease over {LBFGSOptions.window} iterations",
+    ]
+    assert [q for q in quotes if q not in text] == []
+
+
+def test_readme_spells_the_glyphs_as_an_ascii_stream_gets_them():
+    """README's ASCII spellings of the glyphs are what a stream that cannot encode them gets (they were not said)."""
+    from sfapprox.formats import to_ascii
+
+    text = _text()
+    for glyphs in ("‖X−X̂‖_F", "N²"):
+        assert f"`{to_ascii(glyphs)}`" in text, glyphs
+    assert f"`{to_ascii('★')}` for ★" in text
+
+
+def test_readme_fit_json_names_are_fit_s(tmp_path):
+    """The names README gives for `fit --json` and for `info --json` of a saved fit are keys of them."""
+    import json
+    import re
+
+    from typer.testing import CliRunner
+
+    from sfapprox.cli import app
+
+    out = tmp_path / "f.h5"
+    res = CliRunner().invoke(app, ["fit", str(EXAMPLES / "karate_like.net"), "--iters", "5", "--budget", "sf",
+                                   "--out", str(out), "--json", str(tmp_path / "fit.json"), "--quiet"])
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(app, ["info", str(out), "--json", str(tmp_path / "info.json")])
+    assert res.exit_code == 0, res.output
+    described = _section("## Output files").split("`fit --json`:", 1)[1]
+    fit_part, info_part = described.split("`info --json` of a saved fit:", 1)
+    info_part = info_part.split("No JSON output", 1)[0]
+    for part, path in ((fit_part, "fit.json"), (info_part, "info.json")):
+        record = json.loads((tmp_path / path).read_text())
+        names = set(re.findall(r'"([a-z_]+)"', part.split("{", 1)[1])) - {"sf"}
+        assert names and names - set(record) == set(), path
