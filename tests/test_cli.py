@@ -990,6 +990,21 @@ def test_a_closed_form_that_ran_past_its_limit_says_so(capsys):
     assert "sparse" not in said and "nmf" not in said and "stopped on the time limit" not in said
 
 
+def test_an_iterative_fit_that_ran_past_its_limit_is_not_called_a_closed_form(capsys):
+    """A row past its limit that stopped on anything but the limit was said "its closed form is not cut": NMF
+    converged (or RPCA at its iterations) after its start ran past the limit is no closed form."""
+    from sfapprox.cli._render import advise_limits
+    from sfapprox.results import MethodResult
+
+    rows = [MethodResult("nmf", "ok", 10, 1.0, 0.1, 30.0, {"stop_reason": "converged"}, time_limit=2.0),
+            MethodResult("rpca", "ok", 10, 1.0, 0.1, 30.0, {"stop_reason": "max_iter"}, time_limit=2.0),
+            MethodResult("sparse", "ok", 10, 1.0, 0.1, 30.0, {"stop_reason": "exact"}, time_limit=2.0)]
+    advise_limits(rows)
+    said = " ".join(capsys.readouterr().err.split())
+    assert ("ran past the time limit: nmf 30 s of 2 s (its least work does not fit in it), rpca 30 s of 2 s (its least "
+            "work does not fit in it), sparse 30 s of 2 s (its closed form is not cut)") in said
+
+
 def test_seconds_spent_compiling_are_said_and_not_taken_for_a_limit_overrun(capsys):
     """The first fit after installing compiles its kernels outside its time limit: 'sf 13.4 s' beside
     --time-limit 5, stopped on max_iter, had no word, and one stopped on the limit was said to have 'run past

@@ -388,8 +388,9 @@ def advise_limits(results) -> None:
 def _least_work(r) -> str:
     """Why a row that ran past its time limit could not keep to it: its least work (a pass over the columns
     of a matrix read by columns; else its start, which rpca at N = 8,192 was said to be such a pass), or
-    its closed form, which is not cut."""
-    if r.params.get("stop_reason") != "time_limit":
+    its closed form, which is not cut (an iterative fit that converged, or ran its iterations, past the limit
+    is no closed form: its least work did not fit)."""
+    if r.params.get("stop_reason") in ("exact", "closed_form"):
         return "its closed form is not cut"
     if r.params.get("path") == "columns":
         return "its least work, one pass over the matrix's columns, does not fit in it"
