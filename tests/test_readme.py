@@ -415,3 +415,24 @@ def test_readme_fit_json_names_are_fit_s(tmp_path):
         record = json.loads((tmp_path / path).read_text())
         names = set(re.findall(r'"([a-z_]+)"', part.split("{", 1)[1])) - {"sf"}
         assert names and names - set(record) == set(), path
+
+
+def test_manifest_readme_says_what_report_csv_holds(tmp_path):
+    """data_manifests/README.md says report.csv holds each method's status in a column of its own and an empty
+    cell for a missing value, as a batch writes it (it said nothing of either)."""
+    import csv
+
+    from typer.testing import CliRunner
+
+    from sfapprox.cli import app
+
+    manifest = tmp_path / "m.toml"
+    manifest.write_text('[[matrix]]\nname = "r"\ncategory = "synthetic"\ngenerator = "random_sparse"\n'
+                        "params = {n = 16}\n")
+    res = CliRunner().invoke(app, ["batch", str(manifest), "--out-dir", str(tmp_path / "out"),
+                                   "--methods", "tsvd,nystrom"])
+    assert res.exit_code == 0, res.output
+    rows = list(csv.DictReader((tmp_path / "out" / "report.csv").open()))
+    assert rows[0]["nystrom status"] == "not applicable" and rows[0]["nystrom"] == ""
+    said = _section("## Batch results", "data_manifests/README.md")
+    assert "`<method> status`" in said and "an empty cell for a missing value" in said
