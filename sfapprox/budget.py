@@ -24,6 +24,7 @@ nystrom         ``r * (N + r)``                         the pivots' columns and 
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from dataclasses import dataclass, field
@@ -916,9 +917,16 @@ def monarch_shapes(n: int) -> list[tuple[int, int]]:
     >>> monarch_shapes(16)[:3]
     [(4, 4), (4, 5), (5, 4)]
     """
+    return list(_monarch_shapes(n))
+
+
+@functools.lru_cache(maxsize=64)
+def _monarch_shapes(n: int) -> tuple[tuple[int, int], ...]:
+    """:func:`monarch_shapes`, remembered (a comparison asks it four times for one ``N``: its smallest
+    budget, its memory, its candidates; 2 N shapes sorted each time, 0.36 s at N = 8,192)."""
     sizes = range(1, max(1, n) + 1)
     shapes = {(b, -(-n // b)) for b in sizes} | {(-(-n // b), b) for b in sizes}
-    return sorted(shapes, key=lambda s: (round(abs(math.log(s[0] / s[1])), 12), s[0] * s[1] - n, s[0]))
+    return tuple(sorted(shapes, key=lambda s: (round(abs(math.log(s[0] / s[1])), 12), s[0] * s[1] - n, s[0])))
 
 
 def monarch_rank_for_budget(n: int, left_block: int, right_block: int, budget: int) -> int:

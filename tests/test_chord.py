@@ -75,3 +75,21 @@ def test_base_b_coverage():
         for n in (10, 50, 123):
             m = min_full_factors(n, chord_offsets(n, base))
             assert m is not None and support_is_full(n, chord_offsets(n, base), m)
+
+
+def test_min_full_factors_is_computed_once_per_structure(monkeypatch):
+    """info and a comparison ask for the same N's structures again and again (0.2 s of np.roll at
+    N = 8,192 in each info): the answer for ``(N, offsets mod N, limit)`` is remembered."""
+    from sfapprox.chord import min_full_factors
+
+    rolls = []
+    roll = np.roll
+    monkeypatch.setattr(np, "roll", lambda *a, **k: rolls.append(1) or roll(*a, **k))
+    n = 1031  # an order no other test asks for
+    offsets = chord_offsets(n, 3)
+    first = min_full_factors(n, offsets)
+    assert first is not None and rolls
+    counted = len(rolls)
+    assert min_full_factors(n, np.asarray(offsets) + n) == first  # the same offsets mod N
+    assert min_full_factors(n, offsets, limit=1) is None  # another limit: its own answer
+    assert min_full_factors(n, offsets) == first and len(rolls) == counted + len(offsets)

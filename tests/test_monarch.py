@@ -365,3 +365,17 @@ def test_each_shape_is_reported_as_it_starts_and_with_its_error():
                                                      for r in est.params_["grid"]]
     display = lambda info: None  # noqa: E731
     assert get_method("monarch").make(64, 3000, RunContext(callback=display)).callback is display
+
+
+def test_monarch_shapes_are_sorted_once_per_order(monkeypatch):
+    """A comparison asked for N's shapes four times, each a sort of 2 N shapes (0.36 s at N = 8,192);
+    the sorted shapes are remembered, and each call gets its own list."""
+    import sfapprox.budget as budget
+
+    sorts = []
+    monkeypatch.setattr(budget, "sorted", lambda *a, **k: sorts.append(1) or sorted(*a, **k), raising=False)
+    n = 1031  # an order no other test asks for
+    first = monarch_shapes(n)
+    first.clear()  # the caller's own list
+    again = monarch_shapes(n)
+    assert again and again == monarch_shapes(n) and again[0] == (32, 33) and len(sorts) == 1
