@@ -103,3 +103,36 @@ def no_hang():
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, before)
+
+
+@pytest.fixture
+def slow_power_iterations(fake_clock, monkeypatch):
+    """A randomized SVD forced on small matrices, each product of its range finder "taking" 1 s of
+    :func:`fake_clock`: ``patch(module)`` sets the module's ``EXACT_MAX_N`` to 8 and spies on its
+    ``_randomized_svd_within``; it returns the list of the power iterations each such SVD ran."""
+    import numpy as np
+
+    from sfapprox.baselines import tsvd
+
+    done: list[int] = []
+    within = tsvd._randomized_svd_within
+
+    def spy(*args, **kwargs):
+        out = within(*args, **kwargs)
+        done.append(out[3])
+        return out
+
+    real_qr = np.linalg.qr
+
+    def slow_qr(*a, **k):  # each product of the range finder is followed by its QR
+        fake_clock.advance(1.0)
+        return real_qr(*a, **k)
+
+    monkeypatch.setattr(np.linalg, "qr", slow_qr)
+
+    def patch(module) -> list[int]:
+        monkeypatch.setattr(module, "EXACT_MAX_N", 8)
+        monkeypatch.setattr(module, "_randomized_svd_within", spy)
+        return done
+
+    return patch

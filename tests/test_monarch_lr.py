@@ -249,29 +249,11 @@ def test_the_grid_reports_its_points_and_alternations():
     assert get_method("monarch+lr").make(32, 800, RunContext(callback=display)).callback is display
 
 
-def test_the_low_rank_svds_power_iterations_keep_to_the_time_limit(fake_clock, monkeypatch):
+def test_the_low_rank_svds_power_iterations_keep_to_the_time_limit(slow_power_iterations):
     """Above N = 2,048 the low-rank term's first SVD is randomized, and ran its 4 power iterations whatever
     the limit (the low-rank end at N = 8,192: 39 s of a 10 s limit): each now starts only when it fits, as
     TruncatedSVD's do.  (The randomized solver forced at N = 60; every product "takes" 1 s.)"""
-    from sfapprox.baselines import tsvd
-
-    monkeypatch.setattr(mod, "EXACT_MAX_N", 8)
-    done = []
-    within = tsvd._randomized_svd_within
-
-    def spy(*args, **kwargs):
-        out = within(*args, **kwargs)
-        done.append(out[3])
-        return out
-
-    real_qr = np.linalg.qr
-
-    def slow_qr(*a, **k):  # each product of the range finder is followed by its QR
-        fake_clock.advance(1.0)
-        return real_qr(*a, **k)
-
-    monkeypatch.setattr(mod, "_randomized_svd_within", spy)
-    monkeypatch.setattr(np.linalg, "qr", slow_qr)
+    done = slow_power_iterations(mod)
     X = np.random.default_rng(5).random((60, 60))
     est = MonarchLowRank(budget=tsvd_count(60, 3), time_limit=4.5).fit(X)  # room for low rank alone
     assert done and done[0] == 1 and est.n_stored_ <= tsvd_count(60, 3)

@@ -322,29 +322,13 @@ def test_hals_reports_each_iteration_and_the_errors_of_its_checks():
     assert get_method("nmf").make(30, 200, RunContext(callback=display)).callback is display
 
 
-def test_the_start_svds_power_iterations_keep_to_the_time_limit(fake_clock, monkeypatch):
+def test_the_start_svds_power_iterations_keep_to_the_time_limit(slow_power_iterations):
     """Above N = 2,048 NNDSVD's SVD is randomized, and ran its 7 power iterations whatever the limit
     (nmf at N = 8,192: 53 s of a 10 s limit): each now starts only when it fits, as TruncatedSVD's do.
     (The randomized solver forced at N = 60; every product "takes" 1 s.)"""
-    from sfapprox.baselines import nmf, tsvd
+    from sfapprox.baselines import nmf
 
-    monkeypatch.setattr(nmf, "EXACT_MAX_N", 8)
-    done = []
-    within = tsvd._randomized_svd_within
-
-    def spy(*args, **kwargs):
-        out = within(*args, **kwargs)
-        done.append(out[3])
-        return out
-
-    real_qr = np.linalg.qr
-
-    def slow_qr(*a, **k):  # each product of the range finder is followed by its QR
-        fake_clock.advance(1.0)
-        return real_qr(*a, **k)
-
-    monkeypatch.setattr(nmf, "_randomized_svd_within", spy)
-    monkeypatch.setattr(np.linalg, "qr", slow_qr)
+    done = slow_power_iterations(nmf)
     X = np.random.default_rng(4).random((60, 60))
     est = NMF(n_components=3, init="nndsvda", time_limit=4.5).fit(X)
     assert done == [1] and est.rank_ == 3  # one iteration of 7; the fit goes on from it

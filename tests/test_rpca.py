@@ -891,29 +891,13 @@ def test_the_comparison_hands_rpca_its_progress_callback():
 
 
 @pytest.mark.parametrize("method", ["godec", "pcp"])
-def test_the_start_svds_power_iterations_keep_to_the_time_limit(fake_clock, monkeypatch, method):
+def test_the_start_svds_power_iterations_keep_to_the_time_limit(slow_power_iterations, method):
     """Above N = 2,048 the start SVD is randomized, and ran its 7 power iterations whatever the limit
     (rpca at N = 8,192: 65 s of a 10 s limit, rpca-pcp 45 s): each now starts only when it fits, as
     TruncatedSVD's do.  (The randomized solver forced at N = 60; every product "takes" 1 s.)"""
-    from sfapprox.baselines import rpca, tsvd
+    from sfapprox.baselines import rpca
 
-    monkeypatch.setattr(rpca, "EXACT_MAX_N", 8)
-    done = []
-    within = tsvd._randomized_svd_within
-
-    def spy(*args, **kwargs):
-        out = within(*args, **kwargs)
-        done.append(out[3])
-        return out
-
-    real_qr = np.linalg.qr
-
-    def slow_qr(*a, **k):  # each product of the range finder is followed by its QR
-        fake_clock.advance(1.0)
-        return real_qr(*a, **k)
-
-    monkeypatch.setattr(rpca, "_randomized_svd_within", spy)
-    monkeypatch.setattr(tsvd.np.linalg, "qr", slow_qr)
+    done = slow_power_iterations(rpca)
     X = np.random.default_rng(4).random((60, 60))
     est = RobustPCA(budget=1500, method=method, time_limit=4.5, random_state=0).fit(X)
     assert done == [1] and est.n_stored_ <= 1500  # one iteration of 7; the fit goes on from it
