@@ -234,7 +234,7 @@ def test_time_limit_keeps_the_first_shape():
 
 def test_ctrl_c_keeps_the_best_shape_or_propagates(monkeypatch):
     X = np.random.default_rng(12).standard_normal((36, 36))
-    real = mod.monarch_project
+    real = mod.monarch_project_within
     calls = []
 
     def interrupted_at(k):
@@ -245,11 +245,11 @@ def test_ctrl_c_keeps_the_best_shape_or_propagates(monkeypatch):
             return real(*args, **kwargs)
         return project
 
-    monkeypatch.setattr(mod, "monarch_project", interrupted_at(3))
+    monkeypatch.setattr(mod, "monarch_project_within", interrupted_at(3))
     m = Monarch(budget=3000, time_limit=None).fit(X)
     assert m.stop_reason_ == "interrupted" and m.params_["shapes_tried"] == 2
     calls.clear()
-    monkeypatch.setattr(mod, "monarch_project", interrupted_at(1))
+    monkeypatch.setattr(mod, "monarch_project_within", interrupted_at(1))
     with pytest.raises(KeyboardInterrupt):
         Monarch(budget=3000).fit(X)
 
@@ -277,13 +277,14 @@ def test_from_arrays_round_trip_and_refusals(change, match):
 def test_a_shape_runs_only_when_its_expected_projection_fits(fake_clock, monkeypatch):
     # Each projection "takes" 10 s on the fake clock; the next one is expected to cost about as much
     # (projection_seconds), so with a 25 s limit the third shape is not started.
-    real = mod.monarch_project
+    real = mod.monarch_project_within
 
     def slow(*args, **kwargs):
+        out = real(*args, **kwargs)  # whole, then "it took" 10 s
         fake_clock.advance(10.0)
-        return real(*args, **kwargs)
+        return out
 
-    monkeypatch.setattr(mod, "monarch_project", slow)
+    monkeypatch.setattr(mod, "monarch_project_within", slow)
     X = np.random.default_rng(11).standard_normal((36, 36))
     with pytest.warns(ConvergenceWarning, match="block shapes within time_limit"):
         m = Monarch(budget=3000, time_limit=25.0).fit(X)
@@ -379,3 +380,23 @@ def test_monarch_shapes_are_sorted_once_per_order(monkeypatch):
     first.clear()  # the caller's own list
     again = monarch_shapes(n)
     assert again and again == monarch_shapes(n) and again[0] == (32, 33) and len(sorts) == 1
+
+
+def test_the_first_shape_keeps_the_limit_slab_group_by_slab_group(fake_clock, monkeypatch):
+    """Each slab SVD "takes" 1 s of the fake clock: the first shape's projection (16 slabs of a 16 x 16
+    matrix) ran whole, whatever the limit, as one LAPACK call (16 s of a 5 s limit).  Its groups of slab
+    SVDs now start only when they fit; the blocks not reached stay zero, and no other shape is tried."""
+    real_svd = np.linalg.svd
+
+    def slow_svd(a, *args, **kwargs):
+        fake_clock.advance(float(np.prod(np.shape(a)[:-2])))
+        return real_svd(a, *args, **kwargs)
+
+    monkeypatch.setattr(np.linalg, "svd", slow_svd)
+    X = np.random.default_rng(3).standard_normal((16, 16))
+    with pytest.warns(ConvergenceWarning, match="within time_limit"):
+        fit = Monarch(budget=200, time_limit=5.0).fit(X)
+    assert fake_clock.time <= 5.0
+    assert fit.stop_reason_ == "time_limit" and fit.params_["shapes_tried"] == 1
+    assert np.linalg.norm(X - fit.to_dense()) == pytest.approx(fit.fro_error_)
+    assert np.count_nonzero(fit.left_) < fit.left_.size  # (blocks not reached: zero)

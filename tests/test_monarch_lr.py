@@ -151,13 +151,14 @@ def test_an_alternation_runs_only_when_its_expected_cost_fits(fake_clock, monkey
     # cost ALTERNATION_PROJECTIONS of it, does not fit in an hour, and the point is plain Monarch.
     from sfapprox._timing import Deadline
 
-    real = mod.monarch_project
+    real, real_within = mod.monarch_project, mod.monarch_project_within
 
     def slow(*args, **kwargs):
+        out = real_within(*args, **kwargs)  # whole (its slab groups fit), then "it took" two hours
         fake_clock.advance(7200.0)
-        return real(*args, **kwargs)
+        return out
 
-    monkeypatch.setattr(mod, "monarch_project", slow)
+    monkeypatch.setattr(mod, "monarch_project_within", slow)  # (the initial projection)
     X = np.random.default_rng(5).standard_normal((36, 36))
     shape = mod.monarch_configs_for_budget(36, 1500, 1)[0]
     point = mod._fit_point(X, shape, 3, max_iter=50, tol=0.0, deadline=Deadline.after(3600.0), seed=0)
@@ -196,17 +197,22 @@ def test_an_alternating_point_prices_its_first_truncated_svd_and_keeps_the_limit
     # A truncated SVD "takes" 100 s on the fake clock, a projection 1 s.  The low-rank point's SVD
     # prices the alternating points' first one: with 60 s left none starts; unpriced (3 projections
     # expected) each started and its SVD ran the fit past its limit.
-    real_project, real_svd = mod.monarch_project, mod._first_low_rank
+    real_project, real_within, real_svd = mod.monarch_project, mod.monarch_project_within, mod._first_low_rank
 
     def project(*args, **kwargs):
         fake_clock.advance(1.0)
         return real_project(*args, **kwargs)
+
+    def project_within(*args, **kwargs):  # (a point's initial projection)
+        fake_clock.advance(1.0)
+        return real_within(*args, **kwargs)
 
     def svd(*args, **kwargs):
         fake_clock.advance(100.0)
         return real_svd(*args, **kwargs)
 
     monkeypatch.setattr(mod, "monarch_project", project)
+    monkeypatch.setattr(mod, "monarch_project_within", project_within)
     monkeypatch.setattr(mod, "_first_low_rank", svd)
     X = np.random.default_rng(5).standard_normal((36, 36))
     fit = MonarchLowRank(budget=1500, time_limit=170.0)
@@ -257,3 +263,36 @@ def test_the_low_rank_svds_power_iterations_keep_to_the_time_limit(slow_power_it
     X = np.random.default_rng(5).random((60, 60))
     est = MonarchLowRank(budget=tsvd_count(60, 3), time_limit=4.5).fit(X)  # room for low rank alone
     assert done and done[0] == 1 and est.n_stored_ <= tsvd_count(60, 3)
+
+
+def test_the_first_projection_keeps_the_limit_slab_group_by_slab_group(fake_clock, monkeypatch):
+    """Each slab SVD "takes" 1 s of the fake clock: the first point's projection (16 slabs of a 16 x 16
+    matrix) ran whole, whatever the limit, as one LAPACK call (16 s of a 5 s limit; at N = 8,192 on 2
+    shared cores the projection alone took longer than 10 s).  Its groups of slab SVDs now start only
+    when they fit; the blocks not reached stay zero, and the grid stops there."""
+    real_svd = np.linalg.svd
+
+    def slow_svd(a, *args, **kwargs):
+        if np.ndim(a) >= 3:  # the stacked slab SVDs of a projection (a truncated SVD's are 2-D)
+            fake_clock.advance(float(np.prod(np.shape(a)[:-2])))
+        return real_svd(a, *args, **kwargs)
+
+    monkeypatch.setattr(np.linalg, "svd", slow_svd)
+    X = np.random.default_rng(3).standard_normal((16, 16))
+    fit = MonarchLowRank(budget=200, time_limit=5.0)
+    with pytest.warns(ConvergenceWarning, match="grid points within time_limit"):
+        fit.fit(X)
+    assert fake_clock.time <= 5.0
+    assert fit.stop_reason_ == "time_limit" and len(fit.params_["grid"]) == 1
+    assert np.linalg.norm(X - fit.to_dense()) == pytest.approx(fit.params_["grid"][0]["fro_error"])
+
+
+def test_the_projection_by_slab_groups_is_the_whole_one():
+    from sfapprox.baselines.monarch import slabs
+
+    X = np.random.default_rng(4).standard_normal((30, 30))
+    U, s, Vt = np.linalg.svd(slabs(X, 5, 7), full_matrices=False)
+    root = np.sqrt(s[..., :2])
+    left, right = mod.monarch_project(X, 5, 7, 2)
+    assert np.array_equal(left, (U[..., :2] * root[..., None, :]).transpose(0, 2, 1, 3))
+    assert np.array_equal(right, (Vt[..., :2, :] * root[..., :, None]).transpose(1, 2, 0, 3))

@@ -88,6 +88,7 @@ __all__ = [
     "monarch_min_budget",
     "monarch_configs_for_budget",
     "monarch_project",
+    "monarch_project_within",
     "monarch_project_columns",
     "monarch_project_sparse",
     "MAX_SHAPES",
@@ -244,15 +245,36 @@ def monarch_project(X, left_block: int, right_block: int, rank: int = 1) -> tupl
     >>> bool(np.allclose(MonarchOperator(left, right, 4).to_dense(), X))  # a Kronecker product is Monarch
     True
     """
+    return monarch_project_within(X, left_block, right_block, rank)[:2]
+
+
+def monarch_project_within(X, left_block: int, right_block: int, rank: int = 1,
+                           deadline: _timing.Deadline | None = None) -> tuple[np.ndarray, np.ndarray, bool]:
+    """:func:`monarch_project`, its slab SVDs taken ``b1`` at a time (row offset ``q`` by row offset ``q``),
+    each group only when it still ends by ``deadline`` at the measured cost of the last one (the first
+    always runs); the groups not taken keep zero blocks.  Returns ``left, right`` and whether all were taken.
+
+    One projection is the first step of every Monarch fit and was one LAPACK call: at N = 8,192 on 2
+    shared cores it alone took longer than a 10 s limit.  Without a deadline the result is the same
+    (the same SVD of each slab).
+    """
     b1, b2 = int(left_block), int(right_block)
-    S = slabs(X, b1, b2)
-    with _one_blas_thread():
-        U, s, Vt = np.linalg.svd(S, full_matrices=False)
     r = int(rank)
-    root = np.sqrt(s[..., :r])
-    left = (U[..., :r] * root[..., None, :]).transpose(0, 2, 1, 3)
-    right = (Vt[..., :r, :] * root[..., :, None]).transpose(1, 2, 0, 3)
-    return np.ascontiguousarray(left), np.ascontiguousarray(right)
+    S = slabs(X, b1, b2)
+    left = np.zeros((b2, b1, b1, r))
+    right = np.zeros((b1, r, b2, b2))
+    step = 0.0  # seconds of the last group of slab SVDs: what the next one is expected to cost
+    with _one_blas_thread():
+        for q in range(b2):
+            if q and deadline is not None and not deadline.fits(step):
+                return left, right, False
+            began = _timing.now()
+            U, s, Vt = np.linalg.svd(S[q], full_matrices=False)  # the slabs S[q, k], k < b1
+            root = np.sqrt(s[:, :r])
+            left[q] = (U[..., :r] * root[:, None, :]).transpose(1, 0, 2)
+            right[:, :, q] = Vt[:, :r, :] * root[:, :, None]
+            step = _timing.now() - began
+    return left, right, True
 
 
 def monarch_project_columns(source: MatrixSource, left_block: int, right_block: int, rank: int = 1):
@@ -608,6 +630,7 @@ class Monarch(Approximation):
                     break
                 report.at(shape_stage(shape))
                 began = _timing.now()
+                whole = True  # (a dense X's slab SVDs stop at the limit: the first shape's alone overran it)
                 if held is not None:
                     left, right, err, norm = monarch_project_sparse(held, shape.left_block, shape.right_block,
                                                                     shape.rank)
@@ -615,7 +638,8 @@ class Monarch(Approximation):
                     left, right, err, norm = monarch_project_columns(X, shape.left_block, shape.right_block,
                                                                      shape.rank)
                 else:
-                    left, right = monarch_project(dense, shape.left_block, shape.right_block, shape.rank)
+                    left, right, whole = monarch_project_within(dense, shape.left_block, shape.right_block,
+                                                                shape.rank, deadline)
                     err = float(np.linalg.norm(dense - from_slabs(monarch_slabs(left, right), n)))
                 grid.append({"blocks": [shape.left_block, shape.right_block], "rank": shape.rank,
                              "count": shape.count, "fro_error": err})
@@ -625,6 +649,9 @@ class Monarch(Approximation):
                 # (their errors round-off) the one storing fewest numbers wins, not round-off's draw
                 if best is None or preferred(err, shape.count, best[0], best[1].count, norm, tie=1e-12):
                     best = (err, shape, left, right)
+                if not whole:  # some blocks left zero at the limit: no time for another shape either
+                    reason = "time_limit"
+                    break
         except KeyboardInterrupt:
             if best is None:
                 raise

@@ -46,7 +46,8 @@ from .._settings import DEFAULT_TIME_LIMIT
 from .._validation import check_memory
 from ..budget import monarch_lr_min_budget, tsvd_count, tsvd_rank_for_budget
 from ..operators.monarch import MonarchLowRankOperator, MonarchOperator
-from .monarch import MonarchShape, monarch_configs_for_budget, monarch_project, projection_seconds, shape_stage
+from .monarch import (MonarchShape, monarch_configs_for_budget, monarch_project, monarch_project_within,
+                      projection_seconds, shape_stage)
 from .tsvd import EXACT_MAX_N, _exact_svd, _randomized_svd_within, numerical_rank, preferred, reproduces
 
 __all__ = ["MonarchLowRank", "MonarchLowRankOperator", "monarch_lr_min_budget"]
@@ -151,10 +152,14 @@ def _fit_point(X: np.ndarray, shape: MonarchShape | None, k: int, *, max_iter: i
         err = float(np.linalg.norm(X - (U * s) @ Vt))
         return _Point(None, kept, None, None, (U, s, Vt), err, 1, "closed_form")
     began = _timing.now()
-    left, right = monarch_project(X, shape.left_block, shape.right_block, shape.rank)
+    # (its slab SVDs within the deadline: the first point's projection runs whatever the limit, and at
+    # N = 8,192 it alone took longer than 10 s)
+    left, right, whole = monarch_project_within(X, shape.left_block, shape.right_block, shape.rank, deadline)
     M = _monarch_dense(left, right, n)
     empty = (np.zeros((n, 0)), np.zeros(0), np.zeros((0, n)))
     err = float(np.linalg.norm(X - M))
+    if not whole:  # some blocks left zero: the projection so far, no alternation
+        return _Point(shape, 0, left, right, empty, err, 0, "time_limit")
     if k == 0:
         return _Point(shape, 0, left, right, empty, err, 1, "closed_form")
     # What the next alternation is expected to cost: the first one's truncated SVD of an N x N residual
@@ -379,7 +384,8 @@ class MonarchLowRank(Approximation):
                                    beat=None if best is None else best.fro_error, report=report)
                 # (a closed-form point counts as one iteration; an alternating one reported its own)
                 report(point.fro_error, steps=1 if shape is None or k == 0 else 0)
-                if shape is not None and k == 0:
+                cut = shape is not None and k == 0 and point.reason == "time_limit"
+                if shape is not None and k == 0 and not cut:
                     last = (shape, _timing.now() - began)
                 elif shape is None:
                     svd_seconds = _timing.now() - began
@@ -392,6 +398,9 @@ class MonarchLowRank(Approximation):
                 if best is None or preferred(point.fro_error, point.count, best.fro_error, best.count, norm,
                                              tie=1e-12):
                     best = point
+                if cut:  # its projection did not end within the limit: nor would the next points'
+                    reason = "time_limit"
+                    break
         except KeyboardInterrupt:
             if best is None:
                 raise
