@@ -68,6 +68,10 @@ SMALL_FACTOR = 4096
 #: about this many iterations of it (at the first start's cost), its start and its scoring.
 EXTRA_START_ITERATIONS = 20
 
+#: ``N x N``-by-``N x r`` products of one HALS iteration (``X H^T`` and ``X^T W``): its first one is
+#: expected to cost this many times the start's error (one such product, ``X^T W``).
+ITERATION_PRODUCTS = 2.0
+
 #: Columns of ``X`` per block of a measured residual ``X - W H`` (:func:`_residual_norm`): a block
 #: of ``N x RESIDUAL_BLOCK`` besides the fit's arrays, never an ``N x N`` one.
 RESIDUAL_BLOCK = 256
@@ -237,7 +241,8 @@ def _fit_hals(X, Xt, W, H, *, max_iter: int, tol: float, norm_x2: float,
     below what the small-product formula resolves (``sqrt(eps) ||X||``),
     after ``max_iter`` outer iterations, or before an iteration that, at the
     cost of the last one, would end after ``deadline`` (a
-    :class:`~sfapprox._timing.Deadline`; the first iteration always runs).
+    :class:`~sfapprox._timing.Deadline`; the first one's cost: :data:`ITERATION_PRODUCTS` times the
+    start's error's, and when it does not fit the start is returned, after 0 iterations).
 
     With ``measure(W, H)`` (``||X - W H||_F`` itself, float64 fits): where the
     error is so small that the formula's round-off (``eps ||X||^2`` in the
@@ -254,6 +259,9 @@ def _fit_hals(X, Xt, W, H, *, max_iter: int, tol: float, norm_x2: float,
     report = report or Reporter(None)
     import torch
 
+    if deadline is not None and deadline.passed():
+        # (the start's SVD used the limit up: not even the start's error, an N x N-by-N x r product, fits)
+        return W, H, 0, "time_limit"
     eps = torch.finfo(W.dtype).eps
     floor = math.sqrt(eps * norm_x2)
     # Below this error a relative change of tol is within the formula's round-off.
@@ -261,12 +269,16 @@ def _fit_hals(X, Xt, W, H, *, max_iter: int, tol: float, norm_x2: float,
     exact = round_off(W.shape[0], math.sqrt(norm_x2))
     n, rank = W.shape
     sweeps = _max_sweeps(n, rank)
+    began = _timing.now()
     last = math.sqrt(_squared_error(norm_x2, H, Xt @ W, W.T @ W))
+    # Seconds of the last iteration: what the next one is expected to cost; the first forms
+    # ITERATION_PRODUCTS products like the start's error's (it always ran: at N = 8,192 on 2 shared cores
+    # it took about 8 s, after a start SVD that had used the limit up).
+    step = ITERATION_PRODUCTS * (_timing.now() - began)
     report(last, steps=0)
     Ht = H.T.contiguous()  # rows of H are updated as columns of H^T (contiguous writes)
-    step = 0.0  # seconds of the last iteration: what the next one is expected to cost
     for it in range(1, max_iter + 1):
-        if deadline is not None and it > 1 and not deadline.fits(step):
+        if deadline is not None and not deadline.fits(step):
             # (checked before every iteration, not only at the convergence checks: at N = 3000 an
             # iteration takes a quarter of a second and more)
             return W, Ht.T, it - 1, "time_limit"
@@ -330,17 +342,19 @@ def _carrying(W: np.ndarray, H: np.ndarray, norm: float) -> np.ndarray:
 
 
 def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, time_limit: float | None,
-             all_starts: bool, report: Reporter | None = None, **options) -> tuple:
+             all_starts: bool, report: Reporter | None = None, began: float | None = None,
+             **options) -> tuple:
     """HALS from the starts in ``inits``; the smallest error wins.
 
     ``X`` is the validated float64 ndarray or CSR array.  It is fitted as
     ``X / c`` with ``c = ||X||_F / sqrt(N)`` (and ``W``, ``H`` scaled back by
     ``sqrt(c)`` each): the floor ``EPS`` of the factor entries and the
     tolerances then mean the same for every positive multiple of ``X``.
-    The first start gets the whole ``time_limit``; the others run only in
+    The first start gets the whole ``time_limit`` (counted from ``began``, a
+    :data:`~sfapprox._timing.clock` value, default now); the others run only in
     the time it leaves, unless ``all_starts`` (``init="best"``).  Returns
     ``W, H, n_iter, stop_reason, init, errors`` (``init``: the start kept, :func:`.tsvd.preferred`;
-    ``errors``: per start tried, None for one start).  ``report`` is told each start (its ``stage``)
+    ``errors``: per start tried, None for one start or when the limit left time for one only).  ``report`` is told each start (its ``stage``)
     and given HALS's iterations (:func:`_fit_hals`), its errors in ``X``'s units.
     """
     import torch
@@ -363,7 +377,7 @@ def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, 
         # (a sparse X's residual by the comparison's scoring, by column blocks; a dense one's on the device)
         measure = ((lambda W, H: _error_of(X, W.cpu().numpy(), H.cpu().numpy())) if hasattr(X, "toarray")
                    else (lambda W, H: _residual_norm(Xd, W, H)))
-    deadline = None if time_limit is None else _timing.Deadline.after(time_limit)
+    deadline = None if time_limit is None else _timing.Deadline.after(time_limit, began)
     best, errors = None, {}
     each = 0.0  # seconds of the first start's least work (start, a few iterations, scoring)
     for i, init in enumerate(inits):
@@ -377,6 +391,13 @@ def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, 
                                          measure=measure, report=report, **options)
         scoring = _timing.now()
         W, H = W.double().cpu().numpy(), H.double().cpu().numpy()
+        if (not i and len(inits) > 1 and not all_starts and deadline is not None and not deadline.fits(
+                (fitting - began) + (2 + EXTRA_START_ITERATIONS) * (scoring - fitting) / max(1, n_iter))):
+            # No further start could run (its start, its iterations, and the scoring of both, each
+            # about an iteration): the first start's scoring, only there to choose among starts, is
+            # skipped (a pass over X past the limit: 3-4 s at N = 8,192 on 2 shared cores)
+            best = (W, H, n_iter, reason, init, rank, None)
+            break
         errors[init] = _error_of(X, W, H) if len(inits) > 1 else 0.0
         if not i:
             # A later start is worth its time only with a few iterations: its start, its scoring
@@ -390,7 +411,7 @@ def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, 
             best = (W, H, n_iter, reason, init, live, errors[init])
     W, H, n_iter, reason, kept, *_ = best
     root = math.sqrt(scale)
-    errors = {k: v * scale for k, v in errors.items()} if len(inits) > 1 else None
+    errors = {k: v * scale for k, v in errors.items()} if len(inits) > 1 and errors else None
     return W * root, H * root, n_iter, reason, kept, errors
 
 
@@ -464,7 +485,7 @@ class NMF(Approximation):
     params_ : dict
         ``rank``, ``init`` (the start kept), ``solver``, ``iterations``,
         ``converged``, ``tol``, ``device``, ``dtype`` (and ``errors`` per start
-        tried, when several were).
+        tried, when several were; not when the time limit left time for the first only).
 
     Raises
     ------
@@ -563,13 +584,16 @@ class NMF(Approximation):
             raise NotApplicableError(
                 f"matrix has negative entries (min {low:.3g}); NMF needs a non-negative matrix"
             )
+        # The limit counts from here: torch's import (resolve_device), the scaled copy of X and the
+        # moves to the device came before it (1-2 s at N = 4,096 on 2 shared cores, uncounted)
+        began = _timing.now()
         device = resolve_device(self.device)
         dtype = resolve_dtype(self.dtype, device)
         start = time.perf_counter()
         inits = BEST_INITS if self.init in ("auto", "best") else (self.init,)
         with few_threads(n, device):
             W, H, n_iter, reason, kept, errors = _fit_nmf(
-                X, rank, inits, self.random_state, device, dtype, time_limit=self.time_limit,
+                X, rank, inits, self.random_state, device, dtype, time_limit=self.time_limit, began=began,
                 all_starts=self.init == "best", max_iter=self.max_iter, tol=self.tol,
                 report=Reporter(self.callback, max_iter=self.max_iter * len(inits)),
             )
