@@ -235,3 +235,30 @@ def test_each_order_and_split_is_reported_then_its_error():
         est.params_["errors"]["right-to-left"]
     display = lambda info: None  # noqa: E731
     assert get_method("butterfly-hier").make(60, 10**6, RunContext(callback=display)).callback is display
+
+
+def test_the_first_order_is_not_scored_when_the_second_cannot_follow(fake_clock, monkeypatch):
+    """A factorization and a scoring each "take" 10 s of the fake clock.  The first order was scored, a
+    pass over X (3-4 s at N = 8,192 on 2 shared cores), even when the second order's factorization alone
+    no longer fitted: 20 s of a 15 s limit.  Its error is then its splits' (Pythagoras), not scored."""
+    real_factorize, real_score = mod.factorize, mod.operator_error
+    scored = []
+
+    def slow_factorize(*args, **kwargs):
+        fake_clock.advance(10.0)
+        return real_factorize(*args, **kwargs)
+
+    def slow_score(*args, **kwargs):
+        scored.append(1)
+        fake_clock.advance(10.0)
+        return real_score(*args, **kwargs)
+
+    monkeypatch.setattr(mod, "factorize", slow_factorize)
+    monkeypatch.setattr(mod, "operator_error", slow_score)
+    X = np.random.default_rng(8).standard_normal((16, 16))
+    b = HierarchicalButterfly(time_limit=15.0).fit(X)
+    assert fake_clock.time <= 15.0 and not scored and b.stop_reason_ == "time_limit"
+    (err,) = b.params_["errors"].values()
+    assert err == pytest.approx(np.linalg.norm(X - b.to_dense()), rel=1e-12)
+    unlimited = HierarchicalButterfly(order=b.params_["order"], time_limit=None).fit(X)
+    assert np.array_equal(unlimited.values_, b.values_)
