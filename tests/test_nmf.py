@@ -389,18 +389,18 @@ def test_the_first_start_is_not_scored_when_no_other_start_can_follow(fake_clock
 
 
 def test_the_limit_counts_from_the_start_of_the_fit(fake_clock, monkeypatch):
-    """Choosing the device (torch's import) "takes" 6 s of the fake clock and each half-iteration 1 s:
-    the limit counted only from after it, the scaled copy of X and its move to the device (1-2 s at
-    N = 4,096 on 2 shared cores), and the fit ended at 14 s of an 8 s limit.  With a start that used
-    the limit up, HALS does not even form the start's error."""
+    """Scaling X (its copy and its move to the device, about 1 s at N = 4,096 on 2 shared cores) "takes"
+    6 s of the fake clock and each half-iteration 1 s: the limit counted only from after it, and the fit
+    ended at 14 s of an 8 s limit.  With a start that used the limit up, HALS does not even form the
+    start's error."""
     from sfapprox.baselines import nmf
 
-    real_device, real_sweeps, real_error = nmf.resolve_device, nmf._hals_sweeps, nmf._squared_error
+    real_tensor, real_sweeps, real_error = nmf.as_tensor, nmf._hals_sweeps, nmf._squared_error
     calls = []
 
-    def slow_device(*args):
+    def slow_tensor(*args):
         fake_clock.advance(6.0)
-        return real_device(*args)
+        return real_tensor(*args)
 
     def slow_sweeps(*args):
         fake_clock.advance(1.0)
@@ -410,7 +410,7 @@ def test_the_limit_counts_from_the_start_of_the_fit(fake_clock, monkeypatch):
         calls.append(1)
         return real_error(*args)
 
-    monkeypatch.setattr(nmf, "resolve_device", slow_device)
+    monkeypatch.setattr(nmf, "as_tensor", slow_tensor)
     monkeypatch.setattr(nmf, "_hals_sweeps", slow_sweeps)
     monkeypatch.setattr(nmf, "_squared_error", counted_error)
     X = np.random.default_rng(4).random((20, 20))
