@@ -400,3 +400,20 @@ def test_the_first_shape_keeps_the_limit_slab_group_by_slab_group(fake_clock, mo
     assert fit.stop_reason_ == "time_limit" and fit.params_["shapes_tried"] == 1
     assert np.linalg.norm(X - fit.to_dense()) == pytest.approx(fit.fro_error_)
     assert np.count_nonzero(fit.left_) < fit.left_.size  # (blocks not reached: zero)
+
+
+def test_a_shape_under_a_limit_is_scored_from_its_singular_values(fake_clock, monkeypatch):
+    """Forming the Monarch matrix densely "takes" 10 s of the fake clock: each shape formed it for its
+    error after its projection, uncounted (20 s of a 5 s limit).  Under a limit the error is the slabs'
+    dropped singular values' (the same to round-off)."""
+    real = mod.monarch_slabs
+
+    def slow(*args):
+        fake_clock.advance(10.0)
+        return real(*args)
+
+    monkeypatch.setattr(mod, "monarch_slabs", slow)
+    X = np.random.default_rng(6).standard_normal((16, 16))
+    fit = Monarch(budget=200, time_limit=5.0).fit(X)
+    assert fake_clock.time <= 5.0
+    assert fit.fro_error_ == pytest.approx(np.linalg.norm(X - fit.to_dense()), rel=1e-12)

@@ -251,7 +251,7 @@ def monarch_project(X, left_block: int, right_block: int, rank: int = 1) -> tupl
 
 def monarch_project_within(X, left_block: int, right_block: int, rank: int = 1,
                            deadline: _timing.Deadline | None = None
-                           ) -> tuple[np.ndarray, np.ndarray, float | None]:
+                           ) -> tuple[np.ndarray, np.ndarray, float, bool]:
     """:func:`monarch_project`, its slab SVDs taken ``b1`` at a time (row offset ``q`` by row offset ``q``),
     each group only when it still ends by ``deadline`` at the measured cost of the last one (the first
     always runs); the groups not taken keep zero blocks.
@@ -264,10 +264,12 @@ def monarch_project_within(X, left_block: int, right_block: int, rank: int = 1,
     -------
     left, right : numpy.ndarray
         As :func:`monarch_project` returns them.
-    cut_error : float or None
-        None when every group was taken; else ``||X - M||_F`` of the blocks so far, from the slabs'
-        dropped singular values and the rows not reached (no dense ``M``, whose forming and
-        subtraction would run past the limit again: 0.4-1.5 s at N = 4,096).
+    error : float
+        ``||X - M||_F`` from the slabs' dropped singular values and the rows not reached (equal to
+        the dense error to round-off), for a fit under a limit: forming ``M`` and subtracting it ran
+        past the limit again (0.4-1.5 s at N = 4,096).
+    whole : bool
+        Whether every group was taken.
     """
     b1, b2 = int(left_block), int(right_block)
     r = int(rank)
@@ -281,7 +283,7 @@ def monarch_project_within(X, left_block: int, right_block: int, rank: int = 1,
         for q in range(b2):
             if q and deadline is not None and not deadline.fits(step):
                 rest = sum(float(np.square(dense[p::b2]).sum()) for p in range(q, min(b2, n)))
-                return left, right, math.sqrt(dropped + rest)
+                return left, right, math.sqrt(dropped + rest), False
             began = _timing.now()
             # The slabs S[q, k, a, l] = X'[a b2 + q, k b2 + l] (k < b1) from rows q, q + b2, ... of X
             # padded: the whole padded copy (:func:`slabs`) came before the first group, not counted
@@ -295,7 +297,7 @@ def monarch_project_within(X, left_block: int, right_block: int, rank: int = 1,
             right[:, :, q] = Vt[:, :r, :] * root[:, :, None]
             dropped += float(np.square(s[:, r:]).sum())
             step = _timing.now() - began
-    return left, right, None
+    return left, right, math.sqrt(dropped), True
 
 
 def monarch_project_columns(source: MatrixSource, left_block: int, right_block: int, rank: int = 1):
@@ -651,7 +653,7 @@ class Monarch(Approximation):
                     break
                 report.at(shape_stage(shape))
                 began = _timing.now()
-                cut = None  # (a dense X's slab SVDs stop at the limit: the first shape's alone overran it)
+                whole = True  # (a dense X's slab SVDs stop at the limit: the first shape's alone overran it)
                 if held is not None:
                     left, right, err, norm = monarch_project_sparse(held, shape.left_block, shape.right_block,
                                                                     shape.rank)
@@ -659,10 +661,10 @@ class Monarch(Approximation):
                     left, right, err, norm = monarch_project_columns(X, shape.left_block, shape.right_block,
                                                                      shape.rank)
                 else:
-                    left, right, cut = monarch_project_within(dense, shape.left_block, shape.right_block,
-                                                              shape.rank, deadline)
-                    err = cut if cut is not None else float(
-                        np.linalg.norm(dense - from_slabs(monarch_slabs(left, right), n)))
+                    left, right, err, whole = monarch_project_within(dense, shape.left_block, shape.right_block,
+                                                                     shape.rank, deadline)
+                    if deadline.end is None:  # (under a limit the singular values' error: no dense M past it)
+                        err = float(np.linalg.norm(dense - from_slabs(monarch_slabs(left, right), n)))
                 grid.append({"blocks": [shape.left_block, shape.right_block], "rank": shape.rank,
                              "count": shape.count, "fro_error": err})
                 last = (shape, _timing.now() - began)
@@ -671,7 +673,7 @@ class Monarch(Approximation):
                 # (their errors round-off) the one storing fewest numbers wins, not round-off's draw
                 if best is None or preferred(err, shape.count, best[0], best[1].count, norm, tie=1e-12):
                     best = (err, shape, left, right)
-                if cut is not None:  # some blocks left zero at the limit: no time for another shape either
+                if not whole:  # some blocks left zero at the limit: no time for another shape either
                     reason = "time_limit"
                     break
         except KeyboardInterrupt:

@@ -154,10 +154,13 @@ def _fit_point(X: np.ndarray, shape: MonarchShape | None, k: int, *, max_iter: i
     began = _timing.now()
     # (its slab SVDs within the deadline: the first point's projection runs whatever the limit, and at
     # N = 8,192 it alone took longer than 10 s)
-    left, right, cut = monarch_project_within(X, shape.left_block, shape.right_block, shape.rank, deadline)
+    left, right, err, whole = monarch_project_within(X, shape.left_block, shape.right_block, shape.rank, deadline)
     empty = (np.zeros((n, 0)), np.zeros(0), np.zeros((0, n)))
-    if cut is not None:  # some blocks left zero: the projection so far (its error without a dense M)
-        return _Point(shape, 0, left, right, empty, cut, 0, "time_limit")
+    if not whole:  # some blocks left zero: the projection so far (its error without a dense M)
+        return _Point(shape, 0, left, right, empty, err, 0, "time_limit")
+    if k == 0 and deadline.end is not None:
+        # under a limit the singular values' error (the same to round-off): forming M and X - M ran past it
+        return _Point(shape, 0, left, right, empty, err, 1, "closed_form")
     M = _monarch_dense(left, right, n)
     err = float(np.linalg.norm(X - M))
     if k == 0:
