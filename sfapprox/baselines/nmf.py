@@ -68,10 +68,6 @@ SMALL_FACTOR = 4096
 #: about this many iterations of it (at the first start's cost), its start and its scoring.
 EXTRA_START_ITERATIONS = 20
 
-#: ``N x N``-by-``N x r`` products of one HALS iteration (``X H^T`` and ``X^T W``): its first one is
-#: expected to cost this many times the start's error (one such product, ``X^T W``).
-ITERATION_PRODUCTS = 2.0
-
 #: Columns of ``X`` per block of a measured residual ``X - W H`` (:func:`_residual_norm`): a block
 #: of ``N x RESIDUAL_BLOCK`` besides the fit's arrays, never an ``N x N`` one.
 RESIDUAL_BLOCK = 256
@@ -241,8 +237,8 @@ def _fit_hals(X, Xt, W, H, *, max_iter: int, tol: float, norm_x2: float,
     below what the small-product formula resolves (``sqrt(eps) ||X||``),
     after ``max_iter`` outer iterations, or before an iteration that, at the
     cost of the last one, would end after ``deadline`` (a
-    :class:`~sfapprox._timing.Deadline`; the first one's cost: :data:`ITERATION_PRODUCTS` times the
-    start's error's, and when it does not fit the start is returned, after 0 iterations).
+    :class:`~sfapprox._timing.Deadline`; the first iteration always runs: a start alone is no NMF fit,
+    and NNDSVDa's can be worse than storing nothing, relative error 1.10-1.23 at N = 4,096).
 
     With ``measure(W, H)`` (``||X - W H||_F`` itself, float64 fits): where the
     error is so small that the formula's round-off (``eps ||X||^2`` in the
@@ -259,9 +255,6 @@ def _fit_hals(X, Xt, W, H, *, max_iter: int, tol: float, norm_x2: float,
     report = report or Reporter(None)
     import torch
 
-    if deadline is not None and deadline.passed():
-        # (the start's SVD used the limit up: not even the start's error, an N x N-by-N x r product, fits)
-        return W, H, 0, "time_limit"
     eps = torch.finfo(W.dtype).eps
     floor = math.sqrt(eps * norm_x2)
     # Below this error a relative change of tol is within the formula's round-off.
@@ -269,16 +262,12 @@ def _fit_hals(X, Xt, W, H, *, max_iter: int, tol: float, norm_x2: float,
     exact = round_off(W.shape[0], math.sqrt(norm_x2))
     n, rank = W.shape
     sweeps = _max_sweeps(n, rank)
-    began = _timing.now()
     last = math.sqrt(_squared_error(norm_x2, H, Xt @ W, W.T @ W))
-    # Seconds of the last iteration: what the next one is expected to cost; the first forms
-    # ITERATION_PRODUCTS products like the start's error's (it always ran: at N = 8,192 on 2 shared cores
-    # it took about 8 s, after a start SVD that had used the limit up).
-    step = ITERATION_PRODUCTS * (_timing.now() - began)
     report(last, steps=0)
     Ht = H.T.contiguous()  # rows of H are updated as columns of H^T (contiguous writes)
+    step = 0.0  # seconds of the last iteration: what the next one is expected to cost
     for it in range(1, max_iter + 1):
-        if deadline is not None and not deadline.fits(step):
+        if deadline is not None and it > 1 and not deadline.fits(step):
             # (checked before every iteration, not only at the convergence checks: at N = 3000 an
             # iteration takes a quarter of a second and more)
             return W, Ht.T, it - 1, "time_limit"
