@@ -1428,3 +1428,19 @@ def test_compare_saves_every_fit_when_one_file_was_taken_meanwhile(tmp_path, mon
     assert (fits / "m.sparse.h5").read_bytes() == b"the other run's fit"
     assert sfapprox.load_factors(fits / "m.tsvd.h5").kind == "tsvd"
     assert sfapprox.load_factors(fits / f"m.sparse.{os.getpid()}.new.h5").kind == "sparse"
+
+
+def test_a_log_says_the_same_phase_once_until_a_step_comes(capsys):
+    """On a fresh install SF compiles before its structure is timed, then its fit warms up: a log said
+    "m: compiling kernels (first run)" twice in a row.  Said once; after steps, a phase is news again."""
+    from sfapprox.cli._app import announce_start
+
+    display = announce_start(lambda info: None, "m", quiet=False)
+    for text in ("compiling kernels (first run)", "", "compiling kernels (first run)", ""):
+        display.phase(text)
+    display({"iteration": 1, "fro_error": 1.0})
+    display.phase("compiling kernels (first run)")
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == ["m: compiling kernels (first run)",
+                     "m: optimizer running (Ctrl-C stops it and keeps the best factors found)",
+                     "m: compiling kernels (first run)"]

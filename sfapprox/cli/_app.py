@@ -422,9 +422,11 @@ def announce_start(callback: Callable[[dict], Any], what: str, quiet: bool) -> C
         return callback
     what = literal(what)  # (a file's name)
     started = False
+    said = None  # the phase said last, since the last step
 
     def wrapped(info: dict) -> Any:
-        nonlocal started
+        nonlocal started, said
+        said = None  # (a phase after steps is news again: the scoring's compiling, after the fit's)
         if not started:
             started = True
             err.print(f"{what}: optimizer running (Ctrl-C stops it and keeps the best factors found)",
@@ -432,8 +434,13 @@ def announce_start(callback: Callable[[dict], Any], what: str, quiet: bool) -> C
         return callback(info)
 
     def phase(text: str) -> None:
-        if text:  # a log gets the phase once, as a line (a bar shows it and clears it)
+        nonlocal said
+        # a log gets the phase once, as a line (a bar shows it and clears it); the same phase again at once
+        # (SF compiles before its structure is timed, then its fit warms up: "compiling kernels (first run)"
+        # twice on a fresh install) is not said again
+        if text and text != said:
             err.print(f"{what}: {escape(text)}", highlight=False, soft_wrap=one_line())
+        said = text or said
 
     marked = same_progress(wrapped, callback)
     marked.phase = phase  # type: ignore[attr-defined]
