@@ -277,7 +277,64 @@ def test_pcp_starts_no_iteration_that_would_pass_its_deadline():
 
     X = torch.as_tensor(_planted(40, 2, 80, seed=5, scale=5.0))
     *_, it, converged = _pcp_ialm(X, lam=1 / np.sqrt(40), tol=1e-7, max_iter=200, deadline=Deadline.after(0.0))
-    assert it == 1 and not converged  # the first iteration always runs, then no further one fits
+    assert it == 0 and not converged  # not even the first (its caller refits from X's best rank-r)
+    *_, it, converged = _pcp_ialm(X, lam=1 / np.sqrt(40), tol=1e-7, max_iter=200, deadline=Deadline.after(3600.0))
+    assert it > 1 and converged
+
+
+def test_pcp_spectral_norm_stops_at_its_deadline(fake_clock, monkeypatch):
+    """Above EXACT_MAX_N PCP's ||X||_2 is a power iteration of up to 100 steps, two passes over X each,
+    none checked against the limit (at N = 8,192 they and the first ALM iteration ran after the start SVD
+    had used it up).  Each step "takes" 1 s here: with 5 s left it stops by then (a lower bound)."""
+    from sfapprox import _timing
+    from sfapprox.baselines.rpca import _power_norm, _spectral_norm
+
+    X = torch.as_tensor(np.random.default_rng(0).standard_normal((30, 30)))
+    matmul, steps = torch.Tensor.__matmul__, []
+
+    def slow(a, b):  # each step's two products "take" 1 s together
+        fake_clock.advance(0.5)
+        steps.append(1)
+        return matmul(a, b)
+
+    monkeypatch.setattr(torch.Tensor, "__matmul__", slow)
+    norm, step = _power_norm(X, torch.Generator().manual_seed(0), rtol=0.0, deadline=_timing.Deadline.after(5.0))
+    assert fake_clock.time <= 5.0 and step == pytest.approx(1.0) and len(steps) == 10
+    assert 0 < norm <= float(torch.linalg.matrix_norm(X, ord=2)) * (1 + 1e-12)
+    monkeypatch.setattr(torch.Tensor, "__matmul__", matmul)
+    # without a deadline, as before: to convergence
+    exact = _spectral_norm(X, torch.Generator().manual_seed(0), max_iter=10_000)
+    assert exact == pytest.approx(float(torch.linalg.matrix_norm(X, ord=2)), rel=1e-6)
+
+
+def test_pcp_starts_its_first_iteration_only_when_its_predicted_cost_fits(fake_clock, monkeypatch):
+    """The first ALM iteration (with partial SVDs) is priced at PCP_FIRST_ITERATION_STEPS steps of the
+    ||X||_2 estimate: a step "taking" 1 s, 45 s; it ran whatever the limit."""
+    from sfapprox import _timing
+    from sfapprox.baselines import rpca
+
+    real = rpca._power_norm
+    monkeypatch.setattr(rpca, "_power_norm", lambda D, g, **kw: (real(D, g)[0], 1.0))
+    X = torch.as_tensor(_planted(40, 2, 80, seed=5, scale=5.0))
+    fit = lambda limit: _pcp_ialm(X, lam=1 / np.sqrt(40), tol=1e-7, max_iter=200, partial=True,  # noqa: E731
+                                  deadline=_timing.Deadline.after(limit))
+    U, sig, Vt, E, it, converged = fit(rpca.PCP_FIRST_ITERATION_STEPS - 1.0)
+    assert it == 0 and not converged and sig.numel() == 0 and not E.any()
+    *_, it, converged = fit(rpca.PCP_FIRST_ITERATION_STEPS + 1.0)
+    assert it > 1 and converged  # (the fake clock stands still: every later iteration fits)
+
+
+def test_pcp_after_a_start_svd_that_used_the_limit_up_runs_no_alm_iteration(fake_clock, monkeypatch):
+    """The start SVD "takes" the whole limit: PCP ran its spectral norm and first iteration after it anyway.
+    Now no ALM iteration runs, and the result is X's best rank-r with its best S, within TSVD's error."""
+    _take_seconds(monkeypatch, fake_clock, "_start_svd", 11.0)  # (past it, as a real one that used it up)
+    X = _planted(40, 2, 80, seed=5, scale=5.0)
+    with pytest.warns(ConvergenceWarning):
+        rp = RobustPCA(budget=900, method="pcp", time_limit=10.0, device="cpu").fit(X)
+    assert rp.params_["pcp_iterations"] == 0 and rp.params_["natural_rank"] == 0
+    assert rp.stop_reason_ == "time_limit" and rp.n_stored_ <= 900 and fake_clock.time == 11.0
+    tsvd = np.linalg.svd(X)[1]
+    assert np.linalg.norm(X - rp.to_dense()) <= np.sqrt(np.sum(tsvd[rp.rank_:] ** 2)) * (1 + 1e-9)
 
 
 def test_godec_skips_an_iteration_whose_expected_cost_would_pass_the_deadline():
