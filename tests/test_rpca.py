@@ -459,6 +459,19 @@ def test_pcp_cuts_only_while_the_time_left_pays_for_them(fake_clock, monkeypatch
     assert len(cuts) >= 2 and roomy.params_["cut_error"] is not None
 
 
+def test_pcp_cuts_leave_the_time_for_the_result_s_scoring(fake_clock, monkeypatch):
+    """Each dense residual (a cut, or the scoring of a result) "takes" 5 s: the cuts ran while one more
+    fitted (two, to 10 s of 12) and the start scored after them, which the result needs, ended at 15 s.
+    A cut now runs only while the one scoring after it fits too."""
+    _take_seconds(monkeypatch, fake_clock, "_residual", 5.0)
+    X = _planted(40, 2, 80, seed=5, scale=5.0)
+    with pytest.warns(ConvergenceWarning):
+        rp = RobustPCA(budget=900, method="pcp", time_limit=12.0, device="cpu").fit(X)
+    assert fake_clock.time <= 12.0 and rp.stop_reason_ == "time_limit" and rp.n_stored_ <= 900
+    tsvd = np.linalg.svd(X)[1]
+    assert np.linalg.norm(X - rp.to_dense()) <= np.sqrt(np.sum(tsvd[rp.rank_:] ** 2)) * (1 + 1e-9)
+
+
 def test_godec_from_columns_finds_the_in_memory_split():
     """RPCA on a source (every step a pass over its columns) recovers a planted low rank + sparse matrix."""
     from sfapprox import NotApplicableError
