@@ -61,7 +61,7 @@ DELTA = 0.1
 MAX_SWEEPS = 3
 
 #: Factors of at most this many entries (``N r``) are updated on numpy views of the CPU tensors
-#: (:func:`_numpy_sweeps`): below it a column's torch calls cost more in overhead than in arithmetic.
+#: (:func:`_hals_sweeps`): below it a column's torch calls cost more in overhead than in arithmetic.
 SMALL_FACTOR = 4096
 
 #: Under a time limit, ``init="auto"`` tries a further start only when the time left pays for
@@ -164,34 +164,35 @@ def _hals_sweeps(F, XG, GG, max_sweeps: int) -> int:
     if F.device.type == "cpu" and F.numel() <= SMALL_FACTOR:
         # the same updates on numpy views of the same memory: a torch call's overhead, not its flops, was
         # the cost of a small problem's column (7 x 7 at rank 6: 0.35 ms an iteration, 1.5-7 s a fit)
-        return _numpy_sweeps(F.numpy(), rhs.numpy(), coupling.numpy(), max_sweeps)
-    first = None
-    for sweep in range(1, max_sweeps + 1):
-        before = F.clone() if max_sweeps > 1 else None
-        for k in range(F.shape[1]):
-            F[:, k] = torch.addmv(rhs[:, k], F, coupling[:, k], alpha=-1.0).clamp_(min=EPS)
-        if before is None:
-            break
-        change = float(torch.linalg.vector_norm(F - before))
-        first = change if first is None else first
-        if change <= DELTA * first:
-            break
-    return sweep
+        Fn, rn, cn = F.numpy(), rhs.numpy(), coupling.numpy()
+
+        def column(k: int) -> None:
+            np.maximum(rn[:, k] - Fn @ cn[:, k], EPS, out=Fn[:, k])
+
+        return _sweeps(column, F.shape[1], Fn.copy, lambda before: float(np.linalg.norm(Fn - before)), max_sweeps)
+
+    def column(k: int) -> None:
+        F[:, k] = torch.addmv(rhs[:, k], F, coupling[:, k], alpha=-1.0).clamp_(min=EPS)
+
+    return _sweeps(column, F.shape[1], F.clone, lambda before: float(torch.linalg.vector_norm(F - before)),
+                   max_sweeps)
 
 
-def _numpy_sweeps(F: np.ndarray, rhs: np.ndarray, coupling: np.ndarray, max_sweeps: int) -> int:
-    """:func:`_hals_sweeps`'s loop on numpy arrays (``F`` updated in place), for small factors on the CPU."""
+def _sweeps(column: Callable[[int], None], columns: int, snapshot: Callable[[], Any],
+            change: Callable[[Any], float], max_sweeps: int) -> int:
+    """Up to ``max_sweeps`` sweeps of ``column(k)`` over the ``columns`` columns (torch calls, or numpy for
+    small factors on the CPU: :func:`_hals_sweeps`), stopping once a sweep's ``change`` from its
+    ``snapshot`` (taken before it) is at most ``DELTA`` times the first sweep's; the sweeps run."""
     first = None
     for sweep in range(1, max_sweeps + 1):
-        before = F.copy() if max_sweeps > 1 else None
-        for k in range(F.shape[1]):
-            column = rhs[:, k] - F @ coupling[:, k]
-            np.maximum(column, EPS, out=F[:, k])
+        before = snapshot() if max_sweeps > 1 else None
+        for k in range(columns):
+            column(k)
         if before is None:
             break
-        change = float(np.linalg.norm(F - before))
-        first = change if first is None else first
-        if change <= DELTA * first:
+        moved = change(before)
+        first = moved if first is None else first
+        if moved <= DELTA * first:
             break
     return sweep
 
