@@ -92,40 +92,17 @@ def _exact_svd(X: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray, np.nda
     return np.ascontiguousarray(U[:, :rank]), s[:rank].copy(), Vt[:rank].copy()
 
 
-def _randomized_svd(
-    X, rank: int, n_oversamples: int, n_iter: int, seed: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Randomized range finder + small exact SVD; works for dense and sparse ``X``."""
-    return _randomized_svd_within(X, rank, n_oversamples, n_iter, seed)[:3]
-
-
 def _randomized_svd_within(
     X, rank: int, n_oversamples: int, n_iter: int, seed: int, deadline: _timing.Deadline | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """:func:`_randomized_svd`, whose power iterations each start only when it and the final product
-    still end before ``deadline`` (at the measured speed of the range finder's product); with the count
-    that ran.  (At N = 4,096, rank 614, its 7 iterations took 36-38 s of a 2 s limit.)"""
-    n = X.shape[0]
-    width = min(n, rank + n_oversamples)
-    rng = np.random.default_rng(seed)
-    started = _timing.now()
-    Q = X @ rng.standard_normal((n, width))
-    Q, _ = np.linalg.qr(Q)
-    per_product = _timing.now() - started  # with its QR, as every later product has one
-    done = 0
-    for _ in range(n_iter):
-        # two products for an iteration, one more for B after it: started only when all three fit
-        if deadline is not None and not deadline.fits(3 * per_product):
-            break
-        # Re-orthonormalise after every product so the smaller singular directions
-        # are not lost to round-off.
-        Q, _ = np.linalg.qr(X.T @ Q)
-        Q, _ = np.linalg.qr(X @ Q)
-        done += 1
-    B = np.asarray((X.T @ Q).T)
-    Ub, s, Vt = np.linalg.svd(B, full_matrices=False)
-    U = Q @ Ub
-    return U[:, :rank], s[:rank], Vt[:rank], done
+    """Randomized range finder + small exact SVD of ``X`` (dense or sparse), :func:`~.rsvd.randomized_svd`'s:
+    its power iterations each start only when it and the final product still end before ``deadline`` (at
+    the measured speed of the range finder's product); with the count that ran.  (At N = 4,096, rank 614,
+    its 7 iterations took 36-38 s of a 2 s limit.)"""
+    from .rsvd import randomized_svd  # (here: rsvd imports this module)
+
+    return randomized_svd(lambda B: X @ B, lambda B: X.T @ B, X.shape[0], rank, n_oversamples=n_oversamples,
+                          n_iter=n_iter, seed=seed, deadline=deadline)
 
 
 class TruncatedSVD(Approximation):
