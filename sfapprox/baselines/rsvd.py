@@ -38,7 +38,7 @@ from .._errors import ConvergenceWarning
 from .._params import MEMORY_LIMIT, SEED, Interval
 from .._settings import DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
-from .tsvd import numerical_rank
+from ._rank import numerical_rank
 from ..budget import rank_within, tsvd_count, tsvd_rank_for_budget
 from ..operators import HybridOperator
 from ..sources import as_source, block_columns

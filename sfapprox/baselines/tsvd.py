@@ -22,6 +22,8 @@ from .._settings import DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
 from ..budget import paper_tsvd_rank, rank_within, tsvd_count, tsvd_rank_for_budget
 from ..operators import HybridOperator
+from ._rank import carrying_rank, numerical_rank, round_off  # noqa: F401 - their names here since before (rpca, nmf import them)
+from .rsvd import randomized_svd
 
 __all__ = ["TruncatedSVD", "EXACT_MAX_N", "EXACT_TOL", "preferred", "reproduces", "round_off"]
 
@@ -64,28 +66,6 @@ def preferred(error: float, count: int, best_error: float | None, best_count: in
     return error < best_error * (1.0 - tie)
 
 
-def round_off(n: int, scale: float) -> float:
-    """``N eps scale``: numpy's ``matrix_rank`` tolerance of an ``n x n`` matrix of that scale (its largest
-    singular value, or ``||X||_F``), the round-off below which a part of a surrogate carries nothing (TSVD's
-    singular values, RPCA's, RPCA's sparse entries, NMF's components)."""
-    return n * np.finfo(np.float64).eps * scale
-
-
-def carrying_rank(s: np.ndarray, n: int) -> np.ndarray:
-    """Which singular values ``s`` of an ``n x n`` matrix carry something (a mask): those above
-    ``round_off(n, max(s))``.  The others add nothing but round-off to the surrogate, yet each would be
-    charged ``2N + 1`` numbers: a zero matrix kept rank 9 of zeros, 297 numbers at N = 16, where rank 0
-    (no number) reproduces it as well."""
-    if s.size == 0 or not s.max() > 0:
-        return np.zeros(s.shape, dtype=bool)
-    return s > round_off(n, s.max())
-
-
-def numerical_rank(s: np.ndarray, n: int) -> int:
-    """How many of the singular values ``s`` (largest first) carry something (:func:`carrying_rank`)."""
-    return int(np.count_nonzero(carrying_rank(s, n)))
-
-
 def _exact_svd(X: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     U, s, Vt = np.linalg.svd(X, full_matrices=False)
     # Copies: a slice would keep the whole N x N U and Vt alive as long as the result is.
@@ -99,8 +79,6 @@ def _randomized_svd_within(
     its power iterations each start only when it and the final product still end before ``deadline`` (at
     the measured speed of the range finder's product); with the count that ran.  (At N = 4,096, rank 614,
     its 7 iterations took 36-38 s of a 2 s limit.)"""
-    from .rsvd import randomized_svd  # (here: rsvd imports this module)
-
     return randomized_svd(lambda B: X @ B, lambda B: X.T @ B, X.shape[0], rank, n_oversamples=n_oversamples,
                           n_iter=n_iter, seed=seed, deadline=deadline)
 
