@@ -90,13 +90,6 @@ def _unavailable(report) -> None:
         note(line, style="yellow")
 
 
-def _file_tables(report, tables: list) -> list:
-    """The tables for report files: the on-screen ones, then the matrices no method could run on, each
-    with why, and under them the command that says where to get the missing files
-    (:meth:`~sfapprox.datasets.report.Report.file_tables`, which a notebook's view of a report shares)."""
-    return report.file_tables(tables)
-
-
 # ---------------------------------------------------------------------------
 # progress
 # ---------------------------------------------------------------------------
@@ -258,7 +251,7 @@ def _after_run(summary, out_dir: Path) -> None:
     if _check_reports(out_dir, at_end=True):
         remember_reports(out_dir, writing=True)
         try:
-            write_outputs(_file_tables(report, tables), report.to_dict(), Outputs(targets, force=True))
+            write_outputs(report.file_tables(tables), report.to_dict(), Outputs(targets, force=True))
         finally:  # those written before a stop or a failure are this batch's too (not another's, next time)
             remember_reports(out_dir)
     order = ("ok", "not applicable", "failed", "unavailable", "interrupted")
@@ -330,7 +323,7 @@ def report(
             note(f"note: a batch is still running in {out_dir} ({describe_holder(running)}): this report holds "
                  f"the {len(parsed.records)} line(s) it had finished so far")
         # the JSON only when asked for: its library versions import torch, which the tables do not need
-        write_outputs(_file_tables(rep, tables), rep.to_dict() if "json" in outputs.files else None, outputs)
+        write_outputs(rep.file_tables(tables), rep.to_dict() if "json" in outputs.files else None, outputs)
 
 
 def _say_left_out(results: Path, skipped: dict[int, str], shown: int = 5) -> None:

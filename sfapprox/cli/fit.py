@@ -13,11 +13,11 @@ import typer
 from .._atomic import FileStamp, OutputError, OutputExistsError, output_target, stream_kind
 from .._errors import ParameterError
 from .._settings import SF_BASE, SF_FTOL, SF_GTOL, SF_INIT, SF_NAMED_INITS, SF_SUPPORT
-from ..formats import jsonable
+from ..formats import fact_text, jsonable
 from . import _options as o
 from ._app import EXIT_INTERRUPTED, announce_start, app, error_boundary, read_matrix, show_notes, stop_cause
 from ._render import (check_distinct, check_output, compiling_note, err, fit_progress, is_stdout, key_value_table,
-                      note, out, say_error, show_value, writes_glyphs)
+                      note, out, say_error, writes_glyphs)
 
 
 def _named_start(init: str) -> str:
@@ -115,7 +115,7 @@ def fit(
                 run, failures = exc.run, exc.failures  # the fit is done: its table is shown, then what failed
         summary = run.summary
         # What the library resolved, not only what was asked: structure, limits, device, threads.
-        rows = [(k, _error(summary, k) if k in _INTERVALS else show_value(summary[k]))
+        rows = [(k, _error(summary, k) if k in _INTERVALS else fact_text(summary[k]))
                 for k in ("fro_error", "rel_error", "nnz", "n_factors", "base", "iterations", "evaluations", "seconds",
                           "stop_reason", "init", "path", "time_limit", "max_iter", "device", "dtype", "threads")]
         if summary["init"] == "saved" and init not in SF_NAMED_INITS:  # which file it resumed (or refined): not
@@ -203,7 +203,7 @@ def _error(summary: dict, key: str) -> str:
     estimate = summary.get("error_estimate") or {}
     value, interval = summary[key], estimate.get(_INTERVALS[key])
     if value is None or not interval:
-        return show_value(value)
+        return fact_text(value)
     if interval[1] is None or interval[1] == float("inf"):  # every sampled column alike: the others unbounded
         return (f"{value:.6g} ± ? (estimated from {estimate['columns']:,} columns, all with the same error: that "
                 "bounds nothing of the others; a longer --time-limit looks at more)")
