@@ -27,7 +27,7 @@ from rich.table import Table as RichTable
 
 from .._atomic import check_writable, output_target, resolved_path, stream_kind, write_text
 from .._errors import ParameterError, SfapproxError
-from ..formats import (PLOT_SUFFIXES, OutputFormat, Table, ascii_table, fact_text, fmt_number, printable, render_rich,
+from ..formats import (PLOT_SUFFIXES, OutputFormat, Table, ascii_table, fmt_number, printable, render_rich,
                        to_ascii)
 
 
@@ -425,12 +425,6 @@ def _few_iterations(r) -> str:
     return f" ({iterations:,} iteration{'' if iterations == 1 else 's'}; an evaluation takes {each:.3g} s here)"
 
 
-def show_value(value) -> str:
-    """A value as a fact table shows it (:func:`~sfapprox.formats.fact_text`, which a notebook's view of
-    ``info`` shares)."""
-    return fact_text(value)
-
-
 def key_value_table(title: str, rows: list[tuple[str, Any]], *, ascii: bool = False) -> RichTable:
     """Facts as a two-column table; in a narrow window a value wraps (folds), never cut to "0.993…".
     With ``ascii`` (a stream that cannot write other characters: :func:`writes_glyphs`) every text is
@@ -653,9 +647,12 @@ class _ReadingLine:
 
     def amount(self) -> str:
         """``"12.3 MiB of 237 MiB"``, the size alone where the bytes read cannot be told, or ``""``."""
+        return self._amount(bytes_read(self.path))
+
+    def _amount(self, done: int | None) -> str:
+        """:meth:`amount` for ``done`` bytes read (None: not told)."""
         from .._validation import format_bytes
 
-        done = bytes_read(self.path)
         if self.total is None:
             return ""
         if done is None:
@@ -663,7 +660,8 @@ class _ReadingLine:
         return f"{format_bytes(min(done, self.total))} of {format_bytes(self.total)}"
 
     def show(self) -> None:
-        done, amount = bytes_read(self.path), self.amount()
+        done = bytes_read(self.path)  # once a redraw: the bar and its text from the same position
+        amount = self._amount(done)
         # a bar that fills with the bytes read where they are told, else one that pulses (no total)
         total = self.total if done is not None else None
         completed = min(done or 0, self.total or 0)
