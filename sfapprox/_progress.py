@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["coarse_progress", "same_progress", "phase", "Reporter"]
+__all__ = ["coarse_progress", "same_progress", "phase", "kernel_phase", "Reporter"]
 
 #: Seconds a phase must last before it is shown: loading compiled code from numba's cache takes a
 #: fraction of a second, and a display that flashed "compiling" on every run would say what is not so.
@@ -33,6 +33,18 @@ def same_progress(wrapper: Callable[..., Any], callback: Callable[..., Any] | No
     if callable(shows):
         wrapper.phase = shows  # type: ignore[attr-defined]
     return wrapper
+
+
+def kernel_phase(cached: bool) -> str:
+    """What making compiled kernels ready is called on a progress display: loading them from numba's
+    on-disk cache (``cached``), or compiling them, once after an install.
+
+    Examples
+    --------
+    >>> kernel_phase(True), kernel_phase(False)
+    ('loading compiled kernels', 'compiling kernels (first run)')
+    """
+    return "loading compiled kernels" if cached else "compiling kernels (first run)"
 
 
 @contextlib.contextmanager

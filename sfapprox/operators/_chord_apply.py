@@ -126,6 +126,7 @@ def block_kernel_phase(butterfly: bool = False) -> str | None:
     fresh install it compiled them for about 9 s after the last iteration, under a bar that stood still.
     """
     from .._compiled import cached_signatures
+    from .._progress import kernel_phase
 
     try:
         if backend() != "numba":
@@ -135,7 +136,7 @@ def block_kernel_phase(butterfly: bool = False) -> str | None:
     kernel = _block_kernel(butterfly)
     if kernel.signatures:  # compiled, or loaded from the cache, by this process
         return None
-    return "loading compiled kernels" if cached_signatures(kernel) else "compiling kernels (first run)"
+    return kernel_phase(bool(cached_signatures(kernel)))
 
 
 def warm_up_block_kernel(butterfly: bool = False) -> None:

@@ -120,12 +120,11 @@ def _compiled_first(n: int, callback=None) -> None:
     warm-up does: a comparison's first SF showed "sf it 0" and nothing more for 8 s of compiling."""
     import torch
 
-    from .._progress import phase
+    from .._progress import kernel_phase, phase
     from ._kernels import kernels_cached, select_kernel, warm_up_numba
 
     if select_kernel(n, "cpu")[1] == "numba":
-        doing = "loading compiled kernels" if kernels_cached() else "compiling kernels (first run)"
-        with phase(callback, doing):
+        with phase(callback, kernel_phase(kernels_cached())):
             warm_up_numba(getattr(torch, _default_dtype(n).name))
 
 

@@ -28,7 +28,7 @@ from .._base import Approximation
 from .._device import resolve_device, resolve_dtype
 from .._errors import ConvergenceWarning, ParameterError, parameter, parameters
 from .._params import MEMORY_LIMIT, SEED, Interval, Options
-from .._progress import coarse_progress, phase
+from .._progress import coarse_progress, kernel_phase, phase
 from .._settings import (
     DEFAULT_TIME_LIMIT,
     MAX_THREADS,
@@ -687,8 +687,7 @@ class ChordSF(Approximation):
                 # --time-limit 1 a first fit ended at its start, the compiling had taken the second.
                 compiling = _timing.now()
                 cached = _kernels.kernels_cached()
-                doing = "loading compiled kernels" if cached else "compiling kernels (first run)"
-                with phase(self.callback, doing):
+                with phase(self.callback, kernel_phase(cached)):
                     _kernels.warm_up_numba(dtype)
                     _solver.warm_up(dtype, fun)
                 warm_up = _timing.now() - compiling
@@ -937,7 +936,7 @@ class ChordSF(Approximation):
                     sketch=history is None and rounds, float64=start in ("saved", RANK_ONE))
         began = _timing.now()
         cached = _columns.kernels_cached(settings, **plan)
-        with phase(self.callback, "loading compiled kernels" if cached else "compiling kernels (first run)"):
+        with phase(self.callback, kernel_phase(cached)):
             _columns.warm_up(settings, **plan)
         seconds = _timing.now() - began
         return seconds, None if cached or seconds < COMPILE_NOTE_SECONDS else seconds
