@@ -25,7 +25,7 @@ import numpy as np
 from .._errors import InputError, ParameterError
 from .._params import MEMORY_LIMIT, check_values
 from .._validation import (LIBRARY_WORKING_SET, MAX_SQUARED_NORM, _sum_of_squares, apply_real_parts, check_memory,
-                           check_operand, format_bytes, memory_limit, readable_operand)
+                           check_operand, check_squared_norm, format_bytes, memory_limit, readable_operand)
 from ..metrics import scoring_bytes
 
 __all__ = ["MatrixSource", "checked_product", "block_columns", "MIN_BLOCK", "MAX_BLOCK", "BLOCK_SHARE", "formable", "formed_need",
@@ -478,9 +478,7 @@ def check_block(block: np.ndarray, J: np.ndarray, name: str) -> None:
     if bad.any():
         i, j = np.argwhere(bad)[0]
         raise InputError(f"{name}: entry ({i}, {J[j]}) is {block[i, j]}; the matrix must be finite")
-    raise InputError(f"{name}: values too large (largest |entry| {float(np.abs(block).max()):.3g}): ||X||_F**2 "
-                     "overflows float64, so errors cannot be computed; divide the matrix by a constant "
-                     "(e.g. its largest entry)")
+    check_squared_norm(squared, name, nonzero=True, largest=float(np.abs(block).max()))  # (over: it raises)
 
 
 def _product_part(source: MatrixSource, task: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
