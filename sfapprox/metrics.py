@@ -129,7 +129,8 @@ def _fro_norm(a: np.ndarray) -> float:
     matrix and an exact fit)."""
     with np.errstate(over="ignore", under="ignore"):  # handled here, not warned about
         value = float(np.linalg.norm(a))
-    if (math.isinf(value) or value < _SCALED_BELOW) and a.size and np.isfinite(a).all():
+    # (a finite norm below the scaling threshold has finite entries: the pass over them is for inf alone)
+    if a.size and (value < _SCALED_BELOW or math.isinf(value) and np.isfinite(a).all()):
         top = float(np.abs(a).max())
         if top > 0:
             with np.errstate(under="ignore"):
