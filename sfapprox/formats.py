@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Column", "Table", "OutputFormat", "Layout", "layout", "render_rich", "render_html", "render_frame",
-           "fmt_number", "fmt_seconds", "fact_text", "jsonable", "PLOT_SUFFIXES", "printable", "to_ascii",
+           "fmt_number", "fmt_seconds", "fact_text", "counted", "jsonable", "PLOT_SUFFIXES", "printable", "to_ascii",
            "ascii_table"]
 
 #: Figure formats matplotlib writes without extra packages (the plots' files; a stream gets a PNG).
@@ -315,6 +315,18 @@ def fmt_number(value: float | None, digits: int = 4) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "–"
     return f"{value:.{digits}g}"
+
+
+def counted(value: int | None, noun: str, plural: str | None = None) -> str:
+    """``value`` and ``noun`` in the singular or plural ("1 number", "2,688 numbers"; a verdict's, a figure's,
+    a report's "3 matrices"), "–" for a missing value.
+
+    Examples
+    --------
+    >>> counted(1, "number"), counted(2688, "number"), counted(3, "entry", "entries")
+    ('1 number', '2,688 numbers', '3 entries')
+    """
+    return f"{MISSING if value is None else f'{value:,}'} {noun if value == 1 else plural or noun + 's'}"
 
 
 def fact_text(value: Any) -> str:

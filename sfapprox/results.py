@@ -24,6 +24,7 @@ from .formats import (
     ESTIMATED_NOTE,
     Column,
     Table,
+    counted,
     fmt_seconds,
     fmt_with_interval,
     jsonable,
@@ -575,21 +576,6 @@ def _times(ratio: float) -> str:
     if ratio < 1000 or not math.isfinite(ratio):
         return f"{ratio:.3g}x"
     return f"{float(f'{ratio:.3g}'):,.0f}x"
-
-
-def _count(value: int | None) -> str:
-    return "–" if value is None else f"{value:,}"
-
-
-def counted(value: int | None, noun: str, plural: str | None = None) -> str:
-    """``value`` and ``noun`` in the singular or plural ("1 number", "2,688 numbers"; a verdict's, a figure's).
-
-    Examples
-    --------
-    >>> counted(1, "number"), counted(2688, "number"), counted(3, "entry", "entries")
-    ('1 number', '2,688 numbers', '3 entries')
-    """
-    return f"{_count(value)} {noun if value == 1 else plural or noun + 's'}"
 
 
 def _label(method: str) -> str:

@@ -17,8 +17,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..formats import (ESTIMATED_NOTE, Column, Table, fmt_with_interval, interval_columns, printable, render_frame,
-                       render_html)
+from ..formats import (ESTIMATED_NOTE, Column, Table, counted, fmt_with_interval, interval_columns, printable,
+                       render_frame, render_html)
 from .manifest import CATEGORIES
 from .results_file import FILE_MISSING, MEASURES
 from .results_file import finite_number as _finite  # the lines' own test: an edited 10**400 is not finite
@@ -239,18 +239,18 @@ class Report:
           total wins: sf 1, tsvd 0
         """
         rows = sum(len(c.rows) for c in self.tables_by_category)
-        lines = [f"Report: {_counted(len(self.records), 'record')} of {_counted(rows, 'matrix', 'matrices')}, "
+        lines = [f"Report: {counted(len(self.records), 'record')} of {counted(rows, 'matrix', 'matrices')}, "
                  f"methods {', '.join(self.methods) or 'none'}"]
-        lines += [f"  {c.category} ({_counted(len(c.rows), 'matrix', 'matrices')}): {wins_line(c)}"
+        lines += [f"  {c.category} ({counted(len(c.rows), 'matrix', 'matrices')}): {wins_line(c)}"
                   for c in self.tables_by_category]
         if self.tables_by_category:
             lines.append("  total wins: " + ", ".join(f"{m} {n}" for m, n in self.total_wins().items()))
         if self.unavailable:
             names = ", ".join(u.name for u in self.unavailable[:3]) + (" ..." if len(self.unavailable) > 3 else "")
-            count = _counted(len(self.unavailable), "matrix", "matrices")
+            count = counted(len(self.unavailable), "matrix", "matrices")
             lines.append(f"  unavailable (no method could run): {count} ({names})")
         if self.skipped_lines:
-            lines.append(f"  {_counted(len(self.skipped_lines), 'line')} of the results file could not be read")
+            lines.append(f"  {counted(len(self.skipped_lines), 'line')} of the results file could not be read")
         return printable("\n".join(lines))
 
     def _repr_html_(self) -> str:
@@ -610,11 +610,6 @@ def _status(record: dict[str, Any] | None) -> str | None:
         return None
     stop = (record.get("params") or {}).get("stop_reason") if record.get("status") == "ok" else None
     return stop if stop in ("time_limit", "max_iter") else record.get("status")
-
-
-def _counted(count: int, noun: str, plural: str | None = None) -> str:
-    """"1 matrix", "3 matrices" (results.counted's words; that module is imported where it is needed only)."""
-    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
 
 
 def wins_line(table: CategoryTable) -> str:
