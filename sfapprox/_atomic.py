@@ -329,6 +329,24 @@ def special_kind(mode: int) -> str | None:
     return next((kind for test, (kind, _) in _STREAMS.items() if test(mode)), None)
 
 
+def special_file(path: str | os.PathLike) -> str | None:
+    """What kind of non-regular file ``path`` is (following links): ``"named pipe"``,
+    ``"character device"``, ``"block device"`` or ``"socket"``; None for a regular file, a folder
+    or a missing path.  Such a file is never opened as input: opening a named pipe blocks until
+    a writer comes (``info fifo.mtx`` hung), and ``/dev/zero`` has no end.
+
+    Examples
+    --------
+    >>> special_file(os.devnull), special_file(__file__)
+    ('character device', None)
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    return special_kind(mode)
+
+
 def check_named_file(path: str | os.PathLike, instead: str) -> None:
     """Refuse an output whose name sfapprox chose (a fit's file in ``--save-factors``' folder, a batch's
     factors and reports) where a named pipe, a device or a socket has that name.
@@ -343,10 +361,7 @@ def check_named_file(path: str | os.PathLike, instead: str) -> None:
     OutputError
         One line naming the file, what it is and ``instead``.
     """
-    try:
-        kind = special_kind(os.stat(path).st_mode)
-    except (OSError, ValueError):  # missing (or unreadable: the write says why)
-        return
+    kind = special_file(path)  # (None where missing or unreadable: the write says why)
     if kind is not None:
         raise OutputError(f"{path}: is a {kind}, not a file; sfapprox writes a file of this name here: "
                           f"remove it, or {instead}", Path(path))

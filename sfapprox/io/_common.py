@@ -25,6 +25,7 @@ from typing import Iterator
 
 import numpy as np
 
+from .._atomic import special_file
 from .._errors import InputError, ResourceError, SfapproxError, parameter
 from .._settings import LoadOptions
 from .._validation import check_memory, estimate_dense_bytes, format_bytes
@@ -97,26 +98,6 @@ def check_sparse_order(n: int, src: "Source", what: str = "matrix") -> None:
 def one_line(text: str) -> str:
     """Collapse ``text`` to a single line (third-party messages may hold newlines)."""
     return " ".join(str(text).split())
-
-
-def special_file(path: str | os.PathLike) -> str | None:
-    """What kind of non-regular file ``path`` is (following links): ``"named pipe"``,
-    ``"character device"``, ``"block device"`` or ``"socket"``; None for a regular file, a folder
-    or a missing path.  Such a file is never opened as input: opening a named pipe blocks until
-    a writer comes (``info fifo.mtx`` hung), and ``/dev/zero`` has no end.
-
-    Examples
-    --------
-    >>> special_file(os.devnull), special_file(__file__)
-    ('character device', None)
-    """
-    from .._atomic import special_kind  # the outputs' own names for these kinds
-
-    try:
-        mode = os.stat(path).st_mode
-    except (OSError, ValueError):
-        return None
-    return special_kind(mode)
 
 
 def refuse_special(path: str | os.PathLike, display: str | None = None) -> None:
