@@ -198,12 +198,12 @@ def _worker_init(threads: int, to_parent=None) -> None:
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
 
 
-def _run_in_worker(index: int, task: MatrixTask) -> list[dict[str, Any]]:
-    """:func:`run_matrix` in a pool worker, each finished pair's record sent to the parent at once, tagged
-    with the task's ``index``: the parent writes it then, not when the matrix's last method is done (a stop
-    during a long fit lost the lines of the matrix's methods that had finished before it)."""
+def _run_in_worker(task: MatrixTask) -> list[dict[str, Any]]:
+    """:func:`run_matrix` in a pool worker, each finished pair's record sent to the parent at once: the
+    parent writes it then, not when the matrix's last method is done (a stop during a long fit lost the
+    lines of the matrix's methods that had finished before it)."""
     def send(record: dict[str, Any]) -> None:
-        data = pickle.dumps((index, record))
+        data = pickle.dumps(record)
         if _to_parent is not None and len(data) <= _WHOLE_WRITE:
             _to_parent.send_bytes(data)
 
@@ -1013,26 +1013,42 @@ def _worker_died(task: MatrixTask, exc: BaseException) -> list[dict[str, Any]]:
     return _failed_records(task, error)
 
 
-class _RecordPipe:
+class _Received:
+    """The pairs whose records came through as they finished (:class:`_RecordPipe`, :class:`_DaskRecords`),
+    by matrix (entry names are unique in a batch), so that a task's result adds only the others."""
+
+    def __init__(self) -> None:
+        self.sent: dict[str, set[str]] = {}
+
+    def first(self, record: dict[str, Any]) -> bool:
+        """Count ``record`` as come through; whether its pair is new (a Dask task retried on another worker,
+        its first lost after a pair was sent, sends that pair again)."""
+        sent = self.sent.setdefault(record["matrix"], set())
+        new = record["method"] not in sent
+        sent.add(record["method"])
+        return new
+
+    def rest(self, task: MatrixTask, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``task``'s records that did not come through (a failure's: those of the methods not run), less the
+        interrupted ones (an interrupted pair is redone)."""
+        sent = self.sent.get(task.entry.name, set())
+        return [r for r in records if r["status"] != "interrupted" and r["method"] not in sent]
+
+
+class _RecordPipe(_Received):
     """The pipe through which pool workers send each pair's record as it finishes (:func:`_run_in_worker`),
-    read by the parent; what came through, by task, so that a task's result adds only the others."""
+    read by the parent."""
 
     def __init__(self, context) -> None:
+        super().__init__()
         self.reader, self.writer = context.Pipe(duplex=False)
-        self.sent: dict[int, set[str]] = {}
 
     def receive(self, write: Callable[[dict], None]) -> None:
         """Write the records there now (each message is whole once there: see :data:`_WHOLE_WRITE`)."""
         while self.reader.poll():
-            index, record = pickle.loads(self.reader.recv_bytes())
-            self.sent.setdefault(index, set()).add(record["method"])
-            write(record)
-
-    def rest(self, index: int, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Task ``index``'s records that did not come through (a failure's: those of the methods not run),
-        less the interrupted ones (an interrupted pair is redone)."""
-        sent = self.sent.get(index, set())
-        return [r for r in records if r["status"] != "interrupted" and r["method"] not in sent]
+            record = pickle.loads(self.reader.recv_bytes())
+            if self.first(record):
+                write(record)
 
     def close(self) -> None:
         self.reader.close()
@@ -1048,7 +1064,7 @@ def _run_processes(tasks: list[MatrixTask], jobs: int, write: Callable[[dict], N
     interrupted = False
     finished = False
     try:
-        futures = {pool.submit(_run_in_worker, index, task): index for index, task in enumerate(tasks)}
+        futures = {pool.submit(_run_in_worker, task): index for index, task in enumerate(tasks)}
         for task in tasks[:jobs]:
             emit("matrix", name=task.entry.name)
         pending = set(futures)
@@ -1061,7 +1077,7 @@ def _run_processes(tasks: list[MatrixTask], jobs: int, write: Callable[[dict], N
                     records = future.result()
                 except Exception as exc:  # e.g. BrokenProcessPool when a worker was killed
                     records = _worker_failure(tasks[index], exc)
-                for record in pipe.rest(index, records):
+                for record in pipe.rest(tasks[index], records):
                     write(record)
                 emit("matrix_done", name=tasks[index].entry.name)
         finished = True
@@ -1153,18 +1169,17 @@ def _sent_variable(channel: str, matrix: str, client=None):
     return Variable(f"{channel}/{matrix}", client=client)
 
 
-class _DaskRecords:
+class _DaskRecords(_Received):
     """The queue (``distributed.Queue``, on the scheduler) on which a Dask batch's tasks put each pair's record
-    as it finishes (:func:`_run_on_dask`), read by the batch; what came through, by matrix, so that a task's
-    result adds only the others.  Entry names are unique in a batch: they tell the tasks apart."""
+    as it finishes (:func:`_run_on_dask`), read by the batch."""
 
     def __init__(self, client) -> None:
         from distributed import Queue
 
+        super().__init__()
         self.client = client
         self.queue = _on_scheduler(Queue, f"sfapprox-batch-{os.getpid()}-{time.monotonic_ns()}", client=client)
         self.name = self.queue.name
-        self.sent: dict[str, set[str]] = {}
         self.unwritten: list[dict[str, Any]] = []
 
     def receive(self, write: Callable[[dict], None]) -> None:
@@ -1175,16 +1190,8 @@ class _DaskRecords:
                 self.unwritten.extend(pickle.loads(data) for data in _on_scheduler(self.queue.get, batch=True))
         while self.unwritten:
             record = self.unwritten.pop(0)
-            sent = self.sent.setdefault(record["matrix"], set())
-            if record["method"] not in sent:
-                sent.add(record["method"])
+            if self.first(record):
                 write(record)
-
-    def rest(self, task: MatrixTask, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """``task``'s records that did not come through (a failure's: those of the methods not run), less the
-        interrupted ones (an interrupted pair is redone)."""
-        sent = self.sent.get(task.entry.name, set())
-        return [r for r in records if r["status"] != "interrupted" and r["method"] not in sent]
 
     def close(self) -> None:
         """Release the queue, and the matrices' variables of what was sent (:func:`_run_on_dask`)."""
