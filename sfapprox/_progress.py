@@ -100,11 +100,15 @@ class Reporter:
     Parameters
     ----------
     callback : callable or None
-        ChordSF's ``callback`` (its ``phase``, where it has one, is shown by :meth:`phase`).
+        ChordSF's ``callback``.
     max_iter : int or None, default=None
         The most iterations the fit takes.
-    scale : float, default=1.0
-        What the errors given are multiplied by (a fit of ``X / c`` reports in ``X``'s units with ``c``).
+
+    Attributes
+    ----------
+    scale : float
+        What the errors given are multiplied by, 1.0 until the fit sets it (a fit of ``X / c`` reports in
+        ``X``'s units with ``c``).
 
     Examples
     --------
@@ -117,18 +121,18 @@ class Reporter:
     [(1, 2.5, 'rank 3'), (1, 2.5, 'rank 3')]
     """
 
-    def __init__(self, callback: Callable[..., Any] | None, max_iter: int | None = None, scale: float = 1.0) -> None:
+    def __init__(self, callback: Callable[..., Any] | None, max_iter: int | None = None) -> None:
         self.callback = callback
         self.max_iter = max_iter
-        self.scale = scale
+        self.scale = 1.0
         self.iteration = 0
         self.error: float | None = None
         self.stage: str | None = None
         self.began = time.perf_counter()
 
-    def __call__(self, error: float | None = None, *, steps: int = 1, **extra: Any) -> None:
+    def __call__(self, error: float | None = None, *, steps: int = 1) -> None:
         """Report ``steps`` more iterations done (0: only a new stage or error), ``error`` the current
-        ``||X - X̂||_F`` where known; ``extra`` entries are added to the dict (``start``)."""
+        ``||X - X̂||_F`` where known."""
         self.iteration += steps
         if error is not None:
             self.error = float(error) * self.scale
@@ -138,13 +142,9 @@ class Reporter:
                 "elapsed": time.perf_counter() - self.began}
         if self.stage:
             info["stage"] = self.stage
-        self.callback({**info, **extra})
+        self.callback(info)
 
     def at(self, stage: str | None, error: float | None = None) -> None:
         """Say that the fit now runs ``stage`` (reported at once, no iteration counted)."""
         self.stage = stage
         self(error, steps=0)
-
-    def phase(self, text: str):
-        """:func:`phase` on the callback's display: work with no iterations to report (compiling)."""
-        return phase(self.callback, text)
