@@ -146,7 +146,8 @@ class SurrogateOperator(LinearOperator):
 
         A reader checks a file's datasets against them (:func:`sfapprox.load_factors`): ``to_arrays``
         copies some parts (a hybrid's sparse part as COO), only for their names to be read.  This
-        default asks ``to_arrays``; each kind of this package names its own.
+        default asks ``to_arrays`` (no copy for a kind whose arrays it holds as they are saved); the
+        kinds that copy (hybrid, sparse) name their own.
         """
         return tuple(self.to_arrays()[0])
 

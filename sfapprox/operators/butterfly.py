@@ -104,10 +104,6 @@ class PaddedButterflyOperator(SurrogateOperator):
         """``{"values"}`` and ``{"n": n}`` (see the class docstring's layout)."""
         return {"values": self.inner.values}, {"n": int(self.shape[0])}
 
-    def array_names(self) -> tuple[str, ...]:
-        """:meth:`to_arrays`' names (:meth:`SurrogateOperator.array_names`)."""
-        return ("values",)
-
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "PaddedButterflyOperator":
         """Rebuild from :meth:`to_arrays` (:meth:`SurrogateOperator.from_arrays` states the contract)."""

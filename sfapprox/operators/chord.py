@@ -276,10 +276,6 @@ class ChordOperator(SurrogateOperator):
         return ({"values": self.values, "offsets": self.offsets},
                 {"support": self.support, "n_factors": self.n_factors})
 
-    def array_names(self) -> tuple[str, ...]:
-        """:meth:`to_arrays`' names (:meth:`SurrogateOperator.array_names`)."""
-        return ("values", "offsets")
-
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "ChordOperator":
         """Rebuild from :meth:`to_arrays`, files older than the ``support`` attribute read as offset-based

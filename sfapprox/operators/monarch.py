@@ -193,10 +193,6 @@ class MonarchOperator(_Blockwise):
         """``{"left", "right"}`` and ``{"n": n}`` (see the class docstring's layout)."""
         return {"left": self.left, "right": self.right}, {"n": int(self.shape[0])}
 
-    def array_names(self) -> tuple[str, ...]:
-        """:meth:`to_arrays`' names (:meth:`SurrogateOperator.array_names`)."""
-        return ("left", "right")
-
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "MonarchOperator":
         """Rebuild from :meth:`to_arrays` (:meth:`SurrogateOperator.from_arrays` states the contract)."""
@@ -298,10 +294,6 @@ class MonarchLowRankOperator(_Blockwise):
         if self.monarch is not None:
             arrays.update(left=self.monarch.left, right=self.monarch.right)
         return arrays, {"n": int(self.shape[0])}
-
-    def array_names(self) -> tuple[str, ...]:
-        """:meth:`to_arrays`' names (:meth:`SurrogateOperator.array_names`)."""
-        return ("U", "s", "Vt") + (() if self.monarch is None else self.monarch.array_names())
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> MonarchLowRankOperator:

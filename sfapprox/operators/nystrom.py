@@ -88,10 +88,6 @@ class NystromOperator(SurrogateOperator):
         """``C`` and ``core``."""
         return {"C": self.C, "core": self.core}, {}
 
-    def array_names(self) -> tuple[str, ...]:
-        """:meth:`to_arrays`' names (:meth:`SurrogateOperator.array_names`)."""
-        return ("C", "core")
-
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "NystromOperator":
         """Rebuild from :meth:`to_arrays` (:meth:`SurrogateOperator.from_arrays` states the contract)."""
