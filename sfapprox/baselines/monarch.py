@@ -291,13 +291,25 @@ def monarch_project_within(X, left_block: int, right_block: int, rank: int = 1,
             rows = np.zeros((b1, b1 * b2))
             part = dense[q::b2]
             rows[: part.shape[0], :n] = part
-            U, s, Vt = np.linalg.svd(rows.reshape(b1, b1, b2).transpose(1, 0, 2), full_matrices=False)
-            root = np.sqrt(s[:, :r])
-            left[q] = (U[..., :r] * root[:, None, :]).transpose(1, 0, 2)
-            right[:, :, q] = Vt[:, :r, :] * root[:, :, None]
+            lefts, rights, s = _slab_triplets(rows.reshape(b1, b1, b2).transpose(1, 0, 2), r)
+            left[q] = lefts.transpose(1, 0, 2)
+            right[:, :, q] = rights
             dropped += float(np.square(s[:, r:]).sum())
             step = _timing.now() - began
     return left, right, math.sqrt(dropped), True
+
+
+def _slab_triplets(stack: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The leading ``rank`` singular triplets of each ``b1 x b2`` slab of ``stack`` (``m x b1 x b2``), with
+    ``sqrt(sigma)`` into each side (:func:`monarch_project`'s split): the left parts (``m x b1 x r``), the
+    right parts (``m x r x b2``) and every singular value (``m x min(b1, b2)``), for the dropped ones' error.
+
+    :func:`monarch_project_within` stacks the slabs of one row offset ``q``, :func:`monarch_project_columns`
+    those of one column block ``k``: each writes the parts into its own axis of ``left`` and ``right``.
+    """
+    U, s, Vt = np.linalg.svd(stack, full_matrices=False)
+    root = np.sqrt(s[:, :rank])
+    return U[..., :rank] * root[:, None, :], Vt[:, :rank, :] * root[:, :, None], s
 
 
 def monarch_project_columns(source: MatrixSource, left_block: int, right_block: int, rank: int = 1):
@@ -340,10 +352,9 @@ def monarch_project_columns(source: MatrixSource, left_block: int, right_block: 
             block[:n, : J.size] = source.columns(J)
         slab = block.reshape(b1, b2, b2).transpose(1, 0, 2)  # (q, a, l): S[q, k] for every q
         with _one_blas_thread():
-            U, s, Vt = np.linalg.svd(slab, full_matrices=False)
-        root = np.sqrt(s[:, :r])
-        left[:, :, k, :] = U[:, :, :r] * root[:, None, :]
-        right[k] = (Vt[:, :r, :] * root[:, :, None]).transpose(1, 0, 2)
+            lefts, rights, s = _slab_triplets(slab, r)
+        left[:, :, k, :] = lefts
+        right[k] = rights.transpose(1, 0, 2)
         total += float((s**2).sum())
         dropped += float((s[:, r:] ** 2).sum())
     return left, right, float(np.sqrt(dropped)), float(np.sqrt(total))
