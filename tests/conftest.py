@@ -108,8 +108,9 @@ def no_hang():
 @pytest.fixture
 def slow_power_iterations(fake_clock, monkeypatch):
     """A randomized SVD forced on small matrices, each product of its range finder "taking" 1 s of
-    :func:`fake_clock`: ``patch(module)`` sets the module's ``EXACT_MAX_N`` to 8 and spies on its
-    ``_randomized_svd_within``; it returns the list of the power iterations each such SVD ran."""
+    :func:`fake_clock`: ``patch(module)`` sets the module's and :mod:`~sfapprox.baselines.tsvd`'s ``EXACT_MAX_N``
+    to 8 and spies on tsvd's ``_randomized_svd_within`` (what :func:`~sfapprox.baselines.tsvd.leading_svd`
+    calls); it returns the list of the power iterations each such SVD ran."""
     import numpy as np
 
     from sfapprox.baselines import tsvd
@@ -131,8 +132,11 @@ def slow_power_iterations(fake_clock, monkeypatch):
     monkeypatch.setattr(np.linalg, "qr", slow_qr)
 
     def patch(module) -> list[int]:
-        monkeypatch.setattr(module, "EXACT_MAX_N", 8)
-        monkeypatch.setattr(module, "_randomized_svd_within", spy)
+        # the start SVDs' rule lives in tsvd (leading_svd); the module's own uses of the threshold follow it
+        for owner in {module, tsvd}:
+            if hasattr(owner, "EXACT_MAX_N"):
+                monkeypatch.setattr(owner, "EXACT_MAX_N", 8)
+        monkeypatch.setattr(tsvd, "_randomized_svd_within", spy)
         return done
 
     return patch

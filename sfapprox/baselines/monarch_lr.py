@@ -48,7 +48,7 @@ from ..budget import monarch_lr_min_budget, tsvd_count, tsvd_rank_for_budget
 from ..operators.monarch import MonarchLowRankOperator, MonarchOperator
 from .monarch import (MonarchShape, monarch_configs_for_budget, monarch_project, monarch_project_within,
                       projection_seconds, shape_stage)
-from .tsvd import EXACT_MAX_N, _exact_svd, _randomized_svd_within, numerical_rank, preferred, reproduces
+from .tsvd import leading_svd, numerical_rank, preferred, reproduces
 
 __all__ = ["MonarchLowRank", "MonarchLowRankOperator", "monarch_lr_min_budget"]
 
@@ -94,12 +94,9 @@ class _Point:
 
 def _first_low_rank(R: np.ndarray, k: int, seed: int,
                     deadline: _timing.Deadline | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The best rank-``k`` approximation of ``R`` (randomized above :data:`EXACT_MAX_N`), as U, s, Vt; the
-    randomized SVD's power iterations each start only when they fit ``deadline``, as TruncatedSVD's do
-    (all 4 ran whatever the limit: the low-rank end at N = 8,192 took 39 s of a 10 s limit)."""
-    if R.shape[0] <= EXACT_MAX_N:
-        return _exact_svd(R, k)
-    return _randomized_svd_within(R, k, 10, 4, seed, deadline)[:3]
+    """The best rank-``k`` approximation of ``R`` as U, s, Vt: :func:`~.tsvd.leading_svd` with 4 power
+    iterations at most (each only when it fits ``deadline``); the alternations refine it further."""
+    return leading_svd(R, k, seed, deadline, n_iter=4)
 
 
 def _power_step(R: np.ndarray, Vt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -35,7 +35,7 @@ from ..budget import nmf_count, nmf_rank_for_budget, rank_within
 from ..metrics import operator_error
 from ..operators import HybridOperator
 from ._torch import as_tensor, few_threads
-from .tsvd import EXACT_MAX_N, EXACT_SVD_ARRAYS, _exact_svd, _randomized_svd_within, preferred, round_off
+from .tsvd import EXACT_MAX_N, EXACT_SVD_ARRAYS, leading_svd, preferred, round_off
 from .tsvd import EXACT_TOL  # noqa: F401 - this module's own name for it before
 
 __all__ = ["NMF"]
@@ -78,16 +78,6 @@ BEST_INITS = ("nndsvda", "nndsvd", "nndsvdar", "random")
 
 
 # --------------------------------------------------------------------------- starts
-def _leading_svd(X, rank: int, seed: int,
-                 deadline: _timing.Deadline | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Top-``rank`` singular triplets, with the same solver rule as TruncatedSVD; above ``EXACT_MAX_N``
-    its power iterations each start only when they fit ``deadline``, as TruncatedSVD's do (all 7 ran
-    whatever the limit: nmf at N = 8,192 took 53 s of a 10 s limit)."""
-    if X.shape[0] <= EXACT_MAX_N:
-        return _exact_svd(X.toarray() if hasattr(X, "toarray") else X, rank)
-    return _randomized_svd_within(X, rank, 10, 7, seed, deadline)[:3]
-
-
 def _nndsvd(X, rank: int, variant: str, seed: int,
             deadline: _timing.Deadline | None = None) -> tuple[np.ndarray, np.ndarray]:
     """NNDSVD start (Boutsidis & Gallopoulos 2008) and its a/ar variants, in numpy.
@@ -96,7 +86,7 @@ def _nndsvd(X, rank: int, variant: str, seed: int,
     ``X`` and ``"nndsvdar"`` with small random values (mean / 100), as
     scikit-learn does.
     """
-    U, s, Vt = _leading_svd(X, rank, seed, deadline)
+    U, s, Vt = leading_svd(X, rank, seed, deadline)
     n = X.shape[0]
     W, H = np.zeros((n, rank)), np.zeros((rank, n))
     W[:, 0] = math.sqrt(s[0]) * np.abs(U[:, 0])

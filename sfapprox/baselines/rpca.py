@@ -77,7 +77,7 @@ from ..budget import (
 from ..operators import HybridOperator
 from ._torch import few_threads
 from .sparse import dense_top_entries
-from .tsvd import EXACT_MAX_N, EXACT_SVD_ARRAYS, _exact_svd, _randomized_svd_within, carrying_rank, preferred, round_off
+from .tsvd import EXACT_MAX_N, EXACT_SVD_ARRAYS, carrying_rank, leading_svd, preferred, round_off
 
 __all__ = ["RobustPCA", "RANK_FRACTIONS", "PCP_MU_GROWTH"]
 
@@ -518,18 +518,9 @@ def _resolve_splits(
 
 
 # --------------------------------------------------------------------------- one split
-def _start_svd(dense: np.ndarray, rank: int, seed: int,
-               deadline: _timing.Deadline | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Leading ``rank`` singular triplets of ``X``, computed exactly as TruncatedSVD does,
-    so that the largest-rank grid point starts from TSVD's own answer; above ``EXACT_MAX_N`` its
-    power iterations each start only when they fit ``deadline``, as TruncatedSVD's do (all 7 ran
-    whatever the limit: rpca at N = 8,192 took 65 s of a 10 s limit)."""
-    n = dense.shape[0]
-    if rank == 0:
-        return np.zeros((n, 0)), np.zeros(0), np.zeros((0, n))
-    if n <= EXACT_MAX_N:
-        return _exact_svd(dense, rank)
-    return _randomized_svd_within(dense, rank, 10, 7, seed, deadline)[:3]
+#: The start SVD (:func:`~.tsvd.leading_svd`), TruncatedSVD's own answer, so that the largest-rank grid point
+#: starts from it; under its name here since before (the tests time it).
+_start_svd = leading_svd
 
 
 def _scored(dense: np.ndarray, U, sig, Vt, n_sparse: int, norm: float, n_iter: int = 0,

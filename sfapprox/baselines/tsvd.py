@@ -83,6 +83,36 @@ def _randomized_svd_within(
                           n_iter=n_iter, seed=seed, deadline=deadline)
 
 
+def _truncated_svd(X, rank: int, *, exact: bool, n_oversamples: int = 10, n_iter: int = 7, seed: int = 0,
+                   deadline: _timing.Deadline | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Top-``rank`` singular triplets of ``X`` (dense or sparse) and the power iterations that ran: LAPACK's
+    SVD where ``exact`` (a sparse ``X`` formed for it; 0 iterations), else :func:`_randomized_svd_within`'s
+    (each power iteration only when it fits ``deadline``).  Rank 0 is no SVD: empty factors."""
+    if rank == 0:
+        n = X.shape[0]
+        return np.zeros((n, 0)), np.zeros(0), np.zeros((0, n)), 0
+    if exact:
+        return (*_exact_svd(X.toarray() if hasattr(X, "toarray") else X, rank), 0)
+    return _randomized_svd_within(X, rank, n_oversamples, n_iter, seed, deadline)
+
+
+def leading_svd(X, rank: int, seed: int, deadline: _timing.Deadline | None = None, *,
+                n_iter: int = 7) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The start SVD of the methods that begin from TruncatedSVD's answer (NMF's NNDSVD, RPCA's largest
+    rank, Monarch+LR's low-rank end), computed as ``solver="auto"`` computes it: exact up to
+    :data:`EXACT_MAX_N`, randomized (10 extra columns, at most ``n_iter`` power iterations) above.
+
+    Each power iteration starts only when it fits ``deadline``, as TruncatedSVD's do: all of them ran
+    whatever the limit (at N = 8,192, nmf's 7 took 53 s of a 10 s limit, rpca's 65 s, monarch+lr's 4 39 s).
+
+    Returns
+    -------
+    U, s, Vt : numpy.ndarray
+        ``(N, rank)``, ``(rank,)``, ``(rank, N)``.
+    """
+    return _truncated_svd(X, rank, exact=X.shape[0] <= EXACT_MAX_N, n_iter=n_iter, seed=seed, deadline=deadline)[:3]
+
+
 class TruncatedSVD(Approximation):
     """Rank-``r`` approximation ``U diag(s) V^T``: the best one (LAPACK's SVD) up to ``EXACT_MAX_N``, a randomized
     SVD's, near it, above (``stop_reason_`` says which).
@@ -215,13 +245,8 @@ class TruncatedSVD(Approximation):
         # product waited for a descheduled thread (N = 4,096, rank 77 on 2 shared cores: 15-17 s, 1.6-3.4 s
         # on one thread), over a 10 s limit this closed form cannot be cut by
         with AdaptiveThreads(float(n) * n, torch=False):
-            if rank == 0:
-                U, s, Vt = np.zeros((n, 0)), np.zeros(0), np.zeros((0, n))
-            elif solver == "exact":
-                U, s, Vt = _exact_svd(X.toarray() if hasattr(X, "toarray") else X, rank)
-            else:
-                U, s, Vt, done = _randomized_svd_within(X, rank, self.n_oversamples, self.n_iter,
-                                                        self.random_state, deadline)
+            U, s, Vt, done = _truncated_svd(X, rank, exact=solver == "exact", n_oversamples=self.n_oversamples,
+                                            n_iter=self.n_iter, seed=self.random_state, deadline=deadline)
         kept = numerical_rank(s, n)  # singular values at round-off carry nothing: not stored, not charged
         U, s, Vt = U[:, :kept], s[:kept], Vt[:kept]
         self.seconds_ = time.perf_counter() - start
