@@ -395,7 +395,9 @@ class _ChordHybrid(Approximation):
         if params is not None and limit is not None:
             params["time_limit"] = PLAIN_SHARE * limit
         plain = None if params is None else self._fit_plain(X, dense, params, budget)
-        if plain is not None and plain.start == "sf" and deadline.end is not None:
+        # the plain end handed over by a comparison's sf row (its start says so), not fitted here
+        reused = plain is not None and plain.start != "sf"
+        if plain is not None and not reused and deadline.end is not None:
             # the plain end's loading (or compiling) of its kernels is outside its time limit, and so outside
             # the hybrid's: a first fit's (seconds) had taken the joint points' time, every one skipped
             deadline = _timing.Deadline(deadline.end + getattr(self._plain_estimator, "_warm_up_seconds", 0.0))
@@ -415,7 +417,6 @@ class _ChordHybrid(Approximation):
         # kept for going on with the best point (a share of the joint fits' time: the plain end's is its own);
         # none beside a comparison's sf row, whose fit had the whole limit (going on with it would be SF
         # given more time than the sf row, not the hybrid's gain)
-        reused = plain is not None and plain.start != "sf"
         reserve = 0.0 if limit is None or not joint or reused else CONTINUE_SHARE * limit
         with AdaptiveThreads(self._work(n), device_type=self._device.type, compiled=self._compiled(n)) as governor:
             for split in splits:
