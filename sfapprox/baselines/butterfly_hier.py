@@ -366,22 +366,22 @@ class HierarchicalButterfly(Approximation):
                 report.at(f"order {order}")
                 values, steps = factorize(padded, order, step=report)
                 op = self._operator(values, n)
-                if big == n and i + 1 < len(orders) and not deadline.fits(_timing.now() - began):
-                    # No next order: its factorization alone would not end in time.  The error is then the
-                    # split errors' (each split's W_t has orthonormal columns: ||X - product||^2 = sum e_t^2,
-                    # the same to round-off), not a scoring pass over X past the limit (3-4 s at N = 8,192)
+                # No next order where its factorization alone would not end in time.  The error is then the
+                # split errors' (each split's W_t has orthonormal columns: ||X - product||^2 = sum e_t^2,
+                # the same to round-off), not a scoring pass over X past the limit (3-4 s at N = 8,192)
+                last = big == n and i + 1 < len(orders) and not deadline.fits(_timing.now() - began)
+                if last:
                     err = math.sqrt(sum(e * e for e in steps))
-                    report(err, steps=0)
-                    errors[order] = err
-                    best = (err, order, values, steps, op)
-                    reason = "time_limit"
-                    break
-                err = operator_error(dense, op, norm)[0]  # by column blocks above DENSE_SCORING_MAX_N
+                else:
+                    err = operator_error(dense, op, norm)[0]  # by column blocks above DENSE_SCORING_MAX_N
                 report(err, steps=0)
                 errors[order] = err
                 each = _timing.now() - began
                 if best is None or err < best[0] * (1 - 1e-12):
                     best = (err, order, values, steps, op)
+                if last:
+                    reason = "time_limit"
+                    break
         except KeyboardInterrupt:
             if best is None:
                 raise
