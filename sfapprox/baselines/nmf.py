@@ -370,9 +370,10 @@ def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, 
         W, H, n_iter, reason = _fit_from(Xd, Xt, start, device, dtype, norm_x2=norm_x2, deadline=deadline,
                                          measure=measure, report=report, **options)
         scoring = _timing.now()
+        per_iteration = (scoring - fitting) / max(1, n_iter)  # (the first start's: what prices the later ones)
         W, H = W.double().cpu().numpy(), H.double().cpu().numpy()
         if (not i and len(inits) > 1 and not all_starts and deadline is not None and not deadline.fits(
-                (fitting - began) + (2 + EXTRA_START_ITERATIONS) * (scoring - fitting) / max(1, n_iter))):
+                (fitting - began) + (2 + EXTRA_START_ITERATIONS) * per_iteration)):
             # No further start could run (its start, its iterations, and the scoring of both, each
             # about an iteration): the first start's scoring, only there to choose among starts, is
             # skipped (a pass over X past the limit: 3-4 s at N = 8,192 on 2 shared cores)
@@ -382,7 +383,6 @@ def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, 
         if not i:
             # A later start is worth its time only with a few iterations: its start, its scoring
             # and EXTRA_START_ITERATIONS at the first start's cost per iteration.
-            per_iteration = (scoring - fitting) / max(1, n_iter)
             each = (fitting - began) + (_timing.now() - scoring) + EXTRA_START_ITERATIONS * per_iteration
         live = int(_carrying(W, H, math.sqrt(n)).sum()) if len(inits) > 1 else rank
         # of starts that reproduce X the fewest components: a constant matrix at rank 2 kept NNDSVDa's two
