@@ -38,10 +38,19 @@ class Interval:
             return False
         if self.kind is int and not isinstance(value, numbers.Integral):
             return False
-        if not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
+        if not isinstance(value, numbers.Real) or not self._finite(value):
             return False
         above = self.low is None or (value > self.low if self.low_open else value >= self.low)
         return above and (self.high is None or value <= self.high)
+
+    def _finite(self, value: numbers.Real) -> bool:
+        """Whether ``value`` is finite as this kind: an int past a float's range (10**400) is a whole number
+        still, judged by the bounds, but no float (``float()`` raised OverflowError, a traceback from
+        every check)."""
+        try:
+            return math.isfinite(float(value))
+        except OverflowError:
+            return self.kind is int
 
     def describe(self) -> str:
         kind = "an int" if self.kind is int else "a float"
