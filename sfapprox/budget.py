@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import functools
 import math
-import numbers
 from dataclasses import dataclass, field
 
 from ._errors import BudgetError, NotApplicableError, ParameterError
+from ._params import Interval
 from .chord import (
     SUPPORTS,
     butterfly_n_factors,
@@ -215,6 +215,10 @@ def rank_within(n: int, n_components: int | None, budget: int | None, rank_for_b
     return n_components
 
 
+#: What a part of a count (a rank, a number of entries) may be: the estimators' constraint of one.
+_COUNT_PART = Interval(int, 0)
+
+
 def _whole(value, what: str) -> int:
     """``value`` as a count: a whole number ``>= 0`` (a rank of -1 gave a count of -33 without a word).
 
@@ -223,7 +227,7 @@ def _whole(value, what: str) -> int:
     >>> _whole(3, "rank"), _whole(0, "rank")
     (3, 0)
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+    if not _COUNT_PART.accepts(value):
         raise ParameterError(f"{what} must be a whole number >= 0, got {value!r}")
     return int(value)
 

@@ -223,3 +223,14 @@ def test_counts_refuse_a_negative_or_fractional_part_and_ranks_for_a_negative_bu
     for count, value in ((tsvd_count, -1), (nmf_count, 1.5), (nystrom_count, -2), (sparse_count, True)):
         with pytest.raises(ParameterError, match="must be a whole number >= 0"):
             count(16, value)
+
+
+def test_the_budgets_counts_take_a_part_as_the_int_constraint_does():
+    """A count's part (``budget._whole``) is what ``Interval(int, 0)`` accepts: a whole number >= 0, a numpy
+    int or one past a float's range included, never a bool, a float or None."""
+    from sfapprox.budget import tsvd_count
+
+    assert tsvd_count(4, 10**400) == 10**400 * 9 and tsvd_count(4, np.int32(2)) == 18
+    for value in (-1, 1.0, True, None, np.float64(2.0)):
+        with pytest.raises(ParameterError, match="rank must be a whole number >= 0"):
+            tsvd_count(4, value)
