@@ -376,6 +376,22 @@ def check_sparse_structure(X, *, source: str = "array") -> None:
             raise InputError(f"{source}: invalid sparse matrix ({' '.join(str(exc).split())})") from None
 
 
+def canonical_csr(sparse) -> sp.csr_array:
+    """``sparse`` as float64 CSR with one entry per position, columns sorted in each row: a surrogate's
+    sparse part (:class:`~sfapprox.operators.HybridOperator`) or a target scored by its entries
+    (:mod:`~sfapprox.metrics`).  One that is so already is taken as it is; otherwise a new array (the
+    caller's is left as it was).
+
+    Unlike :func:`check_square_matrix`'s copy, explicit zeros stay: a part's stored entries are what it is
+    charged for.
+    """
+    out = sp.csr_array(sparse, dtype=np.float64)
+    if not out.has_canonical_format:
+        out = out.copy()  # (the caller's array is left as it was)
+        out.sum_duplicates()  # sorts the columns too
+    return out
+
+
 def _check_sparse(X, source: str, max_memory: int | None) -> sp.csr_array:
     check_matrix_dtype(np.dtype(X.dtype), source)
     _check_shape(X.shape, source)

@@ -124,6 +124,17 @@ class TestSparse:
         assert out.nnz == 2  # duplicates summed, explicit zero dropped
         assert out[0, 1] == 5.0
 
+    def test_canonical_csr_copies_only_what_it_must(self):
+        """The canonical form of a sparse part (HybridOperator's) or target (metrics): a canonical float64
+        CSR is taken as it is; any other is a new array, the caller's left as it was."""
+        from sfapprox._validation import canonical_csr
+
+        canonical = sp.csr_array(([1.0, 2.0], ([0, 1], [1, 0])), shape=(2, 2))
+        assert np.shares_memory(canonical_csr(canonical).data, canonical.data)
+        repeated = sp.csr_array((np.array([1.0, 2.0]), np.array([1, 1]), np.array([0, 2, 2])), shape=(2, 2))
+        out = canonical_csr(repeated)
+        assert out.has_canonical_format and out.nnz == 1 and out[0, 1] == 3.0 and repeated.nnz == 2
+
     def test_input_not_modified(self):
         A = sp.csr_array(([1.0, 0.0], ([0, 1], [1, 0])), shape=(2, 2))
         check_square_matrix(A)

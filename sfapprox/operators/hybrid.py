@@ -15,26 +15,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._errors import ParameterError
+from .._validation import canonical_csr
 from ..budget import hybrid_count
 from ._base import SurrogateOperator, check_finite, register_operator
 from .chord import CHORD_DATASETS, CHORD_DESCRIPTION, ChordOperator
 
 __all__ = ["HybridOperator"]
-
-
-def _canonical_csr(sparse) -> sp.csr_array:
-    """``sparse`` as float64 CSR with one entry per position, columns sorted in each row.
-
-    As a factors file holds it (COO entries, a repeated position refused): a part with repeated
-    entries was saved as a file that :func:`~sfapprox.load_factors` refused as damaged and counted
-    each repeat as a stored number, and unsorted columns summed a row in another order than the
-    loaded copy (products that differed in the last bits).
-    """
-    out = sp.csr_array(sparse, dtype=np.float64)
-    if not out.has_canonical_format:
-        out = out.copy()  # (the caller's array is left as it was)
-        out.sum_duplicates()  # sorts the columns too
-    return out
 
 
 @register_operator
@@ -117,7 +103,11 @@ class HybridOperator(SurrogateOperator):
             raise ParameterError(f"sparse part has shape {sparse.shape}, expected {(n, n)}")
         self.chord = chord
         self.U, self.s, self.Vt = U, sig, Vt
-        self.sparse = _canonical_csr(sparse)
+        # As a factors file holds it (COO entries, a repeated position refused): a part with repeated entries
+        # was saved as a file that load_factors refused as damaged and counted each repeat as a stored
+        # number, and unsorted columns summed a row in another order than the loaded copy (products that
+        # differed in the last bits).
+        self.sparse = canonical_csr(sparse)
         self.count_indices = bool(count_indices)
         self._sparse_t = None  # (sparse, its transpose as CSR), made on the first transposed product
         super().__init__(n)
