@@ -382,9 +382,13 @@ def canonical_csr(sparse) -> sp.csr_array:
     (:mod:`~sfapprox.metrics`).  One that is so already is taken as it is; otherwise a new array (the
     caller's is left as it was).
 
-    Unlike :func:`check_square_matrix`'s copy, explicit zeros stay: a part's stored entries are what it is
-    charged for.
+    Integer values become float64 before repeated entries are summed, as :func:`check_square_matrix`
+    converts them: scipy sums a COO's repeats in its own dtype as it converts it to CSR, and int64 wraps
+    around (two entries of 6e18 gave -6.4e18).  Unlike :func:`check_square_matrix`'s copy, explicit zeros
+    stay: a part's stored entries are what it is charged for.
     """
+    if np.dtype(sparse.dtype).kind in "biu":
+        sparse = sparse.astype(np.float64)
     out = sp.csr_array(sparse, dtype=np.float64)
     if not out.has_canonical_format:
         out = out.copy()  # (the caller's array is left as it was)

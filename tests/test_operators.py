@@ -386,6 +386,15 @@ def test_low_rank_and_sparse_torch_layers_take_float64_input_as_the_chord_layer_
         assert torch.allclose(y, x @ torch.from_numpy(op.to_dense()).T, atol=1e-5)
 
 
+def test_an_integer_sparse_parts_repeated_entries_are_summed_in_float():
+    """A sparse part of int64 COO entries was converted to CSR, its repeats summed in int64, before it became
+    float64: two entries of 6e18 wrapped to -6.4e18 (the input check's twin converts first, and got 1.2e19)."""
+    coo = sp.coo_array((np.array([6 * 10**18] * 2, dtype=np.int64), ([0, 0], [1, 1])), shape=(3, 3))
+    op = HybridOperator(3, sparse=coo)
+    assert op.sparse.dtype == np.float64 and op.sparse.nnz == 1
+    assert op.to_dense()[0, 1] == 1.2e19 and coo.nnz == 2  # the caller's array as it was
+
+
 def test_the_constructor_refuses_what_no_operator_is(tmp_path):
     from sfapprox import HybridOperator, load_factors, save_factors
 
