@@ -305,7 +305,8 @@ def _slab_triplets(stack: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray
     right parts (``m x r x b2``) and every singular value (``m x min(b1, b2)``), for the dropped ones' error.
 
     :func:`monarch_project_within` stacks the slabs of one row offset ``q``, :func:`monarch_project_columns`
-    those of one column block ``k``: each writes the parts into its own axis of ``left`` and ``right``.
+    those of one column block ``k``, :func:`monarch_project_sparse` one slab's non-zero rows and columns:
+    each writes the parts into its own axes of ``left`` and ``right``.
     """
     U, s, Vt = np.linalg.svd(stack, full_matrices=False)
     root = np.sqrt(s[:, :rank])
@@ -436,12 +437,11 @@ def _sparse_slab(left: np.ndarray, right: np.ndarray, k: int, q: int, a: np.ndar
     block = np.zeros((rows.size, used.size))
     block[at_row, at_col] = values
     with _one_blas_thread():
-        U, s, Vt = np.linalg.svd(block, full_matrices=False)
-    t = min(rank, s.size)
-    root = np.sqrt(s[:t])
-    left[q][rows, k, :t] = U[:, :t] * root  # (views: in place)
-    right[k, :t][:, q, used] = Vt[:t] * root[:, None]
-    return float((s[t:] ** 2).sum())
+        lefts, rights, s = _slab_triplets(block[None], rank)
+    t = lefts.shape[-1]  # rank, or fewer where the block is smaller
+    left[q][rows, k, :t] = lefts[0]  # (views: in place)
+    right[k, :t][:, q, used] = rights[0]
+    return float((s[0, t:] ** 2).sum())
 
 
 @contextlib.contextmanager
