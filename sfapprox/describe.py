@@ -14,7 +14,7 @@ from ._validation import format_bytes, memory_limit
 from .budget import sf_count, sf_structure, tsvd_count, tsvd_rank_for_budget
 from .comparison import as_loaded_matrix, formable, formed_need, recipe_text
 from .factors import load_factors
-from .formats import Column, OutputFormat, Table, fact_text, printable, render_frame, render_html
+from .formats import Column, OutputFormat, ShownAsTables, Table, fact_text, printable, render_html
 from .sources import MatrixSource
 
 __all__ = ["MatrixDescription", "describe", "describe_factors", "describe_weights", "describe_methods",
@@ -22,12 +22,15 @@ __all__ = ["MatrixDescription", "describe", "describe_factors", "describe_weight
 
 
 @dataclass(repr=False)  # its own __repr__: every cell of every table was 8,000 characters
-class MatrixDescription:
+class MatrixDescription(ShownAsTables):
     """Facts about a matrix (or a file), its tables and the same as a JSON dict.
 
     In a notebook it shows as ``sfapprox info`` does (``_repr_html_``: the facts, then the tables);
     its ``repr`` gives the tables' titles and the main facts in a few lines; :meth:`to_frame` gives the
-    tables' rows as a pandas DataFrame.
+    tables' rows as a pandas DataFrame, the values of ``sfapprox info --csv``: for :func:`describe`, a
+    row per method (its smallest budget, the share of N², why it never applies); for
+    :func:`describe_factors`, a row per fact; a leading ``table`` column (the title) where there are
+    several tables (:func:`describe_formats`).
 
     Attributes
     ----------
@@ -63,28 +66,15 @@ class MatrixDescription:
                          + f" ({len(self.facts)} fact{'' if len(self.facts) == 1 else 's'})")
         return printable("\n".join(lines))
 
-    def _repr_html_(self) -> str:
+    def _repr_html_(self) -> str:  # its own: the facts come first, and a saved fit's only once
         """As ``sfapprox info`` shows it, in HTML for a notebook (:func:`~sfapprox.formats.render_html`):
         the facts, then the tables (a saved fit's facts once: its table of them is for the files)."""
         facts = [(k, fact_text(v)) for k, v in self.facts]
         return render_html([t for t in self.tables if not _repeats_facts(t, self.facts)], facts)
 
-    def to_frame(self):
-        """The tables' rows as a pandas DataFrame: the values of ``sfapprox info --csv`` (full precision).
-
-        Returns
-        -------
-        pandas.DataFrame
-            For :func:`describe`, a row per method (its smallest budget, the share of N², why it never
-            applies); for :func:`describe_factors`, a row per fact; a leading ``table`` column (the
-            title) where there are several tables (:func:`describe_formats`).
-
-        Raises
-        ------
-        SfapproxError
-            When pandas is not installed (sfapprox does not depend on it: ``pip install pandas``).
-        """
-        return render_frame(self.tables)
+    def _shown_tables(self) -> list[Table]:
+        """The tables :meth:`to_frame` flattens: those of ``sfapprox info --csv``."""
+        return self.tables
 
 
 #: The facts a description's ``repr`` gives, where it has them (a matrix's, a saved fit's, a source's);

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Column", "Table", "OutputFormat", "Layout", "layout", "render_rich", "render_html", "render_frame",
-           "fmt_number", "fmt_seconds", "fact_text", "counted", "jsonable", "PLOT_SUFFIXES", "printable", "to_ascii",
-           "ascii_table"]
+           "ShownAsTables", "fmt_number", "fmt_seconds", "fact_text", "counted", "jsonable", "PLOT_SUFFIXES", "printable",
+           "to_ascii", "ascii_table"]
 
 #: Figure formats matplotlib writes without extra packages (the plots' files; a stream gets a PNG).
 PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp")
@@ -631,6 +631,40 @@ def render_html(tables: list[Table], facts: list[tuple[str, str]] | None = None)
             out.append("<p>" + "<br>".join(_html_text(n) for n in notes) + "</p>")
     out.append("</div>")
     return "\n".join(out)
+
+
+class ShownAsTables:
+    """A result that a notebook shows as its command's tables (``_repr_html_``, :func:`render_html`) and that
+    :meth:`to_frame` gives as a pandas DataFrame (:func:`render_frame`): one pair for every result class.
+
+    A subclass names its tables in :meth:`_shown_tables` (default: its ``tables()``); the columns of its
+    DataFrame are those of its command's ``--csv``, said in its own docstring.
+    """
+
+    def _shown_tables(self) -> list[Table]:
+        """The tables a notebook shows and :meth:`to_frame` flattens: the command's ``--csv`` tables."""
+        return self.tables()
+
+    def _repr_html_(self) -> str:
+        """The tables as HTML, for a notebook (:func:`render_html`)."""
+        return render_html(self._shown_tables())
+
+    def to_frame(self):
+        """The tables' rows as a pandas DataFrame: the values of the command's ``--csv`` (full precision,
+        marks such as the winner as columns of their own; the class's docstring names the columns).
+
+        Returns
+        -------
+        pandas.DataFrame
+            A row per table row; a missing value is NaN (None in a column of text); a leading ``table``
+            column (the table's title) where there are several tables.
+
+        Raises
+        ------
+        SfapproxError
+            When pandas is not installed (sfapprox does not depend on it: ``pip install pandas``).
+        """
+        return render_frame(self._shown_tables())
 
 
 def render_markdown(tables: list[Table]) -> str:

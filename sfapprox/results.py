@@ -23,14 +23,13 @@ from .baselines.sparse import sparse_count
 from .formats import (
     ESTIMATED_NOTE,
     Column,
+    ShownAsTables,
     Table,
     counted,
     fmt_seconds,
     fmt_with_interval,
     jsonable,
     printable,
-    render_frame,
-    render_html,
 )
 
 __all__ = ["MethodResult", "Comparison", "library_versions", "details", "error_cell", "error_text", "matrix_label"]
@@ -127,13 +126,16 @@ class MethodResult:
 
 
 @dataclass(repr=False)  # its own __repr__: every field of the matrix summary and each row was 1,500 characters
-class Comparison:
+class Comparison(ShownAsTables):
     """Every method's result on one matrix at one budget, and how they were run.
 
     ``settings``, ``versions`` and ``notes`` are written to every JSON file.  In a
     notebook it shows as ``compare``'s table (``_repr_html_``); its ``repr`` says
     the matrix, the budget, each method's error (the winner starred) and the
-    verdict in a few lines; :meth:`to_frame` gives the rows as a pandas DataFrame.
+    verdict in a few lines; :meth:`to_frame` gives the rows as a pandas DataFrame,
+    the values of ``compare --csv``: a row per method, columns ``method``, ``stored``,
+    ``of budget``, ``min budget``, ``‖X−X̂‖_F``, ``relative``, ``seconds``, ``status``,
+    ``details``, ``winner`` and the 95 % intervals' ends.
 
     Attributes
     ----------
@@ -352,28 +354,6 @@ class Comparison:
         if verdict is not None:
             lines.append(f"  verdict: {verdict['text']}")
         return printable("\n".join(lines))
-
-    def _repr_html_(self) -> str:
-        """``compare``'s table as HTML, for a notebook (:func:`~sfapprox.formats.render_html`)."""
-        return render_html(self.tables())
-
-    def to_frame(self):
-        """The table's rows as a pandas DataFrame: the values of ``compare --csv`` (full precision, the
-        winner and the 95 % intervals as columns of their own).
-
-        Returns
-        -------
-        pandas.DataFrame
-            A row per method; columns ``method``, ``stored``, ``of budget``, ``min budget``,
-            ``‖X−X̂‖_F``, ``relative``, ``seconds``, ``status``, ``details``, ``winner`` and the
-            intervals' ends; a missing value is NaN (None in a column of text).
-
-        Raises
-        ------
-        SfapproxError
-            When pandas is not installed (sfapprox does not depend on it: ``pip install pandas``).
-        """
-        return render_frame(self.tables())
 
     def tables(self) -> list[Table]:
         """The comparison as one table: a row per method, the winner marked."""

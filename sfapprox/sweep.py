@@ -32,7 +32,7 @@ from .comparison import (
     settings_with,
     warnings_at_caller,
 )
-from .formats import Column, Table, interval_columns, jsonable, printable, render_frame, render_html
+from .formats import Column, ShownAsTables, Table, interval_columns, jsonable, printable
 from .results import Comparison, MethodResult, error_text, record_label
 from .sources import MatrixSource
 
@@ -201,12 +201,16 @@ REPR_BUDGETS = 6
 
 
 @dataclass(repr=False)  # its own __repr__: every point's every field was 2,400 characters
-class Sweep:
+class Sweep(ShownAsTables):
     """One :class:`~sfapprox.results.Comparison` per budget, by increasing budget.
 
     In a notebook it shows as ``sweep``'s table (``_repr_html_``); its ``repr`` gives
     each budget's errors (the smallest starred) in a few lines; :meth:`to_frame`
-    gives the rows as a pandas DataFrame.
+    gives the rows as a pandas DataFrame, the values of ``sweep --csv``: a row per
+    budget (a stopped sweep's unreached ones too, "skipped"): ``budget``, ``% of N²``,
+    each method's relative error (its absolute one when X is all zeros; NaN where it
+    has none), each method's status (``"<method> status"``) and, where estimated, the
+    95 % intervals' ends.
 
     Attributes
     ----------
@@ -265,27 +269,6 @@ class Sweep:
             left = len(lines) - REPR_BUDGETS + 1
             lines = [*lines[:head], f"  ... {left} more budgets ...", *lines[-(REPR_BUDGETS - head - 1):]]
         return printable("\n".join([f"Sweep: {table.title}", *(lines or ["  no budget was run"])]))
-
-    def _repr_html_(self) -> str:
-        """``sweep``'s table as HTML, for a notebook (:func:`~sfapprox.formats.render_html`)."""
-        return render_html(self.tables())
-
-    def to_frame(self):
-        """The table's rows as a pandas DataFrame: the values of ``sweep --csv`` (full precision).
-
-        Returns
-        -------
-        pandas.DataFrame
-            A row per budget (a stopped sweep's unreached ones too, "skipped"): ``budget``, ``% of N²``,
-            each method's relative error (its absolute one when X is all zeros; NaN where it has none),
-            each method's status (``"<method> status"``) and, where estimated, the 95 % intervals' ends.
-
-        Raises
-        ------
-        SfapproxError
-            When pandas is not installed (sfapprox does not depend on it: ``pip install pandas``).
-        """
-        return render_frame(self.tables())
 
     def tables(self) -> list[Table]:
         """The sweep as one table: a row per budget, a column per method (relative errors)

@@ -17,8 +17,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..formats import (ESTIMATED_NOTE, Column, Table, counted, fmt_with_interval, interval_columns, printable,
-                       render_frame, render_html)
+from ..formats import (ESTIMATED_NOTE, Column, ShownAsTables, Table, counted, fmt_with_interval, interval_columns,
+                       printable)
 from .manifest import CATEGORIES
 from .results_file import FILE_MISSING, MEASURES
 from .results_file import finite_number as _finite  # the lines' own test: an edited 10**400 is not finite
@@ -132,12 +132,16 @@ class Unavailable:
 
 
 @dataclass(repr=False)  # its own __repr__: every record's every field, thousands of characters
-class Report:
+class Report(ShownAsTables):
     """Tables by category (in :data:`~sfapprox.datasets.manifest.CATEGORIES` order) and the records.
 
     In a notebook it shows as ``sfapprox report``'s tables (``_repr_html_``: those of its files, the
     matrices no method could run on included); its ``repr`` sums it up in a few lines (the wins by
-    category); :meth:`to_frame` gives the rows as a pandas DataFrame.
+    category); :meth:`to_frame` gives the rows as a pandas DataFrame, the values of ``sfapprox report
+    --csv``: a row per matrix: its name, ``N``, each method's ‖X − X̂‖_F (NaN where it has none), the
+    paper's figures and the deviation from them, the winner, ``category``, each method's status and,
+    where estimated, the 95 % intervals' ends; a leading ``table`` column (the table's title) where
+    there are several (categories, or the matrices no method could run on).
 
     Attributes
     ----------
@@ -253,29 +257,10 @@ class Report:
             lines.append(f"  {counted(len(self.skipped_lines), 'line')} of the results file could not be read")
         return printable("\n".join(lines))
 
-    def _repr_html_(self) -> str:
-        """The report's tables as HTML, for a notebook (:func:`~sfapprox.formats.render_html`): those of
-        its files (:meth:`file_tables`)."""
-        return render_html(self.file_tables())
-
-    def to_frame(self):
-        """The rows as a pandas DataFrame: the values of ``sfapprox report --csv`` (:meth:`file_tables`,
-        full precision).
-
-        Returns
-        -------
-        pandas.DataFrame
-            A row per matrix: its name, ``N``, each method's ‖X − X̂‖_F (NaN where it has none), the
-            paper's figures and the deviation from them, the winner, ``category``, each method's status
-            and, where estimated, the 95 % intervals' ends; a leading ``table`` column (the table's title)
-            where there are several (categories, or the matrices no method could run on).
-
-        Raises
-        ------
-        SfapproxError
-            When pandas is not installed (sfapprox does not depend on it: ``pip install pandas``).
-        """
-        return render_frame(self.file_tables())
+    def _shown_tables(self) -> list[Table]:
+        """The tables a notebook shows and :meth:`to_frame` flattens: those of the report's files
+        (:meth:`file_tables`), the matrices no method could run on included."""
+        return self.file_tables()
 
     def file_tables(self, tables: list[Table] | None = None) -> list[Table]:
         """The tables of the report's files (``--csv``, ``--markdown``, ...): those on screen (``tables``,
