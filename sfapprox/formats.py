@@ -626,9 +626,8 @@ def render_html(tables: list[Table], facts: list[tuple[str, str]] | None = None)
                      for c, v in zip(table.columns, cells)]
             out.append("<tr>" + "".join(f"<td{a}>{v}</td>" for a, v in zip(align, shown)) + "</tr>")
         out.append("</tbody></table>")
-        notes = table.notes + (whole.terminal_notes if whole.terminal_rows is not None else [])
-        if notes:
-            out.append("<p>" + "<br>".join(_html_text(n) for n in notes) + "</p>")
+        if table.notes:
+            out.append("<p>" + "<br>".join(_html_text(n) for n in table.notes) + "</p>")
     out.append("</div>")
     return "\n".join(out)
 
@@ -949,8 +948,6 @@ def render_rich(tables: list[Table], width: int | None = None, *, capped: bool =
                                     no_wrap=False, overflow="fold") for i in part])
             out.append(rich)
         notes = list(table.notes)
-        if capped and whole.terminal_rows is not None:
-            notes.extend(whole.terminal_notes)
         for c in table.columns:  # what a column left out said that the reader must not lose
             if c.title in plan.hidden:
                 notes.extend(table.hidden_notes.get(c.key, []))
@@ -962,12 +959,15 @@ def render_rich(tables: list[Table], width: int | None = None, *, capped: bool =
 
 
 def _terminal_view(table: Table) -> Table:
-    """``table`` with the rows a terminal shows (:attr:`Table.terminal_rows`) only."""
+    """``table`` with the rows a terminal shows (:attr:`Table.terminal_rows`) only, and under its notes
+    the :attr:`Table.terminal_notes` that say so: the one view :func:`render_rich` and :func:`render_html`
+    draw."""
     if table.terminal_rows is None:
         return table
     keep = table.terminal_rows
     return dataclasses.replace(table, rows=[table.rows[i] for i in keep], best=[table.best[i] for i in keep],
-                               data=[table.data[i] for i in keep if i < len(table.data)])
+                               data=[table.data[i] for i in keep if i < len(table.data)],
+                               notes=[*table.notes, *table.terminal_notes], terminal_rows=None, terminal_notes=[])
 
 
 class OutputFormat(str, enum.Enum):
