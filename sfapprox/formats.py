@@ -24,7 +24,7 @@ from typing import Any
 
 __all__ = ["Column", "Table", "OutputFormat", "Layout", "layout", "render_rich", "render_html", "render_frame",
            "ShownAsTables", "fmt_number", "fmt_seconds", "fact_text", "counted", "jsonable", "PLOT_SUFFIXES", "printable",
-           "to_ascii", "ascii_table"]
+           "to_ascii", "ascii_table", "GLYPHS", "encodes_glyphs"]
 
 #: Figure formats matplotlib writes without extra packages (the plots' files; a stream gets a PNG).
 PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp")
@@ -264,6 +264,33 @@ _ASCII = str.maketrans({
     "ᵀ": "^T", "⁺": "^+", "⌈": "ceil(", "⌉": ")", "⌊": "floor(", "⌋": ")", "━": "-", "─": "-", "│": "|",
     "\u0302": "^",  # the hat of X̂ (a combining circumflex)
 })
+
+
+#: The glyphs a stream is tried on (:func:`encodes_glyphs`): one that cannot write all of them gets every text of
+#: sfapprox in ASCII (the combining hat of X̂ is missing from Shift-JIS and GBK, which have ‖ and ━).
+GLYPHS = "‖−X̂±★━"
+
+
+def encodes_glyphs(encoding: str) -> bool:
+    """Whether a stream in ``encoding`` can write sfapprox's glyphs (:data:`GLYPHS`); not with
+    ``PYTHONIOENCODING=ascii``, a Latin-1 or a Shift-JIS locale, where they are spelled in ASCII
+    (:func:`to_ascii`).  One test for the tables' layout and for the streams' error handler.
+
+    Raises
+    ------
+    LookupError
+        For an encoding Python does not know (each caller has its own answer to that).
+
+    Examples
+    --------
+    >>> encodes_glyphs("utf-8"), encodes_glyphs("latin-1"), encodes_glyphs("shift_jis")
+    (True, False, False)
+    """
+    try:
+        GLYPHS.encode(encoding)
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def to_ascii(text: str) -> str:

@@ -427,6 +427,23 @@ def test_no_arguments_print_the_help_whole(argv):
     assert done.stdout.startswith("Usage: ") and "\nCommands:\n" in done.stdout
 
 
+@pytest.mark.parametrize("encoding", ["shift_jis", "gbk"])
+def test_a_stream_that_has_some_glyphs_only_gets_the_others_spelled_out(encoding):
+    """Shift-JIS and GBK have ‖ and ━ but not X̂'s hat (nor, Shift-JIS, ``·`` and ``²``): the streams were tried
+    on ‖━ alone and kept their strict errors, while the tables were tried on every glyph; ``methods --markdown -``
+    (a formula's ``N·K·M``) ended in a UnicodeEncodeError after the work.  One test now: what the encoding lacks
+    is spelled out."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "sfapprox", "methods", "--markdown", "-"], capture_output=True,
+                          timeout=60, env={**os.environ, "PYTHONIOENCODING": encoding})
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr.decode(encoding, "replace")[-600:]
+    text = done.stdout.decode(encoding)
+    assert "| name | stores | what |" in text
+    assert "| sf | N*K*M |" in text if encoding == "shift_jis" else "| sf | N·K·M |" in text  # (GBK has ·)
+
+
 def test_a_fit_cut_by_its_time_limit_is_said(small_mtx):
     res = invoke("compare", small_mtx, "--methods", "sf,tsvd", "--time-limit", "0.05", "--device", "cpu")
     assert res.exit_code == 0, res.output

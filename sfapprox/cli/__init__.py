@@ -87,6 +87,8 @@ def _spell_glyphs_in_ascii() -> None:
     import codecs
     import os
 
+    from ..formats import encodes_glyphs  # (light: no numpy)
+
     if ":" in os.environ.get("PYTHONIOENCODING", ""):  # the user named an error handler: theirs to keep
         return
     codecs.register_error("sfapprox.ascii", _ascii_spelling)
@@ -94,10 +96,11 @@ def _spell_glyphs_in_ascii() -> None:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is None:  # closed (>&-), or not a text stream Python made
             continue
+        # the tables' own test: a stream that has ‖ and ━ but no X̂ or ² (Shift-JIS, GBK) ended `--markdown -` in
+        # a UnicodeEncodeError
         try:
-            "‖━".encode(stream.encoding)
-        except UnicodeEncodeError:
-            reconfigure(errors="sfapprox.ascii")
+            if not encodes_glyphs(stream.encoding):
+                reconfigure(errors="sfapprox.ascii")
         except (LookupError, TypeError):  # an encoding Python does not know: left as it is
             pass
 

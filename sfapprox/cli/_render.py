@@ -27,8 +27,9 @@ from rich.table import Table as RichTable
 
 from .._atomic import check_writable, output_target, resolved_path, stream_kind, write_text
 from .._errors import ParameterError, SfapproxError
-from ..formats import (PLOT_SUFFIXES, OutputFormat, Table, ascii_table, fmt_number, printable, render_rich,
-                       to_ascii)
+from ..formats import GLYPHS  # noqa: F401  (its home before formats: the tables' test and the streams' are one)
+from ..formats import (PLOT_SUFFIXES, OutputFormat, Table, ascii_table, encodes_glyphs, fmt_number, printable,
+                       render_rich, to_ascii)
 
 
 #: Width of a console that writes to a pipe or a file: tables there are as wide as their content.
@@ -262,16 +263,12 @@ def named_outputs(outputs: Outputs) -> list[tuple[str, Path]]:
 
 def writes_glyphs(console: Console) -> bool:
     """Whether ``console``'s stream can write sfapprox's non-ASCII glyphs (``‖X−X̂‖``, ``±``, ``★``, a bar's
-    ``━``); not with ``PYTHONIOENCODING=ascii`` or a Latin-1 locale, where they are spelled in ASCII."""
+    ``━``: :data:`~sfapprox.formats.GLYPHS`); not with ``PYTHONIOENCODING=ascii`` or a Latin-1 locale, where
+    they are spelled in ASCII."""
     try:
-        GLYPHS.encode(console.encoding)
-    except (UnicodeEncodeError, LookupError):
+        return encodes_glyphs(console.encoding)
+    except LookupError:  # an encoding Python does not know: ASCII is safe
         return False
-    return True
-
-
-#: The glyphs :func:`writes_glyphs` tries.
-GLYPHS = "‖−X̂±★━"
 
 
 def show_tables(tables: list[Table], outputs: Outputs) -> None:
