@@ -9,7 +9,7 @@ import textwrap
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import typer
 from rich.markup import escape
@@ -179,36 +179,66 @@ class HelpContext(_CONTEXT):
     formatter_class = NarrowHelpFormatter
 
 
+class OptionItem(NamedTuple):
+    """One item of a command line (:func:`option_items`): an option with its value, or any other word."""
+
+    #: The click parameter of an option of the command; None for any other word.
+    param: Any
+    #: The option as typed, without an ``=VALUE`` or a short option's joined value (``--csv``, ``-j``).
+    name: str
+    #: Its value (``--csv a.csv``, ``--csv=a.csv``, ``-j4``); None for a flag, or one given last without it.
+    value: str | None
+    #: The words it took.
+    words: list[str]
+
+
+def option_items(params, args: list[str]) -> Iterator[OptionItem]:
+    """``args`` of a command whose parameters are ``params``, cut as click cuts them: an option takes its
+    value from the next word unless it is joined (``--csv=a.csv``, ``-j4``), a flag takes none, and every
+    word after ``--`` is an argument.  One reading for :func:`refuse_repeats` and for the next command
+    ``compare`` suggests (each option once)."""
+    options = {spelled: param for param in params if param.param_type_name == "option"
+               for spelled in (*param.opts, *param.secondary_opts)}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":  # the rest are arguments
+            yield from (OptionItem(None, "", None, [word]) for word in args[i:])
+            return
+        name, eq, inline = arg.partition("=") if arg.startswith("--") else (arg[:2], "", arg[2:])
+        param = options.get(name) if arg.startswith("-") else None
+        if param is None:
+            yield OptionItem(None, "", None, [arg])
+            i += 1
+        elif eq or inline or param.is_flag or param.count:
+            yield OptionItem(param, name, inline if (eq or inline) else None, [arg])
+            i += 1
+        else:
+            words = args[i:i + 2]
+            yield OptionItem(param, name, words[1] if len(words) == 2 else None, words)
+            i += len(words)
+
+
 def refuse_repeats(command, ctx, args: list[str]) -> list[str]:
     """``args`` of ``command``, refused where an option that takes one value is given twice with two
     values: click keeps the last silently, so ``--csv a.csv --csv b.csv`` wrote b.csv alone and
     ``--methods sf --methods tsvd`` ran tsvd alone.  The same value twice, a flag twice (``-q --quiet``)
     and an option meant to repeat (``--with``) pass.
     """
-    takes_one = {name: param for param in command.params
-                 if getattr(param, "opts", None) and not getattr(param, "is_flag", False)
-                 and not getattr(param, "count", False) and not getattr(param, "multiple", False) and param.nargs == 1
-                 for name in (*param.opts, *param.secondary_opts)}
     seen: dict[str, tuple[str, str]] = {}  # the parameter's name: (the option as typed, its value)
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "--":
-            break
-        name, eq, inline = arg.partition("=") if arg.startswith("--") else (arg[:2], "", arg[2:])
-        param = takes_one.get(name) if arg.startswith("-") else None
-        if param is None:
-            i += 1
-            continue
-        value = inline if (eq or inline) else (args[i + 1] if i + 1 < len(args) else None)
-        i += 1 if (eq or inline) else 2
-        if value is None:
-            continue  # (click says what is missing)
-        before = seen.setdefault(param.name, (name, value))
-        if before[1] != value:
-            raise _USAGE_ERROR(f"{name}: given twice ({before[0]} {before[1]} and {name} {value}), and only one "
-                               "is used; give it once", ctx)
+    for item in option_items(command.params, args):
+        if item.value is None or not _takes_one(item.param):
+            continue  # (a flag; or a value missing, which click says)
+        before = seen.setdefault(item.param.name, (item.name, item.value))
+        if before[1] != item.value:
+            raise _USAGE_ERROR(f"{item.name}: given twice ({before[0]} {before[1]} and {item.name} {item.value}), "
+                               "and only one is used; give it once", ctx)
     return args
+
+
+def _takes_one(param) -> bool:
+    """Whether ``param`` (None: a word that is no option) is an option that takes one value, and only once."""
+    return param is not None and not (param.is_flag or param.count or param.multiple) and param.nargs == 1
 
 
 class HelpGroup(TyperGroup):

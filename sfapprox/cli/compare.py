@@ -14,7 +14,8 @@ import typer
 from .._atomic import output_target, stream_kind
 from .._errors import ParameterError
 from . import _options as o
-from ._app import EXIT_INTERRUPTED, announce_start, app, error_boundary, read_matrix, show_notes, stop_cause
+from ._app import (EXIT_INTERRUPTED, announce_start, app, error_boundary, option_items, read_matrix, show_notes,
+                   stop_cause)
 from ._render import (advise_limits, check_distinct, check_outputs, check_plot, emit, err, fit_progress, literal,
                       method_announcer, named_outputs, note, read_files)
 
@@ -163,28 +164,15 @@ def _once_each(words: list[str]) -> list[str]:
     """``words`` (a ``compare`` command line) with each option once: one given again (which the command
     allows, its last value counting) keeps its first place and takes its last value; a repeatable one
     (``--with``) keeps every occurrence, and words that are no option of compare's stay as they are."""
-    options = _options_of("compare")
     items: list[list[str]] = []
     first: dict[str, int] = {}  # an option's name -> its item
-    i = 0
-    while i < len(words):
-        word = words[i]
-        if word == "--":  # the rest are arguments
-            items.extend([w] for w in words[i:])
-            break
-        spec = options.get(word.partition("=")[0] if word.startswith("--") else word)
-        if spec is None:
-            items.append([word])
-            i += 1
+    for item in option_items(typer.main.get_command(app).commands["compare"].params, words):
+        if item.param is not None and not item.param.multiple and item.param.name in first:
+            items[first[item.param.name]] = item.words
             continue
-        name, takes_value, repeatable = spec
-        item = words[i:i + 2] if takes_value and "=" not in word else [word]
-        i += len(item)
-        if repeatable or name not in first:
-            first.setdefault(name, len(items))
-            items.append(item)
-        else:
-            items[first[name]] = item
+        if item.param is not None:
+            first.setdefault(item.param.name, len(items))
+        items.append(item.words)
     return [w for item in items for w in item]
 
 
