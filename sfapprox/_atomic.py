@@ -232,9 +232,17 @@ def _remove_stale(target: Path) -> None:
         return
     for name in names:
         match = stale.match(name)
-        if match and int(match.group(1)) != os.getpid() and not process_running(int(match.group(1))):
+        if match and process_gone(int(match.group(1))):
             with contextlib.suppress(OSError):
                 os.unlink(target.parent / name)
+
+
+def process_gone(pid: int) -> bool:
+    """Whether the process ``pid`` that named something it left (a temporary, a download's own copy, a
+    batch folder's holder file) is gone, so that what it left belongs to no one: never this process,
+    and never where a pid cannot be checked without harm (not POSIX: see :func:`process_running`).
+    The one test of :func:`_remove_stale`, the downloads' sweep and the batch folder's holder."""
+    return os.name == "posix" and pid != os.getpid() and not process_running(pid)
 
 
 def process_running(pid: int) -> bool:

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlparse
 
-from .._atomic import OutputError, atomic_path, new_temporary, os_cause, process_running
+from .._atomic import OutputError, atomic_path, new_temporary, os_cause, process_gone
 from .._errors import InputError
 from .manifest import COMPRESSED_SUFFIXES, Entry, is_archive
 
@@ -602,9 +602,7 @@ def _stale(path: Path, now: float) -> bool:
     match = _OWN_COPY.fullmatch(path.name)
     if match is None:
         return path.name.startswith("tmp") and now - path.stat().st_mtime > STALE_SECONDS
-    pid = int(match.group(1))
-    # only where its process can be checked without harm (POSIX), as _atomic's temporaries
-    return os.name == "posix" and pid != os.getpid() and not process_running(pid)
+    return process_gone(int(match.group(1)))  # as _atomic's temporaries
 
 
 #: A run's own downloaded copy, ``run<pid>-<entry>-<file name>``: the process first, where no entry's or

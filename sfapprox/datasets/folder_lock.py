@@ -99,12 +99,13 @@ def running_holder(folder: str | os.PathLike) -> dict[str, Any]:
     dict
         As :func:`read_holder`.
     """
-    from .._atomic import process_running
+    from .._atomic import process_gone
 
     holder = read_holder(folder)
     pid = holder.get("pid")
     if holder.get("host") == socket.gethostname() and os.name == "posix":
-        if not isinstance(pid, int) or pid == os.getpid() or not process_running(pid):
+        # this process's own (the batch it runs) is none other; nor is a pid that is no number
+        if not isinstance(pid, int) or pid == os.getpid() or process_gone(pid):
             return {}
     return holder
 
