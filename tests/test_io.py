@@ -39,6 +39,13 @@ class TestDetectFormat:
         msg = str(info.value)
         assert msg.startswith(name) and ".mtx" in msg and "format=" in msg and "\n" not in msg
 
+    @pytest.mark.parametrize("name", ["a.h5", "a.hdf5", "a.he5", "a.HDF"])
+    def test_an_hdf5_name_that_is_no_saved_fit_is_said_to_be_one(self, name):
+        """Every ending sfapprox takes for an HDF5 file's (factors.FILE_SUFFIXES): a damaged ``fit.hdf``, a name
+        ``--save-factors`` refuses as a file's, was "unknown file type (extension '.hdf')"."""
+        with pytest.raises(InputError, match="an HDF5 file that is not an sfapprox factors file.*MATLAB v7.3"):
+            detect_format(name)
+
     def test_available_formats_describes_every_format(self):
         formats = available_formats()
         for key in ("mtx", "hb", "mat", "pajek", "npy", "npz", "csv", "ijv", "linqs", "image", "covariance"):

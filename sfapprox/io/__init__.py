@@ -24,7 +24,7 @@ import scipy.sparse as sp
 from .._errors import InputError, ParameterError, parameter
 from .._params import MEMORY_LIMIT
 from .._validation import check_memory, check_path, check_square_matrix, estimate_dense_bytes
-from ..factors import is_factors_file
+from ..factors import FILE_SUFFIXES, is_factors_file
 from ._common import Options, ReadResult, Source, check_order, fail, strip_compression
 from ._covariance import covariance_of, read_covariance
 from ._hb import read_hb
@@ -221,7 +221,7 @@ def detect_format(path: str | os.PathLike) -> str:
     for key, fmt in _FORMATS.items():
         if ext and ext in fmt.extensions:
             return key
-    if ext in (".h5", ".hdf5", ".he5"):
+    if ext in FILE_SUFFIXES:  # the endings factors.py takes for an HDF5 file's, .hdf too
         # sfapprox's own HDF5 files (saved factors) are told apart before this; here, one that is not one
         raise fail(os.fspath(path), "an HDF5 file that is not an sfapprox factors file, or one that cannot be "
                    "opened (truncated or damaged?)",
