@@ -179,28 +179,59 @@ def atomic_path(path: str | os.PathLike, *, force: bool | FileStamp = True, make
         with deferred():
             try:
                 yield Path(tmp)
-                # mkstemp creates the file 0600; give it the mode a plain open() would have.
-                os.chmod(tmp, 0o666 & ~_umask())
-                _fsync(tmp)  # the rename must not land before the data on a crash
-                if force is True:
-                    os.replace(tmp, target)
-                elif force is False:
-                    _place_new(Path(tmp), target)
-                elif (now := FileStamp.of(target)) == force:
-                    os.replace(tmp, target)  # still the file this run wrote last
-                elif now is None:  # removed meanwhile: nothing to protect (placed as a new file would be)
-                    _place_new(Path(tmp), target)
-                else:
-                    kept = _keep_aside(Path(tmp), target)
-                    raise OutputExistsError(
-                        f"{target}: another file took its place since this run last wrote it, so it was left "
-                        f"untouched; this result was saved as {kept} instead", target, kept)
-            except OSError as exc:
+            except OSError as exc:  # the caller's writing (a full disk): one line, as the move's
                 raise _output_error(target, exc) from exc
-            _written.append(target)
+            _finish(Path(tmp), target, force)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+
+
+def place_temporary(tmp: Path, path: str | os.PathLike, *, force: bool | FileStamp = True) -> None:
+    """Move ``tmp``, a finished file beside ``path`` (:func:`new_temporary`), into place as :func:`atomic_path`
+    places its own when its block ends (``force`` as there), a Ctrl-C or SIGTERM held back for that move
+    alone.  For a file whose writing may take long (a download's decompression: atomic_path would hold a
+    stop back through all of it); ``tmp`` is left for the caller to remove where it was not moved.
+
+    Raises
+    ------
+    OutputError
+        When it cannot be placed: one line naming ``path`` and the cause.
+    """
+    target = output_target(path)
+    kind = stream_kind(target)
+    if kind is not None:  # a device or a pipe: copied into it
+        with _through(target, kind) as through:
+            os.replace(tmp, through)
+        return
+    _remove_stale(target)
+    with deferred():
+        _finish(Path(tmp), target, force)
+
+
+def _finish(tmp: Path, target: Path, force: bool | FileStamp) -> None:
+    """Give the finished ``tmp`` its mode, sync it and move it onto ``target`` as ``force`` says (see
+    :func:`atomic_path`); an OSError is an :class:`OutputError`.  The caller holds stops back."""
+    try:
+        # mkstemp creates the file 0600; give it the mode a plain open() would have.
+        os.chmod(tmp, 0o666 & ~_umask())
+        _fsync(tmp)  # the rename must not land before the data on a crash
+        if force is True:
+            os.replace(tmp, target)
+        elif force is False:
+            _place_new(tmp, target)
+        elif (now := FileStamp.of(target)) == force:
+            os.replace(tmp, target)  # still the file this run wrote last
+        elif now is None:  # removed meanwhile: nothing to protect (placed as a new file would be)
+            _place_new(tmp, target)
+        else:
+            kept = _keep_aside(tmp, target)
+            raise OutputExistsError(
+                f"{target}: another file took its place since this run last wrote it, so it was left "
+                f"untouched; this result was saved as {kept} instead", target, kept)
+    except OSError as exc:
+        raise _output_error(target, exc) from exc
+    _written.append(target)
 
 
 def new_temporary(target: Path, parent: Path | None = None) -> Path:

@@ -51,6 +51,30 @@ def test_a_file_created_during_the_write_is_kept_and_so_is_the_result(tmp_path):
     assert leftovers(tmp_path) == []
 
 
+def test_a_temporary_written_beforehand_is_placed_as_atomic_path_places_its_own(tmp_path):
+    """place_temporary (a download's file, written outside atomic_path) moves it with the mode, the
+    no-clobbering and the record of atomic_path, without a second temporary."""
+    from sfapprox._atomic import new_temporary, place_temporary
+
+    path = tmp_path / "f.txt"
+    tmp = new_temporary(path)
+    tmp.write_text("first")
+    place_temporary(tmp, path)
+    assert path.read_text() == "first" and not tmp.exists() and written_outputs()[-1] == path
+    assert path.stat().st_mode & 0o777 == 0o666 & ~_umask_now()
+    tmp = new_temporary(path)
+    tmp.write_text("second")
+    with pytest.raises(OutputExistsError):
+        place_temporary(tmp, path, force=False)
+    assert path.read_text() == "first" and (tmp_path / f"f.{os.getpid()}.new.txt").read_text() == "second"
+
+
+def _umask_now() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def test_a_kept_result_never_replaces_an_earlier_one(tmp_path):
     path = tmp_path / "f.txt"
     earlier = tmp_path / f"f.{os.getpid()}.new.txt"

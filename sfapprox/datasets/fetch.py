@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlparse
 
-from .._atomic import OutputError, atomic_path, new_temporary, os_cause, process_gone
+from .._atomic import OutputError, new_temporary, os_cause, place_temporary, process_gone
 from .._errors import InputError
 from .manifest import COMPRESSED_SUFFIXES, Entry, is_archive
 
@@ -786,10 +786,11 @@ class _Sink:
     def fill(self, src, what: str, damaged: str | None = None) -> bool:
         """Copy ``src`` into place; True when it was checked against a hash.
 
-        The data goes to a temporary file of this process's own beside ``final`` and only the move
-        into place is :func:`atomic_path`'s: that one holds Ctrl-C and SIGTERM back until it ends,
-        which held them through a whole decompression (seconds to minutes) and then placed the file.
-        ``damaged`` says what a read error of ``src`` means (default: ``what`` cannot be read).
+        The data goes to a temporary file of this process's own beside ``final``, named as
+        :func:`atomic_path` names its own, and only the move into place holds Ctrl-C and SIGTERM back
+        (:func:`place_temporary`): atomic_path holds them until its block ends, which held them through a
+        whole decompression (seconds to minutes) and then placed the file.  ``damaged`` says what a read
+        error of ``src`` means (default: ``what`` cannot be read).
         """
         prefix = f"{self.where}: " if self.where else ""
         with _own_temporary(self.final) as tmp:
@@ -798,8 +799,7 @@ class _Sink:
                 expected = self.hashes[0] if len(self.hashes) == 1 else " or ".join(self.hashes)
                 raise ChecksumError(f"{prefix}{what}: SHA-256 mismatch (expected {expected}, got {got}); the file "
                                     "is corrupted or a different version (or the manifest's hash is outdated); nothing was kept")
-            with _temporary_beside(self.final) as placed:
-                os.replace(tmp, placed)  # already on disk: the held-back part is a rename and an fsync
+            place_temporary(tmp, self.final)  # already on disk: the held-back part is a rename and an fsync
         return bool(self.hashes)
 
     def _stream(self, src, tmp: Path, what: str, damaged: str) -> str:
@@ -873,11 +873,6 @@ def _needs_decompression(entry: Entry) -> bool:
     return url_path.endswith(COMPRESSED_SUFFIXES) and not is_archive(url_path) and not entry.file.lower().endswith(
         COMPRESSED_SUFFIXES
     )
-
-
-def _temporary_beside(final: Path):
-    """A temporary file in ``final``'s folder, fsync'ed and moved onto ``final`` on success (pooch's way)."""
-    return atomic_path(final, make_parents=True)
 
 
 # ---------------------------------------------------------------------------
