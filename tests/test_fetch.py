@@ -393,6 +393,25 @@ def test_a_member_larger_than_allowed_is_refused_before_extraction(tmp_path, ser
     assert not (tmp_path / "cache" / "m" / "big.mtx").exists()
 
 
+@pytest.mark.parametrize("kind", ["tar", "zip"])
+def test_a_name_given_twice_is_sized_by_the_member_extracted(tmp_path, kind):
+    """Of a name given twice, tar and zip extract the last; its size was checked on the first (a second
+    listing, which took the first), so a small file behind a large one of that name was refused."""
+    archive = tmp_path / f"twice.{kind}"
+    if kind == "tar":
+        with tarfile.open(archive, "w") as t:
+            for data in (b"0" * 200_000, b"last"):
+                info = tarfile.TarInfo("m.txt")
+                info.size = len(data)
+                t.addfile(info, io.BytesIO(data))
+    else:
+        with zipfile.ZipFile(archive, "w") as z, pytest.warns(UserWarning, match="Duplicate name"):
+            z.writestr("m.txt", b"0" * 200_000)
+            z.writestr("m.txt", b"last")
+    out = extract_member(archive, "m.txt", tmp_path / "out" / "m.txt", max_bytes=100_000)
+    assert out.read_bytes() == b"last"
+
+
 def test_decompression_is_bounded_by_the_bytes_it_produces(tmp_path, server):
     """A small compressed file that expands a lot (no size to check beforehand): stopped while streaming."""
     base, www, _ = server

@@ -617,12 +617,12 @@ def _place(entry: Entry, fetched: Path, target: Path, max_bytes: int | None) -> 
     _refuse_web_page(entry, fetched)
     if entry.member is not None:
         shown = f"download from {entry.url}"  # not this run's own copy, gone when the message is read
-        check_archive_members(fetched, shown=shown)
+        files = _file_sizes(fetched, shown)  # refused before anything is extracted, and read once
         # Companions first: the entry's file appears last, once everything it needs is there.
         for companion in entry.companions:
             sibling = str(PurePosixPath(entry.member).parent / PurePosixPath(companion).name)
-            _extract(fetched, sibling, target / companion, (), max_bytes, entry.where, shown)
-        return final, _extract(fetched, entry.member, final, entry.sha256, max_bytes, entry.where, shown)
+            _extract(fetched, sibling, target / companion, (), max_bytes, entry.where, shown, files)
+        return final, _extract(fetched, entry.member, final, entry.sha256, max_bytes, entry.where, shown, files)
     sink = _Sink(entry.sha256, final, max_bytes, entry.where)
     # the URL, not the name of this run's own copy (run<pid>-...), which the user never sees
     source = f"download from {entry.url}"
@@ -949,9 +949,15 @@ def check_archive_members(archive: str | os.PathLike, *, shown: str | None = Non
     ...
     sfapprox._errors.InputError: ...a.tar: member '../evil.txt' contains '..'; refusing the archive (it could write outside the extraction folder)
     """
-    archive = Path(archive)
-    files = []
-    for name, kind, _ in _members(archive, shown):
+    return [name for name, _ in _file_sizes(Path(archive), shown)]
+
+
+def _file_sizes(archive: Path, shown: str | None = None) -> list[tuple[str, int]]:
+    """``(name, declared size)`` of each regular file of ``archive``, in its order, after refusing any unsafe
+    member (:func:`check_archive_members`): one reading of its members (a compressed tar's is a whole
+    decompression) for the check, the names and the sizes."""
+    files: list[tuple[str, int]] = []
+    for name, kind, size in _members(archive, shown):
         why = _unsafe_name(name)
         if why is None and kind == "link":
             why = "is a link"
@@ -960,7 +966,7 @@ def check_archive_members(archive: str | os.PathLike, *, shown: str | None = Non
         if why is not None:
             raise InputError(f"{shown or archive}: member {name!r} {why}; refusing the archive (it could write outside the extraction folder)")
         if kind == "file":
-            files.append(name)
+            files.append((name, size))
     return files
 
 
@@ -1015,13 +1021,15 @@ def extract_member(
 
 
 def _extract(archive: Path, member: str, final: Path, hashes: tuple[str, ...], max_bytes: int | None, where: str,
-             shown: str | None = None) -> bool:
-    """:func:`extract_member`'s work; True when the member was checked against a hash."""
-    files = check_archive_members(archive, shown=shown)
-    if member not in files:
-        listed = ", ".join(files[:10]) + (" ..." if len(files) > 10 else "")
+             shown: str | None = None, files: list[tuple[str, int]] | None = None) -> bool:
+    """:func:`extract_member`'s work; True when the member was checked against a hash.  ``files``: the
+    archive's :func:`_file_sizes`, when read already (an entry's companions come from the same archive)."""
+    files = _file_sizes(archive, shown) if files is None else files
+    # of a name given twice the last is the one extracted (tarfile's getmember, zipfile's open): its size
+    declared = dict(files).get(member)
+    if declared is None:
+        listed = ", ".join(name for name, _ in files[:10]) + (" ..." if len(files) > 10 else "")
         raise InputError(f"{shown or archive}: no file member {member!r} (files: {listed})")
-    declared = next(size for name, _, size in _members(archive, shown) if name == member)
     shown = shown or archive.name
     limit = size_limit(_nearest_folder(final.parent), max_bytes)
     if declared > limit:
