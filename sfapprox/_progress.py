@@ -103,6 +103,10 @@ class Reporter:
         ChordSF's ``callback``.
     max_iter : int or None, default=None
         The most iterations the fit takes.
+    began : float or None, default=None
+        When the fit began (``time.perf_counter()``); None: now.  A part of a
+        fit reported on its own (a hybrid's closed-form end) gives its whole
+        fit's start, so that the time reported goes on from the fit's.
 
     Attributes
     ----------
@@ -121,14 +125,15 @@ class Reporter:
     [(1, 2.5, 'rank 3'), (1, 2.5, 'rank 3')]
     """
 
-    def __init__(self, callback: Callable[..., Any] | None, max_iter: int | None = None) -> None:
+    def __init__(self, callback: Callable[..., Any] | None, max_iter: int | None = None,
+                 began: float | None = None) -> None:
         self.callback = callback
         self.max_iter = max_iter
         self.scale = 1.0
         self.iteration = 0
         self.error: float | None = None
         self.stage: str | None = None
-        self.began = time.perf_counter()
+        self.began = time.perf_counter() if began is None else began
 
     def __call__(self, error: float | None = None, *, steps: int = 1) -> None:
         """Report ``steps`` more iterations done (0: only a new stage or error), ``error`` the current

@@ -522,3 +522,25 @@ def test_sparse_end_above_the_streamed_order_holds_no_copy_of_the_whole_matrix(m
     finally:
         tracemalloc.stop()
     assert peak < 2 * X.nbytes
+
+
+# --------------------------------------------------------------------------- progress
+@pytest.mark.parametrize("cls, words", [(ChordLowRank, "low-rank end: TSVD, rank"),
+                                        (ChordSparse, "sparse end: the ")])
+def test_the_closed_form_end_is_a_stage_of_its_own_on_the_progress_display(cls, words):
+    """The plain SF end reports its iterations, then the closed-form end (TSVD's SVD, the selection of
+    the largest entries) ran without a report: a progress bar stood on SF's last step, as if SF still ran.
+    It is now a stage of its own, then its error, before the joint fits report theirs."""
+    X = np.random.default_rng(0).random((16, 16)) + np.eye(16)
+    seen = []
+    h = cls(sf_params={"max_iter": 20}, device="cpu", callback=seen.append).fit(X)
+    roles = [p["split"] for p in h.grid_]
+    assert roles[:2] == ["sf", "lr" if cls is ChordLowRank else "sparse"]
+    staged = [i for i, info in enumerate(seen) if info.get("stage", "").startswith(words)]
+    assert len(staged) == 2, seen
+    first, done = seen[staged[0]], seen[staged[1]]
+    assert staged[0] > 0 and "stage" not in seen[staged[0] - 1]  # after the plain SF end's own reports
+    assert (first["iteration"], first["max_iter"], first["fro_error"]) == (0, 1, None)  # said as it starts
+    assert done["iteration"] == 1 and done["fro_error"] == pytest.approx(h.grid_[1]["fro_error"])
+    assert done["elapsed"] >= first["elapsed"] > 0  # the hybrid's time, going on from the plain end's
+    assert staged[1] < len(seen) - 1 and "stage" not in seen[-1]  # then the joint fits

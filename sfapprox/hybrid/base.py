@@ -19,6 +19,7 @@ from .._base import Approximation
 from .._device import resolve_device, resolve_dtype
 from .._errors import BudgetError, ConvergenceWarning, NotApplicableError, ParameterError
 from .._params import SEED, Interval, check_params
+from .._progress import Reporter
 from .._settings import DEFAULT_TIME_LIMIT, SF_START_KINDS as START_KINDS
 from .._threads import AdaptiveThreads
 from .._validation import check_memory
@@ -426,7 +427,7 @@ class _ChordHybrid(Approximation):
                     break  # a point reproduces X: nothing can beat it (e.g. every non-zero fits sf+s's budget)
                 if split.role in ("lr", "sparse"):
                     started = _timing.now()
-                    points.append(self._fit_end(X, dense, budget, split, deadline))
+                    points.append(self._reported_end(X, dense, budget, split, deadline, begin))
                     costs.score = max(costs.score, _timing.now() - started)  # fit and scoring: an upper estimate
                     continue
                 if not np.any(dense):  # (for the zero matrix both ends are exact already)
@@ -448,6 +449,17 @@ class _ChordHybrid(Approximation):
                 self._go_on(X, n, dense, params, points, problem, deadline, costs, governor.poll)
         self._set_result(n, budget, points, time.perf_counter() - begin)
         return self
+
+    def _reported_end(self, X, dense: np.ndarray, budget: int, split: HybridSplit, deadline: _timing.Deadline,
+                      began: float) -> _Point:
+        """The closed-form end (:meth:`_fit_end`), said to the progress callback as a stage of its own, then
+        its error: without it a progress bar stood on the plain SF end's last iteration through the end's
+        SVD or selection (seconds at N = 3,000), as if SF still ran."""
+        report = Reporter(self.callback, max_iter=1, began=began)
+        report.at(self._end_stage(split, budget))
+        point = self._fit_end(X, dense, budget, split, deadline)
+        report(point.fro_error)
+        return point
 
     def _go_on(self, X, n: int, dense: np.ndarray, params: dict[str, Any] | None, points: list,
                problem: _Problem | None, deadline: _timing.Deadline, costs: StepCosts, poll) -> None:

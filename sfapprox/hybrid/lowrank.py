@@ -120,6 +120,14 @@ class ChordLowRank(_ChordHybrid):
             t = TruncatedSVD(budget=budget, random_state=self.random_state, time_limit=limit).fit(X, check_input=False)
         return _score(dense, split, HybridOperator(dense.shape[0], low_rank=(t.U_, t.s_, t.Vt_)), begin)
 
+    def _end_stage(self, split: HybridSplit, budget: int) -> str:
+        """What the progress display says while the low-rank end runs (or, a comparison's tsvd fit reused
+        as :meth:`_fit_end` reuses it, is scored)."""
+        reused = self._reusing.get("tsvd")
+        if reused is not None and reused.n_stored_ <= budget:
+            return f"low-rank end: scoring tsvd's fit (rank {reused.rank_})"
+        return f"low-rank end: TSVD, rank {split.rank}"
+
     def _begin(self, pb: _Problem, split: HybridSplit, x_w, shape, offsets):
         """``U, V`` from the TSVD of ``X - P(W)`` (balanced: each takes ``sqrt(s)``)."""
         residual = pb.residual(x_w, shape, offsets).double().cpu().numpy()

@@ -121,6 +121,11 @@ class ChordSparse(_ChordHybrid):
         op = HybridOperator(n, sparse=self._sparse(n, flat, values), count_indices=self.count_indices)
         return _score(dense, split, op, begin)
 
+    @staticmethod
+    def _end_stage(split: HybridSplit, budget: int) -> str:
+        """What the progress display says while the sparse end selects its entries."""
+        return f"sparse end: the {split.n_sparse:,} largest entries"
+
     def _begin(self, pb: _Problem, split: HybridSplit, x_w, shape, offsets):
         return self._on_largest(pb, x_w, shape, offsets, split.n_sparse)
 
