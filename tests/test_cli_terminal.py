@@ -424,6 +424,31 @@ def test_help_fits_a_narrow_window(args):
         assert re.search(r"^  --init\n+    auto\|reference\|identity\|rank1\|FILE\n+ +Start:", text, re.M)
 
 
+@pytest.mark.parametrize("args", [[*words, "--help"] for words in _every_command()], ids=" ".join)
+def test_help_on_a_terminal_that_writes_ascii_only_is_spelled_in_ascii(args):
+    """``--help`` under ``PYTHONIOENCODING=ascii``: click takes an ASCII stream for a mistake and wrote the help's
+    ``N·K·M``, ``N²`` and ``−`` as UTF-8 all the same, mojibake on a terminal that shows ASCII only
+    (``NÂ·KÂ·M``).  It is spelled in ASCII now, laid out on what it prints (the window's width kept)."""
+    code, screen = run_in_terminal(args, columns=60, env={"PYTHONIOENCODING": "ascii"}, timeout=60)
+    text = plain(screen)
+    assert code == 0 and "Traceback" not in text, text[-2000:]
+    assert screen.isascii(), sorted({c for c in screen if not c.isascii()})
+    assert max(map(len, text.splitlines())) <= 60
+    if args == ["fit", "--help"]:
+        assert "N*K*M numbers" in text and "2*N*log2 N" in text and "{0} U {b^k < N}" in text
+
+
+def test_help_under_the_c_locale_without_utf8_mode_is_ascii():
+    """``LC_ALL=C`` where Python neither coerces the locale nor takes UTF-8 mode: stdout is ASCII, and ``-h``
+    wrote UTF-8 there (a pipe, here: what a log of such a job holds)."""
+    environment = {k: v for k, v in os.environ.items() if k not in ("LANG", "LC_CTYPE", "PYTHONIOENCODING")}
+    environment.update(LC_ALL="C", PYTHONUTF8="0", PYTHONCOERCECLOCALE="0")
+    done = subprocess.run([sys.executable, "-m", "sfapprox", "compare", "-h"], capture_output=True, cwd=ROOT,
+                          env=environment, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.isascii() and b"N^2" in done.stdout and not done.stderr
+
+
 @pytest.mark.parametrize("args", [["methods"], ["info", "{matrix}"],
                                   ["compare", "{matrix}", "--methods", "tsvd,sparse", "--budget", "0.2"]])
 def test_a_terminal_that_writes_ascii_only_gets_the_glyphs_spelled_out(matrix, args):

@@ -318,3 +318,12 @@ def test_a_frame_of_several_tables_is_their_csv():
     assert list(frame.columns) == ["table", "x", "y", "z"] and frame["x"].tolist() == [1000.5, 2]
     assert frame["table"].tolist() == ["a", "b"] and frame["z"].tolist()[1] == "text"
     assert_frame_is_the_csv(frame, [a, b])
+
+
+@pytest.mark.parametrize("raw, spelled", [("offsets {0} ∪ {b^k < N}", "offsets {0} U {b^k < N}"),
+                                          ("✓ present, ✗ missing", "+ present, x missing")])
+def test_ascii_spells_the_help_and_datasets_marks(raw, spelled):
+    """``--help``'s union and datasets' check marks were "?" on a stream that writes ASCII only."""
+    from sfapprox.formats import to_ascii
+
+    assert to_ascii(raw) == spelled

@@ -20,9 +20,9 @@ from .._atomic import cut_short_outputs, written_outputs
 from .._errors import SfapproxError, spelled_for
 from .._progress import same_progress
 from .._signals import stop_cause
-from ..formats import printable
-from ._render import (closed_pipe, draws_progress, err, literal, one_line, os_error_text, out, reading_progress,
-                      say_error)
+from ..formats import printable, to_ascii
+from ._render import (GLYPHS, closed_pipe, draws_progress, err, literal, one_line, os_error_text, out,
+                      reading_progress, say_error)
 
 #: How ``--help`` is drawn, for the app and its sub-command groups: click's plain layout, not Typer's rich
 #: panels.  Rich's table of options cut option names to fit (``--no-count-indi…`` at 80 columns, 25 names at
@@ -61,12 +61,17 @@ class NarrowHelpFormatter(_CONTEXT.formatter_class):
         if width is None and forced is None:
             width = max(min(shutil.get_terminal_size().columns, max_width or 80) - 2, HELP_MIN_WIDTH)
         super().__init__(indent_increment, width, max_width)
+        #: Spell the help in ASCII (:func:`help_in_ascii`), before it is wrapped: laid out on what it prints.
+        self.ascii = help_in_ascii()
+
+    def _text(self, text: str) -> str:
+        return to_ascii(text) if self.ascii else text
 
     def write_dl(self, rows, col_max: int = 30, col_spacing: int = 2) -> None:
         """click's definition list, its first column narrowed so that the descriptions keep
         :data:`HELP_TEXT_MIN_WIDTH` columns within the window, and wrapped by :func:`wrap_help`."""
         room = self.width - self.current_indent - col_spacing - 2 - HELP_TEXT_MIN_WIDTH
-        rows = [(str(first), str(second or "")) for first, second in rows]
+        rows = [(self._text(str(first)), self._text(str(second or ""))) for first, second in rows]
         if not rows:
             return
         first_col = min(max(len(first) for first, _ in rows), max(min(col_max, room), 8)) + col_spacing
@@ -90,10 +95,11 @@ class NarrowHelpFormatter(_CONTEXT.formatter_class):
     def write_text(self, text: str) -> None:
         """click's paragraphs of text, wrapped by :func:`wrap_help`."""
         indent = " " * self.current_indent
-        self.write(wrap_help(text, self.width, indent, indent, paragraphs=True) + "\n")
+        self.write(wrap_help(self._text(text), self.width, indent, indent, paragraphs=True) + "\n")
 
     def write_usage(self, prog: str, args: str = "", prefix: str | None = None) -> None:
         """click's usage line, wrapped by :func:`wrap_help`."""
+        prog, args = self._text(prog), self._text(args)
         lead = f"{'Usage: ' if prefix is None else prefix:>{self.current_indent}}{prog} "
         room = self.width - self.current_indent
         if room >= len(lead) + 20:  # the arguments beside the program's name
@@ -103,6 +109,22 @@ class NarrowHelpFormatter(_CONTEXT.formatter_class):
             # the program's name wrapped at its spaces too: "Usage: python -m sfapprox datasets verify" is
             # 41 columns, and a 40-column terminal broke it
             self.write(f"{wrap_help(lead.rstrip(), room, '', indent)}\n{wrap_help(args, room, indent, indent)}\n")
+
+
+def help_in_ascii() -> bool:
+    """Whether ``--help`` must be spelled in ASCII: standard output's encoding cannot write sfapprox's glyphs
+    (``PYTHONIOENCODING=ascii``, ``LC_ALL=C`` without Python's UTF-8 mode, a Latin-1 locale).  click then wrote
+    the help's ``N·K·M``, ``N²`` and ``−`` as UTF-8 all the same (it takes an ASCII stream for a mistake): a
+    terminal that shows ASCII only showed them as mojibake (``NÂ·KÂ·M``); the tables and messages spell them
+    in ASCII there already (``_render.writes_glyphs``)."""
+    encoding = getattr(sys.stdout, "encoding", None)
+    if not encoding:  # (no stdout, or not a text stream: click writes UTF-8 bytes)
+        return False
+    try:
+        GLYPHS.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return True
+    return False
 
 
 class _WholeWordWrapper(textwrap.TextWrapper):
