@@ -21,8 +21,8 @@ from .._errors import SfapproxError, spelled_for
 from .._progress import same_progress
 from .._signals import stop_cause
 from ..formats import printable, to_ascii
-from ._render import (GLYPHS, closed_pipe, draws_progress, err, literal, one_line, os_error_text, out,
-                      reading_progress, say_error)
+from ._render import (GLYPHS, closed_pipe, draws_progress, err, literal, note, one_line, os_error_text, out,
+                      quiet_notes, reading_progress, say_error)
 
 #: How ``--help`` is drawn, for the app and its sub-command groups: click's plain layout, not Typer's rich
 #: panels.  Rich's table of options cut option names to fit (``--no-count-indi…`` at 80 columns, 25 names at
@@ -381,6 +381,7 @@ def _main(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.", metavar=" ")] = False,
 ) -> None:
     _state["debug"] = debug
+    quiet_notes(False)  # (a command's --quiet sets it: one run in a process must not quieten the next)
     # messages name the options as typed (--var A), where the Python caller's say var='A'; the datasets
     # commands' come from a manifest's keys, which are the keywords (var = "A")
     ctx.with_resource(spelled_for("api" if ctx.invoked_subcommand in _KEYWORD_COMMANDS else "cli"))
@@ -457,9 +458,9 @@ def read_matrix(path: Path, options, quiet: bool = False):
 
 
 def show_notes(loaded) -> None:
-    """Print how the file became a matrix (one ``note:`` line each) on stderr."""
+    """Print how the file became a matrix (one ``note:`` line each) on stderr; not under ``--quiet``."""
     for line in loaded.notes:
-        err.print(f"note: {literal(line)}", highlight=False, soft_wrap=one_line())
+        note(f"note: {line}")
 
 
 def announce_start(callback: Callable[[dict], Any], what: str, quiet: bool) -> Callable[[dict], Any]:

@@ -35,7 +35,7 @@ from .._settings import (
 )
 from .._settings import DEFAULT_METHODS as _DEFAULT_METHODS
 from ._app import error_boundary
-from ._render import Outputs
+from ._render import Outputs, note, quiet_notes
 
 __all__ = ["MatrixPath", "options", "LOAD", "FIT", "OUTPUTS", "output_group", "Methods", "Budget", "CountIndices", "Force", "Quiet", "flag", "number", "integer",
            "entry_names", "lowered", "CHOICE"]
@@ -132,7 +132,19 @@ CountIndices = Annotated[bool, typer.Option(
     "--count-indices/--no-count-indices", metavar=" ",
     help="Charge each sparse entry at a free position (rpca, rpca-pcp, sf+s) its position too, 2 numbers: "
          "honest storage, the default. --no-count-indices charges values only (the SF paper's convention).")]
-Quiet = Annotated[bool, flag("--quiet", "-q", help="No progress display (it is also off when stderr is not a terminal).")]
+
+
+def _quieten(quiet: bool) -> bool:
+    """``--quiet``'s callback: the command's informational notes are left out from its start."""
+    quiet_notes(quiet)
+    return quiet
+
+
+Quiet = Annotated[bool, typer.Option(
+    "--quiet", "-q", metavar=" ", callback=_quieten,
+    help="No progress display (it is also off when stderr is not a terminal) and no informational notes on "
+         "stderr (the file read, the files written, the next command, time-limit advice); results, errors, "
+         "warnings and stops are still shown.")]
 
 
 def entry_names(only: str | None) -> list[str] | None:
@@ -280,8 +292,6 @@ def at_most_cores(option: str, value: int | None, then: str) -> int | None:
     cores = available_cores()
     if value is None or value <= cores:
         return value
-    from ._render import note
-
     note(f"note: {option} {value} is more than the {cores} cores this process may use; {then.format(cores=cores)}")
     return cores
 

@@ -104,8 +104,34 @@ def literal(text: str) -> str:
     return escape(printable(text))
 
 
-def note(message: str, *, style: str = "") -> None:
-    """One line on stderr (markup in ``message`` is printed as is)."""
+#: ``--quiet`` of the command that runs (:func:`quiet_notes`): its informational notes are left out.
+_quiet = {"notes": False}
+
+
+def quiet_notes(quiet: bool) -> None:
+    """Leave the informational notes out (``--quiet``), or not; each command starts with them shown.
+
+    ``--quiet`` keeps what a script needs: the results (the tables on stdout,
+    the files asked for), errors, warnings and stops (a note with a style:
+    yellow or red), and the notes that say the result is not what was asked
+    (``keep``: a fit that kept its start).  It leaves out the progress display
+    and what only informs: how the file was read, what was written, the next
+    command to try, the time each method took against its limit (the table
+    and the JSON say a limit that stopped a fit: ``stop=time_limit``).
+    """
+    _quiet["notes"] = bool(quiet)
+
+
+def notes_quiet() -> bool:
+    """Whether the command runs with ``--quiet``: informational notes are left out (:func:`quiet_notes`)."""
+    return _quiet["notes"]
+
+
+def note(message: str, *, style: str = "", keep: bool | None = None) -> None:
+    """One line on stderr (markup in ``message`` is printed as is); left out under ``--quiet`` unless
+    ``keep`` (default: a line with a ``style``, a warning or a stop, is kept; a plain one informs)."""
+    if notes_quiet() and not (bool(style) if keep is None else keep):
+        return
     text = literal(message)
     err.print(f"[{style}]{text}[/]" if style else text, highlight=False, soft_wrap=one_line())
 

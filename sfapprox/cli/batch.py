@@ -258,7 +258,7 @@ def _after_run(summary, out_dir: Path) -> None:
     statuses = sorted(summary.statuses.items(), key=lambda sn: order.index(sn[0]) if sn[0] in order else len(order))
     counts = ", ".join(f"{s} {n}" for s, n in statuses) or "nothing new"
     note(f"{summary.written} line(s) written ({counts}); {summary.skipped} finished pair(s) skipped; "
-         f"results in {summary.results_path}")
+         f"results in {summary.results_path}", keep=True)  # batch's result (it has no table): kept under --quiet
     if summary.interrupted:
         # named as every other command's stop line names it: Ctrl-C, or SIGTERM (a `timeout`, a job scheduler)
         note(f"interrupted ({stop_cause()}): every finished line is kept in {summary.results_path}; "

@@ -17,7 +17,7 @@ from . import _options as o
 from ._app import (EXIT_INTERRUPTED, announce_start, app, error_boundary, option_items, read_matrix, show_notes,
                    stop_cause)
 from ._render import (advise_limits, check_distinct, check_outputs, check_plot, emit, err, fit_progress, literal,
-                      method_announcer, named_outputs, note, read_files)
+                      method_announcer, named_outputs, note, notes_quiet, read_files)
 
 
 @app.command()
@@ -126,7 +126,7 @@ def suggest_next(comparison, path: Path, names: list[str], argv: list[str] | Non
     that ran (``argv``, default ``sys.argv[1:]``: its source options such as ``--kernel`` and
     ``--var`` kept) with the methods to run next."""
     verdict = comparison.verdict()
-    if verdict and verdict.get("suggest"):
+    if verdict and verdict.get("suggest") and not notes_quiet():  # advice: --quiet leaves it out
         methods = ",".join(list(names) + [m for m in verdict["suggest"] if m not in names])
         words = list(sys.argv[1:] if argv is None else argv)
         # sfapprox's own options before the command (--debug): kept; the command was not recognised after

@@ -185,7 +185,8 @@ def _advise(summary: dict, settings, n: int | None = None) -> None:
             start = "--init's factors" if summary.get("init") == "saved" else "its rank-one start"
             longer = knob[1]
             note(f"note: this run ended worse than where it started ({start}), which is kept unchanged: "
-                 f"Adam's first steps near a good point wander; {longer} may get past them")
+                 f"Adam's first steps near a good point wander; {longer} may get past them",
+                 keep=True)  # (the factors written are the start's, not a fit's: kept under --quiet)
     elif summary["stop_reason"] == "time_limit":
         note(f"note: the fit stopped on its time limit ({settings.per_method(1).time_limit:g} s) after {summary['iterations']} "
              "iterations, before its tolerances were met; --time-limit (0 for none) allows a closer fit")
