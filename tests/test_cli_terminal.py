@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import itertools
+import json
 import os
 import pty
 import re
@@ -641,3 +642,37 @@ def test_every_command_reads_its_matrix_under_the_reading_line(monkeypatch, matr
     result = CliRunner().invoke(app, [str(a) for a in args])
     assert result.exit_code == 0, result.output
     assert seen == [(matrix.name, quiet)]
+
+
+@pytest.fixture(scope="module")
+def n3000(tmp_path_factory) -> Path:
+    """A sparse matrix of order 3,000 (18,000 non-zeros): a size where the tables' counts take seven digits."""
+    import scipy.sparse
+
+    path = tmp_path_factory.mktemp("n3000") / "n3000.mtx"
+    scipy.io.mmwrite(path, scipy.sparse.random(3000, 3000, density=0.002, random_state=0, format="coo"))
+    return path
+
+
+@pytest.mark.parametrize("budget", ["sf", "0.001"])
+def test_a_40_column_window_wraps_an_n_3000_comparison_readably(n3000, tmp_path, budget):
+    """``COLUMNS=40`` on a 40-column terminal, N = 3,000: the table, its notes and the verdict wrap at spaces
+    (every count, error and word of the verdict whole), no line is wider than the window, no traceback."""
+    from sfapprox.formats import fmt_number
+
+    record = tmp_path / "c.json"
+    code, screen = run_in_terminal(["compare", n3000, "--methods", "tsvd,sparse,rpca", "--budget", budget,
+                                    "--time-limit", "1", "--device", "cpu", "--json", record], columns=40,
+                                   env={"COLUMNS": "40"}, timeout=180)
+    text = plain(screen)
+    assert code == 0 and "Traceback" not in text, text[-3000:]
+    lines = [line.rstrip() for line in text.splitlines()]
+    assert all(cell_len(line) <= 40 for line in lines if not line.startswith("next: ")), \
+        [line for line in lines if cell_len(line) > 40]
+    words = " ".join(text.split())
+    data = json.loads(record.read_text())
+    assert " ".join(data["verdict"]["text"].split()) in words  # wrapped at spaces: every number whole
+    for row in data["results"]:
+        if row["status"] == "ok":
+            shown = [line for line in lines if line.startswith(row["method"])]
+            assert shown and f"{row['nnz']:,}" in shown[0] and fmt_number(row["rel_error"]) in shown[0], shown
