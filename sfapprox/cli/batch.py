@@ -220,7 +220,7 @@ def _after_run(summary, out_dir: Path) -> None:
     from ..datasets.batch import remember_reports
 
     for line in summary.repaired:
-        note(f"note: results.jsonl: {line}")
+        note(f"note: results.jsonl: {line}", keep=True)  # (the results file was changed: said under --quiet too)
     for line in summary.changed:
         note(f"note: {line}", style="yellow")
     if summary.orphans:
