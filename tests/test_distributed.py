@@ -197,3 +197,33 @@ def test_a_source_is_sent_to_a_dask_cluster_once_for_all_its_passes():
         assert np.array_equal(D.matmat(B), products[0]) and len(sends) == 2
     assert np.array_equal(products[0], K.matmat(B)) and np.array_equal(products[1], K.rmatmat(B))
     np.testing.assert_allclose(products[3], K.columns(np.arange(150)), rtol=1e-13, atol=1e-15)
+
+
+class _TalliedKernel(KernelMatrix):
+    """An rbf kernel that notes the size of each block of entries it evaluates (on whichever thread)."""
+
+    def _profile(self, d2):
+        self.evaluated.append(d2.size)
+        return super()._profile(d2)
+
+
+def test_a_symmetric_source_formed_on_a_pool_computes_the_rows_it_keeps_there():
+    """Formed on an executor, each column block's pieces compute on the workers only the rows the formed
+    matrix keeps (the rest is the mirror), and the matrix is the one whole columns there gave, mirrored."""
+    from sfapprox.sources._base import _mirror_upper
+
+    n = 300
+    K = _TalliedKernel(np.random.default_rng(0).standard_normal((n, 3)), bandwidth=1.0)
+    K.max_memory = K.formed_bytes + 1  # the narrowest blocks: MIN_BLOCK columns, sent in pieces
+    width = MIN_BLOCK
+    with _Counting() as pool:
+        D = DistributedSource(K, pool)
+        K.evaluated = []
+        X = D.to_dense()
+        assert pool.tasks > 0
+        assert sum(K.evaluated) == sum(min(n, j0 + width) * min(width, n - j0) for j0 in range(0, n, width))  # cells of width
+        before = np.empty((n, n))  # the formation before: whole columns, in the same pieces, mirrored
+        for j0 in range(0, n, width):
+            before[:, j0:j0 + width] = D.columns(np.arange(j0, min(n, j0 + width)))
+        _mirror_upper(before, width)
+    np.testing.assert_array_equal(X, before)

@@ -12,6 +12,7 @@ from scipy.sparse.linalg import aslinearoperator
 from sfapprox import InputError, ParameterError, ResourceError
 from sfapprox.sources import (
     KERNELS,
+    MIN_BLOCK,
     ArraySource,
     AttentionMatrix,
     KernelMatrix,
@@ -573,3 +574,83 @@ def test_a_source_takes_the_matmul_operator_on_either_side():
         K @ np.ones(3)
     with pytest.raises(ParameterError, match=r"B @ it takes a vector of 40 or a matrix of 40 columns, got shape \(2, 3\)"):
         np.ones((2, 3)) @ K
+
+
+def _formed_whole_then_mirrored(source, width):
+    """The formation before: every column block in full, then the lower triangle overwritten by the upper
+    one's mirror (what to_dense did): the numbers a symmetric source's formed matrix must keep."""
+    from sfapprox.sources._base import _mirror_upper
+
+    out = np.empty((source.n, source.n))
+    for J in block_columns(source.n, width):
+        out[:, J] = source.columns(J)
+    _mirror_upper(out, width)
+    return out
+
+
+def _symmetric_sources(n):
+    """Every kind of source that is symmetric: each kernel, a covariance, a symmetric sparse matrix
+    (attention is not symmetric)."""
+    from sfapprox.sources import CovarianceMatrix
+
+    rng = np.random.default_rng(3)
+    P = rng.standard_normal((n, 5)) * 2
+    S = sp.random(n, n, density=0.05, random_state=4, format="csr")
+    sources = [KernelMatrix(P, kernel) for kernel in KERNELS]
+    sources += [CovarianceMatrix(rng.standard_normal((7, n))), SparseSource(S + S.T)]
+    assert all(source.symmetric for source in sources)
+    return sources
+
+
+class _TalliedKernel(KernelMatrix):
+    """A kernel that notes the size of each block of entries it evaluates (its profile of the distances)."""
+
+    def _profile(self, d2):
+        self.evaluated.append(d2.size)
+        return super()._profile(d2)
+
+
+def _kept(n, step):
+    """Entries a symmetric formation by cells of ``step`` columns keeps: rows [0, c1) of each cell [c0, c1)."""
+    return sum(min(n, c0 + step) * min(step, n - c0) for c0 in range(0, n, step))
+
+
+@pytest.mark.parametrize("n", [130, 257])
+def test_a_symmetric_source_is_formed_with_the_numbers_of_its_whole_columns_mirrored(n, monkeypatch):
+    """Formed, every symmetric source is the matrix its whole column blocks gave, mirrored, to the last bit:
+    in the narrowest blocks a limit allows, and in one block cut in cells of fewer columns."""
+    from sfapprox.sources import _base
+
+    for source in _symmetric_sources(n):
+        limited = source.limited(source.formed_bytes + 1)  # nothing left beside the matrix: the narrowest blocks
+        np.testing.assert_array_equal(limited.to_dense(), _formed_whole_then_mirrored(source, MIN_BLOCK),
+                                      err_msg=repr(source))
+    monkeypatch.setattr(_base, "FORM_CELL", 48, raising=False)
+    for source in _symmetric_sources(n):
+        X = source.to_dense()  # no limit of its own: one block of every column
+        np.testing.assert_array_equal(X, _formed_whole_then_mirrored(source, n), err_msg=repr(source))
+        assert np.array_equal(X, X.T)
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian", "matern32", "matern52"])
+def test_a_kernel_formed_evaluates_only_the_entries_it_keeps(kernel, monkeypatch):
+    """Of each cell of columns [c0, c1) a kernel formed evaluates the rows [0, c1) only (about half of the
+    entries; the rest is the mirror), where its whole columns evaluated every row."""
+    from sfapprox.sources import _base
+
+    monkeypatch.setattr(_base, "FORM_CELL", 64, raising=False)
+    n = 300
+    K = _TalliedKernel(np.random.default_rng(0).standard_normal((n, 4)), kernel)
+    for limit in (None, K.formed_bytes + 1):  # one block of every column; blocks of MIN_BLOCK
+        K.evaluated = []
+        K.limited(limit).to_dense()
+        assert sum(K.evaluated) == _kept(n, 64) < 0.62 * n * n
+
+
+def test_a_symmetric_source_formed_refuses_a_block_that_overflows_as_its_columns_do():
+    """Blocks not bounded by construction (a linear kernel's inner products) are checked formed, as each
+    column block was when read whole."""
+    K = KernelMatrix(np.full((100, 2), 1e100), kernel="linear")
+    K.max_memory = K.formed_bytes + 1
+    with pytest.raises(InputError, match="values too large"):
+        K.to_dense()

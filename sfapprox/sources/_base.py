@@ -34,6 +34,12 @@ __all__ = ["MatrixSource", "checked_product", "block_columns", "MIN_BLOCK", "MAX
 #: Narrowest and widest column block a pass uses: narrower blocks waste the BLAS calls
 #: (and, for a memory-mapped row-major file, read a whole page per row for a few numbers).
 MIN_BLOCK, MAX_BLOCK = 64, 4096
+#: Columns per cell of a symmetric source's formation (:meth:`MatrixSource.to_dense`): of the columns of
+#: cell ``[c0, c1)`` only the rows ``[0, c1)`` are kept (the rest is the mirror of the upper triangle), about
+#: ``(1 + FORM_CELL / N) / 2`` of the entries.  Cells, not the column blocks (up to :data:`MAX_BLOCK` wide,
+#: one block up to N = 4,096 under the default limit): the blocks' products stay as they were, so that the
+#: kept entries keep their bits (a BLAS product's entry may change in its last bits with the product's shape).
+FORM_CELL = 512
 #: Share of the memory limit a pass's blocks may take, with every temporary of computing and using
 #: them (the rest is the process itself and what the method keeps: its factors, its entries).
 BLOCK_SHARE = 0.5
@@ -131,6 +137,17 @@ class MatrixSource:
     # ------------------------------------------------------------------ what subclasses supply
     def _columns(self, J: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _kept_rows(self, J: np.ndarray, step: int) -> np.ndarray:
+        """The entries of the consecutive columns ``J`` that a symmetric source's formed matrix keeps
+        (:meth:`to_dense` mirrors the rest), unchecked: ``X[:stop, J]``, ``stop`` the end of the last
+        cell of ``step`` columns that ``J`` reaches (:func:`kept_stop`), of which only the rows up to the
+        end of each column's own cell need be right (the others are never read).
+
+        Here the first ``stop`` rows of :meth:`_columns` (every row computed); a source that can skip
+        the rest overrides it, with each kept entry the one :meth:`_columns` gives, to the last bit.
+        """
+        return self._columns(J)[:kept_stop(int(J[-1]), step, self.n)]
 
     def describe(self) -> dict[str, Any]:
         """What the source is, in plain JSON values (its kind and parameters)."""
@@ -412,10 +429,11 @@ class MatrixSource:
         # The blocks get half of what the matrix leaves of the limit (block_width's share of it).
         rest = None if limit is None else max(1, limit - self.formed_bytes)
         width = self.block_width(rest)
+        if self.symmetric:
+            _form_symmetric(self, out, width)
+            return out
         for J, block in self.blocks(width):
             out[:, J] = block
-        if self.symmetric:
-            _mirror_upper(out, width)
         return out
 
     def summary(self) -> dict[str, Any]:
@@ -428,6 +446,61 @@ class MatrixSource:
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.describe().items() if k != "kind")
         return f"{type(self).__name__}(n={self.n}{', ' + params if params else ''})"
+
+
+def kept_stop(j: int, step: int, n: int) -> int:
+    """The rows a symmetric formation keeps of column ``j``: ``[0, stop)``, ``stop`` the end of its cell of
+    ``step`` columns (:data:`FORM_CELL`), at most ``n``.
+
+    Examples
+    --------
+    >>> kept_stop(0, 512, 2000), kept_stop(511, 512, 2000), kept_stop(512, 512, 2000), kept_stop(1999, 512, 2000)
+    (512, 512, 1024, 2000)
+    """
+    return min(n, (j // step + 1) * step)
+
+
+def form_cells(j0: int, j1: int, step: int) -> Iterator[tuple[int, int]]:
+    """The columns ``[j0, j1)`` cut at the multiples of ``step``: each ``(c0, c1)`` lies in one cell.
+
+    Examples
+    --------
+    >>> list(form_cells(300, 1100, 512))
+    [(300, 512), (512, 1024), (1024, 1100)]
+    """
+    c0 = j0
+    while c0 < j1:
+        c1 = min(j1, (c0 // step + 1) * step)
+        yield c0, c1
+        c0 = c1
+
+
+def _form_symmetric(source: MatrixSource, out: np.ndarray, width: int) -> None:
+    """Fill ``out`` with a symmetric ``source`` by column blocks of ``width``: of the columns of each cell
+    ``[c0, c1)`` of :data:`FORM_CELL` columns only the rows ``[0, c1)`` are kept
+    (:meth:`MatrixSource._kept_rows`, which need compute no others), the rest is the upper triangle's
+    mirror (:func:`_mirror_upper`, by the same cells).  Whole columns, their part below the diagonal then
+    overwritten by the mirror, threw away about half of a kernel's evaluations.
+
+    The matrix is the one whole columns mirrored gave, to the last bit: the blocks are the same (and so
+    are a kernel's products), each kept entry is computed as its whole column computes it, and the mirror
+    reads only those.  A source whose blocks are not bounded by construction is checked as its whole
+    column blocks were (:func:`check_block`, on the formed matrix's), but only where the whole matrix's
+    sum of squares is not a finite number below the bound: one cheap pass where nothing is wrong.
+    """
+    n, step = out.shape[0], min(width, FORM_CELL)
+    for J in block_columns(n, width):
+        j0, j1 = int(J[0]), int(J[-1]) + 1
+        kept = np.asarray(source._kept_rows(J, step), dtype=np.float64)
+        if kept.shape != (kept_stop(j1 - 1, step, n), J.size):
+            raise AssertionError(f"{type(source).__name__} kept rows of shape {kept.shape} of columns {j0}..{j1 - 1}")
+        for c0, c1 in form_cells(j0, j1, step):
+            stop = kept_stop(c0, step, n)
+            out[:stop, c0:c1] = kept[:stop, c0 - j0:c1 - j0]
+    _mirror_upper(out, step)
+    if not source.bounded_columns and not _sum_of_squares(out.ravel()) <= MAX_SQUARED_NORM:
+        for J in block_columns(n, width):  # the column block that is not finite or overflows, named
+            check_block(np.ascontiguousarray(out[:, J[0]:J[-1] + 1]), J, source.name)
 
 
 def _mirror_upper(X: np.ndarray, width: int) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .._executors import ordered_map, send_shared, worker_count
-from ._base import MatrixSource
+from ._base import MatrixSource, kept_stop
 
 __all__ = ["DistributedSource"]
 
@@ -19,6 +19,11 @@ MIN_REMOTE_COLUMNS = 64
 
 def _columns_of(source: MatrixSource, J: np.ndarray) -> np.ndarray:
     return source.columns(J)
+
+
+def _kept_rows_of(source: MatrixSource, task: tuple[np.ndarray, int]) -> np.ndarray:
+    J, step = task
+    return source._kept_rows(J, step)
 
 
 def _unwrap(source: MatrixSource) -> MatrixSource:
@@ -138,9 +143,25 @@ class DistributedSource(MatrixSource):
     def _columns(self, J: np.ndarray) -> np.ndarray:
         if J.size < MIN_REMOTE_COLUMNS:
             return self.source.columns(J)
+        return np.hstack(list(ordered_map(self.executor, _columns_of, self._pieces(J), (self._sent_source(),))))
+
+    def _kept_rows(self, J: np.ndarray, step: int) -> np.ndarray:
+        """A symmetric formation's kept rows (:meth:`MatrixSource._kept_rows`) as :meth:`_columns` splits
+        ``J``: each piece's on a worker, which computes only those."""
+        if J.size < MIN_REMOTE_COLUMNS:
+            return self.source._kept_rows(J, step)
+        pieces = self._pieces(J)
+        out = np.empty((kept_stop(int(J[-1]), step, self.n), J.size))
+        done = 0
+        for kept in ordered_map(self.executor, _kept_rows_of, ((piece, step) for piece in pieces), (self._sent_source(),)):
+            out[:kept.shape[0], done:done + kept.shape[1]] = kept  # (the rows below it are never read)
+            done += kept.shape[1]
+        return out
+
+    def _pieces(self, J: np.ndarray) -> list[np.ndarray]:
+        """``J`` split among the workers, no piece under half of :data:`MIN_REMOTE_COLUMNS`."""
         pieces = max(1, min(worker_count(self.executor), J.size // (MIN_REMOTE_COLUMNS // 2)))
-        parts = np.array_split(J, pieces)
-        return np.hstack(list(ordered_map(self.executor, _columns_of, parts, (self._sent_source(),))))
+        return np.array_split(J, pieces)
 
     def _local_products(self) -> bool:
         """The wrapped source has its own ``X @ B`` (a sparse matrix, a covariance's factored product):

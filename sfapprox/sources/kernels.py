@@ -32,7 +32,7 @@ import numpy as np
 from .._errors import InputError, ParameterError, parameter
 from .._params import SEED, Interval, check_values
 from .._validation import array_of
-from ._base import MatrixSource
+from ._base import MatrixSource, form_cells, kept_stop
 
 __all__ = ["KernelMatrix", "KERNELS", "median_bandwidth", "MEDIAN_SAMPLE"]
 
@@ -214,16 +214,34 @@ class KernelMatrix(MatrixSource):
                           f"feature{'s' if pts.shape[1] != 1 else ''}{how}")
 
     def _columns(self, J: np.ndarray) -> np.ndarray:
-        x, sq = self.points, self._sq
-        inner = x @ x[J].T
+        inner = self.points @ self.points[J].T
+        return inner if self.kernel == "linear" else self._entries(inner, J, 0, J.size, self.n)
+
+    def _kept_rows(self, J: np.ndarray, step: int) -> np.ndarray:
+        """The kept entries of a symmetric formation (:meth:`MatrixSource._kept_rows`): the block's inner
+        products as :meth:`_columns` makes them (the same BLAS product: a product of fewer rows may differ in
+        its last bits), then the kernel of each cell's kept rows only, entry by entry as there."""
+        stop = kept_stop(int(J[-1]), step, self.n)
+        inner = self.points @ self.points[J].T
         if self.kernel == "linear":
-            return inner
+            return inner[:stop]
+        out = np.empty((stop, J.size))
+        j0 = int(J[0])
+        for c0, c1 in form_cells(j0, j0 + J.size, step):
+            rows = kept_stop(c0, step, self.n)
+            out[:rows, c0 - j0:c1 - j0] = self._entries(inner, J, c0 - j0, c1 - j0, rows)
+        return out
+
+    def _entries(self, inner: np.ndarray, J: np.ndarray, a: int, b: int, rows: int) -> np.ndarray:
+        """``K[:rows, J[a:b]]`` from the block's inner products ``inner = X X[J]^T``."""
+        inner, J, sq = inner[:rows, a:b], J[a:b], self._sq
         if self.kernel == "cosine":
             norms = np.sqrt(sq)
-            scale = np.outer(norms, norms[J])
-            return np.divide(inner, scale, out=np.zeros_like(inner), where=scale > 0)
-        d2 = np.maximum(sq[:, None] + sq[J][None, :] - 2.0 * inner, 0.0)
-        d2[J, np.arange(J.size)] = 0.0  # exact zeros on the diagonal (round-off would leave ~1e-16)
+            scale = np.outer(norms[:rows], norms[J])
+            return np.divide(inner, scale, out=np.zeros(scale.shape), where=scale > 0)
+        d2 = np.maximum(sq[:rows, None] + sq[J][None, :] - 2.0 * inner, 0.0)
+        on = J < rows  # the columns whose diagonal entry is among these rows
+        d2[J[on], np.flatnonzero(on)] = 0.0  # exact zeros on the diagonal (round-off would leave ~1e-16)
         return self._profile(d2)
 
     def _profile(self, d2: np.ndarray) -> np.ndarray:
