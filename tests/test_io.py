@@ -350,3 +350,32 @@ def test_a_loaded_matrix_records_what_picked_it_in_its_file_as_it_was_read(tmp_p
     assert load_matrix(tmp_path / "i.png").recipe == load_matrix(tmp_path / "i.png", square="crop", resize=6).recipe == plain
     assert load_matrix(tmp_path / "i.png", resize=3, gradient=True).recipe == {**plain, "resize": 3, "gradient": True}
     assert load_matrix(write(tmp_path / "g.mtx", MTX_GENERAL)).recipe is None  # one matrix, read as it is
+
+
+@pytest.mark.parametrize("kind", ["kernel", "covariance"])
+def test_a_point_table_read_whole_is_hashed_from_what_was_read_not_read_again(kind, tmp_path, monkeypatch):
+    """A source made from a text table (a kernel's points, a covariance never formed) records its file's
+    SHA-256 from the bytes its reader read: the file was read a second time only to hash it."""
+    import builtins
+    import io as stdio
+    import os
+
+    from sfapprox.io import open_matrix
+
+    path = tmp_path / "points.csv"
+    path.write_text("\n".join(",".join(str((i * 7 + j) % 5) for j in range(6)) for i in range(40)) + "\n")
+    opened = []
+    for module in (builtins, stdio):  # pathlib's read_bytes opens by io.open, Source.sha256 by open
+        real = module.open
+
+        def counting(file, *args, _real=real, **kwargs):
+            if isinstance(file, (str, os.PathLike)) and os.fspath(file) == os.fspath(path):
+                opened.append(file)
+            return _real(file, *args, **kwargs)
+
+        monkeypatch.setattr(module, "open", counting)
+    source = open_matrix(path, kernel="rbf") if kind == "kernel" else open_matrix(path, covariance=True, max_memory=1 << 20)
+    monkeypatch.undo()
+    assert type(source).__name__ == ("KernelMatrix" if kind == "kernel" else "CovarianceMatrix")
+    assert source.file_sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert len(opened) == 1

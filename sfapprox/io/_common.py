@@ -216,7 +216,11 @@ class Source:
             raise self.fail("file is empty")
 
     def sha256(self) -> str:
-        """SHA-256 of the file's bytes as stored (compressed, for compressed files)."""
+        """SHA-256 of the file's bytes as stored (compressed, for compressed files): of the bytes
+        :meth:`read_bytes` read, where it read the file whole as stored (not a second read of the file,
+        and the hash of what was parsed even where the file changed since); else of a read of it."""
+        if self._data is not None and not self.compressed:
+            return hashlib.sha256(self._data).hexdigest()
         digest = hashlib.sha256()
         with self.guard(), open(self.path, "rb") as fh:
             for chunk in iter(lambda: fh.read(_CHUNK), b""):

@@ -66,15 +66,16 @@ def read_points(path: str | os.PathLike, *, format: str | None = None, max_memor
     return _read_table(path, format, MEMORY_LIMIT.to_bytes(max_memory))[0]
 
 
-def _read_table(path, format: str | None, max_memory: int | None) -> tuple[np.ndarray, list[str]]:
-    """:func:`read_points`'s table and what reading it noted."""
+def _read_table(path, format: str | None, max_memory: int | None) -> tuple[np.ndarray, list[str], Source]:
+    """:func:`read_points`'s table, what reading it noted, and the file as it was read (whose
+    :meth:`~Source.sha256` hashes the bytes read where the reader read them whole)."""
     src = Source(path, max_memory)
     src.check_exists()
     kind = _point_kind(path, format)
     if kind is None:
         raise fail(os.fspath(path), _not_points(path), "pass --format csv|npy|libsvm if it is one")
     with src.guard():
-        return read_samples(src, Options(max_memory=max_memory), kind)
+        return (*read_samples(src, Options(max_memory=max_memory), kind), src)
 
 
 def _extension(path) -> str:
@@ -219,8 +220,9 @@ def open_matrix(
         if read is not None:
             return _covariance(path, *read, format=format, var=var, max_memory=max_memory, **options)
     if kernel is not None:
-        points = read_points(path, format=format, max_memory=max_memory)
-        return _from_file(_by_path(path, lambda: KernelMatrix(points, kernel, bandwidth, name=_stem(path))), path)
+        points, _, read = _read_table(path, format, max_memory)
+        return _from_file(_by_path(path, lambda: KernelMatrix(points, kernel, bandwidth, name=_stem(path))), path,
+                          read=read)
     if format == "attention":
         return _from_file(_by_path(path, lambda: _attention(path, var, max_memory)), path)
     if format in (None, "npy") and var is None and _big_npy(path, max_memory):
@@ -341,18 +343,19 @@ def _by_path(path, build):
         raise
 
 
-def _from_file(source: MatrixSource, path, *, hashed: bool = True) -> MatrixSource:
+def _from_file(source: MatrixSource, path, *, hashed: bool = True, read: Source | None = None) -> MatrixSource:
     """``source`` with the file it was read from recorded (:attr:`~sfapprox.sources.MatrixSource.file`), and
     the file's SHA-256 where the whole file was read anyway (a point table, Q and K; not a memory-mapped
-    matrix too big to load, whose hash would be a pass over it)."""
+    matrix too big to load, whose hash would be a pass over it): of the bytes ``read`` read where it read
+    them whole (a text table), else of a second read."""
     source.file = os.fspath(path)
     if hashed:
-        source.file_sha256 = Source(path).sha256()
+        source.file_sha256 = (read or Source(path)).sha256()
     return source
 
 
-def _covariance_table(path, format: str | None, max_memory: int | None) -> tuple[np.ndarray, list[str]] | None:
-    """The samples x features table of ``covariance=True`` and its reading's notes, read once; None when
+def _covariance_table(path, format: str | None, max_memory: int | None) -> tuple[np.ndarray, list[str], Source] | None:
+    """The samples x features table of ``covariance=True``, its reading's notes and the file as read, read once; None when
     it is not a table this path reads (``load_matrix`` then reports the file in its own words)."""
     if format not in (None, "csv", "npy", "libsvm"):
         return None  # load_matrix says what covariance=True accepts
@@ -362,8 +365,8 @@ def _covariance_table(path, format: str | None, max_memory: int | None) -> tuple
         return None
 
 
-def _covariance(path, table: np.ndarray, notes: list[str], *, format: str | None, max_memory: int | None,
-                **options):
+def _covariance(path, table: np.ndarray, notes: list[str], read: Source, *, format: str | None,
+                max_memory: int | None, **options):
     """A :class:`~sfapprox.sources.CovarianceMatrix` (computed by columns) when the covariance formed
     and scored would not fit the memory limit (:func:`~sfapprox.sources.formable`, as for every source);
     else formed, as ``load_matrix`` forms it — from the table already read.  Deciding by the matrix's
@@ -375,7 +378,7 @@ def _covariance(path, table: np.ndarray, notes: list[str], *, format: str | None
         source = CovarianceMatrix(table, name=_stem(path))
         if not formable(source, max_memory):
             source.reading = {"covariance": True}  # as the formed covariance records it (the table itself: False)
-            return _from_file(source, path)
+            return _from_file(source, path, read=read)
     return covariance_of_table(path, table, notes, format=format, max_memory=max_memory, **options)
 
 
