@@ -236,15 +236,30 @@ def check_matrix_dtype(dtype: np.dtype, source: str) -> None:
         raise InputError(f"{source}: matrix has non-numeric dtype {dtype}; convert it to a numeric array first")
 
 
+def _reshape_hint(shape: tuple[int, ...]) -> str:
+    """What to do with an array that is not 2-D: the fix its shape points to (an image's ``(N, N, 1)``
+    squeezed, a flattened ``(N*N,)`` reshaped), else the plain requirement."""
+    size = math.prod(shape)
+    if len(shape) > 2 and sum(d != 1 for d in shape) == 2:
+        return "drop its axes of length 1 (numpy.squeeze)"
+    side = math.isqrt(size)
+    if len(shape) == 1 and side > 1 and side * side == size:
+        return f"if it holds a {side} x {side} matrix row by row, reshape it (X.reshape({side}, {side}))"
+    return "give a square 2-D array (N x N)"
+
+
 def _check_shape(shape: tuple[int, ...], source: str) -> None:
     """Raise InputError unless ``shape`` is a non-empty square 2-D shape."""
     if len(shape) != 2:
+        # the shape alone did not say what to do: an image's (N, N, 1), a flattened matrix's (N*N,)
         raise InputError(
-            f"{source}: matrix must be 2-D, got a {len(shape)}-D array of shape {tuple(shape)}"
+            f"{source}: matrix must be 2-D, got a {len(shape)}-D array of shape {tuple(shape)}; "
+            f"{_reshape_hint(tuple(shape))}"
         )
     rows, cols = shape
     if rows == 0 or cols == 0:
-        raise InputError(f"{source}: matrix is empty ({rows} x {cols})")
+        raise InputError(f"{source}: matrix is empty ({rows} x {cols}); there is nothing to approximate: give a "
+                         "matrix of at least 1 x 1")
     if rows != cols:
         raise InputError(
             f"{source}: matrix is not square ({rows} x {cols}); only square matrices can be "
@@ -254,7 +269,8 @@ def _check_shape(shape: tuple[int, ...], source: str) -> None:
 
 def _raise_nonfinite(count: int, row: int, col: int, source: str) -> None:
     raise InputError(
-        f"{source}: matrix has {count} NaN/Inf entries (first at row {row}, col {col}; 0-based)"
+        f"{source}: matrix has {count} NaN/Inf entries (first at row {row}, col {col}; 0-based); replace them "
+        "(numpy.nan_to_num) or remove their rows and columns"
     )
 
 
@@ -464,6 +480,17 @@ def array_of(a, source: str, what: str) -> np.ndarray:
 def _check_dense(X, source: str, max_memory: int | None) -> np.ndarray:
     if X is None:  # np.asarray(None) is a 0-d object array: "object dtype" would not say what is missing
         raise InputError(f"{source}: a matrix is needed (an array, a scipy sparse matrix or a MatrixSource), got None")
+    if isinstance(X, (str, bytes, os.PathLike)):  # np.asarray("m.npy") is a 0-d string: "dtype <U5" said nothing
+        raise InputError(f"{source}: got the file name {os.fspath(X)!r}, not a matrix; read it first "
+                         "(sfapprox.load_matrix(path).matrix), or give the path to sfapprox.compare")
+    io = sys.modules.get("sfapprox.io")  # not imported here (h5py, Pillow): a LoadedMatrix exists only where it is
+    if io is not None and isinstance(X, io.LoadedMatrix):  # np.asarray made it a 0-d object array: "object dtype"
+        raise InputError(f"{source}: a LoadedMatrix ({X.name}), not its array; pass its .matrix "
+                         "(or give it to sfapprox.compare, which takes it as it is)")
+    if np.ma.isMaskedArray(X) and np.ma.getmask(X).any():
+        # np.asarray keeps the values under the mask: entries the caller marked missing were fitted as data
+        raise InputError(f"{source}: a masked array with {int(np.ma.count_masked(X))} masked entries; fill them "
+                         "first (X.filled(0)), or pass X.data to use the values under the mask")
     try:
         arr = np.asarray(numpy_readable(X))
     except (ValueError, TypeError) as exc:  # ragged nested lists and the like

@@ -391,3 +391,54 @@ def test_messages_name_an_option_as_their_reader_passes_it(tmp_path):
         with spelled_for("cli"):
             text = said(make)
         assert cli in text and not re.search(r"\b[a-z_]+=", text), text
+
+
+class TestRefusalsSayWhatToDo:
+    """Odd but legitimate inputs refused with the fix in the same line: each message said only what
+    was wrong (or, for a file name and a LoadedMatrix, something else: "object dtype", "dtype <U5")."""
+
+    @pytest.mark.parametrize("shape, fix", [
+        ((4, 4, 1), r"drop its axes of length 1 \(numpy.squeeze\)"),  # an image's channel axis
+        ((1, 3, 3), r"drop its axes of length 1"),
+        ((16,), r"if it holds a 4 x 4 matrix row by row, reshape it \(X.reshape\(4, 4\)\)"),  # flattened
+        ((5,), r"give a square 2-D array"),
+        ((2, 2, 2), r"give a square 2-D array"),
+    ])
+    def test_an_array_not_2d_is_told_its_reshape(self, shape, fix):
+        with pytest.raises(InputError, match=f"must be 2-D, got a {len(shape)}-D array of shape .*; {fix}") as info:
+            check_square_matrix(np.zeros(shape))
+        _one_line_error(info)
+
+    def test_an_empty_matrix_says_what_is_needed(self):
+        with pytest.raises(InputError, match=r"empty \(0 x 0\); there is nothing to approximate: give a matrix of "
+                                             r"at least 1 x 1"):
+            check_square_matrix(np.zeros((0, 0)))
+
+    @pytest.mark.parametrize("X", [np.array([[1.0, np.nan], [0.0, 1.0]]), sp.csr_array(np.array([[np.inf, 0], [0, 1.0]]))])
+    def test_non_finite_entries_say_how_to_remove_them(self, X):
+        with pytest.raises(InputError, match=r"NaN/Inf entries .*; replace them \(numpy.nan_to_num\) or remove"):
+            check_square_matrix(X)
+
+    @pytest.mark.parametrize("path", ["m.npy", __import__("pathlib").Path("m.npy")])
+    def test_a_file_name_is_not_read_as_a_string_array(self, path):
+        with pytest.raises(InputError, match=r"^X: got the file name 'm.npy', not a matrix; read it first "
+                                             r"\(sfapprox.load_matrix\(path\).matrix\)") as info:
+            check_square_matrix(path, source="X")
+        _one_line_error(info, "X")
+
+    def test_a_loaded_matrix_is_told_to_pass_its_array(self, tmp_path):
+        from sfapprox import TruncatedSVD, load_matrix
+
+        np.save(tmp_path / "m.npy", np.eye(3))
+        loaded = load_matrix(tmp_path / "m.npy")
+        with pytest.raises(InputError, match=r"^X: a LoadedMatrix \(m\), not its array; pass its .matrix"):
+            TruncatedSVD(n_components=1).fit(loaded)
+        TruncatedSVD(n_components=1).fit(loaded.matrix)  # what the message says works
+
+    def test_a_masked_array_with_masked_entries_is_refused(self):
+        X = np.ma.masked_array(np.eye(3) + 1, mask=np.eye(3, dtype=bool))
+        with pytest.raises(InputError, match=r"a masked array with 3 masked entries; fill them first \(X.filled\(0\)\)"):
+            check_square_matrix(X)
+        # nothing masked: its values are the matrix
+        np.testing.assert_array_equal(check_square_matrix(np.ma.masked_array(np.eye(3))), np.eye(3))
+        np.testing.assert_array_equal(check_square_matrix(X.filled(0)), np.ones((3, 3)) - np.eye(3) + 0)
