@@ -13,7 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["NpyHeader", "read_npy_header"]
+__all__ = ["NpyHeader", "read_npy_header", "PICKLE_REFUSAL"]
+
+#: Why an array of Python objects is not read, and what to do: both readers refuse it before any
+#: ``np.load`` (always ``allow_pickle=False``: unpickling runs the file's code), in these words.
+PICKLE_REFUSAL = ("contains Python objects (pickle); refusing to load untrusted pickles; save its numbers as a "
+                  "numeric array (np.save(path, np.asarray(X, dtype=float)))")
 
 
 @dataclass(frozen=True)

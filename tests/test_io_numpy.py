@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import pathlib
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 from _io_helpers import input_error, write
-from sfapprox._errors import ResourceError
+from sfapprox._errors import InputError, ResourceError
 from sfapprox.io import load_matrix
 
 
@@ -94,6 +96,50 @@ class TestNumpy:
 
     def test_npz_garbage_refused(self, tmp_path):
         input_error(write(tmp_path / "g.npz", "not a zip"), "not a valid .npz")
+
+
+class _Touches:
+    """Unpickling it creates a file: a reader that unpickled the array would leave the marker."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (pathlib.Path.touch, (pathlib.Path(self.marker),))
+
+
+def _pickled_npy(path, marker):
+    arr = np.empty((2, 2), dtype=object)
+    arr[:] = [[_Touches(marker), 1], [2, 3]]
+    np.save(path, arr, allow_pickle=True)
+    return path
+
+
+@pytest.mark.parametrize("max_memory", [None, 1])  # loaded, and (over the limit) memory-mapped from columns
+def test_an_object_npy_is_refused_unread_with_what_to_do(tmp_path, max_memory):
+    from sfapprox import compare
+    from sfapprox.sources import open_npy
+
+    marker = tmp_path / "unpickled"
+    path = _pickled_npy(tmp_path / "o.npy", marker)
+    fix = r"refusing to load untrusted pickles; save its numbers as a numeric array \(np.save\(path, np.asarray"
+    if max_memory is None:
+        input_error(path, fix)
+    with pytest.raises(InputError, match=fix):
+        compare(path, "rsvd", max_memory=max_memory)
+    with pytest.raises(InputError, match=fix):
+        open_npy(path)  # the memory map of a .npy too big to load
+    assert not marker.exists()
+
+
+def test_an_npz_with_no_square_array_is_not_told_to_pick_one(tmp_path):
+    p = tmp_path / "e.npz"
+    np.savez(p)
+    msg = input_error(p, r"no square 2-D array; arrays: none; it holds no arrays: save the matrix in it "
+                         r"\(np.savez\(path, X=X\)\)")
+    assert "pick one" not in msg
+    np.savez(p, v=np.ones(4))
+    input_error(p, r"arrays: v 4 float64; save a square one in it \(np.savez\(path, X=X\)\), or pick one with var=")
 
 
 class TestHardening:

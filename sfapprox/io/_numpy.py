@@ -14,12 +14,11 @@ import zipfile
 import numpy as np
 import scipy.sparse as sp
 
-from .._npy import read_npy_header
+from .._npy import PICKLE_REFUSAL, read_npy_header
 from .._errors import parameter
 from .._validation import check_memory
 from ._common import Options, ReadResult, Source, check_order, one_line
 
-_PICKLE_HINT = "contains Python objects (pickle); refusing to load untrusted pickles"
 _SPARSE_KEYS = {"format", "shape", "data"}
 
 
@@ -31,7 +30,7 @@ def _load_npy(src: Source, fh, what: str, opts: Options) -> np.ndarray:
     except (ValueError, OSError, EOFError) as exc:
         raise src.fail(f"{what}: not a valid .npy array ({one_line(exc)})") from None
     if header.dtype.hasobject:
-        raise src.fail(f"{what} {_PICKLE_HINT}")
+        raise src.fail(f"{what} {PICKLE_REFUSAL}")
     check_memory(header.count * max(header.dtype.itemsize, 8), what=f"{src.display}: {what} of shape {header.shape}",
                  limit=opts.max_memory)
     if isinstance(fh, io.BufferedReader):  # a file on disk: its size says whether the data is all there
@@ -74,13 +73,18 @@ def _describe(members) -> str:
     return ", ".join(f"{k} {'x'.join(map(str, s))} {d}" for k, (s, d) in members.items()) or "none"
 
 
-def _npz_hint(members) -> str:
+def _npz_hint(members, square: list[str]) -> str:
     """What to do with an .npz whose square array is not obvious; arrays ``q`` and ``k`` of one
-    width are the inputs of an attention map, which the attention format reads."""
+    width are the inputs of an attention map, which the attention format reads.  An .npz with no
+    array at all has none to pick: "pick one with --var" was no way out."""
+    if not members:
+        return "it holds no arrays: save the matrix in it (np.savez(path, X=X))"
     q, k = members.get("q"), members.get("k")
     if q and k and len(q[0]) == len(k[0]) == 2 and q[0][1] == k[0][1]:
         return (f"pick one with {parameter('var')}, or read q and k as softmax(Q K^T / sqrt d) with "
                 f"{parameter('format', 'attention')}")
+    if not square:
+        return f"save a square one in it (np.savez(path, X=X)), or pick one with {parameter('var')}"
     return f"pick one with {parameter('var')}"
 
 
@@ -102,7 +106,7 @@ def read_npz(src: Source, opts: Options) -> ReadResult:
             square = [k for k, (s, d) in members.items() if len(s) == 2 and s[0] == s[1] > 0]
             if len(square) != 1:
                 what = "no square 2-D array" if not square else f"several square 2-D arrays ({', '.join(square)})"
-                raise src.fail(f"{what}; arrays: {_describe(members)}", _npz_hint(members))
+                raise src.fail(f"{what}; arrays: {_describe(members)}", _npz_hint(members, square))
             key = square[0]
         with zf.open(key + ".npy") as raw:
             fh = io.BytesIO(raw.read()) if not raw.seekable() else raw
@@ -114,7 +118,7 @@ def read_npz(src: Source, opts: Options) -> ReadResult:
 def _read_sparse_npz(src: Source, zf: zipfile.ZipFile, members, opts: Options) -> ReadResult:
     for key, (_, dtype) in members.items():
         if dtype.hasobject:
-            raise src.fail(f"array {key!r} {_PICKLE_HINT}")
+            raise src.fail(f"array {key!r} {PICKLE_REFUSAL}")
     # Sizes before loading: the declared shape (a coo file of shape 2e9 x 2e9
     # with one entry would become 16 GB of CSR row pointers) and the members.
     with zf.open("shape.npy") as raw:

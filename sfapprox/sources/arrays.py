@@ -12,7 +12,7 @@ from scipy.sparse.linalg import LinearOperator
 
 from .._errors import InputError, ParameterError
 from .._validation import check_magnitude, check_matrix_dtype, check_sparse_structure, held_bytes, memory_limit
-from .._npy import read_npy_header
+from .._npy import PICKLE_REFUSAL, read_npy_header
 from ._base import MatrixSource, checked_product
 
 __all__ = ["ArraySource", "SparseSource", "OperatorSource", "open_npy", "as_source"]
@@ -364,7 +364,7 @@ def open_npy(path: str | os.PathLike, name: str | None = None) -> ArraySource:
     except (ValueError, OSError, EOFError) as exc:
         raise InputError(f"{display}: not a valid .npy array ({' '.join(str(exc).split())})") from None
     if header.dtype.hasobject:
-        raise InputError(f"{display}: holds Python objects (a pickle), which sfapprox never loads")
+        raise InputError(f"{display}: array {PICKLE_REFUSAL}")
     truncated = header.truncation(size)
     if truncated:
         raise InputError(f"{display}: {truncated}; copy or write it again")
