@@ -418,6 +418,15 @@ def parse_budget(spec: str | int | float | None) -> str:
     return text
 
 
+def _least_fraction(n: int) -> float:
+    """The smallest fraction of ``N**2``, to three digits, that is at least one stored number (1/9 shown
+    as 0.111 would be 0.999 of a number): 1/N² rounded up."""
+    exact = 1 / (int(n) * int(n))
+    step = 10.0 ** (math.floor(math.log10(exact)) - 2)
+    least = math.ceil(round(exact / step, 6)) * step
+    return least if math.floor(least * n * n) >= 1 else least + step
+
+
 def resolve_budget(spec: str | int | float | None, n: int) -> Budget:
     """Turn a budget specification into a number of stored values for an ``n x n`` matrix.
 
@@ -469,7 +478,8 @@ def resolve_budget(spec: str | int | float | None, n: int) -> Budget:
     else:
         count = int(value)
     if count < 1:
-        raise BudgetError(f"budget {spec!r} is less than one stored number for N={n}")
+        raise BudgetError(f"budget {spec!r} is less than one stored number for N={n}; give a fraction of N² of at "
+                          f"least {_least_fraction(n):g}, a count above 1, or 'sf'")
     dense = int(n) * int(n)
     if count > dense:
         return Budget(dense, f"{text} (clamped to N^2 = {dense})", count)
