@@ -109,6 +109,18 @@ def test_negative_input_not_applicable():
         NMF(2).fit(sp.csr_array(X))
 
 
+def test_negative_input_is_told_what_to_do():
+    """The refusal (a compare row's reason) named no way to a fit: the shift, the absolute values or
+    the methods that take any sign."""
+    X = np.ones((3, 3))
+    X[0, 1] = -1.0
+    with pytest.raises(NotApplicableError, match=r"NMF needs a non-negative matrix: fit X - X.min\(\) \(and add the "
+                                                 r"constant back\) or abs\(X\) instead, or use a method that takes "
+                                                 r"any sign \(tsvd, sf\)"):
+        NMF(1).fit(X)
+    NMF(1).fit(X - X.min())  # the shift it names fits
+
+
 @pytest.mark.parametrize("rank", [3, 12])
 def test_sparse_input_matches_dense(rank):
     X = _graph(40, 0.15, 3)

@@ -562,7 +562,8 @@ class NMF(Approximation):
         low = float(X.data.min(initial=0.0) if hasattr(X, "toarray") else X.min())
         if low < 0:
             raise NotApplicableError(
-                f"matrix has negative entries (min {low:.3g}); NMF needs a non-negative matrix"
+                f"matrix has negative entries (min {low:.3g}); NMF needs a non-negative matrix: fit X - X.min() "
+                "(and add the constant back) or abs(X) instead, or use a method that takes any sign (tsvd, sf)"
             )
         device = resolve_device(self.device)
         dtype = resolve_dtype(self.dtype, device)
