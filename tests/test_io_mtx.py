@@ -65,6 +65,12 @@ class TestMatrixMarket:
         p = write(tmp_path / "c.mtx", "%%MatrixMarket matrix coordinate complex general\n2 2 1\n1 1 1 2\n")
         input_error(p, "complex matrices are not supported")
 
+    @pytest.mark.parametrize("symmetry", ["general", "hermitian"])
+    def test_complex_field_refusal_says_what_to_do(self, tmp_path, symmetry):
+        p = write(tmp_path / "h.mtx", f"%%MatrixMarket matrix coordinate complex {symmetry}\n2 2 1\n2 1 1 2\n")
+        input_error(p, r"complex matrices are not supported \(only real, integer and pattern fields\); write its "
+                       r"real part \(or its absolute values\) to a real Matrix Market file")
+
     def test_not_square_refused_from_header(self, tmp_path):
         p = write(tmp_path / "r.mtx", "%%MatrixMarket matrix coordinate real general\n3 5 1\n1 1 1\n")
         input_error(p, r"not square \(3 x 5\)")

@@ -171,7 +171,8 @@ def _parse_banner(src: Source, line_no: int, text: str, notes: list[str]) -> tup
                 f"(one of {', '.join(allowed)}), in {stripped[:60]!r}"
             )
     if field == "complex":
-        raise src.fail("complex matrices are not supported", "only real, integer and pattern fields")
+        raise src.fail("complex matrices are not supported (only real, integer and pattern fields)",
+                       "write its real part (or its absolute values) to a real Matrix Market file")
     if field == "pattern" and fmt == "array":
         raise src.fail(f"line {line_no}: invalid banner: a pattern matrix must be in coordinate format")
     if not stripped.startswith("%%MatrixMarket"):
