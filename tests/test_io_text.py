@@ -158,7 +158,21 @@ class TestDenseText:
         input_error(write(tmp_path / "m.csv", "1,2,3\n4,5\n7,8,9\n"), r"line 2 has 2 fields, expected 3")
 
     def test_empty_cell_refused(self, tmp_path):
-        input_error(write(tmp_path / "m.csv", "1,2\n3,\n"), r"line 2, column 2: non-numeric cell ''")
+        msg = input_error(write(tmp_path / "m.csv", "1,2\n3,\n"), r"line 2, column 2: missing value ''")
+        assert "fill the missing ones in" in msg  # an empty cell is a missing value, as 'NA' is
+
+    @pytest.mark.parametrize("name, text", [("m.csv", "1,2,\n3,4,\n"), ("m.tsv", "1\t2\t\n3\t4\t\n"),
+                                            ("h.csv", "x,y,\n1,2,\n3,4,\n")])
+    def test_a_trailing_delimiter_on_every_row_is_read(self, tmp_path, name, text):
+        """Its empty last cell made the first row of data a header: a table written with a delimiter
+        after each value was refused as "not square (1 x 2) once its first row (1, 2, ) is read as a
+        header", though the rows drop that cell."""
+        m = load_matrix(write(tmp_path / name, text))
+        np.testing.assert_array_equal(m.matrix, [[1, 2], [3, 4]])
+        assert any("header" in note for note in m.notes) == name.startswith("h")
+
+    def test_an_empty_cell_in_the_first_row_is_named_not_read_as_a_header(self, tmp_path):
+        input_error(write(tmp_path / "m.csv", "1,,5\n3,4,5\n6,7,8\n"), r"line 1, column 2: missing value ''")
 
     def test_nan_cell_refused_with_its_position(self, tmp_path):
         input_error(write(tmp_path / "m.csv", "1,2\nnan,4\n"), r"1 NaN/Inf entries \(first at row 1, col 0")

@@ -390,7 +390,7 @@ def as_float_table(rows: list[list[str]], line_numbers: list[int], src: Source) 
     for row, line_no in zip(rows, line_numbers):
         for col, cell in enumerate(row, start=1):
             if parse_float(cell) is None:
-                if is_missing_token(cell):
+                if is_missing_token(cell) or not cell.strip():  # an empty cell is a missing value too
                     raise src.fail(f"line {line_no}, column {col}: missing value {cell.strip()!r}",
                                    "every entry needs a number: fill the missing ones in (or drop their "
                                    "rows and columns) first")

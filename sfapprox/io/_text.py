@@ -75,6 +75,16 @@ def _header_note(header: list[str]) -> str:
     return _HEADER_NOTE + shown
 
 
+def _is_label(k: int, cell: str) -> bool:
+    """Whether cell ``k`` of the first row marks it as a header: a word, or an empty corner cell (the
+    row labels' column).  Another empty cell is no label: a trailing delimiter (``1,2,``, which
+    :func:`_split_rows` drops) or a missing value made the first row of data a header, and the table
+    "not square"."""
+    if cell == "":
+        return k == 0
+    return parse_float(cell) is None and not is_missing_token(cell)
+
+
 def _fast_table(lines: list[str], delimiter: str | None) -> np.ndarray | None:
     """numpy's C parser for well-formed tables; None sends us to the slow, precise path."""
     try:
@@ -105,7 +115,7 @@ def read_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]]:
     # A header has a label in it: a row whose only non-numbers are missing values ("NA") is data,
     # and the parse names the missing cell (as a header it was dropped, and a square table with it
     # was then "not square").
-    has_header = any(parse_float(c) is None and not is_missing_token(c) for c in header)
+    has_header = any(_is_label(k, c) for k, c in enumerate(header))
     if has_header:
         notes.append(_header_note(header))
     table = _fast_table(lines[first + 1 :] if has_header else lines[first:], delimiter)
