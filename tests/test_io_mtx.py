@@ -194,3 +194,17 @@ def test_a_compressed_dense_file_is_refused_when_its_text_copies_and_parse_are_o
     plain = tmp_path / "x.mtx"
     plain.write_bytes(text)  # read by scipy from the open file: no copy of the text
     np.testing.assert_allclose(load_matrix(plain, max_memory=need // 2).to_dense(), X, rtol=1e-12)
+
+
+def test_an_integer_beyond_64_bits_is_told_to_be_read_as_real(tmp_path):
+    """scipy refuses it ('Integer out of range'); the integer field is what to change, and as real
+    the same file reads."""
+    text = "%%MatrixMarket matrix coordinate integer general\n2 2 2\n1 1 100000000000000000000\n2 2 3\n"
+    input_error(write(tmp_path / "big.mtx", text), r"invalid Matrix Market file \(.*\); where it is a value beyond 64 "
+                                                   r"bits \(not an index\), declare the field 'real' in the first line")
+    m = load_matrix(write(tmp_path / "big.mtx", text.replace("integer", "real")))
+    assert m.matrix.toarray()[0, 0] == 1e20
+    # a real file's values are never beyond range: no such hint
+    msg = input_error(write(tmp_path / "idx.mtx", "%%MatrixMarket matrix coordinate real general\n2 2 1\n"
+                                                  "100000000000000000000 1 3\n"), "invalid Matrix Market file|out of")
+    assert "field 'real'" not in msg

@@ -92,16 +92,21 @@ class _Header:
 
 
 @contextlib.contextmanager
-def _mm_errors(src: Source) -> Iterator[None]:
+def _mm_errors(src: Source, field: str | None = None) -> Iterator[None]:
     """scipy's ValueErrors name the line; keep them, under our one-line prefix.
 
-    fast_matrix_market reports a value beyond int64 as OverflowError.
+    fast_matrix_market reports a value beyond int64 as OverflowError (scipy's own reader "Integer
+    out of range"): in an integer file, what to do is read it as real numbers.
     """
     with src.guard():
         try:
             yield
         except (ValueError, OverflowError) as exc:
-            raise src.fail(f"invalid Matrix Market file ({one_line(exc)})") from None
+            text = one_line(exc)
+            beyond = field == "integer" and (isinstance(exc, OverflowError) or "out of range" in text.lower())
+            raise src.fail(f"invalid Matrix Market file ({text})",
+                           "where it is a value beyond 64 bits (not an index), declare the field 'real' in the "
+                           "first line to read it as a floating-point number" if beyond else None) from None
 
 
 def _split_lines(data: bytes) -> list[tuple[int, bytes]]:
@@ -425,7 +430,7 @@ def read_mtx(src: Source, opts: Options) -> ReadResult:
     if header is None:  # a header longer than the head: parse it from the whole file
         header = _parse_header(src, src.read_bytes(), complete=True)
     _check_sizes(src, header, opts)
-    with _scipy_source(src, header) as target, _mm_errors(src):
+    with _scipy_source(src, header) as target, _mm_errors(src, header.field):
         M = scipy.io.mmread(target)
     notes = list(header.notes)
     M = _to_float(M, header, src, notes)
