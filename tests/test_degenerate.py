@@ -333,6 +333,7 @@ def reference_rows():
     return compare(_SP, _EXACT_METHODS, budget=_EXACT_BUDGET, device="cpu")
 
 
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # numpy's own, on np.matrix: a user's container
 @pytest.mark.parametrize("name", list(CONTAINERS))
 def test_every_container_of_the_same_matrix_gives_the_same_rows(tmp_path, name, reference_rows):
     from sfapprox import compare
