@@ -249,6 +249,70 @@ def test_attention_s_row_sums_are_a_pass_within_its_memory_limit(tmp_path):
         AttentionMatrix(q, k, max_memory=0)
 
 
+def _attention_before(q, k, scale, width):
+    """The attention source's numbers as its whole-block expressions made them (before its blocks were
+    computed in place): each row's largest logit and sum, and the columns of a block."""
+    peak, total = np.full(len(q), -np.inf), np.zeros(len(q))
+    for J in block_columns(len(q), width):
+        logits = (q @ k[J].T) * scale
+        new_peak = np.maximum(peak, logits.max(axis=1))
+        total = total * np.exp(peak - new_peak) + np.exp(logits - new_peak[:, None]).sum(axis=1)
+        peak = new_peak
+    return peak, total, lambda J: np.exp((q @ k[J].T) * scale - peak[:, None]) / total[:, None]
+
+
+@pytest.mark.parametrize("n, d, temperature, scale", [(7, 3, 1.0, None), (130, 8, 4.0, None), (257, 64, 0.1, None),
+                                                      (300, 5, 1.0, 3.0), (1100, 16, 2.0, 0.05)])
+def test_attention_s_in_place_blocks_keep_every_bit(n, d, temperature, scale):
+    """Its blocks are scaled, shifted, exponentiated and normalised in place, slab by slab (of 65,536
+    entries: several at N >= 257), and formed straight into the matrix: the row maxima and sums, the
+    columns (consecutive or not) and the formed matrix are those of the whole-block expressions, to the
+    last bit, for any block width."""
+    rng = np.random.default_rng(n)
+    q, k = rng.standard_normal((n, d)) * temperature, rng.standard_normal((n, d))
+    for limit in (None, 8 * n * 64 * 4):  # one block of every column (unlimited) or of 64 and more
+        A = AttentionMatrix(q, k, scale, max_memory=limit)
+        peak, total, columns = _attention_before(q, k, A.scale, A.block_width())
+        np.testing.assert_array_equal(A._row_max, peak)
+        np.testing.assert_array_equal(A._row_sum, total)
+        for J in (np.arange(n), np.arange(n // 3, n), rng.permutation(n)[:max(1, n // 2)], np.array([n - 1, 0, n - 1])):
+            np.testing.assert_array_equal(A.columns(J), columns(J))
+        formed = np.hstack([columns(J) for J in block_columns(n, A.block_width(max(1, memory_left(A))))])
+        np.testing.assert_array_equal(A.to_dense(), formed)
+
+
+def memory_left(A):
+    """What to_dense's blocks are sized by: the limit less the formed matrix (None: no limit given)."""
+    from sfapprox._validation import memory_limit
+
+    limit = memory_limit(A.max_memory)
+    return None if limit is None else limit - A.formed_bytes
+
+
+def test_attention_blocks_allocate_one_block_sized_array():
+    """A block held its logits, their shifted copy, their exponentials and the result (numpy's elision
+    saved some): 2 block-sized arrays a column for its columns, 3 for the row sums' pass.  Now a block is
+    one array (and the keys' rows k[J])."""
+    import tracemalloc
+
+    rng = np.random.default_rng(5)
+    n, d, b = 2000, 8, 400
+    q, k = rng.standard_normal((n, d)), rng.standard_normal((n, d))
+    block = 8 * n * b
+    A = AttentionMatrix(q, k, max_memory=4 * block)
+    width = A.block_width()
+    peaks = {}
+    for what, run in {"columns": lambda: A.columns(np.arange(b)), "row sums": A._normalisers}.items():
+        tracemalloc.start()
+        try:
+            run()
+            peaks[what] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert block <= peaks["columns"] < 1.05 * block  # was 2.0 blocks
+    assert 8 * n * width <= peaks["row sums"] < 1.05 * 8 * n * width  # was 3.0
+
+
 def test_attention_needs_a_feature_and_finite_logits():
     with pytest.raises(InputError, match="at least one token .* one feature"):
         AttentionMatrix(np.zeros((5, 0)), np.zeros((5, 0)))

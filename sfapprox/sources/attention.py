@@ -4,12 +4,17 @@ A 16,384-token attention map is 2 GB formed; from ``Q`` and ``K`` (``N x d``
 each) a column block costs ``O(N d |J|)``.  The row normalisation needs each
 row's maximum and sum over all columns: one streamed pass at construction
 (the online softmax), ``O(N^2 d)`` work and ``O(N)`` memory.
+
+A block is one array: the logits' product is written into it and scaled, shifted,
+exponentiated and normalised in place, a slab of rows at a time
+(:data:`SLAB_ENTRIES`).
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -19,7 +24,13 @@ from .._params import MEMORY_LIMIT, check_values
 from .._validation import array_of
 from ._base import MatrixSource, block_columns
 
-__all__ = ["AttentionMatrix"]
+__all__ = ["AttentionMatrix", "SLAB_ENTRIES"]
+
+#: Entries of a column block transformed at a time (whole rows of it, about 512 KiB): the scaling, the shift,
+#: the exponential and the normalisation run in place on a slab that stays in the cache.  Over the whole
+#: block they were four passes through memory, each into a new ``N x |J|`` temporary (one block of 4,096
+#: columns under the default limit at N = 4,096: 128 MiB each, most of the time forming took).
+SLAB_ENTRIES = 1 << 16
 
 
 def _check(name: str, what: str, a) -> np.ndarray:
@@ -34,6 +45,22 @@ def _check(name: str, what: str, a) -> np.ndarray:
         i, j = np.argwhere(~np.isfinite(arr))[0]
         raise InputError(f"{name}: {what}[{i}, {j}] is {arr[i, j]}; queries and keys must be finite")
     return arr
+
+
+def _row_slabs(n: int, width: int) -> Iterator[tuple[int, int]]:
+    """The rows ``[r0, r1)`` of an ``n x width`` block, :data:`SLAB_ENTRIES` entries at a time (at least a row).
+
+    Whole rows, not cells of columns: a row's sum over the block is then numpy's sum of the same
+    contiguous row as before (the same pairwise order, the same bits).
+
+    Examples
+    --------
+    >>> list(_row_slabs(5, 30000))
+    [(0, 2), (2, 4), (4, 5)]
+    """
+    step = max(1, SLAB_ENTRIES // max(1, width))
+    for r0 in range(0, n, step):
+        yield r0, min(n, r0 + step)
 
 
 class AttentionMatrix(MatrixSource):
@@ -107,22 +134,48 @@ class AttentionMatrix(MatrixSource):
         self._row_max, self._row_sum = self._normalisers()
         self.notes.append(f"attention map softmax(Q Kᵀ x {self.scale:.4g}) of {self.n:,} tokens, d = {q.shape[1]}")
 
-    def _logits(self, J: np.ndarray) -> np.ndarray:
-        return (self.q @ self.k[J].T) * self.scale
+    def _logits_into(self, J: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """``Q K[J]^T`` (unscaled) written into ``out``, an ``N x |J|`` array or view: the one BLAS product of
+        the whole block, as it always was (a product of fewer rows or columns may differ in its last bits)."""
+        return np.matmul(self.q, self.k[J].T, out=out)
 
     def _normalisers(self) -> tuple[np.ndarray, np.ndarray]:
         """Each row's largest logit and ``sum_j exp(logit - max)``, in one pass over column blocks."""
         peak = np.full(self.n, -np.inf)
         total = np.zeros(self.n)
         for J in block_columns(self.n, self.block_width()):
-            logits = self._logits(J)
-            new_peak = np.maximum(peak, logits.max(axis=1))
-            total = total * np.exp(peak - new_peak) + np.exp(logits - new_peak[:, None]).sum(axis=1)
-            peak = new_peak
+            self._fold(J, peak, total)  # a call per block: its array is freed before the next one's is made
         return peak, total
 
+    def _fold(self, J: np.ndarray, peak: np.ndarray, total: np.ndarray) -> None:
+        """Fold the columns ``J`` into each row's running largest logit ``peak`` and sum ``total`` (the online
+        softmax), in place: the block's logits are scaled, shifted and exponentiated where they lie, slab by
+        slab, with the numbers (and each row's sum over the block) of the whole-block expressions."""
+        block = self._logits_into(J, np.empty((self.n, J.size)))
+        for r0, r1 in _row_slabs(self.n, J.size):
+            logits = block[r0:r1]
+            logits *= self.scale
+            new_peak = np.maximum(peak[r0:r1], logits.max(axis=1))
+            logits -= new_peak[:, None]
+            np.exp(logits, out=logits)
+            total[r0:r1] = total[r0:r1] * np.exp(peak[r0:r1] - new_peak) + logits.sum(axis=1)
+            peak[r0:r1] = new_peak
+
     def _columns(self, J: np.ndarray) -> np.ndarray:
-        return np.exp(self._logits(J) - self._row_max[:, None]) / self._row_sum[:, None]
+        return self._softmax_into(J, np.empty((self.n, J.size)))
+
+    def _softmax_into(self, J: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """``A[:, J]`` written into ``out`` (an ``N x |J|`` array or view): the logits' product there, then
+        ``exp(scale * logit - max) / sum`` in place, slab by slab (each entry as the whole-block expression
+        rounds it: the same operations in the same order)."""
+        self._logits_into(J, out)
+        for r0, r1 in _row_slabs(self.n, J.size):
+            block = out[r0:r1]
+            block *= self.scale
+            block -= self._row_max[r0:r1, None]
+            np.exp(block, out=block)
+            block /= self._row_sum[r0:r1, None]
+        return out
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "tokens": self.n, "dim": int(self.q.shape[1]), "scale": self.scale}
