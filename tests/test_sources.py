@@ -292,7 +292,8 @@ def memory_left(A):
 def test_attention_blocks_allocate_one_block_sized_array():
     """A block held its logits, their shifted copy, their exponentials and the result (numpy's elision
     saved some): 2 block-sized arrays a column for its columns, 3 for the row sums' pass.  Now a block is
-    one array (and the keys' rows k[J])."""
+    one array (and the keys' rows k[J]); forming writes each block into the matrix (it held the matrix and
+    a whole block of every column besides, and copied it: 3 matrices' worth under no limit)."""
     import tracemalloc
 
     rng = np.random.default_rng(5)
@@ -302,7 +303,8 @@ def test_attention_blocks_allocate_one_block_sized_array():
     A = AttentionMatrix(q, k, max_memory=4 * block)
     width = A.block_width()
     peaks = {}
-    for what, run in {"columns": lambda: A.columns(np.arange(b)), "row sums": A._normalisers}.items():
+    for what, run in {"columns": lambda: A.columns(np.arange(b)), "row sums": A._normalisers,
+                      "formed": lambda: A.to_dense(max_memory=8 << 30)}.items():
         tracemalloc.start()
         try:
             run()
@@ -311,6 +313,7 @@ def test_attention_blocks_allocate_one_block_sized_array():
             tracemalloc.stop()
     assert block <= peaks["columns"] < 1.05 * block  # was 2.0 blocks
     assert 8 * n * width <= peaks["row sums"] < 1.05 * 8 * n * width  # was 3.0
+    assert peaks["formed"] < 1.02 * A.formed_bytes  # was 2.0-3.0 (the matrix, a block of every column, its temporaries)
 
 
 def test_attention_needs_a_feature_and_finite_logits():

@@ -149,6 +149,15 @@ class MatrixSource:
         """
         return self._columns(J)[:kept_stop(int(J[-1]), step, self.n)]
 
+    def _form_columns(self, J: np.ndarray, out: np.ndarray) -> None:
+        """Write the consecutive columns ``X[:, J]`` into ``out``, their ``N x |J|`` view of the matrix that
+        :meth:`to_dense` forms (not symmetric; a symmetric one is formed by :meth:`_kept_rows`).
+
+        Here a copy of :meth:`columns` (checked as every block is); a source that can compute its block
+        where it lies (:class:`~sfapprox.sources.AttentionMatrix`) overrides it and saves the block and the copy.
+        """
+        out[...] = self.columns(J)
+
     def describe(self) -> dict[str, Any]:
         """What the source is, in plain JSON values (its kind and parameters)."""
         return {"kind": self.kind}
@@ -432,8 +441,8 @@ class MatrixSource:
         if self.symmetric:
             _form_symmetric(self, out, width)
             return out
-        for J, block in self.blocks(width):
-            out[:, J] = block
+        for J in block_columns(self.n, width):
+            self._form_columns(J, out[:, J[0]:J[-1] + 1])
         return out
 
     def summary(self) -> dict[str, Any]:

@@ -7,7 +7,8 @@ row's maximum and sum over all columns: one streamed pass at construction
 
 A block is one array: the logits' product is written into it and scaled, shifted,
 exponentiated and normalised in place, a slab of rows at a time
-(:data:`SLAB_ENTRIES`).
+(:data:`SLAB_ENTRIES`), and a formed matrix's blocks are computed straight into
+the matrix (:meth:`AttentionMatrix._form_columns`).
 """
 
 from __future__ import annotations
@@ -163,6 +164,9 @@ class AttentionMatrix(MatrixSource):
 
     def _columns(self, J: np.ndarray) -> np.ndarray:
         return self._softmax_into(J, np.empty((self.n, J.size)))
+
+    def _form_columns(self, J: np.ndarray, out: np.ndarray) -> None:
+        self._softmax_into(J, out)  # into the formed matrix itself: no block, no copy of it
 
     def _softmax_into(self, J: np.ndarray, out: np.ndarray) -> np.ndarray:
         """``A[:, J]`` written into ``out`` (an ``N x |J|`` array or view): the logits' product there, then
