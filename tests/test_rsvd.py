@@ -290,7 +290,7 @@ def test_on_an_executor_the_passes_give_the_local_numbers_with_a_time_limit():
 
     rng = np.random.default_rng(11)
     A = AttentionMatrix(rng.standard_normal((300, 8)), rng.standard_normal((300, 8)))
-    A.max_memory = 1 << 20  # several blocks (of MIN_BLOCK columns), and room for what the fit keeps
+    A.max_memory = 1 << 20  # several blocks (of 109 columns), and room for what the fit keeps
     local = RandomizedSVD(n_components=5, time_limit=None).fit(A)
     with ThreadPoolExecutor(2) as pool:
         remote = RandomizedSVD(n_components=5, time_limit=600.0).fit(DistributedSource(A, pool))

@@ -105,7 +105,7 @@ class AttentionMatrix(MatrixSource):
 
     kind = "attention"
     bounded_columns = True  # probabilities, of logits checked finite when it is made
-    column_copies = 4  # the logits, their exponentials, the block
+    column_copies = 2  # the block, computed in place, and the keys' rows k[J] (set per source in __init__)
     symmetric = False
     nonnegative = True
     psd = False
@@ -129,6 +129,10 @@ class AttentionMatrix(MatrixSource):
                              "their scaled products overflow; rescale them or give a smaller scale")
         self.q, self.k, self.scale = q, k, float(scale)
         super().__init__(q.shape[0], name)
+        # What block_width sizes blocks by: a block allocates itself (N numbers a column) and the keys' rows
+        # k[J] (d a column, counted as whole N-long arrays), nothing else of its size (tracemalloc: 1.01
+        # arrays a column at d = 8, N = 2,000); the 4 counted for the temporaries made blocks 4x narrower.
+        self.column_copies = 1 + -(-q.shape[1] // self.n)
         # the pass below is sized by the limit: without it, its blocks were MAX_BLOCK columns of N-long
         # logits and exponentials whatever --max-memory said (1.2 GB at 12,000 tokens)
         self.max_memory = max_memory
