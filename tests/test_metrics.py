@@ -50,6 +50,29 @@ def test_blocks_give_the_dense_error(blocked, n, threads):
         assert operator_error(X, op, 2 * np.linalg.norm(X), threads=threads)[1] == pytest.approx(want[1] / 2, rel=1e-13)
 
 
+@pytest.mark.parametrize("path", ["dense", "blocks"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_best_multiple_s_sums_come_from_the_scoring_pass(monkeypatch, path, threads):
+    """<X, A> and ||A||^2 beside operator_error's numbers, in its one pass (a Chord surrogate and a hybrid;
+    a sparse X too): an SF fit's best multiple then needs no second pass."""
+    if path == "blocks":
+        monkeypatch.setattr(metrics, "DENSE_SCORING_MAX_N", 4)
+        monkeypatch.setattr(metrics, "SCORING_BLOCK", 7)
+    rng = np.random.default_rng(7)
+    n = 45
+    ops = _operators(n, rng)
+    for X in (rng.standard_normal((n, n)), sp.random_array((n, n), density=0.2, random_state=8, format="csr")):
+        dense = X.toarray() if sp.issparse(X) else X
+        for name in ("chord", "hybrid"):
+            A = ops[name].to_dense()
+            err, rel, inner, square = metrics.operator_error_and_multiple(X, ops[name], threads=threads)
+            assert (err, rel) == pytest.approx(operator_error(X, ops[name], threads=threads), rel=1e-13), name
+            assert inner == pytest.approx(float(np.vdot(dense, A)), rel=1e-12), name
+            assert square == pytest.approx(float(np.vdot(A, A)), rel=1e-12), name
+            given = metrics.operator_error_and_multiple(X, ops[name], 2 * np.linalg.norm(dense), threads=threads)
+            assert given[1] == pytest.approx(rel / 2, rel=1e-13) and given[2:] == pytest.approx((inner, square))
+
+
 @pytest.mark.parametrize("n", [32, 45])
 def test_sparse_and_low_rank_parts_are_sliced_not_multiplied_by_identity_columns(blocked, monkeypatch, n):
     # S @ E cost nnz(S) per column of every block: O(nnz(S) N) over the pass (23 s for top-s at N = 8,192).
