@@ -393,7 +393,7 @@ def test_a_stop_during_the_fits_final_scoring_still_writes_the_fit(tmp_path, mon
 
     path, out, js = tmp_path / "m.npy", tmp_path / "f.h5", tmp_path / "f.json"
     np.save(path, np.random.default_rng(1).random((16, 16)))
-    monkeypatch.setattr(model, "operator_error", _stopped)
+    monkeypatch.setattr(model, "operator_error_and_multiple", _stopped)
     res = CliRunner().invoke(app, ["fit", str(path), "--iters", "20", "--device", "cpu", "--out", str(out),
                                    "--json", str(js)])
     assert res.exit_code == 130, res.output
@@ -410,7 +410,7 @@ def test_a_stop_while_a_comparison_scores_sf_ends_it_with_sfs_row_kept(monkeypat
     from sfapprox import FitSettings, compare
 
     X = np.random.default_rng(2).random((16, 16))
-    monkeypatch.setattr(model, "operator_error", _stopped)
+    monkeypatch.setattr(model, "operator_error_and_multiple", _stopped)
     c = compare(X, ["sf", "nmf"], settings=FitSettings(device="cpu", max_iter=20))
     assert [(r.method, r.status) for r in c.results] == [("sf", "interrupted")]  # nmf not run: the stop holds
     assert c.results[0].fro_error > 0 and c.results[0].operator is not None

@@ -58,7 +58,7 @@ from ..chord import (
     support_is_full,
     support_offsets,
 )
-from ..metrics import operator_error, scoring_bytes
+from ..metrics import operator_error, operator_error_and_multiple, scoring_bytes
 from ..operators import ChordOperator
 from ..sources import ArraySource, MatrixSource, SparseSource, columns_within, room
 from ._multistart import (PREFERRED, RANK_ONE, TOP_PAIR_ITER, multiple_error, multistart, rank_one_applies,
@@ -77,6 +77,10 @@ COLUMN_SETTINGS = None
 #: scoring takes 0.64 / 0.52 / 0.37 float64 evaluations (0.82 / 0.77 / 0.66 float32 ones) at
 #: N = 4,096 / 8,192 / 16,384; a float32 evaluation counts for half a float64 one.
 SCORING_EVALS = 0.75
+#: Relative error under which a product handed back at its best multiple (:meth:`ChordSF._at_best_multiple`) is
+#: scored by a pass instead of from its scoring's sums: ``sqrt(1 - <X, P>^2 / (||P||^2 ||X||^2))`` loses the
+#: digits of its square's round-off (1e-16 of ``||X||^2``), all of them at 1e-8.
+MULTIPLE_SCORED_BELOW = 1e-4
 #: Seconds of compiling the kernels (the first fit after installing) from which a fit records them
 #: (``params_["compile_seconds"]``): they are outside its time limit, inside its seconds.
 COMPILE_NOTE_SECONDS = 1.0
@@ -1313,14 +1317,18 @@ class ChordSF(Approximation):
             self.fro_error_, self.rel_error_ = 0.0, None
             return
 
+        sums = {}  # <X, P> and ||P||^2, from the scoring's own pass: the best multiple's, where it is needed
+
         def score() -> tuple[float, float | None]:
             on_device = None
             if device is not None and device.type != "cpu" and self.support != "butterfly":
-                on_device = product_error(values, self.offsets_, dense, fro, device)
+                on_device = product_error_and_multiple(values, self.offsets_, dense, fro, device)
             # else (and where the GPU has no room for it) the CPU's product
             if on_device is None:
                 self._apply_kernels_ready(dense.shape[0])
-            return on_device or operator_error(dense, self.operator_, fro, threads=self.threads)
+                on_device = operator_error_and_multiple(dense, self.operator_, fro, threads=self.threads)
+            err, rel, sums["inner"], sums["square"] = on_device
+            return err, rel
 
         # Unscored, the optimizer's own figure of the best point (in the fit's dtype) stands for it
         measured = self.starts_.get(self.init_, {}).get("fro_error")
@@ -1328,7 +1336,7 @@ class ChordSF(Approximation):
         if not self._scored(score, unscored):
             return
         if self.rel_error_ is not None and self.rel_error_ > 1.0:
-            self._scored(lambda: self._at_best_multiple(values, dense, fro))
+            self._scored(lambda: self._at_best_multiple(values, dense, fro, sums["inner"], sums["square"]))
 
     def _apply_kernels_ready(self, n: int) -> None:
         """The compiled apply kernels the CPU scoring of an ``n x n`` product runs, compiled (or loaded)
@@ -1373,27 +1381,28 @@ class ChordSF(Approximation):
         if unscored is not None:
             self.fro_error_, self.rel_error_ = unscored
 
-    def _at_best_multiple(self, values: np.ndarray, dense: np.ndarray, fro: float) -> None:
+    def _at_best_multiple(self, values: np.ndarray, dense: np.ndarray, fro: float, inner: float, square: float) -> None:
         """A product further from X than the zero matrix (a fit the time limit stopped at its start: rel 1.53
         recorded "ok") is handed back at its best multiple ``c = <X, P> / ||P||^2``, whose error is at most
-        ``||X||``, as a fit from columns already is (one pass over the product's columns)."""
-        from ..metrics import scoring_block, surrogate_columns
+        ``||X||``, as a fit from columns already is.
 
-        n = dense.shape[0]
-        inner = square = 0.0
-        for j0 in range(0, n, scoring_block(n)):
-            J = np.arange(j0, min(n, j0 + scoring_block(n)))
-            P = surrogate_columns(self.operator_, J, n)
-            x = dense[:, J]
-            x = x.toarray() if hasattr(x, "toarray") else np.asarray(x, dtype=np.float64)
-            inner += float(np.vdot(x, P))
-            square += float(np.vdot(P, P))
+        ``inner = <X, P>`` and ``square = ||P||^2`` come from the scoring's own pass
+        (:func:`~sfapprox.metrics.operator_error_and_multiple`), and so does the error at ``c``,
+        ``sqrt(||X||^2 - <X, P>^2 / ||P||^2)``: two more passes over X and the product (4.4-4.7 s after a
+        10-s fit at N = 8,192, no time kept for them) made sf-symmetric's call 1.5 times its limit.  Only
+        where that error is under :data:`MULTIPLE_SCORED_BELOW` of ``||X||`` (the difference of two near
+        equal squares: its last digits lost) is the scaled product scored by a pass.
+        """
         c = inner / square if square > 0 else 0.0
         scaled = values.copy()
         scaled[0] *= c  # the product is linear in each factor
         operator = self._operator(scaled)
-        errors = operator_error(dense, operator, fro, threads=self.threads)
-        # set together, after the scoring: a stop during it leaves the unscaled product and its errors
+        rel = multiple_error(inner, square, fro * fro)
+        if rel < MULTIPLE_SCORED_BELOW:
+            errors = operator_error(dense, operator, fro, threads=self.threads)
+        else:
+            errors = (rel * fro, rel)
+        # set together, after any scoring: a stop during it leaves the unscaled product and its errors
         self.factors_, self.operator_ = scaled, operator
         self.fro_error_, self.rel_error_ = errors
         self.params_["best_multiple"] = round(c, 6)
@@ -1455,6 +1464,15 @@ def product_error(values: np.ndarray, offsets: np.ndarray, dense, fro: float, de
     did not see coming).  None when the device has no room for three ``N x N`` float64 buffers
     (the caller then scores on the CPU).
     """
+    scored = product_error_and_multiple(values, offsets, dense, fro, device)
+    return None if scored is None else scored[:2]
+
+
+def product_error_and_multiple(values: np.ndarray, offsets: np.ndarray, dense, fro: float,
+                               device) -> tuple[float, float | None, float, float] | None:
+    """:func:`product_error`'s two errors, then ``<X, P>`` and ``||P||^2`` of the product ``P`` formed for them
+    (its best multiple's, as :func:`~sfapprox.metrics.operator_error_and_multiple` gives on the CPU); None when
+    the device has no room."""
     import torch
 
     from . import _kernels
@@ -1462,12 +1480,15 @@ def product_error(values: np.ndarray, offsets: np.ndarray, dense, fro: float, de
     try:
         product = _kernels.chord_product(torch.as_tensor(values, dtype=torch.float64, device=device),
                                          [int(d) for d in offsets])
-        product.sub_(torch.as_tensor(dense.toarray() if hasattr(dense, "toarray") else dense,
-                                     dtype=torch.float64, device=device))
+        target = torch.as_tensor(dense.toarray() if hasattr(dense, "toarray") else dense,
+                                 dtype=torch.float64, device=device)
+        inner, square = float(torch.vdot(product.reshape(-1), target.reshape(-1))), float(torch.vdot(
+            product.reshape(-1), product.reshape(-1)))
+        product.sub_(target)
         err = float(torch.linalg.vector_norm(product))
     except torch.cuda.OutOfMemoryError:
         return None
-    return err, (err / fro if fro > 0 else None)
+    return err, (err / fro if fro > 0 else None), inner, square
 
 
 #: Random columns the fit from columns reads first: its scale, and the rank-one start's choice.
