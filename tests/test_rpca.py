@@ -472,6 +472,43 @@ def test_pcp_cuts_leave_the_time_for_the_result_s_scoring(fake_clock, monkeypatc
     assert np.linalg.norm(X - rp.to_dense()) <= np.sqrt(np.sum(tsvd[rp.rank_:] ** 2)) * (1 + 1e-9)
 
 
+def _selections_take_their_entries(monkeypatch, clock, seconds_per_entry: float) -> None:
+    """Each selection of largest entries "takes" ``seconds_per_entry`` per non-zero entry of its array on the
+    fake clock (its candidates: the cost of a real one), the rest of the fit no time."""
+    from sfapprox.baselines import rpca
+
+    real = rpca._largest
+
+    def timed(R, n_sparse):
+        clock.advance(seconds_per_entry * np.count_nonzero(R))
+        return real(R, n_sparse)
+
+    monkeypatch.setattr(rpca, "_largest", timed)
+
+
+@pytest.mark.parametrize("limit", [12.0, 30.0])
+def test_pcp_prices_a_scoring_by_a_dense_residual_s_selection_not_by_e_s(fake_clock, monkeypatch, limit):
+    """A selection costs by its candidates: PCP's E (mostly zeros) nearly nothing, a dense residual's 5 s here.
+    The scorings were priced from E's selection, and the refits started on that price ended the call past its
+    limit (1.44x at N = 8,192: a residual's selection of 745k entries took 2.3 s).  The largest rank's start is
+    scored first now, which prices a scoring at its size: the fit ends within its limit, never worse than
+    that start (X's best rank-r with its best S, so within TSVD's error)."""
+    from sfapprox.baselines import rpca
+
+    X = _planted(40, 2, 80, seed=5, scale=5.0)
+    _selections_take_their_entries(monkeypatch, fake_clock, 5.0 / X.size)
+    rp = RobustPCA(budget=900, method="pcp", time_limit=limit, device="cpu").fit(X)
+    assert fake_clock.time <= limit and rp.stop_reason_ == "time_limit" and rp.n_stored_ <= 900
+    top = max(rp.params_["grid"], key=lambda g: g["rank"])
+    U, s, Vt = np.linalg.svd(X)
+    L = (U[:, :top["rank"]] * s[:top["rank"]]) @ Vt[:top["rank"]]
+    R = np.abs(X - L).ravel()
+    start = np.sqrt(np.sum(np.sort(R)[:R.size - top["n_sparse"]] ** 2))  # the start: L and its best S
+    assert np.linalg.norm(X - rp.to_dense()) <= start * (1 + 1e-9)
+    assert rpca.GODEC_LEAST_SCORINGS * 5.0 < 30.0  # (30 s: a refit fits after the start, and ran)
+    assert (rp.params_["iterations"] > 0) == (limit == 30.0)
+
+
 def test_godec_from_columns_finds_the_in_memory_split():
     """RPCA on a source (every step a pass over its columns) recovers a planted low rank + sparse matrix."""
     from sfapprox import NotApplicableError

@@ -710,6 +710,16 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
     # X's best rank-r for every r of the grid, from one SVD (TSVD's own, as TruncatedSVD computes it)
     report.at("start SVD")
     low = _start_svd(dense, top[0], seed, deadline)
+    # The largest rank's start (X's best rank-r with its best S) scored first, as the GoDec grid's: the result
+    # the fit keeps however little time is left, and the price of a scoring (a dense residual and the
+    # selection of its largest entries) measured at this split's size, which every later step leaves room
+    # for.  It was priced from the selection of PCP's E, mostly zeros and nearly free, where a residual's
+    # selection of 745k entries took 2.3 s at N = 8,192: the refits' scorings ended the call at 1.44x its
+    # limit.  (Its refit, which always runs when the time allows, starts from it: no scoring more.)
+    report.at("scoring the start")
+    began = _timing.now()
+    first = _scored(dense, low[0][:, :top[0]], low[1][:top[0]], low[2][:top[0]], top[1], norm)
+    scoring = _timing.now() - began
     # Float32 cannot reach a residual of 1e-7 relative: stop at its round-off instead.
     ptol = max(pcp_tol, 10 * torch.finfo(Xt.dtype).eps)
     began = _timing.now()
@@ -732,23 +742,22 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
     # Under a deadline the selection and each cut (a dense residual: 1.5 s at N = 8,192, six of them
     # 9 s past a 10 s limit) run only while the time left pays for them; a split left uncut is refitted
     # from X's best rank-r alone (its bound TSVD's), a rank-0 one (S alone) last.
-    selecting = _timing.now()
-    cutting_fits = deadline is None or deadline.left() > 0
+    # The selection of E's entries (fewer and no more than a scoring's: priced as one) runs when it, a cut and
+    # the one scoring that a cut's start needs fit.
+    cutting_fits = deadline is None or deadline.fits(2 * scoring)
     idx, vals = _largest(E, max(min(s, natural_nnz) for _, s in splits)) if cutting_fits else (np.zeros(0, dtype=np.int64), np.zeros(0))
     order = np.lexsort((idx, -np.abs(vals)))
     idx, vals = idx[order], vals[order]
     del E
-    cutting = _timing.now()
     cuts, starts, bounds = {}, {}, {}
     cut_seconds, computed = 0.0, 0
     for rank, n_sparse in splits:
         kept = min(n_sparse, natural_nnz)
         cut = None
-        # A cut runs when it and the result's one scoring after it (what the refits' loop scores whatever the
-        # time left: a residual, as a cut, and a selection) fit: the cuts ran to the limit and the scoring
-        # after them ended 0.9 s past it at N = 8,192 (a cut 0.19 s, the scoring 1.9 s).
+        # A cut runs when it and the one scoring of a start after it fit: the cuts ran to the limit and the
+        # scoring after them ended 0.9 s past it at N = 8,192 (a cut 0.19 s, the scoring 1.9 s).
         per_cut = cut_seconds / max(1, computed)
-        if cutting_fits and (deadline is None or deadline.fits(2 * per_cut + (cutting - selecting))):
+        if cutting_fits and (deadline is None or deadline.fits(per_cut + scoring)):
             began_cut = _timing.now()
             cut = _cut_error(dense, U[:, :rank], sig[:rank], Vt[:rank], idx[:kept], vals[:kept])
             cut_seconds, computed = cut_seconds + _timing.now() - began_cut, computed + 1
@@ -766,10 +775,9 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
         starts[rank, n_sparse] = sorted(tried, key=tried.get)
         # (rank 0: S is X's largest entries; uncut, its bound is unknown and it goes last)
         bounds[rank, n_sparse] = min(tried.values(), default=math.inf if cut is None else cut)
-    # A scoring is a residual (what a cut cost) and a selection: a GoDec refit (its start scored, an
-    # iteration, its result scored) runs when GODEC_LEAST_SCORINGS of them fit, a split with an exact
-    # answer (r = 0, s = 0) when one does.
-    scoring = (cutting - selecting) + cut_seconds / max(1, computed)
+    # A GoDec refit (its start scored, an iteration, its result scored) runs when GODEC_LEAST_SCORINGS
+    # scorings fit (one fewer from the largest rank's start, scored already), a split with an exact answer
+    # (r = 0, s = 0) when one does.
     # Every split is refitted and the smallest refitted error wins: the bound does not rank the refits
     # (a kernel matrix's best cut, refitted, ended 10x above another split's refit and above TSVD's).
     # The smallest bound goes first: when the time left pays for one refit alone, it is that one.
@@ -787,17 +795,23 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
         for name in starts[split] or [None]:
             start = (U, sig, Vt) if name == "pcp" else low
             begun = {"start": name} if name else {}
-            fits = deadline is None or deadline.fits((GODEC_LEAST_SCORINGS if godec else 1) * scoring)
-            if best is not None and not fits:
+            scored = (first, scoring) if split == top and name != "pcp" else None  # the start scored first
+            least = (GODEC_LEAST_SCORINGS - (scored is not None) if godec else 1) * scoring
+            fits = deadline is None or deadline.fits(least)
+            if not fits and scored is not None:
+                first.stop_reason = "time_limit"
+                cand = first  # no refit fits: its start, scored already, at no cost
+            elif not fits and (best is not None or not deadline.fits(scoring)):
+                # (the largest rank's start scored first is the result where no other is)
                 records.setdefault(split, skipped_record(split, "time_limit", **begun))
                 continue
-            if not fits:
-                # no refit fits: the smallest bound's start is scored alone (the result needs that one scoring)
+            elif not fits:
+                # no refit fits: the smallest bound's start is scored alone (one scoring, which fits)
                 cand = _scored(dense, start[0][:, :rank], start[1][:rank], start[2][:rank], n_sparse, norm, 0,
                                "time_limit")
             else:
                 cand = _fit_split(dense, Xt, rank, n_sparse, start, max_iter=max_iter, tol=tol, deadline=deadline,
-                                  first_step=per_iteration, norm=norm, report=report)
+                                  first_step=per_iteration, norm=norm, scored=scored, report=report)
             report(cand.error, steps=0)
             cand.split = split
             record = {**cand.record(split, n, count_indices), **begun}
