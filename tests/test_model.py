@@ -382,7 +382,7 @@ def test_large_fits_on_the_cpu_run_in_float32_unless_asked(monkeypatch):
 @pytest.mark.parametrize("support", ["chord", "symmetric"])
 def test_product_error_is_frobenius_error_of_the_product(support):
     """What a GPU fit scores itself with (the product formed on its device), here on the CPU's torch."""
-    from sfapprox.sf.model import product_error
+    from sfapprox.sf.model import product_error, product_error_and_multiple
 
     sf = ChordSF(support=support, max_iter=20, device="cpu").fit(_planted(48, seed=4))
     X = _planted(48, seed=5)
@@ -392,6 +392,11 @@ def test_product_error_is_frobenius_error_of_the_product(support):
     assert err == pytest.approx(ref[0], rel=1e-12) and rel == pytest.approx(ref[1], rel=1e-12)
     sparse_err, _ = product_error(sf.factors_, sf.offsets_, scipy.sparse.csr_array(X), fro, torch.device("cpu"))
     assert sparse_err == pytest.approx(err, rel=1e-12)
+    # and the best multiple's sums, from the same product (a GPU fit's multiple needs no second one)
+    *errors, inner, square = product_error_and_multiple(sf.factors_, sf.offsets_, X, fro, torch.device("cpu"))
+    P = sf.to_dense()
+    assert errors == [err, rel] and inner == pytest.approx(np.vdot(X, P), rel=1e-12)
+    assert square == pytest.approx(np.vdot(P, P), rel=1e-12)
 
 
 def test_a_kernel_that_compiles_on_its_first_launch_is_timed_on_its_second(monkeypatch):
