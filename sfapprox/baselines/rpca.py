@@ -691,10 +691,14 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
     gain in twenty cases (a 40 x 40 Gaussian, 0.634 -> 0.632).  ``X``'s SVD is
     computed once, before PCP (whose time check then counts it).
 
-    The refits run smallest bound first; under ``deadline`` those whose least
-    work would not end by it are skipped (their grid records say so), and
-    where not even the first's does, its start is scored alone: the result is
-    still within the smallest bound, so within TSVD's error.  Of the splits
+    The largest rank's start from ``X``'s best rank-``r`` is scored first,
+    before PCP: what a scoring costs at this size, which every later step
+    under ``deadline`` leaves room for, and the result where nothing more
+    fits.  The refits run smallest bound first; under ``deadline`` those whose
+    least work would not end by it are skipped (their grid records say so),
+    and where not even the first's does, its start is scored alone where that
+    one scoring fits: the result is within the smallest bound or the largest
+    rank's, so within TSVD's error.  Of the splits
     that reproduce ``X`` the one storing fewest numbers wins
     (:func:`~._rpca_parts.preferred`).  Returns the candidate, its grid record
     list (each record's ``start``: ``"pcp"`` or ``"tsvd"``, and where both ran
