@@ -267,3 +267,19 @@ def test_load_values_no_file_makes_right_are_refused_when_the_manifest_is_read(l
         parse_manifest({"title": "t", "matrix": [entry]})
     fine = parse_manifest({"title": "t", "matrix": [{**entry, "load": {"max_memory": "1G", "network": 1}}]})
     assert fine.entries[0].load["network"] == 1
+
+
+@pytest.mark.parametrize("load,key", [
+    ({"kernel": "rbf", "bandwidth": -1.0}, "bandwidth"),
+    ({"kernel": "gauss"}, "kernel"),
+    ({"network": 0}, "network"),
+])
+def test_load_value_errors_name_the_manifest_s_keys_when_the_batch_command_reads_it(load, key):
+    """Read by `sfapprox batch` (options spelled as typed), a bad load value said "(--bandwidth)": an option of
+    `compare`, which no manifest has; the entry's key is ``bandwidth``, as its run at run time says it."""
+    from sfapprox._errors import spelled_for
+
+    entry = {"name": "a", "category": "network", "file": "pts.csv", "load": load}
+    with spelled_for("cli"), pytest.raises(ManifestError, match=rf"entry 'a': load options: ") as caught:
+        parse_manifest({"matrix": [entry]}, "m.toml")
+    assert f"--{key}" not in str(caught.value) and key in str(caught.value)

@@ -436,13 +436,16 @@ def _check_values(options: dict[str, Any], where: str, file: str | None = None) 
     """The load options' values, as the reading will check them but before any run (a format that is not
     one, network = 0, a linear kernel with a bandwidth, a kernel beside a covariance: the entry was
     "unavailable" at run time, exit 0, and tried again at every run)."""
-    from .._errors import ParameterError
+    from .._errors import ParameterError, spelled_for
     from .._settings import parse_size
     from ..io._sources import check_reading_options  # numpy only
 
     try:
-        limit = parse_size(options.get("max_memory"), what="max_memory")
-        check_reading_options(**{**options, "max_memory": limit}, file=file)
+        # spelled as the manifest's keys (bandwidth = ...), as the entry's run spells them: read by the batch
+        # command, the message named "(--bandwidth)", an option no manifest has
+        with spelled_for("api"):
+            limit = parse_size(options.get("max_memory"), what="max_memory")
+            check_reading_options(**{**options, "max_memory": limit}, file=file)
     except ParameterError as exc:
         raise ManifestError(f"{where}: load options: {exc}") from None
 
