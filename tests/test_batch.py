@@ -765,6 +765,38 @@ def test_a_kernel_entry_too_big_for_the_limit_runs_from_columns(tmp_path):
         assert rec["fro_error"] == pytest.approx(np.linalg.norm(K - A), rel=1e-9)
 
 
+def test_a_matrix_run_in_another_current_folder_finds_its_files_and_writes_into_the_batch_folder(tmp_path,
+                                                                                                 monkeypatch):
+    """A Dask worker runs in a current folder of its own: with the manifest, --data-dir and --out-dir given
+    relative, each entry's file was "not found" there (every line 'unavailable') and its factors would have
+    gone into the worker's folder.  Here the matrices run (serially) after a move to another folder."""
+    from sfapprox.datasets import batch as batch_module
+
+    project = tmp_path / "project"
+    (project / "data").mkdir(parents=True)
+    (project / "beside").mkdir()
+    np.savetxt(project / "data" / "points.csv", np.random.default_rng(0).standard_normal((30, 3)), delimiter=",")
+    np.savetxt(project / "beside" / "table.csv", np.random.default_rng(1).standard_normal((12, 20)), delimiter=",")
+    write_manifest(project / "beside" / "m.toml",
+                   '[[matrix]]\nname = "pts"\ncategory = "kernel"\nfile = "points.csv"\nload = {kernel = "rbf"}\n\n'
+                   '[[matrix]]\nname = "cov"\ncategory = "covariance"\nfile = "table.csv"\nload = {covariance = true}\n')
+    elsewhere = tmp_path / "worker"
+    elsewhere.mkdir()
+    monkeypatch.chdir(project)
+    run = batch_module.run_matrix
+
+    def in_another_folder(task, **kwargs):
+        os.chdir(elsewhere)
+        return run(task, **kwargs)
+
+    monkeypatch.setattr(batch_module, "run_matrix", in_another_folder)
+    s = run_batch("beside/m.toml", "out", BatchOptions(methods=("tsvd",), data_dir="data",
+                                                       settings=FitSettings(device="cpu")))
+    assert dict(s.statuses) == {"ok": 2}, [r.get("error") for r in lines(project / "out")]
+    assert {p.name for p in (project / "out" / "factors").iterdir()} == {"pts.tsvd.h5", "cov.tsvd.h5"}
+    assert not list(elsewhere.iterdir())
+
+
 @pytest.mark.parametrize("load,match", [
     ('kernel = "gauss"', "load options: unknown kernel 'gauss'; choose one of rbf"),
     ("bandwidth = 2.0", "load options: a bandwidth needs a kernel"),

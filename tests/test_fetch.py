@@ -258,6 +258,31 @@ def test_is_present_looks_without_reading(tmp_path):
     assert not is_present(e, cache=tmp_path / "cache")
 
 
+def test_a_manifest_s_files_are_found_beside_it_from_any_folder_and_beside_the_file_a_link_to_it_leads_to(
+        tmp_path, monkeypatch):
+    """A relative manifest path named a folder of the current one: a process in another folder (a Dask
+    worker started elsewhere) found none of its files; a manifest that is a link (put in a run's folder)
+    looked beside the link only, not beside the manifest it leads to, where its data are."""
+    from sfapprox.datasets.fetch import locate
+
+    real = tmp_path / "project"
+    real.mkdir()
+    (real / "points.csv").write_text("1,2\n3,4\n", encoding="utf-8")
+    (real / "m.toml").write_text('[[matrix]]\nname = "pts"\ncategory = "kernel"\nfile = "points.csv"\n'
+                                 'load = {kernel = "rbf"}\n', encoding="utf-8")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "m.toml").symlink_to(real / "m.toml")
+    monkeypatch.chdir(real)
+    here = load_manifest("m.toml").entries[0]
+    linked = load_manifest(runs / "m.toml").entries[0]
+    monkeypatch.chdir(tmp_path)  # elsewhere now, as a worker may be
+    for e in (here, linked):
+        found = locate(e, cache=tmp_path / "cache")
+        assert found is not None and found.path.resolve() == real / "points.csv" and found.origin == "manifest-dir"
+    assert linked.manifest == str(runs / "m.toml")  # messages name the manifest as it was given
+
+
 # ------------------------------------------------------------------ archives
 
 

@@ -731,7 +731,7 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
     ``selected`` their names before; ``network`` the run's, shared with those downloads."""
     results = out / RESULTS_FILE
     existing = read_results(results)
-    cache = str(cache_dir())
+    cache = os.path.abspath(cache_dir())  # (absolute: see the tasks below)
     sources = {} if force else changed_sources(entries, existing, options.data_dir, Path(cache))
     running = {e.name for e in entries}  # --only: the other entries' lines are neither redone nor said to be
     stale = {} if force else {key: why for key, why in {**changed_measures(existing, options), **sources}.items()
@@ -771,7 +771,10 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
     if replaced:
         summary.repaired.append(f"{', '.join(sorted({name for name, _ in replaced}))}: now read as its weights; "
                                 "its 'unavailable' lines removed")
-    tasks = [MatrixTask(e, todo[e.name], options, str(out), cache, reader()) for e in entries if e.name in todo]
+    # absolute: a Dask worker runs in a current folder of its own, where a relative --out-dir and --data-dir
+    # named other folders (its factors went there, its files were "not found")
+    where = dataclasses.replace(options, data_dir=os.path.abspath(options.data_dir)) if options.data_dir else options
+    tasks = [MatrixTask(e, todo[e.name], where, os.path.abspath(out), cache, reader()) for e in entries if e.name in todo]
     emit = on_event or (lambda *a, **k: None)
     emit("start", total=len(tasks), skipped=skipped, pairs=summary.to_do)
     # pairs with older lines behind their latest one (a redo killed before its rewrite left them): those

@@ -4,7 +4,7 @@ Where a file is looked for, in order:
 
 1. ``DATA_DIR/<file>`` when a data folder is given (``--data-dir``): used and
    verified, nothing is downloaded;
-2. ``<manifest folder>/<file>``;
+2. ``<manifest folder>/<file>`` (then, for a manifest that is a link, beside its target);
 3. the download cache ``pooch.os_cache("sfapprox")/<manifest name>/<file>`` (the name made safe,
    :func:`cache_folder_name`);
 4. a download from ``url`` with pooch into that cache (a compressed copy is
@@ -310,7 +310,8 @@ def _candidates(entry: Entry, data_dir: Path | None, cache: Path | None) -> list
     folders = []
     if data_dir is not None:
         folders.append((Path(data_dir), "data-dir"))
-    folders.append((Path(entry.manifest).parent, "manifest-dir"))
+    # beside the manifest: its folder (absolute), and a linked manifest's target's (Entry.folders)
+    folders += [(Path(folder), "manifest-dir") for folder in entry.folders or (Path(entry.manifest).parent,)]
     folders.append((_entry_cache(entry, cache), "cache"))
     return folders
 

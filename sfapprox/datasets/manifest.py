@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlparse
@@ -151,6 +151,11 @@ class Entry:
         Whether our loading is known to reproduce the reference figures.
     description, note : str or None
         Free text.
+    folders : tuple of str
+        Where its ``file`` is looked for beside the manifest: the manifest's folder as an absolute path
+        (a worker in another current folder finds the files a relative manifest path named), and, for a
+        manifest that is a symbolic link, the folder of the file it leads to.  Empty (a manifest parsed
+        from a dict): the folder of ``manifest``.
     """
 
     name: str
@@ -169,6 +174,7 @@ class Entry:
     reproducible: bool = False
     description: str | None = None
     note: str | None = None
+    folders: tuple[str, ...] = ()
 
     @property
     def kind(self) -> str:
@@ -284,7 +290,30 @@ def load_manifest(path: str | os.PathLike) -> Manifest:
         data = tomllib.loads(p.read_text(encoding="utf-8-sig"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ManifestError(f"{display}: not valid TOML ({exc})") from None
-    return parse_manifest(data, display)
+    manifest = parse_manifest(data, display)
+    folders = manifest_folders(p)
+    return replace(manifest, entries=tuple(replace(e, folders=folders) for e in manifest.entries))
+
+
+def manifest_folders(path: str | os.PathLike) -> tuple[str, ...]:
+    """The folders a manifest's relative ``file`` paths are looked for in: the manifest's own, absolute (a
+    relative one meant another folder to a Dask worker started elsewhere: its every file was "not found"),
+    then, where the manifest is a symbolic link, the folder of the file it leads to (the data lie beside the
+    real manifest; a link to it put in a run's folder found none of them).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The manifest file.
+
+    Returns
+    -------
+    tuple of str
+        One folder, or two for a link whose target lies in another folder.
+    """
+    here = Path(os.path.abspath(path)).parent
+    real = Path(path).resolve().parent
+    return (str(here),) if here.resolve() == real else (str(here), str(real))
 
 
 def parse_manifest(data: dict[str, Any], path: str = "<manifest>") -> Manifest:
