@@ -849,6 +849,43 @@ def test_every_square_weight_needs_a_weights_file(tmp_path):
         load_manifest(m)
 
 
+@pytest.mark.parametrize("file,load,said", [
+    ("model.pt", 'var = "nope"', "model.pt: no tensor 'nope'; square weight matrices: attn.q.weight 6x6"),
+    ("model.pt", 'var = "up.weight"', "model.pt: tensor 'up.weight' has shape [6, 9], not a square matrix"),
+    ("flat.pt", 'var = "*"', 'flat.pt: load option var = "*" (every square weight): the file holds no square weight '
+                             "matrix (2 tensors: up.weight 6x9, bias 6); a matrix to approximate must be square"),
+    ("moments.pt", 'var = "*"', "its square tensors are an optimizer's state (optimizer.state.0.exp_avg)"),
+    ("qk.npz", 'format = "attention", var = "Q,K"', "qk.npz: no array 'Q' (arrays: q, k)"),
+    ("qk.npz", 'var = "w"', "qk.npz: no array 'w'; arrays: q 6x4 float64, k 6x4 float64; pick one with var="),
+])
+def test_an_entry_naming_what_its_file_does_not_hold_is_refused_before_any_work(tmp_path, file, load, said):
+    """A var its file (at hand) does not hold, a weights file with no square weight of the model: the manifest's
+    mistake, found at run time only (the entry 'unavailable', tried again at every run, exit 1): refused in one
+    line naming the manifest, the entry and the file, exit 2, nothing written."""
+    import torch
+    from typer.testing import CliRunner
+
+    from sfapprox.cli import app
+
+    rng = np.random.default_rng(0)
+    t = lambda *shape: torch.from_numpy(rng.standard_normal(shape))  # noqa: E731
+    torch.save({"attn.q.weight": t(6, 6), "up.weight": t(6, 9)}, tmp_path / "model.pt")
+    torch.save({"up.weight": t(6, 9), "bias": t(6)}, tmp_path / "flat.pt")
+    torch.save({"up.weight": t(6, 9), "optimizer.state.0.exp_avg": t(6, 6)}, tmp_path / "moments.pt")
+    np.savez(tmp_path / "qk.npz", q=rng.standard_normal((6, 4)), k=rng.standard_normal((6, 4)))
+    m = write_manifest(tmp_path / "m.toml", gen_entry("fine"),
+                       f'[[matrix]]\nname = "bad"\ncategory = "other"\nfile = "{file}"\nload = {{{load}}}\n')
+    out = tmp_path / "out"
+    ran = CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(out), "--methods", "tsvd", "--device", "cpu"])
+    assert ran.exit_code == 2, ran.output
+    text = " ".join(ran.output.split())
+    assert text.startswith(f"error: {m}: entry 'bad': {tmp_path / file}: ") and said in text, text
+    assert "--var" not in text and not out.exists()
+    # the other entries alone run as before (--only): the entry not selected is not looked at
+    assert CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(out), "--methods", "tsvd", "--device", "cpu",
+                                    "--only", "fine", "-q"]).exit_code == 0
+
+
 def test_the_batch_memory_limit_holds_for_making_and_loading_the_matrix(tmp_path):
     """--max-memory (settings.max_memory) bounds the generator and the file's loading too: a banded
     n = 8,000 under 200 MB is refused before anything is allocated (it took 2.3 GB before), and a

@@ -43,6 +43,7 @@ import signal
 import sys
 import threading
 import time
+import zipfile
 from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -54,11 +55,11 @@ from .._atomic import OutputError
 from .._base import parse_methods
 from .._dask import close, connect
 from .._executors import cluster_lost, not_picklable, serialization_logs_off, worker_death
-from .._errors import ParameterError, one_line, parameter, reader, spelled_for
+from .._errors import ParameterError, SfapproxError, one_line, parameter, reader, spelled_for
 from .._settings import PROTOCOLS
 from .._signals import deferred
 from ..budget import parse_budget
-from .fetch import NetworkState, cache_dir, check_data_dir, fetch_entry, file_sha256, is_present
+from .fetch import ChecksumError, NetworkState, cache_dir, check_data_dir, fetch_entry, file_sha256, is_present
 from .folder_lock import HOLDER_FILE, folder_lock
 from .manifest import Entry, ManifestError, load_manifest
 from .results_file import (
@@ -543,6 +544,7 @@ def run_batch(
         network = NetworkState()
         with spelled_for("api"):  # the entries' files read as their manifest says (run_matrix's reason)
             expanded = expand_weights(entries, options.data_dir, cache_dir(), network)
+        check_named_vars(entries, options.data_dir, cache_dir())
         check_factor_names([e.name for e in expanded], manifest_path)
         _check_outputs(out)
         _make_folder(out, "the output folder")
@@ -893,7 +895,8 @@ def expand_weights(entries: list[Entry], data_dir: str | None, cache: Path, netw
             found = fetch_entry(entry, data_dir=data_dir, cache=cache, network=network, download=download)
             fmt = entry.load.get("format") or detect_format(found.path)
             # the model's weights: an optimizer's moments in a training checkpoint are square too
-            square = [t["name"] for t in list_weights(found.path, fmt) if t["square"] and not t.get("optimizer")]
+            listed = list_weights(found.path, fmt)
+            square = [t["name"] for t in listed if t["square"] and not t.get("optimizer")]
         except Exception:  # as in run_matrix: the entry's own run says what is wrong with its file
             out.append(entry)
             continue
@@ -908,8 +911,8 @@ def expand_weights(entries: list[Entry], data_dir: str | None, cache: Path, netw
                                     "list them as entries of their own, each with its name and load = {var = \"...\"}")
             named[as_entry] = name
             out.append(replace(entry, name=as_entry, load={**entry.load, "var": name}))
-        if not square:
-            out.append(entry)
+        if not square:  # read, and nothing to run: the manifest's mistake (it ran as one 'unavailable' entry)
+            raise _no_square_weights(entry, found.path, listed)
     names = [e.name for e in out]
     clash = sorted({n for n in names if names.count(n) > 1})
     if clash:
@@ -919,6 +922,71 @@ def expand_weights(entries: list[Entry], data_dir: str | None, cache: Path, netw
 
 
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_.+-]")
+
+
+def _no_square_weights(entry: Entry, path: Path, listed: list[dict[str, Any]], most: int = 5) -> ManifestError:
+    """The refusal of a ``var = "*"`` entry whose weights file (read) holds no square weight of the model."""
+    shown = ", ".join(f"{t['name']} {'x'.join(map(str, t['shape'])) or 'scalar'}" for t in listed[:most])
+    more = f" and {len(listed) - most} more" if len(listed) > most else ""
+    moments = [t["name"] for t in listed if t["square"] and t.get("optimizer")]
+    unread = [t["name"] for t in listed if t.get("unread")]
+    why = (f"its square tensors are an optimizer's state ({', '.join(moments[:most])}), not the model's weights: "
+           "name one with var = \"...\" to approximate it" if moments
+           else f"its square tensors hold values sfapprox does not read ({', '.join(unread[:most])})" if unread
+           else "a matrix to approximate must be square")
+    return ManifestError(f"{entry.where}: {path}: load option var = \"*\" (every square weight): the file holds no "
+                         f"square weight matrix ({len(listed)} tensor{'s' if len(listed) != 1 else ''}: {shown}{more}); "
+                         f"{why}")
+
+
+#: The formats whose names ``var`` picks from a listing read without the data (headers, a zip's members).
+_NAMED_FORMATS = ("safetensors", "torch", "npz", "attention")
+
+
+def check_named_vars(entries: Iterable[Entry], data_dir: str | None, cache: Path) -> None:
+    """Refuse, before any work, an entry whose ``var`` names no matrix its file holds (no such tensor or
+    array, or one that is not square): its file at hand, this is the manifest's mistake, found at run time
+    only (the entry 'unavailable', tried again at every run, its batch exit 1).
+
+    Only files already on this machine are looked at (a download is its run's business) and only formats
+    whose names come from a listing (weights files, ``.npz``, an attention map's ``Q,K``); what is refused
+    is what reading the entry says (:func:`~sfapprox.io.open_matrix`, spelled in the manifest's keys), and
+    a file that does not match its ``sha256`` is left to its run, which says so.
+
+    Raises
+    ------
+    ManifestError
+        Naming the manifest, the entry, the file and what it holds.
+    """
+    from ..io import detect_format, list_weights, open_matrix  # here: sfapprox.io loads h5py and Pillow
+    from .fetch import local_path, locate
+
+    for entry in entries:
+        var = entry.load.get("var")
+        path = local_path(entry, data_dir=data_dir, cache=cache) if var not in (None, "*") else None
+        if path is None:
+            continue
+        try:
+            fmt = entry.load.get("format") or detect_format(path)
+            if fmt not in _NAMED_FORMATS:
+                continue
+            if fmt in ("safetensors", "torch"):
+                fine = any(t["name"] == var and t["square"] for t in list_weights(path, fmt))
+            else:  # an .npz's arrays (an attention map's two, "Q,K"): a name not there is all that is looked at
+                wanted = [v.strip() for v in var.split(",")] if fmt == "attention" else [var]
+                with zipfile.ZipFile(path) as zf:
+                    fine = set(wanted) <= {i.filename.removesuffix(".npy") for i in zf.infolist()}
+            if fine:
+                continue
+            locate(entry, data_dir=data_dir, cache=cache)  # (a wrong file: its run says that, not this)
+            with spelled_for("api"):
+                open_matrix(path, **entry.load)  # (it fails at the name, before any data is read)
+        except SfapproxError as exc:
+            if isinstance(exc, ChecksumError):
+                continue
+            raise ManifestError(f"{entry.where}: {one_line(exc)}") from None
+        except Exception:  # noqa: BLE001 - an unreadable file: its run records why, as for any file
+            continue
 
 
 #: The longest factors file name (bytes) a batch writes: file systems take 255, and the temporary it is
