@@ -613,3 +613,33 @@ def test_a_report_s_frame_holds_the_values_of_its_csv():
     assert rows["matrix"].tolist() == ["strike", "sawmill"] and rows["tsvd"].tolist() == [2.727, 3.236]
     # the matrices no method ran on, as in the CSV file
     assert frame["matrix"].tolist()[-1] == "gone_1" and frame["table"].tolist()[-1].startswith("unavailable")
+
+
+def test_matrices_made_from_what_defines_them_show_their_parameters():
+    """Two kernel entries over one points file, differing by their bandwidth alone, were two rows of names
+    and errors: the report (tables, Markdown, CSV) said nowhere which bandwidth, which arrays of an
+    attention .npz, or which tensor each was made from; a table of files read as they are gets no column."""
+    from sfapprox.formats import render_csv, render_markdown
+
+    def kernel(bandwidth, rule):
+        return {"recipe": {"kind": "kernel", "kernel": "rbf", "bandwidth": bandwidth, "bandwidth_rule": rule}}
+
+    records = [rec(name, m, fro=f, category="kernel", matrix_info=info)
+               for name, info in (("pts-h1", kernel(1.5, "given")), ("pts-med", kernel(0.8123, "median heuristic")))
+               for m, f in (("tsvd", 1.0), ("rsvd", 1.1))]
+    records += [rec("attn", "tsvd", fro=0.3, category="attention",
+                    matrix_info={"recipe": {"kind": "attention", "var": "q2,k2", "scale": 0.125}}),
+                rec("model.w", "tsvd", fro=0.2, category="other", matrix_info={"recipe": {"var": "w"}}),
+                rec("sawmill", "tsvd", fro=3.2)]
+    report = build_report(records)
+    cells = {t.category: table_cells(t) for t in report.tables_by_category}
+    header, rows = cells["kernel"]
+    assert header[-2:] == ["source", "winner"]
+    assert [r[-2] for r in rows] == ["rbf, bandwidth 1.5", "rbf, bandwidth 0.8123 (median heuristic)"]
+    assert cells["attention"][1][0][-2] == "attention q2,k2, scale 0.125"
+    assert cells["other"][1][0][-2] == "var w"
+    assert "source" not in cells["network"][0]
+    assert "| rbf, bandwidth 1.5 |" in render_markdown(report.tables())
+    rows = list(csv.DictReader(io.StringIO(render_csv(report.tables()))))
+    assert {r["matrix"]: r["source"] for r in rows if r["category"] == "kernel"} == {
+        "pts-h1": "rbf, bandwidth 1.5", "pts-med": "rbf, bandwidth 0.8123 (median heuristic)"}

@@ -65,6 +65,9 @@ class MatrixRow:
     mixed : str or None
         How its scored lines' measures differ (``budget 'sf', '0.3'``), when
         they do: they are not ranked against each other (no winner).
+    source : str or None
+        The parameters of a matrix made from what defines it (:func:`source_text`: a kernel and its
+        bandwidth, an attention map's arrays, a covariance, a tensor read), None for a file read as it is.
     """
 
     name: str
@@ -74,6 +77,7 @@ class MatrixRow:
     info: dict[str, Any]
     winner: str | None
     mixed: str | None = None
+    source: str | None = None
 
 
 @dataclass
@@ -94,6 +98,8 @@ class CategoryTable:
         One per matrix.
     wins : dict of str to int
         Rows won, by method.
+    sourced : bool, default=False
+        Whether some row has a ``source`` (the table then shows it in a column).
     """
 
     category: str
@@ -102,6 +108,7 @@ class CategoryTable:
     info_keys: list[str]
     rows: list[MatrixRow]
     wins: dict[str, int]
+    sourced: bool = False
 
 
 @dataclass
@@ -184,7 +191,7 @@ class Report(ShownAsTables):
         for cat in self.tables_by_category:
             header, rows = table_cells(cat)
             table = Table(f"{cat.category}: ‖X − X̂‖_F by method ({wins_line(cat)})",
-                          [Column(f"c{i}", h, "left" if i == 0 or h == "winner" else "right")
+                          [Column(f"c{i}", h, "left" if i == 0 or h in ("winner", "source") else "right")
                            for i, h in enumerate(header)])
             # every row names its category (a CSV-only column): the CSV's "table" column, holding the title,
             # is there only beside other categories, so one category's CSV said it nowhere
@@ -403,7 +410,44 @@ def _row(name: str, records: list[dict[str, Any]]) -> MatrixRow:
         info.update(r.get("matrix_info") or {})
         n = n if n is not None else r.get("n")
     mixed = _mixed_measures(results)
-    return MatrixRow(first["matrix"], n, results, reference, info, None if mixed else _winner(results), mixed)
+    return MatrixRow(first["matrix"], n, results, reference, info, None if mixed else _winner(results), mixed,
+                     source_text(info))
+
+
+def source_text(info: dict[str, Any]) -> str | None:
+    """The parameters a matrix was made with, from its ``matrix_info``: two kernel entries over one points
+    file differ by them alone (their rows showed their names and errors only), as do two attention maps of
+    one ``.npz``.
+
+    Parameters
+    ----------
+    info : dict
+        A record's ``matrix_info`` (its ``recipe``).
+
+    Returns
+    -------
+    str or None
+        None for a matrix read as it is.
+
+    Examples
+    --------
+    >>> source_text({"recipe": {"kind": "kernel", "kernel": "rbf", "bandwidth": 1.5, "bandwidth_rule": "given"}})
+    'rbf, bandwidth 1.5'
+    >>> source_text({"recipe": {"kind": "attention", "var": "q,k", "scale": 0.125}}), source_text({})
+    ('attention q,k, scale 0.125', None)
+    """
+    recipe = info.get("recipe") if isinstance(info.get("recipe"), dict) else {}
+    if recipe.get("kind") == "kernel":
+        bandwidth, rule = recipe.get("bandwidth"), recipe.get("bandwidth_rule")
+        how = "" if not _finite(bandwidth) else f", bandwidth {fmt(bandwidth)}" + (f" ({rule})" if rule not in
+                                                                                     (None, "given") else "")
+        return f"{recipe.get('kernel')}{how}"
+    if recipe.get("kind") == "attention":
+        return f"attention {recipe.get('var')}" + (f", scale {fmt(recipe['scale'])}" if _finite(recipe.get("scale")) else "")
+    parts = ["covariance"] if recipe.get("covariance") else []
+    if isinstance(recipe.get("var"), str):
+        parts.append(f"var {recipe['var']}")
+    return ", ".join(parts) or None
 
 
 def _mixed_measures(results: dict[str, dict[str, Any]]) -> str | None:
@@ -496,7 +540,8 @@ def build_report(records: list[dict[str, Any]], skipped_lines: dict[int, str] | 
         ref_keys = list(dict.fromkeys(k for row in rows for k in row.reference))
         info_keys = [k for k in INFO_COLUMNS if any(k in row.info for row in rows)]
         wins = {m: sum(row.winner == m for row in rows) for m in present}
-        report.tables_by_category.append(CategoryTable(category, present, ref_keys, info_keys, rows, wins))
+        sourced = any(row.source for row in rows)
+        report.tables_by_category.append(CategoryTable(category, present, ref_keys, info_keys, rows, wins, sourced))
     return report
 
 
@@ -537,7 +582,8 @@ def table_cells(table: CategoryTable) -> tuple[list[str], list[list[str]]]:
 
     Columns: matrix, N, one per method (Frobenius error ‖X − X̂‖_F or the
     status), one per reference figure ("paper tsvd"), the deviation from it
-    for methods that have one ("Δ tsvd"), matrix facts (entropy), winner.
+    for methods that have one ("Δ tsvd"), matrix facts (entropy), the parameters of matrices made from
+    what defines them ("source": a kernel's bandwidth, :func:`source_text`), winner.
 
     Parameters
     ----------
@@ -551,7 +597,8 @@ def table_cells(table: CategoryTable) -> tuple[list[str], list[list[str]]]:
     """
     compared = [m for m in table.methods if m in table.reference_keys]
     header = ["matrix", "N", *table.methods, *(f"paper {k}" for k in table.reference_keys),
-              *(f"Δ {m}" for m in compared), *(INFO_COLUMNS[k] for k in table.info_keys), "winner"]
+              *(f"Δ {m}" for m in compared), *(INFO_COLUMNS[k] for k in table.info_keys),
+              *(["source"] if table.sourced else []), "winner"]
     rows = []
     for row in table.rows:
         cells = [row.name, str(row.n) if row.n is not None else "–"]
@@ -559,6 +606,7 @@ def table_cells(table: CategoryTable) -> tuple[list[str], list[list[str]]]:
         cells += [fmt(row.reference.get(k), 3) if k in row.reference else "" for k in table.reference_keys]
         cells += [_deviation(row.results.get(m), row.reference.get(m)) for m in compared]
         cells += [fmt(row.info.get(k), 3) for k in table.info_keys]
+        cells += [row.source or ""] if table.sourced else []
         cells.append(row.winner or "")
         rows.append(cells)
     return header, rows
