@@ -398,6 +398,20 @@ def test_cli_batch_offline_shows_what_ran_and_one_line_per_cause(tmp_path):
     assert (out / "report.md").read_text().count("4 entries unavailable") == 1
 
 
+def test_lines_record_their_entrys_position_so_reports_do_not_depend_on_jobs(tmp_path):
+    from sfapprox.datasets import build_report
+
+    # the first matrix is the slow one: with --jobs 2 the others' lines come first in results.jsonl
+    m = write_manifest(tmp_path / "m.toml", gen_entry("big", "circulant", n=160, seed=0),
+                       *(gen_entry(f"c{i}", "circulant", seed=i) for i in range(1, 3)))
+    run_batch(m, tmp_path / "par", BatchOptions(methods=("tsvd", "sparse")), jobs=2)
+    run_batch(m, tmp_path / "one", BatchOptions(methods=("tsvd", "sparse")))
+    assert {(r["matrix"], r["position"]) for r in lines(tmp_path / "par")} == {("big", 0), ("c1", 1), ("c2", 2)}
+    par, one = (build_report(lines(tmp_path / d)) for d in ("par", "one"))
+    assert [(r["matrix"], r["method"]) for r in par.records] == [(r["matrix"], r["method"]) for r in one.records]
+    assert [row.name for row in par.tables_by_category[0].rows] == ["big", "c1", "c2"]
+
+
 def test_process_pool_gives_the_same_records(tmp_path):
     m = write_manifest(tmp_path / "m.toml", *(gen_entry(f"c{i}", "circulant", seed=i) for i in range(3)))
     out = tmp_path / "out"

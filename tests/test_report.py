@@ -76,6 +76,19 @@ def test_last_record_of_a_pair_wins():
     assert report.tables_by_category[0].rows[0].winner == "sf" and len(report.records) == 2
 
 
+def test_rows_and_records_follow_the_entries_order_not_the_finishing_order():
+    # --jobs 2 (or a cluster) finishes a small matrix first: its lines come first in results.jsonl, and the
+    # rows, the CSV and report.json followed, so the same batch wrote other reports from run to run
+    finished = [rec("small", "sf", fro=1.0, position=1), rec("small", "tsvd", fro=2.0, position=1),
+                rec("unplaced", "sf", fro=1.0), rec("large", "sf", fro=3.0, position=0),
+                rec("large", "tsvd", fro=4.0, position=0)]
+    report = build_report(finished)
+    assert [row.name for row in report.tables_by_category[0].rows] == ["large", "small", "unplaced"]
+    assert [(r["matrix"], r["method"]) for r in report.records] == [
+        ("large", "sf"), ("large", "tsvd"), ("small", "sf"), ("small", "tsvd"), ("unplaced", "sf")]
+    assert build_report(list(reversed(finished[:2])) + finished[3:]).tables_by_category[0].rows[0].name == "large"
+
+
 def test_cells_show_errors_statuses_reference_and_deviation():
     header, rows = table_cells(build_report(RECORDS).tables_by_category[0])
     assert header == ["matrix", "N", "sf", "tsvd", "paper tsvd", "paper sf", "Δ sf", "Δ tsvd", "winner"]

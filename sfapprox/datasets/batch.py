@@ -776,7 +776,8 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
     # absolute: a Dask worker runs in a current folder of its own, where a relative --out-dir and --data-dir
     # named other folders (its factors went there, its files were "not found")
     where = dataclasses.replace(options, data_dir=os.path.abspath(options.data_dir)) if options.data_dir else options
-    tasks = [MatrixTask(e, todo[e.name], where, os.path.abspath(out), cache, reader()) for e in entries if e.name in todo]
+    tasks = [MatrixTask(e, todo[e.name], where, os.path.abspath(out), cache, reader(), position=i)
+             for i, e in enumerate(entries) if e.name in todo]
     emit = on_event or (lambda *a, **k: None)
     emit("start", total=len(tasks), skipped=skipped, pairs=summary.to_do)
     # pairs with older lines behind their latest one (a redo killed before its rewrite left them): those

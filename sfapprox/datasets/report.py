@@ -520,7 +520,7 @@ def build_report(records: list[dict[str, Any]], skipped_lines: dict[int, str] | 
     {'sf': 1, 'tsvd': 0}
     """
     latest = {(r["matrix"], r["method"]): r for r in records}
-    ordered = list(latest.values())
+    ordered = _in_entry_order(list(latest.values()))
     methods = list(dict.fromkeys(r["method"] for r in ordered))
     by_category: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for r in ordered:
@@ -543,6 +543,25 @@ def build_report(records: list[dict[str, Any]], skipped_lines: dict[int, str] | 
         sourced = any(row.source for row in rows)
         report.tables_by_category.append(CategoryTable(category, present, ref_keys, info_keys, rows, wins, sourced))
     return report
+
+
+def _in_entry_order(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``records`` with their matrices in their entries' order (each line's ``position``), each matrix's
+    lines in file order.
+
+    A results file holds lines in the order they finished: with ``--jobs 2`` or on a cluster a small
+    matrix's lines came before a large one's, and the report's rows, its CSV and its JSON followed,
+    so the same batch gave other files from one run to the next.  Matrices whose lines have no
+    position (made before it was recorded, or edited) follow, in the order first seen.
+    """
+    place: dict[str, int] = {}
+    for r in records:
+        position = r.get("position")
+        if isinstance(position, int) and not isinstance(position, bool):
+            place[r["matrix"]] = position  # the latest run's, where runs of other --only differ
+    first = {name: i for i, name in reversed(list(enumerate(r["matrix"] for r in records)))}
+    unplaced = max(place.values(), default=-1) + 1  # after every placed matrix
+    return sorted(records, key=lambda r: (place.get(r["matrix"], unplaced), first[r["matrix"]]))
 
 
 # ---------------------------------------------------------------------------

@@ -94,6 +94,9 @@ class MatrixTask:
         How the run's messages spell the batch's own options, its caller's way (``--max-memory`` where they
         were typed, :func:`~sfapprox._errors.spelled_for`); the entry's reading options are always its
         manifest's keys (``var = "A"``).  Carried, as a worker process has its own setting.
+    position : int or None, default=None
+        The entry's place among the batch's entries (0-based), recorded in its lines: a report lists
+        the matrices in this order, not in the order ``--jobs`` or a cluster happened to finish them.
     """
 
     entry: Entry
@@ -102,6 +105,7 @@ class MatrixTask:
     out_dir: str
     cache: str | None = None
     reader: str = "api"
+    position: int | None = None
 
 
 def stamp(record: dict[str, Any]) -> dict[str, Any]:
@@ -166,6 +170,7 @@ def base_record(task: MatrixTask, method: str) -> dict[str, Any]:
         "format": RECORD_FORMAT,
         "version": RECORD_VERSION,
         "matrix": entry.name,
+        "position": task.position,
         "category": entry.category,
         "method": method,
         "status": None,
