@@ -324,3 +324,27 @@ def test_dense_top_entries_reads_row_views_with_the_streamed_entries(monkeypatch
         got = sparse_mod.dense_top_entries(X, k, max_memory=max_memory)
         np.testing.assert_array_equal(got[0], pos)
         np.testing.assert_array_equal(got[1], vals)
+
+
+@pytest.mark.parametrize("held_sparse", [False, True])
+def test_the_pass_squares_are_the_local_ones_on_any_ranges(held_sparse):
+    """||X||^2 of the top-s pass (sparse's own error, RPCA's residual) was summed by range on an executor's
+    workers and by block here: a comparison on a cluster differed from the local one in the last digits."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sfapprox.baselines.sparse import streamed_top
+    from sfapprox.sources import ArraySource, DistributedSource, as_source
+
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((300, 300)) * np.exp(3 * rng.standard_normal((300, 300)))  # wide magnitudes
+    if held_sparse:
+        X[rng.random(X.shape) < 0.7] = 0.0
+    source = as_source(sp.csc_array(X)) if held_sparse else ArraySource(X)
+    memory = 300 * 8 * 10 * 9  # blocks of a few columns: many blocks in each worker's range
+    local = streamed_top(source, 40, max_memory=memory)
+    for workers in (2, 3):
+        with ThreadPoolExecutor(workers) as pool:
+            remote = streamed_top(DistributedSource(source, pool), 40, max_memory=memory)
+        assert remote[4] == local[4] and remote[3] == local[3]
+        for a, b in zip(local[:3], remote[:3]):
+            assert np.array_equal(a, b)

@@ -172,17 +172,38 @@ def streamed_top(source, k: int, max_memory: int | None = None):
     """:func:`streamed_top_entries`, and the sum of the squares of every entry seen (``||X||_F^2``, exact)
     as a fifth result: what RPCA's residual pass scores its split by."""
     if isinstance(source, DistributedSource):  # each worker keeps the top k of its columns
-        parts = source.map_ranges(_top_of_range, k, max_memory)
+        # a held-sparse X is read in pieces of non-zeros, per column alike; a dense one in blocks, whose
+        # ranges start where a local pass's blocks do (the residual's columns of RPCA: products)
+        width = None if source.sparse_matrix is not None else _top_width(source, max_memory)
+        parts = source.map_ranges(_top_of_range, k, max_memory, width=width)
     else:
         parts = iter([_top_of_range(source, np.arange(source.n), k, max_memory)])
-    rows, cols, vals, nnz, squared = next(parts)
+    rows, cols, vals, nnz, squares = next(parts)
+    squares = [squares]
     for r, c, v, seen, sq in parts:
         rows, cols, vals = _keep_largest(np.concatenate([rows, r]), np.concatenate([cols, c]),
                                          np.concatenate([vals, v]), k, source.n)
         nnz += seen
-        squared += sq
+        squares.append(sq)
     order = np.argsort(rows * source.n + cols, kind="stable")
-    return rows[order], cols[order], vals[order], nnz, squared
+    # ||X||^2 summed once, over every column's own sum in column order: the sums of the workers' ranges
+    # added up (or of the blocks, one after another) grouped the terms by range, and a comparison on a
+    # cluster differed from the local one in the last digits (sparse's and RPCA's errors)
+    return rows[order], cols[order], vals[order], nnz, float(np.sum(np.concatenate(squares)))
+
+
+def column_squares(block: np.ndarray) -> np.ndarray:
+    """Each column's sum of squares, the same to the last bit whichever columns share ``block``: summed
+    along a contiguous column (a C-ordered block's sums changed with its width).
+
+    Examples
+    --------
+    >>> X = np.arange(12.0).reshape(3, 4)
+    >>> column_squares(X), bool((column_squares(X[:, 1:3]) == column_squares(X)[1:3]).all())
+    (array([ 80., 107., 140., 179.]), True)
+    """
+    F = np.asfortranarray(block)
+    return np.einsum("ij,ij->j", F, F)
 
 
 #: The smallest share of ``||X||_F^2`` a residual's squares computed as ``||X||^2 - sum(kept^2)`` are taken at:
@@ -282,20 +303,19 @@ def _keep_largest(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, k: int, 
 
 def _top_of_range(source, J: np.ndarray, k: int, max_memory: int | None):
     """The ``k`` largest entries among the columns ``J`` of ``source`` (rows, columns, values), the
-    non-zeros seen and their sum of squares: one pass over ``J`` in blocks (a task of its own on an executor)."""
+    non-zeros seen and each column's sum of squares (:func:`column_squares`): one pass over ``J`` in blocks
+    (a task of its own on an executor)."""
     if source.sparse_matrix is not None:  # a matrix held sparse: its non-zeros are the candidates
         return _top_of_sparse(source, J, k, max_memory)
     rows = cols = np.zeros(0, dtype=np.int64)
     vals = np.zeros(0)
-    nnz, squared = 0, 0.0
+    nnz, squares = 0, np.zeros(J.size)
     threshold = 0.0  # once k candidates are held: the least of their magnitudes
-    # Per column of a dense block: its non-zeros' rows, columns and values, their concatenation with
-    # the candidates, the magnitudes and the row-major order of the selection (8 arrays).
-    width = source.block_width(max_memory, extra_columns=8)
+    width = _top_width(source, max_memory)
     for start in range(0, J.size, width):
         columns = J[start:start + width]
         block = source.columns(columns)
-        squared += float(np.einsum("ij,ij->", block, block))
+        squares[start:start + columns.size] = column_squares(block)
         nnz += int(np.count_nonzero(block))
         if k <= 0:  # only the count and the squares (RPCA's residual without a sparse part)
             continue
@@ -303,7 +323,14 @@ def _top_of_range(source, J: np.ndarray, k: int, max_memory: int | None):
         # position): with k held, only the few above it are gathered and partitioned with them.
         r, c = np.nonzero(np.abs(block) >= threshold if threshold > 0 else block)
         (rows, cols, vals), threshold = _admitted((rows, cols, vals), (r, columns[c], block[r, c]), k, source.n)
-    return rows, cols, vals, nnz, squared
+    return rows, cols, vals, nnz, squares
+
+
+def _top_width(source, max_memory: int | None) -> int:
+    """The columns of a dense block of the top-s pass: per column, its non-zeros' rows, columns and values,
+    their concatenation with the candidates, the magnitudes and the row-major order of the selection
+    (8 arrays besides the block)."""
+    return source.block_width(max_memory, extra_columns=8)
 
 
 def _admitted(held: tuple, new: tuple, k: int, n: int) -> tuple[tuple, float]:
@@ -331,20 +358,20 @@ def _top_of_sparse(source, J: np.ndarray, k: int, max_memory: int | None):
     counts = np.cumsum(held.indptr[J + 1] - held.indptr[J])
     rows = cols = np.zeros(0, dtype=np.int64)
     vals = np.zeros(0)
-    nnz, squared, start, threshold = 0, 0.0, 0, 0.0
+    nnz, squares, start, threshold = 0, np.zeros(J.size), 0, 0.0
     while start < J.size:
         before = counts[start - 1] if start else 0
         stop = max(start + 1, int(np.searchsorted(counts, before + per_piece, side="right")))
         part = held[:, J[start:stop]].tocoo()
         keep = np.abs(part.data) >= threshold if threshold > 0 else part.data != 0
-        nonzero = part.data[part.data != 0]
-        nnz += int(nonzero.size)
-        squared += float(np.dot(nonzero, nonzero))
+        nnz += int(np.count_nonzero(part.data))
+        # each column's squares added in its own entries' order, whatever the piece (as column_squares)
+        squares[start:stop] = np.bincount(part.col, weights=np.square(part.data), minlength=stop - start)
         if k > 0:
             new = (part.row[keep].astype(np.int64), J[start:stop][part.col[keep]], part.data[keep])
             (rows, cols, vals), threshold = _admitted((rows, cols, vals), new, k, source.n)
         start = stop
-    return rows, cols, vals, nnz, squared
+    return rows, cols, vals, nnz, squares
 
 
 def _nonzeros(X) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

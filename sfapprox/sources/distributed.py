@@ -190,7 +190,7 @@ class DistributedSource(MatrixSource):
         """The pass's blocks on the executor: ``fn(wrapped source, *shared, item)``, results in order."""
         return ordered_map(self.executor, fn, items, (self._sent_source(), *shared))
 
-    def map_ranges(self, fn: Callable, *args: Any) -> Iterator[Any]:
+    def map_ranges(self, fn: Callable, *args: Any, width: int | None = None) -> Iterator[Any]:
         """``fn(source, J, *args)`` for consecutive column ranges ``J`` (two per worker), on the executor.
 
         A pass that reduces its blocks to something small (the top-s pass: the
@@ -203,14 +203,36 @@ class DistributedSource(MatrixSource):
             A module-level function of the wrapped source, a range's columns and ``args``.
         *args
             Further arguments (sent with each task).
+        width : int or None, default=None
+            The columns ``fn`` reads at a time: the ranges then start at multiples of it, so that
+            their blocks are those of a local pass over ``0..N-1`` (a block's products, ``U @ Vt[:, J]``,
+            can differ in the last bits with its width and its place in it: a comparison on a cluster
+            gave RPCA other numbers than a local one).  A pass of fewer blocks than ranges uses fewer.
 
         Yields
         ------
         Any
             ``fn``'s results, in the ranges' order.
         """
-        ranges = np.array_split(np.arange(self.n), min(self.n, 2 * worker_count(self.executor)))
+        ranges = _ranges(self.n, 2 * worker_count(self.executor), width)
         return ordered_map(self.executor, _call_on_range, ((J, fn, args) for J in ranges), (self._sent_source(),))
+
+
+def _ranges(n: int, pieces: int, width: int | None) -> list[np.ndarray]:
+    """``0..n-1`` in at most ``pieces`` consecutive ranges, each starting at a multiple of ``width``.
+
+    Examples
+    --------
+    >>> [(int(J[0]), int(J[-1])) for J in _ranges(10, 3, 4)]
+    [(0, 3), (4, 7), (8, 9)]
+    >>> [J.size for J in _ranges(10, 4, None)]
+    [3, 3, 2, 2]
+    """
+    if not width:
+        return np.array_split(np.arange(n), min(n, pieces))
+    blocks = -(-n // width)
+    return [np.arange(int(b[0]) * width, min(n, (int(b[-1]) + 1) * width))
+            for b in np.array_split(np.arange(blocks), min(blocks, pieces))]
 
 
 def _call_on_range(source: MatrixSource, task: tuple[np.ndarray, Callable, tuple]) -> Any:
