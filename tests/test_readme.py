@@ -436,3 +436,35 @@ def test_manifest_readme_says_what_report_csv_holds(tmp_path):
     assert rows[0]["nystrom status"] == "not applicable" and rows[0]["nystrom"] == ""
     said = _section("## Batch results", "data_manifests/README.md")
     assert "`<method> status`" in said and "an empty cell for a missing value" in said
+
+
+def _differing_keys(a, b, path=()):
+    """The keys of the leaves (and of the fields present in one only) where two JSON values differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in set(a) | set(b):
+            if key not in a or key not in b:
+                yield key
+            else:
+                yield from _differing_keys(a[key], b[key], (*path, key))
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for x, y in zip(a, b):
+            yield from _differing_keys(x, y, path)
+    elif a != b:
+        yield path[-1] if path else "(root)"
+
+
+def test_readme_names_every_field_that_differs_between_two_runs_of_a_command():
+    """A researcher rerunning a comparison diffs the JSON: the README says which fields may differ (timings
+    and dates, kept beside the numbers); every other field is the same, to the last digit."""
+    import numpy as np
+
+    import sfapprox
+
+    X = np.random.default_rng(0).random((32, 32))
+    runs = [sfapprox.compare(X, methods=["sf", "tsvd", "rsvd", "rpca", "sf+s"], time_limit=None, max_iter=20,
+                             seed=3).to_dict() for _ in range(2)]
+    differing = set(_differing_keys(*runs))
+    assert differing and "fro_error" not in differing and "rel_error" not in differing
+    text = (ROOT / "README.md").read_text()
+    said = text[text.index("**Reproducibility.**"):].split("\n\n")[0]
+    assert all(f"`{key}`" in said or f".{key}`" in said for key in differing), differing
