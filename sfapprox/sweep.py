@@ -15,7 +15,7 @@ from ._errors import ParameterError, ResourceError
 from ._old_api import REQUIRED, take_old_keywords
 from ._params import split_items
 from ._progress import phase
-from ._settings import COUNT_INDICES, PROTOCOLS, FitSettings, LoadOptions
+from ._settings import COUNT_INDICES, DEFAULT_METHODS, PROTOCOLS, FitSettings, LoadOptions
 from .budget import parse_budget, resolve_budget
 from .comparison import (
     as_loaded_matrix,
@@ -357,7 +357,7 @@ class Sweep(ShownAsTables):
 def sweep(
     matrix=REQUIRED,
     budgets: str | int | float | Sequence[str | int | float] = REQUIRED,
-    methods: str | Sequence[str] = ("sf", "tsvd"),
+    methods: str | Sequence[str] = DEFAULT_METHODS,
     *,
     settings: FitSettings | None = None,
     count_indices: bool = COUNT_INDICES,
@@ -385,8 +385,10 @@ def sweep(
         The budgets (:func:`parse_budget_list`): ``"0.01,0.02,sf"`` or a list;
         a single budget (``0.05``, ``5000`` or ``"sf"``) sweeps that one.
         None is refused (:func:`default_budgets` gives the CLI's defaults).
-    methods : str or sequence of str, default=("sf", "tsvd")
-        Method names from :func:`~sfapprox.available_methods`.
+    methods : str or sequence of str, default=DEFAULT_METHODS
+        Method names from :func:`~sfapprox.available_methods`; by default SF,
+        TSVD and plain sparse storage, as :func:`~sfapprox.compare` and the
+        command line's ``sweep``.
     settings : FitSettings, optional
         How every method is fitted; ``setting_changes`` override its fields.
     count_indices : bool, default=True

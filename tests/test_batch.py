@@ -135,6 +135,17 @@ def test_batch_writes_records_and_factors_and_resumes(tmp_path):
     assert pairs(lines(out)) == pairs(recs)  # each pair exactly once
 
 
+def test_batch_options_default_to_the_methods_of_compare_and_the_cli(tmp_path):
+    """BatchOptions() ran sf and tsvd, while `sfapprox batch` without --methods (DEFAULT_METHODS) also ran sparse."""
+    from sfapprox._settings import DEFAULT_METHODS
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("band", bandwidth=2))
+    options = BatchOptions(settings=FitSettings(max_iter=5, device="cpu"))
+    run_batch(m, tmp_path / "out", options)
+    assert pairs(lines(tmp_path / "out")) == sorted(("band", name) for name in DEFAULT_METHODS)
+    assert options.methods == DEFAULT_METHODS == ("sf", "tsvd", "sparse")
+
+
 def test_failures_are_isolated_and_retried(tmp_path, monkeypatch):
     m = write_manifest(
         tmp_path / "m.toml",

@@ -21,6 +21,19 @@ def test_every_method_at_every_budget():
     assert s.table()[720]["sf"].status == "ok"
 
 
+def test_without_methods_it_sweeps_the_methods_compare_and_the_cli_run():
+    """sweep(X, budgets) ran sf and tsvd while compare(X) and `sfapprox sweep` (DEFAULT_METHODS) also ran sparse."""
+    import inspect
+
+    from sfapprox import compare
+    from sfapprox._settings import DEFAULT_METHODS
+
+    s = sweep(np.random.default_rng(0).random((12, 12)), [0.5], device="cpu", max_iter=3, time_limit=None)
+    assert [r.method for r in s.points[0].results] == list(DEFAULT_METHODS) == ["sf", "tsvd", "sparse"]
+    assert inspect.signature(sweep).parameters["methods"].default == \
+        inspect.signature(compare).parameters["methods"].default
+
+
 def test_parse_budget_list():
     assert parse_budget_list(" 0.01, 0.1 ,sf") == ["0.01", "0.1", "sf"]
     with pytest.raises(ParameterError):

@@ -22,7 +22,7 @@ from typing import Any
 from .._atomic import check_named_file
 from .._base import RunContext, get_method
 from .._errors import ConvergenceWarning, SfapproxError, one_line, spelled_for
-from .._settings import COUNT_INDICES, FitSettings, parse_size
+from .._settings import COUNT_INDICES, DEFAULT_METHODS, FitSettings, parse_size
 from ..budget import resolve_budget
 from ..comparison import as_loaded_matrix, from_columns, run_all, score_from_columns
 from ..factors import input_record, save_factors
@@ -43,8 +43,9 @@ class BatchOptions:
 
     Attributes
     ----------
-    methods : tuple of str
-        Method names (:func:`sfapprox.available_methods`).
+    methods : tuple of str, default=DEFAULT_METHODS
+        Method names (:func:`sfapprox.available_methods`); by default SF, TSVD
+        and plain sparse storage, as ``compare`` and the command line's ``batch``.
     budget : str
         Budget spec for every method ("sf", a count, or a fraction of N²).
     protocol : {"default", "paper"}
@@ -60,7 +61,7 @@ class BatchOptions:
         (plain SF: ``OUT/factors/<name>.h5``).
     """
 
-    methods: tuple[str, ...] = ("sf", "tsvd")
+    methods: tuple[str, ...] = DEFAULT_METHODS
     budget: str = "sf"
     protocol: str = "default"
     settings: FitSettings = field(default_factory=FitSettings)
