@@ -45,7 +45,7 @@ from scipy.sparse.linalg import LinearOperator
 
 from ._errors import NotFittedError, ParameterError, ResourceError
 from ._params import MEMORY_LIMIT, check_params, split_items
-from ._settings import COUNT_INDICES, FitSettings
+from ._settings import COUNT_INDICES, PROTOCOLS, FitSettings
 from ._validation import LIBRARY_WORKING_SET, check_memory, check_square_matrix, format_bytes, memory_limit
 from .sources import BLOCK_SHARE, MatrixSource, as_source, columns_within, passes_within
 
@@ -347,7 +347,7 @@ class RunContext:
 
     settings: FitSettings = field(default_factory=FitSettings)
     count_indices: bool = COUNT_INDICES
-    protocol: str = "default"
+    protocol: str = PROTOCOLS[0]
     callback: Callable[[dict], bool | None] | None = None
     structure: Mapping[str, Any] = field(default_factory=dict)
     fitted: Mapping[str, Any] = field(default_factory=dict)

@@ -529,7 +529,7 @@ def compare(
     budget: str | int | float | None = "sf",
     settings: FitSettings | None = None,
     count_indices: bool = COUNT_INDICES,
-    protocol: str = "default",
+    protocol: str = PROTOCOLS[0],
     structure: Mapping[str, Any] | None = None,
     callback: Callable[[dict], bool | None] | None = None,
     on_result: Callable[[MethodResult], None] | None = None,
@@ -615,7 +615,7 @@ def compare(
     matrix, replaced, approximations = take_old_keywords(
         "compare", matrix, setting_changes,
         {"settings": (settings, None), "count_indices": (count_indices, COUNT_INDICES),
-         "protocol": (protocol, "default"), "structure": (structure, None), "callback": (callback, None)})
+         "protocol": (protocol, PROTOCOLS[0]), "structure": (structure, None), "callback": (callback, None)})
     if replaced:
         settings, count_indices, protocol, callback = (replaced["settings"], replaced["count_indices"],
                                                        replaced["protocol"], replaced["callback"])
@@ -751,7 +751,7 @@ def compare_columns(
     budget,
     settings: FitSettings,
     count_indices: bool = COUNT_INDICES,
-    protocol: str = "default",
+    protocol: str = PROTOCOLS[0],
     structure: Mapping[str, Any] | None = None,
     callback: Callable[[dict], bool | None] | None = None,
     on_result: Callable[[MethodResult], None] | None = None,

@@ -361,7 +361,7 @@ def sweep(
     *,
     settings: FitSettings | None = None,
     count_indices: bool = COUNT_INDICES,
-    protocol: str = "default",
+    protocol: str = PROTOCOLS[0],
     callback: Callable[[dict], bool | None] | None = None,
     on_result: Callable[[int, MethodResult], None] | None = None,
     load: LoadOptions | None = None,
@@ -431,7 +431,7 @@ def sweep(
     matrix, replaced, _ = take_old_keywords(
         "sweep", matrix, setting_changes,
         {"settings": (settings, None), "count_indices": (count_indices, COUNT_INDICES),
-         "protocol": (protocol, "default"), "callback": (callback, None)}, structure=False, approximations=False)
+         "protocol": (protocol, PROTOCOLS[0]), "callback": (callback, None)}, structure=False, approximations=False)
     if budgets is REQUIRED:
         raise TypeError("sweep() missing 1 required positional argument: 'budgets'")
     if replaced:

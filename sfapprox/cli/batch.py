@@ -142,7 +142,7 @@ def batch(
     old_out: Annotated[Optional[Path], typer.Option("--out", hidden=True, help="Deprecated name of --out-dir.", metavar="DIR")] = None,
     methods: o.Methods = o.DEFAULT_METHODS,
     budget: o.Budget = "sf",
-    protocol: o.Protocol = "default",
+    protocol: o.Protocol = o.PROTOCOLS[0],
     count_indices: o.CountIndices = o.COUNT_INDICES_DEFAULT,
     jobs: Annotated[int, o.integer("--jobs", "-j", min=1, help="Matrices run in parallel processes.", metavar="N")] = 1,
     wait: Annotated[bool, o.flag("--wait", help="When another batch is using the output folder, wait for it to end instead of refusing.")] = False,

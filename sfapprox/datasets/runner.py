@@ -22,7 +22,7 @@ from typing import Any
 from .._atomic import check_named_file
 from .._base import RunContext, get_method
 from .._errors import ConvergenceWarning, SfapproxError, one_line, spelled_for
-from .._settings import COUNT_INDICES, DEFAULT_METHODS, FitSettings, parse_size
+from .._settings import COUNT_INDICES, DEFAULT_METHODS, PROTOCOLS, FitSettings, parse_size
 from ..budget import resolve_budget
 from ..comparison import as_loaded_matrix, from_columns, run_all, score_from_columns
 from ..factors import input_record, save_factors
@@ -63,7 +63,7 @@ class BatchOptions:
 
     methods: tuple[str, ...] = DEFAULT_METHODS
     budget: str = "sf"
-    protocol: str = "default"
+    protocol: str = PROTOCOLS[0]
     settings: FitSettings = field(default_factory=FitSettings)
     count_indices: bool = COUNT_INDICES
     data_dir: str | None = None
