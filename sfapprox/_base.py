@@ -101,6 +101,16 @@ class Approximation:
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """The constructor parameters and their current values (scikit-learn's API).
 
+        Parameters
+        ----------
+        deep : bool, default=True
+            Accepted for scikit-learn's API; the parameters hold no estimators, so it changes nothing.
+
+        Returns
+        -------
+        dict of str to Any
+            Each constructor parameter's name and value, as given (``max_memory`` as passed).
+
         Examples
         --------
         >>> from sfapprox.baselines.tsvd import TruncatedSVD
@@ -125,7 +135,23 @@ class Approximation:
             setattr(self, new, value)
 
     def set_params(self, **params: Any) -> "Approximation":
-        """Change parameters (checked when ``fit`` runs); unknown names are an error."""
+        """Change parameters (checked when ``fit`` runs); unknown names are an error.
+
+        Parameters
+        ----------
+        **params
+            Constructor parameters and their new values.
+
+        Returns
+        -------
+        Approximation
+            ``self``, for chaining.
+
+        Raises
+        ------
+        ParameterError
+            For a name that is not a constructor parameter (the value is checked by ``fit``).
+        """
         self.check_param_names(params)
         for name, value in params.items():
             setattr(self, name, value)
@@ -282,11 +308,23 @@ class Approximation:
         return operator_error(check_square_matrix(X, source="X"), self.operator_, fro_norm)
 
     def to_dense(self) -> np.ndarray:
-        """The fitted surrogate as a dense ``N x N`` array."""
+        """The fitted surrogate as a dense ``N x N`` array.
+
+        Returns
+        -------
+        numpy.ndarray
+            The fitted surrogate, of shape ``(N, N)``.
+        """
         return self.operator_.to_dense()
 
     def to_operator(self):
-        """The fitted surrogate as a LinearOperator (the same object as ``operator_``)."""
+        """The fitted surrogate as a LinearOperator (the same object as ``operator_``).
+
+        Returns
+        -------
+        SurrogateOperator
+            ``operator_`` (a :class:`~sfapprox.operators.SurrogateOperator`).
+        """
         return self.operator_
 
     def to_scipy(self) -> list:
@@ -296,6 +334,16 @@ class Approximation:
         one stored entry per value.  Methods whose surrogate is not a product of
         sparse factors (low rank, sums of parts) raise ParameterError: use
         ``operator_`` (or ``to_dense()``) instead.
+
+        Returns
+        -------
+        list of scipy.sparse.csr_array
+            ``[W1, ..., WM]``, each ``N x N``; ``W1 @ ... @ WM`` is the surrogate.
+
+        Raises
+        ------
+        ParameterError
+            For a surrogate that is not a product of sparse factors.
 
         Examples
         --------

@@ -172,6 +172,11 @@ class FitSettings:
         ----------
         count : int
             How many methods are compared together.
+
+        Returns
+        -------
+        TimeShare
+            Hands out each method's limit as it starts (time a fast method leaves goes to the ones after it).
         """
         return TimeShare(self, count)
 
@@ -183,6 +188,11 @@ class FitSettings:
         **changes
             Field names and their new values.
 
+        Returns
+        -------
+        FitSettings
+            A new object; ``self`` is unchanged (frozen).
+
         Raises
         ------
         ParameterError
@@ -191,7 +201,13 @@ class FitSettings:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        """The settings as plain JSON values (recorded in every result file)."""
+        """The settings as plain JSON values (recorded in every result file).
+
+        Returns
+        -------
+        dict of str to Any
+            Field name to value (``max_memory`` in bytes).
+        """
         return dataclasses.asdict(self)
 
     def apply_to(self, cls: type, *, exclude: tuple[str, ...] = (), **params: Any) -> dict[str, Any]:
@@ -361,7 +377,13 @@ class LoadOptions:
 
     def keywords(self) -> dict[str, Any]:
         """The options as :func:`~sfapprox.io.open_matrix` keywords (:func:`~sfapprox.io.load_matrix`'s,
-        and ``kernel``/``bandwidth`` when set)."""
+        and ``kernel``/``bandwidth`` when set).
+
+        Returns
+        -------
+        dict of str to Any
+            Keyword to value; ``extra``'s items merged in.
+        """
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
         for name in ("kernel", "bandwidth"):
             if out[name] is None:

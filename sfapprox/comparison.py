@@ -67,6 +67,11 @@ __all__ = ["compare", "available_methods", "run_method", "run_all", "PROTOCOLS"]
 def available_methods() -> dict[str, str]:
     """Method names accepted by :func:`compare`, with one-line descriptions.
 
+    Returns
+    -------
+    dict of str to str
+        Method name to what it stores, in the order ``sfapprox methods`` lists them.
+
     Examples
     --------
     >>> "tsvd" in available_methods()

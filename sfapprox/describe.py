@@ -494,6 +494,11 @@ def describe_methods() -> MatrixDescription:
     ``data`` has ``"methods"`` (name -> what it fits), ``"stores"`` (name -> stored-number formula) and
     ``"from_columns"`` (name -> whether it works from column blocks of a matrix never formed).
 
+    Returns
+    -------
+    MatrixDescription
+        Its tables and ``data``, as ``sfapprox methods`` shows them.
+
     Examples
     --------
     >>> d = describe_methods()
@@ -515,6 +520,12 @@ def describe_methods() -> MatrixDescription:
 
 def describe_formats() -> MatrixDescription:
     """The input formats (``--format`` keys, extensions) and the output formats (``sfapprox formats``).
+
+    Returns
+    -------
+    MatrixDescription
+        ``data`` has ``"inputs"`` (format key -> description and extensions) and
+        ``"outputs"`` (the output format names).
 
     Examples
     --------

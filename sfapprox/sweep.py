@@ -272,7 +272,13 @@ class Sweep(ShownAsTables):
 
     def tables(self) -> list[Table]:
         """The sweep as one table: a row per budget, a column per method (relative errors)
-        with the row's smallest in bold and each method's stop reason where it did not converge."""
+        with the row's smallest in bold and each method's stop reason where it did not converge.
+
+        Returns
+        -------
+        list of Table
+            One table (what ``sfapprox sweep`` prints, ``to_frame`` and ``_repr_html_`` show).
+        """
         n = self.matrix["n"]
         columns = [Column("budget", "budget"), Column("share", "% of N²", priority=10)]
         columns += [Column(m, m) for m in self.methods]
@@ -338,7 +344,13 @@ class Sweep(ShownAsTables):
         return [table]
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON record: the matrix, the methods, each budget's rows and verdict, settings and versions."""
+        """The JSON record: the matrix, the methods, each budget's rows and verdict, settings and versions.
+
+        Returns
+        -------
+        dict of str to Any
+            Plain JSON values (what ``sfapprox sweep --json`` writes).
+        """
         return jsonable(
             {
                 "matrix": self.matrix,

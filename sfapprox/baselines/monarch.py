@@ -731,7 +731,13 @@ class Monarch(Approximation):
         return self
 
     def to_dense(self) -> np.ndarray:
-        """The fitted Monarch matrix as a dense ``N x N`` array."""
+        """The fitted Monarch matrix as a dense ``N x N`` array.
+
+        Returns
+        -------
+        numpy.ndarray
+            The fitted Monarch matrix, of shape ``(N, N)``.
+        """
         return self.operator_.to_dense()
 
 

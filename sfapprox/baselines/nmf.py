@@ -617,7 +617,13 @@ class NMF(Approximation):
         return self
 
     def to_dense(self) -> np.ndarray:
-        """The approximation ``W H`` as a dense array."""
+        """The approximation ``W H`` as a dense array.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``W_ @ H_``, of shape ``(N, N)``.
+        """
         return self.W_ @ self.H_
 
 

@@ -1188,7 +1188,13 @@ class RobustPCA(Approximation):
 
     # ------------------------------------------------------------------ use
     def to_dense(self) -> np.ndarray:
-        """The approximation ``L + S`` as a dense array."""
+        """The approximation ``L + S`` as a dense array.
+
+        Returns
+        -------
+        numpy.ndarray
+            The low-rank part plus the sparse part, of shape ``(N, N)``.
+        """
         U, sig, Vt = self.L_
         return (U * sig) @ Vt + self.S_.toarray()
 

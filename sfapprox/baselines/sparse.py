@@ -536,7 +536,13 @@ class SparseApproximation(Approximation):
         return self
 
     def to_dense(self) -> np.ndarray:
-        """The kept entries as a dense ``N x N`` array."""
+        """The kept entries as a dense ``N x N`` array.
+
+        Returns
+        -------
+        numpy.ndarray
+            The kept entries (zeros elsewhere), of shape ``(N, N)``.
+        """
         return self.S_.toarray()
 
 

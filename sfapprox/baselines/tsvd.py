@@ -266,7 +266,13 @@ class TruncatedSVD(Approximation):
         return self
 
     def to_dense(self) -> np.ndarray:
-        """The rank-``r`` approximation as a dense array."""
+        """The rank-``r`` approximation as a dense array.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(U_ * s_) @ Vt_``, of shape ``(N, N)``.
+        """
         return (self.U_ * self.s_) @ self.Vt_
 
 

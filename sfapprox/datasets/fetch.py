@@ -153,7 +153,13 @@ class Located:
 
 
 def cache_dir() -> Path:
-    """The download cache, ``pooch.os_cache("sfapprox")`` (``$SFAPPROX_CACHE`` overrides it)."""
+    """The download cache, ``pooch.os_cache("sfapprox")`` (``$SFAPPROX_CACHE`` overrides it).
+
+    Returns
+    -------
+    pathlib.Path
+        The folder (not created here).
+    """
     import pooch
 
     override = os.environ.get("SFAPPROX_CACHE")

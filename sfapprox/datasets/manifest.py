@@ -217,7 +217,13 @@ class Manifest:
         return Path(self.path).parent
 
     def names(self) -> list[str]:
-        """The entries' names, in file order."""
+        """The entries' names, in file order.
+
+        Returns
+        -------
+        list of str
+            One name per entry.
+        """
         return [e.name for e in self.entries]
 
     def select(self, only: list[str] | None) -> list[Entry]:

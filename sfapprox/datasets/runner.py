@@ -70,7 +70,13 @@ class BatchOptions:
     save_factors: bool = True
 
     def recorded(self) -> dict[str, Any]:
-        """The options recorded in every line (what makes two runs comparable)."""
+        """The options recorded in every line (what makes two runs comparable).
+
+        Returns
+        -------
+        dict of str to Any
+            ``budget``, ``protocol``, ``count_indices`` and the :class:`~sfapprox.FitSettings` fields.
+        """
         return {"budget": self.budget, "protocol": self.protocol, "count_indices": self.count_indices,
                 **self.settings.to_dict()}
 

@@ -379,6 +379,18 @@ class _ChordHybrid(Approximation):
         (for the fit it cut short, its best iterate) is kept and
         ``stop_reason_`` is ``"interrupted"``.  ``check_input=False`` skips
         validating ``X`` (the caller did).
+
+        Parameters
+        ----------
+        X : array_like, scipy sparse array, LinearOperator or MatrixSource
+            The square matrix (formed for the fit).
+        check_input : bool, default=True
+            Validate ``X``; False when the caller did.
+
+        Returns
+        -------
+        self
+            Fitted: ``operator_``, ``fro_error_``, ``rel_error_``, ``stop_reason_``, ``params_``.
         """
         begin = time.perf_counter()  # the time limit covers the whole fit
         self._plain_estimator = None

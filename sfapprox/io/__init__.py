@@ -150,6 +150,11 @@ def format_extensions(key: str) -> tuple[str, ...]:
     key : str
         A key of :func:`available_formats` (another is a KeyError).
 
+    Returns
+    -------
+    tuple of str
+        Extensions with their dot (``".mtx"``).
+
     Examples
     --------
     >>> format_extensions("pajek")
@@ -278,6 +283,13 @@ class LoadedMatrix:
         ``covariance``); None for a file that holds one matrix, read as is.
         A saved fit records it, so a fit of another matrix of the same file
         is told from a fit of this one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> m = as_loaded(np.eye(3), name="I")  # what load_matrix returns for a file
+    >>> m.name, m.n, m.format, m.path
+    ('I', 3, 'array', None)
     """
 
     matrix: np.ndarray | sp.csr_array = field(repr=False)
@@ -646,6 +658,16 @@ def input_files(path: str | os.PathLike) -> list[Path]:
     """The files reading ``path`` opens: the file, and beside a LINQS ``.cites`` (``.content``) file the
     other one; what no output of the command may replace (``--json t.content --force`` overwrote the
     node list a ``t.cites`` comparison had just read).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file a command reads.
+
+    Returns
+    -------
+    list of pathlib.Path
+        ``path`` first, then the companion file where there is one.
 
     Examples
     --------

@@ -124,7 +124,13 @@ class SurrogateOperator(LinearOperator):
         raise NotImplementedError
 
     def to_dense(self) -> np.ndarray:
-        """The ``N x N`` matrix (the operator applied to the identity; subclasses do it faster)."""
+        """The ``N x N`` matrix (the operator applied to the identity; subclasses do it faster).
+
+        Returns
+        -------
+        numpy.ndarray
+            The operator's matrix, of shape ``(N, N)``.
+        """
         return self._apply(np.eye(self.shape[0]), False)
 
     def factored_parts(self) -> tuple[np.ndarray, np.ndarray, Any] | None:
@@ -134,11 +140,25 @@ class SurrogateOperator(LinearOperator):
         What scores it against a matrix held sparse from the non-zeros alone
         (:func:`~sfapprox.metrics.sparse_target_error`), where a pass over its ``N^2`` entries took
         minutes at N = 60,000.
+
+        Returns
+        -------
+        tuple or None
+            ``(L, R, S)``: ``L`` of shape ``(N, r)``, ``R`` of shape ``(r, N)``, ``S`` a scipy sparse
+            array or None; None where the surrogate is not low rank plus sparse.
         """
         return None
 
     def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:  # pragma: no cover - abstract
-        """The arrays and attributes a factors file holds (each subclass implements it)."""
+        """The arrays and attributes a factors file holds (each subclass implements it).
+
+        Returns
+        -------
+        arrays : dict of str to numpy.ndarray
+            The datasets of a factors file, by name.
+        attrs : dict of str to Any
+            Its attributes (plain values).
+        """
         raise NotImplementedError
 
     def array_names(self) -> tuple[str, ...]:
@@ -148,6 +168,11 @@ class SurrogateOperator(LinearOperator):
         copies some parts (a hybrid's sparse part as COO), only for their names to be read.  This
         default asks ``to_arrays`` (no copy for a kind whose arrays it holds as they are saved); the
         kinds that copy (hybrid, sparse) name their own.
+
+        Returns
+        -------
+        tuple of str
+            The dataset names a factors file of this kind holds.
         """
         return tuple(self.to_arrays()[0])
 
@@ -178,6 +203,11 @@ class SurrogateOperator(LinearOperator):
     def to_sparse_factors(self) -> list:
         """Sparse factors whose product is the operator (only surrogates that are such a product).
 
+        Returns
+        -------
+        list of scipy.sparse.csr_array
+            ``[W1, ..., WM]``, each ``N x N``, whose product ``W1 @ ... @ WM`` is the operator.
+
         Raises
         ------
         ParameterError
@@ -195,6 +225,11 @@ class SurrogateOperator(LinearOperator):
             The parameters' dtype (default: ``torch.get_default_dtype()``).
         device : torch.device or str, optional
             Where the parameters live (default: CPU).
+
+        Returns
+        -------
+        torch.nn.Module
+            ``module(x)`` is ``x @ A.T`` over the last dimension of ``x``; its values are parameters.
 
         Raises
         ------
@@ -237,6 +272,11 @@ class SurrogateOperator(LinearOperator):
         ----------
         x : array_like or LinearOperator
             A vector of length ``N``, an ``(N, k)`` block, or an operator to compose with.
+
+        Returns
+        -------
+        numpy.ndarray or LinearOperator
+            ``A @ x``: an array of ``x``'s shape, or the composed operator.
         """
         x = x if isinstance(x, LinearOperator) else readable_operand(x)
         return self._applied(x, False) if self._fast(x) else super().dot(x)
@@ -356,6 +396,11 @@ def register_operator(cls: type[SurrogateOperator]) -> type[SurrogateOperator]:
 def operator_kinds() -> dict[str, type[SurrogateOperator]]:
     """Every registered operator class, by kind.
 
+    Returns
+    -------
+    dict of str to type
+        Kind (a factors file's ``operator`` attribute) to its :class:`SurrogateOperator` subclass.
+
     Examples
     --------
     >>> from sfapprox import operators
@@ -372,5 +417,16 @@ def operator_class(kind: str) -> type[SurrogateOperator] | None:
     ----------
     kind : str
         A factors file's ``operator`` attribute (``"chord"``, ``"hybrid"``, ``"csr"``, ...).
+
+    Returns
+    -------
+    type or None
+        The :class:`SurrogateOperator` subclass, or None for an unknown kind.
+
+    Examples
+    --------
+    >>> from sfapprox.operators import ChordOperator
+    >>> operator_class("chord") is ChordOperator, operator_class("nope")
+    (True, None)
     """
     return _KINDS.get(kind)

@@ -96,17 +96,48 @@ class PaddedButterflyOperator(SurrogateOperator):
         return self.inner._apply(padded_rows(B, self.padded_n), transpose)[: self.shape[0]]
 
     def to_dense(self) -> np.ndarray:
-        """The ``n x n`` block of the product, ``O(L N'^2)``."""
+        """The ``n x n`` block of the product, ``O(L N'^2)``.
+
+        Returns
+        -------
+        numpy.ndarray
+            The operator's matrix, of shape ``(N, N)``.
+        """
         n = self.shape[0]
         return self.inner.to_dense()[:n, :n]
 
     def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """``{"values"}`` and ``{"n": n}`` (see the class docstring's layout)."""
+        """``{"values"}`` and ``{"n": n}`` (see the class docstring's layout).
+
+        Returns
+        -------
+        arrays : dict of str to numpy.ndarray
+            The datasets of a factors file, by name.
+        attrs : dict of str to Any
+            Its attributes (plain values).
+        """
         return {"values": self.inner.values}, {"n": int(self.shape[0])}
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "PaddedButterflyOperator":
-        """Rebuild from :meth:`to_arrays` (:meth:`SurrogateOperator.from_arrays` states the contract)."""
+        """Rebuild from :meth:`to_arrays` (:meth:`SurrogateOperator.from_arrays` states the contract).
+
+        Parameters
+        ----------
+        arrays : dict of str to numpy.ndarray
+            The saved arrays (the first item of :meth:`to_arrays`).
+        attrs : dict
+            The saved attributes (the second item of :meth:`to_arrays`).
+
+        Returns
+        -------
+        PaddedButterflyOperator
+
+        Raises
+        ------
+        ValueError
+            For parts that are inconsistent, missing or unreadable (a :class:`~sfapprox.ParameterError`).
+        """
         try:
             values, n = np.asarray(arrays["values"]), int(attrs["n"])
         except (KeyError, TypeError, ValueError) as exc:

@@ -170,6 +170,11 @@ class ChordOperator(SurrogateOperator):
     def to_dense(self) -> np.ndarray:
         """The full ``N x N`` product, built with ``O(M K N^2)`` work.
 
+        Returns
+        -------
+        numpy.ndarray
+            The operator's matrix, of shape ``(N, N)``.
+
         Examples
         --------
         >>> import numpy as np
@@ -272,14 +277,39 @@ class ChordOperator(SurrogateOperator):
 
     # ------------------------------------------------------------------ the saved layout
     def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """``values`` and ``offsets``; attributes ``support`` and ``n_factors``."""
+        """``values`` and ``offsets``; attributes ``support`` and ``n_factors``.
+
+        Returns
+        -------
+        arrays : dict of str to numpy.ndarray
+            The datasets of a factors file, by name.
+        attrs : dict of str to Any
+            Its attributes (plain values).
+        """
         return ({"values": self.values, "offsets": self.offsets},
                 {"support": self.support, "n_factors": self.n_factors})
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "ChordOperator":
         """Rebuild from :meth:`to_arrays`, files older than the ``support`` attribute read as offset-based
-        (:meth:`SurrogateOperator.from_arrays` states the contract)."""
+        (:meth:`SurrogateOperator.from_arrays` states the contract).
+
+        Parameters
+        ----------
+        arrays : dict of str to numpy.ndarray
+            The saved arrays (the first item of :meth:`to_arrays`).
+        attrs : dict
+            The saved attributes (the second item of :meth:`to_arrays`).
+
+        Returns
+        -------
+        ChordOperator
+
+        Raises
+        ------
+        ValueError
+            For parts that are inconsistent, missing or unreadable (a :class:`~sfapprox.ParameterError`).
+        """
         support = str(attrs.get("support", "chord"))
         if support not in SUPPORTS:
             raise ParameterError(f"unknown factor support {support!r} (known: {', '.join(SUPPORTS)}); "

@@ -133,7 +133,14 @@ class HybridOperator(SurrogateOperator):
         )
 
     def factored_parts(self) -> tuple[np.ndarray, np.ndarray, Any] | None:
-        """``(U diag(s), V^T, S)`` without Chord factors (TSVD, RPCA, NMF); None with them."""
+        """``(U diag(s), V^T, S)`` without Chord factors (TSVD, RPCA, NMF); None with them.
+
+        Returns
+        -------
+        tuple or None
+            ``(L, R, S)``: ``L`` of shape ``(N, r)``, ``R`` of shape ``(r, N)``, ``S`` a scipy sparse
+            array or None; None where the surrogate is not low rank plus sparse.
+        """
         if self.chord is not None:
             return None
         return self.U * self.s, self.Vt, self.sparse if self.sparse.nnz else None
@@ -164,7 +171,13 @@ class HybridOperator(SurrogateOperator):
 
 
     def to_dense(self) -> np.ndarray:
-        """The full ``N x N`` sum."""
+        """The full ``N x N`` sum.
+
+        Returns
+        -------
+        numpy.ndarray
+            The operator's matrix, of shape ``(N, N)``.
+        """
         out = (self.U * self.s) @ self.Vt + self.sparse.toarray()
         if self.chord is not None:
             out += self.chord.to_dense()
@@ -210,7 +223,15 @@ class HybridOperator(SurrogateOperator):
     # ------------------------------------------------------------------ the saved layout
     def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """The Chord part's ``values``/``offsets`` (empty without factors), ``lr_U``, ``lr_s``,
-        ``lr_Vt`` and the sparse part as COO ``sparse_rows``/``_cols``/``_vals``."""
+        ``lr_Vt`` and the sparse part as COO ``sparse_rows``/``_cols``/``_vals``.
+
+        Returns
+        -------
+        arrays : dict of str to numpy.ndarray
+            The datasets of a factors file, by name.
+        attrs : dict of str to Any
+            Its attributes (plain values).
+        """
         n = self.shape[0]
         chord = self.chord
         coo = self.sparse.tocoo()
@@ -227,12 +248,35 @@ class HybridOperator(SurrogateOperator):
 
     def array_names(self) -> tuple[str, ...]:
         """:meth:`to_arrays`' names, without its COO copy of the sparse part
-        (:meth:`SurrogateOperator.array_names`)."""
+        (:meth:`SurrogateOperator.array_names`).
+
+        Returns
+        -------
+        tuple of str
+            The dataset names a factors file of this kind holds.
+        """
         return ("values", "offsets", "lr_U", "lr_s", "lr_Vt", "sparse_rows", "sparse_cols", "sparse_vals")
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "HybridOperator":
-        """Rebuild from :meth:`to_arrays` (:meth:`SurrogateOperator.from_arrays` states the contract)."""
+        """Rebuild from :meth:`to_arrays` (:meth:`SurrogateOperator.from_arrays` states the contract).
+
+        Parameters
+        ----------
+        arrays : dict of str to numpy.ndarray
+            The saved arrays (the first item of :meth:`to_arrays`).
+        attrs : dict
+            The saved attributes (the second item of :meth:`to_arrays`).
+
+        Returns
+        -------
+        HybridOperator
+
+        Raises
+        ------
+        ValueError
+            For parts that are inconsistent, missing or unreadable (a :class:`~sfapprox.ParameterError`).
+        """
         values = np.asarray(arrays["values"])
         chord = ChordOperator.from_arrays(arrays, attrs) if values.ndim == 3 and values.shape[0] else None
         U, s, Vt = (np.asarray(arrays[k]) for k in ("lr_U", "lr_s", "lr_Vt"))

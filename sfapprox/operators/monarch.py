@@ -186,16 +186,47 @@ class MonarchOperator(_Blockwise):
         return x.reshape(b1 * b2, c)[: self.shape[0]]
 
     def to_dense(self) -> np.ndarray:
-        """The ``n x n`` matrix, ``O(r N'^2)``."""
+        """The ``n x n`` matrix, ``O(r N'^2)``.
+
+        Returns
+        -------
+        numpy.ndarray
+            The operator's matrix, of shape ``(N, N)``.
+        """
         return from_slabs(monarch_slabs(self.left, self.right), self.shape[0])
 
     def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """``{"left", "right"}`` and ``{"n": n}`` (see the class docstring's layout)."""
+        """``{"left", "right"}`` and ``{"n": n}`` (see the class docstring's layout).
+
+        Returns
+        -------
+        arrays : dict of str to numpy.ndarray
+            The datasets of a factors file, by name.
+        attrs : dict of str to Any
+            Its attributes (plain values).
+        """
         return {"left": self.left, "right": self.right}, {"n": int(self.shape[0])}
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "MonarchOperator":
-        """Rebuild from :meth:`to_arrays` (:meth:`SurrogateOperator.from_arrays` states the contract)."""
+        """Rebuild from :meth:`to_arrays` (:meth:`SurrogateOperator.from_arrays` states the contract).
+
+        Parameters
+        ----------
+        arrays : dict of str to numpy.ndarray
+            The saved arrays (the first item of :meth:`to_arrays`).
+        attrs : dict
+            The saved attributes (the second item of :meth:`to_arrays`).
+
+        Returns
+        -------
+        MonarchOperator
+
+        Raises
+        ------
+        ValueError
+            For parts that are inconsistent, missing or unreadable (a :class:`~sfapprox.ParameterError`).
+        """
         try:
             left, right, n = np.asarray(arrays["left"]), np.asarray(arrays["right"]), int(attrs["n"])
         except (KeyError, TypeError, ValueError) as exc:
@@ -284,12 +315,26 @@ class MonarchLowRankOperator(_Blockwise):
         return out if self.monarch is None else out + self.monarch._product_t(G)
 
     def to_dense(self) -> np.ndarray:
-        """The ``n x n`` matrix."""
+        """The ``n x n`` matrix.
+
+        Returns
+        -------
+        numpy.ndarray
+            The operator's matrix, of shape ``(N, N)``.
+        """
         out = (self.U * self.s) @ self.Vt
         return out if self.monarch is None else out + self.monarch.to_dense()
 
     def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """``{"U", "s", "Vt"}`` plus ``{"left", "right"}`` when there is a Monarch part; ``{"n": n}``."""
+        """``{"U", "s", "Vt"}`` plus ``{"left", "right"}`` when there is a Monarch part; ``{"n": n}``.
+
+        Returns
+        -------
+        arrays : dict of str to numpy.ndarray
+            The datasets of a factors file, by name.
+        attrs : dict of str to Any
+            Its attributes (plain values).
+        """
         arrays = {"U": self.U, "s": self.s, "Vt": self.Vt}
         if self.monarch is not None:
             arrays.update(left=self.monarch.left, right=self.monarch.right)
@@ -297,7 +342,24 @@ class MonarchLowRankOperator(_Blockwise):
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> MonarchLowRankOperator:
-        """Rebuild from :meth:`to_arrays` (:meth:`SurrogateOperator.from_arrays` states the contract)."""
+        """Rebuild from :meth:`to_arrays` (:meth:`SurrogateOperator.from_arrays` states the contract).
+
+        Parameters
+        ----------
+        arrays : dict of str to numpy.ndarray
+            The saved arrays (the first item of :meth:`to_arrays`).
+        attrs : dict
+            The saved attributes (the second item of :meth:`to_arrays`).
+
+        Returns
+        -------
+        MonarchLowRankOperator
+
+        Raises
+        ------
+        ValueError
+            For parts that are inconsistent, missing or unreadable (a :class:`~sfapprox.ParameterError`).
+        """
         try:
             parts = {name: np.asarray(arrays[name]) for name in ("U", "s", "Vt")}
             n = int(attrs["n"])

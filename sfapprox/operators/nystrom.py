@@ -77,20 +77,58 @@ class NystromOperator(SurrogateOperator):
         return self.C @ (core @ (self.C.T @ B))
 
     def to_dense(self) -> np.ndarray:
-        """The ``N x N`` matrix, ``O(N^2 r)``."""
+        """The ``N x N`` matrix, ``O(N^2 r)``.
+
+        Returns
+        -------
+        numpy.ndarray
+            The operator's matrix, of shape ``(N, N)``.
+        """
         return (self.C @ self.core) @ self.C.T
 
     def factored_parts(self) -> tuple[np.ndarray, np.ndarray, None]:
-        """``(C core, C^T, None)``."""
+        """``(C core, C^T, None)``.
+
+        Returns
+        -------
+        tuple or None
+            ``(L, R, S)``: ``L`` of shape ``(N, r)``, ``R`` of shape ``(r, N)``, ``S`` a scipy sparse
+            array or None; None where the surrogate is not low rank plus sparse.
+        """
         return self.C @ self.core, self.C.T, None
 
     def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """``C`` and ``core``."""
+        """``C`` and ``core``.
+
+        Returns
+        -------
+        arrays : dict of str to numpy.ndarray
+            The datasets of a factors file, by name.
+        attrs : dict of str to Any
+            Its attributes (plain values).
+        """
         return {"C": self.C, "core": self.core}, {}
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "NystromOperator":
-        """Rebuild from :meth:`to_arrays` (:meth:`SurrogateOperator.from_arrays` states the contract)."""
+        """Rebuild from :meth:`to_arrays` (:meth:`SurrogateOperator.from_arrays` states the contract).
+
+        Parameters
+        ----------
+        arrays : dict of str to numpy.ndarray
+            The saved arrays (the first item of :meth:`to_arrays`).
+        attrs : dict
+            The saved attributes (the second item of :meth:`to_arrays`).
+
+        Returns
+        -------
+        NystromOperator
+
+        Raises
+        ------
+        ValueError
+            For parts that are inconsistent, missing or unreadable (a :class:`~sfapprox.ParameterError`).
+        """
         C, core = np.asarray(arrays["C"]), np.asarray(arrays["core"])
         check_finite("C and core", "Nyström operator", C, core)
         return cls(C, core)

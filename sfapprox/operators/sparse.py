@@ -73,28 +73,72 @@ class SparseOperator(SurrogateOperator):
         return np.asarray((self._matrix_t if transpose else self.matrix) @ np.asarray(B, dtype=np.float64))
 
     def to_dense(self) -> np.ndarray:
-        """The ``N x N`` matrix as a dense array."""
+        """The ``N x N`` matrix as a dense array.
+
+        Returns
+        -------
+        numpy.ndarray
+            The operator's matrix, of shape ``(N, N)``.
+        """
         return self.matrix.toarray()
 
     def factored_parts(self) -> tuple[np.ndarray, np.ndarray, Any]:
-        """No low-rank part (``r = 0``) and the CSR matrix."""
+        """No low-rank part (``r = 0``) and the CSR matrix.
+
+        Returns
+        -------
+        tuple or None
+            ``(L, R, S)``: ``L`` of shape ``(N, r)``, ``R`` of shape ``(r, N)``, ``S`` a scipy sparse
+            array or None; None where the surrogate is not low rank plus sparse.
+        """
         n = self.shape[0]
         return np.zeros((n, 0)), np.zeros((0, n)), self.matrix
 
     def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """The CSR arrays (``data``, ``indices``, ``indptr``) and ``{"n": N}``."""
+        """The CSR arrays (``data``, ``indices``, ``indptr``) and ``{"n": N}``.
+
+        Returns
+        -------
+        arrays : dict of str to numpy.ndarray
+            The datasets of a factors file, by name.
+        attrs : dict of str to Any
+            Its attributes (plain values).
+        """
         m = self.matrix
         arrays = {"data": m.data.astype(np.float64), "indices": m.indices.astype(np.int64),
                   "indptr": m.indptr.astype(np.int64)}
         return arrays, {"n": int(self.shape[0])}
 
     def array_names(self) -> tuple[str, ...]:
-        """:meth:`to_arrays`' names, without its int64 copies (:meth:`SurrogateOperator.array_names`)."""
+        """:meth:`to_arrays`' names, without its int64 copies (:meth:`SurrogateOperator.array_names`).
+
+        Returns
+        -------
+        tuple of str
+            The dataset names a factors file of this kind holds.
+        """
         return ("data", "indices", "indptr")
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> "SparseOperator":
-        """Rebuild from :meth:`to_arrays` (:meth:`SurrogateOperator.from_arrays` states the contract)."""
+        """Rebuild from :meth:`to_arrays` (:meth:`SurrogateOperator.from_arrays` states the contract).
+
+        Parameters
+        ----------
+        arrays : dict of str to numpy.ndarray
+            The saved arrays (the first item of :meth:`to_arrays`).
+        attrs : dict
+            The saved attributes (the second item of :meth:`to_arrays`).
+
+        Returns
+        -------
+        SparseOperator
+
+        Raises
+        ------
+        ValueError
+            For parts that are inconsistent, missing or unreadable (a :class:`~sfapprox.ParameterError`).
+        """
         try:
             n = int(attrs["n"])
             data = np.asarray(arrays["data"])

@@ -1408,7 +1408,13 @@ class ChordSF(Approximation):
         self.params_["best_multiple"] = round(c, 6)
 
     def to_dense(self) -> np.ndarray:
-        """The fitted product as a dense ``N x N`` array."""
+        """The fitted product as a dense ``N x N`` array.
+
+        Returns
+        -------
+        numpy.ndarray
+            The product of the fitted factors, of shape ``(N, N)``.
+        """
         return self.operator_.to_dense()
 
 

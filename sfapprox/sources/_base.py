@@ -159,7 +159,13 @@ class MatrixSource:
         out[...] = self.columns(J)
 
     def describe(self) -> dict[str, Any]:
-        """What the source is, in plain JSON values (its kind and parameters)."""
+        """What the source is, in plain JSON values (its kind and parameters).
+
+        Returns
+        -------
+        dict of str to Any
+            ``kind`` and the parameters that make the matrix (a kernel's name and bandwidth, ...).
+        """
         return {"kind": self.kind}
 
     @property
@@ -181,6 +187,18 @@ class MatrixSource:
         ----------
         J : array of int
             Column indices (any order, repeats allowed), each in ``0..N-1``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``X[:, J]``, float64, of shape ``(N, len(J))``.
+
+        Raises
+        ------
+        ParameterError
+            For indices that are not whole numbers or lie outside ``0..N-1``.
+        InputError
+            For a block holding NaN or infinite values (named by row and column).
         """
         given = np.asarray(J)
         whole = given.dtype.kind in "iu" or (given.dtype.kind == "f" and np.array_equal(given, np.round(given)))
@@ -204,7 +222,13 @@ class MatrixSource:
         return None
 
     def diagonal(self) -> np.ndarray:
-        """``X[i, i]`` for every ``i`` (subclasses with a cheaper rule override it)."""
+        """``X[i, i]`` for every ``i`` (subclasses with a cheaper rule override it).
+
+        Returns
+        -------
+        numpy.ndarray
+            The ``N`` diagonal entries, float64.
+        """
         out = np.empty(self.n)
         for J in block_columns(self.n, self.block_width()):
             out[J] = self.columns(J)[J, np.arange(J.size)]
@@ -446,7 +470,14 @@ class MatrixSource:
         return out
 
     def summary(self) -> dict[str, Any]:
-        """Facts known without a pass over the matrix (what ``info`` and result files record)."""
+        """Facts known without a pass over the matrix (what ``info`` and result files record).
+
+        Returns
+        -------
+        dict of str to Any
+            ``name``, ``n``, ``format``, ``formed_bytes``, ``symmetric``, ``nonnegative``, ``psd``,
+            ``source`` (:attr:`recipe`), ``file``, ``sha256`` and ``notes``.
+        """
         return {"name": self.name, "n": self.n, "format": self.kind, "formed_bytes": self.formed_bytes,
                 "formed": format_bytes(self.formed_bytes), "symmetric": self.symmetric,
                 "nonnegative": self.nonnegative, "psd": self.psd, "source": self.recipe,
@@ -615,6 +646,11 @@ def formable(source: MatrixSource, max_memory: int | None) -> bool:
         Memory limit in bytes; None: :func:`~sfapprox._validation.default_memory_limit`
         (80% of RAM).
         No limit known: True.
+
+    Returns
+    -------
+    bool
+        True where forming ``source`` and scoring it fit ``max_memory``.
     """
     limit = memory_limit(max_memory)
     return limit is None or formed_need(source) <= limit
@@ -625,7 +661,18 @@ def formed_need(source: MatrixSource) -> int:
     more dense arrays up to ``DENSE_SCORING_MAX_N``, column blocks above) and the libraries' working
     set; or, forming it, the matrix and one block of the narrowest width (the blocks take half of
     what the matrix leaves of the limit, :meth:`~sfapprox.sources.MatrixSource.to_dense`, but at
-    least :data:`~sfapprox.sources.MIN_BLOCK` columns)."""
+    least :data:`~sfapprox.sources.MIN_BLOCK` columns).
+
+    Parameters
+    ----------
+    source : MatrixSource
+        The matrix known by its columns.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
     forming = source.formed_bytes + MIN_BLOCK * 8 * source.n * source.column_copies + LIBRARY_WORKING_SET
     return max(scoring_need(source.n, source.formed_bytes), forming)
 
@@ -633,5 +680,20 @@ def formed_need(source: MatrixSource) -> int:
 def scoring_need(n: int, held: int, copy: int = 0) -> int:
     """What scoring every method of an ``n x n`` comparison holds: ``held`` (X) and ``copy`` (a sparse
     X's dense or CSC copy) besides the scoring's own arrays (:func:`~sfapprox.metrics.scoring_bytes`),
-    and the libraries' working set."""
+    and the libraries' working set.
+
+    Parameters
+    ----------
+    n : int
+        Order of the matrix.
+    held : int
+        Bytes of ``X`` as held.
+    copy : int, default=0
+        Bytes of a sparse ``X``'s dense or CSC copy.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
     return held + copy + scoring_bytes(n) + LIBRARY_WORKING_SET

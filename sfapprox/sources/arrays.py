@@ -85,13 +85,34 @@ class ArraySource(MatrixSource):
 
         A pass by blocks copies each block (up to 4,096 columns: the whole matrix again at N = 4,096,
         ``benchmarks/results/method_memory.md``).
+
+        Parameters
+        ----------
+        B : array_like, shape (N,) or (N, k)
+            The operand.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``X @ B``, of ``B``'s shape.
         """
         out = self._whole_product(self.array, B)
         return super().matmat(B) if out is None else out
 
     @checked_product
     def rmatmat(self, B: np.ndarray) -> np.ndarray:
-        """``X.T @ B``, as :meth:`matmat`."""
+        """``X.T @ B``, as :meth:`matmat`.
+
+        Parameters
+        ----------
+        B : array_like, shape (N,) or (N, k)
+            The operand.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``X.T @ B``, of ``B``'s shape.
+        """
         out = self._whole_product(self.array.T, B)
         return super().rmatmat(B) if out is None else out
 
@@ -214,6 +235,11 @@ class SparseSource(MatrixSource):
         Parameters
         ----------
         B : array_like, shape (N,) or (N, k)
+
+        Returns
+        -------
+        numpy.ndarray
+            ``X @ B``, of ``B``'s shape.
         """
         return np.asarray(self.matrix @ np.asarray(B, dtype=np.float64))
 
@@ -224,6 +250,11 @@ class SparseSource(MatrixSource):
         Parameters
         ----------
         B : array_like, shape (N,) or (N, k)
+
+        Returns
+        -------
+        numpy.ndarray
+            ``X.T @ B``, of ``B``'s shape.
         """
         return np.asarray(self.matrix.T @ np.asarray(B, dtype=np.float64))
 
@@ -236,7 +267,13 @@ class SparseSource(MatrixSource):
 
     def summary(self) -> dict[str, Any]:
         """:meth:`MatrixSource.summary` and the facts its stored entries give without a pass: ``nnz``,
-        ``density``, ``fro_norm``, ``min`` and ``max`` (as a loaded matrix's summary has them)."""
+        ``density``, ``fro_norm``, ``min`` and ``max`` (as a loaded matrix's summary has them).
+
+        Returns
+        -------
+        dict of str to Any
+            :meth:`MatrixSource.summary`'s keys and ``nnz``, ``density``, ``fro_norm``, ``min``, ``max``.
+        """
         values = self.matrix.data
         nnz, full = int(np.count_nonzero(values)), self.n * self.n
         lo = float(values.min(initial=0.0)) if nnz < full else float(values.min())
@@ -311,6 +348,11 @@ class OperatorSource(MatrixSource):
         Parameters
         ----------
         B : array_like, shape (N,) or (N, k)
+
+        Returns
+        -------
+        numpy.ndarray
+            ``X @ B``, of ``B``'s shape.
         """
         B = np.asarray(B, dtype=np.float64)
         return self._finite(self.operator.matvec(B) if B.ndim == 1 else self.operator.matmat(B))
@@ -322,6 +364,11 @@ class OperatorSource(MatrixSource):
         Parameters
         ----------
         B : array_like, shape (N,) or (N, k)
+
+        Returns
+        -------
+        numpy.ndarray
+            ``X.T @ B``, of ``B``'s shape.
         """
         B = np.asarray(B, dtype=np.float64)
         return self._finite(self.operator.rmatvec(B) if B.ndim == 1 else self.operator.rmatmat(B))
@@ -450,7 +497,20 @@ def columns_within(matrix, max_memory: int | None, name: str = "X") -> MatrixSou
 def room(source: MatrixSource, max_memory: int | None) -> int | None:
     """The memory a fit from ``source``'s columns may use: ``max_memory`` (default: a share of the
     machine's memory), or less where the source was made by :func:`columns_within` from a matrix held
-    in memory (None: no limit known)."""
+    in memory (None: no limit known).
+
+    Parameters
+    ----------
+    source : MatrixSource
+        The matrix known by its columns.
+    max_memory : int or None
+        Memory limit in bytes; None: the default limit.
+
+    Returns
+    -------
+    int or None
+        Bytes; None where no limit is known.
+    """
     limit = memory_limit(max_memory)
     if limit is not None:
         limit = max(1, limit - source.held_bytes)  # a matrix held beside the passes takes its share

@@ -82,7 +82,18 @@ class CovarianceMatrix(MatrixSource):
     @checked_product
     def matmat(self, B: np.ndarray) -> np.ndarray:
         """``X @ B`` (as :meth:`MatrixSource.matmat`) by ``A_c^T (A_c B) / (m - 1)``: ``O(m N k)``,
-        no pass over the ``N^2`` entries."""
+        no pass over the ``N^2`` entries.
+
+        Parameters
+        ----------
+        B : array_like, shape (N,) or (N, k)
+            The operand.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``X @ B``, of ``B``'s shape.
+        """
         B = np.asarray(B, dtype=np.float64)
         return self.centred.T @ (self.centred @ B) / self._denominator
 

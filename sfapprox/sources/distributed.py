@@ -116,11 +116,35 @@ class DistributedSource(MatrixSource):
         return self.source.sparse_matrix
 
     def limited(self, max_memory: int | None) -> "DistributedSource":
-        """The same executor over a limited copy of the wrapped source (:meth:`MatrixSource.limited`)."""
+        """The same executor over a limited copy of the wrapped source (:meth:`MatrixSource.limited`).
+
+        Parameters
+        ----------
+        max_memory : int or None
+            Memory limit in bytes; None: the default limit.
+
+        Returns
+        -------
+        DistributedSource
+            A new source on the same executor; ``self`` is unchanged.
+        """
         return DistributedSource(self.source.limited(max_memory), self.executor)
 
     def block_width(self, max_memory: int | None = None, *, extra_columns: int = 0) -> int:
-        """The wrapped source's blocks (:meth:`MatrixSource.block_width`): the same passes, split here."""
+        """The wrapped source's blocks (:meth:`MatrixSource.block_width`): the same passes, split here.
+
+        Parameters
+        ----------
+        max_memory : int or None, default=None
+            Memory limit in bytes; None: the source's own.
+        extra_columns : int, default=0
+            Columns of ``N`` numbers each pass holds besides its block.
+
+        Returns
+        -------
+        int
+            Columns per block.
+        """
         return self.source.block_width(max_memory, extra_columns=extra_columns)
 
     def __reduce__(self):
