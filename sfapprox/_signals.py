@@ -100,9 +100,32 @@ def exit_code(code: int) -> int:
         for signum in STOP_SIGNALS:
             with contextlib.suppress(ValueError, OSError):
                 signal.signal(signum, signal.SIG_IGN)
+        _forget_escaped_interrupt()
     if code == 130 and stop_signal() == signal.SIGTERM:
         return 128 + signal.SIGTERM
     return code
+
+
+def _forget_escaped_interrupt() -> None:
+    """Clear CPython's note that a KeyboardInterrupt escaped code it ran through ``PyRun_String`` (a
+    compiled extension's start-up code, while a stop arrived during an import).
+
+    ``python -m sfapprox`` ends, after its SystemExit, by killing itself with SIGINT where that note is
+    set: a stop during the imports then ended it as "killed by SIGINT" (a parent's ``returncode`` -2, and
+    130 for a SIGTERM) whatever :func:`exit_code` said.  ``PyRun_String`` clears the note as it starts,
+    and a statement that raises nothing leaves it clear.  Not CPython (no ``pythonapi``): nothing to do.
+    """
+    with contextlib.suppress(Exception):
+        import ctypes  # here: only an interrupted run needs it
+
+        run = ctypes.pythonapi.PyRun_String
+        run.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.py_object, ctypes.py_object]
+        run.restype = ctypes.py_object
+        run(b"None", _EVAL_INPUT, {}, {})
+
+
+#: ``Py_eval_input``, the start symbol of an expression for ``PyRun_String``.
+_EVAL_INPUT = 258
 
 
 @contextlib.contextmanager

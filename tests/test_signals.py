@@ -495,3 +495,28 @@ def test_an_output_through_a_pipe_whose_reader_comes_late_is_written_whole(tmp_p
         tmp.write_bytes(data)
     reader.join(timeout=10)
     assert got == [data]
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_stop_during_an_extensions_start_up_code_still_exits_with_its_code(tmp_path, signum, code):
+    """A stop that arrived while an import ran a compiled extension's start-up code (code run through
+    ``PyRun_String``, as Cython modules' is) left CPython's note of an escaped KeyboardInterrupt: ``python
+    -m sfapprox`` then killed itself with SIGINT after its exit code was decided (``returncode`` -2 where
+    130 or 143 was said; a SIGTERM seen by the shell as a Ctrl-C), about 1 run in 3 stopped during imports."""
+    (tmp_path / "stopped_in_import.py").write_text(textwrap.dedent(f"""
+        import ctypes, os, signal
+        from sfapprox import _signals
+
+        _signals.install_stop_handlers()
+        run = ctypes.pythonapi.PyRun_String
+        run.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.py_object, ctypes.py_object]
+        run.restype = ctypes.py_object
+        try:  # the stop arrives inside code CPython runs from C (an extension's start-up)
+            run(b"import os, signal; os.kill(os.getpid(), {int(signum)})", 257, {{}}, {{}})
+        except KeyboardInterrupt:
+            raise SystemExit(_signals.exit_code(130))
+        """))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(tmp_path)]))
+    done = subprocess.run([sys.executable, "-m", "stopped_in_import"], env=env, cwd=tmp_path,
+                          preexec_fn=_default_sigint, timeout=60)
+    assert done.returncode == code
