@@ -544,3 +544,24 @@ def test_the_closed_form_end_is_a_stage_of_its_own_on_the_progress_display(cls, 
     assert done["iteration"] == 1 and done["fro_error"] == pytest.approx(h.grid_[1]["fro_error"])
     assert done["elapsed"] >= first["elapsed"] > 0  # the hybrid's time, going on from the plain end's
     assert staged[1] < len(seen) - 1 and "stage" not in seen[-1]  # then the joint fits
+
+
+@pytest.mark.parametrize("cls", [ChordLowRank, ChordSparse])
+def test_a_stop_during_the_closed_form_end_keeps_the_plain_sf_end(cls, monkeypatch):
+    """A Ctrl-C or SIGTERM while the closed-form end ran (sf+lr's TSVD, sf+s's selection: seconds at N =
+    3,000, now a progress stage of its own) left the fit by its KeyboardInterrupt: the plain SF end, 40 %
+    of the time limit fitted, was lost with it, where a stop during a joint fit keeps the best point."""
+    X = np.random.default_rng(0).random((16, 16)) + np.eye(16)
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cls, "_fit_end", stopped)
+    try:
+        h = cls(sf_params={"max_iter": 20}, device="cpu").fit(X)
+    except KeyboardInterrupt:  # (a failure, not the end of the test session)
+        pytest.fail("the stop threw the plain SF end away")
+    assert h.stop_reason_ == "interrupted" and [p["split"] for p in h.grid_] == ["sf"]
+    assert h.fro_error_ == pytest.approx(np.linalg.norm(X - h.operator_.to_dense()))
+    c = compare(X, [cls._method], budget=h.n_stored_, settings=FitSettings(device="cpu", **FAST))
+    assert [(r.status, r.fro_error is not None) for r in c.results] == [("interrupted", True)]  # its row kept

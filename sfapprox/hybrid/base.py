@@ -431,6 +431,7 @@ class _ChordHybrid(Approximation):
         # none beside a comparison's sf row, whose fit had the whole limit (going on with it would be SF
         # given more time than the sf row, not the hybrid's gain)
         reserve = 0.0 if limit is None or not joint or reused else CONTINUE_SHARE * limit
+        stopped = False  # a stop during the closed-form end, which no point records
         with AdaptiveThreads(self._work(n), device_type=self._device.type, compiled=self._compiled(n)) as governor:
             for split in splits:
                 if points and isinstance(points[-1], _Point) and points[-1].stop_reason == _INTERRUPTED:
@@ -439,7 +440,13 @@ class _ChordHybrid(Approximation):
                     break  # a point reproduces X: nothing can beat it (e.g. every non-zero fits sf+s's budget)
                 if split.role in ("lr", "sparse"):
                     started = _timing.now()
-                    points.append(self._reported_end(X, dense, budget, split, deadline, begin))
+                    try:
+                        points.append(self._reported_end(X, dense, budget, split, deadline, begin))
+                    except KeyboardInterrupt:
+                        if not points:
+                            raise  # nothing fitted yet to keep
+                        stopped = True  # the plain SF end is kept, as a stop in a joint fit keeps its best
+                        break
                     costs.score = max(costs.score, _timing.now() - started)  # fit and scoring: an upper estimate
                     continue
                 if not np.any(dense):  # (for the zero matrix both ends are exact already)
@@ -457,9 +464,9 @@ class _ChordHybrid(Approximation):
                 problem.seconds = None if deadline.end is None else point_time
                 problem.deadline = _timing.Deadline(None if point_end.end is None else point_end.end - costs.score)
                 points.append(self._fit_split(problem, split, plain if warm else None, starts))
-            if reserve:
+            if reserve and not stopped:
                 self._go_on(X, n, dense, params, points, problem, deadline, costs, governor.poll)
-        self._set_result(n, budget, points, time.perf_counter() - begin)
+        self._set_result(n, budget, points, time.perf_counter() - begin, stopped)
         return self
 
     def _reported_end(self, X, dense: np.ndarray, budget: int, split: HybridSplit, deadline: _timing.Deadline,
@@ -725,7 +732,10 @@ class _ChordHybrid(Approximation):
         return corr, x
 
     # ------------------------------------------------------------------ result
-    def _set_result(self, n: int, budget: int, entries: list[_Point | dict], seconds: float) -> None:
+    def _set_result(self, n: int, budget: int, entries: list[_Point | dict], seconds: float,
+                    stopped: bool = False) -> None:
+        """The fitted attributes from the grid's ``entries`` (a dict: a point skipped for time); ``stopped``:
+        a stop came between points (the closed-form end's), so the fit is interrupted whatever they say."""
         points = [p for p in entries if isinstance(p, _Point)]
         skipped = len(entries) - len(points)
         best = min(points, key=lambda p: p.fro_error)
@@ -740,7 +750,7 @@ class _ChordHybrid(Approximation):
         self.seconds_ = float(sum(p.seconds for p in points))
         self.wall_seconds_ = seconds
         self.n_iter_ = int(sum(p.n_iter for p in points))
-        interrupted = any(p.stop_reason == _INTERRUPTED for p in points)
+        interrupted = stopped or any(p.stop_reason == _INTERRUPTED for p in points)
         # Points the time limit left no time for: the grid ended on its time limit.
         self.stop_reason_ = _INTERRUPTED if interrupted else "time_limit" if skipped else best.stop_reason
         self.grid_ = [self._record(p) if isinstance(p, _Point) else p for p in entries]

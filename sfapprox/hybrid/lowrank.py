@@ -153,8 +153,8 @@ class ChordLowRank(_ChordHybrid):
         rank = p.operator.rank
         return {**self._common_record(p), "rank": rank, "lr_count": tsvd_count(p.operator.shape[0], rank)}
 
-    def _set_result(self, n, budget, points, seconds) -> None:
-        super()._set_result(n, budget, points, seconds)
+    def _set_result(self, n, budget, points, seconds, stopped=False) -> None:
+        super()._set_result(n, budget, points, seconds, stopped)
         self.low_rank_ = (self.operator_.U, self.operator_.s, self.operator_.Vt)
         self.rank_ = self.operator_.rank
 

@@ -164,8 +164,8 @@ class ChordSparse(_ChordHybrid):
         return {**self._common_record(p), "n_sparse": s, "sparse_count": (2 if self.count_indices else 1) * s,
                 "count_indices": self.count_indices, "index_storage": s}
 
-    def _set_result(self, n, budget, points, seconds) -> None:
-        super()._set_result(n, budget, points, seconds)
+    def _set_result(self, n, budget, points, seconds, stopped=False) -> None:
+        super()._set_result(n, budget, points, seconds, stopped)
         self.sparse_ = self.operator_.sparse
         self.n_sparse_ = int(self.sparse_.nnz)
         self.index_storage_ = self.n_sparse_
