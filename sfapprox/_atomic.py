@@ -237,9 +237,16 @@ def _finish(tmp: Path, target: Path, force: bool | FileStamp) -> None:
 def new_temporary(target: Path, parent: Path | None = None) -> Path:
     """An empty temporary file beside ``target`` (in ``parent``, default its folder), named as this module
     names its own, ``.<name>.<pid>.<random>.tmp``: one that ``kill -9`` left is removed by the next write
-    of ``target`` (:func:`_remove_stale` knows the name)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp",
-                               dir=target.parent if parent is None else parent)
+    of ``target`` (:func:`_remove_stale` knows the name).
+
+    A ``target`` that is a symbolic link gets it beside the file the link points to, where
+    :func:`place_temporary` moves it (:func:`output_target`): beside the link, on another file system than
+    that file (a download cache whose large files are links to another disk), the move failed
+    ("Invalid cross-device link") after the whole download."""
+    if parent is None:
+        target = output_target(target)
+        parent = target.parent
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=parent)
     os.close(fd)
     return Path(tmp)
 

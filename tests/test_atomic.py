@@ -498,3 +498,30 @@ def test_a_folder_removed_during_a_checkpointed_fit_is_warned_of_and_the_fit_goe
         sf = ChordSF(max_iter=30, time_limit=None, checkpoint=folder / "ck.h5", checkpoint_every=10.0,
                      init="reference", callback=tick, ftol=0.0, gtol=0.0, device="cpu").fit(X)
     assert sf.n_iter_ == 30 and sf.factors_ is not None
+
+
+def test_a_temporary_for_a_link_is_made_beside_the_file_it_points_to(tmp_path, monkeypatch):
+    """fetch's download (new_temporary, then place_temporary) of a cache file that is a symbolic link to
+    another disk made its temporary beside the link and moved it onto the link's file: across file systems
+    that is "Invalid cross-device link", after the whole download, where atomic_path's own temporary is
+    made beside the link's file.  The two folders stand for two file systems here."""
+    from sfapprox import _atomic
+    from sfapprox._atomic import new_temporary, place_temporary
+
+    real_replace = os.replace
+
+    def replace(src, dst, **kwargs):
+        if Path(src).parent != Path(dst).parent:
+            raise OSError(errno.EXDEV, "Invalid cross-device link", str(src), None, str(dst))
+        return real_replace(src, dst, **kwargs)
+
+    monkeypatch.setattr(_atomic.os, "replace", replace)
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "disk").mkdir()
+    link = tmp_path / "cache" / "m.mtx"
+    link.symlink_to(tmp_path / "disk" / "m.mtx")  # dangling: the file is downloaded again
+    tmp = new_temporary(link)
+    tmp.write_text("downloaded")
+    place_temporary(tmp, link)
+    assert link.is_symlink() and (tmp_path / "disk" / "m.mtx").read_text() == "downloaded"
+    assert leftovers(tmp_path / "cache") == leftovers(tmp_path / "disk") == []
