@@ -1517,3 +1517,34 @@ def test_a_note_under_quiet_is_kept_when_it_warns(monkeypatch, style, keep, show
     assert bool(said) is shown
     _render.note("note: y")
     assert said[-1] == "note: y"
+
+
+def test_an_error_a_stop_caused_is_an_interruption(monkeypatch, tmp_path):
+    """A Ctrl-C or SIGTERM while scipy was imported (a class being made: Python 3.11 calls __set_name__
+    and wraps what it raises) came out as "RuntimeError: Error calling __set_name__ ...": a traceback and
+    exit 1, where every other stop is one line and exit 130 (143)."""
+    import importlib
+
+    def stopped(*args, **kwargs):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise RuntimeError("Error calling __set_name__ on 'Field' instance 'warnings'") from exc
+
+    monkeypatch.setattr(importlib.import_module("sfapprox.cli.compare"), "read_matrix", stopped)
+    np.save(tmp_path / "x.npy", np.eye(8))
+    res = invoke("compare", str(tmp_path / "x.npy"), "--methods", "tsvd")
+    assert res.exit_code == 130 and not isinstance(res.exception, RuntimeError)
+    assert "interrupted (Ctrl-C): stopped; no output was written" in " ".join(res.output.split())
+
+
+def test_an_error_raised_after_a_stop_was_handled_is_still_an_error():
+    from sfapprox.cli._app import caused_by_stop
+
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise ValueError("a bug") from None  # the stop was dealt with: what follows is its own
+    except ValueError as exc:
+        assert not caused_by_stop(exc)

@@ -415,6 +415,24 @@ def error_boundary() -> Iterator[None]:
     except KeyboardInterrupt:
         _say_interrupted()
         raise typer.Exit(EXIT_INTERRUPTED) from None
+    except Exception as exc:
+        if not caused_by_stop(exc):
+            raise
+        _say_interrupted()
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def caused_by_stop(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised because of a Ctrl-C or SIGTERM's KeyboardInterrupt (its cause, or its
+    context where not suppressed).  Python 3.11 wraps one raised in a class's making (a stop while scipy is
+    imported: ``__set_name__``) in a RuntimeError: a traceback and exit 1 instead of an interruption."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+    return False
 
 
 def _say_interrupted() -> None:
