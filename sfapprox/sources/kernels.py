@@ -239,15 +239,21 @@ class KernelMatrix(MatrixSource):
             norms = np.sqrt(sq)
             scale = np.outer(norms[:rows], norms[J])
             return np.divide(inner, scale, out=np.zeros(scale.shape), where=scale > 0)
-        d2 = np.maximum(sq[:rows, None] + sq[J][None, :] - 2.0 * inner, 0.0)
+        # (sq_i + sq_j) - 2 <x_i, x_j>, clipped at 0, as one whole expression gave it, in place: the whole
+        # expression's temporaries took the formation past its limit (its blocks are sized for 5 arrays)
+        d2 = np.add(sq[:rows, None], sq[J][None, :])
+        twice = np.multiply(inner, 2.0)
+        np.subtract(d2, twice, out=d2)
+        del twice
+        np.maximum(d2, 0.0, out=d2)
         on = J < rows  # the columns whose diagonal entry is among these rows
         d2[J[on], np.flatnonzero(on)] = 0.0  # exact zeros on the diagonal (round-off would leave ~1e-16)
         return self._profile(d2)
 
     def _profile(self, d2: np.ndarray) -> np.ndarray:
         h = self.bandwidth_
-        if self.kernel == "rbf":
-            return np.exp(d2 * (-0.5 / (h * h)))
+        if self.kernel == "rbf":  # in place: d2 is this call's own
+            return np.exp(np.multiply(d2, -0.5 / (h * h), out=d2), out=d2)
         with np.errstate(over="ignore"):  # a tiny bandwidth: r (and s) inf, and the entry 0 (below)
             r = np.sqrt(d2) / h
             if self.kernel == "laplacian":
