@@ -410,7 +410,9 @@ def sweep(
     callback : callable, optional
         Progress callback of the iterative methods (a dict per iteration).
     on_result : callable, optional
-        Called as ``on_result(budget, result)`` with each row as soon as it is ready.
+        Called as ``on_result(budget, result)`` with each row as soon as it is ready; its
+        attribute ``budget_starting``, where it has one, as ``budget_starting(budget, index,
+        count)`` as each budget starts (``index`` from 1 of ``count``; a display names it).
     load : LoadOptions, optional
         How ``matrix`` is read when it is a path.
     matrix_info : dict, optional
@@ -468,8 +470,9 @@ def sweep(
     context = RunContext(settings, count_indices, protocol, callback, matrix_name=loaded.name)
     points: list[Comparison] = []
     with warnings_at_caller():
-        for value in sorted(resolved):
+        for index, value in enumerate(sorted(resolved), 1):
             budget = resolved[value]
+            _budget_starts(on_result, value, index, len(resolved))
             report = _per_budget(on_result, value)
             results = run_all(names, loaded.matrix, budget, context, info["fro_norm"], report)
             points.append(build_comparison(info, budget, results, context))
@@ -529,7 +532,8 @@ def _sweep_columns(source: MatrixSource, names: list[str], specs: list[str], *, 
     if len(refused) == len(resolved):
         raise refused[min(refused)]
     points: list[Comparison] = []
-    for value in sorted(resolved):
+    for index, value in enumerate(sorted(resolved), 1):
+        _budget_starts(on_result, value, index, len(resolved))
         report = _per_budget(on_result, value)
         if value in refused:
             points.append(_over_the_limit(source, names, resolved[value], settings, count_indices, protocol,
@@ -558,6 +562,15 @@ def _unreached(resolved: dict, points: list[Comparison]) -> list[int]:
     reached = {p.budget for p in points}
     last = max(reached, default=0)
     return sorted(value for value in resolved if value not in reached and value > last)
+
+
+def _budget_starts(on_result: Callable[..., Any] | None, value: int, index: int, count: int) -> None:
+    """Call ``on_result``'s ``budget_starting`` hook (a display's, :func:`~sfapprox.cli._render.method_announcer`'s),
+    where it has one, as the ``index``-th of ``count`` budgets starts: the bar names the budget beside the
+    method (it named the method alone, the same at every budget)."""
+    hook = getattr(on_result, "budget_starting", None)
+    if callable(hook):
+        hook(value, index, count)
 
 
 def _per_budget(on_result: Callable[..., Any] | None, budget: int) -> Callable[[Any], Any] | None:

@@ -226,6 +226,27 @@ def test_the_bar_names_the_method_being_fitted_then_the_scoring():
     assert shown == ["sf", "tsvd", "sf", "tsvd"]
 
 
+def test_a_sweep_s_bar_names_the_budget_then_its_methods_then_its_scoring():
+    """A sweep's bar named the method alone, the same at every budget, and (the methods cycling) a budget's
+    scoring pass from columns under the next budget's first method: "budget 2/10 (18,000)" now stands
+    before the method, each budget starts the methods again and ends in "scoring"."""
+    from types import SimpleNamespace
+
+    from sfapprox.cli._render import method_announcer
+
+    shown = []
+    bar = SimpleNamespace(describe=lambda what: shown.append(what), relabel=lambda what: shown.append(f"[{what}]"))
+    row = lambda m: SimpleNamespace(method=m)  # noqa: E731
+    on_result = method_announcer(bar, ["sf", "tsvd"])
+    for value, index in ((18_000, 1), (36_000, 2)):
+        on_result.budget_starting(value, index, 2)
+        for m in ("tsvd", "sf"):
+            on_result.starting(m)
+            on_result(row(m))
+    assert shown == ["[budget 1/2 (18,000)]", "tsvd", "sf", "sf", "scoring",
+                     "[budget 2/2 (36,000)]", "tsvd", "sf", "sf", "scoring"]
+
+
 def test_key_value_values_wrap_in_a_narrow_window_never_cut():
     """At 20-40 columns info cut values to '0.993…' and the sha256 to '03d2abce5a925517…'."""
     import io

@@ -552,3 +552,23 @@ def test_a_sweep_s_frame_holds_the_values_of_its_csv():
         p.result("tsvd").rel_error for p in s.points]
     assert frame["sf status"].tolist() == ["not applicable", "ok", "skipped"]
     assert_frame_is_the_csv(frame, s.tables())
+
+
+def test_a_display_is_told_each_budget_as_it_starts():
+    """A sweep's progress bar named the method alone, the same at every budget (at N = 3,000 a user watched
+    "rsvd" come back ten times without knowing which budget ran); on_result's ``budget_starting`` hook is
+    now called with each budget, its place and the count, on the formed path and from columns alike."""
+    from sfapprox.sources import KernelMatrix
+
+    seen = []
+
+    def on_result(budget, row):
+        seen.append(("row", budget, row.method))
+
+    on_result.budget_starting = lambda value, index, count: seen.append(("budget", value, index, count))
+    sweep(np.random.default_rng(0).random((12, 12)), [40, 0.5], ["tsvd"], on_result=on_result)
+    assert seen == [("budget", 40, 1, 2), ("row", 40, "tsvd"), ("budget", 72, 2, 2), ("row", 72, "tsvd")]
+    seen.clear()
+    K = KernelMatrix(np.random.default_rng(3).standard_normal((150, 3)), bandwidth=1.0, name="k")
+    sweep(K, "0.02,0.05", ["nystrom"], on_result=on_result, settings=FitSettings(max_memory=2 * K.formed_bytes))
+    assert [s for s in seen if s[0] == "budget"] == [("budget", 450, 1, 2), ("budget", 1125, 2, 2)]

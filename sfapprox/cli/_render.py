@@ -488,6 +488,7 @@ def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float |
     progress = _FitProgress(console=err, transient=True)
     with progress:
         task = progress.add_task(label, total=1.0, iteration=0, error=None, phase="")
+        shown = {"label": label}  # the label and what relabel() adds to it (a sweep's budget)
 
         def update(info: dict) -> None:
             limit = info.get("max_iter") or total
@@ -498,12 +499,18 @@ def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float |
             method = info.get("method")
             progress.update(task, completed=min(done, 1.0), iteration=info["iteration"],
                             error=info["fro_error"], phase=progress_phase(info),
-                            description=f"{label} {method}" if method else label)
+                            description=f"{shown['label']} {method}" if method else shown["label"])
 
         def describe(what: str) -> None:
-            progress.update(task, completed=0.0, iteration=0, error=None, phase="", description=f"{label} {what}")
+            progress.update(task, completed=0.0, iteration=0, error=None, phase="",
+                            description=f"{shown['label']} {what}")
+
+        def relabel(what: str) -> None:
+            shown["label"] = f"{label} {literal(what)}"
+            progress.update(task, completed=0.0, iteration=0, error=None, phase="", description=shown["label"])
 
         update.describe = describe  # type: ignore[attr-defined]
+        update.relabel = relabel  # type: ignore[attr-defined]
         update.phase = lambda text: progress.update(task, phase=text)  # type: ignore[attr-defined]
         update.coarse = True  # type: ignore[attr-defined]  # a bar needs no call per iteration (see ChordSF's callback)
         yield update
@@ -744,6 +751,7 @@ def _quiet_update(info: dict) -> None:
 
 
 _quiet_update.describe = lambda what: None  # type: ignore[attr-defined]
+_quiet_update.relabel = lambda what: None  # type: ignore[attr-defined]
 _quiet_update.coarse = True  # type: ignore[attr-defined]
 
 
@@ -754,7 +762,10 @@ def method_announcer(progress: Any, names: list[str], *, cycle: bool = False) ->
     not shown as a bar stuck at "it 0".  Its ``starting`` (called by
     :func:`~sfapprox.comparison.run_all` as each method starts) names that method: the first
     is not named before it starts (a kernel of 8,000 points formed for 27 s under "tsvd").
-    With ``cycle`` (a sweep: the methods again at each budget) the first method follows the last."""
+    With ``cycle`` (the methods again and again) the first method follows the last.  Its ``budget_starting``
+    (called by :func:`~sfapprox.sweep.sweep` as each budget starts) puts "budget 2/10 (18,000)" before
+    the method's name and starts the methods again: a sweep's bar named the method alone, the same at
+    every budget, and a budget's scoring pass under the next budget's first method."""
     from ..comparison import run_order
 
     order = run_order(names)
@@ -771,5 +782,12 @@ def method_announcer(progress: Any, names: list[str], *, cycle: bool = False) ->
     def starting(name: str) -> None:
         progress.describe(name)
 
+    def budget_starting(value: int, index: int, count: int) -> None:
+        done.clear()
+        relabel = getattr(progress, "relabel", None)
+        if callable(relabel):
+            relabel(f"budget {index}/{count} ({value:,})")
+
     on_result.starting = starting  # type: ignore[attr-defined]
+    on_result.budget_starting = budget_starting  # type: ignore[attr-defined]
     return on_result

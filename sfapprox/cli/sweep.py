@@ -54,12 +54,14 @@ def sweep(
                      "(--budgets sf runs SF at its own count)", style="yellow")
         label = matrix_label(loaded.name, loaded.recipe)  # the weight --var picked, not the file alone
         with fit_progress(label, settings.max_iter, quiet) as progress:
-            announce = method_announcer(progress, names, cycle=True)
+            # each budget names itself (on_result.budget_starting) and starts the methods again, then "scoring"
+            announce = method_announcer(progress, names)
 
             def on_result(budget: int, row) -> None:
                 announce(row)
 
             on_result.starting = announce.starting  # type: ignore[attr-defined]
+            on_result.budget_starting = announce.budget_starting  # type: ignore[attr-defined]
             result = run_sweep(loaded, specs, names, settings=settings, count_indices=count_indices,
                                callback=announce_start(progress, label, quiet), on_result=on_result)
         advise_limits([r for p in result.points for r in p.results])
