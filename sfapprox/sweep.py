@@ -157,6 +157,18 @@ def _reason_note(method: str, key: str, first: str, budgets: list[int], every: l
     return f"{method} at {budgets_text(budgets, every)}: {key.replace('budget B', 'the budget')}"
 
 
+def _reason_notes(reasons: dict[str, dict[str, tuple[str, list[int]]]], methods: list[str],
+                  every: list[int]) -> list[str]:
+    """The reasons under the sweep's table (:func:`_reason_note`), a reason that every method of several
+    gave at the same budgets said once, for them all ("every method at budgets 20, 30: ..."): the budgets
+    over the memory limit from columns got the same line once per method."""
+    shared = [key for key, (_, at) in reasons.get(methods[0], {}).items() if len(methods) > 1 and all(
+        key in reasons.get(m, {}) and reasons[m][key][1] == at for m in methods)] if methods else []
+    notes = [_reason_note("every method", key, *reasons[methods[0]][key], every) for key in shared]
+    return notes + [_reason_note(m, key, first, at, every) for m, whys in reasons.items()
+                    for key, (first, at) in whys.items() if key not in shared]
+
+
 #: A list of more budgets than this is said by its ends: 40 budgets' "81, 163, ..., 3,276" took four lines.
 BUDGETS_LISTED = 6
 
@@ -336,11 +348,10 @@ class Sweep(ShownAsTables):
         every = [p.budget for p in self.points] + list(self.skipped)
         if self.skipped:
             table.notes.append(f"skipped: the sweep was stopped before {budgets_text(self.skipped, every)}")
-        table.notes.extend(_reason_note(m, key, first, at, every) for m, whys in reasons.items()
-                           for key, (first, at) in whys.items())
+        table.notes.extend(_reason_notes(reasons, self.methods, every))
         if any("(time_limit)" in row.get(m, "") or "(max_iter)" in row.get(m, "") for row in table.rows for m in self.methods):
             table.notes.append("(time_limit) / (max_iter): the fit stopped on that limit before converging")
-        table.notes.extend(dict.fromkeys(f"note: {n}" for p in self.points for n in p.notes))  # once each
+        table.notes.extend(f"note: {n}" for n in grouped_notes(self.points))  # once each
         return [table]
 
     def to_dict(self) -> dict[str, Any]:
@@ -488,15 +499,70 @@ def sweep(
 
 
 def _over_the_limit(source: MatrixSource, names: list[str], budget, settings: FitSettings, count_indices: bool,
-                    protocol: str, matrix_info, refusal: ResourceError) -> Comparison:
+                    protocol: str, matrix_info, note: str) -> Comparison:
     """A sweep point where no method fits the memory limit from the source's columns: each row "not
-    applicable", the refusal as its note."""
+    applicable" at its budget, ``note`` (:func:`_refused_note`) as the point's note."""
     info = {**source.summary(), "path": "columns", **(matrix_info or {})}
-    rows = [MethodResult(name, "not applicable", reason="over the memory limit from columns at this budget")
+    # the budget named: grouped under the table as "rsvd at budgets 20, 30: ..." (it said "at this budget")
+    rows = [MethodResult(name, "not applicable", reason=f"over the memory limit from columns at budget {budget.value:,}")
             for name in names]
     point = build_comparison(info, budget, rows, RunContext(settings, count_indices, protocol, None, {}))
-    point.notes.append(f"budget {budget.value:,}: {refusal}")
+    point.notes.append(note)
     return point
+
+
+def _refused_note(refused: dict[int, ResourceError], every: list[int]) -> str:
+    """The one note of the budgets ``refused`` (of the sweep's budgets ``every``) at which no method fits the
+    memory limit from columns: the refusal at the smallest of them, which names the least limit that
+    runs a method there.  Each of their points carries it, so the table says it once: each point's own
+    refusal, near-identical and a long line, was said once per budget."""
+    first = min(refused)
+    if len(refused) == 1:
+        return f"budget {first:,}: {refused[first]}"
+    return f"{budgets_text(sorted(refused), every)}: {refused[first]} (at the smallest of them; the others need more)"
+
+
+#: A point's note about its own budget (:func:`_sweep_columns`): "budget 9,000: ..." and its seconds, if any.
+_BUDGET_NOTE = re.compile(r"budget (?P<budget>[0-9][0-9,]*): (?P<text>.*?)(?: in (?P<seconds>[0-9.]+) s)?", re.S)
+
+
+def grouped_notes(points: Sequence[Comparison]) -> list[str]:
+    """The points' notes, each once: a note about its own budget ("budget 9,000: X: not formed ...; every
+    row was scored exactly ... in 0.4 s") that says the same at several budgets, but for its seconds, is
+    said once with them ("the 10 budgets 9,000 to 90,000: ... in 0.3-0.6 s each"): a sweep of ten
+    budgets from columns ended in ten near-identical lines.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> grouped_notes([NS(budget=10, notes=["budget 10: scored in 0.5 s", "a"]),
+    ...                NS(budget=20, notes=["budget 20: scored in 0.7 s", "a"])])
+    ['budgets 10, 20: scored in 0.5-0.7 s each', 'a']
+    """
+    # (in the order met) (budget-named, text) -> its budgets and seconds; a note of no budget is its own key
+    groups: dict[tuple[bool, str], tuple[list[int], list[float]]] = {}
+    for point in points:
+        for text in point.notes:
+            found = _BUDGET_NOTE.fullmatch(text)
+            if found is None or found["budget"] != f"{point.budget:,}":
+                groups.setdefault((False, text), ([], []))
+                continue
+            budgets, seconds = groups.setdefault((True, found["text"]), ([], []))
+            budgets.append(point.budget)
+            if found["seconds"] is not None:
+                seconds.append(float(found["seconds"]))
+    every = [p.budget for p in points]
+    notes = []
+    for (named, text), (budgets, seconds) in groups.items():
+        if not named:
+            notes.append(text)
+            continue
+        took = ("" if not seconds else f" in {seconds[0]:g} s" if len(budgets) == 1 else
+                f" in {min(seconds):g} s each" if min(seconds) == max(seconds) else
+                f" in {min(seconds):g}-{max(seconds):g} s each")
+        where = f"budget {budgets[0]:,}" if len(budgets) == 1 else budgets_text(budgets, every)
+        notes.append(f"{where}: {text}{took}")
+    return notes
 
 
 def _distinct_budgets(specs: list[str], n: int) -> tuple[dict, dict]:
@@ -531,13 +597,14 @@ def _sweep_columns(source: MatrixSource, names: list[str], specs: list[str], *, 
             refused[value] = exc
     if len(refused) == len(resolved):
         raise refused[min(refused)]
+    over = _refused_note(refused, sorted(resolved)) if refused else ""
     points: list[Comparison] = []
     for index, value in enumerate(sorted(resolved), 1):
         _budget_starts(on_result, value, index, len(resolved))
         report = _per_budget(on_result, value)
         if value in refused:
             points.append(_over_the_limit(source, names, resolved[value], settings, count_indices, protocol,
-                                          matrix_info, refused[value]))
+                                          matrix_info, over))
             continue
         budget = resolved[value]
         clamped = budget.requested is not None

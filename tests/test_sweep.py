@@ -1,4 +1,5 @@
 import json
+import re
 
 import numpy as np
 import pytest
@@ -572,3 +573,37 @@ def test_a_display_is_told_each_budget_as_it_starts():
     K = KernelMatrix(np.random.default_rng(3).standard_normal((150, 3)), bandwidth=1.0, name="k")
     sweep(K, "0.02,0.05", ["nystrom"], on_result=on_result, settings=FitSettings(max_memory=2 * K.formed_bytes))
     assert [s for s in seen if s[0] == "budget"] == [("budget", 450, 1, 2), ("budget", 1125, 2, 2)]
+
+
+def test_budgets_no_method_fits_from_columns_are_said_once():
+    """Four budgets over the memory limit from columns gave four near-identical long notes (each its own
+    refusal) and a line per method saying "over the memory limit ... at this budget" without naming it;
+    the refusal at the smallest is now said once, naming them, and the methods' shared reason once."""
+    import sfapprox
+
+    K = sfapprox.KernelMatrix(np.random.default_rng(0).standard_normal((600, 3)), kernel="rbf", bandwidth=1.5)
+    settings = sfapprox.FitSettings(time_limit=2, max_memory=4 << 20)
+    result = sweep(K, budgets=[0.02, 0.5, 0.7, 0.9], methods=["rsvd", "sparse"], settings=settings)
+    (table,) = result.tables()
+    refusals = [n for n in table.notes if "no method asked for fits the memory limit" in n]
+    assert len(refusals) == 1 and refusals[0].startswith("note: budgets 180,000, 252,000, 324,000: ")
+    over = [n for n in table.notes if "over the memory limit from columns" in n]
+    assert over == ["every method at budgets 180,000, 252,000, 324,000: over the memory limit from columns "
+                    "at the budget"]
+    # each point keeps the note in its own record (the JSON)
+    assert all(refusals[0][len("note: "):] in p.notes for p in result.points[1:])
+
+
+def test_a_note_each_budget_gives_alike_is_said_once_with_its_budgets():
+    """A sweep from columns ended in a note per budget, the same words but for the budget and the seconds
+    ("budget 9,000: pts: not formed (68.7 MiB dense); ... scored exactly ... in 0.4 s", ten lines for ten
+    budgets); it is said once, with the budgets and the range of the seconds."""
+    from sfapprox.sources import KernelMatrix
+
+    K = KernelMatrix(np.random.default_rng(3).standard_normal((150, 3)), bandwidth=1.0, name="k")
+    s = sweep(K, "0.02,0.05,0.1", ["nystrom"], settings=FitSettings(max_memory=2 * K.formed_bytes))
+    (table,) = s.tables()
+    scored = [n for n in table.notes if "not formed" in n]
+    assert len(scored) == 1 and scored[0].startswith("note: budgets 450, 1,125, 2,250: k: not formed"), scored
+    assert re.search(r"in [0-9.]+(-[0-9.]+)? s each$", scored[0]), scored
+    assert all(any(n.startswith(f"budget {p.budget:,}: k: not formed") for n in p.notes) for p in s.points)
