@@ -575,9 +575,26 @@ def _distinct_budgets(specs: list[str], n: int) -> tuple[dict, dict]:
         budget = resolve_budget(spec, n)
         resolved.setdefault(budget.value, budget)
         came.setdefault(budget.value, []).append(str(spec))
-    merged = {value: f"budgets {', '.join(given)} all come to {value:,} stored numbers at N = {n:,}: one point"
-              for value, given in came.items() if len(given) > 1}
+    merged = {value: _merged_note(given, value, n) for value, given in came.items() if len(given) > 1}
     return resolved, merged
+
+
+def _merged_note(given: list[str], value: int, n: int) -> str:
+    """The note of a point that several of the budgets ``given`` came to: a budget given again is said as
+    such ("budgets 0.1, 0.1 all come to 900,000" read as two budgets), each other one named once.
+
+    Examples
+    --------
+    >>> _merged_note(["0.1", "0.1"], 90_000, 300)
+    'budget 0.1 is given 2 times: one point'
+    >>> _merged_note(["9000", "0.1", "9000"], 9_000, 300)
+    'budgets 9000 (given 2 times), 0.1 all come to 9,000 stored numbers at N = 300: one point'
+    """
+    counts = {spec: given.count(spec) for spec in given}
+    if len(counts) == 1:
+        return f"budget {given[0]} is given {len(given)} times: one point"
+    named = ", ".join(spec if k == 1 else f"{spec} (given {k} times)" for spec, k in counts.items())
+    return f"budgets {named} all come to {value:,} stored numbers at N = {n:,}: one point"
 
 
 def _sweep_columns(source: MatrixSource, names: list[str], specs: list[str], *, settings: FitSettings,

@@ -607,3 +607,12 @@ def test_a_note_each_budget_gives_alike_is_said_once_with_its_budgets():
     assert len(scored) == 1 and scored[0].startswith("note: budgets 450, 1,125, 2,250: k: not formed"), scored
     assert re.search(r"in [0-9.]+(-[0-9.]+)? s each$", scored[0]), scored
     assert all(any(n.startswith(f"budget {p.budget:,}: k: not formed") for n in p.notes) for p in s.points)
+
+
+def test_a_budget_given_twice_is_said_as_given_twice():
+    """"--budgets 0.1,0.1" said "budgets 0.1, 0.1 all come to 1,600 stored numbers": two budgets, it read."""
+    X = np.random.default_rng(0).random((40, 40))
+    s = sweep(X, ["0.1", "0.2", "0.1", 320, "0.2"], ["tsvd"])
+    assert [p.budget for p in s.points] == [160, 320]
+    assert s.points[0].notes == ["budget 0.1 is given 2 times: one point"]
+    assert s.points[1].notes == ["budgets 0.2 (given 2 times), 320 all come to 320 stored numbers at N = 40: one point"]
