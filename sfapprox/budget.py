@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from ._errors import BudgetError, NotApplicableError, ParameterError
 from ._params import Interval
@@ -464,6 +465,8 @@ def resolve_budget(spec: str | int | float | None, n: int) -> Budget:
     50
     >>> resolve_budget("100", 10).value
     100
+    >>> resolve_budget(0.009, 3000).value
+    81000
     >>> resolve_budget("1e30", 16)
     Budget(value=256, spec='1e30 (clamped to N^2 = 256)', requested=1000000000000000019884624838656)
     """
@@ -474,7 +477,8 @@ def resolve_budget(spec: str | int | float | None, n: int) -> Budget:
     value = float(text)
     # "1" means the fraction 1.0 (all of N^2): a budget of one number is useless.
     if value <= 1:
-        count = int(math.floor(value * n * n))
+        # the decimal as written, exactly: in floats 0.009 * 3000² is 80,999.99..., floored to 80,999
+        count = math.floor(Fraction(text) * n * n)
     else:
         count = int(value)
     if count < 1:

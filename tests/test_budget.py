@@ -247,3 +247,11 @@ def test_a_budget_under_one_number_names_the_least_fraction_that_is_one(n):
         resolve_budget(0.5 / (n * n), n)
     least = re.search(r"at least (\S+),", str(info.value)).group(1)
     assert resolve_budget(least, n).value >= 1
+
+
+@pytest.mark.parametrize("fraction, n, count", [(0.009, 3000, 81_000), ("0.009", 3000, 81_000), (0.07, 100, 700),
+                                                ("1e-3", 3000, 9_000), (0.3, 10, 30), ("0.0001", 3000, 900)])
+def test_a_fraction_of_n_squared_is_the_count_it_names_not_one_less(fraction, n, count):
+    """0.009 of 3,000² is 81,000; in floats 0.009 * 9e6 is 80,999.99999999999, and a sweep's row read
+    "80,999" between 72,000 and 90,000."""
+    assert resolve_budget(fraction, n).value == count
