@@ -267,3 +267,13 @@ def test_choices_are_taken_in_any_case_and_kept_as_declared(inputs, monkeypatch)
     assert "--dtype" in CliRunner().invoke(app, ["fit", inputs["MATRIX"], "--dtype", "FLOAT16"]).output
     said = CliRunner().invoke(app, ["fit", inputs["MATRIX"], "--init", "Missing.h5"]).output
     assert "--init Missing.h5: neither a start" in " ".join(said.split())
+
+
+def test_time_limit_help_says_a_sweep_gives_it_at_each_budget():
+    """--time-limit's help said "Seconds each method may take as a whole": in a sweep that read as the whole
+    sweep, where each method gets it at every budget (10 budgets of 3 methods at 2 s take about a minute)."""
+    import typer
+
+    sweep = typer.main.get_command(app).commands["sweep"]
+    (option,) = [p for p in sweep.params if "--time-limit" in getattr(p, "opts", ())]
+    assert "at each budget of a sweep" in " ".join(option.help.split())
