@@ -656,3 +656,23 @@ def test_matrices_made_from_what_defines_them_show_their_parameters():
     rows = list(csv.DictReader(io.StringIO(render_csv(report.tables()))))
     assert {r["matrix"]: r["source"] for r in rows if r["category"] == "kernel"} == {
         "pts-h1": "rbf, bandwidth 1.5", "pts-med": "rbf, bandwidth 0.8123 (median heuristic)"}
+
+
+@pytest.mark.parametrize("command, extra", [("sweep", ["--budgets", "0.3,0.6"]), ("compare", [])])
+def test_report_on_a_sweep_s_or_compare_s_json_says_what_it_is(tmp_path, command, extra):
+    """``report`` on the JSON of a sweep said "give the batch's folder, the one that holds results.jsonl
+    (sfapprox report DIR)", sending the user to look for a folder that was never made."""
+    from typer.testing import CliRunner
+
+    import numpy as np
+
+    from sfapprox.cli import app
+
+    path, js = tmp_path / "m.npy", tmp_path / "r.json"
+    np.save(path, np.random.default_rng(1).random((16, 16)))
+    made = CliRunner().invoke(app, [command, str(path), "--methods", "tsvd", *extra, "--json", str(js), "--quiet"])
+    assert made.exit_code == 0, made.output
+    res = CliRunner().invoke(app, ["report", str(js)])
+    said = " ".join(res.output.split())
+    assert res.exit_code == 2 and f"is the JSON of 'sfapprox {command}', not a batch's folder" in said, said
+    assert "--csv, --markdown and --latex" in said

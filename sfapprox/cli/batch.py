@@ -292,6 +292,11 @@ def report(
 
     with error_boundary():
         if out_dir.is_file():  # the results file itself, not its folder
+            made = _made_by(out_dir)
+            if made is not None:  # a sweep's or a compare's --json: "give the batch's folder" sent them looking for one
+                raise InputError(f"{out_dir}: is the JSON of '{made}', not a batch's folder; report reads a batch's "
+                                 f"{RESULTS_FILE}; {made} writes its own tables (its --csv, --markdown and --latex "
+                                 "FILE options)")
             hint = f"sfapprox report {out_dir.parent}" if out_dir.name == RESULTS_FILE else "sfapprox report DIR"
             raise InputError(f"{out_dir}: is a file; give the batch's folder, the one that holds {RESULTS_FILE} "
                              f"({hint})")
@@ -355,3 +360,23 @@ def _missing_factors(parsed, out_dir: Path, shown: int = 5) -> None:
 def _line_list(numbers: list[int]) -> str:
     shown = ", ".join(map(str, numbers[:5])) + (", …" if len(numbers) > 5 else "")
     return f"line {shown}"
+
+
+def _made_by(path: Path) -> str | None:
+    """``"sfapprox sweep"`` or ``"sfapprox compare"`` where ``path`` is the JSON one of them wrote (its keys
+    tell), else None; a file over 64 MiB, or not JSON, is not read further."""
+    import json
+
+    try:
+        if path.stat().st_size > 64 << 20:
+            return None
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict):
+        return None
+    if {"points", "methods", "matrix"} <= record.keys():
+        return "sfapprox sweep"
+    if {"results", "budget", "matrix"} <= record.keys():
+        return "sfapprox compare"
+    return None
