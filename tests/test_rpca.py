@@ -307,6 +307,34 @@ def test_pcp_spectral_norm_stops_at_its_deadline(fake_clock, monkeypatch):
     assert exact == pytest.approx(float(torch.linalg.matrix_norm(X, ord=2)), rel=1e-6)
 
 
+@pytest.mark.parametrize("limit", [30.0, 60.0])
+def test_pcp_spectral_norm_stops_where_the_first_iteration_would_not_fit_after_it(fake_clock, monkeypatch, limit):
+    """Each step of the ||X||_2 estimate "takes" 1 s (two products of 0.5 s), so PCP's first iteration is priced
+    at PCP_FIRST_ITERATION_STEPS = 45 s.  The estimate ran to the deadline and only then was the first iteration
+    priced: with 30 s it spent all 30 (2.8 s at N = 8,192) and no iteration ran; with 60 s it spent all 60 and
+    none ran either.  Now it stops where the first iteration would not fit after its next step: with 30 s
+    after one step (the first iteration cannot fit: PCP gives up at once), with 60 s where 45 s are left."""
+    from sfapprox import _timing
+    from sfapprox.baselines import rpca
+
+    q1, _ = np.linalg.qr(np.random.default_rng(0).standard_normal((30, 30)))
+    q2, _ = np.linalg.qr(np.random.default_rng(1).standard_normal((30, 30)))
+    X = torch.as_tensor((q1 * np.linspace(1.0, 0.999, 30)) @ q2.T)  # sigma_2 / sigma_1 = 0.99997: no convergence
+    matmul = torch.Tensor.__matmul__
+
+    def slow(a, b):
+        fake_clock.advance(0.5)
+        return matmul(a, b)
+
+    monkeypatch.setattr(torch.Tensor, "__matmul__", slow)
+    *_, it, _ = _pcp_ialm(X, lam=1 / np.sqrt(30), tol=1e-7, max_iter=200, partial=True,
+                          deadline=_timing.Deadline.after(limit))
+    if limit < rpca.PCP_FIRST_ITERATION_STEPS + 1.0:
+        assert it == 0 and fake_clock.time == pytest.approx(1.0)  # one step, then the fallback
+    else:
+        assert it >= 1 and fake_clock.time <= limit
+
+
 def test_pcp_starts_its_first_iteration_only_when_its_predicted_cost_fits(fake_clock, monkeypatch):
     """The first ALM iteration (with partial SVDs) is priced at PCP_FIRST_ITERATION_STEPS steps of the
     ||X||_2 estimate: a step "taking" 1 s, 45 s; it ran whatever the limit."""
