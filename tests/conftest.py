@@ -70,6 +70,33 @@ def fake_clock(monkeypatch) -> FakeClock:
 
 
 @pytest.fixture
+def slow_sparse_products(fake_clock, monkeypatch):
+    """``patch(X)``: each product of a block with a part of the scipy sparse ``X`` (its rows, its transpose, a
+    multiple of it) "takes" that part's share of ``X``'s non-zeros in seconds of :func:`fake_clock`: a whole
+    product 1 s.  Returns the list of each product's seconds."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    seconds: list[float] = []
+
+    def patch(X) -> list[float]:
+        total = X.nnz
+        for cls in (sp.csr_array, sp.csc_array, sp.csr_matrix, sp.csc_matrix):
+            real = cls.__matmul__
+
+            def slow(self, other, real=real):
+                if isinstance(other, np.ndarray) and other.ndim == 2:
+                    seconds.append(self.nnz / total)
+                    fake_clock.advance(seconds[-1])
+                return real(self, other)
+
+            monkeypatch.setattr(cls, "__matmul__", slow)
+        return seconds
+
+    return patch
+
+
+@pytest.fixture
 def factors_too_large(monkeypatch) -> None:
     """Every factors file (HDF5) fails as on ``ulimit -f``: File too large (the other outputs are written)."""
     import errno
@@ -120,7 +147,7 @@ def slow_power_iterations(fake_clock, monkeypatch):
 
     def spy(*args, **kwargs):
         out = within(*args, **kwargs)
-        done.append(out[3])
+        done.append(None if out is None else out[3])  # (None: it gave up, its products unpaid)
         return out
 
     real_qr = np.linalg.qr

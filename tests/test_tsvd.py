@@ -187,3 +187,35 @@ def test_randomized_power_iterations_that_do_not_fit_its_time_limit_are_skipped(
     assert np.linalg.norm(X - cut.to_dense()) <= 1.05 * np.linalg.norm(X - free.to_dense())
     exact = TruncatedSVD(n_components=4, solver="exact", time_limit=0.0).fit(X)  # LAPACK's: one step, not cut
     assert exact.stop_reason_ == "exact" and exact.n_iter_ == 0
+
+
+
+@pytest.mark.parametrize("limit, qr, gives_up, seconds", [(1.0, 0.0, True, 0.125), (2.5, 1.0, True, 2.0),
+                                                          (2.5, 0.0, False, 2.0)])
+def test_a_start_svd_that_may_give_up_runs_no_product_the_time_left_cannot_pay_for(
+        fake_clock, monkeypatch, slow_sparse_products, limit, qr, gives_up, seconds):
+    """The randomized SVD's range finder's first product X @ Omega and its final projection are not cut by its
+    time checks: they ran whatever was left of the limit.  With give_up (NMF's NNDSVD, whose random start costs
+    no product), each product "taking" 1 s: with 1 s the first product's first row block (an eighth) prices
+    the rest of it and the projection after it at 1.9 s, and nothing more runs; where its QR "takes" 1 s more,
+    the first product measured with its QR (2 s) leaves no time for the projection, which does not run; with
+    2.5 s both run (no power iteration: 3 more products do not fit), and the factors are those of the same
+    SVD that may not give up."""
+    from sfapprox import _timing
+    from sfapprox.baselines import tsvd
+
+    monkeypatch.setattr(tsvd, "EXACT_MAX_N", 8)  # (the randomized SVD at N = 64)
+    X = sp.random_array((64, 64), density=0.5, format="csr", random_state=np.random.default_rng(2))
+    plain = tsvd.leading_svd(X, 4, 0, n_iter=0)
+    taken = slow_sparse_products(X)
+    real_qr = np.linalg.qr
+    monkeypatch.setattr(np.linalg, "qr", lambda *a, **k: (fake_clock.advance(qr), real_qr(*a, **k))[1])
+    found = tsvd.leading_svd(X, 4, 0, _timing.Deadline.after(limit), n_iter=7, give_up=True)
+    assert (found is None) == gives_up and fake_clock.time == pytest.approx(seconds, abs=0.05)
+    assert fake_clock.time <= limit and tsvd.FIRST_ROWS == 1 / 8
+    if not gives_up:
+        assert len(taken) == 3 and all(np.array_equal(a, b) for a, b in zip(found, plain))
+    # without give_up (RPCA's start, Monarch+LR's low-rank end), as before: both products run
+    taken.clear()
+    assert tsvd.leading_svd(X, 4, 0, _timing.Deadline.after(0.0), n_iter=7) is not None
+    assert sum(taken) == pytest.approx(2.0)

@@ -378,7 +378,7 @@ def randomized_svd(
 
 def _passes(apply, apply_t, n: int, rank: int, *, n_oversamples: int, n_iter: int, seed: int,
             deadline: _timing.Deadline | None, psd: bool, first_pass: Callable | None = None,
-            keep_back: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
+            keep_back: float = 0.0, give_up: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int] | None:
     """:func:`randomized_svd`'s work, with the passes over ``X`` it made as a fifth value.
 
     ``first_pass(omega) -> (Y, W, psi)``, when given, makes the sketch's pass instead of ``apply``,
@@ -387,12 +387,20 @@ def _passes(apply, apply_t, n: int, rank: int, *, n_oversamples: int, n_iter: in
     after that pass (its cost is paid; a second pass then ran on past the limit).  ``keep_back``
     passes' worth of time (at the first pass's measured speed) is left before ``deadline`` for
     the caller's work after the fit.
+
+    ``give_up``: the two passes no check cuts, the sketch's and the final ``B``'s, are not run past
+    ``deadline``: None is returned instead, for a caller that has a cheaper answer (NMF's random
+    start), where ``first_pass`` returns None (it priced its pass and the final one from a part of
+    its own) or where the final pass, at the sketch's measured speed, would not fit after it.
     """
     width = min(n, rank + n_oversamples)
     rng = np.random.default_rng(seed)
     started = _timing.now()
     omega = rng.standard_normal((n, width))
-    Y, W, psi = first_pass(omega) if first_pass is not None else (apply(omega), None, None)
+    first = first_pass(omega) if first_pass is not None else (apply(omega), None, None)
+    if first is None:
+        return None
+    Y, W, psi = first
     if W is not None:
         return *one_pass_general(Y, W, psi, rank), 0, 1
     # A quarter's margin on the next pass's time: at N = 8,192 a second pass measured as fitting ran 15 %
@@ -401,6 +409,8 @@ def _passes(apply, apply_t, n: int, rank: int, *, n_oversamples: int, n_iter: in
         return *one_pass_nystrom(Y, omega, rank), 0, 1
     Q, _ = np.linalg.qr(Y)
     per_pass = _timing.now() - started  # with the QR, as every later pass has one
+    if give_up and deadline is not None and not deadline.fits(per_pass):
+        return None  # (the final pass would end past the deadline)
     del Y, omega
     done = 0
     for _ in range(n_iter):

@@ -23,7 +23,7 @@ from .._threads import AdaptiveThreads
 from ..budget import paper_tsvd_rank, rank_within, tsvd_count, tsvd_rank_for_budget
 from ..operators import HybridOperator
 from ._rank import carrying_rank, numerical_rank, round_off  # noqa: F401 - their names here since before (rpca, nmf import them)
-from .rsvd import randomized_svd
+from .rsvd import _passes, randomized_svd
 
 __all__ = ["TruncatedSVD", "EXACT_MAX_N", "EXACT_TOL", "preferred", "reproduces", "round_off"]
 
@@ -33,6 +33,12 @@ EXACT_MAX_N = 2048
 #: of the input, U, Vt and its workspace), peak RSS measured: 7.9 at N = 1,024 and 2,048.  Every
 #: method that takes one counts it (tracemalloc, which sees only numpy's own arrays, had shown 2).
 EXACT_SVD_ARRAYS = 8
+
+
+#: Share of the rows of the randomized SVD's first product made first to price the rest of it and the final
+#: projection (:func:`_priced_first_product`, for a caller that can give up); its rows are those of the whole
+#: product, to round-off (BLAS may block them otherwise: 1e-14 apart at N = 5,000 in one case of twelve).
+FIRST_ROWS = 1 / 8
 
 
 #: Relative error at or below which a fit reproduces ``X`` (round-off of ``||X||_F``): every method's test
@@ -72,45 +78,83 @@ def _exact_svd(X: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray, np.nda
     return np.ascontiguousarray(U[:, :rank]), s[:rank].copy(), Vt[:rank].copy()
 
 
+def _priced_first_product(X, deadline: _timing.Deadline):
+    """A first pass for :func:`~.rsvd._passes` (``give_up``): ``X @ omega`` by two row blocks, the first
+    (:data:`FIRST_ROWS` of the rows, of the non-zeros where ``X`` is sparse) timed to price the rest
+    and the final projection after it, a whole product; None, the rest not made, where they would not
+    end by ``deadline`` (nor anything where it has passed)."""
+
+    def first_pass(omega: np.ndarray):
+        if deadline.passed():
+            return None
+        n = X.shape[0]
+        m = max(1, int(n * FIRST_ROWS))
+        began = _timing.now()
+        top = X[:m] @ omega
+        # the block's share of the product's work: its rows, or of a sparse X its non-zeros
+        share = X.indptr[m] / max(1, X.nnz) if hasattr(X, "indptr") else m / n
+        product = (_timing.now() - began) / max(share, 1.0 / n)
+        if not deadline.fits((1.0 - share) * product + product):
+            return None
+        return np.vstack([top, X[m:] @ omega]), None, None
+
+    return first_pass
+
+
 def _randomized_svd_within(
-    X, rank: int, n_oversamples: int, n_iter: int, seed: int, deadline: _timing.Deadline | None = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    X, rank: int, n_oversamples: int, n_iter: int, seed: int, deadline: _timing.Deadline | None = None,
+    give_up: bool = False,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
     """Randomized range finder + small exact SVD of ``X`` (dense or sparse), :func:`~.rsvd.randomized_svd`'s:
     its power iterations each start only when it and the final product still end before ``deadline`` (at
     the measured speed of the range finder's product); with the count that ran.  (At N = 4,096, rank 614,
-    its 7 iterations took 36-38 s of a 2 s limit.)"""
+    its 7 iterations took 36-38 s of a 2 s limit.)  ``give_up``: None where ``deadline`` cannot pay for the
+    range finder's first product and the final projection, which no check cuts (:func:`_priced_first_product`)."""
+    if give_up and deadline is not None and deadline.end is not None:
+        found = _passes(lambda B: X @ B, lambda B: X.T @ B, X.shape[0], rank, n_oversamples=n_oversamples,
+                        n_iter=n_iter, seed=seed, deadline=deadline, psd=False,
+                        first_pass=_priced_first_product(X, deadline), give_up=True)
+        return None if found is None else found[:4]
     return randomized_svd(lambda B: X @ B, lambda B: X.T @ B, X.shape[0], rank, n_oversamples=n_oversamples,
                           n_iter=n_iter, seed=seed, deadline=deadline)
 
 
 def _truncated_svd(X, rank: int, *, exact: bool, n_oversamples: int = 10, n_iter: int = 7, seed: int = 0,
-                   deadline: _timing.Deadline | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+                   deadline: _timing.Deadline | None = None,
+                   give_up: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
     """Top-``rank`` singular triplets of ``X`` (dense or sparse) and the power iterations that ran: LAPACK's
     SVD where ``exact`` (a sparse ``X`` formed for it; 0 iterations), else :func:`_randomized_svd_within`'s
-    (each power iteration only when it fits ``deadline``).  Rank 0 is no SVD: empty factors."""
+    (each power iteration only when it fits ``deadline``; ``give_up``: None where its two uncut products
+    do not).  Rank 0 is no SVD: empty factors."""
     if rank == 0:
         n = X.shape[0]
         return np.zeros((n, 0)), np.zeros(0), np.zeros((0, n)), 0
     if exact:
         return (*_exact_svd(X.toarray() if hasattr(X, "toarray") else X, rank), 0)
-    return _randomized_svd_within(X, rank, n_oversamples, n_iter, seed, deadline)
+    return _randomized_svd_within(X, rank, n_oversamples, n_iter, seed, deadline, give_up)
 
 
 def leading_svd(X, rank: int, seed: int, deadline: _timing.Deadline | None = None, *,
-                n_iter: int = 7) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                n_iter: int = 7, give_up: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """The start SVD of the methods that begin from TruncatedSVD's answer (NMF's NNDSVD, RPCA's largest
     rank, Monarch+LR's low-rank end), computed as ``solver="auto"`` computes it: exact up to
     :data:`EXACT_MAX_N`, randomized (10 extra columns, at most ``n_iter`` power iterations) above.
 
     Each power iteration starts only when it fits ``deadline``, as TruncatedSVD's do: all of them ran
     whatever the limit (at N = 8,192, nmf's 7 took 53 s of a 10 s limit, rpca's 65 s, monarch+lr's 4 39 s).
+    The randomized SVD's range finder's first product ``X @ Omega`` and its final projection are not cut:
+    with ``give_up`` (a caller with a cheaper start: NMF's random one) None is returned where
+    ``deadline`` cannot pay for them, priced from the first product's first row block
+    (:func:`_priced_first_product`) and then from the whole first product; without it they run.
 
     Returns
     -------
-    U, s, Vt : numpy.ndarray
-        ``(N, rank)``, ``(rank,)``, ``(rank, N)``.
+    U, s, Vt : numpy.ndarray, or None
+        ``(N, rank)``, ``(rank,)``, ``(rank, N)``; None where ``give_up`` gave up.
     """
-    return _truncated_svd(X, rank, exact=X.shape[0] <= EXACT_MAX_N, n_iter=n_iter, seed=seed, deadline=deadline)[:3]
+    found = _truncated_svd(X, rank, exact=X.shape[0] <= EXACT_MAX_N, n_iter=n_iter, seed=seed, deadline=deadline,
+                           give_up=give_up)
+    return None if found is None else found[:3]
 
 
 class TruncatedSVD(Approximation):
