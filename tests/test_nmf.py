@@ -347,6 +347,34 @@ def test_the_start_svds_power_iterations_keep_to_the_time_limit(slow_power_itera
     assert done == [1] and est.rank_ == 3  # one iteration of 7; the fit goes on from it
 
 
+
+@pytest.mark.parametrize("init", ["nndsvda", "auto"])
+@pytest.mark.parametrize("limit", [1.5, 2.5])
+def test_a_start_svd_the_time_left_cannot_pay_for_gives_way_to_the_random_start(fake_clock, monkeypatch,
+                                                                                slow_sparse_products, init, limit):
+    """Above N = 2,048 NNDSVD's randomized SVD makes two products no time check cuts (the range finder's first
+    and the final projection), and they ran whatever was left of the limit.  Each product of X "taking" 1 s
+    (the randomized SVD forced at N = 64; HALS's own products, torch's, no time): with 1.5 s the first
+    product's first row block prices both at 1.9 s, and the random start (no product) stands in for NNDSVDa,
+    the row's stop reason "time_limit"; with 2.5 s NNDSVDa's SVD runs, as before."""
+    from sfapprox.baselines import tsvd
+
+    monkeypatch.setattr(tsvd, "EXACT_MAX_N", 8)
+    X = sp.random_array((64, 64), density=0.5, format="csr", random_state=np.random.default_rng(2))
+    slow_sparse_products(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = NMF(n_components=3, init=init, time_limit=limit, max_iter=30, device="cpu").fit(X)
+    if limit < 2.0:
+        assert est.params_["init"] == "random" and est.stop_reason_ == "time_limit" and "errors" not in est.params_
+        assert fake_clock.time <= limit and est.n_iter_ >= 1 and est.rank_ == 3  # (HALS's first iteration ran)
+        fallback = NMF(n_components=3, init="random", max_iter=est.n_iter_, tol=0.0, time_limit=None,
+                       device="cpu").fit(X)
+        assert np.array_equal(est.to_dense(), fallback.to_dense())  # the random start's fit, as init="random"
+    else:
+        assert est.params_["init"] == "nndsvda" and fake_clock.time == pytest.approx(2.0, abs=0.05)
+
+
 def test_the_first_start_is_not_scored_when_no_other_start_can_follow(fake_clock, monkeypatch):
     """init="auto" scored its first start (a pass over X, 3-4 s at N = 8,192 on 2 shared cores) to choose
     among starts even when no other start could run in the time left.  Each iteration "takes" 10 s and

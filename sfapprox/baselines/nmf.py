@@ -79,14 +79,18 @@ BEST_INITS = ("nndsvda", "nndsvd", "nndsvdar", "random")
 
 # --------------------------------------------------------------------------- starts
 def _nndsvd(X, rank: int, variant: str, seed: int,
-            deadline: _timing.Deadline | None = None) -> tuple[np.ndarray, np.ndarray]:
+            deadline: _timing.Deadline | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """NNDSVD start (Boutsidis & Gallopoulos 2008) and its a/ar variants, in numpy.
 
     ``"nndsvd"`` keeps the zeros, ``"nndsvda"`` fills them with the mean of
     ``X`` and ``"nndsvdar"`` with small random values (mean / 100), as
-    scikit-learn does.
+    scikit-learn does.  None where ``deadline`` cannot pay for its SVD's products that no check
+    cuts (:func:`~.tsvd.leading_svd`'s ``give_up``): the caller starts from random values instead.
     """
-    U, s, Vt = leading_svd(X, rank, seed, deadline)
+    svd = leading_svd(X, rank, seed, deadline, give_up=True)
+    if svd is None:
+        return None
+    U, s, Vt = svd
     n = X.shape[0]
     W, H = np.zeros((n, rank)), np.zeros((rank, n))
     W[:, 0] = math.sqrt(s[0]) * np.abs(U[:, 0])
@@ -126,11 +130,16 @@ def _random_start(X, rank: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _initialize(X, rank: int, init: str, seed: int,
-                deadline: _timing.Deadline | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The start ``(W, H)`` named by ``init`` (float64 numpy); its SVD's power iterations within ``deadline``."""
-    if init == "random":
-        return _random_start(X, rank, seed)
-    return _nndsvd(X, rank, init, seed, deadline)
+                deadline: _timing.Deadline | None = None) -> tuple[tuple[np.ndarray, np.ndarray], str]:
+    """The start ``(W, H)`` named by ``init`` (float64 numpy), its SVD's power iterations within ``deadline``,
+    and the start it is: ``init``, or ``"random"`` where ``deadline`` could not pay for an NNDSVD's SVD
+    (its first product and final projection, which no check cuts, ran past it: at N = 8,192 on 2 shared
+    cores a product of 1-2 s each).  The random start reads ``X`` once, for its mean."""
+    if init != "random":
+        start = _nndsvd(X, rank, init, seed, deadline)
+        if start is not None:
+            return start, init
+    return _random_start(X, rank, seed), "random"
 
 
 # --------------------------------------------------------------------------- HALS
@@ -365,10 +374,18 @@ def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, 
             break  # the later starts are extras: only in the time the first one left, when theirs fits
         began = _timing.now()
         report.at(f"start {init}")
-        start = _initialize(X, rank, init, seed, deadline)
+        start, made = _initialize(X, rank, init, seed, deadline)
+        if made != init and best is not None:
+            break  # a later start whose SVD the time left cannot pay for: the starts fitted so far stand
         fitting = _timing.now()
         W, H, n_iter, reason = _fit_from(Xd, Xt, start, device, dtype, norm_x2=norm_x2, deadline=deadline,
                                          measure=measure, report=report, **options)
+        if made != init:
+            # The limit left no time for the first start's SVD: the random start stood in for it (HALS's
+            # first iteration always runs), the fit stopped on the limit whatever HALS said, and no later
+            # start fits either
+            best = (W.double().cpu().numpy(), H.double().cpu().numpy(), n_iter, "time_limit", made, rank, None)
+            break
         scoring = _timing.now()
         per_iteration = (scoring - fitting) / max(1, n_iter)  # (the first start's: what prices the later ones)
         W, H = W.double().cpu().numpy(), H.double().cpu().numpy()
@@ -461,7 +478,9 @@ class NMF(Approximation):
     seconds_ : float
     stop_reason_ : str
         The kept run's: ``"converged"``, ``"max_iter"``, ``"time_limit"`` or
-        ``"exact"`` (rank 0 or the zero matrix).
+        ``"exact"`` (rank 0 or the zero matrix); ``"time_limit"`` too where the time limit could not pay for
+        the NNDSVD start's SVD above :data:`~.tsvd.EXACT_MAX_N` (its two products no check cuts), and the
+        random start stood in for it (``params_["init"]``: ``"random"``).
     params_ : dict
         ``rank``, ``init`` (the start kept), ``solver``, ``iterations``,
         ``converged``, ``tol``, ``device``, ``dtype`` (and ``errors`` per start
