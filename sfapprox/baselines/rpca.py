@@ -719,6 +719,13 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
     top = max(split_for(None))  # the largest rank the budget holds, with what it leaves to S
     # X's best rank-r for every r of the grid, from one SVD (TSVD's own, as TruncatedSVD computes it)
     report.at("start SVD")
+    # No time is kept back in this SVD for the one scoring after it, which the result needs (a row needs its
+    # error): where the SVD uses the limit up, that scoring runs past it.  A price for it before the SVD's power
+    # iterations would come from the SVD's measured products, and does not hold on a shared machine: in six fits
+    # at N = 4,096 (load 5-7) the products took 0.19-0.42 s and the scoring after them 0.40-3.88 s (its residual
+    # 0.20-2.29 s, its selection 0.17-1.14 s), 3-13 products; a price off by that much either runs past the
+    # limit still or takes the SVD's power iterations for a quick scoring (a price from a sample of X was off
+    # 2x under load at N = 8,192 and left the SVD none: relative error 0.206 where 0.118 is reached).
     low = _start_svd(dense, top[0], seed, deadline)
     # The largest rank's start (X's best rank-r with its best S) scored first, as the GoDec grid's: the result
     # the fit keeps however little time is left, and the price of a scoring (a dense residual and the
