@@ -472,6 +472,11 @@ class MethodSpec:
         The operator kinds its fits are (:func:`sfapprox.operators.operator_kinds`, a factors file's
         ``operator`` attribute): a file that names this method and holds another kind was edited, and
         :func:`~sfapprox.load_factors` refuses it.  Empty: any kind.
+    check_first : callable or None
+        ``check_first(X, budget, context)``: raises what the fit of the matrix ``X`` (an array, a
+        scipy sparse matrix or a source) would raise on its limits, before ``make`` does any work of
+        its own (SF's factory times its structure, compiling its kernels first: seconds before a
+        memory refusal).  None: ``make`` does no such work.
     """
 
     name: str
@@ -490,6 +495,7 @@ class MethodSpec:
     sparse_memory: Callable[[int, int], int] | None = None
     needs: tuple[str, ...] = ()
     operators: tuple[str, ...] = ()
+    check_first: Callable[[Any, int, RunContext], None] | None = None
 
 
 _REGISTRY: dict[str, MethodSpec] = {}

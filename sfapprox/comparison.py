@@ -129,6 +129,8 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
     if isinstance(fit_on, MatrixSource):
         check_columns_memory(name, fit_on, budget, context.settings.max_memory)
     try:
+        if spec.check_first is not None:  # its limits before the factory's own work (SF times its structure)
+            spec.check_first(fit_on, budget, context)
         est = spec.make(n, budget, context)
         est._matrix_name = context.matrix_name  # named so in what its fit says (SF from columns)
         est = est.fit(fit_on, check_input=False)

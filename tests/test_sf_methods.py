@@ -110,3 +110,32 @@ def test_a_display_shows_the_compiling_before_the_structure_is_timed(monkeypatch
     display.phase = phases.append
     M.sf_estimator(300, 2 * sf_count(300), RunContext(FitSettings(time_limit=5.0, device="cpu"), callback=display))
     assert phases == ["compiling kernels (first run)", ""]
+
+
+@pytest.mark.parametrize("formed", [True, False])
+def test_a_memory_refusal_comes_before_the_kernels_and_the_timing(monkeypatch, formed):
+    """SF from column blocks under a tiny --max-memory: its "not applicable" row showed about 5 s, the
+    kernels' compiling and the structure's timing run by the factory before the fit's memory refusal."""
+    from sfapprox.sf import _kernels
+    from sfapprox.sources import ArraySource
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("work before the memory refusal")
+
+    monkeypatch.setattr(_kernels, "warm_up_numba", forbidden)
+    monkeypatch.setattr(M, "_compiled_first", forbidden)
+    monkeypatch.setattr(M, "_evaluation_seconds", forbidden)
+    X = np.random.default_rng(0).random((64, 64))
+    # formed: its scoring fits 100 MiB, SF's fit (in memory or from columns) does not
+    row = compare(X if formed else ArraySource(X, "X"), ["sf"], time_limit=5.0, device="cpu",
+                  max_memory=(100 << 20) if formed else (64 << 10)).results[0]
+    assert row.status == "not applicable" and "from its column blocks" in row.reason, row.reason
+
+
+def test_the_early_check_leaves_a_fit_that_fits_to_its_factory(monkeypatch):
+    """Checked for the fewest factors a time limit may keep: a limit that fits them is no refusal."""
+    calls = []
+    monkeypatch.setattr(M, "_compiled_first", lambda n, callback=None: calls.append(n))
+    context = RunContext(FitSettings(time_limit=5.0, device="cpu", max_memory=1 << 30))
+    M.sf_check_first(np.random.default_rng(0).random((64, 64)), 2 * sf_count(64), context)
+    assert not calls  # the check itself does none of the factory's work

@@ -31,7 +31,7 @@ from ..chord import min_full_factors, support_offsets
 if TYPE_CHECKING:  # the estimator loads torch: imported with the first SF fit, not with the registry
     from .model import ChordSF
 
-__all__ = ["SF_METHODS", "sf_estimator", "MIN_EVALS", "affordable_structure"]
+__all__ = ["SF_METHODS", "sf_estimator", "sf_check_first", "MIN_EVALS", "affordable_structure"]
 
 #: Under a time limit, SF takes no more factors than leave it this many loss+gradient
 #: evaluations (about as many L-BFGS iterations): the reference structures of the paper's
@@ -75,28 +75,20 @@ def sf_estimator(n: int, budget: int, context: RunContext, *, support: str = "ch
     NotApplicableError
         For the butterfly support when ``N`` is not a power of two.
     """
-    params = dict(context.structure)
-    params["support"] = support
-    fixed = "n_factors" in params or "base" in params
-    if fixed or (context.protocol == "paper" and support == "chord"):
-        config = sf_structure(n, support=support, base=params.get("base", 2), n_factors=params.get("n_factors"))
-        if config.count > budget:
-            raise BudgetError(f"SF with {config.n_factors} factors of {config.n_offsets} values per row "
-                              f"stores {config.count} numbers, over the budget {budget}")
-    else:
-        full = sf_config_for_budget(n, budget, support=support)
-        settings = context.settings.per_method(1)
-        if settings.time_limit is not None:
-            _compiled_first(n, context.callback)
+    params, full = _planned(n, budget, context, support)
+    config = full
+    settings = context.settings.per_method(1)
+    if full is not None and settings.time_limit is not None:
+        _compiled_first(n, context.callback)
         measuring = time.perf_counter()
         config = affordable_structure(n, full, settings.time_limit, settings.device, max_iter=settings.max_iter)
         params.update(n_factors=config.n_factors, base=config.base)
-        if settings.time_limit is not None:  # the structure's measured evaluations are part of the method's time
-            params["time_limit"] = max(0.0, settings.time_limit - (time.perf_counter() - measuring))
+        # the structure's measured evaluations are part of the method's time
+        params["time_limit"] = max(0.0, settings.time_limit - (time.perf_counter() - measuring))
     from .model import ChordSF
 
     est = ChordSF(**context.settings.apply_to(ChordSF, callback=context.callback, **params))
-    if not fixed and context.protocol != "paper" and config.n_factors < full.n_factors:
+    if full is not None and context.protocol != "paper" and config.n_factors < full.n_factors:
         # Said in the row (details "M=10/12") and its reason, never silent: the result then
         # depends on this machine's speed, which --time-limit 0 avoids.
         est._structure_choice = {
@@ -105,6 +97,62 @@ def sf_estimator(n: int, budget: int, context: RunContext, *, support: str = "ch
             "structure_reason": structure_reason(n, full, config, settings.time_limit, settings.max_iter),
         }
     return est
+
+
+def _planned(n: int, budget: int, context: RunContext, support: str) -> tuple[dict, SFConfig | None]:
+    """ChordSF's parameters for the SF method of ``support`` at ``budget`` (the structure the budget
+    allows), before any time limit cuts its factors, and that structure: None where it is fixed (by
+    hand, or the paper's reference), which is refused when it stores more than the budget."""
+    params = dict(context.structure)
+    params["support"] = support
+    if "n_factors" in params or "base" in params or (context.protocol == "paper" and support == "chord"):
+        config = sf_structure(n, support=support, base=params.get("base", 2), n_factors=params.get("n_factors"))
+        if config.count > budget:
+            raise BudgetError(f"SF with {config.n_factors} factors of {config.n_offsets} values per row "
+                              f"stores {config.count} numbers, over the budget {budget}")
+        return params, None
+    full = sf_config_for_budget(n, budget, support=support)
+    params.update(n_factors=full.n_factors, base=full.base)
+    return params, full
+
+
+def sf_check_first(X, budget: int, context: RunContext, *, support: str = "chord") -> None:
+    """Refuse, before :func:`sf_estimator` does any work, the fit of ``X`` that the memory limit refuses
+    whatever structure that factory chooses.
+
+    Under a time limit the factory times its structure (its kernels compiled first, seconds on a
+    fresh install) and may keep fewer factors (:func:`affordable_structure`): the memory is then
+    checked for the fewest it may keep, the need growing with the factors.  A fit from column blocks
+    refused under a tiny ``--max-memory`` showed that work's 5 s in its "not applicable" row.
+
+    Parameters
+    ----------
+    X : numpy.ndarray, scipy sparse matrix or MatrixSource
+        The validated matrix the fit will be given.
+    budget : int
+        Stored numbers allowed.
+    context : RunContext
+        As :func:`sf_estimator` takes it.
+    support : {"chord", "symmetric", "butterfly"}, default="chord"
+        Support protocol.
+
+    Raises
+    ------
+    ResourceError
+        Where the fit's memory is over the limit (:meth:`~sfapprox.sf.model.ChordSF.check_memory_first`).
+    BudgetError
+        As :func:`sf_estimator`, where no structure fits the budget.
+    """
+    from .model import ChordSF
+
+    n = X.shape[0]
+    params, full = _planned(n, budget, context, support)
+    if full is not None and support != "butterfly" and context.settings.per_method(1).time_limit is not None:
+        fewest = min_full_factors(n, support_offsets(n, full.support, full.base)) or full.n_factors
+        params["n_factors"] = min(fewest, full.n_factors)
+    est = ChordSF(**context.settings.apply_to(ChordSF, **params))
+    est._matrix_name = context.matrix_name
+    est.check_memory_first(X)
 
 
 def _default_dtype(n: int) -> np.dtype:
@@ -283,6 +331,7 @@ def _register(name: str, support: str, summary: str, stores: str, order: int) ->
             summary=summary,
             stores=stores,
             make=lambda n, budget, context: sf_estimator(n, budget, context, support=support),
+            check_first=lambda X, budget, context: sf_check_first(X, budget, context, support=support),
             min_budget=lambda n, context: sf_min_budget(n, support=support),
             order=order,
             label="SF" if support == "chord" else f"SF ({support})",

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 from .. import _timing
 from .._atomic import FileStamp, OutputError, OutputExistsError, check_writable, output_target
@@ -47,6 +48,7 @@ from .._validation import (
     COMPILED_WORKING_SET,
     LIBRARY_WORKING_SET,
     check_memory,
+    held_bytes,
     memory_limit,
 )
 from ..budget import sf_structure
@@ -618,22 +620,9 @@ class ChordSF(Approximation):
         if isinstance(X, MatrixSource):
             X = X.to_dense(self._max_memory_bytes)
         n = X.shape[0]
-        device = resolve_device(self.device)
-        dtype = resolve_dtype(self.dtype, device, SF_FLOAT32_MIN_N, n)
         butterfly = self.support == "butterfly"
-        if butterfly:
-            n_factors = self._check_butterfly(n)
-            offsets = np.zeros(0, dtype=np.int64)  # positions are i and i XOR 2^m, not offsets
-            n_values = 2
-        else:
-            offsets, n_factors = self._structure(n)
-            n_values = len(offsets)
-        limit = self._memory_limit(device)
-        check_memory(
-            self._in_memory_need(X, n_factors, offsets, n_values, dtype, device),
-            what=f"fitting SF to the {n} x {n} matrix on {device.type} in {dtype}".replace("torch.", ""),
-            limit=limit,
-        )
+        device, dtype, offsets, n_factors, limit = self._check_in_memory(X)
+        n_values = 2 if butterfly else len(offsets)
         # room for the rank-one start's state beside the two that race (init="auto")
         room = limit is None or self._in_memory_need(X, n_factors, offsets, n_values, dtype, device, 3) <= limit
         dense = X.toarray() if hasattr(X, "toarray") else X
@@ -755,6 +744,66 @@ class ChordSF(Approximation):
         self._check_support(n, offsets, n_factors)
         return offsets, n_factors
 
+    def check_memory_first(self, X) -> None:
+        """Raise the :class:`~sfapprox.ResourceError` that :meth:`fit` of ``X`` raises on the memory
+        limit, without any of the fit's work.
+
+        What a comparison's SF row asks before its structure is timed and its kernels are compiled
+        (:func:`~sfapprox.sf.methods.sf_estimator`): a fit from column blocks refused under a tiny
+        ``--max-memory`` showed 5 s of that work in its "not applicable" row.
+
+        Parameters
+        ----------
+        X : numpy.ndarray, scipy sparse matrix or MatrixSource, shape (N, N)
+            The validated matrix the fit will be given.
+
+        Raises
+        ------
+        ResourceError
+            Where the fit (in memory, or from ``X``'s column blocks where that is over the limit)
+            needs more than the memory limit.
+        """
+        if self._fits_in_memory(X):
+            self._check_in_memory(X)
+            return
+        # held as columns_within counts it: the matrix in memory beside the passes (a sparse one twice)
+        held = X.held_bytes if isinstance(X, MatrixSource) else held_bytes(X) * (2 if sp.issparse(X) else 1)
+        self._check_columns_memory(X.shape[0], held, self.__dict__.get("_matrix_name", "X"))
+
+    def _check_in_memory(self, X) -> tuple:
+        """Refuse the in-memory fit of ``X`` over the memory limit; returns what the check resolved:
+        ``(device, dtype, offsets, n_factors, limit)`` (the butterfly's offsets are empty)."""
+        n = X.shape[0]
+        device = resolve_device(self.device)
+        dtype = resolve_dtype(self.dtype, device, SF_FLOAT32_MIN_N, n)
+        if self.support == "butterfly":
+            n_factors = self._check_butterfly(n)
+            offsets = np.zeros(0, dtype=np.int64)  # positions are i and i XOR 2^m, not offsets
+        else:
+            offsets, n_factors = self._structure(n)
+        n_values = 2 if self.support == "butterfly" else len(offsets)
+        limit = self._memory_limit(device)
+        check_memory(
+            self._in_memory_need(X, n_factors, offsets, n_values, dtype, device),
+            what=f"fitting SF to the {n} x {n} matrix on {device.type} in {dtype}".replace("torch.", ""),
+            limit=limit,
+        )
+        return device, dtype, offsets, n_factors, limit
+
+    def _check_columns_memory(self, n: int, held: int, name: str) -> None:
+        """Refuse the fit from column blocks where even its narrowest blocks (one column: what
+        :meth:`least_columns_limit` counts) and the libraries' working set, beside a matrix held in
+        memory (``held`` bytes), are over the memory limit.  Wider blocks are taken only where they
+        fit (:func:`~._columns.column_width`), so this is the fit's one memory refusal."""
+        from . import _columns
+
+        offsets, n_factors = self._structure(n)
+        _, history, libraries = _column_plan()
+        full = memory_limit(self._max_memory_bytes)
+        check_memory(_columns.column_fit_memory(n, n_factors, len(offsets), 1, history=history) + libraries,
+                     limit=full, held=held if full is not None else 0,  # the user's limit, in the message
+                     what=f"fitting SF to {name} ({n:,} x {n:,}) from its column blocks")
+
     def _fits_in_memory(self, X) -> bool:
         """Whether the in-memory L-BFGS fit of ``X`` (formed, if a source) fits the memory limit.
 
@@ -813,16 +862,13 @@ class ChordSF(Approximation):
         from . import _columns, _sketch
 
         n = source.n
+        self._check_columns_memory(n, source.held_bytes, source.name)  # before any work
         offsets, n_factors = self._structure(n)
         shape = (n_factors, n, len(offsets))
         limit = room(source, self._max_memory_bytes)  # less what a matrix held in memory takes of it
         settings, history, libraries = _column_plan()
         width = _columns.column_width(n, n_factors, len(offsets), None if limit is None else limit - libraries,
                                       history=history)
-        full = memory_limit(self._max_memory_bytes)
-        held = source.held_bytes if full is not None else 0  # the user's limit, in the message
-        check_memory(_columns.column_fit_memory(n, n_factors, len(offsets), width, history=history) + libraries,
-                     limit=full, held=held, what=f"fitting SF to {source.name} ({n:,} x {n:,}) from its column blocks")
         lbfgs_fits = limit is None or _columns.column_fit_memory(
             n, n_factors, len(offsets), width, history=settings.history) + libraries <= limit
         # rounds of sketches where their memory fits (fewer sketch columns where all do not)
