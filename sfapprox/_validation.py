@@ -26,6 +26,7 @@ __all__ = [
     "default_memory_limit",
     "format_bytes",
     "check_path",
+    "torch_sparse_as_scipy",
 ]
 
 #: Fraction of physical RAM that a single matrix may use when no explicit
@@ -457,6 +458,46 @@ def numpy_readable(X):
     return X
 
 
+def torch_sparse_as_scipy(X, source: str = "X"):
+    """``X`` itself, or a torch sparse tensor as the scipy sparse array of its stored entries: COO
+    (duplicates kept, summed later as scipy's), CSR and CSC as they are, BSR and BSC through COO.  Only
+    the indices and values are copied (to the CPU, detached, a float type numpy lacks widened as
+    :func:`numpy_readable` does), never a dense ``N x N``.  numpy refused such a tensor with torch's own
+    "Use Tensor.to_dense() first", while a dense tensor was taken.  torch is never imported here.
+
+    Raises
+    ------
+    InputError
+        For a tensor that is not 2-D (a batched one), a hybrid COO tensor (dense dimensions in its
+        values) or a layout without sparse indices to read (mkldnn).
+    """
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(X, torch.Tensor) or X.layout == torch.strided:
+        return X
+    _check_shape(tuple(X.shape), source)
+    X = X.detach().cpu()
+    if X.layout in (torch.sparse_bsr, torch.sparse_bsc):
+        X = X.to_sparse_coo()
+    if X.layout == torch.sparse_coo:
+        if X.dense_dim():  # its values are rows or columns: no scipy sparse matrix holds that as it is
+            raise InputError(f"{source}: a hybrid sparse tensor ({X.sparse_dim()} sparse, {X.dense_dim()} dense "
+                             "dimensions); give one with 2 sparse dimensions (X.to_dense().to_sparse())")
+        X = X.coalesce()  # (its indices are read only from a coalesced tensor; duplicates summed, as scipy's)
+        rows, cols = X.indices().numpy()
+        return sp.coo_array((_values_of(X), (rows, cols)), shape=tuple(X.shape))
+    if X.layout == torch.sparse_csr:
+        return sp.csr_array((_values_of(X), X.col_indices().numpy(), X.crow_indices().numpy()), shape=tuple(X.shape))
+    if X.layout == torch.sparse_csc:
+        return sp.csc_array((_values_of(X), X.row_indices().numpy(), X.ccol_indices().numpy()), shape=tuple(X.shape))
+    raise InputError(f"{source}: a torch tensor of layout {X.layout}; give a dense tensor (X.to_dense()) or a "
+                     "sparse COO, CSR or CSC one")
+
+
+def _values_of(X) -> np.ndarray:
+    """A torch sparse tensor's stored values as numpy reads them (:func:`numpy_readable`)."""
+    return np.asarray(numpy_readable(X.values()))
+
+
 def array_of(a, source: str, what: str) -> np.ndarray:
     """An array argument other than the matrix (points, queries and keys, a samples x features table)
     as numpy reads it: a torch tensor detached (:func:`numpy_readable`: numpy's RuntimeError for one that
@@ -523,8 +564,9 @@ def check_square_matrix(X, *, source: str = "array", allow_sparse: bool = True, 
 
     Parameters
     ----------
-    X : array_like or scipy.sparse matrix/array
-        The input matrix.
+    X : array_like, scipy.sparse matrix/array or torch tensor
+        The input matrix (a torch sparse tensor is read as the scipy sparse
+        array of its entries: :func:`torch_sparse_as_scipy`).
     source : str, default="array"
         What the matrix came from (a file path, ``"X"``); every error message
         starts with it.
@@ -556,6 +598,7 @@ def check_square_matrix(X, *, source: str = "array", allow_sparse: bool = True, 
     >>> check_square_matrix([[1, 2], [3, 4]]).dtype
     dtype('float64')
     """
+    X = torch_sparse_as_scipy(X, source)  # a torch sparse tensor is a sparse matrix (numpy refused it)
     if sp.issparse(X):
         if not allow_sparse:
             raise InputError(

@@ -44,6 +44,7 @@ from ._validation import (
     format_bytes,
     held_bytes,
     memory_limit,
+    torch_sparse_as_scipy,
 )
 from .budget import Budget, parse_budget, resolve_budget
 from .factors import load_factors
@@ -289,7 +290,8 @@ def opened_input(matrix: Any, load: LoadOptions | None, max_memory: int | None =
         return open_matrix(matrix, **keywords)
     if isinstance(matrix, LoadedMatrix):  # as its file is opened: load_matrix(keep_sparse=True)'s was refused
         return kept_sparse(matrix, max_memory)
-    return operator_as_source(matrix, max_memory)
+    # a torch sparse tensor as the scipy sparse matrix it is: kept sparse where it cannot be formed
+    return operator_as_source(torch_sparse_as_scipy(matrix), max_memory)
 
 
 def as_loaded_matrix(matrix, load: LoadOptions | None, max_memory: int | None = None):

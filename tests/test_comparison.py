@@ -1004,3 +1004,22 @@ def test_run_all_calls_no_starting_hook_where_there_is_none():
     X = np.random.default_rng(0).random((16, 16))
     compare(X, ["tsvd"], budget=100, on_result=rows.append)
     assert [r.method for r in rows] == ["tsvd"]
+
+
+@pytest.mark.parametrize("layout", ["coo", "csr"])
+def test_a_torch_sparse_tensor_is_compared_as_its_scipy_matrix(layout):
+    """compare(torch.sparse_coo_tensor(...)) was refused with torch's "Use Tensor.to_dense() first" (a
+    dense tensor was taken); it is the scipy sparse matrix of its entries, kept sparse (compared from its
+    columns) where the limit cannot hold it formed, as such a scipy matrix is."""
+    torch = pytest.importorskip("torch")
+    import scipy.sparse as sp
+
+    A = sp.random(40, 40, density=0.1, random_state=0, format="coo")
+    T = torch.sparse_coo_tensor(np.vstack([A.row, A.col]), A.data, A.shape)
+    T = T if layout == "coo" else T.to_sparse_csr()
+    for limit in (None, 200 << 10):
+        got = compare(T, ["sparse"], time_limit=None, max_memory=limit)
+        want = compare(A.tocsr(), ["sparse"], time_limit=None, max_memory=limit)
+        assert got.results[0].status == "ok" and got.results[0].rel_error == want.results[0].rel_error
+        assert got.notes == want.notes
+    assert any("not formed" in note for note in got.notes)  # the small limit: kept sparse, from its columns

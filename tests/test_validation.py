@@ -113,6 +113,31 @@ class TestTorch:
         np.testing.assert_array_equal(check_square_matrix(T), T.double().numpy())
 
 
+    @pytest.mark.parametrize("layout", ["coo", "csr", "csc", "bsr", "bf16", "grad"])
+    def test_sparse_tensor_is_read_as_scipy_sparse(self, layout):
+        """torch's sparse layouts were refused with numpy's "Use Tensor.to_dense() first"; read as the
+        scipy sparse matrix of their entries (duplicates summed, never a dense N x N), a dense one's values."""
+        torch = pytest.importorskip("torch")
+        coo = torch.sparse_coo_tensor(torch.tensor([[0, 1, 2, 2], [1, 2, 0, 0]]), torch.tensor([1.0, 2.0, 3.0, 1.0]),
+                                      (3, 3))
+        T = {"coo": coo, "csr": coo.to_sparse_csr(), "csc": coo.to_sparse_csc(), "bsr": coo.to_sparse_bsr((1, 1)),
+             "bf16": coo.to(torch.bfloat16), "grad": coo.clone().requires_grad_(True)}[layout]
+        out = check_square_matrix(T)
+        assert isinstance(out, sp.csr_array) and out.nnz == 3
+        np.testing.assert_array_equal(out.toarray(), [[0, 1, 0], [0, 0, 2], [4, 0, 0]])
+
+    def test_sparse_tensors_scipy_cannot_hold_are_refused_in_one_line(self):
+        torch = pytest.importorskip("torch")
+        hybrid = torch.sparse_coo_tensor(torch.tensor([[0, 2]]), torch.ones(2, 3), (3, 3))
+        with pytest.raises(InputError) as exc:
+            check_square_matrix(hybrid, source="X")
+        assert "2 sparse dimensions" in _one_line_error(exc, "X")
+        with pytest.raises(InputError, match="2-D"):
+            check_square_matrix(torch.zeros(2, 3, 3).to_sparse(), source="X")
+        with pytest.raises(InputError, match="sparse input is not accepted"):
+            check_square_matrix(hybrid.coalesce().to_dense().to_sparse(), allow_sparse=False)
+
+
 class TestSparse:
     def test_canonical_csr_array(self):
         # Duplicates, unsorted indices, an explicit zero.
