@@ -565,3 +565,27 @@ def test_a_stop_during_the_closed_form_end_keeps_the_plain_sf_end(cls, monkeypat
     assert h.fro_error_ == pytest.approx(np.linalg.norm(X - h.operator_.to_dense()))
     c = compare(X, [cls._method], budget=h.n_stored_, settings=FitSettings(device="cpu", **FAST))
     assert [(r.status, r.fro_error is not None) for r in c.results] == [("interrupted", True)]  # its row kept
+
+
+def test_the_joint_fits_report_the_time_since_the_hybrids_fit_began(cls, monkeypatch):
+    """Each joint fit reported "elapsed" from its own grid point's start: the progress bar's time went back
+    to about 0 at each point, after the closed-form end had said the hybrid's time.  It now runs on."""
+    import time
+
+    end = cls._fit_end
+
+    def slow_end(self, *args, **kwargs):  # the closed-form end takes a while: its report says so
+        point = end(self, *args, **kwargs)
+        time.sleep(0.3)
+        return point
+
+    monkeypatch.setattr(cls, "_fit_end", slow_end)
+    X = np.random.default_rng(0).random((16, 16)) + np.eye(16)
+    seen = []
+    cls(sf_params={"max_iter": 20}, device="cpu", callback=seen.append).fit(X)
+    last_stage = max(i for i, info in enumerate(seen) if info.get("stage"))
+    joint = seen[last_stage + 1:]
+    assert joint and all(info["elapsed"] >= seen[last_stage]["elapsed"] >= 0.3 for info in joint)
+    times = [info["elapsed"] for info in seen]
+    assert times == sorted(times)  # never back, the plain end's, the closed-form end's and the joint fits'
+

@@ -238,6 +238,9 @@ class _Problem:
     deadline: _timing.Deadline = field(default_factory=lambda: _timing.Deadline(None))
     costs: StepCosts = field(default_factory=StepCosts)
     poll: Callable[[], Any] = lambda: None  # the thread governor's poll, after every iteration
+    # When the hybrid's fit began (time.perf_counter()): the progress's "elapsed" runs from it through every
+    # grid point (from each point's own start it went back to 0 at each one, the bar's time jumping back)
+    began: float = field(default_factory=time.perf_counter)
 
     def tensor(self, a):
         import torch
@@ -281,7 +284,7 @@ class _Problem:
         """``X / scale - P(W)`` for the flat factor values at the front of ``x``."""
         return self.target - dense_product(x[: math.prod(shape)].view(shape), offsets)
 
-    def minimize(self, fun, x0, share: float, begin: float) -> tuple[Any, str, int, float]:
+    def minimize(self, fun, x0, share: float) -> tuple[Any, str, int, float]:
         """L-BFGS from ``x0`` for ``share`` of the iterations (and time limit).
 
         Returns the best point, the stop reason, the iterations and the best
@@ -293,13 +296,15 @@ class _Problem:
                                      None if self.seconds is None else share * self.seconds)
         state = self.new_state(x0)
         try:
-            reason = _solver.lbfgs(fun, state, options, self._progress(begin))
+            reason = _solver.lbfgs(fun, state, options, self._progress())
         except KeyboardInterrupt:
             reason = _INTERRUPTED
         self.measured(state)
         return state["best_x"], reason, int(state["n_iter"]), state["best_loss"]
 
-    def _progress(self, begin: float, start: str | None = None):
+    def _progress(self, start: str | None = None):
+        """The solver's per-iteration callback: the governor's poll, then the user's callback with the
+        iterate's error and the seconds since the hybrid's fit began (``start``: the start it runs)."""
         user, scale, max_iter, poll = self.callback, self.scale, self.options["max_iter"], self.poll
 
         def report(state: dict) -> bool:
@@ -308,7 +313,7 @@ class _Problem:
                 return False
             info = {"iteration": state["n_iter"], "max_iter": max_iter,
                     "fro_error": scale * math.sqrt(2.0 * max(state["loss"], 0.0)),
-                    "elapsed": time.perf_counter() - begin}
+                    "elapsed": time.perf_counter() - self.began}
             if start is not None:
                 info["start"] = start
             return bool(user(info))
@@ -452,7 +457,7 @@ class _ChordHybrid(Approximation):
                 if not np.any(dense):  # (for the zero matrix both ends are exact already)
                     continue
                 warm = split.role == "sf+rest"
-                problem = problem or self._problem(n, dense, params, costs, governor.poll)
+                problem = problem or self._problem(n, dense, params, costs, governor.poll, begin)
                 left = max(0.0, deadline.left() - reserve)
                 point_time = min(left, max(left / (len(joint) - joint.index(split)),
                                            split_need(costs, 1, warm=warm)))
@@ -638,7 +643,8 @@ class _ChordHybrid(Approximation):
         )
 
     def _problem(self, n: int, dense: np.ndarray, params: dict[str, Any] | None, costs: StepCosts,
-                 poll: Callable[[], Any]) -> _Problem:
+                 poll: Callable[[], Any], began: float) -> _Problem:
+        """What the joint fits share; ``began``: when the hybrid's fit began (their progress's time runs from it)."""
         from ..sf._kernels import scaled_target, select_kernel
 
         ref = self._reference(params)
@@ -649,7 +655,7 @@ class _ChordHybrid(Approximation):
         inits = [ref.init] if ref.init in START_KINDS else list(START_KINDS)
         options = {k: getattr(ref, k) for k in ("max_iter", "ftol", "gtol", "history_size")}
         return _Problem(n, dense, fro, scale, target, kernel, options, None, inits, ref.init_noise, self.callback,
-                        self.random_state, costs=costs, poll=poll)
+                        self.random_state, costs=costs, poll=poll, began=began)
 
     def _fit_split(self, pb: _Problem, split: HybridSplit, warm: _Point | None, n_starts: int | None = None) -> _Point:
         """Joint fit of one split: probe the (first ``n_starts``) starts, continue the best, in phases.
@@ -669,7 +675,7 @@ class _ChordHybrid(Approximation):
             offsets = chord_offsets(pb.n).tolist()
             starts = pb.factor_starts(shape)
             starts = dict(list(starts.items())[: n_starts or len(starts)])
-        name, corr, x, reason, n_iter = self._probe(pb, split, starts, shape, offsets, begin)
+        name, corr, x, reason, n_iter = self._probe(pb, split, starts, shape, offsets)
         used = min(1.0, n_iter / pb.options["max_iter"]) if pb.options["max_iter"] else 0.0
         fun = None
         for k, share in enumerate(self._phases(used)):
@@ -682,7 +688,7 @@ class _ChordHybrid(Approximation):
                 pb.costs.begin = _timing.now() - started
             elif fun is None:
                 fun = self._objective(pb, corr, shape, offsets)
-            x, reason, it, _ = pb.minimize(fun, x, share, begin)
+            x, reason, it, _ = pb.minimize(fun, x, share)
             n_iter += it
         op = self._operator(pb, corr, x, shape, offsets)
         started = _timing.now()
@@ -691,7 +697,7 @@ class _ChordHybrid(Approximation):
         pb.costs.score = _timing.now() - started
         return point
 
-    def _probe(self, pb: _Problem, split: HybridSplit, starts: dict, shape, offsets, begin: float):
+    def _probe(self, pb: _Problem, split: HybridSplit, starts: dict, shape, offsets):
         """The start to continue: the only one, or the winner of ChordSF's race between the starts
         (:func:`sfapprox.sf._multistart.race`, each within ``PROBE_SHARE`` of the point's budgets).
 
@@ -711,7 +717,7 @@ class _ChordHybrid(Approximation):
             (name, (_, state)), = runs.items()
             return name, corrs[name], state["x"], "max_iter", 0
         reason = "max_iter"
-        progress = {name: pb._progress(begin, name) for name in runs}
+        progress = {name: pb._progress(name) for name in runs}
         try:
             reason = race(runs, pb.lbfgs_options, share_iter=max(1, round(PROBE_SHARE * pb.options["max_iter"])),
                           share_time=None if pb.seconds is None else PROBE_SHARE * pb.seconds,
