@@ -589,3 +589,17 @@ def test_the_joint_fits_report_the_time_since_the_hybrids_fit_began(cls, monkeyp
     times = [info["elapsed"] for info in seen]
     assert times == sorted(times)  # never back, the plain end's, the closed-form end's and the joint fits'
 
+
+def test_a_memory_refusal_comes_before_the_dense_copy_of_a_sparse_matrix():
+    """The joint fits' memory was checked after a sparse X's dense float64 copy was made (N^2 numbers a
+    refusal did not need): it is now checked first."""
+    from sfapprox import ResourceError
+
+    class NoDense(sp.csr_array):
+        def toarray(self, *args, **kwargs):
+            raise AssertionError("densified before the memory check")
+
+    X = NoDense(sp.random(64, 64, density=0.1, random_state=0, format="csr"))
+    for cls in (ChordLowRank, ChordSparse):
+        with pytest.raises(ResourceError, match="fitting sf"):
+            cls(sf_params={"max_memory": 1 << 20}, device="cpu").fit(X, check_input=False)

@@ -404,12 +404,13 @@ class _ChordHybrid(Approximation):
         self._check_sf_params()  # every value, whether or not the plain SF end is fitted at this budget
         n = X.shape[0]
         budget = sf_count(n) if self.budget is None else int(self.budget)
-        dense = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
         self._resolve_device()
         limit = self._time_limit()
         deadline = _timing.Deadline.after(limit)
         params = self._plain_params(n, budget)
-        self._check_memory(n, dense, params)  # the joint fits' need, before the grid's ends are fitted
+        self._check_memory(n, params)  # the joint fits' need, before the grid's ends are fitted
+        # (after the check: a sparse X's dense copy was made before it, N^2 numbers a refusal did not need)
+        dense = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
         if params is not None and limit is not None:
             params["time_limit"] = PLAIN_SHARE * limit
         plain = None if params is None else self._fit_plain(X, dense, params, budget)
@@ -624,9 +625,10 @@ class _ChordHybrid(Approximation):
             raise ParameterError(f"{self._method}: init={ref.init!r} is SF's start alone; the hybrids start from "
                                  "'reference' or 'identity', or race both ('auto')")
 
-    def _check_memory(self, n: int, dense: np.ndarray, params: dict[str, Any] | None) -> None:
-        """Refuse, before any fit (the grid's ends included), joint fits over the memory limit: they hold
-        the correction's target copies (3 N^2) besides what a plain fit holds."""
+    def _check_memory(self, n: int, params: dict[str, Any] | None) -> None:
+        """Refuse, before any fit (the grid's ends included) and before ``X``'s dense float64 copy is made,
+        joint fits over the memory limit: they hold that copy and the correction's target copies (3 N^2)
+        besides what a plain fit holds."""
         import torch
 
         from ..sf.model import estimate_fit_memory
@@ -636,7 +638,7 @@ class _ChordHybrid(Approximation):
         starts = 1 if ref.init in START_KINDS else len(START_KINDS)
         check_memory(
             estimate_fit_memory(n, default_n_factors(n), len(chord_offsets(n)), itemsize, ref.history_size,
-                                self._device.type, n_starts=starts, input_bytes=dense.nbytes)
+                                self._device.type, n_starts=starts, input_bytes=8 * n * n)
             + 3 * n * n * itemsize,
             what=f"fitting {self._method} to the {n} x {n} matrix on {self._device.type}",
             limit=ref._max_memory_bytes,
