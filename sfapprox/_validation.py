@@ -26,6 +26,7 @@ __all__ = [
     "default_memory_limit",
     "format_bytes",
     "check_path",
+    "is_zero_matrix",
     "torch_sparse_as_scipy",
 ]
 
@@ -456,6 +457,20 @@ def numpy_readable(X):
     if X.is_floating_point() and X.dtype not in (torch.float16, torch.float32, torch.float64):
         X = X.to(torch.float64)
     return X
+
+
+def is_zero_matrix(X) -> bool:
+    """Whether ``X``, an array or a scipy sparse matrix in memory, holds no non-zero (one pass, no
+    temporary); False for a matrix known by its columns (a source: known only by a pass over them).
+
+    Examples
+    --------
+    >>> is_zero_matrix(np.zeros((2, 2))), is_zero_matrix(np.eye(2))
+    (True, False)
+    """
+    if sp.issparse(X):
+        return X.count_nonzero() == 0
+    return isinstance(X, np.ndarray) and not X.any()
 
 
 def torch_sparse_as_scipy(X, source: str = "X"):

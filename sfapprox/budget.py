@@ -15,17 +15,24 @@ nmf             ``2 * N * r``                           W and H
 rpca            ``r * (2N + 1) + s * c``                ``c = 2`` with ``count_indices``
 sf+lr, sf+s     ``N K M + r (2N + 1) + s * c``          :func:`hybrid_count`
 sparse          ``2 * s + N + 1``                       CSR: values, columns, row pointers
+                                                        (0 for ``s = 0``)
 monarch         ``r * N' * (b1 + b2)``                  ``N' = b1 * b2 >= N`` (padding)
 monarch+lr      Monarch's + ``k * (2N + 1)``
 butterfly-hier  ``2 * N' * log2 N'``                    ``N'`` the power of two ``>= N``
 nystrom         ``r * (N + r)``                         the pivots' columns and the core
 ==============  ======================================  ==================================
+
+A method applies to a budget that holds its smallest configuration (one rank, one entry, ...):
+below it, a nonzero matrix's fit would store nothing and be no approximation, so it is refused.
+The zero matrix is the exception: a method that holds it exactly in 0 numbers (a rank-0 low-rank
+fit, a CSR of no entries) does so within any budget, at every N (:func:`rank_within`).
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -157,9 +164,14 @@ def check_within(count: int, budget: int | None, what: str, advice: str) -> None
 
 
 def rank_within(n: int, n_components: int | None, budget: int | None, rank_for_budget, count, method: str,
-                what: str = "rank") -> int:
+                what: str = "rank", zero: Callable[[], bool] | None = None) -> int:
     """The rank of a low-rank fit: ``n_components`` when given (at most ``N``, and within ``budget``
     when both are given: never over it silently), else the largest that fits ``budget``.
+
+    A budget below one unit is refused (for a nonzero matrix the fit would store nothing and be no
+    approximation: never a zero "fit"), except for the zero matrix (``zero()`` True): rank 0 holds it
+    exactly in 0 numbers, within any budget.  It was refused at N <= 2 (SF's budget there is below one
+    rank) while at N = 5 the same method stored 0 numbers.
 
     Parameters
     ----------
@@ -177,6 +189,9 @@ def rank_within(n: int, n_components: int | None, budget: int | None, rank_for_b
         The method, as messages name it ("TSVD").
     what : str, default="rank"
         What a unit of the rank is called ("rank", "Nyström pivot").
+    zero : callable or None, default=None
+        ``zero() -> bool``: whether the matrix is the zero matrix, asked only where the budget is below
+        one unit (None: not known, as for a matrix known by its columns).
 
     Returns
     -------
@@ -202,6 +217,8 @@ def rank_within(n: int, n_components: int | None, budget: int | None, rank_for_b
         raise ParameterError(f"{method} needs n_components (the rank) or a budget")
     if n_components is None:
         rank = rank_for_budget(n, budget)
+        if rank == 0 and zero is not None and zero():
+            return 0  # the zero matrix: held exactly by storing nothing, whatever the budget
         if rank == 0:
             raise BudgetError(f"{method}: budget {budget} is below one {what} of a {n} x {n} matrix "
                               f"({count(n, 1)} numbers)")
@@ -847,7 +864,11 @@ def sf_s_count(n: int, n_factors: int, n_offsets: int, n_sparse: int, *, count_i
 
 # =============================================================================== sparse storage
 def sparse_count(n: int, n_sparse: int) -> int:
-    """Stored numbers of ``s`` entries of an ``n x n`` matrix in CSR: ``2 s + N + 1``.
+    """Stored numbers of ``s`` entries of an ``n x n`` matrix in CSR: ``2 s + N + 1``; none for no entries.
+
+    The zero matrix's CSR is nothing but ``N + 1`` zero row pointers, implied by ``N`` as a rank-0
+    TSVD's empty factors are: it stores 0 numbers (as a rank-0 fit does), and the sparse method holds
+    the zero matrix within any budget.
 
     Parameters
     ----------
@@ -858,10 +879,11 @@ def sparse_count(n: int, n_sparse: int) -> int:
 
     Examples
     --------
-    >>> sparse_count(10, 4)
-    19
+    >>> sparse_count(10, 4), sparse_count(10, 0)
+    (19, 0)
     """
-    return 2 * _whole(n_sparse, "n_sparse") + int(n) + 1
+    s = _whole(n_sparse, "n_sparse")
+    return 2 * s + int(n) + 1 if s else 0
 
 
 def sparse_entries_for_budget(n: int, budget: int) -> int:

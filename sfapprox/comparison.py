@@ -1225,6 +1225,8 @@ def run_all(
             # nothing worth keeping, but the finished rows are.
             result = MethodResult(name, "interrupted", reason=f"stopped by {stop_cause()} before it finished",
                                   seconds=time.perf_counter() - start)
+        if result.status == "ok" and result.nnz == 0 and fro_norm == 0.0:
+            need = 0  # the zero matrix, held in 0 numbers within any budget (budget.rank_within): from 0 on
         result.min_budget = need
         result.time_limit = limit
         by_name[name] = result

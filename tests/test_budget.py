@@ -221,7 +221,8 @@ def test_counts_refuse_a_negative_or_fractional_part_and_ranks_for_a_negative_bu
     from sfapprox.budget import nmf_count, nmf_rank_for_budget, nystrom_count, sparse_count, tsvd_count, tsvd_rank_for_budget
 
     assert tsvd_rank_for_budget(16, -5) == 0 and nmf_rank_for_budget(16, -5) == 0
-    assert tsvd_count(16, np.int64(2)) == 66 and sparse_count(16, 0) == 17
+    # (no entries store nothing: the zero matrix's CSR, its row pointers all 0, as a rank-0 TSVD)
+    assert tsvd_count(16, np.int64(2)) == 66 and sparse_count(16, 1) == 19 and sparse_count(16, 0) == 0
     for count, value in ((tsvd_count, -1), (nmf_count, 1.5), (nystrom_count, -2), (sparse_count, True)):
         with pytest.raises(ParameterError, match="must be a whole number >= 0"):
             count(16, value)
@@ -255,3 +256,23 @@ def test_a_fraction_of_n_squared_is_the_count_it_names_not_one_less(fraction, n,
     """0.009 of 3,000² is 81,000; in floats 0.009 * 9e6 is 80,999.99999999999, and a sweep's row read
     "80,999" between 72,000 and 90,000."""
     assert resolve_budget(fraction, n).value == count
+
+
+def test_the_zero_matrix_is_held_in_no_numbers_within_any_budget():
+    """A budget below one rank was refused for the zero matrix at N <= 2 (SF's budget there), while at
+    N = 5 the same methods stored 0 numbers: rank 0 holds it exactly, within any budget.  A nonzero
+    matrix is refused as before (a fit storing nothing is no approximation)."""
+    from sfapprox.budget import rank_within, tsvd_count, tsvd_rank_for_budget
+
+    asked = []
+
+    def zero():
+        asked.append(True)
+        return True
+
+    assert rank_within(2, None, 4, tsvd_rank_for_budget, tsvd_count, "TSVD", zero=zero) == 0
+    assert rank_within(5, None, 60, tsvd_rank_for_budget, tsvd_count, "TSVD", zero=zero) == 5  # (then 0 kept)
+    assert len(asked) == 1  # asked only below one rank
+    for not_zero in (None, lambda: False):
+        with pytest.raises(BudgetError, match="budget 4 is below one rank of a 2 x 2 matrix"):
+            rank_within(2, None, 4, tsvd_rank_for_budget, tsvd_count, "TSVD", zero=not_zero)

@@ -117,8 +117,9 @@ def test_cli_end_to_end(tmp_path, name):
     data = json.loads(text)
     assert [r["method"] for r in data["results"]] == ["sf", "tsvd"]
     for row in data["results"]:
-        if row["method"] == "tsvd" and data["budget"] < 2 * data["matrix"]["n"] + 1:
-            # N <= 2: SF's budget is below one rank (2N + 1 numbers); said, never a zero "fit"
+        if row["method"] == "tsvd" and data["budget"] < 2 * data["matrix"]["n"] + 1 and name not in ZERO:
+            # N <= 2: SF's budget is below one rank (2N + 1 numbers); said, never a zero "fit" of a nonzero
+            # matrix (the zero matrix is held by rank 0 in 0 numbers, within any budget)
             assert row["status"] == "not applicable" and "below one rank" in row["reason"]
             continue
         assert row["status"] == "ok" and row["nnz"] <= data["budget"]
@@ -238,6 +239,28 @@ def test_every_method_at_tiny_orders_fits_within_its_budget_or_says_why(n, kind)
     X = np.random.default_rng(n).standard_normal((n, n)) if kind == "random" else np.zeros((n, n))
     rows = _check_rows(compare(X, _all_methods(), max_iter=ITERS_ALL, time_limit=10, device="cpu"), X)
     assert rows["sf"].status == "ok"  # SF's own budget always holds SF
+
+
+#: The methods that hold the zero matrix exactly in 0 numbers (a rank 0, no entries).
+NOTHING_STORED = ("tsvd", "rsvd", "nystrom", "sparse", "rpca", "rpca-pcp", "nmf")
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+def test_the_zero_matrix_rows_are_the_same_at_every_order(n):
+    """At N = 2 sparse, tsvd and rsvd were "not applicable" (SF's budget below one rank or entry) though 0
+    numbers hold the zero matrix exactly, while at N = 5 they stored 0 (sparse 6, its row pointers, with
+    "min budget 8").  At every N they now store 0, from a least budget of 0; a nonzero matrix is refused
+    below one unit as before."""
+    from sfapprox import compare
+
+    rows = {r.method: r for r in compare(np.zeros((n, n)), list(NOTHING_STORED), max_iter=ITERS_ALL, time_limit=10,
+                                          device="cpu").results}
+    for name in NOTHING_STORED:
+        row = rows[name]
+        assert (row.status, row.nnz, row.fro_error, row.min_budget) == ("ok", 0, 0.0, 0), (name, row)
+    if n <= 2:
+        nonzero = {r.method: r for r in compare(np.eye(n), ["tsvd", "sparse"], time_limit=10, device="cpu").results}
+        assert all(r.status == "not applicable" and "below one" in r.reason for r in nonzero.values())
 
 
 def _rank_one(n: int = 6) -> np.ndarray:

@@ -239,12 +239,14 @@ def test_the_sweep_draws_estimated_errors_with_their_intervals_and_its_notes_und
 
 
 def test_the_sweep_says_each_reason_at_the_budgets_it_holds_at(monkeypatch, tmp_path):
-    """A zero matrix's sweep, its smallest budget below one rank, said "tsvd: not applicable at every budget":
-    the first budget's reason was said of all of them, though tsvd ran at the others (no relative error)."""
+    """A zero matrix's sweep, its smallest budget below tsvd's one rank, said "tsvd: not applicable at every
+    budget": the first budget's reason was said of all of them, though tsvd ran at the others (no relative
+    error).  (tsvd now holds the zero matrix in 0 numbers at any budget: monarch's smallest matrix, 84
+    numbers at N = 12, is the budget it is below.)"""
     pytest.importorskip("matplotlib")
     figures = _figures(monkeypatch)
-    plot_sweep(sweep(np.zeros((12, 12)), [10, 0.3, 0.5], ["tsvd"]), tmp_path / "s.png")
-    assert ("tsvd: not applicable at 1 of 3 budgets; no relative error (‖X‖_F = 0) at 2 of 3 budgets"
+    plot_sweep(sweep(np.zeros((12, 12)), [10, 0.6, 0.8], ["monarch"]), tmp_path / "s.png")
+    assert ("monarch: not applicable at 1 of 3 budgets; no relative error (‖X‖_F = 0) at 2 of 3 budgets"
             in [t.get_text() for t in figures[0].axes[0].texts])
 
 

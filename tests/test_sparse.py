@@ -19,7 +19,8 @@ def _random_sparse(n=30, density=0.1, seed=0):
 
 
 def test_count_and_its_inverse():
-    assert sparse_count(10, 0) == 11 and sparse_count(10, 7) == 25
+    # no entries store nothing (the zero matrix's CSR: N + 1 row pointers, all 0), as a rank-0 TSVD
+    assert sparse_count(10, 0) == 0 and sparse_count(10, 1) == 13 and sparse_count(10, 7) == 25
     for n in (1, 5, 40):
         for budget in range(n + 1, n + 60):
             s = sparse_entries_for_budget(n, budget)
@@ -90,9 +91,14 @@ def test_budget_below_one_entry_and_missing_parameters():
         SparseApproximation().fit(X)
     with pytest.raises(ParameterError, match="'n_sparse' parameter"):
         SparseApproximation(n_sparse=-1).fit(X)
-    # The zero matrix: nothing to keep, exact with the row pointers alone.
-    z = SparseApproximation(budget=50).fit(np.zeros((6, 6)))
-    assert z.stop_reason_ == "exact" and z.n_stored_ == 7 and not z.to_dense().any()
+    # The zero matrix: nothing to keep, exact, and nothing stored (its CSR's row pointers are all 0: it
+    # stored those 7 with "min budget 9", and below one entry it was refused, where a rank-0 TSVD stores 0)
+    for budget in (50, 8, 0):
+        z = SparseApproximation(budget=budget).fit(np.zeros((6, 6)))
+        assert z.stop_reason_ == "exact" and z.n_stored_ == 0 and not z.to_dense().any()
+        assert z.operator_.n_stored == 0 and z.params_["exact_budget"] == 0
+    z = SparseApproximation(budget=8).fit(sp.csr_array((6, 6)))  # (sparse: no non-zero, the same)
+    assert z.n_stored_ == 0
 
 
 def test_operator_products_and_arrays_round_trip():

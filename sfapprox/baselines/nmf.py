@@ -31,6 +31,7 @@ from .._errors import ConvergenceWarning, NotApplicableError
 from .._params import MEMORY_LIMIT, SEED, Interval, Options
 from .._progress import Reporter
 from .._settings import DEFAULT_TIME_LIMIT
+from .._validation import is_zero_matrix
 from ..budget import nmf_count, nmf_rank_for_budget, rank_within
 from ..metrics import operator_error
 from ..operators import HybridOperator
@@ -577,7 +578,8 @@ class NMF(Approximation):
         X = self._validate(X, check_input)
         X = self._within_limit(X)  # its working arrays over the limit: refused before any work
         n = X.shape[0]
-        rank = rank_within(n, self.n_components, self.budget, nmf_rank_for_budget, nmf_count, "NMF")
+        rank = rank_within(n, self.n_components, self.budget, nmf_rank_for_budget, nmf_count, "NMF",
+                           zero=lambda: is_zero_matrix(X))  # the zero matrix: rank 0 within any budget
         low = float(X.data.min(initial=0.0) if hasattr(X, "toarray") else X.min())
         if low < 0:
             raise NotApplicableError(

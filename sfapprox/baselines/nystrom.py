@@ -40,6 +40,7 @@ from .._errors import NotApplicableError
 from .._params import MEMORY_LIMIT, SEED, Interval, Options
 from .._settings import DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
+from .._validation import is_zero_matrix
 from ..budget import nystrom_count, nystrom_rank_for_budget, rank_within
 from ..operators.nystrom import NystromOperator
 from ..sources import MatrixSource, as_source
@@ -486,7 +487,7 @@ class Nystrom(Approximation):
         n = source.n
         # (n_components=0 is the zero matrix, as in TruncatedSVD)
         rank = rank_within(n, self.n_components, self.budget, nystrom_rank_for_budget, nystrom_count, "Nystrom",
-                           what="Nyström pivot")
+                           what="Nyström pivot", zero=lambda: is_zero_matrix(given))
         deadline = _timing.Deadline.after(self.time_limit)
         diagonal = _check_structure(source, self.random_state)
         source = as_source(self._from_columns(given, nystrom_count(n, rank)), name)

@@ -65,7 +65,7 @@ from .._progress import Reporter
 from .._settings import COUNT_INDICES, DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
 from ..sources import MatrixSource, columns_within, room
-from .._validation import LIBRARY_WORKING_SET, check_memory, estimate_dense_bytes
+from .._validation import LIBRARY_WORKING_SET, check_memory, estimate_dense_bytes, is_zero_matrix
 from ._rpca_parts import _Candidate, carrying_entries, skipped_record, split_stage
 from ..budget import (
     check_within,
@@ -489,11 +489,15 @@ def _resolve_splits(
     count_indices: bool,
     rank_grid=None,
     max_rank: int | None = None,
+    zero: Callable[[], bool] | None = None,
 ) -> list[tuple[int, int]]:
     """The ``(rank, n_sparse)`` pairs to try, each within the budget.
 
     ``max_rank`` caps every rank (PCP's natural rank); with a budget, the
-    sparse part then gets what the smaller rank leaves.
+    sparse part then gets what the smaller rank leaves.  A budget that holds
+    neither a sparse entry nor a rank-1 term is refused, but for the zero
+    matrix (``zero()`` True, asked only then): ``(0, 0)`` holds it exactly in 0
+    numbers (:func:`~sfapprox.budget.rank_within`'s rule).
     """
     _check_rank_grid(rank_grid)
     cap = n if max_rank is None else min(n, max_rank)
@@ -515,6 +519,8 @@ def _resolve_splits(
     ranks = _grid_ranks(min(cap, tsvd_rank_for_budget(n, budget)), rank_grid)
     splits = [(r, rpca_sparse_for_budget(n, budget, r, count_indices=ci)) for r in ranks]
     splits = [(r, s) for r, s in splits if r or s]  # a split that stores nothing is no approximation
+    if not splits and zero is not None and zero():
+        return [(0, 0)]  # the zero matrix: exact, storing nothing, within any budget
     if not splits:
         need = rpca_count(n, 0, 1, count_indices=ci)
         each = "2 numbers each: value and position" if ci else "1 number each"
@@ -1045,7 +1051,8 @@ class RobustPCA(Approximation):
         if isinstance(X, MatrixSource):
             return self._fit_columns(X)
         n = X.shape[0]
-        splits = self._splits(n)  # checks the budget before any work
+        zero = lambda: is_zero_matrix(X)  # noqa: E731
+        splits = self._splits(n, zero=zero)  # checks the budget before any work
         try:
             check_memory(
                 work_bytes(n, self.method, [rank for rank, _ in splits]),
@@ -1066,7 +1073,7 @@ class RobustPCA(Approximation):
         with few_threads(n, device):
             Xt = torch.as_tensor(dense, dtype=dtype, device=device)
             if self.method == "pcp":
-                split_for = lambda max_rank: self._splits(n, max_rank)  # noqa: E731
+                split_for = lambda max_rank: self._splits(n, max_rank, zero=zero)  # noqa: E731
                 best, grid, extra = _fit_pcp(dense, Xt, split_for, pcp_tol=self.pcp_tol, seed=self.random_state,
                                              count_indices=self.count_indices, **options)
             else:
@@ -1127,7 +1134,8 @@ class RobustPCA(Approximation):
         share = fitted.params_.get("columns_read", n) / n
         return Start(op.U, op.s, op.Vt, product_pass=float(fitted.seconds_) / (fitted.params_["passes"] - 1 + share))
 
-    def _splits(self, n: int, max_rank: int | None = None) -> list[tuple[int, int]]:
+    def _splits(self, n: int, max_rank: int | None = None,
+                zero: Callable[[], bool] | None = None) -> list[tuple[int, int]]:
         return _resolve_splits(
             n,
             self.rank,
@@ -1136,6 +1144,7 @@ class RobustPCA(Approximation):
             count_indices=self.count_indices,
             rank_grid=self.rank_grid,
             max_rank=max_rank,
+            zero=zero,
         )
 
     def _store(self, n: int, best: _Candidate, grid: list[dict], extra: dict, device, dtype) -> None:

@@ -39,6 +39,7 @@ from .._params import MEMORY_LIMIT, SEED, Interval
 from .._settings import DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
 from ._rank import numerical_rank
+from .._validation import is_zero_matrix
 from ..budget import rank_within, tsvd_count, tsvd_rank_for_budget
 from ..operators import HybridOperator
 from ..sources import as_source, block_columns
@@ -578,8 +579,9 @@ class RandomizedSVD(Approximation):
         start = time.perf_counter()
         given = self._validate(X, check_input)
         n = given.shape[0]
-        rank = rank_within(n, self.n_components, self.budget, tsvd_rank_for_budget, tsvd_count, "RandomizedSVD")
-        if rank == 0:  # n_components=0: the zero matrix, as TruncatedSVD gives it (no sketch, no pass)
+        rank = rank_within(n, self.n_components, self.budget, tsvd_rank_for_budget, tsvd_count, "RandomizedSVD",
+                           zero=lambda: is_zero_matrix(given))  # the zero matrix: rank 0 within any budget
+        if rank == 0:  # n_components=0 (or X = 0): the zero matrix, as TruncatedSVD gives it (no sketch, no pass)
             return self._set_fit(0, np.zeros((n, 0)), np.zeros(0), np.zeros((0, n)), 0, 0, start, "exact")
         deadline = _timing.Deadline.after(self.time_limit)
         # BLAS threads from the free cores: a second thread on a busy core made a QR 100x slower.

@@ -12,7 +12,8 @@ and one flat position, ``2·s``; CSR pays ``N + 1`` more for its row pointers).
 
 **Budget rule** (:func:`sparse_entries_for_budget`): at a budget ``B`` it keeps
 ``s = min(nnz(X), floor((B - N - 1) / 2))`` entries; below ``N + 3`` (one
-entry) it does not apply.  When ``nnz(X)`` entries fit, all of them are kept
+entry) it does not apply, but to the zero matrix, which it holds in 0 numbers
+(no entry, no row pointers: :func:`sparse_count`) within any budget.  When ``nnz(X)`` entries fit, all of them are kept
 and the surrogate is ``X`` itself: ``stop_reason_ == "exact"`` and
 ``params_["exact"]`` is True; storing ``X`` exactly costs
 ``2·nnz(X) + N + 1`` numbers (``params_["exact_budget"]``).  Otherwise the
@@ -38,7 +39,7 @@ from .._params import MEMORY_LIMIT, Interval
 from ..budget import check_within, sparse_count, sparse_entries_for_budget
 from ..metrics import SPARSE_TARGET_MIN_SHARE
 from ..operators.sparse import SparseOperator
-from .._validation import check_squared_norm, memory_limit
+from .._validation import check_squared_norm, is_zero_matrix, memory_limit
 from ..sources import BLOCK_SHARE, ArraySource, DistributedSource, MatrixSource
 
 __all__ = ["SparseApproximation", "SparseOperator", "sparse_count", "sparse_entries_for_budget", "top_entries",
@@ -498,7 +499,8 @@ class SparseApproximation(Approximation):
             raise ParameterError("SparseApproximation needs n_sparse or a budget")
         if self.n_sparse is None:
             limit = sparse_entries_for_budget(n, self.budget)
-            if limit == 0:
+            # the zero matrix: no entry to keep, and no entry stores nothing (sparse_count), within any budget
+            if limit == 0 and not is_zero_matrix(X):
                 raise BudgetError(f"budget {self.budget} is below one entry of a {n} x {n} CSR matrix "
                                   f"({sparse_count(n, 1)} numbers: value, column index and {n + 1} row pointers)")
         else:

@@ -20,6 +20,7 @@ from .. import _timing
 from .._params import MEMORY_LIMIT, SEED, Interval, Options
 from .._settings import DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
+from .._validation import is_zero_matrix
 from ..budget import paper_tsvd_rank, rank_within, tsvd_count, tsvd_rank_for_budget
 from ..operators import HybridOperator
 from ._rank import carrying_rank, numerical_rank, round_off  # noqa: F401 - their names here since before (rpca, nmf import them)
@@ -278,7 +279,8 @@ class TruncatedSVD(Approximation):
         X = self._validate(X, check_input)
         X = self._within_limit(X)  # its working arrays over the limit: refused before any work
         n = X.shape[0]
-        rank = rank_within(n, self.n_components, self.budget, tsvd_rank_for_budget, tsvd_count, "TruncatedSVD")
+        rank = rank_within(n, self.n_components, self.budget, tsvd_rank_for_budget, tsvd_count, "TruncatedSVD",
+                           zero=lambda: is_zero_matrix(X))  # the zero matrix: rank 0 within any budget
         solver = self.solver
         if solver == "auto":
             solver = "exact" if n <= EXACT_MAX_N else "randomized"

@@ -64,7 +64,8 @@ class SparseOperator(SurrogateOperator):
 
     @property
     def n_stored(self) -> int:
-        """``2 s + N + 1``: values, column indices and row pointers (:func:`~sfapprox.budget.sparse_count`)."""
+        """``2 s + N + 1``: values, column indices and row pointers; 0 for no entries
+        (:func:`~sfapprox.budget.sparse_count`)."""
         return sparse_count(self.shape[0], self.matrix.nnz)
 
     def _apply(self, B: np.ndarray, transpose: bool) -> np.ndarray:
