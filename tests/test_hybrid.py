@@ -567,6 +567,7 @@ def test_a_stop_during_the_closed_form_end_keeps_the_plain_sf_end(cls, monkeypat
     assert [(r.status, r.fro_error is not None) for r in c.results] == [("interrupted", True)]  # its row kept
 
 
+@pytest.mark.parametrize("cls", [ChordLowRank, ChordSparse])
 def test_the_joint_fits_report_the_time_since_the_hybrids_fit_began(cls, monkeypatch):
     """Each joint fit reported "elapsed" from its own grid point's start: the progress bar's time went back
     to about 0 at each point, after the closed-form end had said the hybrid's time.  It now runs on."""
