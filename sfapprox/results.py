@@ -255,9 +255,7 @@ class Comparison(ShownAsTables):
             return {"winner": None if tied is not None else best.method, "text": text, "ratio": None, "exact": True,
                     "suggest": []}
         if tied is not None and not (best.error_estimate or tied.error_estimate):
-            text = (f"no clear winner: {best.method} and {tied.method} reach the same error "
-                    f"({_with_interval(best)}) with the same {counted(best.nnz, 'stored number')}")
-            return {"winner": None, "text": text, "ratio": None, "exact": False, "suggest": []}
+            return _tie_verdict(best, tied)
         if tied is not None:
             text = (f"no clear winner: {best.method} ({_with_interval(best)}) and {tied.method} "
                     f"({_with_interval(tied)}) are within each other's 95% intervals; estimate from more "
@@ -532,6 +530,27 @@ def error_text(r: MethodResult, *, absolute: bool = False) -> str:
         return "n/a" if r.status == "not applicable" else r.status
     stop = r.params.get("stop_reason")
     return error_cell(r, value, interval) + (f" ({stop})" if stop in ("time_limit", "max_iter") else "")
+
+
+def _tie_verdict(best: MethodResult, tied: MethodResult) -> dict[str, Any]:
+    """The verdict of two exactly scored rows of the same rank (:func:`rank_key`): the same error, or both
+    reproducing X, their errors each its own round-off.  Its text quotes each row's error where they differ:
+    "tsvd and rsvd reach the same error (6.737e-15 relative)" sat beside rsvd's row of 1.298e-15.
+
+    Examples
+    --------
+    >>> _tie_verdict(MethodResult("tsvd", "ok", 9, 7e-14, 7e-15), MethodResult("rsvd", "ok", 9, 1e-14, 1e-15))["text"]
+    'no clear winner: tsvd and rsvd both reproduce X to round-off (7e-15 and 1e-15 relative) with the same 9 stored numbers'
+    """
+    same = f"with the same {counted(best.nnz, 'stored number')}"
+    exact = _is_exact(best) and _is_exact(tied)
+    if best.rel_error == tied.rel_error:  # (one number is true of both)
+        errors = f"({_with_interval(best)})"
+    else:
+        errors = f"({error_cell(best, best.rel_error, 'rel_interval')} and {_with_interval(tied)})"
+    how = "both reproduce X to round-off" if exact else "reach the same error"
+    return {"winner": None, "text": f"no clear winner: {best.method} and {tied.method} {how} {errors} {same}",
+            "ratio": None, "exact": exact, "suggest": []}
 
 
 def _stopped_words(rows: list[MethodResult]) -> str:

@@ -231,6 +231,19 @@ def test_an_exact_tie_has_no_winner_whatever_the_order_of_the_methods():
         assert c.winner() is None and "reach the same error" in c.verdict()["text"], order
 
 
+def test_a_tie_of_rows_at_round_off_quotes_each_row_s_own_error():
+    """Two rows reproducing X tie on their rank (error 0, the same count): the verdict said "tsvd and rsvd
+    reach the same error (6.737e-15 relative)" where rsvd's row showed 1.298e-15."""
+    rows = [MethodResult("tsvd", "ok", 100, 6.737e-14, 6.737e-15, 0.1),
+            MethodResult("rsvd", "ok", 100, 1.298e-14, 1.298e-15, 0.1)]
+    c = Comparison(matrix={"name": "X", "n": 20}, budget=200, budget_spec="200", results=rows)
+    v = c.verdict()
+    assert v["winner"] is None and v["exact"]
+    assert v["text"] == ("no clear winner: tsvd and rsvd both reproduce X to round-off (6.737e-15 and 1.298e-15 "
+                         "relative) with the same 100 stored numbers")
+    assert v["text"] in repr(c)  # the table's and the repr's verdict are this one text
+
+
 def test_an_estimated_error_is_never_called_exact():
     """A sample of exact columns gave "0 ± 0" (now "0 ± ?"), and the verdict said the surrogate (relative
     error 0.014) reproduced X exactly."""
