@@ -266,7 +266,8 @@ class Approximation:
         if name.endswith("_") and not name.startswith("_") and not fitted:
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet (no {name}); call fit(X) first")
         if fitted and name in ("fro_error_", "rel_error_"):
-            # a fitted estimator told "not fitted yet": only SF and the hybrids keep their error from the fit
+            # a fitted estimator told "not fitted yet": only the methods whose fit scores its result (SF, the
+            # hybrids, Monarch, RPCA in memory, top-s from columns) keep their error from the fit
             raise AttributeError(f"{type(self).__name__} keeps no {name} (its fit does not score it): "
                                  f"frobenius_error(X) gives the absolute and relative errors")
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")

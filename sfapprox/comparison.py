@@ -172,10 +172,11 @@ def row_error(est, X, fro_norm: float | None = None, *, threads: int | None = No
     """A fitted method's error against the in-memory ``X``: :func:`~sfapprox.metrics.operator_error`.
 
     SF and the hybrids score themselves with that same function against the ``X`` they were fitted
-    to (``fro_error_``, exact, float64; from columns by an exact pass): that number is taken rather
-    than a second pass over ``N^2`` entries (9.5 s at N = 16,384 on 2 cores,
+    to (``fro_error_``, exact, float64; from columns by an exact pass), and RPCA in memory by the norm of
+    its chosen split's float64 residual (the same to round-off, ``tests/test_rpca.py``): that number is
+    taken rather than a second pass over ``N^2`` entries (9.5 s at N = 16,384 on 2 cores,
     ``benchmarks/results/scoring.md``).  Every other method, and an estimator that left its error
-    unknown, is scored here.
+    unknown (None), is scored here.
 
     Parameters
     ----------

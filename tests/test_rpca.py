@@ -1036,3 +1036,44 @@ def test_the_start_svds_power_iterations_keep_to_the_time_limit(slow_power_itera
     X = np.random.default_rng(4).random((60, 60))
     est = RobustPCA(budget=1500, method=method, time_limit=4.5, random_state=0).fit(X)
     assert done == [1] and est.n_stored_ <= 1500  # one iteration of 7; the fit goes on from it
+
+
+@pytest.mark.parametrize("method", ["godec", "pcp"])
+@pytest.mark.parametrize("name", ["planted", "gaussian", "exact"])
+def test_the_fit_keeps_its_chosen_split_s_error_the_same_as_a_scoring_pass_to_round_off(method, name):
+    """RobustPCA scored its splits in float64 against X and kept no fro_error_: a comparison made one more pass
+    over X to score its row, outside the fit's seconds.  The kept error is operator_error's to round-off
+    (its residual is X - L with S's positions set to 0, the pass's X - (L + S)): within 1e-12 of ||X||."""
+    from sfapprox.metrics import operator_error
+
+    X = {"planted": lambda: _planted(40, 2, 30, seed=3), "gaussian": MATRICES["gaussian"],
+         "exact": lambda: _planted(30, 1, 5, seed=4)}[name]()  # exact: rank 1 + 5 entries, all in the budget
+    est = RobustPCA(budget=800, method=method, device="cpu", time_limit=None).fit(X)
+    fro, rel = operator_error(X, est.operator_)
+    norm = float(np.linalg.norm(X))
+    assert abs(est.fro_error_ - fro) <= 1e-12 * norm and est.rel_error_ == pytest.approx(est.fro_error_ / norm)
+    if name != "exact":
+        assert est.fro_error_ == pytest.approx(fro, rel=1e-10)
+    if name == "exact":
+        assert est.rel_error_ < 1e-12
+
+
+def test_a_comparison_takes_rpca_s_own_error_rather_than_a_pass_more(monkeypatch):
+    from sfapprox import compare, comparison
+    from sfapprox.metrics import operator_error
+
+    scored = []
+    real = comparison.operator_error
+    monkeypatch.setattr(comparison, "operator_error", lambda X, op, *a, **k: scored.append(op) or real(X, op, *a, **k))
+    X = _planted(40, 2, 30, seed=5)
+    row = compare(X, ["rpca"], budget=800, device="cpu", time_limit=None).results[0]
+    assert row.status == "ok" and scored == []  # no scoring pass of its own
+    assert row.fro_error == row.estimator.fro_error_
+    assert row.fro_error == pytest.approx(operator_error(X, row.operator)[0], rel=1e-10)
+
+
+def test_a_fit_from_columns_keeps_no_error_of_its_own_and_is_scored():
+    """From columns a split's error is a difference of sums of squares: None, the row scored as any other."""
+    X = _planted(40, 2, 30, seed=6)
+    est = RobustPCA(budget=800, device="cpu", time_limit=None).fit(as_source(X))
+    assert est.fro_error_ is None and est.rel_error_ is None

@@ -578,7 +578,7 @@ def _fit_split(dense: np.ndarray, Xt, rank: int, n_sparse: int, start, *, max_it
 
 
 def _fit_grid(dense: np.ndarray, Xt, splits, *, seed: int, deadline: _timing.Deadline | None = None,
-              count_indices: bool = COUNT_INDICES, report: Reporter | None = None,
+              count_indices: bool = COUNT_INDICES, report: Reporter | None = None, norm: float | None = None,
               **options) -> tuple[_Candidate, list[dict]]:
     """GoDec at every split from one shared start SVD; the smallest error wins, and of the splits that
     reproduce ``X`` (:func:`~._rpca_parts.preferred`) the one storing fewest numbers.
@@ -603,10 +603,12 @@ def _fit_grid(dense: np.ndarray, Xt, splits, *, seed: int, deadline: _timing.Dea
     it in 2,570.
 
     ``report`` (a :class:`~sfapprox._progress.Reporter`) is told each stage (the start SVD, each
-    split) and given GoDec's iterations and every error the fit computes anyway.
+    split) and given GoDec's iterations and every error the fit computes anyway.  ``norm``: ``||dense||_F``
+    where the caller computed it (None: computed here).
     """
     report = report or Reporter(None)
-    n, norm = dense.shape[0], float(np.linalg.norm(dense))
+    n = dense.shape[0]
+    norm = float(np.linalg.norm(dense)) if norm is None else norm
     report.at("start SVD")
     start = _start_svd(dense, max(rank for rank, _ in splits), seed, deadline)
     top = max(splits)  # the largest rank: its start is TSVD's L
@@ -675,7 +677,7 @@ def _low_rank_error(norm: float, sig: np.ndarray, rank: int) -> float:
 
 def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int, tol: float,
              deadline: _timing.Deadline | None = None, seed: int = 0, count_indices: bool = COUNT_INDICES,
-             report: Reporter | None = None) -> tuple:
+             report: Reporter | None = None, norm: float | None = None) -> tuple:
     """PCP, cut to each split of the grid, each split refitted with GoDec; the smallest refitted error wins.
 
     ``split_for(max_rank)`` gives the ``(rank, n_sparse)`` splits allowed with
@@ -716,12 +718,14 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
     list (each record's ``start``: ``"pcp"`` or ``"tsvd"``, and where both ran
     ``other_start``, the other's ``start`` and ``fro_error``) and the PCP
     entries of ``params_`` (``start``, ``cut`` and ``cut_error``: the chosen
-    split's start and PCP cut).  ``report``: as :func:`_fit_grid`'s (PCP's iterations, then each refit's).
+    split's start and PCP cut).  ``report`` and ``norm``: as :func:`_fit_grid`'s (PCP's iterations, then
+    each refit's).
     """
     import torch
 
     report = report or Reporter(None)
-    n, norm = dense.shape[0], float(np.linalg.norm(dense))
+    n = dense.shape[0]
+    norm = float(np.linalg.norm(dense)) if norm is None else norm
     top = max(split_for(None))  # the largest rank the budget holds, with what it leaves to S
     # X's best rank-r for every r of the grid, from one SVD (TSVD's own, as TruncatedSVD computes it)
     report.at("start SVD")
@@ -932,6 +936,10 @@ class RobustPCA(Approximation):
     index_storage_ : int
         Positions ``S`` needs (``n_sparse_``), reported whatever ``count_indices`` is.
     seconds_ : float
+    fro_error_, rel_error_ : float, float or None
+        ``||X - L - S||_F`` and that over ``||X||_F``, as the fit scored its chosen split in float64 (the
+        same as :meth:`frobenius_error` to round-off; the relative error None for X all zeros).  None
+        after a fit from columns, whose errors are differences of sums of squares: score it there.
     stop_reason_ : str
         The chosen split's: ``"exact"``, ``"converged"``, ``"max_iter"`` or ``"time_limit"``.
     params_ : dict
@@ -1068,8 +1076,9 @@ class RobustPCA(Approximation):
         dtype = resolve_dtype(self.dtype, device)
         start = time.perf_counter()
         deadline = None if self.time_limit is None else _timing.Deadline.after(self.time_limit)
+        norm = float(np.linalg.norm(dense))  # once: every split's scoring, and the relative error kept
         options = {"max_iter": self.max_iter, "tol": self.tol, "deadline": deadline,
-                   "report": self._reporter(splits)}
+                   "report": self._reporter(splits), "norm": norm}
         with few_threads(n, device):
             Xt = torch.as_tensor(dense, dtype=dtype, device=device)
             if self.method == "pcp":
@@ -1082,6 +1091,12 @@ class RobustPCA(Approximation):
                 extra = {}
         self.seconds_ = time.perf_counter() - start
         self._store(n, best, grid, extra, device, dtype)
+        # The chosen split was scored in float64 against X (:func:`_score`: the norm of its residual): a
+        # comparison takes that number rather than a pass more over X's N^2 entries outside the fit's seconds
+        # (:func:`~sfapprox.comparison.row_error`).  It is operator_error's to round-off, not to the bit:
+        # the residual there is X - (L + S), here X - L with S's positions set to 0.
+        self.fro_error_ = float(best.error)
+        self.rel_error_ = self.fro_error_ / norm if norm > 0 else None
         return self
 
     def _fit_columns(self, source: MatrixSource) -> "RobustPCA":
@@ -1112,6 +1127,10 @@ class RobustPCA(Approximation):
         extra = {"from": "columns", "path": "columns", "svd": "randomized",
                  **({"reused": ["rsvd"]} if given is not None else {})}
         self._store(n, best, grid, extra, "cpu", "float64")
+        # From columns a split's error is a difference of sums of squares over a pass (||X - L||^2 - ||S||^2),
+        # round-off's square root near an exact fit: not kept, the row is scored as any other (a comparison's
+        # exact or sampled pass); None where no split fitted the time as well
+        self.fro_error_ = self.rel_error_ = None
         return self
 
     def _reporter(self, splits: list[tuple[int, int]]) -> Reporter:
