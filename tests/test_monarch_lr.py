@@ -316,3 +316,30 @@ def test_a_plain_monarch_point_under_a_limit_is_scored_from_its_singular_values(
     for a, b in zip(fit.params_["grid"], unlimited.params_["grid"]):
         assert a["fro_error"] == pytest.approx(b["fro_error"], rel=1e-12)
     assert np.array_equal(fit.to_dense(), unlimited.to_dense())
+
+
+@pytest.mark.parametrize("case", ["planted", "gaussian", "low rank", "timed"])
+def test_the_fit_keeps_its_chosen_point_s_error_the_same_as_a_scoring_pass_to_round_off(case):
+    """monarch+lr computed each point's error against X and kept none: a comparison scored its row by one pass
+    more over X.  The kept error is operator_error's to round-off (within 1e-12 of ||X||)."""
+    from sfapprox.metrics import operator_error
+
+    X = _planted() if case == "planted" else np.random.default_rng(2).standard_normal((48, 48))
+    if case == "low rank":
+        X = X[:, :3] @ X[:3]
+    est = MonarchLowRank(budget=1200, time_limit=60.0 if case == "timed" else None).fit(X)
+    fro, _ = operator_error(X, est.operator_)
+    norm = float(np.linalg.norm(X))
+    assert abs(est.fro_error_ - fro) <= 1e-12 * norm and est.rel_error_ == pytest.approx(est.fro_error_ / norm)
+    if case in ("gaussian", "timed"):
+        assert est.fro_error_ == pytest.approx(fro, rel=1e-10)
+
+
+def test_a_comparison_takes_monarch_lr_s_own_error_rather_than_a_pass_more(monkeypatch):
+    from sfapprox import compare, comparison
+
+    scored = []
+    real = comparison.operator_error
+    monkeypatch.setattr(comparison, "operator_error", lambda X, op, *a, **k: scored.append(op) or real(X, op, *a, **k))
+    row = compare(_planted(), ["monarch+lr"], budget=1200, time_limit=None).results[0]
+    assert row.status == "ok" and scored == [] and row.fro_error == row.estimator.fro_error_

@@ -240,6 +240,9 @@ class MonarchLowRank(Approximation):
     operator_ : MonarchLowRankOperator
     n_stored_ : int
     seconds_ : float
+    fro_error_, rel_error_ : float, float or None
+        ``||X - M - L||_F`` and that over ``||X||_F`` as the fit computed them for the chosen point (the
+        same as :meth:`frobenius_error` to round-off; the relative error None for X all zeros).
     stop_reason_ : str
         ``"exact"``, ``"converged"``, ``"max_iter"``, ``"closed_form"``
         (a point with one part only), ``"time_limit"`` or ``"interrupted"``.
@@ -413,6 +416,10 @@ class MonarchLowRank(Approximation):
         self.operator_ = MonarchLowRankOperator(n, left=best.left, right=best.right, U=U, s=s, Vt=Vt)
         self.n_stored_ = self.operator_.n_stored
         exact = reproduces(best.fro_error, norm)
+        # The chosen point's error as its fit computed it against X (a dense residual's norm, or the projection's
+        # dropped singular values as Monarch keeps its own): a comparison takes it rather than a pass more
+        self.fro_error_ = float(best.fro_error)
+        self.rel_error_ = self.fro_error_ / norm if norm > 0 else None
         self.stop_reason_ = reason or ("exact" if exact else best.reason)
         shape = best.shape
         self.params_ = {
