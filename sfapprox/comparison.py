@@ -654,7 +654,7 @@ def compare(
         check_scoring_memory(loaded, settings.max_memory)
         check_methods_memory(names, loaded, settings.max_memory)
         X = loaded.matrix
-        info = {**loaded.summary(), **(matrix_info or {})}
+        info = {**matrix_record(loaded.summary(), columns=False), **(matrix_info or {})}
     context = RunContext(settings, count_indices, protocol, callback, dict(structure or {}), matrix_name=loaded.name)
     with warnings_at_caller():
         results = run_all(names, X, resolved, context, info["fro_norm"], on_result)
@@ -754,6 +754,70 @@ def columns_note(results: Sequence[MethodResult], max_memory: int | None) -> str
             f"over the memory limit{of}; a larger --max-memory fits in memory)")
 
 
+#: The keys of every comparison's ``matrix`` record (:func:`matrix_record`), whichever way it was compared.
+MATRIX_KEYS = ("name", "path", "file", "format", "n", "nnz", "density", "symmetric", "psd", "nonnegative", "fro_norm",
+               "min", "max", "sha256", "notes", "recipe", "source", "formed_bytes", "formed", "compared_from",
+               "unknown")
+#: The facts of a matrix that only a pass over its entries gives (from its columns: null, with the reason).
+PASS_FACTS = ("nnz", "density", "fro_norm", "min", "max")
+#: Why a fact of :data:`PASS_FACTS` is null in the record of a matrix compared from its columns.
+NOT_COUNTED = "not computed: the matrix was compared from its columns, never formed, and no pass counts it"
+
+
+def matrix_record(summary: Mapping[str, Any], *, columns: bool) -> dict[str, Any]:
+    """A comparison's ``matrix`` record, of the same keys (:data:`MATRIX_KEYS`) for a matrix in memory and one
+    compared from its columns: the record from columns had ``source`` for ``recipe`` and no ``nnz`` or
+    ``fro_norm``, and scripts reading one broke on the other.
+
+    ``recipe`` and ``source`` are one value (``source``: a source's name for it, kept for the records written
+    before); ``file`` is the input file; ``path`` the same file for a matrix in memory and ``"columns"`` for one
+    compared from its columns (as before), which ``compared_from`` (``"memory"`` or ``"columns"``) also says.
+    A fact that needs a pass over the entries (:data:`PASS_FACTS`) and is not known is null, with the reason in
+    ``unknown`` (fact -> why; empty when every fact is known): :func:`with_pass_norm` fills ``fro_norm``
+    from the scoring pass.
+
+    Parameters
+    ----------
+    summary : mapping
+        :meth:`~sfapprox.io.LoadedMatrix.summary` or :meth:`~sfapprox.sources.MatrixSource.summary`.
+    columns : bool
+        Compared from its columns.
+
+    Returns
+    -------
+    dict
+
+    Examples
+    --------
+    >>> r = matrix_record({"name": "k", "n": 2, "source": {"kind": "kernel"}, "formed_bytes": 32}, columns=True)
+    >>> r["recipe"] == r["source"], r["path"], r["fro_norm"], sorted(r["unknown"])
+    (True, 'columns', None, ['density', 'fro_norm', 'max', 'min', 'nnz'])
+    """
+    n = int(summary["n"])
+    recipe = summary.get("recipe") or summary.get("source") or None
+    formed = summary.get("formed_bytes") or estimate_dense_bytes(n)
+    record = {key: summary.get(key) for key in MATRIX_KEYS}
+    record.update(recipe=recipe, source=recipe, formed_bytes=formed, formed=format_bytes(formed),
+                  compared_from="columns" if columns else "memory",
+                  unknown={key: NOT_COUNTED for key in PASS_FACTS if record[key] is None} if columns else {})
+    if columns:  # how it was compared, as records from columns always said (the file is "file")
+        record["path"] = "columns"
+    return {**record, **{k: v for k, v in summary.items() if k not in record}}
+
+
+def with_pass_norm(record: dict[str, Any], estimates: Mapping[str, ErrorEstimate], why: str | None) -> dict[str, Any]:
+    """``record`` (:func:`matrix_record`) with ``||X||_F`` where the scoring pass summed it over every column
+    (an exact pass's :attr:`~sfapprox.estimate.ErrorEstimate.fro_norm`); else, where it is not known, ``why``
+    (a sample, a stop) as its reason."""
+    if record.get("fro_norm") is not None:
+        return record
+    norm = next((e.fro_norm for e in estimates.values() if e.fro_norm is not None), None)
+    unknown = {k: v for k, v in (record.get("unknown") or {}).items() if k != "fro_norm"}
+    if norm is None:
+        unknown["fro_norm"] = why or NOT_COUNTED
+    return {**record, "fro_norm": norm, "unknown": unknown}
+
+
 def compare_columns(
     source: MatrixSource,
     names: Sequence[str],
@@ -801,7 +865,7 @@ def compare_columns(
     _check_structure(structure)
     check_included_shapes(include or {}, source.n)
     resolved = resolve_budget(budget, source.n)
-    info = {**source.summary(), "path": "columns", **(matrix_info or {})}
+    info = {**matrix_record(source.summary(), columns=True), **(matrix_info or {})}
     context = RunContext(settings, count_indices, protocol, callback, dict(structure or {}), matrix_name=source.name)
     check_methods_memory_from_columns(names, source, resolved.value, settings.max_memory)
     # every pass sized for the limit, on a copy: the source given is never changed (MatrixSource.limited)
@@ -911,6 +975,7 @@ def _compare_columns(source, names, resolved, info, context, settings, on_result
     for r in results:
         if r.method in estimates and r.nnz is not None and r.nnz > resolved.value:
             r.status, r.reason = "not applicable", f"stores {r.nnz} numbers, over the budget {resolved.value}"
+    info = with_pass_norm(info, estimates, _why_no_norm(source.n, estimates, stopped))
     comparison = build_comparison(info, resolved, results, context)
     comparison.notes.extend(n for n in [not_run_note(names, results),
                                         *_source_notes(include or {}, source.file_sha256, source.recipe)] if n)
@@ -945,6 +1010,16 @@ def _compare_columns(source, names, resolved, info, context, settings, on_result
     if resolved.note:
         comparison.notes.append(resolved.note)
     return comparison
+
+
+def _why_no_norm(n: int, estimates: Mapping[str, ErrorEstimate], stopped: bool) -> str:
+    """Why a comparison from columns does not know ``||X||_F`` (:func:`with_pass_norm`)."""
+    if stopped:
+        return "not computed: the scoring pass over the columns was stopped"
+    sampled = max((e.columns for e in estimates.values() if not e.exact), default=0)
+    if sampled:
+        return f"not computed: the scoring sampled {sampled:,} of the {n:,} columns, no pass over all of them"
+    return "not computed: no pass over the columns was made (every row was scored by its own pass, or none)"
 
 
 def check_included_shapes(included: Mapping[str, Any], n: int) -> None:

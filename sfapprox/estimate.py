@@ -89,6 +89,9 @@ class ErrorEstimate:
     by_nonzeros : bool
         Computed exactly from the non-zeros of a matrix held sparse
         (:func:`~sfapprox.metrics.sparse_target_error`), not by a pass.
+    fro_norm : float or None
+        ``||X||_F`` where known exactly: summed by an exact pass (or given); None for a sample.  Not part of
+        :meth:`to_dict` (it is the matrix's, not the row's: a comparison's ``matrix`` record holds it).
     """
 
     fro_error: float
@@ -99,6 +102,7 @@ class ErrorEstimate:
     columns: int = 0
     columns_advised: int = 0
     by_nonzeros: bool = False
+    fro_norm: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON record: ``{"exact", "fro_interval", "rel_interval", "columns", "columns_advised"}``, and
@@ -388,7 +392,7 @@ def _estimate(e: np.ndarray, x: np.ndarray, n: int, fro_norm: float | None) -> E
     if m >= n:  # every column: exact
         fro = math.sqrt(float(e.sum()))
         norm = math.sqrt(float(x.sum())) if fro_norm is None else fro_norm
-        return ErrorEstimate(fro, fro / norm if norm > 0 else None, True, columns=m)
+        return ErrorEstimate(fro, fro / norm if norm > 0 else None, True, columns=m, fro_norm=norm)
     shrink = math.sqrt(max(0.0, 1.0 - m / n)) / math.sqrt(m)
     total = n * float(e.mean())
     # Every sampled column alike (all exact, typically: a sparse surrogate that missed few entries) says

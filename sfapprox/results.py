@@ -140,8 +140,9 @@ class Comparison(ShownAsTables):
     Attributes
     ----------
     matrix : dict
-        The matrix summary (:meth:`~sfapprox.io.LoadedMatrix.summary`: name,
-        path, ``n``, ``nnz``, ``fro_norm``, ...).
+        The matrix record (:func:`~sfapprox.comparison.matrix_record`: name, file, ``n``, ``nnz``,
+        ``fro_norm``, ``recipe``, ...), of the same keys formed or compared from columns (there the
+        facts no pass gave are None, the reason in its ``unknown``).
     budget : int
         Stored numbers allowed to every method.
     budget_spec : str

@@ -27,6 +27,7 @@ from .comparison import (
     columns_note,
     compare_columns,
     from_columns,
+    matrix_record,
     opened_input,
     run_all,
     settings_with,
@@ -477,7 +478,7 @@ def sweep(
         resolved, merged = _distinct_budgets(specs, loaded.n)
         check_scoring_memory(loaded, settings.max_memory)
         check_methods_memory(names, loaded, settings.max_memory)
-        info = {**loaded.summary(), **(matrix_info or {})}
+        info = {**matrix_record(loaded.summary(), columns=False), **(matrix_info or {})}
     context = RunContext(settings, count_indices, protocol, callback, matrix_name=loaded.name)
     points: list[Comparison] = []
     with warnings_at_caller():
@@ -502,7 +503,7 @@ def _over_the_limit(source: MatrixSource, names: list[str], budget, settings: Fi
                     protocol: str, matrix_info, note: str) -> Comparison:
     """A sweep point where no method fits the memory limit from the source's columns: each row "not
     applicable" at its budget, ``note`` (:func:`_refused_note`) as the point's note."""
-    info = {**source.summary(), "path": "columns", **(matrix_info or {})}
+    info = {**matrix_record(source.summary(), columns=True), **(matrix_info or {})}
     # the budget named: grouped under the table as "rsvd at budgets 20, 30: ..." (it said "at this budget")
     rows = [MethodResult(name, "not applicable", reason=f"over the memory limit from columns at budget {budget.value:,}")
             for name in names]

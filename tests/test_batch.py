@@ -788,6 +788,14 @@ def test_a_kernel_entry_too_big_for_the_limit_runs_from_columns(tmp_path):
 
         A = load_factors(out / "factors" / f"pts.{method}.h5").operator.to_dense()
         assert rec["fro_error"] == pytest.approx(np.linalg.norm(K - A), rel=1e-9)
+        # the matrix record of a comparison's, of a formed matrix's keys: "recipe" beside "source", ||X||_F
+        # from the first exact scoring pass (it was absent), the facts no pass gives null with the reason
+        from sfapprox.comparison import MATRIX_KEYS
+
+        info = rec["matrix_info"]
+        assert set(MATRIX_KEYS) <= set(info) and info["compared_from"] == "columns"
+        assert info["recipe"] == info["source"] and info["recipe"]["bandwidth"] == 1.5
+        assert info["fro_norm"] == pytest.approx(np.linalg.norm(K), rel=1e-12) and "nnz" in info["unknown"]
 
 
 def test_a_matrix_run_in_another_current_folder_finds_its_files_and_writes_into_the_batch_folder(tmp_path,

@@ -1023,3 +1023,52 @@ def test_a_torch_sparse_tensor_is_compared_as_its_scipy_matrix(layout):
         assert got.results[0].status == "ok" and got.results[0].rel_error == want.results[0].rel_error
         assert got.notes == want.notes
     assert any("not formed" in note for note in got.notes)  # the small limit: kept sparse, from its columns
+
+
+def _kernel(n=300):
+    from sfapprox.sources import KernelMatrix
+
+    return KernelMatrix(np.random.default_rng(7).standard_normal((n, 3)), bandwidth=0.8)
+
+
+def test_a_matrix_compared_from_its_columns_has_the_record_of_one_formed():
+    """From columns the matrix record had "source" for "recipe", no "fro_norm" nor "nnz", and "path":
+    "columns": the same keys now, ||X||_F from the exact scoring pass (the formed matrix's to round-off), the
+    facts no pass gives null with the reason, and the old keys kept."""
+    from sfapprox.comparison import MATRIX_KEYS
+
+    K = _kernel()
+    settings = FitSettings(device="cpu", max_iter=20, time_limit=None)
+    streamed = compare(K, ["rsvd"], budget=0.1, settings=settings.replace(max_memory=3 * K.formed_bytes - 1))
+    formed = compare(K, ["rsvd"], budget=0.1, settings=settings)
+    s, f = streamed.to_dict()["matrix"], formed.to_dict()["matrix"]
+    assert set(s) == set(f) == set(MATRIX_KEYS)
+    assert s["path"] == "columns" and s["compared_from"] == "columns" and f["compared_from"] == "memory"
+    assert s["recipe"] == s["source"] == f["recipe"] == f["source"] == K.recipe  # "source": the old key, kept
+    assert s["fro_norm"] == pytest.approx(f["fro_norm"], rel=1e-12) and "fro_norm" not in s["unknown"]
+    assert s["nnz"] is None and "never formed" in s["unknown"]["nnz"] and f["unknown"] == {}
+    assert s["formed_bytes"] == f["formed_bytes"] == K.formed_bytes and s["formed"] == f["formed"]
+
+
+def test_a_sampled_scoring_leaves_the_norm_unknown_with_the_reason(monkeypatch):
+    from sfapprox import comparison
+
+    K = _kernel()
+    real = comparison.estimate_errors
+    monkeypatch.setattr(comparison, "estimate_errors", lambda *a, **k: real(*a, **{**k, "time_limit": 1e-9}))
+    c = compare(K, ["rsvd"], budget=0.1, settings=FitSettings(device="cpu", time_limit=None,
+                                                               max_memory=3 * K.formed_bytes - 1))
+    assert not c.results[0].error_estimate["exact"]
+    assert c.matrix["fro_norm"] is None and "sampled" in c.matrix["unknown"]["fro_norm"]
+
+
+def test_a_sparse_matrix_from_its_columns_keeps_the_facts_its_entries_give():
+    import scipy.sparse as sp
+
+    X = sp.random_array((400, 400), density=0.02, random_state=5, format="csr")
+    streamed = compare(X, ["sparse"], budget=20_000, max_memory=2 << 20, seed=0)
+    formed = compare(X, ["sparse"], budget=20_000, seed=0)
+    assert streamed.matrix["compared_from"] == "columns" and streamed.matrix["unknown"] == {}
+    for key in ("nnz", "density", "min", "max"):
+        assert streamed.matrix[key] == formed.matrix[key], key
+    assert streamed.matrix["fro_norm"] == pytest.approx(formed.matrix["fro_norm"], rel=1e-12)

@@ -676,3 +676,15 @@ def test_report_on_a_sweep_s_or_compare_s_json_says_what_it_is(tmp_path, command
     said = " ".join(res.output.split())
     assert res.exit_code == 2 and f"is the JSON of 'sfapprox {command}', not a batch's folder" in said, said
     assert "--csv, --markdown and --latex" in said
+
+
+def test_a_kernel_compared_from_its_columns_shows_its_parameters_from_an_old_or_new_record():
+    """A batch entry compared from its columns recorded its recipe under "source" alone (with "path":
+    "columns"): its report row said nothing of the kernel or its bandwidth, where the same entry formed did."""
+    recipe = {"kind": "kernel", "kernel": "rbf", "bandwidth": 1.5, "bandwidth_rule": "given"}
+    old = {"path": "columns", "source": recipe}  # written before the record had "recipe" too
+    new = {"path": "columns", "source": recipe, "recipe": recipe, "compared_from": "columns"}
+    for info in (old, new):
+        report = build_report([rec("pts", "rsvd", fro=1.0, category="kernel", matrix_info=info)])
+        header, rows = table_cells(report.tables_by_category[0])
+        assert header[-2] == "source" and rows[0][-2] == "rbf, bandwidth 1.5"

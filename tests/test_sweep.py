@@ -616,3 +616,21 @@ def test_a_budget_given_twice_is_said_as_given_twice():
     assert [p.budget for p in s.points] == [160, 320]
     assert s.points[0].notes == ["budget 0.1 is given 2 times: one point"]
     assert s.points[1].notes == ["budgets 0.2 (given 2 times), 320 all come to 320 stored numbers at N = 40: one point"]
+
+
+def test_a_sweep_from_columns_records_its_matrix_as_one_formed():
+    """The sweep's matrix record (and each point's, the over-the-limit one's included) had "source" for
+    "recipe" and no "fro_norm" from columns: the keys of a formed matrix's, and the table reads both."""
+    from sfapprox.comparison import MATRIX_KEYS
+    from sfapprox.sources import KernelMatrix
+
+    K = KernelMatrix(np.random.default_rng(1).standard_normal((400, 3)), bandwidth=1.0)
+    streamed = sweep(K, [0.02, 0.3], "rsvd", max_memory=2 << 20, time_limit=None)
+    formed = sweep(K, [0.02], "rsvd", time_limit=None)
+    assert "over the memory limit" in streamed.points[1].results[0].reason
+    assert streamed.points[0].results[0].error_estimate["exact"]
+    for record in (streamed.matrix, *(p.matrix for p in streamed.points), formed.matrix):
+        assert set(record) == set(MATRIX_KEYS) and record["recipe"] == record["source"] == K.recipe
+    assert streamed.to_dict()["matrix"]["fro_norm"] == pytest.approx(formed.matrix["fro_norm"], rel=1e-12)
+    assert streamed.points[1].matrix["fro_norm"] is None and streamed.points[1].matrix["unknown"]["fro_norm"]
+    assert streamed.tables()[0].title.startswith("kernel (N=400)") and formed.tables()[0].title.startswith("kernel")

@@ -435,8 +435,12 @@ def source_text(info: dict[str, Any]) -> str | None:
     'rbf, bandwidth 1.5'
     >>> source_text({"recipe": {"kind": "attention", "var": "q,k", "scale": 0.125}}), source_text({})
     ('attention q,k, scale 0.125', None)
+    >>> source_text({"path": "columns", "source": {"kind": "kernel", "kernel": "laplacian", "bandwidth": 2.0}})
+    'laplacian, bandwidth 2'
     """
-    recipe = info.get("recipe") if isinstance(info.get("recipe"), dict) else {}
+    # a matrix compared from its columns recorded its recipe as "source" alone before it had "recipe" too
+    given = info.get("recipe") or info.get("source")
+    recipe = given if isinstance(given, dict) else {}
     if recipe.get("kind") == "kernel":
         bandwidth, rule = recipe.get("bandwidth"), recipe.get("bandwidth_rule")
         how = "" if not _finite(bandwidth) else f", bandwidth {fmt(bandwidth)}" + (f" ({rule})" if rule not in

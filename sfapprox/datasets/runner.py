@@ -24,7 +24,7 @@ from .._base import RunContext, get_method
 from .._errors import ConvergenceWarning, SfapproxError, one_line, spelled_for
 from .._settings import COUNT_INDICES, DEFAULT_METHODS, PROTOCOLS, FitSettings, parse_size
 from ..budget import resolve_budget
-from ..comparison import as_loaded_matrix, from_columns, run_all, score_from_columns
+from ..comparison import as_loaded_matrix, from_columns, matrix_record, run_all, score_from_columns, with_pass_norm
 from ..factors import input_record, save_factors
 from ..sources import MatrixSource
 from .fetch import ChecksumError, UnavailableError, fetch_entry, file_sha256
@@ -366,7 +366,10 @@ def run_matrix(task: MatrixTask, on_record: Callable[[dict], None] | None = None
             return records
         emit = on_event or (lambda *a, **k: None)
         name = task.entry.name
-        info = {**loaded.summary(), **extra}
+        streamed = isinstance(loaded, MatrixSource)
+        # the record of a comparison's matrix, of the same keys formed or from columns (its ||X||_F from the
+        # first exact scoring pass there)
+        info = {**matrix_record(loaded.summary(), columns=streamed), **extra}
         options = task.options
         callback = (lambda it: emit("iteration", matrix=name, **it)) if on_event else None
         settings = options.settings.per_method(len(options.methods))
@@ -374,8 +377,10 @@ def run_matrix(task: MatrixTask, on_record: Callable[[dict], None] | None = None
         records: list[dict[str, Any]] = []
 
         def done(result) -> None:
-            if isinstance(loaded, MatrixSource):  # fitted on columns: scored from them too, as compare's rows
-                score_from_columns(loaded, [result], settings)
+            nonlocal info
+            if streamed:  # fitted on columns: scored from them too, as compare's rows
+                estimates = score_from_columns(loaded, [result], settings)
+                info = with_pass_norm(info, estimates, None)  # a new dict: the records written keep theirs
             record = _record(task, result, loaded, info, budget)
             records.append(record)
             if on_record is not None and record["status"] != "interrupted":
