@@ -372,7 +372,7 @@ class LoadOptions:
     mirror: str = "auto"
     kernel: str | None = None
     bandwidth: float | None = None
-    max_memory: int | None = None
+    max_memory: int | str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def keywords(self) -> dict[str, Any]:

@@ -176,3 +176,29 @@ def test_a_size_no_reader_reads_is_one_parameter_error_naming_max_memory(tmp_pat
         with pytest.raises(ParameterError, match=r"max_memory.*a size such as '8G'") as info:
             call()
         assert "--max-memory" not in str(info.value) and repr(bad) in str(info.value)
+
+
+def test_every_reading_default_is_the_one_load_options_declares():
+    """LoadOptions' fields are the one place a reading default is written: ``load_matrix``'s and
+    ``open_matrix``'s signatures, the command line's options and the options a kernel refuses when
+    changed read them there (they were literals beside the dataclass's, free to drift from it)."""
+    import dataclasses
+    import inspect
+
+    from sfapprox.cli._options import LOAD
+    from sfapprox.io import covariance_of_table, load_matrix, open_matrix, read_points
+    from sfapprox.io._sources import _FILE_OPTIONS, check_reading_options
+
+    declared = {f.name: f.default for f in dataclasses.fields(LoadOptions) if f.name != "extra"}
+    seen = set()
+    for func in (load_matrix, open_matrix, read_points, check_reading_options, covariance_of_table):
+        for name, param in inspect.signature(func).parameters.items():
+            if name in declared:
+                assert param.default == declared[name], (func.__name__, name, param.default)
+                seen.add(name)
+    for param in LOAD.params:  # --max-memory is a size as typed ("4G"), None alike
+        assert param.default == declared[param.name], ("--" + param.name, param.default)
+        seen.add(param.name)
+    assert seen == set(declared)
+    assert _FILE_OPTIONS == {name: declared[name] for name in _FILE_OPTIONS} and "mirror" in _FILE_OPTIONS
+

@@ -25,7 +25,7 @@ from .._errors import InputError, ParameterError, parameter
 from .._params import MEMORY_LIMIT
 from .._validation import check_memory, check_path, check_square_matrix, estimate_dense_bytes
 from ..factors import FILE_SUFFIXES, is_factors_file
-from ._common import Options, ReadResult, Source, check_order, fail, strip_compression
+from ._common import DEFAULTS, Options, ReadResult, Source, check_order, fail, strip_compression
 from ._covariance import covariance_of, read_covariance
 from ._hb import read_hb
 from ._image import read_image
@@ -518,11 +518,10 @@ def _check_options(format: str | None, opts: Options) -> None:
 
 def _check_option_use(path: str, fmt: str, opts: Options, covariance: bool) -> None:
     """Refuse options that the chosen format would silently ignore."""
-    defaults = Options()
     for name, formats in _OPTION_FORMATS.items():
-        if getattr(opts, name) != getattr(defaults, name) and fmt not in formats:
+        if getattr(opts, name) != getattr(DEFAULTS, name) and fmt not in formats:
             raise ParameterError(f"{path}: option {parameter(name)} applies to {'/'.join(sorted(formats))} files, not {fmt!r}")
-    if opts.mirror != "auto" and fmt != "ijv":
+    if opts.mirror != DEFAULTS.mirror and fmt != "ijv":
         raise ParameterError(f"{path}: option {parameter('mirror')} applies to header-less triplet files (format 'ijv'), not {fmt!r}")
     if covariance and fmt not in _TABLE_FORMATS:
         raise ParameterError(
@@ -544,17 +543,17 @@ def _sha256(src: Source, fmt: str) -> str:
 def load_matrix(
     path: str | os.PathLike,
     *,
-    format: str | None = None,
-    var: str | None = None,
-    network: int | None = None,
-    two_mode: str | None = None,
-    gradient: bool = False,
-    resize: int | None = None,
-    square: str | None = None,
-    covariance: bool = False,
-    mirror: str = "auto",
-    max_memory: int | None = None,
-    relation: int | None = None,
+    format: str | None = DEFAULTS.format,
+    var: str | None = DEFAULTS.var,
+    network: int | None = DEFAULTS.network,
+    two_mode: str | None = DEFAULTS.two_mode,
+    gradient: bool = DEFAULTS.gradient,
+    resize: int | None = DEFAULTS.resize,
+    square: str | None = DEFAULTS.square,
+    covariance: bool = DEFAULTS.covariance,
+    mirror: str = DEFAULTS.mirror,
+    max_memory: int | str | None = DEFAULTS.max_memory,
+    relation: int | None = DEFAULTS.relation,
     keep_sparse: bool = False,
 ) -> LoadedMatrix:
     """Load a square matrix from a file.
@@ -700,8 +699,9 @@ def _open_checked(path, format: str | None, opts: Options, *, keep_sparse: bool 
     return src, fmt, covariance
 
 
-def covariance_of_table(path: str | os.PathLike, table: np.ndarray, notes: list[str], *, format: str | None = None,
-                        max_memory: int | None = None, **options) -> LoadedMatrix:
+def covariance_of_table(path: str | os.PathLike, table: np.ndarray, notes: list[str], *,
+                        format: str | None = DEFAULTS.format, max_memory: int | str | None = DEFAULTS.max_memory,
+                        **options) -> LoadedMatrix:
     """What ``load_matrix(path, covariance=True, ...)`` returns, from the table already read from ``path``
     (:func:`~sfapprox.io.open_matrix` reads a table once to size its covariance).
 

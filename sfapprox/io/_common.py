@@ -119,6 +119,10 @@ def fail(path: str, what: str, hint: str | None = None) -> InputError:
 #: Loading options as the readers see them: the public :class:`~sfapprox.LoadOptions`
 #: (validated by ``load_matrix`` before any reader runs).
 Options = LoadOptions
+#: Every loading option's default, as :class:`~sfapprox.LoadOptions` declares it: what
+#: ``load_matrix``'s and ``open_matrix``'s signatures and the checks of which options were given
+#: read, so that a default is written once (their literals could drift from the dataclass's).
+DEFAULTS = Options()
 
 
 @dataclass

@@ -15,6 +15,7 @@ import dataclasses
 import io
 import os
 import zipfile
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,9 +26,12 @@ from .._validation import check_memory, format_bytes, held_bytes, memory_limit
 from ..sources import (AttentionMatrix, CovarianceMatrix, KernelMatrix, MatrixSource, SparseSource, formable, formed_need,
                        open_npy)
 from ..sources.kernels import KERNELS, check_bandwidth
-from ._common import Options, Source, fail, one_line, strip_compression
+from ._common import DEFAULTS, Options, Source, fail, one_line, strip_compression
 from ._covariance import read_samples
 from ._numpy import _load_npy
+
+if TYPE_CHECKING:  # (the package imports this module at its end)
+    from . import LoadedMatrix
 
 __all__ = ["open_matrix", "read_points", "check_reading_options"]
 
@@ -41,7 +45,8 @@ def _stem(path) -> str:
     return os.path.splitext(name)[0] or "matrix"
 
 
-def read_points(path: str | os.PathLike, *, format: str | None = None, max_memory: int | None = None) -> np.ndarray:
+def read_points(path: str | os.PathLike, *, format: str | None = DEFAULTS.format,
+                max_memory: int | str | None = DEFAULTS.max_memory) -> np.ndarray:
     """A samples x features table from a ``.csv``/``.tsv``/``.txt``/``.dat``, ``.npy`` or LIBSVM file.
 
     Parameters
@@ -154,13 +159,13 @@ def _big_npy(path, max_memory: int | None) -> bool:
 def open_matrix(
     path: str | os.PathLike,
     *,
-    kernel: str | None = None,
-    bandwidth: float | None = None,
-    format: str | None = None,
-    var: str | None = None,
-    max_memory: int | None = None,
-    **options,
-):
+    kernel: str | None = DEFAULTS.kernel,
+    bandwidth: float | None = DEFAULTS.bandwidth,
+    format: str | None = DEFAULTS.format,
+    var: str | None = DEFAULTS.var,
+    max_memory: int | str | None = DEFAULTS.max_memory,
+    **options: Any,
+) -> MatrixSource | LoadedMatrix:
     """The matrix a file holds or describes: a :class:`~sfapprox.sources.MatrixSource` or a LoadedMatrix.
 
     Parameters
@@ -261,8 +266,9 @@ def kept_sparse(loaded, max_memory: int | None):
     return source
 
 
-def check_reading_options(*, kernel: str | None = None, bandwidth: float | None = None, format: str | None = None,
-                          var: str | None = None, file: str | os.PathLike | None = None, **options) -> None:
+def check_reading_options(*, kernel: str | None = DEFAULTS.kernel, bandwidth: float | None = DEFAULTS.bandwidth,
+                          format: str | None = DEFAULTS.format, var: str | None = DEFAULTS.var,
+                          file: str | os.PathLike | None = None, **options: Any) -> None:
     """The checks of :func:`open_matrix`'s options that need no file: made before it reads one, and by a
     manifest when it is read (a bad value there was found at run time only, its entry "unavailable").
 
@@ -315,8 +321,8 @@ def _refuse_unknown(options: dict) -> None:
 
 #: The reading options of a matrix file (:func:`~sfapprox.io.load_matrix`'s) and their defaults: none of
 #: them shapes a kernel's point table or an attention map's Q and K.
-_FILE_OPTIONS = {"network": None, "relation": None, "two_mode": None, "gradient": False, "resize": None,
-                 "square": None, "mirror": "auto"}
+_FILE_OPTIONS = {name: getattr(DEFAULTS, name)
+                 for name in ("network", "relation", "two_mode", "gradient", "resize", "square", "mirror")}
 
 
 def _refuse_unused(options: dict, reads: str, *, var: str | None = None) -> None:
