@@ -22,7 +22,7 @@ from ._errors import ParameterError
 from ._params import MEMORY_LIMIT, SEED, Interval, Options, check_params, parse_size
 
 __all__ = ["FitSettings", "LoadOptions", "TimeShare", "DEFAULT_TIME_LIMIT", "DEFAULT_TOTAL_TIME", "DEFAULT_METHODS", "PROTOCOLS",
-           "COUNT_INDICES", "SF_MAX_ITER", "SF_FTOL", "SF_GTOL", "SF_INIT", "SF_START_KINDS", "SF_NAMED_INITS", "SF_SUPPORT", "SF_BASE", "parse_size"]
+           "COUNT_INDICES", "DEFAULT_SEED", "SF_MAX_ITER", "SF_FTOL", "SF_GTOL", "SF_INIT", "SF_START_KINDS", "SF_NAMED_INITS", "SF_SUPPORT", "SF_BASE", "parse_size"]
 
 #: Default wall-clock limit of one method's fit, in seconds.  Every method stays
 #: within its limit as a whole (grids and multi-start searches share it).
@@ -61,6 +61,12 @@ SF_NAMED_INITS = ("auto", *SF_START_KINDS, "rank1")
 SF_FLOAT32_MIN_N = 4096
 #: The support protocol and the Chord base of the reference structure.
 SF_SUPPORT, SF_BASE = "chord", 2
+
+#: The seed of every random start, randomized solver and sample when none is given: FitSettings'
+#: ``seed``, each estimator's ``random_state``, a kernel's bandwidth sample (``KernelMatrix(seed=)``)
+#: and the solvers under them take it from here, so one run's numbers do not depend on which layer
+#: was left to its default.
+DEFAULT_SEED = 0
 
 #: Whether a sparse entry stored at a free position (RPCA's and sf+s's sparse parts) is charged its
 #: position too (2 numbers: value and flat index).  A position is information the surrogate must
@@ -117,7 +123,7 @@ class FitSettings:
 
     max_iter: int | None = None
     time_limit: float | str | None = "auto"
-    seed: int = 0
+    seed: int = DEFAULT_SEED
     device: str = "auto"
     dtype: str | None = None
     threads: int | None = None

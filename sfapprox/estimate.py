@@ -36,6 +36,7 @@ from . import _timing
 from ._errors import ParameterError
 from ._executors import ordered_map
 from ._params import MEMORY_LIMIT, SEED, Interval, check_values
+from ._settings import DEFAULT_SEED
 from ._threads import AdaptiveThreads
 from ._validation import check_squared_norm
 from .metrics import sparse_target_error, surrogate_columns
@@ -134,7 +135,7 @@ def estimate_errors(
     *,
     time_limit: float | None = None,
     rtol: float = DEFAULT_RTOL,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     max_memory: int | None = None,
     fro_norm: float | None = None,
     executor=None,

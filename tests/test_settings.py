@@ -202,3 +202,37 @@ def test_every_reading_default_is_the_one_load_options_declares():
     assert seen == set(declared)
     assert _FILE_OPTIONS == {name: declared[name] for name in _FILE_OPTIONS} and "mirror" in _FILE_OPTIONS
 
+
+def test_every_seed_default_is_default_seed():
+    """One default seed (``DEFAULT_SEED``): FitSettings' ``seed``, every estimator's ``random_state``, a
+    kernel's bandwidth sample and the column solvers take it from ``_settings``, where ``random_state=0``
+    and ``seed=0`` were literals in each (an estimator fitted alone and the same one in a comparison
+    would part if one of them changed)."""
+    import dataclasses
+    import importlib
+    import inspect
+
+    from sfapprox._base import Approximation, methods
+    from sfapprox._settings import DEFAULT_SEED
+
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    for spec in methods().values():  # each method's module holds its estimator
+        importlib.import_module(spec.make.__module__)
+    importlib.import_module("sfapprox.sf.model")
+    estimators = {cls for cls in subclasses(Approximation) if "random_state" in inspect.signature(cls).parameters}
+    assert {"ChordSF", "TruncatedSVD", "RobustPCA", "NMF", "Nystrom", "RandomizedSVD", "ChordLowRank"} <= {
+        cls.__name__ for cls in estimators}
+    for cls in estimators:
+        assert inspect.signature(cls).parameters["random_state"].default == DEFAULT_SEED, cls.__name__
+    assert {f.name: f.default for f in dataclasses.fields(FitSettings)}["seed"] == DEFAULT_SEED
+    from sfapprox.baselines.rsvd import source_svd
+    from sfapprox.estimate import estimate_errors
+    from sfapprox.sources import KernelMatrix
+    from sfapprox.sources.kernels import median_bandwidth
+
+    for func in (KernelMatrix, median_bandwidth, estimate_errors, source_svd):
+        assert inspect.signature(func).parameters["seed"].default == DEFAULT_SEED, func.__name__

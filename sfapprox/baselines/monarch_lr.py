@@ -42,7 +42,7 @@ from .._base import Approximation, MethodSpec, RunContext, register
 from .._errors import BudgetError, ConvergenceWarning
 from .._params import MEMORY_LIMIT, SEED, Interval
 from .._progress import Reporter
-from .._settings import DEFAULT_TIME_LIMIT
+from .._settings import DEFAULT_SEED, DEFAULT_TIME_LIMIT
 from .._validation import check_memory
 from ..budget import monarch_lr_min_budget, tsvd_count, tsvd_rank_for_budget
 from ..operators.monarch import MonarchLowRankOperator, MonarchOperator
@@ -286,7 +286,7 @@ class MonarchLowRank(Approximation):
         max_iter: int = 1000,
         tol: float = 1e-6,
         time_limit: float | None = DEFAULT_TIME_LIMIT,
-        random_state: int = 0,
+        random_state: int = DEFAULT_SEED,
         max_memory: int | None = None,
         callback: Callable[[dict], Any] | None = None,
     ):

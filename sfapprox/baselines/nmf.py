@@ -30,7 +30,7 @@ from .._device import resolve_device, resolve_dtype
 from .._errors import ConvergenceWarning, NotApplicableError
 from .._params import MEMORY_LIMIT, SEED, Interval, Options
 from .._progress import Reporter
-from .._settings import DEFAULT_TIME_LIMIT
+from .._settings import DEFAULT_SEED, DEFAULT_TIME_LIMIT
 from .._validation import is_zero_matrix
 from ..budget import nmf_count, nmf_rank_for_budget, rank_within
 from ..metrics import operator_error
@@ -528,7 +528,7 @@ class NMF(Approximation):
         max_iter: int = 1000,
         tol: float = 1e-7,
         time_limit: float | None = DEFAULT_TIME_LIMIT,
-        random_state: int = 0,
+        random_state: int = DEFAULT_SEED,
         device: str = "auto",
         dtype: str | None = None,
         max_memory: int | None = None,

@@ -38,7 +38,7 @@ from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._errors import NotApplicableError
 from .._params import MEMORY_LIMIT, SEED, Interval, Options
-from .._settings import DEFAULT_TIME_LIMIT
+from .._settings import DEFAULT_SEED, DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
 from .._validation import is_zero_matrix
 from ..budget import nystrom_count, nystrom_rank_for_budget, rank_within
@@ -129,7 +129,7 @@ def nystrom_factor(C: np.ndarray, S: np.ndarray) -> np.ndarray | None:
     return scipy.linalg.solve_triangular(L, C.T, lower=True, check_finite=False).T
 
 
-def rpcholesky_pivots(source: MatrixSource, rank: int, *, seed: int = 0, block: int | None = None,
+def rpcholesky_pivots(source: MatrixSource, rank: int, *, seed: int = DEFAULT_SEED, block: int | None = None,
                       deadline: _timing.Deadline | None = None, diagonal: np.ndarray | None = None) -> np.ndarray:
     """``rank`` pivots by (block) randomly pivoted Cholesky; fewer when the residual vanishes or time runs out.
 
@@ -334,7 +334,7 @@ def check_psd_fit(name: str, diagonal: np.ndarray, C: np.ndarray, S: np.ndarray,
 
 
 def check_spent_residual(source: MatrixSource, diagonal: np.ndarray, C: np.ndarray, S: np.ndarray,
-                         F: np.ndarray | None, *, seed: int = 0) -> None:
+                         F: np.ndarray | None, *, seed: int = DEFAULT_SEED) -> None:
     """NotApplicableError unless the residual of pivots that stopped with its diagonal spent is zero.
 
     Randomly pivoted Cholesky stops before the rank where the residual's diagonal
@@ -444,7 +444,7 @@ class Nystrom(Approximation):
     }
 
     def __init__(self, n_components: int | None = None, *, budget: int | None = None, pivots: str = "rpcholesky",
-                 random_state: int = 0, time_limit: float | None = DEFAULT_TIME_LIMIT,
+                 random_state: int = DEFAULT_SEED, time_limit: float | None = DEFAULT_TIME_LIMIT,
                  max_memory: int | None = None):
         self.n_components = n_components
         self.budget = budget

@@ -62,7 +62,7 @@ from .._device import resolve_device, resolve_dtype
 from .._errors import BudgetError, ConvergenceWarning, ParameterError, ResourceError
 from .._params import MEMORY_LIMIT, SEED, Interval, Options
 from .._progress import Reporter
-from .._settings import COUNT_INDICES, DEFAULT_TIME_LIMIT
+from .._settings import COUNT_INDICES, DEFAULT_SEED, DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
 from ..sources import MatrixSource, columns_within, room
 from .._validation import LIBRARY_WORKING_SET, check_memory, estimate_dense_bytes, is_zero_matrix
@@ -332,7 +332,7 @@ def _partial_svd(A, k: int, generator, n_iter: int = PCP_POWER_ITERATIONS):
 
 
 def _pcp_ialm(D, *, lam: float, tol: float, max_iter: int, deadline: _timing.Deadline | None = None,
-              partial: bool = False, seed: int = 0, report: Reporter | None = None) -> tuple:
+              partial: bool = False, seed: int = DEFAULT_SEED, report: Reporter | None = None) -> tuple:
     """Principal Component Pursuit by inexact ALM (Lin, Chen & Ma 2010, Algorithm 5).
 
     Returns ``U, sigma, Vt`` of the low-rank part (singular values after
@@ -676,7 +676,7 @@ def _low_rank_error(norm: float, sig: np.ndarray, rank: int) -> float:
 
 
 def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int, tol: float,
-             deadline: _timing.Deadline | None = None, seed: int = 0, count_indices: bool = COUNT_INDICES,
+             deadline: _timing.Deadline | None = None, seed: int = DEFAULT_SEED, count_indices: bool = COUNT_INDICES,
              report: Reporter | None = None, norm: float | None = None) -> tuple:
     """PCP, cut to each split of the grid, each split refitted with GoDec; the smallest refitted error wins.
 
@@ -1004,7 +1004,7 @@ class RobustPCA(Approximation):
         pcp_tol: float = 1e-7,
         time_limit: float | None = DEFAULT_TIME_LIMIT,
         rank_grid: list[int] | tuple[int, ...] | None = None,
-        random_state: int = 0,
+        random_state: int = DEFAULT_SEED,
         device: str = "auto",
         dtype: str | None = None,
         max_memory: int | None = None,

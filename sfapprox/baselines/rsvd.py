@@ -36,7 +36,7 @@ from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._errors import ConvergenceWarning
 from .._params import MEMORY_LIMIT, SEED, Interval
-from .._settings import DEFAULT_TIME_LIMIT
+from .._settings import DEFAULT_SEED, DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
 from ._rank import numerical_rank
 from .._validation import is_zero_matrix
@@ -187,7 +187,7 @@ def sketch_pass(source, omega: np.ndarray, deadline: _timing.Deadline | None, se
     return Y, W, psi
 
 
-def nystrom_pass(source, omega: np.ndarray, deadline: _timing.Deadline | None, seed: int = 0
+def nystrom_pass(source, omega: np.ndarray, deadline: _timing.Deadline | None, seed: int = DEFAULT_SEED
                  ) -> tuple[np.ndarray, int]:
     """``Y = X @ omega`` by one pass over the column blocks of a positive semi-definite ``source`` that
     stops where the next block would not end before ``deadline`` (at the speed of the slowest so far),
@@ -324,7 +324,7 @@ def randomized_svd(
     *,
     n_oversamples: int = 10,
     n_iter: int = 2,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     deadline: _timing.Deadline | None = None,
     psd: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -427,7 +427,7 @@ def _passes(apply, apply_t, n: int, rank: int, *, n_oversamples: int, n_iter: in
     return (Q @ Ub)[:, :rank], s[:rank], Vt[:rank], done, 2 + 2 * done
 
 
-def source_svd(source, rank: int, *, n_oversamples: int = 10, n_iter: int = 2, seed: int = 0,
+def source_svd(source, rank: int, *, n_oversamples: int = 10, n_iter: int = 2, seed: int = DEFAULT_SEED,
                deadline: _timing.Deadline | None = None, keep_back: float = 0.0):
     """:func:`randomized_svd` of a :class:`~sfapprox.sources.MatrixSource` as :class:`RandomizedSVD` fits it:
     under a ``deadline``, a source read by column blocks may end after one pass (:func:`sketch_pass`,
@@ -543,7 +543,7 @@ class RandomizedSVD(Approximation):
     }
 
     def __init__(self, n_components: int | None = None, *, budget: int | None = None, n_oversamples: int = 10,
-                 n_iter: int = 2, random_state: int = 0, time_limit: float | None = DEFAULT_TIME_LIMIT,
+                 n_iter: int = 2, random_state: int = DEFAULT_SEED, time_limit: float | None = DEFAULT_TIME_LIMIT,
                  max_memory: int | None = None):
         self.n_components = n_components
         self.budget = budget

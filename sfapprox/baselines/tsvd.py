@@ -18,7 +18,7 @@ import numpy as np
 from .._base import Approximation, MethodSpec, RunContext, register
 from .. import _timing
 from .._params import MEMORY_LIMIT, SEED, Interval, Options
-from .._settings import DEFAULT_TIME_LIMIT
+from .._settings import DEFAULT_SEED, DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
 from .._validation import is_zero_matrix
 from ..budget import paper_tsvd_rank, rank_within, tsvd_count, tsvd_rank_for_budget
@@ -120,7 +120,7 @@ def _randomized_svd_within(
                           n_iter=n_iter, seed=seed, deadline=deadline)
 
 
-def _truncated_svd(X, rank: int, *, exact: bool, n_oversamples: int = 10, n_iter: int = 7, seed: int = 0,
+def _truncated_svd(X, rank: int, *, exact: bool, n_oversamples: int = 10, n_iter: int = 7, seed: int = DEFAULT_SEED,
                    deadline: _timing.Deadline | None = None,
                    give_up: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
     """Top-``rank`` singular triplets of ``X`` (dense or sparse) and the power iterations that ran: LAPACK's
@@ -237,7 +237,7 @@ class TruncatedSVD(Approximation):
         solver: str = "auto",
         n_oversamples: int = 10,
         n_iter: int = 7,
-        random_state: int = 0,
+        random_state: int = DEFAULT_SEED,
         time_limit: float | None = DEFAULT_TIME_LIMIT,
         max_memory: int | None = None,
         **renamed: Any,

@@ -20,7 +20,7 @@ from .._device import resolve_device, resolve_dtype
 from .._errors import BudgetError, ConvergenceWarning, NotApplicableError, ParameterError
 from .._params import SEED, Interval, check_params
 from .._progress import Reporter
-from .._settings import DEFAULT_TIME_LIMIT, SF_START_KINDS as START_KINDS
+from .._settings import DEFAULT_SEED, DEFAULT_TIME_LIMIT, SF_START_KINDS as START_KINDS
 from .._threads import AdaptiveThreads
 from .._validation import check_memory
 from ..budget import SFConfig, sf_config_for_budget, sf_count
@@ -363,7 +363,7 @@ class _ChordHybrid(Approximation):
         budget: int | None = None,
         max_splits: int = 3,
         sf_params: dict[str, Any] | None = None,
-        random_state: int = 0,
+        random_state: int = DEFAULT_SEED,
         device: str = "auto",
         dtype: str | None = None,
         callback: Callable[[dict], bool | None] | None = None,

@@ -11,7 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._base import MethodSpec, register
-from .._settings import COUNT_INDICES
+from .._settings import COUNT_INDICES, DEFAULT_SEED
 from ..budget import SFConfig, rpca_count
 from ..baselines.sparse import STREAMED_MIN_N, dense_top_entries, selection_bytes
 from ..operators import HybridOperator
@@ -86,7 +86,7 @@ class ChordSparse(_ChordHybrid):
         count_indices: bool = COUNT_INDICES,
         max_splits: int = 3,
         sf_params: dict[str, Any] | None = None,
-        random_state: int = 0,
+        random_state: int = DEFAULT_SEED,
         device: str = "auto",
         dtype: str | None = None,
         callback: Callable[[dict], bool | None] | None = None,

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .. import _timing
+from .._settings import DEFAULT_SEED
 from .._signals import stop_requested
 from ._kernels import NUMBA_GROUPS, _numba_module, block_loss_and_grad
 from ._solver import StopReason, inner_and_square
@@ -331,7 +332,7 @@ def fit_columns(
     width: int = COLUMN_WIDTH,
     max_iter: int = 1000,
     time_limit: float | None = None,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     callback: Callable[[int, float, int, np.ndarray], bool] | None = None,
 ) -> ColumnFit:
     """Adam on column blocks of ``X`` from ``values``; stops on ``max_iter`` steps or ``time_limit``.
@@ -549,7 +550,7 @@ def fit_columns_auto(
     width: int = COLUMN_WIDTH,
     max_iter: int = 1000,
     time_limit: float | None = None,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     callback: Callable[[int, float, int, np.ndarray], bool] | None = None,
     lbfgs_fits: bool = True,
     rounds: Callable[..., ColumnFit] | None = None,

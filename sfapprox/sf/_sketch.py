@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import _timing
+from .._settings import DEFAULT_SEED
 from .._signals import stop_requested
 from .._threads import compiled_threads, torch_threads
 from ._columns import ColumnFit, ColumnSettings, _announce, _fill, _products, best_multiple, column_fit_memory
@@ -91,7 +92,7 @@ def sketch_shape(n: int, width: int, settings: ColumnSettings) -> tuple[int, int
     return max(width, min(settings.sketch_columns, n // 4) // width * width), held
 
 
-def sketch_target(columns: Callable[[int, int], np.ndarray], n: int, b: int, dtype, *, seed: int = 0,
+def sketch_target(columns: Callable[[int, int], np.ndarray], n: int, b: int, dtype, *, seed: int = DEFAULT_SEED,
                   chunk: int = 256, piece: int = 32) -> tuple[np.ndarray, np.ndarray, float]:
     """``Y = X S`` by one pass over ``X``'s columns, ``chunk`` at a time, and the test matrix ``S``.
 
@@ -360,7 +361,7 @@ def fit_rounds(
     width: int = 32,
     max_iter: int = 10**6,
     time_limit: float | None = None,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     callback: Callable[[int, float, int, np.ndarray], bool] | None = None,
 ) -> ColumnFit:
     """SF from column blocks by rounds of sketches: each round a new sketch of ``X`` (one pass,

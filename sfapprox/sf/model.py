@@ -31,6 +31,7 @@ from .._errors import ConvergenceWarning, ParameterError, parameter, parameters
 from .._params import MEMORY_LIMIT, SEED, Interval, Options
 from .._progress import coarse_progress, kernel_phase, phase
 from .._settings import (
+    DEFAULT_SEED,
     DEFAULT_TIME_LIMIT,
     MAX_THREADS,
     SF_BASE,
@@ -522,7 +523,7 @@ class ChordSF(Approximation):
         init_noise: float | None = None,
         probe: float = 0.1,
         scale: str | float = "sqrt_n",
-        random_state: int = 0,
+        random_state: int = DEFAULT_SEED,
         device: str = "auto",
         dtype: str | None = None,
         max_memory: int | None = None,

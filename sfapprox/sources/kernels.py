@@ -31,6 +31,7 @@ import numpy as np
 
 from .._errors import InputError, ParameterError, parameter
 from .._params import SEED, Interval, check_values
+from .._settings import DEFAULT_SEED
 from .._validation import array_of
 from ._base import MatrixSource, form_cells, kept_stop
 
@@ -49,7 +50,7 @@ MATERN_FAR = 1000.0
 MEDIAN_BLOCK = 256
 
 
-def median_bandwidth(points: np.ndarray, *, seed: int = 0, sample: int = MEDIAN_SAMPLE) -> float:
+def median_bandwidth(points: np.ndarray, *, seed: int = DEFAULT_SEED, sample: int = MEDIAN_SAMPLE) -> float:
     """The median distance between distinct pairs of points (of a seeded sample of ``sample`` points).
 
     Parameters
@@ -176,10 +177,10 @@ class KernelMatrix(MatrixSource):
     column_copies = 5  # inner products, squared distances, the profile's temporaries, the block
 
     def __init__(self, points, kernel: str = "rbf", bandwidth: float | None = None, *, name: str = "kernel",
-                 seed: int | None = 0) -> None:
+                 seed: int | None = DEFAULT_SEED) -> None:
         # None is the documented default: an unseeded sample gave another bandwidth at each call above
         # MEDIAN_SAMPLE points (and another matrix for the same points).
-        seed = 0 if seed is None else seed
+        seed = DEFAULT_SEED if seed is None else seed
         check_values({"seed": seed}, {"seed": SEED}, "KernelMatrix")
         if not isinstance(kernel, str) or kernel not in KERNELS:  # ["rbf"] was a raw "unhashable" TypeError
             raise ParameterError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)} ({parameter('kernel')})")
