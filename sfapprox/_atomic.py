@@ -46,7 +46,27 @@ from .formats import jsonable
 
 __all__ = ["atomic_path", "write_text", "write_json", "write_bytes", "OutputError", "OutputExistsError",
            "written_outputs", "output_target", "stream_kind", "special_kind", "names_descriptor", "FileStamp", "resolved_path",
-           "check_writable", "check_named_file"]
+           "check_writable", "check_named_file", "NO_ROOM", "full_disk"]
+
+#: errnos of a write that found no room: the disk is full, or the user's quota on it is used up.
+NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
+
+
+def full_disk(folder: str | os.PathLike) -> str:
+    """What a write that found no room (:data:`NO_ROOM`) in ``folder`` says of its cause and what to do.
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        Where the file was being written.
+
+    Returns
+    -------
+    str
+        ``"the file system holding FOLDER is full; free some space"``.
+    """
+    return f"the file system holding {os.fspath(folder) or '.'} is full; free some space"
+
 
 #: errnos of a file system that cannot make hard links (FAT, exFAT, some FUSE and SMB mounts).
 _NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK, errno.EXDEV}
@@ -522,8 +542,8 @@ def _stop_waiting() -> None:
 
 def _output_error(target: Path, exc: OSError) -> OutputError:
     cause = os_cause(exc)
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        cause += f" (the file system holding {target.parent if str(target.parent) else '.'} is full; free some space)"
+    if exc.errno in NO_ROOM:
+        cause += f" ({full_disk(target.parent)})"
     return OutputError(f"{target}: not written: {cause}; no partial file was left", target, exc.errno)
 
 

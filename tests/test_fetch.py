@@ -869,6 +869,62 @@ def test_a_cache_that_cannot_be_written_is_named_with_what_to_do(tmp_path, serve
     assert "download from" not in msg and requests == []
 
 
+class _FullDisk:
+    """A file opened for writing on a disk with no room left: each write fails as the system's would."""
+
+    def __init__(self, file, code: int):
+        self.file, self.code = file, code
+
+    def write(self, data):
+        raise OSError(self.code, os.strerror(self.code))
+
+    def __getattr__(self, name):
+        return getattr(self.file, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.file.close()
+
+
+@pytest.mark.parametrize("where, code", [("download", "ENOSPC"), ("cache file", "ENOSPC"), ("download", "EDQUOT")])
+def test_a_full_disk_under_the_cache_says_so_and_what_to_do(tmp_path, server, monkeypatch, where, code):
+    """A full disk showed its cause, then "set SFAPPROX_CACHE to a folder you can write": the cache could be
+    written, and the hint that a write there gives ("is full; free some space") was left out."""
+    import builtins
+    import errno
+
+    import pooch
+
+    from sfapprox.datasets import fetch
+
+    code = getattr(errno, code)
+    base, www, _ = server
+    (www / "strike.paj").write_bytes(STRIKE)
+    e = entry(tmp_path, f'file = "pajek/strike.paj"\nurl = "{base}/strike.paj"\n')
+    cache = tmp_path / "cache"
+    if where == "download":  # pooch writing its copy in .downloads
+        def full(url, known_hash, fname, path, **kwargs):
+            raise OSError(code, os.strerror(code), os.path.join(path, "tmpab12cd34"))
+
+        monkeypatch.setattr(pooch, "retrieve", full)
+    else:  # the entry's file written into the cache from the downloaded copy
+        def full_open(file, mode="r", *args, **kwargs):
+            opened = builtins.open(file, mode, *args, **kwargs)
+            return _FullDisk(opened, code) if "w" in mode else opened
+
+        monkeypatch.setattr(fetch, "open", full_open, raising=False)
+    with pytest.raises(UnavailableError) as info:
+        fetch_entry(e, cache=cache)
+    msg = str(info.value)
+    assert "the download cache cannot be written (" in msg and os.strerror(code) in msg
+    assert f"the file system holding {cache / 'm'} is full; free some space, or set SFAPPROX_CACHE to a folder on " \
+           "another disk; put it at DATA_DIR/pajek/strike.paj" in msg, msg
+    assert "a folder you can write" not in msg
+    assert not [p for p in cache.rglob("*") if p.is_file()]
+
+
 @pytest.mark.parametrize("body, problem", [
     (b"junk" * 100, "not a readable zip or tar archive (neither zip nor tar, plain or compressed)"),
     ("cut", "not a readable zip or tar archive (Compressed file ended before the end-of-stream marker was reached)"),

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlparse
 
-from .._atomic import OutputError, new_temporary, os_cause, place_temporary, process_gone
+from .._atomic import NO_ROOM, OutputError, full_disk, new_temporary, os_cause, place_temporary, process_gone
 from .._errors import InputError
 from .manifest import COMPRESSED_SUFFIXES, Entry, is_archive
 
@@ -458,15 +458,24 @@ def fetch_entry(
         problem = str(exc).removeprefix(f"{entry.where}: ")  # the message starts with the entry already
         raise UnavailableError(_missing_message(entry, data_dir, problem)) from None
     except OutputError as exc:  # the cache, not the download: it read "download from URL failed (...)"
-        problem = (f"the download cache cannot be written ({' '.join(str(exc).split())}); "
-                   "set SFAPPROX_CACHE to a folder you can write")
-        raise UnavailableError(_missing_message(entry, data_dir, problem)) from None
+        raise UnavailableError(_missing_message(entry, data_dir, _cache_problem(exc, target))) from None
     except Exception as exc:  # network errors come in many types (requests, OSError, ...)
         problem = download_problem(exc, entry.url)
         if network is not None and problem.startswith("no network"):
             network.down = problem
         raise UnavailableError(_missing_message(entry, data_dir, problem)) from None
     return Located(path, "download", verified)
+
+
+def _cache_problem(exc: OutputError, folder: Path) -> str:
+    """Why the download cache (the entry's ``folder`` in it) could not be written, with what to do for that
+    cause: a full disk needs room, or a cache on another disk ("a folder you can write" was said of a
+    full disk too, where the folder could be written and the hint led nowhere); any other cause (a
+    folder not writable, a read-only file system, a file in the way), a folder that can be written."""
+    what = f"the download cache cannot be written ({' '.join(str(exc).split())})"
+    if exc.errno in NO_ROOM:
+        return f"{what}: {full_disk(folder)}, or set SFAPPROX_CACHE to a folder on another disk"
+    return f"{what}; set SFAPPROX_CACHE to a folder you can write"
 
 
 def download_problem(exc: BaseException, url: str) -> str:
