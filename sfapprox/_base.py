@@ -47,7 +47,7 @@ from ._errors import NotFittedError, ParameterError, ResourceError
 from ._params import MEMORY_LIMIT, check_params, split_items
 from ._settings import COUNT_INDICES, PROTOCOLS, FitSettings
 from ._validation import LIBRARY_WORKING_SET, check_memory, check_square_matrix, format_bytes, memory_limit
-from .sources import BLOCK_SHARE, MatrixSource, as_source, columns_within, passes_within
+from .sources import BLOCK_SHARE, MatrixLike, MatrixSource, as_source, columns_within, passes_within
 
 __all__ = [
     "Approximation",
@@ -257,7 +257,7 @@ class Approximation:
             return X
         return in_memory_or_columns(self.method_name, spec, X, self._max_memory_bytes)
 
-    def fit(self, X, *, check_input: bool = True) -> "Approximation":  # pragma: no cover - abstract
+    def fit(self, X: MatrixLike, *, check_input: bool = True) -> "Approximation":  # pragma: no cover - abstract
         raise NotImplementedError
 
     def __getattr__(self, name: str) -> Any:
@@ -273,7 +273,7 @@ class Approximation:
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # ------------------------------------------------------------------ using the fit
-    def frobenius_error(self, X, fro_norm: float | None = None) -> tuple[float, float | None]:
+    def frobenius_error(self, X: MatrixLike, fro_norm: float | None = None) -> tuple[float, float | None]:
         """The fitted surrogate's error against ``X``, absolute ``||X - A||_F`` and relative, by the one
         definition every method's row uses (:func:`~sfapprox.metrics.operator_error`; a
         :class:`~sfapprox.sources.MatrixSource` by an exact pass over its columns).

@@ -16,12 +16,20 @@ import pickle
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from ._errors import one_line
 
-__all__ = ["worker_count", "share", "send_shared", "ordered_map", "not_picklable", "worker_died", "worker_death",
+__all__ = ["Executor", "worker_count", "share", "send_shared", "ordered_map", "not_picklable", "worker_died", "worker_death",
            "serialization_logs_off", "logs_off"]
+
+class Executor(Protocol):
+    """Where a pass's blocks run: a ``concurrent.futures`` pool or a ``dask.distributed.Client``, both of which
+    submit a call and return its future (a protocol, not a union: naming Dask's client would import it)."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """Run ``fn(*args, **kwargs)`` there; its future."""
+
 
 #: Tasks kept in flight per worker: one running and one queued, so a worker never waits for the
 #: caller, while results not yet consumed stay bounded (a top-s task's result is O(k) numbers).

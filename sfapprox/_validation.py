@@ -12,11 +12,16 @@ import math
 import numbers
 import os
 import sys
+from typing import TYPE_CHECKING, TypeAlias, Union
 
 import numpy as np
 import scipy.sparse as sp
 
 from ._errors import InputError, ParameterError, ResourceError, parameter
+
+if TYPE_CHECKING:  # for type checkers only: torch is imported where a tensor is met, never to validate an array
+    import torch
+    from scipy.sparse.linalg import LinearOperator
 
 __all__ = [
     "check_square_matrix",
@@ -26,9 +31,16 @@ __all__ = [
     "default_memory_limit",
     "format_bytes",
     "check_path",
+    "MatrixArray",
     "is_zero_matrix",
     "torch_sparse_as_scipy",
 ]
+
+#: A square matrix held in memory, or read by its products: what :func:`check_square_matrix` and
+#: :func:`~sfapprox.metrics.frobenius_error` take.  With a source of its columns it is the matrix input
+#: of the estimators and :func:`~sfapprox.compare` (:data:`sfapprox.sources.MatrixLike`, which the
+#: sources, importing this module, define).
+MatrixArray: TypeAlias = Union[np.ndarray, sp.sparray, sp.spmatrix, "torch.Tensor", "LinearOperator"]
 
 #: Fraction of physical RAM that a single matrix may use when no explicit
 #: ``max_memory`` is given.  The rest is left for the solvers' work arrays.

@@ -18,7 +18,7 @@ from ._errors import ParameterError
 from ._old_api import options_keywords
 from ._settings import SF_BASE, SF_NAMED_INITS, SF_SUPPORT, FitSettings, LoadOptions
 from .budget import parse_budget, resolve_budget, sf_config_for_budget
-from .comparison import as_loaded_matrix, check_settings, compare, opened_input, scoring_seconds, warnings_at_caller
+from .comparison import MatrixInput, as_loaded_matrix, check_settings, compare, opened_input, scoring_seconds, warnings_at_caller
 from .estimate import estimate_errors
 from .factors import input_record, save_factors
 from .results import library_versions
@@ -79,7 +79,7 @@ def _same_path(a, b) -> bool:
 
 
 def fit_matrix(
-    matrix,
+    matrix: MatrixInput,
     *,
     settings: FitSettings | None = None,
     budget: str | int | float | None = None,
@@ -87,7 +87,7 @@ def fit_matrix(
     json_path: str | os.PathLike | None = None,
     force: bool = True,
     load: LoadOptions | None = None,
-    callback=None,
+    callback: Callable[[dict], bool | None] | None = None,
     replaces: FileStamp | bool | None = None,
     **sf_params: Any,
 ) -> FitRun:

@@ -24,7 +24,7 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
 import numpy as np
 import scipy.sparse as sp
@@ -33,6 +33,7 @@ from scipy.sparse.linalg import LinearOperator
 from ._base import (RunContext, check_columns_memory, columns_need, get_method, in_memory_or_columns,
                     least_columns_limit, method_need, methods, parse_methods)
 from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceError, one_line, parameter
+from ._executors import Executor
 from ._moved import moved_names
 from ._old_api import REQUIRED, fill_approximations, take_old_keywords
 from ._settings import COUNT_INDICES, DEFAULT_METHODS, DEFAULT_TOTAL_TIME, PROTOCOLS, FitSettings, LoadOptions
@@ -53,6 +54,7 @@ from .metrics import DENSE_SCORING_MAX_N, operator_error
 from .results import Comparison, MethodResult, library_versions
 from .sources import (
     DistributedSource,
+    MatrixLike,
     MatrixSource,
     SparseSource,
     as_source,
@@ -61,7 +63,14 @@ from .sources import (
     scoring_need,
 )
 
-__all__ = ["compare", "available_methods", "run_method", "run_all", "PROTOCOLS"]
+if TYPE_CHECKING:  # sfapprox.io loads h5py and Pillow: imported where a file is read
+    from .io import LoadedMatrix
+
+__all__ = ["compare", "available_methods", "run_method", "run_all", "PROTOCOLS", "MatrixInput"]
+
+#: What :func:`compare`, :func:`~sfapprox.sweep.sweep` and :func:`~sfapprox.describe.describe` take as the
+#: matrix: a :data:`~sfapprox.sources.MatrixLike`, what :func:`~sfapprox.load_matrix` returns, or a file.
+MatrixInput: TypeAlias = Union[MatrixLike, "LoadedMatrix", str, os.PathLike]
 
 
 
@@ -533,7 +542,7 @@ def check_run_arguments(*, count_indices: Any = False, callback: Any = None, on_
 
 
 def compare(
-    matrix=REQUIRED,
+    matrix: MatrixInput = REQUIRED,
     methods: str | Sequence[str] = DEFAULT_METHODS,
     *,
     budget: str | int | float | None = "sf",
@@ -546,7 +555,7 @@ def compare(
     load: LoadOptions | None = None,
     matrix_info: Mapping[str, Any] | None = None,
     include: Mapping[str, Any] | None = None,
-    executor=None,
+    executor: Executor | None = None,
     **setting_changes: Any,
 ) -> Comparison:
     """Fit every method in ``methods`` to ``matrix`` at the same budget and score them.
@@ -831,7 +840,7 @@ def compare_columns(
     on_result: Callable[[MethodResult], None] | None = None,
     include: Mapping[str, Any] | None = None,
     matrix_info: Mapping[str, Any] | None = None,
-    executor=None,
+    executor: Executor | None = None,
 ) -> Comparison:
     """:func:`compare` for a source too big to form: the methods that work from columns fit on it,
     the others get a "not applicable" row saying why, and every row is scored in one pass over the
@@ -916,7 +925,7 @@ def check_methods_memory_from_columns(names: Sequence[str], source: MatrixSource
 
 
 def score_from_columns(source: MatrixSource, results: Sequence[MethodResult], settings: FitSettings,
-                       executor=None) -> dict[str, Any]:
+                       executor: Executor | None = None) -> dict[str, Any]:
     """Score every fitted row of ``results`` from ``source``'s columns, all on the same columns (exact
     when one pass fits :func:`scoring_seconds` of ``settings.time_limit``, else estimated with a 95 %
     interval): sets each row's ``fro_error``, ``rel_error`` and ``error_estimate``.

@@ -12,7 +12,7 @@ from ._params import MEMORY_LIMIT
 from ._settings import COUNT_INDICES, FitSettings
 from ._validation import format_bytes, memory_limit
 from .budget import sf_count, sf_structure, tsvd_count, tsvd_rank_for_budget
-from .comparison import as_loaded_matrix, formable, formed_need, recipe_text
+from .comparison import MatrixInput, as_loaded_matrix, formable, formed_need, recipe_text
 from .factors import load_factors
 from .formats import Column, OutputFormat, ShownAsTables, Table, fact_text, printable, render_html
 from .sources import MatrixSource
@@ -94,7 +94,8 @@ def _repeats_facts(table: Table, facts: list[tuple[str, Any]]) -> bool:
 _FACT_WORDS = {"nonnegative": "non-negative", "psd": "positive semi-definite"}
 
 
-def describe(matrix, *, count_indices: bool = COUNT_INDICES, max_memory: int | None = None) -> MatrixDescription:
+def describe(matrix: MatrixInput, *, count_indices: bool = COUNT_INDICES,
+             max_memory: int | str | None = None) -> MatrixDescription:
     """Describe a matrix: shape, storage, symmetry, sign, SF's reference structure and budget,
     and the smallest budget at which each registered method applies.
 

@@ -34,7 +34,7 @@ from scipy.special import stdtrit
 
 from . import _timing
 from ._errors import ParameterError
-from ._executors import ordered_map
+from ._executors import Executor, ordered_map
 from ._params import MEMORY_LIMIT, SEED, Interval, check_values
 from ._settings import DEFAULT_SEED
 from ._threads import AdaptiveThreads
@@ -138,7 +138,7 @@ def estimate_errors(
     seed: int = DEFAULT_SEED,
     max_memory: int | None = None,
     fro_norm: float | None = None,
-    executor=None,
+    executor: Executor | None = None,
 ) -> dict[str, ErrorEstimate]:
     """The error of each surrogate in ``operators`` (name -> LinearOperator) against ``source``.
 
@@ -283,7 +283,7 @@ def block_errors(source, operators: Mapping[str, Any], J: np.ndarray) -> tuple[n
 
 
 def _scoring_pass(source, operators, order, width, tallies, norms, start, time_limit, rtol, fro_norm,
-                  executor=None) -> int:
+                  executor: Executor | None = None) -> int:
     """Columns of ``source`` in ``order``, block by block, into the tallies: all of them when the
     first block says the pass fits ``time_limit``, else until the time or ``rtol`` says stop."""
     n = source.n

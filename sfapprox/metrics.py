@@ -19,7 +19,7 @@ from scipy.sparse.linalg import LinearOperator
 
 from ._errors import InputError, ParameterError
 from ._threads import _limit_blas, available_cores, threads_free_now
-from ._validation import canonical_csr, numbers_array, numpy_readable
+from ._validation import MatrixArray, canonical_csr, numbers_array, numpy_readable
 
 __all__ = ["frobenius_error", "operator_error", "operator_error_and_multiple", "sparse_target_error", "surrogate_columns",
            "column_reader", "scoring_bytes", "scoring_block", "DENSE_SCORING_MAX_N", "SCORING_BLOCK", "SCORING_BLOCK_NUMBERS"]
@@ -41,7 +41,7 @@ SCORING_BLOCK_NUMBERS = 1 << 22
 _VECTORS_PER_COLUMN = 4
 
 
-def frobenius_error(X, approx: np.ndarray, fro_norm: float | None = None) -> tuple[float, float | None]:
+def frobenius_error(X: MatrixArray, approx: MatrixArray, fro_norm: float | None = None) -> tuple[float, float | None]:
     """Absolute ``||X - approx||_F`` and relative ``||X - approx||_F / ||X||_F``.
 
     The difference is taken in float64 (or a wider float type given), so

@@ -18,6 +18,7 @@ from ._progress import phase
 from ._settings import COUNT_INDICES, DEFAULT_METHODS, PROTOCOLS, FitSettings, LoadOptions
 from .budget import parse_budget, resolve_budget
 from .comparison import (
+    MatrixInput,
     as_loaded_matrix,
     build_comparison,
     check_methods_memory,
@@ -379,7 +380,7 @@ class Sweep(ShownAsTables):
 
 
 def sweep(
-    matrix=REQUIRED,
+    matrix: MatrixInput = REQUIRED,
     budgets: str | int | float | Sequence[str | int | float] = REQUIRED,
     methods: str | Sequence[str] = DEFAULT_METHODS,
     *,

@@ -729,3 +729,57 @@ def test_a_symmetric_source_formed_refuses_a_block_that_overflows_as_its_columns
     K.max_memory = K.formed_bytes + 1
     with pytest.raises(InputError, match="values too large"):
         K.to_dense()
+
+
+def test_the_public_entry_points_hint_their_matrix_by_the_one_alias():
+    """Every estimator's ``fit(X)`` and ``frobenius_error(X)``, ``fit_sf``, ``compare``, ``sweep``,
+    ``describe``, ``fit_matrix``, ``frobenius_error``, ``executor=``, ``KernelMatrix(points)``, ``AttentionMatrix(q, k)``
+    and ``to_torch(dtype, device)`` had no type hint: each now names the one alias of what it takes
+    (:data:`sfapprox.sources.MatrixLike`, defined once; a file or a LoadedMatrix too for ``compare``)."""
+    import importlib
+    import inspect
+
+    import torch
+    from numpy.typing import ArrayLike
+
+    import sfapprox
+    from sfapprox._base import Approximation, methods
+    from sfapprox._executors import Executor
+    from sfapprox._validation import MatrixArray
+    from sfapprox.comparison import MatrixInput
+    from sfapprox.describe import describe
+    from sfapprox.operators import ChordOperator, HybridOperator, SurrogateOperator
+    from sfapprox.sources import AttentionMatrix, DistributedSource, KernelMatrix, MatrixLike, MatrixSource
+
+    def hint(func, name):
+        """The hint of ``func``'s parameter ``name``, evaluated where ``func`` is defined (torch named)."""
+        annotation = inspect.signature(func).parameters[name].annotation
+        assert annotation is not inspect.Parameter.empty, (func.__qualname__, name)
+        where = (func.__init__ if isinstance(func, type) else func).__globals__
+        return eval(annotation, {**where, "torch": torch}) if isinstance(annotation, str) else annotation
+
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    for spec in methods().values():
+        importlib.import_module(spec.make.__module__)
+    importlib.import_module("sfapprox.sf.model")
+    estimators = list(subclasses(Approximation))
+    assert len(estimators) >= 10
+    for cls in [Approximation, *estimators]:
+        assert hint(cls.fit, "X") == MatrixLike, cls.__name__
+    assert hint(Approximation.frobenius_error, "X") == MatrixLike
+    assert MatrixLike.__args__[-1] is MatrixSource and set(MatrixArray.__args__) < set(MatrixLike.__args__)
+    assert set(MatrixLike.__args__) < set(MatrixInput.__args__)
+    assert hint(sfapprox.fit_sf, "X") == MatrixLike
+    for func in (sfapprox.compare, sfapprox.sweep.sweep, describe, sfapprox.fit_matrix):
+        assert hint(func, "matrix") == MatrixInput, func.__name__
+    assert hint(sfapprox.frobenius_error, "X") == hint(sfapprox.frobenius_error, "approx") == MatrixArray
+    for func in (sfapprox.compare, sfapprox.estimate_errors, DistributedSource):
+        assert Executor in (hint(func, "executor"), *getattr(hint(func, "executor"), "__args__", ())), func.__name__
+    assert hint(KernelMatrix, "points") == hint(AttentionMatrix, "q") == hint(AttentionMatrix, "k") == ArrayLike
+    for cls in (SurrogateOperator, ChordOperator, HybridOperator):
+        assert hint(cls.to_torch, "dtype") == torch.dtype | str | None, cls.__name__
+        assert hint(cls.to_torch, "device") == torch.device | str | None, cls.__name__

@@ -77,6 +77,7 @@ from .._validation import COMPILED_WORKING_SET
 from ..budget import butterfly_hier_count, padded_size
 from ..metrics import operator_error
 from ..operators import ChordOperator, PaddedButterflyOperator
+from ..sources import MatrixLike
 from .tsvd import EXACT_TOL, reproduces  # noqa: F401 - EXACT_TOL: this module's own name for it before
 
 __all__ = [
@@ -310,7 +311,7 @@ class HierarchicalButterfly(Approximation):
         self.budget = budget
         self.time_limit = time_limit
 
-    def fit(self, X, *, check_input: bool = True) -> "HierarchicalButterfly":
+    def fit(self, X: MatrixLike, *, check_input: bool = True) -> "HierarchicalButterfly":
         """Factorize the square matrix ``X`` (dense or sparse; padded to a power of two).
 
         ``check_input=False`` skips validating ``X`` (the caller did).

@@ -76,7 +76,7 @@ from .._threads import _limit_blas
 from .._validation import LIBRARY_WORKING_SET, check_memory
 from ..budget import monarch_count, monarch_min_budget, monarch_rank_for_budget, monarch_shapes
 from ..operators.monarch import MonarchOperator, from_slabs, monarch_slabs, slabs
-from ..sources import MatrixSource
+from ..sources import MatrixLike, MatrixSource
 from .tsvd import EXACT_TOL, preferred, reproduces  # noqa: F401 - EXACT_TOL: this module's own name for it before
 
 __all__ = [
@@ -608,7 +608,7 @@ class Monarch(Approximation):
                               "raise the budget or lower the rank")
         return shapes[: self.max_shapes]
 
-    def fit(self, X, *, check_input: bool = True) -> "Monarch":
+    def fit(self, X: MatrixLike, *, check_input: bool = True) -> "Monarch":
         """Project the square matrix ``X`` (dense, sparse or a source) onto the Monarch class.
 
         ``check_input=False`` skips validating ``X`` (the caller did).

@@ -46,6 +46,7 @@ from .._settings import DEFAULT_SEED, DEFAULT_TIME_LIMIT
 from .._validation import check_memory
 from ..budget import monarch_lr_min_budget, tsvd_count, tsvd_rank_for_budget
 from ..operators.monarch import MonarchLowRankOperator, MonarchOperator
+from ..sources import MatrixLike
 from .monarch import (MonarchShape, monarch_configs_for_budget, monarch_project, monarch_project_within,
                       projection_seconds, shape_stage)
 from .tsvd import leading_svd, numerical_rank, preferred, reproduces
@@ -320,7 +321,7 @@ class MonarchLowRank(Approximation):
                               f"matrix ({monarch_lr_min_budget(n)} numbers)")
         return list(dict.fromkeys(points))  # a split whose rank repeats another's adds nothing
 
-    def fit(self, X, *, check_input: bool = True) -> MonarchLowRank:
+    def fit(self, X: MatrixLike, *, check_input: bool = True) -> MonarchLowRank:
         """Fit ``M + L`` to the square matrix ``X`` (dense or sparse).
 
         Parameters

@@ -35,6 +35,7 @@ from .._validation import is_zero_matrix
 from ..budget import nmf_count, nmf_rank_for_budget, rank_within
 from ..metrics import operator_error
 from ..operators import HybridOperator
+from ..sources import MatrixLike
 from ._torch import as_tensor, few_threads
 from .tsvd import EXACT_MAX_N, EXACT_SVD_ARRAYS, leading_svd, preferred, round_off
 from .tsvd import EXACT_TOL  # noqa: F401 - this module's own name for it before
@@ -549,7 +550,7 @@ class NMF(Approximation):
         self.callback = callback
         self._take_renamed(renamed, {"rank": "n_components"})  # (its name until scikit-learn's was taken)
 
-    def fit(self, X, *, check_input: bool = True) -> "NMF":
+    def fit(self, X: MatrixLike, *, check_input: bool = True) -> "NMF":
         """Fit ``W`` and ``H`` to the non-negative square matrix ``X`` (dense or sparse).
 
         ``check_input=False`` skips validating ``X`` (the caller did).

@@ -43,7 +43,7 @@ from .._threads import AdaptiveThreads
 from .._validation import is_zero_matrix
 from ..budget import nystrom_count, nystrom_rank_for_budget, rank_within
 from ..operators.nystrom import NystromOperator
-from ..sources import MatrixSource, as_source
+from ..sources import MatrixLike, MatrixSource, as_source
 
 __all__ = ["Nystrom", "rpcholesky_pivots", "pinvh", "nystrom_factor", "check_psd_fit", "check_spent_residual"]
 
@@ -453,7 +453,7 @@ class Nystrom(Approximation):
         self.time_limit = time_limit
         self.max_memory = max_memory
 
-    def fit(self, X, *, check_input: bool = True) -> "Nystrom":
+    def fit(self, X: MatrixLike, *, check_input: bool = True) -> "Nystrom":
         """Choose the pivots and form ``C`` and the core from ``X``'s columns (dense, sparse or a source).
 
         Parameters

@@ -64,7 +64,7 @@ from .._params import MEMORY_LIMIT, SEED, Interval, Options
 from .._progress import Reporter
 from .._settings import COUNT_INDICES, DEFAULT_SEED, DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
-from ..sources import MatrixSource, columns_within, room
+from ..sources import MatrixLike, MatrixSource, columns_within, room
 from .._validation import LIBRARY_WORKING_SET, check_memory, estimate_dense_bytes, is_zero_matrix
 from ._rpca_parts import _Candidate, carrying_entries, skipped_record, split_stage
 from ..budget import (
@@ -1027,7 +1027,7 @@ class RobustPCA(Approximation):
         self.callback = callback
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X, *, check_input: bool = True) -> "RobustPCA":
+    def fit(self, X: MatrixLike, *, check_input: bool = True) -> "RobustPCA":
         """Fit ``L + S`` to the square matrix ``X`` (dense or sparse; worked on densely).
 
         ``check_input=False`` skips validating ``X`` (the caller did).

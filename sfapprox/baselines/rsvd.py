@@ -42,7 +42,7 @@ from ._rank import numerical_rank
 from .._validation import is_zero_matrix
 from ..budget import rank_within, tsvd_count, tsvd_rank_for_budget
 from ..operators import HybridOperator
-from ..sources import as_source, block_columns
+from ..sources import MatrixLike, as_source, block_columns
 from ..sources._base import _product_part
 
 __all__ = ["RandomizedSVD", "randomized_svd", "source_svd", "nystrom_pass", "one_pass_nystrom", "one_pass_general", "sketch_pass", "co_range_pays"]
@@ -553,7 +553,7 @@ class RandomizedSVD(Approximation):
         self.time_limit = time_limit
         self.max_memory = max_memory
 
-    def fit(self, X, *, check_input: bool = True) -> "RandomizedSVD":
+    def fit(self, X: MatrixLike, *, check_input: bool = True) -> "RandomizedSVD":
         """Fit the factors to ``X`` (dense, sparse or a source) from products with it.
 
         Parameters

@@ -40,7 +40,7 @@ from ..budget import check_within, sparse_count, sparse_entries_for_budget
 from ..metrics import SPARSE_TARGET_MIN_SHARE
 from ..operators.sparse import SparseOperator
 from .._validation import check_squared_norm, is_zero_matrix, memory_limit
-from ..sources import BLOCK_SHARE, ArraySource, DistributedSource, MatrixSource
+from ..sources import BLOCK_SHARE, ArraySource, DistributedSource, MatrixLike, MatrixSource
 
 __all__ = ["SparseApproximation", "SparseOperator", "sparse_count", "sparse_entries_for_budget", "top_entries",
            "streamed_top_entries", "dense_top_entries"]
@@ -469,7 +469,7 @@ class SparseApproximation(Approximation):
         self.budget = budget
         self.max_memory = max_memory
 
-    def fit(self, X, *, check_input: bool = True) -> "SparseApproximation":
+    def fit(self, X: MatrixLike, *, check_input: bool = True) -> "SparseApproximation":
         """Keep the largest entries of the square matrix ``X`` (dense, sparse or a source).
 
         ``check_input=False`` skips validating ``X`` (the caller did).

@@ -23,6 +23,7 @@ from .._threads import AdaptiveThreads
 from .._validation import is_zero_matrix
 from ..budget import paper_tsvd_rank, rank_within, tsvd_count, tsvd_rank_for_budget
 from ..operators import HybridOperator
+from ..sources import MatrixLike
 from ._rank import carrying_rank, numerical_rank, round_off  # noqa: F401 - their names here since before (rpca, nmf import them)
 from .rsvd import _passes, randomized_svd
 
@@ -252,7 +253,7 @@ class TruncatedSVD(Approximation):
         self.time_limit = time_limit
         self._take_renamed(renamed, {"rank": "n_components"})  # (its name until scikit-learn's was taken)
 
-    def fit(self, X, *, check_input: bool = True) -> "TruncatedSVD":
+    def fit(self, X: MatrixLike, *, check_input: bool = True) -> "TruncatedSVD":
         """Compute the truncated SVD of the square matrix ``X`` (dense or sparse).
 
         ``check_input=False`` skips validating ``X`` (the caller did).

@@ -28,6 +28,7 @@ from ..chord import chord_offsets, default_n_factors
 from ..metrics import operator_error
 from ..baselines.tsvd import EXACT_TOL
 from ..operators import ChordOperator, HybridOperator
+from ..sources import MatrixLike
 from .grid import HybridSplit
 from .objectives import dense_product
 
@@ -377,7 +378,7 @@ class _ChordHybrid(Approximation):
         self.callback = callback
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X, *, check_input: bool = True):
+    def fit(self, X: MatrixLike, *, check_input: bool = True) -> "_ChordHybrid":
         """Fit every split of the grid to the square matrix ``X`` and keep the best.
 
         A ``KeyboardInterrupt`` stops the grid at once: the best point so far

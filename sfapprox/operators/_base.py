@@ -28,13 +28,16 @@ surrogate is one new module in this package.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from scipy.sparse.linalg import LinearOperator
 
 from .._errors import ParameterError
 from .._validation import apply_real_parts, check_operand, readable_operand
+
+if TYPE_CHECKING:  # torch is imported by to_torch itself, never with the surrogates
+    import torch
 
 __all__ = ["SurrogateOperator", "register_operator", "operator_class", "operator_kinds"]
 
@@ -216,7 +219,8 @@ class SurrogateOperator(LinearOperator):
         raise ParameterError(f"a {type(self).__name__} is not a product of sparse factors; "
                              "use the operator itself, or to_dense()")
 
-    def to_torch(self, dtype=None, device=None):
+    def to_torch(self, dtype: torch.dtype | str | None = None,
+                 device: torch.device | str | None = None) -> torch.nn.Module:
         """A trainable ``torch.nn.Module`` (only the surrogates that have one: Chord factors and hybrids).
 
         Parameters

@@ -17,7 +17,7 @@ Exports: ``to_dense()``, ``to_sparse_factors()`` (one
 from __future__ import annotations
 
 import sys
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -26,6 +26,9 @@ from ..budget import butterfly_count
 from ..chord import OFFSET_SUPPORTS, SUPPORTS, is_power_of_two, support_offsets
 from ._base import SurrogateOperator, check_finite, register_operator
 from ._chord_apply import CHUNK_COLUMNS, FactorStack, pack, unpack_view
+
+if TYPE_CHECKING:  # torch is imported by to_torch itself, never with the surrogates
+    import torch
 
 __all__ = ["ChordOperator", "TORCH_DENSE_MAX_N", "CHORD_DESCRIPTION"]
 
@@ -236,7 +239,8 @@ class ChordOperator(SurrogateOperator):
         """
         return self._stack.sparse_factors()
 
-    def to_torch(self, dtype=None, device=None):
+    def to_torch(self, dtype: torch.dtype | str | None = None,
+                 device: torch.device | str | None = None) -> torch.nn.Module:
         """A trainable ``torch.nn.Module`` that applies this matrix as ``nn.Linear(N, N, bias=False)`` does.
 
         ``module(x)`` is ``x @ A.T`` over the last dimension of ``x``

@@ -9,7 +9,7 @@ plus sparse (RPCA) are hybrids without factors.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -19,6 +19,9 @@ from .._validation import canonical_csr
 from ..budget import hybrid_count
 from ._base import SurrogateOperator, check_finite, register_operator
 from .chord import CHORD_DATASETS, CHORD_DESCRIPTION, ChordOperator
+
+if TYPE_CHECKING:  # torch is imported by to_torch itself, never with the surrogates
+    import torch
 
 __all__ = ["HybridOperator"]
 
@@ -183,7 +186,8 @@ class HybridOperator(SurrogateOperator):
             out += self.chord.to_dense()
         return out
 
-    def to_torch(self, dtype=None, device=None):
+    def to_torch(self, dtype: torch.dtype | str | None = None,
+                 device: torch.device | str | None = None) -> torch.nn.Module:
         """A trainable ``torch.nn.Module`` applying this sum as ``nn.Linear(N, N, bias=False)`` does.
 
         ``module(x) = x @ A.T`` over the last dimension; the Chord values,

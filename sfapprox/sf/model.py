@@ -19,6 +19,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -63,7 +64,7 @@ from ..chord import (
 )
 from ..metrics import operator_error, operator_error_and_multiple, scoring_bytes
 from ..operators import ChordOperator
-from ..sources import ArraySource, MatrixSource, SparseSource, columns_within, room
+from ..sources import ArraySource, MatrixLike, MatrixSource, SparseSource, columns_within, room
 from ._multistart import (PREFERRED, RANK_ONE, TOP_PAIR_ITER, multiple_error, multistart, rank_one_applies,
                           rank_one_error, rank_one_pays, rank_one_values, start_values, top_bound, top_pair)
 
@@ -554,7 +555,7 @@ class ChordSF(Approximation):
         self.checkpoint_every = checkpoint_every
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X, *, check_input: bool = True) -> "ChordSF":
+    def fit(self, X: MatrixLike, *, check_input: bool = True) -> "ChordSF":
         """Fit the factors to the square matrix ``X`` (ndarray or scipy sparse).
 
         A ``KeyboardInterrupt`` during the optimisation stops it at once: the
@@ -1610,7 +1611,7 @@ def _transposed_product(source: MatrixSource, u: np.ndarray, chunk: int, width: 
     return v
 
 
-def fit_sf(X, **params) -> ChordSF:
+def fit_sf(X: MatrixLike, **params: Any) -> ChordSF:
     """Fit a :class:`ChordSF` to ``X``; keyword arguments are ChordSF's parameters.
 
     Parameters

@@ -25,7 +25,7 @@ source is a subclass that implements ``_columns(J)`` (and ``describe()``).
 
 from __future__ import annotations
 
-from ._base import BLOCK_SHARE, MAX_BLOCK, MIN_BLOCK, MatrixSource, block_columns, formable, formed_need, scoring_need
+from ._base import BLOCK_SHARE, MAX_BLOCK, MIN_BLOCK, MatrixLike, MatrixSource, block_columns, formable, formed_need, scoring_need
 from .arrays import ArraySource, OperatorSource, SparseSource, as_source, columns_within, open_npy, passes_within, room
 from .attention import AttentionMatrix
 from .covariance import CovarianceMatrix
@@ -34,6 +34,7 @@ from .kernels import KERNELS, KernelMatrix, median_bandwidth
 
 __all__ = [
     "MatrixSource",
+    "MatrixLike",
     "KernelMatrix",
     "AttentionMatrix",
     "CovarianceMatrix",

@@ -18,17 +18,17 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeAlias, Union
 
 import numpy as np
 
 from .._errors import InputError, ParameterError
 from .._params import MEMORY_LIMIT, check_values
-from .._validation import (LIBRARY_WORKING_SET, MAX_SQUARED_NORM, _sum_of_squares, apply_real_parts, check_memory,
+from .._validation import (LIBRARY_WORKING_SET, MAX_SQUARED_NORM, MatrixArray, _sum_of_squares, apply_real_parts, check_memory,
                            check_operand, check_squared_norm, format_bytes, memory_limit, readable_operand)
 from ..metrics import scoring_bytes
 
-__all__ = ["MatrixSource", "checked_product", "block_columns", "MIN_BLOCK", "MAX_BLOCK", "BLOCK_SHARE", "formable", "formed_need",
+__all__ = ["MatrixSource", "MatrixLike", "checked_product", "block_columns", "MIN_BLOCK", "MAX_BLOCK", "BLOCK_SHARE", "formable", "formed_need",
            "scoring_need"]
 
 #: Narrowest and widest column block a pass uses: narrower blocks waste the BLAS calls
@@ -697,3 +697,10 @@ def scoring_need(n: int, held: int, copy: int = 0) -> int:
         Bytes.
     """
     return held + copy + scoring_bytes(n) + LIBRARY_WORKING_SET
+
+
+#: A matrix input: an array, a scipy sparse matrix, a torch tensor or a ``LinearOperator``
+#: (:data:`~sfapprox._validation.MatrixArray`), or a source of its columns: what every estimator's ``fit``
+#: and ``frobenius_error``, :func:`~sfapprox.sf.model.fit_sf` and :func:`~sfapprox.describe.describe` take
+#: (:func:`~sfapprox.compare` a file or a LoadedMatrix too).
+MatrixLike: TypeAlias = Union[MatrixArray, MatrixSource]

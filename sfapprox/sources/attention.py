@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._errors import InputError, ParameterError
 from .._params import MEMORY_LIMIT, check_values
@@ -110,8 +111,8 @@ class AttentionMatrix(MatrixSource):
     nonnegative = True
     psd = False
 
-    def __init__(self, q, k, scale: float | None = None, *, name: str = "attention",
-                 max_memory: int | None = None) -> None:
+    def __init__(self, q: ArrayLike, k: ArrayLike, scale: float | None = None, *, name: str = "attention",
+                 max_memory: int | str | None = None) -> None:
         max_memory = check_values({"max_memory": max_memory}, {"max_memory": MEMORY_LIMIT}, "AttentionMatrix")["max_memory"]
         q, k = _check(name, "q", q), _check(name, "k", k)
         if q.shape != k.shape:

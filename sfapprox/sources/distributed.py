@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .._executors import ordered_map, send_shared, worker_count
+from .._executors import Executor, ordered_map, send_shared, worker_count
 from ._base import MatrixSource, kept_stop
 
 __all__ = ["DistributedSource"]
@@ -67,7 +67,7 @@ class DistributedSource(MatrixSource):
     True
     """
 
-    def __init__(self, source: MatrixSource, executor) -> None:
+    def __init__(self, source: MatrixSource, executor: Executor) -> None:
         super().__init__(source.n, source.name)
         self.source = source
         self.executor = executor

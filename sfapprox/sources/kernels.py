@@ -28,6 +28,7 @@ import math
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._errors import InputError, ParameterError, parameter
 from .._params import SEED, Interval, check_values
@@ -176,7 +177,7 @@ class KernelMatrix(MatrixSource):
     psd = True
     column_copies = 5  # inner products, squared distances, the profile's temporaries, the block
 
-    def __init__(self, points, kernel: str = "rbf", bandwidth: float | None = None, *, name: str = "kernel",
+    def __init__(self, points: ArrayLike, kernel: str = "rbf", bandwidth: float | None = None, *, name: str = "kernel",
                  seed: int | None = DEFAULT_SEED) -> None:
         # None is the documented default: an unseeded sample gave another bandwidth at each call above
         # MEDIAN_SAMPLE points (and another matrix for the same points).
