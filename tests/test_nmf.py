@@ -425,3 +425,40 @@ def test_the_limit_counts_from_the_start_of_the_fit(fake_clock, monkeypatch):
     assert fake_clock.time <= 8.0 and fit.stop_reason_ == "time_limit" and fit.n_iter_ == 1
     fit = NMF(3, init="nndsvda", time_limit=5.0, max_iter=30, device="cpu").fit(X)
     assert (fit.n_iter_, fit.stop_reason_) == (1, "time_limit")
+
+
+@pytest.mark.parametrize("randomized", [False, True])
+def test_auto_computes_the_start_svd_once_for_every_nndsvd_start(monkeypatch, randomized):
+    """init="auto" tries NNDSVDa, NNDSVD and NNDSVDar from one SVD (it computed the same one for each:
+    seconds each at N = 8,192), and each start is bit for bit the one its own SVD gives."""
+    from sfapprox.baselines import nmf as module
+    from sfapprox.baselines import tsvd
+
+    if randomized:  # (the randomized SVD above EXACT_MAX_N: seeded, so the same one each time)
+        monkeypatch.setattr(tsvd, "EXACT_MAX_N", 8)
+    rng = np.random.default_rng(5)
+    X = rng.random((30, 4)) @ rng.random((4, 30)) + 0.01 * rng.random((30, 30))
+    calls, starts = [], {}
+    real_svd, real_initialize = module.leading_svd, module._initialize
+
+    def counting_svd(*args, **kwargs):
+        calls.append(args[1])
+        return real_svd(*args, **kwargs)
+
+    def keeping(Xs, rank, init, *args, **kwargs):
+        start, made = real_initialize(Xs, rank, init, *args, **kwargs)
+        starts[made] = (Xs, [F.copy() for F in start])
+        return start, made
+
+    monkeypatch.setattr(module, "leading_svd", counting_svd)
+    monkeypatch.setattr(module, "_initialize", keeping)
+    fit = NMF(3, init="auto", time_limit=None, max_iter=40, device="cpu").fit(X)
+    assert calls == [3] and set(fit.params_["errors"]) == set(module.BEST_INITS)
+    for init in ("nndsvda", "nndsvd", "nndsvdar"):
+        Xs, (W, H) = starts[init]
+        # each variant from its own SVD, as before the SVD was shared
+        W0, H0 = real_initialize(Xs, 3, init, fit.random_state)[0]
+        assert np.array_equal(W, W0) and np.array_equal(H, H0)
+    # the start kept gives the fit that start alone gives
+    alone = NMF(3, init=fit.params_["init"], time_limit=None, max_iter=40, device="cpu").fit(X)
+    assert np.array_equal(fit.W_, alone.W_) and np.array_equal(fit.H_, alone.H_)

@@ -80,16 +80,36 @@ BEST_INITS = ("nndsvda", "nndsvd", "nndsvdar", "random")
 
 
 # --------------------------------------------------------------------------- starts
-def _nndsvd(X, rank: int, variant: str, seed: int,
-            deadline: _timing.Deadline | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+class _StartSVD:
+    """The NNDSVD starts' SVD of one fit (:func:`~.tsvd.leading_svd` of ``X`` at ``rank``), computed once.
+
+    Every NNDSVD variant starts from the same SVD of the same ``X`` with the same seed: ``init="auto"``
+    computed it again for each (seconds each at N = 8,192).  Called with a deadline, it returns the SVD,
+    or None where ``deadline`` cannot pay for it (``give_up``); a None is not kept, so a later call with
+    more time left tries again, as each variant did before.
+    """
+
+    def __init__(self, X, rank: int, seed: int):
+        self.X, self.rank, self.seed = X, rank, seed
+        self.found: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def __call__(self, deadline: _timing.Deadline | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        if self.found is None:
+            self.found = leading_svd(self.X, self.rank, self.seed, deadline, give_up=True)
+        return self.found
+
+
+def _nndsvd(X, rank: int, variant: str, seed: int, deadline: _timing.Deadline | None = None,
+            svd: _StartSVD | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """NNDSVD start (Boutsidis & Gallopoulos 2008) and its a/ar variants, in numpy.
 
     ``"nndsvd"`` keeps the zeros, ``"nndsvda"`` fills them with the mean of
     ``X`` and ``"nndsvdar"`` with small random values (mean / 100), as
-    scikit-learn does.  None where ``deadline`` cannot pay for its SVD's products that no check
-    cuts (:func:`~.tsvd.leading_svd`'s ``give_up``): the caller starts from random values instead.
+    scikit-learn does.  ``svd``: the fit's :class:`_StartSVD` of ``X``, ``rank`` and ``seed``, shared by
+    its variants (None: one computed here).  None where ``deadline`` cannot pay for its SVD's products
+    that no check cuts (:func:`~.tsvd.leading_svd`'s ``give_up``): the caller starts from random values instead.
     """
-    svd = leading_svd(X, rank, seed, deadline, give_up=True)
+    svd = (svd or _StartSVD(X, rank, seed))(deadline)
     if svd is None:
         return None
     U, s, Vt = svd
@@ -131,14 +151,15 @@ def _random_start(X, rank: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return W, H
 
 
-def _initialize(X, rank: int, init: str, seed: int,
-                deadline: _timing.Deadline | None = None) -> tuple[tuple[np.ndarray, np.ndarray], str]:
+def _initialize(X, rank: int, init: str, seed: int, deadline: _timing.Deadline | None = None,
+                svd: _StartSVD | None = None) -> tuple[tuple[np.ndarray, np.ndarray], str]:
     """The start ``(W, H)`` named by ``init`` (float64 numpy), its SVD's power iterations within ``deadline``,
     and the start it is: ``init``, or ``"random"`` where ``deadline`` could not pay for an NNDSVD's SVD
     (its first product and final projection, which no check cuts, ran past it: at N = 8,192 on 2 shared
-    cores a product of 1-2 s each).  The random start reads ``X`` once, for its mean."""
+    cores a product of 1-2 s each).  ``svd``: the fit's :class:`_StartSVD`, shared by its NNDSVD starts.
+    The random start reads ``X`` once, for its mean."""
     if init != "random":
-        start = _nndsvd(X, rank, init, seed, deadline)
+        start = _nndsvd(X, rank, init, seed, deadline, svd)
         if start is not None:
             return start, init
     return _random_start(X, rank, seed), "random"
@@ -371,12 +392,13 @@ def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, 
     deadline = None if time_limit is None else _timing.Deadline.after(time_limit, began)
     best, errors = None, {}
     each = 0.0  # seconds of the first start's least work (start, a few iterations, scoring)
+    svd = _StartSVD(X, rank, seed)  # (one SVD for every NNDSVD start: the same X, rank and seed)
     for i, init in enumerate(inits):
         if i and not all_starts and deadline is not None and not deadline.fits(each):
             break  # the later starts are extras: only in the time the first one left, when theirs fits
         began = _timing.now()
         report.at(f"start {init}")
-        start, made = _initialize(X, rank, init, seed, deadline)
+        start, made = _initialize(X, rank, init, seed, deadline, svd)
         if made != init and best is not None:
             break  # a later start whose SVD the time left cannot pay for: the starts fitted so far stand
         fitting = _timing.now()
