@@ -304,6 +304,11 @@ def opened_input(matrix: Any, load: LoadOptions | None, max_memory: int | None =
     return operator_as_source(torch_sparse_as_scipy(matrix), max_memory)
 
 
+#: A source's facts (:class:`~sfapprox.sources.MatrixSource` attributes) that its formed matrix keeps
+#: (:attr:`~sfapprox.io.LoadedMatrix.facts`): a check of the entries gives no ``psd: True`` back.
+KNOWN_FACTS = ("symmetric", "psd", "nonnegative")
+
+
 def as_loaded_matrix(matrix, load: LoadOptions | None, max_memory: int | None = None):
     """A :class:`~sfapprox.io.LoadedMatrix` (validated once) from a path, a LoadedMatrix or an array.
 
@@ -332,9 +337,11 @@ def as_loaded_matrix(matrix, load: LoadOptions | None, max_memory: int | None = 
         # The comparison's limit: under the default (80% of RAM) a block was the whole matrix, with its
         # temporaries five N x N arrays, where the limit allowed 3.75 (N = 4,096).
         formed = as_loaded(matrix.to_dense(max_memory), matrix.name)
-        # what it was made from, as a loaded file records its own: results and saved fits name their input
+        # what it was made from, as a loaded file records its own: results and saved fits name their input;
+        # and what the source knew of it (a kernel's psd: True), which no check of the entries gives back
+        known = {fact: getattr(matrix, fact) for fact in KNOWN_FACTS if getattr(matrix, fact) is not None}
         return dataclasses.replace(formed, path=matrix.file, format=matrix.kind, notes=list(matrix.notes),
-                                   sha256=matrix.file_sha256, recipe=matrix.recipe)
+                                   sha256=matrix.file_sha256, recipe=matrix.recipe, facts=known or None)
     if isinstance(matrix, (str, os.PathLike)):
         return load_matrix(matrix, **(load or LoadOptions()).keywords())
     return as_loaded(matrix, "X")

@@ -1072,3 +1072,21 @@ def test_a_sparse_matrix_from_its_columns_keeps_the_facts_its_entries_give():
     for key in ("nnz", "density", "min", "max"):
         assert streamed.matrix[key] == formed.matrix[key], key
     assert streamed.matrix["fro_norm"] == pytest.approx(formed.matrix["fro_norm"], rel=1e-12)
+
+
+def test_a_formed_source_keeps_the_facts_it_knew():
+    """A kernel compared from its columns recorded psd: true, the same kernel formed psd: null (a check of
+    the entries proves only a psd: false): the formed record keeps what the source knew."""
+    from sfapprox.comparison import as_loaded_matrix
+    from sfapprox.sources import KernelMatrix
+
+    K = KernelMatrix(np.random.default_rng(3).standard_normal((40, 2)), bandwidth=0.8)
+    streamed = compare(K, ["tsvd"], budget=0.2, max_memory=3 * K.formed_bytes - 1, time_limit=None)
+    formed = compare(K, ["tsvd"], budget=0.2, time_limit=None)
+    assert streamed.matrix["compared_from"] == "columns" and formed.matrix["compared_from"] == "memory"
+    for fact in ("psd", "symmetric", "nonnegative"):
+        assert formed.matrix[fact] == streamed.matrix[fact] == getattr(K, fact) is True, fact
+    # what the entries prove stands over what the origin says (a matrix not psd by its entries)
+    loaded = as_loaded_matrix(K, None)
+    loaded.matrix[0, 1] = loaded.matrix[1, 0] = 2.0  # |X_01| > sqrt(X_00 X_11) = 1
+    assert loaded.facts["psd"] is True and loaded.summary()["psd"] is False

@@ -283,6 +283,11 @@ class LoadedMatrix:
         ``covariance``); None for a file that holds one matrix, read as is.
         A saved fit records it, so a fit of another matrix of the same file
         is told from a fit of this one.
+    facts : dict or None
+        What its origin knew of it (``symmetric``, ``psd``, ``nonnegative``: a formed source's
+        :attr:`~sfapprox.sources.MatrixSource.psd`, say, that a kernel is positive semi-definite),
+        which :meth:`summary` reports where its own checks leave a fact unknown (its ``psd`` is only
+        ever False or None); None for a matrix read or given as is.
 
     Examples
     --------
@@ -299,6 +304,7 @@ class LoadedMatrix:
     notes: list[str] = field(default_factory=list)
     sha256: str | None = field(default=None, repr=False)
     recipe: dict | None = field(default=None, repr=False)
+    facts: dict | None = field(default=None, repr=False)
 
     @property
     def n(self) -> int:
@@ -356,7 +362,8 @@ class LoadedMatrix:
             Keys "name", "path" and "file" (its file, None for an array), "format", "n", "nnz", "density", "symmetric"
             (exact), "psd" (False where an entry shows the matrix is not positive
             semi-definite: a negative diagonal entry, or ``X_ij^2 > X_ii X_jj`` as
-            in a graph without self-loops; else None, unknown), "nonnegative",
+            in a graph without self-loops; else what :attr:`facts` says, a formed
+            kernel's True, or None, unknown), "nonnegative",
             "fro_norm", "min", "max", "sha256", "notes".  Sparse matrices are
             never densified.
         """
@@ -371,7 +378,7 @@ class LoadedMatrix:
         else:
             values = A
             lo, hi = float(A.min()), float(A.max())
-        return {
+        summary = {
             "name": self.name,
             "path": self.path,
             # the key a matrix source's summary has its file under: a comparison from columns writes
@@ -391,6 +398,11 @@ class LoadedMatrix:
             "notes": list(self.notes),
             **({"recipe": dict(self.recipe)} if self.recipe else {}),
         }
+        # what the entries leave unknown (psd, short of a proof it is not), its origin may know
+        for fact, value in (self.facts or {}).items():
+            if summary.get(fact) is None:
+                summary[fact] = value
+        return summary
 
 
 #: Side of the tiles :func:`_dense_symmetric` compares (two 32 KiB float64 tiles: both in cache).
