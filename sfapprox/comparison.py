@@ -90,6 +90,23 @@ def available_methods() -> dict[str, str]:
     return {name: spec.summary for name, spec in methods().items()}
 
 
+def row_reason(exc: BaseException, estimator: Any = None) -> str:
+    """Why a method's row is not applicable: ``exc``'s message without the estimator's own name in front.
+
+    An estimator fitted alone names itself ("Nystrom: budget 5 is below one Nyström pivot ..."); in a
+    row, which names its method already, that read "nystrom: Nystrom: budget ..." (the name twice).
+
+    Examples
+    --------
+    >>> from sfapprox.baselines.tsvd import TruncatedSVD
+    >>> row_reason(ValueError("TruncatedSVD: budget 3 is below one rank"), TruncatedSVD(1))
+    'budget 3 is below one rank'
+    """
+    text = str(exc)
+    own = f"{type(estimator).__name__}: " if estimator is not None else None
+    return text[len(own):] if own and text.startswith(own) else text
+
+
 def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float | None = None) -> MethodResult:
     """Fit one method to the validated matrix ``X`` at ``budget`` and score it.
 
@@ -138,6 +155,7 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
         fit_on = in_memory_or_columns(name, spec, X, context.settings.max_memory)
     if isinstance(fit_on, MatrixSource):
         check_columns_memory(name, fit_on, budget, context.settings.max_memory)
+    est = None
     try:
         if spec.check_first is not None:  # its limits before the factory's own work (SF times its structure)
             spec.check_first(fit_on, budget, context)
@@ -145,7 +163,8 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
         est._matrix_name = context.matrix_name  # named so in what its fit says (SF from columns)
         est = est.fit(fit_on, check_input=False)
     except (NotApplicableError, BudgetError) as exc:
-        return MethodResult(name, "not applicable", reason=str(exc), seconds=time.perf_counter() - start)
+        return MethodResult(name, "not applicable", reason=row_reason(exc, est),
+                            seconds=time.perf_counter() - start)
     if est.n_stored_ > budget:  # a broken promise is a bug, never a silent excess
         raise AssertionError(f"{name} stored {est.n_stored_} numbers over the budget {budget}")
     # From columns, every row is scored afterwards, together, on the same columns (estimate_errors).

@@ -1090,3 +1090,17 @@ def test_a_formed_source_keeps_the_facts_it_knew():
     loaded = as_loaded_matrix(K, None)
     loaded.matrix[0, 1] = loaded.matrix[1, 0] = 2.0  # |X_01| > sqrt(X_00 X_11) = 1
     assert loaded.facts["psd"] is True and loaded.summary()["psd"] is False
+
+
+def test_a_rows_reason_names_its_method_once():
+    """A row too small for one rank said "Nystrom: budget 3 is below ...", shown as "nystrom: Nystrom: ..."."""
+    X = np.random.default_rng(0).random((16, 16))  # (not symmetric)
+    c = compare(X, ["nystrom", "tsvd", "rsvd", "nmf"], budget=3, time_limit=None)
+    for r in c.results:
+        assert r.status == "not applicable" and r.reason.startswith("budget 3 is below one "), (r.method, r.reason)
+    # an estimator fitted alone still names itself
+    from sfapprox import BudgetError
+    from sfapprox.baselines.nystrom import Nystrom
+
+    with pytest.raises(BudgetError, match="^Nystrom: budget 3 "):
+        Nystrom(budget=3).fit(X)
