@@ -41,6 +41,15 @@ from .sources import MatrixSource
 __all__ = ["Sweep", "sweep", "parse_budget_list", "default_budgets"]
 
 
+def _parse_item(item: str | int | float, k: int, name: str) -> str:
+    """:func:`~sfapprox.budget.parse_budget` of the ``k``-th budget of the list ``name``, whose refusal names
+    the list and the item (it said "budget must be ..." alone: which option, and which of its items?)."""
+    try:
+        return parse_budget(item)
+    except ParameterError as exc:
+        raise ParameterError(f"{name}: item {k} ({item!r}): {exc}") from None
+
+
 def parse_budget_list(text: str | Sequence[str | int | float], *, name: str = "--budgets") -> list[str]:
     """``"0.01,0.02,sf,5000"`` → ``["0.01", "0.02", "sf", "5000"]``, each checked for its form.
 
@@ -70,12 +79,13 @@ def parse_budget_list(text: str | Sequence[str | int | float], *, name: str = "-
     # Numbers given as numbers stay numbers (600.0 is a count; "600.0" typed is refused as ambiguous).
     items = split_items(text, name) if isinstance(text, str) else [
         part.strip() if isinstance(part, str) else part for part in text]
-    items = [item for item in items if not isinstance(item, str) or item]
+    # numbered as given (from 1), empty items counted: "item 3" is the third the user wrote
+    items = [(k, item) for k, item in enumerate(items, 1) if not isinstance(item, str) or item]
     if not items:
         example = "0.01,0.02,0.05" if name.startswith("-") else "[0.01, 0.02, 0.05]"
         raise ParameterError(f"{name} needs at least one budget, e.g. {example}")
     try:
-        return [parse_budget(item) for item in items]
+        return [_parse_item(item, k, name) for k, item in items]
     except ParameterError as exc:
         if isinstance(text, str) and re.search(r"\d,\d{3}(?!\d)", text):
             # "1,000" split into "1" and "000": say why the list read it so

@@ -634,3 +634,19 @@ def test_a_sweep_from_columns_records_its_matrix_as_one_formed():
     assert streamed.to_dict()["matrix"]["fro_norm"] == pytest.approx(formed.matrix["fro_norm"], rel=1e-12)
     assert streamed.points[1].matrix["fro_norm"] is None and streamed.points[1].matrix["unknown"]["fro_norm"]
     assert streamed.tables()[0].title.startswith("kernel (N=400)") and formed.tables()[0].title.startswith("kernel")
+
+
+def test_a_bad_budget_names_the_option_and_its_item(tmp_path):
+    """A bad item said "budget must be ..." alone: not which option, nor which of its items."""
+    path = tmp_path / "m.npy"
+    np.save(path, np.random.default_rng(0).random((10, 10)))
+    out = CliRunner().invoke(app, ["sweep", str(path), "--budgets", "0.1,0.2,-1", "--methods", "tsvd"])
+    text = " ".join(out.output.split())
+    assert out.exit_code == 2 and "error: --budgets: item 3 ('-1'): budget must be a finite positive" in text, text
+    assert len(out.output.strip().splitlines()) == 1  # (one line, no traceback)
+    # sweep()'s own parameter, items counted as given (an empty one too) and numbers shown as passed
+    with pytest.raises(ParameterError, match=r"^budgets: item 3 \(2\.5\): budget 2\.5 is neither"):
+        sweep(np.eye(10), [0.1, "", 2.5], ["tsvd"])
+    # the hint for a thousands separator stays
+    with pytest.raises(ParameterError, match=r"^--budgets: item 2 \('000'\): .*write 1000, not 1,000"):
+        parse_budget_list("1,000")
