@@ -457,18 +457,62 @@ def _check_sparse(X, source: str, max_memory: int | None) -> sp.csr_array:
     return A
 
 
-def numpy_readable(X):
+def numpy_readable(X, *, source: str = "tensor", max_memory: int | None = None, as_float64: bool = False):
     """``X`` itself, or a torch tensor as numpy can read it: detached from autograd (numpy refused a
-    tensor that ``requires_grad``: a raw RuntimeError), and a float type numpy lacks (bfloat16, the
-    float8s) widened to float64, exactly.  The caller's tensor is not changed.  torch is never imported
-    here: a tensor exists only where the caller imported it."""
+    tensor that ``requires_grad``: a raw RuntimeError), copied to host memory from a GPU
+    (:func:`host_copy`: numpy refused it with torch's "can't convert cuda:0 device type tensor"), and a
+    float type numpy lacks (bfloat16, the float8s) widened to float64, exactly.  The caller's tensor is
+    not changed.  torch is never imported here: a tensor exists only where the caller imported it.
+
+    ``source``, ``max_memory`` and ``as_float64`` (the caller makes a float64 copy of it next) word and
+    size the memory check of a copy to host memory.
+    """
     torch = sys.modules.get("torch")
     if torch is None or not isinstance(X, torch.Tensor):
         return X
     X = X.detach()
+    if X.device.type != "cpu":
+        X = host_copy(X, source=source, max_memory=max_memory, as_float64=as_float64)
     if X.is_floating_point() and X.dtype not in (torch.float16, torch.float32, torch.float64):
-        X = X.to(torch.float64)
+        X = X.to(torch.float64)  # after the copy to the host: widened on the GPU it took 4 times its memory there
     return X
+
+
+def host_copy(X, *, source: str = "tensor", max_memory: int | None = None, as_float64: bool = False):
+    """A torch tensor on another device (a GPU) copied to host memory, once its copy is known to fit.
+
+    Parameters
+    ----------
+    X : torch.Tensor
+        A dense tensor, on a device other than the CPU.
+    source : str, default="tensor"
+        Starts the error message.
+    max_memory : int or None, default=None
+        The memory limit (None: :func:`default_memory_limit`).
+    as_float64 : bool, default=False
+        Whether a float64 copy of it is made next (a matrix validated by :func:`check_square_matrix`):
+        counted with it, the peak of the two.
+
+    Returns
+    -------
+    torch.Tensor
+        On the CPU.
+
+    Raises
+    ------
+    ResourceError
+        Where the copy (and the float64 one) is over the limit; the GPU's tensor is not copied.
+    """
+    torch = sys.modules["torch"]
+    # a float type numpy lacks is widened on the host (numpy_readable): that is the float64 copy then
+    widened = X.is_floating_point() and X.dtype not in (torch.float16, torch.float32, torch.float64)
+    wide = 8 * X.numel() if widened or (as_float64 and X.dtype != torch.float64) else 0
+    dtype = str(X.dtype).removeprefix("torch.")
+    check_memory(X.numel() * X.element_size() + wide, limit=max_memory,
+                 what=f"{source}: the copy in host memory of the {' x '.join(map(str, X.shape))} {dtype} tensor "
+                      f"on {X.device}" + (" (and its float64 copy)" if wide else ""),
+                 advice="use a smaller input (or slice the tensor on the GPU)")
+    return X.cpu()
 
 
 def is_zero_matrix(X) -> bool:
@@ -560,7 +604,7 @@ def _check_dense(X, source: str, max_memory: int | None) -> np.ndarray:
         raise InputError(f"{source}: a masked array with {int(np.ma.count_masked(X))} masked entries; fill them "
                          "first (X.filled(0)), or pass X.data to use the values under the mask")
     try:
-        arr = np.asarray(numpy_readable(X))
+        arr = np.asarray(numpy_readable(X, source=source, max_memory=max_memory, as_float64=True))
     except (ValueError, TypeError) as exc:  # ragged nested lists and the like
         raise InputError(f"{source}: cannot convert input to an array ({exc})".replace("\n", " ")) from None
     check_matrix_dtype(arr.dtype, source)
@@ -593,7 +637,8 @@ def check_square_matrix(X, *, source: str = "array", allow_sparse: bool = True, 
     ----------
     X : array_like, scipy.sparse matrix/array or torch tensor
         The input matrix (a torch sparse tensor is read as the scipy sparse
-        array of its entries: :func:`torch_sparse_as_scipy`).
+        array of its entries: :func:`torch_sparse_as_scipy`; a dense one on a
+        GPU is copied to host memory within ``max_memory``: :func:`host_copy`).
     source : str, default="array"
         What the matrix came from (a file path, ``"X"``); every error message
         starts with it.
@@ -618,7 +663,8 @@ def check_square_matrix(X, *, source: str = "array", allow_sparse: bool = True, 
         range, or has values so large or small that ``||X||_F**2`` over- or
         underflows float64 (see :data:`MAX_SQUARED_NORM`).
     ResourceError
-        If the float64 / CSR copy would exceed ``max_memory``.
+        If the float64 / CSR copy (with a GPU tensor's copy in host memory)
+        would exceed ``max_memory``.
 
     Examples
     --------

@@ -126,6 +126,61 @@ class TestTorch:
         assert isinstance(out, sp.csr_array) and out.nnz == 3
         np.testing.assert_array_equal(out.toarray(), [[0, 1, 0], [0, 0, 2], [4, 0, 0]])
 
+    @staticmethod
+    def _gpu_tensor(torch, X, dtype="float32"):
+        """``X`` as a tensor that says it is on a GPU (CI has none): numpy refuses it with torch's words for
+        a CUDA tensor, and each ``.cpu()`` is counted (``copies``)."""
+
+        class GpuTensor(torch.Tensor):
+            copies = 0
+
+            @property
+            def device(self):
+                return torch.device("cuda", 0)
+
+            def numpy(self, *args, **kwargs):
+                raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
+                                "tensor to host memory first.")
+
+            def cpu(self, *args, **kwargs):
+                GpuTensor.copies += 1
+                return self.as_subclass(torch.Tensor).clone()
+
+        return torch.tensor(X, dtype=getattr(torch, dtype)).as_subclass(GpuTensor)
+
+    @pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+    def test_gpu_tensor_is_copied_to_host(self, dtype):
+        """A dense tensor on a GPU was refused with torch's "can't convert cuda:0 device type tensor to
+        numpy"; it is copied to host memory once, as a sparse one's entries are."""
+        torch = pytest.importorskip("torch")
+        X = np.arange(9.0).reshape(3, 3)
+        T = self._gpu_tensor(torch, X, dtype)
+        np.testing.assert_array_equal(check_square_matrix(T, source="X"), X)
+        assert type(T).copies == 1
+
+    def test_gpu_tensor_over_the_memory_limit_is_refused_before_its_copy(self):
+        torch = pytest.importorskip("torch")
+        T = self._gpu_tensor(torch, np.ones((16, 16)))  # float32: 1 KiB on the host, 2 KiB more as float64
+        with pytest.raises(ResourceError) as info:
+            check_square_matrix(T, source="X", max_memory=2048)
+        msg = _one_line_error(info, "X")
+        assert "copy in host memory of the 16 x 16 float32 tensor on cuda:0 (and its float64 copy)" in msg
+        assert "3,072 B" in msg or "3.0 KiB" in msg
+        assert type(T).copies == 0  # refused before anything was copied
+        check_square_matrix(T, source="X", max_memory=3072)  # the two copies are the peak: exactly that fits
+        assert type(T).copies == 1
+
+    def test_gpu_tensor_given_to_compare_and_fit(self):
+        torch = pytest.importorskip("torch")
+        from sfapprox import TruncatedSVD, compare
+
+        X = np.random.default_rng(0).standard_normal((8, 8))
+        T = self._gpu_tensor(torch, X, "float64")
+        result = compare(T, methods=["tsvd"], budget=32)
+        assert result.results[0].status == "ok" and result.results[0].rel_error < 1
+        fitted = TruncatedSVD(budget=32).fit(T)
+        np.testing.assert_allclose(fitted.to_dense(), TruncatedSVD(budget=32).fit(X).to_dense())
+
     def test_sparse_tensors_scipy_cannot_hold_are_refused_in_one_line(self):
         torch = pytest.importorskip("torch")
         hybrid = torch.sparse_coo_tensor(torch.tensor([[0, 2]]), torch.ones(2, 3), (3, 3))
