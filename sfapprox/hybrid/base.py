@@ -19,7 +19,7 @@ from .._base import Approximation
 from .._device import resolve_device, resolve_dtype
 from .._errors import BudgetError, ConvergenceWarning, NotApplicableError, ParameterError
 from .._params import SEED, Interval, check_params
-from .._progress import Reporter
+from .._progress import Reporter, same_progress
 from .._settings import DEFAULT_SEED, DEFAULT_TIME_LIMIT, SF_START_KINDS as START_KINDS
 from .._threads import AdaptiveThreads
 from .._validation import check_memory
@@ -219,6 +219,60 @@ class _Point:
     start: str = "-"
 
 
+class _FitProgress:
+    """The hybrid fit's reports to the user's ``callback``, counted over the whole fit.
+
+    Its legs run one after another (the plain SF end, the closed-form end, each joint fit's race of starts
+    and its phases, going on with the best point), each counting its iterations from 0: passed on as they
+    were, the count (and a progress bar's fill with it) went back at every grid point.  Each report here
+    gives ``iteration`` after the legs before, ``max_iter`` the most the whole fit may take (an upper bound
+    until the grid is known, then lowered as its points end or are skipped, never raised: the fill
+    ``iteration / max_iter`` never goes back) and ``elapsed`` since the fit began.
+
+    Parameters
+    ----------
+    callback : callable or None
+        The user's callback (None: every report is a no-op).
+    max_iter : int
+        The most iterations the fit may take, as known before it starts.
+    began : float
+        When the fit began (``time.perf_counter()``).
+    """
+
+    def __init__(self, callback: Callable[[dict], Any] | None, max_iter: int, began: float) -> None:
+        self.callback = callback
+        self.max_iter = max(0, int(max_iter))
+        self.began = began
+        self.done = 0  # iterations of the legs finished
+        self.last = 0  # the highest iteration reported
+
+    def report(self, info: dict, leg_iterations: int) -> bool:
+        """Pass on a leg's ``info`` with its ``leg_iterations`` counted after the legs before; what the
+        callback returns (True: stop)."""
+        if self.callback is None:
+            return False
+        self.last = max(self.last, self.done + int(leg_iterations))
+        return bool(self.callback({**info, "iteration": self.last, "max_iter": self.max_iter,
+                                   "elapsed": time.perf_counter() - self.began}))
+
+    def relay(self) -> Callable[[dict], bool] | None:
+        """A callback for a leg that makes its own progress dicts (ChordSF's, a :class:`Reporter`'s),
+        marked coarse and showing phases as the user's is; None without a user's callback (a fit without
+        one skips its reports)."""
+        if self.callback is None:
+            return None
+        return same_progress(lambda info: self.report(info, info["iteration"]), self.callback)
+
+    def finish(self, n_iter: int = 0) -> None:
+        """End a leg of ``n_iter`` iterations (those a coarse callback was not told of included)."""
+        self.done = max(self.last, self.done + int(n_iter))
+
+    def at_most(self, max_iter: int) -> None:
+        """Lower ``max_iter`` to ``max_iter`` (the grid known, a point skipped or ended early); never raised,
+        never below the iterations reported."""
+        self.max_iter = max(self.last, min(self.max_iter, int(max_iter)))
+
+
 @dataclass
 class _Problem:
     """What every joint fit of one ``fit`` call shares (``target = X / scale`` on the device)."""
@@ -233,15 +287,12 @@ class _Problem:
     seconds: float | None  # time of the grid point being fitted (None: no limit)
     inits: list[str]
     init_noise: float | None
-    callback: Callable | None
+    progress: _FitProgress
     seed: int
     # When the grid point being fitted must stop optimising: its end less its scoring.
     deadline: _timing.Deadline = field(default_factory=lambda: _timing.Deadline(None))
     costs: StepCosts = field(default_factory=StepCosts)
     poll: Callable[[], Any] = lambda: None  # the thread governor's poll, after every iteration
-    # When the hybrid's fit began (time.perf_counter()): the progress's "elapsed" runs from it through every
-    # grid point (from each point's own start it went back to 0 at each one, the bar's time jumping back)
-    began: float = field(default_factory=time.perf_counter)
 
     def tensor(self, a):
         import torch
@@ -301,23 +352,24 @@ class _Problem:
         except KeyboardInterrupt:
             reason = _INTERRUPTED
         self.measured(state)
+        self.progress.finish(int(state["n_iter"]))
         return state["best_x"], reason, int(state["n_iter"]), state["best_loss"]
 
-    def _progress(self, start: str | None = None):
-        """The solver's per-iteration callback: the governor's poll, then the user's callback with the
-        iterate's error and the seconds since the hybrid's fit began (``start``: the start it runs)."""
-        user, scale, max_iter, poll = self.callback, self.scale, self.options["max_iter"], self.poll
+    def _progress(self, start: str | None = None, iterations: Callable[[dict], int] | None = None):
+        """The solver's per-iteration callback: the governor's poll, then the user's callback
+        (:class:`_FitProgress`: the iterations and time of the whole fit) with the iterate's error.
+        ``start``: the start it runs; ``iterations(state)``: the leg's iterations so far (default: the
+        state's own; a race's: every start's)."""
+        progress, scale, poll = self.progress, self.scale, self.poll
 
         def report(state: dict) -> bool:
             poll()
-            if user is None:
+            if progress.callback is None:
                 return False
-            info = {"iteration": state["n_iter"], "max_iter": max_iter,
-                    "fro_error": scale * math.sqrt(2.0 * max(state["loss"], 0.0)),
-                    "elapsed": time.perf_counter() - self.began}
+            info = {"fro_error": scale * math.sqrt(2.0 * max(state["loss"], 0.0))}
             if start is not None:
                 info["start"] = start
-            return bool(user(info))
+            return progress.report(info, state["n_iter"] if iterations is None else iterations(state))
 
         return report
 
@@ -410,6 +462,13 @@ class _ChordHybrid(Approximation):
         deadline = _timing.Deadline.after(limit)
         params = self._plain_params(n, budget)
         self._check_memory(n, params)  # the joint fits' need, before the grid's ends are fitted
+        per_point = self._reference(params).max_iter  # the most iterations of the plain end and of each joint point
+        # Before the grid is known (it follows the plain end's structure), the most it may hold: the plain end,
+        # a warm point, max_splits fresh ones and going on with the best (under a time limit).
+        progress = _FitProgress(self.callback, per_point * ((params is not None) + 1 + self.max_splits
+                                                            + (limit is not None)), begin)
+        if params is not None:
+            params["callback"] = progress.relay()
         # (after the check: a sparse X's dense copy was made before it, N^2 numbers a refusal did not need)
         dense = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
         if params is not None and limit is not None:
@@ -417,6 +476,7 @@ class _ChordHybrid(Approximation):
         plain = None if params is None else self._fit_plain(X, dense, params, budget)
         # the plain end handed over by a comparison's sf row (its start says so), not fitted here
         reused = plain is not None and plain.start != "sf"
+        progress.finish(0 if plain is None or reused else plain.n_iter)
         if plain is not None and not reused and deadline.end is not None:
             # the plain end's loading (or compiling) of its kernels is outside its time limit, and so outside
             # the hybrid's: a first fit's (seconds) had taken the joint points' time, every one skipped
@@ -438,6 +498,7 @@ class _ChordHybrid(Approximation):
         # none beside a comparison's sf row, whose fit had the whole limit (going on with it would be SF
         # given more time than the sf row, not the hybrid's gain)
         reserve = 0.0 if limit is None or not joint or reused else CONTINUE_SHARE * limit
+        progress.at_most(progress.done + per_point * (len(joint) + (reserve > 0)))
         stopped = False  # a stop during the closed-form end, which no point records
         with AdaptiveThreads(self._work(n), device_type=self._device.type, compiled=self._compiled(n)) as governor:
             for split in splits:
@@ -448,7 +509,7 @@ class _ChordHybrid(Approximation):
                 if split.role in ("lr", "sparse"):
                     started = _timing.now()
                     try:
-                        points.append(self._reported_end(X, dense, budget, split, deadline, begin))
+                        points.append(self._reported_end(X, dense, budget, split, deadline, progress))
                     except KeyboardInterrupt:
                         if not points:
                             raise  # nothing fitted yet to keep
@@ -459,36 +520,41 @@ class _ChordHybrid(Approximation):
                 if not np.any(dense):  # (for the zero matrix both ends are exact already)
                     continue
                 warm = split.role == "sf+rest"
-                problem = problem or self._problem(n, dense, params, costs, governor.poll, begin)
+                problem = problem or self._problem(n, dense, params, costs, governor.poll, progress)
                 left = max(0.0, deadline.left() - reserve)
                 point_time = min(left, max(left / (len(joint) - joint.index(split)),
                                            split_need(costs, 1, warm=warm)))
                 starts = split_starts(point_time, costs, 1 if warm else len(problem.inits), warm=warm)
                 if not starts:
                     points.append(self._skipped(split))
+                    progress.at_most(progress.max_iter - per_point)
                     continue
                 point_end = _timing.Deadline.after(None if deadline.end is None else point_time)
                 problem.seconds = None if deadline.end is None else point_time
                 problem.deadline = _timing.Deadline(None if point_end.end is None else point_end.end - costs.score)
                 points.append(self._fit_split(problem, split, plain if warm else None, starts))
+                progress.at_most(progress.max_iter - max(0, per_point - points[-1].n_iter))  # ended early
             if reserve and not stopped:
-                self._go_on(X, n, dense, params, points, problem, deadline, costs, governor.poll)
+                self._go_on(X, n, dense, params, points, problem, deadline, costs, progress)
         self._set_result(n, budget, points, time.perf_counter() - begin, stopped)
         return self
 
     def _reported_end(self, X, dense: np.ndarray, budget: int, split: HybridSplit, deadline: _timing.Deadline,
-                      began: float) -> _Point:
+                      progress: _FitProgress) -> _Point:
         """The closed-form end (:meth:`_fit_end`), said to the progress callback as a stage of its own, then
         its error: without it a progress bar stood on the plain SF end's last iteration through the end's
-        SVD or selection (seconds at N = 3,000), as if SF still ran."""
-        report = Reporter(self.callback, max_iter=1, began=began)
+        SVD or selection (seconds at N = 3,000), as if SF still ran.  It counts no iteration (the point
+        records none): the whole fit's count stands while it runs."""
+        report = Reporter(progress.relay(), began=progress.began)
         report.at(self._end_stage(split, budget))
         point = self._fit_end(X, dense, budget, split, deadline)
-        report(point.fro_error)
+        report(point.fro_error, steps=0)
+        progress.finish()
         return point
 
     def _go_on(self, X, n: int, dense: np.ndarray, params: dict[str, Any] | None, points: list,
-               problem: _Problem | None, deadline: _timing.Deadline, costs: StepCosts, poll) -> None:
+               problem: _Problem | None, deadline: _timing.Deadline, costs: StepCosts,
+               progress: _FitProgress) -> None:
         """Go on with the best point in the time left (:data:`CONTINUE_SHARE`, and what the points left
         unused) where it stopped on its time limit: the plain end as ChordSF from its factors, a joint
         point as a warm joint fit from its factors (its correction re-fitted to their residual, as
@@ -509,7 +575,8 @@ class _ChordHybrid(Approximation):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)  # the row warns of its own stop, once
                 est = ChordSF(**{**params, "init": best.operator.chord.values, "time_limit": left}).fit(
-                    X, check_input=False)
+                    X, check_input=False)  # (params' callback: the whole fit's progress, going on)
+            progress.finish(int(est.n_iter_))
             if est.n_stored_ != best.split.count:
                 return
             point = _Point(best.split, HybridOperator(n, chord=est.operator_), float(est.fro_error_), est.rel_error_,
@@ -646,8 +713,9 @@ class _ChordHybrid(Approximation):
         )
 
     def _problem(self, n: int, dense: np.ndarray, params: dict[str, Any] | None, costs: StepCosts,
-                 poll: Callable[[], Any], began: float) -> _Problem:
-        """What the joint fits share; ``began``: when the hybrid's fit began (their progress's time runs from it)."""
+                 poll: Callable[[], Any], progress: _FitProgress) -> _Problem:
+        """What the joint fits share; ``progress``: the whole fit's reports (their iterations and time go on
+        from the points before)."""
         from ..sf._kernels import scaled_target, select_kernel
 
         ref = self._reference(params)
@@ -657,8 +725,8 @@ class _ChordHybrid(Approximation):
         kernel, _ = select_kernel(n, self._device.type)
         inits = [ref.init] if ref.init in START_KINDS else list(START_KINDS)
         options = {k: getattr(ref, k) for k in ("max_iter", "ftol", "gtol", "history_size")}
-        return _Problem(n, dense, fro, scale, target, kernel, options, None, inits, ref.init_noise, self.callback,
-                        self.random_state, costs=costs, poll=poll, began=began)
+        return _Problem(n, dense, fro, scale, target, kernel, options, None, inits, ref.init_noise, progress,
+                        self.random_state, costs=costs, poll=poll)
 
     def _fit_split(self, pb: _Problem, split: HybridSplit, warm: _Point | None, n_starts: int | None = None) -> _Point:
         """Joint fit of one split: probe the (first ``n_starts``) starts, continue the best, in phases.
@@ -720,7 +788,11 @@ class _ChordHybrid(Approximation):
             (name, (_, state)), = runs.items()
             return name, corrs[name], state["x"], "max_iter", 0
         reason = "max_iter"
-        progress = {name: pb._progress(name) for name in runs}
+
+        def raced(_state: dict) -> int:  # every start's iterations so far, as ChordSF's race reports them
+            return sum(int(st["n_iter"]) for _, st in runs.values())
+
+        progress = {name: pb._progress(name, raced) for name in runs}
         try:
             reason = race(runs, pb.lbfgs_options, share_iter=max(1, round(PROBE_SHARE * pb.options["max_iter"])),
                           share_time=None if pb.seconds is None else PROBE_SHARE * pb.seconds,
@@ -731,6 +803,7 @@ class _ChordHybrid(Approximation):
             pb.measured(state)
         name = best_run(runs)
         n_iter = sum(int(st["n_iter"]) for _, st in runs.values())
+        pb.progress.finish(n_iter)
         return name, corrs[name], runs[name][1]["best_x"], reason, n_iter
 
     @staticmethod

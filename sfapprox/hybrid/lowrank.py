@@ -56,7 +56,10 @@ class ChordLowRank(_ChordHybrid):
     dtype : {"float64", "float32"} or None, default=None
         None: float64 on the CPU, float32 on a GPU.
     callback : callable or None
-        Progress callback, as ChordSF's (called by every iterative fit).
+        Progress callback, as ChordSF's (called by every iterative fit);
+        ``iteration`` counts over the whole fit (every grid point's, one after
+        another), ``max_iter`` is the most it may take (lowered as the grid's
+        points end, never raised) and ``elapsed`` runs from its start.
 
     Attributes
     ----------
