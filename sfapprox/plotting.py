@@ -420,6 +420,7 @@ def plot_sweep(sweep, path: str | os.PathLike, *, force: bool = True) -> None:
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     missing = []
     drawn: list[tuple[float, float]] = []  # (budget share, relative error) of every point drawn
+    lines = []  # (method, its points, why it has none at some budgets) to draw, once the axes' scales are known
     for method in sweep.methods:
         points, reasons = [], []
         for point in sorted(sweep.points, key=lambda p: p.budget):
@@ -432,14 +433,21 @@ def plot_sweep(sweep, path: str | os.PathLike, *, force: bool = True) -> None:
                     reasons.append("no relative error (‖X‖_F = 0)" if r.fro_error is not None else "not scored")
                 else:
                     reasons.append(r.status)
-        if points:
-            missing.extend(_draw_method(ax, method, points))
-            drawn.extend((x, r.rel_error) for x, r in points)
-        if reasons:
-            missing.append(f"{method}: {_reasons_by_budget(reasons, len(sweep.points))}")
+        drawn.extend((x, r.rel_error) for x, r in points)
+        why = f"{method}: {_reasons_by_budget(reasons, len(sweep.points))}" if reasons else None
+        lines.append((method, points, why))
     xlog, ylog = _log_axes(drawn)
+    # a log axis has no 0: an interval's lower end at or below it is drawn at the axis' bottom, marked
+    floor = _log_floor([r for _, points, _ in lines for _, r in points]) if ylog else None
+    for method, points, why in lines:
+        if points:
+            missing.extend(_draw_method(ax, method, points, floor))
+        if why:
+            missing.append(why)
     ax.set_xscale("log" if xlog else "linear")
     ax.set_yscale("log" if ylog else "linear")
+    if floor is not None:
+        ax.set_ylim(bottom=floor)
     ax.set_xlabel("budget (stored numbers / N²)" + (", log scale" if xlog else ""))
     ax.set_ylabel("relative Frobenius error" + (", log scale" if ylog else ""))
     from .results import record_label
@@ -524,24 +532,70 @@ def _reasons_by_budget(reasons: list[str], budgets: int) -> str:
                      for reason, count in counts.items())
 
 
-def _draw_method(ax, method: str, points: list) -> list[str]:
+def _interval(r) -> tuple | None:
+    """A row's 95 % interval of its relative error, where it was estimated from some columns."""
+    return (r.error_estimate or {}).get("rel_interval")
+
+
+def _reaches_zero(r) -> bool:
+    """Whether a row's interval has its lower end at or below 0 (none on a log axis)."""
+    i = _interval(r)
+    return bool(i) and i[0] is not None and i[0] <= 0
+
+
+def _log_floor(rows: list) -> float | None:
+    """The bottom of a log error axis where some interval reaches 0 or below (None where none does): a
+    :data:`LOG_FLOOR` of the smallest positive value drawn (an error, an interval's lower end), so that
+    every other point and bar end is above it.  matplotlib clipped such an end out of sight, the bar
+    running off the axis as if cut.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> _log_floor([NS(rel_error=0.1, error_estimate={"rel_interval": (-0.05, 0.2)}),
+    ...             NS(rel_error=0.02, error_estimate=None)])
+    0.01
+    """
+    if not any(_reaches_zero(r) for r in rows):
+        return None
+    values = [r.rel_error for r in rows] + [i[0] for i in map(_interval, rows) if i and i[0] is not None]
+    positive = [v for v in values if v > 0]
+    return LOG_FLOOR * min(positive) if positive else None
+
+
+#: Where a log error axis' bottom is when an interval reaches 0 or below: this share of the smallest
+#: positive value drawn (a third of a decade below it, room for the mark of the ends drawn there).
+LOG_FLOOR = 0.5
+
+
+def _draw_method(ax, method: str, points: list, floor: float | None = None) -> list[str]:
     """One method's line: its points (budget share, row), a 95 % error bar on each error estimated from
     some columns (drawn as a bare point, it read as exact), a hollow marker on each fit stopped early.
-    Returns the lines to say under the axes about them."""
+    ``floor``: a log axis' bottom, where an interval's lower end at or below 0 is drawn, with a downward
+    triangle (the axis has no 0: matplotlib clipped it out of sight).  Returns the lines to say under the
+    axes about them."""
     xs = [x for x, _ in points]
     ys = [r.rel_error for _, r in points]
-    intervals = [(r.error_estimate or {}).get("rel_interval") for _, r in points]
+    intervals = [_interval(r) for _, r in points]
     notes = []
     if any(intervals):
         # (y - low, high - y); an interval open above (high None or infinite) is drawn below only
         # (never negative: matplotlib refuses a negative bar, and a rounded interval may miss its estimate)
-        low = [max(0.0, y - i[0]) if i else 0.0 for y, i in zip(ys, intervals)]
+        ends = [floor if floor is not None and _reaches_zero(r) else i[0] if i else None
+                for (_, r), i in zip(points, intervals)]
+        low = [max(0.0, y - end) if end is not None else 0.0 for y, end in zip(ys, ends)]
         high = [max(0.0, i[1] - y) if i and i[1] is not None and np.isfinite(i[1]) else 0.0
                 for y, i in zip(ys, intervals)]
         line = ax.errorbar(xs, ys, yerr=[low, high], marker="o", capsize=3, label=_plain(method)).lines[0]
         opened = sum(1 for i in intervals if i and (i[1] is None or not np.isfinite(i[1])))
         notes.append(f"{method}: errors estimated from some columns (bars: 95% intervals"
                      + (f"; {opened} open above)" if opened else ")"))
+        cut = [x for (x, r) in points if floor is not None and _reaches_zero(r)]
+        if cut:
+            # clip_on=False: centred on the axis' bottom, half of the mark was cut off
+            ax.plot(cut, [floor] * len(cut), linestyle="none", marker="v", color=line.get_color(), clip_on=False)
+            notes.append(f"{method}: {len(cut)} interval{' reaches' if len(cut) == 1 else 's reach'} 0 or below, "
+                         "which a log axis has not (▼: drawn to the axis' bottom)")
     else:
         (line,) = ax.plot(xs, ys, marker="o", label=_plain(method))
     stopped = [(x, r.rel_error) for x, r in points if r.status == "interrupted"]

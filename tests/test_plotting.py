@@ -315,3 +315,37 @@ def test_a_figure_keeps_to_the_memory_limit_by_showing_fewer_rows(monkeypatch, t
     roomy, tight = ([im.get_array().shape for ax in fig.axes for im in ax.get_images()] for fig in figures)
     assert set(roomy) == {(300, 300)} and set(tight) == {(100, 100)}
     assert figures[1]._suptitle.get_text().endswith("; 1 row and column in 3 shown")
+
+
+def test_a_log_error_axis_draws_an_interval_reaching_zero_to_its_bottom_and_says_so(monkeypatch, tmp_path):
+    """On a log error axis an interval whose lower end is at or below 0 (none on that axis) was clipped by
+    matplotlib: the bar ran off the axis' bottom, its end out of sight.  It is drawn to the axis' bottom,
+    marked there with a downward triangle, and the note under the axes says so."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.container import ErrorbarContainer
+
+    X = np.random.default_rng(0).random((200, 200))
+    s = sweep(X, [300, 0.1, 1.0], ["sparse"])
+    r0, r1, r2 = (p.results[0] for p in s.points)
+    r2.rel_error = 1e-7  # the errors span decades: a log axis
+    r0.error_estimate = {"exact": False, "rel_interval": (r0.rel_error * 0.9, r0.rel_error * 1.1)}
+    r2.error_estimate = {"exact": False, "rel_interval": (-1e-7, 3e-7)}  # its lower end below 0
+    figures = _figures(monkeypatch)
+    plot_sweep(s, tmp_path / "s.png")
+    ax = figures[0].axes[0]
+    assert ax.get_yscale() == "log"
+    bottom = ax.get_ylim()[0]
+    assert 0 < bottom < 1e-7  # every point above it
+    (bars,) = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    lows = sorted(seg[:, 1].min() for seg in bars.lines[2][0].get_segments())
+    assert lows[0] == pytest.approx(bottom)  # drawn down to the axis' bottom, not to an end the axis lacks
+    assert lows[1] == pytest.approx(r0.rel_error * 0.9)  # an interval above 0 as it is
+    (marks,) = [line for line in ax.lines if line.get_marker() == "v"]
+    assert marks.get_xdata().tolist() == [1.0] and marks.get_ydata().tolist() == pytest.approx([bottom])
+    assert not marks.get_clip_on()  # the whole triangle shown, not its half above the axis' bottom
+    (note,) = ax.texts
+    assert "sparse: 1 interval reaches 0 or below" in note.get_text() and "drawn to the axis' bottom" in note.get_text()
+    plain = sweep(X, [300, 0.1, 1.0], ["sparse"])
+    plain.points[-1].results[0].rel_error = 1e-7
+    plot_sweep(plain, tmp_path / "t.png")  # no interval reaches 0: the axis is matplotlib's, nothing marked
+    assert not [line for line in figures[1].axes[0].lines if line.get_marker() == "v"]
