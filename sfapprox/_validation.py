@@ -39,8 +39,9 @@ __all__ = [
 #: A square matrix held in memory, or read by its products: what :func:`check_square_matrix` and
 #: :func:`~sfapprox.metrics.frobenius_error` take.  With a source of its columns it is the matrix input
 #: of the estimators and :func:`~sfapprox.compare` (:data:`sfapprox.sources.MatrixLike`, which the
-#: sources, importing this module, define).
-MatrixArray: TypeAlias = Union[np.ndarray, sp.sparray, sp.spmatrix, "torch.Tensor", "LinearOperator"]
+#: sources, importing this module, define).  ``sp.sparray`` is named as a string: scipy made it public in
+#: 1.11, and pyproject allows 1.10, where evaluating it here made every use of the package an AttributeError.
+MatrixArray: TypeAlias = Union[np.ndarray, "sp.sparray", sp.spmatrix, "torch.Tensor", "LinearOperator"]
 
 #: Fraction of physical RAM that a single matrix may use when no explicit
 #: ``max_memory`` is given.  The rest is left for the solvers' work arrays.

@@ -522,3 +522,27 @@ class TestRefusalsSayWhatToDo:
         # nothing masked: its values are the matrix
         np.testing.assert_array_equal(check_square_matrix(np.ma.masked_array(np.eye(3))), np.eye(3))
         np.testing.assert_array_equal(check_square_matrix(X.filled(0)), np.ones((3, 3)) - np.eye(3) + 0)
+
+
+def test_the_package_runs_on_a_scipy_without_a_public_sparray():
+    """pyproject allows scipy 1.10, where ``scipy.sparse.sparray`` is not public (1.11 made it so): the
+    matrix-input type alias evaluated it at import, and every use of the package (``compare``, through
+    ``_validation``) was an AttributeError; a sparse input's scoring tested ``isinstance(X, sp.sparray)``."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = """
+import scipy.sparse as sp
+del sp.sparray  # as scipy 1.10 has it
+import numpy as np
+import sfapprox
+X = sp.random(40, 40, density=0.1, random_state=0, format="csr")
+c = sfapprox.compare(X, ["tsvd", "sparse"], budget=0.2, device="cpu")
+print([r.status for r in c.results])
+"""
+    repo = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={**__import__("os").environ, "PYTHONPATH": str(repo)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "['ok', 'ok']"
