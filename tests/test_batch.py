@@ -423,6 +423,18 @@ def test_lines_record_their_entrys_position_so_reports_do_not_depend_on_jobs(tmp
     assert [row.name for row in par.tables_by_category[0].rows] == ["big", "c1", "c2"]
 
 
+def test_an_entry_run_alone_records_its_place_in_the_manifest_not_in_the_selection(tmp_path):
+    """``--only c`` recorded c's place among the selected entries (0, beside the manifest's first): the
+    report then listed a, c, b."""
+    from sfapprox.datasets import build_report
+
+    m = write_manifest(tmp_path / "m.toml", *(gen_entry(name, "circulant", seed=i) for i, name in enumerate("abc")))
+    run_batch(m, tmp_path / "out", BatchOptions(methods=("tsvd",)))
+    run_batch(m, tmp_path / "out", BatchOptions(methods=("tsvd",)), only=["c"], force=True)
+    assert {(r["matrix"], r["position"]) for r in lines(tmp_path / "out")} == {("a", 0), ("b", 1), ("c", 2)}
+    assert [row.name for row in build_report(lines(tmp_path / "out")).tables_by_category[0].rows] == ["a", "b", "c"]
+
+
 def test_process_pool_gives_the_same_records(tmp_path):
     m = write_manifest(tmp_path / "m.toml", *(gen_entry(f"c{i}", "circulant", seed=i) for i in range(3)))
     out = tmp_path / "out"

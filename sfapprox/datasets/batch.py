@@ -544,6 +544,7 @@ def run_batch(
         network = NetworkState()
         with spelled_for("api"):  # the entries' files read as their manifest says (run_matrix's reason)
             expanded = expand_weights(entries, options.data_dir, cache_dir(), network)
+        positions = _manifest_positions(manifest.names(), entries, expanded)
         check_named_vars(entries, options.data_dir, cache_dir())
         check_factor_names([e.name for e in expanded], manifest_path)
         _check_outputs(out)
@@ -554,7 +555,7 @@ def run_batch(
             _make_folder(out / "factors", "the folder of the saved factors")
             _remove_stale_temporaries(out)
             return _run_locked(out, expanded, options, force, jobs, executor, client, on_event, manifest.names(),
-                               [e.name for e in entries], network)
+                               [e.name for e in entries], network, positions)
     finally:
         if client is not None:
             close(client)
@@ -728,7 +729,8 @@ def orphan_lines(existing: ResultsFile, manifest_names: Iterable[str], selected:
 
 def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: bool, jobs: int,
                 executor: str, client, on_event: Event | None,
-                manifest_names: list[str], selected: list[str], network: NetworkState) -> BatchSummary:
+                manifest_names: list[str], selected: list[str], network: NetworkState,
+                positions: dict[str, int]) -> BatchSummary:
     """The batch in its locked folder; ``entries`` as expanded (:func:`expand_weights`, its names checked),
     ``selected`` their names before; ``network`` the run's, shared with those downloads."""
     results = out / RESULTS_FILE
@@ -776,8 +778,8 @@ def _run_locked(out: Path, entries: list[Entry], options: BatchOptions, force: b
     # absolute: a Dask worker runs in a current folder of its own, where a relative --out-dir and --data-dir
     # named other folders (its factors went there, its files were "not found")
     where = dataclasses.replace(options, data_dir=os.path.abspath(options.data_dir)) if options.data_dir else options
-    tasks = [MatrixTask(e, todo[e.name], where, os.path.abspath(out), cache, reader(), position=i)
-             for i, e in enumerate(entries) if e.name in todo]
+    tasks = [MatrixTask(e, todo[e.name], where, os.path.abspath(out), cache, reader(), position=positions.get(e.name))
+             for e in entries if e.name in todo]
     emit = on_event or (lambda *a, **k: None)
     emit("start", total=len(tasks), skipped=skipped, pairs=summary.to_do)
     # pairs with older lines behind their latest one (a redo killed before its rewrite left them): those
@@ -847,6 +849,21 @@ def _run_tasks(results: Path, tasks: list, summary: BatchSummary, cache: Path, n
         except KeyboardInterrupt:  # a stop outside the runners' own handling: the lines written are kept all the same
             summary.interrupted = True
     return summary
+
+
+def _manifest_positions(manifest_names: list[str], selected: list[Entry], expanded: list[Entry]) -> dict[str, int]:
+    """Each expanded entry's place in the whole manifest (the ``position`` its lines record, by which a
+    report orders its matrices): its own entry's index there, a model's square weights all at their
+    entry's.  The place in the ``--only`` selection was recorded before: a rerun of one entry put it at
+    0, beside the manifest's first, and the report listed it out of order."""
+    index = {name: i for i, name in enumerate(manifest_names)}
+    out: dict[str, int] = {}
+    for e in expanded:
+        owner = e.name if e.name in index else next(
+            (s.name for s in selected if e.name.startswith(s.name + ".")), None)  # a model's weight
+        if owner in index:
+            out[e.name] = index[owner]
+    return out
 
 
 def expand_weights(entries: list[Entry], data_dir: str | None, cache: Path, network=None, *,

@@ -565,7 +565,10 @@ def _in_entry_order(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             place[r["matrix"]] = position  # the latest run's, where runs of other --only differ
     first = {name: i for i, name in reversed(list(enumerate(r["matrix"] for r in records)))}
     unplaced = max(place.values(), default=-1) + 1  # after every placed matrix
-    return sorted(records, key=lambda r: (place.get(r["matrix"], unplaced), first[r["matrix"]]))
+    # a model's square weights share their entry's place: among them by name (the order they finished in
+    # changed with --jobs), each matrix's lines in file order
+    return sorted(records, key=lambda r: (place.get(r["matrix"], unplaced),
+                                          r["matrix"] if r["matrix"] in place else "", first[r["matrix"]]))
 
 
 # ---------------------------------------------------------------------------
