@@ -219,11 +219,6 @@ def test_the_bar_names_the_method_being_fitted_then_the_scoring():
         on_result.starting(m)
         on_result(row(m))
     assert shown == ["tsvd", "sparse", "sparse", "sf", "sf", "scoring"]
-    shown.clear()
-    on_result = method_announcer(bar, ["sf", "tsvd"], cycle=True)
-    for m in ("tsvd", "sf", "tsvd", "sf"):
-        on_result(row(m))
-    assert shown == ["sf", "tsvd", "sf", "tsvd"]
 
 
 def test_a_sweep_s_bar_names_the_budget_then_its_methods_then_its_scoring():

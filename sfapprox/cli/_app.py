@@ -20,8 +20,8 @@ from .._atomic import cut_short_outputs, written_outputs
 from .._errors import SfapproxError, spelled_for
 from .._progress import same_progress
 from .._signals import stop_cause
-from ..formats import printable, to_ascii
-from ._render import (GLYPHS, closed_pipe, draws_progress, err, literal, note, one_line, os_error_text, out,
+from ..formats import encodes_glyphs, printable, to_ascii
+from ._render import (closed_pipe, draws_progress, err, literal, note, one_line, os_error_text, out,
                       quiet_notes, reading_progress, say_error)
 
 #: How ``--help`` is drawn, for the app and its sub-command groups: click's plain layout, not Typer's rich
@@ -121,10 +121,9 @@ def help_in_ascii() -> bool:
     if not encoding:  # (no stdout, or not a text stream: click writes UTF-8 bytes)
         return False
     try:
-        GLYPHS.encode(encoding)
-    except (UnicodeEncodeError, LookupError):
+        return not encodes_glyphs(encoding)
+    except LookupError:  # an encoding Python does not know: ASCII is what any stream writes
         return True
-    return False
 
 
 class _WholeWordWrapper(textwrap.TextWrapper):

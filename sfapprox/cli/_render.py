@@ -27,7 +27,6 @@ from rich.table import Table as RichTable
 
 from .._atomic import check_writable, output_target, resolved_path, stream_kind, write_text
 from .._errors import ParameterError, SfapproxError
-from ..formats import GLYPHS  # noqa: F401  (its home before formats: the tables' test and the streams' are one)
 from ..formats import (PLOT_SUFFIXES, OutputFormat, Table, ascii_table, encodes_glyphs, fmt_number, printable,
                        render_rich, to_ascii)
 
@@ -755,14 +754,14 @@ _quiet_update.relabel = lambda what: None  # type: ignore[attr-defined]
 _quiet_update.coarse = True  # type: ignore[attr-defined]
 
 
-def method_announcer(progress: Any, names: list[str], *, cycle: bool = False) -> Callable[[Any], None]:
+def method_announcer(progress: Any, names: list[str]) -> Callable[[Any], None]:
     """An ``on_result`` hook that names, on the progress bar, the method a comparison fits next
     (in its fitting order: closed-form methods first), then "scoring" — so a closed-form method
     that reports no iterations, or the scoring pass of a matrix compared from its columns, is
     not shown as a bar stuck at "it 0".  Its ``starting`` (called by
     :func:`~sfapprox.comparison.run_all` as each method starts) names that method: the first
     is not named before it starts (a kernel of 8,000 points formed for 27 s under "tsvd").
-    With ``cycle`` (the methods again and again) the first method follows the last.  Its ``budget_starting``
+    Its ``budget_starting``
     (called by :func:`~sfapprox.sweep.sweep` as each budget starts) puts "budget 2/10 (18,000)" before
     the method's name and starts the methods again: a sweep's bar named the method alone, the same at
     every budget, and a budget's scoring pass under the next budget's first method."""
@@ -774,9 +773,6 @@ def method_announcer(progress: Any, names: list[str], *, cycle: bool = False) ->
     def on_result(result: Any) -> None:
         done.add(result.method)
         left = [m for m in order if m not in done]
-        if not left and cycle:
-            done.clear()
-            left = order
         progress.describe(left[0] if left else "scoring")
 
     def starting(name: str) -> None:
