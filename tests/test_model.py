@@ -382,15 +382,16 @@ def test_large_fits_on_the_cpu_run_in_float32_unless_asked(monkeypatch):
 @pytest.mark.parametrize("support", ["chord", "symmetric"])
 def test_product_error_is_frobenius_error_of_the_product(support):
     """What a GPU fit scores itself with (the product formed on its device), here on the CPU's torch."""
-    from sfapprox.sf.model import product_error, product_error_and_multiple
+    from sfapprox.sf.model import product_error_and_multiple
 
     sf = ChordSF(support=support, max_iter=20, device="cpu").fit(_planted(48, seed=4))
     X = _planted(48, seed=5)
     fro = float(np.linalg.norm(X))
-    err, rel = product_error(sf.factors_, sf.offsets_, X, fro, torch.device("cpu"))
+    err, rel = product_error_and_multiple(sf.factors_, sf.offsets_, X, fro, torch.device("cpu"))[:2]
     ref = frobenius_error(X, sf.to_dense(), fro)
     assert err == pytest.approx(ref[0], rel=1e-12) and rel == pytest.approx(ref[1], rel=1e-12)
-    sparse_err, _ = product_error(sf.factors_, sf.offsets_, scipy.sparse.csr_array(X), fro, torch.device("cpu"))
+    sparse_err = product_error_and_multiple(sf.factors_, sf.offsets_, scipy.sparse.csr_array(X), fro,
+                                            torch.device("cpu"))[0]
     assert sparse_err == pytest.approx(err, rel=1e-12)
     # and the best multiple's sums, from the same product (a GPU fit's multiple needs no second one)
     *errors, inner, square = product_error_and_multiple(sf.factors_, sf.offsets_, X, fro, torch.device("cpu"))

@@ -1509,24 +1509,16 @@ def _iterations_of(fit: dict) -> int:
     return own + (0 if fit.get("init_note") else count("iterations_before"))
 
 
-def product_error(values: np.ndarray, offsets: np.ndarray, dense, fro: float, device) -> tuple[float, float | None] | None:
-    """``||X - W_1 ... W_M||_F`` and its ratio to ``fro``, the product formed on ``device`` in float64.
-
-    What a GPU fit scores itself with: the same numbers as
-    :func:`~sfapprox.metrics.operator_error` on the CPU, in about 2 s instead of
-    the CPU's ~40 s (as it formed the product then) at N = 16,384 (measured after a 60-s fit on an H100, which the time limit
-    did not see coming).  None when the device has no room for three ``N x N`` float64 buffers
-    (the caller then scores on the CPU).
-    """
-    scored = product_error_and_multiple(values, offsets, dense, fro, device)
-    return None if scored is None else scored[:2]
-
-
 def product_error_and_multiple(values: np.ndarray, offsets: np.ndarray, dense, fro: float,
                                device) -> tuple[float, float | None, float, float] | None:
-    """:func:`product_error`'s two errors, then ``<X, P>`` and ``||P||^2`` of the product ``P`` formed for them
-    (its best multiple's, as :func:`~sfapprox.metrics.operator_error_and_multiple` gives on the CPU); None when
-    the device has no room."""
+    """``||X - W_1 ... W_M||_F`` and its ratio to ``fro``, then ``<X, P>`` and ``||P||^2`` of the product ``P``
+    formed for them (its best multiple's, as :func:`~sfapprox.metrics.operator_error_and_multiple` gives on
+    the CPU), the product formed on ``device`` in float64.
+
+    What a GPU fit scores itself with: the same numbers as :func:`~sfapprox.metrics.operator_error` on the
+    CPU, in about 2 s instead of the CPU's ~40 s (as it formed the product then) at N = 16,384 (measured
+    after a 60-s fit on an H100, which the time limit did not see coming).  None when the device has no
+    room for three ``N x N`` float64 buffers (the caller then scores on the CPU)."""
     import torch
 
     from . import _kernels
