@@ -402,6 +402,7 @@ def _passes(apply, apply_t, n: int, rank: int, *, n_oversamples: int, n_iter: in
     if first is None:
         return None
     Y, W, psi = first
+    del first  # (the tuple held Y: the sketch, N x (r + 10), lived through every power iteration)
     if W is not None:
         return *one_pass_general(Y, W, psi, rank), 0, 1
     # A quarter's margin on the next pass's time: at N = 8,192 a second pass measured as fitting ran 15 %
