@@ -625,3 +625,17 @@ def test_the_reported_iterations_go_forward_over_the_whole_fit(cls, time_limit):
     assert most == sorted(most, reverse=True) and all(i <= m for i, m in zip(iterations, most))
     fill = [i / m for i, m in zip(iterations, most)]
     assert fill == sorted(fill)  # the bar's fill by iterations never goes back
+
+
+@pytest.mark.parametrize("cls", [ChordLowRank, ChordSparse])
+@pytest.mark.parametrize("max_iter", [0, 1])
+def test_a_point_runs_no_more_iterations_than_asked(cls, max_iter):
+    """A joint point's race gave each of its two starts at least one iteration: ``max_iter`` 1 ran 2 a point,
+    0 ran 2 where none was asked, and the progress then raised its ``max_iter`` past the reported count."""
+    X = np.random.default_rng(0).random((16, 16)) + np.eye(16)
+    seen = []
+    h = cls(sf_params={"max_iter": max_iter}, device="cpu", callback=seen.append).fit(X)
+    joint = [p for p in h.grid_ if p["split"] in ("split", "sf+rest")]
+    assert joint and all(p["iterations"] <= max_iter for p in joint), [p["iterations"] for p in joint]
+    most = [info["max_iter"] for info in seen]
+    assert most == sorted(most, reverse=True) and all(info["iteration"] <= info["max_iter"] for info in seen)

@@ -784,8 +784,10 @@ class _ChordHybrid(Approximation):
             corrs[name], x0 = self._begin(pb, split, x_w, shape, offsets)
             runs[name] = (self._objective(pb, corrs[name], shape, offsets), pb.new_state(x0))
             pb.costs.begin = _timing.now() - started
-        if len(runs) == 1:
-            (name, (_, state)), = runs.items()
+        if len(runs) == 1 or pb.options["max_iter"] < len(runs):
+            # One start, or a point's iterations too few for one each (a race gives each start at least one:
+            # max_iter 1 ran 2 iterations a point, max_iter 0 ran 2 where none was asked): the first, ChordSF's default.
+            name, (_, state) = next(iter(runs.items()))
             return name, corrs[name], state["x"], "max_iter", 0
         reason = "max_iter"
 
