@@ -797,13 +797,9 @@ class ChordSF(Approximation):
         :meth:`least_columns_limit` counts) and the libraries' working set, beside a matrix held in
         memory (``held`` bytes), are over the memory limit.  Wider blocks are taken only where they
         fit (:func:`~._columns.column_width`), so this is the fit's one memory refusal."""
-        from . import _columns
-
-        offsets, n_factors = self._structure(n)
-        _, history, libraries = _column_plan()
         full = memory_limit(self._max_memory_bytes)
-        check_memory(_columns.column_fit_memory(n, n_factors, len(offsets), 1, history=history) + libraries,
-                     limit=full, held=held if full is not None else 0,  # the user's limit, in the message
+        check_memory(self._least_columns_need(n), limit=full,
+                     held=held if full is not None else 0,  # the user's limit, in the message
                      what=f"fitting SF to {name} ({n:,} x {n:,}) from its column blocks")
 
     def _fits_in_memory(self, X) -> bool:
@@ -850,12 +846,16 @@ class ChordSF(Approximation):
         int
             Bytes.
         """
+        return self._least_columns_need(source.n) + source.held_bytes
+
+    def _least_columns_need(self, n: int) -> int:
+        """Bytes of the fit from column blocks at its narrowest (one column) and the libraries' working set:
+        the one figure :meth:`least_columns_limit` says and :meth:`_check_columns_memory` refuses by."""
         from . import _columns
 
-        offsets, n_factors = self._structure(source.n)
+        offsets, n_factors = self._structure(n)
         _, history, libraries = _column_plan()
-        return (_columns.column_fit_memory(source.n, n_factors, len(offsets), 1, history=history)
-                + libraries + source.held_bytes)
+        return _columns.column_fit_memory(n, n_factors, len(offsets), 1, history=history) + libraries
 
     def _fit_columns(self, source: MatrixSource, fit_begin: float) -> "ChordSF":
         """Fit from ``source``'s column blocks (:mod:`._columns`): the path of a matrix whose
