@@ -131,7 +131,7 @@ def suggest_next(comparison, path: Path, names: list[str], argv: list[str] | Non
         words = list(sys.argv[1:] if argv is None else argv)
         # sfapprox's own options before the command (--debug): kept; the command was not recognised after
         # them, and the plain form left out --kernel (the points table then read as a matrix)
-        lead = list(itertools.takewhile(_options_of(None).__contains__, words))
+        lead = list(itertools.takewhile(_root_spellings().__contains__, words))
         words = _with_methods(words[len(lead):], methods)
         if not words or words[0] != "compare":  # not run as the CLI (a test, an embedding): the plain form
             lead, words = [], ["compare", str(path), "--methods", methods]
@@ -176,18 +176,15 @@ def _once_each(words: list[str]) -> list[str]:
     return [w for item in items for w in item]
 
 
-def _options_of(command: str | None) -> dict[str, tuple[str, bool, bool]]:
-    """Each spelling of a command's options (``--quiet``, ``-q``, ``--no-count-indices``; ``command``
-    None: sfapprox's own, ``--debug``) -> its parameter's name, whether it takes a value and whether it
-    may be repeated, read from the command itself."""
+def _root_spellings() -> set[str]:
+    """Each spelling of sfapprox's own options, given before the command (``--debug``), read from the
+    command group itself."""
     import typer
 
     from ._app import app
 
-    group = typer.main.get_command(app)
-    command = group if command is None else group.commands[command]
-    return {spelled: (p.name, not p.is_flag, p.multiple) for p in command.params
-            if p.param_type_name == "option" for spelled in [*p.opts, *p.secondary_opts]}
+    return {spelled for p in typer.main.get_command(app).params if p.param_type_name == "option"
+            for spelled in [*p.opts, *p.secondary_opts]}
 
 
 def _with_methods(words: list[str], methods: str) -> list[str]:
