@@ -185,6 +185,23 @@ def run_child(module: str, function: str, args: list, env: dict | None = None):
     return json.loads(line[len("RESULT "):])
 
 
+def alternating_rows(module: str, sizes: list[int], rounds: int, extra: list, other: str, say) -> list[dict]:
+    """``module.one(n, *extra)`` in a fresh process for each size, ``rounds`` times, this checkout and
+    ``other`` (a benchmark's ``--sfapprox``) alternating: rows labelled ``checkout`` "before" / "after",
+    each printed by ``say(row)`` as it comes.  Every row of one size must carry the same ``sha256`` (the
+    matrix made, to the last bit): SystemExit otherwise."""
+    envs = {"before": checkout_env(other), "after": checkout_env(str(ROOT))}
+    rows: list[dict] = []
+    for n in sizes:
+        for _ in range(rounds):
+            for label, env in envs.items():
+                rows.append({"checkout": label, **run_child(module, "one", [n, *extra], env=env)})
+                print(f"N={n} {label}: {say(rows[-1])}", flush=True)
+        if len({r["sha256"] for r in rows if r["n"] == n}) != 1:
+            raise SystemExit(f"N={n}: the two checkouts formed different matrices")
+    return rows
+
+
 def run_parallel(fn, tasks: list[tuple], jobs: int, describe) -> list:
     """``fn(*task)`` for every task in ``jobs`` worker processes; the results in the order they finish.
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from _common import FINDINGS, ROOT, checkout_env, machine, meta, proc_status, reset_peak, run_child, write_results
+from _common import FINDINGS, ROOT, alternating_rows, machine, meta, proc_status, reset_peak, write_results
 
 
 def one(n: int, dim: int) -> dict:
@@ -58,17 +58,10 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=64)
     parser.add_argument("--sfapprox", required=True, help="the other checkout (before), run by its PYTHONPATH")
     args = parser.parse_args()
-    envs = {"before": checkout_env(args.sfapprox), "after": checkout_env(str(ROOT))}
-    rows = []
-    for n in (int(s) for s in args.sizes.split(",")):
-        for _ in range(args.rounds):
-            for label, env in envs.items():
-                rows.append({"checkout": label, **run_child("attention_form", "one", [n, args.dim], env=env)})
-                r = rows[-1]
-                print(f"N={n} {label}: open {r['open_seconds']:.2f} s ({r['open_peak_over_mib']:,.0f} MiB), "
-                      f"form {r['form_seconds']:.2f} s ({r['form_peak_over_mib']:,.0f} MiB)", flush=True)
-        if len({r["sha256"] for r in rows if r["n"] == n}) != 1:
-            raise SystemExit(f"N={n}: the two checkouts formed different matrices")
+    sizes = [int(s) for s in args.sizes.split(",")]
+    rows = alternating_rows("attention_form", sizes, args.rounds, [args.dim], args.sfapprox,
+                            lambda r: (f"open {r['open_seconds']:.2f} s ({r['open_peak_over_mib']:,.0f} MiB), "
+                                       f"form {r['form_seconds']:.2f} s ({r['form_peak_over_mib']:,.0f} MiB)"))
     import numpy as np
 
     data = {**meta(machine=machine(numpy=np.__version__), dim=args.dim, other=args.sfapprox), "rows": rows}
