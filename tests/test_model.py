@@ -1024,3 +1024,15 @@ def test_a_file_that_takes_the_checkpoints_name_is_said_without_advising_force(t
     assert said == (f"{path}: another file took its name during the fit, so it was left untouched; this checkpoint "
                     f"was saved as {kept} instead, and the next checkpoints go there too")
     assert path.read_bytes() == b"the other run's checkpoint" and load_factors(kept).fit["checkpoint"]
+
+
+def test_product_error_still_answers_with_a_deprecation_warning():
+    """product_error was folded into product_error_and_multiple: the old name keeps working for a release."""
+    from sfapprox.sf.model import product_error, product_error_and_multiple
+
+    sf = ChordSF(max_iter=5, device="cpu").fit(_planted(32, seed=1))
+    X = _planted(32, seed=2)
+    fro = float(np.linalg.norm(X))
+    with pytest.warns(DeprecationWarning, match="product_error_and_multiple"):
+        old = product_error(sf.factors_, sf.offsets_, X, fro, torch.device("cpu"))
+    assert old == product_error_and_multiple(sf.factors_, sf.offsets_, X, fro, torch.device("cpu"))[:2]

@@ -1509,6 +1509,27 @@ def _iterations_of(fit: dict) -> int:
     return own + (0 if fit.get("init_note") else count("iterations_before"))
 
 
+def product_error(values: np.ndarray, offsets: np.ndarray, dense, fro: float,
+                  device) -> tuple[float, float | None] | None:
+    """Deprecated: ``product_error_and_multiple(...)[:2]`` (the product's two errors); kept for scripts for one
+    release, with a warning.
+
+    Parameters
+    ----------
+    values, offsets, dense, fro, device
+        As :func:`product_error_and_multiple`'s.
+
+    Returns
+    -------
+    tuple of (float, float or None), or None
+        ``||X - P||_F`` and its ratio to ``fro``; None when the device has no room.
+    """
+    warnings.warn("sfapprox.sf.model.product_error is deprecated: use product_error_and_multiple(...)[:2]; the "
+                  "old name will be removed in a later release", DeprecationWarning, stacklevel=2)
+    scored = product_error_and_multiple(values, offsets, dense, fro, device)
+    return None if scored is None else scored[:2]
+
+
 def product_error_and_multiple(values: np.ndarray, offsets: np.ndarray, dense, fro: float,
                                device) -> tuple[float, float | None, float, float] | None:
     """``||X - W_1 ... W_M||_F`` and its ratio to ``fro``, then ``<X, P>`` and ``||P||^2`` of the product ``P``
