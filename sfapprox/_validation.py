@@ -427,17 +427,22 @@ def canonical_csr(sparse) -> sp.csr_array:
     return out
 
 
-def _check_sparse(X, source: str, max_memory: int | None) -> sp.csr_array:
+def _check_sparse(X, source: str, max_memory: int | None, held: int = 0) -> sp.csr_array:
+    """``X`` (scipy sparse) as :func:`check_square_matrix` returns it; ``held``: bytes of a copy of it made
+    here (a GPU tensor's entries in host memory), held while the canonical copy is made."""
     check_matrix_dtype(np.dtype(X.dtype), source)
     _check_shape(X.shape, source)
-    check_sparse_structure(X, source=source)
     n = X.shape[0]
-    # The canonical copy: row pointers, column indices and values (+ scipy's temporaries).
+    # The canonical copy: row pointers, column indices and values (+ scipy's temporaries).  Checked before
+    # the structure, whose check of a BSR is made on a copy; counted by the values stored (X.nnz reads
+    # the index pointer, not checked yet).
+    stored = int(np.size(X.data))
     check_memory(
-        2 * (8 * (n + 1) + 16 * int(X.nnz)),
-        what=f"{source}: sparse {n} x {n} matrix with {int(X.nnz)} stored entries",
-        limit=max_memory,
+        2 * (8 * (n + 1) + 16 * stored),
+        what=f"{source}: sparse {n} x {n} matrix with {stored} stored entries",
+        limit=max_memory, held=held,
     )
+    check_sparse_structure(X, source=source)
     if np.dtype(X.dtype).kind in "biu":
         # Values become float64 before any duplicates are summed: scipy sums a
         # COO's duplicates in its own dtype, and int64 wraps around (two
@@ -472,11 +477,23 @@ def numpy_readable(X, *, source: str = "tensor", max_memory: int | None = None, 
     if torch is None or not isinstance(X, torch.Tensor):
         return X
     X = X.detach()
-    if X.device.type != "cpu":
+    copied = X.device.type != "cpu"
+    if copied:
         X = host_copy(X, source=source, max_memory=max_memory, as_float64=as_float64)
     if X.is_floating_point() and X.dtype not in (torch.float16, torch.float32, torch.float64):
+        if not copied:  # (host_copy counted this copy with its own)
+            _check_widening(X, source, max_memory)
         X = X.to(torch.float64)  # after the copy to the host: widened on the GPU it took 4 times its memory there
     return X
+
+
+def _check_widening(X, source: str, max_memory: int | None) -> None:
+    """Refuse the float64 copy of a tensor in host memory of a float type numpy lacks (bfloat16: 4 times
+    its bytes) where it and the tensor are over the limit, as a numpy array's float64 copy is."""
+    dtype = str(X.dtype).removeprefix("torch.")
+    check_memory(8 * X.numel() + X.numel() * X.element_size(), limit=max_memory,
+                 what=f"{source}: float64 copy of the {' x '.join(map(str, X.shape))} {dtype} tensor (besides the "
+                      "tensor it is made from)")
 
 
 def host_copy(X, *, source: str = "tensor", max_memory: int | None = None, as_float64: bool = False):
@@ -530,23 +547,30 @@ def is_zero_matrix(X) -> bool:
     return isinstance(X, np.ndarray) and not X.any()
 
 
-def torch_sparse_as_scipy(X, source: str = "X"):
+def torch_sparse_as_scipy(X, source: str = "X", max_memory: int | None = None):
     """``X`` itself, or a torch sparse tensor as the scipy sparse array of its stored entries: COO
     (duplicates kept, summed later as scipy's), CSR and CSC as they are, BSR and BSC through COO.  Only
     the indices and values are copied (to the CPU, detached, a float type numpy lacks widened as
     :func:`numpy_readable` does), never a dense ``N x N``.  numpy refused such a tensor with torch's own
     "Use Tensor.to_dense() first", while a dense tensor was taken.  torch is never imported here.
 
+    ``max_memory`` limits the copy of a tensor on another device (a GPU) in host memory (None: the default
+    limit): it is refused before it is made (:func:`sparse_tensor_host_bytes`).
+
     Raises
     ------
     InputError
         For a tensor that is not 2-D (a batched one), a hybrid COO tensor (dense dimensions in its
         values) or a layout without sparse indices to read (mkldnn).
+    ResourceError
+        Where the copy of a GPU tensor's entries in host memory is over ``max_memory``.
     """
     torch = sys.modules.get("torch")
     if torch is None or not isinstance(X, torch.Tensor) or X.layout == torch.strided:
         return X
     _check_shape(tuple(X.shape), source)
+    if X.device.type != "cpu":
+        _check_sparse_host_copy(X, torch, source, max_memory)
     X = X.detach().cpu()
     if X.layout in (torch.sparse_bsr, torch.sparse_bsc):
         X = X.to_sparse_coo()
@@ -563,6 +587,33 @@ def torch_sparse_as_scipy(X, source: str = "X"):
         return sp.csc_array((_values_of(X), X.row_indices().numpy(), X.ccol_indices().numpy()), shape=tuple(X.shape))
     raise InputError(f"{source}: a torch tensor of layout {X.layout}; give a dense tensor (X.to_dense()) or a "
                      "sparse COO, CSR or CSC one")
+
+
+def sparse_tensor_host_bytes(X, torch) -> int:
+    """Bytes a torch sparse tensor's entries take at their peak once copied to host memory by
+    :func:`torch_sparse_as_scipy`: its index and value arrays as stored, again where they are converted
+    there (an uncoalesced COO coalesced, a BSR or BSC made COO), and its values widened to float64 where
+    numpy lacks their type (bfloat16).  Read from the arrays' sizes, no copy."""
+    if X.layout == torch.sparse_coo:
+        parts, converted = (X._indices(), X._values()), not X.is_coalesced()
+    elif X.layout in (torch.sparse_csr, torch.sparse_bsr):
+        parts, converted = (X.crow_indices(), X.col_indices(), X.values()), X.layout == torch.sparse_bsr
+    elif X.layout in (torch.sparse_csc, torch.sparse_bsc):
+        parts, converted = (X.ccol_indices(), X.row_indices(), X.values()), X.layout == torch.sparse_bsc
+    else:  # no entries to copy: the layout is refused after
+        return 0
+    stored = sum(p.numel() * p.element_size() for p in parts)
+    values = parts[-1]
+    widened = values.is_floating_point() and values.dtype not in (torch.float16, torch.float32, torch.float64)
+    return stored * (2 if converted else 1) + (8 * values.numel() if widened else 0)
+
+
+def _check_sparse_host_copy(X, torch, source: str, max_memory: int | None) -> None:
+    """Refuse the copy of a sparse tensor on a GPU to host memory where it is over the limit, before it is made."""
+    shape = " x ".join(map(str, X.shape))
+    check_memory(sparse_tensor_host_bytes(X, torch), limit=max_memory,
+                 what=f"{source}: the copy in host memory of the {shape} sparse tensor's {X._nnz():,} stored entries "
+                      f"on {X.device}", advice="use a smaller input (or slice the tensor on the GPU)")
 
 
 def _values_of(X) -> np.ndarray:
@@ -646,8 +697,9 @@ def check_square_matrix(X, *, source: str = "array", allow_sparse: bool = True, 
     allow_sparse : bool, default=True
         If False, sparse input is refused with a hint to densify it.
     max_memory : int or None, default=None
-        Memory limit in bytes for the float64 / canonical CSR copy (None: 80%
-        of physical RAM).
+        Memory limit in bytes for every copy made here: a GPU tensor's (or a
+        sparse one's entries) in host memory, the float64 / canonical CSR copy
+        (None: :func:`default_memory_limit`).
 
     Returns
     -------
@@ -664,21 +716,24 @@ def check_square_matrix(X, *, source: str = "array", allow_sparse: bool = True, 
         range, or has values so large or small that ``||X||_F**2`` over- or
         underflows float64 (see :data:`MAX_SQUARED_NORM`).
     ResourceError
-        If the float64 / CSR copy (with a GPU tensor's copy in host memory)
-        would exceed ``max_memory``.
+        If a copy (a GPU tensor's in host memory, the float64 / CSR copy)
+        would exceed ``max_memory``; refused before it is made.
 
     Examples
     --------
     >>> check_square_matrix([[1, 2], [3, 4]]).dtype
     dtype('float64')
     """
-    X = torch_sparse_as_scipy(X, source)  # a torch sparse tensor is a sparse matrix (numpy refused it)
+    # a torch sparse tensor is a sparse matrix (numpy refused it); one on a GPU copied within max_memory
+    given, X = X, torch_sparse_as_scipy(X, source, max_memory)
     if sp.issparse(X):
         if not allow_sparse:
             raise InputError(
                 f"{source}: sparse input is not accepted here; pass a dense array (X.toarray())"
             )
-        return _check_sparse(X, source, max_memory)
+        # a GPU tensor's entries, copied to host memory, are held while the canonical copy is made
+        held = held_bytes(X) if X is not given and given.device.type != "cpu" else 0
+        return _check_sparse(X, source, max_memory, held)
     return _check_dense(X, source, max_memory)
 
 

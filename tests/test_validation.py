@@ -193,6 +193,67 @@ class TestTorch:
             check_square_matrix(hybrid.coalesce().to_dense().to_sparse(), allow_sparse=False)
 
 
+def _gpu_sparse(monkeypatch, torch, T):
+    """``T``, a sparse tensor, made to say it is on a GPU (CI has none; a sparse tensor cannot be
+    subclassed as a dense one is): ``device`` says cuda:0 for it and what ``detach`` makes of it, and
+    each ``.cpu()`` of those is counted (the list returned) and is a copy."""
+    marked, keep, copies = set(), [], []
+    base_device, detach, cpu = torch._C.TensorBase.device, torch.Tensor.detach, torch.Tensor.cpu
+
+    def mark(t):
+        keep.append(t)  # (ids stay theirs while the test runs)
+        marked.add(id(t))
+        return t
+
+    monkeypatch.setattr(torch.Tensor, "device", property(
+        lambda t: torch.device("cuda", 0) if id(t) in marked else base_device.__get__(t)))
+    monkeypatch.setattr(torch.Tensor, "detach", lambda t: mark(detach(t)) if id(t) in marked else detach(t))
+    monkeypatch.setattr(torch.Tensor, "cpu", lambda t, *a, **k: (copies.append(t), cpu(t).clone())[1]
+                        if id(t) in marked else cpu(t, *a, **k))
+    return mark(T), copies
+
+
+class TestMaxMemoryReachesEveryCopy:
+    """``max_memory`` (``--max-memory``) limits every copy the input path makes, before it is made: a
+    GPU tensor's copy in host memory and its float64 copy were checked against the default limit (80 %
+    of RAM) by compare, fit_matrix, describe and the estimators, a GPU sparse tensor's entries were
+    copied unchecked, and a CPU bfloat16 tensor's float64 copy and a BSR matrix's copy were made before
+    any check."""
+
+    @pytest.mark.parametrize("layout, stored", [("coo", 4), ("csr", 3)])  # (the COO has a repeated entry)
+    def test_a_gpu_sparse_tensor_s_entries_are_copied_within_the_limit(self, monkeypatch, layout, stored):
+        torch = pytest.importorskip("torch")
+        coo = torch.sparse_coo_tensor(torch.tensor([[0, 1, 2, 2], [1, 2, 0, 0]]), torch.tensor([1.0, 2.0, 3.0, 1.0]),
+                                      (3, 3))
+        T, copies = _gpu_sparse(monkeypatch, torch, coo if layout == "coo" else coo.to_sparse_csr())
+        with pytest.raises(ResourceError) as info:
+            check_square_matrix(T, source="X", max_memory=64)
+        msg = _one_line_error(info, "X")
+        assert f"copy in host memory of the 3 x 3 sparse tensor's {stored} stored entries on cuda:0" in msg, msg
+        assert not copies  # refused before anything was copied
+        out = check_square_matrix(T, source="X", max_memory=2**20)
+        assert len(copies) == 1
+        np.testing.assert_array_equal(out.toarray(), [[0, 1, 0], [0, 0, 2], [4, 0, 0]])
+
+    def test_a_bfloat16_tensor_s_float64_copy_is_checked(self):
+        torch = pytest.importorskip("torch")
+        T = torch.ones(16, 16, dtype=torch.bfloat16)  # 512 B, and 2 KiB as float64
+        with pytest.raises(ResourceError, match="float64 copy") as info:
+            check_square_matrix(T, source="X", max_memory=2048)
+        _one_line_error(info, "X")
+        assert check_square_matrix(T, source="X", max_memory=2048 + 512).dtype == np.float64
+
+    def test_a_bsr_matrix_is_not_copied_before_the_memory_check(self, monkeypatch):
+        X = sp.bsr_array(np.eye(16), blocksize=(2, 2))
+        copied = []
+        real_copy = type(X).copy
+        monkeypatch.setattr(type(X), "copy", lambda self, *a, **k: (copied.append(1), real_copy(self, *a, **k))[1])
+        with pytest.raises(ResourceError, match="sparse 16 x 16 matrix"):
+            check_square_matrix(X, source="X", max_memory=256)
+        assert not copied
+        assert check_square_matrix(X, source="X").nnz == 16
+
+
 class TestSparse:
     def test_canonical_csr_array(self):
         # Duplicates, unsorted indices, an explicit zero.
