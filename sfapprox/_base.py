@@ -214,7 +214,8 @@ class Approximation:
             X = as_source(X)
         if isinstance(X, MatrixSource):
             return X if self._accepts_sources else self._formed(X)
-        return check_square_matrix(X, source="X") if check_input else X
+        # within the estimator's max_memory: a GPU tensor's copy in host memory was checked against the default
+        return check_square_matrix(X, source="X", max_memory=self._max_memory_bytes) if check_input else X
 
     def _formed(self, source: MatrixSource):
         """``source`` formed for a method that needs the matrix in memory (within its ``max_memory``)."""
@@ -306,7 +307,8 @@ class Approximation:
 
             scored = estimate_errors(X, {"a": self.operator_}, fro_norm=fro_norm)["a"]
             return scored.fro_error, scored.rel_error
-        return operator_error(check_square_matrix(X, source="X"), self.operator_, fro_norm)
+        return operator_error(check_square_matrix(X, source="X", max_memory=self._max_memory_bytes), self.operator_,
+                              fro_norm)
 
     def to_dense(self) -> np.ndarray:
         """The fitted surrogate as a dense ``N x N`` array.

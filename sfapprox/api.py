@@ -164,7 +164,7 @@ def fit_matrix(
         target, name, n = matrix, matrix.name, matrix.n
         origin = input_record(matrix)
     else:
-        loaded = as_loaded_matrix(matrix, None)
+        loaded = as_loaded_matrix(matrix, None, settings.max_memory)
         target, name, n = loaded.matrix, loaded.name, loaded.n
         origin = input_record(loaded)
     resolved = None if budget is None else resolve_budget(budget, n)

@@ -319,8 +319,9 @@ def opened_input(matrix: Any, load: LoadOptions | None, max_memory: int | None =
         return open_matrix(matrix, **keywords)
     if isinstance(matrix, LoadedMatrix):  # as its file is opened: load_matrix(keep_sparse=True)'s was refused
         return kept_sparse(matrix, max_memory)
-    # a torch sparse tensor as the scipy sparse matrix it is: kept sparse where it cannot be formed
-    return operator_as_source(torch_sparse_as_scipy(matrix), max_memory)
+    # a torch sparse tensor as the scipy sparse matrix it is (a GPU one's entries copied within the limit):
+    # kept sparse where it cannot be formed
+    return operator_as_source(torch_sparse_as_scipy(matrix, "X", max_memory), max_memory)
 
 
 #: A source's facts (:class:`~sfapprox.sources.MatrixSource` attributes) that its formed matrix keeps
@@ -340,8 +341,10 @@ def as_loaded_matrix(matrix, load: LoadOptions | None, max_memory: int | None = 
         How a file is read; None: the defaults.  Given with an array:
         :class:`~sfapprox.ParameterError`.
     max_memory : int or None, default=None
-        The memory limit a source is formed within (its blocks take half of what
-        the matrix leaves of it); None: the source's own, else the default.
+        The memory limit (the settings') of the copies made here: a source formed
+        (its blocks take half of what the matrix leaves of it; None: the source's
+        own, else the default), an array's float64 or a GPU tensor's copy in host
+        memory (None: the default).  A file is read under ``load``'s limit.
 
     Returns
     -------
@@ -363,7 +366,8 @@ def as_loaded_matrix(matrix, load: LoadOptions | None, max_memory: int | None = 
                                    sha256=matrix.file_sha256, recipe=matrix.recipe, facts=known or None)
     if isinstance(matrix, (str, os.PathLike)):
         return load_matrix(matrix, **(load or LoadOptions()).keywords())
-    return as_loaded(matrix, "X")
+    # the caller's limit: a GPU tensor's copy in host memory was checked against the default (80 % of RAM)
+    return as_loaded(matrix, "X", max_memory)
 
 
 def check_load_applies(matrix, load: LoadOptions | None) -> None:

@@ -130,7 +130,7 @@ def describe(matrix: MatrixInput, *, count_indices: bool = COUNT_INDICES,
         loaded, summary = None, matrix.summary()
         facts: list[tuple[str, Any]] = _source_facts(matrix, max_memory)
     else:
-        loaded = as_loaded_matrix(matrix, None)
+        loaded = as_loaded_matrix(matrix, None, max_memory)  # its copies within the limit given
         summary = loaded.summary()
         facts = [
             ("file", summary.get("path") or "(array)"),

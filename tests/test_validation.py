@@ -220,6 +220,47 @@ class TestMaxMemoryReachesEveryCopy:
     copied unchecked, and a CPU bfloat16 tensor's float64 copy and a BSR matrix's copy were made before
     any check."""
 
+    @staticmethod
+    def _refused_before_the_copy(info, T, source="X"):
+        msg = _one_line_error(info, source)
+        assert "copy in host memory of the 16 x 16 float32 tensor on cuda:0" in msg, msg
+        assert type(T).copies == 0
+
+    def test_compare_copies_a_gpu_tensor_within_its_max_memory(self):
+        torch = pytest.importorskip("torch")
+        from sfapprox import compare
+
+        T = TestTorch._gpu_tensor(torch, np.ones((16, 16)))  # 1 KiB on the host, 2 KiB more as float64
+        with pytest.raises(ResourceError) as info:
+            compare(T, methods=["tsvd"], budget=32, max_memory=2048)
+        self._refused_before_the_copy(info, T)
+
+    def test_an_estimator_copies_a_gpu_tensor_within_its_max_memory(self):
+        torch = pytest.importorskip("torch")
+        from sfapprox import TruncatedSVD
+
+        T = TestTorch._gpu_tensor(torch, np.ones((16, 16)))
+        with pytest.raises(ResourceError) as info:
+            TruncatedSVD(budget=32, max_memory=2048).fit(T)
+        self._refused_before_the_copy(info, T)
+        fitted = TruncatedSVD(n_components=1).fit(np.ones((16, 16))).set_params(max_memory=2048)
+        with pytest.raises(ResourceError) as info:
+            fitted.frobenius_error(T)  # scoring it reads the matrix as its fit does
+        self._refused_before_the_copy(info, T)
+
+    def test_fit_matrix_and_describe_copy_a_gpu_tensor_within_their_max_memory(self):
+        torch = pytest.importorskip("torch")
+        from sfapprox import FitSettings, fit_matrix
+        from sfapprox.describe import describe
+
+        T = TestTorch._gpu_tensor(torch, np.ones((16, 16)))
+        with pytest.raises(ResourceError) as info:
+            fit_matrix(T, settings=FitSettings(max_memory=2048, device="cpu"))
+        self._refused_before_the_copy(info, T)
+        with pytest.raises(ResourceError) as info:
+            describe(T, max_memory=2048)
+        self._refused_before_the_copy(info, T)
+
     @pytest.mark.parametrize("layout, stored", [("coo", 4), ("csr", 3)])  # (the COO has a repeated entry)
     def test_a_gpu_sparse_tensor_s_entries_are_copied_within_the_limit(self, monkeypatch, layout, stored):
         torch = pytest.importorskip("torch")
@@ -234,6 +275,15 @@ class TestMaxMemoryReachesEveryCopy:
         out = check_square_matrix(T, source="X", max_memory=2**20)
         assert len(copies) == 1
         np.testing.assert_array_equal(out.toarray(), [[0, 1, 0], [0, 0, 2], [4, 0, 0]])
+
+    def test_compare_copies_a_gpu_sparse_tensor_within_its_max_memory(self, monkeypatch):
+        torch = pytest.importorskip("torch")
+        from sfapprox import compare
+
+        T, copies = _gpu_sparse(monkeypatch, torch, torch.eye(16).to_sparse())
+        with pytest.raises(ResourceError, match="copy in host memory of the 16 x 16 sparse tensor"):
+            compare(T, methods=["tsvd"], budget=32, max_memory=256)
+        assert not copies
 
     def test_a_bfloat16_tensor_s_float64_copy_is_checked(self):
         torch = pytest.importorskip("torch")

@@ -471,7 +471,7 @@ def _breaks_psd_bound(A) -> bool:
     return False
 
 
-def as_loaded(X, name: str = "array") -> LoadedMatrix:
+def as_loaded(X, name: str = "array", max_memory: int | None = None) -> LoadedMatrix:
     """Wrap an in-memory numpy array or scipy sparse matrix as a LoadedMatrix.
 
     Parameters
@@ -480,6 +480,10 @@ def as_loaded(X, name: str = "array") -> LoadedMatrix:
         A square, finite, real matrix.
     name : str, default="array"
         Name used in messages and reports.
+    max_memory : int or None, default=None
+        Memory limit in bytes for the copies validating it makes (a GPU tensor's in host memory, the
+        float64 or canonical CSR copy: :func:`~sfapprox._validation.check_square_matrix`); None: the
+        default limit.
 
     Returns
     -------
@@ -490,13 +494,15 @@ def as_loaded(X, name: str = "array") -> LoadedMatrix:
     ------
     InputError
         If ``X`` fails :func:`~sfapprox._validation.check_square_matrix`.
+    ResourceError
+        If a copy of it would be over ``max_memory``.
 
     Examples
     --------
     >>> as_loaded([[1.0, 2.0], [2.0, 1.0]]).summary()["symmetric"]
     True
     """
-    return LoadedMatrix(check_square_matrix(X, source=name), name, None, "array", [], None)
+    return LoadedMatrix(check_square_matrix(X, source=name, max_memory=max_memory), name, None, "array", [], None)
 
 
 # ---------------------------------------------------------------------------
