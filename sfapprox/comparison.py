@@ -56,11 +56,11 @@ from .sources import (
     DistributedSource,
     MatrixLike,
     MatrixSource,
-    SparseSource,
     as_source,
     formable,
     formed_need,
     scoring_need,
+    sparse_source_within,
 )
 
 if TYPE_CHECKING:  # sfapprox.io loads h5py and Pillow: imported where a file is read
@@ -283,13 +283,14 @@ def operator_as_source(matrix: Any, max_memory: int | None = None) -> Any:
     memory limit like any source.  Read as an array, it was a 0-d object array ("object dtype").  A square
     scipy sparse matrix that a comparison could not form (:func:`~sfapprox.sources.formable` under
     ``max_memory``) is a :class:`~sfapprox.sources.SparseSource`, as such a file is read
-    (:func:`~sfapprox.io.open_matrix`)."""
+    (:func:`~sfapprox.io.open_matrix`); its copies are refused first where they are over ``max_memory``
+    (:func:`~sfapprox.sources.sparse_source_within`)."""
     if isinstance(matrix, LinearOperator):
         return as_source(matrix)
     square = sp.issparse(matrix) and len(matrix.shape) == 2 and matrix.shape[0] == matrix.shape[1] > 0
     # decided by the order (formed, any source's need is the same): a matrix that is formed is not copied first
     if square and not formable(MatrixSource(matrix.shape[0]), max_memory):
-        return SparseSource(matrix)
+        return sparse_source_within(matrix, max_memory)  # its copies checked first (they were made unchecked)
     return matrix
 
 

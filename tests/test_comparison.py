@@ -1104,3 +1104,21 @@ def test_a_rows_reason_names_its_method_once():
 
     with pytest.raises(BudgetError, match="^Nystrom: budget 3 "):
         Nystrom(budget=3).fit(X)
+
+
+def test_a_sparse_matrix_compared_from_its_columns_is_copied_within_max_memory(monkeypatch):
+    """A sparse matrix too big to form was copied to the SparseSource of its columns (float64 CSC, and a
+    CSR to compare with) before any check: refused first, naming the copy, where it is over max_memory."""
+    import scipy.sparse as sp
+
+    from sfapprox import ResourceError
+    from sfapprox.sources import SparseSource
+
+    made = []
+    real_init = SparseSource.__init__
+    monkeypatch.setattr(SparseSource, "__init__", lambda self, *a, **k: (made.append(1), real_init(self, *a, **k))[1])
+    X = sp.random(64, 64, density=0.2, format="coo", random_state=0)  # 819 entries: about 10 KiB held
+    with pytest.raises(ResourceError, match=r"float64 column copy needs about .* beside the matrix held") as info:
+        compare(X, ["sparse"], budget=400, max_memory=2000)
+    assert "\n" not in str(info.value) and str(info.value).startswith("X: reading the 64 x 64 sparse matrix")
+    assert not made

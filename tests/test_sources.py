@@ -783,3 +783,15 @@ def test_the_public_entry_points_hint_their_matrix_by_the_one_alias():
     for cls in (SurrogateOperator, ChordOperator, HybridOperator):
         assert hint(cls.to_torch, "dtype") == torch.dtype | str | None, cls.__name__
         assert hint(cls.to_torch, "device") == torch.device | str | None, cls.__name__
+
+
+def test_a_sparse_matrix_read_by_its_columns_is_copied_within_the_limit():
+    """columns_within made a sparse matrix's CSC copy first and gave its passes what was left (1 byte
+    where the copy was over the limit); the copy is refused before it is made."""
+    from sfapprox.sources import columns_within
+
+    X = sp.csr_array(sp.random(64, 64, density=0.2, random_state=0))  # 819 entries: about 10 KiB, canonical
+    with pytest.raises(ResourceError, match=r"^X: reading the 64 x 64 sparse matrix \(819 stored entries\)"):
+        columns_within(X, 15_000)
+    src = columns_within(X, 30_000)
+    assert isinstance(src, SparseSource) and src.max_memory == 30_000 - src.held_bytes

@@ -26,7 +26,8 @@ source is a subclass that implements ``_columns(J)`` (and ``describe()``).
 from __future__ import annotations
 
 from ._base import BLOCK_SHARE, MAX_BLOCK, MIN_BLOCK, MatrixLike, MatrixSource, block_columns, formable, formed_need, scoring_need
-from .arrays import ArraySource, OperatorSource, SparseSource, as_source, columns_within, open_npy, passes_within, room
+from .arrays import (ArraySource, OperatorSource, SparseSource, as_source, columns_within, open_npy, passes_within, room,
+                     sparse_source_within)
 from .attention import AttentionMatrix
 from .covariance import CovarianceMatrix
 from .distributed import DistributedSource
@@ -44,6 +45,7 @@ __all__ = [
     "DistributedSource",
     "as_source",
     "columns_within",
+    "sparse_source_within",
     "room",
     "passes_within",
     "open_npy",

@@ -11,11 +11,12 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from .._errors import InputError, ParameterError
-from .._validation import check_magnitude, check_matrix_dtype, check_sparse_structure, held_bytes, memory_limit
+from .._validation import (check_magnitude, check_matrix_dtype, check_memory, check_sparse_structure, held_bytes,
+                           memory_limit)
 from .._npy import PICKLE_REFUSAL, read_npy_header
 from ._base import MatrixSource, checked_product
 
-__all__ = ["ArraySource", "SparseSource", "OperatorSource", "open_npy", "as_source"]
+__all__ = ["ArraySource", "SparseSource", "OperatorSource", "open_npy", "as_source", "sparse_source_within"]
 
 
 class ArraySource(MatrixSource):
@@ -286,6 +287,47 @@ class SparseSource(MatrixSource):
                 **({"path": self.file} if self.file else {})}
 
 
+def sparse_copies_bytes(matrix) -> int:
+    """Bytes :class:`SparseSource` copies ``matrix`` (scipy sparse) into: its float64 CSC arrays, and the
+    canonical CSR that :func:`_symmetric` compares them with where ``matrix`` is not one already (its
+    index arrays as wide as ``matrix``'s).  From the arrays' sizes, nothing copied."""
+    n, nnz = matrix.shape[0], int(np.size(matrix.data))
+    index = getattr(matrix, "indices", getattr(matrix, "row", None))
+    width = max(4, index.dtype.itemsize if index is not None else 8)
+    copy = 8 * nnz + width * (nnz + n + 1)
+    canonical = (getattr(matrix, "format", None) == "csr" and matrix.has_canonical_format
+                 and matrix.dtype == np.float64)
+    return copy if canonical else 2 * copy
+
+
+def sparse_source_within(matrix, max_memory: int | None, name: str = "X") -> SparseSource:
+    """A :class:`SparseSource` of ``matrix``, a scipy sparse matrix held in memory, once its copies
+    (:func:`sparse_copies_bytes`) and ``matrix`` fit the memory limit: refused before they are made.
+
+    Parameters
+    ----------
+    matrix : scipy sparse matrix or array, shape (N, N)
+    max_memory : int or None
+        Memory limit in bytes; None: :func:`~sfapprox._validation.default_memory_limit`.
+    name : str, default="X"
+        What the matrix is called in tables and messages.
+
+    Returns
+    -------
+    SparseSource
+
+    Raises
+    ------
+    ResourceError
+        Where the copies beside ``matrix`` are over the limit.
+    """
+    n, nnz = matrix.shape[0], int(np.size(matrix.data))
+    check_memory(sparse_copies_bytes(matrix), limit=max_memory, held=held_bytes(matrix),
+                 what=f"{name}: reading the {n:,} x {n:,} sparse matrix ({nnz:,} stored entries) by its columns, "
+                      "its float64 column copy")
+    return SparseSource(matrix, name)
+
+
 def _symmetric(csc: sp.csc_array, given) -> bool:
     """Whether the canonical CSC ``csc`` equals its transpose, in O(nnz) without a transposed copy where
     ``given`` is its canonical CSR (a loaded matrix's): the CSR arrays of ``X`` are the CSC arrays of
@@ -480,13 +522,19 @@ def columns_within(matrix, max_memory: int | None, name: str = "X") -> MatrixSou
     -------
     MatrixSource
 
+    Raises
+    ------
+    ResourceError
+        Where a sparse matrix's copies (:func:`sparse_source_within`) are over the limit.
+
     Examples
     --------
     >>> src = columns_within(np.zeros((100, 100)), 200_000)
     >>> src.max_memory
     120000
     """
-    source = as_source(matrix, name)
+    # a sparse one's copy is checked before it is made (the limit was applied only to what it left)
+    source = sparse_source_within(matrix, max_memory, name) if sp.issparse(matrix) else as_source(matrix, name)
     limit = memory_limit(max_memory)
     if limit is not None and source is not matrix:
         held = held_bytes(matrix) * (2 if sp.issparse(matrix) else 1)
