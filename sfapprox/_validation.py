@@ -621,12 +621,13 @@ def _values_of(X) -> np.ndarray:
     return np.asarray(numpy_readable(X.values()))
 
 
-def array_of(a, source: str, what: str) -> np.ndarray:
+def array_of(a, source: str, what: str, max_memory: int | None = None) -> np.ndarray:
     """An array argument other than the matrix (points, queries and keys, a samples x features table)
     as numpy reads it: a torch tensor detached (:func:`numpy_readable`: numpy's RuntimeError for one that
-    requires grad), a scipy sparse table as its dense array (read as a 0-d object array: "got shape ()"),
-    a ragged list an :class:`~sfapprox.InputError` (numpy's ValueError).  Its shape and dtype are the
-    caller's to check.
+    requires grad; one on a GPU copied to host memory), a scipy sparse table as its dense array (read as
+    a 0-d object array: "got shape ()"), a ragged list an :class:`~sfapprox.InputError` (numpy's
+    ValueError).  Its shape and dtype are the caller's to check; ``max_memory`` limits the copies made
+    here (None: the default limit), each refused before it is made.
 
     Examples
     --------
@@ -634,9 +635,12 @@ def array_of(a, source: str, what: str) -> np.ndarray:
     (2, 2)
     """
     if sp.issparse(a):
+        check_memory(math.prod(a.shape) * np.dtype(a.dtype).itemsize, limit=max_memory,
+                     what=f"{source}: the dense copy of {what} ({' x '.join(map(str, a.shape))}, sparse)")
         return a.toarray()
     try:
-        return np.asarray(numpy_readable(a))
+        # the caller makes a float64 copy next: counted with a GPU tensor's copy in host memory
+        return np.asarray(numpy_readable(a, source=source, max_memory=max_memory, as_float64=True))
     except (TypeError, ValueError) as exc:
         raise InputError(f"{source}: cannot read {what} as an array ({' '.join(str(exc).split())})") from None
 

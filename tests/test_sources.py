@@ -795,3 +795,19 @@ def test_a_sparse_matrix_read_by_its_columns_is_copied_within_the_limit():
         columns_within(X, 15_000)
     src = columns_within(X, 30_000)
     assert isinstance(src, SparseSource) and src.max_memory == 30_000 - src.held_bytes
+
+
+def test_attention_copies_gpu_queries_and_keys_within_its_max_memory():
+    """AttentionMatrix copied a GPU tensor of queries or keys to host memory within the default limit (80 %
+    of RAM), not its own max_memory: refused before the copy, in one line naming it."""
+    torch = pytest.importorskip("torch")
+    from test_validation import TestTorch
+
+    rng = np.random.default_rng(0)
+    q = TestTorch._gpu_tensor(torch, rng.standard_normal((16, 4)))  # float32: 256 B, 512 B more as float64
+    with pytest.raises(ResourceError, match=r"^attention: the copy in host memory of the 16 x 4 float32 tensor on "
+                                            r"cuda:0 \(and its float64 copy\)") as info:
+        AttentionMatrix(q, rng.standard_normal((16, 4)), max_memory=512)
+    assert "\n" not in str(info.value) and type(q).copies == 0
+    A = AttentionMatrix(q, rng.standard_normal((16, 4)), max_memory="1M")
+    assert type(q).copies == 1 and np.allclose(A.to_dense().sum(axis=1), 1.0)

@@ -303,6 +303,14 @@ class TestMaxMemoryReachesEveryCopy:
         assert not copied
         assert check_square_matrix(X, source="X").nnz == 16
 
+    def test_a_sparse_table_s_dense_copy_is_checked(self):
+        """array_of (a kernel's points, a covariance's table) densified a sparse table before any check."""
+        from sfapprox._validation import array_of
+
+        with pytest.raises(ResourceError, match=r"^kernel: the dense copy of the points \(16 x 16, sparse\)"):
+            array_of(sp.eye(16, format="csr"), "kernel", "the points", max_memory=1024)
+        assert array_of(sp.eye(16, format="csr"), "kernel", "the points", max_memory=2048).shape == (16, 16)
+
 
 class TestSparse:
     def test_canonical_csr_array(self):

@@ -35,8 +35,8 @@ __all__ = ["AttentionMatrix", "SLAB_ENTRIES"]
 SLAB_ENTRIES = 1 << 16
 
 
-def _check(name: str, what: str, a) -> np.ndarray:
-    arr = array_of(a, name, what)
+def _check(name: str, what: str, a, max_memory: int | None = None) -> np.ndarray:
+    arr = array_of(a, name, what, max_memory)  # (a GPU tensor's copy in host memory within the source's limit)
     if arr.ndim != 2 or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
         raise InputError(f"{name}: {what} must be a real (N, d) array, got shape {arr.shape} of {arr.dtype}")
     if arr.shape[0] < 1 or arr.shape[1] < 1:
@@ -114,7 +114,7 @@ class AttentionMatrix(MatrixSource):
     def __init__(self, q: ArrayLike, k: ArrayLike, scale: float | None = None, *, name: str = "attention",
                  max_memory: int | str | None = None) -> None:
         max_memory = check_values({"max_memory": max_memory}, {"max_memory": MEMORY_LIMIT}, "AttentionMatrix")["max_memory"]
-        q, k = _check(name, "q", q), _check(name, "k", k)
+        q, k = _check(name, "q", q, max_memory), _check(name, "k", k, max_memory)
         if q.shape != k.shape:
             raise InputError(f"{name}: q {q.shape} and k {k.shape} must have the same shape (N tokens x d)")
         if scale is None:
