@@ -18,6 +18,7 @@ import scipy
 
 from . import __version__
 from ._base import methods
+from ._errors import InputError
 from ._moved import moved_names
 from .baselines.sparse import sparse_count
 from .formats import (
@@ -32,7 +33,16 @@ from .formats import (
     printable,
 )
 
-__all__ = ["MethodResult", "Comparison", "library_versions", "details", "error_cell", "error_text", "matrix_label"]
+__all__ = ["MethodResult", "Comparison", "library_versions", "details", "error_cell", "error_text", "matrix_label",
+           "COMPARISON_FORMAT", "COMPARISON_VERSION"]
+
+#: What the JSON of a comparison (``compare --json``) says it is, in its ``"format"``, and the version of its
+#: shape: a file of a later version (a newer sfapprox's) is refused by :meth:`Comparison.from_dict` rather
+#: than misread; a file without them (written before they were recorded) reads as version 1.
+COMPARISON_FORMAT = "sfapprox-comparison"
+COMPARISON_VERSION = 1
+#: A row's statuses (:class:`MethodResult`).
+ROW_STATUSES = ("ok", "not applicable", "failed", "interrupted")
 
 # The saved fits' functions and the atomic writes lived here before they had modules of their own.
 __getattr__ = moved_names(__name__, {"SavedFactors": "sfapprox.factors", "save_factors": "sfapprox.factors",
@@ -100,6 +110,43 @@ class MethodResult:
         """The JSON record (without the operator and estimator)."""
         skip = ("operator", "estimator")
         return jsonable({f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip})
+
+    @classmethod
+    def from_dict(cls, record: dict[str, Any], *, where: str = "") -> MethodResult:
+        """The row :meth:`to_dict` wrote, read back (without its operator and estimator), every field checked.
+
+        Parameters
+        ----------
+        record : dict
+            A row of a comparison's JSON (``results[i]``).
+        where : str, default=""
+            The row's place in its file (``"results[2]"``), named by a refusal.
+
+        Returns
+        -------
+        MethodResult
+
+        Raises
+        ------
+        InputError
+            Naming the key: a missing ``method`` or ``status`` (an ``ok`` row's ``fro_error``), a value of the
+            wrong type, a negative or non-finite error, count or time.
+
+        Examples
+        --------
+        >>> r = MethodResult("tsvd", "ok", 9, 2.0, 0.2, 0.1, {"rank": 1})
+        >>> MethodResult.from_dict(r.to_dict()).to_dict() == r.to_dict()
+        True
+        """
+        check_table(record, where)
+        check_finite(record, where)
+        method = read_field(record, "method", where, "name", required=True, null=False)
+        status = read_field(record, "status", where, "status", required=True, null=False)
+        if status == "ok":  # (null stays: a score that could not be had is written as null)
+            read_field(record, "fro_error", where, "measure", required=True)
+        return cls(method, status, **{key: read_field(record, key, where, kind) for key, kind in _ROW_FIELDS.items()},
+                   params=read_field(record, "params", where, "table") or {},
+                   error_estimate=_estimate_from(record, where))
 
     def __repr__(self) -> str:
         """One line, the numbers of its row of ``compare``'s table.
@@ -313,6 +360,8 @@ class Comparison(ShownAsTables):
         """The JSON record: the rows, the winner and verdict, the notes, settings and versions."""
         return jsonable(
             {
+                "format": COMPARISON_FORMAT,
+                "version": COMPARISON_VERSION,
                 "matrix": self.matrix,
                 "budget": self.budget,
                 "budget_spec": self.budget_spec,
@@ -324,6 +373,40 @@ class Comparison(ShownAsTables):
                 "versions": self.versions,
             }
         )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Comparison:
+        """The comparison :meth:`to_dict` wrote (``compare --json``), read back: its tables, verdict and JSON
+        are the original's.  Every field is checked, so that an edited or damaged file is refused in one
+        line naming its key rather than shown wrong or failing later.
+
+        The winner and the verdict are not read: they follow from the rows (the file's are checked to be
+        of their types); a file's rows (``results``) hold no fitted surrogates.
+
+        Parameters
+        ----------
+        data : dict
+            The parsed JSON.
+
+        Returns
+        -------
+        Comparison
+
+        Raises
+        ------
+        InputError
+            Naming the key: one missing (``matrix``, ``budget``, ``budget_spec``, ``results``), of the wrong
+            type, NaN or Infinity anywhere, or a ``format``/``version`` this sfapprox does not read.
+
+        Examples
+        --------
+        >>> c = Comparison({"name": "graph", "n": 20}, 100, "100", [MethodResult("tsvd", "ok", 82, 3.2, 0.32, 0.1)])
+        >>> Comparison.from_dict(c.to_dict()).to_dict() == c.to_dict()
+        True
+        """
+        check_format(data, COMPARISON_FORMAT, COMPARISON_VERSION)
+        check_finite(data, "")
+        return comparison_from(data)
 
     def __repr__(self) -> str:
         """A few lines: the matrix and the budget, each method's error as the table says it (the
@@ -645,3 +728,224 @@ def _installed_version(name: str) -> str:
     return str(importlib.import_module(name).__version__)
 
 
+
+
+# ---------------------------------------------------------------------------
+# reading a result's JSON back (from_dict): every field checked, a refusal names its key
+# ---------------------------------------------------------------------------
+
+#: The largest count read back: one beyond it is an edit (and no float holds its share of the budget).
+_LARGEST = 2**63 - 1
+
+
+def _finite(value: Any) -> bool:
+    """A finite int or float, not a bool (an edited integer too large for a float is not finite)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _whole(low: int) -> tuple[str, Any]:
+    return (f"a whole number from {low} to {_LARGEST}",
+            lambda v: isinstance(v, int) and not isinstance(v, bool) and low <= v <= _LARGEST)
+
+
+#: What a field must be (said by a refusal) and its test, by the names :func:`read_field` takes.
+_KINDS: dict[str, tuple[str, Any]] = {
+    "name": ("a non-empty string", lambda v: isinstance(v, str) and v != ""),
+    "text": ("a string", lambda v: isinstance(v, str)),
+    "table": ("a JSON object", lambda v: isinstance(v, dict)),
+    "list": ("a list", lambda v: isinstance(v, list)),
+    "texts": ("a list of strings", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)),
+    "names": ("a list of non-empty strings", lambda v: isinstance(v, list) and all(isinstance(x, str) and x for x in v)),
+    "versions": ("a JSON object of strings", lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values())),
+    "count": _whole(0),
+    "positive": _whole(1),
+    "counts": (f"a list of whole numbers from 1 to {_LARGEST}",
+               lambda v: isinstance(v, list) and all(_whole(1)[1](x) for x in v)),
+    "measure": ("a finite number >= 0", lambda v: _finite(v) and v >= 0),
+    "flag": ("true or false", lambda v: isinstance(v, bool)),
+    "status": (f"one of {', '.join(map(repr, ROW_STATUSES))}", lambda v: isinstance(v, str) and v in ROW_STATUSES),
+}
+
+#: A row's optional fields beside ``params`` and ``error_estimate``, and their kinds.
+_ROW_FIELDS = {"nnz": "count", "fro_error": "measure", "rel_error": "measure", "seconds": "measure",
+               "reason": "text", "min_budget": "count", "time_limit": "measure"}
+
+
+def key_path(where: str, key: str | int) -> str:
+    """A key's place in a file, as a refusal names it: ``results[2].fro_error``.
+
+    Examples
+    --------
+    >>> key_path("", "results"), key_path("results", 2), key_path("results[2]", "fro_error")
+    ('results', 'results[2]', 'results[2].fro_error')
+    """
+    if isinstance(key, int):
+        return f"{where}[{key}]"
+    return f"{where}.{key}" if where else key
+
+
+def _shown(value: Any) -> str:
+    """A value as a refusal quotes it, short: a string's first 40 characters, a list or object by its kind."""
+    if isinstance(value, dict):
+        return "a JSON object"
+    if isinstance(value, list):
+        return "a list"
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def read_field(record: dict[str, Any], key: str, where: str, kind: str, *, required: bool = False,
+               null: bool = True) -> Any:
+    """``record[key]``, checked to be of ``kind`` (a name of :data:`_KINDS`); None where it is missing or null.
+
+    Parameters
+    ----------
+    record : dict
+        A JSON object of a result's file.
+    key : str
+        The field.
+    where : str
+        ``record``'s place in its file (:func:`key_path`; ``""`` for the top).
+    kind : str
+        What the value must be: ``"name"``, ``"text"``, ``"table"``, ``"count"``, ``"measure"``, ...
+    required : bool, default=False
+        Refuse a missing key.
+    null : bool, default=True
+        Take null (None) for a value.
+
+    Raises
+    ------
+    InputError
+        ``key results[2].fro_error must be a finite number >= 0 or null, got '0.3'``.
+    """
+    path = key_path(where, key)
+    if key not in record:
+        if required:
+            raise InputError(f"key {path} is missing")
+        return None
+    value = record[key]
+    if value is None and null:
+        return None
+    what, ok = _KINDS[kind]
+    if not ok(value):
+        raise InputError(f"key {path} must be {what}{' or null' if null else ''}, got {_shown(value)}")
+    return value
+
+
+def check_table(value: Any, where: str) -> None:
+    """Refuse ``value`` unless it is a JSON object (the file itself where ``where`` is ``""``)."""
+    if not isinstance(value, dict):
+        said = f"key {where} must be" if where else "must hold"
+        raise InputError(f"{said} a JSON object, got {_shown(value)}")
+
+
+def check_finite(value: Any, where: str = "") -> None:
+    """Refuse NaN or ±Infinity anywhere in ``value`` (Python's JSON reader takes them; sfapprox never writes
+    them, a number that is not finite is null), naming the first one's key."""
+    if isinstance(value, float) and not math.isfinite(value):
+        said = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+        raise InputError(f"key {where or '(the whole file)'} is {said}, which is no JSON number (sfapprox writes "
+                         "null for a number that is not finite)")
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        check_finite(item, key_path(where, key))
+
+
+def check_format(data: Any, expected: str, version: int) -> None:
+    """Refuse ``data`` unless it is a JSON object of the format ``expected`` at ``version`` or below: a later
+    version is a newer sfapprox's, whose fields may mean something else.  A file without ``format`` or
+    ``version`` (written before they were recorded) reads as version 1 of ``expected``.
+
+    Parameters
+    ----------
+    data : object
+        The parsed file.
+    expected : str
+        Its format (:data:`COMPARISON_FORMAT`, ``sweep.SWEEP_FORMAT``).
+    version : int
+        The latest version of it this sfapprox reads.
+
+    Raises
+    ------
+    InputError
+        Naming the key ``format`` or ``version``.
+    """
+    check_table(data, "")
+    said = data.get("format", expected)
+    if said != expected:
+        raise InputError(f"key format must be {expected!r}, got {_shown(said)}")
+    number = data.get("version", 1)
+    whole = isinstance(number, int) and not isinstance(number, bool)
+    if whole and number > version:
+        raise InputError(f"key version is {number}: a newer sfapprox wrote it (this one reads {expected} up to "
+                         f"version {version}); read it with that sfapprox, or upgrade this one")
+    if not (whole and number >= 1):
+        raise InputError(f"key version must be a whole number from 1 to {version}, got {_shown(number)}")
+
+
+def matrix_from(data: dict[str, Any], where: str = "") -> dict[str, Any]:
+    """A result's ``matrix`` record, checked where the tables and the verdict read it (``n``, ``nnz``,
+    ``fro_norm``, its name and recipe); its other keys are kept as they are."""
+    matrix = read_field(data, "matrix", where, "table", required=True, null=False)
+    at = key_path(where, "matrix")
+    read_field(matrix, "n", at, "positive", required=True, null=False)
+    for key, kind in (("name", "text"), ("nnz", "count"), ("fro_norm", "measure"), ("recipe", "table"),
+                      ("source", "table"), ("unknown", "table"), ("notes", "texts")):
+        read_field(matrix, key, at, kind)
+    return matrix
+
+
+def _interval_from(estimate: dict[str, Any], key: str, where: str) -> tuple[float | None, float | None] | None:
+    """An estimate's 95 % interval, ``[low, high]``, as the tuple the estimate held: an unbounded upper end,
+    written null (JSON has no Infinity), is infinite again (the CSV says ``inf`` there, as the original's did)."""
+    interval = read_field(estimate, key, where, "list")
+    if interval is None:
+        return None
+    ends = [end for end in interval if end is None or _finite(end)]
+    if len(interval) != 2 or len(ends) != 2 or (None not in ends and ends[0] > ends[1]):
+        raise InputError(f"key {key_path(where, key)} must be [low, high] (finite numbers, low <= high, null for "
+                         f"an unbounded end) or null, got {interval!r:.60}")
+    return ends[0], math.inf if ends[1] is None else ends[1]
+
+
+def _estimate_from(record: dict[str, Any], where: str) -> dict[str, Any] | None:
+    """A row's ``error_estimate`` (:class:`~sfapprox.estimate.ErrorEstimate`'s record), checked where the
+    tables and the ranking read it; its intervals as tuples."""
+    estimate = read_field(record, "error_estimate", where, "table")
+    if estimate is None:
+        return None
+    at = key_path(where, "error_estimate")
+    for key, kind in (("exact", "flag"), ("by_nonzeros", "flag"), ("columns", "count"), ("columns_advised", "count")):
+        read_field(estimate, key, at, kind)
+    return {**estimate, **{key: _interval_from(estimate, key, at) for key in ("fro_interval", "rel_interval")
+                           if key in estimate}}
+
+
+def comparison_from(data: Any, where: str = "", shared: dict[str, Any] | None = None) -> Comparison:
+    """:meth:`Comparison.from_dict` of a record already past its format check (a sweep's point, whose
+    ``shared`` matrix, settings and versions are its sweep's); a refusal names its key under ``where``."""
+    check_table(data, where)
+    data = {**data, **(shared or {})}
+    results = read_field(data, "results", where, "list", required=True, null=False)
+    comparison = Comparison(
+        matrix_from(data, where),
+        read_field(data, "budget", where, "positive", required=True, null=False),
+        read_field(data, "budget_spec", where, "text", required=True, null=False),
+        [MethodResult.from_dict(row, where=key_path(key_path(where, "results"), i)) for i, row in enumerate(results)],
+        settings=read_field(data, "settings", where, "table") or {},
+        versions=read_field(data, "versions", where, "versions") or {},
+        notes=read_field(data, "notes", where, "texts") or [],
+    )
+    # not read: they follow from the rows; checked all the same (a script reading the file trusts their types)
+    read_field(data, "winner", where, "name")
+    verdict = read_field(data, "verdict", where, "table")
+    if verdict is not None:
+        read_field(verdict, "text", key_path(where, "verdict"), "text", required=True, null=False)
+    return comparison

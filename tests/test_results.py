@@ -364,3 +364,115 @@ def test_to_frame_without_pandas_says_how_to_install_it(monkeypatch):
     with pytest.raises(SfapproxError, match=r"^to_frame\(\) needs pandas, which sfapprox does not install: "
                                             r"pip install pandas$"):
         _notebook_comparison().to_frame()
+
+
+# ---------------------------------------------------------------------------
+# from_dict: a comparison's JSON read back (sfapprox report FILE.json)
+# ---------------------------------------------------------------------------
+
+
+def _saved_comparison():
+    """A comparison of every kind of field a file holds: estimated rows (one interval unbounded above), an
+    exact one, a row without a result, a source's record with its recipe, notes, a clamped budget's spec."""
+    matrix = {"name": "pts", "file": "pts.csv", "path": "columns", "compared_from": "columns", "n": 400, "nnz": None,
+              "fro_norm": 12.5, "recipe": {"kind": "kernel", "kernel": "rbf", "bandwidth": 0.8,
+                                           "bandwidth_rule": "given"},
+              "source": {"kind": "kernel", "kernel": "rbf", "bandwidth": 0.8, "bandwidth_rule": "given"},
+              "unknown": {"nnz": "not computed: never formed"}, "notes": ["a note of the reading"]}
+    rows = [
+        MethodResult("nystrom", "ok", 4000, 1.25, 0.1, 0.31, {"rank": 10, "stop_reason": "closed_form"},
+                     time_limit=2.0, min_budget=400,
+                     error_estimate={"exact": False, "fro_interval": (1.2, 1.31), "rel_interval": (0.096, 0.1048),
+                                     "columns": 120, "columns_advised": 300}),
+        MethodResult("rsvd", "ok", 3990, 3.0, 0.24, 0.2, {"rank": 9},
+                     error_estimate={"exact": False, "fro_interval": (2.9, math.inf),
+                                     "rel_interval": (0.232, math.inf), "columns": 40, "columns_advised": 40}),
+        MethodResult("sparse", "ok", 4000, 5.0, 0.4, 0.01, {"n_sparse": 2000},
+                     error_estimate={"exact": True, "fro_interval": None, "rel_interval": None, "columns": 400,
+                                     "columns_advised": 400, "by_nonzeros": True}),
+        MethodResult("tsvd", "not applicable", reason="needs the matrix formed (1.2 GiB)", min_budget=401),
+        MethodResult("sf", "interrupted", 3900, 4.0, 0.32, 9.5, {"stop_reason": "interrupted"},
+                     reason="stopped by Ctrl-C before it finished"),
+    ]
+    return Comparison(matrix, 4000, "0.025", rows, settings={"seed": 0, "time_limit": 2.0, "count_indices": True},
+                      versions={"sfapprox": "0.1.0"}, notes=["from columns: a note of the run"])
+
+
+def _via_json(data):
+    """``data`` as a file holds it: written and parsed as JSON (tuples become lists, infinity null)."""
+    import json
+
+    return json.loads(json.dumps(data, allow_nan=False))
+
+
+def test_a_comparison_read_back_from_its_json_is_the_same_comparison():
+    """``report FILE.json`` could not re-read compare's JSON (no from_dict): every field comes back, so its
+    tables (text, notes, CSV values with an unbounded interval's inf) and its JSON are the original's."""
+    from sfapprox.formats import OutputFormat
+
+    c = _saved_comparison()
+    again = Comparison.from_dict(_via_json(c.to_dict()))
+    assert again.to_dict() == c.to_dict()
+    assert again.winner() == c.winner() and again.verdict() == c.verdict() and again.notes == c.notes
+    assert again.budget_spec == "0.025" and again.matrix["recipe"]["bandwidth"] == 0.8
+    assert again.results[1].error_estimate["fro_interval"] == (2.9, math.inf)
+    (table,), (before,) = again.tables(), c.tables()
+    assert (table.title, table.rows, table.notes, table.data) == (before.title, before.rows, before.notes, before.data)
+    for fmt in (OutputFormat.CSV, OutputFormat.MARKDOWN, OutputFormat.LATEX):
+        assert fmt.render(again.tables(), None) == fmt.render(c.tables(), None)
+    assert "0.24 ± ?" in table.rows[1]["rel_error"] and repr(again) == repr(c)
+
+
+def test_a_comparison_made_before_the_format_was_recorded_reads_as_version_1():
+    data = _via_json(_saved_comparison().to_dict())
+    del data["format"], data["version"]
+    assert Comparison.from_dict(data).to_dict() == _saved_comparison().to_dict()
+
+
+def _edited(change):
+    data = _via_json(_saved_comparison().to_dict())
+    change(data)
+    return data
+
+
+@pytest.mark.parametrize("change, said", [
+    (lambda d: d["results"][1].update(fro_error="3.0"), r"^key results\[1\]\.fro_error must be a finite number >= 0 or null, got '3\.0'$"),
+    (lambda d: d["results"][0].update(nnz=-1), r"^key results\[0\]\.nnz must be a whole number from 0 to "),
+    (lambda d: d["results"][0].pop("status"), r"^key results\[0\]\.status is missing$"),
+    (lambda d: d["results"][0].update(status="OK"), r"^key results\[0\]\.status must be one of 'ok', "),
+    (lambda d: d["results"][0].pop("fro_error"), r"^key results\[0\]\.fro_error is missing$"),
+    (lambda d: d.pop("budget"), r"^key budget is missing$"),
+    (lambda d: d.update(budget=0), r"^key budget must be a whole number from 1 to "),
+    (lambda d: d.update(budget_spec=0.025), r"^key budget_spec must be a string, got 0\.025$"),
+    (lambda d: d.update(results={}), r"^key results must be a list, got a JSON object$"),
+    (lambda d: d["results"].append("sf"), r"^key results\[5\] must be a JSON object, got 'sf'$"),
+    (lambda d: d["matrix"].pop("n"), r"^key matrix\.n is missing$"),
+    (lambda d: d["matrix"].update(recipe="rbf"), r"^key matrix\.recipe must be a JSON object or null, got 'rbf'$"),
+    (lambda d: d.update(notes="one"), r"^key notes must be a list of strings or null, got 'one'$"),
+    (lambda d: d["verdict"].pop("text"), r"^key verdict\.text is missing$"),
+    (lambda d: d["results"][0]["error_estimate"].update(fro_interval=[1.31, 1.2]),
+     r"^key results\[0\]\.error_estimate\.fro_interval must be \[low, high\]"),
+    (lambda d: d["results"][0]["error_estimate"].update(rel_interval=[0.1]),
+     r"^key results\[0\]\.error_estimate\.rel_interval must be \[low, high\]"),
+    (lambda d: d["results"][2]["params"].update(n_sparse=float("nan")),
+     r"^key results\[2\]\.params\.n_sparse is NaN, which is no JSON number"),
+    (lambda d: d["results"][0].update(seconds=float("inf")), r"^key results\[0\]\.seconds is Infinity"),
+    (lambda d: d.update(version=2), r"^key version is 2: a newer sfapprox wrote it \(this one reads "
+                                    r"sfapprox-comparison up to version 1\)"),
+    (lambda d: d.update(version="1"), r"^key version must be a whole number from 1 to 1, got '1'$"),
+    (lambda d: d.update(format="sfapprox-sweep"), r"^key format must be 'sfapprox-comparison', got 'sfapprox-sweep'$"),
+])
+def test_an_edited_or_damaged_comparison_is_refused_naming_its_key(change, said):
+    """An edited file was not read at all; read back, a wrong value is one line naming its key (a NaN
+    anywhere, a later format version), never a table shown wrong or a traceback later."""
+    from sfapprox import InputError
+
+    with pytest.raises(InputError, match=said):
+        Comparison.from_dict(_edited(change))
+
+
+def test_a_file_that_is_no_json_object_is_refused():
+    from sfapprox import InputError
+
+    with pytest.raises(InputError, match=r"^must hold a JSON object, got a list$"):
+        Comparison.from_dict([])
