@@ -35,10 +35,28 @@ from .comparison import (
     warnings_at_caller,
 )
 from .formats import Column, ShownAsTables, Table, interval_columns, jsonable, printable
-from .results import Comparison, MethodResult, error_text, record_label
+from .results import (
+    Comparison,
+    MethodResult,
+    check_finite,
+    check_format,
+    comparison_from,
+    error_text,
+    key_path,
+    matrix_from,
+    read_field,
+    record_label,
+)
 from .sources import MatrixSource
 
-__all__ = ["Sweep", "sweep", "parse_budget_list", "default_budgets"]
+__all__ = ["Sweep", "sweep", "parse_budget_list", "default_budgets", "SWEEP_FORMAT", "SWEEP_VERSION"]
+
+#: What the JSON of a sweep (``sweep --json``) says it is, in its ``"format"``, and the version of its shape
+#: (as :data:`~sfapprox.results.COMPARISON_FORMAT`'s: a later version is refused by :meth:`Sweep.from_dict`).
+SWEEP_FORMAT = "sfapprox-sweep"
+SWEEP_VERSION = 1
+#: A comparison's keys that a sweep's JSON holds once for every point (and its format, the sweep's).
+_SHARED = ("format", "version", "matrix", "settings", "versions")
 
 
 def _parse_item(item: str | int | float, k: int, name: str) -> str:
@@ -376,17 +394,55 @@ class Sweep(ShownAsTables):
         """
         return jsonable(
             {
+                "format": SWEEP_FORMAT,
+                "version": SWEEP_VERSION,
                 "matrix": self.matrix,
                 "methods": self.methods,
-                "points": [
-                    {k: v for k, v in p.to_dict().items() if k not in ("matrix", "settings", "versions")}
-                    for p in self.points
-                ],
+                "points": [{k: v for k, v in p.to_dict().items() if k not in _SHARED} for p in self.points],
                 "settings": self.settings,
                 "versions": self.versions,
                 "skipped": self.skipped,
             }
         )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Sweep:
+        """The sweep :meth:`to_dict` wrote (``sweep --json``), read back: its table, plot and JSON are the
+        original's.  Every field is checked (each point's as :meth:`Comparison.from_dict` checks a
+        comparison's), so that an edited or damaged file is refused in one line naming its key.
+
+        Parameters
+        ----------
+        data : dict
+            The parsed JSON.
+
+        Returns
+        -------
+        Sweep
+
+        Raises
+        ------
+        InputError
+            Naming the key: one missing (``matrix``, ``methods``, ``points``, a point's ``budget``, ...), of the
+            wrong type, NaN or Infinity anywhere, or a ``format``/``version`` this sfapprox does not read.
+
+        Examples
+        --------
+        >>> s = Sweep({"name": "graph", "n": 10}, ["tsvd"], [
+        ...     Comparison({"name": "graph", "n": 10}, 40, "40", [MethodResult("tsvd", "ok", 38, 2.0, 0.4)])])
+        >>> Sweep.from_dict(s.to_dict()).to_dict() == s.to_dict()
+        True
+        """
+        check_format(data, SWEEP_FORMAT, SWEEP_VERSION)
+        check_finite(data)
+        matrix = matrix_from(data)
+        settings = read_field(data, "settings", "", "table") or {}
+        versions = read_field(data, "versions", "", "versions") or {}
+        shared = {"matrix": matrix, "settings": settings, "versions": versions}
+        points = [comparison_from(point, key_path("points", i), shared)
+                  for i, point in enumerate(read_field(data, "points", "", "list", required=True, null=False))]
+        return cls(matrix, read_field(data, "methods", "", "names", required=True, null=False), points,
+                   settings, versions, read_field(data, "skipped", "", "counts") or [])
 
 
 def sweep(

@@ -650,3 +650,55 @@ def test_a_bad_budget_names_the_option_and_its_item(tmp_path):
     # the hint for a thousands separator stays
     with pytest.raises(ParameterError, match=r"^--budgets: item 2 \('000'\): .*write 1000, not 1,000"):
         parse_budget_list("1,000")
+
+
+def _json_again(data):
+    """``data`` as a file holds it (written and parsed: tuples become lists, infinity null)."""
+    return json.loads(json.dumps(data, allow_nan=False))
+
+
+def test_a_sweep_read_back_from_its_json_is_the_same_sweep():
+    """``report FILE.json`` could not re-read sweep's JSON (no from_dict): every point comes back, with the
+    sweep's matrix, settings and versions, its rows' reasons and notes, and the budgets a stop skipped, so its
+    table (text, notes, CSV) and its JSON are the original's."""
+    from sfapprox.formats import OutputFormat
+    from sfapprox.sweep import Sweep
+
+    X = np.random.default_rng(3).standard_normal((16, 16))  # negative entries: nmf is not applicable
+    s = sweep(X, ["0.2", "0.5", "1e30"], ["tsvd", "sparse", "nmf"], time_limit=None)
+    s.skipped = [250]  # (as a stop leaves them)
+    s.points[0].results[0].error_estimate = {"exact": False, "fro_interval": (1.0, float("inf")),
+                                             "rel_interval": (0.1, float("inf")), "columns": 4, "columns_advised": 16}
+    again = Sweep.from_dict(_json_again(s.to_dict()))
+    assert again.to_dict() == s.to_dict() and again.skipped == [250]
+    assert [p.budget_spec for p in again.points] == [p.budget_spec for p in s.points]
+    assert again.points[-1].budget_spec == "1e30 (clamped to N^2 = 256)"
+    assert all(p.matrix is again.matrix and p.settings == s.settings for p in again.points)
+    (table,), (before,) = again.tables(), s.tables()
+    assert (table.title, table.rows, table.notes, table.data) == (before.title, before.rows, before.notes, before.data)
+    for fmt in (OutputFormat.CSV, OutputFormat.MARKDOWN, OutputFormat.LATEX):
+        assert fmt.render(again.tables(), None) == fmt.render(s.tables(), None)
+    assert repr(again) == repr(s)
+
+
+@pytest.mark.parametrize("change, said", [
+    (lambda d: d["points"][1]["results"][0].update(rel_error=[0.3]),
+     r"^key points\[1\]\.results\[0\]\.rel_error must be a finite number >= 0 or null, got a list$"),
+    (lambda d: d["points"][0].pop("budget"), r"^key points\[0\]\.budget is missing$"),
+    (lambda d: d.pop("points"), r"^key points is missing$"),
+    (lambda d: d.update(methods="tsvd"), r"^key methods must be a list of non-empty strings, got 'tsvd'$"),
+    (lambda d: d.update(skipped=[0]), r"^key skipped must be a list of whole numbers from 1 to "),
+    (lambda d: d["matrix"].update(n=2.5), r"^key matrix\.n must be a whole number from 1 to "),
+    (lambda d: d["points"][1]["results"][0].update(seconds=float("nan")),
+     r"^key points\[1\]\.results\[0\]\.seconds is NaN"),
+    (lambda d: d.update(version=3), r"^key version is 3: a newer sfapprox wrote it \(this one reads sfapprox-sweep "),
+])
+def test_an_edited_or_damaged_sweep_is_refused_naming_its_key(change, said):
+    from sfapprox import InputError
+    from sfapprox.sweep import Sweep
+
+    s = sweep(np.random.default_rng(0).random((12, 12)), ["0.3", "0.6"], ["tsvd"], time_limit=None)
+    data = _json_again(s.to_dict())
+    change(data)
+    with pytest.raises(InputError, match=said):
+        Sweep.from_dict(data)
