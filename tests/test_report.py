@@ -658,24 +658,110 @@ def test_matrices_made_from_what_defines_them_show_their_parameters():
         "pts-h1": "rbf, bandwidth 1.5", "pts-med": "rbf, bandwidth 0.8123 (median heuristic)"}
 
 
-@pytest.mark.parametrize("command, extra", [("sweep", ["--budgets", "0.3,0.6"]), ("compare", [])])
-def test_report_on_a_sweep_s_or_compare_s_json_says_what_it_is(tmp_path, command, extra):
-    """``report`` on the JSON of a sweep said "give the batch's folder, the one that holds results.jsonl
-    (sfapprox report DIR)", sending the user to look for a folder that was never made."""
-    from typer.testing import CliRunner
-
+def _made_json(tmp_path, command, *extra):
+    """The JSON (and Markdown, CSV) ``command`` wrote of a small matrix, and the command's run."""
     import numpy as np
 
     from sfapprox.cli import app
 
-    path, js = tmp_path / "m.npy", tmp_path / "r.json"
-    np.save(path, np.random.default_rng(1).random((16, 16)))
-    made = CliRunner().invoke(app, [command, str(path), "--methods", "tsvd", *extra, "--json", str(js), "--quiet"])
+    path = tmp_path / "m.npy"
+    np.save(path, np.random.default_rng(1).standard_normal((16, 16)))  # negative entries: nmf not applicable
+    files = {fmt: tmp_path / f"{command}.{fmt}" for fmt in ("json", "md", "csv")}
+    budgets = ["--budgets", "0.3,0.6"] if command == "sweep" else ["--budget", "0.3"]
+    made = CliRunner().invoke(app, [command, str(path), "--methods", "tsvd,sparse,nmf", *budgets, "--json",
+                                    str(files["json"]), "--markdown", str(files["md"]), "--csv", str(files["csv"]),
+                                    "--quiet", *extra])
     assert made.exit_code == 0, made.output
-    res = CliRunner().invoke(app, ["report", str(js)])
-    said = " ".join(res.output.split())
-    assert res.exit_code == 2 and f"is the JSON of 'sfapprox {command}', not a batch's folder" in said, said
-    assert "--csv, --markdown and --latex" in said
+    return made, files
+
+
+@pytest.mark.parametrize("command", ["sweep", "compare"])
+def test_report_of_a_compare_s_or_sweep_s_json_shows_its_table_again(tmp_path, command):
+    """``report FILE.json`` of a saved comparison or sweep said only "is the JSON of 'sfapprox compare', not a
+    batch's folder": it shows the same table lines the command printed, and writes the same Markdown, CSV
+    and JSON, without running anything."""
+    from sfapprox.cli import app
+
+    made, files = _made_json(tmp_path, command)
+    again = {fmt: tmp_path / f"again.{fmt}" for fmt in ("json", "md", "csv")}
+    shown = CliRunner().invoke(app, ["report", str(files["json"]), "--json", str(again["json"]), "--markdown",
+                                     str(again["md"]), "--csv", str(again["csv"])])
+    assert shown.exit_code == 0, shown.output
+    assert shown.stdout.splitlines() == made.stdout.splitlines() and "tsvd" in shown.stdout
+    assert again["md"].read_text() == files["md"].read_text()
+    assert again["csv"].read_text() == files["csv"].read_text()
+    assert json.loads(again["json"].read_text()) == json.loads(files["json"].read_text())
+
+
+def test_report_of_a_sweep_s_json_draws_its_plot_and_refuses_compare_s(tmp_path):
+    """A sweep's figure comes from its JSON alone; compare's shows the approximations, which its JSON lacks:
+    refused in one line, before anything is written."""
+    pytest.importorskip("matplotlib")
+    from sfapprox.cli import app
+
+    _, sweep_files = _made_json(tmp_path, "sweep")
+    figure = tmp_path / "again.png"
+    drawn = CliRunner().invoke(app, ["report", str(sweep_files["json"]), "--plot", str(figure)])
+    assert drawn.exit_code == 0 and figure.read_bytes().startswith(b"\x89PNG"), drawn.output
+    _, compare_files = _made_json(tmp_path, "compare")
+    refused = CliRunner().invoke(app, ["report", str(compare_files["json"]), "--plot", str(tmp_path / "c.png")])
+    said = " ".join(refused.output.split())
+    assert refused.exit_code == 2 and "--plot: compare's figure shows the approximations" in said, said
+    assert not (tmp_path / "c.png").exists()
+
+
+@pytest.mark.parametrize("damage, said", [
+    (lambda d: d["results"][0].update(fro_error="0.5"), "key results[0].fro_error must be a finite number >= 0"),
+    (lambda d: d.update(version=2), "key version is 2: a newer sfapprox wrote it"),
+    (lambda d: d.update(format="sfapprox-other"), "key format is 'sfapprox-other', which report does not read"),
+    (lambda d: d.pop("budget"), "key budget is missing"),
+])
+def test_report_of_an_edited_compare_json_is_one_line_naming_the_file_and_the_key(tmp_path, damage, said):
+    from sfapprox.cli import app
+
+    _, files = _made_json(tmp_path, "compare")
+    data = json.loads(files["json"].read_text())
+    damage(data)
+    files["json"].write_text(json.dumps(data))
+    res = CliRunner().invoke(app, ["report", str(files["json"])])
+    assert res.exit_code == 2 and res.stdout == "", res.output
+    assert " ".join(res.output.split()).startswith(f"error: {files['json']}: {said}"), res.output
+
+
+def test_report_of_a_json_with_nan_or_cut_short_says_so(tmp_path):
+    """Python's JSON reader takes NaN (an edit: sfapprox writes null); a file cut short is no JSON: each said
+    with the file, where the report said "give the batch's folder"."""
+    from sfapprox.cli import app
+
+    _, files = _made_json(tmp_path, "sweep")
+    text = files["json"].read_text()
+    files["json"].write_text(text.replace('"seconds": ', '"seconds": NaN, "was": ', 1))
+    res = CliRunner().invoke(app, ["report", str(files["json"])])
+    assert res.exit_code == 2 and "key points[0].results[0].seconds is NaN" in " ".join(res.output.split())
+    files["json"].write_text(text[: len(text) // 2])
+    res = CliRunner().invoke(app, ["report", str(files["json"])])
+    assert res.exit_code == 2 and f"{files['json']}: not valid JSON (" in " ".join(res.output.split()), res.output
+
+
+def test_report_of_a_json_whose_verdict_is_not_its_rows_says_which_it_shows(tmp_path):
+    """The winner and the verdict follow from the rows: a file's own (another sfapprox's wording, an edited
+    row) would be lost without a word; the note says both."""
+    from sfapprox.cli import app
+
+    _, files = _made_json(tmp_path, "compare")
+    data = json.loads(files["json"].read_text())
+    data["verdict"]["text"] = "tsvd wins, by far"
+    files["json"].write_text(json.dumps(data))
+    res = CliRunner().invoke(app, ["report", str(files["json"])])
+    assert res.exit_code == 0 and 'its verdict was "tsvd wins, by far"; its rows read now' in " ".join(res.stderr.split())
+
+
+def test_report_plot_of_a_batch_folder_is_refused(tmp_path):
+    from sfapprox.cli import app
+
+    (tmp_path / "results.jsonl").write_text("")
+    res = CliRunner().invoke(app, ["report", str(tmp_path), "--plot", str(tmp_path / "p.png")])
+    assert res.exit_code == 2 and "a batch's report has none" in " ".join(res.output.split())
 
 
 def test_a_kernel_compared_from_its_columns_shows_its_parameters_from_an_old_or_new_record():

@@ -1,4 +1,5 @@
-"""`sfapprox batch MANIFEST --out-dir DIR` (resumable runs) and `sfapprox report DIR` (tables, exports)."""
+"""`sfapprox batch MANIFEST --out-dir DIR` (resumable runs) and `sfapprox report DIR` (tables, exports; of a
+compare's or sweep's JSON file, :mod:`sfapprox.cli.report`)."""
 
 from __future__ import annotations
 
@@ -274,13 +275,16 @@ def _after_run(summary, out_dir: Path) -> None:
 
 
 @app.command()
-@o.options(o.output_group("report as JSON (every result line, with its settings, and the library versions)"))
+@o.options(o.output_group("report as JSON (every result line, with its settings, and the library versions; of a "
+                          "compare's or sweep's JSON, that JSON)"))
 def report(
-    out_dir: Annotated[Path, typer.Argument(help="A batch output folder (holding results.jsonl).", show_default=False)],
+    out_dir: Annotated[Path, typer.Argument(help="A batch output folder (holding results.jsonl), or the JSON file that compare --json or sweep --json wrote.", show_default=False)],
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Of a sweep's JSON: its figure again, as sweep --plot wrote it (needs matplotlib).", metavar="FILE")] = None,
     *,
     outputs,
 ) -> None:
-    """Tables per category (wins per method) from a batch's results, with optional exports.
+    """Tables per category (wins per method) from a batch's results, with optional exports; or the table
+    of a compare's or sweep's JSON again, as that command showed it (its exports, a sweep's --plot).
 
     Example: sfapprox report runs/t1 --markdown t1.md --csv t1.csv --latex t1.tex --json -
     """
@@ -289,20 +293,25 @@ def report(
     from ..datasets.batch import check_results_file
     from ..datasets.folder_lock import describe_holder, running_holder
     from ..datasets.results_file import RESULTS_FILE
+    from .report import check_format_known, read_json, report_result, result_command
 
     with error_boundary():
-        if out_dir.is_file():  # the results file itself, not its folder
-            made = _made_by(out_dir)
-            if made is not None:  # a sweep's or a compare's --json: "give the batch's folder" sent them looking for one
-                raise InputError(f"{out_dir}: is the JSON of '{made}', not a batch's folder; report reads a batch's "
-                                 f"{RESULTS_FILE}; {made} writes its own tables (its --csv, --markdown and --latex "
-                                 "FILE options)")
+        if out_dir.is_file():  # a compare's or a sweep's JSON, or the results file itself, not its folder
+            data = read_json(out_dir)
+            check_format_known(out_dir, data)
+            command = result_command(data)
+            if command is not None:
+                report_result(out_dir, data, command, outputs, plot)
+                return
             hint = f"sfapprox report {out_dir.parent}" if out_dir.name == RESULTS_FILE else "sfapprox report DIR"
             raise InputError(f"{out_dir}: is a file; give the batch's folder, the one that holds {RESULTS_FILE} "
-                             f"({hint})")
+                             f"({hint}), or the JSON that compare --json or sweep --json wrote")
         if out_dir.exists() and not out_dir.is_dir():  # /dev/null, a pipe: it said "run batch --out-dir /dev/null"
             raise InputError(f"{out_dir}: is not a folder; give the batch's output folder, the one that holds "
                              f"{RESULTS_FILE}")
+        if plot is not None:  # (a batch's tables have no figure: it was an unknown option)
+            raise ParameterError("--plot draws the figure of a sweep's JSON (error against budget); a batch's "
+                                 "report has none: give report the JSON that sweep --json wrote")
         check_outputs(outputs, inputs=[out_dir / RESULTS_FILE])
         results = out_dir / RESULTS_FILE
         check_results_file(results)  # a folder there is said as such, not as "no results.jsonl"
@@ -361,22 +370,3 @@ def _line_list(numbers: list[int]) -> str:
     shown = ", ".join(map(str, numbers[:5])) + (", …" if len(numbers) > 5 else "")
     return f"line {shown}"
 
-
-def _made_by(path: Path) -> str | None:
-    """``"sfapprox sweep"`` or ``"sfapprox compare"`` where ``path`` is the JSON one of them wrote (its keys
-    tell), else None; a file over 64 MiB, or not JSON, is not read further."""
-    import json
-
-    try:
-        if path.stat().st_size > 64 << 20:
-            return None
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(record, dict):
-        return None
-    if {"points", "methods", "matrix"} <= record.keys():
-        return "sfapprox sweep"
-    if {"results", "budget", "matrix"} <= record.keys():
-        return "sfapprox compare"
-    return None
