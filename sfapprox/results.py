@@ -846,16 +846,25 @@ def check_table(value: Any, where: str) -> None:
         raise InputError(f"{said} a JSON object, got {_shown(value)}")
 
 
-def check_finite(value: Any, where: str = "") -> None:
+#: The deepest nesting read back: a result's JSON is a few levels deep, and one nested near Python's recursion
+#: limit (which its JSON reader takes) failed later, in a traceback, where it was written again.
+_DEEPEST = 64
+
+
+def check_finite(value: Any, where: str = "", depth: int = 0) -> None:
     """Refuse NaN or ±Infinity anywhere in ``value`` (Python's JSON reader takes them; sfapprox never writes
-    them, a number that is not finite is null), naming the first one's key."""
+    them, a number that is not finite is null), naming the first one's key, and nesting deeper than
+    :data:`_DEEPEST` levels."""
+    if depth > _DEEPEST:
+        shown = where if len(where) <= 60 else where[:60] + "…"
+        raise InputError(f"key {shown} is nested deeper than {_DEEPEST} levels, as no result's JSON is")
     if isinstance(value, float) and not math.isfinite(value):
         said = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
         raise InputError(f"key {where or '(the whole file)'} is {said}, which is no JSON number (sfapprox writes "
                          "null for a number that is not finite)")
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
     for key, item in items:
-        check_finite(item, key_path(where, key))
+        check_finite(item, key_path(where, key), depth + 1)
 
 
 def check_format(data: Any, expected: str, version: int) -> None:

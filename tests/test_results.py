@@ -476,3 +476,16 @@ def test_a_file_that_is_no_json_object_is_refused():
 
     with pytest.raises(InputError, match=r"^must hold a JSON object, got a list$"):
         Comparison.from_dict([])
+
+
+def test_a_comparison_nested_near_the_recursion_limit_is_refused_not_a_traceback_later():
+    """JSON nested ~900 deep in a row's params parsed and read back, then failed in a RecursionError
+    traceback where report wrote its JSON again."""
+    from sfapprox import InputError
+
+    deep: list = []
+    for _ in range(900):
+        deep = [deep]
+    data = _edited(lambda d: d["results"][0]["params"].update(deep=deep))
+    with pytest.raises(InputError, match=r"^key results\[0\]\.params\.deep\[0\].*… is nested deeper than 64 levels"):
+        Comparison.from_dict(data)
