@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sfapprox import BudgetError, NotApplicableError, compare, load_factors, save_factors
+from sfapprox import BudgetError, NotApplicableError, ParameterError, compare, load_factors, save_factors
 from sfapprox.baselines.nystrom import Nystrom, check_psd_fit, nystrom_factor, pinvh, rpcholesky_pivots
 from sfapprox.budget import nystrom_count, nystrom_rank_for_budget
 from sfapprox.sources import ArraySource, KernelMatrix
@@ -234,3 +234,22 @@ def test_pivots_cut_short_by_the_time_limit_are_not_called_exact(monkeypatch):
     monkeypatch.setattr(_timing.Deadline, "fits", lambda self, seconds: False)
     est = Nystrom(n_components=40, time_limit=100.0).fit(KernelMatrix(_clustered(90), bandwidth=0.3))
     assert est.rank_ < 40 and est.stop_reason_ == "time_limit"
+
+
+@pytest.mark.parametrize("X, why", [(np.triu(np.ones((30, 30))), "not symmetric"), (-np.eye(30), "negative diagonal")],
+                         ids=["not-symmetric", "negative-diagonal"])
+def test_a_matrix_nystrom_cannot_approximate_gives_one_reason_at_every_budget(X, why):
+    """The budget was checked before the symmetry and the diagonal: a sweep over a non-symmetric matrix said
+    "below one Nyström pivot" at its small budgets and "not symmetric" at the others."""
+    from sfapprox.sweep import sweep
+
+    for budget in (5, nystrom_count(30, 1), 300):
+        with pytest.raises(NotApplicableError, match=why):
+            Nystrom(budget=budget).fit(X)
+    s = sweep(X, [5, 300], ["nystrom"], device="cpu")
+    reasons = {point.results[0].reason for point in s.points}
+    assert len(reasons) == 1 and why in reasons.pop()
+    with pytest.raises(BudgetError, match="below one Nyström pivot"):  # a matrix it applies to: the budget's reason
+        Nystrom(budget=5).fit(np.eye(30))
+    with pytest.raises(ParameterError, match="n_components .* or a budget"):  # neither: the parameters first
+        Nystrom().fit(X)

@@ -475,21 +475,28 @@ class Nystrom(Approximation):
         ParameterError
             When neither ``n_components`` nor ``budget`` is given.
         BudgetError
-            When the budget (with no ``n_components``) is below one pivot.
+            When the budget (with no ``n_components``) is below one pivot, for a matrix
+            Nyström applies to.
         NotApplicableError
             When ``X`` is not symmetric, has a negative diagonal entry, or its
-            pivots show it is not positive semi-definite (:func:`check_psd_fit`).
+            pivots show it is not positive semi-definite (:func:`check_psd_fit`);
+            the first two whatever the budget (checked before it).
         """
         start = time.perf_counter()
         given = self._validate(X, check_input)
         name = self.__dict__.get("_matrix_name", "X")  # a comparison's matrix named in the refusals
         source = as_source(given, name)
         n = source.n
+        deadline = _timing.Deadline.after(self.time_limit)  # (its diagonal's read counts, as it always did)
+        # Whether Nyström applies at all before whether the budget holds a pivot: a matrix it cannot
+        # approximate is refused for that at every budget (a sweep over a non-symmetric one said "below one
+        # Nyström pivot" at its small budgets and "not symmetric" at the others). Without a rank or a
+        # budget, rank_within's parameter error comes first, whatever the matrix.
+        asked = self.n_components is not None or self.budget is not None
+        diagonal = _check_structure(source, self.random_state) if asked else None
         # (n_components=0 is the zero matrix, as in TruncatedSVD)
         rank = rank_within(n, self.n_components, self.budget, nystrom_rank_for_budget, nystrom_count, "Nystrom",
                            what="Nyström pivot", zero=lambda: is_zero_matrix(given))
-        deadline = _timing.Deadline.after(self.time_limit)
-        diagonal = _check_structure(source, self.random_state)
         source = as_source(self._from_columns(given, nystrom_count(n, rank)), name)
         with AdaptiveThreads(float(n) * rank, torch=False):  # BLAS threads from the free cores (numpy alone)
             if self.pivots == "uniform":
