@@ -324,6 +324,33 @@ def test_attention_blocks_allocate_one_block_sized_array():
     assert peaks["formed"] < 1.02 * A.formed_bytes  # was 2.0-3.0 (the matrix, a block of every column, its temporaries)
 
 
+@pytest.mark.parametrize("n, d", [(600, 16), (300, 64)])
+def test_attention_s_formed_need_counts_what_forming_allocates(n, d, monkeypatch):
+    """formed_need counted forming an attention map as the matrix and a whole block of the narrowest width
+    (column_copies N-long arrays a column), but the block is computed in the matrix itself: besides it,
+    forming allocates the keys' rows k[J] and numpy's buffers, which it now counts (the old count was
+    3.0x and 1.5x what forming allocates besides the matrix here)."""
+    import tracemalloc
+
+    import sfapprox.sources._base as base
+    from sfapprox._validation import LIBRARY_WORKING_SET
+    from sfapprox.sources import formed_need
+
+    rng = np.random.default_rng(3)
+    A = AttentionMatrix(rng.standard_normal((n, d)), rng.standard_normal((n, d)))
+    tracemalloc.start()
+    try:
+        held = tracemalloc.get_traced_memory()[0]
+        A.to_dense(max_memory=A.formed_bytes + 1)  # blocks of the narrowest width, MIN_BLOCK columns
+        measured = tracemalloc.get_traced_memory()[1] - held - A.formed_bytes
+    finally:
+        tracemalloc.stop()
+    monkeypatch.setattr(base, "scoring_need", lambda *args: 0)  # its forming term alone (scoring is a max with it)
+    estimate = formed_need(A) - A.formed_bytes - LIBRARY_WORKING_SET
+    assert measured <= estimate <= 1.25 * measured
+    assert estimate == A.forming_bytes(MIN_BLOCK)
+
+
 def test_attention_needs_a_feature_and_finite_logits():
     with pytest.raises(InputError, match="at least one token .* one feature"):
         AttentionMatrix(np.zeros((5, 0)), np.zeros((5, 0)))

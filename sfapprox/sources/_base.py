@@ -433,6 +433,24 @@ class MatrixSource:
         """Bytes the matrix takes formed, dense float64: ``8 N^2``."""
         return 8 * self.n * self.n
 
+    def forming_bytes(self, width: int) -> int:
+        """Bytes :meth:`to_dense` allocates besides the matrix while it forms a block of ``width`` columns.
+
+        Here the block and its temporaries, :attr:`column_copies` ``N``-long arrays a column, then copied
+        into the matrix; a source that computes its block where it lies (:meth:`_form_columns`) says less.
+
+        Parameters
+        ----------
+        width : int
+            Columns of the block.
+
+        Returns
+        -------
+        int
+            Bytes.
+        """
+        return 8 * self.n * width * self.column_copies
+
     def to_dense(self, max_memory: int | None = None) -> np.ndarray:
         """The whole matrix, formed block by block (refused above the memory limit, before allocating).
 
@@ -659,9 +677,10 @@ def formable(source: MatrixSource, max_memory: int | None) -> bool:
 def formed_need(source: MatrixSource) -> int:
     """Bytes a comparison on ``source`` formed holds at least: the dense matrix and its scoring (two
     more dense arrays up to ``DENSE_SCORING_MAX_N``, column blocks above) and the libraries' working
-    set; or, forming it, the matrix and one block of the narrowest width (the blocks take half of
-    what the matrix leaves of the limit, :meth:`~sfapprox.sources.MatrixSource.to_dense`, but at
-    least :data:`~sfapprox.sources.MIN_BLOCK` columns).
+    set; or, forming it, the matrix and what forming one block of the narrowest width allocates
+    (:meth:`~sfapprox.sources.MatrixSource.forming_bytes`; the blocks take half of what the matrix
+    leaves of the limit, :meth:`~sfapprox.sources.MatrixSource.to_dense`, but at least
+    :data:`~sfapprox.sources.MIN_BLOCK` columns).
 
     Parameters
     ----------
@@ -673,7 +692,7 @@ def formed_need(source: MatrixSource) -> int:
     int
         Bytes.
     """
-    forming = source.formed_bytes + MIN_BLOCK * 8 * source.n * source.column_copies + LIBRARY_WORKING_SET
+    forming = source.formed_bytes + source.forming_bytes(min(MIN_BLOCK, source.n)) + LIBRARY_WORKING_SET
     return max(scoring_need(source.n, source.formed_bytes), forming)
 
 

@@ -33,6 +33,10 @@ __all__ = ["AttentionMatrix", "SLAB_ENTRIES"]
 #: block they were four passes through memory, each into a new ``N x |J|`` temporary (one block of 4,096
 #: columns under the default limit at N = 4,096: 128 MiB each, most of the time forming took).
 SLAB_ENTRIES = 1 << 16
+#: Bytes of numpy's buffers while a slab of a formed matrix is transformed where it lies: a ufunc over
+#: that strided view runs through a buffer of ``np.getbufsize()`` numbers per operand, three for the
+#: subtraction of the row maxima (tracemalloc: 3 x 64 KiB at N = 256 and 600, whatever the width).
+UFUNC_BUFFERS = 3 * 8 * np.getbufsize()
 
 
 def _check(name: str, what: str, a, max_memory: int | None = None) -> np.ndarray:
@@ -172,6 +176,23 @@ class AttentionMatrix(MatrixSource):
 
     def _form_columns(self, J: np.ndarray, out: np.ndarray) -> None:
         self._softmax_into(J, out)  # into the formed matrix itself: no block, no copy of it
+
+    def forming_bytes(self, width: int) -> int:
+        """Bytes :meth:`to_dense` allocates besides the matrix for a block of ``width`` columns: the keys' rows
+        ``k[J]`` and numpy's buffers (:data:`UFUNC_BUFFERS`), as the block is computed in the matrix itself
+        (:meth:`_form_columns`); the ``column_copies`` blocks counted before were never allocated.
+
+        Parameters
+        ----------
+        width : int
+            Columns of the block.
+
+        Returns
+        -------
+        int
+            Bytes.
+        """
+        return 8 * self.q.shape[1] * width + UFUNC_BUFFERS
 
     def _softmax_into(self, J: np.ndarray, out: np.ndarray) -> np.ndarray:
         """``A[:, J]`` written into ``out`` (an ``N x |J|`` array or view): the logits' product there, then
