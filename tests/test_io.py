@@ -379,3 +379,39 @@ def test_a_point_table_read_whole_is_hashed_from_what_was_read_not_read_again(ki
     assert type(source).__name__ == ("KernelMatrix" if kind == "kernel" else "CovarianceMatrix")
     assert source.file_sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
     assert len(opened) == 1
+
+
+def test_an_attention_npz_is_read_once_and_hashed_from_that_reading(tmp_path, monkeypatch):
+    """Q and K were read from the .npz, and the file read again only to hash it for the source's record."""
+    from _io_helpers import count_opens
+
+    from sfapprox.io import open_matrix
+
+    rng = np.random.default_rng(0)
+    path = tmp_path / "qk.npz"
+    np.savez_compressed(path, q=rng.standard_normal((30, 4)), k=rng.standard_normal((30, 4)))
+    opened = count_opens(monkeypatch, path)
+    source = open_matrix(path, format="attention")
+    monkeypatch.undo()
+    assert type(source).__name__ == "AttentionMatrix" and source.n == 30
+    assert source.file_sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert len(opened) == 1, opened
+
+
+def test_a_hashing_reader_hashes_the_file_in_order_whatever_the_reads(tmp_path):
+    """Read back after a seek, skipped ahead, or left unread: the digest is the file's."""
+    from sfapprox.io._common import HashingReader
+
+    data = np.random.default_rng(1).bytes(300_000)
+    path = tmp_path / "f.bin"
+    path.write_bytes(data)
+    with HashingReader(open(path, "rb")) as fh:
+        assert fh.read(10) == data[:10]
+        fh.seek(-4, 1)
+        assert fh.read(8) == data[6:14] and fh.tell() == 14
+        fh.seek(200_000)  # past bytes not yet hashed: hashed when the next read comes
+        assert fh.read(5) == data[200_000:200_005]
+        fh.seek(3)
+        assert fh.read(2) == data[3:5]
+        assert fh.hexdigest() == hashlib.sha256(data).hexdigest()  # the rest (200,005 on) read to hash it
+

@@ -163,3 +163,58 @@ def test_a_bool_npy_reads_as_0_1_formed_and_memory_mapped(tmp_path):
     mapped = open_matrix(p, max_memory=2**20)  # 1 MiB: mapped, not loaded
     assert isinstance(mapped, ArraySource) and mapped.array.dtype == bool
     np.testing.assert_array_equal(mapped.columns(np.arange(300)), formed)
+
+
+def _saved(tmp_path, kind: str):
+    """A file of each kind the readers hash as they read: a .npy, a compressed .npz (np.savez_compressed),
+    a plain .npz, a scipy.sparse .npz and a gzip-compressed .npy."""
+    X = np.arange(36.0).reshape(6, 6) % 7
+    path = tmp_path / {"npy": "a.npy", "npz": "a.npz", "plain npz": "p.npz", "sparse npz": "s.npz",
+                       "npy.gz": "a.npy.gz"}[kind]
+    if kind == "npy":
+        np.save(path, X)
+    elif kind == "npz":
+        np.savez_compressed(path, X=X, other=np.ones(3))
+    elif kind == "plain npz":
+        np.savez(path, X=X)
+    elif kind == "sparse npz":
+        sp.save_npz(path, sp.csr_array(X))
+    else:
+        import gzip
+        import io
+
+        buffer = io.BytesIO()
+        np.save(buffer, X)
+        path.write_bytes(gzip.compress(buffer.getvalue()))
+    return path, X
+
+
+@pytest.mark.parametrize("kind", ["npy", "npz", "plain npz", "sparse npz", "npy.gz"])
+def test_an_array_file_is_read_once_and_hashed_as_it_was_read(kind, tmp_path, monkeypatch):
+    """A .npy, an .npz and a compressed file were read to load them and read again only to hash them for
+    the loaded matrix's record: now the reading hashes them (a .npy as it streams, an .npz from its map,
+    a compressed file's bytes as they are decompressed)."""
+    import hashlib
+
+    from _io_helpers import count_opens
+
+    path, X = _saved(tmp_path, kind)
+    opened = count_opens(monkeypatch, path)
+    loaded = load_matrix(path)
+    monkeypatch.undo()
+    dense = loaded.matrix.toarray() if sp.issparse(loaded.matrix) else loaded.matrix
+    assert np.array_equal(dense, X)
+    assert loaded.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert len(opened) == 1, opened
+
+
+def test_a_npy_hashed_as_it_streams_is_checked_and_refused_as_before(tmp_path):
+    """The reading through the hash still finds a truncated file by its size, and a trailing byte the array
+    does not read is in the hash."""
+    import hashlib
+
+    path, X = _saved(tmp_path, "npy")
+    path.write_bytes(path.read_bytes() + b"\0")
+    assert load_matrix(path).sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    path.write_bytes(path.read_bytes()[:-9])
+    input_error(path, "it is truncated")

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import bz2
 import contextlib
+import errno
 import gzip
 import hashlib
 import io
 import lzma
+import mmap
 import os
 import struct
 import zipfile
@@ -166,6 +168,122 @@ def strip_compression(name: str) -> str:
     return name[: -len(suffix)] if suffix else name
 
 
+class HashingReader:
+    """A binary file read through this object, hashed (SHA-256) as its bytes go by: the reading is the hashing's
+    only pass over the file.
+
+    The digest is of the file in order: bytes read again after a seek back are not hashed twice, and a seek
+    forward past bytes not yet hashed reads them first; :meth:`hexdigest` hashes what was left unread.
+
+    Parameters
+    ----------
+    raw : binary file
+        Opened for reading at its start; closed with this object.
+    """
+
+    def __init__(self, raw) -> None:
+        self._raw = raw
+        self._digest = hashlib.sha256()
+        self._hashed = 0  # bytes [0, _hashed) are in the digest
+        self._pos = 0  # kept here: a tell() of the file per read is a system call
+
+    def read(self, size: int = -1) -> bytes:
+        """Up to ``size`` bytes (all that is left for a negative one), as the file's ``read``."""
+        if self._pos > self._hashed:
+            self._hash_to(self._pos)
+        data = self._raw.read(size)
+        end = self._pos + len(data)
+        if end > self._hashed:
+            self._digest.update(memoryview(data)[self._hashed - self._pos:])
+            self._hashed = end
+        self._pos = end
+        return data
+
+    def _hash_to(self, stop: int | None) -> None:
+        """Hash the bytes from :attr:`_hashed` to ``stop`` (None: the end), leaving the file at ``_pos``."""
+        self._raw.seek(self._hashed)
+        while stop is None or self._hashed < stop:
+            chunk = self._raw.read(_CHUNK if stop is None else min(_CHUNK, stop - self._hashed))
+            if not chunk:
+                break
+            self._digest.update(chunk)
+            self._hashed += len(chunk)
+        self._raw.seek(self._pos)
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        """As the file's ``seek``."""
+        self._pos = self._raw.seek(offset, whence)
+        return self._pos
+
+    def tell(self) -> int:
+        """As the file's ``tell``."""
+        return self._pos
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        """The file's descriptor (its size says whether a ``.npy`` is all there)."""
+        return self._raw.fileno()
+
+    def hexdigest(self) -> str:
+        """SHA-256 of the whole file (hex): what was read, and the rest of it read now."""
+        self._hash_to(None)
+        return self._digest.hexdigest()
+
+    def close(self) -> None:
+        self._raw.close()
+
+    def __enter__(self) -> "HashingReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class MappedFile:
+    """A read-only memory map read as a binary file is: a seek before the start is an OSError, one past the
+    end leaves nothing to read (an ``mmap``'s own ``seek`` raises ValueError for both, which
+    :mod:`zipfile` does not expect).
+
+    Parameters
+    ----------
+    view : mmap.mmap
+        The map (not closed here).
+    """
+
+    def __init__(self, view: mmap.mmap) -> None:
+        self._view = view
+        self._pos = 0
+
+    def read(self, size: int | None = -1) -> bytes:
+        """Up to ``size`` bytes (all that is left for a negative one or None), a copy."""
+        end = len(self._view) if size is None or size < 0 else min(len(self._view), self._pos + size)
+        data = self._view[self._pos:end] if end > self._pos else b""
+        self._pos += len(data)
+        return data
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        """As a file's ``seek``."""
+        target = offset + (0, self._pos, len(self._view))[whence]
+        if target < 0:
+            raise OSError(errno.EINVAL, "Invalid argument")
+        self._pos = target
+        return target
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
+
+
 class Source:
     """An input file: path for messages, lazy access to its (decompressed) bytes.
 
@@ -189,6 +307,8 @@ class Source:
         self.keep_sparse = keep_sparse
         self.compression = compression_of(self.path.name)
         self._data: bytes | None = None
+        #: The file's SHA-256 where a read of it already hashed it (:meth:`sha256`).
+        self._digest: str | None = None
 
     @property
     def compressed(self) -> bool:
@@ -220,16 +340,46 @@ class Source:
             raise self.fail("file is empty")
 
     def sha256(self) -> str:
-        """SHA-256 of the file's bytes as stored (compressed, for compressed files): of the bytes
-        :meth:`read_bytes` read, where it read the file whole as stored (not a second read of the file,
-        and the hash of what was parsed even where the file changed since); else of a read of it."""
-        if self._data is not None and not self.compressed:
-            return hashlib.sha256(self._data).hexdigest()
+        """SHA-256 of the file's bytes as stored (compressed, for compressed files), from the reading where
+        it passed over the whole file (not a second read of it, and the hash of what was parsed even where
+        the file changed since): the bytes :meth:`read_bytes` read uncompressed, the compressed bytes it
+        decompressed, a :meth:`hashed` read or a :meth:`mapped` file; else of a read of it."""
+        if self._digest is None and self._data is not None and not self.compressed:
+            self._digest = hashlib.sha256(self._data).hexdigest()
+        if self._digest is not None:
+            return self._digest
         digest = hashlib.sha256()
         with self.guard(), open(self.path, "rb") as fh:
             for chunk in iter(lambda: fh.read(_CHUNK), b""):
                 digest.update(chunk)
         return digest.hexdigest()
+
+    @contextlib.contextmanager
+    def hashed(self) -> Iterator[HashingReader]:
+        """The file (uncompressed) opened for reading through a :class:`HashingReader`, its SHA-256 kept for
+        :meth:`sha256` where the reading ends without an error: a reader that streams the file (``np.load``
+        of a ``.npy``) hashes it in the same pass."""
+        with self.guard():
+            fh = HashingReader(open(self.path, "rb"))
+        with fh:
+            yield fh
+            with self.guard():
+                self._digest = fh.hexdigest()
+
+    @contextlib.contextmanager
+    def mapped(self) -> Iterator[io.BytesIO | MappedFile]:
+        """The content as a seekable binary file, for readers that seek about it (a zip's directory is at its
+        end): the decompressed bytes of a compressed file, else a read-only memory map of the file (no copy
+        of it held), whose SHA-256 is taken from the map where the reading ends without an error: the file
+        is opened once and each of its pages read from the disk once, not read again to be hashed."""
+        if self.compressed:
+            yield io.BytesIO(self.read_bytes())
+            return
+        with self.guard(), open(self.path, "rb") as fh:
+            view = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        with view:
+            yield MappedFile(view)
+            self._digest = hashlib.sha256(view).hexdigest()
 
     def read_bytes(self) -> bytes:
         """The file's content, decompressed for compressed files; cached."""
@@ -253,12 +403,14 @@ class Source:
         # memory limit instead of after exhausting RAM.
         out = io.BytesIO()
         try:
-            with self._open_compressed() as fh:
+            # the compressed bytes hashed as the codec reads them: sha256() read the file again
+            with HashingReader(open(self.path, "rb")) as raw, COMPRESSIONS[self.compression].open(raw, "rb") as fh:
                 for chunk in iter(lambda: fh.read(_CHUNK * 16), b""):
                     out.write(chunk)
                     if out.tell() > 4 * _CHUNK * 16:  # cheap: check only once it matters
                         # twice: the buffer, and the bytes getvalue() copies out of it
                         check_memory(2 * out.tell(), what=f"{self.display}: decompressed data", limit=self.max_memory)
+                self._digest = raw.hexdigest()
         except _CODEC_ERRORS as exc:
             raise self._codec_error(exc) from None
         except OSError as exc:

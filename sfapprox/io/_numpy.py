@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from .._npy import PICKLE_REFUSAL, read_npy_header
 from .._errors import parameter
 from .._validation import check_memory
-from ._common import Options, ReadResult, Source, check_order, one_line
+from ._common import HashingReader, Options, ReadResult, Source, check_order, one_line
 
 _SPARSE_KEYS = {"format", "shape", "data"}
 
@@ -33,7 +33,7 @@ def _load_npy(src: Source, fh, what: str, opts: Options) -> np.ndarray:
         raise src.fail(f"{what} {PICKLE_REFUSAL}")
     check_memory(header.count * max(header.dtype.itemsize, 8), what=f"{src.display}: {what} of shape {header.shape}",
                  limit=opts.max_memory)
-    if isinstance(fh, io.BufferedReader):  # a file on disk: its size says whether the data is all there
+    if isinstance(fh, HashingReader):  # a file on disk: its size says whether the data is all there
         truncated = header.truncation(os.fstat(fh.fileno()).st_size)
         if truncated:
             raise src.fail(f"{what}: {truncated}", "copy or write it again")
@@ -43,10 +43,12 @@ def _load_npy(src: Source, fh, what: str, opts: Options) -> np.ndarray:
 
 
 def read_table_npy(src: Source, opts: Options) -> np.ndarray:
-    """A 2-D array from ``.npy`` (also used for covariance tables)."""
-    with src.guard():
-        fh = open(src.path, "rb") if not src.compressed else io.BytesIO(src.read_bytes())
-    with fh:
+    """A 2-D array from ``.npy`` (also used for covariance tables), the file hashed as it is read
+    (:meth:`Source.sha256` then reads it no more)."""
+    if src.compressed:
+        with io.BytesIO(src.read_bytes()) as fh:  # (read_bytes hashed the compressed bytes)
+            return _load_npy(src, fh, "array", opts)
+    with src.hashed() as fh:  # np.load reads through it: a stream, not numpy's fromfile, in one pass
         return _load_npy(src, fh, "array", opts)
 
 
@@ -89,15 +91,20 @@ def _npz_hint(members, square: list[str]) -> str:
 
 
 def read_npz(src: Source, opts: Options) -> ReadResult:
-    """Reader for format "npz"."""
+    """Reader for format "npz" (the file mapped and hashed from the map: :meth:`Source.mapped`)."""
+    with src.mapped() as file:
+        return _read_npz(src, file, opts)
+
+
+def _read_npz(src: Source, file, opts: Options) -> ReadResult:
     try:
-        zf = zipfile.ZipFile(src.file_arg())
+        zf = zipfile.ZipFile(file)
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
         raise src.fail(f"not a valid .npz (zip) file ({one_line(exc)})") from None
     with zf:
         members = _members(src, zf)
         if _SPARSE_KEYS <= members.keys() and opts.var is None:
-            return _read_sparse_npz(src, zf, members, opts)
+            return _read_sparse_npz(src, zf, file, members, opts)
         if opts.var is not None:
             if opts.var not in members:
                 raise src.fail(f"no array {opts.var!r}; arrays: {_describe(members)}", f"pick one with {parameter('var')}")
@@ -115,7 +122,7 @@ def read_npz(src: Source, opts: Options) -> ReadResult:
                       reading={"var": key})
 
 
-def _read_sparse_npz(src: Source, zf: zipfile.ZipFile, members, opts: Options) -> ReadResult:
+def _read_sparse_npz(src: Source, zf: zipfile.ZipFile, file, members, opts: Options) -> ReadResult:
     for key, (_, dtype) in members.items():
         if dtype.hasobject:
             raise src.fail(f"array {key!r} {PICKLE_REFUSAL}")
@@ -131,6 +138,7 @@ def _read_sparse_npz(src: Source, zf: zipfile.ZipFile, members, opts: Options) -
     with src.guard():
         with zf.open("format.npy") as fh:
             fmt = np.load(io.BytesIO(fh.read()), allow_pickle=False).item()
-        M = sp.load_npz(src.file_arg())  # load_npz itself uses allow_pickle=False
+        file.seek(0)  # (np.load reads the zip's signature where the file stands)
+        M = sp.load_npz(file)  # load_npz itself uses allow_pickle=False
     fmt = fmt.decode() if isinstance(fmt, bytes) else str(fmt)
     return ReadResult(M, "npz", [f"scipy.sparse save_npz file ({fmt} format)"])

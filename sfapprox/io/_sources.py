@@ -102,15 +102,25 @@ def _not_points(path) -> str:
             f"not a {ext or 'file without extension'}")
 
 
-def _attention(path, var: str | None, max_memory: int | None) -> AttentionMatrix:
-    """``q`` and ``k`` (or the two arrays named ``var="Q,K"``) of an ``.npz``."""
+def _attention(path, var: str | None, max_memory: int | None) -> tuple[AttentionMatrix, Source]:
+    """The attention map of ``q`` and ``k`` (or the two arrays named ``var="Q,K"``) of an ``.npz``, and the
+    file as it was read (hashed)."""
     src = Source(path, max_memory)
     src.check_exists()
     names = [v.strip() for v in var.split(",")] if var else ["q", "k"]
     if len(names) != 2:
         raise ParameterError(f"{parameter('var')} for an attention map names the query and key arrays: 'Q,K', got {var!r}")
+    with src.mapped() as file:  # hashed from the map (the file read once): _from_file records its SHA-256
+        arrays = _attention_arrays(src, file, names, max_memory)
+    attention = AttentionMatrix(arrays[0], arrays[1], name=_stem(path), max_memory=max_memory)
+    attention.reading = {"var": ",".join(names)}  # the arrays read (``q,k`` by default): another pair, another map
+    return attention, src
+
+
+def _attention_arrays(src: Source, file, names: list[str], max_memory: int | None) -> list[np.ndarray]:
+    """The arrays ``names`` (queries and keys) of the ``.npz`` ``file``."""
     try:
-        zf = zipfile.ZipFile(src.file_arg())
+        zf = zipfile.ZipFile(file)
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
         raise src.fail(f"not a valid .npz (zip) file ({one_line(exc)})") from None
     arrays = []
@@ -122,9 +132,7 @@ def _attention(path, var: str | None, max_memory: int | None) -> AttentionMatrix
                                f"an attention map needs the queries and keys: arrays q and k, or {parameter('var', 'Q,K')}")
             with zf.open(name + ".npy") as raw:
                 arrays.append(_load_npy(src, io.BytesIO(raw.read()), f"array {name!r}", Options(max_memory=max_memory)))
-    attention = AttentionMatrix(arrays[0], arrays[1], name=_stem(path), max_memory=max_memory)
-    attention.reading = {"var": ",".join(names)}  # the arrays read (``q,k`` by default): another pair, another map
-    return attention
+    return arrays
 
 
 def _big_npy(path, max_memory: int | None) -> bool:
@@ -229,7 +237,8 @@ def open_matrix(
         return _from_file(_by_path(path, lambda: KernelMatrix(points, kernel, bandwidth, name=_stem(path))), path,
                           read=read)
     if format == "attention":
-        return _from_file(_by_path(path, lambda: _attention(path, var, max_memory)), path)
+        attention, read = _by_path(path, lambda: _attention(path, var, max_memory))
+        return _from_file(attention, path, read=read)
     if format in (None, "npy") and var is None and _big_npy(path, max_memory):
         mapped = _from_file(open_npy(path), path, hashed=False)
         mapped.reading = {"covariance": False}  # the matrix itself, as a loaded .npy records it
@@ -352,8 +361,8 @@ def _by_path(path, build):
 def _from_file(source: MatrixSource, path, *, hashed: bool = True, read: Source | None = None) -> MatrixSource:
     """``source`` with the file it was read from recorded (:attr:`~sfapprox.sources.MatrixSource.file`), and
     the file's SHA-256 where the whole file was read anyway (a point table, Q and K; not a memory-mapped
-    matrix too big to load, whose hash would be a pass over it): of the bytes ``read`` read where it read
-    them whole (a text table), else of a second read."""
+    matrix too big to load, whose hash would be a pass over it): from the reading of ``read`` where it
+    hashed the file (:meth:`~sfapprox.io._common.Source.sha256`), else of a second read."""
     source.file = os.fspath(path)
     if hashed:
         source.file_sha256 = (read or Source(path)).sha256()
