@@ -719,7 +719,7 @@ def _open_checked(path, format: str | None, opts: Options, *, keep_sparse: bool 
 
 def covariance_of_table(path: str | os.PathLike, table: np.ndarray, notes: list[str], *,
                         format: str | None = DEFAULTS.format, max_memory: int | str | None = DEFAULTS.max_memory,
-                        **options) -> LoadedMatrix:
+                        sha256: str | None = None, **options) -> LoadedMatrix:
     """What ``load_matrix(path, covariance=True, ...)`` returns, from the table already read from ``path``
     (:func:`~sfapprox.io.open_matrix` reads a table once to size its covariance).
 
@@ -733,6 +733,8 @@ def covariance_of_table(path: str | os.PathLike, table: np.ndarray, notes: list[
         What reading it noted.
     format, max_memory, **options
         As :func:`load_matrix` (``covariance`` is implied).
+    sha256 : str or None, default=None
+        The file's SHA-256 where the reading of the table took it; None: the file is read to hash it.
 
     Returns
     -------
@@ -743,11 +745,13 @@ def covariance_of_table(path: str | os.PathLike, table: np.ndarray, notes: list[
     src, fmt, _ = _open_checked(path, format, opts)
     with src.guard():
         result = covariance_of(src, table, opts, notes)
-    return _loaded(path, src, fmt, result, max_memory)
+    return _loaded(path, src, fmt, result, max_memory, sha256=sha256)
 
 
-def _loaded(path, src: Source, fmt: str, result: ReadResult, max_memory: int | None) -> LoadedMatrix:
-    """The checked square matrix of a reader's result, with its provenance."""
+def _loaded(path, src: Source, fmt: str, result: ReadResult, max_memory: int | None, *,
+            sha256: str | None = None) -> LoadedMatrix:
+    """The checked square matrix of a reader's result, with its provenance (``sha256``: the file's, where
+    already known)."""
     display = os.fspath(path)
     shape = getattr(result.matrix, "shape", ())
     if sp.issparse(result.matrix) and len(shape) == 2 and shape[0] == shape[1]:
@@ -758,7 +762,7 @@ def _loaded(path, src: Source, fmt: str, result: ReadResult, max_memory: int | N
     reading = dict(result.reading or {})
     if fmt in ("csv", "npy"):  # a table read as the matrix or as samples: two matrices of one file
         reading = {"covariance": result.format == "covariance", **reading}
-    return LoadedMatrix(matrix, _stem(path), display, result.format, result.notes, _sha256(src, fmt),
+    return LoadedMatrix(matrix, _stem(path), display, result.format, result.notes, sha256 or _sha256(src, fmt),
                         recipe=reading or None)
 
 

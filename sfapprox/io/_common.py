@@ -354,6 +354,14 @@ class Source:
                 digest.update(chunk)
         return digest.hexdigest()
 
+    def release(self) -> None:
+        """Let go of the bytes :meth:`read_bytes` holds, their SHA-256 kept (:meth:`sha256` answers without
+        reading the file again): a reader done with them frees as much as the file's size before the
+        matrix is made from what it parsed."""
+        if self._data is not None and not self.compressed:
+            self.sha256()
+        self._data = None
+
     @contextlib.contextmanager
     def hashed(self) -> Iterator[HashingReader]:
         """The file (uncompressed) opened for reading through a :class:`HashingReader`, its SHA-256 kept for

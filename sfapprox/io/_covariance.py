@@ -129,7 +129,8 @@ def covariance_of(src: Source, table: np.ndarray, opts: Options, notes: list[str
             "covariance needs complete data",
         )
     check_memory(8 * n_features * n_features, what=f"{src.display}: {n_features} x {n_features} covariance", limit=opts.max_memory)
-    C = np.atleast_2d(np.cov(table.astype(np.float64), rowvar=False, ddof=1))
+    # np.cov computes in float64 from its own copy of the table: an astype(float64) first was one more copy
+    C = np.atleast_2d(np.cov(table, rowvar=False, ddof=1))
     notes = notes + [f"sample covariance of {n_samples} samples x {n_features} features"]
     return ReadResult(C, "covariance", notes)
 

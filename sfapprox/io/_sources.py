@@ -73,14 +73,19 @@ def read_points(path: str | os.PathLike, *, format: str | None = DEFAULTS.format
 
 def _read_table(path, format: str | None, max_memory: int | None) -> tuple[np.ndarray, list[str], Source]:
     """:func:`read_points`'s table, what reading it noted, and the file as it was read (whose
-    :meth:`~Source.sha256` hashes the bytes read where the reader read them whole)."""
+    :meth:`~Source.sha256` is of that reading: the text's bytes, hashed and let go here, or a ``.npy``
+    hashed as it streamed)."""
     src = Source(path, max_memory)
     src.check_exists()
     kind = _point_kind(path, format)
     if kind is None:
         raise fail(os.fspath(path), _not_points(path), "pass --format csv|npy|libsvm if it is one")
     with src.guard():
-        return (*read_samples(src, Options(max_memory=max_memory), kind), src)
+        table, notes = read_samples(src, Options(max_memory=max_memory), kind)
+    # the text's bytes (as large as the file) went on being held beside the table while a kernel, a
+    # covariance source or a formed covariance was made from it
+    src.release()
+    return table, notes, src
 
 
 def _extension(path) -> str:
@@ -394,7 +399,9 @@ def _covariance(path, table: np.ndarray, notes: list[str], read: Source, *, form
         if not formable(source, max_memory):
             source.reading = {"covariance": True}  # as the formed covariance records it (the table itself: False)
             return _from_file(source, path, read=read)
-    return covariance_of_table(path, table, notes, format=format, max_memory=max_memory, **options)
+        del source  # its centred copy of the table was held while the covariance was formed
+    return covariance_of_table(path, table, notes, format=format, max_memory=max_memory, sha256=read.sha256(),
+                               **options)
 
 
 def is_source(matrix) -> bool:
