@@ -26,9 +26,31 @@ def write(path, text: str):
 MTX_GENERAL = "%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 1.5\n2 3 -2\n3 1 4\n"
 
 
-def count_opens(monkeypatch, path) -> list:
+class _Counting:
+    """A file whose reads add the bytes they give to ``counts`` (everything else is the file's)."""
+
+    def __init__(self, file, counts: list) -> None:
+        self._file, self._counts = file, counts
+
+    def read(self, *args):
+        data = self._file.read(*args)
+        self._counts.append(len(data))
+        return data
+
+    def __getattr__(self, name):
+        return getattr(self._file, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._file.close()
+
+
+def count_opens(monkeypatch, path, read: list | None = None) -> list:
     """Record every opening of ``path`` (by ``open``, ``io.open`` or ``os.open``: pathlib, zipfile and the
-    codecs open files by one or the other) in the list returned, until ``monkeypatch.undo()``."""
+    codecs open files by one or the other) in the list returned, until ``monkeypatch.undo()``; with
+    ``read``, a binary file opened by ``open`` adds the bytes each read gives to it."""
     import builtins
     import io
     import os
@@ -38,10 +60,13 @@ def count_opens(monkeypatch, path) -> list:
     for module, name in ((builtins, "open"), (io, "open"), (os, "open")):
         real = getattr(module, name)
 
-        def counting(file, *args, _real=real, **kwargs):
-            if isinstance(file, (str, os.PathLike)) and os.fspath(file) == target:
-                opened.append(file)
-            return _real(file, *args, **kwargs)
+        def counting(file, *args, _real=real, _name=name, **kwargs):
+            if not (isinstance(file, (str, os.PathLike)) and os.fspath(file) == target):
+                return _real(file, *args, **kwargs)
+            opened.append(file)
+            handle = _real(file, *args, **kwargs)
+            binary = _name == "open" and "b" in (args[0] if args else kwargs.get("mode", "r"))
+            return _Counting(handle, read) if read is not None and binary else handle
 
         monkeypatch.setattr(module, name, counting)
     return opened

@@ -399,21 +399,28 @@ def test_an_attention_npz_is_read_once_and_hashed_from_that_reading(tmp_path, mo
 
 
 def test_a_hashing_reader_hashes_the_file_in_order_whatever_the_reads(tmp_path):
-    """Read back after a seek, skipped ahead, or left unread: the digest is the file's."""
+    """Read back after a seek, read beyond what was hashed (a zip's directory at the end), or left unread:
+    the digest is the file's, and bytes read in order are read from the file once."""
     from sfapprox.io._common import HashingReader
 
     data = np.random.default_rng(1).bytes(300_000)
     path = tmp_path / "f.bin"
     path.write_bytes(data)
-    with HashingReader(open(path, "rb")) as fh:
+    raw = open(path, "rb")
+    read = []
+    real = raw.read
+    raw.read = lambda size=-1: read.append(len(out := real(size))) or out  # bytes the file gives
+    with HashingReader(raw) as fh:
+        fh.seek(-100, 2)
+        assert fh.read() == data[-100:]  # (not hashed yet: bytes before it were not read)
+        assert fh.read(10) == b"" and fh.seek(0) == 0
         assert fh.read(10) == data[:10]
         fh.seek(-4, 1)
         assert fh.read(8) == data[6:14] and fh.tell() == 14
-        fh.seek(200_000)  # past bytes not yet hashed: hashed when the next read comes
-        assert fh.read(5) == data[200_000:200_005]
-        fh.seek(3)
-        assert fh.read(2) == data[3:5]
-        assert fh.hexdigest() == hashlib.sha256(data).hexdigest()  # the rest (200,005 on) read to hash it
+        assert fh.read(200_000) == data[14:200_014]
+        assert fh.hexdigest() == hashlib.sha256(data).hexdigest()  # the rest (200,014 on) read to hash it
+        assert fh.tell() == 200_014
+    assert sum(read) == 100 + 14 + 4 + 200_000 + (300_000 - 200_014)
 
 
 def test_a_formed_covariance_does_not_hold_the_text_it_was_read_from(tmp_path, monkeypatch):

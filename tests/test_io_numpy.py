@@ -168,7 +168,7 @@ def test_a_bool_npy_reads_as_0_1_formed_and_memory_mapped(tmp_path):
 def _saved(tmp_path, kind: str):
     """A file of each kind the readers hash as they read: a .npy, a compressed .npz (np.savez_compressed),
     a plain .npz, a scipy.sparse .npz and a gzip-compressed .npy."""
-    X = np.arange(36.0).reshape(6, 6) % 7
+    X = np.arange(120.0 * 120).reshape(120, 120) % 7 + np.random.default_rng(0).random((120, 120))  # 112 KiB
     path = tmp_path / {"npy": "a.npy", "npz": "a.npz", "plain npz": "p.npz", "sparse npz": "s.npz",
                        "npy.gz": "a.npy.gz"}[kind]
     if kind == "npy":
@@ -199,13 +199,18 @@ def test_an_array_file_is_read_once_and_hashed_as_it_was_read(kind, tmp_path, mo
     from _io_helpers import count_opens
 
     path, X = _saved(tmp_path, kind)
-    opened = count_opens(monkeypatch, path)
+    read = []
+    opened = count_opens(monkeypatch, path, read)
     loaded = load_matrix(path)
     monkeypatch.undo()
     dense = loaded.matrix.toarray() if sp.issparse(loaded.matrix) else loaded.matrix
     assert np.array_equal(dense, X)
     assert loaded.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
     assert len(opened) == 1, opened
+    size = path.stat().st_size
+    # its bytes read once (was twice): an .npz's directory (read first, at its end) and the first 4 KiB
+    # of each member (read for its header, then with its array) again
+    assert size <= sum(read) <= size + 16_384, (sum(read), size)
 
 
 def test_a_npy_hashed_as_it_streams_is_checked_and_refused_as_before(tmp_path):

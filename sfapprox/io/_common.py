@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import bz2
 import contextlib
-import errno
 import gzip
 import hashlib
 import io
 import lzma
-import mmap
 import os
 import struct
 import zipfile
@@ -169,11 +167,13 @@ def strip_compression(name: str) -> str:
 
 
 class HashingReader:
-    """A binary file read through this object, hashed (SHA-256) as its bytes go by: the reading is the hashing's
-    only pass over the file.
+    """A binary file read through this object, hashed (SHA-256) as its bytes go by, so that the reading is
+    the hashing's pass over the file.
 
-    The digest is of the file in order: bytes read again after a seek back are not hashed twice, and a seek
-    forward past bytes not yet hashed reads them first; :meth:`hexdigest` hashes what was left unread.
+    The digest is of the file in order: a read that starts within the bytes hashed so far hashes what it
+    adds, one that starts beyond them (a zip's directory, read first, lies at the end) is not hashed, and
+    :meth:`hexdigest` reads and hashes what no read reached in order.  A ``.npy`` streamed to ``np.load``,
+    an ``.npz`` whose arrays are read in their order, are read once (the zip's directory twice).
 
     Parameters
     ----------
@@ -187,28 +187,15 @@ class HashingReader:
         self._hashed = 0  # bytes [0, _hashed) are in the digest
         self._pos = 0  # kept here: a tell() of the file per read is a system call
 
-    def read(self, size: int = -1) -> bytes:
-        """Up to ``size`` bytes (all that is left for a negative one), as the file's ``read``."""
-        if self._pos > self._hashed:
-            self._hash_to(self._pos)
+    def read(self, size: int | None = -1) -> bytes:
+        """Up to ``size`` bytes (all that is left for a negative one or None), as the file's ``read``."""
         data = self._raw.read(size)
         end = self._pos + len(data)
-        if end > self._hashed:
+        if self._pos <= self._hashed < end:
             self._digest.update(memoryview(data)[self._hashed - self._pos:])
             self._hashed = end
         self._pos = end
         return data
-
-    def _hash_to(self, stop: int | None) -> None:
-        """Hash the bytes from :attr:`_hashed` to ``stop`` (None: the end), leaving the file at ``_pos``."""
-        self._raw.seek(self._hashed)
-        while stop is None or self._hashed < stop:
-            chunk = self._raw.read(_CHUNK if stop is None else min(_CHUNK, stop - self._hashed))
-            if not chunk:
-                break
-            self._digest.update(chunk)
-            self._hashed += len(chunk)
-        self._raw.seek(self._pos)
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         """As the file's ``seek``."""
@@ -220,9 +207,11 @@ class HashingReader:
         return self._pos
 
     def seekable(self) -> bool:
+        """True: a file on disk."""
         return True
 
     def readable(self) -> bool:
+        """True."""
         return True
 
     def fileno(self) -> int:
@@ -230,11 +219,16 @@ class HashingReader:
         return self._raw.fileno()
 
     def hexdigest(self) -> str:
-        """SHA-256 of the whole file (hex): what was read, and the rest of it read now."""
-        self._hash_to(None)
+        """SHA-256 of the whole file (hex): of what was read in order, and of the rest, read now."""
+        self._raw.seek(self._hashed)
+        for chunk in iter(lambda: self._raw.read(_CHUNK), b""):
+            self._digest.update(chunk)
+            self._hashed += len(chunk)
+        self._raw.seek(self._pos)
         return self._digest.hexdigest()
 
     def close(self) -> None:
+        """Close the file."""
         self._raw.close()
 
     def __enter__(self) -> "HashingReader":
@@ -242,46 +236,6 @@ class HashingReader:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-class MappedFile:
-    """A read-only memory map read as a binary file is: a seek before the start is an OSError, one past the
-    end leaves nothing to read (an ``mmap``'s own ``seek`` raises ValueError for both, which
-    :mod:`zipfile` does not expect).
-
-    Parameters
-    ----------
-    view : mmap.mmap
-        The map (not closed here).
-    """
-
-    def __init__(self, view: mmap.mmap) -> None:
-        self._view = view
-        self._pos = 0
-
-    def read(self, size: int | None = -1) -> bytes:
-        """Up to ``size`` bytes (all that is left for a negative one or None), a copy."""
-        end = len(self._view) if size is None or size < 0 else min(len(self._view), self._pos + size)
-        data = self._view[self._pos:end] if end > self._pos else b""
-        self._pos += len(data)
-        return data
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        """As a file's ``seek``."""
-        target = offset + (0, self._pos, len(self._view))[whence]
-        if target < 0:
-            raise OSError(errno.EINVAL, "Invalid argument")
-        self._pos = target
-        return target
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seekable(self) -> bool:
-        return True
-
-    def readable(self) -> bool:
-        return True
 
 
 class Source:
@@ -343,7 +297,7 @@ class Source:
         """SHA-256 of the file's bytes as stored (compressed, for compressed files), from the reading where
         it passed over the whole file (not a second read of it, and the hash of what was parsed even where
         the file changed since): the bytes :meth:`read_bytes` read uncompressed, the compressed bytes it
-        decompressed, a :meth:`hashed` read or a :meth:`mapped` file; else of a read of it."""
+        decompressed, or a :meth:`hashed` reading; else of a read of it."""
         if self._digest is None and self._data is not None and not self.compressed:
             self._digest = hashlib.sha256(self._data).hexdigest()
         if self._digest is not None:
@@ -363,31 +317,20 @@ class Source:
         self._data = None
 
     @contextlib.contextmanager
-    def hashed(self) -> Iterator[HashingReader]:
-        """The file (uncompressed) opened for reading through a :class:`HashingReader`, its SHA-256 kept for
-        :meth:`sha256` where the reading ends without an error: a reader that streams the file (``np.load``
-        of a ``.npy``) hashes it in the same pass."""
+    def hashed(self) -> Iterator[HashingReader | io.BytesIO]:
+        """The content as a seekable binary file whose reading hashes the file (:meth:`sha256` then reads it
+        no more): a :class:`HashingReader` over the file, its digest kept where the reading ends without an
+        error (a ``.npy`` streamed to ``np.load``, an ``.npz``'s arrays read in their order: one pass), or
+        the decompressed bytes of a compressed file (:meth:`read_bytes` hashed the compressed ones)."""
+        if self.compressed:
+            yield io.BytesIO(self.read_bytes())
+            return
         with self.guard():
             fh = HashingReader(open(self.path, "rb"))
         with fh:
             yield fh
             with self.guard():
                 self._digest = fh.hexdigest()
-
-    @contextlib.contextmanager
-    def mapped(self) -> Iterator[io.BytesIO | MappedFile]:
-        """The content as a seekable binary file, for readers that seek about it (a zip's directory is at its
-        end): the decompressed bytes of a compressed file, else a read-only memory map of the file (no copy
-        of it held), whose SHA-256 is taken from the map where the reading ends without an error: the file
-        is opened once and each of its pages read from the disk once, not read again to be hashed."""
-        if self.compressed:
-            yield io.BytesIO(self.read_bytes())
-            return
-        with self.guard(), open(self.path, "rb") as fh:
-            view = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        with view:
-            yield MappedFile(view)
-            self._digest = hashlib.sha256(view).hexdigest()
 
     def read_bytes(self) -> bytes:
         """The file's content, decompressed for compressed files; cached."""

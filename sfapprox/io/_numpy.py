@@ -45,10 +45,7 @@ def _load_npy(src: Source, fh, what: str, opts: Options) -> np.ndarray:
 def read_table_npy(src: Source, opts: Options) -> np.ndarray:
     """A 2-D array from ``.npy`` (also used for covariance tables), the file hashed as it is read
     (:meth:`Source.sha256` then reads it no more)."""
-    if src.compressed:
-        with io.BytesIO(src.read_bytes()) as fh:  # (read_bytes hashed the compressed bytes)
-            return _load_npy(src, fh, "array", opts)
-    with src.hashed() as fh:  # np.load reads through it: a stream, not numpy's fromfile, in one pass
+    with src.hashed() as fh:  # np.load reads through it (a stream, not numpy's fromfile): one pass
         return _load_npy(src, fh, "array", opts)
 
 
@@ -91,8 +88,8 @@ def _npz_hint(members, square: list[str]) -> str:
 
 
 def read_npz(src: Source, opts: Options) -> ReadResult:
-    """Reader for format "npz" (the file mapped and hashed from the map: :meth:`Source.mapped`)."""
-    with src.mapped() as file:
+    """Reader for format "npz" (the file hashed as it is read: :meth:`Source.hashed`)."""
+    with src.hashed() as file:
         return _read_npz(src, file, opts)
 
 

@@ -115,7 +115,7 @@ def _attention(path, var: str | None, max_memory: int | None) -> tuple[Attention
     names = [v.strip() for v in var.split(",")] if var else ["q", "k"]
     if len(names) != 2:
         raise ParameterError(f"{parameter('var')} for an attention map names the query and key arrays: 'Q,K', got {var!r}")
-    with src.mapped() as file:  # hashed from the map (the file read once): _from_file records its SHA-256
+    with src.hashed() as file:  # hashed as it is read: _from_file records its SHA-256
         arrays = _attention_arrays(src, file, names, max_memory)
     attention = AttentionMatrix(arrays[0], arrays[1], name=_stem(path), max_memory=max_memory)
     attention.reading = {"var": ",".join(names)}  # the arrays read (``q,k`` by default): another pair, another map
