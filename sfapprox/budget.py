@@ -50,6 +50,8 @@ from .chord import (
 )
 
 __all__ = [
+    "below_smallest",
+    "one_sparse_entry",
     "check_within",
     "rank_within",
     "sf_count",
@@ -129,6 +131,49 @@ def butterfly_count(n: int, n_factors: int | None = None) -> int:
     """
     m = butterfly_n_factors(n) if n_factors is None else n_factors
     return 2 * int(n) * int(m)
+
+
+def below_smallest(budget: int, n: int, smallest: str, need: int) -> str:
+    """Why a budget is refused for a method whose smallest fit stores more: the one sentence every
+    method gives, so that a comparison's rows (and a sweep's notes, which merge a reason given at
+    several budgets) read alike whatever the method.
+
+    Parameters
+    ----------
+    budget : int
+        The budget refused.
+    n : int
+        Order ``N`` of the square matrix.
+    smallest : str
+        The method's smallest fit, as the message names it ("one rank", "one sparse entry with its
+        position").
+    need : int
+        Its stored numbers: the method's smallest budget (its row's ``min_budget``).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> below_smallest(3, 16, "one rank", 33)
+    'budget 3 is below the smallest fit of a 16 x 16 matrix (one rank: 33 stored numbers)'
+    """
+    return (f"budget {budget:,} is below the smallest fit of a {n:,} x {n:,} matrix "
+            f"({smallest}: {need:,} stored number{'' if need == 1 else 's'})")
+
+
+def one_sparse_entry(count_indices: bool) -> str:
+    """The smallest fit of a method whose smallest part is one entry at a free position (RPCA, sf+s), as
+    :func:`below_smallest` names it: with its position where that is charged (``count_indices``).
+
+    Examples
+    --------
+    >>> one_sparse_entry(True), one_sparse_entry(False)
+    ('one sparse entry with its position', 'one sparse entry, its value alone (count_indices=False)')
+    """
+    return "one sparse entry with its position" if count_indices else \
+        "one sparse entry, its value alone (count_indices=False)"
 
 
 def check_within(count: int, budget: int | None, what: str, advice: str) -> None:
@@ -220,8 +265,7 @@ def rank_within(n: int, n_components: int | None, budget: int | None, rank_for_b
         if rank == 0 and zero is not None and zero():
             return 0  # the zero matrix: held exactly by storing nothing, whatever the budget
         if rank == 0:
-            raise BudgetError(f"{method}: budget {budget} is below one {what} of a {n} x {n} matrix "
-                              f"({count(n, 1)} numbers)")
+            raise BudgetError(f"{method}: {below_smallest(budget, n, f'one {what}', count(n, 1))}")
         return rank
     if n_components > n:
         raise ParameterError(f"{method}: n_components={n_components} is more than the matrix's order N = {n}; "
@@ -639,10 +683,7 @@ def sf_config_for_budget(n: int, budget: int, *, max_base: int = 16, support: st
             best = cand
     if best is None:
         kind = "Chord" if support == "chord" else f"{support} Chord"
-        raise BudgetError(
-            f"budget {budget:,} is too small for any full-support {kind} factorization of a "
-            f"{n:,} x {n:,} matrix (the smallest needs {smallest:,} stored numbers)"
-        )
+        raise BudgetError(below_smallest(budget, n, f"a full-support {kind} factorization", smallest))
     return best
 
 
@@ -699,10 +740,7 @@ def _butterfly_for_budget(n: int, budget: int) -> SFConfig:
         raise NotApplicableError(str(exc)) from None
     config = sf_structure(n, support="butterfly")
     if config.count > budget:
-        raise BudgetError(
-            f"budget {budget} is below the butterfly support's {config.count} stored numbers "
-            f"(2·N·log2 N for N = {n})"
-        )
+        raise BudgetError(below_smallest(budget, n, "the butterfly support's 2·N·log2 N", config.count))
     return config
 
 

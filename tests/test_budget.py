@@ -79,10 +79,10 @@ def test_sf_reference_budget_gives_reference_structure():
 
 
 def test_sf_budget_too_small_is_clear():
-    with pytest.raises(BudgetError, match="too small .* smallest needs"):
+    with pytest.raises(BudgetError, match="below the smallest fit .* full-support Chord factorization: 16,200"):
         sf_config_for_budget(300, 4000)
     # counts read as the tables show them (it said "budget 127050 ... needs 288000" beside "127,050")
-    with pytest.raises(BudgetError, match="budget 127,050 is too small .* 3,000 x 3,000 .* needs 288,000 stored"):
+    with pytest.raises(BudgetError, match="budget 127,050 is below the smallest fit of a 3,000 x 3,000 .*: 288,000 stored"):
         sf_config_for_budget(3000, 127050)
 
 
@@ -108,7 +108,7 @@ def test_symmetric_support_adapts_within_budget_with_full_support(n, frac):
 def test_butterfly_for_budget_fits_or_says_why():
     config = sf_config_for_budget(64, 5000, support="butterfly")
     assert (config.n_factors, config.n_offsets, config.count) == (6, 2, butterfly_count(64)) == (6, 2, 768)
-    with pytest.raises(BudgetError, match="below the butterfly support's 768"):
+    with pytest.raises(BudgetError, match="below the smallest fit of a 64 x 64 matrix \\(the butterfly support's 2·N·log2 N: 768 stored "):
         sf_config_for_budget(64, 767, support="butterfly")
     with pytest.raises(NotApplicableError, match="power of two"):
         sf_config_for_budget(48, 10**6, support="butterfly")
@@ -274,5 +274,40 @@ def test_the_zero_matrix_is_held_in_no_numbers_within_any_budget():
     assert rank_within(5, None, 60, tsvd_rank_for_budget, tsvd_count, "TSVD", zero=zero) == 5  # (then 0 kept)
     assert len(asked) == 1  # asked only below one rank
     for not_zero in (None, lambda: False):
-        with pytest.raises(BudgetError, match="budget 4 is below one rank of a 2 x 2 matrix"):
+        with pytest.raises(BudgetError, match="budget 4 is below the smallest fit of a 2 x 2 matrix \\(one rank: 5 "):
             rank_within(2, None, 4, tsvd_rank_for_budget, tsvd_count, "TSVD", zero=not_zero)
+
+
+#: The one sentence every method gives for a budget below its smallest fit (budget.below_smallest).
+BELOW_SMALLEST = re.compile(r"^budget ([0-9,]+) is below the smallest fit of a ([0-9,]+) x \2 matrix "
+                            r"\((.+): ([0-9,]+) stored numbers?\)$")
+
+
+def _below(reason: str, budget: int, n: int, need: int) -> bool:
+    """Whether ``reason`` is :data:`BELOW_SMALLEST`'s sentence for ``budget``, ``n`` and ``need``."""
+    match = BELOW_SMALLEST.match(reason or "")
+    return bool(match) and (int(match[1].replace(",", "")), int(match[2].replace(",", "")),
+                            int(match[4].replace(",", ""))) == (budget, n, need)
+
+
+@pytest.mark.parametrize("n", [16, 12])
+def test_every_method_refuses_a_budget_below_its_smallest_fit_in_one_sentence(n):
+    """Each method said its own sentence ("is too small for any full-support Chord factorization", "is below
+    one rank", "the budget 1 holds no sparse entry ..."), so a sweep's notes, which merge a reason given at
+    several budgets, could not merge RPCA's; now one sentence, naming the smallest fit and its stored numbers,
+    which are the row's smallest budget."""
+    from sfapprox._base import RunContext, get_method
+    from sfapprox._settings import FitSettings
+    from sfapprox.comparison import available_methods, run_method
+
+    X = np.random.default_rng(0).random((n, n))
+    for count_indices in (True, False):
+        context = RunContext(FitSettings(device="cpu", time_limit=1), count_indices=count_indices)
+        for name in available_methods():
+            need = get_method(name).min_budget(n, context)
+            if need is None:  # never applies (the butterfly support at N = 12)
+                continue
+            for budget in sorted({0, need - 1}):
+                row = run_method(name, X, budget, context)
+                assert row.status == "not applicable" and _below(row.reason, budget, n, need), (name, row.reason)
+

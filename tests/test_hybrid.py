@@ -137,17 +137,18 @@ def test_estimators_stay_within_budget_and_show_index_storage(count_indices):
 
 def test_too_small_budget():
     X = np.random.default_rng(2).random((20, 20))
-    with pytest.raises(BudgetError, match="too small for sf\\+lr"):
+    with pytest.raises(BudgetError, match="below the smallest fit of a 20 x 20 matrix \\(one rank: 41 "):
         ChordLowRank(budget=40, device="cpu").fit(X)
     c = compare(X, ["sf+lr", "sf+s"], budget=40, settings=FitSettings(device="cpu", **FAST))
     lr, s = c.results
-    assert lr.status == "not applicable" and "too small" in lr.reason
+    assert lr.status == "not applicable" and "below the smallest fit" in lr.reason
     assert s.status == "ok" and s.params["split"] == "sparse" and s.nnz <= 40
-    # the counts with separators, as the tables show them ("budget 1,000 ... one rank (6,001 numbers)")
+    # the counts with separators, as the tables show them ("budget 1,000 ... one rank: 6,001 stored numbers")
     assert ChordLowRank(budget=1000, device="cpu")._too_small(3000, 1000) == (
-        "budget 1,000 is too small for sf+lr on a 3,000 x 3,000 matrix: neither a full-support Chord "
-        "factorization nor one rank (6,001 numbers) fits")
-    assert "budget 1,000 is too small for sf+s on a 3,000 x 3,000 matrix" in ChordSparse._too_small(3000, 1000)
+        "budget 1,000 is below the smallest fit of a 3,000 x 3,000 matrix (one rank: 6,001 stored numbers)")
+    assert ChordSparse(budget=1, device="cpu")._too_small(3000, 1) == (
+        "budget 1 is below the smallest fit of a 3,000 x 3,000 matrix (one sparse entry with its position: "
+        "2 stored numbers)")
 
 
 def test_parameters_are_checked_at_fit():
@@ -420,7 +421,7 @@ def test_sf_params_are_checked_as_given_whether_or_not_the_plain_end_runs(bad, m
 def test_a_budget_of_zero_is_a_budget_error_as_for_every_method():
     X = np.random.default_rng(0).random((16, 16))
     for cls in (ChordLowRank, ChordSparse):
-        with pytest.raises(BudgetError, match="too small"):
+        with pytest.raises(BudgetError, match="below the smallest fit"):
             cls(budget=0, device="cpu").fit(X)
 
 

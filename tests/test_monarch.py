@@ -158,7 +158,7 @@ def test_budget_grid_accounting():
     grid = m.params_["grid"]
     assert m.n_stored_ <= 1512 and len(grid) == m.params_["shapes_tried"] == m.params_["shapes"]
     assert np.linalg.norm(X - m.to_dense()) == pytest.approx(min(g["fro_error"] for g in grid))
-    with pytest.raises(BudgetError, match="smallest Monarch"):
+    with pytest.raises(BudgetError, match=r"below the smallest fit .*\(a Monarch matrix of block rank 1: 432 "):
         Monarch(budget=431).fit(X)
     with pytest.raises(BudgetError):
         Monarch(rank=1, left_block=6, right_block=6, budget=431).fit(X)

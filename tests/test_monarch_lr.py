@@ -62,7 +62,7 @@ def test_budgets_and_parameters_are_checked():
     assert monarch_lr_min_budget(36) == tsvd_count(36, 1)
     fit = MonarchLowRank(budget=monarch_lr_min_budget(36)).fit(X)
     assert fit.n_stored_ == 73 and fit.params_["monarch_rank"] is None  # one rank-1 term: TSVD
-    with pytest.raises(BudgetError, match="smallest Monarch"):
+    with pytest.raises(BudgetError, match=r"^budget 72 is below the smallest fit of a 36 x 36 matrix \(one rank: 73 "):
         MonarchLowRank(budget=72).fit(X)
     with pytest.raises(ParameterError, match="'budget' parameter"):
         MonarchLowRank().fit(X)
@@ -343,3 +343,13 @@ def test_a_comparison_takes_monarch_lr_s_own_error_rather_than_a_pass_more(monke
     monkeypatch.setattr(comparison, "operator_error", lambda X, op, *a, **k: scored.append(op) or real(X, op, *a, **k))
     row = compare(_planted(), ["monarch+lr"], budget=1200, time_limit=None).results[0]
     assert row.status == "ok" and scored == [] and row.fro_error == row.estimator.fro_error_
+
+
+def test_budget_zero_is_refused_as_every_method_refuses_it():
+    """MonarchLowRank(budget=0) was a ParameterError ("must be an int in the range [1, inf)") where every
+    other method's budget 0 is a BudgetError saying its smallest fit (a comparison's "not applicable")."""
+    X = np.random.default_rng(0).random((16, 16))
+    with pytest.raises(BudgetError, match=r"^budget 0 is below the smallest fit of a 16 x 16 matrix \(one rank: 33 "):
+        MonarchLowRank(budget=0).fit(X)
+    with pytest.raises(ParameterError):
+        MonarchLowRank(budget=-1).fit(X)

@@ -65,7 +65,7 @@ def test_budget_never_exceeded(n, budget):
     X = np.random.default_rng(n).standard_normal((n, n))
     for ci in (False, True):
         if budget < rpca_count(n, 0, 1, count_indices=ci):  # not even one entry: refused, never an empty fit
-            with pytest.raises(BudgetError, match="no sparse entry"):
+            with pytest.raises(BudgetError, match=r"below the smallest fit .*\(one sparse entry"):
                 RobustPCA(budget=budget, count_indices=ci, max_iter=5, device="cpu").fit(X)
             continue
         rp = RobustPCA(budget=budget, count_indices=ci, max_iter=5, device="cpu").fit(X)
@@ -1077,3 +1077,4 @@ def test_a_fit_from_columns_keeps_no_error_of_its_own_and_is_scored():
     X = _planted(40, 2, 30, seed=6)
     est = RobustPCA(budget=800, device="cpu", time_limit=None).fit(as_source(X))
     assert est.fro_error_ is None and est.rel_error_ is None
+

@@ -46,7 +46,7 @@ def test_power_iterations_that_do_not_fit_are_skipped(fake_clock, monkeypatch):
 
 
 def test_budget_refused():
-    with pytest.raises(BudgetError, match="budget 10 is below one rank"):
+    with pytest.raises(BudgetError, match="budget 10 is below the smallest fit of a 20 x 20 matrix \\(one rank"):
         RandomizedSVD(budget=10).fit(np.eye(20))
 
 

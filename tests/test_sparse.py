@@ -84,7 +84,7 @@ def test_dense_and_sparse_input_give_the_same_fit_and_zeros_are_not_entries():
 
 def test_budget_below_one_entry_and_missing_parameters():
     X = np.eye(6)
-    with pytest.raises(BudgetError, match="below one entry"):
+    with pytest.raises(BudgetError, match=r"below the smallest fit .*\(one entry in CSR"):
         SparseApproximation(budget=8).fit(X)
     assert SparseApproximation(budget=9).fit(X).n_stored_ == 9
     with pytest.raises(ParameterError, match="n_sparse or a budget"):

@@ -74,7 +74,7 @@ from .._params import MEMORY_LIMIT, Interval, Options
 from .._progress import Reporter
 from .._settings import DEFAULT_TIME_LIMIT
 from .._validation import COMPILED_WORKING_SET
-from ..budget import butterfly_hier_count, padded_size
+from ..budget import below_smallest, butterfly_hier_count, padded_size
 from ..metrics import operator_error
 from ..operators import ChordOperator, PaddedButterflyOperator
 from ..sources import MatrixLike
@@ -341,8 +341,8 @@ class HierarchicalButterfly(Approximation):
         n = X.shape[0]
         big, count = padded_size(n), butterfly_hier_count(n)
         if self.budget is not None and count > self.budget:
-            raise BudgetError(f"budget {self.budget} is below the butterfly's {count} stored numbers "
-                              f"(2·N'·log2 N' with N' = {big} for N = {n})")
+            raise BudgetError(below_smallest(self.budget, n, f"the butterfly's 2·N'·log2 N' with N' = {big:,}",
+                                             count))
         # The limit counts from here: the padded copy and the norm (about 1 s at N = 4,096 on 2 shared
         # cores) came before it, uncounted
         start = time.perf_counter()

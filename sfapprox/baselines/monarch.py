@@ -74,7 +74,7 @@ from .._progress import Reporter
 from .._settings import DEFAULT_TIME_LIMIT
 from .._threads import _limit_blas
 from .._validation import LIBRARY_WORKING_SET, check_memory
-from ..budget import monarch_count, monarch_min_budget, monarch_rank_for_budget, monarch_shapes
+from ..budget import below_smallest, monarch_count, monarch_min_budget, monarch_rank_for_budget, monarch_shapes
 from ..operators.monarch import MonarchOperator, from_slabs, monarch_slabs, slabs
 from ..sources import MatrixLike, MatrixSource
 from .tsvd import EXACT_TOL, preferred, reproduces  # noqa: F401 - EXACT_TOL: this module's own name for it before
@@ -590,8 +590,8 @@ class Monarch(Approximation):
         if self.rank is None:
             shapes = monarch_configs_for_budget(n, self.budget, self.max_shapes)
             if not shapes:
-                raise BudgetError(f"budget {self.budget} is below the smallest Monarch matrix of a {n} x {n} "
-                                  f"matrix ({monarch_min_budget(n)} numbers)")
+                raise BudgetError(below_smallest(self.budget, n, "a Monarch matrix of block rank 1",
+                                                 monarch_min_budget(n)))
             return shapes
         # a rank given: each refusal names it (and the budget only where one was given)
         ranked = [MonarchShape(b1, b2, self.rank, monarch_count(n, b1, b2, self.rank))

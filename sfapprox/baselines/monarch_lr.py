@@ -44,7 +44,7 @@ from .._params import MEMORY_LIMIT, SEED, Interval
 from .._progress import Reporter
 from .._settings import DEFAULT_SEED, DEFAULT_TIME_LIMIT
 from .._validation import check_memory
-from ..budget import monarch_lr_min_budget, tsvd_count, tsvd_rank_for_budget
+from ..budget import below_smallest, monarch_lr_min_budget, tsvd_count, tsvd_rank_for_budget
 from ..operators.monarch import MonarchLowRankOperator, MonarchOperator
 from ..sources import MatrixLike
 from .monarch import (MonarchShape, monarch_configs_for_budget, monarch_project, monarch_project_within,
@@ -267,7 +267,8 @@ class MonarchLowRank(Approximation):
     _method = "monarch+lr"
 
     _parameter_constraints = {
-        "budget": Interval(int, 1, None),
+        # 0 as in every other method: refused by the fit in their words (below its smallest fit), not here
+        "budget": Interval(int, 0, None),
         "max_splits": Interval(int, 0, len(LOW_RANK_SHARES)),
         "max_shapes": Interval(int, 1, None),
         "max_iter": Interval(int, 1, None),
@@ -317,8 +318,10 @@ class MonarchLowRank(Approximation):
         # The closed-form points first (plain Monarch, TSVD), so a time limit never drops them.
         points.sort(key=lambda p: p[1] > 0 and p[0] is not None)
         if not points:
-            raise BudgetError(f"budget {budget} is below the smallest Monarch + low-rank fit of a {n} x {n} "
-                              f"matrix ({monarch_lr_min_budget(n)} numbers)")
+            # the cheaper of its two ends, as its row's smallest budget (monarch_lr_min_budget) says
+            rank = tsvd_count(n, 1)
+            smallest = "one rank" if rank <= monarch_lr_min_budget(n) else "a Monarch matrix of block rank 1"
+            raise BudgetError(below_smallest(budget, n, smallest, monarch_lr_min_budget(n)))
         return list(dict.fromkeys(points))  # a split whose rank repeats another's adds nothing
 
     def fit(self, X: MatrixLike, *, check_input: bool = True) -> MonarchLowRank:

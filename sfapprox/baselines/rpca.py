@@ -68,7 +68,9 @@ from ..sources import MatrixLike, MatrixSource, columns_within, room
 from .._validation import LIBRARY_WORKING_SET, check_memory, estimate_dense_bytes, is_zero_matrix
 from ._rpca_parts import _Candidate, carrying_entries, skipped_record, split_stage
 from ..budget import (
+    below_smallest,
     check_within,
+    one_sparse_entry,
     rpca_count,
     rpca_rank_for_budget,
     rpca_sparse_for_budget,
@@ -522,10 +524,7 @@ def _resolve_splits(
     if not splits and zero is not None and zero():
         return [(0, 0)]  # the zero matrix: exact, storing nothing, within any budget
     if not splits:
-        need = rpca_count(n, 0, 1, count_indices=ci)
-        each = "2 numbers each: value and position" if ci else "1 number each"
-        raise BudgetError(f"the budget {budget} holds no sparse entry ({each}) and no rank-1 term; "
-                          f"RPCA needs at least {need}")
+        raise BudgetError(below_smallest(budget, n, one_sparse_entry(ci), rpca_count(n, 0, 1, count_indices=ci)))
     return splits
 
 

@@ -36,7 +36,7 @@ import scipy.sparse as sp
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._errors import BudgetError, ParameterError
 from .._params import MEMORY_LIMIT, Interval
-from ..budget import check_within, sparse_count, sparse_entries_for_budget
+from ..budget import below_smallest, check_within, sparse_count, sparse_entries_for_budget
 from ..metrics import SPARSE_TARGET_MIN_SHARE
 from ..operators.sparse import SparseOperator
 from .._validation import check_squared_norm, is_zero_matrix, memory_limit
@@ -501,8 +501,8 @@ class SparseApproximation(Approximation):
             limit = sparse_entries_for_budget(n, self.budget)
             # the zero matrix: no entry to keep, and no entry stores nothing (sparse_count), within any budget
             if limit == 0 and not is_zero_matrix(X):
-                raise BudgetError(f"budget {self.budget} is below one entry of a {n} x {n} CSR matrix "
-                                  f"({sparse_count(n, 1)} numbers: value, column index and {n + 1} row pointers)")
+                raise BudgetError(below_smallest(self.budget, n, f"one entry in CSR, its value, column index and "
+                                                                 f"{n + 1:,} row pointers", sparse_count(n, 1)))
         else:
             limit = min(self.n_sparse, n * n)
             fits = sparse_entries_for_budget(n, self.budget or 0)

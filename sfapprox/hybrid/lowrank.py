@@ -10,7 +10,7 @@ import numpy as np
 
 from .._base import MethodSpec, register
 from ..baselines.tsvd import TruncatedSVD
-from ..budget import SFConfig, sf_min_budget, tsvd_count
+from ..budget import SFConfig, below_smallest, sf_min_budget, tsvd_count
 from ..operators import HybridOperator
 from .base import _ChordHybrid, _orthonormal, _Point, _Problem, _score, hybrid_estimator
 from .grid import HybridSplit, sf_lr_splits
@@ -109,8 +109,11 @@ class ChordLowRank(_ChordHybrid):
 
     @staticmethod
     def _too_small(n: int, budget: int) -> str:
-        return (f"budget {budget:,} is too small for sf+lr on a {n:,} x {n:,} matrix: neither a full-support "
-                f"Chord factorization nor one rank ({tsvd_count(n, 1):,} numbers) fits")
+        # the cheaper of its two ends, as its row's smallest budget (its MethodSpec's min_budget) says
+        factors, rank = sf_min_budget(n), tsvd_count(n, 1)
+        if factors is not None and factors < rank:
+            return below_smallest(budget, n, "a full-support Chord factorization", factors)
+        return below_smallest(budget, n, "one rank", rank)
 
     def _fit_end(self, X, dense: np.ndarray, budget: int, split: HybridSplit, deadline=None) -> _Point:
         """TSVD at the budget, exactly as the ``tsvd`` method fits it (its fit, when a comparison ran it),

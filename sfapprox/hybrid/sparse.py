@@ -12,7 +12,7 @@ import scipy.sparse as sp
 
 from .._base import MethodSpec, register
 from .._settings import COUNT_INDICES, DEFAULT_SEED
-from ..budget import SFConfig, rpca_count
+from ..budget import SFConfig, below_smallest, one_sparse_entry, rpca_count
 from ..baselines.sparse import STREAMED_MIN_N, dense_top_entries, selection_bytes
 from ..operators import HybridOperator
 from .base import (
@@ -98,9 +98,9 @@ class ChordSparse(_ChordHybrid):
     def _grid(self, n: int, budget: int, plain: SFConfig | None) -> list[HybridSplit]:
         return sf_s_splits(n, budget, plain, count_indices=self.count_indices, max_splits=self.max_splits)
 
-    @staticmethod
-    def _too_small(n: int, budget: int) -> str:
-        return f"budget {budget:,} is too small for sf+s on a {n:,} x {n:,} matrix: not even one sparse entry fits"
+    def _too_small(self, n: int, budget: int) -> str:
+        ci = self.count_indices
+        return below_smallest(budget, n, one_sparse_entry(ci), rpca_count(n, 0, 1, count_indices=ci))
 
     def _sparse(self, n: int, flat: np.ndarray, values: np.ndarray) -> sp.csr_array:
         keep = values != 0  # exact zeros add nothing: not stored, not counted
