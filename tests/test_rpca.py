@@ -1078,3 +1078,19 @@ def test_a_fit_from_columns_keeps_no_error_of_its_own_and_is_scored():
     est = RobustPCA(budget=800, device="cpu", time_limit=None).fit(as_source(X))
     assert est.fro_error_ is None and est.rel_error_ is None
 
+
+def test_a_part_given_as_zero_with_a_budget_that_leaves_the_other_empty_is_refused():
+    """RobustPCA(rank=0) at a budget below one entry (count_indices=True), or n_sparse=0 below one rank,
+    stored 0 numbers of a nonzero X and called it a fit; the grid refuses that budget. The zero matrix is
+    still held exactly in 0 numbers, and both parts given as 0 (no budget's say) is the zero surrogate."""
+    X = np.random.default_rng(0).random((16, 16))
+    for kw in ({"rank": 0, "budget": 1, "count_indices": True}, {"rank": 0, "budget": 0, "count_indices": False},
+               {"n_sparse": 0, "budget": 32}):
+        with pytest.raises(BudgetError, match="below the smallest fit of a 16 x 16 matrix"):
+            RobustPCA(**kw).fit(X)
+    assert RobustPCA(rank=0, budget=2, count_indices=True).fit(X).n_stored_ == 2  # one entry: a fit
+    assert RobustPCA(n_sparse=0, budget=33).fit(X).params_["rank"] == 1
+    zero = RobustPCA(rank=0, budget=1, count_indices=True).fit(np.zeros((16, 16)))
+    assert zero.n_stored_ == 0 and zero.fro_error_ == 0
+    asked = RobustPCA(rank=0, n_sparse=0).fit(X)
+    assert asked.n_stored_ == 0 and not asked.to_dense().any()

@@ -497,9 +497,13 @@ def _resolve_splits(
 
     ``max_rank`` caps every rank (PCP's natural rank); with a budget, the
     sparse part then gets what the smaller rank leaves.  A budget that holds
-    neither a sparse entry nor a rank-1 term is refused, but for the zero
-    matrix (``zero()`` True, asked only then): ``(0, 0)`` holds it exactly in 0
-    numbers (:func:`~sfapprox.budget.rank_within`'s rule).
+    neither a sparse entry nor a rank-1 term is refused (as is one that leaves
+    nothing beside a part given as 0: ``rank=0`` below one entry, ``n_sparse=0``
+    below one rank), in :func:`~sfapprox.budget.below_smallest`'s words, but for
+    the zero matrix (``zero()`` True, asked only then): ``(0, 0)`` holds it
+    exactly in 0 numbers (:func:`~sfapprox.budget.rank_within`'s rule).  Both
+    parts given as 0, without a budget's say, is the zero surrogate asked for
+    (as ``TruncatedSVD(n_components=0)``).
     """
     _check_rank_grid(rank_grid)
     cap = n if max_rank is None else min(n, max_rank)
@@ -514,10 +518,16 @@ def _resolve_splits(
         check_within(rpca_count(n, rank, n_sparse, count_indices=ci), budget,
                      f"rank {rank} with {n_sparse} sparse entries", "lower rank or n_sparse")
         return [(rank, n_sparse)]
-    if rank is not None:
-        return [(rank, rpca_sparse_for_budget(n, budget, rank, count_indices=ci))]
-    if n_sparse is not None:
-        return [(min(cap, rpca_rank_for_budget(n, budget, n_sparse, count_indices=ci)), n_sparse)]
+    if rank is not None or n_sparse is not None:
+        # one part given, the budget sizes the other: where that leaves nothing to store, refused as the grid
+        # is (rank=0 at a budget below one entry stored 0 numbers of a nonzero X, "ok")
+        split = ((rank, rpca_sparse_for_budget(n, budget, rank, count_indices=ci)) if rank is not None else
+                 (min(cap, rpca_rank_for_budget(n, budget, n_sparse, count_indices=ci)), n_sparse))
+        if split != (0, 0) or (zero is not None and zero()):
+            return [split]
+        smallest = (one_sparse_entry(ci), rpca_count(n, 0, 1, count_indices=ci)) if rank is not None else \
+            ("one rank", rpca_count(n, 1, 0))
+        raise BudgetError(below_smallest(budget, n, *smallest))
     ranks = _grid_ranks(min(cap, tsvd_rank_for_budget(n, budget)), rank_grid)
     splits = [(r, rpca_sparse_for_budget(n, budget, r, count_indices=ci)) for r in ranks]
     splits = [(r, s) for r, s in splits if r or s]  # a split that stores nothing is no approximation
