@@ -311,3 +311,29 @@ def test_every_method_refuses_a_budget_below_its_smallest_fit_in_one_sentence(n)
                 row = run_method(name, X, budget, context)
                 assert row.status == "not applicable" and _below(row.reason, budget, n, need), (name, row.reason)
 
+
+def test_a_budget_below_the_smallest_fit_is_said_before_the_memory_limit_from_columns():
+    """From columns under a small memory limit, rsvd at budget 15 of a 16 x 16 matrix said that its 11 KiB
+    were over the limit (at budget 2: that one rank is 33 numbers): no limit would make it fit."""
+    from sfapprox import compare
+    from sfapprox.sources import ArraySource
+
+    X = np.random.default_rng(0).random((16, 16))
+    names = ["sf", "rsvd", "nystrom", "sparse", "monarch"]  # every method from columns whose smallest fit is > 15
+    c = compare(ArraySource(X), names, budget=15, max_memory=1024, time_limit=1)
+    assert c.matrix["path"] == "columns"
+    for r in c.results:
+        assert r.status == "not applicable" and _below(r.reason, 15, 16, r.min_budget), (r.method, r.reason)
+
+
+def test_an_estimator_says_a_budget_below_its_smallest_fit_before_its_memory_limit():
+    """TruncatedSVD, NMF and the hierarchical butterfly checked the memory limit first: at budget 3 under a
+    1-byte limit they said their working arrays were over it, where no limit makes that budget fit."""
+    from sfapprox import NMF, TruncatedSVD
+    from sfapprox.baselines.butterfly_hier import HierarchicalButterfly
+
+    X = np.random.default_rng(0).random((16, 16))
+    for est in (TruncatedSVD(budget=3, max_memory=1), NMF(budget=3, max_memory=1),
+                HierarchicalButterfly(budget=3, max_memory=1)):
+        with pytest.raises(BudgetError, match="budget 3 is below the smallest fit of a 16 x 16 matrix"):
+            est.fit(X)

@@ -337,12 +337,12 @@ class HierarchicalButterfly(Approximation):
             When ``2 N' log2 N'`` numbers are over the budget.
         """
         X = self._validate(X, check_input)
-        X = self._within_limit(X)  # its working arrays over the limit: refused before any work
         n = X.shape[0]
         big, count = padded_size(n), butterfly_hier_count(n)
-        if self.budget is not None and count > self.budget:
+        if self.budget is not None and count > self.budget:  # before the memory: no limit makes it fit
             raise BudgetError(below_smallest(self.budget, n, f"the butterfly's 2·N'·log2 N' with N' = {big:,}",
                                              count))
+        X = self._within_limit(X)  # its working arrays over the limit: refused before any work
         # The limit counts from here: the padded copy and the norm (about 1 s at N = 4,096 on 2 shared
         # cores) came before it, uncounted
         start = time.perf_counter()

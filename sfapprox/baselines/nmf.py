@@ -599,10 +599,11 @@ class NMF(Approximation):
             When ``X`` has a negative entry.
         """
         X = self._validate(X, check_input)
-        X = self._within_limit(X)  # its working arrays over the limit: refused before any work
         n = X.shape[0]
+        # the budget before the memory: a budget below one rank is said so whatever the limit
         rank = rank_within(n, self.n_components, self.budget, nmf_rank_for_budget, nmf_count, "NMF",
                            zero=lambda: is_zero_matrix(X))  # the zero matrix: rank 0 within any budget
+        X = self._within_limit(X)  # its working arrays over the limit: refused before any work
         low = float(X.data.min(initial=0.0) if hasattr(X, "toarray") else X.min())
         if low < 0:
             raise NotApplicableError(

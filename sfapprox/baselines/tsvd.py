@@ -278,10 +278,11 @@ class TruncatedSVD(Approximation):
             When neither ``n_components`` nor ``budget`` is given.
         """
         X = self._validate(X, check_input)
-        X = self._within_limit(X)  # its working arrays over the limit: refused before any work
         n = X.shape[0]
+        # the budget before the memory: a budget below one rank is said so whatever the limit
         rank = rank_within(n, self.n_components, self.budget, tsvd_rank_for_budget, tsvd_count, "TruncatedSVD",
                            zero=lambda: is_zero_matrix(X))  # the zero matrix: rank 0 within any budget
+        X = self._within_limit(X)  # its working arrays over the limit: refused before any work
         solver = self.solver
         if solver == "auto":
             solver = "exact" if n <= EXACT_MAX_N else "randomized"

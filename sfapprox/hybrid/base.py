@@ -461,6 +461,9 @@ class _ChordHybrid(Approximation):
         limit = self._time_limit()
         deadline = _timing.Deadline.after(limit)
         params = self._plain_params(n, budget)
+        if params is None and not [s for s in self._grid(n, budget, None) if s.role != "sf"]:
+            # below its smallest fit: said before the memory check (no limit makes it fit), as every method
+            raise BudgetError(self._too_small(n, budget))
         self._check_memory(n, params)  # the joint fits' need, before the grid's ends are fitted
         per_point = self._reference(params).max_iter  # the most iterations of the plain end and of each joint point
         # Before the grid is known (it follows the plain end's structure), the most it may hold: the plain end,
