@@ -327,13 +327,16 @@ def test_a_budget_below_the_smallest_fit_is_said_before_the_memory_limit_from_co
 
 
 def test_an_estimator_says_a_budget_below_its_smallest_fit_before_its_memory_limit():
-    """TruncatedSVD, NMF and the hierarchical butterfly checked the memory limit first: at budget 3 under a
-    1-byte limit they said their working arrays were over it, where no limit makes that budget fit."""
-    from sfapprox import NMF, TruncatedSVD
+    """TruncatedSVD, NMF, the hierarchical butterfly and the hybrids checked the memory limit first: at
+    budget 1 under a 1-byte limit they said their working arrays were over it, where no limit makes that
+    budget fit."""
+    from sfapprox import NMF, ChordLowRank, ChordSparse, TruncatedSVD
     from sfapprox.baselines.butterfly_hier import HierarchicalButterfly
 
     X = np.random.default_rng(0).random((16, 16))
-    for est in (TruncatedSVD(budget=3, max_memory=1), NMF(budget=3, max_memory=1),
-                HierarchicalButterfly(budget=3, max_memory=1)):
-        with pytest.raises(BudgetError, match="budget 3 is below the smallest fit of a 16 x 16 matrix"):
+    for est in (TruncatedSVD(budget=1, max_memory=1), NMF(budget=1, max_memory=1),
+                HierarchicalButterfly(budget=1, max_memory=1),
+                ChordLowRank(budget=1, sf_params={"max_memory": 1}, device="cpu"),
+                ChordSparse(budget=1, sf_params={"max_memory": 1}, device="cpu")):
+        with pytest.raises(BudgetError, match="budget 1 is below the smallest fit of a 16 x 16 matrix"):
             est.fit(X)
