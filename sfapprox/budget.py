@@ -22,6 +22,14 @@ butterfly-hier  ``2 * N' * log2 N'``                    ``N'`` the power of two 
 nystrom         ``r * (N + r)``                         the pivots' columns and the core
 ==============  ======================================  ==================================
 
+``c``, the numbers a sparse entry at a free position is charged: the functions here default to
+``count_indices=False`` (``c = 1``, values only: the SF paper's convention), while :func:`~sfapprox.compare`,
+:func:`~sfapprox.sweep.sweep`, the CLI and the estimators (``RobustPCA``, ``ChordSparse``) charge the
+position too by default (``count_indices=True``, ``c = 2``): a count made here without
+``count_indices=True`` is below what a comparison charges the same surrogate.  Their results say which
+rule their count used (``params_["count_indices"]``, a row's ``params["count_indices"]``, the
+operator's ``count_indices``).
+
 A method applies to a budget that holds its smallest configuration (one rank, one entry, ...):
 below it, a nonzero matrix's fit would store nothing and be no approximation, so it is refused.
 The zero matrix is the exception: a method that holds it exactly in 0 numbers (a rank-0 low-rank
@@ -332,7 +340,9 @@ def rpca_count(n: int, rank: int, n_sparse: int, *, count_indices: bool = False)
     n_sparse : int
         Number ``s`` of sparse entries.
     count_indices : bool, default=False
-        Charge each sparse entry for its position too (2 numbers instead of 1).
+        Charge each sparse entry for its position too (2 numbers instead of 1).  The default False is
+        the SF paper's convention (values only); :func:`~sfapprox.compare`, :func:`~sfapprox.sweep.sweep`,
+        the CLI and the estimators charge positions by default (True): pass True for their count.
     """
     per_entry = 2 if count_indices else 1
     return tsvd_count(n, rank) + per_entry * int(n_sparse)
@@ -756,7 +766,9 @@ def rpca_sparse_for_budget(n: int, budget: int, rank: int, *, count_indices: boo
     rank : int
         Rank ``r`` of the low-rank part (charged ``r (2N + 1)``).
     count_indices : bool, default=False
-        Charge each sparse entry 2 numbers (value and position) instead of 1.
+        Charge each sparse entry 2 numbers (value and position) instead of 1.  The default False is the
+        SF paper's convention (values only); :func:`~sfapprox.compare`, :func:`~sfapprox.sweep.sweep`,
+        the CLI and the estimators charge positions by default (True): pass True for their count.
 
     Raises
     ------
@@ -792,7 +804,9 @@ def rpca_rank_for_budget(n: int, budget: int, n_sparse: int, *, count_indices: b
     n_sparse : int
         Number of sparse entries kept.
     count_indices : bool, default=False
-        Charge each sparse entry 2 numbers (value and position) instead of 1.
+        Charge each sparse entry 2 numbers (value and position) instead of 1.  The default False is the
+        SF paper's convention (values only); :func:`~sfapprox.compare`, :func:`~sfapprox.sweep.sweep`,
+        the CLI and the estimators charge positions by default (True): pass True for their count.
 
     Raises
     ------
@@ -848,7 +862,9 @@ def hybrid_count(
     n_sparse : int, default=0
         Number ``s`` of sparse entries (0: none).
     count_indices : bool, default=False
-        Charge each sparse entry 2 numbers (value and position) instead of 1.
+        Charge each sparse entry 2 numbers (value and position) instead of 1.  The default False is the
+        SF paper's convention (values only); :func:`~sfapprox.compare`, :func:`~sfapprox.sweep.sweep`,
+        the CLI and the estimators charge positions by default (True): pass True for their count.
     singular_values : bool, default=True
         Whether the low-rank part stores singular values (``r (2N + 1)``) or
         not (``2 N r``).
@@ -895,7 +911,9 @@ def sf_s_count(n: int, n_factors: int, n_offsets: int, n_sparse: int, *, count_i
     n_sparse : int
         Number ``s`` of sparse entries.
     count_indices : bool, default=False
-        Charge each sparse entry 2 numbers (value and position) instead of 1.
+        Charge each sparse entry 2 numbers (value and position) instead of 1.  The default False is the
+        SF paper's convention (values only); :func:`~sfapprox.compare`, :func:`~sfapprox.sweep.sweep`,
+        the CLI and the estimators charge positions by default (True): pass True for their count.
     """
     return hybrid_count(n, n_factors, n_offsets, n_sparse=n_sparse, count_indices=count_indices)
 

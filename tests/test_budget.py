@@ -340,3 +340,20 @@ def test_an_estimator_says_a_budget_below_its_smallest_fit_before_its_memory_lim
                 ChordSparse(budget=1, sf_params={"max_memory": 1}, device="cpu")):
         with pytest.raises(BudgetError, match="budget 1 is below the smallest fit of a 16 x 16 matrix"):
             est.fit(X)
+
+
+def test_the_rows_and_fits_say_which_rule_counted_their_sparse_entries():
+    """budget.rpca_count and hybrid_count count values only by default (the paper's rule) where compare charges
+    positions too: each row with free-position entries, its fit and its operator say which rule its count used,
+    and the count is that rule's."""
+    from sfapprox import compare
+
+    X = np.random.default_rng(0).random((16, 16))
+    for ci in (True, False):
+        for r in compare(X, ["rpca", "rpca-pcp", "sf+s"], budget=100, count_indices=ci, time_limit=1,
+                         device="cpu").results:
+            assert r.status == "ok" and r.params["count_indices"] is ci and r.operator.count_indices is ci
+            assert r.estimator.params_["count_indices"] is ci, r.method
+            op = r.operator
+            assert r.nnz == (op.chord.values.size if op.chord is not None else 0) + rpca_count(
+                16, op.rank, op.sparse.nnz, count_indices=ci) <= 100, r.method

@@ -889,7 +889,10 @@ class RobustPCA(Approximation):
         ``rank`` / ``n_sparse``, the other takes the rest of the budget.
         Without a budget both ``rank`` and ``n_sparse`` are needed.
     count_indices : bool, default=True
-        Charge each sparse entry for its position too (2 numbers per entry).
+        Charge each sparse entry for its position too (2 numbers per entry), as :func:`~sfapprox.compare`
+        does; False: values only, the SF paper's convention and the default of
+        :func:`~sfapprox.budget.rpca_count` (whose count is then lower).  ``params_["count_indices"]``
+        says which rule ``n_stored_`` used.
     method : {"godec", "pcp"}, default="godec"
         GoDec at fixed rank and cardinality, or Principal Component Pursuit
         cut to the budget and refitted with GoDec.

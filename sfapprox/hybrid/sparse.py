@@ -45,7 +45,10 @@ class ChordSparse(_ChordHybrid):
     budget : int or None, default=None
         Stored-number budget; None is SF's reference count.
     count_indices : bool, default=True
-        Charge each sparse entry for its position too (2 numbers).
+        Charge each sparse entry for its position too (2 numbers), as :func:`~sfapprox.compare` does;
+        False: values only, the SF paper's convention and the default of
+        :func:`~sfapprox.budget.sf_s_count` (whose count is then lower).  ``params_["count_indices"]``
+        says which rule ``n_stored_`` used.
     max_splits, sf_params, random_state, device, dtype, callback
         As :class:`ChordLowRank`'s.
 

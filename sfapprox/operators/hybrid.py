@@ -46,7 +46,10 @@ class HybridOperator(SurrogateOperator):
     sparse : scipy sparse array or None
         The free-position entries.
     count_indices : bool, default=False
-        Whether each sparse entry is charged for its position too (2 numbers).
+        Whether each sparse entry is charged for its position too (2 numbers).  False, the default here,
+        is the SF paper's convention (values only); the estimators and :func:`~sfapprox.compare` build
+        theirs with True by default (and a comparison charges an included operator by its own rule).
+        :attr:`n_stored` counts by this attribute, which says the rule used.
 
     Examples
     --------
@@ -127,7 +130,8 @@ class HybridOperator(SurrogateOperator):
 
     @property
     def n_stored(self) -> int:
-        """Stored numbers, by :func:`sfapprox.budget.hybrid_count`."""
+        """Stored numbers, by :func:`sfapprox.budget.hybrid_count`, each sparse entry charged 2 numbers
+        where :attr:`count_indices` is True, else 1."""
         # Values per row: len(offsets) for offset-based factors, 2 for the butterfly.
         k = 0 if self.chord is None else self.chord.values.shape[2]
         return hybrid_count(
