@@ -407,6 +407,12 @@ def describe_factors(path) -> MatrixDescription:
         ("size", f"{n} x {n}"),
         ("stored numbers", f"{stored:,} ({100 * stored / (n * n):.2f}% of N²)"),
     ]
+    counted = getattr(op, "count_indices", None)
+    sparse = getattr(op, "sparse", None)
+    if isinstance(counted, bool) and sparse is not None and sparse.nnz:
+        # the count above depends on the rule: compare charges positions, budget.rpca_count by default not
+        facts.append(("sparse entries", f"{sparse.nnz:,}, each counted as " + (
+            "2 numbers (value and position)" if counted else "1 number (its value alone: count_indices=False)")))
     # the numbers behind the facts shown rounded, by label: a CSV's values (full precision, no separators)
     numbers: dict[str, Any] = {"stored numbers": stored}
     for key, label in (("fro_error", "‖X−X̂‖_F"), ("rel_error", "relative error"),
@@ -445,7 +451,7 @@ def describe_factors(path) -> MatrixDescription:
     # "method" and "nnz" beside the file's own names ("kind", "n_stored"): what a comparison's rows, a batch's
     # lines and fit --json call the method and its stored numbers
     data = {"kind": saved.kind, "method": saved.kind, "operator": type(op).__name__, "n": n, "n_stored": stored,
-            "nnz": stored, "fit": fit,
+            "nnz": stored, "fit": fit, **({"count_indices": counted} if isinstance(counted, bool) else {}),
             "source": source, "settings": saved.settings, "versions": saved.versions,
             "loss_history_length": int(saved.loss_history.size)}
     # the facts as a table of their own, for --csv/--markdown/--latex (those files were empty, "wrote" said)

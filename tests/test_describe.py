@@ -433,3 +433,21 @@ def test_a_description_s_frame_holds_the_values_of_its_csv():
     assert sf["smallest budget"] == d.data["methods"]["sf"]["min_budget"]
     assert sf["% of N²"] == 100 * sf["smallest budget"] / 1600
     assert frame[frame["method"] == "nystrom"].iloc[0]["not applicable"] == "X is not symmetric"
+
+
+def test_a_saved_fit_with_free_position_entries_says_how_they_were_counted(tmp_path):
+    """info fit.h5 gave an RPCA fit's stored numbers without the rule that counted its sparse entries (2 numbers
+    each in a comparison, 1 with count_indices=False, budget.rpca_count's default): the same file read as two
+    different sizes."""
+    from sfapprox import RobustPCA, TruncatedSVD, save_factors
+    from sfapprox.describe import describe_factors
+
+    X = np.random.default_rng(0).random((16, 16))
+    for ci, words in ((True, "2 numbers (value and position)"), (False, "1 number (its value alone")):
+        fit = RobustPCA(budget=120, count_indices=ci, rank_grid=[1]).fit(X)
+        save_factors(tmp_path / f"{ci}.h5", fit)
+        d = describe_factors(tmp_path / f"{ci}.h5")
+        assert dict(d.facts)["sparse entries"].startswith(f"{fit.n_sparse_:,}, each counted as {words}")
+        assert d.data["count_indices"] is ci and d.data["n_stored"] == fit.n_stored_
+    save_factors(tmp_path / "t.h5", TruncatedSVD(n_components=1).fit(X))
+    assert "sparse entries" not in dict(describe_factors(tmp_path / "t.h5").facts)
