@@ -175,6 +175,15 @@ def one_sparse_entry(count_indices: bool) -> str:
     """The smallest fit of a method whose smallest part is one entry at a free position (RPCA, sf+s), as
     :func:`below_smallest` names it: with its position where that is charged (``count_indices``).
 
+    Parameters
+    ----------
+    count_indices : bool
+        Whether the entry's position is charged (2 numbers) or its value alone (1).
+
+    Returns
+    -------
+    str
+
     Examples
     --------
     >>> one_sparse_entry(True), one_sparse_entry(False)
