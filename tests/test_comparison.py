@@ -1094,7 +1094,8 @@ def test_a_formed_source_keeps_the_facts_it_knew():
 
 def test_a_rows_reason_names_its_method_once():
     """A row too small for one rank said "Nystrom: budget 3 is below ...", shown as "nystrom: Nystrom: ..."."""
-    X = np.random.default_rng(0).random((16, 16))  # (not symmetric)
+    A = np.random.default_rng(0).random((16, 16))
+    X = A @ A.T  # symmetric PSD: Nyström applies, so its reason is the budget's (a non-symmetric X's is not)
     c = compare(X, ["nystrom", "tsvd", "rsvd", "nmf"], budget=3, time_limit=None)
     for r in c.results:
         assert r.status == "not applicable" and r.reason.startswith("budget 3 is below the smallest fit "), (r.method, r.reason)
