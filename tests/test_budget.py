@@ -319,7 +319,8 @@ def test_a_budget_below_the_smallest_fit_is_said_before_the_memory_limit_from_co
     from sfapprox import compare
     from sfapprox.sources import ArraySource
 
-    X = np.random.default_rng(0).random((16, 16))
+    A = np.random.default_rng(0).random((16, 16))
+    X = A @ A.T  # symmetric PSD: Nyström applies, so its reason is the budget's
     names = ["sf", "rsvd", "nystrom", "sparse", "monarch"]  # every method from columns whose smallest fit is > 15
     c = compare(ArraySource(X), names, budget=15, max_memory=1024, time_limit=1)
     assert c.matrix["path"] == "columns"
