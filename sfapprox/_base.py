@@ -551,8 +551,16 @@ def get_method(name: str) -> MethodSpec:
     return known[name]
 
 
+#: The name that stands for every registered method in a list of methods (``--methods all``).
+ALL_METHODS = "all"
+
+
 def parse_methods(spec: str | Iterable[str]) -> list[str]:
     """``"sf, tsvd"`` or ``["sf", "tsvd"]`` → validated names, in order, without repeats.
+
+    ``"all"`` (:data:`ALL_METHODS`) stands for every registered method, in listing order: the
+    README's "every method" was otherwise a list of fifteen names to type, and ``--methods all``
+    was refused as an unknown method.
 
     Raises
     ------
@@ -564,12 +572,15 @@ def parse_methods(spec: str | Iterable[str]) -> list[str]:
     --------
     >>> parse_methods("sf, tsvd,sf")
     ['sf', 'tsvd']
+    >>> parse_methods("all") == list(methods())
+    True
     """
     if not isinstance(spec, (str, Iterable)):  # None was list(None)'s raw TypeError
         raise ParameterError(f"methods must be a name, comma-separated names or a list of names, got {spec!r}; "
                              f"choose from {', '.join(methods())}")
     items = split_items(spec, "methods") if isinstance(spec, str) else list(spec)
-    names = list(dict.fromkeys(str(m).strip() for m in items if str(m).strip()))
+    given = [str(m).strip() for m in items if str(m).strip()]
+    names = list(dict.fromkeys(n for m in given for n in (methods() if m == ALL_METHODS else [m])))
     if not names:
         raise ParameterError(f"no method given (got {spec!r}); choose from {', '.join(methods())}")
     unknown = [m for m in names if m not in methods()]
@@ -577,7 +588,7 @@ def parse_methods(spec: str | Iterable[str]) -> list[str]:
         guesses = [f"{m!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(m, methods(), n=1)) else repr(m)
                    for m in unknown]
         raise ParameterError(f"unknown method(s) {', '.join(guesses)}; choose from {', '.join(methods())} "
-                             "('sfapprox methods' says what each one stores)")
+                             f"or {ALL_METHODS!r} for every one ('sfapprox methods' says what each one stores)")
     return names
 
 

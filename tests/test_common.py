@@ -139,6 +139,15 @@ def test_parse_methods():
         parse_methods("sparse,,tsvd")  # a name left out: it was dropped without a word
 
 
+def test_parse_methods_all_is_every_method_in_listing_order():
+    # "--methods all" was refused as an unknown method: every method had to be typed out
+    assert parse_methods("all") == list(methods())
+    assert parse_methods(["all"]) == list(methods())
+    assert parse_methods("tsvd, all") == ["tsvd", *[m for m in methods() if m != "tsvd"]]
+    with pytest.raises(ParameterError, match="or 'all' for every one"):
+        parse_methods("sf,svd2")
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_estimators_know_their_method_name(name):
     assert methods()[name].make(N, sf_count(N), CONTEXT).method_name == name

@@ -120,7 +120,7 @@ MatrixPath = Annotated[Path, typer.Argument(help="Matrix file (.mtx, .net/.paj, 
 #: The methods compare/sweep/batch run when --methods is not given.
 DEFAULT_METHODS = ",".join(_DEFAULT_METHODS)
 # The names are not listed here: that would import every method (and torch) for --help.
-Methods = Annotated[str, typer.Option("--methods", help="Comma-separated method names; 'sfapprox methods' lists them all and what each stores.", metavar="LIST", callback=lowered)]
+Methods = Annotated[str, typer.Option("--methods", help="Comma-separated method names, or 'all' for every method; 'sfapprox methods' lists them all and what each stores.", metavar="LIST", callback=lowered)]
 Budget = Annotated[str, typer.Option("--budget", help="Stored numbers per method: 'sf' (SF's own count), a whole number, or a fraction of N² (0.05).", metavar="BUDGET", callback=lowered)]
 Force = Annotated[bool, flag("--force", help="Overwrite existing output files.")]
 Plot = Annotated[Optional[Path], typer.Option("--plot", help="Write a figure (PNG/PDF/SVG, ...; needs matplotlib: pip install 'sfapprox[plot]').", metavar="FILE")]
