@@ -1,4 +1,8 @@
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -262,3 +266,16 @@ def test_the_first_order_is_not_scored_when_the_second_cannot_follow(fake_clock,
     assert err == pytest.approx(np.linalg.norm(X - b.to_dense()), rel=1e-12)
     unlimited = HierarchicalButterfly(order=b.params_["order"], time_limit=None).fit(X)
     assert np.array_equal(unlimited.values_, b.values_)
+
+
+def test_loading_the_apply_kernel_is_not_taken_for_an_orders_cost():
+    # In a fresh process the first order's scoring loaded the compiled apply kernel (about 1 s): that
+    # second was taken for the second order's cost, which a 0.1 s limit then skipped ("time_limit").
+    code = ("import numpy as np\n"
+            "from sfapprox.baselines.butterfly_hier import HierarchicalButterfly\n"
+            "b = HierarchicalButterfly(time_limit=0.1).fit(np.random.default_rng(0).random((8, 8)))\n"
+            "print(b.stop_reason_, len(b.params_['errors']))\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["closed_form", "2"]

@@ -177,6 +177,18 @@ def _right_to_left(A: np.ndarray, step: Callable[[], Any] | None = None) -> tupl
     return values, errors[::-1]
 
 
+def warm_up_apply() -> None:
+    """Load (or compile) the butterfly apply kernel that scores a fit, before the fit's clock starts.
+
+    The first order's scoring loaded it (numba's import and cache: about 1 s, 3 s on a busy machine),
+    and that second was taken for what the other order would cost: at N = 8 under a 0.2 s limit the
+    other order was skipped (``stop_reason`` ``time_limit``, 1.0 s for a fit of 1 ms), and within
+    ``compare --methods all`` on a 100 x 100 matrix at 5 s one order ran in 3.4 s.  SF's kernels are
+    loaded outside its limit the same way.
+    """
+    ChordOperator(np.ones((1, 2, 2)), support="butterfly").to_dense()
+
+
 def factorize(X: np.ndarray, order: str = "left-to-right", step: Callable[[], Any] | None = None,
               ) -> tuple[np.ndarray, list[float]]:
     """Hierarchical butterfly factorization of a ``2^L x 2^L`` matrix.
@@ -343,6 +355,7 @@ class HierarchicalButterfly(Approximation):
             raise BudgetError(below_smallest(self.budget, n, f"the butterfly's 2·N'·log2 N' with N' = {big:,}",
                                              count))
         X = self._within_limit(X)  # its working arrays over the limit: refused before any work
+        warm_up_apply()
         # The limit counts from here: the padded copy and the norm (about 1 s at N = 4,096 on 2 shared
         # cores) came before it, uncounted
         start = time.perf_counter()
