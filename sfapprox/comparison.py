@@ -1228,6 +1228,14 @@ def counted_as(operator, count_indices: bool):
     return operator
 
 
+#: What a ``fit --out`` file's summary says and a comparison's own row leaves unsaid, as it is the usual case:
+#: a fit in memory that kept its own end.  A saved row's details read "path=in memory kept_start=False"
+#: beside the sf row's plain "M=9 b=2 ..."; a fit from columns (path=columns) or one that kept its start
+#: still says so.
+_UNSAID = {"path": "in memory", "kept_start": False}
+_KEEP = object()
+
+
 def score_surrogate(name: str, surrogate, X, budget: int, fro_norm: float | None = None, *,
                     count_indices: bool | None = None) -> MethodResult:
     """A row for a surrogate fitted earlier (an operator, or what :func:`~sfapprox.load_factors` returns).
@@ -1263,7 +1271,9 @@ def score_surrogate(name: str, surrogate, X, budget: int, fro_norm: float | None
         operator = counted_as(operator, count_indices)
     check_included_shapes({name: operator}, X.shape[0])
     stored = int(operator.n_stored)
-    params = {"kind": getattr(surrogate, "kind", None), **dict(getattr(surrogate, "fit", {}) or {})}
+    fit = {key: value for key, value in dict(getattr(surrogate, "fit", {}) or {}).items()
+           if _UNSAID.get(key, _KEEP) != value}
+    params = {"kind": getattr(surrogate, "kind", None), **fit}
     if stored > budget:
         return MethodResult(name, "not applicable", nnz=stored, params=params,
                             reason=f"stores {stored} numbers, over the budget {budget}")

@@ -1123,3 +1123,17 @@ def test_a_sparse_matrix_compared_from_its_columns_is_copied_within_max_memory(m
         compare(X, ["sparse"], budget=400, max_memory=2000)
     assert "\n" not in str(info.value) and str(info.value).startswith("X: reading the 64 x 64 sparse matrix")
     assert not made
+
+
+def test_a_saved_fit_row_leaves_unsaid_what_a_fitted_row_does(tmp_path):
+    """A `fit --out` file's row read "path=in memory kept_start=False" in its details, beside the sf row's
+    plain "M=... b=... it=... stop=...": the summary's defaults, which a fitted row never shows."""
+    from sfapprox.api import fit_matrix
+    from sfapprox.results import details
+
+    X = np.random.default_rng(0).standard_normal((16, 16))
+    fit_matrix(X, settings=FitSettings(max_iter=5, device="cpu"), out=tmp_path / "f.h5")
+    row = compare(X, "tsvd", include=[tmp_path / "f.h5"]).results[-1]
+    assert row.method == "saved:f" and row.status == "ok"
+    assert "path" not in row.params and "kept_start" not in row.params
+    assert details(row.params).startswith("M=4 b=2 init=") and "path=" not in details(row.params)
