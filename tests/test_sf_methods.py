@@ -1,5 +1,7 @@
 """The SF methods' structure choice: the budget's largest structure, capped by what the time allows."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -139,3 +141,22 @@ def test_the_early_check_leaves_a_fit_that_fits_to_its_factory(monkeypatch):
     context = RunContext(FitSettings(time_limit=5.0, device="cpu", max_memory=1 << 30))
     M.sf_check_first(np.random.default_rng(0).random((64, 64)), 2 * sf_count(64), context)
     assert not calls  # the check itself does none of the factory's work
+
+
+def test_the_reason_says_what_the_fewest_factors_get_when_they_too_get_fewer(monkeypatch):
+    """"12 would get fewer than 1000 loss evaluations in the 60 s limit (10 is the fewest that reach every
+    entry)" read as if 10 got them, beside a row of 48 evaluations (an RBF kernel at N = 3,000)."""
+    config = sf_config_for_budget(300, 2 * sf_count(300))
+    fewest = min_full_factors(300, support_offsets(300, "chord", config.base))
+    monkeypatch.setattr(M, "_compiled_first", lambda n, callback: None)
+    monkeypatch.setattr(M, "_evaluation_seconds", lambda n, offsets, m: 1e-3 * m)  # 1 ms per factor
+    limit = 1e-3 * fewest * 50  # 50 evaluations of the fewest factors
+    est = M.sf_estimator(300, config.count, RunContext(FitSettings(time_limit=limit, device="cpu")))
+    assert est.n_factors == fewest
+    reason = est._structure_choice["structure_reason"]
+    assert f"{config.n_factors} would get fewer than {M.MIN_EVALS} loss evaluations" in reason
+    assert f"and {fewest}, the fewest that reach every entry, about 50;" in reason
+    # where the fewest get what a fit wants, nothing more is said of them
+    roomy = M.structure_reason(300, config, dataclasses.replace(config, n_factors=fewest), 10.0,
+                               evaluation_seconds=1e-3 * config.n_factors)
+    assert f"({fewest} is the fewest that reach every entry)" in roomy and "about" not in roomy

@@ -81,7 +81,7 @@ def sf_estimator(n: int, budget: int, context: RunContext, *, support: str = "ch
     if full is not None and settings.time_limit is not None:
         _compiled_first(n, context.callback)
         measuring = time.perf_counter()
-        config = affordable_structure(n, full, settings.time_limit, settings.device, max_iter=settings.max_iter)
+        config, seconds = _affordable(n, full, settings.time_limit, settings.device, settings.max_iter)
         params.update(n_factors=config.n_factors, base=config.base)
         # the structure's measured evaluations are part of the method's time
         params["time_limit"] = max(0.0, settings.time_limit - (time.perf_counter() - measuring))
@@ -94,7 +94,8 @@ def sf_estimator(n: int, budget: int, context: RunContext, *, support: str = "ch
         est._structure_choice = {
             "n_factors_budget": full.n_factors,
             "count_budget": full.count,
-            "structure_reason": structure_reason(n, full, config, settings.time_limit, settings.max_iter),
+            "structure_reason": structure_reason(n, full, config, settings.time_limit, settings.max_iter,
+                                                 evaluation_seconds=seconds),
         }
     return est
 
@@ -280,27 +281,41 @@ def affordable_structure(n: int, config: SFConfig, time_limit: float | None, dev
     SFConfig
         ``config``, or the same base and offsets with fewer factors.
     """
+    return _affordable(n, config, time_limit, device, max_iter)[0]
+
+
+def _affordable(n: int, config: SFConfig, time_limit: float | None, device: str = "cpu",
+                max_iter: int | None = None) -> tuple[SFConfig, float | None]:
+    """:func:`affordable_structure`'s structure, and the measured seconds of one evaluation of
+    ``config`` (None where none was measured), from which :func:`structure_reason` tells what the
+    structure chosen can expect."""
     if time_limit is None or config.support == "butterfly" or not str(device).startswith(("cpu", "auto")):
-        return config
+        return config, None
     if str(device) == "auto":
         import torch
 
         if torch.cuda.is_available():
-            return config
+            return config, None
     offsets = support_offsets(n, config.support, config.base)
     fewest = min_full_factors(n, offsets) or config.n_factors
     if config.n_factors <= fewest:
-        return config
+        return config, None
     seconds = _evaluation_seconds(n, offsets, config.n_factors)
     affordable = int(config.n_factors * time_limit / (wanted_evaluations(max_iter) * max(seconds, 1e-9)) + 1e-9)
     m = max(fewest, min(config.n_factors, affordable))
     if m == config.n_factors:
-        return config
-    return SFConfig(config.base, m, config.n_offsets, n * config.n_offsets * m, config.support)
+        return config, seconds
+    return SFConfig(config.base, m, config.n_offsets, n * config.n_offsets * m, config.support), seconds
 
 
-def structure_reason(n: int, full: SFConfig, config: SFConfig, time_limit: float, max_iter: int | None = None) -> str:
+def structure_reason(n: int, full: SFConfig, config: SFConfig, time_limit: float, max_iter: int | None = None,
+                     *, evaluation_seconds: float | None = None) -> str:
     """Why ``config`` has fewer factors than ``full``, the structure its budget allows (one line).
+
+    Where ``config`` is the fewest factors that reach every entry and that too gets fewer evaluations
+    than wanted, the line says about how many: "12 would get fewer than 1000 ... (10 is the fewest that
+    reach every entry)" read as if 10 got them, beside a row of 48 evaluations (an RBF kernel at
+    N = 3,000 under the default 60 s).
 
     Parameters
     ----------
@@ -314,11 +329,25 @@ def structure_reason(n: int, full: SFConfig, config: SFConfig, time_limit: float
         The fit's time limit in seconds.
     max_iter : int or None, default=None
         The fit's iteration limit (:func:`wanted_evaluations`).
+    evaluation_seconds : float or None, default=None
+        The measured seconds of one evaluation of ``full`` (an evaluation costs in proportion to the
+        factors); None: not known, and not said.
+
+    Examples
+    --------
+    >>> full, fewest = SFConfig(2, 12, 13, 468_000, "chord"), SFConfig(2, 10, 13, 390_000, "chord")
+    >>> structure_reason(3000, full, fewest, 60.0, evaluation_seconds=1.8).split(": ", 1)[1]
+    '12 would get fewer than 1000 loss evaluations in the 60 s limit on this machine, and 10, the fewest that reach every entry, about 40; --time-limit 0 or a longer limit fits them all'
     """
     fewest = min_full_factors(n, support_offsets(n, config.support, config.base))
-    why = (f"{full.n_factors} would get fewer than {wanted_evaluations(max_iter)} loss evaluations in the "
+    wanted = wanted_evaluations(max_iter)
+    why = (f"{full.n_factors} would get fewer than {wanted} loss evaluations in the "
            f"{time_limit:g} s limit on this machine")
-    if config.n_factors == fewest:
+    expected = (None if not evaluation_seconds else
+                int(time_limit / (evaluation_seconds * config.n_factors / full.n_factors)))
+    if config.n_factors == fewest and expected is not None and expected < wanted:
+        why += f", and {config.n_factors}, the fewest that reach every entry, about {expected:,}"
+    elif config.n_factors == fewest:
         why += f" ({config.n_factors} is the fewest that reach every entry)"
     return (f"{config.n_factors} of the {full.n_factors} factors its budget allows ({config.count:,} of "
             f"{full.count:,} numbers): {why}; --time-limit 0 or a longer limit fits them all")
