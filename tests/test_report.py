@@ -774,3 +774,19 @@ def test_a_kernel_compared_from_its_columns_shows_its_parameters_from_an_old_or_
         report = build_report([rec("pts", "rsvd", fro=1.0, category="kernel", matrix_info=info)])
         header, rows = table_cells(report.tables_by_category[0])
         assert header[-2] == "source" and rows[0][-2] == "rbf, bandwidth 1.5"
+
+
+def test_published_figures_left_out_are_said_in_a_note():
+    """The manifest's tsvd figure was left out of a default-protocol report without a word: no 'paper tsvd'
+    column, no reason, where the user had written tsvd = 2.73 beside sf = 1.04."""
+    default = {"protocol": "default", "budget": "sf"}
+    recs = [rec("strike", m, fro=e, reference={"tsvd": 2.73, "sf": 1.04}, settings=default, budget_spec="sf")
+            for m, e in (("sf", 1.1), ("tsvd", 2.6))]
+    report = build_report(recs)
+    assert report.tables_by_category[0].rows[0].withheld == ["tsvd"]
+    notes = report.tables()[-1].notes
+    assert any(n.startswith("the paper's tsvd figures are not shown") and "--protocol paper" in n for n in notes)
+    # under the paper's protocol every figure is shown, and nothing is said
+    paper = build_report([rec("strike", m, fro=e, reference={"tsvd": 2.73, "sf": 1.04}, settings=PAPER)
+                          for m, e in (("sf", 1.1), ("tsvd", 2.7))])
+    assert not any("not shown" in n for n in paper.tables()[-1].notes)

@@ -68,6 +68,9 @@ class MatrixRow:
     source : str or None
         The parameters of a matrix made from what defines it (:func:`source_text`: a kernel and its
         bandwidth, an attention map's arrays, a covariance, a tensor read), None for a file read as it is.
+    withheld : list of str
+        Methods whose published figure the manifest gives but these records were not made under its
+        settings (not :func:`comparable`): left out of ``reference``, and said in a note.
     """
 
     name: str
@@ -78,6 +81,7 @@ class MatrixRow:
     winner: str | None
     mixed: str | None = None
     source: str | None = None
+    withheld: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -229,6 +233,9 @@ class Report(ShownAsTables):
             shown = ", ".join(f"{k} ({self.skipped_lines[k]})" for k in lines[:3]) + (" …" if len(lines) > 3 else "")
             out[-1].notes.append(f"{len(lines)} line(s) of the results file could not be read and are left out "
                                  f"(line {shown}): a row may lack a method's line, and its winner be another")
+        withheld = list(dict.fromkeys(m for cat in self.tables_by_category for row in cat.rows for m in row.withheld))
+        if out and withheld:
+            out[-1].notes.append(withheld_note(withheld))
         differ = self.mixed_settings()
         if out and differ:
             said = "; ".join(f"{key} {' and '.join(values)}" for key, values in differ.items())
@@ -377,6 +384,21 @@ def _span(record: dict[str, Any]) -> tuple[float, float]:
     return error_interval(record) or (record["fro_error"], record["fro_error"])
 
 
+def withheld_note(methods: list[str]) -> str:
+    """The note under a report whose manifest gives published figures that its lines were not made to
+    compare with: the figures were left out without a word, and a user who had put ``tsvd = 2.73`` in the
+    manifest saw no "paper tsvd" column and no reason.
+
+    Examples
+    --------
+    >>> withheld_note(["tsvd"])
+    "the paper's tsvd figures are not shown: they were made under the paper's protocol (SF's reference structure, TSVD at rank ceil(M²/2)), not these lines' settings; 'sfapprox batch --protocol paper' compares with them"
+    """
+    return (f"the paper's {' and '.join(methods)} figures are not shown: they were made under the paper's protocol "
+            "(SF's reference structure, TSVD at rank ceil(M²/2)), not these lines' settings; "
+            "'sfapprox batch --protocol paper' compares with them")
+
+
 def comparable(record: dict[str, Any], method: str) -> bool:
     """Whether a published figure for ``method`` was made under the settings of ``record``.
 
@@ -401,17 +423,21 @@ def _row(name: str, records: list[dict[str, Any]]) -> MatrixRow:
     results = {r["method"]: r for r in records}
     first = records[0]
     reference: dict[str, float] = {}
+    withheld: list[str] = []
     info: dict[str, Any] = {}
     n = None
     for r in records:
         # A figure published for another setting would be a false yardstick: only comparable ones.
-        reference.update({k: v for k, v in (r.get("reference") or {}).items()
-                          if k not in results or comparable(results[k], k)})
+        for k, v in (r.get("reference") or {}).items():
+            if k not in results or comparable(results[k], k):
+                reference[k] = v
+            elif k not in withheld:
+                withheld.append(k)
         info.update(r.get("matrix_info") or {})
         n = n if n is not None else r.get("n")
     mixed = _mixed_measures(results)
     return MatrixRow(first["matrix"], n, results, reference, info, None if mixed else _winner(results), mixed,
-                     source_text(info))
+                     source_text(info), [k for k in withheld if k not in reference])
 
 
 def source_text(info: dict[str, Any]) -> str | None:
