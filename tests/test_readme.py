@@ -385,7 +385,7 @@ def test_readme_quoted_defaults_are_the_code_s():
         f"over {PANEL_MAX:,} rows",
         f"LAPACK's exact SVD up to N = {EXACT_MAX_N}",
         f"`tsvd` | truncated SVD, the largest rank that fits: the best rank-r approximation (LAPACK's SVD, "
-        f"`stop=exact`) up to N = {EXACT_MAX_N:,}",
+        f"of a symmetric X its eigendecomposition, `stop=exact`) up to N = {EXACT_MAX_N:,}",
         f"their plain SF end {PLAIN_SHARE:.0%} of their limit and keep {CONTINUE_SHARE:.0%} back".replace("%", " %"),
         f"in column blocks of {numba_width(4096)} ({numba_width(4096, itemsize=4)} in float32) above "
         f"N = {NUMBA_SINGLE_BLOCK_MAX_N}",

