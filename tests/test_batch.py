@@ -1860,3 +1860,19 @@ def test_a_batch_typed_on_the_command_line_names_its_memory_limit_as_typed(tmp_p
     assert typed["status"] == "not applicable" and "raise the limit with --max-memory if" in typed["reason"]
     run_batch(m, tmp_path / "api", options)
     assert "raise the limit with max_memory= if" in lines(tmp_path / "api")[0]["reason"]
+
+
+def test_cli_batch_in_a_log_says_each_matrix_as_it_ends(tmp_path):
+    """In a pipe or a CI log (no progress bar) a batch said nothing until its report: three small matrices
+    were 15 s of silence, a manifest of large ones hours.  Each matrix now gets a line as it ends;
+    --quiet leaves them out."""
+    from sfapprox.cli import app
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"), gen_entry("b"))
+    said = CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(tmp_path / "o"), "--methods", "tsvd"])
+    assert said.exit_code == 0, said.output
+    done = [line for line in said.output.splitlines() if ": done (" in line]
+    assert [line.split(" (")[0] for line in done] == ["a: done", "b: done"]
+    assert "(1 of 2 matrices, 0:00:" in done[0] and "(2 of 2 matrices, 0:00:" in done[1]
+    quiet = CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(tmp_path / "q"), "--methods", "tsvd", "--quiet"])
+    assert quiet.exit_code == 0 and ": done (" not in quiet.output

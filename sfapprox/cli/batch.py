@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal, Optional
 
@@ -13,7 +13,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .._errors import InputError, ParameterError, SfapproxError
-from ..formats import OutputFormat
+from ..formats import OutputFormat, counted
 from . import _options as o
 from .._signals import stop_cause
 from ._app import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_INTERRUPTED, app, error_boundary
@@ -98,9 +98,13 @@ def _unavailable(report) -> None:
 
 @contextlib.contextmanager
 def batch_progress(quiet: bool) -> Iterator[Any]:
-    """An event handler drawing matrices done / to do, the current matrix and method, elapsed time."""
-    if quiet or not draws_progress():
+    """An event handler drawing matrices done / to do, the current matrix and method, elapsed time; where
+    stderr is no terminal (a pipe, a CI log), a line as each matrix ends (:func:`log_progress`)."""
+    if quiet:
         yield None
+        return
+    if not draws_progress():
+        yield log_progress()
         return
     progress = Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -128,6 +132,26 @@ def batch_progress(quiet: bool) -> Iterator[Any]:
 
     with progress:
         yield on_event
+
+
+def log_progress() -> Callable[..., None]:
+    """A log's progress, one line as each matrix ends: "strike: done (2 of 3 matrices, 0:00:09)".
+
+    A batch in a pipe or a CI log said nothing until its report (three small matrices: 15 s of silence;
+    a manifest of large ones: hours), where ``compare`` there says "optimizer running" and its phases.
+    """
+    state = {"total": 0, "done": 0, "began": time.monotonic()}
+
+    def on_event(kind: str, **info: Any) -> None:
+        if kind == "start":
+            state.update(total=info["total"], began=time.monotonic())
+        elif kind == "matrix_done":
+            state["done"] += 1
+            elapsed = int(time.monotonic() - state["began"])
+            note(f"{info['name']}: done ({state['done']} of {counted(state['total'], 'matrix', 'matrices')}, "
+                 f"{elapsed // 3600}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d})")
+
+    return on_event
 
 
 # ---------------------------------------------------------------------------
