@@ -194,6 +194,10 @@ def test_bad_options_are_refused_before_any_work(tmp_path):
 
     with pytest.raises(ParameterError, match="unknown method.*svd"):
         run_batch(m, tmp_path / "o", BatchOptions(methods=("svd",)))
+    # 'all' (a spelling of --methods, expanded by parse_methods) was "each method may be named once"
+    with pytest.raises(ParameterError, match=r"'all' is a spelling of --methods; BatchOptions takes the names: "
+                                             r"methods=tuple\(parse_methods\('all'\)\)"):
+        run_batch(m, tmp_path / "o", BatchOptions(methods=("all",)))
     # run_batch's keywords, not the batch command's options (a Python caller was told "--scheduler")
     with pytest.raises(ParameterError, match="executor='dask' needs the cluster's scheduler, e.g. scheduler='tcp:"):
         run_batch(m, tmp_path / "o", executor="dask")

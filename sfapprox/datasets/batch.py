@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from .._atomic import OutputError
-from .._base import parse_methods
+from .._base import ALL_METHODS, parse_methods
 from .._dask import close, connect
 from .._executors import cluster_lost, not_picklable, serialization_logs_off, worker_death
 from .._errors import ParameterError, SfapproxError, one_line, parameter, reader, spelled_for
@@ -232,6 +232,9 @@ def _exit_with_parent(parent: int) -> None:
 
 def _check_options(options: BatchOptions, jobs: int, executor: str, scheduler: str | None,
                    wait: bool | float = False) -> None:
+    if ALL_METHODS in options.methods:  # "each method may be named once" said nothing of it
+        raise ParameterError(f"methods {', '.join(options.methods)}: {ALL_METHODS!r} is a spelling of --methods; "
+                             f"BatchOptions takes the names: methods=tuple(parse_methods({ALL_METHODS!r}))")
     if list(parse_methods(options.methods)) != list(options.methods):
         raise ParameterError(f"methods {', '.join(options.methods)}: each method may be named once")
     parse_budget(options.budget)  # a bad budget is refused before any work
