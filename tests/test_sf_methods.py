@@ -154,7 +154,7 @@ def test_the_reason_says_what_the_fewest_factors_get_when_they_too_get_fewer(mon
     est = M.sf_estimator(300, config.count, RunContext(FitSettings(time_limit=limit, device="cpu")))
     assert est.n_factors == fewest
     reason = est._structure_choice["structure_reason"]
-    assert f"{config.n_factors} would get fewer than {M.MIN_EVALS} loss evaluations" in reason
+    assert f"{config.n_factors} would get fewer than {M.MIN_EVALS:,} loss evaluations" in reason  # (was "1000")
     assert f"and {fewest}, the fewest that reach every entry, about 50;" in reason
     # where the fewest get what a fit wants, nothing more is said of them
     roomy = M.structure_reason(300, config, dataclasses.replace(config, n_factors=fewest), 10.0,

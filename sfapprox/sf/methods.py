@@ -337,11 +337,11 @@ def structure_reason(n: int, full: SFConfig, config: SFConfig, time_limit: float
     --------
     >>> full, fewest = SFConfig(2, 12, 13, 468_000, "chord"), SFConfig(2, 10, 13, 390_000, "chord")
     >>> structure_reason(3000, full, fewest, 60.0, evaluation_seconds=1.8).split(": ", 1)[1]
-    '12 would get fewer than 1000 loss evaluations in the 60 s limit on this machine, and 10, the fewest that reach every entry, about 40; --time-limit 0 or a longer limit fits them all'
+    '12 would get fewer than 1,000 loss evaluations in the 60 s limit on this machine, and 10, the fewest that reach every entry, about 40; --time-limit 0 or a longer limit fits them all'
     """
     fewest = min_full_factors(n, support_offsets(n, config.support, config.base))
     wanted = wanted_evaluations(max_iter)
-    why = (f"{full.n_factors} would get fewer than {wanted} loss evaluations in the "
+    why = (f"{full.n_factors} would get fewer than {wanted:,} loss evaluations in the "
            f"{time_limit:g} s limit on this machine")
     expected = (None if not evaluation_seconds else
                 int(time_limit / (evaluation_seconds * config.n_factors / full.n_factors)))
