@@ -46,7 +46,7 @@ from .formats import jsonable
 
 __all__ = ["atomic_path", "write_text", "write_json", "write_bytes", "OutputError", "OutputExistsError",
            "written_outputs", "output_target", "stream_kind", "special_kind", "names_descriptor", "FileStamp", "resolved_path",
-           "check_writable", "check_named_file", "NO_ROOM", "full_disk"]
+           "check_writable", "check_named_file", "NO_ROOM", "full_disk", "NAME_MAX", "shortened"]
 
 #: errnos of a write that found no room: the disk is full, or the user's quota on it is used up.
 NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
@@ -266,9 +266,46 @@ def new_temporary(target: Path, parent: Path | None = None) -> Path:
     if parent is None:
         target = output_target(target)
         parent = target.parent
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{_temporary_stem(target.name)}.{os.getpid()}.", suffix=".tmp", dir=parent)
     os.close(fd)
     return Path(tmp)
+
+
+#: The longest name of one file, in bytes, that the usual file systems take (ext4, XFS, btrfs, tmpfs, APFS).
+NAME_MAX = 255
+
+#: What a temporary's name adds to its file's: ``.`` before it, ``.<pid>.`` (room for 10 digits, whatever this
+#: pid's length, so that every writer of a file names its temporaries alike), mkstemp's 8 letters and ``.tmp``.
+_TEMPORARY_ROOM = NAME_MAX - len(".") - len("..") - 10 - 8 - len(".tmp")
+
+
+def shortened(name: str, room: int) -> str:
+    """``name`` cut to at most ``room`` bytes as the file system stores it, never inside a UTF-8 character.
+
+    Examples
+    --------
+    >>> shortened("été.json", 4), shortened("plain", 10)
+    ('ét', 'plain')
+    """
+    raw = os.fsencode(name)
+    if len(raw) <= room:
+        return name
+    cut = raw[:room]
+    # a character the cut split loses its first bytes too: alone they are no character, and would show as such
+    for back in range(1, min(4, len(cut)) + 1):
+        byte = cut[-back]
+        if byte & 0xC0 != 0x80:  # the first byte of a character (an ASCII one; 0xF8-0xFF: a byte alone)
+            length = 1 if byte < 0xC0 or byte >= 0xF8 else 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
+            cut = cut[:-back] if length > back else cut
+            break
+    return os.fsdecode(cut)
+
+
+def _temporary_stem(name: str) -> str:
+    """The part of ``name`` a temporary of it is named by: the whole name, or its first bytes where the
+    temporary's name would be over :data:`NAME_MAX` (a 250-byte name could be written by no one: its
+    temporary's name was refused with "File name too long", after the whole fit)."""
+    return shortened(name, _TEMPORARY_ROOM)
 
 
 def os_cause(exc: OSError) -> str:
@@ -283,7 +320,7 @@ def _remove_stale(target: Path) -> None:
     would end the process)."""
     if os.name != "posix":
         return
-    stale = re.compile(rf"^\.{re.escape(target.name)}\.(\d+)\.[A-Za-z0-9_]+\.tmp$")
+    stale = re.compile(rf"^\.{re.escape(_temporary_stem(target.name))}\.(\d+)\.[A-Za-z0-9_]+\.tmp$")
     try:
         names = os.listdir(target.parent if str(target.parent) else ".")
     except OSError:
@@ -579,7 +616,10 @@ def _keep_aside(tmp: Path, target: Path) -> Path:
     """Give the finished temporary a visible, unused name beside ``target``."""
     for attempt in range(100):
         extra = f".{attempt}" if attempt else ""
-        kept = target.with_name(f"{target.stem}.{os.getpid()}{extra}.new{target.suffix}")
+        suffix = target.suffix if len(os.fsencode(target.suffix)) <= 32 else ""  # (a "suffix" of 250 bytes)
+        tail = f".{os.getpid()}{extra}.new{suffix}"
+        # the stem cut where the whole is over NAME_MAX: that name was refused, and the result lost with it
+        kept = target.with_name(shortened(target.stem, NAME_MAX - len(os.fsencode(tail))) + tail)
         try:
             os.link(tmp, kept)
             return kept

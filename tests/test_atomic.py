@@ -525,3 +525,44 @@ def test_a_temporary_for_a_link_is_made_beside_the_file_it_points_to(tmp_path, m
     place_temporary(tmp, link)
     assert link.is_symlink() and (tmp_path / "disk" / "m.mtx").read_text() == "downloaded"
     assert leftovers(tmp_path / "cache") == leftovers(tmp_path / "disk") == []
+
+
+# ------------------------------------------------------------------ names as long as a file system takes
+
+
+def test_a_name_of_250_bytes_is_written_and_kept_aside_within_the_limit(tmp_path):
+    """Its temporary (``.<name>.<pid>.<random>.tmp``) was over 255 bytes: "File name too long" after the
+    whole fit; so was the name a result is kept under beside an existing file, and the result was lost."""
+    path = tmp_path / ("é" * 100 + "x" * 42 + ".json")  # 247 bytes, two of them each é
+    write_json(path, {"a": 1})
+    assert json.loads(path.read_text()) == {"a": 1} and leftovers(tmp_path) == []
+    with pytest.raises(OutputExistsError) as caught:
+        write_json(path, {"b": 2}, force=False)
+    kept = caught.value.kept
+    assert json.loads(kept.read_text()) == {"b": 2} and len(os.fsencode(kept.name)) <= 255
+    assert kept.name.endswith(".new.json") and kept.name.startswith("é" * 100)
+    assert json.loads(path.read_text()) == {"a": 1} and leftovers(tmp_path) == []
+
+
+def test_a_long_names_stale_temporary_is_removed(tmp_path):
+    """A killed writer's temporary of a long name is named by the name's first bytes, and found again."""
+    from sfapprox._atomic import new_temporary
+
+    path = tmp_path / ("y" * 240 + ".json")
+    tmp = new_temporary(path)
+    assert len(os.fsencode(tmp.name)) <= 255
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    stale = tmp.with_name(tmp.name.replace(f".{os.getpid()}.", f".{dead}."))
+    tmp.rename(stale)
+    write_json(path, [1])
+    assert not stale.exists() and leftovers(tmp_path) == []
+
+
+def test_shortened_never_splits_a_character():
+    from sfapprox._atomic import shortened
+
+    assert [shortened("中文中文", n) for n in (3, 4, 5, 6, 7)] == ["中", "中", "中", "中文", "中文"]
+    assert shortened("😀a", 3) == "" and shortened("a😀", 5) == "a😀" and shortened("abc", 2) == "ab"
+    # a name's undecodable bytes (surrogate escapes) are bytes alone, kept as they are
+    assert [os.fsencode(shortened(os.fsdecode(b"bad\xff\xfe" * 10), n)) for n in (5, 6)] == [b"bad\xff\xfe", b"bad\xff\xfeb"]
