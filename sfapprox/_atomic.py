@@ -46,7 +46,7 @@ from .formats import jsonable
 
 __all__ = ["atomic_path", "write_text", "write_json", "write_bytes", "OutputError", "OutputExistsError",
            "written_outputs", "output_target", "stream_kind", "special_kind", "names_descriptor", "FileStamp", "resolved_path",
-           "check_writable", "check_named_file", "NO_ROOM", "full_disk", "NAME_MAX", "shortened"]
+           "check_writable", "check_named_file", "NO_ROOM", "full_disk", "NAME_MAX", "shortened", "check_name_length"]
 
 #: errnos of a write that found no room: the disk is full, or the user's quota on it is used up.
 NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
@@ -386,6 +386,7 @@ def check_writable(target: Path, label: str = "") -> None:
     ParameterError
         One line naming ``target`` and what to do.
     """
+    check_name_length(target, label)
     if target.is_dir():
         raise ParameterError(f"{label}{target}: is a folder; give a file name for the output")
     parent = target.parent if str(target.parent) else Path(".")
@@ -393,6 +394,27 @@ def check_writable(target: Path, label: str = "") -> None:
         raise ParameterError(f"{label}{target}: folder {parent} does not exist; create it first")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise ParameterError(f"{label}{target}: folder {parent} is not writable")
+
+
+def check_name_length(target: Path, label: str = "", hint: str = "give a shorter name") -> None:
+    """Refuse, before any work, an output whose file name (the last part of ``target``) is longer than its
+    folder's file system takes (:data:`NAME_MAX` bytes where the folder does not say): it could only fail
+    when written, after the work ("File name too long").  ``label`` starts the message, ``hint`` ends it.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``target``, the name's length in bytes and the limit.
+    """
+    size = len(os.fsencode(target.name))
+    if size <= NAME_MAX:
+        return
+    limit = NAME_MAX
+    with contextlib.suppress(OSError, ValueError):  # (a folder that does not exist yet: the usual limit)
+        limit = os.pathconf(target.parent if str(target.parent) else ".", "PC_NAME_MAX")
+    if size > limit:
+        raise ParameterError(f"{label}{target}: its file name is {size:,} bytes, over the {limit} its file system "
+                             f"takes; {hint}")
 
 
 def resolved_path(path: str | os.PathLike) -> Path:
