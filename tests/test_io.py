@@ -56,6 +56,14 @@ class TestFileProblems:
     def test_missing_file_refused(self, tmp_path):
         input_error(tmp_path / "nope.mtx", "no such file")
 
+    def test_a_loop_of_links_and_a_dangling_link_are_said_to_be_links(self, tmp_path):
+        """Both said "no such file" of a name that ``ls`` lists."""
+        (tmp_path / "a.mtx").symlink_to("b.mtx")
+        (tmp_path / "b.mtx").symlink_to("a.mtx")
+        input_error(tmp_path / "a.mtx", r"a symbolic link that leads back to itself \(a loop\)")
+        (tmp_path / "c.mtx").symlink_to("moved/c.mtx")
+        input_error(tmp_path / "c.mtx", "a symbolic link to moved/c.mtx, which does not exist")
+
     def test_folder_refused_listing_its_matrix_files(self, tmp_path):
         d = tmp_path / "dir.mtx"
         d.mkdir()

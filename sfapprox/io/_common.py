@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bz2
 import contextlib
+import errno
 import gzip
 import hashlib
 import io
@@ -106,6 +107,28 @@ def refuse_special(path: str | os.PathLike, display: str | None = None) -> None:
     if kind is not None:
         raise InputError(f"{display or os.fspath(path)}: is a {kind}, not a file; sfapprox reads its inputs from "
                          "regular files (save the data to a file first)")
+
+
+def missing_why(path: str | os.PathLike) -> str:
+    """Why an input ``path`` that does not exist is not there: ``"no such file"``, or, for a symbolic link, that
+    it loops or where it leads (a loop of links, or a link whose file was moved, said "no such file" of a
+    name ``ls`` lists).
+
+    Examples
+    --------
+    >>> missing_why("no/such.mtx")
+    'no such file'
+    """
+    if not os.path.islink(path):
+        return "no such file"
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symbolic link that leads back to itself (a loop); remove it or give another path"
+    with contextlib.suppress(OSError):
+        return f"a symbolic link to {os.readlink(path)}, which does not exist"
+    return "no such file"
 
 
 def fail(path: str, what: str, hint: str | None = None) -> InputError:
@@ -284,7 +307,7 @@ class Source:
         if self.path.is_dir():
             raise self.fail("is a directory, not a matrix file")
         if not self.path.exists():
-            raise self.fail("no such file")
+            raise self.fail(missing_why(self.path))
         refuse_special(self.path, self.display)
         try:
             size = self.path.stat().st_size
