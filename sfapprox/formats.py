@@ -18,6 +18,7 @@ import io
 import json
 import math
 import os
+import shlex
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
@@ -239,7 +240,11 @@ def fmt_with_interval(value: float | None, interval, digits: int = 4) -> str:
 #: (ESC starts a colour, a title, a cursor move; BEL rings), DEL, C1 controls (0x9b is a one-byte CSI) and
 #: the bidirectional overrides that reorder what is shown.  Each is written as its escape instead.
 _ESCAPED = {**{c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7f, 0xa0)] if c != 0x0a},
-            **{c: f"\\u{c:04x}" for c in [*range(0x202a, 0x202f), *range(0x2066, 0x206a)]}}
+            **{c: f"\\u{c:04x}" for c in [*range(0x202a, 0x202f), *range(0x2066, 0x206a)]},
+            # a byte of a file's name that is no UTF-8 (Linux allows any): Python reads it as a lone surrogate
+            # (surrogateescape), which a UTF-8 file cannot hold (--markdown ended in a UnicodeEncodeError) and a
+            # terminal shows as "?"; written as the byte's escape, the name is recognised and stays valid text
+            **{c: f"\\x{c - 0xdc00:02x}" for c in range(0xdc80, 0xdd00)}}
 
 
 def printable(text: str) -> str:
@@ -249,10 +254,32 @@ def printable(text: str) -> str:
 
     Examples
     --------
-    >>> printable("w\x1b[2J.weight"), printable("plain text")
-    ('w\\x1b[2J.weight', 'plain text')
+    >>> printable("w\x1b[2J.weight"), printable("plain text"), printable(os.fsdecode(b"bad\xff.mtx"))
+    ('w\\x1b[2J.weight', 'plain text', 'bad\\xff.mtx')
     """
     return text.translate(_ESCAPED)
+
+
+def shell_quote(word: str) -> str:
+    r"""``word`` quoted for a POSIX shell (bash, zsh, ksh) to read back as the same bytes, for a command
+    sfapprox suggests: :func:`shlex.quote`, or ``$'...'`` with escapes where ``word`` holds what
+    :func:`printable` escapes (a control character, a byte of a file's name that is no UTF-8), which no
+    plain quoting shows as itself: ``shlex.quote`` wrote such a name as ``'bad\udcff.mtx'``, a file that
+    does not exist.
+
+    Examples
+    --------
+    >>> shell_quote("a b.mtx"), shell_quote(os.fsdecode(b"bad\xff.mtx")), shell_quote("a\x1bb'c")
+    ("'a b.mtx'", "$'bad\\xff.mtx'", "$'a\\x1bb\\'c'")
+    """
+    if printable(word) == word:
+        return shlex.quote(word)
+    return "$'" + printable(word.replace("\\", "\\\\").replace("'", "\\'")) + "'"
+
+
+def shell_join(words: list[str]) -> str:
+    """A command line of ``words``, each quoted by :func:`shell_quote` (as :func:`shlex.join` quotes)."""
+    return " ".join(shell_quote(word) for word in words)
 
 
 #: ASCII spellings of the glyphs sfapprox writes (tables, notes, help), for a terminal or a log that cannot show

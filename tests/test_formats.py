@@ -327,3 +327,19 @@ def test_ascii_spells_the_help_and_datasets_marks(raw, spelled):
     from sfapprox.formats import to_ascii
 
     assert to_ascii(raw) == spelled
+
+
+def test_a_names_undecodable_bytes_are_escaped_and_quoted_for_the_shell():
+    """A lone surrogate (a byte of a file's name that is no UTF-8) went raw into tables and files: a UTF-8
+    file could not hold it (UnicodeEncodeError), and ``shlex.quote`` kept it as ``'\\udcff'``."""
+    import os
+    import subprocess
+
+    from sfapprox.formats import printable, shell_join
+
+    name = os.fsdecode(b"a b\xff\xfe's.mtx")
+    assert printable(name) == "a b\\xff\\xfe's.mtx"
+    line = shell_join(["printf", "%s", name, "\x1b[31m"])
+    assert line == "printf %s $'a b\\xff\\xfe\\'s.mtx' $'\\x1b[31m'"
+    said = subprocess.run(["bash", "-c", line], capture_output=True, check=True).stdout
+    assert said == b"a b\xff\xfe's.mtx\x1b[31m"  # the shell reads back the very bytes
