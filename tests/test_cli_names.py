@@ -41,3 +41,45 @@ def test_save_factors_names_over_255_bytes_are_refused_before_any_fit(tmp_path):
 def test_an_output_name_over_255_bytes_is_refused_naming_its_length(tmp_path):
     res = invoke("compare", small_npy(tmp_path / "m.npy"), "--methods", "tsvd", "--json", tmp_path / ("j" * 300 + ".json"))
     assert res.exit_code == 2 and "its file name is 305 bytes, over the 255" in one_line(res), res.output
+
+
+class _Suggesting:
+    """A comparison whose verdict suggests running sparse too (what suggest_next reads of one)."""
+
+    def verdict(self):
+        return {"suggest": ["sparse"]}
+
+
+def _suggested(capsys, path, argv=None) -> str:
+    from sfapprox.cli.compare import suggest_next
+
+    suggest_next(_Suggesting(), Path(path), ["tsvd"], argv=argv)
+    return next(line for line in capsys.readouterr().err.splitlines() if line.startswith("next: "))
+
+
+def test_the_next_command_keeps_its_options_before_a_double_dash(capsys):
+    """``compare -- -m.mtx`` was told ``compare -- -m.mtx --methods tsvd,sparse``: after ``--`` those are
+    file names ("Got unexpected extra argument(s)"); nor may a file named ``--methods`` be taken for one."""
+    said = _suggested(capsys, "-m.mtx", ["compare", "--", "-m.mtx"])
+    assert said == "next: sfapprox compare --methods tsvd,sparse -- -m.mtx"
+    said = _suggested(capsys, "--methods", ["compare", "--methods", "tsvd", "--", "--methods"])
+    assert said == "next: sfapprox compare --methods tsvd,sparse -- --methods"
+    # the plain form (not run from the command line) of a name that starts with a dash
+    assert _suggested(capsys, "-m.mtx") == "next: sfapprox compare --methods tsvd,sparse -- -m.mtx"
+
+
+def test_the_next_command_names_an_undecodable_file_as_the_shell_reads_it(capsys, tmp_path):
+    r"""A name with a byte that is no UTF-8 was written ``'bad\udcff.mtx'``: pasted, no such file."""
+    name = os.fsdecode(b"bad\xff [x].mtx")
+    said = _suggested(capsys, name, ["compare", name, "--methods", "tsvd", "--json", "r [1].json"])
+    assert said == r"next: sfapprox compare $'bad\xff [x].mtx' --json 'r [1].json' --methods tsvd,sparse --force"
+
+
+def test_an_undecodable_name_is_shown_as_its_bytes_and_written_into_markdown(tmp_path, monkeypatch):
+    r"""``compare bad\xff.mtx --markdown r.md`` ended in a traceback (UnicodeEncodeError) after the work."""
+    monkeypatch.chdir(tmp_path)
+    name = os.fsdecode(b"bad\xff.npy")
+    small_npy(Path(name))
+    res = invoke("compare", name, "--methods", "tsvd", "--markdown", "r.md", "--latex", "r.tex")
+    assert res.exit_code == 0, res.output
+    assert "bad\\xff" in Path("r.md").read_text(encoding="utf-8") and "bad\\xff" in res.output

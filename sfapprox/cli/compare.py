@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Literal, Optional
@@ -13,6 +12,7 @@ import typer
 
 from .._atomic import check_name_length, output_target, stream_kind
 from .._errors import ParameterError
+from ..formats import shell_join
 from . import _options as o
 from ._app import (EXIT_INTERRUPTED, announce_start, app, error_boundary, option_items, read_matrix, show_notes,
                    stop_cause)
@@ -137,14 +137,25 @@ def suggest_next(comparison, path: Path, names: list[str], argv: list[str] | Non
         lead = list(itertools.takewhile(_root_spellings().__contains__, words))
         words = _with_methods(words[len(lead):], methods)
         if not words or words[0] != "compare":  # not run as the CLI (a test, an embedding): the plain form
-            lead, words = [], ["compare", str(path), "--methods", methods]
+            named = ["--", str(path)] if str(path).startswith("-") else [str(path)]  # (-m.mtx: not an option)
+            lead, words = [], _with_options(["compare", *named], "--methods", methods)
         words = [*lead, *_once_each(words)]  # `--var W --var W` ran (the last counts): said once
         if "--force" not in words and _writes_files(words):
-            words.append("--force")  # its outputs exist now: as it ran, the command would refuse to start
-        # Never wrapped: a command to copy.  A file's name in it with a control character (shlex quotes it,
-        # it does not hide it) is written as its escape: not the command to paste, but nothing the terminal acts on
-        err.print(f"[bold]next: {literal(shlex.join(['sfapprox', *words]))}[/]", highlight=False,
+            # its outputs exist now: as it ran, the command would refuse to start
+            words = _with_options(words, "--force")
+        # Never wrapped: a command to copy.  A file's name with a control character or a byte that is no UTF-8
+        # is quoted as $'...' with escapes: the command to paste, and nothing a terminal acts on
+        err.print(f"[bold]next: {literal(shell_join(['sfapprox', *words]))}[/]", highlight=False,
                   soft_wrap=True)
+
+
+def _with_options(words: list[str], *options: str) -> list[str]:
+    """``words`` with ``options`` added at their end, or before a ``--`` (after which every word is a file's
+    name: ``compare -- -m.mtx``'s suggestion ``compare -- -m.mtx --methods ...`` gave ``--methods`` as a file)."""
+    if "--" not in words:
+        return [*words, *options]
+    end = words.index("--")
+    return [*words[:end], *options, *words[end:]]
 
 
 #: compare's options that write files (a command suggested again must be let replace them).
@@ -192,12 +203,13 @@ def _root_spellings() -> set[str]:
 
 def _with_methods(words: list[str], methods: str) -> list[str]:
     """``words`` with its ``--methods`` option (``--methods X`` or ``--methods=X``) set to ``methods``."""
+    end = words.index("--") if "--" in words else len(words)  # after it, file names: a "--methods" too
     out, skip = [], False
-    for word in words:
+    for word in words[:end]:
         if skip:
             skip = False
         elif word == "--methods":
             skip = True
         elif not word.startswith("--methods="):
             out.append(word)
-    return [*out, "--methods", methods]
+    return _with_options([*out, *words[end:]], "--methods", methods)
