@@ -83,3 +83,11 @@ def test_an_undecodable_name_is_shown_as_its_bytes_and_written_into_markdown(tmp
     res = invoke("compare", name, "--methods", "tsvd", "--markdown", "r.md", "--latex", "r.tex")
     assert res.exit_code == 0, res.output
     assert "bad\\xff" in Path("r.md").read_text(encoding="utf-8") and "bad\\xff" in res.output
+
+
+def test_report_names_a_folder_with_spaces_quoted_in_the_command_it_suggests(tmp_path):
+    """``report "my runs"`` said "run 'sfapprox batch MANIFEST --out-dir my runs' first": two words to a shell."""
+    folder = tmp_path / "my runs [1]"
+    folder.mkdir()
+    res = invoke("report", folder)
+    assert res.exit_code == 2 and f"run first: sfapprox batch MANIFEST --out-dir '{folder}'" in one_line(res), res.output

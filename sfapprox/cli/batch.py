@@ -13,7 +13,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .._errors import InputError, ParameterError, SfapproxError
-from ..formats import OutputFormat, counted
+from ..formats import OutputFormat, counted, shell_quote
 from . import _options as o
 from .._signals import stop_cause
 from ._app import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_INTERRUPTED, app, error_boundary
@@ -327,7 +327,9 @@ def report(
             if command is not None:
                 report_result(out_dir, data, command, outputs, plot)
                 return
-            hint = f"sfapprox report {out_dir.parent}" if out_dir.name == RESULTS_FILE else "sfapprox report DIR"
+            # (quoted: a folder named "my runs" is two words to the shell)
+            hint = f"sfapprox report {shell_quote(str(out_dir.parent))}" if out_dir.name == RESULTS_FILE else \
+                "sfapprox report DIR"
             raise InputError(f"{out_dir}: is a file; give the batch's folder, the one that holds {RESULTS_FILE} "
                              f"({hint}), or the JSON that compare --json or sweep --json wrote")
         if out_dir.exists() and not out_dir.is_dir():  # /dev/null, a pipe: it said "run batch --out-dir /dev/null"
@@ -342,7 +344,7 @@ def report(
         # a batch running there now: its lines so far ("run batch first" was said while it ran its first pair)
         running = running_holder(out_dir)
         if not results.is_file() and not running:
-            raise InputError(f"{out_dir}: no {RESULTS_FILE}; run 'sfapprox batch MANIFEST --out-dir {out_dir}' first")
+            raise InputError(f"{out_dir}: no {RESULTS_FILE}; {_run_batch_first(out_dir)}")
         parsed = read_results(results)  # (a missing one reads as empty)
         skipped = parsed.left_out()  # the incomplete last line too: the tables' notes and the JSON say it
         _say_left_out(results, skipped)
@@ -351,8 +353,8 @@ def report(
             raise InputError(f"{out_dir}: no result lines yet: the batch using this folder "
                              f"({describe_holder(running)}) has finished no pair so far; run this again later")
         if not parsed.records:  # printed nothing, exit 0: as if the folder held a report of nothing
-            raise InputError(f"{results}: no result lines yet; run 'sfapprox batch MANIFEST --out-dir {out_dir}' "
-                             "(a batch stopped before its first pair finished leaves none)")
+            raise InputError(f"{results}: no result lines yet (a batch stopped before its first pair finished "
+                             f"leaves none); {_run_batch_first(out_dir)}")
         rep = build_report(parsed.records, skipped)
         tables = rep.tables()
         show_tables(tables, outputs)
@@ -363,6 +365,14 @@ def report(
         # the JSON only when asked for: its library versions import torch, which the tables do not need
         write_outputs(rep.file_tables(tables), rep.to_dict() if "json" in outputs.files else None, outputs)
 
+
+def _run_batch_first(out_dir: Path) -> str:
+    """What to run to fill ``out_dir``: ``run 'sfapprox batch MANIFEST --out-dir DIR' first``, or, where the
+    folder's name needs quoting for a shell (``my runs``: two words), the command last, quoted as typed."""
+    quoted = shell_quote(str(out_dir))
+    if quoted == str(out_dir):
+        return f"run 'sfapprox batch MANIFEST --out-dir {out_dir}' first"
+    return f"run first: sfapprox batch MANIFEST --out-dir {quoted}"
 
 def _say_left_out(results: Path, skipped: dict[int, str], shown: int = 5) -> None:
     """Warn of the lines of ``results`` a report leaves out (each with why, the first ``shown``), and say
