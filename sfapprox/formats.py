@@ -245,6 +245,8 @@ _ESCAPED = {**{c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7f, 0xa0)] if c
             # (surrogateescape), which a UTF-8 file cannot hold (--markdown ended in a UnicodeEncodeError) and a
             # terminal shows as "?"; written as the byte's escape, the name is recognised and stays valid text
             **{c: f"\\x{c - 0xdc00:02x}" for c in range(0xdc80, 0xdd00)}}
+#: The escapes of a name's bytes that are no UTF-8 alone (:func:`to_ascii` writes them so, too).
+_UNDECODABLE = {c: _ESCAPED[c] for c in range(0xdc80, 0xdd00)}
 
 
 def printable(text: str) -> str:
@@ -332,7 +334,7 @@ def to_ascii(text: str) -> str:
     >>> to_ascii("‖X−X̂‖_F ± 2·N²"), to_ascii("Schröder ★")
     ('||X-X^||_F +/- 2*N^2', 'Schroder *')
     """
-    text = text.translate(_ASCII)
+    text = text.translate(_ASCII).translate(_UNDECODABLE)  # a name's undecodable bytes: \xNN, not "?"
     if text.isascii():
         return text
     decomposed = unicodedata.normalize("NFKD", text)

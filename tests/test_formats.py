@@ -343,3 +343,12 @@ def test_a_names_undecodable_bytes_are_escaped_and_quoted_for_the_shell():
     assert line == "printf %s $'a b\\xff\\xfe\\'s.mtx' $'\\x1b[31m'"
     said = subprocess.run(["bash", "-c", line], capture_output=True, check=True).stdout
     assert said == b"a b\xff\xfe's.mtx\x1b[31m"  # the shell reads back the very bytes
+
+
+def test_to_ascii_spells_a_names_undecodable_bytes_as_escapes():
+    """An ASCII stream (LC_ALL=C, PYTHONIOENCODING=ascii) showed ``bad\\xff.mtx`` as ``bad?.mtx``."""
+    import os
+
+    from sfapprox.formats import to_ascii
+
+    assert to_ascii(os.fsdecode(b"bad\xff\xe9t\xc3\xa9.mtx")) == "bad\\xff\\xe9te.mtx"
