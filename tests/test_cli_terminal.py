@@ -14,6 +14,7 @@ import os
 import pty
 import re
 import select
+import shlex
 import struct
 import subprocess
 import sys
@@ -90,7 +91,7 @@ def test_fitting_commands_draw_progress_and_finish(matrix, tmp_path, command):
     assert "\x1b[" in screen  # it drew for a terminal: colours and the progress bar
     assert ("fro_error" if command == "fit" else "tsvd") in text
     for line in text.splitlines():
-        assert cell_len(line) <= 80 or line.startswith("next: sfapprox"), line
+        assert cell_len(line) <= 80, line  # the next command too (it went on past the edge)
     if command == "fit":
         assert (tmp_path / "f.h5").is_file()
 
@@ -683,8 +684,8 @@ def test_a_40_column_window_wraps_an_n_3000_comparison_readably(n3000, tmp_path,
     text = plain(screen)
     assert code == 0 and "Traceback" not in text, text[-3000:]
     lines = [line.rstrip() for line in text.splitlines()]
-    assert all(cell_len(line) <= 40 for line in lines if not line.startswith("next: ")), \
-        [line for line in lines if cell_len(line) > 40]
+    # (the next command's path, wider than the window, has a line of its own: the terminal wraps it)
+    assert all(cell_len(line) <= 40 or _one_piece(line) for line in lines), [line for line in lines if cell_len(line) > 40]
     words = " ".join(text.split())
     data = json.loads(record.read_text())
     assert " ".join(data["verdict"]["text"].split()) in words  # wrapped at spaces: every number whole
@@ -692,3 +693,65 @@ def test_a_40_column_window_wraps_an_n_3000_comparison_readably(n3000, tmp_path,
         if row["status"] == "ok":
             shown = [line for line in lines if line.startswith(row["method"])]
             assert shown and f"{row['nnz']:,}" in shown[0] and fmt_number(row["rel_error"]) in shown[0], shown
+
+
+def _one_piece(line: str) -> bool:
+    """Whether ``line`` of a command laid out to be copied holds one piece alone (a path wider than the
+    window, left whole for the terminal to wrap softly)."""
+    return " " not in line.strip().removesuffix(" \\")
+
+
+def _shell_words(lines: list[str]) -> list[str]:
+    """The words a shell reads in ``lines`` pasted (``\\`` continuations and all)."""
+    done = subprocess.run(["bash", "-c", "printf '%s\\0' " + "\n".join(lines)], capture_output=True, text=True,
+                          timeout=30)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split("\0")[:-1]
+
+
+@pytest.mark.parametrize("columns", [40, 60])
+def test_the_next_command_is_copyable_in_a_narrow_window(tmp_path, columns):
+    """At 40 columns the ``next:`` line (a command to copy) was never wrapped: the terminal broke it at its
+    edge, in the middle of a path or an option.  Now it has lines of its own, broken only between shell words
+    (an option beside its value) with `` \\`` continuations, so that the lines pasted into a shell are the
+    command; a pipe still gets it on one line."""
+    record = tmp_path / "a_results_file_with_a_long_name.json"
+    args = ["compare", "examples/mesh_small.mtx", "--methods", "tsvd", "--json", record, "--device", "cpu", "--force"]
+    piped = subprocess.run([sys.executable, "-m", "sfapprox", *map(str, args)], capture_output=True, text=True,
+                           cwd=ROOT, timeout=120)
+    assert piped.returncode == 0, piped.stderr
+    said = [line for line in piped.stderr.splitlines() if line.startswith("next: sfapprox compare ")]
+    assert len(said) == 1, piped.stderr  # one line in a pipe
+    command = shlex.split(said[0].removeprefix("next: "))
+    code, screen = run_in_terminal(args, columns=columns)
+    lines = [line.rstrip() for line in plain(screen).splitlines() if line.strip()]
+    assert code == 0, "\n".join(lines)
+    start = lines.index("next:")
+    shown = lines[start + 1:]
+    assert shown[0].startswith("  sfapprox compare") and all(line.endswith(" \\") for line in shown[:-1]), shown
+    assert not shown[-1].endswith("\\"), shown
+    assert all(cell_len(line) <= columns or _one_piece(line) for line in shown), shown
+    assert f"    {record} \\" in shown, shown  # wider than the window: a line of its own, whole
+    assert "--methods tsvd,sparse" in "\n".join(shown)  # an option beside its value
+    assert _shell_words(shown) == command
+
+
+def test_the_next_command_fits_a_wide_window_on_one_line(tmp_path):
+    code, screen = run_in_terminal(["compare", "examples/mesh_small.mtx", "--methods", "tsvd", "--device", "cpu"],
+                                   columns=120)
+    text = plain(screen)
+    assert code == 0, text
+    assert "next: sfapprox compare examples/mesh_small.mtx --device cpu --methods tsvd,sparse" in text.splitlines()
+
+
+def test_a_command_is_broken_between_its_words_only():
+    """An option stays beside its value where a line holds them; a word wider than a line (a path) has a line
+    of its own, whole (the terminal wraps it softly: a copy of it is one word)."""
+    from sfapprox.cli._render import command_lines
+
+    path = "/a/path/wider/than/the/window/itself.mtx"
+    groups = [["sfapprox"], ["compare"], [path], ["--methods", "tsvd,sparse"], ["--json", path], ["--device", "cpu"],
+              ["--force"]]
+    assert command_lines(groups, 30) == ["  sfapprox compare \\", f"    {path} \\", "    --methods tsvd,sparse \\",
+                                         "    --json \\", f"    {path} \\", "    --device cpu --force"]
+    assert command_lines([["sfapprox"], ["methods"]], 80) == ["  sfapprox methods"]

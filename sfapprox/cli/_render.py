@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn
@@ -28,7 +29,7 @@ from rich.table import Table as RichTable
 from .._atomic import check_writable, output_target, resolved_path, stream_kind, write_text
 from .._errors import ParameterError, SfapproxError
 from ..formats import (PLOT_SUFFIXES, OutputFormat, Table, ascii_table, encodes_glyphs, fmt_number, printable,
-                       render_rich, to_ascii)
+                       render_rich, shell_quote, to_ascii)
 
 
 #: Width of a console that writes to a pipe or a file: tables there are as wide as their content.
@@ -95,6 +96,71 @@ err = _console(stderr=True)
 def one_line() -> bool:
     """Messages on stderr stay one line each in a pipe or a log; in a terminal they wrap at words."""
     return not on_terminal(err)
+
+
+#: Indents of a command laid out on several lines (:func:`command_lines`): its first line, and the others.
+COMMAND_INDENT = ("  ", "    ")
+
+
+def command_lines(groups: Sequence[Sequence[str]], width: int) -> list[str]:
+    """A shell command laid out to be copied from a window ``width`` columns wide.
+
+    Parameters
+    ----------
+    groups : sequence of sequence of str
+        The command's words, already quoted (:func:`~sfapprox.formats.shell_quote`), in groups kept
+        on one line where a line holds them: an option with its value.
+    width : int
+        The window's width.
+
+    Returns
+    -------
+    list of str
+        The lines, indented (:data:`COMMAND_INDENT`), broken only between
+        words, each but the last ending in `` \\`` (the shell's continuation:
+        the lines pasted are one command).  A word wider than a line gets a
+        line of its own, whole: the terminal then wraps it softly, and a copy
+        of it is still one word (cut at the edge, it was two).
+
+    Examples
+    --------
+    >>> command_lines([["sfapprox"], ["compare"], ["m.mtx"], ["--methods", "tsvd,sparse"]], 30)
+    ['  sfapprox compare m.mtx \\\\', '    --methods tsvd,sparse']
+    """
+    pieces = []
+    for group in groups:  # a group no line holds goes word by word (--json, then its long path)
+        joined = " ".join(group)
+        whole = cell_len(f"{COMMAND_INDENT[1]}{joined} \\") <= width
+        pieces.extend([joined] if whole else group)
+    lines: list[str] = []
+    line = COMMAND_INDENT[0]
+    for i, piece in enumerate(pieces):
+        fresh = line.strip() == ""
+        more = " \\" if i < len(pieces) - 1 else ""  # (a line that goes on needs its continuation's room)
+        if not fresh and cell_len(f"{line} {piece}{more}") > width:
+            lines.append(f"{line} \\")
+            line, fresh = COMMAND_INDENT[1], True
+        line = f"{line}{piece}" if fresh else f"{line} {piece}"
+    return [*lines, line]
+
+
+def show_command(label: str, groups: Sequence[Sequence[str]]) -> None:
+    """``label`` and a command to copy (``groups``: its words, an option with its value) on stderr.
+
+    One line in a pipe or a log, and in a window it fits.  In a narrower
+    window the label has a line of its own and the command follows, broken
+    only between words with the shell's `` \\`` continuation
+    (:func:`command_lines`), so that a copy of those lines runs: the terminal
+    broke the one line at its edge, in the middle of a word or an option.  A
+    file's name with a control character or a byte that is no UTF-8 is
+    quoted as ``$'...'`` with escapes (:func:`~sfapprox.formats.shell_quote`):
+    the command to paste, and nothing the terminal acts on.
+    """
+    quoted = [[shell_quote(word) for word in group] for group in groups]
+    line = " ".join([label, *(word for group in quoted for word in group)])
+    lines = [line] if one_line() or cell_len(line) <= err.width else [label, *command_lines(quoted, err.width)]
+    # soft_wrap: never re-wrapped by rich (a word wider than the window is left whole, the terminal wraps it)
+    err.print(Text("\n".join(lines), style="bold"), highlight=False, soft_wrap=True)
 
 
 def literal(text: str) -> str:

@@ -12,12 +12,11 @@ import typer
 
 from .._atomic import check_name_length, output_target, stream_kind
 from .._errors import ParameterError
-from ..formats import shell_join
 from . import _options as o
 from ._app import (EXIT_INTERRUPTED, announce_start, app, error_boundary, option_items, read_matrix, show_notes,
                    stop_cause)
-from ._render import (advise_limits, check_distinct, check_outputs, check_plot, emit, err, fit_progress, literal,
-                      method_announcer, named_outputs, note, notes_quiet, read_files)
+from ._render import (advise_limits, check_distinct, check_outputs, check_plot, emit, fit_progress, method_announcer,
+                      named_outputs, note, notes_quiet, read_files, show_command)
 
 
 @app.command()
@@ -139,14 +138,13 @@ def suggest_next(comparison, path: Path, names: list[str], argv: list[str] | Non
         if not words or words[0] != "compare":  # not run as the CLI (a test, an embedding): the plain form
             named = ["--", str(path)] if str(path).startswith("-") else [str(path)]  # (-m.mtx: not an option)
             lead, words = [], _with_options(["compare", *named], "--methods", methods)
-        words = [*lead, *_once_each(words)]  # `--var W --var W` ran (the last counts): said once
-        if "--force" not in words and _writes_files(words):
-            # its outputs exist now: as it ran, the command would refuse to start
-            words = _with_options(words, "--force")
-        # Never wrapped: a command to copy.  A file's name with a control character or a byte that is no UTF-8
-        # is quoted as $'...' with escapes: the command to paste, and nothing a terminal acts on
-        err.print(f"[bold]next: {literal(shell_join(['sfapprox', *words]))}[/]", highlight=False,
-                  soft_wrap=True)
+        groups = [[word] for word in ["sfapprox", *lead]] + _once_each_items(words)  # `--var W --var W`: once
+        if not any("--force" in group for group in groups) and _writes_files(_flat(groups)):
+            # its outputs exist now: as it ran, the command would refuse to start (before a `--`: after it, a file)
+            end = next((i for i, group in enumerate(groups) if group == ["--"]), len(groups))
+            groups.insert(end, ["--force"])
+        # A file's name with a control character or a byte that is no UTF-8 is quoted as $'...' with escapes
+        show_command("next:", groups)
 
 
 def _with_options(words: list[str], *options: str) -> list[str]:
@@ -178,6 +176,17 @@ def _once_each(words: list[str]) -> list[str]:
     """``words`` (a ``compare`` command line) with each option once: one given again (which the command
     allows, its last value counting) keeps its first place and takes its last value; a repeatable one
     (``--with``) keeps every occurrence, and words that are no option of compare's stay as they are."""
+    return _flat(_once_each_items(words))
+
+
+def _flat(groups: list[list[str]]) -> list[str]:
+    """The words of ``groups``, in order."""
+    return [word for group in groups for word in group]
+
+
+def _once_each_items(words: list[str]) -> list[list[str]]:
+    """:func:`_once_each`, each option with its value a list of its own (a word that is no option alone):
+    the pieces the next command is broken between, never inside."""
     items: list[list[str]] = []
     first: dict[str, int] = {}  # an option's name -> its item
     for item in option_items(typer.main.get_command(app).commands["compare"].params, words):
@@ -187,7 +196,7 @@ def _once_each(words: list[str]) -> list[str]:
         if item.param is not None:
             first.setdefault(item.param.name, len(items))
         items.append(item.words)
-    return [w for item in items for w in item]
+    return items
 
 
 def _root_spellings() -> set[str]:
