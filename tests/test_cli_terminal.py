@@ -755,3 +755,47 @@ def test_a_command_is_broken_between_its_words_only():
     assert command_lines(groups, 30) == ["  sfapprox compare \\", f"    {path} \\", "    --methods tsvd,sparse \\",
                                          "    --json \\", f"    {path} \\", "    --device cpu --force"]
     assert command_lines([["sfapprox"], ["methods"]], 80) == ["  sfapprox methods"]
+
+
+@pytest.mark.parametrize("columns", [40, 60])
+def test_batch_s_progress_line_keeps_its_numbers_whole_in_a_narrow_window(tmp_path, columns):
+    """At 40 columns batch's line read "matrices ━━ 0… mesh: sf it 274/20000 0:…": rich shrank every column,
+    the count of matrices and the time among them.  Now the bar and the matrix's name give way, never the
+    count, the iteration or the time."""
+    np.save(tmp_path / "m.npy", np.random.default_rng(1).random((16, 16)))
+    (tmp_path / "one.toml").write_text('[[matrix]]\nname = "a_matrix_with_a_rather_long_name"\ncategory = "other"\n'
+                                       'file = "m.npy"\n')
+    code, screen = run_in_terminal(["batch", tmp_path / "one.toml", "--out-dir", tmp_path / "out", "--methods", "sf",
+                                    "--iters", "100000", "--time-limit", "3", "--device", "cpu"], columns=columns)
+    text = plain(screen)
+    assert code == 0, text
+    drawn = [line.rstrip() for line in text.splitlines() if re.search(r"\d+:\d\d(:|…|$)", line)]
+    iterating = [line for line in drawn if " it " in line]
+    assert iterating, drawn
+    for line in drawn:
+        assert cell_len(line) <= columns and re.search(r"(^|\s)[01]/1\s(.*\s)?\d+:\d\d:\d\d$", line), line
+    assert all(re.search(r" it \d+/100000 \d+:\d\d:\d\d$", line) for line in iterating), iterating
+
+
+@pytest.mark.parametrize("columns", [30, 40, 60, 100])
+def test_the_reading_line_keeps_the_bytes_and_the_time_whole(monkeypatch, tmp_path, columns):
+    """At 40 columns the "reading FILE" line read "reading a_rather_long_matri… 95.4 MiB …" and at 60
+    "95.4 MiB of 286.1…", the time gone: the name and the bar give way now, never the bytes or the time."""
+    import io
+
+    from rich.console import Console
+
+    from sfapprox.cli import _render
+
+    console = Console(file=io.StringIO(), force_terminal=True, width=columns, color_system=None)
+    monkeypatch.setattr(_render, "err", console)
+    path = tmp_path / "a_rather_long_matrix_file_name.mtx"
+    path.write_bytes(b"x" * 300_000)
+    monkeypatch.setattr(_render, "bytes_read", lambda p: 100_000)
+    line = _render._ReadingLine(path)
+    line.show()
+    line.close()
+    drawn = [text.rstrip() for text in plain(console.file.getvalue()).splitlines() if "KiB" in text]
+    assert drawn and all(cell_len(text) <= columns for text in drawn), drawn
+    assert all(re.search(r"(^|\s)97\.7 KiB of 293\.0 KiB \d+:\d\d:\d\d$", text) for text in drawn), drawn
+    assert columns < 40 or all(text.startswith("reading a") for text in drawn), drawn  # the name, where it fits

@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Optional
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .._errors import InputError, ParameterError, SfapproxError
 from ..formats import OutputFormat, counted, shell_quote
 from . import _options as o
 from .._signals import stop_cause
 from ._app import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_INTERRUPTED, app, error_boundary
-from ._render import Outputs, check_outputs, draws_progress, err, note, say_error, show_tables, write_outputs
+from ._render import (Outputs, check_outputs, draws_progress, line_progress, literal, note, say_error, show_tables,
+                      write_outputs)
 
 ManifestPath = Annotated[Path, typer.Argument(help="Dataset manifest (.toml), e.g. data_manifests/synthetic.toml.", show_default=False)]
 OutDir = Annotated[Optional[Path], typer.Option("--out-dir", help="Output folder: results.jsonl, factors/, report.md/.csv/.tex/.json (required).", show_default=False, metavar="DIR")]
@@ -106,29 +106,30 @@ def batch_progress(quiet: bool) -> Iterator[Any]:
     if not draws_progress():
         yield log_progress()
         return
-    progress = Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[current]}"), TimeElapsedColumn(), console=err, transient=True,
-    )
-    state: dict[str, Any] = {"task": None, "last": 0.0}
+    # the count, the iteration and the time are never cut; the matrix and method give way (line_columns)
+    progress = line_progress("{task.fields[current]}", ["it"], lead="matrices", before=["count"])
+    state: dict[str, Any] = {"task": None, "last": 0.0, "done": 0, "total": 1}
 
     def on_event(kind: str, **info: Any) -> None:
         task = state["task"]
         if kind == "start":
-            state["task"] = progress.add_task("matrices", total=max(info["total"], 1), current="")
+            state["total"] = max(info["total"], 1)
+            state["task"] = progress.add_task("matrices", total=state["total"], current="", it="",
+                                              count=f"0/{state['total']}")
         elif kind == "matrix":
-            progress.update(task, current=info["name"])
+            progress.update(task, current=literal(info["name"]), it="")
         elif kind == "fetch":
-            progress.update(task, current=f"downloading {info['name']}")
+            progress.update(task, current=f"downloading {literal(info['name'])}", it="")
         elif kind == "method":
-            progress.update(task, current=f"{info['matrix']}: {info['method']}")
+            progress.update(task, current=literal(f"{info['matrix']}: {info['method']}"), it="")
         elif kind == "iteration" and time.monotonic() - state["last"] > 0.2:
             state["last"] = time.monotonic()
             # (every iterative method reports now, rpca's and nmf's too: "sf it" named the wrong one)
-            progress.update(task, current=f"{info['matrix']}: {info.get('method', 'sf')} it {info['iteration']}/"
-                                          f"{info['max_iter']}")
+            progress.update(task, current=literal(f"{info['matrix']}: {info.get('method', 'sf')}"),
+                            it=f"it {info['iteration']}/{info['max_iter']}")
         elif kind == "matrix_done":
-            progress.advance(task)
+            state["done"] += 1
+            progress.update(task, advance=1, count=f"{state['done']}/{state['total']}")
 
     with progress:
         yield on_event
