@@ -1516,7 +1516,7 @@ def test_a_note_under_quiet_is_kept_when_it_warns(monkeypatch, style, keep, show
         _render.quiet_notes(False)
     assert bool(said) is shown
     _render.note("note: y")
-    assert said[-1] == "note: y"
+    assert str(said[-1]) == "note: y"  # (a Text: say() lays it out)
 
 
 def test_an_error_a_stop_caused_is_an_interruption(monkeypatch, tmp_path):

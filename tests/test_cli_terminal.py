@@ -799,3 +799,23 @@ def test_the_reading_line_keeps_the_bytes_and_the_time_whole(monkeypatch, tmp_pa
     assert drawn and all(cell_len(text) <= columns for text in drawn), drawn
     assert all(re.search(r"(^|\s)97\.7 KiB of 293\.0 KiB \d+:\d\d:\d\d$", text) for text in drawn), drawn
     assert columns < 40 or all(text.startswith("reading a") for text in drawn), drawn  # the name, where it fits
+
+
+@pytest.mark.parametrize("command", ["report", "compare"])
+def test_a_message_never_breaks_a_path_in_a_narrow_window(tmp_path, command):
+    """At 40 columns an error line and a "wrote" line broke a path wider than the window at the window's edge
+    with a line break of their own ("/tmp/.../runs_with_a_long_folde" / "r_name"): copied from there, it was
+    two pieces.  Messages still wrap at spaces, and such a path has a line of its own, whole, which the
+    terminal wraps (and copies) as one."""
+    folder = tmp_path / "a_folder_with_a_name_wider_than_the_window_itself"
+    args = {"report": ["report", folder],
+            "compare": ["compare", "examples/mesh_small.mtx", "--methods", "tsvd,sparse", "--device", "cpu",
+                        "--json", folder.with_suffix(".json")]}[command]
+    code, screen = run_in_terminal(args, columns=40, timeout=120)
+    lines = [line.rstrip() for line in plain(screen).splitlines() if line.strip()]
+    assert code == (2 if command == "report" else 0), "\n".join(lines)
+    said = {"report": [f"{folder}:", f"{folder}'"], "compare": [f"{folder}.json"]}[command]
+    for path in said:
+        assert path in lines, lines  # whole, on a line of its own
+    assert all(cell_len(line) <= 40 or _one_piece(line) for line in lines), lines
+    assert lines[lines.index(said[0]) - 1] == ("error:" if command == "report" else "wrote"), lines

@@ -21,8 +21,8 @@ from .._errors import SfapproxError, spelled_for
 from .._progress import same_progress
 from .._signals import stop_cause
 from ..formats import encodes_glyphs, printable, to_ascii
-from ._render import (closed_pipe, draws_progress, err, literal, note, one_line, os_error_text, out,
-                      quiet_notes, reading_progress, say_error)
+from ._render import (closed_pipe, draws_progress, literal, note, os_error_text, out,
+                      quiet_notes, reading_progress, say, say_error)
 
 #: How ``--help`` is drawn, for the app and its sub-command groups: click's plain layout, not Typer's rich
 #: panels.  Rich's table of options cut option names to fit (``--no-count-indi…`` at 80 columns, 25 names at
@@ -302,8 +302,7 @@ class HelpGroup(TyperGroup):
         try:
             return super().make_context(*args, **kwargs)
         except KeyboardInterrupt:
-            err.print(f"[bold yellow]interrupted[/] ({stop_cause()}) while starting; nothing was written",
-                      highlight=False, soft_wrap=one_line())
+            say(f"[bold yellow]interrupted[/] ({stop_cause()}) while starting; nothing was written")
             raise typer.Exit(EXIT_INTERRUPTED) from None
 
     def invoke(self, ctx):
@@ -438,8 +437,7 @@ def _say_interrupted() -> None:
     """The one line for a stop that reached no command's own handling: what was written by then."""
     if _state["debug"]:
         _print_traceback()
-    err.print(f"[bold yellow]interrupted[/] ({stop_cause()}): stopped; {literal(_written_since_start())}",
-              highlight=False, soft_wrap=one_line())
+    say(f"[bold yellow]interrupted[/] ({stop_cause()}): stopped; {literal(_written_since_start())}")
 
 
 def _written_since_start() -> str:
@@ -499,8 +497,7 @@ def announce_start(callback: Callable[[dict], Any], what: str, quiet: bool) -> C
         said = None  # (a phase after steps is news again: the scoring's compiling, after the fit's)
         if not started:
             started = True
-            err.print(f"{what}: optimizer running (Ctrl-C stops it and keeps the best factors found)",
-                      highlight=False, soft_wrap=one_line())
+            say(f"{what}: optimizer running (Ctrl-C stops it and keeps the best factors found)")
         return callback(info)
 
     def phase(text: str) -> None:
@@ -509,7 +506,7 @@ def announce_start(callback: Callable[[dict], Any], what: str, quiet: bool) -> C
         # (SF compiles before its structure is timed, then its fit warms up: "compiling kernels (first run)"
         # twice on a fresh install) is not said again
         if text and text != said:
-            err.print(f"{what}: {escape(text)}", highlight=False, soft_wrap=one_line())
+            say(f"{what}: {escape(text)}")
         said = text or said
 
     marked = same_progress(wrapped, callback)

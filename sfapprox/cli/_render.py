@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import errno
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -96,6 +97,43 @@ err = _console(stderr=True)
 def one_line() -> bool:
     """Messages on stderr stay one line each in a pipe or a log; in a terminal they wrap at words."""
     return not on_terminal(err)
+
+
+def at_spaces(text: Text, width: int) -> Text:
+    """``text`` broken at spaces into lines of at most ``width`` cells, each line's trailing spaces dropped;
+    a word wider than ``width`` (a path) has a line of its own, whole.
+
+    Examples
+    --------
+    >>> at_spaces(Text("wrote /a/rather/long/path.json and more"), 12).plain
+    'wrote\\n/a/rather/long/path.json\\nand more'
+    """
+    lines: list[Text] = []
+    for line in text.split("\n", allow_blank=True):
+        starts, used = [], 0
+        for word in re.finditer(r"\S+\s*", line.plain):
+            size = cell_len(word.group().rstrip())
+            if used and used + size > width:
+                starts.append(word.start())
+                used = 0
+            used += cell_len(word.group())
+        for piece in line.divide(starts):
+            piece.rstrip()
+            lines.append(piece)
+    return Text("\n").join(lines)
+
+
+def say(markup: str) -> None:
+    """A message (rich markup) on stderr: one line in a pipe or a log; in a terminal broken at spaces to the
+    window's width (:func:`at_spaces`), a word wider than the window left whole for the terminal to wrap.
+
+    rich folded such a word at the window's edge with a line break of its own: a path or a command copied
+    from an error line or a "wrote" line came out in two pieces (the terminal's own wrapping copies whole).
+    """
+    text = err.render_str(markup, highlight=False)
+    if not one_line():
+        text = at_spaces(text, err.width)
+    err.print(text, highlight=False, soft_wrap=True)
 
 
 #: Indents of a command laid out on several lines (:func:`command_lines`): its first line, and the others.
@@ -198,7 +236,7 @@ def note(message: str, *, style: str = "", keep: bool | None = None) -> None:
     if notes_quiet() and not (bool(style) if keep is None else keep):
         return
     text = literal(message)
-    err.print(f"[{style}]{text}[/]" if style else text, highlight=False, soft_wrap=one_line())
+    say(f"[{style}]{text}[/]" if style else text)
 
 
 @dataclass(frozen=True)
@@ -426,8 +464,7 @@ def closed_pipe(exc: BaseException) -> bool:
 def say_error(message: str) -> None:
     """One ``error:`` line on stderr, whatever the message held (its whitespace folded; escaped, so that
     "[...]" in a path or message is printed, not read as rich markup)."""
-    err.print(f"[bold red]error:[/] {literal(' '.join(message.split()))}", highlight=False,
-              soft_wrap=one_line())
+    say(f"[bold red]error:[/] {literal(' '.join(message.split()))}")
 
 
 def os_error_text(exc: OSError) -> str:
