@@ -219,6 +219,36 @@ def test_a_further_start_runs_only_when_its_least_work_fits(fake_clock, monkeypa
     assert len(fit.params_.get("errors", [fit.params_["init"]])) == starts and fake_clock.time <= limit
 
 
+def test_a_later_start_is_priced_without_the_start_svd_it_shares(fake_clock, monkeypatch):
+    """init="auto" computes the NNDSVD starts' SVD once, on the first start, but priced every later start
+    with it: the SVD "taking" 100 s of a 150 s limit (HALS and the scorings no time), the later starts,
+    which take no time, were skipped as 100 s each."""
+    from sfapprox.baselines import nmf
+
+    real = nmf.leading_svd
+
+    def slow_svd(*args, **kw):
+        fake_clock.advance(100.0)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(nmf, "leading_svd", slow_svd)
+    X = np.random.default_rng(4).random((20, 20))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fit = NMF(3, time_limit=150.0, max_iter=30, device="cpu").fit(X)
+    assert set(fit.params_["errors"]) == set(nmf.BEST_INITS) and fake_clock.time == 100.0
+    # the time a start takes of its own still prices the later ones: of the first start's 100 s, the SVD's
+    # 60, and 40 s each start: one more start fits in the 50 s left, not two
+    monkeypatch.setattr(nmf, "leading_svd", lambda *a, **kw: fake_clock.advance(60.0) or real(*a, **kw))
+    real_initialize = nmf._initialize
+    monkeypatch.setattr(nmf, "_initialize", lambda *a, **kw: fake_clock.advance(40.0) or real_initialize(*a, **kw))
+    began = fake_clock.time
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fit = NMF(3, time_limit=150.0, max_iter=30, device="cpu").fit(X)
+    assert list(fit.params_["errors"]) == ["nndsvda", "nndsvd"] and fake_clock.time - began == 140.0
+
+
 def test_the_starts_are_scored_by_the_comparisons_scoring_without_forming_w_h(monkeypatch):
     """Choosing among starts scores each: by column blocks above DENSE_SCORING_MAX_N, as every row of a
     comparison is (W H and the residual were two more N x N arrays, over NMF's working memory)."""
@@ -371,8 +401,12 @@ def test_a_start_svd_the_time_left_cannot_pay_for_gives_way_to_the_random_start(
         fallback = NMF(n_components=3, init="random", max_iter=est.n_iter_, tol=0.0, time_limit=None,
                        device="cpu").fit(X)
         assert np.array_equal(est.to_dense(), fallback.to_dense())  # the random start's fit, as init="random"
-    else:
+    elif init == "nndsvda":
         assert est.params_["init"] == "nndsvda" and fake_clock.time == pytest.approx(2.0, abs=0.05)
+    else:
+        # NNDSVDa's SVD ran, and the later starts, which share it, in the time it left (their scorings'
+        # products too): the one kept is the smallest error's
+        assert "nndsvda" in est.params_["errors"] and fake_clock.time <= limit
 
 
 def test_the_first_start_is_not_scored_when_no_other_start_can_follow(fake_clock, monkeypatch):

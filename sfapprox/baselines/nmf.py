@@ -92,10 +92,15 @@ class _StartSVD:
     def __init__(self, X, rank: int, seed: int):
         self.X, self.rank, self.seed = X, rank, seed
         self.found: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        #: Seconds (:data:`~sfapprox._timing.clock`) spent computing it so far, tries given up included: what
+        #: the start that paid for it took and a later start, sharing it, does not.
+        self.seconds = 0.0
 
     def __call__(self, deadline: _timing.Deadline | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         if self.found is None:
+            began = _timing.now()
             self.found = leading_svd(self.X, self.rank, self.seed, deadline, give_up=True)
+            self.seconds += _timing.now() - began
         return self.found
 
 
@@ -398,7 +403,11 @@ def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, 
             break  # the later starts are extras: only in the time the first one left, when theirs fits
         began = _timing.now()
         report.at(f"start {init}")
+        shared = svd.seconds
         start, made = _initialize(X, rank, init, seed, deadline, svd)
+        # What this start cost, less the SVD it computed for every NNDSVD start: a later start does not pay
+        # for it (the first start's SVD priced each later start, and under a limit skipped starts that fit)
+        shared = svd.seconds - shared
         if made != init and best is not None:
             break  # a later start whose SVD the time left cannot pay for: the starts fitted so far stand
         fitting = _timing.now()
@@ -414,7 +423,7 @@ def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, 
         per_iteration = (scoring - fitting) / max(1, n_iter)  # (the first start's: what prices the later ones)
         W, H = W.double().cpu().numpy(), H.double().cpu().numpy()
         if (not i and len(inits) > 1 and not all_starts and deadline is not None and not deadline.fits(
-                (fitting - began) + (2 + EXTRA_START_ITERATIONS) * per_iteration)):
+                (fitting - began - shared) + (2 + EXTRA_START_ITERATIONS) * per_iteration)):
             # No further start could run (its start, its iterations, and the scoring of both, each
             # about an iteration): the first start's scoring, only there to choose among starts, is
             # skipped (a pass over X past the limit: 3-4 s at N = 8,192 on 2 shared cores)
@@ -424,7 +433,7 @@ def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, 
         if not i:
             # A later start is worth its time only with a few iterations: its start, its scoring
             # and EXTRA_START_ITERATIONS at the first start's cost per iteration.
-            each = (fitting - began) + (_timing.now() - scoring) + EXTRA_START_ITERATIONS * per_iteration
+            each = (fitting - began - shared) + (_timing.now() - scoring) + EXTRA_START_ITERATIONS * per_iteration
         live = int(_carrying(W, H, math.sqrt(n)).sum()) if len(inits) > 1 else rank
         # of starts that reproduce X the fewest components: a constant matrix at rank 2 kept NNDSVDa's two
         # (64 numbers at N = 16, error 0) where NNDSVD's one (32) is as exact
