@@ -125,6 +125,14 @@ GODEC_ARRAYS, PCP_ARRAYS = 4, 5
 #: and PCP's shrinkage at N <= EXACT_MAX_N, GoDec's rank-r steps where the warm subspace would not
 #: be small, and PCP's partial SVD, whose rank may grow to N.
 SVD_ARRAYS = EXACT_SVD_ARRAYS
+#: Bytes a scored split's sparse part holds per entry beside the dense arrays (its flat positions, int64,
+#: and values, float64), and how many such parts a fit may hold at once: GoDec's best split so far and
+#: the scored start of the split it fits (then its result, scored); PCP's largest-rank start besides,
+#: scored before PCP and kept for its refit (the result where no refit fits).  At N = 2,000, a rank of
+#: 100 and a budget of N^2 numbers (3.6M entries), PCP measured 507 MB of peak RSS where the arrays were
+#: estimated at 461 MB.
+ENTRY_BYTES = 16
+HELD_PARTS = {"godec": 2, "pcp": 3}
 
 
 # --------------------------------------------------------------------------- projections
@@ -185,10 +193,12 @@ def _use_exact_svd(n: int, rank: int) -> bool:
     return 4 * (2 * rank + OVERSAMPLE) >= n
 
 
-def work_bytes(n: int, method: str, ranks) -> int:
+def work_bytes(n: int, method: str, ranks, *, entries: int = 0) -> int:
     """Peak bytes of an in-memory fit of an ``n x n`` float64 matrix, X included (what ``max_memory``
     is checked against): :data:`GODEC_ARRAYS` or :data:`PCP_ARRAYS` dense arrays, plus
-    :data:`SVD_ARRAYS` where an exact (or possibly full-rank) SVD runs, plus the libraries' working set.
+    :data:`SVD_ARRAYS` where an exact (or possibly full-rank) SVD runs, plus the sparse parts it holds
+    beside them (:data:`HELD_PARTS` of ``entries`` each, :data:`ENTRY_BYTES` an entry), plus the
+    libraries' working set.
 
     Parameters
     ----------
@@ -198,6 +208,9 @@ def work_bytes(n: int, method: str, ranks) -> int:
         The algorithm.
     ranks : iterable of int
         The ranks of the splits the fit may try.
+    entries : int, default=0
+        The most sparse entries of a split the fit may try (PCP's splits below the budget's ranks
+        included: :func:`_most_entries`).
 
     Returns
     -------
@@ -210,7 +223,7 @@ def work_bytes(n: int, method: str, ranks) -> int:
     """
     exact = method == "pcp" or n <= EXACT_MAX_N or any(_use_exact_svd(n, r) for r in ranks)
     arrays = (PCP_ARRAYS if method == "pcp" else GODEC_ARRAYS) + (SVD_ARRAYS if exact else 0)
-    return arrays * estimate_dense_bytes(n) + LIBRARY_WORKING_SET
+    return arrays * estimate_dense_bytes(n) + HELD_PARTS[method] * ENTRY_BYTES * entries + LIBRARY_WORKING_SET
 
 
 # --------------------------------------------------------------------------- GoDec
@@ -642,6 +655,7 @@ def _fit_grid(dense: np.ndarray, Xt, splits, *, seed: int, deadline: _timing.Dea
             else:
                 cand = _fit_split(dense, Xt, rank, n_sparse, start, deadline=deadline, norm=norm,
                                   scored=(first, scoring), report=report, **options)
+            del first  # (cand where it is the result): its sparse part is not held through the later splits
         else:
             # Its least work, at the cost of a scoring measured on the largest rank's start.
             least = GODEC_LEAST_SCORINGS * scoring if godec else scoring
@@ -655,6 +669,7 @@ def _fit_grid(dense: np.ndarray, Xt, splits, *, seed: int, deadline: _timing.Dea
         if best is None or preferred(cand.error, cand.count(n, count_indices), best.error,
                                      best.count(n, count_indices), norm):
             best = cand
+        cand = None  # (best where it is the best): not held through the next split
     return best, [records[split] for split in splits]  # reported in the grid's order
 
 
@@ -811,6 +826,7 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
         starts[rank, n_sparse] = sorted(tried, key=tried.get)
         # (rank 0: S is X's largest entries; uncut, its bound is unknown and it goes last)
         bounds[rank, n_sparse] = min(tried.values(), default=math.inf if cut is None else cut)
+    del idx, vals  # E's entries served the cuts alone (a refit starts from PCP's L): not held through the refits
     # A GoDec refit (its start scored, an iteration, its result scored) runs when GODEC_LEAST_SCORINGS
     # scorings fit (one fewer from the largest rank's start, scored already), a split with an exact answer
     # (r = 0, s = 0) when one does.
@@ -860,6 +876,9 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
             if best is None or preferred(cand.error, cand.count(n, count_indices), best.error,
                                          best.count(n, count_indices), norm):
                 best, chosen = cand, begun
+            cand = scored = None  # (best where it is the best): not held through the next refit
+        if split == top:
+            first = None  # the largest rank's start served its refit: best where it is the best
     rank, n_sparse = best.split
     cut_error, kept = cuts[best.split]
     extra = {
@@ -1075,7 +1094,7 @@ class RobustPCA(Approximation):
         splits = self._splits(n, zero=zero)  # checks the budget before any work
         try:
             check_memory(
-                work_bytes(n, self.method, [rank for rank, _ in splits]),
+                work_bytes(n, self.method, [rank for rank, _ in splits], entries=self._most_entries(n, splits)),
                 what=f"RobustPCA ({self.method}) on a {n} x {n} matrix (dense work arrays)",
                 limit=self._max_memory_bytes,
             )
@@ -1164,6 +1183,14 @@ class RobustPCA(Approximation):
         # (a pass cut short read a share of the columns: a whole one costs that much more)
         share = fitted.params_.get("columns_read", n) / n
         return Start(op.U, op.s, op.Vt, product_pass=float(fitted.seconds_) / (fitted.params_["passes"] - 1 + share))
+
+    def _most_entries(self, n: int, splits: list[tuple[int, int]]) -> int:
+        """The most sparse entries of a split the fit may try: of ``splits``, and for PCP of its grid's
+        ranks below them too (down to rank 0, the most the budget leaves to S)."""
+        most = max(n_sparse for _, n_sparse in splits)
+        if self.method == "pcp":
+            most = max([most] + [n_sparse for _, n_sparse in self._splits(n, 0)])
+        return most
 
     def _splits(self, n: int, max_rank: int | None = None,
                 zero: Callable[[], bool] | None = None) -> list[tuple[int, int]]:
