@@ -38,7 +38,10 @@ __all__ = ["loss_and_grad", "sketch_loss_and_grad", "adam_step"]
 # caller).  "reassoc" lets LLVM vectorise the row dot products and the loss (sums in another
 # order: the gradient agrees with the torch kernels to rounding, ~1e-15 relative in float64).
 # No "nnan"/"ninf": a non-finite loss must come out as such (the solver backtracks on it).
-_JIT = dict(nogil=True, cache=True, boundscheck=False, error_model="numpy", fastmath={"contract", "reassoc"})
+# no_cfunc_wrapper: never passed as a C callback (a first-class function): its C wrapper was compiled for
+# nothing on a fresh install.
+_JIT = dict(nogil=True, cache=True, boundscheck=False, error_model="numpy", fastmath={"contract", "reassoc"},
+            no_cfunc_wrapper=True)
 
 
 @nb.njit(inline="always", **_JIT)

@@ -31,7 +31,9 @@ from ._kernels_numba import loss_and_grad
 
 __all__ = ["weights", "step_update", "append", "project", "assemble", "dot", "project_all", "iterate"]
 
-_JIT = dict(nogil=True, cache=True, boundscheck=False, error_model="numpy")
+# no_cfunc_wrapper: nothing here is passed as a C callback (a first-class function): each function's C
+# wrapper was compiled for nothing on a fresh install.
+_JIT = dict(nogil=True, cache=True, boundscheck=False, error_model="numpy", no_cfunc_wrapper=True)
 # The pair-buffer products are reductions: reassociating them is what lets LLVM vectorise the
 # float32 -> float64 loop (a sum in another order, as BLAS's own; no other fast-math licence).
 _JIT_SUM = dict(_JIT, fastmath={"reassoc", "contract", "nsz"})
@@ -223,7 +225,9 @@ CAP, OUT_OF_TIME, NO_PROGRESS, NON_FINITE, GTOL, FTOL = range(6)
 # No fast-math here: the loop's elementwise arithmetic (x + t d, the line search's scalars) rounds as
 # numpy's and torch's do; its sums (g . d, d . d, |g|_1) are compiled ones (``dot``), in another order
 # than numpy's and torch's, and the kernel and pair products carry their own flags.
-_JIT_LOOP = dict(nogil=True, cache=True, boundscheck=False, error_model="numpy")
+_JIT_LOOP = dict(_JIT)
+# What only :func:`iterate` calls needs no wrapper for Python either (its arguments boxed and unboxed).
+_JIT_CALLEE = dict(_JIT_LOOP, no_cpython_wrapper=True)
 
 C1, C2 = 1e-4, 0.9  # strong-Wolfe constants of torch.optim.LBFGS (as _solver.C1, C2)
 TOLERANCE_CHANGE, MAX_LS = 1e-9, 25  # torch's _strong_wolfe defaults
@@ -232,7 +236,7 @@ TOLERANCE_CHANGE, MAX_LS = 1e-9, 25  # torch's _strong_wolfe defaults
 _ZERO = np.int64(0)
 
 
-@nb.njit(**_JIT_LOOP)
+@nb.njit(**_JIT_CALLEE)
 def project_all(pairs, g, task_columns):
     """``pairs @ g`` in float64, by column tasks of ``task_columns`` summed in column order: the same
     numbers as :meth:`._solver._NumpyOps.project` (which runs the tasks on threads)."""
@@ -245,7 +249,7 @@ def project_all(pairs, g, task_columns):
     return out
 
 
-@nb.njit(**_JIT_LOOP)
+@nb.njit(**_JIT_CALLEE)
 def _cubic_interpolate(x1, f1, g1, x2, f2, g2, lo, hi):
     """torch.optim.lbfgs's ``_cubic_interpolate`` within the bounds ``lo <= hi`` (Python's ``min``/``max`` ties)."""
     d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
@@ -388,7 +392,7 @@ def _strong_wolfe(x, t, d, f, g, gtd, kernel, evals_left, best, best_loss):
     return True, bf1, bg1, b1, evals, best, best_loss
 
 
-@nb.njit(**_JIT_LOOP)
+@nb.njit(**_JIT_CALLEE)
 def _fresh_memory(pairs):
     """No pairs (as :func:`._solver._reset_history`): the buffer zeroed (the products read every row),
     and ``(ages, SY, YY, Rinv, middle, h0)`` empty, ``h0 = 1``."""
