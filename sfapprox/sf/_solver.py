@@ -848,19 +848,31 @@ def evaluate_start(fun: Objective, state: dict) -> float:
 
 
 def warm_up(dtype: torch.dtype, objective: Objective | None = None) -> None:
-    """Compile (or load from numba's cache) the host arithmetic a CPU fit in ``dtype`` will call, by a
-    few L-BFGS iterations on a small quadratic; and the compiled iterations where the fit's
-    ``objective`` will run them (:func:`_compiled_plan`), on an ``8 x 8`` SF problem.
+    """Compile (or load from numba's cache) what a CPU fit in ``dtype`` will call: the compiled
+    iterations where the fit's ``objective`` will run them (:func:`_compiled_plan`), on an ``8 x 8``
+    SF problem; else the host arithmetic of the Python loop, by a few L-BFGS iterations on a small
+    quadratic.
 
     A fit calls this before its starts race: on a fresh install the compiled
     pair products and history updates take seconds to compile on their first
     call, and inside the race's first round that time came out of one start's
     round, so the README's first fit ended elsewhere on its first run than on
-    the next ones (rel 0.1949 against 0.1808).  The compiled iterations take
-    about 10 s and 60 MB to compile: only a fit that runs them pays that.
-    Loaded from the cache, this costs milliseconds.
+    the next ones (rel 0.1949 against 0.1808).  A fit whose iterations run
+    compiled calls the host arithmetic only inside them (inlined there, see
+    :mod:`._solver_numba`) and the pair product from Python (compiled with
+    them): the quadratic would compile the rest on its own, for nothing (about
+    4 s on a fresh install).  Loaded from the cache, this costs milliseconds.
     """
     if _host_math() is _NumpyHost:
+        return
+    options = LBFGSOptions(max_iter=4, history_size=2, ftol=0.0, gtol=0.0)
+    if objective is not None and _compiled_plan(objective, torch.zeros(1, dtype=dtype).numpy(), _CPU_OPS) is not None:
+        from ._kernels import CompiledObjective
+
+        n, offsets = 8, (0, 1, 2, 4)
+        small = CompiledObjective((3, n, len(offsets)), offsets, torch.eye(n, dtype=dtype))
+        state = new_state(torch.linspace(0.25, 0.26, 3 * n * len(offsets), dtype=dtype))
+        lbfgs(small, state, dataclasses.replace(options, max_iter=6))
         return
     n = 13
     curvature = torch.linspace(1.0, 4.0, n, dtype=dtype)
@@ -869,16 +881,7 @@ def warm_up(dtype: torch.dtype, objective: Objective | None = None) -> None:
         g = curvature * (x - 1.0)
         return 0.5 * (g * (x - 1.0)).sum(), g
 
-    state = new_state(torch.zeros(n, dtype=dtype))
-    options = LBFGSOptions(max_iter=4, history_size=2, ftol=0.0, gtol=0.0)
-    lbfgs(quadratic, state, options)
-    if objective is not None and _compiled_plan(objective, state["x"].numpy(), _CPU_OPS) is not None:
-        from ._kernels import CompiledObjective
-
-        n, offsets = 8, (0, 1, 2, 4)
-        small = CompiledObjective((3, n, len(offsets)), offsets, torch.eye(n, dtype=dtype))
-        state = new_state(torch.linspace(0.25, 0.26, 3 * n * len(offsets), dtype=dtype))
-        lbfgs(small, state, dataclasses.replace(options, max_iter=6))
+    lbfgs(quadratic, new_state(torch.zeros(n, dtype=dtype)), options)
 
 
 def inner_and_square(loss: float, g_dot_v: float, target_norm2: float, n_factors: int) -> tuple[float, float]:
