@@ -3,6 +3,7 @@
 Run by hand (not part of the tests):
 
     python benchmarks/first_fit.py [--warm 2] [--sfapprox CHECKOUT] [--tag first_fit]
+    python benchmarks/first_fit.py --before CHECKOUT [--rounds 2] [--warm 2] [--tag first_fit_compile]
     python benchmarks/first_fit.py --compile-parts [--rounds 2] [--sfapprox CHECKOUT] [--tag compile_parts]
 
 ``sfapprox compare examples/mesh_small.mtx --methods sf,tsvd -q --json OUT`` runs as a fresh process
@@ -14,6 +15,13 @@ seconds, its relative error, iterations and evaluations.
 What it checks (issue 25, goal 6): the first run's fit must end where the later ones do.  Before
 2026-11-27 the first evaluation's timing held ~5 s of compiling, the race of the two starts looked
 unaffordable, and the first run ended at rel 0.1949 where every later one ended at 0.1808.
+
+``--before CHECKOUT``: this checkout and ``CHECKOUT`` alternating, ``--rounds`` times, each round a
+first run (its own empty cache) and ``--warm`` warm ones: before/after ratios from one run of a shared,
+noisy machine.  Each row also has the command's CPU seconds (user + system), which another process
+busy beside it inflates less than the wall seconds.  numba's in-tree cache files (``__pycache__``)
+of the checkout measured are removed before a first run: ``NUMBA_CACHE_DIR`` takes precedence over them
+anyway, but a first run must find nothing.
 
 ``--compile-parts``: where a fresh install's first fit spends its compiling, each round a fresh
 process with an empty cache: the host arithmetic of the L-BFGS loop (``_solver.warm_up``), the
@@ -27,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import subprocess
 import sys
 import tempfile
@@ -40,14 +49,17 @@ def one(env: dict, cache: str, out: Path) -> dict:
     """One run of the README's command with numba's cache in ``cache``; its row."""
     command = [sys.executable, "-m", "sfapprox", "compare", str(ROOT / "examples" / "mesh_small.mtx"),
                "--methods", "sf,tsvd", "-q", "--json", str(out), "--force"]
+    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
     done = subprocess.run(command, env={**env, "NUMBA_CACHE_DIR": cache}, capture_output=True, text=True,
                           cwd=tempfile.gettempdir(), check=False)
     wall = time.perf_counter() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = after.ru_utime - cpu.ru_utime + after.ru_stime - cpu.ru_stime
     if done.returncode != 0:
         raise RuntimeError(f"the command failed:\n{done.stderr[-2000:]}")
     sf = next(r for r in json.loads(out.read_text())["results"] if r["method"] == "sf")
-    return {"wall_s": round(wall, 2), "sf_s": round(sf["seconds"], 2), "rel_error": sf["rel_error"],
+    return {"wall_s": round(wall, 2), "cpu_s": round(cpu_s, 2), "sf_s": round(sf["seconds"], 2), "rel_error": sf["rel_error"],
             "iterations": sf["params"]["iterations"], "evaluations": sf["params"]["evaluations"]}
 
 
@@ -86,14 +98,52 @@ def compile_parts(env: dict, rounds: int, tag: str, checkout: str | None) -> Non
     write_results(tag, data, lines)
 
 
+def _clear_in_tree_cache(checkout: Path) -> None:
+    """Remove numba's cache files from ``checkout``'s ``sfapprox/**/__pycache__`` (see ``--before``)."""
+    for pattern in ("*.nbi", "*.nbc", "*.kernel-sha256"):
+        for path in (checkout / "sfapprox").rglob(f"__pycache__/{pattern}"):
+            path.unlink()
+
+
+def alternating(before: str, rounds: int, warm: int, tag: str) -> None:
+    """``--before``: this checkout and ``before`` alternating, each round a first run and ``warm`` warm ones."""
+    rows = []
+    with tempfile.TemporaryDirectory() as scratch:
+        for r in range(rounds):
+            for label, checkout in (("before", Path(before)), ("after", ROOT)):
+                env = checkout_env(str(checkout))
+                _clear_in_tree_cache(checkout)
+                with tempfile.TemporaryDirectory() as cache:
+                    for i in range(1 + warm):
+                        run = "first (cache empty)" if i == 0 else f"warm {i}"
+                        rows.append({"round": r + 1, "checkout": label, "run": run,
+                                     **one(env, cache, Path(scratch) / "o.json")})
+                        print(rows[-1], flush=True)
+    data = {"meta": meta(before=before), "rows": rows}
+    lines = [f"# The README's first command, this checkout against another, alternating ({data['meta']['date']})", "",
+             f"Machine: {data['meta']['machine']}; load average at start {data['meta']['load_average_at_start']}. "
+             f"Command: `{data['meta']['command']}` (before: {before}).", "",
+             "| round | checkout | run | command s | command CPU s | SF fit s | SF rel error | iterations | evaluations |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['round']} | {r['checkout']} | {r['run']} | {r['wall_s']} | {r['cpu_s']} | {r['sf_s']} | "
+              f"{r['rel_error']:.4f} | {r['iterations']} | {r['evaluations']} |" for r in rows]
+    lines += ["", "## Findings (written by hand after the run)", "", "(to be written)"]
+    write_results(tag, data, lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--warm", type=int, default=2, help="runs after the first (cache filled)")
     parser.add_argument("--sfapprox", help="another checkout to measure (put first on PYTHONPATH)")
     parser.add_argument("--tag", default=None, help="results name (default: first_fit, or compile_parts)")
     parser.add_argument("--compile-parts", action="store_true", help="time each part of a fresh install's compiling")
-    parser.add_argument("--rounds", type=int, default=2, help="--compile-parts: fresh processes to time")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="--compile-parts: fresh processes to time; --before: rounds of the alternation")
+    parser.add_argument("--before", help="another checkout, run alternating with this one (before/after)")
     args = parser.parse_args()
+    if args.before:
+        alternating(args.before, args.rounds, args.warm, args.tag or "first_fit_compile")
+        return
     env = checkout_env(args.sfapprox)
     if args.compile_parts:
         compile_parts(env, args.rounds, args.tag or "compile_parts", args.sfapprox)
