@@ -707,3 +707,78 @@ def test_cached_iterations_are_dropped_when_the_kernel_file_changed(tmp_path, mo
     marker.write_text("0" * 64)  # as if the kernel had been edited since
     _solver_numba._drop_stale_iterations()
     assert Cache.flushed == 2 and marker.read_text() != "0" * 64
+
+
+#: A small float64 fit in a fresh interpreter (its dispatchers hold only what it compiled or loaded):
+#: every compiled function of the kernel and L-BFGS modules it holds, with each signature's array dtypes,
+#: and whether it compiled any (a compiled caller compiles what it calls on its own first).
+_FIT_IN_A_FRESH_PROCESS = """
+import json, warnings
+import numpy as np, torch
+from sfapprox import ChordSF
+from sfapprox.sf import _kernels
+if not _kernels._numba_module():
+    print(json.dumps(None)); raise SystemExit
+from sfapprox.sf import _kernels_numba, _solver_numba
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    ChordSF(max_iter=40, time_limit=None, device="cpu", random_state=1).fit(np.random.default_rng(0).random((24, 24)))
+held, compiled = {}, False
+for module in (_kernels_numba, _solver_numba):
+    for name in dir(module):
+        dispatcher = getattr(module, name)
+        if getattr(dispatcher, "signatures", None):
+            held[name] = sorted({"/".join(str(t.dtype) for t in s if hasattr(t, "dtype")) for s in dispatcher.signatures})
+            compiled = compiled or any(dispatcher.stats.cache_misses.values())
+print(json.dumps([held, compiled]))
+"""
+
+
+def test_a_compiled_fit_holds_only_what_it_calls():
+    """A float64 fit whose iterations run compiled holds the kernel (called from Python for its first
+    evaluation), the iterations and the pair product (called from Python when a start resumes), in
+    float64 only: not the quadratic warm-up's host functions, which it calls only inside the iterations
+    (a warm run loaded each from the cache).  Run again where the first run compiled (numba's cache empty)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]), "OMP_NUM_THREADS": "1"}
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", _FIT_IN_A_FRESH_PROCESS], env=env, capture_output=True,
+                              text=True, check=False, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+        result = json.loads(done.stdout.splitlines()[-1])
+        if result is None:
+            pytest.skip("needs numba")
+        held, compiled = result
+        if not compiled:
+            break
+    assert not compiled, "the second run compiled again: numba's cache is not reused"
+    assert set(held) <= {"loss_and_grad", "iterate", "project", "dot"}, held
+    assert {"loss_and_grad", "iterate"} <= set(held)
+    assert held["loss_and_grad"] == ["float64/float64/int64/int64/float64/int64"]  # one specialisation
+    assert all("float32" not in types or name in ("project", "dot", "iterate")  # (the pairs: float32)
+               for name, signatures in held.items() for types in signatures)
+
+
+def test_compiled_functions_carry_no_c_callback_wrapper():
+    """Nothing passes the compiled kernel or L-BFGS functions as C callbacks: none compiles the wrapper
+    for it (each one's compiling on a fresh install, for nothing)."""
+    try:
+        from sfapprox.sf import _kernels_numba, _solver_numba
+    except ImportError:
+        pytest.skip("needs numba")
+    _solver_numba.dot(np.ones(3), np.ones(3))  # at least one compiled (or loaded) here
+    seen = 0
+    for module in (_kernels_numba, _solver_numba):
+        for name in dir(module):
+            dispatcher = getattr(module, name)
+            for overload in getattr(dispatcher, "overloads", {}).values():
+                address = overload.library.get_pointer_to_function(overload.fndesc.llvm_cfunc_wrapper_name)
+                assert not address, f"{name} has a C callback wrapper"
+                seen += 1
+    assert seen
