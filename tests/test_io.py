@@ -473,3 +473,28 @@ def test_a_formed_covariance_does_not_hold_the_text_it_was_read_from(tmp_path, m
     assert seen["peak"] < 2.5 * table.nbytes  # the table and np.cov's copy of it
     assert loaded.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
     assert len(opened) == 1, opened  # (the file was read again to hash it)
+
+
+# ---------------------------------------------------------------------------
+# text encodings (sfapprox/io/_common.py: decode_text)
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-le", "utf-16-be"])
+@pytest.mark.parametrize("name, text, expected", [
+    ("t.csv", "a,b\r\n1,2\r\n3,4\r\n", [[1, 2], [3, 4]]),
+    ("t.ijv", "1 1 1.5\n2 2 2\n", [[1.5, 0], [0, 2]]),
+    ("t.net", '*Vertices 2\n1 "caf\u00e9 x"\n2 "b"\n*Arcs\n1 2 0.5\n', [[0, 0.5], [0, 0]]),
+])
+def test_utf16_text_is_read_as_text_not_refused_as_binary(tmp_path, codec, name, text, expected):
+    """Windows' "Unicode" (UTF-16, with or without its byte-order mark) is half NUL bytes: it was
+    refused as "a binary file, not text", which it is not."""
+    path = tmp_path / name
+    path.write_bytes(text.encode(codec))
+    np.testing.assert_array_equal(load_matrix(path).to_dense(), expected)
+
+
+def test_binary_bytes_with_nuls_are_still_not_text(tmp_path):
+    path = tmp_path / "b.csv"
+    path.write_bytes(bytes(range(256)) * 4)
+    input_error(path, "looks like a binary file")

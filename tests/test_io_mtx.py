@@ -208,3 +208,19 @@ def test_an_integer_beyond_64_bits_is_told_to_be_read_as_real(tmp_path):
     msg = input_error(write(tmp_path / "idx.mtx", "%%MatrixMarket matrix coordinate real general\n2 2 1\n"
                                                   "100000000000000000000 1 3\n"), "invalid Matrix Market file|out of")
     assert "field 'real'" not in msg
+
+
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-le"])
+def test_utf16_matrix_market_is_refused_as_such(tmp_path, codec):
+    """scipy reads a Matrix Market file's bytes, and UTF-16's are half NUL: refused as UTF-16 with what to
+    do (it was "looks like a binary file, not text", which sends the user looking for the wrong problem)."""
+    path = tmp_path / "u.mtx"
+    path.write_bytes(MTX_GENERAL.encode(codec))
+    msg = input_error(path, r"u\.mtx: is UTF-16(-LE)? text .*Matrix Market files are ASCII; save it as UTF-8")
+    assert "binary" not in msg
+
+
+def test_a_compressed_file_empty_inside_is_said_to_be_empty(tmp_path):
+    path = tmp_path / "e.mtx.gz"
+    path.write_bytes(gzip.compress(b""))
+    input_error(path, r"e\.mtx\.gz: file is empty after decompression$")

@@ -459,13 +459,49 @@ class Source:
             raise self.fail(f"cannot parse file ({type(exc).__name__}: {one_line(exc)})") from None
 
 
+#: The byte-order marks of UTF-16 text (Windows' Notepad and PowerShell's ``>`` write it: "Unicode").
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def utf16_encoding(data: bytes) -> str | None:
+    """The codec of UTF-16 text (``"utf-16"`` with a byte-order mark, ``"utf-16-le"``/``"-be"`` without
+    one, told by every other byte of its start being NUL, as ASCII text in UTF-16 is), or None.
+
+    Examples
+    --------
+    >>> utf16_encoding("1,2\n".encode("utf-16")), utf16_encoding("1,2\n".encode("utf-16-le"))
+    ('utf-16', 'utf-16-le')
+    >>> utf16_encoding(b"1,2\n") is None
+    True
+    """
+    if data.startswith(_UTF16_BOMS):
+        return "utf-16"
+    head = data[:512 - len(data[:512]) % 2]
+    if len(head) < 4:
+        return None
+    for zeros, chars, codec in ((head[1::2], head[0::2], "utf-16-le"), (head[0::2], head[1::2], "utf-16-be")):
+        # ASCII text: every other byte NUL, the others printable or white space (binary data is not)
+        if zeros.count(0) == len(zeros) and all(32 <= b < 127 or b >= 160 or b in b"\t\r\n" for b in chars):
+            return codec
+    return None
+
+
 def decode_text(data: bytes, src: Source) -> str:
-    """Decode bytes as UTF-8 (BOM dropped), falling back to Latin-1.
+    """Decode bytes as UTF-8 (BOM dropped), falling back to Latin-1; UTF-16 text as such.
 
     Pajek files from the 1990s are often Latin-1 (Scotland.net is), and
     Latin-1 decodes any byte string, so binary garbage is caught by looking
-    for NUL bytes instead.
+    for NUL bytes instead.  UTF-16 text (what Windows tools save as
+    "Unicode") is half NUL bytes: it is told apart first (:func:`utf16_encoding`)
+    and decoded, not refused as binary.
     """
+    codec = utf16_encoding(data)
+    if codec is not None:
+        try:
+            return data.decode(codec).lstrip("\ufeff")
+        except UnicodeDecodeError as exc:
+            raise src.fail(f"looks like UTF-16 text but does not decode as {codec} ({one_line(exc)})",
+                           "save it as UTF-8") from None
     if b"\x00" in data[:65536]:
         raise src.fail("looks like a binary file, not text", f"check the file or pass {parameter('format')}")
     try:

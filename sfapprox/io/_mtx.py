@@ -32,7 +32,7 @@ import scipy.sparse as sp
 
 from .._errors import parameter
 from .._validation import check_memory, format_bytes
-from ._common import Options, ReadResult, Source, check_order, decode_text, one_line
+from ._common import Options, ReadResult, Source, check_order, decode_text, one_line, utf16_encoding
 
 #: Bytes of the file read to find the header (banner, comments, size line);
 #: a longer header is parsed from the whole file.
@@ -425,6 +425,12 @@ def _to_float(M, h: _Header, src: Source, notes: list[str]):
 def read_mtx(src: Source, opts: Options) -> ReadResult:
     """Reader for format "mtx" (``.mtx``, ``.mtx.gz``, ``.mtx.bz2``, ``.mtx.xz``)."""
     head = src.head(_HEAD_BYTES)
+    if not head:
+        raise src.fail("file is empty after decompression")
+    codec = utf16_encoding(head)
+    if codec is not None:  # scipy reads the bytes: half of them NUL, every line "invalid"
+        raise src.fail(f"is {codec.upper()} text (what Windows tools save as 'Unicode'); Matrix Market files are ASCII",
+                       "save it as UTF-8 or ASCII (e.g. iconv -f UTF-16 -t UTF-8)")
     decode_text(head[:65536], src)  # refuses binary files (NUL bytes) with one line
     header = _parse_header(src, head, complete=len(head) < _HEAD_BYTES)
     if header is None:  # a header longer than the head: parse it from the whole file
