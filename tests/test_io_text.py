@@ -229,3 +229,63 @@ def test_python_only_number_syntax_is_not_a_number(tmp_path):
         path.write_text(text, encoding="utf-8")
         with pytest.raises(InputError, match=f"non-numeric cell '{cell}'"):
             load_matrix(path)
+
+
+# ---------------------------------------------------------------------------
+# numbers as other tools write them
+# ---------------------------------------------------------------------------
+
+
+class TestWrittenNumbers:
+    @pytest.mark.parametrize("text, expected", [
+        ("1;2\n3;4\n", [[1, 2], [3, 4]]),
+        ("1,5;2\n3;-4,25\n", [[1.5, 2], [3, -4.25]]),
+        ("a;b\r\n0,5;1,5E+01\r\n3;4\r\n", [[0.5, 15], [3, 4]]),
+        ('"x";"y"\n"0,5";2\n3;4\n', [[0.5, 2], [3, 4]]),
+    ])
+    def test_a_semicolon_csv_is_read_with_its_decimal_commas(self, tmp_path, text, expected):
+        """Spreadsheets of decimal-comma locales write CSV with ';' between cells: it was refused as
+        "non-numeric cell '3;4'" (its first row taken for a header), the decimal commas unread."""
+        m = load_matrix(write(tmp_path / "m.csv", text))
+        np.testing.assert_array_equal(m.matrix, expected)
+        assert any("decimal comma" in n for n in m.notes) == ("," in text)
+
+    @pytest.mark.parametrize("text, match", [
+        ("1,000;2\n3;4\n", r"line 1, column 1: '1,000' is ambiguous: a decimal comma \(1\.000\) or a thousands "
+                           r"separator \(1000\)\?; write numbers with a decimal point"),
+        ("1,5;2\n3;1.000\n", r"line 2, column 2: '1\.000' has a decimal point, but this semicolon-separated file "
+                             r"writes decimal commas"),
+    ])
+    def test_a_semicolon_csv_comma_that_may_be_a_thousands_separator_is_refused(self, tmp_path, text, match):
+        input_error(write(tmp_path / "m.csv", text), match)
+
+    @pytest.mark.parametrize("text, cell", [('"1,5",2\n3,4\n', "1,5"), ('"1,000",2\n3,4\n', "1,000"),
+                                            ('1,2\n"3,000.5",4\n', "3,000.5")])
+    def test_a_comma_number_in_a_comma_csv_is_named_not_taken_for_a_header(self, tmp_path, text, cell):
+        """A quoted "1,5" or "1,000" in the first row made it a header ("a first row with a word in it"),
+        and the table "not square": the cell is named, with what to do."""
+        msg = input_error(write(tmp_path / "m.csv", text), rf"line \d, column 1: number '{cell}' written with a comma")
+        assert "header" not in msg and "write numbers with a decimal point and no thousands separators" in msg
+
+    @pytest.mark.parametrize("name, text", [("m.csv", "1.0D+00,2\n3,4.0d0\n"), ("m.txt", "0.1D+01 2\n3 .4Q+01\n"),
+                                            ("m.tsv", "x\ty\n1.0D0\t2\n3\t4\n")])
+    def test_fortran_exponents_are_read(self, tmp_path, name, text):
+        """Fortran writes 1.0D+00; its first row was taken for a header and the table refused as not square."""
+        m = load_matrix(write(tmp_path / name, text))
+        np.testing.assert_array_equal(m.matrix, [[1, 2], [3, 4]])
+        assert any("Fortran exponent" in n for n in m.notes)
+
+    def test_fortran_exponents_in_triplets_are_read(self, tmp_path):
+        m = load_matrix(write(tmp_path / "t.ijv", "1 1 1.5D+00\n2 2 -2d-1\n"))
+        np.testing.assert_array_equal(m.to_dense(), [[1.5, 0], [0, -0.2]])
+
+    def test_a_decimal_comma_in_triplets_is_named(self, tmp_path):
+        input_error(write(tmp_path / "t.ijv", "1 1 0,5\n2 2 1\n"),
+                    r"line 1: expected 'i j' or 'i j value', got 4 fields: '1 1 0,5'; a comma separates fields here")
+
+    def test_an_empty_first_cell_of_data_is_a_missing_value_not_a_header_corner(self, tmp_path):
+        """The empty corner of a labelled table made a first row ',2' a header: "not square once its first
+        row (, 2) is read as a header ... with a word in it", though it has none."""
+        input_error(write(tmp_path / "m.csv", ",2\n3,4\n"), r"line 1, column 1: missing value ''")
+        m = load_matrix(write(tmp_path / "l.csv", ",1,2\na,0.5,0.25\nb,3,4\n"))  # numbered columns, labelled rows
+        np.testing.assert_array_equal(m.matrix, [[0.5, 0.25], [3, 4]])

@@ -17,6 +17,7 @@ import hashlib
 import io
 import lzma
 import os
+import re
 import struct
 import zipfile
 import zlib
@@ -529,6 +530,58 @@ def parse_float(token: str) -> float | None:
         return None
 
 
+#: A number with Fortran's exponent letter (``1.5D+03``, double precision; ``Q``: quadruple), which
+#: Fortran programs write and Python's float() does not read.
+_FORTRAN_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)[dDqQ][+-]?\d+")
+#: A number written with a comma in it: a decimal comma (``1,5``) or thousands separators (``1,000``,
+#: ``1.000,5``), which no reader guesses between where the comma is not the only possible reading.
+_COMMA_NUMBER = re.compile(r"[+-]?[\d.]*\d[\d.]*,[\d.,]*\d(?:[eE][+-]?\d+)?")
+
+
+def fortran_float(token: str) -> float | None:
+    """A number written with a Fortran exponent (``1.0D+00``) as the number it is; None for any other token.
+
+    Examples
+    --------
+    >>> fortran_float("1.5D+03"), fortran_float("-.5d-1"), fortran_float("1.5E+03")
+    (1500.0, -0.05, None)
+    """
+    if _FORTRAN_NUMBER.fullmatch(token) is None:
+        return None
+    return float(token.translate(str.maketrans("dDqQ", "eEeE")))
+
+
+def is_comma_number(token: str) -> bool:
+    """True for a number written with a comma in it (``1,5``, ``1,000``, ``-1.000,25``): a number, not a
+    word (a first row holding one is data, not column names), that no reader reads without knowing the
+    locale.
+
+    Examples
+    --------
+    >>> is_comma_number("1,5"), is_comma_number("1,000.5"), is_comma_number("a,b"), is_comma_number("1.5")
+    (True, True, False, False)
+    """
+    return _COMMA_NUMBER.fullmatch(token.strip()) is not None
+
+
+def is_number_like(token: str) -> bool:
+    """True for a cell meant as a number though :func:`parse_float` does not read it: a Fortran exponent
+    or a comma in it (a first row of such cells is data, and the cell is named, not taken as a header)."""
+    token = token.strip()
+    return fortran_float(token) is not None or is_comma_number(token)
+
+
+def _cell_problem(cell: str) -> str:
+    """What is wrong with a cell that is no number, said so that its writer can fix it."""
+    cell = cell.strip()
+    if is_comma_number(cell):
+        return (f"number {cell!r} written with a comma (a decimal comma, or a thousands separator?); write "
+                "numbers with a decimal point and no thousands separators")
+    if fortran_float(cell) is not None:
+        return f"number {cell!r} with a Fortran 'D' exponent; write the exponent with 'E'"
+    return f"non-numeric cell {cell!r}"
+
+
 #: Cells that spreadsheets and R/pandas write for a missing value (compared in lower case).
 MISSING_TOKENS = frozenset({"na", "n/a", "#n/a", "null", "none", "nil", "?", "missing"})
 
@@ -560,5 +613,5 @@ def as_float_table(rows: list[list[str]], line_numbers: list[int], src: Source) 
                     raise src.fail(f"line {line_no}, column {col}: missing value {cell.strip()!r}",
                                    "every entry needs a number: fill the missing ones in (or drop their "
                                    "rows and columns) first")
-                raise src.fail(f"line {line_no}, column {col}: non-numeric cell {cell.strip()!r}")
+                raise src.fail(f"line {line_no}, column {col}: {_cell_problem(cell)}")
     raise src.fail("cannot convert cells to numbers")  # pragma: no cover - defensive

@@ -10,8 +10,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_memory
-from ._common import (MAX_DIM, Options, ReadResult, Source, as_float_table, check_order, is_missing_token, parse_float,
-                      strip_compression)
+from ._common import (MAX_DIM, Options, ReadResult, Source, as_float_table, check_order, fortran_float,
+                      is_comma_number, is_missing_token, is_number_like, parse_float, strip_compression)
 
 _COMMENT = ("#", "%")
 
@@ -35,14 +35,21 @@ def _delimiter(src: Source, text: str) -> str | None:
     first line instead.
     """
     name = strip_compression(src.path.name.lower())
+    first = next((ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith(_COMMENT)), "")
     if name.endswith(".csv"):
-        return ","
+        return ";" if _semicolons(first) else ","
     if name.endswith(".tsv"):
         return "\t"
     if name.endswith((".txt", ".dat")):
         return None
-    first = next((ln for ln in text.splitlines() if ln.strip()), "")
-    return "," if "," in first else "\t" if "\t" in first else None
+    return ";" if _semicolons(first) else "," if "," in first else "\t" if "\t" in first else None
+
+
+def _semicolons(line: str) -> bool:
+    """Whether a CSV line is separated by semicolons, as spreadsheets of decimal-comma locales write
+    CSV (``1,5;2``): a semicolon outside quotes.  Read with commas, its cells were "non-numeric"
+    (``'3;4'``) or its first row a header."""
+    return ";" in line and len(next(csv.reader([line], delimiter=";"))) > 1
 
 
 def _split_rows(text: str, delimiter: str | None) -> tuple[list[list[str]], list[int]]:
@@ -82,7 +89,9 @@ def _is_label(k: int, cell: str) -> bool:
     "not square"."""
     if cell == "":
         return k == 0
-    return parse_float(cell) is None and not is_missing_token(cell)
+    # a number written with a comma or a Fortran exponent is data, named by the parse (as a header it
+    # left the table "not square once its first row (1,5, 2) is read as a header")
+    return parse_float(cell) is None and not is_missing_token(cell) and not is_number_like(cell)
 
 
 def _fast_table(lines: list[str], delimiter: str | None) -> np.ndarray | None:
@@ -116,6 +125,12 @@ def read_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]]:
     # and the parse names the missing cell (as a header it was dropped, and a square table with it
     # was then "not square").
     has_header = any(_is_label(k, c) for k, c in enumerate(header))
+    if has_header and all(c == "" or not _is_label(k, c) for k, c in enumerate(header)):
+        # its only label is an empty first cell: the corner of a table with row labels only where the
+        # next row starts with one; else a missing value of the first row of data, named by the parse
+        following = next((ln for ln in lines[first + 1:] if ln.strip() and not ln.lstrip().startswith(_COMMENT)), "")
+        row = _split_line(following, delimiter) if following else []
+        has_header = bool(row) and _is_label(1, row[0])
     if has_header:
         notes.append(_header_note(header))
     table = _fast_table(lines[first + 1 :] if has_header else lines[first:], delimiter)
@@ -145,7 +160,56 @@ def _slow_table(src: Source, text: str, delimiter: str | None, has_header: bool,
                 f"line {line_no} has {len(row)} fields, expected {expected} (ragged rows)",
                 "every row of a dense table needs the same number of values",
             )
+    rows = read_written_numbers(rows, numbers, src, notes, decimal_comma=delimiter == ";")
     return as_float_table(rows, numbers, src), notes
+
+
+#: ``0,25``: a number written with a decimal comma (an exponent after it allowed).
+_DECIMAL_COMMA = re.compile(r"([+-]?\d*),(\d+)((?:[eE][+-]?\d+)?)")
+
+
+def read_written_numbers(rows: list[list[str]], numbers: list[int], src: Source, notes: list[str], *,
+                         decimal_comma: bool) -> list[list[str]]:
+    """``rows`` with numbers written in the other ways a table's writer may use, as Python reads them,
+    with a note each: Fortran's exponent (``1.0D+00``) and, in a semicolon-separated file (where a comma
+    is no delimiter), a decimal comma (``1,5``).  A comma that could be a thousands separator (``1,000``;
+    a decimal point in a file of decimal commas, ``1.000``) is refused, naming its line and column:
+    either reading of it would be a guess.  Other cells are left as they are (the parse names them)."""
+    fortran = commas = 0
+    point: tuple[int, int, str] | None = None  # the first cell with a decimal point, where a comma may be one
+    out = []
+    for row, line_no in zip(rows, numbers):
+        new = row
+        for col, cell in enumerate(row):
+            if parse_float(cell) is not None:
+                if decimal_comma and point is None and "." in cell:
+                    point = (line_no, col + 1, cell)
+                continue
+            value = fortran_float(cell.strip())
+            if value is not None:
+                fortran += 1
+            elif decimal_comma and (match := _DECIMAL_COMMA.fullmatch(cell.strip())) is not None:
+                whole, frac, exponent = match.groups()
+                if len(frac) == 3 and whole.lstrip("+-0"):
+                    raise src.fail(f"line {line_no}, column {col + 1}: {cell.strip()!r} is ambiguous: a decimal "
+                                   f"comma ({whole}.{frac}) or a thousands separator ({whole}{frac})?",
+                                   "write numbers with a decimal point and no thousands separators")
+                value, commas = float(f"{whole}.{frac}{exponent}"), commas + 1
+            else:
+                continue
+            new = new if new is not row else list(row)
+            new[col] = repr(value)
+        out.append(new)
+    if commas and point is not None:
+        line_no, col, cell = point
+        raise src.fail(f"line {line_no}, column {col}: {cell!r} has a decimal point, but this semicolon-separated "
+                       "file writes decimal commas (1,5): is the point a thousands separator?",
+                       "write every number the same way, without thousands separators")
+    if fortran:
+        notes.append(f"{fortran} numbers written with a Fortran exponent (1.0D+00) read as 1.0E+00")
+    if commas:
+        notes.append(f"semicolon-separated, {commas} numbers written with a decimal comma (1,5) read as 1.5")
+    return out
 
 
 def read_csv(src: Source, opts: Options) -> ReadResult:
@@ -169,8 +233,9 @@ def read_csv(src: Source, opts: Options) -> ReadResult:
 def _parse_triplets(src: Source, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """Parse ``i j [value]`` lines into index/value arrays (indices as written)."""
     table = _fast_triplets(text)
+    written: list[str] = []
     if table is None:
-        table = _slow_triplets(src, text)
+        table = _slow_triplets(src, text, written)
     idx = table[:, :2]
     bad = np.flatnonzero((~np.isfinite(idx) | (idx != np.round(idx)) | (idx < 0)).any(axis=1))
     if bad.size:
@@ -183,7 +248,7 @@ def _parse_triplets(src: Source, text: str) -> tuple[np.ndarray, np.ndarray, np.
     if largest > MAX_DIM:  # refused before the int64 cast (1e20 would wrap around)
         check_order(int(largest), src, "largest index gives a matrix")
     values = table[:, 2] if table.shape[1] == 3 else np.ones(len(table))
-    notes = [] if table.shape[1] == 3 else ["two columns: pattern entries set to 1.0"]
+    notes = written + ([] if table.shape[1] == 3 else ["two columns: pattern entries set to 1.0"])
     return idx[:, 0].astype(np.int64), idx[:, 1].astype(np.int64), values, notes
 
 
@@ -210,7 +275,7 @@ def _fast_triplets(text: str) -> np.ndarray | None:
     return table if table.shape[0] and table.shape[1] in (2, 3) else None
 
 
-def _slow_triplets(src: Source, text: str) -> np.ndarray:
+def _slow_triplets(src: Source, text: str, notes: list[str]) -> np.ndarray:
     rows: list[list[str]] = []
     numbers: list[int] = []
     for line_no, line in enumerate(text.splitlines(), start=1):
@@ -219,8 +284,10 @@ def _slow_triplets(src: Source, text: str) -> np.ndarray:
             continue
         parts = s.replace(",", " ").split()
         if len(parts) not in (2, 3):
+            comma = any(is_comma_number(t) for t in s.split())  # "1 2 0,5": a decimal comma, split in two
             raise src.fail(
-                f"line {line_no}: expected 'i j' or 'i j value', got {len(parts)} fields: {s[:60]!r}"
+                f"line {line_no}: expected 'i j' or 'i j value', got {len(parts)} fields: {s[:60]!r}",
+                "a comma separates fields here: write numbers with a decimal point" if comma else None,
             )
         if rows and len(parts) != len(rows[0]):
             raise src.fail(
@@ -231,7 +298,8 @@ def _slow_triplets(src: Source, text: str) -> np.ndarray:
         numbers.append(line_no)
     if not rows:
         raise src.fail("no entries (only blank or comment lines)")
-    return as_float_table(rows, numbers, src)
+    # (a comma separates the fields here: no decimal commas)
+    return as_float_table(read_written_numbers(rows, numbers, src, notes, decimal_comma=False), numbers, src)
 
 
 def _triangle(i: np.ndarray, j: np.ndarray) -> str | None:
