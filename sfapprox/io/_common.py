@@ -470,9 +470,9 @@ def utf16_encoding(data: bytes) -> str | None:
 
     Examples
     --------
-    >>> utf16_encoding("1,2\n".encode("utf-16")), utf16_encoding("1,2\n".encode("utf-16-le"))
+    >>> utf16_encoding("1,2\\n".encode("utf-16")), utf16_encoding("1,2\\n".encode("utf-16-le"))
     ('utf-16', 'utf-16-le')
-    >>> utf16_encoding(b"1,2\n") is None
+    >>> utf16_encoding(b"1,2\\n") is None
     True
     """
     if data.startswith(_UTF16_BOMS):
