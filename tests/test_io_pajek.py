@@ -355,3 +355,38 @@ class TestSectionKeywords:
     def test_known_auxiliary_sections_are_still_skipped(self, tmp_path):
         p = write(tmp_path / "aux.paj", "*Network n\n*Vertices 2\n*Arcs\n1 2 1\n*Partition p\n*Vertices 2\n1\n2\n")
         assert load_matrix(p).matrix.toarray().tolist() == [[0, 1], [0, 0]]
+
+
+@pytest.mark.parametrize("token", ["NA", "null", "?"])
+def test_a_missing_weight_token_is_refused_not_read_as_an_attribute(tmp_path, token):
+    """'1 2 NA' was read as an arc of weight 1, 'NA' taken for an attribute keyword ('c Red')."""
+    path = tmp_path / "g.net"
+    path.write_text(f'*Vertices 2\n1 "a"\n2 "b"\n*Arcs\n1 2 {token}\n')
+    with pytest.raises(InputError, match=rf"g\.net: line 5: weight '{re.escape(token)}' is a missing value; "
+                                         "give the weight a number"):
+        load_matrix(path)
+
+
+@pytest.mark.parametrize("section", ["*Arcslist", "*Edgeslist"])
+@pytest.mark.parametrize("weight", ["0.5", "2e3", "1,5", "NA"])
+def test_a_weight_in_a_list_section_is_refused_not_dropped(tmp_path, section, weight):
+    """Lists hold vertex ids only: '1 2 3 0.5' stored arcs 1-2 and 1-3 and dropped the 0.5 without a word."""
+    path = tmp_path / "g.net"
+    path.write_text(f"*Vertices 3\n{section}\n1 2 3 {weight}\n")
+    with pytest.raises(InputError, match=rf"line 3: '{re.escape(weight)}' in a {re.escape(section)} line, which "
+                                         r"lists vertex ids only \(no weights\); write weighted lines in \*(Arcs|Edges)"):
+        load_matrix(path)
+
+
+def test_a_list_line_with_attributes_after_its_ids_still_reads(tmp_path):
+    path = tmp_path / "g.net"
+    path.write_text("*Vertices 3\n*Arcslist\n1 2 3 c Red\n")
+    np.testing.assert_array_equal(load_matrix(path).to_dense(), [[0, 1, 1], [0, 0, 0], [0, 0, 0]])
+
+
+def test_a_fortran_exponent_weight_is_read(tmp_path):
+    path = tmp_path / "g.net"
+    path.write_text("*Vertices 2\r\n*Edges\r\n1 2 1.5D+00\r\n*Matrix :2\r\n0 2.5d0\r\n0 0\r\n")
+    m = load_matrix(path)
+    np.testing.assert_array_equal(m.to_dense(), [[0, 4], [1.5, 0]])
+    assert any("Fortran exponent" in n for n in m.notes)

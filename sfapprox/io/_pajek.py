@@ -28,7 +28,8 @@ import scipy.sparse as sp
 
 from .._errors import ParameterError, parameter
 from .._validation import check_memory
-from ._common import Options, ReadResult, Source, check_order, is_int_token, parse_float
+from ._common import (Options, ReadResult, Source, check_order, fortran_float, is_int_token, is_missing_token,
+                      is_number_like, parse_float)
 
 _EDGE_SECTIONS = {"*arcs": "arcs", "*edges": "edges", "*arcslist": "arcslist", "*edgeslist": "edgeslist"}
 _AUX_SECTIONS = {"*partition", "*vector", "*permutation", "*cluster", "*hierarchy"}
@@ -105,6 +106,7 @@ class _Parser:
         self.relation: int | None = None
         self.in_aux = False
         self.comma_weights = 0
+        self.fortran_weights = 0
         self.unknown: tuple[str, int] = ("", 0)  # the unknown section's keyword and line
 
     @property
@@ -240,6 +242,13 @@ class _Parser:
     def _number(self, token: str, line_no: int, what: str) -> float | None:
         """``token`` as a finite number, None if it is not number-like (an attribute); refuses the rest."""
         value = parse_float(token)
+        if value is None and is_missing_token(token):
+            # "NA" is no attribute keyword: read as one, the line's weight silently became 1
+            raise self.src.fail(f"line {line_no}: {what} {token!r} is a missing value",
+                                "give the weight a number, or leave it out for 1")
+        if value is None and fortran_float(token) is not None:
+            value = fortran_float(token)
+            self.fortran_weights += 1
         if value is None:
             comma = _DECIMAL_COMMA.match(token)
             if comma is not None:
@@ -306,6 +315,12 @@ class _Parser:
         i = self._vertex_id(tokens[0], line_no)
         for t in tokens[1:]:
             if not is_int_token(t):
+                if parse_float(t) is not None or is_missing_token(t) or is_number_like(t):
+                    # a weight: lists hold none, and it was dropped without a word
+                    raise self.src.fail(f"line {line_no}: {t!r} in a *{self.state.capitalize()} line, which lists "
+                                        "vertex ids only (no weights)",
+                                        f"write weighted lines in *{'Edges' if self.state == 'edgeslist' else 'Arcs'} "
+                                        "sections ('i j weight')")
                 break
             self.net.add(i, self._vertex_id(t, line_no), 1.0, self.state == "edgeslist", line_no, relation)
 
@@ -520,6 +535,8 @@ def read_pajek(src: Source, opts: Options) -> ReadResult:
     if net.name:
         notes.append(f"Pajek network {net.name!r}")
     _select_relation(src, net, opts.relation, notes)
+    if parser.fortran_weights:
+        notes.append(f"Pajek: {parser.fortran_weights} numbers written with a Fortran exponent (1.0D+00) read as 1.0E+00")
     if parser.comma_weights:
         notes.append(f"Pajek: {parser.comma_weights} numbers written with a decimal comma (0,25) read as 0.25")
     for kind in ("arcs", "edges"):
