@@ -170,3 +170,20 @@ def test_a_plain_libsvm_file_is_parsed_whole_not_token_by_token(tmp_path, monkey
     monkeypatch.setattr(_covariance, "parse_float", per_token)
     last = int(np.nonzero(table.any(axis=0))[0].max()) + 1  # the file's last index present
     np.testing.assert_allclose(load_matrix(p, covariance=True).matrix, np.cov(table[:, :last], rowvar=False))
+
+
+def test_libsvm_lines_without_a_label_keep_their_first_feature(tmp_path):
+    """'1:1 2:2' has no label: its first feature was dropped as one, and the covariance was of other
+    numbers, without a word."""
+    table = np.array([[1.0, 0.0], [0.0, 2.0], [3.0, 1.0]])
+    m = load_matrix(write(tmp_path / "t.svm", "1:1\n+1 2:2\n1:3 2:1\n"), covariance=True)
+    np.testing.assert_allclose(m.matrix, np.cov(table, rowvar=False))
+    assert "LIBSVM: 2 of 3 lines have no label (their first token is a feature)" in m.notes
+
+
+def test_libsvm_index_beyond_int64_refused_by_its_line(tmp_path, recwarn):
+    """An index of 1e20 wrapped around in the int64 cast: a RuntimeWarning, then 'cannot parse file
+    (ValueError: negative dimensions are not allowed)'."""
+    input_error(write(tmp_path / "t.svm", "1 1:1\n0 99999999999999999999:1\n"),
+                r"t\.svm: line 2: feature index 99999999999999999999 is beyond the largest supported", covariance=True)
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]

@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 
 from .._validation import check_memory
-from ._common import Options, ReadResult, Source, is_int_token, parse_float
+from ._common import MAX_DIM, Options, ReadResult, Source, is_int_token, parse_float
 from ._numpy import read_table_npy
 from ._text import read_table
 
@@ -42,6 +42,8 @@ def _libsvm_arrays(text: str) -> tuple[int, np.ndarray, np.ndarray, np.ndarray] 
     if "#" in text or not text.isascii():
         return None
     lines = [line.split(None, 1) for line in text.splitlines()]
+    if any(":" in parts[0] for parts in lines if parts):  # a line without its label: read line by line
+        return None
     features = [parts[1] if len(parts) > 1 else "" for parts in lines if parts]
     body = "\n".join(features).encode("ascii")
     if (not body or body.translate(None, _LIBSVM_CHARS) or body.startswith(b":") or body.endswith(b":")
@@ -54,8 +56,8 @@ def _libsvm_arrays(text: str) -> tuple[int, np.ndarray, np.ndarray, np.ndarray] 
             numbers = np.fromstring(body.replace(b":", b" ").decode("ascii"), dtype=np.float64, sep=" ")
         except ValueError:
             return None
-    if said or numbers.size != 2 * counts.sum():
-        return None
+    if said or numbers.size != 2 * counts.sum() or (numbers.size and numbers[0::2].max() > MAX_DIM):
+        return None  # (an index beyond MAX_DIM wraps around in int64: the line-by-line reader sizes it first)
     return len(features), np.repeat(np.arange(len(features)), counts), numbers[0::2].astype(np.int64), numbers[1::2]
 
 
@@ -78,19 +80,28 @@ def read_libsvm_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]
     if fast is not None and fast[2].size:  # (no feature at all: said below)
         return _dense_table(src, opts, *fast)
     rows: list[tuple[list[int], list[float]]] = []
+    unlabelled = 0
     for line_no, line in enumerate(text.splitlines(), start=1):
         s = line.split("#", 1)[0].strip()
         if not s:
             continue
         idx: list[int] = []
         val: list[float] = []
-        for token in s.split()[1:]:  # the first token is the label
+        tokens = s.split()
+        # the first token is the label; one with a colon is a feature of a line written without one
+        # (it was dropped as the label: the sample lost its first feature, without a word)
+        labelled = ":" not in tokens[0]
+        unlabelled += not labelled
+        for token in tokens[labelled:]:
             key, sep, value = token.partition(":")
             number = parse_float(value) if sep else None
             if key == "qid":
                 continue
             if not is_int_token(key) or number is None or int(key) < 0:
                 raise src.fail(f"line {line_no}: expected 'index:value', got {token!r}")
+            if int(key) > MAX_DIM:
+                raise src.fail(f"line {line_no}: feature index {key} is beyond the largest supported, {MAX_DIM:,}",
+                               "check the file")
             idx.append(int(key))
             val.append(number)
         rows.append((idx, val))
@@ -107,6 +118,8 @@ def read_libsvm_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]
         cols = np.asarray(idx, dtype=np.int64) - (0 if zero_based else 1)
         np.add.at(table[r], cols, val)
     notes = ["LIBSVM: an index 0 appears, indices read as 0-based"] if zero_based else []
+    if unlabelled:
+        notes.append(f"LIBSVM: {unlabelled} of {len(rows)} lines have no label (their first token is a feature)")
     return table, notes
 
 
