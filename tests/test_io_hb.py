@@ -67,3 +67,38 @@ class TestHarwellBoeing:
         lines = p.read_text().splitlines(keepends=True)
         p.write_text("".join(lines[:-2]))
         input_error(p, "cannot parse file")
+
+
+def _written(tmp_path) -> tuple[str, np.ndarray]:
+    A = np.array([[1.5, 2.0], [0.0, -4.0]])
+    path = tmp_path / "w.rua"
+    scipy.io.hb_write(str(path), sp.csc_matrix(A))
+    return path.read_text(), A
+
+
+@pytest.mark.parametrize("where", ["format and values", "values"])
+def test_fortran_d_exponents_are_read(tmp_path, where):
+    """Fortran writes double precision as (3D25.16) and 1.5D+00: scipy's reader raised its
+    BadFortranFormat (a SyntaxError) through as a traceback, or 'unmatched data' for the values."""
+    text, A = _written(tmp_path)
+    lines = text.splitlines(keepends=True)
+    if where == "format and values":
+        lines[3] = lines[3].replace("E25.16", "D25.16")
+    text = "".join(lines[:4]) + "".join(lines[4:]).replace("E+00", "D+00")
+    m = load_matrix(write(tmp_path / "d.rua", text))
+    np.testing.assert_array_equal(m.to_dense(), A)
+    assert any("Fortran 'D' exponent" in n for n in m.notes)
+
+
+def test_an_unknown_fortran_format_is_one_line(tmp_path):
+    text, _ = _written(tmp_path)
+    lines = text.splitlines(keepends=True)
+    lines[3] = lines[3].replace("(3E25.16)", "(3Z25.16)")
+    input_error(write(tmp_path / "z.rua", "".join(lines)), r"z\.rua: line 4: unreadable Fortran format")
+
+
+def test_crlf_line_ends_read_without_a_warning(tmp_path, recwarn):
+    """A CR left on the fixed-width title line overflowed its key field: scipy's LineOverflow warning."""
+    text, A = _written(tmp_path)
+    np.testing.assert_array_equal(load_matrix(write(tmp_path / "c.rua", text.replace("\n", "\r\n"))).to_dense(), A)
+    assert not [str(w.message) for w in recwarn]

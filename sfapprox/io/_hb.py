@@ -9,13 +9,14 @@ triangle ourselves.
 from __future__ import annotations
 
 import io
+import re
 
 import numpy as np
 import scipy.io
 import scipy.sparse as sp
 
 from .._validation import check_memory, check_sparse_structure
-from ._common import Options, ReadResult, Source, check_order
+from ._common import Options, ReadResult, Source, check_order, one_line
 
 
 def _parse_header(src: Source, lines: list[str]) -> tuple[str, int, int, int]:
@@ -31,6 +32,31 @@ def _parse_header(src: Source, lines: list[str]) -> tuple[str, int, int, int]:
     if len(mxtype) != 3 or mxtype[0] not in "RCPI" or mxtype[1] not in "USHZR" or mxtype[2] not in "AE":
         raise src.fail(f"not a Harwell-Boeing file (unknown matrix type {mxtype!r} on line 3)")
     return mxtype, nrow, ncol, nnz
+
+
+def _fortran_exponents(src: Source, lines: list[str], notes: list[str]) -> None:
+    """Rewrite a value format ``(3D25.16)`` and its values ``1.0D+00`` with ``E`` in place: Fortran writes
+    double precision so, and scipy's reader knows neither (a traceback for the format, "unmatched data"
+    for the values)."""
+    counts = [lines[1][k:k + 14].strip() for k in (14, 28, 42, 56)]
+    if not all(c.isdigit() for c in counts[:3]):
+        return  # scipy's reader says what is wrong with line 2
+    ptrcrd, indcrd, valcrd = (int(c) for c in counts[:3])
+    rhscrd = int(counts[3]) if counts[3].isdigit() else 0
+    fmt = lines[3][32:52]
+    start = 4 + (rhscrd > 0) + ptrcrd + indcrd
+    values = range(start, min(start + valcrd, len(lines)))
+    written = re.search(r"\d[dD]\d", fmt) is not None or any(re.search(r"\d[dD][+-]?\d", lines[k]) for k in values)
+    if not written:
+        return
+    lines[3] = lines[3][:32] + re.sub(r"(\d)[dD](\d)", r"\1E\2", fmt) + lines[3][52:]
+    for k in values:  # (value lines hold numbers only)
+        lines[k] = lines[k].translate(_D_TO_E)
+    notes.append("values written with a Fortran 'D' exponent (1.0D+00) read as 1.0E+00")
+
+
+#: Fortran's exponent letters, as scipy's reader (numpy) reads them.
+_D_TO_E = str.maketrans("dD", "EE")
 
 
 def _expand(L: sp.csr_array, skew: bool, notes: list[str], kind: str) -> sp.csr_array:
@@ -53,7 +79,8 @@ def _expand(L: sp.csr_array, skew: bool, notes: list[str], kind: str) -> sp.csr_
 def read_hb(src: Source, opts: Options) -> ReadResult:
     """Reader for format "hb" (``.rb``, ``.rua``, ``.rsa``, ``.rza``, ``.hb``)."""
     text = src.read_text()
-    lines = text.splitlines(keepends=True)
+    # LF line ends: a CR left on a fixed-width line overflows its fields (scipy warns, "key is > 8 characters")
+    lines = [line + "\n" for line in text.splitlines()]
     mxtype, nrow, ncol, nnz = _parse_header(src, lines)
     if mxtype[0] == "C":
         raise src.fail("complex matrices are not supported")
@@ -77,14 +104,19 @@ def read_hb(src: Source, opts: Options) -> ReadResult:
     symmetric = mxtype[1] in "SZ"
     if symmetric:
         lines[2] = lines[2][:1] + "U" + lines[2][2:]
+    notes: list[str] = [f"Harwell-Boeing type {mxtype}"]
+    _fortran_exponents(src, lines, notes)
     with src.guard():
-        M = scipy.io.hb_read(io.StringIO("".join(lines)))
+        try:
+            M = scipy.io.hb_read(io.StringIO("".join(lines)))
+        except SyntaxError as exc:  # scipy's BadFortranFormat (a private class): the guard let it through
+            raise src.fail(f"line 4: unreadable Fortran format ({one_line(exc)}) in {lines[3].strip()[:60]!r}",
+                           "scipy's reader takes I, E (and D) formats, e.g. (8I10) (4E20.12)") from None
     # Pointers and row indices come straight from the file: check them before
     # scipy's conversion trusts them.
     check_sparse_structure(M, source=src.display)
     A = sp.csr_array(M, dtype=np.float64)
     A.sum_duplicates()
-    notes: list[str] = [f"Harwell-Boeing type {mxtype}"]
     if symmetric:
         kind = "skew-symmetric" if mxtype[1] == "Z" else "symmetric"
         A = _expand(A, mxtype[1] == "Z", notes, kind)
