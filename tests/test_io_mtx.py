@@ -224,3 +224,27 @@ def test_a_compressed_file_empty_inside_is_said_to_be_empty(tmp_path):
     path = tmp_path / "e.mtx.gz"
     path.write_bytes(gzip.compress(b""))
     input_error(path, r"e\.mtx\.gz: file is empty after decompression$")
+
+
+@pytest.mark.parametrize("name, text, expected", [
+    ("p.mtx", "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 +7\n2 2 +1.5e+02\n", [[7, 0], [0, 150]]),
+    ("i.mtx", "%%MatrixMarket matrix coordinate integer general\n2 2 2\n1 1 +7\n2\t2\t-3\n", [[7, 0], [0, -3]]),
+    ("a.mtx", "%%MatrixMarket matrix array real general\n2 2\n+7\n-1\n  +2\n0.5\n", [[7, 2], [-1, 0.5]]),
+    ("c.mtx", "%%MatrixMarket matrix coordinate real general\r\n2 2 1\r\n1 1 +7\r\n", [[7, 0], [0, 0]]),
+])
+def test_a_value_with_a_plus_sign_is_read(tmp_path, name, text, expected):
+    """C's strtod (the format's reference reading) and printf("%+g") take '+7': scipy refused it as an
+    "Invalid floating-point value", as a plain file and rewritten alike."""
+    np.testing.assert_array_equal(load_matrix(write(tmp_path / name, text)).to_dense(), expected)
+    packed = tmp_path / (name + ".gz")
+    packed.write_bytes(gzip.compress(text.encode()))
+    np.testing.assert_array_equal(load_matrix(packed).to_dense(), expected)
+
+
+@pytest.mark.parametrize("entry", ["0 1 1.0", "3 1 1.0"])
+def test_an_index_out_of_range_says_indices_are_one_based(tmp_path, entry):
+    """scipy says only "Row index out of bounds": a 0-based file, or a size line that lies."""
+    msg = input_error(write(tmp_path / "o.mtx", f"%%MatrixMarket matrix coordinate real general\n2 2 1\n{entry}\n"),
+                      r"o\.mtx: invalid Matrix Market file \(Line 3: Row index out of bounds\); Matrix Market indices "
+                      r"run from 1 to the size line's rows and columns")
+    assert "add 1 to every index" in msg

@@ -104,9 +104,12 @@ def _mm_errors(src: Source, field: str | None = None) -> Iterator[None]:
         except (ValueError, OverflowError) as exc:
             text = one_line(exc)
             beyond = field == "integer" and (isinstance(exc, OverflowError) or "out of range" in text.lower())
-            raise src.fail(f"invalid Matrix Market file ({text})",
-                           "where it is a value beyond 64 bits (not an index), declare the field 'real' in the "
-                           "first line to read it as a floating-point number" if beyond else None) from None
+            hint = ("where it is a value beyond 64 bits (not an index), declare the field 'real' in the first line "
+                    "to read it as a floating-point number" if beyond else None)
+            if "index out of bounds" in text.lower():  # scipy says no more: a 0 (0-based file) or a lying size line
+                hint = ("Matrix Market indices run from 1 to the size line's rows and columns: check the size line, "
+                        "or, for a file written with 0-based indices, add 1 to every index")
+            raise src.fail(f"invalid Matrix Market file ({text})", hint) from None
 
 
 def _split_lines(data: bytes) -> list[tuple[int, bytes]]:
@@ -328,7 +331,19 @@ def _canonical(data: bytes, h: _Header) -> tuple[bytes, int]:
         out = out.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     if out.find(b"%", len(head)) >= 0 and _BODY_COMMENT.search(out, len(head)):  # find: a fast scan
         out = out[: len(head)] + _BODY_COMMENT.sub(b"", out[len(head):])
+    if _plus_signs(out, len(head) - 1):
+        out = out[: len(head)] + _PLUS_SIGN.sub(rb"\1", out[len(head):])
     return out, len(head)
+
+
+#: A number's explicit plus sign (``1 1 +7``; not an exponent's, ``1e+02``), which C's strtod and the
+#: Matrix Market writers' printf("%+g") use and scipy 1.17's reader refuses ("Invalid floating-point value").
+_PLUS_SIGN = re.compile(rb"(^|[ \t])\+", re.MULTILINE)
+
+
+def _plus_signs(data, start: int) -> bool:
+    """Whether a token after ``start`` (a line end or blank before it) starts with ``+``: three C scans."""
+    return any(data.find(sign, start) >= 0 for sign in (b" +", b"\t+", b"\n+"))
 
 
 def _check_body(src: Source, data, start: int, h: _Header) -> None:
@@ -363,7 +378,7 @@ def _already_canonical(data, h: _Header) -> bool:
     """True when scipy can read the file as it is: what :func:`_canonical` would change is absent."""
     banner = _banner(h)
     return (data[: len(banner)] == banner and data[-1:] == b"\n" and data.find(b"\r") < 0
-            and data.find(b"%", h.body_offset) < 0)
+            and data.find(b"%", h.body_offset) < 0 and not _plus_signs(data, h.body_offset - 1))
 
 
 @contextlib.contextmanager
