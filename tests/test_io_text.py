@@ -289,3 +289,12 @@ class TestWrittenNumbers:
         input_error(write(tmp_path / "m.csv", ",2\n3,4\n"), r"line 1, column 1: missing value ''")
         m = load_matrix(write(tmp_path / "l.csv", ",1,2\na,0.5,0.25\nb,3,4\n"))  # numbered columns, labelled rows
         np.testing.assert_array_equal(m.matrix, [[0.5, 0.25], [3, 4]])
+
+
+def test_triplets_say_which_base_their_indices_were_read_in(tmp_path):
+    """1-based unless an index 0 appears: a 0-based file whose vertex 0 has no entries reads shifted,
+    which was said only for the 0-based reading."""
+    one = load_matrix(write(tmp_path / "a.ijv", "1 2 1\n2 1 1\n"))
+    assert "no index 0 appears: indices read as 1-based" in one.notes and one.n == 2
+    zero = load_matrix(write(tmp_path / "b.ijv", "0 1 1\n1 0 1\n"))
+    assert "an index 0 appears: indices read as 0-based" in zero.notes and zero.n == 2

@@ -379,6 +379,8 @@ def read_ijv(src: Source, opts: Options) -> ReadResult:
     if zero_based:
         notes.append("an index 0 appears: indices read as 0-based")
     else:
+        # said: a 0-based file whose first vertex has no entry reads shifted by one, with one row more
+        notes.append("no index 0 appears: indices read as 1-based")
         i, j = i - 1, j - 1
     n = int(max(i.max(), j.max())) + 1
     check_order(n, src, "largest index gives a matrix", sparse=True)
