@@ -84,7 +84,8 @@ _FORMATS: dict[str, _Format] = {
     "torch": _Format(lambda: "a PyTorch state dict (.pt, .pth) or Lightning checkpoint (.ckpt), loaded with "
                      "weights_only=True (no code unpickled, other objects left unbuilt); "
                      f"{parameter('var')} picks a square tensor", (".pt", ".pth", ".ckpt"), read_torch),
-    "csv": _Format("dense text table (.csv ',', .tsv tab, .txt/.dat whitespace); header row skipped", (".csv", ".tsv", ".txt", ".dat"), read_csv),
+    "csv": _Format("dense text table (.csv ',' or ';' with decimal commas, .tsv tab, .txt/.dat whitespace); "
+                   "header row skipped", (".csv", ".tsv", ".txt", ".dat"), read_csv),
     "ijv": _Format(lambda: f"header-less 'i j [value]' triplets (.ijv, .coo, .edges); {parameter('mirror', shown='auto|none|mirror')}",
                    (".ijv", ".coo", ".edges"), read_ijv),
     "linqs": _Format("LINQS citations (.cites with .content beside it)", (".cites", ".content"), read_linqs),
