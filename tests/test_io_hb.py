@@ -66,7 +66,7 @@ class TestHarwellBoeing:
         scipy.io.hb_write(str(p), sp.random(8, 8, density=0.5, random_state=np.random.default_rng(2), format="csc"))
         lines = p.read_text().splitlines(keepends=True)
         p.write_text("".join(lines[:-2]))
-        input_error(p, "cannot parse file")
+        input_error(p, r"file is truncated: line 2 declares \d+ lines up to the last value's, the file has \d+")
 
 
 def _written(tmp_path) -> tuple[str, np.ndarray]:
@@ -102,3 +102,12 @@ def test_crlf_line_ends_read_without_a_warning(tmp_path, recwarn):
     text, A = _written(tmp_path)
     np.testing.assert_array_equal(load_matrix(write(tmp_path / "c.rua", text.replace("\n", "\r\n"))).to_dense(), A)
     assert not [str(w.message) for w in recwarn]
+
+
+@pytest.mark.parametrize("cut", ["lines", "characters"])
+def test_a_truncated_file_is_said_to_be_one(tmp_path, cut):
+    """scipy said "indices and data should have the same size" of a file cut short."""
+    text, _ = _written(tmp_path)
+    short = "".join(text.splitlines(keepends=True)[:-1]) if cut == "lines" else text[:-30]
+    msg = input_error(write(tmp_path / "t.rua", short), r"t\.rua: file (is truncated|holds fewer)")
+    assert "copy or write it again" in msg

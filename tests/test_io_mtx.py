@@ -248,3 +248,9 @@ def test_an_index_out_of_range_says_indices_are_one_based(tmp_path, entry):
                       r"o\.mtx: invalid Matrix Market file \(Line 3: Row index out of bounds\); Matrix Market indices "
                       r"run from 1 to the size line's rows and columns")
     assert "add 1 to every index" in msg
+
+
+@pytest.mark.parametrize("kind, size", [("coordinate", "0 0 0"), ("array", "0 0")])
+def test_an_empty_matrix_says_what_to_do(tmp_path, kind, size):
+    input_error(write(tmp_path / "z.mtx", f"%%MatrixMarket matrix {kind} real general\n{size}\n"),
+                r"z\.mtx: matrix is empty \(0 x 0\); there is nothing to approximate: give a matrix of at least 1 x 1")

@@ -43,8 +43,11 @@ def _fortran_exponents(src: Source, lines: list[str], notes: list[str]) -> None:
         return  # scipy's reader says what is wrong with line 2
     ptrcrd, indcrd, valcrd = (int(c) for c in counts[:3])
     rhscrd = int(counts[3]) if counts[3].isdigit() else 0
-    fmt = lines[3][32:52]
     start = 4 + (rhscrd > 0) + ptrcrd + indcrd
+    if len(lines) < start + valcrd:  # scipy said "indices and data should have the same size"
+        raise src.fail(f"file is truncated: line 2 declares {start + valcrd} lines up to the last value's, "
+                       f"the file has {len(lines)}", "copy or write it again")
+    fmt = lines[3][32:52]
     values = range(start, min(start + valcrd, len(lines)))
     written = re.search(r"\d[dD]\d", fmt) is not None or any(re.search(r"\d[dD][+-]?\d", lines[k]) for k in values)
     if not written:
@@ -109,6 +112,11 @@ def read_hb(src: Source, opts: Options) -> ReadResult:
     with src.guard():
         try:
             M = scipy.io.hb_read(io.StringIO("".join(lines)))
+        except ValueError as exc:
+            if "same size" not in str(exc):
+                raise
+            raise src.fail("file holds fewer row indices or values than line 3 declares nonzeros (truncated?)",
+                           "copy or write it again") from None
         except SyntaxError as exc:  # scipy's BadFortranFormat (a private class): the guard let it through
             raise src.fail(f"line 4: unreadable Fortran format ({one_line(exc)}) in {lines[3].strip()[:60]!r}",
                            "scipy's reader takes I, E (and D) formats, e.g. (8I10) (4E20.12)") from None
