@@ -106,6 +106,25 @@ def test_every_product_matches_dense(backend, name, dtype):
     assert (op @ x).dtype == np.float64
 
 
+@pytest.mark.parametrize("name", OPERATORS)
+def test_a_read_only_operand_gives_a_product_one_can_write_to(backend, name, tmp_path):
+    """A read-only operand (a .npy opened with mmap_mode="r", a frozen array) gave the compiled kernels'
+    read-only result, and a hybrid adding its other parts into it raised "output array is read-only"."""
+    rng = np.random.default_rng(9)
+    op = OPERATORS[name](rng)
+    D = op.to_dense()
+    n = D.shape[0]
+    np.save(tmp_path / "x.npy", rng.standard_normal(n))
+    x = np.load(tmp_path / "x.npy", mmap_mode="r")
+    B = rng.standard_normal((n, 8))
+    B.flags.writeable = False
+    for got, want in ((op @ x, D @ x), (op.T @ x, D.T @ x), (op.matvec(x[:, None]), D @ x[:, None]),
+                      (op @ B, D @ B), (op.T @ B, D.T @ B)):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
+        got += 1.0  # the caller's array, to use as it likes
+    assert not x.flags.writeable and not B.flags.writeable
+
+
 @pytest.mark.parametrize("name", [n for n in OPERATORS if not n.startswith("hybrid")])
 def test_both_dense_paths_agree(backend, name):
     """to_dense runs the fitting kernels when torch is loaded, else the apply kernels on I."""

@@ -305,6 +305,12 @@ class FactorStack:
                 chunk = np.ascontiguousarray(B[:, j0 : j0 + CHUNK_COLUMNS])
                 out[:, j0 : j0 + CHUNK_COLUMNS] = self._apply_numba_serial(chunk, transpose)
             return out
+        if not B.flags.writeable:
+            # numba types a read-only array apart, and its np.empty_like then makes read-only results: a
+            # read-only operand (np.load(..., mmap_mode="r"), a frozen array) gave a product that could
+            # not be written to, and a hybrid adding its other parts into it raised "output array is
+            # read-only".  A copy of at most CHUNK_COLUMNS columns, and no second compiled variant.
+            B = B.copy()
         if self.butterfly:
             run = kernels.butterfly_vec if B.ndim == 1 else kernels.butterfly_mat
             return run(self.packed, B, transpose)
