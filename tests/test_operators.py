@@ -621,3 +621,23 @@ def test_a_saved_hybrid_gives_the_same_products_to_the_last_bit(tmp_path):
         B = rng.standard_normal((n, 7))
         for product in (lambda o: o @ B[:, 0], lambda o: o @ B, lambda o: o.T @ B[:, 0], lambda o: o.T @ B):
             assert np.array_equal(product(back), product(op))
+
+
+def test_the_repr_says_the_structure_and_the_storage_of_every_kind():
+    """scipy's repr, ``<64x64 ChordOperator with dtype=float64>``, said neither what a surrogate holds nor
+    what it stores: what a notebook shows of ``c.result("sf").operator``."""
+    said = {name: repr(op) for name, op in _every_kind().items()}
+    for name, op in _every_kind().items():
+        n = op.shape[0]
+        assert said[name].startswith(f"<{type(op).__name__} {n} x {n}: "), said[name]
+        assert f"stores {op.n_stored:,} numbers" in said[name] and "\n" not in said[name], said[name]
+        assert repr(op.T).startswith(f"<{type(op).__name__}.T {n} x {n}: "), name
+    assert "3 factors, chord support, K = 4 values a row" in said["chord"]
+    assert "6 x 6: 14 entries (CSR)" in said["sparse"]
+    assert "C core Cᵀ of rank 2" in said["nystrom"]
+    assert "2 butterfly factors of order N' = 4, cropped" in said["padded-butterfly"]
+    assert said["hybrid"].count(" + ") == 1 and "Chord factors (3 factors" in said["hybrid"]
+    assert "block rank 1, blocks b1 = 2, b2 = 9, padded to N' = 18" in said["monarch"]
+    assert said["monarch+lr"].count(" + ") == 1 and "Monarch (block rank 1" in said["monarch+lr"]
+    assert repr(ChordOperator(np.full((2, 8, 2), 0.5), support="butterfly")) == \
+        "<ChordOperator 8 x 8: 2 butterfly factors; stores 32 numbers (50% of N²)>"

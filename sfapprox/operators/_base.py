@@ -118,6 +118,27 @@ class SurrogateOperator(LinearOperator):
         """What a message calls this operator: its class (a transpose: ``ChordOperator.T``, not ``_Transposed``)."""
         return type(self).__name__
 
+    def __repr__(self) -> str:
+        """One line: the class, the order, what it holds and what it stores.
+
+        scipy's ``<64x64 ChordOperator with dtype=float64>`` said neither the structure nor the
+        storage, which is what one compares surrogates by.
+
+        Examples
+        --------
+        >>> from sfapprox.operators import ChordOperator
+        >>> ChordOperator(np.full((3, 8, 4), 0.25))
+        <ChordOperator 8 x 8: 3 factors, chord support, K = 4 values a row; stores 96 numbers (150% of N²)>
+        """
+        n = self.shape[0]
+        held = self._holds()
+        share = f"{100 * self.n_stored / n ** 2:.3g}%" if n else "-"
+        return f"<{self._named} {n} x {n}: {held + '; ' if held else ''}stores {self.n_stored:,} numbers ({share} of N²)>"
+
+    def _holds(self) -> str:
+        """What the surrogate holds, in a few words, for its repr (each kind says it; "" says nothing)."""
+        return ""
+
     # ------------------------------------------------------------------ what a subclass supplies
     def _apply(self, B: np.ndarray, transpose: bool) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -329,6 +350,9 @@ class _Transposed(SurrogateOperator):
     @property
     def _named(self) -> str:
         return f"{self._op._named}.T"
+
+    def _holds(self) -> str:
+        return self._op._holds()
 
     @property
     def n_stored(self) -> int:

@@ -87,6 +87,9 @@ class PaddedButterflyOperator(SurrogateOperator):
         """``L = log2 N'``, the number of butterfly factors."""
         return self.inner.n_factors
 
+    def _holds(self) -> str:
+        return f"{self.n_factors} butterfly factors of order N' = {self.padded_n}, cropped"
+
     @property
     def n_stored(self) -> int:
         """``2 N' L``: every stored factor value (:func:`~sfapprox.budget.butterfly_hier_count`)."""

@@ -154,6 +154,13 @@ class ChordOperator(SurrogateOperator):
         """Number of factors ``M``."""
         return self._stack.packed.shape[0]
 
+    def _holds(self) -> str:
+        if not self.n_factors:
+            return "no factors (the identity)"
+        if self.support == "butterfly":
+            return f"{self.n_factors} butterfly factors"
+        return f"{self.n_factors} factors, {self.support} support, K = {self.offsets.size} values a row"
+
     @property
     def n_stored(self) -> int:
         """Stored numbers (positions are implied by the protocol).

@@ -128,6 +128,12 @@ class HybridOperator(SurrogateOperator):
         """Number of Chord factors ``M`` (0: none)."""
         return 0 if self.chord is None else self.chord.n_factors
 
+    def _holds(self) -> str:
+        parts = [] if self.chord is None else [f"Chord factors ({self.chord._holds()})"]
+        parts += [f"rank {self.rank}"] if self.rank else []
+        parts += [f"{self.sparse.nnz:,} sparse entries"] if self.sparse.nnz else []
+        return " + ".join(parts) or "no parts (zero)"
+
     @property
     def n_stored(self) -> int:
         """Stored numbers, by :func:`sfapprox.budget.hybrid_count`, each sparse entry charged 2 numbers

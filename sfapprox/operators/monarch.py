@@ -156,6 +156,10 @@ class MonarchOperator(_Blockwise):
         """``N' = b1 b2``, the padded order."""
         return self.left_block * self.right_block
 
+    def _holds(self) -> str:
+        padded = f", padded to N' = {self.padded_n}" if self.padded_n != self.shape[0] else ""
+        return f"block rank {self.rank}, blocks b1 = {self.left_block}, b2 = {self.right_block}{padded}"
+
     @property
     def n_stored(self) -> int:
         """``r N' (b1 + b2)`` (:func:`~sfapprox.budget.monarch_count`)."""
@@ -303,6 +307,11 @@ class MonarchLowRankOperator(_Blockwise):
     def n_stored(self) -> int:
         """The Monarch part's numbers plus ``k (2n + 1)``."""
         return (0 if self.monarch is None else self.monarch.n_stored) + tsvd_count(self.shape[0], len(self.s))
+
+    def _holds(self) -> str:
+        parts = [] if self.monarch is None else [f"Monarch ({self.monarch._holds()})"]
+        parts += [f"rank {len(self.s)}"] if len(self.s) else []
+        return " + ".join(parts) or "no parts (zero)"
 
     def _product(self, B: np.ndarray) -> np.ndarray:
         B = np.asarray(B, dtype=np.float64)

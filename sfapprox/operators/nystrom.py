@@ -66,6 +66,9 @@ class NystromOperator(SurrogateOperator):
         """Number ``r`` of pivots."""
         return int(self.C.shape[1])
 
+    def _holds(self) -> str:
+        return f"C core Cᵀ of rank {self.rank}"
+
     @property
     def n_stored(self) -> int:
         """``r (N + r)``."""

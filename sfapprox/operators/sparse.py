@@ -68,6 +68,9 @@ class SparseOperator(SurrogateOperator):
         (:func:`~sfapprox.budget.sparse_count`)."""
         return sparse_count(self.shape[0], self.matrix.nnz)
 
+    def _holds(self) -> str:
+        return f"{self.matrix.nnz:,} entries (CSR)"
+
     def _apply(self, B: np.ndarray, transpose: bool) -> np.ndarray:
         if transpose and self._matrix_t is None:
             self._matrix_t = self.matrix.T.tocsr()  # CSR of the transpose, made once
