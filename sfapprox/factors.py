@@ -53,7 +53,7 @@ from ._atomic import FileStamp, OutputError, check_named_file, resolved_path, wr
 from ._errors import InputError, NotFittedError, ParameterError, SfapproxError, parameter
 from ._params import MEMORY_LIMIT, check_values
 from ._validation import check_memory, check_path
-from .formats import jsonable
+from .formats import jsonable, printable
 from .operators import ChordOperator, HybridOperator, SurrogateOperator, operator_class, operator_kinds
 from .operators._base import operator_words
 from .operators import register_operator as _register_operator
@@ -106,7 +106,7 @@ _LEGACY_CLASSES: set[type] = set()
 
 
 # =============================================================================== the record
-@dataclass
+@dataclass(repr=False)  # its own __repr__: one line, not every loss and setting
 class SavedFactors:
     """A fit read back from HDF5: the operator plus how it was made.
 
@@ -201,6 +201,57 @@ class SavedFactors:
     def aslinearoperator(self):
         """The operator itself (a scipy ``LinearOperator``)."""
         return self.operator
+
+    # What scipy reads an object by (aslinearoperator's duck typing: shape, matvec, rmatvec, rmatmat, dtype),
+    # so that a record goes to cg / eigsh / gmres as it is: it had no shape, and they raised "type not
+    # understood"; and the transpose, which `saved.T @ x` asked for (an AttributeError).
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(n, n)``, the operator's shape."""
+        return self.operator.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The operator's dtype (float64)."""
+        return self.operator.dtype
+
+    @property
+    def T(self):
+        """The transpose of the operator (an operator: ``saved.T @ x``, ``saved.T @ B``)."""
+        return self.operator.T
+
+    @property
+    def H(self):
+        """The adjoint of the operator: its transpose (it is real)."""
+        return self.operator.H
+
+    def rmatmat(self, B: np.ndarray) -> np.ndarray:
+        """``operator.T @ B``.
+
+        Parameters
+        ----------
+        B : numpy.ndarray, shape (n, k)
+        """
+        return self.operator.rmatmat(B)
+
+    def __repr__(self) -> str:
+        """One line: the method, the operator's own line, and the fit's error where the file records it
+        (a dataclass's repr held every loss of the history and every setting).
+
+        Examples
+        --------
+        >>> SavedFactors(ChordOperator(np.full((3, 8, 4), 0.25)), np.zeros(3), {"rel_error": 0.125}, {}, {}, {})
+        <SavedFactors sf: <ChordOperator 8 x 8: 3 factors, chord support, K = 4 values a row; stores 96 numbers (150% of N²)>, rel_error 0.125, 3 losses recorded>
+        """
+        said = [repr(self.operator)]
+        error = self.fit.get("rel_error")
+        if isinstance(error, (int, float)) and not isinstance(error, bool):
+            said.append(f"rel_error {error:.4g}")
+        if len(self.loss_history):
+            said.append(f"{len(self.loss_history):,} losses recorded")
+        if isinstance(self.source.get("name"), str):
+            said.append(f"of {self.source['name']}")
+        return printable(f"<SavedFactors {self.kind}: {', '.join(said)}>")
 
 
 # =============================================================================== writing

@@ -517,6 +517,36 @@ def test_a_loaded_fit_applies_with_the_matmul_operator_as_with_matvec(tmp_path):
         saved @ np.ones(9)
 
 
+def test_a_loaded_fit_goes_to_scipys_solvers_and_has_a_transpose_and_a_one_line_repr(tmp_path):
+    """``cg(load_factors(p), b)`` was scipy's "type not understood" (the record had no shape), ``saved.T``
+    an AttributeError, and its repr held every loss of the history and every setting."""
+    import scipy.sparse.linalg as spla
+
+    rng = np.random.default_rng(0)
+    op = ChordOperator(rng.standard_normal((3, 8, 4)) / 2)
+    save_factors(tmp_path / "f.h5", op, loss_history=np.linspace(2.0, 1.0, 500), fit={"rel_error": 0.25},
+                 settings={"max_iter": 500}, source={"name": "mesh"})
+    saved = load_factors(tmp_path / "f.h5")
+    D = op.to_dense()
+    x, B = rng.standard_normal(8), rng.standard_normal((8, 3))
+    assert saved.shape == (8, 8) and saved.dtype == np.float64
+    np.testing.assert_array_equal(saved.T @ x, op.T @ x)
+    np.testing.assert_array_equal(saved.H @ B, op.T @ B)
+    np.testing.assert_array_equal(saved.rmatmat(B), op.T @ B)
+    linear = spla.aslinearoperator(saved)
+    np.testing.assert_allclose(linear @ x, D @ x)
+    np.testing.assert_allclose(linear.T @ x, D.T @ x)
+    spd = D @ D.T + 8 * np.eye(8)
+    got, info = spla.cg(linear @ linear.T + spla.aslinearoperator(8 * np.eye(8)), x, rtol=1e-12)
+    assert info == 0
+    np.testing.assert_allclose(spd @ got, x, atol=1e-9)
+    top = spla.svds(saved, k=2, return_singular_vectors=False, random_state=0)  # the record itself
+    np.testing.assert_allclose(np.sort(top), np.linalg.svd(D, compute_uv=False)[:2][::-1], rtol=1e-8)
+    said = repr(saved)
+    assert said == ("<SavedFactors sf: <ChordOperator 8 x 8: 3 factors, chord support, K = 4 values a row; "
+                    "stores 96 numbers (150% of N²)>, rel_error 0.25, 500 losses recorded, of mesh>")
+
+
 def test_an_operator_that_cannot_be_saved_is_named_by_what_it_is(tmp_path):
     """save_factors(op.T) and save_factors(2 * op) named scipy's and our private classes
     ("cannot save a _Transposed", "a _ScaledLinearOperator"), and op.T.to_torch() too."""
