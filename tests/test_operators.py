@@ -641,3 +641,38 @@ def test_the_repr_says_the_structure_and_the_storage_of_every_kind():
     assert said["monarch+lr"].count(" + ") == 1 and "Monarch (block rank 1" in said["monarch+lr"]
     assert repr(ChordOperator(np.full((2, 8, 2), 0.5), support="butterfly")) == \
         "<ChordOperator 8 x 8: 2 butterfly factors; stores 32 numbers (50% of N²)>"
+
+
+def test_applying_one_vector_allocates_a_few_vectors_never_the_matrix():
+    """Every kind applies in what it stores: at N = 4,096 one product (or its transpose) allocates a few
+    N-long vectors (measured: 1 to 7), against the N² = 4,096 vectors a formed matrix would take."""
+    import tracemalloc
+
+    from sfapprox.operators import (MonarchLowRankOperator, MonarchOperator, NystromOperator,
+                                    PaddedButterflyOperator, SparseOperator)
+
+    n, rng = 4096, np.random.default_rng(0)
+    U, s, Vt = rng.standard_normal((n, 8)), rng.random(8), rng.standard_normal((8, n))
+    S = sp.csr_array((rng.standard_normal(2000), (rng.integers(0, n, 2000), rng.integers(0, n, 2000))), shape=(n, n))
+    blocks = dict(left=rng.standard_normal((64, 64, 64, 1)), right=rng.standard_normal((64, 1, 64, 64)))
+    ops = {
+        "chord": _chord("chord", n, rng, n_factors=3),
+        "butterfly": _chord("butterfly", n, rng),
+        "hybrid": HybridOperator(n, chord=_chord("symmetric", n, rng, n_factors=2), low_rank=(U, s, Vt), sparse=S),
+        "sparse": SparseOperator(S),
+        "nystrom": NystromOperator(U, np.eye(8)),
+        "monarch": MonarchOperator(blocks["left"], blocks["right"], n - 5),
+        "monarch+lr": MonarchLowRankOperator(n - 5, **blocks, U=U[5:], s=s, Vt=Vt[:, 5:]),
+        "padded-butterfly": PaddedButterflyOperator(rng.standard_normal((13, 2 * n, 2)), n - 3),
+    }
+    for name, op in ops.items():
+        x = rng.standard_normal(op.shape[0])
+        for product in (lambda: op @ x, lambda: op.T @ x):
+            product()  # compiled kernels loaded, a transpose's CSR made: what every later product reuses
+            tracemalloc.start()
+            try:
+                product()
+                peak = tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+            assert peak < 10 * 8 * op.shape[0], (name, peak)
