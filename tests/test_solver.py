@@ -1,4 +1,6 @@
 import math
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -782,3 +784,20 @@ def test_compiled_functions_carry_no_c_callback_wrapper():
                 assert not address, f"{name} has a C callback wrapper"
                 seen += 1
     assert seen
+
+
+def test_every_public_compiled_function_is_callable_from_python():
+    """``project_all`` (in ``__all__``) lost its Python wrapper with the functions only ``iterate`` calls:
+    called from Python it crashed the interpreter (exit 139) where it returned ``pairs @ g``."""
+    pytest.importorskip("numba")
+    code = ("import numpy as np\n"
+            "from sfapprox.sf import _solver_numba as s\n"
+            "print(s.project_all(np.ones((2, 4)), np.ones(4), 2).tolist())\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert done.stdout.strip() == "[4.0, 4.0]"
+    from sfapprox.sf import _solver_numba
+
+    for name in _solver_numba.__all__:  # none of them without the wrapper a call from Python needs
+        options = getattr(getattr(_solver_numba, name), "targetoptions", {})
+        assert not options.get("no_cpython_wrapper"), name

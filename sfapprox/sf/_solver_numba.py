@@ -227,6 +227,8 @@ CAP, OUT_OF_TIME, NO_PROGRESS, NON_FINITE, GTOL, FTOL = range(6)
 # than numpy's and torch's, and the kernel and pair products carry their own flags.
 _JIT_LOOP = dict(_JIT)
 # What only :func:`iterate` calls needs no wrapper for Python either (its arguments boxed and unboxed).
+# Such a function called from Python crashes the interpreter (no wrapper to refuse the call): private
+# names only, never in ``__all__``.
 _JIT_CALLEE = dict(_JIT_LOOP, no_cpython_wrapper=True)
 
 C1, C2 = 1e-4, 0.9  # strong-Wolfe constants of torch.optim.LBFGS (as _solver.C1, C2)
@@ -236,7 +238,7 @@ TOLERANCE_CHANGE, MAX_LS = 1e-9, 25  # torch's _strong_wolfe defaults
 _ZERO = np.int64(0)
 
 
-@nb.njit(**_JIT_CALLEE)
+@nb.njit(**_JIT_LOOP)  # public (``__all__``): callable from Python, so its wrapper is kept
 def project_all(pairs, g, task_columns):
     """``pairs @ g`` in float64, by column tasks of ``task_columns`` summed in column order: the same
     numbers as :meth:`._solver._NumpyOps.project` (which runs the tasks on threads)."""
