@@ -1145,3 +1145,13 @@ def test_a_split_s_sparse_part_is_not_held_through_the_later_splits(monkeypatch,
     again = RobustPCA(budget=1500, rank_grid=[1, 2, 3], method=method, max_iter=5, time_limit=None, device="cpu")
     monkeypatch.undo()
     assert np.array_equal(again.fit(X).to_dense(), rp.to_dense())
+
+
+@pytest.mark.parametrize("method", ["godec", "pcp"])
+def test_a_given_n_sparse_with_a_budget_fits_by_either_method(method):
+    """PCP's memory estimate asked its grid for the rank-0 split to size the sparse parts: with
+    ``n_sparse=0`` given that split is (0, 0), refused, and the fit said "budget 400 is below the smallest
+    fit" of a budget that holds rank 4 (GoDec fitted it)."""
+    X = np.random.default_rng(0).standard_normal((40, 40))
+    est = RobustPCA(method=method, n_sparse=0, budget=400, device="cpu").fit(X)
+    assert est.n_stored_ <= 400 and est.rank_ == 4

@@ -1188,7 +1188,7 @@ class RobustPCA(Approximation):
         """The most sparse entries of a split the fit may try: of ``splits``, and for PCP of its grid's
         ranks below them too (down to rank 0, the most the budget leaves to S)."""
         most = max(n_sparse for _, n_sparse in splits)
-        if self.method == "pcp":
+        if self.method == "pcp" and self.n_sparse is None:  # (a given n_sparse is every split's)
             most = max([most] + [n_sparse for _, n_sparse in self._splits(n, 0)])
         return most
 
