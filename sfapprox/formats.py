@@ -245,6 +245,10 @@ _ESCAPED = {**{c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7f, 0xa0)] if c
             # (surrogateescape), which a UTF-8 file cannot hold (--markdown ended in a UnicodeEncodeError) and a
             # terminal shows as "?"; written as the byte's escape, the name is recognised and stays valid text
             **{c: f"\\x{c - 0xdc00:02x}" for c in range(0xdc80, 0xdd00)}}
+#: :data:`_ESCAPED` as a shell's ``$'...'`` reads it back (:func:`shell_quote`): there ``\xNN`` is the byte NN,
+#: right for a C0 control, DEL and a byte that is no UTF-8, while a C1 control is the character U+0080-U+009F,
+#: two bytes in UTF-8, so ``\u00NN``.
+_SHELL_ESCAPED = {**_ESCAPED, **{c: f"\\u{c:04x}" for c in range(0x80, 0xa0)}}
 #: The escapes of a name's bytes that are no UTF-8 alone (:func:`to_ascii` writes them so, too).
 _UNDECODABLE = {c: _ESCAPED[c] for c in range(0xdc80, 0xdd00)}
 
@@ -276,7 +280,7 @@ def shell_quote(word: str) -> str:
     """
     if printable(word) == word:
         return shlex.quote(word)
-    return "$'" + printable(word.replace("\\", "\\\\").replace("'", "\\'")) + "'"
+    return "$'" + word.replace("\\", "\\\\").replace("'", "\\'").translate(_SHELL_ESCAPED) + "'"
 
 
 def shell_join(words: list[str]) -> str:

@@ -345,6 +345,18 @@ def test_a_names_undecodable_bytes_are_escaped_and_quoted_for_the_shell():
     assert said == b"a b\xff\xfe's.mtx\x1b[31m"  # the shell reads back the very bytes
 
 
+@pytest.mark.parametrize("name", ["a\u0085b.mtx", "c\u009bd.mtx", "e\u202ef.mtx", "g\x7fh\\i.mtx"])
+def test_a_names_control_characters_are_read_back_by_the_shell_as_the_same_bytes(name):
+    """A C1 control (U+0080-U+009F) was quoted as ``$'\\x85'``: bash reads the byte 0x85, where the name
+    holds its two UTF-8 bytes, so the suggested command named a file that does not exist."""
+    import subprocess
+
+    from sfapprox.formats import shell_join
+
+    said = subprocess.run(["bash", "-c", shell_join(["printf", "%s", name])], capture_output=True, check=True).stdout
+    assert said == name.encode()
+
+
 def test_to_ascii_spells_a_names_undecodable_bytes_as_escapes():
     """An ASCII stream (LC_ALL=C, PYTHONIOENCODING=ascii) showed ``bad\\xff.mtx`` as ``bad?.mtx``."""
     import os
