@@ -743,6 +743,18 @@ def test_report_of_a_json_with_nan_or_cut_short_says_so(tmp_path):
     assert res.exit_code == 2 and f"{files['json']}: not valid JSON (" in " ".join(res.output.split()), res.output
 
 
+def test_report_of_a_json_saved_again_with_a_byte_order_mark_shows_its_table(tmp_path):
+    """A result JSON saved again by an editor that writes a UTF-8 byte-order mark (Notepad) was refused as
+    "not valid JSON"."""
+    from sfapprox.cli import app
+
+    made, files = _made_json(tmp_path, "compare")
+    files["json"].write_bytes(b"\xef\xbb\xbf" + files["json"].read_bytes())
+    shown = CliRunner().invoke(app, ["report", str(files["json"])])
+    assert shown.exit_code == 0, shown.output
+    assert shown.stdout.splitlines() == made.stdout.splitlines()
+
+
 def test_report_of_a_json_whose_verdict_is_not_its_rows_says_which_it_shows(tmp_path):
     """The winner and the verdict follow from the rows: a file's own (another sfapprox's wording, an edited
     row) would be lost without a word; the note says both."""

@@ -27,7 +27,7 @@ def read_json(path: Path) -> Any:
     try:
         if path.stat().st_size > LARGEST_RESULT:
             return None
-        text = path.read_bytes().decode("utf-8")
+        text = path.read_bytes().decode("utf-8-sig")  # (a BOM: the file saved again by an editor such as Notepad)
         return json.loads(text)
     except OSError:
         return None
