@@ -436,7 +436,8 @@ def _check_sparse(X, source: str, max_memory: int | None, held: int = 0) -> sp.c
     # The canonical copy: row pointers, column indices and values (+ scipy's temporaries).  Checked before
     # the structure, whose check of a BSR is made on a copy; counted by the values stored (X.nnz reads
     # the index pointer, not checked yet).
-    stored = int(np.size(X.data))
+    data = getattr(X, "data", None)  # (DOK has none; LIL's is an object array of rows)
+    stored = int(np.size(data)) if isinstance(data, np.ndarray) and data.dtype != object else int(X.nnz)
     check_memory(
         2 * (8 * (n + 1) + 16 * stored),
         what=f"{source}: sparse {n} x {n} matrix with {stored} stored entries",

@@ -1189,7 +1189,10 @@ class RobustPCA(Approximation):
         ranks below them too (down to rank 0, the most the budget leaves to S)."""
         most = max(n_sparse for _, n_sparse in splits)
         if self.method == "pcp" and self.n_sparse is None:  # (a given n_sparse is every split's)
-            most = max([most] + [n_sparse for _, n_sparse in self._splits(n, 0)])
+            try:
+                most = max([most] + [n_sparse for _, n_sparse in self._splits(n, 0)])
+            except BudgetError:  # no rank-0 split (the zero matrix's (0, 0)): the splits' own count
+                pass
         return most
 
     def _splits(self, n: int, max_rank: int | None = None,
