@@ -646,6 +646,44 @@ def array_of(a, source: str, what: str, max_memory: int | None = None) -> np.nda
         raise InputError(f"{source}: cannot read {what} as an array ({' '.join(str(exc).split())})") from None
 
 
+def float64_table(arr: np.ndarray, source: str, what: str, max_memory: int | None = None, *, held: int = 0,
+                  copy: bool = False) -> np.ndarray:
+    """``arr`` (a table read by :func:`array_of`: points, queries, keys) as a C-contiguous float64 array, its copy
+    refused before it is made where it and the array it is made from are over ``max_memory`` (a table of
+    float32 points, or a column-major one, was copied whatever the limit said).
+
+    Parameters
+    ----------
+    arr : numpy.ndarray
+        The table.
+    source, what : str
+        Start the message (``"kernel"``, ``"the points"``).
+    max_memory : int or None, default=None
+        The memory limit (None: :func:`default_memory_limit`).
+    held : int, default=0
+        Bytes already held beside it (the queries while the keys are copied).
+    copy : bool, default=False
+        Always copy (the caller changes it: a covariance's centred table), not only where ``arr`` is not
+        already C-contiguous float64.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``arr`` itself where it is already C-contiguous float64 and ``copy`` is False, else its copy.
+
+    Examples
+    --------
+    >>> float64_table(np.ones((2, 3), dtype=np.float32), "kernel", "the points").dtype
+    dtype('float64')
+    """
+    if copy or arr.dtype != np.float64 or not arr.flags.c_contiguous:
+        # the array is held while its copy is made: both count, as for a matrix's float64 copy
+        shape = " x ".join(map(str, arr.shape))
+        check_memory(held_bytes(arr) + 8 * arr.size, limit=max_memory, held=held,
+                     what=f"{source}: the float64 copy of {what} ({shape} {arr.dtype}, besides the array it is made from)")
+    return np.array(arr, dtype=np.float64, order="C", copy=True) if copy else np.ascontiguousarray(arr, dtype=np.float64)
+
+
 def _check_dense(X, source: str, max_memory: int | None) -> np.ndarray:
     if X is None:  # np.asarray(None) is a 0-d object array: "object dtype" would not say what is missing
         raise InputError(f"{source}: a matrix is needed (an array, a scipy sparse matrix or a MatrixSource), got None")

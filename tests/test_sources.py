@@ -10,11 +10,13 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import aslinearoperator
 
 from sfapprox import InputError, ParameterError, ResourceError
+from sfapprox.io import open_matrix
 from sfapprox.sources import (
     KERNELS,
     MIN_BLOCK,
     ArraySource,
     AttentionMatrix,
+    CovarianceMatrix,
     KernelMatrix,
     OperatorSource,
     SparseSource,
@@ -838,3 +840,31 @@ def test_attention_copies_gpu_queries_and_keys_within_its_max_memory():
     assert "\n" not in str(info.value) and type(q).copies == 0
     A = AttentionMatrix(q, rng.standard_normal((16, 4)), max_memory="1M")
     assert type(q).copies == 1 and np.allclose(A.to_dense().sum(axis=1), 1.0)
+
+
+@pytest.mark.parametrize("make", [
+    lambda t, limit: KernelMatrix(t, max_memory=limit),
+    lambda t, limit: CovarianceMatrix(t, max_memory=limit),
+    lambda t, limit: AttentionMatrix(t, t, max_memory=limit),
+], ids=["kernel", "covariance", "attention"])
+def test_a_table_s_float64_copy_is_refused_before_it_is_made_where_it_is_over_max_memory(make):
+    # float32 points, queries and keys (and any covariance table) are copied to float64: 8 bytes a cell
+    # beside the 4 of the table, refused under a limit they pass unconverted (it was made unchecked)
+    table = np.random.default_rng(0).standard_normal((200, 50)).astype(np.float32)
+    with pytest.raises(ResourceError, match=r"the float64 copy of .*\(200 x 50 float32.* over the memory limit"):
+        make(table, 100_000)
+    source = make(table, "1M")  # within the limit: made, and the limit is the source's
+    assert source.max_memory == 1 << 20
+
+
+def test_the_keys_copy_counts_the_queries_held_beside_it():
+    q = np.random.default_rng(1).standard_normal((100, 20)).astype(np.float32)
+    alone = q.nbytes + 8 * q.size  # the keys' copy alone fits; the queries' float64 copy is held beside it
+    with pytest.raises(ResourceError, match=r"the float64 copy of k .* beside the matrix held in memory"):
+        AttentionMatrix(q, q, max_memory=alone + 1000)
+
+
+def test_open_matrix_gives_its_kernel_source_its_limit(tmp_path):
+    path = tmp_path / "points.csv"
+    np.savetxt(path, np.random.default_rng(2).standard_normal((30, 3)), delimiter=",")
+    assert open_matrix(path, kernel="rbf", max_memory="1M").max_memory == 1 << 20

@@ -239,8 +239,9 @@ def open_matrix(
             return _covariance(path, *read, format=format, var=var, max_memory=max_memory, **options)
     if kernel is not None:
         points, _, read = _read_table(path, format, max_memory)
-        return _from_file(_by_path(path, lambda: KernelMatrix(points, kernel, bandwidth, name=_stem(path))), path,
-                          read=read)
+        kernel_matrix = _by_path(path, lambda: KernelMatrix(points, kernel, bandwidth, name=_stem(path),
+                                                             max_memory=max_memory))
+        return _from_file(kernel_matrix, path, read=read)
     if format == "attention":
         attention, read = _by_path(path, lambda: _attention(path, var, max_memory))
         return _from_file(attention, path, read=read)
@@ -395,7 +396,7 @@ def _covariance(path, table: np.ndarray, notes: list[str], read: Source, *, form
 
     features = table.shape[1] if table.ndim == 2 else 0
     if features and memory_limit(max_memory) is not None:
-        source = CovarianceMatrix(table, name=_stem(path))
+        source = CovarianceMatrix(table, name=_stem(path), max_memory=max_memory)
         if not formable(source, max_memory):
             source.reading = {"covariance": True}  # as the formed covariance records it (the table itself: False)
             return _from_file(source, path, read=read)

@@ -23,7 +23,7 @@ from numpy.typing import ArrayLike
 
 from .._errors import InputError, ParameterError
 from .._params import MEMORY_LIMIT, check_values
-from .._validation import array_of
+from .._validation import array_of, float64_table, held_bytes
 from ._base import MatrixSource, block_columns
 
 __all__ = ["AttentionMatrix", "SLAB_ENTRIES"]
@@ -39,14 +39,16 @@ SLAB_ENTRIES = 1 << 16
 UFUNC_BUFFERS = 3 * 8 * np.getbufsize()
 
 
-def _check(name: str, what: str, a, max_memory: int | None = None) -> np.ndarray:
+def _check(name: str, what: str, a, max_memory: int | None = None, held: int = 0) -> np.ndarray:
+    """Queries or keys as a C-contiguous float64 array, each copy within ``max_memory`` beside ``held`` bytes (the
+    queries, while the keys are read)."""
     arr = array_of(a, name, what, max_memory)  # (a GPU tensor's copy in host memory within the source's limit)
     if arr.ndim != 2 or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
         raise InputError(f"{name}: {what} must be a real (N, d) array, got shape {arr.shape} of {arr.dtype}")
     if arr.shape[0] < 1 or arr.shape[1] < 1:
         raise InputError(f"{name}: {what} has shape {arr.shape}; it needs at least one token (row) and one "
                          "feature (column)")
-    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    arr = float64_table(arr, name, what, max_memory, held=held)  # (float32 queries were copied unchecked)
     if not np.isfinite(arr).all():
         i, j = np.argwhere(~np.isfinite(arr))[0]
         raise InputError(f"{name}: {what}[{i}, {j}] is {arr[i, j]}; queries and keys must be finite")
@@ -118,7 +120,8 @@ class AttentionMatrix(MatrixSource):
     def __init__(self, q: ArrayLike, k: ArrayLike, scale: float | None = None, *, name: str = "attention",
                  max_memory: int | str | None = None) -> None:
         max_memory = check_values({"max_memory": max_memory}, {"max_memory": MEMORY_LIMIT}, "AttentionMatrix")["max_memory"]
-        q, k = _check(name, "q", q, max_memory), _check(name, "k", k, max_memory)
+        q = _check(name, "q", q, max_memory)
+        k = _check(name, "k", k, max_memory, held=held_bytes(q))
         if q.shape != k.shape:
             raise InputError(f"{name}: q {q.shape} and k {k.shape} must have the same shape (N tokens x d)")
         if scale is None:

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from .._errors import InputError
-from .._validation import array_of
+from .._params import MEMORY_LIMIT, check_values
+from .._validation import array_of, float64_table
 from ._base import MatrixSource, checked_product
 
 __all__ = ["CovarianceMatrix"]
@@ -30,6 +31,10 @@ class CovarianceMatrix(MatrixSource):
         One sample per row, ``m >= 2``, every cell finite.
     name : str, default="covariance"
         What the matrix is called in tables and messages.
+    max_memory : int, str or None, default=None
+        Memory limit in bytes (or a size such as ``"4G"``, stored in bytes) for the table's copies made here
+        (its centred float64 copy, a sparse table's dense one), and the source's :attr:`max_memory` afterwards
+        (None: the default limit).
 
     Attributes
     ----------
@@ -55,8 +60,10 @@ class CovarianceMatrix(MatrixSource):
     symmetric = True
     psd = True
 
-    def __init__(self, table, *, name: str = "covariance") -> None:
-        arr = array_of(table, name, "the table")
+    def __init__(self, table, *, name: str = "covariance", max_memory: int | str | None = None) -> None:
+        max_memory = check_values({"max_memory": max_memory}, {"max_memory": MEMORY_LIMIT},
+                                  "CovarianceMatrix")["max_memory"]
+        arr = array_of(table, name, "the table", max_memory)
         if arr.ndim != 2 or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
             raise InputError(f"{name}: a covariance needs a real samples x features table, got shape {arr.shape} "
                              f"of {arr.dtype}")
@@ -65,11 +72,12 @@ class CovarianceMatrix(MatrixSource):
         if not np.isfinite(arr).all():
             i, j = np.argwhere(~np.isfinite(arr))[0]
             raise InputError(f"{name}: cell [{i}, {j}] is {arr[i, j]}; a covariance needs complete data")
-        centred = np.array(arr, dtype=np.float64, order="C")
+        centred = float64_table(arr, name, "the table", max_memory, copy=True)  # (it was copied unchecked)
         centred -= centred.mean(axis=0)
         self.centred = centred
         self._denominator = float(arr.shape[0] - 1)
         super().__init__(arr.shape[1], name)
+        self.max_memory = max_memory
         self.notes.append(f"sample covariance of {arr.shape[0]:,} samples x {arr.shape[1]:,} features, "
                           "computed by columns from the table (never formed)")
 

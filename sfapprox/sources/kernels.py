@@ -31,9 +31,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._errors import InputError, ParameterError, parameter
-from .._params import SEED, Interval, check_values
+from .._params import MEMORY_LIMIT, SEED, Interval, check_values
 from .._settings import DEFAULT_SEED
-from .._validation import array_of
+from .._validation import array_of, float64_table
 from ._base import MatrixSource, form_cells, kept_stop
 
 __all__ = ["KernelMatrix", "KERNELS", "median_bandwidth", "MEDIAN_SAMPLE"]
@@ -151,6 +151,10 @@ class KernelMatrix(MatrixSource):
         Seed of the median heuristic's sample (drawn above :data:`MEDIAN_SAMPLE`
         points), an int >= 0; None is the default seed 0, so that the same
         points always get the same bandwidth.
+    max_memory : int, str or None, default=None
+        Memory limit in bytes (or a size such as ``"4G"``, stored in bytes) for the points' copies made here
+        (their float64 copy, a sparse table's dense one), and the source's :attr:`max_memory` afterwards
+        (None: the default limit).
 
     Attributes
     ----------
@@ -178,19 +182,20 @@ class KernelMatrix(MatrixSource):
     column_copies = 5  # inner products, squared distances, the profile's temporaries, the block
 
     def __init__(self, points: ArrayLike, kernel: str = "rbf", bandwidth: float | None = None, *, name: str = "kernel",
-                 seed: int | None = DEFAULT_SEED) -> None:
+                 seed: int | None = DEFAULT_SEED, max_memory: int | str | None = None) -> None:
         # None is the documented default: an unseeded sample gave another bandwidth at each call above
         # MEDIAN_SAMPLE points (and another matrix for the same points).
         seed = DEFAULT_SEED if seed is None else seed
-        check_values({"seed": seed}, {"seed": SEED}, "KernelMatrix")
+        max_memory = check_values({"seed": seed, "max_memory": max_memory}, {"seed": SEED, "max_memory": MEMORY_LIMIT},
+                                  "KernelMatrix")["max_memory"]
         if not isinstance(kernel, str) or kernel not in KERNELS:  # ["rbf"] was a raw "unhashable" TypeError
             raise ParameterError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)} ({parameter('kernel')})")
-        pts = array_of(points, name, "the points")
+        pts = array_of(points, name, "the points", max_memory)
         if pts.ndim != 2 or pts.shape[0] < 1 or pts.shape[1] < 1:
             raise InputError(f"{name}: the points must be a table of shape (N, d), got shape {pts.shape}")
         if not np.issubdtype(pts.dtype, np.number) or np.iscomplexobj(pts):
             raise InputError(f"{name}: the points must be real numbers, got {pts.dtype}")
-        pts = np.ascontiguousarray(pts, dtype=np.float64)
+        pts = float64_table(pts, name, "the points", max_memory)  # (float32 points were copied unchecked)
         bad = ~np.isfinite(pts)
         if bad.any():
             i, j = np.argwhere(bad)[0]
@@ -210,6 +215,7 @@ class KernelMatrix(MatrixSource):
             self.bandwidth_, self.bandwidth_rule_ = float(bandwidth), "given"
             _check_computable(kernel, self.bandwidth_, pts, seed)
         super().__init__(pts.shape[0], name)
+        self.max_memory = max_memory
         self.nonnegative = True if KERNELS[kernel] else bool((pts >= 0).all())
         how = "" if self.bandwidth_ is None else f"; bandwidth {self.bandwidth_:.4g} ({self.bandwidth_rule_})"
         self.notes.append(f"{kernel} kernel matrix of {pts.shape[0]:,} point{'s' if pts.shape[0] != 1 else ''} x {pts.shape[1]} "
