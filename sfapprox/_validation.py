@@ -572,6 +572,8 @@ def torch_sparse_as_scipy(X, source: str = "X", max_memory: int | None = None):
     _check_shape(tuple(X.shape), source)
     if X.device.type != "cpu":
         _check_sparse_host_copy(X, torch, source, max_memory)
+    elif _converted_on_host(X, torch):
+        _check_sparse_conversion(X, torch, source, max_memory)
     X = X.detach().cpu()
     if X.layout in (torch.sparse_bsr, torch.sparse_bsc):
         X = X.to_sparse_coo()
@@ -615,6 +617,29 @@ def _check_sparse_host_copy(X, torch, source: str, max_memory: int | None) -> No
     check_memory(sparse_tensor_host_bytes(X, torch), limit=max_memory,
                  what=f"{source}: the copy in host memory of the {shape} sparse tensor's {X._nnz():,} stored entries "
                       f"on {X.device}", advice="use a smaller input (or slice the tensor on the GPU)")
+
+
+def _converted_on_host(X, torch) -> bool:
+    """Whether :func:`torch_sparse_as_scipy` copies a CPU sparse tensor's entries before reading them: an
+    uncoalesced COO is coalesced, a BSR or BSC made COO, a float type numpy lacks widened."""
+    if X.layout == torch.sparse_coo:
+        converted, values = not X.is_coalesced(), X._values()
+    elif X.layout in (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc):
+        converted, values = X.layout in (torch.sparse_bsr, torch.sparse_bsc), X.values()
+    else:  # no entries to read: the layout is refused after
+        return False
+    return converted or (values.is_floating_point() and values.dtype not in (torch.float16, torch.float32,
+                                                                                torch.float64))
+
+
+def _check_sparse_conversion(X, torch, source: str, max_memory: int | None) -> None:
+    """Refuse the conversion of a CPU sparse tensor's entries (coalescing, BSR to COO, widening) where it and the
+    entries it is made from are over the limit, before it is made, as a GPU tensor's copy to host memory is."""
+    shape = " x ".join(map(str, X.shape))
+    values = X._values() if X.layout == torch.sparse_coo else X.values()  # (a BSR's _nnz() counts its blocks)
+    check_memory(sparse_tensor_host_bytes(X, torch), limit=max_memory,
+                 what=f"{source}: the conversion of the {shape} sparse tensor's {values.numel():,} stored values "
+                      f"({str(X.layout).removeprefix('torch.')}, besides the entries it is made from)")
 
 
 def _values_of(X) -> np.ndarray:

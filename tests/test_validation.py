@@ -285,6 +285,30 @@ class TestMaxMemoryReachesEveryCopy:
             compare(T, methods=["tsvd"], budget=32, max_memory=256)
         assert not copies
 
+    @pytest.mark.parametrize("layout", ["coo", "bsr", "bfloat16"])
+    def test_a_cpu_sparse_tensor_s_conversion_is_checked_before_it_is_made(self, monkeypatch, layout):
+        """An uncoalesced COO's coalesce, a BSR's COO and a bfloat16's float64 values were made in host memory
+        with no check (only a GPU tensor's copy was checked)."""
+        torch = pytest.importorskip("torch")
+        n = 64
+        rows = torch.arange(n).repeat(2)  # every diagonal entry twice: uncoalesced
+        T = torch.sparse_coo_tensor(torch.stack([rows, rows]), torch.ones(2 * n), (n, n))
+        if layout == "bsr":
+            T = T.coalesce().to_sparse_bsr((2, 2))
+        elif layout == "bfloat16":
+            T = T.coalesce().to(torch.bfloat16)
+        made = []
+        for name in ("coalesce", "to_sparse_coo", "to"):
+            real = getattr(torch.Tensor, name)
+            monkeypatch.setattr(torch.Tensor, name,
+                                lambda self, *a, _real=real, _name=name, **k: (made.append(_name), _real(self, *a, **k))[1])
+        with pytest.raises(ResourceError, match=r"conversion of the 64 x 64 sparse tensor's \d+ stored values") as info:
+            check_square_matrix(T, source="X", max_memory=1024)
+        _one_line_error(info, "X")
+        assert not made  # refused before anything was converted
+        out = check_square_matrix(T, source="X", max_memory=2**20)
+        np.testing.assert_array_equal(out.diagonal(), np.full(n, 2.0))  # (the duplicates summed)
+
     def test_a_bfloat16_tensor_s_float64_copy_is_checked(self):
         torch = pytest.importorskip("torch")
         T = torch.ones(16, 16, dtype=torch.bfloat16)  # 512 B, and 2 KiB as float64
