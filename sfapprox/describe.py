@@ -12,7 +12,7 @@ from ._params import MEMORY_LIMIT
 from ._settings import COUNT_INDICES, FitSettings
 from ._validation import format_bytes, memory_limit
 from .budget import sf_count, sf_structure, tsvd_count, tsvd_rank_for_budget
-from .comparison import MatrixInput, as_loaded_matrix, formable, formed_need, recipe_text
+from .comparison import MatrixInput, as_loaded_matrix, formable, formed_need, opened_input, recipe_text
 from .factors import load_factors
 from .formats import Column, OutputFormat, ShownAsTables, Table, fact_text, printable, render_html
 from .sources import MatrixSource
@@ -102,14 +102,18 @@ def describe(matrix: MatrixInput, *, count_indices: bool = COUNT_INDICES,
     Parameters
     ----------
     matrix : LoadedMatrix, MatrixSource, path or array
-        The square matrix; a path is read with the default load options.  A
-        source is not formed to be described.
+        The square matrix; a path is opened as ``sfapprox info`` opens it
+        (:func:`~sfapprox.io.open_matrix` with the default reading options,
+        within ``max_memory``: a sparse file whose dense form is over it is kept
+        sparse, a ``.npy`` too big to load is mapped).  A source is not formed
+        to be described.
     count_indices : bool, default=True
         Charge sparse entries for their positions (changes RPCA's and sf+s's smallest budget).
     max_memory : int, str or None, default=None
         The memory limit in bytes (or a size such as ``"4G"``, as ``--max-memory``
         reads it) a comparison would run under (decides
-        whether a matrix source would be formed or compared from columns);
+        whether a matrix source would be formed or compared from columns), and the
+        limit of the copies made here (a file read, an array's float64 copy);
         None: the default limit (80% of RAM).
 
     Returns
@@ -126,6 +130,10 @@ def describe(matrix: MatrixInput, *, count_indices: bool = COUNT_INDICES,
     (1512, 73)
     """
     max_memory = MEMORY_LIMIT.to_bytes(max_memory)  # bytes: the limit is compared and reported below
+    if isinstance(matrix, (str, os.PathLike)):
+        # opened as info opens it, within the limit given: read under the default limit, a file over the
+        # given one was formed whole; load_matrix under it refused a sparse file whose dense form is over it
+        matrix = opened_input(matrix, None, max_memory)
     if isinstance(matrix, MatrixSource):
         loaded, summary = None, matrix.summary()
         facts: list[tuple[str, Any]] = _source_facts(matrix, max_memory)

@@ -451,3 +451,24 @@ def test_a_saved_fit_with_free_position_entries_says_how_they_were_counted(tmp_p
         assert d.data["count_indices"] is ci and d.data["n_stored"] == fit.n_stored_
     save_factors(tmp_path / "t.h5", TruncatedSVD(n_components=1).fit(X))
     assert "sparse entries" not in dict(describe_factors(tmp_path / "t.h5").facts)
+
+
+def test_a_file_is_opened_within_the_limit_given_as_info_opens_it(tmp_path):
+    """describe(path, max_memory=) read the file under the default limit (80% of RAM): a file over the
+    limit given was formed whole; now it is opened as info opens it, a sparse file kept sparse."""
+    import scipy.io
+    import scipy.sparse as sp
+
+    n = 256
+    X = sp.random(n, n, density=0.01, random_state=0, format="coo") + sp.eye(n)
+    path = tmp_path / "sparse.mtx"
+    scipy.io.mmwrite(path, X)
+    limit = 200_000  # its dense form (512 KiB) is over it, its sparse copies are not
+    described = describe(path, max_memory=limit)
+    matrix = described.data["matrix"]
+    assert matrix["in_a_comparison"] == "columns" and matrix["max_memory"] == limit
+    assert dict(described.facts)["stored entries"].startswith(f"{sp.csr_array(X).nnz:,}")
+    dense = tmp_path / "dense.csv"
+    np.savetxt(dense, np.eye(n), delimiter=",")
+    with pytest.raises(ResourceError, match="dense.csv"):  # its float64 matrix is over the limit: not read whole
+        describe(dense, max_memory=limit)
