@@ -676,3 +676,29 @@ def test_applying_one_vector_allocates_a_few_vectors_never_the_matrix():
             finally:
                 tracemalloc.stop()
             assert peak < 10 * 8 * op.shape[0], (name, peak)
+
+
+def _hybrids_without_factors(n=6):
+    """What tsvd, rsvd, rpca and nmf return: hybrids with no Chord part (low rank, low rank + sparse, W H)."""
+    rng = np.random.default_rng(6)
+    U, Vt = rng.standard_normal((n, 2)), rng.standard_normal((2, n))
+    S = sp.random(n, n, density=0.3, format="csr", random_state=2)
+    return {"tsvd": HybridOperator(n, low_rank=(U, np.ones(2), Vt)),
+            "rpca": HybridOperator(n, low_rank=(U, np.ones(2), Vt), sparse=S),
+            "nmf": HybridOperator(n, low_rank=(np.abs(U), None, np.abs(Vt))),
+            "sparse only": HybridOperator(n, sparse=S)}
+
+
+def test_a_longdouble_operand_gives_float64_for_every_kind():
+    """Hybrids with no Chord part (tsvd, rsvd, rpca, nmf) returned float128 (complex256) and computed
+    without BLAS, where every other kind returned float64 (complex128)."""
+    for name, op in {**_every_kind(), **_hybrids_without_factors()}.items():
+        n = op.shape[0]
+        D = op.to_dense()
+        x = np.linspace(-1, 1, 2 * n, dtype=np.longdouble).reshape(n, 2)
+        for got, want in ((op @ x[:, 0], D @ x[:, 0]), (op @ x, D @ x), (op.T @ x[:, 0], D.T @ x[:, 0]),
+                          (op.rmatmat(x), D.T @ x)):
+            assert got.dtype == np.float64, name
+            np.testing.assert_allclose(got, want.astype(np.float64), atol=1e-12, err_msg=name)
+        assert (op @ x.astype(np.clongdouble)).dtype == np.complex128, name
+

@@ -160,11 +160,13 @@ class HybridOperator(SurrogateOperator):
 
     def _apply(self, B: np.ndarray, transpose: bool) -> np.ndarray:
         """``A @ B`` or ``A.T @ B``: the Chord kernel, two BLAS products and one CSR product."""
-        B = np.asarray(B)
+        # float64, as every other kind computes: a longdouble operand kept its dtype here (float128 out,
+        # products without BLAS) where the Chord kernel and the other kinds returned float64.
+        B = np.asarray(B, dtype=np.float64)
         if self.chord is not None:
             out = self.chord._stack.apply(B, transpose)  # a fresh array: added into below
         else:
-            out = np.zeros(B.shape, dtype=np.result_type(B.dtype, np.float64))
+            out = np.zeros(B.shape)
         if self.rank:
             scale = self.s if B.ndim == 1 else self.s[:, None]
             if transpose:
