@@ -702,3 +702,14 @@ def test_a_longdouble_operand_gives_float64_for_every_kind():
             np.testing.assert_allclose(got, want.astype(np.float64), atol=1e-12, err_msg=name)
         assert (op @ x.astype(np.clongdouble)).dtype == np.complex128, name
 
+
+def test_a_0d_operand_is_refused_naming_the_shape_by_every_kind():
+    """``op @ np.ones(())`` got scipy's ValueError ("expected 1-d or 2-d array or matrix, got array(1.)"),
+    which named neither the operator nor the shape it takes."""
+    for name, op in {**_every_kind(), **_hybrids_without_factors()}.items():
+        n = op.shape[0]
+        for product in (op.__matmul__, op.dot, op.T.__matmul__, op.matvec, op.matmat):
+            with pytest.raises(ParameterError, match=rf"is {n} x {n}: it applies to .* of {n} rows, got shape \(\)"):
+                product(np.ones(()))
+    with pytest.raises(ValueError, match="Scalar operands"):  # a Python scalar: scipy's own rule, as before
+        op @ 2.0

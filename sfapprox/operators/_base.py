@@ -284,9 +284,11 @@ class SurrogateOperator(LinearOperator):
         return self._applied(B, True)
 
     def _fast(self, x) -> bool:
-        """True for a vector or block of N rows (applied here); an array of more dimensions is refused
-        (scipy's message held the whole array); anything else goes to scipy (operator products)."""
-        if not isinstance(x, LinearOperator) and np.ndim(x) > 2:
+        """True for a vector or block of N rows (applied here); an array of more dimensions, or a 0-d one,
+        is refused (scipy's ValueError held the whole array and named no shape); anything else goes to
+        scipy (operator products, and a Python scalar, which scipy refuses for ``@`` and scales by in
+        ``dot``)."""
+        if not isinstance(x, LinearOperator) and (np.ndim(x) > 2 or (isinstance(x, np.ndarray) and x.ndim == 0)):
             self._check_operand(x, "a vector or a matrix", 2)
         return type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[0] == self.shape[1]
 
