@@ -718,7 +718,16 @@ class _Reader:
             if not np.isfinite(data).all():
                 raise self.fail(f"dataset {name!r} holds NaN or infinite values")
         else:
-            data = np.asarray(data, dtype=np.int64)
+            data = np.asarray(self._fits_int64(name, data), dtype=np.int64)
+        return data
+
+    def _fits_int64(self, name: str, data: np.ndarray) -> np.ndarray:
+        """``data``, refused where it holds unsigned integers beyond int64: numpy's cast wraps them, and
+        an edited file's 2^64 - 1 was read as -1 without a word (a value, not only a position)."""
+        data = np.asarray(data)
+        if data.dtype.kind == "u" and data.size and int(data.max()) > np.iinfo(np.int64).max:
+            raise self.fail(f"dataset {name!r} holds {int(data.max())}, beyond the largest 64-bit signed "
+                            f"integer ({np.iinfo(np.int64).max}) it is read as")
         return data
 
 

@@ -674,3 +674,38 @@ def test_a_fit_file_taken_meanwhile_costs_that_file_alone(tmp_path):
     assert load_factors(caught.value.kept).kind == "sparse"
     [note] = caught.value.__notes__  # the second one taken: said too, its fit kept
     assert "nmf" in note and load_factors(tmp_path / note.split("saved as ")[1].split(" instead")[0]).kind == "nmf"
+
+
+@pytest.mark.parametrize("name", ["values", "lr_s", "sparse_vals", "sparse_rows"])
+def test_unsigned_integers_beyond_int64_in_an_edited_file_are_refused(tmp_path, name):
+    """An edited file's uint64 values were cast to int64, so 2^64 - 1 was read as -1: a hybrid's value
+    loaded silently negative (a position was refused, but as "outside 0..n-1")."""
+    import scipy.sparse as sp
+
+    from sfapprox.operators import HybridOperator
+
+    n = 8
+    op = HybridOperator(n, chord=ChordOperator(np.ones((2, n, 4))), low_rank=(np.ones((n, 1)), np.ones(1), np.ones((1, n))),
+                        sparse=sp.csr_array((np.ones(2), ([0, 3], [1, 5])), shape=(n, n)))
+    path = tmp_path / "h.h5"
+    save_factors(path, op)
+    with h5py.File(path, "a") as f:
+        held = f[name][()]
+        edited = np.round(held).astype(np.uint64)
+        edited.reshape(-1)[-1] = np.iinfo(np.uint64).max
+        del f[name]
+        f[name] = edited
+    with pytest.raises(InputError, match=rf"'{name}' holds 18446744073709551615, beyond the largest 64-bit"):
+        load_factors(path)
+
+
+def test_unsigned_integers_that_fit_still_load(tmp_path):
+    path = tmp_path / "c.h5"
+    save_factors(path, ChordOperator(np.full((2, 8, 4), 3.0)))
+    with h5py.File(path, "a") as f:
+        for name in ("values", "offsets"):
+            held = f[name][()].astype(np.uint64)
+            del f[name]
+            f[name] = held
+    back = load_factors(path).operator
+    assert np.array_equal(back.to_dense(), ChordOperator(np.full((2, 8, 4), 3.0)).to_dense())
