@@ -334,14 +334,15 @@ class Approximation:
         """The fitted factors as ``scipy.sparse.csr_array`` matrices whose product is the surrogate.
 
         For SF (and the butterfly methods) the M Chord factors, ``W1 @ ... @ WM``,
-        one stored entry per value.  Methods whose surrogate is not a product of
-        sparse factors (low rank, sums of parts) raise ParameterError: use
-        ``operator_`` (or ``to_dense()``) instead.
+        one stored entry per value; for Monarch and a padded butterfly, factors of the
+        padded order with the first cropped to ``N`` rows and the last to ``N`` columns.
+        Methods whose surrogate is not a product of sparse factors (low rank, sums of
+        parts) raise ParameterError: use ``operator_`` (or ``to_dense()``) instead.
 
         Returns
         -------
         list of scipy.sparse.csr_array
-            ``[W1, ..., WM]``, each ``N x N``; ``W1 @ ... @ WM`` is the surrogate.
+            ``[W1, ..., WM]`` (each ``N x N`` for Chord factors); ``W1 @ ... @ WM`` is the surrogate.
 
         Raises
         ------

@@ -713,3 +713,107 @@ def test_a_0d_operand_is_refused_naming_the_shape_by_every_kind():
                 product(np.ones(()))
     with pytest.raises(ValueError, match="Scalar operands"):  # a Python scalar: scipy's own rule, as before
         op @ 2.0
+
+
+# --------------------------------------------------------------------------- exports of the other kinds
+def _other_kinds(n):
+    """One operator of each kind whose exports were missing, at order n: padded (Monarch, butterfly) when n
+    is not their inner order, not padded at n = 64 (Monarch 8 x 8, butterfly of order 64)."""
+    from sfapprox.operators import (MonarchLowRankOperator, MonarchOperator, NystromOperator,
+                                    PaddedButterflyOperator, SparseOperator)
+
+    rng = np.random.default_rng(n)
+    blocks = dict(left=rng.standard_normal((8, 8, 8, 2)) / 4, right=rng.standard_normal((8, 2, 8, 8)) / 4)
+    return {
+        "sparse": SparseOperator(sp.random(n, n, density=0.1, format="csr", random_state=n)),
+        "nystrom": NystromOperator(rng.standard_normal((n, 4)), rng.standard_normal((4, 4))),
+        "monarch": MonarchOperator(blocks["left"], blocks["right"], n),
+        "monarch+lr": MonarchLowRankOperator(n, **blocks, U=rng.standard_normal((n, 3)), s=rng.random(3),
+                                             Vt=rng.standard_normal((3, n))),
+        "monarch+lr, low rank alone": MonarchLowRankOperator(n, U=rng.standard_normal((n, 2)), s=rng.random(2),
+                                                             Vt=rng.standard_normal((2, n))),
+        "padded-butterfly": PaddedButterflyOperator(rng.standard_normal((6, 64, 2)) / 1.4, n),
+        "padded-butterfly of order 128": PaddedButterflyOperator(rng.standard_normal((7, 128, 2)) / 1.4, n),
+    }
+
+
+@pytest.mark.parametrize("n", [60, 64])
+def test_every_other_kind_has_a_torch_layer_that_applies_it_and_passes_gradients(n):
+    """Nyström, sparse, Monarch, Monarch + low rank and the padded butterfly had no to_torch (their error
+    suggested to_dense(): an N x N weight to use them in torch)."""
+    for name, op in _other_kinds(n).items():
+        D = torch.from_numpy(op.to_dense())
+        layer = op.to_torch(dtype=torch.float64)
+        x = torch.randn(3, 2, n, dtype=torch.float64, generator=torch.Generator().manual_seed(n), requires_grad=True)
+        y = layer(x)
+        torch.testing.assert_close(y, x @ D.T, rtol=1e-10, atol=1e-10, msg=name)
+        w = torch.randn(3, 2, n, dtype=torch.float64)
+        (y * w).sum().backward()
+        torch.testing.assert_close(x.grad, w @ D, rtol=1e-10, atol=1e-10, msg=name)  # d(w . x A^T)/dx = w A
+        assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in layer.parameters()), name
+        # The parameters are the surrogate's values: the layer goes back to the same operator, and its
+        # dense weight is the matrix.
+        back = layer.to_operator()
+        assert type(back) is type(op) and np.array_equal(back.to_dense(), op.to_dense()), name
+        torch.testing.assert_close(layer.dense_weight().detach(), D, rtol=1e-10, atol=1e-10, msg=name)
+        assert sum(p.numel() for p in layer.parameters()) <= op.n_stored, name
+
+
+def test_the_other_kinds_layers_take_their_dtype_device_and_check_their_input():
+    """As the Chord and hybrid layers: the promoted dtype forward and backward, the parameters' dtype and
+    device checked, a wrong input refused with the project's error."""
+    for name, op in _other_kinds(60).items():
+        for layer_dtype in (torch.float32, torch.float64):
+            layer = op.to_torch(dtype=layer_dtype)
+            for given in (torch.float32, torch.float64, torch.int64):
+                y = layer(torch.arange(120, dtype=given).reshape(2, 60) / (1 if given == torch.int64 else 60))
+                y.sum().backward()
+                assert y.dtype == torch.promote_types(given, layer_dtype), name
+                assert all(p.dtype == p.grad.dtype == layer_dtype for p in layer.parameters()), name
+        for bad in (torch.tensor(1.0), torch.ones(61), np.ones(60)):
+            with pytest.raises(ParameterError, match="last dimension 60"):
+                layer(bad)
+        with pytest.raises(ParameterError, match="must be a floating-point torch dtype"):
+            op.to_torch(dtype=torch.int64)
+        assert all(p.device.type == "meta" for p in op.to_torch(device="meta").parameters()), name
+
+
+@pytest.mark.parametrize("n", [60, 64])
+def test_monarch_and_the_padded_butterfly_export_their_sparse_factors(n):
+    """Both are products of sparse factors but had no to_sparse_factors (ParameterError: "not a product of
+    sparse factors"); estimator.to_scipy() raised for them too."""
+    for name, op in _other_kinds(n).items():
+        if not name.startswith(("monarch", "padded")) or "+lr" in name:
+            continue
+        factors = op.to_sparse_factors()
+        assert all(isinstance(f, sp.csr_array) for f in factors), name
+        assert factors[0].shape[0] == factors[-1].shape[1] == n, name
+        np.testing.assert_allclose(reduce(lambda a, b: a @ b, factors).toarray(), op.to_dense(), atol=1e-12,
+                                   err_msg=name)
+        x = np.random.default_rng(n).standard_normal(n)
+        np.testing.assert_allclose(reduce(lambda v, f: f @ v, factors[::-1], x), op @ x, atol=1e-12, err_msg=name)
+        # One stored entry per value kept: all of them unpadded, fewer (the rows and columns cropped) padded.
+        stored = sum(f.nnz for f in factors)
+        assert stored == op.n_stored if n == 64 and "128" not in name else stored < op.n_stored, name
+
+
+def test_a_monarch_of_block_rank_one_exports_square_factors_with_explicit_zeros():
+    from sfapprox.operators import MonarchOperator
+
+    left = np.zeros((3, 2, 2, 1))
+    left[0, 0, 0, 0] = 2.0
+    op = MonarchOperator(left, np.ones((2, 1, 3, 3)), 6)
+    Lf, Rf = op.to_sparse_factors()
+    assert Lf.shape == Rf.shape == (6, 6) and Lf.nnz + Rf.nnz == op.n_stored
+    np.testing.assert_array_equal((Lf @ Rf).toarray(), op.to_dense())
+
+
+def test_estimators_of_monarch_and_the_hierarchical_butterfly_give_their_factors_to_scipy():
+    import sfapprox
+    from sfapprox.baselines.butterfly_hier import HierarchicalButterfly
+
+    X = np.random.default_rng(0).standard_normal((12, 12))
+    for est in (sfapprox.Monarch(budget=120).fit(X), HierarchicalButterfly(budget=200).fit(X)):
+        assert type(est.operator_).__name__ in ("MonarchOperator", "PaddedButterflyOperator")
+        W = est.to_scipy()
+        np.testing.assert_allclose(reduce(lambda a, b: a @ b, W).toarray(), est.to_dense(), atol=1e-12)

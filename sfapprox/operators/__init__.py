@@ -3,8 +3,9 @@
 A fitted method's ``operator_`` is one of these: a
 :class:`scipy.sparse.linalg.LinearOperator` (so ``op @ x``, ``op.T @ x``,
 ``op @ B`` and scipy's solvers work) with ``n_stored``, ``to_dense()``, its
-saved layout, and where it has them ``to_sparse_factors()`` and
-``to_torch()`` (:class:`SurrogateOperator` states the contract).
+saved layout, ``to_torch()`` (a trainable module applying it in what it
+stores) and, for the products of sparse factors (Chord, padded butterfly,
+Monarch), ``to_sparse_factors()`` (:class:`SurrogateOperator` states the contract).
 
 ================================  ====================  ========================================================
 class                             kind                  made by

@@ -225,12 +225,15 @@ class SurrogateOperator(LinearOperator):
 
     # ------------------------------------------------------------------ exports
     def to_sparse_factors(self) -> list:
-        """Sparse factors whose product is the operator (only surrogates that are such a product).
+        """Sparse factors whose product is the operator (the surrogates that are such a product: Chord
+        factors, the padded butterfly and Monarch).
 
         Returns
         -------
         list of scipy.sparse.csr_array
-            ``[W1, ..., WM]``, each ``N x N``, whose product ``W1 @ ... @ WM`` is the operator.
+            ``[W1, ..., WM]`` whose product ``W1 @ ... @ WM`` is the ``N x N`` operator: each ``N x N`` for
+            Chord factors; a padded surrogate's inner factors are of its padded order, the first cropped
+            to ``N`` rows and the last to ``N`` columns.
 
         Raises
         ------
@@ -242,7 +245,8 @@ class SurrogateOperator(LinearOperator):
 
     def to_torch(self, dtype: torch.dtype | str | None = None,
                  device: torch.device | str | None = None) -> torch.nn.Module:
-        """A trainable ``torch.nn.Module`` (only the surrogates that have one: Chord factors and hybrids).
+        """A trainable ``torch.nn.Module`` applying the surrogate in what it stores (every kind has one; a
+        transpose ``op.T`` has none).
 
         Parameters
         ----------
@@ -254,7 +258,8 @@ class SurrogateOperator(LinearOperator):
         Returns
         -------
         torch.nn.Module
-            ``module(x)`` is ``x @ A.T`` over the last dimension of ``x``; its values are parameters.
+            ``module(x)`` is ``x @ A.T`` over the last dimension of ``x``; its values are parameters,
+            and gradients reach them and ``x``.
 
         Raises
         ------

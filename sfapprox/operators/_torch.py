@@ -3,11 +3,14 @@
 :class:`ChordLinear` applies ``A = W_1 ... W_M`` (SF factors of any
 support) and :class:`HybridLinear` ``A + U diag(s) V^T + S`` to the last
 dimension of their input, ``y = x @ A.T``, as ``nn.Linear`` does with its
-weight.  All values are ``nn.Parameter``: gradients reach them, so a fitted
-surrogate can replace a dense weight and be fine-tuned; the positions (the
-support, the sparse part's indices) are fixed buffers that move with
-``.to(device)``.  Built by ``ChordOperator.to_torch`` /
-``HybridOperator.to_torch``; ``to_operator()`` goes back.
+weight; :class:`SparseLinear`, :class:`NystromLinear`, :class:`MonarchLinear`,
+:class:`MonarchLowRankLinear` and :class:`PaddedButterflyLinear` do the same
+for the other kinds, each in what it stores per vector (never an ``N x N``
+weight).  All values are ``nn.Parameter``: gradients reach them (and the
+input), so a fitted surrogate can replace a dense weight and be fine-tuned;
+the positions (the support, the sparse part's indices) are fixed buffers that
+move with ``.to(device)``.  Built by each operator's ``to_torch``;
+``to_operator()`` goes back.
 
 Each factor runs the fitting kernels (:mod:`sfapprox.sf._kernels`, :mod:`sfapprox.sf._butterfly`:
 ``K`` shifted multiply-adds over the ``N x batch`` block, large kernels
@@ -31,7 +34,8 @@ from ..chord import support_offsets
 from ..sf import _butterfly, _kernels
 from ._base import operator_class
 
-__all__ = ["ChordLinear", "HybridLinear"]
+__all__ = ["ChordLinear", "HybridLinear", "SparseLinear", "NystromLinear", "MonarchLinear", "MonarchLowRankLinear",
+           "PaddedButterflyLinear"]
 
 
 def _placement(dtype, device) -> tuple[torch.dtype, torch.device | None]:
@@ -288,3 +292,245 @@ class HybridLinear(nn.Module):
 
     def extra_repr(self) -> str:
         return f"n={self.n}, rank={self.s.numel()}, sparse_entries={self.vals.numel()}"
+
+
+# =============================================================================== the other kinds
+def _parameter(a, dtype, device) -> nn.Parameter:
+    """An array (or tensor) as a parameter of its own, copied: an operator's arrays stay as they are (and a
+    read-only one, as ChordOperator.values, made torch warn)."""
+    a = a if torch.is_tensor(a) else torch.from_numpy(np.array(a, dtype=np.float64))
+    return nn.Parameter(a.detach().to(device=device, dtype=dtype, copy=True, memory_format=torch.contiguous_format))
+
+
+def _host(t: torch.Tensor) -> np.ndarray:
+    """A parameter's current values as a float64 array on the CPU (what the operators hold)."""
+    return t.detach().to(device="cpu", dtype=torch.float64).numpy()
+
+
+class _Layer(nn.Module):
+    """What the layers below share: the input read as ``(batch, n)`` rows in the promoted dtype, and the
+    dense weight by applying the layer to the identity."""
+
+    n: int
+
+    def _rows(self, x: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+        """``x`` checked and as rows ``(b, n)``, in the dtype ``x`` and the parameter ``like`` promote to (as
+        :class:`HybridLinear`: a float64 input to float32 parameters computes in float64)."""
+        _check_operand(x, self.n)
+        return x.reshape(-1, self.n).to(torch.promote_types(x.dtype, like.dtype))
+
+    def dense_weight(self) -> torch.Tensor:
+        """``A`` as an ``n x n`` tensor (differentiable; ``O(n^2)`` memory)."""
+        param = next(self.parameters())
+        return self(torch.eye(self.n, dtype=param.dtype, device=param.device)).T
+
+
+class SparseLinear(_Layer):
+    """``y = x @ S.T`` for a sparse ``S``: its values a parameter, its positions fixed buffers.
+
+    Parameters
+    ----------
+    n : int
+        Order of the matrix.
+    rows, cols : array_like of int, shape (nnz,)
+        The entries' positions.
+    vals : array_like, shape (nnz,)
+        Their values.
+    dtype, device : optional
+        As :class:`ChordLinear`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> layer = SparseLinear(3, rows=[0, 2], cols=[1, 1], vals=[2.0, 5.0], dtype=torch.float64)
+    >>> layer(torch.tensor([1.0, 1.0, 0.0], dtype=torch.float64)).tolist()
+    [2.0, 0.0, 5.0]
+    """
+
+    def __init__(self, n: int, *, rows, cols, vals, dtype=None, device=None):
+        super().__init__()
+        dtype, device = _placement(dtype, device)
+        self.n = int(n)
+        self.register_buffer("rows", torch.as_tensor(np.asarray(rows), dtype=torch.int64).to(device))
+        self.register_buffer("cols", torch.as_tensor(np.asarray(cols), dtype=torch.int64).to(device))
+        self.vals = _parameter(vals, dtype, device)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x @ S.T`` over the last dimension of ``x`` (shape ``(..., n)``): one multiply-add per entry."""
+        z = self._rows(x, self.vals)
+        # S[r, c] = v: y[:, r] += v * z[:, c]
+        y = torch.zeros_like(z).index_add(1, self.rows, z[:, self.cols] * self.vals.to(z.dtype))
+        return y.reshape(x.shape)
+
+    def to_operator(self):
+        """The current values as a :class:`~sfapprox.operators.SparseOperator` (float64, on the CPU)."""
+        matrix = sp.csr_array((_host(self.vals), (self.rows.cpu().numpy(), self.cols.cpu().numpy())),
+                              shape=(self.n, self.n))
+        return operator_class("csr")(matrix)
+
+    def extra_repr(self) -> str:
+        return f"n={self.n}, entries={self.vals.numel()}"
+
+
+class NystromLinear(_Layer):
+    """``y = x @ (C core C^T).T``, as three thin products; ``C`` and ``core`` are parameters.
+
+    Parameters
+    ----------
+    C : array_like, shape (n, r)
+    core : array_like, shape (r, r)
+    dtype, device : optional
+        As :class:`ChordLinear`.
+    """
+
+    def __init__(self, C, core, *, dtype=None, device=None):
+        super().__init__()
+        dtype, device = _placement(dtype, device)
+        self.C, self.core = _parameter(C, dtype, device), _parameter(core, dtype, device)
+        self.n = self.C.shape[0]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x @ A.T`` over the last dimension of ``x`` (shape ``(..., n)``): ``O(n r)`` per row."""
+        z = self._rows(x, self.C)
+        C, core = self.C.to(z.dtype), self.core.to(z.dtype)
+        return (((z @ C) @ core.T) @ C.T).reshape(x.shape)  # (A z^T)^T = z C core^T C^T
+
+    def to_operator(self):
+        """The current values as a :class:`~sfapprox.operators.NystromOperator` (float64, on the CPU)."""
+        return operator_class("nystrom")(_host(self.C), _host(self.core))
+
+    def extra_repr(self) -> str:
+        return f"n={self.n}, rank={self.C.shape[1]}"
+
+
+class MonarchLinear(_Layer):
+    """``y = x @ A.T`` for a block-rank-``r`` Monarch matrix (:class:`~sfapprox.operators.MonarchOperator`).
+
+    Two batched products over the rows padded to ``N' = b1 b2`` (``O(r N' (b1 + b2))`` per row), then
+    the first ``n`` outputs; ``left`` and ``right`` are parameters.
+
+    Parameters
+    ----------
+    left : array_like, shape (b2, b1, b1, r)
+    right : array_like, shape (b1, r, b2, b2)
+    n : int
+        The order, ``n <= b1 b2``.
+    dtype, device : optional
+        As :class:`ChordLinear`.
+    """
+
+    def __init__(self, left, right, n: int, *, dtype=None, device=None):
+        super().__init__()
+        dtype, device = _placement(dtype, device)
+        self.left, self.right = _parameter(left, dtype, device), _parameter(right, dtype, device)
+        self.n = int(n)
+
+    @property
+    def padded_n(self) -> int:
+        """``N' = b1 b2``."""
+        return self.left.shape[1] * self.left.shape[0]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x @ A.T`` over the last dimension of ``x`` (shape ``(..., n)``)."""
+        z = self._rows(x, self.left)
+        b2, b1 = self.left.shape[:2]
+        padded = torch.nn.functional.pad(z, (0, self.padded_n - self.n)).reshape(-1, b1, b2)  # [., k, l]
+        # As MonarchOperator's products: R^(t) block k, then L^(t) block q after the permutation.
+        y = torch.einsum("ktql,bkl->bktq", self.right.to(z.dtype), padded)
+        out = torch.einsum("qakt,bktq->baq", self.left.to(z.dtype), y)  # output row a b2 + q
+        return out.reshape(-1, self.padded_n)[:, : self.n].reshape(x.shape)
+
+    def to_operator(self):
+        """The current values as a :class:`~sfapprox.operators.MonarchOperator` (float64, on the CPU)."""
+        return operator_class("monarch")(_host(self.left), _host(self.right), self.n)
+
+    def extra_repr(self) -> str:
+        b2, b1, _, r = self.left.shape
+        return f"n={self.n}, b1={b1}, b2={b2}, rank={r}"
+
+
+class MonarchLowRankLinear(_Layer):
+    """``y = x @ (M + U diag(s) Vt).T``: a :class:`MonarchLinear` (or none) plus a low-rank part.
+
+    Parameters
+    ----------
+    n : int
+    monarch : MonarchLinear or None
+    U, s, Vt : array_like of shapes (n, k), (k,), (k, n)
+    dtype, device : optional
+        As :class:`ChordLinear`.
+    """
+
+    def __init__(self, n: int, *, monarch: MonarchLinear | None = None, U, s, Vt, dtype=None, device=None):
+        super().__init__()
+        dtype, device = _placement(dtype, device)
+        self.n = int(n)
+        self.monarch = None if monarch is None else monarch.to(dtype=dtype, device=device)
+        self.U, self.s, self.Vt = (_parameter(a, dtype, device) for a in (U, s, Vt))
+
+    @classmethod
+    def from_operator(cls, op, *, dtype=None, device=None) -> MonarchLowRankLinear:
+        """The module of a :class:`sfapprox.operators.MonarchLowRankOperator`."""
+        monarch = None if op.monarch is None else op.monarch.to_torch(dtype=dtype, device=device)
+        return cls(op.shape[0], monarch=monarch, U=op.U, s=op.s, Vt=op.Vt, dtype=dtype, device=device)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x @ A.T`` over the last dimension of ``x`` (shape ``(..., n)``)."""
+        z = self._rows(x, self.U)
+        y = self.monarch(z).to(z.dtype) if self.monarch is not None else torch.zeros_like(z)
+        if self.s.numel():
+            y = y + ((z @ self.Vt.T.to(z.dtype)) * self.s.to(z.dtype)) @ self.U.T.to(z.dtype)
+        return y.reshape(x.shape)
+
+    def to_operator(self):
+        """The current values as a :class:`~sfapprox.operators.MonarchLowRankOperator` (float64, on the CPU)."""
+        parts = {} if self.monarch is None else {"left": _host(self.monarch.left), "right": _host(self.monarch.right)}
+        return operator_class("monarch+lr")(self.n, U=_host(self.U), s=_host(self.s), Vt=_host(self.Vt), **parts)
+
+    def extra_repr(self) -> str:
+        return f"n={self.n}, rank={self.s.numel()}"
+
+
+class PaddedButterflyLinear(_Layer):
+    """``y = x @ A.T`` for the leading ``n x n`` block of a butterfly product of order ``N' = 2^L``.
+
+    The rows padded with zeros to ``N'``, a butterfly :class:`ChordLinear` (``O(N' L)`` per row), the
+    first ``n`` outputs kept.
+
+    Parameters
+    ----------
+    values : array_like, shape (L, N', 2)
+        The butterfly factors' values.
+    n : int
+        The order, ``n <= N'``.
+    dtype, device : optional
+        As :class:`ChordLinear`.
+
+    Attributes
+    ----------
+    inner : ChordLinear
+        The butterfly product of order ``N'``.
+    """
+
+    def __init__(self, values, n: int, *, dtype=None, device=None):
+        super().__init__()
+        self.inner = ChordLinear(values, support="butterfly", dtype=dtype, device=device)
+        self.n = int(n)
+
+    @property
+    def values(self) -> nn.Parameter:
+        """The factor values, shape ``(L, N', 2)`` (the inner layer's parameter)."""
+        return self.inner.values
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x @ A.T`` over the last dimension of ``x`` (shape ``(..., n)``)."""
+        z = self._rows(x, self.values)
+        padded = torch.nn.functional.pad(z, (0, self.inner.n - self.n))
+        return self.inner(padded)[:, : self.n].reshape(x.shape)
+
+    def to_operator(self):
+        """The current values as a :class:`~sfapprox.operators.PaddedButterflyOperator` (float64, on the CPU)."""
+        return operator_class("butterfly-padded")(_host(self.values), self.n)
+
+    def extra_repr(self) -> str:
+        return f"n={self.n}, padded_n={self.inner.n}, n_factors={self.values.shape[0]}"

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from .._errors import ParameterError
 from ._base import SurrogateOperator, padded_rows, register_operator
 from .chord import ChordOperator
+
+if TYPE_CHECKING:  # torch is imported by to_torch itself, never with the surrogates
+    import torch
 
 __all__ = ["PaddedButterflyOperator"]
 
@@ -108,6 +111,69 @@ class PaddedButterflyOperator(SurrogateOperator):
         """
         n = self.shape[0]
         return self.inner.to_dense()[:n, :n]
+
+    def to_sparse_factors(self) -> list:
+        """The butterfly factors as scipy sparse matrices whose product is the operator.
+
+        The factors are of order ``N'``; the first keeps its ``n`` leading rows and the last its
+        ``n`` leading columns, so the product is the ``n x n`` operator itself (the rows and columns
+        cropped only ever meet the padding).
+
+        Returns
+        -------
+        list of scipy.sparse.csr_array
+            ``[W_1, ..., W_L]``: ``W_1`` of shape ``(n, N')``, ``W_L`` ``(N', n)``, the others
+            ``N' x N'`` (one factor, ``L = 1``: ``n x n``), one stored entry per kept value;
+            ``W_1 @ ... @ W_L`` equals :meth:`to_dense`.
+
+        Examples
+        --------
+        >>> from functools import reduce
+        >>> op = PaddedButterflyOperator(np.random.default_rng(0).standard_normal((3, 8, 2)), 6)
+        >>> factors = op.to_sparse_factors()
+        >>> [f.shape for f in factors]
+        [(6, 8), (8, 8), (8, 6)]
+        >>> bool(np.allclose(reduce(lambda a, b: a @ b, factors).toarray(), op.to_dense()))
+        True
+        """
+        n = self.shape[0]
+        factors = self.inner.to_sparse_factors()
+        factors[0] = factors[0][:n]
+        factors[-1] = factors[-1][:, :n]
+        return factors
+
+    def to_torch(self, dtype: torch.dtype | str | None = None,
+                 device: torch.device | str | None = None) -> torch.nn.Module:
+        """A trainable ``torch.nn.Module`` applying this operator as ``nn.Linear(n, n, bias=False)`` does.
+
+        ``module(x) = x @ A.T`` over the last dimension of ``x``: ``x`` padded with zeros to ``N'``,
+        the butterfly factors applied (:class:`~sfapprox.operators._torch.ChordLinear`, ``O(N' L)``
+        per vector), the result cropped to ``n``; the factor values are one parameter, and
+        gradients reach them and the input.
+
+        Parameters
+        ----------
+        dtype : torch.dtype, optional
+            Default: ``torch.get_default_dtype()``.
+        device : torch.device or str, optional
+            Default: CPU.
+
+        Returns
+        -------
+        sfapprox.operators._torch.PaddedButterflyLinear
+            ``.to_operator()`` turns it back into a :class:`PaddedButterflyOperator`.
+
+        Examples
+        --------
+        >>> import torch
+        >>> op = PaddedButterflyOperator(np.random.default_rng(0).standard_normal((3, 8, 2)), 6)
+        >>> x = torch.randn(4, 6, dtype=torch.float64)
+        >>> bool(torch.allclose(op.to_torch(dtype=torch.float64)(x), x @ torch.from_numpy(op.to_dense()).T))
+        True
+        """
+        from ._torch import PaddedButterflyLinear
+
+        return PaddedButterflyLinear(self.values, self.shape[0], dtype=dtype, device=device)
 
     def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """``{"values"}`` and ``{"n": n}`` (see the class docstring's layout).

@@ -7,13 +7,17 @@ matmuls per product, ``O(r N' (b1 + b2))`` per column), densified and saved.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._errors import ParameterError
 from ..budget import tsvd_count
 from ._base import SurrogateOperator, register_operator
+
+if TYPE_CHECKING:  # torch is imported by to_torch itself, never with the surrogates
+    import torch
 
 __all__ = ["MonarchOperator", "MonarchLowRankOperator", "slabs", "from_slabs", "monarch_slabs"]
 
@@ -199,6 +203,70 @@ class MonarchOperator(_Blockwise):
         """
         return from_slabs(monarch_slabs(self.left, self.right), self.shape[0])
 
+    def to_sparse_factors(self) -> list:
+        """The two sparse factors whose product is the operator: ``[P L P^T, R]`` with the ``r`` terms side by side.
+
+        ``R`` stacks the block-diagonal ``R^(t)`` (``r N' x N'``), the left factor holds the
+        ``P L^(t) P^T`` next to each other (``N' x r N'``); the left factor keeps its ``n`` leading
+        rows and the right one its ``n`` leading columns, so the product is the ``n x n`` operator.
+
+        Returns
+        -------
+        list of scipy.sparse.csr_array
+            ``[Lf, Rf]`` of shapes ``(n, r N')`` and ``(r N', n)``, one stored entry per kept value of
+            ``left`` and ``right`` (explicit zeros included); ``Lf @ Rf`` equals :meth:`to_dense`.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> op = MonarchOperator(rng.random((3, 2, 2, 2)), rng.random((2, 2, 3, 3)), 5)
+        >>> Lf, Rf = op.to_sparse_factors()
+        >>> Lf.shape, Rf.shape, bool(np.allclose((Lf @ Rf).toarray(), op.to_dense()))
+        ((5, 12), (12, 5), True)
+        """
+        b1, b2, r, big, n = self.left_block, self.right_block, self.rank, self.padded_n, self.shape[0]
+        # The middle index of the term t, block k, row q of R^(t): t N' + k b2 + q (as _product's y).
+        q, a, k, t = np.indices(self.left.shape)
+        left = sp.csr_array((self.left.ravel(), ((a * b2 + q).ravel(), (t * big + k * b2 + q).ravel())),
+                            shape=(big, r * big))
+        k, t, q, col = np.indices(self.right.shape)
+        right = sp.csr_array((self.right.ravel(), ((t * big + k * b2 + q).ravel(), (k * b2 + col).ravel())),
+                             shape=(r * big, big))
+        return [left[:n], right[:, :n]]
+
+    def to_torch(self, dtype: torch.dtype | str | None = None,
+                 device: torch.device | str | None = None) -> torch.nn.Module:
+        """A trainable ``torch.nn.Module`` applying this matrix as ``nn.Linear(n, n, bias=False)`` does.
+
+        ``module(x) = x @ A.T`` over the last dimension of ``x``, by the two batched products of
+        :meth:`matvec` (``O(r N' (b1 + b2))`` per vector); ``left`` and ``right`` are parameters, and
+        gradients reach them and the input.
+
+        Parameters
+        ----------
+        dtype : torch.dtype, optional
+            Default: ``torch.get_default_dtype()``.
+        device : torch.device or str, optional
+            Default: CPU.
+
+        Returns
+        -------
+        sfapprox.operators._torch.MonarchLinear
+            ``.to_operator()`` turns it back into a :class:`MonarchOperator`.
+
+        Examples
+        --------
+        >>> import torch
+        >>> rng = np.random.default_rng(0)
+        >>> op = MonarchOperator(rng.random((3, 2, 2, 2)), rng.random((2, 2, 3, 3)), 5)
+        >>> x = torch.randn(4, 5, dtype=torch.float64)
+        >>> bool(torch.allclose(op.to_torch(dtype=torch.float64)(x), x @ torch.from_numpy(op.to_dense()).T))
+        True
+        """
+        from ._torch import MonarchLinear
+
+        return MonarchLinear(self.left, self.right, self.shape[0], dtype=dtype, device=device)
+
     def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """``{"left", "right"}`` and ``{"n": n}`` (see the class docstring's layout).
 
@@ -333,6 +401,31 @@ class MonarchLowRankOperator(_Blockwise):
         """
         out = (self.U * self.s) @ self.Vt
         return out if self.monarch is None else out + self.monarch.to_dense()
+
+    def to_torch(self, dtype: torch.dtype | str | None = None,
+                 device: torch.device | str | None = None) -> torch.nn.Module:
+        """A trainable ``torch.nn.Module`` applying this sum as ``nn.Linear(n, n, bias=False)`` does.
+
+        ``module(x) = x @ A.T`` over the last dimension of ``x``: the Monarch part as
+        :meth:`MonarchOperator.to_torch`, the low-rank part as two thin products
+        (``O(r N' (b1 + b2) + k n)`` per vector); every array is a parameter, and gradients reach
+        them and the input.
+
+        Parameters
+        ----------
+        dtype : torch.dtype, optional
+            Default: ``torch.get_default_dtype()``.
+        device : torch.device or str, optional
+            Default: CPU.
+
+        Returns
+        -------
+        sfapprox.operators._torch.MonarchLowRankLinear
+            ``.to_operator()`` turns it back into a :class:`MonarchLowRankOperator`.
+        """
+        from ._torch import MonarchLowRankLinear
+
+        return MonarchLowRankLinear.from_operator(self, dtype=dtype, device=device)
 
     def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """``{"U", "s", "Vt"}`` plus ``{"left", "right"}`` when there is a Monarch part; ``{"n": n}``.

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from .._errors import ParameterError
 from ..budget import nystrom_count
 from ._base import SurrogateOperator, check_finite, register_operator
+
+if TYPE_CHECKING:  # torch is imported by to_torch itself, never with the surrogates
+    import torch
 
 __all__ = ["NystromOperator"]
 
@@ -99,6 +102,37 @@ class NystromOperator(SurrogateOperator):
             array or None; None where the surrogate is not low rank plus sparse.
         """
         return self.C @ self.core, self.C.T, None
+
+    def to_torch(self, dtype: torch.dtype | str | None = None,
+                 device: torch.device | str | None = None) -> torch.nn.Module:
+        """A trainable ``torch.nn.Module`` applying ``C core C^T`` as ``nn.Linear(N, N, bias=False)`` does.
+
+        ``module(x) = x @ A.T`` over the last dimension of ``x``, as three thin products
+        (``O(N r)`` per vector); ``C`` and ``core`` are parameters, and gradients reach them and
+        the input.
+
+        Parameters
+        ----------
+        dtype : torch.dtype, optional
+            Default: ``torch.get_default_dtype()``.
+        device : torch.device or str, optional
+            Default: CPU.
+
+        Returns
+        -------
+        sfapprox.operators._torch.NystromLinear
+            ``.to_operator()`` turns it back into a :class:`NystromOperator`.
+
+        Examples
+        --------
+        >>> import torch
+        >>> op = NystromOperator(np.array([[2.0], [1.0], [0.0]]), np.array([[0.5]]))
+        >>> op.to_torch(dtype=torch.float64)(torch.ones(3, dtype=torch.float64)).tolist()
+        [3.0, 1.5, 0.0]
+        """
+        from ._torch import NystromLinear
+
+        return NystromLinear(self.C, self.core, dtype=dtype, device=device)
 
     def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """``C`` and ``core``.

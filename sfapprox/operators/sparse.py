@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -10,6 +10,9 @@ import scipy.sparse as sp
 from .._errors import ParameterError
 from ..budget import sparse_count
 from ._base import SurrogateOperator, register_operator
+
+if TYPE_CHECKING:  # torch is imported by to_torch itself, never with the surrogates
+    import torch
 
 __all__ = ["SparseOperator"]
 
@@ -97,6 +100,39 @@ class SparseOperator(SurrogateOperator):
         """
         n = self.shape[0]
         return np.zeros((n, 0)), np.zeros((0, n)), self.matrix
+
+    def to_torch(self, dtype: torch.dtype | str | None = None,
+                 device: torch.device | str | None = None) -> torch.nn.Module:
+        """A trainable ``torch.nn.Module`` applying this matrix as ``nn.Linear(N, N, bias=False)`` does.
+
+        ``module(x) = x @ A.T`` over the last dimension of ``x``, one multiply-add per entry and
+        vector (a gather and an ``index_add``, as a hybrid's sparse part); the values are a
+        parameter, the positions fixed buffers, and gradients reach the values and the input.
+
+        Parameters
+        ----------
+        dtype : torch.dtype, optional
+            Default: ``torch.get_default_dtype()``.
+        device : torch.device or str, optional
+            Default: CPU.
+
+        Returns
+        -------
+        sfapprox.operators._torch.SparseLinear
+            ``.to_operator()`` turns it back into a :class:`SparseOperator`.
+
+        Examples
+        --------
+        >>> import scipy.sparse as sp, torch
+        >>> op = SparseOperator(sp.csr_array(([2.0], ([0], [1])), shape=(3, 3)))
+        >>> op.to_torch(dtype=torch.float64)(torch.ones(3, dtype=torch.float64)).tolist()
+        [2.0, 0.0, 0.0]
+        """
+        from ._torch import SparseLinear
+
+        coo = self.matrix.tocoo()
+        return SparseLinear(self.shape[0], rows=coo.row.astype(np.int64), cols=coo.col.astype(np.int64),
+                            vals=coo.data, dtype=dtype, device=device)
 
     def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """The CSR arrays (``data``, ``indices``, ``indptr``) and ``{"n": N}``.
