@@ -7,13 +7,27 @@ another numpy or CUDA, or unable to compile (a broken llvmlite, an unwritable ca
 folder).  Each user holds one :class:`CompiledModule`; a failure on import or
 on the first call (when numba compiles) warns once and switches that user to
 its pure numpy/torch/scipy path for the rest of the process.
+
+numba refuses ``cache=True`` at import where it finds no writable folder for
+its cache (a read-only install, a read-only ``$HOME``, ``NUMBA_CACHE_DIR``
+unset: containers, clusters); the kernels then cache in a private folder
+under the system's temporary folder instead (:func:`import_compiled`).
 """
 
 from __future__ import annotations
 
+import atexit
 import importlib
+import os
+import shutil
+import stat
+import tempfile
 import warnings
 from types import ModuleType
+
+#: The folder numba caches in because it found no writable one of its own (see :func:`import_compiled`);
+#: None while numba's own choice works.
+CACHE_FOLDER: str | None = None
 
 
 def raise_interrupt(exc: BaseException) -> None:
@@ -42,6 +56,77 @@ def cached_signatures(function) -> list | None:
         return [key[0] for key in function._cache._cache_file._load_index()]
     except Exception:  # noqa: BLE001 - numba's cache internals changed: say nothing of it
         return None
+
+
+def _no_cache_folder(exc: BaseException) -> bool:
+    """Whether ``exc`` is numba refusing ``cache=True`` because no folder for its cache is writable."""
+    return isinstance(exc, RuntimeError) and "no locator available" in str(exc)
+
+
+def _private_folder() -> tuple[str, bool]:
+    """A folder for numba's cache that only this user can write, and whether it lasts beyond this process.
+
+    ``<temp>/sfapprox-numba-<uid>``, kept between runs (later runs load what the first compiled).  numba's
+    cache files are pickles, which run code as they load: where that name is taken by something that is
+    not a folder of this user's alone (made in advance by another user), a fresh folder serves this
+    process instead and is removed at exit (every run then compiles again).
+    """
+    owner = os.getuid() if hasattr(os, "getuid") else None
+    path = os.path.join(tempfile.gettempdir(), f"sfapprox-numba-{owner if owner is not None else 'user'}")
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        info = os.lstat(path)
+        if stat.S_ISDIR(info.st_mode) and not info.st_mode & 0o022 and owner in (None, info.st_uid):
+            return path, True
+    except OSError:
+        pass
+    path = tempfile.mkdtemp(prefix="sfapprox-numba-")
+    atexit.register(shutil.rmtree, path, True)
+    return path, False
+
+
+def _cache_in_private_folder() -> None:
+    """Point numba's cache at :func:`_private_folder` for this process and those it starts (as
+    ``NUMBA_CACHE_DIR`` would), saying so once: where the folder holds no cache yet (the run that
+    compiles), or lasts only this process (every run compiles)."""
+    global CACHE_FOLDER
+    from numba.core import config
+
+    given = os.environ.get("NUMBA_CACHE_DIR")
+    path, lasting = _private_folder()
+    # the environment, not only numba's config: the compiler reloads the config from it, and the
+    # processes a fit starts find the folder without working it out (and saying so) again
+    os.environ["NUMBA_CACHE_DIR"] = path
+    config.reload_config()
+    config.CACHE_DIR = path
+    CACHE_FOLDER = path
+    if lasting and os.listdir(path):
+        return  # said when it was filled; later runs load from it quietly
+    why = f"NUMBA_CACHE_DIR ({given}) is not writable" if given else "NUMBA_CACHE_DIR is unset"
+    kept = "kept for later runs" if lasting else "removed at exit: another user holds the usual folder"
+    warnings.warn(
+        f"sfapprox: numba found no writable folder for its cache of compiled kernels ({why}; the "
+        f"installed package's and the user's cache folders are read-only); caching them in {path} "
+        f"({kept}). Set NUMBA_CACHE_DIR to choose the folder.",
+        RuntimeWarning,
+        stacklevel=5,
+    )
+
+
+def import_compiled(name: str) -> ModuleType:
+    """``importlib.import_module(name)``, again with numba's cache in a private folder where numba found
+    no writable folder for it (:func:`_cache_in_private_folder`): the kernels work, only their cache moved.
+
+    Imports after that one (the L-BFGS module, the apply kernels) find the folder through
+    ``NUMBA_CACHE_DIR`` as imported directly too.
+    """
+    try:
+        return importlib.import_module(name)
+    except RuntimeError as exc:
+        if not _no_cache_folder(exc) or CACHE_FOLDER is not None:
+            raise
+    _cache_in_private_folder()
+    return importlib.import_module(name)
 
 
 class CompiledModule:
@@ -77,7 +162,7 @@ class CompiledModule:
         """The module, or False when it is missing or broken (imported once per process)."""
         if self.module is None:
             try:
-                self.module = importlib.import_module(self.name)
+                self.module = import_compiled(self.name)
             except ImportError:  # numba (triton) not installed, or installed against another numpy
                 self.module = False
             except Exception as exc:  # e.g. an llvmlite that does not load
@@ -89,9 +174,11 @@ class CompiledModule:
         that surfaced as the failure (see :func:`raise_interrupt`) is raised instead, the module kept."""
         raise_interrupt(exc)
         self.module = False
+        # numba works where it only found no folder to cache in (and no temporary folder either)
+        remedy = "Set NUMBA_CACHE_DIR to a writable folder to restore them." if _no_cache_folder(exc) else self.remedy
         warnings.warn(
             f"sfapprox: the compiled {self.what} failed ({type(exc).__name__}: {exc}); "
-            f"falling back to {self.fallback}. {self.remedy}",
+            f"falling back to {self.fallback}. {remedy}",
             RuntimeWarning,
             stacklevel=4,
         )

@@ -1,0 +1,86 @@
+"""Optional compiled modules (sfapprox._compiled): what happens where numba cannot cache."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+import pytest
+
+from sfapprox import _compiled
+
+PACKAGE = Path(__file__).resolve().parents[1] / "sfapprox"
+
+_PROBE = """
+import warnings
+warnings.simplefilter("always")
+from sfapprox.sf import _kernels, _solver
+from sfapprox.operators import _chord_apply
+print("kernels", bool(_kernels._numba_module()))
+print("apply", bool(_chord_apply._numba_kernels()))
+print("host", _solver._host_math().__name__)
+"""
+
+
+def _read_only_install(tmp_path: Path) -> tuple[Path, dict]:
+    """A copy of the package and an environment in which numba finds no writable cache folder: the
+    modules' ``__pycache__`` are files (so not writable even by root), ``$HOME`` and ``$XDG_CACHE_HOME``
+    lie under a file, ``NUMBA_CACHE_DIR`` is unset; the temporary folder is the test's own."""
+    root = tmp_path / "install"
+    shutil.copytree(PACKAGE, root / "sfapprox", ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("sf", "operators"):
+        (root / "sfapprox" / folder / "__pycache__").write_text("")
+    (tmp_path / "a-file").write_text("")
+    (tmp_path / "temp").mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env.update(PYTHONPATH=str(root), HOME=str(tmp_path / "a-file" / "home"),
+               XDG_CACHE_HOME=str(tmp_path / "a-file" / "cache"), TMPDIR=str(tmp_path / "temp"),
+               OMP_NUM_THREADS="1")
+    return root, env
+
+
+def test_without_a_writable_cache_folder_the_kernels_cache_in_a_private_one_said_once(tmp_path):
+    pytest.importorskip("numba")
+    root, env = _read_only_install(tmp_path)
+    first = subprocess.run([sys.executable, "-c", _PROBE], cwd=root, env=env, capture_output=True, text=True,
+                           timeout=300)
+    assert first.returncode == 0, first.stderr
+    # numba refused cache=True and every compiled path was dropped, with "Reinstall numba"
+    assert first.stdout.split() == ["kernels", "True", "apply", "True", "host", "sfapprox.sf._solver_numba"]
+    assert "Reinstall" not in first.stderr and "failed" not in first.stderr
+    assert first.stderr.count("no writable folder for its cache") == 1, first.stderr
+    folder = tmp_path / "temp" / f"sfapprox-numba-{os.getuid() if hasattr(os, 'getuid') else 'user'}"
+    assert str(folder) in first.stderr and any(folder.iterdir())
+    second = subprocess.run([sys.executable, "-c", _PROBE], cwd=root, env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert second.stdout == first.stdout
+    assert "warning" not in second.stderr.lower(), second.stderr  # the folder is in use: nothing new to say
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="folder owners are POSIX")
+def test_a_cache_folder_others_can_write_is_not_used(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    planted = tmp_path / f"sfapprox-numba-{os.getuid()}"
+    planted.mkdir()
+    planted.chmod(0o777)  # numba's cache files are pickles: another user could have put code there
+    path, lasting = _compiled._private_folder()
+    assert Path(path) != planted and Path(path).parent == tmp_path and not lasting
+    assert os.stat(path).st_mode & 0o077 == 0
+    planted.chmod(0o700)
+    assert _compiled._private_folder() == (str(planted), True)
+
+
+def test_a_cache_folder_failure_names_numba_cache_dir_not_a_reinstall():
+    module = _compiled.CompiledModule("json", "demo kernels", "numpy")
+    error = RuntimeError("cannot cache function 'f': no locator available for file '/ro/f.py'")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        module.failed(error)
+    (warning,) = seen
+    assert "NUMBA_CACHE_DIR" in str(warning.message) and "Reinstall" not in str(warning.message)
+    assert module.get() is False
