@@ -120,11 +120,32 @@ def run_tables(data: dict, header: list[str], cells) -> list[str]:
     return lines + findings_lines(data)
 
 
+def _unwritten(findings: str) -> bool:
+    """Whether a findings section's text (what follows :data:`FINDINGS`) is empty or a one-line
+    placeholder such as "(to be written)" or "(none yet)": nothing written by hand."""
+    text = findings.strip()
+    return not text or (text.startswith("(") and text.endswith(")") and "\n" not in text)
+
+
+def keep_findings(text: str, path: Path) -> str:
+    """``text`` with the hand-written findings of the results file at ``path`` where ``text`` has none
+    of its own (no section, or an empty or placeholder one): a rerun wrote its "(to be written)" over
+    them.  The section runs to the end of the file, as every script writes it."""
+    old = path.read_text(encoding="utf-8") if path.is_file() else ""
+    kept = old.split(FINDINGS, 1)[1] if FINDINGS in old else ""
+    head, found, body = text.partition(FINDINGS)
+    if _unwritten(kept) or (found and not _unwritten(body)):
+        return text
+    return head.rstrip("\n") + "\n\n" + FINDINGS + kept
+
+
 def write_markdown(name: str, lines: list[str] | str) -> Path:
-    """OUT/<name>.md: ``lines`` joined by newlines, with a final newline (a string is written as it is)."""
+    """OUT/<name>.md: ``lines`` joined by newlines, with a final newline (a string is written as it is),
+    keeping the file's hand-written findings where ``lines`` bring none (:func:`keep_findings`)."""
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"{name}.md"
-    path.write_text(lines if isinstance(lines, str) else "\n".join(lines) + "\n", encoding="utf-8")
+    text = lines if isinstance(lines, str) else "\n".join(lines) + "\n"
+    path.write_text(keep_findings(text, path), encoding="utf-8")
     return path
 
 

@@ -42,7 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import ROOT, checkout_env, meta, write_results
+from _common import FINDINGS, ROOT, checkout_env, meta, write_results
 
 
 def one(env: dict, cache: str, out: Path) -> dict:
@@ -127,7 +127,7 @@ def alternating(before: str, rounds: int, warm: int, tag: str) -> None:
              "|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r['round']} | {r['checkout']} | {r['run']} | {r['wall_s']} | {r['cpu_s']} | {r['sf_s']} | "
               f"{r['rel_error']:.4f} | {r['iterations']} | {r['evaluations']} |" for r in rows]
-    lines += ["", "## Findings (written by hand after the run)", "", "(to be written)"]
+    lines += ["", FINDINGS, "", "(to be written)"]  # (a rerun keeps those written: _common.keep_findings)
     write_results(tag, data, lines)
 
 
