@@ -82,6 +82,15 @@ def test_safety_says_a_mapped_file_s_pages_count_in_rss():
     assert "memory-mapped `.npy`'s pages" in text and "RSS can pass `--max-memory` by up to the file's size" in text
 
 
+
+def test_safety_says_glibc_can_keep_freed_arrays_in_rss_and_how_to_stop_it():
+    """glibc's growing mmap threshold keeps freed arrays of up to 32 MiB in the heap, so at N <= ~2,000 the
+    RSS holds arrays a fit already freed (benchmarks/results/malloc_peak.md): the README says so and names
+    the environment variable that fixes the threshold."""
+    safety = (ROOT / "README.md").read_text().split("## Safety", 1)[1].split("\n## ", 1)[0]
+    text = " ".join(safety.split())
+    assert "mmap threshold" in text and "MALLOC_MMAP_THRESHOLD_=65536" in text and "malloc_peak.md" in text
+
 # ------------------------------------------------------------------ README facts the code could silently break
 EXAMPLES = ROOT / "examples"
 
