@@ -845,6 +845,22 @@ def _fold(widths: list[int], columns: list[int], excess: int, floor: int) -> int
     return excess
 
 
+def _spare_first_column(widths: list[int], first: int, text: list[int], excess: int, floor: int,
+                        folded: bool) -> int:
+    """Take ``excess`` from the text columns ``text`` other than ``first`` (in ``widths``, in place, none
+    below ``floor``) where they can give it all, so that ``first`` stays whole; returns what is still over.
+
+    The first column holds the rows' names, repeated in every part at one width: a path beside it in one
+    part ("file" in ``datasets list``) broke "lowrank-sparse-noisy-128" in every part at 40 columns.
+    Where it must fold anyway, or is ``folded`` already (in an earlier part), nothing is taken here: the
+    widest text folds first (:func:`_fold`).
+    """
+    others = [i for i in text if i != first]
+    if folded or sum(max(0, widths[i] - floor) for i in others) < excess:
+        return excess
+    return _fold(widths, others, excess, floor)
+
+
 def _column_widths(table: Table, index: int) -> tuple[int, int]:
     """(natural, minimum) width of a column: its widest cell or title line, and the least it can take.
 
@@ -947,7 +963,10 @@ def layout(table: Table, width: int | None) -> Layout:
         # Measured on the widths so far: the first column, in every part, may have folded in an earlier one.
         spare = width - sum(widths[i] for i in part) - _GAP * (len(part) - 1)
         if spare < 0:  # even one column beside the first is too wide: text folds, numbers stay whole if they can
-            over = _fold(widths, [i for i in part if _is_text(table, i)], -spare, FOLD_MIN_WIDTH)
+            text = [i for i in part if _is_text(table, i)]
+            over = _spare_first_column(widths, part[0], text, -spare, max(FOLD_MIN_WIDTH, width // 3),
+                                       folded=widths[part[0]] < least[part[0]])
+            over = _fold(widths, text, over, FOLD_MIN_WIDTH)
             _fold(widths, part, over, 1)
         free = [i for i in part if wraps[i]]
         short = sum(natural[i] - least[i] for i in free)

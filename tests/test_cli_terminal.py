@@ -155,6 +155,25 @@ def test_a_listing_folds_long_paths_never_cuts_them(columns):
     assert max(map(cell_len, text.splitlines())) <= columns
 
 
+@pytest.mark.parametrize("columns", [40, 60, 80])
+def test_a_listing_s_names_stay_whole_in_every_part(columns):
+    """At 40 columns 'datasets list' showed lowrank-sparse-noisy-128 as 'lowrank-sparse-noisy-1' / '28' in
+    all three parts: the name column, one width in every part, was narrowed for the path beside it in the
+    third.  The path folds first now: every name is whole, on its row's line, in each part."""
+    import tomllib
+
+    manifest = ROOT / "data_manifests" / "synthetic.toml"
+    code, screen = run_in_terminal(["datasets", "list", manifest], columns=columns, timeout=60)
+    text = plain(screen)
+    assert code == 0, text
+    names = [entry["name"] for entry in tomllib.loads(manifest.read_text(encoding="utf-8"))["matrix"]]
+    parts = text.count("(continued)") + 1
+    for name in names:
+        rows = re.findall(rf"^{re.escape(name)}(?:\s|$)", text, re.M)
+        assert len(rows) == parts, f"{name} broken at {columns} columns:\n{text}"
+    assert max(map(cell_len, text.splitlines())) <= columns
+
+
 def test_info_table_keeps_names_and_budgets_at_80_columns(matrix):
     from sfapprox._base import methods
 
