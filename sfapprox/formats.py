@@ -810,6 +810,9 @@ def render_json(data: Any) -> str:
 
 #: Text columns wrap, in a narrow window, down to this width (a longer word is folded).
 WRAP_MIN_WIDTH = 16
+#: The most lines a free-text cell takes in a terminal table: a longer one (a method's reason for no result,
+#: 19 lines at 16 columns) is a numbered note under the table, its cell the note's number.
+NOTE_LINES = 4
 #: The least width a name or a path folds to before a number column gives way.
 FOLD_MIN_WIDTH = 4
 #: The compact table style's gap between columns, and the boxed style's cost per column
@@ -843,6 +846,54 @@ def _fold(widths: list[int], columns: list[int], excess: int, floor: int) -> int
         widths[widest] -= 1
         excess -= 1
     return excess
+
+
+def _lines(text: str, width: int) -> int:
+    """How many lines ``text`` takes wrapped at spaces to ``width`` cells (a longer word folded), as rich
+    wraps a cell."""
+    from rich.cells import cell_len  # here: only terminal tables need rich, not the file writers
+
+    count = 0
+    for line in text.splitlines() or [""]:
+        used = 0
+        count += 1
+        for word in line.split():
+            size = cell_len(word)
+            if used and used + 1 + size > width:
+                count, used = count + 1, 0
+            if size > width:  # folded: the pieces before the last fill lines of their own
+                count, used = count + (size - 1) // width, (size - 1) % width + 1
+            else:
+                used += size + (1 if used else 0)
+    return count
+
+
+def _long_cells_as_notes(table: Table, width: int | None) -> tuple[Table, Layout, list[str]]:
+    """``table`` laid out for ``width``, each free-text cell longer than :data:`NOTE_LINES` lines at its
+    column's width replaced by a number (``[1]``), and the notes those numbers stand for (``[1] nystrom:
+    the reason``).
+
+    At 100 columns a comparison of every method gave its details 16 cells and a reason ran 19 lines;
+    leaving optional columns out for it would drop numbers that every row has.  Laid out again after each
+    change: the column's natural width shrinks with its longest cells.
+    """
+    notes: list[str] = []
+    while True:
+        plan = layout(table, width)
+        shown = {i for part in plan.parts for i in part}
+        rows = [dict(row) for row in table.rows]
+        for i in sorted(shown):
+            if i == 0 or plan.boxed or not _wraps(table, i):
+                continue
+            key = table.columns[i].key
+            for row in rows:
+                text = row.get(key, "")
+                if _lines(text, plan.widths[i]) > NOTE_LINES:
+                    notes.append(f"[{len(notes) + 1}] {row.get(table.columns[0].key, '')}: {' '.join(text.split())}")
+                    row[key] = f"[{len(notes)}]"
+        if rows == table.rows:
+            return table, plan, notes
+        table = dataclasses.replace(table, rows=rows)
 
 
 def _spare_first_column(widths: list[int], first: int, text: list[int], excess: int, floor: int,
@@ -979,7 +1030,8 @@ def render_rich(tables: list[Table], width: int | None = None, *, capped: bool =
     """Rich tables for a terminal ``width`` characters wide (None: as wide as their content).
 
     The winner is in bold green; nothing is ever cut: a narrow window wraps
-    free text, then leaves out optional columns (said in a note), then splits
+    free text (a cell longer than :data:`NOTE_LINES` lines becomes a numbered
+    note under the table), then leaves out optional columns (said in a note), then splits
     the table into parts that each repeat the first column, and a name or a
     path still too wide folds onto more lines (:func:`layout`).  Where
     ``capped``, a table that names the rows a terminal shows
@@ -1010,7 +1062,7 @@ def render_rich(tables: list[Table], width: int | None = None, *, capped: bool =
     out: list[Any] = []
     for whole in tables:
         table = _terminal_view(whole) if capped else whole  # measured and drawn on the rows shown: ~0.4 ms a row
-        plan = layout(table, width)
+        table, plan, numbered = _long_cells_as_notes(table, width)
         for number, part in enumerate(plan.parts):
             title = table.title if number == 0 else f"{table.title} (continued)"
             style = (dict(box=box.HEAVY_HEAD) if plan.boxed else
@@ -1028,7 +1080,7 @@ def render_rich(tables: list[Table], width: int | None = None, *, capped: bool =
                 rich.add_row(*[Text(cells[i], style="bold green" if table.columns[i].key in best else "",
                                     no_wrap=False, overflow="fold") for i in part])
             out.append(rich)
-        notes = list(table.notes)
+        notes = [*numbered, *table.notes]
         for c in table.columns:  # what a column left out said that the reader must not lose
             if c.title in plan.hidden:
                 notes.extend(table.hidden_notes.get(c.key, []))

@@ -714,6 +714,36 @@ def test_a_40_column_window_wraps_an_n_3000_comparison_readably(n3000, tmp_path,
             assert shown and f"{row['nnz']:,}" in shown[0] and fmt_number(row["rel_error"]) in shown[0], shown
 
 
+@pytest.mark.parametrize("columns", [60, 80, 100])
+def test_a_long_reason_is_a_numbered_note_under_the_table(matrix, tmp_path, columns):
+    """``compare --methods all`` at 100 columns gave details 16 cells and Nyström's reason ran 19 lines.  A
+    free-text cell longer than NOTE_LINES lines is a numbered note under the table now ("[1] nystrom: ..."),
+    its cell the number: every row stays a few lines, every number whole, every reason said in full."""
+    from sfapprox.formats import fmt_number
+
+    record = tmp_path / "c.json"
+    code, screen = run_in_terminal(["compare", matrix, "--methods", "tsvd,nystrom,sf-butterfly,sparse", "--device",
+                                    "cpu", "--json", record], columns=columns, timeout=180)
+    text = plain(screen)
+    assert code == 0 and "Traceback" not in text, text[-3000:]
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    assert all(cell_len(line) <= columns or _one_piece(line) for line in lines), text  # (the record's path)
+    rows = json.loads(record.read_text())["results"]
+    names = [row["method"] for row in rows]
+    starts = [next(n for n, line in enumerate(lines) if re.match(rf"{re.escape(name)}( ★)?\s", line)) for name in names]
+    after = next(n for n in range(starts[-1] + 1, len(lines)) if not lines[n].startswith(" "))
+    for start, end in zip(starts, [*starts[1:], after]):
+        assert end - start <= 4, lines[start:end]  # a row of a few lines (NOTE_LINES), no reason running down
+    words = " ".join(text.split())
+    for row in rows:
+        if row["status"] == "ok":
+            assert fmt_number(row["rel_error"]) in lines[starts[names.index(row["method"])]].split()
+        else:  # said in full: in its row, or in the note its row names
+            reason = " ".join(row["reason"].split())
+            number = re.search(r"\[\d+\]", lines[starts[names.index(row["method"])]])
+            assert reason in words and (number is None or f"{number.group()} {row['method']}: {reason}" in words), words
+
+
 def _one_piece(line: str) -> bool:
     """Whether ``line`` of a command laid out to be copied holds one piece alone (a path wider than the
     window, left whole for the terminal to wrap softly)."""

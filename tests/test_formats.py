@@ -3,6 +3,7 @@
 import csv
 import io
 import json
+import re
 
 import numpy as np
 import pytest
@@ -189,7 +190,8 @@ def test_rendered_tables_fit_and_name_what_was_left_out():
         console.print(item)
     text = console.export_text()
     assert max(len(line) for line in text.splitlines()) <= 60
-    assert text.count("butterfly-hier-") == 4 and "left out to fit the window: of budget" in text
+    rows = [line for line in text.splitlines() if line.startswith("butterfly-hier-")]  # (its notes name them too)
+    assert len(rows) == 4 and "left out to fit the window: of budget" in text
 
 
 def shown(tables, width: int) -> str:
@@ -364,3 +366,24 @@ def test_to_ascii_spells_a_names_undecodable_bytes_as_escapes():
     from sfapprox.formats import to_ascii
 
     assert to_ascii(os.fsdecode(b"bad\xff\xe9t\xc3\xa9.mtx")) == "bad\\xff\\xe9te.mtx"
+
+
+def test_a_free_text_cell_too_long_for_its_column_is_a_numbered_note():
+    """A reason of 19 lines in a 16-cell column: the cell says "[1]", the note under the table says it all;
+    a cell of a few lines stays in its row, and a window wide enough for the table keeps every cell."""
+    from sfapprox.formats import NOTE_LINES
+
+    reason = "graph is not symmetric; Nyström needs a symmetric PSD matrix (a kernel, a covariance) " * 3
+    t = Table("t", [Column("method", "method", "left"), Column("error", "error"),
+                    Column("details", "details", "left", wrap=True)])
+    t.add({"method": "tsvd", "error": "0.1234", "details": "r=14 stop=exact"})
+    t.add({"method": "nystrom", "error": "–", "details": reason})
+    text = shown([t], 40)
+    lines = text.splitlines()
+    assert any(re.search(r"nystrom\W+–\W+\[1\]\W*$", line) for line in lines), text  # (boxed now: it fits)
+    assert f"[1] nystrom: {' '.join(reason.split())}" in " ".join(text.split())
+    assert " ".join(text.split()).count("graph is") == 3, text  # in the note only
+    assert "r=14 stop=exact" in text and "[2]" not in text
+    assert all(len(line) <= 40 for line in lines)
+    assert "[1]" not in shown([t], 400)  # (boxed: nothing wraps)
+    assert NOTE_LINES >= 2
