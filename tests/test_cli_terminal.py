@@ -186,6 +186,25 @@ def test_info_table_keeps_names_and_budgets_at_80_columns(matrix):
     assert max(map(cell_len, text.splitlines())) <= 80
 
 
+@pytest.mark.parametrize("columns", [40, 60, 80])
+def test_info_keeps_a_path_and_a_digest_whole_on_one_line(columns):
+    """At 40 columns info's table broke the path inside its cell ("examples/mesh_sma" / "ll.mtx") and the
+    sha256 over four lines: copied, each came out in pieces.  The key column narrows for the path; the
+    digest, wider than any room beside the keys, has a line of its own under the table."""
+    import hashlib
+
+    path = "examples/mesh_small.mtx"
+    digest = hashlib.sha256((ROOT / path).read_bytes()).hexdigest()
+    code, screen = run_in_terminal(["info", path], columns=columns, timeout=60)
+    text = plain(screen)
+    assert code == 0, text
+    lines = text.splitlines()
+    assert any(re.search(rf"(^|[\s│|]){re.escape(path)}([\s│|]|$)", line) for line in lines), text
+    assert any(re.search(rf"(^|[\s│|]){digest}([\s│|]|$)", line) for line in lines), text
+    assert all(cell_len(line) <= columns for line in lines if digest not in line), text
+    assert "1,920" in text and "mesh_small" in text  # (the tables after it)
+
+
 def test_piped_tables_are_as_wide_as_their_content(matrix):
     done = subprocess.run([sys.executable, "-m", "sfapprox", "methods"], capture_output=True, text=True, cwd=ROOT,
                           env={k: v for k, v in os.environ.items() if k != "COLUMNS"}, timeout=60)

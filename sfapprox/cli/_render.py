@@ -550,21 +550,75 @@ def _few_iterations(r) -> str:
     return f" ({iterations:,} iteration{'' if iterations == 1 else 's'}; an evaluation takes {each:.3g} s here)"
 
 
-def key_value_table(title: str, rows: list[tuple[str, Any]], *, ascii: bool = False) -> RichTable:
-    """Facts as a two-column table; in a narrow window a value wraps (folds), never cut to "0.993…".
-    With ``ascii`` (a stream that cannot write other characters: :func:`writes_glyphs`) every text is
-    spelled in ASCII (:func:`~sfapprox.formats.to_ascii`)."""
-    from rich.text import Text
+#: What a boxed two-column table takes besides its cells: three rules and a space each side of each cell.
+KEY_VALUE_FRAME = 7
+#: A fact's cell when its value is on a line of its own under the table (:func:`show_key_values`).
+SEE_BELOW = "see below"
 
-    if ascii:
-        title, rows = to_ascii(title), [(to_ascii(k), to_ascii(str(v))) for k, v in rows]
+
+def _longest_word(text: str) -> int:
+    return max((cell_len(word) for word in text.split()), default=0)
+
+
+def key_value_layout(rows: list[tuple[str, str]], width: int | None) -> tuple[int | None, int | None, set[int]]:
+    """The key and value columns' widths of a boxed two-column table ``width`` cells wide (None, None: as wide
+    as its content), and the rows whose values go on lines of their own under it.
+
+    A value's words are never broken inside a cell (at 40 columns ``info`` showed "examples/mesh_sma" /
+    "ll.mtx", and a sha256 on four lines, which copy as pieces): the key column, whose words wrap, narrows
+    until the longest word beside it fits; a word wider than any room beside the keys (a digest) is on a
+    line of its own under the table, where the terminal wraps it and a copy of it is whole.
+    """
+    keys = [key for key, _ in rows]
+    natural = max((cell_len(line) for key, value in rows for line in value.splitlines() or [""]), default=0)
+    key_natural = max((cell_len(key) for key in keys), default=0)
+    if width is None or key_natural + natural + KEY_VALUE_FRAME <= width:
+        return None, None, set()
+    key_least = max((_longest_word(key) for key in keys), default=0)
+    room = width - KEY_VALUE_FRAME - key_least  # the widest a value column can be
+    below = {n for n, (_, value) in enumerate(rows) if _longest_word(value) > room}
+    need = max([_longest_word(value) for n, (_, value) in enumerate(rows) if n not in below]
+               + [cell_len(SEE_BELOW) if below else 0])
+    key = max(key_least, min(key_natural, width - KEY_VALUE_FRAME - need))
+    return key, max(1, width - KEY_VALUE_FRAME - key), below
+
+
+def key_value_table(title: str, rows: list[tuple[str, Any]], *, ascii: bool = False,
+                    width: int | None = None) -> RichTable:
+    """Facts as a two-column table; in a narrow window a value wraps at spaces, never cut to "0.993…".
+    With ``ascii`` (a stream that cannot write other characters: :func:`writes_glyphs`) every text is
+    spelled in ASCII (:func:`~sfapprox.formats.to_ascii`).  Given the ``width`` it must fit, a value's
+    words are whole (:func:`key_value_layout`); one too wide for any cell beside the keys reads "see
+    below" (:func:`show_key_values` prints it there)."""
+    title, rows = _key_value_text(title, rows, ascii)
+    key_width, value_width, below = key_value_layout(rows, width)
     # Text, not markup: a value is shown as it is ("[...]" in a path), its control characters escaped
-    table = RichTable(title=Text(printable(title)), show_header=False)
-    table.add_column(style="bold", overflow="fold")
-    table.add_column(overflow="fold")
-    for key, value in rows:
-        table.add_row(Text(printable(key)), Text(printable(str(value))))
+    table = RichTable(title=Text(title), show_header=False)
+    table.add_column(style="bold", overflow="fold", width=key_width)
+    table.add_column(overflow="fold", width=value_width)
+    for n, (key, value) in enumerate(rows):
+        table.add_row(Text(key), Text(SEE_BELOW if n in below else value, style="italic" if n in below else ""))
     return table
+
+
+def _key_value_text(title: str, rows: list[tuple[str, Any]], ascii: bool) -> tuple[str, list[tuple[str, str]]]:
+    rows = [(printable(key), printable(str(value))) for key, value in rows]
+    if ascii:
+        return to_ascii(printable(title)), [(to_ascii(k), to_ascii(v)) for k, v in rows]
+    return printable(title), rows
+
+
+def show_key_values(console: Console, title: str, rows: list[tuple[str, Any]], *, ascii: bool = False) -> None:
+    """Print facts as a two-column table laid out for ``console``'s width (:func:`key_value_table`), then
+    each value too wide to sit beside its key under its key, on a line of its own, whole: the terminal
+    wraps it, and a copy of it is one piece."""
+    width = table_width(console)
+    console.print(key_value_table(title, rows, ascii=ascii, width=width))
+    _, texts = _key_value_text(title, rows, ascii)
+    for n in sorted(key_value_layout(texts, width)[2]):
+        key, value = texts[n]
+        console.print(Text(f"{key}:", style="bold"))
+        console.print(Text(f"  {value}"), soft_wrap=True)
 
 
 #: Below this many columns the progress line has no bar: the label and the phase give way first, the

@@ -16,8 +16,8 @@ from .._settings import SF_BASE, SF_FTOL, SF_GTOL, SF_INIT, SF_NAMED_INITS, SF_S
 from ..formats import fact_text, jsonable
 from . import _options as o
 from ._app import EXIT_INTERRUPTED, announce_start, app, error_boundary, read_matrix, show_notes, stop_cause
-from ._render import (check_distinct, check_output, compiling_note, err, fit_progress, is_stdout, key_value_table,
-                      note, out, say_error, writes_glyphs)
+from ._render import (check_distinct, check_output, compiling_note, err, fit_progress, is_stdout, note, out,
+                      say_error, show_key_values, writes_glyphs)
 
 
 def _named_start(init: str) -> str:
@@ -130,7 +130,7 @@ def fit(
         # stderr when stdout carries an output (--json -, --out /dev/stdout): it would be mixed into it
         claimed = is_stdout(out_path) or is_stdout(json_path)  # "-" included
         console = err if claimed else out
-        console.print(key_value_table(f"SF fit of {label}", rows, ascii=not writes_glyphs(console)))
+        show_key_values(console, f"SF fit of {label}", rows, ascii=not writes_glyphs(console))
         if to_stdout:
             sys.stdout.write(json.dumps(jsonable(run.record()), indent=2) + "\n")  # as a --json file has it
         failed = {os.path.abspath(exc.path) for exc in failures}

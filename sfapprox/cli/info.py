@@ -6,7 +6,7 @@ from .._errors import ParameterError
 from ..formats import fact_text
 from . import _options as o
 from ._app import app, error_boundary, read_matrix, show_notes
-from ._render import check_outputs, emit, human_console, key_value_table, write_outputs, writes_glyphs
+from ._render import check_outputs, emit, human_console, show_key_values, write_outputs, writes_glyphs
 
 
 @app.command()
@@ -42,8 +42,7 @@ def info(
             report, title = describe(loaded, max_memory=load.max_memory), loaded.name
         # the summary goes where the tables go: stderr when stdout carries --json - (it was left out)
         console = human_console(outputs)
-        console.print(key_value_table(title, [(k, fact_text(v)) for k, v in report.facts],
-                                      ascii=not writes_glyphs(console)))
+        show_key_values(console, title, [(k, fact_text(v)) for k, v in report.facts], ascii=not writes_glyphs(console))
         if loaded is not None:
             show_notes(loaded)
         if loaded is None and weights not in ("safetensors", "torch"):
