@@ -349,6 +349,25 @@ def test_a_narrow_window_cuts_the_labels_never_the_numbers(matrix, tmp_path, col
     assert columns < TINY_PROGRESS or all(not line.startswith("it ") for line in lines)  # the label where it fits
 
 
+@pytest.mark.parametrize("command", ["fit", "compare"])
+def test_a_narrow_progress_line_names_the_method(matrix, tmp_path, command):
+    """At 40 columns the label and the phase had 4 columns each, the phase's kept while it was empty: fit's
+    line read "SF …" and compare's "a_g…", the method never shown.  The label goes first now ("SF a_gra…",
+    "a_gra… sf": the matrix's name is cut, never the method), the phase has what is left or no column."""
+    named = tmp_path / "a_graph_with_a_long_name.mtx"
+    named.write_bytes(matrix.read_bytes())
+    args = {"fit": ["fit", named, "--out", tmp_path / "f.h5"], "compare": ["compare", named, "--methods", "sf"]}
+    code, screen = run_in_terminal([*args[command], "--iters", "100000", "--time-limit", "2", "--device", "cpu"],
+                                   columns=40)
+    text = plain(screen)
+    assert code == 0, text
+    lines = [line.rstrip() for line in text.splitlines() if re.search(r" it \d+ +error ", line)]
+    assert lines and all(cell_len(line) <= 40 for line in lines), lines
+    iterating = [line for line in lines if re.search(r" it [1-9]", line)]
+    label = {"fit": r"^SF a_\S+ +it ", "compare": r"^a_\S+ sf +it "}[command]
+    assert iterating and all(re.search(label, line) for line in iterating), lines
+
+
 def _column_points(tmp_path) -> tuple[Path, int]:
     """A table of 300 points and a --max-memory that their kernel's fit from column blocks fits and its
     fit in memory does not (the path of a matrix too big to form, at a size a test affords)."""

@@ -643,7 +643,8 @@ def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float |
     label = literal(label)  # (a file's name)
     progress = _FitProgress(console=err, transient=True)
     with progress:
-        task = progress.add_task(label, total=1.0, iteration=0, error=None, phase="")
+        # "what": the method (or "scoring") the description ends with, kept whole when the label is cut
+        task = progress.add_task(label, total=1.0, iteration=0, error=None, phase="", what="")
         shown = {"label": label}  # the label and what relabel() adds to it (a sweep's budget)
 
         def update(info: dict) -> None:
@@ -654,16 +655,17 @@ def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float |
                 done = max(done, info["elapsed"] / seconds)
             method = info.get("method")
             progress.update(task, completed=min(done, 1.0), iteration=info["iteration"],
-                            error=info["fro_error"], phase=progress_phase(info),
+                            error=info["fro_error"], phase=progress_phase(info), what=method or "",
                             description=f"{shown['label']} {method}" if method else shown["label"])
 
         def describe(what: str) -> None:
-            progress.update(task, completed=0.0, iteration=0, error=None, phase="",
+            progress.update(task, completed=0.0, iteration=0, error=None, phase="", what=what,
                             description=f"{shown['label']} {what}")
 
         def relabel(what: str) -> None:
             shown["label"] = f"{label} {literal(what)}"
-            progress.update(task, completed=0.0, iteration=0, error=None, phase="", description=shown["label"])
+            progress.update(task, completed=0.0, iteration=0, error=None, phase="", what="",
+                            description=shown["label"])
 
         update.describe = describe  # type: ignore[attr-defined]
         update.relabel = relabel  # type: ignore[attr-defined]
@@ -677,13 +679,22 @@ def draws_progress() -> bool:
     return err.is_interactive and on_terminal(err)
 
 
-def fit_progress_columns(width: int) -> list[Any]:
-    """The progress line's columns for a window ``width`` columns wide.
+#: The narrowest phase a narrow progress line shows beside the label ("sta…" says little): with less room
+#: the label takes it all.
+MIN_PHASE = 6
+
+
+def fit_progress_columns(width: int, task: Any = None) -> list[Any]:
+    """The progress line's columns for a window ``width`` columns wide, laid out for ``task`` (None: none
+    yet).
 
     In a narrow window the label, the bar and the phase give way; the numbers
     are never cut (a line "it 7… error 6…" read as iteration 7 at iteration
-    7,429).  Chosen at each redraw: a window narrowed during the fit cut the
-    error to "0." and lost the time, widened it kept a narrow line.
+    7,429).  The label goes before the phase: at 40 columns each had 4, and
+    the line read "SF …" (the phase empty) or "mes…", the method never
+    shown; the phase has what the label leaves, or no column at all.
+    Chosen at each redraw: a window narrowed during the fit cut the error to
+    "0." and lost the time, widened it kept a narrow line.
     """
     whole = dict(no_wrap=True, overflow="ignore")
     narrow = width < NARROW_PROGRESS
@@ -691,13 +702,20 @@ def fit_progress_columns(width: int) -> list[Any]:
     # the numbers' columns and the gaps take 32; in a narrow window the label and the phase share the rest
     room = max(4, width - 32)
     cut = dict(no_wrap=True, overflow="ellipsis", ratio=1)
+    phase = str(task.fields.get("phase") or "") if task is not None else ""
+    label = Text.from_markup(task.description).cell_len if task is not None else room
+    label_room = min(label, room) if narrow else None
+    phase_room = room - label_room if narrow else None
+    shows_phase = not narrow or (phase and phase_room >= MIN_PHASE)
+    if narrow and not shows_phase:
+        label_room = room + 1  # (the phase's gap too)
     # below TINY_PROGRESS columns the numbers alone fill the line: the label and phase go (rich shrank
     # the elapsed time to "0:0" to fit a label cut to "…")
     words = [] if width < TINY_PROGRESS else [
-        TextColumn("[bold]{task.description}", table_column=TableColumn(
-            max_width=room - room // 2 if narrow else None, **cut)),
+        _LabelColumn(label_room, table_column=TableColumn(max_width=label_room, **cut)),
         *bar,
-        TextColumn("{task.fields[phase]}", table_column=TableColumn(max_width=room // 2 if narrow else None, **cut))]
+        *([TextColumn("{task.fields[phase]}", table_column=TableColumn(max_width=phase_room, **cut))]
+          if shows_phase else [])]
     it_width, error_width, time_width = NUMBER_WIDTHS
     return [
         *words,
@@ -705,6 +723,27 @@ def fit_progress_columns(width: int) -> list[Any]:
         _ErrorColumn(numbers_room(width), table_column=TableColumn(min_width=error_width, **whole)),
         _ElapsedColumn(table_column=TableColumn(min_width=time_width, **whole)),
     ]
+
+
+class _LabelColumn(ProgressColumn):
+    """The progress line's label (the matrix, then the method), in bold, cut to ``room`` cells (None: whole)
+    before the method: "mesh_sm… sf", not "mesh_small…", where the method (the task's ``what``) fits."""
+
+    def __init__(self, room: int | None, table_column: TableColumn | None = None) -> None:
+        self.room = room
+        super().__init__(table_column=table_column)
+
+    def render(self, task: Any) -> Text:
+        text = Text.from_markup(task.description, style="bold")
+        what = str(task.fields.get("what") or "")
+        if self.room is None or text.cell_len <= self.room or not what or not text.plain.endswith(f" {what}"):
+            return text
+        head = self.room - cell_len(what) - 1
+        if head < 2:  # no room for a letter of the matrix's name and "…": the method, cut if it must be
+            return Text(what, style="bold")
+        start = text[:len(text.plain) - len(what) - 1]
+        start.truncate(head, overflow="ellipsis")
+        return Text.assemble(start, " ", (what, "bold"), style="bold")
 
 
 #: The least widths of the progress line's numbers, "it N", "error E" and the elapsed time: the line
@@ -770,7 +809,8 @@ class _FitProgress(Progress):
     """A fit's progress line, laid out for the window's width at each redraw (:func:`fit_progress_columns`)."""
 
     def make_tasks_table(self, tasks):
-        self.columns = tuple(fit_progress_columns(err.width))  # (err: this console, also while __init__ draws)
+        # (err: this console, also while __init__ draws)
+        self.columns = tuple(fit_progress_columns(err.width, tasks[0] if tasks else None))
         return super().make_tasks_table(tasks)
 
 
