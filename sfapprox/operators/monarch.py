@@ -224,7 +224,7 @@ class MonarchOperator(_Blockwise):
         >>> Lf.shape, Rf.shape, bool(np.allclose((Lf @ Rf).toarray(), op.to_dense()))
         ((5, 12), (12, 5), True)
         """
-        b1, b2, r, big, n = self.left_block, self.right_block, self.rank, self.padded_n, self.shape[0]
+        b2, r, big, n = self.right_block, self.rank, self.padded_n, self.shape[0]
         # The middle index of the term t, block k, row q of R^(t): t N' + k b2 + q (as _product's y).
         q, a, k, t = np.indices(self.left.shape)
         left = sp.csr_array((self.left.ravel(), ((a * b2 + q).ravel(), (t * big + k * b2 + q).ravel())),
