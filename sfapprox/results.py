@@ -235,15 +235,20 @@ class Comparison(ShownAsTables):
         """A row the best cannot be told from (None when the best is clear): the first whose 95 % error
         interval overlaps the best row's — any row, not only the runner-up (a wide interval further down
         can reach below the best) — or, with exact errors, one of the same error and stored numbers
-        (which of the two ran first decided the winner)."""
+        (which of the two ran first decided the winner).  :meth:`tied_rows` has them all."""
+        return next(iter(self.tied_rows()), None)
+
+    def tied_rows(self) -> list[MethodResult]:
+        """Every row the best cannot be told from, in :meth:`ranked`'s order (empty when the best is clear):
+        the verdict named two rows of a three-way tie of sf, sf+lr and sf+s."""
         ranked = self.ranked()
         if len(ranked) < 2:
-            return None
+            return []
         if not any((r.error_estimate or {}).get("fro_interval") for r in ranked):
             key = _rank_key(ranked[0])
-            return ranked[1] if _rank_key(ranked[1]) == key else None  # else the order decides
+            return [r for r in ranked[1:] if _rank_key(r) == key]  # else the order decides
         best = _interval(ranked[0])
-        return next((r for r in ranked[1:] if _interval(r)[0] <= best[1]), None)
+        return [r for r in ranked[1:] if _interval(r)[0] <= best[1]]
 
     def result(self, method: str) -> MethodResult:
         """The row of ``method`` (a KeyError naming the methods that were run when it was not).
@@ -298,17 +303,12 @@ class Comparison(ShownAsTables):
         tied = self.tied()
         if best.fro_error == 0.0 and best.rel_error is None:  # X is zero: no relative error to compare
             fewest = [r.method for r in ranked if r.fro_error == 0.0 and r.nnz == best.nnz]
-            text = (f"X is all zeros: {' and '.join(fewest)} reproduce{'s' if len(fewest) == 1 else ''} it with "
+            text = (f"X is all zeros: {_listed(fewest)} reproduce{'s' if len(fewest) == 1 else ''} it with "
                     f"the fewest numbers ({counted(best.nnz, 'stored number')})")
             return {"winner": None if tied is not None else best.method, "text": text, "ratio": None, "exact": True,
                     "suggest": []}
-        if tied is not None and not (best.error_estimate or tied.error_estimate):
-            return _tie_verdict(best, tied)
         if tied is not None:
-            text = (f"no clear winner: {best.method} ({_with_interval(best)}) and {tied.method} "
-                    f"({_with_interval(tied)}) are within each other's 95% intervals; estimate from more "
-                    "columns (a longer time limit) to tell them apart")
-            return {"winner": None, "text": text, "ratio": None, "exact": False, "suggest": []}
+            return _tie_verdict([best, *self.tied_rows()])
         exact = _is_exact(best)
         sf = next((r for r in ranked if r.method == "sf"), None)
         ratio = None
@@ -616,25 +616,71 @@ def error_text(r: MethodResult, *, absolute: bool = False) -> str:
     return error_cell(r, value, interval) + (f" ({stop})" if stop in ("time_limit", "max_iter") else "")
 
 
-def _tie_verdict(best: MethodResult, tied: MethodResult) -> dict[str, Any]:
-    """The verdict of two exactly scored rows of the same rank (:func:`rank_key`): the same error, or both
-    reproducing X, their errors each its own round-off.  Its text quotes each row's error where they differ:
-    "tsvd and rsvd reach the same error (6.737e-15 relative)" sat beside rsvd's row of 1.298e-15.
+def _tie_verdict(rows: list[MethodResult]) -> dict[str, Any]:
+    """The verdict of rows the best cannot be told from (``rows[0]`` the best, :meth:`Comparison.tied_rows`
+    after it), every one named: a three-way tie of sf, sf+lr and sf+s named two.  Exactly scored, they are of
+    the same rank (:func:`rank_key`): the same error, or all reproducing X, their errors each its own
+    round-off, quoted each where they differ ("tsvd and rsvd reach the same error (6.737e-15 relative)" sat
+    beside rsvd's row of 1.298e-15).  Estimated, their 95 % intervals overlap.  Rows that are sf's own fit
+    (:func:`_same_as_sf`) are said to be once.
 
     Examples
     --------
-    >>> _tie_verdict(MethodResult("tsvd", "ok", 9, 7e-14, 7e-15), MethodResult("rsvd", "ok", 9, 1e-14, 1e-15))["text"]
+    >>> _tie_verdict([MethodResult("tsvd", "ok", 9, 7e-14, 7e-15), MethodResult("rsvd", "ok", 9, 1e-14, 1e-15)])["text"]
     'no clear winner: tsvd and rsvd both reproduce X to round-off (7e-15 and 1e-15 relative) with the same 9 stored numbers'
     """
-    same = f"with the same {counted(best.nnz, 'stored number')}"
-    exact = _is_exact(best) and _is_exact(tied)
-    if best.rel_error == tied.rel_error:  # (one number is true of both)
-        errors = f"({_with_interval(best)})"
+    names = _listed([r.method for r in rows])
+    same = _same_surrogate_words(rows)
+    if any(r.error_estimate for r in rows):
+        if len(rows) == 2:
+            errors = _listed([f"{r.method} ({_with_interval(r)})" for r in rows])
+            overlap = f"{errors} are within each other's 95% intervals"
+        else:  # (the others need not overlap each other: each overlaps the best's)
+            others = _listed([f"{r.method} ({_with_interval(r)})" for r in rows[1:]])
+            overlap = f"the 95% intervals of {others} reach into {rows[0].method}'s ({_with_interval(rows[0])})"
+        text = (f"no clear winner: {overlap}{same}; estimate from more "
+                "columns (a longer time limit) to tell them apart")
+        return {"winner": None, "text": text, "ratio": None, "exact": False, "suggest": []}
+    exact = all(_is_exact(r) for r in rows)
+    if len({r.rel_error for r in rows}) == 1:  # (one number is true of all)
+        errors = f"({_with_interval(rows[0])})"
     else:
-        errors = f"({error_cell(best, best.rel_error, 'rel_interval')} and {_with_interval(tied)})"
-    how = "both reproduce X to round-off" if exact else "reach the same error"
-    return {"winner": None, "text": f"no clear winner: {best.method} and {tied.method} {how} {errors} {same}",
-            "ratio": None, "exact": exact, "suggest": []}
+        errors = f"({_listed([error_cell(r, r.rel_error, 'rel_interval') for r in rows])} relative)"
+    if exact:
+        how = f"{'both' if len(rows) == 2 else 'all'} reproduce X to round-off"
+    else:
+        how = "reach the same error"
+    text = f"no clear winner: {names} {how} {errors} with the same {counted(rows[0].nnz, 'stored number')}{same}"
+    return {"winner": None, "text": text, "ratio": None, "exact": exact, "suggest": []}
+
+
+def _same_as_sf(r: MethodResult, sf: MethodResult) -> bool:
+    """Whether a hybrid row is the ``sf`` row's own fit: its best split had no low-rank or sparse part and
+    was sf's fit, handed over by the comparison (``start`` "sf (its row's fit)"), so its count and error are sf's."""
+    return (r is not sf and r.params.get("split") == "sf" and str(r.params.get("start", "")).startswith("sf (")
+            and r.nnz == sf.nnz and r.fro_error == sf.fro_error)
+
+
+def _same_surrogate_words(rows: list[MethodResult]) -> str:
+    """"; sf+lr and sf+s are sf's own fit (...)" for tied rows that reused the tied sf row's fit, else ""."""
+    sf = next((r for r in rows if r.method == "sf"), None)
+    same = [r.method for r in rows if sf is not None and _same_as_sf(r, sf)]
+    if not same:
+        return ""
+    verb = "is" if len(same) == 1 else "are"
+    return (f"; {_listed(same)} {verb} sf's own fit, the same surrogate (the best split had no low-rank "
+            "or sparse part)")
+
+
+def _listed(words: list[str]) -> str:
+    """"a", "a and b", "a, b and c": rows named in a sentence.
+
+    Examples
+    --------
+    >>> _listed(["sf"]), _listed(["sf", "sf+lr"]), _listed(["sf", "sf+lr", "sf+s"])
+    ('sf', 'sf and sf+lr', 'sf, sf+lr and sf+s')
+    """
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def _stopped_words(rows: list[MethodResult]) -> str:

@@ -264,7 +264,7 @@ def test_a_zero_matrix_s_verdict_names_what_reproduces_it_with_fewest_numbers():
     c = compare(np.zeros((16, 16)), ["tsvd", "rsvd", "sparse"], budget=200)
     v = c.verdict()
     # (sparse too: no entries store nothing; it stored its 17 row pointers)
-    assert v["text"] == ("X is all zeros: tsvd and rsvd and sparse reproduce it with the fewest numbers "
+    assert v["text"] == ("X is all zeros: tsvd, rsvd and sparse reproduce it with the fewest numbers "
                          "(0 stored numbers)")
     assert v["winner"] is None and v["exact"] and "–" not in v["text"]
     v = compare(np.zeros((16, 16)), ["sparse", "monarch"], budget=200).verdict()
@@ -489,3 +489,40 @@ def test_a_comparison_nested_near_the_recursion_limit_is_refused_not_a_traceback
     data = _edited(lambda d: d["results"][0]["params"].update(deep=deep))
     with pytest.raises(InputError, match=r"^key results\[0\]\.params\.deep\[0\].*… is nested deeper than 64 levels"):
         Comparison.from_dict(data)
+
+
+def _sf_end(method: str) -> MethodResult:
+    """A hybrid row whose best split was the comparison's sf row's own fit, as the hybrid records it."""
+    return MethodResult(method, "ok", nnz=1920, fro_error=38.66, rel_error=0.604,
+                        params={"split": "sf", "start": "sf (its row's fit)", "reused": ["sf"]})
+
+
+def test_a_three_way_tie_names_every_row_and_says_once_they_are_sf_s_fit():
+    """sf, sf+lr and sf+s tied (the hybrids ended at sf's own fit): the verdict named sf and sf+lr only."""
+    rows = [MethodResult("sf", "ok", 1920, 38.66, 0.604, 1.0), _sf_end("sf+lr"), _sf_end("sf+s"),
+            MethodResult("tsvd", "ok", 1806, 56.57, 0.884, 0.1)]
+    c = Comparison(matrix={"name": "X", "n": 64}, budget=1925, budget_spec="1925", results=rows)
+    assert [r.method for r in c.tied_rows()] == ["sf+lr", "sf+s"] and c.tied().method == "sf+lr"
+    v = c.verdict()
+    assert v["winner"] is None
+    assert v["text"] == ("no clear winner: sf, sf+lr and sf+s reach the same error (0.604 relative) with the same "
+                         "1,920 stored numbers; sf+lr and sf+s are sf's own fit, the same surrogate (the best split "
+                         "had no low-rank or sparse part)")
+
+
+def test_a_tie_of_a_hybrid_s_own_fit_is_not_called_sf_s():
+    """Only a row that reused sf's fit is said to be it: a hybrid fitting its own sf end ties without that."""
+    own = MethodResult("sf+lr", "ok", 1920, 38.66, 0.604, params={"split": "sf", "start": "sf"})
+    c = Comparison(matrix={"name": "X", "n": 64}, budget=1925, budget_spec="1925",
+                   results=[MethodResult("sf", "ok", 1920, 38.66, 0.604), own])
+    assert c.verdict()["text"] == ("no clear winner: sf and sf+lr reach the same error (0.604 relative) with the "
+                                   "same 1,920 stored numbers")
+
+
+def test_an_estimated_three_way_tie_names_every_row():
+    rows = [_estimated("sf", 3.0, 2.95, 3.05), _estimated("sf-symmetric", 3.1, 3.0, 3.2),
+            _estimated("rsvd", 3.2, 2.5, 3.9)]
+    c = Comparison(matrix={"name": "X", "n": 1000}, budget=1000, budget_spec="1000", results=rows)
+    text = c.verdict()["text"]
+    assert text.startswith("no clear winner: the 95% intervals of sf-symmetric (") and "and rsvd (" in text
+    assert "reach into sf's (0.3" in text
