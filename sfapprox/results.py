@@ -313,10 +313,14 @@ class Comparison(ShownAsTables):
         sf = next((r for r in ranked if r.method == "sf"), None)
         ratio = None
         if exact and _stores_entries_only(best):
-            how = "" if best.method == "sparse" else f" with their positions ({best.method}'s sparse part alone)"
+            # (who holds them said before the count: "... with their positions (rpca's sparse part alone)
+            # (45% of the budget)" put two parentheses in a row)
+            who = "" if best.method == "sparse" else f" in {best.method}'s sparse part alone"
             entries = best.params.get("matrix_nnz", best.params.get("nnz", best.params.get("n_sparse", self.matrix.get("nnz"))))
-            text = (f"exact sparse storage is cheapest: X's {counted(entries, 'non-zero')} take "
-                    f"{counted(best.nnz, 'number')}{how} ({_share(best.nnz, self.budget)} of the budget) and reproduce it exactly")
+            positions = "" if best.method == "sparse" else " with their positions"
+            text = (f"exact sparse storage is cheapest: X's {counted(entries, 'non-zero')}{who} take "
+                    f"{counted(best.nnz, 'number')}{positions} ({_share(best.nnz, self.budget)} of the budget) "
+                    "and reproduce it exactly")
         elif exact:
             text = (f"{label} reproduces X exactly with {counted(best.nnz, 'number')} "
                     f"({_share(best.nnz, self.budget)} of the budget)")

@@ -94,8 +94,9 @@ def test_one_order_decides_the_star_the_verdict_and_the_json_winner():
     [table] = c.tables()
     starred = [row["method"] for row in table.rows if row["method"].endswith("★")]
     assert c.winner() == c.verdict()["winner"] == c.to_dict()["winner"] == "rpca" and starred == ["rpca ★"]
-    assert c.verdict()["text"].startswith("exact sparse storage is cheapest: X's 12 non-zeros take 24 numbers "
-                                          "with their positions (rpca's sparse part alone)")
+    # (one parenthesis: "... with their positions (rpca's sparse part alone) (24% of the budget)" had two in a row)
+    assert c.verdict()["text"] == ("exact sparse storage is cheapest: X's 12 non-zeros in rpca's sparse part alone "
+                                   "take 24 numbers with their positions (24% of the budget) and reproduce it exactly")
     # Not exact: the smallest error wins whatever it stores.
     c = Comparison(info, 100, "sf", [_row("sf", 1.0), _row("tsvd", 0.5)])
     assert c.winner() == c.verdict()["winner"] == "tsvd"
