@@ -222,7 +222,7 @@ def check_within(count: int, budget: int | None, what: str, advice: str) -> None
     sfapprox._errors.BudgetError: rank 3 stores 147 numbers, over the budget of 10; lower the rank
     """
     if budget is not None and count > budget:
-        raise BudgetError(f"{what} stores {count} numbers, over the budget of {budget}; {advice}")
+        raise BudgetError(f"{what} stores {count:,} numbers, over the budget of {budget:,}; {advice}")
 
 
 def rank_within(n: int, n_components: int | None, budget: int | None, rank_for_budget, count, method: str,
@@ -794,8 +794,8 @@ def rpca_sparse_for_budget(n: int, budget: int, rank: int, *, count_indices: boo
     left = int(budget) - tsvd_count(n, rank)
     if left < 0:
         raise BudgetError(
-            f"a rank-{rank} part of a {n} x {n} matrix stores {tsvd_count(n, rank)} numbers, "
-            f"over the budget of {budget}; choose a rank of at most {tsvd_rank_for_budget(n, budget)}"
+            f"a rank-{rank} part of a {n:,} x {n:,} matrix stores {tsvd_count(n, rank):,} numbers, "
+            f"over the budget of {int(budget):,}; choose a rank of at most {tsvd_rank_for_budget(n, budget)}"
         )
     per_entry = 2 if count_indices else 1
     return min(int(n) * int(n), left // per_entry)
@@ -830,8 +830,8 @@ def rpca_rank_for_budget(n: int, budget: int, n_sparse: int, *, count_indices: b
     left = int(budget) - rpca_count(n, 0, n_sparse, count_indices=count_indices)
     if left < 0:
         raise BudgetError(
-            f"{n_sparse} sparse entries store {rpca_count(n, 0, n_sparse, count_indices=count_indices)} "
-            f"numbers, over the budget of {budget}; choose fewer sparse entries"
+            f"{n_sparse:,} sparse entries store {rpca_count(n, 0, n_sparse, count_indices=count_indices):,} "
+            f"numbers, over the budget of {int(budget):,}; choose fewer sparse entries"
         )
     return tsvd_rank_for_budget(n, left)
 

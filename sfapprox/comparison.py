@@ -1019,7 +1019,7 @@ def _compare_columns(source, names, resolved, info, context, settings, on_result
                 r.reason = f"fitted, then stopped by {stop_cause()} while the rows were scored: its error is not known"
     for r in results:
         if r.method in estimates and r.nnz is not None and r.nnz > resolved.value:
-            r.status, r.reason = "not applicable", f"stores {r.nnz} numbers, over the budget {resolved.value}"
+            r.status, r.reason = "not applicable", f"stores {r.nnz:,} numbers, over the budget {resolved.value:,}"
     info = with_pass_norm(info, estimates, _why_no_norm(source.n, estimates, stopped))
     comparison = build_comparison(info, resolved, results, context)
     comparison.notes.extend(n for n in [not_run_note(names, results),
@@ -1276,7 +1276,7 @@ def score_surrogate(name: str, surrogate, X, budget: int, fro_norm: float | None
     params = {"kind": getattr(surrogate, "kind", None), **fit}
     if stored > budget:
         return MethodResult(name, "not applicable", nnz=stored, params=params,
-                            reason=f"stores {stored} numbers, over the budget {budget}")
+                            reason=f"stores {stored:,} numbers, over the budget {budget:,}")
     fro, rel = operator_error(X, operator, fro_norm)
     return MethodResult(name, "ok", nnz=stored, fro_error=fro, rel_error=rel, seconds=params.get("seconds"),
                         params=params, operator=operator)

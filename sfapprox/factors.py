@@ -814,7 +814,7 @@ def _read(f, path: Path, max_memory: int | None) -> tuple[Any, np.ndarray, str]:
     if mismatch:
         raise r.fail(f"it names the method {method!r}, but {mismatch}")
     if "n_stored" in f.attrs and _attr_int(f, "n_stored", path) != operator.n_stored:
-        raise r.fail(f"it says it stores {f.attrs['n_stored']} numbers but holds {operator.n_stored}")
+        raise r.fail(f"it says it stores {int(f.attrs['n_stored']):,} numbers but holds {operator.n_stored:,}")
     history = r.array("loss_history", ndim=1) if "loss_history" in f else np.zeros(0)
     return operator, history, str(f.attrs.get("kind", "sf"))
 

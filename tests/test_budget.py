@@ -359,3 +359,15 @@ def test_the_rows_and_fits_say_which_rule_counted_their_sparse_entries():
             op = r.operator
             assert r.nnz == (op.chord.values.size if op.chord is not None else 0) + rpca_count(
                 16, op.rank, op.sparse.nnz, count_indices=ci) <= 100, r.method
+
+
+def test_over_the_budget_separates_thousands():
+    """"stores 12345 numbers, over the budget of 10000" beside tables printing 12,345; a rank to choose
+    stays as it is typed back (--rank)."""
+    from sfapprox.budget import check_within, rpca_sparse_for_budget
+
+    with pytest.raises(BudgetError, match="stores 12,345 numbers, over the budget of 10,000; lower"):
+        check_within(12_345, 10_000, "rank 3", "lower the rank")
+    with pytest.raises(BudgetError, match=r"1,000 x 1,000 matrix stores 40,020 numbers, over the budget of 25,000; "
+                                          r"choose a rank of at most 12$"):
+        rpca_sparse_for_budget(1_000, 25_000, 20)

@@ -1548,3 +1548,10 @@ def test_an_error_raised_after_a_stop_was_handled_is_still_an_error():
             raise ValueError("a bug") from None  # the stop was dealt with: what follows is its own
     except ValueError as exc:
         assert not caused_by_stop(exc)
+
+
+def test_fit_s_iteration_note_separates_thousands(small_mtx):
+    """"the fit stopped after its 1979 iterations" beside tables printing 5,267."""
+    res = invoke("fit", small_mtx, "--iters", "1000", "--ftol", "0", "--gtol", "0", "--device", "cpu")
+    assert res.exit_code == 0, res.output
+    assert "stopped after its 1,000 iterations before" in res.output

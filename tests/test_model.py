@@ -1036,3 +1036,11 @@ def test_product_error_still_answers_with_a_deprecation_warning():
     with pytest.warns(DeprecationWarning, match="product_error_and_multiple"):
         old = product_error(sf.factors_, sf.offsets_, X, fro, torch.device("cpu"))
     assert old == product_error_and_multiple(sf.factors_, sf.offsets_, X, fro, torch.device("cpu"))[:2]
+
+
+def test_convergence_warning_separates_thousands_as_the_tables_do():
+    """"SF stopped on its max iter (5188 iterations)" beside tables printing 5,267."""
+    with pytest.warns(ConvergenceWarning, match=r"\(1,000 iterations\)"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", ConvergenceWarning)
+            ChordSF(max_iter=1000, ftol=0, gtol=0, device="cpu").fit(np.random.default_rng(0).random((8, 8)))

@@ -584,8 +584,8 @@ class Monarch(Approximation):
                                      "where every slab is already exact")
             r = self.rank if self.rank is not None else monarch_rank_for_budget(n, b1, b2, self.budget)
             if r < 1 or (self.budget is not None and r * unit > self.budget):
-                raise BudgetError(f"budget {self.budget} is below a {b1} x {b2} Monarch of rank "
-                                  f"{max(r, 1)} ({max(r, 1) * unit} numbers)")
+                raise BudgetError(f"budget {self.budget:,} is below a {b1} x {b2} Monarch of rank "
+                                  f"{max(r, 1)} ({max(r, 1) * unit:,} numbers)")
             return [MonarchShape(b1, b2, r, r * unit)]
         if self.rank is None:
             shapes = monarch_configs_for_budget(n, self.budget, self.max_shapes)
@@ -603,8 +603,8 @@ class Monarch(Approximation):
                               f"{most}")
         shapes = ranked if self.budget is None else [s for s in ranked if s.count <= self.budget]
         if not shapes:
-            raise BudgetError(f"budget {self.budget} is below every Monarch matrix of block rank {self.rank} of a "
-                              f"{n} x {n} matrix (the smallest stores {min(s.count for s in ranked)} numbers); "
+            raise BudgetError(f"budget {self.budget:,} is below every Monarch matrix of block rank {self.rank} of a "
+                              f"{n:,} x {n:,} matrix (the smallest stores {min(s.count for s in ranked):,} numbers); "
                               "raise the budget or lower the rank")
         return shapes[: self.max_shapes]
 

@@ -636,7 +636,7 @@ class NMF(Approximation):
         self.seconds_ = time.perf_counter() - start
         if reason in ("max_iter", "time_limit"):
             limit = f"max_iter={self.max_iter} iterations" if reason == "max_iter" else (
-                f"time_limit={self.time_limit:g} s ({n_iter} iterations)")
+                f"time_limit={self.time_limit:g} s ({n_iter:,} iterations)")
             warnings.warn(
                 f"NMF stopped after {limit} before the error settled to tol={self.tol:g}; "
                 f"increase {reason} for a closer fit",

@@ -149,7 +149,7 @@ def fit(
             if not summary["scored"]:  # the fit had ended; its scoring was cut short
                 when = (" during the final scoring" + (", so the error is not known" if summary["fro_error"] is None
                                                        else ", so the error shown is the optimizer's own"))
-            note(f"interrupted ({stop_cause()}){when} after {summary['iterations']} iterations: {kept}",
+            note(f"interrupted ({stop_cause()}){when} after {summary['iterations']:,} iterations: {kept}",
                  style="bold yellow")
             raise typer.Exit(EXIT_INTERRUPTED)
 
@@ -177,7 +177,7 @@ def _advise(summary: dict, settings, n: int | None = None) -> None:
                 "time_limit": ("--time-limit (0 for none) allows more passes, ", "a longer --time-limit")}.get(
             summary.get("stop_reason"), ("", "a longer run"))
         note(f"note: SF was fitted from column blocks ({summary['epochs']:.3g} passes over the columns in "
-             f"{summary['iterations']} steps{via}): its fit in memory would be over the memory limit; "
+             f"{summary['iterations']:,} steps{via}): its fit in memory would be over the memory limit; "
              f"{knob[0]}--max-memory a fit in memory")
         if summary.get("kept_start"):
             # the start named as it was made: --init's factors, or the rank-one start of init auto/rank1
@@ -188,10 +188,10 @@ def _advise(summary: dict, settings, n: int | None = None) -> None:
                  f"Adam's first steps near a good point wander; {longer} may get past them",
                  keep=True)  # (the factors written are the start's, not a fit's: kept under --quiet)
     elif summary["stop_reason"] == "time_limit":
-        note(f"note: the fit stopped on its time limit ({settings.per_method(1).time_limit:g} s) after {summary['iterations']} "
+        note(f"note: the fit stopped on its time limit ({settings.per_method(1).time_limit:g} s) after {summary['iterations']:,} "
              "iterations, before its tolerances were met; --time-limit (0 for none) allows a closer fit")
     elif summary["stop_reason"] == "max_iter":
-        note(f"note: the fit stopped after its {summary['iterations']} iterations before its tolerances were met; "
+        note(f"note: the fit stopped after its {summary['iterations']:,} iterations before its tolerances were met; "
              "--iters allows a closer fit")
 
 

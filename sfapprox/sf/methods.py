@@ -110,7 +110,7 @@ def _planned(n: int, budget: int, context: RunContext, support: str) -> tuple[di
         config = sf_structure(n, support=support, base=params.get("base", 2), n_factors=params.get("n_factors"))
         if config.count > budget:
             raise BudgetError(f"SF with {config.n_factors} factors of {config.n_offsets} values per row "
-                              f"stores {config.count} numbers, over the budget {budget}")
+                              f"stores {config.count:,} numbers, over the budget {budget:,}")
         return params, None
     full = sf_config_for_budget(n, budget, support=support)
     params.update(n_factors=full.n_factors, base=full.base)

@@ -731,7 +731,7 @@ class ChordSF(Approximation):
             self.params_["compile_seconds"] = round(compiled, 2)
         if self.stop_reason_ in (_solver.StopReason.MAX_ITER, _solver.StopReason.TIME_LIMIT):
             warnings.warn(
-                f"SF stopped on its {reason.replace('_', ' ')} ({self.n_iter_} iterations) before "
+                f"SF stopped on its {reason.replace('_', ' ')} ({self.n_iter_:,} iterations) before "
                 "its tolerances were met; increase max_iter / time_limit for a closer fit",
                 ConvergenceWarning,
                 stacklevel=2,
