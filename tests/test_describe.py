@@ -472,3 +472,19 @@ def test_a_file_is_opened_within_the_limit_given_as_info_opens_it(tmp_path):
     np.savetxt(dense, np.eye(n), delimiter=",")
     with pytest.raises(ResourceError, match="dense.csv"):  # its float64 matrix is over the limit: not read whole
         describe(dense, max_memory=limit)
+
+
+def test_info_s_sparse_storage_count_is_the_one_compare_s_verdict_quotes():
+    """info said "stored as values + positions it takes 152 numbers" where compare's verdict quoted the
+    sparse method's 177 (CSR's row pointers charged): two unexplained counts of one matrix's storage."""
+    import scipy.sparse as sp
+
+    from sfapprox import compare
+
+    X = sp.random(64, 64, density=0.02, random_state=0, format="csr")
+    X.setdiag(1.0)
+    nnz = X.nnz
+    [note] = [n for n in describe(X).tables[0].notes if "non-zeros" in n]
+    verdict = compare(X, ["tsvd"], budget=1920).verdict()["text"]
+    csr = f"{2 * nnz + 65:,} numbers"  # a value and a column index each, and N + 1 row pointers
+    assert f"holds it exactly in {csr}" in note and f"holds it exactly in {csr}" in verdict
