@@ -498,3 +498,21 @@ def test_binary_bytes_with_nuls_are_still_not_text(tmp_path):
     path = tmp_path / "b.csv"
     path.write_bytes(bytes(range(256)) * 4)
     input_error(path, "looks like a binary file")
+
+
+def test_a_saved_fit_given_as_a_matrix_suggests_a_command_with_its_path_quoted(tmp_path):
+    """The hint "sfapprox compare MATRIX --with {path}" printed a path with a space unquoted: pasted, the shell
+    split it in two."""
+    import shlex
+    import warnings
+
+    from sfapprox import ChordSF, save_factors
+
+    path = tmp_path / "my fit.h5"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        save_factors(path, ChordSF(max_iter=2, device="cpu").fit(np.eye(8)))
+    with pytest.raises(InputError, match="is a saved fit") as caught:
+        load_matrix(path)
+    command = str(caught.value).split("sfapprox compare ")[1].split(" (API")[0]
+    assert shlex.split(command) == ["MATRIX", "--with", str(path)]

@@ -67,6 +67,10 @@ def test_matrices_that_ran_nothing_are_one_line_not_rows():
     several = build_report([*gone("a", data_dir="d1"), *gone("b", data_dir="d2")]).unavailable
     assert unavailable_line(several).endswith("(files not found): a, b — `sfapprox datasets list m.toml --data-dir DIR -v` "
                                               "says where to get each")
+    # a path as the shell reads it back: "my data" split in two where the command was pasted
+    spaced = build_report([rec("c", "sf", status="unavailable", reason="file missing", n=None, error="gone",
+                               matrix_info={"manifest": "my list.toml", "data_dir": "my data"})]).unavailable
+    assert "`sfapprox datasets list 'my list.toml' --data-dir 'my data' -v`" in unavailable_line(spaced)
     old = build_report(RECORDS).unavailable  # lines written before reason and matrix_info said more
     assert unavailable_line(old) == "1 entry unavailable (files not found): gone_1 — `sfapprox datasets list MANIFEST -v` says where to get each"
 

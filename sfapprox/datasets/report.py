@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..formats import (ESTIMATED_NOTE, Column, ShownAsTables, Table, counted, fmt_with_interval, interval_columns,
-                       printable)
+                       printable, shell_quote)
 from .manifest import CATEGORIES
 from .results_file import FILE_MISSING, MEASURES
 from .results_file import finite_number as _finite  # the lines' own test: an edited 10**400 is not finite
@@ -736,9 +736,11 @@ def unavailable_line(unavailable: list[Unavailable], shown: int = 8) -> str | No
         names += f" and {len(missing) - shown} more"
     manifests = {u.manifest for u in missing}
     data_dirs = {u.data_dir for u in missing}
-    manifest = manifests.pop() if len(manifests) == 1 and None not in manifests else "MANIFEST"
+    # a real path quoted for the shell it is pasted into (a data folder "my data" split in two); the
+    # placeholders stay as they are
+    manifest = shell_quote(str(manifests.pop())) if len(manifests) == 1 and None not in manifests else "MANIFEST"
     data_dir = data_dirs.pop() if len(data_dirs) == 1 else None
-    option = f" --data-dir {data_dir}" if data_dir else " --data-dir DIR" if len(data_dirs) > 1 else ""
+    option = f" --data-dir {shell_quote(str(data_dir))}" if data_dir else " --data-dir DIR" if len(data_dirs) > 1 else ""
     where = f"files not in {data_dir}" if data_dir else "files not found"
     command = f"sfapprox datasets list {manifest}{option} -v"
     count = f"{len(missing)} entr{'y' if len(missing) == 1 else 'ies'}"
