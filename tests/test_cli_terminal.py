@@ -906,3 +906,18 @@ def test_a_message_never_breaks_a_path_in_a_narrow_window(tmp_path, command):
         assert path in lines, lines  # whole, on a line of its own
     assert all(cell_len(line) <= 40 or _one_piece(line) for line in lines), lines
     assert lines[lines.index(said[0]) - 1] == ("error:" if command == "report" else "wrote"), lines
+
+
+def test_datasets_fetch_s_lines_wrap_at_spaces_in_a_narrow_window(tmp_path):
+    """``datasets fetch`` printed its ✓/✗ lines unwrapped (soft_wrap): a 40-column terminal broke them
+    mid-word ("where to p" / "ut it").  Now they wrap at spaces as every other message does."""
+    m = tmp_path / "m.toml"
+    m.write_text('[[matrix]]\nname = "strike"\ncategory = "network"\nfile = "pajek/strike.paj"\n'
+                 'url = "http://127.0.0.1:9/strike.paj"\n', encoding="utf-8")
+    data = tmp_path / "d"
+    data.mkdir()
+    code, screen = run_in_terminal(["datasets", "fetch", m, "--data-dir", data], columns=40, timeout=60,
+                                   env={"SFAPPROX_CACHE": str(tmp_path / "c")})
+    lines = [line.rstrip() for line in plain(screen).splitlines() if line.strip()]
+    assert code == 1 and any(line.startswith("✗") for line in lines), lines
+    assert all(cell_len(line) <= 40 or _one_piece(line) for line in lines), lines

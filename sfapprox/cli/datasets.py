@@ -6,12 +6,11 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.markup import escape
 
 from ..formats import Column, Table, printable
 from . import _options as o
 from ._app import EXIT_INCOMPLETE, HELP_MARKUP, HelpGroup, app, error_boundary
-from ._render import check_outputs, emit, err, literal
+from ._render import check_outputs, emit, err, literal, say
 
 datasets_app = typer.Typer(
     name="datasets",
@@ -114,25 +113,24 @@ def fetch(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None) -
                     found = fetch_entry(entry, data_dir=data_dir, network=network)
             except ChecksumError as exc:
                 counts["bad checksum"] += 1
-                err.print(f"[red]✗[/] {escape(_one_line(exc))}", highlight=False, soft_wrap=True)
+                say(f"[red]✗[/] {literal(_one_line(exc))}")
                 continue
             except UnavailableError as exc:
                 counts["missing"] += 1
-                err.print(f"[red]✗[/] {escape(_one_line(exc))}", highlight=False, soft_wrap=True)
+                say(f"[red]✗[/] {literal(_one_line(exc))}")
                 continue
             counts["present"] += 1
             check = "sha256 ok" if found.verified else "no sha256 in the manifest"
             where = literal(str(found.path))
-            err.print(f"[green]✓[/] {escape(entry.name)}: {where} ({found.origin}, {check})",
-                      highlight=False, soft_wrap=True)
+            say(f"[green]✓[/] {literal(entry.name)}: {where} ({found.origin}, {check})")
         summary = ", ".join(f"{n} {what}" for what, n in counts.items() if n or what != "bad checksum")
         if generated:
             summary += f" ({generated} generated, nothing to fetch)"
-        err.print(f"{summary}; download cache: {literal(str(cache_dir()))}", highlight=False, soft_wrap=True)
+        say(f"{summary}; download cache: {literal(str(cache_dir()))}")
         if network.skipped:
             skipped = len(network.skipped)
-            err.print(f"[yellow]{literal(network.down)}; skipped the downloads of {skipped} more "
-                      f"entr{'y' if skipped == 1 else 'ies'}[/]", highlight=False, soft_wrap=True)
+            say(f"[yellow]{literal(network.down)}; skipped the downloads of {skipped:,} more "
+                f"entr{'y' if skipped == 1 else 'ies'}[/]")
         if counts["missing"] or counts["bad checksum"]:
             raise typer.Exit(EXIT_INCOMPLETE)
 
