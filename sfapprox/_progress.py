@@ -7,6 +7,7 @@ A light module (no numpy): the CLI marks its callbacks at start-up.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -47,8 +48,22 @@ def kernel_phase(cached: bool) -> str:
     return "loading compiled kernels" if cached else "compiling kernels (first run)"
 
 
+#: The phases shown on each display, in the order they began (the last one's text is on it), and the lock
+#: their timers and ends share.
+_shown: dict[tuple[int, int], list[tuple[int, str]]] = {}
+_lock = threading.Lock()
+_order = itertools.count()
+
+
+class _Phase:
+    """What :func:`phase` yields: :meth:`end` ends the phase before its block does."""
+
+    def __init__(self, end: Callable[[], None]) -> None:
+        self.end = end
+
+
 @contextlib.contextmanager
-def phase(callback: Callable[..., Any] | None, text: str, delay: float = PHASE_DELAY) -> Iterator[None]:
+def phase(callback: Callable[..., Any] | None, text: str, delay: float = PHASE_DELAY) -> Iterator[_Phase]:
     """Show ``text`` on ``callback``'s display (its attribute ``phase``, a callable taking the text)
     while the block runs, if it runs longer than ``delay`` seconds; cleared (``""``) after.
 
@@ -57,33 +72,56 @@ def phase(callback: Callable[..., Any] | None, text: str, delay: float = PHASE_D
     first command), so that a bar at "it 0" is not taken for a hang.  The text
     is set from a timer thread (the block may hold the GIL for most of that
     time: it is set at the next switch).  Callbacks without ``phase`` (a
-    user's) are never called.
+    user's) are never called.  It yields a handle whose ``end()`` ends the
+    phase early, where the block goes on past the work it names (a fit's
+    setup, ended at its first iteration, inside a block that holds the early
+    returns).
     """
     shows = getattr(callback, "phase", None)
     if not callable(shows):
-        yield
+        yield _Phase(lambda: None)
         return
     shown = threading.Event()
-    lock = threading.Lock()
     cleared = False
+    # a phase inside another (the kernels compiled during the scoring) hands the display back to the
+    # outer one's text when it ends, not a blank
+    key = (id(getattr(shows, "__func__", shows)), id(getattr(shows, "__self__", None)))
+    entry = (next(_order), text)
 
     def show() -> None:
-        with lock:
+        with _lock:
             if not cleared:
                 shown.set()
-                shows(text)
+                stack = _shown.setdefault(key, [])
+                stack.append(entry)
+                stack.sort()
+                if stack[-1] is entry:
+                    shows(text)
+
+    def end() -> None:
+        nonlocal cleared
+        with _lock:
+            if cleared:
+                return
+            cleared = True
+            timer.cancel()
+            if not shown.is_set():
+                return
+            stack = _shown.get(key, [])
+            was_top = bool(stack) and stack[-1] is entry
+            stack.remove(entry)
+            if not stack:
+                _shown.pop(key, None)
+            if was_top:
+                shows(stack[-1][1] if stack else "")
 
     timer = threading.Timer(delay, show)
     timer.daemon = True
     timer.start()
     try:
-        yield
+        yield _Phase(end)
     finally:
-        with lock:
-            cleared = True
-        timer.cancel()
-        if shown.is_set():
-            shows("")
+        end()
 
 
 class Reporter:

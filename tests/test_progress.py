@@ -216,7 +216,7 @@ def _recorded_phases(monkeypatch, module):
     @contextlib.contextmanager
     def recorded(callback, text, delay=0.5):
         shown.append(text)
-        yield
+        yield type("Phase", (), {"end": staticmethod(lambda: None)})()
 
     monkeypatch.setattr(module, "phase", recorded)
     return shown
@@ -251,3 +251,57 @@ def test_the_block_kernel_is_said_ready_once_warmed():
     _chord_apply.warm_up_block_kernel(False)
     _chord_apply.warm_up_block_kernel(True)
     assert _chord_apply.block_kernel_phase(False) is None and _chord_apply.block_kernel_phase(True) is None
+
+
+def test_a_phase_inside_another_hands_the_display_back_to_it():
+    """The kernels compiled during SF's scoring: their phase ended with a blank, the scoring's unnamed again."""
+    display = Display()
+    with phase(display, "scoring", delay=0.02):
+        time.sleep(0.1)
+        with phase(display, "compiling", delay=0.02):
+            time.sleep(0.1)
+        time.sleep(0.05)
+    assert display.phases == ["scoring", "compiling", "scoring", ""]
+
+
+def test_a_phase_ended_early_is_cleared_once():
+    display = Display()
+    with phase(display, "preparing", delay=0.02) as preparing:
+        time.sleep(0.1)
+        preparing.end()
+        time.sleep(0.05)
+    assert display.phases == ["preparing", ""]
+
+
+def test_sf_names_its_seconds_before_the_first_iteration_and_its_scoring(monkeypatch):
+    """At N = 3,000 SF's bar read a bare "sf it 0" for ~5 s (importing torch, timing one evaluation), and
+    stood unnamed through its scoring: "preparing" and "scoring" now, cleared before the first report."""
+    from sfapprox.sf import _solver
+
+    log = []
+
+    class Logged(Display):
+        def __call__(self, info):
+            log.append("report")
+
+        def phase(self, text):
+            log.append(text)
+
+    evaluate = _solver.evaluate_start
+
+    def slow(*args, **kwargs):
+        time.sleep(0.8)  # past the phase's delay, as one evaluation at N = 3,000 is
+        return evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(_solver, "evaluate_start", slow)
+    ChordSF(max_iter=5, device="cpu", callback=Logged()).fit(np.random.default_rng(0).random((16, 16)))
+    preparing = log.index("preparing")
+    assert log.index("", preparing) < log.index("report"), log
+
+
+def test_sf_s_scoring_is_a_phase_after_the_last_iteration(monkeypatch):
+    from sfapprox.sf import model
+
+    shown = _recorded_phases(monkeypatch, model)
+    ChordSF(max_iter=5, device="cpu", callback=Display()).fit(np.random.default_rng(0).random((16, 16)))
+    assert shown[0] == "preparing" and "scoring" in shown, shown

@@ -11,6 +11,7 @@ protocols (kernels in ``_kernels``) or the butterfly (kernels in
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -595,6 +596,14 @@ class ChordSF(Approximation):
         DeviceError
             When ``device`` asks for a GPU that is not there.
         """
+        # importing torch, forming X, the starts and timing one evaluation took ~5 s at N = 3,000 under a
+        # bare "sf it 0": named, as the hybrids' stages are, until the first iteration
+        with phase(self.callback, "preparing") as preparing:
+            return self._fit(X, check_input, preparing)
+
+    def _fit(self, X: MatrixLike, check_input: bool, preparing: Any) -> "ChordSF":
+        """:meth:`fit`; ``preparing``, its progress phase (:func:`~sfapprox._progress.phase`), ended where
+        the next stage names itself (the kernels, the fit from columns, the first iteration)."""
         import torch
 
         from . import _butterfly, _kernels, _solver
@@ -617,6 +626,7 @@ class ChordSF(Approximation):
                                     butterfly=butterfly)
         if not self._fits_in_memory(X):  # its in-memory fit is over the memory limit: from column blocks
             # named as the caller knows it (fit_matrix: the file's name), not "X", in what it says
+            preparing.end()  # (its stages name themselves)
             return self._fit_columns(columns_within(X, self._max_memory_bytes, self.__dict__.get("_matrix_name", "X")),
                                      fit_begin)
         if isinstance(X, MatrixSource):
@@ -677,6 +687,7 @@ class ChordSF(Approximation):
             # The preferred start first: the one that runs alone where a race cannot be afforded.
             fun0, first = runs.get(PREFERRED) or next(iter(runs.values()))
             if self.kernel_ == "numba":
+                preparing.end()  # the kernels' own phase next
                 # Compiled first (seconds on a fresh install), so that neither the first evaluation's
                 # time nor the race's first round holds the compiling; nor does the time limit: with
                 # --time-limit 1 a first fit ended at its start, the compiling had taken the second.
@@ -691,13 +702,16 @@ class ChordSF(Approximation):
                 # outside the time limit, inside the fit's seconds: said, or "sf 15.0 s" beside --time-limit 5
                 # read as a limit not kept
                 compiled = None if cached or warm_up < COMPILE_NOTE_SECONDS else warm_up
-            _solver.evaluate_start(fun0, first)
-            if self.kernel_ == "triton":
-                # triton compiles its kernels on their first launch (4 s measured on an H100, once per
-                # install): time one more, or the scoring's reserve below would count the compile
-                began = _timing.now()
-                fun0(first["x"])
-                first["eval_seconds"] = _timing.now() - began
+            # (after the kernels' phase, timing an evaluation is preparing again)
+            with phase(self.callback, "preparing") if self.kernel_ == "numba" else contextlib.nullcontext():
+                _solver.evaluate_start(fun0, first)
+                if self.kernel_ == "triton":
+                    # triton compiles its kernels on their first launch (4 s measured on an H100, once per
+                    # install): time one more, or the scoring's reserve below would count the compile
+                    began = _timing.now()
+                    fun0(first["x"])
+                    first["eval_seconds"] = _timing.now() - began
+            preparing.end()  # the first iteration reports next
             # The scoring runs in float64: a float32 fit's evaluation counts for half of one (see SCORING_EVALS).
             scoring_eval = first["eval_seconds"] * 8 / dtype.itemsize
             limit = optimizer_time_limit(self.time_limit, _timing.now() - fit_begin, scoring_eval)
@@ -1412,7 +1426,9 @@ class ChordSF(Approximation):
         figure where there is one; None: not known).  Without it the stop lost the finished fit.
         """
         try:
-            errors = score()
+            # the bar stood at the last iteration, unnamed, through the scoring's seconds
+            with phase(self.callback, "scoring"):
+                errors = score()
         except KeyboardInterrupt:
             self._scoring_stopped(unscored)
             return False
