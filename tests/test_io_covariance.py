@@ -187,3 +187,16 @@ def test_libsvm_index_beyond_int64_refused_by_its_line(tmp_path, recwarn):
     input_error(write(tmp_path / "t.svm", "1 1:1\n0 99999999999999999999:1\n"),
                 r"t\.svm: line 2: feature index 99999999999999999999 is beyond the largest supported", covariance=True)
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def test_libsvm_repeated_feature_indices_are_summed_with_a_note(tmp_path, monkeypatch):
+    """A feature given twice in one sample adds up, as before, and now says so, read whole or line by line."""
+    text = "1 1:1 1:2 2:3\n0 1:4 2:5\n2 1:1 2:1\n"
+    whole, by_lines = _libsvm_both_ways(tmp_path, text, monkeypatch)
+    assert whole == by_lines
+    note = "LIBSVM: 1 repeated feature indices summed (a feature given twice in one sample)"
+    assert note in whole[2]
+    m = load_matrix(write(tmp_path / "d.svm", text), covariance=True)
+    assert note in m.notes
+    _, by_lines = _libsvm_both_ways(tmp_path, "# c\n" + text, monkeypatch)  # a comment: line by line only
+    assert note in by_lines[2]

@@ -70,7 +70,15 @@ def _dense_table(src: Source, opts: Options, n_rows: int, rows: np.ndarray, idx:
     check_memory(8 * n_rows * n_features, what=f"{src.display}: {n_rows} x {n_features} table", limit=opts.max_memory)
     table = np.zeros((n_rows, n_features))
     np.add.at(table, (rows, idx - (0 if zero_based else 1)), vals)
-    return table, ["LIBSVM: an index 0 appears, indices read as 0-based"] if zero_based else []
+    notes = ["LIBSVM: an index 0 appears, indices read as 0-based"] if zero_based else []
+    keys = rows.astype(np.int64) * (n_features + 1) + idx
+    return table, notes + _repeated_note(int(keys.size - np.unique(keys).size))
+
+
+def _repeated_note(repeated: int) -> list[str]:
+    """The note of features given more than once in a sample (added up), as the sparse readers note theirs."""
+    return [f"LIBSVM: {repeated} repeated feature indices summed (a feature given twice in one sample)"] \
+        if repeated else []
 
 
 def read_libsvm_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]]:
@@ -118,6 +126,7 @@ def read_libsvm_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]
         cols = np.asarray(idx, dtype=np.int64) - (0 if zero_based else 1)
         np.add.at(table[r], cols, val)
     notes = ["LIBSVM: an index 0 appears, indices read as 0-based"] if zero_based else []
+    notes += _repeated_note(sum(len(idx) - len(set(idx)) for idx, _ in rows))
     if unlabelled:
         notes.append(f"LIBSVM: {unlabelled} of {len(rows)} lines have no label (their first token is a feature)")
     return table, notes

@@ -138,4 +138,18 @@ def _read_sparse_npz(src: Source, zf: zipfile.ZipFile, file, members, opts: Opti
         file.seek(0)  # (np.load reads the zip's signature where the file stands)
         M = sp.load_npz(file)  # load_npz itself uses allow_pickle=False
     fmt = fmt.decode() if isinstance(fmt, bytes) else str(fmt)
-    return ReadResult(M, "npz", [f"scipy.sparse save_npz file ({fmt} format)"])
+    notes = [f"scipy.sparse save_npz file ({fmt} format)"]
+    repeated = _repeated_entries(M)
+    if repeated:  # summed when the matrix is checked, as the Matrix Market and triplet readers say they are
+        notes.append(f"{repeated} repeated entries summed")
+    return ReadResult(M, "npz", notes)
+
+
+def _repeated_entries(M) -> int:
+    """How many of a sparse matrix's stored entries repeat a position stored before them (0 for a
+    canonical CSR/CSC, known without a pass)."""
+    if getattr(M, "has_canonical_format", False):
+        return 0
+    coo = sp.coo_array(M)  # (converting to COO keeps repeated entries; to CSR would sum them)
+    keys = coo.row.astype(np.int64) * coo.shape[1] + coo.col
+    return int(keys.size - np.unique(keys).size)
