@@ -200,3 +200,13 @@ def test_libsvm_repeated_feature_indices_are_summed_with_a_note(tmp_path, monkey
     assert note in m.notes
     _, by_lines = _libsvm_both_ways(tmp_path, "# c\n" + text, monkeypatch)  # a comment: line by line only
     assert note in by_lines[2]
+
+
+def test_a_libsvm_value_that_is_not_finite_is_named_by_its_line(tmp_path, monkeypatch):
+    """nan, inf or a value beyond float64 (1e999, which the whole-text reader parses) is refused by its line,
+    read whole or line by line (the covariance's check named a 0-based row and column)."""
+    for value in ("nan", "inf", "1e999"):
+        text = f"1 1:1 2:3\n\n0 1:4 2:{value}\n2 1:1 2:1\n"
+        whole, by_lines = _libsvm_both_ways(tmp_path, text, monkeypatch)
+        assert whole == by_lines and f"line 3: feature '2:{value}' is not a finite number" in whole
+        input_error(write(tmp_path / "d.svm", text), "line 3: feature", covariance=True)

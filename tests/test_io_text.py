@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import re
 
 import numpy as np
 import pytest
@@ -29,6 +30,10 @@ class TestHeaderlessTriplets:
         m = load_matrix(write(tmp_path / "mesh.mtx", self.LOWER), format="ijv")
         assert m.format == "ijv" and m.n == 3 and m.nnz == 7 and m.summary()["symmetric"]
         assert any("entries only in the lower triangle: mirrored" in n for n in m.notes)
+
+    def test_a_nan_value_is_named_by_its_line(self, tmp_path):
+        input_error(write(tmp_path / "t.ijv", "# c\n1 1 1\n\n2 2 nan\n"),
+                    r"line 4: value nan is not a finite number \(1 NaN/Inf values in the file\)")
 
     def test_mirror_none_keeps_triangle(self, tmp_path):
         m = load_matrix(write(tmp_path / "mesh.mtx", self.LOWER), format="ijv", mirror="none")
@@ -175,7 +180,20 @@ class TestDenseText:
         input_error(write(tmp_path / "m.csv", "1,,5\n3,4,5\n6,7,8\n"), r"line 1, column 2: missing value ''")
 
     def test_nan_cell_refused_with_its_position(self, tmp_path):
-        input_error(write(tmp_path / "m.csv", "1,2\nnan,4\n"), r"1 NaN/Inf entries \(first at row 1, col 0")
+        input_error(write(tmp_path / "m.csv", "1,2\nnan,4\n"),
+                    r"line 2, column 1: 'nan' is not a finite number \(1 NaN/Inf cells in the table\)")
+
+    @pytest.mark.parametrize("name, text, where", [
+        # the file's line (past a comment, the header, a blank line) and 1-based column, as other cells are named
+        ("h.csv", "# made by hand\na,b,c\n1,2,3\n\n4,nan,6\n7,8,9\n", "line 5, column 2: 'nan'"),
+        ("p.txt", "% c\n1 2 3\n4 5 6\n7 8 1e999\n", "line 4, column 3: '1e999'"),  # slow path (a % comment)
+        ("l.csv", ",a,b\nr1,1,2\n# c\nr2,-inf,4\n", "line 4, column 2: '-inf'"),  # its row label is column 1
+        ("s.csv", "a;b\n1;2\n3;NaN\n", "line 3, column 2: 'NaN'"),
+    ])
+    def test_a_nan_or_inf_cell_is_named_by_its_line_and_column(self, tmp_path, name, text, where):
+        input_error(write(tmp_path / name, text), re.escape(where) + " is not a finite number")
+        if name == "h.csv":  # a table read for its covariance too
+            input_error(tmp_path / name, re.escape(where), covariance=True)
 
     def test_not_square_suggests_covariance(self, tmp_path):
         msg = input_error(write(tmp_path / "m.csv", "1,2,3\n4,5,6\n"), r"not square \(2 x 3\)")

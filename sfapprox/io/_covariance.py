@@ -56,8 +56,11 @@ def _libsvm_arrays(text: str) -> tuple[int, np.ndarray, np.ndarray, np.ndarray] 
             numbers = np.fromstring(body.replace(b":", b" ").decode("ascii"), dtype=np.float64, sep=" ")
         except ValueError:
             return None
-    if said or numbers.size != 2 * counts.sum() or (numbers.size and numbers[0::2].max() > MAX_DIM):
-        return None  # (an index beyond MAX_DIM wraps around in int64: the line-by-line reader sizes it first)
+    if (said or numbers.size != 2 * counts.sum() or (numbers.size and numbers[0::2].max() > MAX_DIM)
+            or not np.isfinite(numbers).all()):
+        # (an index beyond MAX_DIM wraps around in int64: the line-by-line reader sizes it first; a value
+        # beyond float64's range, 1e999, is named by its line there)
+        return None
     return len(features), np.repeat(np.arange(len(features)), counts), numbers[0::2].astype(np.int64), numbers[1::2]
 
 
@@ -110,6 +113,9 @@ def read_libsvm_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]
             if int(key) > MAX_DIM:
                 raise src.fail(f"line {line_no}: feature index {key} is beyond the largest supported, {MAX_DIM:,}",
                                "check the file")
+            if not np.isfinite(number):  # named here: the covariance's check gave a 0-based row and column
+                raise src.fail(f"line {line_no}: feature {token!r} is not a finite number",
+                               "every feature needs a finite value: replace it or remove the feature")
             idx.append(int(key))
             val.append(number)
         rows.append((idx, val))

@@ -75,6 +75,7 @@ def _split_line(line: str, delimiter: str | None) -> list[str]:
 
 
 _HEADER_NOTE = "first row is a header (skipped): "
+_ROW_LABELS_NOTE = "first column holds row labels (skipped)"
 
 
 def _header_note(header: list[str]) -> str:
@@ -134,11 +135,36 @@ def read_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]]:
     if has_header:
         notes.append(_header_note(header))
     table = _fast_table(lines[first + 1 :] if has_header else lines[first:], delimiter)
-    if table is not None and table.size:
-        return table, notes
-    # Slow path: Python strings cost ~10x the float64 table.
-    check_memory(80 * width * len(lines), what=f"{src.display}: parsing a {len(lines)} x {width} table", limit=opts.max_memory)
-    return _slow_table(src, text, delimiter, has_header, notes)
+    if table is None or not table.size:
+        # Slow path: Python strings cost ~10x the float64 table.
+        check_memory(80 * width * len(lines), what=f"{src.display}: parsing a {len(lines)} x {width} table",
+                     limit=opts.max_memory)
+        table, notes = _slow_table(src, text, delimiter, has_header, notes)
+    labels = _ROW_LABELS_NOTE in notes
+    _refuse_nonfinite(src, table, lines[first + has_header:], first + has_header, delimiter, labels)
+    return table, notes
+
+
+def _refuse_nonfinite(src: Source, table: np.ndarray, lines: list[str], skipped: int, delimiter: str | None,
+                      labels: bool) -> None:
+    """Refuse a table holding NaN or an infinity (``nan``, ``inf``, ``1e999``) by the file's line and column
+    of its first such cell, as every other bad cell is named; the check of the matrix named them by 0-based
+    row and column, which a reader of the file had to translate past header and comment lines.
+
+    ``lines`` are the file's lines after the header (``skipped`` lines before them); ``labels``: the
+    first column of each row was a label, dropped from ``table``."""
+    bad = ~np.isfinite(table)
+    if not bad.any():
+        return
+    row, col = (int(k) for k in np.argwhere(bad)[0])
+    data = (k for k, ln in enumerate(lines, start=skipped + 1) if ln.strip() and not ln.lstrip().startswith(_COMMENT))
+    line_no = next(k for r, k in enumerate(data) if r == row)
+    col += labels
+    cells = _split_line(lines[line_no - skipped - 1], delimiter)
+    cell = cells[col] if col < len(cells) else ""
+    raise src.fail(f"line {line_no}, column {col + 1}: {cell!r} is not a finite number "
+                   f"({int(bad.sum())} NaN/Inf cells in the table)",
+                   "every entry needs a finite number: replace them (numpy.nan_to_num) or remove their rows and columns")
 
 
 def _slow_table(src: Source, text: str, delimiter: str | None, has_header: bool, notes: list[str]):
@@ -152,7 +178,7 @@ def _slow_table(src: Source, text: str, delimiter: str | None, has_header: bool,
         # row labels, as in labelled similarity tables.
         if header and header[0] == "" and all(r and parse_float(r[0]) is None for r in rows):
             rows = [r[1:] for r in rows]
-            notes.append("first column holds row labels (skipped)")
+            notes.append(_ROW_LABELS_NOTE)
     expected = len(rows[0])
     for row, line_no in zip(rows, numbers):
         if len(row) != expected:
@@ -248,6 +274,11 @@ def _parse_triplets(src: Source, text: str) -> tuple[np.ndarray, np.ndarray, np.
     if largest > MAX_DIM:  # refused before the int64 cast (1e20 would wrap around)
         check_order(int(largest), src, "largest index gives a matrix")
     values = table[:, 2] if table.shape[1] == 3 else np.ones(len(table))
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:  # named by its line here: the matrix's check gave a 0-based row and column
+        raise src.fail(f"line {_data_line_number(text, int(bad[0]))}: value {values[bad[0]]:g} is not a finite number "
+                       f"({bad.size} NaN/Inf values in the file)",
+                       "every entry needs a finite number: replace them or remove their lines")
     notes = written + ([] if table.shape[1] == 3 else ["two columns: pattern entries set to 1.0"])
     return idx[:, 0].astype(np.int64), idx[:, 1].astype(np.int64), values, notes
 
