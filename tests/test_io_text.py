@@ -35,6 +35,17 @@ class TestHeaderlessTriplets:
         input_error(write(tmp_path / "t.ijv", "# c\n1 1 1\n\n2 2 nan\n"),
                     r"line 4: value nan is not a finite number \(1 NaN/Inf values in the file\)")
 
+    def test_semicolon_separated_triplets_are_read_with_their_decimal_commas(self, tmp_path):
+        """'1;1;1' (a decimal-comma locale's spreadsheet) was refused as 'got 1 fields'."""
+        m = load_matrix(write(tmp_path / "s.ijv", "1;1;1\n2;2;0,5;\n1;2;3\n"), mirror="none")
+        np.testing.assert_array_equal(m.to_dense(), [[1, 3], [0, 0.5]])
+        assert "semicolon-separated, 1 numbers written with a decimal comma (1,5) read as 1.5" in m.notes
+        m = load_matrix(write(tmp_path / "p.ijv", "1;1;1\n2;2;2\n"))
+        assert "fields separated by ';'" in m.notes and m.nnz == 2
+        input_error(write(tmp_path / "m.ijv", "1;1;1\n2 2 3\n"),
+                    r"line 2: .* got 1 fields: '2 2 3'; the first line's fields are separated by ';'")
+        input_error(write(tmp_path / "c.ijv", "1 1 1\n2 2 0,5\n"), r"got 4 fields.*separate the fields with ';'")
+
     def test_mirror_none_keeps_triangle(self, tmp_path):
         m = load_matrix(write(tmp_path / "mesh.mtx", self.LOWER), format="ijv", mirror="none")
         assert m.nnz == 5 and not m.summary()["symmetric"]

@@ -309,16 +309,21 @@ def _fast_triplets(text: str) -> np.ndarray | None:
 def _slow_triplets(src: Source, text: str, notes: list[str]) -> np.ndarray:
     rows: list[list[str]] = []
     numbers: list[int] = []
+    semicolons: bool | None = None  # decided by the first line, as a CSV's separator is
     for line_no, line in enumerate(text.splitlines(), start=1):
         s = line.strip()
         if not s or s.startswith(_COMMENT):
             continue
-        parts = s.replace(",", " ").split()
+        if semicolons is None:
+            # "1;1;0,5", as spreadsheets of decimal-comma locales write it: split at ';' only, so that a
+            # comma is a decimal comma (it was "got 1 fields")
+            semicolons = ";" in s
+        parts = _split_semicolons(s) if semicolons else s.replace(",", " ").split()
         if len(parts) not in (2, 3):
             comma = any(is_comma_number(t) for t in s.split())  # "1 2 0,5": a decimal comma, split in two
             raise src.fail(
                 f"line {line_no}: expected 'i j' or 'i j value', got {len(parts)} fields: {s[:60]!r}",
-                "a comma separates fields here: write numbers with a decimal point" if comma else None,
+                _triplet_hint(s, semicolons, comma),
             )
         if rows and len(parts) != len(rows[0]):
             raise src.fail(
@@ -329,8 +334,28 @@ def _slow_triplets(src: Source, text: str, notes: list[str]) -> np.ndarray:
         numbers.append(line_no)
     if not rows:
         raise src.fail("no entries (only blank or comment lines)")
-    # (a comma separates the fields here: no decimal commas)
-    return as_float_table(read_written_numbers(rows, numbers, src, notes, decimal_comma=False), numbers, src)
+    # (without semicolons a comma separates the fields: no decimal commas)
+    table = as_float_table(read_written_numbers(rows, numbers, src, notes, decimal_comma=bool(semicolons)), numbers, src)
+    if semicolons and not any(note.startswith("semicolon-separated") for note in notes):
+        notes.append("fields separated by ';'")
+    return table
+
+
+def _split_semicolons(line: str) -> list[str]:
+    """The fields of a ``;``-separated line, stripped; a trailing ``;`` adds none."""
+    parts = [part.strip() for part in line.split(";")]
+    return parts[:-1] if len(parts) > 1 and parts[-1] == "" else parts
+
+
+def _triplet_hint(line: str, semicolons: bool, comma: bool) -> str | None:
+    """What to do with a triplet line of the wrong number of fields, where the separator tells."""
+    if semicolons or ";" in line:
+        return ("the first line's fields are separated by ';'" if semicolons else "the first line's fields are "
+                "separated by blanks") + ": separate every line's fields the same way"
+    if comma:
+        return ("a comma separates fields here: write numbers with a decimal point, or separate the fields with ';' "
+                "to read decimal commas (1;2;0,5)")
+    return None
 
 
 def _triangle(i: np.ndarray, j: np.ndarray) -> str | None:
