@@ -190,6 +190,19 @@ class TestDenseText:
     def test_an_empty_cell_in_the_first_row_is_named_not_read_as_a_header(self, tmp_path):
         input_error(write(tmp_path / "m.csv", "1,,5\n3,4,5\n6,7,8\n"), r"line 1, column 2: missing value ''")
 
+    @pytest.mark.parametrize("cell", ["10%", "0x1", "1st"])
+    def test_a_first_row_taken_for_a_header_by_a_cell_that_is_no_number_says_which(self, tmp_path, cell):
+        """Not "a word": the cell that made the first row a header is named, in the refusal and in the note."""
+        msg = input_error(write(tmp_path / "m.csv", f"{cell},2\n3,4\n"),
+                          rf"not square \(1 x 2\) once its first row \({cell}, 2\) is read as a header "
+                          rf"\(a cell '{cell}' that is not a number made it one\)")
+        assert "a word" not in msg and "plain numbers (0.1, not 10%; 1, not 0x1)" in msg
+        m = load_matrix(write(tmp_path / "s.csv", f"x,{cell}\n1,2\n3,4\n"))  # a word too: the note is as it was
+        assert m.notes == [f"first row is a header (skipped): x, {cell}"]
+        m = load_matrix(write(tmp_path / "t.csv", f"{cell},2\n1,2\n3,4\n"))
+        assert m.notes == [f"first row is a header (skipped): {cell}, 2; found a cell '{cell}' that is not a number"]
+        input_error(write(tmp_path / "w.csv", "a,2\n3,4\n"), r"\(a, 2\) is read as a header; a first row with a word")
+
     def test_nan_cell_refused_with_its_position(self, tmp_path):
         input_error(write(tmp_path / "m.csv", "1,2\nnan,4\n"),
                     r"line 2, column 1: 'nan' is not a finite number \(1 NaN/Inf cells in the table\)")

@@ -78,8 +78,19 @@ _HEADER_NOTE = "first row is a header (skipped): "
 _ROW_LABELS_NOTE = "first column holds row labels (skipped)"
 
 
+#: What follows the header's cells in its note where a cell written as a number made the row a header.
+_FOUND = "; found "
+#: A cell that starts as a number does (``10%``, ``0x1``, ``1st``): no word, but not a number either.
+_NUMBERISH = re.compile(r"[+-]?\.?\d")
+
+
 def _header_note(header: list[str]) -> str:
+    """The note of a first row read as a header: its cells, and, where no word made it one, the cell that
+    did (``10%``: the refusal of a table "not square" once it was read as a header called it a word)."""
     shown = ", ".join(header[:4]) + (", ..." if len(header) > 4 else "")
+    labels = [c for k, c in enumerate(header) if c and _is_label(k, c)]
+    if labels and all(_NUMBERISH.match(c) for c in labels):
+        shown += f"{_FOUND}a cell {labels[0]!r} that is not a number"
     return _HEADER_NOTE + shown
 
 
@@ -245,7 +256,12 @@ def read_csv(src: Source, opts: Options) -> ReadResult:
     header = next((note[len(_HEADER_NOTE):] for note in notes if note.startswith(_HEADER_NOTE)), None)
     if header is not None and rows + 1 == cols:
         # square with its first row: say which row went, not only "not square"
-        raise src.fail(f"matrix is not square ({rows} x {cols}) once its first row ({header}) is read as a header",
+        header, _, found = header.partition(_FOUND)
+        why = f" ({found} made it one)" if found else ""
+        raise src.fail(f"matrix is not square ({rows} x {cols}) once its first row ({header}) is read as a "
+                       f"header{why}",
+                       "a first row with a cell that is not a number in it is taken for column names; if it is data, "
+                       "write its cells as plain numbers (0.1, not 10%; 1, not 0x1)" if found else
                        "a first row with a word in it is taken for column names; if it is data, "
                        "write its cells as numbers")
     return ReadResult(table, "csv", notes)
