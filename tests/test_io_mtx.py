@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
+import re
 
 import numpy as np
 import pytest
@@ -239,6 +240,17 @@ def test_a_value_with_a_plus_sign_is_read(tmp_path, name, text, expected):
     packed = tmp_path / (name + ".gz")
     packed.write_bytes(gzip.compress(text.encode()))
     np.testing.assert_array_equal(load_matrix(packed).to_dense(), expected)
+
+
+@pytest.mark.parametrize("value", ["++7", "+-7", "+ 7", "+"])
+def test_a_value_of_two_signs_is_refused_by_its_line_not_read(tmp_path, value):
+    """Only a plus sign before a number is dropped for scipy: '+-7' was read as -7 (its '+' dropped, without a
+    word) and '++7' left scipy's bare "Invalid floating-point value"; both are refused by the file's line."""
+    text = f"%%MatrixMarket matrix coordinate real general\n% made by hand\n2 2 2\n1 1 1\n2 2 {value}\n"
+    input_error(write(tmp_path / "s.mtx", text), rf"s\.mtx: line 5: .*, got '2 2 {re.escape(value)}'")
+    packed = tmp_path / "s.mtx.gz"
+    packed.write_bytes(gzip.compress(text.encode()))
+    input_error(packed, rf"line 5: .*, got '2 2 {re.escape(value)}'")
 
 
 @pytest.mark.parametrize("entry", ["0 1 1.0", "3 1 1.0"])

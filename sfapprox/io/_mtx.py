@@ -339,7 +339,10 @@ def _canonical(data: bytes, h: _Header) -> tuple[bytes, int]:
 
 #: A number's explicit plus sign (``1 1 +7``; not an exponent's, ``1e+02``), which C's strtod and the
 #: Matrix Market writers' printf("%+g") use and scipy 1.17's reader refuses ("Invalid floating-point value").
-_PLUS_SIGN = re.compile(rb"(^|[ \t])\+", re.MULTILINE)
+#: Only a sign before a number's first digit, point or letter goes: ``++7`` and ``+-7`` stay as written,
+#: for the body's check to refuse by its line (stripped once, ``+-7`` was read as -7 and ``++7`` left
+#: scipy's "Invalid floating-point value").
+_PLUS_SIGN = re.compile(rb"(^|[ \t])\+(?=[0-9.nNiI])", re.MULTILINE)
 
 
 def _plus_signs(data, start: int) -> bool:
