@@ -239,3 +239,15 @@ def test_a_sparse_npz_with_repeated_entries_says_they_were_summed(kind, tmp_path
     np.testing.assert_array_equal(m.to_dense(), [[3.0, 0.0], [0.0, 3.0]])
     sp.save_npz(tmp_path / "c.npz", sp.coo_array(np.eye(3)))
     assert not any("repeated" in note for note in load_matrix(tmp_path / "c.npz").notes)
+
+
+@pytest.mark.parametrize("arrays, said", [
+    ({"row": np.array([0, 5]), "col": np.array([0, 1])}, r"array 'row' holds index 5 at position 1 .*'shape' gives 3 rows"),
+    ({"row": np.array([0, 1]), "col": np.array([0, -1])}, r"array 'col' holds index -1 .*gives 3 columns: indices 0\.\.2"),
+    ({"coords": np.array([[0, 1], [0, 7]])}, r"array 'coords' \(row 1\) holds index 7 .*gives 3 columns"),
+])
+def test_a_coo_npz_index_beyond_its_shape_names_the_array_and_the_bound(tmp_path, arrays, said):
+    """scipy's "cannot parse file (ValueError: axis 0 index 5 exceeds matrix dimension 3)" named no array."""
+    np.savez(tmp_path / "o.npz", format=np.array(b"coo"), shape=np.array([3, 3]), data=np.array([1.0, 2.0]), **arrays)
+    msg = input_error(tmp_path / "o.npz", said)
+    assert "save the matrix again" in msg and "cannot parse" not in msg

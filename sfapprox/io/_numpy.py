@@ -136,13 +136,41 @@ def _read_sparse_npz(src: Source, zf: zipfile.ZipFile, file, members, opts: Opti
         with zf.open("format.npy") as fh:
             fmt = np.load(io.BytesIO(fh.read()), allow_pickle=False).item()
         file.seek(0)  # (np.load reads the zip's signature where the file stands)
-        M = sp.load_npz(file)  # load_npz itself uses allow_pickle=False
+        try:
+            M = sp.load_npz(file)  # load_npz itself uses allow_pickle=False
+        except ValueError:
+            _refuse_bad_coordinates(src, zf, shape)  # scipy's "axis 0 index 5 exceeds matrix dimension 3"
+            raise
     fmt = fmt.decode() if isinstance(fmt, bytes) else str(fmt)
     notes = [f"scipy.sparse save_npz file ({fmt} format)"]
     repeated = _repeated_entries(M)
     if repeated:  # summed when the matrix is checked, as the Matrix Market and triplet readers say they are
         notes.append(f"{repeated} repeated entries summed")
     return ReadResult(M, "npz", notes)
+
+
+def _refuse_bad_coordinates(src: Source, zf: zipfile.ZipFile, shape: np.ndarray) -> None:
+    """Refuse a COO file whose ``row``/``col`` (or ``coords``) array holds an index beyond its ``shape``,
+    naming the array, the index and the bound (scipy named neither array nor file); nothing found: return."""
+    names = set(zf.namelist())
+    arrays = [(name, axis) for axis, name in enumerate(("row", "col")) if f"{name}.npy" in names]
+    coords = None
+    if not arrays and "coords.npy" in names:
+        coords = np.load(io.BytesIO(zf.read("coords.npy")), allow_pickle=False)
+        arrays = [("coords", axis) for axis in range(min(len(coords), 2))]
+    for name, axis in arrays:
+        index = coords[axis] if coords is not None else np.load(io.BytesIO(zf.read(f"{name}.npy")), allow_pickle=False)
+        index = np.asarray(index).ravel()
+        if index.dtype.kind not in "iu" or not index.size:
+            continue
+        bound = int(shape[axis])
+        outside = np.flatnonzero((index < 0) | (index >= bound))
+        if outside.size:
+            k = int(outside[0])
+            where = f"array 'coords' (row {axis})" if name == "coords" else f"array {name!r}"
+            raise src.fail(f"{where} holds index {int(index[k])} at position {k} ({outside.size} out of range in all), "
+                           f"but 'shape' gives {bound} {('rows', 'columns')[axis]}: indices 0..{bound - 1}",
+                           "the arrays do not belong together: save the matrix again (scipy.sparse.save_npz)")
 
 
 def _repeated_entries(M) -> int:
