@@ -102,6 +102,21 @@ class TestV5:
         input_error(t, "MATLAB|cannot")
 
 
+    @pytest.mark.parametrize("compressed", [False, True])
+    def test_a_truncated_file_says_it_is_truncated_and_what_to_do(self, tmp_path, compressed):
+        """scipy's "could not read bytes" (as 'cannot read variable' or 'not a readable MATLAB file') said
+        neither that the file was cut short nor what to do."""
+        whole = tmp_path / "w.mat"
+        scipy.io.savemat(whole, {"A": np.random.default_rng(0).random((30, 30))}, do_compression=compressed)
+        data = whole.read_bytes()
+        for cut, where in ((100, "inside its 128-byte header"), (132, "inside the tag of the element at byte 128"),
+                           (len(data) - 10, "10 bytes short of the variable stored from byte 128")):
+            t = tmp_path / "t.mat"
+            t.write_bytes(data[:cut])
+            msg = input_error(t, rf"t\.mat: the file is truncated: it ends at byte {cut:,}, {where} \(scipy: ")
+            assert msg.endswith("copy or download it again, or save it again from MATLAB"), msg
+
+
 # ---------------------------------------------------------------------------
 # v5 files written by hand (the format's own layout), a piece at a time: a
 # struct that decompresses to hundreds of MB is never held while it is made.

@@ -95,7 +95,7 @@ def _read_v5(src: Source, opts: Options) -> ReadResult:
     try:
         variables = [_Var(n, tuple(s), c) for n, s, c in scipy.io.whosmat(src.file_arg())]
     except _V5_ERRORS as exc:
-        raise src.fail(f"not a readable MATLAB file ({one_line(exc) or type(exc).__name__})") from None
+        raise _unreadable(src, exc, "not a readable MATLAB file") from None
     listed = [v for v in variables
               if v.cls == "struct" and (v.name == "Problem" or (opts.var or "").split(".")[0] == v.name)]
     # scipy reads a variable whole (a struct with every field): each one is sized before it is read.
@@ -105,7 +105,7 @@ def _read_v5(src: Source, opts: Options) -> ReadResult:
             structs[v.name] = scipy.io.loadmat(src.file_arg(), variable_names=[v.name])[v.name]
             v.fields = tuple(structs[v.name].dtype.names or ())
     except _V5_ERRORS as exc:
-        raise src.fail(f"not a readable MATLAB file ({one_line(exc) or type(exc).__name__})") from None
+        raise _unreadable(src, exc, "not a readable MATLAB file") from None
     top, fld = _choose(src, variables, opts.var)
     info = next(v for v in variables if v.name == top)
     if info.cls == "sparse" and len(info.shape) == 2:
@@ -117,12 +117,56 @@ def _read_v5(src: Source, opts: Options) -> ReadResult:
     try:
         value = structs[top] if top in structs else scipy.io.loadmat(src.file_arg(), variable_names=[top])[top]
     except _V5_ERRORS as exc:
-        raise src.fail(f"cannot read variable {top!r} ({one_line(exc) or type(exc).__name__})") from None
+        raise _unreadable(src, exc, f"cannot read variable {top!r}", damaged=True) from None
     name = top
     if fld is not None:
         value = _v5_field(src, value, top, fld)
         name = f"{top}.{fld}"
     return _finish(src, value, name, "MATLAB v5")
+
+
+#: What to do with a file that is cut short or damaged: no reading of it can tell what is missing.
+_AGAIN = "the copy is incomplete or damaged: copy or download it again, or save it again from MATLAB"
+
+
+def _unreadable(src: Source, exc: BaseException, what: str, *, damaged: bool = False):
+    """The refusal of a v5 file scipy could not read: one cut short says where it ends and how much is
+    missing (scipy said only "could not read bytes"); a listed variable that cannot be read is a damaged file."""
+    said = one_line(exc) or type(exc).__name__
+    short = _v5_truncation(src)
+    if short is not None:
+        return src.fail(f"the file is truncated: {short} (scipy: {said})", _AGAIN)
+    if damaged:
+        return src.fail(f"{what}: the file is damaged ({said})", _AGAIN)
+    return src.fail(f"{what} ({said})")
+
+
+def _v5_truncation(src: Source) -> str | None:
+    """Where a v5 file's bytes end before its 128-byte header or a top-level element (a variable) does, said for
+    a message; None where every element the walk reaches ends within the file (or it is no v5 file)."""
+    with src.guard():
+        fh = io.BytesIO(src.read_bytes()) if src.compressed else open(src.path, "rb")
+        with fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(0)
+            head = fh.read(128)
+            if len(head) < 128:
+                return f"it ends at byte {size:,}, inside its 128-byte header" if head.startswith(b"MATLAB") else None
+            if head[126:128] not in (b"IM", b"MI"):
+                return None
+            endian, pos = ("<" if head[126:128] == b"IM" else ">"), 128
+            while pos < size:
+                tag = fh.read(8)
+                if len(tag) < 8:
+                    return f"it ends at byte {size:,}, inside the tag of the element at byte {pos:,}"
+                mtype, nbytes = struct.unpack(endian + "II", tag)
+                if mtype not in (_MI_MATRIX, _MI_COMPRESSED):
+                    return None  # damaged otherwise: scipy's message stands
+                end = pos + 8 + nbytes
+                if end > size:
+                    return f"it ends at byte {size:,}, {end - size:,} bytes short of the variable stored from byte {pos:,}"
+                pos = fh.seek(end)
+    return None
 
 
 def _v5_field(src: Source, value, top: str, fld: str):
