@@ -279,6 +279,32 @@ def test_python_only_number_syntax_is_not_a_number(tmp_path):
 
 
 class TestWrittenNumbers:
+    @pytest.mark.parametrize("name, text, where", [
+        ("m.csv", "1.000;2\n3;4\n", "line 1, column 1: '1.000'"),
+        ("h.csv", "# from a spreadsheet\na;b\n1;2\n3;-12.500\n", "line 4, column 2: '-12.500'"),
+        ("q.csv", '"1.000";2\n3;4\n', "line 1, column 1: '1.000'"),
+        ("t.ijv", "1;1;1\n2;2;2.250\n", "line 2, column 3: '2.250'"),
+    ])
+    def test_a_semicolon_file_whose_points_may_separate_thousands_is_refused(self, tmp_path, name, text, where):
+        """In a ';' file (a decimal-comma locale's), '1.000' may be a thousand: it was read as 1.0 without a word."""
+        msg = input_error(write(tmp_path / name, text),
+                          re.escape(where) + r" is ambiguous in a semicolon-separated file: a decimal point \(")
+        assert "or a thousands separator" in msg and "write the numbers without them" in msg
+
+    @pytest.mark.parametrize("text, value, note", [
+        ("1.000;2.5\n3;4\n", 1.0, "('1.000' as 1, as '2.5' writes one)"),
+        ("1.000;0.500\n3;4\n", 1.0, "('1.000' as 1, as '0.500' writes one)"),
+        ("1.000;2\n3;1.5e3\n", 1.0, "('1.000' as 1, as '1.5e3' writes one)"),
+    ])
+    def test_a_semicolon_file_with_a_decimal_point_elsewhere_is_read_with_a_note(self, tmp_path, text, value, note):
+        m = load_matrix(write(tmp_path / "m.csv", text))
+        assert m.matrix[0, 0] == value
+        assert m.notes == [f"semicolon-separated: points read as decimal points {note}"]
+
+    def test_points_of_a_comma_file_are_decimal_points_as_before(self, tmp_path):
+        m = load_matrix(write(tmp_path / "m.csv", "1.000,2\n3,4\n"))
+        assert m.matrix[0, 0] == 1.0 and m.notes == []
+
     @pytest.mark.parametrize("text, expected", [
         ("1;2\n3;4\n", [[1, 2], [3, 4]]),
         ("1,5;2\n3;-4,25\n", [[1.5, 2], [3, -4.25]]),

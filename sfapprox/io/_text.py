@@ -151,9 +151,56 @@ def read_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]]:
         check_memory(80 * width * len(lines), what=f"{src.display}: parsing a {len(lines)} x {width} table",
                      limit=opts.max_memory)
         table, notes = _slow_table(src, text, delimiter, has_header, notes)
+    if delimiter == ";":
+        _refuse_ambiguous_points(src, lines[first + has_header:], first + has_header, notes)
     labels = _ROW_LABELS_NOTE in notes
     _refuse_nonfinite(src, table, lines[first + has_header:], first + has_header, delimiter, labels)
     return table, notes
+
+
+_CELL_START, _CELL_END = r'(?:^|(?<=;))[ \t]*"?', r'"?[ \t]*(?=;|$)'
+#: A cell of a semicolon-separated file that reads as well with a decimal point as with a thousands
+#: separator: 1 to 3 digits, not all 0, a point, 3 digits (``1.000``, ``-12.500``).
+_AMBIGUOUS_POINT = re.compile(_CELL_START + r"[+-]?0*[1-9]\d{0,2}\.\d{3}" + _CELL_END, re.MULTILINE)
+#: A cell whose point can only be a decimal point: not 3 digits after it, a 0 or 4+ digits before it, an exponent.
+_DECIMAL_POINT = re.compile(_CELL_START + r"[+-]?(?:\d*\.\d{0,2}|\d*\.\d{4,}|0+\.\d*|\d{4,}\.\d*|\d*\.\d*[eE][+-]?\d+)"
+                            + _CELL_END, re.MULTILINE)
+
+
+def _refuse_ambiguous_points(src: Source, lines: list[str], skipped: int, notes: list[str]) -> None:
+    """Refuse a semicolon-separated file (a decimal-comma locale's CSV) whose numbers with a point all read as
+    well with a thousands separator (``1.000``: 1.0 or 1000?), naming the first; it was read as 1.0 without a
+    word.  A file of decimal commas refused its points already; one cell whose point can only be a decimal
+    point (``0.5``, ``1.25``, ``1.5e3``) tells how the file writes numbers, and the others are read so.
+
+    ``lines`` are the file's lines after the header (``skipped`` lines before them)."""
+    if any(note.startswith("semicolon-separated, ") for note in notes):  # its decimal commas' note
+        return
+    data = [(k, ln) for k, ln in enumerate(lines, start=skipped + 1)
+            if "." in ln and ln.strip() and not ln.lstrip().startswith(_COMMENT)]
+    text = "\n".join(ln for _, ln in data)
+    first = _AMBIGUOUS_POINT.search(text)
+    if first is None:
+        return
+    decimal = _DECIMAL_POINT.search(text)
+    if decimal is not None:  # read, and said: the reading of '1.000' rests on another cell
+        notes.append(f"semicolon-separated: points read as decimal points ({_cell(first)!r} as "
+                     f"{float(_cell(first)):g}, as {_cell(decimal)!r} writes one)")
+        return
+    row = text.count("\n", 0, first.start())
+    line_no, line = data[row]
+    start = first.start() - (text.rfind("\n", 0, first.start()) + 1)
+    cell = _cell(first)
+    raise src.fail(f"line {line_no}, column {line[:start].count(';') + 1}: {cell!r} is ambiguous in a semicolon-separated "
+                   f"file: a decimal point ({float(cell):g}) or a thousands separator ({cell.replace('.', '')})? "
+                   "No number in the file tells",
+                   "where the points are decimal points, write one number with another count of decimals (1.0) or "
+                   "separate the cells with commas; where they separate thousands, write the numbers without them")
+
+
+def _cell(match: re.Match) -> str:
+    """The number a cell pattern matched, without its blanks and quotes."""
+    return match.group().strip().strip('"').strip()
 
 
 def _refuse_nonfinite(src: Source, table: np.ndarray, lines: list[str], skipped: int, delimiter: str | None,
@@ -352,8 +399,10 @@ def _slow_triplets(src: Source, text: str, notes: list[str]) -> np.ndarray:
         raise src.fail("no entries (only blank or comment lines)")
     # (without semicolons a comma separates the fields: no decimal commas)
     table = as_float_table(read_written_numbers(rows, numbers, src, notes, decimal_comma=bool(semicolons)), numbers, src)
-    if semicolons and not any(note.startswith("semicolon-separated") for note in notes):
-        notes.append("fields separated by ';'")
+    if semicolons:
+        _refuse_ambiguous_points(src, text.splitlines(), 0, notes)
+        if not any(note.startswith("semicolon-separated") for note in notes):
+            notes.append("fields separated by ';'")
     return table
 
 
