@@ -44,9 +44,8 @@ def _fortran_exponents(src: Source, lines: list[str], notes: list[str]) -> None:
     ptrcrd, indcrd, valcrd = (int(c) for c in counts[:3])
     rhscrd = int(counts[3]) if counts[3].isdigit() else 0
     start = 4 + (rhscrd > 0) + ptrcrd + indcrd
-    if len(lines) < start + valcrd:  # scipy said "indices and data should have the same size"
-        raise src.fail(f"file is truncated: line 2 declares {start + valcrd} lines up to the last value's, "
-                       f"the file has {len(lines)}", "copy or write it again")
+    # (fewer lines than line 2 declares is not refused here: a file whose VALCRD is over its lines but that
+    # holds every value is read, as scipy reads it; one that lacks values is refused where scipy finds it)
     fmt = lines[3][32:52]
     values = range(start, min(start + valcrd, len(lines)))
     written = re.search(r"\d[dD]\d", fmt) is not None or any(re.search(r"\d[dD][+-]?\d", lines[k]) for k in values)
@@ -115,8 +114,8 @@ def read_hb(src: Source, opts: Options) -> ReadResult:
         except ValueError as exc:
             if "same size" not in str(exc):
                 raise
-            raise src.fail("file holds fewer row indices or values than line 3 declares nonzeros (truncated?)",
-                           "copy or write it again") from None
+            raise src.fail("file is truncated: it holds fewer row indices or values than line 3 declares "
+                           "nonzeros", "copy or write it again") from None
         except SyntaxError as exc:  # scipy's BadFortranFormat (a private class): the guard let it through
             raise src.fail(f"line 4: unreadable Fortran format ({one_line(exc)}) in {lines[3].strip()[:60]!r}",
                            "scipy's reader takes I, E (and D) formats, e.g. (8I10) (4E20.12)") from None
