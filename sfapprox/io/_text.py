@@ -35,14 +35,30 @@ def _delimiter(src: Source, text: str) -> str | None:
     first line instead.
     """
     name = strip_compression(src.path.name.lower())
-    first = next((ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith(_COMMENT)), "")
-    if name.endswith(".csv"):
-        return ";" if _semicolons(first) else ","
     if name.endswith(".tsv"):
         return "\t"
     if name.endswith((".txt", ".dat")):
         return None
-    return ";" if _semicolons(first) else "," if "," in first else "\t" if "\t" in first else None
+    lines = _leading_lines(text, 2)
+    first = lines[0] if lines else ""
+    # ';' where the data is so separated: the second line decides where there is one (a header "x;y,z"
+    # over comma-separated rows is a comma CSV with a ';' in a column's name)
+    semicolons = _semicolons(lines[-1]) if lines else False
+    if name.endswith(".csv"):
+        return ";" if semicolons else ","
+    return ";" if semicolons else "," if "," in first else "\t" if "\t" in first else None
+
+
+def _leading_lines(text: str, count: int) -> list[str]:
+    """The first ``count`` non-blank, non-comment lines of ``text``, from as much of its start as they need
+    (splitting a whole file's lines to find its first took 0.8 s of a 180 MB CSV's reading)."""
+    size = 1 << 16
+    while True:
+        head = text[:size]
+        lines = [ln for ln in head.splitlines() if ln.strip() and not ln.lstrip().startswith(_COMMENT)]
+        if len(head) == len(text) or len(lines) > count:  # (the last line of a cut head may be partial)
+            return lines[:count]
+        size *= 4
 
 
 def _semicolons(line: str) -> bool:
