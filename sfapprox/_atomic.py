@@ -40,7 +40,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ._errors import ParameterError, SfapproxError
+from ._errors import ParameterError, SfapproxError, parameter
 from ._signals import deferred, held_back
 from .formats import jsonable
 
@@ -631,7 +631,7 @@ def _place_new(tmp: Path, target: Path) -> None:
                                 "instead", target, kept)
     raise OutputExistsError(
         f"{target}: already exists, so it was left untouched; this result was saved as {kept} instead "
-        "(use --force to overwrite)", target, kept)
+        f"(use {parameter('force', True)} to overwrite)", target, kept)  # save_factors(force=True) / --force
 
 
 def _keep_aside(tmp: Path, target: Path) -> Path:

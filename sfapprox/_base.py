@@ -43,7 +43,7 @@ import numpy as np
 from scipy.sparse import issparse
 from scipy.sparse.linalg import LinearOperator
 
-from ._errors import NotFittedError, ParameterError, ResourceError
+from ._errors import NotFittedError, ParameterError, ResourceError, parameter
 from ._params import MEMORY_LIMIT, check_params, split_items
 from ._settings import COUNT_INDICES, PROTOCOLS, FitSettings
 from ._validation import LIBRARY_WORKING_SET, check_memory, check_square_matrix, format_bytes, memory_limit
@@ -224,7 +224,7 @@ class Approximation:
         except ResourceError as exc:
             able = ", ".join(name for name, spec in methods().items() if "columns" in spec.access)
             raise ResourceError(f"{exc}; {self.method_name} needs the matrix in memory, while {able} work from "
-                                "its columns (compare --methods ...)") from None
+                                f"its columns (compare's {parameter('methods')})") from None
 
     def _from_columns(self, source: Any, stored: int) -> Any:
         """The source a fit from ``source``'s column blocks keeping ``stored`` numbers reads: refused

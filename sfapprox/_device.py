@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ._errors import DeviceError, ParameterError
+from ._errors import DeviceError, ParameterError, parameter
 
 __all__ = ["resolve_device", "resolve_dtype"]
 
@@ -31,7 +31,8 @@ def resolve_device(device: str | None = "auto"):
         if not torch.cuda.is_available():
             raise DeviceError(
                 f"device {device!r} was requested but no CUDA GPU is available "
-                "(torch.cuda.is_available() is False); use --device cpu or auto"
+                f"(torch.cuda.is_available() is False); use {parameter('device', 'cpu')} or "
+                f"{parameter('device', 'auto')}"
             )
         dev = torch.device(name)
         if dev.index is not None and dev.index >= torch.cuda.device_count():

@@ -796,7 +796,7 @@ def columns_note(results: Sequence[MethodResult], max_memory: int | None) -> str
     limit = memory_limit(max_memory)
     of = f" of {format_bytes(limit)}" if limit else ""
     return (f"{', '.join(names)}: fitted from the matrix's column blocks, in bounded memory (the in-memory fit is "
-            f"over the memory limit{of}; a larger --max-memory fits in memory)")
+            f"over the memory limit{of}; a larger {parameter('max_memory')} fits in memory)")
 
 
 #: The keys of every comparison's ``matrix`` record (:func:`matrix_record`), whichever way it was compared.
@@ -1042,10 +1042,10 @@ def _compare_columns(source, names, resolved, info, context, settings, on_result
     short = {name: e.columns_advised for name, e in estimates.items() if e.too_few_columns and name not in unbounded}
     if short:  # the time limit stopped the sample before the errors' skew allows a normal interval
         how += (f"; the intervals of {', '.join(short)} may be too narrow: their squared column errors are skewed "
-                f"enough to ask for {max(short.values()):,} columns (a longer --time-limit samples more)")
+                f"enough to ask for {max(short.values()):,} columns (a longer {parameter('time_limit')} samples more)")
     if unbounded:  # "± ?": a sample without spread bounds nothing
         how += (f"; {', '.join(unbounded)}: every sampled column had the same error, which says nothing of the "
-                "others (shown '± ?'; a longer --time-limit looks at more of them, or all)")
+                f"others (shown '± ?'; a longer {parameter('time_limit')} looks at more of them, or all)")
     any_scored = not stopped and (estimates or any(_scored_by_own_pass(r) for r in results))
     scored = (f"every row was scored {how} in {time.perf_counter() - started:.1f} s" if any_scored else
               f"the scoring was stopped by {stop_cause()}" if any(r.status == "interrupted" for r in results) else

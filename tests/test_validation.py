@@ -563,10 +563,14 @@ def test_a_need_just_over_the_limit_is_said_in_bytes_where_its_rounding_would_ma
 def _refusals(tmp_path) -> list:
     """Each refusal (or note) that named an option in both spellings, or a reader's wrong one: a callable
     that raises it or returns its text, and what it says in each spelling (Python's, the command line's)."""
+    import torch
     from PIL import Image
 
-    from sfapprox import ChordSF, compare
+    from sfapprox import NMF, ChordSF, TruncatedSVD, compare, save_factors
+    from sfapprox._validation import LIBRARY_WORKING_SET
+    from sfapprox.budget import SFConfig
     from sfapprox.chord import check_butterfly_size
+    from sfapprox.sf.methods import structure_reason
     from sfapprox.factors import check_results_folder
     from sfapprox.io import load_matrix
     from sfapprox.sources import KernelMatrix
@@ -576,6 +580,9 @@ def _refusals(tmp_path) -> list:
     Image.fromarray(np.zeros((4, 6), dtype=np.uint8)).save(tmp_path / "wide.png")
     (tmp_path / "m.tsvd.h5").write_text("")
     kernel = KernelMatrix(np.random.default_rng(5).standard_normal((300, 3)), bandwidth=1.0)
+    X = np.random.default_rng(0).random((40, 40))
+    operator = TruncatedSVD(n_components=2).fit(X).operator_
+    columns_only = 3 * 8 * 40 * 40 + LIBRARY_WORKING_SET  # Monarch's in-memory fit is over it, from columns not
     return [
         (lambda: check_memory(10**9, what="the work", limit=10**6), "raise the limit with max_memory= if",
          "raise the limit with --max-memory if"),
@@ -592,6 +599,18 @@ def _refusals(tmp_path) -> list:
          "two_mode='bipartite' loads it", "--two-mode bipartite loads it"),
         (lambda: load_matrix(tmp_path / "wide.png"), "use square='crop' (center crop) or square='resize'",
          "use --square crop (center crop) or --square resize"),
+        # these said the command line's option to a Python caller too
+        (lambda: save_factors(tmp_path / "m.tsvd.h5", operator, force=False), "(use force=True to overwrite)",
+         "(use --force to overwrite)"),
+        (lambda: NMF(max_memory=200_000).fit(kernel), "work from its columns (compare's methods=)",
+         "work from its columns (compare's --methods)"),
+        (lambda: [n for n in compare(X, ["monarch"], max_memory=columns_only, device="cpu").notes if "column" in n][0],
+         "a larger max_memory= fits in memory", "a larger --max-memory fits in memory"),
+        (lambda: structure_reason(3000, SFConfig(2, 12, 13, 468_000, "chord"), SFConfig(2, 10, 13, 390_000, "chord"),
+                                  60.0, evaluation_seconds=1.8), "; time_limit=0 or a longer limit fits them all",
+         "; --time-limit 0 or a longer limit fits them all"),
+        *([] if torch.cuda.is_available() else [(lambda: ChordSF(device="cuda").fit(np.eye(4)),
+                                    "use device='cpu' or device='auto'", "use --device cpu or --device auto")]),
     ]
 
 

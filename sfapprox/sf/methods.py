@@ -24,7 +24,7 @@ import numpy as np
 
 from .._base import MethodSpec, RunContext, register
 from .._settings import SF_FLOAT32_MIN_N
-from .._errors import BudgetError
+from .._errors import BudgetError, parameter
 from ..budget import SFConfig, sf_config_for_budget, sf_min_budget, sf_structure
 from ..chord import min_full_factors, support_offsets
 
@@ -337,7 +337,7 @@ def structure_reason(n: int, full: SFConfig, config: SFConfig, time_limit: float
     --------
     >>> full, fewest = SFConfig(2, 12, 13, 468_000, "chord"), SFConfig(2, 10, 13, 390_000, "chord")
     >>> structure_reason(3000, full, fewest, 60.0, evaluation_seconds=1.8).split(": ", 1)[1]
-    '12 would get fewer than 1,000 loss evaluations in the 60 s limit on this machine, and 10, the fewest that reach every entry, about 40; --time-limit 0 or a longer limit fits them all'
+    '12 would get fewer than 1,000 loss evaluations in the 60 s limit on this machine, and 10, the fewest that reach every entry, about 40; time_limit=0 or a longer limit fits them all'
     """
     fewest = min_full_factors(n, support_offsets(n, config.support, config.base))
     wanted = wanted_evaluations(max_iter)
@@ -350,7 +350,7 @@ def structure_reason(n: int, full: SFConfig, config: SFConfig, time_limit: float
     elif config.n_factors == fewest:
         why += f" ({config.n_factors} is the fewest that reach every entry)"
     return (f"{config.n_factors} of the {full.n_factors} factors its budget allows ({config.count:,} of "
-            f"{full.count:,} numbers): {why}; --time-limit 0 or a longer limit fits them all")
+            f"{full.count:,} numbers): {why}; {parameter('time_limit', 0)} or a longer limit fits them all")
 
 
 def _register(name: str, support: str, summary: str, stores: str, order: int) -> None:
