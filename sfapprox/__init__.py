@@ -19,13 +19,18 @@ stay fast and do not load torch):
 * using a fit: :mod:`sfapprox.operators` (every surrogate: :class:`ChordOperator`,
   :class:`HybridOperator`, ...), :func:`save_factors`, :func:`load_factors`
 * collections: :mod:`sfapprox.datasets` (manifests, downloads, batch runs, reports)
-* accounting: :mod:`sfapprox.budget`, :func:`frobenius_error`
+* accounting: :mod:`sfapprox.budget`, :func:`frobenius_error`; the errors of a fit too big to score
+  exactly, estimated from sampled columns: :func:`estimate_errors`
+* errors and warnings, one family: :class:`SfapproxError` (:class:`InputError`, :class:`ParameterError`,
+  :class:`BudgetError`, :class:`ResourceError`, :class:`DeviceError`, :class:`NotApplicableError`,
+  :class:`NotFittedError`) and :class:`ConvergenceWarning`
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import Any
+# No ``from __future__ import annotations`` and the helpers imported under private names: every name
+# this module holds is public (``__all__``), private (``_``) or a submodule, so ``sfapprox.Any``,
+# ``sfapprox.importlib`` and ``sfapprox.annotations`` are not there for a notebook's completion to offer.
+import importlib as _importlib
+from typing import Any as _Any
 
 from . import _errors
 from ._errors import (  # noqa: F401  (the public error family, listed in _errors.__all__)
@@ -87,12 +92,12 @@ _OLD = {
 __all__ = sorted([*_LAZY, *(name for name in _errors.__all__ if name != "one_line"), "__version__"])
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     if name in _LAZY:
-        module = importlib.import_module(_LAZY[name])
+        module = _importlib.import_module(_LAZY[name])
         return module if module.__name__ == f"sfapprox.{name}" else getattr(module, name)
     if name in _OLD:
-        return getattr(importlib.import_module(_OLD[name]), name)
+        return getattr(_importlib.import_module(_OLD[name]), name)
     raise AttributeError(f"module 'sfapprox' has no attribute {name!r}")
 
 

@@ -201,3 +201,19 @@ def test_a_fits_json_names_its_method_and_budget_as_a_comparisons_rows_do(tmp_pa
     assert record["nnz"] == run.model.n_stored_ <= 819
     plain = fit_matrix(X, settings=settings).summary  # no budget asked: the reference structure
     assert (plain["method"], plain["budget"], plain["budget_spec"]) == ("sf", None, None)
+
+
+def test_the_top_level_holds_only_public_private_or_submodule_names_and_documents_each_public_one():
+    """``sfapprox.Any``, ``sfapprox.importlib`` and ``sfapprox.annotations`` (the package's own helpers)
+    were attributes of the package outside ``__all__``; and the module docstring, what ``help(sfapprox)``
+    shows first, named neither ``estimate_errors`` nor the error family that ``__all__`` exports."""
+    import types
+
+    import sfapprox
+
+    for name, value in vars(sfapprox).items():
+        assert (name in sfapprox.__all__ or name.startswith("_")
+                or isinstance(value, types.ModuleType) and value.__name__ == f"sfapprox.{name}"), name
+    assert dir(sfapprox) == sfapprox.__all__
+    for name in sfapprox.__all__:
+        assert name.startswith("__") or name in sfapprox.__doc__, name
