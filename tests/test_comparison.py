@@ -1137,3 +1137,34 @@ def test_a_saved_fit_row_leaves_unsaid_what_a_fitted_row_does(tmp_path):
     assert row.method == "saved:f" and row.status == "ok"
     assert "path" not in row.params and "kept_start" not in row.params
     assert details(row.params).startswith("M=4 b=2 init=") and "path=" not in details(row.params)
+
+
+def test_the_api_prints_nothing_and_its_results_show_in_a_notebook(capfd):
+    """A notebook user's compare/fit/sweep/describe under a time limit that stops fits early: nothing on
+    stdout or stderr (what there is to say is a warning of the project's classes or a result's note),
+    and the results with "not applicable" rows have a repr of a few lines and an HTML view."""
+    import warnings
+
+    from sfapprox import ChordSF, ConvergenceWarning, SfapproxError, fit_matrix
+    from sfapprox.describe import describe
+    from sfapprox.sweep import sweep
+
+    X = np.random.default_rng(0).random((24, 24)) - 0.5  # negative entries: NMF is not applicable
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        made = [compare(X, ["sf", "tsvd", "nmf"], budget=0.3, time_limit=0.01, device="cpu"),
+                sweep(X, [0.2, 0.4], ["tsvd", "nmf"], time_limit=0.01, device="cpu"),
+                describe(X)]
+        fit_matrix(X, settings=FitSettings(max_iter=3, time_limit=0.01, device="cpu"))
+        ChordSF(max_iter=3, device="cpu").fit(X)
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+    assert all(issubclass(w.category, (ConvergenceWarning, SfapproxError)) for w in caught), \
+        [f"{w.category.__name__}: {w.message}" for w in caught]
+    comparison = made[0]
+    assert comparison.results[2].status == "not applicable"
+    for shown in [*made, *comparison.results]:
+        text = repr(shown)
+        assert 0 < len(text.splitlines()) <= 25 and "Traceback" not in text, text
+        if hasattr(shown, "_repr_html_"):
+            assert "<table" in shown._repr_html_()
