@@ -389,3 +389,63 @@ def test_the_delimiter_is_found_from_the_first_lines_only():
     text = Counted("# a comment\n\n" + "1,2\n" * 1_000_000)
     assert _leading_lines(text, 2) == ["1,2", "1,2"]
     assert Counted.cut <= 1 << 16
+
+
+# ---------------------------------------------------------------------------
+# .txt/.dat tables separated by ';' or ','
+# ---------------------------------------------------------------------------
+
+
+class TestBlankTableSeparators:
+    @pytest.mark.parametrize("name", ["m.txt", "m.dat", "m.txt.gz"])
+    @pytest.mark.parametrize("text, expected", [
+        ("1;1;1\n2;2;2\n3;3;3\n", [[1, 1, 1], [2, 2, 2], [3, 3, 3]]),
+        ("a;b\n1,5;2\n3;-4,25\n", [[1.5, 2], [3, -4.25]]),
+        ("1;2;\n3;4;\n", [[1, 2], [3, 4]]),
+    ])
+    def test_a_semicolon_txt_is_read_with_a_note(self, tmp_path, name, text, expected):
+        """Read with blanks, '1;1;1' was a header and line 2 "non-numeric cell '2;2;2'", no word of the ';'."""
+        path = tmp_path / name
+        path.write_bytes(gzip.compress(text.encode()) if name.endswith(".gz") else text.encode())
+        m = load_matrix(path)
+        np.testing.assert_array_equal(m.matrix, expected)
+        assert m.notes[0] == "cells separated by ';', as its data lines show (not by blanks)"
+        assert any("decimal comma" in n for n in m.notes) == ("," in text)
+
+    @pytest.mark.parametrize("text, expected", [
+        ("1,2,3\n4,5,6\n7,8,9\n", [[1, 2, 3], [4, 5, 6], [7, 8, 9]]),
+        ("0.5,2.5\n3.5,4.5\n", [[0.5, 2.5], [3.5, 4.5]]),
+        ("1, 2\n3, 4\n", [[1, 2], [3, 4]]),
+        ("x,y\n1,2\n3,4\n", [[1, 2], [3, 4]]),  # one comma a row: the header's ',' tells
+        ('"point x","point y"\n1,2\n3,4\n', [[1, 2], [3, 4]]),
+    ])
+    @pytest.mark.parametrize("name", ["m.txt", "m.dat"])
+    def test_a_comma_txt_is_read_as_a_csv_with_a_note(self, tmp_path, name, text, expected):
+        """A comma-separated .txt was refused as "number '1,2,3' written with a comma (a decimal comma, or a
+        thousands separator?)", or its second line as "non-numeric cell '3,'"."""
+        m = load_matrix(write(tmp_path / name, text))
+        np.testing.assert_array_equal(m.matrix, expected)
+        assert m.notes[0] == "cells separated by ',', as its data lines show (not by blanks)"
+
+    @pytest.mark.parametrize("text, where", [("1,2\n3,4\n", "line 1: '1,2'"), ("1\n0,5\n", "line 2: '0,5'")])
+    def test_one_comma_between_digits_is_refused_as_two_readings(self, tmp_path, text, where):
+        """'1,2' is two cells or one number with a decimal comma: it was refused as a "number written with a
+        comma (a decimal comma, or a thousands separator?)", no word of a ',' separating cells."""
+        msg = input_error(write(tmp_path / "m.txt", text), re.escape(where) + r" reads as two cells separated by ',' "
+                          r"or as one number with a decimal comma \(\d\.\d\): which is it\?")
+        assert msg.endswith("where ',' separates the cells, name the file .csv")
+
+    @pytest.mark.parametrize("text", ["0,5 0,25\n0,75 1\n", "1 2,5\n3\t4,5\n"])
+    def test_a_blank_table_with_decimal_commas_is_refused_as_before(self, tmp_path, text):
+        input_error(write(tmp_path / "m.txt", text),
+                    r"line 1, column \d: number '\d,\d+' written with a comma \(a decimal comma, or a thousands "
+                    r"separator\?\)")
+
+    def test_a_blank_table_with_separators_in_a_comment_is_read_as_before(self, tmp_path):
+        m = load_matrix(write(tmp_path / "m.txt", "# a; b, c\n1 2\n3 4  # x; y, z\n"))
+        np.testing.assert_array_equal(m.matrix, [[1, 2], [3, 4]])
+        assert m.notes == []
+
+    def test_a_semicolon_txt_whose_points_may_separate_thousands_is_refused_as_a_csv_is(self, tmp_path):
+        input_error(write(tmp_path / "m.dat", "1.000;2\n3;4\n"),
+                    r"line 1, column 1: '1\.000' is ambiguous in a semicolon-separated file")

@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
+from .._errors import InputError
 from .._validation import check_memory
 from ._common import (MAX_DIM, Options, ReadResult, Source, as_float_table, check_order, fortran_float,
                       is_comma_number, is_missing_token, is_number_like, parse_float, strip_compression)
@@ -28,8 +29,13 @@ _DAMAGED_BANNER = re.compile(
 # ---------------------------------------------------------------------------
 
 
+#: Extensions of tables whose cells are separated by blanks, unless their data line shows ';' or ','.
+_BLANK_SEPARATED = (".txt", ".dat")
+
+
 def _delimiter(src: Source, text: str) -> str | None:
-    """Delimiter by extension: csv ',', tsv tab, others whitespace (None).
+    """Delimiter by extension: csv ',' (';' where its data line is so separated), tsv tab, txt and dat
+    whitespace (None) unless their data line shows ';' or ',' (:func:`_blank_table_delimiter`).
 
     A file forced to format="csv" with another extension is sniffed from its
     first line instead.
@@ -37,9 +43,9 @@ def _delimiter(src: Source, text: str) -> str | None:
     name = strip_compression(src.path.name.lower())
     if name.endswith(".tsv"):
         return "\t"
-    if name.endswith((".txt", ".dat")):
-        return None
     lines = _leading_lines(text, 2)
+    if name.endswith(_BLANK_SEPARATED):
+        return _blank_table_delimiter(src, text, lines)
     first = lines[0] if lines else ""
     # ';' where the data is so separated: the second line decides where there is one (a header "x;y,z"
     # over comma-separated rows is a comma CSV with a ';' in a column's name)
@@ -47,6 +53,65 @@ def _delimiter(src: Source, text: str) -> str | None:
     if name.endswith(".csv"):
         return ";" if semicolons else ","
     return ";" if semicolons else "," if "," in first else "\t" if "\t" in first else None
+
+
+#: A line that is one number written with a decimal comma, or two integers separated by a comma (``1,2``).
+_ONE_COMMA = re.compile(r"[+-]?\d*,\d+(?:[eE][+-]?\d+)?")
+
+
+def _blank_table_delimiter(src: Source, text: str, lines: list[str]) -> str | None:
+    """The delimiter of a .txt/.dat table: blanks (None), or ';' or ',' where its data line (the second
+    non-comment line where there is one, as for a CSV) is so separated.  Read with blanks, a ';' or ','
+    table was one cell a row: its first row a header, its second refused as "non-numeric cell '2;2;2'"
+    (a ',' one's as a "number written with a comma"), with no word about the separator.
+
+    A blank-separated table with decimal commas (``0,5 1``) stays one: its cells are refused as before.
+    A data line that is one comma between digits (``1,2``) reads as well as two cells or as one number with
+    a decimal comma: a header line separated by ',' over it tells, else it is refused."""
+    if not lines:
+        return None
+    data = _uncommented(lines[-1])
+    if _semicolons(data):
+        return ";"
+    if not _comma_cells(data):
+        return None
+    if _ONE_COMMA.fullmatch(data.strip()) is None:
+        return ","
+    header = _uncommented(lines[0])
+    if len(lines) > 1 and _ONE_COMMA.fullmatch(header.strip()) is None and len(_split_line(header, ",")) == 2:
+        return ","  # "x,y" over "1,2": cells named and separated by ','
+    raise _one_comma_error(src, text, lines[0] if _ONE_COMMA.fullmatch(header.strip()) else lines[-1])
+
+
+def _one_comma_error(src: Source, text: str, line: str) -> InputError:
+    """The refusal of a .txt/.dat table whose ``line`` is one comma between digits: two cells or one number?"""
+    cell = _uncommented(line).strip()
+    whole, frac = cell.split(",")
+    suffix = "." + strip_compression(src.path.name.lower()).rpartition(".")[2]
+    return src.fail(f"line {_line_number(text, line)}: {cell!r} reads as two cells separated by ',' or as one "
+                    f"number with a decimal comma ({whole}.{frac}): which is it? (a {suffix} table's cells are "
+                    "separated by blanks, unless its data lines show ';' or ',')",
+                    "write numbers with a decimal point; where ',' separates the cells, name the file .csv")
+
+
+def _uncommented(line: str) -> str:
+    """A line without its trailing ``#`` comment, which numpy's parse skips (``1 2  # a, b`` is blank-separated)."""
+    return line.partition("#")[0]
+
+
+def _comma_cells(line: str) -> bool:
+    """Whether a line of a .txt/.dat table is separated by commas: a comma outside quotes, and no cell
+    holding blanks (``1,5 2,5`` is two cells with decimal commas, separated by a blank)."""
+    if "," not in line:
+        return False
+    cells = next(csv.reader([line]))
+    return len(cells) > 1 and all(len(cell.split()) <= 1 for cell in cells)
+
+
+def _line_number(text: str, line: str) -> int:
+    """1-based number of the first non-comment line equal to ``line`` (for a message: splits the text)."""
+    lines = enumerate(text.splitlines(), start=1)
+    return next(k for k, ln in lines if ln == line and not ln.lstrip().startswith(_COMMENT))
 
 
 def _leading_lines(text: str, count: int) -> list[str]:
@@ -148,6 +213,8 @@ def read_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]]:
     # The first row's width bounds the table: refuse before parsing it all.
     check_memory(8 * width * len(lines), what=f"{src.display}: dense {len(lines)} x {width} table", limit=opts.max_memory)
     notes: list[str] = []
+    if delimiter is not None and strip_compression(src.path.name.lower()).endswith(_BLANK_SEPARATED):
+        notes.append(f"cells separated by {delimiter!r}, as its data lines show (not by blanks)")
     header = _split_line(lines[first], delimiter)
     # A header has a label in it: a row whose only non-numbers are missing values ("NA") is data,
     # and the parse names the missing cell (as a header it was dropped, and a square table with it
