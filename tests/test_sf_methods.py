@@ -47,7 +47,7 @@ def test_the_cap_is_measured_and_within_budget():
     assert row.params["n_factors_budget"] == full.n_factors and row.params["count_budget"] == full.count
     assert f"M={row.params['n_factors']}/{full.n_factors}" in c.tables()[0].rows[0]["details"]
     assert any(n.startswith(f"sf: {row.params['n_factors']} of the {full.n_factors} factors its budget allows")
-               and "--time-limit 0" in n for n in c.tables()[0].notes)
+               and "time_limit=0" in n for n in c.tables()[0].notes)
     uncapped = compare(X, ["sf"], budget=2 * sf_count(200), time_limit=None, max_iter=3, device="cpu").results[0]
     assert uncapped.params["n_factors"] == full.n_factors and "n_factors_budget" not in uncapped.params
 
