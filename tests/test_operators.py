@@ -778,6 +778,16 @@ def test_the_other_kinds_layers_take_their_dtype_device_and_check_their_input():
         assert all(p.device.type == "meta" for p in op.to_torch(device="meta").parameters()), name
 
 
+def test_the_hybrid_module_has_a_dense_weight_as_the_others():
+    """HybridLinear had no dense_weight() (AttributeError), where every other module has one."""
+    for name, op in {"hybrid": _hybrid(12, np.random.default_rng(17)), **_hybrids_without_factors()}.items():
+        layer = op.to_torch(dtype=torch.float64)
+        W = layer.dense_weight()
+        torch.testing.assert_close(W.detach(), torch.from_numpy(op.to_dense()), rtol=1e-12, atol=1e-12, msg=name)
+        W.sum().backward()  # differentiable, as the others'
+        assert all(p.grad is not None for p in layer.parameters() if p.numel()), name
+
+
 @pytest.mark.parametrize("n", [60, 64])
 def test_monarch_and_the_padded_butterfly_export_their_sparse_factors(n):
     """Both are products of sparse factors but had no to_sparse_factors (ParameterError: "not a product of

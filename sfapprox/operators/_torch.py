@@ -104,7 +104,25 @@ def _columns(n: int, n_factors: int, offsets, support: str) -> torch.Tensor:
     return (rows[:, None] + offs[None, :]) % n
 
 
-class ChordLinear(nn.Module):
+class _Layer(nn.Module):
+    """What the layers share: the input read as ``(batch, n)`` rows in the promoted dtype, and the dense
+    weight by applying the layer to the identity (:class:`HybridLinear` had none)."""
+
+    n: int
+
+    def _rows(self, x: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+        """``x`` checked and as rows ``(b, n)``, in the dtype ``x`` and the parameter ``like`` promote to (as
+        :class:`HybridLinear`: a float64 input to float32 parameters computes in float64)."""
+        _check_operand(x, self.n)
+        return x.reshape(-1, self.n).to(torch.promote_types(x.dtype, like.dtype))
+
+    def dense_weight(self) -> torch.Tensor:
+        """``A`` as an ``n x n`` tensor (differentiable; ``O(n^2)`` memory)."""
+        param = next(self.parameters())
+        return self(torch.eye(self.n, dtype=param.dtype, device=param.device)).T
+
+
+class ChordLinear(_Layer):
     """``y = x @ A.T`` with ``A = W_1 @ ... @ W_M`` held as its SF factor values.
 
     Parameters
@@ -204,7 +222,7 @@ class ChordLinear(nn.Module):
         return f"n={n}, n_factors={m}, values_per_row={k}, support={self.support!r}"
 
 
-class HybridLinear(nn.Module):
+class HybridLinear(_Layer):
     """``y = x @ (A + U diag(s) V^T + S).T``: Chord factors plus low-rank and sparse corrections.
 
     Parameters
@@ -305,24 +323,6 @@ def _parameter(a, dtype, device) -> nn.Parameter:
 def _host(t: torch.Tensor) -> np.ndarray:
     """A parameter's current values as a float64 array on the CPU (what the operators hold)."""
     return t.detach().to(device="cpu", dtype=torch.float64).numpy()
-
-
-class _Layer(nn.Module):
-    """What the layers below share: the input read as ``(batch, n)`` rows in the promoted dtype, and the
-    dense weight by applying the layer to the identity."""
-
-    n: int
-
-    def _rows(self, x: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-        """``x`` checked and as rows ``(b, n)``, in the dtype ``x`` and the parameter ``like`` promote to (as
-        :class:`HybridLinear`: a float64 input to float32 parameters computes in float64)."""
-        _check_operand(x, self.n)
-        return x.reshape(-1, self.n).to(torch.promote_types(x.dtype, like.dtype))
-
-    def dense_weight(self) -> torch.Tensor:
-        """``A`` as an ``n x n`` tensor (differentiable; ``O(n^2)`` memory)."""
-        param = next(self.parameters())
-        return self(torch.eye(self.n, dtype=param.dtype, device=param.device)).T
 
 
 class SparseLinear(_Layer):
