@@ -778,6 +778,105 @@ def test_the_other_kinds_layers_take_their_dtype_device_and_check_their_input():
         assert all(p.device.type == "meta" for p in op.to_torch(device="meta").parameters()), name
 
 
+# --------------------------------------------------------------------------- the transpose's torch module
+def _every_kind_at(n):
+    """One operator of every kind at order n: Chord factors of each support (the butterfly at n = 64; hand-
+    made offsets without a zero, applied by a gather, and with 0 not first), hybrids with and without
+    factors, and the other kinds."""
+    rng = np.random.default_rng(n + 1)
+    ops = {"chord": _chord("chord", n, rng), "symmetric": _chord("symmetric", n, rng),
+           "offsets without 0": ChordOperator(rng.standard_normal((3, n, 3)) / 2, np.array([1, 2, 5])),
+           "offsets with 0 not first": ChordOperator(rng.standard_normal((3, n, 3)) / 2, np.array([3, 0, 1])),
+           "hybrid": _hybrid(n, rng), **{f"hybrid ({k})": op for k, op in _hybrids_without_factors(n).items()},
+           **_other_kinds(n)}
+    if n & (n - 1) == 0:
+        ops["butterfly"] = _chord("butterfly", n, rng)
+    return ops
+
+
+@pytest.mark.parametrize("n", [60, 64])
+def test_the_transpose_of_every_kind_has_a_torch_module_applying_it_with_gradients(n):
+    """op.T.to_torch() raised "the transpose (.T) of a ... has no torch export yet" for every kind: a
+    model needing x @ A (a tied decoder, an adjoint) had only op.to_dense()'s N x N weight."""
+    for name, op in _every_kind_at(n).items():
+        D = torch.from_numpy(op.to_dense())
+        layer = op.T.to_torch(dtype=torch.float64)
+        x = torch.randn(3, 2, n, dtype=torch.float64, generator=torch.Generator().manual_seed(n), requires_grad=True)
+        y = layer(x)
+        torch.testing.assert_close(y, x @ D, rtol=1e-10, atol=1e-10, msg=name)
+        w = torch.randn(3, 2, n, dtype=torch.float64)
+        (y * w).sum().backward()
+        torch.testing.assert_close(x.grad, w @ D.T, rtol=1e-10, atol=1e-10, msg=name)  # d(w . x A)/dx = w A^T
+        # The parameters' gradients are those of x @ A through the forward's own dense weight (another
+        # path: each factor's transposed kernel and value gradient checked against it).
+        got = {k: p.grad.clone() for k, p in layer.named_parameters() if p.grad is not None}
+        layer.zero_grad()
+        (x.detach() @ layer.transposed().dense_weight() * w).sum().backward()
+        assert got.keys() == {k for k, p in layer.named_parameters() if p.numel()}, name
+        for k, p in layer.named_parameters():
+            if p.numel():
+                torch.testing.assert_close(got[k], p.grad, rtol=1e-9, atol=1e-9, msg=f"{name}: {k}")
+        # The same numbers as the surrogate's own module, held once: its stored numbers at most.
+        assert sum(p.numel() for p in layer.parameters()) <= op.n_stored, name
+        torch.testing.assert_close(layer.dense_weight().detach(), D.T, rtol=1e-10, atol=1e-10, msg=name)
+        np.testing.assert_array_equal(layer.to_operator().to_dense(), op.T.to_dense(), err_msg=name)
+
+
+def _padded_butterfly(rng):
+    from sfapprox.operators import PaddedButterflyOperator
+
+    return PaddedButterflyOperator(rng.standard_normal((2, 4, 2)), 3)
+
+
+SMALL_T = {**SMALL, "padded-butterfly": _padded_butterfly,
+           "offsets without 0": lambda rng: ChordOperator(rng.standard_normal((2, 7, 3)) / 2, np.array([1, 2, 5]))}
+
+
+@pytest.mark.parametrize("name", SMALL_T)
+def test_the_transposed_module_gradcheck(name):
+    """The transposed factors' backward (the forward's value gradient with its operands swapped) against
+    finite differences."""
+    from torch.func import functional_call
+
+    op = SMALL_T[name](np.random.default_rng(12))
+    layer = op.T.to_torch(dtype=torch.float64)
+    params = {k: v.detach().clone().requires_grad_() for k, v in layer.named_parameters()}
+    keys = sorted(params)
+    x = torch.randn(2, op.shape[0], dtype=torch.float64, requires_grad=True)
+
+    def f(x, *values):
+        return functional_call(layer, dict(zip(keys, values)), (x,))
+
+    assert torch.autograd.gradcheck(f, (x, *(params[k] for k in keys)))
+
+
+def test_a_layers_transpose_shares_its_parameters_and_takes_dtype_device_and_input_as_it():
+    """layer.transposed() holds the layer's own parameters (training one trains both); op.T.to_torch()
+    copies the operator's values as op.to_torch() does, and takes the same dtype, device and input."""
+    from sfapprox.operators._torch import TransposedLinear
+
+    op = _chord("chord", 16, np.random.default_rng(16))
+    layer = op.to_torch(dtype=torch.float64)
+    t = layer.transposed()
+    assert isinstance(t, TransposedLinear) and t.transposed() is layer
+    assert [p for p in t.parameters()] == [layer.values]
+    torch.optim.SGD(t.parameters(), lr=0.1).zero_grad()
+    t(torch.ones(2, 16, dtype=torch.float64)).square().sum().backward()
+    before = layer(torch.eye(16, dtype=torch.float64)).detach()
+    torch.optim.SGD(t.parameters(), lr=0.1).step()
+    assert not torch.equal(layer(torch.eye(16, dtype=torch.float64)), before)  # the forward moved too
+    assert np.array_equal(op.values, _chord("chord", 16, np.random.default_rng(16)).values)  # a copy trained
+    for name, made in {**_every_kind_at(60)}.items():
+        t = made.T.to_torch(dtype=torch.float32)
+        y = t(torch.ones(2, 60, dtype=torch.float64))
+        assert y.dtype == torch.float64 and all(p.dtype == torch.float32 for p in t.parameters()), name
+        with pytest.raises(ParameterError, match="last dimension 60"):
+            t(torch.ones(61))
+        assert all(p.device.type == "meta" for p in made.T.to_torch(device="meta").parameters()), name
+    with pytest.raises(ParameterError, match="wraps one of sfapprox's torch layers"):
+        TransposedLinear(torch.nn.Linear(3, 3))
+
+
 def test_the_hybrid_module_has_a_dense_weight_as_the_others():
     """HybridLinear had no dense_weight() (AttributeError), where every other module has one."""
     for name, op in {"hybrid": _hybrid(12, np.random.default_rng(17)), **_hybrids_without_factors()}.items():

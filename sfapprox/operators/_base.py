@@ -245,8 +245,8 @@ class SurrogateOperator(LinearOperator):
 
     def to_torch(self, dtype: torch.dtype | str | None = None,
                  device: torch.device | str | None = None) -> torch.nn.Module:
-        """A trainable ``torch.nn.Module`` applying the surrogate in what it stores (every kind has one; a
-        transpose ``op.T`` has none).
+        """A trainable ``torch.nn.Module`` applying the surrogate in what it stores (every kind has one, and
+        so has a transpose ``op.T``).
 
         Parameters
         ----------
@@ -372,6 +372,45 @@ class _Transposed(SurrogateOperator):
 
     def to_dense(self) -> np.ndarray:
         return self._op.to_dense().T
+
+    def to_torch(self, dtype: torch.dtype | str | None = None,
+                 device: torch.device | str | None = None) -> torch.nn.Module:
+        """A trainable ``torch.nn.Module`` applying ``A.T``: ``module(x)`` is ``x @ A`` over the last
+        dimension of ``x``.
+
+        The surrogate's own module (its values copied from the operator, as every ``to_torch`` copies)
+        wrapped in a :class:`~sfapprox.operators._torch.TransposedLinear`, which shares that module's
+        parameters and applies their transpose at the same cost; gradients reach them and ``x``.
+
+        Parameters
+        ----------
+        dtype : torch.dtype, optional
+            The parameters' dtype (default: ``torch.get_default_dtype()``).
+        device : torch.device or str, optional
+            Where the parameters live (default: CPU).
+
+        Returns
+        -------
+        sfapprox.operators._torch.TransposedLinear
+            ``.transposed()`` is the surrogate's module (``x @ A.T``); ``.to_operator()`` is ``op.T``
+            with the current values.
+
+        Raises
+        ------
+        ParameterError
+            Where the surrogate itself has no torch export.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from sfapprox.operators import ChordOperator
+        >>> op = ChordOperator(np.random.default_rng(0).standard_normal((3, 8, 4)))
+        >>> x = torch.randn(5, 8, dtype=torch.float64)
+        >>> bool(torch.allclose(op.T.to_torch(dtype=torch.float64)(x), x @ torch.from_numpy(op.to_dense())))
+        True
+        """
+        # Through the surrogate's module: this module imports no torch code (_torch imports it).
+        return self._op.to_torch(dtype=dtype, device=device).transposed()
 
     def factored_parts(self) -> tuple[np.ndarray, np.ndarray, Any] | None:
         parts = self._op.factored_parts()

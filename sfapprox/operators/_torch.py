@@ -35,7 +35,7 @@ from ..sf import _butterfly, _kernels
 from ._base import operator_class
 
 __all__ = ["ChordLinear", "HybridLinear", "SparseLinear", "NystromLinear", "MonarchLinear", "MonarchLowRankLinear",
-           "PaddedButterflyLinear"]
+           "PaddedButterflyLinear", "TransposedLinear"]
 
 
 def _placement(dtype, device) -> tuple[torch.dtype, torch.device | None]:
@@ -74,25 +74,30 @@ def _check_operand(x, n: int) -> None:
 
 
 class _Factor(torch.autograd.Function):
-    """``W @ P`` for one factor, ``P`` (N, b): ``kernels`` is the fitting-kernel module of its support
-    (:mod:`sfapprox.sf._kernels` with ``key`` the offsets, 0 first, and values (N, K); or
-    :mod:`sfapprox.sf._butterfly` with ``key`` the factor's index ``m`` and values (N, 2)).
-    The backward is the transposed apply and the kernels' exact value gradient."""
+    """``W @ P`` (``W.T @ P`` with ``transpose``) for one factor, ``P`` (N, b): ``kernels`` is the
+    fitting-kernel module of its support (:mod:`sfapprox.sf._kernels` with ``key`` the offsets, 0 first,
+    and values (N, K); or :mod:`sfapprox.sf._butterfly` with ``key`` the factor's index ``m`` and values
+    (N, 2)).  The backward is the other apply and the kernels' exact value gradient: ``<G, W.T P>`` is
+    ``<P, W G>``, so the transpose's value gradient is the forward's with ``G`` and ``P`` swapped."""
 
     @staticmethod
-    def forward(ctx, w, P, key, kernels):
+    def forward(ctx, w, P, key, kernels, transpose=False):
         ctx.save_for_backward(w, P)
-        ctx.key, ctx.kernels = key, kernels
-        return kernels.apply_factor(w, key, P)
+        ctx.key, ctx.kernels, ctx.transpose = key, kernels, transpose
+        return (kernels.apply_factor_t if transpose else kernels.apply_factor)(w, key, P)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, G):
         w, P = ctx.saved_tensors
         G = G.contiguous()
-        grad_w = ctx.kernels.factor_grad(G, P, ctx.key) if ctx.needs_input_grad[0] else None
-        grad_P = ctx.kernels.apply_factor_t(w, ctx.key, G) if ctx.needs_input_grad[1] else None
-        return grad_w, grad_P, None, None
+        kernels, key = ctx.kernels, ctx.key
+        grad_w = grad_P = None
+        if ctx.needs_input_grad[0]:
+            grad_w = kernels.factor_grad(P, G, key) if ctx.transpose else kernels.factor_grad(G, P, key)
+        if ctx.needs_input_grad[1]:
+            grad_P = (kernels.apply_factor if ctx.transpose else kernels.apply_factor_t)(w, key, G)
+        return grad_w, grad_P, None, None, None
 
 
 def _columns(n: int, n_factors: int, offsets, support: str) -> torch.Tensor:
@@ -105,8 +110,9 @@ def _columns(n: int, n_factors: int, offsets, support: str) -> torch.Tensor:
 
 
 class _Layer(nn.Module):
-    """What the layers share: the input read as ``(batch, n)`` rows in the promoted dtype, and the dense
-    weight by applying the layer to the identity (:class:`HybridLinear` had none)."""
+    """What the layers share: the input read as ``(batch, n)`` rows in the promoted dtype, the dense weight
+    by applying the layer to the identity, and the transpose (:meth:`transposed`, applied by each layer's
+    :meth:`forward_transposed`)."""
 
     n: int
 
@@ -120,6 +126,21 @@ class _Layer(nn.Module):
         """``A`` as an ``n x n`` tensor (differentiable; ``O(n^2)`` memory)."""
         param = next(self.parameters())
         return self(torch.eye(self.n, dtype=param.dtype, device=param.device)).T
+
+    def forward_transposed(self, x: torch.Tensor) -> torch.Tensor:  # pragma: no cover - abstract
+        """``x @ A`` over the last dimension of ``x`` (shape ``(..., n)``): the transpose's forward, in what
+        the layer stores and at its forward's cost."""
+        raise NotImplementedError
+
+    def transposed(self) -> "TransposedLinear":
+        """A module applying ``A.T`` (``module(x) == x @ A``) that shares this layer's parameters.
+
+        Returns
+        -------
+        TransposedLinear
+            Training either module trains both; ``.transposed()`` of it is this layer again.
+        """
+        return TransposedLinear(self)
 
 
 class ChordLinear(_Layer):
@@ -187,24 +208,39 @@ class ChordLinear(_Layer):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x @ A.T`` over the last dimension of ``x`` (shape ``(..., N)``)."""
+        return self._chain(x, transpose=False)
+
+    def forward_transposed(self, x: torch.Tensor) -> torch.Tensor:
+        """``x @ A`` over the last dimension of ``x`` (shape ``(..., N)``): ``W_M.T ... W_1.T`` applied to
+        the columns, each factor by the same kernels as the forward (the same cost)."""
+        return self._chain(x, transpose=True)
+
+    def _chain(self, x: torch.Tensor, transpose: bool) -> torch.Tensor:
+        """The factors applied to the columns of ``x``: ``A x^T`` (rightmost factor first) or, with
+        ``transpose``, ``A.T x^T`` (``W_1.T`` first)."""
         _check_operand(x, self.n)
-        # Columns of a block: (..., N) -> (N, b); y^T = A x^T, the rightmost factor acting first. In the
-        # promoted dtype, input and values alike (a float32 input to a float64 layer crashed in backward,
-        # the butterfly returned float32, an integer input crashed it).
+        # Columns of a block: (..., N) -> (N, b). In the promoted dtype, input and values alike (a float32
+        # input to a float64 layer crashed in backward, the butterfly returned float32, an integer input
+        # crashed it).
         dtype = torch.promote_types(x.dtype, self.values.dtype)
         P = x.reshape(-1, self.n).T.to(dtype).contiguous()
-        for m in range(self.values.shape[0] - 1, -1, -1):
-            P = self._factor(m, P)
+        n_factors = self.values.shape[0]
+        for m in (range(n_factors) if transpose else range(n_factors - 1, -1, -1)):
+            P = self._factor(m, P, transpose)
         return P.T.reshape(x.shape)
 
-    def _factor(self, m: int, P: torch.Tensor) -> torch.Tensor:
+    def _factor(self, m: int, P: torch.Tensor, transpose: bool = False) -> torch.Tensor:
         w = self.values[m].to(P.dtype)
         if self.support == "butterfly":
-            return _Factor.apply(w, P, m, _butterfly)
+            return _Factor.apply(w, P, m, _butterfly, transpose)
         if self._shift_order is not None:  # the kernels want offset 0 first
-            return _Factor.apply(w[:, self._shift_order], P, self._shift_offsets, _kernels)
-        # No zero offset (a hand-made support): gather K entries per row and sum.
-        return torch.einsum("nkb,nk->nb", P[self.columns], w)
+            return _Factor.apply(w[:, self._shift_order], P, self._shift_offsets, _kernels, transpose)
+        # No zero offset (a hand-made support): gather K entries per row and sum, or (the transpose) send
+        # each row's K products to their columns.
+        if not transpose:
+            return torch.einsum("nkb,nk->nb", P[self.columns], w)
+        sent = (w[:, :, None] * P[:, None, :]).reshape(-1, P.shape[1])
+        return torch.zeros_like(P).index_add(0, self.columns.reshape(-1), sent)
 
     def dense_weight(self) -> torch.Tensor:
         """``A`` as an ``N x N`` tensor (differentiable; ``O(N^2)`` memory)."""
@@ -283,17 +319,30 @@ class HybridLinear(_Layer):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x @ A.T`` over the last dimension of ``x`` (shape ``(..., N)``)."""
+        return self._sum(x, transpose=False)
+
+    def forward_transposed(self, x: torch.Tensor) -> torch.Tensor:
+        """``x @ A`` over the last dimension of ``x`` (shape ``(..., N)``): each part's transpose."""
+        return self._sum(x, transpose=True)
+
+    def _sum(self, x: torch.Tensor, transpose: bool) -> torch.Tensor:
+        """``x @ A.T`` (``x @ A`` with ``transpose``), part by part."""
         _check_operand(x, self.n)
         # In the promoted dtype, as the Chord part computes (float64 input, float32 parameters: float64);
         # a low-rank or sparse surrogate alone raised torch's "expected m1 and m2 to have the same dtype".
         dtype = torch.promote_types(x.dtype, self.U.dtype)
         z = x.reshape(-1, self.n).to(dtype)
-        y = self.chord(z).to(dtype) if self.chord is not None else torch.zeros_like(z)
-        if self.s.numel():
-            y = y + ((z @ self.Vt.T.to(dtype)) * self.s.to(dtype)) @ self.U.T.to(dtype)
+        if self.chord is None:
+            y = torch.zeros_like(z)
+        else:
+            y = (self.chord.forward_transposed(z) if transpose else self.chord(z)).to(dtype)
+        U, s, Vt = self.U.to(dtype), self.s.to(dtype), self.Vt.to(dtype)
+        if s.numel():  # x (U s Vt)^T = ((x Vt^T) s) U^T; x (U s Vt) = ((x U) s) Vt
+            y = y + (((z @ U) * s) @ Vt if transpose else ((z @ Vt.T) * s) @ U.T)
         if self.vals.numel():
-            # S[r, c] = v: y[:, r] += v * z[:, c]
-            y = y.index_add(1, self.rows, z[:, self.cols] * self.vals.to(dtype))
+            # S[r, c] = v: y[:, r] += v * z[:, c]; the transpose: y[:, c] += v * z[:, r]
+            into, source = (self.cols, self.rows) if transpose else (self.rows, self.cols)
+            y = y.index_add(1, into, z[:, source] * self.vals.to(dtype))
         return y.reshape(x.shape)
 
     def to_operator(self):
@@ -362,6 +411,13 @@ class SparseLinear(_Layer):
         y = torch.zeros_like(z).index_add(1, self.rows, z[:, self.cols] * self.vals.to(z.dtype))
         return y.reshape(x.shape)
 
+    def forward_transposed(self, x: torch.Tensor) -> torch.Tensor:
+        """``x @ S`` over the last dimension of ``x`` (shape ``(..., n)``): one multiply-add per entry."""
+        z = self._rows(x, self.vals)
+        # S[r, c] = v: y[:, c] += v * z[:, r]
+        y = torch.zeros_like(z).index_add(1, self.cols, z[:, self.rows] * self.vals.to(z.dtype))
+        return y.reshape(x.shape)
+
     def to_operator(self):
         """The current values as a :class:`~sfapprox.operators.SparseOperator` (float64, on the CPU)."""
         matrix = sp.csr_array((_host(self.vals), (self.rows.cpu().numpy(), self.cols.cpu().numpy())),
@@ -394,6 +450,12 @@ class NystromLinear(_Layer):
         z = self._rows(x, self.C)
         C, core = self.C.to(z.dtype), self.core.to(z.dtype)
         return (((z @ C) @ core.T) @ C.T).reshape(x.shape)  # (A z^T)^T = z C core^T C^T
+
+    def forward_transposed(self, x: torch.Tensor) -> torch.Tensor:
+        """``x @ A`` over the last dimension of ``x`` (shape ``(..., n)``): ``O(n r)`` per row."""
+        z = self._rows(x, self.C)
+        C, core = self.C.to(z.dtype), self.core.to(z.dtype)
+        return (((z @ C) @ core) @ C.T).reshape(x.shape)
 
     def to_operator(self):
         """The current values as a :class:`~sfapprox.operators.NystromOperator` (float64, on the CPU)."""
@@ -440,6 +502,18 @@ class MonarchLinear(_Layer):
         out = torch.einsum("qakt,bktq->baq", self.left.to(z.dtype), y)  # output row a b2 + q
         return out.reshape(-1, self.padded_n)[:, : self.n].reshape(x.shape)
 
+    def forward_transposed(self, x: torch.Tensor) -> torch.Tensor:
+        """``x @ A`` over the last dimension of ``x`` (shape ``(..., n)``): the two products transposed, in
+        the other order (the same cost)."""
+        z = self._rows(x, self.left)
+        b2, b1 = self.left.shape[:2]
+        # A[a b2 + q, k b2 + l] = sum_t left[q, a, k, t] right[k, t, q, l]; the rows padded with zeros
+        # (the padded matrix's extra rows are not A's), the columns cropped.
+        padded = torch.nn.functional.pad(z, (0, self.padded_n - self.n)).reshape(-1, b1, b2)  # [., a, q]
+        y = torch.einsum("qakt,baq->bktq", self.left.to(z.dtype), padded)
+        out = torch.einsum("ktql,bktq->bkl", self.right.to(z.dtype), y)  # output column k b2 + l
+        return out.reshape(-1, self.padded_n)[:, : self.n].reshape(x.shape)
+
     def to_operator(self):
         """The current values as a :class:`~sfapprox.operators.MonarchOperator` (float64, on the CPU)."""
         return operator_class("monarch")(_host(self.left), _host(self.right), self.n)
@@ -480,6 +554,14 @@ class MonarchLowRankLinear(_Layer):
         y = self.monarch(z).to(z.dtype) if self.monarch is not None else torch.zeros_like(z)
         if self.s.numel():
             y = y + ((z @ self.Vt.T.to(z.dtype)) * self.s.to(z.dtype)) @ self.U.T.to(z.dtype)
+        return y.reshape(x.shape)
+
+    def forward_transposed(self, x: torch.Tensor) -> torch.Tensor:
+        """``x @ A`` over the last dimension of ``x`` (shape ``(..., n)``): each part's transpose."""
+        z = self._rows(x, self.U)
+        y = self.monarch.forward_transposed(z).to(z.dtype) if self.monarch is not None else torch.zeros_like(z)
+        if self.s.numel():
+            y = y + ((z @ self.U.to(z.dtype)) * self.s.to(z.dtype)) @ self.Vt.to(z.dtype)
         return y.reshape(x.shape)
 
     def to_operator(self):
@@ -528,9 +610,71 @@ class PaddedButterflyLinear(_Layer):
         padded = torch.nn.functional.pad(z, (0, self.inner.n - self.n))
         return self.inner(padded)[:, : self.n].reshape(x.shape)
 
+    def forward_transposed(self, x: torch.Tensor) -> torch.Tensor:
+        """``x @ A`` over the last dimension of ``x`` (shape ``(..., n)``): padded, the inner product's
+        transpose, cropped (the padded matrix's leading block transposed is ``A.T``)."""
+        z = self._rows(x, self.values)
+        padded = torch.nn.functional.pad(z, (0, self.inner.n - self.n))
+        return self.inner.forward_transposed(padded)[:, : self.n].reshape(x.shape)
+
     def to_operator(self):
         """The current values as a :class:`~sfapprox.operators.PaddedButterflyOperator` (float64, on the CPU)."""
         return operator_class("butterfly-padded")(_host(self.values), self.n)
 
     def extra_repr(self) -> str:
         return f"n={self.n}, padded_n={self.inner.n}, n_factors={self.values.shape[0]}"
+
+
+# =============================================================================== the transpose
+class TransposedLinear(_Layer):
+    """``y = x @ A``: the transpose of a layer ``layer(x) == x @ A.T``, sharing its parameters.
+
+    What ``op.T.to_torch()`` returns: the layer of ``op`` (its values copied from the operator, as every
+    ``to_torch`` copies) wrapped here; ``layer.transposed()`` wraps a layer one already has, and then
+    the two modules hold the same ``nn.Parameter`` objects (training either trains both, and
+    ``state_dict`` keys are the layer's under ``layer.``).  The forward is the layer's
+    :meth:`~_Layer.forward_transposed`: the transpose in what the layer stores, at its forward's cost (no
+    ``N x N`` weight), gradients reaching the parameters and the input.
+
+    Parameters
+    ----------
+    layer : nn.Module
+        One of this module's layers (:class:`ChordLinear`, :class:`HybridLinear`, ...).
+
+    Examples
+    --------
+    >>> import torch
+    >>> layer = SparseLinear(3, rows=[0], cols=[2], vals=[5.0], dtype=torch.float64)
+    >>> layer.transposed()(torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64)).tolist()  # x @ S
+    [0.0, 0.0, 5.0]
+    """
+
+    def __init__(self, layer: _Layer):
+        super().__init__()
+        if not isinstance(layer, _Layer):
+            raise ParameterError(f"TransposedLinear wraps one of sfapprox's torch layers, got {type(layer).__name__}")
+        self.layer = layer
+
+    @property
+    def n(self) -> int:
+        return self.layer.n
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x @ A`` over the last dimension of ``x`` (shape ``(..., n)``)."""
+        return self.layer.forward_transposed(x)
+
+    def forward_transposed(self, x: torch.Tensor) -> torch.Tensor:
+        """``x @ A.T``: the wrapped layer's own forward."""
+        return self.layer(x)
+
+    def transposed(self) -> _Layer:
+        """The wrapped layer (``A``) itself."""
+        return self.layer
+
+    def dense_weight(self) -> torch.Tensor:
+        """``A.T`` as an ``n x n`` tensor (differentiable; ``O(n^2)`` memory)."""
+        return self.layer.dense_weight().T
+
+    def to_operator(self):
+        """The current values as the transpose (``.T``) of the layer's operator (float64, on the CPU)."""
+        return self.layer.to_operator().T
