@@ -431,6 +431,14 @@ class SparseLinear(_Layer):
 class NystromLinear(_Layer):
     """``y = x @ (C core C^T).T``, as three thin products; ``C`` and ``core`` are parameters.
 
+    Both are trained freely, as they are: a step moves ``core`` by its gradient, which is not symmetric
+    in general, so a fine-tuned ``core`` (and ``A``) may lose the symmetry, and the positive
+    semi-definiteness, that a Nyström fit of a symmetric PSD matrix has.  Where a model needs them,
+    restore them after a step (``core.data = (core + core.T) / 2``, then its negative eigenvalues set to
+    0), or train a factor ``L`` with ``core = L L^T`` in a module of your own.  (No ``L L^T`` here: a
+    fit's ``core`` is a pseudo-inverse, indefinite for a matrix that is not PSD, and a factor of it
+    would not give the exported forward bit for bit.)
+
     Parameters
     ----------
     C : array_like, shape (n, r)

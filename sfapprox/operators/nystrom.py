@@ -109,7 +109,8 @@ class NystromOperator(SurrogateOperator):
 
         ``module(x) = x @ A.T`` over the last dimension of ``x``, as three thin products
         (``O(N r)`` per vector); ``C`` and ``core`` are parameters, and gradients reach them and
-        the input.
+        the input.  They are trained freely: ``core`` may lose its symmetry and positive
+        semi-definiteness (:class:`~sfapprox.operators._torch.NystromLinear` says how to keep them).
 
         Parameters
         ----------
