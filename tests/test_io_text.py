@@ -449,3 +449,18 @@ class TestBlankTableSeparators:
     def test_a_semicolon_txt_whose_points_may_separate_thousands_is_refused_as_a_csv_is(self, tmp_path):
         input_error(write(tmp_path / "m.dat", "1.000;2\n3;4\n"),
                     r"line 1, column 1: '1\.000' is ambiguous in a semicolon-separated file")
+
+
+@pytest.mark.parametrize("text", ["1,000,000\n2,000,000\n", "1,250,375\n4,500,600\n7,800,900\n"])
+def test_a_txt_line_that_reads_as_one_number_with_thousands_separators_is_refused(tmp_path, text):
+    """A .txt whose lines are '1,000,000' was read as three cells a row (1, 0, 0), silently: a one-column
+    table of thousands-separated numbers became a table of three columns."""
+    msg = input_error(write(tmp_path / "g.txt", text), r"reads as cells separated by ',' or as one number with "
+                                                      r"thousands separators")
+    assert "name the file .csv" in msg
+
+
+def test_a_header_over_grouped_looking_cells_says_they_are_cells(tmp_path):
+    """With a header of as many ','-separated names, '1,000,000' is three cells."""
+    path = write(tmp_path / "h.txt", "x,y,z\n1,000,000\n2,000,000\n3,000,000\n")
+    np.testing.assert_array_equal(load_matrix(path).to_dense(), [[1, 0, 0], [2, 0, 0], [3, 0, 0]])

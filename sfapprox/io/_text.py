@@ -75,12 +75,33 @@ def _blank_table_delimiter(src: Source, text: str, lines: list[str]) -> str | No
         return ";"
     if not _comma_cells(data):
         return None
+    if _GROUPED.fullmatch(data.strip()) is not None and _ONE_COMMA.fullmatch(data.strip()) is None:
+        header = _uncommented(lines[0])
+        cells = len(_split_line(data, ","))
+        if len(lines) > 1 and _GROUPED.fullmatch(header.strip()) is None and len(_split_line(header, ",")) == cells:
+            return ","  # "x,y,z" over "1,000,000": cells named and separated by ','
+        raise _grouped_error(src, text, lines[-1])
     if _ONE_COMMA.fullmatch(data.strip()) is None:
         return ","
     header = _uncommented(lines[0])
     if len(lines) > 1 and _ONE_COMMA.fullmatch(header.strip()) is None and len(_split_line(header, ",")) == 2:
         return ","  # "x,y" over "1,2": cells named and separated by ','
     raise _one_comma_error(src, text, lines[0] if _ONE_COMMA.fullmatch(header.strip()) else lines[-1])
+
+
+#: A line that is one number written with thousands separators (``1,000,000``), or integer cells separated by
+#: ',' of which all but the first have three digits.
+_GROUPED = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+
+
+def _grouped_error(src: Source, text: str, line: str) -> InputError:
+    """The refusal of a .txt/.dat table whose ``line`` reads as cells or as one number with thousands
+    separators (``1,000,000``: three cells 1, 0, 0 or a million)."""
+    cell = _uncommented(line).strip()
+    return src.fail(f"line {_line_number(text, line)}: {cell!r} reads as cells separated by ',' or as one "
+                    f"number with thousands separators ({cell.replace(',', '')}): which is it?",
+                    "write numbers without thousands separators; where ',' separates the cells, name the file "
+                    ".csv or give the columns a header line")
 
 
 def _one_comma_error(src: Source, text: str, line: str) -> InputError:
