@@ -495,3 +495,21 @@ def test_readme_names_every_field_that_differs_between_two_runs_of_a_command():
     text = (ROOT / "README.md").read_text()
     said = text[text.index("**Reproducibility.**"):].split("\n\n")[0]
     assert all(f"`{key}`" in said or f".{key}`" in said for key in differing), differing
+
+
+def test_readme_quoted_sizes_are_what_sfapprox_says():
+    """The sizes README gives for a formed N x N float64 matrix are the ones sfapprox prints (format_bytes:
+    powers of 1024); it said '36.5 GB' for 70,000 points (36.5 GiB, 39.2 GB) and '3.2 GB' for 20,000 (3.0 GiB)."""
+    from sfapprox._validation import format_bytes
+
+    def formed(n):
+        return format_bytes(n * n * 8)
+
+    text = _text()
+    quotes = [f"A kernel matrix of 70,000 points is {formed(70_000)};",
+              f"an attention map of 16,384 tokens, {formed(16_384)}.",
+              f"a SuiteSparse mesh of 60,025 rows is 2.5 MB as `.mtx` and {formed(60_025)} dense",
+              f"# median heuristic; {formed(20_000)} if formed"]
+    assert "points = rng.standard_normal((20_000, 8))" in text  # the block the last quote is about
+    assert [q for q in quotes if q not in text] == []
+
