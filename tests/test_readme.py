@@ -513,3 +513,33 @@ def test_readme_quoted_sizes_are_what_sfapprox_says():
     assert "points = rng.standard_normal((20_000, 8))" in text  # the block the last quote is about
     assert [q for q in quotes if q not in text] == []
 
+
+def _readme_results_files():
+    """The benchmark results files README names: a whole code span that is a .md/.json/.png name under
+    benchmarks/results/ or a bare one (`first_fit.md`); braces and globs as the shell would expand them."""
+    import re
+
+    names = set()
+    for span in re.findall(r"`([^`\s]+)`", (ROOT / "README.md").read_text()):
+        span = span.removeprefix("benchmarks/results/")
+        if re.fullmatch(r"[a-z0-9_*{},-]+\.(md|json|png)", span) and span not in BATCH_OUTPUTS:
+            head, _, rest = span.partition("{")
+            choices, _, tail = rest.partition("}")
+            names |= {head + c + tail for c in choices.split(",")} if rest else {span}
+    return names
+
+
+#: Files README names that a command writes, not benchmark results.
+BATCH_OUTPUTS = {"report.json"}
+
+
+def test_readme_names_only_benchmark_scripts_and_results_that_exist():
+    """Every script in README's Benchmarks table is in benchmarks/, and every results file README cites
+    (`benchmarks/results/scoring.md`, `first_fit.md`, `scale_fit_scoring_*.md`, ...) is in benchmarks/results/."""
+    rows = [line for line in (ROOT / "README.md").read_text().split("\n## Benchmarks", 1)[1].splitlines()
+            if line.startswith("| `")]
+    assert [s for s in (line.split("`", 2)[1] for line in rows) if not (ROOT / "benchmarks" / s).is_file()] == []
+    results = ROOT / "benchmarks" / "results"
+    cited = _readme_results_files()
+    assert len(cited) > 20 and "scoring.md" in cited and "method_memory_columns-before.md" in cited
+    assert sorted(name for name in cited if not list(results.glob(name))) == []
