@@ -543,3 +543,14 @@ def test_readme_names_only_benchmark_scripts_and_results_that_exist():
     cited = _readme_results_files()
     assert len(cited) > 20 and "scoring.md" in cited and "method_memory_columns-before.md" in cited
     assert sorted(name for name in cited if not list(results.glob(name))) == []
+
+
+def test_readme_default_methods_are_each_command_s():
+    """README says which methods compare, sweep and batch run without --methods, as their --help does (it named
+    compare's alone, where sweep and batch now take the same default)."""
+    commands = _cli_commands()
+    defaults = {name: next(p.default for p in commands[name].params if p.name == "methods")
+                for name in ("compare", "sweep", "batch")}
+    assert len(set(defaults.values())) == 1
+    default = defaults["compare"]
+    assert f"`compare`, `sweep` and `batch` run `{default}` by default" in _text()
