@@ -554,3 +554,17 @@ def test_readme_default_methods_are_each_command_s():
     assert len(set(defaults.values())) == 1
     default = defaults["compare"]
     assert f"`compare`, `sweep` and `batch` run `{default}` by default" in _text()
+
+
+def test_readme_says_where_a_narrow_window_puts_what_does_not_fit():
+    """README's 'Tables fit the terminal' says what today's layout does with text that does not fit: a long
+    free-text cell as a numbered note (NOTE_LINES), a word wider than the room (a sha256) under info's and fit's
+    tables ('see below'), messages wrapped at spaces, a progress label cut in the matrix's name (none was said)."""
+    from sfapprox.cli._render import SEE_BELOW
+    from sfapprox.formats import NOTE_LINES
+
+    said = _text().split("Tables fit the terminal:", 1)[1].split("The `next:` command", 1)[0]
+    assert f"free-text cell still longer than {NOTE_LINES} lines" in said and "numbered note" in said
+    assert f"(`{SEE_BELOW}` in its cell)" in said and "(a sha256)" in said
+    assert "wrap at spaces, never inside a word" in said
+    assert "shortens the matrix's name, never the method" in said
