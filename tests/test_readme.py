@@ -568,3 +568,19 @@ def test_readme_says_where_a_narrow_window_puts_what_does_not_fit():
     assert f"(`{SEE_BELOW}` in its cell)" in said and "(a sha256)" in said
     assert "wrap at spaces, never inside a word" in said
     assert "shortens the matrix's name, never the method" in said
+
+
+def test_readme_names_the_folder_numba_caches_in_without_a_writable_one(tmp_path, monkeypatch):
+    """Where numba has no writable cache folder the kernels cache in <temp>/sfapprox-numba-<uid> (they fell back
+    to the slow path before); README says so, with the folder's name as the code makes it."""
+    import os
+    import tempfile
+
+    from sfapprox import _compiled
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    path, lasting = _compiled._private_folder()
+    assert lasting and os.path.dirname(path) == str(tmp_path)
+    said = _text().split("The first fit after installing compiles the kernels", 1)[1].split("**Starts.**", 1)[0]
+    assert f"`<temp>/{os.path.basename(path).replace(str(os.getuid()), '<uid>')}`" in said
+    assert "`NUMBA_CACHE_DIR` unset" in said and "`NUMBA_CACHE_DIR` chooses the folder" in said
