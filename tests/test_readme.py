@@ -584,3 +584,30 @@ def test_readme_names_the_folder_numba_caches_in_without_a_writable_one(tmp_path
     said = _text().split("The first fit after installing compiles the kernels", 1)[1].split("**Starts.**", 1)[0]
     assert f"`<temp>/{os.path.basename(path).replace(str(os.getuid()), '<uid>')}`" in said
     assert "`NUMBA_CACHE_DIR` unset" in said and "`NUMBA_CACHE_DIR` chooses the folder" in said
+
+
+def test_readme_says_which_messy_numbers_are_refused_and_which_read(tmp_path):
+    """Safety's 'No guessed values' names what is refused as it is today: a Fortran exponent only in Matrix
+    Market (text tables and triplets read it with a note), a decimal comma outside a ';' file, a NaN by line
+    and column (it listed '0,25' and '1.5D+03' as refused everywhere)."""
+    import pytest
+
+    import sfapprox
+
+    banner = "%%MatrixMarket matrix coordinate real general\n2 2 2\n"
+    files = {"d.mtx": banner + "1 1 1.5D+03\n2 2 1\n", "d.ijv": "1 1 1.5D+03\n2 2 1\n",
+             "c.txt": "0,25 1\n1 1\n", "c.csv": "0,25;1\n1;1\n", "n.csv": "1,2\n3,nan\n", "r.ijv": "1 1 1\n1 1 2\n2 2 1\n"}
+    for name, body in files.items():
+        (tmp_path / name).write_text(body)
+    for refused in ("d.mtx", "c.txt"):
+        with pytest.raises(sfapprox.SfapproxError):
+            sfapprox.load_matrix(tmp_path / refused)
+    with pytest.raises(sfapprox.SfapproxError, match="line 2, column 2"):
+        sfapprox.load_matrix(tmp_path / "n.csv")
+    assert sfapprox.load_matrix(tmp_path / "d.ijv").matrix[0, 0] == 1500
+    assert sfapprox.load_matrix(tmp_path / "c.csv").matrix[0, 0] == 0.25
+    assert any("repeated entries summed" in note for note in sfapprox.load_matrix(tmp_path / "r.ijv").notes)
+    safety = _section("## Safety")
+    assert ("`0,25` outside a `;`-separated file, `1.5D+03` in Matrix Market" in safety
+            and "(a text table's, triplets' and LIBSVM's also with the column)" in safety
+            and "repeated entries summed) is said in a note" in safety)
