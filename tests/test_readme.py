@@ -641,3 +641,27 @@ def test_readme_lists_every_public_max_memory():
                 continue
     assert {"KernelMatrix", "load_matrix"} <= taking
     assert "the estimators" in said and {name for name in taking if f"`{name}`" not in said} == set()
+
+
+def test_readme_shell_commands_use_their_own_command_s_options():
+    """Each `sfapprox ...` line of README's shell blocks names a command that exists and only options that
+    command takes (the option test only asked that some command had them)."""
+    import shlex
+
+    commands = _commands_and_options()
+    text = (ROOT / "README.md").read_text()
+    lines = [line.split(" #", 1)[0].strip() for block in text.split("```bash\n")[1:]
+             for line in block.split("\n```", 1)[0].splitlines()]
+    calls = [shlex.split(line.split("&& ", 1)[-1]) for line in lines if "sfapprox " in line]
+    assert len(calls) > 15
+    wrong = []
+    for words in calls:
+        words = words[words.index("sfapprox") + 1:]
+        name = words[0] if words[0] in commands else None
+        if name and len(words) > 1 and f"{name} {words[1]}" in commands:
+            name = f"{name} {words[1]}"
+        if name is None:
+            wrong.append(" ".join(words))
+            continue
+        wrong += [f"{name} {w}" for w in words if w.startswith("--") and w.split("=")[0] not in commands[name]]
+    assert wrong == []
