@@ -792,13 +792,42 @@ def rpca_sparse_for_budget(n: int, budget: int, rank: int, *, count_indices: boo
     18
     """
     left = int(budget) - tsvd_count(n, rank)
+    per_entry = 2 if count_indices else 1
     if left < 0:
         raise BudgetError(
             f"a rank-{rank} part of a {n:,} x {n:,} matrix stores {tsvd_count(n, rank):,} numbers, "
-            f"over the budget of {int(budget):,}; choose a rank of at most {tsvd_rank_for_budget(n, budget)}"
+            f"over the budget of {int(budget):,}; {_rank_advice(n, int(budget), per_entry)}"
         )
-    per_entry = 2 if count_indices else 1
     return min(int(n) * int(n), left // per_entry)
+
+
+def _rank_advice(n: int, budget: int, per_entry: int) -> str:
+    """What to choose where a rank is over ``budget``: a smaller rank where one fits, else what fits
+    instead ("choose a rank of at most 0" named no rank to choose).
+
+    Parameters
+    ----------
+    n : int
+        Order ``N`` of the square matrix.
+    budget : int
+        Stored numbers allowed.
+    per_entry : int
+        Numbers stored per sparse entry (2 with its position).
+
+    Returns
+    -------
+    str
+    """
+    fits = tsvd_rank_for_budget(n, budget)
+    if fits:
+        return f"choose a rank of at most {fits}"
+    one_rank = tsvd_count(n, 1)
+    entries = min(int(n) * int(n), max(0, budget) // per_entry)
+    if entries:
+        return (f"even rank 1 stores {one_rank:,} numbers: choose rank 0, the sparse part alone "
+                f"({entries:,} entr{'y' if entries == 1 else 'ies'} fit)")
+    return (f"even one sparse entry stores {per_entry} number{'s' if per_entry > 1 else ''}: "
+            f"raise the budget (rank 1 needs {one_rank:,})")
 
 
 def rpca_rank_for_budget(n: int, budget: int, n_sparse: int, *, count_indices: bool = False) -> int:

@@ -371,3 +371,19 @@ def test_over_the_budget_separates_thousands():
     with pytest.raises(BudgetError, match=r"1,000 x 1,000 matrix stores 40,020 numbers, over the budget of 25,000; "
                                           r"choose a rank of at most 12$"):
         rpca_sparse_for_budget(1_000, 25_000, 20)
+
+
+def test_rank_advice_names_what_fits_where_no_rank_does():
+    """Below one rank's count the advice was "choose a rank of at most 0": it names rank 0 with the
+    sparse entries that fit, or, where not even one entry fits, to raise the budget."""
+    from sfapprox.budget import rpca_sparse_for_budget
+
+    with pytest.raises(BudgetError, match=r"over the budget of 15; even rank 1 stores 21 numbers: choose rank 0, "
+                                          r"the sparse part alone \(7 entries fit\)$"):
+        rpca_sparse_for_budget(10, 15, 3, count_indices=True)
+    with pytest.raises(BudgetError, match=r"over the budget of 1; even one sparse entry stores 2 numbers: "
+                                          r"raise the budget \(rank 1 needs 21\)$"):
+        rpca_sparse_for_budget(10, 1, 3, count_indices=True)
+    with pytest.raises(BudgetError) as info:
+        rpca_sparse_for_budget(10, 20, 1)
+    assert "at most 0" not in str(info.value) and "(20 entries fit)" in str(info.value)
