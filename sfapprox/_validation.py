@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._errors import InputError, ParameterError, ResourceError, parameter
+from .formats import counted
 
 if TYPE_CHECKING:  # for type checkers only: torch is imported where a tensor is met, never to validate an array
     import torch
@@ -283,9 +284,13 @@ def _check_shape(shape: tuple[int, ...], source: str) -> None:
 
 
 def _raise_nonfinite(count: int, row: int, col: int, source: str) -> None:
+    # an array has no lines: its position is numpy's index, said to be 0-based (the text readers say a
+    # 1-based "line L, column C")
+    one = count == 1
     raise InputError(
-        f"{source}: matrix has {count} NaN/Inf entries (first at row {row}, col {col}; 0-based); replace them "
-        "(numpy.nan_to_num) or remove their rows and columns"
+        f"{source}: matrix has {counted(count, 'NaN/Inf entry', 'NaN/Inf entries')} (the first at [{row}, {col}]: "
+        f"0-based, as numpy indexes); replace {'it' if one else 'them'} (numpy.nan_to_num) or remove "
+        f"{'its row and column' if one else 'their rows and columns'}"
     )
 
 
@@ -375,7 +380,7 @@ def check_sparse_structure(X, *, source: str = "array") -> None:
         indptr, indices = np.asarray(X.indptr), np.asarray(X.indices)
         if indptr.ndim != 1 or indptr.size != major + 1:
             raise InputError(
-                f"{source}: invalid sparse matrix: index pointer has {indptr.size} entries, expected {major + 1}"
+                f"{source}: invalid sparse matrix: index pointer has {indptr.size:,} entries, expected {major + 1:,}"
             )
         if indptr[0] != 0 or (np.diff(indptr) < 0).any():
             raise InputError(f"{source}: invalid sparse matrix: index pointer must start at 0 and never decrease")
@@ -440,7 +445,7 @@ def _check_sparse(X, source: str, max_memory: int | None, held: int = 0) -> sp.c
     stored = int(np.size(data)) if isinstance(data, np.ndarray) and data.dtype != object else int(X.nnz)
     check_memory(
         2 * (8 * (n + 1) + 16 * stored),
-        what=f"{source}: sparse {n} x {n} matrix with {stored} stored entries",
+        what=f"{source}: sparse {n:,} x {n:,} matrix with {counted(stored, 'stored entry', 'stored entries')}",
         limit=max_memory, held=held,
     )
     check_sparse_structure(X, source=source)

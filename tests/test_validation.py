@@ -89,7 +89,7 @@ class TestDense:
         X[2, 3] = np.nan
         X[3, 0] = np.inf
         X[2, 1] = -np.inf
-        with pytest.raises(InputError, match=r"matrix has 3 NaN/Inf entries \(first at row 2, col 1") as info:
+        with pytest.raises(InputError, match=r"matrix has 3 NaN/Inf entries \(the first at \[2, 1\]: 0-based") as info:
             check_square_matrix(X, source="m.npy")
         _one_line_error(info, "m.npy")
 
@@ -390,7 +390,7 @@ class TestSparse:
 
     def test_nan_position(self):
         A = sp.csr_array(([1.0, np.nan, np.inf], ([0, 2, 3], [1, 7, 0])), shape=(8, 8))
-        with pytest.raises(InputError, match=r"2 NaN/Inf entries \(first at row 2, col 7"):
+        with pytest.raises(InputError, match=r"2 NaN/Inf entries \(the first at \[2, 7\]: 0-based"):
             check_square_matrix(A)
 
     def test_complex_sparse(self):
@@ -533,7 +533,7 @@ def test_a_dense_matrix_is_checked_finite_without_a_mask():
         tracemalloc.stop()
     assert peak < 0.05 * X.nbytes
     X[7, 9], X[8, 2] = np.inf, np.nan
-    with pytest.raises(InputError, match=r"2 NaN/Inf entries \(first at row 7, col 9"):
+    with pytest.raises(InputError, match=r"2 NaN/Inf entries \(the first at \[7, 9\]: 0-based"):
         check_square_matrix(X)
     with pytest.raises(InputError, match="values too large"):
         check_square_matrix(np.full((3, 3), 1e200))
@@ -545,7 +545,7 @@ def test_a_signalling_nan_is_one_error_and_no_warning():
     "invalid value encountered in cast" came before the one-line error."""
     X = np.ones((4, 4), dtype=np.float32)
     X.view(np.uint32)[2, 3] = 0x7FA00000  # a signalling NaN
-    with pytest.raises(InputError, match=r"matrix has 1 NaN/Inf entries \(first at row 2, col 3"):
+    with pytest.raises(InputError, match=r"matrix has 1 NaN/Inf entry \(the first at \[2, 3\]: 0-based"):
         check_square_matrix(X, source="m.npy")
 
 
@@ -658,7 +658,7 @@ class TestRefusalsSayWhatToDo:
 
     @pytest.mark.parametrize("X", [np.array([[1.0, np.nan], [0.0, 1.0]]), sp.csr_array(np.array([[np.inf, 0], [0, 1.0]]))])
     def test_non_finite_entries_say_how_to_remove_them(self, X):
-        with pytest.raises(InputError, match=r"NaN/Inf entries .*; replace them \(numpy.nan_to_num\) or remove"):
+        with pytest.raises(InputError, match=r"NaN/Inf entr(y|ies) .*; replace (it|them) \(numpy.nan_to_num\) or remove"):
             check_square_matrix(X)
 
     @pytest.mark.parametrize("path", ["m.npy", __import__("pathlib").Path("m.npy")])
@@ -708,3 +708,24 @@ print([r.status for r in c.results])
                           env={**__import__("os").environ, "PYTHONPATH": str(repo)})
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "['ok', 'ok']"
+
+
+def test_an_arrays_nan_refusal_says_its_indexes_are_numpys():
+    """An array has no lines: "row 1, col 2; 0-based" beside the text readers' 1-based "line L, column C"
+    left a reader to guess; the position is numpy's index ``[i, j]``, said to be 0-based, as numpy's.
+    One entry is counted in the singular; thousands are separated as tables write them."""
+    X = np.ones((3, 3))
+    X[1, 2] = np.nan
+    with pytest.raises(InputError, match=r"matrix has 1 NaN/Inf entry \(the first at \[1, 2\]: 0-based, as numpy "
+                                         r"indexes\)"):
+        check_square_matrix(X, source="m.npy")
+    S = sp.csr_array(np.full((40, 40), np.inf))
+    with pytest.raises(InputError, match=r"matrix has 1,600 NaN/Inf entries \(the first at \[0, 0\]: 0-based"):
+        check_square_matrix(S, source="m.npz")
+
+
+def test_a_sparse_arrays_memory_refusal_separates_thousands():
+    """"sparse 40 x 40 matrix with 1600 stored entries" beside tables printing 1,600."""
+    S = sp.csr_array(np.ones((40, 40)))
+    with pytest.raises(ResourceError, match=r"sparse 40 x 40 matrix with 1,600 stored entries needs"):
+        check_square_matrix(S, source="m.npz", max_memory=1_000)
