@@ -220,7 +220,7 @@ def test_integer_duplicates_summed_in_float(tmp_path):
     path.write_text(text)
     m = load_matrix(path)
     assert m.to_dense()[0, 0] == 1.2e19
-    assert "1 repeated entries summed" in m.notes
+    assert "1 repeated entry summed" in m.notes
 
 
 def test_one_percent_banner_identity_is_the_identity(tmp_path):

@@ -8,6 +8,7 @@ import scipy.io
 import scipy.sparse as sp
 
 from _io_helpers import input_error, write
+from sfapprox._errors import ResourceError
 from sfapprox.io import load_matrix
 
 
@@ -121,3 +122,15 @@ def test_a_header_that_declares_more_value_lines_than_the_file_has_is_read_when_
     valcrd = int(lines[1][42:56])
     lines[1] = lines[1][:42] + f"{valcrd + 2:14d}" + lines[1][56:]
     np.testing.assert_array_equal(load_matrix(write(tmp_path / "over.rua", "".join(lines))).to_dense(), A)
+
+
+def test_a_memory_refusal_separates_thousands(tmp_path):
+    """"sparse 2000 x 2000 matrix with 1234567 stored entries" beside tables printing 1,234,567 (refused
+    from the header's counts, before the values are read)."""
+    p = tmp_path / "m.rua"
+    scipy.io.hb_write(str(p), sp.csc_array(np.eye(3)))
+    lines = p.read_text().splitlines(keepends=True)
+    lines[2] = f"RUA{2000:>25}{2000:>14}{1234567:>14}{0:>14}\n"
+    p.write_text("".join(lines))
+    with pytest.raises(ResourceError, match=r"sparse 2,000 x 2,000 matrix with 1,234,567 stored entries needs"):
+        load_matrix(p, max_memory=32 * 2**20)  # the dense form fits (30.5 MiB), the entries not

@@ -92,7 +92,7 @@ class TestMatrixMarket:
 
     def test_nan_entry_refused_with_its_position(self, tmp_path):
         p = write(tmp_path / "n.mtx", "%%MatrixMarket matrix coordinate real general\n3 3 1\n3 2 nan\n")
-        input_error(p, r"1 NaN/Inf entries \(first at row 2, col 1")
+        input_error(p, r"1 NaN/Inf entry \(the first at \[2, 1\]: 0-based, as numpy indexes\)")
 
     def test_array_over_memory_refused(self, tmp_path):
         p = write(tmp_path / "big.mtx", "%%MatrixMarket matrix array real general\n1000 1000\n1\n")
@@ -266,3 +266,17 @@ def test_an_index_out_of_range_says_indices_are_one_based(tmp_path, entry):
 def test_an_empty_matrix_says_what_to_do(tmp_path, kind, size):
     input_error(write(tmp_path / "z.mtx", f"%%MatrixMarket matrix {kind} real general\n{size}\n"),
                 r"z\.mtx: matrix is empty \(0 x 0\); there is nothing to approximate: give a matrix of at least 1 x 1")
+
+
+def test_counts_in_messages_and_notes_separate_thousands(tmp_path):
+    """"1234567 stored entries" and "1200 repeated entries summed" beside tables printing 1,234,567;
+    one repeated entry is said in the singular."""
+    big = write(tmp_path / "big.mtx", "%%MatrixMarket matrix coordinate real general\n2000 2000 1234567\n1 1 1\n")
+    with pytest.raises(ResourceError, match=r"sparse 2,000 x 2,000 matrix with 1,234,567 stored entries needs"):
+        load_matrix(big, max_memory=40 * 2**20)
+    body = "".join(f"{i} {i} 1\n" for i in range(1, 1101)) + "1 1 1\n" * 1200
+    m = load_matrix(write(tmp_path / "r.mtx", f"%%MatrixMarket matrix coordinate real symmetric\n1100 1100 2300\n{body}"))
+    assert "1,200 repeated entries summed" in m.notes, m.notes
+    assert "symmetric storage expanded: 2,300 stored -> 1,100 entries" in m.notes, m.notes
+    one = load_matrix(write(tmp_path / "one.mtx", MTX_GENERAL.replace("3 3 3", "3 3 4") + "1 1 1\n"))
+    assert "1 repeated entry summed" in one.notes, one.notes

@@ -228,14 +228,14 @@ def test_a_npy_hashed_as_it_streams_is_checked_and_refused_as_before(tmp_path):
 @pytest.mark.parametrize("kind", ["coo", "csr"])
 def test_a_sparse_npz_with_repeated_entries_says_they_were_summed(kind, tmp_path):
     """Repeated positions of a save_npz file add up (as scipy's), with the note the Matrix Market and
-    triplet readers give ("1 repeated entries summed"); a canonical file has no such note."""
+    triplet readers give ("1 repeated entry summed"); a canonical file has no such note."""
     data, rows, cols = np.array([1.0, 2.0, 3.0]), np.array([0, 0, 1]), np.array([0, 0, 1])
     A = sp.coo_array((data, (rows, cols)), shape=(2, 2))
     if kind == "csr":
         A = sp.csr_array((data, cols, np.array([0, 2, 3])), shape=(2, 2))  # row 0 holds column 0 twice
     sp.save_npz(tmp_path / "d.npz", A)
     m = load_matrix(tmp_path / "d.npz")
-    assert "1 repeated entries summed" in m.notes
+    assert "1 repeated entry summed" in m.notes
     np.testing.assert_array_equal(m.to_dense(), [[3.0, 0.0], [0.0, 3.0]])
     sp.save_npz(tmp_path / "c.npz", sp.coo_array(np.eye(3)))
     assert not any("repeated" in note for note in load_matrix(tmp_path / "c.npz").notes)

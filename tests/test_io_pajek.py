@@ -390,3 +390,16 @@ def test_a_fortran_exponent_weight_is_read(tmp_path):
     m = load_matrix(path)
     np.testing.assert_array_equal(m.to_dense(), [[0, 4], [1.5, 0]])
     assert any("Fortran exponent" in n for n in m.notes)
+
+
+def test_counts_in_notes_and_messages_separate_thousands(tmp_path):
+    """"1200 numbers written with a decimal comma", "holds 1200 values, expected 35 x 35 = 1225": thousands
+    separated as tables write them, one number in the singular."""
+    arcs = "".join(f"{i} {i % 1200 + 1} 0,5\n" for i in range(1, 1201))
+    m = load_matrix(write(tmp_path / "c.net", f"*Vertices 1200\n*Arcs\n{arcs}"))
+    assert "Pajek: 1,200 numbers written with a decimal comma (0,25) read as 0.25" in m.notes, m.notes
+    one = load_matrix(write(tmp_path / "one.net", "*Vertices 2\n*Arcs\n1 2 0,5\n"))
+    assert "Pajek: 1 number written with a decimal comma (0,25) read as 0.25" in one.notes, one.notes
+    values = " ".join(["1"] * 1200)
+    input_error(write(tmp_path / "m.net", f"*Vertices 35\n*Matrix\n{values}\n"),
+                r"\*Matrix section holds 1,200 values, expected 35 x 35 = 1,225")

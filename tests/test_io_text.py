@@ -33,13 +33,13 @@ class TestHeaderlessTriplets:
 
     def test_a_nan_value_is_named_by_its_line(self, tmp_path):
         input_error(write(tmp_path / "t.ijv", "# c\n1 1 1\n\n2 2 nan\n"),
-                    r"line 4: value nan is not a finite number \(1 NaN/Inf values in the file\)")
+                    r"line 4: value nan is not a finite number \(1 NaN/Inf value in the file\)")
 
     def test_semicolon_separated_triplets_are_read_with_their_decimal_commas(self, tmp_path):
         """'1;1;1' (a decimal-comma locale's spreadsheet) was refused as 'got 1 fields'."""
         m = load_matrix(write(tmp_path / "s.ijv", "1;1;1\n2;2;0,5;\n1;2;3\n"), mirror="none")
         np.testing.assert_array_equal(m.to_dense(), [[1, 3], [0, 0.5]])
-        assert "semicolon-separated, 1 numbers written with a decimal comma (1,5) read as 1.5" in m.notes
+        assert "semicolon-separated, 1 number written with a decimal comma (1,5) read as 1.5" in m.notes
         m = load_matrix(write(tmp_path / "p.ijv", "1;1;1\n2;2;2\n"))
         assert "fields separated by ';'" in m.notes and m.nnz == 2
         input_error(write(tmp_path / "m.ijv", "1;1;1\n2 2 3\n"),
@@ -70,7 +70,7 @@ class TestHeaderlessTriplets:
         m = load_matrix(write(tmp_path / "e.edges", "# edge list\n0 1\n1 2\n0 1\n"), mirror="none")
         np.testing.assert_array_equal(m.to_dense(), [[0, 2, 0], [0, 0, 1], [0, 0, 0]])
         text = " ".join(m.notes)
-        assert "0-based" in text and "pattern" in text and "1 repeated entries summed" in text
+        assert "0-based" in text and "pattern" in text and "1 repeated entry summed" in text
 
     @pytest.mark.parametrize(
         "text, match",
@@ -205,7 +205,7 @@ class TestDenseText:
 
     def test_nan_cell_refused_with_its_position(self, tmp_path):
         input_error(write(tmp_path / "m.csv", "1,2\nnan,4\n"),
-                    r"line 2, column 1: 'nan' is not a finite number \(1 NaN/Inf cells in the table\)")
+                    r"line 2, column 1: 'nan' is not a finite number \(1 NaN/Inf cell in the table\)")
 
     @pytest.mark.parametrize("name, text, where", [
         # the file's line (past a comment, the header, a blank line) and 1-based column, as other cells are named
@@ -464,3 +464,14 @@ def test_a_header_over_grouped_looking_cells_says_they_are_cells(tmp_path):
     """With a header of as many ','-separated names, '1,000,000' is three cells."""
     path = write(tmp_path / "h.txt", "x,y,z\n1,000,000\n2,000,000\n3,000,000\n")
     np.testing.assert_array_equal(load_matrix(path).to_dense(), [[1, 0, 0], [2, 0, 0], [3, 0, 0]])
+
+
+def test_counts_in_notes_separate_thousands(tmp_path):
+    """"size 1499 x 1499", "1200 repeated entries summed" and "1 numbers written with a decimal comma" beside
+    tables printing 1,499: thousands separated, one number in the singular."""
+    body = "".join(f"{i} {i} 1\n" for i in range(1, 1500)) + "1 1 1\n" * 1200
+    m = load_matrix(write(tmp_path / "m.ijv", body))
+    assert "size 1,499 x 1,499 taken from the largest index" in m.notes, m.notes
+    assert "1,200 repeated entries summed" in m.notes, m.notes
+    comma = load_matrix(write(tmp_path / "c.csv", "1;2,5\n3;4\n"))
+    assert "semicolon-separated, 1 number written with a decimal comma (1,5) read as 1.5" in comma.notes, comma.notes

@@ -16,6 +16,7 @@ import scipy.io
 import scipy.sparse as sp
 
 from .._validation import check_memory, check_sparse_structure
+from ..formats import counted
 from ._common import Options, ReadResult, Source, check_order, one_line
 
 
@@ -74,7 +75,7 @@ def _expand(L: sp.csr_array, skew: bool, notes: list[str], kind: str) -> sp.csr_
     full = L + sign * sp.csr_array(sp.triu(L, 1) if upper else sp.tril(L, -1)).T
     full = sp.csr_array(full)
     full.sum_duplicates()
-    notes.append(f"{kind} storage expanded: {L.nnz} stored -> {full.nnz} entries")
+    notes.append(f"{kind} storage expanded: {L.nnz:,} stored -> {counted(full.nnz, 'entry', 'entries')}")
     return full
 
 
@@ -100,7 +101,7 @@ def read_hb(src: Source, opts: Options) -> ReadResult:
     check_order(nrow, src, sparse=True)
     check_memory(
         2 * 16 * nnz * (2 if mxtype[1] in "SZ" else 1) + 8 * nrow,
-        what=f"{src.display}: sparse {nrow} x {ncol} matrix with {nnz} stored entries",
+        what=f"{src.display}: sparse {nrow:,} x {ncol:,} matrix with {counted(nnz, 'stored entry', 'stored entries')}",
         limit=opts.max_memory,
     )
     symmetric = mxtype[1] in "SZ"

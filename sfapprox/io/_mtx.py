@@ -32,6 +32,7 @@ import scipy.sparse as sp
 
 from .._errors import parameter
 from .._validation import check_memory, format_bytes
+from ..formats import counted
 from ._common import Options, ReadResult, Source, check_order, decode_text, one_line, utf16_encoding
 
 #: Bytes of the file read to find the header (banner, comments, size line);
@@ -261,7 +262,7 @@ def _check_sizes(src: Source, h: _Header, opts: Options) -> None:
         check_memory(_parse_bytes(h), what=f"{src.display}: dense {h.rows} x {h.cols} array", limit=opts.max_memory)
     else:
         check_memory(_parse_bytes(h),
-                     what=f"{src.display}: sparse {h.rows} x {h.cols} matrix with {h.entries} stored entries",
+                     what=f"{src.display}: sparse {h.rows:,} x {h.cols:,} matrix with {counted(h.entries, 'stored entry', 'stored entries')}",
                      limit=opts.max_memory)
 
 
@@ -409,7 +410,7 @@ def _scipy_source(src: Source, h: _Header) -> Iterator[BinaryIO]:
     text = src.read_bytes()
     # Checked again now that the text's size is known: its copies, then the parse, the text still held.
     check_memory(CANONICAL_COPIES * len(text) + _parse_bytes(h), limit=src.max_memory,
-                 what=f"{src.display}: parsing {format_bytes(len(text))} of text into a {h.rows} x {h.cols} matrix")
+                 what=f"{src.display}: parsing {format_bytes(len(text))} of text into a {h.rows:,} x {h.cols:,} matrix")
     data, start = _canonical(text, h)
     del text  # the Source keeps its own reference; this frame's is not needed
     _check_body(src, data, start, h)
@@ -428,7 +429,7 @@ def _to_float(M, h: _Header, src: Source, notes: list[str]):
     A.sum_duplicates()
     repeated = coo.nnz - A.nnz
     if repeated:
-        notes.append(f"{repeated} repeated entries summed")
+        notes.append(f"{counted(repeated, 'repeated entry', 'repeated entries')} summed")
     if h.symmetry == "skew-symmetric":
         diag = A.diagonal()
         if np.any(diag != 0):
@@ -461,7 +462,7 @@ def read_mtx(src: Source, opts: Options) -> ReadResult:
     M = _to_float(M, header, src, notes)
     if header.symmetry in ("symmetric", "skew-symmetric"):
         if sp.issparse(M):
-            notes.append(f"{header.symmetry} storage expanded: {header.entries} stored -> {M.nnz} entries")
+            notes.append(f"{header.symmetry} storage expanded: {header.entries:,} stored -> {counted(M.nnz, 'entry', 'entries')}")
         else:
             notes.append(f"{header.symmetry} storage expanded (dense array)")
     if header.field == "pattern":

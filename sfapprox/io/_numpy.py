@@ -17,6 +17,7 @@ import scipy.sparse as sp
 from .._npy import PICKLE_REFUSAL, read_npy_header
 from .._errors import parameter
 from .._validation import check_memory
+from ..formats import counted
 from ._common import HashingReader, Options, ReadResult, Source, check_order, one_line
 
 _SPARSE_KEYS = {"format", "shape", "data"}
@@ -145,7 +146,7 @@ def _read_sparse_npz(src: Source, zf: zipfile.ZipFile, file, members, opts: Opti
     notes = [f"scipy.sparse save_npz file ({fmt} format)"]
     repeated = _repeated_entries(M)
     if repeated:  # summed when the matrix is checked, as the Matrix Market and triplet readers say they are
-        notes.append(f"{repeated} repeated entries summed")
+        notes.append(f"{counted(repeated, 'repeated entry', 'repeated entries')} summed")
     return ReadResult(M, "npz", notes)
 
 

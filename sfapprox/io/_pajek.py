@@ -28,6 +28,7 @@ import scipy.sparse as sp
 
 from .._errors import ParameterError, parameter
 from .._validation import check_memory
+from ..formats import counted
 from ._common import (Options, ReadResult, Source, check_order, fortran_float, is_int_token, is_missing_token,
                       is_number_like, parse_float)
 
@@ -342,7 +343,7 @@ def _select_relation(src: Source, net: _Network, relation: int | None, notes: li
     """Keep only relation ``relation`` of ``net`` (None: all, summed), with notes."""
     if relation is None:
         if len(net.relations) > 1:
-            notes.append(f"Pajek: {len(net.relations)} relations summed: {net.describe_relations()} "
+            notes.append(f"Pajek: {counted(len(net.relations), 'relation')} summed: {net.describe_relations()} "
                          f"({parameter('relation', shown='K')} picks one)")
         elif net.relations:
             notes.append(f"Pajek: relation {net.describe_relations()}")
@@ -381,8 +382,8 @@ def _matrix_sum(src: Source, net: _Network, rows: int, cols: int) -> np.ndarray 
     for block in net.matrices:
         if len(block.values) != rows * cols:
             raise src.fail(
-                f"line {block.line_no}: *Matrix section holds {len(block.values)} values, "
-                f"expected {rows} x {cols} = {rows * cols}"
+                f"line {block.line_no}: *Matrix section holds {counted(len(block.values), 'value')}, "
+                f"expected {rows:,} x {cols:,} = {rows * cols:,}"
             )
         total += np.asarray(block.values).reshape(rows, cols)
     return total
@@ -536,9 +537,9 @@ def read_pajek(src: Source, opts: Options) -> ReadResult:
         notes.append(f"Pajek network {net.name!r}")
     _select_relation(src, net, opts.relation, notes)
     if parser.fortran_weights:
-        notes.append(f"Pajek: {parser.fortran_weights} numbers written with a Fortran exponent (1.0D+00) read as 1.0E+00")
+        notes.append(f"Pajek: {counted(parser.fortran_weights, 'number')} written with a Fortran exponent (1.0D+00) read as 1.0E+00")
     if parser.comma_weights:
-        notes.append(f"Pajek: {parser.comma_weights} numbers written with a decimal comma (0,25) read as 0.25")
+        notes.append(f"Pajek: {counted(parser.comma_weights, 'number')} written with a decimal comma (0,25) read as 0.25")
     for kind in ("arcs", "edges"):
         if net.repeats[kind]:
             notes.append(f"Pajek: {net.repeats[kind]} repeated {kind} summed")

@@ -11,6 +11,7 @@ import scipy.sparse as sp
 
 from .._errors import InputError
 from .._validation import check_memory
+from ..formats import counted
 from ._common import (MAX_DIM, Options, ReadResult, Source, as_float_table, check_order, fortran_float,
                       is_comma_number, is_missing_token, is_number_like, parse_float, strip_compression)
 
@@ -325,7 +326,7 @@ def _refuse_nonfinite(src: Source, table: np.ndarray, lines: list[str], skipped:
     cells = _split_line(lines[line_no - skipped - 1], delimiter)
     cell = cells[col] if col < len(cells) else ""
     raise src.fail(f"line {line_no}, column {col + 1}: {cell!r} is not a finite number "
-                   f"({int(bad.sum())} NaN/Inf cells in the table)",
+                   f"({counted(int(bad.sum()), 'NaN/Inf cell')} in the table)",
                    "every entry needs a finite number: replace them (numpy.nan_to_num) or remove their rows and columns")
 
 
@@ -394,9 +395,9 @@ def read_written_numbers(rows: list[list[str]], numbers: list[int], src: Source,
                        "file writes decimal commas (1,5): is the point a thousands separator?",
                        "write every number the same way, without thousands separators")
     if fortran:
-        notes.append(f"{fortran} numbers written with a Fortran exponent (1.0D+00) read as 1.0E+00")
+        notes.append(f"{counted(fortran, 'number')} written with a Fortran exponent (1.0D+00) read as 1.0E+00")
     if commas:
-        notes.append(f"semicolon-separated, {commas} numbers written with a decimal comma (1,5) read as 1.5")
+        notes.append(f"semicolon-separated, {counted(commas, 'number')} written with a decimal comma (1,5) read as 1.5")
     return out
 
 
@@ -444,7 +445,7 @@ def _parse_triplets(src: Source, text: str) -> tuple[np.ndarray, np.ndarray, np.
     bad = np.flatnonzero(~np.isfinite(values))
     if bad.size:  # named by its line here: the matrix's check gave a 0-based row and column
         raise src.fail(f"line {_data_line_number(text, int(bad[0]))}: value {values[bad[0]]:g} is not a finite number "
-                       f"({bad.size} NaN/Inf values in the file)",
+                       f"({counted(bad.size, 'NaN/Inf value')} in the file)",
                        "every entry needs a finite number: replace them or remove their lines")
     notes = written + ([] if table.shape[1] == 3 else ["two columns: pattern entries set to 1.0"])
     return idx[:, 0].astype(np.int64), idx[:, 1].astype(np.int64), values, notes
@@ -544,7 +545,7 @@ def triplets_to_matrix(i, j, v, n: int, mirror: str, notes: list[str], reading: 
     ``reading["mirror"]``: "mirror" or "none" (``"auto"`` is one of them: the same matrix as it)."""
     dup = len(i) - len(np.unique(i * n + j))
     if dup:
-        notes.append(f"{dup} repeated entries summed")
+        notes.append(f"{counted(dup, 'repeated entry', 'repeated entries')} summed")
     tri = _triangle(i, j)
     do_mirror = mirror == "mirror" or (mirror == "auto" and tri is not None)
     if reading is not None:
@@ -609,7 +610,7 @@ def read_ijv(src: Source, opts: Options) -> ReadResult:
         i, j = i - 1, j - 1
     n = int(max(i.max(), j.max())) + 1
     check_order(n, src, "largest index gives a matrix", sparse=True)
-    notes.insert(0, f"size {n} x {n} taken from the largest index")
+    notes.insert(0, f"size {n:,} x {n:,} taken from the largest index")
     reading: dict = {}
     matrix = triplets_to_matrix(i, j, v, n, opts.mirror, notes, reading)
     return ReadResult(matrix, "ijv", notes, reading=reading)
