@@ -921,3 +921,33 @@ def test_datasets_fetch_s_lines_wrap_at_spaces_in_a_narrow_window(tmp_path):
     lines = [line.rstrip() for line in plain(screen).splitlines() if line.strip()]
     assert code == 1 and any(line.startswith("✗") for line in lines), lines
     assert all(cell_len(line) <= 40 or _one_piece(line) for line in lines), lines
+
+
+@pytest.mark.parametrize("columns", [100, 60])
+def test_a_stage_without_iterations_shows_its_name_and_time_not_it_0(monkeypatch, columns):
+    """compare's scoring (and a method before its first iteration) showed "it 0 error –", numbers that
+    meant nothing there: the line now shows the stage's name and the elapsed time alone, and the numbers
+    come back with the next fit's first report."""
+    import io
+
+    from rich.console import Console
+
+    from sfapprox.cli import _render
+
+    console = Console(file=io.StringIO(), force_terminal=True, width=columns, color_system=None)
+    monkeypatch.setattr(_render, "err", console)
+    monkeypatch.setattr(_render, "draws_progress", lambda: True, raising=False)  # a StringIO is no terminal
+    redraw = _render._FitProgress.update
+    monkeypatch.setattr(_render._FitProgress, "update", lambda self, *a, **kw: redraw(self, *a, **kw, refresh=True))
+    with _render.fit_progress("m", 100, False) as update:
+        update({"iteration": 40, "max_iter": 100, "fro_error": 0.25, "elapsed": 1.0, "method": "sf"})
+        update.describe("scoring")
+        scoring = len(console.file.getvalue())
+        update.describe("tsvd")
+        update({"iteration": 3, "max_iter": 100, "fro_error": 0.5, "elapsed": 1.0, "method": "tsvd"})
+    text = plain(console.file.getvalue())
+    staged = [line.rstrip() for line in plain(console.file.getvalue()[:scoring]).splitlines() if "scoring" in line]
+    assert staged and all(re.search(r"m scoring .*\d+:\d\d:\d\d$", line) for line in staged), staged
+    assert not any("it " in line or "error" in line for line in staged), staged
+    assert not re.search(r"it 0 +error", text), text
+    assert re.search(r"it 3 +error 0\.5 ", text), text

@@ -644,7 +644,9 @@ def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float |
     progress = _FitProgress(console=err, transient=True)
     with progress:
         # "what": the method (or "scoring") the description ends with, kept whole when the label is cut
-        task = progress.add_task(label, total=1.0, iteration=0, error=None, phase="", what="")
+        # iteration None: no fit reports yet (a stage: "scoring", a method before its first iteration), so
+        # the line shows no "it 0 error –", numbers that meant nothing there; the label and the time say it
+        task = progress.add_task(label, total=1.0, iteration=None, error=None, phase="", what="")
         shown = {"label": label}  # the label and what relabel() adds to it (a sweep's budget)
 
         def update(info: dict) -> None:
@@ -659,12 +661,12 @@ def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float |
                             description=f"{shown['label']} {method}" if method else shown["label"])
 
         def describe(what: str) -> None:
-            progress.update(task, completed=0.0, iteration=0, error=None, phase="", what=what,
+            progress.update(task, completed=0.0, iteration=None, error=None, phase="", what=what,
                             description=f"{shown['label']} {what}")
 
         def relabel(what: str) -> None:
             shown["label"] = f"{label} {literal(what)}"
-            progress.update(task, completed=0.0, iteration=0, error=None, phase="", what="",
+            progress.update(task, completed=0.0, iteration=None, error=None, phase="", what="",
                             description=shown["label"])
 
         update.describe = describe  # type: ignore[attr-defined]
@@ -719,7 +721,7 @@ def fit_progress_columns(width: int, task: Any = None) -> list[Any]:
     it_width, error_width, time_width = NUMBER_WIDTHS
     return [
         *words,
-        TextColumn("it {task.fields[iteration]}", table_column=TableColumn(min_width=it_width, **whole)),
+        _IterationColumn(table_column=TableColumn(min_width=it_width, **whole)),
         _ErrorColumn(numbers_room(width), table_column=TableColumn(min_width=error_width, **whole)),
         _ElapsedColumn(table_column=TableColumn(min_width=time_width, **whole)),
     ]
@@ -781,6 +783,19 @@ def elapsed_text(task: Any) -> str:
     return str(datetime.timedelta(seconds=max(0, int(task.elapsed or 0))))
 
 
+def iteration_text(task: Any) -> str:
+    """``it N``, or nothing where no fit reports (a stage such as "scoring": "it 0" there counted nothing)."""
+    iteration = task.fields["iteration"]
+    return "" if iteration is None else f"it {iteration}"
+
+
+class _IterationColumn(ProgressColumn):
+    """The progress line's iteration (:func:`iteration_text`)."""
+
+    def render(self, task: Any) -> Text:
+        return Text(iteration_text(task))
+
+
 class _ErrorColumn(ProgressColumn):
     """The progress line's error, to as many digits as the numbers' ``room`` leaves it (:func:`error_text`)."""
 
@@ -792,8 +807,8 @@ class _ErrorColumn(ProgressColumn):
         room = self.room
         if room is not None:
             it_width, error_width, time_width = NUMBER_WIDTHS
-            room -= max(it_width, len(f"it {task.fields['iteration']}")) + max(time_width, len(elapsed_text(task)))
-        return Text(error_text(task.fields["error"], room))
+            room -= max(it_width, len(iteration_text(task))) + max(time_width, len(elapsed_text(task)))
+        return Text(error_text(task.fields["error"], room) if task.fields["iteration"] is not None else "")
 
 
 class _ElapsedColumn(ProgressColumn):
