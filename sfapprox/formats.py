@@ -1081,9 +1081,10 @@ def render_rich(tables: list[Table], width: int | None = None, *, capped: bool =
                                     no_wrap=False, overflow="fold") for i in part])
             out.append(rich)
         notes = [*numbered, *table.notes]
-        for c in table.columns:  # what a column left out said that the reader must not lose
-            if c.title in plan.hidden:
-                notes.extend(table.hidden_notes.get(c.key, []))
+        # what a column left out said that the reader must not lose; a line that a longer one repeats whole
+        # ("sf: failed" beside "sf: failed: why", both columns left out) is said once
+        hidden = [line for c in table.columns if c.title in plan.hidden for line in table.hidden_notes.get(c.key, [])]
+        notes.extend(line for line in hidden if not any(other.startswith(f"{line}: ") for other in hidden))
         if plan.hidden:
             notes.append(f"(left out to fit the window: {', '.join(plan.hidden)}; a wider window, "
                          "--json or --csv shows every column)")

@@ -475,6 +475,9 @@ class Comparison(ShownAsTables):
         # a narrow window leaves out status and details first: why a row has no result still shows
         table.hidden_notes["details"] = [f"{r.method}: {r.status}: {r.reason}" for r in self.results
                                          if r.status != "ok" and r.reason]
+        # status alone left out (at 60 columns) while details stay: a row of dashes beside its reason (or a
+        # "[1]" note) never said "failed" or "not applicable"
+        table.hidden_notes["status"] = [f"{r.method}: {r.status}" for r in self.results if r.status != "ok"]
         if winner is not None:
             stopped = self.stopped_ahead()
             table.notes.append(f"★ smallest error at this budget: {winner}"

@@ -387,3 +387,25 @@ def test_a_free_text_cell_too_long_for_its_column_is_a_numbered_note():
     assert all(len(line) <= 40 for line in lines)
     assert "[1]" not in shown([t], 400)  # (boxed: nothing wraps)
     assert NOTE_LINES >= 2
+
+
+def test_a_row_without_a_result_says_its_status_where_only_the_status_column_is_left_out():
+    """At 60 columns compare left out the status column and kept details: a row of dashes beside a "[1]"
+    note that gave the reason but never the words "not applicable"; the status is said under the table,
+    once (where details give way too, its line says it with the reason)."""
+    from sfapprox import compare
+
+    ring = np.roll(np.eye(30), 1, axis=1) + np.roll(np.eye(30), -1, axis=1)
+    tables = compare(ring, "nystrom,tsvd", budget=400).tables()
+    text = " ".join(shown(tables, 60).split())
+    assert "status; a wider window" in text and "X is not positive semi-definite" in text, text
+    assert "nystrom: not applicable" in text, text
+    narrow = " ".join(shown(tables, 50).split())
+    assert narrow.count("nystrom: not applicable") == 1, narrow
+    t = Table("t", [Column("a", "a", "left"), Column("s", "status", "left", priority=1),
+                    Column("why", "why", priority=2)])
+    t.add({"a": "x", "s": "failed", "why": "9" * 40})
+    t.hidden_notes.update(s=["x: failed"], why=["x: failed: out of memory"])
+    assert "x: failed" in shown([t], 45) and "x: failed: out" not in shown([t], 45)
+    both = shown([t], 20)
+    assert both.count("x: failed") == 1 and "x: failed: out of memory" in " ".join(both.split()), both
