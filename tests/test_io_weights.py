@@ -933,17 +933,19 @@ def test_a_quantized_weight_is_read_as_the_values_it_stands_for(tmp_path):
 
 def test_a_file_of_very_many_tensors_is_listed_and_refused_without_a_name_at_once(tmp_path):
     """20,000 square tensors and no var: "holds 20000 square weight matrices" took 4 s (each name sought in
-    the list of square ones); info's listing and a named tensor's read stay as fast."""
+    the list of square ones: quadratic, 16 s at 40,000); info's listing and a named tensor's read stay as
+    fast.  The bound is loose (0.4 s here) so that a busy machine does not fail it, and the size large
+    enough that the quadratic search would."""
     import time
 
-    n = 20_000
+    n = 40_000
     header = {f"layers.{i}.w": {"dtype": "F32", "shape": [1, 1], "data_offsets": [4 * i, 4 * i + 4]} for i in range(n)}
     path = raw_safetensors(tmp_path / "many.safetensors", header, np.arange(n, dtype=np.float32).tobytes())
     t0 = time.perf_counter()
-    input_error(path, r"holds 20000 square weight matrices: layers.0.w 1x1, .* and 19992 more; pick one with var=")
-    assert time.perf_counter() - t0 < 2, time.perf_counter() - t0  # loose: 0.2 s here, 4 s before
+    input_error(path, r"holds 40000 square weight matrices: layers.0.w 1x1, .* and 39992 more; pick one with var=")
+    assert time.perf_counter() - t0 < 8, time.perf_counter() - t0
     assert len(describe_weights(path, "safetensors").data["tensors"]) == n
-    assert load_matrix(path, var="layers.19999.w").matrix[0, 0] == n - 1
+    assert load_matrix(path, var=f"layers.{n - 1}.w").matrix[0, 0] == n - 1
 
 
 def test_a_scalar_alone_and_a_header_nested_past_python_s_limit_say_what_they_are(tmp_path):
