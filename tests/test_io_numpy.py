@@ -251,3 +251,19 @@ def test_a_coo_npz_index_beyond_its_shape_names_the_array_and_the_bound(tmp_path
     np.savez(tmp_path / "o.npz", format=np.array(b"coo"), shape=np.array([3, 3]), data=np.array([1.0, 2.0]), **arrays)
     msg = input_error(tmp_path / "o.npz", said)
     assert "save the matrix again" in msg and "cannot parse" not in msg
+
+
+def test_repeated_entries_are_counted_by_a_sort_not_np_unique(tmp_path, monkeypatch):
+    """np.unique took 11.9 s of 5,000,000 keys (numpy 2.4) where a sort takes 0.13 s: a COO .npz's
+    reading spent 10.4 s of its 11.5 s counting its repeated entries for the note."""
+    import scipy.sparse as sp
+
+    def refused(*args, **kwargs):
+        raise AssertionError("np.unique")
+
+    path = tmp_path / "c.npz"
+    sp.save_npz(path, sp.coo_array(([1.0, 2.0, 3.0], ([0, 0, 1], [1, 1, 0])), shape=(2, 2)))
+    monkeypatch.setattr(np, "unique", refused)
+    m = load_matrix(path)
+    np.testing.assert_array_equal(m.to_dense(), [[0, 3], [3, 0]])
+    assert "1 repeated entry summed" in m.notes

@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 
 from .._validation import check_memory
-from ._common import MAX_DIM, Options, ReadResult, Source, is_int_token, parse_float
+from ._common import MAX_DIM, Options, ReadResult, Source, is_int_token, parse_float, repeated_keys
 from ._numpy import read_table_npy
 from ._text import read_table
 
@@ -75,7 +75,7 @@ def _dense_table(src: Source, opts: Options, n_rows: int, rows: np.ndarray, idx:
     np.add.at(table, (rows, idx - (0 if zero_based else 1)), vals)
     notes = ["LIBSVM: an index 0 appears, indices read as 0-based"] if zero_based else []
     keys = rows.astype(np.int64) * (n_features + 1) + idx
-    return table, notes + _repeated_note(int(keys.size - np.unique(keys).size))
+    return table, notes + _repeated_note(repeated_keys(keys))
 
 
 def _repeated_note(repeated: int) -> list[str]:

@@ -18,7 +18,7 @@ from .._npy import PICKLE_REFUSAL, read_npy_header
 from .._errors import parameter
 from .._validation import check_memory
 from ..formats import counted
-from ._common import HashingReader, Options, ReadResult, Source, check_order, one_line
+from ._common import HashingReader, Options, ReadResult, Source, check_order, one_line, repeated_keys
 
 _SPARSE_KEYS = {"format", "shape", "data"}
 
@@ -181,4 +181,4 @@ def _repeated_entries(M) -> int:
         return 0
     coo = sp.coo_array(M)  # (converting to COO keeps repeated entries; to CSR would sum them)
     keys = coo.row.astype(np.int64) * coo.shape[1] + coo.col
-    return int(keys.size - np.unique(keys).size)
+    return repeated_keys(keys)

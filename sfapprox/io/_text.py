@@ -13,7 +13,8 @@ from .._errors import InputError
 from .._validation import check_memory
 from ..formats import counted
 from ._common import (MAX_DIM, Options, ReadResult, Source, as_float_table, check_order, fortran_float,
-                      is_comma_number, is_missing_token, is_number_like, parse_float, strip_compression)
+                      is_comma_number, is_missing_token, is_number_like, parse_float, repeated_keys,
+                      strip_compression)
 
 _COMMENT = ("#", "%")
 
@@ -556,7 +557,7 @@ def _triangle(i: np.ndarray, j: np.ndarray) -> str | None:
 def triplets_to_matrix(i, j, v, n: int, mirror: str, notes: list[str], reading: dict | None = None) -> sp.csr_array:
     """Assemble 0-based triplets into an n x n csr_array, mirroring as asked; what was done in
     ``reading["mirror"]``: "mirror" or "none" (``"auto"`` is one of them: the same matrix as it)."""
-    dup = len(i) - len(np.unique(i * n + j))
+    dup = repeated_keys(i * n + j)
     if dup:
         notes.append(f"{counted(dup, 'repeated entry', 'repeated entries')} summed")
     tri = _triangle(i, j)
