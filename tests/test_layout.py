@@ -116,10 +116,35 @@ def test_every_method_returns_a_registered_operator():
         assert operator_class(type(op).kind) is type(op), name
 
 
+#: Libraries of a second or a tenth of one each to import: loaded where a command uses them, never by
+#: ``import sfapprox`` (benchmarks/startup.py times it).
+HEAVY = {"torch", "numba", "triton", "numpy", "scipy", "h5py", "rich", "typer", "click", "pydantic", "pooch",
+         "matplotlib", "PIL", "requests"}
+
+
+def _loaded_by(statement: str) -> set[str]:
+    """The modules a fresh interpreter holds after ``statement``."""
+    code = f"import sys\n{statement}\nprint(' '.join(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          cwd=PACKAGE.parent)
+    assert done.returncode == 0, done.stderr
+    return set(done.stdout.split())
+
+
 def test_importing_the_package_loads_no_heavy_library():
-    code = "import sys, sfapprox; print(sorted({'torch', 'numba', 'numpy', 'scipy', 'h5py'} & set(sys.modules)))"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert done.stdout.strip() == "[]", done.stderr
+    loaded = _loaded_by("import sfapprox")
+    assert not HEAVY & loaded, sorted(HEAVY & loaded)
+    # nor any of its own modules beyond the error family (the rest load when an attribute is asked for)
+    assert {m for m in loaded if m.startswith("sfapprox")} == {"sfapprox", "sfapprox._errors"}
+
+
+@pytest.mark.parametrize("module", ["sfapprox._compiled", "sfapprox._atomic", "sfapprox._progress",
+                                    "sfapprox.cli._render", "sfapprox.cli.report", "sfapprox.cli"])
+def test_the_startup_modules_load_no_compiler_and_no_numerics(module):
+    # numba's cache-folder fallback is worked out where a kernel is first imported, not when the module
+    # that holds it loads; the CLI's modules load before any command runs, for --help too
+    loaded = _loaded_by(f"import {module}")
+    assert not {"torch", "numba", "triton", "numpy", "scipy", "h5py", "pooch", "matplotlib"} & loaded
 
 
 def test_the_modules_the_package_docstring_names_are_attributes_after_a_plain_import():
