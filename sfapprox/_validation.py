@@ -648,8 +648,10 @@ def _check_sparse_conversion(X, torch, source: str, max_memory: int | None) -> N
 
 
 def _values_of(X) -> np.ndarray:
-    """A torch sparse tensor's stored values as numpy reads them (:func:`numpy_readable`)."""
-    return np.asarray(numpy_readable(X.values()))
+    """A torch sparse tensor's stored values as numpy reads them (:func:`numpy_readable`), float16 widened to
+    float32 (exactly): scipy.sparse holds no float16 (its own ValueError, "does not support dtype float16")."""
+    values = np.asarray(numpy_readable(X.values()))
+    return values.astype(np.float32) if values.dtype == np.float16 else values
 
 
 def array_of(a, source: str, what: str, max_memory: int | None = None) -> np.ndarray:

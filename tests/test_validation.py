@@ -113,6 +113,15 @@ class TestTorch:
         np.testing.assert_array_equal(check_square_matrix(T), T.double().numpy())
 
 
+    @pytest.mark.parametrize("layout", ["coo", "csr", "csc"])
+    def test_a_float16_sparse_tensor_is_read_exactly(self, layout):
+        """scipy.sparse holds no float16: such a tensor got scipy's own ValueError ("does not support dtype
+        float16") where a dense float16 tensor was read."""
+        torch = pytest.importorskip("torch")
+        T = torch.randn(5, 5, generator=torch.Generator().manual_seed(0)).to(torch.float16)
+        S = {"coo": T.to_sparse, "csr": T.to_sparse_csr, "csc": T.to_sparse_csc}[layout]()
+        np.testing.assert_array_equal(check_square_matrix(S).toarray(), T.double().numpy())
+
     @pytest.mark.parametrize("layout", ["coo", "csr", "csc", "bsr", "bf16", "grad"])
     def test_sparse_tensor_is_read_as_scipy_sparse(self, layout):
         """torch's sparse layouts were refused with numpy's "Use Tensor.to_dense() first"; read as the
