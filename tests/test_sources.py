@@ -475,7 +475,8 @@ def test_a_points_file_s_errors_name_its_path(tmp_path):
 
     path = tmp_path / "pts.csv"
     path.write_text("1,2\n3,nan\n5,6\n")
-    with pytest.raises(InputError, match=re.escape(f"{path}: point 1 has a non-finite coordinate")):
+    # (the table's reader names the cell by its line and column, before the kernel sees a point)
+    with pytest.raises(InputError, match=re.escape(f"{path}: line 2, column 2: 'nan' is not a finite number")):
         open_matrix(path, kernel="rbf")
     qk = tmp_path / "att.npz"
     np.savez(qk, q=np.ones((4, 3)), k=np.ones((4, 2)))
