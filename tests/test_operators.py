@@ -926,3 +926,19 @@ def test_estimators_of_monarch_and_the_hierarchical_butterfly_give_their_factors
         assert type(est.operator_).__name__ in ("MonarchOperator", "PaddedButterflyOperator")
         W = est.to_scipy()
         np.testing.assert_allclose(reduce(lambda a, b: a @ b, W).toarray(), est.to_dense(), atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["monarch+lr", "hybrid"])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_a_zero_surrogate_s_torch_layer_passes_a_zero_gradient_to_its_input(kind, transposed):
+    """A surrogate with no parts (the zero matrix) gave an output without a gradient path: ``backward()``
+    raised torch's "element 0 of tensors does not require grad" where the gradient is zero."""
+    torch = pytest.importorskip("torch")
+    from sfapprox.operators import HybridOperator, MonarchLowRankOperator
+
+    op = MonarchLowRankOperator(6) if kind == "monarch+lr" else HybridOperator(6)
+    layer = (op.T if transposed else op).to_torch()
+    x = torch.randn(2, 6, dtype=torch.float64, requires_grad=True)
+    y = layer(x)
+    y.sum().backward()
+    assert not y.detach().any() and x.grad is not None and not x.grad.any()
