@@ -280,3 +280,25 @@ def test_counts_in_messages_and_notes_separate_thousands(tmp_path):
     assert "symmetric storage expanded: 2,300 stored -> 1,100 entries" in m.notes, m.notes
     one = load_matrix(write(tmp_path / "one.mtx", MTX_GENERAL.replace("3 3 3", "3 3 4") + "1 1 1\n"))
     assert "1 repeated entry summed" in one.notes, one.notes
+
+
+class _FindSpy(bytes):
+    """Bytes that record the needles of their ``find`` calls."""
+
+    def find(self, sub, *args):
+        self.needles.append(bytes(sub))
+        return super().find(sub, *args)
+
+
+def test_plus_sign_scan_is_one_byte_scan_without_a_plus():
+    """A body without '+' is passed by one scan for '+': the three scans for ' +', '\\t+', '\\n+' (two-byte
+    needles starting with a blank, ten times slower) added 0.8 s, 20 %, to a 100 MB file's reading."""
+    from sfapprox.io._mtx import _plus_signs
+
+    data = _FindSpy(b"%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1.5\n2 2 1e-02\n")
+    data.needles = []
+    assert not _plus_signs(data, 0)
+    assert data.needles == [b"+"]
+    # what it finds is as before: a sign before a number, not an exponent's
+    assert _plus_signs(b"1 1 +7\n", 0) and _plus_signs(b"1 1\t+.5\n", 0) and _plus_signs(b"x\n+1 1 2\n", 0)
+    assert not _plus_signs(b"1 1 1e+02\n", 0)

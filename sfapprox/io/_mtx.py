@@ -347,7 +347,12 @@ _PLUS_SIGN = re.compile(rb"(^|[ \t])\+(?=[0-9.nNiI])", re.MULTILINE)
 
 
 def _plus_signs(data, start: int) -> bool:
-    """Whether a token after ``start`` (a line end or blank before it) starts with ``+``: three C scans."""
+    """Whether a token after ``start`` (a line end or blank before it) starts with ``+``: a scan for ``+``,
+    then, where there is one (an exponent's, ``1e+02``, or a sign), three scans for a blank or line end
+    before one.  (A two-byte needle whose first byte is a blank is scanned at a tenth of a byte's speed:
+    the three scans alone added 0.8 s, 20 %, to reading a 100 MB file with no '+'.)"""
+    if data.find(b"+", start) < 0:
+        return False
     return any(data.find(sign, start) >= 0 for sign in (b" +", b"\t+", b"\n+"))
 
 
