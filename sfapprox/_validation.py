@@ -141,6 +141,10 @@ def held_bytes(matrix) -> int:
     """Bytes a matrix holds in memory: a dense array's (0 for a memory map: its pages are the file's), or
     a sparse matrix's values and index arrays."""
     if sp.issparse(matrix):
+        data = getattr(matrix, "data", None)
+        if not isinstance(data, np.ndarray) or data.dtype == object:
+            # a DOK (a dict, no data array) or a LIL (a list a row): its values and positions at the least
+            return 24 * int(matrix.nnz)
         return int(sum(a.nbytes for a in (matrix.data, getattr(matrix, "indices", np.zeros(0)),
                                           getattr(matrix, "indptr", np.zeros(0)),
                                           getattr(matrix, "row", np.zeros(0)), getattr(matrix, "col", np.zeros(0)))))
@@ -432,6 +436,22 @@ def canonical_csr(sparse) -> sp.csr_array:
     return out
 
 
+def stored_count(X) -> int:
+    """The values a scipy sparse matrix stores, for a memory check before any copy of it: the size of its
+    values' array where they are one numeric array (a BSR's blocks' every value; ``X.nnz`` would read an
+    index pointer not checked yet), else ``X.nnz`` (a DOK has no ``data``; a LIL's is an object array
+    of its rows, as many as the rows).
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> [stored_count(sp.random(4, 4, density=0.5, format=f, random_state=0)) for f in ("csr", "dok", "lil")]
+    [8, 8, 8]
+    """
+    data = getattr(X, "data", None)
+    return int(np.size(data)) if isinstance(data, np.ndarray) and data.dtype != object else int(X.nnz)
+
+
 def _check_sparse(X, source: str, max_memory: int | None, held: int = 0) -> sp.csr_array:
     """``X`` (scipy sparse) as :func:`check_square_matrix` returns it; ``held``: bytes of a copy of it made
     here (a GPU tensor's entries in host memory), held while the canonical copy is made."""
@@ -441,8 +461,7 @@ def _check_sparse(X, source: str, max_memory: int | None, held: int = 0) -> sp.c
     # The canonical copy: row pointers, column indices and values (+ scipy's temporaries).  Checked before
     # the structure, whose check of a BSR is made on a copy; counted by the values stored (X.nnz reads
     # the index pointer, not checked yet).
-    data = getattr(X, "data", None)  # (DOK has none; LIL's is an object array of rows)
-    stored = int(np.size(data)) if isinstance(data, np.ndarray) and data.dtype != object else int(X.nnz)
+    stored = stored_count(X)
     check_memory(
         2 * (8 * (n + 1) + 16 * stored),
         what=f"{source}: sparse {n:,} x {n:,} matrix with {counted(stored, 'stored entry', 'stored entries')}",

@@ -869,3 +869,24 @@ def test_open_matrix_gives_its_kernel_source_its_limit(tmp_path):
     path = tmp_path / "points.csv"
     np.savetxt(path, np.random.default_rng(2).standard_normal((30, 3)), delimiter=",")
     assert open_matrix(path, kernel="rbf", max_memory="1M").max_memory == 1 << 20
+
+
+@pytest.mark.parametrize("fmt", ["dok", "lil"])
+def test_a_dok_or_lil_matrix_read_by_its_columns_is_counted_by_its_entries(fmt):
+    """``sparse_source_within`` counted entries by ``np.size(matrix.data)``: a DOK has no ``data``
+    (AttributeError from compare of a DOK too big to form), a LIL's holds one list a row (its copies
+    counted 15 times too small, accepted where the same matrix as COO was refused)."""
+    import scipy.sparse as sp
+
+    from sfapprox import ResourceError, compare
+    from sfapprox.sources import sparse_source_within
+    from sfapprox.sources.arrays import sparse_copies_bytes
+
+    M = sp.random(600, 600, density=0.05, format="coo", random_state=0)
+    M = M + M.T
+    other = getattr(sp, f"{fmt}_array")(M)
+    assert sparse_copies_bytes(other) >= sparse_copies_bytes(sp.coo_array(M))  # (its indices may be wider)
+    with pytest.raises(ResourceError):
+        sparse_source_within(other, sparse_copies_bytes(sp.coo_array(M)) // 2)
+    row = compare(other, ["sparse"], budget=2_000, max_memory=2_000_000).results[0]
+    assert row.status == "ok", row

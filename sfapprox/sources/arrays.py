@@ -12,7 +12,7 @@ from scipy.sparse.linalg import LinearOperator
 
 from .._errors import InputError, ParameterError
 from .._validation import (check_magnitude, check_matrix_dtype, check_memory, check_sparse_structure, held_bytes,
-                           memory_limit)
+                           memory_limit, stored_count)
 from .._npy import PICKLE_REFUSAL, read_npy_header
 from ._base import MatrixSource, checked_product
 
@@ -291,7 +291,7 @@ def sparse_copies_bytes(matrix) -> int:
     """Bytes :class:`SparseSource` copies ``matrix`` (scipy sparse) into: its float64 CSC arrays, and the
     canonical CSR that :func:`_symmetric` compares them with where ``matrix`` is not one already (its
     index arrays as wide as ``matrix``'s).  From the arrays' sizes, nothing copied."""
-    n, nnz = matrix.shape[0], int(np.size(matrix.data))
+    n, nnz = matrix.shape[0], stored_count(matrix)  # (a DOK has no .data; a LIL's counts its rows)
     index = getattr(matrix, "indices", getattr(matrix, "row", None))
     width = max(4, index.dtype.itemsize if index is not None else 8)
     copy = 8 * nnz + width * (nnz + n + 1)
@@ -321,7 +321,7 @@ def sparse_source_within(matrix, max_memory: int | None, name: str = "X") -> Spa
     ResourceError
         Where the copies beside ``matrix`` are over the limit.
     """
-    n, nnz = matrix.shape[0], int(np.size(matrix.data))
+    n, nnz = matrix.shape[0], stored_count(matrix)  # (a DOK has no .data; a LIL's counts its rows)
     check_memory(sparse_copies_bytes(matrix), limit=max_memory, held=held_bytes(matrix),
                  what=f"{name}: reading the {n:,} x {n:,} sparse matrix ({nnz:,} stored entries) by its columns, "
                       "its float64 column copy")
