@@ -1155,3 +1155,13 @@ def test_a_given_n_sparse_with_a_budget_fits_by_either_method(method):
     X = np.random.default_rng(0).standard_normal((40, 40))
     est = RobustPCA(method=method, n_sparse=0, budget=400, device="cpu").fit(X)
     assert est.n_stored_ <= 400 and est.rank_ == 4
+
+
+def test_pcp_with_n_sparse_given_fits_a_matrix_whose_natural_rank_is_zero():
+    """PCP asks for the split at its natural rank: 0 for a sparse X, which capped the rank the budget
+    holds (4) at 0, and with n_sparse=0 given that split (0, 0) was refused as "below the smallest fit"."""
+    rng = np.random.default_rng(0)
+    X = np.zeros((40, 40))
+    X.flat[rng.choice(1600, 30, replace=False)] = 10 * rng.standard_normal(30)
+    est = RobustPCA(method="pcp", n_sparse=0, budget=400, device="cpu").fit(X)
+    assert (est.n_stored_, est.rank_) == (324, 4)  # the rank the budget holds, as before the refusal

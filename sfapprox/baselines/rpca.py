@@ -535,9 +535,11 @@ def _resolve_splits(
         # one part given, the budget sizes the other: where that leaves nothing to store, refused as the grid
         # is (rank=0 at a budget below one entry stored 0 numbers of a nonzero X, "ok")
         split = ((rank, rpca_sparse_for_budget(n, budget, rank, count_indices=ci)) if rank is not None else
-                 (min(cap, rpca_rank_for_budget(n, budget, n_sparse, count_indices=ci)), n_sparse))
+                 (rpca_rank_for_budget(n, budget, n_sparse, count_indices=ci), n_sparse))
+        # refused by what the budget holds, before a cap (PCP's natural rank 0 of a sparse X capped rank 4
+        # at 0: with n_sparse=0 given, "below the smallest fit" of a budget that holds rank 4)
         if split != (0, 0) or (zero is not None and zero()):
-            return [split]
+            return [split if rank is not None else (min(cap, split[0]), n_sparse)]
         smallest = (one_sparse_entry(ci), rpca_count(n, 0, 1, count_indices=ci)) if rank is not None else \
             ("one rank", rpca_count(n, 1, 0))
         raise BudgetError(below_smallest(budget, n, *smallest))
