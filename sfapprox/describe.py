@@ -420,7 +420,11 @@ def describe_factors(path) -> MatrixDescription:
     ]
     counted = getattr(op, "count_indices", None)
     sparse = getattr(op, "sparse", None)
-    if isinstance(counted, bool) and sparse is not None and sparse.nnz:
+    # said where it counts: a tsvd fit's hybrid operator has no sparse entries and the rule's default (False),
+    # which info --json gave beside settings that said true
+    if not (isinstance(counted, bool) and sparse is not None and sparse.nnz):
+        counted = None
+    if counted is not None:
         # the count above depends on the rule: compare charges positions, budget.rpca_count by default not
         facts.append(("sparse entries", f"{sparse.nnz:,}, each counted as " + (
             "2 numbers (value and position)" if counted else "1 number (its value alone: count_indices=False)")))

@@ -971,9 +971,11 @@ def _interval_from(estimate: dict[str, Any], key: str, where: str) -> tuple[floa
     if interval is None:
         return None
     ends = [end for end in interval if end is None or _finite(end)]
-    if len(interval) != 2 or len(ends) != 2 or (None not in ends and ends[0] > ends[1]):
+    # (only the upper end is unbounded: a null low end passed, and the table's "value ± spread" failed on it)
+    if (len(interval) != 2 or len(ends) != 2 or ends[0] is None
+            or (ends[1] is not None and ends[0] > ends[1])):
         raise InputError(f"key {key_path(where, key)} must be [low, high] (finite numbers, low <= high, null for "
-                         f"an unbounded end) or null, got {interval!r:.60}")
+                         f"an unbounded upper end) or null, got {interval!r:.60}")
     return ends[0], math.inf if ends[1] is None else ends[1]
 
 

@@ -455,6 +455,8 @@ def _edited(change):
      r"^key results\[0\]\.error_estimate\.fro_interval must be \[low, high\]"),
     (lambda d: d["results"][0]["error_estimate"].update(rel_interval=[0.1]),
      r"^key results\[0\]\.error_estimate\.rel_interval must be \[low, high\]"),
+    (lambda d: d["results"][0]["error_estimate"].update(rel_interval=[None, 0.2]),  # (a traceback in report)
+     r"^key results\[0\]\.error_estimate\.rel_interval must be \[low, high\]"),
     (lambda d: d["results"][2]["params"].update(n_sparse=float("nan")),
      r"^key results\[2\]\.params\.n_sparse is NaN, which is no JSON number"),
     (lambda d: d["results"][0].update(seconds=float("inf")), r"^key results\[0\]\.seconds is Infinity"),
