@@ -942,3 +942,5 @@ def test_a_zero_surrogate_s_torch_layer_passes_a_zero_gradient_to_its_input(kind
     y = layer(x)
     y.sum().backward()
     assert not y.detach().any() and x.grad is not None and not x.grad.any()
+    inf = torch.tensor([float("inf"), 1.0, float("nan"), 0.0, 0.0, 0.0], dtype=torch.float64)
+    assert not layer(inf).any()  # 0, as op @ x gives (z * 0 alone gave NaN for inf and NaN)

@@ -332,8 +332,8 @@ class HybridLinear(_Layer):
         # a low-rank or sparse surrogate alone raised torch's "expected m1 and m2 to have the same dtype".
         dtype = torch.promote_types(x.dtype, self.U.dtype)
         z = x.reshape(-1, self.n).to(dtype)
-        if self.chord is None:  # (z * 0, not zeros_like: the zero operator's output keeps a gradient path)
-            y = z * 0
+        if self.chord is None:  # (not zeros_like: the zero operator's output keeps a gradient path; 0 of inf)
+            y = torch.nan_to_num(z * 0, nan=0.0)
         else:
             y = (self.chord.forward_transposed(z) if transpose else self.chord(z)).to(dtype)
         U, s, Vt = self.U.to(dtype), self.s.to(dtype), self.Vt.to(dtype)
@@ -559,8 +559,8 @@ class MonarchLowRankLinear(_Layer):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x @ A.T`` over the last dimension of ``x`` (shape ``(..., n)``)."""
         z = self._rows(x, self.U)
-        # (z * 0, not zeros_like: without parts, the zero operator's output keeps a gradient path to x)
-        y = self.monarch(z).to(z.dtype) if self.monarch is not None else z * 0
+        # (not zeros_like: without parts, the zero operator's output keeps a gradient path to x; 0 of inf)
+        y = self.monarch(z).to(z.dtype) if self.monarch is not None else torch.nan_to_num(z * 0, nan=0.0)
         if self.s.numel():
             y = y + ((z @ self.Vt.T.to(z.dtype)) * self.s.to(z.dtype)) @ self.U.T.to(z.dtype)
         return y.reshape(x.shape)
@@ -568,7 +568,8 @@ class MonarchLowRankLinear(_Layer):
     def forward_transposed(self, x: torch.Tensor) -> torch.Tensor:
         """``x @ A`` over the last dimension of ``x`` (shape ``(..., n)``): each part's transpose."""
         z = self._rows(x, self.U)
-        y = self.monarch.forward_transposed(z).to(z.dtype) if self.monarch is not None else z * 0
+        y = (self.monarch.forward_transposed(z).to(z.dtype) if self.monarch is not None
+             else torch.nan_to_num(z * 0, nan=0.0))
         if self.s.numel():
             y = y + ((z @ self.U.to(z.dtype)) * self.s.to(z.dtype)) @ self.Vt.to(z.dtype)
         return y.reshape(x.shape)
