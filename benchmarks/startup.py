@@ -124,7 +124,7 @@ def importtime_rows(repeats: int, checkouts: dict[str, str | None]) -> list[dict
 
 def importtime_lines(rows: list[dict], runs: list[str]) -> list[str]:
     """The ``--importtime`` table of the Markdown file."""
-    lines = ["", f"## Imports (`python -X importtime`, median own import times)", "",
+    lines = ["", "## Imports (`python -X importtime`, median own import times)", "",
              "| command | run | modules | import s | lazy libraries loaded |", "|---|---|---|---|---|"]
     for r in rows:
         for run in runs:

@@ -334,8 +334,9 @@ class Approximation:
         """The fitted factors as ``scipy.sparse.csr_array`` matrices whose product is the surrogate.
 
         For SF (and the butterfly methods) the M Chord factors, ``W1 @ ... @ WM``,
-        one stored entry per value; for Monarch and a padded butterfly, factors of the
-        padded order with the first cropped to ``N`` rows and the last to ``N`` columns.
+        one stored entry per value; for a padded butterfly, factors of the padded order
+        ``N'``, for Monarch two of inner order ``r N'``, the first cropped to ``N`` rows
+        and the last to ``N`` columns.
         Methods whose surrogate is not a product of sparse factors (low rank, sums of
         parts) raise ParameterError: use ``operator_`` (or ``to_dense()``) instead.
 

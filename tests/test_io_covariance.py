@@ -194,7 +194,7 @@ def test_libsvm_repeated_feature_indices_are_summed_with_a_note(tmp_path, monkey
     text = "1 1:1 1:2 2:3\n0 1:4 2:5\n2 1:1 2:1\n"
     whole, by_lines = _libsvm_both_ways(tmp_path, text, monkeypatch)
     assert whole == by_lines
-    note = "LIBSVM: 1 repeated feature indices summed (a feature given twice in one sample)"
+    note = "LIBSVM: 1 repeated feature index summed (a feature given twice in one sample)"
     assert note in whole[2]
     m = load_matrix(write(tmp_path / "d.svm", text), covariance=True)
     assert note in m.notes

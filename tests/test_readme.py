@@ -567,7 +567,7 @@ def test_readme_says_where_a_narrow_window_puts_what_does_not_fit():
     assert f"free-text cell still longer than {NOTE_LINES} lines" in said and "numbered note" in said
     assert f"(`{SEE_BELOW}` in its cell)" in said and "(a sha256)" in said
     assert "wrap at spaces, never inside a word" in said
-    assert "shortens the matrix's name, never the method" in said
+    assert "shortens the matrix's name before the method" in said
 
 
 def test_readme_names_the_folder_numba_caches_in_without_a_writable_one(tmp_path, monkeypatch):

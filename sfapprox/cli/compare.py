@@ -172,21 +172,17 @@ def _writes_files(words: list[str]) -> bool:
     return False
 
 
-def _once_each(words: list[str]) -> list[str]:
-    """``words`` (a ``compare`` command line) with each option once: one given again (which the command
-    allows, its last value counting) keeps its first place and takes its last value; a repeatable one
-    (``--with``) keeps every occurrence, and words that are no option of compare's stay as they are."""
-    return _flat(_once_each_items(words))
-
-
 def _flat(groups: list[list[str]]) -> list[str]:
     """The words of ``groups``, in order."""
     return [word for group in groups for word in group]
 
 
 def _once_each_items(words: list[str]) -> list[list[str]]:
-    """:func:`_once_each`, each option with its value a list of its own (a word that is no option alone):
-    the pieces the next command is broken between, never inside."""
+    """``words`` (a ``compare`` command line) with each option once, each option with its value a list of its
+    own (a word that is no option alone): the pieces the next command is broken between, never inside.  An
+    option given again (which the command allows, its last value counting) keeps its first place and takes
+    its last value; a repeatable one (``--with``) keeps every occurrence, and words that are no option of
+    compare's stay as they are."""
     items: list[list[str]] = []
     first: dict[str, int] = {}  # an option's name -> its item
     for item in option_items(typer.main.get_command(app).commands["compare"].params, words):

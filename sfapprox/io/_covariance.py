@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 
 from .._validation import check_memory
+from ..formats import counted
 from ._common import MAX_DIM, Options, ReadResult, Source, is_int_token, parse_float, repeated_keys
 from ._numpy import read_table_npy
 from ._text import read_table
@@ -90,7 +91,8 @@ def _repeated_features(rows: np.ndarray, idx: np.ndarray, n_features: int) -> in
 
 def _repeated_note(repeated: int) -> list[str]:
     """The note of features given more than once in a sample (added up), as the sparse readers note theirs."""
-    return [f"LIBSVM: {repeated} repeated feature indices summed (a feature given twice in one sample)"] \
+    return [f"LIBSVM: {counted(repeated, 'repeated feature index', 'repeated feature indices')} summed (a feature "
+            "given twice in one sample)"] \
         if repeated else []
 
 

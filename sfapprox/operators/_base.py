@@ -232,8 +232,8 @@ class SurrogateOperator(LinearOperator):
         -------
         list of scipy.sparse.csr_array
             ``[W1, ..., WM]`` whose product ``W1 @ ... @ WM`` is the ``N x N`` operator: each ``N x N`` for
-            Chord factors; a padded surrogate's inner factors are of its padded order, the first cropped
-            to ``N`` rows and the last to ``N`` columns.
+            Chord factors; a padded butterfly's inner factors are of its padded order ``N'``, Monarch's two
+            ``N' x r N'`` and ``r N' x N'``, the first cropped to ``N`` rows and the last to ``N`` columns.
 
         Raises
         ------
