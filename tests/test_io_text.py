@@ -499,3 +499,12 @@ def test_a_semicolon_table_without_a_value_a_thousands_point_could_write_is_not_
     with pytest.raises(InputError, match="'2.000' is ambiguous"):  # a value it may have written: searched
         load_matrix(write(tmp_path / "b.csv", "2.000;1\n1;2.000\n"))
     assert Watched.searched == 1
+
+
+def test_pandas_default_csv_is_read_without_its_index(tmp_path):
+    """pandas' DataFrame.to_csv() writes an empty corner, column names 0, 1, ... and its index: the header
+    was taken for data and refused as "missing value ''" (advice to fill a cell that is a corner)."""
+    m = load_matrix(write(tmp_path / "p.csv", ",0,1,2\n0,1,2,3\n1,2,1,0\n2,3,0,1\n"))
+    np.testing.assert_array_equal(m.matrix, [[1, 2, 3], [2, 1, 0], [3, 0, 1]])
+    assert any("pandas' row index" in note for note in m.notes)
+    input_error(write(tmp_path / "n.csv", ",0,1\n0,1,nan\n1,2,1\n"), r"line 2, column 3: 'nan'")

@@ -180,6 +180,7 @@ def _split_line(line: str, delimiter: str | None) -> list[str]:
 
 _HEADER_NOTE = "first row is a header (skipped): "
 _ROW_LABELS_NOTE = "first column holds row labels (skipped)"
+_PANDAS_INDEX_NOTE = "first column holds pandas' row index 0, 1, 2, ... (skipped; to_csv(index=False) leaves it out)"
 
 
 #: What follows the header's cells in its note where a cell written as a number made the row a header.
@@ -249,6 +250,13 @@ def read_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]]:
         following = next((ln for ln in lines[first + 1:] if ln.strip() and not ln.lstrip().startswith(_COMMENT)), "")
         row = _split_line(following, delimiter) if following else []
         has_header = bool(row) and _is_label(1, row[0])
+        # pandas' DataFrame.to_csv(): an empty corner over the column names 0, 1, ... and a first column of
+        # row numbers (its index): read as a header and the index dropped, where it was "missing value ''"
+        pandas_index = (not has_header and bool(row) and row[0] == "0"
+                        and header[1:] == [str(k) for k in range(len(header) - 1)])
+        has_header = has_header or pandas_index
+    else:
+        pandas_index = False
     if has_header:
         notes.append(_header_note(header))
     table = _fast_table(lines[first + 1 :] if has_header else lines[first:], delimiter)
@@ -257,9 +265,12 @@ def read_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]]:
         check_memory(80 * width * len(lines), what=f"{src.display}: parsing a {len(lines)} x {width} table",
                      limit=opts.max_memory)
         table, notes = _slow_table(src, text, delimiter, has_header, notes)
+    if pandas_index and table.shape[1] == len(header) and np.array_equal(table[:, 0], np.arange(len(table))):
+        table = table[:, 1:]
+        notes.append(_PANDAS_INDEX_NOTE)
     if delimiter == ";":
         _refuse_ambiguous_points(src, lines[first + has_header:], first + has_header, notes, table)
-    labels = _ROW_LABELS_NOTE in notes
+    labels = _ROW_LABELS_NOTE in notes or _PANDAS_INDEX_NOTE in notes
     _refuse_nonfinite(src, table, lines[first + has_header:], first + has_header, delimiter, labels)
     return table, notes
 
