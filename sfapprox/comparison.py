@@ -724,11 +724,14 @@ def compare(
     return comparison
 
 
-_moved_name = moved_names(__name__, {"paper_tsvd_rank": "sfapprox.budget"}, stacklevel=3)
+# (SparseSource was imported here until a sparse matrix's source came from sources.sparse_source_within)
+_moved_name = moved_names(__name__, {"paper_tsvd_rank": "sfapprox.budget", "SparseSource": "sfapprox.sources"},
+                          stacklevel=3)
 
 
 def __getattr__(name: str) -> Any:
-    """The old names of this module: ``RunOptions`` (it warns when made) and ``paper_tsvd_rank`` (moved)."""
+    """The old names of this module: ``RunOptions`` (it warns when made), ``paper_tsvd_rank`` and ``SparseSource``
+    (moved)."""
     if name == "RunOptions":
         from ._old_api import RunOptions
 

@@ -1168,3 +1168,12 @@ def test_the_api_prints_nothing_and_its_results_show_in_a_notebook(capfd):
         assert 0 < len(text.splitlines()) <= 25 and "Traceback" not in text, text
         if hasattr(shown, "_repr_html_"):
             assert "<table" in shown._repr_html_()
+
+
+def test_sparse_source_is_still_importable_from_comparison_with_a_deprecation_warning():
+    """``sfapprox.comparison.SparseSource`` (imported there until today) keeps working a release."""
+    from sfapprox import comparison
+    from sfapprox.sources import SparseSource
+
+    with pytest.warns(DeprecationWarning, match="sfapprox.sources.SparseSource"):
+        assert comparison.SparseSource is SparseSource
