@@ -1880,3 +1880,14 @@ def test_cli_batch_in_a_log_says_each_matrix_as_it_ends(tmp_path):
     assert "(1 of 2 matrices, 0:00:" in done[0] and "(2 of 2 matrices, 0:00:" in done[1]
     quiet = CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(tmp_path / "q"), "--methods", "tsvd", "--quiet"])
     assert quiet.exit_code == 0 and ": done (" not in quiet.output
+
+
+def test_batch_options_take_methods_as_one_string_as_compare_does():
+    """``BatchOptions(methods="tsvd,sparse")`` kept the string, and the run's check said "methods t, s, v, d,
+    ,, ...: each method may be named once"; compare takes "tsvd,sparse" and "all"."""
+    from sfapprox.comparison import available_methods
+    from sfapprox.datasets import BatchOptions
+
+    assert BatchOptions(methods="tsvd,sparse").methods == ("tsvd", "sparse")
+    assert BatchOptions(methods="all").methods == tuple(available_methods())
+    assert BatchOptions(methods=("tsvd",)).methods == ("tsvd",)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .._atomic import check_named_file
-from .._base import RunContext, get_method
+from .._base import RunContext, get_method, parse_methods
 from .._errors import ConvergenceWarning, SfapproxError, one_line, spelled_for
 from .._settings import COUNT_INDICES, DEFAULT_METHODS, PROTOCOLS, FitSettings, parse_size
 from ..budget import resolve_budget
@@ -46,6 +46,7 @@ class BatchOptions:
     methods : tuple of str, default=DEFAULT_METHODS
         Method names (:func:`sfapprox.available_methods`); by default SF, TSVD
         and plain sparse storage, as ``compare`` and the command line's ``batch``.
+        One string is read as ``compare`` reads it (``"tsvd,sparse"``, ``"all"``).
     budget : str
         Budget spec for every method ("sf", a count, or a fraction of N²).
     protocol : {"default", "paper"}
@@ -68,6 +69,12 @@ class BatchOptions:
     count_indices: bool = COUNT_INDICES
     data_dir: str | None = None
     save_factors: bool = True
+
+    def __post_init__(self) -> None:
+        # one string, as compare takes it: "tsvd,sparse" was kept as a string, and the check of the names
+        # said "methods t, s, v, d, ,, ...: each method may be named once"
+        if isinstance(self.methods, str):
+            object.__setattr__(self, "methods", tuple(parse_methods(self.methods)))
 
     def recorded(self) -> dict[str, Any]:
         """The options recorded in every line (what makes two runs comparable).
