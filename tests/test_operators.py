@@ -944,3 +944,22 @@ def test_a_zero_surrogate_s_torch_layer_passes_a_zero_gradient_to_its_input(kind
     assert not y.detach().any() and x.grad is not None and not x.grad.any()
     inf = torch.tensor([float("inf"), 1.0, float("nan"), 0.0, 0.0, 0.0], dtype=torch.float64)
     assert not layer(inf).any()  # 0, as op @ x gives (z * 0 alone gave NaN for inf and NaN)
+
+
+def test_a_transposed_product_of_sparse_factors_gives_its_factors_transposed_in_reverse():
+    """``op.T.to_sparse_factors()`` said "a _Transposed is not a product of sparse factors" (a private
+    class's name) of Monarch's transpose, which is one: the factors transposed, in reverse order."""
+    from sfapprox import TruncatedSVD
+    from sfapprox._errors import ParameterError
+    from sfapprox.operators import MonarchOperator
+
+    rng = np.random.default_rng(0)
+    op = MonarchOperator(rng.random((3, 2, 2, 2)), rng.random((2, 2, 3, 3)), 5)
+    factors = op.T.to_sparse_factors()
+    product = factors[0]
+    for factor in factors[1:]:
+        product = product @ factor
+    np.testing.assert_allclose(product.toarray(), op.to_dense().T, rtol=1e-12, atol=1e-12)
+    low_rank = TruncatedSVD(n_components=1).fit(rng.random((6, 6))).operator_
+    with pytest.raises(ParameterError, match=r"^a HybridOperator\.T is not a product of sparse factors"):
+        low_rank.T.to_sparse_factors()

@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from .._errors import ParameterError
@@ -240,7 +241,7 @@ class SurrogateOperator(LinearOperator):
         ParameterError
             Here, in the base class: this surrogate is not such a product.
         """
-        raise ParameterError(f"a {type(self).__name__} is not a product of sparse factors; "
+        raise ParameterError(f"a {self._named} is not a product of sparse factors; "
                              "use the operator itself, or to_dense()")
 
     def to_torch(self, dtype: torch.dtype | str | None = None,
@@ -369,6 +370,27 @@ class _Transposed(SurrogateOperator):
         return self._op
 
     _transpose = _adjoint
+
+    def to_sparse_factors(self) -> list:
+        """The transposed factors of the operator's :meth:`~SurrogateOperator.to_sparse_factors`, in reverse
+        order: ``(W1 ... WM)^T = WM^T ... W1^T`` (it named the private class ``_Transposed`` as no product).
+
+        Returns
+        -------
+        list of scipy.sparse.csr_array
+            ``[WM^T, ..., W1^T]``.
+
+        Raises
+        ------
+        ParameterError
+            Where the operator itself is no product of sparse factors.
+        """
+        try:
+            factors = self._op.to_sparse_factors()
+        except ParameterError:
+            raise ParameterError(f"a {self._named} is not a product of sparse factors; use the operator itself, "
+                                 "or to_dense()") from None
+        return [sp.csr_array(factor.T) for factor in reversed(factors)]
 
     def to_dense(self) -> np.ndarray:
         return self._op.to_dense().T
