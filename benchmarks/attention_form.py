@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from _common import FINDINGS, ROOT, alternating_rows, machine, meta, proc_status, reset_peak, write_results
+from _common import ROOT, alternating_rows, findings_lines, machine, meta, proc_status, reset_peak, write_results
 
 
 def one(n: int, dim: int) -> dict:
@@ -75,7 +75,7 @@ def main() -> None:
              "|---|---|---|---|---|---|---|"]
     lines += [f"| {r['n']:,} | {r['checkout']} | {r['open_seconds']:.2f} | {r['open_peak_over_mib']:,.0f} | "
               f"{r['form_seconds']:.2f} | {r['form_peak_over_mib']:,.0f} | {r['sha256'][:12]} |" for r in rows]
-    lines += ["", FINDINGS, "", "(to be written)", ""]
+    lines += ["", *findings_lines(data, "(to be written)")]
     write_results("attention_form", data, lines)
 
 

@@ -34,7 +34,7 @@ import statistics
 import time
 from pathlib import Path
 
-from _common import FINDINGS, ROOT, checkout_env, machine, meta, run_child, write_results
+from _common import ROOT, checkout_env, findings_lines, machine, meta, run_child, write_results
 
 #: The fixed threshold measured: 64 KiB (glibc's environment variable takes the same number).
 THRESHOLD = 65536
@@ -163,8 +163,7 @@ def render(data: dict) -> list[str]:
             speed.append(f"{secs:.2f}" + (f" ({statistics.median(rates):.1f})" if rates else ""))
         ratio = _ratio(by, modes)
         lines.append(f"| {n:,} | {method} | {need / mib:.0f} | " + " | ".join(cells + speed) + f" | {ratio} |")
-    text = data.get("findings")
-    return lines + ["", FINDINGS, "", text or "(to be written)", ""]
+    return lines + ["", *findings_lines(data, "(to be written)")]
 
 
 def _ratio(by: dict, modes: list[str]) -> str:

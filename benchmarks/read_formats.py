@@ -28,7 +28,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from _common import ROOT, checkout_env, machine, meta, run_child, version, write_results
+from _common import ROOT, checkout_env, findings_lines, machine, meta, run_child, version, write_results
 
 DEFAULT_DATA = Path(tempfile.gettempdir()) / "sfapprox-read-formats"
 
@@ -193,7 +193,7 @@ def main() -> None:
         lines.append(f"| {r['what']} | {r['mib']} | {r['kind']} | {r['before']['seconds']:.2f} | "
                      f"{r['after']['seconds']:.2f} | {r['time_ratio']:.2f} | {r['before']['peak_rss_mib']:.0f} | "
                      f"{r['after']['peak_rss_mib']:.0f} | {r['rss_ratio']:.2f} | {r['sha256']} |")
-    lines += ["", "## Findings (written by hand after the run)", "", "(to be written)", ""]
+    lines += ["", *findings_lines(out, "(to be written)")]
     write_results(args.tag, out, lines)
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from _common import ROOT, alternating_rows, machine, meta, write_results
+from _common import ROOT, alternating_rows, findings_lines, machine, meta, write_results
 
 
 def one(n: int, rank: int) -> dict:
@@ -69,7 +69,7 @@ def main() -> None:
              "| N | checkout | seconds | peak RSS over the start (MiB) | ‖X − X̂‖_F |", "|---|---|---|---|---|"]
     lines += [f"| {r['n']:,} | {r['checkout']} | {r['seconds']:.2f} | {r['peak_over_mib']:,.0f} | {r['fro_error']:.10g} |"
               for r in rows]
-    lines += ["", "## Findings (written by hand after the run)", "", "(to be written)", ""]
+    lines += ["", *findings_lines(data, "(to be written)")]
     write_results("symmetric_svd", data, lines)
 
 
