@@ -332,8 +332,8 @@ class HybridLinear(_Layer):
         # a low-rank or sparse surrogate alone raised torch's "expected m1 and m2 to have the same dtype".
         dtype = torch.promote_types(x.dtype, self.U.dtype)
         z = x.reshape(-1, self.n).to(dtype)
-        if self.chord is None:  # (not zeros_like: the zero operator's output keeps a gradient path; 0 of inf)
-            y = torch.nan_to_num(z * 0, nan=0.0)
+        if self.chord is None:
+            y = _zero_part(z)
         else:
             y = (self.chord.forward_transposed(z) if transpose else self.chord(z)).to(dtype)
         U, s, Vt = self.U.to(dtype), self.s.to(dtype), self.Vt.to(dtype)
@@ -367,6 +367,13 @@ def _parameter(a, dtype, device) -> nn.Parameter:
     read-only one, as ChordOperator.values, made torch warn)."""
     a = a if torch.is_tensor(a) else torch.from_numpy(np.array(a, dtype=np.float64))
     return nn.Parameter(a.detach().to(device=device, dtype=dtype, copy=True, memory_format=torch.contiguous_format))
+
+
+def _zero_part(z: torch.Tensor) -> torch.Tensor:
+    """The zeros a surrogate without a part gives for ``z``, with a gradient path to it (``zeros_like`` had
+    none: the zero operator's ``backward()`` raised "does not require grad"), and 0 for inf or NaN, as
+    ``op @ x`` gives (``z * 0`` alone is NaN there)."""
+    return torch.nan_to_num(z * 0, nan=0.0)
 
 
 def _host(t: torch.Tensor) -> np.ndarray:
@@ -559,8 +566,7 @@ class MonarchLowRankLinear(_Layer):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x @ A.T`` over the last dimension of ``x`` (shape ``(..., n)``)."""
         z = self._rows(x, self.U)
-        # (not zeros_like: without parts, the zero operator's output keeps a gradient path to x; 0 of inf)
-        y = self.monarch(z).to(z.dtype) if self.monarch is not None else torch.nan_to_num(z * 0, nan=0.0)
+        y = self.monarch(z).to(z.dtype) if self.monarch is not None else _zero_part(z)
         if self.s.numel():
             y = y + ((z @ self.Vt.T.to(z.dtype)) * self.s.to(z.dtype)) @ self.U.T.to(z.dtype)
         return y.reshape(x.shape)
@@ -568,8 +574,7 @@ class MonarchLowRankLinear(_Layer):
     def forward_transposed(self, x: torch.Tensor) -> torch.Tensor:
         """``x @ A`` over the last dimension of ``x`` (shape ``(..., n)``): each part's transpose."""
         z = self._rows(x, self.U)
-        y = (self.monarch.forward_transposed(z).to(z.dtype) if self.monarch is not None
-             else torch.nan_to_num(z * 0, nan=0.0))
+        y = self.monarch.forward_transposed(z).to(z.dtype) if self.monarch is not None else _zero_part(z)
         if self.s.numel():
             y = y + ((z @ self.U.to(z.dtype)) * self.s.to(z.dtype)) @ self.Vt.to(z.dtype)
         return y.reshape(x.shape)
