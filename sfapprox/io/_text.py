@@ -244,6 +244,7 @@ def read_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]]:
     # and the parse names the missing cell (as a header it was dropped, and a square table with it
     # was then "not square").
     has_header = any(_is_label(k, c) for k, c in enumerate(header))
+    pandas_index = False
     if has_header and all(c == "" or not _is_label(k, c) for k, c in enumerate(header)):
         # its only label is an empty first cell: the corner of a table with row labels only where the
         # next row starts with one; else a missing value of the first row of data, named by the parse
@@ -255,8 +256,6 @@ def read_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]]:
         pandas_index = (not has_header and bool(row) and row[0] == "0"
                         and header[1:] == [str(k) for k in range(len(header) - 1)])
         has_header = has_header or pandas_index
-    else:
-        pandas_index = False
     if has_header:
         notes.append(_header_note(header))
     table = _fast_table(lines[first + 1 :] if has_header else lines[first:], delimiter)
