@@ -505,7 +505,7 @@ def numpy_readable(X, *, source: str = "tensor", max_memory: int | None = None, 
     copied = X.device.type != "cpu"
     if copied:
         X = host_copy(X, source=source, max_memory=max_memory, as_float64=as_float64)
-    if X.is_floating_point() and X.dtype not in (torch.float16, torch.float32, torch.float64):
+    if _numpy_lacks(X.dtype, torch):
         if not copied:  # (host_copy counted this copy with its own)
             _check_widening(X, source, max_memory)
         X = X.to(torch.float64)  # after the copy to the host: widened on the GPU it took 4 times its memory there
@@ -548,7 +548,7 @@ def host_copy(X, *, source: str = "tensor", max_memory: int | None = None, as_fl
     """
     torch = sys.modules["torch"]
     # a float type numpy lacks is widened on the host (numpy_readable): that is the float64 copy then
-    widened = X.is_floating_point() and X.dtype not in (torch.float16, torch.float32, torch.float64)
+    widened = _numpy_lacks(X.dtype, torch)
     wide = 8 * X.numel() if widened or (as_float64 and X.dtype != torch.float64) else 0
     dtype = str(X.dtype).removeprefix("torch.")
     check_memory(X.numel() * X.element_size() + wide, limit=max_memory,
@@ -621,18 +621,31 @@ def sparse_tensor_host_bytes(X, torch) -> int:
     :func:`torch_sparse_as_scipy`: its index and value arrays as stored, again where they are converted
     there (an uncoalesced COO coalesced, a BSR or BSC made COO), and its values widened to float64 where
     numpy lacks their type (bfloat16).  Read from the arrays' sizes, no copy."""
-    if X.layout == torch.sparse_coo:
-        parts, converted = (X._indices(), X._values()), not X.is_coalesced()
-    elif X.layout in (torch.sparse_csr, torch.sparse_bsr):
-        parts, converted = (X.crow_indices(), X.col_indices(), X.values()), X.layout == torch.sparse_bsr
-    elif X.layout in (torch.sparse_csc, torch.sparse_bsc):
-        parts, converted = (X.ccol_indices(), X.row_indices(), X.values()), X.layout == torch.sparse_bsc
-    else:  # no entries to copy: the layout is refused after
+    entries = _sparse_entries(X, torch)
+    if entries is None:  # no entries to copy: the layout is refused after
         return 0
+    parts, converted = entries
     stored = sum(p.numel() * p.element_size() for p in parts)
     values = parts[-1]
-    widened = values.is_floating_point() and values.dtype not in (torch.float16, torch.float32, torch.float64)
-    return stored * (2 if converted else 1) + (8 * values.numel() if widened else 0)
+    return stored * (2 if converted else 1) + (8 * values.numel() if _numpy_lacks(values.dtype, torch) else 0)
+
+
+def _numpy_lacks(dtype, torch) -> bool:
+    """Whether ``dtype`` (a torch dtype) is a float type numpy has no type for (bfloat16, the float8s): such
+    a tensor's values are widened to float64 to be read."""
+    return dtype.is_floating_point and dtype not in (torch.float16, torch.float32, torch.float64)
+
+
+def _sparse_entries(X, torch) -> tuple[tuple, bool] | None:
+    """A torch sparse tensor's index and value arrays (the values last), and whether they are converted once
+    on the host (an uncoalesced COO coalesced, a BSR or BSC made COO); None for a layout without them."""
+    if X.layout == torch.sparse_coo:
+        return (X._indices(), X._values()), not X.is_coalesced()
+    if X.layout in (torch.sparse_csr, torch.sparse_bsr):
+        return (X.crow_indices(), X.col_indices(), X.values()), X.layout == torch.sparse_bsr
+    if X.layout in (torch.sparse_csc, torch.sparse_bsc):
+        return (X.ccol_indices(), X.row_indices(), X.values()), X.layout == torch.sparse_bsc
+    return None
 
 
 def _check_sparse_host_copy(X, torch, source: str, max_memory: int | None) -> None:
@@ -646,14 +659,11 @@ def _check_sparse_host_copy(X, torch, source: str, max_memory: int | None) -> No
 def _converted_on_host(X, torch) -> bool:
     """Whether :func:`torch_sparse_as_scipy` copies a CPU sparse tensor's entries before reading them: an
     uncoalesced COO is coalesced, a BSR or BSC made COO, a float type numpy lacks widened."""
-    if X.layout == torch.sparse_coo:
-        converted, values = not X.is_coalesced(), X._values()
-    elif X.layout in (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc):
-        converted, values = X.layout in (torch.sparse_bsr, torch.sparse_bsc), X.values()
-    else:  # no entries to read: the layout is refused after
+    entries = _sparse_entries(X, torch)
+    if entries is None:  # no entries to read: the layout is refused after
         return False
-    return converted or (values.is_floating_point() and values.dtype not in (torch.float16, torch.float32,
-                                                                                torch.float64))
+    parts, converted = entries
+    return converted or _numpy_lacks(parts[-1].dtype, torch)
 
 
 def _check_sparse_conversion(X, torch, source: str, max_memory: int | None) -> None:
