@@ -326,11 +326,8 @@ class Source:
             self._digest = hashlib.sha256(self._data).hexdigest()
         if self._digest is not None:
             return self._digest
-        digest = hashlib.sha256()
-        with self.guard(), open(self.path, "rb") as fh:
-            for chunk in iter(lambda: fh.read(_CHUNK), b""):
-                digest.update(chunk)
-        return digest.hexdigest()
+        with self.guard(), HashingReader(open(self.path, "rb")) as fh:  # (nothing read yet: all of it, now)
+            return fh.hexdigest()
 
     def release(self) -> None:
         """Let go of the bytes :meth:`read_bytes` holds, their SHA-256 kept (:meth:`sha256` answers without
