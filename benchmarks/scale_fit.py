@@ -61,8 +61,14 @@ def matrix(kind: str, n: int):
     import numpy as np
 
     if kind == "cloud":
-        from sfapprox.sources import KernelMatrix
-
+        try:
+            from sfapprox.sources import KernelMatrix
+        except ImportError:  # a checkout from before the sources (issue 25's own "before", 5328a55^)
+            P = ordered_cloud(n)
+            sq = (P * P).sum(axis=1)
+            d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * (P @ P.T), 0.0)
+            np.fill_diagonal(d2, 0.0)
+            return np.exp(-d2 / 2.0)  # rbf, bandwidth 1: exp(-|x - y|^2 / 2)
         return KernelMatrix(ordered_cloud(n), bandwidth=1.0).to_dense()
     if kind == "planted":
         import torch
