@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ._errors import ParameterError
+from ._errors import ParameterError, parameter
 from ._params import MEMORY_LIMIT, SEED, Interval, Options, check_params, parse_size
 
 __all__ = ["FitSettings", "LoadOptions", "TimeShare", "DEFAULT_TIME_LIMIT", "DEFAULT_TOTAL_TIME", "DEFAULT_METHODS", "PROTOCOLS",
@@ -322,6 +322,47 @@ _PARAMETER_NAMES = {
 }
 
 
+#: The delimiters ``LoadOptions.delimiter`` (``--delimiter``) names, as a text table's cells are split: None
+#: is blanks.  ``tab`` and the two characters ``\t`` are a tab, which a command line cannot type as one.
+TEXT_DELIMITERS = {",": ",", ";": ";", "\t": "\t", "tab": "\t", "\\t": "\t", "whitespace": None}
+#: The decimal marks ``LoadOptions.decimal`` (``--decimal``) names.
+DECIMAL_MARKS = (".", ",")
+
+
+def check_text_marks(delimiter: object, decimal: object) -> None:
+    """Refuse a text table's ``delimiter`` or ``decimal`` that no file makes right, before any file is read.
+
+    Parameters
+    ----------
+    delimiter : object
+        None, or a key of :data:`TEXT_DELIMITERS`.
+    decimal : object
+        None, or one of :data:`DECIMAL_MARKS`.
+
+    Raises
+    ------
+    ParameterError
+        For an unknown one (a typed ``--delimiter '|'``), or a comma that would be both (no cell of
+        ``1,5,2`` could be told from a number's decimals).
+
+    Examples
+    --------
+    >>> check_text_marks("tab", ",")
+    >>> check_text_marks(",", ",")
+    Traceback (most recent call last):
+    ...
+    sfapprox._errors.ParameterError: decimal=',' and delimiter=',' name the same character: a cell could not be told from a number's decimals; give another delimiter
+    """
+    if delimiter is not None and (not isinstance(delimiter, str) or delimiter not in TEXT_DELIMITERS):
+        raise ParameterError(f"{parameter('delimiter', delimiter)} is not a delimiter sfapprox reads: one of "
+                             "',', ';', 'tab' (a tab) or 'whitespace' (blanks)")
+    if decimal is not None and (not isinstance(decimal, str) or decimal not in DECIMAL_MARKS):
+        raise ParameterError(f"{parameter('decimal', decimal)} is not a decimal mark: '.' or ','")
+    if decimal is not None and delimiter is not None and TEXT_DELIMITERS[delimiter] == decimal:
+        raise ParameterError(f"{parameter('decimal', decimal)} and {parameter('delimiter', delimiter)} name the same "
+                             "character: a cell could not be told from a number's decimals; give another delimiter")
+
+
 @dataclass(frozen=True)
 class LoadOptions:
     """How a file becomes a square matrix (the keywords of :func:`sfapprox.load_matrix`).
@@ -357,6 +398,12 @@ class LoadOptions:
     max_memory : int, str or None
         Bytes the loaded matrix (and its dense copy) may take, or a size such as
         ``"4G"`` (read by the reader it is passed to); None: 80% of the physical memory.
+    delimiter : {",", ";", "\\t", "whitespace"} or None
+        Text tables (.csv/.tsv/.txt/.dat): what separates the cells (``"tab"`` is ``"\\t"``); None:
+        detected from the extension and the data lines.
+    decimal : {".", ","} or None
+        Text tables: the decimal mark of their numbers; None: detected (a ``;``-separated file's
+        decimal commas read, a number that reads both ways refused).
     extra : dict
         Further reader keywords (e.g. ones a newer reader adds).
 
@@ -379,6 +426,9 @@ class LoadOptions:
     kernel: str | None = None
     bandwidth: float | None = None
     max_memory: int | str | None = None
+    # (after the older fields: a LoadOptions built by position keeps its meaning)
+    delimiter: str | None = None
+    decimal: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def keywords(self) -> dict[str, Any]:

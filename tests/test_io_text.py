@@ -433,7 +433,8 @@ class TestBlankTableSeparators:
         comma (a decimal comma, or a thousands separator?)", no word of a ',' separating cells."""
         msg = input_error(write(tmp_path / "m.txt", text), re.escape(where) + r" reads as two cells separated by ',' "
                           r"or as one number with a decimal comma \(\d\.\d\): which is it\?")
-        assert msg.endswith("where ',' separates the cells, name the file .csv")
+        assert msg.endswith("pass decimal=',' where it is a decimal comma; where ',' separates the cells, pass "
+                            "delimiter=',' or name the file .csv")
 
     @pytest.mark.parametrize("text", ["0,5 0,25\n0,75 1\n", "1 2,5\n3\t4,5\n"])
     def test_a_blank_table_with_decimal_commas_is_refused_as_before(self, tmp_path, text):
@@ -508,3 +509,72 @@ def test_pandas_default_csv_is_read_without_its_index(tmp_path):
     np.testing.assert_array_equal(m.matrix, [[1, 2, 3], [2, 1, 0], [3, 0, 1]])
     assert any("pandas' row index" in note for note in m.notes)
     input_error(write(tmp_path / "n.csv", ",0,1\n0,1,nan\n1,2,1\n"), r"line 2, column 3: 'nan'")
+
+
+class TestDelimiterAndDecimal:
+    """``delimiter=`` and ``decimal=`` settle what detection refuses as two readings (pandas' ``sep=`` and
+    ``decimal=``): a spreadsheet's ``1.000;2.500`` could only be rewritten, a ``.txt`` ``1,2`` renamed."""
+
+    def test_decimal_point_reads_a_semicolon_file_refused_as_ambiguous(self, tmp_path):
+        path = write(tmp_path / "m.csv", "1.000;2.500\n2.500;1.000\n")
+        msg = input_error(path, r"'1\.000' is ambiguous in a semicolon-separated file")
+        assert "pass decimal='.' where the points are decimal points" in msg
+        m = load_matrix(path, decimal=".")
+        np.testing.assert_array_equal(m.matrix, [[1.0, 2.5], [2.5, 1.0]])
+        assert m.notes == ["numbers read with a decimal point, as decimal='.' says (not detected)"]
+
+    def test_decimal_comma_reads_a_comma_refused_as_a_thousands_separator(self, tmp_path):
+        path = write(tmp_path / "m.csv", "1,000;2,5\n2,5;1,000\n")
+        assert "pass decimal=','" in input_error(path, r"'1,000' is ambiguous: a decimal comma")
+        np.testing.assert_array_equal(load_matrix(path, decimal=",").matrix, [[1.0, 2.5], [2.5, 1.0]])
+
+    def test_decimal_comma_refuses_a_cell_with_a_point_it_would_have_read(self, tmp_path):
+        """numpy's fast parse read '1.000' as 1.0 whatever the decimal mark said."""
+        with pytest.raises(InputError, match=r"line 1, column 1: '1\.000' has a point, but decimal=',' says"):
+            load_matrix(write(tmp_path / "m.csv", "1.000;2\n2;1\n"), decimal=",")
+
+    @pytest.mark.parametrize("options, expected", [
+        ({"delimiter": ","}, [[1, 2], [2, 1]]),
+        ({"decimal": "."}, [[1, 2], [2, 1]]),
+    ])
+    def test_a_txt_one_comma_line_reads_as_cells_when_told(self, tmp_path, options, expected):
+        path = write(tmp_path / "m.txt", "1,2\n2,1\n")
+        input_error(path, r"reads as two cells separated by ',' or as one number with a decimal comma")
+        np.testing.assert_array_equal(load_matrix(path, **options).matrix, expected)
+
+    def test_a_blank_txt_of_decimal_commas_reads_with_decimal_comma(self, tmp_path):
+        path = write(tmp_path / "m.txt", "0,5 1\n1 0,25\n")
+        m = load_matrix(path, decimal=",")
+        np.testing.assert_array_equal(m.matrix, [[0.5, 1], [1, 0.25]])
+        assert "2 numbers written with a decimal comma (1,5) read as 1.5" in m.notes  # (not "semicolon-separated")
+
+    @pytest.mark.parametrize("delimiter", ["\t", "tab", "\\t"])
+    def test_a_given_delimiter_splits_the_cells(self, tmp_path, delimiter):
+        m = load_matrix(write(tmp_path / "m.csv", "1\t2\n3\t4\n"), delimiter=delimiter)
+        np.testing.assert_array_equal(m.matrix, [[1, 2], [3, 4]])
+        assert m.notes == [f"cells separated by tabs, as delimiter={delimiter!r} says (not detected)"]
+
+    def test_whitespace_delimiter_reads_a_csv_of_blanks(self, tmp_path):
+        m = load_matrix(write(tmp_path / "m.csv", "1 2\n3 4\n"), delimiter="whitespace")
+        np.testing.assert_array_equal(m.matrix, [[1, 2], [3, 4]])
+
+    @pytest.mark.parametrize("options, match", [
+        ({"delimiter": "|"}, r"delimiter='\|' is not a delimiter sfapprox reads"),
+        ({"decimal": ";"}, r"decimal=';' is not a decimal mark: '\.' or ','"),
+        ({"delimiter": ",", "decimal": ","}, r"decimal=',' and delimiter=',' name the same character"),
+        ({"delimiter": 1}, r"delimiter=1 is not a delimiter"),
+    ])
+    def test_nonsense_is_refused_before_the_file_is_read(self, tmp_path, options, match):
+        with pytest.raises(ParameterError, match=match):
+            load_matrix(tmp_path / "absent.csv", **options)
+
+    @pytest.mark.parametrize("name, text", [("m.mtx", MTX_GENERAL), ("m.ijv", "1 1 1\n")])
+    def test_a_format_without_delimiter_refuses_it(self, tmp_path, name, text):
+        path = write(tmp_path / name, text)
+        for option in ({"delimiter": ","}, {"decimal": "."}):
+            with pytest.raises(ParameterError, match=rf"option {next(iter(option))}= applies to csv files"):
+                load_matrix(path, **option)
+
+    def test_without_the_options_detection_is_unchanged(self, tmp_path):
+        path = write(tmp_path / "m.csv", "1,5;2\n2;1\n")
+        assert load_matrix(path).matrix.tolist() == load_matrix(path, decimal=",", delimiter=";").matrix.tolist()

@@ -23,6 +23,7 @@ import scipy.sparse as sp
 
 from .._errors import InputError, ParameterError, parameter
 from .._params import MEMORY_LIMIT
+from .._settings import check_text_marks
 from .._validation import check_memory, check_path, check_square_matrix, estimate_dense_bytes
 from ..factors import FILE_SUFFIXES, is_factors_file
 from ..formats import shell_quote
@@ -116,6 +117,9 @@ _OPTION_FORMATS = {
     "gradient": {"image"},
     "resize": {"image"},
     "square": {"image"},
+    # a text table's (a covariance's or a kernel's table too: read as format "csv")
+    "delimiter": {"csv"},
+    "decimal": {"csv"},
 }
 
 
@@ -522,6 +526,7 @@ def _check_options(format: str | None, opts: Options) -> None:
         raise ParameterError(f"square={opts.square!r} must be 'crop' or 'resize'")
     if opts.mirror not in ("auto", "none", "mirror"):
         raise ParameterError(f"mirror={opts.mirror!r} must be 'auto', 'none' or 'mirror'")
+    check_text_marks(opts.delimiter, opts.decimal)
     # the memory limit as every entry point checks it (bytes, or a size such as "4G", as --max-memory reads it)
     MEMORY_LIMIT.to_bytes(opts.max_memory)
     for name in ("network", "relation", "resize"):
@@ -575,6 +580,8 @@ def load_matrix(
     max_memory: int | str | None = DEFAULTS.max_memory,
     relation: int | None = DEFAULTS.relation,
     keep_sparse: bool = False,
+    delimiter: str | None = DEFAULTS.delimiter,
+    decimal: str | None = DEFAULTS.decimal,
 ) -> LoadedMatrix:
     """Load a square matrix from a file.
 
@@ -629,6 +636,18 @@ def load_matrix(
         its columns (:func:`~sfapprox.io.open_matrix` reads with it and makes
         it a :class:`~sfapprox.sources.SparseSource`).  A surrogate at SF's
         budget must still fit the limit.
+    delimiter : {",", ";", "\\t", "tab", "whitespace"} or None, default=None
+        Text tables (format ``"csv"``): what separates the cells, as pandas'
+        ``sep=``; None detects it (``.csv`` ``,`` or ``;``, ``.tsv`` tab,
+        ``.txt``/``.dat`` blanks unless their data lines show ``;`` or ``,``).
+        A ``.txt`` line ``1,2`` (two cells, or one number with a decimal
+        comma) is refused unless this or ``decimal`` says which.
+    decimal : {".", ","} or None, default=None
+        Text tables: the decimal mark, as pandas' ``decimal=``; None detects
+        it (decimal commas in a ``;``-separated file).  ``"."`` reads a
+        ``;``-separated ``1.000`` as 1.0 (refused as a possible thousands
+        separator otherwise); ``","`` reads ``1,000`` as 1.0 and refuses a
+        cell with a point.  Never the delimiter's character.
 
     Returns
     -------
@@ -661,7 +680,8 @@ def load_matrix(
     check_path(path)
     max_memory = MEMORY_LIMIT.to_bytes(max_memory)  # "4G" as the command line's --max-memory 4G, in bytes
     opts = Options(format=format, var=var, network=network, relation=relation, two_mode=two_mode, gradient=gradient,
-                   resize=resize, square=square, covariance=covariance, mirror=mirror, max_memory=max_memory)
+                   resize=resize, square=square, covariance=covariance, mirror=mirror, max_memory=max_memory,
+                   delimiter=delimiter, decimal=decimal)
     if not isinstance(keep_sparse, (bool, np.bool_)):
         raise ParameterError(f"keep_sparse={keep_sparse!r} must be True or False")
     src, fmt, covariance = _open_checked(path, format, opts, keep_sparse=bool(keep_sparse))

@@ -9,7 +9,8 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from .._errors import InputError
+from .._errors import InputError, parameter
+from .._settings import TEXT_DELIMITERS
 from .._validation import check_memory
 from ..formats import counted
 from ._common import (MAX_DIM, Options, ReadResult, Source, as_float_table, check_order, fortran_float,
@@ -35,19 +36,24 @@ _DAMAGED_BANNER = re.compile(
 _BLANK_SEPARATED = (".txt", ".dat")
 
 
-def _delimiter(src: Source, text: str) -> str | None:
-    """Delimiter by extension: csv ',' (';' where its data line is so separated), tsv tab, txt and dat
-    whitespace (None) unless their data line shows ';' or ',' (:func:`_blank_table_delimiter`).
+def _delimiter(src: Source, text: str, opts: Options) -> str | None:
+    """Delimiter: the one ``opts.delimiter`` names, else by extension: csv ',' (';' where its data line is so
+    separated), tsv tab, txt and dat whitespace (None) unless their data line shows ';' or ','
+    (:func:`_blank_table_delimiter`); with ``opts.decimal`` ',' never ',' (:func:`_comma_free_delimiter`).
 
     A file forced to format="csv" with another extension is sniffed from its
     first line instead.
     """
+    if opts.delimiter is not None:
+        return TEXT_DELIMITERS[opts.delimiter]
     name = strip_compression(src.path.name.lower())
     if name.endswith(".tsv"):
         return "\t"
     lines = _leading_lines(text, 2)
+    if opts.decimal == ",":
+        return _comma_free_delimiter(lines)
     if name.endswith(_BLANK_SEPARATED):
-        return _blank_table_delimiter(src, text, lines)
+        return _blank_table_delimiter(src, text, lines, opts.decimal)
     first = lines[0] if lines else ""
     # ';' where the data is so separated: the second line decides where there is one (a header "x;y,z"
     # over comma-separated rows is a comma CSV with a ';' in a column's name)
@@ -57,11 +63,18 @@ def _delimiter(src: Source, text: str) -> str | None:
     return ";" if semicolons else "," if "," in first else "\t" if "\t" in first else None
 
 
+def _comma_free_delimiter(lines: list[str]) -> str | None:
+    """The delimiter of a table whose commas are decimal commas (``decimal=','``): ';' or a tab where its data
+    line (the second non-comment line, as for a CSV) is so separated, else blanks (None)."""
+    data = _uncommented(lines[-1]) if lines else ""
+    return ";" if _semicolons(data) else "\t" if "\t" in data.strip() else None
+
+
 #: A line that is one number written with a decimal comma, or two integers separated by a comma (``1,2``).
 _ONE_COMMA = re.compile(r"[+-]?\d*,\d+(?:[eE][+-]?\d+)?")
 
 
-def _blank_table_delimiter(src: Source, text: str, lines: list[str]) -> str | None:
+def _blank_table_delimiter(src: Source, text: str, lines: list[str], decimal: str | None = None) -> str | None:
     """The delimiter of a .txt/.dat table: blanks (None), or ';' or ',' where its data line (the second
     non-comment line where there is one, as for a CSV) is so separated.  Read with blanks, a ';' or ','
     table was one cell a row: its first row a header, its second refused as "non-numeric cell '2;2;2'"
@@ -69,7 +82,8 @@ def _blank_table_delimiter(src: Source, text: str, lines: list[str]) -> str | No
 
     A blank-separated table with decimal commas (``0,5 1``) stays one: its cells are refused as before.
     A data line that is one comma between digits (``1,2``) reads as well as two cells or as one number with
-    a decimal comma: a header line separated by ',' over it tells, else it is refused."""
+    a decimal comma: a header line separated by ',' over it tells, or ``decimal='.'`` (its comma is then no
+    decimal comma), else it is refused."""
     if not lines:
         return None
     data = _uncommented(lines[-1])
@@ -83,7 +97,7 @@ def _blank_table_delimiter(src: Source, text: str, lines: list[str]) -> str | No
         if len(lines) > 1 and _GROUPED.fullmatch(header.strip()) is None and len(_split_line(header, ",")) == cells:
             return ","  # "x,y,z" over "1,000,000": cells named and separated by ','
         raise _grouped_error(src, text, lines[-1])
-    if _ONE_COMMA.fullmatch(data.strip()) is None:
+    if _ONE_COMMA.fullmatch(data.strip()) is None or decimal == ".":
         return ","
     header = _uncommented(lines[0])
     if len(lines) > 1 and _ONE_COMMA.fullmatch(header.strip()) is None and len(_split_line(header, ",")) == 2:
@@ -102,8 +116,8 @@ def _grouped_error(src: Source, text: str, line: str) -> InputError:
     cell = _uncommented(line).strip()
     return src.fail(f"line {_line_number(text, line)}: {cell!r} reads as cells separated by ',' or as one "
                     f"number with thousands separators ({cell.replace(',', '')}): which is it?",
-                    "write numbers without thousands separators; where ',' separates the cells, name the file "
-                    ".csv or give the columns a header line")
+                    f"where ',' separates the cells, pass {parameter('delimiter', ',')} (or name the file .csv, or "
+                    "give the columns a header line); else write numbers without thousands separators")
 
 
 def _one_comma_error(src: Source, text: str, line: str) -> InputError:
@@ -114,7 +128,8 @@ def _one_comma_error(src: Source, text: str, line: str) -> InputError:
     return src.fail(f"line {_line_number(text, line)}: {cell!r} reads as two cells separated by ',' or as one "
                     f"number with a decimal comma ({whole}.{frac}): which is it? (a {suffix} table's cells are "
                     "separated by blanks, unless its data lines show ';' or ',')",
-                    "write numbers with a decimal point; where ',' separates the cells, name the file .csv")
+                    f"pass {parameter('decimal', ',')} where it is a decimal comma; where ',' separates the cells, "
+                    f"pass {parameter('delimiter', ',')} or name the file .csv")
 
 
 def _uncommented(line: str) -> str:
@@ -228,7 +243,7 @@ def read_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]]:
     re-parsed row by row to name the offending line and cell.
     """
     text = src.read_text()
-    delimiter = _delimiter(src, text)
+    delimiter = _delimiter(src, text, opts)
     lines = text.splitlines()
     first = next((k for k, ln in enumerate(lines) if ln.strip() and not ln.lstrip().startswith(_COMMENT)), None)
     if first is None:
@@ -236,8 +251,9 @@ def read_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]]:
     width = len(_split_line(lines[first], delimiter))
     # The first row's width bounds the table: refuse before parsing it all.
     check_memory(8 * width * len(lines), what=f"{src.display}: dense {len(lines)} x {width} table", limit=opts.max_memory)
-    notes: list[str] = []
-    if delimiter is not None and strip_compression(src.path.name.lower()).endswith(_BLANK_SEPARATED):
+    notes = _marks_notes(opts)
+    if (delimiter is not None and opts.delimiter is None
+            and strip_compression(src.path.name.lower()).endswith(_BLANK_SEPARATED)):
         notes.append(f"cells separated by {delimiter!r}, as its data lines show (not by blanks)")
     header = _split_line(lines[first], delimiter)
     # A header has a label in it: a row whose only non-numbers are missing values ("NA") is data,
@@ -258,16 +274,19 @@ def read_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]]:
         has_header = has_header or pandas_index
     if has_header:
         notes.append(_header_note(header))
-    table = _fast_table(lines[first + 1 :] if has_header else lines[first:], delimiter)
+    # decimal=',': numpy would read a cell '1.5' as 1.5; the slow path refuses it (a point where commas are
+    # the decimal mark) and reads '1,5'
+    table = None if opts.decimal == "," else _fast_table(lines[first + 1 :] if has_header else lines[first:], delimiter)
     if table is None or not table.size:
         # Slow path: Python strings cost ~10x the float64 table.
         check_memory(80 * width * len(lines), what=f"{src.display}: parsing a {len(lines)} x {width} table",
                      limit=opts.max_memory)
-        table, notes = _slow_table(src, text, delimiter, has_header, notes)
+        decimal = opts.decimal or ("," if delimiter == ";" else ".")
+        table, notes = _slow_table(src, text, delimiter, has_header, notes, decimal, given=opts.decimal is not None)
     if pandas_index and table.shape[1] == len(header) and np.array_equal(table[:, 0], np.arange(len(table))):
         table = table[:, 1:]
         notes.append(_PANDAS_INDEX_NOTE)
-    if delimiter == ";":
+    if delimiter == ";" and opts.decimal is None:  # (a decimal mark given says what '1.000' is)
         _refuse_ambiguous_points(src, lines[first + has_header:], first + has_header, notes, table)
     labels = _ROW_LABELS_NOTE in notes or _PANDAS_INDEX_NOTE in notes
     _refuse_nonfinite(src, table, lines[first + has_header:], first + has_header, delimiter, labels)
@@ -322,8 +341,8 @@ def _refuse_ambiguous_points(src: Source, lines: list[str], skipped: int, notes:
     raise src.fail(f"line {line_no}, column {line[:start].count(';') + 1}: {cell!r} is ambiguous in a semicolon-separated "
                    f"file: a decimal point ({float(cell):g}) or a thousands separator ({cell.replace('.', '')})? "
                    "No number in the file tells",
-                   "where the points are decimal points, write one number with another count of decimals (1.0) or "
-                   "separate the cells with commas; where they separate thousands, write the numbers without them")
+                   f"pass {parameter('decimal', '.')} where the points are decimal points; where they separate "
+                   "thousands, write the numbers without them")
 
 
 def _cell(match: re.Match) -> str:
@@ -353,7 +372,21 @@ def _refuse_nonfinite(src: Source, table: np.ndarray, lines: list[str], skipped:
                    "every entry needs a finite number: replace them (numpy.nan_to_num) or remove their rows and columns")
 
 
-def _slow_table(src: Source, text: str, delimiter: str | None, has_header: bool, notes: list[str]):
+def _marks_notes(opts: Options) -> list[str]:
+    """The notes of a table read with a delimiter or decimal mark given (what ``info`` shows: how the
+    file became a matrix)."""
+    notes = []
+    if opts.delimiter is not None:
+        shown = {None: "blanks", "\t": "tabs"}.get(TEXT_DELIMITERS[opts.delimiter], repr(TEXT_DELIMITERS[opts.delimiter]))
+        notes.append(f"cells separated by {shown}, as {parameter('delimiter', opts.delimiter)} says (not detected)")
+    if opts.decimal is not None:
+        notes.append(f"numbers read with a decimal {'comma' if opts.decimal == ',' else 'point'}, as "
+                     f"{parameter('decimal', opts.decimal)} says (not detected)")
+    return notes
+
+
+def _slow_table(src: Source, text: str, delimiter: str | None, has_header: bool, notes: list[str],
+                decimal: str = ".", *, given: bool = False):
     rows, numbers = _split_rows(text, delimiter)
     if has_header:
         header = rows[0]
@@ -372,7 +405,7 @@ def _slow_table(src: Source, text: str, delimiter: str | None, has_header: bool,
                 f"line {line_no} has {len(row)} fields, expected {expected} (ragged rows)",
                 "every row of a dense table needs the same number of values",
             )
-    rows = read_written_numbers(rows, numbers, src, notes, decimal_comma=delimiter == ";")
+    rows = read_written_numbers(rows, numbers, src, notes, decimal_comma=decimal == ",", given=given)
     return as_float_table(rows, numbers, src), notes
 
 
@@ -381,12 +414,15 @@ _DECIMAL_COMMA = re.compile(r"([+-]?\d*),(\d+)((?:[eE][+-]?\d+)?)")
 
 
 def read_written_numbers(rows: list[list[str]], numbers: list[int], src: Source, notes: list[str], *,
-                         decimal_comma: bool) -> list[list[str]]:
+                         decimal_comma: bool, given: bool = False) -> list[list[str]]:
     """``rows`` with numbers written in the other ways a table's writer may use, as Python reads them,
     with a note each: Fortran's exponent (``1.0D+00``) and, in a semicolon-separated file (where a comma
     is no delimiter), a decimal comma (``1,5``).  A comma that could be a thousands separator (``1,000``;
     a decimal point in a file of decimal commas, ``1.000``) is refused, naming its line and column:
-    either reading of it would be a guess.  Other cells are left as they are (the parse names them)."""
+    either reading of it would be a guess.  Other cells are left as they are (the parse names them).
+
+    ``given``: the decimal comma was asked for (``decimal=','``), not detected: ``1,000`` is 1.0, and a
+    cell with a point is refused, whether or not another cell has a comma."""
     fortran = commas = 0
     point: tuple[int, int, str] | None = None  # the first cell with a decimal point, where a comma may be one
     out = []
@@ -396,16 +432,19 @@ def read_written_numbers(rows: list[list[str]], numbers: list[int], src: Source,
             if parse_float(cell) is not None:
                 if decimal_comma and point is None and "." in cell:
                     point = (line_no, col + 1, cell)
+                    if given:
+                        raise _point_error(src, point)
                 continue
             value = fortran_float(cell.strip())
             if value is not None:
                 fortran += 1
             elif decimal_comma and (match := _DECIMAL_COMMA.fullmatch(cell.strip())) is not None:
                 whole, frac, exponent = match.groups()
-                if len(frac) == 3 and whole.lstrip("+-0"):
+                if len(frac) == 3 and whole.lstrip("+-0") and not given:
                     raise src.fail(f"line {line_no}, column {col + 1}: {cell.strip()!r} is ambiguous: a decimal "
                                    f"comma ({whole}.{frac}) or a thousands separator ({whole}{frac})?",
-                                   "write numbers with a decimal point and no thousands separators")
+                                   "write numbers with a decimal point and no thousands separators, or pass "
+                                   f"{parameter('decimal', ',')} where the commas are decimal commas")
                 value, commas = float(f"{whole}.{frac}{exponent}"), commas + 1
             else:
                 continue
@@ -419,9 +458,19 @@ def read_written_numbers(rows: list[list[str]], numbers: list[int], src: Source,
                        "write every number the same way, without thousands separators")
     if fortran:
         notes.append(f"{counted(fortran, 'number')} written with a Fortran exponent (1.0D+00) read as 1.0E+00")
-    if commas:
-        notes.append(f"semicolon-separated, {counted(commas, 'number')} written with a decimal comma (1,5) read as 1.5")
+    if commas:  # (asked for, the comma is no sign of a ';'-separated file: decimal=',' reads blank ones too)
+        notes.append(f"{'' if given else 'semicolon-separated, '}{counted(commas, 'number')} written with a "
+                     "decimal comma (1,5) read as 1.5")
     return out
+
+
+def _point_error(src: Source, point: tuple[int, int, str]) -> InputError:
+    """The refusal of a cell with a point in a table read with decimal commas as asked (``decimal=','``)."""
+    line_no, col, cell = point
+    return src.fail(f"line {line_no}, column {col}: {cell.strip()!r} has a point, but "
+                    f"{parameter('decimal', ',')} says numbers are written with a decimal comma (1,5)",
+                    f"pass {parameter('decimal', '.')} if the points are decimal points; numbers with thousands "
+                    "separators are not read")
 
 
 def read_csv(src: Source, opts: Options) -> ReadResult:
