@@ -890,3 +890,30 @@ def test_a_dok_or_lil_matrix_read_by_its_columns_is_counted_by_its_entries(fmt):
         sparse_source_within(other, sparse_copies_bytes(sp.coo_array(M)) // 2)
     row = compare(other, ["sparse"], budget=2_000, max_memory=2_000_000).results[0]
     assert row.status == "ok", row
+
+
+def test_a_kernel_and_a_covariance_read_their_text_table_with_its_delimiter(tmp_path):
+    """A .txt of points '1,2' was refused (two cells or a decimal comma?) with no option to say which."""
+    from sfapprox.io import open_matrix, read_points
+
+    path = tmp_path / "p.txt"
+    path.write_text("0,0\n1,0\n0,2\n")
+    np.testing.assert_array_equal(read_points(path, delimiter=","), [[0, 0], [1, 0], [0, 2]])
+    K = open_matrix(path, kernel="rbf", bandwidth=1.0, delimiter=",")
+    assert K.n == 3 and round(float(K.columns([0])[1, 0]), 4) == 0.6065
+    C = open_matrix(path, covariance=True, decimal=".")
+    np.testing.assert_allclose(C.to_dense() if hasattr(C, "to_dense") else C.matrix, np.cov([[0, 0], [1, 0], [0, 2]], rowvar=False))
+
+
+def test_text_options_for_a_table_that_is_not_text_or_an_attention_map_are_refused(tmp_path):
+    from sfapprox._errors import ParameterError
+    from sfapprox.io import open_matrix
+
+    path = tmp_path / "p.npy"
+    np.save(path, np.eye(3))
+    with pytest.raises(ParameterError, match=r"option delimiter= applies to text tables"):
+        open_matrix(path, kernel="rbf", delimiter=",")
+    with pytest.raises(ParameterError, match=r"decimal=',' does not apply to it"):
+        open_matrix(tmp_path / "qk.npz", format="attention", decimal=",")
+    with pytest.raises(ParameterError, match=r"option decimal= applies to csv files"):
+        open_matrix(path, decimal=".")  # (a .npy otherwise mapped, where the option went unread)

@@ -46,7 +46,8 @@ def _stem(path) -> str:
 
 
 def read_points(path: str | os.PathLike, *, format: str | None = DEFAULTS.format,
-                max_memory: int | str | None = DEFAULTS.max_memory) -> np.ndarray:
+                max_memory: int | str | None = DEFAULTS.max_memory, delimiter: str | None = DEFAULTS.delimiter,
+                decimal: str | None = DEFAULTS.decimal) -> np.ndarray:
     """A samples x features table from a ``.csv``/``.tsv``/``.txt``/``.dat``, ``.npy`` or LIBSVM file.
 
     Parameters
@@ -58,6 +59,8 @@ def read_points(path: str | os.PathLike, *, format: str | None = DEFAULTS.format
     max_memory : int, str or None, default=None
         Bytes the table may take, or a size such as ``"4G"`` (as ``--max-memory``
         reads it); None: 80% of physical RAM.
+    delimiter, decimal : str or None, default=None
+        A text table's delimiter and decimal mark, as :func:`~sfapprox.io.load_matrix` takes them.
 
     Returns
     -------
@@ -67,21 +70,41 @@ def read_points(path: str | os.PathLike, *, format: str | None = DEFAULTS.format
     ------
     InputError
         For a file that is not such a table (one line, starting with the path).
+    ParameterError
+        For a ``delimiter`` or ``decimal`` that is not one, or given for a table that is not text.
     """
-    return _read_table(path, format, MEMORY_LIMIT.to_bytes(max_memory))[0]
+    marks = {"delimiter": delimiter, "decimal": decimal}
+    from . import _check_options  # the package's own (this module is imported at its end)
+
+    _check_options(format, Options(**marks))
+    return _read_table(path, format, MEMORY_LIMIT.to_bytes(max_memory), marks)[0]
 
 
-def _read_table(path, format: str | None, max_memory: int | None) -> tuple[np.ndarray, list[str], Source]:
-    """:func:`read_points`'s table, what reading it noted, and the file as it was read (whose
-    :meth:`~Source.sha256` is of that reading: the text's bytes, hashed and let go here, or a ``.npy``
-    hashed as it streamed)."""
+#: The reading options of a text table (``delimiter``, ``decimal``): a kernel's and a covariance's too.
+_TEXT_MARKS = ("delimiter", "decimal")
+
+
+def _text_marks(options: dict) -> dict:
+    """The text-table options among ``options`` (:data:`_TEXT_MARKS`) that are given."""
+    return {name: options[name] for name in _TEXT_MARKS if options.get(name) is not None}
+
+
+def _read_table(path, format: str | None, max_memory: int | None,
+                marks: dict | None = None) -> tuple[np.ndarray, list[str], Source]:
+    """:func:`read_points`'s table (a text table read with ``marks``: its ``delimiter`` and ``decimal``), what
+    reading it noted, and the file as it was read (whose :meth:`~Source.sha256` is of that reading: the
+    text's bytes, hashed and let go here, or a ``.npy`` hashed as it streamed)."""
+    marks = _text_marks(marks or {})
     src = Source(path, max_memory)
     src.check_exists()
     kind = _point_kind(path, format)
     if kind is None:
         raise fail(os.fspath(path), _not_points(path), "pass --format csv|npy|libsvm if it is one")
+    if marks and kind != "csv":  # refused, not ignored (an .npy has no delimiter to set)
+        raise ParameterError(f"{os.fspath(path)}: option {parameter(next(iter(marks)))} applies to text tables "
+                             f"(.csv/.tsv/.txt/.dat), not {kind!r}")
     with src.guard():
-        table, notes = read_samples(src, Options(max_memory=max_memory), kind)
+        table, notes = read_samples(src, Options(max_memory=max_memory, **marks), kind)
     # the text's bytes (as large as the file) went on being held beside the table while a kernel, a
     # covariance source or a formed covariance was made from it
     src.release()
@@ -234,18 +257,18 @@ def open_matrix(
     check_reading_options(kernel=kernel, bandwidth=bandwidth, format=format, var=var, max_memory=max_memory,
                           **options)
     if options.get("covariance") and kernel is None and format != "attention":
-        read = _covariance_table(path, format, max_memory)
+        read = _covariance_table(path, format, max_memory, options)
         if read is not None:
             return _covariance(path, *read, format=format, var=var, max_memory=max_memory, **options)
     if kernel is not None:
-        points, _, read = _read_table(path, format, max_memory)
+        points, _, read = _read_table(path, format, max_memory, options)
         kernel_matrix = _by_path(path, lambda: KernelMatrix(points, kernel, bandwidth, name=_stem(path),
                                                              max_memory=max_memory))
         return _from_file(kernel_matrix, path, read=read)
     if format == "attention":
         attention, read = _by_path(path, lambda: _attention(path, var, max_memory))
         return _from_file(attention, path, read=read)
-    if format in (None, "npy") and var is None and _big_npy(path, max_memory):
+    if format in (None, "npy") and var is None and not _text_marks(options) and _big_npy(path, max_memory):
         mapped = _from_file(open_npy(path), path, hashed=False)
         mapped.reading = {"covariance": False}  # the matrix itself, as a loaded .npy records it
         return mapped
@@ -319,7 +342,8 @@ def check_reading_options(*, kernel: str | None = DEFAULTS.kernel, bandwidth: fl
         if file is not None and _point_kind(file, format) is None:
             raise ParameterError(f"{os.fspath(file)}: {_not_points(file)}; pass format csv|npy|libsvm if it is one")
     if format == "attention":
-        _refuse_unused(options, f"an attention map ({parameter('format', 'attention')}) reads Q and K from an .npz")
+        _refuse_unused(options, f"an attention map ({parameter('format', 'attention')}) reads Q and K from an .npz",
+                       also=_TEXT_MARKS)
     if format != "attention":  # (load_matrix's own formats; an attention map is not one of them)
         _check_options(format, Options(format=format, var=var, **options))
 
@@ -340,10 +364,12 @@ _FILE_OPTIONS = {name: getattr(DEFAULTS, name)
                  for name in ("network", "relation", "two_mode", "gradient", "resize", "square", "mirror")}
 
 
-def _refuse_unused(options: dict, reads: str, *, var: str | None = None) -> None:
+def _refuse_unused(options: dict, reads: str, *, var: str | None = None, also: tuple[str, ...] = ()) -> None:
     """Refuse reading options given where they shape nothing (an option that parses but is ignored would
-    let a user believe it applied): one line naming them."""
-    given = [parameter(name, options[name]) for name, default in _FILE_OPTIONS.items()
+    let a user believe it applied): one line naming them; ``also``: more of them, None by default (a
+    text table's, which shape a kernel's table but no attention map)."""
+    defaults = {**_FILE_OPTIONS, **{name: None for name in also}}
+    given = [parameter(name, options[name]) for name, default in defaults.items()
              if name in options and options[name] != default]
     if var is not None:
         given.insert(0, parameter("var", var))
@@ -375,13 +401,14 @@ def _from_file(source: MatrixSource, path, *, hashed: bool = True, read: Source 
     return source
 
 
-def _covariance_table(path, format: str | None, max_memory: int | None) -> tuple[np.ndarray, list[str], Source] | None:
+def _covariance_table(path, format: str | None, max_memory: int | None,
+                      options: dict) -> tuple[np.ndarray, list[str], Source] | None:
     """The samples x features table of ``covariance=True``, its reading's notes and the file as read, read once; None when
     it is not a table this path reads (``load_matrix`` then reports the file in its own words)."""
     if format not in (None, "csv", "npy", "libsvm"):
         return None  # load_matrix says what covariance=True accepts
     try:
-        return _read_table(path, format, max_memory)
+        return _read_table(path, format, max_memory, options)
     except InputError:
         return None
 
