@@ -1555,3 +1555,29 @@ def test_fit_s_iteration_note_separates_thousands(small_mtx):
     res = invoke("fit", small_mtx, "--iters", "1000", "--ftol", "0", "--gtol", "0", "--device", "cpu")
     assert res.exit_code == 0, res.output
     assert "stopped after its 1,000 iterations before" in res.output
+
+
+def test_delimiter_and_decimal_settle_a_table_and_info_says_how_it_was_read(tmp_path):
+    path = tmp_path / "m.csv"
+    path.write_text("1.000;2.500\n2.500;1.000\n")
+    refused = invoke("info", path)
+    assert refused.exit_code == 2 and "pass --decimal . where the points are decimal points" in refused.output
+    res = invoke("info", path, "--decimal", ".", "--json", "-")
+    assert res.exit_code == 0, res.output
+    matrix = json.loads(res.stdout)["matrix"]
+    assert matrix["max"] == 2.5 and "numbers read with a decimal point, as --decimal . says (not detected)" in matrix["notes"]
+    txt = tmp_path / "m.txt"
+    txt.write_text("1,2\n2,1\n")
+    assert invoke("info", txt, "--delimiter", "TAB").exit_code == 2
+    assert invoke("info", txt, "--delimiter", ",").exit_code == 0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--delimiter", "|"], "--delimiter | is not a delimiter sfapprox reads"),
+    (["--delimiter", ",", "--decimal", ","], "--decimal , and --delimiter , name the same character"),
+    (["--decimal", "."], "option --decimal applies to csv files, not 'mtx'"),
+])
+@pytest.mark.parametrize("command", ["info", "compare", "fit"])
+def test_nonsense_delimiter_or_decimal_is_one_line_and_exit_2(small_mtx, command, args, message):
+    res = invoke(command, small_mtx, *args)
+    assert res.exit_code == 2 and message in res.output and "Traceback" not in res.output, res.output

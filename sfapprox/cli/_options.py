@@ -31,6 +31,7 @@ from .._settings import (
     SF_MAX_ITER,
     FitSettings,
     LoadOptions,
+    check_text_marks,
     parse_size,
 )
 from .._settings import DEFAULT_METHODS as _DEFAULT_METHODS
@@ -242,15 +243,25 @@ LOAD = Group(
         _param("mirror", Annotated[Literal["auto", "none", "mirror"], typer.Option("--mirror", **CHOICE, help="Header-less triplets: mirror a one-triangle file (auto), never (none) or always (mirror).")], _field_default(LoadOptions, "mirror")),
         _param("kernel", Annotated[Optional[str], typer.Option("--kernel", help="The file is a table of points (.csv/.tsv/.txt/.dat, .npy, .libsvm): use their kernel matrix, rbf, laplacian, matern32, matern52, cosine or linear (computed from columns; formed only when it fits).", metavar="KERNEL", callback=lowered)], _field_default(LoadOptions, "kernel")),
         _param("bandwidth", Annotated[Optional[float], typer.Option("--bandwidth", help="The kernel's bandwidth h (rbf: exp(-d²/2h²)); default: the median distance between points (printed).", metavar="H")], _field_default(LoadOptions, "bandwidth")),
+        _param("delimiter", Annotated[Optional[str], typer.Option("--delimiter", help="Text table (.csv/.tsv/.txt/.dat): what separates its cells, ',' ';' tab or whitespace (default: detected from the extension and the data lines).", metavar="SEP", callback=lowered)], _field_default(LoadOptions, "delimiter")),
+        _param("decimal", Annotated[Optional[str], typer.Option("--decimal", help="Text table: the decimal mark of its numbers, '.' or ',' (default: detected; a number that reads both ways is refused).", metavar="MARK")], _field_default(LoadOptions, "decimal")),
         _MAX_MEMORY,
     ),
-    lambda v: LoadOptions(
+    lambda v: _checked_marks(LoadOptions(
         format=v["format"], var=v["var"], network=v["network"], relation=v["relation"], two_mode=v["two_mode"],
         gradient=v["gradient"],
         resize=v["resize"], square=v["square"], covariance=v["covariance"], mirror=v["mirror"],
         kernel=v["kernel"], bandwidth=v["bandwidth"], max_memory=parse_size(v["max_memory"]),
-    ),
+        delimiter=v["delimiter"], decimal=v["decimal"],
+    )),
 )
+
+
+def _checked_marks(load: LoadOptions) -> LoadOptions:
+    """``load`` once its text-table delimiter and decimal mark are ones a table can have (refused before any
+    file is read or output checked: a batch would otherwise fetch its downloads first)."""
+    check_text_marks(load.delimiter, load.decimal)
+    return load
 
 # ---------------------------------------------------------------- FitSettings
 FIT = Group(
