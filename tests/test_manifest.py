@@ -283,3 +283,11 @@ def test_load_value_errors_name_the_manifest_s_keys_when_the_batch_command_reads
     with spelled_for("cli"), pytest.raises(ManifestError, match=rf"entry 'a': load options: ") as caught:
         parse_manifest({"matrix": [entry]}, "m.toml")
     assert f"--{key}" not in str(caught.value) and key in str(caught.value)
+
+
+def test_a_manifest_entry_reads_a_text_table_with_its_delimiter_and_decimal():
+    entry = {"name": "a", "category": "other", "file": "t.csv", "load": {"delimiter": ";", "decimal": "."}}
+    assert parse_manifest({"title": "t", "matrix": [entry]}).entries[0].load == {"delimiter": ";", "decimal": "."}
+    entry["load"] = {"delimiter": ",", "decimal": ","}
+    with pytest.raises(ManifestError, match=r"entry 'a': load options: .*name the same character"):
+        parse_manifest({"title": "t", "matrix": [entry]})

@@ -96,6 +96,8 @@ LOAD_OPTIONS: dict[str, tuple[type, ...]] = {
     "max_memory": (int, str),
     "kernel": (str,),
     "bandwidth": (int, float),
+    "delimiter": (str,),
+    "decimal": (str,),
 }
 
 #: Weight files whose every square tensor an entry can list with ``load = {var = "*"}``.
