@@ -877,6 +877,39 @@ def test_a_layers_transpose_shares_its_parameters_and_takes_dtype_device_and_inp
         TransposedLinear(torch.nn.Linear(3, 3))
 
 
+def test_a_transposed_module_s_state_dict_loads_into_the_plain_one_and_back():
+    """op.T.to_torch() and layer.transposed() wrote their keys under "layer." ("layer.values"): a checkpoint of
+    A's module did not load into A.T's of the same structure, nor back.  The keys are the plain layer's; the
+    parameters stay shared, a state dict of the old keys still loads, and a missing key is named as saved."""
+    for name, op in _every_kind_at(16).items():
+        plain, transposed = op.to_torch(dtype=torch.float64), op.T.to_torch(dtype=torch.float64)
+        assert list(transposed.state_dict()) == list(plain.state_dict()), name
+        with torch.no_grad():
+            for p in transposed.parameters():
+                p.mul_(2)  # other numbers of the same structure
+        plain.load_state_dict(transposed.state_dict())  # A.T's checkpoint into A's module
+        torch.testing.assert_close(plain.dense_weight(), transposed.dense_weight().T, msg=name)
+        with torch.no_grad():
+            for p in plain.parameters():
+                p.mul_(3)
+        transposed.load_state_dict(plain.state_dict())  # and back
+        torch.testing.assert_close(transposed.dense_weight(), plain.dense_weight().T, msg=name)
+        shared = plain.transposed()
+        assert list(shared.state_dict()) == list(plain.state_dict()), name
+        assert all(a is b for a, b in zip(shared.state_dict(keep_vars=True).values(),
+                                          plain.state_dict(keep_vars=True).values())), name
+        # within a model, under the model's own prefix; the old "layer." keys still load
+        model = torch.nn.Sequential(torch.nn.Identity(), transposed)
+        assert list(model.state_dict()) == [f"1.{k}" for k in plain.state_dict()], name
+        scaled = {k: 5 * v if v.is_floating_point() else v for k, v in plain.state_dict().items()}
+        model.load_state_dict({f"1.layer.{k}": v for k, v in scaled.items()})
+        plain.load_state_dict(scaled)
+        torch.testing.assert_close(transposed.dense_weight(), plain.dense_weight().T, msg=name)
+    layer = _chord("chord", 16, np.random.default_rng(16)).T.to_torch(dtype=torch.float64)
+    with pytest.raises(RuntimeError, match=r'Missing key\(s\) in state_dict: "values"'):
+        layer.load_state_dict({k: v for k, v in layer.state_dict().items() if k != "values"})
+
+
 def test_the_hybrid_module_has_a_dense_weight_as_the_others():
     """HybridLinear had no dense_weight() (AttributeError), where every other module has one."""
     for name, op in {"hybrid": _hybrid(12, np.random.default_rng(17)), **_hybrids_without_factors()}.items():

@@ -646,8 +646,11 @@ class TransposedLinear(_Layer):
 
     What ``op.T.to_torch()`` returns: the layer of ``op`` (its values copied from the operator, as every
     ``to_torch`` copies) wrapped here; ``layer.transposed()`` wraps a layer one already has, and then
-    the two modules hold the same ``nn.Parameter`` objects (training either trains both, and
-    ``state_dict`` keys are the layer's under ``layer.``).  The forward is the layer's
+    the two modules hold the same ``nn.Parameter`` objects (training either trains both).  Its
+    ``state_dict`` is the layer's, keys and all (``values``, not ``layer.values``), so a checkpoint of
+    either module loads into the other, and into ``op.to_torch()`` or ``op.T.to_torch()`` of an operator of
+    the same structure; a state dict saved with the ``layer.`` keys of earlier versions still loads
+    (``named_parameters`` keep ``layer.``: they name the modules as they are nested).  The forward is the layer's
     :meth:`~_Layer.forward_transposed`: the transpose in what the layer stores, at its forward's cost (no
     ``N x N`` weight), gradients reaching the parameters and the input.
 
@@ -669,10 +672,23 @@ class TransposedLinear(_Layer):
         if not isinstance(layer, _Layer):
             raise ParameterError(f"TransposedLinear wraps one of sfapprox's torch layers, got {type(layer).__name__}")
         self.layer = layer
+        self.register_load_state_dict_pre_hook(_under_layer)
+        self.register_load_state_dict_post_hook(_keys_said_as_saved)
 
     @property
     def n(self) -> int:
         return self.layer.n
+
+    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
+        """The wrapped layer's state dict, under this module's own prefix (no ``layer.``).
+
+        A checkpoint of ``A.T``'s module loads into ``A``'s and back (:class:`TransposedLinear`): the
+        numbers are the same, only the apply differs, and ``layer.values`` beside ``values`` kept a
+        checkpoint of one from loading into the other.
+        """
+        # (a parent module calls this with its destination and this module's prefix, so the keys are the
+        # layer's within any model that holds the transpose)
+        return self.layer.state_dict(*args, destination=destination, prefix=prefix, keep_vars=keep_vars)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x @ A`` over the last dimension of ``x`` (shape ``(..., n)``)."""
@@ -693,3 +709,28 @@ class TransposedLinear(_Layer):
     def to_operator(self):
         """The current values as the transpose (``.T``) of the layer's operator (float64, on the CPU)."""
         return self.layer.to_operator().T
+
+
+#: The wrapped layer's attribute in :class:`TransposedLinear`, and so the prefix torch loads its keys under.
+_WRAPPED = "layer."
+
+
+def _under_layer(module, state_dict, prefix, *_) -> None:
+    """A load pre-hook of :class:`TransposedLinear`: its keys, the layer's own (its ``state_dict``), put under
+    ``layer.`` where torch looks for the wrapped module's; a key already there (a state dict saved before
+    the keys were the layer's) is left as it is.  No layer has a part named ``layer``, so the two never clash."""
+    module._loaded_under = prefix  # for _keys_said_as_saved
+    for key in [k for k in state_dict if k.startswith(prefix) and not k.startswith(prefix + _WRAPPED)]:
+        state_dict[prefix + _WRAPPED + key[len(prefix):]] = state_dict.pop(key)
+
+
+def _keys_said_as_saved(module, incompatible) -> None:
+    """A load post-hook of :class:`TransposedLinear`: a missing key named as its ``state_dict`` writes it
+    (``values``), not as :func:`_under_layer` looked for it (``layer.values``, a key no checkpoint of it has)."""
+    prefix = getattr(module, "_loaded_under", None)
+    if prefix is None:
+        return
+    inner = prefix + _WRAPPED
+    incompatible.missing_keys[:] = [prefix + k[len(inner):] if k.startswith(inner) else k
+                                    for k in incompatible.missing_keys]
+
