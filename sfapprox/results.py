@@ -10,6 +10,7 @@ its fitted operator); ``to_dict()`` gives the documented JSON shape and
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -400,7 +401,14 @@ class Comparison(ShownAsTables):
         ------
         InputError
             Naming the key: one missing (``matrix``, ``budget``, ``budget_spec``, ``results``), of the wrong
-            type, NaN or Infinity anywhere, or a ``format``/``version`` this sfapprox does not read.
+            type, NaN or Infinity anywhere, a second row of one method, or a ``format``/``version`` this
+            sfapprox does not read.
+
+        Warns
+        -----
+        UserWarning
+            For a row whose method this sfapprox does not know (a newer sfapprox's, or a plugin's not
+            imported here), not an included saved fit's: the row is read and shown as recorded.
 
         Examples
         --------
@@ -410,7 +418,9 @@ class Comparison(ShownAsTables):
         """
         check_format(data, COMPARISON_FORMAT, COMPARISON_VERSION)
         check_finite(data, "")
-        return comparison_from(data)
+        comparison = comparison_from(data)
+        warn_unknown_methods({key_path("results", i): r for i, r in enumerate(comparison.results)})
+        return comparison
 
     def __repr__(self) -> str:
         """A few lines: the matrix and the budget, each method's error as the table says it (the
@@ -1002,7 +1012,8 @@ def comparison_from(data: Any, where: str = "", shared: dict[str, Any] | None = 
         matrix_from(data, where),
         read_field(data, "budget", where, "positive", required=True, null=False),
         read_field(data, "budget_spec", where, "text", required=True, null=False),
-        [MethodResult.from_dict(row, where=key_path(key_path(where, "results"), i)) for i, row in enumerate(results)],
+        _one_row_each([MethodResult.from_dict(row, where=key_path(key_path(where, "results"), i))
+                       for i, row in enumerate(results)], key_path(where, "results")),
         settings=read_field(data, "settings", where, "table") or {},
         versions=read_field(data, "versions", where, "versions") or {},
         notes=read_field(data, "notes", where, "texts") or [],
@@ -1013,3 +1024,44 @@ def comparison_from(data: Any, where: str = "", shared: dict[str, Any] | None = 
     if verdict is not None:
         read_field(verdict, "text", key_path(where, "verdict"), "text", required=True, null=False)
     return comparison
+
+
+def _one_row_each(rows: list[MethodResult], where: str) -> list[MethodResult]:
+    """``rows``, refused where a method has a second one (an edit, or two files pasted together): the winner,
+    :meth:`Comparison.result` and a sweep's cell would each take one of the two without a word."""
+    first: dict[str, int] = {}
+    for i, r in enumerate(rows):
+        if r.method in first:
+            raise InputError(f"key {key_path(key_path(where, i), 'method')} is {r.method!r}, as "
+                             f"{key_path(key_path(where, first[r.method]), 'method')} is: a comparison, and each budget "
+                             "of a sweep, has one row per method")
+        first[r.method] = i
+    return rows
+
+
+def is_known_row(r: MethodResult) -> bool:
+    """Whether this sfapprox knows what made the row: a registered method, or an included saved fit (whose
+    row name is the user's, ``saved:<file>``, and whose ``params`` record its ``kind``)."""
+    return r.method in methods() or "kind" in r.params
+
+
+def warn_unknown_methods(rows: dict[str, MethodResult], stacklevel: int = 3) -> None:
+    """One :class:`UserWarning` naming the rows (by their key, ``results[2]``) whose method this sfapprox does
+    not know (:func:`is_known_row`).  Such a file is read, not refused: a newer sfapprox's, or one made with
+    a plugin's method, is shown as it was recorded (its row's numbers need no code of the method), with
+    this word so that a misspelt edit is not taken for a method."""
+    places: dict[str, list[str]] = {}
+    for where, r in rows.items():
+        if not is_known_row(r):
+            places.setdefault(r.method, []).append(where)
+    # by method, at its first row (a sweep of 30 budgets named its 30 rows)
+    unknown = [f"{method!r} ({at[0]}.method{_more_rows(len(at) - 1)})" for method, at in places.items()]
+    if unknown:
+        those = "a method" if len(unknown) == 1 else "methods"
+        warnings.warn(f"{_listed(unknown)}: {those} this sfapprox does not know (a newer sfapprox's, or a "
+                      f"plugin's not imported here); shown as recorded", UserWarning, stacklevel=stacklevel)
+
+
+def _more_rows(count: int) -> str:
+    return "" if count == 0 else f", and {counted(count, 'more row')}"
+

@@ -719,6 +719,7 @@ def test_report_of_a_sweep_s_json_draws_its_plot_and_refuses_compare_s(tmp_path)
     (lambda d: d.update(version=2), "key version is 2: a newer sfapprox wrote it"),
     (lambda d: d.update(format="sfapprox-other"), "key format is 'sfapprox-other', which report does not read"),
     (lambda d: d.pop("budget"), "key budget is missing"),
+    (lambda d: d["results"].append(dict(d["results"][0])), "key results[3].method is 'tsvd', as results[0].method is"),
 ])
 def test_report_of_an_edited_compare_json_is_one_line_naming_the_file_and_the_key(tmp_path, damage, said):
     from sfapprox.cli import app
@@ -730,6 +731,24 @@ def test_report_of_an_edited_compare_json_is_one_line_naming_the_file_and_the_ke
     res = CliRunner().invoke(app, ["report", str(files["json"])])
     assert res.exit_code == 2 and res.stdout == "", res.output
     assert " ".join(res.output.split()).startswith(f"error: {files['json']}: {said}"), res.output
+
+
+def test_report_of_a_json_with_a_method_this_sfapprox_does_not_know_shows_it_with_a_note(tmp_path):
+    """A row of a newer sfapprox's (or a plugin's) method was shown without a word: shown as recorded, and a
+    note names the file, the method and its key; the JSON written again is the file's."""
+    from sfapprox.cli import app
+
+    made, files = _made_json(tmp_path, "compare")
+    data = json.loads(files["json"].read_text())
+    data["results"][1]["method"] = "sparse-next"
+    files["json"].write_text(json.dumps(data))
+    again = tmp_path / "again.json"
+    res = CliRunner().invoke(app, ["report", str(files["json"]), "--json", str(again)])
+    said = " ".join(res.stderr.split())
+    assert res.exit_code == 0 and "sparse-next" in res.stdout, res.output
+    assert (f"note: {files['json']}: 'sparse-next' (results[1].method): a method this sfapprox does not know"
+            in said), said
+    assert json.loads(again.read_text())["results"] == data["results"]
 
 
 def test_report_of_a_json_with_nan_or_cut_short_says_so(tmp_path):

@@ -464,6 +464,10 @@ def _edited(change):
                                     r"sfapprox-comparison up to version 1\)"),
     (lambda d: d.update(version="1"), r"^key version must be a whole number from 1 to 1, got '1'$"),
     (lambda d: d.update(format="sfapprox-sweep"), r"^key format must be 'sfapprox-comparison', got 'sfapprox-sweep'$"),
+    # a second row of one method (an edit, two files pasted together): the winner and result() took one of them
+    (lambda d: d["results"].append(dict(d["results"][1], fro_error=0.5)),
+     r"^key results\[5\]\.method is 'rsvd', as results\[1\]\.method is: a comparison, and each budget of a "
+     r"sweep, has one row per method$"),
 ])
 def test_an_edited_or_damaged_comparison_is_refused_naming_its_key(change, said):
     """An edited file was not read at all; read back, a wrong value is one line naming its key (a NaN
@@ -472,6 +476,27 @@ def test_an_edited_or_damaged_comparison_is_refused_naming_its_key(change, said)
 
     with pytest.raises(InputError, match=said):
         Comparison.from_dict(_edited(change))
+
+
+def test_a_row_of_a_method_this_sfapprox_does_not_know_is_shown_as_recorded_with_a_warning():
+    """A row of a newer sfapprox's method, or a plugin's not imported, was read without a word (a misspelt
+    edit looked like a method): it is read and shown as recorded, and a warning names it and its key.  An
+    included saved fit's row (its own name, its ``kind`` in params) is no unknown method."""
+    import warnings
+
+    data = _edited(lambda d: d["results"][2].update(method="sf-next"))
+    with pytest.warns(UserWarning, match=r"^'sf-next' \(results\[2\]\.method\): a method this sfapprox does not "
+                                         r"know \(a newer sfapprox's, or a plugin's not imported here\); shown as "
+                                         r"recorded$"):
+        again = Comparison.from_dict(data)
+    assert again.result("sf-next").nnz == 4000 and "sf-next" in again.tables()[0].rows[2]["method"]
+    assert again.to_dict()["results"] == data["results"]
+    saved = _edited(lambda d: d["results"].append({"method": "saved:fit", "status": "ok", "nnz": 10, "fro_error": 9.0,
+                                                   "rel_error": 0.7, "params": {"kind": "chord"}}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Comparison.from_dict(saved)  # (and a file of known methods only: no warning either)
+        Comparison.from_dict(_via_json(_saved_comparison().to_dict()))
 
 
 def test_a_file_that_is_no_json_object_is_refused():

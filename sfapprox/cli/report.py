@@ -8,6 +8,7 @@ given comes here.
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -97,9 +98,19 @@ def read_result(path: Path, data: dict[str, Any], command: str):
     from ..sweep import Sweep
 
     try:
-        return (Sweep if command == "sweep" else Comparison).from_dict(data)
+        # what from_dict warns of (a row of a method this sfapprox does not know: shown as recorded) is said
+        # as the report's other notes are, with the file, rather than as a warning naming no file
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always", UserWarning)
+            result = (Sweep if command == "sweep" else Comparison).from_dict(data)
     except InputError as exc:
         raise InputError(f"{path}: {exc}") from None
+    for w in said:
+        if w.category is UserWarning:
+            note(f"note: {path}: {w.message}", style="yellow")
+        else:  # not the file's: shown as it would have been
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    return result
 
 
 def _say_changed(path: Path, data: dict[str, Any], result) -> None:
