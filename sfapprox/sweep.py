@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ._base import RunContext, get_method, parse_methods
-from ._errors import ParameterError, ResourceError
+from ._errors import InputError, ParameterError, ResourceError
 from ._old_api import REQUIRED, take_old_keywords
 from ._params import split_items
 from ._progress import phase
@@ -46,6 +46,7 @@ from .results import (
     matrix_from,
     read_field,
     record_label,
+    warn_unknown_methods,
 )
 from .sources import MatrixSource
 
@@ -424,7 +425,15 @@ class Sweep(ShownAsTables):
         ------
         InputError
             Naming the key: one missing (``matrix``, ``methods``, ``points``, a point's ``budget``, ...), of the
-            wrong type, NaN or Infinity anywhere, or a ``format``/``version`` this sfapprox does not read.
+            wrong type, NaN or Infinity anywhere, a ``format``/``version`` this sfapprox does not read, or a
+            cell given twice: a method named twice in ``methods`` or in a point's rows, a budget of two
+            points, a row of a method that ``methods`` does not name (its table has no column for it).
+
+        Warns
+        -----
+        UserWarning
+            For rows of a method this sfapprox does not know (a newer sfapprox's, or a plugin's not
+            imported here): read and shown as recorded (as :meth:`Comparison.from_dict`).
 
         Examples
         --------
@@ -439,10 +448,42 @@ class Sweep(ShownAsTables):
         settings = read_field(data, "settings", "", "table") or {}
         versions = read_field(data, "versions", "", "versions") or {}
         shared = {"matrix": matrix, "settings": settings, "versions": versions}
+        names = _named_once(read_field(data, "methods", "", "names", required=True, null=False))
         points = [comparison_from(point, key_path("points", i), shared)
                   for i, point in enumerate(read_field(data, "points", "", "list", required=True, null=False))]
-        return cls(matrix, read_field(data, "methods", "", "names", required=True, null=False), points,
-                   settings, versions, read_field(data, "skipped", "", "counts") or [])
+        warn_unknown_methods(_cells_once(points, names))
+        return cls(matrix, names, points, settings, versions, read_field(data, "skipped", "", "counts") or [])
+
+
+def _named_once(names: list[str]) -> list[str]:
+    """A sweep's ``methods``, refused where one is named twice (two columns of one method)."""
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise InputError(f"key {key_path('methods', i)} is {name!r}, as {key_path('methods', names.index(name))} "
+                             "is: a sweep names each method once")
+    return names
+
+
+def _cells_once(points: list[Comparison], names: list[str]) -> dict[str, MethodResult]:
+    """Every point's rows by their key (``points[1].results[0]``), refused where a (method, budget) cell would
+    be given twice (two points of one budget: :meth:`Sweep.table` kept one of them without a word) or a row
+    has no column (a method ``names`` leaves out: its table showed no sign of it).  A point's own second
+    row of a method is refused as it is read (:func:`~sfapprox.results.comparison_from`)."""
+    first: dict[int, int] = {}
+    rows = {}
+    for i, point in enumerate(points):
+        if point.budget in first:
+            raise InputError(f"key {key_path(key_path('points', i), 'budget')} is {point.budget}, as "
+                             f"{key_path(key_path('points', first[point.budget]), 'budget')} is: a sweep has one "
+                             "point per budget, each method's cell at it once")
+        first[point.budget] = i
+        for j, r in enumerate(point.results):
+            where = key_path(key_path(key_path("points", i), "results"), j)
+            if r.method not in names:
+                raise InputError(f"key {where}.method is {r.method!r}, which key methods does not name (the "
+                                 f"sweep's columns: {', '.join(names) or 'none'})")
+            rows[where] = r
+    return rows
 
 
 def sweep(

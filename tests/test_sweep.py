@@ -681,6 +681,21 @@ def test_a_sweep_read_back_from_its_json_is_the_same_sweep():
     assert repr(again) == repr(s)
 
 
+def test_a_sweep_s_rows_of_a_method_this_sfapprox_does_not_know_are_shown_as_recorded_with_a_warning():
+    """As a comparison's (a newer sfapprox's method, a plugin's): read, its column shown, one warning naming it."""
+    from sfapprox.sweep import Sweep
+
+    s = sweep(np.random.default_rng(0).random((12, 12)), ["0.3", "0.6"], ["tsvd"], time_limit=None)
+    data = _json_again(s.to_dict())
+    data["methods"] = ["tsvd2"]
+    for point in data["points"]:
+        point["results"][0]["method"] = "tsvd2"
+    with pytest.warns(UserWarning, match=r"^'tsvd2' \(points\[0\]\.results\[0\]\.method, and 1 more row\): a "
+                                         r"method this sfapprox does not know"):
+        again = Sweep.from_dict(data)
+    assert again.tables()[0].rows[0]["tsvd2"] == s.tables()[0].rows[0]["tsvd"]
+
+
 @pytest.mark.parametrize("change, said", [
     (lambda d: d["points"][1]["results"][0].update(rel_error=[0.3]),
      r"^key points\[1\]\.results\[0\]\.rel_error must be a finite number >= 0 or null, got a list$"),
@@ -692,6 +707,17 @@ def test_a_sweep_read_back_from_its_json_is_the_same_sweep():
     (lambda d: d["points"][1]["results"][0].update(seconds=float("nan")),
      r"^key points\[1\]\.results\[0\]\.seconds is NaN"),
     (lambda d: d.update(version=3), r"^key version is 3: a newer sfapprox wrote it \(this one reads sfapprox-sweep "),
+    # a (method, budget) cell given twice: a point's second row, or a second point of one budget (table() kept
+    # one of each without a word), and a second column of one method
+    (lambda d: d["points"][1]["results"].append(dict(d["points"][1]["results"][0])),
+     r"^key points\[1\]\.results\[1\]\.method is 'tsvd', as points\[1\]\.results\[0\]\.method is: "),
+    (lambda d: d["points"][1].update(budget=d["points"][0]["budget"]),
+     r"^key points\[1\]\.budget is \d+, as points\[0\]\.budget is: a sweep has one point per budget"),
+    (lambda d: d["methods"].append("tsvd"), r"^key methods\[1\] is 'tsvd', as methods\[0\] is: a sweep names each "),
+    # a row without a column: the table showed no sign of it
+    (lambda d: d["points"][0]["results"][0].update(method="sparse"),
+     r"^key points\[0\]\.results\[0\]\.method is 'sparse', which key methods does not name \(the sweep's "
+     r"columns: tsvd\)$"),
 ])
 def test_an_edited_or_damaged_sweep_is_refused_naming_its_key(change, said):
     from sfapprox import InputError
