@@ -293,7 +293,7 @@ def test_a_data_dir_that_is_no_folder_is_refused_before_any_work(tmp_path):
 
     m = write_manifest(tmp_path / "m.toml", gen_entry("a"))
     none = tmp_path / "shared" / "realdata"
-    with pytest.raises(InputError, match=r"^data_dir .*realdata: no such folder; point it at the folder that holds"):
+    with pytest.raises(InputError, match=r"^data_dir='.*realdata': no such folder; point it at the folder that holds"):
         run_batch(m, tmp_path / "o", BatchOptions(methods=("tsvd",), data_dir=str(none)))
     result = CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(tmp_path / "o"), "--data-dir", str(none)])
     assert result.exit_code == 2, result.output

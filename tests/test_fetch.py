@@ -175,11 +175,18 @@ def test_failed_download_says_where_to_put_the_file(tmp_path, server):
 
 
 def test_no_url_no_file(tmp_path):
+    """Where to put the file names the setting as its reader gives it: fetch_entry's keyword to a Python
+    caller (who was told to pass --data-dir), the option on the command line."""
+    from sfapprox._errors import spelled_for
+
     e = entry(tmp_path, 'file = "pajek/strike.paj"\nhomepage = "http://example.org/strike"\n')
-    with pytest.raises(UnavailableError, match=r"put it at DATA_DIR/pajek/strike.paj and pass --data-dir DATA_DIR; "
+    with pytest.raises(UnavailableError, match=r"put it at DATA_DIR/pajek/strike.paj and pass data_dir='DATA_DIR'; "
                                                r"it is available from http://example.org/strike"):
         fetch_entry(e, cache=tmp_path / "cache")
-    assert verify_entry(e, cache=tmp_path / "cache")[0] == "missing"
+    status, detail = verify_entry(e, cache=tmp_path / "cache")
+    assert status == "missing" and "and pass data_dir='DATA_DIR';" in detail
+    with spelled_for("cli"), pytest.raises(UnavailableError, match=r"and pass --data-dir DATA_DIR; it is available"):
+        fetch_entry(e, cache=tmp_path / "cache")
 
 
 # ------------------------------------------------------------------ --data-dir
@@ -220,12 +227,19 @@ def test_file_without_hash_is_unchecked(tmp_path):
 def test_a_data_dir_must_be_a_folder(tmp_path):
     from sfapprox.datasets.fetch import check_data_dir
 
+    from sfapprox._errors import spelled_for
+
     assert check_data_dir(None) is None and check_data_dir(tmp_path) == tmp_path
-    with pytest.raises(InputError, match=r"^--data-dir \.\./shared/nope: no such folder; point it at the folder that "
+    # the keyword as a Python caller passes it, the option as the command line's user types it
+    with pytest.raises(InputError, match=r"^data_dir='\.\./shared/nope': no such folder; point it at the folder that "
                                          r"holds the manifest's files, or leave it out to download them into the cache$"):
-        check_data_dir("../shared/nope", name="--data-dir")
+        check_data_dir("../shared/nope")
+    with spelled_for("cli"), pytest.raises(InputError, match=r"^--data-dir \.\./shared/nope: no such folder; "):
+        check_data_dir("../shared/nope")
+    with pytest.raises(InputError, match=r"^--data-dir \.\./shared/nope: no such folder; "):
+        check_data_dir("../shared/nope", name="--data-dir")  # a caller's own name for it, as before
     (tmp_path / "file").write_text("x")
-    with pytest.raises(InputError, match=r"^data_dir .*file: not a folder; point it at"):
+    with pytest.raises(InputError, match=r"^data_dir='.*file': not a folder; point it at"):
         check_data_dir(tmp_path / "file")
 
 
@@ -244,6 +258,23 @@ def test_datasets_commands_refuse_a_data_dir_that_is_no_folder(tmp_path, command
         f"error: --data-dir {missing}: no such folder; point it at the folder that holds the manifest's files, "
         "or leave it out to download them into the cache"]  # one line, before any work (no download tried)
     assert not (tmp_path / "cache").exists() and not missing.exists()
+
+
+def test_datasets_commands_name_the_data_dir_option_where_to_put_a_missing_file(tmp_path):
+    """verify's detail and fetch's line of a missing file say --data-dir, the option typed (the API's message
+    names the keyword, data_dir=)."""
+    from typer.testing import CliRunner
+
+    from sfapprox.cli import app
+
+    m = manifest(tmp_path, 'file = "pajek/strike.paj"\nhomepage = "http://example.org/strike"\n')
+    runner = CliRunner(env={"SFAPPROX_CACHE": str(tmp_path / "cache"), "COLUMNS": "400"})
+    for command in ("verify", "fetch"):
+        result = runner.invoke(app, ["datasets", command, str(m), "--json", "-"] if command == "verify"
+                               else ["datasets", command, str(m)])
+        text = " ".join(result.output.split())
+        assert "put it at DATA_DIR/pajek/strike.paj and pass --data-dir DATA_DIR;" in text, text
+        assert "data_dir=" not in text, text
 
 
 def test_is_present_looks_without_reading(tmp_path):

@@ -78,7 +78,7 @@ def test_a_second_batch_refuses_at_once_naming_the_holder(tmp_path, holder):
     assert time.monotonic() - start < 5
     message = str(caught.value)
     assert message.startswith(f"{out}: another batch is using this folder (pid {proc.pid} on ")
-    assert "--wait" in message and "\n" not in message
+    assert "or pass wait=True to start when it does" in message and "\n" not in message  # run_batch's keyword
     assert not (out / "results.jsonl").exists()  # nothing was run or written
 
 
@@ -310,6 +310,11 @@ def test_a_killed_batchs_holder_file_is_never_named_as_the_holder(tmp_path):
         with pytest.raises(FolderBusyError) as caught:
             run_batch(manifest(tmp_path), out, TSVD)
         assert "(holder unknown)" in str(caught.value) and "sfapprox batch old" not in str(caught.value)
+        assert "or pass wait=True to start when it does" in str(caught.value)  # run_batch's keyword to Python
+        from sfapprox._errors import spelled_for
+
+        with spelled_for("cli"), pytest.raises(FolderBusyError, match=r"or pass --wait to start when it does$"):
+            run_batch(manifest(tmp_path), out, TSVD)  # the batch command's option on its command line
         with pytest.raises(FolderBusyError, match=r"\(holder unknown\); still busy after waiting"):
             run_batch(manifest(tmp_path), out, TSVD, wait=0.3)
     finally:

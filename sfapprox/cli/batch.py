@@ -202,7 +202,7 @@ def batch(
     with error_boundary():
         out_dir = _out_dir(out_dir, old_out)
         redo = _redo(redo, old_redo)
-        check_data_dir(data_dir, name="--data-dir")
+        check_data_dir(data_dir)  # (spelled --data-dir: batch's messages name its options as typed)
         options = BatchOptions(
             methods=tuple(parse_methods(methods)), budget=budget, protocol=protocol, settings=settings,
             count_indices=count_indices, data_dir=str(data_dir) if data_dir else None,

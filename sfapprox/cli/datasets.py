@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from .._errors import spelled_for
 from ..formats import Column, Table, printable
 from . import _options as o
 from ._app import EXIT_INCOMPLETE, HELP_MARKUP, HelpGroup, app, error_boundary
@@ -24,6 +25,13 @@ app.add_typer(datasets_app)
 ManifestPath = Annotated[Path, typer.Argument(help="Dataset manifest (.toml), e.g. data_manifests/paper-table1.toml.", show_default=False)]
 DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="Folder searched first for the files (used and verified, nothing downloaded); it must exist.", metavar="DIR")]
 Only = Annotated[Optional[str], typer.Option("--only", help="Comma-separated entry names (default: all).", metavar="NAMES")]
+
+def typed_options():
+    """The context of a datasets command's work: its messages name its own options as typed (``--data-dir
+    DIR``), where sfapprox.datasets names the keywords (``data_dir='DIR'``) to a Python caller.  (The command
+    itself reads a manifest's keys, the keywords; those messages are spelled so where they are made.)"""
+    return spelled_for("cli")
+
 
 def _source(entry) -> str:
     if entry.generator:
@@ -66,7 +74,7 @@ def list_entries(
 
     Example: sfapprox datasets list data_manifests/paper-table1.toml --data-dir ../shared/realdata
     """
-    with error_boundary():
+    with error_boundary(), typed_options():
         m, checked = _checked_entries(manifest, data_dir, only, outputs)
         rows = []
         for entry, status, _ in checked:
@@ -97,8 +105,8 @@ def fetch(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None) -
     from ..datasets import cache_dir, fetch_entry, load_manifest
     from ..datasets.fetch import ChecksumError, NetworkState, UnavailableError, check_data_dir
 
-    with error_boundary():
-        check_data_dir(data_dir, name="--data-dir")
+    with error_boundary(), typed_options():
+        check_data_dir(data_dir)
         names = o.entry_names(only)
         m = load_manifest(manifest)
         network = NetworkState()
@@ -141,7 +149,7 @@ def _checked_entries(manifest: Path, data_dir: Path | None, only: str | None, ou
     from ..datasets import load_manifest, verify_entry
     from ..datasets.fetch import check_data_dir
 
-    check_data_dir(data_dir, name="--data-dir")
+    check_data_dir(data_dir)
     check_outputs(outputs, inputs=[manifest])  # --json MANIFEST --force replaced the manifest it listed
     names = o.entry_names(only)
     m = load_manifest(manifest)
@@ -164,7 +172,7 @@ def verify(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None, 
 
     Example: sfapprox datasets verify data_manifests/paper-table1.toml --data-dir ../shared/realdata
     """
-    with error_boundary():
+    with error_boundary(), typed_options():
         _, checked = _checked_entries(manifest, data_dir, only, outputs)
         rows = [{"name": entry.name, "status": status, "detail": detail} for entry, status, detail in checked]
         table = _status_table(f"verify {manifest}", rows, [("name", "name"), ("status", "status"), ("detail", "detail")])

@@ -52,7 +52,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import urlparse
 
 from .._atomic import NO_ROOM, OutputError, full_disk, new_temporary, os_cause, place_temporary, process_gone
-from .._errors import InputError
+from .._errors import InputError, parameter
 from .manifest import COMPRESSED_SUFFIXES, Entry, is_archive
 
 __all__ = [
@@ -238,21 +238,23 @@ def size_limit(folder: str | os.PathLike, max_bytes: int | None = None) -> int:
     return max(0, limit)
 
 
-def check_data_dir(data_dir: str | os.PathLike | None, *, name: str = "data_dir") -> Path | None:
+def check_data_dir(data_dir: str | os.PathLike | None, *, name: str | None = None) -> Path | None:
     """``data_dir`` as a Path once it is known to be a folder (None stays None).
 
     A data folder holds files that are already there: nothing is downloaded
     into it (downloads go to :func:`cache_dir`), so a folder that does not
     exist is a mistyped path or a folder of another machine, refused before
-    any work.  ``name`` is how the message names the setting (``"--data-dir"``
-    in the CLI).
+    any work.  The message names the setting as its reader gives it
+    (:func:`~sfapprox._errors.parameter`): ``data_dir='...'`` to a Python
+    caller, ``--data-dir ...`` on the command line.
 
     Parameters
     ----------
     data_dir : str, os.PathLike or None
         The data folder given, if any.
-    name : str, default="data_dir"
-        The setting's name in the message.
+    name : str, optional
+        The setting's name in the message, instead of ``data_dir`` spelled for its reader (a caller of
+        its own name for it).
 
     Returns
     -------
@@ -265,10 +267,10 @@ def check_data_dir(data_dir: str | os.PathLike | None, *, name: str = "data_dir"
 
     Examples
     --------
-    >>> check_data_dir("no/such/folder", name="--data-dir")
+    >>> check_data_dir("no/such/folder")
     Traceback (most recent call last):
     ...
-    sfapprox._errors.InputError: --data-dir no/such/folder: no such folder; point it at the folder that holds the manifest's files, or leave it out to download them into the cache
+    sfapprox._errors.InputError: data_dir='no/such/folder': no such folder; point it at the folder that holds the manifest's files, or leave it out to download them into the cache
     """
     if data_dir is None:
         return None
@@ -276,7 +278,8 @@ def check_data_dir(data_dir: str | os.PathLike | None, *, name: str = "data_dir"
     if path.is_dir():
         return path
     what = "not a folder" if path.exists() else "no such folder"
-    raise InputError(f"{name} {os.fspath(data_dir)}: {what}; point it at the folder that holds the manifest's files, "
+    given = parameter("data_dir", os.fspath(data_dir)) if name is None else f"{name} {os.fspath(data_dir)}"
+    raise InputError(f"{given}: {what}; point it at the folder that holds the manifest's files, "
                      "or leave it out to download them into the cache")
 
 
@@ -539,7 +542,9 @@ def download_problem(exc: BaseException, url: str) -> str:
 
 
 def _missing_message(entry: Entry, data_dir, problem: str | None) -> str:
-    where = f"{Path(data_dir) / entry.file}" if data_dir else f"DATA_DIR/{entry.file} and pass --data-dir DATA_DIR"
+    # the setting as its reader gives it: data_dir='DATA_DIR' to a call, --data-dir DATA_DIR on the command line
+    setting = parameter("data_dir", shown="'DATA_DIR'")
+    where = f"{Path(data_dir) / entry.file}" if data_dir else f"DATA_DIR/{entry.file} and pass {setting}"
     parts = [f"{entry.where}: file {entry.file!r} not found"]
     if problem:
         parts.append(problem)

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .._errors import SfapproxError
+from .._errors import SfapproxError, parameter
 
 __all__ = ["LOCK_FILE", "HOLDER_FILE", "FolderBusyError", "folder_lock", "read_holder", "running_holder",
            "describe_holder"]
@@ -211,7 +211,7 @@ def _write_holder(folder: Path) -> None:
 
 def _busy(folder: Path, holder: dict[str, Any], waited: float | None) -> FolderBusyError:
     if waited is None:
-        hint = "wait for it to end, or pass --wait to start when it does"
+        hint = f"wait for it to end, or pass {parameter('wait', True)} to start when it does"  # (run_batch's, the CLI's)
     else:
         hint = f"still busy after waiting {waited:.0f} s"
     return FolderBusyError(f"{folder}: another batch is using this folder ({describe_holder(holder)}); {hint}",
