@@ -11,18 +11,23 @@ its pure numpy/torch/scipy path for the rest of the process.
 numba refuses ``cache=True`` at import where it finds no writable folder for
 its cache (a read-only install, a read-only ``$HOME``, ``NUMBA_CACHE_DIR``
 unset: containers, clusters); the kernels then cache in a private folder
-under the system's temporary folder instead (:func:`import_compiled`).
+under the system's temporary folder instead (:func:`import_compiled`), for
+sfapprox's own kernels only: the environment and numba's configuration are
+left as they were, so the user's own numba functions and the processes they
+start cache where they would have.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib
 import os
 import shutil
 import stat
 import tempfile
 import warnings
+from collections.abc import Iterator
 from types import ModuleType
 
 #: The folder numba caches in because it found no writable one of its own (see :func:`import_compiled`);
@@ -86,19 +91,13 @@ def _private_folder() -> tuple[str, bool]:
 
 
 def _cache_in_private_folder() -> None:
-    """Point numba's cache at :func:`_private_folder` for this process and those it starts (as
-    ``NUMBA_CACHE_DIR`` would), saying so once: where the folder holds no cache yet (the run that
-    compiles), or lasts only this process (every run compiles)."""
+    """Choose :func:`_private_folder` as the folder of sfapprox's compiled kernels for this process
+    (:data:`CACHE_FOLDER`, which :func:`import_compiled` puts in force while it imports them), saying so
+    once: where the folder holds no cache yet (the run that compiles), or lasts only this process (every
+    run compiles)."""
     global CACHE_FOLDER
-    from numba.core import config
-
     given = os.environ.get("NUMBA_CACHE_DIR")
     path, lasting = _private_folder()
-    # the environment, not only numba's config: the compiler reloads the config from it, and the
-    # processes a fit starts find the folder without working it out (and saying so) again
-    os.environ["NUMBA_CACHE_DIR"] = path
-    config.reload_config()
-    config.CACHE_DIR = path
     CACHE_FOLDER = path
     if lasting and os.listdir(path):
         return  # said when it was filled; later runs load from it quietly
@@ -113,20 +112,42 @@ def _cache_in_private_folder() -> None:
     )
 
 
+@contextlib.contextmanager
+def _numba_cache_folder(path: str) -> Iterator[None]:
+    """numba's cache folder set to ``path`` (``numba.config.CACHE_DIR``) while the block runs, then put back.
+
+    A function compiled with ``cache=True`` finds its cache folder once, when its decorator runs (as its
+    module is imported): the kernels imported here keep ``path`` for good, while the user's own numba
+    functions and the processes the user starts keep theirs.  (Setting ``NUMBA_CACHE_DIR`` in the
+    environment, as this did, moved the cache of every numba function of the process and its children.)
+    """
+    from numba.core import config
+
+    before = config.CACHE_DIR
+    config.CACHE_DIR = path
+    try:
+        yield
+    finally:
+        config.CACHE_DIR = before
+
+
 def import_compiled(name: str) -> ModuleType:
     """``importlib.import_module(name)``, again with numba's cache in a private folder where numba found
     no writable folder for it (:func:`_cache_in_private_folder`): the kernels work, only their cache moved.
 
-    Imports after that one (the L-BFGS module, the apply kernels) find the folder through
-    ``NUMBA_CACHE_DIR`` as imported directly too.
+    Every compiled module of sfapprox is imported through here (the L-BFGS module and the apply kernels
+    too): once the private folder is chosen, each is imported with it in force
+    (:func:`_numba_cache_folder`), numba's configuration put back after.
     """
-    try:
+    if CACHE_FOLDER is None:
+        try:
+            return importlib.import_module(name)
+        except RuntimeError as exc:
+            if not _no_cache_folder(exc):
+                raise
+        _cache_in_private_folder()
+    with _numba_cache_folder(CACHE_FOLDER):
         return importlib.import_module(name)
-    except RuntimeError as exc:
-        if not _no_cache_folder(exc) or CACHE_FOLDER is not None:
-            raise
-    _cache_in_private_folder()
-    return importlib.import_module(name)
 
 
 class CompiledModule:

@@ -62,6 +62,45 @@ def test_without_a_writable_cache_folder_the_kernels_cache_in_a_private_one_said
     assert "warning" not in second.stderr.lower(), second.stderr  # the folder is in use: nothing new to say
 
 
+_PRIVATE_PROBE = """
+import os, sys
+import numpy as np
+from numba.core import config
+from sfapprox.sf import _kernels, _solver
+_solver._host_math()
+from sfapprox.sf import _solver_numba
+_solver_numba.dot(np.ones(4), np.ones(4))  # compiled, or loaded from the private folder
+sys.path.insert(0, sys.argv[1])
+import user_numba  # the user's own numba function, in a folder numba can cache next to
+user_numba.twice(1.0)
+print("environ", os.environ.get("NUMBA_CACHE_DIR"))
+print("config", repr(config.CACHE_DIR))
+print("kernels", _solver_numba.dot._cache.cache_path)
+print("hits", len(_solver_numba.dot.stats.cache_hits))
+print("user", user_numba.twice._cache.cache_path)
+"""
+
+
+def test_the_private_cache_folder_is_the_kernels_own_not_the_environments(tmp_path):
+    """NUMBA_CACHE_DIR was set in os.environ: the user's own numba functions (and every process the user
+    started after) cached in sfapprox's private folder too.  Now only sfapprox's kernels use it."""
+    pytest.importorskip("numba")
+    root, env = _read_only_install(tmp_path)
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "user_numba.py").write_text("import numba\n\n@numba.njit(cache=True)\ndef twice(x):\n    return 2 * x\n")
+    runs = [subprocess.run([sys.executable, "-c", _PRIVATE_PROBE, str(user)], cwd=root, env=env, capture_output=True,
+                           text=True, timeout=300) for _ in range(2)]
+    folder = tmp_path / "temp" / f"sfapprox-numba-{os.getuid() if hasattr(os, 'getuid') else 'user'}"
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+        said = dict(line.split(" ", 1) for line in run.stdout.splitlines())
+        assert said["environ"] == "None" and said["config"] == "''"  # the environment and numba's config as they were
+        assert Path(said["kernels"]).is_relative_to(folder)
+        assert Path(said["user"]) == user / "__pycache__"  # numba's own choice for the user's function
+    assert said["hits"] == "1"  # the second run loaded the kernel from the private folder
+
+
 @pytest.mark.skipif(not hasattr(os, "getuid"), reason="folder owners are POSIX")
 def test_a_cache_folder_others_can_write_is_not_used(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))

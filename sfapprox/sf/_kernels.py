@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from .._compiled import CompiledModule
+from .._compiled import CompiledModule, import_compiled
 from .._threads import compiled_threads
 
 __all__ = [
@@ -637,9 +637,8 @@ def kernels_cached() -> bool:
     first fit after installing said "loading compiled kernels" while it compiled them for 10 s."""
     if not _numba_module():
         return False
-    from . import _kernels_numba, _solver_numba
-
-    return all(_cached_signatures(d) for d in (_kernels_numba.loss_and_grad, _solver_numba.iterate))
+    kernels, solver = (import_compiled(f"{__package__}.{name}") for name in ("_kernels_numba", "_solver_numba"))
+    return all(_cached_signatures(d) for d in (kernels.loss_and_grad, solver.iterate))
 
 
 def compiled_for(name: str, dtype, argument: int = 0, module: str = "_kernels_numba") -> bool:
@@ -650,9 +649,7 @@ def compiled_for(name: str, dtype, argument: int = 0, module: str = "_kernels_nu
     cannot be told."""
     if not _numba_module():
         return False
-    import importlib
-
-    signatures = _cached_signatures(getattr(importlib.import_module(f"{__package__}.{module}"), name))
+    signatures = _cached_signatures(getattr(import_compiled(f"{__package__}.{module}"), name))
     wanted = np.dtype(dtype).name
     return any(len(types) > argument and str(getattr(types[argument], "dtype", "")) == wanted
                for types in signatures or [])

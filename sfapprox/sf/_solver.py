@@ -410,14 +410,14 @@ def _host_math():
     if _HOST is None:
         from ._kernels import _numba_module  # the same import discipline (and warning) as the kernels
 
+        from .._compiled import import_compiled
+
         _HOST = _NumpyHost
         if _numba_module():
-            try:
-                from . import _solver_numba
+            try:  # (through import_compiled: numba's cache folder as the kernels', where they had to move it)
+                _HOST = import_compiled(f"{__package__}._solver_numba")
             except Exception:  # noqa: BLE001 - a broken numba must not break the fit
                 pass
-            else:
-                _HOST = _solver_numba
     return _HOST
 
 
