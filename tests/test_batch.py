@@ -469,6 +469,25 @@ def test_a_process_worker_holds_the_blas_pools_to_its_share_of_the_cores(monkeyp
         assert pool.submit(_threads._blas_threads).result(timeout=120) == 1
 
 
+def _compiled_cache_folder():
+    from sfapprox import _compiled
+
+    return _compiled.CACHE_FOLDER
+
+
+def test_a_process_worker_caches_the_kernels_in_the_parents_private_folder(tmp_path):
+    """The private folder of numba's cache reached the workers through NUMBA_CACHE_DIR, which it no
+    longer sets (sfapprox._compiled); the pool hands it on instead: one warning, one compile."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from sfapprox.datasets.batch import _worker_init
+
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init,
+                             initargs=(1, None, str(tmp_path))) as pool:
+        assert pool.submit(_compiled_cache_folder).result(timeout=120) == str(tmp_path)
+
+
 def test_dask_local_cluster(tmp_path):
     distributed = pytest.importorskip("dask.distributed")
     m = write_manifest(tmp_path / "m.toml", gen_entry("a"), gen_entry("b", "circulant"))

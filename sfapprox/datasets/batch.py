@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import _compiled
 from .._atomic import OutputError
 from .._base import ALL_METHODS, parse_methods
 from .._dask import close, connect
@@ -167,9 +168,11 @@ _to_parent = None
 _WHOLE_WRITE = getattr(select, "PIPE_BUF", 512) - 4  # (less the length that precedes each message)
 
 
-def _worker_init(threads: int, to_parent=None) -> None:
+def _worker_init(threads: int, to_parent=None, cache_folder: str | None = None) -> None:
     """Process-pool workers: the parent handles Ctrl-C; share the cores; die with the parent; send each
-    pair's record to the parent through ``to_parent`` (a pipe's writing end) as it finishes.
+    pair's record to the parent through ``to_parent`` (a pipe's writing end) as it finishes; cache the
+    compiled kernels in the parent's private folder ``cache_folder`` where it has one
+    (:data:`sfapprox._compiled.CACHE_FOLDER`: no longer passed on in the environment).
 
     SIGINT (a terminal's Ctrl-C reaches the whole process group) is ignored:
     the parent decides.  SIGTERM keeps its default (stop), which is how the
@@ -194,6 +197,8 @@ def _worker_init(threads: int, to_parent=None) -> None:
         threadpool_limits(limits=max(1, threads), user_api="blas")
     global _to_parent
     _to_parent = to_parent
+    if cache_folder is not None:  # found without a second warning (or, where it lasts one process, a recompile)
+        _compiled.CACHE_FOLDER = cache_folder
     parent = os.getppid()
     _die_with_parent()
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
@@ -1152,7 +1157,8 @@ def _run_processes(tasks: list[MatrixTask], jobs: int, write: Callable[[dict], N
     threads = max(1, (os.cpu_count() or 1) // jobs)
     context = multiprocessing.get_context("spawn")
     pipe = _RecordPipe(context)
-    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_init, initargs=(threads, pipe.writer))
+    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_init,
+                               initargs=(threads, pipe.writer, _compiled.CACHE_FOLDER))
     interrupted = False
     finished = False
     try:
