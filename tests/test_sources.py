@@ -509,6 +509,32 @@ def test_the_median_heuristic_is_the_median_pairwise_distance_in_bounded_memory(
     assert median_bandwidth(duplicates) == pytest.approx(np.median(pdist(duplicates)[pdist(duplicates) > 0]))
 
 
+def test_the_median_heuristic_is_refused_over_the_memory_limit_before_it_is_computed():
+    """Its m(m-1)/2 distances (16 MiB at the default sample) and, with many features, the sample's own
+    copy were made whatever the memory limit said: a KernelMatrix of 2,100 points in 4 MB took 20 MB."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    points = rng.standard_normal((2100, 2))  # 34 KB: its float64 copy is no copy at all
+    with pytest.raises(ResourceError, match=r"median heuristic's bandwidth \(the distances between 2,000 sampled "
+                                            r"points, and the points\) needs about 1\d\.\d MiB.*bandwidth="):
+        KernelMatrix(points, max_memory="4M")
+    assert KernelMatrix(points, bandwidth=1.0, max_memory="4M").bandwidth_ == 1.0  # a given one needs none
+    from sfapprox.sources.kernels import median_bandwidth, median_bytes
+
+    wide = rng.standard_normal((500, 3000)).astype(np.float32)  # the sample's float64 copy outweighs its pairs
+    need = wide.nbytes + median_bytes(*wide.shape, sample=300, dtype=wide.dtype)
+    with pytest.raises(ResourceError, match="300 sampled points"):
+        median_bandwidth(wide, sample=300, max_memory=need - 1)
+    tracemalloc.start()
+    try:
+        h = median_bandwidth(wide, sample=300, max_memory=need)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert h == median_bandwidth(wide, sample=300) and peak <= need - wide.nbytes  # what it counted, at most
+
+
 @pytest.mark.parametrize("kernel", ["matern32", "matern52"])
 @pytest.mark.parametrize("bandwidth", [1e-154, 1e-308])
 def test_a_matern_kernel_of_a_tiny_bandwidth_is_finite(kernel, bandwidth):

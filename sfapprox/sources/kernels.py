@@ -30,10 +30,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._errors import InputError, ParameterError, parameter
+from .._errors import InputError, ParameterError, ResourceError, parameter
 from .._params import MEMORY_LIMIT, SEED, Interval, check_values
 from .._settings import DEFAULT_SEED
-from .._validation import array_of, float64_table
+from .._validation import array_of, check_memory, float64_table, held_bytes
 from ._base import MatrixSource, form_cells, kept_stop
 
 __all__ = ["KernelMatrix", "KERNELS", "median_bandwidth", "MEDIAN_SAMPLE"]
@@ -51,7 +51,44 @@ MATERN_FAR = 1000.0
 MEDIAN_BLOCK = 256
 
 
-def median_bandwidth(points: np.ndarray, *, seed: int = DEFAULT_SEED, sample: int = MEDIAN_SAMPLE) -> float:
+def median_bytes(n: int, d: int, sample: int = MEDIAN_SAMPLE, *, dtype=np.float64, contiguous: bool = True) -> int:
+    """Bytes :func:`median_bandwidth` takes beside the points: the sample (the index its draw takes, its
+    rows in the points' dtype) and its float64 copy, their squared norms, the ``m(m-1)/2`` distances, then
+    a row block of inner products (and a row's) or the zeros' mask, whichever is larger.
+
+    Parameters
+    ----------
+    n, d : int
+        The points' count and features.
+    sample : int, default=MEDIAN_SAMPLE
+        Points looked at, at most (``m``).
+    dtype : numpy dtype, default=float64
+        The points' type.
+    contiguous : bool, default=True
+        Whether the points are C-contiguous (else copied where they are not sampled).
+
+    Returns
+    -------
+    int
+        The bytes, an upper bound.
+
+    Examples
+    --------
+    >>> median_bytes(2000, 5) // 2**20  # the pairs' 15.3 MiB, a block's 3.9 MiB
+    19
+    """
+    m = min(n, sample)
+    pairs = m * (m - 1) // 2
+    dtype = np.dtype(dtype)
+    sampled = n > sample
+    copy = 8 * n + m * d * dtype.itemsize if sampled else 0  # (the draw: a permutation at most)
+    if dtype != np.float64 or not (contiguous or sampled):
+        copy += 8 * m * d
+    return copy + 8 * m + 8 * pairs + max(8 * min(m, MEDIAN_BLOCK) * m + 8 * m, pairs)
+
+
+def median_bandwidth(points: np.ndarray, *, seed: int = DEFAULT_SEED, sample: int = MEDIAN_SAMPLE,
+                     max_memory: int | str | None = None) -> float:
     """The median distance between distinct pairs of points (of a seeded sample of ``sample`` points).
 
     Parameters
@@ -62,6 +99,9 @@ def median_bandwidth(points: np.ndarray, *, seed: int = DEFAULT_SEED, sample: in
         Seed of the sample drawn when there are more than ``sample`` points.
     sample : int, default=MEDIAN_SAMPLE
         Points looked at, at most.
+    max_memory : int, str or None, default=None
+        Memory limit in bytes (or a size such as ``"4G"``) for what is computed here beside the points
+        (:func:`median_bytes`: 16 MiB at the default sample); None: the default limit.
 
     Returns
     -------
@@ -69,30 +109,61 @@ def median_bandwidth(points: np.ndarray, *, seed: int = DEFAULT_SEED, sample: in
         The median of the positive pairwise distances; 1.0 when every point
         is the same.
 
+    Raises
+    ------
+    ResourceError
+        Where that and the points are over ``max_memory``, before any of it is made.
+
     Examples
     --------
     >>> median_bandwidth(np.array([[0.0], [1.0], [3.0]]))
     2.0
     """
-    check_values({"seed": seed, "sample": sample}, {"seed": SEED, "sample": Interval(int, 2, None)},
-                 "median_bandwidth")  # (-1 was numpy's ValueError, None an unseeded sample: another bandwidth each call)
-    pts = np.asarray(array_of(points, "median_bandwidth", "the points"), dtype=np.float64)
-    if pts.shape[0] > sample:
-        pts = pts[np.random.default_rng(seed).choice(pts.shape[0], sample, replace=False)]
+    max_memory = check_values({"seed": seed, "sample": sample, "max_memory": max_memory},
+                              {"seed": SEED, "sample": Interval(int, 2, None), "max_memory": MEMORY_LIMIT},
+                              "median_bandwidth")["max_memory"]  # (seed -1 was numpy's ValueError, None an unseeded sample)
+    raw = array_of(points, "median_bandwidth", "the points", max_memory)
+    n = raw.shape[0]
+    _check_median_memory(raw, sample, max_memory)
+    if n > sample:  # the sample's rows, then float64: not a float64 copy of all the points first
+        raw = raw[np.random.default_rng(seed).choice(n, sample, replace=False)]
+    pts = np.ascontiguousarray(raw, dtype=np.float64)
+    del raw
+    return _median_distance(pts)
+
+
+def _check_median_memory(raw: np.ndarray, sample: int, max_memory: int | None) -> None:
+    """ResourceError where :func:`median_bandwidth`'s work and the points ``raw`` are over ``max_memory``."""
+    # the distances were made whatever --max-memory said (16 MiB at the default sample; the sample of
+    # many features its own copy): refused before, counted with the points they are made from
+    n = raw.shape[0]
+    sampled = f"{sample:,} sampled" if n > sample else f"{n:,}"
+    need = median_bytes(n, int(np.prod(raw.shape[1:])), sample, dtype=raw.dtype, contiguous=raw.flags.c_contiguous)
+    check_memory(held_bytes(raw) + need, limit=max_memory, advice=f"give the bandwidth ({parameter('bandwidth')})",
+                 what=f"the median heuristic's bandwidth (the distances between {sampled} points, and the points)")
+
+
+def _median_distance(pts: np.ndarray) -> float:
+    """The median of the positive distances between the rows of ``pts`` (float64), 1.0 where none is."""
     # The distinct pairs' distances (i < j) filled a row block at a time into one array of m(m-1)/2:
     # the whole m x m matrix, its temporaries and triu_indices' two index arrays took 76 MiB at the
-    # default sample whatever --max-memory said; this takes 16 MiB and a few blocks of MEDIAN_BLOCK rows.
+    # default sample whatever --max-memory said; this takes 16 MiB and a block of MEDIAN_BLOCK rows.
     m = pts.shape[0]
     sq = np.einsum("ij,ij->i", pts, pts)
     upper = np.empty(m * (m - 1) // 2)
     at = 0
     for start in range(0, m, MEDIAN_BLOCK):
         stop = min(m, start + MEDIAN_BLOCK)
-        d2 = sq[start:stop, None] + sq[None, start:] - 2.0 * (pts[start:stop] @ pts[start:].T)
-        for i in range(stop - start):  # row start + i: its pairs with the points after it
-            row = d2[i, i + 1:]
-            upper[at:at + row.size] = row
+        inner = pts[start:stop] @ pts[start:].T
+        for i in range(stop - start):  # row r = start + i: its pairs with the points after it
+            r = start + i
+            # (sq_r + sq_j) - 2 <x_r, x_j>, the whole block's expression's numbers, written in place a row
+            # at a time: the block's three temporaries took two blocks more than median_bytes counts
+            row = upper[at:at + m - r - 1]
+            np.add(sq[r], sq[r + 1:], out=row)
+            row -= 2.0 * inner[i, i + 1:]
             at += row.size
+        del inner
     np.sqrt(np.maximum(upper, 0.0, out=upper), out=upper)
     # the median of the positive ones, in place (a copy of the positives and np.median's took 32 MiB more)
     zeros = int(np.count_nonzero(upper == 0.0))
@@ -104,15 +175,18 @@ def median_bandwidth(points: np.ndarray, *, seed: int = DEFAULT_SEED, sample: in
     return float((upper[low] + upper[high]) / 2)
 
 
-def _check_computable(kernel: str, h: float, points: np.ndarray, seed: int) -> None:
+def _check_computable(kernel: str, h: float, points: np.ndarray, seed: int, max_memory: int | None) -> None:
     """Refuse a bandwidth whose scale factor (``1 / 2h^2`` for rbf, ``1 / h`` for the others) is not a
     finite number: ``h^2`` or ``h`` underflows, and every entry off the diagonal would be 0/0 or a crash."""
     denominator = 2.0 * h * h if kernel == "rbf" else h
     if denominator > 0 and math.isfinite(1.0 / denominator):
         return
+    try:  # the heuristic's value as a suggestion, where it fits in the memory limit
+        hint = f"; the median heuristic gives {median_bandwidth(points, seed=seed, max_memory=max_memory):.4g} for these points"
+    except ResourceError:
+        hint = ""
     raise ParameterError(f"bandwidth {h:g} is too small to compute the {kernel} kernel with (h{'^2' if kernel == 'rbf' else ''} "
-                         f"underflows); the median heuristic gives {median_bandwidth(points, seed=seed):.4g} for "
-                         f"these points ({parameter('bandwidth')})")
+                         f"underflows){hint} ({parameter('bandwidth')})")
 
 
 def check_bandwidth(kernel: str, bandwidth) -> None:
@@ -210,10 +284,11 @@ class KernelMatrix(MatrixSource):
         if not KERNELS[kernel]:
             self.bandwidth_, self.bandwidth_rule_ = None, "none"
         elif bandwidth is None:
-            self.bandwidth_, self.bandwidth_rule_ = median_bandwidth(pts, seed=seed), "median heuristic"
+            self.bandwidth_ = median_bandwidth(pts, seed=seed, max_memory=max_memory)
+            self.bandwidth_rule_ = "median heuristic"
         else:
             self.bandwidth_, self.bandwidth_rule_ = float(bandwidth), "given"
-            _check_computable(kernel, self.bandwidth_, pts, seed)
+            _check_computable(kernel, self.bandwidth_, pts, seed, max_memory)
         super().__init__(pts.shape[0], name)
         self.max_memory = max_memory
         self.nonnegative = True if KERNELS[kernel] else bool((pts >= 0).all())
