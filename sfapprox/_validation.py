@@ -287,6 +287,33 @@ def _check_shape(shape: tuple[int, ...], source: str) -> None:
         )
 
 
+#: Cells :func:`first_nonfinite` tells the finiteness of at a time: a 64 KiB mask, not one of the whole table.
+FINITE_BLOCK = 1 << 16
+
+
+def first_nonfinite(table: np.ndarray) -> tuple[int, int] | None:
+    """The first non-finite cell ``(row, column)`` of a 2-D real ``table``, in row order, or None where
+    every cell is finite; looked for a block of rows (:data:`FINITE_BLOCK` cells) at a time.
+
+    ``np.isfinite(table).all()`` made a bool copy of the whole table (and ``np.argwhere`` of its negation two
+    more) beside it, whatever the memory limit said; this takes one block's mask.
+
+    Examples
+    --------
+    >>> first_nonfinite(np.array([[1.0, 2.0], [3.0, np.nan]])), first_nonfinite(np.eye(2))
+    ((1, 1), None)
+    """
+    if table.dtype.kind in "biu":  # integers are finite
+        return None
+    rows = max(1, FINITE_BLOCK // max(1, table.shape[1]))
+    for start in range(0, table.shape[0], rows):
+        finite = np.isfinite(table[start:start + rows])
+        if not finite.all():
+            i = int(np.argmin(finite.all(axis=1)))  # the first row holding one, then its first column
+            return start + i, int(np.argmin(finite[i]))
+    return None
+
+
 def _raise_nonfinite(count: int, row: int, col: int, source: str) -> None:
     # an array has no lines: its position is numpy's index, said to be 0-based (the text readers say a
     # 1-based "line L, column C")

@@ -181,6 +181,30 @@ def test_covariance_source_refuses_bad_tables(table, match):
         CovarianceMatrix(table)
 
 
+def test_a_covariance_checks_its_table_is_finite_without_a_mask_of_the_whole_table():
+    """np.isfinite(table).all() made a bool copy of the whole table (np.argwhere of its negation two more
+    where a cell was not finite) whatever the memory limit said: a limit that held the table but not the
+    mask beside it was passed, and the mask made, before the table's float64 copy was refused."""
+    import tracemalloc
+
+    from sfapprox import InputError, ResourceError
+    from sfapprox.sources import CovarianceMatrix
+
+    table = np.random.default_rng(0).standard_normal((2000, 300))  # 4.8 MB; its mask 600 KB
+    holes = table.copy()
+    holes[1500, 7] = np.inf
+    for given, limit, error in ((table, table.nbytes + table.size // 2, ResourceError), (holes, None, InputError)):
+        tracemalloc.start()
+        try:
+            with pytest.raises(error, match="float64 copy" if error is ResourceError else r"cell \[1500, 7\] is inf"):
+                CovarianceMatrix(given, max_memory=limit)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < table.size // 4  # a block's mask, not the table's
+    assert bool(np.allclose(CovarianceMatrix(table, max_memory=3 * table.nbytes).to_dense(), np.cov(table, rowvar=False)))
+
+
 def test_an_array_in_memory_multiplies_without_copying_its_blocks(tmp_path):
     """A float64 array in memory is one BLAS product (a pass by blocks copied up to 4,096 columns at a
     time: the whole matrix again); the same numbers as the memory-mapped file's pass by blocks, and a

@@ -16,7 +16,7 @@ import numpy as np
 
 from .._errors import InputError
 from .._params import MEMORY_LIMIT, check_values
-from .._validation import array_of, float64_table
+from .._validation import array_of, first_nonfinite, float64_table
 from ._base import MatrixSource, checked_product
 
 __all__ = ["CovarianceMatrix"]
@@ -69,9 +69,9 @@ class CovarianceMatrix(MatrixSource):
                              f"of {arr.dtype}")
         if arr.shape[0] < 2:
             raise InputError(f"{name}: a covariance needs at least 2 samples (rows), got {arr.shape[0]}")
-        if not np.isfinite(arr).all():
-            i, j = np.argwhere(~np.isfinite(arr))[0]
-            raise InputError(f"{name}: cell [{i}, {j}] is {arr[i, j]}; a covariance needs complete data")
+        bad = first_nonfinite(arr)  # (a whole table's mask was made whatever the memory limit said)
+        if bad is not None:
+            raise InputError(f"{name}: cell [{bad[0]}, {bad[1]}] is {arr[bad]}; a covariance needs complete data")
         centred = float64_table(arr, name, "the table", max_memory, copy=True)  # (it was copied unchecked)
         centred -= centred.mean(axis=0)
         self.centred = centred
