@@ -205,6 +205,30 @@ def test_a_covariance_checks_its_table_is_finite_without_a_mask_of_the_whole_tab
     assert bool(np.allclose(CovarianceMatrix(table, max_memory=3 * table.nbytes).to_dense(), np.cov(table, rowvar=False)))
 
 
+@pytest.mark.parametrize("source", ["kernel", "attention"])
+def test_kernel_points_and_attention_queries_are_checked_finite_without_a_whole_mask(source):
+    """Their finiteness was told by a bool mask of the whole table (and np.argwhere's of it), as a
+    covariance's was (first_nonfinite now, a block at a time); the same cell is named."""
+    import tracemalloc
+
+    from sfapprox import InputError
+    from sfapprox.sources import AttentionMatrix
+
+    points = np.random.default_rng(0).standard_normal((2000, 300))
+    points[1500, 7] = np.nan
+    make = {"kernel": lambda: KernelMatrix(points, bandwidth=1.0),
+            "attention": lambda: AttentionMatrix(points, np.zeros((4, 300)))}[source]
+    said = {"kernel": r"point 1500 has a non-finite coordinate \(nan\) in column 7", "attention": r"q\[1500, 7\] is nan"}
+    tracemalloc.start()
+    try:
+        with pytest.raises(InputError, match=said[source]):
+            make()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < points.size // 4  # a block's mask, not the table's
+
+
 def test_an_array_in_memory_multiplies_without_copying_its_blocks(tmp_path):
     """A float64 array in memory is one BLAS product (a pass by blocks copied up to 4,096 columns at a
     time: the whole matrix again); the same numbers as the memory-mapped file's pass by blocks, and a

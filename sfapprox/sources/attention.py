@@ -23,7 +23,7 @@ from numpy.typing import ArrayLike
 
 from .._errors import InputError, ParameterError
 from .._params import MEMORY_LIMIT, check_values
-from .._validation import array_of, float64_table, held_bytes
+from .._validation import array_of, first_nonfinite, float64_table, held_bytes
 from ._base import MatrixSource, block_columns
 
 __all__ = ["AttentionMatrix", "SLAB_ENTRIES"]
@@ -49,8 +49,9 @@ def _check(name: str, what: str, a, max_memory: int | None = None, held: int = 0
         raise InputError(f"{name}: {what} has shape {arr.shape}; it needs at least one token (row) and one "
                          "feature (column)")
     arr = float64_table(arr, name, what, max_memory, held=held)  # (float32 queries were copied unchecked)
-    if not np.isfinite(arr).all():
-        i, j = np.argwhere(~np.isfinite(arr))[0]
+    bad = first_nonfinite(arr)  # (a mask of the whole table was made whatever the memory limit said)
+    if bad is not None:
+        i, j = bad
         raise InputError(f"{name}: {what}[{i}, {j}] is {arr[i, j]}; queries and keys must be finite")
     return arr
 

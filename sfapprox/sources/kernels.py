@@ -33,7 +33,7 @@ from numpy.typing import ArrayLike
 from .._errors import InputError, ParameterError, ResourceError, parameter
 from .._params import MEMORY_LIMIT, SEED, Interval, check_values
 from .._settings import DEFAULT_SEED
-from .._validation import array_of, check_memory, float64_table, held_bytes
+from .._validation import array_of, check_memory, first_nonfinite, float64_table, held_bytes
 from ._base import MatrixSource, form_cells, kept_stop
 
 __all__ = ["KernelMatrix", "KERNELS", "median_bandwidth", "MEDIAN_SAMPLE"]
@@ -270,9 +270,9 @@ class KernelMatrix(MatrixSource):
         if not np.issubdtype(pts.dtype, np.number) or np.iscomplexobj(pts):
             raise InputError(f"{name}: the points must be real numbers, got {pts.dtype}")
         pts = float64_table(pts, name, "the points", max_memory)  # (float32 points were copied unchecked)
-        bad = ~np.isfinite(pts)
-        if bad.any():
-            i, j = np.argwhere(bad)[0]
+        bad = first_nonfinite(pts)  # (a mask of every point's coordinates was made whatever the memory limit said)
+        if bad is not None:
+            i, j = bad
             raise InputError(f"{name}: point {i} has a non-finite coordinate ({pts[i, j]}) in column {j}; "
                              "remove or impute it first")
         check_bandwidth(kernel, bandwidth)
