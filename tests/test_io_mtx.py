@@ -90,9 +90,42 @@ class TestMatrixMarket:
         p = write(tmp_path / "b.mtx", "%%MatrixMarket matrix coordinate real general\n" + body)
         input_error(p, match)
 
-    def test_nan_entry_refused_with_its_position(self, tmp_path):
-        p = write(tmp_path / "n.mtx", "%%MatrixMarket matrix coordinate real general\n3 3 1\n3 2 nan\n")
-        input_error(p, r"1 NaN/Inf entry \(the first at \[2, 1\]: 0-based, as numpy indexes\)")
+    @pytest.mark.parametrize(
+        "text, said",
+        [
+            # header and body comment lines and a blank line counted; the first bad entry in the file's order
+            ("%%MatrixMarket matrix coordinate real general\n% c\n3 3 3\n1 1 1\n\n% c\n3 2 nan\n2 2 inf\n",
+             "line 7: the value 'nan' of the entry at row 3, column 2 is not a finite number (2 NaN/Inf values"),
+            # CRLF line ends; a symmetric file's entry as written, not its mirror
+            ("%%MatrixMarket matrix coordinate real symmetric\r\n4 4 3\r\n2 1 1\r\n4 2 2\r\n4 1 -inf\r\n",
+             "line 5: the value '-inf' of the entry at row 4, column 1 is not a finite number (1 NaN/Inf value "),
+            # array files, column by column: all of it, the lower triangle, below the diagonal
+            ("%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n1e999\n",
+             "line 6: the value '1e999' of the entry at row 2, column 2 "),
+            ("%%MatrixMarket matrix array real symmetric\n3 3\n1\n2\n3\n4\nnan % x\n6\n",
+             "line 7: the value 'nan' of the entry at row 3, column 2 "),
+            ("%%MatrixMarket matrix array real skew-symmetric\n3 3\n1\n2\nnan\n",
+             "line 5: the value 'nan' of the entry at row 3, column 2 "),
+        ],
+    )
+    def test_nan_entry_refused_by_its_line_and_position_as_written(self, tmp_path, text, said):
+        """As the text readers name a bad cell: the file's line and 1-based row and column (it was numpy's
+        0-based index, '[2, 1]', from the matrix's check)."""
+        p = tmp_path / "n.mtx"
+        p.write_bytes(text.encode())
+        assert said in input_error(p, "is not a finite number")
+        z = tmp_path / "n.mtx.gz"  # read from canonical bytes, not the file's map
+        z.write_bytes(gzip.compress(text.encode()))
+        assert said in input_error(z, "is not a finite number")
+
+    def test_finite_file_never_looks_for_a_line(self, tmp_path, monkeypatch):
+        """The line of a bad entry is found only to say it: a clean file is summed once, not scanned again."""
+        from sfapprox.io import _mtx
+
+        monkeypatch.setattr(_mtx, "_entry_line", lambda *a: pytest.fail("a line was looked for"))
+        assert load_matrix(write(tmp_path / "g.mtx", MTX_GENERAL)).nnz == 3
+        big = "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1e308\n2 2 1e308\n"  # sum overflows
+        input_error(write(tmp_path / "b.mtx", big), "values too large")  # (refused later, by the matrix's check)
 
     def test_array_over_memory_refused(self, tmp_path):
         p = write(tmp_path / "big.mtx", "%%MatrixMarket matrix array real general\n1000 1000\n1\n")

@@ -598,7 +598,8 @@ def test_readme_says_which_messy_numbers_are_refused_and_which_read(tmp_path):
 
     banner = "%%MatrixMarket matrix coordinate real general\n2 2 2\n"
     files = {"d.mtx": banner + "1 1 1.5D+03\n2 2 1\n", "d.ijv": "1 1 1.5D+03\n2 2 1\n",
-             "c.txt": "0,25 1\n1 1\n", "c.csv": "0,25;1\n1;1\n", "n.csv": "1,2\n3,nan\n", "r.ijv": "1 1 1\n1 1 2\n2 2 1\n"}
+             "c.txt": "0,25 1\n1 1\n", "c.csv": "0,25;1\n1;1\n", "n.csv": "1,2\n3,nan\n", "r.ijv": "1 1 1\n1 1 2\n2 2 1\n",
+             "n.mtx": banner + "1 1 1\n2 1 nan\n"}
     for name, body in files.items():
         (tmp_path / name).write_text(body)
     for refused in ("d.mtx", "c.txt"):
@@ -606,12 +607,15 @@ def test_readme_says_which_messy_numbers_are_refused_and_which_read(tmp_path):
             sfapprox.load_matrix(tmp_path / refused)
     with pytest.raises(sfapprox.SfapproxError, match="line 2, column 2"):
         sfapprox.load_matrix(tmp_path / "n.csv")
+    with pytest.raises(sfapprox.SfapproxError, match="line 4: .* entry at row 2, column 1 "):
+        sfapprox.load_matrix(tmp_path / "n.mtx")
     assert sfapprox.load_matrix(tmp_path / "d.ijv").matrix[0, 0] == 1500
     assert sfapprox.load_matrix(tmp_path / "c.csv").matrix[0, 0] == 0.25
     assert any(re.search(r"repeated entr(y|ies) summed", note) for note in sfapprox.load_matrix(tmp_path / "r.ijv").notes)
     safety = _section("## Safety")
     assert ("`0,25` outside a `;`-separated file, `1.5D+03` in Matrix Market" in safety
-            and "(a text table's, triplets' and LIBSVM's also with the column)" in safety
+            and "(a text table's, triplets' and LIBSVM's also with the column, a Matrix Market entry's with its row "
+                "and column)" in safety
             and "repeated entries summed) is said in a note" in safety)
 
 

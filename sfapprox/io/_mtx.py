@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import mmap
 import re
 from dataclasses import dataclass
@@ -422,6 +423,66 @@ def _scipy_source(src: Source, h: _Header) -> Iterator[BinaryIO]:
     yield io.BytesIO(data)
 
 
+def _refuse_nonfinite(src: Source, M, h: _Header) -> None:
+    """Refuse a NaN or infinite value (``nan``, ``inf``, ``1e999``) by the file's line and the entry's row and
+    column as written (1-based), as the text readers name a bad cell; the matrix's check named numpy's
+    0-based index, which a reader of the file had to translate.  One pass (a sum: NaN and infinities carry
+    through it) in the common case; the positions, and the line, only for the error."""
+    values = M.data[: h.entries] if sp.issparse(M) else M  # a coordinate file's entries, in its order
+    if values.dtype.kind != "f":
+        return
+    with np.errstate(over="ignore", invalid="ignore"):  # finite values whose sum overflows: checked below
+        if np.isfinite(values.sum()):
+            return
+    if sp.issparse(M):
+        bad = np.flatnonzero(~np.isfinite(values))
+        if not bad.size:
+            return
+        k, count = int(bad[0]), int(bad.size)
+        row, col = int(M.row[k]), int(M.col[k])
+    else:
+        stored = _stored_values(M, h.symmetry)
+        bad = np.flatnonzero(~np.isfinite(stored.ravel(order="F")))
+        if not bad.size:
+            return
+        k, count = _stored_index(int(bad[0]), h), int(bad.size)
+        col, row = divmod(int(bad[0]), h.rows)
+    line_no, token = _entry_line(src, h, k)
+    removal = "remove its line and lower the size line's entry count" if h.fmt == "coordinate" else None
+    raise src.fail(f"line {line_no}: the value {token!r} of the entry at row {row + 1}, column {col + 1} is not a "
+                   f"finite number ({counted(count, 'NaN/Inf value')} in the file)",
+                   "every entry needs a finite number: replace it" + (f" or {removal}" if removal else ""))
+
+
+def _stored_values(M: np.ndarray, symmetry: str) -> np.ndarray:
+    """A dense array's values where its file stores them: all of it, or (symmetric) the lower triangle, or
+    (skew-symmetric) below the diagonal; NaN-free elsewhere, so that a mirrored value is not counted twice."""
+    if symmetry == "general":
+        return M
+    lower = np.tril(np.ones(M.shape, dtype=bool), 0 if symmetry == "symmetric" else -1)
+    return np.where(lower, M, 0.0)
+
+
+def _stored_index(flat: int, h: _Header) -> int:
+    """Which value of an array file (0-based, in the file's column-major order) holds the position ``flat``
+    of the column-major array, counting only the positions its symmetry stores."""
+    col, row = divmod(flat, h.rows)
+    if h.symmetry == "general":
+        return flat
+    skip = 0 if h.symmetry == "symmetric" else 1  # skew-symmetric: no diagonal stored
+    per_col = h.rows - skip  # values stored in column 0; one fewer in each next column
+    return col * per_col - col * (col - 1) // 2 + (row - col - skip)
+
+
+def _entry_line(src: Source, h: _Header, k: int) -> tuple[int, str]:
+    """The file's line number of the ``k``-th (0-based) entry line of the body, and the value written on it."""
+    data, start = _canonical(src.read_bytes(), h)  # line numbers are the file's: see _canonical
+    lines = re.finditer(rb"^[ \t]*+[^ \t\n][^\n]*+", memoryview(data)[start:], re.MULTILINE)
+    match = next(itertools.islice(lines, k, None))
+    line_no = data.count(b"\n", 0, start + match.start()) + 1
+    return line_no, match.group().split(b"%", 1)[0].split()[-1].decode("latin-1")
+
+
 def _to_float(M, h: _Header, src: Source, notes: list[str]):
     """float64 CSR (or ndarray), duplicates summed in float64, with notes."""
     if not sp.issparse(M):
@@ -463,6 +524,7 @@ def read_mtx(src: Source, opts: Options) -> ReadResult:
     _check_sizes(src, header, opts)
     with _scipy_source(src, header) as target, _mm_errors(src, header.field):
         M = scipy.io.mmread(target)
+    _refuse_nonfinite(src, M, header)
     notes = list(header.notes)
     M = _to_float(M, header, src, notes)
     if header.symmetry in ("symmetric", "skew-symmetric"):
