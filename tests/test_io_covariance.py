@@ -47,6 +47,16 @@ class TestCovariance:
     def test_nan_in_table_refused(self, tmp_path):
         input_error(write(tmp_path / "t.csv", "1,2\nnan,3\n4,5\n"), "NaN/Inf", covariance=True)
 
+    def test_nan_in_an_npy_table_named_as_an_arrays_entry(self, tmp_path):
+        """A table without lines (.npy) names its cell as an array's entry is named ('[i, j]: 0-based, as numpy
+        indexes'), one cell in the singular; it was '1 NaN/Inf cells (first at row 1, col 0; 0-based)'."""
+        p = tmp_path / "t.npy"
+        np.save(p, np.array([[1.0, 2.0], [np.nan, 3.0], [4.0, 5.0]]))
+        input_error(p, r"table has 1 NaN/Inf cell \(the first at \[1, 0\]: 0-based, as numpy indexes\); covariance "
+                       r"needs complete data: replace it .* its sample \(row\)$", covariance=True)
+        np.save(p, np.full((3, 1000), np.inf))
+        input_error(p, r"table has 3,000 NaN/Inf cells \(the first at \[0, 0\]", covariance=True)
+
 
 def test_a_wide_table_whose_covariance_is_over_the_limit_is_a_source(tmp_path):
     """open_matrix(covariance=True): formed as before when it fits, a CovarianceMatrix (by columns)

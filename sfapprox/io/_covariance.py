@@ -163,10 +163,15 @@ def covariance_of(src: Source, table: np.ndarray, opts: Options, notes: list[str
     if n_features < 1:
         raise src.fail("covariance needs at least 1 feature (column)")
     if not np.isfinite(table).all():
+        # A text table's cell is named by its line and column where it is read; what reaches here has no lines
+        # (a .npy table): named as an array's entry is, by numpy's index, said to be 0-based.
         rows, cols = np.nonzero(~np.isfinite(table))
+        one = rows.size == 1
         raise src.fail(
-            f"table has {rows.size} NaN/Inf cells (first at row {rows[0]}, col {cols[0]}; 0-based)",
-            "covariance needs complete data",
+            f"table has {counted(int(rows.size), 'NaN/Inf cell')} (the first at [{rows[0]}, {cols[0]}]: 0-based, "
+            "as numpy indexes)",
+            f"covariance needs complete data: replace {'it' if one else 'them'} (numpy.nan_to_num) or remove "
+            f"{'its sample (row)' if one else 'their samples (rows)'}",
         )
     check_memory(8 * n_features * n_features, what=f"{src.display}: {n_features} x {n_features} covariance", limit=opts.max_memory)
     # np.cov computes in float64 from its own copy of the table: an astype(float64) first was one more copy
