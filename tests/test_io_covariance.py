@@ -222,6 +222,17 @@ def test_a_libsvm_value_that_is_not_finite_is_named_by_its_line(tmp_path, monkey
         input_error(write(tmp_path / "d.svm", text), "line 3: feature", covariance=True)
 
 
+def test_a_libsvm_feature_whose_repeats_add_up_beyond_float64_is_named_by_its_line(tmp_path, monkeypatch):
+    """Each value finite, their sum not: named by the sample's line (blank lines counted) and the feature's
+    index as written, read whole or line by line (the covariance's check named a 0-based row and column)."""
+    text = "1 1:1 2:3\n\n0 1:4 2:1e308 2:1e308\n2 1:1 2:1\n"
+    whole, by_lines = _libsvm_both_ways(tmp_path, text, monkeypatch)
+    said = "line 3: feature 2, given more than once, adds up to inf, not a finite number"
+    assert whole == by_lines and said in whole
+    assert said in input_error(write(tmp_path / "d.svm", "# c\n" + text.replace("\n\n", "\n")), "line 3: feature 2",
+                               covariance=True)  # a comment line: read line by line
+
+
 def test_libsvm_sorted_features_are_not_sorted_again_for_repeats(tmp_path, monkeypatch):
     """Samples whose indices increase (as LIBSVM writers write them) have no repeat, known without a sort
     of every (sample, feature) pair: that sort cost 1 s and 190 MB on an 8M-feature file.  Unsorted ones

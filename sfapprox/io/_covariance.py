@@ -7,6 +7,7 @@ result is ``np.cov(table, rowvar=False)`` (ddof=1), features x features.
 
 from __future__ import annotations
 
+import itertools
 import re
 import warnings
 
@@ -65,17 +66,20 @@ def _libsvm_arrays(text: str) -> tuple[int, np.ndarray, np.ndarray, np.ndarray] 
     return len(features), np.repeat(np.arange(len(features)), counts), numbers[0::2].astype(np.int64), numbers[1::2]
 
 
-def _dense_table(src: Source, opts: Options, n_rows: int, rows: np.ndarray, idx: np.ndarray,
+def _dense_table(src: Source, opts: Options, text: str, n_rows: int, rows: np.ndarray, idx: np.ndarray,
                  vals: np.ndarray) -> tuple[np.ndarray, list[str]]:
-    """The ``n_rows x features`` table of :func:`_libsvm_arrays`' features, read as the line-by-line reader does:
-    1-based indices unless an index 0 appears, a repeated index adding up."""
+    """The ``n_rows x features`` table of :func:`_libsvm_arrays`' features (of ``text``), read as the
+    line-by-line reader does: 1-based indices unless an index 0 appears, a repeated index adding up."""
     zero_based = int(idx.min()) == 0
     n_features = int(idx.max()) + (1 if zero_based else 0)
     check_memory(8 * n_rows * n_features, what=f"{src.display}: {n_rows} x {n_features} table", limit=opts.max_memory)
     table = np.zeros((n_rows, n_features))
-    np.add.at(table, (rows, idx - (0 if zero_based else 1)), vals)
+    with np.errstate(over="ignore"):  # repeats adding up beyond float64: refused below, by their line
+        np.add.at(table, (rows, idx - (0 if zero_based else 1)), vals)
     notes = ["LIBSVM: an index 0 appears, indices read as 0-based"] if zero_based else []
-    return table, notes + _repeated_note(_repeated_features(rows, idx, n_features))
+    repeated = _repeated_features(rows, idx, n_features)
+    _refuse_overflowing_sums(src, text, table, repeated, zero_based)
+    return table, notes + _repeated_note(repeated)
 
 
 def _repeated_features(rows: np.ndarray, idx: np.ndarray, n_features: int) -> int:
@@ -87,6 +91,20 @@ def _repeated_features(rows: np.ndarray, idx: np.ndarray, n_features: int) -> in
         return 0
     keys = rows.astype(np.int64) * (n_features + 1) + idx
     return repeated_keys(keys)
+
+
+def _refuse_overflowing_sums(src: Source, text: str, table: np.ndarray, repeated: int, zero_based: bool) -> None:
+    """Refuse a repeated feature whose values add up beyond float64 (each value was checked finite as read)
+    by its sample's line and the feature's index as written, as a value that is not finite is named; the
+    covariance's check named numpy's 0-based row and column.  Only a file with repeats can hold one."""
+    if not repeated or np.isfinite(table).all():
+        return
+    row, col = (int(k) for k in np.argwhere(~np.isfinite(table))[0])
+    samples = (n for n, line in enumerate(text.splitlines(), start=1) if line.split("#", 1)[0].strip())
+    line_no = next(itertools.islice(samples, row, None))
+    raise src.fail(f"line {line_no}: feature {col + (0 if zero_based else 1)}, given more than once, adds up to "
+                   f"{table[row, col]:g}, not a finite number",
+                   "give each feature once in a sample, or scale the values down")
 
 
 def _repeated_note(repeated: int) -> list[str]:
@@ -101,7 +119,7 @@ def read_libsvm_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]
     text = src.read_text()
     fast = _libsvm_arrays(text)
     if fast is not None and fast[2].size:  # (no feature at all: said below)
-        return _dense_table(src, opts, *fast)
+        return _dense_table(src, opts, text, *fast)
     rows: list[tuple[list[int], list[float]]] = []
     unlabelled = 0
     for line_no, line in enumerate(text.splitlines(), start=1):
@@ -140,11 +158,13 @@ def read_libsvm_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]
     n_features = max(all_idx) + (1 if zero_based else 0)
     check_memory(8 * len(rows) * n_features, what=f"{src.display}: {len(rows)} x {n_features} table", limit=opts.max_memory)
     table = np.zeros((len(rows), n_features))
-    for r, (idx, val) in enumerate(rows):
-        cols = np.asarray(idx, dtype=np.int64) - (0 if zero_based else 1)
-        np.add.at(table[r], cols, val)
+    with np.errstate(over="ignore"):  # repeats adding up beyond float64: refused below, by their line
+        for r, (idx, val) in enumerate(rows):
+            np.add.at(table[r], np.asarray(idx, dtype=np.int64) - (0 if zero_based else 1), val)
     notes = ["LIBSVM: an index 0 appears, indices read as 0-based"] if zero_based else []
-    notes += _repeated_note(sum(len(idx) - len(set(idx)) for idx, _ in rows))
+    repeated = sum(len(idx) - len(set(idx)) for idx, _ in rows)
+    _refuse_overflowing_sums(src, text, table, repeated, zero_based)
+    notes += _repeated_note(repeated)
     if unlabelled:
         notes.append(f"LIBSVM: {unlabelled} of {len(rows)} lines have no label (their first token is a feature)")
     return table, notes
