@@ -189,6 +189,15 @@ def test_libsvm_lines_without_a_label_keep_their_first_feature(tmp_path):
     m = load_matrix(write(tmp_path / "t.svm", "1:1\n+1 2:2\n1:3 2:1\n"), covariance=True)
     np.testing.assert_allclose(m.matrix, np.cov(table, rowvar=False))
     assert "LIBSVM: 2 of 3 lines have no label (their first token is a feature)" in m.notes
+    m = load_matrix(write(tmp_path / "o.svm", "1:1\n+1 1:2\n"), covariance=True)  # one: in the singular
+    assert "LIBSVM: 1 of 2 lines has no label (its first token is a feature)" in m.notes
+
+
+def test_covariance_note_counts_with_separators_and_in_the_singular(tmp_path):
+    """'sample covariance of 1000 samples x 1 features' said a count without its thousands separator and one
+    feature in the plural."""
+    m = load_matrix(write(tmp_path / "t.csv", "".join(f"{k % 7}\n" for k in range(1000))), covariance=True)
+    assert "sample covariance of 1,000 samples x 1 feature" in m.notes
 
 
 def test_libsvm_index_beyond_int64_refused_by_its_line(tmp_path, recwarn):

@@ -92,6 +92,16 @@ class TestPajek:
         with pytest.raises(ParameterError, match="network=4 but the file holds 3 networks"):
             load_matrix(p, network=4)
 
+    def test_network_counts_have_thousands_separators(self, tmp_path):
+        """'file holds 1000 networks' (and 'holds 1000 networks' refusing network=) read as other counts do."""
+        p = write(tmp_path / "many.paj", "".join(f"*Network n{k}\n*Vertices 1\n" for k in range(1000)))
+        assert "file holds 1,000 networks; loaded the first (network=K picks another)" in load_matrix(p).notes
+        with pytest.raises(ParameterError, match="network=1001 but the file holds 1,000 networks; use network=1..1000"):
+            load_matrix(p, network=1001)
+        one = write(tmp_path / "one.paj", "*Network n\n*Vertices 1\n")
+        with pytest.raises(ParameterError, match="network=2 but the file holds 1 network; "):
+            load_matrix(one, network=2)
+
     def test_vertex_out_of_range(self, tmp_path):
         input_error(write(tmp_path / "o.net", "*Vertices 3\n*Edges\n1 2\n2 4\n"), r"line 4: vertex id 4 is out of range 1\.\.3")
         input_error(write(tmp_path / "z.net", "*Vertices 3\n*Arcs\n0 1\n"), r"line 3: vertex id 0 is out of range")
@@ -180,7 +190,9 @@ class TestLinqs:
         expected[1, 0] = expected[2, 0] = expected[2, 1] = 1  # A[citing, cited]
         np.testing.assert_array_equal(m.to_dense(), expected)
         text = " ".join(m.notes)
-        assert "1 citations naming nodes missing" in text and "1 repeated citations counted once" in text
+        # one in the singular (it was '1 citations naming nodes missing', '1 repeated citations counted once')
+        assert "LINQS: 3 nodes in the order of w.content" in text
+        assert "LINQS: 1 citation naming nodes missing" in text and "LINQS: 1 repeated citation counted once" in text
         assert m.format == "linqs" and m.name == "w"
         assert m.sha256 == hashlib.sha256((tmp_path / "w.cites").read_bytes() + (tmp_path / "w.content").read_bytes()).hexdigest()
 

@@ -43,7 +43,7 @@ class TestHeaderlessTriplets:
         m = load_matrix(write(tmp_path / "p.ijv", "1;1;1\n2;2;2\n"))
         assert "fields separated by ';'" in m.notes and m.nnz == 2
         input_error(write(tmp_path / "m.ijv", "1;1;1\n2 2 3\n"),
-                    r"line 2: .* got 1 fields: '2 2 3'; the first line's fields are separated by ';'")
+                    r"line 2: .* got 1 field: '2 2 3'; the first line's fields are separated by ';'")  # (was '1 fields')
         input_error(write(tmp_path / "c.ijv", "1 1 1\n2 2 0,5\n"), r"got 4 fields.*separate the fields with ';'")
 
     def test_mirror_none_keeps_triangle(self, tmp_path):
@@ -77,6 +77,7 @@ class TestHeaderlessTriplets:
         [
             ("1 2 3\n1 2 3 4\n", "line 2: expected 'i j' or 'i j value'"),
             ("1 2 3\n2 1\n", "line 2 has 2 fields but line 1 has 3"),
+            ("1 2\n2\n", "line 2: expected 'i j' or 'i j value', got 1 field: '2'"),  # (was '1 fields')
             ("1 2 3\n2 x 1\n", "line 2, column 2: non-numeric cell 'x'"),
             ("1.5 2 3\n", "line 1: indices must be non-negative integers"),
             ("-1 2 3\n", "indices must be non-negative"),
@@ -172,6 +173,7 @@ class TestDenseText:
 
     def test_ragged_row_refused(self, tmp_path):
         input_error(write(tmp_path / "m.csv", "1,2,3\n4,5\n7,8,9\n"), r"line 2 has 2 fields, expected 3")
+        input_error(write(tmp_path / "o.csv", "1,2,3\n4\n7,8,9\n"), r"line 2 has 1 field, expected 3")  # (was '1 fields')
 
     def test_empty_cell_refused(self, tmp_path):
         msg = input_error(write(tmp_path / "m.csv", "1,2\n3,\n"), r"line 2, column 2: missing value ''")

@@ -72,7 +72,7 @@ def _dense_table(src: Source, opts: Options, text: str, n_rows: int, rows: np.nd
     line-by-line reader does: 1-based indices unless an index 0 appears, a repeated index adding up."""
     zero_based = int(idx.min()) == 0
     n_features = int(idx.max()) + (1 if zero_based else 0)
-    check_memory(8 * n_rows * n_features, what=f"{src.display}: {n_rows} x {n_features} table", limit=opts.max_memory)
+    check_memory(8 * n_rows * n_features, what=f"{src.display}: {n_rows:,} x {n_features:,} table", limit=opts.max_memory)
     table = np.zeros((n_rows, n_features))
     with np.errstate(over="ignore"):  # repeats adding up beyond float64: refused below, by their line
         np.add.at(table, (rows, idx - (0 if zero_based else 1)), vals)
@@ -156,7 +156,7 @@ def read_libsvm_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]
         raise src.fail("no features: every sample is empty")
     zero_based = min(all_idx) == 0
     n_features = max(all_idx) + (1 if zero_based else 0)
-    check_memory(8 * len(rows) * n_features, what=f"{src.display}: {len(rows)} x {n_features} table", limit=opts.max_memory)
+    check_memory(8 * len(rows) * n_features, what=f"{src.display}: {len(rows):,} x {n_features:,} table", limit=opts.max_memory)
     table = np.zeros((len(rows), n_features))
     with np.errstate(over="ignore"):  # repeats adding up beyond float64: refused below, by their line
         for r, (idx, val) in enumerate(rows):
@@ -166,7 +166,8 @@ def read_libsvm_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]
     _refuse_overflowing_sums(src, text, table, repeated, zero_based)
     notes += _repeated_note(repeated)
     if unlabelled:
-        notes.append(f"LIBSVM: {unlabelled} of {len(rows)} lines have no label (their first token is a feature)")
+        notes.append(f"LIBSVM: {unlabelled:,} of {counted(len(rows), 'line')} {'has' if unlabelled == 1 else 'have'} no label "
+                     f"({'its' if unlabelled == 1 else 'their'} first token is a feature)")
     return table, notes
 
 
@@ -193,10 +194,10 @@ def covariance_of(src: Source, table: np.ndarray, opts: Options, notes: list[str
             f"covariance needs complete data: replace {'it' if one else 'them'} (numpy.nan_to_num) or remove "
             f"{'its sample (row)' if one else 'their samples (rows)'}",
         )
-    check_memory(8 * n_features * n_features, what=f"{src.display}: {n_features} x {n_features} covariance", limit=opts.max_memory)
+    check_memory(8 * n_features * n_features, what=f"{src.display}: {n_features:,} x {n_features:,} covariance", limit=opts.max_memory)
     # np.cov computes in float64 from its own copy of the table: an astype(float64) first was one more copy
     C = np.atleast_2d(np.cov(table, rowvar=False, ddof=1))
-    notes = notes + [f"sample covariance of {n_samples} samples x {n_features} features"]
+    notes = notes + [f"sample covariance of {counted(n_samples, 'sample')} x {counted(n_features, 'feature')}"]
     return ReadResult(C, "covariance", notes)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from ..formats import counted
 from ._common import COMPRESSIONS, Options, ReadResult, Source, strip_compression
 
 
@@ -62,7 +63,7 @@ def read_linqs(src: Source, opts: Options) -> ReadResult:
         if not tokens:
             continue
         if len(tokens) != 2:
-            raise cites.fail(f"line {line_no}: expected 'cited citing', got {len(tokens)} fields")
+            raise cites.fail(f"line {line_no}: expected 'cited citing', got {counted(len(tokens), 'field')}")
         cited, citing = tokens
         if cited not in index or citing not in index:
             unknown += 1
@@ -70,13 +71,13 @@ def read_linqs(src: Source, opts: Options) -> ReadResult:
         rows.append(index[citing])
         cols.append(index[cited])
     n = len(index)
-    notes = [f"LINQS: {n} nodes in the order of {content.path.name}; A[citing, cited] = 1"]
+    notes = [f"LINQS: {counted(n, 'node')} in the order of {content.path.name}; A[citing, cited] = 1"]
     if unknown:
-        notes.append(f"LINQS: {unknown} citations naming nodes missing from {content.path.name} skipped")
+        notes.append(f"LINQS: {counted(unknown, 'citation')} naming nodes missing from {content.path.name} skipped")
     A = sp.csr_array((np.ones(len(rows)), (np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64))), shape=(n, n))
     A.sum_duplicates()
     repeated = len(rows) - A.nnz
     if repeated:
         A.data[:] = 1.0
-        notes.append(f"LINQS: {repeated} repeated citations counted once")
+        notes.append(f"LINQS: {counted(repeated, 'repeated citation')} counted once")
     return ReadResult(A, "linqs", notes)

@@ -524,14 +524,14 @@ def read_pajek(src: Source, opts: Options) -> ReadResult:
     if which > len(networks):
         count = len(networks)
         raise ParameterError(
-            f"{src.display}: {parameter('network', which)} but the file holds {count} network{'s' if count > 1 else ''}; "
+            f"{src.display}: {parameter('network', which)} but the file holds {counted(count, 'network')}; "
             f"use {parameter('network', shown=f'1..{count}')}"
         )
     net = networks[which - 1]
     notes: list[str] = []
     if len(networks) > 1:
         ordinal = _ORDINALS.get(which, f"number {which}")
-        notes.append(f"file holds {len(networks)} networks; loaded the {ordinal} "
+        notes.append(f"file holds {counted(len(networks), 'network')}; loaded the {ordinal} "
                      f"({parameter('network', shown='K')} picks another)")
     if net.name:
         notes.append(f"Pajek network {net.name!r}")

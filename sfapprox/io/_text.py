@@ -402,7 +402,7 @@ def _slow_table(src: Source, text: str, delimiter: str | None, has_header: bool,
     for row, line_no in zip(rows, numbers):
         if len(row) != expected:
             raise src.fail(
-                f"line {line_no} has {len(row)} fields, expected {expected} (ragged rows)",
+                f"line {line_no} has {counted(len(row), 'field')}, expected {expected:,} (ragged rows)",
                 "every row of a dense table needs the same number of values",
             )
     rows = read_written_numbers(rows, numbers, src, notes, decimal_comma=decimal == ",", given=given)
@@ -562,12 +562,12 @@ def _slow_triplets(src: Source, text: str, notes: list[str]) -> np.ndarray:
         if len(parts) not in (2, 3):
             comma = any(is_comma_number(t) for t in s.split())  # "1 2 0,5": a decimal comma, split in two
             raise src.fail(
-                f"line {line_no}: expected 'i j' or 'i j value', got {len(parts)} fields: {s[:60]!r}",
+                f"line {line_no}: expected 'i j' or 'i j value', got {counted(len(parts), 'field')}: {s[:60]!r}",
                 _triplet_hint(s, semicolons, comma),
             )
         if rows and len(parts) != len(rows[0]):
             raise src.fail(
-                f"line {line_no} has {len(parts)} fields but line {numbers[0]} has {len(rows[0])}",
+                f"line {line_no} has {counted(len(parts), 'field')} but line {numbers[0]} has {len(rows[0])}",
                 "use the same number of columns on every line",
             )
         rows.append(parts)
