@@ -348,13 +348,31 @@ _PLUS_SIGN = re.compile(rb"(^|[ \t])\+(?=[0-9.nNiI])", re.MULTILINE)
 
 
 def _plus_signs(data, start: int) -> bool:
-    """Whether a token after ``start`` (a line end or blank before it) starts with ``+``: a scan for ``+``,
-    then, where there is one (an exponent's, ``1e+02``, or a sign), three scans for a blank or line end
-    before one.  (A two-byte needle whose first byte is a blank is scanned at a tenth of a byte's speed:
-    the three scans alone added 0.8 s, 20 %, to reading a 100 MB file with no '+'.)"""
-    if data.find(b"+", start) < 0:
+    """Whether a token after ``start`` (a line end or blank before it) may start with ``+``: a scan for ``+``
+    (memchr's speed: a file without one, the common case, costs 0.025 s per 100 MB), then, where there is one
+    (an exponent's, ``1e+02``, or a sign), one pass from it over pairs of bytes for a ``+`` after a blank,
+    tab, line end or other control byte (a superset: a ``+`` after ``\\r`` or ``\\f`` costs only the rewrite,
+    which changes nothing there, and the body's check refuses the line).  It was three ``find``s of
+    ``b" +"``, ``b"\\t+"``, ``b"\\n+"``, needles starting with a blank, each scanned at a tenth of memchr's
+    speed: 0.5 s on 124 MB of ``%.6e`` values, this 0.06 s."""
+    first = data.find(b"+", start)
+    if first < 0:
         return False
-    return any(data.find(sign, start) >= 0 for sign in (b" +", b"\t+", b"\n+"))
+    return _blank_then_plus(np.frombuffer(data, dtype=np.uint8), max(first - 1, start))
+
+
+#: Bytes compared at a time by :func:`_blank_then_plus`: its temporaries stay in cache (256 KiB: 0.06 s
+#: per 124 MB; one block of 16 MiB, out of cache, 0.4 s).
+_PAIR_BLOCK = 1 << 18
+
+
+def _blank_then_plus(octets: np.ndarray, start: int) -> bool:
+    """Whether some byte at or after ``start`` is a blank or control byte (at most 32) followed by ``+`` (43)."""
+    for at in range(start, len(octets) - 1, _PAIR_BLOCK):
+        block = octets[at:at + _PAIR_BLOCK + 1]
+        if ((block[1:] == 43) & (block[:-1] <= 32)).any():
+            return True
+    return False
 
 
 def _check_body(src: Source, data, start: int, h: _Header) -> None:
