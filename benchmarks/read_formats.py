@@ -6,8 +6,8 @@ Run by hand (not part of the tests):
 
 Writes, once, into ``--data`` (default ``<temp>/sfapprox-read-formats``), files of about 100-200 MB
 each, seeded: a dense ``.npy`` (4,000 x 4,000), the same as an ``.npz`` stored and compressed, a
-scipy.sparse ``.npz`` (8M entries), Matrix Market coordinate (5M entries, a few positions repeating), its
-``.mtx.gz`` and array format (2,500 x 2,500), a ``.csv`` and a whitespace ``.txt`` (3,000 x 3,000),
+scipy.sparse ``.npz`` (8M entries), Matrix Market coordinate (5M entries, a few positions repeating), the
+same with every value written with an exponent (``%.6e``: ``1.234568e+00``), its ``.mtx.gz`` and array format (2,500 x 2,500), a ``.csv`` and a whitespace ``.txt`` (3,000 x 3,000),
 triplets ``.ijv`` (5M), a Pajek ``.net`` with ``*Arcs`` (2M) and a LIBSVM table (400,000 samples of
 100 features, read for its covariance); the sparse ones are of order 30,000 (a matrix read
 from them must fit dense under the default memory limit).  Each file is read by ``sfapprox.io.load_matrix`` in a fresh
@@ -41,6 +41,7 @@ FILES = {
     "sparse.npz": "sparse .npz 8M entries",
     "coord.mtx": ".mtx coordinate 5M entries",
     "coord.mtx.gz": ".mtx.gz coordinate 5M entries",
+    "coord_exp.mtx": ".mtx coordinate 5M entries, values '1.234568e+00'",
     "array.mtx": ".mtx array 2500^2",
     "table.csv": ".csv 3000^2",
     "table.txt": ".txt whitespace 3000^2",
@@ -66,18 +67,21 @@ def _write_lines(path: Path, header: str, fmt: str, columns) -> None:
             out.write("".join(fmt % t for t in block))
 
 
-def make_files(data: str) -> None:
-    """The benchmark's files in ``data``, each written unless it is there already (seeded: the same each time)."""
+def make_files(data: str, names: list[str] | None = None) -> None:
+    """The benchmark's files in ``data`` (those of ``names``; default all), each written unless it is there
+    already (seeded: the same each time, whichever are written)."""
     import numpy as np
     import scipy.sparse as sp
 
     data = Path(data)
     data.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(0)
+    if names is not None and "coord.mtx.gz" in names:
+        names = [*names, "coord.mtx"]  # the .gz is written from it
 
     def need(name: str) -> Path | None:
         path = data / name
-        return None if path.exists() else path
+        return None if path.exists() or (names is not None and name not in names) else path
 
     dense = np.round(rng.standard_normal((4000, 4000)), 4)
     if p := need("dense.npy"):
@@ -94,6 +98,9 @@ def make_files(data: str) -> None:
     i, j, v = _coords(rng, 30_000, 5_000_000)
     if p := need("coord.mtx"):
         _write_lines(p, "%%MatrixMarket matrix coordinate real general\n30000 30000 5000000\n", "%d %d %.6g\n",
+                     (i, j, v))
+    if p := need("coord_exp.mtx"):  # every value with an exponent's '+' or '-': the '+' scan's worst case
+        _write_lines(p, "%%MatrixMarket matrix coordinate real general\n30000 30000 5000000\n", "%d %d %.6e\n",
                      (i, j, v))
     if p := need("coord.mtx.gz"):
         with open(data / "coord.mtx", "rb") as src, gzip.open(p, "wb", compresslevel=1) as out:
@@ -161,8 +168,8 @@ def main() -> None:
     args = ap.parse_args()
     data = Path(args.data)
     # in a child: getrusage's peak survives exec, so this process's arrays would count in every reader's peak
-    run_child("read_formats", "make_files", [str(data)])
     names = args.only.split(",") if args.only else list(FILES)
+    run_child("read_formats", "make_files", [str(data), names])
     envs = {"before": checkout_env(args.sfapprox), "after": checkout_env(str(ROOT))}
     rows = []
     for name in names:
