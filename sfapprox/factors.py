@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from ._atomic import FileStamp, OutputError, check_named_file, resolved_path, write_bytes
+from ._atomic import FileStamp, OutputError, check_name_length, check_named_file, resolved_path, write_bytes
 from ._errors import InputError, NotFittedError, ParameterError, SfapproxError, parameter
 from ._params import MEMORY_LIMIT, check_values
 from ._validation import check_memory, check_path
@@ -435,8 +435,27 @@ def result_path(folder: str | os.PathLike, matrix: str, method: str) -> Path:
         The matrix's name.
     method : str
         The method's name.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    ParameterError
+        Where the file's name is longer than the folder's file system takes (255 bytes, usually): a matrix
+        named with 250 bytes was fitted, and its file then failed ("File name too long"), the fit lost.
+        Refused, not shortened: the name is how a fit is found again (``compare --with``, a later
+        ``--save-factors --force`` replacing it), and ``compare --save-factors`` refuses it the same way.
     """
-    return Path(folder) / f"{matrix}.{method}.h5"
+    path = Path(folder) / f"{matrix}.{method}.h5"
+    check_name_length(path, hint=RESULT_NAME_HINT)
+    return path
+
+
+#: How a fit's file name too long (:func:`result_path`) is put right.
+RESULT_NAME_HINT = ("each fit is named FOLDER/<matrix>.<method>.h5; give the matrix file a shorter name (a symbolic "
+                    "link to it will do)")
 
 
 #: Endings of an HDF5 file's name: a folder for the fits (:func:`check_results_folder`) that does not exist yet
@@ -594,9 +613,10 @@ def save_results(comparison, folder: str | os.PathLike, *, source=None, force: b
     """
     from ._atomic import OutputError, OutputExistsError
 
+    writers = result_writers(comparison, folder, source=source, force=force)  # (a name too long: no folder made)
     Path(folder).mkdir(parents=True, exist_ok=True)
     written, failures = [], []
-    for write in result_writers(comparison, folder, source=source, force=force):
+    for write in writers:
         try:
             written.append(write())
         except (OutputExistsError, OutputError) as exc:

@@ -708,3 +708,20 @@ def test_unsigned_integers_that_fit_still_load(tmp_path):
             f[name] = held
     back = load_factors(path).operator
     assert np.array_equal(back.to_dense(), ChordOperator(np.full((2, 8, 4), 3.0)).to_dense())
+
+
+def test_result_path_refuses_a_name_over_255_bytes_before_any_write(tmp_path):
+    """``result_path`` gave ``<250 bytes>.tsvd.h5`` as it was: ``save_results`` then failed at the write with an
+    OSError ("File name too long"), where ``compare --save-factors`` refuses it before any fit."""
+    from sfapprox import compare
+    from sfapprox.factors import result_path, save_results
+
+    name = "m" * 250
+    with pytest.raises(ParameterError, match=r"258 bytes, over the 255 .*FOLDER/<matrix>\.<method>\.h5; give the "):
+        result_path(tmp_path, name, "tsvd")
+    assert result_path(tmp_path, "m" * 240, "tsvd").name == "m" * 240 + ".tsvd.h5"  # 248 bytes: as it was
+    c = compare(np.random.default_rng(0).standard_normal((12, 12)), "tsvd", budget=60)
+    c.matrix["name"] = name  # (a matrix read from a file named so)
+    with pytest.raises(ParameterError, match="258 bytes"):
+        save_results(c, tmp_path / "fits")
+    assert not (tmp_path / "fits").exists()

@@ -10,7 +10,7 @@ from typing import Annotated, Literal, Optional
 
 import typer
 
-from .._atomic import check_name_length, output_target, stream_kind
+from .._atomic import output_target, stream_kind
 from .._errors import ParameterError
 from . import _options as o
 from ._app import (EXIT_INTERRUPTED, announce_start, app, error_boundary, option_items, read_matrix, show_notes,
@@ -73,11 +73,9 @@ def compare(
         loaded = read_matrix(path, load, quiet)
         show_notes(loaded)
         if save_factors is not None:  # every fit's file, included rows' too: none an input or another output
+            # (each named after the matrix: result_path refuses a name over 255 bytes, refused after every fit)
             targets = check_results_folder(save_factors, loaded.name, [*names, *included], force=outputs.force,
                                            inputs=read_files(inputs), reading=loaded.recipe)
-            for target in targets:  # named after the matrix: a name near 255 bytes was refused after every fit
-                check_name_length(target, hint="--save-factors names each fit FOLDER/<matrix>.<method>.h5; give "
-                                  "the matrix file a shorter name (a symbolic link to it will do)")
             check_distinct(*named_outputs(outputs), ("--plot", plot), *(("--save-factors", t) for t in targets))
         label = matrix_label(loaded.name, loaded.recipe)  # the weight --var picked, not the file alone
         try:
