@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Column", "Table", "OutputFormat", "Layout", "layout", "render_rich", "render_html", "render_frame",
-           "ShownAsTables", "fmt_number", "fmt_seconds", "fact_text", "counted", "jsonable", "PLOT_SUFFIXES", "printable",
+           "ShownAsTables", "fmt_number", "fmt_seconds", "fact_text", "counted", "jsonable", "json_text", "RAW_BYTES_SUFFIX", "PLOT_SUFFIXES",
+           "printable",
            "to_ascii", "ascii_table", "GLYPHS", "encodes_glyphs"]
 
 #: Figure formats matplotlib writes without extra packages (the plots' files; a stream gets a PNG).
@@ -181,7 +182,9 @@ def jsonable(value: Any) -> Any:
     import numpy as np  # here: the CLI imports this module, and --help loads no numpy
 
     if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
+        return _jsonable_dict(value)
+    if isinstance(value, str):
+        return json_text(value)
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
     if isinstance(value, np.integer):
@@ -193,8 +196,61 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, np.bool_):
         return bool(value)
     if isinstance(value, os.PathLike):
-        return os.fspath(value)
+        return json_text(os.fspath(value))
     return value
+
+
+#: Where a text in a dict had bytes that are no UTF-8 (:func:`json_text`), its exact bytes are written beside it
+#: under its key plus this ending, in hexadecimal: ``"path": "bad\\xff.mtx", "path_bytes": "626164ff2e6d7478"``.
+RAW_BYTES_SUFFIX = "_bytes"
+
+
+def _jsonable_dict(value: dict) -> dict:
+    """A dict as :func:`jsonable` writes it: keys as text, and beside each text that had bytes that are no
+    UTF-8 (a file's name) those exact bytes (:data:`RAW_BYTES_SUFFIX`): the escaped text is a spelling,
+    which a name holding a real backslash would spell alike."""
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        key = json_text(str(key))
+        out[key] = jsonable(item)
+        text = os.fspath(item) if isinstance(item, os.PathLike) else item
+        if isinstance(text, str) and out[key] != text:
+            out[key + RAW_BYTES_SUFFIX] = _raw_bytes(text).hex()
+    return out
+
+
+def _raw_bytes(text: str) -> bytes:
+    """The bytes ``text`` was read from, as a file's name (``os.fsencode``: a lone surrogate is the byte it
+    stands for); a surrogate that stands for no byte as UTF-8 would write it."""
+    try:
+        return os.fsencode(text)
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+
+
+#: Lone surrogates as their escapes (:func:`json_text`): ``\xNN`` for a byte that is no UTF-8 (as every table and
+#: error line writes it, :data:`_UNDECODABLE`), ``\uNNNN`` for any other.
+_SURROGATES = {**{c: f"\\u{c:04x}" for c in range(0xd800, 0xe000)},
+               **{c: f"\\x{c - 0xdc00:02x}" for c in range(0xdc80, 0xdd00)}}
+
+
+def json_text(text: str) -> str:
+    r"""``text`` as a strict JSON reader takes it.  A file's name with a byte that is no UTF-8 (Linux allows
+    any) is read by Python as a lone surrogate (surrogateescape), which ``json.dumps`` wrote as ``"\udcff"``,
+    refused by strict readers (jq, serde, any UTF-8 encoder); it is written as the byte's escape instead, as
+    tables and messages show it (:func:`printable`), its exact bytes beside it in a dict
+    (:data:`RAW_BYTES_SUFFIX`).  Any other text is returned as it is.
+
+    Examples
+    --------
+    >>> json_text(os.fsdecode(b"bad\xff.mtx")), json_text("matrice_é.mtx")
+    ('bad\\xff.mtx', 'matrice_é.mtx')
+    >>> jsonable({"path": os.fsdecode(b"bad\xff.mtx")})
+    {'path': 'bad\\xff.mtx', 'path_bytes': '626164ff2e6d7478'}
+    """
+    if text.isascii() or not any("\ud800" <= c <= "\udfff" for c in text):
+        return text
+    return text.translate(_SURROGATES)
 
 
 #: The note under a table whose errors carry "±" (estimated from random columns of a matrix never formed).

@@ -1,5 +1,6 @@
 """Factor files (HDF5): round trip, matvec, refusals, older files."""
 
+import json
 import os
 import tempfile
 
@@ -725,3 +726,22 @@ def test_result_path_refuses_a_name_over_255_bytes_before_any_write(tmp_path):
     with pytest.raises(ParameterError, match="258 bytes"):
         save_results(c, tmp_path / "fits")
     assert not (tmp_path / "fits").exists()
+
+
+def test_a_fit_s_metadata_keeps_an_undecodable_file_name_as_strict_json(tmp_path):
+    r"""The file a fit was made from, named with a byte that is no UTF-8, was recorded as ``"bad\udcff.npy"`` in
+    the metadata: a lone surrogate that strict JSON readers refuse.  Its escape now, its bytes beside it."""
+    from sfapprox import compare, load_matrix
+    from sfapprox.factors import save_results
+
+    path = tmp_path / os.fsdecode(b"bad\xff.npy")
+    np.save(path, np.random.default_rng(0).standard_normal((12, 12)))
+    loaded = load_matrix(path)
+    [saved] = save_results(compare(loaded, "tsvd", budget=60), tmp_path / "fits", source=loaded)
+    with h5py.File(saved, "r") as f:
+        raw = f.attrs["source"]
+    source = json.loads(raw)
+    json.dumps(source, ensure_ascii=False).encode("utf-8")  # strict UTF-8 (it raised on the lone surrogate)
+    assert source["name"] == "bad\\xff" and source["path"].endswith("bad\\xff.npy")
+    assert os.fsdecode(bytes.fromhex(source["path_bytes"])) == str(path)
+    assert load_factors(saved).source["path"] == source["path"]

@@ -107,6 +107,22 @@ def test_json_renders_the_data_without_nan():
     assert json.loads(OutputFormat.JSON.render([], {"x": float("nan"), "y": [1.5]})) == {"x": None, "y": [1.5]}
 
 
+def test_json_writes_a_name_s_undecodable_bytes_as_strict_utf8_with_the_bytes_beside():
+    r"""A name with a byte that is no UTF-8 was written as a lone surrogate (``"bad\udcff.mtx"``), which strict
+    JSON readers refuse: it is its escape (as tables show it), its exact bytes beside it."""
+    import os
+
+    name = os.fsdecode(b"bad\xff.mtx")
+    text = OutputFormat.JSON.render([], {"matrix": {"path": name, "n": 3}, "names": [name], name: 1})
+    text.encode("utf-8")  # strict: it raised UnicodeEncodeError on the lone surrogate
+    assert "\\udcff" not in text
+    data = json.loads(text)
+    assert data["matrix"] == {"path": "bad\\xff.mtx", "path_bytes": b"bad\xff.mtx".hex(), "n": 3}
+    assert os.fsdecode(bytes.fromhex(data["matrix"]["path_bytes"])) == name  # exact, where it matters
+    assert data["names"] == ["bad\\xff.mtx"] and data["bad\\xff.mtx"] == 1
+    assert json.loads(OutputFormat.JSON.render([], {"path": "matrice_é.mtx"})) == {"path": "matrice_é.mtx"}
+
+
 @pytest.mark.parametrize("fmt", list(OutputFormat))
 def test_every_format_has_a_suffix_and_renders(fmt):
     assert fmt.suffix.startswith(".") and fmt.render([table()], {"a": 1}).strip()

@@ -825,3 +825,31 @@ def test_published_figures_left_out_are_said_in_a_note():
     paper = build_report([rec("strike", m, fro=e, reference={"tsvd": 2.73, "sf": 1.04}, settings=PAPER)
                           for m, e in (("sf", 1.1), ("tsvd", 2.7))])
     assert not any("not shown" in n for n in paper.tables()[-1].notes)
+
+
+def test_a_name_with_undecodable_bytes_is_strict_json_and_report_reads_it_old_and_new(tmp_path, monkeypatch):
+    r"""``compare bad\xff.npy --json`` wrote the name as a lone surrogate (``"bad\udcff"``), refused by strict
+    JSON readers (jq, serde: no UTF-8 holds it).  It is written as its escape, its bytes beside it; report reads
+    that file, and the files written before, as the command showed them."""
+    import os
+
+    import numpy as np
+    from sfapprox.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    name = os.fsdecode(b"bad\xff.npy")
+    np.save(name, np.random.default_rng(0).standard_normal((12, 12)))
+    made = CliRunner().invoke(app, ["compare", name, "--methods", "tsvd", "--json", "r.json", "--quiet"])
+    assert made.exit_code == 0, made.output
+    text = (tmp_path / "r.json").read_bytes().decode("utf-8")
+    data = json.loads(text)
+    json.dumps(data, ensure_ascii=False).encode("utf-8")  # strict UTF-8 all through (it raised here)
+    assert data["matrix"]["file"] == "bad\\xff.npy" and data["matrix"]["file_bytes"] == b"bad\xff.npy".hex()
+    older = text.replace("bad\\\\xff", "bad\\udcff")  # as sfapprox wrote it before: a lone surrogate
+    assert older != text
+    (tmp_path / "old.json").write_text(older, encoding="utf-8")
+    for saved in ("r.json", "old.json"):
+        shown = CliRunner().invoke(app, ["report", saved, "--markdown", f"{saved}.md"])
+        assert shown.exit_code == 0, shown.output
+        assert shown.stdout.splitlines() == made.stdout.splitlines() and "bad\\xff" in shown.stdout
+        assert "bad\\xff" in (tmp_path / f"{saved}.md").read_text(encoding="utf-8")
