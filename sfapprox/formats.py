@@ -18,6 +18,7 @@ import io
 import json
 import math
 import os
+import re
 import shlex
 import unicodedata
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from typing import Any
 __all__ = ["Column", "Table", "OutputFormat", "Layout", "layout", "render_rich", "render_html", "render_frame",
            "ShownAsTables", "fmt_number", "fmt_seconds", "fact_text", "counted", "jsonable", "json_text", "RAW_BYTES_SUFFIX", "PLOT_SUFFIXES",
            "printable",
-           "to_ascii", "ascii_table", "GLYPHS", "encodes_glyphs"]
+           "to_ascii", "ascii_in_context", "ascii_table", "GLYPHS", "encodes_glyphs"]
 
 #: Figure formats matplotlib writes without extra packages (the plots' files; a stream gets a PNG).
 PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp")
@@ -322,31 +323,43 @@ def printable(text: str) -> str:
     return text.translate(_ESCAPED)
 
 
-def shell_quote(word: str) -> str:
+def shell_quote(word: str, *, ascii: bool = False) -> str:
     r"""``word`` quoted for a POSIX shell (bash, zsh, ksh) to read back as the same bytes, for a command
     sfapprox suggests: :func:`shlex.quote`, or ``$'...'`` with escapes where ``word`` holds what
     :func:`printable` escapes (a control character, a byte of a file's name that is no UTF-8), which no
     plain quoting shows as itself: ``shlex.quote`` wrote such a name as ``'bad\udcff.mtx'``, a file that
     does not exist.
 
+    With ``ascii`` (for a stream that writes ASCII only) a word that is not ASCII is written as its bytes in
+    ``$'...'`` (``$'matrice_\xc3\xa9.mtx'``): it showed as ``'matrice_e.mtx'``, another file.  Bytes, not
+    ``\u00e9``: a shell in the C locale (the usual reason for such a stream) keeps ``$'\u00e9'`` as it is.
+
     Examples
     --------
     >>> shell_quote("a b.mtx"), shell_quote(os.fsdecode(b"bad\xff.mtx")), shell_quote("a\x1bb'c")
     ("'a b.mtx'", "$'bad\\xff.mtx'", "$'a\\x1bb\\'c'")
+    >>> shell_quote("matrice_é.mtx"), shell_quote("matrice_é.mtx", ascii=True)
+    ("'matrice_é.mtx'", "$'matrice_\\xc3\\xa9.mtx'")
     """
+    if ascii and not word.isascii():
+        return "$'" + "".join(_SHELL_BYTES[byte] for byte in _raw_bytes(word)) + "'"
     if printable(word) == word:
         return shlex.quote(word)
     return "$'" + word.replace("\\", "\\\\").replace("'", "\\'").translate(_SHELL_ESCAPED) + "'"
 
 
-def shell_join(words: list[str]) -> str:
+#: Each byte as ``$'...'`` holds it (:func:`shell_quote` with ``ascii``): printable ASCII as it is, the rest ``\xNN``.
+_SHELL_BYTES = [{0x5c: "\\\\", 0x27: "\\'"}.get(b, chr(b)) if 0x20 <= b < 0x7f else f"\\x{b:02x}" for b in range(256)]
+
+
+def shell_join(words: list[str], *, ascii: bool = False) -> str:
     """A command line of ``words``, each quoted by :func:`shell_quote` (as :func:`shlex.join` quotes)."""
-    return " ".join(shell_quote(word) for word in words)
+    return " ".join(shell_quote(word, ascii=ascii) for word in words)
 
 
 #: ASCII spellings of the glyphs sfapprox writes (tables, notes, help), for a terminal or a log that cannot show
 #: them (``PYTHONIOENCODING=ascii``, a Latin-1 locale).  Box drawing is rich's to replace (it draws ASCII boxes
-#: for such a stream); other letters lose their accents (NFKD), and the rest become "?".
+#: for such a stream).  Only in sfapprox's own words: a name's characters are escapes (:func:`to_ascii`).
 _ASCII = str.maketrans({
     "±": "+/-", "×": "x", "→": "->", "←": "<-", "≥": ">=", "≤": "<=", "≈": "~", "…": "...", "√": "sqrt",
     "‖": "||", "−": "-", "–": "-", "—": "-", "·": "*", "★": "*", "′": "'", "µ": "u", "²": "^2", "³": "^3",
@@ -354,7 +367,13 @@ _ASCII = str.maketrans({
     # a set's union (``--base``'s help) and the marks of datasets' lines and tables, which were "?"
     "∪": "U", "✓": "+", "✔": "+", "✗": "x", "✘": "x",
     "\u0302": "^",  # the hat of X̂ (a combining circumflex)
+    # the subscripts of the methods' formulas (log₂N, b₁) and a batch report's deviation columns ("Δ tsvd")
+    "₁": "1", "₂": "2", "Δ": "delta",
 })
+#: sfapprox's own words with a letter beyond :data:`_ASCII` (a method's name): spelled without the accent.
+_OWN_WORDS = re.compile("Nyström")
+#: A word (between spaces) with a character that is not ASCII.
+_NOT_ASCII_WORD = re.compile(r"\S*[^\x00-\x7f]\S*")
 
 
 #: The glyphs a stream is tried on (:func:`encodes_glyphs`): one that cannot write all of them gets every text of
@@ -385,20 +404,71 @@ def encodes_glyphs(encoding: str) -> bool:
 
 
 def to_ascii(text: str) -> str:
-    """``text`` in ASCII: sfapprox's glyphs spelled out (``±`` as ``+/-``, ``‖X−X̂‖_F`` as ``||X-X^||_F``),
-    accents dropped, anything else ``?``.  For a stream whose encoding cannot write them, where printing
-    them raised UnicodeEncodeError.
+    r"""``text`` in ASCII, for a stream whose encoding cannot write it (printing raised UnicodeEncodeError).
+
+    sfapprox's glyphs are spelled out (``±`` as ``+/-``, ``‖X−X̂‖_F`` as ``||X-X^||_F``, ``Nyström`` as
+    ``Nystrom``); a word (between spaces) with any other character is someone's name (a file's, a tensor's)
+    and each of its characters that is not ASCII is written as its escape (``matrice_\u00e9.mtx``, a byte
+    that is no UTF-8 as ``\xff``), its glyphs too: two names that differ there showed alike
+    (``matrice_e``, ``??.mtx``), and alike a name that has the letters spelled.
 
     Examples
     --------
-    >>> to_ascii("‖X−X̂‖_F ± 2·N²"), to_ascii("Schröder ★")
-    ('||X-X^||_F +/- 2*N^2', 'Schroder *')
+    >>> to_ascii("‖X−X̂‖_F ± 2·N²"), to_ascii("Nyström ★")
+    ('||X-X^||_F +/- 2*N^2', 'Nystrom *')
+    >>> print(to_ascii("行列.mtx: N² = 144"), to_ascii("a×é.mtx"))
+    \u884c\u5217.mtx: N^2 = 144 a\u00d7\u00e9.mtx
     """
-    text = text.translate(_ASCII).translate(_UNDECODABLE)  # a name's undecodable bytes: \xNN, not "?"
+    if text.isascii():
+        return text
+    return _NOT_ASCII_WORD.sub(lambda word: _ascii_part(word.group(), _own_word(word.group())), text)
+
+
+def ascii_in_context(text: str, start: int, end: int) -> str:
+    """``text[start:end]`` in ASCII as :func:`to_ascii` writes it within ``text``: spelled where the word around
+    it is sfapprox's own, escaped where it is a name (for a stream's error handler, which gets such a part).
+
+    Examples
+    --------
+    >>> ascii_in_context("Nyström needs", 5, 6), ascii_in_context("Schröder.mtx", 4, 5)
+    ('o', '\\\\u00f6')
+    """
+    first, last = start, end
+    while first > 0 and not text[first - 1].isspace():
+        first -= 1
+    while last < len(text) and not text[last].isspace():
+        last += 1
+    return _ascii_part(text[start:end], _own_word(text[first:last]))
+
+
+def _own_word(word: str) -> bool:
+    """Whether ``word`` is sfapprox's own text: beyond ASCII only its glyphs (:data:`_ASCII`) and its own words,
+    and no file's name (``a×b.mtx``: its ``×`` spelled, it read as ``axb.mtx``)."""
+    return all(c.isascii() or ord(c) in _ASCII for c in _OWN_WORDS.sub("", word)) and not _FILE_NAME.search(word)
+
+
+#: The end of a word that names a file: a suffix (``.mtx``, ``.h5``), then any closing quotes or punctuation.
+_FILE_NAME = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,5}[\"'),;:\]]*$")
+
+
+def _ascii_part(text: str, own: bool) -> str:
+    """``text`` in ASCII: spelled (``own``: glyphs, accents dropped), else each character that is not ASCII as
+    its escape (a byte that is no UTF-8 as ``\\xNN``, as :func:`printable` writes it)."""
+    if not own:
+        return "".join(c if c.isascii() else _escape(c) for c in text)
+    text = text.translate(_ASCII)
     if text.isascii():
         return text
     decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(c if c.isascii() else "" if unicodedata.combining(c) else "?" for c in decomposed)
+    return "".join(c if c.isascii() else "" if unicodedata.combining(c) else _escape(c) for c in decomposed)
+
+
+def _escape(char: str) -> str:
+    """One character as Python writes it escaped: ``\\xNN`` (a byte that is no UTF-8), ``\\uNNNN``, ``\\UNNNNNNNN``."""
+    code = ord(char)
+    if code in _UNDECODABLE:
+        return _UNDECODABLE[code]
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def ascii_table(table: Table) -> Table:

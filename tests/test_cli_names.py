@@ -91,3 +91,39 @@ def test_report_names_a_folder_with_spaces_quoted_in_the_command_it_suggests(tmp
     folder.mkdir()
     res = invoke("report", folder)
     assert res.exit_code == 2 and f"run first: sfapprox batch MANIFEST --out-dir '{folder}'" in one_line(res), res.output
+
+
+def _ascii_run(args, cwd):
+    """``python -m sfapprox ARGS`` writing to pipes under ``PYTHONIOENCODING=ascii`` (a log of an old system)."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONIOENCODING": "ascii", "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "sfapprox", *args], capture_output=True, cwd=cwd, env=env, timeout=120)
+
+
+def test_non_ascii_names_on_an_ascii_stream_are_escaped_apart_and_the_next_command_finds_the_file(tmp_path):
+    r"""Under ``PYTHONIOENCODING=ascii`` ``maillage_é.mtx`` was shown as ``maillage_e`` and ``行列.mtx`` as ``??``:
+    two names alike, and ``next: sfapprox compare 'maillage_e.mtx' ...`` named another file.  A name's
+    characters are escapes now, the command's name its bytes (``$'\xc3\xa9'``, read so by a shell in any
+    locale); sfapprox's own glyphs are still spelled (``||X-X^||_F``)."""
+    import shutil
+    import subprocess
+
+    mesh = Path(__file__).resolve().parents[1] / "examples" / "mesh_small.mtx"
+    shown = {}
+    for name in ("maillage_é.mtx", "maillage_e.mtx", "行列.mtx", "列行.mtx"):
+        shutil.copy(mesh, tmp_path / name)
+        done = _ascii_run(["compare", name, "--methods", "tsvd"], tmp_path)
+        assert done.returncode == 0 and done.stdout.isascii() and done.stderr.isascii(), done.stderr
+        shown[name] = (done.stdout + done.stderr).decode("ascii")
+        assert "||X-X^||_F" in shown[name]
+    assert shown["maillage_é.mtx"].startswith("maillage_\\u00e9 ") and shown["行列.mtx"].startswith("\\u884c\\u5217 ")
+    assert len({text.splitlines()[0] for text in shown.values()}) == 4  # four names, four titles
+    command = next(line for line in shown["maillage_é.mtx"].splitlines() if line.startswith("next: "))
+    assert command == "next: sfapprox compare $'maillage_\\xc3\\xa9.mtx' --methods tsvd,sparse", command
+    # the shell of such a system (the C locale) reads it back as the file's name
+    said = subprocess.run(["bash", "-c", command.replace("next: sfapprox compare", "printf %s").split(" --")[0]],
+                          capture_output=True, check=True, env={**os.environ, "LC_ALL": "C"}).stdout
+    assert said == "maillage_é.mtx".encode()

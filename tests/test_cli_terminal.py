@@ -953,3 +953,22 @@ def test_a_stage_without_iterations_shows_its_name_and_time_not_it_0(monkeypatch
     assert not any("it " in line or "error" in line for line in staged), staged
     assert not re.search(r"it 0 +error", text), text
     assert re.search(r"it 3 +error 0\.5 ", text), text
+
+
+def test_a_terminal_that_writes_ascii_only_shows_a_non_ascii_name_escaped_and_the_next_command_as_bytes(tmp_path):
+    r"""On a terminal that writes ASCII only, ``maillage_é.mtx`` showed as ``maillage_e`` (another file's name)
+    and the next command named ``'maillage_e.mtx'``: the name is ``maillage_\u00e9`` now, and the command names
+    its bytes, ``$'maillage_\xc3\xa9.mtx'``; the glyphs are still spelled (``||X-X^||_F``)."""
+    import shutil
+
+    name = tmp_path / "maillage_é.mtx"
+    shutil.copy(ROOT / "examples" / "mesh_small.mtx", name)
+    code, screen = run_in_terminal(["compare", name, "--methods", "tsvd"], columns=200,
+                                   env={"PYTHONIOENCODING": "ascii"}, timeout=120)
+    text = plain(screen)
+    assert code == 0 and "Traceback" not in text, text[-2000:]
+    assert screen.isascii(), sorted({c for c in screen if not c.isascii()})
+    assert "maillage_\\u00e9  (N=64" in text and "||X-X^||_F" in text
+    assert "maillage_e " not in text and "maillage_e.mtx" not in text
+    expected = f"compare $'{os.fsencode(tmp_path).decode('ascii')}/maillage_\\xc3\\xa9.mtx' --methods tsvd,sparse"
+    assert expected in " ".join(text.split()).replace(" \\ ", " "), text[-1000:]

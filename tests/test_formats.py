@@ -381,7 +381,28 @@ def test_to_ascii_spells_a_names_undecodable_bytes_as_escapes():
 
     from sfapprox.formats import to_ascii
 
-    assert to_ascii(os.fsdecode(b"bad\xff\xe9t\xc3\xa9.mtx")) == "bad\\xff\\xe9te.mtx"
+    # (its "é" was "e" here: escaped now, as every character of a name, test below)
+    assert to_ascii(os.fsdecode(b"bad\xff\xe9t\xc3\xa9.mtx")) == "bad\\xff\\xe9t\\u00e9.mtx"
+
+
+@pytest.mark.parametrize("names", [("matrice_é.mtx", "matrice_e.mtx"), ("行列.mtx", "列行.mtx"),
+                                   ("a×b.mtx", "axb.mtx"), ("Schröder.mtx", "Schroder.mtx")])
+def test_to_ascii_keeps_two_names_apart_and_spells_its_own_glyphs(names):
+    """An ASCII stream showed ``matrice_é.mtx`` as ``matrice_e.mtx`` (accent dropped), ``行列`` and ``列行`` both
+    as ``??``: a name's characters are escapes now (``\\u00e9``), sfapprox's own glyphs still spelled."""
+    from sfapprox.formats import ascii_in_context, to_ascii
+
+    shown = [to_ascii(f"{name}: ‖X−X̂‖_F ± 2·N², Nyström") for name in names]
+    assert all(text.isascii() for text in shown) and shown[0] != shown[1], shown
+    assert all(text.endswith(": ||X-X^||_F +/- 2*N^2, Nystrom") for text in shown), shown
+    assert shown[0].split(":")[0].encode().decode("unicode_escape") == names[0]  # read back as the name
+    text = f"wrote {names[0]} (‖X−X̂‖)"  # a stream's error handler gets each part it cannot write, in its text
+    parts = [(m.start(), m.end()) for m in re.finditer(r"[^\x00-\x7f]+", text)]
+    rebuilt, last = "", 0
+    for start, end in parts:
+        rebuilt += text[last:start] + ascii_in_context(text, start, end)
+        last = end
+    assert rebuilt + text[last:] == to_ascii(text)
 
 
 def test_a_free_text_cell_too_long_for_its_column_is_a_numbered_note():

@@ -72,12 +72,14 @@ def main() -> None:
 
 
 def _ascii_spelling(exc: UnicodeError) -> tuple[str, int]:
-    """The codec error handler ``sfapprox.ascii``: what a stream cannot encode, spelled in ASCII."""
-    from ..formats import to_ascii  # (light: no numpy)
+    """The codec error handler ``sfapprox.ascii``: what a stream cannot encode, spelled in ASCII as the word
+    around it asks (sfapprox's glyphs spelled, a name's characters escaped: ``matrice_\\u00e9.mtx``, which
+    showed as ``matrice_e.mtx``)."""
+    from ..formats import ascii_in_context  # (light: no numpy)
 
     if not isinstance(exc, UnicodeEncodeError):
         raise exc
-    return to_ascii(exc.object[exc.start:exc.end]), exc.end
+    return ascii_in_context(exc.object, exc.start, exc.end), exc.end
 
 
 def _spell_glyphs_in_ascii() -> None:

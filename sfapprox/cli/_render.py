@@ -192,9 +192,12 @@ def show_command(label: str, groups: Sequence[Sequence[str]]) -> None:
     broke the one line at its edge, in the middle of a word or an option.  A
     file's name with a control character or a byte that is no UTF-8 is
     quoted as ``$'...'`` with escapes (:func:`~sfapprox.formats.shell_quote`):
-    the command to paste, and nothing the terminal acts on.
+    the command to paste, and nothing the terminal acts on.  On a stream that writes ASCII only, a name
+    that is not ASCII is quoted as its bytes (``$'matrice_\\xc3\\xa9.mtx'``): spelled in ASCII it named
+    another file (``'matrice_e.mtx'``).
     """
-    quoted = [[shell_quote(word) for word in group] for group in groups]
+    ascii = not writes_glyphs(err)
+    quoted = [[shell_quote(word, ascii=ascii) for word in group] for group in groups]
     line = " ".join([label, *(word for group in quoted for word in group)])
     lines = [line] if one_line() or cell_len(line) <= err.width else [label, *command_lines(quoted, err.width)]
     # soft_wrap: never re-wrapped by rich (a word wider than the window is left whole, the terminal wraps it)
