@@ -20,6 +20,7 @@ import math
 import os
 import re
 import shlex
+import sys
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
@@ -180,14 +181,19 @@ def jsonable(value: Any) -> Any:
         The same structure of dicts, lists, str, int, float, bool and None;
         anything else is returned as it is.
     """
-    import numpy as np  # here: the CLI imports this module, and --help loads no numpy
-
     if isinstance(value, dict):
         return _jsonable_dict(value)
     if isinstance(value, str):
         return json_text(value)
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
+    if isinstance(value, os.PathLike):
+        return json_text(os.fspath(value))
+    # numpy as loaded, never imported here: a value is a numpy one only where numpy is loaded already, and a
+    # fixed table's JSON (`sfapprox methods --json -`) waited 0.8 s for importing it to find none
+    np = sys.modules.get("numpy")
+    if np is None:
+        return (float(value) if math.isfinite(value) else None) if isinstance(value, float) else value
     if isinstance(value, np.integer):
         return int(value)
     if isinstance(value, (float, np.floating)):
@@ -196,8 +202,6 @@ def jsonable(value: Any) -> Any:
         return jsonable(value.tolist())
     if isinstance(value, np.bool_):
         return bool(value)
-    if isinstance(value, os.PathLike):
-        return json_text(os.fspath(value))
     return value
 
 

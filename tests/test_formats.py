@@ -446,3 +446,25 @@ def test_a_row_without_a_result_says_its_status_where_only_the_status_column_is_
     assert "x: failed" in shown([t], 45) and "x: failed: out" not in shown([t], 45)
     both = shown([t], 20)
     assert both.count("x: failed") == 1 and "x: failed: out of memory" in " ".join(both.split()), both
+
+
+def test_json_of_plain_values_loads_no_numpy():
+    # `sfapprox methods --json -` printed a fixed table after 0.8 s of importing numpy to find no numpy value in it
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom pathlib import Path\nfrom sfapprox.formats import render_json\n"
+            "print(render_json({'a': float('nan'), 'p': Path('x'), 't': (1, 2.5), 3: True}), end='')\n"
+            "print('numpy' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    *shown, loaded = done.stdout.splitlines()
+    assert json.loads("\n".join(shown)) == {"a": None, "p": "x", "t": [1, 2.5], "3": True}
+    assert loaded == "False", done.stderr
+
+
+def test_json_of_numpy_values_is_plain():
+    from sfapprox.formats import jsonable
+
+    got = jsonable({"i": np.int64(3), "f": np.float32(0.5), "n": np.float64("inf"), "a": np.arange(2), "b": np.bool_(1)})
+    assert got == {"i": 3, "f": 0.5, "n": None, "a": [0, 1], "b": True}
+    assert [type(v) for v in got.values()] == [int, float, type(None), list, bool]
