@@ -45,8 +45,7 @@ COMMANDS = {
     "sfapprox compare (no file)": [sys.executable, "-m", "sfapprox", "compare"],
 }
 
-#: Small work that needs no torch: these are timed, not held to :data:`GOAL` (``methods`` and ``formats``
-#: print fixed tables, and load no numpy or scipy since the catalog, sfapprox/_catalog.py).
+#: Small work that needs no torch: these are timed, not held to :data:`GOAL`.
 WORK = {
     "sfapprox methods": [sys.executable, "-m", "sfapprox", "methods"],
     "sfapprox formats": [sys.executable, "-m", "sfapprox", "formats"],
@@ -185,8 +184,7 @@ def main() -> int:
     lines += ["", "Before an earlier change every command imported torch through the option declarations "
               "(on this machine, the same day, from commit efee82b: `--help` 1.59-2.22 s, `--version` 1.88-2.31 s with "
               "warm caches; about 4 s cold); the tests check that these commands load no torch, "
-              "numba, numpy or scipy (`tests/test_cli_terminal.py`), that `methods` and `formats` (tables "
-              "and JSON) load none of them either (`tests/test_catalog.py`), and that `info` and a comparison of "
+              "numba, numpy or scipy (`tests/test_cli_terminal.py`), and that `info` and a comparison of "
               "baselines alone load no torch.", "", FINDINGS, "", "(to be written)"]
     write_results(args.tag, {"meta": info, "goal_seconds": GOAL, "rows": rows, "imports": imports}, lines)
     return 0
