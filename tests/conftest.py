@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import sys
 import warnings
 from pathlib import Path
 
@@ -33,6 +34,16 @@ def _no_convergence_warnings():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         yield
+
+
+@pytest.fixture(autouse=True)
+def _notes_not_quiet_after():
+    # A command run in-process with --quiet (CliRunner, a parsed option set) leaves the notes quiet until
+    # the next command starts; a test calling a CLI helper directly after it saw no notes (order-dependent).
+    yield
+    render = sys.modules.get("sfapprox.cli._render")
+    if render is not None:
+        render.quiet_notes(False)
 
 
 @pytest.fixture(params=["numba", "scipy"])
