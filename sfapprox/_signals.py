@@ -1,12 +1,16 @@
-"""Stop signals: SIGTERM is handled like Ctrl-C, and no signal cuts an output in half.
+"""Stop signals: SIGTERM and SIGHUP are handled like Ctrl-C, and no signal cuts an output in half.
 
 ``timeout``, systemd, Slurm and ``kill`` stop a program with SIGTERM, a
-terminal with SIGINT (Ctrl-C).  The command line installs
-:func:`install_stop_handlers`, which turns the first of either into a
-``KeyboardInterrupt`` in the main thread, so every path that keeps partial
-work on Ctrl-C (the best SF factors, finished comparison rows, finished batch
-lines) keeps it on SIGTERM too; :func:`stop_signal` tells the exit code
-(130 after SIGINT, 143 after SIGTERM: 128 + the signal number).
+terminal with SIGINT (Ctrl-C), a closed terminal or ssh session with SIGHUP.
+The command line installs :func:`install_stop_handlers`, which turns the
+first of any into a ``KeyboardInterrupt`` in the main thread, so every path
+that keeps partial work on Ctrl-C (the best SF factors, finished comparison
+rows, finished batch lines) keeps it on SIGTERM and SIGHUP too;
+:func:`stop_signal` tells the exit code (130 after SIGINT, 143 after SIGTERM,
+129 after SIGHUP: 128 + the signal number).  After a hang-up, standard
+output and error that were the closed terminal are sent to ``/dev/null``
+(:func:`_leave_hung_up_terminal`): every write there fails, and a failed
+message must not cost the outputs the stop saves.
 
 While an output file is written and moved into place
 (:func:`sfapprox._atomic.atomic_path`), :func:`deferred` holds both signals
@@ -17,6 +21,8 @@ the save of a stopped fit does not throw the fit away.
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
 import signal
 import sys
 import threading
@@ -25,7 +31,9 @@ from collections.abc import Iterator
 __all__ = ["STOP_SIGNALS", "install_stop_handlers", "stop_requested", "stop_signal", "stop_cause", "deferred",
            "held_back", "exit_code"]
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: SIGHUP where the platform has one (not on Windows): a closed terminal ends a fit as Ctrl-C does, with
+#: its best factors saved, where its default action killed it with nothing written.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM) + ((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ())
 
 #: Signals received by the handlers of :func:`install_stop_handlers`, in order.
 _received: list[int] = []
@@ -36,14 +44,41 @@ _held: list[int] = []  # the signals the current deferred() block holds back
 def _on_stop(signum: int, frame) -> None:
     """First signal: stop (KeyboardInterrupt).  Second: say that the stop is under way.  Third: stop again."""
     _received.append(signum)
+    if signum == getattr(signal, "SIGHUP", None):
+        _leave_hung_up_terminal()
     if len(_received) == 2:
         # The first stop is still saving what was finished (a stopped fit's best
-        # factors); a second impatient Ctrl-C must not throw that away.
-        sys.stderr.write("sfapprox: already stopping, saving what was finished; "
-                         "send the signal once more to abandon that\n")
-        sys.stderr.flush()
+        # factors); a second impatient Ctrl-C must not throw that away.  A note
+        # that cannot be written (stderr's pipe closed) must not either: raised
+        # here, its OSError surfaced wherever the save was.
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write("sfapprox: already stopping, saving what was finished; "
+                             "send the signal once more to abandon that\n")
+            sys.stderr.flush()
         return
     raise KeyboardInterrupt
+
+
+def _leave_hung_up_terminal() -> None:
+    """Point standard output and error at ``/dev/null`` where they are a terminal that hung up.
+
+    A closed ssh session's terminal fails every write with EIO: the stop's
+    message, the progress bar's last redraw, the tables shown before a
+    comparison's files are written; an ``OSError`` from any of them ended the
+    command without its outputs and with exit 2.  A terminal still there
+    (``kill -HUP`` from another one), a pipe and a file are kept: a write of
+    no bytes tells them apart (it fails only on the hung-up terminal).
+    """
+    for fd in (1, 2):
+        try:
+            os.write(fd, b"")
+        except OSError as exc:
+            if exc.errno != errno.EIO:
+                continue
+            with contextlib.suppress(OSError):
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, fd)
+                os.close(null)
 
 
 def install_stop_handlers() -> None:
@@ -76,20 +111,24 @@ def stop_requested() -> bool:
 
 
 def stop_signal() -> int | None:
-    """SIGTERM if one was received by the stop handlers, else SIGINT if one was, else None."""
-    if signal.SIGTERM in _received:
-        return signal.SIGTERM
+    """SIGTERM if one was received by the stop handlers, else SIGHUP if one was, else SIGINT if one
+    was, else None."""
+    for signum in STOP_SIGNALS[1:]:
+        if signum in _received:
+            return signum
     return signal.SIGINT if _received else None
 
 
 def stop_cause() -> str:
-    """``"SIGTERM"`` where that signal was received, else ``"Ctrl-C"`` (SIGINT, or Python's own
-    KeyboardInterrupt): what stopped the work, for messages."""
-    return "SIGTERM" if stop_signal() == signal.SIGTERM else "Ctrl-C"
+    """``"SIGTERM"`` or ``"SIGHUP"`` where that signal was received, else ``"Ctrl-C"`` (SIGINT, or
+    Python's own KeyboardInterrupt): what stopped the work, for messages."""
+    signum = stop_signal()
+    return "Ctrl-C" if signum in (None, signal.SIGINT) else signal.Signals(signum).name
 
 
 def exit_code(code: int) -> int:
-    """The process exit code: an interruption (130) caused by SIGTERM becomes 143 (128 + 15).
+    """The process exit code: an interruption (130) caused by SIGTERM becomes 143 (128 + 15), one
+    caused by SIGHUP 129 (128 + 1).
 
     After a stop signal, further ones are ignored from here on: the program
     is exiting, and one arriving during interpreter shutdown (when Python
@@ -101,8 +140,8 @@ def exit_code(code: int) -> int:
             with contextlib.suppress(ValueError, OSError):
                 signal.signal(signum, signal.SIG_IGN)
         _forget_escaped_interrupt()
-    if code == 130 and stop_signal() == signal.SIGTERM:
-        return 128 + signal.SIGTERM
+    if code == 130 and stop_signal() not in (None, signal.SIGINT):
+        return 128 + stop_signal()
     return code
 
 
@@ -130,7 +169,8 @@ _EVAL_INPUT = 258
 
 @contextlib.contextmanager
 def deferred() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM back inside the block; deliver them, in order, when it ends.
+    """Hold the stop signals (SIGINT, SIGTERM, SIGHUP) back inside the block; deliver them, in order,
+    when it ends.
 
     Delivery calls the handler that was in place (a ``KeyboardInterrupt``
     after the block for Ctrl-C, the default action for an unhandled SIGTERM),
@@ -175,3 +215,4 @@ def held_back() -> bool:
     so that the stop ends the wait instead of waiting for it.
     """
     return bool(_held)
+

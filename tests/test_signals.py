@@ -12,6 +12,7 @@ import json
 import os
 import random
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -520,3 +521,154 @@ def test_a_stop_during_an_extensions_start_up_code_still_exits_with_its_code(tmp
     done = subprocess.run([sys.executable, "-m", "stopped_in_import"], env=env, cwd=tmp_path,
                           preexec_fn=_default_sigint, timeout=60)
     assert done.returncode == code
+
+
+# ---------------------------------------------------------------------------
+# SIGHUP: a closed terminal or ssh session stops like Ctrl-C, and keeps the work
+# ---------------------------------------------------------------------------
+
+
+def test_sighup_during_fit_writes_best_factors_and_exits_129(slow_runs):
+    """A hang-up's default action killed the fit at once: nothing written, the shell's "Hangup"."""
+    folder = next(iter(slow_runs.values()))[1].parent / "hup"
+    folder.mkdir()
+    js, out = folder / "f.json", folder / "f.h5"
+    cli = Cli("fit", folder.parent / "gauss300.npy", "--iters", "100000", "--device", "cpu", "--out", out, "--json", js)
+    slow_runs["fit-hup"] = (cli, js, out)
+    cli.wait_for("optimizer running")
+    time.sleep(0.5)
+    took = cli.interrupt(signal.SIGHUP)
+    stderr = "".join(cli.stderr)
+    assert cli.proc.returncode == 129, stderr
+    assert took < STOP_WITHIN and "Traceback" not in stderr
+    assert "interrupted (SIGHUP)" in stderr and "best factors" in stderr
+    assert json.loads(js.read_text())["stop_reason"] == "interrupted"
+    assert load_factors(out).fit["stop_reason"] == "interrupted"
+    assert not [p.name for p in folder.iterdir() if p.name.endswith(".tmp")]
+
+
+class Terminal:
+    """``python -m sfapprox ARGS`` with stdin, stdout and stderr on a pseudo-terminal, read in a thread."""
+
+    def __init__(self, *args) -> None:
+        import pty
+
+        self.master, slave = pty.openpty()
+        env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+        env.update(TERM="xterm-256color", OMP_NUM_THREADS="1",
+                   PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        self.proc = subprocess.Popen([sys.executable, "-m", "sfapprox", *map(str, args)], stdin=slave, stdout=slave,
+                                     stderr=slave, env=env, cwd=REPO, preexec_fn=_default_sigint)
+        os.close(slave)
+        self.screen = b""
+        self._reading = True
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        # select with a timeout, never a read that blocks: a read in progress holds the terminal open, so
+        # closing it to hang up would wait for the reader's next turn
+        while self._reading:
+            if not select.select([self.master], [], [], 0.1)[0]:
+                continue
+            try:
+                data = os.read(self.master, 65536)
+            except OSError:  # EIO once the last writer is gone
+                return
+            if not data:
+                return
+            self.screen += data
+
+    def text(self) -> str:
+        return self.screen.decode("utf-8", "replace")
+
+    def wait_for(self, text: str, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while text not in self.text():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.proc.kill()
+                pytest.fail(f"never saw {text!r}; screen: {self.text()[-2000:]!r}")
+            time.sleep(0.05)
+
+    def finish(self, signum: int, *, hang_up: bool = False) -> int:
+        """Send ``signum`` (after closing the terminal's other end where ``hang_up``: every write to it then
+        fails, as after a closed ssh session); returns the exit code."""
+        if hang_up:
+            self._reading = False
+            self._reader.join(timeout=5)
+            os.close(self.master)
+        self.proc.send_signal(signum)
+        try:
+            code = self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            pytest.fail("did not stop within 60 s of the signal")
+        self._reader.join(timeout=5)
+        if not hang_up:
+            os.close(self.master)
+        return code
+
+
+def test_sighup_of_a_fit_on_a_terminal_leaves_it_sane_and_says_so(tmp_path):
+    """``kill -HUP`` of a fit drawing its progress bar: the cursor shown again, one line, the factors kept."""
+    matrix, out = tmp_path / "m.npy", tmp_path / "f.h5"
+    np.save(matrix, np.random.default_rng(3).standard_normal((200, 200)))
+    term = Terminal("fit", matrix, "--iters", "100000", "--device", "cpu", "--out", out)
+    term.wait_for(" it ")  # the bar shows iterations: the optimizer runs
+    code = term.finish(signal.SIGHUP)
+    screen = term.text()
+    assert code == 129, screen[-2000:]
+    assert "Traceback" not in screen and "interrupted (SIGHUP)" in screen
+    assert screen.rfind("\x1b[?25h") > screen.rfind("\x1b[?25l")  # the cursor hidden by the bar is shown again
+    assert load_factors(out).fit["stop_reason"] == "interrupted"
+
+
+@pytest.mark.parametrize("command", ["fit", "compare"])
+def test_a_hung_up_terminal_still_gets_the_outputs_written(tmp_path, command):
+    """A closed ssh session: the terminal fails every write (EIO), then SIGHUP comes.  compare shows its
+    tables before it writes its files; the failed writes must not cost them (nor the exit code)."""
+    matrix, js = tmp_path / "m.npy", tmp_path / "out.json"
+    np.save(matrix, np.random.default_rng(4).standard_normal((200, 200)))
+    args = {"fit": ["fit", matrix, "--out", tmp_path / "f.h5"],
+            "compare": ["compare", matrix, "--methods", "tsvd,sf", "--save-factors", tmp_path / "factors"]}[command]
+    term = Terminal(*args, "--iters", "100000", "--device", "cpu", "--json", js)
+    term.wait_for(" it ")
+    code = term.finish(signal.SIGHUP, hang_up=True)
+    assert code == 129
+    data = json.loads(js.read_text())
+    if command == "fit":
+        assert data["stop_reason"] == "interrupted" and load_factors(tmp_path / "f.h5").n == 200
+    else:
+        assert [(r["method"], r["status"]) for r in data["results"]] == [("tsvd", "ok"), ("sf", "interrupted")]
+        assert sorted(p.name for p in (tmp_path / "factors").iterdir()) == ["m.sf.h5", "m.tsvd.h5"]
+    assert not [p.name for p in tmp_path.rglob("*.tmp")]
+
+
+def test_a_second_stop_whose_note_cannot_be_written_does_not_raise(monkeypatch):
+    """stderr's pipe closed (``2>&1 | less``, quit): the second signal's note failed with BrokenPipeError
+    raised from the handler, wherever the first stop's save was."""
+    from sfapprox import _signals
+
+    class Closed:
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        flush = write
+
+    monkeypatch.setattr(sys, "stderr", Closed())
+    monkeypatch.setattr(_signals, "_received", [])
+    with pytest.raises(KeyboardInterrupt):
+        _signals._on_stop(signal.SIGINT, None)
+    _signals._on_stop(signal.SIGINT, None)  # the save under way goes on
+    assert _signals.stop_cause() == "Ctrl-C"
+
+
+@pytest.mark.parametrize("signals, cause, code", [([signal.SIGHUP], "SIGHUP", 129),
+                                                   ([signal.SIGHUP, signal.SIGTERM], "SIGTERM", 143),
+                                                   ([signal.SIGINT, signal.SIGHUP], "SIGHUP", 129)])
+def test_the_stop_cause_and_exit_code_of_a_hang_up(monkeypatch, signals, cause, code):
+    from sfapprox import _signals
+
+    monkeypatch.setattr(_signals, "_received", list(signals))
+    monkeypatch.setattr(_signals.threading, "current_thread", lambda: None)  # (not the main thread: no SIG_IGN)
+    assert _signals.stop_cause() == cause and _signals.exit_code(130) == code and _signals.exit_code(2) == 2

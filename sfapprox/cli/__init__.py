@@ -7,8 +7,8 @@ Exit codes (the one place they are decided): 0 success; 1 a command that
 checks several items found some bad (``datasets fetch``, ``datasets verify``);
 2 an error, reported in one line (bad input or option, an output that
 cannot be written, a busy batch folder); 130 stopped by Ctrl-C (SIGINT) and
-143 stopped by SIGTERM (``timeout``, systemd, Slurm, ``kill``), both after
-saving what was finished; 141 the reader of the output closed the pipe
+143 stopped by SIGTERM (``timeout``, systemd, Slurm, ``kill``) and 129 by
+SIGHUP (a closed terminal or ssh session), each after saving what was finished; 141 the reader of the output closed the pipe
 (:data:`~sfapprox.cli._render.EXIT_BROKEN_PIPE`).
 """
 
@@ -43,7 +43,7 @@ def main() -> None:
     # The stop reason is in every table and JSON file; the warning would only repeat it.
     warnings.simplefilter("ignore", ConvergenceWarning)
     warnings.showwarning = _one_line_warning
-    # SIGTERM stops like Ctrl-C: the commands keep what was finished either way.
+    # SIGTERM and SIGHUP stop like Ctrl-C: the commands keep what was finished either way.
     install_stop_handlers()
     _spell_glyphs_in_ascii()
     try:
@@ -55,7 +55,7 @@ def main() -> None:
         sys.stderr.write("sfapprox: interrupted while starting; nothing was written\n")
         raise SystemExit(exit_code(130)) from None
     except SystemExit as exc:
-        # Commands end an interruption with 130; SIGTERM as the cause makes it 143.
+        # Commands end an interruption with 130; SIGTERM as the cause makes it 143, SIGHUP 129.
         if isinstance(exc.code, int):
             raise SystemExit(exit_code(exc.code)) from None
         raise
