@@ -29,7 +29,7 @@ import threading
 from collections.abc import Iterator
 
 __all__ = ["STOP_SIGNALS", "install_stop_handlers", "stop_requested", "stop_signal", "stop_cause", "deferred",
-           "held_back", "exit_code"]
+           "held_back", "exit_code", "children_keep_hang_ups_blocked"]
 
 #: SIGHUP where the platform has one (not on Windows): a closed terminal ends a fit as Ctrl-C does, with
 #: its best factors saved, where its default action killed it with nothing written.
@@ -216,3 +216,26 @@ def held_back() -> bool:
     """
     return bool(_held)
 
+
+@contextlib.contextmanager
+def children_keep_hang_ups_blocked() -> Iterator[None]:
+    """Start processes inside the block with SIGHUP blocked: a hang-up of the terminal reaches the whole
+    process group, and the parent, not its helpers, decides what it stops.
+
+    A signal mask is inherited through ``fork`` and ``exec``, so it covers a child's start-up, before it
+    can set a handler of its own (a batch worker's imports), and helpers that never set one
+    (multiprocessing's resource tracker blocks SIGINT and SIGTERM alone: killed by the hang-up, it was
+    started again with a traceback and a warning that resources might leak).  This process receives the
+    signal all the same: its other threads take it, or the main thread when the block ends.  A no-op
+    where there is no SIGHUP or no signal mask (Windows), and outside the main thread.
+    """
+    hup = getattr(signal, "SIGHUP", None)
+    if hup is None or not hasattr(signal, "pthread_sigmask") or \
+            threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, [hup])
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [hup])

@@ -644,6 +644,42 @@ def test_a_hung_up_terminal_still_gets_the_outputs_written(tmp_path, command):
     assert not [p.name for p in tmp_path.rglob("*.tmp")]
 
 
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to see the worker processes")
+def test_a_hang_up_of_a_parallel_batch_keeps_its_lines_and_no_worker_failed(tmp_path):
+    """A terminal's hang-up reaches the whole process group, workers included: they died of it at once,
+    and their pairs were written as failed; now the parent decides, as for Ctrl-C."""
+    manifest = tmp_path / "m.toml"
+    manifest.write_text("".join(
+        f'[[matrix]]\nname = "{name}"\ncategory = "attention"\ngenerator = "attention"\n'
+        f'params = {{n = 96, beta = {beta}}}\n\n' for name, beta in (("a", 2.0), ("b", 3.0), ("c", 4.0))))
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1")
+    proc = subprocess.Popen([sys.executable, "-m", "sfapprox.cli", "batch", manifest, "--out-dir", out, "--methods",
+                             "tsvd,sf", "--iters", "100000", "--device", "cpu", "-j", "2"], cwd=REPO, env=env,
+                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len([p for p in _children(proc.pid) if "spawn_main" in Path(f"/proc/{p}/cmdline").read_text()]) < 2:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"workers never started; stderr: {proc.stderr.read() if proc.poll() is not None else ''}")
+            time.sleep(0.1)
+        workers = _children(proc.pid)
+        time.sleep(3.0)  # the workers are fitting
+        os.killpg(proc.pid, signal.SIGHUP)  # as the terminal does: the whole group
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 129, stderr
+    assert "Traceback" not in stderr and "run the same command again to resume" in stderr
+    time.sleep(0.5)
+    assert not [p for p in workers if _alive(p)], "worker processes outlived the batch"
+    raw = (out / "results.jsonl").read_bytes()
+    assert not raw or raw.endswith(b"\n")
+    assert all(json.loads(line)["status"] == "ok" for line in raw.splitlines())  # no "worker failed" lines
+
+
 def test_a_second_stop_whose_note_cannot_be_written_does_not_raise(monkeypatch):
     """stderr's pipe closed (``2>&1 | less``, quit): the second signal's note failed with BrokenPipeError
     raised from the handler, wherever the first stop's save was."""

@@ -58,7 +58,7 @@ from .._dask import close, connect
 from .._executors import cluster_lost, not_picklable, serialization_logs_off, worker_death
 from .._errors import ParameterError, SfapproxError, one_line, parameter, reader, spelled_for
 from .._settings import PROTOCOLS
-from .._signals import deferred
+from .._signals import children_keep_hang_ups_blocked, deferred
 from ..budget import parse_budget
 from .fetch import ChecksumError, NetworkState, cache_dir, check_data_dir, fetch_entry, file_sha256, is_present
 from .folder_lock import HOLDER_FILE, folder_lock
@@ -174,14 +174,17 @@ def _worker_init(threads: int, to_parent=None, cache_folder: str | None = None) 
     compiled kernels in the parent's private folder ``cache_folder`` where it has one
     (:data:`sfapprox._compiled.CACHE_FOLDER`: no longer passed on in the environment).
 
-    SIGINT (a terminal's Ctrl-C reaches the whole process group) is ignored:
-    the parent decides.  SIGTERM keeps its default (stop), which is how the
+    SIGINT and SIGHUP (a terminal's Ctrl-C, and its hang-up, reach the whole
+    process group) are ignored: the parent decides (a hung-up worker died at
+    once, and its matrix's pairs were written as failed).  SIGTERM keeps its default (stop), which is how the
     parent stops its workers after a Ctrl-C or SIGTERM of its own; a factors
     file being written is finished first (sfapprox._atomic holds the signal).
     When the parent dies without stopping them (``kill -9``), the workers
     stop too: at once on Linux (``PR_SET_PDEATHSIG``), else within a second.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = str(max(1, threads))  # read by torch/BLAS when first imported
@@ -1157,12 +1160,14 @@ def _run_processes(tasks: list[MatrixTask], jobs: int, write: Callable[[dict], N
     threads = max(1, (os.cpu_count() or 1) // jobs)
     context = multiprocessing.get_context("spawn")
     pipe = _RecordPipe(context)
-    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_init,
-                               initargs=(threads, pipe.writer, _compiled.CACHE_FOLDER))
+    with children_keep_hang_ups_blocked():  # (the pool's queues start multiprocessing's resource tracker)
+        pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_init,
+                                   initargs=(threads, pipe.writer, _compiled.CACHE_FOLDER))
     interrupted = False
     finished = False
     try:
-        futures = {pool.submit(_run_in_worker, task): index for index, task in enumerate(tasks)}
+        with children_keep_hang_ups_blocked():  # the workers are started by the submits
+            futures = {pool.submit(_run_in_worker, task): index for index, task in enumerate(tasks)}
         for task in tasks[:jobs]:
             emit("matrix", name=task.entry.name)
         pending = set(futures)
