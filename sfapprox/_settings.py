@@ -426,9 +426,9 @@ class LoadOptions:
     kernel: str | None = None
     bandwidth: float | None = None
     max_memory: int | str | None = None
-    # (after the older fields: a LoadOptions built by position keeps its meaning)
-    delimiter: str | None = None
-    decimal: str | None = None
+    # keyword-only: a LoadOptions built by position keeps its meaning (``extra`` stays the 14th)
+    delimiter: str | None = field(default=None, kw_only=True)
+    decimal: str | None = field(default=None, kw_only=True)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def keywords(self) -> dict[str, Any]:

@@ -372,7 +372,7 @@ _ASCII = str.maketrans({
     "∪": "U", "✓": "+", "✔": "+", "✗": "x", "✘": "x",
     "\u0302": "^",  # the hat of X̂ (a combining circumflex)
     # the subscripts of the methods' formulas (log₂N, b₁) and a batch report's deviation columns ("Δ tsvd")
-    "₁": "1", "₂": "2", "Δ": "delta",
+    "₁": "1", "₂": "2", "Δ": "delta", "β": "beta",  # (β: the batch report's column)
 })
 #: sfapprox's own words with a letter beyond :data:`_ASCII` (a method's name): spelled without the accent.
 _OWN_WORDS = re.compile("Nyström")

@@ -468,3 +468,9 @@ def test_json_of_numpy_values_is_plain():
     got = jsonable({"i": np.int64(3), "f": np.float32(0.5), "n": np.float64("inf"), "a": np.arange(2), "b": np.bool_(1)})
     assert got == {"i": 3, "f": 0.5, "n": None, "a": [0, 1], "b": True}
     assert [type(v) for v in got.values()] == [int, float, type(None), list, bool]
+
+
+def test_to_ascii_spells_the_batch_reports_beta_column():
+    from sfapprox.formats import to_ascii
+
+    assert to_ascii("β tsvd") == "beta tsvd"

@@ -236,3 +236,13 @@ def test_every_seed_default_is_default_seed():
 
     for func in (KernelMatrix, median_bandwidth, estimate_errors, source_svd):
         assert inspect.signature(func).parameters["seed"].default == DEFAULT_SEED, func.__name__
+
+
+def test_load_options_built_by_position_keep_extra_in_its_place():
+    # delimiter and decimal came after the older fields but before extra: a 14th positional argument
+    # (extra) became the delimiter
+    from sfapprox._settings import LoadOptions
+
+    opts = LoadOptions(None, None, None, None, None, False, None, None, False, "auto", None, None, None, {"k": 1})
+    assert opts.extra == {"k": 1} and opts.delimiter is None
+    assert LoadOptions(delimiter=";", decimal=",").decimal == ","
