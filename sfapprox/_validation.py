@@ -12,6 +12,7 @@ import math
 import numbers
 import os
 import sys
+import warnings
 from typing import TYPE_CHECKING, TypeAlias, Union
 
 import numpy as np
@@ -95,8 +96,8 @@ def format_bytes(n_bytes: float, *, up: bool = False) -> str:
 def default_memory_limit() -> int | None:
     """Return the default memory limit: 80% of physical RAM, or None if unknown.
 
-    Uses ``os.sysconf`` (installed physical pages times page size) so that no
-    third-party package is needed; on platforms without it there is no limit.
+    The RAM is :func:`physical_memory`'s; where it is unknown there is no limit, and a warning says
+    so once (give ``max_memory=`` / ``--max-memory``).
 
     Returns
     -------
@@ -109,14 +110,68 @@ def default_memory_limit() -> int | None:
     >>> limit is None or limit > 0
     True
     """
+    total = physical_memory()
+    if total is None:
+        _warn_no_memory_limit()
+        return None
+    return int(total * MEMORY_FRACTION)
+
+
+def physical_memory() -> int | None:
+    """Bytes of installed physical memory, or None where they cannot be told.
+
+    No third-party package is needed: ``os.sysconf`` (installed pages times page size) on Linux,
+    macOS and the BSDs; ``GlobalMemoryStatusEx`` on Windows, which has no ``os.sysconf``.
+
+    Returns
+    -------
+    int or None
+        The bytes; None on another system or when the call fails.
+    """
     try:
         pages = os.sysconf("SC_PHYS_PAGES")
         page_size = os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, ValueError, OSError):
+        pages = page_size = 0
+    if pages > 0 and page_size > 0:
+        return int(pages * page_size)
+    if sys.platform == "win32":
+        return _windows_physical_memory()
+    return None
+
+
+def _windows_physical_memory() -> int | None:
+    import ctypes  # here: only Windows asks, and ctypes takes time to import
+
+    class MemoryStatusEx(ctypes.Structure):  # MEMORYSTATUSEX of the Windows API
+        _fields_ = [("dwLength", ctypes.c_ulong), ("dwMemoryLoad", ctypes.c_ulong),
+                    ("ullTotalPhys", ctypes.c_ulonglong), ("ullAvailPhys", ctypes.c_ulonglong),
+                    ("ullTotalPageFile", ctypes.c_ulonglong), ("ullAvailPageFile", ctypes.c_ulonglong),
+                    ("ullTotalVirtual", ctypes.c_ulonglong), ("ullAvailVirtual", ctypes.c_ulonglong),
+                    ("ullAvailExtendedVirtual", ctypes.c_ulonglong)]
+
+    status = MemoryStatusEx()
+    status.dwLength = ctypes.sizeof(MemoryStatusEx)
+    try:
+        if not ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(status)):
+            return None
+    except (AttributeError, OSError):
         return None
-    if pages <= 0 or page_size <= 0:
-        return None
-    return int(pages * page_size * MEMORY_FRACTION)
+    return int(status.ullTotalPhys) or None
+
+
+#: Whether the warning that no memory limit applies was given (once a process: every load asks).
+_warned_no_limit = False
+
+
+def _warn_no_memory_limit() -> None:
+    global _warned_no_limit
+    if _warned_no_limit:
+        return
+    _warned_no_limit = True
+    warnings.warn("this system does not tell its physical memory, so no memory limit applies; give one "
+                  "(--max-memory 8G; max_memory= in Python) to have work too big for it refused before it starts",
+                  RuntimeWarning, stacklevel=3)
 
 
 #: Bytes torch and the BLAS/LAPACK libraries take on first use beyond what importing them took

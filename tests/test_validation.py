@@ -738,3 +738,42 @@ def test_a_sparse_arrays_memory_refusal_separates_thousands():
     S = sp.csr_array(np.ones((40, 40)))
     with pytest.raises(ResourceError, match=r"sparse 40 x 40 matrix with 1,600 stored entries needs"):
         check_square_matrix(S, source="m.npz", max_memory=1_000)
+
+
+class TestPhysicalMemoryElsewhere:
+    """The default limit (80 % of RAM) off Linux: Windows has no ``os.sysconf``."""
+
+    def test_windows_reads_its_ram_from_global_memory_status(self, monkeypatch):
+        import ctypes
+        import sys
+        import types
+
+        from sfapprox import _validation
+
+        def global_memory_status_ex(ref):
+            ref._obj.ullTotalPhys = 16 << 30  # what Windows fills in
+            return 1
+
+        monkeypatch.delattr("os.sysconf", raising=False)
+        monkeypatch.setattr(sys, "platform", "win32")
+        monkeypatch.setattr(ctypes, "windll", types.SimpleNamespace(
+            kernel32=types.SimpleNamespace(GlobalMemoryStatusEx=global_memory_status_ex)), raising=False)
+        # (before: None, so no limit at all on Windows and nothing said)
+        assert default_memory_limit() == int(0.8 * (16 << 30))
+        assert _validation.physical_memory() == 16 << 30
+
+    def test_an_unknown_ram_is_no_limit_and_said_once(self, monkeypatch):
+        import sys
+
+        from sfapprox import _validation
+
+        monkeypatch.delattr("os.sysconf", raising=False)
+        monkeypatch.setattr(sys, "platform", "emscripten")
+        monkeypatch.setattr(_validation, "_warned_no_limit", False, raising=False)
+        with pytest.warns(RuntimeWarning, match=r"no memory limit applies; give one \(--max-memory"):
+            assert default_memory_limit() is None
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert default_memory_limit() is None  # every load asks: the warning is given once
