@@ -233,9 +233,10 @@ def _finish(tmp: Path, target: Path, force: bool | FileStamp) -> None:
     """Give the finished ``tmp`` its mode, sync it and move it onto ``target`` as ``force`` says (see
     :func:`atomic_path`); an OSError is an :class:`OutputError`.  The caller holds stops back."""
     try:
-        # mkstemp creates the file 0600; give it the mode a plain open() would have.
-        os.chmod(tmp, 0o666 & ~_umask())
         _fsync(tmp)  # the rename must not land before the data on a crash
+        # mkstemp creates the file 0600; give it the mode a plain open() would have (after the sync: a
+        # umask without write permission would leave the file nothing to open it for writing with).
+        os.chmod(tmp, 0o666 & ~_umask())
         if force is True:
             os.replace(tmp, target)
         elif force is False:
@@ -668,7 +669,9 @@ def _umask() -> int:
 
 
 def _fsync(path: str | os.PathLike) -> None:
-    fd = os.open(path, os.O_RDONLY)
+    # Open for writing: Windows' fsync (FlushFileBuffers) refuses a read-only descriptor (EBADF), which
+    # made every output an error there.  The temporary is this process's own, still 0600.
+    fd = os.open(path, os.O_RDWR)
     try:
         os.fsync(fd)
     finally:

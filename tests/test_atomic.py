@@ -566,3 +566,41 @@ def test_shortened_never_splits_a_character():
     assert shortened("😀a", 3) == "" and shortened("a😀", 5) == "a😀" and shortened("abc", 2) == "ab"
     # a name's undecodable bytes (surrogate escapes) are bytes alone, kept as they are
     assert [os.fsencode(shortened(os.fsdecode(b"bad\xff\xfe" * 10), n)) for n in (5, 6)] == [b"bad\xff\xfe", b"bad\xff\xfeb"]
+
+
+# --- other systems (simulated here: CI runs Linux) -------------------------------------------------
+
+
+@pytest.fixture
+def windows_fsync(monkeypatch):
+    """``os.fsync`` as Windows' (FlushFileBuffers): a descriptor open for reading only is refused (EBADF)."""
+    fcntl = pytest.importorskip("fcntl")
+    real = os.fsync
+
+    def fsync(fd):
+        if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY:
+            raise OSError(errno.EBADF, "Bad file descriptor")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+
+
+def test_outputs_are_synced_through_a_descriptor_windows_takes(tmp_path, windows_fsync):
+    # (before: every output, saved factors included, was "OutputError: ... Bad file descriptor" on Windows)
+    write_text(tmp_path / "t.txt", "kept\n")
+    assert (tmp_path / "t.txt").read_text() == "kept\n"
+    from sfapprox import load_factors, save_factors
+    from sfapprox.operators import ChordOperator
+
+    op = ChordOperator(np.random.default_rng(0).random((3, 8, 4)))
+    save_factors(tmp_path / "f.h5", op)
+    np.testing.assert_array_equal(load_factors(tmp_path / "f.h5").operator.to_dense(), op.to_dense())
+
+
+def test_a_umask_without_write_permission_still_gives_a_synced_read_only_file(tmp_path):
+    old = os.umask(0o277)
+    try:
+        write_text(tmp_path / "r.txt", "x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "r.txt").stat().st_mode & 0o777 == 0o400
