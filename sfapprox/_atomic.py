@@ -570,7 +570,7 @@ def _copy_into(tmp: Path, target: Path) -> None:
     """
     while True:
         try:
-            fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK)
+            fd = os.open(target, _stream_flags())
             break
         except OSError as exc:
             if exc.errno != errno.ENXIO:  # ENXIO: a named pipe that has no reader yet
@@ -593,6 +593,13 @@ def _copy_into(tmp: Path, target: Path) -> None:
                         view, sent = view[done:], sent + done
     finally:
         os.close(fd)
+
+
+def _stream_flags() -> int:
+    """How :func:`_copy_into` opens a pipe or device.  Windows has no O_NONBLOCK (its writes then block;
+    writing to ``NUL`` was an AttributeError) and needs O_BINARY (else each newline written became CR LF:
+    a factors file sent through a pipe was corrupted)."""
+    return os.O_WRONLY | os.O_APPEND | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
 
 
 def _stop_waiting() -> None:

@@ -604,3 +604,21 @@ def test_a_umask_without_write_permission_still_gives_a_synced_read_only_file(tm
     finally:
         os.umask(old)
     assert (tmp_path / "r.txt").stat().st_mode & 0o777 == 0o400
+
+
+def test_a_device_is_written_where_os_has_no_nonblocking_flag(monkeypatch):
+    # Windows: no os.O_NONBLOCK (before: `--json NUL` ended in an AttributeError traceback)
+    monkeypatch.delattr(os, "O_NONBLOCK")
+    write_text(os.devnull, "thrown away\n")
+
+
+def test_a_device_is_opened_binary_where_os_has_that_flag(monkeypatch):
+    # Windows opens in text mode unless told: each "\n" written became "\r\n" (a pipe's HDF5 file corrupted)
+    import sfapprox._atomic as atomic
+
+    monkeypatch.setattr(os, "O_BINARY", 1 << 30, raising=False)
+    opened = []
+    real_open = os.open
+    monkeypatch.setattr(os, "open", lambda path, flags, *a: opened.append(flags) or real_open(path, flags & ~(1 << 30), *a))
+    atomic._copy_into(Path(__file__), Path(os.devnull))
+    assert opened and opened[0] & (1 << 30)
