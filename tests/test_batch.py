@@ -488,6 +488,33 @@ def test_a_process_worker_caches_the_kernels_in_the_parents_private_folder(tmp_p
         assert pool.submit(_compiled_cache_folder).result(timeout=120) == str(tmp_path)
 
 
+def test_a_worker_stops_when_its_parent_is_gone_on_a_system_that_keeps_the_parents_pid(monkeypatch):
+    """Windows: os.getppid() still gives a killed parent's pid, so the workers fitted on (before: only a
+    changed pid stopped them); the parent's sentinel tells on every system."""
+    import multiprocessing
+    import types
+
+    from sfapprox.datasets import batch
+
+    class Exited(Exception):
+        pass
+
+    def sleep(seconds, naps=[]):
+        naps.append(seconds)
+        if len(naps) > 5:
+            raise AssertionError("the worker kept fitting after its parent was gone")
+
+    def exit_(code):
+        raise Exited(code)
+
+    monkeypatch.setattr(batch.os, "getppid", lambda: 4242)
+    monkeypatch.setattr(batch.time, "sleep", sleep)
+    monkeypatch.setattr(batch.os, "_exit", exit_)
+    monkeypatch.setattr(multiprocessing, "parent_process", lambda: types.SimpleNamespace(is_alive=lambda: False))
+    with pytest.raises(Exited):
+        batch._exit_with_parent(4242)
+
+
 def test_dask_local_cluster(tmp_path):
     distributed = pytest.importorskip("dask.distributed")
     m = write_manifest(tmp_path / "m.toml", gen_entry("a"), gen_entry("b", "circulant"))

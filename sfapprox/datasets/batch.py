@@ -179,7 +179,7 @@ def _worker_init(threads: int, to_parent=None, cache_folder: str | None = None) 
     once, and its matrix's pairs were written as failed).  SIGTERM keeps its default (stop), which is how the
     parent stops its workers after a Ctrl-C or SIGTERM of its own; a factors
     file being written is finished first (sfapprox._atomic holds the signal).
-    When the parent dies without stopping them (``kill -9``), the workers
+    When the parent dies without stopping them (``kill -9``, Task Manager), the workers
     stop too: at once on Linux (``PR_SET_PDEATHSIG``), else within a second.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -231,10 +231,15 @@ def _die_with_parent() -> None:
 
 
 def _exit_with_parent(parent: int) -> None:
-    """A worker whose parent was killed (kill -9) stops within a second instead of fitting on."""
+    """A worker whose parent was killed (kill -9) stops within a second instead of fitting on.
+
+    The parent's sentinel says so on every system; a changed parent pid (an orphan adopted by init)
+    only on POSIX: Windows keeps the pid of a parent that has gone, and the workers fitted on.
+    """
+    watched = multiprocessing.parent_process()
     while True:
         time.sleep(1.0)
-        if os.getppid() != parent:
+        if os.getppid() != parent or (watched is not None and not watched.is_alive()):
             os._exit(1)
 
 
