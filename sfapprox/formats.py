@@ -338,6 +338,9 @@ def shell_quote(word: str, *, ascii: bool = False) -> str:
     ``$'...'`` (``$'matrice_\xc3\xa9.mtx'``): it showed as ``'matrice_e.mtx'``, another file.  Bytes, not
     ``\u00e9``: a shell in the C locale (the usual reason for such a stream) keeps ``$'\u00e9'`` as it is.
 
+    On Windows the word is written for cmd.exe and PowerShell instead (:func:`_windows_quote`): neither
+    reads ``'...'`` quoting as POSIX shells do (cmd passes the quotes on) nor ``$'...'`` at all.
+
     Examples
     --------
     >>> shell_quote("a b.mtx"), shell_quote(os.fsdecode(b"bad\xff.mtx")), shell_quote("a\x1bb'c")
@@ -345,11 +348,32 @@ def shell_quote(word: str, *, ascii: bool = False) -> str:
     >>> shell_quote("matrice_é.mtx"), shell_quote("matrice_é.mtx", ascii=True)
     ("'matrice_é.mtx'", "$'matrice_\\xc3\\xa9.mtx'")
     """
+    if sys.platform == "win32":
+        return _windows_quote(word)
     if ascii and not word.isascii():
         return "$'" + "".join(_SHELL_BYTES[byte] for byte in _raw_bytes(word)) + "'"
     if printable(word) == word:
         return shlex.quote(word)
     return "$'" + word.replace("\\", "\\\\").replace("'", "\\'").translate(_SHELL_ESCAPED) + "'"
+
+
+#: What cmd.exe and PowerShell both take unquoted (a Windows path's separators and drive colon included).
+_WINDOWS_PLAIN = re.compile(r"[\w@%+=:,./\\-]+", re.ASCII)
+
+
+def _windows_quote(word: str) -> str:
+    r"""``word`` for cmd.exe and PowerShell: as it is where both take it so, else in double quotes (the
+    quoting both read; a Windows file name holds no ``"``, an option's value escapes one as ``\"``, as
+    the C runtime's argument parsing reads it back).
+
+    Examples
+    --------
+    >>> print(_windows_quote(r"C:\data\a.mtx"), _windows_quote(r"C:\my data\a b.mtx"), _windows_quote(""))
+    C:\data\a.mtx "C:\my data\a b.mtx" ""
+    """
+    if word and _WINDOWS_PLAIN.fullmatch(word):
+        return word
+    return '"' + word.replace('"', '\\"') + '"'
 
 
 #: Each byte as ``$'...'`` holds it (:func:`shell_quote` with ``ascii``): printable ASCII as it is, the rest ``\xNN``.

@@ -474,3 +474,16 @@ def test_to_ascii_spells_the_batch_reports_beta_column():
     from sfapprox.formats import to_ascii
 
     assert to_ascii("β tsvd") == "beta tsvd"
+
+
+def test_suggested_commands_are_quoted_for_cmd_and_powershell_on_windows(monkeypatch):
+    # neither reads '...' as POSIX shells do (cmd passed the quotes on as part of the name), nor $'...'
+    import sys
+
+    from sfapprox.formats import shell_join, shell_quote
+
+    monkeypatch.setattr(sys, "platform", "win32")
+    assert shell_join(["sfapprox", "compare", r"C:\my data\a b.mtx", "--with", r"D:\fits\a.sf.h5"]) == \
+        r'sfapprox compare "C:\my data\a b.mtx" --with D:\fits\a.sf.h5'
+    assert shell_quote("matrice_é.mtx", ascii=True) == '"matrice_é.mtx"'
+    assert shell_quote("it's") == '"it\'s"' and shell_quote("") == '""'
