@@ -291,3 +291,27 @@ def test_a_manifest_entry_reads_a_text_table_with_its_delimiter_and_decimal():
     entry["load"] = {"delimiter": ",", "decimal": ","}
     with pytest.raises(ManifestError, match=r"entry 'a': load options: .*name the same character"):
         parse_manifest({"title": "t", "matrix": [entry]})
+
+
+def _generated(*names):
+    return {"matrix": [{"name": n, "category": "synthetic", "generator": "circulant", "params": {"n": 8}} for n in names]}
+
+
+@pytest.mark.parametrize("platform", ["darwin", "win32"])
+def test_names_that_differ_only_in_case_are_refused_where_file_names_ignore_case(monkeypatch, platform):
+    # (before: accepted, and on macOS or Windows both entries' factors went to one file, the last one kept)
+    monkeypatch.setattr("sys.platform", platform)
+    with pytest.raises(ManifestError, match=r"entry 'a' \(#2\): differs from entry 'A' only in case"):
+        parse_manifest(_generated("A", "a"))
+
+
+def test_names_that_differ_only_in_case_are_two_entries_on_linux(monkeypatch):
+    monkeypatch.setattr("sys.platform", "linux")
+    assert [e.name for e in parse_manifest(_generated("A", "a")).entries] == ["A", "a"]
+
+
+def test_a_windows_device_name_is_refused_on_windows(monkeypatch):
+    monkeypatch.setattr("sys.platform", "win32")
+    with pytest.raises(ManifestError, match=r"'nul' names a device on Windows"):
+        parse_manifest(_generated("ok", "nul.2"))
+    assert [e.name for e in parse_manifest(_generated("console", "nullify")).entries] == ["console", "nullify"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
@@ -362,15 +363,41 @@ def parse_manifest(data: dict[str, Any], path: str = "<manifest>") -> Manifest:
     if not raw:
         raise ManifestError(f"{path}: no [[matrix]] entries")
     entries: list[Entry] = []
-    seen: set[str] = set()
+    seen: dict[str, str] = {}
     for index, item in enumerate(raw, start=1):
         entry = _parse_entry(item, path, index)
-        if entry.name in seen:
+        if entry.name in seen.values():
             raise ManifestError(f"{path}: entry {entry.name!r}: duplicate name (entry #{index})")
-        seen.add(entry.name)
+        _check_portable_name(entry.name, seen, f"{path}: entry {entry.name!r} (#{index})")
+        seen[_file_key(entry.name)] = entry.name
         entries.append(entry)
     header = {k: _optional_str(data, k, path) for k in ("title", "description", "reference_source")}
     return Manifest(path, entries=tuple(entries), **header)
+
+
+#: Names Windows gives to devices, whatever the extension: ``factors/nul.h5`` is no file there.
+_WINDOWS_DEVICES = re.compile(r"^(?:con|prn|aux|nul|com[0-9]|lpt[0-9])(?:\..*)?$", re.IGNORECASE)
+
+
+def _case_blind() -> bool:
+    """Whether this system's file systems tell names apart only by more than case (macOS' APFS and HFS+,
+    Windows' NTFS by default): an entry's files (``factors/<name>.h5``) are then one file for two names."""
+    return sys.platform in ("darwin", "win32")
+
+
+def _file_key(name: str) -> str:
+    return name.casefold() if _case_blind() else name
+
+
+def _check_portable_name(name: str, seen: dict[str, str], where: str) -> None:
+    """Refuse an entry name whose files this system cannot keep apart or cannot create at all."""
+    if sys.platform == "win32" and _WINDOWS_DEVICES.match(name):
+        raise ManifestError(f"{where}: {name.split('.')[0]!r} names a device on Windows, so its files could not "
+                            "be written; rename the entry")
+    other = seen.get(_file_key(name))
+    if other is not None:
+        raise ManifestError(f"{where}: differs from entry {other!r} only in case, and this system's file names "
+                            "do not tell them apart (their factors would be one file); rename one")
 
 
 def _optional_str(data: dict[str, Any], key: str, where: str) -> str | None:
