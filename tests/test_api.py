@@ -217,3 +217,80 @@ def test_the_top_level_holds_only_public_private_or_submodule_names_and_document
     assert dir(sfapprox) == sfapprox.__all__
     for name in sfapprox.__all__:
         assert name.startswith("__") or name in sfapprox.__doc__, name
+
+
+# What a macOS or Windows user meets, simulated on Linux (CI): no /proc or /sys, none of the POSIX-only
+# os functions and flags, no resource/fcntl/termios, and Windows' fsync, which refuses a read-only
+# descriptor.  The library imports, loads, compares and saves its factors as on Linux.
+ELSEWHERE = r"""
+import builtins, errno, io, os, sys, warnings
+
+real_open = builtins.open
+
+
+def no_proc(file, *args, **kwargs):
+    if isinstance(file, (str, os.PathLike)) and os.fspath(file).startswith(("/proc", "/sys")):
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", file)
+    return real_open(file, *args, **kwargs)
+
+
+builtins.open = io.open = no_proc
+for name in ("sched_getaffinity", "sysconf", "O_NONBLOCK", "getuid", "statvfs", "O_NOFOLLOW", "O_DIRECTORY"):
+    if hasattr(os, name):
+        delattr(os, name)
+for module in ("resource", "fcntl", "termios"):
+    sys.modules[module] = None
+"""
+
+
+WINDOWS_FSYNC = r"""
+import os as _os, errno as _errno
+_real_fsync, _writable = _os.fsync, set()
+_real_open = _os.open
+def _open(path, flags, *args, **kwargs):
+    fd = _real_open(path, flags, *args, **kwargs)
+    (_writable.add if flags & (_os.O_WRONLY | _os.O_RDWR) else _writable.discard)(fd)
+    return fd
+def _fsync(fd):
+    if hasattr(fd, "fileno"):
+        fd = fd.fileno()
+    if fd not in _writable:
+        raise OSError(_errno.EBADF, "Bad file descriptor")
+    _real_fsync(fd)
+_os.open, _os.fsync = _open, _fsync
+"""
+
+FLOW = r"""
+import numpy as np, sfapprox
+from sfapprox.operators import ChordOperator
+path = sys.argv[1]
+np.save(path + "/a.npy", np.random.default_rng(0).standard_normal((32, 32)))
+with warnings.catch_warnings(record=True) as said:
+    warnings.simplefilter("always")
+    loaded = sfapprox.load_matrix(path + "/a.npy")
+print([str(w.message)[:40] for w in said if w.category is RuntimeWarning])
+result = sfapprox.compare(loaded, ["tsvd", "sparse", "sf"], max_iter=50, time_limit=None)
+print(sorted(r.method for r in result.results if r.status == "ok"))
+sf = next(r for r in result.results if r.method == "sf")
+sfapprox.save_factors(path + "/f.h5", sf.operator)
+print(np.allclose(sfapprox.load_factors(path + "/f.h5").to_dense(), sf.operator.to_dense()))
+"""
+
+
+def test_the_library_works_where_linux_only_calls_are_missing(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = tmp_path / "elsewhere.py"
+    script.write_text(ELSEWHERE + WINDOWS_FSYNC + FLOW)
+    repo = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=repo + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    warned, methods, same = done.stdout.strip().splitlines()[-3:]
+    # no os.sysconf and not Windows: no memory limit, said once (Windows asks GlobalMemoryStatusEx instead)
+    assert warned == "['this system does not tell its physical m']"
+    assert methods == "['sf', 'sparse', 'tsvd']" and same == "True"
