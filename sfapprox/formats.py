@@ -385,6 +385,73 @@ def shell_join(words: list[str], *, ascii: bool = False) -> str:
     return " ".join(shell_quote(word, ascii=ascii) for word in words)
 
 
+def shell_command(*words: str, ascii: bool = False) -> str:
+    r"""``sfapprox`` and ``words``, quoted by :func:`shell_quote`: each command a message tells the user to
+    type is written by this one function (a placeholder such as ``MANIFEST`` or an option is a word that
+    needs no quoting).
+
+    A message is quoted for a UTF-8 stream unless told otherwise (``ascii``): an exception's or a
+    report's text cannot know where it will be printed.  The CLI re-quotes the commands of what it prints
+    on a stream that writes ASCII only (:func:`ascii_commands`): there ``'matrice_é.npy'`` showed as
+    ``'matrice_\u00e9.npy'``, which no shell reads as the file.
+
+    Examples
+    --------
+    >>> shell_command("report", "my runs"), shell_command("report", "é", ascii=True)
+    ("sfapprox report 'my runs'", "sfapprox report $'\\xc3\\xa9'")
+    """
+    return shell_join(["sfapprox", *words], ascii=ascii)
+
+
+#: One word of a command :func:`shell_command` wrote: unquoted characters, ``'...'`` (and its ``"'"``
+#: for a quote, as :func:`shlex.quote` writes one) or ``$'...'`` with escapes.
+_SHELL_WORD = r"""(?:[A-Za-z0-9_@%+=:,./-]|'[^']*'|"'"|\$'(?:[^'\\]|\\.)*')+"""
+#: The CLI's commands (tests/test_formats.py holds it to the app's): ``sfapprox`` and another word is prose
+#: ("sfapprox does 'é'"), not a command whose words are re-quoted.
+CLI_COMMANDS = ("batch", "compare", "datasets", "fit", "formats", "info", "methods", "report", "sweep")
+#: A command in a message: ``sfapprox``, one of its commands, and the words after it, one space apart.
+_COMMAND = re.compile(rf"\bsfapprox (?:{'|'.join(CLI_COMMANDS)})(?: {_SHELL_WORD})*")
+#: The pieces of one word, as :func:`_unquoted` reads them back.
+_WORD_PIECE = re.compile(r"""'([^']*)'|"(')"|\$'((?:[^'\\]|\\.)*)'|([^'"$]+)""")
+#: The escapes :func:`shell_quote` writes in ``$'...'``: a character, or (``\xNN`` above 0x7f) a byte
+#: that is no UTF-8, read back as Python reads such a byte of a name (surrogateescape).
+_SHELL_ESCAPE = re.compile(r"\\(x[0-9a-f]{2}|u[0-9a-f]{4}|.)")
+
+
+def ascii_commands(text: str) -> str:
+    r"""``text`` with each command :func:`shell_command` wrote in it quoted for a stream that writes ASCII
+    only: a word that is not ASCII as its bytes (``$'matrice_\xc3\xa9.npy'``), which a shell reads back
+    as the file in any locale.  The rest of ``text`` is left as it is (:func:`to_ascii` spells it).
+
+    Examples
+    --------
+    >>> print(ascii_commands(f"run first: {shell_command('batch', 'M', '--out-dir', 'runs é')}; then"))
+    run first: sfapprox batch M --out-dir $'runs \xc3\xa9'; then
+    """
+    if text.isascii() or "sfapprox " not in text:
+        return text
+    return _COMMAND.sub(lambda command: re.sub(_SHELL_WORD, _ascii_word, command.group()), text)
+
+
+def _ascii_word(word: re.Match) -> str:
+    """One word of a command, quoted as :func:`shell_quote` quotes for an ASCII stream."""
+    return word.group() if word.group().isascii() else shell_quote(_unquoted(word.group()), ascii=True)
+
+
+def _unquoted(word: str) -> str:
+    """The text a shell reads from ``word`` as :func:`shell_quote` quoted it."""
+    return "".join(piece[0] or piece[1] or piece[3] or _SHELL_ESCAPE.sub(_unescaped, piece[2])
+                   for piece in _WORD_PIECE.findall(word))
+
+
+def _unescaped(escape: re.Match) -> str:
+    code = escape.group(1)
+    if code[0] in "xu" and len(code) > 1:
+        value = int(code[1:], 16)
+        return chr(0xdc00 + value if code[0] == "x" and value > 0x7f else value)
+    return code
+
+
 #: ASCII spellings of the glyphs sfapprox writes (tables, notes, help), for a terminal or a log that cannot show
 #: them (``PYTHONIOENCODING=ascii``, a Latin-1 locale).  Box drawing is rich's to replace (it draws ASCII boxes
 #: for such a stream).  Only in sfapprox's own words: a name's characters are escapes (:func:`to_ascii`).
@@ -438,7 +505,8 @@ def to_ascii(text: str) -> str:
     ``Nystrom``); a word (between spaces) with any other character is someone's name (a file's, a tensor's)
     and each of its characters that is not ASCII is written as its escape (``matrice_\u00e9.mtx``, a byte
     that is no UTF-8 as ``\xff``), its glyphs too: two names that differ there showed alike
-    (``matrice_e``, ``??.mtx``), and alike a name that has the letters spelled.
+    (``matrice_e``, ``??.mtx``), and alike a name that has the letters spelled.  A command to type is
+    quoted as its bytes instead (:func:`ascii_commands`), as a shell reads it back.
 
     Examples
     --------
@@ -447,6 +515,7 @@ def to_ascii(text: str) -> str:
     >>> print(to_ascii("行列.mtx: N² = 144"), to_ascii("a×é.mtx"))
     \u884c\u5217.mtx: N^2 = 144 a\u00d7\u00e9.mtx
     """
+    text = ascii_commands(text)
     if text.isascii():
         return text
     return _NOT_ASCII_WORD.sub(lambda word: _ascii_part(word.group(), _own_word(word.group())), text)

@@ -127,3 +127,70 @@ def test_non_ascii_names_on_an_ascii_stream_are_escaped_apart_and_the_next_comma
     said = subprocess.run(["bash", "-c", command.replace("next: sfapprox compare", "printf %s").split(" --")[0]],
                           capture_output=True, check=True, env={**os.environ, "LC_ALL": "C"}).stdout
     assert said == "maillage_é.mtx".encode()
+
+
+def _typed_back(command: str, cwd) -> list[bytes]:
+    """The words bash reads from ``command`` (``sfapprox`` dropped) in the C locale, as such a system's shell."""
+    import subprocess
+
+    script = command.replace("sfapprox ", "printf '%s\\0' ", 1)
+    said = subprocess.run(["bash", "-c", script], capture_output=True, check=True, cwd=cwd,
+                          env={**os.environ, "LC_ALL": "C"}).stdout
+    return said.split(b"\0")[:-1]
+
+
+def _command_in(text: str, after: str) -> str:
+    """The command that follows ``after`` in ``text``, up to its closing backtick or " (API:"."""
+    return text.split(after, 1)[1].split("`")[0].split(" (API:")[0].split("), or")[0]
+
+
+def test_commands_in_messages_on_an_ascii_stream_name_the_files_as_bash_reads_them(tmp_path):
+    r"""Besides ``next:``, the commands in messages were quoted for a UTF-8 terminal whatever the stream:
+    under ``PYTHONIOENCODING=ascii`` ``--out-dir 'runs_\u00e9'``, a folder no shell finds.  Each is now
+    ``$'runs_\xc3\xa9'``: bash in the C locale reads back the name."""
+    import warnings
+
+    from sfapprox import ChordSF, save_factors
+
+    runs = tmp_path / "runs_é"
+    runs.mkdir()
+    done = _ascii_run(["report", runs.name], tmp_path)
+    text = done.stderr.decode("ascii")
+    assert done.returncode == 2 and "run first: sfapprox batch MANIFEST --out-dir $'runs_\\xc3\\xa9'" in text, text
+    assert _typed_back(_command_in(text, "run first: "), tmp_path)[-1] == runs.name.encode()
+
+    (runs / "results.jsonl").write_text("")
+    text = _ascii_run(["report", f"{runs.name}/results.jsonl"], tmp_path).stderr.decode("ascii")
+    assert _typed_back(_command_in(text, "holds results.jsonl ("), tmp_path) == [b"report", runs.name.encode()], text
+
+    with warnings.catch_warnings():  # a saved fit given as the matrix: an error raised by the API
+        warnings.simplefilter("ignore")
+        save_factors(tmp_path / "fit_é.h5", ChordSF(max_iter=2, device="cpu").fit(np.eye(8)))
+    text = _ascii_run(["compare", "fit_é.h5"], tmp_path).stderr.decode("ascii")
+    assert _typed_back(_command_in(text, "approximates: "), tmp_path) == [b"compare", b"MATRIX", b"--with",
+                                                                          "fit_é.h5".encode()], text
+
+    # a batch's files missing: its unavailable line's `sfapprox datasets list` names the manifest and folder
+    (tmp_path / "m_é.toml").write_text('[[matrix]]\nname = "local"\ncategory = "network"\nfile = "l.net"\n',
+                                       encoding="utf-8")
+    (tmp_path / "données").mkdir()
+    done = _ascii_run(["batch", "m_é.toml", "--data-dir", "données", "--out-dir", "out", "--methods", "tsvd"], tmp_path)
+    text = " ".join(done.stderr.decode("ascii").split())
+    assert done.returncode == 1 and "`sfapprox datasets list $'m_\\xc3\\xa9.toml' --data-dir $'" in text, text
+    words = _typed_back(_command_in(text, "local - `"), tmp_path)
+    assert words == [b"datasets", b"list", "m_é.toml".encode(), b"--data-dir", os.fsencode(tmp_path / "données"), b"-v"]
+    # the report written to a file is UTF-8: its command as a UTF-8 terminal reads it
+    assert "`sfapprox datasets list 'm_é.toml' --data-dir '" in (tmp_path / "out" / "report.md").read_text("utf-8")
+
+
+def test_a_batch_whose_reports_changed_names_its_folder_quoted_in_the_report_command(tmp_path, capsys):
+    """At the end of a run whose report.md was edited meanwhile, "`sfapprox report my runs` writes them
+    elsewhere": two words to a shell, the folder's name unquoted."""
+    from sfapprox.cli.batch import _check_reports
+
+    out = tmp_path / "my runs"
+    out.mkdir()
+    (out / "report.md").write_text("mine\n")
+    assert _check_reports(out, at_end=True) is False
+    text = " ".join(capsys.readouterr().err.split())
+    assert f"(`sfapprox report '{out}'` writes them elsewhere)" in text, text

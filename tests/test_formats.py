@@ -487,3 +487,37 @@ def test_suggested_commands_are_quoted_for_cmd_and_powershell_on_windows(monkeyp
         r'sfapprox compare "C:\my data\a b.mtx" --with D:\fits\a.sf.h5'
     assert shell_quote("matrice_é.mtx", ascii=True) == '"matrice_é.mtx"'
     assert shell_quote("it's") == '"it\'s"' and shell_quote("") == '""'
+
+
+@pytest.mark.parametrize("name", ["matrice_é.mtx", "a'é b.mtx", "é\x1b[31m.mtx", "x\u0085é\\.mtx", "行列 \u202e.mtx",
+                                  "bad\udcffé.mtx", "plain.mtx"])
+def test_a_command_in_a_message_is_requoted_for_an_ascii_stream_as_bash_reads_it_back(name):
+    r"""A command in a message (``sfapprox report 'runs_é'``) was spelled for an ASCII stream as any text is:
+    ``'runs_\u00e9'``, a folder no shell finds.  :func:`ascii_commands` writes its words as bytes, and bash in
+    the C locale reads back the name; the text around it is left to :func:`to_ascii`."""
+    import os
+    import subprocess
+
+    from sfapprox.formats import ascii_commands, shell_command, to_ascii
+
+    message = f"{name}: see `{shell_command('report', name, '--json', 'r é.json')}` (or sfapprox does 'é')"
+    for shown in (ascii_commands(message), to_ascii(message)):
+        command = shown.split("`")[1]
+        assert command.isascii(), shown
+        said = subprocess.run(["bash", "-c", command.replace("sfapprox", "printf '%s\\0'", 1)], capture_output=True,
+                              check=True, env={**os.environ, "LC_ALL": "C"}).stdout
+        assert said.split(b"\0")[:-1] == [b"report", os.fsencode(name), b"--json", "r é.json".encode()]
+    # not a command: left as it is, then spelled as a name's characters are
+    assert ascii_commands(message).endswith("(or sfapprox does 'é')")
+    assert to_ascii(message).endswith("(or sfapprox does '\\u00e9')")
+
+
+def test_the_commands_ascii_commands_knows_are_the_clis():
+    """:func:`ascii_commands` re-quotes the words after ``sfapprox`` and one of the CLI's commands only:
+    a command added to the CLI and not to the list is left spelled as text on an ASCII stream."""
+    import typer
+
+    from sfapprox.cli import app
+    from sfapprox.formats import CLI_COMMANDS
+
+    assert sorted(typer.main.get_command(app).commands) == sorted(CLI_COMMANDS)

@@ -29,7 +29,7 @@ from rich.table import Table as RichTable
 
 from .._atomic import check_writable, output_target, resolved_path, stream_kind, write_text
 from .._errors import ParameterError, SfapproxError
-from ..formats import (PLOT_SUFFIXES, OutputFormat, Table, ascii_table, encodes_glyphs, fmt_number, printable,
+from ..formats import (PLOT_SUFFIXES, OutputFormat, Table, ascii_commands, ascii_table, encodes_glyphs, fmt_number, printable,
                        render_rich, shell_quote, to_ascii)
 
 
@@ -206,8 +206,10 @@ def show_command(label: str, groups: Sequence[Sequence[str]]) -> None:
 
 def literal(text: str) -> str:
     """``text`` in rich markup as it is: ``[...]`` shown, not read as a style, and what a terminal would act
-    on (an ESC in a file's name) written as its escape (:func:`~sfapprox.formats.printable`)."""
-    return escape(printable(text))
+    on (an ESC in a file's name) written as its escape (:func:`~sfapprox.formats.printable`).  On a stderr
+    that writes ASCII only, a command in it is quoted as its bytes (:func:`~sfapprox.formats.ascii_commands`):
+    the stream's own spelling wrote ``'matrice_\\u00e9.npy'``, no file a shell finds."""
+    return escape(printable(text if text.isascii() or writes_glyphs(err) else ascii_commands(text)))
 
 
 #: ``--quiet`` of the command that runs (:func:`quiet_notes`): its informational notes are left out.

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, Optional
 import typer
 
 from .._errors import InputError, ParameterError, SfapproxError
-from ..formats import OutputFormat, counted, shell_quote
+from ..formats import OutputFormat, counted, shell_command
 from . import _options as o
 from .._signals import stop_cause
 from ._app import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_INTERRUPTED, app, error_boundary
@@ -73,7 +73,7 @@ def _check_reports(out_dir: Path, at_end: bool = False) -> bool:
     names = ", ".join(str(p) for p in foreign)
     if at_end:
         note(f"warning: {names} changed during the run: the reports were not written "
-             f"(`sfapprox report {out_dir}` writes them elsewhere)", style="yellow")
+             f"(`{shell_command('report', str(out_dir))}` writes them elsewhere)", style="yellow")
         return False
     raise SfapproxError(f"{names}: not written by a batch, or edited since; a batch writes its report.md, "
                         ".csv, .tex and .json there: move the file(s) away, or choose another --out-dir")
@@ -329,8 +329,7 @@ def report(
                 report_result(out_dir, data, command, outputs, plot)
                 return
             # (quoted: a folder named "my runs" is two words to the shell)
-            hint = f"sfapprox report {shell_quote(str(out_dir.parent))}" if out_dir.name == RESULTS_FILE else \
-                "sfapprox report DIR"
+            hint = shell_command("report", str(out_dir.parent) if out_dir.name == RESULTS_FILE else "DIR")
             raise InputError(f"{out_dir}: is a file; give the batch's folder, the one that holds {RESULTS_FILE} "
                              f"({hint}), or the JSON that compare --json or sweep --json wrote")
         if out_dir.exists() and not out_dir.is_dir():  # /dev/null, a pipe: it said "run batch --out-dir /dev/null"
@@ -370,10 +369,10 @@ def report(
 def _run_batch_first(out_dir: Path) -> str:
     """What to run to fill ``out_dir``: ``run 'sfapprox batch MANIFEST --out-dir DIR' first``, or, where the
     folder's name needs quoting for a shell (``my runs``: two words), the command last, quoted as typed."""
-    quoted = shell_quote(str(out_dir))
-    if quoted == str(out_dir):
-        return f"run 'sfapprox batch MANIFEST --out-dir {out_dir}' first"
-    return f"run first: sfapprox batch MANIFEST --out-dir {quoted}"
+    command = shell_command("batch", "MANIFEST", "--out-dir", str(out_dir))
+    if command.endswith(f" {out_dir}"):  # (nothing quoted)
+        return f"run '{command}' first"
+    return f"run first: {command}"
 
 def _say_left_out(results: Path, skipped: dict[int, str], shown: int = 5) -> None:
     """Warn of the lines of ``results`` a report leaves out (each with why, the first ``shown``), and say

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..formats import (ESTIMATED_NOTE, Column, ShownAsTables, Table, counted, fmt_with_interval, interval_columns,
-                       printable, shell_quote)
+                       printable, shell_command)
 from .manifest import CATEGORIES
 from .results_file import FILE_MISSING, MEASURES
 from .results_file import finite_number as _finite  # the lines' own test: an edited 10**400 is not finite
@@ -227,7 +227,7 @@ class Report(ShownAsTables):
         mixed = [f"{row.name} ({row.mixed})" for cat in self.tables_by_category for row in cat.rows if row.mixed]
         if out and mixed:
             out[-1].notes.append(f"not ranked, their lines measured different things: {', '.join(mixed)}; "
-                                 "'sfapprox batch --redo' with one budget and the manifest as it is now redoes them")
+                                 f"'{shell_command('batch', '--redo')}' with one budget and the manifest as it is now redoes them")
         if out and self.skipped_lines:  # a damaged line's method is unknown: any row may lack it
             lines = sorted(self.skipped_lines)
             shown = ", ".join(f"{k} ({self.skipped_lines[k]})" for k in lines[:3]) + (" …" if len(lines) > 3 else "")
@@ -240,7 +240,7 @@ class Report(ShownAsTables):
         if out and differ:
             said = "; ".join(f"{key} {' and '.join(values)}" for key, values in differ.items())
             out[-1].notes.append(f"ranked together, made with different settings: {said} "
-                                 "('sfapprox batch --redo' with one setting makes them alike)")
+                                 f"('{shell_command('batch', '--redo')}' with one setting makes them alike)")
         return out
 
     def __repr__(self) -> str:
@@ -738,10 +738,10 @@ def unavailable_line(unavailable: list[Unavailable], shown: int = 8) -> str | No
     data_dirs = {u.data_dir for u in missing}
     # a real path quoted for the shell it is pasted into (a data folder "my data" split in two); the
     # placeholders stay as they are
-    manifest = shell_quote(str(manifests.pop())) if len(manifests) == 1 and None not in manifests else "MANIFEST"
+    manifest = str(manifests.pop()) if len(manifests) == 1 and None not in manifests else "MANIFEST"
     data_dir = data_dirs.pop() if len(data_dirs) == 1 else None
-    option = f" --data-dir {shell_quote(str(data_dir))}" if data_dir else " --data-dir DIR" if len(data_dirs) > 1 else ""
+    option = ["--data-dir", str(data_dir)] if data_dir else ["--data-dir", "DIR"] if len(data_dirs) > 1 else []
     where = f"files not in {data_dir}" if data_dir else "files not found"
-    command = f"sfapprox datasets list {manifest}{option} -v"
+    command = shell_command("datasets", "list", manifest, *option, "-v")
     count = f"{len(missing)} entr{'y' if len(missing) == 1 else 'ies'}"
     return f"{count} unavailable ({where}): {names} — `{command}` says where to get each"

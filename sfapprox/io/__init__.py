@@ -26,7 +26,7 @@ from .._params import MEMORY_LIMIT
 from .._settings import check_text_marks
 from .._validation import check_memory, check_path, check_square_matrix, estimate_dense_bytes
 from ..factors import FILE_SUFFIXES, is_factors_file
-from ..formats import shell_quote
+from ..formats import shell_command
 from ._common import DEFAULTS, Options, ReadResult, Source, check_order, fail, strip_compression
 from ._covariance import covariance_of, read_covariance
 from ._hb import read_hb
@@ -180,7 +180,7 @@ def _detect_input_format(path: str | os.PathLike) -> str:
     except InputError:
         if is_factors_file(path):
             raise fail(os.fspath(path), "is a saved fit, not a matrix",
-                       f"compare it with the matrix it approximates: sfapprox compare MATRIX --with {shell_quote(os.fspath(path))} "
+                       f"compare it with the matrix it approximates: {shell_command('compare', 'MATRIX', '--with', os.fspath(path))} "
                        "(API: compare(matrix, include=[path]))") from None
         raise
 
