@@ -577,6 +577,31 @@ class TestDelimiterAndDecimal:
             with pytest.raises(ParameterError, match=rf"option {next(iter(option))}= applies to csv files"):
                 load_matrix(path, **option)
 
+    @pytest.mark.parametrize("text, options, said", [
+        ("a;b\n1;2\n2;1\n", {"delimiter": ","}, "non-numeric cell '1;2' holds ';': the file may be separated by "
+                                                  "';', not the delimiter=',' given"),
+        ("1\t2\n2\t1\n", {"delimiter": ";"}, "non-numeric cell '2\\t1' holds a tab: the file may be separated "
+                                              "by tabs, not the delimiter=';' given"),
+        ("1;2\n2;1x\n", {"delimiter": "tab"}, "non-numeric cell '2;1x' holds ';': the file may be separated by "
+                                             "';', not the delimiter='tab' given"),
+        ("1,2,3\n2,1,3\n3,2,1\n", {"delimiter": ";"}, "no thousands separators (holds ',': the file may be "
+                                                      "separated by ',', not the delimiter=';' given)"),
+    ])
+    def test_a_cell_holding_another_delimiter_says_the_given_one_may_be_wrong(self, tmp_path, text, options, said):
+        """``delimiter=','`` forced on a ';'-separated file said "non-numeric cell '2;1'": right, but silent
+        about its cause, the delimiter given."""
+        with pytest.raises(InputError) as caught:
+            load_matrix(write(tmp_path / "m.csv", text), **options)
+        assert said in str(caught.value), caught.value
+
+    def test_a_cell_holding_a_delimiter_is_not_blamed_on_a_detected_one_nor_on_a_decimal_comma(self, tmp_path):
+        with pytest.raises(InputError) as caught:
+            load_matrix(write(tmp_path / "m.tsv", "1\t2\n2\t1;x\n"))
+        assert str(caught.value).endswith("non-numeric cell '1;x'"), caught.value
+        with pytest.raises(InputError) as caught:  # (its comma is the decimal comma given)
+            load_matrix(write(tmp_path / "m.csv", "1;2\n2;1,5x\n"), delimiter=";", decimal=",")
+        assert str(caught.value).endswith("non-numeric cell '1,5x'"), caught.value
+
     def test_without_the_options_detection_is_unchanged(self, tmp_path):
         path = write(tmp_path / "m.csv", "1,5;2\n2;1\n")
         assert load_matrix(path).matrix.tolist() == load_matrix(path, decimal=",", delimiter=";").matrix.tolist()

@@ -29,7 +29,7 @@ import numpy as np
 
 from .._atomic import special_file
 from .._errors import InputError, ResourceError, SfapproxError, parameter
-from .._settings import LoadOptions
+from .._settings import TEXT_DELIMITERS, LoadOptions
 from .._validation import check_memory, estimate_dense_bytes, format_bytes
 
 #: The first bytes of an HDF5 file (MATLAB v7.3 files put them after a 512-byte text header).
@@ -568,15 +568,34 @@ def is_number_like(token: str) -> bool:
     return fortran_float(token) is not None or is_comma_number(token)
 
 
-def _cell_problem(cell: str) -> str:
-    """What is wrong with a cell that is no number, said so that its writer can fix it."""
+def _cell_problem(cell: str, delimiter: str | None = None, decimal: str | None = None) -> str:
+    """What is wrong with a cell that is no number, said so that its writer can fix it (``delimiter``,
+    ``decimal``: the marks given, see :func:`_other_delimiter`)."""
     cell = cell.strip()
+    other = _other_delimiter(cell, delimiter, decimal)
     if is_comma_number(cell):
         return (f"number {cell!r} written with a comma (a decimal comma, or a thousands separator?); write "
-                "numbers with a decimal point and no thousands separators")
+                "numbers with a decimal point and no thousands separators" + (f" ({other})" if other else ""))
     if fortran_float(cell) is not None:
         return f"number {cell!r} with a Fortran 'D' exponent; write the exponent with 'E'"
-    return f"non-numeric cell {cell!r}"
+    return f"non-numeric cell {cell!r}" + (f" {other}" if other else "")
+
+
+#: The delimiters a cell may hold where another was given (:func:`_other_delimiter`), as a message names them.
+_OTHER_DELIMITERS = {";": "';'", "\t": "a tab", ",": "','"}
+
+
+def _other_delimiter(cell: str, delimiter: str | None, decimal: str | None) -> str | None:
+    """Where a delimiter was given (``delimiter``: its key in :data:`TEXT_DELIMITERS`) and ``cell`` holds
+    another one, that the file may be separated by it: "non-numeric cell '2;1'" was right, but did not
+    say that ``--delimiter ','`` was the cause.  A comma is no sign where ``decimal`` is ','."""
+    if delimiter is None:
+        return None
+    for mark, said in _OTHER_DELIMITERS.items():
+        if mark in cell and mark != TEXT_DELIMITERS[delimiter] and not (mark == "," and decimal == ","):
+            return (f"holds {said}: the file may be separated by {'tabs' if mark == chr(9) else said}, not the "
+                    f"{parameter('delimiter', delimiter)} given")
+    return None
 
 
 #: Cells that spreadsheets and R/pandas write for a missing value (compared in lower case).
@@ -607,9 +626,12 @@ def repeated_keys(keys: np.ndarray) -> int:
     return int(np.count_nonzero(ordered[1:] == ordered[:-1]))
 
 
-def as_float_table(rows: list[list[str]], line_numbers: list[int], src: Source) -> np.ndarray:
+def as_float_table(rows: list[list[str]], line_numbers: list[int], src: Source, *, delimiter: str | None = None,
+                   decimal: str | None = None) -> np.ndarray:
     """Convert equal-length rows of strings to float64, naming the first bad cell (numpy reads
-    ``1_000`` and other scripts' digits as Python does: those cells are refused, see :func:`parse_float`)."""
+    ``1_000`` and other scripts' digits as Python does: those cells are refused, see :func:`parse_float`).
+    ``delimiter`` and ``decimal``: the marks the caller gave (``LoadOptions``), None where detected; a bad
+    cell holding another delimiter is said to point at the file's (:func:`_other_delimiter`)."""
     # one C-level scan per row for the rare syntax (a join of the whole table was one more copy of its text)
     if all("_" not in (line := "".join(row)) and line.isascii() for row in rows):
         try:
@@ -623,5 +645,5 @@ def as_float_table(rows: list[list[str]], line_numbers: list[int], src: Source) 
                     raise src.fail(f"line {line_no}, column {col}: missing value {cell.strip()!r}",
                                    "every entry needs a number: fill the missing ones in (or drop their "
                                    "rows and columns) first")
-                raise src.fail(f"line {line_no}, column {col}: {_cell_problem(cell)}")
+                raise src.fail(f"line {line_no}, column {col}: {_cell_problem(cell, delimiter, decimal)}")
     raise src.fail("cannot convert cells to numbers")  # pragma: no cover - defensive

@@ -282,7 +282,8 @@ def read_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]]:
         check_memory(80 * width * len(lines), what=f"{src.display}: parsing a {len(lines)} x {width} table",
                      limit=opts.max_memory)
         decimal = opts.decimal or ("," if delimiter == ";" else ".")
-        table, notes = _slow_table(src, text, delimiter, has_header, notes, decimal, given=opts.decimal is not None)
+        table, notes = _slow_table(src, text, delimiter, has_header, notes, decimal, given=opts.decimal is not None,
+                                   marks=opts)
     if pandas_index and table.shape[1] == len(header) and np.array_equal(table[:, 0], np.arange(len(table))):
         table = table[:, 1:]
         notes.append(_PANDAS_INDEX_NOTE)
@@ -386,7 +387,7 @@ def _marks_notes(opts: Options) -> list[str]:
 
 
 def _slow_table(src: Source, text: str, delimiter: str | None, has_header: bool, notes: list[str],
-                decimal: str = ".", *, given: bool = False):
+                decimal: str = ".", *, given: bool = False, marks: Options | None = None):
     rows, numbers = _split_rows(text, delimiter)
     if has_header:
         header = rows[0]
@@ -406,7 +407,7 @@ def _slow_table(src: Source, text: str, delimiter: str | None, has_header: bool,
                 "every row of a dense table needs the same number of values",
             )
     rows = read_written_numbers(rows, numbers, src, notes, decimal_comma=decimal == ",", given=given)
-    return as_float_table(rows, numbers, src), notes
+    return as_float_table(rows, numbers, src, delimiter=marks and marks.delimiter, decimal=marks and marks.decimal), notes
 
 
 #: ``0,25``: a number written with a decimal comma (an exponent after it allowed).
