@@ -18,6 +18,7 @@ import contextlib
 import copy
 import dataclasses
 import difflib
+import functools
 import math
 import numbers
 import os
@@ -1429,10 +1430,21 @@ def run_order(names: Sequence[str]) -> list[str]:
 
 
 def _tagged(callback: Callable[[dict], Any] | None, method: str, limit: float | None) -> Callable[[dict], Any] | None:
-    """The progress callback with the method's name and time limit added to each report."""
+    """The progress callback with the method's name and time limit added to each report.
+
+    A partial of a module-level function, not a lambda: the estimators a comparison returns (each row's
+    ``estimator``) keep it as their ``callback``, and a local lambda made every such Comparison (and Sweep)
+    fail ``pickle.dumps`` and ``joblib.dump`` ("Can't pickle local object '_tagged.<locals>.<lambda>'"),
+    whatever the callback given; now it pickles wherever the caller's callback does.
+    """
     if callback is None:
         return None
-    return same_progress(lambda info: callback({**info, "method": method, "time_limit": limit}), callback)
+    return same_progress(functools.partial(_report_tagged, callback, method, limit), callback)
+
+
+def _report_tagged(callback: Callable[[dict], Any], method: str, limit: float | None, info: dict) -> Any:
+    """``callback``'s report of ``info`` with the method's name and time limit (what :func:`_tagged` calls)."""
+    return callback({**info, "method": method, "time_limit": limit})
 
 
 def _check_structure(structure: Mapping[str, Any] | None) -> None:

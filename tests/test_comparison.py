@@ -1177,3 +1177,27 @@ def test_sparse_source_is_still_importable_from_comparison_with_a_deprecation_wa
 
     with pytest.warns(DeprecationWarning, match="sfapprox.sources.SparseSource"):
         assert comparison.SparseSource is SparseSource
+
+
+def _progress_seen(info):  # module-level: a callback that pickles (a lambda would not, whatever sfapprox does)
+    _progress_seen.reports.append((info["method"], info["time_limit"]))
+
+
+_progress_seen.reports = []
+
+
+def test_a_comparison_run_with_a_callback_pickles_and_its_estimators_still_report():
+    # Each row's estimator keeps the comparison's progress callback, tagged with the method: a local lambda
+    # there made such a Comparison (and a Sweep) fail pickle.dumps and joblib.dump.
+    import pickle
+
+    X = np.random.default_rng(4).random((16, 16))
+    c = compare(X, ["sf", "tsvd", "nmf"], settings=FitSettings(device="cpu", max_iter=5), callback=_progress_seen)
+    back = pickle.loads(pickle.dumps(c, protocol=5))
+    assert [r.method for r in back.results] == ["sf", "tsvd", "nmf"] and back.winner() == c.winner()
+    x = np.ones(16)
+    for r, s in zip(c.results, back.results):
+        assert np.allclose(s.operator @ x, r.operator @ x) and np.allclose(s.operator.T @ x, r.operator.T @ x)
+    _progress_seen.reports.clear()
+    back.result("nmf").estimator.fit(X)  # the copy's callback is still the tagged one, the module-level function
+    assert _progress_seen.reports and {m for m, _ in _progress_seen.reports} == {"nmf"}
