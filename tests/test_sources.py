@@ -991,3 +991,34 @@ def test_text_options_for_a_table_that_is_not_text_or_an_attention_map_are_refus
         open_matrix(tmp_path / "qk.npz", format="attention", decimal=",")
     with pytest.raises(ParameterError, match=r"option decimal= applies to csv files"):
         open_matrix(path, decimal=".")  # (a .npy otherwise mapped, where the option went unread)
+
+
+def test_a_memory_mapped_source_pickles_by_its_file_not_its_data(tmp_path):
+    """Sent to a process pool's or a Dask cluster's workers (or joblib.dump-ed), a mapped .npy (opened so
+    because it is over the memory limit) was pickled as an ndarray: the whole file read into the pickle,
+    and the copy no longer memory-mapped, with no path or fingerprint in its record."""
+    import copy
+    import os
+    import pickle
+
+    X = np.random.default_rng(5).random((64, 64))
+    np.save(tmp_path / "x.npy", X)
+    np.save(tmp_path / "f.npy", np.asfortranarray(X))
+    np.save(tmp_path / "tall.npy", np.vstack([X, X[:9]]))
+    tall = np.load(tmp_path / "tall.npy", mmap_mode="r")
+    for source in (open_npy(tmp_path / "x.npy"), open_npy(tmp_path / "f.npy"), ArraySource(tall[5:69], name="rows")):
+        said = source.describe()
+        data = pickle.dumps(source, protocol=5)
+        assert len(data) < X.nbytes / 4
+        for back in (pickle.loads(data), copy.deepcopy(source)):
+            assert isinstance(back.array, np.memmap) and back.describe() == said and back.notes == source.notes
+            assert np.array_equal(back.columns(np.arange(64)), np.asarray(source.array))
+        assert copy.copy(source).array is source.array  # limited()'s copy shares the map
+    # a strided view is no part of the file in one piece: pickled with its data, as before
+    strided = ArraySource(np.load(tmp_path / "x.npy", mmap_mode="r")[::2, ::2])
+    assert np.array_equal(pickle.loads(pickle.dumps(strided)).array, X[::2, ::2])
+    # unpickled where the file is another now: one line, not numpy's error or other numbers
+    data = pickle.dumps(open_npy(tmp_path / "x.npy"))
+    os.truncate(tmp_path / "x.npy", 1000)
+    with pytest.raises(InputError, match=r"^x: cannot map .*x\.npy again where the source was unpickled \(it is 1,000 bytes"):
+        pickle.loads(data)

@@ -133,6 +133,70 @@ class ArraySource(MatrixSource):
         return {"kind": self.kind, "memory_mapped": memmap, "dtype": str(self.array.dtype), "path": path,
                 **self._sampled}
 
+    # A read-only memory map travels by its file, not its data: pickled as an ndarray it was the whole file
+    # read into the pickle (a process pool's or Dask cluster's every task, for a .npy opened because it is
+    # over the memory limit), and the copy described itself with no path or fingerprint.
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        mapped = _MappedFile.of(self.array)
+        if mapped is not None:
+            state["array"] = mapped
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if isinstance(state.get("array"), _MappedFile):
+            state = {**state, "array": state["array"].open(state.get("name", "X"))}
+        self.__dict__.update(state)
+
+    def __copy__(self) -> "ArraySource":
+        # a shallow copy (MatrixSource.limited's) shares the map it has: not a second map of the file
+        clone = type(self).__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        return clone
+
+
+class _MappedFile:
+    """Where a read-only memory-mapped array lies in its file: what :class:`ArraySource` pickles instead
+    of the array's data, and maps again when unpickled (on a worker, the same path must be readable)."""
+
+    def __init__(self, path: str, offset: int, dtype: np.dtype, shape: tuple[int, ...], order: str, size: int):
+        self.path, self.offset, self.dtype, self.shape, self.order, self.size = path, offset, dtype, shape, order, size
+
+    @classmethod
+    def of(cls, array: Any) -> "_MappedFile | None":
+        """The place of ``array`` in its file, or None where it is not a contiguous read-only map of a
+        named file (an array in memory, a copy-on-write map whose changes the file lacks, a strided view)."""
+        import mmap
+
+        if not (isinstance(array, np.memmap) and array.filename and array.mode == "r"):
+            return None
+        order = "C" if array.flags.c_contiguous else "F" if array.flags.f_contiguous else None
+        mapped = array.base
+        while mapped is not None and not isinstance(mapped, mmap.mmap):  # a view's base is its parent map
+            mapped = getattr(mapped, "base", None)
+        if order is None or mapped is None:
+            return None
+        # the map starts at the offset rounded down to the allocation granularity (numpy's own rule); a view
+        # lies further in by its distance from the map's first byte
+        start = array.offset - array.offset % mmap.ALLOCATIONGRANULARITY
+        first = np.frombuffer(mapped, dtype=np.uint8).__array_interface__["data"][0]
+        offset = start + array.__array_interface__["data"][0] - first
+        return cls(os.fspath(array.filename), offset, array.dtype, array.shape, order, os.path.getsize(array.filename))
+
+    def open(self, name: str) -> np.memmap:
+        """The array mapped again from its file (read-only); :class:`~sfapprox.InputError` where the file is
+        gone, unreadable here or of another size than when it was pickled (changed since)."""
+        try:
+            size = os.path.getsize(self.path)
+            if size != self.size:
+                raise OSError(f"it is {size:,} bytes, not the {self.size:,} it was when the source was pickled")
+            return np.memmap(self.path, dtype=self.dtype, mode="r", offset=self.offset, shape=self.shape,
+                             order=self.order)
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{name}: cannot map {self.path} again where the source was unpickled "
+                             f"({' '.join(str(exc).split())}); a memory-mapped matrix travels by its path, "
+                             "which must be readable there") from None
+
 
 #: ``(chunks, bytes each)`` that :func:`sampled_sha256` reads of a large file.
 SAMPLED_CHUNKS = (16, 1 << 20)
