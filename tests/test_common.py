@@ -371,3 +371,22 @@ def test_sparse_entries_asked_for_over_the_budget_also_given_are_refused():
     with pytest.raises(BudgetError, match="50 entries stores 117 numbers, over the budget of 20"):
         SparseApproximation(n_sparse=50, budget=20).fit(X)
     assert SparseApproximation(n_sparse=5, budget=100).fit(X).n_stored_ <= 100
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_fit_and_its_operators_survive_pickle_and_deepcopy_and_clone_is_unfitted(fitted, X, name):
+    # What a user who keeps or shares a surrogate does (joblib.dump is pickle underneath); audited with
+    # threads, spawn workers and read-only values too (all fine then): this keeps the cheap part checked.
+    import copy
+    import pickle
+
+    est, _ = fitted[name]
+    x = np.random.default_rng(3).random(N)
+    for back in (pickle.loads(pickle.dumps(est, protocol=5)), copy.deepcopy(est)):
+        assert back.get_params().keys() == est.get_params().keys()
+        for a, b in ((est.operator_, back.operator_), (est.operator_.T, pickle.loads(pickle.dumps(est.operator_.T)))):
+            assert np.allclose(a @ x, b @ x) and np.allclose(a.T @ x, b.T @ x)
+        assert np.allclose(back.frobenius_error(X), est.frobenius_error(X))
+    sklearn_base = pytest.importorskip("sklearn.base")
+    unfitted = sklearn_base.clone(est)
+    assert type(unfitted) is type(est) and "operator_" not in vars(unfitted)
