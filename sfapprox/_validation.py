@@ -358,15 +358,33 @@ def first_nonfinite(table: np.ndarray) -> tuple[int, int] | None:
     >>> first_nonfinite(np.array([[1.0, 2.0], [3.0, np.nan]])), first_nonfinite(np.eye(2))
     ((1, 1), None)
     """
-    if table.dtype.kind in "biu":  # integers are finite
-        return None
-    rows = max(1, FINITE_BLOCK // max(1, table.shape[1]))
-    for start in range(0, table.shape[0], rows):
-        finite = np.isfinite(table[start:start + rows])
+    for start, finite in _finite_blocks(table):
         if not finite.all():
             i = int(np.argmin(finite.all(axis=1)))  # the first row holding one, then its first column
             return start + i, int(np.argmin(finite[i]))
     return None
+
+
+def count_nonfinite(table: np.ndarray) -> int:
+    """How many cells of a 2-D real ``table`` are NaN or infinite, counted a block of rows
+    (:data:`FINITE_BLOCK` cells) at a time, as :func:`first_nonfinite` looks.
+
+    Examples
+    --------
+    >>> count_nonfinite(np.array([[np.inf, 2.0], [3.0, np.nan]])), count_nonfinite(np.eye(2))
+    (2, 0)
+    """
+    return sum(finite.size - int(np.count_nonzero(finite)) for _, finite in _finite_blocks(table))
+
+
+def _finite_blocks(table: np.ndarray):
+    """``(first row, finiteness mask)`` of each block of :data:`FINITE_BLOCK` cells' rows of ``table``; none
+    for integers (all finite)."""
+    if table.dtype.kind in "biu":
+        return
+    rows = max(1, FINITE_BLOCK // max(1, table.shape[1]))
+    for start in range(0, table.shape[0], rows):
+        yield start, np.isfinite(table[start:start + rows])
 
 
 def _raise_nonfinite(count: int, row: int, col: int, source: str) -> None:
@@ -857,13 +875,13 @@ def _check_dense(X, source: str, max_memory: int | None) -> np.ndarray:
     with np.errstate(invalid="ignore"):  # a signalling NaN's cast warned before the error that names it
         arr = np.ascontiguousarray(arr, dtype=np.float64)
     # One pass and no temporary: the sum of squares is finite only when every entry is (an N x N mask
-    # of np.isfinite is an eighth of an array more, at the peak of a copy); the mask only to say where.
+    # of np.isfinite is an eighth of an array more, at the peak of a copy); where it is not, the entries
+    # are found and counted a block at a time (a whole mask was 900 MB at N = 30,000, past --max-memory)
     squared = _sum_of_squares(arr.ravel())
     if not math.isfinite(squared):
-        finite = np.isfinite(arr)
-        if not finite.all():
-            rows, cols = np.nonzero(~finite)
-            _raise_nonfinite(int(rows.size), int(rows[0]), int(cols[0]), source)
+        first = first_nonfinite(arr)
+        if first is not None:
+            _raise_nonfinite(count_nonfinite(arr), *first, source)
     check_magnitude(arr.ravel(), source, squared)
     return arr
 

@@ -548,6 +548,24 @@ def test_a_dense_matrix_is_checked_finite_without_a_mask():
         check_square_matrix(np.full((3, 3), 1e200))
 
 
+def test_a_dense_matrixs_nan_is_found_and_counted_without_a_whole_mask():
+    """Where the sum of squares found a NaN/Inf, an N x N mask of np.isfinite (and np.nonzero's of its
+    negation) was made to name the first: 900 MB at N = 30,000, past the memory limit the user set.
+    Blocks of rows (first_nonfinite, count_nonfinite) find the same entry and count."""
+    import tracemalloc
+
+    X = np.random.default_rng(2).random((1000, 1000))
+    X[701, 5], X[701, 3], X[999, 999], X[750, 0] = np.nan, np.inf, -np.inf, np.nan
+    tracemalloc.start()
+    try:
+        with pytest.raises(InputError, match=r"matrix has 4 NaN/Inf entries \(the first at \[701, 3\]: 0-based"):
+            check_square_matrix(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < X.size // 4  # a block's mask, not the whole bool mask of X.size bytes
+
+
 @pytest.mark.filterwarnings("error")
 def test_a_signalling_nan_is_one_error_and_no_warning():
     """Cast to float64, a float32 signalling NaN (other programs write them) set the invalid flag: numpy's
