@@ -427,7 +427,8 @@ class Sweep(ShownAsTables):
             Naming the key: one missing (``matrix``, ``methods``, ``points``, a point's ``budget``, ...), of the
             wrong type, NaN or Infinity anywhere, a ``format``/``version`` this sfapprox does not read, or a
             cell given twice: a method named twice in ``methods`` or in a point's rows, a budget of two
-            points, a row of a method that ``methods`` does not name (its table has no column for it).
+            points, a ``skipped`` budget that is a point's or is skipped twice, a row of a method that
+            ``methods`` does not name (its table has no column for it).
 
         Warns
         -----
@@ -452,7 +453,8 @@ class Sweep(ShownAsTables):
         points = [comparison_from(point, key_path("points", i), shared)
                   for i, point in enumerate(read_field(data, "points", "", "list", required=True, null=False))]
         warn_unknown_methods(_cells_once(points, names))
-        return cls(matrix, names, points, settings, versions, read_field(data, "skipped", "", "counts") or [])
+        skipped = _skipped_once(read_field(data, "skipped", "", "counts") or [], points)
+        return cls(matrix, names, points, settings, versions, skipped)
 
 
 def _named_once(names: list[str]) -> list[str]:
@@ -484,6 +486,21 @@ def _cells_once(points: list[Comparison], names: list[str]) -> dict[str, MethodR
                                  f"sweep's columns: {', '.join(names) or 'none'})")
             rows[where] = r
     return rows
+
+
+def _skipped_once(skipped: list[int], points: list[Comparison]) -> list[int]:
+    """A sweep's ``skipped`` budgets, refused where one is also a point's (its table showed the budget
+    twice, as run and as skipped) or is given twice (two "skipped" rows of one budget)."""
+    ran = {point.budget: i for i, point in enumerate(points)}
+    for i, budget in enumerate(skipped):
+        if budget in ran:
+            raise InputError(f"key {key_path('skipped', i)} is {budget}, as "
+                             f"{key_path(key_path('points', ran[budget]), 'budget')} is: a budget a sweep ran is "
+                             "not also skipped")
+        if budget in skipped[:i]:
+            raise InputError(f"key {key_path('skipped', i)} is {budget}, as "
+                             f"{key_path('skipped', skipped.index(budget))} is: a sweep skips each budget once")
+    return skipped
 
 
 def sweep(

@@ -714,6 +714,10 @@ def test_a_sweep_s_rows_of_a_method_this_sfapprox_does_not_know_are_shown_as_rec
     (lambda d: d["points"][1].update(budget=d["points"][0]["budget"]),
      r"^key points\[1\]\.budget is \d+, as points\[0\]\.budget is: a sweep has one point per budget"),
     (lambda d: d["methods"].append("tsvd"), r"^key methods\[1\] is 'tsvd', as methods\[0\] is: a sweep names each "),
+    # a budget both run and skipped (its table showed it twice), or skipped twice
+    (lambda d: d.update(skipped=[500, d["points"][1]["budget"]]),
+     r"^key skipped\[1\] is \d+, as points\[1\]\.budget is: a budget a sweep ran is not also skipped$"),
+    (lambda d: d.update(skipped=[500, 500]), r"^key skipped\[1\] is 500, as skipped\[0\] is: a sweep skips each "),
     # a row without a column: the table showed no sign of it
     (lambda d: d["points"][0]["results"][0].update(method="sparse"),
      r"^key points\[0\]\.results\[0\]\.method is 'sparse', which key methods does not name \(the sweep's "
