@@ -46,7 +46,8 @@ from .formats import jsonable
 
 __all__ = ["atomic_path", "write_text", "write_json", "write_bytes", "OutputError", "OutputExistsError",
            "written_outputs", "output_target", "stream_kind", "special_kind", "names_descriptor", "FileStamp", "resolved_path",
-           "check_writable", "check_named_file", "NO_ROOM", "full_disk", "NAME_MAX", "shortened", "check_name_length"]
+           "check_writable", "check_named_file", "NO_ROOM", "full_disk", "NAME_MAX", "shortened", "check_name_length",
+           "name_over_limit"]
 
 #: errnos of a write that found no room: the disk is full, or the user's quota on it is used up.
 NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
@@ -399,23 +400,38 @@ def check_writable(target: Path, label: str = "") -> None:
 
 def check_name_length(target: Path, label: str = "", hint: str = "give a shorter name") -> None:
     """Refuse, before any work, an output whose file name (the last part of ``target``) is longer than its
-    folder's file system takes (:data:`NAME_MAX` bytes where the folder does not say): it could only fail
-    when written, after the work ("File name too long").  ``label`` starts the message, ``hint`` ends it.
+    folder's file system takes (:func:`name_over_limit`): it could only fail when written, after the work
+    ("File name too long").  ``label`` starts the message, ``hint`` ends it.
 
     Raises
     ------
     ParameterError
         Naming ``target``, the name's length in bytes and the limit.
     """
+    over = name_over_limit(target)
+    if over is not None:
+        raise ParameterError(f"{label}{target}: its file name is {over[0]:,} bytes, over the {over[1]:,} its file "
+                             f"system takes; {hint}")
+
+
+def name_over_limit(target: Path) -> tuple[int, int] | None:
+    """``(length, limit)`` in bytes where the file name (the last part of ``target``) is longer than its
+    folder's file system takes (:data:`NAME_MAX` where the folder does not say), else None.  The one rule
+    for every output's name: a temporary or a result kept aside never needs a shorter one, as both are
+    named by the name's first bytes where the whole would be too long (:func:`shortened`).
+
+    Examples
+    --------
+    >>> name_over_limit(Path("x" * NAME_MAX)), name_over_limit(Path("x" * (NAME_MAX + 1)))
+    (None, (256, 255))
+    """
     size = len(os.fsencode(target.name))
     if size <= NAME_MAX:
-        return
+        return None
     limit = NAME_MAX
     with contextlib.suppress(OSError, ValueError):  # (a folder that does not exist yet: the usual limit)
         limit = os.pathconf(target.parent if str(target.parent) else ".", "PC_NAME_MAX")
-    if size > limit:
-        raise ParameterError(f"{label}{target}: its file name is {size:,} bytes, over the {limit} its file system "
-                             f"takes; {hint}")
+    return (size, limit) if size > limit else None
 
 
 def resolved_path(path: str | os.PathLike) -> Path:

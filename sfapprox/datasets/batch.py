@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import _compiled
-from .._atomic import OutputError
+from .._atomic import NAME_MAX, OutputError, name_over_limit
 from .._base import ALL_METHODS, parse_methods
 from .._dask import close, connect
 from .._executors import cluster_lost, not_picklable, serialization_logs_off, worker_death
@@ -562,7 +562,7 @@ def run_batch(
             expanded = expand_weights(entries, options.data_dir, cache_dir(), network)
         positions = _manifest_positions(manifest.names(), entries, expanded)
         check_named_vars(entries, options.data_dir, cache_dir())
-        check_factor_names([e.name for e in expanded], manifest_path)
+        check_factor_names([e.name for e in expanded], manifest_path, out)
         _check_outputs(out)
         _make_folder(out, "the output folder")
         emit = on_event or (lambda *a, **k: None)
@@ -1023,20 +1023,33 @@ def check_named_vars(entries: Iterable[Entry], data_dir: str | None, cache: Path
             continue
 
 
-#: The longest factors file name (bytes) a batch writes: file systems take 255, and the temporary it is
-#: written as adds about 25 (``.<name>.<pid>.<random>.tmp``), the name kept aside on a clash ~15.
-FACTORS_NAME_MAX = 210
+#: The longest factors file name (bytes) a batch writes where its folder's file system does not say: the
+#: one limit every output's name has (:func:`~sfapprox._atomic.name_over_limit`).  It was 210 (counting
+#: ``factors/``) for the room a writer's temporary and a name kept aside add, but those are named by the
+#: name's first bytes where the whole would be too long: a fit under a name of 203 to 255 bytes was refused
+#: here that ``compare --save-factors`` saved.  Kept for scripts that read it.
+FACTORS_NAME_MAX = NAME_MAX
 
 
-def check_factor_names(names: list[str], manifest) -> None:
+def check_factor_names(names: list[str], manifest, out: str | os.PathLike | None = None) -> None:
     """Refuse entry names whose fits would write one factors file (:func:`~.runner.factors_name`): entry
     ``a``'s tsvd fit and entry ``a.tsvd``'s SF fit are both ``factors/a.tsvd.h5``, and the second
-    overwrote the first, silently.  Every registered method counts (a later run may add one).
+    overwrote the first, silently; and names whose factors file's name is longer than a file system takes
+    (each fit ran, then failed at its save).  Every registered method counts (a later run may add one).
+
+    Parameters
+    ----------
+    names : list of str
+        The entries' names.
+    manifest : str or os.PathLike
+        The manifest, named first in a refusal.
+    out : str or os.PathLike, optional
+        The output folder, whose file system's limit on a name counts where it says one (else 255 bytes).
 
     Raises
     ------
     ManifestError
-        Naming the entries and the file they would share.
+        Naming the entries and the file they would share, or the entry and its name's length.
     """
     from .._base import methods
 
@@ -1044,10 +1057,11 @@ def check_factor_names(names: list[str], manifest) -> None:
     for name in names:
         for method in methods():
             path = factors_name(name, method)
-            if len(os.fsencode(path)) > FACTORS_NAME_MAX:  # each fit ran, then failed at its save
+            over = name_over_limit(Path(out or "") / path)  # each fit ran, then failed at its save
+            if over is not None:
                 raise ManifestError(f"{manifest}: entry {name!r}: its factors file ({path[:40]}...) would have a "
-                                    f"name of {len(os.fsencode(path))} bytes, over the {FACTORS_NAME_MAX} a file "
-                                    "system takes with a writer's temporary name around it; shorten the name")
+                                    f"name of {over[0]:,} bytes, over the {over[1]:,} its file system takes; "
+                                    "shorten the name")
             other = owner.setdefault(path, (name, method))
             if other[0] != name:
                 raise ManifestError(f"{manifest}: entries {other[0]!r} ({other[1]}) and {name!r} ({method}) would "
