@@ -74,9 +74,15 @@ def test_writer_appends_whole_lines_and_reader_skips_a_partial_tail(tmp_path):
     assert [r["matrix"] for r in parsed.records] == ["a", "b"]
     assert parsed.records[0]["fro_error"] is None  # JSON has no NaN
     assert parsed.tail_bytes == len(b'{"matrix": "c", "meth')
-    assert repair_results(path) == [f"cut an incomplete last line ({parsed.tail_bytes} bytes)"]
+    assert repair_results(path) == [f"cut an incomplete last line ({parsed.tail_bytes} B)"]
     assert path.read_bytes().endswith(b'"fro_error": 1.0}\n')
     assert read_results(path).tail_bytes == 0
+    # a size as other messages say sizes (format_bytes): "1 bytes", "2000 bytes" before
+    for tail, said in ((b"{", "1 B"), (b'{"matrix": "' + b"x" * 2000, "2.0 KiB")):
+        with open(path, "ab") as f:
+            f.write(tail)
+        assert read_results(path).left_out()[3].startswith(f"{said} of an incomplete last line")
+        assert repair_results(path) == [f"cut an incomplete last line ({said})"]
 
 
 def test_a_whole_last_line_without_its_newline_is_kept_and_ended(tmp_path):

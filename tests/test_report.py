@@ -213,7 +213,7 @@ def test_report_command_prints_and_exports(tmp_path):
     result = CliRunner().invoke(app, ["report", str(out), "--markdown", str(md), "--csv", str(cs), "--latex", str(tex)])
     assert result.exit_code == 0, result.output
     assert "network" in result.output and "wins: sf 1, tsvd 1" in result.output
-    assert "bytes of an incomplete last line" in " ".join(result.output.split())
+    assert "B of an incomplete last line" in " ".join(result.output.split())
     # the ranked rows, then a table of the matrices no method could run on (gone_1, with why)
     assert md.read_text().startswith("### network") and cs.read_text().count("\n") == 4 + 1 + 1
     assert "1 entry unavailable (files not found): gone_1 — `sfapprox datasets list MANIFEST -v` says where" in " ".join(
@@ -550,7 +550,7 @@ def test_an_incomplete_last_line_is_named_in_the_report_files_with_its_pair_and_
     result = CliRunner().invoke(app, ["report", str(out), "--markdown", str(md), "--json", str(js)])
     said = " ".join(result.output.split())
     assert result.exit_code == 0, result.output
-    assert "line 4 skipped: 75 bytes of an incomplete last line (sawmill/tsvd, by what is left of it)" in said
+    assert "line 4 skipped: 75 B of an incomplete last line (sawmill/tsvd, by what is left of it)" in said
     assert "run the batch that wrote" in said and "redoes their pairs" in said
     assert "incomplete last line (sawmill/tsvd" in md.read_text()
     assert "incomplete last line" in json.loads(js.read_text())["skipped_lines"]["4"]

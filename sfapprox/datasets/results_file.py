@@ -20,6 +20,7 @@ from typing import Any
 
 from .._atomic import OutputError, atomic_path
 from ..formats import jsonable
+from .._validation import format_bytes
 
 __all__ = [
     "RESULTS_FILE",
@@ -179,7 +180,7 @@ class ResultsFile:
         from without a sign)."""
         out = self.skipped()
         if self.tail_bytes:
-            out[self.tail_line] = f"{self.tail_bytes:,} bytes of an incomplete last line{_tail_pair(self.tail)}"
+            out[self.tail_line] = f"{format_bytes(self.tail_bytes)} of an incomplete last line{_tail_pair(self.tail)}"
         return out
 
     def latest(self) -> dict[tuple[str, str], dict[str, Any]]:
@@ -464,7 +465,7 @@ def repair_results(path: str | os.PathLike, drop: set[tuple[str, str]] = frozens
             keep[i] = {**record, **wanted}
             restamped += 1
     if parsed.tail_bytes:
-        done.append(f"cut an incomplete last line ({parsed.tail_bytes} bytes)")
+        done.append(f"cut an incomplete last line ({format_bytes(parsed.tail_bytes)})")
     if parsed.unterminated:  # the next line appended would have been glued to it
         done.append("ended the last line, which had no newline")
     if parsed.bad_lines:
