@@ -491,8 +491,8 @@ def check_sparse_structure(X, *, source: str = "array") -> None:
         nnz = int(indptr[-1])
         if nnz > min(indices.size, np.size(X.data)):
             raise InputError(
-                f"{source}: invalid sparse matrix: index pointer ends at {nnz}, but only "
-                f"{min(indices.size, np.size(X.data))} entries are stored"
+                f"{source}: invalid sparse matrix: index pointer ends at {nnz:,}, but only "
+                f"{counted(min(indices.size, np.size(X.data)), 'entry is', 'entries are')} stored"
             )
         used = indices[:nnz]
         if used.size and (used.min() < 0 or used.max() >= minor):
@@ -857,8 +857,10 @@ def _check_dense(X, source: str, max_memory: int | None) -> np.ndarray:
                          "(or give it to sfapprox.compare, which takes it as it is)")
     if np.ma.isMaskedArray(X) and np.ma.getmask(X).any():
         # np.asarray keeps the values under the mask: entries the caller marked missing were fitted as data
-        raise InputError(f"{source}: a masked array with {int(np.ma.count_masked(X))} masked entries; fill them "
-                         "first (X.filled(0)), or pass X.data to use the values under the mask")
+        masked = int(np.ma.count_masked(X))
+        raise InputError(f"{source}: a masked array with {counted(masked, 'masked entry', 'masked entries')}; "
+                         f"fill {'it' if masked == 1 else 'them'} first (X.filled(0)), or pass X.data to use the "
+                         "values under the mask")
     try:
         arr = np.asarray(numpy_readable(X, source=source, max_memory=max_memory, as_float64=True))
     except (ValueError, TypeError) as exc:  # ragged nested lists and the like

@@ -51,6 +51,7 @@ from ._validation import (
 from .budget import Budget, parse_budget, resolve_budget
 from .factors import load_factors
 from .estimate import ErrorEstimate, estimate_errors
+from .formats import counted
 from .metrics import DENSE_SCORING_MAX_N, operator_error
 from .results import Comparison, MethodResult, library_versions
 from .sources import (
@@ -172,7 +173,7 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
         return MethodResult(name, "not applicable", reason=row_reason(exc, est),
                             seconds=time.perf_counter() - start)
     if est.n_stored_ > budget:  # a broken promise is a bug, never a silent excess
-        raise AssertionError(f"{name} stored {est.n_stored_} numbers over the budget {budget}")
+        raise AssertionError(f"{name} stored {counted(est.n_stored_, 'number')}, over the budget {budget:,}")
     # From columns, every row is scored afterwards, together, on the same columns (estimate_errors).
     # A stop during SF's own scoring left its error as it could: not scored again here (the stop is on)
     unscored = est.params_.get("scoring") == "interrupted"

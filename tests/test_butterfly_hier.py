@@ -279,3 +279,9 @@ def test_loading_the_apply_kernel_is_not_taken_for_an_orders_cost():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["closed_form", "2"]
+
+
+def test_a_padding_of_one_row_is_said_in_the_singular():
+    """"N = 15 padded with 1 zero rows and columns to 16": counted (formats.counted)."""
+    b = HierarchicalButterfly().fit(np.random.default_rng(0).standard_normal((15, 15)))
+    assert b.params_["note"] == "N = 15 padded with 1 zero row and column to 16"

@@ -1201,3 +1201,14 @@ def test_a_comparison_run_with_a_callback_pickles_and_its_estimators_still_repor
     _progress_seen.reports.clear()
     back.result("nmf").estimator.fit(X)  # the copy's callback is still the tagged one, the module-level function
     assert _progress_seen.reports and {m for m, _ in _progress_seen.reports} == {"nmf"}
+
+
+def test_a_method_over_its_budget_is_a_bug_said_with_its_counts(monkeypatch):
+    """A broken promise said "stored 1234 numbers over the budget 1000"; counted as other messages count."""
+    from sfapprox.baselines.tsvd import TruncatedSVD
+
+    fit = TruncatedSVD.fit
+    monkeypatch.setattr(TruncatedSVD, "fit", lambda self, *a, **k: setattr(fit(self, *a, **k), "n_stored_", 1234) or self)
+    with pytest.raises(AssertionError, match=r"^tsvd stored 1,234 numbers, over the budget 1,000$"):
+        run_method("tsvd", np.random.default_rng(0).random((30, 30)), 1000,
+                   RunContext(FitSettings(time_limit=None, device="cpu")))

@@ -1044,3 +1044,10 @@ def test_convergence_warning_separates_thousands_as_the_tables_do():
         with warnings.catch_warnings():
             warnings.simplefilter("always", ConvergenceWarning)
             ChordSF(max_iter=1000, ftol=0, gtol=0, device="cpu").fit(np.random.default_rng(0).random((8, 8)))
+
+
+def test_too_few_factors_are_counted_as_other_messages_count():
+    """"1 factors with offsets [...] cannot cover every entry": one in the singular (formats.counted)."""
+    with pytest.raises(ParameterError, match=r"^1 factor with offsets \[0, 1, 2, 4\] cannot cover every entry of a "
+                                             r"8 x 8 matrix; use at least 3 factors$"):
+        ChordSF(n_factors=1, device="cpu").fit(np.eye(8))

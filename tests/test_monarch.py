@@ -417,3 +417,9 @@ def test_a_shape_under_a_limit_is_scored_from_its_singular_values(fake_clock, mo
     fit = Monarch(budget=200, time_limit=5.0).fit(X)
     assert fake_clock.time <= 5.0
     assert fit.fro_error_ == pytest.approx(np.linalg.norm(X - fit.to_dense()), rel=1e-12)
+
+
+def test_a_padding_of_one_row_is_said_in_the_singular():
+    """"N = 11 padded with 1 zero rows and columns": counted (formats.counted)."""
+    m = Monarch(rank=1, left_block=3, right_block=4).fit(np.random.default_rng(0).standard_normal((11, 11)))
+    assert m.params_["note"] == "N = 11 padded with 1 zero row and column to 3·4 = 12"

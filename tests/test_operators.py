@@ -996,3 +996,10 @@ def test_a_transposed_product_of_sparse_factors_gives_its_factors_transposed_in_
     low_rank = TruncatedSVD(n_components=1).fit(rng.random((6, 6))).operator_
     with pytest.raises(ParameterError, match=r"^a HybridOperator\.T is not a product of sparse factors"):
         low_rank.T.to_sparse_factors()
+
+
+def test_one_offset_or_factor_is_said_in_the_singular():
+    """"1 offsets for 2 values per row", "1 factors, chord support, K = 1 values a row": counted."""
+    with pytest.raises(ParameterError, match=r"^1 offset for 2 values per row$"):
+        ChordOperator(np.ones((1, 4, 2)), offsets=[0])
+    assert "4 x 4: 1 factor, chord support, K = 1 value a row;" in repr(ChordOperator(np.ones((1, 4, 1)), offsets=[0]))

@@ -160,3 +160,14 @@ def test_the_reason_says_what_the_fewest_factors_get_when_they_too_get_fewer(mon
     roomy = M.structure_reason(300, config, dataclasses.replace(config, n_factors=fewest), 10.0,
                                evaluation_seconds=1e-3 * config.n_factors)
     assert f"({fewest} is the fewest that reach every entry)" in roomy and "about" not in roomy
+
+
+def test_a_hand_fixed_structure_over_the_budget_is_counted_as_other_messages_count():
+    """"SF with 1 factors of 11 values per row stores 11000 numbers": one in the singular, thousands
+    separated (formats.counted)."""
+    from sfapprox import BudgetError
+
+    context = RunContext(FitSettings(time_limit=None, device="cpu"), structure={"n_factors": 1})
+    with pytest.raises(BudgetError, match=r"^SF with 1 factor of 11 values per row stores 11,000 numbers, over the "
+                                          r"budget 10$"):
+        M._planned(1000, 10, context, "chord")

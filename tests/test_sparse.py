@@ -354,3 +354,11 @@ def test_the_pass_squares_are_the_local_ones_on_any_ranges(held_sparse):
         assert remote[4] == local[4] and remote[3] == local[3]
         for a, b in zip(local[:3], remote[:3]):
             assert np.array_equal(a, b)
+
+
+def test_an_n_sparse_over_the_budget_is_counted_as_other_messages_count():
+    """"1 entries stores 1,003 numbers" and "1500 entries": one in the singular, thousands separated."""
+    with pytest.raises(BudgetError, match=r"^1 entry stores 1,003 numbers, over the budget of 2"):
+        SparseApproximation(n_sparse=1, budget=2).fit(np.eye(1000))
+    with pytest.raises(BudgetError, match=r"^1,500 entries stores "):
+        SparseApproximation(n_sparse=1500, budget=2).fit(np.eye(1000))

@@ -465,6 +465,13 @@ class TestSparseStructure:
         with pytest.raises(InputError, match="index pointer must start at 0 and never decrease"):
             check_square_matrix(self._csr([0, 1, 2], indptr=(0, 2, 1, 3)))
 
+    def test_an_index_pointer_past_the_entries_counts_them(self):
+        """"ends at 3, but only 1 entries are stored": counted as other messages count (formats.counted)."""
+        A = self._csr([0], indptr=(0, 1, 1, 1))
+        A.indptr[:] = (0, 1, 2, 3)  # after construction: scipy checked it then
+        with pytest.raises(InputError, match=r"index pointer ends at 3, but only 1 entry is stored$"):
+            check_square_matrix(A)
+
     def test_coo_out_of_range(self):
         A = sp.coo_array((np.ones(1), (np.array([0]), np.array([0]))), shape=(3, 3))
         A.col[0] = 5  # after construction: scipy checked it then
@@ -708,6 +715,9 @@ class TestRefusalsSayWhatToDo:
         X = np.ma.masked_array(np.eye(3) + 1, mask=np.eye(3, dtype=bool))
         with pytest.raises(InputError, match=r"a masked array with 3 masked entries; fill them first \(X.filled\(0\)\)"):
             check_square_matrix(X)
+        one = np.ma.masked_array(np.eye(3), mask=np.eye(3, dtype=bool) & (np.arange(3) == 0))  # in the singular
+        with pytest.raises(InputError, match=r"a masked array with 1 masked entry; fill it first \(X.filled\(0\)\)"):
+            check_square_matrix(one)
         # nothing masked: its values are the matrix
         np.testing.assert_array_equal(check_square_matrix(np.ma.masked_array(np.eye(3))), np.eye(3))
         np.testing.assert_array_equal(check_square_matrix(X.filled(0)), np.ones((3, 3)) - np.eye(3) + 0)

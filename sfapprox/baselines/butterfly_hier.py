@@ -74,6 +74,7 @@ from .._params import MEMORY_LIMIT, Interval, Options
 from .._progress import Reporter
 from .._settings import DEFAULT_TIME_LIMIT
 from .._validation import COMPILED_WORKING_SET
+from ..formats import counted
 from ..budget import below_smallest, butterfly_hier_count, padded_size
 from ..metrics import operator_error
 from ..operators import ChordOperator, PaddedButterflyOperator
@@ -420,7 +421,8 @@ class HierarchicalButterfly(Approximation):
         if len(orders) > 1:
             self.params_["errors"] = errors
         if big > n:
-            self.params_["note"] = f"N = {n} padded with {big - n} zero rows and columns to {big}"
+            self.params_["note"] = (f"N = {n:,} padded with "
+                                    f"{counted(big - n, 'zero row and column', 'zero rows and columns')} to {big:,}")
         return self
 
     @staticmethod

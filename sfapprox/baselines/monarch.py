@@ -74,6 +74,7 @@ from .._progress import Reporter
 from .._settings import DEFAULT_TIME_LIMIT
 from .._threads import _limit_blas
 from .._validation import LIBRARY_WORKING_SET, check_memory
+from ..formats import counted
 from ..budget import below_smallest, monarch_count, monarch_min_budget, monarch_rank_for_budget, monarch_shapes
 from ..operators.monarch import MonarchOperator, from_slabs, monarch_slabs, slabs
 from ..sources import MatrixLike, MatrixSource
@@ -140,7 +141,8 @@ class MonarchShape:
         """
         if self.padded_n <= n:
             return None
-        return (f"N = {n} padded with {self.padded_n - n} zero rows and columns to "
+        added = counted(self.padded_n - n, "zero row and column", "zero rows and columns")
+        return (f"N = {n:,} padded with {added} to "
                 f"{self.left_block}·{self.right_block} = {self.padded_n}")
 
 

@@ -40,6 +40,7 @@ from ..budget import below_smallest, check_within, sparse_count, sparse_entries_
 from ..metrics import SPARSE_TARGET_MIN_SHARE
 from ..operators.sparse import SparseOperator
 from .._validation import check_squared_norm, is_zero_matrix, memory_limit
+from ..formats import counted
 from ..sources import BLOCK_SHARE, ArraySource, DistributedSource, MatrixLike, MatrixSource
 
 __all__ = ["SparseApproximation", "SparseOperator", "sparse_count", "sparse_entries_for_budget", "top_entries",
@@ -506,7 +507,7 @@ class SparseApproximation(Approximation):
         else:
             limit = min(self.n_sparse, n * n)
             fits = sparse_entries_for_budget(n, self.budget or 0)
-            check_within(sparse_count(n, limit), self.budget, f"{limit} entries",
+            check_within(sparse_count(n, limit), self.budget, counted(limit, "entry", "entries"),
                          f"choose n_sparse of at most {fits}" if fits else "raise the budget, or give none")
         X = self._within_limit(X)  # a matrix in memory whose selection is over the limit: its columns
         start = time.perf_counter()

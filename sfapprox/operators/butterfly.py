@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from .._errors import ParameterError
+from ..formats import counted
 from ._base import SurrogateOperator, padded_rows, register_operator
 from .chord import ChordOperator
 
@@ -91,7 +92,7 @@ class PaddedButterflyOperator(SurrogateOperator):
         return self.inner.n_factors
 
     def _holds(self) -> str:
-        return f"{self.n_factors} butterfly factors of order N' = {self.padded_n}, cropped"
+        return f"{counted(self.n_factors, 'butterfly factor')} of order N' = {self.padded_n:,}, cropped"
 
     @property
     def n_stored(self) -> int:

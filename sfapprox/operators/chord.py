@@ -24,6 +24,7 @@ import numpy as np
 from .._errors import ParameterError
 from ..budget import butterfly_count
 from ..chord import OFFSET_SUPPORTS, SUPPORTS, is_power_of_two, support_offsets
+from ..formats import counted
 from ._base import SurrogateOperator, check_finite, register_operator
 from ._chord_apply import CHUNK_COLUMNS, FactorStack, pack, unpack_view
 
@@ -114,7 +115,8 @@ class ChordOperator(SurrogateOperator):
         if support in OFFSET_SUPPORTS:
             offsets = support_offsets(n, support) if offsets is None else np.asarray(offsets, dtype=np.int64)
             if offsets.shape != (values.shape[2],):
-                raise ParameterError(f"{len(offsets)} offsets for {values.shape[2]} values per row")
+                raise ParameterError(f"{counted(len(offsets), 'offset')} for {counted(values.shape[2], 'value')} "
+                                     "per row")
             if len(set((offsets % n).tolist())) != offsets.size:  # two values for one entry of every row
                 raise ParameterError(f"offsets {offsets.tolist()} are not distinct modulo N = {n}")
             offsets = offsets % n  # as the products read them, and as a factors file holds them
@@ -158,8 +160,9 @@ class ChordOperator(SurrogateOperator):
         if not self.n_factors:
             return "no factors (the identity)"
         if self.support == "butterfly":
-            return f"{self.n_factors} butterfly factors"
-        return f"{self.n_factors} factors, {self.support} support, K = {self.offsets.size} values a row"
+            return counted(self.n_factors, "butterfly factor")
+        return (f"{counted(self.n_factors, 'factor')}, {self.support} support, "
+                f"K = {counted(self.offsets.size, 'value')} a row")
 
     @property
     def n_stored(self) -> int:
@@ -337,7 +340,7 @@ class ChordOperator(SurrogateOperator):
         if not np.issubdtype(offsets.dtype, np.integer) and offsets.size:
             raise ParameterError(f"offsets must be integers, got {offsets.dtype}")
         if offsets.shape != (values.shape[2],):
-            raise ParameterError(f"{offsets.size} offsets for {values.shape[2]} values per row")
+            raise ParameterError(f"{counted(offsets.size, 'offset')} for {counted(values.shape[2], 'value')} per row")
         if offsets.size and (offsets.min() < 0 or offsets.max() >= n or len(set(offsets.tolist())) != offsets.size):
             raise ParameterError(f"offsets {offsets.tolist()} are not distinct positions in 0..{n - 1}")
         return cls(values, offsets.astype(np.int64), support=support)

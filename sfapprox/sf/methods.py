@@ -27,6 +27,7 @@ from .._settings import SF_FLOAT32_MIN_N
 from .._errors import BudgetError, parameter
 from ..budget import SFConfig, sf_config_for_budget, sf_min_budget, sf_structure
 from ..chord import min_full_factors, support_offsets
+from ..formats import counted
 
 if TYPE_CHECKING:  # the estimator loads torch: imported with the first SF fit, not with the registry
     from .model import ChordSF
@@ -109,8 +110,9 @@ def _planned(n: int, budget: int, context: RunContext, support: str) -> tuple[di
     if "n_factors" in params or "base" in params or (context.protocol == "paper" and support == "chord"):
         config = sf_structure(n, support=support, base=params.get("base", 2), n_factors=params.get("n_factors"))
         if config.count > budget:
-            raise BudgetError(f"SF with {config.n_factors} factors of {config.n_offsets} values per row "
-                              f"stores {config.count:,} numbers, over the budget {budget:,}")
+            raise BudgetError(f"SF with {counted(config.n_factors, 'factor')} of "
+                              f"{counted(config.n_offsets, 'value')} per row stores {counted(config.count, 'number')}, "
+                              f"over the budget {budget:,}")
         return params, None
     full = sf_config_for_budget(n, budget, support=support)
     params.update(n_factors=full.n_factors, base=full.base)

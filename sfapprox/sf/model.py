@@ -54,6 +54,7 @@ from .._validation import (
     held_bytes,
     memory_limit,
 )
+from ..formats import counted
 from ..budget import sf_structure
 from ..chord import (
     SUPPORTS,
@@ -1043,7 +1044,8 @@ class ChordSF(Approximation):
         """Whether the rank-one start can be built here; ``init="rank1"`` where it cannot is refused."""
         possible = not butterfly and rank_one_applies(n, offsets, n_factors)
         if self._asks_rank_one() and not possible:
-            what = "the butterfly support" if butterfly else f"offsets {offsets.tolist()} with {n_factors} factors"
+            what = ("the butterfly support" if butterfly else
+                    f"offsets {offsets.tolist()} with {counted(n_factors, 'factor')}")
             # the start and its alternatives as the reader passes them: "init='rank1'" reached a command
             # line, whose user types --init rank1
             others = [parameter("init", start) for start in ("auto", "reference", "identity")]
@@ -1168,7 +1170,7 @@ class ChordSF(Approximation):
                 budget = self.__dict__.get("_budget")
                 chosen = f", chosen by {parameter('budget', budget)}," if budget is not None else ""
                 raise ParameterError(f"{what} has support {op.support} with offsets {op.offsets.tolist()} and "
-                                     f"{op.values.shape[0]} factors; this fit's{chosen} are {self.support}, "
+                                     f"{counted(op.values.shape[0], 'factor')}; this fit's{chosen} are {self.support}, "
                                      f"{offsets.tolist()} and {shape[0]}{_structure_hint(op, budget)}")
             values = np.asarray(op.values)
             self._iterations_before = _iterations_of(saved.fit)
@@ -1300,8 +1302,8 @@ class ChordSF(Approximation):
         if not support_is_full(n, offsets, n_factors):
             fewest = min_full_factors(n, offsets)
             raise ParameterError(
-                f"{n_factors} factors with offsets {offsets.tolist()} cannot cover every entry of a "
-                f"{n} x {n} matrix; use at least {fewest} factors"
+                f"{counted(n_factors, 'factor')} with offsets {offsets.tolist()} cannot cover every entry of a "
+                f"{n:,} x {n:,} matrix; use at least {counted(fewest, 'factor')}"
             )
 
     def _memory_limit(self, device) -> int | None:
