@@ -1431,7 +1431,8 @@ def run_order(names: Sequence[str]) -> list[str]:
 
 
 def _tagged(callback: Callable[[dict], Any] | None, method: str, limit: float | None) -> Callable[[dict], Any] | None:
-    """The progress callback with the method's name and time limit added to each report.
+    """The progress callback with the method's name and time limit added to each report; a log's phase
+    lines (its ``phase_of``, :func:`sfapprox.cli._app.announce_start`) name the method.
 
     A partial of a module-level function, not a lambda: the estimators a comparison returns (each row's
     ``estimator``) keep it as their ``callback``, and a local lambda made every such Comparison (and Sweep)
@@ -1440,7 +1441,11 @@ def _tagged(callback: Callable[[dict], Any] | None, method: str, limit: float | 
     """
     if callback is None:
         return None
-    return same_progress(functools.partial(_report_tagged, callback, method, limit), callback)
+    tagged = same_progress(functools.partial(_report_tagged, callback, method, limit), callback)
+    phase_of = getattr(callback, "phase_of", None)  # a log's: its phase lines name the method (a bar shows it)
+    if callable(phase_of):
+        tagged.phase = phase_of(method)  # type: ignore[attr-defined]
+    return tagged
 
 
 def _report_tagged(callback: Callable[[dict], Any], method: str, limit: float | None, info: dict) -> Any:

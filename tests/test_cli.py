@@ -1581,3 +1581,26 @@ def test_delimiter_and_decimal_settle_a_table_and_info_says_how_it_was_read(tmp_
 def test_nonsense_delimiter_or_decimal_is_one_line_and_exit_2(small_mtx, command, args, message):
     res = invoke(command, small_mtx, *args)
     assert res.exit_code == 2 and message in res.output and "Traceback" not in res.output, res.output
+
+
+def test_a_comparisons_log_names_the_method_of_each_phase(monkeypatch, tmp_path):
+    """In a log (stderr no terminal) `compare` said "m: compiling kernels (first run)", "m: preparing",
+    "m: scoring", never whose: a bar shows the method beside its phase, a log's line lacked it."""
+    import time
+
+    from sfapprox.sf import _kernels
+
+    real = _kernels.warm_up_numba
+
+    def slow(dtype):  # as numba compiling on a fresh install: a phase long enough to be said
+        time.sleep(0.8)
+        real(dtype)
+
+    monkeypatch.setattr(_kernels, "kernels_cached", lambda: False)
+    monkeypatch.setattr(_kernels, "warm_up_numba", slow)
+    path = tmp_path / "m.npy"
+    np.save(path, np.random.default_rng(1).random((16, 16)))
+    res = invoke("compare", path, "--methods", "tsvd,sf", "--iters", "20", "--device", "cpu")
+    assert res.exit_code == 0, res.output
+    phases = [line for line in res.output.splitlines() if "compiling kernels" in line]
+    assert phases == ["m sf: compiling kernels (first run)"], res.output

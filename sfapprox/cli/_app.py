@@ -490,7 +490,7 @@ def announce_start(callback: Callable[[dict], Any], what: str, quiet: bool) -> C
         return callback
     what = literal(what)  # (a file's name)
     started = False
-    said = None  # the phase said last, since the last step
+    said = None  # the phase said last (and whose), since the last step
 
     def wrapped(info: dict) -> Any:
         nonlocal started, said
@@ -500,15 +500,21 @@ def announce_start(callback: Callable[[dict], Any], what: str, quiet: bool) -> C
             say(f"{what}: optimizer running (Ctrl-C stops it and keeps the best factors found)")
         return callback(info)
 
-    def phase(text: str) -> None:
+    def phase(text: str, method: str | None = None) -> None:
         nonlocal said
         # a log gets the phase once, as a line (a bar shows it and clears it); the same phase again at once
         # (SF compiles before its structure is timed, then its fit warms up: "compiling kernels (first run)"
         # twice on a fresh install) is not said again
-        if text and text != said:
-            say(f"{what}: {escape(text)}")
-        said = text or said
+        if text and (method, text) != said:
+            # the method named: a comparison's log said "m: preparing", "m: scoring", "m: preparing" and
+            # never whose (a bar shows the method beside its phase)
+            say(f"{what}{'' if method is None else ' ' + literal(method)}: {escape(text)}")
+        said = (method, text) if text else said
+
+    def phase_of(method: str) -> Callable[[str], None]:
+        return lambda text: phase(text, method)
 
     marked = same_progress(wrapped, callback)
     marked.phase = phase  # type: ignore[attr-defined]
+    marked.phase_of = phase_of  # type: ignore[attr-defined]
     return marked
