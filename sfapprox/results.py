@@ -309,7 +309,14 @@ class Comparison(ShownAsTables):
             return {"winner": None if tied is not None else best.method, "text": text, "ratio": None, "exact": True,
                     "suggest": []}
         if tied is not None:
-            return _tie_verdict([best, *self.tied_rows()])
+            rows = [best, *self.tied_rows()]
+            if all(_is_exact(r) and _stores_entries_only(r) for r in rows):
+                # X's own entries in each (rpca's, rpca-pcp's and sf+s's all-sparse ends on a graph): a tie of one
+                # surrogate, whose kind is the answer; "no clear winner" alone read as no answer at all
+                text = (f"exact sparse storage is cheapest: X's {self._entries_words(best, '')} and reproduce it "
+                        f"exactly, in {_listed([r.method for r in rows])} alike (no clear winner among them)")
+                return {"winner": None, "text": text, "ratio": None, "exact": True, "suggest": []}
+            return _tie_verdict(rows)
         exact = _is_exact(best)
         sf = next((r for r in ranked if r.method == "sf"), None)
         ratio = None
@@ -317,10 +324,7 @@ class Comparison(ShownAsTables):
             # (who holds them said before the count: "... with their positions (rpca's sparse part alone)
             # (45% of the budget)" put two parentheses in a row)
             who = "" if best.method == "sparse" else f" in {best.method}'s sparse part alone"
-            entries = best.params.get("matrix_nnz", best.params.get("nnz", best.params.get("n_sparse", self.matrix.get("nnz"))))
-            positions = "" if best.method == "sparse" else " with their positions"
-            text = (f"exact sparse storage is cheapest: X's {counted(entries, 'non-zero')}{who} take "
-                    f"{counted(best.nnz, 'number')}{positions} ({_share(best.nnz, self.budget)} of the budget) "
+            text = (f"exact sparse storage is cheapest: X's {self._entries_words(best, who)} "
                     "and reproduce it exactly")
         elif exact:
             text = (f"{label} reproduces X exactly with {counted(best.nnz, 'number')} "
@@ -352,6 +356,15 @@ class Comparison(ShownAsTables):
                      f"holds it exactly in {csr:,} numbers ({_share(csr, self.budget)} of the budget)")
             suggest = ["sparse"]
         return {"winner": best.method, "text": text, "ratio": ratio, "exact": exact, "suggest": suggest}
+
+    def _entries_words(self, row: MethodResult, who: str) -> str:
+        """"57,494 non-zeros take 114,988 numbers with their positions (25% of the budget)": what a row
+        that stores X's entries alone (:func:`_stores_entries_only`) holds, ``who`` after the entries."""
+        p = row.params
+        entries = p.get("matrix_nnz", p.get("nnz", p.get("n_sparse", self.matrix.get("nnz"))))
+        positions = "" if row.method == "sparse" else " with their positions"
+        return (f"{counted(entries, 'non-zero')}{who} take {counted(row.nnz, 'number')}{positions} "
+                f"({_share(row.nnz, self.budget)} of the budget)")
 
     def _exact_sparse_count(self) -> int | None:
         """CSR's stored numbers for X's non-zeros when they fit the budget (None otherwise)."""
