@@ -972,3 +972,27 @@ def test_a_terminal_that_writes_ascii_only_shows_a_non_ascii_name_escaped_and_th
     assert "maillage_e " not in text and "maillage_e.mtx" not in text
     expected = f"compare $'{os.fsencode(tmp_path).decode('ascii')}/maillage_\\xc3\\xa9.mtx' --methods tsvd,sparse"
     assert expected in " ".join(text.split()).replace(" \\ ", " "), text[-1000:]
+
+
+def test_a_narrow_sweep_line_cuts_the_matrix_s_name_never_the_budget():
+    """At 60 columns a sweep's progress line read "rbf3000 budget 1/5 (144… tsvd" and "budget 1/5 (1…
+    sparse": the budget cut to a number it is not.  The matrix's name gives way first, then the budget's
+    count; the budget is whole or not shown."""
+    from types import SimpleNamespace
+
+    from sfapprox.cli._render import _LabelColumn
+
+    def shown(room: int, method: str) -> str:
+        task = SimpleNamespace(description=f"rbf3000 budget 1/5 (144,000) {method}",
+                               fields={"what": method, "stage": "budget 1/5 (144,000)"})
+        return _LabelColumn(room).render(task).plain
+
+    assert shown(40, "tsvd") == "rbf3000 budget 1/5 (144,000) tsvd"  # room enough: as it is
+    assert shown(28, "tsvd") == "r… budget 1/5 (144,000) tsvd"
+    assert shown(28, "sparse") == "rbf3000 budget 1/5 sparse"
+    assert shown(22, "sparse") == "rbf… budget 1/5 sparse"
+    for room in range(6, 41):
+        for method in ("tsvd", "sparse", "sf"):
+            line = shown(room, method)
+            assert cell_len(line) <= room and line.endswith(method), (room, line)
+            assert "(144,000)" in line or "(" not in line, (room, line)  # never "(144…" nor "(1…"

@@ -651,7 +651,7 @@ def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float |
         # "what": the method (or "scoring") the description ends with, kept whole when the label is cut
         # iteration None: no fit reports yet (a stage: "scoring", a method before its first iteration), so
         # the line shows no "it 0 error –", numbers that meant nothing there; the label and the time say it
-        task = progress.add_task(label, total=1.0, iteration=None, error=None, phase="", what="")
+        task = progress.add_task(label, total=1.0, iteration=None, error=None, phase="", what="", stage="")
         shown = {"label": label}  # the label and what relabel() adds to it (a sweep's budget)
 
         def update(info: dict) -> None:
@@ -672,7 +672,7 @@ def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float |
         def relabel(what: str) -> None:
             shown["label"] = f"{label} {literal(what)}"
             progress.update(task, completed=0.0, iteration=None, error=None, phase="", what="",
-                            description=shown["label"])
+                            stage=what, description=shown["label"])
 
         update.describe = describe  # type: ignore[attr-defined]
         update.relabel = relabel  # type: ignore[attr-defined]
@@ -749,8 +749,37 @@ class _LabelColumn(ProgressColumn):
         if head < 2:  # no room for a letter of the matrix's name and "…": the method, cut if it must be
             return Text(what, style="bold")
         start = text[:len(text.plain) - len(what) - 1]
+        stage = str(task.fields.get("stage") or "")
+        kept = _stage_kept(start.plain, stage, head)
+        if kept:  # a sweep's "budget 1/5 (144,000)" kept whole (or its "budget 1/5"), the matrix's name cut
+            start = start[:len(start.plain) - len(stage) - 1]
+            start.truncate(head - cell_len(kept) - 1, overflow="ellipsis")
+            return Text.assemble(start, " ", kept, " ", (what, "bold"), style="bold")
         start.truncate(head, overflow="ellipsis")
         return Text.assemble(start, " ", (what, "bold"), style="bold")
+
+
+def _stage_kept(start: str, stage: str, head: int) -> str:
+    """What of a sweep's stage (``"budget 1/5 (144,000)"``, after the matrix's name in ``start``) a label
+    cut to ``head`` cells keeps whole: all of it, or without its budget ("budget 1/5") where that leaves
+    the name 2 cells ("r…"), else nothing (the label cut at its end, as any).  Cut at its end, a 60-column
+    sweep read "rbf3000 budget 1/5 (1… sparse": budget 1, not 144,000.
+
+    Examples
+    --------
+    >>> _stage_kept("rbf3000 budget 1/5 (144,000)", "budget 1/5 (144,000)", 24)
+    'budget 1/5 (144,000)'
+    >>> _stage_kept("rbf3000 budget 1/5 (144,000)", "budget 1/5 (144,000)", 16)
+    'budget 1/5'
+    >>> _stage_kept("rbf3000 budget 1/5 (144,000)", "budget 1/5 (144,000)", 8)
+    ''
+    """
+    if not stage or not start.endswith(f" {stage}"):
+        return ""
+    for kept in (stage, stage.split(" (")[0]):
+        if cell_len(kept) + 1 + 2 <= head:
+            return kept
+    return ""
 
 
 #: The least widths of the progress line's numbers, "it N", "error E" and the elapsed time: the line
