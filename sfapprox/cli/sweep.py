@@ -52,6 +52,7 @@ def sweep(
                 note(f"note: at N = {loaded.n:,} some methods need more stored numbers than the matrix's own "
                      f"{loaded.n ** 2:,} entries ({needs}); budgets are capped there, so they run at none "
                      "(--budgets sf runs SF at its own count)", style="yellow")
+        _say_limits(names, len(specs), settings.time_limit)
         label = matrix_label(loaded.name, loaded.recipe)  # the weight --var picked, not the file alone
         with fit_progress(label, settings.max_iter, quiet) as progress:
             # each budget names itself (on_result.budget_starting) and starts the methods again, then "scoring"
@@ -78,6 +79,20 @@ def sweep(
             # named as fit's and compare's name it: Ctrl-C, or SIGTERM (a `timeout`, a job scheduler)
             note(_stopped_line(stop_cause(), result), style="bold yellow")
             raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _say_limits(names: list[str], budgets: int, time_limit) -> None:
+    """A note of what the fits may take in all: each budget gives the time limits again (5 default budgets
+    at N = 3,000 took 4.7 minutes, and nothing said so before they began)."""
+    from ..sweep import limits_seconds
+
+    total = limits_seconds(names, budgets, time_limit)
+    if total is None:
+        return
+    span = f"{total / 60:.3g} minutes" if total >= 120 else f"{total:.3g} s"
+    per = f"{total / budgets:.3g} s"
+    note(f"note: the fits may take up to {span} ({per} at each of {budgets} budget{'s' if budgets > 1 else ''}, "
+         "besides the closed forms and the scoring; --time-limit SECONDS sets each method's)")
 
 
 def _stopped_line(cause: str, result) -> str:
