@@ -171,3 +171,14 @@ def test_a_hand_fixed_structure_over_the_budget_is_counted_as_other_messages_cou
     with pytest.raises(BudgetError, match=r"^SF with 1 factor of 11 values per row stores 11,000 numbers, over the "
                                           r"budget 10$"):
         M._planned(1000, 10, context, "chord")
+
+
+def test_the_structure_reason_rounds_a_shared_time_limit():
+    """A comparison's shared limit (the time left over the methods left) read "in the 10.9578 s limit" in
+    the table's note, beside "sf 11 s" in the time-limit note above it."""
+    from sfapprox.sf.methods import SFConfig, structure_reason
+
+    full, fewest = SFConfig(2, 12, 13, 468_000, "chord"), SFConfig(2, 10, 13, 390_000, "chord")
+    why = structure_reason(3000, full, fewest, 10.957783274000072, evaluation_seconds=0.9336)
+    assert "fewer than 1,000 loss evaluations in the 11 s limit on this machine" in why, why
+    assert "in the 1,200 s limit" in structure_reason(3000, full, fewest, 1200.0, evaluation_seconds=9.0)

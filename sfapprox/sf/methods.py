@@ -343,8 +343,9 @@ def structure_reason(n: int, full: SFConfig, config: SFConfig, time_limit: float
     """
     fewest = min_full_factors(n, support_offsets(n, config.support, config.base))
     wanted = wanted_evaluations(max_iter)
-    why = (f"{full.n_factors} would get fewer than {wanted:,} loss evaluations in the "
-           f"{time_limit:g} s limit on this machine")
+    # rounded: a comparison's shared limit read "10.9578 s" (and .3g alone writes 1,200 s as 1.2e+03)
+    limit = f"{time_limit:.3g}" if time_limit < 100 else f"{time_limit:,.0f}"
+    why = f"{full.n_factors} would get fewer than {wanted:,} loss evaluations in the {limit} s limit on this machine"
     expected = (None if not evaluation_seconds else
                 int(time_limit / (evaluation_seconds * config.n_factors / full.n_factors)))
     if config.n_factors == fewest and expected is not None and expected < wanted:
