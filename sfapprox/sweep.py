@@ -136,8 +136,8 @@ def _budget_specs(budgets) -> list[str]:
 
 def limits_seconds(methods: Sequence[str], budgets: int, time_limit: float | str | None) -> float | None:
     """The seconds that the time limits of a sweep's iterative methods add up to over ``budgets`` budgets:
-    what its fits may take, besides the closed forms (not cut) and the scoring.  Each budget gives the
-    limit again, so a sweep at the defaults is ``budgets`` times a comparison's two minutes at most (at
+    the fits' limits, besides the closed forms (not cut), the scoring and each fit's setup.  Each budget gives the
+    limit again, so at the defaults they add up to ``budgets`` times a comparison's two minutes at most (at
     N = 3,000, 5 default budgets of tsvd, sparse and sf took 4.7 minutes, where nothing said so before).
 
     Parameters
