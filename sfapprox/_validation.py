@@ -19,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._errors import InputError, ParameterError, ResourceError, parameter
+from ._resources import physical_memory
 from .formats import counted
 
 if TYPE_CHECKING:  # for type checkers only: torch is imported where a tensor is met, never to validate an array
@@ -45,8 +46,8 @@ __all__ = [
 #: 1.11, and pyproject allows 1.10, where evaluating it here made every use of the package an AttributeError.
 MatrixArray: TypeAlias = Union[np.ndarray, "sp.sparray", sp.spmatrix, "torch.Tensor", "LinearOperator"]
 
-#: Fraction of physical RAM that a single matrix may use when no explicit
-#: ``max_memory`` is given.  The rest is left for the solvers' work arrays.
+#: Fraction of physical RAM (a cgroup's limit where lower) that a single matrix may use when no
+#: explicit ``max_memory`` is given.  The rest is left for the solvers' work arrays.
 MEMORY_FRACTION = 0.8
 
 #: Largest accepted ``||X||_F**2``.  Errors, norms and losses everywhere are
@@ -96,8 +97,10 @@ def format_bytes(n_bytes: float, *, up: bool = False) -> str:
 def default_memory_limit() -> int | None:
     """Return the default memory limit: 80% of physical RAM, or None if unknown.
 
-    The RAM is :func:`physical_memory`'s; where it is unknown there is no limit, and a warning says
-    so once (give ``max_memory=`` / ``--max-memory``).
+    The RAM is :func:`~sfapprox._resources.physical_memory`'s: the host's, or the memory limit of the
+    process's cgroup (a container's, a job's) where lower, since the kernel kills the process there
+    without a word.  Where it is unknown there is no limit, and a warning says so once (give
+    ``max_memory=`` / ``--max-memory``).
 
     Returns
     -------
@@ -115,49 +118,6 @@ def default_memory_limit() -> int | None:
         _warn_no_memory_limit()
         return None
     return int(total * MEMORY_FRACTION)
-
-
-def physical_memory() -> int | None:
-    """Bytes of installed physical memory, or None where they cannot be told.
-
-    No third-party package is needed: ``os.sysconf`` (installed pages times page size) on Linux,
-    macOS and the BSDs; ``GlobalMemoryStatusEx`` on Windows, which has no ``os.sysconf``.
-
-    Returns
-    -------
-    int or None
-        The bytes; None on another system or when the call fails.
-    """
-    try:
-        pages = os.sysconf("SC_PHYS_PAGES")
-        page_size = os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):
-        pages = page_size = 0
-    if pages > 0 and page_size > 0:
-        return int(pages * page_size)
-    if sys.platform == "win32":
-        return _windows_physical_memory()
-    return None
-
-
-def _windows_physical_memory() -> int | None:
-    import ctypes  # here: only Windows asks, and ctypes takes time to import
-
-    class MemoryStatusEx(ctypes.Structure):  # MEMORYSTATUSEX of the Windows API
-        _fields_ = [("dwLength", ctypes.c_ulong), ("dwMemoryLoad", ctypes.c_ulong),
-                    ("ullTotalPhys", ctypes.c_ulonglong), ("ullAvailPhys", ctypes.c_ulonglong),
-                    ("ullTotalPageFile", ctypes.c_ulonglong), ("ullAvailPageFile", ctypes.c_ulonglong),
-                    ("ullTotalVirtual", ctypes.c_ulonglong), ("ullAvailVirtual", ctypes.c_ulonglong),
-                    ("ullAvailExtendedVirtual", ctypes.c_ulonglong)]
-
-    status = MemoryStatusEx()
-    status.dwLength = ctypes.sizeof(MemoryStatusEx)
-    try:
-        if not ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(status)):
-            return None
-    except (AttributeError, OSError):
-        return None
-    return int(status.ullTotalPhys) or None
 
 
 #: Whether the warning that no memory limit applies was given (once a process: every load asks).

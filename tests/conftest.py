@@ -178,3 +178,31 @@ def slow_power_iterations(fake_clock, monkeypatch):
         return done
 
     return patch
+
+
+@pytest.fixture
+def fake_cgroup(tmp_path, monkeypatch):
+    """A fake cgroup tree: ``make(proc, files)`` writes ``proc`` as this process's ``/proc/self/cgroup`` and
+    ``files`` (path under the cgroup root -> text or bytes), and points sfapprox._resources at them (on
+    a Linux as far as it can tell).  Returns the root folder."""
+    from sfapprox import _resources
+
+    root = tmp_path / "sys-fs-cgroup"
+    root.mkdir()
+
+    def make(proc: str, files: dict | None = None) -> Path:
+        (tmp_path / "proc-self-cgroup").write_text(proc)
+        for name, content in (files or {}).items():
+            path = root / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(content)
+        return root
+
+    monkeypatch.setattr(_resources, "CGROUP_ROOT", str(root))
+    monkeypatch.setattr(_resources, "PROC_CGROUP", str(tmp_path / "proc-self-cgroup"))
+    monkeypatch.setattr(sys, "platform", "linux")
+    make("")  # no cgroup until a test makes one
+    return make

@@ -805,3 +805,15 @@ class TestPhysicalMemoryElsewhere:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             assert default_memory_limit() is None  # every load asks: the warning is given once
+
+
+def test_the_default_memory_limit_is_80_percent_of_a_containers_limit(fake_cgroup, monkeypatch):
+    """docker run --memory 4g on a 64 GB host: the default planned for 51 GB (80% of the host's RAM), and the
+    OOM killer ended the run with nothing said or saved."""
+    from sfapprox import _resources
+
+    monkeypatch.setattr(_resources, "host_memory", lambda: 64 << 30)
+    fake_cgroup("0::/system.slice/docker-abc.scope\n", {"system.slice/docker-abc.scope/memory.max": str(4 << 30)})
+    assert default_memory_limit() == int(0.8 * (4 << 30))
+    fake_cgroup("0::/system.slice/docker-abc.scope\n", {"system.slice/docker-abc.scope/memory.max": "max"})
+    assert default_memory_limit() == int(0.8 * (64 << 30))
