@@ -34,6 +34,8 @@ import sys
 import time
 from collections.abc import Iterator
 
+from ._resources import cgroup_cpu_limit
+
 __all__ = [
     "PARALLEL_MIN_WORK",
     "WORK_PER_THREAD",
@@ -58,43 +60,21 @@ PARALLEL_MIN_WORK = 1 << 15
 WORK_PER_THREAD = 1 << 14
 
 
-def _cgroup_quota_cores() -> float | None:
-    """CPU quota of this process's cgroup in cores (v2 ``cpu.max`` or v1 CFS), None without one."""
-    candidates = [("/sys/fs/cgroup/cpu.max", None),
-                  ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu/cpu.cfs_period_us")]
-    for path, period_path in candidates:
-        try:
-            with open(path) as fh:
-                fields = fh.read().split()
-            if period_path is None:
-                quota, period = fields[0], fields[1] if len(fields) > 1 else "100000"
-            else:
-                with open(period_path) as fh:
-                    quota, period = fields[0], fh.read().strip()
-        except (OSError, IndexError):
-            continue
-        if quota in ("max", "-1"):
-            return None
-        try:
-            return max(float(quota) / float(period), 1.0)
-        except (ValueError, ZeroDivisionError):
-            return None
-    return None
-
-
 def available_cores() -> int:
-    """Cores this process may run on: its affinity mask, capped by a cgroup CPU quota.
+    """Cores this process may run on: its affinity mask, capped by its cgroup's CPU quota.
 
     ``os.cpu_count()`` counts the machine's cores, which a container or
-    ``taskset`` may not grant.
+    ``taskset`` may not grant; a quota (a container's ``--cpus 2``, a job's
+    CPU limit) grants their time only in part, rounded up here
+    (:func:`~sfapprox._resources.cgroup_cpu_limit`): more threads than that are throttled.
     """
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
-    quota = _cgroup_quota_cores()
+    quota = cgroup_cpu_limit()
     if quota is not None:
-        cores = min(cores, math.ceil(quota))
+        cores = min(cores, quota)
     return max(1, cores)
 
 

@@ -216,3 +216,21 @@ def test_a_numpy_block_is_capped_at_the_physical_cores_as_torch_s_default_is(tmp
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["1", "1", "2", "False"]
+
+
+def test_a_cpu_quota_on_the_processs_own_cgroup_or_a_parent_caps_the_cores(fake_cgroup, monkeypatch):
+    """A Kubernetes pod or a Slurm job without a cgroup namespace: the quota is on its own cgroup or a parent,
+    where only the mount's root was read, so a fit started a thread per host core on 2 CPUs' worth of time."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(32)), raising=False)
+    fake_cgroup("0::/kubepods/pod1/ctr\n", {"kubepods/pod1/cpu.max": "200000 100000",
+                                            "kubepods/pod1/ctr/cpu.max": "max 100000"})
+    assert T.available_cores() == 2
+    before = torch.get_num_threads()
+    with T.AdaptiveThreads(10**9, threads=8) as gov:  # --threads forces a count, within the quota
+        assert torch.get_num_threads() == 2
+    assert gov.used == 2 and torch.get_num_threads() == before
+    fake_cgroup("4:cpu,cpuacct:/slurm/uid_1/job_9\n", {"cpu,cpuacct/slurm/uid_1/job_9/cpu.cfs_quota_us": "300000",
+                                                       "cpu,cpuacct/slurm/uid_1/job_9/cpu.cfs_period_us": "100000"})
+    assert T.available_cores() == 3
+    fake_cgroup("0::/kubepods/pod1/ctr\n", {"kubepods/pod1/cpu.max": "max 100000"})
+    assert T.available_cores() == 32
