@@ -1965,3 +1965,31 @@ def test_batch_options_take_methods_as_one_string_as_compare_does():
     assert BatchOptions(methods="tsvd,sparse").methods == ("tsvd", "sparse")
     assert BatchOptions(methods="all").methods == tuple(available_methods())
     assert BatchOptions(methods=("tsvd",)).methods == ("tsvd",)
+
+
+class _PoolRecordingItsSettings(_PoolStoppedWhileShuttingDown):
+    """A process pool that runs each task at once, here, and records what its workers would be set up with."""
+
+    made: list[dict] = []
+
+    def __init__(self, *args, **kwargs):
+        self.made.append(kwargs)
+
+    def shutdown(self, wait=True, cancel_futures=False):
+        pass
+
+
+def test_process_workers_share_the_cores_this_process_may_use(tmp_path, monkeypatch):
+    """batch -j 2 split os.cpu_count(), the host's cores, between its workers: each started 16 threads where
+    the process may use 2 cores (a container's CPU quota, an affinity mask)."""
+    import sfapprox.datasets.batch as batch
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 32)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(batch, "ProcessPoolExecutor", _PoolRecordingItsSettings)
+    monkeypatch.setattr(_PoolRecordingItsSettings, "made", [])
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"), gen_entry("b", seed=2))
+    summary = run_batch(m, tmp_path / "out", TSVD, jobs=2)
+    assert summary.written == 2
+    (settings,) = _PoolRecordingItsSettings.made
+    assert settings["initargs"][0] == 1  # threads per worker: 2 cores, 2 workers

@@ -59,6 +59,7 @@ from .._executors import cluster_lost, not_picklable, serialization_logs_off, wo
 from .._errors import ParameterError, SfapproxError, one_line, parameter, reader, spelled_for
 from .._settings import PROTOCOLS
 from .._signals import children_keep_hang_ups_blocked, deferred
+from .._threads import available_cores
 from ..budget import parse_budget
 from .fetch import ChecksumError, NetworkState, cache_dir, check_data_dir, fetch_entry, file_sha256, is_present
 from .folder_lock import HOLDER_FILE, folder_lock
@@ -1176,7 +1177,9 @@ class _RecordPipe(_Received):
 
 def _run_processes(tasks: list[MatrixTask], jobs: int, write: Callable[[dict], None], emit: Event) -> bool:
     jobs = min(jobs, len(tasks))
-    threads = max(1, (os.cpu_count() or 1) // jobs)
+    # the cores this process may use, shared: os.cpu_count() is the host's, so under a container's CPU quota
+    # each of 2 workers started 16 threads on 2 CPUs' worth of time on a 32-core host (throttled)
+    threads = max(1, available_cores() // jobs)
     context = multiprocessing.get_context("spawn")
     pipe = _RecordPipe(context)
     with children_keep_hang_ups_blocked():  # (the pool's queues start multiprocessing's resource tracker)
