@@ -108,7 +108,9 @@ class FitSettings:
         Bytes a fit may use; work estimated above it is refused before it
         starts.  A size as the command line's ``--max-memory`` takes it
         (``"4G"``, ``"500M"``: powers of 1024) is stored in bytes.  None: 80%
-        of the physical memory (for SF on a GPU, 90% of the GPU's free memory).
+        of the physical memory, or of the process's cgroup memory limit (a
+        container's, a job's) where lower (for SF on a GPU, 90% of the GPU's
+        free memory).
 
     Examples
     --------

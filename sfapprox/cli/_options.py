@@ -224,7 +224,7 @@ def options(*groups: Group) -> Callable:
 # ---------------------------------------------------------------- LoadOptions
 _MAX_MEMORY = _param(
     "max_memory",
-    Annotated[Optional[str], typer.Option("--max-memory", help="Memory limit for loading and fitting, e.g. 8G or 500M (default: 80% of RAM); larger work is refused before it starts.", metavar="SIZE")],
+    Annotated[Optional[str], typer.Option("--max-memory", help="Memory limit for loading and fitting, e.g. 8G or 500M (default: 80% of RAM, or of a container's or job's memory limit where lower); larger work is refused before it starts.", metavar="SIZE")],
     None,
 )
 
