@@ -94,6 +94,23 @@ def test_bad_kernel_input_is_one_line(points, kwargs, error, match):
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize("kernel, meant", [
+    ("rbff", "'rbf'"), ("gaussian", "'rbf'"), ("laplace", "'laplacian'"), ("Matern", "'matern32' or 'matern52'"),
+])
+def test_a_kernel_typo_names_the_kernel_it_may_mean(kernel, meant, tmp_path):
+    # what a user mistyping --kernel was told: only the list, for "rbff" as for "gaussian"
+    with pytest.raises(ParameterError, match=re.escape(f"unknown kernel {kernel!r} (did you mean {meant}?); choose one of rbf")):
+        KernelMatrix(np.zeros((3, 2)), kernel=kernel)
+    np.save(tmp_path / "points.npy", np.zeros((3, 2)))
+    with pytest.raises(ParameterError, match=re.escape(f"(did you mean {meant}?)")):
+        open_matrix(tmp_path / "points.npy", kernel=kernel)
+
+
+def test_an_unknown_kernel_like_none_names_no_guess():
+    with pytest.raises(ParameterError, match=r"unknown kernel 'xyz'; choose one of rbf"):
+        KernelMatrix(np.zeros((3, 2)), kernel="xyz")
+
+
 def test_attention_rows_are_a_softmax():
     rng = np.random.default_rng(1)
     q, k = rng.standard_normal((50, 8)), rng.standard_normal((50, 8))

@@ -25,7 +25,7 @@ from .._params import MEMORY_LIMIT
 from .._validation import check_memory, format_bytes, held_bytes, memory_limit
 from ..sources import (AttentionMatrix, CovarianceMatrix, KernelMatrix, MatrixSource, SparseSource, formable, formed_need,
                        open_npy)
-from ..sources.kernels import KERNELS, check_bandwidth
+from ..sources.kernels import check_bandwidth, check_kernel
 from ._common import DEFAULTS, Options, Source, fail, one_line, strip_compression
 from ._covariance import read_samples
 from ._numpy import _load_npy
@@ -329,8 +329,8 @@ def check_reading_options(*, kernel: str | None = DEFAULTS.kernel, bandwidth: fl
     from . import _check_options  # the package's own (this module is imported at its end)
 
     _refuse_unknown(options)
-    if kernel is not None and (not isinstance(kernel, str) or kernel not in KERNELS):
-        raise ParameterError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)} ({parameter('kernel')})")
+    if kernel is not None:
+        check_kernel(kernel)
     if bandwidth is not None and kernel is None:
         raise ParameterError(f"a bandwidth needs a kernel: give {parameter('kernel')} too")
     if kernel is not None:

@@ -24,6 +24,7 @@ is recorded (``bandwidth_`` and the summary) and printed by the CLI.
 
 from __future__ import annotations
 
+import difflib
 import math
 from typing import Any
 
@@ -36,10 +37,14 @@ from .._settings import DEFAULT_SEED
 from .._validation import array_of, check_memory, first_nonfinite, float64_table, held_bytes
 from ._base import MatrixSource, form_cells, kept_stop
 
-__all__ = ["KernelMatrix", "KERNELS", "median_bandwidth", "MEDIAN_SAMPLE"]
+__all__ = ["KernelMatrix", "KERNELS", "median_bandwidth", "MEDIAN_SAMPLE", "check_kernel"]
 
 #: The kernels and whether each takes a bandwidth.
 KERNELS = {"rbf": True, "laplacian": True, "matern32": True, "matern52": True, "cosine": False, "linear": False}
+#: Other names of the kernels, which a typo check cannot reach by spelling ("gaussian" is rbf): only
+#: suggested, never taken, so that a recorded run names its kernel one way.
+KERNEL_SYNONYMS = {"gaussian": "rbf", "gauss": "rbf", "squared_exponential": "rbf", "se": "rbf", "exponential": "laplacian",
+                   "laplace": "laplacian", "matern": "matern32 or matern52", "dot": "linear", "cos": "cosine"}
 #: Points the median heuristic looks at, at most (a seeded sample of them).
 MEDIAN_SAMPLE = 2000
 
@@ -189,6 +194,29 @@ def _check_computable(kernel: str, h: float, points: np.ndarray, seed: int, max_
                          f"underflows){hint} ({parameter('bandwidth')})")
 
 
+def check_kernel(kernel: Any) -> None:
+    """ParameterError unless ``kernel`` is one of :data:`KERNELS`, naming the one it may mean.
+
+    Examples
+    --------
+    >>> check_kernel("rbf")
+    >>> check_kernel("gaussian")
+    Traceback (most recent call last):
+    ...
+    sfapprox._errors.ParameterError: unknown kernel 'gaussian' (did you mean 'rbf'?); choose one of rbf, ... (kernel=)
+    """
+    if isinstance(kernel, str) and kernel in KERNELS:
+        return
+    # (a typo was told only the list: "rbff", "laplace" and "gaussian" alike)
+    meant = None
+    if isinstance(kernel, str):
+        key = kernel.strip().lower().replace("-", "_").replace(" ", "_")
+        close = difflib.get_close_matches(key, list(KERNELS), n=1)
+        meant = KERNEL_SYNONYMS.get(key) or (close[0] if close else None)
+    hint = "" if meant is None else f" (did you mean {' or '.join(map(repr, meant.split(' or ')))}?)"
+    raise ParameterError(f"unknown kernel {kernel!r}{hint}; choose one of {', '.join(KERNELS)} ({parameter('kernel')})")
+
+
 def check_bandwidth(kernel: str, bandwidth) -> None:
     """ParameterError unless ``bandwidth`` is None, or a positive finite number for a kernel that takes one
     (what a KernelMatrix, the command line's options and a manifest's load options all check).
@@ -262,8 +290,7 @@ class KernelMatrix(MatrixSource):
         seed = DEFAULT_SEED if seed is None else seed
         max_memory = check_values({"seed": seed, "max_memory": max_memory}, {"seed": SEED, "max_memory": MEMORY_LIMIT},
                                   "KernelMatrix")["max_memory"]
-        if not isinstance(kernel, str) or kernel not in KERNELS:  # ["rbf"] was a raw "unhashable" TypeError
-            raise ParameterError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)} ({parameter('kernel')})")
+        check_kernel(kernel)  # (["rbf"] was a raw "unhashable" TypeError)
         pts = array_of(points, name, "the points", max_memory)
         if pts.ndim != 2 or pts.shape[0] < 1 or pts.shape[1] < 1:
             raise InputError(f"{name}: the points must be a table of shape (N, d), got shape {pts.shape}")
