@@ -25,6 +25,7 @@ import numpy as np
 from .._base import MethodSpec, RunContext, register
 from .._settings import SF_FLOAT32_MIN_N
 from .._errors import BudgetError, parameter
+from .._progress import phase
 from ..budget import SFConfig, sf_config_for_budget, sf_min_budget, sf_structure
 from ..chord import min_full_factors, support_offsets
 from ..formats import counted
@@ -82,7 +83,9 @@ def sf_estimator(n: int, budget: int, context: RunContext, *, support: str = "ch
     if full is not None and settings.time_limit is not None:
         _compiled_first(n, context.callback)
         measuring = time.perf_counter()
-        config, seconds = _affordable(n, full, settings.time_limit, settings.device, settings.max_iter)
+        # (4 s at N = 12,000 on a busy machine, under a bar that said nothing)
+        with phase(context.callback, "timing the factors' evaluations"):
+            config, seconds = _affordable(n, full, settings.time_limit, settings.device, settings.max_iter)
         params.update(n_factors=config.n_factors, base=config.base)
         # the structure's measured evaluations are part of the method's time
         params["time_limit"] = max(0.0, settings.time_limit - (time.perf_counter() - measuring))
@@ -172,11 +175,15 @@ def _compiled_first(n: int, callback=None) -> None:
     import torch
 
     from .._progress import kernel_phase, phase
-    from ._kernels import kernels_cached, select_kernel, warm_up_numba
+    from ._kernels import compiled_for, select_kernel, warm_up_numba
 
     if select_kernel(n, "cpu")[1] == "numba":
-        with phase(callback, kernel_phase(kernels_cached())):
-            warm_up_numba(getattr(torch, _default_dtype(n).name))
+        # cached: the one kernel warm_up_numba compiles, in its dtype. kernels_cached() also asks for the
+        # in-memory L-BFGS iterations, which fits from columns never compile: every comparison of a kernel
+        # too big to form said "compiling kernels (first run)" while it loaded them, run after run
+        dtype = _default_dtype(n)
+        with phase(callback, kernel_phase(compiled_for("loss_and_grad", dtype))):
+            warm_up_numba(getattr(torch, dtype.name))
 
 
 #: Up to this N a structure's evaluation is measured on a whole random target (8 MiB at most); above
