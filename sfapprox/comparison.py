@@ -1344,7 +1344,11 @@ def run_all(
         try:
             if stop_requested():  # a stop whose KeyboardInterrupt was swallowed (see _signals)
                 raise KeyboardInterrupt
-            result = run_method(name, X, budget.value, own, fro_norm)
+            # a pass over a source's columns (rsvd's, sparse's: 15-30 s at N = 12,000) showed a bar with no
+            # word beside it; a method's own phases and steps say more over this one while they last
+            with (phase(own.callback, "reading columns (the matrix is not formed)") if isinstance(X, MatrixSource)
+                  else contextlib.nullcontext()):
+                result = run_method(name, X, budget.value, own, fro_norm)
         except ResourceError as exc:
             # over a memory limit the user gave: not applicable under it, as a method that needs the matrix
             # formed is (a batch redoes such lines under another limit). A limit of the moment (a GPU's free

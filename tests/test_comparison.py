@@ -4,6 +4,7 @@ import pytest
 from sfapprox import FitSettings, ParameterError, compare
 from sfapprox._base import RunContext
 from sfapprox.comparison import available_methods, run_method
+from sfapprox.sources import KernelMatrix
 
 CPU = FitSettings(device="cpu", max_iter=30)
 
@@ -1212,3 +1213,30 @@ def test_a_method_over_its_budget_is_a_bug_said_with_its_counts(monkeypatch):
     with pytest.raises(AssertionError, match=r"^tsvd stored 1,234 numbers, over the budget 1,000$"):
         run_method("tsvd", np.random.default_rng(0).random((30, 30)), 1000,
                    RunContext(FitSettings(time_limit=None, device="cpu")))
+
+
+class _SlowKernel(KernelMatrix):
+    """A kernel whose columns take time, as a large one's do."""
+
+    def _columns(self, J):
+        import time
+
+        time.sleep(0.3)
+        return super()._columns(J)
+
+
+def test_a_display_says_a_method_reads_columns_of_a_matrix_not_formed():
+    """rsvd's and sparse's passes over a kernel never formed (15-30 s at N = 12,000) showed a bar with
+    no word beside it: neither method has steps or phases of its own."""
+    points = np.random.default_rng(0).standard_normal((200, 3))
+    phases = []
+
+    def display(info):
+        pass
+
+    display.phase = phases.append
+    # 200 KB: under the formed matrix's 320 KB, so read by columns
+    row = compare(_SlowKernel(points, "rbf", bandwidth=1.0), ["sparse"], budget=2_000, max_memory=200_000,
+                  callback=display).results[0]
+    assert row.status == "ok" and row.params.get("from") == "columns", row.reason
+    assert phases[:2] == ["reading columns (the matrix is not formed)", ""]
