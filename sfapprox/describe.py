@@ -14,7 +14,7 @@ from ._validation import format_bytes, memory_limit
 from .budget import sf_count, sf_structure, sparse_count, tsvd_count, tsvd_rank_for_budget
 from .comparison import MatrixInput, as_loaded_matrix, formable, formed_need, opened_input, recipe_text
 from .factors import load_factors
-from .formats import Column, OutputFormat, ShownAsTables, Table, fact_text, printable, render_html
+from .formats import Column, OutputFormat, ShownAsTables, Table, counted, fact_text, printable, render_html
 from .sources import MatrixSource
 
 __all__ = ["MatrixDescription", "describe", "describe_factors", "describe_weights", "describe_methods",
@@ -341,8 +341,19 @@ def describe_weights(path, fmt: str) -> MatrixDescription:
         table.notes.append(f"{len(moments)} of the square ones {'is' if len(moments) == 1 else 'are'} an optimizer's "
                            f"state ({', '.join(moments[:3])}{', ...' if len(moments) > 3 else ''}): not among the "
                            f"weights a manifest's var = \"*\" runs; {parameter('var', shown=_NAME)} reads one all the same")
+    tied = [t for t in tensors if t.get("same_as")]
+    if tied:
+        table.notes.append(_tied_note(tied))
     facts = [("file", os.fspath(path)), ("format", fmt), ("tensors", len(tensors)), ("square matrices", square)]
     return MatrixDescription(facts, [table], {"tensors": tensors})
+
+
+def _tied_note(tied: list[dict[str, Any]], most: int = 3) -> str:
+    """The note on tensors that are another under a second name (tied weights): one matrix, listed twice."""
+    shown = "; ".join(f"{t['name']} is {t['same_as']}" for t in tied[:most])
+    more = f"; and {len(tied) - most:,} more" if len(tied) > most else ""
+    return (f"tied: {counted(len(tied), 'tensor')} {'is' if len(tied) == 1 else 'are'} another one's values under a "
+            f"second name (one storage): {shown}{more}; a manifest's var = \"*\" runs each matrix once")
 
 
 #: A weights file of more tensors than this is listed on a terminal by its square ones, at most this many:

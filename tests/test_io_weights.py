@@ -978,3 +978,21 @@ def test_a_sparse_tensor_whose_indices_lie_is_refused_not_read_past_its_values(t
     for name in ("csr", "bsc"):  # the true ones are read as before
         np.testing.assert_array_equal(load_matrix(tmp_path / "fine.pt", var=name).matrix, W.numpy())
     assert not torch.sparse.check_sparse_tensor_invariants.is_enabled()  # the user's setting, as it was
+
+
+def test_tied_weights_are_said_to_be_one_storage_under_two_names(tmp_path):
+    """A language model's lm_head.weight saved tied to its embedding (one storage, two names) was listed as
+    two tensors, nothing said; a view of other bytes (a transpose, a block) or two meta tensors (each at
+    address 0) are matrices of their own."""
+    w = torch.randn(6, 6)
+    torch.save({"embed.weight": w, "lm_head.weight": w, "t.weight": w.t(), "block.weight": w[:3, :3],
+                "m1.weight": torch.empty(4, 4, device="meta"), "m2.weight": torch.empty(4, 4, device="meta")},
+               tmp_path / "tied.pt")
+    desc = describe_weights(tmp_path / "tied.pt", "torch")
+    same = {t["name"]: t["same_as"] for t in desc.data["tensors"]}
+    assert same == {"embed.weight": None, "lm_head.weight": "embed.weight", "t.weight": None,
+                    "block.weight": None, "m1.weight": None, "m2.weight": None}
+    assert any(n.startswith("tied: 1 tensor is another one's values under a second name (one storage): "
+                            "lm_head.weight is embed.weight;") for n in desc.tables[0].notes), desc.tables[0].notes
+    write_safetensors(tmp_path / "w.safetensors", {"a": ("F32", np.eye(3, dtype=np.float32))})
+    assert describe_weights(tmp_path / "w.safetensors", "safetensors").data["tensors"][0]["same_as"] is None

@@ -719,7 +719,8 @@ def list_weights(path, fmt: str) -> list[dict[str, Any]]:
     square-shaped tensor is not (complex values, a meta tensor, a type sfapprox does not read), else
     None: ``info`` marked a complex or FP4 tensor usable, and a manifest's ``var = "*"`` ran it to fail.
     ``optimizer`` marks an optimizer's state in a training checkpoint (:func:`optimizer_state`): read
-    where ``var=`` names it, never taken for one of the model's weights.
+    where ``var=`` names it, never taken for one of the model's weights.  ``same_as`` names the earlier
+    tensor a tensor is, under another name (tied weights, :func:`tied_tensors`), else None.
     """
     src = Source(path)
     src.check_exists()
@@ -727,9 +728,41 @@ def list_weights(path, fmt: str) -> list[dict[str, Any]]:
         if fmt == "safetensors":
             tensors, _ = _safetensors_header(src)
             listed = [(k, v["shape"], v["dtype"], _safetensors_unread(v["dtype"])) for k, v in tensors.items()]
+            tied: dict[str, str] = {}  # a header's tensors never share bytes (its offsets are checked)
         else:
+            state = _torch_state(src)[0]
             listed = [(k, list(t.shape), str(t.dtype).replace("torch.", ""), (_torch_unread(t) or [None])[0])
-                      for k, t in _torch_state(src)[0].items()]
+                      for k, t in state.items()]
+            tied = tied_tensors(state)
     return [{"name": name, "shape": shape, "dtype": dtype, "square": is_square(shape) and not why,
-             "unread": why if is_square(shape) else None, "optimizer": optimizer_state(name)}
+             "unread": why if is_square(shape) else None, "optimizer": optimizer_state(name),
+             "same_as": tied.get(name)}
             for name, shape, dtype, why in listed]
+
+
+def _tie_key(tensor) -> tuple | None:
+    """What makes two tensors one matrix: the same bytes read the same way (None where that is not
+    known: a meta tensor has no bytes, every one at address 0; a sparse one has no single storage)."""
+    import torch
+
+    if tensor.is_meta or tensor.layout != torch.strided or tensor.is_quantized:
+        return None
+    return (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape),
+            tuple(tensor.stride()), tensor.dtype)
+
+
+def tied_tensors(tensors: dict[str, Any]) -> dict[str, str]:
+    """``{name: first name}`` for each tensor that is an earlier one under another name (tied weights:
+    a language model's ``lm_head.weight`` is its token embedding, one storage that ``torch.save`` writes
+    once); a view of other bytes of a storage, or of the same bytes in another shape, is a matrix of its own."""
+    first: dict[tuple, str] = {}
+    tied: dict[str, str] = {}
+    for name, tensor in tensors.items():
+        key = _tie_key(tensor)
+        if key is None or tensor.numel() == 0:  # empty tensors share no values, whatever their address
+            continue
+        if key in first:
+            tied[name] = first[key]
+        else:
+            first[key] = name
+    return tied
