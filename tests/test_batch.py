@@ -941,6 +941,21 @@ def test_every_square_weight_of_a_model_is_one_entry(tmp_path):
     assert (again.written, again.skipped) == (0, 2)  # resumes by the expanded names
 
 
+
+def test_a_tied_weight_is_run_once_under_its_first_name(tmp_path):
+    """Two names of one storage (tied weights, ALBERT's shared layers) were two entries: the one matrix
+    fitted twice, and counted twice in the report's wins; a transpose of it is a matrix of its own."""
+    import torch
+
+    w = torch.randn(8, 8, dtype=torch.float64)
+    torch.save({"layers.0.w": w, "layers.1.w": w, "head.w": w.t()}, tmp_path / "m.pt")
+    m = write_manifest(tmp_path / "w.toml", '[[matrix]]\nname = "m"\ncategory = "other"\n'
+                                            'file = "m.pt"\nload = {var = "*"}\n')
+    out = tmp_path / "out"
+    run_batch(m, out, BatchOptions(methods=("tsvd",), data_dir=str(tmp_path), budget="0.5",
+                                   settings=FitSettings(device="cpu")))
+    assert sorted(r["matrix"] for r in lines(out)) == ["m.head.w", "m.layers.0.w"]
+
 def test_every_square_weight_needs_a_weights_file(tmp_path):
     from sfapprox.datasets.manifest import ManifestError, load_manifest
 

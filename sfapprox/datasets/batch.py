@@ -889,8 +889,9 @@ def expand_weights(entries: list[Entry], data_dir: str | None, cache: Path, netw
 
     The entry ``model`` of a file with square tensors ``a.weight`` and
     ``b.weight`` becomes ``model.a.weight`` and ``model.b.weight`` (characters
-    a name may not hold become ``_``), each with ``var`` naming its tensor; the
-    file is fetched (or found) first.  An entry whose file cannot be had or
+    a name may not hold become ``_``), each with ``var`` naming its tensor (a
+    tied weight, another tensor's storage under a second name, once: by its
+    first name); the file is fetched (or found) first.  An entry whose file cannot be had or
     listed is kept as it is: its run records why.
 
     Parameters
@@ -929,9 +930,10 @@ def expand_weights(entries: list[Entry], data_dir: str | None, cache: Path, netw
         try:
             found = fetch_entry(entry, data_dir=data_dir, cache=cache, network=network, download=download)
             fmt = entry.load.get("format") or detect_format(found.path)
-            # the model's weights: an optimizer's moments in a training checkpoint are square too
+            # the model's weights: an optimizer's moments in a training checkpoint are square too; a tied
+            # weight (two names, one storage) is one matrix, run once under its first name
             listed = list_weights(found.path, fmt)
-            square = [t["name"] for t in listed if t["square"] and not t.get("optimizer")]
+            square = [t["name"] for t in listed if t["square"] and not t.get("optimizer") and not t.get("same_as")]
         except Exception:  # as in run_matrix: the entry's own run says what is wrong with its file
             out.append(entry)
             continue
