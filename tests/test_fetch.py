@@ -977,3 +977,15 @@ def test_an_archive_download_s_problems_name_its_url_not_this_run_s_copy(tmp_pat
     assert f"not found; download from {base}/x.tgz: {problem}" in msg
     assert ".downloads" not in msg and "run" not in msg.split("not found")[1]
     assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+
+
+def test_a_size_limit_is_said_as_other_messages_say_sizes(tmp_path, server):
+    """fetch had its own size helper, "the 1 bytes allowed"; sizes are format_bytes's ("1 B") as elsewhere."""
+    base, www, _ = server
+    (www / "two.paj").write_bytes(b"%%")
+    e = entry(tmp_path, f'file = "two.paj"\nurl = "{base}/two.paj"\n')
+    with pytest.raises(UnavailableError, match=r"download from .*two\.paj: larger than the 1 B allowed"):
+        fetch_entry(e, cache=tmp_path / "cache", max_bytes=1)
+    archive = make_tar(tmp_path / "two.tar", {"m.txt": b"00"})
+    with pytest.raises(InputError, match=r"member 'm\.txt' is 2 B, more than the 1 B allowed"):
+        extract_member(archive, "m.txt", tmp_path / "out" / "m.txt", max_bytes=1)

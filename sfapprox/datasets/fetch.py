@@ -53,6 +53,7 @@ from urllib.parse import urlparse
 
 from .._atomic import NO_ROOM, OutputError, full_disk, new_temporary, os_cause, place_temporary, process_gone
 from .._errors import InputError, parameter
+from .._validation import format_bytes
 from .manifest import COMPRESSED_SUFFIXES, Entry, is_archive
 
 __all__ = [
@@ -685,7 +686,7 @@ class _Counting:
     def write(self, data: bytes) -> int:
         self.size += len(data)
         if self.size > self._limit:
-            raise InputError(f"{self._what}: larger than the {_bytes(self._limit)} allowed "
+            raise InputError(f"{self._what}: larger than the {format_bytes(self._limit)} allowed "
                              "(free disk space less a reserve, or max_bytes); nothing was kept")
         return self._f.write(data)
 
@@ -790,14 +791,6 @@ def _gunzip(chunks):
         raise requests.exceptions.ContentDecodingError("the gzip Content-Encoding ended before its end-of-stream marker")
 
 
-def _bytes(n: int) -> str:
-    for unit in ("bytes", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} bytes"
-
-
 class _Sink:
     """Streams data into ``final`` atomically: bounded in size, hashed, placed only when the hash matches."""
 
@@ -832,7 +825,7 @@ class _Sink:
             while chunk := _read(src, damaged):
                 size += len(chunk)
                 if size > limit:
-                    raise InputError(f"{what}: larger than the {_bytes(limit)} allowed for {self.final.name} "
+                    raise InputError(f"{what}: larger than the {format_bytes(limit)} allowed for {self.final.name} "
                                      "(free disk space less a reserve, or max_bytes); nothing was kept")
                 digest.update(chunk)
                 out.write(chunk)
@@ -1055,8 +1048,8 @@ def _extract(archive: Path, member: str, final: Path, hashes: tuple[str, ...], m
     limit = size_limit(_nearest_folder(final.parent), max_bytes)
     if declared > limit:
         prefix = f"{where}: " if where else ""
-        raise InputError(f"{prefix}{shown}: member {member!r} is {_bytes(declared)}, more than the {_bytes(limit)} "
-                         "allowed (free disk space less a reserve, or max_bytes); nothing was extracted")
+        raise InputError(f"{prefix}{shown}: member {member!r} is {format_bytes(declared)}, more than the "
+                         f"{format_bytes(limit)} allowed (free disk space less a reserve, or max_bytes); nothing was extracted")
     sink = _Sink(hashes, final, max_bytes, where)
     what = f"{shown}: member {member!r}"
     if zipfile.is_zipfile(archive):
