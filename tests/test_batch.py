@@ -2008,3 +2008,23 @@ def test_process_workers_share_the_cores_this_process_may_use(tmp_path, monkeypa
     assert summary.written == 2
     (settings,) = _PoolRecordingItsSettings.made
     assert settings["initargs"][0] == 1  # threads per worker: 2 cores, 2 workers
+
+
+def test_a_long_number_in_a_refusal_counts_its_digits_as_other_messages_count():
+    """"(1000 digits)": thousands separated (formats.counted), as the tables write counts."""
+    from sfapprox.datasets.results_file import record_problem
+
+    assert record_problem({"matrix": "a", "method": "sf", "status": "ok", "fro_error": 10**999}) == (
+        "field 'fro_error' must be a finite number >= 0, got 100000000000... (1,000 digits)")
+
+
+def test_a_short_write_says_its_sizes_as_other_messages_say_sizes(tmp_path, monkeypatch):
+    """A full disk's short write said "only 1 of 69 bytes written"; sizes are format_bytes's ("1 B")."""
+    from sfapprox._atomic import OutputError
+
+    path, write = tmp_path / "results.jsonl", os.write
+    with ResultsWriter(path) as w:
+        monkeypatch.setattr(os, "write", lambda fd, data: write(fd, data[:1] if fd == w._fd else data))
+        with pytest.raises(OutputError, match=r"\(No space left on device \(only 1 B of 2\.0 KiB written\); the file "):
+            w.write({"matrix": "a" * 2000, "method": "sf", "status": "ok", "fro_error": 1.0})
+    assert path.read_bytes() == b""  # the short write was cut back off

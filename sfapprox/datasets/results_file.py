@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .._atomic import OutputError, atomic_path
-from ..formats import jsonable
+from ..formats import counted, jsonable
 from .._validation import format_bytes
 
 __all__ = [
@@ -114,7 +114,8 @@ class ResultsWriter:
             written = os.write(self._fd, data)
             if written != len(data):  # disk full: a short write; cut it back off
                 os.ftruncate(self._fd, os.lseek(self._fd, 0, os.SEEK_END) - written)
-                raise OSError(errno.ENOSPC, f"No space left on device (only {written} of {len(data)} bytes written)")
+                raise OSError(errno.ENOSPC, f"No space left on device (only {format_bytes(written)} of "
+                                            f"{format_bytes(len(data))} written)")
             os.fsync(self._fd)
         except OSError as exc:
             raise self._error("could not append a line", exc) from exc
@@ -287,7 +288,7 @@ def record_problem(record: Any) -> str | None:
 def _shown(value: float) -> str:
     """A number for a message, short even for an edited 10**400."""
     text = repr(value)
-    return text if len(text) <= 24 else text[:12] + "..." + f" ({len(text)} digits)"
+    return text if len(text) <= 24 else text[:12] + "..." + f" ({counted(len(text), 'digit')})"
 
 
 def read_results(path: str | os.PathLike) -> ResultsFile:
