@@ -1165,3 +1165,11 @@ def test_pcp_with_n_sparse_given_fits_a_matrix_whose_natural_rank_is_zero():
     X.flat[rng.choice(1600, 30, replace=False)] = 10 * rng.standard_normal(30)
     est = RobustPCA(method="pcp", n_sparse=0, budget=400, device="cpu").fit(X)
     assert (est.n_stored_, est.rank_) == (324, 4)  # the rank the budget holds, as before the refusal
+
+
+@pytest.mark.parametrize("n_sparse, said", [(1, "1 sparse entry"), (1500, "1,500 sparse entries")])
+def test_a_split_over_the_budget_counts_its_sparse_entries_as_other_messages_count(n_sparse, said):
+    """"rank 1 with 1 sparse entries", "1500 sparse entries": counted (formats.counted); the rank stays
+    as typed."""
+    with pytest.raises(BudgetError, match=rf"^rank 1 with {said} stores [\d,]+ numbers, over the budget of 2;"):
+        RobustPCA(rank=1, n_sparse=n_sparse, budget=2).fit(np.eye(40))

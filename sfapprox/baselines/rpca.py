@@ -60,6 +60,7 @@ from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._device import resolve_device, resolve_dtype
 from .._errors import BudgetError, ConvergenceWarning, ParameterError, ResourceError
+from ..formats import counted
 from .._params import MEMORY_LIMIT, SEED, Interval, Options
 from .._progress import Reporter
 from .._settings import COUNT_INDICES, DEFAULT_SEED, DEFAULT_TIME_LIMIT
@@ -529,7 +530,8 @@ def _resolve_splits(
         return [(rank, n_sparse)]
     if rank is not None and n_sparse is not None:
         check_within(rpca_count(n, rank, n_sparse, count_indices=ci), budget,
-                     f"rank {rank} with {n_sparse} sparse entries", "lower rank or n_sparse")
+                     f"rank {rank} with {counted(n_sparse, 'sparse entry', 'sparse entries')}",
+                     "lower rank or n_sparse")
         return [(rank, n_sparse)]
     if rank is not None or n_sparse is not None:
         # one part given, the budget sizes the other: where that leaves nothing to store, refused as the grid
