@@ -1051,3 +1051,14 @@ def test_too_few_factors_are_counted_as_other_messages_count():
     with pytest.raises(ParameterError, match=r"^1 factor with offsets \[0, 1, 2, 4\] cannot cover every entry of a "
                                              r"8 x 8 matrix; use at least 3 factors$"):
         ChordSF(n_factors=1, device="cpu").fit(np.eye(8))
+
+
+@pytest.mark.parametrize("n, n_factors, said", [
+    (2, 2, "a 2 x 2 matrix has exactly log2 N = 1 factor, got n_factors=2"),
+    (1024, 3, "a 1,024 x 1,024 matrix has exactly log2 N = 10 factors, got n_factors=3"),
+])
+def test_the_butterfly_factor_count_is_said_as_other_messages_count(n, n_factors, said):
+    """"exactly log2 N = 1 factors" for N = 2, and N without separators: counted (formats.counted), N as
+    the other messages write it; the n_factors typed stays plain."""
+    with pytest.raises(ParameterError, match=re.escape(said)):
+        ChordSF(support="butterfly", n_factors=n_factors, device="cpu").fit(np.eye(n))

@@ -1282,7 +1282,7 @@ class ChordSF(Approximation):
         m = butterfly_n_factors(n)
         if self.n_factors is not None and self.n_factors != m:
             raise ParameterError(
-                f"the butterfly support of a {n} x {n} matrix has exactly log2 N = {m} factors, "
+                f"the butterfly support of a {n:,} x {n:,} matrix has exactly log2 N = {counted(m, 'factor')}, "
                 f"got {parameter('n_factors', self.n_factors)}; leave {parameter('n_factors')} out"
             )
         self._check_butterfly_base()
