@@ -353,3 +353,16 @@ def test_budget_zero_is_refused_as_every_method_refuses_it():
         MonarchLowRank(budget=0).fit(X)
     with pytest.raises(ParameterError):
         MonarchLowRank(budget=-1).fit(X)
+
+
+def test_counts_and_orders_are_said_as_other_messages_say_them(monkeypatch):
+    """"fitted 1 of 4800 grid points", "16 dense 1000 x 1000 working arrays": thousands separated
+    (formats.counted), as the tables write counts."""
+    from sfapprox import ResourceError
+
+    with pytest.raises(ResourceError, match=r"monarch\+lr: 16 dense 1,\d{3} x 1,\d{3} working arrays"):
+        MonarchLowRank(budget=20_000, max_memory=10**6).fit(np.eye(1000))
+    grid = MonarchLowRank._grid
+    monkeypatch.setattr(MonarchLowRank, "_grid", lambda self, n: grid(self, n) * 400)  # a grid of thousands
+    with pytest.warns(ConvergenceWarning, match=r"^monarch\+lr fitted 1 of \d,\d{3} grid points within time_limit=0 s"):
+        MonarchLowRank(budget=4000, time_limit=0).fit(np.random.default_rng(5).standard_normal((48, 48)))

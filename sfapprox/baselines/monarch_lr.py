@@ -40,6 +40,7 @@ import numpy as np
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._errors import BudgetError, ConvergenceWarning
+from ..formats import counted
 from .._params import MEMORY_LIMIT, SEED, Interval
 from .._progress import Reporter
 from .._settings import DEFAULT_SEED, DEFAULT_TIME_LIMIT
@@ -353,7 +354,7 @@ class MonarchLowRank(Approximation):
         grid = self._grid(n)
         padded = max([n] + [shape.padded_n for shape, _ in grid if shape is not None])
         check_memory(WORKING_COPIES * 8 * padded * padded,
-                     what=f"monarch+lr: {WORKING_COPIES} dense {padded} x {padded} working arrays", limit=self._max_memory_bytes)
+                     what=f"monarch+lr: {WORKING_COPIES} dense {padded:,} x {padded:,} working arrays", limit=self._max_memory_bytes)
         dense = np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=np.float64)
         norm = float(np.linalg.norm(dense))
         start = time.perf_counter()
@@ -414,7 +415,7 @@ class MonarchLowRank(Approximation):
             reason = "interrupted"
         self.seconds_ = time.perf_counter() - start
         if reason == "time_limit":
-            warnings.warn(f"monarch+lr fitted {len(tried)} of {len(grid)} grid points within time_limit="
+            warnings.warn(f"monarch+lr fitted {len(tried):,} of {counted(len(grid), 'grid point')} within time_limit="
                           f"{self.time_limit:g} s; increase it to try them all", ConvergenceWarning, stacklevel=2)
         U, s, Vt = best.low_rank
         self.operator_ = MonarchLowRankOperator(n, left=best.left, right=best.right, U=U, s=s, Vt=Vt)
