@@ -640,3 +640,21 @@ def test_a_point_runs_no_more_iterations_than_asked(cls, max_iter):
     assert joint and all(p["iterations"] <= max_iter for p in joint), [p["iterations"] for p in joint]
     most = [info["max_iter"] for info in seen]
     assert most == sorted(most, reverse=True) and all(info["iteration"] <= info["max_iter"] for info in seen)
+
+
+def test_counts_and_orders_are_said_as_other_messages_say_them(monkeypatch):
+    """"800 of its 1200 grid points did not fit", "fitting sf+lr to the 1024 x 1024 matrix": thousands
+    separated (formats.counted), as the tables write counts."""
+    from sfapprox import ConvergenceWarning, ResourceError
+    from sfapprox._validation import LIBRARY_WORKING_SET
+    from sfapprox.hybrid import base
+
+    with pytest.raises(ResourceError, match=r"fitting sf\+lr to the 1,024 x 1,024 matrix"):
+        ChordLowRank(sf_params={"max_memory": LIBRARY_WORKING_SET}, device="cpu").fit(np.eye(1024))
+    # a grid of thousands: its joint splits over and over, each "known" to cost a day (skipped, never started)
+    grid = ChordLowRank._grid
+    monkeypatch.setattr(ChordLowRank, "_grid", lambda self, *a: [s for s in grid(self, *a) if s.role == "sf"] +
+                        [s for s in grid(self, *a) if s.role != "sf"] * 400)
+    monkeypatch.setattr(ChordLowRank, "_first_costs", lambda self: base.StepCosts(86400.0, 86400.0, 86400.0))
+    with pytest.warns(ConvergenceWarning, match=r"^sf\+lr: [\d,]+ of its \d,\d{3} grid points did not fit in the "):
+        ChordLowRank(budget=450, sf_params={"max_iter": 40, "time_limit": 30.0}, device="cpu").fit(_planted(24, 3, 2, 3))

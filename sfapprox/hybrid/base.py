@@ -18,6 +18,7 @@ from .. import _timing
 from .._base import Approximation
 from .._device import resolve_device, resolve_dtype
 from .._errors import BudgetError, ConvergenceWarning, NotApplicableError, ParameterError
+from ..formats import counted
 from .._params import SEED, Interval, check_params
 from .._progress import Reporter, same_progress
 from .._settings import DEFAULT_SEED, DEFAULT_TIME_LIMIT, SF_START_KINDS as START_KINDS
@@ -711,7 +712,7 @@ class _ChordHybrid(Approximation):
             estimate_fit_memory(n, default_n_factors(n), len(chord_offsets(n)), itemsize, ref.history_size,
                                 self._device.type, n_starts=starts, input_bytes=8 * n * n)
             + 3 * n * n * itemsize,
-            what=f"fitting {self._method} to the {n} x {n} matrix on {self._device.type}",
+            what=f"fitting {self._method} to the {n:,} x {n:,} matrix on {self._device.type}",
             limit=ref._max_memory_bytes,
         )
 
@@ -849,8 +850,8 @@ class _ChordHybrid(Approximation):
             self.params_["reused"] = sorted(self._reusing)  # the grid ends that are other rows' fits
         if skipped:
             warnings.warn(
-                f"{self._method}: {skipped} of its {len(entries)} grid points did not fit in the time limit "
-                "and were skipped; increase time_limit (sf_params) to try them all",
+                f"{self._method}: {skipped:,} of its {counted(len(entries), 'grid point')} did not fit in the time "
+                "limit and were skipped; increase time_limit (sf_params) to try them all",
                 ConvergenceWarning,
                 stacklevel=4,
             )
