@@ -832,7 +832,7 @@ def _check_dense(X, source: str, max_memory: int | None) -> np.ndarray:
         # The array is held while its copy is made: both count (a MATLAB file's column-major float64
         # variable peaked at 2.1 arrays against a check of the copy alone).
         check_memory(int(arr.nbytes) + estimate_dense_bytes(n),
-                     what=f"{source}: float64 copy of the {n} x {n} matrix (besides the {arr.dtype} array it is "
+                     what=f"{source}: float64 copy of the {n:,} x {n:,} matrix (besides the {arr.dtype} array it is "
                           f"made from)", limit=max_memory)
     with np.errstate(invalid="ignore"):  # a signalling NaN's cast warned before the error that names it
         arr = np.ascontiguousarray(arr, dtype=np.float64)
@@ -954,7 +954,8 @@ def check_operand(x, n: int, *, owner: str, what: str = "a vector or a matrix", 
     """
     shape = np.shape(x)
     if not shape or shape[0] != n or len(shape) > 2 or (ndim == 1 and len(shape) == 2 and shape[1] != 1):
-        raise ParameterError(f"{owner} is {n} x {n}: it applies to {what} of {n} rows, got shape {shape}")
+        raise ParameterError(f"{owner} is {n:,} x {n:,}: it applies to {what} of {counted(n, 'row')}, "
+                             f"got shape {shape}")
 
 
 def apply_real_parts(apply, B, owner: str = "the matrix"):

@@ -1039,3 +1039,13 @@ def test_a_memory_mapped_source_pickles_by_its_file_not_its_data(tmp_path):
     os.truncate(tmp_path / "x.npy", 1000)
     with pytest.raises(InputError, match=r"^x: cannot map .*x\.npy again where the source was unpickled \(it is 1,000 bytes"):
         pickle.loads(data)
+
+
+@pytest.mark.parametrize("n, said", [(1, "a vector of 1 or a matrix of 1 column"),
+                                     (1024, "a vector of 1,024 or a matrix of 1,024 columns")])
+def test_a_product_from_the_left_says_the_order_as_other_messages_say_counts(n, said):
+    """"B @ it takes a vector of 1024 or a matrix of 1 columns": N thousands separated, counted
+    (formats.counted), as the tables write counts."""
+    source = ArraySource(np.eye(n))
+    with pytest.raises(ParameterError, match=rf"is {n:,} x {n:,}: B @ it takes {said}, got shape \(2, 3\)$"):
+        np.ones((2, 3)) @ source

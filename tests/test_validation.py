@@ -817,3 +817,19 @@ def test_the_default_memory_limit_is_80_percent_of_a_containers_limit(fake_cgrou
     assert default_memory_limit() == int(0.8 * (4 << 30))
     fake_cgroup("0::/system.slice/docker-abc.scope\n", {"system.slice/docker-abc.scope/memory.max": "max"})
     assert default_memory_limit() == int(0.8 * (64 << 30))
+
+
+@pytest.mark.parametrize("n, said", [(1, "X is 1 x 1: it applies to a vector or a matrix of 1 row, got shape (2,)"),
+                                     (1024, "X is 1,024 x 1,024: it applies to a vector or a matrix of 1,024 rows, "
+                                            "got shape (2,)")])
+def test_the_order_is_said_as_other_messages_say_counts(n, said):
+    """"1024 x 1024", "of 1 rows": N thousands separated, its rows counted (formats.counted), as the tables
+    write counts."""
+    from sfapprox._errors import ParameterError
+    from sfapprox._validation import check_operand
+
+    with pytest.raises(ParameterError, match=f"^{re.escape(said)}$"):
+        check_operand(np.ones(2), n, owner="X")
+    if n > 1:
+        with pytest.raises(ResourceError, match=r"^array: float64 copy of the 1,024 x 1,024 matrix \(besides"):
+            check_square_matrix(np.eye(n, dtype=np.float32), max_memory=10**6)
