@@ -25,7 +25,7 @@ import numpy as np
 
 from ._atomic import atomic_path
 from ._errors import ParameterError, SfapproxError
-from .formats import PLOT_SUFFIXES, fmt_with_interval
+from .formats import PLOT_SUFFIXES, counted, fmt_with_interval
 
 __all__ = ["plot_sweep", "plot_comparison", "plot_approximations", "choose_scale", "SCALES"]
 
@@ -602,5 +602,6 @@ def _draw_method(ax, method: str, points: list, floor: float | None = None) -> l
     if stopped:
         ax.plot(*zip(*stopped), linestyle="none", marker="o", markerfacecolor="white",
                 markeredgecolor=line.get_color())
-        notes.append(f"{method}: stopped early at {len(stopped)} of {len(points)} budgets (hollow: its best so far)")
+        notes.append(f"{method}: stopped early at {len(stopped):,} of {counted(len(points), 'budget')} "
+                     "(hollow: its best so far)")
     return notes

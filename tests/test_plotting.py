@@ -349,3 +349,14 @@ def test_a_log_error_axis_draws_an_interval_reaching_zero_to_its_bottom_and_says
     plain.points[-1].results[0].rel_error = 1e-7
     plot_sweep(plain, tmp_path / "t.png")  # no interval reaches 0: the axis is matplotlib's, nothing marked
     assert not [line for line in figures[1].axes[0].lines if line.get_marker() == "v"]
+
+
+def test_a_fit_stopped_early_at_the_only_budget_is_counted_in_the_singular(monkeypatch, tmp_path):
+    """"stopped early at 1 of 1 budgets": counted (formats.counted), as other messages count."""
+    pytest.importorskip("matplotlib")
+    s = sweep(np.random.default_rng(0).random((12, 12)), [0.5], ["tsvd"])
+    s.points[0].results[0].status = "interrupted"
+    figures = _figures(monkeypatch)
+    plot_sweep(s, tmp_path / "s.png")
+    (note,) = figures[0].axes[0].texts
+    assert "tsvd: stopped early at 1 of 1 budget (hollow: its best so far)" in note.get_text()
