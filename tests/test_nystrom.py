@@ -222,7 +222,7 @@ def test_a_spent_diagonal_with_a_non_zero_residual_is_not_called_exact():
             est = Nystrom(n_components=3).fit(X)
             assert est.stop_reason_ == "exact" and est.rank_ == 1 and np.allclose(est.to_dense(), X)
         else:
-            with pytest.raises(NotApplicableError, match=r"after 1 pivots the residual's diagonal is spent but its "
+            with pytest.raises(NotApplicableError, match=r"after 1 pivot the residual's diagonal is spent but its "
                                                          r"entry \(1, 2\) is -0.5"):
                 Nystrom(n_components=3).fit(X)
 
@@ -253,3 +253,10 @@ def test_a_matrix_nystrom_cannot_approximate_gives_one_reason_at_every_budget(X,
         Nystrom(budget=5).fit(np.eye(30))
     with pytest.raises(ParameterError, match="n_components .* or a budget"):  # neither: the parameters first
         Nystrom().fit(X)
+
+
+def test_the_pivots_taken_are_counted_as_other_messages_count():
+    """"after 1 pivots the residual X - C W⁺ Cᵀ has diagonal entry -3": counted (formats.counted)."""
+    with pytest.raises(NotApplicableError, match=r"^X is not positive semi-definite: after 1 pivot the residual "
+                                                 r"X - C W⁺ Cᵀ has diagonal entry -3 at row 0 "):
+        Nystrom(n_components=1).fit(np.array([[1.0, 2.0], [2.0, 1.0]]))

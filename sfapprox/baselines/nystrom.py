@@ -37,6 +37,7 @@ import numpy as np
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._errors import NotApplicableError
+from ..formats import counted
 from .._params import MEMORY_LIMIT, SEED, Interval, Options
 from .._settings import DEFAULT_SEED, DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
@@ -322,13 +323,13 @@ def check_psd_fit(name: str, diagonal: np.ndarray, C: np.ndarray, S: np.ndarray,
     if F is None:  # the shifted core has no Cholesky factor: a negative eigenvalue, round-off or not
         low = float(np.linalg.eigvalsh((C[S] + C[S].T) / 2)[0])
         if low < -STRUCTURE_RTOL * scale:
-            raise NotApplicableError(f"{name} is not positive semi-definite: its {S.size} x {S.size} block at the "
+            raise NotApplicableError(f"{name} is not positive semi-definite: its {S.size:,} x {S.size:,} block at the "
                                      f"pivots has eigenvalue {low:.3g} (largest diagonal entry {scale:.3g}); "
                                      f"{NOT_PSD_ADVICE}")
     residual = residual_diagonal(diagonal, C, S, F)
     worst = int(np.argmin(residual))
     if residual[worst] < -STRUCTURE_RTOL * scale:
-        raise NotApplicableError(f"{name} is not positive semi-definite: after {S.size} pivots the residual "
+        raise NotApplicableError(f"{name} is not positive semi-definite: after {counted(S.size, 'pivot')} the residual "
                                  f"X - C W⁺ Cᵀ has diagonal entry {residual[worst]:.3g} at row {worst} (never below "
                                  f"0 for a PSD matrix; largest diagonal entry {scale:.3g}); {NOT_PSD_ADVICE}")
 
@@ -387,8 +388,8 @@ def check_spent_residual(source: MatrixSource, diagonal: np.ndarray, C: np.ndarr
         i, j = np.unravel_index(int(np.argmax(excess)), excess.shape)
         where = (f"its diagonal is zero but its entry ({int(i)}, {int(J[j])}) is {R[i, j]:.3g} (a PSD matrix's "
                  "would be zero too: a graph without self-loops is never PSD)" if S.size == 0 else
-                 f"after {S.size} pivots the residual's diagonal is spent but its entry ({int(i)}, {int(J[j])}) is "
-                 f"{R[i, j]:.3g} (zero for a PSD matrix)")
+                 f"after {counted(S.size, 'pivot')} the residual's diagonal is spent but its entry "
+                 f"({int(i)}, {int(J[j])}) is {R[i, j]:.3g} (zero for a PSD matrix)")
         raise NotApplicableError(f"{source.name} is not positive semi-definite: {where}; {NOT_PSD_ADVICE}")
 
 
