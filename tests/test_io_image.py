@@ -110,3 +110,10 @@ class TestHardening:
         p = tmp_path / "x.png"
         p.write_bytes(b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 10 10\n")
         input_error(p, "cannot identify image file .*PNG, JPEG")
+
+
+@pytest.mark.parametrize("shape, said", [((2, 1), r"1 pixel wide and 2 high \(a 2 x 1 matrix\)"),
+                                         ((1, 1200), r"1,200 pixels wide and 1 high \(a 1 x 1,200 matrix\)")])
+def test_a_not_square_image_is_measured_as_other_messages_count(tmp_path, shape, said):
+    """"image is 1 pixels wide", "1200 pixels wide": counted (formats.counted), as other messages count."""
+    input_error(save(tmp_path / "r.png", np.zeros(shape, dtype=np.uint8)), rf"image is {said}, not square; ")

@@ -14,6 +14,7 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from .._errors import parameter
+from ..formats import counted
 from .._validation import check_memory
 from ._common import Options, ReadResult, Source, one_line
 
@@ -62,7 +63,7 @@ def _shape_square(src: Source, arr: np.ndarray, opts: Options, notes: list[str],
     if h != w and opts.square is None and opts.resize is None:
         raise src.fail(
             # width and height said as such: "6 x 4" read as the matrix's rows x columns everywhere else
-            f"image is {w} pixels wide and {h} high (a {h} x {w} matrix), not square",
+            f"image is {counted(w, 'pixel')} wide and {h:,} high (a {h:,} x {w:,} matrix), not square",
             f"use {parameter('square', 'crop')} (center crop) or {parameter('square', 'resize')}",
         )
     if h != w and opts.square == "crop":
@@ -92,7 +93,7 @@ def read_image(src: Source, opts: Options) -> ReadResult:
             with Image.open(src.file_arg(), formats=PILLOW_FORMATS) as img:
                 w, h = img.size
                 # Header size first: refuse before decoding the pixels.
-                check_memory(2 * 8 * w * h, what=f"{src.display}: image of {w} x {h} pixels (width x height)", limit=opts.max_memory)
+                check_memory(2 * 8 * w * h, what=f"{src.display}: image of {w:,} x {h:,} pixels (width x height)", limit=opts.max_memory)
                 if getattr(img, "n_frames", 1) > 1:
                     notes.append(f"image has {img.n_frames} frames; loaded the first")
                 img.load()
