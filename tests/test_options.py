@@ -277,3 +277,15 @@ def test_time_limit_help_says_a_sweep_gives_it_at_each_budget():
     sweep = typer.main.get_command(app).commands["sweep"]
     (option,) = [p for p in sweep.params if "--time-limit" in getattr(p, "opts", ())]
     assert "at each budget of a sweep" in " ".join(option.help.split())
+
+
+def test_a_count_option_over_one_core_says_the_core_in_the_singular(monkeypatch, capsys):
+    """"--threads 4 is more than the 1 cores this process may use": counted (formats.counted); the value
+    typed stays as typed."""
+    import sfapprox._threads
+    from sfapprox.cli._options import at_most_cores
+
+    monkeypatch.setattr(sfapprox._threads, "available_cores", lambda: 1)
+    assert at_most_cores("--threads", 4000, "the fits use {cores}") == 1
+    said = " ".join(capsys.readouterr().err.split())
+    assert "--threads 4000 is more than the 1 core this process may use; the fits use 1" in said

@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal, Optional
 import typer
 
 from .._params import MAX_SEED
+from ..formats import counted
 from .._settings import (
     COUNT_INDICES,
     PROTOCOLS,
@@ -303,7 +304,8 @@ def at_most_cores(option: str, value: int | None, then: str) -> int | None:
     cores = available_cores()
     if value is None or value <= cores:
         return value
-    note(f"note: {option} {value} is more than the {cores} cores this process may use; {then.format(cores=cores)}")
+    note(f"note: {option} {value} is more than the {counted(cores, 'core')} this process may use; "
+         f"{then.format(cores=cores)}")
     return cores
 
 #: The command-line option of each FitSettings field whose value a user types.
