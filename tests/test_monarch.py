@@ -423,3 +423,18 @@ def test_a_padding_of_one_row_is_said_in_the_singular():
     """"N = 11 padded with 1 zero rows and columns": counted (formats.counted)."""
     m = Monarch(rank=1, left_block=3, right_block=4).fit(np.random.default_rng(0).standard_normal((11, 11)))
     assert m.params_["note"] == "N = 11 padded with 1 zero row and column to 3·4 = 12"
+
+
+def test_the_shapes_projected_within_the_time_limit_are_counted_as_other_messages_count():
+    """A shape fixed by hand and cut by the time limit: "projected 1 of 1 block shapes" (formats.counted)."""
+    X = np.random.default_rng(11).standard_normal((36, 36))
+    with pytest.warns(ConvergenceWarning, match=r"^Monarch projected 1 of 1 block shape within time_limit=0 s"):
+        Monarch(rank=1, left_block=6, right_block=6, time_limit=0).fit(X)
+
+
+def test_a_rank_above_every_shape_says_the_order_as_other_messages_count():
+    """"every Monarch shape of a 1024 x 1024 matrix": thousands separated, as the tables write counts; the
+    rank typed stays as typed."""
+    with pytest.raises(BudgetError, match=r"^block rank 40 is above min\(b1, b2\) of every Monarch shape of a "
+                                          r"1,024 x 1,024 matrix \(32 at most"):
+        Monarch(rank=40).fit(np.eye(1024))

@@ -600,7 +600,7 @@ class Monarch(Approximation):
                   for b1, b2 in monarch_shapes(n) if self.rank <= min(b1, b2)]
         if not ranked:
             most = max(min(b1, b2) for b1, b2 in monarch_shapes(n))
-            raise BudgetError(f"block rank {self.rank} is above min(b1, b2) of every Monarch shape of a {n} x {n} "
+            raise BudgetError(f"block rank {self.rank} is above min(b1, b2) of every Monarch shape of a {n:,} x {n:,} "
                               f"matrix ({most} at most, where the fit is already exact); choose a rank of at most "
                               f"{most}")
         shapes = ranked if self.budget is None else [s for s in ranked if s.count <= self.budget]
@@ -645,7 +645,7 @@ class Monarch(Approximation):
         elif not isinstance(X, MatrixSource):  # what it keeps beside X: the factors, and X's CSC copy
             keeps = get_method(self.method_name).columns_memory(n, max(shape.count for shape in shapes))
             check_memory(keeps + (0 if X.format == "csc" else 12 * X.nnz + 8 * n) + LIBRARY_WORKING_SET,
-                         what=f"monarch: its fit of a {n} x {n} sparse matrix", limit=self._max_memory_bytes)
+                         what=f"monarch: its fit of a {n:,} x {n:,} sparse matrix", limit=self._max_memory_bytes)
         streamed = isinstance(X, MatrixSource)
         # a fit from columns: refused before its first pass where its largest shape would not fit
         X = self._from_columns(X, max(shape.count for shape in shapes))
@@ -698,7 +698,7 @@ class Monarch(Approximation):
         exact = reproduces(err, norm)
         if reason == "time_limit":
             warnings.warn(
-                f"Monarch projected {len(grid)} of {len(shapes)} block shapes within time_limit="
+                f"Monarch projected {len(grid):,} of {counted(len(shapes), 'block shape')} within time_limit="
                 f"{self.time_limit:g} s; increase it to try them all",
                 ConvergenceWarning,
                 stacklevel=2,
