@@ -899,7 +899,7 @@ def test_a_matrix_run_in_another_current_folder_finds_its_files_and_writes_into_
 
 
 @pytest.mark.parametrize("load,match", [
-    ('kernel = "gauss"', "load options: unknown kernel 'gauss'; choose one of rbf"),
+    ('kernel = "gauss"', "load options: unknown kernel 'gauss' \\(did you mean 'rbf'\\?\\); choose one of rbf"),
     ("bandwidth = 2.0", "load options: a bandwidth needs a kernel"),
     ('kernel = "rbf", bandwidth = -1.0', "load options: bandwidth must be a positive, finite number, got -1.0"),
     ('kernel = "rbf", bandwidth = nan', "load options: bandwidth must be a positive, finite number, got nan"),
