@@ -1278,8 +1278,8 @@ def test_refusals_name_the_option_typed_and_the_api_keeps_its_keywords(tmp_path)
     (tmp_path / "t.ijv").write_text("1 2 1.0\n2 3 2.0\n")
     cases = [  # (file, CLI options, keywords, what the CLI says, what Python says)
         ("two.npz", [], {}, "pick one with --var", "pick one with var="),
-        ("a.mtx", ["--two-mode", "rows"], {"two_mode": "rows"}, "option --two-mode applies to pajek files",
-         "option two_mode= applies to pajek files"),
+        ("a.mtx", ["--two-mode", "rows"], {"two_mode": "rows"}, "option --two-mode rows applies to pajek files",
+         "option two_mode='rows' applies to pajek files"),
         ("pts.csv", ["--kernel", "rbf", "--var", "x"], {"kernel": "rbf", "var": "x"},
          "--kernel reads a table of points: --var x does not apply", "kernel= reads a table of points: var='x' does not"),
         ("a.mtx", ["--bandwidth", "1"], {"bandwidth": 1.0}, "give --kernel too", "give kernel= too"),
@@ -1575,7 +1575,7 @@ def test_delimiter_and_decimal_settle_a_table_and_info_says_how_it_was_read(tmp_
 @pytest.mark.parametrize("args, message", [
     (["--delimiter", "|"], "--delimiter | is not a delimiter sfapprox reads"),
     (["--delimiter", ",", "--decimal", ","], "--decimal , and --delimiter , name the same character"),
-    (["--decimal", "."], "option --decimal applies to csv files, not 'mtx'"),
+    (["--decimal", "."], "option --decimal . applies to text tables (.csv/.tsv/.txt/.dat), not 'mtx'"),
 ])
 @pytest.mark.parametrize("command", ["info", "compare", "fit"])
 def test_nonsense_delimiter_or_decimal_is_one_line_and_exit_2(small_mtx, command, args, message):

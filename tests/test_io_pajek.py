@@ -313,7 +313,7 @@ class TestPajekRelations:
     def test_relation_refused_for_other_formats(self, tmp_path):
         p = tmp_path / "t.csv"
         p.write_text("1,2\n3,4\n")
-        with pytest.raises(ParameterError, match="option relation= applies to pajek files"):
+        with pytest.raises(ParameterError, match="option relation=1 applies to pajek files"):
             load_matrix(p, relation=1)
 
     def test_bad_relation_numbers(self, tmp_path):

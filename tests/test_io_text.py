@@ -574,7 +574,9 @@ class TestDelimiterAndDecimal:
     def test_a_format_without_delimiter_refuses_it(self, tmp_path, name, text):
         path = write(tmp_path / name, text)
         for option in ({"delimiter": ","}, {"decimal": "."}):
-            with pytest.raises(ParameterError, match=rf"option {next(iter(option))}= applies to csv files"):
+            (name_, value), = option.items()
+            with pytest.raises(ParameterError, match=re.escape(f"option {name_}={value!r} applies to text tables "
+                                                               "(.csv/.tsv/.txt/.dat)")):
                 load_matrix(path, **option)
 
     @pytest.mark.parametrize("text, options, said", [

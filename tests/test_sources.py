@@ -1002,12 +1002,31 @@ def test_text_options_for_a_table_that_is_not_text_or_an_attention_map_are_refus
 
     path = tmp_path / "p.npy"
     np.save(path, np.eye(3))
-    with pytest.raises(ParameterError, match=r"option delimiter= applies to text tables"):
+    with pytest.raises(ParameterError, match=r"option delimiter=',' applies to text tables \(\.csv/\.tsv/\.txt/\.dat\)"):
         open_matrix(path, kernel="rbf", delimiter=",")
     with pytest.raises(ParameterError, match=r"decimal=',' does not apply to it"):
         open_matrix(tmp_path / "qk.npz", format="attention", decimal=",")
-    with pytest.raises(ParameterError, match=r"option decimal= applies to csv files"):
+    with pytest.raises(ParameterError, match=r"option decimal='\.' applies to text tables \(\.csv/\.tsv/\.txt/\.dat\)"):
         open_matrix(path, decimal=".")  # (a .npy otherwise mapped, where the option went unread)
+
+
+def test_a_text_option_for_a_table_that_is_not_text_is_one_refusal_however_it_is_read(tmp_path):
+    """``open_matrix`` said "option decimal= applies to csv files" and ``read_points`` "applies to text tables
+    (.csv/.tsv/.txt/.dat)" of one option given for one .npy: one refusal, one message."""
+    from sfapprox._errors import ParameterError, spelled_for
+    from sfapprox.io import open_matrix, read_points
+
+    path = tmp_path / "p.npy"
+    np.save(path, np.eye(3))
+    said = []
+    for read in (lambda: open_matrix(path, decimal="."), lambda: open_matrix(path, kernel="rbf", decimal="."),
+                 lambda: read_points(path, decimal=".")):
+        with pytest.raises(ParameterError) as caught:
+            read()
+        said.append(str(caught.value))
+    assert said == [f"{path}: option decimal='.' applies to text tables (.csv/.tsv/.txt/.dat), not 'npy'"] * 3
+    with spelled_for("cli"), pytest.raises(ParameterError, match=r"option --delimiter , applies to text tables"):
+        read_points(path, delimiter=",")
 
 
 def test_a_memory_mapped_source_pickles_by_its_file_not_its_data(tmp_path):

@@ -121,6 +121,9 @@ _OPTION_FORMATS = {
     "delimiter": {"csv"},
     "decimal": {"csv"},
 }
+#: How a refusal of an option names the files of a format, where its key would not say what they are
+#: (a ".txt" table is format "csv": "applies to csv files" read as if a .txt did not take it).
+_OPTION_FILES = {"csv": "text tables (.csv/.tsv/.txt/.dat)"}
 
 
 def available_formats() -> dict[str, str]:
@@ -544,14 +547,25 @@ def _check_options(format: str | None, opts: Options) -> None:
 def _check_option_use(path: str, fmt: str, opts: Options, covariance: bool) -> None:
     """Refuse options that the chosen format would silently ignore."""
     for name, formats in _OPTION_FORMATS.items():
-        if getattr(opts, name) != getattr(DEFAULTS, name) and fmt not in formats:
-            raise ParameterError(f"{path}: option {parameter(name)} applies to {'/'.join(sorted(formats))} files, not {fmt!r}")
+        value = getattr(opts, name)
+        if value != getattr(DEFAULTS, name) and fmt not in formats:
+            raise _option_refusal(path, name, value, fmt)
     if opts.mirror != DEFAULTS.mirror and fmt != "ijv":
         raise ParameterError(f"{path}: option {parameter('mirror')} applies to header-less triplet files (format 'ijv'), not {fmt!r}")
     if covariance and fmt not in _TABLE_FORMATS:
         raise ParameterError(
             f"{path}: {parameter('covariance', True)} needs a samples x features table (.csv/.tsv/.txt/.dat, .npy, .libsvm), not {fmt!r}"
         )
+
+
+def _option_refusal(path: str, name: str, value: object, fmt: str) -> ParameterError:
+    """The refusal of option ``name`` (given as ``value``) for a file of format ``fmt``, which does not read it:
+    one message wherever it is refused (a kernel's table too, :func:`~sfapprox.io.read_points`)."""
+    formats = sorted(_OPTION_FORMATS[name])
+    named = [_OPTION_FILES[f] for f in formats if f in _OPTION_FILES]
+    others = [f for f in formats if f not in _OPTION_FILES]
+    files = " and ".join(named + ([f"{'/'.join(others)} files"] if others else []))
+    return ParameterError(f"{path}: option {parameter(name, value)} applies to {files}, not {fmt!r}")
 
 
 def _sha256(src: Source, fmt: str) -> str:

@@ -94,15 +94,16 @@ def _read_table(path, format: str | None, max_memory: int | None,
     """:func:`read_points`'s table (a text table read with ``marks``: its ``delimiter`` and ``decimal``), what
     reading it noted, and the file as it was read (whose :meth:`~Source.sha256` is of that reading: the
     text's bytes, hashed and let go here, or a ``.npy`` hashed as it streamed)."""
+    from . import _check_option_use  # the package's own (this module is imported at its end)
+
     marks = _text_marks(marks or {})
     src = Source(path, max_memory)
     src.check_exists()
     kind = _point_kind(path, format)
     if kind is None:
         raise fail(os.fspath(path), _not_points(path), "pass --format csv|npy|libsvm if it is one")
-    if marks and kind != "csv":  # refused, not ignored (an .npy has no delimiter to set)
-        raise ParameterError(f"{os.fspath(path)}: option {parameter(next(iter(marks)))} applies to text tables "
-                             f"(.csv/.tsv/.txt/.dat), not {kind!r}")
+    # refused, not ignored (an .npy has no delimiter to set), as load_matrix refuses it
+    _check_option_use(os.fspath(path), kind, Options(**marks), covariance=False)
     with src.guard():
         table, notes = read_samples(src, Options(max_memory=max_memory, **marks), kind)
     # the text's bytes (as large as the file) went on being held beside the table while a kernel, a
