@@ -604,6 +604,28 @@ class TestDelimiterAndDecimal:
             load_matrix(write(tmp_path / "m.csv", "1;2\n2;1,5x\n"), delimiter=";", decimal=",")
         assert str(caught.value).endswith("non-numeric cell '1,5x'"), caught.value
 
+    @pytest.mark.parametrize("read", ["load_matrix", "read_points"])
+    @pytest.mark.parametrize("text, options, said, unsaid", [
+        # a comma-separated file read with decimal commas: its cells are one '1.5,2' each
+        ("1.5,2\n3,4\n", {"decimal": ","}, "line 1, column 1: '1.5,2' has a point, but decimal=',' says numbers are "
+         "written with a decimal comma (1,5); where ',' separates the cells, leave decimal= out", "decimal point"),
+        ("1,2,3\n2,1,3\n3,2,1\n", {"decimal": ","}, "'1,2,3' has more than one comma, but decimal=','", "decimal point"),
+        ("1,2,3\n2,1,3\n3,2,1\n", {"decimal": ",", "delimiter": ";"}, "where ',' separates the cells, pass "
+         "delimiter=',' and leave decimal= out", "decimal point"),
+        # a ';' file of decimal commas read with decimal points
+        ("1,5;2\n3;4,5\n", {"decimal": "."}, "line 1, column 1: number '1,5' has a comma, but decimal='.' says "
+         "numbers are written with a decimal point; pass decimal=',' if the commas are decimal commas", "write numbers"),
+    ])
+    def test_a_refused_number_names_the_decimal_mark_given_not_advice_against_it(self, tmp_path, read, text, options,
+                                                                                 said, unsaid):
+        """``decimal=','`` on ``1.5,2`` was told "write numbers with a decimal point": advice against the option
+        given, silent about it; as was ``decimal='.'`` on a ';' file of ``1,5``."""
+        from sfapprox.io import read_points
+
+        with pytest.raises(InputError) as caught:
+            {"load_matrix": load_matrix, "read_points": read_points}[read](write(tmp_path / "m.csv", text), **options)
+        assert said in str(caught.value) and unsaid not in str(caught.value), caught.value
+
     def test_without_the_options_detection_is_unchanged(self, tmp_path):
         path = write(tmp_path / "m.csv", "1,5;2\n2;1\n")
         assert load_matrix(path).matrix.tolist() == load_matrix(path, decimal=",", delimiter=";").matrix.tolist()

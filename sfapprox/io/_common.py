@@ -574,11 +574,28 @@ def _cell_problem(cell: str, delimiter: str | None = None, decimal: str | None =
     cell = cell.strip()
     other = _other_delimiter(cell, delimiter, decimal)
     if is_comma_number(cell):
-        return (f"number {cell!r} written with a comma (a decimal comma, or a thousands separator?); write "
-                "numbers with a decimal point and no thousands separators" + (f" ({other})" if other else ""))
+        return _comma_problem(cell, delimiter, decimal) + (f" ({other})" if other else "")
     if fortran_float(cell) is not None:
         return f"number {cell!r} with a Fortran 'D' exponent; write the exponent with 'E'"
     return f"non-numeric cell {cell!r}" + (f" {other}" if other else "")
+
+
+def _comma_problem(cell: str, delimiter: str | None, decimal: str | None) -> str:
+    """What is wrong with a number written with a comma (:func:`is_comma_number`), as the ``decimal`` mark given
+    has it: "write numbers with a decimal point" told a user who had said that commas are decimal marks
+    (``decimal=','`` on ``1.5,2``: a comma-separated file) to rewrite the file, not the option."""
+    if decimal == ",":  # (a cell of one decimal comma was read: this one has a point or more commas)
+        fix = (f"leave {parameter('decimal')} out" if delimiter in (None, ",") else
+               f"pass {parameter('delimiter', ',')} and leave {parameter('decimal')} out")
+        return (f"{cell!r} has {'a point' if '.' in cell else 'more than one comma'}, but {parameter('decimal', ',')} "
+                f"says numbers are written with a decimal comma (1,5); where ',' separates the cells, {fix}: with it a "
+                "comma is never the delimiter; numbers with thousands separators are not read")
+    if decimal == ".":
+        return (f"number {cell!r} has a comma, but {parameter('decimal', '.')} says numbers are written with a "
+                f"decimal point; pass {parameter('decimal', ',')} if the commas are decimal commas; numbers with "
+                "thousands separators are not read")
+    return (f"number {cell!r} written with a comma (a decimal comma, or a thousands separator?); write numbers "
+            "with a decimal point and no thousands separators")
 
 
 #: The delimiters a cell may hold where another was given (:func:`_other_delimiter`), as a message names them.
