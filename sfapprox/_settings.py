@@ -401,10 +401,10 @@ class LoadOptions:
         Bytes the loaded matrix (and its dense copy) may take, or a size such as
         ``"4G"`` (read by the reader it is passed to); None: 80% of the physical memory.
     delimiter : {",", ";", "\\t", "whitespace"} or None
-        Text tables (.csv/.tsv/.txt/.dat): what separates the cells (``"tab"`` is ``"\\t"``); None:
-        detected from the extension and the data lines.
+        Text tables (.csv/.tsv/.txt/.dat) and triplets (.ijv/.coo/.edges): what separates the cells
+        (``"tab"`` is ``"\\t"``); None: detected from the extension and the data lines.
     decimal : {".", ","} or None
-        Text tables: the decimal mark of their numbers; None: detected (a ``;``-separated file's
+        Text tables and triplets: the decimal mark of their numbers; None: detected (a ``;``-separated file's
         decimal commas read, a number that reads both ways refused).
     extra : dict
         Further reader keywords (e.g. ones a newer reader adds).

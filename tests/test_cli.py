@@ -1575,7 +1575,7 @@ def test_delimiter_and_decimal_settle_a_table_and_info_says_how_it_was_read(tmp_
 @pytest.mark.parametrize("args, message", [
     (["--delimiter", "|"], "--delimiter | is not a delimiter sfapprox reads"),
     (["--delimiter", ",", "--decimal", ","], "--decimal , and --delimiter , name the same character"),
-    (["--decimal", "."], "option --decimal . applies to text tables (.csv/.tsv/.txt/.dat), not 'mtx'"),
+    (["--decimal", "."], "option --decimal . applies to text tables (.csv/.tsv/.txt/.dat) and triplet files (.ijv/.coo/.edges), not 'mtx'"),
 ])
 @pytest.mark.parametrize("command", ["info", "compare", "fit"])
 def test_nonsense_delimiter_or_decimal_is_one_line_and_exit_2(small_mtx, command, args, message):

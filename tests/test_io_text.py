@@ -44,7 +44,8 @@ class TestHeaderlessTriplets:
         assert "fields separated by ';'" in m.notes and m.nnz == 2
         input_error(write(tmp_path / "m.ijv", "1;1;1\n2 2 3\n"),
                     r"line 2: .* got 1 field: '2 2 3'; the first line's fields are separated by ';'")  # (was '1 fields')
-        input_error(write(tmp_path / "c.ijv", "1 1 1\n2 2 0,5\n"), r"got 4 fields.*separate the fields with ';'")
+        input_error(write(tmp_path / "c.ijv", "1 1 1\n2 2 0,5\n"), r"got 4 fields.*pass decimal=',' where it is a "
+                    r"decimal comma \(or separate the fields with ';'")
 
     def test_mirror_none_keeps_triangle(self, tmp_path):
         m = load_matrix(write(tmp_path / "mesh.mtx", self.LOWER), format="ijv", mirror="none")
@@ -570,13 +571,13 @@ class TestDelimiterAndDecimal:
         with pytest.raises(ParameterError, match=match):
             load_matrix(tmp_path / "absent.csv", **options)
 
-    @pytest.mark.parametrize("name, text", [("m.mtx", MTX_GENERAL), ("m.ijv", "1 1 1\n")])
-    def test_a_format_without_delimiter_refuses_it(self, tmp_path, name, text):
-        path = write(tmp_path / name, text)
+    def test_a_format_without_delimiter_refuses_it(self, tmp_path):
+        path = write(tmp_path / "m.mtx", MTX_GENERAL)
         for option in ({"delimiter": ","}, {"decimal": "."}):
-            (name_, value), = option.items()
-            with pytest.raises(ParameterError, match=re.escape(f"option {name_}={value!r} applies to text tables "
-                                                               "(.csv/.tsv/.txt/.dat)")):
+            (name, value), = option.items()
+            with pytest.raises(ParameterError, match=re.escape(f"option {name}={value!r} applies to text tables "
+                                                               "(.csv/.tsv/.txt/.dat) and triplet files (.ijv/.coo/"
+                                                               ".edges), not 'mtx'")):
                 load_matrix(path, **option)
 
     @pytest.mark.parametrize("text, options, said", [
@@ -629,3 +630,52 @@ class TestDelimiterAndDecimal:
     def test_without_the_options_detection_is_unchanged(self, tmp_path):
         path = write(tmp_path / "m.csv", "1,5;2\n2;1\n")
         assert load_matrix(path).matrix.tolist() == load_matrix(path, decimal=",", delimiter=";").matrix.tolist()
+
+
+class TestTripletDelimiterAndDecimal:
+    """Triplet files take ``delimiter=`` and ``decimal=`` as text tables do: they were refused ("applies to csv
+    files"), and a blank-separated ``1 2 0,5`` could not be read at all."""
+
+    @pytest.mark.parametrize("text, options", [
+        ("1 1 1\n1 2 0,5\n", {"decimal": ","}),
+        ("1\t1\t1\n1\t2\t0,5\n", {"delimiter": "tab", "decimal": ","}),
+        ("1 1 1\n1 2 0,5\n", {"delimiter": "whitespace", "decimal": ","}),
+        ("1,1,1\n1,2,0.5\n", {"delimiter": ","}),
+        ("1;1;1\n1;2;0,5\n", {"delimiter": ";"}),
+        ("1;1;1\n1;2;0.5\n", {"delimiter": ";", "decimal": "."}),
+    ])
+    def test_the_given_marks_read_them(self, tmp_path, text, options):
+        m = load_matrix(write(tmp_path / "t.ijv", text), mirror="none", **options)
+        np.testing.assert_array_equal(m.to_dense(), [[1, 0.5], [0, 0]])
+        for name, value in options.items():
+            assert any(f"as {name}={value!r} says (not detected)" in note for note in m.notes), m.notes
+
+    @pytest.mark.parametrize("text, options, said", [
+        ("1 1 1\n1 2 0.5\n", {"decimal": ","}, "line 2, column 3: '0.5' has a point, but decimal=',' says"),
+        ("1,1,1\n1,2,0.5\n", {"decimal": ","}, "got 1 field: '1,1,1'; a comma separates no fields with decimal=',' "
+                                              "(it is the decimal mark): where ',' separates the fields, leave decimal= out"),
+        ("1 1 1\n1 2 0,5\n", {"decimal": "."}, "got 4 fields: '1 2 0,5'; a comma separates fields here, as "
+                                              "decimal='.' has no decimal commas"),
+        ("1;1;1\n1;2;1,5\n", {"decimal": "."}, "line 2, column 3: number '1,5' has a comma, but decimal='.' says"),
+        ("1,1,1\n1,2,0.5\n", {"delimiter": ";"}, "got 1 field: '1,1,1'; its fields are split at the delimiter=';' "
+                                                "given, but it holds ',': is the file separated by ','?"),
+        ("1 1 1\n", {"delimiter": ","}, "its fields are split at the delimiter=',' given, but it holds blanks"),
+        # numpy's parse of a ';' file read '1.000' as 1.0: refused as where ';' is detected
+        ("1;1;1\n1;2;1.000\n", {"delimiter": ";"}, "'1.000' is ambiguous in a semicolon-separated file"),
+        ("%%MatrixMarket matrix coordinate real general\n1 1 1\n1 1 1\n", {"decimal": "."},
+         "decimal='.' applies to header-less triplets, but the file has a Matrix Market banner"),
+    ])
+    def test_a_refusal_names_the_marks_given(self, tmp_path, text, options, said):
+        with pytest.raises(InputError) as caught:
+            load_matrix(write(tmp_path / "t.ijv", text), **options)
+        assert said in str(caught.value), caught.value
+
+    def test_a_decimal_comma_split_in_two_names_the_decimal_option(self, tmp_path):
+        """'1 2 0,5' was told to separate its fields with ';', as there was no option to say what ',' is."""
+        input_error(write(tmp_path / "t.ijv", "1 1 1\n1 2 0,5\n"), r"got 4 fields: '1 2 0,5'; a comma separates fields "
+                    r"here: pass decimal=',' where it is a decimal comma")
+
+    def test_a_decimal_point_given_reads_what_a_semicolon_file_refuses(self, tmp_path):
+        path = write(tmp_path / "t.ijv", "1;1;1\n1;2;1.000\n")
+        input_error(path, r"'1\.000' is ambiguous")
+        assert load_matrix(path, decimal=".", mirror="none").to_dense().tolist() == [[1, 1], [0, 0]]

@@ -1024,7 +1024,8 @@ def test_a_text_option_for_a_table_that_is_not_text_is_one_refusal_however_it_is
         with pytest.raises(ParameterError) as caught:
             read()
         said.append(str(caught.value))
-    assert said == [f"{path}: option decimal='.' applies to text tables (.csv/.tsv/.txt/.dat), not 'npy'"] * 3
+    assert said == [f"{path}: option decimal='.' applies to text tables (.csv/.tsv/.txt/.dat) and triplet files "
+                    "(.ijv/.coo/.edges), not 'npy'"] * 3
     with spelled_for("cli"), pytest.raises(ParameterError, match=r"option --delimiter , applies to text tables"):
         read_points(path, delimiter=",")
 

@@ -244,8 +244,8 @@ LOAD = Group(
         _param("mirror", Annotated[Literal["auto", "none", "mirror"], typer.Option("--mirror", **CHOICE, help="Header-less triplets: mirror a one-triangle file (auto), never (none) or always (mirror).")], _field_default(LoadOptions, "mirror")),
         _param("kernel", Annotated[Optional[str], typer.Option("--kernel", help="The file is a table of points (.csv/.tsv/.txt/.dat, .npy, .libsvm): use their kernel matrix, rbf, laplacian, matern32, matern52, cosine or linear (computed from columns; formed only when it fits).", metavar="KERNEL", callback=lowered)], _field_default(LoadOptions, "kernel")),
         _param("bandwidth", Annotated[Optional[float], typer.Option("--bandwidth", help="The kernel's bandwidth h (rbf: exp(-d²/2h²)); default: the median distance between points (printed).", metavar="H")], _field_default(LoadOptions, "bandwidth")),
-        _param("delimiter", Annotated[Optional[str], typer.Option("--delimiter", help="Text table (.csv/.tsv/.txt/.dat): what separates its cells, ',' ';' tab or whitespace (default: detected from the extension and the data lines).", metavar="SEP", callback=lowered)], _field_default(LoadOptions, "delimiter")),
-        _param("decimal", Annotated[Optional[str], typer.Option("--decimal", help="Text table: the decimal mark of its numbers, '.' or ',' (default: detected; a number that reads both ways is refused).", metavar="MARK")], _field_default(LoadOptions, "decimal")),
+        _param("delimiter", Annotated[Optional[str], typer.Option("--delimiter", help="Text table (.csv/.tsv/.txt/.dat) or triplets (.ijv): what separates its cells, ',' ';' tab or whitespace (default: detected from the extension and the data lines).", metavar="SEP", callback=lowered)], _field_default(LoadOptions, "delimiter")),
+        _param("decimal", Annotated[Optional[str], typer.Option("--decimal", help="Text table or triplets: the decimal mark of its numbers, '.' or ',' (default: detected; a number that reads both ways is refused).", metavar="MARK")], _field_default(LoadOptions, "decimal")),
         _MAX_MEMORY,
     ),
     lambda v: _checked_marks(LoadOptions(

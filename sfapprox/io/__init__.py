@@ -117,13 +117,13 @@ _OPTION_FORMATS = {
     "gradient": {"image"},
     "resize": {"image"},
     "square": {"image"},
-    # a text table's (a covariance's or a kernel's table too: read as format "csv")
-    "delimiter": {"csv"},
-    "decimal": {"csv"},
+    # a text table's (a covariance's or a kernel's table too: read as format "csv") and triplets'
+    "delimiter": {"csv", "ijv"},
+    "decimal": {"csv", "ijv"},
 }
 #: How a refusal of an option names the files of a format, where its key would not say what they are
 #: (a ".txt" table is format "csv": "applies to csv files" read as if a .txt did not take it).
-_OPTION_FILES = {"csv": "text tables (.csv/.tsv/.txt/.dat)"}
+_OPTION_FILES = {"csv": "text tables (.csv/.tsv/.txt/.dat)", "ijv": "triplet files (.ijv/.coo/.edges)"}
 
 
 def available_formats() -> dict[str, str]:
@@ -651,13 +651,16 @@ def load_matrix(
         it a :class:`~sfapprox.sources.SparseSource`).  A surrogate at SF's
         budget must still fit the limit.
     delimiter : {",", ";", "\\t", "tab", "whitespace"} or None, default=None
-        Text tables (format ``"csv"``): what separates the cells, as pandas'
-        ``sep=``; None detects it (``.csv`` ``,`` or ``;``, ``.tsv`` tab,
-        ``.txt``/``.dat`` blanks unless their data lines show ``;`` or ``,``).
+        Text tables (format ``"csv"``) and triplets (``"ijv"``): what separates
+        the cells, as pandas' ``sep=``; None detects it (``.csv`` ``,`` or
+        ``;``, ``.tsv`` tab, ``.txt``/``.dat`` blanks unless their data lines
+        show ``;`` or ``,``; triplets ``;`` where their first line shows one,
+        else blanks and commas).
         A ``.txt`` line ``1,2`` (two cells, or one number with a decimal
         comma) is refused unless this or ``decimal`` says which.
     decimal : {".", ","} or None, default=None
-        Text tables: the decimal mark, as pandas' ``decimal=``; None detects
+        Text tables and triplets: the decimal mark, as pandas' ``decimal=``
+        (``","``: a comma separates no triplet's fields); None detects
         it (decimal commas in a ``;``-separated file).  ``"."`` reads a
         ``;``-separated ``1.000`` as 1.0 (refused as a possible thousands
         separator otherwise); ``","`` reads ``1,000`` as 1.0 and refuses a

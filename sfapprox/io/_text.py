@@ -497,12 +497,17 @@ def read_csv(src: Source, opts: Options) -> ReadResult:
 # ---------------------------------------------------------------------------
 
 
-def _parse_triplets(src: Source, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """Parse ``i j [value]`` lines into index/value arrays (indices as written)."""
-    table = _fast_triplets(text)
-    written: list[str] = []
+def _parse_triplets(src: Source, text: str, opts: Options) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """Parse ``i j [value]`` lines into index/value arrays (indices as written), their fields split at
+    ``opts.delimiter`` and their numbers read with ``opts.decimal`` where given."""
+    # decimal=',': numpy would read a value '0.5' as 0.5; the slow path refuses it (a point where commas are the
+    # decimal mark) and reads '0,5'
+    table = None if opts.decimal == "," else _fast_triplets(text, _given_delimiter(opts))
+    written: list[str] = _marks_notes(opts)
     if table is None:
-        table = _slow_triplets(src, text, written)
+        table = _slow_triplets(src, text, written, opts)
+    elif opts.decimal is None and _given_delimiter(opts) == ";":  # (numpy read '1.000' as 1.0: said, as detected)
+        _refuse_ambiguous_points(src, text.splitlines(), 0, written, table[:, 2:])
     idx = table[:, :2]
     bad = np.flatnonzero((~np.isfinite(idx) | (idx != np.round(idx)) | (idx < 0)).any(axis=1))
     if bad.size:
@@ -536,35 +541,43 @@ def _data_line_number(text: str, k: int) -> int:
     return 0  # pragma: no cover - k is always a data line
 
 
-def _fast_triplets(text: str) -> np.ndarray | None:
-    """numpy's C parser for clean files; None sends us to the precise slow path."""
+def _given_delimiter(opts: Options) -> str | None:
+    """The delimiter ``opts.delimiter`` names (None: blanks, or none given)."""
+    return None if opts.delimiter is None else TEXT_DELIMITERS[opts.delimiter]
+
+
+def _fast_triplets(text: str, delimiter: str | None = None) -> np.ndarray | None:
+    """numpy's C parser for clean files (fields split at ``delimiter``, None: blanks); None sends us to the
+    precise slow path."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            table = np.loadtxt(text.splitlines(), comments=_COMMENT, ndmin=2, dtype=np.float64)
+            table = np.loadtxt(text.splitlines(), comments=_COMMENT, ndmin=2, dtype=np.float64, delimiter=delimiter)
     except (ValueError, TypeError, UserWarning):
         return None
     return table if table.shape[0] and table.shape[1] in (2, 3) else None
 
 
-def _slow_triplets(src: Source, text: str, notes: list[str]) -> np.ndarray:
+def _slow_triplets(src: Source, text: str, notes: list[str], opts: Options) -> np.ndarray:
     rows: list[list[str]] = []
     numbers: list[int] = []
-    semicolons: bool | None = None  # decided by the first line, as a CSV's separator is
+    separator: str | None = _given_delimiter(opts)
+    detected: bool | None = None if opts.delimiter is None else False  # decided by the first line, as a CSV's is
     for line_no, line in enumerate(text.splitlines(), start=1):
         s = line.strip()
         if not s or s.startswith(_COMMENT):
             continue
-        if semicolons is None:
+        if detected is None:
             # "1;1;0,5", as spreadsheets of decimal-comma locales write it: split at ';' only, so that a
             # comma is a decimal comma (it was "got 1 fields")
-            semicolons = ";" in s
-        parts = _split_semicolons(s) if semicolons else s.replace(",", " ").split()
+            detected, separator = True, ";" if ";" in s else None
+        # blanks, and a comma unless it is the decimal mark given ("1,2,0.5")
+        commas = separator is None and opts.delimiter is None and opts.decimal != ","
+        parts = _split_fields(s, separator, commas)
         if len(parts) not in (2, 3):
-            comma = any(is_comma_number(t) for t in s.split())  # "1 2 0,5": a decimal comma, split in two
             raise src.fail(
                 f"line {line_no}: expected 'i j' or 'i j value', got {counted(len(parts), 'field')}: {s[:60]!r}",
-                _triplet_hint(s, semicolons, comma),
+                _triplet_hint(s, separator, opts),
             )
         if rows and len(parts) != len(rows[0]):
             raise src.fail(
@@ -575,30 +588,54 @@ def _slow_triplets(src: Source, text: str, notes: list[str]) -> np.ndarray:
         numbers.append(line_no)
     if not rows:
         raise src.fail("no entries (only blank or comment lines)")
-    # (without semicolons a comma separates the fields: no decimal commas)
-    table = as_float_table(read_written_numbers(rows, numbers, src, notes, decimal_comma=bool(semicolons)), numbers, src)
-    if semicolons:
+    # (without semicolons a comma separates the fields, unless it is the decimal mark given)
+    decimal = opts.decimal or ("," if separator == ";" else ".")
+    rows = read_written_numbers(rows, numbers, src, notes, decimal_comma=decimal == ",", given=opts.decimal is not None)
+    table = as_float_table(rows, numbers, src, delimiter=opts.delimiter, decimal=opts.decimal)
+    if separator == ";" and opts.decimal is None:  # (a decimal mark given says what '1.000' is)
         # (its values' column: indices are whole numbers, which would send every file to the search)
         _refuse_ambiguous_points(src, text.splitlines(), 0, notes, table[:, 2:] if table.ndim == 2 else None)
-        if not any(note.startswith("semicolon-separated") for note in notes):
-            notes.append("fields separated by ';'")
+    if detected and separator == ";" and not any(note.startswith("semicolon-separated") for note in notes):
+        notes.append("fields separated by ';'")
     return table
 
 
-def _split_semicolons(line: str) -> list[str]:
-    """The fields of a ``;``-separated line, stripped; a trailing ``;`` adds none."""
-    parts = [part.strip() for part in line.split(";")]
+def _split_fields(line: str, separator: str | None, commas: bool = False) -> list[str]:
+    """The fields of a triplet line split at ``separator`` (None: blanks; and commas too with ``commas``),
+    stripped; a trailing ``separator`` adds none."""
+    if separator is None:
+        return (line.replace(",", " ") if commas else line).split()
+    parts = [part.strip() for part in line.split(separator)]
     return parts[:-1] if len(parts) > 1 and parts[-1] == "" else parts
 
 
-def _triplet_hint(line: str, semicolons: bool, comma: bool) -> str | None:
-    """What to do with a triplet line of the wrong number of fields, where the separator tells."""
-    if semicolons or ";" in line:
-        return ("the first line's fields are separated by ';'" if semicolons else "the first line's fields are "
+#: What may separate a triplet line's fields, as a hint names them.
+_SEPARATORS = {";": "';'", "\t": "a tab", ",": "','", " ": "blanks"}
+
+
+def _triplet_hint(line: str, separator: str | None, opts: Options) -> str | None:
+    """What to do with a triplet line of the wrong number of fields, where the separator tells: the
+    ``delimiter`` or ``decimal`` given where one split it so."""
+    if opts.delimiter is not None:
+        blank = separator in (None, " ")  # (blanks and tabs are one delimiter: 'whitespace')
+        seen = next((said for mark, said in _SEPARATORS.items() if mark in line and mark != separator
+                     and not (blank and mark in " \t") and not (mark == "," and opts.decimal == ",")), None)
+        return (f"its fields are split at the {parameter('delimiter', opts.delimiter)} given"
+                + (f", but it holds {seen}: is the file separated by {'tabs' if seen == 'a tab' else seen}?" if seen
+                   else ""))
+    if separator == ";" or ";" in line:
+        return ("the first line's fields are separated by ';'" if separator == ";" else "the first line's fields are "
                 "separated by blanks") + ": separate every line's fields the same way"
-    if comma:
-        return ("a comma separates fields here: write numbers with a decimal point, or separate the fields with ';' "
-                "to read decimal commas (1;2;0,5)")
+    if opts.decimal == "," and "," in line:
+        return (f"a comma separates no fields with {parameter('decimal', ',')} (it is the decimal mark): where ',' "
+                f"separates the fields, leave {parameter('decimal')} out")
+    if any(is_comma_number(t) for t in line.split()):  # "1 2 0,5": a decimal comma, split in two
+        if opts.decimal == ".":
+            return (f"a comma separates fields here, as {parameter('decimal', '.')} has no decimal commas: separate "
+                    "every line's fields the same way")
+        return (f"a comma separates fields here: pass {parameter('decimal', ',')} where it is a decimal comma (or "
+                "separate the fields with ';', 1;2;0,5, which reads decimal commas), else write numbers with a "
+                "decimal point")
     return None
 
 
@@ -660,6 +697,11 @@ def _matrix_market_banner(src: Source, opts: Options, text: str) -> ReadResult |
     if opts.mirror != "auto":
         raise src.fail(f"mirror={opts.mirror!r} applies to header-less triplets, but the file has a Matrix Market "
                        "banner, which declares its symmetry", "drop mirror=")
+    given = next((name for name in ("delimiter", "decimal") if getattr(opts, name) is not None), None)
+    if given is not None:  # refused, not ignored: Matrix Market fields are separated by blanks, with decimal points
+        raise src.fail(f"{parameter(given, getattr(opts, given))} applies to header-less triplets, but the file has a "
+                       "Matrix Market banner, which is read by its own rules (blanks, decimal points)",
+                       f"leave {parameter(given)} out")
     from ._mtx import read_mtx  # here, not at the top: _mtx is the judge of its own header
 
     result = read_mtx(src, opts)
@@ -674,7 +716,7 @@ def read_ijv(src: Source, opts: Options) -> ReadResult:
     if banner is not None:
         return banner
     check_memory(8 * len(text), what=f"{src.display}: triplets", limit=opts.max_memory)
-    i, j, v, notes = _parse_triplets(src, text)
+    i, j, v, notes = _parse_triplets(src, text, opts)
     zero_based = min(i.min(), j.min()) == 0
     if zero_based:
         notes.append("an index 0 appears: indices read as 0-based")
