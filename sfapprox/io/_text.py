@@ -226,6 +226,14 @@ def _is_label(k: int, cell: str) -> bool:
     return parse_float(cell) is None and not is_missing_token(cell) and not is_number_like(cell)
 
 
+def _numpy_reads(text: str, opts: Options) -> bool:
+    """Whether numpy's parse reads ``text``'s numbers as ``opts.decimal`` has them: always but for a decimal
+    comma (numpy reads a cell '1.5' as 1.5, which the slow path refuses as a point where commas are the decimal
+    mark, and no '1,5'), then only where ``text`` holds neither ',' nor '.': integers and exponents, read alike
+    (the slow path was ~10x slower, and held to its larger memory check, for a table with no comma at all)."""
+    return opts.decimal != "," or ("," not in text and "." not in text)
+
+
 def _fast_table(lines: list[str], delimiter: str | None) -> np.ndarray | None:
     """numpy's C parser for well-formed tables; None sends us to the slow, precise path."""
     try:
@@ -274,9 +282,8 @@ def read_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]]:
         has_header = has_header or pandas_index
     if has_header:
         notes.append(_header_note(header))
-    # decimal=',': numpy would read a cell '1.5' as 1.5; the slow path refuses it (a point where commas are
-    # the decimal mark) and reads '1,5'
-    table = None if opts.decimal == "," else _fast_table(lines[first + 1 :] if has_header else lines[first:], delimiter)
+    table = _fast_table(lines[first + 1 :] if has_header else lines[first:], delimiter) if _numpy_reads(text, opts) \
+        else None
     if table is None or not table.size:
         # Slow path: Python strings cost ~10x the float64 table.
         check_memory(80 * width * len(lines), what=f"{src.display}: parsing a {len(lines)} x {width} table",
@@ -500,9 +507,7 @@ def read_csv(src: Source, opts: Options) -> ReadResult:
 def _parse_triplets(src: Source, text: str, opts: Options) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """Parse ``i j [value]`` lines into index/value arrays (indices as written), their fields split at
     ``opts.delimiter`` and their numbers read with ``opts.decimal`` where given."""
-    # decimal=',': numpy would read a value '0.5' as 0.5; the slow path refuses it (a point where commas are the
-    # decimal mark) and reads '0,5'
-    table = None if opts.decimal == "," else _fast_triplets(text, _given_delimiter(opts))
+    table = _fast_triplets(text, _given_delimiter(opts)) if _numpy_reads(text, opts) else None
     written: list[str] = _marks_notes(opts)
     if table is None:
         table = _slow_triplets(src, text, written, opts)
