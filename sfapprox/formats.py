@@ -19,11 +19,13 @@ import json
 import math
 import os
 import re
-import shlex
 import sys
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
+
+# (their home is the stdlib-only _shell, which _errors.parameter quotes with: here they stay formats' own)
+from ._shell import _ESCAPED, _raw_bytes, printable, shell_quote
 
 __all__ = ["Column", "Table", "OutputFormat", "Layout", "layout", "render_rich", "render_html", "render_frame",
            "ShownAsTables", "fmt_number", "fmt_seconds", "fact_text", "counted", "jsonable", "json_text", "RAW_BYTES_SUFFIX", "PLOT_SUFFIXES",
@@ -224,15 +226,6 @@ def _jsonable_dict(value: dict) -> dict:
     return out
 
 
-def _raw_bytes(text: str) -> bytes:
-    """The bytes ``text`` was read from, as a file's name (``os.fsencode``: a lone surrogate is the byte it
-    stands for); a surrogate that stands for no byte as UTF-8 would write it."""
-    try:
-        return os.fsencode(text)
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass")
-
-
 #: Lone surrogates as their escapes (:func:`json_text`): ``\xNN`` for a byte that is no UTF-8 (as every table and
 #: error line writes it, :data:`_UNDECODABLE`), ``\uNNNN`` for any other.
 _SURROGATES = {**{c: f"\\u{c:04x}" for c in range(0xd800, 0xe000)},
@@ -297,87 +290,8 @@ def fmt_with_interval(value: float | None, interval, digits: int = 4) -> str:
     return f"{fmt_number(value, digits)} ± {fmt_number(max(high - value, value - low), 2)}"
 
 
-#: Characters a file may spell that a terminal would act on rather than show: C0 controls but the line break
-#: (ESC starts a colour, a title, a cursor move; BEL rings), DEL, C1 controls (0x9b is a one-byte CSI) and
-#: the bidirectional overrides that reorder what is shown.  Each is written as its escape instead.
-_ESCAPED = {**{c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7f, 0xa0)] if c != 0x0a},
-            **{c: f"\\u{c:04x}" for c in [*range(0x202a, 0x202f), *range(0x2066, 0x206a)]},
-            # a byte of a file's name that is no UTF-8 (Linux allows any): Python reads it as a lone surrogate
-            # (surrogateescape), which a UTF-8 file cannot hold (--markdown ended in a UnicodeEncodeError) and a
-            # terminal shows as "?"; written as the byte's escape, the name is recognised and stays valid text
-            **{c: f"\\x{c - 0xdc00:02x}" for c in range(0xdc80, 0xdd00)}}
-#: :data:`_ESCAPED` as a shell's ``$'...'`` reads it back (:func:`shell_quote`): there ``\xNN`` is the byte NN,
-#: right for a C0 control, DEL and a byte that is no UTF-8, while a C1 control is the character U+0080-U+009F,
-#: two bytes in UTF-8, so ``\u00NN``.
-_SHELL_ESCAPED = {**_ESCAPED, **{c: f"\\u{c:04x}" for c in range(0x80, 0xa0)}}
 #: The escapes of a name's bytes that are no UTF-8 alone (:func:`to_ascii` writes them so, too).
 _UNDECODABLE = {c: _ESCAPED[c] for c in range(0xdc80, 0xdd00)}
-
-
-def printable(text: str) -> str:
-    r"""``text`` with what a terminal would act on written as escapes (``a\x1b[31m``): names read from a
-    file (a tensor's, a variable's, a file's own) reach tables, notes and error lines, and an ESC in one
-    recoloured or cleared the user's terminal.
-
-    Examples
-    --------
-    >>> printable("w\x1b[2J.weight"), printable("plain text"), printable(os.fsdecode(b"bad\xff.mtx"))
-    ('w\\x1b[2J.weight', 'plain text', 'bad\\xff.mtx')
-    """
-    return text.translate(_ESCAPED)
-
-
-def shell_quote(word: str, *, ascii: bool = False) -> str:
-    r"""``word`` quoted for a POSIX shell (bash, zsh, ksh) to read back as the same bytes, for a command
-    sfapprox suggests: :func:`shlex.quote`, or ``$'...'`` with escapes where ``word`` holds what
-    :func:`printable` escapes (a control character, a byte of a file's name that is no UTF-8), which no
-    plain quoting shows as itself: ``shlex.quote`` wrote such a name as ``'bad\udcff.mtx'``, a file that
-    does not exist.
-
-    With ``ascii`` (for a stream that writes ASCII only) a word that is not ASCII is written as its bytes in
-    ``$'...'`` (``$'matrice_\xc3\xa9.mtx'``): it showed as ``'matrice_e.mtx'``, another file.  Bytes, not
-    ``\u00e9``: a shell in the C locale (the usual reason for such a stream) keeps ``$'\u00e9'`` as it is.
-
-    On Windows the word is written for cmd.exe and PowerShell instead (:func:`_windows_quote`): neither
-    reads ``'...'`` quoting as POSIX shells do (cmd passes the quotes on) nor ``$'...'`` at all.
-
-    Examples
-    --------
-    >>> shell_quote("a b.mtx"), shell_quote(os.fsdecode(b"bad\xff.mtx")), shell_quote("a\x1bb'c")
-    ("'a b.mtx'", "$'bad\\xff.mtx'", "$'a\\x1bb\\'c'")
-    >>> shell_quote("matrice_é.mtx"), shell_quote("matrice_é.mtx", ascii=True)
-    ("'matrice_é.mtx'", "$'matrice_\\xc3\\xa9.mtx'")
-    """
-    if sys.platform == "win32":
-        return _windows_quote(word)
-    if ascii and not word.isascii():
-        return "$'" + "".join(_SHELL_BYTES[byte] for byte in _raw_bytes(word)) + "'"
-    if printable(word) == word:
-        return shlex.quote(word)
-    return "$'" + word.replace("\\", "\\\\").replace("'", "\\'").translate(_SHELL_ESCAPED) + "'"
-
-
-#: What cmd.exe and PowerShell both take unquoted (a Windows path's separators and drive colon included).
-_WINDOWS_PLAIN = re.compile(r"[\w@%+=:,./\\-]+", re.ASCII)
-
-
-def _windows_quote(word: str) -> str:
-    r"""``word`` for cmd.exe and PowerShell: as it is where both take it so, else in double quotes (the
-    quoting both read; a Windows file name holds no ``"``, an option's value escapes one as ``\"``, as
-    the C runtime's argument parsing reads it back).
-
-    Examples
-    --------
-    >>> print(_windows_quote(r"C:\data\a.mtx"), _windows_quote(r"C:\my data\a b.mtx"), _windows_quote(""))
-    C:\data\a.mtx "C:\my data\a b.mtx" ""
-    """
-    if word and _WINDOWS_PLAIN.fullmatch(word):
-        return word
-    return '"' + word.replace('"', '\\"') + '"'
-
-
-#: Each byte as ``$'...'`` holds it (:func:`shell_quote` with ``ascii``): printable ASCII as it is, the rest ``\xNN``.
-_SHELL_BYTES = [{0x5c: "\\\\", 0x27: "\\'"}.get(b, chr(b)) if 0x20 <= b < 0x7f else f"\\x{b:02x}" for b in range(256)]
 
 
 def shell_join(words: list[str], *, ascii: bool = False) -> str:
