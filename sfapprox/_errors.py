@@ -88,8 +88,9 @@ def parameter(name: str, value: object = None, *, shown: str | None = None, type
     name : str
         The keyword (``var``, ``two_mode``); its option is ``--`` and the keyword with ``-`` for ``_``.
     value : object, optional
-        Its value, shown as Python writes it (``var='A'``) or as typed (``--var A``); ``True`` is the
-        flag alone on the command line (``--covariance``); None: the name alone (``var=``, ``--var``).
+        Its value, shown as Python writes it (``var='A'``) or as typed (``--var A``, quoted for the shell
+        where it needs it: ``--delimiter ';'``, ``--var 'my var'``); ``True`` is the flag alone on the
+        command line (``--covariance``); None: the name alone (``var=``, ``--var``).
     shown : str, optional
         A value written the same to both, instead of ``value``: a pattern such as ``1..3`` or
         ``Problem.<field>`` (quoted for Python where it stands for a string, as ``'Problem.<field>'``).
@@ -109,6 +110,9 @@ def parameter(name: str, value: object = None, *, shown: str | None = None, type
     >>> with spelled_for("cli"):
     ...     parameter("var", "Problem.A"), parameter("two_mode"), parameter("covariance", True)
     ('--var Problem.A', '--two-mode', '--covariance')
+    >>> with spelled_for("cli"):
+    ...     parameter("delimiter", ";"), parameter("var", "my var"), parameter("network", shown="1..2")
+    ("--delimiter ';'", "--var 'my var'", '--network 1..2')
     >>> methods = ("sf", "tsvd")
     >>> parameter("methods", methods, typed=",".join(methods))
     "methods=('sf', 'tsvd')"
@@ -118,10 +122,14 @@ def parameter(name: str, value: object = None, *, shown: str | None = None, type
     """
     if _READER["now"] == "api":
         return f"{name}={shown if shown is not None else '' if value is None else repr(value)}"
+    from ._shell import shell_quote  # here: `import sfapprox` loads this module alone (test_layout)
+
     flag = _OPTIONS.get(name, "--" + name.replace("_", "-"))
-    text = shown if shown is not None else typed if typed is not None else \
-        None if value is None or value is True else str(value)
-    return flag if text is None else f"{flag} {text.strip(chr(39))}"
+    if shown is not None:  # a pattern, not a word to type: as written, without Python's quotes
+        return f"{flag} {shown.strip(chr(39))}"
+    text = typed if typed is not None else None if value is None or value is True else str(value)
+    # quoted where a shell would not read it back (--delimiter ';': pasted, a bare ';' ended the command)
+    return flag if text is None else f"{flag} {shell_quote(text)}"
 
 
 def parameters(**values: object) -> str:

@@ -1572,8 +1572,19 @@ def test_delimiter_and_decimal_settle_a_table_and_info_says_how_it_was_read(tmp_
     assert invoke("info", txt, "--delimiter", ",").exit_code == 0
 
 
+def test_a_delimiter_named_in_a_message_is_quoted_as_the_shell_reads_it_back(tmp_path):
+    """"not the --delimiter ; given": pasted into a shell, the ';' ended the command."""
+    path = tmp_path / "m.csv"
+    path.write_text("1\t2\n2\t1\n")
+    res = invoke("info", path, "--delimiter", ";")
+    assert res.exit_code == 2 and "the file may be separated by tabs, not the --delimiter ';' given" in \
+        " ".join(res.output.split()), res.output
+    res = invoke("info", path, "--delimiter", ",")
+    assert "not the --delimiter , given" in " ".join(res.output.split()), res.output  # (no quotes it does not need)
+
+
 @pytest.mark.parametrize("args, message", [
-    (["--delimiter", "|"], "--delimiter | is not a delimiter sfapprox reads"),
+    (["--delimiter", "|"], "--delimiter '|' is not a delimiter sfapprox reads"),
     (["--delimiter", ",", "--decimal", ","], "--decimal , and --delimiter , name the same character"),
     (["--decimal", "."], "option --decimal . applies to text tables (.csv/.tsv/.txt/.dat) and triplet files (.ijv/.coo/.edges), not 'mtx'"),
 ])
