@@ -71,7 +71,13 @@ class MethodResult:
         ``||X - X_hat||_F`` and that over ``||X||_F``; None unless there is an
         approximation to score.
     seconds : float or None
-        Fit time in seconds.
+        Wall time this method took in its comparison, measured by the comparison the same way for
+        every method: from before its checks and its factory (SF's structure, its starts) to after its
+        row is scored.  From columns (a matrix not formed) every row is scored afterwards in one joint
+        pass, which no row's seconds hold: the comparison's notes say what it took.  The estimator's
+        own time (the optimizer's, each method's clock) is ``params["fit_seconds"]``.  A row read from a
+        file written before rows had ``fit_seconds`` holds that fit time here (read as it is: nothing
+        converts it); an included saved fit's row shows the seconds its file records.
     params : dict
         The fitted parameters (rank, structure, iterations, ``stop_reason``, ...).
     reason : str or None
