@@ -1046,6 +1046,45 @@ def test_seconds_spent_compiling_are_said_and_not_taken_for_a_limit_overrun(caps
     assert "not counted in --time-limit): the fit's 13.4 s include 9.83 s" in said
 
 
+def test_a_row_whose_setting_up_ran_past_its_limit_says_so_and_that_its_fit_stopped_on_it(capsys):
+    """A row's seconds are its whole turn (checks, structure, starts, fit, scoring), its fit's own are
+    ``fit_seconds``: SF past its limit by its setting up is not said to want more than its least work, a
+    first run's compiling is named in the same words, and its fit, which stopped on the limit, is still said
+    to have (the "ran past" note never fired for SF, whose seconds were its fit's alone)."""
+    from sfapprox.cli._render import advise_limits
+    from sfapprox.results import MethodResult
+
+    rows = [MethodResult("sf", "ok", 10, 1.0, 0.1, 17.0, {"stop_reason": "time_limit", "fit_seconds": 12.0,
+                                                          "compile_seconds": 9.8}, time_limit=3.0),
+            MethodResult("tsvd", "ok", 10, 1.0, 0.1, 9.0, {"stop_reason": "exact", "fit_seconds": 8.5}, time_limit=3.0)]
+    advise_limits(rows)
+    said = " ".join(capsys.readouterr().err.split())
+    assert "stopped on the time limit before converging: sf 3 s;" in said
+    assert ("ran past the time limit: sf 17 s of 3 s (5 s of them outside its fit: setting up and scoring it, which "
+            "the limit does not cut; 9.8 s compiling its kernels, a first run), tsvd 9 s of 3 s (its closed form is "
+            "not cut); a longer --time-limit") in said
+
+
+def test_sf_made_to_run_past_its_limit_by_its_setting_up_is_said_to(monkeypatch, capsys):
+    """SF's structure timing (the factory's: 4 s at N = 12,000) and its checks ran under no clock of a row's:
+    ``compare --time-limit`` never said SF ran past it. A slow setting up now shows in its row and the note."""
+    import dataclasses
+    import time
+
+    from sfapprox import FitSettings, _base, compare
+    from sfapprox.cli._render import advise_limits
+
+    spec = _base.get_method("sf")
+    slow = lambda *a, **k: (time.sleep(1.4), spec.check_first(*a, **k))[1]  # noqa: E731
+    monkeypatch.setitem(_base._REGISTRY, "sf", dataclasses.replace(spec, check_first=slow))
+    X = np.random.default_rng(0).random((16, 16))
+    c = compare(X, ["sf"], settings=FitSettings(device="cpu", max_iter=30, time_limit=0.2))
+    advise_limits(c.results)
+    said = " ".join(capsys.readouterr().err.split())
+    assert re.search(r"ran past the time limit: sf [0-9.]+ s of 0\.2 s \([0-9.]+ s of them outside its fit: setting "
+                     r"up and scoring it", said), said
+
+
 def test_a_fit_the_limit_left_with_few_iterations_says_what_an_evaluation_takes(capsys):
     """SF at N = 16,384 under compare's 60 s made 0 iterations (an evaluation took 15 s): the note said only
     "stopped on the time limit", which left the limit to ask for a guess."""

@@ -1240,3 +1240,58 @@ def test_a_display_says_a_method_reads_columns_of_a_matrix_not_formed():
                   callback=display).results[0]
     assert row.status == "ok" and row.params.get("from") == "columns", row.reason
     assert phases[:2] == ["reading columns (the matrix is not formed)", ""]
+
+
+#: Seconds each slowed step below sleeps: far above a 16 x 16 fit's own, far below a test's patience.
+SLOW = 0.3
+
+
+def _slowed(monkeypatch, name: str) -> None:
+    """Method ``name``'s checks (where it has them) and factory each made :data:`SLOW` seconds slower."""
+    import dataclasses
+    import time
+
+    from sfapprox import _base
+
+    spec = _base.get_method(name)
+
+    def slow(step):
+        return lambda *a, **k: (time.sleep(SLOW), step(*a, **k))[1]
+
+    changes = {"make": slow(spec.make)}
+    if spec.check_first is not None:
+        changes["check_first"] = slow(spec.check_first)
+    monkeypatch.setitem(_base._REGISTRY, name, dataclasses.replace(spec, **changes))
+
+
+@pytest.mark.parametrize("name", ["sf", "tsvd"])
+def test_a_rows_seconds_hold_its_setting_up_and_scoring_and_fit_seconds_its_fit_alone(monkeypatch, name):
+    """A row's seconds were the estimator's own clock, which each method starts where it likes: SF's left out
+    its structure's timing (the factory's), its starts and its scoring, so at N = 3,000 its row said 1.76 s of
+    a 5.9 s comparison. Now the comparison times every method's whole turn alike; the fit's own time is
+    ``params["fit_seconds"]``."""
+    from sfapprox import comparison
+
+    _slowed(monkeypatch, name)
+    scoring = comparison.row_error
+    monkeypatch.setattr(comparison, "row_error",
+                        lambda *a, **k: (__import__("time").sleep(SLOW), scoring(*a, **k))[1])
+    X = np.random.default_rng(0).random((16, 16))
+    row = compare(X, [name], settings=CPU).results[0]  # (budget: SF's own count)
+    assert row.status == "ok"
+    slowed = 3 if name == "sf" else 2  # sf: its checks, its factory and its scoring; tsvd has no checks first
+    assert row.seconds >= slowed * SLOW
+    assert row.seconds - row.params["fit_seconds"] >= slowed * SLOW * 0.99
+    assert row.params["fit_seconds"] == pytest.approx(row.estimator.seconds_)
+    assert comparison.MethodResult.from_dict(row.to_dict()).params["fit_seconds"] == row.params["fit_seconds"]
+
+
+def test_a_comparison_from_columns_says_its_joint_scoring_is_in_no_rows_seconds():
+    """From columns every row is scored together afterwards, by one pass over the same columns: no row's
+    share of it can be told, so the note that gives its seconds says no row's seconds hold it."""
+    K = KernelMatrix(np.random.default_rng(3).standard_normal((150, 3)), bandwidth=1.0, name="k")
+    c = compare(K, ["nystrom"], budget=0.05, settings=FitSettings(max_memory=2 * K.formed_bytes))
+    row = c.results[0]
+    assert row.status == "ok" and row.params["fit_seconds"] <= row.seconds
+    (scored,) = [n for n in c.notes if "not formed" in n]
+    assert "ran (a row's seconds leave out the joint scoring), and every row was scored exactly" in scored, scored
