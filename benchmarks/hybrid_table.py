@@ -150,6 +150,12 @@ def winner(cell: dict) -> list[str]:
     return [m for m, v in e.items() if v <= best * (1 + 1e-9) + 1e-15]
 
 
+def fit_seconds(row: dict) -> float | None:
+    """A row's fit's own seconds (``params["fit_seconds"]``, what this table has always shown); a row of a
+    checkout from before rows had it: its ``seconds``, which were the fit's then."""
+    return (row.get("params") or {}).get("fit_seconds", row.get("seconds"))
+
+
 def _fmt(v: float | None) -> str:
     return "—" if v is None else f"{v:.3g}" if v >= 1e-3 else f"{v:.1e}"
 
@@ -191,10 +197,10 @@ def render(all_cells: list[dict], meta: dict) -> str:
              "|---|---|---|" + "---|" * len(methods) + "---|---|---|"]
     lines += [_error_row(c, methods) for c in cells]
     lines += ["", "guarantee: sf+lr ≤ min(SF, TSVD) × 1.001 at the same budget (ratio sf+lr / min in brackets).",
-              "", "## Seconds (compute time; a hybrid's is the sum over its grid)", "",
+              "", "## Seconds (each fit's own, params.fit_seconds; a hybrid's is the sum over its grid)", "",
               "| matrix | budget | " + " | ".join(methods) + " |", "|---|---|" + "---|" * len(methods)]
     for c in cells:
-        secs = {r["method"]: r["seconds"] for r in c["results"]}
+        secs = {r["method"]: fit_seconds(r) for r in c["results"]}
         lines.append(f"| {c['matrix']['name']} | {c['budget_label']} | "
                      + " | ".join("—" if secs.get(m) is None else f"{secs[m]:.2f}" for m in methods) + " |")
     lines += ["", "## Wins per category (cells where the method has the lowest error; ties count for each)", "",
@@ -209,8 +215,8 @@ def render(all_cells: list[dict], meta: dict) -> str:
                   "|---|---|---|" + "---|" * len(methods) + "---|---|---|"]
         lines += [_error_row(c, methods) for c in longer]
         lines += ["", "seconds: " + "; ".join(
-            f"{c['matrix']['name']}: " + ", ".join(f"{r['method']} {r['seconds']:.1f}" for r in c["results"]
-                                                   if r["seconds"] is not None) for c in longer)]
+            f"{c['matrix']['name']}: " + ", ".join(f"{r['method']} {fit_seconds(r):.1f}" for r in c["results"]
+                                                   if fit_seconds(r) is not None) for c in longer)]
     checks = [guarantee(c)[0] for c in all_cells]
     lines += ["", f"Guarantee held in {sum(1 for x in checks if x)} of {sum(1 for x in checks if x is not None)} "
               "cells where sf+lr and SF or TSVD were scored."]

@@ -69,7 +69,7 @@ def one(n: int, method: str, seconds: float, budget: str | None, mode: str) -> d
     peak = proc_status("VmHWM") - base
     need, what = max(checked) if checked else (None, None)
     params = {k: v for k, v in (row.params or {}).items() if isinstance(v, (int, float, str, bool))}
-    out = {"n": n, "method": method, "mode": mode, "seconds": elapsed, "fit_seconds": row.seconds,
+    out = {"n": n, "method": method, "mode": mode, "seconds": elapsed, "fit_seconds": (row.params or {}).get("fit_seconds", row.seconds),
            "peak_over_bytes": peak, "checked_bytes": need, "checked_what": what, "status": row.status,
            "rel_error": row.rel_error, "params": params,
            "maxrss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,

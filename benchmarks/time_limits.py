@@ -98,7 +98,7 @@ def time_method(loaded, name: str, limit: float) -> dict:
     wall = time.perf_counter() - start
     r = c.results[0]
     return {"method": name, "n": loaded.n, "limit": limit, "status": r.status, "wall": wall,
-            "ratio": wall / limit, "method_seconds": r.seconds, "stop_reason": r.params.get("stop_reason"),
+            "ratio": wall / limit, "method_seconds": r.params.get("fit_seconds", r.seconds), "row_seconds": r.seconds, "stop_reason": r.params.get("stop_reason"),
             "rel_error": r.rel_error, "nnz": r.nnz, "budget": c.budget}
 
 
