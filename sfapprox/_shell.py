@@ -83,7 +83,8 @@ def shell_quote(word: str, *, ascii: bool = False) -> str:
 
 
 #: What cmd.exe and PowerShell both take unquoted (a Windows path's separators and drive colon included).
-_WINDOWS_PLAIN = re.compile(r"[\w@%+=:,./\\-]+", re.ASCII)
+# (no "," or a leading "@": PowerShell reads a,b as an array and @x as splatting)
+_WINDOWS_PLAIN = re.compile(r"[\w%+=:./\\-]+", re.ASCII)
 
 
 def _windows_quote(word: str) -> str:
@@ -98,7 +99,10 @@ def _windows_quote(word: str) -> str:
     """
     if word and _WINDOWS_PLAIN.fullmatch(word):
         return word
-    return '"' + word.replace('"', '\\"') + '"'
+    # the C runtime reads backslashes before a '"' as escapes: a folder's trailing one ("C:\\my runs\\") doubled
+    # so the closing quote stays one, and those before an escaped quote doubled as well
+    quoted = re.sub(r'(\\*)"', lambda m: m.group(1) * 2 + '\\"', word)
+    return '"' + re.sub(r"(\\+)$", lambda m: m.group(1) * 2, quoted) + '"'
 
 
 #: Each byte as ``$'...'`` holds it (:func:`shell_quote` with ``ascii``): printable ASCII as it is, the rest ``\xNN``.

@@ -13,7 +13,7 @@ output and error that were the closed terminal are sent to ``/dev/null``
 message must not cost the outputs the stop saves.
 
 While an output file is written and moved into place
-(:func:`sfapprox._atomic.atomic_path`), :func:`deferred` holds both signals
+(:func:`sfapprox._atomic.atomic_path`), :func:`deferred` holds the stop signals
 back and delivers them once the file is complete, so a second Ctrl-C during
 the save of a stopped fit does not throw the fit away.
 """
@@ -82,7 +82,7 @@ def _leave_hung_up_terminal() -> None:
 
 
 def install_stop_handlers() -> None:
-    """Make SIGINT and SIGTERM stop the program the way Ctrl-C does (main thread only).
+    """Make SIGINT, SIGTERM and SIGHUP stop the program the way Ctrl-C does (main thread only).
 
     A signal ignored when the program started (``nohup``, a shell's background
     job) stays ignored, as Python does for SIGINT.
@@ -234,8 +234,9 @@ def children_keep_hang_ups_blocked() -> Iterator[None]:
             threading.current_thread() is not threading.main_thread():
         yield
         return
-    signal.pthread_sigmask(signal.SIG_BLOCK, [hup])
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, [hup])
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, [hup])
+        # the caller's mask as it was (a program that had SIGHUP blocked keeps it blocked)
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)

@@ -28,7 +28,7 @@ from typing import Any
 from ._shell import _ESCAPED, _raw_bytes, printable, shell_quote
 
 __all__ = ["Column", "Table", "OutputFormat", "Layout", "layout", "render_rich", "render_html", "render_frame",
-           "ShownAsTables", "fmt_number", "fmt_seconds", "fact_text", "counted", "jsonable", "json_text", "RAW_BYTES_SUFFIX", "PLOT_SUFFIXES",
+           "ShownAsTables", "fmt_number", "fmt_seconds", "limit_text", "fact_text", "counted", "jsonable", "json_text", "RAW_BYTES_SUFFIX", "PLOT_SUFFIXES",
            "printable",
            "to_ascii", "ascii_in_context", "ascii_table", "GLYPHS", "encodes_glyphs"]
 
@@ -559,6 +559,18 @@ def fmt_seconds(value: float | None) -> str:
     ('0.03', '61.02')
     """
     return "–" if value is None else f"{value:.2f}"
+
+
+def limit_text(seconds: float) -> str:
+    """A time limit (or a sum of them) as a sentence says it: three significant digits below 100 s, whole
+    seconds thousands-separated from there (``.3g`` alone wrote 1,200 s as "1.2e+03").
+
+    Examples
+    --------
+    >>> limit_text(10.9578), limit_text(1200.0), limit_text(36000.0)
+    ('11', '1,200', '36,000')
+    """
+    return f"{seconds:.3g}" if seconds < 100 else f"{seconds:,.0f}"
 
 
 # ----------------------------------------------------------------------------- renderers

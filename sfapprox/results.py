@@ -30,6 +30,7 @@ from .formats import (
     counted,
     fmt_seconds,
     fmt_with_interval,
+    limit_text,
     jsonable,
     printable,
 )
@@ -708,7 +709,7 @@ def _cut_short_words(sf: MethodResult) -> str:
         return ""
     steps = sf.params.get("iterations")
     after = "" if steps is None else f" after {counted(int(steps), 'iteration')}"
-    return f" (SF stopped on its {sf.time_limit:.3g} s time limit{after})"
+    return f" (SF stopped on its {limit_text(sf.time_limit)} s time limit{after})"
 
 
 def _same_as_sf(r: MethodResult, sf: MethodResult) -> bool:

@@ -521,3 +521,22 @@ def test_the_commands_ascii_commands_knows_are_the_clis():
     from sfapprox.formats import CLI_COMMANDS
 
     assert sorted(typer.main.get_command(app).commands) == sorted(CLI_COMMANDS)
+
+
+def test_windows_quoting_keeps_powershell_from_splitting_and_a_trailing_backslash_from_eating_the_quote(monkeypatch):
+    # PowerShell reads an unquoted a,b.mtx as an array (two arguments) and @x as splatting; the C runtime reads
+    # "C:\my runs\" as ending in a literal quote
+    import sys
+
+    from sfapprox.formats import shell_quote
+
+    monkeypatch.setattr(sys, "platform", "win32")
+    assert shell_quote("a,b.mtx") == '"a,b.mtx"' and shell_quote("@x.mtx") == '"@x.mtx"'
+    assert shell_quote("C:\\my runs\\") == '"C:\\my runs\\\\"'
+    assert shell_quote('say \\"hi"') == '"say \\\\\\"hi\\""'
+
+
+def test_limit_text_writes_long_limits_whole():
+    from sfapprox.formats import limit_text
+
+    assert [limit_text(t) for t in (0.5, 10.9578, 99.4, 1200.0)] == ["0.5", "11", "99.4", "1,200"]

@@ -593,3 +593,10 @@ def test_a_verdict_against_sf_says_when_sf_stopped_on_its_time_limit():
                          "4 iterations)")
     c = Comparison(matrix={"name": "X", "n": 30}, budget=468, budget_spec="468", results=rows("converged"))
     assert c.verdict()["text"] == "Nyström wins: SF's error is 14,800x larger"
+
+
+def test_the_verdicts_time_limit_note_writes_a_long_limit_whole():
+    from sfapprox.results import MethodResult, _cut_short_words
+
+    row = MethodResult("sf", "ok", 10, 2.0, 0.9, 11.0, {"stop_reason": "time_limit", "iterations": 1}, time_limit=1200.0)
+    assert _cut_short_words(row) == " (SF stopped on its 1,200 s time limit after 1 iteration)"

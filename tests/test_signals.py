@@ -708,3 +708,20 @@ def test_the_stop_cause_and_exit_code_of_a_hang_up(monkeypatch, signals, cause, 
     monkeypatch.setattr(_signals, "_received", list(signals))
     monkeypatch.setattr(_signals.threading, "current_thread", lambda: None)  # (not the main thread: no SIG_IGN)
     assert _signals.stop_cause() == cause and _signals.exit_code(130) == code and _signals.exit_code(2) == 2
+
+
+def test_blocking_hang_ups_for_children_puts_back_the_callers_mask():
+    # it unblocked SIGHUP on the way out even where the caller had blocked it
+    import signal
+
+    from sfapprox._signals import children_keep_hang_ups_blocked
+
+    if not hasattr(signal, "pthread_sigmask"):
+        pytest.skip("no signal masks here")
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGHUP])
+    try:
+        with children_keep_hang_ups_blocked():
+            pass
+        assert signal.SIGHUP in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)

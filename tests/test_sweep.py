@@ -749,3 +749,15 @@ def test_a_sweep_says_what_its_time_limits_add_up_to(tmp_path):
     for more in (["--time-limit", "0"], ["--time-limit", "2", "--quiet"]):  # no limit to add up; quiet
         res = CliRunner().invoke(app, [*args, *more])
         assert res.exit_code == 0 and "add up to" not in res.output, res.output
+
+
+def test_the_time_limits_note_writes_long_limits_whole_and_one_budget_plainly(capsys):
+    # 1,200 s at each budget read "1.2e+03 s"; one budget said "(3.6e+03 s at each of 1 budget"
+    from sfapprox.cli.sweep import _say_limits
+
+    _say_limits(["sf", "rpca", "nmf"], 5, 400.0)
+    err = " ".join(capsys.readouterr().err.split())
+    assert "(1,200 s at each of 5 budgets;" in err and "e+0" not in err
+    _say_limits(["sf"], 1, 3600.0)
+    err = " ".join(capsys.readouterr().err.split())
+    assert "add up to 60 minutes (the closed forms" in err and "at each of" not in err

@@ -84,16 +84,17 @@ def sweep(
 def _say_limits(names: list[str], budgets: int, time_limit) -> None:
     """A note of what the time limits add up to: each budget gives the time limits again (5 default budgets
     at N = 3,000 took 4.7 minutes, and nothing said so before they began)."""
+    from ..formats import limit_text
     from ..sweep import limits_seconds
 
     total = limits_seconds(names, budgets, time_limit)
     if total is None:
         return
-    span = f"{total / 60:.3g} minutes" if total >= 120 else f"{total:.3g} s"
-    per = f"{total / budgets:.3g} s"
+    span = f"{limit_text(total / 60)} minutes" if total >= 120 else f"{limit_text(total)} s"
+    per = f"{limit_text(total / budgets)} s at each of {budgets} budgets; " if budgets > 1 else ""
     # "add up to", not "take at most": a fit's setup and scoring are outside its limit (a 3 s limit at N = 3,000
     # took 8 s a budget), the closed forms are not cut
-    note(f"note: the time limits add up to {span} ({per} at each of {budgets} budget{'s' if budgets > 1 else ''}; "
+    note(f"note: the time limits add up to {span} ({per}"
          "the closed forms, the scoring and each fit's setup come on top; --time-limit SECONDS sets each method's)")
 
 

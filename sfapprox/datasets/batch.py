@@ -1226,7 +1226,7 @@ def _run_processes(tasks: list[MatrixTask], jobs: int, write: Callable[[dict], N
 def _stop_pool(pool, interrupted: bool) -> bool:
     """Shut the pool down: wait for it normally, terminate the workers (SIGTERM) when stopping early.
 
-    Returns True when a Ctrl-C or SIGTERM came while waiting for the pool: the workers are then
+    Returns True when a stop signal (Ctrl-C, SIGTERM, SIGHUP) came while waiting for the pool: the workers are then
     terminated and the batch ends as interrupted, its lines written (the stop reached the CLI's
     last resort, which said that no output was written).
     """

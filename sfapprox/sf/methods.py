@@ -28,7 +28,7 @@ from .._errors import BudgetError, parameter
 from .._progress import phase
 from ..budget import SFConfig, sf_config_for_budget, sf_min_budget, sf_structure
 from ..chord import min_full_factors, support_offsets
-from ..formats import counted
+from ..formats import counted, limit_text
 
 if TYPE_CHECKING:  # the estimator loads torch: imported with the first SF fit, not with the registry
     from .model import ChordSF
@@ -351,7 +351,7 @@ def structure_reason(n: int, full: SFConfig, config: SFConfig, time_limit: float
     fewest = min_full_factors(n, support_offsets(n, config.support, config.base))
     wanted = wanted_evaluations(max_iter)
     # rounded: a comparison's shared limit read "10.9578 s" (and .3g alone writes 1,200 s as 1.2e+03)
-    limit = f"{time_limit:.3g}" if time_limit < 100 else f"{time_limit:,.0f}"
+    limit = limit_text(time_limit)
     why = f"{full.n_factors} would get fewer than {wanted:,} loss evaluations in the {limit} s limit on this machine"
     expected = (None if not evaluation_seconds else
                 int(time_limit / (evaluation_seconds * config.n_factors / full.n_factors)))
