@@ -647,7 +647,7 @@ def in_memory_or_columns(name: str, spec, X, max_memory: int | None):
     """
     n = X.shape[0]
     nnz = int(X.nnz) if issparse(X) else None
-    what = f"{name}: its fit of a {n} x {n} {'sparse ' if nnz is not None else ''}matrix"
+    what = f"{name}: its fit of a {n:,} x {n:,} {'sparse ' if nnz is not None else ''}matrix"
     try:
         check_memory(method_need(spec, n, nnz), what=what, limit=max_memory)
     except ResourceError:

@@ -293,11 +293,11 @@ def _check_shape(shape: tuple[int, ...], source: str) -> None:
         )
     rows, cols = shape
     if rows == 0 or cols == 0:
-        raise InputError(f"{source}: matrix is empty ({rows} x {cols}); there is nothing to approximate: give a "
+        raise InputError(f"{source}: matrix is empty ({rows:,} x {cols:,}); there is nothing to approximate: give a "
                          "matrix of at least 1 x 1")
     if rows != cols:
         raise InputError(
-            f"{source}: matrix is not square ({rows} x {cols}); only square matrices can be "
+            f"{source}: matrix is not square ({rows:,} x {cols:,}); only square matrices can be "
             f"approximated (for a samples x features table use {parameter('covariance', True)})"
         )
 

@@ -285,7 +285,7 @@ def rank_within(n: int, n_components: int | None, budget: int | None, rank_for_b
             raise BudgetError(f"{method}: {below_smallest(budget, n, f'one {what}', count(n, 1))}")
         return rank
     if n_components > n:
-        raise ParameterError(f"{method}: n_components={n_components} is more than the matrix's order N = {n}; "
+        raise ParameterError(f"{method}: n_components={n_components} is more than the matrix's order N = {n:,}; "
                              f"choose at most {n}")
     fits = rank_for_budget(n, budget or 0)
     check_within(count(n, n_components), budget, f"{what} {n_components}" if what == "rank" else
@@ -562,7 +562,7 @@ def resolve_budget(spec: str | int | float | None, n: int) -> Budget:
     else:
         count = int(value)
     if count < 1:
-        raise BudgetError(f"budget {spec!r} is less than one stored number for N={n}; give a fraction of N² of at "
+        raise BudgetError(f"budget {spec!r} is less than one stored number for N={n:,}; give a fraction of N² of at "
                           f"least {_least_fraction(n):g}, a count above 1, or 'sf'")
     dense = int(n) * int(n)
     if count > dense:
@@ -1025,7 +1025,7 @@ def monarch_count(n: int, left_block: int, right_block: int, rank: int = 1) -> i
     """
     b1, b2 = int(left_block), int(right_block)
     if b1 < 1 or b2 < 1 or b1 * b2 < n:
-        raise ParameterError(f"Monarch blocks {b1} x {b2} do not cover N = {n} (need b1·b2 >= N)")
+        raise ParameterError(f"Monarch blocks {b1} x {b2} do not cover N = {n:,} (need b1·b2 >= N)")
     return int(rank) * b1 * b2 * (b1 + b2)
 
 

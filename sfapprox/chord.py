@@ -282,7 +282,7 @@ def check_butterfly_size(n: int) -> None:
     upper = max(2, 1 << int(n - 1).bit_length()) if n > 1 else 2
     sizes = f"{lower} or {upper}" if lower != upper else f"{upper}"
     raise ParameterError(
-        f"the butterfly support needs N to be a power of two (at least 2), got N = {n}; resize the "
+        f"the butterfly support needs N to be a power of two (at least 2), got N = {n:,}; resize the "
         f"input to {sizes} ({parameter('resize')} for images, or zero-pad the matrix), or use support 'chord' or "
         "'symmetric', which take any N"
     )

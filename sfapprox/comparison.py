@@ -422,7 +422,7 @@ def check_scoring_memory(loaded, limit: int | None) -> None:
     copy = (estimate_dense_bytes(n) if n <= DENSE_SCORING_MAX_N else held) if loaded.is_sparse else 0
     need = scoring_need(n, held, copy)
     how = "dense arrays" if n <= DENSE_SCORING_MAX_N else "column blocks"
-    check_memory(need, what=f"{loaded.name}: scoring each method ({how} of the {n} x {n} matrix)", limit=limit)
+    check_memory(need, what=f"{loaded.name}: scoring each method ({how} of the {n:,} x {n:,} matrix)", limit=limit)
 
 
 def needs_if_none_fits(names: Sequence[str], need_of: Callable[[Any], int | None], limit: int) -> dict[str, int]:
@@ -485,7 +485,7 @@ def check_methods_memory(names: Sequence[str], loaded, limit: int | None) -> Non
         asked = ", ".join(f"{name} needs about {format_bytes(b)}" for name, b in needs.items())
         able = ", ".join(m for m, spec in methods().items() if "columns" in spec.access)
         raise ResourceError(f"{loaded.name}: no method asked for fits the memory limit of {format_bytes(limit)} with "
-                            f"the {loaded.n} x {loaded.n} matrix in memory ({asked}); raise the limit with "
+                            f"the {loaded.n:,} x {loaded.n:,} matrix in memory ({asked}); raise the limit with "
                             f"{parameter('max_memory')} if the machine has the room, or use methods that work "
                             f"from its columns ({able})")
 
@@ -1102,7 +1102,7 @@ def check_included_shapes(included: Mapping[str, Any], n: int) -> None:
         if shape != (n, n):
             where = getattr(surrogate, "path", None)
             raise ParameterError(f"{name}{f' ({where})' if where else ''}: a {' x '.join(map(str, shape))} surrogate "
-                                 f"cannot approximate this {n} x {n} matrix; give a fit of this matrix")
+                                 f"cannot approximate this {n:,} x {n:,} matrix; give a fit of this matrix")
 
 
 def _included_names(paths: Sequence[Any]) -> list[str]:

@@ -426,7 +426,7 @@ def describe_factors(path) -> MatrixDescription:
         ("file", str(path)),
         ("holds", f"a checkpoint of an unfinished {saved.kind} fit ({type(op).__name__}): {_resume(path)} "
                   "resumes it" if fit.get("checkpoint") else f"a saved {saved.kind} fit ({type(op).__name__})"),
-        ("size", f"{n} x {n}"),
+        ("size", f"{n:,} x {n:,}"),
         ("stored numbers", f"{stored:,} ({100 * stored / (n * n):.2f}% of N²)"),
     ]
     counted = getattr(op, "count_indices", None)

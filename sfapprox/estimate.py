@@ -207,7 +207,7 @@ def estimate_errors(
         shape = tuple(getattr(op, "shape", ()))
         if shape != (n, n):
             raise ParameterError(f"surrogate {name!r} is {' x '.join(map(str, shape)) or 'not a matrix'}, "
-                                 f"the matrix {n} x {n}; give surrogates of the matrix's shape")
+                                 f"the matrix {n:,} x {n:,}; give surrogates of the matrix's shape")
     exact = _from_nonzeros(source, operators, fro_norm)
     if len(exact) == len(operators):
         return exact

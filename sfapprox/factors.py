@@ -384,7 +384,7 @@ def save_factors(
         f.attrs["n_stored"] = int(operator.n_stored)
         _write_arrays(f, operator)
         where = "" if operator.layout == "root" else " (arrays in the group 'parts')"
-        f.attrs["description"] = f"An sfapprox fit of a {n} x {n} matrix A{where}. {operator.description}"
+        f.attrs["description"] = f"An sfapprox fit of a {n:,} x {n:,} matrix A{where}. {operator.description}"
         f.create_dataset("loss_history", data=history).attrs["description"] = _LOSS_HISTORY
         for key, text in records.items():
             f.attrs[key] = text

@@ -279,7 +279,7 @@ def plot_comparison(loaded, comparison, path: str | os.PathLike, *, scale: str =
             panels[_panel_title(r)] = _operator_entries(r.operator, rows)
     from .results import counted, record_label
 
-    title = f"{record_label(comparison.matrix)} (N={n}), budget {counted(comparison.budget, 'number')}"
+    title = f"{record_label(comparison.matrix)} (N={n:,}), budget {counted(comparison.budget, 'number')}"
     if rows.size < n:
         title += f"; 1 row and column in {rows[1]} shown"
     # the rows without a panel are named: a method that did not apply (or failed) vanished without a word
@@ -452,7 +452,7 @@ def plot_sweep(sweep, path: str | os.PathLike, *, force: bool = True) -> None:
     ax.set_ylabel("relative Frobenius error" + (", log scale" if ylog else ""))
     from .results import record_label
 
-    ax.set_title(_plain(f"{record_label(sweep.matrix)} (N={n})"))
+    ax.set_title(_plain(f"{record_label(sweep.matrix)} (N={n:,})"))
     ax.grid(True, alpha=0.3)
     if ax.lines:
         ax.legend()

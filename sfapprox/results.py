@@ -24,6 +24,7 @@ from ._moved import moved_names
 from .baselines.sparse import sparse_count
 from .formats import (
     ESTIMATED_NOTE,
+    MISSING,
     Column,
     ShownAsTables,
     Table,
@@ -464,7 +465,8 @@ class Comparison(ShownAsTables):
         errors = ", ".join(f"{r.method} {error_text(r, absolute=absolute)}{' ★' if r.method == winner else ''}"
                            for r in self.results)
         budget = counted(self.budget, "stored number")
-        lines = [f"Comparison: {record_label(self.matrix)} (N={n}), budget {budget}{share}",
+        order = MISSING if n is None else f"{n:,}"  # thousands separated, as the table's counts
+        lines = [f"Comparison: {record_label(self.matrix)} (N={order}), budget {budget}{share}",
                  f"  {'absolute' if absolute else 'relative'} error: {errors or 'no method was run'}"]
         verdict = self.verdict()
         if verdict is not None:
@@ -475,7 +477,7 @@ class Comparison(ShownAsTables):
         """The comparison as one table: a row per method, the winner marked."""
         name, n = record_label(self.matrix), self.matrix.get("n")
         table = Table(
-            f"{name}  (N={n}, budget {self.budget:,} stored numbers = {100 * self.budget / n**2:.2f}% of N²)",
+            f"{name}  (N={n:,}, budget {self.budget:,} stored numbers = {100 * self.budget / n**2:.2f}% of N²)",
             # In a narrow window the least telling columns give way first (priority).
             [Column("method", "method", "left"), Column("stored", "stored", priority=60),
              Column("of_budget", "of budget", priority=10), Column("min_budget", "min budget", priority=20),

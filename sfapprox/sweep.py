@@ -365,7 +365,7 @@ class Sweep(ShownAsTables):
         zero = self.matrix.get("fro_norm") == 0
         error, interval = ("fro_error", "fro_interval") if zero else ("rel_error", "rel_interval")
         what = "absolute error by budget (X is all zeros)" if zero else "relative error by budget"
-        table = Table(f"{record_label(self.matrix)} (N={n}): {what}", columns)
+        table = Table(f"{record_label(self.matrix)} (N={n:,}): {what}", columns)
         # each method's status beside its error in the CSV (CSV-only columns, after the others): a bare
         # number there was a fit cut short as much as a finished one ("interrupted", "time_limit")
         table.data_titles = {f"{m} status": f"{m} status" for m in self.methods}

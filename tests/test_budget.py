@@ -242,8 +242,8 @@ def test_the_budgets_counts_take_a_part_as_the_int_constraint_does():
 @pytest.mark.parametrize("n", [1, 2, 3, 7, 100, 4097])
 def test_a_budget_under_one_number_names_the_least_fraction_that_is_one(n):
     """The refusal said only 'less than one stored number' (at N = 1, '--budget 0.5' had no way out
-    named); the fraction it names now is one number at least, to the digits shown."""
-    with pytest.raises(BudgetError, match=r"less than one stored number for N=\d+; give a fraction of N² of at least "
+    named); the fraction it names now is one number at least, to the digits shown; N thousands separated."""
+    with pytest.raises(BudgetError, match=r"less than one stored number for N=\d{1,3}(,\d{3})*; give a fraction of N² of at least "
                                           r"(\S+), a count above 1, or 'sf'") as info:
         resolve_budget(0.5 / (n * n), n)
     least = re.search(r"at least (\S+),", str(info.value)).group(1)

@@ -1,7 +1,9 @@
+import re
+
 import numpy as np
 import pytest
 
-from sfapprox import FitSettings, ParameterError, compare
+from sfapprox import FitSettings, ParameterError, RobustPCA, SfapproxError, TruncatedSVD, compare
 from sfapprox._base import RunContext
 from sfapprox.comparison import available_methods, run_method
 from sfapprox.sources import KernelMatrix
@@ -1295,3 +1297,20 @@ def test_a_comparison_from_columns_says_its_joint_scoring_is_in_no_rows_seconds(
     assert row.status == "ok" and row.params["fit_seconds"] <= row.seconds
     (scored,) = [n for n in c.notes if "not formed" in n]
     assert "ran (a row's seconds leave out the joint scoring), and every row was scored exactly" in scored, scored
+
+
+@pytest.mark.parametrize("run, error, match", [
+    (lambda X: compare(X, budget=5000, methods=["tsvd"], max_memory=10**6), "ResourceError",
+     r"scoring each method \(dense arrays of the 1,000 x 1,000 matrix\)"),
+    (lambda X: RobustPCA(budget=5000, method="pcp", max_memory=10**6).fit(X), "ResourceError",
+     r"RobustPCA \(pcp\) on a 1,000 x 1,000 matrix"),
+    # the order is said thousands separated; the value to type back stays plain
+    (lambda X: TruncatedSVD(n_components=1001).fit(X), "ParameterError",
+     r"the matrix's order N = 1,000; choose at most 1000$"),
+])
+def test_a_refusal_writes_the_order_n_thousands_separated(run, error, match):
+    """A memory refusal said "a 1000 x 1000 matrix" beside "needs about 163.3 MiB" and the tables'
+    "1,000": N is written as the counts are."""
+    with pytest.raises(SfapproxError) as info:
+        run(np.eye(1000))
+    assert type(info.value).__name__ == error and re.search(match, str(info.value)), info.value

@@ -490,3 +490,18 @@ def test_info_s_sparse_storage_count_is_the_one_compare_s_verdict_quotes():
     verdict = compare(X, ["tsvd"], budget=1920).verdict()["text"]
     csr = f"{2 * nnz + 65:,} numbers"  # a value and a column index each, and N + 1 row pointers
     assert f"holds it exactly in {csr}" in note and f"holds it exactly in {csr}" in verdict
+
+
+def test_a_saved_fit_s_size_and_description_write_n_thousands_separated(tmp_path):
+    """The "size" fact and the file's own description said "1024 x 1024" beside "stored numbers 22,528"."""
+    import h5py
+
+    from sfapprox import ChordOperator, save_factors
+    from sfapprox.describe import describe_factors
+
+    path = tmp_path / "f.h5"
+    save_factors(path, ChordOperator(np.full((2, 1024, 11), 0.25)))
+    facts = {r["what"]: r["value"] for r in describe_factors(path).tables[0].rows}
+    assert facts["size"] == "1,024 x 1,024"
+    with h5py.File(path) as f:
+        assert f.attrs["description"].startswith("An sfapprox fit of a 1,024 x 1,024 matrix A")

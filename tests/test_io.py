@@ -516,3 +516,25 @@ def test_a_saved_fit_given_as_a_matrix_suggests_a_command_with_its_path_quoted(t
         load_matrix(path)
     command = str(caught.value).split("sfapprox compare ")[1].split(" (API")[0]
     assert shlex.split(command) == ["MATRIX", "--with", str(path)]
+
+
+@pytest.mark.parametrize("name, make, match", [
+    ("r.mtx", lambda p: write(p, "%%MatrixMarket matrix coordinate real general\n2 1000 1\n1 1 1\n"),
+     r"not square \(2 x 1,000\)"),
+    ("e.mtx", lambda p: write(p, "%%MatrixMarket matrix coordinate real general\n0 1000 0\n"),
+     r"empty \(0 x 1,000\)"),
+    ("r.rua", lambda p: scipy.io.hb_write(str(p), sp.csc_matrix(([1.0], ([0], [999])), shape=(2, 1000))),
+     r"not square \(2 x 1,000\)"),
+    ("w.npy", lambda p: np.save(p, np.zeros((2, 1000))), r"not square \(2 x 1,000\)"),
+])
+def test_a_reader_s_refusal_writes_rows_and_columns_thousands_separated(tmp_path, name, make, match):
+    """The shape in "not square (2 x 1000)" read unlike the counts beside it ("order 1,000") and the
+    tables' counts: 1,000 as they are written."""
+    make(tmp_path / name)
+    input_error(tmp_path / name, match)
+
+
+def test_a_dense_copy_refused_writes_its_order_thousands_separated(tmp_path):
+    sp.save_npz(tmp_path / "s.npz", sp.eye(2000, format="csr"))
+    with pytest.raises(ResourceError, match=r"dense copy of 2,000 x 2,000 matrix"):
+        load_matrix(tmp_path / "s.npz").to_dense(max_memory=10**6)

@@ -513,7 +513,7 @@ def test_to_dense_of_large_sparse_is_checked(big_sparse):
 
     loaded = load_matrix(big_sparse, max_memory=2**35)
     assert loaded.is_sparse and loaded.nnz == 3
-    with pytest.raises(ResourceError, match="dense copy of 60000 x 60000"):
+    with pytest.raises(ResourceError, match="dense copy of 60,000 x 60,000"):
         loaded.to_dense(max_memory=2**30)
 
 

@@ -600,3 +600,13 @@ def test_the_verdicts_time_limit_note_writes_a_long_limit_whole():
 
     row = MethodResult("sf", "ok", 10, 2.0, 0.9, 11.0, {"stop_reason": "time_limit", "iterations": 1}, time_limit=1200.0)
     assert _cut_short_words(row) == " (SF stopped on its 1,200 s time limit after 1 iteration)"
+
+
+@pytest.mark.parametrize("shown, expected", [
+    (lambda c: repr(c).splitlines()[0], "Comparison: graph (N=3,000), budget 100"),
+    (lambda c: c.tables()[0].title, "graph  (N=3,000, budget 100 stored numbers"),
+])
+def test_the_comparison_s_title_and_summary_write_n_thousands_separated(shown, expected):
+    """"(N=3000, budget 90,000 stored numbers" wrote the budget beside it thousands separated, N not."""
+    rows = [MethodResult("tsvd", "ok", 9, 2.0, 0.2, 0.1, {"rank": 1})]
+    assert shown(Comparison({"name": "graph", "n": 3000}, 100, "sf", rows)).startswith(expected)

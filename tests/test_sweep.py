@@ -761,3 +761,11 @@ def test_the_time_limits_note_writes_long_limits_whole_and_one_budget_plainly(ca
     _say_limits(["sf"], 1, 3600.0)
     err = " ".join(capsys.readouterr().err.split())
     assert "add up to 60 minutes (the closed forms" in err and "at each of" not in err
+
+
+def test_a_sweep_s_title_writes_n_thousands_separated():
+    """The title said "(N=3000)" above budgets written "90,000"."""
+    sweep = _notebook_sweep()
+    sweep.matrix = {**sweep.matrix, "n": 3000}
+    assert sweep.tables()[0].title.startswith("graph (N=3,000): ")
+

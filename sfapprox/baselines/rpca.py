@@ -1099,7 +1099,7 @@ class RobustPCA(Approximation):
         try:
             check_memory(
                 work_bytes(n, self.method, [rank for rank, _ in splits], entries=self._most_entries(n, splits)),
-                what=f"RobustPCA ({self.method}) on a {n} x {n} matrix (dense work arrays)",
+                what=f"RobustPCA ({self.method}) on a {n:,} x {n:,} matrix (dense work arrays)",
                 limit=self._max_memory_bytes,
             )
         except ResourceError:

@@ -352,7 +352,7 @@ class LoadedMatrix:
         """
         if not self.is_sparse:
             return self.matrix
-        check_memory(estimate_dense_bytes(self.n), what=f"{self.name}: dense copy of {self.n} x {self.n} matrix",
+        check_memory(estimate_dense_bytes(self.n), what=f"{self.name}: dense copy of {self.n:,} x {self.n:,} matrix",
                      limit=MEMORY_LIMIT.to_bytes(max_memory))
         return np.ascontiguousarray(self.matrix.toarray(), dtype=np.float64)
 

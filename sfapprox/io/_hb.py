@@ -97,7 +97,7 @@ def read_hb(src: Source, opts: Options) -> ReadResult:
     if mxtype[2] == "E":
         raise src.fail("elemental (unassembled) Harwell-Boeing files are not supported", "assemble it first")
     if nrow != ncol:
-        raise src.fail(f"matrix is not square ({nrow} x {ncol})", "only square matrices can be approximated")
+        raise src.fail(f"matrix is not square ({nrow:,} x {ncol:,})", "only square matrices can be approximated")
     check_order(nrow, src, sparse=True)
     check_memory(
         2 * 16 * nnz * (2 if mxtype[1] in "SZ" else 1) + 8 * nrow,

@@ -253,14 +253,14 @@ def _check_sizes(src: Source, h: _Header, opts: Options) -> None:
     """Refuse, from the header, what cannot be loaded, before anything is allocated."""
     if h.rows == 0 or h.cols == 0:
         # scipy's reader dies with SIGFPE on an empty "array" matrix (scipy 1.17).
-        raise src.fail(f"matrix is empty ({h.rows} x {h.cols})",
+        raise src.fail(f"matrix is empty ({h.rows:,} x {h.cols:,})",
                        "there is nothing to approximate: give a matrix of at least 1 x 1")
     if h.rows != h.cols:
         # Also keeps a non-square symmetric "array" file (a segfault in scipy's reader) away from scipy.
-        raise src.fail(f"matrix is not square ({h.rows} x {h.cols})", "only square matrices can be approximated")
+        raise src.fail(f"matrix is not square ({h.rows:,} x {h.cols:,})", "only square matrices can be approximated")
     check_order(h.rows, src, sparse=h.fmt != "array")
     if h.fmt == "array":
-        check_memory(_parse_bytes(h), what=f"{src.display}: dense {h.rows} x {h.cols} array", limit=opts.max_memory)
+        check_memory(_parse_bytes(h), what=f"{src.display}: dense {h.rows:,} x {h.cols:,} array", limit=opts.max_memory)
     else:
         check_memory(_parse_bytes(h),
                      what=f"{src.display}: sparse {h.rows:,} x {h.cols:,} matrix with {counted(h.entries, 'stored entry', 'stored entries')}",

@@ -228,7 +228,7 @@ class _Parser:
         net = self.net
         rows, cols = (net.n, net.n) if net.n1 is None else (net.n1, net.n - net.n1)
         check_memory(8 * rows * cols * (len(net.matrices) + 1),
-                     what=f"{self.src.display}: *Matrix {rows} x {cols}", limit=self.opts.max_memory)
+                     what=f"{self.src.display}: *Matrix {rows:,} x {cols:,}", limit=self.opts.max_memory)
         for block in net.matrices:
             if block.relation == self.relation:
                 which = "without a relation number" if self.relation is None else f"for relation {self.relation}"
@@ -377,7 +377,7 @@ def _matrix_sum(src: Source, net: _Network, rows: int, cols: int) -> np.ndarray 
     """The sum of the network's ``*Matrix`` sections (one per relation), or None."""
     if not net.matrices:
         return None
-    check_memory(8 * rows * cols * 2, what=f"{src.display}: *Matrix {rows} x {cols}", limit=src.max_memory)
+    check_memory(8 * rows * cols * 2, what=f"{src.display}: *Matrix {rows:,} x {cols:,}", limit=src.max_memory)
     total = np.zeros((rows, cols))
     for block in net.matrices:
         if len(block.values) != rows * cols:

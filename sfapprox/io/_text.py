@@ -490,7 +490,7 @@ def read_csv(src: Source, opts: Options) -> ReadResult:
         # square with its first row: say which row went, not only "not square"
         header, _, found = header.partition(_FOUND)
         why = f" ({found} made it one)" if found else ""
-        raise src.fail(f"matrix is not square ({rows} x {cols}) once its first row ({header}) is read as a "
+        raise src.fail(f"matrix is not square ({rows:,} x {cols:,}) once its first row ({header}) is read as a "
                        f"header{why}",
                        "a first row with a cell that is not a number in it is taken for column names; if it is data, "
                        "write its cells as plain numbers (0.1, not 10%; 1, not 0x1)" if found else

@@ -118,7 +118,7 @@ class ChordOperator(SurrogateOperator):
                 raise ParameterError(f"{counted(len(offsets), 'offset')} for {counted(values.shape[2], 'value')} "
                                      "per row")
             if len(set((offsets % n).tolist())) != offsets.size:  # two values for one entry of every row
-                raise ParameterError(f"offsets {offsets.tolist()} are not distinct modulo N = {n}")
+                raise ParameterError(f"offsets {offsets.tolist()} are not distinct modulo N = {n:,}")
             offsets = offsets % n  # as the products read them, and as a factors file holds them
         else:
             if offsets is not None and np.size(offsets):
@@ -126,7 +126,7 @@ class ChordOperator(SurrogateOperator):
             offsets = np.zeros(0, dtype=np.int64)
             n_max = n.bit_length() - 1
             if n < 2 or not is_power_of_two(n):
-                raise ParameterError(f"butterfly factors need N a power of two (at least 2), got N = {n}")
+                raise ParameterError(f"butterfly factors need N a power of two (at least 2), got N = {n:,}")
             if values.shape[2] != 2 or not 1 <= values.shape[0] <= n_max:
                 raise ParameterError(
                     f"butterfly values must have shape (M, {n}, 2) with 1 <= M <= log2 N = {n_max}, "

@@ -102,7 +102,7 @@ class HybridOperator(SurrogateOperator):
         # another BLAS path than the loaded copy, whose products then differed in the last bits.
         U, sig, Vt = (np.ascontiguousarray(a, dtype=np.float64) for a in low_rank)
         if U.shape != (n, sig.size) or Vt.shape != (sig.size, n):
-            raise ParameterError(f"low-rank part shapes {U.shape}, {sig.shape}, {Vt.shape} do not match N={n}")
+            raise ParameterError(f"low-rank part shapes {U.shape}, {sig.shape}, {Vt.shape} do not match N={n:,}")
         if sparse is None:
             sparse = sp.csr_array((n, n))
         if sparse.shape != (n, n):

@@ -368,7 +368,7 @@ class MonarchLowRankOperator(_Blockwise):
         self.Vt = np.zeros((0, n)) if Vt is None else np.ascontiguousarray(Vt, dtype=np.float64)
         if self.U.shape != (n, k) or self.Vt.shape != (k, n):
             raise ParameterError(f"U {self.U.shape}, s ({k},) and Vt {self.Vt.shape} do not make a rank-{k} "
-                             f"{n} x {n} matrix")
+                             f"{n:,} x {n:,} matrix")
         super().__init__(n)
 
     @property

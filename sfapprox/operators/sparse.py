@@ -190,7 +190,7 @@ class SparseOperator(SurrogateOperator):
             raise ParameterError(f"CSR operator: n must be at least 1, got {n}")
         if data.ndim != 1 or indices.shape != data.shape or indptr.shape != (n + 1,):
             raise ParameterError(f"CSR operator: shapes data {data.shape}, indices {indices.shape}, indptr "
-                             f"{indptr.shape} do not describe an {n} x {n} matrix")
+                             f"{indptr.shape} do not describe an {n:,} x {n:,} matrix")
         for name, a in (("indices", indices), ("indptr", indptr)):
             if a.size and not np.issubdtype(a.dtype, np.integer):
                 raise ParameterError(f"CSR operator: {name} must be integers, got {a.dtype}")

@@ -802,7 +802,7 @@ class ChordSF(Approximation):
         limit = self._memory_limit(device)
         check_memory(
             self._in_memory_need(X, n_factors, offsets, n_values, dtype, device),
-            what=f"fitting SF to the {n} x {n} matrix on {device.type} in {dtype}".replace("torch.", ""),
+            what=f"fitting SF to the {n:,} x {n:,} matrix on {device.type} in {dtype}".replace("torch.", ""),
             limit=limit,
         )
         return device, dtype, offsets, n_factors, limit

@@ -129,7 +129,7 @@ class MatrixSource:
 
     def __init__(self, n: int, name: str = "X") -> None:
         if int(n) < 1:
-            raise ParameterError(f"{name}: a matrix source needs at least one row, got N = {n}")
+            raise ParameterError(f"{name}: a matrix source needs at least one row, got N = {n:,}")
         self.n = int(n)
         self.name = name
         #: How the matrix came about, one line each (shown by the CLI as ``note:`` lines).
