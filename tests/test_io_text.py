@@ -597,6 +597,17 @@ class TestDelimiterAndDecimal:
             load_matrix(write(tmp_path / "m.csv", text), **options)
         assert said in str(caught.value), caught.value
 
+    @pytest.mark.parametrize("delimiter", ["tab", "whitespace"])
+    def test_a_decimal_comma_under_a_delimiter_given_suggests_decimal_comma(self, tmp_path, delimiter):
+        """``delimiter='tab'`` on a ``1,5`` cell said "write numbers with a decimal point" and that the file
+        may be separated by ',', but not the likely fix: ``decimal=','``."""
+        marks = {"tab": "\t", "whitespace": " "}[delimiter]
+        with pytest.raises(InputError) as caught:
+            load_matrix(write(tmp_path / "m.csv", f"1{marks}2\n2{marks}1,5\n"), delimiter=delimiter)
+        assert ("number '1,5' written with a comma (a decimal comma, or a thousands separator?); pass decimal=',' "
+                "if the commas are decimal commas, or write numbers with a decimal point") in str(caught.value), \
+            caught.value
+
     def test_a_cell_holding_a_delimiter_is_not_blamed_on_a_detected_one_nor_on_a_decimal_comma(self, tmp_path):
         with pytest.raises(InputError) as caught:
             load_matrix(write(tmp_path / "m.tsv", "1\t2\n2\t1;x\n"))

@@ -594,8 +594,11 @@ def _comma_problem(cell: str, delimiter: str | None, decimal: str | None) -> str
         return (f"number {cell!r} has a comma, but {parameter('decimal', '.')} says numbers are written with a "
                 f"decimal point; pass {parameter('decimal', ',')} if the commas are decimal commas; numbers with "
                 "thousands separators are not read")
-    return (f"number {cell!r} written with a comma (a decimal comma, or a thousands separator?); write numbers "
-            "with a decimal point and no thousands separators")
+    # a delimiter given that is no comma leaves decimal=',' the likely fix of one comma and no point (1,5)
+    decimal_comma = delimiter not in (None, ",") and cell.count(",") == 1 and "." not in cell
+    also = f"pass {parameter('decimal', ',')} if the commas are decimal commas, or " if decimal_comma else ""
+    return (f"number {cell!r} written with a comma (a decimal comma, or a thousands separator?); {also}write "
+            "numbers with a decimal point and no thousands separators")
 
 
 #: The delimiters a cell may hold where another was given (:func:`_other_delimiter`), as a message names them.
