@@ -356,10 +356,13 @@ def check_text_marks(delimiter: object, decimal: object) -> None:
     sfapprox._errors.ParameterError: decimal=',' and delimiter=',' name the same character: a cell could not be told from a number's decimals; give another delimiter
     """
     if delimiter is not None and (not isinstance(delimiter, str) or delimiter not in TEXT_DELIMITERS):
+        # the choices as their reader gives them (--delimiter ';' typed; Python's "';'" was none to type)
         raise ParameterError(f"{parameter('delimiter', delimiter)} is not a delimiter sfapprox reads: one of "
-                             "',', ';', 'tab' (a tab) or 'whitespace' (blanks)")
+                             f"{parameter('delimiter', ',')} (commas), {parameter('delimiter', ';')} (semicolons), "
+                             f"{parameter('delimiter', 'tab')} (tabs) or {parameter('delimiter', 'whitespace')} (blanks)")
     if decimal is not None and (not isinstance(decimal, str) or decimal not in DECIMAL_MARKS):
-        raise ParameterError(f"{parameter('decimal', decimal)} is not a decimal mark: '.' or ','")
+        raise ParameterError(f"{parameter('decimal', decimal)} is not a decimal mark: {parameter('decimal', '.')} "
+                             f"(a point) or {parameter('decimal', ',')} (a comma)")
     if decimal is not None and delimiter is not None and TEXT_DELIMITERS[delimiter] == decimal:
         raise ParameterError(f"{parameter('decimal', decimal)} and {parameter('delimiter', delimiter)} name the same "
                              "character: a cell could not be told from a number's decimals; give another delimiter")

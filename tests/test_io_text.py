@@ -563,7 +563,7 @@ class TestDelimiterAndDecimal:
 
     @pytest.mark.parametrize("options, match", [
         ({"delimiter": "|"}, r"delimiter='\|' is not a delimiter sfapprox reads"),
-        ({"decimal": ";"}, r"decimal=';' is not a decimal mark: '\.' or ','"),
+        ({"decimal": ";"}, r"decimal=';' is not a decimal mark: decimal='\.' \(a point\) or decimal=',' \(a comma\)"),
         ({"delimiter": ",", "decimal": ","}, r"decimal=',' and delimiter=',' name the same character"),
         ({"delimiter": 1}, r"delimiter=1 is not a delimiter"),
     ])

@@ -246,3 +246,23 @@ def test_load_options_built_by_position_keep_extra_in_its_place():
     opts = LoadOptions(None, None, None, None, None, False, None, None, False, "auto", None, None, None, {"k": 1})
     assert opts.extra == {"k": 1} and opts.delimiter is None
     assert LoadOptions(delimiter=";", decimal=",").decimal == ","
+
+
+@pytest.mark.parametrize("reader, delimiters, decimals", [
+    ("api", "delimiter=',' (commas), delimiter=';' (semicolons), delimiter='tab' (tabs) or "
+            "delimiter='whitespace' (blanks)", "decimal='.' (a point) or decimal=',' (a comma)"),
+    ("cli", "--delimiter , (commas), --delimiter ';' (semicolons), --delimiter tab (tabs) or "
+            "--delimiter whitespace (blanks)", "--decimal . (a point) or --decimal , (a comma)"),
+])
+def test_an_unknown_delimiter_or_decimal_names_the_choices_as_their_reader_gives_them(reader, delimiters, decimals):
+    """On the command line the choices read "',', ';', 'tab'": Python's quoting, not what is typed
+    (``--delimiter ,``; ``--delimiter ';'`` shell-quoted, as the value refused is)."""
+    from sfapprox._errors import spelled_for
+    from sfapprox._settings import check_text_marks
+
+    with spelled_for(reader), pytest.raises(ParameterError) as delimiter:
+        check_text_marks("|", None)
+    with spelled_for(reader), pytest.raises(ParameterError) as decimal:
+        check_text_marks(None, ";")
+    assert str(delimiter.value).endswith(f"is not a delimiter sfapprox reads: one of {delimiters}"), delimiter.value
+    assert str(decimal.value).endswith(f"is not a decimal mark: {decimals}"), decimal.value
