@@ -1654,3 +1654,23 @@ def test_a_comparisons_log_names_the_method_of_each_phase(monkeypatch, tmp_path)
     assert res.exit_code == 0, res.output
     phases = [line for line in res.output.splitlines() if "compiling kernels" in line]
     assert phases == ["m sf: compiling kernels (first run)"], res.output
+
+
+def test_the_limit_notes_write_long_seconds_whole(capsys):
+    """advise_limits wrote 1,200 s with ``.3g`` as "1.2e+03 s"; formats.limit_text writes it whole."""
+    from sfapprox.cli._render import advise_limits
+    from sfapprox.results import MethodResult
+
+    rows = [MethodResult("sf", "ok", 10, 1.0, 0.1, 1250.0, {"stop_reason": "time_limit", "fit_seconds": 1200.5,
+                                                            "compile_seconds": 150.0}, time_limit=1200.0),
+            MethodResult("tsvd", "ok", 10, 1.0, 0.1, 4000.0, {"stop_reason": "exact"}, time_limit=1200.0)]
+    advise_limits(rows)
+    said = " ".join(capsys.readouterr().err.split())
+    assert "e+0" not in said, said
+    assert "stopped on the time limit before converging: sf 1,200 s;" in said
+    assert "ran past the time limit: tsvd 4,000 s of 1,200 s (its closed form is not cut)" in said
+    assert "sf's 1,250 s include 150 s" in said
+    from sfapprox.cli.fit import _advise
+
+    _advise({"compile_seconds": 150.0, "seconds": 1250.0, "stop_reason": "max_iter", "iterations": 20000}, None)
+    assert "the fit's 1,250 s include 150 s" in " ".join(capsys.readouterr().err.split())

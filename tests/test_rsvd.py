@@ -370,3 +370,26 @@ def test_the_sketch_is_let_go_before_the_power_iterations(given):
     U, s, Vt, done, passes = _passes(apply, apply_t, 60, 5, n_oversamples=10, n_iter=2, seed=0, deadline=None,
                                      psd=False, first_pass=first_pass if given else None)
     assert done == 2 and alive and not any(alive)
+
+
+def test_a_long_overrun_is_said_in_whole_seconds(fake_clock, monkeypatch):
+    """The warning wrote 1,200 s with ``.3g``: "took 1.2e+03 s of time_limit=900 s"."""
+    import types
+
+    from sfapprox.baselines import rsvd
+    from sfapprox.sources import CovarianceMatrix
+
+    # the fit's own seconds (seconds_) are read from time.perf_counter: its two reads 1,200 s apart
+    reads = iter([0.0, 1200.0])
+    monkeypatch.setattr(rsvd, "time", types.SimpleNamespace(perf_counter=lambda: next(reads)))
+
+    class Slow(CovarianceMatrix):  # each product ten minutes of the fake clock
+        def matmat(self, B):
+            fake_clock.advance(600.0)
+            return super().matmat(B)
+
+        rmatmat = matmat
+
+    C = Slow(np.random.default_rng(9).standard_normal((30, 80)))
+    with pytest.warns(ConvergenceWarning, match=r"took 1,200 s of time_limit=900 s: its fewest passes"):
+        RandomizedSVD(n_components=3, time_limit=900).fit(C)

@@ -41,6 +41,7 @@ from .._threads import AdaptiveThreads
 from ._rank import numerical_rank
 from .._validation import is_zero_matrix
 from ..budget import rank_within, tsvd_count, tsvd_rank_for_budget
+from ..formats import limit_text
 from ..operators import HybridOperator
 from ..sources import MatrixLike, as_source, block_columns
 from ..sources._base import _product_part
@@ -608,7 +609,7 @@ class RandomizedSVD(Approximation):
             # The method's fewest passes ran past the limit: a result, and a warning that says so (attention
             # at N = 16,384 took 9.4 s of 5.7: its columns are cheap, the co-range sketch's product is not).
             warnings.warn(
-                f"RandomizedSVD took {self.seconds_:.3g} s of time_limit={self.time_limit:g} s: its fewest passes "
+                f"RandomizedSVD took {limit_text(self.seconds_)} s of time_limit={self.time_limit:g} s: its fewest passes "
                 f"over X ({passes}: {'one, from its sketch' if passes == 1 else 'the sketch and Q^T X'}) did not "
                 "fit in it; raise the limit, or lower the rank",
                 ConvergenceWarning,

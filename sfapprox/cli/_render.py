@@ -29,7 +29,7 @@ from rich.table import Table as RichTable
 
 from .._atomic import check_writable, output_target, resolved_path, stream_kind, write_text
 from .._errors import ParameterError, SfapproxError
-from ..formats import (PLOT_SUFFIXES, OutputFormat, Table, ascii_commands, ascii_table, encodes_glyphs, fmt_number, printable,
+from ..formats import (PLOT_SUFFIXES, OutputFormat, Table, ascii_commands, ascii_table, encodes_glyphs, fmt_number, limit_text, printable,
                        render_rich, shell_quote, to_ascii)
 
 
@@ -506,13 +506,13 @@ def advise_limits(results) -> None:
     # a fit that kept to its limit did stop on it, whatever its setting up and scoring took besides
     cut = {r.method: r.time_limit for r in timed if not _past(r, _fit_seconds(r) or r.seconds)}
     if cut:
-        limits = ", ".join(f"{m} {t:.3g} s{_few_iterations(by_name[m])}" for m, t in cut.items())
+        limits = ", ".join(f"{m} {limit_text(t)} s{_few_iterations(by_name[m])}" for m, t in cut.items())
         note(f"note: stopped on the time limit before converging: {limits}; --time-limit SECONDS (each method's; "
              "0 for none) allows closer fits")
     if over:
-        took = ", ".join(f"{m} {s:.3g} s of {t:.3g} s ({least})" for m, (s, t, least) in over.items())
+        took = ", ".join(f"{m} {limit_text(s)} s of {limit_text(t)} s ({least})" for m, (s, t, least) in over.items())
         note(f"note: ran past the time limit: {took}; a longer --time-limit, or a smaller budget, keeps to it")
-    compiled = [f"{r.method}'s {r.seconds:.3g} s include {_compiling(r):.3g} s" for r in results if _compiling(r)]
+    compiled = [f"{r.method}'s {limit_text(r.seconds)} s include {limit_text(_compiling(r))} s" for r in results if _compiling(r)]
     if compiled:
         compiling_note(", ".join(compiled))
 
@@ -538,12 +538,12 @@ def _why_over(r) -> str:
     compiling is named too, or "sf 15 s of 3 s" read as 15 s of fitting."""
     fit = _fit_seconds(r)
     if fit is not None and not _past(r, fit):
-        why = (f"{r.seconds - fit:.3g} s of them outside its fit: setting up and scoring it, which the limit "
+        why = (f"{limit_text(r.seconds - fit)} s of them outside its fit: setting up and scoring it, which the limit "
                "does not cut")
     else:
         why = _least_work(r)
     compiled = _compiling(r)
-    return f"{why}; {compiled:.3g} s compiling its kernels, a first run" if compiled else why
+    return f"{why}; {limit_text(compiled)} s compiling its kernels, a first run" if compiled else why
 
 
 def _least_work(r) -> str:
@@ -583,7 +583,7 @@ def _few_iterations(r) -> str:
     iterations, each = r.params.get("iterations"), r.params.get("evaluation_seconds")
     if iterations is None or not each or iterations >= FEW_ITERATIONS:
         return ""
-    return f" ({iterations:,} iteration{'' if iterations == 1 else 's'}; an evaluation takes {each:.3g} s here)"
+    return f" ({iterations:,} iteration{'' if iterations == 1 else 's'}; an evaluation takes {limit_text(each)} s here)"
 
 
 #: What a boxed two-column table takes besides its cells: three rules and a space each side of each cell.

@@ -13,7 +13,7 @@ import typer
 from .._atomic import FileStamp, OutputError, OutputExistsError, output_target, stream_kind
 from .._errors import ParameterError
 from .._settings import SF_BASE, SF_FTOL, SF_GTOL, SF_INIT, SF_NAMED_INITS, SF_SUPPORT
-from ..formats import fact_text, jsonable
+from ..formats import fact_text, jsonable, limit_text
 from . import _options as o
 from ._app import EXIT_INTERRUPTED, announce_start, app, error_boundary, read_matrix, show_notes, stop_cause
 from ._render import (check_distinct, check_output, compiling_note, err, fit_progress, is_stdout, note, out,
@@ -160,7 +160,7 @@ def _advise(summary: dict, settings, n: int | None = None) -> None:
     if summary.get("init_note"):
         note(f"note: {summary['init_note']}", style="yellow")
     if summary.get("compile_seconds"):
-        compiling_note(f"the fit's {summary['seconds']:.3g} s include {summary['compile_seconds']:.3g} s")
+        compiling_note(f"the fit's {limit_text(summary['seconds'])} s include {limit_text(summary['compile_seconds'])} s")
     if n is not None and summary.get("nnz") is not None and summary["nnz"] >= n * n:
         note(f"note: this structure stores {summary['nnz']:,} numbers, no fewer than the matrix's own {n * n:,} "
              "entries: a dense copy would be as small")
