@@ -769,3 +769,11 @@ def test_a_sweep_s_title_writes_n_thousands_separated():
     sweep.matrix = {**sweep.matrix, "n": 3000}
     assert sweep.tables()[0].title.startswith("graph (N=3,000): ")
 
+
+def test_the_default_budgets_note_writes_them_thousands_separated(tmp_path):
+    """The note said "budgets: 600, 1201, 1802" above a table whose budget column reads "1,201"."""
+    path = tmp_path / "m.npy"
+    np.save(path, np.random.default_rng(0).random((600, 600)))
+    out = CliRunner().invoke(app, ["sweep", str(path), "--methods", "tsvd", "--time-limit", "0"])
+    text = " ".join(out.output.split())
+    assert out.exit_code == 0 and "budgets: 600, 1,201, 1,802, 2,402, 3,603 (0.5 to 3 times" in text, text

@@ -45,7 +45,8 @@ def sweep(
         if specs is None:
             specs = default_budgets(loaded.n, names, count_indices=count_indices)
             which = f"{names[0]} applies" if len(names) == 1 else f"all of {', '.join(names)} apply"
-            note(f"budgets: {', '.join(specs)} (0.5 to 3 times the smallest budget at which {which})")
+            listed = ", ".join(f"{int(s):,}" for s in specs)  # thousands separated, as the table's budget column
+            note(f"budgets: {listed} (0.5 to 3 times the smallest budget at which {which})")
             over = beyond_dense(loaded.n, names, count_indices=count_indices)
             if over:  # capped at N^2, they run at none of them (the note above promised every method)
                 needs = ", ".join(f"{m} {need:,}" for m, need in over.items())
