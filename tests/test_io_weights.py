@@ -996,3 +996,17 @@ def test_tied_weights_are_said_to_be_one_storage_under_two_names(tmp_path):
                             "lm_head.weight is embed.weight;") for n in desc.tables[0].notes), desc.tables[0].notes
     write_safetensors(tmp_path / "w.safetensors", {"a": ("F32", np.eye(3, dtype=np.float32))})
     assert describe_weights(tmp_path / "w.safetensors", "safetensors").data["tensors"][0]["same_as"] is None
+
+
+def test_info_names_a_dtype_alike_for_safetensors_and_torch_files(tmp_path):
+    """info showed a .safetensors tensor's dtype as F32/BF16 and a .pt's as float32/bfloat16: one spelling
+    (torch's) in the table and in data["tensors"] (the JSON), whichever format."""
+    W = torch.randn(4, 4)
+    torch.save({"a": W, "b": W.to(torch.bfloat16), "c": W.to(torch.float8_e4m3fn)}, tmp_path / "w.pt")
+    bf16 = (W.to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16))
+    write_safetensors(tmp_path / "w.safetensors", {"a": ("F32", W.numpy()), "b": ("BF16", bf16),
+                                                   "c": ("F8_E4M3", W.to(torch.float8_e4m3fn).view(torch.uint8).numpy())})
+    for path, fmt in ((tmp_path / "w.pt", "torch"), (tmp_path / "w.safetensors", "safetensors")):
+        desc = describe_weights(path, fmt)
+        assert [r["dtype"] for r in desc.tables[0].rows] == ["float32", "bfloat16", "float8_e4m3fn"], fmt
+        assert [t["dtype"] for t in desc.data["tensors"]] == ["float32", "bfloat16", "float8_e4m3fn"], fmt

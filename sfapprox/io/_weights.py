@@ -61,6 +61,12 @@ _OTHER_BITS = {"C64": 64, "F8_E8M0": 8, "F6_E2M3": 6, "F6_E3M2": 6, "F4": 4}
 _FP8 = {"F8_E4M3", "F8_E5M2"}
 #: The types read as a matrix, as messages name them.
 _READ = (*_DTYPES, *sorted(_FP8))
+#: The safetensors types by torch's names (``F32`` is ``float32``): what ``info`` shows for either format, the
+#: names users know from both.  A type torch has no one name for (a packed 6-bit float) keeps the format's.
+_TORCH_NAMES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "I64": "int64",
+                "I32": "int32", "I16": "int16", "I8": "int8", "U64": "uint64", "U32": "uint32", "U16": "uint16",
+                "U8": "uint8", "BOOL": "bool", "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2",
+                "F8_E8M0": "float8_e8m0fnu", "C64": "complex64"}
 #: Largest JSON header read (the format's own limit is 100 MB).
 _MAX_HEADER = 100 * 2**20
 
@@ -715,7 +721,8 @@ def _INT_DTYPES():
 def list_weights(path, fmt: str) -> list[dict[str, Any]]:
     """Every tensor of a weights file: name, shape, dtype, square (what ``info`` shows).
 
-    ``square`` is a matrix ``var=`` reads: 2-D, square, of values read.  ``unread`` says why a
+    ``dtype`` is torch's name (``float32``, ``bfloat16``) for either format: a ``.safetensors`` header's
+    ``F32``/``BF16`` were shown as they are spelled there.  ``square`` is a matrix ``var=`` reads: 2-D, square, of values read.  ``unread`` says why a
     square-shaped tensor is not (complex values, a meta tensor, a type sfapprox does not read), else
     None: ``info`` marked a complex or FP4 tensor usable, and a manifest's ``var = "*"`` ran it to fail.
     ``optimizer`` marks an optimizer's state in a training checkpoint (:func:`optimizer_state`): read
@@ -727,7 +734,8 @@ def list_weights(path, fmt: str) -> list[dict[str, Any]]:
     with src.guard():
         if fmt == "safetensors":
             tensors, _ = _safetensors_header(src)
-            listed = [(k, v["shape"], v["dtype"], _safetensors_unread(v["dtype"])) for k, v in tensors.items()]
+            listed = [(k, v["shape"], _TORCH_NAMES.get(v["dtype"], v["dtype"]), _safetensors_unread(v["dtype"]))
+                      for k, v in tensors.items()]
             tied: dict[str, str] = {}  # a header's tensors never share bytes (its offsets are checked)
         else:
             state = _torch_state(src)[0]
