@@ -1010,3 +1010,17 @@ def test_info_names_a_dtype_alike_for_safetensors_and_torch_files(tmp_path):
         desc = describe_weights(path, fmt)
         assert [r["dtype"] for r in desc.tables[0].rows] == ["float32", "bfloat16", "float8_e4m3fn"], fmt
         assert [t["dtype"] for t in desc.data["tensors"]] == ["float32", "bfloat16", "float8_e4m3fn"], fmt
+
+
+def test_tied_weights_alone_are_one_matrix_read_without_var(tmp_path):
+    """A file whose only square tensors are two names of one storage (lm_head.weight tied to embed.weight) asked
+    which to pick: they are one matrix, read under its first name, the note saying so; an untied second is
+    still a choice to make."""
+    w = torch.randn(5, 5)
+    torch.save({"embed.weight": w, "lm_head.weight": w, "bias": torch.zeros(5)}, tmp_path / "tied.pt")
+    m = load_matrix(tmp_path / "tied.pt")
+    assert np.array_equal(m.to_dense(), w.double().numpy()) and m.recipe["var"] == "embed.weight"
+    assert any("also 'lm_head.weight' (tied weights, one storage): read as 'embed.weight'" in n for n in m.notes), m.notes
+    torch.save({"embed.weight": w, "lm_head.weight": w, "other": torch.randn(5, 5)}, tmp_path / "two.pt")
+    input_error(tmp_path / "two.pt", r"holds 3 square weight matrices")
+    assert not any("tied" in n for n in load_matrix(tmp_path / "tied.pt", var="lm_head.weight").notes)

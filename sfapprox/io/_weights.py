@@ -228,10 +228,12 @@ def is_square(shape) -> bool:
     return len(shape) == 2 and shape[0] == shape[1] > 0
 
 
-def _choose(src: Source, shapes: dict[str, list[int]], var: str | None, square: list[str]) -> str:
+def _choose(src: Source, shapes: dict[str, list[int]], var: str | None, square: list[str],
+            tied: dict[str, str] | None = None) -> str:
     """The tensor ``var`` names, or the only one of ``square`` (the square tensors of a type read; ``var="*"``,
     a manifest's "every square weight", left unexpanded only where the file has none: as no ``var``), or the
-    only one of them that is not an optimizer's state (:func:`optimizer_state`)."""
+    only one of them that is not an optimizer's state (:func:`optimizer_state`), or the first name of the
+    only matrix they are where the others are it under more names (``tied``, :func:`tied_tensors`)."""
     if var == "*":
         var = None
     if var is not None:
@@ -246,6 +248,9 @@ def _choose(src: Source, shapes: dict[str, list[int]], var: str | None, square: 
         return square[0]
     if len(weights) == 1:  # a checkpoint's one weight beside its optimizer's moments
         return weights[0]
+    matrices = [n for n in weights if n not in (tied or {})]
+    if len(matrices) == 1 and len(weights) > 1:  # tied weights: two names of one storage are one matrix
+        return matrices[0]
     read = set(square)  # not the list: a model's 20,000 tensors took 4 s to say it holds many
     unread = [n for n, s in shapes.items() if is_square(s) and n not in read]
     if not square and len(unread) == 1:  # the only square tensor: chosen, its reader says why it is not read
@@ -680,8 +685,9 @@ def read_torch(src: Source, opts: Options) -> ReadResult:
     ``weights_only=True`` (:func:`_torch_state`)."""
     with src.guard():
         tensors, unbuilt, plain = _torch_state(src, opts.max_memory)
-    name = _choose(src, {k: list(t.shape) for k, t in tensors.items()}, opts.var,
-                   [k for k, t in tensors.items() if is_square(t.shape) and not _torch_unread(t)])
+    square = [k for k, t in tensors.items() if is_square(t.shape) and not _torch_unread(t)]
+    tied = tied_tensors({k: tensors[k] for k in square}) if opts.var in (None, "*") and len(square) > 1 else {}
+    name = _choose(src, {k: list(t.shape) for k, t in tensors.items()}, opts.var, square, tied)
     tensor = tensors[name]
     if not is_square(tensor.shape):
         raise src.fail(f"tensor {name!r} has shape {list(tensor.shape)}, not a square matrix")
@@ -697,6 +703,10 @@ def read_torch(src: Source, opts: Options) -> ReadResult:
     if tensor.is_quantized:  # the values its integers stand for, scale * (q - zero_point), as torch computes them
         notes = [f"tensor {name!r} ({tensor.dtype}, dequantized: its scale times its integers less its zero point)"]
         tensor = tensor.dequantize()
+    aliases = [k for k, first in tied.items() if first == name]
+    if aliases:  # chosen without --var among names of one storage: which name the rows carry is said
+        notes.append(f"the file's only square weight, named {name!r} and also {_listed([repr(a) for a in aliases])} "
+                     f"(tied weights, one storage): read as {name!r}")
     if plain:
         where = _listed([p or "the file's top level" for p in plain])
         notes.append(f"{where}: collections.defaultdict, read as {'a plain dict' if len(plain) == 1 else 'plain dicts'} "
