@@ -853,3 +853,16 @@ def test_a_name_with_undecodable_bytes_is_strict_json_and_report_reads_it_old_an
         assert shown.exit_code == 0, shown.output
         assert shown.stdout.splitlines() == made.stdout.splitlines() and "bad\\xff" in shown.stdout
         assert "bad\\xff" in (tmp_path / f"{saved}.md").read_text(encoding="utf-8")
+
+
+def test_a_model_s_weights_are_listed_in_natural_order_layer_2_before_layer_10():
+    """A var = "*" entry's weights share its place, and were ordered as text: layer.10 and layer.11 came
+    before layer.2; digit runs now count as numbers, and the sizes of a row's mixed lines too (N 128, 64)."""
+    names = ["gpt.layer.11.q", "gpt.layer.2.q", "gpt.layer.10.q", "gpt.layer.1.q", "gpt.layer.2.k"]
+    finished = [rec(n, "tsvd", fro=1.0, position=0) for n in names] + [rec("after", "tsvd", fro=1.0, position=1)]
+    report = build_report(finished)
+    assert [row.name for row in report.tables_by_category[0].rows] == [
+        "gpt.layer.1.q", "gpt.layer.2.k", "gpt.layer.2.q", "gpt.layer.10.q", "gpt.layer.11.q", "after"]
+    assert build_report(list(reversed(finished))).records == report.records  # whatever order they finished in
+    row = build_report([rec("band", "sparse", fro=0.0, n=128), rec("band", "tsvd", fro=1.0, n=64)]).tables_by_category[0].rows[0]
+    assert row.mixed == "N 64, 128"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -493,7 +494,7 @@ def _mixed_measures(results: dict[str, dict[str, Any]]) -> str | None:
     # batch that redid only some methods): an N = 64 matrix's error ranked beside an N = 32 one's.
     sizes = {r.get("n") for r in scored}
     if len(sizes) > 1:
-        differ.append(f"N {', '.join(str(n) for n in sorted(sizes, key=str))}")
+        differ.append(f"N {', '.join(str(n) for n in sorted(sizes, key=lambda n: natural_key(str(n))))}")
     elif _different_inputs(scored):
         differ.append("made from different inputs (the entry's file or parameters changed)")
     # a batch never writes one (a method over its budget is a bug): an edited line, not a result
@@ -555,7 +556,7 @@ def build_report(records: list[dict[str, Any]], skipped_lines: dict[int, str] | 
     by_category: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for r in ordered:
         by_category.setdefault(r.get("category") or "other", {}).setdefault(r["matrix"], []).append(r)
-    order = [c for c in CATEGORIES if c in by_category] + sorted(c for c in by_category if c not in CATEGORIES)
+    order = [c for c in CATEGORIES if c in by_category] + sorted((c for c in by_category if c not in CATEGORIES), key=natural_key)
     report = Report(ordered, methods, skipped_lines=dict(skipped_lines or {}))
     for category in order:
         rows = []
@@ -594,7 +595,24 @@ def _in_entry_order(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     # a model's square weights share their entry's place: among them by name (the order they finished in
     # changed with --jobs), each matrix's lines in file order
     return sorted(records, key=lambda r: (place.get(r["matrix"], unplaced),
-                                          r["matrix"] if r["matrix"] in place else "", first[r["matrix"]]))
+                                          natural_key(r["matrix"]) if r["matrix"] in place else (), first[r["matrix"]]))
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(name: str) -> tuple:
+    """``name`` as it sorts to a reader: its runs of digits as numbers (``layer.2`` before ``layer.10``; as
+    text, ``layer.10`` and ``layer.11`` came first), then the name itself, so ``w01`` and ``w1`` keep an order.
+
+    Examples
+    --------
+    >>> sorted(["layer.10.q", "layer.2.q", "layer.1.q", "layer.2.k"], key=natural_key)
+    ['layer.1.q', 'layer.2.k', 'layer.2.q', 'layer.10.q']
+    """
+    # split keeps the digit runs at the odd places: element by element, text meets text and a number a number
+    parts = _DIGITS.split(name)
+    return tuple(int(p) if i % 2 else p for i, p in enumerate(parts)), name
 
 
 # ---------------------------------------------------------------------------
