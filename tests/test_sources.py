@@ -75,7 +75,7 @@ def test_median_heuristic_is_recorded():
 
 
 @pytest.mark.parametrize("points, kwargs, error, match", [
-    (np.array([[0.0, np.nan], [1.0, 2.0]]), {}, InputError, r"point 0 has a non-finite coordinate"),
+    (np.array([[0.0, np.nan], [1.0, 2.0]]), {}, InputError, r"non-finite coordinate \(nan; the first at \[0, 1\]: 0-based, as numpy indexes\)"),
     (np.array([[0.0, np.inf]]), {}, InputError, "non-finite"),
     (np.zeros((3, 2)), {"bandwidth": 0.0}, ParameterError, "positive, finite"),
     (np.zeros((3, 2)), {"bandwidth": float("nan")}, ParameterError, "positive, finite"),
@@ -235,7 +235,7 @@ def test_kernel_points_and_attention_queries_are_checked_finite_without_a_whole_
     points[1500, 7] = np.nan
     make = {"kernel": lambda: KernelMatrix(points, bandwidth=1.0),
             "attention": lambda: AttentionMatrix(points, np.zeros((4, 300)))}[source]
-    said = {"kernel": r"point 1500 has a non-finite coordinate \(nan\) in column 7", "attention": r"q\[1500, 7\] is nan"}
+    said = {"kernel": r"non-finite coordinate \(nan; the first at \[1500, 7\]: 0-based", "attention": r"q\[1500, 7\] is nan"}
     tracemalloc.start()
     try:
         with pytest.raises(InputError, match=said[source]):
@@ -1069,3 +1069,17 @@ def test_a_product_from_the_left_says_the_order_as_other_messages_say_counts(n, 
     source = ArraySource(np.eye(n))
     with pytest.raises(ParameterError, match=rf"is {n:,} x {n:,}: B @ it takes {said}, got shape \(2, 3\)$"):
         np.ones((2, 3)) @ source
+
+
+def test_a_points_npy_s_nan_is_named_by_its_numpy_index_never_as_a_line_and_column(tmp_path):
+    """A .npy's NaN was "point 5 ... in column 3" counted from 0, beside a .csv's "line 7, column 4" counted
+    from 1: the array's is named as the covariance reader names one, by numpy's index, said 0-based."""
+    from sfapprox import InputError
+    from sfapprox.io import open_matrix
+
+    points = np.random.default_rng(0).standard_normal((8, 4))
+    points[5, 3] = np.nan
+    np.save(tmp_path / "pts.npy", points)
+    with pytest.raises(InputError, match=re.escape("the first at [5, 3]: 0-based, as numpy indexes")) as caught:
+        open_matrix(tmp_path / "pts.npy", kernel="rbf")
+    assert "point 5" not in str(caught.value) and "column" not in str(caught.value)

@@ -300,8 +300,10 @@ class KernelMatrix(MatrixSource):
         bad = first_nonfinite(pts)  # (a mask of every point's coordinates was made whatever the memory limit said)
         if bad is not None:
             i, j = bad
-            raise InputError(f"{name}: point {i} has a non-finite coordinate ({pts[i, j]}) in column {j}; "
-                             "remove or impute it first")
+            # named as an array's entry is (the covariance reader's words): "point 5 ... column 3" counted from 0
+            # was read beside a text table's "line 7, column 4" counted from 1
+            raise InputError(f"{name}: the points hold a non-finite coordinate ({pts[i, j]}; the first at [{i}, {j}]: "
+                             "0-based, as numpy indexes); remove or impute it first")
         check_bandwidth(kernel, bandwidth)
         self.points, self.kernel = pts, kernel
         self._sq = np.einsum("ij,ij->i", pts, pts)
