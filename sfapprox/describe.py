@@ -143,7 +143,7 @@ def describe(matrix: MatrixInput, *, count_indices: bool = COUNT_INDICES,
         facts = [
             ("file", summary.get("path") or "(array)"),
             ("format", summary["format"]),
-            ("size", f"{summary['n']} x {summary['n']}"),
+            ("size", f"{summary['n']:,} x {summary['n']:,}"),  # as a source's: 1,200 x 1,200
             ("stored entries", f"{summary['nnz']:,} ({100 * summary['density']:.2f}% of N²)"),
             ("storage", "sparse" if loaded.is_sparse else "dense"),
             ("symmetric", "yes" if summary["symmetric"] else "no"),
@@ -279,12 +279,26 @@ def _source_facts(source: MatrixSource, max_memory: int | None) -> list[tuple[st
                   ("values", f"min {summary['min']:.4g}, max {summary['max']:.4g}, ‖X‖_F {summary['fro_norm']:.4g}")]
     for key, value in source.recipe.items():
         if key not in ("kind", "nnz"):
-            facts.append((key.replace("_", " "), value))
+            facts.append((key.replace("_", " "), _shape_text(value)))
     for key in ("symmetric", "psd", "nonnegative"):
         value = getattr(source, key)
         facts.append(({"psd": "positive semi-definite", "nonnegative": "non-negative"}.get(key, key),
                       "unknown" if value is None else "yes" if value else "no"))
     return facts
+
+
+def _shape_text(value: Any) -> Any:
+    """A recipe's shape (a kernel's points, ``[12000, 8]``) as the size is shown, ``12,000 x 8``; anything else
+    as it is.
+
+    Examples
+    --------
+    >>> _shape_text([12000, 8]), _shape_text("rbf"), _shape_text([True, 2])
+    ('12,000 x 8', 'rbf', [True, 2])
+    """
+    if isinstance(value, (list, tuple)) and value and all(isinstance(d, int) and not isinstance(d, bool) for d in value):
+        return " x ".join(f"{d:,}" for d in value)
+    return value
 
 
 def describe_weights(path, fmt: str) -> MatrixDescription:

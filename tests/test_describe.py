@@ -505,3 +505,14 @@ def test_a_saved_fit_s_size_and_description_write_n_thousands_separated(tmp_path
     assert facts["size"] == "1,024 x 1,024"
     with h5py.File(path) as f:
         assert f.attrs["description"].startswith("An sfapprox fit of a 1,024 x 1,024 matrix A")
+
+
+def test_info_shows_a_kernel_s_points_like_other_sizes():
+    """info of a points table as a kernel showed its points as [12000, 8]; now as its size is shown, 12,000 x 8
+    (the JSON keeps the list)."""
+    from sfapprox.describe import describe
+
+    desc = describe(KernelMatrix(np.random.default_rng(0).standard_normal((1200, 3))))
+    facts = dict(desc.facts)
+    assert facts["points"] == "1,200 x 3" and facts["size"] == "1,200 x 1,200"
+    assert desc.data["matrix"]["source"]["points"] == [1200, 3]
