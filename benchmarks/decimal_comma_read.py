@@ -17,12 +17,11 @@ checkout and their ratios (after / before).
 from __future__ import annotations
 
 import argparse
-import os
-import statistics
 import tempfile
 from pathlib import Path
 
-from _common import ROOT, checkout_env, findings_lines, machine, meta, run_child, version, write_results
+from _common import run_child
+from read_formats import alternate_reads, write_table
 
 DEFAULT_DATA = Path(tempfile.gettempdir()) / "sfapprox-decimal-comma"
 
@@ -74,38 +73,8 @@ def main() -> None:
     data = Path(args.data)
     # in a child: getrusage's peak survives exec, so this process's arrays would count in every reader's peak
     names = run_child("decimal_comma_read", "make_files", [str(data), args.n, args.entries])
-    envs = {"before": checkout_env(args.sfapprox), "after": checkout_env(str(ROOT))}
-    rows = []
-    for name in names:
-        runs = {"before": [], "after": []}
-        for _ in range(args.rounds):
-            for label, env in envs.items():
-                runs[label].append(run_child("decimal_comma_read", "one", [str(data / name)], env=env))
-                r = runs[label][-1]
-                print(f"{name} {label}: {r['seconds']:.2f} s, {r['peak_rss_mib']:.0f} MiB", flush=True)
-        if len({r["sha256"] for rs in runs.values() for r in rs}) != 1:
-            raise SystemExit(f"{name}: the two checkouts read different matrices")
-        med = {label: {k: statistics.median(r[k] for r in rs) for k in ("seconds", "peak_rss_mib")}
-               for label, rs in runs.items()}
-        rows.append({"file": name, "mib": round(os.path.getsize(data / name) / 2**20, 1),
-                     "sha256": runs["after"][0]["sha256"][:16], "before": med["before"], "after": med["after"],
-                     "time_ratio": round(med["after"]["seconds"] / med["before"]["seconds"], 2),
-                     "rss_ratio": round(med["after"]["peak_rss_mib"] / med["before"]["peak_rss_mib"], 2),
-                     "runs": runs})
-    out = {"meta": meta(machine=machine(numpy=version("numpy"), scipy=version("scipy")),
-                        before=args.sfapprox, rounds=args.rounds), "rows": rows}
-    lines = ["# Reading with decimal=',' a file with no ',' or '.': before / after", "",
-             f"Machine: {out['meta']['machine']}", "",
-             f"Command: `{out['meta']['command']}` (before: `{args.sfapprox}`; medians of {args.rounds} rounds, "
-             "fresh processes alternating; peak RSS includes the import)", "",
-             "| file | MiB | s before | s after | time after/before | peak MiB before | peak MiB after "
-             "| RSS after/before | sha256 (both) |", "|" + "---|" * 9]
-    for r in rows:
-        lines.append(f"| {r['file']} | {r['mib']} | {r['before']['seconds']:.2f} | {r['after']['seconds']:.2f} | "
-                     f"{r['time_ratio']:.2f} | {r['before']['peak_rss_mib']:.0f} | {r['after']['peak_rss_mib']:.0f} | "
-                     f"{r['rss_ratio']:.2f} | {r['sha256']} |")
-    lines += ["", *findings_lines(out, "(to be written)")]
-    write_results(args.tag, out, lines)
+    rows = alternate_reads("decimal_comma_read", data, names, args.sfapprox, args.rounds)
+    write_table(args, rows, "# Reading with decimal=',' a file with no ',' or '.': before / after")
 
 
 if __name__ == "__main__":

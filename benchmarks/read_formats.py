@@ -170,39 +170,55 @@ def main() -> None:
     # in a child: getrusage's peak survives exec, so this process's arrays would count in every reader's peak
     names = args.only.split(",") if args.only else list(FILES)
     run_child("read_formats", "make_files", [str(data), names])
-    envs = {"before": checkout_env(args.sfapprox), "after": checkout_env(str(ROOT))}
+    rows = alternate_reads("read_formats", data, names, args.sfapprox, args.rounds)
+    for row in rows:
+        row["what"] = FILES.get(row["file"], row["file"])
+    write_table(args, rows, "# Reading large files: before / after")
+
+def alternate_reads(script: str, data: Path, names: list[str], sfapprox: str, rounds: int) -> list[dict]:
+    """Each file in ``names`` read by ``script``'s ``one`` in fresh processes, this checkout and ``sfapprox``
+    alternating ``rounds`` times: per file its medians, their ratios (after / before) and every run
+    (SystemExit where the two checkouts read different matrices).  ``decimal_comma_read.py`` uses it too."""
+    envs = {"before": checkout_env(sfapprox), "after": checkout_env(str(ROOT))}
     rows = []
     for name in names:
         runs = {"before": [], "after": []}
-        for _ in range(args.rounds):
+        for _ in range(rounds):
             for label, env in envs.items():
-                runs[label].append(run_child("read_formats", "one", [str(data / name)], env=env))
+                runs[label].append(run_child(script, "one", [str(data / name)], env=env))
                 r = runs[label][-1]
                 print(f"{name} {label}: {r['seconds']:.2f} s, {r['peak_rss_mib']:.0f} MiB", flush=True)
         if len({r["sha256"] for rs in runs.values() for r in rs}) != 1:
             raise SystemExit(f"{name}: the two checkouts read different matrices")
         med = {label: {k: statistics.median(r[k] for r in rs) for k in ("seconds", "peak_rss_mib")}
                for label, rs in runs.items()}
-        rows.append({"file": name, "what": FILES.get(name, name), "mib": round(os.path.getsize(data / name) / 2**20),
-                     "kind": runs["after"][0]["kind"], "sha256": runs["after"][0]["sha256"][:16],
+        rows.append({"file": name, "mib": round(os.path.getsize(data / name) / 2**20, 1),
+                     "kind": runs["after"][0].get("kind"), "sha256": runs["after"][0]["sha256"][:16],
                      "before": med["before"], "after": med["after"],
                      "time_ratio": round(med["after"]["seconds"] / med["before"]["seconds"], 2),
                      "rss_ratio": round(med["after"]["peak_rss_mib"] / med["before"]["peak_rss_mib"], 2),
                      "runs": runs})
+    return rows
+
+
+def write_table(args, rows: list[dict], title: str) -> None:
+    """``rows`` of :func:`alternate_reads` as ``args.tag``'s JSON and Markdown (a "read as" column where the
+    rows say what each file became)."""
     out = {"meta": meta(machine=machine(numpy=version("numpy"), scipy=version("scipy")),
                         before=args.sfapprox, rounds=args.rounds), "rows": rows}
-    lines = ["# Reading large files: before / after", "", f"Machine: {out['meta']['machine']}", "",
+    kinds = any(r.get("kind") for r in rows)
+    lines = [title, "", f"Machine: {out['meta']['machine']}", "",
              f"Command: `{out['meta']['command']}` (before: `{args.sfapprox}`; medians of {args.rounds} rounds, "
              "fresh processes alternating; peak RSS includes the import)", "",
-             "| file | MiB | read as | s before | s after | time after/before | peak MiB before | peak MiB after "
-             "| RSS after/before | sha256 (both) |", "|" + "---|" * 10]
+             "| file | MiB | " + ("read as | " if kinds else "") + "s before | s after | time after/before | "
+             "peak MiB before | peak MiB after | RSS after/before | sha256 (both) |", "|" + "---|" * (10 if kinds else 9)]
     for r in rows:
-        lines.append(f"| {r['what']} | {r['mib']} | {r['kind']} | {r['before']['seconds']:.2f} | "
-                     f"{r['after']['seconds']:.2f} | {r['time_ratio']:.2f} | {r['before']['peak_rss_mib']:.0f} | "
-                     f"{r['after']['peak_rss_mib']:.0f} | {r['rss_ratio']:.2f} | {r['sha256']} |")
+        lines.append(f"| {r.get('what', r['file'])} | {r['mib']:g} | " + (f"{r['kind']} | " if kinds else "")
+                     + f"{r['before']['seconds']:.2f} | {r['after']['seconds']:.2f} | {r['time_ratio']:.2f} | "
+                     f"{r['before']['peak_rss_mib']:.0f} | {r['after']['peak_rss_mib']:.0f} | {r['rss_ratio']:.2f} | "
+                     f"{r['sha256']} |")
     lines += ["", *findings_lines(out, "(to be written)")]
     write_results(args.tag, out, lines)
-
 
 if __name__ == "__main__":
     main()
