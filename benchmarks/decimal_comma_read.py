@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from _common import run_child
-from read_formats import alternate_reads, write_table
+from read_formats import alternate_reads, timed_read, write_table
 
 DEFAULT_DATA = Path(tempfile.gettempdir()) / "sfapprox-decimal-comma"
 
@@ -44,21 +44,12 @@ def make_files(data: str, n: int, entries: int) -> list[str]:
 
 def one(path: str) -> dict:
     """Read ``path`` with ``decimal=','`` in this (fresh) process: seconds, peak RSS (MiB), the matrix's SHA-256."""
-    import hashlib
-    import resource
     import time
 
     from sfapprox.io import load_matrix
 
     began = time.perf_counter()
-    m = load_matrix(path, decimal=",", max_memory="8G")
-    seconds = time.perf_counter() - began
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    A = m.matrix
-    digest = hashlib.sha256(str(A.shape).encode())
-    for part in ((A.indptr, A.indices, A.data) if hasattr(A, "indptr") else (A,)):
-        digest.update(memoryview(part).cast("B"))
-    return {"seconds": seconds, "peak_rss_mib": peak, "sha256": digest.hexdigest()}
+    return timed_read(lambda: load_matrix(path, decimal=",", max_memory="8G"), began)
 
 
 def main() -> None:

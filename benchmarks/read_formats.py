@@ -148,10 +148,19 @@ def one(path: str) -> dict:
         digest = hashlib.sha256(type(m).__name__.encode())
         digest.update(memoryview(m.diagonal()).cast("B"))  # after the timing: reads N values of the map
         return {"seconds": seconds, "peak_rss_mib": peak, "sha256": digest.hexdigest(), "kind": type(m).__name__}
-    m = load_matrix(path, covariance=name.endswith(".libsvm"))
+    return timed_read(lambda: load_matrix(path, covariance=name.endswith(".libsvm")), began)
+
+
+def timed_read(read, began: float) -> dict:
+    """``read()``'s matrix, read in this (fresh) process from ``began``: seconds, peak RSS (MiB), the SHA-256 of
+    the matrix's bytes (CSR: ``indptr``, ``indices``, ``data``) and its type."""
+    import hashlib
+    import resource
+    import time
+
+    A = read().matrix
     seconds = time.perf_counter() - began
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    A = m.matrix
     digest = hashlib.sha256(str(A.shape).encode())
     for part in ((A.indptr, A.indices, A.data) if hasattr(A, "indptr") else (A,)):
         digest.update(memoryview(part).cast("B"))
