@@ -294,3 +294,25 @@ def test_the_library_works_where_linux_only_calls_are_missing(tmp_path):
     # no os.sysconf and not Windows: no memory limit, said once (Windows asks GlobalMemoryStatusEx instead)
     assert warned == "['this system does not tell its physical m']"
     assert methods == "['sf', 'sparse', 'tsvd']" and same == "True"
+
+
+def test_a_fits_seconds_are_its_whole_turn_as_a_comparison_rows_and_fit_seconds_the_estimators(monkeypatch, tmp_path):
+    """`fit --json` and `fit --out`'s record gave the estimator's own clock as ``seconds``, which leaves out
+    SF's scoring; a comparison's row of the same fit gives its whole turn. Both now say the same: the wall
+    time of the fit and its scoring in ``seconds``, the estimator's own in ``fit_seconds``."""
+    import json
+    import time
+
+    from sfapprox.sf.model import ChordSF
+
+    scored = ChordSF._scored
+    monkeypatch.setattr(ChordSF, "_scored", lambda self, *a, **k: (time.sleep(0.3), scored(self, *a, **k))[1])
+    X = np.random.default_rng(0).random((16, 16))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        run = fit_matrix(X, settings=FitSettings(max_iter=5, device="cpu"), json_path=tmp_path / "fit.json")
+    summary = run.summary
+    assert summary["fit_seconds"] == pytest.approx(run.model.seconds_)
+    assert summary["seconds"] - summary["fit_seconds"] >= 0.3 * 0.99  # the scoring's sleep, in seconds alone
+    saved = json.loads((tmp_path / "fit.json").read_text())
+    assert saved["seconds"] == pytest.approx(summary["seconds"]) and saved["fit_seconds"] == pytest.approx(summary["fit_seconds"])

@@ -160,7 +160,9 @@ def _advise(summary: dict, settings, n: int | None = None) -> None:
     if summary.get("init_note"):
         note(f"note: {summary['init_note']}", style="yellow")
     if summary.get("compile_seconds"):
-        compiling_note(f"the fit's {limit_text(summary['seconds'])} s include {limit_text(summary['compile_seconds'])} s")
+        # the estimator's own seconds hold the compiling (a summary before fit_seconds was recorded: seconds)
+        fit = summary.get("fit_seconds", summary["seconds"])
+        compiling_note(f"the fit's {limit_text(fit)} s include {limit_text(summary['compile_seconds'])} s")
     if n is not None and summary.get("nnz") is not None and summary["nnz"] >= n * n:
         note(f"note: this structure stores {summary['nnz']:,} numbers, no fewer than the matrix's own {n * n:,} "
              "entries: a dense copy would be as small")
