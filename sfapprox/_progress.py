@@ -50,7 +50,7 @@ def kernel_phase(cached: bool) -> str:
 
 #: The phases shown on each display, in the order they began (the last one's text is on it), and the lock
 #: their timers and ends share.
-_shown: dict[tuple[int, int], list[tuple[int, str]]] = {}
+_shown: dict[tuple[int, int], list[tuple[int, str, bool]]] = {}
 _lock = threading.Lock()
 _order = itertools.count()
 
@@ -63,7 +63,8 @@ class _Phase:
 
 
 @contextlib.contextmanager
-def phase(callback: Callable[..., Any] | None, text: str, delay: float = PHASE_DELAY) -> Iterator[_Phase]:
+def phase(callback: Callable[..., Any] | None, text: str, delay: float = PHASE_DELAY, *,
+          gives_way: bool = False) -> Iterator[_Phase]:
     """Show ``text`` on ``callback``'s display (its attribute ``phase``, a callable taking the text)
     while the block runs, if it runs longer than ``delay`` seconds; cleared (``""``) after.
 
@@ -76,6 +77,10 @@ def phase(callback: Callable[..., Any] | None, text: str, delay: float = PHASE_D
     phase early, where the block goes on past the work it names (a fit's
     setup, ended at its first iteration, inside a block that holds the early
     returns).
+
+    With ``gives_way`` an outer phase ends for good once a phase inside it is
+    shown: a comparison's "reading columns" around a whole method came back
+    after SF's own "scoring" ended, over the finished fit.
     """
     shows = getattr(callback, "phase", None)
     if not callable(shows):
@@ -86,7 +91,7 @@ def phase(callback: Callable[..., Any] | None, text: str, delay: float = PHASE_D
     # a phase inside another (the kernels compiled during the scoring) hands the display back to the
     # outer one's text when it ends, not a blank
     key = (id(getattr(shows, "__func__", shows)), id(getattr(shows, "__self__", None)))
-    entry = (next(_order), text)
+    entry = (next(_order), text, gives_way)
 
     def show() -> None:
         with _lock:
@@ -95,6 +100,8 @@ def phase(callback: Callable[..., Any] | None, text: str, delay: float = PHASE_D
                 stack = _shown.setdefault(key, [])
                 stack.append(entry)
                 stack.sort()
+                # an outer phase that gives way is not handed the display back once an inner one was shown
+                stack[:-1] = [e for e in stack[:-1] if not e[2]]
                 if stack[-1] is entry:
                     shows(text)
 
@@ -109,6 +116,8 @@ def phase(callback: Callable[..., Any] | None, text: str, delay: float = PHASE_D
                 return
             stack = _shown.get(key, [])
             was_top = bool(stack) and stack[-1] is entry
+            if entry not in stack:  # given way to an inner phase, which holds the display now
+                return
             stack.remove(entry)
             if not stack:
                 _shown.pop(key, None)

@@ -1354,9 +1354,10 @@ def run_all(
             if stop_requested():  # a stop whose KeyboardInterrupt was swallowed (see _signals)
                 raise KeyboardInterrupt
             # a pass over a source's columns (rsvd's, sparse's: 15-30 s at N = 12,000) showed a bar with no
-            # word beside it; a method's own phases and steps say more over this one while they last
-            with (phase(own.callback, "reading columns (the matrix is not formed)") if isinstance(X, MatrixSource)
-                  else contextlib.nullcontext()):
+            # word beside it; a method's own phases and steps say more over this one, which ends once they
+            # are shown (it came back after SF's "scoring" ended, over a finished fit)
+            with (phase(own.callback, "reading columns (the matrix is not formed)", gives_way=True)
+                  if isinstance(X, MatrixSource) else contextlib.nullcontext()):
                 result = run_method(name, X, budget.value, own, fro_norm)
         except ResourceError as exc:
             # over a memory limit the user gave: not applicable under it, as a method that needs the matrix

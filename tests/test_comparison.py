@@ -1244,6 +1244,35 @@ def test_a_display_says_a_method_reads_columns_of_a_matrix_not_formed():
     assert phases[:2] == ["reading columns (the matrix is not formed)", ""]
 
 
+def test_reading_columns_does_not_come_back_after_a_methods_own_phase(monkeypatch):
+    """"reading columns (the matrix is not formed)" is the phase around a whole method's turn on a source: it
+    came back on the bar after SF's own "scoring" ended, over a finished fit. A method's own phase ends it."""
+    import time
+
+    from sfapprox import comparison
+    from sfapprox._progress import phase
+
+    run = comparison.run_method
+
+    def scored_at_the_end(name, X, budget, context, fro_norm=None):
+        time.sleep(0.7)  # past the outer phase's half second: it is shown
+        with phase(context.callback, "scoring", delay=0.0):
+            time.sleep(0.1)
+        time.sleep(0.7)  # the rest of the turn: the outer phase's timer has long run
+        return run(name, X, budget, context, fro_norm)
+
+    monkeypatch.setattr(comparison, "run_method", scored_at_the_end)
+    points = np.random.default_rng(0).standard_normal((60, 3))
+    phases = []
+
+    def display(info):
+        pass
+
+    display.phase = phases.append
+    compare(KernelMatrix(points, "rbf", bandwidth=1.0), ["sparse"], budget=200, max_memory=20_000, callback=display)
+    assert phases == ["reading columns (the matrix is not formed)", "scoring", ""], phases
+
+
 #: Seconds each slowed step below sleeps: far above a 16 x 16 fit's own, far below a test's patience.
 SLOW = 0.3
 

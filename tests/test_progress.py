@@ -305,3 +305,26 @@ def test_sf_s_scoring_is_a_phase_after_the_last_iteration(monkeypatch):
     shown = _recorded_phases(monkeypatch, model)
     ChordSF(max_iter=5, device="cpu", callback=Display()).fit(np.random.default_rng(0).random((16, 16)))
     assert shown[0] == "preparing" and "scoring" in shown, shown
+
+
+def test_an_outer_phase_that_gives_way_does_not_come_back_after_an_inner_one():
+    """A comparison's "reading columns (the matrix is not formed)" around a whole method came back on the
+    bar after SF's own "scoring" ended, over a finished fit: it ends for good once an inner phase shows."""
+    display = Display()
+    with phase(display, "reading columns", delay=0.0, gives_way=True):
+        time.sleep(0.05)
+        with phase(display, "scoring", delay=0.0):
+            time.sleep(0.05)
+        time.sleep(0.05)
+    assert display.phases == ["reading columns", "scoring", ""]
+
+
+def test_an_outer_phase_is_handed_the_display_back_unless_it_gives_way():
+    """Without gives_way, an inner phase hands the display back to the outer one's text (not a blank)."""
+    display = Display()
+    with phase(display, "scoring", delay=0.0):
+        time.sleep(0.05)
+        with phase(display, "compiling", delay=0.0):
+            time.sleep(0.05)
+        time.sleep(0.05)
+    assert display.phases == ["scoring", "compiling", "scoring", ""]
