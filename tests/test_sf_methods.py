@@ -226,3 +226,58 @@ def test_the_structure_reason_rounds_a_shared_time_limit():
     why = structure_reason(3000, full, fewest, 10.957783274000072, evaluation_seconds=0.9336)
     assert "fewer than 1,000 loss evaluations in the 11 s limit on this machine" in why, why
     assert "in the 1,200 s limit" in structure_reason(3000, full, fewest, 1200.0, evaluation_seconds=9.0)
+
+
+def _slow_import_of(monkeypatch, name: str, importer: str, seconds: float = 0.8) -> None:
+    """``from .name import ...`` in module ``importer`` made ``seconds`` slower (a fresh process's import
+    of torch with SF's module: 1.2-4 s)."""
+    import builtins
+    import time
+
+    real = builtins.__import__
+
+    def slow(module, globals=None, locals=None, fromlist=(), level=0):
+        if level and module == name and (globals or {}).get("__name__") == importer:
+            time.sleep(seconds)
+        return real(module, globals, locals, fromlist, level)
+
+    monkeypatch.setattr(builtins, "__import__", slow)
+
+
+@pytest.mark.parametrize("step", ["check_first", "make"])
+def test_a_display_says_torch_is_loading_before_sfs_first_phase(monkeypatch, step):
+    """In a fresh process SF's first seconds (torch imported with its estimator's module) showed only "sf"
+    and the clock on the bar, before any phase was announced."""
+    _slow_import_of(monkeypatch, "model", "sfapprox.sf.methods")
+    phases = []
+
+    def display(info):
+        pass
+
+    display.phase = phases.append
+    context = RunContext(FitSettings(time_limit=None, device="cpu"), callback=display)
+    if step == "check_first":
+        M.sf_check_first(np.eye(16), 2 * sf_count(16), context)
+    else:
+        M.sf_estimator(16, 2 * sf_count(16), context)
+    assert phases == ["loading torch", ""]
+
+
+def test_a_display_says_the_kernels_modules_are_loading(monkeypatch):
+    """Before the structure's timing, torch's and numba's imports and the look into numba's cache ran under
+    a bar with no word beside it (the compiling's phase began only after them)."""
+    import time
+
+    from sfapprox.sf import _kernels
+
+    choose = _kernels.select_kernel
+    monkeypatch.setattr(_kernels, "select_kernel", lambda *a, **k: (time.sleep(0.8), choose(*a, **k))[1])
+    monkeypatch.setattr(_kernels, "warm_up_numba", lambda dtype: None)
+    phases = []
+
+    def display(info):
+        pass
+
+    display.phase = phases.append
+    M._compiled_first(300, display)
+    assert phases == ["loading kernels", ""]

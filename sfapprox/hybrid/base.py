@@ -20,7 +20,7 @@ from .._device import resolve_device, resolve_dtype
 from .._errors import BudgetError, ConvergenceWarning, NotApplicableError, ParameterError
 from ..formats import counted
 from .._params import SEED, Interval, check_params
-from .._progress import Reporter, same_progress
+from .._progress import Reporter, phase, same_progress
 from .._settings import DEFAULT_SEED, DEFAULT_TIME_LIMIT, SF_START_KINDS as START_KINDS
 from .._threads import AdaptiveThreads
 from .._validation import check_memory
@@ -906,7 +906,8 @@ def hybrid_estimator(cls: type, budget: int, context, **extra: Any) -> "_ChordHy
     ChordLowRank or ChordSparse
         Not fitted yet.
     """
-    from ..sf.model import ChordSF
+    with phase(context.callback, "loading torch"):  # (with SF's module, in a fresh process: 1-4 s)
+        from ..sf.model import ChordSF
 
     sf = {k: v for k, v in context.settings.apply_to(ChordSF).items() if k in ("max_iter", "time_limit", "max_memory")}
     sf.update(context.structure)

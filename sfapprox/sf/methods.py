@@ -89,8 +89,7 @@ def sf_estimator(n: int, budget: int, context: RunContext, *, support: str = "ch
         params.update(n_factors=config.n_factors, base=config.base)
         # the structure's measured evaluations are part of the method's time
         params["time_limit"] = max(0.0, settings.time_limit - (time.perf_counter() - measuring))
-    from .model import ChordSF
-
+    ChordSF = _chord_sf(context.callback)
     est = ChordSF(**context.settings.apply_to(ChordSF, callback=context.callback, **params))
     if full is not None and context.protocol != "paper" and config.n_factors < full.n_factors:
         # Said in the row (details "M=10/12") and its reason, never silent: the result then
@@ -149,8 +148,7 @@ def sf_check_first(X, budget: int, context: RunContext, *, support: str = "chord
     BudgetError
         As :func:`sf_estimator`, where no structure fits the budget.
     """
-    from .model import ChordSF
-
+    ChordSF = _chord_sf(context.callback)
     n = X.shape[0]
     params, full = _planned(n, budget, context, support)
     if full is not None and support != "butterfly" and context.settings.per_method(1).time_limit is not None:
@@ -159,6 +157,15 @@ def sf_check_first(X, budget: int, context: RunContext, *, support: str = "chord
     est = ChordSF(**context.settings.apply_to(ChordSF, **params))
     est._matrix_name = context.matrix_name
     est.check_memory_first(X)
+
+
+def _chord_sf(callback=None) -> type[ChordSF]:
+    """ChordSF, its module imported under a display's phase (``callback``'s ``phase``): in a fresh
+    process that import loads torch, 1.2-4 s before any other phase, under a bar that showed only
+    "sf" and the clock (the phase shows only where it lasts, not in a process that has torch)."""
+    with phase(callback, "loading torch"):
+        from .model import ChordSF
+    return ChordSF
 
 
 def _default_dtype(n: int) -> np.dtype:
@@ -172,17 +179,22 @@ def _compiled_first(n: int, callback=None) -> None:
     kernel's compiling, seconds of a short limit (a batch's first SF fit), which ChordSF.fit keeps
     out of its own limit.  A progress display (``callback``'s ``phase``) says so, as ChordSF.fit's
     warm-up does: a comparison's first SF showed "sf it 0" and nothing more for 8 s of compiling."""
-    import torch
+    from .._progress import kernel_phase
 
-    from .._progress import kernel_phase, phase
-    from ._kernels import compiled_for, select_kernel, warm_up_numba
+    # torch, numba (select_kernel imports it) and the look into numba's cache: said too, where they last
+    with phase(callback, "loading kernels"):
+        import torch
 
-    if select_kernel(n, "cpu")[1] == "numba":
+        from ._kernels import compiled_for, select_kernel, warm_up_numba
+
+        numba = select_kernel(n, "cpu")[1] == "numba"
         # cached: the one kernel warm_up_numba compiles, in its dtype. kernels_cached() also asks for the
         # in-memory L-BFGS iterations, which fits from columns never compile: every comparison of a kernel
         # too big to form said "compiling kernels (first run)" while it loaded them, run after run
         dtype = _default_dtype(n)
-        with phase(callback, kernel_phase(compiled_for("loss_and_grad", dtype))):
+        cached = numba and compiled_for("loss_and_grad", dtype)
+    if numba:
+        with phase(callback, kernel_phase(cached)):
             warm_up_numba(getattr(torch, dtype.name))
 
 
