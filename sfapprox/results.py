@@ -516,6 +516,8 @@ class Comparison(ShownAsTables):
                                + (" of the methods that finished" if stopped else ""))
         if any((r.error_estimate or {}).get("fro_interval") for r in self.results):
             table.notes.append(ESTIMATED_NOTE)
+        if any(_beyond_fit(r) for r in self.results):
+            table.notes.append(SECONDS_NOTE)
         verdict = self.verdict()
         if verdict is not None:
             table.notes.append(f"verdict: {verdict['text']}")
@@ -536,6 +538,37 @@ class Comparison(ShownAsTables):
                 "min_budget": r.min_budget, "fro_error": r.fro_error, "rel_error": r.rel_error,
                 "seconds": r.seconds, "winner": winner, "fro_low": interval[0], "fro_high": interval[1],
                 "rel_low": relative[0], "rel_high": relative[1]}
+
+
+#: The table's note on its "seconds" column, where a row's differ from its fit's own (:func:`_beyond_fit`).
+SECONDS_NOTE = "seconds: each method's whole turn (setting up, fit, scoring), its fit's own in params.fit_seconds"
+
+#: Share of a row's fit seconds, and seconds, its whole turn may exceed them by with no note on the column:
+#: below both the column reads as the fit's time and nothing is misread.
+SECONDS_NOTE_SHARE, SECONDS_NOTE_FLOOR = 0.2, 0.1
+
+
+def _beyond_fit(r: MethodResult) -> bool:
+    """Whether row ``r``'s seconds (its whole turn in the comparison) say much more than its fit's own
+    (``params["fit_seconds"]``: over a fifth more, and :data:`SECONDS_NOTE_FLOOR` s), or hold a compiling of
+    the kernels: the table's "seconds" then need their word (SF's 5.9 s at N = 3,000 read as its fit's
+    1.76 s had). A row with no fit seconds recorded (an older file's, a saved fit's) needs none.
+
+    Examples
+    --------
+    >>> _beyond_fit(MethodResult("sf", "ok", seconds=5.9, params={"fit_seconds": 1.76}))
+    True
+    >>> _beyond_fit(MethodResult("tsvd", "ok", seconds=0.012, params={"fit_seconds": 0.008}))
+    False
+    """
+    params = r.params if isinstance(r.params, dict) else {}
+    fit, compiled = params.get("fit_seconds"), params.get("compile_seconds")
+    if isinstance(compiled, (int, float)) and compiled > 0:
+        return True
+    if not isinstance(fit, (int, float)) or not isinstance(r.seconds, (int, float)):
+        return False
+    extra = r.seconds - fit
+    return extra > SECONDS_NOTE_SHARE * fit and extra > SECONDS_NOTE_FLOOR
 
 
 #: Relative error below which a row reproduces X exactly (floating-point round-off).

@@ -610,3 +610,20 @@ def test_the_comparison_s_title_and_summary_write_n_thousands_separated(shown, e
     """"(N=3000, budget 90,000 stored numbers" wrote the budget beside it thousands separated, N not."""
     rows = [MethodResult("tsvd", "ok", 9, 2.0, 0.2, 0.1, {"rank": 1})]
     assert shown(Comparison({"name": "graph", "n": 3000}, 100, "sf", rows)).startswith(expected)
+
+
+def test_a_table_says_what_its_seconds_hold_where_they_are_more_than_the_fits():
+    """A row's seconds are its whole turn (SF's 5.9 s at N = 3,000, its fit's own 1.76 s): the column said
+    nothing of it. A note says so where a row's seconds exceed its fit's by a fifth, or hold a compiling."""
+    from sfapprox.results import SECONDS_NOTE
+
+    def notes(*rows):
+        return Comparison({"name": "m", "n": 4}, 10, "sf", list(rows)).tables()[0].notes
+
+    fit = MethodResult("tsvd", "ok", 9, 2.0, 0.2, 0.012, {"rank": 1, "fit_seconds": 0.008})
+    assert SECONDS_NOTE not in notes(fit)  # hundredths of a second apart: nothing to misread
+    assert SECONDS_NOTE not in notes(MethodResult("sf", "ok", 10, 1.0, 0.1, 5.9))  # an older file's row
+    slow = MethodResult("sf", "ok", 10, 1.0, 0.1, 5.9, {"fit_seconds": 1.76})
+    assert SECONDS_NOTE in notes(slow, fit)
+    compiled = MethodResult("sf", "ok", 10, 1.0, 0.1, 11.0, {"fit_seconds": 10.5, "compile_seconds": 9.8})
+    assert SECONDS_NOTE in notes(compiled)
