@@ -57,6 +57,21 @@ def test_fit_writes_h5_and_json(tmp_path, small_mtx):
     assert load_factors(out).fit["iterations"] == data["iterations"]
 
 
+def test_fit_says_its_seconds_as_a_comparison_row_does(tmp_path, small_mtx):
+    """`fit --json` and the `fit` record of `fit --out`'s file gave the estimator's own seconds as `seconds`,
+    a comparison's row the method's whole turn: both now give the whole turn, the fit's own as fit_seconds."""
+    out, js = tmp_path / "f.h5", tmp_path / "f.json"
+    res = invoke("fit", small_mtx, "--out", out, "--json", js, "--iters", "5", "--device", "cpu")
+    assert res.exit_code == 0, res.output
+    data = json.loads(js.read_text())
+    assert 0 <= data["fit_seconds"] <= data["seconds"]
+    from sfapprox import load_factors
+
+    saved = load_factors(out).fit
+    assert saved["seconds"] == pytest.approx(data["seconds"]) and saved["fit_seconds"] == pytest.approx(data["fit_seconds"])
+    assert "fit_seconds" in res.output  # the table shows both
+
+
 def test_fit_table_writes_counts_as_compare_does(tmp_path):
     """fit's table said "max_iter 20000" and "nnz 27000" where compare writes 27,000."""
     path = tmp_path / "m.npy"

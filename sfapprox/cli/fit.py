@@ -117,7 +117,7 @@ def fit(
         # What the library resolved, not only what was asked: structure, limits, device, threads.
         rows = [(k, _error(summary, k) if k in _INTERVALS else fact_text(summary[k]))
                 for k in ("fro_error", "rel_error", "nnz", "n_factors", "base", "iterations", "evaluations", "seconds",
-                          "stop_reason", "init", "path", "time_limit", "max_iter", "device", "dtype", "threads")]
+                          "fit_seconds", "stop_reason", "init", "path", "time_limit", "max_iter", "device", "dtype", "threads")]
         if summary["init"] == "saved" and init not in SF_NAMED_INITS:  # which file it resumed (or refined): not
             # "saved" alone, which named none (the JSON's settings do)
             rows = [(k, f"saved ({init})" if k == "init" else v) for k, v in rows]
