@@ -248,7 +248,7 @@ def _runs(spec, source: MatrixSource, need: int | None, default: int, lacks: lis
     limit = memory_limit(max_memory)
     least = None if limit is None else _least_columns_memory(spec, source, max(need, default))
     if least is not None and least > limit:  # as a comparison would refuse it (:func:`least_columns_limit`)
-        # a size either reader can pass: --max-memory 11.2 MiB, or max_memory='11.2 MiB' (read as the CLI reads it)
+        # a size either reader can pass: --max-memory '11.2 MiB' (quoted for the shell), or max_memory='11.2 MiB'
         wants.append(parameter("max_memory", format_bytes(least, up=True)))
     return f"no: needs {' and '.join(wants)}" if wants else "yes"
 

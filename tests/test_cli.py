@@ -1689,3 +1689,19 @@ def test_the_limit_notes_write_long_seconds_whole(capsys):
 
     _advise({"compile_seconds": 150.0, "seconds": 1250.0, "stop_reason": "max_iter", "iterations": 20000}, None)
     assert "the fit's 1,250 s include 150 s" in " ".join(capsys.readouterr().err.split())
+
+
+def test_a_row_fitted_from_columns_past_its_limit_by_its_setting_up_is_not_said_to_be_scoring(capsys):
+    # from columns every row is scored afterwards by one joint pass, in no row's seconds; and a fit's 0.0 s were
+    # read as missing (its whole seconds taken instead, so its stop on the limit went unsaid)
+    from sfapprox.cli._render import advise_limits
+    from sfapprox.results import MethodResult
+
+    rows = [MethodResult("sf", "ok", 10, 1.0, 0.1, 20.0, {"stop_reason": "time_limit", "fit_seconds": 2.0,
+                                                          "path": "columns"}, time_limit=3.0),
+            MethodResult("nmf", "ok", 10, 1.0, 0.1, 20.0, {"stop_reason": "time_limit", "fit_seconds": 0.0},
+                         time_limit=3.0)]
+    advise_limits(rows)
+    said = " ".join(capsys.readouterr().err.split())
+    assert "stopped on the time limit before converging: sf 3 s, nmf 3 s;" in said
+    assert "sf 20 s of 3 s (18 s of them outside its fit: setting it up, which the limit does not cut)" in said

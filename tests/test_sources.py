@@ -1024,8 +1024,10 @@ def test_a_text_option_for_a_table_that_is_not_text_is_one_refusal_however_it_is
         with pytest.raises(ParameterError) as caught:
             read()
         said.append(str(caught.value))
+    # one wording; a kernel's points are never triplets, so its refusal names the text tables alone
     assert said == [f"{path}: option decimal='.' applies to text tables (.csv/.tsv/.txt/.dat) and triplet files "
-                    "(.ijv/.coo/.edges), not 'npy'"] * 3
+                    "(.ijv/.coo/.edges), not 'npy'"] + [f"{path}: option decimal='.' applies to text tables "
+                                                      "(.csv/.tsv/.txt/.dat), not 'npy'"] * 2
     with spelled_for("cli"), pytest.raises(ParameterError, match=r"option --delimiter , applies to text tables"):
         read_points(path, delimiter=",")
 
@@ -1083,3 +1085,14 @@ def test_a_points_npy_s_nan_is_named_by_its_numpy_index_never_as_a_line_and_colu
     with pytest.raises(InputError, match=re.escape("the first at [5, 3]: 0-based, as numpy indexes")) as caught:
         open_matrix(tmp_path / "pts.npy", kernel="rbf")
     assert "point 5" not in str(caught.value) and "column" not in str(caught.value)
+
+
+def test_a_text_option_for_a_points_npy_names_only_the_tables_a_kernel_reads(tmp_path):
+    # the refusal pointed a kernel's user at triplet files, which a table of points never is
+    from sfapprox.io import read_points
+
+    path = tmp_path / "pts.npy"
+    np.save(path, np.random.default_rng(0).standard_normal((5, 2)))
+    with pytest.raises(ParameterError, match=r"applies to text tables \(\.csv/\.tsv/\.txt/\.dat\), not 'npy'") as err:
+        read_points(path, delimiter=",")
+    assert "triplet" not in str(err.value)

@@ -544,12 +544,14 @@ def _check_options(format: str | None, opts: Options) -> None:
             raise ParameterError(f"{name}={value!r} must be True or False")
 
 
-def _check_option_use(path: str, fmt: str, opts: Options, covariance: bool) -> None:
-    """Refuse options that the chosen format would silently ignore."""
+def _check_option_use(path: str, fmt: str, opts: Options, covariance: bool,
+                      readers: frozenset[str] | None = None) -> None:
+    """Refuse options that the chosen format would silently ignore; ``readers``: the formats this caller can
+    read at all (a kernel's points are never triplets: the refusal names only those that apply)."""
     for name, formats in _OPTION_FORMATS.items():
         value = getattr(opts, name)
         if value != getattr(DEFAULTS, name) and fmt not in formats:
-            raise _option_refusal(path, name, value, fmt)
+            raise _option_refusal(path, name, value, fmt, readers)
     if opts.mirror != DEFAULTS.mirror and fmt != "ijv":
         raise ParameterError(f"{path}: option {parameter('mirror')} applies to header-less triplet files (format 'ijv'), not {fmt!r}")
     if covariance and fmt not in _TABLE_FORMATS:
@@ -558,10 +560,12 @@ def _check_option_use(path: str, fmt: str, opts: Options, covariance: bool) -> N
         )
 
 
-def _option_refusal(path: str, name: str, value: object, fmt: str) -> ParameterError:
+def _option_refusal(path: str, name: str, value: object, fmt: str,
+                    readers: frozenset[str] | None = None) -> ParameterError:
     """The refusal of option ``name`` (given as ``value``) for a file of format ``fmt``, which does not read it:
-    one message wherever it is refused (a kernel's table too, :func:`~sfapprox.io.read_points`)."""
-    formats = sorted(_OPTION_FORMATS[name])
+    one message wherever it is refused (a kernel's table too, :func:`~sfapprox.io.read_points`, whose
+    ``readers`` leave out the triplet files a table of points never is)."""
+    formats = sorted(f for f in _OPTION_FORMATS[name] if readers is None or f in readers)
     named = [_OPTION_FILES[f] for f in formats if f in _OPTION_FILES]
     others = [f for f in formats if f not in _OPTION_FILES]
     files = " and ".join(named + ([f"{'/'.join(others)} files"] if others else []))

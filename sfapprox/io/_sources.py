@@ -103,7 +103,7 @@ def _read_table(path, format: str | None, max_memory: int | None,
     if kind is None:
         raise fail(os.fspath(path), _not_points(path), "pass --format csv|npy|libsvm if it is one")
     # refused, not ignored (an .npy has no delimiter to set), as load_matrix refuses it
-    _check_option_use(os.fspath(path), kind, Options(**marks), covariance=False)
+    _check_option_use(os.fspath(path), kind, Options(**marks), covariance=False, readers=frozenset({"csv"}))
     with src.guard():
         table, notes = read_samples(src, Options(max_memory=max_memory, **marks), kind)
     # the text's bytes (as large as the file) went on being held beside the table while a kernel, a
