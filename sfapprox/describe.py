@@ -457,7 +457,9 @@ def describe_factors(path) -> MatrixDescription:
     numbers: dict[str, Any] = {"stored numbers": stored}
     for key, label in (("fro_error", "‖X−X̂‖_F"), ("rel_error", "relative error"),
                        ("running_fro_error", "‖X−X̂‖_F, running estimate (of the last steps' blocks)"),
-                       ("iterations", "iterations"), ("stop_reason", "stop reason"), ("seconds", "seconds")):
+                       ("iterations", "iterations"), ("stop_reason", "stop reason"), ("seconds", "seconds"),
+                       # the fit's whole turn above, the estimator's own clock here (files since fit_seconds)
+                       ("fit_seconds", "fit seconds")):
         if fit.get(key) is not None:
             facts.append((label, f"{fit[key]:.6g}" if isinstance(fit[key], float) else fit[key]))
             if isinstance(fit[key], float):

@@ -516,3 +516,20 @@ def test_info_shows_a_kernel_s_points_like_other_sizes():
     facts = dict(desc.facts)
     assert facts["points"] == "1,200 x 3" and facts["size"] == "1,200 x 1,200"
     assert desc.data["matrix"]["source"]["points"] == [1200, 3]
+
+
+def test_info_of_a_saved_fit_gives_its_fit_seconds_beside_its_whole_turns_where_recorded(tmp_path):
+    """A fit record's seconds are the fit's whole turn (structure chosen, fit, scoring) and fit_seconds the
+    estimator's own; info listed only the first, as if it were the fit's time. An older file: as before."""
+    from sfapprox import ChordOperator, save_factors
+    from sfapprox.describe import describe_factors
+
+    op = ChordOperator(np.full((3, 8, 4), 0.25))
+    save_factors(tmp_path / "new.h5", op, fit={"seconds": 5.9, "fit_seconds": 1.76, "iterations": 10})
+    save_factors(tmp_path / "old.h5", op, fit={"seconds": 1.76, "iterations": 10})
+    facts = dict(describe_factors(tmp_path / "new.h5").facts)
+    assert (facts["seconds"], facts["fit seconds"]) == ("5.9", "1.76")
+    labels = [label for label, _ in describe_factors(tmp_path / "new.h5").facts]
+    assert labels.index("fit seconds") == labels.index("seconds") + 1  # beside it
+    old = dict(describe_factors(tmp_path / "old.h5").facts)
+    assert old["seconds"] == "1.76" and "fit seconds" not in old
