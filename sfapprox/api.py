@@ -23,6 +23,7 @@ from .comparison import MatrixInput, as_loaded_matrix, check_settings, compare, 
 from .estimate import estimate_errors
 from .factors import input_record, save_factors
 from .results import library_versions
+from .sf.methods import _chord_sf
 from .sources import MatrixSource
 
 __all__ = ["FitRun", "fit_matrix"]
@@ -151,7 +152,8 @@ def fit_matrix(
     >>> run.summary["n"], run.summary["support"], run.summary["nnz"] == run.model.n_stored_
     (8, 'chord', True)
     """
-    from .sf.model import ChordSF
+    # its module loads torch (1-2 s in a fresh process): said on the fit's display, as a comparison says it
+    ChordSF = _chord_sf(callback)
 
     check_settings(settings, keywords=False)
     settings = settings or FitSettings()

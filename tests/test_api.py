@@ -316,3 +316,28 @@ def test_a_fits_seconds_are_its_whole_turn_as_a_comparison_rows_and_fit_seconds_
     assert summary["seconds"] - summary["fit_seconds"] >= 0.3 * 0.99  # the scoring's sleep, in seconds alone
     saved = json.loads((tmp_path / "fit.json").read_text())
     assert saved["seconds"] == pytest.approx(summary["seconds"]) and saved["fit_seconds"] == pytest.approx(summary["fit_seconds"])
+
+
+def test_a_fits_display_says_torch_is_loading_while_sfs_module_is_imported(monkeypatch):
+    """`sfapprox fit` imported SF's module (torch with it, 1-2 s) in its options check, before the bar was
+    up: a pause with nothing shown. fit_matrix imports it under the fit's display, which says so (as a
+    comparison's does); the import is made slow here, as a fresh process's is."""
+    import builtins
+    import time
+
+    real = builtins.__import__
+
+    def slow(module, globals=None, locals=None, fromlist=(), level=0):
+        if level and module == "model" and (globals or {}).get("__name__") == "sfapprox.sf.methods":
+            time.sleep(0.8)
+        return real(module, globals, locals, fromlist, level)
+
+    monkeypatch.setattr(builtins, "__import__", slow)
+    phases = []
+
+    def display(info):
+        pass
+
+    display.phase = phases.append
+    fit_matrix(np.eye(8), settings=FitSettings(max_iter=5, device="cpu"), callback=display)
+    assert phases[:2] == ["loading torch", ""], phases

@@ -1705,3 +1705,22 @@ def test_a_row_fitted_from_columns_past_its_limit_by_its_setting_up_is_not_said_
     said = " ".join(capsys.readouterr().err.split())
     assert "stopped on the time limit before converging: sf 3 s, nmf 3 s;" in said
     assert "sf 20 s of 3 s (18 s of them outside its fit: setting it up, which the limit does not cut)" in said
+
+
+def test_fits_options_are_checked_without_loading_torch():
+    """fit's options check (before the matrix loads) imported SF's module, torch with it: 1-2 s before the
+    progress bar, where the fit's display says "loading torch". The check refuses as before, torch-free."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom sfapprox.cli.fit import _check_sf_options as check\n"
+            "check(ftol=1e-9, gtol=None, n_factors=3, support='chord', base=2)\n"
+            "for bad in ({'gtol': -1.0}, {'support': 'butterfly', 'base': 3}):\n"
+            "    try:\n        check(**bad)\n    except Exception as exc:\n        print('REFUSED', exc)\n"
+            "print('TORCH', 'torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr
+    assert "REFUSED --gtol must be a float in the range [0, inf)" in done.stdout, done.stdout
+    assert "does not apply to the butterfly support" in done.stdout, done.stdout
+    assert "TORCH False" in done.stdout, done.stdout

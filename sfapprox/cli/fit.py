@@ -224,16 +224,19 @@ _SF_OPTIONS = {"ftol": "--ftol", "gtol": "--gtol", "n_factors": "--factors", "su
 
 def _check_sf_options(**params) -> None:
     """Refuse SF's options before the matrix loads, in the options' words (``--gtol must be ...``; it was
-    "The 'gtol' parameter of ChordSF ...", once the matrix had loaded)."""
-    from .._params import check_params
-    from ..sf.model import ChordSF
+    "The 'gtol' parameter of ChordSF ...", once the matrix had loaded).  Checked against the estimator's
+    constraints without its module: that import loads torch (1-2 s), a pause before the progress bar, where
+    the fit's display says "loading torch" (the options left out are the defaults, valid by construction)."""
+    from .._params import check_values
+    from .._settings import SF_BASE, SF_SUPPORT
+    from ..sf._constraints import SF_CONSTRAINTS, check_butterfly_base
     from ._options import _in_option_words
 
     given = {k: v for k, v in params.items() if v is not None}
-    sf = ChordSF(**given)
-    _in_option_words(lambda: check_params(sf, ChordSF._parameter_constraints), "ChordSF", _SF_OPTIONS)
-    if sf.support == "butterfly":  # --support butterfly --base 3 was refused only once the matrix had loaded
-        sf._check_butterfly_base()
+    _in_option_words(lambda: check_values(given, {k: SF_CONSTRAINTS[k] for k in given}, "ChordSF"), "ChordSF",
+                     _SF_OPTIONS)
+    if given.get("support", SF_SUPPORT) == "butterfly":  # --support butterfly --base 3 was refused only once
+        check_butterfly_base(given.get("base", SF_BASE))  # the matrix had loaded
 
 
 def check_saved_fit(path: Path) -> None:

@@ -30,12 +30,10 @@ from .._atomic import FileStamp, OutputError, OutputExistsError, check_writable,
 from .._base import Approximation
 from .._device import resolve_device, resolve_dtype
 from .._errors import ConvergenceWarning, ParameterError, parameter, parameters
-from .._params import MEMORY_LIMIT, SEED, Interval, Options
 from .._progress import coarse_progress, kernel_phase, phase
 from .._settings import (
     DEFAULT_SEED,
     DEFAULT_TIME_LIMIT,
-    MAX_THREADS,
     SF_BASE,
     SF_FLOAT32_MIN_N,
     SF_FTOL,
@@ -57,7 +55,6 @@ from .._validation import (
 from ..formats import counted
 from ..budget import sf_structure
 from ..chord import (
-    SUPPORTS,
     butterfly_n_factors,
     check_butterfly_size,
     min_full_factors,
@@ -67,6 +64,7 @@ from ..chord import (
 from ..metrics import operator_error, operator_error_and_multiple, scoring_bytes
 from ..operators import ChordOperator
 from ..sources import ArraySource, MatrixLike, MatrixSource, SparseSource, columns_within, room
+from ._constraints import SF_CONSTRAINTS, check_butterfly_base
 from ._multistart import (PREFERRED, RANK_ONE, TOP_PAIR_ITER, multiple_error, multistart, rank_one_applies,
                           rank_one_error, rank_one_pays, rank_one_values, start_values, top_bound, top_pair)
 
@@ -488,28 +486,7 @@ class ChordSF(Approximation):
     def method_name(self) -> str:
         return "sf" if self.support == "chord" else f"sf-{self.support}"
 
-    _parameter_constraints = {
-        "n_factors": Interval(int, 1, None, allow_none=True),
-        "base": Interval(int, 2, None),
-        "support": Options(tuple(SUPPORTS)),
-        "max_iter": Interval(int, 0, None),
-        "time_limit": Interval(float, 0, None, allow_none=True),
-        "ftol": Interval(float, 0, None),
-        "gtol": Interval(float, 0, None),
-        "history_size": Interval(int, 1, None),
-        "init": (Options(NAMED_INITS), str, os.PathLike, np.ndarray),
-        "checkpoint": (str, os.PathLike, None),
-        "callback": (Callable, None),
-        "checkpoint_every": Interval(float, 0, None),
-        "init_noise": Interval(float, 0, None, allow_none=True),
-        "probe": Interval(float, 0, 1),
-        "scale": (Options(("sqrt_n", "n", "fro")), Interval(float, 0, None, low_open=True)),
-        "random_state": SEED,
-        "device": str,
-        "dtype": (Options(("float64", "float32", "auto")), None),
-        "max_memory": MEMORY_LIMIT,
-        "threads": Interval(int, 1, MAX_THREADS, allow_none=True),
-    }
+    _parameter_constraints = SF_CONSTRAINTS  # (in a module of their own: the CLI checks them without torch)
 
     def __init__(
         self,
@@ -1291,11 +1268,7 @@ class ChordSF(Approximation):
     def _check_butterfly_base(self) -> None:
         """ParameterError for a base other than 2 with the butterfly support (checked without the matrix:
         the command line refuses it before loading one)."""
-        if self.base != 2:
-            raise ParameterError(
-                f"{parameter('base', self.base)} does not apply to the butterfly support (its positions are i "
-                f"and i XOR 2^m); leave {parameter('base')} out or use support 'chord' or 'symmetric'"
-            )
+        check_butterfly_base(self.base)
 
     @staticmethod
     def _check_support(n: int, offsets: np.ndarray, n_factors: int) -> None:
