@@ -1024,3 +1024,20 @@ def test_tied_weights_alone_are_one_matrix_read_without_var(tmp_path):
     torch.save({"embed.weight": w, "lm_head.weight": w, "other": torch.randn(5, 5)}, tmp_path / "two.pt")
     input_error(tmp_path / "two.pt", r"holds 3 square weight matrices")
     assert not any("tied" in n for n in load_matrix(tmp_path / "tied.pt", var="lm_head.weight").notes)
+
+
+def test_tied_weights_of_a_training_checkpoint_are_not_said_to_be_the_files_only_square_ones(tmp_path):
+    """The tied-weights note said "the file's only square weight" of a checkpoint whose optimizer state
+    holds square tensors too (Adam's moments of that weight): said of the weights outside that state."""
+    w = torch.randn(5, 5)
+    model = {"embed.weight": w, "lm_head.weight": w, "bias": torch.zeros(5)}
+    optimizer = {"state": {0: {"step": torch.tensor(3.0), "exp_avg": torch.randn(5, 5), "exp_avg_sq": torch.rand(5, 5)}},
+                 "param_groups": [{"lr": 1e-3, "params": [0]}]}
+    torch.save({"model": model, "optimizer": optimizer}, tmp_path / "ckpt.pt")
+    m = load_matrix(tmp_path / "ckpt.pt")
+    assert np.array_equal(m.to_dense(), w.double().numpy()) and m.recipe["var"] == "model.embed.weight"
+    note = next(n for n in m.notes if "tied weights" in n)
+    assert note.startswith("the only square weight matrix outside the optimizer state, named 'model.embed.weight'"), note
+    assert "the file's only" not in note
+    torch.save(model, tmp_path / "tied.pt")  # no optimizer state: the file's only square weight, as before
+    assert any(n.startswith("the file's only square weight") for n in load_matrix(tmp_path / "tied.pt").notes)

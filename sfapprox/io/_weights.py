@@ -705,7 +705,10 @@ def read_torch(src: Source, opts: Options) -> ReadResult:
         tensor = tensor.dequantize()
     aliases = [k for k, first in tied.items() if first == name]
     if aliases:  # chosen without --var among names of one storage: which name the rows carry is said
-        notes.append(f"the file's only square weight, named {name!r} and also {_listed([repr(a) for a in aliases])} "
+        # a training checkpoint's optimizer moments are square tensors too: "the file's only" was then untrue
+        only = ("the only square weight matrix outside the optimizer state" if any(map(optimizer_state, square))
+                else "the file's only square weight")
+        notes.append(f"{only}, named {name!r} and also {_listed([repr(a) for a in aliases])} "
                      f"(tied weights, one storage): read as {name!r}")
     if plain:
         where = _listed([p or "the file's top level" for p in plain])
