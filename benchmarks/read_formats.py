@@ -184,6 +184,7 @@ def main() -> None:
         row["what"] = FILES.get(row["file"], row["file"])
     write_table(args, rows, "# Reading large files: before / after")
 
+
 def alternate_reads(script: str, data: Path, names: list[str], sfapprox: str, rounds: int) -> list[dict]:
     """Each file in ``names`` read by ``script``'s ``one`` in fresh processes, this checkout and ``sfapprox``
     alternating ``rounds`` times: per file its medians, their ratios (after / before) and every run
@@ -211,23 +212,22 @@ def alternate_reads(script: str, data: Path, names: list[str], sfapprox: str, ro
 
 
 def write_table(args, rows: list[dict], title: str) -> None:
-    """``rows`` of :func:`alternate_reads` as ``args.tag``'s JSON and Markdown (a "read as" column where the
-    rows say what each file became)."""
+    """``rows`` of :func:`alternate_reads` as ``args.tag``'s JSON and Markdown (with what each file became)."""
     out = {"meta": meta(machine=machine(numpy=version("numpy"), scipy=version("scipy")),
                         before=args.sfapprox, rounds=args.rounds), "rows": rows}
-    kinds = any(r.get("kind") for r in rows)
     lines = [title, "", f"Machine: {out['meta']['machine']}", "",
              f"Command: `{out['meta']['command']}` (before: `{args.sfapprox}`; medians of {args.rounds} rounds, "
              "fresh processes alternating; peak RSS includes the import)", "",
-             "| file | MiB | " + ("read as | " if kinds else "") + "s before | s after | time after/before | "
-             "peak MiB before | peak MiB after | RSS after/before | sha256 (both) |", "|" + "---|" * (10 if kinds else 9)]
+             "| file | MiB | read as | s before | s after | time after/before | peak MiB before | peak MiB after "
+             "| RSS after/before | sha256 (both) |", "|" + "---|" * 10]
     for r in rows:
-        lines.append(f"| {r.get('what', r['file'])} | {r['mib']:g} | " + (f"{r['kind']} | " if kinds else "")
-                     + f"{r['before']['seconds']:.2f} | {r['after']['seconds']:.2f} | {r['time_ratio']:.2f} | "
+        lines.append(f"| {r.get('what', r['file'])} | {r['mib']:g} | {r['kind']} | "
+                     f"{r['before']['seconds']:.2f} | {r['after']['seconds']:.2f} | {r['time_ratio']:.2f} | "
                      f"{r['before']['peak_rss_mib']:.0f} | {r['after']['peak_rss_mib']:.0f} | {r['rss_ratio']:.2f} | "
                      f"{r['sha256']} |")
     lines += ["", *findings_lines(out, "(to be written)")]
     write_results(args.tag, out, lines)
+
 
 if __name__ == "__main__":
     main()

@@ -517,7 +517,8 @@ class Comparison(ShownAsTables):
         if any((r.error_estimate or {}).get("fro_interval") for r in self.results):
             table.notes.append(ESTIMATED_NOTE)
         if any(_beyond_fit(r) for r in self.results):
-            table.notes.append(SECONDS_NOTE)
+            # from columns the rows are scored together afterwards, in no row's seconds (a note says the pass's)
+            table.notes.append(SECONDS_NOTE_COLUMNS if self.matrix.get("compared_from") == "columns" else SECONDS_NOTE)
         verdict = self.verdict()
         if verdict is not None:
             table.notes.append(f"verdict: {verdict['text']}")
@@ -542,6 +543,8 @@ class Comparison(ShownAsTables):
 
 #: The table's note on its "seconds" column, where a row's differ from its fit's own (:func:`_beyond_fit`).
 SECONDS_NOTE = "seconds: each method's whole turn (setting up, fit, scoring), its fit's own in params.fit_seconds"
+#: :data:`SECONDS_NOTE` of a comparison from columns, whose rows' scoring is one joint pass in no row's seconds.
+SECONDS_NOTE_COLUMNS = "seconds: each method's whole turn (setting up, fit), its fit's own in params.fit_seconds"
 
 #: Share of a row's fit seconds, and seconds, its whole turn may exceed them by with no note on the column:
 #: below both the column reads as the fit's time and nothing is misread.
@@ -563,10 +566,10 @@ def _beyond_fit(r: MethodResult) -> bool:
     """
     params = r.params if isinstance(r.params, dict) else {}
     fit, compiled = params.get("fit_seconds"), params.get("compile_seconds")
+    if not isinstance(fit, (int, float)) or not isinstance(r.seconds, (int, float)):
+        return False  # (an older file's row: its seconds are its fit's, compiling or not)
     if isinstance(compiled, (int, float)) and compiled > 0:
         return True
-    if not isinstance(fit, (int, float)) or not isinstance(r.seconds, (int, float)):
-        return False
     extra = r.seconds - fit
     return extra > SECONDS_NOTE_SHARE * fit and extra > SECONDS_NOTE_FLOOR
 

@@ -1691,9 +1691,10 @@ def test_the_limit_notes_write_long_seconds_whole(capsys):
     assert "the fit's 1,250 s include 150 s" in " ".join(capsys.readouterr().err.split())
 
 
-def test_a_row_fitted_from_columns_past_its_limit_by_its_setting_up_is_not_said_to_be_scoring(capsys):
-    # from columns every row is scored afterwards by one joint pass, in no row's seconds; and a fit's 0.0 s were
-    # read as missing (its whole seconds taken instead, so its stop on the limit went unsaid)
+def test_a_row_of_a_matrix_compared_from_columns_past_its_limit_by_its_setting_up_is_not_said_to_be_scoring(capsys):
+    # from columns every row is scored afterwards by one joint pass, in no row's seconds (a matrix in memory
+    # whose method read columns is scored in its row: "and scoring it" there); and a fit's 0.0 s were read as
+    # missing (its whole seconds taken instead, so its stop on the limit went unsaid)
     from sfapprox.cli._render import advise_limits
     from sfapprox.results import MethodResult
 
@@ -1701,10 +1702,12 @@ def test_a_row_fitted_from_columns_past_its_limit_by_its_setting_up_is_not_said_
                                                           "path": "columns"}, time_limit=3.0),
             MethodResult("nmf", "ok", 10, 1.0, 0.1, 20.0, {"stop_reason": "time_limit", "fit_seconds": 0.0},
                          time_limit=3.0)]
-    advise_limits(rows)
+    advise_limits(rows, scored_apart=True)
     said = " ".join(capsys.readouterr().err.split())
     assert "stopped on the time limit before converging: sf 3 s, nmf 3 s;" in said
     assert "sf 20 s of 3 s (18 s of them outside its fit: setting it up, which the limit does not cut)" in said
+    advise_limits(rows)
+    assert "(18 s of them outside its fit: setting up and scoring it," in " ".join(capsys.readouterr().err.split())
 
 
 def test_fits_options_are_checked_without_loading_torch():

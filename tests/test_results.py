@@ -627,3 +627,17 @@ def test_a_table_says_what_its_seconds_hold_where_they_are_more_than_the_fits():
     assert SECONDS_NOTE in notes(slow, fit)
     compiled = MethodResult("sf", "ok", 10, 1.0, 0.1, 11.0, {"fit_seconds": 10.5, "compile_seconds": 9.8})
     assert SECONDS_NOTE in notes(compiled)
+
+
+def test_the_seconds_note_fits_a_comparison_from_columns_and_leaves_older_rows_alone():
+    # from columns the rows' scoring is the joint pass, in no row's seconds (the note said "scoring" beside the
+    # note saying they leave it out); a row of a file written before fit_seconds (its seconds its fit's) that
+    # holds a compiling got the note naming a key it does not have
+    from sfapprox.results import SECONDS_NOTE, SECONDS_NOTE_COLUMNS
+
+    slow = MethodResult("sf", "ok", 10, 1.0, 0.1, 5.9, {"fit_seconds": 1.76})
+    notes = Comparison({"name": "m", "n": 4, "compared_from": "columns"}, 10, "sf", [slow]).tables()[0].notes
+    assert SECONDS_NOTE_COLUMNS in notes and SECONDS_NOTE not in notes
+    older = MethodResult("sf", "ok", 10, 1.0, 0.1, 11.0, {"compile_seconds": 9.8})
+    notes = Comparison({"name": "m", "n": 4}, 10, "sf", [older]).tables()[0].notes
+    assert SECONDS_NOTE not in notes and SECONDS_NOTE_COLUMNS not in notes

@@ -1010,9 +1010,10 @@ def test_text_options_for_a_table_that_is_not_text_or_an_attention_map_are_refus
         open_matrix(path, decimal=".")  # (a .npy otherwise mapped, where the option went unread)
 
 
-def test_a_text_option_for_a_table_that_is_not_text_is_one_refusal_however_it_is_read(tmp_path):
+def test_a_text_option_for_a_table_that_is_not_text_is_refused_in_one_wording_however_it_is_read(tmp_path):
     """``open_matrix`` said "option decimal= applies to csv files" and ``read_points`` "applies to text tables
-    (.csv/.tsv/.txt/.dat)" of one option given for one .npy: one refusal, one message."""
+    (.csv/.tsv/.txt/.dat)" of one option given for one .npy: one wording now, naming the files that take the
+    option where it was given (a kernel's points are never triplets)."""
     from sfapprox._errors import ParameterError, spelled_for
     from sfapprox.io import open_matrix, read_points
 

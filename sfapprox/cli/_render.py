@@ -491,18 +491,19 @@ def emit(tables: list[Table], data: Any, outputs: Outputs, *, then: Sequence[Cal
     write_all([*output_steps(tables, data, outputs), *then])
 
 
-def advise_limits(results) -> None:
+def advise_limits(results, *, scored_apart: bool = False) -> None:
     """One stderr line naming the methods that stopped on their time limit, with the knob to turn; one
     more for those that ran well past it: a fit whose least work (a pass over every column) does not fit
     in it, which "stopped on the time limit" misstated (randomized SVD from columns: 15.4 s of 4 s), and
     a closed form that is not cut (tsvd's SVD, sparse's selection), which said nothing (tsvd at N = 4,096,
     budget 0.3: 36-38 s of a 2 s limit).  A row's seconds are its whole turn (checks, structure, starts,
     fit, scoring: :func:`~sfapprox.comparison.run_method`), so a fit that kept to its limit can still have
-    run past it in its setting up or scoring, which the note then says (:func:`_why_over`)."""
+    run past it in its setting up or scoring, which the note then says (:func:`_why_over`); ``scored_apart``:
+    the matrix was compared from columns, its rows scored together afterwards, in no row's seconds."""
     limited = [r for r in results if isinstance(r.params, dict) and r.time_limit and r.status == "ok"]
     timed = [r for r in limited if r.params.get("stop_reason") == "time_limit"]
     by_name = {r.method: r for r in timed}
-    over = {r.method: (r.seconds, r.time_limit, _why_over(r)) for r in limited if _past(r, r.seconds)}
+    over = {r.method: (r.seconds, r.time_limit, _why_over(r, scored_apart)) for r in limited if _past(r, r.seconds)}
     # a fit that kept to its limit did stop on it, whatever its setting up and scoring took besides
     cut = {r.method: r.time_limit for r in timed
            if not _past(r, r.seconds if _fit_seconds(r) is None else _fit_seconds(r))}
@@ -531,7 +532,7 @@ def _fit_seconds(r) -> float | None:
     return float(fit) if isinstance(fit, (int, float)) and not isinstance(fit, bool) else None
 
 
-def _why_over(r) -> str:
+def _why_over(r, scored_apart: bool = False) -> str:
     """Why row ``r`` ran past its time limit, in the note's parentheses.  A row's seconds are its whole turn
     in the comparison (checks, factory, starts, fit, scoring); its fit's own are ``params["fit_seconds"]``.
     Where the fit kept to the limit, what ran past it is the rest, which the limit does not cut (SF's
@@ -540,17 +541,12 @@ def _why_over(r) -> str:
     fit = _fit_seconds(r)
     if fit is not None and not _past(r, fit):
         # from columns every row is scored afterwards by one joint pass, in no row's seconds: only the setting up
-        rest = "setting it up" if _from_columns(r) else "setting up and scoring it"
+        rest = "setting it up" if scored_apart else "setting up and scoring it"
         why = f"{limit_text(r.seconds - fit)} s of them outside its fit: {rest}, which the limit does not cut"
     else:
         why = _least_work(r)
     compiled = _compiling(r)
     return f"{why}; {limit_text(compiled)} s compiling its kernels, a first run" if compiled else why
-
-
-def _from_columns(r) -> bool:
-    """Whether row ``r`` was fitted from the matrix's columns (a source, or a matrix over the memory limit)."""
-    return r.params.get("path") == "columns" or r.params.get("from") == "columns"
 
 
 def _least_work(r) -> str:

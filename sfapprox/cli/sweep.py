@@ -66,7 +66,8 @@ def sweep(
             on_result.budget_starting = announce.budget_starting  # type: ignore[attr-defined]
             result = run_sweep(loaded, specs, names, settings=settings, count_indices=count_indices,
                                callback=announce_start(progress, label, quiet), on_result=on_result)
-        advise_limits([r for p in result.points for r in p.results])
+        advise_limits([r for p in result.points for r in p.results],
+                      scored_apart=any(p.matrix.get("compared_from") == "columns" for p in result.points))
         tables = result.tables()
 
         def write_plot() -> None:
