@@ -206,3 +206,23 @@ def fake_cgroup(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "platform", "linux")
     make("")  # no cgroup until a test makes one
     return make
+
+
+@pytest.fixture
+def slow_import(monkeypatch):
+    """``slow_import(name, importer, seconds=0.8)``: ``from .name import ...`` in module ``importer`` made
+    ``seconds`` slower, as a fresh process's import of torch with SF's module is (1.2-4 s)."""
+    import builtins
+    import time
+
+    real = builtins.__import__
+
+    def make_slow(name: str, importer: str, seconds: float = 0.8) -> None:
+        def slow(module, globals=None, locals=None, fromlist=(), level=0):
+            if level and module == name and (globals or {}).get("__name__") == importer:
+                time.sleep(seconds)
+            return real(module, globals, locals, fromlist, level)
+
+        monkeypatch.setattr(builtins, "__import__", slow)
+
+    return make_slow

@@ -318,21 +318,11 @@ def test_a_fits_seconds_are_its_whole_turn_as_a_comparison_rows_and_fit_seconds_
     assert saved["seconds"] == pytest.approx(summary["seconds"]) and saved["fit_seconds"] == pytest.approx(summary["fit_seconds"])
 
 
-def test_a_fits_display_says_torch_is_loading_while_sfs_module_is_imported(monkeypatch):
+def test_a_fits_display_says_torch_is_loading_while_sfs_module_is_imported(slow_import):
     """`sfapprox fit` imported SF's module (torch with it, 1-2 s) in its options check, before the bar was
     up: a pause with nothing shown. fit_matrix imports it under the fit's display, which says so (as a
     comparison's does); the import is made slow here, as a fresh process's is."""
-    import builtins
-    import time
-
-    real = builtins.__import__
-
-    def slow(module, globals=None, locals=None, fromlist=(), level=0):
-        if level and module == "model" and (globals or {}).get("__name__") == "sfapprox.sf.methods":
-            time.sleep(0.8)
-        return real(module, globals, locals, fromlist, level)
-
-    monkeypatch.setattr(builtins, "__import__", slow)
+    slow_import("model", "sfapprox.sf.methods")
     phases = []
 
     def display(info):

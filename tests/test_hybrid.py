@@ -660,25 +660,15 @@ def test_counts_and_orders_are_said_as_other_messages_say_them(monkeypatch):
         ChordLowRank(budget=450, sf_params={"max_iter": 40, "time_limit": 30.0}, device="cpu").fit(_planted(24, 3, 2, 3))
 
 
-def test_a_display_says_torch_is_loading_before_a_hybrids_first_phase(monkeypatch):
+def test_a_display_says_torch_is_loading_before_a_hybrids_first_phase(slow_import):
     """A hybrid's factory imports SF's estimator (torch with it: 1.2-4 s in a fresh process) under a bar
     that said nothing; its display now says so."""
-    import builtins
-    import time
-
     from sfapprox import FitSettings
     from sfapprox._base import RunContext
     from sfapprox.hybrid import ChordLowRank
     from sfapprox.hybrid.base import hybrid_estimator
 
-    real = builtins.__import__
-
-    def slow(module, globals=None, locals=None, fromlist=(), level=0):
-        if level and module == "sf.model" and (globals or {}).get("__name__") == "sfapprox.hybrid.base":
-            time.sleep(0.8)
-        return real(module, globals, locals, fromlist, level)
-
-    monkeypatch.setattr(builtins, "__import__", slow)
+    slow_import("sf.model", "sfapprox.hybrid.base")
     phases = []
 
     def display(info):

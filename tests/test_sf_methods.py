@@ -228,27 +228,11 @@ def test_the_structure_reason_rounds_a_shared_time_limit():
     assert "in the 1,200 s limit" in structure_reason(3000, full, fewest, 1200.0, evaluation_seconds=9.0)
 
 
-def _slow_import_of(monkeypatch, name: str, importer: str, seconds: float = 0.8) -> None:
-    """``from .name import ...`` in module ``importer`` made ``seconds`` slower (a fresh process's import
-    of torch with SF's module: 1.2-4 s)."""
-    import builtins
-    import time
-
-    real = builtins.__import__
-
-    def slow(module, globals=None, locals=None, fromlist=(), level=0):
-        if level and module == name and (globals or {}).get("__name__") == importer:
-            time.sleep(seconds)
-        return real(module, globals, locals, fromlist, level)
-
-    monkeypatch.setattr(builtins, "__import__", slow)
-
-
 @pytest.mark.parametrize("step", ["check_first", "make"])
-def test_a_display_says_torch_is_loading_before_sfs_first_phase(monkeypatch, step):
+def test_a_display_says_torch_is_loading_before_sfs_first_phase(slow_import, step):
     """In a fresh process SF's first seconds (torch imported with its estimator's module) showed only "sf"
     and the clock on the bar, before any phase was announced."""
-    _slow_import_of(monkeypatch, "model", "sfapprox.sf.methods")
+    slow_import("model", "sfapprox.sf.methods")
     phases = []
 
     def display(info):
