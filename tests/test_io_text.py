@@ -721,3 +721,17 @@ class TestTripletDelimiterAndDecimal:
         path = write(tmp_path / "t.ijv", "1;1;1\n1;2;1.000\n")
         input_error(path, r"'1\.000' is ambiguous")
         assert load_matrix(path, decimal=".", mirror="none").to_dense().tolist() == [[1, 1], [0, 0]]
+
+
+def test_a_text_option_for_a_covariance_npy_names_only_the_tables_a_covariance_reads(tmp_path):
+    # the refusal named triplet files, which a samples x features table never is (a kernel's refusal did not)
+    import numpy as np
+
+    from sfapprox import ParameterError
+    from sfapprox.io import load_matrix
+
+    path = tmp_path / "samples.npy"
+    np.save(path, np.random.default_rng(0).standard_normal((6, 3)))
+    with pytest.raises(ParameterError, match=r"applies to text tables \(\.csv/\.tsv/\.txt/\.dat\), not 'npy'") as err:
+        load_matrix(path, covariance=True, decimal=",")
+    assert "triplet" not in str(err.value)

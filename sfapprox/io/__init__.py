@@ -547,7 +547,10 @@ def _check_options(format: str | None, opts: Options) -> None:
 def _check_option_use(path: str, fmt: str, opts: Options, covariance: bool,
                       readers: frozenset[str] | None = None) -> None:
     """Refuse options that the chosen format would silently ignore; ``readers``: the formats this caller can
-    read at all (a kernel's points are never triplets: the refusal names only those that apply)."""
+    read at all (a kernel's points are never triplets: the refusal names only those that apply; a covariance's
+    table neither)."""
+    if readers is None and covariance:
+        readers = frozenset(_TABLE_FORMATS)
     for name, formats in _OPTION_FORMATS.items():
         value = getattr(opts, name)
         if value != getattr(DEFAULTS, name) and fmt not in formats:
