@@ -215,14 +215,18 @@ SMALL = {  # gradcheck perturbs every input: a few hundred numbers keep it to a 
 
 @pytest.mark.parametrize("name", SMALL)
 def test_torch_module_gradcheck(name):
-    from torch.func import functional_call
-
     rng = np.random.default_rng(12)
     op = SMALL[name](rng)
-    layer = op.to_torch(dtype=torch.float64)
+    _gradcheck_layer(op.to_torch(dtype=torch.float64), op.shape[0])
+
+
+def _gradcheck_layer(layer, n: int) -> None:
+    """``layer``'s backward (to its input and every parameter) against finite differences, on a batch of 2."""
+    from torch.func import functional_call
+
     params = {k: v.detach().clone().requires_grad_() for k, v in layer.named_parameters()}
     keys = sorted(params)
-    x = torch.randn(2, op.shape[0], dtype=torch.float64, requires_grad=True)
+    x = torch.randn(2, n, dtype=torch.float64, requires_grad=True)
 
     def f(x, *values):
         return functional_call(layer, dict(zip(keys, values)), (x,))
@@ -836,18 +840,8 @@ SMALL_T = {**SMALL, "padded-butterfly": _padded_butterfly,
 def test_the_transposed_module_gradcheck(name):
     """The transposed factors' backward (the forward's value gradient with its operands swapped) against
     finite differences."""
-    from torch.func import functional_call
-
     op = SMALL_T[name](np.random.default_rng(12))
-    layer = op.T.to_torch(dtype=torch.float64)
-    params = {k: v.detach().clone().requires_grad_() for k, v in layer.named_parameters()}
-    keys = sorted(params)
-    x = torch.randn(2, op.shape[0], dtype=torch.float64, requires_grad=True)
-
-    def f(x, *values):
-        return functional_call(layer, dict(zip(keys, values)), (x,))
-
-    assert torch.autograd.gradcheck(f, (x, *(params[k] for k in keys)))
+    _gradcheck_layer(op.T.to_torch(dtype=torch.float64), op.shape[0])
 
 
 def test_a_layers_transpose_shares_its_parameters_and_takes_dtype_device_and_input_as_it():
