@@ -273,6 +273,12 @@ class Comparison(ShownAsTables):
         ran = ", ".join(r.method for r in self.results) or "none"
         raise KeyError(f"no row for method {method!r} in this comparison; the methods run were: {ran}")
 
+    @property
+    def from_columns(self) -> bool:
+        """Whether the matrix was compared from its columns (never formed): every row was then scored
+        afterwards by one joint pass, which no row's seconds hold."""
+        return self.matrix.get("compared_from") == "columns"
+
     def stopped_ahead(self) -> list[MethodResult]:
         """Rows stopped before they finished (``"interrupted"``, their best point kept and scored) whose
         error so far is below the best finished row's: they are not ranked (a fit cut short is no
@@ -518,7 +524,7 @@ class Comparison(ShownAsTables):
             table.notes.append(ESTIMATED_NOTE)
         if any(_beyond_fit(r) for r in self.results):
             # from columns the rows are scored together afterwards, in no row's seconds (a note says the pass's)
-            table.notes.append(SECONDS_NOTE_COLUMNS if self.matrix.get("compared_from") == "columns" else SECONDS_NOTE)
+            table.notes.append(SECONDS_NOTE_COLUMNS if self.from_columns else SECONDS_NOTE)
         verdict = self.verdict()
         if verdict is not None:
             table.notes.append(f"verdict: {verdict['text']}")

@@ -88,7 +88,7 @@ def compare(
                 from .._dask import close
 
                 close(client)
-        advise_limits(comparison.results, scored_apart=comparison.matrix.get("compared_from") == "columns")
+        advise_limits(comparison.results, scored_apart=comparison.from_columns)
 
         def write_plot() -> None:
             from ..plotting import plot_comparison

@@ -67,7 +67,7 @@ def sweep(
             result = run_sweep(loaded, specs, names, settings=settings, count_indices=count_indices,
                                callback=announce_start(progress, label, quiet), on_result=on_result)
         advise_limits([r for p in result.points for r in p.results],
-                      scored_apart=any(p.matrix.get("compared_from") == "columns" for p in result.points))
+                      scored_apart=any(p.from_columns for p in result.points))
         tables = result.tables()
 
         def write_plot() -> None:
