@@ -45,7 +45,7 @@ def _delimiter(src: Source, text: str, opts: Options) -> str | None:
     first line instead.
     """
     if opts.delimiter is not None:
-        return TEXT_DELIMITERS[opts.delimiter]
+        return _given_delimiter(opts)
     name = strip_compression(src.path.name.lower())
     if name.endswith(".tsv"):
         return "\t"
@@ -385,7 +385,8 @@ def _marks_notes(opts: Options) -> list[str]:
     file became a matrix)."""
     notes = []
     if opts.delimiter is not None:
-        shown = {None: "blanks", "\t": "tabs"}.get(TEXT_DELIMITERS[opts.delimiter], repr(TEXT_DELIMITERS[opts.delimiter]))
+        given = _given_delimiter(opts)
+        shown = {None: "blanks", "\t": "tabs"}.get(given, repr(given))
         notes.append(f"cells separated by {shown}, as {parameter('delimiter', opts.delimiter)} says (not detected)")
     if opts.decimal is not None:
         notes.append(f"numbers read with a decimal {'comma' if opts.decimal == ',' else 'point'}, as "
