@@ -873,6 +873,10 @@ def warm_up(dtype: torch.dtype, objective: Objective | None = None) -> None:
         small = CompiledObjective((3, n, len(offsets)), offsets, torch.eye(n, dtype=dtype))
         state = new_state(torch.linspace(0.25, 0.26, 3 * n * len(offsets), dtype=dtype))
         lbfgs(small, state, dataclasses.replace(options, max_iter=6))
+        # Resumed, as a race's next round resumes a start: that call projects the gradient on the
+        # pair buffer from Python before the compiled iterations go on (a fit's first resume
+        # compiled that product on a fresh install, inside a timed round).
+        lbfgs(small, state, dataclasses.replace(options, max_iter=8))
         return
     n = 13
     curvature = torch.linspace(1.0, 4.0, n, dtype=dtype)
