@@ -11,11 +11,21 @@ default (:func:`physical_memory`) and the thread counts
 figure and the cgroup limits:
 
 * cgroup v2: the process's cgroup is ``0::/path`` in ``/proc/self/cgroup``;
-  ``memory.max`` and ``cpu.max`` are read in ``<root>/path`` and every parent
-  up to ``<root>`` (a parent's limit applies to its children);
+  ``memory.max``, ``memory.high`` and ``cpu.max`` are read in ``<root>/path``
+  and every parent up to ``<root>`` (a parent's limit applies to its
+  children).  ``memory.high`` is no kill but a throttle: above it the kernel
+  reclaims so hard that the process crawls, so it is a limit as ``memory.max`` is;
 * cgroup v1: ``memory.limit_in_bytes`` under the memory controller's
   hierarchy, ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us`` under the cpu
   controller's, along the controller's path likewise.
+
+Where each hierarchy is mounted is read from ``/proc/self/mountinfo``, as
+systemd, psutil and the JVM find it: a v1 controller may be mounted anywhere
+and co-mounted with others (``cpu,cpuacct``), v2 may sit beside v1 in
+``/sys/fs/cgroup/unified``, and a mount may show only part of its hierarchy
+(its root, ``/docker/abc`` in a container), which the process's path is then
+read relative to.  Where mountinfo cannot be read or lists no cgroup mount, the
+usual places under ``/sys/fs/cgroup`` are read instead.
 
 Inside a container the cgroup file system is usually mounted at the
 container's own cgroup while ``/proc/self/cgroup`` names the host's path, which
@@ -28,10 +38,11 @@ figure stands.  Only Linux has cgroups; elsewhere there is nothing to read.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterator
 
-__all__ = ["CGROUP_ROOT", "PROC_CGROUP", "physical_memory", "host_memory", "cgroup_memory_limit",
+__all__ = ["CGROUP_ROOT", "PROC_CGROUP", "PROC_MOUNTINFO", "physical_memory", "host_memory", "cgroup_memory_limit",
            "cgroup_cpu_limit"]
 
 #: Where the cgroup file systems are mounted (v2's alone, or v1's controllers as subfolders).  A module
@@ -39,6 +50,10 @@ __all__ = ["CGROUP_ROOT", "PROC_CGROUP", "physical_memory", "host_memory", "cgro
 CGROUP_ROOT = "/sys/fs/cgroup"
 #: Which cgroup this process is in (``hierarchy:controllers:path`` lines).
 PROC_CGROUP = "/proc/self/cgroup"
+#: This process's mounts, one a line (``proc(5)``): where each cgroup hierarchy is mounted, and which part of it.
+PROC_MOUNTINFO = "/proc/self/mountinfo"
+#: The most of mountinfo read (a node with thousands of mounts); a line cut at the end is dropped, never misread.
+_MOUNTINFO_MAX = 1 << 22
 #: v1 says "no limit" with a huge number (``2**63 - 4096`` on 4 KiB pages): at or above this, none.
 _NO_LIMIT = 1 << 62
 #: The folder names under :data:`CGROUP_ROOT` where v1 mounts a controller (cpu is often co-mounted
@@ -103,12 +118,16 @@ def _windows_physical_memory() -> int | None:
 def cgroup_memory_limit() -> int | None:
     """The smallest memory limit set on this process's cgroup or a parent (v2 and v1); None without one.
 
+    v2's ``memory.high`` counts as a limit beside ``memory.max``: past it the kernel throttles the process
+    with reclaim until it crawls (a run that never ends instead of one the OOM killer ends).
+
     Returns
     -------
     int or None
         Bytes; None where no limit is set ("max", v1's huge number) or none can be read.
     """
-    limits = [_bytes(_read(path)) for path in _files("memory", "memory.max", "memory.limit_in_bytes")]
+    files = _files("memory", ("memory.max", "memory.high"), ("memory.limit_in_bytes",))
+    limits = [_bytes(_read(path)) for path in files]
     return min((limit for limit in limits if limit is not None), default=None)
 
 
@@ -125,7 +144,7 @@ def cgroup_cpu_limit() -> int | None:
         At least 1; None where no quota is set ("max", v1's -1) or none can be read.
     """
     quotas = []
-    for path in _files("cpu", "cpu.max", "cpu.cfs_quota_us"):
+    for path in _files("cpu", ("cpu.max",), ("cpu.cfs_quota_us",)):
         if path.endswith("cpu.max"):
             fields = (_read(path) or "").split()
         else:  # v1: the period in a file of its own beside the quota
@@ -167,20 +186,87 @@ def _cpus(fields: list[str]) -> int | None:
     return max(1, -(-quota // period))
 
 
-def _files(controller: str, v2_name: str, v1_name: str) -> list[str]:
+def _files(controller: str, v2_names: tuple[str, ...], v1_names: tuple[str, ...]) -> list[str]:
     """The limit files that apply to this process: v2's and the v1 ``controller``'s, along its cgroup path
-    and every parent up to the hierarchy's root."""
+    and every parent up to the root of each mount of the hierarchy."""
     if not sys.platform.startswith("linux"):
         return []
     paths = _cgroup_paths()
-    files = []
-    if "" in paths:
-        files += [os.path.join(folder, v2_name) for folder in _up(CGROUP_ROOT, paths[""])]
-    if controller in paths:
-        for name in _V1_FOLDERS[controller]:
-            base = os.path.join(CGROUP_ROOT, name)
-            files += [os.path.join(folder, v1_name) for folder in _up(base, paths[controller])]
-    return files
+    mounts = _cgroup_mounts()
+    files: list[str] = []
+    for key, names in (("", v2_names), (controller, v1_names)):
+        if key not in paths:
+            continue
+        for base, path in _bases(key, paths[key], mounts):
+            files += [os.path.join(folder, name) for folder in _up(base, path) for name in names]
+    return list(dict.fromkeys(files))  # (one hierarchy mounted twice, or found twice, is read once)
+
+
+def _bases(controller: str, path: str, mounts: list[tuple[str, frozenset[str], str, str]]) -> list[tuple[str, str]]:
+    """``(folder, path under it)`` for each mount of ``controller``'s hierarchy (``""``: v2's): the
+    process's ``path`` made relative to the mount's root.  Without mountinfo, the usual folders."""
+    if not mounts:
+        if controller == "":
+            return [(CGROUP_ROOT, path)]
+        return [(os.path.join(CGROUP_ROOT, name), path) for name in _V1_FOLDERS[controller]]
+    bases = []
+    for kind, controllers, root, mount_point in mounts:
+        if (kind == "cgroup2") if controller == "" else (kind == "cgroup" and controller in controllers):
+            bases.append((mount_point, _under(path, root)))
+    return bases
+
+
+def _under(path: str, root: str) -> str:
+    """``path`` relative to a mount's ``root`` (both in the hierarchy); ``"/"`` (the mount point alone)
+    where the path is not under that root, as the JVM reads it: nothing outside the mount is guessed at."""
+    root = root.rstrip("/")
+    if path == root or path.startswith(root + "/"):
+        return path[len(root):] or "/"
+    return "/"
+
+
+def _cgroup_mounts() -> list[tuple[str, frozenset[str], str, str]]:
+    """The cgroup file systems in ``/proc/self/mountinfo``: ``(kind, v1 controllers, root, mount point)``,
+    kind ``"cgroup"`` (v1) or ``"cgroup2"``; none where the file cannot be read.
+
+    A line is ``ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER_OPTIONS``; a
+    v1 hierarchy's controllers are among its super options (``rw,cpu,cpuacct``).  A line that is not
+    that shape is skipped.
+    """
+    mounts = []
+    for line in _mountinfo_lines():
+        fields = line.split(b" ")
+        try:
+            dash = fields.index(b"-", 6)
+        except ValueError:
+            continue
+        if len(fields) < dash + 4 or fields[dash + 1] not in (b"cgroup", b"cgroup2"):
+            continue
+        kind = os.fsdecode(fields[dash + 1])
+        controllers = frozenset(os.fsdecode(fields[dash + 3]).split(",")) if kind == "cgroup" else frozenset()
+        root, mount_point = _unescaped(fields[3]), _unescaped(fields[4])
+        if root.startswith("/") and mount_point.startswith("/"):
+            mounts.append((kind, controllers, root, mount_point))
+    return mounts
+
+
+def _mountinfo_lines() -> list[bytes]:
+    """The lines of :data:`PROC_MOUNTINFO` (bytes: a mount point may be any bytes); none if unreadable."""
+    try:
+        with open(PROC_MOUNTINFO, "rb") as fh:
+            data = fh.read(_MOUNTINFO_MAX)
+    except OSError:
+        return []
+    lines = data.splitlines()
+    if len(data) >= _MOUNTINFO_MAX:  # cut: its last line may be a part ("rw,cpu" of "rw,cpuset")
+        lines = lines[:-1]
+    return lines
+
+
+def _unescaped(field: bytes) -> str:
+    r"""A mountinfo path with the kernel's escapes undone (``\040`` a space, ``\011`` a tab, ``\012`` a
+    line break, ``\134`` a backslash)."""
+    return os.fsdecode(re.sub(rb"\\([0-3][0-7]{2})", lambda m: bytes([int(m.group(1), 8)]), field))
 
 
 def _cgroup_paths() -> dict[str, str]:

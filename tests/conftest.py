@@ -182,16 +182,22 @@ def slow_power_iterations(fake_clock, monkeypatch):
 
 @pytest.fixture
 def fake_cgroup(tmp_path, monkeypatch):
-    """A fake cgroup tree: ``make(proc, files)`` writes ``proc`` as this process's ``/proc/self/cgroup`` and
-    ``files`` (path under the cgroup root -> text or bytes), and points sfapprox._resources at them (on
-    a Linux as far as it can tell).  Returns the root folder."""
+    """A fake cgroup tree: ``make(proc, files, mountinfo="")`` writes ``proc`` as this process's
+    ``/proc/self/cgroup``, ``mountinfo`` as its ``/proc/self/mountinfo`` (``{root}`` in it: the tree's
+    folder; empty: no cgroup mount listed, so the usual folders are read) and ``files`` (path under the
+    cgroup root -> text or bytes), and points sfapprox._resources at them (on a Linux as far as it can
+    tell).  Returns the root folder."""
     from sfapprox import _resources
 
     root = tmp_path / "sys-fs-cgroup"
     root.mkdir()
 
-    def make(proc: str, files: dict | None = None) -> Path:
+    def make(proc: str, files: dict | None = None, mountinfo: str | bytes = "") -> Path:
         (tmp_path / "proc-self-cgroup").write_text(proc)
+        if isinstance(mountinfo, str):
+            escaped = str(root).replace("\\", "\\134").replace(" ", "\\040")  # as the kernel writes a path
+            mountinfo = mountinfo.replace("{root}", escaped).encode()
+        (tmp_path / "proc-self-mountinfo").write_bytes(mountinfo)
         for name, content in (files or {}).items():
             path = root / name
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -203,6 +209,7 @@ def fake_cgroup(tmp_path, monkeypatch):
 
     monkeypatch.setattr(_resources, "CGROUP_ROOT", str(root))
     monkeypatch.setattr(_resources, "PROC_CGROUP", str(tmp_path / "proc-self-cgroup"))
+    monkeypatch.setattr(_resources, "PROC_MOUNTINFO", str(tmp_path / "proc-self-mountinfo"))
     monkeypatch.setattr(sys, "platform", "linux")
     make("")  # no cgroup until a test makes one
     return make

@@ -156,3 +156,100 @@ def test_v1_no_quota_or_a_missing_period_is_none(fake_cgroup, quota, period):
         files["cpu/cpu.cfs_period_us"] = period
     fake_cgroup("3:cpu:/\n", files)
     assert R.cgroup_cpu_limit() is None
+
+
+# ------------------------------------------------------------------------------------- v2's memory.high
+def test_v2_memory_high_is_a_limit_and_the_smaller_wins(fake_cgroup, host_64g):
+    """memory.high is the throttle point: past it the kernel reclaims until the process crawls."""
+    fake_cgroup("0::/user.slice/run-1.scope\n", {"user.slice/run-1.scope/memory.max": "max",
+                                                 "user.slice/run-1.scope/memory.high": str(3 * GIB)})
+    assert R.cgroup_memory_limit() == 3 * GIB and R.physical_memory() == 3 * GIB
+    fake_cgroup("0::/user.slice/run-1.scope\n", {"user.slice/run-1.scope/memory.max": str(2 * GIB)})
+    assert R.cgroup_memory_limit() == 2 * GIB  # max below high: max
+    fake_cgroup("0::/user.slice/run-1.scope\n", {"user.slice/memory.high": str(GIB)})
+    assert R.cgroup_memory_limit() == GIB  # a parent's high applies as its max does
+
+
+@pytest.mark.parametrize("high", ["max", "junk", ""])
+def test_no_memory_high_leaves_memory_max(fake_cgroup, host_64g, high):
+    fake_cgroup("0::/c\n", {"c/memory.max": str(5 * GIB), "c/memory.high": high})
+    assert R.cgroup_memory_limit() == 5 * GIB
+
+
+# ------------------------------------------------------------------ where mountinfo says hierarchies are
+#: mountinfo lines as the kernel writes them: v1 controllers mounted in folders of their own names under
+#: {root} (the fake tree), co-mounted cpu,cpuacct, and a named (controller-less) hierarchy.
+def _mountinfo(*lines: str) -> str:
+    head = "25 30 0:22 / /sys rw,nosuid shared:7 - sysfs sysfs rw\n"  # not a cgroup: skipped
+    return head + "".join(f"{30 + i} 25 0:{40 + i} {line}\n" for i, line in enumerate(lines))
+
+
+def test_a_v1_controller_mounted_elsewhere_is_found_by_mountinfo(fake_cgroup, host_64g):
+    """Controllers mounted under other names (here /cgroup/mem and a co-mounted /cgroup/cpu_acct): the usual
+    /sys/fs/cgroup/memory and /sys/fs/cgroup/cpu hold nothing, and the limits were missed."""
+    info = _mountinfo("/ {root}/cgroup/mem rw,relatime shared:9 - cgroup cgroup rw,memory",
+                      "/ {root}/cgroup/cpu_acct rw,relatime - cgroup cgroup rw,cpuacct,cpu",
+                      "/ {root}/cgroup/sd rw - cgroup cgroup rw,xattr,name=systemd")
+    proc = "9:memory:/slurm/job_5\n4:cpu,cpuacct:/slurm/job_5\n1:name=systemd:/x\n"
+    fake_cgroup(proc, {"cgroup/mem/slurm/job_5/memory.limit_in_bytes": str(6 * GIB),
+                       "cgroup/cpu_acct/slurm/cpu.cfs_quota_us": "400000",
+                       "cgroup/cpu_acct/slurm/cpu.cfs_period_us": "100000",
+                       # where the old code looked: mountinfo says no hierarchy is mounted there, so never read
+                       "memory/slurm/job_5/memory.limit_in_bytes": str(GIB)}, mountinfo=info)
+    assert R.cgroup_memory_limit() == 6 * GIB and R.physical_memory() == 6 * GIB
+    assert R.cgroup_cpu_limit() == 4
+
+
+def test_a_mounts_root_is_taken_off_the_cgroup_path(fake_cgroup, host_64g):
+    """Docker on v1 without a cgroup namespace: the mount shows the container's cgroup (root /docker/abc) at
+    the mount point, while /proc/self/cgroup names /docker/abc/sub: read <mount>/sub, then <mount>."""
+    info = _mountinfo("/docker/abc {root}/memory ro,nosuid master:12 - cgroup cgroup rw,memory",
+                      "/docker/abc {root}/cpu,cpuacct ro - cgroup cgroup rw,cpu,cpuacct")
+    fake_cgroup("12:memory:/docker/abc/sub\n4:cpu,cpuacct:/docker/abc/sub\n",
+                {"memory/sub/memory.limit_in_bytes": V1_NONE, "memory/memory.limit_in_bytes": str(3 * GIB),
+                 "memory/docker/abc/sub/memory.limit_in_bytes": str(GIB),  # (a folder of that name: not this cgroup)
+                 "cpu,cpuacct/cpu.cfs_quota_us": "200000", "cpu,cpuacct/cpu.cfs_period_us": "100000"},
+                mountinfo=info)
+    assert R.cgroup_memory_limit() == 3 * GIB
+    assert R.cgroup_cpu_limit() == 2
+
+
+def test_v2_beside_v1_in_its_unified_folder_and_an_escaped_mount_point(fake_cgroup, host_64g):
+    """A hybrid host mounts v2 at /sys/fs/cgroup/unified; a mount point's space is written as \\040."""
+    info = _mountinfo("/ {root}/uni\\040fied rw - cgroup2 cgroup2 rw,nsdelegate",
+                      "/ {root}/memory rw - cgroup cgroup rw,memory")
+    fake_cgroup("0::/app.slice/x.service\n9:memory:/\n",
+                {"uni fied/app.slice/x.service/memory.max": str(2 * GIB), "uni fied/app.slice/cpu.max": "100000 100000",
+                 "memory.max": str(GIB)},  # the tree's top is no hierarchy here: never read
+                mountinfo=info)
+    assert R.cgroup_memory_limit() == 2 * GIB and R.cgroup_cpu_limit() == 1
+
+
+@pytest.mark.parametrize("info", [b"garbage\n", b"1 2 3\n- - -\n", b"\xff\xfe\x00 - cgroup2\n",
+                                  b"30 25 0:40 / /x rw - cgroup2\n",  # cut before its source and options
+                                  b"30 25 0:40 relative relative rw - cgroup2 cgroup2 rw\n", b""])
+def test_a_malformed_mountinfo_falls_back_to_the_usual_folders(fake_cgroup, host_64g, info):
+    fake_cgroup("0::/c\n", {"c/memory.max": str(GIB)}, mountinfo=info)
+    assert R.cgroup_memory_limit() == GIB
+
+
+def test_an_unreadable_mountinfo_falls_back_to_the_usual_folders(fake_cgroup, host_64g, monkeypatch, tmp_path):
+    fake_cgroup("0::/c\n", {"c/memory.max": str(GIB)})
+    monkeypatch.setattr(R, "PROC_MOUNTINFO", str(tmp_path / "missing"))
+    assert R.cgroup_memory_limit() == GIB
+    monkeypatch.setattr(R, "PROC_MOUNTINFO", str(tmp_path))  # a folder: IsADirectoryError
+    assert R.cgroup_memory_limit() == GIB
+
+
+def test_a_mountinfo_cut_at_the_read_limit_drops_its_last_line(fake_cgroup, host_64g, monkeypatch):
+    """Its last line, cut at "rw,cpu" of "rw,cpuset", would have read the cpuset hierarchy as the cpu one."""
+    line = "/ {root}/cpuset rw - cgroup cgroup rw,cpuset\n"
+    info = _mountinfo("/ {root}/cpu rw - cgroup cgroup rw,cpu", "/ {root}/memory rw - cgroup cgroup rw,memory",
+                      line.rstrip("\n"))
+    root = fake_cgroup("3:cpu:/\n", {"cpuset/cpu.cfs_quota_us": "100000", "cpuset/cpu.cfs_period_us": "100000"},
+                       mountinfo=info)
+    data = info.replace("{root}", str(root)).encode()
+    monkeypatch.setattr(R, "_MOUNTINFO_MAX", len(data) - len("set"))  # ends "... rw,cpu"
+    assert R.cgroup_cpu_limit() is None
+    monkeypatch.setattr(R, "_MOUNTINFO_MAX", 1 << 22)
+    assert R.cgroup_cpu_limit() is None  # whole: cpuset is not cpu either
