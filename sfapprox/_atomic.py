@@ -69,8 +69,13 @@ def full_disk(folder: str | os.PathLike) -> str:
     return f"the file system holding {os.fspath(folder) or '.'} is full; free some space"
 
 
-#: errnos of a file system that cannot make hard links (FAT, exFAT, some FUSE and SMB mounts).
-_NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK, errno.EXDEV}
+#: errnos of a file system that cannot make hard links (FAT, exFAT, some FUSE and SMB mounts): Linux says
+#: EPERM for one with no link operation (vfat, exfat), macOS ENOTSUP (msdos), and Windows on FAT
+#: ERROR_INVALID_FUNCTION, which Python reads as EINVAL (as it reads a Windows error it has no errno
+#: for): without EINVAL an output not forced failed there after the work.  Any of them only leads to the
+#: exclusive create, which never replaces a file either, so a wider net costs nothing.
+_NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK, errno.EXDEV,
+                  errno.EINVAL}
 
 #: Outputs this process has finished writing, the latest last (for "what exists" after an interruption).
 _written: collections.deque[Path] = collections.deque(maxlen=1000)

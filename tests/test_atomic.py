@@ -88,9 +88,12 @@ def test_a_kept_result_never_replaces_an_earlier_one(tmp_path):
 
 
 @pytest.mark.parametrize("appears", [False, True])
-def test_file_systems_without_hard_links(tmp_path, monkeypatch, appears):
+@pytest.mark.parametrize("code", [errno.EPERM,  # Linux vfat / exfat: no link operation
+                                  errno.ENOTSUP,  # macOS msdos
+                                  errno.EINVAL])  # Windows FAT: ERROR_INVALID_FUNCTION, as Python maps it
+def test_file_systems_without_hard_links(tmp_path, monkeypatch, appears, code):
     def no_links(src, dst, *args, **kwargs):
-        raise OSError(errno.EPERM, "Operation not permitted", str(src))
+        raise OSError(code, os.strerror(code), str(src))
 
     monkeypatch.setattr(os, "link", no_links)
     path = tmp_path / "f.txt"
