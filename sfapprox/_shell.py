@@ -83,26 +83,62 @@ def shell_quote(word: str, *, ascii: bool = False) -> str:
 
 
 #: What cmd.exe and PowerShell both take unquoted (a Windows path's separators and drive colon included).
-# (no "," or a leading "@": PowerShell reads a,b as an array and @x as splatting)
-_WINDOWS_PLAIN = re.compile(r"[\w%+=:./\\-]+", re.ASCII)
+# (no "," or a leading "@": PowerShell reads a,b as an array and @x as splatting; no "%": see _windows_percent)
+_WINDOWS_PLAIN = re.compile(r"[\w+=:./\\-]+", re.ASCII)
 
 
 def _windows_quote(word: str) -> str:
     r"""``word`` for cmd.exe and PowerShell: as it is where both take it so, else in double quotes (the
     quoting both read; a Windows file name holds no ``"``, an option's value escapes one as ``\"``, as
-    the C runtime's argument parsing reads it back).
+    the C runtime's argument parsing reads it back).  A word with a ``%`` is written by
+    :func:`_windows_percent`: cmd expands ``%NAME%`` even inside double quotes.
 
     Examples
     --------
     >>> print(_windows_quote(r"C:\data\a.mtx"), _windows_quote(r"C:\my data\a b.mtx"), _windows_quote(""))
     C:\data\a.mtx "C:\my data\a b.mtx" ""
     """
+    if "%" in word:
+        return _windows_percent(word)
     if word and _WINDOWS_PLAIN.fullmatch(word):
         return word
+    return _double_quoted(word)
+
+
+def _double_quoted(text: str) -> str:
+    """``text`` in double quotes as the C runtime reads them back (the argument parsing of every program)."""
     # the C runtime reads backslashes before a '"' as escapes: a folder's trailing one ("C:\\my runs\\") doubled
     # so the closing quote stays one, and those before an escaped quote doubled as well
-    quoted = re.sub(r'(\\*)"', lambda m: m.group(1) * 2 + '\\"', word)
+    quoted = re.sub(r'(\\*)"', lambda m: m.group(1) * 2 + '\\"', text)
     return '"' + re.sub(r"(\\+)$", lambda m: m.group(1) * 2, quoted) + '"'
+
+
+def _windows_percent(word: str) -> str:
+    r"""A word with ``%`` written so that cmd.exe expands no ``%NAME%`` in it and PowerShell reads one word.
+
+    cmd expands ``%NAME%`` before anything else, inside double quotes too, and an interactive cmd has no
+    escape for ``%`` (``%%`` is for batch files); but there it leaves ``%NAME%`` as typed where no
+    variable has that name.  So each ``%`` stands outside quotes and what follows it is quoted
+    (``100%"x"%".mtx"``): every name cmd could look up then starts with ``"``, which no variable's does,
+    and the C runtime drops the quotes (``100%x%.mtx``).  PowerShell joins the pieces into one word only
+    where the word starts unquoted (``"a"%"b"`` is two words to it), so the first piece stays unquoted,
+    or all but its first character quoted.  Where even its first character needs quotes (``é%x%``) no
+    spelling reads the same in both shells: this one is cmd's (the shell where ``%`` is special), and
+    PowerShell splits it.
+
+    Examples
+    --------
+    >>> print(_windows_percent("100%x%.mtx"), _windows_percent(r"C:\my runs\%USERNAME%.json"))
+    100%"x"%".mtx" C":\my runs\\"%"USERNAME"%".json"
+    """
+    first, *rest = word.split("%")
+    if not first or _WINDOWS_PLAIN.fullmatch(first):
+        head = first
+    elif _WINDOWS_PLAIN.fullmatch(first[0]):
+        head = first[0] + _double_quoted(first[1:])
+    else:
+        head = _double_quoted(first)
+    return head + "".join("%" + _double_quoted(piece) for piece in rest)
 
 
 #: Each byte as ``$'...'`` holds it (:func:`shell_quote` with ``ascii``): printable ASCII as it is, the rest ``\xNN``.

@@ -536,6 +536,62 @@ def test_windows_quoting_keeps_powershell_from_splitting_and_a_trailing_backslas
     assert shell_quote('say \\"hi"') == '"say \\\\\\"hi\\""'
 
 
+def _cmd_names(line: str) -> list[str]:
+    """The variable names an interactive cmd.exe looks up in ``line``: each text between a ``%`` and the
+    next (a name it does not know is left as typed, and the scan goes on from the closing ``%``)."""
+    return re.findall(r"(?=%([^%]*)%)", line)
+
+
+def _crt_argv(line: str) -> list[str]:
+    """The arguments the C runtime (every program's argv on Windows, Python's too) reads from ``line``."""
+    args, word, quoted, i, started = [], "", False, 0, False
+    while i < len(line):
+        slashes = len(line[i:]) - len(line[i:].lstrip("\\"))
+        if slashes and line[i + slashes:i + slashes + 1] == '"':  # 2n backslashes + " : n and a quote's role
+            word += "\\" * (slashes // 2)
+            i += slashes
+            if slashes % 2:
+                word, i = word + '"', i + 1
+            continue
+        char = line[i]
+        if slashes:
+            word, i, started = word + "\\" * slashes, i + slashes, True
+        elif char == '"':
+            if quoted and line[i + 1:i + 2] == '"':  # "" inside quotes: a literal quote
+                word, i = word + '"', i + 1
+            else:
+                quoted = not quoted
+            i, started = i + 1, True
+        elif char in " \t" and not quoted:
+            if started:
+                args.append(word)
+            word, i, started = "", i + 1, False
+        else:
+            word, i, started = word + char, i + 1, True
+    return args + [word] if started else args
+
+
+@pytest.mark.parametrize("word", ["a%PATH%b.mtx", "%USERNAME%.json", r"C:\my runs\%CD%\x y.mtx", "100%", "%",
+                                  "a%%b", r"C:\runs\%X%\\", "r%1 %2.mtx", 'say "%OS%"', "%A%B%C%"])
+def test_windows_quoting_leaves_cmd_no_variable_to_expand(monkeypatch, word):
+    r"""cmd.exe expands %NAME% inside double quotes too ("C:\my runs\%CD%.mtx" named the current folder): each
+    name it can look up in the quoted words now starts with '"', which no variable's does, and the C runtime
+    reads the words back as they were; the word starts unquoted, as PowerShell needs to read it as one."""
+    import sys
+
+    from sfapprox.formats import shell_join, shell_quote
+
+    monkeypatch.setattr(sys, "platform", "win32")
+    line = shell_join(["sfapprox", "fit", word, "--out", "o%TEMP%.json"])
+    assert all(name.startswith('"') for name in _cmd_names(line)), line
+    assert _crt_argv(line) == ["sfapprox", "fit", word, "--out", "o%TEMP%.json"]
+    assert not shell_quote(word).startswith('"') or shell_quote(word).count('"') == 2
+
+
+def test_the_crt_model_reads_quotes_as_the_c_runtime_does():
+    assert _crt_argv(r'a "b c" d\"e "f\\" g""h "x""y"') == ["a", "b c", 'd"e', "f\\", "gh", 'x"y']
+
+
 def test_limit_text_writes_long_limits_whole():
     from sfapprox.formats import limit_text
 
