@@ -34,6 +34,7 @@ import os
 import re
 import select
 import stat
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -47,7 +48,7 @@ from .formats import jsonable
 __all__ = ["atomic_path", "write_text", "write_json", "write_bytes", "OutputError", "OutputExistsError",
            "written_outputs", "output_target", "stream_kind", "special_kind", "names_descriptor", "FileStamp", "resolved_path",
            "check_writable", "check_named_file", "NO_ROOM", "full_disk", "NAME_MAX", "shortened", "check_name_length",
-           "name_over_limit"]
+           "name_over_limit", "path_over_limit", "WINDOWS_MAX_PATH"]
 
 #: errnos of a write that found no room: the disk is full, or the user's quota on it is used up.
 NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
@@ -405,8 +406,9 @@ def check_writable(target: Path, label: str = "") -> None:
 
 def check_name_length(target: Path, label: str = "", hint: str = "give a shorter name") -> None:
     """Refuse, before any work, an output whose file name (the last part of ``target``) is longer than its
-    folder's file system takes (:func:`name_over_limit`): it could only fail when written, after the work
-    ("File name too long").  ``label`` starts the message, ``hint`` ends it.
+    folder's file system takes (:func:`name_over_limit`), or whose whole path is longer than Windows takes
+    (:func:`path_over_limit`): it could only fail when written, after the work ("File name too long",
+    "No such file or directory").  ``label`` starts the message, ``hint`` ends it.
 
     Raises
     ------
@@ -417,6 +419,14 @@ def check_name_length(target: Path, label: str = "", hint: str = "give a shorter
     if over is not None:
         raise ParameterError(f"{label}{target}: its file name is {over[0]:,} bytes, over the {over[1]:,} its file "
                              f"system takes; {hint}")
+    over = path_over_limit(target)
+    if over is not None:
+        raise ParameterError(
+            f"{label}{target}: its full path is {over[0]:,} characters, over the {over[1]:,} Windows takes for an "
+            f"output (MAX_PATH, 260, less the room of the temporary it is written to first) while long paths are "
+            f"not enabled; {hint}, or use a shorter folder, or enable long paths (set LongPathsEnabled to 1 in "
+            r"HKLM\SYSTEM\CurrentControlSet\Control\FileSystem, then run again), or give the "
+            r"full path with the \\?\ prefix")
 
 
 def name_over_limit(target: Path) -> tuple[int, int] | None:
@@ -437,6 +447,46 @@ def name_over_limit(target: Path) -> tuple[int, int] | None:
     with contextlib.suppress(OSError, ValueError):  # (a folder that does not exist yet: the usual limit)
         limit = os.pathconf(target.parent if str(target.parent) else ".", "PC_NAME_MAX")
     return (size, limit) if size > limit else None
+
+
+#: The longest path Windows' file functions take where long paths are not enabled: MAX_PATH (260) less
+#: the terminating NUL.
+WINDOWS_MAX_PATH = 259
+#: What the temporary an output is written to first (:func:`new_temporary`) adds to the output's path:
+#: ``.`` before its name, ``.<pid>.`` (room for 10 digits), mkstemp's 8 letters and ``.tmp``.  A result
+#: kept aside (``<stem>.<pid>.<n>.new<suffix>``) adds less.
+_TEMPORARY_EXTRA = len(".") + len("..") + 10 + 8 + len(".tmp")
+
+
+def path_over_limit(target: Path) -> tuple[int, int] | None:
+    r"""``(length, limit)`` in UTF-16 characters where ``target``'s full path is longer than Windows takes
+    for an output, else None (on every other system, and where the limit is off).
+
+    Windows refuses a path over :data:`WINDOWS_MAX_PATH` characters unless long paths are enabled
+    (``LongPathsEnabled`` in the registry; Python's own programs declare they can use them) or the path
+    starts with ``\\?\``; the output's temporary is longer than the output, so the limit for the
+    output is that less :data:`_TEMPORARY_EXTRA`.  Where the registry cannot be read, the limit holds.
+    """
+    if sys.platform != "win32":
+        return None
+    if os.fspath(target).startswith(("\\\\?\\", "//?/")) or _long_paths_enabled():
+        return None
+    full = os.path.abspath(os.fspath(target))
+    size = len(full.encode("utf-16-le", "surrogatepass")) // 2  # (Windows counts UTF-16 units)
+    limit = WINDOWS_MAX_PATH - _TEMPORARY_EXTRA
+    return (size, limit) if size > limit else None
+
+
+def _long_paths_enabled() -> bool | None:
+    """Windows' ``LongPathsEnabled`` setting; None where it cannot be read (not Windows, no such value)."""
+    try:
+        import winreg  # here: Windows only
+
+        with winreg.OpenKey(winreg.HKEY_LOCAL_MACHINE, r"SYSTEM\CurrentControlSet\Control\FileSystem") as key:
+            value, _ = winreg.QueryValueEx(key, "LongPathsEnabled")
+    except (ImportError, OSError):
+        return None
+    return bool(value) if isinstance(value, int) else None
 
 
 def resolved_path(path: str | os.PathLike) -> Path:

@@ -625,3 +625,61 @@ def test_a_device_is_opened_binary_where_os_has_that_flag(monkeypatch):
     monkeypatch.setattr(os, "open", lambda path, flags, *a: opened.append(flags) or real_open(path, flags & ~(1 << 30), *a))
     atomic._copy_into(Path(__file__), Path(os.devnull))
     assert opened and opened[0] & (1 << 30)
+
+
+# ------------------------------------------------------------- Windows' MAX_PATH, checked before any work
+@pytest.fixture
+def on_windows(monkeypatch):
+    """Windows as far as the checks can tell, with LongPathsEnabled as ``set_long(value)`` says (None:
+    unreadable)."""
+    from sfapprox import _atomic
+
+    monkeypatch.setattr(sys, "platform", "win32")
+
+    def set_long(value):
+        monkeypatch.setattr(_atomic, "_long_paths_enabled", lambda: value)
+
+    set_long(None)
+    return set_long
+
+
+def _long_target(tmp_path, total: int) -> Path:
+    """A file path under tmp_path whose absolute path is ``total`` characters, its folder made."""
+    folder = tmp_path / ("d" * 100)
+    folder.mkdir(exist_ok=True)
+    name_length = total - len(str(folder)) - 1
+    return folder / ("f" * (name_length - len(".json")) + ".json")
+
+
+@pytest.mark.parametrize("long_paths", [None, False])
+def test_a_path_windows_refuses_is_refused_before_any_work(tmp_path, on_windows, long_paths):
+    """Over MAX_PATH (less its temporary's room) the write failed, after the whole fit."""
+    from sfapprox._atomic import WINDOWS_MAX_PATH, _TEMPORARY_EXTRA, check_name_length, check_writable
+    from sfapprox._errors import ParameterError
+
+    on_windows(long_paths)
+    limit = WINDOWS_MAX_PATH - _TEMPORARY_EXTRA
+    check_writable(_long_target(tmp_path, limit))  # at the limit: taken
+    target = _long_target(tmp_path, limit + 1)
+    with pytest.raises(ParameterError, match=rf"its full path is {limit + 1:,} characters, over the {limit:,} "
+                                             r"Windows takes .*LongPathsEnabled.*\\\\\?\\ prefix"):
+        check_writable(target)
+    with pytest.raises(ParameterError, match="^checkpoint .*shorter name, or use a shorter folder"):
+        check_name_length(target, "checkpoint ")
+
+
+def test_long_paths_enabled_or_the_prefix_lift_windows_limit(tmp_path, on_windows):
+    from sfapprox._atomic import check_name_length, path_over_limit
+
+    target = _long_target(tmp_path, 400)
+    assert path_over_limit(target) is not None
+    assert path_over_limit(Path("\\\\?\\C:\\" + "x" * 400)) is None
+    on_windows(True)
+    assert path_over_limit(target) is None
+    check_name_length(target)
+
+
+def test_no_path_limit_off_windows(tmp_path):
+    from sfapprox._atomic import path_over_limit
+
+    assert path_over_limit(_long_target(tmp_path, 400)) is None
