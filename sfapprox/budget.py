@@ -46,6 +46,7 @@ from fractions import Fraction
 
 from ._errors import BudgetError, NotApplicableError, ParameterError
 from ._params import Interval
+from .formats import count_text
 from .chord import (
     SUPPORTS,
     butterfly_n_factors,
@@ -435,7 +436,7 @@ class Budget:
                 return (f"budget {self.spec} is the fraction 1 of N^2: all {self.value:,} entries (a count of "
                         "stored numbers is a whole number above 1)")
             return None
-        return (f"budget {self.spec.split(' (')[0]} ({self.requested:.3g} stored numbers) is above the "
+        return (f"budget {self.spec.split(' (')[0]} ({count_text(self.requested)} stored numbers) is above the "
                 f"{self.value:,} entries of the matrix; using {self.value:,} (a dense copy costs no more)")
 
 

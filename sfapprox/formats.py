@@ -28,7 +28,7 @@ from typing import Any
 from ._shell import _ESCAPED, _raw_bytes, printable, shell_quote
 
 __all__ = ["Column", "Table", "OutputFormat", "Layout", "layout", "render_rich", "render_html", "render_frame",
-           "ShownAsTables", "fmt_number", "fmt_seconds", "limit_text", "fact_text", "counted", "jsonable", "json_text", "RAW_BYTES_SUFFIX", "PLOT_SUFFIXES",
+           "ShownAsTables", "fmt_number", "fmt_seconds", "limit_text", "fact_text", "counted", "count_text", "shape_text", "jsonable", "json_text", "RAW_BYTES_SUFFIX", "PLOT_SUFFIXES",
            "printable",
            "to_ascii", "ascii_in_context", "ascii_table", "GLYPHS", "encodes_glyphs"]
 
@@ -526,6 +526,36 @@ def counted(value: int | None, noun: str, plural: str | None = None) -> str:
     ('1 number', '2,688 numbers', '3 entries')
     """
     return f"{MISSING if value is None else f'{value:,}'} {noun if value == 1 else plural or noun + 's'}"
+
+
+def shape_text(shape: tuple[int, ...] | Any) -> str:
+    """An array's shape as messages write a matrix's (``60,025 x 60,025``): each dimension thousands-separated,
+    ``x`` between them (a tuple's ``(60025, 60025)`` read as one number of ten digits), "scalar" for none.
+
+    Examples
+    --------
+    >>> shape_text((60025, 60025)), shape_text((3,)), shape_text(())
+    ('60,025 x 60,025', '3', 'scalar')
+    """
+    return " x ".join(f"{int(s):,}" for s in shape) if len(shape) else "scalar"
+
+
+#: The largest count a float holds exactly (2**53): beyond it a count read from ``1e30`` has digits that are
+#: the float's, not the user's, and :func:`count_text` writes three significant digits.
+_EXACT_FLOAT = 2 ** 53
+
+
+def count_text(value: int) -> str:
+    """A count as messages write one: thousands-separated (``1,230,000``), three significant digits beyond
+    what a float holds exactly (``1e+30``: a count read from the float ``1e30`` is 1,000,000,000,000,000,019,884,
+    624,838,656, digits nobody asked for).
+
+    Examples
+    --------
+    >>> count_text(1230000), count_text(10 ** 30), count_text(7)
+    ('1,230,000', '1e+30', '7')
+    """
+    return f"{value:,}" if abs(value) < _EXACT_FLOAT else f"{value:.3g}"
 
 
 def fact_text(value: Any) -> str:

@@ -142,6 +142,15 @@ def test_budgets_above_n_squared_are_clamped_and_say_so():
     assert resolve_budget("sf", 16).value == sf_count(16) > 256  # SF's own count is never clamped
 
 
+def test_a_clamped_budget_says_its_count_with_thousands_separators():
+    """The note wrote a budget of 1,230,000 on a 1,000 x 1,000 matrix as "1.23e+06 stored numbers" (``.3g``),
+    where every other count in a message is written out; a count read from a float beyond its exact digits
+    (``1e30``) keeps three significant digits, not the float's 31."""
+    assert "budget 1230000 (1,230,000 stored numbers) is above the 1,000,000 entries" in \
+        resolve_budget("1230000", 1000).note
+    assert "budget 1e30 (1e+30 stored numbers)" in resolve_budget("1e30", 16).note
+
+
 def test_huge_budgets_give_bounded_structures_at_once():
     import time
 

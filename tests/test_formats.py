@@ -596,3 +596,22 @@ def test_limit_text_writes_long_limits_whole():
     from sfapprox.formats import limit_text
 
     assert [limit_text(t) for t in (0.5, 10.9578, 99.4, 1200.0)] == ["0.5", "11", "99.4", "1,200"]
+
+
+def test_shapes_are_written_as_the_messages_write_a_matrix():
+    """A shape in a message was a tuple, ``(60025, 60025)``, or ``60025 x 60025``, where every other message
+    writes a matrix as ``60,025 x 60,025``."""
+    from sfapprox.formats import shape_text
+
+    assert shape_text((60025, 60025)) == "60,025 x 60,025"
+    assert shape_text(np.zeros((3, 1200, 2)).shape) == "3 x 1,200 x 2"
+    assert shape_text([4096]) == "4,096" and shape_text(()) == "scalar"
+
+
+def test_counts_keep_the_digits_that_were_asked():
+    """A count is written out with separators; one beyond a float's exact integers (read from ``1e30``) keeps
+    three significant digits: its 31 digits were the float's, not the user's."""
+    from sfapprox.formats import count_text
+
+    assert count_text(1_230_000) == "1,230,000" and count_text(2**53 - 1) == f"{2**53 - 1:,}"
+    assert count_text(int(1e30)) == "1e+30" and count_text(0) == "0"

@@ -303,7 +303,7 @@ def test_a_budget_clamped_to_n_squared_is_swept_from_columns():
     s = sweep(K, "0.02,30000", ["nystrom"], settings=FitSettings(device="cpu", max_memory=8 * K.formed_bytes))
     assert s.matrix["path"] == "columns" and [p.budget for p in s.points] == [450, 22500]
     assert s.points[1].results[0].status == "ok" and s.points[1].budget_spec == "30000 (clamped to N^2 = 22500)"
-    assert any(n.startswith("budget 30000 (3e+04 stored numbers) is above the 22,500 entries") for n in s.points[1].notes)
+    assert any(n.startswith("budget 30000 (30,000 stored numbers) is above the 22,500 entries") for n in s.points[1].notes)
 
 
 def test_a_reason_given_at_several_budgets_is_said_once_with_them():
