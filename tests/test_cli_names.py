@@ -194,3 +194,25 @@ def test_a_batch_whose_reports_changed_names_its_folder_quoted_in_the_report_com
     assert _check_reports(out, at_end=True) is False
     text = " ".join(capsys.readouterr().err.split())
     assert f"(`sfapprox report '{out}'` writes them elsewhere)" in text, text
+
+
+def test_a_command_in_a_warning_on_an_ascii_stream_names_the_file_as_bash_reads_it(tmp_path):
+    r"""A warning's command was written by the stream's own spelling under ``PYTHONIOENCODING=ascii``
+    (``'fit_\u00e9.h5'``, a file no shell finds), where the notes' commands are quoted as their bytes; the
+    CLI's warnings (its ``showwarning``, as :func:`sfapprox.cli.main` sets it) quote them so too."""
+    import subprocess
+    import sys
+
+    script = ("import warnings, sfapprox.cli as cli\n"
+              "from sfapprox.formats import shell_command\n"
+              "cli._spell_glyphs_in_ascii(); warnings.showwarning = cli._one_line_warning\n"
+              "warnings.warn(f'fit_\u00e9.h5 is old: rewrite it with `{shell_command(\"fit\", \"A.mtx\", \"--init\", "
+              "\"fit_\u00e9.h5\")}` ± soon')\n")
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONIOENCODING": "ascii", "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, cwd=tmp_path, env=env, timeout=60)
+    text = done.stderr.decode("ascii")
+    assert done.returncode == 0 and text.startswith("warning: fit_\\u00e9.h5 is old"), text
+    assert "`sfapprox fit A.mtx --init $'fit_\\xc3\\xa9.h5'` +/- soon" in text, text
+    assert _typed_back(_command_in(text, "rewrite it with `"), tmp_path) == [b"fit", b"A.mtx", b"--init",
+                                                                               "fit_é.h5".encode()]

@@ -109,10 +109,32 @@ def _spell_glyphs_in_ascii() -> None:
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """A warning as the CLI's other messages are: one line on stderr (``warning: ...``), without the
-    source file and line Python adds (they name sfapprox's code, not anything the user can act on)."""
-    from ..formats import printable  # (light: no numpy)
+    source file and line Python adds (they name sfapprox's code, not anything the user can act on).
 
-    (file or sys.stderr).write(f"warning: {printable(' '.join(str(message).split()))}\n")
+    On a stream that writes ASCII only, a command in it is quoted as its bytes, as the notes' are
+    (:func:`~sfapprox.formats.ascii_commands`): the stream's own spelling wrote ``'matrice_\\u00e9.npy'``,
+    no file a shell finds."""
+    from ..formats import ascii_commands, printable  # (light: no numpy)
+
+    stream = file or sys.stderr
+    text = " ".join(str(message).split())
+    if not text.isascii() and not _writes_glyphs(stream):
+        text = ascii_commands(text)
+    stream.write(f"warning: {printable(text)}\n")
+
+
+def _writes_glyphs(stream) -> bool:
+    """Whether ``stream`` writes sfapprox's glyphs (as the notes' console is asked): a stream without an
+    encoding (a StringIO) writes any text; one in an encoding Python does not know is taken for ASCII."""
+    from ..formats import encodes_glyphs  # (light: no numpy)
+
+    encoding = getattr(stream, "encoding", None)
+    if not encoding:
+        return True
+    try:
+        return encodes_glyphs(encoding)
+    except LookupError:
+        return False
 
 
 def _usage_error(exc) -> int:
