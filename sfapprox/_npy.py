@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .formats import shape_text
+
 __all__ = ["NpyHeader", "read_npy_header", "PICKLE_REFUSAL"]
 
 #: Why an array of Python objects is not read, and what to do: both readers refuse it before any
@@ -51,7 +53,7 @@ class NpyHeader:
         held = file_size - self.offset
         if held >= self.data_bytes:
             return None
-        return (f"its header declares a {' x '.join(map(str, self.shape))} {self.dtype} array "
+        return (f"its header declares a {shape_text(self.shape)} {self.dtype} array "
                 f"({self.data_bytes:,} bytes of values) but the file holds {max(held, 0):,} bytes after the "
                 "header; it is truncated")
 

@@ -20,7 +20,7 @@ import scipy.sparse as sp
 
 from ._errors import InputError, ParameterError, ResourceError, parameter
 from ._resources import physical_memory
-from .formats import counted
+from .formats import counted, shape_text
 
 if TYPE_CHECKING:  # for type checkers only: torch is imported where a tensor is met, never to validate an array
     import torch
@@ -279,7 +279,7 @@ def _reshape_hint(shape: tuple[int, ...]) -> str:
         return "drop its axes of length 1 (numpy.squeeze)"
     side = math.isqrt(size)
     if len(shape) == 1 and side > 1 and side * side == size:
-        return f"if it holds a {side} x {side} matrix row by row, reshape it (X.reshape({side}, {side}))"
+        return f"if it holds a {side:,} x {side:,} matrix row by row, reshape it (X.reshape({side}, {side}))"
     return "give a square 2-D array (N x N)"
 
 
@@ -288,7 +288,7 @@ def _check_shape(shape: tuple[int, ...], source: str) -> None:
     if len(shape) != 2:
         # the shape alone did not say what to do: an image's (N, N, 1), a flattened matrix's (N*N,)
         raise InputError(
-            f"{source}: matrix must be 2-D, got a {len(shape)}-D array of shape {tuple(shape)}; "
+            f"{source}: matrix must be 2-D, got a {len(shape)}-D array{f' of shape {shape_text(shape)}' if shape else ''}; "
             f"{_reshape_hint(tuple(shape))}"
         )
     rows, cols = shape
@@ -577,7 +577,7 @@ def _check_widening(X, source: str, max_memory: int | None) -> None:
     its bytes) where it and the tensor are over the limit, as a numpy array's float64 copy is."""
     dtype = str(X.dtype).removeprefix("torch.")
     check_memory(8 * X.numel() + X.numel() * X.element_size(), limit=max_memory,
-                 what=f"{source}: float64 copy of the {' x '.join(map(str, X.shape))} {dtype} tensor (besides the "
+                 what=f"{source}: float64 copy of the {shape_text(X.shape)} {dtype} tensor (besides the "
                       "tensor it is made from)")
 
 
@@ -612,7 +612,7 @@ def host_copy(X, *, source: str = "tensor", max_memory: int | None = None, as_fl
     wide = 8 * X.numel() if widened or (as_float64 and X.dtype != torch.float64) else 0
     dtype = str(X.dtype).removeprefix("torch.")
     check_memory(X.numel() * X.element_size() + wide, limit=max_memory,
-                 what=f"{source}: the copy in host memory of the {' x '.join(map(str, X.shape))} {dtype} tensor "
+                 what=f"{source}: the copy in host memory of the {shape_text(X.shape)} {dtype} tensor "
                       f"on {X.device}" + (" (and its float64 copy)" if wide else ""),
                  advice="use a smaller input (or slice the tensor on the GPU)")
     return X.cpu()
@@ -710,7 +710,7 @@ def _sparse_entries(X, torch) -> tuple[tuple, bool] | None:
 
 def _check_sparse_host_copy(X, torch, source: str, max_memory: int | None) -> None:
     """Refuse the copy of a sparse tensor on a GPU to host memory where it is over the limit, before it is made."""
-    shape = " x ".join(map(str, X.shape))
+    shape = shape_text(X.shape)
     check_memory(sparse_tensor_host_bytes(X, torch), limit=max_memory,
                  what=f"{source}: the copy in host memory of the {shape} sparse tensor's {X._nnz():,} stored entries "
                       f"on {X.device}", advice="use a smaller input (or slice the tensor on the GPU)")
@@ -729,7 +729,7 @@ def _converted_on_host(X, torch) -> bool:
 def _check_sparse_conversion(X, torch, source: str, max_memory: int | None) -> None:
     """Refuse the conversion of a CPU sparse tensor's entries (coalescing, BSR to COO, widening) where it and the
     entries it is made from are over the limit, before it is made, as a GPU tensor's copy to host memory is."""
-    shape = " x ".join(map(str, X.shape))
+    shape = shape_text(X.shape)
     values = X._values() if X.layout == torch.sparse_coo else X.values()  # (a BSR's _nnz() counts its blocks)
     check_memory(sparse_tensor_host_bytes(X, torch), limit=max_memory,
                  what=f"{source}: the conversion of the {shape} sparse tensor's {values.numel():,} stored values "
@@ -758,7 +758,7 @@ def array_of(a, source: str, what: str, max_memory: int | None = None) -> np.nda
     """
     if sp.issparse(a):
         check_memory(math.prod(a.shape) * np.dtype(a.dtype).itemsize, limit=max_memory,
-                     what=f"{source}: the dense copy of {what} ({' x '.join(map(str, a.shape))}, sparse)")
+                     what=f"{source}: the dense copy of {what} ({shape_text(a.shape)}, sparse)")
         return a.toarray()
     try:
         # the caller makes a float64 copy next: counted with a GPU tensor's copy in host memory
@@ -799,7 +799,7 @@ def float64_table(arr: np.ndarray, source: str, what: str, max_memory: int | Non
     """
     if copy or arr.dtype != np.float64 or not arr.flags.c_contiguous:
         # the array is held while its copy is made: both count, as for a matrix's float64 copy
-        shape = " x ".join(map(str, arr.shape))
+        shape = shape_text(arr.shape)
         check_memory(held_bytes(arr) + 8 * arr.size, limit=max_memory, held=held,
                      what=f"{source}: the float64 copy of {what} ({shape} {arr.dtype}, besides the array it is made from)")
     return np.array(arr, dtype=np.float64, order="C", copy=True) if copy else np.ascontiguousarray(arr, dtype=np.float64)
@@ -955,7 +955,7 @@ def check_operand(x, n: int, *, owner: str, what: str = "a vector or a matrix", 
     shape = np.shape(x)
     if not shape or shape[0] != n or len(shape) > 2 or (ndim == 1 and len(shape) == 2 and shape[1] != 1):
         raise ParameterError(f"{owner} is {n:,} x {n:,}: it applies to {what} of {counted(n, 'row')}, "
-                             f"got shape {shape}")
+                             f"got {f'shape {shape_text(shape)}' if shape else 'a scalar'}")
 
 
 def apply_real_parts(apply, B, owner: str = "the matrix"):

@@ -51,7 +51,7 @@ from ._validation import (
 from .budget import Budget, parse_budget, resolve_budget
 from .factors import load_factors
 from .estimate import ErrorEstimate, estimate_errors
-from .formats import counted
+from .formats import counted, shape_text
 from .metrics import DENSE_SCORING_MAX_N, operator_error
 from .results import Comparison, MethodResult, library_versions
 from .sources import (
@@ -1101,7 +1101,7 @@ def check_included_shapes(included: Mapping[str, Any], n: int) -> None:
         shape = tuple(getattr(getattr(surrogate, "operator", surrogate), "shape", ()))
         if shape != (n, n):
             where = getattr(surrogate, "path", None)
-            raise ParameterError(f"{name}{f' ({where})' if where else ''}: a {' x '.join(map(str, shape))} surrogate "
+            raise ParameterError(f"{name}{f' ({where})' if where else ''}: a {shape_text(shape)} surrogate "
                                  f"cannot approximate this {n:,} x {n:,} matrix; give a fit of this matrix")
 
 

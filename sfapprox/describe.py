@@ -14,7 +14,7 @@ from ._validation import format_bytes, memory_limit
 from .budget import sf_count, sf_structure, sparse_count, tsvd_count, tsvd_rank_for_budget
 from .comparison import MatrixInput, as_loaded_matrix, formable, formed_need, opened_input, recipe_text
 from .factors import load_factors
-from .formats import Column, OutputFormat, ShownAsTables, Table, counted, fact_text, printable, render_html
+from .formats import Column, OutputFormat, ShownAsTables, Table, counted, fact_text, printable, render_html, shape_text
 from .sources import MatrixSource
 
 __all__ = ["MatrixDescription", "describe", "describe_factors", "describe_weights", "describe_methods",
@@ -335,7 +335,7 @@ def describe_weights(path, fmt: str) -> MatrixDescription:
                   [Column("name", "name", "left"), Column("shape", "shape"),
                    Column("dtype", "dtype", "left", priority=10), Column("square", "square", "left")])
     for t in tensors:
-        table.add({"name": t["name"], "shape": " x ".join(map(str, t["shape"])) or "scalar", "dtype": t["dtype"],
+        table.add({"name": t["name"], "shape": shape_text(t["shape"]), "dtype": t["dtype"],
                    "square": "✓" if t["square"] else ""})
     square = sum(t["square"] for t in tensors)
     counted = f"{len(tensors):,} tensor{'' if len(tensors) == 1 else 's'}, {square:,} square"

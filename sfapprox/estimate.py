@@ -39,6 +39,7 @@ from ._params import MEMORY_LIMIT, SEED, Interval, check_values
 from ._settings import DEFAULT_SEED
 from ._threads import AdaptiveThreads
 from ._validation import check_squared_norm
+from .formats import shape_text
 from .metrics import sparse_target_error, surrogate_columns
 from .sources import DistributedSource, MatrixSource, as_source, block_columns
 
@@ -206,7 +207,7 @@ def estimate_errors(
     for name, op in operators.items():
         shape = tuple(getattr(op, "shape", ()))
         if shape != (n, n):
-            raise ParameterError(f"surrogate {name!r} is {' x '.join(map(str, shape)) or 'not a matrix'}, "
+            raise ParameterError(f"surrogate {name!r} is {shape_text(shape) if shape else 'not a matrix'}, "
                                  f"the matrix {n:,} x {n:,}; give surrogates of the matrix's shape")
     exact = _from_nonzeros(source, operators, fro_norm)
     if len(exact) == len(operators):

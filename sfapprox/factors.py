@@ -53,7 +53,7 @@ from ._atomic import FileStamp, OutputError, check_name_length, check_named_file
 from ._errors import InputError, NotFittedError, ParameterError, SfapproxError, parameter
 from ._params import MEMORY_LIMIT, check_values
 from ._validation import check_memory, check_path
-from .formats import jsonable, printable
+from .formats import jsonable, printable, shape_text
 from .operators import ChordOperator, HybridOperator, SurrogateOperator, operator_class, operator_kinds
 from .operators._base import operator_words
 from .operators import register_operator as _register_operator
@@ -726,7 +726,7 @@ class _Reader:
             raise self.fail(f"{name!r} is not a dataset")
         check_dataset(node, self.path, name)
         if len(node.shape) != ndim or (shape is not None and any(s is not None and s != d for s, d in zip(shape, node.shape))):
-            raise self.fail(f"dataset {name!r} has shape {node.shape}, expected {shape or f'{ndim} dimensions'}")
+            raise self.fail(f"dataset {name!r} has shape {shape_text(node.shape)}, expected {shape or f'{ndim} dimensions'}")
         if node.dtype.kind not in ("f", "i", "u") or (kind == "i" and node.dtype.kind == "f"):
             raise self.fail(f"dataset {name!r} holds {node.dtype} values, expected {'integers' if kind == 'i' else 'numbers'}")
         # Before reading: a dataset declared huge (even one with no storage, only a fill value) is refused.
@@ -785,7 +785,7 @@ def _read_operator(r: _Reader, kind: str, n: int):
         what = f"dataset {exc.args[0]!r} is missing" if isinstance(exc, KeyError) else str(exc)
         raise r.fail(what) from None
     if op.shape != (n, n):
-        raise r.fail(f"its parts make a {op.shape} operator, but the file says n = {n}")
+        raise r.fail(f"its parts make a {shape_text(op.shape)} operator, but the file says n = {n:,}")
     # Parts this kind does not read are another kind's: a monarch+lr file edited to say 'monarch' loaded as
     # its Monarch part alone, its low-rank part dropped without a word.
     # (by name: to_arrays copied a hybrid's sparse part to learn them)

@@ -966,13 +966,13 @@ def test_every_square_weight_needs_a_weights_file(tmp_path):
 
 
 @pytest.mark.parametrize("file,load,said", [
-    ("model.pt", 'var = "nope"', "model.pt: no tensor 'nope'; square weight matrices: attn.q.weight 6x6"),
-    ("model.pt", 'var = "up.weight"', "model.pt: tensor 'up.weight' has shape [6, 9], not a square matrix"),
+    ("model.pt", 'var = "nope"', "model.pt: no tensor 'nope'; square weight matrices: attn.q.weight 6 x 6"),
+    ("model.pt", 'var = "up.weight"', "model.pt: tensor 'up.weight' has shape 6 x 9, not a square matrix"),
     ("flat.pt", 'var = "*"', 'flat.pt: load option var = "*" (every square weight): the file holds no square weight '
-                             "matrix (2 tensors: up.weight 6x9, bias 6); a matrix to approximate must be square"),
+                             "matrix (2 tensors: up.weight 6 x 9, bias 6); a matrix to approximate must be square"),
     ("moments.pt", 'var = "*"', "its square tensors are an optimizer's state (optimizer.state.0.exp_avg)"),
     ("qk.npz", 'format = "attention", var = "Q,K"', "qk.npz: no array 'Q' (arrays: q, k)"),
-    ("qk.npz", 'var = "w"', "qk.npz: no array 'w'; arrays: q 6x4 float64, k 6x4 float64; pick one with var="),
+    ("qk.npz", 'var = "w"', "qk.npz: no array 'w'; arrays: q 6 x 4 float64, k 6 x 4 float64; pick one with var="),
 ])
 def test_an_entry_naming_what_its_file_does_not_hold_is_refused_before_any_work(tmp_path, file, load, said):
     """A var its file (at hand) does not hold, a weights file with no square weight of the model: the manifest's

@@ -408,8 +408,8 @@ def _npy(path, X, **kw):
 FILES = {  # name: (write it, None (read) or what the one-line refusal says)
     "object.npy": (lambda p: _npy(p, np.array([[1, 2], [3, 4]], dtype=object), allow_pickle=True),
                    r"refusing to load untrusted pickles; save its numbers as a numeric array"),
-    "channel.npy": (lambda p: _npy(p, np.ones((3, 3, 1))), r"3-D array of shape \(3, 3, 1\); drop its axes of length 1"),
-    "vector.npy": (lambda p: _npy(p, np.ones(4)), r"1-D array of shape \(4,\); if it holds a 2 x 2 matrix"),
+    "channel.npy": (lambda p: _npy(p, np.ones((3, 3, 1))), r"3-D array of shape 3 x 3 x 1; drop its axes of length 1"),
+    "vector.npy": (lambda p: _npy(p, np.ones(4)), r"1-D array of shape 4; if it holds a 2 x 2 matrix"),
     "empty.npy": (lambda p: p.write_bytes(b""), "file is empty"),
     "empty.mtx": (lambda p: p.write_text(""), "file is empty"),
     "header_only.mtx": (lambda p: p.write_text("%%MatrixMarket matrix coordinate real general\n"), "size line"),

@@ -133,7 +133,7 @@ class TestReadDataset:
             f.create_dataset("big", shape=(10**6, 10**6), dtype="f8", chunks=(64, 64), fillvalue=1.0)
         assert path.stat().st_size < 100_000
         with h5py.File(path, "r") as f:
-            with pytest.raises(ResourceError, match=r"fill.h5: /big \(1000000 x 1000000 float64, 7.3 TiB declared\) "
+            with pytest.raises(ResourceError, match=r"fill.h5: /big \(1,000,000 x 1,000,000 float64, 7.3 TiB declared\) "
                                                     r"needs about 7.3 TiB, over the memory limit of 1.0 MiB"):
                 read_dataset(f["big"], path, max_memory=2**20)
 

@@ -65,6 +65,12 @@ class TestV5:
         msg = input_error(p, "no square numeric variable; variables: T \\(3 x 5 double\\)")
         assert "var=" in msg and "name" in msg
 
+    def test_variables_are_listed_with_thousands_separators(self, tmp_path):
+        """A variable listed as "T (1200 x 3 double)" where every other message writes 1,200."""
+        p = tmp_path / "t.mat"
+        scipy.io.savemat(p, {"T": np.ones((1200, 3))})
+        input_error(p, r"no square numeric variable; variables: T \(1,200 x 3 double\)")
+
     def test_unknown_var(self, tmp_path):
         p = tmp_path / "u.mat"
         scipy.io.savemat(p, {"X": np.eye(2)})

@@ -53,7 +53,7 @@ class TestNumpy:
         np.savez(p, A=np.eye(2), B=np.eye(3))
         input_error(p, r"several square 2-D arrays \(A, B\).*var=")
         assert load_matrix(p, var="B").n == 3
-        input_error(p, r"no array 'C'; arrays: A 2x2", var="C")
+        input_error(p, r"no array 'C'; arrays: A 2 x 2", var="C")
 
     def test_truncated_npy_refused_by_its_size(self, tmp_path):
         p = tmp_path / "t.npy"
@@ -63,19 +63,28 @@ class TestNumpy:
         input_error(p, r"header declares a 30 x 30 float64 array \(7,200 bytes of values\) but the file holds 7,192 "
                        r"bytes after the header; it is truncated; copy or write it again")
 
+    def test_a_truncated_npy_says_its_shape_with_thousands_separators(self, tmp_path):
+        """"a 1200 x 2 float64 array (19,200 bytes of values)": the shape without the separators its byte
+        counts, and every other message's matrix, have."""
+        p = tmp_path / "long.npy"
+        np.save(p, np.ones((1200, 2)))
+        with open(p, "r+b") as fh:
+            fh.truncate(p.stat().st_size - 8)
+        input_error(p, r"header declares a 1,200 x 2 float64 array \(19,200 bytes of values\)")
+
     def test_a_header_whose_size_overflows_int64_is_refused_by_the_memory_check(self, tmp_path):
         p = tmp_path / "huge.npy"
         with open(p, "wb") as fh:  # 2^32 x 2^32: the element count is 0 in int64 arithmetic
             np.lib.format.write_array_header_1_0(fh, {"descr": "<f8", "fortran_order": False,
                                                       "shape": (2**32, 2**32)})
             fh.write(b"\0" * 64)
-        with pytest.raises(ResourceError, match=r"shape \(4294967296, 4294967296\) needs about 128.0 EiB"):
+        with pytest.raises(ResourceError, match=r"shape 4,294,967,296 x 4,294,967,296 needs about 128.0 EiB"):
             load_matrix(p, max_memory=10**9)
 
     def test_npz_of_attention_inputs_points_to_the_attention_format(self, tmp_path):
         p = tmp_path / "att.npz"
         np.savez(p, q=np.ones((6, 3)), k=np.ones((6, 3)))
-        input_error(p, r"no square 2-D array; arrays: q 6x3 float64, k 6x3 float64; .*format='attention'")
+        input_error(p, r"no square 2-D array; arrays: q 6 x 3 float64, k 6 x 3 float64; .*format='attention'")
         np.savez(p, q=np.ones((6, 3)), k=np.ones((6, 2)))  # not one width: no attention map
         with pytest.raises(Exception) as info:
             load_matrix(p)

@@ -45,9 +45,9 @@ def test_safetensors_reads_the_tensor_named(model):
     path, weights = model
     m = load_matrix(path, var="attn.k")
     assert m.n == 24 and np.array_equal(m.to_dense(), weights["attn.k"]) and m.format == "safetensors"
-    input_error(path, r"holds 2 square weight matrices: attn.q 24x24, attn.k 24x24; pick one with var=")
+    input_error(path, r"holds 2 square weight matrices: attn.q 24 x 24, attn.k 24 x 24; pick one with var=")
     input_error(path, r"no tensor 'nope'", var="nope")
-    input_error(path, r"tensor 'mlp.up' has shape \[24, 48\], not a square matrix", var="mlp.up")
+    input_error(path, r"tensor 'mlp.up' has shape 24 x 48, not a square matrix", var="mlp.up")
 
 
 def test_bfloat16_and_damaged_files(tmp_path):
@@ -186,9 +186,9 @@ F32_4x4 = np.arange(16, dtype=np.float32).reshape(4, 4)
     ({"data_offsets": [0, 64.0]}, r"tensor 'w': its data_offsets \[0, 64.0\] are not two integers"),
     ({"data_offsets": [False, 64]}, r"tensor 'w': its data_offsets \[false, 64\] are not"),
     ({"data_offsets": [0, 32, 64]}, r"tensor 'w': its data_offsets \[0, 32, 64\] are not two integers"),
-    ({"data_offsets": [64, 0]}, r"tensor 'w': its data offsets 64..0 do not hold a F32 tensor of shape \[4, 4\]"),
+    ({"data_offsets": [64, 0]}, r"tensor 'w': its data offsets 64..0 do not hold a F32 tensor of shape 4 x 4"),
     ({"data_offsets": [-64, 0]}, r"tensor 'w': its data offsets -64..0 do not hold"),
-    ({"data_offsets": [0, 32]}, r"its data offsets 0..32 do not hold a F32 tensor of shape \[4, 4\] \(64 bytes\)"),
+    ({"data_offsets": [0, 32]}, r"its data offsets 0..32 do not hold a F32 tensor of shape 4 x 4 \(64 bytes\)"),
     ({"data_offsets": [32, 96]}, r"tensor 'w': its data offsets 32..96 do not hold .* \(truncated or edited\)"),
     ({"dtype": ["F32"]}, r"tensor 'w' has dtype \[\"F32\"\], which sfapprox does not read"),
 ], ids=["shape-string", "shape-float", "shape-float-integral", "shape-bool", "shape-negative", "shape-null",
@@ -242,7 +242,7 @@ def test_an_empty_tensor_is_not_a_matrix_to_approximate(tmp_path, suffix):
     table = describe_weights(path, "safetensors" if suffix == "safetensors" else "torch").tables[0]
     assert [(r["name"], r["square"]) for r in table.rows] == [("empty", ""), ("w", "✓")]
     assert load_matrix(path).n == 3  # the only square one, as before
-    with pytest.raises(InputError, match=r"tensor 'empty' has shape \[0, 0\], not a square matrix"):
+    with pytest.raises(InputError, match=r"tensor 'empty' has shape 0 x 0, not a square matrix"):
         load_matrix(path, var="empty")
 
 
@@ -942,7 +942,7 @@ def test_a_file_of_very_many_tensors_is_listed_and_refused_without_a_name_at_onc
     header = {f"layers.{i}.w": {"dtype": "F32", "shape": [1, 1], "data_offsets": [4 * i, 4 * i + 4]} for i in range(n)}
     path = raw_safetensors(tmp_path / "many.safetensors", header, np.arange(n, dtype=np.float32).tobytes())
     t0 = time.perf_counter()
-    input_error(path, r"holds 40000 square weight matrices: layers.0.w 1x1, .* and 39992 more; pick one with var=")
+    input_error(path, r"holds 40,000 square weight matrices: layers.0.w 1 x 1, .* and 39,992 more; pick one with var=")
     assert time.perf_counter() - t0 < 8, time.perf_counter() - t0
     assert len(describe_weights(path, "safetensors").data["tensors"]) == n
     assert load_matrix(path, var=f"layers.{n - 1}.w").matrix[0, 0] == n - 1

@@ -360,7 +360,7 @@ def test_checkpoints_and_resuming_from_them(tmp_path, fake_clock):
     assert resumed.fro_error_ <= start_error
     with pytest.raises(ParameterError, match="factors; this fit.s are .* and 6; fit with support='chord', base=2, n_factors=5$"):
         ChordSF(n_factors=6, init=path, device="cpu").fit(X)
-    with pytest.raises(ParameterError, match=r"init: factor values of shape \(2, 24, 6\)"):
+    with pytest.raises(ParameterError, match=r"init: factor values of shape 2 x 24 x 6"):
         ChordSF(init=np.ones((2, 24, 6)), device="cpu").fit(X)
 
 

@@ -819,9 +819,9 @@ def test_the_default_memory_limit_is_80_percent_of_a_containers_limit(fake_cgrou
     assert default_memory_limit() == int(0.8 * (64 << 30))
 
 
-@pytest.mark.parametrize("n, said", [(1, "X is 1 x 1: it applies to a vector or a matrix of 1 row, got shape (2,)"),
+@pytest.mark.parametrize("n, said", [(1, "X is 1 x 1: it applies to a vector or a matrix of 1 row, got shape 2"),
                                      (1024, "X is 1,024 x 1,024: it applies to a vector or a matrix of 1,024 rows, "
-                                            "got shape (2,)")])
+                                            "got shape 2")])
 def test_the_order_is_said_as_other_messages_say_counts(n, said):
     """"1024 x 1024", "of 1 rows": N thousands separated, its rows counted (formats.counted), as the tables
     write counts."""

@@ -61,6 +61,7 @@ from .._settings import PROTOCOLS
 from .._signals import children_keep_hang_ups_blocked, deferred
 from .._threads import available_cores
 from ..budget import parse_budget
+from ..formats import shape_text
 from .fetch import ChecksumError, NetworkState, cache_dir, check_data_dir, fetch_entry, file_sha256, is_present
 from .folder_lock import HOLDER_FILE, folder_lock
 from .manifest import Entry, ManifestError, load_manifest
@@ -963,7 +964,7 @@ _NAME_CHARS = re.compile(r"[^A-Za-z0-9_.+-]")
 
 def _no_square_weights(entry: Entry, path: Path, listed: list[dict[str, Any]], most: int = 5) -> ManifestError:
     """The refusal of a ``var = "*"`` entry whose weights file (read) holds no square weight of the model."""
-    shown = ", ".join(f"{t['name']} {'x'.join(map(str, t['shape'])) or 'scalar'}" for t in listed[:most])
+    shown = ", ".join(f"{t['name']} {shape_text(t['shape'])}" for t in listed[:most])
     more = f" and {len(listed) - most} more" if len(listed) > most else ""
     moments = [t["name"] for t in listed if t["square"] and t.get("optimizer")]
     unread = [t["name"] for t in listed if t.get("unread")]

@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 
 from .._validation import check_memory
-from ..formats import counted
+from ..formats import counted, shape_text
 from ._common import MAX_DIM, Options, ReadResult, Source, is_int_token, parse_float, repeated_keys
 from ._numpy import read_table_npy
 from ._text import read_table
@@ -175,7 +175,7 @@ def covariance_of(src: Source, table: np.ndarray, opts: Options, notes: list[str
     """Sample covariance (ddof=1) of a samples x features table."""
     table = np.asarray(table)
     if table.ndim != 2:
-        raise src.fail(f"covariance needs a 2-D samples x features table, got shape {table.shape}")
+        raise src.fail(f"covariance needs a 2-D samples x features table, got shape {shape_text(table.shape)}")
     if table.dtype.kind not in "biuf":
         raise src.fail(f"covariance needs a real numeric table, got dtype {table.dtype}")
     n_samples, n_features = table.shape

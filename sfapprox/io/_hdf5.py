@@ -31,15 +31,12 @@ import h5py
 import numpy as np
 
 from .._validation import check_memory, format_bytes
+from ..formats import shape_text
 from ._common import fail, one_line
 
 __all__ = ["check_self_contained", "check_dataset", "read_dataset", "open_self_contained"]
 
 _HINT = "sfapprox reads only data stored in the file itself; save the data into the file (e.g. re-save it from MATLAB or h5py)"
-
-
-def _describe_shape(shape) -> str:
-    return " x ".join(str(int(s)) for s in shape) if shape else "scalar"
 
 
 def check_dataset(ds: h5py.Dataset, path: str | os.PathLike, name: str | None = None) -> None:
@@ -189,7 +186,7 @@ def read_dataset(ds: h5py.Dataset, path: str | os.PathLike, *, max_memory: int |
         raise fail(display, f"{name} holds variable-length or object data, not numbers")
     size = int(np.prod(ds.shape, dtype=object))
     nbytes = copies * size * max(ds.dtype.itemsize, 8)
-    check_memory(nbytes, what=f"{display}: {name} ({_describe_shape(ds.shape)} {ds.dtype}, "
+    check_memory(nbytes, what=f"{display}: {name} ({shape_text(ds.shape)} {ds.dtype}, "
                  f"{format_bytes(size * ds.dtype.itemsize)} declared)", limit=max_memory)
     return ds[()]
 

@@ -14,7 +14,7 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from .._errors import parameter
-from ..formats import counted
+from ..formats import counted, shape_text
 from .._validation import check_memory
 from ._common import Options, ReadResult, Source, one_line
 
@@ -110,7 +110,7 @@ def read_image(src: Source, opts: Options) -> ReadResult:
     except (OSError, ValueError, SyntaxError, EOFError) as exc:  # truncated/corrupt images
         raise src.fail(f"cannot read image ({one_line(exc) or type(exc).__name__})") from None
     if arr.ndim != 2:
-        raise src.fail(f"image decoded to shape {arr.shape}, expected a 2-D grayscale array")
+        raise src.fail(f"image decoded to shape {shape_text(arr.shape)}, expected a 2-D grayscale array")
     reading: dict = {}
     arr = _shape_square(src, arr, opts, notes, reading)
     reading["gradient"] = bool(opts.gradient)

@@ -20,6 +20,7 @@ import scipy.sparse as sp
 
 from .._errors import SfapproxError, parameter
 from .._validation import check_memory, format_bytes, memory_limit
+from ..formats import shape_text
 from ._common import HDF5_SIGNATURE, Options, ReadResult, Source, check_order, one_line
 from ._hdf5 import check_self_contained, read_dataset
 
@@ -45,7 +46,7 @@ class _Var:
         return self.cls in _NUMERIC and len(self.shape) == 2 and self.shape[0] == self.shape[1] > 0
 
     def describe(self) -> str:
-        return f"{self.name} ({' x '.join(map(str, self.shape))} {self.cls})"
+        return f"{self.name} ({shape_text(self.shape)} {self.cls})"
 
 
 def _is_hdf5(src: Source) -> bool:
@@ -176,7 +177,7 @@ def _v5_field(src: Source, value, top: str, fld: str):
     if fld not in names:
         raise src.fail(f"struct {top!r} has no field {fld!r}; fields: {', '.join(names)}")
     if value.size != 1:
-        raise src.fail(f"struct {top!r} is a {value.shape} struct array; only 1x1 structs are supported")
+        raise src.fail(f"struct {top!r} is a {shape_text(value.shape)} struct array; only 1x1 structs are supported")
     return value[fld].flat[0]
 
 

@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from .._npy import PICKLE_REFUSAL, read_npy_header
 from .._errors import parameter
 from .._validation import check_memory
-from ..formats import counted
+from ..formats import counted, shape_text
 from ._common import HashingReader, Options, ReadResult, Source, check_order, one_line, repeated_keys
 
 _SPARSE_KEYS = {"format", "shape", "data"}
@@ -32,7 +32,7 @@ def _load_npy(src: Source, fh, what: str, opts: Options) -> np.ndarray:
         raise src.fail(f"{what}: not a valid .npy array ({one_line(exc)})") from None
     if header.dtype.hasobject:
         raise src.fail(f"{what} {PICKLE_REFUSAL}")
-    check_memory(header.count * max(header.dtype.itemsize, 8), what=f"{src.display}: {what} of shape {header.shape}",
+    check_memory(header.count * max(header.dtype.itemsize, 8), what=f"{src.display}: {what} of shape {shape_text(header.shape)}",
                  limit=opts.max_memory)
     if isinstance(fh, HashingReader):  # a file on disk: its size says whether the data is all there
         truncated = header.truncation(os.fstat(fh.fileno()).st_size)
@@ -70,7 +70,7 @@ def _members(src: Source, zf: zipfile.ZipFile) -> dict[str, tuple[tuple[int, ...
 
 
 def _describe(members) -> str:
-    return ", ".join(f"{k} {'x'.join(map(str, s))} {d}" for k, (s, d) in members.items()) or "none"
+    return ", ".join(f"{k} {shape_text(s)} {d}" for k, (s, d) in members.items()) or "none"
 
 
 def _npz_hint(members, square: list[str]) -> str:
@@ -169,8 +169,8 @@ def _refuse_bad_coordinates(src: Source, zf: zipfile.ZipFile, shape: np.ndarray)
         if outside.size:
             k = int(outside[0])
             where = f"array 'coords' (row {axis})" if name == "coords" else f"array {name!r}"
-            raise src.fail(f"{where} holds index {int(index[k])} at position {k} ({outside.size} out of range in all), "
-                           f"but 'shape' gives {bound} {('rows', 'columns')[axis]}: indices 0..{bound - 1}",
+            raise src.fail(f"{where} holds index {int(index[k]):,} at position {k:,} ({outside.size:,} out of range in all), "
+                           f"but 'shape' gives {counted(bound, ('row', 'column')[axis])}: indices 0..{bound - 1:,}",
                            "the arrays do not belong together: save the matrix again (scipy.sparse.save_npz)")
 
 

@@ -44,6 +44,7 @@ import numpy as np
 
 from .._errors import parameter
 from .._validation import check_memory
+from ..formats import counted, shape_text
 from ._common import Options, ReadResult, Source
 
 __all__ = ["read_safetensors", "read_torch", "weight_tensors", "list_weights"]
@@ -161,8 +162,8 @@ def _tensor_entry(src: Source, name: str, info: Any, data_size: int) -> dict[str
     need = None if bits is None else -(-math.prod(shape) * bits // 8)  # exact ints (np.prod: 4 us a tensor)
     if not (0 <= begin <= end and end <= data_size and need in (None, end - begin)):
         size = "" if need is None else f" ({need:,} bytes)"
-        raise src.fail(f"tensor {name!r}: its data offsets {begin}..{end} do not hold a {dtype} tensor of "
-                       f"shape {shape}{size} inside the file (truncated or edited)")
+        raise src.fail(f"tensor {name!r}: its data offsets {begin:,}..{end:,} do not hold a {dtype} tensor of "
+                       f"shape {shape_text(shape)}{size} inside the file (truncated or edited)")
     return {"dtype": dtype, "shape": shape, "offsets": (begin, end)}
 
 
@@ -259,9 +260,10 @@ def _choose(src: Source, shapes: dict[str, list[int]], var: str | None, square: 
         raise src.fail(f"holds no square weight matrix of values sfapprox reads ({_listing(shapes, unread)}: "
                        "complex, meta or of a type not read)", "a real numeric matrix is needed")
     if not square:
-        raise src.fail(f"holds no square weight matrix ({len(shapes)} tensor{'s' if len(shapes) != 1 else ''}, e.g. "
+        raise src.fail(f"holds no square weight matrix ({counted(len(shapes), 'tensor')}, e.g. "
                        f"{_listing(shapes, list(shapes)[:5])})", "a matrix to approximate must be square")
-    raise src.fail(f"holds {len(square)} square weight matrices: {_listing(shapes, weights or square)}",
+    raise src.fail(f"holds {counted(len(square), 'square weight matrix', 'square weight matrices')}: "
+                   f"{_listing(shapes, weights or square)}",
                    f"pick one with {parameter('var')}; 'sfapprox info FILE' lists them")
 
 
@@ -298,12 +300,12 @@ def _near(var: str, names: list[str], most: int = 3) -> list[str]:
 
 def _first(items: list[str], most: int) -> str:
     """The first ``most`` of ``items``, comma-separated, and how many more there are."""
-    return ", ".join(items[:most]) + (f" and {len(items) - most} more" if len(items) > most else "")
+    return ", ".join(items[:most]) + (f" and {len(items) - most:,} more" if len(items) > most else "")
 
 
 def _listing(shapes: dict[str, list[int]], names: list[str], most: int = 8) -> str:
-    """Names and shapes, ``w 4x4`` (a 0-D tensor ``w scalar``, as info lists it: it was ``w `` alone)."""
-    return _first([f"{n} {'x'.join(map(str, shapes[n])) or 'scalar'}" for n in names], most) if names else "none"
+    """Names and shapes, ``w 4 x 4`` (a 0-D tensor ``w scalar``, as info lists it: it was ``w `` alone)."""
+    return _first([f"{n} {shape_text(shapes[n])}" for n in names], most) if names else "none"
 
 
 def _safetensors_unread(dtype: str) -> str | None:
@@ -322,7 +324,7 @@ def read_safetensors(src: Source, opts: Options) -> ReadResult:
     info = tensors[name]
     shape, dtype = info["shape"], info["dtype"]
     if not is_square(shape):
-        raise src.fail(f"tensor {name!r} has shape {shape}, not a square matrix")
+        raise src.fail(f"tensor {name!r} has shape {shape_text(shape)}, not a square matrix")
     why = _safetensors_unread(dtype)
     if why:
         raise src.fail(f"tensor {name!r} {why} (it reads {', '.join(_READ)})",
@@ -690,7 +692,7 @@ def read_torch(src: Source, opts: Options) -> ReadResult:
     name = _choose(src, {k: list(t.shape) for k, t in tensors.items()}, opts.var, square, tied)
     tensor = tensors[name]
     if not is_square(tensor.shape):
-        raise src.fail(f"tensor {name!r} has shape {list(tensor.shape)}, not a square matrix")
+        raise src.fail(f"tensor {name!r} has shape {shape_text(tensor.shape)}, not a square matrix")
     why = _torch_unread(tensor)
     if why:
         raise src.fail(f"tensor {name!r} {why[0]}", why[1])

@@ -31,6 +31,7 @@ from torch import nn
 
 from .._errors import ParameterError
 from ..chord import support_offsets
+from ..formats import shape_text
 from ..sf import _butterfly, _kernels
 from ._base import operator_class
 
@@ -68,9 +69,9 @@ def _placement(dtype, device) -> tuple[torch.dtype, torch.device | None]:
 def _check_operand(x, n: int) -> None:
     """A layer's input: a tensor whose last dimension is ``N`` (a 0-d one was torch's IndexError)."""
     if not torch.is_tensor(x):
-        raise ParameterError(f"expected a torch tensor with last dimension {n}, got {type(x).__name__}")
+        raise ParameterError(f"expected a torch tensor with last dimension {n:,}, got {type(x).__name__}")
     if x.ndim == 0 or x.shape[-1] != n:
-        raise ParameterError(f"expected input with last dimension {n}, got shape {tuple(x.shape)}")
+        raise ParameterError(f"expected input with last dimension {n:,}, got shape {shape_text(x.shape)}")
 
 
 class _Factor(torch.autograd.Function):

@@ -9,6 +9,7 @@ import scipy.sparse as sp
 
 from .._errors import ParameterError
 from ..budget import sparse_count
+from ..formats import shape_text
 from ._base import SurrogateOperator, register_operator
 
 if TYPE_CHECKING:  # torch is imported by to_torch itself, never with the surrogates
@@ -58,7 +59,7 @@ class SparseOperator(SurrogateOperator):
     def __init__(self, matrix):
         matrix = sp.csr_array(matrix, dtype=np.float64)
         if matrix.shape[0] != matrix.shape[1]:
-            raise ParameterError(f"a square matrix is needed, got shape {matrix.shape}")
+            raise ParameterError(f"a square matrix is needed, got shape {shape_text(matrix.shape)}")
         matrix.sum_duplicates()
         matrix.sort_indices()
         self.matrix = matrix
@@ -187,10 +188,10 @@ class SparseOperator(SurrogateOperator):
         except (KeyError, TypeError, ValueError) as exc:
             raise ParameterError(f"CSR operator: missing or unreadable part ({exc})") from None
         if n < 1:
-            raise ParameterError(f"CSR operator: n must be at least 1, got {n}")
+            raise ParameterError(f"CSR operator: n must be at least 1, got {n:,}")
         if data.ndim != 1 or indices.shape != data.shape or indptr.shape != (n + 1,):
-            raise ParameterError(f"CSR operator: shapes data {data.shape}, indices {indices.shape}, indptr "
-                             f"{indptr.shape} do not describe an {n:,} x {n:,} matrix")
+            raise ParameterError(f"CSR operator: shapes data {shape_text(data.shape)}, indices {shape_text(indices.shape)}, indptr "
+                             f"{shape_text(indptr.shape)} do not describe an {n:,} x {n:,} matrix")
         for name, a in (("indices", indices), ("indptr", indptr)):
             if a.size and not np.issubdtype(a.dtype, np.integer):
                 raise ParameterError(f"CSR operator: {name} must be integers, got {a.dtype}")

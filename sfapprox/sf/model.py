@@ -52,7 +52,7 @@ from .._validation import (
     held_bytes,
     memory_limit,
 )
-from ..formats import counted
+from ..formats import counted, shape_text
 from ..budget import sf_structure
 from ..chord import (
     butterfly_n_factors,
@@ -1137,8 +1137,8 @@ class ChordSF(Approximation):
                 raise ParameterError(f"{what} holds a {saved.kind} fit, not SF factors: give a file SF's fit wrote "
                                      f"(fit --out, a checkpoint), or fit without {parameter('init')}")
             if op.shape[0] != shape[1]:
-                raise ParameterError(f"{what} is a fit of a {op.shape[0]} x {op.shape[0]} matrix; "
-                                     f"this one is {shape[1]} x {shape[1]}: give a fit of a matrix of this size, "
+                raise ParameterError(f"{what} is a fit of a {op.shape[0]:,} x {op.shape[0]:,} matrix; "
+                                     f"this one is {shape[1]:,} x {shape[1]:,}: give a fit of a matrix of this size, "
                                      f"or fit without {parameter('init')}")
             if op.support != self.support or not np.array_equal(op.offsets, offsets) or \
                     op.values.shape[0] != shape[0]:
@@ -1152,8 +1152,8 @@ class ChordSF(Approximation):
             values = np.asarray(op.values)
             self._iterations_before = _iterations_of(saved.fit)
         if values.shape != shape:
-            raise ParameterError(f"{what}: factor values of shape {values.shape}, but this fit's structure is "
-                                 f"{shape} (M factors, N rows, K values per row)")
+            raise ParameterError(f"{what}: factor values of shape {shape_text(values.shape)}, but this fit's structure is "
+                                 f"{shape_text(shape)} (M factors, N rows, K values per row)")
         if not np.isfinite(values).all():
             raise ParameterError(f"{what}: the factor values must be finite")
         # Finite values whose product overflows (values of 1e300) made a fit that ended at once on a

@@ -23,7 +23,7 @@ from typing import Any, TypeAlias, Union
 import numpy as np
 
 from .._errors import InputError, ParameterError
-from ..formats import counted
+from ..formats import counted, shape_text
 from .._params import MEMORY_LIMIT, check_values
 from .._validation import (LIBRARY_WORKING_SET, MAX_SQUARED_NORM, MatrixArray, _sum_of_squares, apply_real_parts, check_memory,
                            check_operand, check_squared_norm, format_bytes, memory_limit, readable_operand)
@@ -328,7 +328,7 @@ class MatrixSource:
         B = np.asarray(readable_operand(B))
         if B.ndim not in (1, 2) or B.shape[-1] != self.n:  # (rmatmat would name B.T's shape)
             raise ParameterError(f"{self.name} is {self.n:,} x {self.n:,}: B @ it takes a vector of {self.n:,} or a "
-                                 f"matrix of {counted(self.n, 'column')}, got shape {B.shape}")
+                                 f"matrix of {counted(self.n, 'column')}, got shape {shape_text(B.shape)}")
         return self.rmatmat(B.T).T
 
     def _map_blocks(self, fn, items, *shared) -> Iterator[Any]:

@@ -14,6 +14,7 @@ from .._errors import InputError, ParameterError
 from .._validation import (check_magnitude, check_matrix_dtype, check_memory, check_sparse_structure, held_bytes,
                            memory_limit, stored_count)
 from .._npy import PICKLE_REFUSAL, read_npy_header
+from ..formats import shape_text
 from ._base import MatrixSource, checked_product
 
 __all__ = ["ArraySource", "SparseSource", "OperatorSource", "open_npy", "as_source", "sparse_source_within"]
@@ -269,7 +270,7 @@ class SparseSource(MatrixSource):
 
     def __init__(self, matrix, name: str = "X", *, file_format: str | None = None) -> None:
         if matrix.shape[0] != matrix.shape[1]:
-            raise InputError(f"{name}: a square matrix is needed, got shape {matrix.shape}")
+            raise InputError(f"{name}: a square matrix is needed, got shape {shape_text(matrix.shape)}")
         check_matrix_dtype(np.dtype(matrix.dtype), name)  # complex values would lose their imaginary part
         check_sparse_structure(matrix, source=name)  # scipy's conversion trusts the indices
         self.matrix = sp.csc_array(matrix, dtype=np.float64)
@@ -436,7 +437,7 @@ class OperatorSource(MatrixSource):
 
     def __init__(self, operator: LinearOperator, name: str = "X") -> None:
         if len(operator.shape) != 2 or operator.shape[0] != operator.shape[1]:
-            raise InputError(f"{name}: a square operator is needed, got shape {operator.shape}")
+            raise InputError(f"{name}: a square operator is needed, got shape {shape_text(operator.shape)}")
         if getattr(operator, "dtype", None) is not None:
             check_matrix_dtype(np.dtype(operator.dtype), name)
         self.operator = operator

@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._errors import InputError, ParameterError
+from ..formats import shape_text
 from .._params import MEMORY_LIMIT, check_values
 from .._validation import array_of, first_nonfinite, float64_table, held_bytes
 from ._base import MatrixSource, block_columns
@@ -44,9 +45,9 @@ def _check(name: str, what: str, a, max_memory: int | None = None, held: int = 0
     queries, while the keys are read)."""
     arr = array_of(a, name, what, max_memory)  # (a GPU tensor's copy in host memory within the source's limit)
     if arr.ndim != 2 or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
-        raise InputError(f"{name}: {what} must be a real (N, d) array, got shape {arr.shape} of {arr.dtype}")
+        raise InputError(f"{name}: {what} must be a real (N, d) array, got shape {shape_text(arr.shape)} of {arr.dtype}")
     if arr.shape[0] < 1 or arr.shape[1] < 1:
-        raise InputError(f"{name}: {what} has shape {arr.shape}; it needs at least one token (row) and one "
+        raise InputError(f"{name}: {what} has shape {shape_text(arr.shape)}; it needs at least one token (row) and one "
                          "feature (column)")
     arr = float64_table(arr, name, what, max_memory, held=held)  # (float32 queries were copied unchecked)
     bad = first_nonfinite(arr)  # (a mask of the whole table was made whatever the memory limit said)
@@ -124,7 +125,7 @@ class AttentionMatrix(MatrixSource):
         q = _check(name, "q", q, max_memory)
         k = _check(name, "k", k, max_memory, held=held_bytes(q))
         if q.shape != k.shape:
-            raise InputError(f"{name}: q {q.shape} and k {k.shape} must have the same shape (N tokens x d)")
+            raise InputError(f"{name}: q {shape_text(q.shape)} and k {shape_text(k.shape)} must have the same shape (N tokens x d)")
         if scale is None:
             scale = 1.0 / math.sqrt(q.shape[1])
         # a number only: float("x") was a raw ValueError, and float("2") would take a string for a scale
