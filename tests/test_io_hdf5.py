@@ -247,7 +247,7 @@ class TestMatlabV73:
         def build(f):
             _double(f.create_dataset("A", shape=(10**5, 10**6), dtype="f8", chunks=(64, 64)))
 
-        with pytest.raises(ResourceError, match=r"variable A \(100000 x 1000000 float64, 745.1 GiB declared\)"):
+        with pytest.raises(ResourceError, match=r"variable A \(100,000 x 1,000,000 float64, 745.1 GiB declared\)"):
             load_matrix(_mat(tmp_path / "rect.mat", build), var="A", max_memory=2**26)
 
     def test_self_contained_file_still_loads(self, tmp_path):

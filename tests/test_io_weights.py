@@ -680,7 +680,7 @@ def test_a_file_naming_thousands_of_classes_is_refused_at_once_not_unpickled_for
     many = crafted_pt(attacked / "many.pt", naming(2000))
     t0 = time.perf_counter()
     msg = input_error(many, r"holds pickled objects other than tensors "
-                      r"\(classes or code: hyper.C0, .* and 1994 more: more than the 64 left unbuilt at most\); "
+                      r"\(classes or code: hyper.C0, .* and 1,994 more: more than the 64 left unbuilt at most\); "
                       r"refused, never unpickled", var="w")
     assert time.perf_counter() - t0 < 5, msg  # loose: refused before any placeholder is made
     loaded = load_matrix(crafted_pt(attacked / "some.pt", naming(64)), var="w")
