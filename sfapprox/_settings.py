@@ -368,6 +368,37 @@ def check_text_marks(delimiter: object, decimal: object) -> None:
                              "character: a cell could not be told from a number's decimals; give another delimiter")
 
 
+#: The reading options of a text table, as a matrix's recipe records them (:func:`recorded_text_marks`).
+TEXT_MARKS = ("delimiter", "decimal")
+
+
+def recorded_text_marks(delimiter: str | None, decimal: str | None) -> dict[str, str]:
+    """The text marks a table was read with, as its recipe records them: those given (a result file then
+    says how to read its matrix again), a tab under its one name ``"tab"`` (``"\\t"`` and a typed tab read
+    the same).  One left to detection is left out: a file read as before records what it recorded before.
+
+    Parameters
+    ----------
+    delimiter : str or None
+        A key of :data:`TEXT_DELIMITERS`, or None (not given).
+    decimal : str or None
+        One of :data:`DECIMAL_MARKS`, or None (not given).
+
+    Returns
+    -------
+    dict of str to str
+        ``delimiter`` and ``decimal``, each where given.
+
+    Examples
+    --------
+    >>> recorded_text_marks("\\t", ","), recorded_text_marks(None, None)
+    ({'delimiter': 'tab', 'decimal': ','}, {})
+    """
+    given = {"delimiter": "tab" if delimiter is not None and TEXT_DELIMITERS.get(delimiter) == "\t" else delimiter,
+             "decimal": decimal}
+    return {name: value for name, value in given.items() if value is not None}
+
+
 @dataclass(frozen=True)
 class LoadOptions:
     """How a file becomes a square matrix (the keywords of :func:`sfapprox.load_matrix`).

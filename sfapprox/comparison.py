@@ -37,7 +37,8 @@ from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceEr
 from ._executors import Executor
 from ._moved import moved_names
 from ._old_api import REQUIRED, fill_approximations, take_old_keywords
-from ._settings import COUNT_INDICES, DEFAULT_METHODS, DEFAULT_TOTAL_TIME, PROTOCOLS, FitSettings, LoadOptions
+from ._settings import (COUNT_INDICES, DEFAULT_METHODS, DEFAULT_TOTAL_TIME, PROTOCOLS, TEXT_MARKS, FitSettings,
+                        LoadOptions)
 from ._progress import phase, same_progress
 from ._signals import stop_cause, stop_requested
 from ._validation import (
@@ -1185,7 +1186,8 @@ def load_included(include, max_memory: int | None = None) -> dict[str, Any]:
 
 def _source_notes(saved: Mapping[str, Any], sha256: str | None, recipe: Mapping[str, Any] | None) -> list[str]:
     """A note for each saved fit whose recorded input is not this matrix: another file (``sha256``), or
-    another matrix made from this file (``recipe``: a kernel's and its bandwidth)."""
+    another matrix made from this file (``recipe``: a kernel's and its bandwidth, a table's variable or the
+    text marks it was read with)."""
     notes = []
     for name, fit in saved.items():
         source = getattr(fit, "source", None) or {}
@@ -1217,7 +1219,9 @@ _NOT_IDENTITY = ("path", "bandwidth_rule", "bytes", "sampled_sha256")
 
 def _recipe_key(recipe: Mapping[str, Any], other: Mapping[str, Any]) -> dict:
     """What identifies a matrix made from a file (a float to 12 digits: it went through a file and back),
-    of the entries ``other`` records too (a record written before an entry existed is not judged on it)."""
+    of the entries ``other`` records too (a record written before an entry existed is not judged on it; nor
+    is a text mark one of them left to detection, which reads a file by the marks it finds there: a
+    ``;``-separated file is the same matrix with ``delimiter=';'`` as without)."""
     return {k: round(float(v), 12) if isinstance(v, float) else (list(v) if isinstance(v, tuple) else v)
             for k, v in recipe.items() if k in other and k not in _NOT_IDENTITY}
 
@@ -1226,9 +1230,23 @@ def recipe_text(description: Mapping[str, Any], keys: Sequence[str] | None = Non
     """A source's description (a matrix made from a file: its recipe), for a note or ``info`` of a saved
     fit: ``kernel=rbf, bandwidth=1.2``; ``keys``: those entries alone (None or False ones too), else every
     entry that says something (a reading's ``two_mode=None``, ``covariance=False`` do not)."""
-    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in description.items()
+    return ", ".join(_entry_text(k, v) for k, v in description.items()
                      if (k in keys if keys is not None else
                          k not in ("kind", "points", "sampled_sha256") and v is not None and v is not False))
+
+
+def _entry_text(key: str, value: Any) -> str:
+    """One entry of :func:`recipe_text`: a text mark quoted (``decimal=','``: a bare ``,`` read as the list's
+    own comma).
+
+    Examples
+    --------
+    >>> _entry_text("bandwidth", 1.23456), _entry_text("decimal", ","), _entry_text("var", "A")
+    ('bandwidth=1.235', "decimal=','", 'var=A')
+    """
+    if key in TEXT_MARKS:
+        return f"{key}={value!r}"
+    return f"{key}={value:.4g}" if isinstance(value, float) else f"{key}={value}"
 
 
 def counted_as(operator, count_indices: bool):

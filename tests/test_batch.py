@@ -2028,3 +2028,31 @@ def test_a_short_write_says_its_sizes_as_other_messages_say_sizes(tmp_path, monk
         with pytest.raises(OutputError, match=r"\(No space left on device \(only 1 B of 2\.0 KiB written\); the file "):
             w.write({"matrix": "a" * 2000, "method": "sf", "status": "ok", "fro_error": 1.0})
     assert path.read_bytes() == b""  # the short write was cut back off
+
+
+def test_a_text_entry_records_the_marks_it_was_read_with_and_its_report_shows_them(tmp_path):
+    """A manifest entry read with delimiter and decimal: its records' matrix_info and saved fit named how
+    the matrix was selected but not these marks, and the report did not show them.  Resumed with other
+    marks, its finished pair is redone (the entry changed), its new line recording the new marks."""
+    from sfapprox.datasets import build_report
+    from sfapprox.datasets.report import table_cells
+    from sfapprox.factors import load_factors
+
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = np.random.default_rng(0).random((10, 10))
+    (data / "t.csv").write_text("\n".join(";".join(f"{v:.4f}".replace(".", ",") for v in row) for row in rows),
+                                encoding="utf-8")
+    entry = '[[matrix]]\nname = "t"\ncategory = "other"\nfile = "t.csv"\nload = {{{}}}\n'
+    m = write_manifest(tmp_path / "m.toml", entry.format('delimiter = ";", decimal = ","'))
+    out = tmp_path / "out"
+    assert dict(run_batch(m, out, BatchOptions(methods=("tsvd",), data_dir=str(data))).statuses) == {"ok": 1}
+    marks = {"delimiter": ";", "decimal": ","}
+    record, = lines(out)
+    assert record["matrix_info"]["recipe"] == {"covariance": False, **marks}
+    assert load_factors(out / "factors" / "t.tsvd.h5").source["recipe"] == {"covariance": False, **marks}
+    header, cells = table_cells(build_report(lines(out)).tables_by_category[0])
+    assert cells[0][header.index("source")] == "delimiter ';', decimal ','"
+    write_manifest(m, entry.format('delimiter = ";"'))
+    run_batch(m, out, BatchOptions(methods=("tsvd",), data_dir=str(data)))
+    assert lines(out)[-1]["matrix_info"]["recipe"] == {"covariance": False, "delimiter": ";"}

@@ -1727,3 +1727,46 @@ def test_fits_options_are_checked_without_loading_torch():
     assert "REFUSED --gtol must be a float in the range [0, inf)" in done.stdout, done.stdout
     assert "does not apply to the butterfly support" in done.stdout, done.stdout
     assert "TORCH False" in done.stdout, done.stdout
+
+
+def test_results_of_a_table_read_with_text_marks_record_and_show_them(tmp_path):
+    """compare's JSON, a saved fit and `info FIT.h5` named how the matrix was selected but not the
+    --delimiter and --decimal its ';'-separated decimal-comma table was read with.  They are recorded where
+    given and shown where the recipe is; a kernel fitted to its points read otherwise is noted with them;
+    a fit written before marks were recorded still loads, unjudged on them."""
+    import h5py
+
+    from sfapprox.factors import load_factors
+
+    rng = np.random.default_rng(0)
+    table = tmp_path / "t.csv"
+    table.write_text("\n".join(";".join(f"{v:.4f}".replace(".", ",") for v in row) for row in rng.random((10, 10))),
+                     encoding="utf-8")
+    res = invoke("compare", table, "--delimiter", ";", "--decimal", ",", "--methods", "tsvd", "--budget", "0.5",
+                 "--save-factors", tmp_path / "fits", "--json", tmp_path / "c.json")
+    assert res.exit_code == 0, res.output
+    marks = {"delimiter": ";", "decimal": ","}
+    assert json.loads((tmp_path / "c.json").read_text())["matrix"]["recipe"] == {"covariance": False, **marks}
+    fit = tmp_path / "fits" / "t.tsvd.h5"
+    assert load_factors(fit).source["recipe"] == {"covariance": False, **marks}
+    shown = invoke("info", fit)
+    assert shown.exit_code == 0 and "read from the file with delimiter=';', decimal=','" in shown.output, shown.output
+    # the same file, its marks detected: the same matrix, no note
+    res = invoke("compare", table, "--methods", "tsvd", "--budget", "0.5", "--with", fit)
+    assert res.exit_code == 0 and "another matrix" not in res.output, res.output
+    # a fit written before marks were recorded (its recipe without them) still loads, and is not judged on them
+    with h5py.File(fit, "r+") as f:
+        source = json.loads(f.attrs["source"])
+        f.attrs["source"] = json.dumps({**source, "recipe": {"covariance": False}})
+    res = invoke("compare", table, "--delimiter", ";", "--methods", "tsvd", "--budget", "0.5", "--with", fit)
+    assert res.exit_code == 0 and "another matrix" not in res.output, res.output
+    # a kernel of points read with --decimal ',' (one coordinate, 1,5) against one read with the file's commas
+    points = tmp_path / "p.csv"
+    points.write_text("".join(f"{i},{5 * i % 7}\n" for i in range(1, 13)), encoding="utf-8")
+    kernel = ["--kernel", "rbf", "--bandwidth", "1", "--methods", "tsvd", "--budget", "0.5"]
+    res = invoke("compare", points, *kernel, "--decimal", ",", "--save-factors", tmp_path / "k")
+    assert res.exit_code == 0, res.output
+    res = invoke("compare", points, *kernel, "--delimiter", ",", "--with", tmp_path / "k" / "p.tsvd.h5")
+    said = " ".join(res.output.split())
+    assert res.exit_code == 0 and "was fitted to another matrix of this file (kernel=rbf" in said, said
+    assert "decimal=','; this one: kernel=rbf" in said and "delimiter=',')" in said, said

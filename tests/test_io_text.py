@@ -735,3 +735,32 @@ def test_a_text_option_for_a_covariance_npy_names_only_the_tables_a_covariance_r
     with pytest.raises(ParameterError, match=r"applies to text tables \(\.csv/\.tsv/\.txt/\.dat\), not 'npy'") as err:
         load_matrix(path, covariance=True, decimal=",")
     assert "triplet" not in str(err.value)
+
+
+# ---------------------------------------------------------------------------
+# the text marks a matrix's recipe records
+# ---------------------------------------------------------------------------
+
+
+def test_a_table_read_with_text_marks_records_them_in_its_recipe_and_reads_again_by_them(tmp_path):
+    """A result of a ';'-separated decimal-comma table recorded its recipe without the --delimiter and
+    --decimal it was read with: it could not say how to read its matrix again.  The marks given are
+    recorded (a tab under one name) and read the same matrix again; marks left to detection are not, so a
+    file read as before records what it recorded before."""
+    from sfapprox._settings import TEXT_MARKS
+
+    table = write(tmp_path / "t.txt", "1,5;2\n3;4,25\n")
+    loaded = load_matrix(table, delimiter=";", decimal=",")
+    assert loaded.recipe == loaded.summary()["recipe"] == {"covariance": False, "delimiter": ";", "decimal": ","}
+    again = load_matrix(table, **{k: loaded.recipe[k] for k in TEXT_MARKS})
+    assert np.array_equal(again.matrix, loaded.matrix) and again.matrix[0, 0] == 1.5
+    tabbed = write(tmp_path / "t.tsv", "1\t2\n3\t4\n")
+    assert load_matrix(tabbed, delimiter="\t").recipe == load_matrix(tabbed, delimiter="tab").recipe == {
+        "covariance": False, "delimiter": "tab"}
+    assert load_matrix(tabbed).recipe == {"covariance": False}  # detected: as before
+    assert load_matrix(write(tmp_path / "s.csv", "1,5;2\n3;4\n")).recipe == {"covariance": False}
+    triplets = write(tmp_path / "t.ijv", "1;1;0,5\n2;2;2\n")
+    assert load_matrix(triplets, delimiter=";", decimal=",").recipe == {"mirror": "none", "delimiter": ";",
+                                                                        "decimal": ","}
+    samples = write(tmp_path / "p.csv", "1,5;2\n3;4\n5;7\n")
+    assert load_matrix(samples, covariance=True, decimal=",").recipe == {"covariance": True, "decimal": ","}

@@ -866,3 +866,16 @@ def test_a_model_s_weights_are_listed_in_natural_order_layer_2_before_layer_10()
     assert build_report(list(reversed(finished))).records == report.records  # whatever order they finished in
     row = build_report([rec("band", "sparse", fro=0.0, n=128), rec("band", "tsvd", fro=1.0, n=64)]).tables_by_category[0].rows[0]
     assert row.mixed == "N 64, 128"
+
+
+def test_a_matrix_source_names_the_text_marks_its_table_was_read_with():
+    """Two entries of one ';'-separated table read with other --decimal marks, or a kernel of points read
+    with decimal=',', were rows the report told apart by name alone: the marks are shown with the recipe."""
+    from sfapprox.datasets.report import source_text
+
+    assert source_text({"recipe": {"covariance": False, "delimiter": ";", "decimal": ","}}) == \
+        "delimiter ';', decimal ','"
+    assert source_text({"recipe": {"covariance": True, "decimal": "."}}) == "covariance, decimal '.'"
+    assert source_text({"recipe": {"kind": "kernel", "kernel": "rbf", "bandwidth": 1.5, "bandwidth_rule": "given",
+                                   "delimiter": "tab"}}) == "rbf, bandwidth 1.5, delimiter 'tab'"
+    assert source_text({"recipe": {"covariance": False}}) is None  # (a table read as detected: as before)

@@ -1097,3 +1097,20 @@ def test_a_text_option_for_a_points_npy_names_only_the_tables_a_kernel_reads(tmp
     with pytest.raises(ParameterError, match=r"applies to text tables \(\.csv/\.tsv/\.txt/\.dat\), not 'npy'") as err:
         read_points(path, delimiter=",")
     assert "triplet" not in str(err.value)
+
+
+def test_a_kernel_or_covariance_of_a_text_table_records_the_marks_it_was_read_with(tmp_path):
+    """A kernel's or a covariance's recipe named the kernel and its bandwidth but not the --decimal its
+    points were read with: '1,5' is one coordinate with decimal=',' and two with the file's commas, two
+    kernels of one file.  The marks given are in the recipe; none given, none recorded (as before)."""
+    points = tmp_path / "p.csv"
+    points.write_text("1,5\n2,5\n3,25\n", encoding="utf-8")
+    K = open_matrix(points, kernel="rbf", bandwidth=1.0, decimal=",")
+    assert K.recipe["points"] == [3, 1] and K.recipe["decimal"] == "," and "delimiter" not in K.recipe
+    assert "decimal" not in open_matrix(points, kernel="rbf", bandwidth=1.0).recipe
+    wide = tmp_path / "w.csv"
+    wide.write_text("\n".join(";".join(f"{i * j % 7},5" for j in range(400)) for i in range(50)), encoding="utf-8")
+    C = open_matrix(wide, covariance=True, delimiter=";", decimal=",", max_memory=3_000_000)
+    assert C.kind == "covariance"  # (not formed: its recipe is the source's own)
+    assert C.recipe == {"kind": "covariance", "samples": 50, "features": 400, "covariance": True,
+                        "delimiter": ";", "decimal": ","}

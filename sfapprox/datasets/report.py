@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._settings import TEXT_MARKS
 from ..formats import (ESTIMATED_NOTE, Column, ShownAsTables, Table, counted, fmt_with_interval, interval_columns,
                        printable, shell_command)
 from .manifest import CATEGORIES
@@ -464,21 +465,26 @@ def source_text(info: dict[str, Any]) -> str | None:
     ('attention q,k, scale 0.125', None)
     >>> source_text({"path": "columns", "source": {"kind": "kernel", "kernel": "laplacian", "bandwidth": 2.0}})
     'laplacian, bandwidth 2'
+    >>> source_text({"recipe": {"covariance": False, "delimiter": ";", "decimal": ","}})
+    "delimiter ';', decimal ','"
     """
     # a matrix compared from its columns recorded its recipe as "source" alone before it had "recipe" too
     given = info.get("recipe") or info.get("source")
     recipe = given if isinstance(given, dict) else {}
+    # the marks its text was read with (two readings of one file are two matrices), quoted: a bare ',' would
+    # read as the list's own
+    marks = [f"{k} {recipe[k]!r}" for k in TEXT_MARKS if isinstance(recipe.get(k), str)]
     if recipe.get("kind") == "kernel":
         bandwidth, rule = recipe.get("bandwidth"), recipe.get("bandwidth_rule")
         how = "" if not _finite(bandwidth) else f", bandwidth {fmt(bandwidth)}" + (f" ({rule})" if rule not in
                                                                                      (None, "given") else "")
-        return f"{recipe.get('kernel')}{how}"
+        return ", ".join([f"{recipe.get('kernel')}{how}", *marks])
     if recipe.get("kind") == "attention":
         return f"attention {recipe.get('var')}" + (f", scale {fmt(recipe['scale'])}" if _finite(recipe.get("scale")) else "")
     parts = ["covariance"] if recipe.get("covariance") else []
     if isinstance(recipe.get("var"), str):
         parts.append(f"var {recipe['var']}")
-    return ", ".join(parts) or None
+    return ", ".join(parts + marks) or None
 
 
 def _mixed_measures(results: dict[str, dict[str, Any]]) -> str | None:

@@ -23,7 +23,7 @@ import scipy.sparse as sp
 
 from .._errors import InputError, ParameterError, parameter
 from .._params import MEMORY_LIMIT
-from .._settings import check_text_marks
+from .._settings import check_text_marks, recorded_text_marks
 from .._validation import check_memory, check_path, check_square_matrix, estimate_dense_bytes
 from ..factors import FILE_SUFFIXES, is_factors_file
 from ..formats import shell_command
@@ -714,7 +714,7 @@ def load_matrix(
             result = read_covariance(src, opts, _TABLE_FORMATS[fmt])
         else:
             result = _FORMATS[fmt].reader(src, opts)
-    return _loaded(path, src, fmt, result, max_memory)
+    return _loaded(path, src, fmt, result, max_memory, opts)
 
 
 def input_files(path: str | os.PathLike) -> list[Path]:
@@ -791,13 +791,13 @@ def covariance_of_table(path: str | os.PathLike, table: np.ndarray, notes: list[
     src, fmt, _ = _open_checked(path, format, opts)
     with src.guard():
         result = covariance_of(src, table, opts, notes)
-    return _loaded(path, src, fmt, result, max_memory, sha256=sha256)
+    return _loaded(path, src, fmt, result, max_memory, opts, sha256=sha256)
 
 
-def _loaded(path, src: Source, fmt: str, result: ReadResult, max_memory: int | None, *,
+def _loaded(path, src: Source, fmt: str, result: ReadResult, max_memory: int | None, opts: Options, *,
             sha256: str | None = None) -> LoadedMatrix:
-    """The checked square matrix of a reader's result, with its provenance (``sha256``: the file's, where
-    already known)."""
+    """The checked square matrix of a reader's result, with its provenance (``opts``: how it was read, its
+    text marks recorded in its recipe; ``sha256``: the file's, where already known)."""
     display = os.fspath(path)
     shape = getattr(result.matrix, "shape", ())
     if sp.issparse(result.matrix) and len(shape) == 2 and shape[0] == shape[1]:
@@ -808,6 +808,8 @@ def _loaded(path, src: Source, fmt: str, result: ReadResult, max_memory: int | N
     reading = dict(result.reading or {})
     if fmt in ("csv", "npy"):  # a table read as the matrix or as samples: two matrices of one file
         reading = {"covariance": result.format == "covariance", **reading}
+    # a table read with --delimiter ';' --decimal ',' says so: read without them, the file may read otherwise
+    reading.update(recorded_text_marks(opts.delimiter, opts.decimal))
     return LoadedMatrix(matrix, _stem(path), display, result.format, result.notes, sha256 or _sha256(src, fmt),
                         recipe=reading or None)
 

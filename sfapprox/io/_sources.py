@@ -22,6 +22,7 @@ import numpy as np
 from .._errors import InputError, ParameterError, SfapproxError, parameter
 from .._npy import read_npy_header
 from .._params import MEMORY_LIMIT
+from .._settings import TEXT_MARKS, recorded_text_marks
 from .._validation import check_memory, format_bytes, held_bytes, memory_limit
 from ..sources import (AttentionMatrix, CovarianceMatrix, KernelMatrix, MatrixSource, SparseSource, formable, formed_need,
                        open_npy)
@@ -80,13 +81,15 @@ def read_points(path: str | os.PathLike, *, format: str | None = DEFAULTS.format
     return _read_table(path, format, MEMORY_LIMIT.to_bytes(max_memory), marks)[0]
 
 
-#: The reading options of a text table (``delimiter``, ``decimal``): a kernel's and a covariance's too.
-_TEXT_MARKS = ("delimiter", "decimal")
-
-
 def _text_marks(options: dict) -> dict:
-    """The text-table options among ``options`` (:data:`_TEXT_MARKS`) that are given."""
-    return {name: options[name] for name in _TEXT_MARKS if options.get(name) is not None}
+    """The text-table options among ``options`` (:data:`~sfapprox._settings.TEXT_MARKS`: a kernel's and a
+    covariance's too) that are given."""
+    return {name: options[name] for name in TEXT_MARKS if options.get(name) is not None}
+
+
+def _recorded_marks(options: dict) -> dict:
+    """The text marks among ``options`` as a recipe records them (:func:`~sfapprox._settings.recorded_text_marks`)."""
+    return recorded_text_marks(options.get("delimiter"), options.get("decimal"))
 
 
 def _read_table(path, format: str | None, max_memory: int | None,
@@ -265,6 +268,7 @@ def open_matrix(
         points, _, read = _read_table(path, format, max_memory, options)
         kernel_matrix = _by_path(path, lambda: KernelMatrix(points, kernel, bandwidth, name=_stem(path),
                                                              max_memory=max_memory))
+        kernel_matrix.reading = _recorded_marks(options) or None  # its points read with --delimiter, --decimal
         return _from_file(kernel_matrix, path, read=read)
     if format == "attention":
         attention, read = _by_path(path, lambda: _attention(path, var, max_memory))
@@ -344,7 +348,7 @@ def check_reading_options(*, kernel: str | None = DEFAULTS.kernel, bandwidth: fl
             raise ParameterError(f"{os.fspath(file)}: {_not_points(file)}; pass format csv|npy|libsvm if it is one")
     if format == "attention":
         _refuse_unused(options, f"an attention map ({parameter('format', 'attention')}) reads Q and K from an .npz",
-                       also=_TEXT_MARKS)
+                       also=TEXT_MARKS)
     if format != "attention":  # (load_matrix's own formats; an attention map is not one of them)
         _check_options(format, Options(format=format, var=var, **options))
 
@@ -426,7 +430,8 @@ def _covariance(path, table: np.ndarray, notes: list[str], read: Source, *, form
     if features and memory_limit(max_memory) is not None:
         source = CovarianceMatrix(table, name=_stem(path), max_memory=max_memory)
         if not formable(source, max_memory):
-            source.reading = {"covariance": True}  # as the formed covariance records it (the table itself: False)
+            # as the formed covariance records it (the table itself: False), with its table's text marks
+            source.reading = {"covariance": True, **_recorded_marks(options)}
             return _from_file(source, path, read=read)
         del source  # its centred copy of the table was held while the covariance was formed
     return covariance_of_table(path, table, notes, format=format, max_memory=max_memory, sha256=read.sha256(),
