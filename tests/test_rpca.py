@@ -1173,3 +1173,37 @@ def test_a_split_over_the_budget_counts_its_sparse_entries_as_other_messages_cou
     as typed."""
     with pytest.raises(BudgetError, match=rf"^rank 1 with {said} stores [\d,]+ numbers, over the budget of 2;"):
         RobustPCA(rank=1, n_sparse=n_sparse, budget=2).fit(np.eye(40))
+
+
+@pytest.mark.parametrize("method", ["godec", "pcp"])
+def test_a_sparse_x_in_memory_reproduced_by_its_entries_stops_there(method, monkeypatch):
+    """A graph whose non-zeros fit the budget's all-sparse split is reproduced by them, and the fit stops there:
+    it went on to the start SVD, PCP and every GoDec split (64 s and 32 s at N = 3,000) to end at those entries."""
+    from sfapprox.baselines import rpca
+
+    ran = []
+    for name in ("_start_svd", "_pcp_ialm", "_godec"):
+        real = getattr(rpca, name)
+        monkeypatch.setattr(rpca, name, lambda *a, _real=real, _name=name, **k: ran.append(_name) or _real(*a, **k))
+    X = sp.random_array((60, 60), density=0.05, random_state=7, format="csr")
+    est = RobustPCA(budget=4 * X.nnz, method=method, time_limit=None, device="cpu").fit(X)
+    assert not ran and est.stop_reason_ == "exact" and est.params_["converged"]
+    assert _err(X.toarray(), est) == 0.0 and (est.rank_, est.n_sparse_) == (0, X.nnz)
+    assert [g.get("skipped") for g in est.params_["grid"]] == ["exact"] * (len(est.params_["grid"]) - 1) + [None]
+    if method == "pcp":
+        assert est.params_["pcp_skipped"] == "exact" and est.params_["pcp_iterations"] == 0
+    # where they do not all fit, nothing is cut short: the other splits run
+    est = RobustPCA(budget=X.nnz, method=method, time_limit=None, device="cpu").fit(X)
+    assert "_start_svd" in ran and all(g.get("skipped") is None for g in est.params_["grid"])
+
+
+def test_godec_in_memory_fits_no_split_of_a_rank_at_least_an_exact_ones():
+    """Once a split reproduces X, the splits of no lower rank than it keeps are not fitted (as from columns):
+    a rank-1 X at a budget of ranks 3 and 2 is reproduced at rank 3 (rank 1 kept), and rank 2 is not refitted."""
+    rng = np.random.default_rng(2)
+    X = np.outer(rng.standard_normal(30), rng.standard_normal(30))
+    est = RobustPCA(budget=600, rank_grid=[3, 2, 0], time_limit=None, device="cpu").fit(X)
+    grid = {g["rank"]: g for g in est.params_["grid"]}
+    assert grid[3]["fro_error"] <= 1e-12 * np.linalg.norm(X) and grid[2].get("skipped") == "exact"
+    assert grid[0]["fro_error"] is not None  # a lower rank may store fewer numbers: still fitted
+    assert est.rank_ == 1 and _err(X, est) <= 1e-12 * np.linalg.norm(X)

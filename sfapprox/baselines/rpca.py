@@ -80,7 +80,7 @@ from ..budget import (
 from ..operators import HybridOperator
 from ._torch import few_threads
 from .sparse import dense_top_entries
-from .tsvd import EXACT_MAX_N, EXACT_SVD_ARRAYS, carrying_rank, leading_svd, preferred, round_off
+from .tsvd import EXACT_MAX_N, EXACT_SVD_ARRAYS, carrying_rank, leading_svd, preferred, reproduces, round_off
 
 __all__ = ["RobustPCA", "RANK_FRACTIONS", "PCP_MU_GROWTH"]
 
@@ -628,6 +628,11 @@ def _fit_grid(dense: np.ndarray, Xt, splits, *, seed: int, deadline: _timing.Dea
     ended at 1.4e-3 of ``||X||`` in 23,129 numbers, where its entries reproduce
     it in 2,570.
 
+    Once a split reproduces ``X`` (:func:`~.tsvd.reproduces`), only the splits
+    of a lower rank than it keeps are fitted (they may store fewer numbers);
+    the others are marked ``skipped: "exact"``, as from columns.  The start SVD
+    is made only where a split needs it: not where ``X``'s own entries settle it.
+
     ``report`` (a :class:`~sfapprox._progress.Reporter`) is told each stage (the start SVD, each
     split) and given GoDec's iterations and every error the fit computes anyway.  ``norm``: ``||dense||_F``
     where the caller computed it (None: computed here).
@@ -635,14 +640,21 @@ def _fit_grid(dense: np.ndarray, Xt, splits, *, seed: int, deadline: _timing.Dea
     report = report or Reporter(None)
     n = dense.shape[0]
     norm = float(np.linalg.norm(dense)) if norm is None else norm
-    report.at("start SVD")
-    start = _start_svd(dense, max(rank for rank, _ in splits), seed, deadline)
     top = max(splits)  # the largest rank: its start is TSVD's L
     nnz = int(np.count_nonzero(dense))
     exact_end = [split for split in splits if split[0] == 0 and split[1] >= nnz and split != top]
-    best, records, scoring = None, {}, 0.0
+    best, records, scoring, start = None, {}, 0.0, None
     order = exact_end + [top] + [split for split in splits if split != top and split not in exact_end]
     for i, (rank, n_sparse) in enumerate(order, 1):
+        if best is not None and reproduces(best.error, norm) and rank >= best.kept()[0]:
+            # X reproduced: a split of no lower rank holds the same directions and more, and is not fitted (as
+            # from columns); one of a lower rank may store fewer numbers.  (A 3,000-node graph whose non-zeros
+            # fit went on to the start SVD and every GoDec split: 64 s for the answer its entries gave at once.)
+            records[rank, n_sparse] = skipped_record((rank, n_sparse), "exact")
+            continue
+        if start is None and (rank, n_sparse) not in exact_end:  # made once, where a split needs it
+            report.at("start SVD")
+            start = _start_svd(dense, top[0], seed, deadline)
         report.at(split_stage(i, len(splits), rank))
         godec = rank > 0 and n_sparse > 0
         if (rank, n_sparse) in exact_end:
@@ -686,6 +698,24 @@ def _all_entries(dense: np.ndarray, norm: float) -> _Candidate:
     vals = flat[idx]
     kept, error = carrying_entries(vals, 0.0, n, norm)
     return _Candidate(error, np.zeros((n, 0)), np.zeros(0), np.zeros((0, n)), idx[kept], vals[kept])
+
+
+def _entries_alone(dense: np.ndarray, splits, norm: float, count_indices: bool) -> tuple | None:
+    """PCP's result where ``X``'s non-zeros fit the budget's all-sparse split (rank 0): ``S = X``, exact, its
+    grid's other splits ``skipped: "exact"`` and PCP not run (``pcp_iterations`` 0, ``pcp_skipped``); None
+    where they do not fit.  A 3,000-node graph whose 60,000 non-zeros fit ran its start SVD, PCP and every
+    refit, 32 s, to end at those entries."""
+    n, nnz = dense.shape[0], int(np.count_nonzero(dense))
+    end = next((split for split in splits if split[0] == 0 and split[1] >= nnz), None)
+    if end is None:
+        return None
+    cand = _all_entries(dense, norm)
+    if not reproduces(cand.error, norm):  # (its error is what carrying_entries left out: round-off)
+        return None
+    cand.split = end
+    records = [cand.record(end, n, count_indices) if split == end else skipped_record(split, "exact")
+               for split in splits]
+    return cand, records, {"pcp_iterations": 0, "pcp_skipped": "exact"}
 
 
 def _cut_error(X: np.ndarray, U, sig, Vt, idx: np.ndarray, vals: np.ndarray) -> float:
@@ -755,6 +785,10 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
     n = dense.shape[0]
     norm = float(np.linalg.norm(dense)) if norm is None else norm
     top = max(split_for(None))  # the largest rank the budget holds, with what it leaves to S
+    entries = _entries_alone(dense, split_for(None), norm, count_indices)
+    if entries is not None:
+        report(entries[0].error, steps=0)
+        return entries
     # X's best rank-r for every r of the grid, from one SVD (TSVD's own, as TruncatedSVD computes it)
     report.at("start SVD")
     # No time is kept back in this SVD for the one scoring after it, which the result needs (a row needs its
@@ -842,6 +876,10 @@ def _fit_pcp(dense: np.ndarray, Xt, split_for, *, pcp_tol: float, max_iter: int,
         rank, n_sparse = split
         report.at(f"refit {split_stage(i, len(splits), rank)}")
         godec = rank > 0 and n_sparse > 0
+        if best is not None and reproduces(best.error, norm) and rank >= best.kept()[0]:
+            # X reproduced: a split of no lower rank holds the same directions and more (as in _fit_grid)
+            records[split] = skipped_record(split, "exact")
+            continue
         if natural_rank < rank and split != top and best is not None and best.error <= tol * norm:
             # A split above PCP's rank is not refitted where the best so far is within tol * ||X|| of X: it could
             # gain less than GoDec's own tolerance (a planted rank 2 + 100 entries, N = 60, PCP's rank-2 refit at
@@ -988,7 +1026,9 @@ class RobustPCA(Approximation):
         ``cut`` (``{"rank": [natural, kept], "nnz": [natural, kept]}``), ``cut_error`` (None where
         the time limit left that split uncut), ``start`` (the chosen split's refit started from PCP's cut, ``"pcp"``, or from ``X``'s
         best rank-r, ``"tsvd"``; absent at rank 0; each grid record names its own, and
-        ``other_start`` where a split was refitted from both), ``pcp_iterations``, ``pcp_converged``.
+        ``other_start`` where a split was refitted from both), ``pcp_iterations``, ``pcp_converged``; where
+        ``X``'s non-zeros fit the all-sparse split, PCP is not run: ``pcp_iterations`` 0 and
+        ``pcp_skipped: "exact"`` alone.
 
     Examples
     --------
