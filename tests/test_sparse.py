@@ -362,3 +362,48 @@ def test_an_n_sparse_over_the_budget_is_counted_as_other_messages_count():
         SparseApproximation(n_sparse=1, budget=2).fit(np.eye(1000))
     with pytest.raises(BudgetError, match=r"^1,500 entries stores "):
         SparseApproximation(n_sparse=1500, budget=2).fit(np.eye(1000))
+
+
+class _TimedColumns:
+    """A dense matrix read by blocks of 16 columns, each whole pass 10 s of the fake clock ``clock``."""
+
+    def __new__(cls, X, clock):
+        from sfapprox.sources import MatrixSource
+
+        class Timed(MatrixSource):
+            def block_width(self, max_memory=None, *, extra_columns=0):
+                return 16
+
+            def _columns(self, J):
+                clock.advance(10.0 * J.size / self.n)
+                return X[:, J]
+
+        return Timed(X.shape[0], name="timed")
+
+
+def test_a_pass_over_columns_stops_at_its_time_limit(fake_clock):
+    """sparse from columns ran its one pass whole whatever the limit (33 s of 20 at N = 12,000): it stops where
+    its next block would end past the limit, as Nyström's and the randomized SVD's passes do, and keeps the
+    largest entries of the columns read, marked as such, with the limit a whole pass needs."""
+    from sfapprox import ConvergenceWarning
+
+    n, k = 80, 50
+    X = np.random.default_rng(3).standard_normal((n, n))
+    with pytest.warns(ConvergenceWarning, match=r"cut at 32 of 80 columns.*needs about 10 s"):
+        est = SparseApproximation(n_sparse=k, time_limit=5.0).fit(_TimedColumns(X, fake_clock))
+    # two blocks of 2 s each: a third would end at 6 s
+    assert fake_clock.time == pytest.approx(4.0) and est.stop_reason_ == "time_limit"
+    assert est.params_["columns_read"] == 32 and not est.params_["exact"] and "exact_budget" not in est.params_
+    assert not hasattr(est, "fro_error_")  # its error is not its pass's: X's unread columns are not known
+    S = est.S_.toarray()
+    read = np.unique(est.S_.tocoo().col)
+    assert est.n_sparse_ == k and np.array_equal(S[S != 0], X[S != 0])
+    # the largest of the columns read: every entry of theirs left out is no larger than the least kept
+    others = np.abs(X[:, read])[S[:, read] == 0]
+    assert read.size <= 32 and others.max() <= np.abs(S[S != 0]).min()
+    # a whole pass within the limit is the selection in memory's, from the columns in any order
+    fake_clock.time = 0.0
+    whole = SparseApproximation(n_sparse=k, time_limit=20.0).fit(_TimedColumns(X, fake_clock))
+    assert whole.stop_reason_ == "closed_form" and "columns_read" not in whole.params_ and fake_clock.time == 10.0
+    assert np.array_equal(whole.S_.toarray(), SparseApproximation(n_sparse=k).fit(X).S_.toarray())
+    assert whole.fro_error_ == pytest.approx(np.linalg.norm(X - whole.S_.toarray()), rel=1e-12)

@@ -22,25 +22,31 @@ the Frobenius norm (its error is the norm of the dropped entries), and
 ``stop_reason_ == "closed_form"``.  Ties at the threshold go to the earlier
 entries in row-major order, so the result does not depend on the machine.
 
-The selection is ``O(nnz)`` (a partition, no sort) and does not iterate: no
-time limit applies, and a Ctrl-C simply propagates (there is nothing to keep).
+The selection is ``O(nnz)`` (a partition, no sort) and does not iterate: in
+memory no time limit applies, and a Ctrl-C simply propagates (there is nothing
+to keep).  From a source's columns its one pass stops at ``time_limit``, as the
+other methods' passes do, and keeps the largest entries of the columns read
+(``stop_reason_ == "time_limit"``, ``params_["columns_read"]``).
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
 
+from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
-from .._errors import BudgetError, ParameterError
+from .._errors import BudgetError, ConvergenceWarning, ParameterError
+from .._settings import DEFAULT_SEED, DEFAULT_TIME_LIMIT
 from .._params import MEMORY_LIMIT, Interval
 from ..budget import below_smallest, check_within, sparse_count, sparse_entries_for_budget
 from ..metrics import SPARSE_TARGET_MIN_SHARE
 from ..operators.sparse import SparseOperator
 from .._validation import check_squared_norm, is_zero_matrix, memory_limit
-from ..formats import counted
+from ..formats import counted, limit_text
 from ..sources import BLOCK_SHARE, ArraySource, DistributedSource, MatrixLike, MatrixSource
 
 __all__ = ["SparseApproximation", "SparseOperator", "sparse_count", "sparse_entries_for_budget", "top_entries",
@@ -325,23 +331,64 @@ def _top_of_range(source, J: np.ndarray, k: int, max_memory: int | None):
     (a task of its own on an executor)."""
     if source.sparse_matrix is not None:  # a matrix held sparse: its non-zeros are the candidates
         return _top_of_sparse(source, J, k, max_memory)
+    return _top_of_blocks(source, J, k, max_memory)[:5]
+
+
+def _top_of_blocks(source, J: np.ndarray, k: int, max_memory: int | None,
+                   deadline: _timing.Deadline | None = None):
+    """:func:`_top_of_range` of a source read in dense blocks, and the columns read (``J.size``: all of them).
+    Under ``deadline`` the pass stops after a block where the next one, at the time of the slowest so far,
+    would not end by it (one block is always read); the squares of the columns left unread are 0."""
     rows = cols = np.zeros(0, dtype=np.int64)
     vals = np.zeros(0)
     nnz, squares = 0, np.zeros(J.size)
     threshold = 0.0  # once k candidates are held: the least of their magnitudes
     width = _top_width(source, max_memory)
+    read, slowest = 0, 0.0
     for start in range(0, J.size, width):
+        began = _timing.now()
         columns = J[start:start + width]
         block = source.columns(columns)
         squares[start:start + columns.size] = column_squares(block)
         nnz += int(np.count_nonzero(block))
-        if k <= 0:  # only the count and the squares (RPCA's residual without a sparse part)
-            continue
-        # An entry below the k-th largest magnitude held cannot enter (one equal to it may, by its
-        # position): with k held, only the few above it are gathered and partitioned with them.
-        r, c = np.nonzero(np.abs(block) >= threshold if threshold > 0 else block)
-        (rows, cols, vals), threshold = _admitted((rows, cols, vals), (r, columns[c], block[r, c]), k, source.n)
-    return rows, cols, vals, nnz, squares
+        read += columns.size
+        if k > 0:  # (k = 0: only the count and the squares, RPCA's residual without a sparse part)
+            # An entry below the k-th largest magnitude held cannot enter (one equal to it may, by its
+            # position): with k held, only the few above it are gathered and partitioned with them.
+            r, c = np.nonzero(np.abs(block) >= threshold if threshold > 0 else block)
+            (rows, cols, vals), threshold = _admitted((rows, cols, vals), (r, columns[c], block[r, c]), k, source.n)
+        slowest = max(slowest, _timing.now() - began)
+        if deadline is not None and read < J.size and not deadline.fits(slowest):
+            break
+    return rows, cols, vals, nnz, squares, read
+
+
+def timed_top(source, k: int, max_memory: int | None, deadline: _timing.Deadline | None, seed: int = DEFAULT_SEED):
+    """:func:`streamed_top` within ``deadline``, and the columns read: the pass stops where its next block
+    would end after it, its result the ``k`` largest entries of the columns read, ``||X||^2`` theirs.
+
+    Under a deadline the blocks are taken in a seeded random order (as Nyström's and the randomized SVD's
+    one pass, :func:`~.rsvd.nystrom_pass`), so that a cut pass has read columns from all of the matrix; a
+    whole pass gives :func:`streamed_top`'s numbers all the same (the order "larger magnitude, then
+    earlier position" is total, and the squares are summed in column order).  A matrix held sparse (its
+    non-zeros selected, no dense block) and one on an executor are passed over whole (``read == n``).
+
+    Returns
+    -------
+    rows, cols, vals, nnz, squared
+        As :func:`streamed_top`'s, of the columns read.
+    read : int
+        Columns read (``source.n``: the whole pass).
+    """
+    n = source.n
+    if deadline is None or isinstance(source, DistributedSource) or source.sparse_matrix is not None:
+        return (*streamed_top(source, k, max_memory), n)
+    J = np.random.default_rng(seed).permutation(n)
+    rows, cols, vals, nnz, squares, read = _top_of_blocks(source, J, k, max_memory, deadline)
+    order = np.argsort(rows * n + cols, kind="stable")
+    by_column = np.zeros(n)
+    by_column[J] = squares  # (in column order, as a whole pass in order sums them)
+    return rows[order], cols[order], vals[order], nnz, float(np.sum(by_column)), read
 
 
 def _top_width(source, max_memory: int | None) -> int:
@@ -427,6 +474,13 @@ class SparseApproximation(Approximation):
         column blocks instead (``params_["from"] == "columns"``), as a comparison
         does; a scipy sparse one is selected from its entries (about 112 bytes
         each).
+    time_limit : float or None, default=DEFAULT_TIME_LIMIT
+        Seconds the pass over a :class:`~sfapprox.sources.MatrixSource`'s columns may take; None for
+        none.  Where its next block would end after it (at the time of the slowest block so far), the
+        pass stops there, as Nyström's and the randomized SVD's one pass do: the result is the ``s``
+        largest entries of the columns read (``params_["columns_read"]``), ``stop_reason_ ==
+        "time_limit"``, with a warning naming the limit a whole pass needs.  A selection in memory (a
+        matrix held sparse too) takes no limit: it is one partition, far below a pass's time.
 
     Attributes
     ----------
@@ -439,12 +493,15 @@ class SparseApproximation(Approximation):
     seconds_ : float
     stop_reason_ : str
         ``"exact"`` (every non-zero kept: the surrogate is ``X``) or
-        ``"closed_form"`` (the best ``s``-sparse approximation).
+        ``"closed_form"`` (the best ``s``-sparse approximation), or ``"time_limit"`` (a pass over
+        columns cut by ``time_limit``: the largest entries of the columns read).
     params_ : dict
         ``n_sparse``, ``nnz`` (of ``X``), ``exact``, ``format`` ("csr"),
         ``count_indices`` (True), ``index_storage`` (index numbers stored,
         ``s + N + 1``) and ``exact_budget`` (numbers that store ``X``
-        exactly, ``2 nnz + N + 1``).
+        exactly, ``2 nnz + N + 1``).  A cut pass knows neither ``nnz`` nor
+        ``exact_budget`` (absent; ``exact`` False): ``columns_read`` and
+        ``nnz_read`` (the non-zeros of the columns read) instead.
 
     Examples
     --------
@@ -463,12 +520,15 @@ class SparseApproximation(Approximation):
         "n_sparse": Interval(int, 0, None, allow_none=True),
         "budget": Interval(int, 0, None, allow_none=True),
         "max_memory": MEMORY_LIMIT,
+        "time_limit": Interval(float, 0, None, allow_none=True),
     }
 
-    def __init__(self, n_sparse: int | None = None, *, budget: int | None = None, max_memory: int | None = None):
+    def __init__(self, n_sparse: int | None = None, *, budget: int | None = None, max_memory: int | None = None,
+                 time_limit: float | None = DEFAULT_TIME_LIMIT):
         self.n_sparse = n_sparse
         self.budget = budget
         self.max_memory = max_memory
+        self.time_limit = time_limit
 
     def fit(self, X: MatrixLike, *, check_input: bool = True) -> "SparseApproximation":
         """Keep the largest entries of the square matrix ``X`` (dense, sparse or a source).
@@ -512,19 +572,25 @@ class SparseApproximation(Approximation):
         X = self._within_limit(X)  # a matrix in memory whose selection is over the limit: its columns
         start = time.perf_counter()
         from_columns = isinstance(X, MatrixSource)
+        read = n
         if from_columns or (not sp.issparse(X) and n > STREAMED_MIN_N):
             # Too big to form: one pass over its columns.  A large dense X goes the same way, in
             # blocks of selection_bytes(n): the same entries, without six N x N temporaries.
             source, memory = ((self._from_columns(X, sparse_count(n, limit)), None) if from_columns
                               else (ArraySource(X), selection_bytes(n)))
-            rows, cols, vals, nnz, squared = streamed_top(source, limit, max_memory=memory)
+            # a pass over columns stops at the time limit, as the other methods' passes do (at N = 12,000 an RBF
+            # kernel's pass took 33 s of a 20 s limit); X in memory, read by blocks, is not cut
+            deadline = _timing.Deadline.after(self.time_limit) if from_columns else None
+            began = _timing.now()
+            rows, cols, vals, nnz, squared, read = timed_top(source, limit, memory, deadline)
+            passed = _timing.now() - began
             # a matrix never formed is known by this pass alone: one whose ||X||^2 is out of float64's range
             # is refused here, as one in memory is (1e-300 entries were a ZeroDivisionError, 0 / 0)
             check_squared_norm(squared, source.name, nonzero=nnz > 0,
                                largest=float(np.abs(vals).max()) if vals.size else None)
             S = sp.csr_array((vals, (rows, cols)), shape=(n, n))
             s = int(vals.size)
-            own = own_pass_error(squared, vals, exact=s == nnz)
+            own = own_pass_error(squared, vals, exact=s == nnz) if read == n else None  # (unread columns: unknown)
         else:
             rows, cols, vals = _nonzeros(X)
             kept = top_entries(vals, limit)
@@ -532,23 +598,34 @@ class SparseApproximation(Approximation):
             nnz, s = int(vals.size), int(kept.size)
             own = None  # (a comparison scores a matrix in memory exactly, on X)
         self.seconds_ = time.perf_counter() - start
-        exact = s == nnz
+        cut = read < n
+        exact = s == nnz and not cut
         self.S_ = S
         self.n_sparse_ = s
         self.operator_ = SparseOperator(S)
         self.n_stored_ = sparse_count(n, s)
-        self.stop_reason_ = "exact" if exact else "closed_form"
-        self.params_ = {
-            "n_sparse": s,
+        self.stop_reason_ = "time_limit" if cut else ("exact" if exact else "closed_form")
+        # (X's non-zeros, and the numbers that store it exactly, are not known from a cut pass)
+        whole = {"nnz_read": nnz, "columns_read": read} if cut else {
             "matrix_nnz": nnz,  # X's non-zeros
             "nnz": nnz,  # the same, by its first name (a saved fit's record has its own "nnz": the stored count)
+        }
+        self.params_ = {
+            "n_sparse": s,
+            **whole,
             "exact": exact,
             "format": "csr",
             "count_indices": True,
             "index_storage": s + n + 1,
-            "exact_budget": sparse_count(n, nnz),
+            **({} if cut else {"exact_budget": sparse_count(n, nnz)}),
             **({"from": "columns"} if from_columns else {}),
         }
+        if cut:
+            # what a whole pass would take at the speed of the part read: the limit to ask for
+            needed = passed * n / read
+            warnings.warn(f"SparseApproximation's one pass over X did not fit time_limit={self.time_limit:g} s: it "
+                          f"was cut at {read:,} of {n:,} columns (the largest entries of those are kept); a whole "
+                          f"pass needs about {limit_text(needed)} s", ConvergenceWarning, stacklevel=2)
         if own is not None:  # scored exactly by the selection's own pass: a comparison need not sample it
             self.fro_error_, self.rel_error_ = own
             self.error_from_pass_ = True
