@@ -407,3 +407,22 @@ def test_a_pass_over_columns_stops_at_its_time_limit(fake_clock):
     assert whole.stop_reason_ == "closed_form" and "columns_read" not in whole.params_ and fake_clock.time == 10.0
     assert np.array_equal(whole.S_.toarray(), SparseApproximation(n_sparse=k).fit(X).S_.toarray())
     assert whole.fro_error_ == pytest.approx(np.linalg.norm(X - whole.S_.toarray()), rel=1e-12)
+
+
+def test_a_cut_pass_reads_other_columns_than_the_scoring_samples_first(fake_clock):
+    """A cut pass took its blocks in the order the comparison's sampled scoring takes its columns
+    (``default_rng(seed).permutation``): the scoring then sampled only the columns read, where the kept
+    entries are, and underestimated the error (N = 12,000: rel 0.9695 +- 0.0024, exact 0.9910)."""
+    from sfapprox._settings import DEFAULT_SEED
+
+    n = 80
+    X = np.random.default_rng(4).standard_normal((n, n))
+    source = _TimedColumns(X, fake_clock)
+    asked = []
+    real = source._columns
+    source._columns = lambda J: asked.append(np.array(J)) or real(J)
+    with pytest.warns(Warning, match="cut at 32 of 80"):
+        SparseApproximation(n_sparse=40, time_limit=5.0).fit(source)
+    read = np.concatenate(asked)
+    scored_first = np.random.default_rng(DEFAULT_SEED).permutation(n)[: read.size]
+    assert read.size == 32 and np.intersect1d(read, scored_first).size < read.size

@@ -363,6 +363,10 @@ def _top_of_blocks(source, J: np.ndarray, k: int, max_memory: int | None,
     return rows, cols, vals, nnz, squares, read
 
 
+#: The seed stream of a cut pass's column order (:func:`timed_top`), not the scoring's (``default_rng(seed)``).
+ORDER_STREAM = 3
+
+
 def timed_top(source, k: int, max_memory: int | None, deadline: _timing.Deadline | None, seed: int = DEFAULT_SEED):
     """:func:`streamed_top` within ``deadline``, and the columns read: the pass stops where its next block
     would end after it, its result the ``k`` largest entries of the columns read, ``||X||^2`` theirs.
@@ -383,7 +387,10 @@ def timed_top(source, k: int, max_memory: int | None, deadline: _timing.Deadline
     n = source.n
     if deadline is None or isinstance(source, DistributedSource) or source.sparse_matrix is not None:
         return (*streamed_top(source, k, max_memory), n)
-    J = np.random.default_rng(seed).permutation(n)
+    # a stream of its own: the comparison's sampled scoring takes its columns in default_rng(seed)'s permutation,
+    # and a cut pass in that order left it sampling only the columns read (N = 12,000 RBF kernel cut at 3,276
+    # columns: estimated rel 0.9695 +- 0.0024 where the exact error is 0.9910)
+    J = np.random.default_rng([seed, ORDER_STREAM]).permutation(n)
     rows, cols, vals, nnz, squares, read = _top_of_blocks(source, J, k, max_memory, deadline)
     order = np.argsort(rows * n + cols, kind="stable")
     by_column = np.zeros(n)
