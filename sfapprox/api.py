@@ -40,9 +40,11 @@ class FitRun:
     summary : dict
         Errors, iterations, seconds, stop reason, structure (``support``,
         ``base``, ``n_factors``, ``offsets``), device and matrix name.  Its
-        ``seconds`` are the wall time of the fit's whole turn (its structure
-        chosen, the fit, its scoring), as a comparison row's are; its
-        ``fit_seconds`` the estimator's own ``seconds_``.
+        ``seconds`` are the wall time of the fit's whole turn (a source formed,
+        its structure chosen, the fit, its scoring), as a comparison row's are;
+        its ``fit_seconds`` the estimator's own ``seconds_``, the optimizer's;
+        of the rest, ``form_seconds`` forming a source in memory (None where
+        none was formed) and ``scoring_seconds`` scoring the result.
     """
 
     model: Any  # ChordSF
@@ -196,8 +198,11 @@ def fit_matrix(
     with warnings_at_caller():  # a ConvergenceWarning points at the caller's line, as compare's do
         model.fit(target, check_input=False)
     fro, rel, estimate = model.fro_error_, model.rel_error_, None
+    # the model's own final scoring (in memory), or the one from columns below: in seconds, in no fit_seconds
+    scoring = model.params_.get("scoring_seconds")
     if fro is None and model.params_.get("scoring") != "interrupted":
         # fitted from the columns of a matrix never formed: scored from its columns too
+        began = time.perf_counter()
         try:
             scored = estimate_errors(target, {"sf": model.operator_}, seed=settings.seed,
                                      max_memory=settings.max_memory,
@@ -205,6 +210,8 @@ def fit_matrix(
             fro, rel, estimate = scored.fro_error, scored.rel_error, scored.to_dict()
         except KeyboardInterrupt:  # the fit is finished: kept and saved, its error not known (as ChordSF's own)
             model._scoring_stopped()
+        finally:
+            scoring = time.perf_counter() - began
     seconds = time.perf_counter() - start
     summary = {
         "fro_error": fro,
@@ -221,6 +228,10 @@ def fit_matrix(
         "evaluations": model.n_evals_,
         "seconds": seconds,
         "fit_seconds": float(model.seconds_),  # the estimator's own clock: the optimizer's time
+        # of the whole turn, besides the fit: forming a source in memory (None: given a matrix, or fitted from
+        # its columns) and scoring the result (None: nothing scored, as a zero matrix)
+        "form_seconds": model.params_.get("form_seconds"),
+        "scoring_seconds": scoring,
         # of those, compiling the kernels (the first fit after installing; outside the time limit), or None
         "compile_seconds": model.params_.get("compile_seconds"),
         "stop_reason": model.stop_reason_,

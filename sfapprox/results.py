@@ -522,9 +522,9 @@ class Comparison(ShownAsTables):
                                + (" of the methods that finished" if stopped else ""))
         if any((r.error_estimate or {}).get("fro_interval") for r in self.results):
             table.notes.append(ESTIMATED_NOTE)
-        if any(_beyond_fit(r) for r in self.results):
-            # from columns the rows are scored together afterwards, in no row's seconds (a note says the pass's)
-            table.notes.append(SECONDS_NOTE_COLUMNS if self.from_columns else SECONDS_NOTE)
+        note = seconds_note(self.results, from_columns=self.from_columns)
+        if note is not None:
+            table.notes.append(note)
         verdict = self.verdict()
         if verdict is not None:
             table.notes.append(f"verdict: {verdict['text']}")
@@ -555,6 +555,56 @@ SECONDS_NOTE_COLUMNS = "seconds: each method's whole turn (setting up, fit), its
 #: Share of a row's fit seconds, and seconds, its whole turn may exceed them by with no note on the column:
 #: below both the column reads as the fit's time and nothing is misread.
 SECONDS_NOTE_SHARE, SECONDS_NOTE_FLOOR = 0.2, 0.1
+
+
+def seconds_note(rows: list[MethodResult], *, from_columns: bool = False) -> str | None:
+    """The note a table's seconds need (:data:`SECONDS_NOTE`, or :data:`SECONDS_NOTE_COLUMNS` from columns),
+    where a row's whole turn says much more than its fit's own (:func:`_beyond_fit`); None: the seconds read
+    as the fits' and need no word.  Compare's table and sweep's (a column of seconds per method) say it alike.
+
+    Parameters
+    ----------
+    rows : list of MethodResult
+        The rows whose seconds the table shows.
+    from_columns : bool, default=False
+        Whether the rows were scored afterwards in one joint pass (a matrix not formed), in no row's seconds.
+
+    Returns
+    -------
+    str or None
+
+    Examples
+    --------
+    >>> seconds_note([MethodResult("sf", "ok", seconds=5.9, params={"fit_seconds": 1.76})]) == SECONDS_NOTE
+    True
+    >>> seconds_note([MethodResult("tsvd", "ok", seconds=0.012, params={"fit_seconds": 0.008})]) is None
+    True
+    """
+    if not any(_beyond_fit(r) for r in rows):
+        return None
+    # from columns the rows are scored together afterwards, in no row's seconds (a note says the pass's)
+    return SECONDS_NOTE_COLUMNS if from_columns else SECONDS_NOTE
+
+
+def fit_seconds_note(summary: dict[str, Any]) -> str | None:
+    """The note `sfapprox fit` shows under its table where its ``seconds`` (the fit's whole turn) say much
+    more than its ``fit_seconds`` (:func:`_beyond_fit`), in :data:`SECONDS_NOTE`'s words, naming the parts
+    that ran: forming a source (``form_seconds``), setting up, the fit, scoring (``scoring_seconds``).
+
+    Examples
+    --------
+    >>> fit_seconds_note({"seconds": 5.0, "fit_seconds": 2.0, "form_seconds": 2.5, "scoring_seconds": 0.4})
+    "seconds: the fit's whole turn (forming the matrix, setting up, fit, scoring), its fit's own in fit_seconds"
+    >>> fit_seconds_note({"seconds": 0.012, "fit_seconds": 0.008}) is None
+    True
+    """
+    row = MethodResult("sf", "ok", seconds=summary.get("seconds"),
+                       params={k: summary.get(k) for k in ("fit_seconds", "compile_seconds")})
+    if not _beyond_fit(row):
+        return None
+    parts = ["forming the matrix"] if summary.get("form_seconds") is not None else []
+    parts += ["setting up", "fit"] + (["scoring"] if summary.get("scoring_seconds") is not None else [])
+    return f"seconds: the fit's whole turn ({', '.join(parts)}), its fit's own in fit_seconds"
 
 
 def _beyond_fit(r: MethodResult) -> bool:

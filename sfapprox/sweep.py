@@ -35,7 +35,7 @@ from .comparison import (
     settings_with,
     warnings_at_caller,
 )
-from .formats import Column, ShownAsTables, Table, interval_columns, jsonable, printable
+from .formats import Column, ShownAsTables, Table, fmt_seconds, interval_columns, jsonable, printable
 from .results import (
     Comparison,
     MethodResult,
@@ -47,6 +47,7 @@ from .results import (
     matrix_from,
     read_field,
     record_label,
+    seconds_note,
     warn_unknown_methods,
 )
 from .sources import MatrixSource
@@ -361,6 +362,11 @@ class Sweep(ShownAsTables):
         n = self.matrix["n"]
         columns = [Column("budget", "budget"), Column("share", "% of N²", priority=10)]
         columns += [Column(m, m) for m in self.methods]
+        # each method's seconds (its whole turn, as compare's column) after the errors, read side by side; a narrow
+        # window leaves them out first, the last method's first
+        count = len(self.methods)
+        columns += [Column(_seconds_key(m), _seconds_key(m), priority=_SECONDS_PRIORITY + count - k)
+                    for k, m in enumerate(self.methods)]
         # X all zeros has no relative error ("–" in every cell): the absolute one, and the title says so
         zero = self.matrix.get("fro_norm") == 0
         error, interval = ("fro_error", "fro_interval") if zero else ("rel_error", "rel_interval")
@@ -392,6 +398,9 @@ class Sweep(ShownAsTables):
                     data[f"{m} status"] = stop if stop in ("time_limit", "max_iter") else r.status
                 # "0.31 ± 0.004" when estimated, "(time_limit)" after a fit stopped on it, "n/a" (as compare's repr)
                 cells[m] = "–" if r is None else error_text(r, absolute=zero)
+                # "–" where none was recorded (an older file's row, a method not run at this budget)
+                cells[_seconds_key(m)] = fmt_seconds(None if r is None else r.seconds)
+                data[_seconds_key(m)] = None if r is None else r.seconds
                 if r is None:
                     pass
                 elif r.status == "interrupted" and getattr(r, error) is not None:  # its best factors, scored (as compare)
@@ -411,6 +420,7 @@ class Sweep(ShownAsTables):
             cells = {"budget": f"{budget:,}", "share": f"{100 * budget / n**2:.2f}%"}
             table.add({**cells, **{m: "skipped" for m in self.methods}},
                       data={"budget": budget, "share": 100 * budget / n**2, **{m: None for m in self.methods},
+                            **{_seconds_key(m): None for m in self.methods},
                             **{f"{m} status": "skipped" for m in self.methods}})
         every = [p.budget for p in self.points] + list(self.skipped)
         if self.skipped:
@@ -418,6 +428,10 @@ class Sweep(ShownAsTables):
         table.notes.extend(_reason_notes(reasons, self.methods, every))
         if any("(time_limit)" in row.get(m, "") or "(max_iter)" in row.get(m, "") for row in table.rows for m in self.methods):
             table.notes.append("(time_limit) / (max_iter): the fit stopped on that limit before converging")
+        # compare's note on its seconds, once (a sweep's points are all formed, or all from columns)
+        for note in dict.fromkeys(seconds_note(p.results, from_columns=p.from_columns) for p in self.points):
+            if note is not None:
+                table.notes.append(note)
         table.notes.extend(f"note: {n}" for n in grouped_notes(self.points))  # once each
         return [table]
 
@@ -491,6 +505,16 @@ class Sweep(ShownAsTables):
         warn_unknown_methods(_cells_once(points, names))
         skipped = _skipped_once(read_field(data, "skipped", "", "counts") or [], points)
         return cls(matrix, names, points, settings, versions, skipped)
+
+
+#: The priority of the methods' seconds columns (:class:`~sfapprox.formats.Column`): above "% of N²"'s, so that
+#: a narrow window leaves that out first, as compare's leaves "of budget" out before its seconds.
+_SECONDS_PRIORITY = 10
+
+
+def _seconds_key(method: str) -> str:
+    """The key and title of ``method``'s column of seconds in a sweep's table (and its CSV's)."""
+    return f"{method} seconds"
 
 
 def _named_once(names: list[str]) -> list[str]:

@@ -314,6 +314,9 @@ def test_a_fits_seconds_are_its_whole_turn_as_a_comparison_rows_and_fit_seconds_
     summary = run.summary
     assert summary["fit_seconds"] == pytest.approx(run.model.seconds_)
     assert summary["seconds"] - summary["fit_seconds"] >= 0.3 * 0.99  # the scoring's sleep, in seconds alone
+    # and told apart: the scoring's own seconds hold the sleep; an array given, nothing was formed
+    assert summary["scoring_seconds"] >= 0.3 * 0.99 and summary["form_seconds"] is None
+    assert summary["fit_seconds"] + summary["scoring_seconds"] <= summary["seconds"]
     saved = json.loads((tmp_path / "fit.json").read_text())
     assert saved["seconds"] == pytest.approx(summary["seconds"]) and saved["fit_seconds"] == pytest.approx(summary["fit_seconds"])
 

@@ -72,6 +72,30 @@ def test_fit_says_its_seconds_as_a_comparison_row_does(tmp_path, small_mtx):
     assert "fit_seconds" in res.output  # the table shows both
 
 
+def test_fit_of_a_source_tells_the_forming_and_the_scoring_apart_from_the_fit(tmp_path, monkeypatch):
+    """`fit points.csv --kernel rbf`: its seconds held forming the kernel matrix and scoring the fit beside the
+    fit's own, which nothing told apart; the JSON and the table now give each (compare's format, "0.31"), and
+    the table's note says what the seconds hold where they say much more than the fit's."""
+    import time
+
+    from sfapprox import KernelMatrix
+    from sfapprox.results import fit_seconds_note
+
+    to_dense = KernelMatrix.to_dense
+    monkeypatch.setattr(KernelMatrix, "to_dense", lambda self, *a, **k: (time.sleep(0.5), to_dense(self, *a, **k))[1])
+    points, js = tmp_path / "points.csv", tmp_path / "fit.json"
+    np.savetxt(points, np.random.default_rng(0).standard_normal((40, 3)), delimiter=",")
+    res = invoke("fit", points, "--kernel", "rbf", "--iters", 5, "--device", "cpu", "--json", js)
+    assert res.exit_code == 0, res.output
+    summary = json.loads(js.read_text())
+    assert summary["form_seconds"] >= 0.5 * 0.99 and summary["scoring_seconds"] >= 0
+    assert summary["fit_seconds"] + summary["form_seconds"] + summary["scoring_seconds"] <= summary["seconds"]
+    shown = dict(re.findall(r"(\w*seconds)\W+([0-9.]+)", res.output))
+    assert shown == {k: f"{summary[k]:.2f}" for k in ("seconds", "fit_seconds", "form_seconds", "scoring_seconds")}
+    note = fit_seconds_note(summary)
+    assert note is not None and "forming the matrix" in note and note in " ".join(res.output.split())
+
+
 def test_fit_table_writes_counts_as_compare_does(tmp_path):
     """fit's table said "max_iter 20000" and "nnz 27000" where compare writes 27,000."""
     path = tmp_path / "m.npy"
@@ -561,6 +585,10 @@ def test_fit_of_a_kernel_over_the_memory_limit_runs_from_columns(tmp_path):
     summary = json.loads(js.read_text())
     assert summary["path"] == "columns" and summary["iterations"] == 30 and summary["epochs"] == 15
     assert summary["error_estimate"]["exact"] and 0 < summary["rel_error"] < 1
+    # never formed: no forming in its seconds; its scoring from columns told apart from the fit's own
+    assert summary["form_seconds"] is None and "form_seconds" not in res.output
+    assert 0 < summary["scoring_seconds"] < summary["seconds"] and "scoring_seconds" in res.output
+    assert summary["fit_seconds"] + summary["scoring_seconds"] <= summary["seconds"]
     from sfapprox import KernelMatrix, load_factors
 
     K = KernelMatrix(np.loadtxt(points, delimiter=","))

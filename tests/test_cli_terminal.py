@@ -996,3 +996,44 @@ def test_a_narrow_sweep_line_cuts_the_matrix_s_name_never_the_budget():
             line = shown(room, method)
             assert cell_len(line) <= room and line.endswith(method), (room, line)
             assert "(144,000)" in line or "(" not in line, (room, line)  # never "(144…" nor "(1…"
+
+
+def _sweep_json(path: Path) -> Path:
+    """A sweep's JSON as `sweep --json` writes it (three methods, each row's seconds and its fit's own)."""
+    from sfapprox.results import Comparison, MethodResult
+    from sfapprox.sweep import Sweep
+
+    info = {"name": "graph", "n": 24, "fro_norm": 5.0}
+    points = [Comparison(info, b, str(b), [
+        MethodResult("sf", "ok", b, 1.0, 0.1889, 20.89, {"fit_seconds": 4.3, "stop_reason": "max_iter"}),
+        MethodResult("tsvd", "ok", b - 2, 1.5, 0.3523, 0.0123, {"fit_seconds": 0.01}),
+        MethodResult("sparse", "ok", b, 0.1, 0.0085, 0.0031, {"fit_seconds": 0.002})]) for b in (240, 480, 576)]
+    path.write_text(json.dumps(Sweep(info, ["sf", "tsvd", "sparse"], points).to_dict()))
+    return path
+
+
+@pytest.mark.parametrize("columns", [60, 80])
+def test_a_sweep_s_seconds_fit_a_narrow_window_never_cut(tmp_path, columns):
+    """A sweep's table now has each method's seconds: at 60 and 80 columns every line fits, the errors and
+    sf's seconds stay whole, the seconds that give way are named under the table, and compare's note says
+    what the seconds hold; piped, every column on one header line."""
+    from sfapprox.results import SECONDS_NOTE
+
+    path = _sweep_json(tmp_path / "sweep.json")
+    code, text = run_in_terminal(["report", path], columns=columns)
+    text = plain(text)
+    assert code == 0, text
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert all(cell_len(line) <= columns for line in lines), text
+    body = [line.split() for line in lines if line.split() and line.split()[0] in ("240", "480", "576")]
+    assert len(body) == 3 and all("0.1889" in row and "20.89" in row for row in body), text
+    assert SECONDS_NOTE in " ".join(text.split())
+    if columns == 60:  # the last methods' seconds give way first, said
+        assert "left out to fit the window" in text and "sparse seconds" in " ".join(text.split())
+    else:
+        assert all("0.01" in row and "0.00" in row for row in body), text
+    piped = subprocess.run([sys.executable, "-m", "sfapprox", "report", str(path)], capture_output=True, text=True,
+                           cwd=ROOT, env={k: v for k, v in os.environ.items() if k != "COLUMNS"}, timeout=60)
+    assert piped.returncode == 0, piped.stderr
+    assert any(all(t in line for t in ("sf seconds", "tsvd seconds", "sparse seconds")) for line in
+               piped.stdout.splitlines()), piped.stdout

@@ -641,3 +641,16 @@ def test_the_seconds_note_fits_a_comparison_from_columns_and_leaves_older_rows_a
     older = MethodResult("sf", "ok", 10, 1.0, 0.1, 11.0, {"compile_seconds": 9.8})
     notes = Comparison({"name": "m", "n": 4}, 10, "sf", [older]).tables()[0].notes
     assert SECONDS_NOTE not in notes and SECONDS_NOTE_COLUMNS not in notes
+
+
+def test_fit_s_seconds_note_names_the_parts_that_ran_in_compare_s_words():
+    """`fit`'s table said "seconds" and "fit_seconds" with no word on what the first holds beside the second
+    (forming a kernel matrix, scoring): its note says it as compare's does, naming only what ran."""
+    from sfapprox.results import SECONDS_NOTE, fit_seconds_note
+
+    formed = {"seconds": 5.0, "fit_seconds": 2.0, "form_seconds": 2.5, "scoring_seconds": 0.4}
+    assert fit_seconds_note(formed) == ("seconds: the fit's whole turn (forming the matrix, setting up, fit, "
+                                        "scoring), its fit's own in fit_seconds")
+    assert fit_seconds_note({**formed, "form_seconds": None}).startswith("seconds: the fit's whole turn (setting up,")
+    assert fit_seconds_note({"seconds": 2.05, "fit_seconds": 2.0, "scoring_seconds": 0.05}) is None
+    assert SECONDS_NOTE.endswith("its fit's own in params.fit_seconds")  # the same sentence, compare's key

@@ -777,3 +777,54 @@ def test_the_default_budgets_note_writes_them_thousands_separated(tmp_path):
     out = CliRunner().invoke(app, ["sweep", str(path), "--methods", "tsvd", "--time-limit", "0"])
     text = " ".join(out.output.split())
     assert out.exit_code == 0 and "budgets: 600, 1,201, 1,802, 2,402, 3,603 (0.5 to 3 times" in text, text
+
+
+def _timed_sweep(fit_seconds: float | None, *, from_columns: bool = False):
+    """A sweep of two budgets whose rows record seconds (and, unless None, the fits' own)."""
+    from sfapprox.results import Comparison, MethodResult
+    from sfapprox.sweep import Sweep
+
+    info = {"name": "graph", "n": 10, "fro_norm": 5.0, **({"compared_from": "columns"} if from_columns else {})}
+    fit = {} if fit_seconds is None else {"fit_seconds": fit_seconds}
+    points = [Comparison(info, b, str(b), [
+        MethodResult("sf", "not applicable", reason="too small") if b < 60 else
+        MethodResult("sf", "ok", b, 1.0, 0.2, 5.9, dict(fit)),
+        MethodResult("tsvd", "ok", b - 2, 1.5, 0.3, 0.0123, {"fit_seconds": 0.01})]) for b in (40, 80)]
+    return Sweep(info, ["sf", "tsvd"], points)
+
+
+def test_a_sweep_s_table_gives_each_method_s_seconds_as_compare_s_does():
+    """A sweep's table (terminal, markdown, a notebook's HTML) had no seconds though its JSON has them per
+    point: each method's now has a column of them, in compare's format, with compare's note where a row's
+    whole turn says much more than its fit's own; the CSV has the values."""
+    from sfapprox.formats import render_markdown
+    from sfapprox.results import SECONDS_NOTE, SECONDS_NOTE_COLUMNS
+
+    s = _timed_sweep(1.76)
+    (table,) = s.tables()
+    assert [c.title for c in table.columns][-2:] == ["sf seconds", "tsvd seconds"]
+    assert [(row["sf seconds"], row["tsvd seconds"]) for row in table.rows] == [("–", "0.01"), ("5.90", "0.01")]
+    assert [d["sf seconds"] for d in table.data] == [None, 5.9]  # full precision in the CSV, empty where none
+    assert table.notes.count(SECONDS_NOTE) == 1 and SECONDS_NOTE_COLUMNS not in table.notes
+    markdown = render_markdown([table])
+    assert "| sf seconds | tsvd seconds |" in markdown and "| 5.90 | 0.01 |" in markdown
+    assert "<th>sf seconds</th>" in s._repr_html_().replace(' style="text-align: right"', "")
+    # the fit's own seconds close to the whole turn: nothing to misread, no note (as compare)
+    assert SECONDS_NOTE not in _timed_sweep(5.8).tables()[0].notes
+    # from columns, scored in one joint pass outside every row's seconds: compare's note for that
+    assert SECONDS_NOTE_COLUMNS in _timed_sweep(1.76, from_columns=True).tables()[0].notes
+
+
+def test_an_older_sweep_file_without_seconds_shows_dashes():
+    """A sweep's JSON written before its rows had seconds (or fit_seconds) still reads and shows: "–"."""
+    from sfapprox.formats import render_markdown
+    from sfapprox.sweep import Sweep
+
+    data = _timed_sweep(None).to_dict()
+    for point in data["points"]:
+        for row in point["results"]:
+            row.pop("seconds", None)
+            row["params"].pop("fit_seconds", None)
+    (table,) = Sweep.from_dict(data).tables()
+    assert {row[f"{m} seconds"] for row in table.rows for m in ("sf", "tsvd")} == {"–"}
+    assert "| – | – |" in render_markdown([table]) and not any(n.startswith("seconds:") for n in table.notes)

@@ -13,7 +13,9 @@ import typer
 from .._atomic import FileStamp, OutputError, OutputExistsError, output_target, stream_kind
 from .._errors import ParameterError
 from .._settings import SF_BASE, SF_FTOL, SF_GTOL, SF_INIT, SF_NAMED_INITS, SF_SUPPORT
-from ..formats import fact_text, jsonable, limit_text
+from rich.text import Text
+
+from ..formats import fact_text, fmt_seconds, jsonable, limit_text
 from . import _options as o
 from ._app import EXIT_INTERRUPTED, announce_start, app, error_boundary, read_matrix, show_notes, stop_cause
 from ._render import (check_distinct, check_output, compiling_note, err, fit_progress, is_stdout, note, out,
@@ -58,7 +60,7 @@ def fit(
         # here, not at the top: --help loads no numpy (tests/test_cli_terminal.py)
         from ..api import fit_matrix
         from ..budget import parse_budget
-        from ..results import matrix_label
+        from ..results import fit_seconds_note, matrix_label
 
         if budget is not None:
             parse_budget(budget)
@@ -115,9 +117,12 @@ def fit(
                 run, failures = exc.run, exc.failures  # the fit is done: its table is shown, then what failed
         summary = run.summary
         # What the library resolved, not only what was asked: structure, limits, device, threads.
-        rows = [(k, _error(summary, k) if k in _INTERVALS else fact_text(summary[k]))
-                for k in ("fro_error", "rel_error", "nnz", "n_factors", "base", "iterations", "evaluations", "seconds",
-                          "fit_seconds", "stop_reason", "init", "path", "time_limit", "max_iter", "device", "dtype", "threads")]
+        rows = [(k, _error(summary, k) if k in _INTERVALS else fmt_seconds(summary[k]) if k in _SECONDS
+                 else fact_text(summary[k]))
+                for k in ("fro_error", "rel_error", "nnz", "n_factors", "base", "iterations", "evaluations", *_SECONDS,
+                          "stop_reason", "init", "path", "time_limit", "max_iter", "device", "dtype", "threads")
+                # forming and scoring said where they ran (a source formed, a result scored)
+                if k not in _PARTS or summary.get(k) is not None]
         if summary["init"] == "saved" and init not in SF_NAMED_INITS:  # which file it resumed (or refined): not
             # "saved" alone, which named none (the JSON's settings do)
             rows = [(k, f"saved ({init})" if k == "init" else v) for k, v in rows]
@@ -131,6 +136,9 @@ def fit(
         claimed = is_stdout(out_path) or is_stdout(json_path)  # "-" included
         console = err if claimed else out
         show_key_values(console, f"SF fit of {label}", rows, ascii=not writes_glyphs(console))
+        said = fit_seconds_note(summary)  # as compare's table says its seconds, under it
+        if said is not None:
+            console.print(Text(said))
         if to_stdout:
             sys.stdout.write(json.dumps(jsonable(run.record()), indent=2) + "\n")  # as a --json file has it
         failed = {os.path.abspath(exc.path) for exc in failures}
@@ -196,6 +204,12 @@ def _advise(summary: dict, settings, n: int | None = None) -> None:
         note(f"note: the fit stopped after its {summary['iterations']:,} iterations before its tolerances were met; "
              "--iters allows a closer fit")
 
+
+#: The summary's seconds in its table (in compare's format, :func:`~sfapprox.formats.fmt_seconds`): the whole
+#: turn, the fit's own, and of the rest, forming a source and scoring the result (:data:`_PARTS`).
+_SECONDS = ("seconds", "fit_seconds", "form_seconds", "scoring_seconds")
+#: Those the table shows only where they ran: a matrix given, nothing was formed.
+_PARTS = ("form_seconds", "scoring_seconds")
 
 #: The summary's errors and the keys of their 95 % intervals when they are estimated.
 _INTERVALS = {"fro_error": "fro_interval", "rel_error": "rel_interval"}

@@ -432,7 +432,9 @@ class ChordSF(Approximation):
     stop_reason_ : str
     seconds_ : float
         Optimizer wall time, the loading (or compiling) of the compiled
-        kernels included.
+        kernels included.  Not in it: forming a source
+        (``params_["form_seconds"]``) and the final scoring of the result
+        (``params_["scoring_seconds"]``), each recorded where it ran.
     fro_error_, rel_error_ : float or None
         Frobenius error of the returned factors, evaluated in float64; None
         after a fit from the column blocks of a source that is not in memory
@@ -607,8 +609,11 @@ class ChordSF(Approximation):
             preparing.end()  # (its stages name themselves)
             return self._fit_columns(columns_within(X, self._max_memory_bytes, self.__dict__.get("_matrix_name", "X")),
                                      fit_begin)
+        formed = None  # seconds of forming a source (a kernel of 8,000 points: 27 s), in no optimizer's time
         if isinstance(X, MatrixSource):
+            began = _timing.now()
             X = X.to_dense(self._max_memory_bytes)
+            formed = _timing.now() - began
         n = X.shape[0]
         butterfly = self.support == "butterfly"
         device, dtype, offsets, n_factors, limit = self._check_in_memory(X)
@@ -721,6 +726,8 @@ class ChordSF(Approximation):
             self.params_["evaluation_seconds"] = float(f"{first['eval_seconds']:.4g}")  # (microseconds at small N)
         if compiled is not None:
             self.params_["compile_seconds"] = round(compiled, 2)
+        if formed is not None:
+            self.params_["form_seconds"] = formed
         if self.stop_reason_ in (_solver.StopReason.MAX_ITER, _solver.StopReason.TIME_LIMIT):
             warnings.warn(
                 f"SF stopped on its {reason.replace('_', ' ')} ({self.n_iter_:,} iterations) before "
@@ -1370,10 +1377,14 @@ class ChordSF(Approximation):
         # Unscored, the optimizer's own figure of the best point (in the fit's dtype) stands for it
         measured = self.starts_.get(self.init_, {}).get("fro_error")
         unscored = (None, None) if measured is None else (measured, measured / fro if fro > 0 else None)
-        if not self._scored(score, unscored):
-            return
-        if self.rel_error_ is not None and self.rel_error_ > 1.0:
-            self._scored(lambda: self._at_best_multiple(values, dense, fro, sums["inner"], sums["square"]))
+        began = _timing.now()
+        try:
+            if self._scored(score, unscored) and self.rel_error_ is not None and self.rel_error_ > 1.0:
+                self._scored(lambda: self._at_best_multiple(values, dense, fro, sums["inner"], sums["square"]))
+        finally:
+            # the final scoring (its apply kernels' compiling on a fresh install included): after the optimizer,
+            # in no fit_seconds (seconds_), told apart by fit_matrix's summary as compare's row tells its whole turn
+            self.params_["scoring_seconds"] = _timing.now() - began
 
     def _apply_kernels_ready(self, n: int) -> None:
         """The compiled apply kernels the CPU scoring of an ``n x n`` product runs, compiled (or loaded)
