@@ -252,14 +252,18 @@ def _cgroup_mounts() -> list[tuple[str, frozenset[str], str, str]]:
 
 def _mountinfo_lines() -> list[bytes]:
     """The lines of :data:`PROC_MOUNTINFO` (bytes: a mount point may be any bytes); none if unreadable."""
+    # line by line: a read of the whole limit at once allocated its 4 MiB for a file of a few KiB, on every
+    # default memory limit asked for; a line that would pass the limit is not read ("rw,cpu" of "rw,cpuset")
+    lines, size = [], 0
     try:
         with open(PROC_MOUNTINFO, "rb") as fh:
-            data = fh.read(_MOUNTINFO_MAX)
+            for line in fh:
+                size += len(line)
+                if size > _MOUNTINFO_MAX:
+                    break
+                lines.append(line.rstrip(b"\n"))
     except OSError:
         return []
-    lines = data.splitlines()
-    if len(data) >= _MOUNTINFO_MAX:  # cut: its last line may be a part ("rw,cpu" of "rw,cpuset")
-        lines = lines[:-1]
     return lines
 
 

@@ -253,3 +253,19 @@ def test_a_mountinfo_cut_at_the_read_limit_drops_its_last_line(fake_cgroup, host
     assert R.cgroup_cpu_limit() is None
     monkeypatch.setattr(R, "_MOUNTINFO_MAX", 1 << 22)
     assert R.cgroup_cpu_limit() is None  # whole: cpuset is not cpu either
+
+
+def test_reading_mountinfo_holds_about_the_file_not_its_read_limit(fake_cgroup, host_64g):
+    """A read of the whole limit at once allocated its 4 MiB for a file of a few hundred bytes, on every
+    default memory limit asked for (a sparse selection's traced peak, checked against its working memory,
+    grew by it)."""
+    import tracemalloc
+
+    fake_cgroup("0::/\n", {"memory.max": str(GIB)}, mountinfo=_mountinfo("/ {root} rw - cgroup2 cgroup2 rw"))
+    tracemalloc.start()
+    try:
+        assert R.cgroup_memory_limit() == GIB
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < R._MOUNTINFO_MAX // 16
