@@ -530,6 +530,28 @@ def test_dask_local_cluster(tmp_path):
     assert s.written == 2 and dict(s.statuses) == {"ok": 2}
 
 
+def test_a_dask_batch_leaves_no_error_in_the_schedulers_log(tmp_path):
+    """Each task's first look at its matrix's record of the methods sent (a ``distributed.Variable`` never
+    set) made the scheduler log a TimeoutError as an ERROR with its traceback: one per matrix, every run."""
+    import logging
+
+    distributed = pytest.importorskip("dask.distributed")
+    errors: list[str] = []
+    handler = logging.Handler(logging.ERROR)
+    handler.emit = lambda record: errors.append(f"{record.name}: {record.getMessage()}")  # type: ignore[method-assign]
+    logging.getLogger("distributed").addHandler(handler)  # (dask's loggers do not reach pytest's caplog)
+    try:
+        m = write_manifest(tmp_path / "m.toml", gen_entry("a"), gen_entry("b", "circulant"))
+        with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                      dashboard_address=None) as cluster:
+            s = run_batch(m, tmp_path / "out", BatchOptions(methods=("tsvd",)), executor="dask",
+                          scheduler=cluster.scheduler_address)
+    finally:
+        logging.getLogger("distributed").removeHandler(handler)
+    assert dict(s.statuses) == {"ok": 2}
+    assert not errors
+
+
 def test_dask_missing_is_a_clear_error(tmp_path, monkeypatch):
     m = write_manifest(tmp_path / "m.toml", gen_entry("a"))
     monkeypatch.setitem(sys.modules, "dask.distributed", None)  # import fails as if not installed
@@ -1241,6 +1263,9 @@ def _without_a_scheduler(monkeypatch):
 
         def __init__(self, client):
             self.client, self.sent, self.unwritten = client, {}, []
+
+        def expect(self, tasks):
+            pass
 
         def receive(self, write):
             pass

@@ -9,6 +9,7 @@ the files written are whole.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import re
@@ -725,3 +726,59 @@ def test_blocking_hang_ups_for_children_puts_back_the_callers_mask():
         assert signal.SIGHUP in signal.pthread_sigmask(signal.SIG_BLOCK, [])
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+# ---------------------------------------------------------------------------
+# A batch on a Dask cluster: the stop reaches the fit running on a worker
+# ---------------------------------------------------------------------------
+
+
+class _Records(logging.Handler):
+    """The log records of a logger (dask's loggers do not propagate to pytest's caplog)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def test_a_stopped_dask_batch_frees_its_worker_and_leaves_no_errors_in_the_clusters_log(tmp_path):
+    """Cancelling a Dask task does not stop it: SIGINT during an SF fit ended the batch (exit 130), but
+    the fit ran on, to its last iteration, on the worker's one thread, which the next batch waited for.
+    And every matrix's first look at its record of methods sent logged a TimeoutError as an ERROR with
+    its traceback in the scheduler's log."""
+    distributed = pytest.importorskip("dask.distributed")
+    log = _Records()
+    logging.getLogger("distributed").addHandler(log)
+    manifest = tmp_path / "m.toml"
+    manifest.write_text('[[matrix]]\nname = "a"\ncategory = "attention"\ngenerator = "attention"\n'
+                        'params = {n = 64, beta = 2.0}\n')
+    out = tmp_path / "out"
+    try:
+        with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
+                                      dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+            cli = Cli("batch", manifest, "--out-dir", out, "--methods", "tsvd,sf", "--iters", "1000000",
+                      "--time-limit", "0", "--device", "cpu", "--executor", "dask", "--scheduler", cluster.scheduler_address)
+            deadline = time.monotonic() + 120
+            while not (out / "results.jsonl").is_file() or not (out / "results.jsonl").read_text():
+                if cli.proc.poll() is not None or time.monotonic() > deadline:
+                    cli.proc.kill()
+                    pytest.fail(f"tsvd's line never came; stderr: {''.join(cli.stderr)}")
+                time.sleep(0.05)
+            time.sleep(1.0)  # SF is fitting on the worker
+            cli.interrupt(signal.SIGINT)
+            stderr = "".join(cli.stderr)
+            assert cli.proc.returncode == 130, stderr
+            assert "Traceback" not in stderr and "run the same command again to resume" in stderr
+            # the worker's one thread is free again: a task runs within seconds (SF's first iterations come after
+            # its kernels are compiled), not after the abandoned fit's million iterations (minutes)
+            start = time.monotonic()
+            assert client.submit(abs, -1, pure=False).result(timeout=60) == 1
+            print(f"the worker was free {time.monotonic() - start:.2f} s after the batch ended")
+    finally:
+        logging.getLogger("distributed").removeHandler(log)
+    assert [json.loads(line)["method"] for line in (out / "results.jsonl").read_text().splitlines()] == ["tsvd"]
+    assert not [p.name for p in out.rglob("*.tmp")]
+    assert not [f"{r.name}: {r.getMessage()}" for r in log.records if r.levelno >= logging.ERROR]

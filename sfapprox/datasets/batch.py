@@ -75,7 +75,8 @@ from .results_file import (
     repair_results,
     supersede_results,
 )
-from .runner import BatchOptions, MatrixTask, base_record, factors_name, run_matrix, stamp, unavailable_records
+from .runner import (BatchOptions, MatrixTask, base_record, factors_name, run_matrix, stamp, stop_when_abandoned,
+                     unavailable_records)
 
 __all__ = ["BatchOptions", "BatchSummary", "MatrixTask", "run_batch", "run_matrix", "plan", "expand_weights", "RESULTS_FILE",
            "REPORT_FILES", "foreign_reports", "remember_reports", "missing_factors"]
@@ -1267,10 +1268,10 @@ def _run_on_dask(channel: str, task: MatrixTask) -> list[dict[str, Any]]:
     try:  # (the worker's client; released below: the queue counts its users)
         queue, sent = Queue(channel), _sent_variable(channel, task.entry.name)
         done = set(sent.get(timeout=0))
-    except TimeoutError:  # the task's first try: nothing sent yet
+    except TimeoutError:  # unset (the batch sets it before the tasks start: see _DaskRecords.expect)
         done = set()
     except Exception:  # noqa: BLE001 - no queue, no stream: the records come with the task's result
-        return run_matrix(task)
+        return run_matrix(task, on_event=stop_when_abandoned())
 
     def send(record: dict[str, Any]) -> None:
         # pickled (the queue takes msgpack's types only); put waits for the scheduler to hold it, so the record
@@ -1284,7 +1285,9 @@ def _run_on_dask(channel: str, task: MatrixTask) -> list[dict[str, Any]]:
 
     rest = tuple(m for m in task.methods if m not in done)
     try:
-        return run_matrix(dataclasses.replace(task, methods=rest), on_record=send) if rest else []
+        # (stop_when_abandoned: a stopped batch's fit stops, where it kept the worker busy to its end)
+        return run_matrix(dataclasses.replace(task, methods=rest), on_record=send,
+                          on_event=stop_when_abandoned()) if rest else []
     finally:
         with contextlib.suppress(Exception):
             queue.close()
@@ -1309,6 +1312,16 @@ class _DaskRecords(_Received):
         self.queue = _on_scheduler(Queue, f"sfapprox-batch-{os.getpid()}-{time.monotonic_ns()}", client=client)
         self.name = self.queue.name
         self.unwritten: list[dict[str, Any]] = []
+        self.matrices: list[str] = []
+
+    def expect(self, tasks: list[MatrixTask]) -> None:
+        """Give each task's variable of the methods sent (:func:`_sent_variable`) its first value, none yet.
+
+        Read unset, with no wait, the scheduler raised, and logged the TimeoutError as an ERROR with its
+        traceback: one in the cluster's log for every matrix of every Dask batch."""
+        for task in tasks:
+            _on_scheduler(_sent_variable(self.name, task.entry.name, self.client).set, [])
+            self.matrices.append(task.entry.name)
 
     def receive(self, write: Callable[[dict], None]) -> None:
         """Write the records on the queue now; a pair's second one (its task retried by Dask on another worker,
@@ -1324,7 +1337,7 @@ class _DaskRecords(_Received):
     def close(self) -> None:
         """Release the queue, and the matrices' variables of what was sent (:func:`_run_on_dask`)."""
         with contextlib.suppress(Exception):  # a scheduler gone took its queue with it
-            for matrix in self.sent:
+            for matrix in dict.fromkeys([*self.matrices, *self.sent]):
                 _sent_variable(self.name, matrix, self.client).delete()
             self.queue.close()
 
@@ -1349,6 +1362,7 @@ def _run_dask(tasks: list[MatrixTask], client, write: Callable[[dict], None], em
     finished = interrupted = False
     try:
         channel = _DaskRecords(client)
+        channel.expect(tasks)
         futures = _map_on_dask(client, functools.partial(_run_on_dask, channel.name), tasks)
         owner = {f.key: t for f, t in zip(futures, tasks)}
         for task in tasks:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -296,6 +297,37 @@ def abandoned() -> bool:
     except (ImportError, ValueError, AttributeError):  # not on a worker (get_worker: ValueError), another dask
         return False
     return state is not None and getattr(state, "state", None) in ("cancelled", "released", "forgotten")
+
+
+def stop_when_abandoned(every: float = 0.2) -> Event:
+    """A progress handler for :func:`run_matrix` in a Dask task: it stops the running method (a
+    ``KeyboardInterrupt``, as Ctrl-C stops it) once the task is :func:`abandoned`.
+
+    Cancelling a task does not stop it: a batch stopped during a long SF fit left the fit running on
+    the worker to its end, its thread busy (the next batch's matrices waited for it) and its result
+    thrown away.  Checked at most every ``every`` seconds (each iteration and phase calls it).
+
+    Parameters
+    ----------
+    every : float, default=0.2
+        Seconds between two looks at the task's state.
+
+    Returns
+    -------
+    callable
+        ``on_event(kind, **info)``.
+    """
+    last = [time.monotonic()]
+
+    def on_event(kind: str, **info: Any) -> None:
+        now = time.monotonic()
+        if now - last[0] < every:
+            return
+        last[0] = now
+        if abandoned():
+            raise KeyboardInterrupt
+
+    return on_event
 
 
 def unavailable_records(task: MatrixTask, exc: BaseException) -> list[dict[str, Any]]:
