@@ -2081,3 +2081,19 @@ def test_a_text_entry_records_the_marks_it_was_read_with_and_its_report_shows_th
     write_manifest(m, entry.format('delimiter = ";"'))
     run_batch(m, out, BatchOptions(methods=("tsvd",), data_dir=str(data)))
     assert lines(out)[-1]["matrix_info"]["recipe"] == {"covariance": False, "delimiter": ";"}
+
+
+def test_an_abandoned_dask_task_is_stopped_only_inside_a_fit(monkeypatch):
+    """stop_when_abandoned raises Ctrl-C's KeyboardInterrupt on a fit's iteration (its run catches it and
+    keeps the pair unwritten), never on run_matrix's "method" event: that one is outside the guard, and a
+    worker whose task raises KeyboardInterrupt is closed by Dask."""
+    from sfapprox.datasets import runner
+
+    monkeypatch.setattr(runner, "abandoned", lambda: True)
+    on_event = runner.stop_when_abandoned(every=0.0)
+    try:
+        on_event("method", matrix="a", method="sf")
+    except KeyboardInterrupt:
+        pytest.fail("raised on the method event, outside a fit")
+    with pytest.raises(KeyboardInterrupt):
+        on_event("iteration", matrix="a", it=3)

@@ -320,8 +320,10 @@ def stop_when_abandoned(every: float = 0.2) -> Event:
     last = [time.monotonic()]
 
     def on_event(kind: str, **info: Any) -> None:
+        # only inside a fit, whose run catches it as Ctrl-C: raised by another event (run_matrix's "method",
+        # outside that guard) it reached the worker, which Dask closes on a task's KeyboardInterrupt
         now = time.monotonic()
-        if now - last[0] < every:
+        if kind != "iteration" or now - last[0] < every:
             return
         last[0] = now
         if abandoned():
