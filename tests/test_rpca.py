@@ -1188,6 +1188,7 @@ def test_a_sparse_x_in_memory_reproduced_by_its_entries_stops_there(method, monk
     X = sp.random_array((60, 60), density=0.05, random_state=7, format="csr")
     est = RobustPCA(budget=4 * X.nnz, method=method, time_limit=None, device="cpu").fit(X)
     assert not ran and est.stop_reason_ == "exact" and est.params_["converged"]
+    assert "svd" not in est.params_  # (none ran: its kind is no fact of this fit)
     assert _err(X.toarray(), est) == 0.0 and (est.rank_, est.n_sparse_) == (0, X.nnz)
     assert [g.get("skipped") for g in est.params_["grid"]] == ["exact"] * (len(est.params_["grid"]) - 1) + [None]
     if method == "pcp":

@@ -1280,7 +1280,9 @@ class RobustPCA(Approximation):
             "iterations": best.n_iter,
             "converged": best.stop_reason in ("exact", "converged"),
             **({"splits_skipped": skipped} if skipped else {}),
-            "svd": "exact" if _use_exact_svd(n, rank) else "subspace",
+            # (the kept split's rank-r step; an all-sparse one has none, and where X's own entries settled the
+            # fit no SVD ran at all)
+            **({"svd": "exact" if _use_exact_svd(n, rank) else "subspace"} if rank > 0 else {}),
             "grid": grid,
             "device": str(device),
             "dtype": str(dtype).replace("torch.", ""),
