@@ -89,9 +89,9 @@ def _stratified(e, x, n: int, known_e: float, known_x: float, known: int):
 
 def one_repeat(cols: dict, n: int, seed: int, rule: str, rtol: float) -> tuple[int, dict]:
     """The columns read and each surrogate's two intervals, for one random block order."""
-    from sfapprox.estimate import MIN_SAMPLE, _cochran, _estimate, _skewness
+    from sfapprox.estimate import MIN_SAMPLE, _cochran, _estimate, _skewness, scoring_order
 
-    order = np.random.default_rng(seed).permutation(n)
+    order = scoring_order(n, seed)  # the estimator's own order
     names = [m for m in cols if m != "x"]
     if rule == "sequential":
         seen = _stopped(cols, order, n, rtol)

@@ -412,8 +412,9 @@ def test_a_pass_over_columns_stops_at_its_time_limit(fake_clock):
 def test_a_cut_pass_reads_other_columns_than_the_scoring_samples_first(fake_clock):
     """A cut pass took its blocks in the order the comparison's sampled scoring takes its columns
     (``default_rng(seed).permutation``): the scoring then sampled only the columns read, where the kept
-    entries are, and underestimated the error (N = 12,000: rel 0.9695 +- 0.0024, exact 0.9910)."""
-    from sfapprox._settings import DEFAULT_SEED
+    entries are, and underestimated the error (N = 12,000: rel 0.9695 +- 0.0024, exact 0.9910).  Neither takes
+    that order now (the scoring's is :func:`~sfapprox.estimate.scoring_order`)."""
+    from sfapprox.estimate import scoring_order
 
     n = 80
     X = np.random.default_rng(4).standard_normal((n, n))
@@ -424,5 +425,5 @@ def test_a_cut_pass_reads_other_columns_than_the_scoring_samples_first(fake_cloc
     with pytest.warns(Warning, match="cut at 32 of 80"):
         SparseApproximation(n_sparse=40, time_limit=5.0).fit(source)
     read = np.concatenate(asked)
-    scored_first = np.random.default_rng(DEFAULT_SEED).permutation(n)[: read.size]
+    scored_first = scoring_order(n)[: read.size]
     assert read.size == 32 and np.intersect1d(read, scored_first).size < read.size
