@@ -32,7 +32,7 @@ from collections.abc import Callable
 import numpy as np
 import scipy.linalg
 
-from .. import _timing
+from .. import _streams, _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._errors import ConvergenceWarning
 from .._params import MEMORY_LIMIT, SEED, Interval
@@ -179,7 +179,7 @@ def sketch_pass(source, omega: np.ndarray, deadline: _timing.Deadline | None, se
         for part in source._map_blocks(_product_part, ((J, omega[J]) for J in rest)):
             Y += part
         return Y, None, None
-    psi = np.random.default_rng([seed, 1]).standard_normal((rows, n))
+    psi = np.random.default_rng([seed, _streams.CO_RANGE]).standard_normal((rows, n))
     W = np.empty((rows, n))
     W[:, first] = next(source._map_blocks(_co_range_part, [first], psi))  # the first block read again
     for J, (part, co) in zip(rest, source._map_blocks(_both_parts, ((J, omega[J]) for J in rest), psi)):
@@ -218,6 +218,8 @@ def nystrom_pass(source, omega: np.ndarray, deadline: _timing.Deadline | None, s
     n, k = omega.shape
     Y = np.zeros((n, k))
     read, slowest = 0, 0.0
+    # the fit's own stream (_streams.FIT): this was the scoring's order too, and a cut pass left the scoring
+    # sampling only the columns read (N = 600: rel 0.9130 +- 0.0024, exact 0.9616); the scoring has its own stream now
     order = None if deadline is None else np.random.default_rng(seed).permutation(n)
     blocks = list(block_columns(n, source.block_width(), order=order))
     parts = source._map_blocks(_product_part, ((J, omega[J]) for J in blocks))

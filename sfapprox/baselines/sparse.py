@@ -37,7 +37,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from .. import _timing
+from .. import _streams, _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._errors import BudgetError, ConvergenceWarning, ParameterError
 from .._settings import DEFAULT_SEED, DEFAULT_TIME_LIMIT
@@ -363,8 +363,8 @@ def _top_of_blocks(source, J: np.ndarray, k: int, max_memory: int | None,
     return rows, cols, vals, nnz, squares, read
 
 
-#: The seed stream of a cut pass's column order (:func:`timed_top`), not the scoring's (``default_rng(seed)``).
-ORDER_STREAM = 3
+#: The seed stream of a cut pass's column order (:func:`timed_top`): :data:`~sfapprox._streams.SPARSE_ORDER`.
+ORDER_STREAM = _streams.SPARSE_ORDER
 
 
 def timed_top(source, k: int, max_memory: int | None, deadline: _timing.Deadline | None, seed: int = DEFAULT_SEED):
@@ -387,9 +387,9 @@ def timed_top(source, k: int, max_memory: int | None, deadline: _timing.Deadline
     n = source.n
     if deadline is None or isinstance(source, DistributedSource) or source.sparse_matrix is not None:
         return (*streamed_top(source, k, max_memory), n)
-    # a stream of its own: the comparison's sampled scoring takes its columns in default_rng(seed)'s permutation,
+    # a stream of its own: the comparison's sampled scoring took its columns in default_rng(seed)'s permutation,
     # and a cut pass in that order left it sampling only the columns read (N = 12,000 RBF kernel cut at 3,276
-    # columns: estimated rel 0.9695 +- 0.0024 where the exact error is 0.9910)
+    # columns: estimated rel 0.9695 +- 0.0024 where the exact error is 0.9910); the scoring has its own now too
     J = np.random.default_rng([seed, ORDER_STREAM]).permutation(n)
     rows, cols, vals, nnz, squares, read = _top_of_blocks(source, J, k, max_memory, deadline)
     order = np.argsort(rows * n + cols, kind="stable")

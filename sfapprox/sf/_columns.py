@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .. import _timing
+from .. import _streams, _timing
 from .._settings import DEFAULT_SEED
 from .._signals import stop_requested
 from ._kernels import NUMBA_GROUPS, _numba_module, block_loss_and_grad
@@ -378,7 +378,7 @@ def fit_columns(
     full = np.empty((n, min(n, max(1, settings.batch))), dtype=low)  # a step's target, made once
     deadline = _timing.Deadline.after(time_limit)
     began = _timing.now()
-    order = _batches(n, max(1, settings.batch), np.random.default_rng([seed, 1]))
+    order = _batches(n, max(1, settings.batch), np.random.default_rng([seed, _streams.SF_BATCHES]))
     window: deque = deque()  # (columns, loss, ||X_S||^2, <X_S, P_S>, ||P_S||^2) of the last epoch's steps
     totals = [0, 0.0, 0.0, 0.0, 0.0]
     out = ColumnFit(values=x)

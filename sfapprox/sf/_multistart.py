@@ -120,7 +120,7 @@ def start_values(kinds, seed: int, shape: tuple[int, int, int], init_noise: floa
     for i, kind in enumerate(START_KINDS):
         if kind not in kinds:
             continue
-        rng = np.random.default_rng([seed, i])  # one stream per kind of start
+        rng = np.random.default_rng([seed, i])  # one stream per kind of start (by index: _streams.FIT, SF_BATCHES)
         jitter = rng.uniform(-1.0, 1.0, size=shape)
         noise = start_noise(kind, init_noise)
         if kind == "identity":

@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .. import _timing
+from .. import _streams, _timing
 from .._settings import DEFAULT_SEED
 from .._signals import stop_requested
 from .._threads import compiled_threads, torch_threads
@@ -121,7 +121,8 @@ def sketch_target(columns: Callable[[int, int], np.ndarray], n: int, b: int, dty
         ``||X||_F^2``, measured on the way.
     """
     dtype = np.dtype(dtype)
-    S = np.random.default_rng([seed, 2]).standard_normal((n, b), dtype=np.float32).astype(dtype, copy=False)
+    rng = np.random.default_rng([seed, _streams.SF_SKETCH])
+    S = rng.standard_normal((n, b), dtype=np.float32).astype(dtype, copy=False)
     S *= 1.0 / math.sqrt(b)
     Y = np.zeros((n, b), dtype=dtype)
     chunk = min(n, chunk)

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .. import _timing
+from .. import _streams, _timing
 from .._atomic import FileStamp, OutputError, OutputExistsError, check_writable, output_target
 from .._base import Approximation
 from .._device import resolve_device, resolve_dtype
@@ -1591,7 +1591,7 @@ def _pilot(source: MatrixSource, seed: int, columns: int = PILOT_COLUMNS, *, top
     if n <= columns:
         J = np.arange(n)
     else:
-        J = np.sort(np.random.default_rng([seed, 2]).choice(n, size=columns, replace=False))
+        J = np.sort(np.random.default_rng([seed, _streams.SF_PILOT]).choice(n, size=columns, replace=False))
     block = source.columns(J)
     seconds = _timing.now() - began
     share = n / J.size
