@@ -28,7 +28,7 @@ from typing import Any
 from ._shell import _ESCAPED, _raw_bytes, printable, shell_quote
 
 __all__ = ["Column", "Table", "OutputFormat", "Layout", "layout", "render_rich", "render_html", "render_frame",
-           "ShownAsTables", "fmt_number", "fmt_seconds", "limit_text", "fact_text", "counted", "count_text", "shape_text", "jsonable", "json_text", "RAW_BYTES_SUFFIX", "PLOT_SUFFIXES",
+           "ShownAsTables", "fmt_number", "fmt_seconds", "limit_text", "fact_text", "counted", "count_text", "listed", "shape_text", "jsonable", "json_text", "RAW_BYTES_SUFFIX", "PLOT_SUFFIXES",
            "printable",
            "to_ascii", "ascii_in_context", "ascii_table", "GLYPHS", "encodes_glyphs"]
 
@@ -526,6 +526,19 @@ def counted(value: int | None, noun: str, plural: str | None = None) -> str:
     ('1 number', '2,688 numbers', '3 entries')
     """
     return f"{MISSING if value is None else f'{value:,}'} {noun if value == 1 else plural or noun + 's'}"
+
+
+def listed(items: list[str], most: int = 5) -> str:
+    """Up to ``most`` of ``items`` joined by commas, the rest counted ("a, b and 1,204 more"): a message that
+    names them stays one line however many there are.
+
+    Examples
+    --------
+    >>> listed(["a/sf", "b/sf"]), listed([f"m{i}" for i in range(1206)], most=2)
+    ('a/sf, b/sf', 'm0, m1 and 1,204 more')
+    """
+    left = len(items) - most
+    return ", ".join(items[:most]) + (f" and {count_text(left)} more" if left > 0 else "")
 
 
 def shape_text(shape: tuple[int, ...] | Any) -> str:

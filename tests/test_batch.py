@@ -640,6 +640,40 @@ def test_ctrl_c_keeps_finished_lines_and_exits_130(tmp_path):
     assert pairs(lines(out)) == [("big", "tsvd")]
 
 
+def test_a_stop_names_the_pairs_it_cut_short_and_counts_those_not_begun(tmp_path, monkeypatch):
+    """A stopped batch said that every finished line was kept, not which pairs were lost: the one running (its
+    work lost, redone) and those not begun (run by the next run)."""
+    import threading
+
+    from sfapprox.cli import app
+    from sfapprox.datasets import runner
+
+    m = write_manifest(tmp_path / "m.toml", *(gen_entry(name, seed=i) for i, name in enumerate("abc")))
+    out = tmp_path / "out"
+    real = runner.run_all
+
+    def stopped_at_b_sf(names, *args, **kwargs):  # a Ctrl-C as b's second pair runs
+        if names[0] == "sparse" and args[2].matrix_name == "b":
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        return real(names, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "run_all", stopped_at_b_sf)
+    result = CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(out), "--methods", "tsvd,sparse", "--quiet"])
+    text = " ".join(result.output.split())
+    assert result.exit_code == 130, result.output
+    assert "interrupted (Ctrl-C): b/sparse cut short, 2 pairs not begun; every finished line is kept in" in text
+    assert pairs(lines(out)) == [("a", "sparse"), ("a", "tsvd"), ("b", "tsvd")]
+
+
+def test_the_closing_line_of_a_stop_shortens_a_long_list_of_pairs():
+    from sfapprox.cli.batch import _unfinished
+    from sfapprox.datasets.batch import BatchSummary
+
+    summary = BatchSummary("out", interrupted=True, cut_short=[f"m{i}/sf" for i in range(8)], not_begun=1234)
+    assert _unfinished(summary) == "m0/sf, m1/sf, m2/sf, m3/sf, m4/sf and 3 more cut short, 1,234 pairs not begun; "
+    assert _unfinished(BatchSummary("out", interrupted=True)) == ""
+
+
 def test_a_stop_of_a_parallel_batch_keeps_the_pairs_its_workers_had_finished(tmp_path):
     """With --jobs a worker sent its matrix's records when the last method was done: a stop during a long fit
     (SF, after TSVD had finished on every matrix) lost the finished pairs, to be run again, and 'every finished
@@ -661,6 +695,11 @@ def test_a_stop_of_a_parallel_batch_keeps_the_pairs_its_workers_had_finished(tmp
             proc.communicate()
     assert proc.returncode == 143, stderr
     assert "every finished line is kept" in stderr and "Traceback" not in stderr
+    # the pairs the stop cut short are named (each worker's matrix, in a pipe's one line), and a line written as
+    # the stop came is counted (it was not, and its pair was said to be cut short)
+    text = " ".join(stderr.split())
+    assert "2 line(s) written (ok 2)" in text
+    assert "interrupted (SIGTERM): a/sf, b/sf cut short; every finished line is kept" in text
     assert sorted((r["matrix"], r["method"], r["status"]) for r in lines(out)) == [("a", "tsvd", "ok"),
                                                                                   ("b", "tsvd", "ok")]
     assert not [p.name for p in out.rglob("*.tmp")]
@@ -1490,6 +1529,7 @@ def test_a_stop_of_a_dask_batch_keeps_the_pairs_of_a_matrix_that_had_finished(tm
             go.set()
         assert finished.wait(30)  # the cancelled task's method ends (and saves nothing) before the cluster does
         assert s.interrupted and dict(s.statuses) == {"ok": 1}
+        assert s.cut_short == ["a/sparse"] and s.not_begun == 0  # (its worker said it began the matrix)
         assert [(r["matrix"], r["method"], r["status"]) for r in lines(out)] == [("a", "tsvd", "ok")]
         assert [p.name for p in (out / "factors").iterdir()] == ["a.tsvd.h5"]
         ran.clear()

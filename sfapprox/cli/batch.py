@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, Optional
 import typer
 
 from .._errors import InputError, ParameterError, SfapproxError
-from ..formats import OutputFormat, counted, shell_command
+from ..formats import OutputFormat, counted, listed, shell_command
 from . import _options as o
 from .._signals import stop_cause
 from ._app import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_INTERRUPTED, app, error_boundary
@@ -60,6 +60,14 @@ def _problems(records: list[dict[str, Any]], limit: int = 8) -> None:
             note(f"… and {len(seen) - limit} more (see results.jsonl)")
             break
         note(f"failed {matrix}/{','.join(methods)}: {error}", style="yellow")
+
+
+def _unfinished(summary) -> str:
+    """What a stop left undone, for its one closing line: "a/sf, b/sf cut short, 3 pairs not begun; " (the
+    pairs whose work was lost, and those the next run runs too), or nothing when none is left."""
+    said = ([f"{listed(summary.cut_short)} cut short"] if summary.cut_short else []) + \
+        ([f"{counted(summary.not_begun, 'pair')} not begun"] if summary.not_begun else [])
+    return f"{', '.join(said)}; " if said else ""
 
 
 def _check_reports(out_dir: Path, at_end: bool = False) -> bool:
@@ -287,8 +295,8 @@ def _after_run(summary, out_dir: Path) -> None:
          f"results in {summary.results_path}", keep=True)  # batch's result (it has no table): kept under --quiet
     if summary.interrupted:
         # named as every other command's stop line names it: Ctrl-C, or SIGTERM (a `timeout`, a job scheduler)
-        note(f"interrupted ({stop_cause()}): every finished line is kept in {summary.results_path}; "
-             "run the same command again to resume", style="bold yellow")
+        note(f"interrupted ({stop_cause()}): {_unfinished(summary)}every finished line is kept in "
+             f"{summary.results_path}; run the same command again to resume", style="bold yellow")
         raise typer.Exit(EXIT_INTERRUPTED)
     if summary.rewrite_error:  # an output that could not be written, as elsewhere
         raise typer.Exit(EXIT_ERROR)

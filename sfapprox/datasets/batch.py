@@ -112,6 +112,12 @@ class BatchSummary:
         Lines written, by status.
     interrupted : bool, default=False
         True after a Ctrl-C (finished lines are kept).
+    cut_short : list of str
+        After a stop, the pairs that were running (``"matrix/method"``, in the manifest's order): their
+        work is lost, and the next run redoes them.  A matrix still being read counts by its first pair
+        to run; on Dask, a task whose worker could not reach the batch's queue is not known to have begun.
+    not_begun : int, default=0
+        After a stop, the pairs left that had not begun (the next run runs them).
     repaired : list of str
         What was repaired in the results file before starting (partial or
         invalid lines removed, lines to recompute dropped).
@@ -142,6 +148,8 @@ class BatchSummary:
     to_do: int = 0
     statuses: Counter = field(default_factory=Counter)
     interrupted: bool = False
+    cut_short: list[str] = field(default_factory=list)
+    not_begun: int = 0
     repaired: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     no_network: str | None = None
@@ -219,7 +227,13 @@ def _run_in_worker(task: MatrixTask) -> list[dict[str, Any]]:
         if _to_parent is not None and len(data) <= _WHOLE_WRITE:
             _to_parent.send_bytes(data)
 
+    send(_began(task))  # (the parent names the pairs a stop cuts short: the running ones, not those queued)
     return run_matrix(task, on_record=send)
+
+
+def _began(task: MatrixTask) -> dict[str, str]:
+    """The message a worker sends as it begins ``task`` (told apart from a record by its one key)."""
+    return {"begun": task.entry.name}
 
 
 def _die_with_parent() -> None:
@@ -842,32 +856,93 @@ def superseded_pairs(existing: ResultsFile) -> set[tuple[str, str]]:
 
 def _run_tasks(results: Path, tasks: list, summary: BatchSummary, cache: Path, network, jobs: int, executor: str,
                client, emit: Event, on_event: Event | None) -> BatchSummary:
-    """The tasks' records appended to ``results`` as they finish (serially, on processes or on Dask)."""
+    """The tasks' records appended to ``results`` as they finish (serially, on processes or on Dask); after a
+    stop, the pairs it cut short and those not begun (:func:`unfinished`)."""
+    finished: set[tuple[str, str]] = set()
+    begun: dict[str, None] = {}  # the matrices a runner began (ordered, as a set)
     with ResultsWriter(results) as writer:
 
         def write(record: dict[str, Any]) -> None:
-            writer.write(record)
-            summary.written += 1
-            summary.statuses[record["status"]] += 1
+            # a stop held until the line is counted: one that came during its fsync (a stop just after a pair
+            # finished) left the line in the file, but out of "N line(s) written" and said to be cut short
+            with deferred():
+                writer.write(record)
+                finished.add((record["matrix"], record["method"]))
+                summary.written += 1
+                summary.statuses[record["status"]] += 1
             emit("record", record=record)
 
         try:
-            tasks = _fetch_missing(tasks, cache, network, write, emit)
-        except KeyboardInterrupt:
-            summary.interrupted = True
-            return summary
+            _run_fetched(tasks, cache, network, jobs, executor, client, write, emit, on_event, summary, begun)
         finally:
-            summary.no_network, summary.downloads_skipped = network.down, list(network.skipped)
-        try:
-            if executor == "dask":
-                summary.interrupted = _run_dask(tasks, client, write, emit)
-            elif jobs > 1 and len(tasks) > 1:
-                summary.interrupted = _run_processes(tasks, jobs, write, emit)
-            else:
-                summary.interrupted = _run_serial(tasks, write, on_event)
-        except KeyboardInterrupt:  # a stop outside the runners' own handling: the lines written are kept all the same
-            summary.interrupted = True
+            if summary.interrupted:
+                summary.cut_short, summary.not_begun = unfinished(tasks, begun, finished)
     return summary
+
+
+def _run_fetched(tasks: list[MatrixTask], cache: Path, network, jobs: int, executor: str, client,
+                 write: Callable[[dict], None], emit: Event, on_event: Event | None, summary: BatchSummary,
+                 begun: dict[str, None]) -> None:
+    """Download the files not here yet, then run the tasks (:func:`_run_tasks`); ``begun`` gets the matrices
+    begun, ``summary.interrupted`` says whether a stop came."""
+    try:
+        tasks = _fetch_missing(tasks, cache, network, write, emit)
+    except KeyboardInterrupt:
+        summary.interrupted = True
+        return
+    finally:
+        summary.no_network, summary.downloads_skipped = network.down, list(network.skipped)
+    try:
+        if executor == "dask":
+            summary.interrupted = _run_dask(tasks, client, write, emit, begun)
+        elif jobs > 1 and len(tasks) > 1:
+            summary.interrupted = _run_processes(tasks, jobs, write, emit, begun)
+        else:
+            summary.interrupted = _run_serial(tasks, write, on_event, begun)
+    except KeyboardInterrupt:  # a stop outside the runners' own handling: the lines written are kept all the same
+        summary.interrupted = True
+
+
+def unfinished(tasks: list[MatrixTask], begun: Iterable[str],
+               finished: set[tuple[str, str]]) -> tuple[list[str], int]:
+    """The pairs a stopped batch cut short (``"matrix/method"``) and how many more it had not begun.
+
+    A matrix runs its methods one after the other, so a begun matrix's first pair
+    without a line is the one that was running (or whose matrix was being read); its
+    later pairs, like every pair of a matrix not begun, had not begun.
+
+    Parameters
+    ----------
+    tasks : list of MatrixTask
+        The batch's tasks.
+    begun : iterable of str
+        The matrices a runner began.
+    finished : set of (str, str)
+        The ``(matrix, method)`` pairs whose line was written.
+
+    Returns
+    -------
+    cut_short : list of str
+        In the tasks' order.
+    not_begun : int
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as N
+    >>> tasks = [N(entry=N(name=n), methods=("tsvd", "sf", "nmf")) for n in ("a", "b", "c")]
+    >>> unfinished(tasks, ["a", "b"], {("a", "tsvd"), ("b", "tsvd"), ("b", "sf"), ("b", "nmf")})
+    (['a/sf'], 4)
+    """
+    started = set(begun)
+    cut: list[str] = []
+    left = 0
+    for task in tasks:
+        pending = [m for m in task.methods if (task.entry.name, m) not in finished]
+        if pending and task.entry.name in started:
+            cut.append(f"{task.entry.name}/{pending[0]}")
+            pending = pending[1:]
+        left += len(pending)
+    return cut, left
 
 
 def _manifest_positions(manifest_names: list[str], selected: list[Entry], expanded: list[Entry]) -> dict[str, int]:
@@ -1103,10 +1178,12 @@ def _fetch_missing(tasks: list[MatrixTask], cache: Path, network, write: Callabl
     return runnable
 
 
-def _run_serial(tasks: list[MatrixTask], write: Callable[[dict], None], on_event: Event | None) -> bool:
+def _run_serial(tasks: list[MatrixTask], write: Callable[[dict], None], on_event: Event | None,
+                begun: dict[str, None]) -> bool:
     emit = on_event or (lambda *a, **k: None)
     try:
         for task in tasks:
+            begun[task.entry.name] = None
             emit("matrix", name=task.entry.name)
             records = run_matrix(task, on_record=write, on_event=on_event)
             if any(r["status"] == "interrupted" for r in records):
@@ -1141,8 +1218,17 @@ class _Received:
     """The pairs whose records came through as they finished (:class:`_RecordPipe`, :class:`_DaskRecords`),
     by matrix (entry names are unique in a batch), so that a task's result adds only the others."""
 
-    def __init__(self) -> None:
+    def __init__(self, begun: dict[str, None] | None = None) -> None:
         self.sent: dict[str, set[str]] = {}
+        self.begun = {} if begun is None else begun  # the matrices whose worker said it began them
+
+    def take(self, message: dict[str, Any], write: Callable[[dict], None]) -> None:
+        """Write a pair's record (once: :meth:`first`), or keep a worker's word that it began a matrix
+        (:func:`_began`)."""
+        if "begun" in message:
+            self.begun[message["begun"]] = None
+        elif self.first(message):
+            write(message)
 
     def first(self, record: dict[str, Any]) -> bool:
         """Count ``record`` as come through; whether its pair is new (a Dask task retried on another worker,
@@ -1163,29 +1249,28 @@ class _RecordPipe(_Received):
     """The pipe through which pool workers send each pair's record as it finishes (:func:`_run_in_worker`),
     read by the parent."""
 
-    def __init__(self, context) -> None:
-        super().__init__()
+    def __init__(self, context, begun: dict[str, None] | None = None) -> None:
+        super().__init__(begun)
         self.reader, self.writer = context.Pipe(duplex=False)
 
     def receive(self, write: Callable[[dict], None]) -> None:
         """Write the records there now (each message is whole once there: see :data:`_WHOLE_WRITE`)."""
         while self.reader.poll():
-            record = pickle.loads(self.reader.recv_bytes())
-            if self.first(record):
-                write(record)
+            self.take(pickle.loads(self.reader.recv_bytes()), write)
 
     def close(self) -> None:
         self.reader.close()
         self.writer.close()
 
 
-def _run_processes(tasks: list[MatrixTask], jobs: int, write: Callable[[dict], None], emit: Event) -> bool:
+def _run_processes(tasks: list[MatrixTask], jobs: int, write: Callable[[dict], None], emit: Event,
+                   begun: dict[str, None] | None = None) -> bool:
     jobs = min(jobs, len(tasks))
     # the cores this process may use, shared: os.cpu_count() is the host's, so under a container's CPU quota
     # each of 2 workers started 16 threads on 2 CPUs' worth of time on a 32-core host (throttled)
     threads = max(1, available_cores() // jobs)
     context = multiprocessing.get_context("spawn")
-    pipe = _RecordPipe(context)
+    pipe = _RecordPipe(context, begun)
     with children_keep_hang_ups_blocked():  # (the pool's queues start multiprocessing's resource tracker)
         pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_init,
                                    initargs=(threads, pipe.writer, _compiled.CACHE_FOLDER))
@@ -1284,6 +1369,8 @@ def _run_on_dask(channel: str, task: MatrixTask) -> list[dict[str, Any]]:
             pass
 
     rest = tuple(m for m in task.methods if m not in done)
+    with contextlib.suppress(Exception):  # (unsaid, the batch names none of this matrix's pairs as cut short)
+        queue.put(pickle.dumps(_began(task)))
     try:
         # (stop_when_abandoned: a stopped batch's fit stops, where it kept the worker busy to its end)
         return run_matrix(dataclasses.replace(task, methods=rest), on_record=send,
@@ -1304,10 +1391,10 @@ class _DaskRecords(_Received):
     """The queue (``distributed.Queue``, on the scheduler) on which a Dask batch's tasks put each pair's record
     as it finishes (:func:`_run_on_dask`), read by the batch."""
 
-    def __init__(self, client) -> None:
+    def __init__(self, client, begun: dict[str, None] | None = None) -> None:
         from distributed import Queue
 
-        super().__init__()
+        super().__init__(begun)
         self.client = client
         self.queue = _on_scheduler(Queue, f"sfapprox-batch-{os.getpid()}-{time.monotonic_ns()}", client=client)
         self.name = self.queue.name
@@ -1330,9 +1417,7 @@ class _DaskRecords(_Received):
             with deferred():  # taken off the scheduler's queue, a record is only here: a stop waits for it to be
                 self.unwritten.extend(pickle.loads(data) for data in _on_scheduler(self.queue.get, batch=True))
         while self.unwritten:
-            record = self.unwritten.pop(0)
-            if self.first(record):
-                write(record)
+            self.take(self.unwritten.pop(0), write)
 
     def close(self) -> None:
         """Release the queue, and the matrices' variables of what was sent (:func:`_run_on_dask`)."""
@@ -1354,14 +1439,15 @@ def _on_scheduler(call: Callable, *args, **kwargs) -> Any:
         raise lost from None
 
 
-def _run_dask(tasks: list[MatrixTask], client, write: Callable[[dict], None], emit: Event) -> bool:
+def _run_dask(tasks: list[MatrixTask], client, write: Callable[[dict], None], emit: Event,
+              begun: dict[str, None] | None = None) -> bool:
     from dask.distributed import wait as wait_for  # (it looks up the futures' client: ``client``)
 
     futures: list = []
     channel = None
     finished = interrupted = False
     try:
-        channel = _DaskRecords(client)
+        channel = _DaskRecords(client, begun)
         channel.expect(tasks)
         futures = _map_on_dask(client, functools.partial(_run_on_dask, channel.name), tasks)
         owner = {f.key: t for f, t in zip(futures, tasks)}
