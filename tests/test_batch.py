@@ -1664,6 +1664,32 @@ def test_an_entry_name_is_held_to_the_file_name_limit_every_output_has(tmp_path)
     assert (out / factors_name(fits, "tsvd")).is_file()
 
 
+def test_a_batch_output_path_windows_refuses_is_refused_before_anything_is_made(tmp_path, monkeypatch):
+    """The batch checked its outputs' file names only (name_over_limit), not Windows' limit on a whole path
+    (path_over_limit, which every other output has): each fit ran, then failed at its save."""
+    from sfapprox import _atomic
+    from sfapprox._atomic import WINDOWS_MAX_PATH, _TEMPORARY_EXTRA
+    from sfapprox._errors import ParameterError
+
+    monkeypatch.setattr(sys, "platform", "win32")  # (as test_atomic's Windows checks do)
+    monkeypatch.setattr(_atomic, "_long_paths_enabled", lambda: None)  # (unreadable: the limit holds)
+    limit = WINDOWS_MAX_PATH - _TEMPORARY_EXTRA
+    deep = tmp_path / ("d" * (limit - len(str(tmp_path)) - len("//results.jsonl")))  # results.jsonl fits exactly
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"))
+    # the folder: its record of the reports (and its lock file) have longer names than results.jsonl
+    with pytest.raises(ParameterError, match=r"/\.sfapprox-reports\.json: its full path is .* over the "
+                                             f"{limit} Windows takes .* choose a shorter out_dir"):
+        run_batch(m, deep, BatchOptions(methods=("tsvd",)))
+    # an entry whose factors file's path is too long there
+    out = tmp_path / "o"
+    name = "e" * (limit - len(str(out / "factors" / ".tsvd.h5")) + 1)
+    m = write_manifest(tmp_path / "m.toml", gen_entry(name))
+    with pytest.raises(ParameterError, match=rf"m\.toml: entry '{name}': .*/factors/{name}\.[a-z-]+\.h5: its full path "
+                                             rf"is \d+ characters, over the {limit} Windows takes"):
+        run_batch(m, out, BatchOptions(methods=("tsvd",)))
+    assert not deep.exists() and not out.exists()
+
+
 def test_a_batch_where_nothing_ran_names_every_unavailable_entry_in_its_reports(tmp_path):
     """Its report files were empty (report.csv 0 bytes, report.md a blank line); entries unavailable for
     another reason than a missing file were named nowhere in them."""

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import _compiled
-from .._atomic import NAME_MAX, OutputError, name_over_limit
+from .._atomic import NAME_MAX, OutputError, check_name_length, name_over_limit
 from .._base import ALL_METHODS, parse_methods
 from .._dask import close, connect
 from .._executors import cluster_lost, not_picklable, serialization_logs_off, worker_death
@@ -579,6 +579,7 @@ def run_batch(
             expanded = expand_weights(entries, options.data_dir, cache_dir(), network)
         positions = _manifest_positions(manifest.names(), entries, expanded)
         check_named_vars(entries, options.data_dir, cache_dir())
+        check_output_names(out)  # (first: an output folder too deep is said as such, not by an entry's name)
         check_factor_names([e.name for e in expanded], manifest_path, out)
         _check_outputs(out)
         _make_folder(out, "the output folder")
@@ -1114,8 +1115,9 @@ FACTORS_NAME_MAX = NAME_MAX
 def check_factor_names(names: list[str], manifest, out: str | os.PathLike | None = None) -> None:
     """Refuse entry names whose fits would write one factors file (:func:`~.runner.factors_name`): entry
     ``a``'s tsvd fit and entry ``a.tsvd``'s SF fit are both ``factors/a.tsvd.h5``, and the second
-    overwrote the first, silently; and names whose factors file's name is longer than a file system takes
-    (each fit ran, then failed at its save).  Every registered method counts (a later run may add one).
+    overwrote the first, silently; and names whose factors file's name is longer than a file system takes,
+    or whose full path is longer than Windows takes (:func:`~sfapprox._atomic.check_name_length`: each fit
+    ran, then failed at its save).  Every registered method counts (a later run may add one).
 
     Parameters
     ----------
@@ -1130,6 +1132,9 @@ def check_factor_names(names: list[str], manifest, out: str | os.PathLike | None
     ------
     ManifestError
         Naming the entries and the file they would share, or the entry and its name's length.
+    ParameterError
+        Naming the factors file whose full path is too long for Windows (a shorter name or output folder
+        helps).
     """
     from .._base import methods
 
@@ -1142,10 +1147,26 @@ def check_factor_names(names: list[str], manifest, out: str | os.PathLike | None
                 raise ManifestError(f"{manifest}: entry {name!r}: its factors file ({path[:40]}...) would have a "
                                     f"name of {over[0]:,} bytes, over the {over[1]:,} its file system takes; "
                                     "shorten the name")
+            check_name_length(Path(out or "") / path, f"{manifest}: entry {name!r}: ",
+                              f"shorten the entry's name or choose a shorter {parameter('out_dir')}")
             other = owner.setdefault(path, (name, method))
             if other[0] != name:
                 raise ManifestError(f"{manifest}: entries {other[0]!r} ({other[1]}) and {name!r} ({method}) would "
                                     f"both save their factors as {path}; rename one of them")
+
+
+def check_output_names(out: str | os.PathLike) -> None:
+    """Refuse, before any work, an output folder where one of the files a batch writes there (its results,
+    reports, lock) would have a path too long to write (:func:`~sfapprox._atomic.check_name_length`: on
+    Windows, the whole path), found when written, after the fits.
+
+    Raises
+    ------
+    ParameterError
+        Naming the file, its path's length and the limit.
+    """
+    for name in (RESULTS_FILE, *REPORT_FILES, REPORTS_WRITTEN, HOLDER_FILE):
+        check_name_length(Path(out) / name, hint=f"choose a shorter {parameter('out_dir')}")
 
 
 def _fetch_missing(tasks: list[MatrixTask], cache: Path, network, write: Callable[[dict], None],
