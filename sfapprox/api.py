@@ -234,6 +234,8 @@ def fit_matrix(
         "scoring_seconds": scoring,
         # of those, compiling the kernels (the first fit after installing; outside the time limit), or None
         "compile_seconds": model.params_.get("compile_seconds"),
+        # and compiling the scoring's kernels (the first scoring after installing), part of scoring_seconds
+        "scoring_compile_seconds": model.params_.get("scoring_compile_seconds"),
         "stop_reason": model.stop_reason_,
         # False where a stop cut the final scoring short: the errors are then the optimizer's own, or None
         "scored": model.params_.get("scoring") != "interrupted",

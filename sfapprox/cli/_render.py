@@ -569,9 +569,11 @@ def compiling_note(which: str) -> None:
 
 
 def _compiling(r) -> float:
-    """Seconds of a result's that went to compiling its kernels (``params["compile_seconds"]``), else 0."""
-    seconds = r.params.get("compile_seconds") if isinstance(r.params, dict) else None
-    return float(seconds) if isinstance(seconds, (int, float)) and seconds > 0 else 0.0
+    """Seconds of a result's that went to compiling its kernels, its fit's (``params["compile_seconds"]``) and its
+    scoring's (``params["scoring_compile_seconds"]``; both are in a row's seconds), else 0."""
+    params = r.params if isinstance(r.params, dict) else {}
+    parts = (params.get(key) for key in ("compile_seconds", "scoring_compile_seconds"))
+    return float(sum(s for s in parts if isinstance(s, (int, float)) and s > 0))
 
 
 #: A method that took more than this many times its time limit (and a second) is said to have run past it.
