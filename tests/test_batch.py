@@ -1300,8 +1300,8 @@ def _without_a_scheduler(monkeypatch):
     class NoQueue(B._DaskRecords):
         name = "no-queue"
 
-        def __init__(self, client):
-            self.client, self.sent, self.unwritten = client, {}, []
+        def __init__(self, client, begun=None):
+            self.client, self.sent, self.unwritten, self.begun = client, {}, [], {} if begun is None else begun
 
         def expect(self, tasks):
             pass
