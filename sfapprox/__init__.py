@@ -89,7 +89,7 @@ _OLD = {
     "RunOptions": "sfapprox._old_api",
 }
 
-__all__ = sorted([*_LAZY, *(name for name in _errors.__all__ if name != "one_line"), "__version__"])
+__all__ = sorted([*_LAZY, *(name for name in _errors.__all__ if name not in ("one_line", "user_stacklevel")), "__version__"])
 
 
 def __getattr__(name: str) -> _Any:

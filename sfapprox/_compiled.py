@@ -30,6 +30,8 @@ import warnings
 from collections.abc import Iterator
 from types import ModuleType
 
+from ._errors import user_stacklevel
+
 #: The folder numba caches in because it found no writable one of its own (see :func:`import_compiled`);
 #: None while numba's own choice works.
 CACHE_FOLDER: str | None = None
@@ -108,7 +110,7 @@ def _cache_in_private_folder() -> None:
         f"installed package's and the user's cache folders are read-only); caching them in {path} "
         f"({kept}). Set NUMBA_CACHE_DIR to choose the folder.",
         RuntimeWarning,
-        stacklevel=5,
+        stacklevel=user_stacklevel(),
     )
 
 
@@ -201,5 +203,5 @@ class CompiledModule:
             f"sfapprox: the compiled {self.what} failed ({type(exc).__name__}: {exc}); "
             f"falling back to {self.fallback}. {remedy}",
             RuntimeWarning,
-            stacklevel=4,
+            stacklevel=user_stacklevel(),
         )

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, TypeAlias, Union
 import numpy as np
 import scipy.sparse as sp
 
-from ._errors import InputError, ParameterError, ResourceError, parameter
+from ._errors import InputError, ParameterError, ResourceError, parameter, user_stacklevel
 from ._resources import physical_memory
 from .formats import counted, shape_text
 
@@ -131,7 +131,7 @@ def _warn_no_memory_limit() -> None:
     _warned_no_limit = True
     warnings.warn("this system does not tell its physical memory, so no memory limit applies; give one "
                   "(--max-memory 8G; max_memory= in Python) to have work too big for it refused before it starts",
-                  RuntimeWarning, stacklevel=3)
+                  RuntimeWarning, stacklevel=user_stacklevel())
 
 
 #: Bytes torch and the BLAS/LAPACK libraries take on first use beyond what importing them took

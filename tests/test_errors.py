@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from sfapprox._errors import parameter, parameters, spelled_for
+from sfapprox._errors import parameter, parameters, spelled_for, user_stacklevel
 
 
 @pytest.mark.parametrize("name, value, typed", [
@@ -50,3 +50,26 @@ def test_on_windows_a_value_is_quoted_for_cmd_and_powershell(monkeypatch):
     monkeypatch.setattr(sys, "platform", "win32")
     with spelled_for("cli"):
         assert parameter("delimiter", ";") == '--delimiter ";"' and parameter("var", "A") == "--var A"
+
+
+def test_user_stacklevel_names_the_first_frame_outside_sfapprox():
+    import warnings
+
+    from sfapprox import _errors
+
+    def deep(depth):  # sfapprox's frames, as a fit's: the level must skip every one of them
+        if depth:
+            return deep(depth - 1)
+        warnings.warn("said", UserWarning, stacklevel=user_stacklevel())
+
+    # compile the helper as if it were sfapprox's own code (a file under the package folder)
+    code = compile("def run(deep, n):\n    deep(n)\n", _errors._PACKAGE + "fake_module.py", "exec")
+    inside: dict = {}
+    exec(code, inside)
+    for n in (0, 3):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            deep.__code__ = deep.__code__.replace(co_filename=_errors._PACKAGE + "fake_deep.py")
+            line = sys._getframe().f_lineno + 1
+            inside["run"](deep, n)
+        assert [(w.filename, w.lineno) for w in caught] == [(__file__, line)]

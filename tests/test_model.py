@@ -92,6 +92,18 @@ def test_convergence_warning_names_the_knob():
             ChordSF(max_iter=2, device="cpu").fit(np.random.default_rng(0).random((10, 10)))
 
 
+@pytest.mark.parametrize("fit", [lambda X: ChordSF(max_iter=2, device="cpu").fit(X),
+                                 lambda X: fit_sf(X, max_iter=2, device="cpu")], ids=["ChordSF.fit", "fit_sf"])
+def test_convergence_warning_points_at_the_callers_line(fit):
+    # a notebook showed "sfapprox/sf/model.py:582: ConvergenceWarning" and sfapprox's line under the
+    # cell; the README promises the user's own line, whatever the entry point's depth
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        fit(np.random.default_rng(0).random((10, 10)))
+    said = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert said and all(w.filename == __file__ for w in said), [(w.filename, w.lineno) for w in said]
+
+
 def test_seeded():
     X = np.random.default_rng(3).random((16, 16))
     a = ChordSF(max_iter=20, random_state=5, device="cpu").fit(X)

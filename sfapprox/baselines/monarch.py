@@ -68,7 +68,7 @@ import scipy.sparse as sp
 
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, get_method, register
-from .._errors import BudgetError, ConvergenceWarning, ParameterError
+from .._errors import BudgetError, ConvergenceWarning, ParameterError, user_stacklevel
 from .._params import MEMORY_LIMIT, Interval
 from .._progress import Reporter
 from .._settings import DEFAULT_TIME_LIMIT
@@ -701,7 +701,7 @@ class Monarch(Approximation):
                 f"Monarch projected {len(grid):,} of {counted(len(shapes), 'block shape')} within time_limit="
                 f"{self.time_limit:g} s; increase it to try them all",
                 ConvergenceWarning,
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
         self.left_, self.right_ = left, right
         self.operator_ = MonarchOperator(left, right, n)

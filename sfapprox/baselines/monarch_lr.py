@@ -39,7 +39,7 @@ import numpy as np
 
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
-from .._errors import BudgetError, ConvergenceWarning
+from .._errors import BudgetError, ConvergenceWarning, user_stacklevel
 from ..formats import counted
 from .._params import MEMORY_LIMIT, SEED, Interval
 from .._progress import Reporter
@@ -416,7 +416,7 @@ class MonarchLowRank(Approximation):
         self.seconds_ = time.perf_counter() - start
         if reason == "time_limit":
             warnings.warn(f"monarch+lr fitted {len(tried):,} of {counted(len(grid), 'grid point')} within time_limit="
-                          f"{self.time_limit:g} s; increase it to try them all", ConvergenceWarning, stacklevel=2)
+                          f"{self.time_limit:g} s; increase it to try them all", ConvergenceWarning, stacklevel=user_stacklevel())
         U, s, Vt = best.low_rank
         self.operator_ = MonarchLowRankOperator(n, left=best.left, right=best.right, U=U, s=s, Vt=Vt)
         self.n_stored_ = self.operator_.n_stored

@@ -27,7 +27,7 @@ import numpy as np
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._device import resolve_device, resolve_dtype
-from .._errors import ConvergenceWarning, NotApplicableError
+from .._errors import ConvergenceWarning, NotApplicableError, user_stacklevel
 from .._params import MEMORY_LIMIT, SEED, Interval, Options
 from .._progress import Reporter
 from .._settings import DEFAULT_SEED, DEFAULT_TIME_LIMIT
@@ -641,7 +641,7 @@ class NMF(Approximation):
                 f"NMF stopped after {limit} before the error settled to tol={self.tol:g}; "
                 f"increase {reason} for a closer fit",
                 ConvergenceWarning,
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
         # A component that adds nothing to W H but round-off is not stored, nor charged: an all-zero W column
         # or H row (a zero matrix gave rank 10 of zeros, 320 numbers at N = 16), or one held at the EPS floor

@@ -59,7 +59,7 @@ import scipy.sparse as sp
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._device import resolve_device, resolve_dtype
-from .._errors import BudgetError, ConvergenceWarning, ParameterError, ResourceError
+from .._errors import BudgetError, ConvergenceWarning, ParameterError, ResourceError, user_stacklevel
 from ..formats import counted
 from .._params import MEMORY_LIMIT, SEED, Interval, Options
 from .._progress import Reporter
@@ -1295,7 +1295,7 @@ class RobustPCA(Approximation):
         if skipped:
             warnings.warn(f"RobustPCA ({self.method}) tried {len(grid) - skipped} of its {len(grid)} rank/sparse "
                           f"splits within time_limit={self.time_limit:g} s; increase it to try them all",
-                          ConvergenceWarning, stacklevel=3)
+                          ConvergenceWarning, stacklevel=user_stacklevel())
         if best.stop_reason in ("max_iter", "time_limit"):
             limit = f"max_iter={self.max_iter} GoDec iterations" if best.stop_reason == "max_iter" else (
                 f"time_limit={self.time_limit:g} s ({best.n_iter:,} GoDec iterations)")
@@ -1303,7 +1303,7 @@ class RobustPCA(Approximation):
                 f"RobustPCA ({self.method}) stopped after {limit} before the error settled to "
                 f"tol={self.tol:g}; increase {best.stop_reason} for a closer fit",
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=user_stacklevel(),
             )
         if "pcp_converged" in extra and not extra["pcp_converged"]:
             cut = extra["pcp_iterations"] < self.max_iter  # by the time limit, not the iterations
@@ -1312,7 +1312,7 @@ class RobustPCA(Approximation):
                 f"({'its time limit' if cut else 'max_iter'}) before ||X - L - S|| / ||X|| < "
                 f"pcp_tol={self.pcp_tol:g}; increase {'time_limit' if cut else 'max_iter'}",
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=user_stacklevel(),
             )
 
     # ------------------------------------------------------------------ use

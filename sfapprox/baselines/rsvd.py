@@ -34,7 +34,7 @@ import scipy.linalg
 
 from .. import _streams, _timing
 from .._base import Approximation, MethodSpec, RunContext, register
-from .._errors import ConvergenceWarning
+from .._errors import ConvergenceWarning, user_stacklevel
 from .._params import MEMORY_LIMIT, SEED, Interval
 from .._settings import DEFAULT_SEED, DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
@@ -605,7 +605,7 @@ class RandomizedSVD(Approximation):
                 f"RandomizedSVD's one pass over X did not fit time_limit={self.time_limit:g} s: it was cut at "
                 f"{read:,} of {n:,} columns (the approximation is made from those); raise the limit for all",
                 ConvergenceWarning,
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
         elif self.time_limit is not None and done == 0 and deadline.passed():
             # The method's fewest passes ran past the limit: a result, and a warning that says so (attention
@@ -615,7 +615,7 @@ class RandomizedSVD(Approximation):
                 f"over X ({passes}: {'one, from its sketch' if passes == 1 else 'the sketch and Q^T X'}) did not "
                 "fit in it; raise the limit, or lower the rank",
                 ConvergenceWarning,
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
         return self
 

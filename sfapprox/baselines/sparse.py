@@ -39,7 +39,7 @@ import scipy.sparse as sp
 
 from .. import _streams, _timing
 from .._base import Approximation, MethodSpec, RunContext, register
-from .._errors import BudgetError, ConvergenceWarning, ParameterError
+from .._errors import BudgetError, ConvergenceWarning, ParameterError, user_stacklevel
 from .._settings import DEFAULT_SEED, DEFAULT_TIME_LIMIT
 from .._params import MEMORY_LIMIT, Interval
 from ..budget import below_smallest, check_within, sparse_count, sparse_entries_for_budget
@@ -632,7 +632,7 @@ class SparseApproximation(Approximation):
             needed = passed * n / read
             warnings.warn(f"SparseApproximation's one pass over X did not fit time_limit={self.time_limit:g} s: it "
                           f"was cut at {read:,} of {n:,} columns (the largest entries of those are kept); a whole "
-                          f"pass needs about {limit_text(needed)} s", ConvergenceWarning, stacklevel=2)
+                          f"pass needs about {limit_text(needed)} s", ConvergenceWarning, stacklevel=user_stacklevel())
         if own is not None:  # scored exactly by the selection's own pass: a comparison need not sample it
             self.fro_error_, self.rel_error_ = own
             self.error_from_pass_ = True

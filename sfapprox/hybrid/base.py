@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from .. import _timing
 from .._base import Approximation
 from .._device import resolve_device, resolve_dtype
-from .._errors import BudgetError, ConvergenceWarning, NotApplicableError, ParameterError
+from .._errors import BudgetError, ConvergenceWarning, NotApplicableError, ParameterError, user_stacklevel
 from ..formats import counted
 from .._params import SEED, Interval, check_params
 from .._progress import Reporter, phase, same_progress
@@ -853,14 +853,14 @@ class _ChordHybrid(Approximation):
                 f"{self._method}: {skipped:,} of its {counted(len(entries), 'grid point')} did not fit in the time "
                 "limit and were skipped; increase time_limit (sf_params) to try them all",
                 ConvergenceWarning,
-                stacklevel=4,
+                stacklevel=user_stacklevel(),
             )
         elif best.stop_reason in ("max_iter", "time_limit") and best.split.role in ("split", "sf+rest"):
             warnings.warn(
                 f"{self._method}: the chosen split stopped on its {best.stop_reason.replace('_', ' ')} "
                 "before its tolerances were met; increase max_iter / time_limit (sf_params) for a closer fit",
                 ConvergenceWarning,
-                stacklevel=4,  # this frame, the subclass's _set_result, fit, then the caller
+                stacklevel=user_stacklevel(),
             )
 
     def _common_record(self, p: _Point) -> dict[str, Any]:

@@ -43,6 +43,7 @@ import numpy as np
 import torch
 
 from .. import _timing
+from .._errors import user_stacklevel
 from .._threads import compiled_threads
 
 # The strong-Wolfe line search of torch.optim.LBFGS.  It is a private helper,
@@ -441,7 +442,7 @@ def _host_failed(exc: Exception) -> None:
         f"sfapprox: the compiled L-BFGS bookkeeping failed ({type(exc).__name__}: {exc}); "
         "falling back to numpy (same results, slower iterations).",
         RuntimeWarning,
-        stacklevel=3,
+        stacklevel=user_stacklevel(),
     )
 
 
@@ -527,7 +528,7 @@ def _compiled_steps(plan: tuple, state: dict, x: np.ndarray, g: np.ndarray, loss
         raise_interrupt(exc)
         _LOOP_FAILED = True
         warnings.warn(f"sfapprox: the compiled L-BFGS iterations failed ({type(exc).__name__}: {exc}); "
-                      "iterating in Python (the same method, slower iterations).", RuntimeWarning, stacklevel=3)
+                      "iterating in Python (the same method, slower iterations).", RuntimeWarning, stacklevel=user_stacklevel())
         _reset_history(state)  # the pair buffer may have been written: start the memory afresh
         return x, g, loss, None
     state["func_evals"] += evals

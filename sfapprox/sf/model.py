@@ -29,7 +29,7 @@ from .. import _streams, _timing
 from .._atomic import FileStamp, OutputError, OutputExistsError, check_writable, output_target
 from .._base import Approximation
 from .._device import resolve_device, resolve_dtype
-from .._errors import ConvergenceWarning, ParameterError, parameter, parameters
+from .._errors import ConvergenceWarning, ParameterError, parameter, parameters, user_stacklevel
 from .._progress import coarse_progress, kernel_phase, phase
 from .._settings import (
     DEFAULT_SEED,
@@ -734,7 +734,7 @@ class ChordSF(Approximation):
                 f"SF stopped on its {reason.replace('_', ' ')} ({self.n_iter_:,} iterations) before "
                 "its tolerances were met; increase max_iter / time_limit for a closer fit",
                 ConvergenceWarning,
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
         return self
 
@@ -883,7 +883,7 @@ class ChordSF(Approximation):
         if self.dtype not in (None, "auto", settings.kernel_dtype):
             warnings.warn(f"dtype={self.dtype!r} applies to fits in memory; from column blocks SF computes its steps "
                           f"in {settings.kernel_dtype} (its values and their moments kept in float64)", UserWarning,
-                          stacklevel=3)
+                          stacklevel=user_stacklevel())
         # so are the tolerances: Adam's steps, the rounds of sketches and L-BFGS by passes stop on the time and
         # iteration limits alone (an --ftol or --gtol given was silently ignored: the fit ran its whole limit)
         tolerances = {k: v for k, v, default in (("ftol", self.ftol, SF_FTOL), ("gtol", self.gtol, SF_GTOL))
@@ -891,7 +891,7 @@ class ChordSF(Approximation):
         if tolerances:
             warnings.warn(f"{parameters(**tolerances)} {'apply' if len(tolerances) > 1 else 'applies'} to fits in "
                           "memory; from column blocks SF stops on its time and iteration limits alone", UserWarning,
-                          stacklevel=3)
+                          stacklevel=user_stacklevel())
         saved = self._saved_start(shape, offsets)
         wanted = saved is None and self.init in ("auto", RANK_ONE) and self._rank_one_possible(n, offsets, n_factors)
         # (said on a display: the bar sat at "it 0" without a word for seconds on a large source)
@@ -1091,7 +1091,7 @@ class ChordSF(Approximation):
         if v is None:
             if not auto:
                 warnings.warn(f"{parameter('init', RANK_ONE)}: its pass over the columns of {source.name} did not fit the time "
-                              "limit; the fit starts from the identity", RuntimeWarning, stacklevel=4)
+                              "limit; the fit starts from the identity", RuntimeWarning, stacklevel=user_stacklevel())
             return None
         if auto and not rank_one_pays(rank_one_error(float(np.linalg.norm(v)), norm2, n), identity, "columns"):
             return None
@@ -1208,13 +1208,13 @@ class ChordSF(Approximation):
             # there when the fit started, never a file that came during it).
             warnings.warn(f"{exc.path}: another file took its name during the fit, so it was left untouched; this "
                           f"checkpoint was saved as {exc.kept} instead, and the next checkpoints go there too",
-                          RuntimeWarning, stacklevel=2)
+                          RuntimeWarning, stacklevel=user_stacklevel())
             path = exc.kept
         except OutputError as exc:
             # A full disk (or a folder gone) hours into a fit ended it, the factors in memory lost with it:
             # the fit goes on, the last checkpoint written stays as it was, and the next one tries again.
             warnings.warn(f"checkpoint not written: {exc}; the fit goes on (the last checkpoint stays as it "
-                          "was) and the next checkpoint tries again", RuntimeWarning, stacklevel=2)
+                          "was) and the next checkpoint tries again", RuntimeWarning, stacklevel=user_stacklevel())
             return
         self.checkpoint_written_ = (path, FileStamp.of(path) or False)
 
