@@ -30,6 +30,7 @@ from .comparison import (
     compare_columns,
     from_columns,
     matrix_record,
+    not_run,
     opened_input,
     run_all,
     settings_with,
@@ -383,8 +384,13 @@ class Sweep(ShownAsTables):
             table.data_titles.update({title: title for title in interval_columns(m)})
         # per method, its distinct reasons (a failure after a "too small"), each with the budgets it was given at
         reasons: dict[str, dict[str, tuple[str, list[int]]]] = {}
+        unrun: list[str] = []  # "sf at budget 80,000": methods the stop came before, at the point it stopped
         for point in self.points:
             rows = {r.method: r for r in point.results}
+            # a method the stop left unrun at its own point showed "–", said nowhere (the point's comparison
+            # has its "not run" note, the sweep's table did not): "skipped", as the budgets after it
+            left = not_run(self.methods, point.results)
+            unrun.extend(f"{m} at budget {point.budget:,}" for m in left)
             winner = point.winner()
             cells = {"budget": f"{point.budget:,}", "share": f"{100 * point.budget / n**2:.2f}%"}
             data = {"budget": point.budget, "share": 100 * point.budget / n**2}  # CSV's values (Table.data)
@@ -397,7 +403,9 @@ class Sweep(ShownAsTables):
                     stop = r.params.get("stop_reason") if r.status == "ok" else None
                     data[f"{m} status"] = stop if stop in ("time_limit", "max_iter") else r.status
                 # "0.31 ± 0.004" when estimated, "(time_limit)" after a fit stopped on it, "n/a" (as compare's repr)
-                cells[m] = "–" if r is None else error_text(r, absolute=zero)
+                cells[m] = ("skipped" if m in left else "–") if r is None else error_text(r, absolute=zero)
+                if m in left:
+                    data[f"{m} status"] = "skipped"
                 # "–" where none was recorded (an older file's row, a method not run at this budget)
                 cells[_seconds_key(m)] = fmt_seconds(None if r is None else r.seconds)
                 data[_seconds_key(m)] = None if r is None else r.seconds
@@ -425,6 +433,8 @@ class Sweep(ShownAsTables):
         every = [p.budget for p in self.points] + list(self.skipped)
         if self.skipped:
             table.notes.append(f"skipped: the sweep was stopped before {budgets_text(self.skipped, every)}")
+        if unrun:
+            table.notes.append(f"skipped: the sweep was stopped before {', '.join(unrun)}")
         table.notes.extend(_reason_notes(reasons, self.methods, every))
         if any("(time_limit)" in row.get(m, "") or "(max_iter)" in row.get(m, "") for row in table.rows for m in self.methods):
             table.notes.append("(time_limit) / (max_iter): the fit stopped on that limit before converging")

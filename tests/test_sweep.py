@@ -343,6 +343,31 @@ def test_a_reason_given_at_many_budgets_names_them_by_their_ends():
     assert _stopped_line("Ctrl-C", stopped).endswith("skipped (the 10 budgets 3,100 to 4,000)")
 
 
+def test_a_method_a_stop_left_unrun_at_its_point_is_skipped(monkeypatch):
+    """A notebook's sweep stopped (Ctrl-C) during tsvd, run first, showed sf's cell at that budget as "–"
+    with no note, where the point's comparison said "not run, the comparison was stopped first: sf"."""
+    import csv
+    import io
+
+    import sfapprox.sweep as sweep_module
+    from sfapprox.formats import render_csv
+
+    real = sweep_module.run_all
+
+    def stopped(names, *args, **kwargs):
+        rows = real([n for n in names if n == "tsvd"], *args, **kwargs)
+        rows[0].status = "interrupted"  # a Ctrl-C during tsvd's fit: the later methods not run
+        return rows
+
+    monkeypatch.setattr(sweep_module, "run_all", stopped)
+    s = sweep(np.random.default_rng(0).random((12, 12)), [0.3, 0.5], ["sparse", "tsvd"])
+    table = s.tables()[0]
+    assert table.rows[0]["sparse"] == "skipped"
+    assert "skipped: the sweep was stopped before sparse at budget 43" in table.notes
+    rows = list(csv.DictReader(io.StringIO(render_csv(s.tables()))))
+    assert [(r["sparse status"], r["tsvd status"]) for r in rows] == [("skipped", "interrupted"), ("skipped", "skipped")]
+
+
 def test_the_budgets_a_stop_left_unreached_are_rows_of_skipped(monkeypatch):
     """An interrupted sweep's CSV ended at the point it stopped, with no sign of the budgets after it."""
     import csv
