@@ -101,6 +101,19 @@ def test_download_verifies_and_is_cached(tmp_path, server):
     assert requests == ["/strike.paj"]  # the second call did not download
 
 
+def test_a_download_works_with_a_pooch_without_a_default_timeout(tmp_path, server, monkeypatch):
+    """pyproject allows pooch 1.7, whose ``pooch.downloaders`` has no ``DEFAULT_TIMEOUT`` (1.8 added it):
+    importing it made every download an ImportError, reported as "download ... failed"."""
+    import pooch.downloaders
+
+    monkeypatch.delattr(pooch.downloaders, "DEFAULT_TIMEOUT", raising=False)  # as pooch 1.7 has it
+    base, www, requests = server
+    (www / "strike.paj").write_bytes(STRIKE)
+    e = entry(tmp_path, f'file = "pajek/strike.paj"\nurl = "{base}/strike.paj"\nsha256 = "{SHA}"\n')
+    got = fetch_entry(e, cache=tmp_path / "cache")
+    assert got.origin == "download" and got.verified and got.path.read_bytes() == STRIKE
+
+
 def test_wrong_checksum_is_refused_and_nothing_is_kept(tmp_path, server):
     base, www, _ = server
     (www / "strike.paj").write_bytes(STRIKE)

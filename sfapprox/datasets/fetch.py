@@ -711,9 +711,12 @@ def _bounded_downloader(entry: Entry, limit: int):
 def _get(url: str, out) -> None:
     """Write the file ``url`` names into ``out`` (as pooch's HTTPDownloader does, but :func:`_body`'s bytes)."""
     import requests
-    from pooch.downloaders import DEFAULT_TIMEOUT
+    from pooch import downloaders
 
-    with requests.get(url, timeout=DEFAULT_TIMEOUT, stream=True) as response:
+    # pooch's own timeout where it has one (1.8+); pooch 1.7, which pyproject allows, has no DEFAULT_TIMEOUT
+    # (importing it made every download an ImportError) and 1.8 set it to 30 s
+    timeout = getattr(downloaders, "DEFAULT_TIMEOUT", 30)
+    with requests.get(url, timeout=timeout, stream=True) as response:
         response.raise_for_status()
         for chunk in _body(response, url):
             out.write(chunk)
