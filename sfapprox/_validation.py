@@ -476,6 +476,20 @@ def check_sparse_structure(X, *, source: str = "array") -> None:
             raise InputError(f"{source}: invalid sparse matrix ({' '.join(str(exc).split())})") from None
 
 
+def _float_values(X):
+    """A scipy sparse ``X`` with float64 values, its stored entries as they are (repeats not summed yet).
+
+    Not ``X.astype``: scipy before 1.11 sums the repeats first, in place and in the old dtype (an int64
+    sum wraps around: two entries of 6e18 gave -6.4e18, and the caller's matrix lost one of them).
+    """
+    values = np.asarray(X.data).astype(np.float64)  # a copy: the caller's values stay as they are
+    if X.format == "coo":
+        return sp.coo_array((values, (X.row, X.col)), shape=X.shape)
+    if X.format in ("csr", "csc", "bsr"):
+        return type(X)((values, X.indices, X.indptr), shape=X.shape)
+    return X.astype(np.float64)  # dok, lil, dia: one value per position already
+
+
 def canonical_csr(sparse) -> sp.csr_array:
     """``sparse`` as float64 CSR with one entry per position, columns sorted in each row: a surrogate's
     sparse part (:class:`~sfapprox.operators.HybridOperator`) or a target scored by its entries
@@ -488,7 +502,7 @@ def canonical_csr(sparse) -> sp.csr_array:
     stay: a part's stored entries are what it is charged for.
     """
     if np.dtype(sparse.dtype).kind in "biu":
-        sparse = sparse.astype(np.float64)
+        sparse = _float_values(sparse)
     out = sp.csr_array(sparse, dtype=np.float64)
     if not out.has_canonical_format:
         out = out.copy()  # (the caller's array is left as it was)
@@ -532,7 +546,7 @@ def _check_sparse(X, source: str, max_memory: int | None, held: int = 0) -> sp.c
         # Values become float64 before any duplicates are summed: scipy sums a
         # COO's duplicates in its own dtype, and int64 wraps around (two
         # entries of 6e18 would give -6.4e18).
-        X = X.astype(np.float64)
+        X = _float_values(X)
     # copy=True: canonicalising works in place and must not touch the caller's arrays.
     A = sp.csr_array(X, dtype=np.float64, copy=True)
     A.sum_duplicates()  # also sorts indices

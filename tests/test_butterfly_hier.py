@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
+from _sparse import random_array
 from sfapprox import BudgetError, InputError
 from sfapprox._base import RunContext, get_method
 from sfapprox.baselines import butterfly_hier as mod
@@ -148,7 +148,7 @@ def test_padded_operator_arrays_round_trip_and_refusals():
 
 
 def test_budget_rule_and_sparse_input():
-    X = sp.random_array((16, 16), density=0.3, random_state=7, format="csr")
+    X = random_array((16, 16), density=0.3, random_state=7, format="csr")
     with pytest.raises(BudgetError, match="below the smallest fit of a 16 x 16 matrix \\(the butterfly's"):
         HierarchicalButterfly(budget=127).fit(X)
     a = HierarchicalButterfly(budget=128).fit(X)

@@ -3,6 +3,7 @@ import re
 import numpy as np
 import pytest
 
+from _sparse import eye_array, random_array
 from sfapprox import FitSettings, ParameterError, RobustPCA, SfapproxError, TruncatedSVD, compare
 from sfapprox._base import RunContext
 from sfapprox.comparison import available_methods, run_method
@@ -256,13 +257,12 @@ def test_an_estimator_that_left_its_error_unknown_is_scored():
 
 @pytest.mark.parametrize("sparse", [False, True])
 def test_scoring_memory_is_checked_for_the_path_that_will_run(monkeypatch, sparse):
-    import scipy.sparse as sp
 
     from sfapprox import ResourceError, metrics
     from sfapprox.comparison import check_scoring_memory
     from sfapprox.io import as_loaded
 
-    X = sp.random_array((300, 300), density=0.01, random_state=0, format="csr") if sparse else np.eye(300)
+    X = random_array((300, 300), density=0.01, random_state=0, format="csr") if sparse else np.eye(300)
     loaded = as_loaded(X, "X")
     from sfapprox._validation import LIBRARY_WORKING_SET
 
@@ -283,14 +283,13 @@ def test_scoring_memory_is_checked_for_the_path_that_will_run(monkeypatch, spars
 
 
 def test_methods_memory_refuses_only_when_nothing_could_run():
-    import scipy.sparse as sp
 
     from sfapprox import ResourceError
     from sfapprox.comparison import check_methods_memory
     from sfapprox.io import as_loaded
 
     # TSVD's fit: 3 N^2 float64 = 600 MB, and the libraries' working set (64 MiB)
-    loaded = as_loaded(sp.eye_array(5000, format="csr"), "big")
+    loaded = as_loaded(eye_array(5000, format="csr"), "big")
     with pytest.raises(ResourceError, match=r"big: no method asked for .* \(tsvd needs about 636\.2 MiB, nmf needs"):
         check_methods_memory(["tsvd", "nmf"], loaded, 100 << 20)
     check_methods_memory(["tsvd"], loaded, 1 << 30)  # it fits
@@ -729,12 +728,11 @@ def test_a_sparse_matrix_that_cannot_be_formed_is_compared_from_its_columns_with
     """compare(scipy sparse) under a limit its dense form and scoring pass is compared from its columns (as
     such a file is read), its low-rank rows scored exactly from its non-zeros: the same errors as the
     comparison that forms it."""
-    import scipy.sparse as sp
 
     from sfapprox.sources import SparseSource, formable
 
     n = 400
-    X = sp.random_array((n, n), density=0.02, random_state=5, format="csr")
+    X = random_array((n, n), density=0.02, random_state=5, format="csr")
     limit = 2 << 20
     assert not formable(SparseSource(X), limit)
     streamed = compare(X, ["sparse", "rsvd"], budget=20_000, max_memory=limit, seed=0)
@@ -751,12 +749,11 @@ def test_monarch_from_columns_is_scored_exactly_by_its_own_projection():
     """Monarch's projection from columns gives its error exactly (the slabs' dropped singular values): the
     row keeps it rather than being sampled ("194.4 +- 3.8" for an exact 192.1 at N = 20,000), from a sparse
     matrix's non-zeros and from a dense source's column blocks alike, and the note says how."""
-    import scipy.sparse as sp
 
     from sfapprox.sources import ArraySource
 
     n = 400
-    X = sp.random_array((n, n), density=0.02, random_state=6, format="csr")
+    X = random_array((n, n), density=0.02, random_state=6, format="csr")
     streamed = compare(X, ["monarch", "rsvd"], budget=20_000, max_memory=2 << 20, seed=0, time_limit=20)  # (room on a loaded machine)
     formed = compare(X, ["monarch", "rsvd"], budget=20_000, seed=0)
     monarch = streamed.results[0]
@@ -786,7 +783,6 @@ def test_sf_scored_exactly_by_its_own_fit_is_not_scored_again(monkeypatch):
     """Without a time limit SF's fit from a sparse matrix's columns scores itself by a pass over them, and its
     row says so (the comparison's scoring then leaves it); under a time limit that pass is not made (it took
     263 s after a 10 s fit at N = 60,025, and the comparison scored the row again)."""
-    import scipy.sparse as sp
 
     from sfapprox.comparison import _scored_by_own_pass
     from sfapprox.sf.model import ChordSF
@@ -794,7 +790,7 @@ def test_sf_scored_exactly_by_its_own_fit_is_not_scored_again(monkeypatch):
 
     monkeypatch.setattr(ChordSF, "_fits_in_memory", lambda self, X: False)  # its fit from columns, at a small N
     n = 96
-    X = sp.random_array((n, n), density=0.1, random_state=1, format="csr")
+    X = random_array((n, n), density=0.1, random_state=1, format="csr")
     source = SparseSource(X)
     untimed = RunContext(FitSettings(time_limit=None, max_iter=5, seed=0, device="cpu"))
     row = run_method("sf", source, 20_000, untimed)
@@ -1066,9 +1062,8 @@ def test_a_sampled_scoring_leaves_the_norm_unknown_with_the_reason(monkeypatch):
 
 
 def test_a_sparse_matrix_from_its_columns_keeps_the_facts_its_entries_give():
-    import scipy.sparse as sp
 
-    X = sp.random_array((400, 400), density=0.02, random_state=5, format="csr")
+    X = random_array((400, 400), density=0.02, random_state=5, format="csr")
     streamed = compare(X, ["sparse"], budget=20_000, max_memory=2 << 20, seed=0)
     formed = compare(X, ["sparse"], budget=20_000, seed=0)
     assert streamed.matrix["compared_from"] == "columns" and streamed.matrix["unknown"] == {}

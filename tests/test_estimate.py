@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from _sparse import random_array
 from sfapprox import InputError
 from sfapprox.estimate import MIN_SAMPLE, _estimate, estimate_errors
 from sfapprox.sources import ArraySource, KernelMatrix
@@ -238,14 +239,13 @@ def test_a_matrix_held_sparse_gives_its_low_rank_surrogates_exact_errors_from_it
     """No column is sampled for a low-rank-plus-sparse surrogate of a SparseSource (at N = 60,000 a sample of
     4,096 columns took 23 s and gave 0.997 +- 1.2e-05); a Chord product still goes by the pass, on the
     same columns as before."""
-    import scipy.sparse as sp
 
     from sfapprox.operators import ChordOperator, HybridOperator
     from sfapprox.sources import SparseSource
 
     n = 64
     rng = np.random.default_rng(3)
-    X = sp.random_array((n, n), density=0.1, random_state=3, format="csr")
+    X = random_array((n, n), density=0.1, random_state=3, format="csr")
     low = HybridOperator(n, low_rank=(rng.standard_normal((n, 3)), rng.random(3), rng.standard_normal((3, n))))
     chord = ChordOperator(np.full((6, n, 7), 1 / 7))
     dense = X.toarray()

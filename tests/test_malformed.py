@@ -24,6 +24,7 @@ import scipy.io
 from PIL import Image
 from typer.testing import CliRunner
 
+from _sparse import random_array
 from sfapprox.cli import app
 
 runner = CliRunner()
@@ -578,7 +579,7 @@ def test_a_file_kept_sparse_must_fit_with_its_column_copy(tmp_path):
     from sfapprox.sources import SparseSource
 
     path = tmp_path / "dense_ish.npz"
-    sp.save_npz(path, sp.random_array((2000, 2000), density=0.1, random_state=1, format="csr"))
+    sp.save_npz(path, random_array((2000, 2000), density=0.1, random_state=1, format="csr"))
     loaded = load_matrix(path, keep_sparse=True)
     with pytest.raises(ResourceError, match=r"kept sparse \(400,000 non-zeros\), its row and column copies needs "
                                             r"about 9.2 MiB, over the memory limit of 8.0 MiB"):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from _sparse import random_array
 from sfapprox import metrics
 from sfapprox._errors import InputError, ParameterError
 from sfapprox.chord import default_n_factors, support_offsets
@@ -18,7 +19,7 @@ def _operators(n: int, rng) -> dict:
     offsets = support_offsets(n, "chord")
     chord = ChordOperator(rng.standard_normal((default_n_factors(n), n, offsets.size)) / offsets.size, offsets)
     low_rank = (rng.standard_normal((n, 3)), rng.standard_normal(3), rng.standard_normal((3, n)))
-    entries = sp.random_array((n, n), density=0.05, random_state=1, format="csr")
+    entries = random_array((n, n), density=0.05, random_state=1, format="csr")
     return {
         "chord": chord,
         "butterfly": ChordOperator(rng.standard_normal((4, 32, 2)) / 2, support="butterfly") if n == 32 else None,
@@ -61,7 +62,7 @@ def test_the_best_multiple_s_sums_come_from_the_scoring_pass(monkeypatch, path, 
     rng = np.random.default_rng(7)
     n = 45
     ops = _operators(n, rng)
-    for X in (rng.standard_normal((n, n)), sp.random_array((n, n), density=0.2, random_state=8, format="csr")):
+    for X in (rng.standard_normal((n, n)), random_array((n, n), density=0.2, random_state=8, format="csr")):
         dense = X.toarray() if sp.issparse(X) else X
         for name in ("chord", "hybrid"):
             A = ops[name].to_dense()
@@ -98,7 +99,7 @@ def test_sparse_and_low_rank_parts_are_sliced_not_multiplied_by_identity_columns
 
 def test_sparse_target(blocked):
     rng = np.random.default_rng(3)
-    X = sp.random_array((40, 40), density=0.1, random_state=4, format="csr")
+    X = random_array((40, 40), density=0.1, random_state=4, format="csr")
     op = _operators(40, rng)["chord"]
     want = frobenius_error(X.toarray(), op.to_dense())
     got = operator_error(X, op)
@@ -118,7 +119,7 @@ def test_a_sparse_surrogate_of_a_sparse_target_is_scored_on_their_entries(blocke
     """Both sparse: the entries of X - S (O(nnz)), never a block of columns; the same error (a COO X with
     repeated entries too: they add up, and the caller's X is not changed)."""
     rng = np.random.default_rng(5)
-    X = sp.random_array((40, 40), density=0.1, random_state=6, format="csr")
+    X = random_array((40, 40), density=0.1, random_state=6, format="csr")
     op = _operators(40, rng)["sparse"]
     want = frobenius_error(X.toarray(), op.to_dense())
     monkeypatch.setattr(metrics, "column_reader", None)  # a block would fail
@@ -319,9 +320,9 @@ def test_frobenius_error_of_tiny_entries_does_not_underflow():
 # --------------------------------------------------------------------------- a sparse X's errors from its non-zeros
 def _sparse_target_case(n: int = 120, seed: int = 0):
     rng = np.random.default_rng(seed)
-    X = sp.random_array((n, n), density=0.05, random_state=seed, format="csr")
+    X = random_array((n, n), density=0.05, random_state=seed, format="csr")
     U, s, Vt = rng.standard_normal((n, 4)), rng.random(4), rng.standard_normal((4, n))
-    S = sp.random_array((n, n), density=0.02, random_state=seed + 1, format="csr")
+    S = random_array((n, n), density=0.02, random_state=seed + 1, format="csr")
     return X, U, s, Vt, S
 
 
@@ -362,10 +363,10 @@ def test_a_sparse_part_alone_is_scored_entry_by_entry_even_where_it_reproduces_x
 
     monkeypatch.setattr(metrics, "_GATHER_NUMBERS", gather)
     n = 40
-    X = sp.random_array((n, n), density=0.1, random_state=7, format="csr")
+    X = random_array((n, n), density=0.1, random_state=7, format="csr")
     empty = (np.zeros((n, 0)), np.zeros(0), np.zeros((0, n)))
-    other = sp.random_array((n, n), density=0.05, random_state=8, format="csr")
-    half = X.multiply(sp.random_array((n, n), density=0.5, random_state=9) > 0).tocsr() * 1.5
+    other = random_array((n, n), density=0.05, random_state=8, format="csr")
+    half = X.multiply(random_array((n, n), density=0.5, random_state=9) > 0).tocsr() * 1.5
     for S, expected in ((X.copy(), 0.0), (other, None), (half, None), (X.tocoo(), 0.0)):
         got = sparse_target_error(X, HybridOperator(n, low_rank=empty, sparse=S))
         want = np.linalg.norm(X.toarray() - S.toarray())

@@ -3,6 +3,7 @@ import pytest
 import scipy.linalg as sla
 import scipy.sparse as sp
 
+from _sparse import random_array
 from sfapprox import BudgetError, ConvergenceWarning, ParameterError
 from sfapprox._base import RunContext, get_method
 from sfapprox.baselines import monarch as mod
@@ -195,7 +196,7 @@ def _same_fit(a: Monarch, b: Monarch) -> None:
 
 
 def test_sparse_input_gives_the_dense_fit():
-    X = sp.random_array((20, 20), density=0.2, random_state=10, format="csr")
+    X = random_array((20, 20), density=0.2, random_state=10, format="csr")
     a = Monarch(budget=2000).fit(X)
     b = Monarch(budget=2000).fit(X.toarray())
     _same_fit(a, b)
@@ -206,7 +207,7 @@ def test_sparse_input_gives_the_dense_fit():
 
 @pytest.mark.parametrize("n, density, rank", [(37, 0.05, None), (50, 0.3, 2), (64, 0.004, 1)])
 def test_sparse_projection_is_the_dense_one_from_the_non_zeros(n, density, rank):
-    X = sp.random_array((n, n), density=density, random_state=n, format="coo")
+    X = random_array((n, n), density=density, random_state=n, format="coo")
     X = sp.coo_array((np.r_[X.data - 0.5, [0.25]], (np.r_[X.row, [3]], np.r_[X.col, [4]])), shape=(n, n))  # a duplicate
     dense = X.toarray()
     budget = 6 * n * 8
@@ -218,7 +219,7 @@ def test_sparse_projection_is_the_dense_one_from_the_non_zeros(n, density, rank)
 
 
 def test_sparse_projection_never_forms_the_matrix(monkeypatch):
-    X = sp.random_array((400, 400), density=0.002, random_state=3, format="csc")
+    X = random_array((400, 400), density=0.002, random_state=3, format="csc")
     monkeypatch.setattr(sp.csc_array, "toarray", lambda self, *a, **k: pytest.fail("formed"))
     left, right, err, norm = monarch_project_sparse(X, 20, 20, 1)
     assert norm == pytest.approx(np.linalg.norm(X.data))
@@ -347,7 +348,7 @@ def test_on_an_executor_a_sparse_source_is_still_projected_from_its_non_zeros():
 
     from sfapprox.sources import DistributedSource, SparseSource
 
-    X = sp.random_array((300, 300), density=0.01, random_state=4, format="csr")
+    X = random_array((300, 300), density=0.01, random_state=4, format="csr")
     with ThreadPoolExecutor(2) as pool:
         m = Monarch(budget=12_000).fit(DistributedSource(SparseSource(X), pool))
     assert m.params_["from"] == "non-zeros"

@@ -5,6 +5,7 @@ import pytest
 import scipy.sparse as sp
 import torch
 
+from _sparse import random_array
 from sfapprox import BudgetError, ConvergenceWarning, NotApplicableError, ParameterError
 from sfapprox.baselines.nmf import NMF
 from sfapprox.budget import nmf_count, nmf_rank_for_budget
@@ -391,7 +392,7 @@ def test_a_start_svd_the_time_left_cannot_pay_for_gives_way_to_the_random_start(
     from sfapprox.baselines import tsvd
 
     monkeypatch.setattr(tsvd, "EXACT_MAX_N", 8)
-    X = sp.random_array((64, 64), density=0.5, format="csr", random_state=np.random.default_rng(2))
+    X = random_array((64, 64), density=0.5, format="csr", random_state=np.random.default_rng(2))
     slow_sparse_products(X)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)

@@ -3,6 +3,7 @@ import pytest
 import scipy.sparse as sp
 import torch
 
+from _sparse import random_array
 from sfapprox import BudgetError, ConvergenceWarning, ParameterError
 from sfapprox.baselines._torch import few_threads
 from sfapprox.baselines.rpca import RobustPCA, _godec, _pcp_ialm, _use_exact_svd
@@ -625,7 +626,7 @@ def test_a_sparse_source_s_largest_entries_come_from_its_non_zeros_first(fake_cl
     from sfapprox.sources import SparseSource
 
     n = 80
-    X = sp.random_array((n, n), density=0.05, random_state=3, format="csr")
+    X = random_array((n, n), density=0.05, random_state=3, format="csr")
     dense_reads = []
     real_columns = _rpca_columns._Residual._columns
     monkeypatch.setattr(_rpca_columns._Residual, "_columns",
@@ -858,7 +859,7 @@ def test_a_sparse_source_reproduced_by_its_largest_entries_makes_no_start(monkey
     from sfapprox.baselines import _rpca_columns
     from sfapprox.sources import SparseSource
 
-    X = sp.random_array((80, 80), density=0.05, random_state=5, format="csr")
+    X = random_array((80, 80), density=0.05, random_state=5, format="csr")
     made = []
     real = _rpca_columns._own_start
     monkeypatch.setattr(_rpca_columns, "_own_start", lambda *a, **k: made.append(a[1]) or real(*a, **k))

@@ -9,6 +9,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.sparse.linalg import aslinearoperator
 
+from _sparse import eye_array, random_array
 from sfapprox import InputError, ParameterError, ResourceError
 from sfapprox.io import open_matrix
 from sfapprox.sources import (
@@ -704,10 +705,10 @@ def test_a_sparse_source_counts_what_it_holds_and_knows_its_symmetry_without_a_t
     symmetry from the given CSR's arrays where it is one (X != X.T held three more copies)."""
     from sfapprox._validation import held_bytes
 
-    A = sp.random_array((40, 40), density=0.2, random_state=2, format="csr")
+    A = random_array((40, 40), density=0.2, random_state=2, format="csr")
     S = (A + A.T).tocsr()
     for given, symmetric in [(A, False), (S, True), (S.tocoo(), True), (S.tocsc(), True), (sp.csr_matrix(S), True),
-                             ((10 * A).astype(np.int64) + sp.eye_array(40, dtype=np.int64), False)]:
+                             ((10 * A).astype(np.int64) + eye_array(40, dtype=np.int64), False)]:
         source = SparseSource(given)
         assert source.symmetric is symmetric
         assert source.held_bytes == held_bytes(source.matrix) > 0

@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from _sparse import random_array
 from sfapprox import BudgetError, InputError, ParameterError, compare
 from sfapprox._base import RunContext, get_method
 from sfapprox.baselines.sparse import (
@@ -14,8 +15,8 @@ from sfapprox.baselines.sparse import (
 
 
 def _random_sparse(n=30, density=0.1, seed=0):
-    return sp.random_array((n, n), density=density, random_state=seed, format="csr",
-                           data_sampler=np.random.default_rng(seed).standard_normal)
+    return random_array((n, n), density=density, random_state=seed, format="csr",
+                        data_sampler=np.random.default_rng(seed).standard_normal)
 
 
 def test_count_and_its_inverse():

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
+from _sparse import random_array
 from sfapprox import BudgetError, ParameterError, TruncatedSVD
 from sfapprox.budget import tsvd_count
 
@@ -51,7 +51,7 @@ def test_what_sfapprox_methods_says_of_tsvd_names_its_randomized_svd():
 
 
 def test_budget_picks_largest_rank_and_sparse_input():
-    X = sp.random_array((40, 40), density=0.1, random_state=2, format="csr")
+    X = random_array((40, 40), density=0.1, random_state=2, format="csr")
     t = TruncatedSVD(budget=500, solver="randomized").fit(X)
     assert t.rank_ == 500 // 81 and t.n_stored_ <= 500
     dense = TruncatedSVD(budget=500).fit(X.toarray())
@@ -205,7 +205,7 @@ def test_a_start_svd_that_may_give_up_runs_no_product_the_time_left_cannot_pay_f
     from sfapprox.baselines import tsvd
 
     monkeypatch.setattr(tsvd, "EXACT_MAX_N", 8)  # (the randomized SVD at N = 64)
-    X = sp.random_array((64, 64), density=0.5, format="csr", random_state=np.random.default_rng(2))
+    X = random_array((64, 64), density=0.5, format="csr", random_state=np.random.default_rng(2))
     plain = tsvd.leading_svd(X, 4, 0, n_iter=0)
     taken = slow_sparse_products(X)
     real_qr = np.linalg.qr

@@ -10,6 +10,7 @@ import scipy.sparse as sp
 
 from sfapprox._errors import InputError, ResourceError
 from sfapprox._validation import (
+    canonical_csr,
     check_memory,
     check_sparse_structure,
     check_square_matrix,
@@ -380,11 +381,29 @@ class TestSparse:
     def test_integer_duplicates_summed_in_float(self, fmt):
         # Two int64 entries of 6e18 sum beyond 2^63: summed in int64 they wrap to -6.4e18.
         coo = sp.coo_array((np.array([6 * 10**18] * 2, dtype=np.int64), ([0, 0], [0, 0])), shape=(2, 2))
-        X = coo if fmt == "coo" else sp.csr_array((coo.data, coo.coords[1], [0, 2, 2]), shape=(2, 2)) if fmt == "csr" \
-            else sp.csc_array((coo.data, coo.coords[0], [0, 2, 2]), shape=(2, 2))
+        X = coo if fmt == "coo" else sp.csr_array((coo.data, coo.col, [0, 2, 2]), shape=(2, 2)) if fmt == "csr" \
+            else sp.csc_array((coo.data, coo.row, [0, 2, 2]), shape=(2, 2))
         out = check_square_matrix(X)
         assert out[0, 0] == 1.2e19 and out.nnz == 1
         assert X.dtype == np.int64  # the caller's matrix is untouched
+
+    @pytest.mark.parametrize("fmt", ["coo", "csr"])
+    def test_integer_duplicates_summed_in_float_where_astype_sums_them_first(self, fmt, monkeypatch):
+        """scipy 1.10 (pyproject allows it) sums a sparse matrix's repeats in its ``astype``, in place and in
+        the old dtype: the float conversion gave -6.4e18 and took one entry from the caller's matrix."""
+        from scipy.sparse._data import _data_matrix
+
+        plain = _data_matrix.astype
+
+        def astype_as_scipy_1_10(self, dtype, *args, **kwargs):
+            self.sum_duplicates()  # (1.10's _deduped_data)
+            return plain(self, dtype, *args, **kwargs)
+
+        monkeypatch.setattr(_data_matrix, "astype", astype_as_scipy_1_10)
+        coo = sp.coo_array((np.array([6 * 10**18] * 2, dtype=np.int64), ([0, 0], [0, 0])), shape=(2, 2))
+        X = coo if fmt == "coo" else sp.csr_array((coo.data, coo.col, [0, 2, 2]), shape=(2, 2))
+        assert check_square_matrix(X)[0, 0] == 1.2e19 and canonical_csr(X)[0, 0] == 1.2e19
+        assert X.nnz == 2  # the caller's matrix is untouched
 
     def test_npz_integer_duplicates(self, tmp_path):
         from sfapprox.io import load_matrix
@@ -733,7 +752,8 @@ def test_the_package_runs_on_a_scipy_without_a_public_sparray():
 
     code = """
 import scipy.sparse as sp
-del sp.sparray  # as scipy 1.10 has it
+if hasattr(sp, "sparray"):
+    del sp.sparray  # as scipy 1.10 has it
 import numpy as np
 import sfapprox
 X = sp.random(40, 40, density=0.1, random_state=0, format="csr")
