@@ -1,9 +1,10 @@
-"""scipy's sparse-array constructors for the tests on every scipy that pyproject allows; not a test module.
+"""What the tests need that differs between the dependency versions pyproject allows; not a test module.
 
 ``sp.random_array`` and ``sp.eye_array`` came in scipy 1.12, and pyproject allows scipy 1.10: on 1.10
 and 1.11 every test drawing its sparse matrix with them was an AttributeError.  Where scipy has them
 they are called as they are (the same matrices as before); on an older scipy ``sp.random`` and
-``sp.eye`` give the same entries, wrapped in the sparse-array class of the format.
+``sp.eye`` give the same entries, wrapped in the sparse-array class of the format.  distributed 2023.1
+(pyproject allows dask 2023.1) has no ``FutureCancelledError``: :func:`cluster_lost_error`.
 """
 
 from __future__ import annotations
@@ -29,3 +30,14 @@ def eye_array(n, *, dtype=float, format=None):
     if hasattr(sp, "eye_array"):
         return sp.eye_array(n, dtype=dtype, format=format)
     return _as_array(sp.eye(n, dtype=dtype, format=format))
+
+
+def cluster_lost_error() -> Exception:
+    """What a task's ``result()`` raises once its Dask scheduler is gone, in the installed distributed."""
+    try:  # newer distributed: the reason said
+        from distributed.client import FutureCancelledError
+    except ImportError:  # distributed 2023.1 (pyproject allows dask 2023.1) has no FutureCancelledError
+        from distributed.client import CancelledError
+
+        return CancelledError("k")
+    return FutureCancelledError("k", "scheduler-connection-lost")

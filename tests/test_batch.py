@@ -1321,7 +1321,7 @@ def test_a_dask_batch_connects_before_any_work_and_stops_when_its_cluster_is_los
     scheduler address" once the cache was filled), and a scheduler killed mid-run wrote a "failed" line per
     pair that never ran, exit 0."""
     pytest.importorskip("distributed")
-    from distributed.client import FutureCancelledError
+    from _compat import cluster_lost_error
 
     from sfapprox import ParameterError, ResourceError
     from sfapprox.datasets import batch as B
@@ -1339,7 +1339,7 @@ def test_a_dask_batch_connects_before_any_work_and_stops_when_its_cluster_is_los
             return True
 
         def result(self):
-            raise FutureCancelledError("k", "scheduler-connection-lost")
+            raise cluster_lost_error()
 
     class Client:
         closed = False

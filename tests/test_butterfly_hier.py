@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from _sparse import random_array
+from _compat import random_array
 from sfapprox import BudgetError, InputError
 from sfapprox._base import RunContext, get_method
 from sfapprox.baselines import butterfly_hier as mod

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
+from _compat import cluster_lost_error
 from sfapprox._executors import ordered_map, share, worker_count
 
 
@@ -76,12 +77,10 @@ def test_a_dask_cluster_lost_under_a_pass_is_one_resource_error(monkeypatch):
     """A scheduler closed or killed (or a worker over its memory limit) during compare --scheduler ended in a
     traceback ("FutureCancelledError: ... scheduler-connection-lost") and exit 1."""
     pytest.importorskip("distributed")
-    from distributed.client import FutureCancelledError
-
     from sfapprox import ResourceError
     from sfapprox import _executors
 
-    cluster = _failing_cluster(monkeypatch, lambda: FutureCancelledError("k", "scheduler-connection-lost"))
+    cluster = _failing_cluster(monkeypatch, cluster_lost_error)
     with pytest.raises(ResourceError, match="the Dask cluster was lost"):
         list(_executors.ordered_map(cluster, abs, [1, 2]))
 

@@ -24,7 +24,7 @@ import scipy.io
 from PIL import Image
 from typer.testing import CliRunner
 
-from _sparse import random_array
+from _compat import random_array
 from sfapprox.cli import app
 
 runner = CliRunner()

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from _sparse import random_array
+from _compat import random_array
 from sfapprox import metrics
 from sfapprox._errors import InputError, ParameterError
 from sfapprox.chord import default_n_factors, support_offsets

@@ -3,7 +3,7 @@ import pytest
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from _sparse import random_array
+from _compat import random_array
 from sfapprox import BudgetError, ConvergenceWarning, ParameterError
 from sfapprox._base import RunContext, get_method
 from sfapprox.baselines import monarch as mod

@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 import torch
 
-from _sparse import random_array
+from _compat import random_array
 from sfapprox import BudgetError, ConvergenceWarning, NotApplicableError, ParameterError
 from sfapprox.baselines.nmf import NMF
 from sfapprox.budget import nmf_count, nmf_rank_for_budget
