@@ -1186,7 +1186,7 @@ def test_a_sparse_x_in_memory_reproduced_by_its_entries_stops_there(method, monk
     for name in ("_start_svd", "_pcp_ialm", "_godec"):
         real = getattr(rpca, name)
         monkeypatch.setattr(rpca, name, lambda *a, _real=real, _name=name, **k: ran.append(_name) or _real(*a, **k))
-    X = sp.random_array((60, 60), density=0.05, random_state=7, format="csr")
+    X = random_array((60, 60), density=0.05, random_state=7, format="csr")
     est = RobustPCA(budget=4 * X.nnz, method=method, time_limit=None, device="cpu").fit(X)
     assert not ran and est.stop_reason_ == "exact" and est.params_["converged"]
     assert "svd" not in est.params_  # (none ran: its kind is no fact of this fit)
