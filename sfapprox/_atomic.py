@@ -47,7 +47,7 @@ from .formats import jsonable
 
 __all__ = ["atomic_path", "write_text", "write_json", "write_bytes", "OutputError", "OutputExistsError",
            "written_outputs", "output_target", "stream_kind", "special_kind", "names_descriptor", "FileStamp", "resolved_path",
-           "check_writable", "check_named_file", "NO_ROOM", "full_disk", "NAME_MAX", "shortened", "check_name_length",
+           "check_writable", "check_named_file", "NO_ROOM", "full_disk", "write_advice", "NAME_MAX", "shortened", "check_name_length",
            "name_over_limit", "path_over_limit", "WINDOWS_MAX_PATH"]
 
 #: errnos of a write that found no room: the disk is full, or the user's quota on it is used up.
@@ -68,6 +68,64 @@ def full_disk(folder: str | os.PathLike) -> str:
         ``"the file system holding FOLDER is full; free some space"``.
     """
     return f"the file system holding {os.fspath(folder) or '.'} is full; free some space"
+
+
+def write_advice(code: int | None, folder: str | os.PathLike) -> str | None:
+    """What a write into ``folder`` that failed with errno ``code`` says of its cause and what to do; None
+    where the error's own words are all there is to say.
+
+    A write may fail for many reasons besides a full disk (:func:`full_disk`): a file larger than its file
+    system takes (FAT32, the usual USB drive's, stops at 4 GiB) or than this process may write
+    (``ulimit -f``), a file system mounted read-only (or remounted so after an error), a failing disk,
+    a permission withdrawn while the work ran.  The operating system's words ("File too large") name
+    none of these, nor what to do.
+
+    Parameters
+    ----------
+    code : int or None
+        The error number (``OSError.errno``).
+    folder : str or os.PathLike
+        Where the file was being written.
+
+    Returns
+    -------
+    str or None
+
+    Examples
+    --------
+    >>> write_advice(errno.EROFS, "/mnt/usb")
+    'the file system holding /mnt/usb is read-only; choose a folder on another one'
+    >>> write_advice(errno.ENOENT, "out") is None
+    True
+    """
+    where = os.fspath(folder) or "."
+    if code in NO_ROOM:
+        return full_disk(folder)
+    if code == errno.EFBIG:
+        return _too_large(where)
+    if code == errno.EROFS:
+        return f"the file system holding {where} is read-only; choose a folder on another one"
+    if code == errno.EIO:
+        return (f"the disk holding {where} failed to write (a failing or removed drive, a lost network share); "
+                "check it, or choose a folder on another disk")
+    if code in (errno.EACCES, errno.EPERM):
+        return f"no permission to write in {where}; choose a folder you can write, or change its permissions"
+    return None
+
+
+def _too_large(folder: str) -> str:
+    """Why a file was too large (EFBIG), and what to do: this process's own limit where one is set
+    (``ulimit -f``: no folder escapes it), else the file system's largest file."""
+    with contextlib.suppress(ImportError, OSError, ValueError):
+        import resource  # here: POSIX only
+
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        if limit != resource.RLIM_INFINITY:
+            from ._validation import format_bytes
+
+            return f"this process's file size limit ('ulimit -f') is {format_bytes(limit)}: raise it"
+    return (f"larger than the file system holding {folder} takes (FAT32, usual on USB drives, takes at most "
+            "4 GiB); choose a folder on another file system")
 
 
 #: errnos of a file system that cannot make hard links (FAT, exFAT, some FUSE and SMB mounts): Linux says
@@ -401,7 +459,18 @@ def check_writable(target: Path, label: str = "") -> None:
     if not parent.is_dir():
         raise ParameterError(f"{label}{target}: folder {parent} does not exist; create it first")
     if not os.access(parent, os.W_OK | os.X_OK):
+        if _read_only(parent):  # "not writable" alone sent users to chmod, which a read-only mount refuses too
+            raise ParameterError(f"{label}{target}: folder {parent} is not writable: "
+                                 f"{write_advice(errno.EROFS, parent)}")
         raise ParameterError(f"{label}{target}: folder {parent} is not writable")
+
+
+def _read_only(folder: Path) -> bool:
+    """Whether ``folder`` is on a file system mounted read-only (False where that cannot be told)."""
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except (AttributeError, OSError):  # (Windows has no statvfs)
+        return False
 
 
 def check_name_length(target: Path, label: str = "", hint: str = "give a shorter name") -> None:
@@ -680,8 +749,9 @@ def _stop_waiting() -> None:
 
 def _output_error(target: Path, exc: OSError) -> OutputError:
     cause = os_cause(exc)
-    if exc.errno in NO_ROOM:
-        cause += f" ({full_disk(target.parent)})"
+    advice = write_advice(exc.errno, target.parent)
+    if advice is not None:
+        cause += f" ({advice})"
     return OutputError(f"{target}: not written: {cause}; no partial file was left", target, exc.errno)
 
 

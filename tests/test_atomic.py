@@ -683,3 +683,118 @@ def test_no_path_limit_off_windows(tmp_path):
     from sfapprox._atomic import path_over_limit
 
     assert path_over_limit(_long_target(tmp_path, 400)) is None
+
+
+# ------------------------------------------------------------------ write errors other than a full disk
+
+
+WRITE_OVER_LIMIT = """
+import resource, sys
+from sfapprox._atomic import OutputError, write_bytes
+
+resource.setrlimit(resource.RLIMIT_FSIZE, (16384, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+try:
+    write_bytes(sys.argv[1], b"x" * 65536)
+except OutputError as exc:
+    print(exc)
+    sys.exit(2)
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="RLIMIT_FSIZE is POSIX")
+def test_a_file_over_the_largest_the_process_may_write_is_one_line_with_what_to_do(tmp_path):
+    """EFBIG (a file over ``ulimit -f``, or FAT32's 4 GiB) said only "File too large", nor what to do."""
+    path = tmp_path / "r.json"
+    path.write_text("previous")
+    script = tmp_path / "write.py"
+    script.write_text(WRITE_OVER_LIMIT)
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, str(script), str(path)], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert done.returncode == 2, (done.returncode, done.stderr[-2000:])  # (SIGXFSZ is ignored by Python)
+    [line] = done.stdout.strip().splitlines()
+    assert line == (f"{path}: not written: File too large (this process's file size limit ('ulimit -f') is "
+                    "16.0 KiB: raise it); no partial file was left"), line
+    assert path.read_text() == "previous" and leftovers(tmp_path) == []
+
+
+class _Failing:
+    """A file that takes 10 bytes, then fails with ``code`` (as a disk does mid-write)."""
+
+    code = errno.EIO
+
+    def __init__(self, name, mode):
+        self.f = open(name, mode)
+
+    def write(self, data):
+        self.f.write(data[:10])
+        raise OSError(self.code, os.strerror(self.code))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+
+@pytest.mark.parametrize("code, advice", [
+    ("EFBIG", "larger than the file system holding {folder} takes (FAT32, usual on USB drives, takes at most "
+              "4 GiB); choose a folder on another file system"),
+    ("EROFS", "the file system holding {folder} is read-only; choose a folder on another one"),
+    ("EIO", "the disk holding {folder} failed to write (a failing or removed drive, a lost network share); check "
+            "it, or choose a folder on another disk"),
+    ("EACCES", "no permission to write in {folder}; choose a folder you can write, or change its permissions"),
+])
+def test_a_write_that_fails_mid_way_says_why_and_what_to_do(tmp_path, monkeypatch, code, advice):
+    """Each cause besides a full disk gave the OS's words alone ("Read-only file system"), nor what to do."""
+    import resource
+
+    import sfapprox._atomic
+
+    path = tmp_path / "r.json"
+    path.write_text("previous")
+    monkeypatch.setattr(_Failing, "code", getattr(errno, code))
+    monkeypatch.setattr(sfapprox._atomic, "open", _Failing, raising=False)
+    # no 'ulimit -f' in force: the file system's largest file is the cause
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    with pytest.raises(OutputError) as info:
+        write_text(path, "x" * 1000)
+    strerror = os.strerror(getattr(errno, code))
+    assert str(info.value) == (f"{path}: not written: {strerror} ({advice.format(folder=tmp_path)}); "
+                               "no partial file was left")
+    assert info.value.errno == getattr(errno, code)
+    assert path.read_text() == "previous" and leftovers(tmp_path) == []
+
+
+@pytest.fixture
+def read_only_fs(tmp_path):
+    """A small tmpfs holding a file, then remounted read-only (needs root; skipped elsewhere)."""
+    mnt = tmp_path / "ro"
+    mnt.mkdir()
+    if os.name != "posix" or not hasattr(os, "geteuid") or os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace').strip()}")
+    try:
+        (mnt / "r.json").write_text("previous")
+        done = subprocess.run(["mount", "-o", "remount,ro", str(mnt)], capture_output=True)
+        assert done.returncode == 0, done.stderr
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def test_a_real_read_only_file_system_is_named_as_one(read_only_fs):
+    """A disk remounted read-only during a run (as ext4 does after an error): its write says so, the file
+    there stays; before any work, a read-only folder was "not writable" alone (chmod cannot fix it)."""
+    from sfapprox._atomic import check_writable
+    from sfapprox._errors import ParameterError
+
+    path = read_only_fs / "r.json"
+    with pytest.raises(OutputError, match=r"r\.json: not written: Read-only file system \(the file system "
+                                          r"holding .*ro is read-only; choose a folder on another one\)"):
+        write_text(path, "x" * 1000)
+    assert path.read_text() == "previous" and os.listdir(read_only_fs) == ["r.json"]
+    with pytest.raises(ParameterError, match=r"is not writable: the file system holding .*ro is read-only"):
+        check_writable(read_only_fs / "new.json")

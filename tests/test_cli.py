@@ -1259,6 +1259,37 @@ def test_fit_whose_out_cannot_be_written_still_writes_json_and_shows_its_table(t
     assert f"error: {out}: not written: File too large" in text
 
 
+@pytest.mark.skipif(os.name != "posix", reason="RLIMIT_FSIZE is POSIX")
+def test_outputs_over_the_largest_file_are_one_line_each_and_keep_what_was_there(tmp_path, small_mtx):
+    """`compare --json --plot` on a disk whose largest file is smaller than they (FAT32's 4 GiB; here
+    `ulimit -f 1`): one line each, naming the file and what to do, exit 2, no traceback, the earlier
+    files kept whole and no temporaries; the small outputs are written."""
+    import resource
+    import subprocess
+    import sys
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1024, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+    js, plot, md = tmp_path / "c.json", tmp_path / "c.png", tmp_path / "c.md"
+    js.write_text("previous")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]) + os.pathsep
+               + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, "-m", "sfapprox", "compare", str(small_mtx), "--methods", "tsvd",
+                           "--json", str(js), "--plot", str(plot), "--markdown", str(md), "--force", "--quiet",
+                           "--device", "cpu"], capture_output=True, text=True, env=env, timeout=120,
+                          preexec_fn=limit, cwd=tmp_path)
+    assert done.returncode == 2, (done.returncode, done.stderr[-3000:])
+    assert "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    too_large = "File too large (this process's file size limit ('ulimit -f') is 1.0 KiB: raise it); no partial " \
+                "file was left"
+    assert f"error: {js}: not written: {too_large}" in errors and f"error: {plot}: not written: {too_large}" in \
+        errors, done.stderr
+    assert js.read_text() == "previous" and not plot.exists() and "tsvd" in md.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json", "c.md", "small.mtx"]
+
+
 def test_a_stop_while_the_arguments_are_read_is_said(monkeypatch):
     """A Ctrl-C early in startup (typer turned it into exit 130) ended the command with no message at all."""
     from sfapprox.cli import _app
