@@ -814,12 +814,46 @@ def test_results_file_on_a_full_disk_stops_with_one_line_and_keeps_the_lines(tmp
     result = CliRunner().invoke(app, ["batch", str(m), "--out-dir", str(out), "--methods", "tsvd", "--quiet"])
     assert result.exit_code == 2, result.output
     [error] = [line for line in result.output.splitlines() if line.startswith("error:")]
-    assert f"{out / 'results.jsonl'}: could not append a line (No space left on device; the file system is full)" in \
-        " ".join(result.output.split())
+    assert f"{out / 'results.jsonl'}: could not append a line (No space left on device; the file system holding " \
+           f"{out} is full; free some space)" in " ".join(result.output.split())
     assert "Traceback" not in result.output
     assert [r["matrix"] for r in lines(out)] == ["m0"]  # the complete line is kept, nothing partial
     monkeypatch.setattr(results_file.os, "write", real_write)
     assert run_batch(m, out, BatchOptions(methods=("tsvd",))).written == 2  # resumes
+
+
+APPEND_OVER_LIMIT = """
+import resource, sys
+from sfapprox._atomic import OutputError
+from sfapprox.datasets.results_file import ResultsWriter
+
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+with ResultsWriter(sys.argv[1]) as writer:
+    try:
+        for i in range(1000):
+            writer.write({"matrix": f"m{i}", "method": "tsvd", "status": "ok", "note": "x" * 150})
+    except OutputError as exc:
+        print(exc)
+        sys.exit(2)
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="RLIMIT_FSIZE is POSIX")
+def test_a_results_file_over_the_largest_file_says_so_not_a_full_disk(tmp_path):
+    """The short write at the limit (``ulimit -f``; FAT32's 4 GiB) was said to be a full disk: the OS says
+    why with the next write, File too large, and what to do is not to free space."""
+    script, path = tmp_path / "append.py", tmp_path / "results.jsonl"
+    script.write_text(APPEND_OVER_LIMIT)
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, str(script), str(path)], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
+    [line] = done.stdout.strip().splitlines()
+    assert line.startswith(f"{path}: could not append a line (File too large (only ") and "full" not in line, line
+    assert "this process's file size limit ('ulimit -f') is 4.0 KiB: raise it); the complete lines" in line, line
+    raw = path.read_bytes()
+    assert raw.endswith(b"\n") and 0 < len(raw) <= 4096  # whole lines only: the cut one's start removed
+    assert [json.loads(line)["matrix"] for line in raw.splitlines()] == [f"m{i}" for i in range(raw.count(b"\n"))]
 
 
 def test_real_full_file_system_keeps_whole_lines(tmp_path):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._atomic import OutputError, atomic_path
+from .._atomic import OutputError, atomic_path, os_cause, write_advice
 from ..formats import counted, jsonable
 from .._validation import format_bytes
 
@@ -111,19 +111,38 @@ class ResultsWriter:
         """
         data = encode_record(record)
         try:
-            written = os.write(self._fd, data)
-            if written != len(data):  # disk full: a short write; cut it back off
-                os.ftruncate(self._fd, os.lseek(self._fd, 0, os.SEEK_END) - written)
-                raise OSError(errno.ENOSPC, f"No space left on device (only {format_bytes(written)} of "
-                                            f"{format_bytes(len(data))} written)")
+            self._append(data)
             os.fsync(self._fd)
         except OSError as exc:
             raise self._error("could not append a line", exc) from exc
 
+    def _append(self, data: bytes) -> None:
+        """Append ``data`` whole, or cut off what went in of it and raise the OSError that stopped it.
+
+        A short write is no error of its own: the OS writes what fits and says why with the next write,
+        so the rest is written again to learn the cause (a full disk, a file over the file system's or
+        this process's largest file: "No space left" was said of both).
+        """
+        written = os.write(self._fd, data)
+        while written < len(data):
+            try:
+                done = os.write(self._fd, data[written:])
+            except OSError as exc:
+                cause = exc
+            else:
+                written += done
+                if done:
+                    continue
+                cause = OSError(errno.ENOSPC, "No space left on device")  # nothing written, and no reason given
+            os.ftruncate(self._fd, os.lseek(self._fd, 0, os.SEEK_END) - written)
+            raise OSError(cause.errno, f"{os_cause(cause)} (only {format_bytes(written)} of "
+                                       f"{format_bytes(len(data))} written)") from cause
+
     def _error(self, what: str, exc: OSError):
         cause = exc.strerror or str(exc)
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            cause += "; the file system is full"
+        advice = write_advice(exc.errno, self.path.parent)
+        if advice is not None:
+            cause += f"; {advice}"
         return OutputError(f"{self.path}: {what} ({cause}); the complete lines already there are kept, "
                            "run the same command again to resume", self.path, exc.errno)
 
