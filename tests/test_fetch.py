@@ -969,6 +969,42 @@ def test_a_full_disk_under_the_cache_says_so_and_what_to_do(tmp_path, server, mo
     assert not [p for p in cache.rglob("*") if p.is_file()]
 
 
+@pytest.mark.parametrize("code, advice", [
+    ("EROFS", "the file system holding {folder} is read-only; choose a folder on another one"),
+    ("EFBIG", "larger than the file system holding {folder} takes (FAT32, usual on USB drives, takes at most 4 GiB); "
+              "choose a folder on another file system"),
+])
+def test_a_cache_on_a_read_only_or_too_small_file_system_says_so_not_a_folder_you_can_write(
+        tmp_path, server, monkeypatch, code, advice):
+    """"set SFAPPROX_CACHE to a folder you can write" was said of a read-only disk and of a file over its file
+    system's largest (FAT32's 4 GiB): a folder there could be written, and would fail alike."""
+    import builtins
+    import errno
+    import resource
+
+    from sfapprox.datasets import fetch
+
+    number = getattr(errno, code)
+    base, www, _ = server
+    (www / "strike.paj").write_bytes(STRIKE)
+    e = entry(tmp_path, f'file = "pajek/strike.paj"\nurl = "{base}/strike.paj"\n')
+    cache = tmp_path / "cache"
+
+    def failing_open(file, mode="r", *args, **kwargs):
+        opened = builtins.open(file, mode, *args, **kwargs)
+        return _FullDisk(opened, number) if "w" in mode else opened
+
+    monkeypatch.setattr(fetch, "open", failing_open, raising=False)
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    with pytest.raises(UnavailableError) as info:
+        fetch_entry(e, cache=cache)
+    msg = str(info.value)
+    assert f": {os.strerror(number)}" in msg and \
+        f"): {advice.format(folder=cache / 'm')} (SFAPPROX_CACHE sets the cache's folder)" in msg, msg
+    assert "a folder you can write" not in msg
+    assert not [p for p in cache.rglob("*") if p.is_file()]
+
+
 @pytest.mark.parametrize("body, problem", [
     (b"junk" * 100, "not a readable zip or tar archive (neither zip nor tar, plain or compressed)"),
     ("cut", "not a readable zip or tar archive (Compressed file ended before the end-of-stream marker was reached)"),

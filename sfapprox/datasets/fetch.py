@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import bz2
 import contextlib
+import errno
 import gzip
 import hashlib
 import itertools
@@ -51,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlparse
 
-from .._atomic import NO_ROOM, OutputError, full_disk, new_temporary, os_cause, place_temporary, process_gone
+from .._atomic import NO_ROOM, OutputError, full_disk, new_temporary, os_cause, place_temporary, process_gone, write_advice
 from .._errors import InputError, parameter
 from .._validation import format_bytes
 from .manifest import COMPRESSED_SUFFIXES, Entry, is_archive
@@ -475,11 +476,18 @@ def _cache_problem(exc: OutputError, folder: Path) -> str:
     """Why the download cache (the entry's ``folder`` in it) could not be written, with what to do for that
     cause: a full disk needs room, or a cache on another disk ("a folder you can write" was said of a
     full disk too, where the folder could be written and the hint led nowhere); any other cause (a
-    folder not writable, a read-only file system, a file in the way), a folder that can be written."""
+    folder not writable, a file in the way), a folder that can be written; a file too large, a read-only
+    or failing disk, what :func:`~sfapprox._atomic.write_advice` says (another folder there fails alike)."""
     what = f"the download cache cannot be written ({' '.join(str(exc).split())})"
     if exc.errno in NO_ROOM:
         return f"{what}: {full_disk(folder)}, or set SFAPPROX_CACHE to a folder on another disk"
+    if exc.errno in _FOLDER_NO_HELP:  # a file too large, a read-only or failing disk: "a folder you can write" misled
+        return f"{what}: {write_advice(exc.errno, folder)} (SFAPPROX_CACHE sets the cache's folder)"
     return f"{what}; set SFAPPROX_CACHE to a folder you can write"
+
+
+#: errnos of a cache write that another folder you can write, on the same file system, would fail alike.
+_FOLDER_NO_HELP = (errno.EFBIG, errno.EROFS, errno.EIO)
 
 
 def download_problem(exc: BaseException, url: str) -> str:
