@@ -70,6 +70,20 @@ def _no_cache_folder(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and "no locator available" in str(exc)
 
 
+def _cache_write_remedy(exc: BaseException) -> str | None:
+    """What to do where numba failed to write its cache of the kernels (a file over ``ulimit -f``, a full or
+    read-only disk): "Reinstall numba" was said of it, and would not help.  None for any other failure."""
+    from ._atomic import write_advice  # here: _atomic loads more than this module needs
+
+    if not isinstance(exc, OSError):
+        return None
+    folder = os.path.dirname(exc.filename) if isinstance(exc.filename, str) else "numba's cache folder"
+    advice = write_advice(exc.errno, folder or ".")
+    if advice is None:
+        return None
+    return f"numba could not write its cache of them: {advice} (NUMBA_CACHE_DIR sets its folder)."
+
+
 def _private_folder() -> tuple[str, bool]:
     """A folder for numba's cache that only this user can write, and whether it lasts beyond this process.
 
@@ -198,7 +212,8 @@ class CompiledModule:
         raise_interrupt(exc)
         self.module = False
         # numba works where it only found no folder to cache in (and no temporary folder either)
-        remedy = "Set NUMBA_CACHE_DIR to a writable folder to restore them." if _no_cache_folder(exc) else self.remedy
+        remedy = "Set NUMBA_CACHE_DIR to a writable folder to restore them." if _no_cache_folder(exc) else \
+            _cache_write_remedy(exc) or self.remedy
         warnings.warn(
             f"sfapprox: the compiled {self.what} failed ({type(exc).__name__}: {exc}); "
             f"falling back to {self.fallback}. {remedy}",

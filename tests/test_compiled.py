@@ -123,3 +123,26 @@ def test_a_cache_folder_failure_names_numba_cache_dir_not_a_reinstall():
     (warning,) = seen
     assert "NUMBA_CACHE_DIR" in str(warning.message) and "Reinstall" not in str(warning.message)
     assert module.get() is False
+
+
+@pytest.mark.parametrize("code, advice", [
+    ("EFBIG", "larger than the file system holding /cache takes"),
+    ("EROFS", "the file system holding /cache is read-only; choose a folder on another one"),
+    ("ENOSPC", "the file system holding /cache is full; free some space"),
+])
+def test_kernels_whose_cache_cannot_be_written_say_so_not_reinstall_numba(monkeypatch, code, advice):
+    """numba failing to write its cache (a file over ``ulimit -f``, a read-only or full disk) was answered
+    with "Reinstall numba to restore them", which cannot help."""
+    import errno
+    import resource
+
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    module = _compiled.CompiledModule("sfapprox.no_such_module", "demo kernels", "numpy")
+    number = getattr(errno, code)
+    with pytest.warns(RuntimeWarning) as caught:
+        module.failed(OSError(number, os.strerror(number), "/cache/kernels.nbi"))
+    [warning] = caught
+    message = str(warning.message)
+    assert module.module is False and "Reinstall" not in message
+    assert f"numba could not write its cache of them: {advice}" in message and "NUMBA_CACHE_DIR sets its folder" \
+        in message, message
