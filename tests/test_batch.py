@@ -2143,13 +2143,35 @@ def test_a_long_number_in_a_refusal_counts_its_digits_as_other_messages_count():
         "field 'fro_error' must be a finite number >= 0, got 100000000000... (1,000 digits)")
 
 
-def test_a_short_write_says_its_sizes_as_other_messages_say_sizes(tmp_path, monkeypatch):
-    """A full disk's short write said "only 1 of 69 bytes written"; sizes are format_bytes's ("1 B")."""
-    from sfapprox._atomic import OutputError
-
+def test_a_short_write_that_the_next_write_completes_is_no_error(tmp_path, monkeypatch):
+    """A short write without a cause (a signal, a pipe-like file system) was taken for a full disk: the
+    rest is written, and the line is whole."""
     path, write = tmp_path / "results.jsonl", os.write
     with ResultsWriter(path) as w:
-        monkeypatch.setattr(os, "write", lambda fd, data: write(fd, data[:1] if fd == w._fd else data))
+        monkeypatch.setattr(os, "write", lambda fd, data: write(fd, data[:100] if fd == w._fd else data))
+        w.write({"matrix": "a" * 2000, "method": "sf", "status": "ok", "fro_error": 1.0})
+    monkeypatch.undo()
+    assert [json.loads(line)["matrix"] for line in path.read_bytes().splitlines()] == ["a" * 2000]
+
+
+def test_a_short_write_says_its_sizes_as_other_messages_say_sizes(tmp_path, monkeypatch):
+    """A full disk's short write said "only 1 of 69 bytes written"; sizes are format_bytes's ("1 B")."""
+    import errno
+
+    from sfapprox._atomic import OutputError
+
+    path, write, calls = tmp_path / "results.jsonl", os.write, []
+
+    def full_after_one_byte(fd, data):  # as the OS does: what fits, then the cause with the next write
+        if fd != w._fd:
+            return write(fd, data)
+        calls.append(len(data))
+        if len(calls) > 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write(fd, data[:1])
+
+    with ResultsWriter(path) as w:
+        monkeypatch.setattr(os, "write", full_after_one_byte)
         with pytest.raises(OutputError, match=r"\(No space left on device \(only 1 B of 2\.0 KiB written\); the file "):
             w.write({"matrix": "a" * 2000, "method": "sf", "status": "ok", "fro_error": 1.0})
     assert path.read_bytes() == b""  # the short write was cut back off
