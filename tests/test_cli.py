@@ -1338,6 +1338,24 @@ def test_tables_that_cannot_be_written_name_standard_output(monkeypatch):
     assert "error: standard output: No space left on device" in res.output
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_machine_output_that_cannot_be_written_names_standard_output(small_mtx):
+    """`compare X --json - > /dev/full` said only "error: No space left on device" (the tables' console names
+    its stream; the JSON went through another write)."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]) + os.pathsep
+               + os.environ.get("PYTHONPATH", ""))
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "sfapprox", "compare", str(small_mtx), "--methods", "tsvd",
+                               "--json", "-", "--quiet", "--device", "cpu"], stdout=full, stderr=subprocess.PIPE,
+                              text=True, env=env, timeout=120)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.splitlines()[-1] == "error: standard output: No space left on device", done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+
+
 def test_a_fit_from_columns_that_kept_its_start_names_that_start(capsys):
     """A fit from columns with no --init that kept its rank-one start said it kept "the factors it started
     from (--init)"."""

@@ -438,6 +438,10 @@ def _to_stdout(text: str) -> None:
         sys.stdout.flush()
     except BrokenPipeError:
         out.on_broken_pipe()
+    except OSError as exc:  # named, as the tables' console names it ("error: No space left on device" alone)
+        if exc.filename is None:
+            exc.filename = "standard output"
+        raise
 
 
 def write_all(steps: Sequence[Callable[[], None]]) -> None:
