@@ -9,12 +9,11 @@ from pathlib import Path
 from typing import Annotated, Literal, Optional
 
 import typer
+from rich.text import Text
 
 from .._atomic import FileStamp, OutputError, OutputExistsError, output_target, stream_kind
 from .._errors import ParameterError
 from .._settings import SF_BASE, SF_FTOL, SF_GTOL, SF_INIT, SF_NAMED_INITS, SF_SUPPORT
-from rich.text import Text
-
 from ..formats import fact_text, fmt_seconds, jsonable, limit_text
 from . import _options as o
 from ._app import EXIT_INTERRUPTED, announce_start, app, error_boundary, read_matrix, show_notes, stop_cause
