@@ -364,7 +364,7 @@ class Sweep(ShownAsTables):
         columns = [Column("budget", "budget"), Column("share", "% of N²", priority=10)]
         columns += [Column(m, m) for m in self.methods]
         # each method's seconds (its whole turn, as compare's column) after the errors, read side by side; a narrow
-        # window leaves them out first, the last method's first
+        # window leaves them out after "% of N²", the last method's first
         count = len(self.methods)
         columns += [Column(_seconds_key(m), _seconds_key(m), priority=_SECONDS_PRIORITY + count - k)
                     for k, m in enumerate(self.methods)]
