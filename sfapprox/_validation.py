@@ -20,7 +20,7 @@ import scipy.sparse as sp
 
 from ._errors import InputError, ParameterError, ResourceError, parameter, user_stacklevel
 from ._resources import physical_memory
-from .formats import counted, shape_text
+from .formats import counted, shape_phrase, shape_text
 
 if TYPE_CHECKING:  # for type checkers only: torch is imported where a tensor is met, never to validate an array
     import torch
@@ -969,7 +969,7 @@ def check_operand(x, n: int, *, owner: str, what: str = "a vector or a matrix", 
     shape = np.shape(x)
     if not shape or shape[0] != n or len(shape) > 2 or (ndim == 1 and len(shape) == 2 and shape[1] != 1):
         raise ParameterError(f"{owner} is {n:,} x {n:,}: it applies to {what} of {counted(n, 'row')}, "
-                             f"got {f'shape {shape_text(shape)}' if shape else 'a scalar'}")
+                             f"got {shape_phrase(shape)}")
 
 
 def apply_real_parts(apply, B, owner: str = "the matrix"):

@@ -28,7 +28,7 @@ from typing import Any
 from ._shell import _ESCAPED, _raw_bytes, printable, shell_quote
 
 __all__ = ["Column", "Table", "OutputFormat", "Layout", "layout", "render_rich", "render_html", "render_frame",
-           "ShownAsTables", "fmt_number", "fmt_seconds", "limit_text", "fact_text", "counted", "count_text", "listed", "shape_text", "jsonable", "json_text", "RAW_BYTES_SUFFIX", "PLOT_SUFFIXES",
+           "ShownAsTables", "fmt_number", "fmt_seconds", "limit_text", "fact_text", "counted", "count_text", "listed", "shape_text", "shape_phrase", "jsonable", "json_text", "RAW_BYTES_SUFFIX", "PLOT_SUFFIXES",
            "printable",
            "to_ascii", "ascii_in_context", "ascii_table", "GLYPHS", "encodes_glyphs"]
 
@@ -551,6 +551,18 @@ def shape_text(shape: tuple[int, ...] | Any) -> str:
     ('60,025 x 60,025', '3', 'scalar')
     """
     return " x ".join(f"{int(s):,}" for s in shape) if len(shape) else "scalar"
+
+
+def shape_phrase(shape: tuple[int, ...] | Any) -> str:
+    """What a message says an array it got was: ``shape 3 x 4`` (:func:`shape_text`), or ``a scalar``
+    (not "shape scalar").
+
+    Examples
+    --------
+    >>> shape_phrase((3, 4)), shape_phrase(())
+    ('shape 3 x 4', 'a scalar')
+    """
+    return f"shape {shape_text(shape)}" if len(shape) else "a scalar"
 
 
 #: The largest count a float holds exactly (2**53): beyond it a count read from ``1e30`` has digits that are

@@ -615,3 +615,10 @@ def test_counts_keep_the_digits_that_were_asked():
 
     assert count_text(1_230_000) == "1,230,000" and count_text(2**53 - 1) == f"{2**53 - 1:,}"
     assert count_text(int(1e30)) == "1e+30" and count_text(0) == "0"
+
+
+def test_shape_phrase_says_a_scalar_where_shape_text_has_no_dimensions():
+    from sfapprox.formats import shape_phrase
+
+    assert shape_phrase((60025, 60025)) == "shape 60,025 x 60,025"
+    assert shape_phrase((3,)) == "shape 3" and shape_phrase(()) == "a scalar"

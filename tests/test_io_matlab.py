@@ -59,6 +59,14 @@ class TestV5:
         assert load_matrix(p, var="W").n == 2
         input_error(p, r"struct 'Problem' has no field 'C'; fields: A, B", var="Problem.C")
 
+    def test_a_struct_array_is_refused_with_its_shape_written_as_every_message_writes_one(self, tmp_path):
+        p = tmp_path / "arr.mat"
+        records = np.empty((1, 2), dtype=[("A", object)])
+        records[0, 0]["A"], records[0, 1]["A"] = NONSYM, np.eye(4)
+        scipy.io.savemat(p, {"Problem": records})
+        input_error(p, r"struct 'Problem' is a 1 x 2 struct array; only 1 x 1 structs are supported$",
+                    var="Problem.A")
+
     def test_no_square_variable_lists_variables(self, tmp_path):
         p = tmp_path / "n.mat"
         scipy.io.savemat(p, {"T": np.ones((3, 5)), "name": "abc"})

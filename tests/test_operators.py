@@ -997,3 +997,40 @@ def test_one_offset_or_factor_is_said_in_the_singular():
     with pytest.raises(ParameterError, match=r"^1 offset for 2 values per row$"):
         ChordOperator(np.ones((1, 4, 2)), offsets=[0])
     assert "4 x 4: 1 factor, chord support, K = 1 value a row;" in repr(ChordOperator(np.ones((1, 4, 1)), offsets=[0]))
+
+
+def test_a_damaged_parts_message_writes_the_shapes_as_every_message_does():
+    """A saved fit's parts of the wrong shape reached users as tuples (``(3, 4)``, ``(2,)``), where every other
+    message writes ``3 x 4``; a scalar is "a scalar", not "shape ()".  The expected layouts stay symbolic."""
+    from sfapprox.operators import HybridOperator, MonarchLowRankOperator, MonarchOperator, NystromOperator
+
+    rng = np.random.default_rng(0)
+    U, s, Vt = rng.random((4, 2)), np.ones(2), rng.random((2, 4))
+    arrays, attrs = HybridOperator(4, low_rank=(U, s, Vt)).to_arrays()
+    bad = [
+        (lambda: HybridOperator(8, sparse=sp.eye(7)), "sparse part has shape 7 x 7, expected 8 x 8"),
+        (lambda: HybridOperator(8, chord=ChordOperator(np.full((1, 4, 2), 0.5), np.array([0, 1]))),
+         "Chord part has shape 4 x 4, expected 8 x 8"),
+        (lambda: HybridOperator(4, low_rank=(U, np.ones(3), Vt)),
+         "low-rank part shapes (U 4 x 2; s 3; Vt 2 x 4) do not match N=4"),
+        (lambda: HybridOperator.from_arrays({**arrays, "lr_Vt": rng.random((2, 5))}, attrs),
+         "low-rank part shapes (U 4 x 2; s 2; Vt 2 x 5) do not make a rank-2 square matrix"),
+        (lambda: ChordOperator(np.float64(3)), "values must have shape (M, N, K), N and K at least 1, got a scalar"),
+        (lambda: ChordOperator(np.ones((1, 8, 3)), support="butterfly"),
+         "butterfly values must have shape (M, 8, 2) with 1 <= M <= log2 N = 3, got shape 1 x 8 x 3"),
+        (lambda: ChordOperator.from_arrays({"values": np.ones((8, 3)), "offsets": np.zeros(3)}, {}),
+         "values must be (M, n, K) and offsets one-dimensional, got values: shape 8 x 3; offsets: shape 3"),
+        (lambda: MonarchOperator(np.ones((2, 2, 2)), np.ones((2, 1, 2, 2)), 4),
+         "left and right must be 4-way arrays, got left: shape 2 x 2 x 2; right: shape 2 x 1 x 2 x 2"),
+        (lambda: MonarchOperator(np.ones((2, 2, 2, 1)), np.ones((2, 1, 2, 3)), 4),
+         "left must be (b2, b1, b1, r) and right (b1, r, b2, b2), got left: shape 2 x 2 x 2 x 1; "
+         "right: shape 2 x 1 x 2 x 3"),
+        (lambda: MonarchLowRankOperator(4, U=U, s=s, Vt=rng.random((2, 5))),
+         "U of shape 4 x 2, 2 singular values and Vt of shape 2 x 5 do not make a rank-2 4 x 4 matrix"),
+        (lambda: NystromOperator(np.ones((4, 2)), np.ones((3, 3))),
+         "C must be (n, r) and core (r, r), got C: shape 4 x 2; core: shape 3 x 3"),
+    ]
+    for make, message in bad:
+        with pytest.raises(ParameterError) as info:
+            make()
+        assert str(info.value) == message

@@ -1115,3 +1115,19 @@ def test_a_kernel_or_covariance_of_a_text_table_records_the_marks_it_was_read_wi
     assert C.kind == "covariance"  # (not formed: its recipe is the source's own)
     assert C.recipe == {"kind": "covariance", "samples": 50, "features": 400, "covariance": True,
                         "delimiter": ";", "decimal": ","}
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: KernelMatrix(np.float64(3)), "kernel: the points must be a table of shape (N, d), got a scalar"),
+    (lambda: KernelMatrix(np.ones(3)), "kernel: the points must be a table of shape (N, d), got shape 3"),
+    (lambda: CovarianceMatrix(np.float64(3)),
+     "covariance: a covariance needs a real samples x features table, got a scalar of float64"),
+    (lambda: ArraySource(np.ones((2, 3))), "X: a square matrix is needed, got shape 2 x 3"),
+    (lambda: ArraySource([[1.0]]), "X: a square matrix is needed, got a list"),
+])
+def test_a_wrong_shape_is_written_as_every_message_writes_one(make, message):
+    """``shape scalar`` (and ArraySource's tuple, or ``None`` for a list) read as no English: a scalar is
+    "a scalar", a shape ``2 x 3``, as :func:`~sfapprox._validation.check_operand` writes them."""
+    with pytest.raises(InputError) as info:
+        make()
+    assert str(info.value) == message

@@ -177,7 +177,7 @@ def _v5_field(src: Source, value, top: str, fld: str):
     if fld not in names:
         raise src.fail(f"struct {top!r} has no field {fld!r}; fields: {', '.join(names)}")
     if value.size != 1:
-        raise src.fail(f"struct {top!r} is a {shape_text(value.shape)} struct array; only 1x1 structs are supported")
+        raise src.fail(f"struct {top!r} is a {shape_text(value.shape)} struct array; only 1 x 1 structs are supported")
     return value[fld].flat[0]
 
 

@@ -24,7 +24,7 @@ import numpy as np
 from .._errors import ParameterError
 from ..budget import butterfly_count
 from ..chord import OFFSET_SUPPORTS, SUPPORTS, is_power_of_two, support_offsets
-from ..formats import counted
+from ..formats import counted, shape_phrase, shape_text
 from ._base import SurrogateOperator, check_finite, register_operator
 from ._chord_apply import CHUNK_COLUMNS, FactorStack, pack, unpack_view
 
@@ -107,7 +107,7 @@ class ChordOperator(SurrogateOperator):
     def __init__(self, values: np.ndarray, offsets: np.ndarray | None = None, *, support: str = "chord"):
         values = np.asarray(values, dtype=np.float64)
         if values.ndim != 3 or not min(values.shape[1:]):  # (M = 0 is the empty product, the identity)
-            raise ParameterError(f"values must have shape (M, N, K), N and K at least 1, got {values.shape}")
+            raise ParameterError(f"values must have shape (M, N, K), N and K at least 1, got {shape_phrase(values.shape)}")
         if support not in SUPPORTS:
             raise ParameterError(f"unknown support {support!r}; choose one of {', '.join(SUPPORTS)}")
         check_finite("values", "Chord factors", values)
@@ -130,7 +130,7 @@ class ChordOperator(SurrogateOperator):
             if values.shape[2] != 2 or not 1 <= values.shape[0] <= n_max:
                 raise ParameterError(
                     f"butterfly values must have shape (M, {n}, 2) with 1 <= M <= log2 N = {n_max}, "
-                    f"got {values.shape}"
+                    f"got shape {shape_text(values.shape)}"
                 )
         # The values are kept once, in the layout the apply kernels read with unit stride
         # ((M, K, N): one offset's values contiguous over the rows); ``values`` is a view of it.
@@ -331,7 +331,8 @@ class ChordOperator(SurrogateOperator):
         values, offsets = np.asarray(arrays["values"]), np.asarray(arrays["offsets"])
         check_finite("values", "Chord factors", values)
         if values.ndim != 3 or offsets.ndim != 1:
-            raise ParameterError(f"values {values.shape} must be (M, n, K) and offsets {offsets.shape} one-dimensional")
+            raise ParameterError(f"values must be (M, n, K) and offsets one-dimensional, got values: {shape_phrase(values.shape)}; "
+                                 f"offsets: {shape_phrase(offsets.shape)}")
         n = values.shape[1]
         if support == "butterfly":
             if offsets.size:

@@ -17,6 +17,7 @@ import scipy.sparse as sp
 from .._errors import ParameterError
 from .._validation import canonical_csr
 from ..budget import hybrid_count
+from ..formats import shape_text
 from ._base import SurrogateOperator, check_finite, register_operator
 from .chord import CHORD_DATASETS, CHORD_DESCRIPTION, ChordOperator
 
@@ -91,7 +92,7 @@ class HybridOperator(SurrogateOperator):
         count_indices: bool = False,
     ):
         if chord is not None and chord.shape != (n, n):
-            raise ParameterError(f"Chord part has shape {chord.shape}, expected {(n, n)}")
+            raise ParameterError(f"Chord part has shape {shape_text(chord.shape)}, expected {n:,} x {n:,}")
         if low_rank is None:
             low_rank = (np.zeros((n, 0)), np.zeros(0), np.zeros((0, n)))
         #: whether the low-rank part stores its singular values (U diag(s) V^T) or is U V^T
@@ -102,11 +103,12 @@ class HybridOperator(SurrogateOperator):
         # another BLAS path than the loaded copy, whose products then differed in the last bits.
         U, sig, Vt = (np.ascontiguousarray(a, dtype=np.float64) for a in low_rank)
         if U.shape != (n, sig.size) or Vt.shape != (sig.size, n):
-            raise ParameterError(f"low-rank part shapes {U.shape}, {sig.shape}, {Vt.shape} do not match N={n:,}")
+            raise ParameterError(f"low-rank part shapes (U {shape_text(U.shape)}; s {shape_text(sig.shape)}; Vt {shape_text(Vt.shape)}) "
+                                 f"do not match N={n:,}")
         if sparse is None:
             sparse = sp.csr_array((n, n))
         if sparse.shape != (n, n):
-            raise ParameterError(f"sparse part has shape {sparse.shape}, expected {(n, n)}")
+            raise ParameterError(f"sparse part has shape {shape_text(sparse.shape)}, expected {n:,} x {n:,}")
         self.chord = chord
         self.U, self.s, self.Vt = U, sig, Vt
         # As a factors file holds it (COO entries, a repeated position refused): a part with repeated entries
@@ -301,10 +303,11 @@ class HybridOperator(SurrogateOperator):
         check_finite("sparse_vals", "hybrid", vals)
         n = U.shape[0] if U.ndim == 2 else -1
         if U.ndim != 2 or s.ndim != 1 or Vt.ndim != 2 or U.shape[1] != s.size or Vt.shape != (s.size, n):
-            raise ParameterError(f"low-rank part shapes {U.shape}, {s.shape}, {Vt.shape} do not make a rank-{s.size} "
+            raise ParameterError(f"low-rank part shapes (U {shape_text(U.shape)}; s {shape_text(s.shape)}; Vt {shape_text(Vt.shape)}) "
+                             f"do not make a rank-{s.size} "
                              "square matrix")
         if values.ndim == 3 and values.shape[1] != n:
-            raise ParameterError(f"values has shape {values.shape}, expected (M, {n}, K)")
+            raise ParameterError(f"values has shape {shape_text(values.shape)}, expected (M, {n:,}, K)")
         if rows.shape != cols.shape or rows.shape != vals.shape or rows.ndim != 1:
             raise ParameterError("sparse_rows, sparse_cols and sparse_vals differ in shape")
         for name, index in (("sparse_rows", rows), ("sparse_cols", cols)):

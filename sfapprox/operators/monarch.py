@@ -14,6 +14,7 @@ import scipy.sparse as sp
 
 from .._errors import ParameterError
 from ..budget import tsvd_count
+from ..formats import counted, shape_phrase, shape_text
 from ._base import SurrogateOperator, register_operator
 
 if TYPE_CHECKING:  # torch is imported by to_torch itself, never with the surrogates
@@ -144,10 +145,12 @@ class MonarchOperator(_Blockwise):
         left = np.ascontiguousarray(left, dtype=np.float64)
         right = np.ascontiguousarray(right, dtype=np.float64)
         if left.ndim != 4 or right.ndim != 4:
-            raise ParameterError(f"left and right must be 4-way arrays, got shapes {left.shape} and {right.shape}")
+            raise ParameterError(f"left and right must be 4-way arrays, got left: {shape_phrase(left.shape)}; "
+                                 f"right: {shape_phrase(right.shape)}")
         b2, b1, b1b, r = left.shape
         if b1b != b1 or right.shape != (b1, r, b2, b2):
-            raise ParameterError(f"left {left.shape} must be (b2, b1, b1, r) and right {right.shape} (b1, r, b2, b2)")
+            raise ParameterError(f"left must be (b2, b1, b1, r) and right (b1, r, b2, b2), got left: shape {shape_text(left.shape)}; "
+                                 f"right: shape {shape_text(right.shape)}")
         n = int(n)
         if not 1 <= n <= b1 * b2:
             raise ParameterError(f"n = {n} must be between 1 and b1·b2 = {b1 * b2}")
@@ -367,7 +370,8 @@ class MonarchLowRankOperator(_Blockwise):
         self.s = np.zeros(0) if s is None else np.ascontiguousarray(s, dtype=np.float64).ravel()
         self.Vt = np.zeros((0, n)) if Vt is None else np.ascontiguousarray(Vt, dtype=np.float64)
         if self.U.shape != (n, k) or self.Vt.shape != (k, n):
-            raise ParameterError(f"U {self.U.shape}, s ({k},) and Vt {self.Vt.shape} do not make a rank-{k} "
+            raise ParameterError(f"U of shape {shape_text(self.U.shape)}, {counted(k, 'singular value')} and Vt of shape "
+                                 f"{shape_text(self.Vt.shape)} do not make a rank-{k} "
                              f"{n:,} x {n:,} matrix")
         super().__init__(n)
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from .._errors import ParameterError
 from ..budget import nystrom_count
+from ..formats import shape_phrase
 from ._base import SurrogateOperator, check_finite, register_operator
 
 if TYPE_CHECKING:  # torch is imported by to_torch itself, never with the surrogates
@@ -60,7 +61,7 @@ class NystromOperator(SurrogateOperator):
         C = np.ascontiguousarray(C, dtype=np.float64)
         core = np.ascontiguousarray(core, dtype=np.float64)
         if C.ndim != 2 or core.shape != (C.shape[1], C.shape[1]):
-            raise ParameterError(f"C {C.shape} must be (n, r) and core {core.shape} (r, r)")
+            raise ParameterError(f"C must be (n, r) and core (r, r), got C: {shape_phrase(C.shape)}; core: {shape_phrase(core.shape)}")
         self.C, self.core = C, core
         super().__init__(C.shape[0])
 

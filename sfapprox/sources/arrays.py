@@ -14,10 +14,17 @@ from .._errors import InputError, ParameterError
 from .._validation import (check_magnitude, check_matrix_dtype, check_memory, check_sparse_structure, held_bytes,
                            memory_limit, stored_count)
 from .._npy import PICKLE_REFUSAL, read_npy_header
-from ..formats import shape_text
+from ..formats import shape_phrase, shape_text
 from ._base import MatrixSource, checked_product
 
 __all__ = ["ArraySource", "SparseSource", "OperatorSource", "open_npy", "as_source", "sparse_source_within"]
+
+
+def _what_array(value) -> str:
+    """What a message says a non-square matrix it got was: its shape (``shape 3 x 4``, ``a scalar``), or its type
+    where it has none."""
+    shape = getattr(value, "shape", None)
+    return shape_phrase(shape) if isinstance(shape, tuple) else f"a {type(value).__name__}"
 
 
 class ArraySource(MatrixSource):
@@ -55,7 +62,7 @@ class ArraySource(MatrixSource):
 
     def __init__(self, array, name: str = "X") -> None:
         if getattr(array, "ndim", None) != 2 or array.shape[0] != array.shape[1]:
-            raise InputError(f"{name}: a square matrix is needed, got shape {getattr(array, 'shape', None)}")
+            raise InputError(f"{name}: a square matrix is needed, got {_what_array(array)}")
         if array.dtype.kind not in "biuf":  # bool (read as 0/1, as a formed matrix is), integers, reals
             raise InputError(f"{name}: the matrix must hold real numbers, got {array.dtype}")
         self.array = array

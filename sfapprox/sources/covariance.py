@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import InputError
-from ..formats import shape_text
+from ..formats import shape_phrase
 from .._params import MEMORY_LIMIT, check_values
 from .._validation import array_of, first_nonfinite, float64_table
 from ._base import MatrixSource, checked_product
@@ -66,7 +66,7 @@ class CovarianceMatrix(MatrixSource):
                                   "CovarianceMatrix")["max_memory"]
         arr = array_of(table, name, "the table", max_memory)
         if arr.ndim != 2 or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
-            raise InputError(f"{name}: a covariance needs a real samples x features table, got shape {shape_text(arr.shape)} "
+            raise InputError(f"{name}: a covariance needs a real samples x features table, got {shape_phrase(arr.shape)} "
                              f"of {arr.dtype}")
         if arr.shape[0] < 2:
             raise InputError(f"{name}: a covariance needs at least 2 samples (rows), got {arr.shape[0]}")

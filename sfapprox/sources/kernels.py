@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._errors import InputError, ParameterError, ResourceError, parameter
-from ..formats import shape_text
+from ..formats import shape_phrase
 from .._params import MEMORY_LIMIT, SEED, Interval, check_values
 from .._settings import DEFAULT_SEED
 from .._validation import array_of, check_memory, first_nonfinite, float64_table, held_bytes
@@ -294,7 +294,7 @@ class KernelMatrix(MatrixSource):
         check_kernel(kernel)  # (["rbf"] was a raw "unhashable" TypeError)
         pts = array_of(points, name, "the points", max_memory)
         if pts.ndim != 2 or pts.shape[0] < 1 or pts.shape[1] < 1:
-            raise InputError(f"{name}: the points must be a table of shape (N, d), got shape {shape_text(pts.shape)}")
+            raise InputError(f"{name}: the points must be a table of shape (N, d), got {shape_phrase(pts.shape)}")
         if not np.issubdtype(pts.dtype, np.number) or np.iscomplexobj(pts):
             raise InputError(f"{name}: the points must be real numbers, got {pts.dtype}")
         pts = float64_table(pts, name, "the points", max_memory)  # (float32 points were copied unchecked)
