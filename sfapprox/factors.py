@@ -276,7 +276,17 @@ def _default_method(operator) -> str:
                 return "rpca"
             return "tsvd" if operator.singular_values else "nmf"
         return "sf+s" if operator.sparse.nnz else "sf+lr"
-    return _operator_kind(operator)
+    return _operator_method(_operator_kind(operator))
+
+
+def _operator_method(op_kind: str) -> str:
+    """The method that names a fit of the operator kind ``op_kind``: the one method that makes it (``"csr"``:
+    ``"sparse"``, as a comparison's row says; ``"butterfly-padded"``: ``"butterfly-hier"``), else the kind
+    itself.  (A SparseOperator saved on its own was a "csr" fit in ``info``, a "sparse" one in a comparison.)"""
+    from ._base import methods
+
+    makers = [name for name, spec in methods().items() if op_kind in (spec.operators or ())]
+    return makers[0] if len(makers) == 1 else op_kind
 
 
 def _write_arrays(f, operator) -> None:
@@ -704,6 +714,14 @@ def _locked_error(path: str | os.PathLike) -> InputError:
                       "cannot be read now; close it there (or let that program finish), then run this again")
 
 
+def _expected_shape(shape: tuple | None, ndim: int) -> str:
+    """The shape a factors file's dataset should have, as messages write one (``3 x any``; None in ``shape``:
+    any length), or its dimensions alone (``2 dimensions``) where only they are checked."""
+    if shape is None:
+        return f"{ndim} dimensions"
+    return " x ".join("any" if s is None else f"{s:,}" for s in shape)
+
+
 class _Reader:
     """Checked reads from an open factors file: self-contained, sized, typed, finite."""
 
@@ -726,7 +744,7 @@ class _Reader:
             raise self.fail(f"{name!r} is not a dataset")
         check_dataset(node, self.path, name)
         if len(node.shape) != ndim or (shape is not None and any(s is not None and s != d for s, d in zip(shape, node.shape))):
-            raise self.fail(f"dataset {name!r} has shape {shape_text(node.shape)}, expected {shape or f'{ndim} dimensions'}")
+            raise self.fail(f"dataset {name!r} has shape {shape_text(node.shape)}, expected {_expected_shape(shape, ndim)}")
         if node.dtype.kind not in ("f", "i", "u") or (kind == "i" and node.dtype.kind == "f"):
             raise self.fail(f"dataset {name!r} holds {node.dtype} values, expected {'integers' if kind == 'i' else 'numbers'}")
         # Before reading: a dataset declared huge (even one with no storage, only a fill value) is refused.
@@ -830,13 +848,15 @@ def _read(f, path: Path, max_memory: int | None) -> tuple[Any, np.ndarray, str]:
     # The method it names must make this kind: an SF file edited to say 'tsvd' was described by info as
     # "a saved tsvd fit (ChordOperator)".
     method = str(f.attrs.get("kind", "sf"))
+    if method == op_kind:  # an operator saved alone by an sfapprox that named its fit by its kind ("csr")
+        method = _operator_method(op_kind)
     mismatch = _method_mismatch(method, op_kind)
     if mismatch:
         raise r.fail(f"it names the method {method!r}, but {mismatch}")
     if "n_stored" in f.attrs and _attr_int(f, "n_stored", path) != operator.n_stored:
         raise r.fail(f"it says it stores {int(f.attrs['n_stored']):,} numbers but holds {operator.n_stored:,}")
     history = r.array("loss_history", ndim=1) if "loss_history" in f else np.zeros(0)
-    return operator, history, str(f.attrs.get("kind", "sf"))
+    return operator, history, method
 
 
 def _check_source(source: dict, path: Path) -> None:

@@ -745,3 +745,42 @@ def test_a_fit_s_metadata_keeps_an_undecodable_file_name_as_strict_json(tmp_path
     assert source["name"] == "bad\\xff" and source["path"].endswith("bad\\xff.npy")
     assert os.fsdecode(bytes.fromhex(source["path_bytes"])) == str(path)
     assert load_factors(saved).source["path"] == source["path"]
+
+
+def test_a_sparse_operator_saved_alone_is_a_sparse_fit_as_a_comparisons_row_names_it(tmp_path):
+    """Saved on its own, a SparseOperator was a "csr" fit (its operator's kind) in ``info`` and ``kind``, where a
+    comparison's row calls it "sparse"; files written so read as "sparse" too."""
+    import scipy.sparse as sp
+
+    from sfapprox.describe import describe_factors
+    from sfapprox.operators import SparseOperator
+
+    path = tmp_path / "s.h5"
+    save_factors(path, SparseOperator(sp.eye(4, format="csr")))
+    with h5py.File(path) as f:
+        assert f.attrs["kind"] == "sparse" and f.attrs["operator"] == "csr"
+    assert load_factors(path).kind == "sparse"
+    with h5py.File(path, "a") as f:  # as sfapprox wrote it before
+        f.attrs["kind"] = "csr"
+    assert load_factors(path).kind == "sparse"
+    assert ("holds", "a saved sparse fit (SparseOperator)") in describe_factors(path).facts
+
+
+def test_a_datasets_shape_is_written_as_every_message_writes_one(tmp_path):
+    """A dataset of the wrong shape was "has shape 3 x 4, expected (3, None)": the expected one written as a
+    shape too (any length: "any")."""
+    from pathlib import Path
+
+    from sfapprox.factors import _Reader
+
+    path = tmp_path / "d.h5"
+    with h5py.File(path, "w") as f:
+        f["x"] = np.ones((3, 4))
+        f["y"] = np.ones(3)
+    with h5py.File(path) as f:
+        reader = _Reader(f, Path(path), None)
+        assert reader.array("x", ndim=2, shape=(3, None)).shape == (3, 4)
+        with pytest.raises(InputError, match=r"dataset 'x' has shape 3 x 4, expected 2 x any; the file is damaged"):
+            reader.array("x", ndim=2, shape=(2, None))
+        with pytest.raises(InputError, match=r"dataset 'y' has shape 3, expected 2 dimensions;"):
+            reader.array("y", ndim=2)
