@@ -428,3 +428,12 @@ def test_a_cut_pass_reads_other_columns_than_the_scoring_samples_first(fake_cloc
     read = np.concatenate(asked)
     scored_first = scoring_order(n)[: read.size]
     assert read.size == 32 and np.intersect1d(read, scored_first).size < read.size
+
+
+@pytest.mark.parametrize("value, got", [(np.zeros(3), "shape 3"), (np.float64(3), "a scalar"),
+                                        (np.zeros((2, 2, 2)), "shape 2 x 2 x 2"), (np.zeros((2, 3)), "shape 2 x 3")])
+def test_a_sparse_operator_of_no_square_matrix_is_one_parameter_error(value, got):
+    """A 1-D array became scipy's 1-D sparse array, then an IndexError; a scalar or a 3-D one scipy's ValueError."""
+    with pytest.raises(ParameterError) as info:
+        SparseOperator(value)
+    assert str(info.value) == f"a square matrix is needed, got {got}"

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 
 from .._errors import ParameterError
 from ..budget import sparse_count
-from ..formats import shape_text
+from ..formats import shape_phrase, shape_text
 from ._base import SurrogateOperator, register_operator
 
 if TYPE_CHECKING:  # torch is imported by to_torch itself, never with the surrogates
@@ -57,9 +57,12 @@ class SparseOperator(SurrogateOperator):
                                   "indices[j] for indptr[i] <= j < indptr[i + 1].")
 
     def __init__(self, matrix):
+        # The shape before scipy reads it: a 1-D array became a 1-D sparse array (then an IndexError here), a
+        # scalar or a 3-D array scipy's own ValueError.
+        shape = np.shape(matrix)
+        if len(shape) != 2 or shape[0] != shape[1]:
+            raise ParameterError(f"a square matrix is needed, got {shape_phrase(shape)}")
         matrix = sp.csr_array(matrix, dtype=np.float64)
-        if matrix.shape[0] != matrix.shape[1]:
-            raise ParameterError(f"a square matrix is needed, got shape {shape_text(matrix.shape)}")
         matrix.sum_duplicates()
         matrix.sort_indices()
         self.matrix = matrix
