@@ -97,6 +97,10 @@ class MethodResult:
         ``n_stored``); not part of :meth:`to_dict`.
     estimator : object or None
         The fitted method object; not part of :meth:`to_dict`.
+    stop_reason : str or None
+        Read-only: why the fit stopped (``"converged"``, ``"time_limit"``, ``"exact"``, ...), as the
+        method's ``stop_reason_``; ``params["stop_reason"]``, None where the row records none (a method
+        not run, or one with no stop to report).
     """
 
     method: str
@@ -114,6 +118,13 @@ class MethodResult:
     error_estimate: dict[str, Any] | None = None
     operator: Any = field(default=None, repr=False, compare=False)
     estimator: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the fit stopped, ``params["stop_reason"]`` (None where not recorded): the estimator's
+        ``stop_reason_``, under the name a row's reader guesses (not a field: :meth:`to_dict` keeps it in
+        ``params``)."""
+        return (self.params or {}).get("stop_reason")
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON record (without the operator and estimator)."""

@@ -654,3 +654,15 @@ def test_fit_s_seconds_note_names_the_parts_that_ran_in_compare_s_words():
     assert fit_seconds_note({**formed, "form_seconds": None}).startswith("seconds: the fit's whole turn (setting up,")
     assert fit_seconds_note({"seconds": 2.05, "fit_seconds": 2.0, "scoring_seconds": 0.05}) is None
     assert SECONDS_NOTE.endswith("its fit's own in params.fit_seconds")  # the same sentence, compare's key
+
+
+def test_a_rows_stop_reason_is_its_params_one_read_only():
+    """Every estimator has ``stop_reason_``; a row kept it in ``params`` alone, and ``row.stop_reason`` was an
+    AttributeError."""
+    row = MethodResult("sf", "ok", 10, 2.0, 0.25, 1.0, {"stop_reason": "time_limit"})
+    assert row.stop_reason == "time_limit"
+    assert MethodResult.from_dict(row.to_dict()).stop_reason == "time_limit"
+    assert MethodResult("tsvd", "not applicable", reason="too small").stop_reason is None
+    assert "stop_reason" not in row.to_dict()  # (a property: the record keeps it in params, once)
+    with pytest.raises(AttributeError):
+        row.stop_reason = "converged"
