@@ -482,12 +482,13 @@ def _float_values(X):
     Not ``X.astype``: scipy before 1.11 sums the repeats first, in place and in the old dtype (an int64
     sum wraps around: two entries of 6e18 gave -6.4e18, and the caller's matrix lost one of them).
     """
+    if X.format not in ("coo", "csr", "csc", "bsr"):
+        # dok, lil, dia: one value per position already (a dok has no .data, a lil's is an object array of lists)
+        return X.astype(np.float64)
     values = np.asarray(X.data).astype(np.float64)  # a copy: the caller's values stay as they are
     if X.format == "coo":
         return sp.coo_array((values, (X.row, X.col)), shape=X.shape)
-    if X.format in ("csr", "csc", "bsr"):
-        return type(X)((values, X.indices, X.indptr), shape=X.shape)
-    return X.astype(np.float64)  # dok, lil, dia: one value per position already
+    return type(X)((values, X.indices, X.indptr), shape=X.shape)
 
 
 def canonical_csr(sparse) -> sp.csr_array:

@@ -387,6 +387,15 @@ class TestSparse:
         assert out[0, 0] == 1.2e19 and out.nnz == 1
         assert X.dtype == np.int64  # the caller's matrix is untouched
 
+    @pytest.mark.parametrize("fmt", ["dok_array", "lil_array", "dia_array", "dok_matrix", "lil_matrix", "bsr_array"])
+    def test_an_integer_matrix_of_every_sparse_format_is_taken(self, fmt):
+        """A dok has no ``.data`` and a lil's is an object array of lists: reading their values as a csr's
+        (before the format was looked at) raised AttributeError / ValueError, a traceback."""
+        X = getattr(sp, fmt)(np.array([[0, 2], [3, 0]], dtype=np.int64))
+        expected = np.array([[0.0, 2.0], [3.0, 0.0]])
+        assert np.array_equal(check_square_matrix(X).toarray(), expected)
+        assert np.array_equal(canonical_csr(X).toarray(), expected)
+
     @pytest.mark.parametrize("fmt", ["coo", "csr"])
     def test_integer_duplicates_summed_in_float_where_astype_sums_them_first(self, fmt, monkeypatch):
         """scipy 1.10 (pyproject allows it) sums a sparse matrix's repeats in its ``astype``, in place and in
