@@ -1089,6 +1089,20 @@ def test_seconds_spent_compiling_are_said_and_not_taken_for_a_limit_overrun(caps
     assert "not counted in --time-limit): the fit's 13.4 s include 9.83 s" in said
 
 
+def test_a_scorings_compiling_is_not_taken_off_its_fits_seconds(capsys):
+    """The scoring's compiling (``scoring_compile_seconds``) is in a row's seconds, not its fit's: taken off the
+    fit's 7.5 s too, a fit that ran past its 2-s limit read as one that kept to it."""
+    from sfapprox.cli._render import advise_limits
+    from sfapprox.results import MethodResult
+
+    rows = [MethodResult("sf", "ok", 10, 1.0, 0.1, 12.0, {"stop_reason": "time_limit", "fit_seconds": 7.5,
+                                                       "scoring_compile_seconds": 4.0}, time_limit=2.0)]
+    advise_limits(rows)
+    said = " ".join(capsys.readouterr().err.split())
+    assert "ran past the time limit: sf 12 s of 2 s (its least work does not fit in it; 4 s compiling" in said
+    assert "stopped on the time limit before converging" not in said
+
+
 def test_a_row_whose_setting_up_ran_past_its_limit_says_so_and_that_its_fit_stopped_on_it(capsys):
     """A row's seconds are its whole turn (checks, structure, starts, fit, scoring), its fit's own are
     ``fit_seconds``: SF past its limit by its setting up is not said to want more than its least work, a

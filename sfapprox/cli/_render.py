@@ -510,7 +510,7 @@ def advise_limits(results, *, scored_apart: bool = False) -> None:
     over = {r.method: (r.seconds, r.time_limit, _why_over(r, scored_apart)) for r in limited if _past(r, r.seconds)}
     # a fit that kept to its limit did stop on it, whatever its setting up and scoring took besides
     cut = {r.method: r.time_limit for r in timed
-           if not _past(r, r.seconds if _fit_seconds(r) is None else _fit_seconds(r))}
+           if not (_past(r, r.seconds) if _fit_seconds(r) is None else _past(r, _fit_seconds(r), fit=True))}
     if cut:
         limits = ", ".join(f"{m} {limit_text(t)} s{_few_iterations(by_name[m])}" for m, t in cut.items())
         note(f"note: stopped on the time limit before converging: {limits}; --time-limit SECONDS (each method's; "
@@ -523,10 +523,13 @@ def advise_limits(results, *, scored_apart: bool = False) -> None:
         compiling_note(", ".join(compiled))
 
 
-def _past(r, seconds) -> bool:
-    """Whether ``seconds`` of row ``r`` (its own, or its fit's) ran well past its time limit: over
-    :data:`OVERRUN` times it and a second, its kernels' compiling (a first run's, said apart) left out."""
-    return bool(seconds) and seconds - _compiling(r) > OVERRUN * r.time_limit + 1.0
+def _past(r, seconds, fit: bool = False) -> bool:
+    """Whether ``seconds`` of row ``r`` (its own, or its fit's: ``fit``) ran well past its time limit: over
+    :data:`OVERRUN` times it and a second, its kernels' compiling (a first run's, said apart) left out — the
+    fit's alone from its fit's seconds (the scoring's compiling is in the scoring's seconds, not the fit's:
+    taken off them too, a fit that overran its limit read as one that kept to it)."""
+    compiled = _compiling(r, ("compile_seconds",) if fit else _COMPILE_PARTS)
+    return bool(seconds) and seconds - compiled > OVERRUN * r.time_limit + 1.0
 
 
 def _fit_seconds(r) -> float | None:
@@ -543,7 +546,7 @@ def _why_over(r, scored_apart: bool = False) -> str:
     structure timing at N = 12,000: 4 s): said so, not "its least work does not fit in it".  A first run's
     compiling is named too, or "sf 15 s of 3 s" read as 15 s of fitting."""
     fit = _fit_seconds(r)
-    if fit is not None and not _past(r, fit):
+    if fit is not None and not _past(r, fit, fit=True):
         # from columns every row is scored afterwards by one joint pass, in no row's seconds: only the setting up
         rest = "setting it up" if scored_apart else "setting up and scoring it"
         why = f"{limit_text(r.seconds - fit)} s of them outside its fit: {rest}, which the limit does not cut"
@@ -572,12 +575,16 @@ def compiling_note(which: str) -> None:
          f"--time-limit): {which}")
 
 
-def _compiling(r) -> float:
+#: The parts of a row's seconds that went to compiling kernels: its fit's and its scoring's.
+_COMPILE_PARTS = ("compile_seconds", "scoring_compile_seconds")
+
+
+def _compiling(r, parts: tuple[str, ...] = _COMPILE_PARTS) -> float:
     """Seconds of a result's that went to compiling its kernels, its fit's (``params["compile_seconds"]``) and its
-    scoring's (``params["scoring_compile_seconds"]``; both are in a row's seconds), else 0."""
+    scoring's (``params["scoring_compile_seconds"]``; both are in a row's seconds), else 0; ``parts``: those alone."""
     params = r.params if isinstance(r.params, dict) else {}
-    parts = (params.get(key) for key in ("compile_seconds", "scoring_compile_seconds"))
-    return float(sum(s for s in parts if isinstance(s, (int, float)) and s > 0))
+    values = (params.get(key) for key in parts)
+    return float(sum(s for s in values if isinstance(s, (int, float)) and s > 0))
 
 
 #: A method that took more than this many times its time limit (and a second) is said to have run past it.
