@@ -1361,13 +1361,13 @@ def test_machine_output_that_cannot_be_written_names_standard_output(small_mtx):
 
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]) + os.pathsep
                + os.environ.get("PYTHONPATH", ""))
-    with open("/dev/full", "w") as full:
-        done = subprocess.run([sys.executable, "-m", "sfapprox", "compare", str(small_mtx), "--methods", "tsvd",
-                               "--json", "-", "--quiet", "--device", "cpu"], stdout=full, stderr=subprocess.PIPE,
-                              text=True, env=env, timeout=120)
-    assert done.returncode == 2, done.stderr[-2000:]
-    assert done.stderr.splitlines()[-1] == "error: standard output: No space left on device", done.stderr[-2000:]
-    assert "Traceback" not in done.stderr
+    for command in (["compare", str(small_mtx), "--methods", "tsvd"], ["fit", str(small_mtx), "--iters", "3"]):
+        with open("/dev/full", "w") as full:
+            done = subprocess.run([sys.executable, "-m", "sfapprox", *command, "--json", "-", "--quiet", "--device",
+                                   "cpu"], stdout=full, stderr=subprocess.PIPE, text=True, env=env, timeout=120)
+        assert done.returncode == 2, done.stderr[-2000:]
+        assert done.stderr.splitlines()[-1] == "error: standard output: No space left on device", done.stderr[-2000:]
+        assert "Traceback" not in done.stderr
 
 
 def test_a_fit_from_columns_that_kept_its_start_names_that_start(capsys):

@@ -18,7 +18,7 @@ from ..formats import fact_text, fmt_seconds, jsonable, limit_text
 from . import _options as o
 from ._app import EXIT_INTERRUPTED, announce_start, app, error_boundary, read_matrix, show_notes, stop_cause
 from ._render import (check_distinct, check_output, compiling_note, err, fit_progress, is_stdout, note, out,
-                      say_error, show_key_values, writes_glyphs)
+                      say_error, show_key_values, writes_glyphs, _to_stdout)
 
 
 def _named_start(init: str) -> str:
@@ -139,7 +139,7 @@ def fit(
         if said is not None:
             console.print(Text(said))
         if to_stdout:
-            sys.stdout.write(json.dumps(jsonable(run.record()), indent=2) + "\n")  # as a --json file has it
+            _to_stdout(json.dumps(jsonable(run.record()), indent=2) + "\n")  # as a --json file has it (named on a failure)
         failed = {os.path.abspath(exc.path) for exc in failures}
         for written in (p for p in (out_path, None if to_stdout else json_path) if p is not None):
             if os.path.abspath(written) not in failed:
