@@ -35,7 +35,7 @@ import inspect
 import math
 import pkgutil
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -57,6 +57,7 @@ __all__ = [
     "methods",
     "get_method",
     "parse_methods",
+    "run_order",
     "METHOD_PACKAGES",
 ]
 
@@ -734,3 +735,34 @@ def columns_need(spec, source: MatrixSource, budget: int, max_memory: int | None
     """
     limit = memory_limit(max_memory)
     return spec.columns_memory(source.n, budget) + int(BLOCK_SHARE * max(0, (limit or 0) - source.held_bytes))
+
+
+def run_order(names: Sequence[str]) -> list[str]:
+    """The order a comparison fits its methods in (its rows keep the order asked).
+
+    Closed-form methods first, so that the time they leave of a shared limit
+    goes to the iterative ones; then the iterative ones as asked, each after
+    the methods whose fits it reuses (``MethodSpec.reuses``).
+
+    Parameters
+    ----------
+    names : sequence of str
+        Method names, each known to the registry.
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> run_order(["sf+lr", "nmf", "tsvd", "sf"])
+    ['tsvd', 'sf', 'sf+lr', 'nmf']
+    """
+    order = sorted(names, key=lambda m: get_method(m).iterative)
+    placed: list[str] = []
+    for name in order:
+        if name not in placed:
+            placed.extend(m for m in get_method(name).reuses if m in names and m not in placed)
+            placed.append(name)
+    # a reused method moved forward keeps its own place among its kind otherwise
+    return [m for m in placed if not get_method(m).iterative] + [m for m in placed if get_method(m).iterative]

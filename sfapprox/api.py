@@ -96,6 +96,7 @@ def fit_matrix(
     load: LoadOptions | None = None,
     callback: Callable[[dict], bool | None] | None = None,
     replaces: FileStamp | bool | None = None,
+    progress: bool = False,
     **sf_params: Any,
 ) -> FitRun:
     """Fit SF to ``matrix`` and optionally save the factors (HDF5) and a JSON summary.
@@ -132,6 +133,10 @@ def fit_matrix(
         (the default) for the one there when the fit starts.  A command that
         checked its output before loading the matrix gives what it saw then,
         so that a file put there while the matrix loads is not replaced.
+    progress : bool, default=False
+        Draw a progress line on stderr while SF fits, as
+        :func:`~sfapprox.compare` does (a bar in a terminal, a live display in
+        a notebook, nothing in a pipe); ``callback`` is still called.
     **sf_params
         Further :class:`~sfapprox.sf.model.ChordSF` parameters (``support``,
         ``n_factors``, ``base``, ``init``, ``ftol``, ...).
@@ -154,11 +159,18 @@ def fit_matrix(
     >>> run.summary["n"], run.summary["support"], run.summary["nnz"] == run.model.n_stored_
     (8, 'chord', True)
     """
+    check_settings(settings, keywords=False)
+    settings = settings or FitSettings()
+    if progress is not False:  # the call again, its callback drawn on a progress line that it clears however it ends
+        from ._display import display_label, shown_progress
+
+        with shown_progress(progress, f"SF {display_label(matrix)}", settings.max_iter, callback=callback,
+                            time_limit=settings.per_method(1).time_limit) as (callback, _):
+            return fit_matrix(matrix, settings=settings, budget=budget, out=out, json_path=json_path, force=force,
+                              load=load, callback=callback, replaces=replaces, **sf_params)
     # its module loads torch (1-2 s in a fresh process): said on the fit's display, as a comparison says it
     ChordSF = _chord_sf(callback)
 
-    check_settings(settings, keywords=False)
-    settings = settings or FitSettings()
     ChordSF.check_param_names(sf_params, "fit_matrix's keyword arguments")
     if budget is not None:
         parse_budget(budget)

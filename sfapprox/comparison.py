@@ -32,7 +32,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from ._base import (RunContext, check_columns_memory, columns_need, get_method, in_memory_or_columns,
-                    least_columns_limit, method_need, methods, parse_methods)
+                    least_columns_limit, method_need, methods, parse_methods, run_order)
 from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceError, one_line, parameter
 from ._executors import Executor
 from ._moved import moved_names
@@ -602,6 +602,7 @@ def compare(
     matrix_info: Mapping[str, Any] | None = None,
     include: Mapping[str, Any] | None = None,
     executor: Executor | None = None,
+    progress: bool = False,
     **setting_changes: Any,
 ) -> Comparison:
     """Fit every method in ``methods`` to ``matrix`` at the same budget and score them.
@@ -652,6 +653,13 @@ def compare(
         Nyström's columns and the products of randomized SVD's and RPCA's
         range finding (:class:`~sfapprox.sources.DistributedSource`; the same
         numbers as here).  Ignored when the matrix is formed.
+    progress : bool, default=False
+        Draw a progress line on stderr while the methods run (the method, its
+        iteration and error, the time): a bar in a terminal, a live display in
+        a Jupyter notebook (with ipywidgets), nothing where stderr is a pipe
+        or a file.  ``callback`` and ``on_result`` are still called.  The line
+        is cleared when the comparison ends, a Ctrl-C or an error included; a
+        display that fails is dropped with a warning, never the comparison.
     **setting_changes
         :class:`FitSettings` fields to change (``time_limit=2``, ``seed=1``, ...);
         any other keyword is a TypeError that lists them.  The old keywords
@@ -692,46 +700,50 @@ def compare(
         raise ParameterError(f"unknown protocol {protocol!r}; choose {' or '.join(PROTOCOLS)}")
     parse_budget(budget)
     _check_structure(structure)
-    saved = load_included(include, settings.max_memory)
-    matrix = opened_input(matrix, load, settings.max_memory)
-    if isinstance(matrix, MatrixSource) and from_columns(matrix, names, settings.max_memory):
-        if approximations is not None:
-            raise ParameterError(f"compare: approximations= asks for each row's dense {matrix.n:,} x {matrix.n:,} "
-                                 f"approximation, but {matrix.name} is compared from its columns (too big to form "
-                                 "within the memory limit); use each row's operator (c.result(name).operator)")
-        return compare_columns(matrix, names, budget=budget, settings=settings, count_indices=count_indices,
-                               protocol=protocol, structure=structure, callback=callback, on_result=on_result,
-                               include=saved, matrix_info=matrix_info, executor=executor)
-    with phase(callback, "forming the matrix"):  # a kernel of 8,000 points: 27 s, that said nothing
-        loaded = as_loaded_matrix(matrix, None, settings.max_memory)
-        check_included_shapes(saved, loaded.n)
-        resolved = resolve_budget(budget, loaded.n)
-        check_scoring_memory(loaded, settings.max_memory)
-        check_methods_memory(names, loaded, settings.max_memory)
-        X = loaded.matrix
-        info = {**matrix_record(loaded.summary(), columns=False), **(matrix_info or {})}
-    context = RunContext(settings, count_indices, protocol, callback, dict(structure or {}), matrix_name=loaded.name)
-    with warnings_at_caller():
-        results = run_all(names, X, resolved, context, info["fro_norm"], on_result)
-    streamed = columns_note(results, settings.max_memory)  # before the saved rows: those were fitted elsewhere
-    for name, surrogate in saved.items():
-        results.append(score_surrogate(name, surrogate, X, resolved.value, info["fro_norm"],
-                                       count_indices=context.count_indices))
-    comparison = build_comparison(info, resolved, results, context)
-    comparison.notes.extend(n for n in [resolved.note, not_run_note(names, results), *_source_notes(saved, loaded.sha256, loaded.recipe)]
-                            if n)
-    if isinstance(matrix, MatrixSource):
-        ran = "every method ran on it" if streamed is None else "the methods ran on it or its column blocks"
-        comparison.notes.append(f"{matrix.name}: formed in memory ({loaded.n:,} x {loaded.n:,}), {ran} and every "
-                                "row was scored exactly")
-    if streamed is not None:
-        comparison.notes.append(streamed)
-    if executor is not None:  # (it ran here: a cluster the user named and saw go unused said nothing)
-        comparison.notes.append(f"{loaded.name} fits in memory ({loaded.n:,} x {loaded.n:,} within the memory "
-                                "limit): every method ran in this process; the executor runs the passes of a "
-                                "matrix compared from its columns")
-    fill_approximations(approximations, comparison)
-    return comparison
+    from ._display import display_label, shown_progress
+
+    with shown_progress(progress, display_label(matrix), settings.max_iter, callback=callback, on_result=on_result,
+                        names=names) as (callback, on_result):
+        saved = load_included(include, settings.max_memory)
+        matrix = opened_input(matrix, load, settings.max_memory)
+        if isinstance(matrix, MatrixSource) and from_columns(matrix, names, settings.max_memory):
+            if approximations is not None:
+                raise ParameterError(f"compare: approximations= asks for each row's dense {matrix.n:,} x {matrix.n:,} "
+                                     f"approximation, but {matrix.name} is compared from its columns (too big to form "
+                                     "within the memory limit); use each row's operator (c.result(name).operator)")
+            return compare_columns(matrix, names, budget=budget, settings=settings, count_indices=count_indices,
+                                   protocol=protocol, structure=structure, callback=callback, on_result=on_result,
+                                   include=saved, matrix_info=matrix_info, executor=executor)
+        with phase(callback, "forming the matrix"):  # a kernel of 8,000 points: 27 s, that said nothing
+            loaded = as_loaded_matrix(matrix, None, settings.max_memory)
+            check_included_shapes(saved, loaded.n)
+            resolved = resolve_budget(budget, loaded.n)
+            check_scoring_memory(loaded, settings.max_memory)
+            check_methods_memory(names, loaded, settings.max_memory)
+            X = loaded.matrix
+            info = {**matrix_record(loaded.summary(), columns=False), **(matrix_info or {})}
+        context = RunContext(settings, count_indices, protocol, callback, dict(structure or {}), matrix_name=loaded.name)
+        with warnings_at_caller():
+            results = run_all(names, X, resolved, context, info["fro_norm"], on_result)
+        streamed = columns_note(results, settings.max_memory)  # before the saved rows: those were fitted elsewhere
+        for name, surrogate in saved.items():
+            results.append(score_surrogate(name, surrogate, X, resolved.value, info["fro_norm"],
+                                           count_indices=context.count_indices))
+        comparison = build_comparison(info, resolved, results, context)
+        comparison.notes.extend(n for n in [resolved.note, not_run_note(names, results), *_source_notes(saved, loaded.sha256, loaded.recipe)]
+                                if n)
+        if isinstance(matrix, MatrixSource):
+            ran = "every method ran on it" if streamed is None else "the methods ran on it or its column blocks"
+            comparison.notes.append(f"{matrix.name}: formed in memory ({loaded.n:,} x {loaded.n:,}), {ran} and every "
+                                    "row was scored exactly")
+        if streamed is not None:
+            comparison.notes.append(streamed)
+        if executor is not None:  # (it ran here: a cluster the user named and saw go unused said nothing)
+            comparison.notes.append(f"{loaded.name} fits in memory ({loaded.n:,} x {loaded.n:,} within the memory "
+                                    "limit): every method ran in this process; the executor runs the passes of a "
+                                    "matrix compared from its columns")
+        fill_approximations(approximations, comparison)
+        return comparison
 
 
 # (SparseSource was imported here until a sparse matrix's source came from sources.sparse_source_within)
@@ -1429,37 +1441,6 @@ def not_run_note(names: Sequence[str], results: Sequence[MethodResult]) -> str |
     """
     left = not_run(names, results)
     return f"not run, the comparison was stopped first: {', '.join(left)}" if left else None
-
-
-def run_order(names: Sequence[str]) -> list[str]:
-    """The order a comparison fits its methods in (its rows keep the order asked).
-
-    Closed-form methods first, so that the time they leave of a shared limit
-    goes to the iterative ones; then the iterative ones as asked, each after
-    the methods whose fits it reuses (``MethodSpec.reuses``).
-
-    Parameters
-    ----------
-    names : sequence of str
-        Method names, each known to the registry.
-
-    Returns
-    -------
-    list of str
-
-    Examples
-    --------
-    >>> run_order(["sf+lr", "nmf", "tsvd", "sf"])
-    ['tsvd', 'sf', 'sf+lr', 'nmf']
-    """
-    order = sorted(names, key=lambda m: get_method(m).iterative)
-    placed: list[str] = []
-    for name in order:
-        if name not in placed:
-            placed.extend(m for m in get_method(name).reuses if m in names and m not in placed)
-            placed.append(name)
-    # a reused method moved forward keeps its own place among its kind otherwise
-    return [m for m in placed if not get_method(m).iterative] + [m for m in placed if get_method(m).iterative]
 
 
 def _tagged(callback: Callable[[dict], Any] | None, method: str, limit: float | None) -> Callable[[dict], Any] | None:

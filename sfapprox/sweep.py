@@ -585,6 +585,7 @@ def sweep(
     on_result: Callable[[int, MethodResult], None] | None = None,
     load: LoadOptions | None = None,
     matrix_info: dict[str, Any] | None = None,
+    progress: bool = False,
     **setting_changes: Any,
 ) -> Sweep:
     """Run every method at each budget (as :func:`~sfapprox.compare` does at one).
@@ -624,6 +625,9 @@ def sweep(
         How ``matrix`` is read when it is a path.
     matrix_info : dict, optional
         Extra facts merged into the matrix summary.
+    progress : bool, default=False
+        Draw a progress line on stderr, as :func:`~sfapprox.compare` does
+        (the budget, the method, its iteration and error, the time).
     **setting_changes
         :class:`~sfapprox.FitSettings` fields to change (``time_limit=2``, ``seed=1``);
         any other keyword is a TypeError that lists them.  The old keywords ``X=``
@@ -664,34 +668,39 @@ def sweep(
     if protocol not in PROTOCOLS:
         raise ParameterError(f"unknown protocol {protocol!r}; choose {' or '.join(PROTOCOLS)}")
     specs = _budget_specs(budgets)
-    matrix = opened_input(matrix, load, settings.max_memory)
-    if isinstance(matrix, MatrixSource) and from_columns(matrix, names, settings.max_memory):
-        return _sweep_columns(matrix, names, specs, settings=settings, count_indices=count_indices,
-                              protocol=protocol, callback=callback, on_result=on_result, matrix_info=matrix_info)
-    with phase(callback, "forming the matrix"):  # (a kernel's source: seconds to minutes)
-        loaded = as_loaded_matrix(matrix, None, settings.max_memory)
-        resolved, merged = _distinct_budgets(specs, loaded.n)
-        check_scoring_memory(loaded, settings.max_memory)
-        check_methods_memory(names, loaded, settings.max_memory)
-        info = {**matrix_record(loaded.summary(), columns=False), **(matrix_info or {})}
-    context = RunContext(settings, count_indices, protocol, callback, matrix_name=loaded.name)
-    points: list[Comparison] = []
-    with warnings_at_caller():
-        for index, value in enumerate(sorted(resolved), 1):
-            budget = resolved[value]
-            _budget_starts(on_result, value, index, len(resolved))
-            report = _per_budget(on_result, value)
-            results = run_all(names, loaded.matrix, budget, context, info["fro_norm"], report)
-            points.append(build_comparison(info, budget, results, context))
-            points[-1].notes.extend(n for n in (budget.note, merged.get(value)) if n)
-            streamed = columns_note(results, settings.max_memory)
-            if streamed is not None:
-                points[-1].notes.append(streamed)
-            if any(r.status == "interrupted" for r in results):
-                break
-    first = points[0] if points else build_comparison(info, next(iter(resolved.values())), [], context)
-    return Sweep(info, names, points, settings=first.settings, versions=first.versions,
-                 skipped=_unreached(resolved, points))
+    from ._display import display_label, shown_progress
+
+    # each budget names itself on the line (on_result's budget_starting), and the methods start again
+    with shown_progress(progress, display_label(matrix), settings.max_iter, callback=callback, on_result=on_result,
+                        names=names) as (callback, on_result):
+        matrix = opened_input(matrix, load, settings.max_memory)
+        if isinstance(matrix, MatrixSource) and from_columns(matrix, names, settings.max_memory):
+            return _sweep_columns(matrix, names, specs, settings=settings, count_indices=count_indices,
+                                  protocol=protocol, callback=callback, on_result=on_result, matrix_info=matrix_info)
+        with phase(callback, "forming the matrix"):  # (a kernel's source: seconds to minutes)
+            loaded = as_loaded_matrix(matrix, None, settings.max_memory)
+            resolved, merged = _distinct_budgets(specs, loaded.n)
+            check_scoring_memory(loaded, settings.max_memory)
+            check_methods_memory(names, loaded, settings.max_memory)
+            info = {**matrix_record(loaded.summary(), columns=False), **(matrix_info or {})}
+        context = RunContext(settings, count_indices, protocol, callback, matrix_name=loaded.name)
+        points: list[Comparison] = []
+        with warnings_at_caller():
+            for index, value in enumerate(sorted(resolved), 1):
+                budget = resolved[value]
+                _budget_starts(on_result, value, index, len(resolved))
+                report = _per_budget(on_result, value)
+                results = run_all(names, loaded.matrix, budget, context, info["fro_norm"], report)
+                points.append(build_comparison(info, budget, results, context))
+                points[-1].notes.extend(n for n in (budget.note, merged.get(value)) if n)
+                streamed = columns_note(results, settings.max_memory)
+                if streamed is not None:
+                    points[-1].notes.append(streamed)
+                if any(r.status == "interrupted" for r in results):
+                    break
+        first = points[0] if points else build_comparison(info, next(iter(resolved.values())), [], context)
+        return Sweep(info, names, points, settings=first.settings, versions=first.versions,
+                     skipped=_unreached(resolved, points))
 
 
 def _over_the_limit(source: MatrixSource, names: list[str], budget, settings: FitSettings, count_indices: bool,
@@ -845,7 +854,7 @@ def _unreached(resolved: dict, points: list[Comparison]) -> list[int]:
 
 
 def _budget_starts(on_result: Callable[..., Any] | None, value: int, index: int, count: int) -> None:
-    """Call ``on_result``'s ``budget_starting`` hook (a display's, :func:`~sfapprox.cli._render.method_announcer`'s),
+    """Call ``on_result``'s ``budget_starting`` hook (a display's, :func:`~sfapprox._display.method_announcer`'s),
     where it has one, as the ``index``-th of ``count`` budgets starts: the bar names the budget beside the
     method (it named the method alone, the same at every budget)."""
     hook = getattr(on_result, "budget_starting", None)

@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 import scipy.io
 from rich.cells import cell_len
-from sfapprox.cli._render import TINY_PROGRESS
+from sfapprox._display import TINY_PROGRESS
 
 ROOT = Path(__file__).resolve().parents[1]
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-JL-Za-z]|\x1b\][^\x07]*\x07")
@@ -249,7 +249,7 @@ def test_the_bar_names_the_method_being_fitted_then_the_scoring():
     Nothing is named before the first method starts: a kernel's matrix formed for 27 s under "tsvd"."""
     from types import SimpleNamespace
 
-    from sfapprox.cli._render import method_announcer
+    from sfapprox._display import method_announcer
 
     shown = []
     bar = SimpleNamespace(describe=shown.append)
@@ -268,7 +268,7 @@ def test_a_sweep_s_bar_names_the_budget_then_its_methods_then_its_scoring():
     before the method, each budget starts the methods again and ends in "scoring"."""
     from types import SimpleNamespace
 
-    from sfapprox.cli._render import method_announcer
+    from sfapprox._display import method_announcer
 
     shown = []
     bar = SimpleNamespace(describe=lambda what: shown.append(what), relabel=lambda what: shown.append(f"[{what}]"))
@@ -410,7 +410,7 @@ def test_a_fit_from_columns_says_what_its_steps_are_never_start_columns(tmp_path
 
 def test_the_progress_line_names_a_column_fit_s_stage_and_passes():
     """The words beside the bar: a fit in memory's start, a fit from columns' stage and passes so far."""
-    from sfapprox.cli._render import progress_phase
+    from sfapprox._display import progress_phase
 
     assert progress_phase({"start": "rank1"}) == "start rank1" and progress_phase({}) == ""
     assert progress_phase({"start": "columns", "stage": "adam", "epochs": 0.51}) == "Adam steps, 0.5 passes"
@@ -594,6 +594,7 @@ def _drawn_progress(monkeypatch, width: int, reports: list[dict], timed: bool = 
 
     from rich.console import Console
 
+    from sfapprox import _display
     from sfapprox.cli import _render
 
     console = Console(file=io.StringIO(), force_terminal=True, width=width, color_system=None)
@@ -603,8 +604,8 @@ def _drawn_progress(monkeypatch, width: int, reports: list[dict], timed: bool = 
     if timed:
         console.get_time = lambda: now[0]  # (the bar's clock)
     # drawn at each report, not at the refresh thread's pace (a busy machine drew some reports never)
-    redraw = _render._FitProgress.update
-    monkeypatch.setattr(_render._FitProgress, "update", lambda self, *a, **kw: redraw(self, *a, **kw, refresh=True))
+    redraw = _display._FitProgress.update
+    monkeypatch.setattr(_display._FitProgress, "update", lambda self, *a, **kw: redraw(self, *a, **kw, refresh=True))
     with _render.fit_progress("SF a_matrix_with_a_long_name", 100000, False, time_limit=10) as update:
         for info in reports:
             now[0] = info["elapsed"]
@@ -937,13 +938,14 @@ def test_a_stage_without_iterations_shows_its_name_and_time_not_it_0(monkeypatch
 
     from rich.console import Console
 
+    from sfapprox import _display
     from sfapprox.cli import _render
 
     console = Console(file=io.StringIO(), force_terminal=True, width=columns, color_system=None)
     monkeypatch.setattr(_render, "err", console)
     monkeypatch.setattr(_render, "draws_progress", lambda: True, raising=False)  # a StringIO is no terminal
-    redraw = _render._FitProgress.update
-    monkeypatch.setattr(_render._FitProgress, "update", lambda self, *a, **kw: redraw(self, *a, **kw, refresh=True))
+    redraw = _display._FitProgress.update
+    monkeypatch.setattr(_display._FitProgress, "update", lambda self, *a, **kw: redraw(self, *a, **kw, refresh=True))
     with _render.fit_progress("m", 100, False) as update:
         update({"iteration": 40, "max_iter": 100, "fro_error": 0.25, "elapsed": 1.0, "method": "sf"})
         update.describe("scoring")
@@ -983,7 +985,7 @@ def test_a_narrow_sweep_line_cuts_the_matrix_s_name_never_the_budget():
     count; the budget is whole or not shown."""
     from types import SimpleNamespace
 
-    from sfapprox.cli._render import _LabelColumn
+    from sfapprox._display import _LabelColumn
 
     def shown(room: int, method: str) -> str:
         task = SimpleNamespace(description=f"rbf3000 budget 1/5 (144,000) {method}",

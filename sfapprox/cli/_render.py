@@ -22,14 +22,16 @@ from typing import Any
 from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn
+from rich.progress import BarColumn, Progress, TextColumn
 from rich.text import Text
 from rich.table import Column as TableColumn
 from rich.table import Table as RichTable
 
+# the progress line is the library's (progress=True of the Python API draws it too); the CLI draws it on its stderr
+from .._display import _ElapsedColumn, elapsed_text, fit_display, on_terminal, quiet_update
 from .._atomic import check_writable, output_target, resolved_path, stream_kind, write_text
 from .._errors import ParameterError, SfapproxError
-from ..formats import (PLOT_SUFFIXES, OutputFormat, Table, ascii_commands, ascii_table, encodes_glyphs, fmt_number, limit_text, printable,
+from ..formats import (PLOT_SUFFIXES, OutputFormat, Table, ascii_commands, ascii_table, encodes_glyphs, limit_text, printable,
                        render_rich, shell_quote, to_ascii)
 
 
@@ -60,20 +62,6 @@ class _Console(Console):
             super().on_broken_pipe()
         except SystemExit:
             raise SystemExit(EXIT_BROKEN_PIPE) from None
-
-
-def on_terminal(console: Console) -> bool:
-    """Whether ``console`` writes to a terminal: rich's ``is_terminal``, and its stream a terminal indeed.
-
-    ``FORCE_COLOR`` (set for colours in CI logs) makes rich take a pipe for a
-    terminal: a progress bar was drawn into the log, a line per refresh with
-    the cursor hidden, and the tables were cut to 80 columns there.
-    """
-    isatty = getattr(console.file, "isatty", None)
-    try:
-        return console.is_terminal and isatty is not None and isatty()
-    except ValueError:  # closed
-        return False
 
 
 def _console(stderr: bool = False) -> Console:
@@ -673,241 +661,20 @@ def show_key_values(console: Console, title: str, rows: list[tuple[str, Any]], *
         console.print(Text(f"  {value}"), soft_wrap=True)
 
 
-#: Below this many columns the progress line has no bar: the label and the phase give way first, the
-#: numbers never.
-NARROW_PROGRESS = 72
-#: Below this width the progress line shows its numbers only (they take 32 columns with their gaps).
-TINY_PROGRESS = 40
-
-
 @contextlib.contextmanager
 def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float | None = None) -> Iterator[Any]:
-    """A progress bar with the current method, start and error; a no-op callback when quiet or piped.
-
-    The bar fills with whichever limit is nearer: iterations or the time limit.
-    The callback receives the iterative methods' progress dicts (``iteration``,
-    ``max_iter``, ``fro_error``, ``elapsed`` and, when they are known,
-    ``start``, ``method`` and the method's own ``time_limit``).
-    """
+    """A progress bar on stderr with the current method, start and error (:func:`~sfapprox._display.fit_display`);
+    a no-op callback when quiet or piped."""
     if quiet or not draws_progress():
-        yield _quiet_update
+        yield quiet_update
         return
-    label = literal(label)  # (a file's name)
-    progress = _FitProgress(console=err, transient=True)
-    with progress:
-        # "what": the method (or "scoring") the description ends with, kept whole when the label is cut
-        # iteration None: no fit reports yet (a stage: "scoring", a method before its first iteration), so
-        # the line shows no "it 0 error –", numbers that meant nothing there; the label and the time say it
-        task = progress.add_task(label, total=1.0, iteration=None, error=None, phase="", what="", stage="")
-        shown = {"label": label}  # the label and what relabel() adds to it (a sweep's budget)
-
-        def update(info: dict) -> None:
-            limit = info.get("max_iter") or total
-            done = info["iteration"] / max(limit or 1, 1)
-            seconds = info.get("time_limit", time_limit)
-            if seconds:
-                done = max(done, info["elapsed"] / seconds)
-            method = info.get("method")
-            progress.update(task, completed=min(done, 1.0), iteration=info["iteration"],
-                            error=info["fro_error"], phase=progress_phase(info), what=method or "",
-                            description=f"{shown['label']} {method}" if method else shown["label"])
-
-        def describe(what: str) -> None:
-            progress.update(task, completed=0.0, iteration=None, error=None, phase="", what=what,
-                            description=f"{shown['label']} {what}")
-
-        def relabel(what: str) -> None:
-            shown["label"] = f"{label} {literal(what)}"
-            progress.update(task, completed=0.0, iteration=None, error=None, phase="", what="",
-                            stage=what, description=shown["label"])
-
-        update.describe = describe  # type: ignore[attr-defined]
-        update.relabel = relabel  # type: ignore[attr-defined]
-        update.phase = lambda text: progress.update(task, phase=text)  # type: ignore[attr-defined]
-        update.coarse = True  # type: ignore[attr-defined]  # a bar needs no call per iteration (see ChordSF's callback)
+    with fit_display(label, total, console=err, time_limit=time_limit, literal=literal) as update:
         yield update
 
 
 def draws_progress() -> bool:
     """Whether stderr is a terminal a progress bar can redraw its line on (not a dumb one)."""
     return err.is_interactive and on_terminal(err)
-
-
-#: The narrowest phase a narrow progress line shows beside the label ("sta…" says little): with less room
-#: the label takes it all.
-MIN_PHASE = 6
-
-
-def fit_progress_columns(width: int, task: Any = None) -> list[Any]:
-    """The progress line's columns for a window ``width`` columns wide, laid out for ``task`` (None: none
-    yet).
-
-    In a narrow window the label, the bar and the phase give way; the numbers
-    are never cut (a line "it 7… error 6…" read as iteration 7 at iteration
-    7,429).  The label goes before the phase: at 40 columns each had 4, and
-    the line read "SF …" (the phase empty) or "mes…", the method never
-    shown; the phase has what the label leaves, or no column at all.
-    Chosen at each redraw: a window narrowed during the fit cut the error to
-    "0." and lost the time, widened it kept a narrow line.
-    """
-    whole = dict(no_wrap=True, overflow="ignore")
-    narrow = width < NARROW_PROGRESS
-    bar = [] if narrow else [BarColumn(table_column=TableColumn(ratio=1))]
-    # the numbers' columns and the gaps take 32; in a narrow window the label and the phase share the rest
-    room = max(4, width - 32)
-    cut = dict(no_wrap=True, overflow="ellipsis", ratio=1)
-    phase = str(task.fields.get("phase") or "") if task is not None else ""
-    label = Text.from_markup(task.description).cell_len if task is not None else room
-    label_room = min(label, room) if narrow else None
-    phase_room = room - label_room if narrow else None
-    shows_phase = not narrow or (phase and phase_room >= MIN_PHASE)
-    if narrow and not shows_phase:
-        label_room = room + 1  # (the phase's gap too)
-    # below TINY_PROGRESS columns the numbers alone fill the line: the label and phase go (rich shrank
-    # the elapsed time to "0:0" to fit a label cut to "…")
-    words = [] if width < TINY_PROGRESS else [
-        _LabelColumn(label_room, table_column=TableColumn(max_width=label_room, **cut)),
-        *bar,
-        *([TextColumn("{task.fields[phase]}", table_column=TableColumn(max_width=phase_room, **cut))]
-          if shows_phase else [])]
-    it_width, error_width, time_width = NUMBER_WIDTHS
-    return [
-        *words,
-        _IterationColumn(table_column=TableColumn(min_width=it_width, **whole)),
-        _ErrorColumn(numbers_room(width), table_column=TableColumn(min_width=error_width, **whole)),
-        _ElapsedColumn(table_column=TableColumn(min_width=time_width, **whole)),
-    ]
-
-
-class _LabelColumn(ProgressColumn):
-    """The progress line's label (the matrix, then the method), in bold, cut to ``room`` cells (None: whole)
-    before the method: "mesh_sm… sf", not "mesh_small…", where the method (the task's ``what``) fits."""
-
-    def __init__(self, room: int | None, table_column: TableColumn | None = None) -> None:
-        self.room = room
-        super().__init__(table_column=table_column)
-
-    def render(self, task: Any) -> Text:
-        text = Text.from_markup(task.description, style="bold")
-        what = str(task.fields.get("what") or "")
-        if self.room is None or text.cell_len <= self.room or not what or not text.plain.endswith(f" {what}"):
-            return text
-        head = self.room - cell_len(what) - 1
-        if head < 2:  # no room for a letter of the matrix's name and "…": the method, cut if it must be
-            return Text(what, style="bold")
-        start = text[:len(text.plain) - len(what) - 1]
-        stage = str(task.fields.get("stage") or "")
-        kept = _stage_kept(start.plain, stage, head)
-        if kept:  # a sweep's "budget 1/5 (144,000)" kept whole (or its "budget 1/5"), the matrix's name cut
-            start = start[:len(start.plain) - len(stage) - 1]
-            start.truncate(head - cell_len(kept) - 1, overflow="ellipsis")
-            return Text.assemble(start, " ", kept, " ", (what, "bold"), style="bold")
-        start.truncate(head, overflow="ellipsis")
-        return Text.assemble(start, " ", (what, "bold"), style="bold")
-
-
-def _stage_kept(start: str, stage: str, head: int) -> str:
-    """What of a sweep's stage (``"budget 1/5 (144,000)"``, after the matrix's name in ``start``) a label
-    cut to ``head`` cells keeps whole: all of it, or without its budget ("budget 1/5") where that leaves
-    the name 2 cells ("r…"), else nothing (the label cut at its end, as any).  Cut at its end, a 60-column
-    sweep read "rbf3000 budget 1/5 (1… sparse": budget 1, not 144,000.
-
-    Examples
-    --------
-    >>> _stage_kept("rbf3000 budget 1/5 (144,000)", "budget 1/5 (144,000)", 24)
-    'budget 1/5 (144,000)'
-    >>> _stage_kept("rbf3000 budget 1/5 (144,000)", "budget 1/5 (144,000)", 16)
-    'budget 1/5'
-    >>> _stage_kept("rbf3000 budget 1/5 (144,000)", "budget 1/5 (144,000)", 8)
-    ''
-    """
-    if not stage or not start.endswith(f" {stage}"):
-        return ""
-    for kept in (stage, stage.split(" (")[0]):
-        if cell_len(kept) + 1 + 2 <= head:
-            return kept
-    return ""
-
-
-#: The least widths of the progress line's numbers, "it N", "error E" and the elapsed time: the line
-#: keeps its layout as the iterations gain a digit.
-NUMBER_WIDTHS = (9, 12, 7)
-
-
-def numbers_room(width: int) -> int | None:
-    """The columns a window ``width`` wide leaves the text of the progress line's three numbers (the gaps
-    between its columns left out): all of it below :data:`TINY_PROGRESS`, what the label and phase leave
-    below :data:`NARROW_PROGRESS` (:func:`fit_progress_columns`), None (what they need) beside a bar."""
-    if width < TINY_PROGRESS:
-        return width - 2
-    if width < NARROW_PROGRESS:
-        return width - max(4, width - 32) - 4
-    return None
-
-
-def error_text(value: float | None, room: int | None) -> str:
-    """``error E``, E to 4 significant digits, or to fewer where ``room`` columns are fewer: at 30 columns
-    "error 0.0001234" beside "it 12345" pushed the elapsed time off the line (cut to "0:00:0"); a
-    shorter error is still the error, a cut time is not the time."""
-    text = f"error {fmt_number(value)}"
-    for digits in (3, 2, 1):
-        if room is None or len(text) <= room:
-            break
-        text = f"error {fmt_number(value, digits)}"
-    return text
-
-
-def elapsed_text(task: Any) -> str:
-    """The time since the task began, ``H:MM:SS``."""
-    import datetime
-
-    return str(datetime.timedelta(seconds=max(0, int(task.elapsed or 0))))
-
-
-def iteration_text(task: Any) -> str:
-    """``it N``, or nothing where no fit reports (a stage such as "scoring": "it 0" there counted nothing)."""
-    iteration = task.fields["iteration"]
-    return "" if iteration is None else f"it {iteration}"
-
-
-class _IterationColumn(ProgressColumn):
-    """The progress line's iteration (:func:`iteration_text`)."""
-
-    def render(self, task: Any) -> Text:
-        return Text(iteration_text(task))
-
-
-class _ErrorColumn(ProgressColumn):
-    """The progress line's error, to as many digits as the numbers' ``room`` leaves it (:func:`error_text`)."""
-
-    def __init__(self, room: int | None, table_column: TableColumn | None = None) -> None:
-        self.room = room
-        super().__init__(table_column=table_column)
-
-    def render(self, task: Any) -> Text:
-        room = self.room
-        if room is not None:
-            it_width, error_width, time_width = NUMBER_WIDTHS
-            room -= max(it_width, len(iteration_text(task))) + max(time_width, len(elapsed_text(task)))
-        return Text(error_text(task.fields["error"], room) if task.fields["iteration"] is not None else "")
-
-
-class _ElapsedColumn(ProgressColumn):
-    """The time since the line began, going on after the bar is full: rich's column stops at the time the
-    bar filled (``finished_time``), and a fit past its time limit's share (the limit leaves out the
-    compiling; the scoring, the methods after) showed the same second for the rest of the run."""
-
-    def render(self, task: Any) -> Text:
-        return Text(elapsed_text(task), style="progress.elapsed")
-
-
-class _FitProgress(Progress):
-    """A fit's progress line, laid out for the window's width at each redraw (:func:`fit_progress_columns`)."""
-
-    def make_tasks_table(self, tasks):
-        # (err: this console, also while __init__ draws)
-        self.columns = tuple(fit_progress_columns(err.width, tasks[0] if tasks else None))
-        return super().make_tasks_table(tasks)
 
 
 #: The narrowest bar a progress line draws (:func:`line_columns`); with less room it has none.
@@ -969,30 +736,6 @@ def line_progress(label: str, numbers: Sequence[str], *, lead: str = "", before:
     """A transient progress line on stderr, laid out at each redraw by :func:`line_columns` (its arguments)."""
     return _LaidOutProgress(lambda width, task: line_columns(width, task, label, numbers, lead=lead, before=before),
                             console=err, transient=True)
-
-
-#: What a progress line calls each stage of a fit from column blocks (a progress dict's ``stage``).
-COLUMN_STAGES = {"adam": "Adam steps", "lbfgs": "L-BFGS by passes", "sketch": "rounds of sketches"}
-
-
-def progress_phase(info: dict) -> str:
-    """The progress line's words beside the bar for a progress dict: the start that runs (``start
-    identity``), or, from column blocks, the stage and the passes over the columns so far (``rounds of
-    sketches, 3.5 passes``: it said ``start columns``, of no start of that name, through every stage).
-
-    Examples
-    --------
-    >>> progress_phase({"start": "identity"}), progress_phase({"start": "columns", "stage": "lbfgs", "epochs": 12.5})
-    ('start identity', 'L-BFGS by passes, 12 passes')
-    """
-    stage, start = info.get("stage"), info.get("start")
-    if stage:
-        epochs = info.get("epochs")
-        if epochs is None:
-            return COLUMN_STAGES.get(stage, stage)
-        passes = f"{epochs:.1f}" if epochs < 10 else f"{epochs:,.0f}"
-        return f"{COLUMN_STAGES.get(stage, stage)}, {passes} passes"
-    return f"start {start}" if start else ""
 
 
 def bytes_read(path: Path | str) -> int | None:
@@ -1095,47 +838,3 @@ def reading_progress(path: Path | str, quiet: bool = False) -> Iterator[None]:
         stop.set()
         drawer.join()
         line.close()
-
-
-def _quiet_update(info: dict) -> None:
-    """The progress callback when no bar is shown."""
-
-
-_quiet_update.describe = lambda what: None  # type: ignore[attr-defined]
-_quiet_update.relabel = lambda what: None  # type: ignore[attr-defined]
-_quiet_update.coarse = True  # type: ignore[attr-defined]
-
-
-def method_announcer(progress: Any, names: list[str]) -> Callable[[Any], None]:
-    """An ``on_result`` hook that names, on the progress bar, the method a comparison fits next
-    (in its fitting order: closed-form methods first), then "scoring" — so a closed-form method
-    that reports no iterations, or the scoring pass of a matrix compared from its columns, is
-    not shown as a bar stuck at "it 0".  Its ``starting`` (called by
-    :func:`~sfapprox.comparison.run_all` as each method starts) names that method: the first
-    is not named before it starts (a kernel of 8,000 points formed for 27 s under "tsvd").
-    Its ``budget_starting``
-    (called by :func:`~sfapprox.sweep.sweep` as each budget starts) puts "budget 2/10 (18,000)" before
-    the method's name and starts the methods again: a sweep's bar named the method alone, the same at
-    every budget, and a budget's scoring pass under the next budget's first method."""
-    from ..comparison import run_order
-
-    order = run_order(names)
-    done: set[str] = set()
-
-    def on_result(result: Any) -> None:
-        done.add(result.method)
-        left = [m for m in order if m not in done]
-        progress.describe(left[0] if left else "scoring")
-
-    def starting(name: str) -> None:
-        progress.describe(name)
-
-    def budget_starting(value: int, index: int, count: int) -> None:
-        done.clear()
-        relabel = getattr(progress, "relabel", None)
-        if callable(relabel):
-            relabel(f"budget {index}/{count} ({value:,})")
-
-    on_result.starting = starting  # type: ignore[attr-defined]
-    on_result.budget_starting = budget_starting  # type: ignore[attr-defined]
-    return on_result

@@ -11,11 +11,12 @@ from typing import Annotated, Literal, Optional
 import typer
 
 from .._atomic import output_target, stream_kind
+from .._display import method_announcer
 from .._errors import ParameterError
 from . import _options as o
 from ._app import (EXIT_INTERRUPTED, announce_start, app, error_boundary, option_items, read_matrix, show_notes,
                    stop_cause)
-from ._render import (advise_limits, check_distinct, check_outputs, check_plot, emit, fit_progress, method_announcer,
+from ._render import (advise_limits, check_distinct, check_outputs, check_plot, emit, fit_progress,
                       named_outputs, note, notes_quiet, read_files, show_command)
 
 

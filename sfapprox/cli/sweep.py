@@ -6,9 +6,10 @@ from typing import Annotated, Optional
 
 import typer
 
+from .._display import method_announcer
 from . import _options as o
 from ._app import EXIT_INTERRUPTED, announce_start, app, error_boundary, read_matrix, show_notes, stop_cause
-from ._render import advise_limits, check_outputs, check_plot, emit, fit_progress, method_announcer, note
+from ._render import advise_limits, check_outputs, check_plot, emit, fit_progress, note
 
 
 @app.command()

@@ -1633,13 +1633,18 @@ def _transposed_product(source: MatrixSource, u: np.ndarray, chunk: int, width: 
     return v
 
 
-def fit_sf(X: MatrixLike, **params: Any) -> ChordSF:
+def fit_sf(X: MatrixLike, *, progress: bool = False, **params: Any) -> ChordSF:
     """Fit a :class:`ChordSF` to ``X``; keyword arguments are ChordSF's parameters.
 
     Parameters
     ----------
     X : numpy.ndarray or scipy sparse matrix, shape (N, N)
         The square matrix.
+    progress : bool, default=False
+        Draw a progress line on stderr while the fit runs (its iteration,
+        error and time): a bar in a terminal, a live display in a Jupyter
+        notebook (with ipywidgets), nothing in a pipe; ``callback`` is still
+        called.  The fitted estimator keeps ``callback`` as given.
     **params
         :class:`ChordSF` parameters.
 
@@ -1655,4 +1660,14 @@ def fit_sf(X: MatrixLike, **params: Any) -> ChordSF:
     >>> sf.factors_.shape
     (2, 4, 3)
     """
-    return ChordSF(**params).fit(X)
+    from .._display import display_label, shown_progress
+
+    model = ChordSF(**params)  # (its defaults: the line's iterations and time are the estimator's own)
+    with shown_progress(progress, f"SF {display_label(X)}", model.max_iter, callback=model.callback,
+                        time_limit=model.time_limit) as (callback, _):
+        if callback is not model.callback:
+            model.callback = callback
+        try:
+            return model.fit(X)
+        finally:
+            model.callback = params.get("callback")  # the display is not kept with the fit
