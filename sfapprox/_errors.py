@@ -71,7 +71,7 @@ class ConvergenceWarning(UserWarning):
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
-def user_stacklevel() -> int:
+def user_stacklevel(*also: str) -> int:
     """The ``stacklevel`` for :func:`warnings.warn` that names the first caller outside sfapprox.
 
     A warning issued deep in a fit with a fixed ``stacklevel`` named a line of
@@ -82,7 +82,8 @@ def user_stacklevel() -> int:
     fit), so it is counted, not guessed (Python 3.12's ``skip_file_prefixes``
     does the same; 3.11 is supported).  Called in the ``warnings.warn(...)``
     call itself: level 1 is that call's frame.  Where every frame is
-    sfapprox's, the outermost one is named.
+    sfapprox's, the outermost one is named.  The folders ``also`` are skipped too (numba's, for a warning
+    raised from sfapprox code that numba calls back while it compiles).
 
     Examples
     --------
@@ -95,7 +96,8 @@ def user_stacklevel() -> int:
     """
     frame = sys._getframe(1)  # the frame that calls warnings.warn: stacklevel 1
     level = 1
-    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+    skipped = (_PACKAGE, *(os.path.join(os.path.abspath(folder), "") for folder in also))
+    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(skipped):
         frame = frame.f_back
         level += 1
     return level

@@ -73,3 +73,25 @@ def test_user_stacklevel_names_the_first_frame_outside_sfapprox():
             line = sys._getframe().f_lineno + 1
             inside["run"](deep, n)
         assert [(w.filename, w.lineno) for w in caught] == [(__file__, line)]
+
+
+def test_user_stacklevel_skips_the_folders_also_named(tmp_path):
+    """A warning raised from sfapprox code that numba calls back while it compiles (a failed cache
+    write) named numba's ``dispatcher.py`` line: the frames of the folders named are skipped too."""
+    import warnings
+
+    from sfapprox import _errors
+
+    def warn(*also):
+        warnings.warn("said", UserWarning, stacklevel=user_stacklevel(*also))
+
+    warn.__code__ = warn.__code__.replace(co_filename=_errors._PACKAGE + "fake_warn.py")  # sfapprox's, as it were
+    # a library's frame (numba's, when it compiles) between the user and sfapprox's warning
+    code = compile("def run(warn, *also):\n    warn(*also)\n", str(tmp_path / "library" / "dispatcher.py"), "exec")
+    outside: dict = {}
+    exec(code, outside)
+    for also, named in (((), str(tmp_path / "library" / "dispatcher.py")), ((str(tmp_path / "library"),), __file__)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            outside["run"](warn, *also)
+        assert [w.filename for w in caught] == [named]
