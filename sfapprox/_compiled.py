@@ -15,6 +15,11 @@ under the system's temporary folder instead (:func:`import_compiled`), for
 sfapprox's own kernels only: the environment and numba's configuration are
 left as they were, so the user's own numba functions and the processes they
 start cache where they would have.
+
+Where numba finds its folder but then cannot write the cache into it (a full
+disk, a file over ``ulimit -f``, a read-only or failing file system), the
+kernels are compiled all the same, only not kept (:func:`_save_soft`): one
+note says that the next run compiles them again, and why.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import importlib
 import os
 import shutil
 import stat
+import sys
 import tempfile
 import warnings
 from collections.abc import Iterator
@@ -35,6 +41,10 @@ from ._errors import user_stacklevel
 #: The folder numba caches in because it found no writable one of its own (see :func:`import_compiled`);
 #: None while numba's own choice works.
 CACHE_FOLDER: str | None = None
+
+#: The error with which numba first failed to write the cache of sfapprox's kernels in this process (see
+#: :func:`_save_soft`); None while its writes succeed.  Once set, no kernel's cache is written again.
+CACHE_WRITE_ERROR: OSError | None = None
 
 
 def raise_interrupt(exc: BaseException) -> None:
@@ -70,18 +80,85 @@ def _no_cache_folder(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and "no locator available" in str(exc)
 
 
-def _cache_write_remedy(exc: BaseException) -> str | None:
-    """What to do where numba failed to write its cache of the kernels (a file over ``ulimit -f``, a full or
-    read-only disk): "Reinstall numba" was said of it, and would not help.  None for any other failure."""
+def _cache_write_advice(exc: BaseException) -> str | None:
+    """What a failed write of numba's cache ``exc`` says of its cause and what to do (a file over
+    ``ulimit -f``, a full or read-only disk: :func:`sfapprox._atomic.write_advice`); None for any other
+    failure."""
     from ._atomic import write_advice  # here: _atomic loads more than this module needs
 
     if not isinstance(exc, OSError):
         return None
     folder = os.path.dirname(exc.filename) if isinstance(exc.filename, str) else "numba's cache folder"
-    advice = write_advice(exc.errno, folder or ".")
+    return write_advice(exc.errno, folder or ".")
+
+
+def _cache_write_remedy(exc: BaseException) -> str | None:
+    """What to do where numba failed to write its cache of the kernels (a file over ``ulimit -f``, a full or
+    read-only disk): "Reinstall numba" was said of it, and would not help.  None for any other failure."""
+    advice = _cache_write_advice(exc)
     if advice is None:
         return None
     return f"numba could not write its cache of them: {advice} (NUMBA_CACHE_DIR sets its folder)."
+
+
+def _cache_not_written(exc: OSError) -> None:
+    """Stop writing the kernels' cache for this process after its first failed write ``exc``, saying
+    once that the kernels are compiled all the same but will compile again next run, and why."""
+    global CACHE_WRITE_ERROR
+    if CACHE_WRITE_ERROR is not None:
+        return
+    CACHE_WRITE_ERROR = exc
+    why = _cache_write_advice(exc) or f"{type(exc).__name__}: {exc}"
+    warnings.warn(
+        f"sfapprox: numba could not write its cache of the compiled kernels ({why}); they run compiled "
+        "all the same, but are not kept: the next run compiles them again, as a first run does. "
+        "NUMBA_CACHE_DIR sets the cache's folder.",
+        RuntimeWarning,
+        stacklevel=user_stacklevel(*_numba_folder()),  # numba's compile calls the save, under sfapprox's kernel call
+    )
+
+
+def _numba_folder() -> list[str]:
+    """numba's package folder, where numba is imported (a warning skips its frames to name the user's line)."""
+    numba = sys.modules.get("numba")
+    return [os.path.dirname(numba.__file__)] if getattr(numba, "__file__", None) else []
+
+
+def _save_soft(module: ModuleType) -> ModuleType:
+    """``module``'s numba functions with a cache whose writes fail soft: the failure said once
+    (:func:`_cache_not_written`) and the compiled code used, not given up for the process.
+
+    numba (as read in 0.68.1) adds a freshly compiled overload to its dispatcher and then saves it
+    (``Dispatcher.compile``: ``add_overload``, then ``_cache.save_overload``); a save's ``OSError``
+    reached the caller, who took it for a broken compile and ran the numpy/torch fallback, several
+    times slower, for the rest of the process.  Only saving is wrapped: loading what an earlier run
+    wrote still works.  Helpers a kernel calls are module functions too, so wrapped as well (their
+    compile, and save, happens inside the kernel's).
+    """
+    dispatcher = sys.modules.get("numba.core.dispatcher")
+    kind = getattr(dispatcher, "Dispatcher", None)
+    if kind is None:  # a module that compiles with numba has imported it; any other has nothing to wrap
+        return module
+    for function in vars(module).values():
+        cache = getattr(function, "_cache", None) if isinstance(function, kind) else None
+        save = getattr(cache, "save_overload", None)
+        if save is not None and not getattr(save, "fails_soft", False):
+            cache.save_overload = _soft(save)
+    return module
+
+
+def _soft(save):
+    """``save`` (a numba cache's ``save_overload``) made to say a failed write once and go on."""
+    def save_overload(sig, data) -> None:
+        if CACHE_WRITE_ERROR is not None:
+            return  # one failure is enough: the folder takes no cache in this process
+        try:
+            save(sig, data)
+        except OSError as exc:
+            _cache_not_written(exc)
+
+    save_overload.fails_soft = True  # type: ignore[attr-defined]
+    return save_overload
 
 
 def _private_folder() -> tuple[str, bool]:
@@ -153,17 +230,18 @@ def import_compiled(name: str) -> ModuleType:
 
     Every compiled module of sfapprox is imported through here (the L-BFGS module and the apply kernels
     too): once the private folder is chosen, each is imported with it in force
-    (:func:`_numba_cache_folder`), numba's configuration put back after.
+    (:func:`_numba_cache_folder`), numba's configuration put back after.  Their cache writes fail soft
+    (:func:`_save_soft`): a kernel whose cache cannot be written still runs compiled.
     """
     if CACHE_FOLDER is None:
         try:
-            return importlib.import_module(name)
+            return _save_soft(importlib.import_module(name))
         except RuntimeError as exc:
             if not _no_cache_folder(exc):
                 raise
         _cache_in_private_folder()
     with _numba_cache_folder(CACHE_FOLDER):
-        return importlib.import_module(name)
+        return _save_soft(importlib.import_module(name))
 
 
 class CompiledModule:

@@ -146,3 +146,81 @@ def test_kernels_whose_cache_cannot_be_written_say_so_not_reinstall_numba(monkey
     assert module.module is False and "Reinstall" not in message
     assert f"numba could not write its cache of them: {advice}" in message and "NUMBA_CACHE_DIR sets its folder" \
         in message, message
+
+
+_UNWRITABLE_PROBE = """
+import resource, sys, warnings
+warnings.simplefilter("always")
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.RLIM_INFINITY))  # numba's cache files are larger
+import numpy as np
+import sfapprox
+from sfapprox.sf import _kernels, _solver
+from sfapprox.operators import _chord_apply
+sf = sfapprox.ChordSF(max_iter=5, device="cpu").fit(np.random.default_rng(0).standard_normal((16, 16)))
+_chord_apply.warm_up_block_kernel()  # the apply kernels (a CPU scoring above TORCH_DENSE_MAX_N)
+print("kernel", sf.kernel_, bool(_kernels._numba_module()))
+print("host", _solver._host_math().__name__, "loop_failed", _solver._LOOP_FAILED)
+print("apply", _chord_apply.backend())
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="RLIMIT_FSIZE is POSIX")
+def test_kernels_whose_cache_cannot_be_written_run_compiled_not_cached(tmp_path):
+    """A cache write that failed (here a file over ``ulimit -f``) gave the compiled kernels up for the
+    process: the fit's later evaluations, its L-BFGS bookkeeping and iterations ran on numpy/torch, several
+    times slower.  The kernels now run compiled, only not cached, and one note says they compile again."""
+    pytest.importorskip("numba")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), OMP_NUM_THREADS="1")
+    run = subprocess.run([sys.executable, "-c", _UNWRITABLE_PROBE], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["kernel", "numba", "True", "host", "sfapprox.sf._solver_numba", "loop_failed",
+                                  "False", "apply", "numba"], run.stderr
+    assert "failed" not in run.stderr and "falling back" not in run.stderr, run.stderr
+    assert run.stderr.count("could not write its cache") == 1, run.stderr
+    assert "compiles them again" in run.stderr and "ulimit -f" in run.stderr, run.stderr
+    assert "<string>:" in run.stderr  # the note names the user's line, not numba's or sfapprox's
+
+
+_SAVES = """
+import numba
+
+
+@numba.njit(cache=True)
+def twice(x):
+    return 2 * x
+
+
+@numba.njit(cache=True)
+def thrice(x):
+    return 3 * x
+"""
+
+
+def test_a_failed_cache_write_is_said_once_and_the_compiled_code_used(tmp_path, monkeypatch):
+    """The same, in-process: numba adds a compiled overload before saving it, so a failed save need not
+    lose it; the first failure is said once, and no later save is tried."""
+    pytest.importorskip("numba")
+    import errno
+
+    (tmp_path / "nc_saves.py").write_text(_SAVES)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(_compiled, "CACHE_WRITE_ERROR", None, raising=False)
+    module = _compiled.import_compiled("nc_saves")
+    monkeypatch.setitem(sys.modules, "nc_saves", module)  # removed again after the test
+    tried = []
+
+    def full(name, data):
+        tried.append(name)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp_path / "__pycache__" / name))
+
+    for function in (module.twice, module.thrice):
+        monkeypatch.setattr(function._cache._cache_file, "_save_data", full)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert module.twice(2.0) == 4.0 and module.thrice(2.0) == 6.0
+    (warning,) = seen
+    message = str(warning.message)
+    assert "is full" in message and "compiles them again" in message and warning.filename == __file__, message
+    assert len(tried) == 1 and isinstance(_compiled.CACHE_WRITE_ERROR, OSError)
+    assert module.twice.signatures and module.thrice.signatures  # compiled, and kept in memory
