@@ -113,9 +113,17 @@ def write_advice(code: int | None, folder: str | os.PathLike) -> str | None:
     return None
 
 
+#: FAT32's largest file (4 GiB less a byte): a file-size limit of this process at least this large may not be
+#: what stopped the write (:func:`_too_large`).
+_FAT32_LARGEST = (1 << 32) - 1
+
+
 def _too_large(folder: str) -> str:
-    """Why a file was too large (EFBIG), and what to do: this process's own limit where one is set
-    (``ulimit -f``: no folder escapes it), else the file system's largest file."""
+    """Why a file was too large (EFBIG), and what to do: this process's own limit where one is set below
+    FAT32's largest file (``ulimit -f``: no folder escapes it), the file system's largest file where none is,
+    both where a larger one is (a scheduler's limit of 100 GiB did not stop a write to a USB drive's FAT32)."""
+    file_system = (f"larger than the file system holding {folder} takes (FAT32, usual on USB drives, takes at most "
+                   "4 GiB); choose a folder on another file system")
     with contextlib.suppress(ImportError, OSError, ValueError):
         import resource  # here: POSIX only
 
@@ -123,9 +131,9 @@ def _too_large(folder: str) -> str:
         if limit != resource.RLIM_INFINITY:
             from ._validation import format_bytes
 
-            return f"this process's file size limit ('ulimit -f') is {format_bytes(limit)}: raise it"
-    return (f"larger than the file system holding {folder} takes (FAT32, usual on USB drives, takes at most "
-            "4 GiB); choose a folder on another file system")
+            own = f"this process's file size limit ('ulimit -f') is {format_bytes(limit)}: raise it"
+            return own if limit < _FAT32_LARGEST else f"{own}, or the file is {file_system}"
+    return file_system
 
 
 #: errnos of a file system that cannot make hard links (FAT, exFAT, some FUSE and SMB mounts): Linux says

@@ -766,6 +766,20 @@ def test_a_write_that_fails_mid_way_says_why_and_what_to_do(tmp_path, monkeypatc
     assert path.read_text() == "previous" and leftovers(tmp_path) == []
 
 
+def test_a_file_size_limit_above_fat32s_largest_file_is_not_blamed_alone(monkeypatch):
+    """A scheduler's 'ulimit -f' of 100 GiB was named as the cause of a write to a USB drive's FAT32 (4 GiB):
+    below FAT32's largest file the limit is the cause, above it either may be."""
+    import resource
+
+    from sfapprox._atomic import write_advice
+
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (100 << 30, resource.RLIM_INFINITY))
+    said = write_advice(errno.EFBIG, "/mnt/usb")
+    assert "('ulimit -f') is 100.0 GiB: raise it, or the file is larger than the file system holding /mnt/usb" in said
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (1 << 20, resource.RLIM_INFINITY))
+    assert write_advice(errno.EFBIG, "/mnt/usb") == "this process's file size limit ('ulimit -f') is 1.0 MiB: raise it"
+
+
 @pytest.fixture
 def read_only_fs(tmp_path):
     """A small tmpfs holding a file, then remounted read-only (needs root; skipped elsewhere)."""
