@@ -528,6 +528,17 @@ def counted(value: int | None, noun: str, plural: str | None = None) -> str:
     return f"{MISSING if value is None else f'{value:,}'} {noun if value == 1 else plural or noun + 's'}"
 
 
+def and_listed(words: list[str]) -> str:
+    """``words`` as a sentence names them: "a", "a and b", "a, b and c" (rows, methods, parts of a note).
+
+    Examples
+    --------
+    >>> and_listed(["sf"]), and_listed(["sf", "sf+lr"]), and_listed(["sf", "sf+lr", "sf+s"])
+    ('sf', 'sf and sf+lr', 'sf, sf+lr and sf+s')
+    """
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
 def listed(items: list[str], most: int = 5) -> str:
     """Up to ``most`` of ``items`` joined by commas, the rest counted ("a, b and 1,204 more"): a message that
     names them stays one line however many there are.

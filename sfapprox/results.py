@@ -28,6 +28,7 @@ from .formats import (
     Column,
     ShownAsTables,
     Table,
+    and_listed,
     counted,
     fmt_seconds,
     fmt_with_interval,
@@ -329,7 +330,7 @@ class Comparison(ShownAsTables):
         tied = self.tied()
         if best.fro_error == 0.0 and best.rel_error is None:  # X is zero: no relative error to compare
             fewest = [r.method for r in ranked if r.fro_error == 0.0 and r.nnz == best.nnz]
-            text = (f"X is all zeros: {_listed(fewest)} reproduce{'s' if len(fewest) == 1 else ''} it with "
+            text = (f"X is all zeros: {and_listed(fewest)} reproduce{'s' if len(fewest) == 1 else ''} it with "
                     f"the fewest numbers ({counted(best.nnz, 'stored number')})")
             return {"winner": None if tied is not None else best.method, "text": text, "ratio": None, "exact": True,
                     "suggest": []}
@@ -339,7 +340,7 @@ class Comparison(ShownAsTables):
                 # X's own entries in each (rpca's, rpca-pcp's and sf+s's all-sparse ends on a graph): a tie of one
                 # surrogate, whose kind is the answer; "no clear winner" alone read as no answer at all
                 text = (f"exact sparse storage is cheapest: X's {self._entries_words(best, '')} and reproduce it "
-                        f"exactly, in {_listed([r.method for r in rows])} alike (no clear winner among them)")
+                        f"exactly, in {and_listed([r.method for r in rows])} alike (no clear winner among them)")
                 return {"winner": None, "text": text, "ratio": None, "exact": True, "suggest": []}
             return _tie_verdict(rows)
         exact = _is_exact(best)
@@ -771,14 +772,14 @@ def _tie_verdict(rows: list[MethodResult]) -> dict[str, Any]:
     >>> _tie_verdict([MethodResult("tsvd", "ok", 9, 7e-14, 7e-15), MethodResult("rsvd", "ok", 9, 1e-14, 1e-15)])["text"]
     'no clear winner: tsvd and rsvd both reproduce X to round-off (7e-15 and 1e-15 relative) with the same 9 stored numbers'
     """
-    names = _listed([r.method for r in rows])
+    names = and_listed([r.method for r in rows])
     same = _same_surrogate_words(rows)
     if any(r.error_estimate for r in rows):
         if len(rows) == 2:
-            errors = _listed([f"{r.method} ({_with_interval(r)})" for r in rows])
+            errors = and_listed([f"{r.method} ({_with_interval(r)})" for r in rows])
             overlap = f"{errors} are within each other's 95% intervals"
         else:  # (the others need not overlap each other: each overlaps the best's)
-            others = _listed([f"{r.method} ({_with_interval(r)})" for r in rows[1:]])
+            others = and_listed([f"{r.method} ({_with_interval(r)})" for r in rows[1:]])
             overlap = f"the 95% intervals of {others} reach into {rows[0].method}'s ({_with_interval(rows[0])})"
         text = (f"no clear winner: {overlap}{same}; estimate from more "
                 "columns (a longer time limit) to tell them apart")
@@ -787,7 +788,7 @@ def _tie_verdict(rows: list[MethodResult]) -> dict[str, Any]:
     if len({r.rel_error for r in rows}) == 1:  # (one number is true of all)
         errors = f"({_with_interval(rows[0])})"
     else:
-        errors = f"({_listed([error_cell(r, r.rel_error, 'rel_interval') for r in rows])} relative)"
+        errors = f"({and_listed([error_cell(r, r.rel_error, 'rel_interval') for r in rows])} relative)"
     if exact:
         how = f"{'both' if len(rows) == 2 else 'all'} reproduce X to round-off"
     else:
@@ -831,19 +832,8 @@ def _same_surrogate_words(rows: list[MethodResult]) -> str:
     if not same:
         return ""
     verb = "is" if len(same) == 1 else "are"
-    return (f"; {_listed(same)} {verb} sf's own fit, the same surrogate (the best split had no low-rank "
+    return (f"; {and_listed(same)} {verb} sf's own fit, the same surrogate (the best split had no low-rank "
             "or sparse part)")
-
-
-def _listed(words: list[str]) -> str:
-    """"a", "a and b", "a, b and c": rows named in a sentence.
-
-    Examples
-    --------
-    >>> _listed(["sf"]), _listed(["sf", "sf+lr"]), _listed(["sf", "sf+lr", "sf+s"])
-    ('sf', 'sf and sf+lr', 'sf, sf+lr and sf+s')
-    """
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def _stopped_words(rows: list[MethodResult]) -> str:
@@ -1204,7 +1194,7 @@ def warn_unknown_methods(rows: dict[str, MethodResult], stacklevel: int = 3) -> 
     unknown = [f"{method!r} ({at[0]}.method{_more_rows(len(at) - 1)})" for method, at in places.items()]
     if unknown:
         those = "a method" if len(unknown) == 1 else "methods"
-        warnings.warn(f"{_listed(unknown)}: {those} this sfapprox does not know (a newer sfapprox's, or a "
+        warnings.warn(f"{and_listed(unknown)}: {those} this sfapprox does not know (a newer sfapprox's, or a "
                       f"plugin's not imported here); shown as recorded", UserWarning, stacklevel=stacklevel)
 
 

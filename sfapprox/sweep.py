@@ -36,7 +36,8 @@ from .comparison import (
     settings_with,
     warnings_at_caller,
 )
-from .formats import Column, ShownAsTables, Table, fmt_seconds, interval_columns, jsonable, printable
+from .formats import (Column, ShownAsTables, Table, and_listed, fmt_seconds, interval_columns, jsonable,
+                      printable)
 from .results import (
     Comparison,
     MethodResult,
@@ -261,6 +262,27 @@ def budgets_text(budgets: list[int], every: list[int]) -> str:
     return f"budgets {', '.join(f'{b:,}' for b in budgets[:3])} and {len(budgets) - 3:,} more, up to {budgets[-1]:,}"
 
 
+def stopped_note(unrun: dict[int, list[str]], skipped: list[int], every: list[int]) -> str:
+    """The one note under a stopped sweep's table naming what the stop left out: the methods left unrun at
+    the budget where it came (``unrun``, by budget) and the budgets never reached (``skipped``, of the
+    sweep's budgets ``every``, :func:`budgets_text`).  Two notes both beginning "skipped: the sweep was
+    stopped before" read as a repeat.
+
+    Examples
+    --------
+    >>> stopped_note({80000: ["sf"]}, [90000, 100000], [80000, 90000, 100000])
+    'skipped: the sweep was stopped before sf at budget 80,000 and budgets 90,000, 100,000'
+    >>> stopped_note({43: ["sparse", "sf"]}, [], [43])
+    'skipped: the sweep was stopped before sparse and sf at budget 43'
+    >>> stopped_note({}, [72], [43, 72])
+    'skipped: the sweep was stopped before budget 72'
+    """
+    parts = [f"{and_listed(methods)} at budget {budget:,}" for budget, methods in unrun.items()]
+    if skipped:
+        parts.append(f"budget {skipped[0]:,}" if len(skipped) == 1 else budgets_text(skipped, every))
+    return f"skipped: the sweep was stopped before {and_listed(parts)}"
+
+
 def beyond_dense(n: int, methods: Sequence[str], *, count_indices: bool = COUNT_INDICES) -> dict[str, int]:
     """The methods whose smallest budget is over ``N^2``, with it: no budget up to the dense matrix's own
     count (where counts are capped, :func:`~sfapprox.budget.resolve_budget`) lets them run.
@@ -384,13 +406,14 @@ class Sweep(ShownAsTables):
             table.data_titles.update({title: title for title in interval_columns(m)})
         # per method, its distinct reasons (a failure after a "too small"), each with the budgets it was given at
         reasons: dict[str, dict[str, tuple[str, list[int]]]] = {}
-        unrun: list[str] = []  # "sf at budget 80,000": methods the stop came before, at the point it stopped
+        unrun: dict[int, list[str]] = {}  # the methods the stop came before, by the budget where it stopped
         for point in self.points:
             rows = {r.method: r for r in point.results}
             # a method the stop left unrun at its own point showed "–", said nowhere (the point's comparison
             # has its "not run" note, the sweep's table did not): "skipped", as the budgets after it
             left = not_run(self.methods, point.results)
-            unrun.extend(f"{m} at budget {point.budget:,}" for m in left)
+            if left:
+                unrun[point.budget] = left
             winner = point.winner()
             cells = {"budget": f"{point.budget:,}", "share": f"{100 * point.budget / n**2:.2f}%"}
             data = {"budget": point.budget, "share": 100 * point.budget / n**2}  # CSV's values (Table.data)
@@ -431,10 +454,8 @@ class Sweep(ShownAsTables):
                             **{_seconds_key(m): None for m in self.methods},
                             **{f"{m} status": "skipped" for m in self.methods}})
         every = [p.budget for p in self.points] + list(self.skipped)
-        if self.skipped:
-            table.notes.append(f"skipped: the sweep was stopped before {budgets_text(self.skipped, every)}")
-        if unrun:
-            table.notes.append(f"skipped: the sweep was stopped before {', '.join(unrun)}")
+        if unrun or self.skipped:
+            table.notes.append(stopped_note(unrun, self.skipped, every))
         table.notes.extend(_reason_notes(reasons, self.methods, every))
         if any("(time_limit)" in row.get(m, "") or "(max_iter)" in row.get(m, "") for row in table.rows for m in self.methods):
             table.notes.append("(time_limit) / (max_iter): the fit stopped on that limit before converging")
