@@ -48,7 +48,7 @@ from .formats import jsonable
 __all__ = ["atomic_path", "write_text", "write_json", "write_bytes", "OutputError", "OutputExistsError",
            "written_outputs", "output_target", "stream_kind", "special_kind", "names_descriptor", "FileStamp", "resolved_path",
            "check_writable", "check_named_file", "NO_ROOM", "full_disk", "write_advice", "NAME_MAX", "shortened", "check_name_length",
-           "name_over_limit", "path_over_limit", "WINDOWS_MAX_PATH"]
+           "check_path_length", "name_over_limit", "path_over_limit", "WINDOWS_MAX_PATH"]
 
 #: errnos of a write that found no room: the disk is full, or the user's quota on it is used up.
 NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
@@ -496,6 +496,19 @@ def check_name_length(target: Path, label: str = "", hint: str = "give a shorter
     if over is not None:
         raise ParameterError(f"{label}{target}: its file name is {over[0]:,} bytes, over the {over[1]:,} its file "
                              f"system takes; {hint}")
+    check_path_length(target, label, hint)
+
+
+def check_path_length(target: Path, label: str = "", hint: str = "give a shorter name") -> None:
+    """Refuse, before any work, an output whose whole path is longer than Windows takes
+    (:func:`path_over_limit`): the second half of :func:`check_name_length`, for a caller that has checked
+    the file name with its own wording (a batch's entries, named in a manifest's error).
+
+    Raises
+    ------
+    ParameterError
+        Naming ``target``, its path's length in characters and the limit.
+    """
     over = path_over_limit(target)
     if over is not None:
         raise ParameterError(

@@ -1724,6 +1724,32 @@ def test_a_batch_output_path_windows_refuses_is_refused_before_anything_is_made(
     assert not deep.exists() and not out.exists()
 
 
+def test_each_factors_file_name_is_checked_once(monkeypatch):
+    """check_factor_names checked each entry's name against its file system's limit twice (name_over_limit
+    for the manifest's wording, then again inside check_name_length for Windows' limit on the path): once
+    each now, and both refusals keep their words."""
+    from sfapprox import _atomic
+    from sfapprox._base import methods
+    from sfapprox._errors import ParameterError
+    from sfapprox.datasets import batch
+
+    calls = []
+    real = _atomic.name_over_limit
+
+    def counted(target):
+        calls.append(target)
+        return real(target)
+
+    monkeypatch.setattr(_atomic, "name_over_limit", counted)
+    monkeypatch.setattr(batch, "name_over_limit", counted)
+    batch.check_factor_names(["a", "b"], "m.toml")
+    assert len(calls) == 2 * len(methods()) and len(set(calls)) == len(calls)
+    monkeypatch.setattr(_atomic, "path_over_limit", lambda target: (300, 233))  # (Windows' limit, as if there)
+    with pytest.raises(ParameterError, match=r"^m\.toml: entry 'a': factors/a\.h5: its full path is 300 "
+                                             r"characters, over the 233 Windows takes .* shorten the entry's name"):
+        batch.check_factor_names(["a"], "m.toml")
+
+
 def test_a_batch_where_nothing_ran_names_every_unavailable_entry_in_its_reports(tmp_path):
     """Its report files were empty (report.csv 0 bytes, report.md a blank line); entries unavailable for
     another reason than a missing file were named nowhere in them."""

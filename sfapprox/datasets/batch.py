@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import _compiled
-from .._atomic import NAME_MAX, OutputError, check_name_length, name_over_limit
+from .._atomic import NAME_MAX, OutputError, check_name_length, check_path_length, name_over_limit
 from .._base import ALL_METHODS, parse_methods
 from .._dask import close, connect
 from .._executors import cluster_lost, not_picklable, serialization_logs_off, worker_death
@@ -1116,7 +1116,7 @@ def check_factor_names(names: list[str], manifest, out: str | os.PathLike | None
     """Refuse entry names whose fits would write one factors file (:func:`~.runner.factors_name`): entry
     ``a``'s tsvd fit and entry ``a.tsvd``'s SF fit are both ``factors/a.tsvd.h5``, and the second
     overwrote the first, silently; and names whose factors file's name is longer than a file system takes,
-    or whose full path is longer than Windows takes (:func:`~sfapprox._atomic.check_name_length`: each fit
+    or whose full path is longer than Windows takes (:func:`~sfapprox._atomic.check_path_length`: each fit
     ran, then failed at its save).  Every registered method counts (a later run may add one).
 
     Parameters
@@ -1142,12 +1142,15 @@ def check_factor_names(names: list[str], manifest, out: str | os.PathLike | None
     for name in names:
         for method in methods():
             path = factors_name(name, method)
-            over = name_over_limit(Path(out or "") / path)  # each fit ran, then failed at its save
+            target = Path(out or "") / path
+            # each fit ran, then failed at its save; the name's limit in the manifest's words, then Windows'
+            # on the whole path (check_name_length's two halves, each checked once: 5,000 entries' worth)
+            over = name_over_limit(target)
             if over is not None:
                 raise ManifestError(f"{manifest}: entry {name!r}: its factors file ({path[:40]}...) would have a "
                                     f"name of {over[0]:,} bytes, over the {over[1]:,} its file system takes; "
                                     "shorten the name")
-            check_name_length(Path(out or "") / path, f"{manifest}: entry {name!r}: ",
+            check_path_length(target, f"{manifest}: entry {name!r}: ",
                               f"shorten the entry's name or choose a shorter {parameter('out_dir')}")
             other = owner.setdefault(path, (name, method))
             if other[0] != name:
