@@ -33,7 +33,7 @@ import stat
 import sys
 import tempfile
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import ModuleType
 
 from ._errors import user_stacklevel
@@ -45,6 +45,11 @@ CACHE_FOLDER: str | None = None
 #: The error with which numba first failed to write the cache of sfapprox's kernels in this process (see
 #: :func:`_save_soft`); None while its writes succeed.  Once set, no kernel's cache is written again.
 CACHE_WRITE_ERROR: OSError | None = None
+
+#: Where set (a ``batch -j`` pool worker's), called with the first failed write of the cache, which it
+#: passes on (True) to be said elsewhere, not here: the batch's parent says it, once for all its workers,
+#: where each said it on its own.
+CACHE_WRITE_REPORT: Callable[[OSError], bool] | None = None
 
 
 def raise_interrupt(exc: BaseException) -> None:
@@ -101,13 +106,16 @@ def _cache_write_remedy(exc: BaseException) -> str | None:
     return f"numba could not write its cache of them: {advice} (NUMBA_CACHE_DIR sets its folder)."
 
 
-def _cache_not_written(exc: OSError) -> None:
+def cache_not_written(exc: OSError) -> None:
     """Stop writing the kernels' cache for this process after its first failed write ``exc``, saying
-    once that the kernels are compiled all the same but will compile again next run, and why."""
+    once that the kernels are compiled all the same but will compile again next run, and why (or, in a
+    batch's worker, telling its parent, which says it: :data:`CACHE_WRITE_REPORT`)."""
     global CACHE_WRITE_ERROR
     if CACHE_WRITE_ERROR is not None:
         return
     CACHE_WRITE_ERROR = exc
+    if CACHE_WRITE_REPORT is not None and CACHE_WRITE_REPORT(exc):
+        return
     why = _cache_write_advice(exc) or f"{type(exc).__name__}: {exc}"
     warnings.warn(
         f"sfapprox: numba could not write its cache of the compiled kernels ({why}); they run compiled "
@@ -126,7 +134,7 @@ def _numba_folder() -> list[str]:
 
 def _save_soft(module: ModuleType) -> ModuleType:
     """``module``'s numba functions with a cache whose writes fail soft: the failure said once
-    (:func:`_cache_not_written`) and the compiled code used, not given up for the process.
+    (:func:`cache_not_written`) and the compiled code used, not given up for the process.
 
     numba (as read in 0.68.1) adds a freshly compiled overload to its dispatcher and then saves it
     (``Dispatcher.compile``: ``add_overload``, then ``_cache.save_overload``); a save's ``OSError``
@@ -155,7 +163,7 @@ def _soft(save):
         try:
             save(sig, data)
         except OSError as exc:
-            _cache_not_written(exc)
+            cache_not_written(exc)
 
     save_overload.fails_soft = True  # type: ignore[attr-defined]
     return save_overload

@@ -494,6 +494,56 @@ def test_a_process_worker_caches_the_kernels_in_the_parents_private_folder(tmp_p
         assert pool.submit(_compiled_cache_folder).result(timeout=120) == str(tmp_path)
 
 
+def test_a_failed_cache_write_in_the_workers_is_said_once_by_the_parent(monkeypatch):
+    """Each ``batch -j`` worker found numba's cache folder unwritable on its own and said so: the same note
+    once per worker.  A worker passes its failed write to the parent, which says it once; a pool started
+    after the parent's own write failed is given it, and its workers neither write the cache nor say so."""
+    import errno
+    import multiprocessing
+    import warnings
+
+    from sfapprox import _compiled
+    from sfapprox.datasets import batch
+
+    full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "/cache/sfapprox/kernels.nbi")
+    for name in ("CACHE_FOLDER", "CACHE_WRITE_ERROR", "CACHE_WRITE_REPORT"):
+        monkeypatch.setattr(_compiled, name, None, raising=False)
+    pipe = batch._RecordPipe(multiprocessing.get_context("spawn"))
+    monkeypatch.setattr(batch, "_to_parent", pipe.writer)
+    written = []
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            for _ in range(3):  # three workers, each failing its own first write (no real compile)
+                monkeypatch.setattr(_compiled, "CACHE_WRITE_ERROR", None)
+                batch._share_compiled(None, None)
+                _compiled.cache_not_written(full)
+            assert seen == []  # none said by the workers
+            monkeypatch.setattr(_compiled, "CACHE_WRITE_REPORT", None)  # the parent, which says it
+            monkeypatch.setattr(_compiled, "CACHE_WRITE_ERROR", None)
+            pipe.receive(written.append)
+        (warning,) = seen
+        assert "is full" in str(warning.message) and "compiles them again" in str(warning.message)
+        assert written == [] and _compiled.CACHE_WRITE_ERROR.errno == errno.ENOSPC
+
+        class Started(Exception):
+            pass
+
+        def pool(*args, initargs, **kwargs):
+            raise Started(initargs)
+
+        monkeypatch.setattr(batch, "ProcessPoolExecutor", pool)
+        with pytest.raises(Started) as started:  # the parent's failure, handed to the next pool's workers
+            batch._run_processes([None], 1, written.append, lambda *a, **k: None)
+        monkeypatch.setattr(_compiled, "CACHE_WRITE_ERROR", None)
+        batch._share_compiled(*started.value.args[0][2:])
+        assert _compiled.CACHE_WRITE_ERROR is not None and _compiled.CACHE_WRITE_ERROR.errno == errno.ENOSPC
+        _compiled.cache_not_written(full)
+        assert not pipe.reader.poll()  # nothing more to say
+    finally:
+        pipe.close()
+
+
 def test_a_worker_stops_when_its_parent_is_gone_on_a_system_that_keeps_the_parents_pid(monkeypatch):
     """Windows: os.getppid() still gives a killed parent's pid, so the workers fitted on (before: only a
     changed pid stopped them); the parent's sentinel tells on every system."""

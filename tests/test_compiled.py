@@ -224,3 +224,21 @@ def test_a_failed_cache_write_is_said_once_and_the_compiled_code_used(tmp_path, 
     assert "is full" in message and "compiles them again" in message and warning.filename == __file__, message
     assert len(tried) == 1 and isinstance(_compiled.CACHE_WRITE_ERROR, OSError)
     assert module.twice.signatures and module.thrice.signatures  # compiled, and kept in memory
+
+
+@pytest.mark.parametrize("passed_on", [True, False])
+def test_a_failed_cache_write_passed_on_is_not_said_here(monkeypatch, passed_on):
+    """A batch's worker passes its failed write to its parent (CACHE_WRITE_REPORT), which says it once for
+    every worker; one it could not pass on is said where it happened."""
+    import errno
+
+    reported = []
+    monkeypatch.setattr(_compiled, "CACHE_WRITE_ERROR", None)
+    monkeypatch.setattr(_compiled, "CACHE_WRITE_REPORT", lambda exc: reported.append(exc) or passed_on,
+                        raising=False)
+    full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "/cache/kernels.nbi")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        _compiled.cache_not_written(full)
+        _compiled.cache_not_written(full)  # a later failure: neither passed on nor said again
+    assert reported == [full] and len(seen) == (0 if passed_on else 1)

@@ -177,13 +177,18 @@ _to_parent = None
 #: them (a lock held by a worker that was killed would stop the others) and the parent never finds half a
 #: message.  A larger record comes with the matrix's other records when its task ends.
 _WHOLE_WRITE = getattr(select, "PIPE_BUF", 512) - 4  # (less the length that precedes each message)
+#: The key of a worker's message that numba could not write its cache of the kernels (the failed write).
+_CACHE_NOT_WRITTEN = "cache_not_written"
 
 
-def _worker_init(threads: int, to_parent=None, cache_folder: str | None = None) -> None:
+def _worker_init(threads: int, to_parent=None, cache_folder: str | None = None,
+                 cache_error: OSError | None = None) -> None:
     """Process-pool workers: the parent handles Ctrl-C; share the cores; die with the parent; send each
     pair's record to the parent through ``to_parent`` (a pipe's writing end) as it finishes; cache the
     compiled kernels in the parent's private folder ``cache_folder`` where it has one
-    (:data:`sfapprox._compiled.CACHE_FOLDER`: no longer passed on in the environment).
+    (:data:`sfapprox._compiled.CACHE_FOLDER`: no longer passed on in the environment), or not at all
+    where the parent's write of that cache failed (``cache_error``); a worker's own failed write is said
+    by the parent, once for them all (:func:`_share_compiled`).
 
     SIGINT and SIGHUP (a terminal's Ctrl-C, and its hang-up, reach the whole
     process group) are ignored: the parent decides (a hung-up worker died at
@@ -211,24 +216,41 @@ def _worker_init(threads: int, to_parent=None, cache_folder: str | None = None) 
         threadpool_limits(limits=max(1, threads), user_api="blas")
     global _to_parent
     _to_parent = to_parent
-    if cache_folder is not None:  # found without a second warning (or, where it lasts one process, a recompile)
-        _compiled.CACHE_FOLDER = cache_folder
+    _share_compiled(cache_folder, cache_error)
     parent = os.getppid()
     _die_with_parent()
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
+
+
+def _share_compiled(cache_folder: str | None, cache_error: OSError | None) -> None:
+    """A pool worker's compiled kernels: cached in the parent's private folder ``cache_folder`` (found
+    without a second warning, or, where it lasts one process, a recompile), not cached where the parent
+    failed to write that cache (``cache_error``: said there already), and a failed write of the worker's
+    own sent to the parent (:func:`_send`), which says it once: each of a ``-j 8`` batch's workers found
+    the folder unwritable on its own, and said so, eight times the same note."""
+    if cache_folder is not None:
+        _compiled.CACHE_FOLDER = cache_folder
+    if cache_error is not None:
+        _compiled.CACHE_WRITE_ERROR = cache_error
+    _compiled.CACHE_WRITE_REPORT = lambda exc: _send({_CACHE_NOT_WRITTEN: exc})
+
+
+def _send(message: dict[str, Any]) -> bool:
+    """Send ``message`` (a pair's record, or a word to the parent) through :data:`_to_parent` where it goes
+    whole (:data:`_WHOLE_WRITE`; a larger record comes with its task's result); whether it was sent."""
+    data = pickle.dumps(message)
+    if _to_parent is None or len(data) > _WHOLE_WRITE:
+        return False
+    _to_parent.send_bytes(data)
+    return True
 
 
 def _run_in_worker(task: MatrixTask) -> list[dict[str, Any]]:
     """:func:`run_matrix` in a pool worker, each finished pair's record sent to the parent at once: the
     parent writes it then, not when the matrix's last method is done (a stop during a long fit lost the
     lines of the matrix's methods that had finished before it)."""
-    def send(record: dict[str, Any]) -> None:
-        data = pickle.dumps(record)
-        if _to_parent is not None and len(data) <= _WHOLE_WRITE:
-            _to_parent.send_bytes(data)
-
-    send(_began(task))  # (the parent names the pairs a stop cuts short: the running ones, not those queued)
-    return run_matrix(task, on_record=send)
+    _send(_began(task))  # (the parent names the pairs a stop cuts short: the running ones, not those queued)
+    return run_matrix(task, on_record=_send)
 
 
 def _began(task: MatrixTask) -> dict[str, str]:
@@ -1248,9 +1270,12 @@ class _Received:
 
     def take(self, message: dict[str, Any], write: Callable[[dict], None]) -> None:
         """Write a pair's record (once: :meth:`first`), or keep a worker's word that it began a matrix
-        (:func:`_began`)."""
+        (:func:`_began`), or say its failed write of the kernels' cache (once for every worker:
+        :func:`_share_compiled`)."""
         if "begun" in message:
             self.begun[message["begun"]] = None
+        elif _CACHE_NOT_WRITTEN in message:
+            _compiled.cache_not_written(message[_CACHE_NOT_WRITTEN])
         elif self.first(message):
             write(message)
 
@@ -1297,7 +1322,8 @@ def _run_processes(tasks: list[MatrixTask], jobs: int, write: Callable[[dict], N
     pipe = _RecordPipe(context, begun)
     with children_keep_hang_ups_blocked():  # (the pool's queues start multiprocessing's resource tracker)
         pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_init,
-                                   initargs=(threads, pipe.writer, _compiled.CACHE_FOLDER))
+                                   initargs=(threads, pipe.writer, _compiled.CACHE_FOLDER,
+                                             _compiled.CACHE_WRITE_ERROR))
     interrupted = False
     finished = False
     try:
