@@ -164,8 +164,10 @@ def fit_matrix(
     if progress is not False:  # the call again, its callback drawn on a progress line that it clears however it ends
         from ._display import display_label, shown_progress
 
-        with shown_progress(progress, f"SF {display_label(matrix)}", settings.max_iter, callback=callback,
-                            time_limit=settings.per_method(1).time_limit) as (callback, _):
+        # (warnings_at_caller here too: the inner call's re-issued warnings name this line, these the caller's)
+        with warnings_at_caller(), shown_progress(progress, f"SF {display_label(matrix)}", settings.max_iter,
+                                                  callback=callback, time_limit=settings.per_method(1).time_limit
+                                                  ) as (callback, _):
             return fit_matrix(matrix, settings=settings, budget=budget, out=out, json_path=json_path, force=force,
                               load=load, callback=callback, replaces=replaces, **sf_params)
     # its module loads torch (1-2 s in a fresh process): said on the fit's display, as a comparison says it

@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse
 import torch
 
-from sfapprox import ChordSF, ConvergenceWarning, DeviceError, ParameterError, ResourceError, fit_sf
+from sfapprox import ChordSF, ConvergenceWarning, DeviceError, ParameterError, ResourceError, fit_matrix, fit_sf
 from sfapprox.chord import chord_offsets
 from sfapprox.metrics import frobenius_error
 from sfapprox.sf._kernels import chord_product
@@ -93,7 +93,10 @@ def test_convergence_warning_names_the_knob():
 
 
 @pytest.mark.parametrize("fit", [lambda X: ChordSF(max_iter=2, device="cpu").fit(X),
-                                 lambda X: fit_sf(X, max_iter=2, device="cpu")], ids=["ChordSF.fit", "fit_sf"])
+                                 lambda X: fit_sf(X, max_iter=2, device="cpu"),
+                                 # (progress=True calls fit_matrix again inside its display: api.py's line was named)
+                                 lambda X: fit_matrix(X, max_iter=2, device="cpu", progress=True)],
+                         ids=["ChordSF.fit", "fit_sf", "fit_matrix progress"])
 def test_convergence_warning_points_at_the_callers_line(fit):
     # a notebook showed "sfapprox/sf/model.py:582: ConvergenceWarning" and sfapprox's line under the
     # cell; the README promises the user's own line, whatever the entry point's depth
