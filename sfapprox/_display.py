@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import os
+import sys
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -68,7 +69,9 @@ def fit_display(label: str, total: int | None, *, console: Console, time_limit: 
     is.  The line is cleared when the block ends, however it ends.
     """
     label = literal(label)  # (a file's name)
-    progress = _FitProgress(console=console, transient=True)
+    # the user's own prints go where their stdout goes: rich's default (redirect_stdout) drew them through the
+    # display's console, stderr, out of a redirected stdout; only a terminal's are drawn above the line
+    progress = _FitProgress(console=console, transient=True, redirect_stdout=_on_a_terminal(sys.stdout))
     with progress:
     # "what": the method (or "scoring") the description ends with, kept whole when the label is cut
         # iteration None: no fit reports yet (a stage: "scoring", a method before its first iteration), so
@@ -267,6 +270,14 @@ class _ElapsedColumn(ProgressColumn):
 
     def render(self, task: Any) -> Text:
         return Text(elapsed_text(task), style="progress.elapsed")
+
+
+def _on_a_terminal(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal (False where it cannot say: closed, None, a stream without isatty)."""
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 class _FitProgress(Progress):

@@ -186,3 +186,15 @@ def test_progress_is_true_or_false():
                  lambda: sfapprox.fit_matrix(X, progress="yes")):
         with pytest.raises(ParameterError, match="progress must be True or False"):
             call()
+
+
+def test_the_users_prints_stay_on_a_redirected_stdout(monkeypatch):
+    """rich's live line takes over sys.stdout by default and draws what is printed through its own console,
+    stderr: a caller's prints (its on_result, its callback) left their redirected stdout for the terminal."""
+    console, drawn = terminal()
+    stdout = io.StringIO()  # (not a terminal: a file or a pipe)
+    monkeypatch.setattr("sys.stdout", stdout)
+    with fit_display("X", 10, console=console) as update:
+        print("ROW tsvd")
+        update({"iteration": 1, "fro_error": 0.5, "elapsed": 0.1})
+    assert stdout.getvalue() == "ROW tsvd\n" and "ROW" not in drawn.getvalue()
