@@ -102,6 +102,7 @@ def fit_display(label: str, total: int | None, *, console: Console, time_limit: 
         update.describe = describe  # type: ignore[attr-defined]
         update.relabel = relabel  # type: ignore[attr-defined]
         update.phase = lambda text: progress.update(task, phase=text)  # type: ignore[attr-defined]
+        update.failed = lambda: progress.failed  # type: ignore[attr-defined]
         update.coarse = True  # type: ignore[attr-defined]  # a bar needs no call per iteration (see ChordSF's callback)
         yield update
 
@@ -285,7 +286,20 @@ class _FitProgress(Progress):
 
     def __init__(self, *, console: Console, **kwargs: Any) -> None:
         self._drawn_on = console  # (set before rich's __init__, which may draw)
+        #: The first exception a redraw raised (None while they work): rich redraws from a thread of its own,
+        #: where a failed write killed that thread with a traceback, out of reach of any caller's guard.
+        self.failed: Exception | None = None
         super().__init__(console=console, **kwargs)
+        redraw = self.live.refresh
+
+        def refresh() -> None:  # (the refresh thread's, and every other redraw's)
+            if self.failed is None:
+                try:
+                    redraw()
+                except Exception as exc:  # noqa: BLE001 - kept for the caller to say (_SafeDisplay), redraws end
+                    self.failed = exc
+
+        self.live.refresh = refresh  # type: ignore[method-assign]
 
     def make_tasks_table(self, tasks):
         self.columns = tuple(fit_progress_columns(self._drawn_on.width, tasks[0] if tasks else None))
@@ -426,6 +440,9 @@ class _SafeDisplay:
             return
         try:
             (update if name is None else getattr(update, name))(*args)
+            failed = update.failed()  # (a redraw on rich's own thread that failed since)
+            if failed is not None:
+                raise failed
         except Exception as exc:
             self._update = None
             self._dropped(exc)

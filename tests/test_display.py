@@ -198,3 +198,36 @@ def test_the_users_prints_stay_on_a_redirected_stdout(monkeypatch):
         print("ROW tsvd")
         update({"iteration": 1, "fro_error": 0.5, "elapsed": 0.1})
     assert stdout.getvalue() == "ROW tsvd\n" and "ROW" not in drawn.getvalue()
+
+
+def test_a_redraw_that_fails_on_richs_own_thread_is_said_and_dropped(monkeypatch):
+    """rich redraws from a thread of its own: a write that failed there killed that thread with a traceback,
+    and no warning came (the guard was around the caller's calls only)."""
+    import threading
+
+    class FailsLater(io.StringIO):
+        broken = False
+
+        def write(self, text):
+            if self.broken:
+                raise OSError("stream closed")
+            return super().write(text)
+
+    stream = FailsLater()
+    console = Console(file=stream, force_terminal=True, force_interactive=True, width=100)
+    monkeypatch.setattr(_display, "on_terminal", lambda c: True)
+    died = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: died.append(args.exc_type))
+    report = {"iteration": 1, "max_iter": 10, "fro_error": 1.0, "elapsed": 0.0}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with shown_progress(True, "m", 10, console=console) as (callback, _):
+            callback(report)
+            stream.broken = True
+            redraw = threading.Thread(target=console._live_stack[-1].refresh)  # (as rich's refresh thread does)
+            redraw.start()
+            redraw.join()
+            callback(report)
+    assert died == []
+    said = [w for w in caught if "progress display stopped" in str(w.message)]
+    assert len(said) == 1 and "stream closed" in str(said[0].message)
