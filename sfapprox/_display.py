@@ -552,7 +552,7 @@ def shown_progress(progress: bool, label: str, total: int | None, *, callback: C
     ----------
     progress : bool
         Whether to draw the line.  False yields ``callback`` and ``on_result``
-        unchanged (no display, nothing imported or started).
+        unchanged (no display started).
     label : str
         What the line begins with (the matrix's name; the method's is added).
     total : int or None

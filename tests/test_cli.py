@@ -1353,21 +1353,24 @@ def test_tables_that_cannot_be_written_name_standard_output(monkeypatch):
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
-def test_machine_output_that_cannot_be_written_names_standard_output(small_mtx):
+def test_machine_output_that_cannot_be_written_names_standard_output(small_mtx, tmp_path):
     """`compare X --json - > /dev/full` said only "error: No space left on device" (the tables' console names
-    its stream; the JSON went through another write)."""
+    its stream; the JSON went through another write); `fit --out F --json -` did not say F was written."""
     import subprocess
     import sys
 
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]) + os.pathsep
                + os.environ.get("PYTHONPATH", ""))
-    for command in (["compare", str(small_mtx), "--methods", "tsvd"], ["fit", str(small_mtx), "--iters", "3"]):
+    factors = tmp_path / "f.h5"
+    for command in (["compare", str(small_mtx), "--methods", "tsvd", "--quiet"],
+                    ["fit", str(small_mtx), "--iters", "3", "--out", str(factors)]):  # (its notes: not --quiet)
         with open("/dev/full", "w") as full:
-            done = subprocess.run([sys.executable, "-m", "sfapprox", *command, "--json", "-", "--quiet", "--device",
+            done = subprocess.run([sys.executable, "-m", "sfapprox", *command, "--json", "-", "--device",
                                    "cpu"], stdout=full, stderr=subprocess.PIPE, text=True, env=env, timeout=120)
         assert done.returncode == 2, done.stderr[-2000:]
         assert done.stderr.splitlines()[-1] == "error: standard output: No space left on device", done.stderr[-2000:]
         assert "Traceback" not in done.stderr
+    assert factors.exists() and f"wrote {factors}" in " ".join(done.stderr.split())
 
 
 def test_a_fit_from_columns_that_kept_its_start_names_that_start(capsys):

@@ -139,8 +139,11 @@ def fit(
         if said is not None:
             console.print(Text(said))
         if to_stdout:
-            _to_stdout(json.dumps(jsonable(run.record()), indent=2) + "\n")  # as a --json file has it (named on a failure)
-        failed = {os.path.abspath(exc.path) for exc in failures}
+            try:  # as a --json file has it (named on a failure)
+                _to_stdout(json.dumps(jsonable(run.record()), indent=2) + "\n")
+            except OSError as exc:  # said last, after what was written (--out's factors are on disk all the same)
+                failures = [*failures, exc]
+        failed = {os.path.abspath(exc.path) for exc in failures if isinstance(getattr(exc, "path", None), str)}
         for written in (p for p in (out_path, None if to_stdout else json_path) if p is not None):
             if os.path.abspath(written) not in failed:
                 note(f"wrote {written}")
