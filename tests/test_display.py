@@ -107,6 +107,7 @@ def test_fit_sf_and_fit_matrix_draw_an_sf_line(on_a_terminal, monkeypatch):
     model = sfapprox.fit_sf(X, progress=True, max_iter=30, device="cpu", callback=seen.append)
     assert any(s.startswith("SF matrix") and "it " in s for s in lines(on_a_terminal))
     assert seen and model.callback == seen.append  # the estimator keeps the caller's callback alone
+    on_a_terminal.seek(0)
     on_a_terminal.truncate(0)
     run = sfapprox.fit_matrix(X, progress=True, settings=sfapprox.FitSettings(max_iter=30, device="cpu"))
     assert any(s.startswith("SF matrix") and "it " in s for s in lines(on_a_terminal))
