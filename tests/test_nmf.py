@@ -498,3 +498,15 @@ def test_auto_computes_the_start_svd_once_for_every_nndsvd_start(monkeypatch, ra
     # the start kept gives the fit that start alone gives
     alone = NMF(3, init=fit.params_["init"], time_limit=None, max_iter=40, device="cpu").fit(X)
     assert np.array_equal(fit.W_, alone.W_) and np.array_equal(fit.H_, alone.H_)
+
+
+def test_the_start_s_mean_of_a_sparse_matrix_is_its_entries_mean_duplicates_and_integers_too():
+    """NNDSVDa's fill and the random start's scale take the mean of X from a sparse X's stored values (scipy
+    1.10's ``mean()`` is a product with a ones column, which the time checks priced as a product of the fit):
+    the mean of every entry, zeros counted, duplicates of a COO summed, integers in float64."""
+    from sfapprox.baselines.nmf import _mean
+
+    X = sp.coo_array((np.array([3, 4, 5]), (np.array([0, 0, 2]), np.array([1, 1, 0]))), shape=(3, 4))
+    assert _mean(X) == 12 / 12 and _mean(X.tocsr()) == _mean(X.tocsc()) == _mean(X.toarray()) == 1.0
+    D = np.random.default_rng(0).random((5, 5))
+    assert _mean(sp.csr_array(D)) == pytest.approx(D.mean(), rel=1e-15) and _mean(D) == float(D.mean())
