@@ -276,3 +276,15 @@ def test_repeated_entries_are_counted_by_a_sort_not_np_unique(tmp_path, monkeypa
     m = load_matrix(path)
     np.testing.assert_array_equal(m.to_dense(), [[0, 3], [3, 0]])
     assert "1 repeated entry summed" in m.notes
+
+
+def test_a_coo_npz_with_one_coords_array_is_read_on_every_scipy(tmp_path):
+    """A COO save_npz file holding its indices as one 'coords' array (as newer scipy writes it): scipy 1.12's
+    load_npz (pyproject allows it) looked for 'row' ("cannot parse file (KeyError: 'row is not a file in the
+    archive')"); its entries, repeats summed, as the file says."""
+    coords = np.array([[0, 2, 2], [1, 0, 0]])
+    np.savez(tmp_path / "c.npz", format=np.array(b"coo"), shape=np.array([3, 3]), data=np.array([1.0, 2.0, 3.0]),
+             coords=coords)
+    m = load_matrix(tmp_path / "c.npz")
+    np.testing.assert_array_equal(m.to_dense(), [[0.0, 1.0, 0.0], [0.0, 0.0, 0.0], [5.0, 0.0, 0.0]])
+    assert "1 repeated entry summed" in m.notes

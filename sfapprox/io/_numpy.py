@@ -136,18 +136,31 @@ def _read_sparse_npz(src: Source, zf: zipfile.ZipFile, file, members, opts: Opti
     with src.guard():
         with zf.open("format.npy") as fh:
             fmt = np.load(io.BytesIO(fh.read()), allow_pickle=False).item()
+        fmt = fmt.decode() if isinstance(fmt, bytes) else str(fmt)
         file.seek(0)  # (np.load reads the zip's signature where the file stands)
         try:
             M = sp.load_npz(file)  # load_npz itself uses allow_pickle=False
         except ValueError:
             _refuse_bad_coordinates(src, zf, shape)  # scipy's "axis 0 index 5 exceeds matrix dimension 3"
             raise
-    fmt = fmt.decode() if isinstance(fmt, bytes) else str(fmt)
+        except KeyError:
+            # A COO saved with one 'coords' array (as newer scipy writes it): scipy 1.12's load_npz (pyproject
+            # allows it) looks for 'row' and 'col' ("KeyError: 'row is not a file in the archive'")
+            if fmt != "coo" or "coords" not in members:
+                raise
+            _refuse_bad_coordinates(src, zf, shape)
+            M = _coo_from_coords(zf, shape)
     notes = [f"scipy.sparse save_npz file ({fmt} format)"]
     repeated = _repeated_entries(M)
     if repeated:  # summed when the matrix is checked, as the Matrix Market and triplet readers say they are
         notes.append(f"{counted(repeated, 'repeated entry', 'repeated entries')} summed")
     return ReadResult(M, "npz", notes)
+
+
+def _coo_from_coords(zf: zipfile.ZipFile, shape: np.ndarray):
+    """The COO array of a save_npz file that holds its indices as one ``coords`` array (2 x nnz)."""
+    coords, data = (np.load(io.BytesIO(zf.read(f"{name}.npy")), allow_pickle=False) for name in ("coords", "data"))
+    return sp.coo_array((data, (coords[0], coords[1])), shape=tuple(int(s) for s in shape))
 
 
 def _refuse_bad_coordinates(src: Source, zf: zipfile.ZipFile, shape: np.ndarray) -> None:
