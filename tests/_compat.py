@@ -5,11 +5,17 @@ and 1.11 every test drawing its sparse matrix with them was an AttributeError.  
 they are called as they are (the same matrices as before); on an older scipy ``sp.random`` and
 ``sp.eye`` give the same entries, wrapped in the sparse-array class of the format.  distributed 2023.1
 (pyproject allows dask 2023.1) has no ``FutureCancelledError``: :func:`cluster_lost_error`.
+numpy 1.24 (pyproject allows it) has no ``numpy.exceptions``: :data:`ComplexWarning`.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import scipy.sparse as sp
+
+#: numpy's ComplexWarning: ``numpy.exceptions`` came in numpy 1.25, and numpy 2 has it there only
+#: (a ``filterwarnings("error::numpy.exceptions.ComplexWarning")`` mark is a pytest config error on 1.24)
+ComplexWarning = getattr(np, "exceptions", np).ComplexWarning
 
 
 def _as_array(matrix):

@@ -1,7 +1,10 @@
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse.linalg as spla
 
+from _compat import ComplexWarning
 from sfapprox import ChordOperator, ParameterError
 
 
@@ -484,10 +487,10 @@ def test_array_names_are_the_saved_arrays_names_for_every_kind():
         assert op.array_names() == tuple(op.to_arrays()[0]), name
 
 
-@pytest.mark.filterwarnings("error::numpy.exceptions.ComplexWarning")
 def test_complex_operands_keep_their_imaginary_part_and_3d_ones_are_refused():
     """Five kinds read a complex operand as float64 (numpy's ComplexWarning, once) and dropped its
     imaginary part; a 3-D operand got scipy's ValueError with the array in its message."""
+    warnings.simplefilter("error", ComplexWarning)  # (pytest restores the filters after the test)
     rng = np.random.default_rng(4)
     for name, op in _every_kind().items():
         n = op.shape[0]
