@@ -46,8 +46,10 @@ def test_never_worse_than_monarch_or_tsvd_at_the_same_budget(seed, factor):
 
 
 def test_each_alternation_lowers_the_error():
+    # (budget 1,200: rank 3 of 5x6 blocks, 990 numbers.  At 2,000 the shape held X exactly: every error was
+    # round-off, 3e-14, and the comparisons passed or failed by it, failing with numpy 1.24 / scipy 1.12)
     X = np.random.default_rng(3).standard_normal((30, 30))
-    shape = mod.monarch_configs_for_budget(30, 2000, 1)[0]
+    shape = mod.monarch_configs_for_budget(30, 1200, 1)[0]
     history = []
     for it in range(1, 8):
         history.append(mod._fit_point(X, shape, 3, max_iter=it, tol=0, deadline=None, seed=0).fro_error)
