@@ -141,6 +141,8 @@ class Options:
     values: tuple[Any, ...]
 
     def accepts(self, value: Any) -> bool:
+        if getattr(value, "ndim", 0):  # an array is no option; numpy 1.24 warned comparing it with a string
+            return False
         try:
             return bool(value in self.values)
         except (TypeError, ValueError):  # an array compared with the options: not one of them
