@@ -143,7 +143,9 @@ def fit(
                 _to_stdout(json.dumps(jsonable(run.record()), indent=2) + "\n")
             except OSError as exc:  # said last, after what was written (--out's factors are on disk all the same)
                 failures = [*failures, exc]
-        failed = {os.path.abspath(exc.path) for exc in failures if isinstance(getattr(exc, "path", None), str)}
+        # (an OutputError's path is a Path; standard output's failure has none)
+        failed = {os.path.abspath(exc.path) for exc in failures
+                  if isinstance(getattr(exc, "path", None), (str, os.PathLike))}
         for written in (p for p in (out_path, None if to_stdout else json_path) if p is not None):
             if os.path.abspath(written) not in failed:
                 note(f"wrote {written}")
