@@ -463,7 +463,10 @@ class _SafeDisplay:
     def close(self) -> None:
         """Clear the line (once; a failure there is dropped too: the fit's own exception, if any, is the
         one that propagates)."""
-        context, self._context, self._update = self._context, None, None
+        context, self._context, update, self._update = self._context, None, self._update, None
+        failed = None if update is None else update.failed()  # (a redraw on rich's thread after the last call)
+        if failed is not None:
+            self._dropped(failed)
         if context is not None:
             with contextlib.suppress(Exception):
                 context.__exit__(None, None, None)

@@ -232,3 +232,31 @@ def test_a_redraw_that_fails_on_richs_own_thread_is_said_and_dropped(monkeypatch
     assert died == []
     said = [w for w in caught if "progress display stopped" in str(w.message)]
     assert len(said) == 1 and "stream closed" in str(said[0].message)
+
+
+def test_a_redraw_that_failed_after_the_last_report_is_said_when_the_line_closes(monkeypatch):
+    """A failure on rich's refresh thread after the fit's last report was kept and never said: the guarded
+    calls look at it, and none came after."""
+    import threading
+
+    class FailsLater(io.StringIO):
+        broken = False
+
+        def write(self, text):
+            if self.broken:
+                raise OSError("stream closed")
+            return super().write(text)
+
+    stream = FailsLater()
+    console = Console(file=stream, force_terminal=True, force_interactive=True, width=100)
+    monkeypatch.setattr(_display, "on_terminal", lambda c: True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with shown_progress(True, "m", 10, console=console) as (callback, _):
+            callback({"iteration": 1, "max_iter": 10, "fro_error": 1.0, "elapsed": 0.0})
+            stream.broken = True
+            redraw = threading.Thread(target=console._live_stack[-1].refresh)
+            redraw.start()
+            redraw.join()
+    said = [w for w in caught if "progress display stopped" in str(w.message)]
+    assert len(said) == 1 and "stream closed" in str(said[0].message)
