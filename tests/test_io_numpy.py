@@ -288,3 +288,22 @@ def test_a_coo_npz_with_one_coords_array_is_read_on_every_scipy(tmp_path):
     m = load_matrix(tmp_path / "c.npz")
     np.testing.assert_array_equal(m.to_dense(), [[0.0, 1.0, 0.0], [0.0, 0.0, 0.0], [5.0, 0.0, 0.0]])
     assert "1 repeated entry summed" in m.notes
+
+
+def test_the_coords_fallback_reads_a_good_file_and_refuses_a_misshapen_one(tmp_path, monkeypatch):
+    """Where scipy's load_npz knows no 'coords' array (scipy 1.12: a KeyError), sfapprox builds the COO itself:
+    run here on every scipy by making load_npz fail so; a 'coords' of three rows had its third dropped silently."""
+    import scipy.sparse as sp
+
+    def old_load_npz(file):
+        raise KeyError("row is not a file in the archive")
+
+    monkeypatch.setattr(sp, "load_npz", old_load_npz)
+    np.savez(tmp_path / "c.npz", format=np.array(b"coo"), shape=np.array([3, 3]), data=np.array([1.0, 2.0, 3.0]),
+             coords=np.array([[0, 2, 2], [1, 0, 0]]))
+    np.testing.assert_array_equal(load_matrix(tmp_path / "c.npz").to_dense(),
+                                  [[0.0, 1.0, 0.0], [0.0, 0.0, 0.0], [5.0, 0.0, 0.0]])
+    np.savez(tmp_path / "bad.npz", format=np.array(b"coo"), shape=np.array([3, 3]), data=np.array([1.0, 2.0]),
+             coords=np.array([[0, 2], [1, 0], [2, 2]]))
+    with pytest.raises(InputError, match=r"bad\.npz: its 'coords' array has shape 3 x 2 and its 'data' 2 values"):
+        load_matrix(tmp_path / "bad.npz")

@@ -149,7 +149,7 @@ def _read_sparse_npz(src: Source, zf: zipfile.ZipFile, file, members, opts: Opti
             if fmt != "coo" or "coords" not in members:
                 raise
             _refuse_bad_coordinates(src, zf, shape)
-            M = _coo_from_coords(zf, shape)
+            M = _coo_from_coords(src, zf, shape)
     notes = [f"scipy.sparse save_npz file ({fmt} format)"]
     repeated = _repeated_entries(M)
     if repeated:  # summed when the matrix is checked, as the Matrix Market and triplet readers say they are
@@ -157,9 +157,13 @@ def _read_sparse_npz(src: Source, zf: zipfile.ZipFile, file, members, opts: Opti
     return ReadResult(M, "npz", notes)
 
 
-def _coo_from_coords(zf: zipfile.ZipFile, shape: np.ndarray):
-    """The COO array of a save_npz file that holds its indices as one ``coords`` array (2 x nnz)."""
+def _coo_from_coords(src, zf: zipfile.ZipFile, shape: np.ndarray):
+    """The COO array of a save_npz file that holds its indices as one ``coords`` array (2 x nnz); one of
+    another shape is refused, as scipy's own reader refuses it (its third row was dropped silently)."""
     coords, data = (np.load(io.BytesIO(zf.read(f"{name}.npy")), allow_pickle=False) for name in ("coords", "data"))
+    if coords.ndim != 2 or coords.shape[0] != 2 or data.ndim != 1 or coords.shape[1] != data.size:
+        raise src.fail(f"its 'coords' array has shape {shape_text(coords.shape)} and its 'data' {data.size:,} values: "
+                       f"a square matrix's coords are 2 x (its number of values)", "write it again with save_npz")
     return sp.coo_array((data, (coords[0], coords[1])), shape=tuple(int(s) for s in shape))
 
 
