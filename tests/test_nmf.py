@@ -510,3 +510,7 @@ def test_the_start_s_mean_of_a_sparse_matrix_is_its_entries_mean_duplicates_and_
     assert _mean(X) == 12 / 12 and _mean(X.tocsr()) == _mean(X.tocsc()) == _mean(X.toarray()) == 1.0
     D = np.random.default_rng(0).random((5, 5))
     assert _mean(sp.csr_array(D)) == pytest.approx(D.mean(), rel=1e-15) and _mean(D) == float(D.mean())
+    # the values' plain sum overflowed where their mean does not
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _mean(sp.csr_array([[1e308, 1e308]])) == 1e308 and _mean(sp.csr_array((2, 2))) == 0.0

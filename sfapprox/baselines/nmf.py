@@ -149,12 +149,13 @@ def _nndsvd(X, rank: int, variant: str, seed: int, deadline: _timing.Deadline | 
 def _mean(X) -> float:
     """The mean of ``X``'s entries; a compressed or COO sparse ``X``'s from its stored values.
 
-    scipy 1.10's sparse ``mean()`` is a product of ``X`` with a column of ones: a pass over ``X`` that
-    the start's time checks priced as one of the fit's products (NNDSVDa at a limit gave way to the
-    random start on scipy 1.10 only).
+    scipy's sparse ``mean()`` (1.10 and 1.12 at least) is a product of ``X`` with a column of ones: a
+    pass over ``X`` that the start's time checks priced as one of the fit's products (NNDSVDa at a limit
+    gave way to the random start).  Each stored value is divided by the number of entries before they
+    are summed (their plain sum of ``1e308``s overflowed where ``mean()`` did not).
     """
-    if getattr(X, "format", None) in ("csr", "csc", "coo"):
-        return float(X.data.sum(dtype=np.float64)) / math.prod(X.shape)
+    if getattr(X, "format", None) in ("csr", "csc", "coo") and math.prod(X.shape):
+        return float(np.sum(np.asarray(X.data, dtype=np.float64) / math.prod(X.shape)))
     return float(X.mean())
 
 
