@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import subprocess
 import sys
 from pathlib import Path
@@ -192,3 +193,12 @@ def test_the_old_rank_parameter_still_works_with_a_deprecation_note(cls):
         getattr(sfapprox, cls)(rank=3, n_components=2)
     with pytest.raises(TypeError, match="unexpected keyword argument 'ranks'"):
         getattr(sfapprox, cls)(ranks=3)
+
+
+def test_the_distribution_names_its_license_by_spdx_expression_and_ships_its_text():
+    # PEP 639: setuptools deprecated the `license = { text = ... }` table and refuses it from
+    # 2027-02-18; the expression form writes License-Expression and the license file beside it
+    metadata = importlib.metadata.metadata("sfapprox")
+    assert metadata["License-Expression"] == "MIT"
+    assert "LICENSE" in (metadata.get_all("License-File") or [])
+    assert (PACKAGE.parent / "LICENSE").read_text(encoding="utf-8").startswith("MIT License")
