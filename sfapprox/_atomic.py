@@ -29,6 +29,7 @@ import collections
 import contextlib
 import dataclasses
 import errno
+import functools
 import json
 import os
 import re
@@ -567,8 +568,13 @@ def path_over_limit(target: Path) -> tuple[int, int] | None:
     return (size, limit) if size > limit else None
 
 
+@functools.cache
 def _long_paths_enabled() -> bool | None:
-    """Windows' ``LongPathsEnabled`` setting; None where it cannot be read (not Windows, no such value)."""
+    """Windows' ``LongPathsEnabled`` setting; None where it cannot be read (not Windows, no such value).
+
+    Read once per process (a machine-wide setting): :func:`path_over_limit` runs for every output
+    checked, each line of a batch among them, and opened the registry each time.
+    """
     try:
         import winreg  # here: Windows only
 

@@ -679,6 +679,39 @@ def test_long_paths_enabled_or_the_prefix_lift_windows_limit(tmp_path, on_window
     check_name_length(target)
 
 
+def test_windows_registry_is_read_once_per_process(tmp_path, monkeypatch):
+    """LongPathsEnabled was read from the registry on every check, once per output (each line of a batch):
+    it is read once, whatever the number of paths checked."""
+    import types
+
+    from sfapprox import _atomic
+
+    reads = []
+
+    class Key:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    def query(key, name):
+        reads.append(name)
+        return 0, 4  # (REG_DWORD 0: long paths off)
+
+    winreg = types.SimpleNamespace(HKEY_LOCAL_MACHINE=object(), OpenKey=lambda *a: Key(), QueryValueEx=query)
+    monkeypatch.setitem(sys.modules, "winreg", winreg)
+    monkeypatch.setattr(sys, "platform", "win32")
+    _atomic._long_paths_enabled.cache_clear()
+    try:
+        for total in (100, 400, 500):
+            _atomic.path_over_limit(_long_target(tmp_path, total))
+        assert _atomic.path_over_limit(_long_target(tmp_path, 400)) is not None  # (off, as read)
+    finally:
+        _atomic._long_paths_enabled.cache_clear()  # (the next test reads the real setting, none here)
+    assert reads == ["LongPathsEnabled"]
+
+
 def test_no_path_limit_off_windows(tmp_path):
     from sfapprox._atomic import path_over_limit
 
