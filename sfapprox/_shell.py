@@ -91,18 +91,84 @@ def _windows_quote(word: str) -> str:
     r"""``word`` for cmd.exe and PowerShell: as it is where both take it so, else in double quotes (the
     quoting both read; a Windows file name holds no ``"``, an option's value escapes one as ``\"``, as
     the C runtime's argument parsing reads it back).  A word with a ``%`` is written by
-    :func:`_windows_percent`: cmd expands ``%NAME%`` even inside double quotes.
+    :func:`_windows_percent`: cmd expands ``%NAME%`` even inside double quotes.  PowerShell's ``$`` is
+    kept from naming a variable by :func:`_both_quoted`; such a word starts unquoted.
+
+    What stays ambiguous, written for the shell where the character is special: a backtick or a
+    typographic double quote, a ``$`` that starts the word before a name (``$RECYCLE.BIN``) or comes
+    before ``(``, ``{`` or ``^`` (PowerShell's, escaped with a backtick, which cmd passes on), and a
+    ``%`` in a word whose first character needs quotes (cmd's: see :func:`_windows_percent`).  Which
+    shell the user types into cannot be told reliably from here: ``PSModulePath`` is set machine-wide,
+    in cmd too, and what PowerShell adds to it is inherited by a cmd started from it; the process's
+    parent is the ``sfapprox.exe`` launcher or ``python.exe``, and the shell above it may be a terminal,
+    an IDE or ``conda run``.  A trailing backslash is doubled before the closing quote (the C runtime's
+    need), which PowerShell keeps doubled: a folder all the same to Windows.
 
     Examples
     --------
     >>> print(_windows_quote(r"C:\data\a.mtx"), _windows_quote(r"C:\my data\a b.mtx"), _windows_quote(""))
     C:\data\a.mtx "C:\my data\a b.mtx" ""
+    >>> print(_windows_quote("cost$data.mtx"), _windows_quote("a $1 b.mtx"), _windows_quote("$RECYCLE.BIN"))
+    c"ost$"d"ata.mtx" a" $"1" b.mtx" "`$RECYCLE.BIN"
     """
     if "%" in word:
         return _windows_percent(word)
     if word and _WINDOWS_PLAIN.fullmatch(word):
         return word
-    return _double_quoted(word)
+    quoted = _both_quoted(word)
+    if quoted == _both_quoted(word, bare=False):  # one quoted string: one word to both shells
+        return quoted
+    if _WINDOWS_PLAIN.fullmatch(word[0]):  # PowerShell reads "a"b as two words: the first character bare
+        return word[0] + _both_quoted(word[1:])
+    return _both_quoted(word, bare=False)
+
+
+#: PowerShell's double quotes: the typographic ones open and close its strings as '"' does (its language
+#: specification, section 2.3.5.2, double-quote-character).
+_PS_DOUBLE_QUOTES = '"\u201c\u201d\u201e'
+
+
+def _starts_variable(char: str) -> bool:
+    """Whether PowerShell reads ``$`` then ``char`` inside double quotes as a variable or a sub-expression
+    (its specification, 2.3.2: ``$$``, ``$?``, ``$^``, a name of letters and digits, classes Lu Ll Lt Lm Lo
+    Nd, ``_`` and ``?``; ``${...}``; ``$(...)``).  ``isalnum`` holds those classes and a few more, and
+    ``:`` is counted too: a wider set only quotes more."""
+    return char.isalnum() or char in "_?$^({:"
+
+
+def _stands_bare(char: str) -> bool:
+    """Whether ``char`` means itself unquoted to cmd, PowerShell and the C runtime alike (a letter,
+    a digit, ``_``, ``?``, ``:``): none of cmd's ``^&|<>()``, PowerShell's ``$`{}();,|&`` and quotes."""
+    return char.isalnum() or char in "_?:"
+
+
+def _both_quoted(text: str, *, bare: bool = True) -> str:
+    """``text`` in double quotes as the C runtime and PowerShell both read it back, where they can.
+
+    Inside double quotes PowerShell reads ``$name`` (``$1``, ``$_``, ``$$``...) as a variable and
+    ``$(``/``${`` as code, but a ``$`` run right before the closing quote as itself (its specification's
+    ``dollars``, 2.3.5.2): so the quoted string ends after such a run, the character that follows stands
+    bare (with ``bare``, where it can: :func:`_stands_bare`), and the quote opens again
+    (``"cost$"d"ata.mtx"``; both shells join the pieces into one word where the word starts bare: the
+    caller's part).  Otherwise, and for a backtick or a typographic double quote, PowerShell's escape,
+    a backtick, is written (cmd passes it on: no common spelling).
+    """
+    pieces, quoted, i = [], "", 0
+    while i < len(text):
+        char = text[i]
+        run = len(text[i:]) - len(text[i:].lstrip("$"))
+        after = text[i + run:i + run + 1]
+        if not run:
+            quoted += "`" + char if char in "`" + _PS_DOUBLE_QUOTES[1:] else char
+        elif not after or (run == 1 and not _starts_variable(after)):
+            quoted += "$" * run  # PowerShell's literal $: before the closing quote, or before no name
+        elif bare and _stands_bare(after):
+            pieces += [_double_quoted(quoted + "$" * run), after]
+            quoted, run = "", run + 1
+        else:
+            quoted += "`$" * run
+        i += max(run, 1)
+    return "".join(pieces) + (_double_quoted(quoted) if quoted or not pieces else "")
 
 
 def _double_quoted(text: str) -> str:
@@ -124,7 +190,7 @@ def _windows_percent(word: str) -> str:
     where the word starts unquoted (``"a"%"b"`` is two words to it), so the first piece stays unquoted,
     or all but its first character quoted.  Where even its first character needs quotes (``é%x%``) no
     spelling reads the same in both shells: this one is cmd's (the shell where ``%`` is special), and
-    PowerShell splits it.
+    PowerShell splits it.  Each quoted piece keeps PowerShell's ``$`` literal (:func:`_both_quoted`).
 
     Examples
     --------
@@ -135,10 +201,10 @@ def _windows_percent(word: str) -> str:
     if not first or _WINDOWS_PLAIN.fullmatch(first):
         head = first
     elif _WINDOWS_PLAIN.fullmatch(first[0]):
-        head = first[0] + _double_quoted(first[1:])
+        head = first[0] + _both_quoted(first[1:])
     else:
-        head = _double_quoted(first)
-    return head + "".join("%" + _double_quoted(piece) for piece in rest)
+        head = _both_quoted(first, bare=False)
+    return head + "".join("%" + _both_quoted(piece) for piece in rest)
 
 
 #: Each byte as ``$'...'`` holds it (:func:`shell_quote` with ``ascii``): printable ASCII as it is, the rest ``\xNN``.

@@ -4,6 +4,7 @@ import csv
 import io
 import json
 import re
+import unicodedata
 
 import numpy as np
 import pytest
@@ -586,6 +587,107 @@ def test_windows_quoting_leaves_cmd_no_variable_to_expand(monkeypatch, word):
     assert all(name.startswith('"') for name in _cmd_names(line)), line
     assert _crt_argv(line) == ["sfapprox", "fit", word, "--out", "o%TEMP%.json"]
     assert not shell_quote(word).startswith('"') or shell_quote(word).count('"') == 2
+
+
+#: PowerShell's quote characters and the escapes a backtick makes (its language specification, sections 2.3.5.2
+#: and 2.3.7: https://learn.microsoft.com/powershell/scripting/lang-spec/chapter-02)
+_PS_DQ, _PS_SQ = '"\u201c\u201d\u201e', "'\u2018\u2019\u201a\u201b"
+_PS_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "0": "\0"}
+
+
+def _ps_variable_start(char: str) -> bool:
+    # 2.3.2: $$ $? $^, or a name's first character (Lu Ll Lt Lm Lo Nd, _ , ?); ${ and $( (2.3.5.2)
+    return char in "$?^_{(" or unicodedata.category(char) in ("Lu", "Ll", "Lt", "Lm", "Lo", "Nd")
+
+
+def _ps_expandable(line: str, i: int) -> tuple[str, int]:
+    """The value of the double-quoted string opening at ``line[i]`` and the index after it; a variable or a
+    sub-expression read is written ``<$>`` (never a word's own value)."""
+    value, i = "", i + 1
+    while True:
+        char = line[i]
+        if char == "`":
+            value, i = value + _PS_ESCAPES.get(line[i + 1], line[i + 1]), i + 2
+        elif char in _PS_DQ:
+            if line[i + 1:i + 2] and line[i + 1] in _PS_DQ:  # a doubled quote: one literal
+                value, i = value + line[i + 1], i + 2
+            else:
+                return value, i + 1
+        elif char == "$" and line[i + 1] not in _PS_DQ and _ps_variable_start(line[i + 1]):
+            # ("dollars": a run of $ right before the closing quote is literal)
+            run = len(line[i:]) - len(line[i:].lstrip("$"))
+            if line[i + run] in _PS_DQ:
+                value, i = value + "$" * run, i + run
+            else:
+                value, i = value + "<$>", i + 2
+        else:
+            value, i = value + char, i + 1
+
+
+def _ps_argv(line: str) -> list[str]:
+    """The arguments PowerShell passes a native command typed as ``line`` (argument mode, its specification's
+    generic tokens, B.1.7): bare characters, double-quoted strings and escapes join into one word, except that
+    a word opening with a quoted string ends with it (``"a"b`` is two arguments to PowerShell)."""
+    args, i = [], 0
+    while i < len(line):
+        if line[i] in " \t":
+            i += 1
+            continue
+        word, opened_quoted = "", line[i] in _PS_DQ
+        while i < len(line) and line[i] not in " \t":
+            char = line[i]
+            assert char not in "{}();,|&" + _PS_SQ, (line, i)  # (a writing never leaves these bare)
+            if char in _PS_DQ:
+                value, i = _ps_expandable(line, i)
+                word += value
+                if opened_quoted:
+                    break
+            elif char == "`":
+                word, i = word + _PS_ESCAPES.get(line[i + 1], line[i + 1]), i + 2
+            elif char == "$":
+                assert not _ps_variable_start(line[i + 1:i + 2] or " "), (line, i)
+                word, i = word + "<$>", i + 1  # (a bare $ is no generic-token-char: never left bare)
+            else:
+                word, i = word + char, i + 1
+        args.append(word)
+    return args
+
+
+def test_the_powershell_model_reads_its_specifications_examples():
+    assert _ps_argv('a"b c"d "x"y `$z "$" "a$b" "a$.b" "p$$" "q$(1)" "`$n" "u""v" Test` Data.txt') == \
+        ["ab cd", "x", "y", "$z", "$", "a<$>", "a$.b", "p$$", "q<$>1)", "$n", 'u"v', "Test Data.txt"]
+
+
+@pytest.mark.parametrize("word", ["cost$data.mtx", r"C:\my runs\a $1 b.mtx", "a$$b c.mtx", "x$.mtx", "a$", "price $",
+                                  "a$b$c d", "z$_.mtx", "p$é.mtx", "100%$x%.mtx", "a%$PATH%b", "it's $ok.mtx",
+                                  "$", "$.mtx", "tab$\u00e9 x"])
+def test_windows_quoting_is_read_back_alike_by_cmd_and_powershell(monkeypatch, word):
+    """PowerShell expands ``$name`` inside double quotes: ``"cost$data.mtx"`` ran with ``cost.mtx`` there.  A
+    ``$`` run before a name now ends its quoted piece (PowerShell takes such a ``$`` as itself), the next
+    character bare: cmd, the C runtime and PowerShell all read the word back."""
+    import sys
+
+    from sfapprox.formats import shell_join
+
+    monkeypatch.setattr(sys, "platform", "win32")
+    line = shell_join(["sfapprox", "fit", word, "--out", "o.json"])
+    assert _crt_argv(line) == ["sfapprox", "fit", word, "--out", "o.json"], line
+    assert all(name.startswith('"') for name in _cmd_names(line)), line
+    assert _ps_argv(line) == ["sfapprox", "fit", word, "--out", "o.json"], line
+
+
+@pytest.mark.parametrize("word", ["$RECYCLE.BIN", "a`b.mtx", "a $(x).mtx", "a${b}.mtx", "say \u201chi\u201d.mtx",
+                                  "é$x.mtx", "r$^.mtx"])
+def test_windows_words_without_a_common_spelling_are_written_for_powershell(monkeypatch, word):
+    """No writing reads the same in both shells (a word opening with a quoted string is two words to
+    PowerShell; cmd has no escape but ``^`` outside quotes): PowerShell's, where the character is special."""
+    import sys
+
+    from sfapprox.formats import shell_quote
+
+    monkeypatch.setattr(sys, "platform", "win32")
+    assert _ps_argv(shell_quote(word)) == [word]
+    assert _crt_argv(shell_quote(word)) != [word]
 
 
 def test_the_crt_model_reads_quotes_as_the_c_runtime_does():
