@@ -42,9 +42,8 @@ __all__ = [
 #: A square matrix held in memory, or read by its products: what :func:`check_square_matrix` and
 #: :func:`~sfapprox.metrics.frobenius_error` take.  With a source of its columns it is the matrix input
 #: of the estimators and :func:`~sfapprox.compare` (:data:`sfapprox.sources.MatrixLike`, which the
-#: sources, importing this module, define).  ``sp.sparray`` is named as a string: scipy made it public in
-#: 1.11, and pyproject allows 1.10, where evaluating it here made every use of the package an AttributeError.
-MatrixArray: TypeAlias = Union[np.ndarray, "sp.sparray", sp.spmatrix, "torch.Tensor", "LinearOperator"]
+#: sources, importing this module, define).
+MatrixArray: TypeAlias = Union[np.ndarray, sp.sparray, sp.spmatrix, "torch.Tensor", "LinearOperator"]
 
 #: Fraction of physical RAM (a cgroup's limit where lower) that a single matrix may use when no
 #: explicit ``max_memory`` is given.  The rest is left for the solvers' work arrays.
@@ -479,8 +478,9 @@ def check_sparse_structure(X, *, source: str = "array") -> None:
 def _float_values(X):
     """A scipy sparse ``X`` with float64 values, its stored entries as they are (repeats not summed yet).
 
-    Not ``X.astype``: scipy before 1.11 sums the repeats first, in place and in the old dtype (an int64
-    sum wraps around: two entries of 6e18 gave -6.4e18, and the caller's matrix lost one of them).
+    The values are cast alone, before anything sums the repeats: an int64 sum wraps around (two entries
+    of 6e18 gave -6.4e18).  Not ``X.astype`` for the formats with a ``.data``: it sums the repeats as well,
+    a pass over the matrix that the callers, converting to CSR, make again.
     """
     if X.format not in ("coo", "csr", "csc", "bsr"):
         # dok, lil, dia: one value per position already (a dok has no .data, a lil's is an object array of lists)

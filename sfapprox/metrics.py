@@ -479,7 +479,7 @@ def _compressed(X):
     a SparseSource's CSC): the whole matrix copied was as big again as X (9.5 million non-zeros: 411 MB)."""
     if getattr(X, "format", None) not in ("csr", "csc"):
         X = sp.csr_array(X)
-    elif not isinstance(X, (sp.csr_array, sp.csc_array)):  # (not sp.sparray: public from scipy 1.11 only)
+    elif not isinstance(X, sp.sparray):  # a csr_matrix / csc_matrix: its arrays, in the array kind
         X = sp.csr_array(X) if X.format == "csr" else sp.csc_array(X)
     if not X.has_canonical_format:  # repeated entries add up (on a copy: X is the caller's)
         X = X.copy()

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.sparse import random_array
 
-from _compat import random_array
-from sfapprox import BudgetError, InputError
+from sfapprox import BudgetError
 from sfapprox._base import RunContext, get_method
 from sfapprox.baselines import butterfly_hier as mod
 from sfapprox.baselines.butterfly_hier import (

@@ -2,8 +2,8 @@ import re
 
 import numpy as np
 import pytest
+from scipy.sparse import eye_array, random_array
 
-from _compat import eye_array, random_array
 from sfapprox import FitSettings, ParameterError, RobustPCA, SfapproxError, TruncatedSVD, compare
 from sfapprox._base import RunContext
 from sfapprox.comparison import available_methods, run_method

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy.sparse import random_array
 
-from _compat import random_array
 from sfapprox import InputError
 from sfapprox.estimate import MIN_SAMPLE, _estimate, estimate_errors
 from sfapprox.sources import ArraySource, KernelMatrix

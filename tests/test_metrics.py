@@ -5,8 +5,8 @@ import tracemalloc
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from scipy.sparse import random_array
 
-from _compat import random_array
 from sfapprox import metrics
 from sfapprox._errors import InputError, ParameterError
 from sfapprox.chord import default_n_factors, support_offsets

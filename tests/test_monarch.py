@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 import scipy.linalg as sla
 import scipy.sparse as sp
+from scipy.sparse import random_array
 
-from _compat import random_array
 from sfapprox import BudgetError, ConvergenceWarning, ParameterError
 from sfapprox._base import RunContext, get_method
 from sfapprox.baselines import monarch as mod

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
+from scipy.sparse import random_array
 
-from _compat import random_array
 from sfapprox import BudgetError, ConvergenceWarning, NotApplicableError, ParameterError
 from sfapprox.baselines.nmf import NMF
 from sfapprox.budget import nmf_count, nmf_rank_for_budget
@@ -502,7 +502,7 @@ def test_auto_computes_the_start_svd_once_for_every_nndsvd_start(monkeypatch, ra
 
 def test_the_start_s_mean_of_a_sparse_matrix_is_its_entries_mean_duplicates_and_integers_too():
     """NNDSVDa's fill and the random start's scale take the mean of X from a sparse X's stored values (scipy
-    1.10's ``mean()`` is a product with a ones column, which the time checks priced as a product of the fit):
+    1.12's ``mean()`` is a product with a ones column, which the time checks priced as a product of the fit):
     the mean of every entry, zeros counted, duplicates of a COO summed, integers in float64."""
     from sfapprox.baselines.nmf import _mean
 

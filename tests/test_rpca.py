@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
+from scipy.sparse import random_array
 
-from _compat import random_array
 from sfapprox import BudgetError, ConvergenceWarning, ParameterError
 from sfapprox.baselines._torch import few_threads
 from sfapprox.baselines.rpca import RobustPCA, _godec, _pcp_ialm, _use_exact_svd

@@ -7,9 +7,9 @@ import re
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from scipy.sparse import eye_array, random_array
 from scipy.sparse.linalg import aslinearoperator
 
-from _compat import eye_array, random_array
 from sfapprox import InputError, ParameterError, ResourceError
 from sfapprox.io import open_matrix
 from sfapprox.sources import (

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from scipy.sparse import random_array
 
-from _compat import random_array
 from sfapprox import BudgetError, InputError, ParameterError, compare
 from sfapprox._base import RunContext, get_method
 from sfapprox.baselines.sparse import (

@@ -46,21 +46,14 @@ def test_every_generator_has_a_small_parameter_set():
     assert set(SMALL) == set(syn.GENERATORS)
 
 
-def test_random_sparse_runs_on_a_scipy_without_random_array(monkeypatch):
-    """pyproject allows scipy 1.10; ``sp.random_array`` came in 1.12 (its ``rng=`` in 1.15): on scipy
-    1.10-1.14 ``random_sparse`` was an AttributeError or TypeError.  The matrix is the one a newer
-    scipy's ``random_array`` draws from the same generator."""
-    if hasattr(sp, "random_array"):
-        rng = np.random.default_rng(5)
-        newer = sp.random_array((30, 30), density=0.2, random_state=rng, data_sampler=rng.standard_normal,
-                                format="csr")
-    else:
-        newer = None
-    monkeypatch.delattr(sp, "random_array", raising=False)  # as scipy 1.10/1.11 have it
+def test_random_sparse_draws_the_matrix_sp_random_drew():
+    """``random_sparse`` moved from ``sp.random`` to ``sp.random_array`` (scipy 1.12, which pyproject now
+    requires): a seed still gives the matrix it gave before."""
+    rng = np.random.default_rng(5)
+    before = sp.random(30, 30, density=0.2, random_state=rng, data_rvs=rng.standard_normal, format="csr")
     g = syn.random_sparse(30, 0.2, seed=5)
     assert isinstance(g.matrix, sp.csr_array) and g.matrix.nnz == 180
-    if newer is not None:
-        np.testing.assert_array_equal(g.matrix.toarray(), newer.toarray())
+    np.testing.assert_array_equal(g.matrix.toarray(), before.toarray())
 
 
 def test_seed_changes_the_matrix():

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
+from scipy.sparse import random_array
 
-from _compat import random_array
 from sfapprox import BudgetError, ParameterError, TruncatedSVD
 from sfapprox.budget import tsvd_count
 

@@ -149,7 +149,7 @@ def _nndsvd(X, rank: int, variant: str, seed: int, deadline: _timing.Deadline | 
 def _mean(X) -> float:
     """The mean of ``X``'s entries; a compressed or COO sparse ``X``'s from its stored values.
 
-    scipy's sparse ``mean()`` (1.10 and 1.12 at least) is a product of ``X`` with a column of ones: a
+    scipy's sparse ``mean()`` (1.12's at least) is a product of ``X`` with a column of ones: a
     pass over ``X`` that the start's time checks priced as one of the fit's products (NNDSVDa at a limit
     gave way to the random start).  Each stored value is divided by the number of entries before they
     are summed (their plain sum of ``1e308``s overflowed where ``mean()`` did not).

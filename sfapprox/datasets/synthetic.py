@@ -104,12 +104,10 @@ def random_sparse(n: int, density: float = 0.05, *, symmetric: bool = False, see
     _check_n(n)
     _check_fraction("density", density)
     rng = np.random.default_rng(seed)
-    # sp.random, not sp.random_array: pyproject allows scipy 1.10, and random_array came in 1.12 (its rng=
-    # keyword in 1.15); both draw the same entries from the same generator.
-    A = sp.random(n, n, density=density, random_state=rng, data_rvs=rng.standard_normal, format="csr")
+    # random_state=, not rng=: random_array's rng= keyword came in scipy 1.15 (pyproject allows 1.12)
+    A = sp.random_array((n, n), density=density, random_state=rng, data_sampler=rng.standard_normal, format="csr")
     if symmetric:
         A = ((A + A.T) * 0.5).tocsr()
-    A = sp.csr_array(A)
     return Generated(A, {"density": A.nnz / float(n * n)})
 
 
