@@ -683,6 +683,27 @@ def test_reading_a_file_shows_its_name_and_the_bytes_read_of_its_size(monkeypatc
     assert line.amount() == "293.0 KiB"
 
 
+def test_the_cli_draws_its_progress_where_the_library_does(monkeypatch):
+    """One decision (``_display.draws_bar``): the CLI run in a notebook's kernel draws its line there, as a
+    fit with progress=True does (the CLI's own test knew terminals only and drew nothing); a pipe or a
+    file draws none, nor a notebook without ipywidgets."""
+    import importlib.util
+    import io
+
+    from rich.console import Console
+
+    from sfapprox.cli import _render
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())  # ipywidgets installed
+    monkeypatch.setattr(_render, "err", Console(file=io.StringIO(), force_jupyter=True))
+    assert _render.draws_progress()
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ipywidgets" else object())
+    with pytest.warns(UserWarning, match="pip install ipywidgets"):
+        assert not _render.draws_progress()
+    monkeypatch.setattr(_render, "err", Console(file=io.StringIO(), force_terminal=True))  # (not a tty)
+    assert not _render.draws_progress()
+
+
 def test_reading_shows_nothing_when_quiet_or_piped(monkeypatch, tmp_path):
     import threading
 

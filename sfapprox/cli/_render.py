@@ -28,7 +28,7 @@ from rich.table import Column as TableColumn
 from rich.table import Table as RichTable
 
 # the progress line is the library's (progress=True of the Python API draws it too); the CLI draws it on its stderr
-from .._display import _ElapsedColumn, elapsed_text, fit_display, on_terminal, quiet_update
+from .._display import _ElapsedColumn, draws_bar, elapsed_text, fit_display, on_terminal, quiet_update
 from .._atomic import check_writable, output_target, resolved_path, stream_kind, write_text
 from .._errors import ParameterError, SfapproxError
 from ..formats import (PLOT_SUFFIXES, OutputFormat, Table, ascii_commands, ascii_table, encodes_glyphs, limit_text, printable,
@@ -673,8 +673,9 @@ def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float |
 
 
 def draws_progress() -> bool:
-    """Whether stderr is a terminal a progress bar can redraw its line on (not a dumb one)."""
-    return err.is_interactive and on_terminal(err)
+    """Whether a progress line can be drawn on stderr, decided as the library's (``_display.draws_bar``): a
+    terminal it can redraw its line on, or a notebook's output (the CLI run in a notebook's kernel)."""
+    return draws_bar(err)
 
 
 #: The narrowest bar a progress line draws (:func:`line_columns`); with less room it has none.
