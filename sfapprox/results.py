@@ -837,10 +837,10 @@ def _same_surrogate_words(rows: list[MethodResult]) -> str:
 
 
 def _stopped_words(rows: list[MethodResult]) -> str:
-    """"sf, stopped early at 0.689 relative, is", "sf and rpca, stopped early at 0.689 and 0.5 relative, are":
-    the rows :meth:`Comparison.stopped_ahead` names."""
-    names = " and ".join(r.method for r in rows)
-    errors = " and ".join(error_cell(r, r.rel_error, "rel_interval") for r in rows)
+    """"sf, stopped early at 0.689 relative, is", "sf, rpca and nmf, stopped early at 0.689, 0.5 and 0.6
+    relative, are": the rows :meth:`Comparison.stopped_ahead` names."""
+    names = and_listed([r.method for r in rows])
+    errors = and_listed([error_cell(r, r.rel_error, "rel_interval") for r in rows])
     return f"{names}, stopped early at {errors} relative, {'is' if len(rows) == 1 else 'are'}"
 
 

@@ -451,6 +451,9 @@ def test_lines_made_with_other_settings_are_said_where_they_are_ranked():
     notes = mixed.tables()[-1].notes
     assert "ranked together, made with different settings: time_limit 1.0 and 2.0; seed 0 and 3" in " ".join(notes)
     assert mixed.to_dict()["mixed_settings"] == mixed.mixed_settings()
+    third = {**one, "time_limit": 4.0}  # three values read as a list does ("1.0 and 2.0 and 4.0" before)
+    three = build_report([rec(name, "sf", fro=1.0, settings=s) for name, s in (("a", one), ("b", other), ("c", third))])
+    assert "made with different settings: time_limit 1.0, 2.0 and 4.0; seed 0 and 3" in " ".join(three.tables()[-1].notes)
     alike = build_report([rec("a", "sf", fro=1.0, settings=one), rec("b", "sf", fro=1.0, settings=one),
                           rec("c", "sf", status="failed", settings=other)])  # a failed line ranks nothing
     assert alike.mixed_settings() == {} and not any("different settings" in n for n in alike.tables()[-1].notes)

@@ -85,6 +85,17 @@ def test_a_row_stopped_early_with_a_smaller_error_is_named_beside_the_star_and_t
     assert "★ smallest error at this budget: tsvd" in behind.tables()[0].notes
 
 
+def test_three_rows_stopped_early_are_named_as_a_sentence_lists_them():
+    """Rows stopped ahead of the winner were joined by "and" each ("sf and rpca and nmf"); they read as
+    a list does (formats.and_listed), their errors too."""
+    info = {"name": "m", "n": 8}
+    stopped = [MethodResult(m, "interrupted", 10, 10 * e, e, 0.1, {"stop_reason": "interrupted"})
+               for m, e in (("sf", 0.066), ("rpca", 0.05), ("nmf", 0.06))]
+    c = Comparison(info, 100, "sf", [_row("tsvd", 0.76), *stopped])
+    assert c.verdict()["text"] == ("low rank (TSVD) wins (of the methods that finished; sf, rpca and nmf, stopped "
+                                   "early at 0.066, 0.05 and 0.06 relative, are not ranked)")
+
+
 def test_one_order_decides_the_star_the_verdict_and_the_json_winner():
     info = {"name": "m", "n": 8, "nnz": 12}
     # Two exact rows: the one that stores fewer numbers wins, everywhere.

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, Optional
 import typer
 
 from .._errors import InputError, ParameterError, SfapproxError
-from ..formats import OutputFormat, counted, listed, shell_command
+from ..formats import OutputFormat, and_listed, counted, listed, shell_command
 from . import _options as o
 from .._signals import stop_cause
 from ._app import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_INTERRUPTED, app, error_boundary
@@ -302,7 +302,7 @@ def _after_run(summary, out_dir: Path) -> None:
         raise typer.Exit(EXIT_ERROR)
     undone = {status: summary.statuses[status] for status in ("failed", "unavailable") if summary.statuses.get(status)}
     if undone:  # a script or CI must be able to tell (it exited 0); what ran is written all the same
-        said = " and ".join(f"{n} {status}" for status, n in undone.items())
+        said = and_listed([f"{n} {status}" for status, n in undone.items()])
         note(f"exit {EXIT_INCOMPLETE}: {said} (see above); the next run tries them again", style="yellow")
         raise typer.Exit(EXIT_INCOMPLETE)
 

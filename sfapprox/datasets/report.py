@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._settings import TEXT_MARKS
-from ..formats import (ESTIMATED_NOTE, Column, ShownAsTables, Table, counted, fmt_with_interval, interval_columns,
-                       printable, shell_command)
+from ..formats import (ESTIMATED_NOTE, Column, ShownAsTables, Table, and_listed, counted, fmt_with_interval,
+                       interval_columns, printable, shell_command)
 from .manifest import CATEGORIES
 from .results_file import FILE_MISSING, MEASURES
 from .results_file import finite_number as _finite  # the lines' own test: an edited 10**400 is not finite
@@ -240,7 +240,7 @@ class Report(ShownAsTables):
             out[-1].notes.append(withheld_note(withheld))
         differ = self.mixed_settings()
         if out and differ:
-            said = "; ".join(f"{key} {' and '.join(values)}" for key, values in differ.items())
+            said = "; ".join(f"{key} {and_listed(values)}" for key, values in differ.items())
             out[-1].notes.append(f"ranked together, made with different settings: {said} "
                                  f"('{shell_command('batch', '--redo')}' with one setting makes them alike)")
         return out
@@ -396,7 +396,7 @@ def withheld_note(methods: list[str]) -> str:
     >>> withheld_note(["tsvd"])
     "the paper's tsvd figures are not shown: they were made under the paper's protocol (SF's reference structure, TSVD at rank ceil(M²/2)), not these lines' settings; 'sfapprox batch --protocol paper' compares with them"
     """
-    return (f"the paper's {' and '.join(methods)} figures are not shown: they were made under the paper's protocol "
+    return (f"the paper's {and_listed(methods)} figures are not shown: they were made under the paper's protocol "
             "(SF's reference structure, TSVD at rank ceil(M²/2)), not these lines' settings; "
             "'sfapprox batch --protocol paper' compares with them")
 
