@@ -262,11 +262,19 @@ def budgets_text(budgets: list[int], every: list[int]) -> str:
     return f"budgets {', '.join(f'{b:,}' for b in budgets[:3])} and {len(budgets) - 3:,} more, up to {budgets[-1]:,}"
 
 
+#: A stopped sweep's note names this many methods left unrun at a budget at most; more are counted.
+METHODS_LISTED = 3
+
+
 def stopped_note(unrun: dict[int, list[str]], skipped: list[int], every: list[int]) -> str:
     """The one note under a stopped sweep's table naming what the stop left out: the methods left unrun at
     the budget where it came (``unrun``, by budget) and the budgets never reached (``skipped``, of the
     sweep's budgets ``every``, :func:`budgets_text`).  Two notes both beginning "skipped: the sweep was
     stopped before" read as a repeat.
+
+    Budgets that left the same methods unrun are named together; more than :data:`METHODS_LISTED`
+    methods are counted.  Parts that hold a list of their own are parted by semicolons: an "and" list of
+    "and" lists ("nmf, rpca, monarch and sparse at budget 1,000 and budgets 2,000, 4,000") read as one.
 
     Examples
     --------
@@ -276,11 +284,30 @@ def stopped_note(unrun: dict[int, list[str]], skipped: list[int], every: list[in
     'skipped: the sweep was stopped before sparse and sf at budget 43'
     >>> stopped_note({}, [72], [43, 72])
     'skipped: the sweep was stopped before budget 72'
+    >>> stopped_note({10: ["nmf", "rpca", "monarch", "sparse"], 20: ["sf"]}, [30, 40], [10, 20, 30, 40])
+    'skipped: the sweep was stopped before nmf, rpca and 2 more methods at budget 10; sf at budget 20; budgets 30, 40'
     """
-    parts = [f"{and_listed(methods)} at budget {budget:,}" for budget, methods in unrun.items()]
+    budgets_by_methods: dict[tuple[str, ...], list[int]] = {}
+    for budget, methods in unrun.items():
+        budgets_by_methods.setdefault(tuple(methods), []).append(budget)
+    parts = [f"{_methods_text(list(methods))} at {_budgets_words(budgets, every)}"
+             for methods, budgets in budgets_by_methods.items()]
     if skipped:
-        parts.append(f"budget {skipped[0]:,}" if len(skipped) == 1 else budgets_text(skipped, every))
-    return f"skipped: the sweep was stopped before {and_listed(parts)}"
+        parts.append(_budgets_words(skipped, every))
+    listed = "; ".join(parts) if len(parts) > 1 and any(" and " in p for p in parts) else and_listed(parts)
+    return f"skipped: the sweep was stopped before {listed}"
+
+
+def _methods_text(methods: list[str]) -> str:
+    """"sf and rpca", or past :data:`METHODS_LISTED` the first two and a count: "sf, rpca and 9 more methods"."""
+    if len(methods) <= METHODS_LISTED:
+        return and_listed(methods)
+    return f"{', '.join(methods[:2])} and {len(methods) - 2:,} more methods"
+
+
+def _budgets_words(budgets: list[int], every: list[int]) -> str:
+    """"budget 1,000", or several as :func:`budgets_text` names them."""
+    return f"budget {budgets[0]:,}" if len(budgets) == 1 else budgets_text(budgets, every)
 
 
 def beyond_dense(n: int, methods: Sequence[str], *, count_indices: bool = COUNT_INDICES) -> dict[str, int]:

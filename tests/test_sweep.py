@@ -343,6 +343,22 @@ def test_a_reason_given_at_many_budgets_names_them_by_their_ends():
     assert _stopped_line("Ctrl-C", stopped).endswith("skipped (the 10 budgets 3,100 to 4,000)")
 
 
+def test_a_stop_that_left_many_methods_unrun_is_one_short_note():
+    """Many methods left unrun, at several budgets, were one "and" list of "and" lists ("tsvd, rpca, nmf,
+    ..., sparse at budget 1,000, tsvd, rpca, ... at budget 2,000 and budget 4,000"): budgets that left the
+    same methods unrun are named together, past three methods they are counted, and the parts are parted
+    by semicolons."""
+    from sfapprox.results import Comparison, MethodResult
+    from sfapprox.sweep import Sweep
+
+    methods = ["sf", "tsvd", "rpca", "nmf", "sparse", "monarch", "butterfly-hier"]
+    points = [Comparison({"name": "m", "n": 64}, b, str(b), [MethodResult("sf", "interrupted")]) for b in (1000, 2000)]
+    stopped = Sweep({"name": "m", "n": 64}, methods, points, skipped=[4000])
+    notes = [n for n in stopped.tables()[0].notes if n.startswith("skipped:")]
+    assert notes == ["skipped: the sweep was stopped before tsvd, rpca and 4 more methods at budgets 1,000, 2,000; "
+                     "budget 4,000"]
+
+
 def test_a_method_a_stop_left_unrun_at_its_point_is_skipped(monkeypatch):
     """A notebook's sweep stopped (Ctrl-C) during tsvd, run first, showed sf's cell at that budget as "–"
     with no note, where the point's comparison said "not run, the comparison was stopped first: sf"."""
