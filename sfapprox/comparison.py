@@ -40,6 +40,7 @@ from ._old_api import REQUIRED, fill_approximations, take_old_keywords
 from ._settings import (COUNT_INDICES, DEFAULT_METHODS, DEFAULT_TOTAL_TIME, PROTOCOLS, TEXT_MARKS, FitSettings,
                         LoadOptions)
 from ._progress import phase, same_progress
+from ._progress_line import progress_shown
 from ._signals import stop_cause, stop_requested
 from ._validation import (
     check_memory,
@@ -700,9 +701,7 @@ def compare(
         raise ParameterError(f"unknown protocol {protocol!r}; choose {' or '.join(PROTOCOLS)}")
     parse_budget(budget)
     _check_structure(structure)
-    from ._display import display_label, shown_progress
-
-    with shown_progress(progress, display_label(matrix), settings.max_iter, callback=callback, on_result=on_result,
+    with progress_shown(progress, matrix, settings.max_iter, callback=callback, on_result=on_result,
                         names=names) as (callback, on_result):
         saved = load_included(include, settings.max_memory)
         matrix = opened_input(matrix, load, settings.max_memory)

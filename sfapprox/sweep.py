@@ -15,6 +15,7 @@ from ._errors import InputError, ParameterError, ResourceError
 from ._old_api import REQUIRED, take_old_keywords
 from ._params import split_items
 from ._progress import phase
+from ._progress_line import progress_shown
 from ._settings import (COUNT_INDICES, DEFAULT_METHODS, DEFAULT_TIME_LIMIT, DEFAULT_TOTAL_TIME, PROTOCOLS, FitSettings,
                         LoadOptions)
 from .budget import parse_budget, resolve_budget
@@ -716,10 +717,8 @@ def sweep(
     if protocol not in PROTOCOLS:
         raise ParameterError(f"unknown protocol {protocol!r}; choose {' or '.join(PROTOCOLS)}")
     specs = _budget_specs(budgets)
-    from ._display import display_label, shown_progress
-
     # each budget names itself on the line (on_result's budget_starting), and the methods start again
-    with shown_progress(progress, display_label(matrix), settings.max_iter, callback=callback, on_result=on_result,
+    with progress_shown(progress, matrix, settings.max_iter, callback=callback, on_result=on_result,
                         names=names) as (callback, on_result):
         matrix = opened_input(matrix, load, settings.max_memory)
         if isinstance(matrix, MatrixSource) and from_columns(matrix, names, settings.max_memory):

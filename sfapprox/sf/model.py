@@ -31,6 +31,7 @@ from .._base import Approximation
 from .._device import resolve_device, resolve_dtype
 from .._errors import ConvergenceWarning, ParameterError, parameter, parameters, user_stacklevel
 from .._progress import coarse_progress, kernel_phase, phase
+from .._progress_line import progress_shown
 from .._settings import (
     DEFAULT_SEED,
     DEFAULT_TIME_LIMIT,
@@ -1660,10 +1661,8 @@ def fit_sf(X: MatrixLike, *, progress: bool = False, **params: Any) -> ChordSF:
     >>> sf.factors_.shape
     (2, 4, 3)
     """
-    from .._display import display_label, shown_progress
-
     model = ChordSF(**params)  # (its defaults: the line's iterations and time are the estimator's own)
-    with shown_progress(progress, f"SF {display_label(X)}", model.max_iter, callback=model.callback,
+    with progress_shown(progress, X, model.max_iter, prefix="SF ", callback=model.callback,
                         time_limit=model.time_limit) as (callback, _):
         if callback is not model.callback:
             model.callback = callback
