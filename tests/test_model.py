@@ -1100,3 +1100,103 @@ def test_the_scoring_s_compiling_is_recorded_apart_from_the_fit_s(monkeypatch, t
         assert 2.5 <= est.params_["scoring_compile_seconds"] <= est.params_["scoring_seconds"]
     else:
         assert "scoring_compile_seconds" not in est.params_ and est.params_["scoring_seconds"] >= 2.5
+
+
+# ---------------------------------------------------------------------------
+# A stop on a fresh install: no compiling after it, and one during the compiling
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stopped", [True, False])
+def test_a_stopped_fits_scoring_does_not_compile_the_apply_kernels(monkeypatch, stopped):
+    """Ctrl-C or SIGTERM during a fit on a fresh install: the scoring of the best factors compiled the apply
+    kernels first (9-17 s on 2 cores), and the stop waited for it.  Stopped, it scores on scipy's sparse factors,
+    to the same error; a fit not stopped still compiles them (the products users make next need them)."""
+    from sfapprox import _signals
+    from sfapprox._progress import kernel_phase
+    from sfapprox.operators import _chord_apply
+
+    n = 1100  # above TORCH_DENSE_MAX_N: the scoring's products are the apply kernels'
+    X = np.random.default_rng(0).standard_normal((n, n))
+    compiled, warmed = [], []
+    real = _chord_apply.FactorStack._apply_numba
+    monkeypatch.setattr(_chord_apply, "block_kernel_phase", lambda butterfly=False: kernel_phase(False))  # fresh
+    monkeypatch.setattr(_chord_apply, "warm_up_block_kernel", lambda butterfly=False: warmed.append(butterfly))
+    monkeypatch.setattr(_chord_apply.FactorStack, "_apply_numba",
+                        lambda self, B, t: (compiled.append(B.shape), real(self, B, t))[1])
+    # the stop as the CLI's handler records it (its KeyboardInterrupt swallowed: the loop acts on the flag)
+    monkeypatch.setattr(_signals, "_received", [2] if stopped else [])
+    sf = ChordSF(max_iter=2, device="cpu").fit(X)
+    assert (sf.stop_reason_ == "interrupted") == stopped
+    assert bool(compiled or warmed) != stopped, (compiled, warmed)
+    monkeypatch.setattr(_signals, "_received", [])
+    dense = sf.operator_.to_dense()
+    assert sf.fro_error_ == pytest.approx(np.linalg.norm(X - dense), rel=1e-9)
+
+
+INTERRUPTED_COMPILE = """
+import json, os, signal, sys
+import numpy as np
+import numba.core.compiler as compiler
+from sfapprox import ChordSF
+
+real, calls = compiler.compile_extra, []
+
+def compile_extra(*args, **kwargs):  # numba compiling a kernel: the stop arrives inside it
+    calls.append(1)
+    if len(calls) == int(sys.argv[1]):
+        os.kill(os.getpid(), signal.SIGINT)
+    return real(*args, **kwargs)
+
+compiler.compile_extra = compile_extra
+X = np.random.default_rng(0).standard_normal((48, 48))
+sf = ChordSF(max_iter=50, device="cpu").fit(X)
+print(json.dumps({"stop": sf.stop_reason_, "iterations": sf.n_iter_, "rel": sf.rel_error_,
+                  "exact": float(np.linalg.norm(X - sf.operator_.to_dense()) / np.linalg.norm(X)),
+                  "compiles": len(calls)}))
+if len(sys.argv) > 2:  # a notebook's next fit, in the same process
+    again = ChordSF(max_iter=50, device="cpu").fit(X)
+    print(json.dumps({"stop": again.stop_reason_, "iterations": again.n_iter_, "rel": again.rel_error_}))
+"""
+
+
+def _interrupted_compile(tmp_path, *args) -> list[dict]:
+    import json
+    import subprocess
+    import sys
+
+    script = tmp_path / "interrupted_compile.py"
+    script.write_text(INTERRUPTED_COMPILE)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_CACHE_DIR": str(tmp_path / "numba"),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, str(script), *map(str, args)], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def test_a_stop_while_the_kernels_compile_returns_the_fit_as_a_stop_in_its_iterations(tmp_path):
+    """A KeyboardInterrupt in the first fit's compiling (an empty numba cache) surfaced from numba's compiler
+    internals, where one in the iterations returns the fit, stop_reason_ "interrupted", its best factors kept.
+    Now the same: the start kept, no iteration, its error scored."""
+    (first,) = _interrupted_compile(tmp_path, 1)
+    assert first["stop"] == "interrupted" and first["iterations"] == 0 and first["compiles"] == 1
+    assert 0 < first["rel"] == pytest.approx(first["exact"], rel=1e-9)
+
+
+@pytest.mark.slow
+def test_after_a_stop_while_the_kernels_compile_the_next_fits_compile_and_cache_them(tmp_path):
+    """Cut short in its compiling (the third function compiled: some cached, some not), a fit leaves numba's
+    cache usable: the next fit in the same process compiles the rest and fits; a later process loads them all."""
+    first, again = _interrupted_compile(tmp_path, 3, "again")
+    assert first["stop"] == "interrupted" and first["iterations"] == 0
+    assert again["stop"] != "interrupted" and again["iterations"] > 0 and again["rel"] < 1
+    import subprocess
+    import sys
+
+    probe = ("from sfapprox.sf import _kernels; import torch; before = _kernels.kernels_cached(); "
+             "_kernels.warm_up_numba(torch.float64); print(before, _kernels.kernels_cached())")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_CACHE_DIR": str(tmp_path / "numba"),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, env=env)
+    assert done.stdout.split() == ["True", "True"], done.stderr[-3000:]

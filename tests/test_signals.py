@@ -51,9 +51,9 @@ def _default_sigint() -> None:
 class Cli:
     """``python -m sfapprox.cli ...`` with stderr collected line by line in a thread."""
 
-    def __init__(self, *args) -> None:
+    def __init__(self, *args, env: dict[str, str] | None = None) -> None:
         env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-                   OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+                   OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", **(env or {}))
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "sfapprox.cli", *map(str, args)],
             cwd=REPO, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -159,6 +159,30 @@ def test_sigterm_twice_during_fit_still_writes_best_factors_and_exits_143(slow_r
     saved = load_factors(out)
     assert saved.fit["stop_reason"] == "interrupted" and saved.n == 300
     assert not [p.name for p in out.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_on_a_fresh_install_is_not_kept_waiting_by_compiling(tmp_path, signum):
+    """An empty numba cache (a fresh install): the fit stopped, but its scoring then compiled the apply
+    kernels (N above 1,024) before the command could answer: 19.7 s from the SIGINT to the exit on 2 busy
+    cores.  Now scored on scipy's sparse factors, to the same error."""
+    matrix, out, js = tmp_path / "m.npy", tmp_path / "f.h5", tmp_path / "f.json"
+    X = np.random.default_rng(5).standard_normal((1100, 1100))
+    np.save(matrix, X)
+    cli = Cli("fit", matrix, "--iters", "100000", "--device", "cpu", "--out", out, "--json", js,
+              env={"NUMBA_CACHE_DIR": str(tmp_path / "numba")})
+    cli.wait_for("optimizer running", timeout=300)  # after the fitting kernels' compiling
+    time.sleep(0.5)
+    took = cli.interrupt(signum)
+    print(f"fit on a fresh install stopped {took:.2f} s after {signal.Signals(signum).name}")
+    stderr = "".join(cli.stderr)
+    assert cli.proc.returncode == 128 + signum, stderr
+    assert took < STOP_WITHIN, f"took {took:.1f} s to stop"
+    assert "Traceback" not in stderr and "best factors" in stderr
+    summary = json.loads(js.read_text())
+    assert summary["stop_reason"] == "interrupted" and summary["scored"] is True
+    assert np.linalg.norm(X - load_factors(out).to_dense()) == pytest.approx(summary["fro_error"], rel=1e-9)
 
 
 def test_sigint_during_compare_writes_partial_json(slow_runs):

@@ -29,7 +29,9 @@ module from ``ChordOperator.to_torch`` instead.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -46,6 +48,7 @@ __all__ = [
     "THREADS",
     "FactorStack",
     "backend",
+    "block_kernel_compiles",
     "block_kernel_phase",
     "warm_up_block_kernel",
     "offset_plan",
@@ -137,6 +140,18 @@ def block_kernel_phase(butterfly: bool = False) -> str | None:
     if kernel.signatures:  # compiled, or loaded from the cache, by this process
         return None
     return kernel_phase(bool(cached_signatures(kernel)))
+
+
+def block_kernel_compiles(butterfly: bool = False) -> bool:
+    """Whether the next wide product would first compile the block kernel: the numba backend runs, and
+    the kernel is neither compiled by this process nor held by numba's on-disk cache (a fresh install).
+
+    A stopped fit's scoring asks this: it then runs on scipy's sparse factors
+    (:meth:`FactorStack.uncompiled`) rather than keep the stop waiting for seconds of compiling.
+    """
+    from .._progress import kernel_phase
+
+    return block_kernel_phase(butterfly) == kernel_phase(False)
 
 
 def warm_up_block_kernel(butterfly: bool = False) -> None:
@@ -260,10 +275,26 @@ class FactorStack:
         self.butterfly = self.offsets.size == 0
         self._plans = None  # the vector kernel's (forward, transposed) plans, made on first use
         self._csr = None  # (factors, transposed factors), built on first use by the scipy backend
+        self._uncompiled = 0  # depth of uncompiled() blocks: while above 0, products use scipy
 
     @property
     def n(self) -> int:
         return self.packed.shape[2]
+
+    @contextlib.contextmanager
+    def uncompiled(self) -> Iterator[None]:
+        """This stack's products inside the block run on the scipy backend, whatever :func:`backend` says.
+
+        For work that must not wait for numba to compile (a fit's scoring after Ctrl-C or SIGTERM on a
+        fresh install: the block kernel's compiling kept the stop waiting for 9-17 s); the numbers are
+        the same within rounding (the sums run in another order).  Products by other threads inside the
+        block (a scoring's column blocks) use scipy too.
+        """
+        self._uncompiled += 1
+        try:
+            yield
+        finally:
+            self._uncompiled -= 1
 
     def apply(self, B: np.ndarray, transpose: bool = False) -> np.ndarray:
         """``A @ B`` (or ``A.T @ B``) for ``B`` of shape (N,) or (N, c); float64 result.
@@ -277,7 +308,7 @@ class FactorStack:
         B = np.ascontiguousarray(B, dtype=np.float64)
         if B.ndim == 2 and B.shape[1] == 1:  # the vector kernel is 2-4x faster than a 1-column block
             return self.apply(B[:, 0], transpose)[:, None]
-        if backend() == "numba":
+        if not self._uncompiled and backend() == "numba":
             try:
                 return self._apply_numba(B, transpose)
             except Exception as exc:  # a failed compile (broken llvmlite, ...) must not break apply

@@ -671,6 +671,7 @@ class ChordSF(Approximation):
             # so the optimizer leaves the scoring its time (see optimizer_time_limit).
             # The preferred start first: the one that runs alone where a race cannot be afforded.
             fun0, first = runs.get(PREFERRED) or next(iter(runs.values()))
+            warmed = True  # False: a stop came while the kernels compiled
             if self.kernel_ == "numba":
                 preparing.end()  # the kernels' own phase next
                 # Compiled first (seconds on a fresh install), so that neither the first evaluation's
@@ -679,33 +680,37 @@ class ChordSF(Approximation):
                 compiling = _timing.now()
                 cached = _kernels.kernels_cached()
                 with phase(self.callback, kernel_phase(cached)):
-                    _kernels.warm_up_numba(dtype)
-                    _solver.warm_up(dtype, fun)
+                    warmed = _warm_up_kernels(dtype, fun)
                 warm_up = _timing.now() - compiling
                 fit_begin += warm_up
                 self._warm_up_seconds = warm_up
                 # outside the time limit, inside the fit's seconds: said, or "sf 15.0 s" beside --time-limit 5
                 # read as a limit not kept
-                compiled = None if cached or warm_up < COMPILE_NOTE_SECONDS else warm_up
-            # (after the kernels' phase, timing an evaluation is preparing again)
-            with phase(self.callback, "preparing") if self.kernel_ == "numba" else contextlib.nullcontext():
-                _solver.evaluate_start(fun0, first)
-                if self.kernel_ == "triton":
-                    # triton compiles its kernels on their first launch (4 s measured on an H100, once per
-                    # install): time one more, or the scoring's reserve below would count the compile
-                    began = _timing.now()
-                    fun0(first["x"])
-                    first["eval_seconds"] = _timing.now() - began
-            preparing.end()  # the first iteration reports next
-            # The scoring runs in float64: a float32 fit's evaluation counts for half of one (see SCORING_EVALS).
-            scoring_eval = first["eval_seconds"] * 8 / dtype.itemsize
-            limit = optimizer_time_limit(self.time_limit, _timing.now() - fit_begin, scoring_eval)
-            progress = self._progress(scale, start, states, governor.poll)
-            if self.checkpoint is not None:
-                progress = self._checkpointing(progress, states, shape, scale, offsets)
-            name, reason = multistart(runs, self._options, max_iter=self.max_iter, time_limit=limit,
-                                      probe=self.probe, callback=progress, n_factors=n_factors,
-                                      target_norm2=(fro / scale) ** 2)
+                compiled = None if cached or not warmed or warm_up < COMPILE_NOTE_SECONDS else warm_up
+            if not warmed:
+                # as a stop during the iterations: the best factors so far (the preferred start, no
+                # iteration run) kept, stop_reason_ "interrupted"
+                name, reason = next(k for k, (_, st) in runs.items() if st is first), _solver.StopReason.INTERRUPTED
+            else:
+                # (after the kernels' phase, timing an evaluation is preparing again)
+                with phase(self.callback, "preparing") if self.kernel_ == "numba" else contextlib.nullcontext():
+                    _solver.evaluate_start(fun0, first)
+                    if self.kernel_ == "triton":
+                        # triton compiles its kernels on their first launch (4 s measured on an H100, once per
+                        # install): time one more, or the scoring's reserve below would count the compile
+                        began = _timing.now()
+                        fun0(first["x"])
+                        first["eval_seconds"] = _timing.now() - began
+                preparing.end()  # the first iteration reports next
+                # The scoring runs in float64: a float32 fit's evaluation counts for half of one (see SCORING_EVALS).
+                scoring_eval = first["eval_seconds"] * 8 / dtype.itemsize
+                limit = optimizer_time_limit(self.time_limit, _timing.now() - fit_begin, scoring_eval)
+                progress = self._progress(scale, start, states, governor.poll)
+                if self.checkpoint is not None:
+                    progress = self._checkpointing(progress, states, shape, scale, offsets)
+                name, reason = multistart(runs, self._options, max_iter=self.max_iter, time_limit=limit,
+                                          probe=self.probe, callback=progress, n_factors=n_factors,
+                                          target_norm2=(fro / scale) ** 2)
         state = states[name]
         self.threads_ = governor.used
         self.seconds_ = time.perf_counter() - start
@@ -956,7 +961,13 @@ class ChordSF(Approximation):
         if held or (self.time_limit is None and isinstance(source, (ArraySource, SparseSource))):
             # scored exactly: X is in memory, or (sparse, mapped) no time limit bounds a pass over it
             matrix = source.array if isinstance(source, ArraySource) else source.matrix
-            if self._scored(lambda: operator_error(matrix, self.operator_, threads=self.threads), (None, None)):
+            self._uncompiled = self._scores_uncompiled(n)
+
+            def exact() -> tuple[float, float | None]:
+                with self._products(self.operator_):
+                    return operator_error(matrix, self.operator_, threads=self.threads)
+
+            if self._scored(exact, (None, None)):
                 self.error_from_pass_ = not held  # a comparison from columns need not score it again
         else:  # not known without a pass over X: the caller's estimate_errors scores it, within its time
             # share (a pass here, unlimited, took 263 s after a 10 s fit of a sparse 60,025-order matrix)
@@ -1359,6 +1370,7 @@ class ChordSF(Approximation):
             # a resumed fit's iterations are this run's: those of the fit it started from are said apart
             **({"iterations_before": self._iterations_before} if getattr(self, "_iterations_before", 0) else {}),
         }
+        self._uncompiled = False  # the scoring's products on the compiled kernels (see _scores_uncompiled)
         if dense is None:
             self.fro_error_, self.rel_error_ = 0.0, None
             return
@@ -1371,8 +1383,11 @@ class ChordSF(Approximation):
                 on_device = product_error_and_multiple(values, self.offsets_, dense, fro, device)
             # else (and where the GPU has no room for it) the CPU's product
             if on_device is None:
-                self._apply_kernels_ready(dense.shape[0])
-                on_device = operator_error_and_multiple(dense, self.operator_, fro, threads=self.threads)
+                self._uncompiled = self._scores_uncompiled(dense.shape[0])
+                if not self._uncompiled:
+                    self._apply_kernels_ready(dense.shape[0])
+                with self._products(self.operator_):
+                    on_device = operator_error_and_multiple(dense, self.operator_, fro, threads=self.threads)
             err, rel, sums["inner"], sums["square"] = on_device
             return err, rel
 
@@ -1387,6 +1402,29 @@ class ChordSF(Approximation):
             # the final scoring (its apply kernels' compiling on a fresh install included): after the optimizer,
             # in no fit_seconds (seconds_), told apart by fit_matrix's summary as compare's row tells its whole turn
             self.params_["scoring_seconds"] = _timing.now() - began
+
+    def _scores_uncompiled(self, n: int) -> bool:
+        """Whether the final scoring of an ``n x n`` product runs on scipy's sparse factors rather than the
+        compiled apply kernels: where the fit was stopped (Ctrl-C or SIGTERM, during the optimizer or
+        before it) and numba would first have to compile them (a fresh install).
+
+        Compiling them took 9-17 s after the stop on a 2-core machine, and the stop waited for it; scipy's
+        products give the same errors within rounding, 1.2-5x slower than compiled ones (a fraction of a
+        second at N = 1,100).  Up to ``TORCH_DENSE_MAX_N`` the fitting kernels form the product: no compiling.
+        """
+        from .._signals import stop_requested
+        from ..operators import _chord_apply, chord
+        from ._solver import StopReason
+
+        if n <= chord.TORCH_DENSE_MAX_N:
+            return False
+        stopped = self.stop_reason_ == StopReason.INTERRUPTED or stop_requested()
+        return stopped and _chord_apply.block_kernel_compiles(self.support == "butterfly")
+
+    def _products(self, operator: ChordOperator) -> contextlib.AbstractContextManager:
+        """Where ``operator``'s products run during the final scoring: on scipy's sparse factors where
+        :meth:`_scores_uncompiled` said so, else where they always do."""
+        return operator._stack.uncompiled() if self._uncompiled else contextlib.nullcontext()
 
     def _apply_kernels_ready(self, n: int) -> None:
         """The compiled apply kernels the CPU scoring of an ``n x n`` product runs, compiled (or loaded)
@@ -1457,7 +1495,8 @@ class ChordSF(Approximation):
         operator = self._operator(scaled)
         rel = multiple_error(inner, square, fro * fro)
         if rel < MULTIPLE_SCORED_BELOW:
-            errors = operator_error(dense, operator, fro, threads=self.threads)
+            with self._products(operator):
+                errors = operator_error(dense, operator, fro, threads=self.threads)
         else:
             errors = (rel * fro, rel)
         # set together, after any scoring: a stop during it leaves the unscaled product and its errors
@@ -1474,6 +1513,31 @@ class ChordSF(Approximation):
             The product of the fitted factors, of shape ``(N, N)``.
         """
         return self.operator_.to_dense()
+
+
+def _warm_up_kernels(dtype, objective) -> bool:
+    """Compile (or load from numba's cache) the kernel and L-BFGS iterations an in-memory CPU fit in
+    ``dtype`` runs; False where a ``KeyboardInterrupt`` (Ctrl-C, or SIGTERM's handler) stopped it.
+
+    On a fresh install this takes seconds (8-17 s on 2 busy cores); a stop then surfaced from deep in
+    numba's compiler, where one a moment later (in the iterations) returns the fit with its best factors.
+    A compile cut short leaves numba's cache usable: numba writes each compiled function after it compiled,
+    to a temporary file moved in place, then its index entry (numba 0.6x), so a stop leaves at most a stray
+    temporary file, never a half-written entry; the next run compiles what is missing.
+    """
+    from . import _kernels, _solver
+    from .._compiled import raise_interrupt
+
+    try:
+        try:
+            _kernels.warm_up_numba(dtype)
+            _solver.warm_up(dtype, objective)
+        except Exception as exc:  # noqa: BLE001 - numba can wrap the stop in a SystemError
+            raise_interrupt(exc)
+            raise
+    except KeyboardInterrupt:
+        return False
+    return True
 
 
 def _column_plan():
