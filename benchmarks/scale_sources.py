@@ -179,6 +179,171 @@ class _block_clock:
         self.module._timing = self.real
 
 
+# ------------------------------------------------------------------------------------------------ cut passes
+#: The shares of a whole pass at which ``--cut``'s fits stop: of the columns read (rsvd's one pass, sparse's
+#: top-s pass), of the pivots its budget holds (Nyström, whose columns are its pivots).
+CUT_SHARES = (0.25, 0.5)
+#: The share of the columns ``--cut``'s time-stopped scoring samples (a quarter: about the existing
+#: *timed* column's 913 of 4,096).
+CUT_SCORED = 0.25
+#: ``--cut``'s time-stopped scoring's tolerance: none met (only its time limit stops it, at a fixed sample).
+TIME_ONLY = 1e-9
+#: ``--cut``'s methods: each stops its pass at a time limit.
+CUT_METHODS = ("rsvd", "nystrom", "sparse")
+#: The methods whose fit takes the run's seed: only their fits can be given the scoring's stream (``--cut``'s
+#: *same stream* columns; sparse's cut pass takes stream SPARSE_ORDER of seed 0 whatever the run's seed).
+SEEDED = ("rsvd", "nystrom")
+
+
+class _PassClock:
+    """The clock every time-limit decision reads while :func:`cut_coverage` runs: it moves only when
+    :class:`_PacedKernel` reads columns, one "second" per whole pass, so a cut falls where the limit says
+    whatever the machine's load (the tests' fake clock, ``tests/conftest.py``)."""
+
+    def __init__(self) -> None:
+        self.time = 0.0
+
+    def __call__(self) -> float:
+        return self.time
+
+    def advance(self, seconds: float) -> None:
+        self.time += seconds
+
+    def __enter__(self) -> "_PassClock":
+        from sfapprox import _timing
+
+        self.real, _timing.clock = _timing.clock, self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        from sfapprox import _timing
+
+        _timing.clock = self.real
+
+
+def _paced_kernel(points: np.ndarray, dense: np.ndarray, clock: _PassClock):
+    """The RBF kernel of ``points`` read in blocks of :data:`BLOCK` columns, each read moving ``clock`` by
+    its share of a pass; its columns copied from ``dense`` (the same numbers, formed once, not recomputed
+    in every repeat)."""
+    from sfapprox.sources import KernelMatrix
+
+    class Paced(KernelMatrix):
+        def block_width(self, max_memory=None, *, extra_columns=0):
+            return BLOCK
+
+        def _columns(self, J):
+            clock.advance(J.size / self.n)
+            return dense[:, J]
+
+    return Paced(points, bandwidth=BANDWIDTH)
+
+
+def cut_coverage(n: int, repeats: int) -> dict:
+    """How often the 95 % intervals hold the exact error of a fit whose one pass was cut, at each of
+    :data:`CUT_SHARES`: per seed 1..``repeats``, each method fitted (that seed) under a time limit that cuts
+    it there, scored by ``estimate_errors`` (that seed) forced to sample by a time limit (a quarter of the
+    columns) and stopped by its tolerance alone, against the exact error from every column.  *Same stream*:
+    the seeded fits again with the seed whose stream is the scoring's sample (``seed + SCORING * 2**32``:
+    numpy takes an int's 32-bit words as its entropy, so ``default_rng`` of it is ``default_rng([seed,
+    SCORING])``): the fit reads its columns in the order the scoring samples them, as both did before."""
+    import warnings
+
+    from sfapprox import _streams
+    from sfapprox.budget import sf_count
+    from sfapprox.estimate import estimate_errors, scoring_order
+    from sfapprox.sources import KernelMatrix
+
+    warnings.simplefilter("ignore")
+    started = time.perf_counter()
+    points = cloud(n)
+    dense = KernelMatrix(points, bandwidth=BANDWIDTH).to_dense()
+    x = np.einsum("ij,ij->j", dense, dense)
+    budget = sf_count(n)
+    memory = int(BLOCK * 16 * n / 0.125)
+    blocks = n // BLOCK
+    scored = CUT_SCORED + 0.5 / blocks  # a limit that ends the sampling pass after a quarter's blocks
+    # the same-stream fits' seed: its stream is the scoring's (numpy's SeedSequence takes an int's 32-bit words)
+    same_seed = lambda seed: seed + (_streams.SCORING << 32)
+    assert np.array_equal(np.random.default_rng(same_seed(7)).permutation(n), scoring_order(n, 7))
+    rows = []
+    with _PassClock() as clock:
+        paced = _paced_kernel(points, dense, clock)
+        for share in CUT_SHARES:
+            for method in CUT_METHODS:
+                for same in (False, True) if method in SEEDED else (False,):
+                    runs, fitted = [], None
+                    for seed in range(1, repeats + 1):
+                        if fitted is None or method in SEEDED:  # (sparse takes no seed: one fit for every seed)
+                            op, read = _cut_fit(method, paced, n, budget, share, same_seed(seed) if same else seed, clock)
+                            fitted = (op, read, _exact(dense, op, x))
+                        op, read, exact = fitted
+                        clock.time = 0.0
+                        timed = estimate_errors(paced, {method: op}, time_limit=scored, rtol=TIME_ONLY, seed=seed,
+                                                max_memory=memory)[method]
+                        clock.time = 0.0
+                        stopped = estimate_errors(paced, {method: op}, time_limit=(blocks - 1) / blocks,
+                                                  rtol=COVERAGE_RTOL, seed=seed, max_memory=memory)[method]
+                        overlap = float(np.isin(scoring_order(n, seed)[:timed.columns], read).mean())
+                        runs.append((timed, stopped, exact, read.size, overlap))
+                    rows.append(_cut_row(method, share, same, runs))
+                    print(json.dumps(rows[-1]), flush=True)
+    return {"n": n, "repeats": repeats, "rtol": COVERAGE_RTOL, "scored": CUT_SCORED,
+            "seconds": time.perf_counter() - started, "rows": rows}
+
+
+def _cut_fit(method: str, source, n: int, budget: int, share: float, seed: int, clock: _PassClock):
+    """``method`` fitted (``seed``) to ``source`` under the time limit that cuts it at ``share``; its
+    operator and the columns it read (Nyström: its pivots)."""
+    from sfapprox import FitSettings, _streams
+    from sfapprox._base import RunContext, get_method
+    from sfapprox.budget import nystrom_rank_for_budget
+
+    if method == "nystrom":  # its columns are its pivots, read a few at a time: the limit a share of them
+        limit = (share * nystrom_rank_for_budget(n, budget) + 0.5) / n
+    else:  # half a block past the share: the pass stops after its share's blocks
+        limit = share + 0.5 * BLOCK / n
+    clock.time = 0.0
+    fitted = get_method(method).make(n, budget, RunContext(FitSettings(time_limit=limit, seed=seed))).fit(source)
+    if method == "nystrom":
+        return fitted.operator_, np.asarray(fitted.pivots_)
+    read = fitted.params_.get("columns_read", n)
+    stream = seed if method == "rsvd" else [0, _streams.SPARSE_ORDER]  # the pass's order (_streams)
+    return fitted.operator_, np.random.default_rng(stream).permutation(n)[:read]
+
+
+def _exact(dense: np.ndarray, op, x: np.ndarray) -> tuple[float, float]:
+    """``op``'s exact Frobenius and relative errors against the formed ``dense``, from every column (in
+    contiguous blocks: views of ``dense``, not copies, the residual formed in place)."""
+    from sfapprox.metrics import surrogate_columns
+
+    n, total = dense.shape[0], 0.0
+    for j in range(0, n, 512):
+        R = surrogate_columns(op, np.arange(j, min(n, j + 512)), n)
+        R -= dense[:, j:j + 512]
+        total += float(np.vdot(R, R))
+    return float(np.sqrt(total)), float(np.sqrt(total / x.sum()))
+
+
+def _cut_row(method: str, share: float, same: bool, runs: list) -> dict:
+    """One row of ``--cut``: coverage of the timed and the tolerance-stopped intervals, and what explains it."""
+    timed = [r[0] for r in runs]
+    exact = [r[2] for r in runs]
+    fro = lambda ests: float(np.mean([e.exact or e.fro_interval[0] <= ex[0] <= e.fro_interval[1]
+                                      for e, ex in zip(ests, exact)]))
+    rel = lambda ests: float(np.mean([e.exact or e.rel_interval[0] <= ex[1] <= e.rel_interval[1]
+                                      for e, ex in zip(ests, exact)]))
+    out = {"method": method, "share": share, "same_stream": same, "read": float(np.mean([r[3] for r in runs])),
+           "exact_rel": float(np.mean([ex[1] for ex in exact])),
+           "exact_rel_spread": float(np.std([ex[1] for ex in exact])),
+           "overlap": float(np.mean([r[4] for r in runs]))}
+    for name, ests in (("timed", timed), ("tolerance", [r[1] for r in runs])):
+        out[name] = {"coverage": fro(ests), "coverage_rel": rel(ests),
+                     "mean_columns": float(np.mean([e.columns for e in ests])),
+                     "bias": float(np.mean([e.rel_error / ex[1] - 1 for e, ex in zip(ests, exact)])),
+                     "mean_relative_half_width": float(np.mean([(e.half_width() or 0.0) / e.fro_error for e in ests]))}
+    return out
+
+
 # ------------------------------------------------------------------------------------------------ scale
 def _executor(kind: str, workers: int):
     """A context manager giving the executor of ``--executor`` (None: local)."""
@@ -316,6 +481,8 @@ def render(data: dict) -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--coverage", action="store_true")
+    ap.add_argument("--cut", action="store_true",
+                    help="--coverage: of fits whose one pass was cut by their time limit (at a quarter and half of it)")
     ap.add_argument("--scale", action="store_true")
     ap.add_argument("--real", action="store_true")
     ap.add_argument("--sizes", default="4096,8192")
@@ -345,7 +512,10 @@ def main() -> int:
         data.setdefault("commands", [])
         if command not in data["commands"]:
             data["commands"].append(command)
-    if args.coverage:
+    if args.coverage and args.cut:  # its own section, a size's run replacing that size's
+        runs = [r for r in data.get("cut_coverage", []) if r["n"] not in sizes]
+        data["cut_coverage"] = sorted(runs + [cut_coverage(n, args.repeats) for n in sizes], key=lambda r: r["n"])
+    elif args.coverage:
         data["coverage"] = [coverage(n, args.repeats, args.sample_seconds) for n in sizes]
         print(json.dumps(data["coverage"], indent=1), flush=True)
     if args.scale or args.real:
