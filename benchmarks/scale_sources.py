@@ -3,6 +3,7 @@
 Run by hand (not part of the tests):
 
     python benchmarks/scale_sources.py --coverage --sizes 4096,8192 --repeats 100
+    python benchmarks/scale_sources.py --coverage --cut --sizes 4096 --repeats 100
     python benchmarks/scale_sources.py --scale --sizes 16384,65536 --time-limit 600 --max-memory 4G
     python benchmarks/scale_sources.py --scale --sizes 8192 --time-limit 120 --max-memory 1G
     python benchmarks/scale_sources.py --scale --sizes 65536 --time-limit 1800 --methods sf,nystrom,rsvd
@@ -16,6 +17,13 @@ exact error of each surrogate (nystrom, rsvd, sparse) against the 95 % intervals
 :func:`sfapprox.estimate.estimate_errors` gives from random columns (seed 1..R), with the sampling
 stopped by a time limit and by its tolerance, and of the estimator alone on 10,000 random samples of
 256 and 1,024 columns: the share of repeats whose interval holds the exact error.
+
+``--coverage --cut``: the same for fits whose one pass their time limit cut (randomized SVD's and sparse's
+at 25 % and 50 % of the columns, Nyström at those shares of its pivots), each fitted per seed and
+scored with that seed (the scoring's sample drawn from its own stream, ``sfapprox.estimate.scoring_order``),
+and, for contrast, the seeded fits given the scoring's stream (their pass then reads the columns the
+scoring samples first, as both did before).  The cut falls where a clock that moves only with the columns
+read says, so it is the same on any machine (:class:`_PassClock`).
 
 ``--scale``: ``sfapprox.compare(KernelMatrix, ["nystrom", "rsvd", "sparse", "rpca"])`` (or ``--methods``;
 ``sf`` fits from column blocks there) at SF's budget
@@ -197,7 +205,7 @@ SEEDED = ("rsvd", "nystrom")
 
 class _PassClock:
     """The clock every time-limit decision reads while :func:`cut_coverage` runs: it moves only when
-    :class:`_PacedKernel` reads columns, one "second" per whole pass, so a cut falls where the limit says
+    :func:`_paced_kernel`'s source reads columns, one "second" per whole pass, so a cut falls where the limit says
     whatever the machine's load (the tests' fake clock, ``tests/conftest.py``)."""
 
     def __init__(self) -> None:
@@ -250,7 +258,7 @@ def cut_coverage(n: int, repeats: int) -> dict:
 
     from sfapprox import _streams
     from sfapprox.budget import sf_count
-    from sfapprox.estimate import estimate_errors, scoring_order
+    from sfapprox.estimate import _skewness, estimate_errors, scoring_order
     from sfapprox.sources import KernelMatrix
 
     warnings.simplefilter("ignore")
@@ -271,12 +279,16 @@ def cut_coverage(n: int, repeats: int) -> dict:
         for share in CUT_SHARES:
             for method in CUT_METHODS:
                 for same in (False, True) if method in SEEDED else (False,):
-                    runs, fitted = [], None
+                    runs, fitted, alone = [], None, None
                     for seed in range(1, repeats + 1):
                         if fitted is None or method in SEEDED:  # (sparse takes no seed: one fit for every seed)
                             op, read = _cut_fit(method, paced, n, budget, share, same_seed(seed) if same else seed, clock)
-                            fitted = (op, read, _exact(dense, op, x))
+                            e = _column_errors(dense, op)
+                            fitted = (op, read, (float(np.sqrt(e.sum())), float(np.sqrt(e.sum() / x.sum()))))
                         op, read, exact = fitted
+                        if alone is None:  # the first seed's fit: the estimator alone, on many samples
+                            alone = {"skewness": _skewness(e), **{str(size): _sampled_coverage(e, x, size, exact)
+                                                                  for size in SAMPLE_SIZES}}
                         clock.time = 0.0
                         timed = estimate_errors(paced, {method: op}, time_limit=scored, rtol=TIME_ONLY, seed=seed,
                                                 max_memory=memory)[method]
@@ -285,7 +297,7 @@ def cut_coverage(n: int, repeats: int) -> dict:
                                                   rtol=COVERAGE_RTOL, seed=seed, max_memory=memory)[method]
                         overlap = float(np.isin(scoring_order(n, seed)[:timed.columns], read).mean())
                         runs.append((timed, stopped, exact, read.size, overlap))
-                    rows.append(_cut_row(method, share, same, runs))
+                    rows.append({**_cut_row(method, share, same, runs), "sampled": alone})
                     print(json.dumps(rows[-1]), flush=True)
     return {"n": n, "repeats": repeats, "rtol": COVERAGE_RTOL, "scored": CUT_SCORED,
             "seconds": time.perf_counter() - started, "rows": rows}
@@ -311,17 +323,17 @@ def _cut_fit(method: str, source, n: int, budget: int, share: float, seed: int, 
     return fitted.operator_, np.random.default_rng(stream).permutation(n)[:read]
 
 
-def _exact(dense: np.ndarray, op, x: np.ndarray) -> tuple[float, float]:
-    """``op``'s exact Frobenius and relative errors against the formed ``dense``, from every column (in
-    contiguous blocks: views of ``dense``, not copies, the residual formed in place)."""
+def _column_errors(dense: np.ndarray, op) -> np.ndarray:
+    """``op``'s squared error in every column of the formed ``dense`` (in contiguous blocks: views of
+    ``dense``, not copies, the residual formed in place)."""
     from sfapprox.metrics import surrogate_columns
 
-    n, total = dense.shape[0], 0.0
+    n, parts = dense.shape[0], []
     for j in range(0, n, 512):
         R = surrogate_columns(op, np.arange(j, min(n, j + 512)), n)
         R -= dense[:, j:j + 512]
-        total += float(np.vdot(R, R))
-    return float(np.sqrt(total)), float(np.sqrt(total / x.sum()))
+        parts.append(np.einsum("ij,ij->j", R, R))
+    return np.concatenate(parts)
 
 
 def _cut_row(method: str, share: float, same: bool, runs: list) -> dict:
@@ -434,6 +446,41 @@ def _coverage_cell(r: dict | None) -> str:
     return f"{r['coverage']:.3f} / {r['coverage_rel']:.3f} ({r['mean_columns']:.0f})"
 
 
+def _cut_lines(runs: list) -> list[str]:
+    """The ``--coverage --cut`` section."""
+    lines = ["## Do the 95 % intervals hold the exact error of a fit whose pass was cut?", "",
+             f"The kernel of the section above; each method fitted at SF's budget with its one pass cut by its time "
+             f"limit at a share of it (rsvd's one pass and sparse's top-s pass: of the columns, in blocks of {BLOCK}; "
+             "Nyström: of the pivots its budget holds), on a clock that moves only with the columns read (a whole "
+             "pass one \"second\"), so the cut is the same on any machine. Per seed 1..R the fit takes that seed and "
+             "`estimate_errors` the same seed, as `compare` gives both; the exact error from every column. *Timed*: "
+             f"the scoring forced to sample by a time limit, {CUT_SCORED:.0%} of the columns (no tolerance). "
+             f"*Tolerance*: stopped by `rtol` {COVERAGE_RTOL:g} alone. Each: coverage of ‖X−X̂‖_F / of the relative "
+             "error (mean columns), and the relative error's mean bias. *Fit's stream*: `own` as today; `scoring's` "
+             "the fit given the seed whose stream is the scoring's sample (`seed + 1000·2³²`: numpy takes an int's "
+             "32-bit words as its entropy), so its pass reads columns in the order the scoring samples them, as "
+             "before `scoring_order` (sparse's cut pass takes no seed: not reproducible that way). *Sample read*: "
+             "the share of the timed sample's columns the fit had read. *Skewness*, *alone m*: of the first seed's "
+             f"fit, the skewness of its squared column errors and the estimator alone on {SAMPLED_REPEATS:,} random "
+             "samples of m columns (±0.2 %).", "",
+             "| N | R | method | cut at | columns read | exact relative error (mean ± sd) | fit's stream | timed | "
+             "bias | tolerance | bias | sample read | skewness | "
+             + " | ".join(f"alone m = {m}" for m in SAMPLE_SIZES) + " |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|" + "---|" * len(SAMPLE_SIZES)]
+    for run in runs:
+        for r in run["rows"]:
+            cells = []
+            for way in ("timed", "tolerance"):
+                c = r[way]
+                cells += [f"{c['coverage']:.2f} / {c['coverage_rel']:.2f} ({c['mean_columns']:.0f})", f"{c['bias']:+.2%}"]
+            lines.append(f"| {run['n']:,} | {run['repeats']} | {r['method']} | {r['share']:.0%} | {r['read']:,.0f} | "
+                         f"{r['exact_rel']:.4f} ± {r['exact_rel_spread']:.4f} | "
+                         f"{'scoring' + chr(39) + 's' if r['same_stream'] else 'own'} | {' | '.join(cells)} | "
+                         f"{r['overlap']:.2f} | {r['sampled']['skewness']:.1f} | "
+                         + " | ".join(_coverage_cell(r["sampled"][str(m)]) for m in SAMPLE_SIZES) + " |")
+    return lines + [""]
+
+
 def render(data: dict) -> list[str]:
     lines = [f"# Matrices too big to form ({data['meta']['date']})", "",
              f"Machine: {data['meta']['machine']}; load average at start {data['meta']['load_average_at_start']}. "
@@ -458,6 +505,8 @@ def render(data: dict) -> list[str]:
                 skew = "–" if r["skewness"] is None else f"{r['skewness']:.1f}"
                 lines.append(f"| {run['n']:,} | {m} | {r['exact_rel']:.4g} | {skew} | " + " | ".join(cells) + " |")
         lines.append("")
+    if "cut_coverage" in data:
+        lines += _cut_lines(data["cut_coverage"])
     if "scale" in data:
         lines += ["## Compared from columns", "",
                   "| N | points | path | peak RSS / --max-memory | whole run s | method | status | stored | relative error | interval | seconds / limit |",
