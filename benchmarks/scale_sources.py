@@ -481,10 +481,23 @@ def _cut_lines(runs: list) -> list[str]:
     return lines + [""]
 
 
+def _commands_text(data: dict) -> list[str]:
+    """The commands whose rows the sections hold, each with the machine and date it last ran on where
+    recorded (runs before 2026-12-07 recorded none: their findings name their machine)."""
+    ran_on = data.get("ran_on", {})
+    known = [f"`{c}` ({ran_on[c]})" for c in data.get("commands", []) if c in ran_on]
+    unknown = [f"`{c}`" for c in data.get("commands", []) if c not in ran_on]
+    lines = [f"Commands: {', '.join(known)}."] if known else []
+    if unknown:
+        lines.append(f"Earlier commands (machine not recorded; the findings name it, mostly an AMD EPYC of 2 cores): "
+                     f"{', '.join(unknown)}.")
+    return lines
+
+
 def render(data: dict) -> list[str]:
     lines = [f"# Matrices too big to form ({data['meta']['date']})", "",
-             f"Machine: {data['meta']['machine']}; load average at start {data['meta']['load_average_at_start']}. "
-             f"Commands: {', '.join(f'`{c}`' for c in data.get('commands', []))}.", ""]
+             f"Latest run's machine: {data['meta']['machine']}; load average at start "
+             f"{data['meta']['load_average_at_start']}.", "", *_commands_text(data), ""]
     if "coverage" in data:
         lines += ["## Do the 95 % intervals hold the exact error?", "",
                   f"RBF kernel (bandwidth {BANDWIDTH:g}) of a seeded 32-cluster cloud in 16 dimensions; each surrogate fitted at "
@@ -561,6 +574,9 @@ def main() -> int:
         data.setdefault("commands", [])
         if command not in data["commands"]:
             data["commands"].append(command)
+        # each command beside the machine it last ran on: sections merge across runs, and the one machine
+        # line (the latest run's) read as every section's
+        data.setdefault("ran_on", {})[command] = f"{data['meta']['machine']}, {data['meta']['date']}"
     if args.coverage and args.cut:  # its own section, a size's run replacing that size's
         runs = [r for r in data.get("cut_coverage", []) if r["n"] not in sizes]
         data["cut_coverage"] = sorted(runs + [cut_coverage(n, args.repeats) for n in sizes], key=lambda r: r["n"])
