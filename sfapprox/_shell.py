@@ -89,20 +89,27 @@ _WINDOWS_PLAIN = re.compile(r"[\w+=:./\\-]+", re.ASCII)
 
 def _windows_quote(word: str) -> str:
     r"""``word`` for cmd.exe and PowerShell: as it is where both take it so, else in double quotes (the
-    quoting both read; a Windows file name holds no ``"``, an option's value escapes one as ``\"``, as
-    the C runtime's argument parsing reads it back).  A word with a ``%`` is written by
-    :func:`_windows_percent`: cmd expands ``%NAME%`` even inside double quotes.  PowerShell's ``$`` is
-    kept from naming a variable by :func:`_both_quoted`; such a word starts unquoted.
+    quoting both read; a ``"`` in it is written ``""``: :func:`_double_quoted`).  A word with a ``%`` is
+    written by :func:`_windows_percent`: cmd expands ``%NAME%`` even inside double quotes.  PowerShell's
+    ``$`` is kept from naming a variable by :func:`_both_quoted`; such a word starts unquoted.  A word
+    opening with ``-`` and holding a ``.`` is quoted: PowerShell reads ``-x.mtx`` as a parameter token,
+    which its name ends at the ``.`` (its specification, 2.3.4: no *parameter-char* is a ``.``), and
+    passes ``-x`` and ``.mtx`` to a native program as two arguments (PowerShell issue #6291, open for 5.1
+    and 7.x).  A ``-`` word without a ``.`` reaches a native program as it is, ``-a:b`` too (a parameter
+    with its argument, joined again).
 
     What stays ambiguous, written for the shell where the character is special: a backtick or a
     typographic double quote, a ``$`` that starts the word before a name (``$RECYCLE.BIN``) or comes
-    before ``(``, ``{`` or ``^`` (PowerShell's, escaped with a backtick, which cmd passes on), and a
-    ``%`` in a word whose first character needs quotes (cmd's: see :func:`_windows_percent`).  Which
-    shell the user types into cannot be told reliably from here: ``PSModulePath`` is set machine-wide,
-    in cmd too, and what PowerShell adds to it is inherited by a cmd started from it; the process's
-    parent is the ``sfapprox.exe`` launcher or ``python.exe``, and the shell above it may be a terminal,
-    an IDE or ``conda run``.  A trailing backslash is doubled before the closing quote (the C runtime's
-    need), which PowerShell keeps doubled: a folder all the same to Windows.
+    before ``(``, ``{`` or ``^`` (PowerShell's, escaped with a backtick, which cmd passes on), a ``%`` in
+    a word whose first character needs quotes (cmd's: see :func:`_windows_percent`), and backslashes
+    before a ``"`` or at the end (the C runtime's: see :func:`_double_quoted`).  Which shell the user
+    types into cannot be told reliably from here: ``PSModulePath`` is set machine-wide, in cmd too, and
+    what PowerShell adds to it is inherited by a cmd started from it; the process's parent is the
+    ``sfapprox.exe`` launcher or ``python.exe``, and the shell above it may be a terminal, an IDE or
+    ``conda run``.  A cmd started with delayed expansion (``cmd /V:ON``, or the ``DelayedExpansion``
+    registry value) also expands ``!NAME!``, inside quotes too, and drops a lone ``!``: left as it is,
+    since that is off by default (``cmd /?``), and the escape it takes (``^``) would stay in the word
+    for PowerShell and, inside quotes, for a cmd without it.
 
     Examples
     --------
@@ -113,7 +120,7 @@ def _windows_quote(word: str) -> str:
     """
     if "%" in word:
         return _windows_percent(word)
-    if word and _WINDOWS_PLAIN.fullmatch(word):
+    if word and _stands_plain(word):
         return word
     quoted = _both_quoted(word)
     if quoted == _both_quoted(word, bare=False):  # one quoted string: one word to both shells
@@ -121,6 +128,13 @@ def _windows_quote(word: str) -> str:
     if _WINDOWS_PLAIN.fullmatch(word[0]):  # PowerShell reads "a"b as two words: the first character bare
         return word[0] + _both_quoted(word[1:])
     return _both_quoted(word, bare=False)
+
+
+def _stands_plain(word: str) -> bool:
+    """Whether cmd, PowerShell and the C runtime all read ``word`` unquoted as it is: :data:`_WINDOWS_PLAIN`,
+    but a ``-`` word with a ``.``, which PowerShell splits at the ``.`` (see :func:`_windows_quote`; any
+    such word: a wider set than the specification's parameters only quotes more)."""
+    return bool(_WINDOWS_PLAIN.fullmatch(word)) and not (word.startswith("-") and "." in word)
 
 
 #: PowerShell's double quotes: the typographic ones open and close its strings as '"' does (its language
@@ -172,10 +186,27 @@ def _both_quoted(text: str, *, bare: bool = True) -> str:
 
 
 def _double_quoted(text: str) -> str:
-    """``text`` in double quotes as the C runtime reads them back (the argument parsing of every program)."""
-    # the C runtime reads backslashes before a '"' as escapes: a folder's trailing one ("C:\\my runs\\") doubled
-    # so the closing quote stays one, and those before an escaped quote doubled as well
-    quoted = re.sub(r'(\\*)"', lambda m: m.group(1) * 2 + '\\"', text)
+    r"""``text`` in double quotes as the C runtime reads them back (the argument parsing of every program).
+
+    A ``"`` in ``text`` is written ``""``, which the C runtime (the UCRT Python uses) reads inside quotes
+    as one ``"``, PowerShell inside its double-quoted string as one ``"`` (its specification, 2.3.5.2),
+    and cmd as a quote closed and opened again, so that what follows stays quoted to it (``\"`` left it
+    unquoted there, and read to PowerShell as a backslash and the string's end: ``"say \"hi\""`` was
+    the words ``say \`` and ``hi\``).  PowerShell 7.3 and later (``$PSNativeCommandArgumentPassing``
+    ``Windows``, its default there, or ``Standard``) passes the ``"`` on escaped, so the program reads
+    the word; Windows PowerShell 5.1 and PowerShell 6 to 7.2 (and ``Legacy``) pass it on bare and the
+    program drops it: no spelling reads the same there and in cmd (those take ``\"`` inside a
+    PowerShell string, which 7.3 passes on as a backslash and a quote).
+
+    Backslashes before a ``"`` (an embedded one, or the closing quote after a folder's ``C:\my runs\``)
+    are doubled, as the C runtime needs; PowerShell keeps them doubled.  Windows PowerShell 5.1 passes
+    ``C:\my runs\\`` on in quotes as it is, which the program reads as the folder; PowerShell 6 and
+    later double them again, and the program reads ``C:\my runs\\``, the same folder to Windows.
+    Written after the closing quote instead (``C":\my runs"\``), 7.x would pass the folder exactly,
+    but 5.1 would pass ``"C:\my runs\"`` and the program read ``C:\my runs"`` with the rest of the line
+    (PowerShell issues #4965, #26432).
+    """
+    quoted = re.sub(r'(\\*)"', lambda m: m.group(1) * 2 + '""', text)
     return '"' + re.sub(r"(\\+)$", lambda m: m.group(1) * 2, quoted) + '"'
 
 
@@ -198,7 +229,7 @@ def _windows_percent(word: str) -> str:
     100%"x"%".mtx" C":\my runs\\"%"USERNAME"%".json"
     """
     first, *rest = word.split("%")
-    if not first or _WINDOWS_PLAIN.fullmatch(first):
+    if not first or _stands_plain(first):
         head = first
     elif _WINDOWS_PLAIN.fullmatch(first[0]):
         head = first[0] + _both_quoted(first[1:])

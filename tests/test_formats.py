@@ -534,13 +534,19 @@ def test_windows_quoting_keeps_powershell_from_splitting_and_a_trailing_backslas
     monkeypatch.setattr(sys, "platform", "win32")
     assert shell_quote("a,b.mtx") == '"a,b.mtx"' and shell_quote("@x.mtx") == '"@x.mtx"'
     assert shell_quote("C:\\my runs\\") == '"C:\\my runs\\\\"'
-    assert shell_quote('say \\"hi"') == '"say \\\\\\"hi\\""'
+    assert shell_quote('say \\"hi"') == '"say \\\\""hi"""'
 
 
 def _cmd_names(line: str) -> list[str]:
     """The variable names an interactive cmd.exe looks up in ``line``: each text between a ``%`` and the
     next (a name it does not know is left as typed, and the scan goes on from the closing ``%``)."""
     return re.findall(r"(?=%([^%]*)%)", line)
+
+
+def _cmd_unquoted(line: str) -> str:
+    """What cmd.exe reads outside double quotes in ``line``, where its special characters act (``cmd /?``:
+    they "require quotes"): each ``"`` opens or closes its quoting (a backslash means nothing to it)."""
+    return "".join(line.split('"')[::2])
 
 
 def _crt_argv(line: str) -> list[str]:
@@ -624,15 +630,34 @@ def _ps_expandable(line: str, i: int) -> tuple[str, int]:
             value, i = value + char, i + 1
 
 
+def _ps_parameter_end(line: str, i: int) -> int | None:
+    """Where the parameter token PowerShell reads at ``line[i]`` ends (its specification, 2.3.4: a dash, a
+    first-parameter-char, then parameter-chars, none of ``{}();,|&.[``, a colon or whitespace), or None where
+    none starts there (or holds a quote, a backtick or a ``$``: not modelled)."""
+    if line[i] != "-" or not line[i + 1:i + 2] or not (line[i + 1] in "_?" or unicodedata.category(line[i + 1]) in
+                                                       ("Lu", "Ll", "Lt", "Lm", "Lo")):
+        return None
+    end = i + 2
+    while end < len(line) and line[end] not in "{}();,|&.[: \t":
+        end += 1
+    return None if any(char in _PS_DQ + "`$" for char in line[i:end]) else end
+
+
 def _ps_argv(line: str) -> list[str]:
     """The arguments PowerShell passes a native command typed as ``line`` (argument mode, its specification's
     generic tokens, B.1.7): bare characters, double-quoted strings and escapes join into one word, except that
-    a word opening with a quoted string ends with it (``"a"b`` is two arguments to PowerShell)."""
+    a word opening with a quoted string ends with it (``"a"b`` is two arguments to PowerShell), and a word
+    opening with a parameter token that a ``.`` ends is two (``-x.mtx``: ``-x`` and ``.mtx``; 2.3.4, and
+    PowerShell issue #6291); a parameter that a colon ends is passed joined with what follows."""
     args, i = [], 0
     while i < len(line):
         if line[i] in " \t":
             i += 1
             continue
+        end = _ps_parameter_end(line, i)
+        if end is not None and line[end:end + 1] == ".":
+            args.append(line[i:end])
+            i = end
         word, opened_quoted = "", line[i] in _PS_DQ
         while i < len(line) and line[i] not in " \t":
             char = line[i]
@@ -688,6 +713,44 @@ def test_windows_words_without_a_common_spelling_are_written_for_powershell(monk
     monkeypatch.setattr(sys, "platform", "win32")
     assert _ps_argv(shell_quote(word)) == [word]
     assert _crt_argv(shell_quote(word)) != [word]
+
+
+def test_the_powershell_model_reads_a_parameter_token_as_its_specification_does():
+    # 2.3.4: a parameter's name ends at a "." (issue #6291's -foo=bar.baz) or a colon; "-" and a digit is none
+    assert _ps_argv('-foo=bar.baz -a:b.c -1.5 "-q.r" -_x.y') == ["-foo=bar", ".baz", "-a:b.c", "-1.5", "-q.r", "-_x", ".y"]
+
+
+@pytest.mark.parametrize("word", ['say "hi"', 'a "&" b.mtx', '"quoted".mtx', 'x"', '"', 'a"b$c d', 'o"k|x"',
+                                  '100%"x"%.mtx', 'a"%PATH%"'])
+def test_a_double_quote_in_a_word_is_read_back_alike_by_cmd_and_powershell(monkeypatch, word):
+    r"""A ``"`` was written ``\"``: PowerShell read ``"say \"hi\""`` as the words ``say \`` and ``hi\``, and
+    cmd read what followed the ``\"`` unquoted (``"a \"&\" b"`` ran ``" b"`` as a second command).  Written
+    ``""``, both read one ``"`` inside the quotes (the C runtime too), and PowerShell 7.3+ passes it on."""
+    import sys
+
+    from sfapprox.formats import shell_join
+
+    monkeypatch.setattr(sys, "platform", "win32")
+    line = shell_join(["sfapprox", "fit", word, "--out", "o.json"])
+    assert _crt_argv(line) == ["sfapprox", "fit", word, "--out", "o.json"], line
+    assert _ps_argv(line) == ["sfapprox", "fit", word, "--out", "o.json"], line
+    assert not set(_cmd_unquoted(line)) & set("&|<>^()"), line
+    assert all(name.startswith('"') for name in _cmd_names(line)), line
+
+
+@pytest.mark.parametrize("word", ["-x.mtx", "--out=a.json", "-a.b%X%", "-1.5", r"-C:\runs\a.mtx"])
+def test_a_word_opening_with_a_dash_is_not_split_by_powershell(monkeypatch, word):
+    """PowerShell reads an unquoted ``-x.mtx`` as a parameter whose name ends at the ``.`` and passed a native
+    program ``-x`` and ``.mtx``; such a word is now quoted where it holds a ``.``, and one without stays bare."""
+    import sys
+
+    from sfapprox.formats import shell_join, shell_quote
+
+    monkeypatch.setattr(sys, "platform", "win32")
+    line = shell_join(["sfapprox", "fit", word, "--out", "o.json"])
+    assert _ps_argv(line) == _crt_argv(line) == ["sfapprox", "fit", word, "--out", "o.json"], line
+    assert all(name.startswith('"') for name in _cmd_names(line)), line
+    assert shell_quote("--delimiter") == "--delimiter" and shell_quote("-a:b") == "-a:b"
 
 
 def test_the_crt_model_reads_quotes_as_the_c_runtime_does():
