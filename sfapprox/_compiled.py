@@ -32,6 +32,7 @@ import shutil
 import stat
 import sys
 import tempfile
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 from types import ModuleType
@@ -50,6 +51,47 @@ CACHE_WRITE_ERROR: OSError | None = None
 #: passes on (True) to be said elsewhere, not here: the batch's parent says it, once for all its workers,
 #: where each said it on its own.
 CACHE_WRITE_REPORT: Callable[[OSError], bool] | None = None
+
+#: The note said where numba found no writable folder for its cache (:func:`_cache_in_private_folder`);
+#: None where this process had no such note.  A Dask worker tells each later batch of it too.
+CACHE_FOLDER_NOTE: str | None = None
+
+#: As :data:`CACHE_WRITE_REPORT`, for that note: where set (a ``batch -j`` pool worker's), called with it.
+CACHE_FOLDER_REPORT: Callable[[str], bool] | None = None
+
+#: The notes of :func:`_cache_in_private_folder` said in this process: each once, whichever worker sent it.
+_FOLDER_NOTES_SAID: set[str] = set()
+
+
+class _ThreadReports(threading.local):
+    """Per thread, what :data:`CACHE_WRITE_REPORT` and :data:`CACHE_FOLDER_REPORT` are per process: a Dask
+    worker's threads run tasks of different batches side by side, each told to its own batch's queue."""
+
+    write: Callable[[OSError], bool] | None = None
+    folder: Callable[[str], bool] | None = None
+
+
+_THREAD_REPORTS = _ThreadReports()
+
+
+@contextlib.contextmanager
+def reports_to(write: Callable[[OSError], bool], folder: Callable[[str], bool]) -> Iterator[None]:
+    """While the block runs, this thread's notes about numba's cache are passed to ``write`` (a failed write,
+    see :func:`cache_not_written`) and ``folder`` (no writable folder, see :func:`_cache_in_private_folder`),
+    which say whether they passed them on (True: not said here).  For a Dask task, whose batch's process
+    says them, once for all its workers (each worker process said them on its own, into its own log)."""
+    before = _THREAD_REPORTS.write, _THREAD_REPORTS.folder
+    _THREAD_REPORTS.write, _THREAD_REPORTS.folder = write, folder
+    try:
+        yield
+    finally:
+        _THREAD_REPORTS.write, _THREAD_REPORTS.folder = before
+
+
+def _passed_on(note, thread_report: Callable | None, process_report: Callable | None) -> bool:
+    """Whether ``note`` went to this thread's report (:func:`reports_to`), else to the process's."""
+    report = thread_report or process_report
+    return report is not None and bool(report(note))
 
 
 def raise_interrupt(exc: BaseException) -> None:
@@ -114,7 +156,7 @@ def cache_not_written(exc: OSError) -> None:
     if CACHE_WRITE_ERROR is not None:
         return
     CACHE_WRITE_ERROR = exc
-    if CACHE_WRITE_REPORT is not None and CACHE_WRITE_REPORT(exc):
+    if _passed_on(exc, _THREAD_REPORTS.write, CACHE_WRITE_REPORT):
         return
     why = _cache_write_advice(exc) or f"{type(exc).__name__}: {exc}"
     warnings.warn(
@@ -195,8 +237,9 @@ def _cache_in_private_folder() -> None:
     """Choose :func:`_private_folder` as the folder of sfapprox's compiled kernels for this process
     (:data:`CACHE_FOLDER`, which :func:`import_compiled` puts in force while it imports them), saying so
     once: where the folder holds no cache yet (the run that compiles), or lasts only this process (every
-    run compiles)."""
-    global CACHE_FOLDER
+    run compiles); in a batch's worker, told to the batch, which says it (:data:`CACHE_FOLDER_REPORT`,
+    :func:`reports_to`)."""
+    global CACHE_FOLDER, CACHE_FOLDER_NOTE
     given = os.environ.get("NUMBA_CACHE_DIR")
     path, lasting = _private_folder()
     CACHE_FOLDER = path
@@ -204,13 +247,21 @@ def _cache_in_private_folder() -> None:
         return  # said when it was filled; later runs load from it quietly
     why = f"NUMBA_CACHE_DIR ({given}) is not writable" if given else "NUMBA_CACHE_DIR is unset"
     kept = "kept for later runs" if lasting else "removed at exit: another user holds the usual folder"
-    warnings.warn(
+    CACHE_FOLDER_NOTE = (
         f"sfapprox: numba found no writable folder for its cache of compiled kernels ({why}; the "
         f"installed package's and the user's cache folders are read-only); caching them in {path} "
-        f"({kept}). Set NUMBA_CACHE_DIR to choose the folder.",
-        RuntimeWarning,
-        stacklevel=user_stacklevel(),
-    )
+        f"({kept}). Set NUMBA_CACHE_DIR to choose the folder.")
+    if not _passed_on(CACHE_FOLDER_NOTE, _THREAD_REPORTS.folder, CACHE_FOLDER_REPORT):
+        no_cache_folder(CACHE_FOLDER_NOTE)
+
+
+def no_cache_folder(note: str) -> None:
+    """Say ``note`` (numba found no writable folder for its cache: :func:`_cache_in_private_folder`), once
+    in this process: a batch's workers, each of which found it on its own, send it to the batch's process."""
+    if note in _FOLDER_NOTES_SAID:
+        return
+    _FOLDER_NOTES_SAID.add(note)
+    warnings.warn(note, RuntimeWarning, stacklevel=user_stacklevel())
 
 
 @contextlib.contextmanager

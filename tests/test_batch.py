@@ -494,7 +494,7 @@ def test_a_process_worker_caches_the_kernels_in_the_parents_private_folder(tmp_p
         assert pool.submit(_compiled_cache_folder).result(timeout=120) == str(tmp_path)
 
 
-def test_a_failed_cache_write_in_the_workers_is_said_once_by_the_parent(monkeypatch):
+def test_a_failed_cache_write_in_the_workers_is_said_once_by_the_parent(monkeypatch, tmp_path):
     """Each ``batch -j`` worker found numba's cache folder unwritable on its own and said so: the same note
     once per worker.  A worker passes its failed write to the parent, which says it once; a pool started
     after the parent's own write failed is given it, and its workers neither write the cache nor say so."""
@@ -506,8 +506,11 @@ def test_a_failed_cache_write_in_the_workers_is_said_once_by_the_parent(monkeypa
     from sfapprox.datasets import batch
 
     full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "/cache/sfapprox/kernels.nbi")
-    for name in ("CACHE_FOLDER", "CACHE_WRITE_ERROR", "CACHE_WRITE_REPORT"):
+    for name in ("CACHE_FOLDER", "CACHE_WRITE_ERROR", "CACHE_WRITE_REPORT", "CACHE_FOLDER_REPORT",
+                 "CACHE_FOLDER_NOTE"):
         monkeypatch.setattr(_compiled, name, None, raising=False)
+    monkeypatch.setattr(_compiled, "_FOLDER_NOTES_SAID", set(), raising=False)
+    monkeypatch.setattr(_compiled, "_private_folder", lambda: (str(tmp_path), False))  # (its note said each run)
     pipe = batch._RecordPipe(multiprocessing.get_context("spawn"))
     monkeypatch.setattr(batch, "_to_parent", pipe.writer)
     written = []
@@ -517,12 +520,14 @@ def test_a_failed_cache_write_in_the_workers_is_said_once_by_the_parent(monkeypa
             for _ in range(3):  # three workers, each failing its own first write (no real compile)
                 monkeypatch.setattr(_compiled, "CACHE_WRITE_ERROR", None)
                 batch._share_compiled(None, None)
+                _compiled._cache_in_private_folder()  # (where the parent had found no folder before)
                 _compiled.cache_not_written(full)
             assert seen == []  # none said by the workers
             monkeypatch.setattr(_compiled, "CACHE_WRITE_REPORT", None)  # the parent, which says it
             monkeypatch.setattr(_compiled, "CACHE_WRITE_ERROR", None)
             pipe.receive(written.append)
-        (warning,) = seen
+        folder, warning = seen
+        assert "no writable folder for its cache" in str(folder.message) and str(tmp_path) in str(folder.message)
         assert "is full" in str(warning.message) and "compiles them again" in str(warning.message)
         assert written == [] and _compiled.CACHE_WRITE_ERROR.errno == errno.ENOSPC
 
@@ -600,6 +605,97 @@ def test_a_dask_batch_leaves_no_error_in_the_schedulers_log(tmp_path):
         logging.getLogger("distributed").removeHandler(handler)
     assert dict(s.statuses) == {"ok": 2}
     assert not errors
+
+
+def test_a_dask_workers_notes_on_numbas_cache_are_said_once_by_the_batch(tmp_path, monkeypatch):
+    """Each Dask worker process that could not write numba's cache (or found no folder for it) said so into
+    its own log, and the batch said nothing.  A task tells its batch, which says each note once; a worker
+    that said them in an earlier batch tells each new batch too (its kernels are compiled by then)."""
+    import errno
+    import warnings
+
+    distributed = pytest.importorskip("dask.distributed")
+    from sfapprox import _compiled
+
+    def fail_in_the_worker(temp: str) -> None:
+        # (run in the worker process: its first fit finds no folder for numba's cache, then fails to write
+        # it, as a read-only or full disk makes numba do while it compiles; no real compile, which is slow)
+        import tempfile
+        import warnings
+
+        from sfapprox import _compiled
+        from sfapprox.datasets import batch
+
+        tempfile.tempdir = temp  # (an empty private folder under it: the folder note is said, not skipped)
+        real, batch.worker_said = batch.run_matrix, []
+
+        def run_matrix(task, **kwargs):
+            with warnings.catch_warnings(record=True) as said:
+                warnings.simplefilter("always")
+                if _compiled.CACHE_WRITE_ERROR is None:
+                    _compiled._cache_in_private_folder()
+                    _compiled.cache_not_written(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "/c/k.nbi"))
+            batch.worker_said.extend(str(w.message) for w in said)
+            return real(task, **kwargs)
+
+        batch.run_matrix = run_matrix
+
+    def worker_said() -> list[str]:
+        from sfapprox.datasets import batch
+
+        return batch.worker_said
+
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"), gen_entry("b", "circulant"))
+    (tmp_path / "temp").mkdir()
+    heard = []
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=50) as cluster, distributed.Client(cluster) as client:
+        client.run(fail_in_the_worker, str(tmp_path / "temp"))
+        for run in ("first", "second"):  # the parent's own notes forgotten: each batch is told
+            monkeypatch.setattr(_compiled, "CACHE_WRITE_ERROR", None)
+            monkeypatch.setattr(_compiled, "_FOLDER_NOTES_SAID", set(), raising=False)
+            with warnings.catch_warnings(record=True) as said:
+                warnings.simplefilter("always")
+                s = run_batch(m, tmp_path / run, BatchOptions(methods=("tsvd",)), executor="dask",
+                              scheduler=cluster.scheduler_address)
+            assert dict(s.statuses) == {"ok": 2}
+            heard.append(sorted(str(w.message) for w in said if "numba" in str(w.message)))
+        (in_worker,) = client.run(worker_said).values()
+    assert in_worker == []  # the worker said none of them itself
+    for notes in heard:
+        assert len(notes) == 2, notes
+        assert "could not write its cache" in notes[0] and "is full" in notes[0]
+        assert "no writable folder for its cache" in notes[1] and str(tmp_path / "temp") in notes[1]
+    assert _compiled.CACHE_WRITE_ERROR is not None and _compiled.CACHE_WRITE_ERROR.errno == errno.ENOSPC
+
+
+def test_a_dask_batch_on_threads_of_its_own_process_says_numbas_cache_notes_as_they_come(tmp_path, monkeypatch):
+    """A cluster of threads (``processes=False``) runs the tasks in the batch's process, which knows of a
+    failed write as it happens: put on the queue, the note came back to a process that had it already, and
+    was never said."""
+    import errno
+    import warnings
+
+    distributed = pytest.importorskip("dask.distributed")
+    from sfapprox import _compiled
+    from sfapprox.datasets import batch
+
+    real = batch.run_matrix
+
+    def run_matrix(task, **kwargs):
+        _compiled.cache_not_written(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "/c/k.nbi"))
+        return real(task, **kwargs)
+
+    monkeypatch.setattr(batch, "run_matrix", run_matrix)
+    monkeypatch.setattr(_compiled, "CACHE_WRITE_ERROR", None)
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"), gen_entry("b", "circulant"))
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as c, \
+            warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        s = run_batch(m, tmp_path / "out", BatchOptions(methods=("tsvd",)), executor="dask",
+                      scheduler=c.scheduler_address)
+    assert dict(s.statuses) == {"ok": 2}
+    assert sum("could not write its cache" in str(w.message) and "is full" in str(w.message) for w in said) == 1
 
 
 def test_dask_missing_is_a_clear_error(tmp_path, monkeypatch):

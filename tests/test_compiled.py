@@ -242,3 +242,33 @@ def test_a_failed_cache_write_passed_on_is_not_said_here(monkeypatch, passed_on)
         _compiled.cache_not_written(full)
         _compiled.cache_not_written(full)  # a later failure: neither passed on nor said again
     assert reported == [full] and len(seen) == (0 if passed_on else 1)
+
+
+def test_a_threads_notes_on_numbas_cache_go_to_its_own_report(monkeypatch):
+    """A Dask worker runs tasks of different batches side by side, on threads: each task's notes go to its
+    own batch (reports_to, per thread), another thread's are said as before; the folder note is said once
+    in a process, however many workers send it."""
+    import errno
+    import threading
+    import warnings
+
+    from sfapprox import _compiled
+
+    full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "/cache/sfapprox/kernels.nbi")
+    for name in ("CACHE_WRITE_ERROR", "CACHE_WRITE_REPORT", "CACHE_FOLDER_REPORT"):
+        monkeypatch.setattr(_compiled, name, None)
+    monkeypatch.setattr(_compiled, "_FOLDER_NOTES_SAID", set())
+    told: list = []
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        with _compiled.reports_to(lambda exc: told.append(exc) or True, lambda note: told.append(note) or True):
+            _compiled.cache_not_written(full)
+            assert told == [full] and said == []
+            monkeypatch.setattr(_compiled, "CACHE_WRITE_ERROR", None)
+            other = threading.Thread(target=_compiled.cache_not_written, args=(full,))
+            other.start()
+            other.join()
+        assert told == [full] and len(said) == 1 and "is full" in str(said[0].message)  # said by the other
+        for _ in range(2):
+            _compiled.no_cache_folder("sfapprox: numba found no writable folder ...")
+        assert len(said) == 2

@@ -45,7 +45,7 @@ import threading
 import time
 import zipfile
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -179,6 +179,14 @@ _to_parent = None
 _WHOLE_WRITE = getattr(select, "PIPE_BUF", 512) - 4  # (less the length that precedes each message)
 #: The key of a worker's message that numba could not write its cache of the kernels (the failed write).
 _CACHE_NOT_WRITTEN = "cache_not_written"
+#: The key of a worker's message that numba found no writable folder for its cache (the note it would say).
+_NO_CACHE_FOLDER = "no_cache_folder"
+#: In a Dask worker: per batch (its queue's name), the notes about numba's cache told to it (each once).
+_told: dict[str, set[str]] = {}
+_told_lock = threading.Lock()
+#: The queues of the Dask batches this process runs: a task that finds its own queue here runs in the batch's
+#: process (a cluster of threads, ``processes=False``), where its notes are said as they come.
+_own_queues: set[str] = set()
 
 
 def _worker_init(threads: int, to_parent=None, cache_folder: str | None = None,
@@ -227,12 +235,14 @@ def _share_compiled(cache_folder: str | None, cache_error: OSError | None) -> No
     without a second warning, or, where it lasts one process, a recompile), not cached where the parent
     failed to write that cache (``cache_error``: said there already), and a failed write of the worker's
     own sent to the parent (:func:`_send`), which says it once: each of a ``-j 8`` batch's workers found
-    the folder unwritable on its own, and said so, eight times the same note."""
+    the folder unwritable on its own, and said so, eight times the same note (so with the note that numba
+    found no writable folder at all, where the parent had not found it first)."""
     if cache_folder is not None:
         _compiled.CACHE_FOLDER = cache_folder
     if cache_error is not None:
         _compiled.CACHE_WRITE_ERROR = cache_error
     _compiled.CACHE_WRITE_REPORT = lambda exc: _send({_CACHE_NOT_WRITTEN: exc})
+    _compiled.CACHE_FOLDER_REPORT = lambda note: _send({_NO_CACHE_FOLDER: note})
 
 
 def _send(message: dict[str, Any]) -> bool:
@@ -1270,12 +1280,14 @@ class _Received:
 
     def take(self, message: dict[str, Any], write: Callable[[dict], None]) -> None:
         """Write a pair's record (once: :meth:`first`), or keep a worker's word that it began a matrix
-        (:func:`_began`), or say its failed write of the kernels' cache (once for every worker:
-        :func:`_share_compiled`)."""
+        (:func:`_began`), or say its failed write of the kernels' cache, or that it found no folder for it
+        (once for every worker: :func:`_share_compiled`, :func:`_cache_notes_told`)."""
         if "begun" in message:
             self.begun[message["begun"]] = None
         elif _CACHE_NOT_WRITTEN in message:
             _compiled.cache_not_written(message[_CACHE_NOT_WRITTEN])
+        elif _NO_CACHE_FOLDER in message:
+            _compiled.no_cache_folder(message[_NO_CACHE_FOLDER])
         elif self.first(message):
             write(message)
 
@@ -1422,12 +1434,61 @@ def _run_on_dask(channel: str, task: MatrixTask) -> list[dict[str, Any]]:
     with contextlib.suppress(Exception):  # (unsaid, the batch names none of this matrix's pairs as cut short)
         queue.put(pickle.dumps(_began(task)))
     try:
-        # (stop_when_abandoned: a stopped batch's fit stops, where it kept the worker busy to its end)
-        return run_matrix(dataclasses.replace(task, methods=rest), on_record=send,
-                          on_event=stop_when_abandoned()) if rest else []
+        with _cache_notes_told(queue, channel):
+            # (stop_when_abandoned: a stopped batch's fit stops, where it kept the worker busy to its end)
+            return run_matrix(dataclasses.replace(task, methods=rest), on_record=send,
+                              on_event=stop_when_abandoned()) if rest else []
     finally:
         with contextlib.suppress(Exception):
             queue.close()
+
+
+@contextlib.contextmanager
+def _cache_notes_told(queue, channel: str) -> Iterator[None]:
+    """A Dask task's notes about numba's cache (a failed write, no writable folder: :mod:`sfapprox._compiled`)
+    put on its batch's queue ``channel``, whose process says them once (:meth:`_Received.take`): each worker
+    process said them on its own, into its own log, and the batch said nothing.
+
+    Those the worker said before (in an earlier batch, or in another thread's task) are told to this batch
+    too, as the task begins and as it ends, once a batch.  Nothing is told in the batch's own process (a
+    cluster of threads): the notes are said there as they come, once for the process."""
+    if channel in _own_queues:
+        yield
+        return
+
+    def tell(key: str, note) -> bool:
+        return _tell(queue, channel, key, note)
+
+    def said_before() -> None:
+        if _compiled.CACHE_WRITE_ERROR is not None:
+            tell(_CACHE_NOT_WRITTEN, _compiled.CACHE_WRITE_ERROR)
+        if _compiled.CACHE_FOLDER_NOTE is not None:
+            tell(_NO_CACHE_FOLDER, _compiled.CACHE_FOLDER_NOTE)
+
+    said_before()
+    try:
+        with _compiled.reports_to(lambda exc: tell(_CACHE_NOT_WRITTEN, exc),
+                                  lambda note: tell(_NO_CACHE_FOLDER, note)):
+            yield
+    finally:
+        said_before()
+
+
+def _tell(queue, channel: str, key: str, note) -> bool:
+    """Put ``{key: note}`` on the batch's queue ``channel`` unless told it already; whether it is there (False:
+    not sent, said by the worker instead)."""
+    with _told_lock:
+        told = _told.setdefault(channel, set())
+        if key in told:
+            return True
+        told.add(key)
+    try:
+        queue.put(pickle.dumps({key: note}))
+        return True
+    except Exception:  # noqa: BLE001 - the queue is gone: said here, and a later task may tell it still
+        with _told_lock:
+            told.discard(key)
+        return False
 
 
 def _sent_variable(channel: str, matrix: str, client=None):
@@ -1448,6 +1509,7 @@ class _DaskRecords(_Received):
         self.client = client
         self.queue = _on_scheduler(Queue, f"sfapprox-batch-{os.getpid()}-{time.monotonic_ns()}", client=client)
         self.name = self.queue.name
+        _own_queues.add(self.name)
         self.unwritten: list[dict[str, Any]] = []
         self.matrices: list[str] = []
 
@@ -1480,6 +1542,7 @@ class _DaskRecords(_Received):
 
     def close(self) -> None:
         """Release the queue, and the matrices' variables of what was sent (:func:`_run_on_dask`)."""
+        _own_queues.discard(self.name)
         with contextlib.suppress(Exception):  # a scheduler gone took its queue with it
             for matrix in dict.fromkeys([*self.matrices, *self.sent]):
                 _sent_variable(self.name, matrix, self.client).delete()
