@@ -70,8 +70,7 @@ def connect(scheduler: str, what: str = "--scheduler"):
     with decided:
         outcome["abandoned"] = not ("client" in outcome or "error" in outcome)
     if outcome["abandoned"]:
-        raise ParameterError(f"nothing answered as a Dask scheduler at {scheduler} within {CONNECT_SECONDS} s; "
-                             f"check {what}'s address (such as tcp://10.0.0.5:8786)")
+        raise _no_answer(scheduler, what)
     exc = outcome.get("error")
     if exc is None:
         return outcome["client"]
@@ -80,6 +79,10 @@ def connect(scheduler: str, what: str = "--scheduler"):
     if isinstance(exc, ValueError):  # an address dask cannot parse ("missing port number", a broken IPv6 bracket)
         raise ParameterError(f"{what} {scheduler!r} is not a scheduler address ({one_line(exc)}); give one such "
                              "as tcp://10.0.0.5:8786") from None
+    if isinstance(exc, OSError) and "during handshake" in str(exc):
+        # distributed 2023.1 (pyproject allows it) times the handshake out itself ("Timed out during handshake
+        # while connecting to ..."), where later ones wait on: the same server that accepted and never replied
+        raise _no_answer(scheduler, what) from None
     if isinstance(exc, (OSError, TimeoutError)):
         raise ParameterError(f"cannot connect to the Dask scheduler at {scheduler} ({one_line(exc)})") from None
     # Anything else came from what answered: a server that is no Dask scheduler (its reply read as a
@@ -87,6 +90,12 @@ def connect(scheduler: str, what: str = "--scheduler"):
     # certificates, ucx:// without its package).
     raise ParameterError(f"no Dask scheduler answered at {scheduler} ({type(exc).__name__}: {one_line(exc)}); "
                          f"check {what}'s address and its scheme (tcp://)") from None
+
+
+def _no_answer(scheduler: str, what: str) -> ParameterError:
+    """The error for an address where something accepted the connection and no Dask scheduler replied."""
+    return ParameterError(f"nothing answered as a Dask scheduler at {scheduler} within {CONNECT_SECONDS} s; "
+                          f"check {what}'s address (such as tcp://10.0.0.5:8786)")
 
 
 def _discard(client) -> None:
