@@ -71,13 +71,23 @@ def _slow_warm_up(monkeypatch, seconds=0.8, cached=False):
     monkeypatch.setattr(_kernels, "warm_up_numba", slow)
 
 
+def _kernel_phases(phases: list[tuple[str, int]]) -> list[str]:
+    """The phases shown, less a "preparing" ahead of the kernels' (and its clearing): on a busy machine
+    the fit's first ``import numba`` (its memory estimate's) alone took over the half second a phase
+    waits before it is shown, on the lowest versions pyproject allows every time."""
+    texts = [text for text, _ in phases if text != "preparing"]
+    while texts[:1] == [""]:
+        texts.pop(0)
+    return texts
+
+
 def test_a_fit_shows_its_compiling_before_the_first_iteration(monkeypatch):
     _slow_warm_up(monkeypatch)
     display = Display()
     display.phase = lambda text: display.phases.append((text, len(display.reports)))
     X = np.random.default_rng(0).random((16, 16))
     ChordSF(max_iter=30, device="cpu", callback=display).fit(X)
-    assert [text for text, _ in display.phases] == ["compiling kernels (first run)", ""]
+    assert _kernel_phases(display.phases) == ["compiling kernels (first run)", ""]
     assert all(reports == 0 for _, reports in display.phases)  # both before the first report
     assert display.reports
 
@@ -108,7 +118,7 @@ def test_a_slow_load_of_cached_kernels_is_not_called_compiling(monkeypatch):
     display = Display()
     display.phase = lambda text: display.phases.append((text, len(display.reports)))
     ChordSF(max_iter=30, device="cpu", callback=display).fit(np.random.default_rng(0).random((16, 16)))
-    assert [text for text, _ in display.phases] == ["loading compiled kernels", ""]
+    assert _kernel_phases(display.phases) == ["loading compiled kernels", ""]
     monkeypatch.undo()
     ChordSF(max_iter=5, device="cpu").fit(np.random.default_rng(0).random((16, 16)))  # (compiled now)
     assert _kernels.kernels_cached()  # this process's kernels are in the cache
@@ -141,7 +151,7 @@ def test_a_fit_from_columns_shows_its_compiling_before_its_first_step(monkeypatc
     sf = ChordSF(max_iter=3, time_limit=None, device="cpu", init="identity", max_memory=limit,
                  callback=display).fit(X)
     assert sf.params_["path"] == "columns"
-    assert [text for text, _ in display.phases] == ["compiling kernels (first run)", ""]
+    assert _kernel_phases(display.phases) == ["compiling kernels (first run)", ""]
     assert all(reports == 0 for _, reports in display.phases) and len(display.reports) == 3
 
 
