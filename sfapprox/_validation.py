@@ -758,6 +758,27 @@ def _values_of(X) -> np.ndarray:
     return values.astype(np.float32) if values.dtype == np.float16 else values
 
 
+def refuse_masked(X, source: str, what: str = "a masked array", error: type[Exception] = InputError) -> None:
+    """Refuse a numpy masked array with any entry masked: ``np.asarray`` keeps the values under the mask,
+    so entries the caller marked missing were used as data without a word (a matrix was fitted to them,
+    a point table's masked coordinates made kernel entries, a masked approximation was scored by them).
+    One with nothing masked is its values.  ``error``: the class raised (an operand's is a ParameterError).
+
+    Examples
+    --------
+    >>> refuse_masked(np.ma.masked_array(np.eye(2)), "X")
+    >>> refuse_masked(np.ma.masked_array(np.eye(2), mask=np.eye(2)), "X")
+    Traceback (most recent call last):
+    ...
+    sfapprox._errors.InputError: X: a masked array with 2 masked entries; fill them first (X.filled(0)), or pass X.data to use the values under the mask
+    """
+    if np.ma.isMaskedArray(X) and np.ma.getmask(X).any():
+        masked = int(np.ma.count_masked(X))
+        raise error(f"{source}: {what} with {counted(masked, 'masked entry', 'masked entries')}; "
+                         f"fill {'it' if masked == 1 else 'them'} first (X.filled(0)), or pass X.data to use the "
+                         "values under the mask")
+
+
 def array_of(a, source: str, what: str, max_memory: int | None = None) -> np.ndarray:
     """An array argument other than the matrix (points, queries and keys, a samples x features table)
     as numpy reads it: a torch tensor detached (:func:`numpy_readable`: numpy's RuntimeError for one that
@@ -775,6 +796,7 @@ def array_of(a, source: str, what: str, max_memory: int | None = None) -> np.nda
         check_memory(math.prod(a.shape) * np.dtype(a.dtype).itemsize, limit=max_memory,
                      what=f"{source}: the dense copy of {what} ({shape_text(a.shape)}, sparse)")
         return a.toarray()
+    refuse_masked(a, source, f"{what}: a masked array")
     try:
         # the caller makes a float64 copy next: counted with a GPU tensor's copy in host memory
         return np.asarray(numpy_readable(a, source=source, max_memory=max_memory, as_float64=True))
@@ -820,6 +842,29 @@ def float64_table(arr: np.ndarray, source: str, what: str, max_memory: int | Non
     return np.array(arr, dtype=np.float64, order="C", copy=True) if copy else np.ascontiguousarray(arr, dtype=np.float64)
 
 
+def _check_float64_range(arr: np.ndarray, source: str) -> None:
+    """Refuse a wider float array (longdouble) with finite entries past float64's range: its float64 copy
+    made 1e400 an inf ("has NaN/Inf entries", where the caller's entries are all finite) and 1e-400 a 0
+    (the zero matrix, fitted without a word)."""
+    finite = np.abs(arr[np.isfinite(arr)])
+    top = finite.max() if finite.size else 0.0
+    info = np.finfo(np.float64)
+    seen = np.format_float_scientific(top, precision=2, trim="-")  # (a float's :.3g made 1e400 inf, 1e-400 0)
+    if top > info.max:
+        raise InputError(f"{source}: values too large for float64 (largest |entry| {seen}); divide the matrix "
+                         "by a constant (e.g. its largest entry)")
+    if 0 < top < info.smallest_normal:
+        raise InputError(f"{source}: values too small for float64 (largest |entry| {seen}); multiply the matrix "
+                         "by a constant (e.g. 1 / its largest entry)")
+
+
+def _is_linear_operator(X) -> bool:
+    """Whether ``X`` is a scipy ``LinearOperator`` (scipy.sparse.linalg is not imported here: one exists
+    only where the caller imported it)."""
+    linalg = sys.modules.get("scipy.sparse.linalg")
+    return linalg is not None and isinstance(X, linalg.LinearOperator)
+
+
 def _check_dense(X, source: str, max_memory: int | None) -> np.ndarray:
     if X is None:  # np.asarray(None) is a 0-d object array: "object dtype" would not say what is missing
         raise InputError(f"{source}: a matrix is needed (an array, a scipy sparse matrix or a MatrixSource), got None")
@@ -830,12 +875,10 @@ def _check_dense(X, source: str, max_memory: int | None) -> np.ndarray:
     if io is not None and isinstance(X, io.LoadedMatrix):  # np.asarray made it a 0-d object array: "object dtype"
         raise InputError(f"{source}: a LoadedMatrix ({X.name}), not its array; pass its .matrix "
                          "(or give it to sfapprox.compare, which takes it as it is)")
-    if np.ma.isMaskedArray(X) and np.ma.getmask(X).any():
-        # np.asarray keeps the values under the mask: entries the caller marked missing were fitted as data
-        masked = int(np.ma.count_masked(X))
-        raise InputError(f"{source}: a masked array with {counted(masked, 'masked entry', 'masked entries')}; "
-                         f"fill {'it' if masked == 1 else 'them'} first (X.filled(0)), or pass X.data to use the "
-                         "values under the mask")
+    if _is_linear_operator(X):  # np.asarray made it a 0-d object array: "object dtype" said nothing
+        raise InputError(f"{source}: a LinearOperator is read by its products only where a matrix source is "
+                         "taken (compare, sweep, the estimators' fit); form it here (X @ numpy.eye(N))")
+    refuse_masked(X, source)
     try:
         arr = np.asarray(numpy_readable(X, source=source, max_memory=max_memory, as_float64=True))
     except (ValueError, TypeError) as exc:  # ragged nested lists and the like
@@ -849,6 +892,8 @@ def _check_dense(X, source: str, max_memory: int | None) -> np.ndarray:
         check_memory(int(arr.nbytes) + estimate_dense_bytes(n),
                      what=f"{source}: float64 copy of the {n:,} x {n:,} matrix (besides the {arr.dtype} array it is "
                           f"made from)", limit=max_memory)
+    if arr.dtype.kind == "f" and arr.dtype.itemsize > 8:
+        _check_float64_range(arr, source)
     with np.errstate(invalid="ignore"):  # a signalling NaN's cast warned before the error that names it
         arr = np.ascontiguousarray(arr, dtype=np.float64)
     # One pass and no temporary: the sum of squares is finite only when every entry is (an N x N mask
@@ -1029,6 +1074,7 @@ def readable_operand(B):
     """
     if sp.issparse(B):
         return B.toarray()
+    refuse_masked(B, "the operand", error=ParameterError)  # its values under the mask were multiplied
     readable = numpy_readable(B)
     return B if readable is B else np.asarray(readable)
 

@@ -819,3 +819,41 @@ def test_the_order_is_said_as_other_messages_say_counts(n, said):
     if n > 1:
         with pytest.raises(ResourceError, match=r"^array: float64 copy of the 1,024 x 1,024 matrix \(besides"):
             check_square_matrix(np.eye(n, dtype=np.float32), max_memory=10**6)
+
+
+class TestMaskedAndOtherContainers:
+    """A masked array's mask is kept in every array an entry reads, not only in the matrix: np.asarray keeps
+    the values under it, so a point table, an operand or a scored approximation used them as data."""
+
+    MASKED = np.ma.masked_array(np.arange(6.0).reshape(3, 2), mask=[[1, 0], [0, 0], [0, 0]])
+
+    def test_masked_points_are_refused_by_a_kernel_matrix(self):
+        from sfapprox.sources import KernelMatrix
+
+        with pytest.raises(InputError, match=r"^kernel: the points: a masked array with 1 masked entry; fill it"):
+            KernelMatrix(self.MASKED, bandwidth=1.0)
+        assert KernelMatrix(np.ma.masked_array(self.MASKED.data), bandwidth=1.0).n == 3  # nothing masked: its values
+
+    def test_a_masked_operand_of_a_product_is_refused(self):
+        from sfapprox._errors import ParameterError
+        from sfapprox.operators import SparseOperator
+
+        op = SparseOperator(sp.eye(3, format="csr"))
+        with pytest.raises(ParameterError, match=r"the operand: a masked array with 1 masked entry"):
+            op @ np.ma.masked_array(np.ones(3), mask=[1, 0, 0])
+        np.testing.assert_array_equal(op @ np.ma.masked_array(np.ones(3)), np.ones(3))
+
+    def test_a_linear_operator_is_not_said_to_have_object_dtype(self):
+        from scipy.sparse.linalg import aslinearoperator
+
+        with pytest.raises(InputError, match=r"^X: a LinearOperator is read by its products only .*X @ numpy.eye"):
+            check_square_matrix(aslinearoperator(np.eye(3)), source="X")
+
+    @pytest.mark.parametrize("value, word, seen", [("1e400", "too large", r"1e\+400"), ("1e-400", "too small", "1e-400")])
+    def test_long_double_entries_past_float64_are_said_so_not_nan_or_zero(self, value, word, seen):
+        """1e400 became inf in the float64 copy ("has 9 NaN/Inf entries", none in the caller's array);
+        1e-400 became 0, and the zero matrix was fitted without a word."""
+        X = np.full((3, 3), np.longdouble(value))
+        with pytest.raises(InputError, match=rf"^X: values {word} for float64 \(largest \|entry\| {seen}\)"):
+            check_square_matrix(X, source="X")
+        np.testing.assert_array_equal(check_square_matrix(np.eye(3, dtype=np.longdouble)), np.eye(3))
