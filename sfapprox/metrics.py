@@ -19,7 +19,7 @@ from scipy.sparse.linalg import LinearOperator
 
 from ._errors import InputError, ParameterError
 from ._threads import _limit_blas, available_cores, threads_free_now
-from ._validation import MatrixArray, canonical_csr, numbers_array, numpy_readable
+from ._validation import MatrixArray, canonical_csr, numbers_array, numpy_readable, refuse_masked
 
 __all__ = ["frobenius_error", "operator_error", "operator_error_and_multiple", "sparse_target_error", "surrogate_columns",
            "column_reader", "scoring_bytes", "scoring_block", "DENSE_SCORING_MAX_N", "SCORING_BLOCK", "SCORING_BLOCK_NUMBERS"]
@@ -79,20 +79,38 @@ def frobenius_error(X: MatrixArray, approx: MatrixArray, fro_norm: float | None 
     """
     if fro_norm is not None and not (math.isfinite(fro_norm) and fro_norm >= 0):
         raise ParameterError(f"fro_norm must be ||X||_F, finite and >= 0; got {fro_norm!r}")
-    dense, approx = _numeric(_formed(X), "the target X"), _numeric(_formed(approx), "the approximation")
+    dense = _numeric(_formed(X, "the target X"), "the target X")
+    approx = _numeric(_formed(approx, "the approximation"), "the approximation")
     _check_shapes(dense.shape, approx.shape)
     # float64 at least: an int8 or uint8 difference would wrap around (100 - (-100) == -56)
     wide = np.result_type(dense.dtype, approx.dtype, np.float64)
-    err = _fro_norm(np.subtract(dense, approx, dtype=wide))
+    with np.errstate(over="ignore"):  # a difference past float64 is inf, its relative error scaled below
+        err = _fro_norm(np.subtract(dense, approx, dtype=wide))
     # in float64 too: a float32 target's own norm was summed in float32 (relative error 1.0000000075 for 1)
     norm = _fro_norm(dense.astype(wide, copy=False)) if fro_norm is None else float(fro_norm)
+    if fro_norm is None and (math.isinf(err) or math.isinf(norm)):
+        return err, _scaled_relative(dense, approx, wide)
     return err, _relative(err, norm)
 
 
-def _formed(approx) -> np.ndarray:
+def _scaled_relative(dense: np.ndarray, approx: np.ndarray, wide: np.dtype) -> float | None:
+    """The relative error of finite entries whose difference or norm is past float64 (entries near 1.7e308:
+    ``inf / inf`` was nan where the ratio is 0.5), from both divided by their largest entry first; nan
+    where an entry is not finite, as ever."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        top = max(float(np.max(np.abs(dense))), float(np.max(np.abs(approx))))
+    if not math.isfinite(top):
+        return math.nan
+    scaled = dense.astype(wide) / top
+    return _relative(_fro_norm(scaled - approx.astype(wide) / top), _fro_norm(scaled))
+
+
+def _formed(approx, what: str) -> np.ndarray:
     """An approximation (or a target) as a dense array: an ndarray as it is, a sparse matrix, a surrogate,
     a source or an operator formed (a sparse one used to be read as a 0-d object array: "the approximation
-    ()"), a torch tensor as numpy reads it (one that requires grad was numpy's RuntimeError)."""
+    ()"), a torch tensor as numpy reads it (one that requires grad was numpy's RuntimeError); a masked array
+    with masked entries refused (its values under the mask were scored as entries)."""
+    refuse_masked(approx, what)
     approx = numpy_readable(approx)  # before to_dense: a tensor has one, which keeps it a tensor
     if sp.issparse(approx):
         return approx.toarray()
@@ -272,7 +290,7 @@ def operator_error_and_multiple(X, operator, fro_norm: float | None = None, *,
     if n <= DENSE_SCORING_MAX_N:
         product = np.asarray(operator.to_dense(), dtype=np.float64)
         err, rel = frobenius_error(X, product, fro_norm)
-        target = _formed(X)
+        target = _formed(X, "the target X")
         inner = float(np.einsum("ij,ij->", target, product, dtype=np.float64))
         return err, rel, inner, float(np.vdot(product, product))
     sums = _column_sums(X, operator, norm=fro_norm is None, threads=threads, multiple=True)

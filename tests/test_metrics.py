@@ -408,3 +408,26 @@ def test_one_worker_scores_on_one_blas_thread(blocked, monkeypatch):
         pool.restore_original_limits()
     assert seen and set(seen) == {1} and after == 2
     assert got[0] > 0
+
+
+def test_the_relative_error_of_entries_near_float64s_largest_is_their_ratio_not_nan():
+    """||X|| and ||X - A|| of entries near 1.7e308 are past float64 (inf): their ratio was inf / inf = nan
+    where it is 0.5; a non-finite entry still gives nan."""
+    X = np.array([[1.7e308, -1.0e308], [0.5e308, 1.2e308]])
+    err, rel = frobenius_error(X, 0.5 * X)  # ||X|| (2.4e308) is past float64, the error (1.2e308) is not
+    assert err == pytest.approx(0.5 * np.sqrt(np.sum((X / 1e308) ** 2)) * 1e308) and rel == pytest.approx(0.5, rel=1e-12)
+    err, rel = frobenius_error(X, -X)  # the difference itself overflows: inf, honestly, and its ratio 2
+    assert err == np.inf and rel == pytest.approx(2.0, rel=1e-12)
+    Y = X.copy()
+    Y[0, 0] = np.inf
+    assert np.isnan(frobenius_error(Y, 0.5 * X)[1])
+
+
+@pytest.mark.parametrize("side", ["target", "approx"])
+def test_a_masked_array_is_refused_not_scored_by_the_values_under_its_mask(side):
+    X = np.arange(4.0).reshape(2, 2)
+    masked = np.ma.masked_array(X, mask=[[1, 0], [0, 0]])
+    args, what = ((masked, X), "the target X") if side == "target" else ((X, masked), "the approximation")
+    with pytest.raises(InputError, match=rf"^{what}: a masked array with 1 masked entry; fill it first"):
+        frobenius_error(*args)
+    assert frobenius_error(np.ma.masked_array(X), X) == (0.0, 0.0)  # nothing masked: its values
