@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from scipy.sparse.linalg import LinearOperator
+
 from ._base import RunContext, least_columns_limit, methods
 from ._errors import parameter, reader
 from ._params import MEMORY_LIMIT
@@ -15,7 +17,7 @@ from .budget import sf_count, sf_structure, sparse_count, tsvd_count, tsvd_rank_
 from .comparison import MatrixInput, as_loaded_matrix, formable, formed_need, opened_input, recipe_text
 from .factors import load_factors
 from .formats import Column, OutputFormat, ShownAsTables, Table, counted, fact_text, printable, render_html, shape_text
-from .sources import MatrixSource
+from .sources import MatrixSource, as_source
 
 __all__ = ["MatrixDescription", "describe", "describe_factors", "describe_weights", "describe_methods",
            "describe_formats"]
@@ -134,6 +136,8 @@ def describe(matrix: MatrixInput, *, count_indices: bool = COUNT_INDICES,
         # opened as info opens it, within the limit given: read under the default limit, a file over the
         # given one was formed whole; load_matrix under it refused a sparse file whose dense form is over it
         matrix = opened_input(matrix, None, max_memory)
+    if isinstance(matrix, LinearOperator):  # known by its products, as compare reads it (it was "object dtype")
+        matrix = as_source(matrix)
     if isinstance(matrix, MatrixSource):
         loaded, summary = None, matrix.summary()
         facts: list[tuple[str, Any]] = _source_facts(matrix, max_memory)

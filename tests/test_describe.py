@@ -533,3 +533,12 @@ def test_info_of_a_saved_fit_gives_its_fit_seconds_beside_its_whole_turns_where_
     assert labels.index("fit seconds") == labels.index("seconds") + 1  # beside it
     old = dict(describe_factors(tmp_path / "old.h5").facts)
     assert old["seconds"] == "1.76" and "fit seconds" not in old
+
+
+def test_a_linear_operator_is_described_from_its_products_as_compare_reads_it():
+    """describe(aslinearoperator(X)) said "matrix has object dtype", where compare and the estimators take it."""
+    from scipy.sparse.linalg import aslinearoperator
+
+    described = describe(aslinearoperator(np.eye(36)))
+    assert described.data["sf"]["count"] == describe(np.eye(36)).data["sf"]["count"]
+    assert "operator" in str(described)
