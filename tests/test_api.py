@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from sfapprox import ConvergenceWarning, FitSettings, ParameterError, fit_matrix
 
@@ -334,3 +335,254 @@ def test_a_fits_display_says_torch_is_loading_while_sfs_module_is_imported(slow_
     display.phase = phases.append
     fit_matrix(np.eye(8), settings=FitSettings(max_iter=5, device="cpu"), callback=display)
     assert phases[:2] == ["loading torch", ""], phases
+
+
+# ---------------------------------------------------------------------------
+# every public entry that takes a matrix, given whatever a notebook holds
+# ---------------------------------------------------------------------------
+
+_ZOO_BASE = np.random.default_rng(7).standard_normal((6, 6))
+_ZOO_INT = np.round(_ZOO_BASE * 10)
+
+
+def _zoo_memmap(tmp_path, X):
+    np.save(tmp_path / "zoo.npy", X)
+    return np.load(tmp_path / "zoo.npy", mmap_mode="r")
+
+
+def _zoo_read_only(X):
+    X = X.copy()
+    X.setflags(write=False)
+    return X
+
+
+def _zoo_coo_with_repeats(X):
+    """``X`` as COO with each entry stored twice, as two halves (repeats summed, as scipy sums them)."""
+    c = sp.coo_array(X)
+    return sp.coo_array((np.r_[c.data, c.data] / 2, (np.r_[c.row, c.row], np.r_[c.col, c.col])), shape=X.shape)
+
+
+def _zoo_unsorted_int64(X):
+    """``X`` as CSR with int64 indices, each row's columns in reverse order."""
+    c = sp.csr_array(X)
+    order = np.concatenate([np.arange(c.indptr[i + 1] - 1, c.indptr[i] - 1, -1) for i in range(X.shape[0])])
+    out = sp.csr_array((c.data[order], c.indices[order].astype(np.int64), c.indptr.astype(np.int64)), shape=X.shape)
+    out.has_sorted_indices = False
+    return out
+
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+#: name: (the container, made from the tmp_path; the float64 matrix it holds)
+ZOO = {
+    "big_endian": (lambda tmp: _ZOO_BASE.astype(">f8"), _ZOO_BASE),
+    "big_endian_int": (lambda tmp: _ZOO_INT.astype(">i4"), _ZOO_INT),
+    "fortran": (lambda tmp: np.asfortranarray(_ZOO_BASE), _ZOO_BASE),
+    "strided_view": (lambda tmp: np.repeat(np.repeat(_ZOO_BASE, 2, 0), 2, 1)[::2, ::2], _ZOO_BASE),
+    "transposed_view": (lambda tmp: np.ascontiguousarray(_ZOO_BASE.T).T, _ZOO_BASE),
+    "negative_strides": (lambda tmp: np.ascontiguousarray(_ZOO_BASE[::-1, ::-1])[::-1, ::-1], _ZOO_BASE),
+    "read_only": (lambda tmp: _zoo_read_only(_ZOO_BASE), _ZOO_BASE),
+    "memmap": (lambda tmp: _zoo_memmap(tmp, _ZOO_BASE), _ZOO_BASE),
+    "numpy_matrix": (lambda tmp: np.asmatrix(_ZOO_BASE), _ZOO_BASE),
+    "masked_nothing_masked": (lambda tmp: np.ma.masked_array(_ZOO_BASE), _ZOO_BASE),
+    "int8": (lambda tmp: _ZOO_INT.astype(np.int8), _ZOO_INT),
+    "uint64": (lambda tmp: np.abs(_ZOO_INT).astype(np.uint64), np.abs(_ZOO_INT)),
+    "bool": (lambda tmp: _ZOO_BASE > 0, (_ZOO_BASE > 0).astype(float)),
+    "float16": (lambda tmp: _ZOO_BASE.astype(np.float16), _ZOO_BASE.astype(np.float16).astype(float)),
+    "float32": (lambda tmp: _ZOO_BASE.astype(np.float32), _ZOO_BASE.astype(np.float32).astype(float)),
+    "longdouble": (lambda tmp: _ZOO_BASE.astype(np.longdouble), _ZOO_BASE),
+    "list_of_lists": (lambda tmp: _ZOO_BASE.tolist(), _ZOO_BASE),
+    "huge_finite": (lambda tmp: _ZOO_BASE * 1e150, _ZOO_BASE * 1e150),
+    "zero": (lambda tmp: np.zeros((6, 6)), np.zeros((6, 6))),
+    "one_by_one": (lambda tmp: np.array([[2.5]]), np.array([[2.5]])),
+    "two_by_two": (lambda tmp: _ZOO_BASE[:2, :2].copy(), _ZOO_BASE[:2, :2]),
+    "torch_requires_grad": (lambda tmp: _torch().tensor(_ZOO_BASE, requires_grad=True), _ZOO_BASE),
+    "torch_transposed": (lambda tmp: _torch().tensor(_ZOO_BASE).T.contiguous().T, _ZOO_BASE),
+    "torch_float16": (lambda tmp: _torch().tensor(_ZOO_BASE).half(), _ZOO_BASE.astype(np.float16).astype(float)),
+    "torch_bfloat16": (lambda tmp: _torch().tensor(_ZOO_BASE).bfloat16(),
+                       _torch().tensor(_ZOO_BASE).bfloat16().double().numpy()),
+    "torch_sparse_coo": (lambda tmp: _torch().tensor(_ZOO_BASE).to_sparse(), _ZOO_BASE),
+    "torch_sparse_csr": (lambda tmp: _torch().tensor(_ZOO_BASE).to_sparse_csr(), _ZOO_BASE),
+    **{f"scipy_{fmt}": ((lambda fmt: lambda tmp: _zoo_coo_with_repeats(_ZOO_BASE).asformat(fmt))(fmt), _ZOO_BASE)
+       for fmt in ("coo", "csr", "csc", "bsr", "dia", "dok", "lil")},
+    "scipy_lil_matrix": (lambda tmp: sp.lil_matrix(_ZOO_BASE), _ZOO_BASE),
+    "scipy_int64_unsorted": (lambda tmp: _zoo_unsorted_int64(_ZOO_BASE), _ZOO_BASE),
+    "scipy_int": (lambda tmp: sp.csr_array(_ZOO_INT.astype(np.int64)), _ZOO_INT),
+    "linear_operator": (lambda tmp: __import__("scipy.sparse.linalg").sparse.linalg.aslinearoperator(_ZOO_BASE),
+                        _ZOO_BASE),
+}
+
+_ZOO_SETTINGS = dict(max_iter=2, device="cpu", time_limit=None)
+
+
+def _zoo_compare(X):
+    from sfapprox import compare
+
+    return [r.fro_error for r in compare(X, "tsvd,sparse", budget=30, device="cpu").results]
+
+
+def _zoo_sweep(X):
+    from sfapprox.sweep import sweep
+
+    return [r.fro_error for point in sweep(X, [30], "tsvd").points for r in point.results]
+
+
+def _zoo_fit_matrix(X):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return [fit_matrix(X, settings=FitSettings(**_ZOO_SETTINGS)).summary["fro_error"]]
+
+
+def _zoo_estimator(make):
+    def fit(X):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            return make().fit(X).to_dense()
+    return fit
+
+
+def _zoo_fit_sf(X):
+    from sfapprox import fit_sf
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return fit_sf(X, **_ZOO_SETTINGS).to_dense()
+
+
+def _zoo_frobenius(X):
+    from sfapprox import frobenius_error
+
+    return [*frobenius_error(X, 0.5 * _reference_of(X)), *frobenius_error(_reference_of(X), X)]
+
+
+def _zoo_describe(X):
+    from sfapprox.describe import describe
+
+    facts = describe(X).data
+    return [facts["sf"]["count"], facts["methods"]["tsvd"]["min_budget"]]
+
+
+def _zoo_kernel(X):
+    from sfapprox.sources import KernelMatrix
+
+    return KernelMatrix(X, bandwidth=3.0).to_dense()
+
+
+def _reference_of(X):
+    """The float64 matrix of ``X``'s shape this zoo made it from (a frobenius_error's other argument)."""
+    shape = tuple(getattr(X, "shape", np.shape(X)))
+    return {shape: ref for _, ref in ZOO.values()}.get(shape, _ZOO_BASE)
+
+
+#: What a kernel's point table refuses, saying so, where a matrix entry takes it: a torch sparse tensor or an
+#: operator is no table of coordinates, and booleans are no coordinates (scipy sparse tables are densified).
+_NO_POINT_TABLE = {"bool", "torch_sparse_coo", "torch_sparse_csr", "linear_operator"}
+
+
+ZOO_ENTRIES = {
+    "compare": _zoo_compare,
+    "sweep": _zoo_sweep,
+    "fit_matrix": _zoo_fit_matrix,
+    "fit_sf": _zoo_fit_sf,
+    "ChordSF.fit": _zoo_estimator(lambda: __import__("sfapprox").ChordSF(**_ZOO_SETTINGS)),
+    "TruncatedSVD.fit": _zoo_estimator(lambda: __import__("sfapprox").TruncatedSVD(budget=30)),
+    "SparseApproximation.fit": _zoo_estimator(lambda: __import__("sfapprox").SparseApproximation(budget=30)),
+    "frobenius_error": _zoo_frobenius,
+    "describe": _zoo_describe,
+    "KernelMatrix(points)": _zoo_kernel,
+}
+
+
+def _snapshot(X):
+    """A copy of ``X``'s values, to check that no entry wrote to the caller's array."""
+    if hasattr(X, "detach"):
+        return X.detach().to_dense().double().numpy().copy()
+    if sp.issparse(X):
+        return (X.format, X.toarray())
+    return None if not isinstance(X, (np.ndarray, list)) else np.array(X, dtype=np.float64)
+
+
+def _same_numbers(got, want) -> bool:
+    got, want = list(np.ravel(np.asarray(got, dtype=object))), list(np.ravel(np.asarray(want, dtype=object)))
+    return len(got) == len(want) and all((a is None) == (b is None) and (a is None or np.isclose(a, b, rtol=1e-9,
+                                                                                                 atol=1e-12))
+                                         for a, b in zip(got, want))
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # numpy's own, on np.matrix: a user's container
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")  # torch's own, on a user's tensor
+@pytest.mark.parametrize("container", list(ZOO))
+@pytest.mark.parametrize("entry", list(ZOO_ENTRIES))
+def test_every_entry_gives_the_same_numbers_for_every_container_of_a_matrix_or_says_why(tmp_path, entry,
+                                                                                        container):
+    """What a notebook holds is read as the float64 C-contiguous matrix it holds: the same numbers as for
+    that plain copy, or an SfapproxError where the plain copy is refused too (or, for a container read by its
+    products, where the entry needs the entries), never another library's error, and the caller's array
+    as it was."""
+    from sfapprox import SfapproxError
+
+    run = ZOO_ENTRIES[entry]
+    make, plain = ZOO[container]
+    X = make(tmp_path)
+    before = _snapshot(X)
+    try:
+        want = run(np.ascontiguousarray(plain, dtype=np.float64))
+    except SfapproxError as refused:
+        with pytest.raises(type(refused)):
+            run(X)
+    else:
+        try:
+            got = run(X)
+        except SfapproxError as exc:
+            assert entry == "KernelMatrix(points)" and container in _NO_POINT_TABLE, exc
+        else:
+            assert _same_numbers(got, want), (got, want)
+    after = _snapshot(X)
+    if isinstance(before, tuple):
+        assert after[0] == before[0]
+        np.testing.assert_array_equal(after[1], before[1])
+    elif before is not None:
+        np.testing.assert_array_equal(after, before)
+
+
+#: name: (the input, what its one-line refusal says)
+ZOO_REFUSED = {
+    "masked": (lambda: np.ma.masked_array(_ZOO_BASE, mask=_ZOO_BASE > 1), r"masked array with \d+ masked entr"),
+    "complex": (lambda: _ZOO_BASE + 1j, r"complex matrices are not supported"),
+    "complex_zero_imaginary": (lambda: _ZOO_BASE + 0j, r"complex matrices are not supported"),
+    "complex_sparse": (lambda: sp.csr_array(_ZOO_BASE + 1j), r"complex matrices are not supported"),
+    "complex_torch": (lambda: _torch().tensor(_ZOO_BASE + 1j), r"complex matrices are not supported"),
+    "strings": (lambda: _ZOO_BASE.astype(str), r"non-numeric dtype"),
+    "objects": (lambda: _ZOO_BASE.astype(object), r"object dtype; convert it to a numeric array"),
+    "scalar": (lambda: np.float64(3.0), r"matrix must be 2-D, got a 0-D array"),
+    "vector": (lambda: np.ones(36), r"reshape it \(X.reshape\(6, 6\)\)"),
+    "three_d": (lambda: np.ones((2, 6, 6)), r"matrix must be 2-D, got a 3-D array"),
+    "image_channel": (lambda: np.ones((6, 6, 1)), r"drop its axes of length 1"),
+    "torch_three_d": (lambda: _torch().ones((1, 6, 6)), r"matrix must be 2-D, got a 3-D array"),
+    "empty": (lambda: np.zeros((0, 0)), r"matrix is empty"),
+    "empty_sparse": (lambda: sp.csr_array((0, 0)), r"matrix is empty"),
+    "not_square": (lambda: np.ones((6, 5)), r"matrix is not square"),
+    "not_square_operator": (lambda: __import__("scipy.sparse.linalg").sparse.linalg.aslinearoperator(np.ones((6, 5))),
+                            r"a square operator is needed, got shape 6 x 5"),
+    "complex_operator": (lambda: __import__("scipy.sparse.linalg").sparse.linalg.aslinearoperator(_ZOO_BASE + 1j),
+                         r"complex"),
+    "ragged": (lambda: [[1.0, 2.0], [3.0]], r"cannot convert input to an array"),
+    "nan": (lambda: np.where(np.eye(6, dtype=bool), np.nan, _ZOO_BASE), r"NaN/Inf entr"),
+    "inf_sparse": (lambda: sp.csr_array(np.where(np.eye(6, dtype=bool), np.inf, _ZOO_BASE)), r"NaN/Inf entr"),
+    "near_float64_max": (lambda: _ZOO_BASE / np.abs(_ZOO_BASE).max() * 1.7e308, r"values too large"),
+    "squares_overflow": (lambda: _ZOO_BASE * 1e200, r"values too large"),
+    "none": (lambda: None, r"a matrix is needed"),
+}
+
+
+@pytest.mark.parametrize("name", list(ZOO_REFUSED))
+@pytest.mark.parametrize("entry", [e for e in ZOO_ENTRIES if e not in ("frobenius_error", "KernelMatrix(points)")])
+def test_every_entry_refuses_what_is_no_real_square_matrix_in_one_line_saying_what_to_do(entry, name):
+    from sfapprox import SfapproxError
+
+    make, match = ZOO_REFUSED[name]
+    with pytest.raises(SfapproxError, match=match) as caught:
+        ZOO_ENTRIES[entry](make())
+    assert "\n" not in str(caught.value)
