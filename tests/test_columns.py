@@ -972,3 +972,48 @@ def test_the_kernels_compile_before_the_fit_s_clock_starts(fake_clock, monkeypat
     assert sf.params_["path"] == "columns" and sf.stop_reason_ == "time_limit"
     assert sf.n_iter_ == 10  # the limit's ten seconds are the steps': 1 step before (its compile took 5 + 1 of 10)
     assert sf.params_["compile_seconds"] == 5.0
+
+
+# ---------------------------------------------------------------------- a stop while the kernels compile
+INTERRUPTED_COMPILE = """
+import json, os, signal, sys
+import numpy as np
+import numba.core.compiler as compiler
+from sfapprox import ChordSF
+
+real, calls = compiler.compile_extra, []
+
+def compile_extra(*args, **kwargs):  # numba compiling a kernel: the stop arrives inside it
+    calls.append(1)
+    if len(calls) == 1:
+        os.kill(os.getpid(), signal.SIGINT)
+    return real(*args, **kwargs)
+
+compiler.compile_extra = compile_extra
+X = np.random.default_rng(0).standard_normal((128, 128))
+sf = ChordSF(max_iter=50, time_limit=None, max_memory=int(sys.argv[1]), device="cpu", init="identity").fit(X)
+print(json.dumps({"stop": sf.stop_reason_, "iterations": sf.n_iter_, "path": sf.params_["path"],
+                  "rel": sf.rel_error_, "compiles": len(calls),
+                  "exact": float(np.linalg.norm(X - sf.operator_.to_dense()) / np.linalg.norm(X))}))
+"""
+
+
+def test_a_stop_while_the_column_kernels_compile_returns_the_start_as_stopped(tmp_path):
+    """A KeyboardInterrupt in the fit from columns' compiling (an empty numba cache) escaped ``fit``, where the
+    in-memory fit returns its start with stop_reason_ "interrupted": now the same, its error scored."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = tmp_path / "interrupted_compile.py"
+    script.write_text(INTERRUPTED_COMPILE)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_CACHE_DIR": str(tmp_path / "numba"),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, str(script), str(_column_limit(128))], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (fit,) = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert fit["path"] == "columns" and fit["stop"] == "interrupted" and fit["iterations"] == 0, fit
+    assert fit["compiles"] == 1 and 0 < fit["rel"] == pytest.approx(fit["exact"], rel=1e-9)

@@ -867,7 +867,7 @@ class ChordSF(Approximation):
         """Fit from ``source``'s column blocks (:mod:`._columns`): the path of a matrix whose
         in-memory fit is over the memory limit.  The error is left to the caller's scoring
         (:func:`~sfapprox.estimate_errors`), which looks at the columns honestly."""
-        from . import _columns, _sketch
+        from . import _columns, _sketch, _solver
 
         n = source.n
         self._check_columns_memory(n, source.held_bytes, source.name)  # before any work
@@ -920,14 +920,19 @@ class ChordSF(Approximation):
         governor = AdaptiveThreads(n * n // settings.groups, threads=self.threads, compiled=True)
         began = time.perf_counter()
         with governor:
-            warm_up, compiled = self._warm_up_columns(settings, history, sketch_columns, lbfgs_fits, name)
+            warm_up, compiled, warmed = self._warm_up_columns(settings, history, sketch_columns, lbfgs_fits, name)
             fit_begin += warm_up  # outside the time limit, inside the fit's seconds (said), as in memory
             limit_s = None if self.time_limit is None else max(0.0, self.time_limit - (_timing.now() - fit_begin))
             columns = lambda a, b: source.columns(np.arange(a, b)) / scale  # noqa: E731
             better = (lambda values: _better_of(columns, start, values, offsets, width, n, self.random_state)) \
                 if name in ("saved", RANK_ONE) else None  # noqa: E731
             report = self._column_progress(fro, began, governor.poll, shape, scale, better)
-            if history is not None:
+            if not warmed:
+                # a stop while the kernels compiled: as one before the first step (the start kept, no step
+                # taken, stop_reason_ "interrupted"), the in-memory fit's answer too
+                fit = _columns.ColumnFit(values=np.array(start, dtype=np.float64),
+                                         stop_reason=_solver.StopReason.INTERRUPTED)
+            elif history is not None:
                 fit = _columns.fit_columns_lbfgs(columns, start, offsets, settings=settings, width=width,
                                                  history=history, max_iter=self.max_iter, time_limit=limit_s,
                                                  callback=report)
@@ -983,15 +988,16 @@ class ChordSF(Approximation):
         return self
 
     def _warm_up_columns(self, settings, history: int | None, sketch_columns: int, lbfgs_fits: bool,
-                         start: str) -> tuple[float, float | None]:
+                         start: str) -> tuple[float, float | None, bool]:
         """Compile (or load) what the fit from columns may call (:func:`._columns.warm_up`), before its
         clock starts, as the in-memory fit does: on a fresh install the float32 kernels took about 5 s,
-        out of the time limit (a fit of 20 s lost a quarter of it, one of 5 s all).  Returns its seconds
-        and, where it compiled for :data:`COMPILE_NOTE_SECONDS` or more, those seconds (else None)."""
+        out of the time limit (a fit of 20 s lost a quarter of it, one of 5 s all).  Returns its seconds,
+        where it compiled for :data:`COMPILE_NOTE_SECONDS` or more those seconds (else None), and whether it
+        finished (False: a stop came while it compiled, :func:`_warmed_unless_stopped`)."""
         from . import _columns, _kernels
 
         if not _kernels._numba_module():
-            return 0.0, None
+            return 0.0, None, True
         # what may run: fit_columns_auto chooses by the time left, so all it may choose
         choose = self.time_limit is not None and self.max_iter > _columns.PROBE_STEPS
         rounds = bool(sketch_columns) and (settings.optimizer == "sketch" or settings.optimizer == "auto" and choose)
@@ -1001,9 +1007,9 @@ class ChordSF(Approximation):
         began = _timing.now()
         cached = _columns.kernels_cached(settings, **plan)
         with phase(self.callback, kernel_phase(cached)):
-            _columns.warm_up(settings, **plan)
+            warmed = _warmed_unless_stopped(lambda: _columns.warm_up(settings, **plan))
         seconds = _timing.now() - began
-        return seconds, None if cached or seconds < COMPILE_NOTE_SECONDS else seconds
+        return seconds, None if cached or not warmed or seconds < COMPILE_NOTE_SECONDS else seconds, warmed
 
     def _column_progress(self, fro: float, began: float, poll, shape, scale: float,
                          better: Callable[[np.ndarray], np.ndarray] | None = None):
@@ -1517,21 +1523,30 @@ class ChordSF(Approximation):
 
 def _warm_up_kernels(dtype, objective) -> bool:
     """Compile (or load from numba's cache) the kernel and L-BFGS iterations an in-memory CPU fit in
-    ``dtype`` runs; False where a ``KeyboardInterrupt`` (Ctrl-C, or SIGTERM's handler) stopped it.
+    ``dtype`` runs; False where a ``KeyboardInterrupt`` (Ctrl-C, or SIGTERM's handler) stopped it
+    (:func:`_warmed_unless_stopped`)."""
+    from . import _kernels, _solver
+
+    return _warmed_unless_stopped(lambda: _kernels.warm_up_numba(dtype), lambda: _solver.warm_up(dtype, objective))
+
+
+def _warmed_unless_stopped(*warm_ups: Callable[[], None]) -> bool:
+    """Run ``warm_ups`` (compiling, or loading from numba's cache, what a fit will call): True, or False
+    where a ``KeyboardInterrupt`` (Ctrl-C, or SIGTERM's handler) stopped them, raw or wrapped by numba.
 
     On a fresh install this takes seconds (8-17 s on 2 busy cores); a stop then surfaced from deep in
-    numba's compiler, where one a moment later (in the iterations) returns the fit with its best factors.
+    numba's compiler, where one a moment later (in the iterations) returns the fit with its best factors:
+    both fits (in memory, from column blocks) then return their start as stopped.
     A compile cut short leaves numba's cache usable: numba writes each compiled function after it compiled,
     to a temporary file moved in place, then its index entry (numba 0.6x), so a stop leaves at most a stray
     temporary file, never a half-written entry; the next run compiles what is missing.
     """
-    from . import _kernels, _solver
     from .._compiled import raise_interrupt
 
     try:
         try:
-            _kernels.warm_up_numba(dtype)
-            _solver.warm_up(dtype, objective)
+            for warm_up in warm_ups:
+                warm_up()
         except Exception as exc:  # noqa: BLE001 - numba can wrap the stop in a SystemError
             raise_interrupt(exc)
             raise
