@@ -500,6 +500,43 @@ def test_an_interrupt_inside_compiled_code_is_raised_not_taken_for_a_broken_comp
     assert _solver._host_math() is host  # not given up
 
 
+@pytest.mark.parametrize("wrapped", [True, False])
+def test_an_interrupt_while_the_host_module_loads_is_raised_and_numba_kept(monkeypatch, wrapped):
+    """A Ctrl-C while :mod:`._solver_numba` was imported (raw, or wrapped by numba in a SystemError) was
+    taken for a broken numba (or left numpy chosen before the import): numpy's slower host arithmetic for
+    the rest of the process.  Now the interrupt is raised and the next call imports the compiled module."""
+    from sfapprox import _compiled
+
+    if _solver._host_math() is _solver._NumpyHost:
+        pytest.skip("needs numba")
+    real = _compiled.import_compiled
+
+    def interrupted(name):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as cause:
+            if not wrapped:
+                raise
+            raise SystemError("CPUDispatcher(...) returned a result with an exception set") from cause
+
+    monkeypatch.setattr(_solver, "_HOST", None)
+    monkeypatch.setattr(_compiled, "import_compiled", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _solver._host_math()
+    monkeypatch.setattr(_compiled, "import_compiled", real)
+    assert _solver._host_math() is not _solver._NumpyHost
+
+
+def test_a_broken_host_module_falls_back_to_numpy(monkeypatch):
+    from sfapprox import _compiled
+
+    if _solver._host_math() is _solver._NumpyHost:
+        pytest.skip("needs numba")
+    monkeypatch.setattr(_solver, "_HOST", None)
+    monkeypatch.setattr(_compiled, "import_compiled", lambda name: (_ for _ in ()).throw(SystemError("broken")))
+    assert _solver._host_math() is _solver._NumpyHost
+
+
 def test_a_real_failure_still_falls_back(monkeypatch):
     host = _solver._host_math()
     if host is _solver._NumpyHost:

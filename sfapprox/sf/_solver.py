@@ -411,14 +411,17 @@ def _host_math():
     if _HOST is None:
         from ._kernels import _numba_module  # the same import discipline (and warning) as the kernels
 
-        from .._compiled import import_compiled
+        from .._compiled import import_compiled, raise_interrupt
 
-        _HOST = _NumpyHost
+        host = _NumpyHost
         if _numba_module():
             try:  # (through import_compiled: numba's cache folder as the kernels', where they had to move it)
-                _HOST = import_compiled(f"{__package__}._solver_numba")
-            except Exception:  # noqa: BLE001 - a broken numba must not break the fit
-                pass
+                host = import_compiled(f"{__package__}._solver_numba")
+            except Exception as exc:  # noqa: BLE001 - a broken numba must not break the fit
+                # but a stop (Ctrl-C, SIGTERM's handler) that numba wrapped is no broken numba: raised, and
+                # nothing chosen (set before the import, numpy stayed the host for the rest of the process)
+                raise_interrupt(exc)
+        _HOST = host
     return _HOST
 
 
