@@ -1864,3 +1864,21 @@ def test_results_of_a_table_read_with_text_marks_record_and_show_them(tmp_path):
     said = " ".join(res.output.split())
     assert res.exit_code == 0 and "was fitted to another matrix of this file (kernel=rbf" in said, said
     assert "decimal=','; this one: kernel=rbf" in said and "delimiter=',')" in said, said
+
+
+@pytest.mark.parametrize("written", [True, False])
+def test_a_fit_stopped_before_its_first_iteration_says_its_start_was_kept(tmp_path, monkeypatch, written):
+    """A stop while the kernels compiled (a fresh install) said "after 0 iterations: the best factors found so
+    far were written": true, but it hid that they are the start, nothing fitted.  Said plainly now."""
+    from sfapprox.sf import model
+
+    monkeypatch.setattr(model, "_warmed_unless_stopped", lambda *warm_ups: False)  # the stop, as it compiled
+    matrix, out = tmp_path / "m.npy", tmp_path / "f.h5"
+    np.save(matrix, np.random.default_rng(0).standard_normal((48, 48)))
+    res = invoke("fit", matrix, "--device", "cpu", *(["--out", out] if written else []))
+    said = " ".join(res.output.split())
+    assert res.exit_code == 130, res.output
+    kept = "the start factors were written (nothing fitted yet)" if written else \
+        "the error above is that of the start factors (nothing fitted yet; pass --out to keep them)"
+    assert f"interrupted (Ctrl-C) before the first iteration: {kept}" in said, said
+    assert "after 0 iterations" not in said and out.exists() == written

@@ -155,15 +155,28 @@ def fit(
                 say_error(str(exc))
             raise failures[-1]
         if summary["stop_reason"] == "interrupted":
-            kept = ("the best factors found so far were written" if out_path is not None else
-                    "the error above is that of the best factors found so far (pass --out to keep them)")
-            when = ""
-            if not summary["scored"]:  # the fit had ended; its scoring was cut short
-                when = (" during the final scoring" + (", so the error is not known" if summary["fro_error"] is None
-                                                       else ", so the error shown is the optimizer's own"))
-            note(f"interrupted ({stop_cause()}){when} after {summary['iterations']:,} iterations: {kept}",
-                 style="bold yellow")
+            note(_interrupted_words(summary, out_path is not None), style="bold yellow")
             raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _interrupted_words(summary: dict, written: bool) -> str:
+    """What a fit stopped by a signal says it kept: the best factors found so far, or (a stop before the
+    first iteration, e.g. while the kernels compiled on a fresh install) its start, said as such: "after 0
+    iterations: the best factors found so far were written" was true but hid that nothing was fitted."""
+    cause = f"interrupted ({stop_cause()})"
+    if not summary["scored"]:  # the fit had ended; its scoring was cut short
+        cause += (" during the final scoring" + (", so the error is not known" if summary["fro_error"] is None
+                                                 else ", so the error shown is the optimizer's own"))
+    if summary["iterations"]:
+        kept = ("the best factors found so far were written" if written else
+                "the error above is that of the best factors found so far (pass --out to keep them)")
+        return f"{cause} after {summary['iterations']:,} iterations: {kept}"
+    # a resumed fit's start is a fit of its own: this run added nothing to it
+    nothing = "nothing fitted by this run" if summary.get("iterations_before") or summary.get("init") == "saved" \
+        else "nothing fitted yet"
+    kept = (f"the start factors were written ({nothing})" if written else
+            f"the error above is that of the start factors ({nothing}; pass --out to keep them)")
+    return f"{cause} before the first iteration: {kept}"
 
 
 def _advise(summary: dict, settings, n: int | None = None) -> None:
