@@ -241,7 +241,22 @@ def row_error(est, X, fro_norm: float | None = None, *, threads: int | None = No
     if own is not None and math.isfinite(own):
         norm = float(np.linalg.norm(X.data if sp.issparse(X) else X)) if fro_norm is None else float(fro_norm)
         return float(own), (float(own) / norm if norm > 0 else None)
-    return operator_error(X, est.operator_, fro_norm, threads=threads)
+    with _products_after_stop(est):
+        return operator_error(X, est.operator_, fro_norm, threads=threads)
+
+
+def _products_after_stop(est) -> contextlib.AbstractContextManager:
+    """Where a stopped row's scoring runs its products: on scipy's sparse factors where it holds Chord
+    factors and the apply kernels would first compile (:func:`~sfapprox.operators._chord_apply.compiles_after_stop`;
+    SF fitted from the columns of a sparse matrix under a time limit leaves its error to this scoring, and a
+    stop on a fresh install then waited 19 s for the compiling), else where they always run."""
+    from .operators import _chord_apply
+
+    stack = getattr(getattr(est, "operator_", None), "_stack", None)
+    if isinstance(stack, _chord_apply.FactorStack) and \
+            _chord_apply.compiles_after_stop(getattr(est, "stop_reason_", None) == "interrupted", stack.butterfly):
+        return stack.uncompiled()
+    return contextlib.nullcontext()
 
 
 def needs_formed(source: MatrixSource, max_memory: int | None, spec=None) -> str:

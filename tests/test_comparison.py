@@ -1338,3 +1338,35 @@ def test_a_refusal_writes_the_order_n_thousands_separated(run, error, match):
     with pytest.raises(SfapproxError) as info:
         run(np.eye(1000))
     assert type(info.value).__name__ == error and re.search(match, str(info.value)), info.value
+
+
+@pytest.mark.parametrize("stopped", [True, False])
+def test_a_stopped_sf_row_is_scored_without_compiling_the_apply_kernels(monkeypatch, stopped):
+    """SF fitted from the columns of a sparse matrix under a time limit leaves its error to the comparison's
+    scoring; stopped on a fresh install, that scoring compiled the apply kernels first (19 s from the SIGINT
+    to the exit of `sfapprox compare` at N = 1,100 on 2 busy cores).  Stopped, it runs on scipy's sparse
+    factors, to the same error; not stopped, on the compiled kernels as before."""
+    from sfapprox import _signals
+    from sfapprox._progress import kernel_phase
+    from sfapprox.operators import _chord_apply
+    from sfapprox.sf import model
+
+    n = 1100  # above TORCH_DENSE_MAX_N: the scoring's products are the apply kernels'
+    X = random_array((n, n), density=0.02, random_state=0, format="csr")
+    compiled = []
+    real = _chord_apply.FactorStack._apply_numba
+    monkeypatch.setattr(_chord_apply, "block_kernel_phase", lambda butterfly=False: kernel_phase(False))  # fresh
+    monkeypatch.setattr(_chord_apply.FactorStack, "_apply_numba",
+                        lambda self, B, t: (compiled.append(B.shape), real(self, B, t))[1])
+    # the stop as the CLI's handler records it, once the fit's kernels are ready: it acts on it at its first step
+    warmed = model._warmed_unless_stopped
+    monkeypatch.setattr(model, "_warmed_unless_stopped",
+                        lambda *warm_ups: (warmed(*warm_ups), _signals._received.extend([2] if stopped else []))[0])
+    monkeypatch.setattr(_signals, "_received", [])
+    settings = FitSettings(device="cpu", max_iter=2, time_limit=60, max_memory=300 << 20)
+    (row,) = compare(X, ["sf"], settings=settings).results
+    assert row.params["path"] == "columns" and (row.status == "interrupted") == stopped
+    assert bool(compiled) != stopped, compiled
+    monkeypatch.setattr(_signals, "_received", [])
+    exact = np.linalg.norm(X.toarray() - row.operator.to_dense())
+    assert row.fro_error == pytest.approx(exact, rel=1e-9)

@@ -49,6 +49,7 @@ __all__ = [
     "FactorStack",
     "backend",
     "block_kernel_compiles",
+    "compiles_after_stop",
     "block_kernel_phase",
     "warm_up_block_kernel",
     "offset_plan",
@@ -152,6 +153,19 @@ def block_kernel_compiles(butterfly: bool = False) -> bool:
     from .._progress import kernel_phase
 
     return block_kernel_phase(butterfly) == kernel_phase(False)
+
+
+def compiles_after_stop(stopped: bool, butterfly: bool = False) -> bool:
+    """Whether products after a stop should run on scipy's sparse factors (:meth:`FactorStack.uncompiled`):
+    a stop came (``stopped``, or a stop signal received) and the next wide product would first compile the
+    block kernel (:func:`block_kernel_compiles`: a fresh install).
+
+    The scorings of stopped work ask this (a stopped SF fit's own, a comparison's of its row): compiling
+    kept the stop waiting 9-19 s on 2 busy cores; scipy's products give the same errors within rounding.
+    """
+    from .._signals import stop_requested
+
+    return (stopped or stop_requested()) and block_kernel_compiles(butterfly)
 
 
 def warm_up_block_kernel(butterfly: bool = False) -> None:

@@ -1418,14 +1418,13 @@ class ChordSF(Approximation):
         products give the same errors within rounding, 1.2-5x slower than compiled ones (a fraction of a
         second at N = 1,100).  Up to ``TORCH_DENSE_MAX_N`` the fitting kernels form the product: no compiling.
         """
-        from .._signals import stop_requested
         from ..operators import _chord_apply, chord
         from ._solver import StopReason
 
         if n <= chord.TORCH_DENSE_MAX_N:
             return False
-        stopped = self.stop_reason_ == StopReason.INTERRUPTED or stop_requested()
-        return stopped and _chord_apply.block_kernel_compiles(self.support == "butterfly")
+        return _chord_apply.compiles_after_stop(self.stop_reason_ == StopReason.INTERRUPTED,
+                                                self.support == "butterfly")
 
     def _products(self, operator: ChordOperator) -> contextlib.AbstractContextManager:
         """Where ``operator``'s products run during the final scoring: on scipy's sparse factors where
