@@ -91,7 +91,8 @@ def _windows_quote(word: str) -> str:
     r"""``word`` for cmd.exe and PowerShell: as it is where both take it so, else in double quotes (the
     quoting both read; a ``"`` in it is written ``""``: :func:`_double_quoted`).  A word with a ``%`` is
     written by :func:`_windows_percent`: cmd expands ``%NAME%`` even inside double quotes.  PowerShell's
-    ``$`` is kept from naming a variable by :func:`_both_quoted`; such a word starts unquoted.  A word
+    ``$`` is kept from naming a variable by :func:`_both_quoted`; such a word starts unquoted
+    (:func:`_bare_then_quoted`: ``\\srv\share\cost"$"d"ata.mtx"``).  A word
     opening with ``-`` and holding a ``.`` is quoted: PowerShell reads ``-x.mtx`` as a parameter token,
     which its name ends at the ``.`` (its specification, 2.3.4: no *parameter-char* is a ``.``), and
     passes ``-x`` and ``.mtx`` to a native program as two arguments (PowerShell issue #6291, open for 5.1
@@ -100,13 +101,15 @@ def _windows_quote(word: str) -> str:
 
     What stays ambiguous, written for the shell where the character is special: a backtick or a
     typographic double quote, a ``$`` that starts the word before a name (``$RECYCLE.BIN``) or comes
-    before ``(``, ``{`` or ``^`` (PowerShell's, escaped with a backtick, which cmd passes on), a ``%`` in
-    a word whose first character needs quotes (cmd's: see :func:`_windows_percent`), and backslashes
-    before a ``"`` or at the end (the C runtime's: see :func:`_double_quoted`).  Which shell the user
-    types into cannot be told reliably from here: ``PSModulePath`` is set machine-wide, in cmd too, and
-    what PowerShell adds to it is inherited by a cmd started from it; the process's parent is the
-    ``sfapprox.exe`` launcher or ``python.exe``, and the shell above it may be a terminal, an IDE or
-    ``conda run``.  A cmd started with delayed expansion (``cmd /V:ON``, or the ``DelayedExpansion``
+    before ``(``, ``{`` or ``^`` (PowerShell's, escaped with a backtick, which cmd passes on), a ``$``
+    before a name or a ``%`` in a word whose first character,
+    after any backslashes, needs quotes (``é$x.mtx``, ``\$1 x.mtx``: no start stands bare, see
+    :func:`_bare_then_quoted`; a ``$`` is PowerShell's, a ``%`` cmd's: see :func:`_windows_percent`),
+    and backslashes before a ``"`` or at the end (the C runtime's: see :func:`_double_quoted`).  Which
+    shell the user types into cannot be told reliably from here: ``PSModulePath`` is set machine-wide,
+    in cmd too, and what PowerShell adds to it is inherited by a cmd started from it; the process's
+    parent is the ``sfapprox.exe`` launcher or ``python.exe``, and the shell above it may be a terminal,
+    an IDE or ``conda run``.  A cmd started with delayed expansion (``cmd /V:ON``, or the ``DelayedExpansion``
     registry value) also expands ``!NAME!``, inside quotes too, and drops a lone ``!``: left as it is,
     since that is off by default (``cmd /?``), and the escape it takes (``^``) would stay in the word
     for PowerShell and, inside quotes, for a cmd without it.
@@ -116,7 +119,7 @@ def _windows_quote(word: str) -> str:
     >>> print(_windows_quote(r"C:\data\a.mtx"), _windows_quote(r"C:\my data\a b.mtx"), _windows_quote(""))
     C:\data\a.mtx "C:\my data\a b.mtx" ""
     >>> print(_windows_quote("cost$data.mtx"), _windows_quote("a $1 b.mtx"), _windows_quote("$RECYCLE.BIN"))
-    c"ost$"d"ata.mtx" a" $"1" b.mtx" "`$RECYCLE.BIN"
+    cost"$"d"ata.mtx" a" $"1" b.mtx" "`$RECYCLE.BIN"
     """
     if "%" in word:
         return _windows_percent(word)
@@ -125,9 +128,23 @@ def _windows_quote(word: str) -> str:
     quoted = _both_quoted(word)
     if quoted == _both_quoted(word, bare=False):  # one quoted string: one word to both shells
         return quoted
-    if _WINDOWS_PLAIN.fullmatch(word[0]):  # PowerShell reads "a"b as two words: the first character bare
-        return word[0] + _both_quoted(word[1:])
-    return _both_quoted(word, bare=False)
+    return _bare_then_quoted(word)
+
+
+def _bare_then_quoted(word: str) -> str:
+    r"""``word`` as one word to PowerShell, which reads ``"a"b`` as two: its longest :data:`_WINDOWS_PLAIN`
+    start bare, the rest by :func:`_both_quoted`, or all of it quoted where no such start stands bare.
+
+    The bare start leaves its trailing backslashes to the quoted rest: the C runtime reads ``\"`` as an
+    escaped quote, so ``\data\run`` bare then ``"$"1`` kept the quoting open over what followed
+    (``--out o.json`` joined the name).  A ``-`` word keeps only its ``-`` bare: PowerShell would read a
+    longer bare start as a parameter token, split at a ``.`` (:func:`_stands_plain`).
+    """
+    plain = _WINDOWS_PLAIN.match(word)
+    head = "-" if word.startswith("-") else plain.group().rstrip("\\") if plain else ""
+    if not head:
+        return _both_quoted(word, bare=False)
+    return head + _both_quoted(word[len(head):])
 
 
 def _stands_plain(word: str) -> bool:
@@ -219,22 +236,18 @@ def _windows_percent(word: str) -> str:
     (``100%"x"%".mtx"``): every name cmd could look up then starts with ``"``, which no variable's does,
     and the C runtime drops the quotes (``100%x%.mtx``).  PowerShell joins the pieces into one word only
     where the word starts unquoted (``"a"%"b"`` is two words to it), so the first piece stays unquoted,
-    or all but its first character quoted.  Where even its first character needs quotes (``é%x%``) no
-    spelling reads the same in both shells: this one is cmd's (the shell where ``%`` is special), and
-    PowerShell splits it.  Each quoted piece keeps PowerShell's ``$`` literal (:func:`_both_quoted`).
+    or its longest plain start does, the rest quoted (:func:`_bare_then_quoted`).  Where no start can
+    stand bare (``é%x%``, ``\ %x%``) no spelling reads the same in both shells: this one is cmd's (the
+    shell where ``%`` is special), and PowerShell splits it.  Each quoted piece keeps PowerShell's ``$``
+    literal (:func:`_both_quoted`).
 
     Examples
     --------
     >>> print(_windows_percent("100%x%.mtx"), _windows_percent(r"C:\my runs\%USERNAME%.json"))
-    100%"x"%".mtx" C":\my runs\\"%"USERNAME"%".json"
+    100%"x"%".mtx" C:\my" runs\\"%"USERNAME"%".json"
     """
     first, *rest = word.split("%")
-    if not first or _stands_plain(first):
-        head = first
-    elif _WINDOWS_PLAIN.fullmatch(first[0]):
-        head = first[0] + _both_quoted(first[1:])
-    else:
-        head = _both_quoted(first, bare=False)
+    head = first if not first or _stands_plain(first) else _bare_then_quoted(first)
     return head + "".join("%" + _both_quoted(piece) for piece in rest)
 
 

@@ -8,6 +8,8 @@ import unicodedata
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from sfapprox.formats import Column, OutputFormat, Table, _latex_escape, fmt_seconds, layout, render_rich
 
@@ -685,7 +687,8 @@ def test_the_powershell_model_reads_its_specifications_examples():
 
 @pytest.mark.parametrize("word", ["cost$data.mtx", r"C:\my runs\a $1 b.mtx", "a$$b c.mtx", "x$.mtx", "a$", "price $",
                                   "a$b$c d", "z$_.mtx", "p$é.mtx", "100%$x%.mtx", "a%$PATH%b", "it's $ok.mtx",
-                                  "$", "$.mtx", "tab$\u00e9 x"])
+                                  "$", "$.mtx", "tab$\u00e9 x", r"\data\run$1.mtx", r"\\srv\share\cost$data.mtx",
+                                  r"\\srv\my share\100%x%.mtx", r"\\srv\a$1\b%x%.mtx", r"\a\ $1"])
 def test_windows_quoting_is_read_back_alike_by_cmd_and_powershell(monkeypatch, word):
     """PowerShell expands ``$name`` inside double quotes: ``"cost$data.mtx"`` ran with ``cost.mtx`` there.  A
     ``$`` run before a name now ends its quoted piece (PowerShell takes such a ``$`` as itself), the next
@@ -699,6 +702,49 @@ def test_windows_quoting_is_read_back_alike_by_cmd_and_powershell(monkeypatch, w
     assert _crt_argv(line) == ["sfapprox", "fit", word, "--out", "o.json"], line
     assert all(name.startswith('"') for name in _cmd_names(line)), line
     assert _ps_argv(line) == ["sfapprox", "fit", word, "--out", "o.json"], line
+
+
+def _windows_plain_char(char: str) -> bool:
+    # what cmd, PowerShell and the C runtime all take unquoted (a Windows path's characters)
+    return char.isascii() and (char.isalnum() or char in "_+=:./\\-")
+
+
+def _claims_a_common_spelling(word: str) -> bool:
+    """Whether :func:`~sfapprox._shell._windows_quote`'s docstring claims ``word`` is read back alike by cmd,
+    PowerShell and the C runtime (for the characters :func:`test_windows_quoting_reads_back_path_like_words`
+    draws): all but a run of ``$`` before a character that cannot stand bare, and a ``$`` before a name or a
+    ``%`` in a word whose first character after any backslashes needs quotes."""
+    lead = word.lstrip("\\")[:1]
+    pieces = "%" in word or re.search(r"\$[\w?$:]", word)
+    return not (re.search(r"\$\$+[^\w?:%]", word) or pieces and not (lead and _windows_plain_char(lead)))
+
+
+def _backslashes_doubled_or_not(word: str) -> re.Pattern:
+    """``word``, its backslashes before a ``"``, a ``%`` or the end as they are or doubled: PowerShell reads
+    those in a quoted piece doubled (for the C runtime), a documented difference."""
+    def run(m: re.Match) -> str:
+        return f"(?:{re.escape(m.group())}|{re.escape(m.group() * 2)})"
+    parts = re.split(r'(\\+(?=["%]|$))', word)
+    return re.compile("".join(run(re.match(r".*", part)) if i % 2 else re.escape(part)
+                              for i, part in enumerate(parts)), re.DOTALL)
+
+
+@settings(max_examples=300, deadline=None)
+@given(word=st.text(alphabet='ab1_\\$% "-.:é', max_size=8))
+def test_windows_quoting_reads_back_path_like_words(word):
+    """Where the docstring claims a common spelling, the C runtime reads ``word`` back exactly, cmd finds no
+    variable to expand, and PowerShell reads it back (backslashes before a quote or a ``%`` maybe doubled):
+    a rooted ``\\data\\run$1.mtx`` was written ``\\"data\\run$"1".mtx"``, whose ``\\"`` the C runtime reads
+    as a quote, the quoting then open over the options after it."""
+    from sfapprox._shell import _windows_quote
+
+    assume(_claims_a_common_spelling(word))
+    line = "sfapprox fit " + _windows_quote(word) + " --out o.json"
+    assert _crt_argv(line) == ["sfapprox", "fit", word, "--out", "o.json"], line
+    assert all(name.startswith('"') for name in _cmd_names(line)), line
+    ps = _ps_argv(line)
+    assert ps[:2] == ["sfapprox", "fit"] and ps[3:] == ["--out", "o.json"], line
+    assert _backslashes_doubled_or_not(word).fullmatch(ps[2]), line
 
 
 @pytest.mark.parametrize("word", ["$RECYCLE.BIN", "a`b.mtx", "a $(x).mtx", "a${b}.mtx", "say \u201chi\u201d.mtx",
