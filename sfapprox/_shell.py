@@ -101,8 +101,10 @@ def _windows_quote(word: str) -> str:
 
     What stays ambiguous, written for the shell where the character is special: a backtick or a
     typographic double quote, a ``$`` that starts the word before a name (``$RECYCLE.BIN``) or comes
-    before ``(``, ``{`` or ``^`` (PowerShell's, escaped with a backtick, which cmd passes on), a ``$``
-    before a name or a ``%`` in a word whose first character,
+    before ``(``, ``{`` or ``^``, or a run of two or more ``$`` before a character that cannot stand
+    bare (``run$$.mtx``: PowerShell reads ``$$`` as a variable, and only a letter, a digit, ``_``, ``?``
+    or ``:`` stands bare after the quote closed: :func:`_stands_bare`; all PowerShell's, escaped with a
+    backtick, which cmd passes on), a ``$`` before a name or a ``%`` in a word whose first character,
     after any backslashes, needs quotes (``é$x.mtx``, ``\$1 x.mtx``: no start stands bare, see
     :func:`_bare_then_quoted`; a ``$`` is PowerShell's, a ``%`` cmd's: see :func:`_windows_percent`),
     and backslashes before a ``"`` or at the end (the C runtime's: see :func:`_double_quoted`).  Which
