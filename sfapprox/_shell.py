@@ -241,7 +241,9 @@ def _windows_percent(word: str) -> str:
     or its longest plain start does, the rest quoted (:func:`_bare_then_quoted`).  Where no start can
     stand bare (``é%x%``, ``\ %x%``) no spelling reads the same in both shells: this one is cmd's (the
     shell where ``%`` is special), and PowerShell splits it.  Each quoted piece keeps PowerShell's ``$``
-    literal (:func:`_both_quoted`).
+    literal (:func:`_both_quoted`).  Backslashes that end a quoted piece are doubled for the C runtime
+    (:func:`_double_quoted`), before a ``%`` in the middle of the word too (``a b\%x%`` is
+    ``a" b\\"%"x"%``): PowerShell reads them doubled there as at the end.
 
     Examples
     --------
