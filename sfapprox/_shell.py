@@ -175,6 +175,10 @@ def _stands_bare(char: str) -> bool:
     return char.isalnum() or char in "_?:"
 
 
+#: A run of ``$`` (:func:`_both_quoted` measures one at each character).
+_DOLLARS = re.compile(r"\$*")
+
+
 def _both_quoted(text: str, *, bare: bool = True) -> str:
     """``text`` in double quotes as the C runtime and PowerShell both read it back, where they can.
 
@@ -189,7 +193,7 @@ def _both_quoted(text: str, *, bare: bool = True) -> str:
     pieces, quoted, i = [], "", 0
     while i < len(text):
         char = text[i]
-        run = len(text[i:]) - len(text[i:].lstrip("$"))
+        run = _DOLLARS.match(text, i).end() - i  # (a match at i: slicing text[i:] each time was quadratic)
         after = text[i + run:i + run + 1]
         if not run:
             quoted += "`" + char if char in "`" + _PS_DOUBLE_QUOTES[1:] else char

@@ -748,6 +748,32 @@ def test_windows_quoting_reads_back_path_like_words(word):
     assert _backslashes_doubled_or_not(word).fullmatch(ps[2]), line
 
 
+class _SliceCounted(str):
+    """A string that counts the characters its slices copy."""
+    copied = 0
+
+    def __getitem__(self, key):
+        got = str.__getitem__(self, key)
+        if isinstance(key, slice):
+            type(self).copied += len(got)
+        return got
+
+
+def test_windows_quoting_reads_a_long_word_in_linear_work():
+    """:func:`_both_quoted` measured each ``$`` run on ``text[i:]``, a copy of the rest at every character:
+    a 32,000-character path took a second.  The characters its slices copy now stay within a few per
+    character, and the long word still reads back."""
+    from sfapprox._shell import _both_quoted, _windows_quote
+
+    word = "a$$b c$1.mtx\\" * 400 + "z"
+    _SliceCounted.copied = 0
+    quoted = _both_quoted(_SliceCounted(word))
+    assert _SliceCounted.copied <= 2 * len(word)
+    assert quoted == _both_quoted(word)
+    line = "sfapprox fit " + _windows_quote(word) + " --out o.json"
+    assert _crt_argv(line) == _ps_argv(line) == ["sfapprox", "fit", word, "--out", "o.json"]
+
+
 @pytest.mark.parametrize("word", ["$RECYCLE.BIN", "a`b.mtx", "a $(x).mtx", "a${b}.mtx", "say \u201chi\u201d.mtx",
                                   "é$x.mtx", "r$^.mtx", "run$$.mtx", "a$$ b.mtx", r"\$1 x.mtx"])
 def test_windows_words_without_a_common_spelling_are_written_for_powershell(monkeypatch, word):
