@@ -37,7 +37,7 @@ from .comparison import (
     settings_with,
     warnings_at_caller,
 )
-from .formats import (Column, ShownAsTables, Table, and_listed, fmt_seconds, interval_columns, jsonable,
+from .formats import (Column, ShownAsTables, Table, and_listed, fmt_seconds, interval_columns, jsonable, listed,
                       printable)
 from .results import (
     Comparison,
@@ -263,8 +263,9 @@ def budgets_text(budgets: list[int], every: list[int]) -> str:
     return f"budgets {', '.join(f'{b:,}' for b in budgets[:3])} and {len(budgets) - 3:,} more, up to {budgets[-1]:,}"
 
 
-#: A stopped sweep's note names this many methods left unrun at a budget at most; more are counted.
-METHODS_LISTED = 3
+#: A stopped sweep's note names this many methods left unrun at a budget at most; more are counted (four
+#: named are about as long as "sf, rpca and 2 more methods").
+METHODS_LISTED = 4
 
 
 def stopped_note(unrun: dict[int, list[str]], skipped: list[int], every: list[int]) -> str:
@@ -274,19 +275,23 @@ def stopped_note(unrun: dict[int, list[str]], skipped: list[int], every: list[in
     stopped before" read as a repeat.
 
     Budgets that left the same methods unrun are named together; more than :data:`METHODS_LISTED`
-    methods are counted.  Parts that hold a list of their own are parted by semicolons: an "and" list of
+    methods are counted.  The budgets never reached are "every method at" them after methods left
+    unrun: "sf at budgets 1,000, 2,000 and budget 4,000" read as sf alone skipped at 4,000.  Where a part
+    holds a list of its own (a ", " or an " and "), the parts are parted by semicolons: an "and" list of
     "and" lists ("nmf, rpca, monarch and sparse at budget 1,000 and budgets 2,000, 4,000") read as one.
 
     Examples
     --------
     >>> stopped_note({80000: ["sf"]}, [90000, 100000], [80000, 90000, 100000])
-    'skipped: the sweep was stopped before sf at budget 80,000 and budgets 90,000, 100,000'
+    'skipped: the sweep was stopped before sf at budget 80,000; every method at budgets 90,000, 100,000'
     >>> stopped_note({43: ["sparse", "sf"]}, [], [43])
     'skipped: the sweep was stopped before sparse and sf at budget 43'
+    >>> stopped_note({43: ["sf"]}, [72], [43, 72])
+    'skipped: the sweep was stopped before sf at budget 43 and every method at budget 72'
     >>> stopped_note({}, [72], [43, 72])
     'skipped: the sweep was stopped before budget 72'
-    >>> stopped_note({10: ["nmf", "rpca", "monarch", "sparse"], 20: ["sf"]}, [30, 40], [10, 20, 30, 40])
-    'skipped: the sweep was stopped before nmf, rpca and 2 more methods at budget 10; sf at budget 20; budgets 30, 40'
+    >>> stopped_note({10: ["nmf", "rpca", "monarch", "sparse", "tsvd"]}, [30], [10, 30])
+    'skipped: the sweep was stopped before nmf, rpca and 3 more methods at budget 10; every method at budget 30'
     """
     budgets_by_methods: dict[tuple[str, ...], list[int]] = {}
     for budget, methods in unrun.items():
@@ -294,16 +299,18 @@ def stopped_note(unrun: dict[int, list[str]], skipped: list[int], every: list[in
     parts = [f"{_methods_text(list(methods))} at {_budgets_words(budgets, every)}"
              for methods, budgets in budgets_by_methods.items()]
     if skipped:
-        parts.append(_budgets_words(skipped, every))
-    listed = "; ".join(parts) if len(parts) > 1 and any(" and " in p for p in parts) else and_listed(parts)
-    return f"skipped: the sweep was stopped before {listed}"
+        parts.append(("every method at " if parts else "") + _budgets_words(skipped, every))
+    own_lists = any(", " in part or " and " in part for part in parts)  # (not 1,000's comma)
+    text = "; ".join(parts) if len(parts) > 1 and own_lists else and_listed(parts)
+    return f"skipped: the sweep was stopped before {text}"
 
 
 def _methods_text(methods: list[str]) -> str:
-    """"sf and rpca", or past :data:`METHODS_LISTED` the first two and a count: "sf, rpca and 9 more methods"."""
+    """"sf and rpca", or past :data:`METHODS_LISTED` the first two and a count (:func:`~sfapprox.formats.listed`):
+    "sf, rpca and 9 more methods", no longer than four named."""
     if len(methods) <= METHODS_LISTED:
         return and_listed(methods)
-    return f"{', '.join(methods[:2])} and {len(methods) - 2:,} more methods"
+    return f"{listed(methods, most=2)} methods"
 
 
 def _budgets_words(budgets: list[int], every: list[int]) -> str:

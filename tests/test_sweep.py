@@ -356,7 +356,31 @@ def test_a_stop_that_left_many_methods_unrun_is_one_short_note():
     stopped = Sweep({"name": "m", "n": 64}, methods, points, skipped=[4000])
     notes = [n for n in stopped.tables()[0].notes if n.startswith("skipped:")]
     assert notes == ["skipped: the sweep was stopped before tsvd, rpca and 4 more methods at budgets 1,000, 2,000; "
-                     "budget 4,000"]
+                     "every method at budget 4,000"]
+
+
+def test_a_stop_note_says_which_methods_a_budget_never_reached_left_out():
+    """"sf at budgets 1,000, 2,000 and budget 4,000" read as sf alone skipped at 4,000 (semicolons came only
+    with an " and " in a part): the budgets never reached are every method's, and a part's own list (a
+    comma) parts them by semicolons."""
+    from sfapprox.sweep import stopped_note
+
+    assert stopped_note({1000: ["sf"], 2000: ["sf"]}, [4000], [1000, 2000, 4000]) == \
+        "skipped: the sweep was stopped before sf at budgets 1,000, 2,000; every method at budget 4,000"
+    assert stopped_note({1000: ["sf"]}, [2000, 4000], [1000, 2000, 4000]) == \
+        "skipped: the sweep was stopped before sf at budget 1,000; every method at budgets 2,000, 4,000"
+    assert stopped_note({}, [2000, 4000], [1000, 2000, 4000]) == "skipped: the sweep was stopped before budgets 2,000, 4,000"
+
+
+@pytest.mark.parametrize("count, text", [(4, "m0, m1, m2 and m3"), (5, "m0, m1 and 3 more methods"),
+                                         (1206, "m0, m1 and 1,204 more methods")])
+def test_a_stop_note_names_up_to_four_methods_then_counts(count, text):
+    """Four methods named are as short as "m0, m1 and 2 more methods": named; past four, counted as
+    :func:`~sfapprox.formats.listed` counts."""
+    from sfapprox.sweep import stopped_note
+
+    assert stopped_note({10: [f"m{i}" for i in range(count)]}, [], [10]) == \
+        f"skipped: the sweep was stopped before {text} at budget 10"
 
 
 def test_a_method_a_stop_left_unrun_at_its_point_is_skipped(monkeypatch):
@@ -381,7 +405,7 @@ def test_a_method_a_stop_left_unrun_at_its_point_is_skipped(monkeypatch):
     assert table.rows[0]["sparse"] == "skipped"
     # one note for both: the method left unrun where the stop came and the budget never reached after it
     stops = [n for n in table.notes if n.startswith("skipped:")]
-    assert stops == ["skipped: the sweep was stopped before sparse at budget 43 and budget 72"]
+    assert stops == ["skipped: the sweep was stopped before sparse at budget 43 and every method at budget 72"]
     rows = list(csv.DictReader(io.StringIO(render_csv(s.tables()))))
     assert [(r["sparse status"], r["tsvd status"]) for r in rows] == [("skipped", "interrupted"), ("skipped", "skipped")]
 
