@@ -147,6 +147,28 @@ def test_numba_requested_but_missing(monkeypatch):
     assert _apply.backend() == "scipy"
 
 
+@pytest.mark.parametrize("cached, compiles", [([], True), (None, True), ([("float64[:, :]",)], False)])
+def test_block_kernel_compiles_reads_the_kernels_signatures_not_the_phase_text(monkeypatch, cached, compiles):
+    """Whether a stopped fit's scoring would compile was told by comparing :func:`block_kernel_phase`'s display
+    text with the compiling one: a rewording that gave loading and compiling one text (or changed one of
+    them) changed the answer.  It reads the kernel's signatures and numba's cache index now."""
+    import types
+
+    from sfapprox import _compiled, _progress
+
+    fresh = types.SimpleNamespace(signatures=[])
+    monkeypatch.setattr(_apply, "backend", lambda: "numba")
+    monkeypatch.setattr(_apply, "_block_kernel", lambda butterfly: fresh)
+    monkeypatch.setattr(_compiled, "cached_signatures", lambda kernel: cached)
+    monkeypatch.setattr(_progress, "kernel_phase", lambda cached: "making kernels ready")  # one text for both
+    assert _apply.block_kernel_compiles() is compiles
+    fresh.signatures = ["compiled here"]  # compiled or loaded by this process: nothing to make
+    assert _apply.block_kernel_compiles() is False and _apply.block_kernel_phase() is None
+    monkeypatch.setattr(_apply, "backend", lambda: "scipy")
+    fresh.signatures = []
+    assert _apply.block_kernel_compiles() is False
+
+
 def test_failed_compile_falls_back_with_a_warning(monkeypatch):
     class Broken:
         def __getattr__(self, name):

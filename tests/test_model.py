@@ -1112,15 +1112,19 @@ def test_a_stopped_fits_scoring_does_not_compile_the_apply_kernels(monkeypatch, 
     """Ctrl-C or SIGTERM during a fit on a fresh install: the scoring of the best factors compiled the apply
     kernels first (9-17 s on 2 cores), and the stop waited for it.  Stopped, it scores on scipy's sparse factors,
     to the same error; a fit not stopped still compiles them (the products users make next need them)."""
-    from sfapprox import _signals
-    from sfapprox._progress import kernel_phase
+    import types
+
+    from sfapprox import _compiled, _signals
     from sfapprox.operators import _chord_apply
 
     n = 1100  # above TORCH_DENSE_MAX_N: the scoring's products are the apply kernels'
     X = np.random.default_rng(0).standard_normal((n, n))
     compiled, warmed = [], []
     real = _chord_apply.FactorStack._apply_numba
-    monkeypatch.setattr(_chord_apply, "block_kernel_phase", lambda butterfly=False: kernel_phase(False))  # fresh
+    # a fresh install: the block kernel neither compiled here nor in numba's cache
+    fresh, real_cached = types.SimpleNamespace(signatures=[]), _compiled.cached_signatures
+    monkeypatch.setattr(_chord_apply, "_block_kernel", lambda butterfly=False: fresh)
+    monkeypatch.setattr(_compiled, "cached_signatures", lambda f: [] if f is fresh else real_cached(f))
     monkeypatch.setattr(_chord_apply, "warm_up_block_kernel", lambda butterfly=False: warmed.append(butterfly))
     monkeypatch.setattr(_chord_apply.FactorStack, "_apply_numba",
                         lambda self, B, t: (compiled.append(B.shape), real(self, B, t))[1])

@@ -121,6 +121,18 @@ def _block_kernel(butterfly: bool):
     return kernels.butterfly_mat if butterfly else kernels.offset_mat
 
 
+def _unready_block_kernel(butterfly: bool):
+    """The block kernel where the numba backend runs and this process has neither compiled nor loaded it
+    yet, else None (ready, or the scipy backend runs)."""
+    try:
+        if backend() != "numba":
+            return None
+    except ParameterError:
+        return None
+    kernel = _block_kernel(butterfly)
+    return None if kernel.signatures else kernel  # (signatures: compiled, or loaded from the cache, here)
+
+
 def block_kernel_phase(butterfly: bool = False) -> str | None:
     """What making the block kernel ready does, for a progress display: ``"compiling kernels (first
     run)"``, ``"loading compiled kernels"`` (numba's on-disk cache holds it), or None where it is
@@ -132,27 +144,23 @@ def block_kernel_phase(butterfly: bool = False) -> str | None:
     from .._compiled import cached_signatures
     from .._progress import kernel_phase
 
-    try:
-        if backend() != "numba":
-            return None
-    except ParameterError:
-        return None
-    kernel = _block_kernel(butterfly)
-    if kernel.signatures:  # compiled, or loaded from the cache, by this process
-        return None
-    return kernel_phase(bool(cached_signatures(kernel)))
+    kernel = _unready_block_kernel(butterfly)
+    return None if kernel is None else kernel_phase(bool(cached_signatures(kernel)))
 
 
 def block_kernel_compiles(butterfly: bool = False) -> bool:
     """Whether the next wide product would first compile the block kernel: the numba backend runs, and
-    the kernel is neither compiled by this process nor held by numba's on-disk cache (a fresh install).
+    the kernel is neither compiled by this process nor held by numba's on-disk cache (a fresh install,
+    or a cache that cannot be read).
 
     A stopped fit's scoring asks this: it then runs on scipy's sparse factors
-    (:meth:`FactorStack.uncompiled`) rather than keep the stop waiting for seconds of compiling.
+    (:meth:`FactorStack.uncompiled`) rather than keep the stop waiting for seconds of compiling.  It reads
+    the kernel's signatures, not :func:`block_kernel_phase`'s display text, which a rewording would change.
     """
-    from .._progress import kernel_phase
+    from .._compiled import cached_signatures
 
-    return block_kernel_phase(butterfly) == kernel_phase(False)
+    kernel = _unready_block_kernel(butterfly)
+    return kernel is not None and not cached_signatures(kernel)
 
 
 def compiles_after_stop(stopped: bool, butterfly: bool = False) -> bool:
