@@ -1138,6 +1138,20 @@ def test_a_stopped_fits_scoring_does_not_compile_the_apply_kernels(monkeypatch, 
     assert sf.fro_error_ == pytest.approx(np.linalg.norm(X - dense), rel=1e-9)
 
 
+def test_the_scorings_choice_of_products_is_not_left_on_the_estimator(monkeypatch):
+    """Whether the final scoring ran on scipy's sparse factors was an attribute (``_uncompiled``) the fit left
+    set on the estimator: it is the scoring's own now, stopped fit or not, exact scoring or not."""
+    from sfapprox import _signals
+
+    X = np.random.default_rng(0).random((16, 16))
+    for stopped in ([2], []):
+        monkeypatch.setattr(_signals, "_received", stopped)
+        est = ChordSF(max_iter=2, device="cpu").fit(X)
+        monkeypatch.setattr(_signals, "_received", [])
+        assert est.fro_error_ == pytest.approx(np.linalg.norm(X - est.operator_.to_dense()), rel=1e-9)
+        assert not [name for name in vars(est) if "uncompiled" in name]
+
+
 INTERRUPTED_COMPILE = """
 import json, os, signal, sys
 import numpy as np

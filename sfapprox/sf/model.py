@@ -966,10 +966,10 @@ class ChordSF(Approximation):
         if held or (self.time_limit is None and isinstance(source, (ArraySource, SparseSource))):
             # scored exactly: X is in memory, or (sparse, mapped) no time limit bounds a pass over it
             matrix = source.array if isinstance(source, ArraySource) else source.matrix
-            self._uncompiled = self._scores_uncompiled(n)
+            uncompiled = self._scores_uncompiled(n)
 
             def exact() -> tuple[float, float | None]:
-                with self._products(self.operator_):
+                with self._products(self.operator_, uncompiled):
                     return operator_error(matrix, self.operator_, threads=self.threads)
 
             if self._scored(exact, (None, None)):
@@ -1376,23 +1376,26 @@ class ChordSF(Approximation):
             # a resumed fit's iterations are this run's: those of the fit it started from are said apart
             **({"iterations_before": self._iterations_before} if getattr(self, "_iterations_before", 0) else {}),
         }
-        self._uncompiled = False  # the scoring's products on the compiled kernels (see _scores_uncompiled)
         if dense is None:
             self.fro_error_, self.rel_error_ = 0.0, None
             return
 
         sums = {}  # <X, P> and ||P||^2, from the scoring's own pass: the best multiple's, where it is needed
+        # the scoring's products on scipy's sparse factors (_scores_uncompiled), a local: an attribute of it
+        # outlived the fit on the estimator
+        uncompiled = False
 
         def score() -> tuple[float, float | None]:
+            nonlocal uncompiled
             on_device = None
             if device is not None and device.type != "cpu" and self.support != "butterfly":
                 on_device = product_error_and_multiple(values, self.offsets_, dense, fro, device)
             # else (and where the GPU has no room for it) the CPU's product
             if on_device is None:
-                self._uncompiled = self._scores_uncompiled(dense.shape[0])
-                if not self._uncompiled:
+                uncompiled = self._scores_uncompiled(dense.shape[0])
+                if not uncompiled:
                     self._apply_kernels_ready(dense.shape[0])
-                with self._products(self.operator_):
+                with self._products(self.operator_, uncompiled):
                     on_device = operator_error_and_multiple(dense, self.operator_, fro, threads=self.threads)
             err, rel, sums["inner"], sums["square"] = on_device
             return err, rel
@@ -1403,7 +1406,8 @@ class ChordSF(Approximation):
         began = _timing.now()
         try:
             if self._scored(score, unscored) and self.rel_error_ is not None and self.rel_error_ > 1.0:
-                self._scored(lambda: self._at_best_multiple(values, dense, fro, sums["inner"], sums["square"]))
+                self._scored(lambda: self._at_best_multiple(values, dense, fro, sums["inner"], sums["square"],
+                                                            uncompiled))
         finally:
             # the final scoring (its apply kernels' compiling on a fresh install included): after the optimizer,
             # in no fit_seconds (seconds_), told apart by fit_matrix's summary as compare's row tells its whole turn
@@ -1426,10 +1430,11 @@ class ChordSF(Approximation):
         return _chord_apply.compiles_after_stop(self.stop_reason_ == StopReason.INTERRUPTED,
                                                 self.support == "butterfly")
 
-    def _products(self, operator: ChordOperator) -> contextlib.AbstractContextManager:
+    @staticmethod
+    def _products(operator: ChordOperator, uncompiled: bool) -> contextlib.AbstractContextManager:
         """Where ``operator``'s products run during the final scoring: on scipy's sparse factors where
-        :meth:`_scores_uncompiled` said so, else where they always do."""
-        return operator._stack.uncompiled() if self._uncompiled else contextlib.nullcontext()
+        ``uncompiled`` (:meth:`_scores_uncompiled` said so), else where they always do."""
+        return operator._stack.uncompiled() if uncompiled else contextlib.nullcontext()
 
     def _apply_kernels_ready(self, n: int) -> None:
         """The compiled apply kernels the CPU scoring of an ``n x n`` product runs, compiled (or loaded)
@@ -1482,7 +1487,8 @@ class ChordSF(Approximation):
         if unscored is not None:
             self.fro_error_, self.rel_error_ = unscored
 
-    def _at_best_multiple(self, values: np.ndarray, dense: np.ndarray, fro: float, inner: float, square: float) -> None:
+    def _at_best_multiple(self, values: np.ndarray, dense: np.ndarray, fro: float, inner: float, square: float,
+                          uncompiled: bool = False) -> None:
         """A product further from X than the zero matrix (a fit the time limit stopped at its start: rel 1.53
         recorded "ok") is handed back at its best multiple ``c = <X, P> / ||P||^2``, whose error is at most
         ``||X||``, as a fit from columns already is.
@@ -1492,7 +1498,8 @@ class ChordSF(Approximation):
         ``sqrt(||X||^2 - <X, P>^2 / ||P||^2)``: two more passes over X and the product (4.4-4.7 s after a
         10-s fit at N = 8,192, no time kept for them) made sf-symmetric's call 1.5 times its limit.  Only
         where that error is under :data:`MULTIPLE_SCORED_BELOW` of ``||X||`` (the difference of two near
-        equal squares: its last digits lost) is the scaled product scored by a pass.
+        equal squares: its last digits lost) is the scaled product scored by a pass, on the products the
+        first scoring ran on (``uncompiled``: :meth:`_products`).
         """
         c = inner / square if square > 0 else 0.0
         scaled = values.copy()
@@ -1500,7 +1507,7 @@ class ChordSF(Approximation):
         operator = self._operator(scaled)
         rel = multiple_error(inner, square, fro * fro)
         if rel < MULTIPLE_SCORED_BELOW:
-            with self._products(operator):
+            with self._products(operator, uncompiled):
                 errors = operator_error(dense, operator, fro, threads=self.threads)
         else:
             errors = (rel * fro, rel)
