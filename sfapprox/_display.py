@@ -394,23 +394,36 @@ def stderr_console() -> Console:
     return Console(stderr=True)
 
 
-def draws_bar(console: Console) -> bool:
+#: The warning where a notebook has no ipywidgets, in the library's words (:func:`draws_bar`).
+NO_WIDGETS = ("progress=True draws its bar in a notebook with ipywidgets: pip install ipywidgets "
+              "(the fit runs without a bar)")
+
+
+def draws_bar(console: Console, *, no_widgets: str = NO_WIDGETS) -> bool:
     """Whether a progress line can be drawn on ``console``: a Jupyter notebook's output (rich draws it
     there through IPython, in an ipywidgets output), or a terminal it can redraw its line on (not a
-    dumb one, not a pipe or a file: a log got a line per redraw)."""
+    dumb one, not a pipe or a file: a log got a line per redraw).
+
+    Parameters
+    ----------
+    console : Console
+        Where the line would be drawn.
+    no_widgets : str, default NO_WIDGETS
+        The warning in a notebook without ipywidgets, in the words of who asked: the library's names
+        ``progress=True``, which a CLI user never typed.
+    """
     if console.is_jupyter:
-        return _has_widgets()
+        return _has_widgets(no_widgets)
     return console.is_interactive and on_terminal(console)
 
 
-def _has_widgets() -> bool:
-    """Whether ipywidgets, rich's live display in a notebook, can be imported; a warning says what to
-    install where not (rich itself warned at every redraw, and drew nothing)."""
+def _has_widgets(no_widgets: str) -> bool:
+    """Whether ipywidgets, rich's live display in a notebook, can be imported; the warning ``no_widgets``
+    says what to install where not (rich itself warned at every redraw, and drew nothing)."""
     import importlib.util
 
     if importlib.util.find_spec("ipywidgets") is None:
-        warnings.warn("progress=True draws its bar in a notebook with ipywidgets: pip install ipywidgets "
-                      "(the fit runs without a bar)", stacklevel=user_stacklevel())
+        warnings.warn(no_widgets, stacklevel=user_stacklevel())
         return False
     return True
 

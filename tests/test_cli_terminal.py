@@ -698,8 +698,10 @@ def test_the_cli_draws_its_progress_where_the_library_does(monkeypatch):
     monkeypatch.setattr(_render, "err", Console(file=io.StringIO(), force_jupyter=True))
     assert _render.draws_progress()
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ipywidgets" else object())
-    with pytest.warns(UserWarning, match="pip install ipywidgets"):
+    with pytest.warns(UserWarning, match="pip install ipywidgets") as said:
         assert not _render.draws_progress()
+    # in the CLI's words: progress=True is the library's keyword, no option the user typed
+    assert [str(w.message) for w in said] == [_render.NO_WIDGETS] and "progress=" not in _render.NO_WIDGETS
     monkeypatch.setattr(_render, "err", Console(file=io.StringIO(), force_terminal=True))  # (not a tty)
     assert not _render.draws_progress()
 

@@ -672,10 +672,16 @@ def fit_progress(label: str, total: int | None, quiet: bool, time_limit: float |
         yield update
 
 
+#: The warning of a CLI run in a notebook's kernel without ipywidgets: the library's names its own
+#: ``progress=True`` (:data:`~sfapprox._display.NO_WIDGETS`), no option of the command's.
+NO_WIDGETS = ("the progress line is drawn in a notebook with ipywidgets: pip install ipywidgets "
+              "(the command runs without it)")
+
+
 def draws_progress() -> bool:
     """Whether a progress line can be drawn on stderr, decided as the library's (``_display.draws_bar``): a
     terminal it can redraw its line on, or a notebook's output (the CLI run in a notebook's kernel)."""
-    return draws_bar(err)
+    return draws_bar(err, no_widgets=NO_WIDGETS)
 
 
 #: The narrowest bar a progress line draws (:func:`line_columns`); with less room it has none.
