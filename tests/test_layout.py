@@ -198,7 +198,9 @@ def test_the_old_rank_parameter_still_works_with_a_deprecation_note(cls):
 def test_the_distribution_names_its_license_by_spdx_expression_and_ships_its_text():
     # PEP 639: setuptools deprecated the `license = { text = ... }` table and refuses it from
     # 2027-02-18; the expression form writes License-Expression and the license file beside it
+    # (the installed metadata: an editable install made before pyproject.toml changed still has the old one)
     metadata = importlib.metadata.metadata("sfapprox")
-    assert metadata["License-Expression"] == "MIT"
-    assert "LICENSE" in (metadata.get_all("License-File") or [])
+    stale = "the installed metadata is stale: pip install -e . again"
+    assert metadata["License-Expression"] == "MIT", stale
+    assert "LICENSE" in (metadata.get_all("License-File") or []), stale
     assert (PACKAGE.parent / "LICENSE").read_text(encoding="utf-8").startswith("MIT License")
