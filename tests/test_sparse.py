@@ -430,6 +430,41 @@ def test_a_cut_pass_reads_other_columns_than_the_scoring_samples_first(fake_cloc
     assert read.size == 32 and np.intersect1d(read, scored_first).size < read.size
 
 
+def test_a_cut_pass_reads_its_blocks_in_the_runs_seeds_order(fake_clock):
+    """A cut pass read its blocks in seed 0's order whatever the run's seed (``compare(seed=...)`` did not reach
+    it): ``random_state`` is the order's seed now, as the randomized SVD's and Nystrom's, and a comparison's
+    seed is passed to it; the default reads as before (the order of seed 0)."""
+    from sfapprox import _timing
+    from sfapprox._base import RunContext, get_method
+    from sfapprox._settings import DEFAULT_SEED, FitSettings
+    from sfapprox.baselines.sparse import timed_top
+
+    n = 80
+    X = np.random.default_rng(4).standard_normal((n, n))
+
+    def columns_read(**params) -> tuple[np.ndarray, np.ndarray]:
+        fake_clock.time = 0.0
+        source, asked = _TimedColumns(X, fake_clock), []
+        real = source._columns
+        source._columns = lambda J: asked.append(np.array(J)) or real(J)
+        with pytest.warns(Warning, match="cut at 32 of 80"):
+            est = SparseApproximation(n_sparse=40, time_limit=5.0, **params).fit(source)
+        return np.sort(np.unique(est.S_.tocoo().col)), np.concatenate(asked)
+
+    kept, read = columns_read()
+    assert np.array_equal(columns_read(random_state=DEFAULT_SEED)[1], read)
+    assert not np.array_equal(columns_read(random_state=5)[1], read)
+    assert np.array_equal(columns_read(random_state=5)[1], columns_read(random_state=5)[1])
+    # the default is the order timed_top takes without a seed (the order before the parameter)
+    fake_clock.time = 0.0
+    source = _TimedColumns(X, fake_clock)
+    rows, cols, *_ = timed_top(source, 40, None, _timing.Deadline.after(5.0))
+    assert np.array_equal(np.sort(np.unique(cols)), kept)
+    # a comparison's seed reaches it, as it reaches rsvd and nystrom
+    made = get_method("sparse").make(n, 500, RunContext(FitSettings(seed=7)))
+    assert made.random_state == 7 and made.get_params()["random_state"] == 7
+
+
 @pytest.mark.parametrize("value, got", [(np.zeros(3), "shape 3"), (np.float64(3), "a scalar"),
                                         (np.zeros((2, 2, 2)), "shape 2 x 2 x 2"), (np.zeros((2, 3)), "shape 2 x 3")])
 def test_a_sparse_operator_of_no_square_matrix_is_one_parameter_error(value, got):

@@ -41,7 +41,7 @@ from .. import _streams, _timing
 from .._base import Approximation, MethodSpec, RunContext, register
 from .._errors import BudgetError, ConvergenceWarning, ParameterError, user_stacklevel
 from .._settings import DEFAULT_SEED, DEFAULT_TIME_LIMIT
-from .._params import MEMORY_LIMIT, Interval
+from .._params import MEMORY_LIMIT, SEED, Interval
 from ..budget import below_smallest, check_within, sparse_count, sparse_entries_for_budget
 from ..metrics import SPARSE_TARGET_MIN_SHARE
 from ..operators.sparse import SparseOperator
@@ -488,6 +488,10 @@ class SparseApproximation(Approximation):
         largest entries of the columns read (``params_["columns_read"]``), ``stop_reason_ ==
         "time_limit"``, with a warning naming the limit a whole pass needs.  A selection in memory (a
         matrix held sparse too) takes no limit: it is one partition, far below a pass's time.
+    random_state : int, default=0
+        Seed of the order a pass over a source's columns under ``time_limit`` reads its blocks in (a
+        seeded random order, so that a cut pass has read columns from all of the matrix); a whole pass
+        and a selection in memory keep the same entries whatever the seed.
 
     Attributes
     ----------
@@ -528,14 +532,16 @@ class SparseApproximation(Approximation):
         "budget": Interval(int, 0, None, allow_none=True),
         "max_memory": MEMORY_LIMIT,
         "time_limit": Interval(float, 0, None, allow_none=True),
+        "random_state": SEED,
     }
 
     def __init__(self, n_sparse: int | None = None, *, budget: int | None = None, max_memory: int | None = None,
-                 time_limit: float | None = DEFAULT_TIME_LIMIT):
+                 time_limit: float | None = DEFAULT_TIME_LIMIT, random_state: int = DEFAULT_SEED):
         self.n_sparse = n_sparse
         self.budget = budget
         self.max_memory = max_memory
         self.time_limit = time_limit
+        self.random_state = random_state
 
     def fit(self, X: MatrixLike, *, check_input: bool = True) -> "SparseApproximation":
         """Keep the largest entries of the square matrix ``X`` (dense, sparse or a source).
@@ -589,7 +595,8 @@ class SparseApproximation(Approximation):
             # kernel's pass took 33 s of a 20 s limit); X in memory, read by blocks, is not cut
             deadline = _timing.Deadline.after(self.time_limit) if from_columns else None
             began = _timing.now()
-            rows, cols, vals, nnz, squared, read = timed_top(source, limit, memory, deadline)
+            # (the run's seed: compare(seed=...) reaches it through the settings, as rsvd's and nystrom's)
+            rows, cols, vals, nnz, squared, read = timed_top(source, limit, memory, deadline, self.random_state)
             passed = _timing.now() - began
             # a matrix never formed is known by this pass alone: one whose ||X||^2 is out of float64's range
             # is refused here, as one in memory is (1e-300 entries were a ZeroDivisionError, 0 / 0)
