@@ -1347,7 +1347,6 @@ def test_a_stopped_sf_row_is_scored_without_compiling_the_apply_kernels(monkeypa
     to the exit of `sfapprox compare` at N = 1,100 on 2 busy cores).  Stopped, it runs on scipy's sparse
     factors, to the same error; not stopped, on the compiled kernels as before."""
     from sfapprox import _signals
-    from sfapprox._progress import kernel_phase
     from sfapprox.operators import _chord_apply
     from sfapprox.sf import model
 
@@ -1355,7 +1354,7 @@ def test_a_stopped_sf_row_is_scored_without_compiling_the_apply_kernels(monkeypa
     X = random_array((n, n), density=0.02, random_state=0, format="csr")
     compiled = []
     real = _chord_apply.FactorStack._apply_numba
-    monkeypatch.setattr(_chord_apply, "block_kernel_phase", lambda butterfly=False: kernel_phase(False))  # fresh
+    monkeypatch.setattr(_chord_apply, "block_kernel_compiles", lambda butterfly=False: True)  # a fresh install
     monkeypatch.setattr(_chord_apply.FactorStack, "_apply_numba",
                         lambda self, B, t: (compiled.append(B.shape), real(self, B, t))[1])
     # the stop as the CLI's handler records it, once the fit's kernels are ready: it acts on it at its first step
