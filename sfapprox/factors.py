@@ -398,7 +398,11 @@ def save_factors(
         f.create_dataset("loss_history", data=history).attrs["description"] = _LOSS_HISTORY
         for key, text in records.items():
             f.attrs[key] = text
-    write_bytes(path, buffer.getbuffer(), force=force)
+    # The view released on the way out, an error's too: a failed write's traceback keeps it alive with the
+    # buffer, and the garbage collector then met a BytesIO with its data still exported (Python 3.13: an
+    # "Exception ignored ... BufferError" printed; 3.12.1: a segmentation fault)
+    with buffer.getbuffer() as view:
+        write_bytes(path, view, force=force)
 
 
 def _loss_history(values) -> np.ndarray:

@@ -385,6 +385,46 @@ def test_a_named_pipe_in_the_fits_folder_is_refused_even_with_force(tmp_path, no
     assert fifo.is_fifo()
 
 
+def _tracebacks(exc):
+    """The frames of ``exc``'s traceback and of the exceptions it was raised from or during."""
+    while exc is not None:
+        tb = exc.__traceback__
+        while tb is not None:
+            yield tb.tb_frame
+            tb = tb.tb_next
+        exc = exc.__cause__ or exc.__context__
+
+
+def _released(view: memoryview) -> bool:
+    try:
+        view.nbytes
+    except ValueError:  # "operation forbidden on released memoryview object"
+        return True
+    return False
+
+
+def test_a_failed_save_leaves_no_view_of_its_buffer_for_the_garbage_collector(tmp_path, monkeypatch):
+    """save_factors builds the file in a BytesIO and writes a view of it.  A failed write's traceback kept
+    the view unreleased with the buffer, in a cycle; collecting it, Python 3.13 printed "Exception ignored
+    in: <_io.BytesIO ...> BufferError: Existing exports of data" and 3.12.1 crashed (a segmentation
+    fault).  The view is released on the way out, an error's too."""
+    import gc
+    import sys
+
+    from sfapprox._atomic import OutputError
+
+    ignored = []
+    monkeypatch.setattr(sys, "unraisablehook", ignored.append)
+    with pytest.raises(OutputError, match="does not exist") as caught:
+        save_factors(tmp_path / "missing" / "f.h5", ChordOperator(np.random.default_rng(0).random((2, 16, 5))))
+    views = [value for frame in _tracebacks(caught.value) for value in frame.f_locals.values()
+             if isinstance(value, memoryview)]
+    assert views and all(_released(view) for view in views)  # (the write saw it: it was passed down)
+    del caught, views
+    gc.collect()
+    assert [repr(u.exc_value) for u in ignored] == []
+
+
 def test_loading_a_hybrid_does_not_export_its_arrays_again(tmp_path, monkeypatch):
     """The check that a file holds no other kind's datasets called to_arrays() for their names: a COO
     copy of the sparse part of every hybrid loaded.  It reads the names alone now."""
