@@ -1,10 +1,15 @@
 """What the tests need that differs between the dependency versions pyproject allows; not a test module.
 
 distributed 2023.1 (pyproject allows dask 2023.1) has no ``FutureCancelledError``: :func:`cluster_lost_error`.
-numpy 1.24 (pyproject allows it) has no ``numpy.exceptions``: :data:`ComplexWarning`.
+numpy 1.24 (pyproject allows it) has no ``numpy.exceptions``: :data:`ComplexWarning`.  Python's
+words for an object that does not pickle changed in 3.12 (``cannot pickle '_io.TextIOWrapper' object``
+became ``cannot pickle 'TextIOWrapper' instances``): :func:`pickle_refusal`.
 """
 
 from __future__ import annotations
+
+import pickle
+import re
 
 import numpy as np
 
@@ -22,3 +27,13 @@ def cluster_lost_error() -> Exception:
 
         return CancelledError("k")
     return FutureCancelledError("k", "scheduler-connection-lost")
+
+
+def pickle_refusal(obj) -> str:
+    """A regex of the one line ``TypeError: ...`` that the running Python's pickle gives for ``obj`` (whose
+    words differ between Python versions); fails where ``obj`` pickles."""
+    try:
+        pickle.dumps(obj)
+    except TypeError as exc:
+        return re.escape(f"TypeError: {exc}")
+    raise AssertionError(f"{obj!r} pickles")

@@ -1607,6 +1607,8 @@ def test_a_dask_batch_whose_options_do_not_pickle_is_one_parameter_error(tmp_pat
     """Options that carry an open file (a subclass with a log) sent to a Dask cluster: dask's TypeError
     ("Could not serialize object of type _MapExpr") came out, after three chained tracebacks it logged."""
     distributed = pytest.importorskip("dask.distributed")
+    from _compat import pickle_refusal
+
     from sfapprox import ParameterError
 
     m = write_manifest(tmp_path / "m.toml", gen_entry("a"))
@@ -1614,8 +1616,7 @@ def test_a_dask_batch_whose_options_do_not_pickle_is_one_parameter_error(tmp_pat
             distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as c:
         capfd.readouterr()
         with pytest.raises(ParameterError, match=r"^the batch's matrices \(their manifest entries, the batch's options\) "
-                           r"cannot be sent to the executor's workers: it does not pickle "
-                           r"\(TypeError: cannot pickle '_io.TextIOWrapper' object\)") as caught:
+                           rf"cannot be sent to the executor's workers: it does not pickle \({pickle_refusal(log)}\)") as caught:
             run_batch(m, tmp_path / "out", Logged(methods=("tsvd",), log=log), executor="dask",
                       scheduler=c.scheduler_address)
         assert "\n" not in str(caught.value) and "Traceback" not in capfd.readouterr().err
