@@ -236,6 +236,10 @@ def no_proc(file, *args, **kwargs):
 
 
 builtins.open = io.open = no_proc
+# The standard library's own checks at import see the real platform: asyncio (imported by torch) asks
+# os.sysconf("SC_IOV_MAX") where sockets have sendmsg (Python 3.13), which a platform without sysconf
+# has not (Windows); imported before the calls go, as it imports there.
+import asyncio
 for name in ("sched_getaffinity", "sysconf", "O_NONBLOCK", "getuid", "statvfs", "O_NOFOLLOW", "O_DIRECTORY"):
     if hasattr(os, name):
         delattr(os, name)
