@@ -588,7 +588,7 @@ def _long_paths_enabled() -> bool | None:
 def resolved_path(path: str | os.PathLike) -> Path:
     """``path`` with its links followed; a loop of links is a one-line error (Python 3.11's
     ``Path.resolve`` raises RuntimeError "Symlink loop": a traceback and exit 1, as an output or a
-    results folder).
+    results folder; Python 3.13's returns the loop unresolved, and the run went on to fail where it wrote).
 
     Raises
     ------
@@ -596,10 +596,19 @@ def resolved_path(path: str | os.PathLike) -> Path:
         Naming ``path``, for a loop of symbolic links.
     """
     try:
-        return Path(path).resolve()
-    except (RuntimeError, OSError):
-        raise ParameterError(f"{path}: a symbolic link that leads back to itself (a loop); "
-                             "remove it or give another path") from None
+        resolved = Path(path).resolve()
+    except (RuntimeError, OSError):  # Python 3.11-3.12: RuntimeError "Symlink loop from ..."
+        raise _link_loop(path) from None
+    try:
+        os.stat(resolved)
+    except OSError as exc:  # (a path not there yet is an output's usual case: no error)
+        if exc.errno == errno.ELOOP:  # Python 3.13+: the loop left in the path, as os.path.realpath leaves it
+            raise _link_loop(path) from None
+    return resolved
+
+
+def _link_loop(path: str | os.PathLike) -> ParameterError:
+    return ParameterError(f"{path}: a symbolic link that leads back to itself (a loop); remove it or give another path")
 
 
 def output_target(path: str | os.PathLike) -> Path:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -528,6 +529,30 @@ def test_a_temporary_for_a_link_is_made_beside_the_file_it_points_to(tmp_path, m
     place_temporary(tmp, link)
     assert link.is_symlink() and (tmp_path / "disk" / "m.mtx").read_text() == "downloaded"
     assert leftovers(tmp_path / "cache") == leftovers(tmp_path / "disk") == []
+
+
+# ------------------------------------------------------------------ loops of links
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink") or os.name != "posix", reason="symbolic links made freely: POSIX")
+@pytest.mark.parametrize("resolve", ["this Python's", "Python 3.13's"])
+def test_a_loop_of_links_is_one_error_whatever_path_resolve_does(tmp_path, monkeypatch, resolve):
+    """Python 3.11-3.12's ``Path.resolve`` raises RuntimeError on a loop of links; 3.13's returns the loop
+    unresolved (it is ``os.path.realpath``'s, which leaves a loop as it is), and the loop was taken as an
+    output: the comparison ran, and its write failed after it."""
+    from sfapprox._atomic import resolved_path
+
+    if resolve == "Python 3.13's":  # what pathlib's resolve is from 3.13 on
+        monkeypatch.setattr(Path, "resolve", lambda self, strict=False: Path(os.path.realpath(self, strict=strict)))
+    (tmp_path / "loopA").symlink_to(tmp_path / "loopB")
+    (tmp_path / "loopB").symlink_to(tmp_path / "loopA")
+    (tmp_path / "self").symlink_to(tmp_path / "self")
+    for looped in (tmp_path / "loopA", tmp_path / "self", tmp_path / "loopA" / "f.json"):
+        with pytest.raises(SfapproxError, match=f"^{re.escape(str(looped))}: a symbolic link that leads back to itself \\(a loop\\); "):
+            resolved_path(looped)
+    (tmp_path / "to_new").symlink_to(tmp_path / "new.json")  # an output's usual cases: nothing there yet
+    assert resolved_path(tmp_path / "to_new") == (tmp_path / "new.json").resolve()
+    assert resolved_path(tmp_path / "sub" / "f.json") == tmp_path.resolve() / "sub" / "f.json"
 
 
 # ------------------------------------------------------------------ names as long as a file system takes
