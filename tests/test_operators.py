@@ -330,6 +330,15 @@ def test_operator_algebra_still_scipy(backend, hybrid):
         op @ 2.0
     with pytest.raises(ParameterError, match="12 x 12: it applies to a vector of 12 rows, got shape"):
         op @ np.ones(11)  # (scipy's own check said only "dimension mismatch")
+    # scipy 1.18's dot and rdot refuse these themselves, a ValueError of their own (scipy 1.17 left them to
+    # matvec's check): said the same on every scipy
+    for wrong, said in ((lambda: op.dot(np.ones((11, 2))), "applies to a matrix of 12 rows, got shape 11 x 2"),
+                        (lambda: np.ones(11) @ op, "applies to a vector of 12 rows, got shape 11"),
+                        (lambda: np.ones((2, 11)) @ op, "applies to a matrix of 12 rows, got shape 11 x 2")):
+        with pytest.raises(ParameterError, match=f"12 x 12: it {said}$"):
+            wrong()
+    np.testing.assert_allclose(x @ op, x @ D, rtol=1e-10)
+    np.testing.assert_allclose(np.ones((2, 12)) @ op, np.ones((2, 12)) @ D, rtol=1e-10)
     assert op.T is op.T and op.T.T is op
 
 

@@ -296,7 +296,29 @@ class SurrogateOperator(LinearOperator):
         ``dot``)."""
         if not isinstance(x, LinearOperator) and (np.ndim(x) > 2 or (isinstance(x, np.ndarray) and x.ndim == 0)):
             self._check_operand(x, "a vector or a matrix", 2)
-        return type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[0] == self.shape[1]
+        if type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[0] != self.shape[1]:
+            # refused here: scipy 1.18's dot refuses it itself ("Dimension mismatch", a ValueError) before
+            # it reaches matvec's check
+            self._check_operand(x, ("a vector", "a matrix")[x.ndim - 1], x.ndim)
+        return type(x) is np.ndarray and x.ndim in (1, 2)
+
+    def rdot(self, x):
+        """``x @ A`` (scipy's rules; a vector or block of another length than ``N``: one error, naming it).
+
+        Parameters
+        ----------
+        x : array_like or LinearOperator
+            A vector of length ``N``, a ``(k, N)`` block, or an operator to compose with.
+
+        Returns
+        -------
+        numpy.ndarray or LinearOperator
+            ``x @ A``.
+        """
+        x = x if isinstance(x, LinearOperator) else readable_operand(x)
+        if type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[-1] != self.shape[0]:
+            self.T._check_operand(x.T, ("a vector", "a matrix")[x.ndim - 1], x.ndim)  # (scipy 1.18: a ValueError)
+        return super().rdot(x)
 
     def dot(self, x):
         """``A @ x`` for a vector or block (anything else: scipy's rules, e.g. operator products).
