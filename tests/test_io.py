@@ -425,7 +425,10 @@ def test_a_hashing_reader_hashes_the_file_in_order_whatever_the_reads(tmp_path):
         assert fh.read(10) == data[:10]
         fh.seek(-4, 1)
         assert fh.read(8) == data[6:14] and fh.tell() == 14
-        assert fh.read(200_000) == data[14:200_014]
+        assert fh.read(100_000) == data[14:100_014]
+        # a skip forward in the in-order reading (Python 3.12+'s zipfile skips a member's extra field so)
+        # is read here: left, the hashing read all from there again
+        assert fh.seek(20, 1) == 100_034 and fh.read(99_980) == data[100_034:200_014]
         assert fh.hexdigest() == hashlib.sha256(data).hexdigest()  # the rest (200,014 on) read to hash it
         assert fh.tell() == 200_014
     assert sum(read) == 100 + 14 + 4 + 200_000 + (300_000 - 200_014)

@@ -222,7 +222,13 @@ class HashingReader:
         return data
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        """As the file's ``seek``."""
+        """As the file's ``seek``; a skip forward from where the hashing has reached is read (and hashed)."""
+        if whence == io.SEEK_CUR and offset > 0 and self._pos == self._hashed:
+            # Python 3.12+'s zipfile skips a member's extra field so, mid-way through reading the file in
+            # order: left unread, hexdigest read every byte from there to the end a second time
+            start = self._pos
+            self.read(offset)
+            offset, whence = start + offset, io.SEEK_SET
         self._pos = self._raw.seek(offset, whence)
         return self._pos
 
