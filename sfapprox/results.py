@@ -920,11 +920,38 @@ def _installed_version(name: str) -> str:
     import sys
 
     if name not in sys.modules:
+        # the package's own version.py first: torch's wheels from PyPI say 2.13.0 in their metadata where
+        # the module says 2.13.0+cu130 (the build's label is written to version.py alone)
+        written = _written_version(name)
+        if written is not None:
+            return written
         try:
             return importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:  # not installed as a distribution: ask the module
             pass
     return str(importlib.import_module(name).__version__)
+
+
+def _written_version(name: str) -> str | None:
+    """The string ``__version__ = "..."`` of package ``name``'s ``version.py``, read without running it
+    (None where there is no such file or line)."""
+    import ast
+    import importlib.util
+    from pathlib import Path
+
+    try:
+        spec = importlib.util.find_spec(name)
+        folders = list(spec.submodule_search_locations or ()) if spec is not None else []
+        text = next((Path(f, "version.py").read_text(encoding="utf-8") for f in folders
+                     if Path(f, "version.py").is_file()), None)
+        tree = ast.parse(text) if text is not None else None
+    except (ImportError, ValueError, OSError, SyntaxError):
+        return None
+    for node in tree.body if tree is not None else ():
+        if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__version__" for t in node.targets)
+                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+            return node.value.value
+    return None
 
 
 

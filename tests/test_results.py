@@ -285,7 +285,8 @@ def test_a_zero_matrix_s_verdict_names_what_reproduces_it_with_fewest_numbers():
 
 def test_library_versions_read_without_importing_torch():
     # A result records torch's version; reading it imported torch, a second or more for a comparison of
-    # baselines that never use it. The metadata's version is the module's (2.13.0+cpu, local label included).
+    # baselines that never use it. The version is the module's, its build's label included (2.13.0+cpu,
+    # 2.13.0+cu130: PyPI's CUDA wheels leave the label out of their metadata).
     import subprocess
     import sys
 
@@ -296,6 +297,26 @@ def test_library_versions_read_without_importing_torch():
     first, second = done.stdout.splitlines()
     loaded, torch_version, h5py_version = first.split()
     assert loaded == "False" and [torch_version, h5py_version] == second.split(), done.stdout
+
+
+def test_a_version_with_a_build_label_is_the_modules_not_the_metadatas(tmp_path, monkeypatch):
+    """torch's wheels from PyPI say 2.13.0 in their metadata and 2.13.0+cu130 as torch.__version__ (the
+    label is in torch/version.py alone): a result recorded 2.13.0.  The version.py is read, not run."""
+    import sys
+
+    from sfapprox.results import _installed_version
+
+    package = tmp_path / "labelled"
+    package.mkdir()
+    (package / "__init__.py").write_text("raise ImportError('imported')\n")
+    (package / "version.py").write_text("from typing import Optional\n__version__ = '2.13.0+cu130'\ncuda = '13.0'\n")
+    (tmp_path / "labelled-2.13.0.dist-info").mkdir()
+    (tmp_path / "labelled-2.13.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: labelled\n"
+                                                                     "Version: 2.13.0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert _installed_version("labelled") == "2.13.0+cu130" and "labelled" not in sys.modules
+    (package / "version.py").write_text("__version__ = compute()\n")  # not a literal: the metadata's
+    assert _installed_version("labelled") == "2.13.0"
 
 
 # ----------------------------------------------------------------------------- in a notebook and a REPL
