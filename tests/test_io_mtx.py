@@ -355,3 +355,16 @@ def test_plus_sign_scan_with_exponents_is_one_find_and_one_pass(monkeypatch):
             assert _mtx._plus_signs(signed, 0), (at, blank)
             assert not _mtx._plus_signs(signed, at + 1), (at, blank)  # (its blank before start)
         assert not _mtx._plus_signs(body[:at] + b"e+7" + body[at:], 0)
+
+
+def test_a_matrix_market_file_reads_without_a_warning_from_scipy(tmp_path):
+    """scipy 1.18's mmread warns on every read that does not say which sparse type it wants ("The default
+    value for `spmatrix` is changing to `False` in v1.20"): asked for an array, where it takes the keyword."""
+    import warnings
+
+    path = tmp_path / "m.mtx"
+    path.write_text("%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1.5\n3 2 -2\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loaded = load_matrix(path)
+    assert loaded.matrix.toarray().tolist() == [[1.5, 0, 0], [0, 0, 0], [0, -2, 0]]

@@ -14,6 +14,7 @@ import contextlib
 import errno
 import gzip
 import hashlib
+import inspect
 import io
 import lzma
 import os
@@ -188,6 +189,13 @@ def strip_compression(name: str) -> str:
     """``name`` without its compressed suffix, if any (``a.mtx.xz`` -> ``a.mtx``)."""
     suffix = compression_of(name)
     return name[: -len(suffix)] if suffix else name
+
+
+def sparse_array_asked(reader) -> dict[str, bool]:
+    """The keyword that asks scipy's ``reader`` (``mmread``, ``hb_read``) for a sparse array, where it takes
+    one: scipy 1.18 warns on every read that does not say (its default turns from a sparse matrix to an
+    array in 1.20); an older scipy has no such keyword.  The readers convert what they get either way."""
+    return {"spmatrix": False} if "spmatrix" in inspect.signature(reader).parameters else {}
 
 
 class HashingReader:

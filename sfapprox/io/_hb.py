@@ -8,7 +8,6 @@ triangle ourselves.
 
 from __future__ import annotations
 
-import inspect
 import io
 import re
 
@@ -18,11 +17,7 @@ import scipy.sparse as sp
 
 from .._validation import check_memory, check_sparse_structure
 from ..formats import counted
-from ._common import Options, ReadResult, Source, check_order, one_line
-
-#: A sparse array asked of scipy's reader where it offers the choice: scipy 1.18 warns when it is not
-#: told (its default turns from a sparse matrix to an array in 1.20); older scipy has no such keyword.
-_SPARSE_ARRAY = {"spmatrix": False} if "spmatrix" in inspect.signature(scipy.io.hb_read).parameters else {}
+from ._common import Options, ReadResult, Source, check_order, one_line, sparse_array_asked
 
 
 def _parse_header(src: Source, lines: list[str]) -> tuple[str, int, int, int]:
@@ -116,7 +111,7 @@ def read_hb(src: Source, opts: Options) -> ReadResult:
     _fortran_exponents(src, lines, notes)
     with src.guard():
         try:
-            M = scipy.io.hb_read(io.StringIO("".join(lines)), **_SPARSE_ARRAY)
+            M = scipy.io.hb_read(io.StringIO("".join(lines)), **sparse_array_asked(scipy.io.hb_read))
         except ValueError as exc:
             if "same size" not in str(exc):
                 raise

@@ -34,7 +34,8 @@ import scipy.sparse as sp
 from .._errors import parameter
 from .._validation import check_memory, format_bytes
 from ..formats import counted
-from ._common import Options, ReadResult, Source, check_order, decode_text, one_line, utf16_encoding
+from ._common import (Options, ReadResult, Source, check_order, decode_text, one_line, sparse_array_asked,
+                      utf16_encoding)
 
 #: Bytes of the file read to find the header (banner, comments, size line);
 #: a longer header is parsed from the whole file.
@@ -541,7 +542,7 @@ def read_mtx(src: Source, opts: Options) -> ReadResult:
         header = _parse_header(src, src.read_bytes(), complete=True)
     _check_sizes(src, header, opts)
     with _scipy_source(src, header) as target, _mm_errors(src, header.field):
-        M = scipy.io.mmread(target)
+        M = scipy.io.mmread(target, **sparse_array_asked(scipy.io.mmread))
     _refuse_nonfinite(src, M, header)
     notes = list(header.notes)
     M = _to_float(M, header, src, notes)
