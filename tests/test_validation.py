@@ -857,3 +857,21 @@ class TestMaskedAndOtherContainers:
         with pytest.raises(InputError, match=rf"^X: values {word} for float64 \(largest \|entry\| {seen}\)"):
             check_square_matrix(X, source="X")
         np.testing.assert_array_equal(check_square_matrix(np.eye(3, dtype=np.longdouble)), np.eye(3))
+
+
+def test_the_float64_range_check_of_a_longdouble_matrix_makes_only_its_mask():
+    """``np.abs(arr[np.isfinite(arr)])`` made two 16-byte-an-entry copies besides the mask: a 16 MB
+    longdouble array took 32 MB more than check_memory counted."""
+    import tracemalloc
+
+    from sfapprox._validation import _check_float64_range
+
+    arr = np.ones((1000, 1000), dtype=np.longdouble)
+    arr[0, 0] = np.inf
+    tracemalloc.start()
+    try:
+        _check_float64_range(arr, "X")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * arr.size  # the 1-byte mask, not copies of the values
