@@ -491,6 +491,15 @@ def _float_values(X):
     return type(X)((values, X.indices, X.indptr), shape=X.shape)
 
 
+def _stored_values(X) -> np.ndarray:
+    """A scipy sparse ``X``'s stored values as one array: its ``.data`` where that is one (no copy), else
+    those of its COO copy (a dok has no ``.data``, a lil's is an object array of lists, a dia's holds
+    values outside the matrix)."""
+    if X.format in ("coo", "csr", "csc", "bsr"):
+        return np.asarray(X.data)
+    return X.tocoo().data
+
+
 def canonical_csr(sparse) -> sp.csr_array:
     """``sparse`` as float64 CSR with one entry per position, columns sorted in each row: a surrogate's
     sparse part (:class:`~sfapprox.operators.HybridOperator`) or a target scored by its entries
@@ -543,6 +552,9 @@ def _check_sparse(X, source: str, max_memory: int | None, held: int = 0) -> sp.c
         limit=max_memory, held=held,
     )
     check_sparse_structure(X, source=source)
+    if np.dtype(X.dtype).kind == "f" and np.dtype(X.dtype).itemsize > 8:
+        # before the float64 copy, which made 1e400 an inf ("1 NaN/Inf entry") after scipy's overflow warning
+        _check_float64_range(_stored_values(X), source)
     if np.dtype(X.dtype).kind in "biu":
         # Values become float64 before any duplicates are summed: scipy sums a
         # COO's duplicates in its own dtype, and int64 wraps around (two
@@ -845,7 +857,7 @@ def float64_table(arr: np.ndarray, source: str, what: str, max_memory: int | Non
 def _check_float64_range(arr: np.ndarray, source: str) -> None:
     """Refuse a wider float array (longdouble) with finite entries past float64's range: its float64 copy
     made 1e400 an inf ("has NaN/Inf entries", where the caller's entries are all finite) and 1e-400 a 0
-    (the zero matrix, fitted without a word).
+    (the zero matrix, fitted without a word).  The stored values of a sparse matrix are checked alike.
 
     Only the finite-entry mask is made (1 byte an entry): ``np.abs(arr[mask])`` made two more copies of
     16 bytes an entry, past what :func:`check_memory` counted for the float64 copy."""
@@ -856,7 +868,9 @@ def _check_float64_range(arr: np.ndarray, source: str) -> None:
     if top > info.max:
         raise InputError(f"{source}: values too large for float64 (largest |entry| {seen}); divide the matrix "
                          "by a constant (e.g. its largest entry)")
-    if 0 < top < info.smallest_normal:
+    if 0 < top and float(top) == 0.0:
+        # only where the float64 copy is the zero matrix: a subnormal largest entry (1e-310) is refused
+        # next by check_magnitude, in the words a float64 matrix of the same values gets
         raise InputError(f"{source}: values too small for float64 (largest |entry| {seen}); multiply the matrix "
                          "by a constant (e.g. 1 / its largest entry)")
 

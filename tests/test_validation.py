@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -875,3 +876,27 @@ def test_the_float64_range_check_of_a_longdouble_matrix_makes_only_its_mask():
     finally:
         tracemalloc.stop()
     assert peak < 2 * arr.size  # the 1-byte mask, not copies of the values
+
+
+@pytest.mark.parametrize("fmt", ["coo", "csr", "dok", "dia"])
+@pytest.mark.parametrize("value, word, seen", [("1e400", "too large", r"1e\+400"), ("1e-400", "too small", "1e-400")])
+def test_sparse_long_double_entries_past_float64_are_said_so_as_dense_ones_are(fmt, value, word, seen):
+    """The sparse path skipped the range check: a finite 1e400 was "1 NaN/Inf entry" (after scipy's
+    overflow warning), and 1e-400 the zero matrix."""
+    X = sp.coo_array((np.array([np.longdouble(value)]), ([0], [1])), shape=(3, 3)).asformat(fmt)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(InputError, match=rf"^X: values {word} for float64 \(largest \|entry\| {seen}\)"):
+            check_square_matrix(X, source="X")
+
+
+def test_a_subnormal_long_double_matrix_is_refused_in_a_float64_one_s_words():
+    """A longdouble matrix whose largest entry is 1e-310 said "too small for float64"; a float64 one of
+    the same values "||X||_F**2 underflows": the same matrix, one message."""
+    messages = []
+    for dtype in (np.float64, np.longdouble):
+        with pytest.raises(InputError) as info:
+            check_square_matrix(np.full((3, 3), 1e-310, dtype=dtype), source="X")
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+    assert "underflows" in messages[1]
