@@ -46,8 +46,10 @@ def frobenius_error(X: MatrixArray, approx: MatrixArray, fro_norm: float | None 
 
     The difference is taken in float64 (or a wider float type given), so
     integer and bool inputs neither wrap around nor fail; float64 inputs are
-    not copied.  No check for NaN or infinite entries is made: any in ``X`` or
-    ``approx`` makes both errors nan (or inf), never a smaller number.
+    not copied.  No check for NaN or infinite entries is made, and none gives
+    a smaller number: a NaN in either makes both errors nan; an infinite entry
+    of ``approx`` of a finite ``X`` makes both inf, one of ``X`` makes the
+    absolute error inf (or nan) and the relative error nan.
 
     Parameters
     ----------
@@ -89,18 +91,21 @@ def frobenius_error(X: MatrixArray, approx: MatrixArray, fro_norm: float | None 
     # in float64 too: a float32 target's own norm was summed in float32 (relative error 1.0000000075 for 1)
     norm = _fro_norm(dense.astype(wide, copy=False)) if fro_norm is None else float(fro_norm)
     if fro_norm is None and (math.isinf(err) or math.isinf(norm)):
-        return err, _scaled_relative(dense, approx, wide)
+        return err, _scaled_relative(dense, approx, wide, err, norm)
     return err, _relative(err, norm)
 
 
-def _scaled_relative(dense: np.ndarray, approx: np.ndarray, wide: np.dtype) -> float | None:
+def _scaled_relative(dense: np.ndarray, approx: np.ndarray, wide: np.dtype, err: float,
+                     norm: float) -> float | None:
     """The relative error of finite entries whose difference or norm is past float64 (entries near 1.7e308:
-    ``inf / inf`` was nan where the ratio is 0.5), from both divided by their largest entry first; nan
-    where an entry is not finite, as ever."""
+    ``inf / inf`` was nan where the ratio is 0.5), from both divided by their largest entry first.
+
+    Where an entry is not finite, ``err / norm`` (``err`` and ``norm`` as summed): an infinite entry of the
+    approximation of a finite target is an infinite relative error, not the nan its scaling made."""
     with np.errstate(over="ignore", invalid="ignore"):
         top = max(float(np.max(np.abs(dense))), float(np.max(np.abs(approx))))
-    if not math.isfinite(top):
-        return math.nan
+    if not math.isfinite(top):  # (a nan entry makes the max nan too)
+        return _relative(err, norm)
     scaled = dense.astype(wide) / top
     return _relative(_fro_norm(scaled - approx.astype(wide) / top), _fro_norm(scaled))
 

@@ -220,6 +220,14 @@ def test_nan_in_the_target_gives_nan_errors_not_none():
     assert np.isnan(err) and rel is not None and np.isnan(rel)
 
 
+def test_an_infinite_entry_of_the_approximation_of_a_finite_target_is_an_infinite_relative_error():
+    """The scaled path (for entries near 1.7e308) divided by an infinite largest entry: (inf, nan), where
+    ||X - A|| / ||X|| is inf / finite = inf."""
+    approx = np.eye(3)
+    approx[1, 2] = -np.inf
+    assert frobenius_error(np.eye(3), approx) == (np.inf, np.inf)
+
+
 def test_float64_inputs_are_not_copied():
     # the float64 difference is the only N x N array made: no cast copies of X or approx
     n = 512
