@@ -774,7 +774,10 @@ def refuse_masked(X, source: str, what: str = "a masked array", error: type[Exce
     """Refuse a numpy masked array with any entry masked: ``np.asarray`` keeps the values under the mask,
     so entries the caller marked missing were used as data without a word (a matrix was fitted to them,
     a point table's masked coordinates made kernel entries, a masked approximation was scored by them).
-    One with nothing masked is its values.  ``error``: the class raised (an operand's is a ParameterError).
+    One with nothing masked is its values.  ``what``: what the array is, after ``source`` (an argument's
+    name and "a masked array": "the points, a masked array"); ``error``: the class raised (an operand's is
+    a ParameterError).  The advice names no variable: the array is the points, an operand, an approximation
+    as often as an ``X``.
 
     Examples
     --------
@@ -782,12 +785,12 @@ def refuse_masked(X, source: str, what: str = "a masked array", error: type[Exce
     >>> refuse_masked(np.ma.masked_array(np.eye(2), mask=np.eye(2)), "X")
     Traceback (most recent call last):
     ...
-    sfapprox._errors.InputError: X: a masked array with 2 masked entries; fill them first (X.filled(0)), or pass X.data to use the values under the mask
+    sfapprox._errors.InputError: X: a masked array with 2 masked entries; fill them first (.filled(0)), or pass its .data to use the values under the mask
     """
     if np.ma.isMaskedArray(X) and np.ma.getmask(X).any():
         masked = int(np.ma.count_masked(X))
         raise error(f"{source}: {what} with {counted(masked, 'masked entry', 'masked entries')}; "
-                         f"fill {'it' if masked == 1 else 'them'} first (X.filled(0)), or pass X.data to use the "
+                         f"fill {'it' if masked == 1 else 'them'} first (.filled(0)), or pass its .data to use the "
                          "values under the mask")
 
 
@@ -808,7 +811,7 @@ def array_of(a, source: str, what: str, max_memory: int | None = None) -> np.nda
         check_memory(math.prod(a.shape) * np.dtype(a.dtype).itemsize, limit=max_memory,
                      what=f"{source}: the dense copy of {what} ({shape_text(a.shape)}, sparse)")
         return a.toarray()
-    refuse_masked(a, source, f"{what}: a masked array")
+    refuse_masked(a, source, f"{what}, a masked array")
     try:
         # the caller makes a float64 copy next: counted with a GPU tensor's copy in host memory
         return np.asarray(numpy_readable(a, source=source, max_memory=max_memory, as_float64=True))
