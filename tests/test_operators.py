@@ -1046,3 +1046,30 @@ def test_a_damaged_parts_message_writes_the_shapes_as_every_message_does():
         with pytest.raises(ParameterError) as info:
             make()
         assert str(info.value) == message
+
+
+def test_an_n_by_1_column_is_taken_by_matvec_without_scipy_s_2d_path(monkeypatch):
+    """scipy 1.18 warns (FutureWarning) when matvec or rmatvec is given an (N, 1) column, and 1.20 refuses
+    it: the column is passed on as its vector, and the result given back as a column, as scipy documents."""
+    from scipy.sparse.linalg import LinearOperator
+
+    from sfapprox.operators import SparseOperator
+
+    for name in ("matvec", "rmatvec"):
+        scipys = getattr(LinearOperator, name)
+
+        def refusing(self, x, scipys=scipys):  # scipy 1.20's behaviour
+            if np.ndim(x) != 1:
+                raise ValueError("expected a 1-D operand")
+            return scipys(self, x)
+
+        monkeypatch.setattr(LinearOperator, name, refusing)
+    M = np.arange(9.0).reshape(3, 3)
+    op = SparseOperator(sp.csr_array(M))
+    column = np.array([[1.0], [2.0], [3.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(op.matvec(column), M @ column)
+        np.testing.assert_array_equal(op.rmatvec(column), M.T @ column)
+        np.testing.assert_array_equal(op.T.matvec(column), M.T @ column)
+        assert op.matvec(column[:, 0]).shape == (3,)

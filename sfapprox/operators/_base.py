@@ -43,6 +43,16 @@ if TYPE_CHECKING:  # torch is imported by to_torch itself, never with the surrog
 __all__ = ["SurrogateOperator", "register_operator", "operator_class", "operator_kinds"]
 
 
+
+def _column_kept(product, x):
+    """``product(x)`` (scipy's ``matvec`` or ``rmatvec``), an ``(N, 1)`` column given as its vector and the
+    result made an ``(N, 1)`` column again, as scipy documents: scipy 1.18 warns on a 2-D operand
+    (FutureWarning) and 1.20 refuses it.  An ``np.matrix`` column gives one, as scipy's did."""
+    if np.ndim(x) != 2:
+        return product(x)
+    y = np.asarray(product(np.asarray(x).reshape(-1))).reshape(-1, 1)
+    return np.asmatrix(y) if isinstance(x, np.matrix) else y
+
 class SurrogateOperator(LinearOperator):
     """Base of every surrogate: fast products, exports and the saved layout (see the module docstring).
 
@@ -92,12 +102,12 @@ class SurrogateOperator(LinearOperator):
     def matvec(self, x):
         x = readable_operand(x)
         self._check_operand(x, "a vector", 1)
-        return super().matvec(x)
+        return _column_kept(super().matvec, x)
 
     def rmatvec(self, x):
         x = readable_operand(x)
         self._check_operand(x, "a vector", 1)
-        return super().rmatvec(x)
+        return _column_kept(super().rmatvec, x)
 
     def matmat(self, X):
         X = readable_operand(X)
