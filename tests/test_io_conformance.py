@@ -28,6 +28,7 @@ import scipy.io
 import scipy.sparse as sp
 
 from sfapprox import InputError, load_matrix
+from sfapprox.io._common import sparse_array_asked
 
 N = 6
 
@@ -121,7 +122,9 @@ COMPRESSIONS = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress
 def _scipy(data: bytes) -> np.ndarray | None:
     """scipy's reading of ``data``, or None when scipy refuses it."""
     try:
-        return _dense(scipy.io.mmread(io.BytesIO(data if data.endswith(b"\n") else data + b"\n")))
+        # spmatrix=False where scipy takes it: 1.18 warns on every read that does not say
+        return _dense(scipy.io.mmread(io.BytesIO(data if data.endswith(b"\n") else data + b"\n"),
+                                      **sparse_array_asked(scipy.io.mmread)))
     except (ValueError, OverflowError):
         return None
 
