@@ -321,3 +321,14 @@ def test_a_killed_batchs_holder_file_is_never_named_as_the_holder(tmp_path):
         taker.stdin.close()
         taker.wait(10)
         taker.stdout.close()
+
+
+def test_a_loop_of_links_as_the_folder_to_lock_is_a_one_line_error(tmp_path):
+    """folder.resolve() raised 3.11's RuntimeError "Symlink loop" (a traceback) and let 3.13 go on."""
+    from sfapprox import ParameterError
+
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    with pytest.raises(ParameterError, match=r"a: a symbolic link that leads back to itself \(a loop\)"):
+        with folder_lock(tmp_path / "a"):
+            pass

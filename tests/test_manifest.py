@@ -315,3 +315,14 @@ def test_a_windows_device_name_is_refused_on_windows(monkeypatch):
     with pytest.raises(ManifestError, match=r"'nul' names a device on Windows"):
         parse_manifest(_generated("ok", "nul.2"))
     assert [e.name for e in parse_manifest(_generated("console", "nullify")).entries] == ["console", "nullify"]
+
+
+def test_a_loop_of_links_as_a_manifest_path_is_a_one_line_error(tmp_path):
+    """Path.resolve() raised 3.11's RuntimeError "Symlink loop" (a traceback); 3.13's passed it silently."""
+    from sfapprox import ParameterError
+    from sfapprox.datasets.manifest import manifest_folders
+
+    (tmp_path / "m.toml").symlink_to(tmp_path / "n.toml")
+    (tmp_path / "n.toml").symlink_to(tmp_path / "m.toml")
+    with pytest.raises(ParameterError, match=r"m.toml: a symbolic link that leads back to itself \(a loop\)"):
+        manifest_folders(tmp_path / "m.toml")

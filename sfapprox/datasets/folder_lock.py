@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .._atomic import resolved_path
 from .._errors import SfapproxError, parameter
 
 __all__ = ["LOCK_FILE", "HOLDER_FILE", "FolderBusyError", "folder_lock", "read_holder", "running_holder",
@@ -168,7 +169,7 @@ def folder_lock(
     from filelock import FileLock, Timeout
 
     folder = Path(folder)
-    key = str(folder.resolve())
+    key = str(resolved_path(folder))  # a loop of links: one line, not 3.11's RuntimeError (3.13 let it pass)
     if key in _held:  # this process holds it already: nest
         yield
         return

@@ -22,6 +22,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlparse
 
+from .._atomic import resolved_path
 from .._errors import InputError, ParameterError
 from .synthetic import check_params, generator_params
 
@@ -321,8 +322,9 @@ def manifest_folders(path: str | os.PathLike) -> tuple[str, ...]:
         One folder, or two for a link whose target lies in another folder.
     """
     here = Path(os.path.abspath(path)).parent
-    real = Path(path).resolve().parent
-    return (str(here),) if here.resolve() == real else (str(here), str(real))
+    # a loop of links is one line (3.11's resolve raised RuntimeError, 3.13's returned it unresolved)
+    real = resolved_path(path).parent
+    return (str(here),) if resolved_path(here) == real else (str(here), str(real))
 
 
 def parse_manifest(data: dict[str, Any], path: str = "<manifest>") -> Manifest:
