@@ -59,7 +59,8 @@ CACHE_FOLDER_NOTE: str | None = None
 #: As :data:`CACHE_WRITE_REPORT`, for that note: where set (a ``batch -j`` pool worker's), called with it.
 CACHE_FOLDER_REPORT: Callable[[str], bool] | None = None
 
-#: The notes of :func:`_cache_in_private_folder` said in this process: each once, whichever worker sent it.
+#: The notes of :func:`_cache_in_private_folder` said in this process, less their folder
+#: (:func:`_folder_note_kind`): each once, whichever worker sent it.
 _FOLDER_NOTES_SAID: set[str] = set()
 
 
@@ -246,21 +247,46 @@ def _cache_in_private_folder() -> None:
     if lasting and os.listdir(path):
         return  # said when it was filled; later runs load from it quietly
     why = f"NUMBA_CACHE_DIR ({given}) is not writable" if given else "NUMBA_CACHE_DIR is unset"
-    kept = "kept for later runs" if lasting else "removed at exit: another user holds the usual folder"
     CACHE_FOLDER_NOTE = (
         f"sfapprox: numba found no writable folder for its cache of compiled kernels ({why}; the "
-        f"installed package's and the user's cache folders are read-only); caching them in {path} "
-        f"({kept}). Set NUMBA_CACHE_DIR to choose the folder.")
+        f"installed package's and the user's cache folders are read-only){_IN}{path} "
+        f"({_KEPT[lasting]}){_CHOOSE}")
     if not _passed_on(CACHE_FOLDER_NOTE, _THREAD_REPORTS.folder, CACHE_FOLDER_REPORT):
         no_cache_folder(CACHE_FOLDER_NOTE)
 
 
+#: The parts of :func:`_cache_in_private_folder`'s note around its folder, which :func:`_folder_note_kind`
+#: cuts out; and what becomes of the folder (:data:`_KEPT`, by whether it lasts).
+_IN = "; caching them in "
+_CHOOSE = ". Set NUMBA_CACHE_DIR to choose the folder."
+_KEPT = {True: "kept for later runs",
+         False: "removed at exit, each process its own: another user holds the usual folder"}
+
+
+def _folder_note_kind(note: str) -> str:
+    """``note`` (:func:`_cache_in_private_folder`'s) less its folder: the same for every worker of a batch.
+
+    Where another user holds the usual folder, each process makes a folder of its own (``mkdtemp``), so
+    each of a batch's workers sends the note with a different folder: told apart by their text, the batch
+    said it once per worker.  (The folder is cut at the note's last ``_IN``: NUMBA_CACHE_DIR, named before
+    it, is the user's.)"""
+    head, found, rest = note.rpartition(_IN)
+    if not found:
+        return note
+    for kept in _KEPT.values():
+        if rest.endswith(f" ({kept}){_CHOOSE}"):
+            return f"{head}{_IN}({kept}){_CHOOSE}"
+    return note
+
+
 def no_cache_folder(note: str) -> None:
     """Say ``note`` (numba found no writable folder for its cache: :func:`_cache_in_private_folder`), once
-    in this process: a batch's workers, each of which found it on its own, send it to the batch's process."""
-    if note in _FOLDER_NOTES_SAID:
+    in this process, whatever its folder: a batch's workers, each of which found it on its own (each with a
+    folder of its own where another user holds the usual one), send it to the batch's process."""
+    kind = _folder_note_kind(note)
+    if kind in _FOLDER_NOTES_SAID:
         return
-    _FOLDER_NOTES_SAID.add(note)
+    _FOLDER_NOTES_SAID.add(kind)
     warnings.warn(note, RuntimeWarning, stacklevel=user_stacklevel())
 
 

@@ -510,7 +510,8 @@ def test_a_failed_cache_write_in_the_workers_is_said_once_by_the_parent(monkeypa
                  "CACHE_FOLDER_NOTE"):
         monkeypatch.setattr(_compiled, name, None, raising=False)
     monkeypatch.setattr(_compiled, "_FOLDER_NOTES_SAID", set(), raising=False)
-    monkeypatch.setattr(_compiled, "_private_folder", lambda: (str(tmp_path), False))  # (its note said each run)
+    folders = iter(str(tmp_path / f"worker{i}") for i in range(3))  # (another user holds the usual folder:
+    monkeypatch.setattr(_compiled, "_private_folder", lambda: (next(folders), False))  # each its own mkdtemp)
     pipe = batch._RecordPipe(multiprocessing.get_context("spawn"))
     monkeypatch.setattr(batch, "_to_parent", pipe.writer)
     written = []
@@ -527,7 +528,8 @@ def test_a_failed_cache_write_in_the_workers_is_said_once_by_the_parent(monkeypa
             monkeypatch.setattr(_compiled, "CACHE_WRITE_ERROR", None)
             pipe.receive(written.append)
         folder, warning = seen
-        assert "no writable folder for its cache" in str(folder.message) and str(tmp_path) in str(folder.message)
+        assert "no writable folder for its cache" in str(folder.message) and "worker0" in str(folder.message)
+        assert "each process its own" in str(folder.message)  # (said once: the others only named other folders)
         assert "is full" in str(warning.message) and "compiles them again" in str(warning.message)
         assert written == [] and _compiled.CACHE_WRITE_ERROR.errno == errno.ENOSPC
 

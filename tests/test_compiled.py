@@ -272,3 +272,28 @@ def test_a_threads_notes_on_numbas_cache_go_to_its_own_report(monkeypatch):
         for _ in range(2):
             _compiled.no_cache_folder("sfapprox: numba found no writable folder ...")
         assert len(said) == 2
+
+
+def test_a_folder_note_is_said_once_whatever_each_workers_own_folder(monkeypatch, tmp_path):
+    """Where another user holds the usual folder, each process makes its own (mkdtemp): a batch's 8 workers
+    sent 8 notes differing only in their folder, and the batch said all 8, as 8 notes.  Said once, by kind;
+    a note of another kind (its folder kept, or another NUMBA_CACHE_DIR) is still said."""
+    monkeypatch.setattr(_compiled, "_FOLDER_NOTES_SAID", set())
+    monkeypatch.setattr(_compiled, "CACHE_FOLDER_REPORT", None)
+    monkeypatch.setattr(_compiled, "CACHE_FOLDER", None)
+    monkeypatch.setattr(_compiled, "CACHE_FOLDER_NOTE", None)
+    notes = []
+    for lasting, given in ((False, None), (False, None), (False, None), (True, None), (False, "/ro")):
+        if given:
+            monkeypatch.setenv("NUMBA_CACHE_DIR", given)
+        else:
+            monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+        folder = tempfile.mkdtemp(dir=tmp_path)  # (a fresh one, as each worker's)
+        monkeypatch.setattr(_compiled, "_private_folder", lambda f=folder, k=lasting: (f, k))
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            _compiled._cache_in_private_folder()
+        notes.append([str(w.message) for w in said])
+    assert [len(n) for n in notes] == [1, 0, 0, 1, 1]
+    assert "each process its own" in notes[0][0] and "kept for later runs" in notes[3][0]
+    assert "NUMBA_CACHE_DIR (/ro) is not writable" in notes[4][0]
