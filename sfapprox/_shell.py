@@ -242,7 +242,8 @@ def _windows_percent(word: str) -> str:
     (``100%"x"%".mtx"``): every name cmd could look up then starts with ``"``, which no variable's does,
     and the C runtime drops the quotes (``100%x%.mtx``).  PowerShell joins the pieces into one word only
     where the word starts unquoted (``"a"%"b"`` is two words to it), so the first piece stays unquoted,
-    or its longest plain start does, the rest quoted (:func:`_bare_then_quoted`).  Where no start can
+    or its longest plain start does, the rest quoted (:func:`_bare_then_quoted`; a ``-`` word with a ``.``
+    anywhere keeps only its ``-`` bare: :func:`_stands_bare_before_percent`).  Where no start can
     stand bare (``é%x%``, ``\ %x%``) no spelling reads the same in both shells: this one is cmd's (the
     shell where ``%`` is special), and PowerShell splits it.  Each quoted piece keeps PowerShell's ``$``
     literal (:func:`_both_quoted`).  Backslashes that end a quoted piece are doubled for the C runtime
@@ -255,8 +256,20 @@ def _windows_percent(word: str) -> str:
     100%"x"%".mtx" C:\my" runs\\"%"USERNAME"%".json"
     """
     first, *rest = word.split("%")
-    head = first if not first or _stands_plain(first) else _bare_then_quoted(first)
+    head = first if _stands_bare_before_percent(first, word) else _bare_then_quoted(first)
     return head + "".join("%" + _both_quoted(piece) for piece in rest)
+
+
+def _stands_bare_before_percent(first: str, word: str) -> bool:
+    """Whether ``first``, the part of ``word`` before its first ``%``, stands bare (:func:`_windows_percent`).
+
+    A ``-`` word with a ``.`` anywhere keeps only its ``-`` bare, as :func:`_stands_plain` has it: a ``%``
+    can be a *parameter-char* (PowerShell's specification, 2.3.4), so ``-x%"A"%".mtx"`` may open with a
+    parameter token, which a ``.`` ends, and be split like ``-x.mtx``; ``-"x"%"A"%".mtx"`` opens with none
+    (checking only ``first``, the ``.`` after the ``%`` went unseen; quoting more is always safe)."""
+    if first in ("", "-"):
+        return True  # (no parameter token: none starts with "-" then "%")
+    return _stands_plain(first) and not (first.startswith("-") and "." in word)
 
 
 #: Each byte as ``$'...'`` holds it (:func:`shell_quote` with ``ascii``): printable ASCII as it is, the rest ``\xNN``.

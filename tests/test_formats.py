@@ -632,12 +632,17 @@ def _ps_expandable(line: str, i: int) -> tuple[str, int]:
             value, i = value + char, i + 1
 
 
+def _ps_parameter_opens(line: str, i: int) -> bool:
+    """Whether a parameter token opens at ``line[i]``: a dash, then a first-parameter-char (2.3.4)."""
+    return line[i] == "-" and bool(line[i + 1:i + 2]) and (
+        line[i + 1] in "_?" or unicodedata.category(line[i + 1]) in ("Lu", "Ll", "Lt", "Lm", "Lo"))
+
+
 def _ps_parameter_end(line: str, i: int) -> int | None:
     """Where the parameter token PowerShell reads at ``line[i]`` ends (its specification, 2.3.4: a dash, a
     first-parameter-char, then parameter-chars, none of ``{}();,|&.[``, a colon or whitespace), or None where
     none starts there (or holds a quote, a backtick or a ``$``: not modelled)."""
-    if line[i] != "-" or not line[i + 1:i + 2] or not (line[i + 1] in "_?" or unicodedata.category(line[i + 1]) in
-                                                       ("Lu", "Ll", "Lt", "Lm", "Lo")):
+    if not _ps_parameter_opens(line, i):
         return None
     end = i + 2
     while end < len(line) and line[end] not in "{}();,|&.[: \t":
@@ -813,10 +818,14 @@ def test_a_double_quote_in_a_word_is_read_back_alike_by_cmd_and_powershell(monke
     assert all(name.startswith('"') for name in _cmd_names(line)), line
 
 
-@pytest.mark.parametrize("word", ["-x.mtx", "--out=a.json", "-a.b%X%", "-1.5", r"-C:\runs\a.mtx"])
+@pytest.mark.parametrize("word", ["-x.mtx", "--out=a.json", "-a.b%X%", "-1.5", r"-C:\runs\a.mtx", "-x%A%.mtx",
+                                  "-%A%.mtx", "-_%A%b.c"])
 def test_a_word_opening_with_a_dash_is_not_split_by_powershell(monkeypatch, word):
     """PowerShell reads an unquoted ``-x.mtx`` as a parameter whose name ends at the ``.`` and passed a native
-    program ``-x`` and ``.mtx``; such a word is now quoted where it holds a ``.``, and one without stays bare."""
+    program ``-x`` and ``.mtx``; such a word is now quoted where it holds a ``.``, and one without stays bare.
+    With a ``%`` too: ``-x%A%.mtx`` was written ``-x%"A"%".mtx"``, its ``.`` after the ``%`` unseen, and may
+    open with a parameter token (a ``%`` or a ``"`` is a parameter-char to the specification; the model
+    leaves a token holding a quote unread): no parameter token opens such a word's writing now."""
     import sys
 
     from sfapprox.formats import shell_join, shell_quote
@@ -825,6 +834,7 @@ def test_a_word_opening_with_a_dash_is_not_split_by_powershell(monkeypatch, word
     line = shell_join(["sfapprox", "fit", word, "--out", "o.json"])
     assert _ps_argv(line) == _crt_argv(line) == ["sfapprox", "fit", word, "--out", "o.json"], line
     assert all(name.startswith('"') for name in _cmd_names(line)), line
+    assert not _ps_parameter_opens(shell_quote(word), 0), shell_quote(word)
     assert shell_quote("--delimiter") == "--delimiter" and shell_quote("-a:b") == "-a:b"
 
 
