@@ -79,10 +79,6 @@ def connect(scheduler: str, what: str = "--scheduler"):
     if isinstance(exc, ValueError):  # an address dask cannot parse ("missing port number", a broken IPv6 bracket)
         raise ParameterError(f"{what} {scheduler!r} is not a scheduler address ({one_line(exc)}); give one such "
                              "as tcp://10.0.0.5:8786") from None
-    if isinstance(exc, OSError) and "during handshake" in str(exc):
-        # distributed 2023.1 (pyproject allows it) times the handshake out itself ("Timed out during handshake
-        # while connecting to ..."), where later ones wait on: the same server that accepted and never replied
-        raise _no_answer(scheduler, what) from None
     if isinstance(exc, (OSError, TimeoutError)):
         raise ParameterError(f"cannot connect to the Dask scheduler at {scheduler} ({one_line(exc)})") from None
     # Anything else came from what answered: a server that is no Dask scheduler (its reply read as a

@@ -1,6 +1,7 @@
 """What the tests need that differs between the dependency versions pyproject allows; not a test module.
 
-distributed 2023.1 (pyproject allows dask 2023.1) has no ``FutureCancelledError``: :func:`cluster_lost_error`.
+distributed 2024.6 (pyproject allows 2024.6.1) has no ``FutureCancelledError`` (it came in 2024.7.0):
+:func:`cluster_lost_error`.
 numpy 1.24 (pyproject allows it) has no ``numpy.exceptions``: :data:`ComplexWarning`.  Python's
 words for an object that does not pickle changed in 3.12 (``cannot pickle '_io.TextIOWrapper' object``
 became ``cannot pickle 'TextIOWrapper' instances``): :func:`pickle_refusal`.
@@ -22,7 +23,7 @@ def cluster_lost_error() -> Exception:
     """What a task's ``result()`` raises once its Dask scheduler is gone, in the installed distributed."""
     try:  # newer distributed: the reason said
         from distributed.client import FutureCancelledError
-    except ImportError:  # distributed 2023.1 (pyproject allows dask 2023.1) has no FutureCancelledError
+    except ImportError:  # distributed 2024.6 (pyproject allows 2024.6.1) has none: it came in 2024.7.0
         from distributed.client import CancelledError
 
         return CancelledError("k")

@@ -429,25 +429,3 @@ def test_a_pass_whose_worker_died_is_retried_on_another_worker(tmp_path):
                         f"the pass still waited after its workers died, with distributed {distributed.__version__}")
     assert (tmp_path / "deaths").read_text() == "2"
     assert np.array_equal(sum(parts), sum(_product_part(local, task) for task in tasks))
-
-
-def test_a_handshake_timed_out_by_dask_itself_is_said_as_nothing_answering(monkeypatch):
-    """distributed 2023.1 (pyproject allows it) timed out a server that accepted and never replied itself:
-    "cannot connect ... (OSError: Timed out during handshake ...)" there, "nothing answered as a Dask
-    scheduler" on a later distributed, which waits (test_a_server_that_answers_but_is_no_scheduler_...)."""
-    distributed = pytest.importorskip("dask.distributed")
-    from sfapprox import ParameterError
-    from sfapprox import _dask
-
-    class Handshake(distributed.Client):  # what distributed 2023.1's connect raised
-        def __init__(self, address, **kwargs):
-            raise OSError(f"Timed out during handshake while connecting to {address} after 1 s")
-
-        def close(self, *args, **kwargs):
-            pass
-
-    monkeypatch.setattr(distributed, "Client", Handshake)
-    monkeypatch.setattr(_dask, "CONNECT_SECONDS", 1)
-    with pytest.raises(ParameterError, match=r"^nothing answered as a Dask scheduler at tcp://127.0.0.1:9 within "
-                                             r"1 s; check --scheduler's address"):
-        _dask.connect("tcp://127.0.0.1:9")
