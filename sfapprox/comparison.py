@@ -250,11 +250,16 @@ def _products_after_stop(est) -> contextlib.AbstractContextManager:
     factors and the apply kernels would first compile (:func:`~sfapprox.operators._chord_apply.compiles_after_stop`;
     SF fitted from the columns of a sparse matrix under a time limit leaves its error to this scoring, and a
     stop on a fresh install then waited 19 s for the compiling), else where they always run."""
+    return _operator_products_after_stop(getattr(est, "operator_", None),
+                                         getattr(est, "stop_reason_", None) == "interrupted")
+
+
+def _operator_products_after_stop(operator, stopped: bool) -> contextlib.AbstractContextManager:
+    """:func:`_products_after_stop` for ``operator``, whose fit was ``stopped`` (or a stop came since)."""
     from .operators import _chord_apply
 
-    stack = getattr(getattr(est, "operator_", None), "_stack", None)
-    if isinstance(stack, _chord_apply.FactorStack) and \
-            _chord_apply.compiles_after_stop(getattr(est, "stop_reason_", None) == "interrupted", stack.butterfly):
+    stack = getattr(operator, "_stack", None)
+    if isinstance(stack, _chord_apply.FactorStack) and _chord_apply.compiles_after_stop(stopped, stack.butterfly):
         return stack.uncompiled()
     return contextlib.nullcontext()
 
@@ -1026,8 +1031,12 @@ def score_from_columns(source: MatrixSource, results: Sequence[MethodResult], se
               and not _scored_by_own_pass(r)}
     if not scored:
         return {}
-    estimates = estimate_errors(source, scored, time_limit=scoring_seconds(settings.time_limit), seed=settings.seed,
-                                max_memory=settings.max_memory, executor=executor)
+    with contextlib.ExitStack() as after_stop:  # (a stopped row's products on scipy's factors: row_error's rule)
+        for r in results:
+            if r.method in scored:
+                after_stop.enter_context(_operator_products_after_stop(r.operator, r.status == "interrupted"))
+        estimates = estimate_errors(source, scored, time_limit=scoring_seconds(settings.time_limit),
+                                    seed=settings.seed, max_memory=settings.max_memory, executor=executor)
     for r in results:
         if r.method in estimates:
             e = estimates[r.method]

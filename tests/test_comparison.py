@@ -1369,3 +1369,30 @@ def test_a_stopped_sf_row_is_scored_without_compiling_the_apply_kernels(monkeypa
     monkeypatch.setattr(_signals, "_received", [])
     exact = np.linalg.norm(X.toarray() - row.operator.to_dense())
     assert row.fro_error == pytest.approx(exact, rel=1e-9)
+
+
+@pytest.mark.parametrize("stopped", [True, False])
+def test_a_stopped_row_scored_from_columns_is_scored_without_compiling_the_apply_kernels(monkeypatch, stopped):
+    """A compare of a matrix too big to form scores its rows from columns (score_from_columns, through
+    estimate_errors), which compiled the apply kernels after a stop on a fresh install, as row_error did
+    (test_a_stopped_sf_row_is_scored_without_compiling_the_apply_kernels).  A stopped row's products now run
+    on scipy's sparse factors, to the same error; a row not stopped runs on the compiled kernels as before."""
+    from sfapprox import _signals
+    from sfapprox.comparison import score_from_columns
+    from sfapprox.operators import ChordOperator, _chord_apply
+    from sfapprox.results import MethodResult
+    from sfapprox.sources import as_source
+
+    n = 256
+    X = random_array((n, n), density=0.02, random_state=0, format="csc")
+    operator = ChordOperator(np.random.default_rng(0).standard_normal((4, n, 3)), np.array([0, 1, 5]))
+    compiled = []
+    real = _chord_apply.FactorStack._apply_numba
+    monkeypatch.setattr(_chord_apply, "block_kernel_compiles", lambda butterfly=False: True)  # a fresh install
+    monkeypatch.setattr(_chord_apply.FactorStack, "_apply_numba",
+                        lambda self, B, t: (compiled.append(B.shape), real(self, B, t))[1])
+    monkeypatch.setattr(_signals, "_received", [])
+    row = MethodResult("sf", "interrupted" if stopped else "ok", nnz=operator.n_stored, operator=operator)
+    score_from_columns(as_source(X), [row], FitSettings(device="cpu", time_limit=60, seed=0))
+    assert bool(compiled) != stopped, compiled
+    assert row.fro_error == pytest.approx(np.linalg.norm(X.toarray() - operator.to_dense()), rel=1e-9)
