@@ -265,3 +265,32 @@ def test_a_display_says_the_kernels_modules_are_loading(monkeypatch):
     display.phase = phases.append
     M._compiled_first(300, display)
     assert phases == ["loading kernels", ""]
+
+
+@pytest.mark.parametrize("wrapped", [True, False])
+def test_a_stop_while_the_structures_kernel_compiles_ends_the_row_interrupted(monkeypatch, wrapped):
+    """A stop while SF's kernel compiled for its structure's timing (a fresh install, seconds) reached the
+    comparison as numba may wrap it, a SystemError: compare raised it, and a batch wrote a failed row and went
+    on.  Taken as the fit's own warm-ups take it (model._warmed_unless_stopped): the row is "interrupted",
+    stopped before it finished, and the comparison stops there."""
+    from sfapprox.sf import _kernels
+
+    def stopped(dtype):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as stop:
+            if not wrapped:
+                raise
+            raise SystemError("<built-in function x> returned a result with an exception set") from stop
+
+    monkeypatch.setattr(_kernels, "_numba_module", lambda: True)  # (the kernel is numba's, with or without it)
+    monkeypatch.setattr(_kernels, "compiled_for", lambda *args: False)
+    monkeypatch.setattr(_kernels, "warm_up_numba", stopped)
+    from sfapprox.comparison import run_order
+
+    X = np.random.default_rng(0).random((64, 64))
+    names = ["sf", "tsvd", "rsvd"]
+    order = run_order(names)
+    rows = {r.method: r for r in compare(X, names, time_limit=60.0, device="cpu").results}
+    assert rows["sf"].status == "interrupted" and "before it finished" in rows["sf"].reason, rows["sf"]
+    assert list(rows) == [m for m in names if m in order[:order.index("sf") + 1]]  # nothing run after it

@@ -186,6 +186,7 @@ def _compiled_first(n: int, callback=None) -> None:
         import torch
 
         from ._kernels import compiled_for, select_kernel, warm_up_numba
+        from .model import _warmed_unless_stopped
 
         numba = select_kernel(n, "cpu")[1] == "numba"
         # cached: the one kernel warm_up_numba compiles, in its dtype. kernels_cached() also asks for the
@@ -195,7 +196,11 @@ def _compiled_first(n: int, callback=None) -> None:
         cached = numba and compiled_for("loss_and_grad", dtype)
     if numba:
         with phase(callback, kernel_phase(cached)):
-            warm_up_numba(getattr(torch, dtype.name))
+            # (a stop while it compiles: numba may wrap it in a SystemError, which a comparison raised, or a
+            # batch wrote as a failed row and went on; as the fit's warm-ups take it, a stop, and no fit yet
+            # to keep: the row "interrupted", the comparison stopped, run_all)
+            if not _warmed_unless_stopped(lambda: warm_up_numba(getattr(torch, dtype.name))):
+                raise KeyboardInterrupt
 
 
 #: Up to this N a structure's evaluation is measured on a whole random target (8 MiB at most); above
