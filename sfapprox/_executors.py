@@ -210,9 +210,10 @@ def not_picklable(exc: BaseException, what: str = "the matrix source"):
     if not any(t.startswith(("Could not serialize object", "cannot pickle", "Can't pickle", "Can't get local"))
                for t in texts):
         return None
-    # the object dask names (a source's class), not its graph's expression (a task's arguments: "_MapExpr")
+    # the object dask names (a source's class), not the graph holding a task's arguments: its expression
+    # ("_MapExpr"), or on older distributed (2024.6.1, which pyproject allows) the graph ("HighLevelGraph")
     objects = [str(e.args[0]) for e in chain if e.args and str(e.args[0]).startswith("Could not serialize object")
-               and not str(e.args[0]).endswith("Expr")]
+               and not str(e.args[0]).endswith(("Expr", "HighLevelGraph"))]
     why = next((one_line(e) for e in reversed(chain) if isinstance(e, (TypeError, AttributeError, pickle.PicklingError))
                 and not str(e.args[0] if e.args else e).startswith("Could not serialize object")), one_line(exc))
     whose = f" ({objects[0][len('Could not serialize '):]})" if objects else ""

@@ -429,3 +429,21 @@ def test_a_pass_whose_worker_died_is_retried_on_another_worker(tmp_path):
                         f"the pass still waited after its workers died, with distributed {distributed.__version__}")
     assert (tmp_path / "deaths").read_text() == "2"
     assert np.array_equal(sum(parts), sum(_product_part(local, task) for task in tasks))
+
+
+@pytest.mark.parametrize("graph", ["_MapExpr", "HighLevelGraph"])
+def test_a_refusal_to_pickle_names_no_graph_of_dask(graph):
+    """dask names what it could not serialize: the graph that holds a task's arguments, where the user's object
+    inside it is what refused.  distributed 2024.6.1 (the lowest pyproject allows) names a ``HighLevelGraph``,
+    which the batch's one-line error said as the object that does not pickle; later ones a ``_MapExpr``."""
+    from sfapprox._executors import not_picklable
+
+    try:
+        try:
+            raise TypeError("cannot pickle '_io.TextIOWrapper' object")
+        except TypeError as refused:
+            raise TypeError(f"Could not serialize object of type {graph}") from refused
+    except TypeError as exc:
+        said = str(not_picklable(exc, "the batch's matrices"))
+    assert said.startswith("the batch's matrices cannot be sent to the executor's workers: it does not pickle "
+                           "(TypeError: cannot pickle '_io.TextIOWrapper' object)"), said
