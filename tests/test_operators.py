@@ -339,6 +339,13 @@ def test_operator_algebra_still_scipy(backend, hybrid):
             wrong()
     np.testing.assert_allclose(x @ op, x @ D, rtol=1e-10)
     np.testing.assert_allclose(np.ones((2, 12)) @ op, np.ones((2, 12)) @ D, rtol=1e-10)
+    # rdot called by name: scipy's own is public only from 1.18 (before: _rdot), and pyproject allows 1.12
+    np.testing.assert_allclose(op.rdot(x), x @ D, rtol=1e-10)
+    np.testing.assert_allclose(op.rdot(np.ones((2, 12))), np.ones((2, 12)) @ D, rtol=1e-10)
+    np.testing.assert_allclose(op.T.rdot(x), x @ D.T, rtol=1e-10)
+    np.testing.assert_allclose(op.rdot(op) @ x, D @ D @ x, rtol=1e-10)
+    with pytest.raises(ParameterError, match="12 x 12: it applies to a vector of 12 rows, got shape 11$"):
+        op.rdot(np.ones(11))
     assert op.T is op.T and op.T.T is op
 
 

@@ -328,7 +328,9 @@ class SurrogateOperator(LinearOperator):
         x = x if isinstance(x, LinearOperator) else readable_operand(x)
         if type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[-1] != self.shape[0]:
             self.T._check_operand(x.T, ("a vector", "a matrix")[x.ndim - 1], x.ndim)  # (scipy 1.18: a ValueError)
-        return super().rdot(x)
+        # scipy's public rdot came in 1.18; 1.12-1.17 (which pyproject allows) have it as _rdot
+        scipy_rdot = getattr(super(), "rdot", None) or super()._rdot
+        return scipy_rdot(x)
 
     def dot(self, x):
         """``A @ x`` for a vector or block (anything else: scipy's rules, e.g. operator products).
