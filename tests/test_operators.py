@@ -349,6 +349,31 @@ def test_operator_algebra_still_scipy(backend, hybrid):
     assert op.T is op.T and op.T.T is op
 
 
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # numpy's own, on np.matrix: a user's container
+def test_a_wrong_length_is_refused_alike_for_any_array_like(tmp_path):
+    # scipy 1.18's dot and rdot refuse an operand of the wrong length themselves (their own ValueError); our
+    # check covered only an exact ndarray, so a list, a memmap (np.load's mmap_mode) or an np.matrix got
+    # scipy's words there and ours on 1.17
+    op = _chord("chord", 12, np.random.default_rng(5))
+    np.save(tmp_path / "x.npy", np.ones(11))
+    memmap = np.load(tmp_path / "x.npy", mmap_mode="r")
+    vector, matrix = "a vector of 12 rows, got shape 11", "a matrix of 12 rows, got shape 11 x "
+    for wrong, said in ((lambda: op @ ([1.0] * 11), vector),
+                        (lambda: op.dot([1.0] * 11), vector), (lambda: [1.0] * 11 @ op, vector),
+                        (lambda: op.rdot([1.0] * 11), vector),
+                        (lambda: op @ memmap, vector), (lambda: op.dot(memmap), vector), (lambda: memmap @ op, vector),
+                        (lambda: op.rdot(memmap), vector), (lambda: op.T @ memmap, vector),
+                        (lambda: op @ np.asmatrix(np.ones((11, 1))), matrix + "1"),
+                        (lambda: op.dot(np.asmatrix(np.ones((11, 2)))), matrix + "2"),
+                        (lambda: np.asmatrix(np.ones((1, 11))) @ op, matrix + "1"),
+                        (lambda: op.rdot(np.asmatrix(np.ones((3, 11)))), matrix + "3")):
+        with pytest.raises(ParameterError, match=f"ChordOperator(.T)? is 12 x 12: it applies to {said}$"):
+            wrong()
+    D = op.to_dense()
+    np.testing.assert_allclose(op @ np.asmatrix(np.ones((12, 1))), D @ np.ones((12, 1)), rtol=1e-10)
+    np.testing.assert_allclose([1.0] * 12 @ op, np.ones(12) @ D, rtol=1e-10)
+
+
 @pytest.mark.parametrize("support", ["chord", "butterfly"])
 def test_to_dense_through_the_compiled_kernels_is_the_torch_product(support, monkeypatch):
     # Above TORCH_DENSE_MAX_N the dense product comes from the compiled apply kernels (about 6x

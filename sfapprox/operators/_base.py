@@ -306,11 +306,23 @@ class SurrogateOperator(LinearOperator):
         ``dot``)."""
         if not isinstance(x, LinearOperator) and (np.ndim(x) > 2 or (isinstance(x, np.ndarray) and x.ndim == 0)):
             self._check_operand(x, "a vector or a matrix", 2)
-        if type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[0] != self.shape[1]:
-            # refused here: scipy 1.18's dot refuses it itself ("Dimension mismatch", a ValueError) before
-            # it reaches matvec's check
-            self._check_operand(x, ("a vector", "a matrix")[x.ndim - 1], x.ndim)
+        self._check_length(x, axis=0)
         return type(x) is np.ndarray and x.ndim in (1, 2)
+
+    def _check_length(self, x, axis: int) -> None:
+        """:class:`~sfapprox.ParameterError` for a vector or block of another length than ``N`` along
+        ``axis`` (0 for ``A @ x``, -1 for ``x @ A``): any array-like, not only an ndarray (a list, a memmap,
+        an ``np.matrix``), since scipy 1.18's ``dot`` and ``rdot`` refuse it themselves ("Dimension
+        mismatch", a ValueError) before it reaches matvec's check.  An operator or a scalar is scipy's."""
+        if isinstance(x, LinearOperator):
+            return
+        ndim = np.ndim(x)
+        if ndim in (1, 2) and np.shape(x)[axis] != self.shape[0]:
+            what = ("a vector", "a matrix")[ndim - 1]
+            if axis == 0:
+                self._check_operand(x, what, ndim)
+            else:  # x @ A is A.T @ x.T: the message names the transpose, as matvec's check did
+                self.T._check_operand(np.transpose(x), what, ndim)
 
     def rdot(self, x):
         """``x @ A`` (scipy's rules; a vector or block of another length than ``N``: one error, naming it).
@@ -326,11 +338,14 @@ class SurrogateOperator(LinearOperator):
             ``x @ A``.
         """
         x = x if isinstance(x, LinearOperator) else readable_operand(x)
-        if type(x) is np.ndarray and x.ndim in (1, 2) and x.shape[-1] != self.shape[0]:
-            self.T._check_operand(x.T, ("a vector", "a matrix")[x.ndim - 1], x.ndim)  # (scipy 1.18: a ValueError)
+        self._check_length(x, axis=-1)
         # scipy's public rdot came in 1.18; 1.12-1.17 (which pyproject allows) have it as _rdot
         scipy_rdot = getattr(super(), "rdot", None) or super()._rdot
         return scipy_rdot(x)
+
+    # scipy 1.12-1.17's `x @ A` and `x * A` call _rdot: through rdot's check too, so that a wrong length
+    # is refused in the same words on every scipy (their matvec's check named a (1, k) block a vector)
+    _rdot = rdot
 
     def dot(self, x):
         """``A @ x`` for a vector or block (anything else: scipy's rules, e.g. operator products).
