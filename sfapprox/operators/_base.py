@@ -43,7 +43,6 @@ if TYPE_CHECKING:  # torch is imported by to_torch itself, never with the surrog
 __all__ = ["SurrogateOperator", "register_operator", "operator_class", "operator_kinds"]
 
 
-
 def _column_kept(product, x):
     """``product(x)`` (scipy's ``matvec`` or ``rmatvec``), an ``(N, 1)`` column given as its vector and the
     result made an ``(N, 1)`` column again, as scipy documents: scipy 1.18 warns on a 2-D operand
@@ -52,6 +51,7 @@ def _column_kept(product, x):
         return product(x)
     y = np.asarray(product(np.asarray(x).reshape(-1))).reshape(-1, 1)
     return np.asmatrix(y) if isinstance(x, np.matrix) else y
+
 
 class SurrogateOperator(LinearOperator):
     """Base of every surrogate: fast products, exports and the saved layout (see the module docstring).
