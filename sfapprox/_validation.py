@@ -8,6 +8,7 @@ that every "too big" message has one shape and names the ``--max-memory`` knob.
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 import os
@@ -491,13 +492,27 @@ def _float_values(X):
     return type(X)((values, X.indices, X.indptr), shape=X.shape)
 
 
-def _stored_values(X) -> np.ndarray:
-    """A scipy sparse ``X``'s stored values as one array: its ``.data`` where that is one (no copy), else
-    those of its COO copy (a dok has no ``.data``, a lil's is an object array of lists, a dia's holds
-    values outside the matrix)."""
+def _stored_values(X) -> list[np.ndarray]:
+    """A scipy sparse ``X``'s stored values, in their own dtype, as arrays: its ``.data`` where that is
+    one (no copy); a dia's diagonals cut to the matrix (views; its ``.data`` holds values outside it too);
+    a dok's and a lil's read into one array of ``nnz`` values.
+
+    Not their COO copy: scipy's lil to COO passes the values through float64 (a longdouble 1e-400 came
+    back 0, 1e400 inf), and its index arrays, for a dok, lil or dia, were a copy past what
+    :func:`check_memory` counted; the one array made here, freed before the canonical copy is made, is
+    within what it counted for that copy (16 bytes an entry)."""
     if X.format in ("coo", "csr", "csc", "bsr"):
-        return np.asarray(X.data)
-    return X.tocoo().data
+        return [np.asarray(X.data)]
+    if X.format == "dok":
+        return [np.fromiter(X.values(), dtype=X.dtype, count=len(X))]
+    if X.format == "lil":
+        return [np.fromiter(itertools.chain.from_iterable(X.data), dtype=X.dtype, count=X.nnz)]
+    if X.format == "dia":
+        # diagonal k's entry j is at (j - k, j): in the matrix for max(k, 0) <= j < min(n_rows + k, n_cols)
+        n_rows, n_cols = X.shape
+        stop = min(n_cols, X.data.shape[1])
+        return [X.data[i, max(k, 0):min(n_rows + k, stop)] for i, k in enumerate(X.offsets)]
+    return [X.tocoo().data]  # (no format scipy has today)
 
 
 def canonical_csr(sparse) -> sp.csr_array:
@@ -554,7 +569,8 @@ def _check_sparse(X, source: str, max_memory: int | None, held: int = 0) -> sp.c
     check_sparse_structure(X, source=source)
     if np.dtype(X.dtype).kind == "f" and np.dtype(X.dtype).itemsize > 8:
         # before the float64 copy, which made 1e400 an inf ("1 NaN/Inf entry") after scipy's overflow warning
-        _check_float64_range(_stored_values(X), source)
+        _check_float64_top(max((_largest_finite(part) for part in _stored_values(X)),
+                               default=np.dtype(X.dtype).type(0)), source)
     if np.dtype(X.dtype).kind in "biu":
         # Values become float64 before any duplicates are summed: scipy sums a
         # COO's duplicates in its own dtype, and int64 wraps around (two
@@ -864,8 +880,17 @@ def _check_float64_range(arr: np.ndarray, source: str) -> None:
 
     Only the finite-entry mask is made (1 byte an entry): ``np.abs(arr[mask])`` made two more copies of
     16 bytes an entry, past what :func:`check_memory` counted for the float64 copy."""
+    _check_float64_top(_largest_finite(arr), source)
+
+
+def _largest_finite(arr: np.ndarray):
+    """The largest finite ``|entry|`` of ``arr`` in its own dtype (0 for none), making only the mask."""
     finite = np.isfinite(arr)
-    top = max(arr.max(where=finite, initial=0), -arr.min(where=finite, initial=0))
+    return max(arr.max(where=finite, initial=0), -arr.min(where=finite, initial=0))
+
+
+def _check_float64_top(top, source: str) -> None:
+    """:func:`_check_float64_range` given the largest finite ``|entry|``, ``top``."""
     info = np.finfo(np.float64)
     seen = np.format_float_scientific(top, precision=2, trim="-")  # (a float's :.3g made 1e400 inf, 1e-400 0)
     if top > info.max:

@@ -880,16 +880,47 @@ def test_the_float64_range_check_of_a_longdouble_matrix_makes_only_its_mask():
     assert peak < 2 * arr.size  # the 1-byte mask, not copies of the values
 
 
-@pytest.mark.parametrize("fmt", ["coo", "csr", "dok", "dia"])
+@pytest.mark.parametrize("fmt", ["coo", "csr", "dok", "dia", "lil"])
 @pytest.mark.parametrize("value, word, seen", [("1e400", "too large", r"1e\+400"), ("1e-400", "too small", "1e-400")])
 def test_sparse_long_double_entries_past_float64_are_said_so_as_dense_ones_are(fmt, value, word, seen):
     """The sparse path skipped the range check: a finite 1e400 was "1 NaN/Inf entry" (after scipy's
-    overflow warning), and 1e-400 the zero matrix."""
+    overflow warning), and 1e-400 the zero matrix (a lil still was: its COO copy passed the values
+    through float64)."""
     X = sp.coo_array((np.array([np.longdouble(value)]), ([0], [1])), shape=(3, 3)).asformat(fmt)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with pytest.raises(InputError, match=rf"^X: values {word} for float64 \(largest \|entry\| {seen}\)"):
             check_square_matrix(X, source="X")
+
+
+@pytest.mark.parametrize("fmt", ["dok", "lil", "dia"])
+def test_the_stored_values_of_a_sparse_matrix_are_read_without_its_coo_copy(fmt):
+    """The range check read a dok's, lil's and dia's values from their COO copy: index arrays of 8 bytes
+    an entry each (and a copy of the values) past what check_memory counted; now only the values, in
+    their own dtype (a lil's came back through float64)."""
+    import tracemalloc
+
+    from sfapprox._validation import _stored_values
+
+    n = 200_000
+    X = sp.diags_array(np.full(n, np.longdouble("1e-400")), format=fmt) if fmt == "dia" else \
+        sp.coo_array((np.full(n, np.longdouble("1e-400")), (np.arange(n), np.arange(n))), shape=(n, n)).asformat(fmt)
+    tracemalloc.start()
+    try:
+        parts = _stored_values(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    values = np.concatenate(parts)
+    assert values.dtype == np.longdouble and values.size == n and (values == np.longdouble("1e-400")).all()
+    assert peak < 16 * n + 100_000  # the values alone (a dia's: views of its diagonals)
+
+
+def test_a_dia_matrix_s_values_outside_the_matrix_are_not_range_checked():
+    """A dia's ``.data`` holds each diagonal padded to the width: what lies outside the matrix is no entry."""
+    data = np.array([[1.0, 2.0, np.longdouble("1e400")]], dtype=np.longdouble)  # diagonal -1 of a 3 x 3: 2 entries
+    X = sp.dia_array((data, [-1]), shape=(3, 3))
+    np.testing.assert_array_equal(check_square_matrix(X).toarray(), [[0, 0, 0], [1, 0, 0], [0, 2, 0]])
 
 
 def test_a_subnormal_long_double_matrix_is_refused_in_a_float64_one_s_words():
