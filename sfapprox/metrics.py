@@ -101,11 +101,13 @@ def _scaled_relative(dense: np.ndarray, approx: np.ndarray, wide: np.dtype, err:
     ``inf / inf`` was nan where the ratio is 0.5), from both divided by their largest entry first.
 
     Where an entry is not finite, ``err / norm`` (``err`` and ``norm`` as summed): an infinite entry of the
-    approximation of a finite target is an infinite relative error, not the nan its scaling made."""
+    approximation of a finite target is an infinite relative error, not the nan its scaling made, nor the
+    ``inf / inf`` = nan of a target whose own norm is past float64."""
     with np.errstate(over="ignore", invalid="ignore"):
-        top = max(float(np.max(np.abs(dense))), float(np.max(np.abs(approx))))
+        top_x = float(np.max(np.abs(dense)))
+        top = max(top_x, float(np.max(np.abs(approx))))
     if not math.isfinite(top):  # (a nan entry makes the max nan too)
-        return _relative(err, norm)
+        return math.inf if math.isfinite(top_x) and math.isinf(err) else _relative(err, norm)
     scaled = dense.astype(wide) / top
     return _relative(_fro_norm(scaled - approx.astype(wide) / top), _fro_norm(scaled))
 

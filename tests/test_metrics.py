@@ -226,6 +226,15 @@ def test_an_infinite_entry_of_the_approximation_of_a_finite_target_is_an_infinit
     approx = np.eye(3)
     approx[1, 2] = -np.inf
     assert frobenius_error(np.eye(3), approx) == (np.inf, np.inf)
+    # a finite target whose own norm is past float64: inf / inf was nan
+    huge = np.full((2, 2), 1.7e308)
+    assert frobenius_error(huge, approx[:2, 1:]) == (np.inf, np.inf)
+    # a nan entry (or an infinite one of the target) is no infinite error: nan, as documented
+    approx[0, 0] = np.nan
+    err, rel = frobenius_error(huge, approx[:2, :2])
+    assert np.isnan(err) and np.isnan(rel)
+    huge[0, 0] = np.inf
+    assert np.isnan(frobenius_error(huge, np.ones((2, 2)))[1])
 
 
 def test_float64_inputs_are_not_copied():
