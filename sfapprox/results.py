@@ -913,8 +913,10 @@ def library_versions() -> dict[str, str]:
 
 
 def _installed_version(name: str) -> str:
-    """``name.__version__``, from the installed package's metadata where it is not imported yet: importing
-    torch to read its version cost a comparison of baselines alone a second or more (they never use it)."""
+    """``name.__version__``, read without importing ``name`` where it is not imported yet: from the
+    ``__version__ = "..."`` line of its ``version.py`` (:func:`_written_version`), else from the installed
+    distribution's metadata, else (no such distribution) by importing it.  Importing torch to read its
+    version cost a comparison of baselines alone a second or more (they never use it)."""
     import importlib
     import importlib.metadata
     import sys
