@@ -434,6 +434,32 @@ def test_a_hashing_reader_hashes_the_file_in_order_whatever_the_reads(tmp_path):
     assert sum(read) == 100 + 14 + 4 + 200_000 + (300_000 - 200_014)
 
 
+def test_a_hashing_reader_reads_a_long_skip_forward_in_pieces(tmp_path):
+    """A skip forward in the in-order reading is read to hash it: in one read(offset) it held the whole
+    skip (40 MB for a 40 MB skip); in pieces of the module's chunk, the same digest."""
+    import tracemalloc
+
+    from sfapprox.io._common import HashingReader
+
+    data = np.random.default_rng(2).bytes(8_000_000)
+    path = tmp_path / "f.bin"
+    path.write_bytes(data)
+    with HashingReader(open(path, "rb")) as fh:
+        assert fh.read(10) == data[:10]
+        tracemalloc.start()
+        try:
+            assert fh.seek(7_000_000, 1) == 7_000_010 and fh.tell() == 7_000_010
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert fh.read(20) == data[7_000_010:7_000_030]
+        assert fh.hexdigest() == hashlib.sha256(data).hexdigest()
+    assert peak < 1_000_000
+    with HashingReader(open(path, "rb")) as fh:  # past the end: read to it, then put there
+        assert fh.seek(9_000_000, 1) == 9_000_000 and fh.read(1) == b""
+        assert fh.hexdigest() == hashlib.sha256(data).hexdigest()
+
+
 def test_a_formed_covariance_does_not_hold_the_text_it_was_read_from(tmp_path, monkeypatch):
     """open_matrix(covariance=True) of a text table held the text's bytes (the file's size) and a centred copy
     of the table (made to decide whether to form it) while it formed the covariance from one more copy

@@ -234,9 +234,10 @@ class HashingReader:
         if whence == io.SEEK_CUR and offset > 0 and self._pos == self._hashed:
             # Python 3.12+'s zipfile skips a member's extra field so, mid-way through reading the file in
             # order: left unread, hexdigest read every byte from there to the end a second time
-            start = self._pos
-            self.read(offset)
-            offset, whence = start + offset, io.SEEK_SET
+            end = self._pos + offset
+            while self._pos < end and self.read(min(end - self._pos, _CHUNK)):
+                pass  # in pieces: one read(offset) held the whole skip in memory (40 MB for a 40 MB skip)
+            offset, whence = end, io.SEEK_SET
         self._pos = self._raw.seek(offset, whence)
         return self._pos
 
