@@ -61,6 +61,7 @@ import numpy as np
 from _common import DEFAULT_DATA_DIR, OUT, findings_lines, machine, meta, run_child, version
 
 from sfapprox._settings import parse_size
+from sfapprox import _timing
 
 NAME = "scale_sources"
 #: The RBF kernel's bandwidth: within a cluster (spread 0.5 in 16 dimensions, distances about 2.8)
@@ -199,34 +200,15 @@ TIME_ONLY = 1e-9
 #: ``--cut``'s methods: each stops its pass at a time limit.
 CUT_METHODS = ("rsvd", "nystrom", "sparse")
 #: The methods whose fit takes the run's seed: only their fits can be given the scoring's stream (``--cut``'s
-#: *same stream* columns; sparse's cut pass takes stream SPARSE_ORDER of seed 0 whatever the run's seed).
+#: *same stream* columns; sparse's cut pass took stream SPARSE_ORDER of seed 0 whatever the run's seed when the
+#: committed table ran: it takes ``random_state`` since a8ef67f).
 SEEDED = ("rsvd", "nystrom")
 
 
-class _PassClock:
-    """The clock every time-limit decision reads while :func:`cut_coverage` runs: it moves only when
-    :func:`_paced_kernel`'s source reads columns, one "second" per whole pass, so a cut falls where the limit says
-    whatever the machine's load (the tests' fake clock, ``tests/conftest.py``)."""
-
-    def __init__(self) -> None:
-        self.time = 0.0
-
-    def __call__(self) -> float:
-        return self.time
-
-    def advance(self, seconds: float) -> None:
-        self.time += seconds
-
-    def __enter__(self) -> "_PassClock":
-        from sfapprox import _timing
-
-        self.real, _timing.clock = _timing.clock, self
-        return self
-
-    def __exit__(self, *exc) -> None:
-        from sfapprox import _timing
-
-        _timing.clock = self.real
+#: The clock every time-limit decision reads while :func:`cut_coverage` runs: it moves only when
+#: :func:`_paced_kernel`'s source reads columns, one "second" per whole pass, so a cut falls where the limit says
+#: whatever the machine's load (the tests' fake clock too).
+_PassClock = _timing.ManualClock
 
 
 def _paced_kernel(points: np.ndarray, dense: np.ndarray, clock: _PassClock):

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from sfapprox import _timing
+
 # A test run started in the background of a non-interactive shell (`pytest &`, nohup) inherits
 # SIGINT ignored, and sfapprox keeps an ignored SIGINT ignored (as Python does): the Ctrl-C tests
 # would then test nothing.  Run them as a foreground run would, here and in the CLIs they start.
@@ -57,17 +59,8 @@ def backend(request, monkeypatch):
     return request.param
 
 
-class FakeClock:
-    """A clock for time-limit decisions that moves only when a test says so (``advance``)."""
-
-    def __init__(self) -> None:
-        self.time = 0.0
-
-    def __call__(self) -> float:
-        return self.time
-
-    def advance(self, seconds: float) -> None:
-        self.time += seconds
+#: A clock for time-limit decisions that moves only when a test says so (``advance``).
+FakeClock = _timing.ManualClock
 
 
 @pytest.fixture
