@@ -329,7 +329,37 @@ def test_of_the_starts_that_reproduce_x_the_fewest_components_are_kept():
     nmf = NMF(budget=64, device="cpu").fit(X)
     assert (nmf.rank_, nmf.n_stored_) == (1, 32) and nmf.params_["rank_budget"] == 2
     assert np.linalg.norm(X - nmf.to_dense()) <= 1e-14 * np.linalg.norm(X)
-    assert nmf.params_["init"] == "nndsvd"
+    # (NNDSVDa's two components are both constant: folded into one, its fit is as exact with 32, and first)
+    assert nmf.params_["init"] == "nndsvda"
+
+
+def test_a_component_parallel_to_another_is_folded_into_it(monkeypatch):
+    """A constant matrix at rank 2 from NNDSVD with numpy 2.5: HALS's round-off drifted its second component
+    (both H rows constant: the objective is flat along trading one for the other) to 1.8 N eps ||X||, above
+    round-off, in 5 iterations, and it was kept (64 numbers where 32 reproduce X).  Here the start is that
+    state, with the W column at the EPS floor and the H row 20 (of the scaled problem), on any numpy."""
+    from sfapprox.baselines import nmf
+
+    X = np.full((16, 16), 2.0)
+    start = (np.column_stack([np.full(16, 0.5), np.full(16, nmf.EPS)]),
+             np.vstack([np.full(16, 0.5), np.full(16, 20.0)]))
+    monkeypatch.setattr(nmf, "_nndsvd", lambda *args, **kwargs: tuple(F.copy() for F in start))
+    est = NMF(n_components=2, init="nndsvd", device="cpu").fit(X)
+    assert (est.rank_, est.n_stored_) == (1, 32)
+    assert np.linalg.norm(X - est.to_dense()) <= 16 * np.finfo(float).eps * np.linalg.norm(X)
+
+
+def test_components_that_are_not_parallel_are_not_folded():
+    from sfapprox.baselines.nmf import _pruned
+
+    rng = np.random.default_rng(0)
+    W, H = rng.random((16, 3)), rng.random((3, 16))
+    H[2] = H[1] + 1e-6 * rng.random(16)  # nearly parallel rows: folding would move W H by ~1e-6, far above round-off
+    W2, H2 = _pruned(W, H, float(np.linalg.norm(W @ H)))
+    assert W2.shape == (16, 3) and np.array_equal(W2 @ H2, W @ H)
+    H[2] = 2.0 * H[1]  # exactly parallel: folded, W H kept to round-off
+    W2, H2 = _pruned(W, H, float(np.linalg.norm(W @ H)))
+    assert W2.shape == (16, 2) and np.linalg.norm(W2 @ H2 - W @ H) <= 16 * np.finfo(float).eps * np.linalg.norm(W @ H)
 
 
 def test_a_small_problem_s_columns_are_updated_without_a_torch_call_each(monkeypatch):

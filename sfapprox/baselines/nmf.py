@@ -360,7 +360,8 @@ def _carrying(W: np.ndarray, H: np.ndarray, norm: float) -> np.ndarray:
     singular values by): all-zero components, and those HALS holds at the ``EPS`` floor (entries of
     1e-16 in the scaled problem: ``c_k`` about ``N 1e-32`` of the scale), which the floor keeps positive
     by design (HALS divides by ``(H H^T)_kk``) but which add nothing to ``W H``.  A component of an
-    ordinary fit carries a share of ``||X||`` many orders above that, and stays.
+    ordinary fit carries a share of ``||X||`` many orders above that, and stays.  (:func:`_pruned` also
+    folds a component into a parallel one.)
     """
     n = W.shape[0]
     share = np.linalg.norm(W, axis=0) * np.linalg.norm(H, axis=1)
@@ -369,6 +370,59 @@ def _carrying(W: np.ndarray, H: np.ndarray, norm: float) -> np.ndarray:
     live = np.ones(share.size, dtype=bool)
     live[order[dropped]] = False
     return live
+
+
+def _fold_costs(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each component ``k`` of ``W H`` (``A``'s columns, ``B``'s rows: ``W, H`` or ``H^T, W^T``), the
+    component ``j`` whose row ``B[j]`` is the most nearly parallel to ``B[k]``, the multiple
+    ``a = <B[k], B[j]> / ||B[j]||^2 >= 0`` and the move of ``W H`` when ``A[:, k] B[k]`` is replaced by
+    ``a A[:, k] B[j]`` (folded into ``j``): ``||A[:, k]|| ||B[k] - a B[j]||``, computed from the difference
+    itself (a difference of squares would hide ``sqrt(eps)`` of the share)."""
+    r = B.shape[0]
+    lengths = np.linalg.norm(B, axis=1)
+    unit = B / np.where(lengths > 0, lengths, 1.0)[:, None]
+    cosine = unit @ unit.T
+    np.fill_diagonal(cosine, -np.inf)
+    cosine[:, lengths == 0] = -np.inf  # (nothing folds into an all-zero row)
+    into = np.argmax(cosine, axis=1) if r > 1 else np.zeros(r, dtype=int)
+    squared = np.where(lengths > 0, lengths, 1.0) ** 2
+    a = np.einsum("kn,kn->k", B, B[into]) / squared[into]
+    cost = np.linalg.norm(A, axis=0) * np.linalg.norm(B - a[:, None] * B[into], axis=1)
+    return into, a, cost
+
+
+def _pruned(W: np.ndarray, H: np.ndarray, norm: float) -> tuple[np.ndarray, np.ndarray]:
+    """``W`` and ``H`` without the components that add nothing to ``W H`` but round-off: those
+    :func:`_carrying` leaves out, and then, one at a time while the moves of ``W H`` add up to at most
+    ``N eps ||X||_F`` (``norm``), a component folded into one with a parallel ``H`` row
+    (``W[:, j] += a W[:, k]``) or ``W`` column (``H[j] += b H[k]``), non-negative as ``a, b >= 0``.
+
+    Where two components share a row space (a rank-one ``X`` fitted at rank 2: both ``H`` rows constant),
+    HALS's objective is flat along trading one for the other, and its round-off drifts along it, by
+    iterations: NNDSVD's second component of a constant 16 x 16 matrix reached ``1.8 N eps ||X||`` in 5
+    iterations with numpy 2.5 (its matmul rounds otherwise than 2.4's, whose arithmetic there was exact),
+    so no bound on a component's own share holds; folding it moves ``W H`` by ``5e-30``.
+    """
+    n = W.shape[0]
+    live = _carrying(W, H, norm)
+    share = np.linalg.norm(W, axis=0) * np.linalg.norm(H, axis=1)
+    left = round_off(n, norm) - float(np.sum(share[~live]))  # (what the left-out components moved W H by)
+    W, H = W[:, live].copy(), H[live].copy()
+    while H.shape[0] > 1:
+        by_rows, by_columns = _fold_costs(W, H), _fold_costs(H.T, W.T)
+        rows = int(np.argmin(by_rows[2]))
+        columns = int(np.argmin(by_columns[2]))
+        fold_rows = by_rows[2][rows] <= by_columns[2][columns]
+        k, (into, a, cost) = (rows, by_rows) if fold_rows else (columns, by_columns)
+        if cost[k] > left:
+            break
+        left -= cost[k]
+        if fold_rows:
+            W[:, into[k]] += a[k] * W[:, k]
+        else:
+            H[into[k]] += a[k] * H[k]
+        W, H = np.delete(W, k, axis=1), np.delete(H, k, axis=0)
+    return W, H
 
 
 def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, time_limit: float | None,
@@ -447,7 +501,7 @@ def _fit_nmf(X, rank: int, inits: tuple[str, ...], seed: int, device, dtype, *, 
             # A later start is worth its time only with a few iterations: its start, its scoring
             # and EXTRA_START_ITERATIONS at the first start's cost per iteration.
             each = (fitting - began - shared) + (_timing.now() - scoring) + EXTRA_START_ITERATIONS * per_iteration
-        live = int(_carrying(W, H, math.sqrt(n)).sum()) if len(inits) > 1 else rank
+        live = _pruned(W, H, math.sqrt(n))[0].shape[1] if len(inits) > 1 else rank
         # of starts that reproduce X the fewest components: a constant matrix at rank 2 kept NNDSVDa's two
         # (64 numbers at N = 16, error 0) where NNDSVD's one (32) is as exact
         if best is None or preferred(errors[init], live, best[-1], best[-2], math.sqrt(n)):
@@ -516,7 +570,7 @@ class NMF(Approximation):
         ``H_``, as scikit-learn names it.
     rank_ : int
         Components kept: below the rank asked where some came out zero or at the factors' floor (they add
-        nothing to ``W H`` but round-off: :func:`_carrying`; ``params_["rank_budget"]`` then says the rank asked).
+        nothing to ``W H`` but round-off: :func:`_pruned`; ``params_["rank_budget"]`` then says the rank asked).
     n_stored_ : int
         ``2 N r``.
     n_iter_ : int
@@ -659,11 +713,10 @@ class NMF(Approximation):
         # A component that adds nothing to W H but round-off is not stored, nor charged: an all-zero W column
         # or H row (a zero matrix gave rank 10 of zeros, 320 numbers at N = 16), or one held at the EPS floor
         # (a matrix with one non-zero kept rank 10, 9 of them ~1e-32 of ||X||: 320 numbers where 32 do)
-        live = _carrying(W, H, float(np.linalg.norm(X.data if hasattr(X, "toarray") else X)))
-        W, H = W[:, live], H[live]
+        W, H = _pruned(W, H, float(np.linalg.norm(X.data if hasattr(X, "toarray") else X)))
         self.W_, self.H_ = W, H
         self.components_ = H
-        self.rank_ = int(live.sum())
+        self.rank_ = W.shape[1]
         self.n_stored_ = nmf_count(n, self.rank_)
         self.n_iter_ = n_iter
         self.stop_reason_ = reason
