@@ -569,8 +569,7 @@ def _check_sparse(X, source: str, max_memory: int | None, held: int = 0) -> sp.c
     check_sparse_structure(X, source=source)
     if np.dtype(X.dtype).kind == "f" and np.dtype(X.dtype).itemsize > 8:
         # before the float64 copy, which made 1e400 an inf ("1 NaN/Inf entry") after scipy's overflow warning
-        _check_float64_top(max((_largest_finite(part) for part in _stored_values(X)),
-                               default=np.dtype(X.dtype).type(0)), source)
+        _check_float64_range(_stored_values(X), source)
     if np.dtype(X.dtype).kind in "biu":
         # Values become float64 before any duplicates are summed: scipy sums a
         # COO's duplicates in its own dtype, and int64 wraps around (two
@@ -873,24 +872,15 @@ def float64_table(arr: np.ndarray, source: str, what: str, max_memory: int | Non
     return np.array(arr, dtype=np.float64, order="C", copy=True) if copy else np.ascontiguousarray(arr, dtype=np.float64)
 
 
-def _check_float64_range(arr: np.ndarray, source: str) -> None:
-    """Refuse a wider float array (longdouble) with finite entries past float64's range: its float64 copy
-    made 1e400 an inf ("has NaN/Inf entries", where the caller's entries are all finite) and 1e-400 a 0
-    (the zero matrix, fitted without a word).  The stored values of a sparse matrix are checked alike.
+def _check_float64_range(parts: list[np.ndarray], source: str) -> None:
+    """Refuse a wider float matrix (longdouble) with finite entries past float64's range, given its values
+    in ``parts`` (a dense array's ``[arr]``; a sparse matrix's stored values, :func:`_stored_values`): its
+    float64 copy made 1e400 an inf ("has NaN/Inf entries", where the caller's entries are all finite) and
+    1e-400 a 0 (the zero matrix, fitted without a word).
 
     Only the finite-entry mask is made (1 byte an entry): ``np.abs(arr[mask])`` made two more copies of
     16 bytes an entry, past what :func:`check_memory` counted for the float64 copy."""
-    _check_float64_top(_largest_finite(arr), source)
-
-
-def _largest_finite(arr: np.ndarray):
-    """The largest finite ``|entry|`` of ``arr`` in its own dtype (0 for none), making only the mask."""
-    finite = np.isfinite(arr)
-    return max(arr.max(where=finite, initial=0), -arr.min(where=finite, initial=0))
-
-
-def _check_float64_top(top, source: str) -> None:
-    """:func:`_check_float64_range` given the largest finite ``|entry|``, ``top``."""
+    top = max((_largest_finite(part) for part in parts), default=0.0)
     info = np.finfo(np.float64)
     seen = np.format_float_scientific(top, precision=2, trim="-")  # (a float's :.3g made 1e400 inf, 1e-400 0)
     if top > info.max:
@@ -901,6 +891,12 @@ def _check_float64_top(top, source: str) -> None:
         # next by check_magnitude, in the words a float64 matrix of the same values gets
         raise InputError(f"{source}: values too small for float64 (largest |entry| {seen}); multiply the matrix "
                          "by a constant (e.g. 1 / its largest entry)")
+
+
+def _largest_finite(arr: np.ndarray):
+    """The largest finite ``|entry|`` of ``arr`` in its own dtype (0 for none), making only the mask."""
+    finite = np.isfinite(arr)
+    return max(arr.max(where=finite, initial=0), -arr.min(where=finite, initial=0))
 
 
 def _is_linear_operator(X) -> bool:
@@ -938,7 +934,7 @@ def _check_dense(X, source: str, max_memory: int | None) -> np.ndarray:
                      what=f"{source}: float64 copy of the {n:,} x {n:,} matrix (besides the {arr.dtype} array it is "
                           f"made from)", limit=max_memory)
     if arr.dtype.kind == "f" and arr.dtype.itemsize > 8:
-        _check_float64_range(arr, source)
+        _check_float64_range([arr], source)
     with np.errstate(invalid="ignore"):  # a signalling NaN's cast warned before the error that names it
         arr = np.ascontiguousarray(arr, dtype=np.float64)
     # One pass and no temporary: the sum of squares is finite only when every entry is (an N x N mask

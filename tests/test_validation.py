@@ -873,7 +873,7 @@ def test_the_float64_range_check_of_a_longdouble_matrix_makes_only_its_mask():
     arr[0, 0] = np.inf
     tracemalloc.start()
     try:
-        _check_float64_range(arr, "X")
+        _check_float64_range([arr], "X")
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
