@@ -23,6 +23,7 @@ from ._errors import one_line
 __all__ = ["Executor", "worker_count", "share", "send_shared", "ordered_map", "not_picklable", "worker_died", "worker_death",
            "serialization_logs_off", "logs_off"]
 
+
 class Executor(Protocol):
     """Where a pass's blocks run: a ``concurrent.futures`` pool or a ``dask.distributed.Client``, both of which
     submit a call and return its future (a protocol, not a union: naming Dask's client would import it)."""

@@ -1019,7 +1019,6 @@ def check_path(path) -> None:
         raise ParameterError("path is empty; give a file name")
 
 
-
 # ---------------------------------------------------------------------------
 # operands of products
 # ---------------------------------------------------------------------------

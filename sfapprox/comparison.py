@@ -77,7 +77,6 @@ __all__ = ["compare", "available_methods", "run_method", "run_all", "PROTOCOLS",
 MatrixInput: TypeAlias = Union[MatrixLike, "LoadedMatrix", str, os.PathLike]
 
 
-
 def available_methods() -> dict[str, str]:
     """Method names accepted by :func:`compare`, with one-line descriptions.
 

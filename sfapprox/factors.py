@@ -78,6 +78,7 @@ FACTORS_VERSION = 4
 #: Versions 1-3 were written under this name (1: SF factors, 2: hybrids, 3: butterfly factors).
 LEGACY_FORMAT = "sfapprox-chord-factors"
 
+
 def register_operator(cls: type) -> type:
     """Deprecated: use :func:`sfapprox.operators.register_operator` (the registry moved there).
 

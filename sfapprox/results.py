@@ -956,8 +956,6 @@ def _written_version(name: str) -> str | None:
     return None
 
 
-
-
 # ---------------------------------------------------------------------------
 # reading a result's JSON back (from_dict): every field checked, a refusal names its key
 # ---------------------------------------------------------------------------

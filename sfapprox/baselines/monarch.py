@@ -101,7 +101,6 @@ __all__ = [
 MAX_SHAPES = 12
 
 
-
 # --------------------------------------------------------------------------- accounting
 @dataclass(frozen=True)
 class MonarchShape:

@@ -165,8 +165,6 @@ class ChordLowRank(_ChordHybrid):
         self.rank_ = self.operator_.rank
 
 
-
-
 # =============================================================================== registration
 register(
     MethodSpec(

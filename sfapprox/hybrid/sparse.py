@@ -174,8 +174,6 @@ class ChordSparse(_ChordHybrid):
         self.index_storage_ = self.n_sparse_
 
 
-
-
 # =============================================================================== registration
 register(
     MethodSpec(

@@ -186,7 +186,6 @@ class HybridOperator(SurrogateOperator):
             self._sparse_t = (self.sparse, self.sparse.T.tocsr())  # CSR of the transpose, made once
         return self._sparse_t[1]
 
-
     def to_dense(self) -> np.ndarray:
         """The full ``N x N`` sum.
 
