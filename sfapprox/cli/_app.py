@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import shutil
 import sys
 import textwrap
@@ -93,9 +94,13 @@ class NarrowHelpFormatter(_CONTEXT.formatter_class):
             self.write(f"{name}{gap}{lines[0]}\n" + "".join(f"{hang}{line}\n" for line in lines[1:]))
 
     def write_text(self, text: str) -> None:
-        """click's paragraphs of text, wrapped by :func:`wrap_help`."""
+        """click's paragraphs of text, wrapped by :func:`wrap_help`; an ``Example:`` paragraph is a command
+        laid out to be copied (:func:`example_lines`)."""
         indent = " " * self.current_indent
-        self.write(wrap_help(self._text(text), self.width, indent, indent, paragraphs=True) + "\n")
+        blocks = [block for block in self._text(text).split("\n\n") if block.strip()]
+        self.write("\n\n".join(example_lines(block, self.width, indent) if block.lstrip().startswith(EXAMPLE)
+                                else wrap_help(block, self.width, indent, indent, paragraphs=True)
+                                for block in blocks) + "\n")
 
     def write_usage(self, prog: str, args: str = "", prefix: str | None = None) -> None:
         """click's usage line, wrapped by :func:`wrap_help`."""
@@ -194,6 +199,44 @@ def wrap_help(text: str, width: int, initial_indent: str = "", subsequent_indent
     return "\n\n".join(done)
 
 
+#: How a command's help begins its example: the command after it is laid out by :func:`example_lines`.
+EXAMPLE = "Example:"
+
+
+def example_lines(block: str, width: int, indent: str = "") -> str:
+    """An ``Example: sfapprox ...`` paragraph of a command's help, laid out to be copied.
+
+    On one line where it fits; else ``Example:`` has a line of its own and the command follows, broken
+    between an option and the next only, with the shell's `` \\`` continuation
+    (:func:`~sfapprox.cli._render.command_lines`, as the next command a comparison suggests): wrapped
+    as prose, ``--data-dir`` ended one line and its folder began the next, and the lines pasted ran
+    ``--data-dir`` without its value.
+
+    Examples
+    --------
+    >>> print(example_lines("Example: sfapprox info graph.net --json -", 40, "  "))
+      Example: sfapprox info graph.net --json -
+    >>> print(example_lines("Example: sfapprox info graph.net --json -", 30, "  "))
+      Example:
+        sfapprox info graph.net \\
+          --json -
+    """
+    words = block.split()[1:]  # (an example's words hold no spaces: its own quoting is kept as written)
+    line = f"{indent}{EXAMPLE} {' '.join(words)}"
+    if len(line) <= width:
+        return line
+    from ._render import command_lines
+
+    groups: list[list[str]] = []
+    for word in words:  # an option with its value: "--json -", "--out-dir runs/t1"
+        takes = groups and groups[-1][0].startswith("-") and len(groups[-1]) == 1 and groups[-1][0] != "-"
+        if takes and (word == "-" or not word.startswith("-")):
+            groups[-1].append(word)
+        else:
+            groups.append([word])
+    return "\n".join([f"{indent}{EXAMPLE}", *(indent + part for part in command_lines(groups, width - len(indent)))])
+
+
 class HelpContext(_CONTEXT):
     """click's context, drawing ``--help`` with :class:`NarrowHelpFormatter`."""
 
@@ -257,6 +300,15 @@ def refuse_repeats(command, ctx, args: list[str]) -> list[str]:
     return args
 
 
+def usage_name(param) -> str:
+    """An argument as the usage line names it, in click's and man pages' convention: ``MANIFEST``, and
+    ``[OUT_DIR]`` where it may be left out.  Typer's own, ``{manifest}``, read as a placeholder left
+    unfilled (``Usage: sfapprox fit [OPTIONS] {path}``)."""
+    name = (param.metavar or param.name).upper()
+    name = name if param.required else f"[{name}]"
+    return f"{name}..." if param.nargs != 1 else name
+
+
 def _takes_one(param) -> bool:
     """Whether ``param`` (None: a word that is no option) is an option that takes one value, and only once."""
     return param is not None and not (param.is_flag or param.count or param.multiple) and param.nargs == 1
@@ -274,6 +326,9 @@ class HelpGroup(TyperGroup):
         command = super().get_command(ctx, cmd_name)
         if command is not None and not isinstance(command, HelpGroup):
             command.context_class = HelpContext
+            for param in command.params:
+                if param.param_type_name == "argument":
+                    param._usage_display_name = functools.partial(usage_name, param)
             if not getattr(command, "_repeats_refused", False):  # (commands are made once; wrapped once)
                 parse = command.parse_args
                 command.parse_args = lambda ctx_, args: parse(ctx_, refuse_repeats(command, ctx_, args))
