@@ -45,30 +45,36 @@ PANEL_MAX = 1024
 SAMPLE_COLUMNS = 64
 
 
-def _pyplot():
-    try:
-        import matplotlib
+def _new_figure(**kwargs):
+    """A matplotlib ``Figure`` on an Agg canvas of its own, or the one-line advice to install matplotlib.
 
-        matplotlib.use("Agg")  # files only: never needs a display
-        import matplotlib.pyplot as plt
+    A bare ``Figure`` (matplotlib's object-oriented API), not pyplot: a figure made by pyplot needs a
+    backend, and ``matplotlib.use("Agg")``, which this called for one, changed the caller's backend for
+    the rest of the process (a notebook's inline figures stopped showing after a plot function).  This
+    figure draws on its own canvas (``savefig`` takes the file format's), and pyplot's list of open
+    figures never holds it (nothing to close: it is freed with its last reference).
+    """
+    try:
+        # (``import a.b``, not ``from a.b import``: it asks for ``matplotlib`` itself first, so a missing one
+        # fails here even where its submodules are still cached)
+        import matplotlib.backends.backend_agg
+        import matplotlib.figure
     except ImportError:
         raise SfapproxError(
             "plotting needs matplotlib: pip install 'sfapprox[plot]' (or pip install matplotlib)"
         ) from None
-    return plt
+    fig = matplotlib.figure.Figure(**kwargs)
+    matplotlib.backends.backend_agg.FigureCanvasAgg(fig)
+    return fig
 
 
-def _save(fig, path: str | os.PathLike, plt, force: bool = True) -> None:
+def _save(fig, path: str | os.PathLike, force: bool = True) -> None:
     suffix = os.path.splitext(str(path))[1].lower()
     if suffix and suffix not in PLOT_SUFFIXES:  # matplotlib's ValueError ("Format 'foo' is not supported")
-        plt.close(fig)
         raise ParameterError(f"{path}: cannot write a figure of type {suffix!r}; use one of {', '.join(PLOT_SUFFIXES)}")
     suffix = suffix.lstrip(".") or "png"  # (a device or a pipe without a suffix: PNG)
-    try:
-        with atomic_path(path, force=force) as tmp:
-            fig.savefig(tmp, format=suffix, dpi=120, bbox_inches="tight")
-    finally:
-        plt.close(fig)
+    with atomic_path(path, force=force) as tmp:
+        fig.savefig(tmp, format=suffix, dpi=120, bbox_inches="tight")
 
 
 def _display(A: np.ndarray, log: bool, floor: float) -> np.ndarray:
@@ -188,7 +194,6 @@ def plot_approximations(
     note : str, default=""
         A line under the panels (e.g. the methods that have none).
     """
-    plt = _pyplot()
     style, log, floor, label = _value_style(X, scale)
     panels = [("original", X), *approximations.items()]
     residuals = {name: X - np.asarray(A) for name, A in approximations.items()}
@@ -197,8 +202,8 @@ def plot_approximations(
     height = 2.9 * rows
     # room above the panels for their two-line titles and the figure's title, in inches: as a share of the
     # height (matplotlib's 12%) it was too little for one row (no method had a panel), and the two overlapped
-    fig, axes = plt.subplots(rows, len(panels), figsize=(2.7 * len(panels) + 0.8, height), squeeze=False,
-                             gridspec_kw={"top": 1 - 0.7 / height})
+    fig = _new_figure(figsize=(2.7 * len(panels) + 0.8, height))
+    axes = fig.subplots(rows, len(panels), squeeze=False, gridspec_kw={"top": 1 - 0.7 / height})
     image = None
     shown = [_display(np.asarray(A), log, floor) for _, A in panels]
     for ax, (name, _), values in zip(axes[0], panels, shown):
@@ -220,7 +225,7 @@ def plot_approximations(
         fig.suptitle(_plain(title), fontsize=10)
     if note:  # below the panels (the saved figure's tight box grows to hold it)
         fig.text(0.01, 0.0, _plain(note), fontsize=8, va="top", color="0.3", wrap=True)
-    _save(fig, path, plt, force)
+    _save(fig, path, force)
 
 
 def _plain(text: str) -> str:
@@ -415,9 +420,9 @@ def plot_sweep(sweep, path: str | os.PathLike, *, force: bool = True) -> None:
     SfapproxError
         When matplotlib is not installed.
     """
-    plt = _pyplot()
     n = sweep.matrix["n"]
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig = _new_figure(figsize=(6.4, 4.2))
+    ax = fig.subplots()
     missing = []
     drawn: list[tuple[float, float]] = []  # (budget share, relative error) of every point drawn
     lines = []  # (method, its points, why it has none at some budgets) to draw, once the axes' scales are known
@@ -466,7 +471,7 @@ def plot_sweep(sweep, path: str | os.PathLike, *, force: bool = True) -> None:
 
         below = offset_copy(ax.transAxes, fig=fig, y=-36, units="points")  # (under the ticks and the label)
         ax.text(0.0, 0.0, _plain("\n".join(missing)), transform=below, fontsize=7, va="top", color="0.3")
-    _save(fig, path, plt, force)
+    _save(fig, path, force)
 
 
 def _nothing_drawn(sweep) -> str:

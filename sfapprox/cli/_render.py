@@ -318,9 +318,9 @@ def check_plot(path: Path | None, force: bool, outputs: Outputs | None = None,
             if stdout_claimed(outputs):
                 raise ParameterError(f"only one output can go to standard output; got --plot {path} and another")
             outputs = dataclasses.replace(outputs, stdout_taken=True)
-    from ..plotting import _pyplot
+    from ..plotting import _new_figure
 
-    _pyplot()  # fail now, not after the fits, when matplotlib is missing
+    _new_figure()  # fail now, not after the fits, when matplotlib is missing
     return outputs
 
 
