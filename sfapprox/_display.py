@@ -25,14 +25,19 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from rich.cells import cell_len
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn
-from rich.table import Column as TableColumn
-from rich.text import Text
-
 from ._errors import ParameterError, user_stacklevel
+from ._global_state import python_random_kept
+
+# rich draws from Python's global generator as it loads: this module is what loads it for the Python
+# API (progress=True), inside the caller's process, whose random.seed must hold after the call.
+with python_random_kept():
+    from rich.cells import cell_len
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn
+    from rich.table import Column as TableColumn
+    from rich.text import Text
+
 from ._progress import coarse_progress
 from .formats import fmt_number, printable
 
