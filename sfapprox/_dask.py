@@ -114,7 +114,7 @@ def close(client) -> None:
     ----------
     client : dask.distributed.Client
     """
-    from ._executors import logs_off
+    from ._global_state import logs_off
 
     with logs_off("distributed.client", below=logging.CRITICAL):
         client.close()

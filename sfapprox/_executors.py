@@ -10,7 +10,6 @@ numbers do not depend on which worker computed what.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import pickle
 import warnings
@@ -19,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
 from ._errors import one_line
+from ._global_state import logs_off  # (its home; still importable from here)
 
 __all__ = ["Executor", "worker_count", "share", "send_shared", "ordered_map", "not_picklable", "worker_died", "worker_death",
            "serialization_logs_off", "logs_off"]
@@ -221,21 +221,6 @@ def not_picklable(exc: BaseException, what: str = "the matrix source"):
     return ParameterError(f"{what} cannot be sent to the executor's workers{whose}: it does not pickle ({why}); "
                           "an object that holds an open file, a lock or a connection must reopen it when unpickled "
                           "(__reduce__), or run it without an executor")
-
-
-@contextlib.contextmanager
-def logs_off(*names: str, below: int = logging.CRITICAL + 1) -> Iterator[None]:
-    """The loggers ``names`` silenced below ``below`` for the block, their levels restored after (dask's own
-    ERROR logs of a failure sfapprox raises and says in one line)."""
-    logs = [logging.getLogger(name) for name in names]
-    levels = [log.level for log in logs]
-    for log in logs:
-        log.setLevel(below)
-    try:
-        yield
-    finally:
-        for log, level in zip(logs, levels):
-            log.setLevel(level)
 
 
 def serialization_logs_off(executor):

@@ -101,6 +101,26 @@ def test_download_verifies_and_is_cached(tmp_path, server):
     assert requests == ["/strike.paj"]  # the second call did not download
 
 
+def test_a_download_leaves_the_callers_pooch_logger_as_it_was(tmp_path, server):
+    """The download quieted pooch's "Downloading ..." notes by setting its logger to WARNING for good: a
+    caller who had it on DEBUG (to see its requests) found it silenced after the first fetch."""
+    import logging
+
+    import pooch
+
+    base, www, _ = server
+    (www / "strike.paj").write_bytes(STRIKE)
+    e = entry(tmp_path, f'file = "pajek/strike.paj"\nurl = "{base}/strike.paj"\nsha256 = "{SHA}"\n')
+    log = pooch.get_logger()
+    level = log.level
+    log.setLevel(logging.DEBUG)
+    try:
+        assert fetch_entry(e, cache=tmp_path / "cache").origin == "download"
+        assert log.level == logging.DEBUG
+    finally:
+        log.setLevel(level)
+
+
 def test_a_download_works_with_a_pooch_without_a_default_timeout(tmp_path, server, monkeypatch):
     """pyproject allows pooch 1.7, whose ``pooch.downloaders`` has no ``DEFAULT_TIMEOUT`` (1.8 added it):
     importing it made every download an ImportError, reported as "download ... failed"."""

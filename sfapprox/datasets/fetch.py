@@ -39,6 +39,7 @@ import errno
 import gzip
 import hashlib
 import itertools
+import logging
 import lzma
 import os
 import re
@@ -54,6 +55,7 @@ from urllib.parse import urlparse
 
 from .._atomic import NO_ROOM, OutputError, full_disk, new_temporary, os_cause, place_temporary, process_gone, write_advice
 from .._errors import InputError, parameter
+from .._global_state import logs_off
 from .._validation import format_bytes
 from .manifest import COMPRESSED_SUFFIXES, Entry, is_archive
 
@@ -576,7 +578,13 @@ def _download(entry: Entry, target: Path, max_bytes: int | None) -> tuple[Path, 
     """Download ``entry.url`` into ``target`` (the entry's cache folder); return the file path and whether it was verified."""
     import pooch
 
-    pooch.get_logger().setLevel("WARNING")  # no "Downloading ..." chatter on stderr
+    with logs_off(pooch.get_logger().name, below=logging.WARNING):  # no "Downloading ..." chatter on stderr
+        return _downloaded(pooch, entry, target, max_bytes)
+
+
+def _downloaded(pooch, entry: Entry, target: Path, max_bytes: int | None) -> tuple[Path, bool]:
+    """:func:`_download`'s work, its pooch logger quieted by the caller (its level put back after: the
+    caller's own setting of pooch's logger is the caller's)."""
     name = PurePosixPath(urlparse(entry.url).path).name or "download"
     direct = entry.member is None and not _needs_decompression(entry)
     known = f"sha256:{entry.sha256[0]}" if direct and len(entry.sha256) == 1 else None
