@@ -330,8 +330,12 @@ def test_help_reads_whole_in_a_terminal_and_through_a_pipe(path):
 
 
 def test_the_usage_line_names_an_argument_as_click_does():
+    """Typer wrote ``Usage: sfapprox datasets list [OPTIONS] {manifest}``, a placeholder left unfilled to the eye;
+    the usage line and the error for a missing argument name it as click and man pages do."""
     text = rendered_help(["datasets", "list"])
     assert text.startswith("Usage: ") and text.splitlines()[0].endswith("[OPTIONS] MANIFEST")
+    res = CliRunner().invoke(app, ["fit"])
+    assert res.exit_code == 2 and "Missing argument 'PATH'" in res.output, res.output
 
 
 # ---------------------------------------------------------------------------- 4. the listings

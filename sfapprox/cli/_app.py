@@ -329,6 +329,8 @@ class HelpGroup(TyperGroup):
             for param in command.params:
                 if param.param_type_name == "argument":
                     param._usage_display_name = functools.partial(usage_name, param)
+                    # (an error names it so too: "Missing argument 'PATH'", as the usage line shows it)
+                    param.get_error_hint = lambda ctx=None, param=param: f"'{usage_name(param).strip('[]')}'"
             if not getattr(command, "_repeats_refused", False):  # (commands are made once; wrapped once)
                 parse = command.parse_args
                 command.parse_args = lambda ctx_, args: parse(ctx_, refuse_repeats(command, ctx_, args))
