@@ -3,9 +3,9 @@
 Methods: sf, sf-symmetric, sf-butterfly, tsvd, rpca, nmf, sf+lr, sf+s, and the plain and
 structured competitors sparse (CSR storage of the largest entries), monarch (closed-form
 Monarch projection), monarch+lr (Monarch plus a low-rank term) and butterfly-hier (hierarchical butterfly factorization).  Matrices: the
-entries of data_manifests/paper-table1.toml whose files are in ../shared/realdata (graphs,
+entries of the bundled manifest paper-table1 whose files are in ../shared/realdata (graphs,
 meshes, the dense similarity, the image and its gradient) and every entry of
-data_manifests/synthetic.toml (random sparse, planted low rank + sparse, banded, circulant,
+the bundled synthetic (random sparse, planted low rank + sparse, banded, circulant,
 Chord products, covariances, edge images, attention over beta).
 
 Run by hand (not part of the tests); about 25 minutes on 2 cores:
@@ -43,7 +43,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")  # one BLAS thread per worker process
 
 REAL = DEFAULT_DATA_DIR  # --data-dir
-MANIFESTS = [ROOT / "data_manifests" / "paper-table1.toml", ROOT / "data_manifests" / "synthetic.toml"]
+MANIFESTS = [ROOT / "sfapprox" / "datasets" / "manifests" / "paper-table1.toml", ROOT / "sfapprox" / "datasets" / "manifests" / "synthetic.toml"]
 METHODS = ["sf", "sf-symmetric", "sf-butterfly", "tsvd", "rpca", "nmf", "sf+lr", "sf+s",
            "sparse", "monarch", "monarch+lr", "butterfly-hier"]
 SF_FAMILY = ("sf", "sf-symmetric", "sf-butterfly", "sf+lr", "sf+s")

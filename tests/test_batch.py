@@ -713,7 +713,7 @@ def test_dask_missing_is_a_clear_error(tmp_path, monkeypatch):
 def test_paper_protocol_reproduces_tsvd_within_one_percent(tmp_path):
     from sfapprox.datasets import load_manifest
 
-    manifest = ROOT / "data_manifests" / "paper-table1.toml"
+    manifest = ROOT / "sfapprox" / "datasets" / "manifests" / "paper-table1.toml"
     reproducible = [e.name for e in load_manifest(manifest).entries if e.reproducible]
     opts = BatchOptions(methods=("tsvd",), protocol="paper", data_dir=str(REALDATA))
     run_batch(manifest, tmp_path / "out", opts, only=reproducible + ["protein"])
@@ -1057,7 +1057,7 @@ def test_a_kernel_entry_is_formed_when_it_fits_and_its_fit_names_the_points_file
 
 
 def test_the_shipped_kernels_manifest_runs_on_a_local_copy_of_its_table(tmp_path):
-    """data_manifests/kernels.toml's MNIST test entry, its LIBSVM file (here 40 rows of made-up pixels) found in
+    """The bundled kernels manifest's MNIST test entry, its LIBSVM file (here 40 rows of made-up pixels) found in
     --data-dir: the RBF kernel of its rows at the median heuristic's bandwidth, in the 'kernel' category."""
     from sfapprox import KernelMatrix
 
@@ -1069,7 +1069,7 @@ def test_the_shipped_kernels_manifest_runs_on_a_local_copy_of_its_table(tmp_path
     (data / "kernels").mkdir(parents=True)
     (data / "kernels" / "mnist.t.libsvm").write_text(text, encoding="utf-8")
     out = tmp_path / "out"
-    s = run_batch(ROOT / "data_manifests" / "kernels.toml", out, only=["mnist-test-rbf"],
+    s = run_batch(ROOT / "sfapprox" / "datasets" / "manifests" / "kernels.toml", out, only=["mnist-test-rbf"],
                   options=BatchOptions(methods=("tsvd", "nystrom"), data_dir=str(data)))
     assert dict(s.statuses) == {"ok": 2}
     recs = {r["method"]: r for r in lines(out)}
@@ -2180,7 +2180,7 @@ def test_a_line_in_another_encoding_is_said_to_be_so_not_invalid_json(tmp_path):
 
 
 def test_a_kernels_manifest_entry_downloads_decompresses_and_scores_as_compare_does(tmp_path, monkeypatch):
-    """data_manifests/kernels.toml's path end to end, from a local server: a LIBSVM .bz2 is downloaded and
+    """The bundled kernels manifest's path end to end, from a local server: a LIBSVM .bz2 is downloaded and
     decompressed by `datasets fetch` (once: a second fetch makes no request), and `batch` on its RBF kernel
     gives the numbers `compare FILE --kernel rbf` gives on the decompressed file."""
     import bz2
@@ -2429,3 +2429,23 @@ def test_a_dask_batch_sets_its_matrices_variables_in_one_wait_not_one_round_trip
         channel.close()
     assert values == [[]] * len(names) and channel.matrices == names
     assert took < 1.0, f"20 variables set in {took:.2f} s"
+
+
+def test_batch_takes_a_bundled_manifest_s_name(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no clone here: a wheel's user
+    run_batch("synthetic", tmp_path / "out", BatchOptions(methods=("tsvd",)), only=["random-sparse-64"])
+    assert pairs(lines(tmp_path / "out")) == [("random-sparse-64", "tsvd")]
+
+
+def test_batch_on_an_old_clone_path_says_one_line_and_runs(tmp_path):
+    """README's `sfapprox batch data_manifests/synthetic.toml ...`, in users' scripts: the manifests moved into
+    the package; the run goes on with the bundled one, after one line on stderr."""
+    args = ["batch", "data_manifests/synthetic.toml", "--out-dir", "out", "--methods", "tsvd",
+            "--only", "random-sparse-64", "--quiet"]
+    done = subprocess.run(cli(*args), cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stderr.splitlines() if "data_manifests" in line]
+    assert said == ["warning: data_manifests/synthetic.toml: the dataset manifests moved into the sfapprox package; "
+                    "this path is deprecated and will stop working in a later release: give the name synthetic (the "
+                    "bundled manifest, used now)"], done.stderr
+    assert pairs(lines(tmp_path / "out")) == [("random-sparse-64", "tsvd")]

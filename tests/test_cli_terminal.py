@@ -140,7 +140,7 @@ def test_a_listing_folds_long_paths_never_cuts_them(columns):
     cell); now a path too wide for the window continues on the next line."""
     import tomllib
 
-    manifest = ROOT / "data_manifests" / "paper-table1.toml"
+    manifest = ROOT / "sfapprox" / "datasets" / "manifests" / "paper-table1.toml"
     code, screen = run_in_terminal(["datasets", "list", manifest], columns=columns, timeout=60)
     text = plain(screen)
     assert code == 0, text
@@ -162,7 +162,7 @@ def test_a_listing_s_names_stay_whole_in_every_part(columns):
     third.  The path folds first now: every name is whole, on its row's line, in each part."""
     import tomllib
 
-    manifest = ROOT / "data_manifests" / "synthetic.toml"
+    manifest = ROOT / "sfapprox" / "datasets" / "manifests" / "synthetic.toml"
     code, screen = run_in_terminal(["datasets", "list", manifest], columns=columns, timeout=60)
     text = plain(screen)
     assert code == 0, text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib.metadata
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -204,3 +205,25 @@ def test_the_distribution_names_its_license_by_spdx_expression_and_ships_its_tex
     assert metadata["License-Expression"] == "MIT", stale
     assert "LICENSE" in (metadata.get_all("License-File") or []), stale
     assert (PACKAGE.parent / "LICENSE").read_text(encoding="utf-8").startswith("MIT License")
+
+
+def test_a_build_of_the_package_ships_every_file_it_reads(tmp_path):
+    """A wheel held no data_manifests/ (a clone's folder), so `sfapprox batch synthetic ...` had no manifest:
+    what setuptools builds from pyproject.toml (a wheel's files) holds the bundled manifests, and no file
+    outside the sources but them: a file the code reads beside its modules that is not package data
+    is missing from every install but a clone's."""
+    from sfapprox.datasets.bundled import bundled_manifests
+
+    source = tmp_path / "source"  # a copy: the build writes its egg-info beside pyproject.toml
+    shutil.copytree(PACKAGE, source / "sfapprox", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(PACKAGE.parent / name, source)
+    built = tmp_path / "lib"
+    done = subprocess.run([sys.executable, "-c", "from setuptools import setup; setup()", "-q", "build_py",
+                           "--build-lib", str(built)], cwd=source, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    shipped = {p.relative_to(built).as_posix() for p in built.rglob("*") if p.is_file() and p.suffix != ".py"}
+    assert shipped == {f"sfapprox/datasets/manifests/{name}.toml" for name in bundled_manifests()}
+    sources = {p.relative_to(PACKAGE.parent).as_posix() for p in PACKAGE.rglob("*")
+               if p.is_file() and "__pycache__" not in p.parts}
+    assert sources - {p.relative_to(built).as_posix() for p in built.rglob("*") if p.is_file()} == set()

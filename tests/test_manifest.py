@@ -12,9 +12,9 @@ from sfapprox.datasets.fetch import file_sha256
 from sfapprox.datasets.manifest import CATEGORIES, ManifestError, load_manifest, parse_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAPER = ROOT / "data_manifests" / "paper-table1.toml"
-SYNTHETIC = ROOT / "data_manifests" / "synthetic.toml"
-KERNELS = ROOT / "data_manifests" / "kernels.toml"
+PAPER = ROOT / "sfapprox" / "datasets" / "manifests" / "paper-table1.toml"
+SYNTHETIC = ROOT / "sfapprox" / "datasets" / "manifests" / "synthetic.toml"
+KERNELS = ROOT / "sfapprox" / "datasets" / "manifests" / "kernels.toml"
 REALDATA = (ROOT / ".." / "shared" / "realdata").resolve()
 
 # The paper's figures that realdata/README.md states (name: (TSVD, SF)).
@@ -326,3 +326,47 @@ def test_a_loop_of_links_as_a_manifest_path_is_a_one_line_error(tmp_path):
     (tmp_path / "n.toml").symlink_to(tmp_path / "m.toml")
     with pytest.raises(ParameterError, match=r"m.toml: a symbolic link that leads back to itself \(a loop\)"):
         manifest_folders(tmp_path / "m.toml")
+
+
+# ------------------------------------------------------------------ bundled manifests, by name and by old path
+
+
+def test_a_bundled_manifest_is_read_by_its_name(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # anywhere: a wheel's user has no clone
+    by_name = load_manifest("paper-table1")
+    assert by_name.path == "paper-table1" and by_name.file == str(PAPER) and by_name.folder == PAPER.parent
+    assert by_name.names() == load_manifest(PAPER).names() and by_name.entries[0].manifest == "paper-table1"
+    with pytest.raises(ManifestError, match=r"^nosuch: no such manifest file \(the bundled manifests, given by "
+                                            r"name: kernels, paper-table1, synthetic\)$"):
+        load_manifest("nosuch")
+
+
+def test_an_old_clone_path_reads_the_bundled_manifest_with_a_future_warning(tmp_path):
+    old = tmp_path / "data_manifests" / "synthetic.toml"
+    with pytest.warns(FutureWarning, match=rf"^{re.escape(str(old))}: .* deprecated .* give the name synthetic"):
+        m = load_manifest(old)
+    assert m.file == str(SYNTHETIC) and m.path == "synthetic" and m.names() == load_manifest(SYNTHETIC).names()
+
+
+def test_a_moved_manifest_finds_its_files_where_it_did(tmp_path, monkeypatch):
+    """Files fetched before the move stay fetched: the cache folder is named after the manifest's file name,
+    which every spelling of a bundled manifest keeps; and a clone's user who put a file beside the old
+    data_manifests/paper-table1.toml (a `file` is relative to its manifest's folder) still has it found."""
+    from sfapprox.datasets.fetch import cache_folder_name, local_path
+
+    monkeypatch.chdir(tmp_path)
+    cache, old = tmp_path / "cache", tmp_path / "data_manifests"
+    fetched = cache / "paper-table1" / "pajek" / "Scotland.paj"  # `scotland` has a url: it was downloaded here
+    fetched.parent.mkdir(parents=True)
+    fetched.write_text("*Vertices 1\n")
+    beside = old / "pajek" / "strike.paj"  # `strike` has none: a clone's user put it beside the manifest
+    beside.parent.mkdir(parents=True)
+    beside.write_text("*Vertices 1\n")
+    with pytest.warns(FutureWarning):
+        by_old_path = load_manifest("data_manifests/paper-table1.toml")
+    for m in (by_old_path, load_manifest("paper-table1"), load_manifest(PAPER)):
+        entries = {e.name: e for e in m.entries}
+        assert cache_folder_name(entries["scotland"].manifest) == "paper-table1"
+        assert local_path(entries["scotland"], cache=cache) == fetched
+    entries = {e.name: e for e in by_old_path.entries}
+    assert local_path(entries["strike"], cache=cache) == old.resolve() / "pajek" / "strike.paj"

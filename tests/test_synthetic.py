@@ -144,7 +144,7 @@ def test_attention_rows_sum_to_one_for_any_beta(beta, n, seed):
 
 
 def test_synthetic_manifest_attention_entropy_decreases():
-    m = load_manifest(Path(__file__).resolve().parents[1] / "data_manifests" / "synthetic.toml")
+    m = load_manifest(Path(__file__).resolve().parents[1] / "sfapprox" / "datasets" / "manifests" / "synthetic.toml")
     att = sorted((e.params["beta"], syn.generate(e.generator, e.params).info["mean_row_entropy"])
                  for e in m.entries if e.generator == "attention")
     assert len(att) >= 5

@@ -545,7 +545,8 @@ def run_batch(
     Parameters
     ----------
     manifest_path : str or os.PathLike
-        A manifest (see :mod:`sfapprox.datasets.manifest`).
+        A manifest (see :mod:`sfapprox.datasets.manifest`), or a bundled manifest's name
+        (``"synthetic"``; :func:`~sfapprox.datasets.manifest.load_manifest` reads it).
     out_dir : str or os.PathLike
         Output folder: ``results.jsonl`` and ``factors/``; created if needed.
     options : BatchOptions, default=BatchOptions()
@@ -612,7 +613,7 @@ def run_batch(
         positions = _manifest_positions(manifest.names(), entries, expanded)
         check_named_vars(entries, options.data_dir, cache_dir())
         check_output_names(out)  # (first: an output folder too deep is said as such, not by an entry's name)
-        check_factor_names([e.name for e in expanded], manifest_path, out)
+        check_factor_names([e.name for e in expanded], manifest.path, out)
         _check_outputs(out)
         _make_folder(out, "the output folder")
         emit = on_event or (lambda *a, **k: None)

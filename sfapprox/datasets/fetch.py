@@ -201,6 +201,11 @@ def cache_folder_name(manifest: str | os.PathLike) -> str:
     --------
     >>> cache_folder_name("data_manifests/paper-table1.toml"), cache_folder_name("...toml"), cache_folder_name("a b.toml")
     ('paper-table1', 'manifest', 'a_b')
+
+    A bundled manifest given by its name keeps the folder its path had (files fetched stay fetched):
+
+    >>> cache_folder_name("paper-table1")
+    'paper-table1'
     """
     stem = Path(manifest).name
     if stem.lower().endswith(".toml"):

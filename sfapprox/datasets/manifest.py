@@ -1,8 +1,9 @@
 """Dataset manifests: TOML files listing matrices, where they come from, how to load them.
 
 A manifest is a list of ``[[matrix]]`` tables (the schema is documented in
-``data_manifests/README.md``).  :func:`load_manifest` parses and validates it
-once; every problem is a :class:`ManifestError` whose one-line message names
+``data_manifests/README.md``); sfapprox ships some, given by their names
+(:mod:`~sfapprox.datasets.bundled`).  :func:`load_manifest` parses and validates
+it once; every problem is a :class:`ManifestError` whose one-line message names
 the manifest file, the entry and the field, e.g.::
 
     paper-table1.toml: entry 'strike': unknown field 'catgory' (known: name, category, ...)
@@ -17,6 +18,7 @@ import os
 import re
 import sys
 import tomllib
+import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -24,6 +26,7 @@ from urllib.parse import urlparse
 
 from .._atomic import resolved_path
 from .._errors import InputError, ParameterError
+from .bundled import bundled_manifests, locate_manifest
 from .synthetic import check_params, generator_params
 
 __all__ = [
@@ -202,11 +205,14 @@ class Manifest:
     Attributes
     ----------
     path : str
-        The manifest file.
+        The manifest as given (its messages name it so): a path, or a bundled manifest's name.
     title, description, reference_source : str or None
         Its header fields.
     entries : tuple of Entry
         In file order.
+    file : str or None
+        The file read (a bundled manifest's lies in the package); None: ``path`` (a manifest parsed
+        from a dict).
     """
 
     path: str
@@ -214,11 +220,12 @@ class Manifest:
     description: str | None
     reference_source: str | None
     entries: tuple[Entry, ...]
+    file: str | None = None
 
     @property
     def folder(self) -> Path:
         """The folder holding the manifest file."""
-        return Path(self.path).parent
+        return Path(self.file or self.path).parent
 
     def names(self) -> list[str]:
         """The entries' names, in file order.
@@ -263,12 +270,15 @@ class Manifest:
 
 
 def load_manifest(path: str | os.PathLike) -> Manifest:
-    """Read and validate a manifest file.
+    """Read and validate a manifest file, or a bundled manifest by its name.
 
     Parameters
     ----------
     path : str or os.PathLike
-        A ``.toml`` manifest.
+        A ``.toml`` manifest, or the name of one shipped with sfapprox (``"paper-table1"``,
+        ``"synthetic"``, ``"kernels"``: :func:`~sfapprox.datasets.bundled.bundled_manifests`); a file
+        at the path wins over a name.  A clone's old path ``data_manifests/<name>.toml`` still reads the
+        bundled manifest, with a ``FutureWarning``.
 
     Returns
     -------
@@ -280,8 +290,15 @@ def load_manifest(path: str | os.PathLike) -> Manifest:
         If the file is missing, not TOML, or breaks the schema; the message
         names the file, the entry and the field.
 
+    Warns
+    -----
+    FutureWarning
+        For an old ``data_manifests/<name>.toml`` path that no longer exists (the bundled manifest is read).
+
     Examples
     --------
+    >>> load_manifest("synthetic").entries[0].kind
+    'generator'
     >>> import pathlib, tempfile
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "m.toml"
     >>> _ = p.write_text('[[matrix]]\\nname = "a"\\ncategory = "synthetic"\\n'
@@ -289,20 +306,25 @@ def load_manifest(path: str | os.PathLike) -> Manifest:
     >>> load_manifest(p).entries[0].kind
     'generator'
     """
-    display = os.fspath(path)
-    p = Path(path)
+    located = locate_manifest(path)
+    if located.moved:
+        # a FutureWarning, not a DeprecationWarning: the path is in users' scripts and command lines, and
+        # Python hides a DeprecationWarning from both (the command line shows it as one "warning:" line)
+        warnings.warn(located.moved, FutureWarning, stacklevel=2)
+    display, p = located.shown, located.path
     if p.is_dir():
         raise ManifestError(f"{display}: is a folder; give the manifest file (.toml) in it")
     if not p.is_file():
-        raise ManifestError(f"{display}: no such manifest file")
+        raise ManifestError(f"{display}: no such manifest file (the bundled manifests, given by name: "
+                            f"{', '.join(bundled_manifests())})")
     try:
         # utf-8-sig: a byte-order mark (Windows editors write one) is not part of the TOML
         data = tomllib.loads(p.read_text(encoding="utf-8-sig"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ManifestError(f"{display}: not valid TOML ({exc})") from None
     manifest = parse_manifest(data, display)
-    folders = manifest_folders(p)
-    return replace(manifest, entries=tuple(replace(e, folders=folders) for e in manifest.entries))
+    folders = tuple(dict.fromkeys(located.folders + manifest_folders(p)))
+    return replace(manifest, file=os.fspath(p), entries=tuple(replace(e, folders=folders) for e in manifest.entries))
 
 
 def manifest_folders(path: str | os.PathLike) -> tuple[str, ...]:
